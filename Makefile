@@ -1,0 +1,55 @@
+# Two commands for a fresh machine: `make demo` and `make test` (README.md).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PEERS := .peers
+NPM_PEERS := @modelcontextprotocol/server-everything@2026.8.31 \
+             @modelcontextprotocol/server-filesystem@2026.8.31 \
+             @modelcontextprotocol/server-memory@2026.8.31
+PY_PEERS := mcp-server-time==2026.10.19 mcp-server-git==2026.10.19
+SHARED ?= ../shared
+
+.PHONY: demo test bench lint peers install install-dev clean
+
+$(VENV)/.base: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.base pyproject.toml
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+# Real peer servers for the tests, in ignored folders (never on PATH for users).
+$(PEERS)/node/.installed:
+	mkdir -p $(PEERS)/node
+	cd $(PEERS)/node && npm init -y >/dev/null && npm install --no-audit --no-fund --silent $(NPM_PEERS)
+	touch $@
+
+$(PEERS)/py/.installed:
+	test -x $(PEERS)/py/bin/python || $(PYTHON) -m venv $(PEERS)/py
+	$(PEERS)/py/bin/python -m pip install -q $(PY_PEERS)
+	touch $@
+
+install: $(VENV)/.base
+install-dev: $(VENV)/.dev
+peers: $(PEERS)/node/.installed $(PEERS)/py/.installed
+
+demo: $(VENV)/.base
+	$(VENV)/bin/keen demo
+
+test: $(VENV)/.dev peers
+	$(PY) -m pytest -q
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/pyright
+
+bench: $(VENV)/.dev peers
+	$(PY) bench/startup.py
+	$(PY) bench/call_overhead.py
+
+clean:
+	rm -rf $(VENV) $(PEERS) .pytest_cache .ruff_cache

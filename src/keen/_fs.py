@@ -1,0 +1,50 @@
+"""Atomic file writes: a reader sees the old file or the new one, never a part.
+
+Write to a temporary file in the same directory, fsync, then ``os.replace`` (atomic
+on POSIX within one filesystem). ``mode`` is applied before any byte is written,
+so a secret never sits in a world-readable file, even briefly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["atomic_write_bytes", "atomic_write_json", "atomic_write_text"]
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, fsync: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically; creates parent directories.
+
+    Raises ``OSError`` from the filesystem; the target is untouched on failure.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, fsync: bool = True) -> None:
+    """UTF-8 text variant of :func:`atomic_write_bytes`."""
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode, fsync=fsync)
+
+
+def atomic_write_json(path: Path, data: Any, *, mode: int = 0o644, fsync: bool = True) -> None:
+    """Write ``data`` as indented JSON (UTF-8, trailing newline) atomically."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    atomic_write_text(path, text, mode=mode, fsync=fsync)

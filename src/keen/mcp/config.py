@@ -1,0 +1,289 @@
+"""configs.json: the MCP servers a user configured (seeds/003 "Config", version 1).
+
+Shape::
+
+    {"version": 1,
+     "servers": {
+       "deepwiki": {"transport": "streamable_http", "url": "https://...", "auth": {"type": "none"}},
+       "internal": {"transport": "streamable_http", "url": "https://...",
+                    "auth": {"type": "api_key", "header": "Authorization", "scheme": "Bearer",
+                             "key": "${INTERNAL_KEY}"}},
+       "github":   {"transport": "streamable_http", "url": "https://...",
+                    "auth": {"type": "oauth", "scopes": ["repo"]}},
+       "files":    {"transport": "stdio", "command": "npx", "args": ["..."], "env": {"K": "v"},
+                    "cwd": "/tmp", "timeouts": {"connect": 15, "list_tools": 30, "call_tool": 120},
+                    "enabled": false}}}
+
+Rules (seeds/003): a supported ``version``; server names ``^[A-Za-z0-9_-]{1,64}$``;
+``transport`` is ``streamable_http`` or ``stdio`` (inferred from ``url``/``command``
+when absent); HTTP servers need an http(s) ``url``; ``auth.type`` is ``none``,
+``api_key`` (needs ``key``) or ``oauth``; stdio servers need ``command`` and take no
+HTTP auth. Strings may use ``${VAR}`` and ``${VAR:-default}``; an unset variable
+without a default is an error. A missing file means no servers. Every failure is a
+:class:`~keen.errors.ConfigError` naming the server and field (and line/column for
+broken JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+from keen._fs import atomic_write_json
+from keen.errors import ConfigError
+
+__all__ = [
+    "SERVER_NAME_PATTERN",
+    "SUPPORTED_VERSIONS",
+    "ApiKeyAuth",
+    "HttpServerConfig",
+    "MCPConfig",
+    "NoAuth",
+    "OAuthAuth",
+    "ServerConfig",
+    "StdioServerConfig",
+    "Timeouts",
+    "load_config",
+    "parse_config",
+    "save_config",
+]
+
+SUPPORTED_VERSIONS = (1,)
+SERVER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Timeouts(_Model):
+    """Per-server timeouts in seconds: connect+initialize, the whole tools/list, one tools/call."""
+
+    connect: float = Field(default=15.0, gt=0)
+    list_tools: float = Field(default=30.0, gt=0)
+    call_tool: float = Field(default=120.0, gt=0)
+
+
+class NoAuth(_Model):
+    type: Literal["none"] = "none"
+
+
+class ApiKeyAuth(_Model):
+    """Custom header auth (not MCP OAuth): sends ``<header>: <scheme> <key>``, or the raw key
+    when ``scheme`` is empty (seeds/003 "API Key")."""
+
+    type: Literal["api_key"]
+    header: str = Field(default="Authorization", min_length=1)
+    scheme: str = "Bearer"
+    key: str = Field(min_length=1, repr=False)
+
+    def header_value(self) -> str:
+        return f"{self.scheme} {self.key}" if self.scheme else self.key
+
+
+class OAuthAuth(_Model):
+    """MCP-standard OAuth (2025-11-25 authorization spec); tokens live in ``mcp/auth/``."""
+
+    type: Literal["oauth"]
+    scopes: list[str] = Field(default_factory=list)
+    client_id: str | None = None
+    client_secret: str | None = Field(default=None, repr=False)
+    callback_port: int = Field(default=1456, ge=1, le=65535)
+
+
+AuthConfig = Annotated[NoAuth | ApiKeyAuth | OAuthAuth, Field(discriminator="type")]
+
+
+class _ServerBase(_Model):
+    enabled: bool = True
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    description: str | None = None
+
+
+class HttpServerConfig(_ServerBase):
+    transport: Literal["streamable_http"]
+    url: str
+    auth: AuthConfig = Field(default_factory=NoAuth)
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parsed = urlparse(value)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value
+
+    @property
+    def auth_type(self) -> str:
+        return self.auth.type
+
+
+class StdioServerConfig(_ServerBase):
+    transport: Literal["stdio"]
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+    @property
+    def auth_type(self) -> str:
+        return "none"
+
+
+ServerConfig = Annotated[HttpServerConfig | StdioServerConfig, Field(discriminator="transport")]
+_server_adapter: TypeAdapter[HttpServerConfig | StdioServerConfig] = TypeAdapter(ServerConfig)
+
+
+class MCPConfig(_Model):
+    """A whole, validated configs.json. ``servers`` keeps file order."""
+
+    version: int = 1
+    servers: dict[str, HttpServerConfig | StdioServerConfig] = Field(default_factory=dict)
+
+
+def load_config(path: Path, *, environ: dict[str, str] | None = None) -> MCPConfig:
+    """Read and validate ``path``; a missing file is an empty config.
+
+    Raises ``ConfigError`` (with ``path``, ``server``, ``field``, ``line``, ``column``).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return MCPConfig()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}; check the file's permissions and encoding",
+                          path=str(path)) from exc
+    return parse_config(text, source=str(path), environ=environ)
+
+
+def parse_config(text: str, *, source: str = "configs.json", environ: dict[str, str] | None = None) -> MCPConfig:
+    """Validate configs.json text; see the module docstring for the rules. Raises ``ConfigError``."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax there",
+            path=source, line=exc.lineno, column=exc.colno,
+        ) from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f'{source}: the top level must be an object like {{"version": 1, "servers": {{}}}}',
+                          path=source)
+    version = raw.get("version")
+    if version not in SUPPORTED_VERSIONS:
+        raise ConfigError(
+            f"{source}: unsupported version {version!r}; this Keen reads version "
+            f"{', '.join(map(str, SUPPORTED_VERSIONS))}: set \"version\": 1",
+            path=source, field="version",
+        )
+    unknown = sorted(set(raw) - {"version", "servers"})
+    if unknown:
+        raise ConfigError(f"{source}: unknown top-level field {unknown[0]!r}; only \"version\" and \"servers\" "
+                          "are allowed", path=source, field=unknown[0])
+    servers_raw = raw.get("servers", {})
+    if not isinstance(servers_raw, dict):
+        raise ConfigError(f'{source}: "servers" must be an object mapping names to server entries',
+                          path=source, field="servers")
+    env = os.environ if environ is None else environ
+    servers: dict[str, HttpServerConfig | StdioServerConfig] = {}
+    for name, entry in servers_raw.items():
+        servers[name] = _parse_server(name, entry, source=source, environ=env)
+    return MCPConfig(version=version, servers=servers)
+
+
+def _parse_server(name: str, entry: Any, *, source: str, environ: Any) -> HttpServerConfig | StdioServerConfig:
+    if not SERVER_NAME_PATTERN.match(name):
+        raise ConfigError(
+            f"{source}: server name {name!r} is invalid; use 1-64 letters, digits, '_' or '-' "
+            "(it becomes the server id in call_mcp_tool and the skill mcp:<name>)",
+            path=source, server=name, field="name",
+        )
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{source}: server {name!r} must be an object", path=source, server=name)
+    entry = _expand(entry, name=name, field="", source=source, environ=environ)
+    if "transport" not in entry:
+        if "url" in entry:
+            entry["transport"] = "streamable_http"
+        elif "command" in entry:
+            entry["transport"] = "stdio"
+    transport = entry.get("transport")
+    if transport not in ("streamable_http", "stdio"):
+        raise ConfigError(
+            f"{source}: server {name!r}: transport {transport!r} is not supported; "
+            'use "streamable_http" (with "url") or "stdio" (with "command")',
+            path=source, server=name, field="transport",
+        )
+    if transport == "stdio" and "auth" in entry:
+        auth_type = entry["auth"].get("type") if isinstance(entry["auth"], dict) else None
+        if auth_type not in (None, "none"):
+            raise ConfigError(
+                f"{source}: server {name!r}: stdio servers take no HTTP auth; pass credentials "
+                'through "env" or "args" instead',
+                path=source, server=name, field="auth",
+            )
+        entry.pop("auth")
+    try:
+        return _server_adapter.validate_python(entry)
+    except ValidationError as exc:
+        raise _config_error_from(exc, name=name, source=source) from None
+
+
+def _config_error_from(exc: ValidationError, *, name: str, source: str) -> ConfigError:
+    err = exc.errors()[0]
+    loc = [str(part) for part in err["loc"] if part not in ("streamable_http", "stdio", "none", "api_key", "oauth")]
+    field = ".".join(loc) or "(entry)"
+    kind = err["type"]
+    if kind == "missing":
+        hint = f'add "{field}"'
+        if field == "auth.key":
+            hint = 'add "key" to the api_key auth (use "${ENV_VAR}" to keep it out of the file)'
+        message = f"{source}: server {name!r}: missing required field {field!r}; {hint}"
+    elif kind == "extra_forbidden":
+        message = f"{source}: server {name!r}: unknown field {field!r}; remove it or check its spelling"
+    elif kind == "union_tag_invalid" and field.startswith("auth"):
+        message = (f"{source}: server {name!r}: auth.type must be \"none\", \"api_key\" or \"oauth\"")
+        field = "auth.type"
+    else:
+        msg = err["msg"].removeprefix("Value error, ")
+        message = f"{source}: server {name!r}: field {field!r}: {msg}"
+    return ConfigError(message, path=source, server=name, field=field)
+
+
+def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> Any:
+    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string, recursively (copies containers)."""
+    if isinstance(value, str):
+        def sub(match: re.Match[str]) -> str:
+            var, default = match.group(1), match.group(2)
+            found = environ.get(var)
+            if found is not None and (found != "" or default is None):
+                return found
+            if default is not None:
+                return default
+            raise ConfigError(
+                f"{source}: server {name!r}: field {field or '(entry)'!r} uses ${{{var}}}, which is not set; "
+                f"export {var} or write ${{{var}:-default}}",
+                path=source, server=name, field=field or None,
+            )
+        return _VAR.sub(sub, value)
+    if isinstance(value, dict):
+        return {k: _expand(v, name=name, field=f"{field}.{k}".lstrip("."), source=source, environ=environ)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, name=name, field=field, source=source, environ=environ) for v in value]
+    return value
+
+
+def save_config(data: dict[str, Any], path: Path) -> None:
+    """Write raw configs.json data atomically with mode 0600 (it may hold API keys).
+
+    ``data`` is written as given (``${VAR}`` references stay unexpanded); validate it
+    first with :func:`parse_config`.
+    """
+    atomic_write_json(path, data, mode=0o600)

@@ -1,0 +1,142 @@
+"""Keen's own views of MCP objects: plain, frozen, JSON-ready (seeds/003 todo 13-15).
+
+The SDK's pydantic models stay inside ``keen.mcp``; callers see these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["ServerInfo", "ServerState", "ServerStatus", "Tool", "ToolResult", "tools_hash"]
+
+
+class ServerState(StrEnum):
+    """Runtime state of one configured server (seeds/003 "Runtime State")."""
+
+    CONFIGURED = "configured"
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    DISCONNECTED = "disconnected"
+    AUTH_REQUIRED = "auth_required"
+    AUTH_FAILED = "auth_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What a server said of itself at initialize: ``serverInfo`` and ``instructions``."""
+
+    name: str = ""
+    version: str = ""
+    title: str | None = None
+    instructions: str | None = None
+    protocol_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """A snapshot of one server. ``last_error`` is already redacted; times are UTC."""
+
+    name: str
+    transport: str
+    auth: str
+    state: ServerState
+    enabled: bool = True
+    url: str | None = None
+    last_connected_at: datetime | None = None
+    last_refresh_at: datetime | None = None
+    last_error: str = ""
+    tool_count: int = 0
+    info: ServerInfo | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``keen mcp list --json`` object: name, transport, auth, state, tool_count, last_error,
+        plus enabled and the two timestamps (ISO 8601 or null)."""
+        return {
+            "name": self.name,
+            "transport": self.transport,
+            "auth": self.auth,
+            "state": self.state.value,
+            "tool_count": self.tool_count,
+            "last_error": self.last_error,
+            "enabled": self.enabled,
+            "last_connected_at": _iso(self.last_connected_at),
+            "last_refresh_at": _iso(self.last_refresh_at),
+        }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One tool from ``tools/list``. ``input_schema`` is ``{}`` when the server gave none."""
+
+    server: str
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None
+    annotations: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """MCP wire shape: name, title, description, inputSchema, annotations, outputSchema."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.title:
+            out["title"] = self.title
+        out["description"] = self.description
+        out["inputSchema"] = self.input_schema
+        if self.annotations:
+            out["annotations"] = self.annotations
+        if self.output_schema:
+            out["outputSchema"] = self.output_schema
+        return out
+
+
+def tools_hash(tools: list[Tool]) -> str:
+    """``sha256:<hex>`` of the canonical JSON of a tool list (order-independent)."""
+    canon = sorted((json.dumps(t.to_dict(), sort_keys=True, separators=(",", ":")) for t in tools))
+    return "sha256:" + hashlib.sha256("\n".join(canon).encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A ``tools/call`` result. ``content`` items are MCP content blocks as dicts
+    (``{"type": "text", "text": ...}``, image, audio, resource_link, resource)."""
+
+    server: str
+    tool: str
+    content: list[dict[str, Any]] = field(default_factory=list)
+    structured_content: Any = None
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """Text blocks joined by newlines; other blocks summarized as ``[image/png, 1234 bytes]``."""
+        parts: list[str] = []
+        for block in self.content:
+            kind = block.get("type")
+            if kind == "text":
+                parts.append(str(block.get("text", "")))
+            elif kind in ("image", "audio"):
+                size = len(block.get("data", "")) * 3 // 4
+                parts.append(f"[{kind} {block.get('mimeType', '')}, {size} bytes]")
+            elif kind == "resource_link":
+                parts.append(f"[resource {block.get('uri', '')}]")
+            elif kind == "resource":
+                res = block.get("resource", {})
+                parts.append(str(res.get("text", f"[resource {res.get('uri', '')}]")))
+        return "\n".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """MCP wire shape: content, structuredContent (when present), isError."""
+        out: dict[str, Any] = {"content": self.content, "isError": self.is_error}
+        if self.structured_content is not None:
+            out["structuredContent"] = self.structured_content
+        return out
