@@ -1,3 +1,5 @@
 """Keen: progressive disclosure of MCP tools for LLM agents."""
 
-__all__: list[str] = []
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

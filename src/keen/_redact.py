@@ -20,8 +20,12 @@ REDACTED = "[REDACTED]"
 # Each pattern's group 1 is the label kept in the output, so a message still says what was hidden.
 _PATTERNS = [
     re.compile(r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"(?i)(\b(?:authorization|x-api-key|api[-_]?key|proxy-authorization)\s*[:=]\s*)[^\s,;\"']{4,}"),
-    re.compile(r"(?i)(\b(?:access_token|refresh_token|id_token|client_secret|code|code_verifier)=)[^&\s\"']{4,}"),
+    re.compile(
+        r"(?i)(\b(?:authorization|x-api-key|api[-_]?key|proxy-authorization)\s*[:=]\s*)[^\s,;\"']{4,}"
+    ),
+    re.compile(
+        r"(?i)(\b(?:access_token|refresh_token|id_token|client_secret|code|code_verifier)=)[^&\s\"']{4,}"
+    ),
     re.compile(r"(?i)(\"(?:access_token|refresh_token|id_token|client_secret)\"\s*:\s*\")[^\"]+"),
 ]
 

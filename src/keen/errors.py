@@ -120,7 +120,12 @@ class InvalidArguments(MCPServerError):
     code = "invalid_arguments"
 
     def __init__(
-        self, message: str, *, server: str, tool: str | None = None, errors: list[tuple[str, str]] | None = None
+        self,
+        message: str,
+        *,
+        server: str,
+        tool: str | None = None,
+        errors: list[tuple[str, str]] | None = None,
     ) -> None:
         super().__init__(message, server=server, tool=tool)
         self.errors = errors or []

@@ -159,38 +159,51 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None) -> MCPConf
     except FileNotFoundError:
         return MCPConfig()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}; check the file's permissions and encoding",
-                          path=str(path)) from exc
+        raise ConfigError(
+            f"cannot read {path}: {exc}; check the file's permissions and encoding", path=str(path)
+        ) from exc
     return parse_config(text, source=str(path), environ=environ)
 
 
-def parse_config(text: str, *, source: str = "configs.json", environ: dict[str, str] | None = None) -> MCPConfig:
+def parse_config(
+    text: str, *, source: str = "configs.json", environ: dict[str, str] | None = None
+) -> MCPConfig:
     """Validate configs.json text; see the module docstring for the rules. Raises ``ConfigError``."""
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax there",
-            path=source, line=exc.lineno, column=exc.colno,
+            path=source,
+            line=exc.lineno,
+            column=exc.colno,
         ) from exc
     if not isinstance(raw, dict):
-        raise ConfigError(f'{source}: the top level must be an object like {{"version": 1, "servers": {{}}}}',
-                          path=source)
+        raise ConfigError(
+            f'{source}: the top level must be an object like {{"version": 1, "servers": {{}}}}', path=source
+        )
     version = raw.get("version")
     if version not in SUPPORTED_VERSIONS:
         raise ConfigError(
             f"{source}: unsupported version {version!r}; this Keen reads version "
-            f"{', '.join(map(str, SUPPORTED_VERSIONS))}: set \"version\": 1",
-            path=source, field="version",
+            f'{", ".join(map(str, SUPPORTED_VERSIONS))}: set "version": 1',
+            path=source,
+            field="version",
         )
     unknown = sorted(set(raw) - {"version", "servers"})
     if unknown:
-        raise ConfigError(f"{source}: unknown top-level field {unknown[0]!r}; only \"version\" and \"servers\" "
-                          "are allowed", path=source, field=unknown[0])
+        raise ConfigError(
+            f'{source}: unknown top-level field {unknown[0]!r}; only "version" and "servers" are allowed',
+            path=source,
+            field=unknown[0],
+        )
     servers_raw = raw.get("servers", {})
     if not isinstance(servers_raw, dict):
-        raise ConfigError(f'{source}: "servers" must be an object mapping names to server entries',
-                          path=source, field="servers")
+        raise ConfigError(
+            f'{source}: "servers" must be an object mapping names to server entries',
+            path=source,
+            field="servers",
+        )
     env = os.environ if environ is None else environ
     servers: dict[str, HttpServerConfig | StdioServerConfig] = {}
     for name, entry in servers_raw.items():
@@ -198,12 +211,16 @@ def parse_config(text: str, *, source: str = "configs.json", environ: dict[str, 
     return MCPConfig(version=version, servers=servers)
 
 
-def _parse_server(name: str, entry: Any, *, source: str, environ: Any) -> HttpServerConfig | StdioServerConfig:
+def _parse_server(
+    name: str, entry: Any, *, source: str, environ: Any
+) -> HttpServerConfig | StdioServerConfig:
     if not SERVER_NAME_PATTERN.match(name):
         raise ConfigError(
             f"{source}: server name {name!r} is invalid; use 1-64 letters, digits, '_' or '-' "
             "(it becomes the server id in call_mcp_tool and the skill mcp:<name>)",
-            path=source, server=name, field="name",
+            path=source,
+            server=name,
+            field="name",
         )
     if not isinstance(entry, dict):
         raise ConfigError(f"{source}: server {name!r} must be an object", path=source, server=name)
@@ -218,7 +235,9 @@ def _parse_server(name: str, entry: Any, *, source: str, environ: Any) -> HttpSe
         raise ConfigError(
             f"{source}: server {name!r}: transport {transport!r} is not supported; "
             'use "streamable_http" (with "url") or "stdio" (with "command")',
-            path=source, server=name, field="transport",
+            path=source,
+            server=name,
+            field="transport",
         )
     if transport == "stdio" and "auth" in entry:
         auth_type = entry["auth"].get("type") if isinstance(entry["auth"], dict) else None
@@ -226,7 +245,9 @@ def _parse_server(name: str, entry: Any, *, source: str, environ: Any) -> HttpSe
             raise ConfigError(
                 f"{source}: server {name!r}: stdio servers take no HTTP auth; pass credentials "
                 'through "env" or "args" instead',
-                path=source, server=name, field="auth",
+                path=source,
+                server=name,
+                field="auth",
             )
         entry.pop("auth")
     try:
@@ -237,7 +258,11 @@ def _parse_server(name: str, entry: Any, *, source: str, environ: Any) -> HttpSe
 
 def _config_error_from(exc: ValidationError, *, name: str, source: str) -> ConfigError:
     err = exc.errors()[0]
-    loc = [str(part) for part in err["loc"] if part not in ("streamable_http", "stdio", "none", "api_key", "oauth")]
+    loc = [
+        str(part)
+        for part in err["loc"]
+        if part not in ("streamable_http", "stdio", "none", "api_key", "oauth")
+    ]
     field = ".".join(loc) or "(entry)"
     kind = err["type"]
     if kind == "missing":
@@ -248,7 +273,7 @@ def _config_error_from(exc: ValidationError, *, name: str, source: str) -> Confi
     elif kind == "extra_forbidden":
         message = f"{source}: server {name!r}: unknown field {field!r}; remove it or check its spelling"
     elif kind == "union_tag_invalid" and field.startswith("auth"):
-        message = (f"{source}: server {name!r}: auth.type must be \"none\", \"api_key\" or \"oauth\"")
+        message = f'{source}: server {name!r}: auth.type must be "none", "api_key" or "oauth"'
         field = "auth.type"
     else:
         msg = err["msg"].removeprefix("Value error, ")
@@ -259,6 +284,7 @@ def _config_error_from(exc: ValidationError, *, name: str, source: str) -> Confi
 def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> Any:
     """Expand ``${VAR}`` / ``${VAR:-default}`` in every string, recursively (copies containers)."""
     if isinstance(value, str):
+
         def sub(match: re.Match[str]) -> str:
             var, default = match.group(1), match.group(2)
             found = environ.get(var)
@@ -269,12 +295,17 @@ def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> 
             raise ConfigError(
                 f"{source}: server {name!r}: field {field or '(entry)'!r} uses ${{{var}}}, which is not set; "
                 f"export {var} or write ${{{var}:-default}}",
-                path=source, server=name, field=field or None,
+                path=source,
+                server=name,
+                field=field or None,
             )
+
         return _VAR.sub(sub, value)
     if isinstance(value, dict):
-        return {k: _expand(v, name=name, field=f"{field}.{k}".lstrip("."), source=source, environ=environ)
-                for k, v in value.items()}
+        return {
+            k: _expand(v, name=name, field=f"{field}.{k}".lstrip("."), source=source, environ=environ)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_expand(v, name=name, field=field, source=source, environ=environ) for v in value]
     return value

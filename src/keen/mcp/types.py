@@ -101,7 +101,7 @@ class Tool:
 
 def tools_hash(tools: list[Tool]) -> str:
     """``sha256:<hex>`` of the canonical JSON of a tool list (order-independent)."""
-    canon = sorted((json.dumps(t.to_dict(), sort_keys=True, separators=(",", ":")) for t in tools))
+    canon = sorted(json.dumps(t.to_dict(), sort_keys=True, separators=(",", ":")) for t in tools)
     return "sha256:" + hashlib.sha256("\n".join(canon).encode()).hexdigest()
 
 

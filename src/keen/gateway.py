@@ -1,0 +1,321 @@
+"""``call_mcp_tool``: the one privileged entry from a model or remote client to MCP.
+
+Generated skills and schema files are discovery material only; they grant nothing
+(seeds/000 "Safety Notes"). Every call passes, in this order (DESIGN.md "The gateway"):
+
+1. the server is configured and not ``"enabled": false`` in configs.json,
+2. the server is connected,
+3. the tool is in the server's latest tools/list,
+4. the arguments validate against the cached inputSchema (Draft 2020-12 unless ``$schema``),
+5. the approval callback, which sees server, tool and JSON arguments, says yes,
+6. then ``tools/call``.
+
+A disabled *skill* only hides the server from the catalog; its tools stay callable
+while it is connected (seeds/001 failure table). Remote ``isError`` results come back
+as results. Each call is audited: the optional ``audit`` callback receives one event
+dict per call (arguments redacted).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from keen._redact import redactor
+from keen.errors import ApprovalDenied, KeenError
+from keen.mcp.manager import Manager
+from keen.mcp.types import Tool, ToolResult
+
+__all__ = [
+    "CALL_MCP_TOOL",
+    "DEFAULT_MAX_RESULT_CHARS",
+    "Approval",
+    "ApprovalRequest",
+    "Gateway",
+    "GatewayResult",
+    "tool_definition",
+]
+
+logger = logging.getLogger("keen.gateway")
+
+CALL_MCP_TOOL = "call_mcp_tool"
+DEFAULT_MAX_RESULT_CHARS = 40_000
+
+_DESCRIPTION = (
+    "Call a tool on a connected MCP server. Before the first call to a server, read its skill file "
+    "<skills>/mcp:<server>/SKILL.md to find the tool, then read the tool's schema file "
+    "<skills>/mcp:<server>/schemas/<tool>.json and pass arguments that match its inputSchema exactly. "
+    "The server and tool names are the ones listed in SKILL.md."
+)
+
+_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "server": {
+            "type": "string",
+            "description": "MCP server name, e.g. github (the skill is mcp:<server>)",
+        },
+        "tool": {"type": "string", "description": "Tool name exactly as listed in the server's SKILL.md"},
+        "arguments": {
+            "type": "object",
+            "description": "Arguments matching the tool's inputSchema from schemas/<tool>.json",
+            "additionalProperties": True,
+        },
+    },
+    "required": ["server", "tool", "arguments"],
+    "additionalProperties": False,
+}
+
+
+def tool_definition(style: str = "openai", *, skills_dir: str | None = None) -> dict[str, Any]:
+    """The ``call_mcp_tool`` definition for an LLM API (seeds/001 "How the LLM uses MCP skills").
+
+    ``style``: ``"openai"`` (Chat Completions ``{"type": "function", "function": {...}}``),
+    ``"anthropic"`` (``{"name", "description", "input_schema"}``) or ``"mcp"``
+    (``{"name", "description", "inputSchema"}``). ``skills_dir`` replaces ``<skills>`` in the
+    description with the real path. Raises ``ValueError`` for another style.
+    """
+    description = _DESCRIPTION.replace("<skills>", skills_dir or "<skills>")
+    schema = json.loads(json.dumps(_INPUT_SCHEMA))
+    if style == "openai":
+        return {
+            "type": "function",
+            "function": {"name": CALL_MCP_TOOL, "description": description, "parameters": schema},
+        }
+    if style == "anthropic":
+        return {"name": CALL_MCP_TOOL, "description": description, "input_schema": schema}
+    if style == "mcp":
+        return {"name": CALL_MCP_TOOL, "description": description, "inputSchema": schema}
+    raise ValueError(f"unknown tool definition style {style!r}; use openai, anthropic or mcp")
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What the approval callback sees: the call and what the server says of the tool."""
+
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+    description: str = ""
+    annotations: dict[str, Any] | None = None
+
+    @property
+    def read_only(self) -> bool:
+        """True when the server marks the tool ``readOnlyHint`` (a hint, not a guarantee)."""
+        return bool((self.annotations or {}).get("readOnlyHint"))
+
+    def arguments_json(self) -> str:
+        return redactor.redact(json.dumps(self.arguments, indent=2, ensure_ascii=False))
+
+
+Approval = Callable[[ApprovalRequest], bool | Awaitable[bool]]
+"""Returns (or resolves to) True to allow the call. Exceptions count as a denial."""
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayResult:
+    """A call's outcome shaped for a model: ``text`` is what to show it (already truncated)."""
+
+    server: str
+    tool: str
+    text: str
+    is_error: bool = False
+    structured_content: Any = None
+    truncated_chars: int = 0
+    result: ToolResult | None = None
+    error_code: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "server": self.server,
+            "tool": self.tool,
+            "is_error": self.is_error,
+            "text": self.text,
+        }
+        if self.structured_content is not None:
+            out["structured_content"] = self.structured_content
+        if self.truncated_chars:
+            out["truncated_chars"] = self.truncated_chars
+        if self.error_code:
+            out["error_code"] = self.error_code
+        return out
+
+
+class Gateway:
+    """``call_mcp_tool`` over a :class:`~keen.mcp.Manager`.
+
+    Args:
+        manager: a started Manager.
+        approval: asked before every call that passed the checks; ``None`` allows all
+            (for hosts that approve elsewhere). seeds/001: "Every call_mcp_tool request asks".
+        audit: receives one event dict per call: ``ts, server, tool, arguments`` (redacted),
+            ``decision`` (allowed|denied|refused), ``outcome`` (ok|tool_error|error),
+            ``error_code``, ``duration_ms``.
+        max_result_chars: text longer than this is cut, with a note saying how much.
+    """
+
+    def __init__(
+        self,
+        manager: Manager,
+        *,
+        approval: Approval | None = None,
+        audit: Callable[[dict[str, Any]], None] | None = None,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    ) -> None:
+        self.manager = manager
+        self.approval = approval
+        self.audit = audit
+        self.max_result_chars = max_result_chars
+
+    async def call(self, server: str, tool: str, arguments: Any = None) -> ToolResult:
+        """Check, ask, then run one call. Returns the raw ``ToolResult`` (``isError`` kept).
+
+        Raises the Manager's check errors (``ServerNotConfigured``, ``ServerDisabled``,
+        ``ServerDisconnected``, ``AuthRequired``, ``AuthFailed``, ``ToolNotFound``,
+        ``InvalidArguments``), ``ApprovalDenied``, then the call's errors
+        (``CallTimeout``, ``ServerDisconnected``, ``RemoteProtocolError``).
+        """
+        started = time.perf_counter()
+        arguments = {} if arguments is None else arguments
+        event: dict[str, Any] = {
+            "ts": datetime.now(UTC).isoformat(),
+            "server": server,
+            "tool": tool,
+            "arguments": _redacted(arguments),
+        }
+        try:
+            found = self.manager.check_call(server, tool, arguments)
+            await self._ask(found, server, tool, arguments)
+            event["decision"] = "allowed"
+            result = await self.manager.call_tool(server, tool, arguments, validate=False)
+        except KeenError as exc:
+            event.setdefault("decision", "denied" if isinstance(exc, ApprovalDenied) else "refused")
+            event.update(outcome="error", error_code=getattr(exc, "code", "error"), error=exc.message)
+            self._emit(event, started)
+            raise
+        event.update(outcome="tool_error" if result.is_error else "ok")
+        self._emit(event, started)
+        return result
+
+    async def call_for_model(self, server: str, tool: str, arguments: Any = None) -> GatewayResult:
+        """Like :meth:`call`, but every failure becomes an ``is_error`` result whose text tells
+        the model what to do. Never raises a ``KeenError``."""
+        try:
+            result = await self.call(server, tool, arguments)
+        except KeenError as exc:
+            return GatewayResult(
+                server=server,
+                tool=tool,
+                text=f"Error: {exc.message}",
+                is_error=True,
+                error_code=getattr(exc, "code", "error"),
+            )
+        return self.shape(result)
+
+    async def handle_tool_call(self, raw: str | dict[str, Any]) -> GatewayResult:
+        """Run a ``call_mcp_tool`` invocation as an LLM sends it (JSON text or parsed dict)."""
+        try:
+            data = json.loads(raw) if isinstance(raw, str) else raw
+        except json.JSONDecodeError as exc:
+            return GatewayResult(
+                server="",
+                tool="",
+                is_error=True,
+                error_code="invalid_arguments",
+                text=f"Error: call_mcp_tool input is not valid JSON ({exc.msg}); send "
+                '{"server": ..., "tool": ..., "arguments": {...}}',
+            )
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("server"), str)
+            or not isinstance(data.get("tool"), str)
+        ):
+            return GatewayResult(
+                server="",
+                tool="",
+                is_error=True,
+                error_code="invalid_arguments",
+                text='Error: call_mcp_tool needs {"server": "<name>", "tool": "<name>", "arguments": {...}}',
+            )
+        arguments = data.get("arguments", {})
+        if isinstance(arguments, str):
+            # Some models send the arguments object as a JSON string.
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                pass
+        return await self.call_for_model(data["server"], data["tool"], arguments)
+
+    def shape(self, result: ToolResult) -> GatewayResult:
+        """Text content joined; structured content kept (as JSON text when there is no text);
+        text past ``max_result_chars`` cut with a note giving the number of characters cut."""
+        text = result.text
+        if not text and result.structured_content is not None:
+            text = json.dumps(result.structured_content, ensure_ascii=False)
+        cut = 0
+        if len(text) > self.max_result_chars:
+            cut = len(text) - self.max_result_chars
+            text = (
+                text[: self.max_result_chars]
+                + f"\n[truncated: {cut} of {cut + self.max_result_chars} characters cut; ask for less, "
+                "e.g. with a narrower query or pagination arguments]"
+            )
+        if result.is_error:
+            text = f"The tool reported an error: {text}" if text else "The tool reported an error."
+        return GatewayResult(
+            server=result.server,
+            tool=result.tool,
+            text=text,
+            is_error=result.is_error,
+            structured_content=result.structured_content,
+            truncated_chars=cut,
+            result=result,
+        )
+
+    async def _ask(self, found: Tool, server: str, tool: str, arguments: dict[str, Any]) -> None:
+        if self.approval is None:
+            return
+        request = ApprovalRequest(
+            server=server,
+            tool=tool,
+            arguments=arguments,
+            description=found.description,
+            annotations=found.annotations,
+        )
+        try:
+            verdict = self.approval(request)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+        except Exception as exc:
+            logger.warning("approval callback failed for %s/%s: %r; treating as denied", server, tool, exc)
+            verdict = False
+        if not verdict:
+            raise ApprovalDenied(
+                f'the call to "{server}/{tool}" was not approved, so nothing was sent; ask the user, or try '
+                "another approach",
+                server=server,
+                tool=tool,
+            )
+
+    def _emit(self, event: dict[str, Any], started: float) -> None:
+        event["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        logger.debug("call_mcp_tool %s/%s: %s", event["server"], event["tool"], event.get("outcome"))
+        if self.audit is not None:
+            try:
+                self.audit(event)
+            except Exception:
+                logger.exception("audit sink failed")
+
+
+def _redacted(arguments: Any) -> Any:
+    try:
+        return json.loads(redactor.redact(json.dumps(arguments, ensure_ascii=False)))
+    except (TypeError, ValueError):
+        return redactor.redact(repr(arguments))

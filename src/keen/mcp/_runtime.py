@@ -1,0 +1,458 @@
+"""One configured server's runtime: the owner task, its session, its tools.
+
+Each server has exactly one owner task (DESIGN.md "The MCP layer"). It enters the
+transport and ``ClientSession`` in its own ``AsyncExitStack``, initializes, lists
+every tools/list page, publishes the session, then waits to be stopped, asked to
+refresh, or told the connection ended. Only the owner ever closes the session: the
+SDK's cancel scopes forbid closing it from another task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import httpx2
+import mcp_types as mt
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from keen import __version__
+from keen._redact import redactor
+from keen.errors import AuthRequired, RemoteProtocolError
+from keen.mcp._translate import ConnectFacts, classify_connect_failure
+from keen.mcp._validation import ArgumentValidator
+from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
+from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
+
+__all__ = ["AuthFactory", "ServerRuntime"]
+
+logger = logging.getLogger("keen.mcp")
+
+_MAX_PAGES = 10_000
+_STDERR_TAIL_LINES = 5
+_CLIENT_INFO = mt.Implementation(name="keen", version=__version__)
+
+AuthFactory = Callable[[str, HttpServerConfig, OAuthAuth, bool], "tuple[httpx2.Auth, bool]"]
+"""``(server, config, oauth, interactive) -> (auth, has_token)``: builds the OAuth ``httpx2.Auth``."""
+
+
+class _EOFWatch:
+    """Read-stream proxy that reports the end of the stream (server exit, connection closed).
+
+    The SDK's dispatcher treats EOF as a closed connection but tells no one outside;
+    the owner needs to know to mark the server disconnected.
+    """
+
+    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_eof = on_eof
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_eof()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _EOFWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _EOFWatch:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        # last_context and other optional attributes the dispatcher probes with getattr
+        return getattr(self._inner, name)
+
+
+class ServerRuntime:
+    """State and owner task of one configured server. Not public: the Manager wraps it."""
+
+    def __init__(
+        self,
+        name: str,
+        config: HttpServerConfig | StdioServerConfig,
+        *,
+        logs_dir: Path,
+        on_change: Callable[[ServerStatus], None],
+        auth_factory: AuthFactory | None = None,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.state = ServerState.CONFIGURED
+        self.session: ClientSession | None = None
+        self.tools: list[Tool] = []
+        self.tools_by_name: dict[str, Tool] = {}
+        self.info: ServerInfo | None = None
+        self.last_error = "" if config.enabled else 'disabled in configs.json ("enabled": false)'
+        self.last_connected_at: datetime | None = None
+        self.last_refresh_at: datetime | None = None
+        self.validator = ArgumentValidator(name)
+        self.http_status: int | None = None
+        self.interactive_auth = False
+        self._logs_dir = logs_dir
+        self._on_change = on_change
+        self._auth_factory = auth_factory
+        self._stopping = False
+        self._refresh_requested = False
+        self._wake = anyio.Event()
+        self._settled = anyio.Event()
+        self.finished = anyio.Event()
+        self.running = False
+        self._pending_waiters: list[anyio.Event] = []
+        self._attempt_waiters: list[anyio.Event] = []
+        self._eof = False
+        self._facts = ConnectFacts(name, config.transport, config.auth_type)
+        if isinstance(config, HttpServerConfig):
+            redactor.add(getattr(config.auth, "key", None))
+            redactor.add(getattr(config.auth, "client_secret", None))
+        if isinstance(config, HttpServerConfig):
+            for value in config.headers.values():
+                redactor.add(value)
+
+    # -- status ---------------------------------------------------------------------------------------
+
+    def status(self) -> ServerStatus:
+        cfg = self.config
+        return ServerStatus(
+            name=self.name,
+            transport=cfg.transport,
+            auth=cfg.auth_type,
+            state=self.state,
+            enabled=cfg.enabled,
+            url=cfg.url if isinstance(cfg, HttpServerConfig) else None,
+            last_connected_at=self.last_connected_at,
+            last_refresh_at=self.last_refresh_at,
+            last_error=self.last_error,
+            tool_count=len(self.tools),
+            info=self.info,
+        )
+
+    def _set(self, state: ServerState, error: str | None = None) -> None:
+        changed = state != self.state or (error is not None and error != self.last_error)
+        self.state = state
+        if error is not None:
+            self.last_error = redactor.redact(error)
+        if changed:
+            logger.debug("server %s: %s%s", self.name, state.value, f" ({self.last_error})" if error else "")
+            self._on_change(self.status())
+
+    @property
+    def settled(self) -> anyio.Event:
+        """Set once the first connection attempt has ended (connected or failed)."""
+        return self._settled
+
+    # -- control from other tasks ---------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    async def refresh(self, *, interactive: bool = False) -> ServerStatus:
+        """Ask the owner to reconnect and relist; wait for that new attempt to end."""
+        self.interactive_auth = interactive
+        done = anyio.Event()
+        self._pending_waiters.append(done)
+        self._refresh_requested = True
+        self._wake.set()
+        await done.wait()
+        return self.status()
+
+    def connection_lost(self, message: str) -> None:
+        """A call saw the transport fail: mark disconnected and let the owner unwind the session."""
+        if self.state is ServerState.CONNECTED:
+            self._set(ServerState.DISCONNECTED, message)
+        self._eof = True
+        self._wake.set()
+
+    # -- the owner task -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Owner loop: connect, serve, and reconnect only when asked (seeds/003: no auto-retry in v1)."""
+        self.running = True
+        self.finished = anyio.Event()
+        try:
+            while not self._stopping:
+                self._refresh_requested = False
+                self._eof = False
+                # Waiters registered before this attempt began are answered when it ends.
+                self._attempt_waiters, self._pending_waiters = self._pending_waiters, []
+                try:
+                    await self._connect_and_serve()
+                finally:
+                    self._settle()
+                if self._stopping:
+                    break
+                if not self._refresh_requested:
+                    await self._wake.wait()
+                self._wake = anyio.Event()
+        finally:
+            self.session = None
+            self._attempt_waiters += self._pending_waiters
+            self._pending_waiters = []
+            self._settle()
+            self.running = False
+            self.finished.set()
+
+    def _settle(self) -> None:
+        # An attempt has ended (connected or failed): release refresh() and wait_ready() waiters.
+        for waiter in self._attempt_waiters:
+            waiter.set()
+        self._attempt_waiters = []
+        self._settled.set()
+
+    async def _connect_and_serve(self) -> None:
+        cfg = self.config
+        facts = self._facts = ConnectFacts(
+            self.name,
+            cfg.transport,
+            cfg.auth_type,
+            command=cfg.command if isinstance(cfg, StdioServerConfig) else "",
+            url=cfg.url if isinstance(cfg, HttpServerConfig) else "",
+        )
+        self.http_status = None
+        self._set(ServerState.CONNECTING)
+        stderr_path: Path | None = None
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                if isinstance(cfg, StdioServerConfig):
+                    stderr_path, errlog = self._open_stderr_log(stack)
+                    streams = await stack.enter_async_context(self._stdio(cfg, errlog))
+                else:
+                    streams = await stack.enter_async_context(self._http(cfg, facts))
+                read, write = streams
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        _EOFWatch(read, self._mark_eof),
+                        write,
+                        message_handler=self._on_message,
+                        logging_callback=self._on_log,
+                        client_info=_CLIENT_INFO,
+                    )
+                )
+                try:
+                    facts.phase, facts.timeout = "initialize", cfg.timeouts.connect
+                    with anyio.fail_after(cfg.timeouts.connect):
+                        init = await session.initialize()
+                    facts.phase, facts.timeout = "list_tools", cfg.timeouts.list_tools
+                    with anyio.fail_after(cfg.timeouts.list_tools):
+                        tools = await self._list_all(session)
+                except Exception as exc:
+                    # Report before unwinding: stopping a hung stdio server takes seconds.
+                    self._fail(exc, facts, stderr_path)
+                    raise
+                self._publish(session, init, tools)
+                await self._serve()
+        except Exception as exc:
+            self.session = None
+            if self.state is ServerState.CONNECTING:
+                self._fail(exc, facts, stderr_path)
+            return
+        self.session = None
+        if self._eof and not self._stopping and not self._refresh_requested:
+            tail = _tail(stderr_path) if stderr_path else ""
+            how = "exited unexpectedly" if isinstance(cfg, StdioServerConfig) else "closed the connection"
+            msg = f'MCP server "{self.name}" {how}; reconnect with `keen mcp connect {self.name}` or restart Keen'
+            self._set(ServerState.DISCONNECTED, msg + (f"; last stderr: {tail}" if tail else ""))
+        elif self._stopping:
+            self._set(ServerState.DISCONNECTED, "")
+
+    def _fail(self, exc: BaseException, facts: ConnectFacts, stderr_path: Path | None) -> None:
+        self.session = None
+        facts.stderr_tail = _tail(stderr_path) if stderr_path else ""
+        state, message = classify_connect_failure(exc, facts)
+        logger.debug("server %s: connection failed: %r", self.name, exc)
+        self._set(state, message)
+        self._settle()
+
+    async def _serve(self) -> None:
+        # Published; park until stop, refresh or EOF. The session stays open meanwhile.
+        while not (self._stopping or self._refresh_requested or self._eof):
+            await self._wake.wait()
+            self._wake = anyio.Event()
+
+    def _publish(self, session: ClientSession, init: mt.InitializeResult, tools: list[Tool]) -> None:
+        now = datetime.now(UTC)
+        info = init.server_info
+        self.info = ServerInfo(
+            name=info.name,
+            version=info.version,
+            title=getattr(info, "title", None),
+            instructions=init.instructions,
+            protocol_version=init.protocol_version,
+        )
+        self.tools = tools
+        self.tools_by_name = {t.name: t for t in tools}
+        self.validator.reset()
+        self.session = session
+        self.last_connected_at = self.last_refresh_at = now
+        for tool in tools:
+            logger.debug("server %s: tool %s: %s", self.name, tool.name, _one_line(tool.description, 80))
+        self._set(ServerState.CONNECTED, "")
+        self._settle()
+
+    async def _list_all(self, session: ClientSession) -> list[Tool]:
+        # Follow nextCursor to the end; the SDK's call_tool re-lists only the first page when
+        # its cache is cold, so every page must be listed here first.
+        tools: list[Tool] = []
+        seen_names: set[str] = set()
+        seen_cursors: set[str] = set()
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            for raw in page.tools:
+                if raw.name in seen_names:
+                    logger.warning(
+                        "server %s: duplicate tool %r in tools/list; keeping the first", self.name, raw.name
+                    )
+                    continue
+                seen_names.add(raw.name)
+                tools.append(_to_tool(self.name, raw))
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+            if cursor in seen_cursors:
+                raise RemoteProtocolError(
+                    f'MCP server "{self.name}" repeated tools/list cursor {cursor!r}; its pagination is broken',
+                    server=self.name,
+                )
+            seen_cursors.add(cursor)
+        raise RemoteProtocolError(
+            f'MCP server "{self.name}" sent more than {_MAX_PAGES} tools/list pages', server=self.name
+        )
+
+    # -- transports -----------------------------------------------------------------------------------
+
+    def _open_stderr_log(self, stack: contextlib.AsyncExitStack) -> tuple[Path, TextIO]:
+        # The SDK hands errlog to the subprocess, so it must be a real file, not a StringIO.
+        self._logs_dir.mkdir(parents=True, exist_ok=True)
+        path = self._logs_dir / f"{self.name}.stderr.log"
+        if path.exists() and path.stat().st_size > 1_000_000:
+            path.unlink()
+        handle = stack.enter_context(open(path, "a", encoding="utf-8"))  # noqa: SIM115
+        handle.write(f"--- keen: starting {self.name} at {datetime.now(UTC).isoformat()}\n")
+        handle.flush()
+        return path, handle
+
+    def _stdio(self, cfg: StdioServerConfig, errlog: TextIO) -> Any:
+        params = StdioServerParameters(
+            command=cfg.command,
+            args=list(cfg.args),
+            env={**os.environ, **cfg.env},
+            cwd=cfg.cwd,
+            encoding_error_handler="replace",
+        )
+        return stdio_client(params, errlog=errlog)
+
+    @contextlib.asynccontextmanager
+    async def _http(self, cfg: HttpServerConfig, facts: ConnectFacts) -> AsyncIterator[Any]:
+        headers = dict(cfg.headers)
+        auth: httpx2.Auth | None = None
+        if cfg.auth.type == "api_key":
+            headers[cfg.auth.header] = cfg.auth.header_value()
+        elif isinstance(cfg.auth, OAuthAuth):
+            if self._auth_factory is None:
+                raise AuthRequired(
+                    f'MCP server "{self.name}" needs you to sign in; run: keen mcp connect {self.name}',
+                    server=self.name,
+                )
+            auth, facts.has_token = self._auth_factory(self.name, cfg, cfg.auth, self.interactive_auth)
+        endpoint = cfg.url.split("?", 1)[0].rstrip("/")
+
+        async def on_response(response: httpx2.Response) -> None:
+            # The SDK reports a 401 as a bare MCPError -32603, so the status is read here.
+            if str(response.request.url).split("?", 1)[0].rstrip("/") == endpoint:
+                self.http_status = facts.http_status = response.status_code
+                facts.www_authenticate = response.headers.get("www-authenticate")
+
+        client = httpx2.AsyncClient(
+            headers=headers,
+            auth=auth,
+            event_hooks={"response": [on_response]},
+            timeout=httpx2.Timeout(cfg.timeouts.connect, read=max(300.0, cfg.timeouts.call_tool)),
+        )
+        async with client, streamable_http_client(cfg.url, http_client=client) as streams:
+            yield streams
+
+    # -- callbacks from the session ---------------------------------------------------------------
+
+    def _mark_eof(self) -> None:
+        self._eof = True
+        self._wake.set()
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            text = _one_line(str(message), 120)
+            self._facts.stdout_garbage = text
+            logger.debug("server %s: transport error: %s", self.name, redactor.redact(text))
+            return
+        root = getattr(message, "root", message)
+        method = getattr(root, "method", type(root).__name__)
+        if method == "notifications/tools/list_changed":
+            logger.debug(
+                "server %s: tools/list_changed (refresh with `keen mcp connect %s`)", self.name, self.name
+            )
+        else:
+            logger.debug("server %s: notification %s", self.name, method)
+
+    async def _on_log(self, params: mt.LoggingMessageNotificationParams) -> None:
+        logger.debug(
+            "server %s: log %s: %s",
+            self.name,
+            params.level,
+            redactor.redact(_one_line(str(params.data), 200)),
+        )
+
+
+def _to_tool(server: str, raw: mt.Tool) -> Tool:
+    data = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return Tool(
+        server=server,
+        name=raw.name,
+        description=raw.description or "",
+        input_schema=data.get("inputSchema") or {},
+        title=raw.title,
+        annotations=data.get("annotations"),
+        output_schema=data.get("outputSchema"),
+    )
+
+
+def _one_line(text: str | None, limit: int) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _tail(path: Path | None, lines: int = _STDERR_TAIL_LINES) -> str:
+    """The last lines the server wrote to stderr in this run, joined with ' | ', redacted."""
+    if path is None:
+        return ""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    marker = text.rfind("--- keen: starting ")
+    run = text[marker:].split("\n", 1)[1] if marker >= 0 and "\n" in text[marker:] else text
+    tail = [line.strip() for line in run.splitlines() if line.strip()][-lines:]
+    return redactor.redact(_one_line(" | ".join(tail), 500))

@@ -1,0 +1,238 @@
+"""The one boundary where SDK, anyio, OS and httpx2 exceptions become Keen's.
+
+SDK failures arrive wrapped in (nested) ``ExceptionGroup``s from the transports'
+task groups; :func:`root_cause` digs out the exception that says what happened.
+Connection failures map to a ``(ServerState, message)`` pair for the server's
+status; call failures map to a :class:`~keen.errors.MCPServerError` subclass.
+Every message is redacted and says what to do next (seeds/003 "Tool Calls").
+"""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass
+
+import httpx2
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+from pydantic import ValidationError
+
+from keen._redact import redactor
+from keen.errors import (
+    AuthFailed,
+    AuthRequired,
+    CallTimeout,
+    InvalidArguments,
+    KeenError,
+    MCPServerError,
+    RemoteProtocolError,
+    ServerDisconnected,
+)
+from keen.mcp.types import ServerState
+
+__all__ = ["ConnectFacts", "classify_connect_failure", "root_cause", "translate_call_error"]
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The most telling leaf of an exception group: a Keen error first, then HTTP/OS/MCP errors."""
+    leaves = list(_leaves(exc))
+    for kinds in ((KeenError,), (MCPError,), (httpx2.HTTPError, OSError), (TimeoutError,), (Exception,)):
+        for leaf in leaves:
+            if isinstance(leaf, kinds):
+                return leaf
+    return leaves[0] if leaves else exc
+
+
+def _leaves(exc: BaseException):
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+@dataclass
+class ConnectFacts:
+    """What the owner task saw during one connection attempt, beyond the exception."""
+
+    server: str
+    transport: str
+    auth: str
+    phase: str = "connect"  # connect | initialize | list_tools
+    timeout: float = 0.0
+    http_status: int | None = None
+    www_authenticate: str | None = None
+    has_token: bool = False
+    stderr_tail: str = ""
+    stdout_garbage: str = ""
+    command: str = ""
+    url: str = ""
+
+
+def classify_connect_failure(exc: BaseException, facts: ConnectFacts) -> tuple[ServerState, str]:
+    """Map a failed connection attempt to the server's next state and a redacted, actionable message."""
+    state, message = _classify(root_cause(exc), facts)
+    if facts.stderr_tail and facts.transport == "stdio":
+        message += f"; last stderr: {facts.stderr_tail}"
+    return state, redactor.redact(message)
+
+
+def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
+    name = f.server
+    if isinstance(cause, AuthRequired):
+        return ServerState.AUTH_REQUIRED, str(cause)
+    if isinstance(cause, AuthFailed):
+        return ServerState.AUTH_FAILED, str(cause)
+    if (
+        f.http_status in (401, 403)
+        or (isinstance(cause, httpx2.HTTPStatusError)
+        and _status(cause) in (401, 403))
+    ):
+        return _classify_auth(f)
+    if isinstance(cause, TimeoutError):
+        hint = ""
+        if f.stdout_garbage:
+            hint = f" (it printed non-JSON on stdout: {f.stdout_garbage!r}; stdio servers must log to stderr)"
+        what = {"list_tools": "tools/list", "initialize": "initialize"}.get(f.phase, "connect")
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}" did not answer {what} within {f.timeout:g} s{hint}; check that it starts and '
+            f'speaks MCP, or raise "timeouts.{"list_tools" if f.phase == "list_tools" else "connect"}" in configs.json'
+        )
+    if isinstance(cause, FileNotFoundError | PermissionError) and f.transport == "stdio":
+        why = "was not found" if isinstance(cause, FileNotFoundError) else "is not executable"
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}": command {f.command!r} {why}; install it or fix "command" in configs.json'
+        )
+    if isinstance(cause, httpx2.ConnectError | httpx2.ConnectTimeout) or (
+        isinstance(cause, OSError) and cause.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH)
+    ):
+        return ServerState.DISCONNECTED, (
+            f'cannot reach MCP server "{name}" at {f.url}: {_short(cause)}; check that it is running and the url is right'
+        )
+    if f.http_status is not None and f.http_status >= 400:
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}" answered HTTP {f.http_status} at {f.url}; check the url (it must be the MCP '
+            "endpoint, often ending in /mcp) and the server's logs"
+        )
+    if isinstance(cause, MCPError) and cause.code == CONNECTION_CLOSED:
+        how = "exited" if f.transport == "stdio" else "closed the connection"
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}" {how} during {f.phase}; run it by hand to see why, then `keen mcp connect {name}`'
+        )
+    if isinstance(cause, MCPError):
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}" refused {f.phase} with error {cause.code}: {cause.message}; check its version '
+            "and logs"
+        )
+    if isinstance(cause, ValidationError | ValueError | RuntimeError):
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}" broke the MCP protocol during {f.phase}: {_short(cause)}; check its version'
+        )
+    return ServerState.DISCONNECTED, f'MCP server "{name}" failed during {f.phase}: {_short(cause)}'
+
+
+def _classify_auth(f: ConnectFacts) -> tuple[ServerState, str]:
+    name, status = f.server, f.http_status or 401
+    if f.auth == "api_key":
+        return ServerState.AUTH_FAILED, (
+            f'MCP server "{name}" rejected the API key (HTTP {status}); check "auth.key", "auth.header" and '
+            '"auth.scheme" in configs.json'
+        )
+    if f.auth == "oauth":
+        if f.has_token:
+            return ServerState.AUTH_FAILED, (
+                f'MCP server "{name}" rejected the stored OAuth token (HTTP {status}); sign in again: '
+                f"keen mcp connect {name}"
+            )
+        return (
+            ServerState.AUTH_REQUIRED,
+            f'MCP server "{name}" needs you to sign in; run: keen mcp connect {name}',
+        )
+    if status == 403:
+        return (
+            ServerState.AUTH_FAILED,
+            f'MCP server "{name}" refused access (HTTP 403); check its access settings',
+        )
+    scheme = (f.www_authenticate or "").split(" ", 1)[0] or "credentials"
+    return ServerState.AUTH_REQUIRED, (
+        f'MCP server "{name}" requires authentication (HTTP 401, {scheme}); add "auth" to it in configs.json: '
+        '{"type": "api_key", "key": "${ENV_VAR}"} or {"type": "oauth"}'
+    )
+
+
+def translate_call_error(
+    exc: BaseException,
+    *,
+    server: str,
+    tool: str,
+    timeout: float,
+    http_status: int | None = None,
+    auth: str = "none",
+) -> MCPServerError:
+    """Map a failed ``tools/call`` to a Keen error (redacted, actionable)."""
+    cause = root_cause(exc)
+    if isinstance(cause, MCPServerError):
+        return cause
+    if isinstance(cause, TimeoutError) or (isinstance(cause, MCPError) and cause.code == REQUEST_TIMEOUT):
+        return CallTimeout(
+            f'"{server}/{tool}" did not finish within {timeout:g} s and was cancelled; retry, or raise '
+            f'"timeouts.call_tool" for "{server}" in configs.json',
+            server=server,
+            tool=tool,
+            seconds=timeout,
+        )
+    if http_status in (401, 403):
+        msg = redactor.redact(
+            f'MCP server "{server}" rejected the credentials during the call (HTTP {http_status}); '
+            f"fix them, then: keen mcp connect {server}"
+        )
+        return AuthFailed(msg, server=server, tool=tool)
+    if isinstance(cause, MCPError):
+        detail = redactor.redact(cause.message)
+        if cause.code == CONNECTION_CLOSED:
+            return ServerDisconnected(
+                f'MCP server "{server}" went away during "{tool}"; reconnect with `keen mcp connect {server}` '
+                "or restart Keen after fixing the server.",
+                server=server,
+                tool=tool,
+            )
+        if cause.code == INVALID_PARAMS:
+            return InvalidArguments(
+                f'MCP server "{server}" rejected the arguments for "{tool}": {detail}; read the tool\'s schema',
+                server=server,
+                tool=tool,
+                errors=[("$", detail)],
+            )
+        if cause.code == METHOD_NOT_FOUND:
+            return RemoteProtocolError(
+                f'MCP server "{server}" does not support tools/call: {detail}', server=server, tool=tool
+            )
+        return RemoteProtocolError(
+            f'MCP server "{server}" answered "{tool}" with JSON-RPC error {cause.code}: {detail}',
+            server=server,
+            tool=tool,
+        )
+    if isinstance(cause, httpx2.HTTPError | OSError):
+        return ServerDisconnected(
+            redactor.redact(
+                f'MCP server "{server}" is unreachable ({_short(cause)}); reconnect or restart Keen '
+                "after fixing the server."
+            ),
+            server=server,
+            tool=tool,
+        )
+    return RemoteProtocolError(
+        redactor.redact(f'MCP server "{server}" sent an invalid answer to "{tool}": {_short(cause)}'),
+        server=server,
+        tool=tool,
+    )
+
+
+def _status(exc: httpx2.HTTPStatusError) -> int:
+    return exc.response.status_code
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = str(exc) or type(exc).__name__
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

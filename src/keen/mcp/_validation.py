@@ -1,0 +1,107 @@
+"""Tool-argument validation against a tool's cached ``inputSchema`` (seeds/003 todo 81-83).
+
+jsonschema picks the draft from ``$schema`` and defaults to Draft 2020-12 (the MCP
+2025-11-25 default dialect). Compiling a validator costs far more than running it,
+so one is built per tool and reused until the tool list changes.
+
+Decision (seeds/003 todo 82): a schema that is itself invalid, or uses a ``$ref``
+that cannot be resolved, does not block the call: Keen logs a warning and lets the
+server validate. Invalid *arguments* against a valid schema fail closed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
+from referencing.exceptions import Unresolvable
+
+from keen.errors import InvalidArguments
+from keen.mcp.types import Tool
+
+__all__ = ["ArgumentValidator"]
+
+logger = logging.getLogger(__name__)
+
+_MAX_ERRORS = 5
+
+
+class ArgumentValidator:
+    """Per-server cache of compiled validators keyed by tool name.
+
+    ``validate(tool, arguments)`` raises :class:`InvalidArguments` listing up to five
+    ``(json_path, message)`` problems; ``reset(tools)`` drops validators for a new
+    tool list.
+    """
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self._cache: dict[str, Validator | None] = {}
+
+    def reset(self) -> None:
+        self._cache.clear()
+
+    def _validator(self, tool: Tool) -> Validator | None:
+        if tool.name in self._cache:
+            return self._cache[tool.name]
+        schema = tool.input_schema or {}
+        compiled: Validator | None
+        try:
+            cls = validators.validator_for(schema, default=Draft202012Validator)
+            cls.check_schema(schema)
+            compiled = cls(schema)
+        except SchemaError as exc:
+            logger.warning(
+                "server %s tool %s: invalid inputSchema (%s); the server will validate",
+                self.server,
+                tool.name,
+                exc.message,
+            )
+            compiled = None
+        self._cache[tool.name] = compiled
+        return compiled
+
+    def validate(self, tool: Tool, arguments: Any) -> None:
+        if not isinstance(arguments, dict):
+            raise InvalidArguments(
+                f'arguments for "{self.server}/{tool.name}" must be a JSON object, got {type(arguments).__name__}',
+                server=self.server,
+                tool=tool.name,
+                errors=[("$", "not an object")],
+            )
+        validator = self._validator(tool)
+        if validator is None:
+            return
+        try:
+            errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        except Unresolvable as exc:
+            logger.warning(
+                "server %s tool %s: unresolvable $ref in inputSchema (%s); the server will validate",
+                self.server,
+                tool.name,
+                exc,
+            )
+            self._cache[tool.name] = None
+            return
+        if not errors:
+            return
+        problems = [(_json_path(e.absolute_path), e.message) for e in errors[:_MAX_ERRORS]]
+        listing = "; ".join(f"{path}: {msg}" for path, msg in problems)
+        more = f" (and {len(errors) - _MAX_ERRORS} more)" if len(errors) > _MAX_ERRORS else ""
+        raise InvalidArguments(
+            f'invalid arguments for "{self.server}/{tool.name}": {listing}{more}. '
+            "Read the tool's inputSchema and pass arguments that match it exactly.",
+            server=self.server,
+            tool=tool.name,
+            errors=problems,
+        )
+
+
+def _json_path(parts: Any) -> str:
+    path = "$"
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path

@@ -1,0 +1,326 @@
+"""The headless MCP client layer's entry point (seeds/003 "Package Shape").
+
+``Manager`` owns one background owner task per configured server. ``start()``
+returns at once; discovery runs in the background with per-server timeouts, so one
+slow or broken server never delays the others. Calls go to the session the owner
+published; failures come back as :mod:`keen.errors` types.
+
+Use it as ``async with Manager(path) as m:`` or call ``start()`` and ``aclose()`` from
+the same task (anyio task groups must be exited by the task that entered them).
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+from mcp.shared.dispatcher import ProgressFnT
+
+from keen import paths
+from keen.errors import (
+    AuthFailed,
+    AuthRequired,
+    MCPServerError,
+    ServerDisabled,
+    ServerDisconnected,
+    ServerNotConfigured,
+    ToolNotFound,
+)
+from keen.mcp._runtime import AuthFactory, ServerRuntime
+from keen.mcp._translate import translate_call_error
+from keen.mcp.config import MCPConfig, load_config
+from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool, ToolResult
+
+__all__ = ["Manager", "StatusObserver"]
+
+logger = logging.getLogger("keen.mcp")
+
+StatusObserver = Callable[[ServerStatus], None]
+"""Called (in the event loop, synchronously) with the new status on every state change."""
+
+_STOP_GRACE = 10.0
+
+
+class Manager:
+    """Connections to every configured MCP server.
+
+    Args:
+        config_path: ``configs.json``; default ``$KEEN_HOME/mcp/configs.json``. Missing = no servers.
+        config: an already-loaded config (wins over ``config_path``).
+        logs_dir: where stdio servers' stderr goes; default ``$KEEN_HOME/logs``.
+        auth_factory: builds the OAuth ``httpx2.Auth`` for ``oauth`` servers; without one they
+            report ``auth_required``.
+        only: connect just these servers (the others stay ``configured``); ``refresh`` starts one.
+
+    Raises ``ConfigError`` from :meth:`start` when the config is invalid (nothing starts).
+    """
+
+    def __init__(
+        self,
+        config_path: Path | None = None,
+        *,
+        config: MCPConfig | None = None,
+        logs_dir: Path | None = None,
+        auth_factory: AuthFactory | None = None,
+        only: set[str] | None = None,
+    ) -> None:
+        self.config_path = config_path or paths.mcp_config_path()
+        self._config = config
+        self._logs_dir = logs_dir
+        self._auth_factory = auth_factory
+        self._only = only
+        self._runtimes: dict[str, ServerRuntime] = {}
+        self._observers: list[StatusObserver] = []
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._started = False
+        self._closed = False
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the config and start one owner task per enabled server; returns at once.
+
+        A second call is a no-op. Raises ``ConfigError`` for an invalid config.
+        """
+        if self._started:
+            return
+        config = self._config or load_config(self.config_path)
+        self._config = config
+        logs_dir = self._logs_dir or paths.logs_dir()
+        for name, server in config.servers.items():
+            self._runtimes[name] = ServerRuntime(
+                name, server, logs_dir=logs_dir, on_change=self._notify, auth_factory=self._auth_factory
+            )
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._started = True
+        for runtime in self._runtimes.values():
+            if runtime.config.enabled and (self._only is None or runtime.name in self._only):
+                self._tg.start_soon(runtime.run, name=f"keen-mcp-owner-{runtime.name}")
+            else:
+                runtime.settled.set()
+                runtime.finished.set()
+
+    async def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until every server's first connection attempt has ended.
+
+        Returns True if all settled, False if ``timeout`` (seconds) ran out first.
+        """
+        with anyio.move_on_after(timeout):
+            for runtime in self._runtimes.values():
+                await runtime.settled.wait()
+            return True
+        return False
+
+    async def aclose(self) -> None:
+        """Stop every owner task, close every session and stdio process; idempotent.
+
+        Owners get ``10 s`` to shut down cleanly (stdio servers get the SDK's grace
+        period, then their process group is killed); then they are cancelled.
+        """
+        if not self._started or self._closed or self._tg is None:
+            return
+        self._closed = True
+        for runtime in self._runtimes.values():
+            runtime.stop()
+        tg = self._tg
+        with anyio.move_on_after(_STOP_GRACE):
+            for runtime in self._runtimes.values():
+                await runtime.finished.wait()
+        # Exit the task group outside the timeout scope: cancel scopes must unwind in LIFO order.
+        if not all(rt.finished.is_set() for rt in self._runtimes.values()):
+            tg.cancel_scope.cancel()
+        await tg.__aexit__(None, None, None)
+
+    async def __aenter__(self) -> Manager:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # -- observation ------------------------------------------------------------------------------
+
+    def subscribe(self, observer: StatusObserver) -> Callable[[], None]:
+        """Call ``observer(status)`` on every state change; returns an unsubscribe function."""
+        self._observers.append(observer)
+        return lambda: self._observers.remove(observer) if observer in self._observers else None
+
+    def _notify(self, status: ServerStatus) -> None:
+        for observer in list(self._observers):
+            try:
+                observer(status)
+            except Exception:
+                logger.exception("status observer failed for %s", status.name)
+
+    # -- queries ----------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> MCPConfig:
+        """The loaded config (loads it on first use)."""
+        if self._config is None:
+            self._config = load_config(self.config_path)
+        return self._config
+
+    def servers(self) -> list[ServerStatus]:
+        """Status of every configured server, in config order."""
+        return [rt.status() for rt in self._runtimes.values()]
+
+    def status(self, name: str) -> ServerStatus:
+        """Status of one server. Raises ``ServerNotConfigured``."""
+        return self._runtime(name).status()
+
+    def server_info(self, name: str) -> ServerInfo | None:
+        """serverInfo and instructions from the last initialize, or None if never connected."""
+        return self._runtime(name).info
+
+    def list_tools(self, name: str) -> list[Tool]:
+        """The tools of the last successful tools/list (all pages), as a new list.
+
+        Raises ``ServerNotConfigured``, ``ServerDisabled``, ``ServerDisconnected``,
+        ``AuthRequired`` or ``AuthFailed`` when the server is not connected.
+        """
+        runtime = self._connected(name)
+        return list(runtime.tools)
+
+    # -- calls ------------------------------------------------------------------------------------
+
+    def check_call(self, name: str, tool: str, arguments: Any) -> Tool:
+        """Every check of a call short of sending it, in the gateway's order (DESIGN.md).
+
+        Server configured and enabled, connected, tool in the latest list, arguments valid
+        against its inputSchema. Returns the ``Tool``; raises the matching ``MCPServerError``.
+        """
+        if not tool:
+            raise ToolNotFound(f'no tool name given for MCP server "{name}"', server=name)
+        runtime = self._connected(name)
+        found = runtime.tools_by_name.get(tool)
+        if found is None:
+            close = difflib.get_close_matches(tool, list(runtime.tools_by_name), n=3)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            raise ToolNotFound(
+                f'MCP server "{name}" has no tool "{tool}" in its latest tools/list.{hint} '
+                f"Read the mcp:{name} skill's SKILL.md for the tool names.",
+                server=name,
+                tool=tool,
+            )
+        runtime.validator.validate(found, arguments)
+        return found
+
+    async def call_tool(
+        self,
+        name: str,
+        tool: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressFnT | None = None,
+        validate: bool = True,
+    ) -> ToolResult:
+        """Run ``tools/call`` after :meth:`check_call`; ``isError`` results come back as results.
+
+        ``timeout`` (seconds) defaults to the server's ``timeouts.call_tool``; ``validate=False``
+        skips the checks for a caller that just ran :meth:`check_call`. Raises the
+        ``check_call`` errors, ``CallTimeout``, ``ServerDisconnected``, ``AuthFailed`` or
+        ``RemoteProtocolError``.
+        """
+        arguments = {} if arguments is None else arguments
+        if validate:
+            self.check_call(name, tool, arguments)
+        runtime = self._connected(name)
+        session = runtime.session
+        if session is None:
+            raise self._not_connected(runtime)
+        limit = timeout if timeout is not None else runtime.config.timeouts.call_tool
+        try:
+            with anyio.fail_after(limit):
+                raw = await session.call_tool(tool, arguments, progress_callback=progress)
+        except Exception as exc:
+            error = translate_call_error(
+                exc,
+                server=name,
+                tool=tool,
+                timeout=limit,
+                http_status=runtime.http_status,
+                auth=runtime.config.auth_type,
+            )
+            if isinstance(error, ServerDisconnected):
+                runtime.connection_lost(error.message)
+            raise error from exc
+        data = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return ToolResult(
+            server=name,
+            tool=tool,
+            content=data.get("content", []),
+            structured_content=data.get("structuredContent"),
+            is_error=bool(raw.is_error),
+        )
+
+    async def refresh(self, name: str, *, interactive: bool = False) -> ServerStatus:
+        """Reconnect ``name`` and relist its tools; returns the status after the attempt.
+
+        ``interactive`` lets an OAuth server open the browser sign-in (``keen mcp connect``).
+        A disabled server is started anyway (an explicit refresh is a user's request).
+        Raises ``ServerNotConfigured``.
+        """
+        runtime = self._runtime(name)
+        if self._tg is None:
+            raise RuntimeError("Manager.refresh() needs a started Manager")
+        if runtime.finished.is_set() or (runtime.state is ServerState.CONFIGURED and not runtime.running):
+            self._tg.start_soon(runtime.run, name=f"keen-mcp-owner-{name}")
+        return await runtime.refresh(interactive=interactive)
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _runtime(self, name: str) -> ServerRuntime:
+        runtime = self._runtimes.get(name)
+        if runtime is None:
+            known = ", ".join(self._runtimes) or "none"
+            raise ServerNotConfigured(
+                f'MCP server "{name}" is not configured (configured: {known}); add it to {self.config_path} '
+                "or check the name.",
+                server=name,
+            )
+        return runtime
+
+    def _connected(self, name: str) -> ServerRuntime:
+        runtime = self._runtime(name)
+        if not runtime.config.enabled:
+            raise ServerDisabled(
+                f'MCP server "{name}" is disabled in configs.json ("enabled": false); enable it and restart Keen.',
+                server=name,
+            )
+        if runtime.state is not ServerState.CONNECTED or runtime.session is None:
+            raise self._not_connected(runtime)
+        return runtime
+
+    @staticmethod
+    def _not_connected(runtime: ServerRuntime) -> MCPServerError:
+        name, state = runtime.name, runtime.state
+        detail = f" Last error: {runtime.last_error}" if runtime.last_error else ""
+        if state is ServerState.AUTH_REQUIRED:
+            return AuthRequired(
+                f'MCP server "{name}" needs you to sign in; run: keen mcp connect {name}.{detail}',
+                server=name,
+            )
+        if state is ServerState.AUTH_FAILED:
+            return AuthFailed(
+                f'MCP server "{name}" rejected its credentials; fix them and run: keen mcp connect {name}.{detail}',
+                server=name,
+            )
+        if state in (ServerState.CONNECTING, ServerState.CONFIGURED):
+            return ServerDisconnected(
+                f'MCP server "{name}" is still connecting; try again in a moment.', server=name
+            )
+        return ServerDisconnected(
+            f'MCP server "{name}" is disconnected; reconnect or restart Keen after fixing the server.{detail}',
+            server=name,
+        )

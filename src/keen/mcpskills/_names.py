@@ -1,0 +1,165 @@
+"""Tool names as schema file paths, and text made safe for one markdown table cell.
+
+seeds/001 "Schema generation": ``schemas/<tool>.json``; nested names (``a/b``) become
+folders "as long as the name does not escape the schemas directory". A server chooses
+its tool names, so every name is checked before it touches the filesystem.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+from dataclasses import dataclass
+
+__all__ = [
+    "MAX_NAME_CHARS",
+    "SERVER_NAME_RE",
+    "PlannedTool",
+    "RejectedTool",
+    "display_text",
+    "one_line",
+    "plan_paths",
+    "schema_relpath",
+]
+
+SERVER_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""Server names as ``keen.mcp.config`` accepts them; also what makes ``mcp:<server>`` a safe dir name."""
+
+MAX_NAME_CHARS = 512
+# 255 bytes is the usual file-name limit (ext4, xfs, apfs); ".json" takes 5 of them.
+_MAX_SEGMENT_BYTES = 250
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|(?<=[。！？])")
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedTool:
+    """A tool whose schema was not written. ``name`` is the raw name (may hold control
+    characters: never print it unescaped); ``display`` is the escaped form used in
+    SKILL.md and logs; ``reason`` says why."""
+
+    name: str
+    display: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.display, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTool:
+    """An accepted tool name and its schema path relative to the skill dir (``schemas/a/b.json``)."""
+
+    name: str
+    relpath: str
+
+
+def _unsafe_char(ch: str) -> bool:
+    # Control, format (bidi overrides, zero-width), surrogates, private use, unassigned,
+    # and Unicode line/paragraph separators: none belongs in a file name or a table cell.
+    category = unicodedata.category(ch)
+    return category[0] == "C" or category in ("Zl", "Zp")
+
+
+def schema_relpath(name: str) -> str:
+    """Path of ``name``'s schema relative to the skill dir, e.g. ``a/b`` -> ``schemas/a/b.json``.
+
+    Raises ``ValueError`` with a short reason when the name is empty, longer than
+    ``MAX_NAME_CHARS``, contains NUL, control or format characters or a backslash,
+    is absolute, has an empty, ``.`` or ``..`` segment, or has a segment too long
+    for a file name. Whatever passes stays inside ``schemas/`` (checked again).
+    """
+    if not name:
+        return _reject("the name is empty")
+    if len(name) > MAX_NAME_CHARS:
+        return _reject(f"the name is longer than {MAX_NAME_CHARS} characters")
+    if "\x00" in name:
+        return _reject("the name contains a NUL character")
+    if any(_unsafe_char(ch) for ch in name):
+        return _reject("the name contains a control or invisible formatting character")
+    if "\\" in name:
+        return _reject("the name contains a backslash")
+    if name.startswith("/"):
+        return _reject("the name is an absolute path")
+    segments = name.split("/")
+    if any(seg == "" for seg in segments):
+        return _reject("the name has an empty path segment (leading, trailing or doubled '/')")
+    if any(seg in (".", "..") for seg in segments):
+        return _reject("the name has a '.' or '..' path segment")
+    if any(len(seg.encode("utf-8", "surrogatepass")) > _MAX_SEGMENT_BYTES for seg in segments):
+        return _reject(f"a path segment of the name is longer than {_MAX_SEGMENT_BYTES} bytes")
+    relpath = f"schemas/{name}.json"
+    # Defence in depth: the rules above already imply this.
+    normal = posixpath.normpath(relpath)
+    if normal != relpath or not normal.startswith("schemas/"):
+        return _reject("the name would escape the schemas directory")
+    return relpath
+
+
+def _reject(reason: str) -> str:
+    raise ValueError(reason)
+
+
+def plan_paths(names: list[str]) -> tuple[list[PlannedTool], list[RejectedTool]]:
+    """Check every name; return accepted ``PlannedTool`` and ``RejectedTool`` lists.
+
+    ``names`` must be sorted and free of duplicates (the caller resolves those), so
+    the outcome is deterministic. A name whose file would collide with a folder
+    another name needs (``x.json/y`` vs ``x``) is rejected when it comes later in
+    sort order.
+    """
+    accepted: list[PlannedTool] = []
+    rejected: list[RejectedTool] = []
+    files: dict[str, str] = {}
+    folders: dict[str, str] = {}
+    for name in names:
+        try:
+            relpath = schema_relpath(name)
+        except ValueError as exc:
+            rejected.append(RejectedTool(name, display_text(name), str(exc)))
+            continue
+        parts = relpath.split("/")
+        needed = ["/".join(parts[:i]) for i in range(2, len(parts))]
+        clash = folders.get(relpath) or next((files[d] for d in needed if d in files), None)
+        if clash is not None:
+            reason = f"its schema path collides with the one of tool {display_text(clash)}"
+            rejected.append(RejectedTool(name, display_text(name), reason))
+            continue
+        files[relpath] = name
+        for folder in needed:
+            folders.setdefault(folder, name)
+        accepted.append(PlannedTool(name, relpath))
+    return accepted, rejected
+
+
+def display_text(text: str, limit: int = 80) -> str:
+    """``text`` with unsafe characters escaped (``\\u0000``), ``|`` escaped for tables, cut to ``limit``."""
+    out: list[str] = []
+    for ch in text[: limit + 1]:
+        if _unsafe_char(ch):
+            code = ord(ch)
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        elif ch == "|":
+            out.append("\\|")
+        else:
+            out.append(ch)
+    shown = "".join(out)
+    return shown if len(text) <= limit else shown + "…"
+
+
+def one_line(text: str, limit: int = 120, *, first_sentence: bool = True) -> str:
+    """A one-line summary: first non-blank line, first sentence (when asked), whitespace
+    collapsed, control characters dropped, at most ``limit`` characters (ending in ``…``
+    when cut, at a word boundary when there is one in the second half)."""
+    cleaned = "".join(" " if _unsafe_char(ch) and ch not in "\n\r" else ch for ch in text)
+    line = next((ln for ln in cleaned.splitlines() if ln.strip()), "")
+    line = " ".join(line.split())
+    if first_sentence:
+        line = _SENTENCE_END.split(line, maxsplit=1)[0].strip()
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"

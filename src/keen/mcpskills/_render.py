@@ -1,0 +1,208 @@
+"""The bytes of a generated skill: SKILL.md, one schema JSON per tool, the marker file.
+
+Pure functions of their inputs, so generation is byte-reproducible: tools are ordered by
+name, JSON is written with sorted keys, 2-space indent, UTF-8 and a trailing newline,
+and the only clock reading is the ``generated_at`` passed in. Layout and contents:
+seeds/001 "Generated skill layout", "How MCP skills are generated"; seeds/000
+"Generated Files".
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+
+from keen.mcp.types import ServerInfo, Tool
+from keen.mcpskills._names import MAX_NAME_CHARS, PlannedTool, RejectedTool, display_text, one_line
+
+__all__ = [
+    "FORMAT",
+    "MANAGED_BY",
+    "MARKER_FILE",
+    "MAX_TABLE_ROWS",
+    "SKILL_FILE",
+    "describe_server",
+    "dump_json",
+    "iso",
+    "render_schema",
+    "render_skill_md",
+]
+
+FORMAT = 1
+"""Version of the generated layout; a skill written with another format is regenerated."""
+MANAGED_BY = "keen-mcp"
+MARKER_FILE = ".keen-generated-mcp.json"
+SKILL_FILE = "SKILL.md"
+MAX_TABLE_ROWS = 1000
+"""seeds/001: "The generated tool table is capped at 1000 rows"."""
+
+DESCRIPTION_CHARS = 200
+_ABOUT_CHARS = 100
+_INSTRUCTIONS_CHARS = 2000
+
+
+def iso(value: datetime) -> str:
+    """UTC ISO 8601 to the second with a ``Z`` suffix; a naive datetime is taken as UTC."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def dump_json(data: Any) -> bytes:
+    """The one JSON style of generated files: sorted keys, indent 2, UTF-8, trailing newline."""
+    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def describe_server(server: str, info: ServerInfo | None, tool_names: list[str]) -> str:
+    """The frontmatter ``description``: when to use the server, on one line, <= 200 chars.
+
+    ``Use for the `github` MCP server: <first sentence of its instructions>.`` (else
+    ``(<serverInfo title or name>)``), then ``Tools: a, b, … (N tools).`` with as many
+    names (sorted) as fit. Server-supplied text is cut to 100 chars and stripped of
+    control characters, so a server cannot flood the prompt catalog.
+    """
+    lead = f"Use for the `{server}` MCP server"
+    instructions = one_line(info.instructions or "", _ABOUT_CHARS) if info else ""
+    label = ""
+    if info and not instructions:
+        label = one_line(info.title or "", _ABOUT_CHARS, first_sentence=False)
+        if not label and info.name and info.name != server:
+            label = one_line(info.name, _ABOUT_CHARS, first_sentence=False)
+    if instructions:
+        text = f"{lead}: {instructions}"
+    elif label:
+        text = f"{lead} ({label})"
+    else:
+        text = lead
+    if not text.endswith((".", "!", "?", "…", "。")):
+        text += "."
+    count = len(tool_names)
+    if count == 0:
+        return text + " It lists no tools."
+    tail = f" ({count} tool{'s' if count != 1 else ''})."
+    shown: list[str] = []
+    for name in tool_names:
+        candidate = ", ".join([*shown, one_line(name, 60, first_sentence=False)])
+        more = ", …" if len(shown) + 1 < count else ""
+        if len(text) + len(" Tools: ") + len(candidate) + len(more) + len(tail) > DESCRIPTION_CHARS:
+            break
+        shown.append(one_line(name, 60, first_sentence=False))
+    if not shown:
+        return text + f" {count} tool{'s' if count != 1 else ''}."
+    more = ", …" if len(shown) < count else ""
+    return f"{text} Tools: {', '.join(shown)}{more}{tail}"
+
+
+def _yaml_scalar(value: str) -> str:
+    """``value`` as a YAML scalar that ``yaml.safe_load`` reads back unchanged: plain when
+    that round-trips, else double-quoted (JSON string syntax is valid YAML)."""
+    for candidate in (value, json.dumps(value, ensure_ascii=False)):
+        if "\n" in candidate:
+            continue
+        try:
+            if yaml.safe_load(f"k: {candidate}") == {"k": value}:
+                return candidate
+        except yaml.YAMLError:
+            continue
+    raise ValueError(f"cannot write {value!r} as a one-line YAML scalar")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_schema(tool: Tool) -> bytes:
+    """``schemas/<tool>.json``: seeds/000 shape ``{server, name, description, inputSchema}``,
+    plus ``title`` and ``annotations`` when the server gave them (the annotations carry
+    readOnlyHint/destructiveHint, which help the model pick the safe tool). The full
+    description is kept; ``outputSchema`` is left out: the file is the argument contract."""
+    data: dict[str, Any] = {
+        "server": tool.server,
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": tool.input_schema or {},
+    }
+    if tool.title:
+        data["title"] = tool.title
+    if tool.annotations:
+        data["annotations"] = tool.annotations
+    return dump_json(data)
+
+
+def render_skill_md(
+    *,
+    server: str,
+    description: str,
+    info: ServerInfo | None,
+    tools: list[tuple[Tool, PlannedTool]],
+    rejected: list[RejectedTool],
+    generated_at: datetime,
+) -> bytes:
+    """SKILL.md: frontmatter (``name: mcp:<server>``, ``description``), server and timestamp,
+    how to call ``call_mcp_tool``, the tool table (first ``MAX_TABLE_ROWS`` by name, one-line
+    descriptions of <= 120 chars) and a note on tools left out or skipped."""
+    lines = [
+        "---",
+        f"name: {_yaml_scalar(f'mcp:{server}')}",
+        f"description: {_yaml_scalar(description)}",
+        "---",
+        f"# mcp:{server}",
+        "",
+        f"Tools of the `{server}` MCP server, generated by Keen from `tools/list` at {iso(generated_at)}.",
+        "Keen regenerates this directory when the server's tools change: do not edit it.",
+    ]
+    if info and (info.name or info.version):
+        about = " ".join(x for x in (info.title or info.name, info.version) if x)
+        lines.append(f"The server calls itself: {one_line(about, 120, first_sentence=False)}.")
+    if info and info.instructions and info.instructions.strip():
+        text = info.instructions.strip()
+        if len(text) > _INSTRUCTIONS_CHARS:
+            text = text[: _INSTRUCTIONS_CHARS - 1].rstrip() + "…"
+        lines += ["", "## Server instructions", ""]
+        lines += ["> " + line.rstrip() if line.strip() else ">" for line in text.splitlines()]
+    lines += [
+        "",
+        "## How to call a tool",
+        "",
+        "1. Pick a tool from the table below.",
+        "2. Read its schema file. Paths are relative to this skill's directory (the folder of this",
+        "   SKILL.md). The file's `inputSchema` is the argument contract.",
+        "3. Call the `call_mcp_tool` tool with the server name, the tool name and the arguments:",
+        "",
+        "```json",
+        f'{{"server": "{server}", "tool": "<tool name>", "arguments": {{...}}}}',
+        "```",
+        "",
+        "The `arguments` must match the tool's `inputSchema` exactly: only the properties it defines,",
+        "every required one, the declared types. Keen checks them before it sends the call.",
+        "",
+        f"## Available tools ({len(tools)})",
+        "",
+        "| Tool | Description | Schema |",
+        "|------|-------------|--------|",
+    ]
+    for tool, planned in tools[:MAX_TABLE_ROWS]:
+        summary = _cell(one_line(tool.description or tool.title or "", 120))
+        lines.append(f"| {display_text(tool.name, MAX_NAME_CHARS)} | {summary} | {_cell(planned.relpath)} |")
+    omitted = len(tools) - MAX_TABLE_ROWS
+    if omitted > 0:
+        lines += [
+            "",
+            f"{omitted} more tool{'s are' if omitted != 1 else ' is'} not listed: the table is capped at "
+            f"{MAX_TABLE_ROWS} rows. Their schemas are still in `schemas/` (one file per tool, "
+            "named after the tool); list that directory to find them.",
+        ]
+    if rejected:
+        lines += [
+            "",
+            "## Skipped tools",
+            "",
+            "The server lists these tools too, but Keen wrote no schema for them (the reason is in",
+            "brackets), so they are not documented here:",
+            "",
+        ]
+        lines += [f"- {r.display} ({r.reason})" for r in rejected]
+    return ("\n".join(lines) + "\n").encode("utf-8")

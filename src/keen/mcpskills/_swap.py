@@ -1,0 +1,319 @@
+"""Atomic publication of a generated skill dir (DESIGN.md "Generated skills").
+
+On disk, for server ``github``::
+
+    skills/mcp:github -> .mcp:github.3f9a0c1b2d4e      (relative symlink: the skill)
+    skills/.mcp:github.3f9a0c1b2d4e/                   (complete versioned dir)
+    skills/.mcp:github.8e7d6c5b4a39.tmp/               (a build in progress, or debris)
+    skills/.keen-mcp.lock                              (flock: one writer at a time)
+
+``rename(2)`` cannot replace a non-empty directory, and two renames leave a moment with
+no skill at all. So a new version is written into a ``.tmp`` dir beside the link, made
+durable (fsync of every file and dir when asked), renamed to its versioned name, and then
+the link is replaced with ``os.replace`` of a fresh symlink: a reader opening
+``mcp:github/...`` resolves either the old or the new version, both complete. The old
+version is deleted afterwards. Dot-prefixed names are invisible to skill discovery
+(``keen.skills.discover`` skips them). A process killed mid-build leaves the link on the
+old version; the ``.tmp`` debris is removed by the next writer, which is safe because
+writers hold the lock. A plain managed dir from an older layout is migrated with
+``renameat2(RENAME_EXCHANGE)`` where the kernel offers it, else two renames.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from keen._fs import atomic_write_bytes
+from keen.errors import SkillError
+from keen.mcpskills._render import MANAGED_BY, MARKER_FILE, dump_json
+
+__all__ = [
+    "LOCK_FILE",
+    "Current",
+    "cleanup",
+    "inspect",
+    "link_path",
+    "locked",
+    "new_build_dir",
+    "publish",
+    "read_marker",
+    "remove",
+    "update_marker",
+    "write_tree",
+]
+
+logger = logging.getLogger(__name__)
+
+LOCK_FILE = ".keen-mcp.lock"
+_LOCK_POLL_SECONDS = 0.05
+_held = threading.local()
+
+Kind = Literal["absent", "link", "dir", "dangling", "unmanaged"]
+
+
+@dataclass(frozen=True, slots=True)
+class Current:
+    """What ``skills/mcp:<server>`` is now.
+
+    ``kind``: ``absent``; ``link`` (our symlink to a complete managed dir, ``target``);
+    ``dir`` (a plain managed dir of an older layout, ``target`` = the path itself);
+    ``dangling`` (our symlink whose versioned dir is gone); ``unmanaged`` (anything
+    else: never touched, ``reason`` says why). ``marker`` is the parsed marker file.
+    """
+
+    kind: Kind
+    path: Path
+    target: Path | None = None
+    marker: dict[str, Any] | None = None
+    reason: str = ""
+
+    @property
+    def managed(self) -> bool:
+        return self.kind in ("link", "dir", "dangling")
+
+
+def link_path(root: Path, server: str) -> Path:
+    return root / f"mcp:{server}"
+
+
+def _version_re(server: str) -> re.Pattern[str]:
+    return re.compile(rf"\.mcp:{re.escape(server)}\.[0-9a-f]{{12}}(?P<suffix>\.tmp|\.link|\.old)?")
+
+
+@contextlib.contextmanager
+def locked(root: Path, timeout: float = 60.0) -> Iterator[None]:
+    """Hold ``root/.keen-mcp.lock`` (``flock``, exclusive) for the block; re-entrant per thread.
+
+    Raises ``SkillError`` when another process holds it for longer than ``timeout`` seconds.
+    The kernel drops the lock when its holder dies, even by SIGKILL.
+    """
+    key = str(root.absolute())
+    depths: dict[str, int] = getattr(_held, "depths", None) or {}
+    _held.depths = depths
+    if key in depths:
+        depths[key] += 1
+        try:
+            yield
+        finally:
+            depths[key] -= 1
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise SkillError(
+                        f"another Keen process has been writing MCP skills in {root} for over {timeout:.0f}s "
+                        f"(lock {root / LOCK_FILE}); wait for it or stop it, then retry"
+                    ) from None
+                time.sleep(_LOCK_POLL_SECONDS)
+        depths[key] = 1
+        try:
+            yield
+        finally:
+            del depths[key]
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def read_marker(skill_dir: Path, server: str) -> dict[str, Any] | None:
+    """The marker of ``skill_dir`` if it says ``managed_by: keen-mcp`` for ``server``, else None."""
+    try:
+        data: Any = json.loads((skill_dir / MARKER_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if isinstance(data, dict) and data.get("managed_by") == MANAGED_BY and data.get("server") == server:
+        return dict(data)  # pyright: ignore[reportUnknownArgumentType]
+    return None
+
+
+def inspect(root: Path, server: str) -> Current:
+    """Classify ``root/mcp:<server>``; see :class:`Current`. Never follows a link that
+    points outside ``root`` or at a name Keen does not create."""
+    path = link_path(root, server)
+    if path.is_symlink():
+        target = os.readlink(path)
+        match = _version_re(server).fullmatch(target)
+        if match is None or match.group("suffix"):
+            return Current(
+                "unmanaged", path, reason=f"it is a symlink to {target!r}, which Keen did not create"
+            )
+        versioned = root / target
+        if not versioned.is_symlink() and versioned.is_dir():
+            marker = read_marker(versioned, server)
+            if marker is None:
+                return Current("unmanaged", path, reason=f"{versioned} has no keen-mcp {MARKER_FILE}")
+            return Current("link", path, versioned, marker)
+        if not os.path.lexists(versioned):
+            return Current("dangling", path)
+        return Current("unmanaged", path, reason=f"{versioned} is not a directory")
+    if not path.exists():
+        return Current("absent", path)
+    if path.is_dir():
+        marker = read_marker(path, server)
+        if marker is None:
+            return Current("unmanaged", path, reason=f"it has no {MARKER_FILE} saying managed_by keen-mcp")
+        return Current("dir", path, path, marker)
+    return Current("unmanaged", path, reason="it is not a directory")
+
+
+def new_build_dir(root: Path, server: str) -> Path:
+    """A fresh, not yet existing ``root/.mcp:<server>.<12 hex>.tmp``."""
+    return root / f".mcp:{server}.{secrets.token_hex(6)}.tmp"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_tree(build_dir: Path, files: Iterable[tuple[str, bytes]], *, fsync: bool) -> int:
+    """Create ``build_dir`` and write ``(relative path, bytes)`` files into it; return the count.
+
+    Files are created exclusively (``O_EXCL | O_NOFOLLOW``), mode 0644. With ``fsync``
+    every file and then every directory is fsynced, so the later swap publishes data
+    that survives a power cut (crash consistency), not only a killed process.
+    """
+    build_dir.mkdir(mode=0o755)
+    made: list[Path] = [build_dir]
+    known = {build_dir}
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    count = 0
+    for rel, data in files:
+        path = build_dir / rel
+        parent = path.parent
+        if parent not in known:
+            missing = [p for p in (parent, *parent.parents) if p not in known and build_dir in p.parents]
+            for folder in reversed(missing):
+                folder.mkdir(mode=0o755)
+                known.add(folder)
+                made.append(folder)
+        fd = os.open(path, flags, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        count += 1
+    if fsync:
+        for folder in reversed(made):
+            _fsync_dir(folder)
+    return count
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically with Linux ``renameat2(RENAME_EXCHANGE)``; False if unavailable."""
+    func = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if func is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    result = func(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    if result != 0:
+        logger.debug("renameat2(RENAME_EXCHANGE) failed: %s", os.strerror(ctypes.get_errno()))
+        return False
+    return True
+
+
+def publish(root: Path, server: str, build_dir: Path, current: Current, *, fsync: bool) -> Path:
+    """Make the complete ``build_dir`` the skill: rename it to its versioned name, point
+    ``mcp:<server>`` at it in one ``os.replace``, then delete older versions and debris.
+    ``current`` must be managed or absent (the caller checked). Returns the versioned dir."""
+    final = build_dir.with_name(build_dir.name.removesuffix(".tmp"))
+    os.rename(build_dir, final)
+    link = link_path(root, server)
+    tmp_link = final.with_name(final.name + ".link")
+    os.symlink(final.name, tmp_link)
+    if current.kind == "dir":
+        # One-time migration from a plain dir: os.replace cannot put a link over a dir.
+        if not _exchange(tmp_link, link):
+            old = final.with_name(final.name + ".old")
+            os.rename(link, old)
+            os.rename(tmp_link, link)
+    else:
+        os.replace(tmp_link, link)
+    if fsync:
+        _fsync_dir(root)
+    cleanup(root, server, keep=final.name)
+    return final
+
+
+def cleanup(root: Path, server: str, *, keep: str | None) -> list[str]:
+    """Delete every ``.mcp:<server>.<hex>[.tmp|.link|.old]`` entry but ``keep``; return the names.
+
+    Only names Keen creates are touched. Call it with the lock held: a concurrent writer's
+    build dir matches the same pattern. Failures are logged and retried next time.
+    """
+    pattern = _version_re(server)
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        if entry.name == keep or not pattern.fullmatch(entry.name):
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+            removed.append(entry.name)
+        except OSError as exc:
+            logger.warning("could not delete %s: %s; Keen retries at the next sync", entry.path, exc)
+    return removed
+
+
+def remove(root: Path, server: str) -> bool:
+    """Delete the managed skill of ``server`` (link, versioned dir, debris); False if there
+    was none or it is not managed (then nothing but Keen's own debris is touched)."""
+    current = inspect(root, server)
+    deleted = False
+    if current.kind in ("link", "dangling"):
+        os.unlink(current.path)
+        deleted = True
+    elif current.kind == "dir":
+        # Rename first so the skill vanishes at once instead of file by file.
+        os.rename(current.path, root / f".mcp:{server}.{secrets.token_hex(6)}.old")
+        deleted = True
+    elif current.kind == "unmanaged":
+        logger.warning("not deleting %s: %s", current.path, current.reason)
+    cleanup(root, server, keep=None)
+    return deleted
+
+
+def update_marker(current: Current, changes: dict[str, Any], *, fsync: bool = True) -> bool:
+    """Rewrite the marker of a managed skill with ``changes`` applied (one atomic file
+    replace inside the current version); False when nothing changed or not managed."""
+    if current.target is None or current.marker is None:
+        return False
+    updated = {**current.marker, **changes}
+    if updated == current.marker:
+        return False
+    atomic_write_bytes(current.target / MARKER_FILE, dump_json(updated), fsync=fsync)
+    return True

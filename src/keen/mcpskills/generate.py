@@ -1,0 +1,255 @@
+"""Generate, refresh and delete the managed skill dir of one MCP server.
+
+``skills/mcp:<server>/`` holds ``SKILL.md``, ``.keen-generated-mcp.json`` and
+``schemas/<tool>.json`` (seeds/001 "Generated skill layout", seeds/000 "Generated
+Files", DESIGN.md "Generated skills"). Contents come from :mod:`keen.mcpskills._render`,
+the atomic swap from :mod:`keen.mcpskills._swap`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from keen._redact import redactor
+from keen.errors import SkillError
+from keen.mcp.types import ServerInfo, ServerStatus, Tool, tools_hash
+from keen.mcpskills import _swap
+from keen.mcpskills._names import SERVER_NAME_RE, PlannedTool, RejectedTool, display_text, plan_paths
+from keen.mcpskills._render import (
+    FORMAT,
+    MANAGED_BY,
+    MARKER_FILE,
+    MAX_TABLE_ROWS,
+    SKILL_FILE,
+    describe_server,
+    dump_json,
+    iso,
+    render_schema,
+    render_skill_md,
+)
+
+__all__ = ["GenerationReport", "delete_skill", "generate_skill", "skill_name"]
+
+logger = logging.getLogger(__name__)
+
+
+def skill_name(server: str) -> str:
+    """``mcp:<server>``: the skill name of a server (seeds/001)."""
+    return f"mcp:{server}"
+
+
+@dataclass(frozen=True)
+class GenerationReport:
+    """What :func:`generate_skill` did.
+
+    ``action``: ``generated`` (a new version was swapped in) or ``unchanged`` (same
+    tools and server info as the current version: files kept, marker status updated).
+    ``skill_path``: ``skills_root/mcp:<server>`` (the stable link path). ``tool_count``:
+    tools the server listed; ``schema_count``: schema files written; ``table_rows`` and
+    ``omitted_rows``: the SKILL.md table and what the 1000-row cap left out;
+    ``rejected``: tools without a schema (unsafe names, path collisions, duplicates).
+    """
+
+    server: str
+    action: Literal["generated", "unchanged"]
+    skill_path: Path
+    tool_count: int
+    schema_count: int
+    table_rows: int
+    omitted_rows: int
+    tools_hash: str
+    description: str
+    rejected: list[RejectedTool] = field(default_factory=lambda: list[RejectedTool]())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server,
+            "action": self.action,
+            "skill_path": str(self.skill_path),
+            "tool_count": self.tool_count,
+            "schema_count": self.schema_count,
+            "table_rows": self.table_rows,
+            "omitted_rows": self.omitted_rows,
+            "tools_hash": self.tools_hash,
+            "description": self.description,
+            "rejected": [r.to_dict() for r in self.rejected],
+        }
+
+
+def _check_server(server: str) -> None:
+    if not SERVER_NAME_RE.fullmatch(server):
+        raise SkillError(
+            f"{server!r} is not a valid MCP server name (1-64 letters, digits, '_' or '-'); "
+            "rename it in configs.json",
+            name=skill_name(server),
+        )
+
+
+def _canonical(tool: Tool) -> str:
+    return json.dumps(tool.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def _plan(tools: list[Tool]) -> tuple[list[tuple[Tool, PlannedTool]], list[RejectedTool]]:
+    """Sort by name, keep one tool per name (the smallest canonical JSON, so the choice does
+    not depend on list order), then check names as paths."""
+    chosen: dict[str, Tool] = {}
+    duplicates: list[Tool] = []
+    for tool in sorted(tools, key=lambda t: (t.name, _canonical(t))):
+        if tool.name in chosen:
+            duplicates.append(tool)
+        else:
+            chosen[tool.name] = tool
+    accepted, rejected = plan_paths(list(chosen))
+    planned = [(chosen[p.name], p) for p in accepted]
+    for dup in duplicates:
+        kept = next((r for r in rejected if r.name == dup.name), None)
+        if kept is None:
+            reason = "the server lists this name more than once; the schema of one of them was written"
+            rejected.append(RejectedTool(dup.name, display_text(dup.name), reason))
+    rejected.sort(key=lambda r: (r.name, r.reason))
+    return planned, rejected
+
+
+def _source_hash(server: str, description: str, info: ServerInfo | None, hashed_tools: str) -> str:
+    """Hash of everything the generated files depend on except the clock."""
+    info_part = None
+    if info is not None:
+        info_part = [info.name, info.version, info.title, info.instructions]
+    blob = json.dumps([FORMAT, server, description, info_part, hashed_tools], sort_keys=True)
+    return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
+
+
+def generate_skill(
+    skills_root: Path,
+    status: ServerStatus,
+    tools: list[Tool],
+    *,
+    info: ServerInfo | None = None,
+    now: datetime | None = None,
+    fsync: bool = True,
+) -> GenerationReport:
+    """Write or refresh ``skills_root/mcp:<status.name>/`` from ``tools`` (seeds/001).
+
+    ``info`` defaults to ``status.info``; ``now`` (default: the current UTC time) is the
+    generated timestamp. When the current version was made from the same tools and
+    server info (same ``tools_hash``), nothing is rewritten but the marker's ``status``,
+    ``last_error`` and ``last_successful_refresh`` (action ``unchanged``). Otherwise a new
+    version is built beside the link and swapped in atomically; a concurrent reader sees
+    the old or the new skill, never a mix, and a killed process leaves the old one.
+    ``fsync=False`` skips the fsyncs (for throwaway dirs; a killed process is still safe,
+    a power cut is not). ``last_error`` is redacted before it is written.
+
+    Raises ``SkillError`` for an invalid server name, or when ``mcp:<server>`` exists but
+    is not managed by Keen (it is never overwritten); ``OSError`` from the filesystem, with
+    the previous version left in place.
+    """
+    server = status.name
+    _check_server(server)
+    info = info if info is not None else status.info
+    moment = now if now is not None else datetime.now(UTC)
+    planned, rejected = _plan(tools)
+    description = describe_server(server, info, [t.name for t, _ in planned])
+    hashed = tools_hash(tools)
+    source = _source_hash(server, description, info, hashed)
+    state_fields = {
+        "configured": True,
+        "status": status.state.value,
+        "last_error": redactor.redact(status.last_error),
+        "last_successful_refresh": iso(status.last_refresh_at or moment),
+    }
+    link = _swap.link_path(skills_root, server)
+    report_args: dict[str, Any] = {
+        "server": server,
+        "skill_path": link,
+        "tool_count": len(tools),
+        "schema_count": len(planned),
+        "table_rows": min(len(planned), MAX_TABLE_ROWS),
+        "omitted_rows": max(0, len(planned) - MAX_TABLE_ROWS),
+        "tools_hash": hashed,
+        "description": description,
+        "rejected": rejected,
+    }
+    with _swap.locked(skills_root):
+        current = _swap.inspect(skills_root, server)
+        if current.kind == "unmanaged":
+            raise SkillError(
+                f"{current.path} exists and is not generated by Keen ({current.reason}); "
+                f"rename or remove it so Keen can generate the skill for MCP server {server!r}",
+                name=skill_name(server),
+            )
+        if (
+            current.kind == "link"
+            and current.target is not None
+            and current.marker is not None
+            and current.marker.get("format") == FORMAT
+            and current.marker.get("source_hash") == source
+            and (current.target / SKILL_FILE).is_file()
+        ):
+            _swap.update_marker(current, state_fields, fsync=fsync)
+            _swap.cleanup(skills_root, server, keep=current.target.name)
+            logger.debug("mcp:%s unchanged (%d tools, %s)", server, len(tools), hashed[:19])
+            return GenerationReport(action="unchanged", **report_args)
+        marker: dict[str, Any] = {
+            "format": FORMAT,
+            "managed_by": MANAGED_BY,
+            "server": server,
+            **state_fields,
+            "tool_count": len(tools),
+            "schema_count": len(planned),
+            "generated_at": iso(moment),
+            "tools_hash": hashed,
+            "source_hash": source,
+            "rejected_tools": [r.to_dict() for r in rejected],
+        }
+        skill_md = render_skill_md(
+            server=server,
+            description=description,
+            info=info,
+            tools=planned,
+            rejected=rejected,
+            generated_at=moment,
+        )
+
+        def files() -> Iterator[tuple[str, bytes]]:
+            # Marker first: even a half-written build dir says whose it is.
+            yield MARKER_FILE, dump_json(marker)
+            for tool, plan in planned:
+                yield plan.relpath, render_schema(tool)
+            yield SKILL_FILE, skill_md
+
+        for item in rejected:
+            logger.warning("mcp:%s: no schema for tool %s: %s", server, item.display, item.reason)
+        _swap.cleanup(skills_root, server, keep=current.target.name if current.target else None)
+        build = _swap.new_build_dir(skills_root, server)
+        try:
+            _swap.write_tree(build, files(), fsync=fsync)
+            _swap.publish(skills_root, server, build, current, fsync=fsync)
+        except BaseException:
+            # Keep whatever the link points to now (old or, if the swap got through, new).
+            now_current = _swap.inspect(skills_root, server)
+            _swap.cleanup(skills_root, server, keep=now_current.target.name if now_current.target else None)
+            raise
+    logger.debug(
+        "mcp:%s generated (%d tools, %d rejected, %s)", server, len(tools), len(rejected), hashed[:19]
+    )
+    return GenerationReport(action="generated", **report_args)
+
+
+def delete_skill(skills_root: Path, server: str) -> bool:
+    """Delete ``skills_root/mcp:<server>`` if, and only if, its marker says
+    ``managed_by: "keen-mcp"`` for this server (seeds/000 "Server State and Cleanup").
+
+    Deletes the link, its versioned dir and leftover build dirs. Returns False when there
+    was no managed skill; a user's own ``mcp:<server>`` dir is never touched. Raises
+    ``SkillError`` for an invalid server name, ``OSError`` from the filesystem.
+    """
+    _check_server(server)
+    with _swap.locked(skills_root):
+        return _swap.remove(skills_root, server)

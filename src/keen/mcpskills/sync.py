@@ -1,0 +1,323 @@
+"""Startup sync: MCP server states -> generated skills and the skills config.
+
+The rules of seeds/001 "Startup synchronization", "Enabling and disabling" and "What
+happens when MCP fails", with seeds/000 "Server State and Cleanup":
+
+========================================  ===============================================
+server (snapshot)                         skill
+========================================  ===============================================
+connected                                 generate/refresh; an explicit user disable stays
+connected, in ``force_enable``            generate/refresh and enable (``keen mcp connect``)
+``"enabled": false`` in configs.json      disable; files kept
+disconnected, configured, connecting      disable; files kept, marker status updated
+auth_required / auth_failed               same, plus the hint ``keen mcp connect <server>``
+not in the snapshots any more             forget in skills config, delete the managed dir;
+                                          a user's own ``mcp:<x>`` dir is kept and reported
+========================================  ===============================================
+
+A failed tool listing arrives as a disconnected server, so its old files stay, disabled.
+
+Sync-made disables are undone by sync. Writing ``false`` for every outage would hide a
+server for good after one bad start, although seeds/001 says the model "does not see the
+skill until the server reconnects". So when sync disables a skill it records that, with
+the value the user had before, in ``skills/.keen-mcp-sync.json``; when the server is
+back (connected, or enabled again in configs.json) sync restores that value. A
+``false`` that sync did not write is the user's and is never overridden, except by
+``force_enable``. If the user changes the value while it is recorded, the record is
+dropped and the user's value wins.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from keen._fs import atomic_write_bytes
+from keen._redact import redactor
+from keen.errors import SkillError
+from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
+from keen.mcpskills import _swap
+from keen.mcpskills._names import SERVER_NAME_RE
+from keen.mcpskills._render import dump_json
+from keen.mcpskills.generate import generate_skill, skill_name
+from keen.skills.config import SkillsConfig
+
+__all__ = ["SYNC_STATE_FILE", "ServerSnapshot", "SyncAction", "SyncEntry", "SyncReport", "sync_mcp_skills"]
+
+logger = logging.getLogger(__name__)
+
+SYNC_STATE_FILE = ".keen-mcp-sync.json"
+"""In the skills dir: ``{"format": 1, "auto_disabled": {"mcp:x": {"previous": bool|null, "reason": s}}}``."""
+
+SyncAction = Literal["generated", "unchanged", "disabled", "removed", "kept_unmanaged", "error"]
+
+# Versioned and build dirs of the atomic swap: a removed server may have left only these.
+_DEBRIS_RE = re.compile(r"\.mcp:([A-Za-z0-9_-]{1,64})\.[0-9a-f]{12}(?:\.tmp|\.link|\.old)?")
+_AUTH_STATES = (ServerState.AUTH_REQUIRED, ServerState.AUTH_FAILED)
+
+
+@dataclass(frozen=True)
+class ServerSnapshot:
+    """One configured server as the Manager sees it after startup: its status, its last
+    tool list (empty unless connected) and its initialize info."""
+
+    status: ServerStatus
+    tools: list[Tool] = field(default_factory=lambda: list[Tool]())
+    info: ServerInfo | None = None
+
+
+@dataclass(frozen=True)
+class SyncEntry:
+    """The outcome for one server. ``state``: the server state, or ``removed``.
+    ``enabled``: the skill's enabled flag after the sync. ``hint``: what the user can
+    do, or "". ``rejected``: display names of tools without a schema. ``error``: why
+    generation failed (redacted), or ""."""
+
+    server: str
+    state: str
+    action: SyncAction
+    enabled: bool
+    hint: str = ""
+    skill_path: str | None = None
+    rejected: list[str] = field(default_factory=lambda: list[str]())
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server,
+            "skill": skill_name(self.server),
+            "state": self.state,
+            "action": self.action,
+            "enabled": self.enabled,
+            "hint": self.hint,
+            "skill_path": self.skill_path,
+            "rejected": list(self.rejected),
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """All entries of one sync, sorted by server; ``to_dict()`` is the ``--json`` shape."""
+
+    skills_root: Path
+    entries: list[SyncEntry]
+
+    def get(self, server: str) -> SyncEntry | None:
+        return next((e for e in self.entries if e.server == server), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"skills_root": str(self.skills_root), "servers": [e.to_dict() for e in self.entries]}
+
+
+class _AutoDisabled:
+    """The record of skills sync disabled, with the user's value before (see module doc)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records: dict[str, dict[str, Any]] = {}
+        try:
+            data: Any = json.loads(path.read_text(encoding="utf-8"))
+            records: Any = data.get("auto_disabled", {}) if isinstance(data, dict) else {}
+            if isinstance(records, dict):
+                for name, rec in records.items():  # pyright: ignore[reportUnknownVariableType]
+                    if isinstance(name, str) and isinstance(rec, dict):
+                        self.records[name] = dict(rec)  # pyright: ignore[reportUnknownArgumentType]
+        except FileNotFoundError:
+            pass
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+            # Losing the record only means a sync-made disable looks like the user's.
+            logger.warning("ignoring unreadable %s (%s)", path, exc)
+        self._original = json.dumps(self.records, sort_keys=True)
+
+    def disable(self, config: SkillsConfig, name: str, reason: str) -> None:
+        explicit = config.explicit(name)
+        if explicit is False:
+            if name in self.records:
+                self.records[name]["reason"] = reason
+            return  # the user's own disable, or ours already
+        self.records[name] = {"previous": explicit, "reason": reason}
+        config.set_enabled(name, False)
+
+    def restore(self, config: SkillsConfig, name: str) -> None:
+        record = self.records.pop(name, None)
+        if record is None or config.explicit(name) is not False:
+            return  # never ours, or the user changed it meanwhile
+        previous = record.get("previous")
+        if previous is None:
+            config.forget(name)
+        else:
+            config.set_enabled(name, bool(previous))
+
+    def drop(self, name: str) -> None:
+        self.records.pop(name, None)
+
+    def save(self) -> None:
+        if json.dumps(self.records, sort_keys=True) == self._original:
+            return
+        data = {"format": 1, "auto_disabled": dict(sorted(self.records.items()))}
+        atomic_write_bytes(self.path, dump_json(data))
+
+
+def _failure_hint(status: ServerStatus) -> str:
+    server = status.name
+    if status.state in _AUTH_STATES:
+        return f"run `keen mcp connect {server}` to sign in"
+    if status.state == ServerState.CONNECTING:
+        return "still connecting; the skill is enabled once it connects"
+    return f"fix the server, then run `keen mcp connect {server}`"
+
+
+def _sync_one(
+    snap: ServerSnapshot,
+    root: Path,
+    config: SkillsConfig,
+    auto: _AutoDisabled,
+    force: bool,
+    now: datetime | None,
+    fsync: bool,
+) -> SyncEntry:
+    status = snap.status
+    server, name = status.name, skill_name(status.name)
+    link = str(_swap.link_path(root, server))
+    if not status.enabled:
+        auto.disable(config, name, "server disabled in configs.json")
+        current = _swap.inspect(root, server)
+        _swap.update_marker(current, {"configured": True, "status": "disabled"}, fsync=fsync)
+        hint = f'set "enabled": true for {server} in configs.json to use it'
+        return SyncEntry(
+            server, status.state.value, "disabled", False, hint, link if current.managed else None
+        )
+    if status.state != ServerState.CONNECTED:
+        auto.disable(config, name, status.state.value)
+        current = _swap.inspect(root, server)
+        changes = {
+            "configured": True,
+            "status": status.state.value,
+            "last_error": redactor.redact(status.last_error),
+        }
+        _swap.update_marker(current, changes, fsync=fsync)
+        path = link if current.managed else None
+        return SyncEntry(server, status.state.value, "disabled", False, _failure_hint(status), path)
+    try:
+        report = generate_skill(root, status, snap.tools, info=snap.info, now=now, fsync=fsync)
+    except SkillError as exc:
+        if _swap.inspect(root, server).kind == "unmanaged":
+            hint = f"rename {link} (not generated by Keen) so Keen can generate {name}"
+            return SyncEntry(
+                server,
+                status.state.value,
+                "kept_unmanaged",
+                config.is_enabled(name),
+                hint,
+                link,
+                [],
+                str(exc),
+            )
+        return SyncEntry(server, status.state.value, "error", config.is_enabled(name), "", None, [], str(exc))
+    except OSError as exc:
+        error = redactor.redact(f"cannot write the skill for {server}: {exc}")
+        return SyncEntry(
+            server, status.state.value, "error", config.is_enabled(name), "check the disk", None, [], error
+        )
+    if force:
+        auto.drop(name)
+        config.set_enabled(name, True)
+    else:
+        auto.restore(config, name)
+    enabled = config.is_enabled(name)
+    hint = "" if enabled else f"you disabled this skill; run `keen skills enable {name}` to list it again"
+    rejected = [r.display for r in report.rejected]
+    return SyncEntry(server, status.state.value, report.action, enabled, hint, link, rejected)
+
+
+def _stale_servers(root: Path, config: SkillsConfig, auto: _AutoDisabled, configured: set[str]) -> list[str]:
+    names = set(config.names()) | set(auto.records)
+    try:
+        for entry in root.iterdir():
+            debris = _DEBRIS_RE.fullmatch(entry.name)
+            names.add(skill_name(debris.group(1)) if debris else entry.name)
+    except FileNotFoundError:
+        pass
+    stale: set[str] = set()
+    for name in names:
+        server = name.removeprefix("mcp:")
+        if name.startswith("mcp:") and SERVER_NAME_RE.fullmatch(server) and server not in configured:
+            stale.add(server)
+    return sorted(stale)
+
+
+def _remove_one(root: Path, server: str, config: SkillsConfig, auto: _AutoDisabled) -> SyncEntry:
+    name = skill_name(server)
+    current = _swap.inspect(root, server)
+    if current.kind == "unmanaged":
+        # A user's own skill that happens to be called mcp:<x>: its dir and its config stay.
+        hint = f"{current.path} is not generated by Keen ({current.reason}); left as is"
+        return SyncEntry(
+            server, "removed", "kept_unmanaged", config.is_enabled(name), hint, str(current.path)
+        )
+    _swap.remove(root, server)
+    config.forget(name)
+    auto.drop(name)
+    return SyncEntry(server, "removed", "removed", False)
+
+
+def sync_mcp_skills(
+    snapshots: list[ServerSnapshot],
+    *,
+    skills_root: Path,
+    skills_config: SkillsConfig,
+    force_enable: set[str] | frozenset[str] = frozenset(),
+    now: datetime | None = None,
+    fsync: bool = True,
+) -> SyncReport:
+    """Bring generated skills and ``skills_config`` in line with ``snapshots`` (the rules in
+    the module doc). ``snapshots`` must cover every configured server; a ``mcp:<x>`` skill
+    (config entry or managed dir) whose server is not among them is removed.
+    ``force_enable``: servers whose skill is enabled if they are connected (``keen mcp
+    connect``). ``now``: the generated timestamp (default: current UTC time).
+
+    Holds the skills-dir lock throughout; saves the sync record and then ``skills_config``
+    once, at the end. One server's failure is an ``error`` entry, never an exception.
+    Raises ``SkillError`` only when the skills config cannot be saved.
+    """
+    auto = _AutoDisabled(skills_root / SYNC_STATE_FILE)
+    entries: list[SyncEntry] = []
+    seen: dict[str, ServerSnapshot] = {}
+    for snap in snapshots:
+        if snap.status.name in seen:
+            logger.warning("sync: server %r listed twice; using the first snapshot", snap.status.name)
+            continue
+        seen[snap.status.name] = snap
+    with _swap.locked(skills_root):
+        for server in sorted(seen):
+            if not SERVER_NAME_RE.fullmatch(server):
+                error = f"{server!r} is not a valid server name; rename it in configs.json"
+                entries.append(
+                    SyncEntry(server, seen[server].status.state.value, "error", False, "", None, [], error)
+                )
+                continue
+            force = server in force_enable
+            entry = _sync_one(seen[server], skills_root, skills_config, auto, force, now, fsync)
+            entries.append(entry)
+        for server in _stale_servers(skills_root, skills_config, auto, set(seen)):
+            entries.append(_remove_one(skills_root, server, skills_config, auto))
+        try:
+            auto.save()
+            skills_config.save()
+        except OSError as exc:
+            raise SkillError(
+                f"cannot save the skills config {skills_config.path}: {exc}; check the permissions of "
+                f"{skills_root} and run the sync again (the generated skills are already on disk)"
+            ) from exc
+    for entry in entries:
+        logger.debug(
+            "sync mcp:%s: %s -> %s (enabled=%s)", entry.server, entry.state, entry.action, entry.enabled
+        )
+    entries.sort(key=lambda e: e.server)
+    return SyncReport(skills_root, entries)

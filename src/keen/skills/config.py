@@ -1,0 +1,89 @@
+"""The skills config: ``$KEEN_HOME/skills/config.json`` (seeds/001 "Enabling and disabling").
+
+Shape: ``{"is_enabled": {"mcp:github": false, "notes": true}}``. A skill absent from
+``is_enabled`` is enabled. Writes are atomic; unknown top-level keys are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from keen._fs import atomic_write_json
+from keen.errors import SkillError
+
+__all__ = ["SkillsConfig"]
+
+logger = logging.getLogger(__name__)
+
+
+class SkillsConfig:
+    """Read-modify-write view of the skills config file.
+
+    ``SkillsConfig.load(path)`` reads it (missing file = everything enabled; broken
+    JSON, or an ``is_enabled`` that is not an object of booleans, raises ``SkillError``
+    saying how to fix it); ``is_enabled(name)``,
+    ``set_enabled(name, value)``, ``forget(name)`` change the in-memory copy and
+    ``save()`` writes it atomically.
+    """
+
+    def __init__(self, path: Path, data: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self._data: dict[str, Any] = data if data is not None else {}
+        enabled = self._data.get("is_enabled")
+        self._enabled: dict[str, bool] = dict(enabled) if isinstance(enabled, dict) else {}
+
+    @classmethod
+    def load(cls, path: Path) -> SkillsConfig:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return cls(path)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SkillError(
+                f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; "
+                'fix it or delete the file (it only holds {"is_enabled": {...}})'
+            ) from exc
+        if not isinstance(data, dict):
+            raise SkillError(
+                f'{path}: expected an object like {{"is_enabled": {{}}}}; fix or delete the file'
+            )
+        enabled: Any = data.get("is_enabled", {})
+        # Checked here, not silently coerced: bool("false") is True, and save() would
+        # otherwise overwrite a mistyped map with {} and lose the user's settings.
+        if not isinstance(enabled, dict):
+            raise SkillError(
+                f'{path}: "is_enabled" must be an object of name -> true/false; fix or delete it'
+            )
+        wrong = sorted(str(k) for k, v in enabled.items() if not isinstance(v, bool))
+        if wrong:
+            raise SkillError(
+                f'{path}: "is_enabled" values must be true or false (not for {", ".join(wrong)}); fix them'
+            )
+        return cls(path, data)
+
+    def is_enabled(self, name: str) -> bool:
+        return bool(self._enabled.get(name, True))
+
+    def explicit(self, name: str) -> bool | None:
+        """The stored value for ``name``, or None when the config does not mention it."""
+        value = self._enabled.get(name)
+        return None if value is None else bool(value)
+
+    def set_enabled(self, name: str, value: bool) -> None:
+        self._enabled[name] = bool(value)
+
+    def forget(self, name: str) -> None:
+        self._enabled.pop(name, None)
+
+    def names(self) -> list[str]:
+        return sorted(self._enabled)
+
+    def save(self) -> None:
+        data = dict(self._data)
+        data["is_enabled"] = dict(sorted(self._enabled.items()))
+        atomic_write_json(self.path, data)

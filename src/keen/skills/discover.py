@@ -1,0 +1,320 @@
+"""Find skills on disk: ``$KEEN_HOME/skills/<name>/SKILL.md`` (seeds/001, DESIGN.md "Files on disk").
+
+User-written and generated skills look the same here; a generated MCP skill is an
+ordinary skill whose directory also holds ``.keen-generated-mcp.json`` with
+``"managed_by": "keen-mcp"`` (DESIGN.md: ``keen.skills`` knows nothing of MCP).
+
+Rules, in the order they are applied to each entry of the skills directory:
+
+* Entries whose name starts with ``.`` are skipped silently: they are build and
+  versioned directories of the atomic swap (DESIGN.md "Generated skills") or editor
+  litter, never skills. Plain files (``config.json``) are skipped too.
+* A skill directory may be a symlink (the generator swaps a link to a versioned
+  directory); it is followed. ``Skill.path`` keeps the *link* path, made absolute but
+  not resolved, because the versioned target disappears at the next swap while the
+  link path stays valid.
+* ``SKILL.md`` starts with YAML frontmatter fenced by ``---`` lines, parsed with
+  ``yaml.safe_load``. Only the frontmatter is read at discovery; the body is read on
+  demand (:meth:`Skill.read_body`).
+* ``description`` is required (a non-empty string; whitespace is collapsed so it fits
+  on one catalog line). ``name`` is optional and defaults to the directory name; when
+  present it must equal the directory name. The Agent Skills format requires that
+  match, and it keeps names unique (one directory, one name) and lets a name be
+  looked up without scanning (:func:`load_skill`).
+* Names contain only letters, digits and ``_ . : -`` (at most 128 characters), so a
+  name is a single token after ``/`` and never breaks a catalog line.
+
+Anything broken (no SKILL.md, no or unclosed frontmatter, bad YAML, missing
+description, name mismatch, unreadable or non-UTF-8 file, dangling symlink) becomes a
+:class:`SkillProblem` and the scan goes on: one bad skill never hides the others.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from keen import paths
+from keen.errors import SkillError
+from keen.skills.config import SkillsConfig
+
+__all__ = [
+    "MANAGED_BY",
+    "MARKER_FILE",
+    "SKILL_FILE",
+    "Discovery",
+    "Skill",
+    "SkillProblem",
+    "discover",
+    "load_skill",
+    "split_frontmatter",
+    "valid_skill_name",
+]
+
+logger = logging.getLogger(__name__)
+
+SKILL_FILE = "SKILL.md"
+MARKER_FILE = ".keen-generated-mcp.json"
+MANAGED_BY = "keen-mcp"
+
+_NAME_RE = re.compile(r"[\w.:-]{1,128}")
+# Frontmatter is a few lines; a file that opens a fence and never closes it within
+# this many bytes is broken, and reading further would only waste time.
+_MAX_FRONTMATTER_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One usable skill.
+
+    ``name``: the skill's name (= its directory name). ``description``: one line.
+    ``path``: absolute skill directory (symlinks not resolved). ``skill_md``:
+    ``path / "SKILL.md"``. ``enabled``: from the skills config (absent = enabled).
+    ``managed``: the directory holds the keen-mcp marker file (generated MCP skill).
+    """
+
+    name: str
+    description: str
+    path: Path
+    skill_md: Path
+    enabled: bool = True
+    managed: bool = False
+
+    def read_text(self) -> str:
+        """The whole SKILL.md, read now. Raises ``SkillError`` if it cannot be read."""
+        try:
+            return self.skill_md.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SkillError(
+                f"skill {self.name!r}: cannot read {self.skill_md}: {exc}; check the file", name=self.name
+            ) from exc
+
+    def read_body(self) -> str:
+        """SKILL.md without its frontmatter, read now (it may have been regenerated since discovery)."""
+        _, body = split_frontmatter(self.read_text())
+        return body
+
+
+@dataclass(frozen=True)
+class SkillProblem:
+    """A skill directory that could not be loaded: ``name`` (directory name), ``path``, ``message``."""
+
+    name: str
+    path: Path
+    message: str
+
+    def __str__(self) -> str:
+        return f"skill {self.name!r} skipped: {self.message}"
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """Result of :func:`discover`: usable ``skills`` and skipped ``problems``, both sorted by name."""
+
+    skills: list[Skill] = field(default_factory=lambda: list[Skill]())
+    problems: list[SkillProblem] = field(default_factory=lambda: list[SkillProblem]())
+
+    def get(self, name: str) -> Skill | None:
+        return next((s for s in self.skills if s.name == name), None)
+
+    def problem(self, name: str) -> SkillProblem | None:
+        return next((p for p in self.problems if p.name == name), None)
+
+    @property
+    def enabled(self) -> list[Skill]:
+        return [s for s in self.skills if s.enabled]
+
+
+def valid_skill_name(name: str) -> bool:
+    """True when ``name`` is a legal skill name (letters, digits, ``_ . : -``; not starting with ``.``)."""
+    return bool(_NAME_RE.fullmatch(name)) and not name.startswith(".")
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str]:
+    """Split SKILL.md text into ``(frontmatter_yaml, body)``.
+
+    The frontmatter is the text between a first line ``---`` and the next line
+    ``---``; ``None`` when the text does not start with a fence or never closes it
+    (then the body is the whole text). Leading blank lines of the body are dropped.
+    """
+    text = text.removeprefix("\ufeff")
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return None, text
+    for i in range(1, len(lines)):
+        if lines[i].strip() == "---":
+            return "".join(lines[1:i]), "".join(lines[i + 1 :]).lstrip("\r\n")
+    return None, text
+
+
+def _read_frontmatter(skill_md: Path) -> str:
+    """Read only the frontmatter block of ``skill_md``; raise ``ValueError`` saying what is wrong.
+
+    Binary line reads, decoded one line at a time: a text-mode read would decode a
+    whole buffer, body included, and a large body would be read for nothing.
+    """
+    with skill_md.open("rb") as handle:
+        first = handle.readline(_MAX_FRONTMATTER_BYTES).decode("utf-8").removeprefix("\ufeff")
+        if first.strip() != "---":
+            raise ValueError(
+                f"{SKILL_FILE} must start with YAML frontmatter: a '---' line, name/description, '---'"
+            )
+        chunks: list[str] = []
+        size = 0
+        while size <= _MAX_FRONTMATTER_BYTES:
+            raw = handle.readline(_MAX_FRONTMATTER_BYTES)
+            if not raw:
+                break
+            line = raw.decode("utf-8")
+            if line.strip() == "---":
+                return "".join(chunks)
+            chunks.append(line)
+            size += len(raw)
+    raise ValueError("frontmatter is not closed: add a '---' line after the description")
+
+
+def _parse_frontmatter(raw: str, dir_name: str) -> tuple[str, str]:
+    """Validate parsed frontmatter; return ``(name, description)`` or raise ``ValueError``."""
+    try:
+        data: Any = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        where = ""
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None:
+            # +2: the fence line, and YAML marks are 0-based.
+            where = f" at line {mark.line + 2}"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ValueError(f"invalid YAML in frontmatter{where}: {problem}") from exc
+    if not isinstance(data, dict):
+        raise ValueError("frontmatter must be a YAML mapping with 'name' and 'description'")
+    name: Any = data.get("name", dir_name)
+    if not isinstance(name, str):
+        # YAML 1.1 reads `name: off` as false and `name: 1.0` as a float.
+        raise ValueError(f'frontmatter name must be a string; quote it: name: "{dir_name}"')
+    if name != dir_name:
+        raise ValueError(
+            f"frontmatter name {name!r} does not match the directory name {dir_name!r}; make them equal"
+        )
+    description: Any = data.get("description")
+    if description is not None and not isinstance(description, str):
+        raise ValueError("frontmatter 'description' must be a string; put it in quotes")
+    if not isinstance(description, str) or not description.strip():
+        raise ValueError("frontmatter needs a non-empty 'description' string saying when to use the skill")
+    return name, " ".join(description.split())
+
+
+def _is_managed(skill_dir: Path) -> bool:
+    marker = skill_dir / MARKER_FILE
+    try:
+        data: Any = json.loads(marker.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return False
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # Not managed means the generator will never delete it: the safe reading.
+        logger.warning(
+            "skill dir %s: unreadable %s (%s); treating it as user-owned", skill_dir, MARKER_FILE, exc
+        )
+        return False
+    return isinstance(data, dict) and data.get("managed_by") == MANAGED_BY
+
+
+def _load_dir(skill_dir: Path, config: SkillsConfig) -> Skill | SkillProblem:
+    """Load one skill directory (``skill_dir`` already absolute)."""
+    name = skill_dir.name
+    if not valid_skill_name(name):
+        return SkillProblem(
+            name, skill_dir, "directory name must use only letters, digits and _ . : - (max 128); rename it"
+        )
+    if skill_dir.is_symlink() and not skill_dir.exists():
+        return SkillProblem(name, skill_dir, "symlink points to a missing directory; fix or remove the link")
+    if not skill_dir.is_dir():
+        return SkillProblem(name, skill_dir, "not a directory")
+    skill_md = skill_dir / SKILL_FILE
+    try:
+        raw = _read_frontmatter(skill_md)
+        name, description = _parse_frontmatter(raw, name)
+    except FileNotFoundError:
+        return SkillProblem(
+            name, skill_dir, f"no {SKILL_FILE} in the directory; add one or remove the directory"
+        )
+    except UnicodeDecodeError as exc:
+        return SkillProblem(name, skill_dir, f"{SKILL_FILE} is not UTF-8 ({exc.reason}); re-save it as UTF-8")
+    except OSError as exc:
+        return SkillProblem(name, skill_dir, f"cannot read {SKILL_FILE}: {exc.strerror or exc}")
+    except ValueError as exc:
+        return SkillProblem(name, skill_dir, str(exc))
+    return Skill(
+        name=name,
+        description=description,
+        path=skill_dir,
+        skill_md=skill_md,
+        enabled=config.is_enabled(name),
+        managed=_is_managed(skill_dir),
+    )
+
+
+def _root_and_config(skills_root: Path | None, config: SkillsConfig | None) -> tuple[Path, SkillsConfig]:
+    root = (skills_root if skills_root is not None else paths.skills_dir()).absolute()
+    if config is None:
+        config = SkillsConfig.load(root / "config.json")
+    return root, config
+
+
+def discover(skills_root: Path | None = None, *, config: SkillsConfig | None = None) -> Discovery:
+    """Scan ``skills_root`` (default ``paths.skills_dir()``) and return a :class:`Discovery`.
+
+    ``config`` defaults to ``SkillsConfig.load(skills_root / "config.json")``; a broken
+    config raises ``SkillError`` (enabled/disabled would be guesswork otherwise). A
+    missing skills directory yields an empty result. Broken skills never raise; they
+    are listed in ``problems``. Both lists are sorted by name.
+    """
+    root, config = _root_and_config(skills_root, config)
+    try:
+        entries = sorted(root.iterdir(), key=lambda p: p.name)
+    except FileNotFoundError:
+        return Discovery()
+    except OSError as exc:
+        raise SkillError(f"cannot list the skills directory {root}: {exc.strerror or exc}; check it") from exc
+    skills: list[Skill] = []
+    problems: list[SkillProblem] = []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if not entry.is_symlink() and not entry.is_dir():
+            continue  # plain files such as config.json
+        loaded = _load_dir(entry, config)
+        if isinstance(loaded, SkillProblem):
+            logger.debug("%s", loaded)
+            problems.append(loaded)
+        else:
+            skills.append(loaded)
+    return Discovery(skills=skills, problems=problems)
+
+
+def load_skill(name: str, skills_root: Path | None = None, *, config: SkillsConfig | None = None) -> Skill:
+    """Load the one skill called ``name`` without scanning the others.
+
+    Raises ``SkillError`` (with ``name``) when the name is illegal, no such skill
+    exists (hint: ``keen skills list``) or the skill is broken (the problem, and
+    what to fix). Disabled skills are returned with ``enabled=False``.
+    """
+    if not valid_skill_name(name):
+        raise SkillError(f"{name!r} is not a skill name; run `keen skills list` to see the skills", name=name)
+    root, config = _root_and_config(skills_root, config)
+    skill_dir = root / name
+    if not skill_dir.is_symlink() and not skill_dir.exists():
+        raise SkillError(
+            f"no skill named {name!r} in {root}; run `keen skills list` to see the skills", name=name
+        )
+    loaded = _load_dir(skill_dir, config)
+    if isinstance(loaded, SkillProblem):
+        raise SkillError(
+            f"skill {name!r} is broken: {loaded.message} ({loaded.path / SKILL_FILE})", name=name
+        )
+    return loaded

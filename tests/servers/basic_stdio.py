@@ -1,0 +1,86 @@
+"""A well-behaved stdio MCP server for tests (official SDK ``MCPServer``).
+
+Usage: ``python basic_stdio.py [--tools N] [--name NAME] [--instructions TEXT]``
+
+Tools: ``echo(text)``, ``add(a, b)``, ``fail(message)`` (an ``isError`` result carrying
+``message``), ``sleep(seconds)``, ``die()`` (writes ``fatal: die called`` to stderr, then
+``os._exit(1)`` mid-call), ``env(name)`` (an environment variable's value, ``""`` if unset),
+``cwd()``, ``pid()``; ``--tools N`` adds ``extra_0000`` ... ``extra_{N-1}``, each with a
+~200-character description and a two-field schema, for size and paging tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+
+def _extra_tool(index: int) -> Callable[[str, int], str]:
+    def extra(query: str, limit: int = 10) -> str:
+        return f"extra_{index:04d}:{query}:{limit}"
+
+    return extra
+
+
+def build(n_extra_tools: int = 0, name: str = "basic-stdio", instructions: str | None = None) -> MCPServer:
+    server = MCPServer(name, instructions=instructions, version="1.0.0")
+
+    @server.tool(description="Return the text unchanged.", annotations=ToolAnnotations(read_only_hint=True))
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool(description="Add two integers.", annotations=ToolAnnotations(read_only_hint=True))
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool(description="Fail on purpose: an isError result whose text is the message.")
+    def fail(message: str) -> str:
+        raise ToolError(message)
+
+    @server.tool(description="Sleep for the given number of seconds, then return 'slept <seconds>'.")
+    async def sleep(seconds: float) -> str:
+        await anyio.sleep(seconds)
+        return f"slept {seconds}"
+
+    @server.tool(description="Crash the server process mid-call (exit code 1).")
+    def die() -> str:
+        sys.stderr.write("fatal: die called\n")
+        sys.stderr.flush()
+        os._exit(1)
+
+    @server.tool(description="Value of an environment variable, empty if unset.")
+    def env(name: str) -> str:
+        return os.environ.get(name, "")
+
+    @server.tool(description="The server process's working directory.")
+    def cwd() -> str:
+        return os.getcwd()
+
+    @server.tool(description="The server's process id.")
+    def pid() -> int:
+        return os.getpid()
+
+    filler = "Generated tool for size and pagination tests. " * 5
+    for index in range(n_extra_tools):
+        server.add_tool(_extra_tool(index), name=f"extra_{index:04d}", description=f"{filler}Number {index}.")
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tools", type=int, default=0, help="extra generated tools")
+    parser.add_argument("--name", default="basic-stdio")
+    parser.add_argument("--instructions", default=None)
+    args = parser.parse_args()
+    build(args.tools, args.name, args.instructions).run("stdio")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""Skill discovery and the skills config on real files in a temporary KEEN_HOME (seeds/001)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from keen import paths
+from keen.errors import SkillError
+from keen.skills import MARKER_FILE, SkillsConfig, discover, load_skill, split_frontmatter
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path / "home"))
+    skills = paths.skills_dir()
+    skills.mkdir(parents=True)
+    return skills
+
+
+def write_skill(root: Path, dirname: str, text: str) -> Path:
+    skill_dir = root / dirname
+    skill_dir.mkdir(parents=True, exist_ok=True)
+    (skill_dir / "SKILL.md").write_text(text, encoding="utf-8")
+    return skill_dir
+
+
+def good(name: str, description: str = "Does things.", body: str = "Body.\n") -> str:
+    return f"---\nname: {name}\ndescription: {description}\n---\n{body}"
+
+
+def test_missing_skills_dir_is_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path / "nowhere"))
+    found = discover()
+    assert found.skills == [] and found.problems == []
+
+
+def test_good_skills_sorted_with_absolute_paths(root: Path) -> None:
+    write_skill(root, "zeta", good("zeta", "Last one."))
+    write_skill(root, "alpha", good("alpha", "First one."))
+    write_skill(
+        root, "mcp:github", good("mcp:github", "Use this skill to interact with the `github` MCP server.")
+    )
+    (root / "config.json").write_text('{"is_enabled": {}}', encoding="utf-8")  # a file, not a skill
+    found = discover()
+    assert [s.name for s in found.skills] == ["alpha", "mcp:github", "zeta"]
+    assert found.problems == []
+    gh = found.get("mcp:github")
+    assert gh is not None
+    assert gh.description == "Use this skill to interact with the `github` MCP server."
+    assert gh.path == root / "mcp:github" and gh.path.is_absolute()
+    assert gh.skill_md == gh.path / "SKILL.md"
+    assert gh.enabled and not gh.managed
+
+
+def test_relative_keen_home_gives_absolute_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KEEN_HOME", "rel-home")
+    write_skill(tmp_path / "rel-home" / "skills", "notes", good("notes"))
+    (skill,) = discover().skills
+    assert skill.path == tmp_path / "rel-home" / "skills" / "notes"
+
+
+def test_name_defaults_to_dir_and_description_is_one_line(root: Path) -> None:
+    write_skill(root, "plain", "---\ndescription: >\n  Folded\n  over   lines.\n---\nbody\n")
+    (skill,) = discover().skills
+    assert skill.name == "plain"
+    assert skill.description == "Folded over lines."
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("# no frontmatter\n", "must start with YAML frontmatter"),
+        ("---\nname: bad\ndescription: x\n", "not closed"),
+        ("---\nname: bad\ndescription: [unclosed\n---\n", "invalid YAML in frontmatter at line"),
+        ("---\n- a list\n---\n", "must be a YAML mapping"),
+        ("---\nname: bad\n---\n", "non-empty 'description'"),
+        ("---\nname: bad\ndescription: ''\n---\n", "non-empty 'description'"),
+        ("---\nname: bad\ndescription: 42\n---\n", "'description' must be a string; put it in quotes"),
+        ("---\nname: off\ndescription: x\n---\n", 'name must be a string; quote it: name: "bad"'),
+        ("---\nname: other\ndescription: x\n---\n", "does not match the directory name 'bad'"),
+    ],
+)
+def test_broken_skill_is_reported_and_skipped(root: Path, text: str, fragment: str) -> None:
+    write_skill(root, "bad", text)
+    write_skill(root, "fine", good("fine"))
+    found = discover()
+    assert [s.name for s in found.skills] == ["fine"]
+    (problem,) = found.problems
+    assert problem.name == "bad" and problem.path == root / "bad"
+    assert fragment in problem.message
+    assert "skill 'bad' skipped" in str(problem)
+
+
+def test_unreadable_and_odd_entries_are_problems(root: Path) -> None:
+    (root / "no-skill-md").mkdir()
+    (root / "dir-as-file" / "SKILL.md").mkdir(parents=True)  # unreadable: a directory, even for root
+    bad_utf8 = root / "latin1"
+    bad_utf8.mkdir()
+    (bad_utf8 / "SKILL.md").write_bytes(b"---\nname: latin1\ndescription: caf\xe9\n---\n")
+    (root / "dangling").symlink_to(root / "gone")
+    (root / "bad name").mkdir()
+    write_skill(root, "fine", good("fine"))
+    found = discover()
+    assert [s.name for s in found.skills] == ["fine"]
+    messages = {p.name: p.message for p in found.problems}
+    assert list(messages) == sorted(messages)
+    assert "no SKILL.md" in messages["no-skill-md"]
+    assert "cannot read SKILL.md" in messages["dir-as-file"]
+    assert "not UTF-8" in messages["latin1"]
+    assert "missing directory" in messages["dangling"]
+    assert "rename it" in messages["bad name"]
+
+
+def test_hidden_entries_are_ignored(root: Path) -> None:
+    write_skill(root, ".mcp:github.tmp-123", good(".mcp:github.tmp-123"))
+    write_skill(root, ".broken", "garbage")
+    found = discover()
+    assert found.skills == [] and found.problems == []
+
+
+def test_symlinked_skill_dir_is_followed_but_path_keeps_the_link(root: Path) -> None:
+    versions = root / ".versions"
+    target = write_skill(versions, "mcp:fs.v1", good("mcp:fs", "Filesystem v1."))
+    (root / "mcp:fs").symlink_to(target, target_is_directory=True)
+    (target / MARKER_FILE).write_text(
+        json.dumps({"managed_by": "keen-mcp", "server": "fs"}), encoding="utf-8"
+    )
+    (skill,) = discover().skills
+    assert skill.name == "mcp:fs" and skill.description == "Filesystem v1."
+    assert skill.path == root / "mcp:fs" and skill.path.is_symlink()
+    assert skill.managed
+    # Swap the link to a new version: the same Skill.path now reads the new body.
+    target2 = write_skill(versions, "mcp:fs.v2", good("mcp:fs", "Filesystem v2.", body="New body.\n"))
+    tmp_link = root / ".mcp:fs.link"
+    tmp_link.symlink_to(target2, target_is_directory=True)
+    os.replace(tmp_link, root / "mcp:fs")
+    assert skill.read_body() == "New body.\n"
+    assert discover().skills[0].description == "Filesystem v2."
+
+
+@pytest.mark.parametrize(
+    ("marker", "managed"),
+    [
+        ({"managed_by": "keen-mcp", "server": "x"}, True),
+        ({"managed_by": "someone-else"}, False),
+        (["keen-mcp"], False),
+        ("{not json", False),
+    ],
+)
+def test_managed_flag_comes_from_the_marker(root: Path, marker: object, managed: bool) -> None:
+    skill_dir = write_skill(root, "mcp:x", good("mcp:x"))
+    text = marker if isinstance(marker, str) else json.dumps(marker)
+    (skill_dir / MARKER_FILE).write_text(text, encoding="utf-8")
+    (skill,) = discover().skills
+    assert skill.managed is managed
+
+
+def test_discovery_reads_only_the_frontmatter(root: Path) -> None:
+    # A body that is not UTF-8 cannot be decoded; discovery succeeds because it stops at the fence.
+    skill_dir = root / "big"
+    skill_dir.mkdir()
+    (skill_dir / "SKILL.md").write_bytes(b"---\nname: big\ndescription: Big.\n---\n" + b"\xff" * 10_000)
+    (skill,) = discover().skills
+    assert skill.description == "Big."
+    with pytest.raises(SkillError, match="cannot read"):
+        skill.read_body()
+
+
+def test_split_frontmatter() -> None:
+    assert split_frontmatter("\ufeff---\r\na: 1\r\n---\r\n\r\nbody\r\n") == ("a: 1\r\n", "body\r\n")
+    assert split_frontmatter("no fence\n") == (None, "no fence\n")
+    assert split_frontmatter("---\nunclosed\n") == (None, "---\nunclosed\n")
+
+
+def test_config_absent_explicit_and_broken(root: Path) -> None:
+    write_skill(root, "a", good("a"))
+    write_skill(root, "b", good("b"))
+    write_skill(root, "c", good("c"))
+    assert [s.enabled for s in discover().skills] == [True, True, True]
+
+    config = paths.skills_config_path()
+    config.write_text(json.dumps({"is_enabled": {"a": False, "b": True}, "other": 1}), encoding="utf-8")
+    found = discover()
+    assert {s.name: s.enabled for s in found.skills} == {"a": False, "b": True, "c": True}
+    assert [s.name for s in found.enabled] == ["b", "c"]
+
+    for broken in ("{nope", "[]", '{"is_enabled": []}', '{"is_enabled": {"a": "false"}}'):
+        config.write_text(broken, encoding="utf-8")
+        with pytest.raises(SkillError) as info:
+            discover()
+        assert str(config) in str(info.value)
+        assert config.read_text(encoding="utf-8") == broken  # nothing lost
+
+
+def test_config_save_is_atomic_and_keeps_unknown_keys(root: Path) -> None:
+    path = paths.skills_config_path()
+    path.write_text(json.dumps({"is_enabled": {"x": False}, "note": "keep me"}), encoding="utf-8")
+    config = SkillsConfig.load(path)
+    config.set_enabled("y", False)
+    config.forget("x")
+    config.save()
+    assert json.loads(path.read_text(encoding="utf-8")) == {"is_enabled": {"y": False}, "note": "keep me"}
+    assert [p.name for p in path.parent.iterdir() if p.name.startswith(".")] == []  # no temp file left
+
+
+def test_load_skill(root: Path) -> None:
+    write_skill(root, "one", good("one"))
+    write_skill(root, "broken", "nothing\n")
+    paths.skills_config_path().write_text('{"is_enabled": {"one": false}}', encoding="utf-8")
+    skill = load_skill("one")
+    assert skill.name == "one" and not skill.enabled
+    with pytest.raises(SkillError, match="keen skills list") as info:
+        load_skill("missing")
+    assert info.value.name == "missing"
+    with pytest.raises(SkillError, match=r"is broken: SKILL\.md must start with YAML frontmatter"):
+        load_skill("broken")
+    with pytest.raises(SkillError, match="not a skill name"):
+        load_skill("../one")
