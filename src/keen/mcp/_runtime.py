@@ -123,6 +123,7 @@ class ServerRuntime:
         self._pending_waiters: list[anyio.Event] = []
         self._attempt_waiters: list[anyio.Event] = []
         self._eof = False
+        self._stderr_path: Path | None = None
         self._facts = ConnectFacts(name, config.transport, config.auth_type)
         if isinstance(config, HttpServerConfig):
             redactor.add(getattr(config.auth, "key", None))
@@ -182,7 +183,8 @@ class ServerRuntime:
     def connection_lost(self, message: str) -> None:
         """A call saw the transport fail: mark disconnected and let the owner unwind the session."""
         if self.state is ServerState.CONNECTED:
-            self._set(ServerState.DISCONNECTED, message)
+            tail = _tail(self._stderr_path)
+            self._set(ServerState.DISCONNECTED, message + (f" Last stderr: {tail}" if tail else ""))
         self._eof = True
         self._wake.set()
 
@@ -202,11 +204,13 @@ class ServerRuntime:
                     await self._connect_and_serve()
                 finally:
                     self._settle()
+                # Wakes during the attempt (EOF, a failed call) are spent; a refresh or stop
+                # request has set its flag, checked below.
+                self._wake = anyio.Event()
                 if self._stopping:
                     break
                 if not self._refresh_requested:
                     await self._wake.wait()
-                self._wake = anyio.Event()
         finally:
             self.session = None
             self._attempt_waiters += self._pending_waiters
@@ -234,10 +238,12 @@ class ServerRuntime:
         self.http_status = None
         self._set(ServerState.CONNECTING)
         stderr_path: Path | None = None
+        served = False
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if isinstance(cfg, StdioServerConfig):
                     stderr_path, errlog = self._open_stderr_log(stack)
+                    self._stderr_path = stderr_path
                     streams = await stack.enter_async_context(self._stdio(cfg, errlog))
                 else:
                     streams = await stack.enter_async_context(self._http(cfg, facts))
@@ -263,20 +269,29 @@ class ServerRuntime:
                     self._fail(exc, facts, stderr_path)
                     raise
                 self._publish(session, init, tools)
+                served = True
                 await self._serve()
         except Exception as exc:
-            self.session = None
-            if self.state is ServerState.CONNECTING:
-                self._fail(exc, facts, stderr_path)
-            return
+            if not served:
+                if self.state is ServerState.CONNECTING:
+                    self._fail(exc, facts, stderr_path)
+                return
+            logger.debug("server %s: error while closing the session: %r", self.name, exc)
         self.session = None
-        if self._eof and not self._stopping and not self._refresh_requested:
+        self._session_ended(stderr_path)
+
+    def _session_ended(self, stderr_path: Path | None) -> None:
+        if self._stopping:
+            self._set(ServerState.DISCONNECTED, "")
+        elif self._eof and not self._refresh_requested:
             tail = _tail(stderr_path) if stderr_path else ""
-            how = "exited unexpectedly" if isinstance(cfg, StdioServerConfig) else "closed the connection"
+            how = (
+                "exited unexpectedly"
+                if isinstance(self.config, StdioServerConfig)
+                else "closed the connection"
+            )
             msg = f'MCP server "{self.name}" {how}; reconnect with `keen mcp connect {self.name}` or restart Keen'
             self._set(ServerState.DISCONNECTED, msg + (f"; last stderr: {tail}" if tail else ""))
-        elif self._stopping:
-            self._set(ServerState.DISCONNECTED, "")
 
     def _fail(self, exc: BaseException, facts: ConnectFacts, stderr_path: Path | None) -> None:
         self.session = None

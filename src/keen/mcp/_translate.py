@@ -83,10 +83,8 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         return ServerState.AUTH_REQUIRED, str(cause)
     if isinstance(cause, AuthFailed):
         return ServerState.AUTH_FAILED, str(cause)
-    if (
-        f.http_status in (401, 403)
-        or (isinstance(cause, httpx2.HTTPStatusError)
-        and _status(cause) in (401, 403))
+    if f.http_status in (401, 403) or (
+        isinstance(cause, httpx2.HTTPStatusError) and _status(cause) in (401, 403)
     ):
         return _classify_auth(f)
     if isinstance(cause, TimeoutError):

@@ -1,0 +1,71 @@
+"""The ``keen`` command line (typer + rich).
+
+``keen mcp list|tools|call|import|sync|connect``, ``keen skills ...``, ``keen prompt``,
+``keen demo``. Library code never prints; everything a person sees is rendered here.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from keen import __version__
+from keen.cli._common import EXIT_KEEN_ERROR, debug_enabled, err, setup_logging
+from keen.cli.mcp_cmd import app as mcp_app
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="keen",
+    help="Use many MCP servers from an LLM agent without drowning its prompt in tool schemas.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(mcp_app, name="mcp")
+
+
+def _register_optional() -> None:
+    # Sub-commands that live in their own modules; each registers itself when present.
+    from importlib import import_module
+
+    for module, name in (("keen.cli.skills_cmd", "skills"),):
+        try:
+            sub = import_module(module)
+        except ModuleNotFoundError:
+            continue
+        app.add_typer(sub.app, name=name)
+    for module in ("keen.cli.demo_cmd", "keen.cli.prompt_cmd"):
+        try:
+            import_module(module).register(app)
+        except ModuleNotFoundError:
+            continue
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Debug logging on stderr (secrets redacted)."
+    ),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+) -> None:
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+    setup_logging(verbose)
+
+
+def main() -> None:
+    """Console-script entry point: no traceback escapes unless KEEN_DEBUG=1."""
+    _register_optional()
+    try:
+        app()
+    except SystemExit:
+        raise
+    except Exception as exc:
+        if debug_enabled():
+            raise
+        err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}", highlight=False)
+        err.print("rerun with KEEN_DEBUG=1 for a traceback, and please report it")
+        sys.exit(EXIT_KEEN_ERROR)

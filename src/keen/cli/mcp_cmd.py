@@ -1,0 +1,172 @@
+"""``keen mcp``: list servers, their tools, call one, import another host's config."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from keen import paths
+from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run
+from keen.cli._live import connecting_view, status_table
+from keen.gateway import ApprovalRequest, Gateway
+from keen.mcp import Manager
+from keen.mcp.config import load_config, parse_config, save_config
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Configured MCP servers: status, tools, calls.", no_args_is_help=True)
+
+_TIMEOUT_HELP = "Seconds to wait for discovery (each server also has its own connect timeout)."
+
+
+@app.command("list")
+def list_servers(
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
+    timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
+) -> None:
+    """Connect to every configured server and show its state."""
+
+    async def body() -> None:
+        async with Manager() as manager:
+            async with connecting_view(manager, enabled=not as_json):
+                await manager.wait_ready(timeout)
+            statuses = manager.servers()
+        if as_json:
+            keys = ("name", "transport", "auth", "state", "tool_count", "last_error")
+            print_json([{k: s.to_dict()[k] for k in keys} for s in statuses])
+            return
+        if not statuses:
+            out.print(
+                f"No MCP servers configured. Add them to {paths.mcp_config_path()} "
+                "or import another host's file: keen mcp import FILE"
+            )
+            return
+        out.print(status_table(statuses))
+
+    run(body)
+
+
+@app.command("tools")
+def list_tools(
+    server: str = typer.Argument(..., help="Server name from configs.json."),
+    as_json: bool = typer.Option(False, "--json", help="Print the tool definitions as JSON."),
+    timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
+) -> None:
+    """Connect to SERVER and list its tools."""
+
+    async def body() -> None:
+        async with Manager(only={server}) as manager:
+            manager.status(server)  # ServerNotConfigured before any waiting
+            async with connecting_view(manager, enabled=not as_json):
+                await manager.wait_ready(timeout)
+            tools = manager.list_tools(server)
+        if as_json:
+            print_json([t.to_dict() for t in tools])
+            return
+        table = Table(title=f"{server}: {len(tools)} tools", title_justify="left")
+        table.add_column("tool", no_wrap=True)
+        table.add_column("description", overflow="fold")
+        for tool in tools:
+            first = (tool.description or "").strip().splitlines()
+            table.add_row(tool.name, first[0] if first else "")
+        out.print(table)
+
+    run(body)
+
+
+@app.command("call")
+def call(
+    server: str = typer.Argument(..., help="Server name from configs.json."),
+    tool: str = typer.Argument(..., help="Tool name as listed by `keen mcp tools SERVER`."),
+    args: str = typer.Option("{}", "--args", help="Arguments as a JSON object."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Approve the call without asking."),
+    timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
+) -> None:
+    """Call TOOL on SERVER through call_mcp_tool. Exit 0 ok, 1 tool error, 2 Keen error."""
+    try:
+        arguments = json.loads(args)
+    except json.JSONDecodeError as exc:
+        fail(
+            f"--args is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "pass an object like --args '{\"a\": 1}'"
+        )
+    if not isinstance(arguments, dict):
+        fail("--args must be a JSON object like '{\"a\": 1}'")
+    if not yes and not sys.stdin.isatty():
+        fail(
+            f'the call to "{server}/{tool}" needs approval and stdin is not a terminal; '
+            "rerun with --yes to approve it"
+        )
+
+    def approve(request: ApprovalRequest) -> bool:
+        if yes:
+            return True
+        err.print(f"[bold]Call[/] {request.server}/{request.tool} with arguments:")
+        err.print(request.arguments_json(), markup=False, highlight=False)
+        return typer.confirm("Approve?", default=False, err=True)
+
+    async def body() -> Any:
+        async with Manager(only={server}) as manager:
+            manager.status(server)
+            async with connecting_view(manager, enabled=not as_json):
+                await manager.wait_ready(timeout)
+            gateway = Gateway(manager, approval=approve)
+            return await gateway.call(server, tool, arguments)
+
+    result = run(body)
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        text = result.text
+        if not text and result.structured_content is not None:
+            text = json.dumps(result.structured_content, indent=2, ensure_ascii=False)
+        (err if result.is_error else out).print(text, markup=False, highlight=False)
+    if result.is_error:
+        raise typer.Exit(EXIT_TOOL_ERROR)
+
+
+@app.command("import")
+def import_servers(
+    file: Path = typer.Argument(
+        ..., help='A file with {"mcpServers": {...}} (Claude Desktop, Claude Code, Cursor).'
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace servers that already exist."),
+) -> None:
+    """Import another MCP host's servers into Keen's configs.json."""
+    from keen.mcp.importer import import_mcp_servers, merge_into_config
+
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        fail(f"{file} does not exist")
+    except json.JSONDecodeError as exc:
+        fail(f"{file}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
+    except OSError as exc:
+        fail(f"cannot read {file}: {exc}")
+    result = import_mcp_servers(data)
+    path = paths.mcp_config_path()
+    existing: dict[str, Any] | None = None
+    if path.exists():
+        load_config(path)  # refuse to merge into a broken file: ConfigError says what to fix
+        existing = json.loads(path.read_text(encoding="utf-8"))
+    merged, conflicts = merge_into_config(existing, result, overwrite=overwrite)
+    parse_config(json.dumps(merged), source=str(path))  # the result must load, ${VARS} aside
+    imported = [n for n in result.servers if n not in conflicts]
+    if imported:
+        save_config(merged, path)
+    for name in imported:
+        out.print(f"[green]imported[/] {name}")
+    for name in conflicts:
+        err.print(f"[yellow]skipped[/] {name}: already configured (use --overwrite to replace it)")
+    for name, reason in result.refused:
+        err.print(f"[red]refused[/] {name}: {reason}", markup=True, highlight=False)
+    if imported:
+        out.print(f"wrote {path}")
+    if not imported and (result.refused or conflicts):
+        raise typer.Exit(2)

@@ -1,0 +1,60 @@
+"""Shared pytest fixtures: a private KEEN_HOME per test, config writing, peer-server paths.
+
+Async tests run on asyncio only (anyio's pytest plugin). Peer servers are installed by
+``make test`` (``make peers``) into ``.peers/``; a test that needs one fails with a message
+saying so instead of skipping.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS = ROOT / "tests" / "servers"
+PEERS = ROOT / ".peers"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def keen_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh ``KEEN_HOME`` under the test's tmp dir."""
+    home = tmp_path / "keen-home"
+    home.mkdir()
+    monkeypatch.setenv("KEEN_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def write_config(keen_home: Path) -> Callable[[dict[str, Any]], Path]:
+    """Write ``{"version": 1, "servers": servers}`` to ``$KEEN_HOME/mcp/configs.json``."""
+
+    def write(servers: dict[str, Any]) -> Path:
+        path = keen_home / "mcp" / "configs.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"version": 1, "servers": servers}, indent=2))
+        return path
+
+    return write
+
+
+def stdio_server(script: str, *args: str, **extra: Any) -> dict[str, Any]:
+    """A config entry running ``tests/servers/<script>`` with this interpreter."""
+    return {"transport": "stdio", "command": sys.executable, "args": [str(SERVERS / script), *args], **extra}
+
+
+def peer(kind: str, name: str) -> str:
+    """Path of an installed peer server binary (``kind`` is ``node`` or ``py``)."""
+    path = PEERS / kind / ("node_modules/.bin" if kind == "node" else "bin") / name
+    if not path.exists():
+        pytest.fail(f"peer server {name} is not installed at {path}; run `make peers` (make test does it)")
+    return str(path)

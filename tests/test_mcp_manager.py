@@ -1,0 +1,297 @@
+"""Manager behaviour against real servers (seeds/003 "Testing"): in-process FastMCP over
+loopback HTTP and subprocess stdio servers."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import stdio_server
+from helpers.http_servers import make_basic_server, serve_http
+
+from keen.errors import (
+    AuthRequired,
+    CallTimeout,
+    InvalidArguments,
+    ServerDisabled,
+    ServerDisconnected,
+    ServerNotConfigured,
+    ToolNotFound,
+)
+from keen.mcp import Manager, ServerState
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "sk-test-9f8e7d6c5b4a"
+
+
+def http_entry(url: str, **extra: Any) -> dict[str, Any]:
+    return {"transport": "streamable_http", "url": url, **extra}
+
+
+async def started(path: Path, timeout: float = 30) -> Manager:
+    manager = Manager(path)
+    await manager.start()
+    assert await manager.wait_ready(timeout)
+    return manager
+
+
+async def test_http_no_auth_connect_list_call(write_config: Callable[..., Path]) -> None:
+    with serve_http(make_basic_server(instructions="Use for echo tests.")) as srv:
+        path = write_config({"web": http_entry(srv.url)})
+        async with Manager(path) as manager:
+            assert await manager.wait_ready(20)
+            status = manager.status("web")
+            assert status.state is ServerState.CONNECTED, status.last_error
+            assert status.last_connected_at is not None and status.last_refresh_at is not None
+            names = {t.name for t in manager.list_tools("web")}
+            assert {"echo", "add", "fail", "sleep"} <= names
+            info = manager.server_info("web")
+            assert info is not None and info.instructions == "Use for echo tests."
+            result = await manager.call_tool("web", "add", {"a": 2, "b": 40})
+            assert not result.is_error and "42" in result.text
+            # The MCP transport requirements of seeds/003: session id and protocol version resent.
+            posts = [r for r in srv.requests if r.method == "POST"]
+            assert any(r.headers.get("mcp-protocol-version") == "2025-11-25" for r in posts)
+            assert "application/json" in posts[0].headers["accept"]
+            assert "text/event-stream" in posts[0].headers["accept"]
+
+
+async def test_pagination_lists_every_page(write_config: Callable[..., Path]) -> None:
+    with serve_http(make_basic_server(n_extra_tools=45, list_page_size=7)) as srv:
+        path = write_config({"paged": http_entry(srv.url)})
+        async with Manager(path) as manager:
+            assert await manager.wait_ready(20)
+            tools = manager.list_tools("paged")
+            assert len(tools) == len({t.name for t in tools}) == 45 + 7
+            list_posts = [r for r in srv.requests if r.method == "POST"]
+            assert len(list_posts) >= 8  # initialize + initialized + >= 8 pages
+            # A tool from the last page is callable (the SDK's own cache saw every page too).
+            last = sorted(t.name for t in tools if t.name.startswith("extra_"))[-1]
+            result = await manager.call_tool("paged", last, {"query": "q"})
+            assert result.text.endswith(":q:10")
+
+
+@pytest.mark.parametrize(("header", "scheme"), [("Authorization", "Bearer"), ("X-API-Key", "")])
+async def test_api_key_header_injected(write_config: Callable[..., Path], header: str, scheme: str) -> None:
+    with serve_http(make_basic_server(), api_key=SECRET, api_key_header=header, api_key_scheme=scheme) as srv:
+        auth = {"type": "api_key", "header": header, "scheme": scheme, "key": SECRET}
+        path = write_config({"keyed": http_entry(srv.url, auth=auth)})
+        async with Manager(path) as manager:
+            assert await manager.wait_ready(20)
+            assert manager.status("keyed").state is ServerState.CONNECTED, manager.status("keyed").last_error
+            expected = f"{scheme} {SECRET}" if scheme else SECRET
+            assert all(r.headers.get(header.lower()) == expected for r in srv.requests)
+            assert (await manager.call_tool("keyed", "echo", {"text": "hi"})).text == "hi"
+
+
+async def test_auth_states_and_redaction(
+    write_config: Callable[..., Path], keen_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    wrong = "sk-wrong-0a1b2c3d4e5f"
+    with serve_http(make_basic_server(), api_key=SECRET) as srv:
+        path = write_config(
+            {
+                "wrongkey": http_entry(srv.url, auth={"type": "api_key", "key": wrong}),
+                "nokey": http_entry(srv.url),
+                "oauth": http_entry(srv.url, auth={"type": "oauth"}),
+                "good": http_entry(srv.url, auth={"type": "api_key", "key": SECRET}),
+            }
+        )
+        async with Manager(path) as manager:
+            assert await manager.wait_ready(20)
+            states = {s.name: s for s in manager.servers()}
+            assert states["wrongkey"].state is ServerState.AUTH_FAILED
+            assert "auth.key" in states["wrongkey"].last_error
+            assert states["nokey"].state is ServerState.AUTH_REQUIRED
+            assert '"auth"' in states["nokey"].last_error
+            assert states["oauth"].state is ServerState.AUTH_REQUIRED
+            assert "keen mcp connect oauth" in states["oauth"].last_error
+            assert states["good"].state is ServerState.CONNECTED  # the others did not disturb it
+            with pytest.raises(AuthRequired) as excinfo:
+                await manager.call_tool("oauth", "echo", {"text": "x"})
+            errors = [str(excinfo.value)] + [s.last_error for s in manager.servers()]
+    captured = caplog.text + "\n".join(errors)
+    for path_ in keen_home.rglob("*"):
+        if path_.is_file() and path_.name != "configs.json":  # the user's own file holds the keys
+            captured += path_.read_text(errors="replace")
+    assert wrong not in captured and SECRET not in captured
+    assert srv.requests, "the server saw the requests, so the secrets were really sent"
+
+
+async def test_stdio_launch_env_cwd_and_no_orphans(write_config: Callable[..., Path], tmp_path: Path) -> None:
+    path = write_config(
+        {
+            "local": stdio_server("basic_stdio.py", env={"KEEN_TEST_VAR": "from-config"}, cwd=str(tmp_path)),
+        }
+    )
+    os.environ["KEEN_PARENT_VAR"] = "from-parent"
+    try:
+        manager = await started(path)
+        try:
+            assert manager.status("local").state is ServerState.CONNECTED
+            assert (await manager.call_tool("local", "env", {"name": "KEEN_TEST_VAR"})).text == "from-config"
+            # env is merged over the parent environment, not a replacement of it
+            assert (
+                await manager.call_tool("local", "env", {"name": "KEEN_PARENT_VAR"})
+            ).text == "from-parent"
+            assert (await manager.call_tool("local", "cwd", {})).text == str(tmp_path)
+            pid = int((await manager.call_tool("local", "pid", {})).text)
+        finally:
+            await manager.aclose()
+    finally:
+        del os.environ["KEEN_PARENT_VAR"]
+    assert not _alive(pid), "the stdio server survived aclose()"
+    assert manager.status("local").state is ServerState.DISCONNECTED
+
+
+async def test_stdio_failures_each_get_a_state_and_a_message(write_config: Callable[..., Path]) -> None:
+    path = write_config(
+        {
+            "missing": {"transport": "stdio", "command": "keen-no-such-command-xyz"},
+            "hangs": stdio_server("hang_init.py", timeouts={"connect": 1.5}),
+            "exits": stdio_server("exit_now.py"),
+            "garbage": stdio_server("garbage_stdout.py", timeouts={"connect": 1.5}),
+            "healthy": stdio_server("basic_stdio.py"),
+        }
+    )
+    began = time.monotonic()
+    manager = await started(path, timeout=20)
+    try:
+        elapsed = time.monotonic() - began
+        s = {st.name: st for st in manager.servers()}
+        assert s["healthy"].state is ServerState.CONNECTED
+        assert s["missing"].state is ServerState.DISCONNECTED
+        assert (
+            "keen-no-such-command-xyz" in s["missing"].last_error and "not found" in s["missing"].last_error
+        )
+        assert s["hangs"].state is ServerState.DISCONNECTED
+        assert "initialize within 1.5 s" in s["hangs"].last_error
+        assert s["exits"].state is ServerState.DISCONNECTED
+        assert "fatal: demo crash" in s["exits"].last_error  # the stderr tail says why
+        assert s["garbage"].state is ServerState.DISCONNECTED
+        assert "stdout" in s["garbage"].last_error
+        assert elapsed < 15, "a hanging server must not hold discovery past its timeout"
+        with pytest.raises(ServerDisconnected, match="disconnected; reconnect or restart Keen"):
+            await manager.call_tool("exits", "echo", {"text": "x"})
+        assert (await manager.call_tool("healthy", "echo", {"text": "still fine"})).text == "still fine"
+    finally:
+        await manager.aclose()
+
+
+async def test_server_dies_mid_call(write_config: Callable[..., Path]) -> None:
+    path = write_config({"mortal": stdio_server("basic_stdio.py")})
+    async with Manager(path) as manager:
+        assert await manager.wait_ready(20)
+        with pytest.raises(ServerDisconnected, match="went away"):
+            await manager.call_tool("mortal", "die", {})
+        with anyio.fail_after(10):
+            while manager.status("mortal").state is not ServerState.DISCONNECTED:
+                await anyio.sleep(0.05)
+        assert "fatal: die called" in manager.status("mortal").last_error
+        # refresh brings it back
+        status = await manager.refresh("mortal")
+        assert status.state is ServerState.CONNECTED
+        assert (await manager.call_tool("mortal", "add", {"a": 1, "b": 1})).text == "2"
+
+
+async def test_call_errors(write_config: Callable[..., Path]) -> None:
+    path = write_config(
+        {
+            "local": stdio_server("basic_stdio.py", timeouts={"call_tool": 0.5}),
+            "off": stdio_server("basic_stdio.py", enabled=False),
+        }
+    )
+    async with Manager(path) as manager:
+        assert await manager.wait_ready(20)
+        with pytest.raises(ServerNotConfigured, match='"nowhere" is not configured'):
+            await manager.call_tool("nowhere", "echo", {})
+        with pytest.raises(ServerDisabled, match='"enabled": false'):
+            await manager.call_tool("off", "echo", {"text": "x"})
+        assert manager.status("off").state is ServerState.CONFIGURED
+        with pytest.raises(ToolNotFound, match="Did you mean: echo"):
+            await manager.call_tool("local", "echoo", {"text": "x"})
+        with pytest.raises(InvalidArguments) as bad:
+            await manager.call_tool("local", "add", {"a": "one"})
+        assert {p for p, _ in bad.value.errors} == {"$", "$.a"}  # b missing, a wrong type
+        # a remote tool error comes back as a result, not an exception
+        result = await manager.call_tool("local", "fail", {"message": "boom"})
+        assert result.is_error and "boom" in result.text
+        began = time.monotonic()
+        with pytest.raises(CallTimeout, match="0.5 s"):
+            await manager.call_tool("local", "sleep", {"seconds": 30})
+        assert time.monotonic() - began < 5
+        # the session survives a timed-out call
+        assert (await manager.call_tool("local", "echo", {"text": "after"})).text == "after"
+
+
+async def test_http_server_going_away_and_refresh(write_config: Callable[..., Path]) -> None:
+    with serve_http(make_basic_server()) as srv:
+        path = write_config({"web": http_entry(srv.url, timeouts={"connect": 5, "call_tool": 5})})
+        async with Manager(path) as manager:
+            assert await manager.wait_ready(20)
+            srv.stop()
+            with pytest.raises(ServerDisconnected):
+                await manager.call_tool("web", "echo", {"text": "x"})
+            assert manager.status("web").state is ServerState.DISCONNECTED
+            refused = await manager.refresh("web")
+            assert refused.state is ServerState.DISCONNECTED and "cannot reach" in refused.last_error
+            srv.start()
+            status = await manager.refresh("web")
+            assert status.state is ServerState.CONNECTED, status.last_error
+            assert (await manager.call_tool("web", "echo", {"text": "back"})).text == "back"
+
+
+async def test_start_returns_at_once_and_observers_see_states(write_config: Callable[..., Path]) -> None:
+    path = write_config(
+        {
+            "slow": stdio_server("hang_init.py", timeouts={"connect": 2}),
+            "local": stdio_server("basic_stdio.py"),
+        }
+    )
+    seen: list[tuple[str, str]] = []
+    manager = Manager(path)
+    manager.subscribe(lambda s: seen.append((s.name, s.state.value)))
+    began = time.monotonic()
+    await manager.start()
+    assert time.monotonic() - began < 1.0
+    try:
+        assert not await manager.wait_ready(0.01)
+        assert await manager.wait_ready(20)
+    finally:
+        await manager.aclose()
+    assert ("local", "connecting") in seen and ("local", "connected") in seen
+    assert ("slow", "disconnected") in seen
+
+
+async def test_tool_list_debug_log_is_compact(
+    write_config: Callable[..., Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="keen.mcp")
+    path = write_config({"local": stdio_server("basic_stdio.py", "--tools", "3")})
+    async with Manager(path) as manager:
+        assert await manager.wait_ready(20)
+    lines = [r.getMessage() for r in caplog.records if "tool extra_0001" in r.getMessage()]
+    assert len(lines) == 1
+    assert lines[0].startswith("server local: tool extra_0001: Generated tool")
+    assert len(lines[0]) < 140 and "inputSchema" not in lines[0]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purposes
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
