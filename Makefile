@@ -8,6 +8,9 @@ NPM_PEERS := @modelcontextprotocol/server-everything@2026.8.31 \
              @modelcontextprotocol/server-memory@2026.8.31
 PY_PEERS := mcp-server-time==2026.10.19 mcp-server-git==2026.10.19
 SHARED ?= ../shared
+# Exact token counts (tiktoken o200k_base) when the shared tokenizer file is beside the clone.
+TOKENIZER := $(wildcard $(SHARED)/data/tokenizers/o200k_base.tiktoken)
+export KEEN_TOKENIZER_FILE ?= $(abspath $(TOKENIZER))
 
 .PHONY: demo test bench lint peers install install-dev clean
 

@@ -36,7 +36,7 @@ class _Formatter(logging.Formatter):
         super().__init__("%(levelname)s %(name)s: %(message)s")
         self.verbose = verbose
 
-    def formatException(self, ei: Any) -> str:  # noqa: N802 (logging's name)
+    def formatException(self, ei: Any) -> str:
         # Tracebacks only in verbose mode; the message already says what went wrong.
         return super().formatException(ei) if self.verbose else ""
 

@@ -170,3 +170,75 @@ def import_servers(
         out.print(f"wrote {path}")
     if not imported and (result.refused or conflicts):
         raise typer.Exit(2)
+
+
+@app.command("sync")
+def sync(
+    as_json: bool = typer.Option(False, "--json", help="Print the sync report as JSON."),
+    timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
+) -> None:
+    """Connect every server, generate its mcp:<server> skill, and sync the skills config."""
+    from keen.mcpskills.startup import sync_from_manager
+
+    async def body() -> None:
+        async with Manager() as manager:
+            async with connecting_view(manager, enabled=not as_json):
+                await manager.wait_ready(timeout)
+            report = await sync_from_manager(manager)
+            statuses = manager.servers()
+        if as_json:
+            print_json(report.to_dict())
+            return
+        out.print(status_table(statuses))
+        table = Table(title="skills", title_justify="left")
+        for column in ("skill", "action", "enabled", "hint"):
+            table.add_column(column, overflow="fold")
+        for entry in report.entries:
+            hint = (
+                entry.hint
+                or entry.error
+                or (f"{len(entry.rejected)} tool(s) rejected" if entry.rejected else "")
+            )
+            table.add_row(
+                f"mcp:{entry.server}",
+                entry.action,
+                "yes" if entry.enabled else "no",
+                hint.replace("[", "\\["),
+            )
+        out.print(table)
+        out.print(f"skills are in {report.skills_root}")
+
+    run(body)
+
+
+@app.command("connect")
+def connect(
+    server: str = typer.Argument(..., help="Server name from configs.json."),
+    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+) -> None:
+    """Reconnect SERVER (signing in if it uses OAuth), regenerate and enable its skill."""
+    from keen.mcpskills.startup import connect_server
+
+    async def body() -> Any:
+        async with Manager(only=set()) as manager:
+            manager.status(server)
+            return await connect_server(manager, server)
+
+    outcome = run(body)
+    status = outcome.status
+    if as_json:
+        print_json(
+            {
+                **status.to_dict(),
+                "skill": f"mcp:{server}",
+                "skill_enabled": outcome.enabled,
+                "skill_path": str(outcome.skill_path),
+            }
+        )
+    elif status.state.value == "connected":
+        out.print(
+            f"[green]connected[/] {server}: {status.tool_count} tools; skill mcp:{server} enabled at "
+            f"{outcome.skill_path}"
+        )
+    if status.state.value != "connected":
+        fail(f"{status.last_error or status.state.value}; skill mcp:{server} is disabled until it connects")

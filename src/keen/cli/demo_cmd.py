@@ -1,0 +1,191 @@
+"""``keen demo``: the whole story on an embedded default, end to end, against real servers.
+
+With no user config (``$KEEN_HOME/mcp/configs.json`` absent or empty) it runs in a
+temporary KEEN_HOME with the demo MCP server shipped in the package (stdio) plus the
+reference ``server-everything`` when Node can run it. Steps: connect and show status,
+list tools, generate the skills, show the skill tree, the prompt catalog and its size
+against every schema inline, then make real calls through ``call_mcp_tool``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.rule import Rule
+from rich.table import Table
+from rich.tree import Tree
+
+from keen import paths
+from keen.cli._common import out, run
+from keen.cli._live import connecting_view, status_table
+from keen.gateway import ApprovalRequest, Gateway
+from keen.mcp import Manager, ServerState
+from keen.mcp.config import load_config, save_config
+
+__all__ = ["register"]
+
+_EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
+
+
+def _everything_entry() -> dict[str, Any] | None:
+    """server-everything from a local install (make test puts one in .peers/), else via npx."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[3]):
+        local = base / ".peers" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+        if local.exists():
+            return {"transport": "stdio", "command": str(local), "args": ["stdio"]}
+    npx = shutil.which("npx")
+    if npx and shutil.which("node"):
+        # First use downloads the package from the npm registry, so allow time for it.
+        return {
+            "transport": "stdio",
+            "command": npx,
+            "args": ["-y", _EVERYTHING, "stdio"],
+            "timeouts": {"connect": 120},
+        }
+    return None
+
+
+def _default_config() -> dict[str, Any]:
+    servers: dict[str, Any] = {
+        "demo": {"transport": "stdio", "command": sys.executable, "args": ["-m", "keen.demo.server"]},
+    }
+    everything = _everything_entry()
+    if everything is not None:
+        servers["everything"] = everything
+    return {"version": 1, "servers": servers}
+
+
+def _skill_tree(root: Path, max_files: int = 6) -> Tree:
+    tree = Tree(f"[bold]{root}[/]")
+    for skill in sorted(p for p in root.iterdir() if not p.name.startswith(".") and p.is_dir()):
+        branch = tree.add(
+            f"[cyan]{skill.name}/[/]" + (" -> " + os.readlink(skill) if skill.is_symlink() else "")
+        )
+        for entry in sorted(skill.iterdir()):
+            if entry.is_dir():
+                files = sorted(p.relative_to(entry) for p in entry.rglob("*.json"))
+                sub = branch.add(f"{entry.name}/ ({len(files)} files)")
+                for name in files[:max_files]:
+                    sub.add(str(name))
+                if len(files) > max_files:
+                    sub.add(f"… {len(files) - max_files} more")
+            else:
+                branch.add(entry.name)
+    return tree
+
+
+async def _story(timeout: float) -> None:
+    from keen.mcpskills.startup import sync_from_manager
+    from keen.prompt import prompt_stats, skills_prompt
+
+    out.print(Rule("1. connect to the configured MCP servers"))
+    out.print(f"config: {paths.mcp_config_path()}")
+    async with Manager() as manager:
+        async with connecting_view(manager, enabled=True):
+            await manager.wait_ready(timeout)
+        out.print(status_table(manager.servers()))
+
+        out.print(Rule("2. their tools (tools/list, every page)"))
+        for status in manager.servers():
+            if status.state is ServerState.CONNECTED:
+                names = [t.name for t in manager.list_tools(status.name)]
+                out.print(f"[bold]{status.name}[/] ({len(names)}): {', '.join(names)}")
+
+        out.print(Rule("3. generate one skill per server (SKILL.md + a schema per tool)"))
+        report = await sync_from_manager(manager)
+        for entry in report.entries:
+            out.print(
+                f"mcp:{entry.server}: {entry.action}, {'enabled' if entry.enabled else 'disabled'}"
+                + (f" ({entry.hint})" if entry.hint else "")
+            )
+        out.print(_skill_tree(report.skills_root))
+
+        out.print(Rule("4. what the model sees: one catalog line per server"))
+        out.print(skills_prompt(), markup=False, highlight=False)
+
+        out.print(Rule("5. prompt size: every tool schema inline vs Keen"))
+        stats = prompt_stats()
+        table = Table(title_justify="left", title=f"tokens ({stats.tokenizer})")
+        for column in ("server", "tools", "schemas inline", "catalog line"):
+            table.add_column(column, justify="left" if column == "server" else "right")
+        for s in stats.servers:
+            table.add_row(s.name, str(s.tool_count), f"{s.schema_tokens:,}", f"{s.catalog_tokens:,}")
+        out.print(table)
+        out.print(
+            f"all schemas: {stats.all_schemas_tokens:,} tokens; Keen (catalog + call_mcp_tool): "
+            f"{stats.catalog_tokens:,} tokens; reduction {stats.reduction:.1%}"
+        )
+
+        out.print(Rule("6. calls through call_mcp_tool (checked, approved, audited)"))
+        audit: list[dict[str, Any]] = []
+
+        def approve(request: ApprovalRequest) -> bool:
+            out.print(
+                f"approval asked: {request.server}/{request.tool} {json.dumps(request.arguments)} "
+                f"-> approved (demo)"
+            )
+            return True
+
+        gateway = Gateway(manager, approval=approve, audit=audit.append)
+        calls = [
+            {
+                "server": "demo",
+                "tool": "convert_units",
+                "arguments": {"value": 26.2, "from_unit": "mi", "to_unit": "km"},
+            },
+            {"server": "demo", "tool": "current_time", "arguments": {"timezone": "Asia/Tokyo"}},
+            {"server": "demo", "tool": "convert_units", "arguments": {"value": "ten"}},
+        ]
+        configured = {s.name for s in manager.servers()}
+        if "everything" in configured:
+            calls.append({"server": "everything", "tool": "get-sum", "arguments": {"a": 40, "b": 2}})
+        for call in calls:
+            if call["server"] not in configured:
+                continue
+            out.print(f"[bold]call_mcp_tool[/] {json.dumps(call)}", highlight=False)
+            result = await gateway.handle_tool_call(call)
+            style = "red" if result.is_error else "green"
+            out.print(
+                f"  [{style}]{'error' if result.is_error else 'result'}:[/] {result.text}", highlight=False
+            )
+        out.print(
+            f"audit log: {len(audit)} events, e.g. {json.dumps(audit[-1])}" if audit else "no audit events"
+        )
+
+
+def demo(
+    keep: bool = typer.Option(False, "--keep", help="Keep the temporary KEEN_HOME and print its path."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for servers to connect."),
+) -> None:
+    """Run the whole Keen story on the embedded default (or on your config if you have one)."""
+    has_user_config = paths.mcp_config_path().exists() and bool(load_config(paths.mcp_config_path()).servers)
+    if has_user_config:
+        run(lambda: _story(timeout))
+        return
+    home = Path(tempfile.mkdtemp(prefix="keen-demo-"))
+    old = os.environ.get("KEEN_HOME")
+    os.environ["KEEN_HOME"] = str(home)
+    try:
+        save_config(_default_config(), paths.mcp_config_path())
+        out.print(f"no MCP servers configured: running on the embedded default in {home}")
+        run(lambda: _story(timeout))
+    finally:
+        if old is None:
+            os.environ.pop("KEEN_HOME", None)
+        else:
+            os.environ["KEEN_HOME"] = old
+        if keep:
+            out.print(f"kept {home}")
+        else:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)

@@ -1,0 +1,42 @@
+"""``keen prompt``: the skills section of the system prompt, and ``--stats`` on its size."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.table import Table
+
+from keen.cli._common import out, print_json
+from keen.prompt import prompt_stats, skills_prompt
+
+__all__ = ["register"]
+
+
+def prompt(
+    stats: bool = typer.Option(False, "--stats", help="Compare the prompt with every tool schema inline."),
+    as_json: bool = typer.Option(False, "--json", help="With --stats: print the figures as JSON."),
+    max_chars: int = typer.Option(0, "--max-chars", help="Character budget for the catalog (0: none)."),
+) -> None:
+    """Print the skills section of the system prompt (from the skills on disk)."""
+    budget = max_chars or None
+    if not stats:
+        sys.stdout.write(skills_prompt(max_chars=budget) + "\n")
+        return
+    figures = prompt_stats(max_chars=budget)
+    if as_json:
+        print_json(figures.to_dict())
+        return
+    table = Table(title=f"prompt size ({figures.tokenizer})", title_justify="left")
+    for column in ("server", "tools", "schema tokens", "catalog tokens"):
+        table.add_column(column, justify="left" if column == "server" else "right")
+    for s in figures.servers:
+        table.add_row(s.name, str(s.tool_count), f"{s.schema_tokens:,}", f"{s.catalog_tokens:,}")
+    out.print(table)
+    out.print(f"every tool schema inline: {figures.all_schemas_tokens:,} tokens")
+    out.print(f"Keen catalog + call_mcp_tool: {figures.catalog_tokens:,} tokens")
+    out.print(f"reduction: {figures.reduction:.1%}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("prompt")(prompt)

@@ -1,0 +1,125 @@
+"""The skills section of a system prompt and what it costs (``keen prompt [--stats]``).
+
+The comparison of ``--stats``: with every MCP tool inline, an LLM API receives one tool
+definition per tool (OpenAI function shape: name, description, parameters = the
+inputSchema). With Keen it receives the catalog section (one line per enabled skill)
+plus the one ``call_mcp_tool`` definition. Both sides cover the same servers: those
+whose generated ``mcp:<server>`` skill is enabled. Tool definitions are read back from
+the generated schema files, so no server is contacted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from keen import paths
+from keen.gateway import tool_definition
+from keen.skills import Skill, catalog_line, discover, render_skills_section
+from keen.tokens import TokenCounter, token_counter
+
+__all__ = ["PromptStats", "ServerFootprint", "openai_tool_json", "prompt_stats", "skills_prompt"]
+
+logger = logging.getLogger(__name__)
+
+
+def skills_prompt(skills_root: Path | None = None, *, max_chars: int | None = None) -> str:
+    """The skills section for a system prompt: one catalog line per enabled skill."""
+    found = discover(skills_root or paths.skills_dir())
+    return render_skills_section(found.enabled, max_chars=max_chars)
+
+
+def openai_tool_json(name: str, description: str, input_schema: dict[str, Any]) -> str:
+    """One tool definition as an LLM API receives it (OpenAI Chat Completions shape)."""
+    definition = {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": input_schema or {"type": "object"},
+        },
+    }
+    return json.dumps(definition, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class ServerFootprint:
+    name: str
+    tool_count: int
+    schema_tokens: int
+    catalog_tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "tool_count": self.tool_count,
+            "schema_tokens": self.schema_tokens,
+            "catalog_tokens": self.catalog_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class PromptStats:
+    """``all_schemas_tokens``: every tool definition inline; ``catalog_tokens``: the skills
+    section plus the ``call_mcp_tool`` definition; ``reduction``: 1 - catalog/all (0..1)."""
+
+    all_schemas_tokens: int
+    catalog_tokens: int
+    tokenizer: str
+    servers: list[ServerFootprint] = field(default_factory=lambda: list[ServerFootprint]())
+
+    @property
+    def reduction(self) -> float:
+        if self.all_schemas_tokens <= 0:
+            return 0.0
+        return 1.0 - self.catalog_tokens / self.all_schemas_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "all_schemas_tokens": self.all_schemas_tokens,
+            "catalog_tokens": self.catalog_tokens,
+            "reduction": round(self.reduction, 4),
+            "tokenizer": self.tokenizer,
+            "servers": [s.to_dict() for s in self.servers],
+        }
+
+
+def prompt_stats(
+    skills_root: Path | None = None, *, counter: TokenCounter | None = None, max_chars: int | None = None
+) -> PromptStats:
+    """Measure the prompt with every enabled MCP server's tools inline vs Keen's catalog."""
+    root = skills_root or paths.skills_dir()
+    counter = counter or token_counter()
+    found = discover(root)
+    section = render_skills_section(found.enabled, max_chars=max_chars)
+    gateway_def = json.dumps(tool_definition("openai", skills_dir=str(root)), separators=(",", ":"))
+    catalog_tokens = counter.count(section) + counter.count(gateway_def)
+    servers: list[ServerFootprint] = []
+    total = 0
+    for skill in found.enabled:
+        if not skill.managed or not skill.name.startswith("mcp:"):
+            continue
+        definitions = list(_tool_definitions(skill))
+        tokens = sum(counter.count(d) for d in definitions)
+        total += tokens
+        servers.append(
+            ServerFootprint(
+                skill.name.removeprefix("mcp:"), len(definitions), tokens, counter.count(catalog_line(skill))
+            )
+        )
+    return PromptStats(total, catalog_tokens, counter.name, servers)
+
+
+def _tool_definitions(skill: Skill):  # type: ignore[no-untyped-def]
+    for path in sorted((skill.path / "schemas").rglob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            logger.warning("skipping unreadable schema %s: %s", path, exc)
+            continue
+        yield openai_tool_json(
+            str(data.get("name", path.stem)), str(data.get("description", "")), data.get("inputSchema") or {}
+        )
