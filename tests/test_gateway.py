@@ -1,0 +1,173 @@
+"""call_mcp_tool: every refusal in DESIGN.md's order, the approval callback, result shaping,
+audit events, and the tool definitions for LLM APIs. Real stdio servers throughout."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import stdio_server
+
+from keen.errors import (
+    ApprovalDenied,
+    InvalidArguments,
+    ServerDisabled,
+    ServerDisconnected,
+    ServerNotConfigured,
+    ToolNotFound,
+)
+from keen.gateway import ApprovalRequest, Gateway, tool_definition
+from keen.mcp import Manager
+from keen.skills import SkillsConfig
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def manager(write_config: Callable[..., Path]):  # type: ignore[no-untyped-def]
+    path = write_config(
+        {
+            "local": stdio_server("basic_stdio.py"),
+            "off": stdio_server("basic_stdio.py", enabled=False),
+            "gone": {"transport": "stdio", "command": "keen-no-such-binary"},
+        }
+    )
+    async with Manager(path) as m:
+        assert await m.wait_ready(20)
+        yield m
+
+
+class Recorder:
+    def __init__(self, verdict: Any = True) -> None:
+        self.verdict = verdict
+        self.requests: list[ApprovalRequest] = []
+
+    def __call__(self, request: ApprovalRequest) -> Any:
+        self.requests.append(request)
+        if isinstance(self.verdict, Exception):
+            raise self.verdict
+        return self.verdict
+
+
+async def test_refusals_come_in_order_and_never_reach_approval(manager: Manager) -> None:
+    approval = Recorder()
+    events: list[dict[str, Any]] = []
+    gateway = Gateway(manager, approval=approval, audit=events.append)
+    cases: list[tuple[str, str, Any, type[Exception], str]] = [
+        ("ghost", "echo", {}, ServerNotConfigured, "not configured"),
+        ("off", "echo", {"text": "x"}, ServerDisabled, '"enabled": false'),
+        (
+            "gone",
+            "echo",
+            {"text": "x"},
+            ServerDisconnected,
+            '"gone" is disconnected; reconnect or restart Keen',
+        ),
+        ("local", "nope", {}, ToolNotFound, "no tool"),
+        ("local", "add", {"a": 1}, InvalidArguments, "'b' is a required property"),
+        ("local", "add", "not an object", InvalidArguments, "must be a JSON object"),
+    ]
+    for server, tool, args, error, text in cases:
+        with pytest.raises(error, match=text):
+            await gateway.call(server, tool, args)
+    assert approval.requests == []  # nothing unchecked is ever put to the user
+    assert [e["decision"] for e in events] == ["refused"] * len(cases)
+    assert [e["error_code"] for e in events] == [
+        "server_not_configured",
+        "server_disabled",
+        "server_disconnected",
+        "tool_not_found",
+        "invalid_arguments",
+        "invalid_arguments",
+    ]
+
+
+async def test_approval_sees_the_call_and_can_deny(manager: Manager) -> None:
+    deny = Recorder(verdict=False)
+    events: list[dict[str, Any]] = []
+    gateway = Gateway(manager, approval=deny, audit=events.append)
+    pid_before = (await Gateway(manager).call("local", "pid", {})).text
+    with pytest.raises(ApprovalDenied, match="not approved, so nothing was sent"):
+        await gateway.call("local", "echo", {"text": "secret plan"})
+    request = deny.requests[0]
+    assert (request.server, request.tool, request.arguments) == ("local", "echo", {"text": "secret plan"})
+    assert request.read_only and "unchanged" in request.description
+    assert json.loads(request.arguments_json()) == {"text": "secret plan"}
+    assert events[-1]["decision"] == "denied" and events[-1]["outcome"] == "error"
+    # a raising callback counts as a denial; an async one works
+    with pytest.raises(ApprovalDenied):
+        await Gateway(manager, approval=Recorder(RuntimeError("ui crashed"))).call(
+            "local", "echo", {"text": "x"}
+        )
+
+    async def slow_yes(_: ApprovalRequest) -> bool:
+        await anyio.sleep(0.01)
+        return True
+
+    assert (await Gateway(manager, approval=slow_yes).call("local", "echo", {"text": "ok"})).text == "ok"
+    assert (await Gateway(manager).call("local", "pid", {})).text == pid_before  # same session throughout
+
+
+async def test_results_errors_truncation_and_structured_content(manager: Manager) -> None:
+    events: list[dict[str, Any]] = []
+    gateway = Gateway(manager, max_result_chars=100, audit=events.append)
+    failed = await gateway.call_for_model("local", "fail", {"message": "disk full"})
+    assert failed.is_error and "disk full" in failed.text
+    assert events[-1]["outcome"] == "tool_error"
+    long = await gateway.call_for_model("local", "echo", {"text": "x" * 1000})
+    assert long.truncated_chars == 900
+    assert long.text.startswith("x" * 100) and "900 of 1000 characters cut" in long.text
+    added = await gateway.call_for_model("local", "add", {"a": 2, "b": 3})
+    assert added.text == "5" and added.structured_content == {"result": 5}
+    refused = await gateway.call_for_model("ghost", "x", {})
+    assert refused.is_error and refused.error_code == "server_not_configured"
+    assert refused.text.startswith('Error: MCP server "ghost" is not configured')
+
+
+async def test_handle_tool_call_parses_model_input(manager: Manager) -> None:
+    gateway = Gateway(manager)
+    ok = await gateway.handle_tool_call('{"server": "local", "tool": "echo", "arguments": {"text": "hi"}}')
+    assert not ok.is_error and ok.text == "hi"
+    as_string = await gateway.handle_tool_call(
+        {"server": "local", "tool": "echo", "arguments": '{"text": "s"}'}
+    )
+    assert as_string.text == "s"
+    for bad in ("{not json", '{"tool": "echo"}', "[1, 2]"):
+        result = await gateway.handle_tool_call(bad)
+        assert result.is_error and '"server"' in result.text
+
+
+async def test_disabled_skill_stays_callable_while_connected(manager: Manager, keen_home: Path) -> None:
+    config = SkillsConfig.load(keen_home / "skills" / "config.json")
+    config.set_enabled("mcp:local", False)
+    config.save()
+    assert (await Gateway(manager).call("local", "echo", {"text": "still"})).text == "still"
+
+
+async def test_audit_redacts_known_secrets(manager: Manager) -> None:
+    from keen._redact import redactor
+
+    secret = "sk-live-audit-123456789"
+    redactor.add(secret)
+    events: list[dict[str, Any]] = []
+    await Gateway(manager, audit=events.append).call("local", "echo", {"text": f"token {secret}"})
+    assert secret not in json.dumps(events)
+    assert events[0]["arguments"] == {"text": "token [REDACTED]"}
+
+
+def test_tool_definitions_for_llm_apis() -> None:
+    openai = tool_definition("openai", skills_dir="/home/me/.keen/skills")
+    fn = openai["function"]
+    assert openai["type"] == "function" and fn["name"] == "call_mcp_tool"
+    assert "/home/me/.keen/skills/mcp:<server>/SKILL.md" in fn["description"]
+    assert "schemas/<tool>.json" in fn["description"]
+    assert fn["parameters"]["required"] == ["server", "tool", "arguments"]
+    anthropic = tool_definition("anthropic")
+    assert set(anthropic) == {"name", "description", "input_schema"}
+    assert tool_definition("mcp")["inputSchema"] == anthropic["input_schema"]
+    with pytest.raises(ValueError, match="openai, anthropic or mcp"):
+        tool_definition("gemini")
