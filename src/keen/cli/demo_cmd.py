@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from rich.tree import Tree
 from keen import paths
 from keen.cli._common import out, run
 from keen.cli._live import connecting_view, status_table
+from keen.demo import demo_server_entry
 from keen.gateway import ApprovalRequest, Gateway
 from keen.mcp import Manager, ServerState
 from keen.mcp.config import load_config, save_config
@@ -54,7 +54,7 @@ def _everything_entry() -> dict[str, Any] | None:
 
 def _default_config() -> dict[str, Any]:
     servers: dict[str, Any] = {
-        "demo": {"transport": "stdio", "command": sys.executable, "args": ["-m", "keen.demo.server"]},
+        "demo": demo_server_entry(),
     }
     everything = _everything_entry()
     if everything is not None:

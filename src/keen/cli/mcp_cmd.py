@@ -13,9 +13,10 @@ from rich.table import Table
 from keen import paths
 from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run
 from keen.cli._live import connecting_view, status_table
+from keen.errors import KeenError
 from keen.gateway import ApprovalRequest, Gateway
 from keen.mcp import Manager
-from keen.mcp.config import load_config, parse_config, save_config
+from keen.mcp.config import load_config, save_config
 
 __all__ = ["app"]
 
@@ -137,26 +138,27 @@ def import_servers(
         ..., help='A file with {"mcpServers": {...}} (Claude Desktop, Claude Code, Cursor).'
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace servers that already exist."),
+    rename: list[str] = typer.Option([], "--rename", help="OLD=NEW: import server OLD under the name NEW."),
 ) -> None:
-    """Import another MCP host's servers into Keen's configs.json."""
-    from keen.mcp.importer import import_mcp_servers, merge_into_config
+    """Import another MCP host's servers into Keen's configs.json (written with mode 0600)."""
+    from keen.mcp.importer import import_mcp_file, merge_into_config
 
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        fail(f"{file} does not exist")
-    except json.JSONDecodeError as exc:
-        fail(f"{file}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
-    except OSError as exc:
-        fail(f"cannot read {file}: {exc}")
-    result = import_mcp_servers(data)
+    renames: dict[str, str] = {}
+    for pair in rename:
+        old, sep, new = pair.partition("=")
+        if not sep or not old or not new:
+            fail(f"--rename takes OLD=NEW, got {pair!r}")
+        renames[old] = new
     path = paths.mcp_config_path()
-    existing: dict[str, Any] | None = None
-    if path.exists():
-        load_config(path)  # refuse to merge into a broken file: ConfigError says what to fix
-        existing = json.loads(path.read_text(encoding="utf-8"))
-    merged, conflicts = merge_into_config(existing, result, overwrite=overwrite)
-    parse_config(json.dumps(merged), source=str(path))  # the result must load, ${VARS} aside
+    try:
+        result = import_mcp_file(file, rename=renames)
+        existing: dict[str, Any] | None = None
+        if path.exists():
+            load_config(path)  # never merge into a broken file: the ConfigError says what to fix
+            existing = json.loads(path.read_text(encoding="utf-8"))
+        merged, conflicts = merge_into_config(existing, result, overwrite=overwrite)
+    except KeenError as exc:
+        fail(exc.message)
     imported = [n for n in result.servers if n not in conflicts]
     if imported:
         save_config(merged, path)
@@ -166,6 +168,8 @@ def import_servers(
         err.print(f"[yellow]skipped[/] {name}: already configured (use --overwrite to replace it)")
     for name, reason in result.refused:
         err.print(f"[red]refused[/] {name}: {reason}", markup=True, highlight=False)
+    for name, note in result.notes:
+        err.print(f"[yellow]note[/] {name}: {note}", markup=True, highlight=False)
     if imported:
         out.print(f"wrote {path}")
     if not imported and (result.refused or conflicts):

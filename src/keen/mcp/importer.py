@@ -20,7 +20,7 @@ Rules:
   Keen has no workspace or prompt to fill them from.
 - Refused, with a reason that says what to do (never silently changed or dropped):
   the deprecated HTTP+SSE transport (seeds/003 "Non-Goals"); names that do not match
-  ``^[A-Za-z0-9_-]{1,64}$`` (a valid name is suggested; pass ``rename`` to use one);
+  ``^[A-Za-z0-9_-]{1,64}$`` (a valid name is suggested; ``rename=`` imports it under another name);
   entries with neither ``command`` nor a URL, or with both and no ``type``; Cursor's
   ``envFile``; values of the wrong type.
 - Fields Keen has no use for (``alwaysAllow``, ``autoApprove``, ``timeout``, ``trust``…)
@@ -49,24 +49,17 @@ _HTTP_TYPES = frozenset({"http", "streamable-http", "streamable_http", "streamab
 _SSE_TYPES = frozenset({"sse", "http+sse"})
 _URL_KEYS = ("url", "httpUrl", "serverUrl")
 _TYPE_KEYS = ("type", "transport", "transportType")
-_IGNORED = frozenset(
-    {
-        "alwaysAllow",
-        "autoApprove",
-        "disabledTools",
-        "excludeTools",
-        "includeTools",
-        "networkTimeout",
-        "timeout",
-        "trust",
-        "icon",
-        "name",
-        "gallery",
-        "version",
-        "autoStart",
-        "id",
-    }
-)
+_APPROVALS = "approvals are Keen's own (permission mode and the approval prompt)"
+_DROPPED_WHY = {
+    "alwaysAllow": _APPROVALS,
+    "autoApprove": _APPROVALS,
+    "trust": _APPROVALS,
+    "disabledTools": "Keen lists every tool; hide the server's skill instead if needed",
+    "excludeTools": "Keen lists every tool; hide the server's skill instead if needed",
+    "includeTools": "Keen lists every tool; hide the server's skill instead if needed",
+    "timeout": 'its unit differs between hosts; set "timeouts": {"call_tool": <seconds>} if needed',
+    "networkTimeout": 'set "timeouts": {"call_tool": <seconds>} if needed',
+}
 _KEYISH_HEADER = re.compile(r"(api[-_]?key|token|secret|auth)", re.IGNORECASE)
 _CURSOR_ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _UNFILLABLE = re.compile(r"\$\{(workspaceFolder[A-Za-z]*|input:[^}]*|config:[^}]*|command:[^}]*)\}")
@@ -147,7 +140,8 @@ def import_mcp_servers(
                 (
                     name,
                     f"Keen server names may use only letters, digits, '_' and '-' (1-64 characters); "
-                    f"import it as {suggestion!r} (keen mcp import --rename '{name}={suggestion}')",
+                    f"import it as {suggestion!r} (keen mcp import --rename '{name}={suggestion}') "
+                    "or rename it in the file",
                 )
             )
             continue
@@ -175,8 +169,9 @@ def merge_into_config(
 
     ``existing_raw`` (``None`` = no file yet) is not modified; its servers keep their
     order and the new ones follow. ``conflicts`` lists imported names that already
-    existed: kept as they were unless ``overwrite``, then replaced in place. Raises
-    ``ConfigError`` when ``existing_raw`` is not a configs.json object.
+    existed and were therefore left as they were; with ``overwrite`` they are replaced
+    in place and ``conflicts`` is empty. Raises ``ConfigError`` when ``existing_raw`` is
+    not a configs.json object.
     """
     merged = copy.deepcopy(existing_raw) if existing_raw is not None else {"version": 1, "servers": {}}
     if not isinstance(merged, dict):
@@ -189,10 +184,9 @@ def merge_into_config(
         )
     conflicts: list[str] = []
     for name, entry in result.servers.items():
-        if name in servers:
+        if name in servers and not overwrite:
             conflicts.append(name)
-            if not overwrite:
-                continue
+            continue
         servers[name] = copy.deepcopy(entry)
     return merged, conflicts
 
@@ -236,6 +230,8 @@ def _convert(entry: Any, notes: list[str]) -> dict[str, Any]:
         out.update(_http(entry, notes))
     if entry.get("disabled") is True or entry.get("enabled") is False:
         out["enabled"] = False
+    if isinstance(entry.get("timeouts"), dict):
+        out["timeouts"] = entry["timeouts"]  # already Keen's shape; validated below
     if isinstance(entry.get("description"), str) and entry["description"]:
         out["description"] = entry["description"]
     handled = {
@@ -248,14 +244,13 @@ def _convert(entry: Any, notes: list[str]) -> dict[str, Any]:
         "disabled",
         "enabled",
         "description",
+        "timeouts",
         *_URL_KEYS,
         *_TYPE_KEYS,
     }
     for key in sorted(set(entry) - handled):
-        if key in _IGNORED:
-            notes.append(f"dropped {key!r}: Keen does not use it (approvals come from Keen's own settings)")
-        else:
-            notes.append(f"dropped unknown field {key!r}")
+        why = _DROPPED_WHY.get(key, "Keen does not use it")
+        notes.append(f"dropped {key!r}: {why}")
     return out
 
 
@@ -459,4 +454,7 @@ def _secret_values(entry: dict[str, Any]) -> list[str]:
     auth = entry.get("auth") or {}
     found = [*entry.get("env", {}).values(), *entry.get("headers", {}).values()]
     found += [auth[key] for key in ("key", "client_secret") if isinstance(auth.get(key), str)]
+    url = entry.get("url")
+    if isinstance(url, str) and "?" in url:
+        found.append(url.partition("?")[2])  # query strings often carry keys (?api_key=...)
     return [value for value in found if isinstance(value, str)]
