@@ -99,6 +99,8 @@ def import_mcp_file(path: Path, *, rename: Mapping[str, str] | None = None) -> I
     """
     try:
         text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path} does not exist; check the path", path=str(path)) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(
             f"cannot read {path}: {exc}; check the path and its permissions", path=str(path)
