@@ -43,16 +43,21 @@ def _register_optional() -> None:
             continue
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Debug logging on stderr (secrets redacted)."
     ),
-    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+    ),
 ) -> None:
-    if version:
-        typer.echo(__version__)
-        raise typer.Exit(0)
     setup_logging(verbose)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run
 from keen.cli._live import connecting_view, status_table
 from keen.errors import KeenError
 from keen.gateway import ApprovalRequest, Gateway
-from keen.mcp import Manager
+from keen.mcp import Manager, ServerState, ServerStatus
 from keen.mcp.config import load_config, save_config
 
 __all__ = ["app"]
@@ -36,7 +37,7 @@ def list_servers(
         async with Manager() as manager:
             async with connecting_view(manager, enabled=not as_json):
                 await manager.wait_ready(timeout)
-            statuses = manager.servers()
+            statuses = [_still_connecting(s, timeout) for s in manager.servers()]
         if as_json:
             keys = ("name", "transport", "auth", "state", "tool_count", "last_error")
             print_json([{k: s.to_dict()[k] for k in keys} for s in statuses])
@@ -50,6 +51,13 @@ def list_servers(
         out.print(status_table(statuses))
 
     run(body)
+
+
+def _still_connecting(status: ServerStatus, timeout: float) -> ServerStatus:
+    if status.state is not ServerState.CONNECTING:
+        return status
+    message = f"still connecting after {timeout:g} s; raise --timeout or this server's timeouts.connect"
+    return dataclasses.replace(status, last_error=message)
 
 
 @app.command("tools")

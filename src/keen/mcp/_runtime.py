@@ -124,6 +124,7 @@ class ServerRuntime:
         self._attempt_waiters: list[anyio.Event] = []
         self._eof = False
         self._stderr_path: Path | None = None
+        self._connect_scope: anyio.CancelScope | None = None
         self._facts = ConnectFacts(name, config.transport, config.auth_type)
         if isinstance(config, HttpServerConfig):
             redactor.add(getattr(config.auth, "key", None))
@@ -168,6 +169,8 @@ class ServerRuntime:
 
     def stop(self) -> None:
         self._stopping = True
+        if self._connect_scope is not None:
+            self._connect_scope.cancel()
         self._wake.set()
 
     async def refresh(self, *, interactive: bool = False) -> ServerStatus:
@@ -257,17 +260,23 @@ class ServerRuntime:
                         client_info=_CLIENT_INFO,
                     )
                 )
-                try:
-                    facts.phase, facts.timeout = "initialize", cfg.timeouts.connect
-                    with anyio.fail_after(cfg.timeouts.connect):
-                        init = await session.initialize()
-                    facts.phase, facts.timeout = "list_tools", cfg.timeouts.list_tools
-                    with anyio.fail_after(cfg.timeouts.list_tools):
-                        tools = await self._list_all(session)
-                except Exception as exc:
-                    # Report before unwinding: stopping a hung stdio server takes seconds.
-                    self._fail(exc, facts, stderr_path)
-                    raise
+                # stop() cancels this scope, so shutdown never waits out a hung initialize.
+                with anyio.CancelScope() as self._connect_scope:
+                    try:
+                        facts.phase, facts.timeout = "initialize", cfg.timeouts.connect
+                        with anyio.fail_after(cfg.timeouts.connect):
+                            init = await session.initialize()
+                        facts.phase, facts.timeout = "list_tools", cfg.timeouts.list_tools
+                        with anyio.fail_after(cfg.timeouts.list_tools):
+                            tools = await self._list_all(session)
+                    except Exception as exc:
+                        # Report before unwinding: stopping a hung stdio server takes seconds.
+                        self._fail(exc, facts, stderr_path)
+                        raise
+                self._connect_scope = None
+                if self._stopping:
+                    self._set(ServerState.DISCONNECTED, f"stopped while connecting ({facts.phase})")
+                    return
                 self._publish(session, init, tools)
                 served = True
                 await self._serve()

@@ -133,6 +133,13 @@ class StdioServerConfig(_ServerBase):
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
 
+    @field_validator("command")
+    @classmethod
+    def _non_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError('is blank; set it to the server\'s executable (put its arguments in "args")')
+        return value
+
     @property
     def auth_type(self) -> str:
         return "none"
@@ -272,7 +279,7 @@ def _config_error_from(exc: ValidationError, *, name: str, source: str) -> Confi
         message = f"{source}: server {name!r}: missing required field {field!r}; {hint}"
     elif kind == "extra_forbidden":
         message = f"{source}: server {name!r}: unknown field {field!r}; remove it or check its spelling"
-    elif kind == "union_tag_invalid" and field.startswith("auth"):
+    elif kind in ("union_tag_invalid", "union_tag_not_found") and field.startswith("auth"):
         message = f'{source}: server {name!r}: auth.type must be "none", "api_key" or "oauth"'
         field = "auth.type"
     else:

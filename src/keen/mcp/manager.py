@@ -241,8 +241,10 @@ class Manager:
             raise self._not_connected(runtime)
         limit = timeout if timeout is not None else runtime.config.timeouts.call_tool
         try:
-            with anyio.fail_after(limit):
-                raw = await session.call_tool(tool, arguments, progress_callback=progress)
+            # The SDK's own per-request timeout: it cancels the request on the wire too.
+            raw = await session.call_tool(
+                tool, arguments, read_timeout_seconds=limit, progress_callback=progress
+            )
         except Exception as exc:
             error = translate_call_error(
                 exc,

@@ -16,6 +16,7 @@ from keen.mcpskills.sync import (
     SyncEntry,
     SyncReport,
     sync_mcp_skills,
+    sync_server,
 )
 
 __all__ = [
@@ -34,4 +35,5 @@ __all__ = [
     "generate_skill",
     "skill_name",
     "sync_mcp_skills",
+    "sync_server",
 ]

@@ -99,13 +99,17 @@ def _canonical(tool: Tool) -> str:
 def _plan(tools: list[Tool]) -> tuple[list[tuple[Tool, PlannedTool]], list[RejectedTool]]:
     """Sort by name, keep one tool per name (the smallest canonical JSON, so the choice does
     not depend on list order), then check names as paths."""
+    groups: dict[str, list[Tool]] = {}
+    for tool in tools:
+        groups.setdefault(tool.name, []).append(tool)
     chosen: dict[str, Tool] = {}
     duplicates: list[Tool] = []
-    for tool in sorted(tools, key=lambda t: (t.name, _canonical(t))):
-        if tool.name in chosen:
-            duplicates.append(tool)
-        else:
-            chosen[tool.name] = tool
+    for name in sorted(groups):
+        group = groups[name]
+        if len(group) > 1:
+            group = sorted(group, key=_canonical)
+            duplicates.extend(group[1:])
+        chosen[name] = group[0]
     accepted, rejected = plan_paths(list(chosen))
     planned = [(chosen[p.name], p) for p in accepted]
     for dup in duplicates:

@@ -47,7 +47,15 @@ from keen.mcpskills._render import dump_json
 from keen.mcpskills.generate import generate_skill, skill_name
 from keen.skills.config import SkillsConfig
 
-__all__ = ["SYNC_STATE_FILE", "ServerSnapshot", "SyncAction", "SyncEntry", "SyncReport", "sync_mcp_skills"]
+__all__ = [
+    "SYNC_STATE_FILE",
+    "ServerSnapshot",
+    "SyncAction",
+    "SyncEntry",
+    "SyncReport",
+    "sync_mcp_skills",
+    "sync_server",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +181,17 @@ def _failure_hint(status: ServerStatus) -> str:
     return f"fix the server, then run `keen mcp connect {server}`"
 
 
+_DISK_HINT = "check free space and permissions of the skills directory, then restart Keen"
+
+
+def _mark(current: _swap.Current, changes: dict[str, Any], fsync: bool) -> None:
+    """Update a managed skill's marker; a write failure only loses the status note, so log it."""
+    try:
+        _swap.update_marker(current, changes, fsync=fsync)
+    except OSError as exc:
+        logger.warning("could not update %s: %s", current.path, exc)
+
+
 def _sync_one(
     snap: ServerSnapshot,
     root: Path,
@@ -188,7 +207,7 @@ def _sync_one(
     if not status.enabled:
         auto.disable(config, name, "server disabled in configs.json")
         current = _swap.inspect(root, server)
-        _swap.update_marker(current, {"configured": True, "status": "disabled"}, fsync=fsync)
+        _mark(current, {"configured": True, "status": "disabled"}, fsync)
         hint = f'set "enabled": true for {server} in configs.json to use it'
         return SyncEntry(
             server, status.state.value, "disabled", False, hint, link if current.managed else None
@@ -201,7 +220,7 @@ def _sync_one(
             "status": status.state.value,
             "last_error": redactor.redact(status.last_error),
         }
-        _swap.update_marker(current, changes, fsync=fsync)
+        _mark(current, changes, fsync)
         path = link if current.managed else None
         return SyncEntry(server, status.state.value, "disabled", False, _failure_hint(status), path)
     try:
@@ -223,7 +242,7 @@ def _sync_one(
     except OSError as exc:
         error = redactor.redact(f"cannot write the skill for {server}: {exc}")
         return SyncEntry(
-            server, status.state.value, "error", config.is_enabled(name), "check the disk", None, [], error
+            server, status.state.value, "error", config.is_enabled(name), _DISK_HINT, None, [], error
         )
     if force:
         auto.drop(name)
@@ -261,10 +280,47 @@ def _remove_one(root: Path, server: str, config: SkillsConfig, auto: _AutoDisabl
         return SyncEntry(
             server, "removed", "kept_unmanaged", config.is_enabled(name), hint, str(current.path)
         )
-    _swap.remove(root, server)
+    try:
+        _swap.remove(root, server)
+    except OSError as exc:
+        error = f"cannot delete the generated skill {current.path}: {exc}"
+        return SyncEntry(
+            server, "removed", "error", config.is_enabled(name), _DISK_HINT, str(current.path), [], error
+        )
     config.forget(name)
     auto.drop(name)
     return SyncEntry(server, "removed", "removed", False)
+
+
+def _save(auto: _AutoDisabled, config: SkillsConfig, root: Path) -> None:
+    # The record first: a crash in between then leaves a record the next sync drops,
+    # never a sync-made ``false`` that looks like the user's.
+    try:
+        auto.save()
+        config.save()
+    except OSError as exc:
+        raise SkillError(
+            f"cannot save the skills config {config.path}: {exc}; check the permissions of "
+            f"{root} and run the sync again (the generated skills are already on disk)"
+        ) from exc
+
+
+def _entry(
+    snap: ServerSnapshot,
+    root: Path,
+    config: SkillsConfig,
+    auto: _AutoDisabled,
+    force: bool,
+    now: datetime | None,
+    fsync: bool,
+) -> SyncEntry:
+    server = snap.status.name
+    if not SERVER_NAME_RE.fullmatch(server):
+        error = f"{server!r} is not a valid server name; rename it in configs.json"
+        return SyncEntry(server, snap.status.state.value, "error", False, "", None, [], error)
+    entry = _sync_one(snap, root, config, auto, force, now, fsync)
+    logger.debug("sync mcp:%s: %s -> %s (enabled=%s)", server, entry.state, entry.action, entry.enabled)
+    return entry
 
 
 def sync_mcp_skills(
@@ -286,8 +342,6 @@ def sync_mcp_skills(
     once, at the end. One server's failure is an ``error`` entry, never an exception.
     Raises ``SkillError`` only when the skills config cannot be saved.
     """
-    auto = _AutoDisabled(skills_root / SYNC_STATE_FILE)
-    entries: list[SyncEntry] = []
     seen: dict[str, ServerSnapshot] = {}
     for snap in snapshots:
         if snap.status.name in seen:
@@ -295,29 +349,37 @@ def sync_mcp_skills(
             continue
         seen[snap.status.name] = snap
     with _swap.locked(skills_root):
-        for server in sorted(seen):
-            if not SERVER_NAME_RE.fullmatch(server):
-                error = f"{server!r} is not a valid server name; rename it in configs.json"
-                entries.append(
-                    SyncEntry(server, seen[server].status.state.value, "error", False, "", None, [], error)
-                )
-                continue
-            force = server in force_enable
-            entry = _sync_one(seen[server], skills_root, skills_config, auto, force, now, fsync)
-            entries.append(entry)
+        auto = _AutoDisabled(skills_root / SYNC_STATE_FILE)
+        entries = [
+            _entry(seen[server], skills_root, skills_config, auto, server in force_enable, now, fsync)
+            for server in sorted(seen)
+        ]
         for server in _stale_servers(skills_root, skills_config, auto, set(seen)):
             entries.append(_remove_one(skills_root, server, skills_config, auto))
-        try:
-            auto.save()
-            skills_config.save()
-        except OSError as exc:
-            raise SkillError(
-                f"cannot save the skills config {skills_config.path}: {exc}; check the permissions of "
-                f"{skills_root} and run the sync again (the generated skills are already on disk)"
-            ) from exc
-    for entry in entries:
-        logger.debug(
-            "sync mcp:%s: %s -> %s (enabled=%s)", entry.server, entry.state, entry.action, entry.enabled
-        )
+        _save(auto, skills_config, skills_root)
     entries.sort(key=lambda e: e.server)
     return SyncReport(skills_root, entries)
+
+
+def sync_server(
+    snapshot: ServerSnapshot,
+    *,
+    skills_root: Path,
+    skills_config: SkillsConfig,
+    force_enable: bool = False,
+    now: datetime | None = None,
+    fsync: bool = True,
+) -> SyncEntry:
+    """The same rules for one server, leaving every other skill alone (no removal pass).
+
+    For ``keen mcp connect`` (``force_enable=True``: on success the skill is generated and
+    enabled; on failure it is disabled the way sync disables, so the next sync that finds
+    the server connected enables it again) and for a state change seen after startup.
+    Saves the sync record and ``skills_config``. Raises ``SkillError`` only when the
+    skills config cannot be saved.
+    """
+    with _swap.locked(skills_root):
+        auto = _AutoDisabled(skills_root / SYNC_STATE_FILE)
+        entry = _entry(snapshot, skills_root, skills_config, auto, force_enable, now, fsync)
+        _save(auto, skills_config, skills_root)
+    return entry

@@ -1,0 +1,80 @@
+"""Shared by the benchmark scripts: a throwaway KEEN_HOME, server commands, statistics, output.
+
+Benchmarks print figures; they never assert them (targets are shown next to the figure).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEMO_SERVER",
+    "PYTHON",
+    "TINY_SERVER",
+    "keen_home",
+    "median",
+    "percentiles",
+    "print_block",
+    "verdict",
+    "write_config",
+]
+
+PYTHON = sys.executable
+TINY_SERVER = str(Path(__file__).resolve().parent / "servers" / "tiny_stdio.py")
+DEMO_SERVER = ["-m", "keen.demo.server"]
+
+
+@contextmanager
+def keen_home() -> Iterator[Path]:
+    """A fresh temporary ``KEEN_HOME`` for the block (restores the previous value after)."""
+    previous = os.environ.get("KEEN_HOME")
+    with tempfile.TemporaryDirectory(prefix="keen-bench-") as tmp:
+        os.environ["KEEN_HOME"] = tmp
+        try:
+            yield Path(tmp)
+        finally:
+            if previous is None:
+                os.environ.pop("KEEN_HOME", None)
+            else:
+                os.environ["KEEN_HOME"] = previous
+
+
+def write_config(home: Path, servers: dict[str, Any]) -> Path:
+    """Write ``$home/mcp/configs.json`` (version 1) and return its path."""
+    path = home / "mcp" / "configs.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": 1, "servers": servers}, indent=2), encoding="utf-8")
+    return path
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    """p50, p90 and p99 (inclusive linear interpolation) plus min and max."""
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return {"p50": cuts[49], "p90": cuts[89], "p99": cuts[98], "min": min(values), "max": max(values)}
+
+
+def verdict(ok: bool) -> str:
+    return "OK" if ok else "ABOVE TARGET"
+
+
+def print_block(title: str, rows: Sequence[tuple[str, str]], notes: Sequence[str] = ()) -> None:
+    """A titled block of ``label : value`` lines, labels aligned, then indented notes."""
+    width = max(len(label) for label, _ in rows)
+    print(title)
+    print("-" * len(title))
+    for label, value in rows:
+        print(f"  {label.ljust(width)} : {value}")
+    for note in notes:
+        print(f"  {note}")

@@ -1,0 +1,217 @@
+"""Startup benchmark (issue 2): 20 stdio servers, 3 of which hang at initialize.
+
+Measures, through the public Manager API:
+
+- ``start()`` return time (target < 50 ms): it must not wait for any server;
+- the time from ``start()`` to every healthy server connected, taken from the status
+  observer's timestamps (the hanging servers have a connect timeout far above it, so
+  they are still connecting when it is measured and cannot shorten it);
+- the same figure for the slowest healthy server connected alone, in its own Manager;
+- their ratio (target <= 1.3x): discovery runs servers in parallel, so many servers should
+  cost about as much as the slowest one.
+
+The healthy servers are ``bench/servers/tiny_stdio.py`` with initialize delays spread
+from ``--min-delay`` to ``--max-delay`` (a server's own start-up work), so the ratio
+measures Keen's concurrency rather than 17 interpreters importing libraries on a small
+machine; ``--server demo`` runs Keen's demo server (official SDK) instead, with no delay.
+Figures are medians over ``--runs`` runs (solo: ``--solo-runs``); every run is listed.
+
+Usage: ``python bench/startup.py [--runs 3] [--solo-runs 5] [--server tiny|demo] [--json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from _common import DEMO_SERVER, PYTHON, TINY_SERVER, keen_home, median, print_block, verdict, write_config
+from keen.mcp import Manager, ServerState, ServerStatus
+
+__all__ = ["bench", "main", "report"]
+
+START_TARGET_S = 0.050
+RATIO_TARGET = 1.3
+HANG_CONNECT_TIMEOUT = 60.0
+RUN_DEADLINE = 120.0
+
+
+@dataclass
+class RunFigures:
+    start_return_s: float
+    all_healthy_s: float
+    aclose_s: float
+    hanging_still_connecting: int
+    first_healthy_s: float
+
+
+def _healthy_entry(server: str, delay: float, index: int) -> dict[str, Any]:
+    if server == "demo":
+        return {"command": PYTHON, "args": DEMO_SERVER}
+    return {"command": PYTHON, "args": [TINY_SERVER, "--delay", f"{delay:.3f}", "--name", f"tiny-{index}"]}
+
+
+def _delays(n: int, low: float, high: float) -> list[float]:
+    if n == 1:
+        return [high]
+    return [low + (high - low) * i / (n - 1) for i in range(n)]
+
+
+async def _measure(servers: dict[str, Any], healthy: set[str], hanging: set[str]) -> RunFigures:
+    """One Manager over ``servers``: start() time, time to all ``healthy`` connected, aclose() time."""
+    with keen_home() as home:
+        manager = Manager(write_config(home, servers))
+        connected_at: dict[str, float] = {}
+        failed: dict[str, str] = {}
+        done = anyio.Event()
+
+        def observe(status: ServerStatus) -> None:
+            if done.is_set() or status.name not in healthy:
+                return
+            if status.state is ServerState.CONNECTED:
+                connected_at.setdefault(status.name, time.perf_counter())
+                if len(connected_at) == len(healthy):
+                    done.set()
+            elif status.state is not ServerState.CONNECTING:
+                failed[status.name] = f"{status.state.value}: {status.last_error}"
+                done.set()
+
+        manager.subscribe(observe)
+        t0 = time.perf_counter()
+        await manager.start()
+        start_return = time.perf_counter() - t0
+        try:
+            with anyio.fail_after(RUN_DEADLINE):
+                await done.wait()
+            if failed:
+                raise SystemExit(f"a healthy server did not connect: {failed}")
+            still = sum(manager.status(name).state is ServerState.CONNECTING for name in hanging)
+        finally:
+            t_close = time.perf_counter()
+            await manager.aclose()
+            aclose = time.perf_counter() - t_close
+        ends = connected_at.values()
+        return RunFigures(start_return, max(ends) - t0, aclose, still, min(ends) - t0)
+
+
+async def bench(args: argparse.Namespace) -> dict[str, Any]:
+    n_healthy = args.servers - args.hanging
+    delays = _delays(n_healthy, args.min_delay, args.max_delay)
+    healthy = {f"healthy-{i:02d}": _healthy_entry(args.server, d, i) for i, d in enumerate(delays)}
+    hang = {
+        f"hang-{j}": {
+            "command": PYTHON,
+            "args": [TINY_SERVER, "--hang"],
+            "timeouts": {"connect": HANG_CONNECT_TIMEOUT},
+        }
+        for j in range(args.hanging)
+    }
+    # Hanging servers first in config order: a serial connect would be stuck behind them.
+    servers = {**hang, **healthy}
+    slowest_name = f"healthy-{n_healthy - 1:02d}"
+
+    runs = [await _measure(servers, set(healthy), set(hang)) for _ in range(args.runs)]
+    solo = [
+        await _measure({slowest_name: healthy[slowest_name]}, {slowest_name}, set())
+        for _ in range(args.solo_runs)
+    ]
+    all_healthy = median([r.all_healthy_s for r in runs])
+    slowest_alone = median([r.all_healthy_s for r in solo])
+    return {
+        "server": args.server,
+        "servers": args.servers,
+        "healthy": n_healthy,
+        "hanging": args.hanging,
+        "init_delay_s": [round(delays[0], 3), round(delays[-1], 3)] if args.server == "tiny" else [0, 0],
+        "start_return_s": median([r.start_return_s for r in runs]),
+        "all_healthy_s": all_healthy,
+        "slowest_alone_s": slowest_alone,
+        "ratio": all_healthy / slowest_alone,
+        "aclose_s": median([r.aclose_s for r in runs]),
+        "first_healthy_s": median([r.first_healthy_s for r in runs]),
+        "cpus": os.cpu_count(),
+        "load_average_1m": os.getloadavg()[0],
+        "runs": [asdict(r) for r in runs],
+        "solo_runs": [asdict(r) for r in solo],
+    }
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def report(fig: dict[str, Any]) -> None:
+    runs, solo = fig["runs"], fig["solo_runs"]
+    each = ", ".join(_ms(r["all_healthy_s"]) for r in runs)
+    if fig["server"] == "tiny":
+        kind = "tiny stdio, initialize delays {:.2f}..{:.2f} s".format(*fig["init_delay_s"])
+    else:
+        kind = "keen demo server (official SDK), no delay"
+    print_block(
+        "Keen startup benchmark (bench/startup.py)",
+        [
+            ("servers", f"{fig['healthy']} healthy ({kind}) + {fig['hanging']} hanging at initialize"),
+            (
+                "start() returned in",
+                f"{_ms(fig['start_return_s'])}   [{', '.join(_ms(r['start_return_s']) for r in runs)}]"
+                f"   target < {_ms(START_TARGET_S)}: {verdict(fig['start_return_s'] < START_TARGET_S)}",
+            ),
+            ("all healthy connected", f"{_ms(fig['all_healthy_s'])}   [{each}]"),
+            (
+                "slowest healthy alone",
+                f"{_ms(fig['slowest_alone_s'])}   [{', '.join(_ms(r['all_healthy_s']) for r in solo)}]",
+            ),
+            (
+                "ratio",
+                f"{fig['ratio']:.2f}x   target <= {RATIO_TARGET}x: {verdict(fig['ratio'] <= RATIO_TARGET)}",
+            ),
+            (
+                "hanging still connecting",
+                f"{[r['hanging_still_connecting'] for r in runs]} (of {fig['hanging']}, per run)",
+            ),
+            (
+                "fastest healthy connected",
+                f"{_ms(fig['first_healthy_s'])} in the full run (initialize delay {fig['init_delay_s'][0]:g} s)",
+            ),
+            ("machine", f"{fig['cpus']} CPUs, 1-min load average {fig['load_average_1m']:.2f} at the end"),
+            ("aclose() with hung servers", _ms(fig["aclose_s"])),
+        ],
+        notes=[
+            f"medians over {len(runs)} runs of all {fig['servers']} servers and {len(solo)} solo runs of the",
+            "slowest healthy server (its own Manager); times run from start() to the observer's CONNECTED event.",
+        ],
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description="Time Manager.start() and parallel discovery with hanging servers (figures, not assertions)."
+    )
+    parser.add_argument("--servers", type=int, default=20, help="total servers (default 20)")
+    parser.add_argument("--hanging", type=int, default=3, help="how many hang at initialize (default 3)")
+    parser.add_argument("--server", choices=("tiny", "demo"), default="tiny", help="healthy server program")
+    parser.add_argument("--min-delay", type=float, default=0.1, help="tiny: shortest initialize delay, s")
+    parser.add_argument("--max-delay", type=float, default=0.9, help="tiny: longest initialize delay, s")
+    parser.add_argument("--runs", type=int, default=3, help="runs with every server (default 3)")
+    parser.add_argument(
+        "--solo-runs", type=int, default=5, help="runs of the slowest server alone (default 5)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    if not 0 <= args.hanging < args.servers:
+        parser.error("--hanging must be at least 0 and less than --servers")
+    figures = anyio.run(bench, args)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        report(figures)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""MCP-standard OAuth for Streamable HTTP servers (seeds/003 "OAuth", MCP 2025-11-25).
+
+* :mod:`~keen.mcp.auth.store`: the ``TokenStore`` interface and the 0600 ``FileTokenStore``.
+* :mod:`~keen.mcp.auth.provider`: ``create_oauth_auth``, the SDK ``OAuthClientProvider`` with
+  Keen's background/interactive modes, scope policy and error wording.
+* :mod:`~keen.mcp.auth.callback`: the loopback listener for the browser redirect.
+* :mod:`~keen.mcp.auth.connect`: ``authorize_interactively`` (``keen mcp connect``) and the
+  Manager's ``oauth_auth_factory``.
+* :mod:`~keen.mcp.auth.classify`: ``classify_auth_failure`` (``auth_required`` vs ``auth_failed``).
+"""
+
+from __future__ import annotations
+
+from keen.mcp.auth.callback import CALLBACK_PATH, DEFAULT_CALLBACK_PORT, CallbackListener, redirect_uri
+from keen.mcp.auth.classify import classify_auth_failure
+from keen.mcp.auth.connect import AuthFactory, SignInResult, authorize_interactively, oauth_auth_factory
+from keen.mcp.auth.provider import (
+    AUTHORIZATION_TIMEOUT,
+    CLIENT_NAME,
+    KeenOAuthProvider,
+    OpenBrowser,
+    ShowUrl,
+    create_oauth_auth,
+    default_open_browser,
+)
+from keen.mcp.auth.store import AuthMetadata, FileTokenStore, TokenStore
+
+__all__ = [
+    "AUTHORIZATION_TIMEOUT",
+    "CALLBACK_PATH",
+    "CLIENT_NAME",
+    "DEFAULT_CALLBACK_PORT",
+    "AuthFactory",
+    "AuthMetadata",
+    "CallbackListener",
+    "FileTokenStore",
+    "KeenOAuthProvider",
+    "OpenBrowser",
+    "ShowUrl",
+    "SignInResult",
+    "TokenStore",
+    "authorize_interactively",
+    "classify_auth_failure",
+    "create_oauth_auth",
+    "default_open_browser",
+    "oauth_auth_factory",
+    "redirect_uri",
+]

@@ -1,0 +1,81 @@
+"""Map an OAuth server's failure to ``auth_required`` or ``auth_failed`` (seeds/003 todo 46).
+
+The rule (seeds/003 "Runtime State", seeds/001 failure table): no usable sign-in and a
+challenge -> :class:`~keen.errors.AuthRequired` (state ``auth_required``, hint ``keen mcp
+connect SERVER``); a saved sign-in that the server rejected, or that could not be
+renewed -> :class:`~keen.errors.AuthFailed` (state ``auth_failed``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx2
+from mcp.client.auth import OAuthFlowError
+
+from keen._redact import redactor
+from keen.errors import AuthFailed, AuthRequired
+from keen.mcp.auth.provider import KeenOAuthProvider
+
+__all__ = ["classify_auth_failure"]
+
+
+def classify_auth_failure(
+    error: BaseException | None = None,
+    *,
+    server: str,
+    auth: httpx2.Auth | None = None,
+    status_code: int | None = None,
+    has_token: bool | None = None,
+) -> AuthRequired | AuthFailed | None:
+    """The auth error behind a failed connection or call, or None if it was not about auth.
+
+    Looks, in order, at: an ``AuthRequired``/``AuthFailed`` inside ``error`` (exception groups
+    and causes are searched; the OAuth provider raises these inside the transport's task
+    group); the failure a :class:`KeenOAuthProvider` ``auth`` recorded (a background step-up
+    is recorded, not raised); an SDK ``OAuthFlowError``; finally the HTTP ``status_code``
+    the caller observed (401/403) with ``has_token`` (default: what ``auth`` knows) deciding
+    between the two. Messages are redacted and end with the next step.
+    """
+    for exc in _chain(error):
+        if isinstance(exc, AuthRequired | AuthFailed):
+            return exc
+    provider = auth if isinstance(auth, KeenOAuthProvider) else None
+    if provider is not None and provider.failure is not None:
+        return provider.failure
+    for exc in _chain(error):
+        if isinstance(exc, OAuthFlowError):
+            return AuthFailed(
+                redactor.redact(f'OAuth sign-in for MCP server "{server}" failed: {exc}')
+                + f"; run: keen mcp connect {server}",
+                server=server,
+            )
+    if status_code in (401, 403):
+        token = has_token if has_token is not None else (provider.has_token if provider else False)
+        if token:
+            return AuthFailed(
+                f'MCP server "{server}" rejected the saved sign-in (HTTP {status_code}); '
+                f"run: keen mcp connect {server} to sign in again",
+                server=server,
+            )
+        return AuthRequired(
+            f'MCP server "{server}" needs you to sign in; run: keen mcp connect {server}', server=server
+        )
+    return None
+
+
+def _chain(error: BaseException | None) -> Iterator[BaseException]:
+    """Every exception in ``error``: group members depth-first, then causes and contexts."""
+    seen: set[int] = set()
+    stack = [error] if error is not None else []
+    while stack:
+        exc = stack.pop()
+        if id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        yield exc
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(reversed(exc.exceptions))
+        for linked in (exc.__cause__, exc.__context__):
+            if linked is not None:
+                stack.append(linked)

@@ -1,0 +1,196 @@
+"""Signing in (``keen mcp connect``) and the Manager's auth factory.
+
+seeds/001 "Manual refresh and authentication": for an OAuth server, connect clears the
+saved token, runs the browser flow on ``http://localhost:1456/auth/mcp/callback`` and
+waits up to 5 minutes; the caller then refreshes the server (tools, skill). Background
+connections use :func:`oauth_auth_factory` with ``interactive=False`` and never open a
+browser.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import httpx2
+import mcp_types as mt
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from keen import __version__
+from keen._redact import redactor
+from keen.errors import AuthFailed, CallTimeout, ConfigError, KeenError, ServerDisconnected
+from keen.mcp.auth.classify import classify_auth_failure
+from keen.mcp.auth.provider import (
+    AUTHORIZATION_TIMEOUT,
+    OpenBrowser,
+    ShowUrl,
+    create_oauth_auth,
+    default_open_browser,
+)
+from keen.mcp.auth.store import FileTokenStore, TokenStore
+from keen.mcp.config import HttpServerConfig, OAuthAuth
+
+__all__ = ["AuthFactory", "SignInResult", "authorize_interactively", "oauth_auth_factory"]
+
+logger = logging.getLogger("keen.mcp.auth")
+
+AuthFactory = Callable[[str, HttpServerConfig, OAuthAuth, bool], tuple[httpx2.Auth, bool]]
+"""``(server, config, oauth, interactive) -> (auth, has_token)``, as ``keen.mcp.Manager`` takes it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignInResult:
+    """The end of :func:`authorize_interactively`: ``signed_in`` is False when the server never
+    asked for a sign-in (it serves without auth); ``scope`` is what the server granted."""
+
+    server: str
+    signed_in: bool
+    scope: str | None = None
+
+
+async def authorize_interactively(
+    server: str,
+    config: HttpServerConfig,
+    *,
+    store: TokenStore | None = None,
+    open_browser: OpenBrowser | None = default_open_browser,
+    on_authorization_url: ShowUrl | None = None,
+    timeout: float = AUTHORIZATION_TIMEOUT,
+    client_metadata_url: str | None = None,
+) -> SignInResult:
+    """Sign in to an OAuth server from scratch; what ``keen mcp connect SERVER`` runs first.
+
+    Clears the saved sign-in (keeping a pending step-up scope to ask for), then opens one
+    MCP session (initialize + the first tools/list page) with an interactive provider, so
+    whichever request the server challenges starts the browser flow: the authorization
+    URL goes to ``open_browser`` (and ``on_authorization_url``), the callback is awaited
+    on ``config.auth.callback_port`` for up to ``timeout`` seconds, tokens are saved 0600.
+    Afterwards call ``Manager.refresh(server)``: it reuses the saved token.
+
+    Raises ``ConfigError`` (not an OAuth server), ``AuthRequired`` (timed out, port in use),
+    ``AuthFailed`` (wrong ``state``, refusal, registration or token errors, missing or
+    malformed metadata), ``ServerDisconnected`` (unreachable), ``CallTimeout``. Cancelling
+    (Ctrl-C) stops the flow and frees the callback port.
+    """
+    if not isinstance(config.auth, OAuthAuth):
+        raise ConfigError(
+            f'MCP server "{server}" does not use OAuth (auth.type is "{config.auth.type}"); there is nothing to '
+            'sign in to. Set "auth": {"type": "oauth"} in configs.json if it needs a browser sign-in',
+            server=server,
+            field="auth.type",
+        )
+    store = store or FileTokenStore(server)
+    try:
+        pending = (await store.get_metadata()).pending_scope
+    except AuthFailed:  # an unusable file is exactly what a fresh sign-in replaces
+        pending = None
+    await store.clear()
+    auth = create_oauth_auth(
+        server,
+        config.url,
+        config.auth,
+        store=store,
+        interactive=True,
+        open_browser=open_browser,
+        on_authorization_url=on_authorization_url,
+        timeout=timeout,
+        client_metadata_url=client_metadata_url,
+        extra_scope=pending,
+    )
+    budget = timeout + config.timeouts.connect + config.timeouts.list_tools
+    client = httpx2.AsyncClient(
+        headers=dict(config.headers), auth=auth, timeout=httpx2.Timeout(config.timeouts.connect, read=300.0)
+    )
+    try:
+        with anyio.fail_after(budget):
+            async with (
+                client,
+                streamable_http_client(config.url, http_client=client) as (read, write),
+                ClientSession(
+                    read, write, client_info=mt.Implementation(name="keen", version=__version__)
+                ) as session,
+            ):
+                await session.initialize()
+                await session.list_tools()
+    except Exception as exc:
+        raise _sign_in_error(exc, server, config.url, auth, budget) from exc
+    tokens = await store.get_tokens()
+    return SignInResult(server=server, signed_in=tokens is not None, scope=tokens.scope if tokens else None)
+
+
+def oauth_auth_factory(
+    *,
+    directory: Path | None = None,
+    open_browser: OpenBrowser | None = default_open_browser,
+    on_authorization_url: ShowUrl | None = None,
+    timeout: float = AUTHORIZATION_TIMEOUT,
+    client_metadata_url: str | None = None,
+) -> AuthFactory:
+    """An ``AuthFactory`` for ``Manager(auth_factory=...)`` over :class:`FileTokenStore` files in
+    ``directory`` (default ``$KEEN_HOME/mcp/auth``). Background connections get
+    ``interactive=False``; the browser hooks apply only when the Manager asks for interactive."""
+
+    def factory(
+        server: str, config: HttpServerConfig, oauth: OAuthAuth, interactive: bool
+    ) -> tuple[httpx2.Auth, bool]:
+        store = FileTokenStore(server, directory)
+        auth = create_oauth_auth(
+            server,
+            config.url,
+            oauth,
+            store=store,
+            interactive=interactive,
+            open_browser=open_browser if interactive else None,
+            on_authorization_url=on_authorization_url if interactive else None,
+            timeout=timeout,
+            client_metadata_url=client_metadata_url,
+        )
+        return auth, store.has_tokens()
+
+    return factory
+
+
+def _sign_in_error(exc: Exception, server: str, url: str, auth: httpx2.Auth, budget: float) -> KeenError:
+    found = classify_auth_failure(exc, server=server, auth=auth)
+    if found is not None:
+        return found
+    leaves = list(_leaves(exc))
+    for leaf in leaves:
+        if isinstance(leaf, KeenError):
+            return leaf
+    for leaf in leaves:
+        if isinstance(leaf, TimeoutError):
+            return CallTimeout(
+                f'signing in to MCP server "{server}" took longer than {budget:g} s; run: keen mcp connect {server} '
+                "to try again",
+                server=server,
+                seconds=budget,
+            )
+        if isinstance(leaf, httpx2.HTTPError | OSError):
+            return ServerDisconnected(
+                redactor.redact(
+                    f'cannot reach MCP server "{server}" at {url} ({leaf.__class__.__name__}: {leaf}); check that it '
+                    "is running and the url is right, then run: keen mcp connect " + server
+                ),
+                server=server,
+            )
+    first = leaves[0] if leaves else exc
+    return AuthFailed(
+        redactor.redact(
+            f'signing in to MCP server "{server}" failed: {first.__class__.__name__}: {first}; '
+            f"run: keen mcp connect {server} to try again"
+        ),
+        server=server,
+    )
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc

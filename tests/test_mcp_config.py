@@ -1,0 +1,400 @@
+"""configs.json validation (seeds/003 "Config" and todo 5-12): every rule, through
+``parse_config`` / ``load_config`` / ``save_config``.
+
+Each rejection asserts the ``ConfigError`` attributes (server, field, line/column for
+broken JSON) and that the message tells the user what to write instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from keen.errors import ConfigError
+from keen.mcp.config import (
+    ApiKeyAuth,
+    HttpServerConfig,
+    NoAuth,
+    OAuthAuth,
+    StdioServerConfig,
+    Timeouts,
+    load_config,
+    parse_config,
+    save_config,
+)
+
+HTTP = {"transport": "streamable_http", "url": "https://mcp.example.com/mcp"}
+STDIO = {"transport": "stdio", "command": "local-files-mcp"}
+
+
+def _text(servers: dict[str, Any], **top: Any) -> str:
+    return json.dumps({"version": 1, "servers": servers, **top})
+
+
+def _reject(servers: dict[str, Any], *, environ: dict[str, str] | None = None) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        parse_config(_text(servers), environ=environ or {})
+    return info.value
+
+
+# -- the file -------------------------------------------------------------------------------------
+
+
+def test_missing_file_is_an_empty_config(tmp_path: Path) -> None:
+    config = load_config(tmp_path / "mcp" / "configs.json")
+    assert config.version == 1
+    assert config.servers == {}
+
+
+def test_seed_example_loads_with_every_auth_mode(tmp_path: Path) -> None:
+    path = tmp_path / "configs.json"
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "servers": {
+                    "deepwiki": {**HTTP, "auth": {"type": "none"}},
+                    "internal": {
+                        **HTTP,
+                        "auth": {
+                            "type": "api_key",
+                            "header": "Authorization",
+                            "scheme": "Bearer",
+                            "key": "k1",
+                        },
+                    },
+                    "github": {**HTTP, "auth": {"type": "oauth", "scopes": ["repo", "issues"]}},
+                    "local-files": {
+                        **STDIO,
+                        "args": ["--workspace", "/Users/me/project"],
+                        "env": {"LOG_LEVEL": "info"},
+                    },
+                },
+            }
+        )
+    )
+    servers = load_config(path).servers
+    assert list(servers) == ["deepwiki", "internal", "github", "local-files"]
+    deepwiki, internal, github, files = servers.values()
+    assert isinstance(deepwiki, HttpServerConfig) and isinstance(deepwiki.auth, NoAuth)
+    assert isinstance(internal, HttpServerConfig) and isinstance(internal.auth, ApiKeyAuth)
+    assert internal.auth.header_value() == "Bearer k1"
+    assert isinstance(github, HttpServerConfig) and isinstance(github.auth, OAuthAuth)
+    assert github.auth.scopes == ["repo", "issues"]
+    assert isinstance(files, StdioServerConfig)
+    assert files.args == ["--workspace", "/Users/me/project"]
+    assert files.env == {"LOG_LEVEL": "info"}
+    assert files.auth_type == "none"
+
+
+def test_broken_json_reports_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "configs.json"
+    path.write_text('{"version": 1,\n "servers": {\n  "a": {,}}}')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    err = info.value
+    assert (err.line, err.column) == (3, 9)
+    assert err.path == str(path)
+    assert str(path) in err.message
+    assert "line 3, column 9" in err.message
+    assert "fix" in err.message
+
+
+@pytest.mark.parametrize("version", [2, 0, "1", None])
+def test_unsupported_version(version: Any) -> None:
+    raw = {"servers": {}} if version is None else {"version": version, "servers": {}}
+    with pytest.raises(ConfigError) as info:
+        parse_config(json.dumps(raw))
+    assert info.value.field == "version"
+    assert info.value.server is None
+    assert 'set "version": 1' in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("[]", None),
+        ('{"version": 1, "servers": []}', "servers"),
+        ('{"version": 1, "servers": {}, "extra": true}', "extra"),
+    ],
+)
+def test_bad_top_level_shape(text: str, field: str | None) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert info.value.field == field
+    assert '"servers"' in info.value.message
+
+
+def test_unreadable_file_says_to_check_permissions(tmp_path: Path) -> None:
+    path = tmp_path / "configs.json"
+    path.write_bytes(b'{"version": 1, "servers": {"\xff": {}}}')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.path == str(path)
+    assert "encoding" in info.value.message
+
+
+# -- server names ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["a" * 65, "two words", "mcp:x", "", "dots.in.name", "ünï"])
+def test_invalid_server_names(name: str) -> None:
+    err = _reject({name: STDIO})
+    assert err.server == name
+    assert err.field == "name"
+    assert "1-64 letters, digits, '_' or '-'" in err.message
+
+
+@pytest.mark.parametrize("name", ["a" * 64, "A_b-9", "x"])
+def test_valid_server_names(name: str) -> None:
+    assert list(parse_config(_text({name: STDIO})).servers) == [name]
+
+
+def test_entry_must_be_an_object() -> None:
+    err = _reject({"s": "https://mcp.example.com/mcp"})
+    assert err.server == "s"
+    assert "must be an object" in err.message
+
+
+# -- transports, URLs, commands -------------------------------------------------------------------
+
+
+def test_transport_inferred_from_url_or_command() -> None:
+    servers = parse_config(
+        _text({"web": {"url": "http://127.0.0.1:9/mcp"}, "local": {"command": "run-me"}})
+    ).servers
+    assert isinstance(servers["web"], HttpServerConfig)
+    assert servers["web"].transport == "streamable_http"
+    assert isinstance(servers["local"], StdioServerConfig)
+    assert servers["local"].transport == "stdio"
+
+
+@pytest.mark.parametrize("entry", [{}, {"transport": "sse", "url": "https://h/sse"}, {"transport": 1}])
+def test_unknown_or_missing_transport(entry: dict[str, Any]) -> None:
+    err = _reject({"s": entry})
+    assert (err.server, err.field) == ("s", "transport")
+    assert '"streamable_http" (with "url")' in err.message
+    assert '"stdio" (with "command")' in err.message
+
+
+@pytest.mark.parametrize(
+    "url", ["/mcp", "ftp://files.example.com/mcp", "localhost:8080/mcp", "https://", "mcp.example.com"]
+)
+def test_bad_urls(url: str) -> None:
+    err = _reject({"s": {"transport": "streamable_http", "url": url}})
+    assert (err.server, err.field) == ("s", "url")
+    assert "http:// or https:// URL" in err.message
+
+
+def test_http_server_needs_url() -> None:
+    err = _reject({"s": {"transport": "streamable_http"}})
+    assert (err.server, err.field) == ("s", "url")
+    assert 'add "url"' in err.message
+
+
+def test_stdio_server_needs_command() -> None:
+    err = _reject({"s": {"transport": "stdio", "args": ["x"]}})
+    assert (err.server, err.field) == ("s", "command")
+    assert 'add "command"' in err.message
+
+
+@pytest.mark.parametrize("command", ["", "   "])
+def test_blank_stdio_command_is_refused(command: str) -> None:
+    err = _reject({"s": {"transport": "stdio", "command": command}})
+    assert (err.server, err.field) == ("s", "command")
+    assert "command" in err.message
+
+
+def test_fields_of_the_other_transport_are_refused() -> None:
+    err = _reject({"s": {**HTTP, "command": "x"}})
+    assert (err.server, err.field) == ("s", "command")
+    assert "remove it" in err.message
+
+
+# -- auth -----------------------------------------------------------------------------------------
+
+
+def test_api_key_auth_defaults_and_raw_scheme() -> None:
+    servers = parse_config(
+        _text(
+            {
+                "a": {**HTTP, "auth": {"type": "api_key", "key": "k"}},
+                "b": {**HTTP, "auth": {"type": "api_key", "key": "k", "header": "X-Api-Key", "scheme": ""}},
+            }
+        )
+    ).servers
+    a, b = servers["a"], servers["b"]
+    assert isinstance(a, HttpServerConfig) and isinstance(a.auth, ApiKeyAuth)
+    assert (a.auth.header, a.auth.scheme, a.auth.header_value()) == ("Authorization", "Bearer", "Bearer k")
+    assert isinstance(b, HttpServerConfig) and isinstance(b.auth, ApiKeyAuth)
+    assert (b.auth.header, b.auth.header_value()) == ("X-Api-Key", "k")
+
+
+def test_api_key_auth_needs_key() -> None:
+    err = _reject({"s": {**HTTP, "auth": {"type": "api_key", "header": "Authorization"}}})
+    assert (err.server, err.field) == ("s", "auth.key")
+    assert 'add "key"' in err.message
+    assert "${ENV_VAR}" in err.message
+
+
+@pytest.mark.parametrize("auth", [{"type": "basic"}, {"type": "OAuth"}, {}])
+def test_unknown_auth_type(auth: dict[str, Any]) -> None:
+    err = _reject({"s": {**HTTP, "auth": auth}})
+    assert (err.server, err.field) == ("s", "auth.type")
+    assert '"none", "api_key" or "oauth"' in err.message
+
+
+@pytest.mark.parametrize("auth_type", ["api_key", "oauth"])
+def test_stdio_server_refuses_http_auth(auth_type: str) -> None:
+    err = _reject({"s": {**STDIO, "auth": {"type": auth_type, "key": "k"}}})
+    assert (err.server, err.field) == ("s", "auth")
+    assert '"env" or "args"' in err.message
+
+
+def test_stdio_server_accepts_auth_none() -> None:
+    server = parse_config(_text({"s": {**STDIO, "auth": {"type": "none"}}})).servers["s"]
+    assert isinstance(server, StdioServerConfig)
+
+
+def test_error_messages_never_echo_the_api_key() -> None:
+    secret = "sk-live-0123456789abcdef"
+    err = _reject({"s": {**HTTP, "auth": {"type": "api_key", "key": secret, "header": ""}}})
+    assert err.field == "auth.header"
+    assert secret not in err.message
+    assert secret not in repr(err)
+
+
+# -- unknown fields, timeouts, enabled ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "field"),
+    [
+        ({**STDIO, "colour": "red"}, "colour"),
+        ({**HTTP, "auth": {"type": "none", "key": "k"}}, "auth.key"),
+        ({**STDIO, "timeouts": {"connect": 1, "bogus": 2}}, "timeouts.bogus"),
+    ],
+)
+def test_unknown_fields_are_refused(entry: dict[str, Any], field: str) -> None:
+    err = _reject({"s": entry})
+    assert (err.server, err.field) == ("s", field)
+    assert "remove it or check its spelling" in err.message
+
+
+def test_timeouts_default_and_custom() -> None:
+    servers = parse_config(
+        _text({"d": STDIO, "c": {**STDIO, "timeouts": {"connect": 2.5, "call_tool": 600}}})
+    ).servers
+    assert servers["d"].timeouts == Timeouts(connect=15.0, list_tools=30.0, call_tool=120.0)
+    assert servers["c"].timeouts == Timeouts(connect=2.5, list_tools=30.0, call_tool=600.0)
+
+
+@pytest.mark.parametrize("key", ["connect", "list_tools", "call_tool"])
+@pytest.mark.parametrize("value", [0, -1])
+def test_non_positive_timeouts_are_refused(key: str, value: int) -> None:
+    err = _reject({"s": {**STDIO, "timeouts": {key: value}}})
+    assert (err.server, err.field) == ("s", f"timeouts.{key}")
+    assert "greater than 0" in err.message
+
+
+def test_enabled_false_is_kept_and_default_is_true() -> None:
+    servers = parse_config(_text({"on": STDIO, "off": {**STDIO, "enabled": False}})).servers
+    assert servers["on"].enabled is True
+    assert servers["off"].enabled is False
+
+
+def test_enabled_must_be_a_boolean() -> None:
+    err = _reject({"s": {**STDIO, "enabled": "maybe"}})
+    assert (err.server, err.field) == ("s", "enabled")
+    assert "boolean" in err.message
+
+
+# -- ${VAR} expansion -----------------------------------------------------------------------------
+
+
+def test_variables_expand_everywhere() -> None:
+    env = {"KEY": "sk-1", "WORKDIR": "/srv/w", "HOST": "127.0.0.1:8080"}
+    servers = parse_config(
+        _text(
+            {
+                "web": {**HTTP, "url": "http://${HOST}/mcp", "auth": {"type": "api_key", "key": "${KEY}"}},
+                "local": {
+                    **STDIO,
+                    "args": ["--root", "${WORKDIR}/x"],
+                    "env": {"K": "${KEY}"},
+                    "cwd": "${WORKDIR}",
+                },
+            }
+        ),
+        environ=env,
+    ).servers
+    web, local = servers["web"], servers["local"]
+    assert isinstance(web, HttpServerConfig) and isinstance(web.auth, ApiKeyAuth)
+    assert web.url == "http://127.0.0.1:8080/mcp"
+    assert web.auth.key == "sk-1"
+    assert isinstance(local, StdioServerConfig)
+    assert local.args == ["--root", "/srv/w/x"]
+    assert local.env == {"K": "sk-1"}
+    assert local.cwd == "/srv/w"
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [({}, "fallback"), ({"LEVEL": ""}, "fallback"), ({"LEVEL": "debug"}, "debug")],
+)
+def test_variable_default(environ: dict[str, str], expected: str) -> None:
+    server = parse_config(
+        _text({"s": {**STDIO, "env": {"L": "${LEVEL:-fallback}"}}}), environ=environ
+    ).servers["s"]
+    assert isinstance(server, StdioServerConfig)
+    assert server.env == {"L": expected}
+
+
+def test_unset_variable_is_named() -> None:
+    err = _reject({"s": {**HTTP, "auth": {"type": "api_key", "key": "${KEEN_TEST_UNSET_KEY}"}}}, environ={})
+    assert (err.server, err.field) == ("s", "auth.key")
+    assert "KEEN_TEST_UNSET_KEY" in err.message
+    assert "export KEEN_TEST_UNSET_KEY" in err.message
+
+
+def test_process_environment_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KEEN_TEST_CMD", "from-env")
+    server = parse_config(_text({"s": {"command": "${KEEN_TEST_CMD}"}})).servers["s"]
+    assert isinstance(server, StdioServerConfig)
+    assert server.command == "from-env"
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+
+def test_save_config_writes_0600_atomically(tmp_path: Path) -> None:
+    path = tmp_path / "mcp" / "configs.json"
+    path.parent.mkdir()
+    path.write_text('{"version": 1, "servers": {}}')
+    os.chmod(path, 0o644)
+    old_view = tmp_path / "old-view"
+    os.link(path, old_view)  # a reader holding the old inode must keep seeing the whole old file
+    data = {"version": 1, "servers": {"internal": {**HTTP, "auth": {"type": "api_key", "key": "${K}"}}}}
+
+    save_config(data, path)
+
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text()) == data  # ${K} stays unexpanded
+    assert old_view.read_text() == '{"version": 1, "servers": {}}'
+    assert path.stat().st_ino != old_view.stat().st_ino
+    assert sorted(p.name for p in path.parent.iterdir()) == ["configs.json"]
+    loaded = load_config(path, environ={"K": "v"}).servers["internal"]
+    assert isinstance(loaded, HttpServerConfig) and isinstance(loaded.auth, ApiKeyAuth)
+    assert loaded.auth.key == "v"
+
+
+def test_save_config_creates_missing_directories(tmp_path: Path) -> None:
+    path = tmp_path / "new-home" / "mcp" / "configs.json"
+    save_config({"version": 1, "servers": {"s": STDIO}}, path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert list(load_config(path).servers) == ["s"]
