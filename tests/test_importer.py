@@ -387,7 +387,7 @@ def test_bad_files(tmp_path: Path, content: str, needle: str) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="does not exist"):
         import_mcp_file(tmp_path / "nope.json")
 
 

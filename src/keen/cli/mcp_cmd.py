@@ -239,18 +239,11 @@ def connect(
     outcome = run(body)
     status = outcome.status
     if as_json:
-        print_json(
-            {
-                **status.to_dict(),
-                "skill": f"mcp:{server}",
-                "skill_enabled": outcome.enabled,
-                "skill_path": str(outcome.skill_path),
-            }
-        )
-    elif status.state.value == "connected":
+        print_json({**status.to_dict(), "skill": outcome.entry.to_dict()})
+    elif status.state is ServerState.CONNECTED:
         out.print(
-            f"[green]connected[/] {server}: {status.tool_count} tools; skill mcp:{server} enabled at "
-            f"{outcome.skill_path}"
+            f"[green]connected[/] {server}: {status.tool_count} tools; skill mcp:{server} "
+            f"{'enabled' if outcome.enabled else 'disabled'} at {outcome.entry.skill_path}"
         )
-    if status.state.value != "connected":
+    if status.state is not ServerState.CONNECTED:
         fail(f"{status.last_error or status.state.value}; skill mcp:{server} is disabled until it connects")

@@ -75,7 +75,7 @@ def schema_relpath(name: str) -> str:
         return _reject(f"the name is longer than {MAX_NAME_CHARS} characters")
     if "\x00" in name:
         return _reject("the name contains a NUL character")
-    if any(_unsafe_char(ch) for ch in name):
+    if not name.isprintable() and any(_unsafe_char(ch) for ch in name):
         return _reject("the name contains a control or invisible formatting character")
     if "\\" in name:
         return _reject("the name contains a backslash")
@@ -134,6 +134,10 @@ def plan_paths(names: list[str]) -> tuple[list[PlannedTool], list[RejectedTool]]
 
 def display_text(text: str, limit: int = 80) -> str:
     """``text`` with unsafe characters escaped (``\\u0000``), ``|`` escaped for tables, cut to ``limit``."""
+    if not text:
+        return "(empty)"
+    if text.isprintable() and "|" not in text and len(text) <= limit:
+        return text
     out: list[str] = []
     for ch in text[: limit + 1]:
         if _unsafe_char(ch):
@@ -151,8 +155,11 @@ def one_line(text: str, limit: int = 120, *, first_sentence: bool = True) -> str
     """A one-line summary: first non-blank line, first sentence (when asked), whitespace
     collapsed, control characters dropped, at most ``limit`` characters (ending in ``…``
     when cut, at a word boundary when there is one in the second half)."""
-    cleaned = "".join(" " if _unsafe_char(ch) and ch not in "\n\r" else ch for ch in text)
-    line = next((ln for ln in cleaned.splitlines() if ln.strip()), "")
+    line = next((ln for ln in text.splitlines() if ln.strip()), "")
+    # Only the head matters; bounding it keeps a 100 kB description cheap.
+    line = line[: limit * 4]
+    if not line.isprintable():
+        line = "".join(" " if _unsafe_char(ch) else ch for ch in line)
     line = " ".join(line.split())
     if first_sentence:
         line = _SENTENCE_END.split(line, maxsplit=1)[0].strip()

@@ -59,6 +59,18 @@ def dump_json(data: Any) -> bytes:
     return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+def _prose(markdown: str) -> str:
+    """Instructions without markdown headings, rules, fences and table rows, which make a
+    poor first sentence (many servers open with ``# <Name> Instructions``)."""
+    kept = []
+    for line in markdown.splitlines():
+        bare = line.strip()
+        if not bare or bare.startswith(("#", "```", "---", "===", "|")):
+            continue
+        kept.append(bare.lstrip("-*> ").strip())
+    return " ".join(kept)
+
+
 def describe_server(server: str, info: ServerInfo | None, tool_names: list[str]) -> str:
     """The frontmatter ``description``: when to use the server, on one line, <= 200 chars.
 
@@ -68,7 +80,7 @@ def describe_server(server: str, info: ServerInfo | None, tool_names: list[str])
     control characters, so a server cannot flood the prompt catalog.
     """
     lead = f"Use for the `{server}` MCP server"
-    instructions = one_line(info.instructions or "", _ABOUT_CHARS) if info else ""
+    instructions = one_line(_prose(info.instructions or ""), _ABOUT_CHARS) if info else ""
     label = ""
     if info and not instructions:
         label = one_line(info.title or "", _ABOUT_CHARS, first_sentence=False)

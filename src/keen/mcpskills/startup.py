@@ -15,8 +15,7 @@ import anyio
 
 from keen import paths
 from keen.mcp import Manager, ServerState, ServerStatus
-from keen.mcpskills.generate import GenerationReport, generate_skill, skill_name
-from keen.mcpskills.sync import ServerSnapshot, SyncReport, sync_mcp_skills
+from keen.mcpskills.sync import ServerSnapshot, SyncEntry, SyncReport, sync_mcp_skills, sync_server
 from keen.skills.config import SkillsConfig
 
 __all__ = ["ConnectOutcome", "connect_server", "snapshots", "sync_from_manager"]
@@ -45,33 +44,31 @@ async def sync_from_manager(
 
 @dataclass(frozen=True)
 class ConnectOutcome:
-    """``status`` after the reconnect; ``generation`` when the skill was regenerated;
-    ``enabled``: the skill's enabled flag now; ``skill_path``."""
+    """``status`` after the reconnect; ``entry``: what happened to the skill (generated and
+    enabled, or disabled with a hint)."""
 
     status: ServerStatus
-    enabled: bool
-    skill_path: Path
-    generation: GenerationReport | None = None
+    entry: SyncEntry
+
+    @property
+    def enabled(self) -> bool:
+        return self.entry.enabled
 
 
 async def connect_server(
     manager: Manager, server: str, *, skills_root: Path | None = None, interactive: bool = True
 ) -> ConnectOutcome:
-    """Reconnect ``server``, then regenerate + enable its skill, or disable it on failure.
+    """Reconnect ``server``, then regenerate + enable its skill, or disable it on failure
+    (seeds/001 "Manual refresh and authentication"); other skills are left alone.
 
     Raises ``ServerNotConfigured``. ``interactive`` lets an OAuth server open the browser.
     """
     root = skills_root or paths.skills_dir()
     status = await manager.refresh(server, interactive=interactive)
     config = SkillsConfig.load(root / "config.json")
-    name = skill_name(server)
-    generation: GenerationReport | None = None
-    if status.state is ServerState.CONNECTED:
-        tools = manager.list_tools(server)
-        info = manager.server_info(server)
-        generation = await anyio.to_thread.run_sync(lambda: generate_skill(root, status, tools, info=info))
-        config.set_enabled(name, True)
-    else:
-        config.set_enabled(name, False)
-    await anyio.to_thread.run_sync(config.save)
-    return ConnectOutcome(status, config.is_enabled(name), root / name, generation)
+    tools = manager.list_tools(server) if status.state is ServerState.CONNECTED else []
+    snapshot = ServerSnapshot(status, tools, manager.server_info(server))
+    entry = await anyio.to_thread.run_sync(
+        lambda: sync_server(snapshot, skills_root=root, skills_config=config, force_enable=True)
+    )
+    return ConnectOutcome(status, entry)

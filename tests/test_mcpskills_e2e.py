@@ -1,0 +1,103 @@
+"""Startup sync against real MCP servers: a stdio server, one that dies at start, and a
+Streamable HTTP server that rejects the configured API key (seeds/001 "Startup synchronization")."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.http_servers import make_basic_server, serve_http
+from keen import paths
+from keen._redact import redactor
+from keen.mcp import Manager
+from keen.mcpskills import MARKER_FILE, ServerSnapshot, sync_mcp_skills
+from keen.skills import SkillsConfig, discover
+
+SERVERS = Path(__file__).parent / "servers"
+WRONG_KEY = "wrong-key-7f3a9c2e"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def snapshots(manager: Manager) -> list[ServerSnapshot]:
+    out: list[ServerSnapshot] = []
+    for st in manager.servers():
+        tools = manager.list_tools(st.name) if st.state.value == "connected" else []
+        out.append(ServerSnapshot(st, tools, manager.server_info(st.name)))
+    return out
+
+
+@pytest.mark.anyio
+async def test_sync_from_real_servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path / "home"))
+    redactor.add(WRONG_KEY)
+    with serve_http(make_basic_server(), api_key="right-key-1234") as srv:
+        config = {
+            "version": 1,
+            "servers": {
+                "basic": {
+                    "transport": "stdio",
+                    "command": sys.executable,
+                    "args": [
+                        str(SERVERS / "basic_stdio.py"),
+                        "--tools",
+                        "3",
+                        "--instructions",
+                        "Echo and add.",
+                    ],
+                },
+                "crashy": {
+                    "transport": "stdio",
+                    "command": sys.executable,
+                    "args": [str(SERVERS / "exit_now.py")],
+                },
+                "locked": {
+                    "transport": "streamable_http",
+                    "url": srv.url,
+                    "auth": {"type": "api_key", "key": WRONG_KEY},
+                },
+            },
+        }
+        paths.mcp_config_path().parent.mkdir(parents=True)
+        paths.mcp_config_path().write_text(json.dumps(config), encoding="utf-8")
+        async with Manager() as manager:
+            assert await manager.wait_ready(timeout=60)
+            snaps = await snapshots(manager)
+            basic_tools = manager.list_tools("basic")
+    root = paths.skills_dir()
+    report = sync_mcp_skills(
+        snaps, skills_root=root, skills_config=SkillsConfig.load(paths.skills_config_path())
+    )
+    by = {e.server: e for e in report.entries}
+    assert (by["basic"].action, by["basic"].enabled) == ("generated", True)
+    assert (by["crashy"].action, by["crashy"].enabled, by["crashy"].state) == (
+        "disabled",
+        False,
+        "disconnected",
+    )
+    assert by["locked"].state in ("auth_failed", "auth_required") and not by["locked"].enabled
+    assert "keen mcp connect locked" in by["locked"].hint
+    skill = root / "mcp:basic"
+    names = sorted(t.name for t in basic_tools)
+    assert "echo" in names and "extra_0002" in names
+    assert sorted(p.stem for p in (skill / "schemas").glob("*.json")) == names
+    echo = next(t for t in basic_tools if t.name == "echo")
+    schema = json.loads((skill / "schemas" / "echo.json").read_text(encoding="utf-8"))
+    assert schema["inputSchema"] == echo.input_schema and schema["server"] == "basic"
+    assert schema["annotations"]["readOnlyHint"] is True
+    text = (skill / "SKILL.md").read_text(encoding="utf-8")
+    assert "Echo and add." in text and "| echo | Return the text unchanged. | schemas/echo.json |" in text
+    marker = json.loads((skill / MARKER_FILE).read_text(encoding="utf-8"))
+    assert marker["tool_count"] == len(basic_tools) and marker["status"] == "connected"
+    found = discover(root)
+    assert [s.name for s in found.enabled] == ["mcp:basic"]
+    for path in root.rglob("*"):
+        if path.is_file():
+            assert WRONG_KEY.encode() not in path.read_bytes(), path
+    assert WRONG_KEY not in json.dumps(report.to_dict())
