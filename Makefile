@@ -12,7 +12,7 @@ SHARED ?= ../shared
 TOKENIZER := $(wildcard $(SHARED)/data/tokenizers/o200k_base.tiktoken)
 export KEEN_TOKENIZER_FILE ?= $(abspath $(TOKENIZER))
 
-.PHONY: demo test bench lint peers install install-dev clean
+.PHONY: demo test bench lint peers install install-dev clean conformance
 
 $(VENV)/.base: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ lint: $(VENV)/.dev
 bench: $(VENV)/.dev peers
 	$(PY) bench/startup.py
 	$(PY) bench/call_overhead.py
+
+# The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.
+conformance: $(VENV)/.dev
+	$(PY) tests/conformance/run.py
 
 clean:
 	rm -rf $(VENV) $(PEERS) .pytest_cache .ruff_cache

@@ -234,7 +234,15 @@ def connect(
     async def body() -> Any:
         async with Manager(only=set()) as manager:
             manager.status(server)
-            return await connect_server(manager, server)
+
+            def show_url(url: str) -> None:
+                err.print(
+                    f"Sign in to {server} in your browser; if it did not open, visit:\n{url}",
+                    markup=False,
+                    highlight=False,
+                )
+
+            return await connect_server(manager, server, on_authorization_url=show_url)
 
     outcome = run(body)
     status = outcome.status

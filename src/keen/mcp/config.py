@@ -96,6 +96,9 @@ class OAuthAuth(_Model):
     client_id: str | None = None
     client_secret: str | None = Field(default=None, repr=False)
     callback_port: int = Field(default=1456, ge=1, le=65535)
+    client_metadata_url: str | None = None
+    """An https URL (not the root path) of a client ID metadata document, used as the client_id
+    where the authorization server supports it instead of dynamic registration."""
 
 
 AuthConfig = Annotated[NoAuth | ApiKeyAuth | OAuthAuth, Field(discriminator="type")]

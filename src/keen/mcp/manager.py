@@ -54,8 +54,8 @@ class Manager:
         config_path: ``configs.json``; default ``$KEEN_HOME/mcp/configs.json``. Missing = no servers.
         config: an already-loaded config (wins over ``config_path``).
         logs_dir: where stdio servers' stderr goes; default ``$KEEN_HOME/logs``.
-        auth_factory: builds the OAuth ``httpx2.Auth`` for ``oauth`` servers; without one they
-            report ``auth_required``.
+        auth_factory: builds the OAuth ``httpx2.Auth`` for ``oauth`` servers; default: tokens
+            from ``$KEEN_HOME/mcp/auth/<server>.json``, never a browser in the background.
         only: connect just these servers (the others stay ``configured``); ``refresh`` starts one.
 
     Raises ``ConfigError`` from :meth:`start` when the config is invalid (nothing starts).
@@ -73,6 +73,10 @@ class Manager:
         self.config_path = config_path or paths.mcp_config_path()
         self._config = config
         self._logs_dir = logs_dir
+        if auth_factory is None:
+            from keen.mcp.auth import oauth_auth_factory
+
+            auth_factory = oauth_auth_factory()
         self._auth_factory = auth_factory
         self._only = only
         self._runtimes: dict[str, ServerRuntime] = {}

@@ -8,13 +8,17 @@ success, or disable it on failure, leaving every other server's skill alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
 from keen import paths
+from keen.errors import KeenError
 from keen.mcp import Manager, ServerState, ServerStatus
+from keen.mcp.auth import authorize_interactively
+from keen.mcp.config import HttpServerConfig, OAuthAuth
 from keen.mcpskills.sync import ServerSnapshot, SyncEntry, SyncReport, sync_mcp_skills, sync_server
 from keen.skills.config import SkillsConfig
 
@@ -56,19 +60,36 @@ class ConnectOutcome:
 
 
 async def connect_server(
-    manager: Manager, server: str, *, skills_root: Path | None = None, interactive: bool = True
+    manager: Manager,
+    server: str,
+    *,
+    skills_root: Path | None = None,
+    sign_in: bool = True,
+    on_authorization_url: Callable[[str], None] | None = None,
 ) -> ConnectOutcome:
     """Reconnect ``server``, then regenerate + enable its skill, or disable it on failure
     (seeds/001 "Manual refresh and authentication"); other skills are left alone.
 
-    Raises ``ServerNotConfigured``. ``interactive`` lets an OAuth server open the browser.
+    For an OAuth server with ``sign_in``, first clear its stored token and run the browser
+    sign-in (``authorize_interactively``: the URL also goes to ``on_authorization_url``).
+    Raises ``ServerNotConfigured``; a failed sign-in raises its ``AuthRequired`` /
+    ``AuthFailed`` after the skill has been disabled.
     """
     root = skills_root or paths.skills_dir()
-    status = await manager.refresh(server, interactive=interactive)
+    config_entry = manager.config.servers.get(server)
+    sign_in_error: KeenError | None = None
+    if sign_in and isinstance(config_entry, HttpServerConfig) and isinstance(config_entry.auth, OAuthAuth):
+        try:
+            await authorize_interactively(server, config_entry, on_authorization_url=on_authorization_url)
+        except KeenError as exc:
+            sign_in_error = exc
+    status = await manager.refresh(server)
     config = SkillsConfig.load(root / "config.json")
     tools = manager.list_tools(server) if status.state is ServerState.CONNECTED else []
     snapshot = ServerSnapshot(status, tools, manager.server_info(server))
     entry = await anyio.to_thread.run_sync(
         lambda: sync_server(snapshot, skills_root=root, skills_config=config, force_enable=True)
     )
+    if sign_in_error is not None and status.state is not ServerState.CONNECTED:
+        raise sign_in_error
     return ConnectOutcome(status, entry)

@@ -98,7 +98,7 @@ async def authorize_interactively(
         open_browser=open_browser,
         on_authorization_url=on_authorization_url,
         timeout=timeout,
-        client_metadata_url=client_metadata_url,
+        client_metadata_url=client_metadata_url or config.auth.client_metadata_url,
         extra_scope=pending,
     )
     budget = timeout + config.timeouts.connect + config.timeouts.list_tools
@@ -147,7 +147,7 @@ def oauth_auth_factory(
             open_browser=open_browser if interactive else None,
             on_authorization_url=on_authorization_url if interactive else None,
             timeout=timeout,
-            client_metadata_url=client_metadata_url,
+            client_metadata_url=client_metadata_url or oauth.client_metadata_url,
         )
         return auth, store.has_tokens()
 

@@ -40,7 +40,7 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import anyio.to_thread
 import httpx2
-from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 from mcp.shared.auth import (
     AuthorizationCodeResult,
@@ -56,6 +56,7 @@ from pydantic import AnyUrl, PrivateAttr, ValidationError
 
 from keen._redact import redactor
 from keen.errors import AuthFailed, AuthRequired, KeenError
+from keen.mcp.auth._wording import flow_error, oauth_error_text, short, sign_in_message
 from keen.mcp.auth.callback import CallbackListener, redirect_uri
 from keen.mcp.auth.store import AuthMetadata, TokenStore
 from keen.mcp.config import OAuthAuth
@@ -201,7 +202,9 @@ class KeenOAuthProvider(OAuthClientProvider):
                     if self._step_up:
                         self._forget_narrow_registration(extract_field_from_www_auth(response, "scope"))
                 elif "/.well-known/" in outgoing.url.path:
-                    self._discovery.append(f"{_bare(outgoing.url)} -> HTTP {response.status_code}")
+                    attempt = f"{_bare(outgoing.url)} -> HTTP {response.status_code}"
+                    if attempt not in self._discovery:
+                        self._discovery.append(attempt)
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
@@ -210,7 +213,8 @@ class KeenOAuthProvider(OAuthClientProvider):
                 self.failure = exc
             raise
         except (OAuthFlowError, ValidationError) as exc:
-            error = self._translate(exc)
+            no_metadata = self.context.oauth_metadata is None
+            error = flow_error(self.server, exc, no_metadata=no_metadata, discovery=self._discovery)
             self.failure = error
             raise error from exc
         finally:
@@ -283,7 +287,7 @@ class KeenOAuthProvider(OAuthClientProvider):
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
         if response.status_code != 200:
-            self._refresh_error = await _oauth_error_text(response)
+            self._refresh_error = await oauth_error_text(response)
         ok = await super()._handle_refresh_response(response)
         if ok:
             self._refresh_error = None
@@ -294,7 +298,7 @@ class KeenOAuthProvider(OAuthClientProvider):
         """Bind the callback port, send the user to the authorization URL, and serve the
         callback until it arrives; :meth:`_callback` hands the result to the SDK."""
         if not self.interactive:  # defensive: the background flow never reaches the SDK's redirect
-            raise AuthRequired(_sign_in_message(self.server), server=self.server)
+            raise AuthRequired(sign_in_message(self.server), server=self.server)
         state = parse_qs(urlsplit(authorization_url).query).get("state", [""])[0]
         listener = CallbackListener(server=self.server, port=self._cfg.callback_port)
         await listener.open()
@@ -416,7 +420,7 @@ class KeenOAuthProvider(OAuthClientProvider):
             ) or extract_field_from_www_auth(response, "error")
             return AuthFailed(
                 f'MCP server "{name}" rejected the saved sign-in (HTTP 401'
-                + (f": {redactor.redact(_short(reason))}" if reason else "")
+                + (f": {redactor.redact(short(reason))}" if reason else "")
                 + f"); run: keen mcp connect {name} to sign in again",
                 server=name,
             )
@@ -425,43 +429,7 @@ class KeenOAuthProvider(OAuthClientProvider):
                 f'the sign-in for MCP server "{name}" has expired and cannot be renewed; run: keen mcp connect {name}',
                 server=name,
             )
-        return AuthRequired(_sign_in_message(name), server=name)
-
-    def _translate(self, exc: Exception) -> AuthFailed:
-        name = self.server
-        if isinstance(exc, ValidationError):
-            detail = _short(str(exc.errors()[0].get("msg", "invalid")))
-            return AuthFailed(
-                f'the authorization server of MCP server "{name}" sent an answer Keen cannot read ({detail}); '
-                "ask the server's operator, or retry later",
-                server=name,
-            )
-        detail = redactor.redact(_short(str(exc)))
-        if self.context.oauth_metadata is None and not isinstance(exc, OAuthTokenError):
-            tried = "; ".join(self._discovery[:4]) or "none answered"
-            return AuthFailed(
-                f'MCP server "{name}" asked for OAuth sign-in, but its OAuth metadata is missing or malformed '
-                f"(tried: {tried}); the fallback failed too ({detail}). Check the server's url in configs.json, "
-                "or ask its operator whether it supports MCP OAuth",
-                server=name,
-            )
-        if isinstance(exc, OAuthRegistrationError):
-            return AuthFailed(
-                f'the authorization server of MCP server "{name}" refused to register Keen as a client ({detail}); '
-                'if it needs a pre-registered client, set "client_id" (and "client_secret") in the server\'s '
-                '"auth" in configs.json',
-                server=name,
-            )
-        if isinstance(exc, OAuthTokenError):
-            return AuthFailed(
-                f'the authorization server of MCP server "{name}" refused the token request ({detail}); '
-                f"run: keen mcp connect {name} to sign in again",
-                server=name,
-            )
-        return AuthFailed(
-            f'OAuth sign-in for MCP server "{name}" failed: {detail}; run: keen mcp connect {name} to try again',
-            server=name,
-        )
+        return AuthRequired(sign_in_message(name), server=name)
 
 
 def create_oauth_auth(
@@ -512,10 +480,6 @@ def create_oauth_auth(
     )
 
 
-def _sign_in_message(server: str) -> str:
-    return f'MCP server "{server}" needs you to sign in; run: keen mcp connect {server}'
-
-
 def _jsonrpc_method(request: httpx2.Request) -> str | None:
     try:
         message = json.loads(request.content)
@@ -530,37 +494,5 @@ def _is_step_up(response: httpx2.Response) -> bool:
     )
 
 
-async def _oauth_error_text(response: httpx2.Response) -> str:
-    """``error (error_description)`` from an RFC 6749 error body, else ``HTTP <status>``; redacted."""
-    await response.aread()
-    text = f"HTTP {response.status_code}"
-    try:
-        body = json.loads(response.content)
-    except ValueError:
-        return text
-    if isinstance(body, dict) and isinstance(body.get("error"), str):
-        text = body["error"]
-        if isinstance(body.get("error_description"), str):
-            text += f": {body['error_description']}"
-    return redactor.redact(_short(text))
-
-
 def _bare(url: httpx2.URL) -> str:
     return str(url.copy_with(query=None, fragment=None))
-
-
-def _short(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-class _QuietKeenErrors(logging.Filter):
-    """Drop the SDK's ``OAuth flow error`` traceback when the error is Keen's own, already-worded
-    signal (a timeout, a refused state): the caller reports it; a traceback adds only noise."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        return not (record.getMessage() == "OAuth flow error" and isinstance(exc, KeenError))
-
-
-logging.getLogger("mcp.client.auth.oauth2").addFilter(_QuietKeenErrors())

@@ -1,0 +1,131 @@
+"""The loopback callback listener (seeds/001: localhost:1456/auth/mcp/callback), over real sockets.
+
+Only the right path with the right ``state`` ends the wait; other requests get 404 and an
+idle connection (a browser's pre-connect) does not block the real callback. Ctrl-C during
+``keen mcp connect`` ends the process cleanly and frees the port.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+
+from keen.errors import AuthFailed
+from keen.mcp.auth import CALLBACK_PATH, DEFAULT_CALLBACK_PORT, CallbackListener, FileTokenStore, redirect_uri
+from test_oauth_support import free_port, serve_oauth
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def _get(url: str) -> httpx2.Response:
+    async with httpx2.AsyncClient(timeout=10) as client:
+        return await client.get(url)
+
+
+def test_the_redirect_uri_is_the_one_seeds_001_names() -> None:
+    assert DEFAULT_CALLBACK_PORT == 1456
+    assert redirect_uri() == "http://localhost:1456/auth/mcp/callback"
+    assert CALLBACK_PATH == "/auth/mcp/callback"
+
+
+async def test_only_the_callback_with_the_right_state_ends_the_wait() -> None:
+    port = free_port()
+    listener = CallbackListener(server="demo", port=port)
+    await listener.open()
+    answers: list[int] = []
+
+    async def browser() -> None:
+        idle = await anyio.connect_tcp("127.0.0.1", port)  # a pre-connect that never sends a byte
+        answers.append((await _get(f"http://127.0.0.1:{port}/favicon.ico")).status_code)
+        ok = await _get(
+            f"http://127.0.0.1:{port}{CALLBACK_PATH}?code=the-code-1234&state=s1&iss=https%3A%2F%2Fas"
+        )
+        answers.append(ok.status_code)
+        await idle.aclose()
+
+    results = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(browser)
+        results.append(await listener.wait("s1", timeout=20))
+
+    assert answers == [404, 200]
+    assert [(r.code, r.state, r.iss) for r in results] == [("the-code-1234", "s1", "https://as")]
+    assert not listener.is_open
+    await _listen_again(port)
+
+
+async def _listen_again(port: int) -> None:
+    """The port is free for the next sign-in: a new listener binds it."""
+    again = CallbackListener(server="demo", port=port)
+    await again.open()
+    await again.aclose()
+
+
+async def test_a_callback_without_a_code_fails_clearly() -> None:
+    port = free_port()
+    listener = CallbackListener(server="demo", port=port)
+    await listener.open()
+    failures: list[AuthFailed] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_get, f"http://127.0.0.1:{port}{CALLBACK_PATH}?state=s1")
+        try:
+            await listener.wait("s1", timeout=20)
+        except AuthFailed as exc:
+            failures.append(exc)
+    assert [str(f) for f in failures] == [
+        'the sign-in callback for MCP server "demo" carried no authorization code; '
+        "run: keen mcp connect demo to try again"
+    ]
+
+
+_CONNECT_SCRIPT = """
+import sys, anyio
+from keen.mcp.config import HttpServerConfig, OAuthAuth
+from keen.mcp.oauth import authorize_interactively
+
+def announce(url):
+    print("BROWSER", flush=True)  # the user never comes back
+    return True
+
+config = HttpServerConfig(transport="streamable_http", url=sys.argv[1],
+                          auth=OAuthAuth(type="oauth", callback_port=int(sys.argv[2])))
+anyio.run(lambda: authorize_interactively("demo", config, open_browser=announce))
+"""
+
+
+def test_ctrl_c_during_connect_stops_cleanly_and_frees_the_port(tmp_path: Path) -> None:
+    port = free_port()
+    with serve_oauth() as srv:
+        env = {**os.environ, "KEEN_HOME": str(tmp_path / "home")}
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CONNECT_SCRIPT, srv.url, str(port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "BROWSER"  # the listener is bound by now
+            with socket.socket() as probe, pytest.raises(OSError):
+                probe.bind(("127.0.0.1", port))
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode != 0
+    assert "KeyboardInterrupt" in stderr or proc.returncode == -signal.SIGINT
+    anyio.run(_listen_again, port)
+    assert not FileTokenStore("demo", tmp_path / "home" / "mcp" / "auth").has_tokens()

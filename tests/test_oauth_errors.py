@@ -1,0 +1,146 @@
+"""Bad input during sign-in: each a clear message, the right error type, nothing saved.
+
+Metadata missing or malformed, registration refused, a callback with the wrong ``state``,
+the user denying access, a port already in use, no answer in time, an unusable token file.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from helpers.http_servers import make_basic_server, serve_http
+from keen.errors import AuthFailed, AuthRequired, ConfigError
+from keen.mcp.auth import CallbackListener
+from keen.mcp.config import HttpServerConfig
+from keen.mcp.oauth import FileTokenStore, authorize_interactively, classify_auth_failure
+from test_oauth_support import Browser, background_auth, free_port, list_tool_names, oauth_config, serve_oauth
+
+pytestmark = pytest.mark.anyio
+
+
+def _nothing_saved(keen_home: Path) -> bool:
+    return not (keen_home / "mcp" / "auth" / "demo.json").exists() or not FileTokenStore("demo").has_tokens()
+
+
+async def test_server_without_oauth_metadata_is_a_clear_auth_failure(keen_home: Path) -> None:
+    # Answers 401 "Bearer" but publishes neither RFC 9728 nor RFC 8414 metadata.
+    with serve_http(make_basic_server(), api_key="not-oauth") as srv:
+        browser = Browser()
+        with pytest.raises(AuthFailed) as caught:
+            await authorize_interactively("demo", oauth_config(srv.url), open_browser=browser, timeout=10)
+    message = str(caught.value)
+    assert message.startswith(
+        'MCP server "demo" asked for OAuth sign-in, but its OAuth metadata is missing or malformed'
+    )
+    assert "/.well-known/oauth-protected-resource/mcp -> HTTP 401" in message
+    assert "Check the server's url in configs.json" in message
+    assert browser.visits == [] and _nothing_saved(keen_home)
+
+
+async def test_malformed_metadata_is_a_clear_auth_failure(keen_home: Path) -> None:
+    with serve_oauth(malformed_metadata=True) as srv:
+        browser = Browser()
+        with pytest.raises(AuthFailed) as caught:
+            await authorize_interactively("demo", oauth_config(srv.url), open_browser=browser, timeout=10)
+        assert srv.provider.clients == {}
+    assert "OAuth metadata is missing or malformed" in str(caught.value)
+    assert "-> HTTP 200" in str(caught.value)
+    assert browser.visits == [] and _nothing_saved(keen_home)
+
+
+async def test_refused_registration_says_how_to_use_a_preregistered_client(keen_home: Path) -> None:
+    with serve_oauth() as srv:
+        browser = Browser()
+        config = oauth_config(srv.url, scopes=["bogus"])  # the server rejects clients asking for it
+        with pytest.raises(AuthFailed) as caught:
+            await authorize_interactively("demo", config, open_browser=browser, timeout=10)
+    message = str(caught.value)
+    assert message.startswith(
+        'the authorization server of MCP server "demo" refused to register Keen as a client'
+    )
+    assert "invalid_client_metadata" in message
+    assert 'set "client_id" (and "client_secret")' in message
+    assert browser.visits == [] and _nothing_saved(keen_home)
+
+
+async def test_callback_with_the_wrong_state_is_rejected_and_nothing_saved(keen_home: Path) -> None:
+    with serve_oauth() as srv:
+        browser = Browser(tamper_state=True)
+        with pytest.raises(AuthFailed) as caught:
+            await authorize_interactively("demo", oauth_config(srv.url), open_browser=browser, timeout=10)
+        assert srv.provider.issued == []  # the code was never exchanged
+    assert "carried a state that does not match the request Keen made" in str(caught.value)
+    assert str(caught.value).endswith("Run: keen mcp connect demo to try again")
+    assert browser.statuses == [400]
+    assert _nothing_saved(keen_home)
+
+
+async def test_user_denying_access_is_reported_with_the_servers_reason(keen_home: Path) -> None:
+    with serve_oauth() as srv, pytest.raises(AuthFailed) as caught:
+        await authorize_interactively(
+            "demo", oauth_config(srv.url), open_browser=Browser(deny=True), timeout=10
+        )
+    assert "refused the sign-in: access_denied (The user said no)" in str(caught.value)
+    assert _nothing_saved(keen_home)
+
+
+async def test_callback_port_in_use_fails_before_the_browser_opens(keen_home: Path) -> None:
+    port = free_port()
+    with serve_oauth() as srv, socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen(1)
+        browser = Browser()
+        with pytest.raises(AuthRequired) as caught:
+            await authorize_interactively(
+                "demo", oauth_config(srv.url, callback_port=port), open_browser=browser
+            )
+    message = str(caught.value)
+    assert f"on localhost:{port}: the port is already in use" in message
+    assert 'set "callback_port"' in message and message.endswith("run: keen mcp connect demo")
+    assert browser.visits == []
+
+
+async def test_no_answer_from_the_browser_times_out_and_frees_the_port(keen_home: Path) -> None:
+    seen: list[str] = []
+    with serve_oauth() as srv:
+        config = oauth_config(srv.url)
+        with pytest.raises(AuthRequired) as caught:
+            await authorize_interactively(
+                "demo", config, open_browser=lambda url: seen.append(url) or True, timeout=1
+            )
+    assert 'sign-in for MCP server "demo" timed out: no answer from the browser within 1 s' in str(
+        caught.value
+    )
+    assert len(seen) == 1
+    again = CallbackListener(server="demo", port=config.auth.callback_port)  # type: ignore[union-attr]
+    await again.open()  # the port is free for the next sign-in
+    await again.aclose()
+
+
+async def test_an_unusable_token_file_is_auth_failed_and_connect_replaces_it(keen_home: Path) -> None:
+    path = keen_home / "mcp" / "auth" / "demo.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"version": 1, "tokens": {"access_token": "tok_in_a_broken_file_123"')
+    with serve_oauth() as srv:
+        config = oauth_config(srv.url)
+        auth = background_auth("demo", config)
+        with pytest.raises(Exception) as caught:
+            await list_tool_names(auth, srv.url)
+        error = classify_auth_failure(caught.value, server="demo", auth=auth)
+        assert isinstance(error, AuthFailed)
+        assert f'the saved sign-in for MCP server "demo" at {path} is unusable (invalid JSON' in str(error)
+        assert "tok_in_a_broken_file_123" not in str(error)
+
+        result = await authorize_interactively("demo", config, open_browser=Browser(), timeout=30)
+        assert result.signed_in
+        assert await list_tool_names(background_auth("demo", config), srv.url) == ["echo", "admin_task"]
+
+
+async def test_connect_on_a_server_without_oauth_is_a_config_error(keen_home: Path) -> None:
+    config = HttpServerConfig(transport="streamable_http", url="http://127.0.0.1:9/mcp")
+    with pytest.raises(ConfigError) as caught:
+        await authorize_interactively("plain", config, open_browser=Browser())
+    assert 'MCP server "plain" does not use OAuth (auth.type is "none")' in str(caught.value)
