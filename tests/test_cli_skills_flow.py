@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from helpers import stdio_entry
 from helpers.http_servers import HttpServer, make_basic_server, serve_http
 from test_cli_mcp import Home, _make_home

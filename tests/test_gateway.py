@@ -10,8 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import stdio_server
 
+from conftest import stdio_server
 from keen.errors import (
     ApprovalDenied,
     InvalidArguments,

@@ -12,9 +12,9 @@ from typing import Any
 
 import anyio
 import pytest
+
 from conftest import stdio_server
 from helpers.http_servers import make_basic_server, serve_http
-
 from keen.errors import (
     AuthRequired,
     CallTimeout,
@@ -118,10 +118,7 @@ async def test_auth_states_and_redaction(
             with pytest.raises(AuthRequired) as excinfo:
                 await manager.call_tool("oauth", "echo", {"text": "x"})
             errors = [str(excinfo.value)] + [s.last_error for s in manager.servers()]
-    captured = caplog.text + "\n".join(errors)
-    for path_ in keen_home.rglob("*"):
-        if path_.is_file() and path_.name != "configs.json":  # the user's own file holds the keys
-            captured += path_.read_text(errors="replace")
+    captured = caplog.text + "\n".join(errors) + _written_files(keen_home)
     assert wrong not in captured and SECRET not in captured
     assert srv.requests, "the server saw the requests, so the secrets were really sent"
 
@@ -190,11 +187,12 @@ async def test_server_dies_mid_call(write_config: Callable[..., Path]) -> None:
     path = write_config({"mortal": stdio_server("basic_stdio.py")})
     async with Manager(path) as manager:
         assert await manager.wait_ready(20)
+        gone = anyio.Event()
+        manager.subscribe(lambda s: gone.set() if s.state is ServerState.DISCONNECTED else None)
         with pytest.raises(ServerDisconnected, match="went away"):
             await manager.call_tool("mortal", "die", {})
         with anyio.fail_after(10):
-            while manager.status("mortal").state is not ServerState.DISCONNECTED:
-                await anyio.sleep(0.05)
+            await gone.wait()
         assert "fatal: die called" in manager.status("mortal").last_error
         # refresh brings it back
         status = await manager.refresh("mortal")
@@ -225,7 +223,7 @@ async def test_call_errors(write_config: Callable[..., Path]) -> None:
         result = await manager.call_tool("local", "fail", {"message": "boom"})
         assert result.is_error and "boom" in result.text
         began = time.monotonic()
-        with pytest.raises(CallTimeout, match="0.5 s"):
+        with pytest.raises(CallTimeout, match=r"0\.5 s"):
             await manager.call_tool("local", "sleep", {"seconds": 30})
         assert time.monotonic() - began < 5
         # the session survives a timed-out call
@@ -282,6 +280,13 @@ async def test_tool_list_debug_log_is_compact(
     assert len(lines) == 1
     assert lines[0].startswith("server local: tool extra_0001: Generated tool")
     assert len(lines[0]) < 140 and "inputSchema" not in lines[0]
+
+
+def _written_files(keen_home: Path) -> str:
+    """Every file Keen wrote under KEEN_HOME (not configs.json: the user's own file holds keys)."""
+    return "".join(
+        p.read_text(errors="replace") for p in keen_home.rglob("*") if p.is_file() and p.name != "configs.json"
+    )
 
 
 def _alive(pid: int) -> bool:

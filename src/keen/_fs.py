@@ -7,6 +7,7 @@ so a secret never sits in a world-readable file, even briefly.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -32,10 +33,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, fsync: boo
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

@@ -18,6 +18,7 @@ dict per call (arguments redacted).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import logging
@@ -247,10 +248,8 @@ class Gateway:
         arguments = data.get("arguments", {})
         if isinstance(arguments, str):
             # Some models send the arguments object as a JSON string.
-            try:
+            with contextlib.suppress(json.JSONDecodeError):
                 arguments = json.loads(arguments)
-            except json.JSONDecodeError:
-                pass
         return await self.call_for_model(data["server"], data["tool"], arguments)
 
     def shape(self, result: ToolResult) -> GatewayResult:

@@ -11,8 +11,10 @@ import sys
 import typer
 
 from keen import __version__
+from keen.cli import demo_cmd, prompt_cmd
 from keen.cli._common import EXIT_KEEN_ERROR, debug_enabled, err, setup_logging
 from keen.cli.mcp_cmd import app as mcp_app
+from keen.cli.skills_cmd import app as skills_app
 
 __all__ = ["app", "main"]
 
@@ -24,23 +26,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(mcp_app, name="mcp")
-
-
-def _register_optional() -> None:
-    # Sub-commands that live in their own modules; each registers itself when present.
-    from importlib import import_module
-
-    for module, name in (("keen.cli.skills_cmd", "skills"),):
-        try:
-            sub = import_module(module)
-        except ModuleNotFoundError:
-            continue
-        app.add_typer(sub.app, name=name)
-    for module in ("keen.cli.demo_cmd", "keen.cli.prompt_cmd"):
-        try:
-            import_module(module).register(app)
-        except ModuleNotFoundError:
-            continue
+app.add_typer(skills_app, name="skills")
+prompt_cmd.register(app)
+demo_cmd.register(app)
 
 
 def _print_version(value: bool) -> None:
@@ -63,7 +51,6 @@ def _root(
 
 def main() -> None:
     """Console-script entry point: no traceback escapes unless KEEN_DEBUG=1."""
-    _register_optional()
     try:
         app()
     except SystemExit:

@@ -235,11 +235,10 @@ def connect(
         async with Manager(only=set()) as manager:
             manager.status(server)
 
-            def show_url(url: str) -> None:
+            def show_url(url: str, opened: bool) -> None:
+                how = "Opened your browser to sign in" if opened else "Open this URL in a browser to sign in"
                 err.print(
-                    f"Sign in to {server} in your browser; if it did not open, visit:\n{url}",
-                    markup=False,
-                    highlight=False,
+                    f"{how} to {server} (waiting up to 5 minutes):\n{url}", markup=False, highlight=False
                 )
 
             return await connect_server(manager, server, on_authorization_url=show_url)

@@ -15,6 +15,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import TracebackType
 from typing import Any, TextIO
 
 import anyio
@@ -78,8 +79,13 @@ class _EOFWatch:
         await self._inner.__aenter__()
         return self
 
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        return await self._inner.__aexit__(*exc)
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
 
     def __getattr__(self, name: str) -> Any:
         # last_context and other optional attributes the dispatcher probes with getattr
@@ -260,6 +266,8 @@ class ServerRuntime:
                         client_info=_CLIENT_INFO,
                     )
                 )
+                init: mt.InitializeResult | None = None
+                tools: list[Tool] = []
                 # stop() cancels this scope, so shutdown never waits out a hung initialize.
                 with anyio.CancelScope() as self._connect_scope:
                     try:
@@ -274,7 +282,7 @@ class ServerRuntime:
                         self._fail(exc, facts, stderr_path)
                         raise
                 self._connect_scope = None
-                if self._stopping:
+                if self._stopping or init is None:
                     self._set(ServerState.DISCONNECTED, f"stopped while connecting ({facts.phase})")
                     return
                 self._publish(session, init, tools)

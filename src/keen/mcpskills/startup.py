@@ -65,13 +65,13 @@ async def connect_server(
     *,
     skills_root: Path | None = None,
     sign_in: bool = True,
-    on_authorization_url: Callable[[str], None] | None = None,
+    on_authorization_url: Callable[[str, bool], None] | None = None,
 ) -> ConnectOutcome:
     """Reconnect ``server``, then regenerate + enable its skill, or disable it on failure
     (seeds/001 "Manual refresh and authentication"); other skills are left alone.
 
     For an OAuth server with ``sign_in``, first clear its stored token and run the browser
-    sign-in (``authorize_interactively``: the URL also goes to ``on_authorization_url``).
+    sign-in (``authorize_interactively``: ``on_authorization_url(url, opened)`` lets a CLI print the URL).
     Raises ``ServerNotConfigured``; a failed sign-in raises its ``AuthRequired`` /
     ``AuthFailed`` after the skill has been disabled.
     """
