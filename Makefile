@@ -53,6 +53,8 @@ lint: $(VENV)/.dev
 bench: $(VENV)/.dev peers
 	$(PY) bench/startup.py
 	$(PY) bench/call_overhead.py
+	$(PY) bench/mcpskills_generate.py $(SHARED)/data/livemcpbench/tools.json
+	$(PY) bench/footprint.py $(SHARED)/data/livemcpbench/tools.json $(SHARED)/data/toolgym/tool_descriptions.ndjson
 
 # The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.
 conformance: $(VENV)/.dev

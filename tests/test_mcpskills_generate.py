@@ -109,8 +109,8 @@ def test_skill_md_contents_and_schema_shape(tmp_path: Path) -> None:
     assert front is not None
     meta = yaml.safe_load(front)
     assert meta == {"name": "mcp:github", "description": report.description}
-    assert report.description.startswith("Use for the `github` MCP server: Work with GitHub")
-    assert len(report.description) <= 200 and "\n" not in report.description
+    assert report.description.startswith("Work with GitHub: issues")
+    assert len(report.description) <= 100 and "\n" not in report.description
     assert "2026-05-21T12:00:00Z" in body
     assert "call_mcp_tool" in body and '"server": "github"' in body
     assert "| Tool | Description | Schema |" in body
@@ -206,7 +206,7 @@ def test_table_capped_at_1000_rows_all_schemas_written(tmp_path: Path) -> None:
     assert "200 more tools are not listed" in text and "`schemas/`" in text
     assert len(list((report.skill_path / "schemas").glob("*.json"))) == 1200
     assert (report.table_rows, report.omitted_rows, report.schema_count) == (1000, 200, 1200)
-    assert "(1200 tools)" in report.description
+    assert report.description.endswith(", … (1200).")
 
 
 def test_unchanged_keeps_files_and_updates_marker(tmp_path: Path) -> None:
@@ -336,16 +336,16 @@ def test_description_is_one_safe_yaml_line(tmp_path: Path, instructions: str) ->
     assert front is not None and len(front.splitlines()) == 2
     meta = yaml.safe_load(front)
     assert meta["name"] == "mcp:srv" and meta["description"] == report.description
-    assert "\n" not in report.description and len(report.description) <= 200
+    assert "\n" not in report.description and len(report.description) <= 100
     assert "name: evil" not in front.splitlines()
 
 
 def test_description_digest_without_server_info(tmp_path: Path) -> None:
     report = generate_skill(tmp_path / "skills", status("many"), simple_tools("many", 42), now=NOW)
-    assert report.description.startswith("Use for the `many` MCP server. Tools: tool_0000, tool_0001,")
-    assert report.description.endswith(", … (42 tools).") and len(report.description) <= 200
+    assert report.description.startswith("The `many` MCP server. Tools: tool_0000, tool_0001,")
+    assert report.description.endswith(", … (42).") and len(report.description) <= 100
     empty = generate_skill(tmp_path / "skills", status("none"), [], now=NOW)
-    assert empty.description == "Use for the `none` MCP server. It lists no tools."
+    assert empty.description == "The `none` MCP server. It lists no tools."
     assert "## Available tools (0)" in (empty.skill_path / "SKILL.md").read_text(encoding="utf-8")
 
 
@@ -389,3 +389,25 @@ def test_migration_without_rename_exchange(tmp_path: Path, monkeypatch: pytest.M
         report.skill_path.resolve().name,
         "mcp:srv",
     ]
+
+
+@pytest.mark.parametrize(
+    ("instructions", "start"),
+    [
+        (
+            "# Weather Server Instructions\n\nUse it for forecasts by city.\n\n## Tools\n\nSee below.",
+            "Use it for forecasts by city.",
+        ),
+        (
+            "A Model Context Protocol (MCP) server that provides weather forecasts.",
+            "Provides weather forecasts.",
+        ),
+        ("A ticket search server based on the Model Context Protocol (MCP).", "A ticket search server."),
+    ],
+)
+def test_description_skips_headings_and_protocol_boilerplate(
+    tmp_path: Path, instructions: str, start: str
+) -> None:
+    info = ServerInfo(name="srv", instructions=instructions)
+    report = generate_skill(tmp_path / "skills", status("srv"), simple_tools("srv", 2), info=info, now=NOW)
+    assert report.description.startswith(start + " Tools: ")

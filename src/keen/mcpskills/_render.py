@@ -11,6 +11,7 @@ seeds/001 "Generated skill layout", "How MCP skills are generated"; seeds/000
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,8 +43,8 @@ MAX_TABLE_ROWS = 1000
 
 COMPACT_SCHEMA_CHARS = 2000
 """A schema file longer than this on one line is written indented (93% of real ones fit)."""
-DESCRIPTION_CHARS = 200
-_ABOUT_CHARS = 100
+DESCRIPTION_CHARS = 100
+_ABOUT_CHARS = 60
 _INSTRUCTIONS_CHARS = 2000
 
 
@@ -59,6 +60,22 @@ def dump_json(data: Any) -> bytes:
     return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+# "A Model Context Protocol (MCP) server that provides X" says nothing the catalog line does
+# not; dropping it leaves room for what the server is for (bench/footprint.py measured it).
+_BOILERPLATE = re.compile(
+    r"^(?:an?|the|this)\s+(?:model context protocol|mcp)(?:\s*\(mcp\))?\s+server\s+(?:that|which|to|for)\s+",
+    re.IGNORECASE,
+)
+_BASED_ON = re.compile(
+    r"\s+(?:based on|built on|using|for|via) the model context protocol(?:\s*\(mcp\))?", re.I
+)
+
+
+def _plain(sentence: str) -> str:
+    stripped = _BASED_ON.sub("", _BOILERPLATE.sub("", sentence))
+    return stripped[:1].upper() + stripped[1:] if stripped else sentence
+
+
 def _prose(markdown: str) -> str:
     """Instructions without markdown headings, rules, fences and table rows, which make a
     poor first sentence (many servers open with ``# <Name> Instructions``)."""
@@ -72,32 +89,30 @@ def _prose(markdown: str) -> str:
 
 
 def describe_server(server: str, info: ServerInfo | None, tool_names: list[str]) -> str:
-    """The frontmatter ``description``: when to use the server, on one line, <= 200 chars.
+    """The frontmatter ``description``: when to use the server, on one line, <= 100 chars.
 
-    ``Use for the `github` MCP server: <first sentence of its instructions>.`` (else
-    ``(<serverInfo title or name>)``), then ``Tools: a, b, … (N tools).`` with as many
-    names (sorted) as fit. Server-supplied text is cut to 100 chars and stripped of
-    control characters, so a server cannot flood the prompt catalog.
+    ``<first sentence of its instructions>.`` (else ``<serverInfo title or name> MCP
+    server.``, else ``The `github` MCP server.``), then ``Tools: a, b, … (N).`` with as
+    many names (sorted) as fit. It becomes the prompt catalog line ``- mcp:github: <this>
+    → read <path>/SKILL.md``, paid for on every turn, so it names no server twice and
+    stays short: measured on LiveMCPBench's 70 servers (bench/footprint.py), this shape
+    takes the reduction from 93% to over 95%. Server-supplied text is cut to 60 chars and
+    stripped of control characters, so a server cannot flood the catalog.
     """
-    lead = f"Use for the `{server}` MCP server"
-    instructions = one_line(_prose(info.instructions or ""), _ABOUT_CHARS) if info else ""
-    label = ""
-    if info and not instructions:
+    about = one_line(_plain(_prose(info.instructions or "")), _ABOUT_CHARS) if info else ""
+    if not about and info:
         label = one_line(info.title or "", _ABOUT_CHARS, first_sentence=False)
         if not label and info.name and info.name != server:
             label = one_line(info.name, _ABOUT_CHARS, first_sentence=False)
-    if instructions:
-        text = f"{lead}: {instructions}"
-    elif label:
-        text = f"{lead} ({label})"
-    else:
-        text = lead
+        if label:
+            about = f"{label} MCP server"
+    text = about or f"The `{server}` MCP server"
     if not text.endswith((".", "!", "?", "…", "。")):
         text += "."
     count = len(tool_names)
     if count == 0:
         return text + " It lists no tools."
-    tail = f" ({count} tool{'s' if count != 1 else ''})."
+    tail = f" ({count})." if count > 1 else "."
     shown: list[str] = []
     for name in tool_names:
         candidate = ", ".join([*shown, one_line(name, 60, first_sentence=False)])
@@ -108,7 +123,8 @@ def describe_server(server: str, info: ServerInfo | None, tool_names: list[str])
     if not shown:
         return text + f" {count} tool{'s' if count != 1 else ''}."
     more = ", …" if len(shown) < count else ""
-    return f"{text} Tools: {', '.join(shown)}{more}{tail}"
+    label = "Tools" if count > 1 else "Tool"
+    return f"{text} {label}: {', '.join(shown)}{more}{tail}"
 
 
 def _yaml_scalar(value: str) -> str:
