@@ -285,7 +285,9 @@ async def test_tool_list_debug_log_is_compact(
 def _written_files(keen_home: Path) -> str:
     """Every file Keen wrote under KEEN_HOME (not configs.json: the user's own file holds keys)."""
     return "".join(
-        p.read_text(errors="replace") for p in keen_home.rglob("*") if p.is_file() and p.name != "configs.json"
+        p.read_text(errors="replace")
+        for p in keen_home.rglob("*")
+        if p.is_file() and p.name != "configs.json"
     )
 
 

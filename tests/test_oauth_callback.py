@@ -91,7 +91,7 @@ async def test_a_callback_without_a_code_fails_clearly() -> None:
 _CONNECT_SCRIPT = """
 import sys, anyio
 from keen.mcp.config import HttpServerConfig, OAuthAuth
-from keen.mcp.oauth import authorize_interactively
+from keen.mcp.auth import authorize_interactively
 
 def announce(url):
     print("BROWSER", flush=True)  # the user never comes back

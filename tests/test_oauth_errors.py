@@ -13,9 +13,8 @@ import pytest
 
 from helpers.http_servers import make_basic_server, serve_http
 from keen.errors import AuthFailed, AuthRequired, ConfigError
-from keen.mcp.auth import CallbackListener
+from keen.mcp.auth import CallbackListener, FileTokenStore, authorize_interactively, classify_auth_failure
 from keen.mcp.config import HttpServerConfig
-from keen.mcp.oauth import FileTokenStore, authorize_interactively, classify_auth_failure
 from test_oauth_support import Browser, background_auth, free_port, list_tool_names, oauth_config, serve_oauth
 
 pytestmark = pytest.mark.anyio

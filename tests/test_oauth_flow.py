@@ -18,7 +18,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from keen.errors import AuthFailed, AuthRequired
-from keen.mcp.oauth import FileTokenStore, authorize_interactively, classify_auth_failure, create_oauth_auth
+from keen.mcp.auth import FileTokenStore, authorize_interactively, classify_auth_failure, create_oauth_auth
 from test_oauth_support import (
     Browser,
     background_auth,

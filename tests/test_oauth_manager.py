@@ -15,8 +15,8 @@ import pytest
 
 from keen.errors import AuthFailed, AuthRequired
 from keen.mcp import Manager, ServerState
+from keen.mcp.auth import FileTokenStore, authorize_interactively, oauth_auth_factory
 from keen.mcp.config import HttpServerConfig
-from keen.mcp.oauth import FileTokenStore, authorize_interactively, oauth_auth_factory
 from test_oauth_support import Browser, OAuthTestServer, free_port, serve_oauth
 
 pytestmark = pytest.mark.anyio

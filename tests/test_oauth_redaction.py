@@ -22,8 +22,8 @@ import pytest
 
 from keen.errors import KeenError
 from keen.mcp import Manager
+from keen.mcp.auth import authorize_interactively, oauth_auth_factory
 from keen.mcp.config import HttpServerConfig
-from keen.mcp.oauth import authorize_interactively, oauth_auth_factory
 from test_oauth_support import Browser, free_port, serve_oauth
 
 pytestmark = pytest.mark.anyio

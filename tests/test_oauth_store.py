@@ -12,7 +12,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from keen._redact import redactor
 from keen.errors import AuthFailed
-from keen.mcp.oauth import AuthMetadata, FileTokenStore, TokenStore
+from keen.mcp.auth import AuthMetadata, FileTokenStore, TokenStore
 
 pytestmark = pytest.mark.anyio
 

@@ -43,8 +43,8 @@ from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOption
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from keen.mcp.auth import FileTokenStore, KeenOAuthProvider, create_oauth_auth
 from keen.mcp.config import HttpServerConfig, OAuthAuth
-from keen.mcp.oauth import FileTokenStore, KeenOAuthProvider, create_oauth_auth
 
 __all__ = [
     "Browser",

@@ -38,8 +38,8 @@ import httpx2
 
 from keen.errors import AuthFailed, AuthRequired, KeenError
 from keen.mcp import Manager, ServerState
+from keen.mcp.auth import authorize_interactively, oauth_auth_factory
 from keen.mcp.config import HttpServerConfig, load_config
-from keen.mcp.oauth import authorize_interactively, oauth_auth_factory
 
 NAME = "conformance"
 # The URL-based client id the conformance authorization server expects (SEP-991 scenario).

@@ -11,7 +11,7 @@ from rich.table import Table
 from keen.cli._common import err
 from keen.mcp import Manager, ServerState, ServerStatus
 
-__all__ = ["STATE_STYLE", "connecting_view", "status_table"]
+__all__ = ["STATE_STYLE", "connecting_view", "status_table", "wait_for_discovery"]
 
 STATE_STYLE = {
     ServerState.CONNECTED: "green",
@@ -61,3 +61,9 @@ async def connecting_view(manager: Manager, *, enabled: bool) -> AsyncIterator[N
             yield
         finally:
             unsubscribe()
+
+
+async def wait_for_discovery(manager: Manager, *, timeout: float, live: bool) -> bool:
+    """``manager.wait_ready(timeout)`` with the live table on stderr when ``live``."""
+    async with connecting_view(manager, enabled=live):
+        return await manager.wait_ready(timeout)

@@ -23,7 +23,7 @@ from rich.tree import Tree
 
 from keen import paths
 from keen.cli._common import out, run
-from keen.cli._live import connecting_view, status_table
+from keen.cli._live import status_table, wait_for_discovery
 from keen.demo import demo_server_entry
 from keen.gateway import ApprovalRequest, Gateway
 from keen.mcp import Manager, ServerState
@@ -88,8 +88,7 @@ async def _story(timeout: float) -> None:
     out.print(Rule("1. connect to the configured MCP servers"))
     out.print(f"config: {paths.mcp_config_path()}")
     async with Manager() as manager:
-        async with connecting_view(manager, enabled=True):
-            await manager.wait_ready(timeout)
+        await wait_for_discovery(manager, timeout=timeout, live=True)
         out.print(status_table(manager.servers()))
 
         out.print(Rule("2. their tools (tools/list, every page)"))

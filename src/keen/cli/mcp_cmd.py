@@ -13,7 +13,7 @@ from rich.table import Table
 
 from keen import paths
 from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run
-from keen.cli._live import connecting_view, status_table
+from keen.cli._live import status_table, wait_for_discovery
 from keen.errors import KeenError
 from keen.gateway import ApprovalRequest, Gateway
 from keen.mcp import Manager, ServerState, ServerStatus
@@ -35,8 +35,7 @@ def list_servers(
 
     async def body() -> None:
         async with Manager() as manager:
-            async with connecting_view(manager, enabled=not as_json):
-                await manager.wait_ready(timeout)
+            await wait_for_discovery(manager, timeout=timeout, live=not as_json)
             statuses = [_still_connecting(s, timeout) for s in manager.servers()]
         if as_json:
             keys = ("name", "transport", "auth", "state", "tool_count", "last_error")
@@ -71,8 +70,7 @@ def list_tools(
     async def body() -> None:
         async with Manager(only={server}) as manager:
             manager.status(server)  # ServerNotConfigured before any waiting
-            async with connecting_view(manager, enabled=not as_json):
-                await manager.wait_ready(timeout)
+            await wait_for_discovery(manager, timeout=timeout, live=not as_json)
             tools = manager.list_tools(server)
         if as_json:
             print_json([t.to_dict() for t in tools])
@@ -123,8 +121,7 @@ def call(
     async def body() -> Any:
         async with Manager(only={server}) as manager:
             manager.status(server)
-            async with connecting_view(manager, enabled=not as_json):
-                await manager.wait_ready(timeout)
+            await wait_for_discovery(manager, timeout=timeout, live=not as_json)
             gateway = Gateway(manager, approval=approve)
             return await gateway.call(server, tool, arguments)
 
@@ -194,8 +191,7 @@ def sync(
 
     async def body() -> None:
         async with Manager() as manager:
-            async with connecting_view(manager, enabled=not as_json):
-                await manager.wait_ready(timeout)
+            await wait_for_discovery(manager, timeout=timeout, live=not as_json)
             report = await sync_from_manager(manager)
             statuses = manager.servers()
         if as_json:
