@@ -116,3 +116,19 @@ async def test_a_tool_needing_more_scope_is_granted_by_connect(
             await _connect(manager, browser)
             assert set((browser.scope_of(0) or "").split()) == {"read", "admin"}
             assert (await manager.call_tool("demo", "admin_task", {})).text == "admin done"
+
+
+async def test_a_tool_needing_a_wider_scope_says_so_and_the_session_stays(
+    keen_home: Path, write_config: WriteConfig
+) -> None:
+    with serve_oauth(step_up_tool=True) as srv:
+        _configure(write_config, srv)
+        async with Manager(auth_factory=oauth_auth_factory(open_browser=None)) as manager:
+            await manager.wait_ready(30)
+            await _connect(manager, Browser())
+            with pytest.raises(AuthRequired, match=r"needs more permission.*keen mcp connect demo"):
+                await manager.call_tool("demo", "admin_task", {})
+            assert manager.status("demo").state is ServerState.CONNECTED
+            assert (await manager.call_tool("demo", "echo", {"text": "still"})).text == "still"
+            await _connect(manager, Browser())  # connect asks for the saved wider scope
+            assert (await manager.call_tool("demo", "admin_task", {})).text == "admin done"

@@ -116,6 +116,7 @@ class ServerRuntime:
         self.last_refresh_at: datetime | None = None
         self.validator = ArgumentValidator(name)
         self.http_status: int | None = None
+        self.auth: httpx2.Auth | None = None
         self.interactive_auth = False
         self._logs_dir = logs_dir
         self._on_change = on_change
@@ -411,6 +412,7 @@ class ServerRuntime:
                     server=self.name,
                 )
             auth, facts.has_token = self._auth_factory(self.name, cfg, cfg.auth, self.interactive_auth)
+        self.auth = auth
         endpoint = cfg.url.split("?", 1)[0].rstrip("/")
 
         async def on_response(response: httpx2.Response) -> None:

@@ -26,6 +26,8 @@ from keen import paths
 from keen.errors import (
     AuthFailed,
     AuthRequired,
+    CallTimeout,
+    InvalidArguments,
     MCPServerError,
     ServerDisabled,
     ServerDisconnected,
@@ -34,6 +36,7 @@ from keen.errors import (
 )
 from keen.mcp._runtime import AuthFactory, ServerRuntime
 from keen.mcp._translate import translate_call_error
+from keen.mcp.auth import classify_auth_failure
 from keen.mcp.config import MCPConfig, load_config
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool, ToolResult
 
@@ -258,6 +261,16 @@ class Manager:
                 http_status=runtime.http_status,
                 auth=runtime.config.auth_type,
             )
+            if runtime.config.auth_type == "oauth" and not isinstance(error, CallTimeout | InvalidArguments):
+                # The OAuth provider knows why (e.g. a step-up: the tool needs a wider scope).
+                found = classify_auth_failure(
+                    exc,
+                    server=name,
+                    auth=runtime.auth,
+                    status_code=runtime.http_status if runtime.http_status in (401, 403) else None,
+                )
+                if found is not None:
+                    error = found
             if isinstance(error, ServerDisconnected):
                 runtime.connection_lost(error.message)
             raise error from exc
