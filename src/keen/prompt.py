@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,7 @@ def prompt_stats(
     return PromptStats(total, catalog_tokens, counter.name, servers)
 
 
-def _tool_definitions(skill: Skill):  # type: ignore[no-untyped-def]
+def _tool_definitions(skill: Skill) -> Iterator[str]:
     for path in sorted((skill.path / "schemas").rglob("*.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))

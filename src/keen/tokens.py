@@ -21,7 +21,7 @@ import hashlib
 import math
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,7 +81,7 @@ def _load_o200k(path: str) -> Callable[[str], int] | None:
 
 
 @contextlib.contextmanager
-def _env(name: str, value: str):  # type: ignore[no-untyped-def]
+def _env(name: str, value: str) -> Iterator[None]:
     old = os.environ.get(name)
     os.environ[name] = value
     try:

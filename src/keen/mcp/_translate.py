@@ -165,7 +165,6 @@ def translate_call_error(
     tool: str,
     timeout: float,
     http_status: int | None = None,
-    auth: str = "none",
 ) -> MCPServerError:
     """Map a failed ``tools/call`` to a Keen error (redacted, actionable)."""
     cause = root_cause(exc)

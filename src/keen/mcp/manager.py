@@ -259,7 +259,6 @@ class Manager:
                 tool=tool,
                 timeout=limit,
                 http_status=runtime.http_status,
-                auth=runtime.config.auth_type,
             )
             if runtime.config.auth_type == "oauth" and not isinstance(error, CallTimeout | InvalidArguments):
                 # The OAuth provider knows why (e.g. a step-up: the tool needs a wider scope).
