@@ -342,7 +342,9 @@ def test_description_is_one_safe_yaml_line(tmp_path: Path, instructions: str) ->
 
 def test_description_digest_without_server_info(tmp_path: Path) -> None:
     report = generate_skill(tmp_path / "skills", status("many"), simple_tools("many", 42), now=NOW)
-    assert report.description.startswith("The `many` MCP server. Tools: tool_0000, tool_0001,")
+    # No instructions nor title: the server is described by what its tools do.
+    assert report.description.startswith("Tool number 0; Tool number 1; Tool number 2; Tool number 3.")
+    assert "Tools: tool_0000, tool_0001," in report.description
     assert report.description.endswith(", … (42).") and len(report.description) <= 100
     empty = generate_skill(tmp_path / "skills", status("none"), [], now=NOW)
     assert empty.description == "The `none` MCP server. It lists no tools."
@@ -351,14 +353,42 @@ def test_description_digest_without_server_info(tmp_path: Path) -> None:
 
 def test_skill_discovery_sees_one_managed_skill(tmp_path: Path) -> None:
     root = tmp_path / "skills"
-    first = generate_skill(root, status("srv"), simple_tools("srv", 2), now=NOW)
-    generate_skill(root, status("srv"), simple_tools("srv", 2, tag=" v2"), now=NOW)
+    generate_skill(root, status("srv"), simple_tools("srv", 2), now=NOW)
+    second = generate_skill(root, status("srv"), simple_tools("srv", 2, tag=" v2"), now=NOW)
     (root / ".mcp:srv.0123456789ab.tmp").mkdir()  # debris: must stay invisible
     found = discover(root, config=SkillsConfig(root / "config.json"))
     assert [s.name for s in found.skills] == ["mcp:srv"] and found.problems == []
     skill = found.skills[0]
-    assert skill.managed and skill.description == first.description and skill.path == root / "mcp:srv"
+    assert skill.managed and skill.description == second.description and skill.path == root / "mcp:srv"
     assert (skills_pkg.MARKER_FILE, skills_pkg.MANAGED_BY) == (MARKER_FILE, MANAGED_BY)
+
+
+EVERYTHING_INSTRUCTIONS = """# Everything Server – Server Instructions
+
+Audience: These instructions are written for an LLM or autonomous agent integrating with the Everything MCP Server.
+Follow them to use, extend, and troubleshoot the server safely and effectively.
+
+## Cross-Feature Relationships
+
+- Use `get-roots-list` to see client workspace roots before file operations
+"""
+
+
+def test_description_skips_instructions_about_their_audience(tmp_path: Path) -> None:
+    tools = [
+        Tool("everything", "echo", "Echoes back the input string", {}),
+        Tool("everything", "get-sum", "Returns the sum of two numbers", {}),
+    ]
+    info = ServerInfo(name="everything", version="1", instructions=EVERYTHING_INSTRUCTIONS)
+    report = generate_skill(tmp_path / "skills", status("everything"), tools, info=info, now=NOW)
+    assert report.description == (
+        "Echoes back the input string; Returns the sum of two numbers. Tools: echo, get-sum (2)."
+    )
+    assert "Audience" not in report.description and "instructions" not in report.description
+    # Instructions that open with what the server does still win.
+    info = ServerInfo(name="gh", version="1", instructions="Audience: agents.\nWork with GitHub issues and PRs.")
+    gh = generate_skill(tmp_path / "skills", status("gh"), tools, info=info, now=NOW)
+    assert gh.description.startswith("Work with GitHub issues and PRs.")
 
 
 def test_invalid_server_name_is_refused(tmp_path: Path) -> None:

@@ -88,18 +88,74 @@ def _prose(markdown: str) -> str:
     return " ".join(kept)
 
 
-def describe_server(server: str, info: ServerInfo | None, tool_names: list[str]) -> str:
-    """The frontmatter ``description``: when to use the server, on one line, <= 100 chars.
+# Sentences about the instructions themselves or their reader ("Audience: These instructions
+# are written for an LLM or autonomous agent…", "Follow them to use…") say nothing of what
+# the server does; the catalog line would waste its few characters on them.
+_META = re.compile(
+    r"^(?:(?:audience|note|purpose|overview|summary|introduction|about|important)\s*:"
+    r"|(?:these|the following|this)\s+(?:instructions|guidelines|document|section)\b"
+    r"|follow (?:them|these)\b"
+    r"|(?:you are|as) an? (?:llm|ai|assistant|agent)\b)"
+    r"|\b(?:written|intended|meant) for (?:an? )?(?:llm|ai|language model|agent|assistant)",
+    re.IGNORECASE,
+)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|(?<=[。！？])")
 
-    ``<first sentence of its instructions>.`` (else ``<serverInfo title or name> MCP
-    server.``, else ``The `github` MCP server.``), then ``Tools: a, b, … (N).`` with as
-    many names (sorted) as fit. It becomes the prompt catalog line ``- mcp:github: <this>
-    → read <path>/SKILL.md``, paid for on every turn, so it names no server twice and
-    stays short: measured on LiveMCPBench's 70 servers (bench/footprint.py), this shape
-    takes the reduction from 93% to over 95%. Server-supplied text is cut to 60 chars and
-    stripped of control characters, so a server cannot flood the catalog.
+
+def _lead(markdown: str) -> str:
+    """The instructions' opening prose: lines up to the first heading that follows some
+    text. Later sections (usage rules, constraints, tips) tell the model how to call the
+    tools, not what the server is."""
+    kept: list[str] = []
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("#") and kept:
+            break
+        kept.append(line)
+    return _prose("\n".join(kept))
+
+
+def _about(instructions: str) -> str:
+    """The first opening sentence of ``instructions`` that says what the server does, or ``""``."""
+    for sentence in _SENTENCES.split(_lead(instructions)):
+        sentence = sentence.strip()
+        if len(sentence) >= 8 and not _META.search(sentence):
+            return one_line(_plain(sentence), _ABOUT_CHARS)
+    return ""
+
+
+def _from_tools(descriptions: list[str]) -> str:
+    """What the tools do: the first sentences of their descriptions (name order), as many
+    as fit in ``_ABOUT_CHARS``, joined by ``; `` (``Echoes back the input; Adds two numbers``)."""
+    parts: list[str] = []
+    for text in descriptions:
+        sentence = one_line(text, _ABOUT_CHARS).rstrip(".")
+        if not sentence or sentence.lower() in (p.lower() for p in parts):
+            continue
+        if len("; ".join([*parts, sentence])) > _ABOUT_CHARS:
+            break
+        parts.append(sentence)
+    return "; ".join(parts)
+
+
+def describe_server(
+    server: str, info: ServerInfo | None, tool_names: list[str], tool_descriptions: list[str] | None = None
+) -> str:
+    """The frontmatter ``description``: what the server is for, on one line, <= 100 chars.
+
+    ``<first sentence of its instructions that describes the server>.``; when its
+    instructions say nothing of that (absent, or only about their audience), what its
+    tools do (the first sentences of ``tool_descriptions``, in name order); else
+    ``<serverInfo title or name> MCP server.``, else ``The `github` MCP server.``. Then
+    ``Tools: a, b, … (N).`` with as many names (sorted) as fit. It becomes the prompt
+    catalog line ``- mcp:github: <this> → read <path>/SKILL.md``, paid for on every
+    turn, so it names no server twice and stays short: measured on LiveMCPBench's 70
+    servers (bench/footprint.py), this shape takes the reduction from 93% to over 95%.
+    Server-supplied text is cut to 60 chars and stripped of control characters, so a
+    server cannot flood the catalog.
     """
-    about = one_line(_plain(_prose(info.instructions or "")), _ABOUT_CHARS) if info else ""
+    about = _about(info.instructions or "") if info else ""
+    if not about and tool_descriptions:
+        about = _from_tools([d for d in tool_descriptions if d])
     if not about and info:
         label = one_line(info.title or "", _ABOUT_CHARS, first_sentence=False)
         if not label and info.name and info.name != server:

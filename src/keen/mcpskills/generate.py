@@ -159,7 +159,9 @@ def generate_skill(
     info = info if info is not None else status.info
     moment = now if now is not None else datetime.now(UTC)
     planned, rejected = _plan(tools)
-    description = describe_server(server, info, [t.name for t, _ in planned])
+    description = describe_server(
+        server, info, [t.name for t, _ in planned], [t.description for t, _ in planned]
+    )
     hashed = tools_hash(tools)
     source = _source_hash(server, description, info, hashed)
     state_fields = {
