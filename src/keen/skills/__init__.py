@@ -14,6 +14,7 @@ from keen.skills.catalog import (
     omitted_line,
     render_catalog,
     render_skills_section,
+    section_header,
     shorten,
 )
 from keen.skills.config import SkillsConfig
@@ -47,6 +48,7 @@ __all__ = [
     "omitted_line",
     "render_catalog",
     "render_skills_section",
+    "section_header",
     "shorten",
     "split_arguments",
     "split_frontmatter",

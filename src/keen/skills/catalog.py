@@ -34,6 +34,7 @@ __all__ = [
     "omitted_line",
     "render_catalog",
     "render_skills_section",
+    "section_header",
     "shorten",
 ]
 
@@ -134,6 +135,12 @@ def render_catalog(
     return ""
 
 
+def section_header(skills: Iterable[Skill]) -> str:
+    """The header of the skills section for these (enabled) skills: the skills sentence,
+    plus the MCP sentence when one of them is a managed MCP skill. Ends with ``\\n``."""
+    return _HEADER + (_MCP_HEADER if any(s.managed for s in skills) else "")
+
+
 def render_skills_section(
     skills: Iterable[Skill],
     *,
@@ -150,7 +157,7 @@ def render_skills_section(
     enabled = [s for s in skills if s.enabled]
     if not enabled:
         return ""
-    header = _HEADER + (_MCP_HEADER if any(s.managed for s in enabled) else "")
+    header = section_header(enabled)
     budget = None if max_chars is None else max_chars - len(header) - 1
     if budget is not None and budget <= 0:
         return ""

@@ -1,0 +1,46 @@
+"""Capabilities: descriptors of what an agent may use, the catalog, ToolSearch, the prompt budget.
+
+- :class:`Capability` (``descriptor``): id, kind, summary, source, risk from MCP
+  annotations, token sizes, deferred :meth:`~Capability.load`.
+- ids and model tool names (``names``): ``mcp__github__get_pull_request`` ->
+  ``^[A-Za-z0-9_-]{1,64}$``, stable hash suffix when cut, collisions resolved the same
+  way every run.
+- :class:`Catalog` (``catalog``): from generated skills on disk, a live Manager or tool
+  lists; ``search(query, k, filter)`` and ``load(id)``.
+- ToolSearch (``search``): bm25s + wordllama, fused, offline, cached per catalog hash.
+  Imported on first search only (numpy, bm25s and wordllama load then).
+- The budgeted MCP section of a system prompt (``budget``).
+
+Imports only downward (``keen.mcp``, ``keen.skills``, ``keen.mcpskills``, shared leaves);
+see docs/architecture.md.
+"""
+
+from keen.capabilities.budget import (
+    SEARCH_TOOL_NAME,
+    BudgetedSection,
+    budgeted_section,
+    search_tool_definition,
+)
+from keen.capabilities.catalog import Catalog, PermissionMode, SearchFilter, SearchHit, tool_capability
+from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, Risk
+from keen.capabilities.names import MODEL_NAME_RE, capability_id, model_name, model_names
+
+__all__ = [
+    "MODEL_NAME_RE",
+    "SEARCH_TOOL_NAME",
+    "BudgetedSection",
+    "Capability",
+    "Catalog",
+    "Kind",
+    "LoadedCapability",
+    "PermissionMode",
+    "Risk",
+    "SearchFilter",
+    "SearchHit",
+    "budgeted_section",
+    "capability_id",
+    "model_name",
+    "model_names",
+    "search_tool_definition",
+    "tool_capability",
+]

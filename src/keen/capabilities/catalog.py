@@ -1,0 +1,465 @@
+"""The capability catalog: every tool, skill, resource and prompt Keen knows, as descriptors.
+
+Built from the generated skills on disk (:meth:`Catalog.from_skills_dir`: no server
+needs to run), from a running :class:`keen.mcp.Manager`'s live lists
+(:meth:`Catalog.from_manager`), or from tool lists in memory (:meth:`Catalog.from_tools`).
+It holds summaries; full schemas and skill bodies are read by :meth:`Catalog.load`.
+:meth:`Catalog.search` ranks it with :class:`~keen.capabilities.search.ToolSearch`
+after the caller's :class:`SearchFilter`: a search result is a candidate, never an
+authorization to call.
+
+Example::
+
+    catalog = Catalog.from_skills_dir()
+    for hit in catalog.search("open a pull request", k=5, filter=SearchFilter(mode="read-only")):
+        print(hit.server, hit.tool, hit.score)
+    schema = catalog.load(hit.id).schema
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from keen import paths
+from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, Risk
+from keen.capabilities.names import capability_id, model_names
+from keen.errors import KeenError, SkillError
+from keen.mcp.types import ServerInfo, ServerState, Tool
+from keen.mcpskills._names import one_line
+from keen.mcpskills._render import describe_server
+from keen.skills import MARKER_FILE, Skill, discover, split_frontmatter
+
+if TYPE_CHECKING:
+    from keen.capabilities.search import SearchWeights, ToolSearch
+    from keen.mcp import Manager
+
+__all__ = ["Catalog", "PermissionMode", "SearchFilter", "SearchHit", "server_text", "tool_capability"]
+
+logger = logging.getLogger(__name__)
+
+PermissionMode = Literal["read-only", "ask", "auto"]
+SUMMARY_CHARS = 200
+_PARAM_DESCRIPTION_CHARS = 200
+
+
+def _tokens(text: str) -> int:
+    """Estimated o200k tokens (bytes / 4): a descriptor's size, cheap enough for 4,000 tools."""
+    return math.ceil(len(text.encode("utf-8")) / 4)
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    """Which capabilities a caller may see in search results.
+
+    ``mode``: the caller's permission mode. ``read-only`` admits only read-only
+    capabilities (MCP tools annotated ``readOnlyHint: true``, skills, resources,
+    prompts); ``ask`` and ``auto`` admit everything (approval happens at call time).
+    ``servers`` / ``kinds``: when given, only these.
+    """
+
+    mode: PermissionMode = "auto"
+    servers: frozenset[str] | None = None
+    kinds: frozenset[Kind] | None = None
+
+    def allows(self, cap: Capability) -> bool:
+        if self.mode == "read-only" and not cap.risk.read_only:
+            return False
+        if self.servers is not None and cap.server not in self.servers:
+            return False
+        return self.kinds is None or cap.kind in self.kinds
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result. ``tool``: the tool (or skill, resource, prompt) name as its
+    source spells it; ``model_name``: the name to give a model (``^[A-Za-z0-9_-]{1,64}$``);
+    ``score``: fused relevance, higher is better, comparable within one search only."""
+
+    id: str
+    kind: Kind
+    server: str | None
+    tool: str
+    model_name: str
+    summary: str
+    score: float
+    risk: str
+    location: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "server": self.server,
+            "tool": self.tool,
+            "model_name": self.model_name,
+            "summary": self.summary,
+            "score": round(self.score, 4),
+            "risk": self.risk,
+            "location": self.location or None,
+        }
+
+
+def _param_text(schema: dict[str, Any]) -> tuple[tuple[str, ...], str]:
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return (), ""
+    names = tuple(str(k) for k in props)
+    descriptions = [
+        str(v.get("description", ""))[:_PARAM_DESCRIPTION_CHARS]
+        for v in props.values()
+        if isinstance(v, dict)
+    ]
+    return names, " ".join(d for d in descriptions if d)
+
+
+def tool_capability(
+    server: str,
+    tool: dict[str, Any],
+    loader: Callable[[Capability], LoadedCapability] | None = None,
+    location: str = "",
+) -> Capability:
+    """The descriptor of one MCP tool given in wire shape (``name``, ``description``,
+    ``inputSchema``, ``title``, ``annotations``). ``loader`` reads the full layer later;
+    by default the full layer is built from ``tool`` itself."""
+    name = str(tool.get("name", ""))
+    description = str(tool.get("description") or "")
+    title = str(tool.get("title") or "")
+    schema = tool.get("inputSchema") or {}
+    params, param_text = _param_text(schema)
+    summary = one_line(description or title, SUMMARY_CHARS, first_sentence=False)
+    full = json.dumps({"name": name, "description": description, "inputSchema": schema}, ensure_ascii=False)
+    cap_id = capability_id("tool", name, server)
+    holder: list[Capability] = []
+
+    def load() -> LoadedCapability:
+        if loader is not None:
+            return loader(holder[0])
+        return LoadedCapability(holder[0], full, schema=schema, raw=dict(tool))
+
+    cap = Capability(
+        id=cap_id,
+        kind="tool",
+        name=name,
+        title=title,
+        summary=summary,
+        server=server,
+        risk=Risk.from_annotations(tool.get("annotations")),
+        tokens_index=_tokens(f"- {name}: {summary}"),
+        tokens_full=_tokens(full),
+        params=params,
+        location=location,
+        search_text=f"{description} {param_text}".strip(),
+        _loader=load,
+    )
+    holder.append(cap)
+    return cap
+
+
+def _schema_loader(path: Path) -> Callable[[Capability], LoadedCapability]:
+    def load(cap: Capability) -> LoadedCapability:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SkillError(
+                f"cannot read the schema of {cap.id} at {path}: {exc}; run `keen mcp sync` to regenerate it",
+                name=f"mcp:{cap.server}",
+            ) from exc
+        schema = data.get("inputSchema") or {}
+        text = json.dumps(
+            {"name": cap.name, "description": data.get("description", ""), "inputSchema": schema},
+            ensure_ascii=False,
+        )
+        return LoadedCapability(cap, text, schema=schema, raw=data)
+
+    return load
+
+
+def _skill_capability(skill: Skill) -> Capability:
+    def load() -> LoadedCapability:
+        return LoadedCapability(cap, skill.read_body())
+
+    summary = one_line(skill.description, SUMMARY_CHARS, first_sentence=False)
+    try:
+        size = skill.skill_md.stat().st_size
+    except OSError:
+        size = 0
+    cap = Capability(
+        id=capability_id("skill", skill.name),
+        kind="skill",
+        name=skill.name,
+        title="",
+        summary=summary,
+        server=None,
+        risk=Risk.reading(),
+        tokens_index=_tokens(f"- {skill.name}: {summary}"),
+        tokens_full=math.ceil(size / 4),
+        location=str(skill.skill_md),
+        search_text=skill.description,
+        _loader=load,
+    )
+    return cap
+
+
+def _server_instructions(skill: Skill) -> str:
+    """The quoted ``## Server instructions`` of a generated SKILL.md (first 1000 chars)."""
+    try:
+        _, body = split_frontmatter(skill.read_text())
+    except SkillError:
+        return ""
+    quoted: list[str] = []
+    inside = False
+    for line in body.splitlines():
+        if line.startswith("## "):
+            inside = line.strip() == "## Server instructions"
+            continue
+        if inside and line.startswith(">"):
+            quoted.append(line[1:].strip())
+    return " ".join(quoted)[:1000]
+
+
+class Catalog:
+    """An immutable set of capabilities plus a text per MCP server, searchable.
+
+    ``servers`` maps each MCP server to the text that describes it (catalog description,
+    instructions). ``cache_dir``: where search indexes are cached (default
+    ``$KEEN_HOME/cache/toolsearch``); ``cache=False`` builds them in memory only.
+    """
+
+    def __init__(
+        self,
+        capabilities: Iterable[Capability],
+        servers: dict[str, str] | None = None,
+        *,
+        cache_dir: Path | None = None,
+        cache: bool = True,
+    ) -> None:
+        caps = sorted(capabilities, key=lambda c: c.id)
+        self._caps = {c.id: c for c in caps}
+        self._list = list(self._caps.values())
+        if len(self._caps) != len(caps):
+            seen: set[str] = set()
+            dupes = sorted({c.id for c in caps if c.id in seen or seen.add(c.id)})
+            logger.warning("catalog: duplicate capability ids kept once: %s", ", ".join(dupes[:5]))
+        self.servers: dict[str, str] = dict(sorted((servers or {}).items()))
+        self._names = model_names(self._caps)
+        self._by_name = {n: i for i, n in self._names.items()}
+        self._cache_dir = (cache_dir or paths.keen_home() / "cache" / "toolsearch") if cache else None
+        self._index: ToolSearch | None = None
+        self._hash: str | None = None
+        self._masks: dict[SearchFilter, Any] = {}
+
+    # -- construction ---------------------------------------------------------
+
+    @classmethod
+    def from_tools(
+        cls, tools: Iterable[Tool], servers: dict[str, str] | None = None, **options: Any
+    ) -> Catalog:
+        """A catalog of ``tools`` (``keen.mcp.Tool``); ``servers``: text per server."""
+        caps = [tool_capability(t.server, t.to_dict()) for t in tools]
+        return cls(caps, servers, **options)
+
+    @classmethod
+    def from_skills_dir(
+        cls, skills_root: Path | None = None, *, include_disabled: bool = False, **options: Any
+    ) -> Catalog:
+        """The catalog of the skills under ``skills_root`` (default ``$KEEN_HOME/skills``).
+
+        Each generated ``mcp:<server>`` skill contributes one tool per schema file (read
+        now for the summary and search text; :meth:`load` reads it again); every other
+        skill is one ``skill`` capability. Disabled skills are left out unless
+        ``include_disabled``. Broken skills and unreadable schema files are skipped with a
+        log line. Raises ``SkillError`` for an unreadable skills dir or config.
+        """
+        found = discover(skills_root)
+        caps: list[Capability] = []
+        servers: dict[str, str] = {}
+        for skill in found.skills:
+            if not (skill.enabled or include_disabled):
+                continue
+            server = _managed_server(skill)
+            if server is None:
+                caps.append(_skill_capability(skill))
+                continue
+            servers[server] = f"{skill.description} {_server_instructions(skill)}".strip()
+            for path in sorted((skill.path / "schemas").rglob("*.json")):
+                try:
+                    data = json.loads(path.read_text(encoding="utf-8"))
+                except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                    logger.warning("catalog: skipping unreadable schema %s: %s", path, exc)
+                    continue
+                if isinstance(data, dict) and isinstance(data.get("name"), str):
+                    caps.append(tool_capability(server, data, _schema_loader(path), str(path)))
+        return cls(caps, servers, **options)
+
+    @classmethod
+    def from_manager(cls, manager: Manager, *, skills_root: Path | None = None, **options: Any) -> Catalog:
+        """The catalog of a running Manager's connected servers (live tool lists, and
+        resource and prompt lists when the Manager offers them), plus the local
+        (non-MCP) skills under ``skills_root`` when given."""
+        caps: list[Capability] = []
+        servers: dict[str, str] = {}
+        for status in manager.servers():
+            if status.state is not ServerState.CONNECTED or not status.enabled:
+                continue
+            try:
+                tools = manager.list_tools(status.name)
+            except KeenError as exc:
+                logger.debug("catalog: %s skipped: %s", status.name, exc)
+                continue
+            info = manager.server_info(status.name)
+            servers[status.name] = server_text(status.name, info, tools)
+            caps += [tool_capability(status.name, t.to_dict()) for t in tools]
+            caps += _listed(manager, status.name, "resource")
+            caps += _listed(manager, status.name, "prompt")
+        if skills_root is not None:
+            caps += [
+                _skill_capability(s) for s in discover(skills_root).enabled if _managed_server(s) is None
+            ]
+        return cls(caps, servers, **options)
+
+    # -- reading --------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._caps)
+
+    def __iter__(self) -> Iterator[Capability]:
+        return iter(self._caps.values())
+
+    def __contains__(self, cap_id: object) -> bool:
+        return cap_id in self._caps
+
+    def get(self, cap_id: str) -> Capability:
+        """The descriptor with this id or model name. Raises KeyError naming what to do."""
+        cap = self._caps.get(cap_id) or self._caps.get(self._by_name.get(cap_id, ""))
+        if cap is None:
+            raise KeyError(f"no capability {cap_id!r} in the catalog; search for it first")
+        return cap
+
+    def model_name(self, cap_id: str) -> str:
+        """The model tool name of a capability (unique within this catalog)."""
+        return self._names[self.get(cap_id).id]
+
+    def load(self, cap_id: str) -> LoadedCapability:
+        """The full layer (schema or body) of one capability, read now. Raises KeyError, SkillError."""
+        return self.get(cap_id).load()
+
+    @property
+    def hash(self) -> str:
+        """``sha256:<hex>`` of everything the search index is built from."""
+        if self._hash is None:
+            digest = hashlib.sha256()
+            for cap in self._caps.values():
+                digest.update(json.dumps([cap.id, cap.title, cap.search_text, cap.params]).encode())
+            digest.update(json.dumps(self.servers, sort_keys=True).encode())
+            self._hash = "sha256:" + digest.hexdigest()
+        return self._hash
+
+    # -- search ---------------------------------------------------------------
+
+    def index(self, weights: SearchWeights | None = None) -> ToolSearch:
+        """The search index (built or loaded from the cache on first use)."""
+        from keen.capabilities.search import ToolSearch
+
+        if self._index is None or (weights is not None and weights != self._index.weights):
+            self._index = ToolSearch.cached(self.hash, self._list, self.servers, self._cache_dir, weights)
+        return self._index
+
+    def _mask(self, filter: SearchFilter) -> Any:
+        import numpy as np
+
+        if filter not in self._masks:
+            self._masks[filter] = np.fromiter(
+                map(filter.allows, self._list), dtype=bool, count=len(self._list)
+            )
+        return self._masks[filter]
+
+    def search(self, query: str, k: int = 5, filter: SearchFilter | None = None) -> list[SearchHit]:
+        """The ``k`` best capabilities for ``query`` that ``filter`` allows, best first.
+
+        Capabilities the filter refuses are removed before ranking, so they neither appear
+        nor take a place. Raises ValueError for an empty query or ``k`` < 1.
+        """
+        if not query.strip():
+            raise ValueError("the search query is empty; describe the task in a few words")
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        caps = self._list
+        hits: list[SearchHit] = []
+        for position, score in self.index().top(query, k, None if filter is None else self._mask(filter)):
+            cap = caps[position]
+            hits.append(
+                SearchHit(
+                    cap.id,
+                    cap.kind,
+                    cap.server,
+                    cap.name,
+                    self._names[cap.id],
+                    cap.summary,
+                    score,
+                    cap.risk.level,
+                    cap.location,
+                )
+            )
+        return hits
+
+
+def _managed_server(skill: Skill) -> str | None:
+    if not (skill.managed and skill.name.startswith("mcp:")):
+        return None
+    try:
+        marker = json.loads((skill.path / MARKER_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return skill.name.removeprefix("mcp:")
+    server = marker.get("server") if isinstance(marker, dict) else None
+    return server if isinstance(server, str) and server else skill.name.removeprefix("mcp:")
+
+
+def server_text(server: str, info: ServerInfo | None, tools: list[Tool]) -> str:
+    """The text ToolSearch indexes for a server: its catalog description (what its tools do)
+    and its instructions (first 1000 chars)."""
+    description = describe_server(server, info, [t.name for t in tools], [t.description for t in tools])
+    instructions = (info.instructions or "")[:1000] if info else ""
+    return f"{description} {' '.join(instructions.split())}".strip()
+
+
+def _listed(manager: Any, server: str, kind: Literal["resource", "prompt"]) -> list[Capability]:
+    """Resources or prompts of ``server`` when the Manager can list them (duck-typed:
+    ``list_resources(name)`` / ``list_prompts(name)`` returning dicts in wire shape)."""
+    lister = getattr(manager, f"list_{kind}s", None)
+    if lister is None:
+        return []
+    try:
+        items = lister(server)
+    except (KeenError, TypeError):
+        return []
+    caps: list[Capability] = []
+    for item in items or []:
+        data = item if isinstance(item, dict) else getattr(item, "__dict__", {})
+        name = str(data.get("uri") or data.get("name") or "")
+        if not name:
+            continue
+        description = str(data.get("description") or "")
+        summary = one_line(description or str(data.get("name", "")), SUMMARY_CHARS, first_sentence=False)
+        full = json.dumps(data, ensure_ascii=False, default=str)
+        caps.append(
+            Capability(
+                id=capability_id(kind, name, server),
+                kind=kind,
+                name=name,
+                title=str(data.get("title") or data.get("name") or ""),
+                summary=summary,
+                server=server,
+                risk=Risk.reading(),
+                tokens_index=_tokens(f"- {name}: {summary}"),
+                tokens_full=_tokens(full),
+                search_text=description,
+            )
+        )
+    return caps

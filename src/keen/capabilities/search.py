@@ -1,0 +1,311 @@
+"""ToolSearch: rank a catalog's capabilities for a task, offline and on the CPU.
+
+Two signals, fused:
+
+- lexical: BM25 (``bm25s``, Lucene variant) over Snowball-stemmed words
+  (:mod:`keen.capabilities._text`) of each capability's name (split on case, ``_``,
+  ``-``, ``.``, ``/``; counted ``NAME_REPEAT`` times), title, description and parameter
+  names and descriptions;
+- semantic: cosine similarity of static word embeddings (``wordllama`` 0.4.0.post1,
+  the 256-d ``l2_supercat`` weights and tokenizer shipped inside its wheel, loaded with
+  downloads disabled: no network, no torch) of the same text.
+
+Both are computed for every document and for every *server* (its name, catalog
+description and the names of its tools), each min-max normalised to 0..1 over the
+corpus, then combined per capability as
+``w_lex * lex + w_sem * sem + w_server * (w_lex * lex_server + w_sem * sem_server)``:
+a tool of a server that matches the task as a whole ranks above a same-named tool of
+an unrelated server (the server context of "tool-to-agent" retrieval). Weights are
+:class:`SearchWeights`.
+
+The index is built once per catalog hash and cached under
+``$KEEN_HOME/cache/toolsearch/<hash>/`` (bm25s files, ``float16`` embeddings); a reader
+of a half-written cache never exists because the directory is renamed into place.
+Results are candidates for the caller's visibility decision, never authorization; the
+caller's permission filter is applied before the top ``k`` is cut, so a filtered-out
+capability is never returned (not even as a count).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from keen.capabilities._text import split_identifier, stem_tokens
+from keen.capabilities.descriptor import Capability
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["INDEX_FORMAT", "NAME_REPEAT", "SearchWeights", "ToolSearch", "embedder"]
+
+logger = logging.getLogger(__name__)
+
+INDEX_FORMAT = 1
+"""Bumped when the cached index layout or its document text changes."""
+NAME_REPEAT = 3
+"""How many times the split name counts in the lexical document (names are the densest signal)."""
+_MAX_DOC_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class SearchWeights:
+    """Fusion weights (see the module docstring). ``lexical`` and ``semantic`` weigh the
+    two signals; ``server`` how much the capability's server as a whole counts."""
+
+    lexical: float = 1.0
+    semantic: float = 1.0
+    server: float = 0.5
+
+
+@functools.cache
+def embedder() -> Any:
+    """The wordllama model from the installed wheel (``disable_download=True``).
+
+    Raises ``FileNotFoundError`` when the wheel lacks its weights (a broken install).
+    """
+    import wordllama
+    from wordllama import WordLlama
+
+    return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
+
+
+def _embed(texts: Sequence[str]) -> np.ndarray:
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, 256), dtype=np.float32)
+    return np.asarray(embedder().embed(list(texts), norm=True), dtype=np.float32)
+
+
+def lexical_text(cap: Capability) -> list[str]:
+    """The fields of ``cap``'s lexical document."""
+    name = split_identifier(cap.name)
+    return [*([name] * NAME_REPEAT), cap.title, cap.search_text[:_MAX_DOC_CHARS], " ".join(cap.params)]
+
+
+def semantic_text(cap: Capability) -> str:
+    """``cap``'s text for the embedding: split name (twice), title and one-line summary.
+
+    Static embeddings are averages of word vectors: the long tail of a description or of
+    parameter descriptions dilutes them (measured with bench/search.py: recall@5 drops
+    about 3 points with the full text), so only the head goes in; BM25 gets the rest."""
+    name = split_identifier(cap.name)
+    return ". ".join(p for p in (name, name, cap.title, cap.summary) if p)
+
+
+def _minmax(values: np.ndarray) -> np.ndarray:
+    low, high = float(values.min(initial=0.0)), float(values.max(initial=0.0))
+    if high - low <= 1e-9:
+        return values * 0.0
+    return (values - low) / (high - low)
+
+
+class ToolSearch:
+    """The search index of one catalog (build with :meth:`build`, or :meth:`cached`).
+
+    ``servers`` maps a server name to its text (catalog description, instructions);
+    capabilities without a server (local skills) get no server signal.
+    """
+
+    def __init__(
+        self,
+        ids: list[str],
+        doc_server: np.ndarray,
+        bm25: Any,
+        bm25_servers: Any,
+        vectors: np.ndarray,
+        server_vectors: np.ndarray,
+        weights: SearchWeights,
+    ) -> None:
+        self.ids = ids
+        self._doc_server = doc_server  # server row per document, -1 for none
+        self._bm25 = bm25
+        self._bm25_servers = bm25_servers
+        self._vectors = vectors
+        self._server_vectors = server_vectors
+        self.weights = weights
+
+    # -- building -------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        caps: Sequence[Capability],
+        servers: dict[str, str],
+        weights: SearchWeights | None = None,
+    ) -> ToolSearch:
+        """Index ``caps`` (in this order) with their ``servers``' texts."""
+        import bm25s
+        import numpy as np
+
+        server_names = sorted(servers)
+        row = {name: i for i, name in enumerate(server_names)}
+        members: dict[str, list[str]] = {name: [] for name in server_names}
+        for cap in caps:
+            if cap.server in members:
+                members[cap.server].append(split_identifier(cap.name))
+        server_docs = [
+            [split_identifier(name), servers[name], " ".join(members[name])] for name in server_names
+        ]
+        bm25 = bm25s.BM25()
+        bm25_servers = bm25s.BM25()
+        with _quiet():
+            bm25.index([stem_tokens(lexical_text(c)) or [""] for c in caps] or [[""]], show_progress=False)
+            bm25_servers.index([stem_tokens(d) or [""] for d in server_docs] or [[""]], show_progress=False)
+        doc_server = np.array([row.get(c.server or "", -1) for c in caps], dtype=np.int32)
+        vectors = _embed([semantic_text(c) for c in caps])
+        server_vectors = _embed([". ".join(p for p in d if p)[: _MAX_DOC_CHARS * 2] for d in server_docs])
+        return cls(
+            [c.id for c in caps],
+            doc_server,
+            bm25,
+            bm25_servers,
+            vectors,
+            server_vectors,
+            weights or SearchWeights(),
+        )
+
+    @classmethod
+    def cached(
+        cls,
+        key: str,
+        caps: Sequence[Capability],
+        servers: dict[str, str],
+        cache_root: Path | None,
+        weights: SearchWeights | None = None,
+    ) -> ToolSearch:
+        """The index for catalog hash ``key``: loaded from ``cache_root/<key>`` when there,
+        else built and saved there (``cache_root=None``: built, not saved). A cache that
+        cannot be read is rebuilt; one that cannot be written is logged and skipped."""
+        if cache_root is None:
+            return cls.build(caps, servers, weights)
+        folder = cache_root / f"v{INDEX_FORMAT}-{key.removeprefix('sha256:')[:32]}"
+        ids = [c.id for c in caps]
+        if folder.is_dir():
+            try:
+                index = cls._load(folder, weights)
+                if index.ids == ids:
+                    return index
+                logger.debug("toolsearch cache %s holds other ids; rebuilding", folder)
+            except (OSError, ValueError, KeyError) as exc:
+                logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
+        index = cls.build(caps, servers, weights)
+        try:
+            index._save(folder)
+        except OSError as exc:
+            logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
+        return index
+
+    def _save(self, folder: Path) -> None:
+        import numpy as np
+
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+        try:
+            self._bm25.save(str(tmp / "bm25"), show_progress=False)
+            self._bm25_servers.save(str(tmp / "bm25_servers"), show_progress=False)
+            np.save(tmp / "vectors.npy", self._vectors.astype(np.float16))
+            np.save(tmp / "server_vectors.npy", self._server_vectors.astype(np.float16))
+            np.save(tmp / "doc_server.npy", self._doc_server)
+            (tmp / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
+            try:
+                os.rename(tmp, folder)
+            except OSError:
+                if not folder.is_dir():  # lost the race to another writer: theirs is as good
+                    raise
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def _load(cls, folder: Path, weights: SearchWeights | None) -> ToolSearch:
+        import bm25s
+        import numpy as np
+
+        with _quiet():
+            bm25 = bm25s.BM25.load(str(folder / "bm25"), show_progress=False)
+            bm25_servers = bm25s.BM25.load(str(folder / "bm25_servers"), show_progress=False)
+        return cls(
+            json.loads((folder / "ids.json").read_text(encoding="utf-8")),
+            np.load(folder / "doc_server.npy"),
+            bm25,
+            bm25_servers,
+            np.load(folder / "vectors.npy").astype(np.float32),
+            np.load(folder / "server_vectors.npy").astype(np.float32),
+            weights or SearchWeights(),
+        )
+
+    # -- querying -------------------------------------------------------------
+
+    @staticmethod
+    def _lexical(bm25: Any, tokens: list[str], size: int) -> np.ndarray:
+        import numpy as np
+
+        vocab: dict[str, int] = bm25.vocab_dict
+        ids = [vocab[t] for t in tokens if t in vocab]
+        if not ids:
+            return np.zeros(size, dtype=np.float32)
+        return np.asarray(bm25.get_scores_from_ids(ids), dtype=np.float32)
+
+    def scores(self, query: str) -> np.ndarray:
+        """The fused score of every document for ``query`` (higher is better)."""
+        import numpy as np
+
+        w = self.weights
+        size, n_servers = len(self.ids), len(self._server_vectors)
+        tokens = stem_tokens([query])
+        qv = _embed([query])[0]
+        doc = w.lexical * _minmax(self._lexical(self._bm25, tokens, size))
+        doc += w.semantic * _minmax(self._vectors @ qv)
+        if n_servers and w.server:
+            srv = w.lexical * _minmax(self._lexical(self._bm25_servers, tokens, n_servers))
+            srv += w.semantic * _minmax(self._server_vectors @ qv)
+            srv = np.append(srv, 0.0)  # row -1: documents without a server
+            doc += w.server * srv[self._doc_server]
+        return doc
+
+    def top(self, query: str, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """The best ``k`` documents as ``(position, score)``, best first; only positions
+        where the boolean array ``mask`` is true (all when ``None``). Ties keep catalog order."""
+        import numpy as np
+
+        if k <= 0 or not self.ids:
+            return []
+        scores = self.scores(query)
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        k = min(k, len(self.ids))
+        head = np.argpartition(-scores, k - 1)[:k] if k < len(self.ids) else np.arange(len(self.ids))
+        # Best first; equal scores in catalog order, so a ranking is the same every run.
+        order = head[np.lexsort((head, -scores[head]))]
+        finite = np.isfinite(scores[order])
+        return [(int(i), float(scores[i])) for i in order[finite]]
+
+
+@contextlib.contextmanager
+def _quiet():
+    """bm25s logs at DEBUG/INFO while indexing and loading; keep it out of CLI output."""
+    log = logging.getLogger("bm25s")
+    level = log.level
+    log.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """``(fn(), seconds)``; used by the CLI's ``--verbose`` timings and the benchmarks."""
+    t = time.perf_counter()
+    return fn(), time.perf_counter() - t
