@@ -50,11 +50,19 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/pyright
 
+LIVEMCPBENCH := $(SHARED)/data/livemcpbench
+TOOLGYM := $(SHARED)/data/toolgym/tool_descriptions.ndjson
+# Query files derived from LiveMCPBench's annotations (never committed; rebuilt each run).
+QUERIES := .bench/queries
+
 bench: $(VENV)/.dev peers
 	$(PY) bench/startup.py
 	$(PY) bench/call_overhead.py
-	$(PY) bench/mcpskills_generate.py $(SHARED)/data/livemcpbench/tools.json
-	$(PY) bench/footprint.py $(SHARED)/data/livemcpbench/tools.json $(SHARED)/data/toolgym/tool_descriptions.ndjson
+	$(PY) bench/mcpskills_generate.py $(LIVEMCPBENCH)/tools.json
+	$(PY) bench/livemcpbench_queries.py $(LIVEMCPBENCH)/all_annotations.json $(LIVEMCPBENCH)/tools.json $(QUERIES)
+	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json --catalog $(TOOLGYM) --queries $(QUERIES)/steps.jsonl -k 5
+	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json --catalog $(TOOLGYM) --queries $(QUERIES)/tasks.jsonl -k 10
+	$(PY) bench/footprint.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM) --budget 4000
 
 # The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.
 conformance: $(VENV)/.dev

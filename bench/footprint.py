@@ -1,7 +1,7 @@
 """Prompt footprint and sync time with real MCP tool catalogs (issue 3; prints, never asserts).
 
 Usage: ``python bench/footprint.py [CATALOG_OR_DIR ...] [--impl lite|sdk] [--names key|name]
-[--gen-tools 1000] [--gen-runs 5] [--json]``
+[--gen-tools 1000] [--gen-runs 5] [--budget TOKENS [--annotations FILE]] [--json]``
 
 Catalogs default to ``../shared/data/livemcpbench/tools.json`` and
 ``../shared/data/toolgym/tool_descriptions.ndjson`` beside the repo; a directory stands for
@@ -20,6 +20,11 @@ each a ``bench/catalog_server.py`` stdio process replaying its recorded tools, i
   ``/home/user/.keen/skills`` (each catalog line holds the absolute skill path, and a random
   temp dir name costs more tokens than a real home). ``KEEN_TOKENIZER_FILE`` is set to the
   shared o200k_base file when unset and present, so counts are exact.
+
+``--budget TOKENS`` adds, per scenario, the budgeted MCP part of the prompt (catalog +
+``call_mcp_tool`` + ``search_mcp_tools`` within the budget) and server-level recall@3 of the
+LiveMCPBench task questions (``--annotations``) with the unbudgeted catalog, the budgeted
+lines alone, and the budgeted lines plus ToolSearch (see ``_budget.py``).
 
 A scenario whose replay servers would need more than half the available memory (measured
 RSS of one replay process x servers; 292 SDK servers need ~19 GB) is skipped and says so.
@@ -53,6 +58,7 @@ from typing import Any
 
 import anyio
 
+from _budget import budget_figures
 from _catalog import RecordedServer, keen_names, load_catalog
 from _common import PYTHON, keen_home, print_block, verdict, write_config
 from keen.gateway import tool_definition
@@ -64,6 +70,7 @@ from keen.mcpskills.sync import sync_mcp_skills
 from keen.prompt import prompt_stats, skills_prompt
 from keen.skills.config import SkillsConfig
 from keen.tokens import TokenCounter, token_counter
+from livemcpbench_queries import convert
 
 __all__ = ["generation", "main", "process_start", "scenario"]
 
@@ -139,8 +146,14 @@ def _skills_without_fsync(manager: Manager, root: Path) -> float:
     return time.perf_counter() - t
 
 
-async def scenario(servers: dict[str, tuple[Path, RecordedServer]], impl: str) -> dict[str, Any]:
-    """Sync ``servers`` (Keen name -> (catalog, server)) in a fresh KEEN_HOME; figures as a dict."""
+async def scenario(
+    servers: dict[str, tuple[Path, RecordedServer]],
+    impl: str,
+    budget: int = 0,
+    tasks: list[tuple[str, set[str]]] | None = None,
+) -> dict[str, Any]:
+    """Sync ``servers`` (Keen name -> (catalog, server)) in a fresh KEEN_HOME; figures as a dict.
+    With ``budget``: the budgeted prompt figures over ``tasks`` (question, Keen server names)."""
     counter = token_counter()
     with keen_home() as home:
         config = write_config(home, {name: _entry(path, rec, impl) for name, (path, rec) in servers.items()})
@@ -203,6 +216,7 @@ async def scenario(servers: dict[str, tuple[Path, RecordedServer]], impl: str) -
                 "reduction": 1 - typical["total"] / max(stats.all_schemas_tokens, 1),
             },
             "servers_detail": [s.to_dict() for s in stats.servers],
+            "budgeted": budget_figures(home / "skills", budget, counter, tasks or []) if budget else None,
         }
 
 
@@ -296,6 +310,35 @@ def _pct(x: float) -> str:
     return f"{x * 100:.2f}%"
 
 
+def _report_budget(sc: dict[str, Any]) -> None:
+    b = sc["budgeted"]
+    recall = b["server_recall@3"]
+    print_block(
+        f"Budgeted MCP prompt: {sc['configured']} servers, budget {b['budget']:,} tokens",
+        [
+            (
+                "MCP part of the prompt",
+                f"{b['tokens']:,} tokens ({b['tokenizer']}; catalog + call_mcp_tool + search_mcp_tools "
+                f"{b['overhead_tokens']}): {verdict(b['tokens'] <= b['budget'])} (<= {b['budget']:,})",
+            ),
+            (
+                "step",
+                f"{b['step']}: {b['listed']} lines listed, {b['folded']} servers folded behind "
+                f"search_mcp_tools, description cap {b['description_cap']} (rendered in {b['render_s']:.2f} s)",
+            ),
+            (
+                "server recall@3",
+                f"unbudgeted catalog {recall['unbudgeted']:.3f}; budgeted lines alone "
+                f"{recall['budgeted_lines']:.3f}; budgeted lines + ToolSearch {recall['budgeted_search']:.3f} "
+                f"(lines RRF ToolSearch {recall['lines_rrf_search']:.3f}) "
+                f"({b['tasks']} LiveMCPBench task questions)   target: budgeted + search >= unbudgeted: "
+                f"{verdict(recall['budgeted_search'] >= recall['unbudgeted'])}",
+            ),
+        ],
+    )
+    print()
+
+
 def _report(fig: dict[str, Any]) -> None:
     for skipped in fig["skipped"]:
         print(f"Skipped: {skipped}\n")
@@ -354,6 +397,8 @@ def _report(fig: dict[str, Any]) -> None:
             f"Footprint: {sc['configured']} servers, replay servers --impl {fig['impl']}", rows, notes
         )
         print()
+        if sc.get("budgeted"):
+            _report_budget(sc)
     gen = fig["generation"]
     starts = ", ".join(
         f"{p['impl']} {p['median_s'] * 1000:.0f} ms ({p['rss_mb']:.0f} MB RSS)" for p in fig["process_start"]
@@ -394,6 +439,22 @@ def _limit(which: int) -> str:
     return "unlimited" if soft == resource.RLIM_INFINITY else str(soft)
 
 
+def _tasks(
+    annotations: Path,
+    pairs: list[tuple[Path, RecordedServer]],
+    everything: dict[str, tuple[Path, RecordedServer]],
+) -> list[tuple[str, set[str]]]:
+    """LiveMCPBench task questions with the Keen names of their tools' servers."""
+    if not annotations.is_file():
+        raise SystemExit(f"footprint: {annotations} does not exist; pass --annotations all_annotations.json")
+    keen_of = {(path, rec.name): name for name, (path, rec) in everything.items()}
+    livemcp = next((path for path, rec in pairs if rec.source == "livemcpbench"), None)
+    if livemcp is None:
+        raise SystemExit("footprint: --budget needs the LiveMCPBench tools.json among the catalogs")
+    tasks, _, _ = convert(annotations, livemcp)
+    return [(t["query"], {keen_of[(livemcp, ref.rpartition("/")[0])] for ref in t["tools"]}) for t in tasks]
+
+
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     files = _catalog_files(args.catalogs)
     catalogs = [(path, load_catalog(path)) for path in files]
@@ -401,6 +462,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     raw = [rec.key if args.names == "key" else rec.name for _, rec in pairs]
     everything = dict(zip(keen_names(raw), pairs, strict=True))
     first_path, first = catalogs[0]
+    tasks = _tasks(args.annotations, pairs, everything) if args.budget else []
     # Measured first, on a machine not yet busy with this benchmark's own servers.
     starts = {impl: process_start(first_path, first[0], impl) for impl in ("lite", "sdk")}
     generated = generation(first, args.gen_tools, args.gen_runs)
@@ -418,7 +480,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                 f"{available / 1024:.1f} GB available; use --impl lite"
             )
             continue
-        figures = await scenario(subset, args.impl)
+        figures = await scenario(subset, args.impl, args.budget, tasks)
         figures["catalogs"] = " + ".join(f"{p.parent.name}/{p.name}" for p, _ in catalogs[:k])
         scenarios.append(figures)
     return {
@@ -449,6 +511,13 @@ def main() -> None:
     parser.add_argument("--names", choices=("key", "name"), default="key", help="which recorded name to map")
     parser.add_argument("--gen-tools", type=int, default=1000, help="tools in the generation run (1000)")
     parser.add_argument("--gen-runs", type=int, default=5, help="generation runs (5)")
+    parser.add_argument("--budget", type=int, default=0, help="token budget of the MCP prompt part (0: off)")
+    parser.add_argument(
+        "--annotations",
+        type=Path,
+        default=SHARED / "livemcpbench" / "all_annotations.json",
+        help="LiveMCPBench all_annotations.json (task questions for --budget)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     if not os.environ.get("KEEN_TOKENIZER_FILE") and TOKENIZER.is_file():

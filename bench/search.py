@@ -1,0 +1,209 @@
+"""ToolSearch quality and speed over recorded MCP catalogs (issue 11; prints, never asserts).
+
+Usage: ``python bench/search.py --catalog FILE [--catalog FILE ...] --queries FILE.jsonl
+[-k 5] [--level tool|server] [--json]``
+
+Catalogs: LiveMCPBench ``tools.json`` and ToolGym ``tool_descriptions.ndjson`` (both
+formats, see ``_catalog.py``); every tool of every catalog is indexed, so later catalogs
+act as distractors. Queries: JSON lines ``{"query": str, "tools": ["server/tool", ...]}``
+where ``server`` is the catalog's own server name (LiveMCPBench ``name``, ToolGym
+``qualifiedName``, which may hold ``/``: the tool is what follows the last ``/``). Other
+keys are ignored, except ``required`` (written by ``livemcpbench_queries.py`` for task
+queries: a list of groups, each the alternatives of one needed tool), which adds two
+figures: ``all@K`` (every group has a member in the top K) and ``tool_recall@K`` (mean
+share of groups with a member in the top K).
+
+A query is a hit at K when any listed tool is in the top K (``--level server``: when the
+server of any listed tool is among the top K servers, servers ranked by their best tool).
+Prints recall@1, @3, @K, MRR (reciprocal rank of the first hit within the top 100, else
+0), p50/p99 latency of ``Catalog.search`` in ms per query (query embedding, scoring of
+every tool, ranking; wall time, and the median CPU time of the process, which a busy
+machine inflates less), tools and queries, plus the index build time (no cache; it
+includes loading the wordllama model). ``--json``
+prints one object with keys ``recall@1``, ``recall@3``, ``recall@<K>``, ``mrr``,
+``p50_ms``, ``p99_ms``, ``tools``, ``queries`` (and the extras).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _catalog import load_catalog
+from keen.capabilities import Catalog, tool_capability
+from keen.capabilities.catalog import server_text
+from keen.capabilities.search import SearchWeights
+from keen.mcp.types import ServerInfo, Tool
+
+__all__ = ["build_catalog", "evaluate", "main", "read_queries"]
+
+TARGETS = {"step_recall@5": 0.85, "task_recall@10": 0.60, "p50_ms": 5.0, "build_s": 10.0}
+DEPTH = 100
+
+
+def build_catalog(paths: list[Path]) -> Catalog:
+    """One in-memory catalog of every tool of ``paths`` (no cache: the build is timed)."""
+    caps = []
+    servers: dict[str, str] = {}
+    for path in paths:
+        for rec in load_catalog(path):
+            tools = [
+                Tool(
+                    rec.name,
+                    t["name"],
+                    t.get("description") or "",
+                    t.get("inputSchema") or {},
+                    t.get("title"),
+                )
+                for t in rec.tools
+            ]
+            info = ServerInfo(rec.info_name, rec.version, None, rec.instructions)
+            servers[rec.name] = server_text(rec.name, info, tools)
+            caps += [tool_capability(rec.name, t) for t in rec.tools]
+    return Catalog(caps, servers, cache=False)
+
+
+def read_queries(path: Path) -> list[dict[str, Any]]:
+    """The query lines of ``path`` (blank lines skipped). Exits with a message on bad JSON."""
+    out: list[dict[str, Any]] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"search: {path}:{number}: not JSON ({exc.msg})") from exc
+        if not isinstance(item.get("query"), str) or not isinstance(item.get("tools"), list):
+            raise SystemExit(f'search: {path}:{number}: needs "query" (string) and "tools" (list)')
+        out.append(item)
+    return out
+
+
+def _split(ref: str) -> tuple[str, str]:
+    server, _, tool = ref.rpartition("/")
+    return server, tool
+
+
+def _cap_id(ref: str) -> str:
+    server, tool = _split(ref)
+    return f"mcp__{server}__{tool}"
+
+
+def evaluate(catalog: Catalog, queries: list[dict[str, Any]], k: int, level: str) -> dict[str, Any]:
+    """Recall@1/@3/@k, MRR, latency percentiles (ms) for ``queries`` over ``catalog``."""
+    known = {c.id for c in catalog}
+    cuts = sorted({1, 3, k})
+    hits = {c: 0 for c in cuts}
+    rr: list[float] = []
+    latencies: list[float] = []
+    cpu: list[float] = []
+    all_hits: list[bool] = []
+    shares: list[float] = []
+    unknown = 0
+    catalog.search("warm up the model and the index", k=1)
+    for item in queries:
+        wanted = {_cap_id(ref) for ref in item["tools"]}
+        unknown += len(wanted - known)
+        t, c = time.perf_counter(), time.process_time()
+        ranked = catalog.search(item["query"], k=DEPTH)
+        latencies.append((time.perf_counter() - t) * 1000)
+        cpu.append((time.process_time() - c) * 1000)
+        if level == "server":
+            ranking: list[str] = []
+            for hit in ranked:
+                if hit.server not in ranking:
+                    ranking.append(str(hit.server))
+            targets = {_split(ref)[0] for ref in item["tools"]}
+        else:
+            ranking = [hit.id for hit in ranked]
+            targets = wanted
+        first = next((i for i, x in enumerate(ranking) if x in targets), None)
+        rr.append(0.0 if first is None else 1.0 / (first + 1))
+        for c in cuts:
+            hits[c] += first is not None and first < c
+        groups = item.get("required")
+        if isinstance(groups, list) and groups:
+            top = set(ranking[:k])
+            if level == "server":
+                found = [any(_split(r)[0] in top for r in g) for g in groups]
+            else:
+                found = [any(_cap_id(r) in top for r in g) for g in groups]
+            all_hits.append(all(found))
+            shares.append(sum(found) / len(found))
+    n = max(len(queries), 1)
+    cuts_ms = (
+        statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else latencies * 99
+    )
+    out: dict[str, Any] = {f"recall@{c}": hits[c] / n for c in cuts}
+    out |= {
+        "mrr": sum(rr) / n,
+        "p50_ms": cuts_ms[49],
+        "p99_ms": cuts_ms[98],
+        "cpu_p50_ms": statistics.median(cpu),
+        "tools": len(catalog),
+        "queries": len(queries),
+        "servers": len(catalog.servers),
+        "level": level,
+        "k": k,
+        "unknown_targets": unknown,
+    }
+    if all_hits:
+        out[f"all@{k}"] = sum(all_hits) / len(all_hits)
+        out[f"tool_recall@{k}"] = sum(shares) / len(shares)
+    return out
+
+
+def _report(fig: dict[str, Any], args: argparse.Namespace) -> None:
+    k = fig["k"]
+    names = ", ".join(f"{p.parent.name}/{p.name}" for p in args.catalog)
+    print(f"ToolSearch over {names}: {fig['tools']:,} tools, {fig['servers']} servers")
+    print(f"queries {args.queries.name}: {fig['queries']}, level {fig['level']}, k={k}")
+    print(f"  index build      : {fig['build_s']:.2f} s (bm25s + wordllama, no cache)   target <= 10 s")
+    for c in sorted({1, 3, k}):
+        print(f"  recall@{c:<9} : {fig[f'recall@{c}']:.3f}")
+    if f"all@{k}" in fig:
+        print(f"  all@{k:<12} : {fig[f'all@{k}']:.3f} (every needed tool in the top {k})")
+        print(
+            f"  tool_recall@{k:<4} : {fig[f'tool_recall@{k}']:.3f} (mean share of needed tools in the top {k})"
+        )
+    print(f"  MRR              : {fig['mrr']:.3f}")
+    print(f"  latency p50/p99  : {fig['p50_ms']:.2f} / {fig['p99_ms']:.2f} ms per query   target p50 <= 5 ms")
+    print(
+        f"  CPU p50          : {fig['cpu_p50_ms']:.2f} ms per query (all threads; wall time includes waiting for a core)"
+    )
+    if fig["unknown_targets"]:
+        print(f"  note: {fig['unknown_targets']} listed tools are not in the catalogs (never found)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="ToolSearch recall and latency over recorded catalogs.")
+    parser.add_argument("--catalog", type=Path, action="append", required=True, help="tools.json or .ndjson")
+    parser.add_argument("--queries", type=Path, required=True, help="query JSON lines")
+    parser.add_argument("-k", type=int, default=5, help="cut-off K (5)")
+    parser.add_argument("--level", choices=("tool", "server"), default="tool")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--weights", default="", help="lexical,semantic,server fusion weights (method study)")
+    args = parser.parse_args(argv)
+    for path in [*args.catalog, args.queries]:
+        if not path.is_file():
+            raise SystemExit(f"search: {path} does not exist")
+    catalog = build_catalog(args.catalog)
+    weights = SearchWeights(*map(float, args.weights.split(","))) if args.weights else None
+    t = time.perf_counter()
+    catalog.index(weights)
+    build_s = time.perf_counter() - t
+    figures = evaluate(catalog, read_queries(args.queries), args.k, args.level) | {"build_s": build_s}
+    if args.json:
+        json.dump(figures, sys.stdout)
+        print()
+    else:
+        _report(figures, args)
+
+
+if __name__ == "__main__":
+    main()
