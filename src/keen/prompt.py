@@ -18,11 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from keen import paths
+from keen.capabilities import BudgetedSection, budgeted_section, search_tool_definition
 from keen.gateway import tool_definition
 from keen.skills import Skill, catalog_line, discover, render_skills_section
 from keen.tokens import TokenCounter, token_counter
 
-__all__ = ["PromptStats", "ServerFootprint", "openai_tool_json", "prompt_stats", "skills_prompt"]
+__all__ = [
+    "PromptStats",
+    "ServerFootprint",
+    "budgeted_prompt",
+    "mcp_tool_definitions",
+    "openai_tool_json",
+    "prompt_stats",
+    "skills_prompt",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +40,40 @@ def skills_prompt(skills_root: Path | None = None, *, max_chars: int | None = No
     """The skills section for a system prompt: one catalog line per enabled skill."""
     found = discover(skills_root or paths.skills_dir())
     return render_skills_section(found.enabled, max_chars=max_chars)
+
+
+def mcp_tool_definitions(skills_root: Path | None = None) -> list[str]:
+    """The tool definitions sent with the MCP section every turn, as compact JSON
+    (OpenAI shape): ``call_mcp_tool`` and ``search_mcp_tools``."""
+    root = skills_root or paths.skills_dir()
+    return [
+        json.dumps(definition, separators=(",", ":"), ensure_ascii=False)
+        for definition in (tool_definition("openai", skills_dir=str(root)), search_tool_definition("openai"))
+    ]
+
+
+def budgeted_prompt(
+    budget: int,
+    skills_root: Path | None = None,
+    *,
+    counter: TokenCounter | None = None,
+    usefulness: dict[str, float] | None = None,
+) -> BudgetedSection:
+    """The skills section whose tokens plus those of :func:`mcp_tool_definitions` stay
+    within ``budget`` (o200k tokens when the tokenizer file is local): the whole catalog
+    when it fits, else shortened lines, else the least useful servers folded behind
+    ``search_mcp_tools`` (see ``keen.capabilities.budget``). Raises ValueError if
+    ``budget`` < 0, SkillError for an unreadable skills dir."""
+    root = skills_root or paths.skills_dir()
+    found = discover(root)
+    return budgeted_section(
+        found.enabled,
+        budget,
+        skills_root=root.absolute(),
+        counter=counter or token_counter(),
+        overhead=mcp_tool_definitions(root),
+        usefulness=usefulness,
+    )
 
 
 def openai_tool_json(name: str, description: str, input_schema: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """The ``keen`` command line (typer + rich).
 
-``keen mcp list|tools|call|import|sync|connect``, ``keen skills ...``, ``keen prompt``,
+``keen mcp list|tools|call|import|sync|connect``, ``keen skills ...``, ``keen tools search``, ``keen prompt``,
 ``keen demo``. Library code never prints; everything a person sees is rendered here.
 """
 
@@ -15,6 +15,7 @@ from keen.cli import demo_cmd, prompt_cmd
 from keen.cli._common import EXIT_KEEN_ERROR, debug_enabled, err, setup_logging
 from keen.cli.mcp_cmd import app as mcp_app
 from keen.cli.skills_cmd import app as skills_app
+from keen.cli.tools_cmd import app as tools_app
 
 __all__ = ["app", "main"]
 
@@ -27,6 +28,7 @@ app = typer.Typer(
 )
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(skills_app, name="skills")
+app.add_typer(tools_app, name="tools")
 prompt_cmd.register(app)
 demo_cmd.register(app)
 

@@ -7,8 +7,8 @@ import sys
 import typer
 from rich.table import Table
 
-from keen.cli._common import out, print_json
-from keen.prompt import prompt_stats, skills_prompt
+from keen.cli._common import fail, out, print_json
+from keen.prompt import budgeted_prompt, prompt_stats, skills_prompt
 
 __all__ = ["register"]
 
@@ -17,8 +17,17 @@ def prompt(
     stats: bool = typer.Option(False, "--stats", help="Compare the prompt with every tool schema inline."),
     as_json: bool = typer.Option(False, "--json", help="With --stats: print the figures as JSON."),
     max_chars: int = typer.Option(0, "--max-chars", help="Character budget for the catalog (0: none)."),
+    budget_tokens: int = typer.Option(
+        0,
+        "--budget",
+        min=0,
+        help="Token budget for the whole MCP part (catalog + call_mcp_tool + search_mcp_tools); 0: none.",
+    ),
 ) -> None:
     """Print the skills section of the system prompt (from the skills on disk)."""
+    if budget_tokens:
+        _budgeted(budget_tokens, stats=stats, as_json=as_json)
+        return
     budget = max_chars or None
     if not stats:
         sys.stdout.write(skills_prompt(max_chars=budget) + "\n")
@@ -36,6 +45,21 @@ def prompt(
     out.print(f"every tool schema inline: {figures.all_schemas_tokens:,} tokens")
     out.print(f"Keen catalog + call_mcp_tool: {figures.catalog_tokens:,} tokens")
     out.print(f"reduction: {figures.reduction:.1%}")
+
+
+def _budgeted(tokens: int, *, stats: bool, as_json: bool) -> None:
+    section = budgeted_prompt(tokens)
+    if as_json:
+        print_json({**section.to_dict(), "text": section.text})
+        return
+    if not stats:
+        sys.stdout.write(section.text + "\n")
+        return
+    if section.step == "empty":
+        fail(f"a budget of {tokens} tokens cannot hold even the tool definitions ({section.overhead_tokens})")
+    out.print(f"MCP part of the prompt: {section.tokens:,} of {tokens:,} tokens ({section.tokenizer})")
+    out.print(f"  step: {section.step}; {len(section.listed)} skills listed, {len(section.folded)} folded")
+    out.print(f"  tool definitions (call_mcp_tool, search_mcp_tools): {section.overhead_tokens:,} tokens")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,54 @@
+"""``keen tools search QUERY``: find MCP tools in the generated skills (no server needs to run)."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from keen.capabilities import Catalog, SearchFilter
+from keen.cli._common import fail, out, print_json
+from keen.errors import KeenError
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Find tools among every configured MCP server's tools.", no_args_is_help=True)
+
+
+@app.command("search")
+def search(
+    query: str = typer.Argument(..., help="What the tool should do, in a few words."),
+    k: int = typer.Option(5, "-k", "--limit", min=1, max=100, help="How many results."),
+    server: list[str] = typer.Option([], "--server", "-s", help="Only this server's tools (repeatable)."),
+    read_only: bool = typer.Option(False, "--read-only", help="Only tools annotated read-only."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+) -> None:
+    """Rank the tools of the generated MCP skills for QUERY (offline: BM25 + static embeddings)."""
+    try:
+        catalog = Catalog.from_skills_dir()
+    except KeenError as exc:
+        fail(exc.message)
+    unknown = sorted(set(server) - set(catalog.servers))
+    if unknown:
+        known = ", ".join(catalog.servers) or "none (run `keen mcp sync` first)"
+        fail(f"no generated skill for server {', '.join(unknown)}; servers with skills: {known}")
+    if not len(catalog):
+        fail("no tools to search: no generated MCP skills are enabled; run `keen mcp sync` or `keen demo`")
+    servers = frozenset(server) if server else None
+    flt = SearchFilter(mode="read-only" if read_only else "auto", servers=servers)
+    try:
+        hits = catalog.search(query, k=k, filter=flt)
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        print_json([h.to_dict() for h in hits])
+        return
+    if not hits:
+        out.print("no matching tools")
+        return
+    table = Table(title=f"tools for {query!r}", title_justify="left")
+    for column in ("#", "server", "tool", "risk", "summary", "score"):
+        table.add_column(column, justify="right" if column in ("#", "score") else "left")
+    for rank, hit in enumerate(hits, 1):
+        table.add_row(str(rank), hit.server or "", hit.tool, hit.risk, hit.summary, f"{hit.score:.2f}")
+    out.print(table)
+    out.print("Read a tool's schema file (the `location` in --json) before calling it with call_mcp_tool.")

@@ -1,0 +1,86 @@
+"""`keen tools search` and `keen prompt --budget` over the demo server's generated skills,
+and a catalog from a live Manager (the demo server over stdio)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from keen.capabilities import Catalog, SearchFilter
+from keen.mcp import Manager
+from keen.mcpskills.startup import sync_from_manager
+
+DEMO = {"transport": "stdio", "command": sys.executable, "args": ["-m", "keen.demo.server"]}
+WRITES = {"mcp__demo__add_note", "mcp__demo__delete_note"}
+
+
+def keen(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from keen.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
+    return done
+
+
+@pytest.fixture
+async def demo_home(keen_home: Path, write_config) -> Path:
+    config = write_config({"demo": DEMO})
+    async with Manager(config) as manager:
+        assert await manager.wait_ready(60)
+        live = Catalog.from_manager(manager)
+        assert {c.id for c in live} >= WRITES
+        hits = live.search("delete a note", k=8, filter=SearchFilter(mode="read-only"))
+        assert hits and not {h.id for h in hits} & WRITES
+        assert live.load("mcp__demo__convert_units").schema["type"] == "object"
+        await sync_from_manager(manager)
+    return keen_home
+
+
+@pytest.mark.anyio
+async def test_tools_search_on_the_demo_skills_with_no_server_running(demo_home: Path) -> None:
+    done = keen("tools", "search", "convert miles to kilometers", "-k", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    hits = json.loads(done.stdout)
+    assert hits[0]["tool"] == "convert_units" and hits[0]["server"] == "demo"
+    assert Path(hits[0]["location"]).is_file() and len(hits) == 3
+    table = keen("tools", "search", "what time is it in Tokyo")
+    assert table.returncode == 0 and "current_time" in table.stdout
+    ro = json.loads(keen("tools", "search", "remove a note", "--read-only", "--json", "-k", "8").stdout)
+    assert ro and not {h["id"] for h in ro} & WRITES
+
+
+@pytest.mark.anyio
+async def test_tools_search_errors_say_what_to_do(demo_home: Path) -> None:
+    unknown = keen("tools", "search", "x", "--server", "nope")
+    assert unknown.returncode == 2 and "servers with skills: demo" in unknown.stderr
+    empty = keen("tools", "search", "  ")
+    assert empty.returncode == 2 and "describe the task" in empty.stderr
+
+
+def test_tools_search_without_skills(keen_home: Path) -> None:
+    done = keen("tools", "search", "anything")
+    assert done.returncode == 2 and "keen mcp sync" in done.stderr
+
+
+@pytest.mark.anyio
+async def test_prompt_budget(demo_home: Path) -> None:
+    full = json.loads(keen("prompt", "--budget", "100000", "--json").stdout)
+    assert full["step"] == "full" and full["tokens"] <= 100000
+    tight_budget = full["overhead_tokens"] + 40
+    tight = json.loads(keen("prompt", "--budget", str(tight_budget), "--json").stdout)
+    assert tight["tokens"] <= tight_budget and tight["step"] in ("compact", "folded", "empty")
+    text = keen("prompt", "--budget", str(tight_budget)).stdout
+    assert text.strip() == tight["text"].strip()
+    stats = keen("prompt", "--budget", "10", "--stats")
+    assert stats.returncode == 2 and "cannot hold" in stats.stderr
