@@ -386,7 +386,9 @@ def test_description_skips_instructions_about_their_audience(tmp_path: Path) -> 
     )
     assert "Audience" not in report.description and "instructions" not in report.description
     # Instructions that open with what the server does still win.
-    info = ServerInfo(name="gh", version="1", instructions="Audience: agents.\nWork with GitHub issues and PRs.")
+    info = ServerInfo(
+        name="gh", version="1", instructions="Audience: agents.\nWork with GitHub issues and PRs."
+    )
     gh = generate_skill(tmp_path / "skills", status("gh"), tools, info=info, now=NOW)
     assert gh.description.startswith("Work with GitHub issues and PRs.")
 
