@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -145,6 +146,7 @@ def evaluate(catalog: Catalog, queries: list[dict[str, Any]], k: int, level: str
         "p50_ms": cuts_ms[49],
         "p99_ms": cuts_ms[98],
         "cpu_p50_ms": statistics.median(cpu),
+        "load_average_1m": os.getloadavg()[0],
         "tools": len(catalog),
         "queries": len(queries),
         "servers": len(catalog.servers),
