@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -244,8 +245,7 @@ class Catalog:
         self._caps = {c.id: c for c in caps}
         self._list = list(self._caps.values())
         if len(self._caps) != len(caps):
-            seen: set[str] = set()
-            dupes = sorted({c.id for c in caps if c.id in seen or seen.add(c.id)})
+            dupes = sorted(i for i, n in Counter(c.id for c in caps).items() if n > 1)
             logger.warning("catalog: duplicate capability ids kept once: %s", ", ".join(dupes[:5]))
         self.servers: dict[str, str] = dict(sorted((servers or {}).items()))
         self._names = model_names(self._caps)

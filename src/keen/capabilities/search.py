@@ -35,8 +35,7 @@ import logging
 import os
 import shutil
 import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -303,9 +302,3 @@ def _quiet():
         yield
     finally:
         log.setLevel(level)
-
-
-def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    """``(fn(), seconds)``; used by the CLI's ``--verbose`` timings and the benchmarks."""
-    t = time.perf_counter()
-    return fn(), time.perf_counter() - t
