@@ -75,3 +75,14 @@ def test_any_ids_get_unique_valid_names(raw: list[str]) -> None:
     assert set(names) == set(ids)
     assert len(set(names.values())) == len(names)
     assert all(MODEL_NAME_RE.fullmatch(n) for n in names.values())
+
+
+def test_importing_capabilities_loads_no_search_engine() -> None:
+    # numpy, bm25s, PyStemmer and wordllama load on the first search, not at import:
+    # `keen --help` and a catalog that is only listed stay fast.
+    code = (
+        "import sys, keen.capabilities, keen.cli.tools_cmd; "
+        "print(sorted(m for m in ('numpy', 'bm25s', 'Stemmer', 'wordllama') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
