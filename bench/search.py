@@ -176,7 +176,8 @@ def _report(fig: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"  MRR              : {fig['mrr']:.3f}")
     print(f"  latency p50/p99  : {fig['p50_ms']:.2f} / {fig['p99_ms']:.2f} ms per query   target p50 <= 5 ms")
     print(
-        f"  CPU p50          : {fig['cpu_p50_ms']:.2f} ms per query (all threads; wall time includes waiting for a core)"
+        f"  CPU p50          : {fig['cpu_p50_ms']:.2f} ms per query (all threads; 1-min load average "
+        f"{fig['load_average_1m']:.1f} on {os.cpu_count()} CPUs)"
     )
     if fig["unknown_targets"]:
         print(f"  note: {fig['unknown_targets']} listed tools are not in the catalogs (never found)")
