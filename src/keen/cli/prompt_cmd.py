@@ -52,11 +52,15 @@ def _budgeted(tokens: int, *, stats: bool, as_json: bool) -> None:
     if as_json:
         print_json({**section.to_dict(), "text": section.text})
         return
+    if section.step == "empty" and (section.listed or section.folded):
+        held = "cannot hold even" if section.overhead_tokens > tokens else "holds only"
+        fail(
+            f"a budget of {tokens} tokens {held} the tool definitions ({section.overhead_tokens} tokens), "
+            "with no room for the skills header and one line; raise --budget"
+        )
     if not stats:
         sys.stdout.write(section.text + "\n")
         return
-    if section.step == "empty":
-        fail(f"a budget of {tokens} tokens cannot hold even the tool definitions ({section.overhead_tokens})")
     out.print(f"MCP part of the prompt: {section.tokens:,} of {tokens:,} tokens ({section.tokenizer})")
     out.print(f"  step: {section.step}; {len(section.listed)} skills listed, {len(section.folded)} folded")
     out.print(f"  tool definitions (call_mcp_tool, search_mcp_tools): {section.overhead_tokens:,} tokens")
