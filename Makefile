@@ -42,8 +42,10 @@ peers: $(PEERS)/node/.installed $(PEERS)/py/.installed
 demo: $(VENV)/.base
 	$(VENV)/bin/keen demo
 
+# Two workers (the CI machine has 2 cores); a file's tests stay on one worker, since some
+# modules share servers and state through module-scoped fixtures.
 test: $(VENV)/.dev peers
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check src tests bench
@@ -56,6 +58,7 @@ TOOLGYM := $(SHARED)/data/toolgym/tool_descriptions.ndjson
 QUERIES := .bench/queries
 
 bench: $(VENV)/.dev peers
+	$(PY) bench/cli_start.py
 	$(PY) bench/startup.py
 	$(PY) bench/call_overhead.py
 	$(PY) bench/mcpskills_generate.py $(LIVEMCPBENCH)/tools.json

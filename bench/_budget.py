@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from keen.capabilities import Capability, Catalog, Risk
+from keen.gateway import tool_definition
 from keen.prompt import budgeted_prompt
 from keen.skills import discover
 from keen.tokens import TokenCounter
@@ -70,7 +71,8 @@ def budget_figures(
     """Figures for one synced skills dir. ``tasks``: (question, Keen names of the servers
     of the tools it needs); tasks none of whose servers are configured are skipped."""
     t = time.perf_counter()
-    section = budgeted_prompt(budget, skills_root, counter=counter)
+    call_tool = tool_definition("openai", skills_dir=str(skills_root))
+    section = budgeted_prompt(budget, skills_root, call_tool=call_tool, counter=counter)
     render_s = time.perf_counter() - t
     skills = {s.name.removeprefix("mcp:"): s for s in discover(skills_root).enabled if s.managed}
     full = {name: s.description for name, s in skills.items()}

@@ -184,7 +184,8 @@ async def scenario(
         mismatched = [
             _mismatch(s, servers[s.name][1]) for s in up if s.tool_count != len(servers[s.name][1].tools)
         ]
-        stats = prompt_stats(home / "skills", counter=counter)
+        root = home / "skills"
+        stats = prompt_stats(root, tools=[tool_definition("openai", skills_dir=str(root))], counter=counter)
         split = _split_tokens(home / "skills", counter)
         typical = _split_tokens(home / "skills", counter, TYPICAL_ROOT)
         if split["total"] != stats.catalog_tokens:  # the split must explain prompt_stats' figure

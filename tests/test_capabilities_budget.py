@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from keen.capabilities import SEARCH_TOOL_NAME, budgeted_section, search_tool_definition
+from keen.gateway import tool_definition
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import generate_skill
 from keen.prompt import budgeted_prompt, mcp_tool_definitions
@@ -77,7 +79,7 @@ def test_budget_is_never_exceeded(skills_292: Path, servers: int) -> None:
     counter = token_counter()
     skills = discover(skills_292).enabled
     order = sorted(skills, key=lambda s: s.name)[:servers]
-    overhead = mcp_tool_definitions(skills_292)
+    overhead = mcp_tool_definitions(tool_definition("openai", skills_dir=str(skills_292)))
     fixed = sum(counter.count(o) for o in overhead)
     full = counter.count(render_skills_section(order)) + fixed
     for budget in sorted({fixed, fixed + 40, fixed + 200, 1000, 2500, 4000, full - 1, full, full + 10}):
@@ -97,7 +99,7 @@ def test_budget_is_never_exceeded(skills_292: Path, servers: int) -> None:
 
 def test_292_servers_fit_4000_tokens_with_the_least_useful_folded(skills_292: Path) -> None:
     counter = token_counter()
-    section = budgeted_prompt(4000, skills_292, counter=counter)
+    section = budgeted_prompt(4000, skills_292, call_tool=_call_tool(skills_292), counter=counter)
     assert section.tokens <= 4000 and section.step == "folded"
     assert 0 < len(section.folded) < 292
     sizes = {s.name: s for s in discover(skills_292).enabled}
@@ -109,7 +111,9 @@ def test_292_servers_fit_4000_tokens_with_the_least_useful_folded(skills_292: Pa
     assert max(counts[n] for n in section.folded) <= min(counts[n] for n in section.listed)
     # Caller-given usefulness wins: keep the folded ones, fold others.
     keep = {name: 1000.0 for name in section.folded[:5]}
-    again = budgeted_prompt(4000, skills_292, counter=counter, usefulness=keep)
+    again = budgeted_prompt(
+        4000, skills_292, call_tool=_call_tool(skills_292), counter=counter, usefulness=keep
+    )
     assert again.tokens <= 4000 and not set(keep) & set(again.folded)
 
 
@@ -126,3 +130,7 @@ def test_search_tool_definition_shapes() -> None:
     assert openai["function"]["name"] == SEARCH_TOOL_NAME
     assert search_tool_definition("anthropic")["input_schema"]["required"] == ["query"]
     assert search_tool_definition("mcp")["annotations"]["readOnlyHint"] is True
+
+
+def _call_tool(skills_root: Path) -> dict[str, Any]:
+    return tool_definition("openai", skills_dir=str(skills_root))

@@ -2,36 +2,78 @@
 
 The public API in one place::
 
-    from keen import Manager, Gateway, sync_from_manager, skills_prompt, tool_definition
+    from keen import open_runtime, Manager, Gateway, skills_prompt, tool_definition
 
-See README.md for a walk-through and DESIGN.md (in the shared folder) for the architecture.
+Names are imported on first use (PEP 562 module ``__getattr__``), so ``import keen.paths``
+or ``import keen.skills`` loads neither the MCP SDK nor any layer above the one asked for.
+The package map is drawn in ``docs/architecture.md``.
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-# __version__ is defined first: keen.mcp reads it while this package is still importing.
-from keen.errors import (
-    ApprovalDenied,
-    AuthFailed,
-    AuthRequired,
-    CallTimeout,
-    ConfigError,
-    InvalidArguments,
-    KeenError,
-    MCPServerError,
-    RemoteProtocolError,
-    RemoteToolError,
-    ServerDisabled,
-    ServerDisconnected,
-    ServerNotConfigured,
-    SkillError,
-    ToolNotFound,
-)
-from keen.gateway import CALL_MCP_TOOL, ApprovalRequest, Gateway, GatewayResult, tool_definition
-from keen.mcp import Manager, ServerInfo, ServerState, ServerStatus, Tool, ToolResult
-from keen.mcpskills.startup import connect_server, sync_from_manager
-from keen.prompt import prompt_stats, skills_prompt
-from keen.skills import SkillsConfig, activate, discover
+from typing import TYPE_CHECKING
+
+from keen._lazy import exports_from, lazy_module_attrs
+from keen._version import __version__
+
+if TYPE_CHECKING:
+    from keen.errors import (
+        ApprovalDenied,
+        AuthFailed,
+        AuthRequired,
+        CallTimeout,
+        ConfigError,
+        InvalidArguments,
+        KeenError,
+        MCPServerError,
+        RemoteProtocolError,
+        RemoteToolError,
+        ServerDisabled,
+        ServerDisconnected,
+        ServerNotConfigured,
+        SkillError,
+        ToolNotFound,
+    )
+    from keen.gateway import CALL_MCP_TOOL, ApprovalRequest, Gateway, GatewayResult, tool_definition
+    from keen.mcp import Manager, ServerInfo, ServerState, ServerStatus, Tool, ToolResult
+    from keen.mcpskills.startup import sync_from_manager
+    from keen.prompt import prompt_stats, skills_prompt
+    from keen.runtime import Runtime, connect_server, open_runtime
+    from keen.skills import SkillsConfig, activate, discover
+
+# Public name -> the module that defines it (imported by __getattr__ on first access).
+_EXPORTS: dict[str, str] = {
+    **exports_from(
+        "keen.errors",
+        (
+            "ApprovalDenied",
+            "AuthFailed",
+            "AuthRequired",
+            "CallTimeout",
+            "ConfigError",
+            "InvalidArguments",
+            "KeenError",
+            "MCPServerError",
+            "RemoteProtocolError",
+            "RemoteToolError",
+            "ServerDisabled",
+            "ServerDisconnected",
+            "ServerNotConfigured",
+            "SkillError",
+            "ToolNotFound",
+        ),
+    ),
+    **exports_from(
+        "keen.gateway", ("CALL_MCP_TOOL", "ApprovalRequest", "Gateway", "GatewayResult", "tool_definition")
+    ),
+    **exports_from(
+        "keen.mcp", ("Manager", "ServerInfo", "ServerState", "ServerStatus", "Tool", "ToolResult")
+    ),
+    **exports_from("keen.mcpskills.startup", ("sync_from_manager",)),
+    **exports_from("keen.runtime", ("Runtime", "connect_server", "open_runtime")),
+    **exports_from("keen.prompt", ("prompt_stats", "skills_prompt")),
+    **exports_from("keen.skills", ("SkillsConfig", "activate", "discover")),
+}
 
 __all__ = [
     "CALL_MCP_TOOL",
@@ -49,6 +91,7 @@ __all__ = [
     "Manager",
     "RemoteProtocolError",
     "RemoteToolError",
+    "Runtime",
     "ServerDisabled",
     "ServerDisconnected",
     "ServerInfo",
@@ -64,8 +107,12 @@ __all__ = [
     "activate",
     "connect_server",
     "discover",
+    "open_runtime",
     "prompt_stats",
     "skills_prompt",
     "sync_from_manager",
     "tool_definition",
 ]
+
+
+__getattr__, __dir__ = lazy_module_attrs(__name__, _EXPORTS)

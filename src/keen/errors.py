@@ -24,6 +24,8 @@ seeds/003 "Tool Calls".
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 __all__ = [
     "ApprovalDenied",
     "AuthFailed",
@@ -40,6 +42,8 @@ __all__ = [
     "ServerNotConfigured",
     "SkillError",
     "ToolNotFound",
+    "exception_leaves",
+    "find_keen_error",
 ]
 
 
@@ -172,3 +176,18 @@ class SkillError(KeenError):
     def __init__(self, message: str, *, name: str | None = None) -> None:
         super().__init__(message)
         self.name = name
+
+
+def exception_leaves(exc: BaseException) -> Iterator[BaseException]:
+    """The leaf exceptions of ``exc``, depth first: anyio task groups and the SDK's
+    transports wrap failures in nested ``BaseExceptionGroup``s; a plain exception is its own leaf."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from exception_leaves(inner)
+    else:
+        yield exc
+
+
+def find_keen_error(exc: BaseException) -> KeenError | None:
+    """The first :class:`KeenError` among the leaves of ``exc``, or ``None``."""
+    return next((leaf for leaf in exception_leaves(exc) if isinstance(leaf, KeenError)), None)

@@ -26,12 +26,16 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from keen._redact import redactor
 from keen.errors import ApprovalDenied, KeenError
-from keen.mcp.manager import Manager
 from keen.mcp.types import Tool, ToolResult
+
+if TYPE_CHECKING:
+    # Typing only: ``tool_definition`` must be importable (by the CLI's ``keen prompt``)
+    # without loading the MCP SDK that the Manager needs.
+    from keen.mcp.manager import Manager
 
 __all__ = [
     "CALL_MCP_TOOL",
@@ -40,6 +44,7 @@ __all__ = [
     "ApprovalRequest",
     "Gateway",
     "GatewayResult",
+    "result_text",
     "tool_definition",
 ]
 
@@ -254,9 +259,7 @@ class Gateway:
     def shape(self, result: ToolResult) -> GatewayResult:
         """Text content joined; structured content kept (as JSON text when there is no text);
         text past ``max_result_chars`` cut with a note giving the number of characters cut."""
-        text = result.text
-        if not text and result.structured_content is not None:
-            text = json.dumps(result.structured_content, ensure_ascii=False)
+        text = result_text(result)
         cut = 0
         if len(text) > self.max_result_chars:
             cut = len(text) - self.max_result_chars
@@ -310,6 +313,22 @@ class Gateway:
                 self.audit(event)
             except Exception:
                 logger.exception("audit sink failed")
+
+
+def result_text(result: ToolResult, *, indent: int | None = None) -> str:
+    """A result's text content joined, or its ``structuredContent`` as JSON when it has no text.
+
+    Args:
+        result: the tool's result.
+        indent: JSON indentation for structured content (``None``: compact, for a model).
+
+    Returns:
+        The text ("" when the result has neither).
+    """
+    text = result.text
+    if not text and result.structured_content is not None:
+        text = json.dumps(result.structured_content, indent=indent, ensure_ascii=False)
+    return text
 
 
 def _redacted(arguments: Any) -> Any:

@@ -3,23 +3,23 @@
 The comparison of ``--stats``: with every MCP tool inline, an LLM API receives one tool
 definition per tool (OpenAI function shape: name, description, parameters = the
 inputSchema). With Keen it receives the catalog section (one line per enabled skill)
-plus the one ``call_mcp_tool`` definition. Both sides cover the same servers: those
-whose generated ``mcp:<server>`` skill is enabled. Tool definitions are read back from
-the generated schema files, so no server is contacted.
+plus the tool definitions the host sends beside it (the one ``call_mcp_tool``
+definition, passed in as data so this module stays below the gateway). Both sides cover
+the same servers: those whose generated ``mcp:<server>`` skill is enabled. Tool
+definitions are read back from the generated schema files, so no server is contacted.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from keen import paths
 from keen.capabilities import BudgetedSection, budgeted_section, search_tool_definition
-from keen.gateway import tool_definition
 from keen.skills import Skill, catalog_line, discover, render_skills_section
 from keen.tokens import TokenCounter, token_counter
 
@@ -42,13 +42,17 @@ def skills_prompt(skills_root: Path | None = None, *, max_chars: int | None = No
     return render_skills_section(found.enabled, max_chars=max_chars)
 
 
-def mcp_tool_definitions(skills_root: Path | None = None) -> list[str]:
-    """The tool definitions sent with the MCP section every turn, as compact JSON
-    (OpenAI shape): ``call_mcp_tool`` and ``search_mcp_tools``."""
-    root = skills_root or paths.skills_dir()
+def mcp_tool_definitions(call_tool: Mapping[str, Any]) -> list[str]:
+    """The tool definitions sent with the MCP section every turn, as compact JSON (OpenAI
+    shape): ``call_tool`` and ``search_mcp_tools``.
+
+    Args:
+        call_tool: the ``call_mcp_tool`` definition, passed as data so this module stays
+            below the gateway: ``keen.gateway.tool_definition("openai", skills_dir=...)``.
+    """
     return [
         json.dumps(definition, separators=(",", ":"), ensure_ascii=False)
-        for definition in (tool_definition("openai", skills_dir=str(root)), search_tool_definition("openai"))
+        for definition in (call_tool, search_tool_definition("openai"))
     ]
 
 
@@ -56,14 +60,26 @@ def budgeted_prompt(
     budget: int,
     skills_root: Path | None = None,
     *,
+    call_tool: Mapping[str, Any],
     counter: TokenCounter | None = None,
     usefulness: dict[str, float] | None = None,
 ) -> BudgetedSection:
     """The skills section whose tokens plus those of :func:`mcp_tool_definitions` stay
     within ``budget`` (o200k tokens when the tokenizer file is local): the whole catalog
     when it fits, else shortened lines, else the least useful servers folded behind
-    ``search_mcp_tools`` (see ``keen.capabilities.budget``). Raises ValueError if
-    ``budget`` < 0, SkillError for an unreadable skills dir."""
+    ``search_mcp_tools`` (see ``keen.capabilities.budget``).
+
+    Args:
+        budget: tokens for the whole MCP part of the prompt.
+        skills_root: the skills directory; default ``paths.skills_dir()``.
+        call_tool: the ``call_mcp_tool`` definition (see :func:`mcp_tool_definitions`).
+        counter: the token counter; default :func:`keen.tokens.token_counter`.
+        usefulness: per-server weights deciding which servers fold first.
+
+    Raises:
+        ValueError: ``budget`` < 0.
+        SkillError: the skills directory cannot be read.
+    """
     root = skills_root or paths.skills_dir()
     found = discover(root)
     return budgeted_section(
@@ -71,7 +87,7 @@ def budgeted_prompt(
         budget,
         skills_root=root.absolute(),
         counter=counter or token_counter(),
-        overhead=mcp_tool_definitions(root),
+        overhead=mcp_tool_definitions(call_tool),
         usefulness=usefulness,
     )
 
@@ -132,15 +148,31 @@ class PromptStats:
 
 
 def prompt_stats(
-    skills_root: Path | None = None, *, counter: TokenCounter | None = None, max_chars: int | None = None
+    skills_root: Path | None = None,
+    *,
+    tools: Sequence[Mapping[str, Any]],
+    counter: TokenCounter | None = None,
+    max_chars: int | None = None,
 ) -> PromptStats:
-    """Measure the prompt with every enabled MCP server's tools inline vs Keen's catalog."""
+    """Measure the prompt with every enabled MCP server's tools inline vs Keen's catalog.
+
+    Args:
+        skills_root: the skills directory; default ``paths.skills_dir()``.
+        tools: the tool definitions sent beside the catalog, as the LLM API receives them,
+            e.g. ``[keen.gateway.tool_definition("openai", skills_dir=str(root))]``.
+        counter: the token counter; default :func:`keen.tokens.token_counter`.
+        max_chars: character budget for the catalog section (``None``: no budget).
+
+    Returns:
+        The figures, in tokens of ``counter``.
+    """
     root = skills_root or paths.skills_dir()
     counter = counter or token_counter()
     found = discover(root)
     section = render_skills_section(found.enabled, max_chars=max_chars)
-    gateway_def = json.dumps(tool_definition("openai", skills_dir=str(root)), separators=(",", ":"))
-    catalog_tokens = counter.count(section) + counter.count(gateway_def)
+    catalog_tokens = counter.count(section) + sum(
+        counter.count(json.dumps(tool, separators=(",", ":"))) for tool in tools
+    )
     servers: list[ServerFootprint] = []
     total = 0
     for skill in found.enabled:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-
-from rich.live import Live
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from keen.cli._common import err
-from keen.mcp import Manager, ServerState, ServerStatus
+from keen.mcp.types import ServerState, ServerStatus
 
-__all__ = ["STATE_STYLE", "connecting_view", "status_table", "wait_for_discovery"]
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from keen.mcp.manager import Manager
+
+__all__ = ["STATE_STYLE", "connecting_view", "status_table"]
 
 STATE_STYLE = {
     ServerState.CONNECTED: "green",
@@ -25,6 +28,8 @@ STATE_STYLE = {
 
 def status_table(statuses: list[ServerStatus], *, title: str | None = "MCP servers") -> Table:
     """name, transport, auth, state, tools, last error."""
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", expand=False)
     for column in ("name", "transport", "auth", "state", "tools", "last error"):
         table.add_column(column, overflow="fold", justify="right" if column == "tools" else "left")
@@ -48,6 +53,8 @@ async def connecting_view(manager: Manager, *, enabled: bool) -> AsyncIterator[N
     if not enabled or not err.is_terminal:
         yield
         return
+    from rich.live import Live
+
     with Live(
         status_table(manager.servers(), title="connecting..."),
         console=err,
@@ -61,9 +68,3 @@ async def connecting_view(manager: Manager, *, enabled: bool) -> AsyncIterator[N
             yield
         finally:
             unsubscribe()
-
-
-async def wait_for_discovery(manager: Manager, *, timeout: float, live: bool) -> bool:
-    """``manager.wait_ready(timeout)`` with the live table on stderr when ``live``."""
-    async with connecting_view(manager, enabled=live):
-        return await manager.wait_ready(timeout)

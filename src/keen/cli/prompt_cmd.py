@@ -3,36 +3,49 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from keen import paths
 from keen.cli._common import fail, out, print_json
-from keen.prompt import budgeted_prompt, prompt_stats, skills_prompt
 
 __all__ = ["register"]
 
 
 def prompt(
-    stats: bool = typer.Option(False, "--stats", help="Compare the prompt with every tool schema inline."),
-    as_json: bool = typer.Option(False, "--json", help="With --stats: print the figures as JSON."),
-    max_chars: int = typer.Option(0, "--max-chars", help="Character budget for the catalog (0: none)."),
-    budget_tokens: int = typer.Option(
-        0,
-        "--budget",
-        min=0,
-        help="Token budget for the whole MCP part (catalog + call_mcp_tool + search_mcp_tools); 0: none.",
-    ),
+    stats: Annotated[
+        bool, typer.Option("--stats", help="Compare the prompt with every tool schema inline.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="With --stats: print the figures as JSON.")] = False,
+    max_chars: Annotated[
+        int, typer.Option("--max-chars", help="Character budget for the catalog (0: none).")
+    ] = 0,
+    budget_tokens: Annotated[
+        int,
+        typer.Option(
+            "--budget",
+            min=0,
+            help="Token budget for the whole MCP part (catalog + call_mcp_tool + search_mcp_tools); 0: none.",
+        ),
+    ] = 0,
 ) -> None:
     """Print the skills section of the system prompt (from the skills on disk)."""
     if budget_tokens:
         _budgeted(budget_tokens, stats=stats, as_json=as_json)
         return
+    from keen.prompt import prompt_stats, skills_prompt
+
     budget = max_chars or None
     if not stats:
         sys.stdout.write(skills_prompt(max_chars=budget) + "\n")
         return
-    figures = prompt_stats(max_chars=budget)
+    from rich.table import Table
+
+    from keen.gateway import tool_definition
+
+    root = paths.skills_dir()
+    figures = prompt_stats(root, tools=[tool_definition("openai", skills_dir=str(root))], max_chars=budget)
     if as_json:
         print_json(figures.to_dict())
         return
@@ -48,7 +61,11 @@ def prompt(
 
 
 def _budgeted(tokens: int, *, stats: bool, as_json: bool) -> None:
-    section = budgeted_prompt(tokens)
+    from keen.gateway import tool_definition
+    from keen.prompt import budgeted_prompt
+
+    root = paths.skills_dir()
+    section = budgeted_prompt(tokens, root, call_tool=tool_definition("openai", skills_dir=str(root)))
     if as_json:
         print_json({**section.to_dict(), "text": section.text})
         return

@@ -29,7 +29,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from keen import __version__
+from keen._version import __version__
 from keen.demo import SERVER_NAME
 from keen.demo.notes import Note, NotesError, NoteStore
 from keen.demo.units import UnitError, convert

@@ -1,11 +1,19 @@
-"""Keen's headless MCP client layer (seeds/003): config, connections, tools, calls.
+"""Keen's headless MCP client layer: config, connections, tools, calls.
 
-Knows nothing of skills, prompts, REPLs or LLMs.
+Knows nothing of skills, prompts, REPLs or LLMs (``docs/architecture.md``). Names load
+on first use, so ``import keen.mcp.types`` or ``keen.mcp.config`` does not import the SDK.
 """
 
-from keen.mcp.config import MCPConfig, load_config, parse_config
-from keen.mcp.manager import Manager, StatusObserver
-from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool, ToolResult
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from keen._lazy import exports_from, lazy_module_attrs
+
+if TYPE_CHECKING:
+    from keen.mcp.config import MCPConfig, load_config, parse_config
+    from keen.mcp.manager import Manager, StatusObserver
+    from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool, ToolResult
 
 __all__ = [
     "MCPConfig",
@@ -19,3 +27,11 @@ __all__ = [
     "load_config",
     "parse_config",
 ]
+
+_EXPORTS = {
+    **exports_from("keen.mcp.config", ("MCPConfig", "load_config", "parse_config")),
+    **exports_from("keen.mcp.manager", ("Manager", "StatusObserver")),
+    **exports_from("keen.mcp.types", ("ServerInfo", "ServerState", "ServerStatus", "Tool", "ToolResult")),
+}
+
+__getattr__, __dir__ = lazy_module_attrs(__name__, _EXPORTS)

@@ -25,8 +25,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from keen import __version__
 from keen._redact import redactor
+from keen._version import __version__
 from keen.errors import AuthRequired, RemoteProtocolError
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp._validation import ArgumentValidator

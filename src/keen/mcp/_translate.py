@@ -27,6 +27,7 @@ from keen.errors import (
     MCPServerError,
     RemoteProtocolError,
     ServerDisconnected,
+    exception_leaves,
 )
 from keen.mcp.types import ServerState
 
@@ -35,20 +36,12 @@ __all__ = ["ConnectFacts", "classify_connect_failure", "root_cause", "translate_
 
 def root_cause(exc: BaseException) -> BaseException:
     """The most telling leaf of an exception group: a Keen error first, then HTTP/OS/MCP errors."""
-    leaves = list(_leaves(exc))
+    leaves = list(exception_leaves(exc))
     for kinds in ((KeenError,), (MCPError,), (httpx2.HTTPError, OSError), (TimeoutError,), (Exception,)):
         for leaf in leaves:
             if isinstance(leaf, kinds):
                 return leaf
     return leaves[0] if leaves else exc
-
-
-def _leaves(exc: BaseException):
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc
 
 
 @dataclass

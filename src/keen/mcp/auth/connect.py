@@ -10,7 +10,7 @@ browser.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,9 +20,9 @@ import mcp_types as mt
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from keen import __version__
 from keen._redact import redactor
-from keen.errors import AuthFailed, CallTimeout, ConfigError, KeenError, ServerDisconnected
+from keen._version import __version__
+from keen.errors import AuthFailed, CallTimeout, ConfigError, KeenError, ServerDisconnected, exception_leaves
 from keen.mcp.auth.classify import classify_auth_failure
 from keen.mcp.auth.provider import (
     AUTHORIZATION_TIMEOUT,
@@ -158,7 +158,7 @@ def _sign_in_error(exc: Exception, server: str, url: str, auth: httpx2.Auth, bud
     found = classify_auth_failure(exc, server=server, auth=auth)
     if found is not None:
         return found
-    leaves = list(_leaves(exc))
+    leaves = list(exception_leaves(exc))
     for leaf in leaves:
         if isinstance(leaf, KeenError):
             return leaf
@@ -186,11 +186,3 @@ def _sign_in_error(exc: Exception, server: str, url: str, auth: httpx2.Auth, bud
         ),
         server=server,
     )
-
-
-def _leaves(exc: BaseException) -> Iterator[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc

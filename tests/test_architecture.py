@@ -1,0 +1,109 @@
+"""The package map of docs/architecture.md, enforced.
+
+The import-linter contracts in pyproject.toml (``[tool.importlinter]``) say who may
+import whom, including the layers still to come (capabilities, harness, agent, serve);
+a wrong import anywhere under ``src/keen`` fails this test. The run-time checks below
+prove what the static graph cannot: the lazy ``keen`` facade really defers imports, so
+a lower layer loads nothing above it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import importlinter.api  # noqa: F401  (configures import-linter's adapters, as its CLI does)
+import pytest
+from importlinter.application.use_cases import lint_imports
+
+import keen
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fresh(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, timeout=60
+    )
+    return done.stdout.strip()
+
+
+def _lint(capsys: pytest.CaptureFixture[str]) -> tuple[bool, str]:
+    kept = lint_imports(str(ROOT / "pyproject.toml"), cache_dir=None, no_logo=True, is_debug_mode=True)
+    return kept, capsys.readouterr().out
+
+
+def test_import_contracts_hold(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(ROOT)
+    kept, report = _lint(capsys)
+    assert kept, report
+    assert "Contracts: 4 kept, 0 broken." in report, report
+
+
+def test_a_wrong_import_breaks_the_layers_contract(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The contracts can fail: a copy of the package whose keen.mcp imports the gateway."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "keen", src / "keen", ignore=shutil.ignore_patterns("__pycache__"))
+    (src / "keen" / "mcp" / "_upward.py").write_text("from keen.gateway import Gateway\n")
+    monkeypatch.syspath_prepend(str(src))
+    monkeypatch.chdir(tmp_path)
+    for name in [m for m in sys.modules if m == "keen" or m.startswith("keen.")]:
+        monkeypatch.delitem(sys.modules, name)
+    kept, report = _lint(capsys)
+    assert not kept
+    assert "Imports only go down the package map BROKEN" in report, report
+    assert "keen.mcp._upward -> keen.gateway" in report, report
+
+
+@pytest.mark.parametrize(
+    "module", ["keen.paths", "keen.errors", "keen.skills", "keen.mcpskills", "keen.prompt"]
+)
+def test_lower_layers_do_not_load_the_mcp_sdk(module: str) -> None:
+    loaded = _fresh(
+        f"import sys, {module}; print(sorted(m for m in sys.modules if m.split('.')[0] == 'mcp'))"
+    )
+    assert loaded == "[]"
+
+
+def test_import_keen_paths_stays_small() -> None:
+    bare = int(_fresh("import sys; print(len(sys.modules))"))
+    with_paths = int(_fresh("import sys, keen.paths; print(len(sys.modules))"))
+    # pathlib and the lazy facade: tens of modules, not the 695 of an eager package root.
+    assert with_paths - bare < 60, (bare, with_paths)
+
+
+def test_keen_mcp_types_and_config_do_not_load_the_sdk() -> None:
+    loaded = _fresh(
+        "import sys, keen.mcp.types, keen.mcp.config; print('mcp.client' in sys.modules, 'httpx2' in sys.modules)"
+    )
+    assert loaded == "False False"
+
+
+def test_every_public_name_resolves() -> None:
+    for name in keen.__all__:
+        assert getattr(keen, name) is not None, name
+    assert set(keen.__all__) <= set(dir(keen))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = keen.nope  # type: ignore[attr-defined]
+
+
+def test_public_names_come_from_their_layer() -> None:
+    from keen.runtime import open_runtime
+
+    from keen.errors import KeenError
+    from keen.gateway import Gateway
+    from keen.mcp.manager import Manager
+
+    assert keen.KeenError is KeenError and keen.Gateway is Gateway
+    assert keen.Manager is Manager and keen.open_runtime is open_runtime
+    assert keen.__version__ == _fresh("from keen._version import __version__; print(__version__)")
+
+
+def test_the_version_is_the_distribution_version() -> None:
+    from importlib.metadata import version
+
+    assert version("keen-code") == keen.__version__
