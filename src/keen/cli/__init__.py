@@ -2,27 +2,29 @@
 
 ``keen mcp list|tools|call|import|sync|connect``, ``keen skills ...``, ``keen tools search``, ``keen prompt``,
 ``keen demo``. Library code never prints; everything a person sees is rendered here.
+Each command imports what it needs when it runs, so commands that touch no server
+(``--version``, ``skills``, ``prompt``) start without loading the MCP SDK.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
-from keen import __version__
+from keen._version import __version__
 from keen.cli import demo_cmd, prompt_cmd
-from keen.cli._common import EXIT_KEEN_ERROR, debug_enabled, err, setup_logging
+from keen.cli._common import EXIT_KEEN_ERROR, debug_enabled, err, setup_logging, typer_app
 from keen.cli.mcp_cmd import app as mcp_app
 from keen.cli.skills_cmd import app as skills_app
 from keen.cli.tools_cmd import app as tools_app
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(
+app = typer_app(
+    "Use many MCP servers from an LLM agent without drowning its prompt in tool schemas.",
     name="keen",
-    help="Use many MCP servers from an LLM agent without drowning its prompt in tool schemas.",
-    no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -41,12 +43,13 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    verbose: bool = typer.Option(
-        False, "--verbose", "-v", help="Debug logging on stderr (secrets redacted)."
-    ),
-    version: bool = typer.Option(
-        False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
-    ),
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Debug logging on stderr (secrets redacted).")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
+    ] = False,
 ) -> None:
     setup_logging(verbose)
 

@@ -11,22 +11,52 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
-import anyio
 import typer
-from rich.console import Console
+from typer.core import TyperGroup
 
 from keen._redact import RedactingFilter
-from keen.errors import KeenError
+from keen.errors import KeenError, find_keen_error
 
-__all__ = ["EXIT_KEEN_ERROR", "EXIT_TOOL_ERROR", "err", "fail", "out", "print_json", "run", "setup_logging"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "EXIT_KEEN_ERROR",
+    "EXIT_TOOL_ERROR",
+    "KeenGroup",
+    "err",
+    "fail",
+    "out",
+    "print_json",
+    "run",
+    "setup_logging",
+    "typer_app",
+]
 
 EXIT_TOOL_ERROR = 1
 EXIT_KEEN_ERROR = 2
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+
+class _LazyConsole:
+    """A rich ``Console`` built on first use: importing rich costs ~20 ms that
+    ``keen --version`` and other quiet paths need not pay."""
+
+    def __init__(self, *, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr, soft_wrap=True)
+        return getattr(self._console, name)
+
+
+out = cast("Console", _LazyConsole(stderr=False))
+err = cast("Console", _LazyConsole(stderr=True))
 
 T = TypeVar("T")
 
@@ -64,34 +94,44 @@ def setup_logging(verbose: bool) -> None:
 
 
 def fail(message: str, code: int = EXIT_KEEN_ERROR) -> NoReturn:
-    """Print ``message`` on stderr and exit with ``code``."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    """Print ``message`` (plain text, never markup) on stderr and exit with ``code``."""
+    err.print(f"[bold red]error:[/] {_escape(message)}", highlight=False, markup=True)
     raise typer.Exit(code)
 
 
+class KeenGroup(TyperGroup):
+    """The CLI's one error boundary, wrapped around every command of every group.
+
+    A ``KeenError`` (alone, or inside the exception groups anyio raises) becomes its
+    message on stderr and exit code 2, with no traceback; Ctrl-C exits 130.
+    """
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeenError as exc:
+            fail(exc.message)
+        except KeyboardInterrupt:
+            err.print("cancelled")
+            raise typer.Exit(130) from None
+        except BaseExceptionGroup as group:
+            keen = find_keen_error(group)
+            if keen is None:
+                raise
+            fail(keen.message)
+
+
+def typer_app(help: str, **options: Any) -> typer.Typer:
+    """A command group with Keen's error boundary (:class:`KeenGroup`) and house defaults."""
+    options.setdefault("no_args_is_help", True)
+    return typer.Typer(help=help, cls=KeenGroup, **options)
+
+
 def run(fn: Callable[[], Awaitable[T]]) -> T:
-    """Run an async command body; ``KeenError`` -> stderr + exit 2 (no traceback)."""
-    try:
-        return anyio.run(fn)
-    except KeenError as exc:
-        fail(_escape(exc.message))
-    except KeyboardInterrupt:
-        err.print("cancelled")
-        raise typer.Exit(130) from None
-    except BaseExceptionGroup as group:
-        keen = _first_keen(group)
-        if keen is not None:
-            fail(_escape(keen.message))
-        raise
+    """Run an async command body on anyio (errors reach :class:`KeenGroup`)."""
+    import anyio
 
-
-def _first_keen(group: BaseExceptionGroup) -> KeenError | None:
-    for exc in group.exceptions:
-        if isinstance(exc, KeenError):
-            return exc
-        if isinstance(exc, BaseExceptionGroup) and (inner := _first_keen(exc)) is not None:
-            return inner
-    return None
+    return anyio.run(fn)
 
 
 def _escape(text: str) -> str:

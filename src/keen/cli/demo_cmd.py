@@ -9,25 +9,26 @@ against every schema inline, then make real calls through ``call_mcp_tool``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.rule import Rule
-from rich.table import Table
-from rich.tree import Tree
 
 from keen import paths
 from keen.cli._common import out, run
-from keen.cli._live import status_table, wait_for_discovery
+from keen.cli._live import connecting_view, status_table
 from keen.demo import demo_server_entry
-from keen.gateway import ApprovalRequest, Gateway
-from keen.mcp import Manager, ServerState
-from keen.mcp.config import load_config, save_config
+from keen.mcp.types import ServerState
+
+if TYPE_CHECKING:
+    from rich.tree import Tree
+
+    from keen.gateway import ApprovalRequest
 
 __all__ = ["register"]
 
@@ -63,6 +64,8 @@ def _default_config() -> dict[str, Any]:
 
 
 def _skill_tree(root: Path, max_files: int = 6) -> Tree:
+    from rich.tree import Tree
+
     tree = Tree(f"[bold]{root}[/]")
     for skill in sorted(p for p in root.iterdir() if not p.name.startswith(".") and p.is_dir()):
         branch = tree.add(
@@ -82,13 +85,27 @@ def _skill_tree(root: Path, max_files: int = 6) -> Tree:
 
 
 async def _story(timeout: float) -> None:
-    from keen.mcpskills.startup import sync_from_manager
+    from rich.rule import Rule
+    from rich.table import Table
+
+    from keen.gateway import tool_definition
     from keen.prompt import prompt_stats, skills_prompt
+    from keen.runtime import open_runtime
+
+    audit: list[dict[str, Any]] = []
+
+    def approve(request: ApprovalRequest) -> bool:
+        out.print(
+            f"approval asked: {request.server}/{request.tool} {json.dumps(request.arguments)} "
+            f"-> approved (demo)"
+        )
+        return True
 
     out.print(Rule("1. connect to the configured MCP servers"))
     out.print(f"config: {paths.mcp_config_path()}")
-    async with Manager() as manager:
-        await wait_for_discovery(manager, timeout=timeout, live=True)
+    live = functools.partial(connecting_view, enabled=True)
+    async with open_runtime(wait=timeout, discovery_view=live, approval=approve, audit=audit.append) as rt:
+        manager, gateway = rt.manager, rt.gateway
         out.print(status_table(manager.servers()))
 
         out.print(Rule("2. their tools (tools/list, every page)"))
@@ -98,7 +115,7 @@ async def _story(timeout: float) -> None:
                 out.print(f"[bold]{status.name}[/] ({len(names)}): {', '.join(names)}")
 
         out.print(Rule("3. generate one skill per server (SKILL.md + a schema per tool)"))
-        report = await sync_from_manager(manager)
+        report = await rt.sync()
         for entry in report.entries:
             out.print(
                 f"mcp:{entry.server}: {entry.action}, {'enabled' if entry.enabled else 'disabled'}"
@@ -110,7 +127,8 @@ async def _story(timeout: float) -> None:
         out.print(skills_prompt(), markup=False, highlight=False)
 
         out.print(Rule("5. prompt size: every tool schema inline vs Keen"))
-        stats = prompt_stats()
+        root = paths.skills_dir()
+        stats = prompt_stats(root, tools=[tool_definition("openai", skills_dir=str(root))])
         table = Table(title_justify="left", title=f"tokens ({stats.tokenizer})")
         for column in ("server", "tools", "schemas inline", "catalog line"):
             table.add_column(column, justify="left" if column == "server" else "right")
@@ -123,16 +141,6 @@ async def _story(timeout: float) -> None:
         )
 
         out.print(Rule("6. calls through call_mcp_tool (checked, approved, audited)"))
-        audit: list[dict[str, Any]] = []
-
-        def approve(request: ApprovalRequest) -> bool:
-            out.print(
-                f"approval asked: {request.server}/{request.tool} {json.dumps(request.arguments)} "
-                f"-> approved (demo)"
-            )
-            return True
-
-        gateway = Gateway(manager, approval=approve, audit=audit.append)
         calls = [
             {
                 "server": "demo",
@@ -164,6 +172,8 @@ def demo(
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for servers to connect."),
 ) -> None:
     """Run the whole Keen story on the embedded default (or on your config if you have one)."""
+    from keen.mcp.config import load_config, save_config
+
     has_user_config = paths.mcp_config_path().exists() and bool(load_config(paths.mcp_config_path()).servers)
     if has_user_config:
         run(lambda: _story(timeout))

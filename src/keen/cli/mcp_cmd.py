@@ -1,55 +1,70 @@
-"""``keen mcp``: list servers, their tools, call one, import another host's config."""
+"""``keen mcp``: list servers, their tools, call one, import another host's config, sync, connect.
+
+Every command that talks to servers opens one :func:`keen.runtime.open_runtime`; the
+MCP SDK is imported inside the commands, so ``keen --version`` and ``keen skills`` start
+without it.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from keen import paths
-from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run
-from keen.cli._live import status_table, wait_for_discovery
-from keen.errors import KeenError
-from keen.gateway import ApprovalRequest, Gateway
-from keen.mcp import Manager, ServerState, ServerStatus
-from keen.mcp.config import load_config, save_config
+from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run, typer_app
+from keen.cli._live import connecting_view, status_table
+from keen.mcp.types import ServerState, ServerStatus
+
+if TYPE_CHECKING:
+    from keen.gateway import ApprovalRequest
+    from keen.runtime import DiscoveryView
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Configured MCP servers: status, tools, calls.", no_args_is_help=True)
+app = typer_app("Configured MCP servers: status, tools, calls.")
 
-_TIMEOUT_HELP = "Seconds to wait for discovery (each server also has its own connect timeout)."
+ServerArg = Annotated[str, typer.Argument(help="Server name from configs.json.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+TimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--timeout", help="Seconds to wait for discovery (each server also has its own connect timeout)."
+    ),
+]
+
+
+def _live(enabled: bool) -> DiscoveryView:
+    """The discovery view: a live status table on stderr when it is a terminal."""
+    return functools.partial(connecting_view, enabled=enabled)
 
 
 @app.command("list")
-def list_servers(
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
-    timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
-) -> None:
+def list_servers(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
     """Connect to every configured server and show its state."""
+    from keen.runtime import open_runtime
 
-    async def body() -> None:
-        async with Manager() as manager:
-            await wait_for_discovery(manager, timeout=timeout, live=not as_json)
-            statuses = [_still_connecting(s, timeout) for s in manager.servers()]
-        if as_json:
-            keys = ("name", "transport", "auth", "state", "tool_count", "last_error")
-            print_json([{k: s.to_dict()[k] for k in keys} for s in statuses])
-            return
-        if not statuses:
-            out.print(
-                f"No MCP servers configured. Add them to {paths.mcp_config_path()} "
-                "or import another host's file: keen mcp import FILE"
-            )
-            return
-        out.print(status_table(statuses))
+    async def body() -> list[ServerStatus]:
+        async with open_runtime(wait=timeout, discovery_view=_live(not as_json)) as rt:
+            return [_still_connecting(s, timeout) for s in rt.manager.servers()]
 
-    run(body)
+    statuses = run(body)
+    if as_json:
+        keys = ("name", "transport", "auth", "state", "tool_count", "last_error")
+        print_json([{k: s.to_dict()[k] for k in keys} for s in statuses])
+        return
+    if not statuses:
+        out.print(
+            f"No MCP servers configured. Add them to {paths.mcp_config_path()} "
+            "or import another host's file: keen mcp import FILE"
+        )
+        return
+    out.print(status_table(statuses))
 
 
 def _still_connecting(status: ServerStatus, timeout: float) -> ServerStatus:
@@ -60,42 +75,44 @@ def _still_connecting(status: ServerStatus, timeout: float) -> ServerStatus:
 
 
 @app.command("tools")
-def list_tools(
-    server: str = typer.Argument(..., help="Server name from configs.json."),
-    as_json: bool = typer.Option(False, "--json", help="Print the tool definitions as JSON."),
-    timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
-) -> None:
+def list_tools(server: ServerArg, as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
     """Connect to SERVER and list its tools."""
+    from rich.table import Table
 
-    async def body() -> None:
-        async with Manager(only={server}) as manager:
-            manager.status(server)  # ServerNotConfigured before any waiting
-            await wait_for_discovery(manager, timeout=timeout, live=not as_json)
-            tools = manager.list_tools(server)
-        if as_json:
-            print_json([t.to_dict() for t in tools])
-            return
-        table = Table(title=f"{server}: {len(tools)} tools", title_justify="left")
-        table.add_column("tool", no_wrap=True)
-        table.add_column("description", overflow="fold")
-        for tool in tools:
-            first = (tool.description or "").strip().splitlines()
-            table.add_row(tool.name, first[0] if first else "")
-        out.print(table)
+    from keen.runtime import open_runtime
 
-    run(body)
+    async def body() -> Any:
+        async with open_runtime(only={server}) as rt:
+            rt.manager.status(server)  # ServerNotConfigured before any waiting
+            await rt.wait_for_discovery(timeout, _live(not as_json))
+            return rt.manager.list_tools(server)
+
+    tools = run(body)
+    if as_json:
+        print_json([t.to_dict() for t in tools])
+        return
+    table = Table(title=f"{server}: {len(tools)} tools", title_justify="left")
+    table.add_column("tool", no_wrap=True)
+    table.add_column("description", overflow="fold")
+    for tool in tools:
+        first = (tool.description or "").strip().splitlines()
+        table.add_row(tool.name, first[0] if first else "")
+    out.print(table)
 
 
 @app.command("call")
 def call(
-    server: str = typer.Argument(..., help="Server name from configs.json."),
-    tool: str = typer.Argument(..., help="Tool name as listed by `keen mcp tools SERVER`."),
-    args: str = typer.Option("{}", "--args", help="Arguments as a JSON object."),
-    as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Approve the call without asking."),
-    timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
+    server: ServerArg,
+    tool: Annotated[str, typer.Argument(help="Tool name as listed by `keen mcp tools SERVER`.")],
+    args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole result as JSON.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve the call without asking.")] = False,
+    timeout: TimeoutOpt = 60.0,
 ) -> None:
     """Call TOOL on SERVER through call_mcp_tool. Exit 0 ok, 1 tool error, 2 Keen error."""
+    from keen.gateway import result_text
+    from keen.runtime import open_runtime
+
     try:
         arguments = json.loads(args)
     except json.JSONDecodeError as exc:
@@ -119,19 +136,16 @@ def call(
         return typer.confirm("Approve?", default=False, err=True)
 
     async def body() -> Any:
-        async with Manager(only={server}) as manager:
-            manager.status(server)
-            await wait_for_discovery(manager, timeout=timeout, live=not as_json)
-            gateway = Gateway(manager, approval=approve)
-            return await gateway.call(server, tool, arguments)
+        async with open_runtime(only={server}, approval=approve) as rt:
+            rt.manager.status(server)
+            await rt.wait_for_discovery(timeout, _live(not as_json))
+            return await rt.gateway.call(server, tool, arguments)
 
     result = run(body)
     if as_json:
         print_json(result.to_dict())
     else:
-        text = result.text
-        if not text and result.structured_content is not None:
-            text = json.dumps(result.structured_content, indent=2, ensure_ascii=False)
+        text = result_text(result, indent=2)
         (err if result.is_error else out).print(text, markup=False, highlight=False)
     if result.is_error:
         raise typer.Exit(EXIT_TOOL_ERROR)
@@ -139,105 +153,90 @@ def call(
 
 @app.command("import")
 def import_servers(
-    file: Path = typer.Argument(
-        ..., help='A file with {"mcpServers": {...}} (Claude Desktop, Claude Code, Cursor).'
-    ),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace servers that already exist."),
-    rename: list[str] = typer.Option([], "--rename", help="OLD=NEW: import server OLD under the name NEW."),
+    file: Annotated[
+        Path, typer.Argument(help='A file with {"mcpServers": {...}} (Claude Desktop, Claude Code, Cursor).')
+    ],
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace servers that already exist.")
+    ] = False,
+    rename: Annotated[
+        list[str] | None, typer.Option("--rename", help="OLD=NEW: import server OLD under the name NEW.")
+    ] = None,
 ) -> None:
     """Import another MCP host's servers into Keen's configs.json (written with mode 0600)."""
-    from keen.mcp.importer import import_mcp_file, merge_into_config
+    from keen.mcp.importer import import_into_config
 
     renames: dict[str, str] = {}
-    for pair in rename:
+    for pair in rename or []:
         old, sep, new = pair.partition("=")
         if not sep or not old or not new:
             fail(f"--rename takes OLD=NEW, got {pair!r}")
         renames[old] = new
-    path = paths.mcp_config_path()
-    try:
-        result = import_mcp_file(file, rename=renames)
-        existing: dict[str, Any] | None = None
-        if path.exists():
-            load_config(path)  # never merge into a broken file: the ConfigError says what to fix
-            existing = json.loads(path.read_text(encoding="utf-8"))
-        merged, conflicts = merge_into_config(existing, result, overwrite=overwrite)
-    except KeenError as exc:
-        fail(exc.message)
-    imported = [n for n in result.servers if n not in conflicts]
-    if imported:
-        save_config(merged, path)
-    for name in imported:
+    outcome = import_into_config(file, paths.mcp_config_path(), rename=renames, overwrite=overwrite)
+    for name in outcome.imported:
         out.print(f"[green]imported[/] {name}")
-    for name in conflicts:
+    for name in outcome.conflicts:
         err.print(f"[yellow]skipped[/] {name}: already configured (use --overwrite to replace it)")
-    for name, reason in result.refused:
+    for name, reason in outcome.result.refused:
         err.print(f"[red]refused[/] {name}: {reason}", markup=True, highlight=False)
-    for name, note in result.notes:
+    for name, note in outcome.result.notes:
         err.print(f"[yellow]note[/] {name}: {note}", markup=True, highlight=False)
-    if imported:
-        out.print(f"wrote {path}")
-    if not imported and (result.refused or conflicts):
+    if outcome.written is not None:
+        out.print(f"wrote {outcome.written}")
+    if not outcome.imported and (outcome.result.refused or outcome.conflicts):
         raise typer.Exit(2)
 
 
 @app.command("sync")
 def sync(
-    as_json: bool = typer.Option(False, "--json", help="Print the sync report as JSON."),
-    timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the sync report as JSON.")] = False,
+    timeout: TimeoutOpt = 60.0,
 ) -> None:
     """Connect every server, generate its mcp:<server> skill, and sync the skills config."""
-    from keen.mcpskills.startup import sync_from_manager
+    from rich.table import Table
 
-    async def body() -> None:
-        async with Manager() as manager:
-            await wait_for_discovery(manager, timeout=timeout, live=not as_json)
-            report = await sync_from_manager(manager)
-            statuses = manager.servers()
-        if as_json:
-            print_json(report.to_dict())
-            return
-        out.print(status_table(statuses))
-        table = Table(title="skills", title_justify="left")
-        for column in ("skill", "action", "enabled", "hint"):
-            table.add_column(column, overflow="fold")
-        for entry in report.entries:
-            hint = (
-                entry.hint
-                or entry.error
-                or (f"{len(entry.rejected)} tool(s) rejected" if entry.rejected else "")
-            )
-            table.add_row(
-                f"mcp:{entry.server}",
-                entry.action,
-                "yes" if entry.enabled else "no",
-                hint.replace("[", "\\["),
-            )
-        out.print(table)
-        out.print(f"skills are in {report.skills_root}")
+    from keen.runtime import open_runtime
 
-    run(body)
+    async def body() -> Any:
+        async with open_runtime(wait=timeout, discovery_view=_live(not as_json), sync=True) as rt:
+            assert rt.sync_report is not None  # sync=True
+            return rt.sync_report, rt.manager.servers()
+
+    report, statuses = run(body)
+    if as_json:
+        print_json(report.to_dict())
+        return
+    out.print(status_table(statuses))
+    table = Table(title="skills", title_justify="left")
+    for column in ("skill", "action", "enabled", "hint"):
+        table.add_column(column, overflow="fold")
+    for entry in report.entries:
+        hint = (
+            entry.hint or entry.error or (f"{len(entry.rejected)} tool(s) rejected" if entry.rejected else "")
+        )
+        table.add_row(
+            f"mcp:{entry.server}", entry.action, "yes" if entry.enabled else "no", hint.replace("[", "\\[")
+        )
+    out.print(table)
+    out.print(f"skills are in {report.skills_root}")
 
 
 @app.command("connect")
 def connect(
-    server: str = typer.Argument(..., help="Server name from configs.json."),
-    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+    server: ServerArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
 ) -> None:
     """Reconnect SERVER (signing in if it uses OAuth), regenerate and enable its skill."""
-    from keen.mcpskills.startup import connect_server
+    from keen.runtime import open_runtime
+
+    def show_url(url: str, opened: bool) -> None:
+        how = "Opened your browser to sign in" if opened else "Open this URL in a browser to sign in"
+        err.print(f"{how} to {server} (waiting up to 5 minutes):\n{url}", markup=False, highlight=False)
 
     async def body() -> Any:
-        async with Manager(only=set()) as manager:
-            manager.status(server)
-
-            def show_url(url: str, opened: bool) -> None:
-                how = "Opened your browser to sign in" if opened else "Open this URL in a browser to sign in"
-                err.print(
-                    f"{how} to {server} (waiting up to 5 minutes):\n{url}", markup=False, highlight=False
-                )
-
-            return await connect_server(manager, server, on_authorization_url=show_url)
+        async with open_runtime(only=set()) as rt:
+            rt.manager.status(server)
+            return await rt.connect(server, on_authorization_url=show_url)
 
     outcome = run(body)
     status = outcome.status

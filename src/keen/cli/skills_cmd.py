@@ -1,56 +1,30 @@
-"""``keen skills``: list, enable, disable and show skills (seeds/001 "Enabling and disabling").
+"""``keen skills``: list, enable, disable and show skills.
 
 Every command reads ``$KEEN_HOME/skills`` at call time (``keen.paths``). A ``KeenError``
-becomes its message on stderr and exit code 2, as does an unknown skill name. Broken
-skills are reported as warnings on stderr, never on stdout, so ``list --json`` stays
-parseable.
+becomes its message on stderr and exit code 2 (the CLI's one boundary,
+:class:`~keen.cli._common.KeenGroup`), as does an unknown skill name. Broken skills are
+reported as warnings on stderr, never on stdout, so ``list --json`` stays parseable.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
-from typing import Annotated, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from keen import paths
-from keen.errors import KeenError, SkillError
-from keen.skills import SKILL_FILE, Discovery, SkillsConfig, discover
+from keen.cli._common import fail, typer_app
+from keen.errors import SkillError
+
+if TYPE_CHECKING:
+    from keen.skills import Discovery
 
 __all__ = ["app"]
 
-app = typer.Typer(
-    help="List, enable, disable and show skills (user-written and generated mcp:<server> skills).",
-    no_args_is_help=True,
-)
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
+app = typer_app("List, enable, disable and show skills (user-written and generated mcp:<server> skills).")
 
 NameArg = Annotated[str, typer.Argument(help="Skill name, e.g. mcp:github (see `keen skills list`).")]
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=2)
-
-
-def _handle_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Turn a ``KeenError`` into its message on stderr and exit code 2 (no traceback)."""
-
-    @functools.wraps(func)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            return func(*args, **kwargs)
-        except KeenError as exc:
-            raise _fail(str(exc)) from None
-
-    return wrapper
 
 
 def _warn_problems(found: Discovery) -> None:
@@ -61,17 +35,16 @@ def _warn_problems(found: Discovery) -> None:
 def _check_known(found: Discovery, name: str) -> None:
     """Exit 2 unless ``name`` is a discovered skill or a broken one (which still exists on disk)."""
     if found.get(name) is None and found.problem(name) is None:
-        raise _fail(
-            f"no skill named {name!r} in {paths.skills_dir()}; run `keen skills list` to see the skills"
-        )
+        fail(f"no skill named {name!r} in {paths.skills_dir()}; run `keen skills list` to see the skills")
 
 
 @app.command("list")
-@_handle_errors
 def list_skills(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list instead of a table.")] = False,
 ) -> None:
     """List skills with their enabled state, whether Keen manages them, and their directory."""
+    from keen.skills import discover
+
     found = discover()
     _warn_problems(found)
     if as_json:
@@ -87,6 +60,10 @@ def list_skills(
         ]
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     console = Console(highlight=False)
     if not found.skills:
         console.print(f"No skills in {paths.skills_dir()}.", markup=False)
@@ -110,6 +87,8 @@ def list_skills(
 
 
 def _set_enabled(name: str, value: bool) -> None:
+    from keen.skills import SkillsConfig, discover
+
     config = SkillsConfig.load(paths.skills_config_path())
     found = discover(config=config)
     _check_known(found, name)
@@ -125,23 +104,22 @@ def _set_enabled(name: str, value: bool) -> None:
 
 
 @app.command()
-@_handle_errors
 def enable(name: NameArg) -> None:
     """Enable a skill: it shows in the prompt's skills catalog again."""
     _set_enabled(name, True)
 
 
 @app.command()
-@_handle_errors
 def disable(name: NameArg) -> None:
     """Disable a skill: hidden from the catalog (an MCP server's tools stay callable while connected)."""
     _set_enabled(name, False)
 
 
 @app.command()
-@_handle_errors
 def show(name: NameArg) -> None:
     """Print a skill's SKILL.md as it is on disk (frontmatter included)."""
+    from keen.skills import SKILL_FILE, discover
+
     found = discover()
     _check_known(found, name)
     skill = found.get(name)
@@ -150,10 +128,10 @@ def show(name: NameArg) -> None:
     else:
         problem = found.problem(name)
         if problem is None:  # unreachable after _check_known; keeps the type checker exact
-            raise _fail(f"no skill named {name!r}")
+            fail(f"no skill named {name!r}")
         typer.echo(f"warning: {problem}", err=True)
         try:
             text = (problem.path / SKILL_FILE).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise _fail(f"cannot show skill {name!r}: {problem.message}") from exc
+        except (OSError, UnicodeDecodeError):
+            fail(f"cannot show skill {name!r}: {problem.message}")
     typer.echo(text, nl=not text.endswith("\n"))

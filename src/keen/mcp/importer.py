@@ -41,9 +41,17 @@ from typing import Any
 
 from keen._redact import Redactor
 from keen.errors import ConfigError
-from keen.mcp.config import SERVER_NAME_PATTERN, parse_config
+from keen.mcp.config import SERVER_NAME_PATTERN, load_config, parse_config, save_config
 
-__all__ = ["ImportResult", "import_mcp_file", "import_mcp_servers", "merge_into_config", "suggest_name"]
+__all__ = [
+    "ImportOutcome",
+    "ImportResult",
+    "import_into_config",
+    "import_mcp_file",
+    "import_mcp_servers",
+    "merge_into_config",
+    "suggest_name",
+]
 
 _HTTP_TYPES = frozenset({"http", "streamable-http", "streamable_http", "streamablehttp"})
 _SSE_TYPES = frozenset({"sse", "http+sse"})
@@ -191,6 +199,51 @@ def merge_into_config(
             continue
         servers[name] = copy.deepcopy(entry)
     return merged, conflicts
+
+
+@dataclass
+class ImportOutcome:
+    """What :func:`import_into_config` did.
+
+    Attributes:
+        result: the conversion (``refused`` and ``notes`` say what was left out and why).
+        imported: names written to configs.json.
+        conflicts: names skipped because configs.json has them (and ``overwrite`` was off).
+        written: the configs.json path when anything was written, else ``None``.
+    """
+
+    result: ImportResult
+    imported: list[str]
+    conflicts: list[str]
+    written: Path | None
+
+
+def import_into_config(
+    file: Path, config_path: Path, *, rename: Mapping[str, str] | None = None, overwrite: bool = False
+) -> ImportOutcome:
+    """Convert ``file`` and merge its servers into ``config_path`` (written 0600, atomically).
+
+    An existing configs.json is validated first: nothing is merged into a broken file.
+
+    Args:
+        file: another host's ``{"mcpServers": {...}}`` file.
+        config_path: Keen's configs.json (created when missing).
+        rename: ``{old: new}`` to import server ``old`` under the name ``new``.
+        overwrite: replace servers that already exist instead of skipping them.
+
+    Raises:
+        ConfigError: ``file`` cannot be read or converted, or configs.json is invalid.
+    """
+    result = import_mcp_file(file, rename=rename)
+    existing: dict[str, Any] | None = None
+    if config_path.exists():
+        load_config(config_path)  # never merge into a broken file: the ConfigError says what to fix
+        existing = json.loads(config_path.read_text(encoding="utf-8"))
+    merged, conflicts = merge_into_config(existing, result, overwrite=overwrite)
+    imported = [name for name in result.servers if name not in conflicts]
+    if imported:
+        save_config(merged, config_path)
+    return ImportOutcome(result, imported, conflicts, config_path if imported else None)
 
 
 def _server_map(data: Any, source: str) -> dict[str, Any]:

@@ -1,28 +1,23 @@
 """Glue between a running :class:`~keen.mcp.Manager` and the generated skills.
 
-``sync_from_manager`` is the startup sync (seeds/001 "Startup synchronization");
-``connect_server`` is ``keen mcp connect`` / ``/mcp connect`` (seeds/001 "Manual refresh
-and authentication"): reconnect one server, then regenerate and enable its skill on
-success, or disable it on failure, leaving every other server's skill alone.
+``snapshots`` freezes every configured server's state and tools; ``sync_from_manager``
+runs the startup sync (:mod:`keen.mcpskills.sync`) on them. ``keen.runtime`` calls it
+for every front end; its ``connect_server`` reconnects one server and re-syncs its skill.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
 from keen import paths
-from keen.errors import KeenError
-from keen.mcp import Manager, ServerState, ServerStatus
-from keen.mcp.auth import authorize_interactively
-from keen.mcp.config import HttpServerConfig, OAuthAuth
-from keen.mcpskills.sync import ServerSnapshot, SyncEntry, SyncReport, sync_mcp_skills, sync_server
+from keen.mcp.manager import Manager
+from keen.mcp.types import ServerState
+from keen.mcpskills.sync import ServerSnapshot, SyncReport, sync_mcp_skills
 from keen.skills.config import SkillsConfig
 
-__all__ = ["ConnectOutcome", "connect_server", "snapshots", "sync_from_manager"]
+__all__ = ["snapshots", "sync_from_manager"]
 
 
 def snapshots(manager: Manager) -> list[ServerSnapshot]:
@@ -37,59 +32,22 @@ def snapshots(manager: Manager) -> list[ServerSnapshot]:
 async def sync_from_manager(
     manager: Manager, *, skills_root: Path | None = None, force_enable: frozenset[str] = frozenset()
 ) -> SyncReport:
-    """Run the startup sync for every configured server (file work off the event loop)."""
+    """Run the startup sync for every configured server (file work off the event loop).
+
+    Args:
+        manager: a started Manager (servers still connecting are synced as not connected).
+        skills_root: the skills directory; default ``$KEEN_HOME/skills``.
+        force_enable: servers whose skill is enabled even if the user disabled it.
+
+    Returns:
+        One entry per configured server and per removed one.
+
+    Raises:
+        SkillError: a skill or the skills config could not be written.
+    """
     root = skills_root or paths.skills_dir()
     config = SkillsConfig.load(root / "config.json")
     snaps = snapshots(manager)
     return await anyio.to_thread.run_sync(
         lambda: sync_mcp_skills(snaps, skills_root=root, skills_config=config, force_enable=force_enable)
     )
-
-
-@dataclass(frozen=True)
-class ConnectOutcome:
-    """``status`` after the reconnect; ``entry``: what happened to the skill (generated and
-    enabled, or disabled with a hint)."""
-
-    status: ServerStatus
-    entry: SyncEntry
-
-    @property
-    def enabled(self) -> bool:
-        return self.entry.enabled
-
-
-async def connect_server(
-    manager: Manager,
-    server: str,
-    *,
-    skills_root: Path | None = None,
-    sign_in: bool = True,
-    on_authorization_url: Callable[[str, bool], None] | None = None,
-) -> ConnectOutcome:
-    """Reconnect ``server``, then regenerate + enable its skill, or disable it on failure
-    (seeds/001 "Manual refresh and authentication"); other skills are left alone.
-
-    For an OAuth server with ``sign_in``, first clear its stored token and run the browser
-    sign-in (``authorize_interactively``: ``on_authorization_url(url, opened)`` lets a CLI print the URL).
-    Raises ``ServerNotConfigured``; a failed sign-in raises its ``AuthRequired`` /
-    ``AuthFailed`` after the skill has been disabled.
-    """
-    root = skills_root or paths.skills_dir()
-    config_entry = manager.config.servers.get(server)
-    sign_in_error: KeenError | None = None
-    if sign_in and isinstance(config_entry, HttpServerConfig) and isinstance(config_entry.auth, OAuthAuth):
-        try:
-            await authorize_interactively(server, config_entry, on_authorization_url=on_authorization_url)
-        except KeenError as exc:
-            sign_in_error = exc
-    status = await manager.refresh(server)
-    config = SkillsConfig.load(root / "config.json")
-    tools = manager.list_tools(server) if status.state is ServerState.CONNECTED else []
-    snapshot = ServerSnapshot(status, tools, manager.server_info(server))
-    entry = await anyio.to_thread.run_sync(
-        lambda: sync_server(snapshot, skills_root=root, skills_config=config, force_enable=True)
-    )
-    if sign_in_error is not None and status.state is not ServerState.CONNECTED:
-        raise sign_in_error
-    return ConnectOutcome(status, entry)

@@ -1,0 +1,226 @@
+"""One Keen session's engine: config -> Manager -> discovery -> skills sync -> Gateway.
+
+Every front end (each ``keen`` command, ``keen demo``, and the agent and ``keen serve``
+to come) opens the same context instead of wiring those parts itself::
+
+    async with open_runtime(wait=60, sync=True, approval=ask) as rt:
+        result = await rt.gateway.call("github", "search_issues", {"q": "bug"})
+
+Its parts are entered on one ``AsyncExitStack`` and unwound in reverse, so an error in
+any step (a broken ``configs.json``, a failed sync) closes every server it started. The
+package map and the data flow of a call are drawn in ``docs/architecture.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from keen import paths
+from keen.errors import KeenError
+from keen.gateway import DEFAULT_MAX_RESULT_CHARS, Approval, Gateway
+from keen.mcp.auth import authorize_interactively
+from keen.mcp.config import HttpServerConfig, MCPConfig, OAuthAuth
+from keen.mcp.manager import Manager, StatusObserver
+from keen.mcp.types import ServerState, ServerStatus
+from keen.mcpskills.startup import sync_from_manager
+from keen.mcpskills.sync import ServerSnapshot, SyncEntry, SyncReport, sync_server
+from keen.skills.config import SkillsConfig
+
+__all__ = ["ConnectOutcome", "DiscoveryView", "Runtime", "connect_server", "open_runtime"]
+
+DiscoveryView = Callable[[Manager], contextlib.AbstractAsyncContextManager[Any]]
+"""Entered around the discovery wait with the started Manager (the CLI draws a live table)."""
+
+
+@dataclass(frozen=True)
+class ConnectOutcome:
+    """What :meth:`Runtime.connect` did.
+
+    Attributes:
+        status: the server's status after the reconnect.
+        entry: what happened to its ``mcp:<server>`` skill (generated and enabled, or
+            disabled with a hint).
+    """
+
+    status: ServerStatus
+    entry: SyncEntry
+
+    @property
+    def enabled(self) -> bool:
+        """True when the server's skill is enabled after the reconnect."""
+        return self.entry.enabled
+
+
+class Runtime:
+    """The parts of one open session; build it with :func:`open_runtime`.
+
+    Attributes:
+        manager: the started :class:`~keen.mcp.Manager`.
+        gateway: ``call_mcp_tool`` over ``manager``, with the session's approval and audit.
+        skills_root: the skills directory the sync writes to.
+        discovered: True when every server settled within the discovery wait (False if the
+            wait ran out or was not asked for).
+        sync_report: the startup sync's report, when one ran.
+    """
+
+    def __init__(self, manager: Manager, gateway: Gateway, skills_root: Path) -> None:
+        self.manager = manager
+        self.gateway = gateway
+        self.skills_root = skills_root
+        self.discovered = False
+        self.sync_report: SyncReport | None = None
+
+    async def wait_for_discovery(self, timeout: float, view: DiscoveryView | None = None) -> bool:
+        """Wait up to ``timeout`` seconds for every server's first connection attempt.
+
+        ``view`` is entered around the wait (a front end's progress display). Returns True
+        when all settled in time, also kept as :attr:`discovered`.
+        """
+        async with view(self.manager) if view else contextlib.nullcontext():
+            self.discovered = await self.manager.wait_ready(timeout)
+        return self.discovered
+
+    async def sync(self, *, force_enable: frozenset[str] = frozenset()) -> SyncReport:
+        """Run the startup sync for every configured server (server states -> skills).
+
+        Returns the report, also kept as :attr:`sync_report`. Raises ``SkillError`` when a
+        skill cannot be written.
+        """
+        self.sync_report = await sync_from_manager(
+            self.manager, skills_root=self.skills_root, force_enable=force_enable
+        )
+        return self.sync_report
+
+    async def connect(
+        self,
+        server: str,
+        *,
+        sign_in: bool = True,
+        on_authorization_url: Callable[[str, bool], None] | None = None,
+    ) -> ConnectOutcome:
+        """Reconnect ``server``, then regenerate and enable its skill (or disable it on failure).
+
+        See :func:`connect_server`, which this calls with the runtime's Manager and skills root.
+        """
+        return await connect_server(
+            self.manager,
+            server,
+            skills_root=self.skills_root,
+            sign_in=sign_in,
+            on_authorization_url=on_authorization_url,
+        )
+
+
+@contextlib.asynccontextmanager
+async def open_runtime(
+    *,
+    config_path: Path | None = None,
+    config: MCPConfig | None = None,
+    only: set[str] | None = None,
+    wait: float | None = None,
+    discovery_view: DiscoveryView | None = None,
+    sync: bool = False,
+    skills_root: Path | None = None,
+    approval: Approval | None = None,
+    audit: Callable[[dict[str, Any]], None] | None = None,
+    observers: Iterable[StatusObserver] = (),
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    manager: Manager | None = None,
+) -> AsyncIterator[Runtime]:
+    """Open a session: start the Manager, wait for discovery, sync skills, build the Gateway.
+
+    Args:
+        config_path: ``configs.json``; default ``$KEEN_HOME/mcp/configs.json``.
+        config: an already-loaded config (wins over ``config_path``).
+        only: connect just these servers (``set()``: none until :meth:`Runtime.connect`).
+        wait: seconds to wait for every server's first connection attempt; ``None`` does
+            not wait (discovery goes on in the background).
+        discovery_view: entered around the wait, e.g. a live status table.
+        sync: run the startup sync after the wait (needs ``wait``, or it sees servers still
+            connecting and disables their skills until the next sync).
+        skills_root: the skills directory; default ``$KEEN_HOME/skills``.
+        approval: asked before every gateway call (``None`` allows all).
+        audit: receives one event dict per gateway call.
+        observers: subscribed to the Manager's state changes for the session's lifetime.
+        max_result_chars: the gateway's cut for a result's text.
+        manager: a Manager built by the caller (e.g. with in-memory transports); it is
+            started and closed here all the same. ``config_path``, ``config`` and ``only``
+            are then ignored.
+
+    Yields:
+        The :class:`Runtime`.
+
+    Raises:
+        ConfigError: ``configs.json`` is invalid (nothing was started).
+        SkillError: the sync could not write a skill.
+    """
+    root = skills_root or paths.skills_dir()
+    async with contextlib.AsyncExitStack() as stack:
+        if manager is None:
+            manager = Manager(config_path, config=config, only=only)
+        await stack.enter_async_context(manager)
+        for observer in observers:
+            stack.callback(manager.subscribe(observer))
+        gateway = Gateway(manager, approval=approval, audit=audit, max_result_chars=max_result_chars)
+        runtime = Runtime(manager, gateway, root)
+        if wait is not None:
+            await runtime.wait_for_discovery(wait, discovery_view)
+        if sync:
+            await runtime.sync()
+        yield runtime
+
+
+async def connect_server(
+    manager: Manager,
+    server: str,
+    *,
+    skills_root: Path | None = None,
+    sign_in: bool = True,
+    on_authorization_url: Callable[[str, bool], None] | None = None,
+) -> ConnectOutcome:
+    """Reconnect ``server``, then regenerate and enable its skill, or disable it on failure;
+    other servers' skills are left alone (what ``keen mcp connect`` does).
+
+    For an OAuth server with ``sign_in``, first clear its stored token and run the browser
+    sign-in (:func:`keen.mcp.auth.authorize_interactively`; ``on_authorization_url(url, opened)``
+    lets a front end show the URL).
+
+    Args:
+        manager: a started Manager.
+        server: the server's name in ``configs.json``.
+        skills_root: the skills directory; default ``$KEEN_HOME/skills``.
+        sign_in: run the interactive OAuth sign-in first for an OAuth server.
+        on_authorization_url: told the sign-in URL and whether a browser was opened.
+
+    Returns:
+        The status after the reconnect and what happened to the skill.
+
+    Raises:
+        ServerNotConfigured: no server by that name.
+        AuthRequired: the sign-in did not complete (after the skill was disabled).
+        AuthFailed: the sign-in was refused (after the skill was disabled).
+    """
+    root = skills_root or paths.skills_dir()
+    config_entry = manager.config.servers.get(server)
+    sign_in_error: KeenError | None = None
+    if sign_in and isinstance(config_entry, HttpServerConfig) and isinstance(config_entry.auth, OAuthAuth):
+        try:
+            await authorize_interactively(server, config_entry, on_authorization_url=on_authorization_url)
+        except KeenError as exc:
+            sign_in_error = exc
+    status = await manager.refresh(server)
+    config = SkillsConfig.load(root / "config.json")
+    tools = manager.list_tools(server) if status.state is ServerState.CONNECTED else []
+    snapshot = ServerSnapshot(status, tools, manager.server_info(server))
+    entry = await anyio.to_thread.run_sync(
+        lambda: sync_server(snapshot, skills_root=root, skills_config=config, force_enable=True)
+    )
+    if sign_in_error is not None and status.state is not ServerState.CONNECTED:
+        raise sign_in_error
+    return ConnectOutcome(status, entry)
