@@ -12,7 +12,7 @@ from keen._lazy import exports_from, lazy_module_attrs
 
 if TYPE_CHECKING:
     from keen.mcp.config import MCPConfig, load_config, parse_config
-    from keen.mcp.manager import Manager, StatusObserver
+    from keen.mcp.manager import Manager, StatusObserver, in_memory_transport
     from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool, ToolResult
 
 __all__ = [
@@ -24,13 +24,14 @@ __all__ = [
     "StatusObserver",
     "Tool",
     "ToolResult",
+    "in_memory_transport",
     "load_config",
     "parse_config",
 ]
 
 _EXPORTS = {
     **exports_from("keen.mcp.config", ("MCPConfig", "load_config", "parse_config")),
-    **exports_from("keen.mcp.manager", ("Manager", "StatusObserver")),
+    **exports_from("keen.mcp.manager", ("Manager", "StatusObserver", "in_memory_transport")),
     **exports_from("keen.mcp.types", ("ServerInfo", "ServerState", "ServerStatus", "Tool", "ToolResult")),
 }
 

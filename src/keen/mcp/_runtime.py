@@ -1,6 +1,6 @@
 """One configured server's runtime: the owner task, its session, its tools.
 
-Each server has exactly one owner task (DESIGN.md "The MCP layer"). It enters the
+Each server has exactly one owner task (docs/architecture.md "Servers and their states"). It enters the
 transport and ``ClientSession`` in its own ``AsyncExitStack``, initializes, lists
 every tools/list page, publishes the session, then waits to be stopped, asked to
 refresh, or told the connection ended. Only the owner ever closes the session: the
@@ -31,18 +31,15 @@ from keen.errors import AuthRequired, RemoteProtocolError
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp._validation import ArgumentValidator
 from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
-from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
+from keen.mcp.types import AuthFactory, ServerInfo, ServerState, ServerStatus, Tool, TransportFactory
 
-__all__ = ["AuthFactory", "ServerRuntime"]
+__all__ = ["ServerRuntime"]
 
 logger = logging.getLogger("keen.mcp")
 
 _MAX_PAGES = 10_000
 _STDERR_TAIL_LINES = 5
 _CLIENT_INFO = mt.Implementation(name="keen", version=__version__)
-
-AuthFactory = Callable[[str, HttpServerConfig, OAuthAuth, bool], "tuple[httpx2.Auth, bool]"]
-"""``(server, config, oauth, interactive) -> (auth, has_token)``: builds the OAuth ``httpx2.Auth``."""
 
 
 class _EOFWatch:
@@ -103,8 +100,10 @@ class ServerRuntime:
         logs_dir: Path,
         on_change: Callable[[ServerStatus], None],
         auth_factory: AuthFactory | None = None,
+        transport: TransportFactory | None = None,
     ) -> None:
         self.name = name
+        self._transport = transport
         self.config = config
         self.state = ServerState.CONFIGURED
         self.session: ClientSession | None = None
@@ -201,7 +200,7 @@ class ServerRuntime:
     # -- the owner task -------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Owner loop: connect, serve, and reconnect only when asked (seeds/003: no auto-retry in v1)."""
+        """Owner loop: connect, serve, and reconnect only when asked (no automatic retry)."""
         self.running = True
         self.finished = anyio.Event()
         try:
@@ -251,7 +250,9 @@ class ServerRuntime:
         served = False
         try:
             async with contextlib.AsyncExitStack() as stack:
-                if isinstance(cfg, StdioServerConfig):
+                if self._transport is not None:
+                    streams = await stack.enter_async_context(self._transport())
+                elif isinstance(cfg, StdioServerConfig):
                     stderr_path, errlog = self._open_stderr_log(stack)
                     self._stderr_path = stderr_path
                     streams = await stack.enter_async_context(self._stdio(cfg, errlog))

@@ -1,4 +1,4 @@
-"""The headless MCP client layer's entry point (seeds/003 "Package Shape").
+"""The headless MCP client layer's entry point (docs/architecture.md "Servers and their states").
 
 ``Manager`` owns one background owner task per configured server. ``start()``
 returns at once; discovery runs in the background with per-server timeouts, so one
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -34,13 +34,21 @@ from keen.errors import (
     ServerNotConfigured,
     ToolNotFound,
 )
-from keen.mcp._runtime import AuthFactory, ServerRuntime
+from keen.mcp._runtime import ServerRuntime
 from keen.mcp._translate import translate_call_error
 from keen.mcp.auth import classify_auth_failure
 from keen.mcp.config import MCPConfig, load_config
-from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool, ToolResult
+from keen.mcp.types import (
+    AuthFactory,
+    ServerInfo,
+    ServerState,
+    ServerStatus,
+    Tool,
+    ToolResult,
+    TransportFactory,
+)
 
-__all__ = ["Manager", "StatusObserver"]
+__all__ = ["Manager", "StatusObserver", "in_memory_transport"]
 
 logger = logging.getLogger("keen.mcp")
 
@@ -60,6 +68,10 @@ class Manager:
         auth_factory: builds the OAuth ``httpx2.Auth`` for ``oauth`` servers; default: tokens
             from ``$KEEN_HOME/mcp/auth/<server>.json``, never a browser in the background.
         only: connect just these servers (the others stay ``configured``); ``refresh`` starts one.
+        transports: ``{server: factory}`` connects those configured servers through the
+            factory's streams instead of their configured transport (in-process servers for
+            tests and embedding; see :func:`in_memory_transport`). Their config entries still
+            give the timeouts.
 
     Raises ``ConfigError`` from :meth:`start` when the config is invalid (nothing starts).
     """
@@ -72,6 +84,7 @@ class Manager:
         logs_dir: Path | None = None,
         auth_factory: AuthFactory | None = None,
         only: set[str] | None = None,
+        transports: Mapping[str, TransportFactory] | None = None,
     ) -> None:
         self.config_path = config_path or paths.mcp_config_path()
         self._config = config
@@ -82,6 +95,7 @@ class Manager:
             auth_factory = oauth_auth_factory()
         self._auth_factory = auth_factory
         self._only = only
+        self._transports = dict(transports or {})
         self._runtimes: dict[str, ServerRuntime] = {}
         self._observers: list[StatusObserver] = []
         self._tg: anyio.abc.TaskGroup | None = None
@@ -102,7 +116,12 @@ class Manager:
         logs_dir = self._logs_dir or paths.logs_dir()
         for name, server in config.servers.items():
             self._runtimes[name] = ServerRuntime(
-                name, server, logs_dir=logs_dir, on_change=self._notify, auth_factory=self._auth_factory
+                name,
+                server,
+                logs_dir=logs_dir,
+                on_change=self._notify,
+                auth_factory=self._auth_factory,
+                transport=self._transports.get(name),
             )
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
@@ -201,7 +220,7 @@ class Manager:
     # -- calls ------------------------------------------------------------------------------------
 
     def check_call(self, name: str, tool: str, arguments: Any) -> Tool:
-        """Every check of a call short of sending it, in the gateway's order (DESIGN.md).
+        """Every check of a call short of sending it, in the gateway's order (docs/architecture.md "The data flow of one call").
 
         Server configured and enabled, connected, tool in the latest list, arguments valid
         against its inputSchema. Returns the ``Tool``; raises the matching ``MCPServerError``.
@@ -342,3 +361,20 @@ class Manager:
             f'MCP server "{name}" is disconnected; reconnect or restart Keen after fixing the server.{detail}',
             server=name,
         )
+
+
+def in_memory_transport(server: Any) -> TransportFactory:
+    """A transport factory that runs ``server`` in this process, over memory streams.
+
+    Args:
+        server: an MCP SDK ``Server`` (low level) or ``MCPServer``; other frameworks expose
+            one (FastMCP: ``server._mcp_server``).
+
+    Returns:
+        A factory for ``Manager(transports={name: ...})``; each connection starts the server
+        in a background task and stops it when the session closes.
+    """
+    # The SDK's own in-memory transport, the one its ``Client(server)`` uses.
+    from mcp.client._memory import InMemoryTransport
+
+    return lambda: InMemoryTransport(server)

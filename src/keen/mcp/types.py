@@ -1,4 +1,4 @@
-"""Keen's own views of MCP objects: plain, frozen, JSON-ready (seeds/003 todo 13-15).
+"""Keen's own views of MCP objects: plain, frozen, JSON-ready.
 
 The SDK's pydantic models stay inside ``keen.mcp``; callers see these.
 """
@@ -7,16 +7,41 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ServerInfo", "ServerState", "ServerStatus", "Tool", "ToolResult", "tools_hash"]
+if TYPE_CHECKING:
+    import httpx2
+
+    from keen.mcp.config import HttpServerConfig, OAuthAuth
+
+__all__ = [
+    "AuthFactory",
+    "ServerInfo",
+    "ServerState",
+    "ServerStatus",
+    "Tool",
+    "ToolResult",
+    "TransportFactory",
+    "tools_hash",
+]
+
+AuthFactory = Callable[[str, "HttpServerConfig", "OAuthAuth", bool], "tuple[httpx2.Auth, bool]"]
+"""``(server, config, oauth, interactive) -> (auth, has_token)``: builds the OAuth ``httpx2.Auth``
+for an ``oauth`` server, as :class:`keen.mcp.Manager` takes it."""
+
+TransportFactory = Callable[[], AbstractAsyncContextManager[Any]]
+"""Opens one connection's ``(read_stream, write_stream)`` pair, as the SDK's transports yield it:
+what :class:`keen.mcp.Manager` uses instead of a server's configured transport when given one
+(an in-process server, see :func:`keen.mcp.in_memory_transport`)."""
 
 
 class ServerState(StrEnum):
-    """Runtime state of one configured server (seeds/003 "Runtime State")."""
+    """Runtime state of one configured server (docs/architecture.md "Servers and their states")."""
 
     CONFIGURED = "configured"
     CONNECTING = "connecting"

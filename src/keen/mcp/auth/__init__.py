@@ -1,4 +1,4 @@
-"""MCP-standard OAuth for Streamable HTTP servers (seeds/003 "OAuth", MCP 2025-11-25).
+"""MCP-standard OAuth for Streamable HTTP servers (MCP 2025-11-25 "Authorization").
 
 * :mod:`~keen.mcp.auth.store`: the ``TokenStore`` interface and the 0600 ``FileTokenStore``.
 * :mod:`~keen.mcp.auth.provider`: ``create_oauth_auth``, the SDK ``OAuthClientProvider`` with
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from keen.mcp.auth.callback import CALLBACK_PATH, DEFAULT_CALLBACK_PORT, CallbackListener, redirect_uri
 from keen.mcp.auth.classify import classify_auth_failure
-from keen.mcp.auth.connect import AuthFactory, SignInResult, authorize_interactively, oauth_auth_factory
+from keen.mcp.auth.connect import SignInResult, authorize_interactively, oauth_auth_factory
 from keen.mcp.auth.provider import (
     AUTHORIZATION_TIMEOUT,
     CLIENT_NAME,
@@ -24,6 +24,7 @@ from keen.mcp.auth.provider import (
     default_open_browser,
 )
 from keen.mcp.auth.store import AuthMetadata, FileTokenStore, TokenStore
+from keen.mcp.types import AuthFactory
 
 __all__ = [
     "AUTHORIZATION_TIMEOUT",

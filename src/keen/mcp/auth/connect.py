@@ -1,6 +1,6 @@
 """Signing in (``keen mcp connect``) and the Manager's auth factory.
 
-seeds/001 "Manual refresh and authentication": for an OAuth server, connect clears the
+For an OAuth server, connect clears the
 saved token, runs the browser flow on ``http://localhost:1456/auth/mcp/callback`` and
 waits up to 5 minutes; the caller then refreshes the server (tools, skill). Background
 connections use :func:`oauth_auth_factory` with ``interactive=False`` and never open a
@@ -10,7 +10,6 @@ browser.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,13 +32,11 @@ from keen.mcp.auth.provider import (
 )
 from keen.mcp.auth.store import FileTokenStore, TokenStore
 from keen.mcp.config import HttpServerConfig, OAuthAuth
+from keen.mcp.types import AuthFactory
 
-__all__ = ["AuthFactory", "SignInResult", "authorize_interactively", "oauth_auth_factory"]
+__all__ = ["SignInResult", "authorize_interactively", "oauth_auth_factory"]
 
 logger = logging.getLogger("keen.mcp.auth")
-
-AuthFactory = Callable[[str, HttpServerConfig, OAuthAuth, bool], tuple[httpx2.Auth, bool]]
-"""``(server, config, oauth, interactive) -> (auth, has_token)``, as ``keen.mcp.Manager`` takes it."""
 
 
 @dataclass(frozen=True, slots=True)

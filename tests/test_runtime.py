@@ -1,0 +1,129 @@
+"""keen.runtime: one session context (config -> Manager -> discovery -> sync -> Gateway).
+
+The servers are real MCP servers (FastMCP, as in tests/helpers) run in this process over
+the SDK's in-memory transport (``Manager(transports=...)``), so a session costs no
+subprocess; tests/test_peers.py keeps the subprocess and HTTP peers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.http_servers import make_basic_server
+from keen.errors import ApprovalDenied, ConfigError, ServerNotConfigured
+from keen.gateway import ApprovalRequest
+from keen.mcp import Manager, ServerState, ServerStatus, in_memory_transport
+from keen.runtime import open_runtime
+from keen.skills import SkillsConfig
+
+pytestmark = pytest.mark.anyio
+
+# A configs.json entry for a server whose transport the test supplies (in memory).
+IN_MEMORY = {"transport": "stdio", "command": "unused-in-memory"}
+
+
+def _manager(config_path: Path, **servers: Any) -> Manager:
+    return Manager(
+        config_path,
+        transports={name: in_memory_transport(server._mcp_server) for name, server in servers.items()},
+    )
+
+
+async def test_session_waits_syncs_and_calls_through_the_gateway(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    path = write_config({"basic": IN_MEMORY, "extra": IN_MEMORY})
+    asked: list[ApprovalRequest] = []
+    audit: list[dict[str, Any]] = []
+    seen: list[ServerStatus] = []
+
+    def approve(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return request.tool != "fail"
+
+    manager = _manager(path, basic=make_basic_server(), extra=make_basic_server(n_extra_tools=3))
+    async with open_runtime(
+        manager=manager, wait=30, sync=True, approval=approve, audit=audit.append, observers=[seen.append]
+    ) as rt:
+        assert rt.discovered is True
+        assert [s.state for s in rt.manager.servers()] == [ServerState.CONNECTED] * 2
+        assert rt.sync_report is not None
+        assert {e.server: e.action for e in rt.sync_report.entries} == {
+            "basic": "generated",
+            "extra": "generated",
+        }
+        skill = keen_home / "skills" / "mcp:extra"
+        assert len(list((skill / "schemas").glob("*.json"))) == 10
+        result = await rt.gateway.call("basic", "add", {"a": 40, "b": 2})
+        assert result.text == "42" and not result.is_error
+        with pytest.raises(ApprovalDenied):
+            await rt.gateway.call("basic", "fail", {"message": "no"})
+    assert [(r.server, r.tool) for r in asked] == [("basic", "add"), ("basic", "fail")]
+    assert [(e["tool"], e["decision"]) for e in audit] == [("add", "allowed"), ("fail", "denied")]
+    assert {s.name for s in seen if s.state is ServerState.CONNECTED} == {"basic", "extra"}
+
+
+async def test_observers_are_unsubscribed_when_the_session_ends(
+    write_config: Callable[[dict[str, Any]], Path],
+) -> None:
+    path = write_config({"basic": IN_MEMORY})
+    seen: list[ServerStatus] = []
+    manager = _manager(path, basic=make_basic_server())
+    async with open_runtime(manager=manager, wait=30, observers=[seen.append]):
+        pass
+    count = len(seen)
+    assert count >= 2  # connecting, connected
+    manager._notify(manager.servers()[0])  # pyright: ignore[reportPrivateUsage]
+    assert len(seen) == count
+
+
+async def test_without_wait_discovery_runs_in_the_background(
+    write_config: Callable[[dict[str, Any]], Path],
+) -> None:
+    path = write_config({"basic": IN_MEMORY})
+    async with open_runtime(manager=_manager(path, basic=make_basic_server())) as rt:
+        assert rt.discovered is False and rt.sync_report is None
+        assert await rt.wait_for_discovery(30) is True
+        assert rt.manager.status("basic").state is ServerState.CONNECTED
+
+
+async def test_a_broken_config_starts_nothing(keen_home: Path) -> None:
+    path = keen_home / "mcp" / "configs.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"version": 1, "servers": {"bad name!": {"command": "x"}}}')
+    with pytest.raises(ConfigError, match="bad name!"):
+        async with open_runtime(wait=5):
+            pytest.fail("the body must not run")
+
+
+async def test_an_error_in_the_body_closes_the_servers(
+    write_config: Callable[[dict[str, Any]], Path],
+) -> None:
+    path = write_config({"basic": IN_MEMORY})
+    manager = _manager(path, basic=make_basic_server())
+    with pytest.raises(ServerNotConfigured):
+        async with open_runtime(manager=manager, wait=30) as rt:
+            rt.manager.status("nope")
+    assert manager.status("basic").state is not ServerState.CONNECTED
+
+
+async def test_connect_regenerates_and_enables_a_disabled_skill(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    path = write_config({"basic": IN_MEMORY, "other": IN_MEMORY})
+    manager = _manager(path, basic=make_basic_server(), other=make_basic_server())
+    async with open_runtime(manager=manager, wait=30, sync=True) as rt:
+        config = SkillsConfig.load(keen_home / "skills" / "config.json")
+        config.set_enabled("mcp:basic", False)
+        config.set_enabled("mcp:other", False)
+        config.save()
+        outcome = await rt.connect("basic")
+    assert outcome.status.state is ServerState.CONNECTED and outcome.enabled
+    saved = json.loads((keen_home / "skills" / "config.json").read_text())
+    assert saved["is_enabled"]["mcp:basic"] is True
+    assert saved["is_enabled"]["mcp:other"] is False  # other skills are left alone
