@@ -1,4 +1,4 @@
-"""call_mcp_tool: every refusal in DESIGN.md's order, the approval callback, result shaping,
+"""call_mcp_tool: every refusal in the order of docs/architecture.md "The data flow of one call", the approval callback, result shaping,
 audit events, and the tool definitions for LLM APIs. Real stdio servers throughout."""
 
 from __future__ import annotations

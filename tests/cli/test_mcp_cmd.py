@@ -1,103 +1,33 @@
-"""`keen mcp list|tools|call|import` as a user runs them: the installed console script in a
-subprocess, with a private ``KEEN_HOME`` and ``HOME`` and stdin closed (issue 2 "CLI").
+"""`keen mcp list|tools|call|import` as a user runs them, with a private ``KEEN_HOME`` and
+``HOME`` and stdin that is not a terminal.
 
 The contract: exit 0 on success, 1 when the tool returned ``isError``, 2 on any Keen error
 with the message on stderr and never a traceback; ``--json`` prints exactly the documented
-keys; secrets never reach stdout or stderr. Each CLI run costs an interpreter start, so
-runs that do not depend on each other go in parallel and share servers and configs.
+keys; secrets never reach stdout or stderr. Most runs are in-process (``CliRunner``); the
+``list`` and ``call`` smoke tests run the installed console script as real processes
+against the real servers.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
-import sys
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from helpers import stdio_entry
+from helpers.cli import Home, Run, make_home
 from helpers.http_servers import HttpServer, make_basic_server, serve_http
 from keen.mcp.config import load_config
 
-_SCRIPT = Path(sys.executable).with_name("keen")
-KEEN: list[str] = (
-    [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from keen.cli import main; main()"]
-)
 RIGHT_KEY = "sk-right-4f1c9a7e2b"
 WRONG_KEY = "sk-wrong-8d3e5b1f0c"
 BASIC_TOOLS = {"echo", "add", "fail", "sleep", "die", "env", "cwd", "pid"}
 LIST_KEYS = {"name", "transport", "auth", "state", "tool_count", "last_error"}
-RUN_TIMEOUT = 60
-
-
-@dataclass(frozen=True)
-class Run:
-    args: tuple[str, ...]
-    code: int
-    stdout: str
-    stderr: str
-
-    def json(self) -> Any:
-        return json.loads(self.stdout)
-
-    def __str__(self) -> str:
-        return (
-            f"keen {' '.join(self.args)} -> {self.code}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
-        )
-
-
-@dataclass(frozen=True)
-class Home:
-    """A KEEN_HOME (and a HOME that must stay untouched) for CLI runs."""
-
-    keen_home: Path
-    home: Path
-
-    @property
-    def config_path(self) -> Path:
-        return self.keen_home / "mcp" / "configs.json"
-
-    def write(self, servers: dict[str, Any]) -> None:
-        self.config_path.parent.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(json.dumps({"version": 1, "servers": servers}, indent=2))
-
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KEEN_")}
-        env.update(KEEN_HOME=str(self.keen_home), HOME=str(self.home), COLUMNS="250", NO_COLOR="1")
-        return env
-
-    def keen(self, *args: str) -> Run:
-        proc = subprocess.run(
-            [*KEEN, *args],
-            env=self.env(),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT,
-            check=False,
-        )
-        run = Run(tuple(args), proc.returncode, proc.stdout, proc.stderr)
-        assert "Traceback" not in run.stderr + run.stdout, str(run)
-        assert "internal error" not in run.stderr, str(run)
-        return run
-
-    def keen_many(self, *commands: Sequence[str]) -> list[Run]:
-        with ThreadPoolExecutor(max_workers=3) as pool:
-            return list(pool.map(lambda args: self.keen(*args), commands))
-
-
-def _make_home(root: Path) -> Home:
-    home = Home(root / "keen-home", root / "user-home")
-    home.keen_home.mkdir(parents=True)
-    home.home.mkdir()
-    return home
+_make_home = make_home
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +68,7 @@ class Listed:
 @pytest.fixture(scope="module")
 def listed(mixed: Home) -> Listed:
     """`keen mcp list --json` and `keen mcp list` on the mixed config, run once in parallel."""
-    as_json, table = mixed.keen_many(["mcp", "list", "--json", "--timeout", "30"], ["mcp", "list"])
+    as_json, table = mixed.keen_processes(["mcp", "list", "--json", "--timeout", "30"], ["mcp", "list"])
     return Listed(as_json, table, (mixed.keen_home / "logs" / "exit.stderr.log").read_text())
 
 
@@ -217,7 +147,7 @@ def test_list_table(listed: Listed) -> None:
 
 
 def test_a_server_that_exits_at_once_is_started_once(listed: Listed) -> None:
-    # seeds/003: no automatic retry in v1; each of the two `list` runs starts it exactly once.
+    # No automatic retry: each of the two `list` runs starts it exactly once.
     assert listed.exit_log.count("--- keen: starting exit") == 2, listed.exit_log[:2000]
     assert "connecting" not in listed.table.stdout, str(listed.table)
 
@@ -321,12 +251,16 @@ def test_tools_of_unusable_servers_exit_2(mixed: Home) -> None:
 
 
 def test_call_success_and_tool_error(mixed: Home) -> None:
-    ok, ok_json, http, tool_error, tool_error_json = mixed.keen_many(
+    # The console script for a success and a tool error (exit codes of a real process) ...
+    ok, tool_error_json = mixed.keen_processes(
         ["mcp", "call", "basic", "add", "--args", '{"a": 2, "b": 40}', "--yes"],
+        ["mcp", "call", "basic", "fail", "--args", '{"message": "boom 18"}', "--yes", "--json"],
+    )
+    # ... the rest in-process.
+    ok_json, http, tool_error = mixed.keen_many(
         ["mcp", "call", "basic", "echo", "--args", '{"text": "hi there"}', "--yes", "--json"],
         ["mcp", "call", "http-ok", "add", "--args", '{"a": 1, "b": 1}', "--yes"],
         ["mcp", "call", "basic", "fail", "--args", '{"message": "boom 17"}', "--yes"],
-        ["mcp", "call", "basic", "fail", "--args", '{"message": "boom 18"}', "--yes", "--json"],
     )
     assert ok.code == 0 and ok.stdout.strip() == "42", str(ok)
     assert ok_json.code == 0, str(ok_json)

@@ -1,4 +1,4 @@
-"""`keen skills list|enable|disable|show` on a temporary KEEN_HOME (seeds/001 "Enabling and disabling")."""
+"""`keen skills list|enable|disable|show` on a temporary KEEN_HOME (docs/architecture.md "Enabling and disabling")."""
 
 from __future__ import annotations
 

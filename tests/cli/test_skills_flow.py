@@ -1,4 +1,4 @@
-"""Issue 3's CLI contract end to end, as a user runs it: keen mcp sync / connect, keen skills,
+"""The skills CLI contract end to end, as a user runs it: keen mcp sync / connect, keen skills,
 keen prompt [--stats], against real stdio and loopback HTTP servers."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from helpers import stdio_entry
+from helpers.cli import Home
+from helpers.cli import make_home as _make_home
 from helpers.http_servers import HttpServer, make_basic_server, serve_http
-from test_cli_mcp import Home, _make_home
 
 KEY = "sk-flow-7a6b5c4d3e2f"
 SKILL_KEYS = {"name", "description", "enabled", "path", "managed"}

@@ -63,7 +63,7 @@ def install() -> tuple[Path, Path]:
 
 
 def load_expected() -> dict[str, str]:
-    """``{scenario: reason}``; an entry without a reason is an error (the rule of issue 4)."""
+    """``{scenario: reason}``; an entry without a reason is an error (every expected failure must be explained)."""
     if not EXPECTED.exists():
         return {}
     data = yaml.safe_load(EXPECTED.read_text()) or {}

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
-from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, TextContent
 
@@ -19,6 +18,7 @@ from keen.demo import SERVER_NAME, demo_server_entry
 from keen.demo.server import INSTRUCTIONS
 from keen.demo.units import UnitError, convert, supported_units_text
 from keen.mcp.config import parse_config
+from mcp import ClientSession
 
 READ_ONLY = {"current_time", "list_timezones", "convert_units", "word_count", "list_notes", "search_notes"}
 

@@ -1,4 +1,4 @@
-"""Shared builders for the ``test_mcpskills_*`` modules (no tests here): statuses, tools, trees."""
+"""Shared builders for the tests of ``keen.mcpskills`` (tests/mcpskills): statuses, tools, trees."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from keen.mcp.types import ServerState, ServerStatus, Tool
 
 NOW = datetime(2026, 5, 21, 12, 0, 0, tzinfo=UTC)
-LIVEMCPBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "livemcpbench" / "tools.json"
+LIVEMCPBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "livemcpbench" / "tools.json"
 
 
 def status(

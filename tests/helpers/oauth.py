@@ -1,7 +1,7 @@
 """A real OAuth-protected MCP server on loopback, and a scripted "browser", for the OAuth tests.
 
 ``OAuthTestServer`` runs FastMCP with its in-memory OAuth authorization server (dynamic
-client registration, PKCE S256, refresh with rotation, revocation; seeds/003 todo 104)
+client registration, PKCE S256, refresh with rotation, revocation)
 under uvicorn on ``127.0.0.1:<ephemeral port>`` in a thread. Knobs:
 
 * ``advertised_lifetime`` - the ``expires_in`` told to clients; ``server_lifetime`` - when
@@ -16,7 +16,7 @@ under uvicorn on ``127.0.0.1:<ephemeral port>`` in a thread. Knobs:
 ``Browser`` replaces the human: it GETs the authorization URL (the server approves at
 once and redirects to Keen's loopback callback) and follows the redirect, over real
 HTTP. ``tamper_state`` rewrites ``state`` on the way; ``visits`` keeps the URLs it saw.
-Not a test module (no tests); it is named ``test_oauth_*`` to stay among the OAuth files.
+Shared by the tests of ``keen.mcp.auth`` (tests/mcp/auth).
 """
 
 from __future__ import annotations

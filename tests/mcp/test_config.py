@@ -1,4 +1,4 @@
-"""configs.json validation (seeds/003 "Config" and todo 5-12): every rule, through
+"""configs.json validation (docs/architecture.md "Configuration"): every rule, through
 ``parse_config`` / ``load_config`` / ``save_config``.
 
 Each rejection asserts the ``ConfigError`` attributes (server, field, line/column for

@@ -1,4 +1,4 @@
-"""Manager behaviour against real servers (seeds/003 "Testing"): in-process FastMCP over
+"""Manager behaviour against real servers: in-process FastMCP over
 loopback HTTP and subprocess stdio servers."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ async def test_http_no_auth_connect_list_call(write_config: Callable[..., Path])
             assert info is not None and info.instructions == "Use for echo tests."
             result = await manager.call_tool("web", "add", {"a": 2, "b": 40})
             assert not result.is_error and "42" in result.text
-            # The MCP transport requirements of seeds/003: session id and protocol version resent.
+            # The Streamable HTTP transport requirements (MCP 2025-11-25): session id and protocol version resent.
             posts = [r for r in srv.requests if r.method == "POST"]
             assert any(r.headers.get("mcp-protocol-version") == "2025-11-25" for r in posts)
             assert "application/json" in posts[0].headers["accept"]

@@ -1,4 +1,4 @@
-"""Real third-party MCP servers through the Manager (issue 2 "Tests (real servers)").
+"""Real third-party MCP servers through the Manager (servers from npm and PyPI, as users run them).
 
 Peers come from npm and PyPI (``make peers``): server-everything over stdio and over
 Streamable HTTP, server-filesystem and server-memory (Node), mcp-server-time and

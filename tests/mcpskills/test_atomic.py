@@ -1,6 +1,6 @@
 """The atomic swap under pressure: concurrent readers, a writer killed with SIGKILL, debris.
 
-DESIGN.md "Generated skills": a reader always opens a whole old or a whole new skill; a
+docs/architecture.md "Generated skills": a reader always opens a whole old or a whole new skill; a
 process killed mid-generation leaves the previous complete skill.
 """
 
@@ -16,9 +16,9 @@ import threading
 import time
 from pathlib import Path
 
+from helpers.mcpskills import NOW, simple_tools, status
 from keen.mcpskills import MARKER_FILE, ServerSnapshot, generate_skill, sync_mcp_skills
 from keen.skills import SkillsConfig
-from test_mcpskills_support import NOW, simple_tools, status
 
 SWAPS = 200
 
@@ -80,7 +80,7 @@ CHILD = textwrap.dedent(
     import sys
     from pathlib import Path
     sys.path.insert(0, sys.argv[2])
-    from test_mcpskills_support import NOW, realistic_tools, status
+    from helpers.mcpskills import NOW, realistic_tools, status
     from keen.mcpskills import generate_skill
     generate_skill(Path(sys.argv[1]), status("srv"), realistic_tools("srv", 5000), now=NOW)
     """
@@ -93,7 +93,9 @@ def test_sigkill_mid_generation_leaves_previous_skill(tmp_path: Path) -> None:
     link = root / "mcp:srv"
     old_version = link.resolve()
     old_tree = {p: p.read_bytes() for p in old_version.rglob("*") if p.is_file()}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(root), str(Path(__file__).parent)])
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(root), str(Path(__file__).resolve().parents[1])]
+    )
     builds: list[Path] = []
     try:
         deadline = time.monotonic() + 60

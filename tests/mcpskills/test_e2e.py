@@ -1,5 +1,5 @@
 """Startup sync against real MCP servers: a stdio server, one that dies at start, and a
-Streamable HTTP server that rejects the configured API key (seeds/001 "Startup synchronization")."""
+Streamable HTTP server that rejects the configured API key (docs/architecture.md "Startup sync")."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from keen.mcp import Manager
 from keen.mcpskills import MARKER_FILE, ServerSnapshot, sync_mcp_skills
 from keen.skills import SkillsConfig, discover
 
-SERVERS = Path(__file__).parent / "servers"
+SERVERS = Path(__file__).resolve().parents[1] / "servers"
 WRONG_KEY = "wrong-key-7f3a9c2e"
 
 

@@ -1,7 +1,7 @@
-"""Generated MCP skill dirs on real files (seeds/001 "Generated skill layout", "Schema generation").
+"""Generated MCP skill dirs on real files (docs/architecture.md "Generated skills").
 
 Goldens live in ``tests/golden/mcpskills/<case>/``; regenerate them with
-``KEEN_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_mcpskills_generate.py``
+``KEEN_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/mcpskills/test_generate.py``
 and review the diff before committing.
 """
 
@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers.mcpskills import NOW, read_tree, simple_tools, status
 from keen import skills as skills_pkg
 from keen._redact import redactor
 from keen.errors import SkillError
 from keen.mcp.types import ServerInfo, ServerState, Tool
 from keen.mcpskills import MANAGED_BY, MARKER_FILE, _swap, delete_skill, generate_skill
 from keen.skills import SkillsConfig, discover, split_frontmatter
-from test_mcpskills_support import NOW, read_tree, simple_tools, status
 
-GOLDEN = Path(__file__).parent / "golden" / "mcpskills"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "mcpskills"
 
 
 def github_case() -> tuple[str, list[Tool], ServerInfo | None]:

@@ -1,5 +1,5 @@
-"""Startup sync: every row of the seeds/001 "Startup synchronization" and "What happens when
-MCP fails" tables, on real files in a temporary KEEN_HOME."""
+"""Startup sync: every row of docs/architecture.md "Startup sync" (including what happens
+when MCP fails), on real files in a temporary KEEN_HOME."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.mcpskills import NOW, simple_tools, status
 from keen import paths
 from keen._redact import redactor
 from keen.mcp.types import ServerInfo, ServerState
@@ -21,7 +22,6 @@ from keen.mcpskills import (
     sync_server,
 )
 from keen.skills import SkillsConfig, discover
-from test_mcpskills_support import NOW, simple_tools, status
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Slash activation (seeds/001: "[Activate skill: ...]" with argument substitution) on real skill files."""
+"""Slash activation ("[Activate skill: ...]" with argument substitution) on real skill files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The prompt catalog (seeds/001 "How the LLM uses MCP skills") and its character budget."""
+"""The prompt catalog (docs/architecture.md "The prompt catalog") and its character budget."""
 
 from __future__ import annotations
 

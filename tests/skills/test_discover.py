@@ -1,4 +1,4 @@
-"""Skill discovery and the skills config on real files in a temporary KEEN_HOME (seeds/001)."""
+"""Skill discovery and the skills config on real files in a temporary KEEN_HOME."""
 
 from __future__ import annotations
 

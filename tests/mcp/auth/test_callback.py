@@ -1,4 +1,4 @@
-"""The loopback callback listener (seeds/001: localhost:1456/auth/mcp/callback), over real sockets.
+"""The loopback callback listener (localhost:1456/auth/mcp/callback), over real sockets.
 
 Only the right path with the right ``state`` ends the wait; other requests get 404 and an
 idle connection (a browser's pre-connect) does not block the real callback. Ctrl-C during
@@ -18,13 +18,13 @@ import anyio
 import httpx2
 import pytest
 
+from helpers.oauth import free_port, serve_oauth
 from keen.errors import AuthFailed
 from keen.mcp.auth import CALLBACK_PATH, DEFAULT_CALLBACK_PORT, CallbackListener, FileTokenStore, redirect_uri
-from test_oauth_support import free_port, serve_oauth
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 async def _get(url: str) -> httpx2.Response:
@@ -32,7 +32,7 @@ async def _get(url: str) -> httpx2.Response:
         return await client.get(url)
 
 
-def test_the_redirect_uri_is_the_one_seeds_001_names() -> None:
+def test_the_default_redirect_uri_is_loopback_1456() -> None:
     assert DEFAULT_CALLBACK_PORT == 1456
     assert redirect_uri() == "http://localhost:1456/auth/mcp/callback"
     assert CALLBACK_PATH == "/auth/mcp/callback"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from helpers.http_servers import make_basic_server, serve_http
+from helpers.oauth import Browser, background_auth, free_port, list_tool_names, oauth_config, serve_oauth
 from keen.errors import AuthFailed, AuthRequired, ConfigError
 from keen.mcp.auth import CallbackListener, FileTokenStore, authorize_interactively, classify_auth_failure
 from keen.mcp.config import HttpServerConfig
-from test_oauth_support import Browser, background_auth, free_port, list_tool_names, oauth_config, serve_oauth
 
 pytestmark = pytest.mark.anyio
 

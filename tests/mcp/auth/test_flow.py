@@ -1,4 +1,4 @@
-"""The whole OAuth flow against a real OAuth-protected MCP server on loopback (seeds/003 todo 104, 109).
+"""The whole OAuth flow against a real OAuth-protected MCP server on loopback.
 
 Sign-in (registration, PKCE S256, resource, loopback callback), the 0600 token file, reuse
 after a restart without a browser, refresh on expiry and on an early rejection, revocation
@@ -17,9 +17,7 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from keen.errors import AuthFailed, AuthRequired
-from keen.mcp.auth import FileTokenStore, authorize_interactively, classify_auth_failure, create_oauth_auth
-from test_oauth_support import (
+from helpers.oauth import (
     Browser,
     background_auth,
     call_tools,
@@ -28,6 +26,8 @@ from test_oauth_support import (
     serve_oauth,
     text_of,
 )
+from keen.errors import AuthFailed, AuthRequired
+from keen.mcp.auth import FileTokenStore, authorize_interactively, classify_auth_failure, create_oauth_auth
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""OAuth servers through ``keen.mcp.Manager`` (seeds/003 todo 46, 109; seeds/001 connect).
+"""OAuth servers through ``keen.mcp.Manager`` (states, sign-in through keen mcp connect).
 
 Background startup never opens a browser: no token -> ``auth_required`` with the connect
 hint; a revoked sign-in -> ``auth_failed``. ``authorize_interactively`` (what ``keen mcp
@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from helpers.oauth import Browser, OAuthTestServer, free_port, serve_oauth
 from keen.errors import AuthFailed, AuthRequired
 from keen.mcp import Manager, ServerState
 from keen.mcp.auth import FileTokenStore, authorize_interactively, oauth_auth_factory
 from keen.mcp.config import HttpServerConfig
-from test_oauth_support import Browser, OAuthTestServer, free_port, serve_oauth
 
 pytestmark = pytest.mark.anyio
 

@@ -1,5 +1,5 @@
 """Tokens and codes never reach a log, an error, the terminal or any file but the token store
-(seeds/003 todo 110; DESIGN.md "Secrets").
+(docs/architecture.md "Secrets").
 
 One journey through every OAuth path - background start without a token, a sign-in, a
 refused ``state``, a denial, a restart with an expired token (refresh), a step-up, a
@@ -20,11 +20,11 @@ from typing import Any
 import anyio
 import pytest
 
+from helpers.oauth import Browser, free_port, serve_oauth
 from keen.errors import KeenError
 from keen.mcp import Manager
 from keen.mcp.auth import authorize_interactively, oauth_auth_factory
 from keen.mcp.config import HttpServerConfig
-from test_oauth_support import Browser, free_port, serve_oauth
 
 pytestmark = pytest.mark.anyio
 

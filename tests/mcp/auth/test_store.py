@@ -1,4 +1,4 @@
-"""The file token store: ``$KEEN_HOME/mcp/auth/<server>.json``, 0600, atomic, separate (seeds/003)."""
+"""The file token store: ``$KEEN_HOME/mcp/auth/<server>.json``, 0600, atomic, separate."""
 
 from __future__ import annotations
 

@@ -1,0 +1,122 @@
+"""Running ``keen`` as a user would, for the CLI tests: in-process or as a real process.
+
+``Home.keen(...)`` runs the command in this process with typer's ``CliRunner`` (the same
+``app`` the console script runs, env and stdin isolated: stdin is not a terminal), which
+costs no interpreter start. ``Home.keen_process(...)`` runs the installed console script
+in a subprocess: the smoke tests keep a few of those, so the entry point itself, its
+error boundary and real process exits stay covered.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+__all__ = ["KEEN", "Home", "Run", "make_home"]
+
+_SCRIPT = Path(sys.executable).with_name("keen")
+KEEN: list[str] = (
+    [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from keen.cli import main; main()"]
+)
+RUN_TIMEOUT = 60
+
+
+@dataclass(frozen=True)
+class Run:
+    args: tuple[str, ...]
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    def __str__(self) -> str:
+        return (
+            f"keen {' '.join(self.args)} -> {self.code}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+        )
+
+
+@dataclass(frozen=True)
+class Home:
+    """A KEEN_HOME (and a HOME that must stay untouched) for CLI runs."""
+
+    keen_home: Path
+    home: Path
+
+    @property
+    def config_path(self) -> Path:
+        return self.keen_home / "mcp" / "configs.json"
+
+    def write(self, servers: dict[str, Any]) -> None:
+        self.config_path.parent.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(json.dumps({"version": 1, "servers": servers}, indent=2))
+
+    def _ours(self) -> dict[str, str]:
+        return {"KEEN_HOME": str(self.keen_home), "HOME": str(self.home), "COLUMNS": "250", "NO_COLOR": "1"}
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KEEN_")}
+        env.update(self._ours())
+        return env
+
+    def keen(self, *args: str) -> Run:
+        """Run ``keen ARGS`` in this process (CliRunner)."""
+        from keen.cli import _common, app
+
+        unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("KEEN_")}
+        root = logging.getLogger()
+        handlers, level = root.handlers[:], root.level
+        # The consoles read COLUMNS and NO_COLOR when built: build them for this run's env.
+        for console in (_common.out, _common.err):
+            console._console = None  # type: ignore[attr-defined]
+        try:
+            result = CliRunner().invoke(app, list(args), env={**unset, **self._ours()})
+        finally:
+            root.handlers[:], root.level = handlers, level  # setup_logging replaced them
+        run = Run(tuple(args), result.exit_code, result.stdout, result.stderr)
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise AssertionError(f"{run}\nraised {result.exception!r}") from result.exception
+        return run
+
+    def keen_many(self, *commands: Sequence[str]) -> list[Run]:
+        """Several in-process runs, one after the other (CliRunner swaps sys.stdout)."""
+        return [self.keen(*args) for args in commands]
+
+    def keen_process(self, *args: str) -> Run:
+        """Run the installed ``keen`` console script in a subprocess, stdin closed."""
+        proc = subprocess.run(
+            [*KEEN, *args],
+            env=self.env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+            check=False,
+        )
+        run = Run(tuple(args), proc.returncode, proc.stdout, proc.stderr)
+        assert "Traceback" not in run.stderr + run.stdout, str(run)
+        assert "internal error" not in run.stderr, str(run)
+        return run
+
+    def keen_processes(self, *commands: Sequence[str]) -> list[Run]:
+        """Several console-script runs in parallel (each pays an interpreter start)."""
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            return list(pool.map(lambda args: self.keen_process(*args), commands))
+
+
+def make_home(root: Path) -> Home:
+    home = Home(root / "keen-home", root / "user-home")
+    home.keen_home.mkdir(parents=True)
+    home.home.mkdir()
+    return home
