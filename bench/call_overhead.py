@@ -1,4 +1,4 @@
-"""Call-overhead benchmark (issue 2): ``Manager.call_tool`` against the raw SDK.
+"""Call-overhead benchmark: ``Manager.call_tool`` against the raw SDK.
 
 Two processes of the same stdio server: one owned by a Manager, one driven by a plain
 ``mcp.ClientSession`` opened here. Each iteration makes one call through each path, in an
@@ -26,7 +26,6 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
-from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from _common import (
@@ -40,6 +39,7 @@ from _common import (
     write_config,
 )
 from keen.mcp import Manager, ServerState
+from mcp import ClientSession
 
 __all__ = ["bench", "main", "report"]
 

@@ -1,4 +1,4 @@
-"""Prompt footprint and sync time with real MCP tool catalogs (issue 3; prints, never asserts).
+"""Prompt footprint and sync time with real MCP tool catalogs (prints, never asserts).
 
 Usage: ``python bench/footprint.py [CATALOG_OR_DIR ...] [--impl lite|sdk] [--names key|name]
 [--gen-tools 1000] [--gen-runs 5] [--budget TOKENS [--annotations FILE]] [--json]``

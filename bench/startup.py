@@ -1,4 +1,4 @@
-"""Startup benchmark (issue 2): 20 stdio servers, 3 of which hang at initialize.
+"""Startup benchmark: 20 stdio servers, 3 of which hang at initialize.
 
 Measures, through the public Manager API:
 

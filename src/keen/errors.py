@@ -3,7 +3,7 @@
 Errors from the MCP SDK, anyio and httpx2 are translated into this tree at one
 boundary (``keen.mcp._translate``) with ``raise ... from``, so callers catch
 Keen's names only. The categories under ``MCPServerError`` are the ones of
-seeds/003 "Tool Calls".
+docs/architecture.md "Errors".
 
     KeenError
     ├── ConfigError                  configs.json cannot be read or is invalid

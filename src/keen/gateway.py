@@ -1,7 +1,7 @@
 """``call_mcp_tool``: the one privileged entry from a model or remote client to MCP.
 
 Generated skills and schema files are discovery material only; they grant nothing
-(seeds/000 "Safety Notes"). Every call passes, in this order (DESIGN.md "The gateway"):
+(docs/architecture.md "The data flow of one call"). Every call passes, in this order:
 
 1. the server is configured and not ``"enabled": false`` in configs.json,
 2. the server is connected,
@@ -11,7 +11,7 @@ Generated skills and schema files are discovery material only; they grant nothin
 6. then ``tools/call``.
 
 A disabled *skill* only hides the server from the catalog; its tools stay callable
-while it is connected (seeds/001 failure table). Remote ``isError`` results come back
+while it is connected (docs/architecture.md "Enabling and disabling"). Remote ``isError`` results come back
 as results. Each call is audited: the optional ``audit`` callback receives one event
 dict per call (arguments redacted).
 """
@@ -80,7 +80,7 @@ _INPUT_SCHEMA: dict[str, Any] = {
 
 
 def tool_definition(style: str = "openai", *, skills_dir: str | None = None) -> dict[str, Any]:
-    """The ``call_mcp_tool`` definition for an LLM API (seeds/001 "How the LLM uses MCP skills").
+    """The ``call_mcp_tool`` definition for an LLM API.
 
     ``style``: ``"openai"`` (Chat Completions ``{"type": "function", "function": {...}}``),
     ``"anthropic"`` (``{"name", "description", "input_schema"}``) or ``"mcp"``
@@ -159,7 +159,7 @@ class Gateway:
     Args:
         manager: a started Manager.
         approval: asked before every call that passed the checks; ``None`` allows all
-            (for hosts that approve elsewhere). seeds/001: "Every call_mcp_tool request asks".
+            (for hosts that approve elsewhere).
         audit: receives one event dict per call: ``ts, server, tool, arguments`` (redacted),
             ``decision`` (allowed|denied|refused), ``outcome`` (ok|tool_error|error),
             ``error_code``, ``duration_ms``.

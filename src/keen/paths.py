@@ -1,4 +1,4 @@
-"""Where Keen keeps its files (DESIGN.md "Files on disk").
+"""Where Keen keeps its files (docs/architecture.md "Files on disk").
 
 Every path derives from ``KEEN_HOME`` (default ``~/.keen``), read at call time so
 tests and the demo can point it at a temporary directory.
@@ -27,7 +27,7 @@ def keen_home() -> Path:
 
 
 def mcp_config_path() -> Path:
-    """``$KEEN_HOME/mcp/configs.json`` (seeds/003 "Config")."""
+    """``$KEEN_HOME/mcp/configs.json`` (docs/architecture.md "Configuration")."""
     return keen_home() / "mcp" / "configs.json"
 
 
@@ -42,7 +42,7 @@ def logs_dir() -> Path:
 
 
 def skills_dir() -> Path:
-    """``$KEEN_HOME/skills``: user-written and generated skills side by side (seeds/001)."""
+    """``$KEEN_HOME/skills``: user-written and generated skills side by side."""
     return keen_home() / "skills"
 
 

@@ -19,7 +19,7 @@ SERVER_NAME = "keen-demo"
 
 
 def demo_server_entry(keen_home: Path | None = None) -> dict[str, Any]:
-    """A configs.json server entry that runs keen-demo with this interpreter (seeds/003 stdio shape).
+    """A configs.json server entry that runs keen-demo with this interpreter (stdio shape).
 
     ``KEEN_HOME`` is passed explicitly because the MCP SDK starts stdio servers with a
     minimal environment (HOME, PATH, ...), and the demo keeps its notes in that home.

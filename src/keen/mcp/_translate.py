@@ -4,7 +4,7 @@ SDK failures arrive wrapped in (nested) ``ExceptionGroup``s from the transports'
 task groups; :func:`root_cause` digs out the exception that says what happened.
 Connection failures map to a ``(ServerState, message)`` pair for the server's
 status; call failures map to a :class:`~keen.errors.MCPServerError` subclass.
-Every message is redacted and says what to do next (seeds/003 "Tool Calls").
+Every message is redacted and says what to do next (docs/architecture.md "Errors").
 """
 
 from __future__ import annotations

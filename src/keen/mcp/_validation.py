@@ -1,10 +1,10 @@
-"""Tool-argument validation against a tool's cached ``inputSchema`` (seeds/003 todo 81-83).
+"""Tool-argument validation against a tool's cached ``inputSchema`` (JSON Schema Draft 2020-12 unless ``$schema`` says otherwise).
 
 jsonschema picks the draft from ``$schema`` and defaults to Draft 2020-12 (the MCP
 2025-11-25 default dialect). Compiling a validator costs far more than running it,
 so one is built per tool and reused until the tool list changes.
 
-Decision (seeds/003 todo 82): a schema that is itself invalid, or uses a ``$ref``
+Decision: a schema that is itself invalid, or uses a ``$ref``
 that cannot be resolved, does not block the call: Keen logs a warning and lets the
 server validate. Invalid *arguments* against a valid schema fail closed.
 """

@@ -1,4 +1,4 @@
-"""configs.json: the MCP servers a user configured (seeds/003 "Config", version 1).
+"""configs.json: the MCP servers a user configured (version 1; docs/architecture.md "Configuration").
 
 Shape::
 
@@ -14,7 +14,7 @@ Shape::
                     "cwd": "/tmp", "timeouts": {"connect": 15, "list_tools": 30, "call_tool": 120},
                     "enabled": false}}}
 
-Rules (seeds/003): a supported ``version``; server names ``^[A-Za-z0-9_-]{1,64}$``;
+Rules: a supported ``version``; server names ``^[A-Za-z0-9_-]{1,64}$``;
 ``transport`` is ``streamable_http`` or ``stdio`` (inferred from ``url``/``command``
 when absent); HTTP servers need an http(s) ``url``; ``auth.type`` is ``none``,
 ``api_key`` (needs ``key``) or ``oauth``; stdio servers need ``command`` and take no
@@ -77,7 +77,7 @@ class NoAuth(_Model):
 
 class ApiKeyAuth(_Model):
     """Custom header auth (not MCP OAuth): sends ``<header>: <scheme> <key>``, or the raw key
-    when ``scheme`` is empty (seeds/003 "API Key")."""
+    when ``scheme`` is empty."""
 
     type: Literal["api_key"]
     header: str = Field(default="Authorization", min_length=1)

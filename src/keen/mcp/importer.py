@@ -5,7 +5,7 @@ Input: the ``{"mcpServers": {name: entry}}`` shape shared by Claude Desktop
 Windsurf, Cline and Gemini CLI, and VS Code's ``{"servers": {...}}``. An entry is stdio
 (``command``, ``args``, ``env``, ``cwd``) or remote (``url``/``httpUrl``/``serverUrl``,
 ``headers``), with an optional ``type`` (``stdio`` | ``http`` | ``streamable-http`` |
-``sse``). Output: entries of the seeds/003 configs.json shape (see :mod:`keen.mcp.config`).
+``sse``). Output: entries of the configs.json shape (see :mod:`keen.mcp.config`).
 
 Rules:
 
@@ -19,7 +19,7 @@ Rules:
   becomes ``${HOME}``. Entries using ``${workspaceFolder}`` or ``${input:...}`` are refused:
   Keen has no workspace or prompt to fill them from.
 - Refused, with a reason that says what to do (never silently changed or dropped):
-  the deprecated HTTP+SSE transport (seeds/003 "Non-Goals"); names that do not match
+  the deprecated HTTP+SSE transport (not a transport of MCP 2025-11-25); names that do not match
   ``^[A-Za-z0-9_-]{1,64}$`` (a valid name is suggested; ``rename=`` imports it under another name);
   entries with neither ``command`` nor a URL, or with both and no ``type``; Cursor's
   ``envFile``; values of the wrong type.
@@ -342,7 +342,7 @@ def _kind(entry: dict[str, Any]) -> str:
 
 
 def _sse_reason(url: Any) -> str:
-    reason = "the deprecated HTTP+SSE transport is not supported by Keen (seeds/003 non-goals)"
+    reason = "the deprecated HTTP+SSE transport is not supported by Keen (MCP 2025-11-25 replaced it with Streamable HTTP)"
     if isinstance(url, str) and url.rstrip("/").endswith("/sse"):
         guess = url.rstrip("/")[: -len("/sse")] + "/mcp"
         return (

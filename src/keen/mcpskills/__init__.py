@@ -2,8 +2,8 @@
 
 ``generate_skill`` writes ``skills/mcp:<server>/`` (SKILL.md, marker, one schema per
 tool) atomically; ``delete_skill`` removes only Keen-managed dirs; ``sync_mcp_skills``
-applies the seeds/001 tables to a snapshot of every configured server. See
-DESIGN.md "Generated skills".
+applies the startup-sync table to a snapshot of every configured server. See
+docs/architecture.md "Generated skills" and "Startup sync".
 """
 
 from keen.mcpskills._names import RejectedTool

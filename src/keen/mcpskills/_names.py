@@ -1,6 +1,6 @@
 """Tool names as schema file paths, and text made safe for one markdown table cell.
 
-seeds/001 "Schema generation": ``schemas/<tool>.json``; nested names (``a/b``) become
+docs/architecture.md "Generated skills": ``schemas/<tool>.json``; nested names (``a/b``) become
 folders "as long as the name does not escape the schemas directory". A server chooses
 its tool names, so every name is checked before it touches the filesystem.
 """

@@ -4,8 +4,7 @@ Pure functions of their inputs, so generation is byte-reproducible: tools are or
 name, JSON is written with sorted keys, UTF-8 and a trailing newline (compact schemas,
 indented marker),
 and the only clock reading is the ``generated_at`` passed in. Layout and contents:
-seeds/001 "Generated skill layout", "How MCP skills are generated"; seeds/000
-"Generated Files".
+docs/architecture.md "Generated skills".
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ MANAGED_BY = "keen-mcp"
 MARKER_FILE = ".keen-generated-mcp.json"
 SKILL_FILE = "SKILL.md"
 MAX_TABLE_ROWS = 1000
-"""seeds/001: "The generated tool table is capped at 1000 rows"."""
+"""The generated tool table is capped at 1000 rows (docs/architecture.md "Generated skills")."""
 
 COMPACT_SCHEMA_CHARS = 2000
 """A schema file longer than this on one line is written indented (93% of real ones fit)."""
@@ -202,7 +201,7 @@ def _cell(text: str) -> str:
 
 
 def render_schema(tool: Tool) -> bytes:
-    """``schemas/<tool>.json``: seeds/000 shape ``{server, name, description, inputSchema}``,
+    """``schemas/<tool>.json``: the shape ``{server, name, description, inputSchema}``,
     plus ``title`` and ``annotations`` when the server gave them (the annotations carry
     readOnlyHint/destructiveHint, which help the model pick the safe tool). The full
     description is kept; ``outputSchema`` is left out: the file is the argument contract.

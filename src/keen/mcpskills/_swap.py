@@ -1,4 +1,4 @@
-"""Atomic publication of a generated skill dir (DESIGN.md "Generated skills").
+"""Atomic publication of a generated skill dir (docs/architecture.md "Generated skills").
 
 On disk, for server ``github``::
 

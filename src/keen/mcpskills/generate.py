@@ -1,8 +1,7 @@
 """Generate, refresh and delete the managed skill dir of one MCP server.
 
 ``skills/mcp:<server>/`` holds ``SKILL.md``, ``.keen-generated-mcp.json`` and
-``schemas/<tool>.json`` (seeds/001 "Generated skill layout", seeds/000 "Generated
-Files", DESIGN.md "Generated skills"). Contents come from :mod:`keen.mcpskills._render`,
+``schemas/<tool>.json`` (docs/architecture.md "Generated skills"). Contents come from :mod:`keen.mcpskills._render`,
 the atomic swap from :mod:`keen.mcpskills._swap`.
 """
 
@@ -41,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 
 def skill_name(server: str) -> str:
-    """``mcp:<server>``: the skill name of a server (seeds/001)."""
+    """``mcp:<server>``: the skill name of a server."""
     return f"mcp:{server}"
 
 
@@ -139,7 +138,7 @@ def generate_skill(
     now: datetime | None = None,
     fsync: bool = True,
 ) -> GenerationReport:
-    """Write or refresh ``skills_root/mcp:<status.name>/`` from ``tools`` (seeds/001).
+    """Write or refresh ``skills_root/mcp:<status.name>/`` from ``tools``.
 
     ``info`` defaults to ``status.info``; ``now`` (default: the current UTC time) is the
     generated timestamp. When the current version was made from the same tools and
@@ -250,7 +249,7 @@ def generate_skill(
 
 def delete_skill(skills_root: Path, server: str) -> bool:
     """Delete ``skills_root/mcp:<server>`` if, and only if, its marker says
-    ``managed_by: "keen-mcp"`` for this server (seeds/000 "Server State and Cleanup").
+    ``managed_by: "keen-mcp"`` for this server (docs/architecture.md "Startup sync").
 
     Deletes the link, its versioned dir and leftover build dirs. Returns False when there
     was no managed skill; a user's own ``mcp:<server>`` dir is never touched. Raises

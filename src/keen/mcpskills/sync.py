@@ -1,7 +1,6 @@
 """Startup sync: MCP server states -> generated skills and the skills config.
 
-The rules of seeds/001 "Startup synchronization", "Enabling and disabling" and "What
-happens when MCP fails", with seeds/000 "Server State and Cleanup":
+The rules of docs/architecture.md "Startup sync":
 
 ========================================  ===============================================
 server (snapshot)                         skill
@@ -18,8 +17,8 @@ not in the snapshots any more             forget in skills config, delete the ma
 A failed tool listing arrives as a disconnected server, so its old files stay, disabled.
 
 Sync-made disables are undone by sync. Writing ``false`` for every outage would hide a
-server for good after one bad start, although seeds/001 says the model "does not see the
-skill until the server reconnects". So when sync disables a skill it records that, with
+server for good after one bad start, although the model should only miss the
+skill until the server reconnects. So when sync disables a skill it records that, with
 the value the user had before, in ``skills/.keen-mcp-sync.json``; when the server is
 back (connected, or enabled again in configs.json) sync restores that value. A
 ``false`` that sync did not write is the user's and is never overridden, except by

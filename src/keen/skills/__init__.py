@@ -1,8 +1,8 @@
 """Skills: discovery, the enable/disable config, the prompt catalog, slash activation.
 
-Knows nothing of MCP (DESIGN.md): a generated MCP skill is an ordinary skill whose
-directory holds a ``.keen-generated-mcp.json`` marker (``Skill.managed``). Sources:
-seeds/001 "How the LLM uses MCP skills" and "Enabling and disabling MCP server skills".
+Knows nothing of MCP (docs/architecture.md "Package map"): a generated MCP skill is an ordinary skill whose
+directory holds a ``.keen-generated-mcp.json`` marker (``Skill.managed``). Skills follow
+the Agent Skills format (https://agentskills.io/specification); see also docs/architecture.md.
 """
 
 from __future__ import annotations

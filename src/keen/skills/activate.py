@@ -1,6 +1,6 @@
-"""Slash activation: ``/<skill> args`` becomes an ``[Activate skill: <name>]`` message (seeds/001).
+"""Slash activation: ``/<skill> args`` becomes an ``[Activate skill: <name>]`` message.
 
-seeds/001 "How the LLM uses MCP skills": slash activation is handled before the LLM
+Slash activation is handled before the LLM
 turn; Keen reads SKILL.md, applies argument substitution and injects the processed
 body as a conversation message, which stays in the retained history. (When the model
 reads SKILL.md itself, nothing is substituted; that path does not come through here.)

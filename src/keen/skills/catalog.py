@@ -1,6 +1,6 @@
-"""The skills catalog in the system prompt (seeds/001 "How the LLM uses MCP skills").
+"""The skills catalog in the system prompt (docs/architecture.md "The prompt catalog").
 
-One line per *enabled* skill, exactly as seeds/001 shows it::
+One line per *enabled* skill, in this shape::
 
     - mcp:github: Use this skill to interact with the `github` MCP server. → read /h/mcp:github/SKILL.md
 

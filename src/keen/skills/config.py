@@ -1,4 +1,4 @@
-"""The skills config: ``$KEEN_HOME/skills/config.json`` (seeds/001 "Enabling and disabling").
+"""The skills config: ``$KEEN_HOME/skills/config.json`` (docs/architecture.md "Enabling and disabling").
 
 Shape: ``{"is_enabled": {"mcp:github": false, "notes": true}}``. A skill absent from
 ``is_enabled`` is enabled. Writes are atomic; unknown top-level keys are kept.

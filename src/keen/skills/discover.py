@@ -1,13 +1,13 @@
-"""Find skills on disk: ``$KEEN_HOME/skills/<name>/SKILL.md`` (seeds/001, DESIGN.md "Files on disk").
+"""Find skills on disk: ``$KEEN_HOME/skills/<name>/SKILL.md`` (docs/architecture.md "Files on disk").
 
 User-written and generated skills look the same here; a generated MCP skill is an
 ordinary skill whose directory also holds ``.keen-generated-mcp.json`` with
-``"managed_by": "keen-mcp"`` (DESIGN.md: ``keen.skills`` knows nothing of MCP).
+``"managed_by": "keen-mcp"`` (``keen.skills`` knows nothing of MCP: docs/architecture.md "Package map").
 
 Rules, in the order they are applied to each entry of the skills directory:
 
 * Entries whose name starts with ``.`` are skipped silently: they are build and
-  versioned directories of the atomic swap (DESIGN.md "Generated skills") or editor
+  versioned directories of the atomic swap (docs/architecture.md "Generated skills") or editor
   litter, never skills. Plain files (``config.json``) are skipped too.
 * A skill directory may be a symlink (the generator swaps a link to a versioned
   directory); it is followed. ``Skill.path`` keeps the *link* path, made absolute but

@@ -1,5 +1,5 @@
-"""The loopback listener that receives the browser's OAuth redirect (seeds/001 "Manual
-refresh and authentication": ``http://localhost:1456/auth/mcp/callback``, up to 5 minutes).
+"""The loopback listener that receives the browser's OAuth redirect
+(``http://localhost:1456/auth/mcp/callback``, up to 5 minutes; RFC 8252 section 7.3).
 
 :meth:`CallbackListener.open` binds ``127.0.0.1:<port>`` before the browser is sent
 anywhere, so a port in use fails at once with a clear error. :meth:`CallbackListener.wait`

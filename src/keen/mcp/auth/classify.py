@@ -1,6 +1,6 @@
-"""Map an OAuth server's failure to ``auth_required`` or ``auth_failed`` (seeds/003 todo 46).
+"""Map an OAuth server's failure to ``auth_required`` or ``auth_failed`` .
 
-The rule (seeds/003 "Runtime State", seeds/001 failure table): no usable sign-in and a
+The rule (docs/architecture.md "Servers and their states"): no usable sign-in and a
 challenge -> :class:`~keen.errors.AuthRequired` (state ``auth_required``, hint ``keen mcp
 connect SERVER``); a saved sign-in that the server rejected, or that could not be
 renewed -> :class:`~keen.errors.AuthFailed` (state ``auth_failed``).

@@ -1,6 +1,6 @@
 """MCP-standard OAuth for Streamable HTTP servers, on the SDK's ``OAuthClientProvider``.
 
-seeds/003 "OAuth" asks for the MCP 2025-11-25 authorization spec through the SDK:
+The MCP 2025-11-25 authorization specification, through the SDK:
 protected resource metadata (RFC 9728) and authorization server metadata / OIDC
 discovery (RFC 8414), dynamic client registration (RFC 7591) or a client ID metadata
 document where the server supports it, Authorization Code + PKCE (S256), the
@@ -14,7 +14,7 @@ document where the server supports it, Authorization Code + PKCE (S256), the
   with :class:`~keen.errors.AuthRequired` (no usable sign-in) or
   :class:`~keen.errors.AuthFailed` (the saved sign-in was rejected or could not be
   renewed), before any discovery or registration request.
-* **Scopes** (seeds/003 todo 44): the configured ``scopes`` win over the challenge's;
+* **Scopes**: the configured ``scopes`` win over the challenge's;
   with none configured the SDK's choice stands (``WWW-Authenticate`` scope, then
   ``scopes_supported``). A step-up requests the union (SEP-2350). In the background a
   403 ``insufficient_scope`` is not re-authorized: the scopes are saved as
@@ -75,7 +75,7 @@ logger = logging.getLogger("keen.mcp.auth")
 
 CLIENT_NAME = "Keen"
 AUTHORIZATION_TIMEOUT = 300.0
-"""seeds/001: ``/mcp connect`` waits up to 5 minutes for the browser sign-in."""
+"""``keen mcp connect`` waits up to 5 minutes for the browser sign-in (docs/architecture.md "Servers and their states")."""
 
 OpenBrowser = Callable[[str], bool]
 """Opens the authorization URL; returns False when it could not (no browser)."""

@@ -1,9 +1,9 @@
 """Where OAuth sign-ins are kept: one 0600 file per server, behind an interface.
 
-seeds/003 "OAuth": token and registration persistence stay separate from generated
+Token and registration persistence stay separate from generated
 skills and MCP metadata, behind an interface so the store can move from files to a
 keychain later. The default, :class:`FileTokenStore`, writes
-``$KEEN_HOME/mcp/auth/<server>.json`` (DESIGN.md "Files on disk") atomically with mode
+``$KEEN_HOME/mcp/auth/<server>.json`` (docs/architecture.md "Files on disk") atomically with mode
 0600 in a 0700 directory. Shape (version 1)::
 
     {"version": 1, "server": "github",
