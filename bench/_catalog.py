@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from keen.mcp.types import SERVER_NAME_RE
+
 __all__ = [
     "KEEN_NAME",
     "CatalogError",
@@ -37,8 +39,8 @@ __all__ = [
     "wire_tool",
 ]
 
-KEEN_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-"""Keen's server-name rule (``keen.mcp.config.SERVER_NAME_PATTERN``)."""
+KEEN_NAME = SERVER_NAME_RE
+"""Keen's server-name rule (``keen.mcp.types.SERVER_NAME_RE``; use ``fullmatch``)."""
 
 _WIRE_KEYS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "_meta")
 
@@ -189,7 +191,7 @@ def keen_names(raw_names: Iterable[str]) -> list[str]:
     out: list[str] = []
     taken: set[str] = set()
     for raw in raw_names:
-        base = raw if KEEN_NAME.match(raw) and len(raw) <= 60 else slugify(raw)
+        base = raw if KEEN_NAME.fullmatch(raw) and len(raw) <= 60 else slugify(raw)
         name, n = base, 1
         while name.lower() in taken:
             n += 1

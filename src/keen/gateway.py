@@ -48,7 +48,7 @@ __all__ = [
     "tool_definition",
 ]
 
-logger = logging.getLogger("keen.gateway")
+logger = logging.getLogger(__name__)
 
 CALL_MCP_TOOL = "call_mcp_tool"
 DEFAULT_MAX_RESULT_CHARS = 40_000

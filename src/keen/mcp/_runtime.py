@@ -26,6 +26,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from keen._redact import redactor
+from keen._text import one_line
 from keen._version import __version__
 from keen.errors import AuthRequired, RemoteProtocolError
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
@@ -35,7 +36,7 @@ from keen.mcp.types import AuthFactory, ServerInfo, ServerState, ServerStatus, T
 
 __all__ = ["ServerRuntime"]
 
-logger = logging.getLogger("keen.mcp")
+logger = logging.getLogger(__name__)
 
 _MAX_PAGES = 10_000
 _STDERR_TAIL_LINES = 5
@@ -342,7 +343,7 @@ class ServerRuntime:
         self.session = session
         self.last_connected_at = self.last_refresh_at = now
         for tool in tools:
-            logger.debug("server %s: tool %s: %s", self.name, tool.name, _one_line(tool.description, 80))
+            logger.debug("server %s: tool %s: %s", self.name, tool.name, one_line(tool.description, 80))
         self._set(ServerState.CONNECTED, "")
         self._settle()
 
@@ -439,7 +440,7 @@ class ServerRuntime:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
-            text = _one_line(str(message), 120)
+            text = one_line(str(message), 120)
             self._facts.stdout_garbage = text
             logger.debug("server %s: transport error: %s", self.name, redactor.redact(text))
             return
@@ -457,7 +458,7 @@ class ServerRuntime:
             "server %s: log %s: %s",
             self.name,
             params.level,
-            redactor.redact(_one_line(str(params.data), 200)),
+            redactor.redact(one_line(str(params.data), 200)),
         )
 
 
@@ -474,11 +475,6 @@ def _to_tool(server: str, raw: mt.Tool) -> Tool:
     )
 
 
-def _one_line(text: str | None, limit: int) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def _tail(path: Path | None, lines: int = _STDERR_TAIL_LINES) -> str:
     """The last lines the server wrote to stderr in this run, joined with ' | ', redacted."""
     if path is None:
@@ -490,4 +486,4 @@ def _tail(path: Path | None, lines: int = _STDERR_TAIL_LINES) -> str:
     marker = text.rfind("--- keen: starting ")
     run = text[marker:].split("\n", 1)[1] if marker >= 0 and "\n" in text[marker:] else text
     tail = [line.strip() for line in run.splitlines() if line.strip()][-lines:]
-    return redactor.redact(_one_line(" | ".join(tail), 500))
+    return redactor.redact(one_line(" | ".join(tail), 500))

@@ -18,6 +18,7 @@ from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUE
 from pydantic import ValidationError
 
 from keen._redact import redactor
+from keen._text import one_line
 from keen.errors import (
     AuthFailed,
     AuthRequired,
@@ -223,6 +224,4 @@ def _status(exc: httpx2.HTTPStatusError) -> int:
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:
-    text = str(exc) or type(exc).__name__
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return one_line(str(exc) or type(exc).__name__, limit)

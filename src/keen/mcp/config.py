@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from keen._fs import atomic_write_json
 from keen.errors import ConfigError
+from keen.mcp.types import SERVER_NAME_RE
 
 __all__ = [
     "SERVER_NAME_PATTERN",
@@ -55,7 +56,7 @@ __all__ = [
 ]
 
 SUPPORTED_VERSIONS = (1,)
-SERVER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SERVER_NAME_PATTERN = SERVER_NAME_RE  # the one definition, in keen.mcp.types
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -224,7 +225,7 @@ def parse_config(
 def _parse_server(
     name: str, entry: Any, *, source: str, environ: Any
 ) -> HttpServerConfig | StdioServerConfig:
-    if not SERVER_NAME_PATTERN.match(name):
+    if not SERVER_NAME_PATTERN.fullmatch(name):
         raise ConfigError(
             f"{source}: server name {name!r} is invalid; use 1-64 letters, digits, '_' or '-' "
             "(it becomes the server id in call_mcp_tool and the skill mcp:<name>)",

@@ -144,7 +144,7 @@ def import_mcp_servers(
     final_names = {rename.get(name, name) for name in servers_raw}
     for name, entry in servers_raw.items():
         target = rename.get(name, name)
-        if not SERVER_NAME_PATTERN.match(target):
+        if not SERVER_NAME_PATTERN.fullmatch(target):
             suggestion = suggest_name(target, (final_names | set(result.servers)) - {target})
             result.refused.append(
                 (

@@ -50,7 +50,7 @@ from keen.mcp.types import (
 
 __all__ = ["Manager", "StatusObserver", "in_memory_transport"]
 
-logger = logging.getLogger("keen.mcp")
+logger = logging.getLogger(__name__)
 
 StatusObserver = Callable[[ServerStatus], None]
 """Called (in the event loop, synchronously) with the new status on every state change."""

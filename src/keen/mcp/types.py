@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from keen.mcp.config import HttpServerConfig, OAuthAuth
 
 __all__ = [
+    "SERVER_NAME_RE",
     "AuthFactory",
     "ServerInfo",
     "ServerState",
@@ -29,6 +31,10 @@ __all__ = [
     "TransportFactory",
     "tools_hash",
 ]
+
+SERVER_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A valid server name (use ``fullmatch``): what configs.json accepts and what fits an
+``mcp:<server>`` skill name and a file name on every platform."""
 
 AuthFactory = Callable[[str, "HttpServerConfig", "OAuthAuth", bool], "tuple[httpx2.Auth, bool]"]
 """``(server, config, oauth, interactive) -> (auth, has_token)``: builds the OAuth ``httpx2.Auth``

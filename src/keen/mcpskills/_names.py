@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 __all__ = [
     "MAX_NAME_CHARS",
-    "SERVER_NAME_RE",
     "PlannedTool",
     "RejectedTool",
     "display_text",
@@ -23,7 +22,6 @@ __all__ = [
     "schema_relpath",
 ]
 
-SERVER_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """Server names as ``keen.mcp.config`` accepts them; also what makes ``mcp:<server>`` a safe dir name."""
 
 MAX_NAME_CHARS = 512

@@ -16,8 +16,10 @@ from typing import Any
 
 import yaml
 
+from keen._text import shorten
 from keen.mcp.types import ServerInfo, Tool
 from keen.mcpskills._names import MAX_NAME_CHARS, PlannedTool, RejectedTool, display_text, one_line
+from keen.skills.discover import MANAGED_BY, MARKER_FILE, SKILL_FILE
 
 __all__ = [
     "FORMAT",
@@ -34,9 +36,6 @@ __all__ = [
 
 FORMAT = 1
 """Version of the generated layout; a skill written with another format is regenerated."""
-MANAGED_BY = "keen-mcp"
-MARKER_FILE = ".keen-generated-mcp.json"
-SKILL_FILE = "SKILL.md"
 MAX_TABLE_ROWS = 1000
 """The generated tool table is capped at 1000 rows (docs/architecture.md "Generated skills")."""
 
@@ -252,8 +251,7 @@ def render_skill_md(
         lines.append(f"The server calls itself: {one_line(about, 120, first_sentence=False)}.")
     if info and info.instructions and info.instructions.strip():
         text = info.instructions.strip()
-        if len(text) > _INSTRUCTIONS_CHARS:
-            text = text[: _INSTRUCTIONS_CHARS - 1].rstrip() + "…"
+        text = shorten(text, _INSTRUCTIONS_CHARS)
         lines += ["", "## Server instructions", ""]
         lines += ["> " + line.rstrip() if line.strip() else ">" for line in text.splitlines()]
     lines += [

@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from keen._redact import redactor
 from keen.errors import SkillError
-from keen.mcp.types import ServerInfo, ServerStatus, Tool, tools_hash
+from keen.mcp.types import SERVER_NAME_RE, ServerInfo, ServerStatus, Tool, tools_hash
 from keen.mcpskills import _swap
-from keen.mcpskills._names import SERVER_NAME_RE, PlannedTool, RejectedTool, display_text, plan_paths
+from keen.mcpskills._names import PlannedTool, RejectedTool, display_text, plan_paths
 from keen.mcpskills._render import (
     FORMAT,
     MANAGED_BY,

@@ -39,9 +39,8 @@ from typing import Any, Literal
 from keen._fs import atomic_write_bytes
 from keen._redact import redactor
 from keen.errors import SkillError
-from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
+from keen.mcp.types import SERVER_NAME_RE, ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import _swap
-from keen.mcpskills._names import SERVER_NAME_RE
 from keen.mcpskills._render import dump_json
 from keen.mcpskills.generate import generate_skill, skill_name
 from keen.skills.config import SkillsConfig

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from keen._text import shorten
 from keen.skills.discover import SKILL_FILE, Skill
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
     "shorten",
 ]
 
-ELLIPSIS = "…"
 # Below about a dozen characters a description says nothing the name does not; at
 # that point dropping a line (and saying so) costs less than keeping noise.
 DEFAULT_MIN_DESCRIPTION_CHARS = 12
@@ -50,13 +50,6 @@ _MCP_HEADER = (
     "mcp:<server> skills list an MCP server's tools: read the tool's schema file, "
     "then call `call_mcp_tool` with server, tool and arguments.\n"
 )
-
-
-def shorten(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters, ending in ``…`` when cut (``limit`` >= 1)."""
-    if len(text) <= limit:
-        return text
-    return text[: max(limit - 1, 0)].rstrip() + ELLIPSIS
 
 
 def _parts(skill: Skill) -> tuple[str, str]:

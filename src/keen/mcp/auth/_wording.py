@@ -15,6 +15,7 @@ from mcp.client.auth import OAuthRegistrationError, OAuthTokenError
 from pydantic import ValidationError
 
 from keen._redact import redactor
+from keen._text import one_line
 from keen.errors import AuthFailed
 
 __all__ = ["flow_error", "oauth_error_text", "short", "sign_in_message"]
@@ -77,8 +78,8 @@ async def oauth_error_text(response: httpx2.Response) -> str:
 
 
 def short(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """``text`` on one line, at most ``limit`` characters."""
+    return one_line(text, limit)
 
 
 class _DemoteFlowErrors(logging.Filter):

@@ -23,11 +23,12 @@ import anyio.abc
 from mcp.shared.auth import AuthorizationCodeResult
 
 from keen._redact import redactor
+from keen._text import one_line
 from keen.errors import AuthFailed, AuthRequired
 
 __all__ = ["CALLBACK_PATH", "DEFAULT_CALLBACK_PORT", "CallbackListener", "redirect_uri"]
 
-logger = logging.getLogger("keen.mcp.auth")
+logger = logging.getLogger(__name__)
 
 CALLBACK_PATH = "/auth/mcp/callback"
 DEFAULT_CALLBACK_PORT = 1456
@@ -153,8 +154,8 @@ class CallbackListener:
                 server=self.server,
             )
         if "error" in query:
-            reason = _short(query["error"]) + (
-                f" ({_short(query['error_description'])})" if query.get("error_description") else ""
+            reason = one_line(query["error"], 200) + (
+                f" ({one_line(query['error_description'], 200)})" if query.get("error_description") else ""
             )
             await _respond(
                 stream, 200, "Sign-in refused", f"The server said: {_html(reason)}. You can close this tab."
@@ -207,8 +208,3 @@ async def _respond(stream: anyio.abc.ByteStream, status: int, title: str, body: 
 
 def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _short(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

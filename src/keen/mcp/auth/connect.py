@@ -36,7 +36,7 @@ from keen.mcp.types import AuthFactory
 
 __all__ = ["SignInResult", "authorize_interactively", "oauth_auth_factory"]
 
-logger = logging.getLogger("keen.mcp.auth")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,7 +71,7 @@ __all__ = [
     "default_open_browser",
 ]
 
-logger = logging.getLogger("keen.mcp.auth")
+logger = logging.getLogger(__name__)
 
 CLIENT_NAME = "Keen"
 AUTHORIZATION_TIMEOUT = 300.0

@@ -41,7 +41,7 @@ from keen.errors import AuthFailed
 
 __all__ = ["AuthMetadata", "FileTokenStore", "TokenStore"]
 
-logger = logging.getLogger("keen.mcp.auth")
+logger = logging.getLogger(__name__)
 
 _VERSION = 1
 
