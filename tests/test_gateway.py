@@ -65,7 +65,7 @@ async def test_refusals_come_in_order_and_never_reach_approval(manager: Manager)
             "echo",
             {"text": "x"},
             ServerDisconnected,
-            '"gone" is disconnected; reconnect or restart Keen',
+            '"gone" is disconnected',
         ),
         ("local", "nope", {}, ToolNotFound, "no tool"),
         ("local", "add", {"a": 1}, InvalidArguments, "'b' is a required property"),

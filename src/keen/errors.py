@@ -20,11 +20,18 @@ docs/architecture.md "Errors".
     │   └── RemoteToolError          the tool ran and reported failure (isError)
     ├── ApprovalDenied               the approval callback refused a call_mcp_tool call
     └── SkillError                   a skill could not be read, written or activated
+
+Every error has a ``code`` (a stable string for programs, e.g. ``"auth_required"``) and
+may carry a :class:`Remedy`: what to do next, as data. Lower layers never name a
+command; each front end words the remedy its own way (the CLI says
+``keen mcp connect NAME``, a REPL ``/mcp connect NAME``, ``keen serve`` returns it as
+MCP error data). See docs/architecture.md "Errors".
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from enum import StrEnum
 
 __all__ = [
     "ApprovalDenied",
@@ -35,6 +42,7 @@ __all__ = [
     "InvalidArguments",
     "KeenError",
     "MCPServerError",
+    "Remedy",
     "RemoteProtocolError",
     "RemoteToolError",
     "ServerDisabled",
@@ -47,23 +55,56 @@ __all__ = [
 ]
 
 
-class KeenError(Exception):
-    """Root of every error Keen raises on purpose."""
+class Remedy(StrEnum):
+    """What a person (or a model) can do about an error or a server's state.
 
-    def __init__(self, message: str) -> None:
+    The error's ``server`` and ``tool`` say what it applies to.
+    """
+
+    SIGN_IN = "sign_in"
+    """Sign in to the server again (OAuth), which also reconnects it."""
+    RECONNECT = "reconnect"
+    """Fix what the message says (the server, its command or url), then reconnect the server."""
+    ENABLE_SERVER = "enable_server"
+    """Set ``"enabled": true`` for the server in configs.json."""
+    ENABLE_SKILL = "enable_skill"
+    """Enable the skill in the skills config (it is hidden from the catalog)."""
+    READ_SKILL = "read_skill"
+    """Read the server's ``mcp:<server>`` SKILL.md for its tool names."""
+    READ_SCHEMA = "read_schema"
+    """Read the tool's schema file and pass arguments that match its inputSchema."""
+    LIST_SKILLS = "list_skills"
+    """List the skills to find the right name."""
+
+
+class KeenError(Exception):
+    """Root of every error Keen raises on purpose.
+
+    Attributes:
+        message: what went wrong, redacted, in a sentence a person can act on.
+        remedy: what to do next, as data, or ``None`` when the message says it all.
+        code: a stable identifier of the kind of error (class attribute).
+    """
+
+    code = "keen_error"
+
+    def __init__(self, message: str, *, remedy: Remedy | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.remedy = remedy
 
     def __str__(self) -> str:
         return self.message
 
 
 class ConfigError(KeenError):
-    """configs.json is unreadable or invalid.
+    """configs.json is unreadable or invalid (the message names the field and the fix).
 
     Attributes: ``path`` (the file), ``server`` and ``field`` when the problem is
     inside one server entry, ``line`` and ``column`` (1-based) for broken JSON.
     """
+
+    code = "config_error"
 
     def __init__(
         self,
@@ -88,8 +129,10 @@ class MCPServerError(KeenError):
 
     code = "mcp_error"
 
-    def __init__(self, message: str, *, server: str, tool: str | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, *, server: str, tool: str | None = None, remedy: Remedy | None = None
+    ) -> None:
+        super().__init__(message, remedy=remedy)
         self.server = server
         self.tool = tool
 
@@ -130,8 +173,9 @@ class InvalidArguments(MCPServerError):
         server: str,
         tool: str | None = None,
         errors: list[tuple[str, str]] | None = None,
+        remedy: Remedy | None = Remedy.READ_SCHEMA,
     ) -> None:
-        super().__init__(message, server=server, tool=tool)
+        super().__init__(message, server=server, tool=tool, remedy=remedy)
         self.errors = errors or []
 
 
@@ -140,8 +184,16 @@ class CallTimeout(MCPServerError):
 
     code = "timeout"
 
-    def __init__(self, message: str, *, server: str, tool: str | None = None, seconds: float = 0.0) -> None:
-        super().__init__(message, server=server, tool=tool)
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str,
+        tool: str | None = None,
+        seconds: float = 0.0,
+        remedy: Remedy | None = None,
+    ) -> None:
+        super().__init__(message, server=server, tool=tool, remedy=remedy)
         self.seconds = seconds
 
 
@@ -150,7 +202,11 @@ class RemoteProtocolError(MCPServerError):
 
 
 class RemoteToolError(MCPServerError):
-    """The tool ran and returned ``isError: true``; ``result`` is the ``ToolResult``."""
+    """The tool ran and returned ``isError: true``; ``result`` is the ``ToolResult``.
+
+    Calls return such results rather than raise; :meth:`keen.mcp.ToolResult.raise_for_error`
+    raises this for a caller that wants an exception.
+    """
 
     code = "remote_tool_error"
 
@@ -173,8 +229,10 @@ class ApprovalDenied(KeenError):
 class SkillError(KeenError):
     """A skill could not be read, generated or activated (``name`` when known)."""
 
-    def __init__(self, message: str, *, name: str | None = None) -> None:
-        super().__init__(message)
+    code = "skill_error"
+
+    def __init__(self, message: str, *, name: str | None = None, remedy: Remedy | None = None) -> None:
+        super().__init__(message, remedy=remedy)
         self.name = name
 
 

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from keen._redact import redactor
-from keen.errors import ApprovalDenied, KeenError
+from keen.errors import ApprovalDenied, KeenError, Remedy
 from keen.mcp.types import Tool, ToolResult
 
 if TYPE_CHECKING:
@@ -59,6 +59,15 @@ _DESCRIPTION = (
     "<skills>/mcp:<server>/schemas/<tool>.json and pass arguments that match its inputSchema exactly. "
     "The server and tool names are the ones listed in SKILL.md."
 )
+
+# How the gateway words a remedy for a model (the front ends word it for a person).
+_FOR_MODEL: dict[Remedy | None, str] = {
+    Remedy.READ_SKILL: " Read the mcp:{server} skill's SKILL.md for the tool names.",
+    Remedy.READ_SCHEMA: " Read the tool's schema file and pass arguments that match its inputSchema exactly.",
+    Remedy.SIGN_IN: " The user has to sign in to this server again; tell them.",
+    Remedy.RECONNECT: " The user has to fix and reconnect this server; tell them.",
+    Remedy.ENABLE_SERVER: " The user has to enable this server in configs.json.",
+}
 
 _INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -202,7 +211,7 @@ class Gateway:
             result = await self.manager.call_tool(server, tool, arguments, validate=False)
         except KeenError as exc:
             event.setdefault("decision", "denied" if isinstance(exc, ApprovalDenied) else "refused")
-            event.update(outcome="error", error_code=getattr(exc, "code", "error"), error=exc.message)
+            event.update(outcome="error", error_code=exc.code, error=exc.message)
             self._emit(event, started)
             raise
         event.update(outcome="tool_error" if result.is_error else "ok")
@@ -218,9 +227,9 @@ class Gateway:
             return GatewayResult(
                 server=server,
                 tool=tool,
-                text=f"Error: {exc.message}",
+                text=f"Error: {exc.message}{_FOR_MODEL.get(exc.remedy, '').format(server=server)}",
                 is_error=True,
-                error_code=getattr(exc, "code", "error"),
+                error_code=exc.code,
             )
         return self.shape(result)
 

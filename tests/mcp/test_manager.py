@@ -19,6 +19,7 @@ from keen.errors import (
     AuthRequired,
     CallTimeout,
     InvalidArguments,
+    Remedy,
     ServerDisabled,
     ServerDisconnected,
     ServerNotConfigured,
@@ -113,7 +114,9 @@ async def test_auth_states_and_redaction(
             assert states["nokey"].state is ServerState.AUTH_REQUIRED
             assert '"auth"' in states["nokey"].last_error
             assert states["oauth"].state is ServerState.AUTH_REQUIRED
-            assert "keen mcp connect oauth" in states["oauth"].last_error
+            assert "needs you to sign in" in states["oauth"].last_error
+            assert states["oauth"].remedy is Remedy.SIGN_IN
+            assert states["wrongkey"].remedy is Remedy.RECONNECT  # fix the key, then reconnect
             assert states["good"].state is ServerState.CONNECTED  # the others did not disturb it
             with pytest.raises(AuthRequired) as excinfo:
                 await manager.call_tool("oauth", "echo", {"text": "x"})
@@ -176,8 +179,9 @@ async def test_stdio_failures_each_get_a_state_and_a_message(write_config: Calla
         assert s["garbage"].state is ServerState.DISCONNECTED
         assert "stdout" in s["garbage"].last_error
         assert elapsed < 15, "a hanging server must not hold discovery past its timeout"
-        with pytest.raises(ServerDisconnected, match="disconnected; reconnect or restart Keen"):
+        with pytest.raises(ServerDisconnected, match='"exits" is disconnected') as gone:
             await manager.call_tool("exits", "echo", {"text": "x"})
+        assert gone.value.remedy is Remedy.RECONNECT
         assert (await manager.call_tool("healthy", "echo", {"text": "still fine"})).text == "still fine"
     finally:
         await manager.aclose()

@@ -12,6 +12,7 @@ import pytest
 from helpers.http_servers import make_basic_server, serve_http
 from keen import paths
 from keen._redact import redactor
+from keen.errors import Remedy
 from keen.mcp import Manager
 from keen.mcpskills import MARKER_FILE, ServerSnapshot, sync_mcp_skills
 from keen.skills import SkillsConfig, discover
@@ -82,7 +83,7 @@ async def test_sync_from_real_servers(tmp_path: Path, monkeypatch: pytest.Monkey
         "disconnected",
     )
     assert by["locked"].state in ("auth_failed", "auth_required") and not by["locked"].enabled
-    assert "keen mcp connect locked" in by["locked"].hint
+    assert by["locked"].remedy is Remedy.RECONNECT  # an API key: fix configs.json, then reconnect
     skill = root / "mcp:basic"
     names = sorted(t.name for t in basic_tools)
     assert "echo" in names and "extra_0002" in names

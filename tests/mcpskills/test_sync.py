@@ -12,6 +12,8 @@ import pytest
 from helpers.mcpskills import NOW, simple_tools, status
 from keen import paths
 from keen._redact import redactor
+from keen.cli._wording import with_remedy
+from keen.errors import Remedy
 from keen.mcp.types import ServerInfo, ServerState
 from keen.mcpskills import (
     MARKER_FILE,
@@ -74,28 +76,32 @@ def test_explicit_disable_is_kept_across_syncs(root: Path) -> None:
     for tag in ("", " v2", " v2"):
         entry = run(root, connected("github", tag=tag)).get("github")
         assert entry is not None and entry.enabled is False
-        assert "keen skills enable mcp:github" in entry.hint
+        assert entry.hint == "you disabled this skill" and entry.remedy is Remedy.ENABLE_SKILL
+        assert "keen skills enable mcp:github" in with_remedy(entry.hint, entry.remedy, server="github")
         assert config_file(root) == {"mcp:github": False}
     assert (root / "mcp:github" / "SKILL.md").is_file()
     assert discover(root).enabled == []
 
 
 @pytest.mark.parametrize(
-    ("state", "hint"),
+    ("state", "remedy"),
     [
-        (ServerState.DISCONNECTED, "keen mcp connect github"),
-        (ServerState.AUTH_REQUIRED, "run `keen mcp connect github` to sign in"),
-        (ServerState.AUTH_FAILED, "run `keen mcp connect github` to sign in"),
-        (ServerState.CONFIGURED, "keen mcp connect github"),
+        (ServerState.DISCONNECTED, Remedy.RECONNECT),
+        (ServerState.AUTH_REQUIRED, Remedy.SIGN_IN),
+        (ServerState.AUTH_FAILED, Remedy.SIGN_IN),
+        (ServerState.CONFIGURED, Remedy.RECONNECT),
     ],
 )
-def test_failure_states_disable_keep_files_and_come_back(root: Path, state: ServerState, hint: str) -> None:
+def test_failure_states_disable_keep_files_and_come_back(
+    root: Path, state: ServerState, remedy: Remedy
+) -> None:
     run(root, connected("github"))
     skill_md = (root / "mcp:github" / "SKILL.md").read_bytes()
     entry = run(root, failed("github", state, "tools/list failed: boom")).get("github")
     assert entry is not None
     assert (entry.action, entry.enabled, entry.state) == ("disabled", False, state.value)
-    assert hint in entry.hint
+    assert entry.remedy is remedy
+    assert "keen mcp connect github" in with_remedy(entry.hint, entry.remedy, server="github")
     assert config_file(root) == {"mcp:github": False}
     assert (root / "mcp:github" / "SKILL.md").read_bytes() == skill_md  # files kept
     meta = marker(root, "github")
@@ -126,7 +132,13 @@ def test_never_connected_server_gets_no_files(root: Path) -> None:
     assert not (root / "mcp:new").exists()
     assert config_file(root) == {"mcp:new": False}
     assert run(root, connected("new")).get("new") == replace(
-        entry, state="connected", action="generated", enabled=True, hint="", skill_path=str(root / "mcp:new")
+        entry,
+        state="connected",
+        action="generated",
+        enabled=True,
+        hint="",
+        skill_path=str(root / "mcp:new"),
+        remedy=None,
     )
     assert config_file(root) == {}
 
@@ -226,7 +238,7 @@ def test_report_to_dict_is_json(root: Path) -> None:
     by_server = {e["server"]: e for e in data["servers"]}
     assert [e["server"] for e in data["servers"]] == ["bad", "down", "ok"]
     assert by_server["bad"]["rejected"] == ["../x"] and by_server["bad"]["skill"] == "mcp:bad"
-    assert by_server["down"]["hint"] and by_server["down"]["enabled"] is False
+    assert by_server["down"]["remedy"] == "sign_in" and by_server["down"]["enabled"] is False
     assert set(by_server["ok"]) == {
         "server",
         "skill",
@@ -237,6 +249,7 @@ def test_report_to_dict_is_json(root: Path) -> None:
         "skill_path",
         "rejected",
         "error",
+        "remedy",
     }
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from keen import paths
-from keen.errors import SkillError
+from keen.cli._wording import describe
+from keen.errors import Remedy, SkillError
 from keen.skills import activate, substitute
 
 BODY = (
@@ -95,11 +96,14 @@ def test_errors_say_what_to_do(root: Path) -> None:
     (root / "broken" / "SKILL.md").write_text("no frontmatter\n", encoding="utf-8")
     paths.skills_config_path().write_text('{"is_enabled": {"paused": false}}', encoding="utf-8")
 
-    with pytest.raises(SkillError, match="keen skills list") as info:
+    with pytest.raises(SkillError, match="no skill named 'nope'") as info:
         activate("nope", "")
-    assert info.value.name == "nope"
-    with pytest.raises(SkillError, match="keen skills enable paused"):
+    assert info.value.name == "nope" and info.value.remedy is Remedy.LIST_SKILLS
+    assert "keen skills list" in describe(info.value)
+    with pytest.raises(SkillError, match="'paused' is disabled") as info:
         activate("paused", "")
+    assert info.value.remedy is Remedy.ENABLE_SKILL
+    assert "keen skills enable paused" in describe(info.value)
     with pytest.raises(SkillError, match=r"broken: SKILL\.md must start with YAML frontmatter"):
         activate("broken", "")
     write_skill(root, "quoted", "$1\n")

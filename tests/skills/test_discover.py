@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from keen import paths
-from keen.errors import SkillError
+from keen.cli._wording import describe
+from keen.errors import Remedy, SkillError
 from keen.skills import MARKER_FILE, SkillsConfig, discover, load_skill, split_frontmatter
 
 
@@ -214,9 +215,10 @@ def test_load_skill(root: Path) -> None:
     paths.skills_config_path().write_text('{"is_enabled": {"one": false}}', encoding="utf-8")
     skill = load_skill("one")
     assert skill.name == "one" and not skill.enabled
-    with pytest.raises(SkillError, match="keen skills list") as info:
+    with pytest.raises(SkillError, match="no skill named 'missing'") as info:
         load_skill("missing")
-    assert info.value.name == "missing"
+    assert info.value.name == "missing" and info.value.remedy is Remedy.LIST_SKILLS
+    assert "keen skills list" in describe(info.value)  # the CLI's wording of the remedy
     with pytest.raises(SkillError, match=r"is broken: SKILL\.md must start with YAML frontmatter"):
         load_skill("broken")
     with pytest.raises(SkillError, match="not a skill name"):

@@ -17,6 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from keen._redact import RedactingFilter
+from keen.cli._wording import describe
 from keen.errors import KeenError, find_keen_error
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class KeenGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except KeenError as exc:
-            fail(exc.message)
+            fail(describe(exc))
         except KeyboardInterrupt:
             err.print("cancelled")
             raise typer.Exit(130) from None
@@ -118,7 +119,7 @@ class KeenGroup(TyperGroup):
             keen = find_keen_error(group)
             if keen is None:
                 raise
-            fail(keen.message)
+            fail(describe(keen))
 
 
 def typer_app(help: str, **options: Any) -> typer.Typer:

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from keen.cli._common import err
+from keen.cli._wording import with_remedy
 from keen.mcp.types import ServerState, ServerStatus
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def status_table(statuses: list[ServerStatus], *, title: str | None = "MCP serve
             s.auth,
             f"[{style}]{state}[/]",
             str(s.tool_count),
-            s.last_error.replace("[", "\\["),
+            with_remedy(s.last_error, s.remedy, server=s.name).replace("[", "\\["),
         )
     return table
 

@@ -22,6 +22,7 @@ import typer
 from keen import paths
 from keen.cli._common import out, run
 from keen.cli._live import connecting_view, status_table
+from keen.cli._wording import with_remedy
 from keen.demo import demo_server_entry
 from keen.mcp.types import ServerState
 
@@ -119,7 +120,11 @@ async def _story(timeout: float) -> None:
         for entry in report.entries:
             out.print(
                 f"mcp:{entry.server}: {entry.action}, {'enabled' if entry.enabled else 'disabled'}"
-                + (f" ({entry.hint})" if entry.hint else "")
+                + (
+                    f" ({hint})"
+                    if (hint := with_remedy(entry.hint, entry.remedy, server=entry.server))
+                    else ""
+                )
             )
         out.print(_skill_tree(report.skills_root))
 

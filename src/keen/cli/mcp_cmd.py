@@ -19,10 +19,12 @@ import typer
 from keen import paths
 from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run, typer_app
 from keen.cli._live import connecting_view, status_table
+from keen.cli._wording import with_remedy
 from keen.mcp.types import ServerState, ServerStatus
 
 if TYPE_CHECKING:
     from keen.gateway import ApprovalRequest
+    from keen.mcpskills.sync import SyncEntry
     from keen.runtime import DiscoveryView
 
 __all__ = ["app"]
@@ -55,8 +57,16 @@ def list_servers(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
 
     statuses = run(body)
     if as_json:
-        keys = ("name", "transport", "auth", "state", "tool_count", "last_error")
-        print_json([{k: s.to_dict()[k] for k in keys} for s in statuses])
+        keys = ("name", "transport", "auth", "state", "tool_count")
+        print_json(
+            [
+                {
+                    **{k: s.to_dict()[k] for k in keys},
+                    "last_error": with_remedy(s.last_error, s.remedy, server=s.name),
+                }
+                for s in statuses
+            ]
+        )
         return
     if not statuses:
         out.print(
@@ -203,8 +213,11 @@ def sync(
             return rt.sync_report, rt.manager.servers()
 
     report, statuses = run(body)
+    data = report.to_dict()
+    for entry, row in zip(report.entries, data["servers"], strict=True):
+        row["hint"] = _hint(entry)
     if as_json:
-        print_json(report.to_dict())
+        print_json(data)
         return
     out.print(status_table(statuses))
     table = Table(title="skills", title_justify="left")
@@ -212,7 +225,9 @@ def sync(
         table.add_column(column, overflow="fold")
     for entry in report.entries:
         hint = (
-            entry.hint or entry.error or (f"{len(entry.rejected)} tool(s) rejected" if entry.rejected else "")
+            _hint(entry)
+            or entry.error
+            or (f"{len(entry.rejected)} tool(s) rejected" if entry.rejected else "")
         )
         table.add_row(
             f"mcp:{entry.server}", entry.action, "yes" if entry.enabled else "no", hint.replace("[", "\\[")
@@ -248,4 +263,10 @@ def connect(
             f"{'enabled' if outcome.enabled else 'disabled'} at {outcome.entry.skill_path}"
         )
     if status.state is not ServerState.CONNECTED:
-        fail(f"{status.last_error or status.state.value}; skill mcp:{server} is disabled until it connects")
+        error = with_remedy(status.last_error or status.state.value, status.remedy, server=server)
+        fail(f"{error}; skill mcp:{server} is disabled until it connects")
+
+
+def _hint(entry: SyncEntry) -> str:
+    """A sync entry's hint with its remedy worded as a command."""
+    return with_remedy(entry.hint, entry.remedy, server=entry.server)

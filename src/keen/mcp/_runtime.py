@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from keen._redact import redactor
 from keen._text import one_line
 from keen._version import __version__
-from keen.errors import AuthRequired, RemoteProtocolError
+from keen.errors import AuthRequired, Remedy, RemoteProtocolError
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp._validation import ArgumentValidator
 from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
@@ -156,7 +156,19 @@ class ServerRuntime:
             last_error=self.last_error,
             tool_count=len(self.tools),
             info=self.info,
+            remedy=self._remedy(),
         )
+
+    def _remedy(self) -> Remedy | None:
+        cfg, state = self.config, self.state
+        if not cfg.enabled:
+            return Remedy.ENABLE_SERVER
+        if state in (ServerState.AUTH_REQUIRED, ServerState.AUTH_FAILED):
+            # OAuth: sign in again; other auth: fix configs.json, then reconnect.
+            return Remedy.SIGN_IN if cfg.auth_type == "oauth" else Remedy.RECONNECT
+        if state is ServerState.DISCONNECTED and self.last_error:
+            return Remedy.RECONNECT
+        return None
 
     def _set(self, state: ServerState, error: str | None = None) -> None:
         changed = state != self.state or (error is not None and error != self.last_error)
@@ -310,7 +322,7 @@ class ServerRuntime:
                 if isinstance(self.config, StdioServerConfig)
                 else "closed the connection"
             )
-            msg = f'MCP server "{self.name}" {how}; reconnect with `keen mcp connect {self.name}` or restart Keen'
+            msg = f'MCP server "{self.name}" {how}'
             self._set(ServerState.DISCONNECTED, msg + (f"; last stderr: {tail}" if tail else ""))
 
     def _fail(self, exc: BaseException, facts: ConnectFacts, stderr_path: Path | None) -> None:
@@ -410,8 +422,7 @@ class ServerRuntime:
         elif isinstance(cfg.auth, OAuthAuth):
             if self._auth_factory is None:
                 raise AuthRequired(
-                    f'MCP server "{self.name}" needs you to sign in; run: keen mcp connect {self.name}',
-                    server=self.name,
+                    f'MCP server "{self.name}" needs you to sign in', server=self.name, remedy=Remedy.SIGN_IN
                 )
             auth, facts.has_token = self._auth_factory(self.name, cfg, cfg.auth, self.interactive_auth)
         self.auth = auth
@@ -447,9 +458,7 @@ class ServerRuntime:
         root = getattr(message, "root", message)
         method = getattr(root, "method", type(root).__name__)
         if method == "notifications/tools/list_changed":
-            logger.debug(
-                "server %s: tools/list_changed (refresh with `keen mcp connect %s`)", self.name, self.name
-            )
+            logger.debug("server %s: tools/list_changed (a refresh relists them)", self.name)
         else:
             logger.debug("server %s: notification %s", self.name, method)
 

@@ -26,6 +26,7 @@ from keen.errors import (
     InvalidArguments,
     KeenError,
     MCPServerError,
+    Remedy,
     RemoteProtocolError,
     ServerDisconnected,
     exception_leaves,
@@ -109,7 +110,7 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
     if isinstance(cause, MCPError) and cause.code == CONNECTION_CLOSED:
         how = "exited" if f.transport == "stdio" else "closed the connection"
         return ServerState.DISCONNECTED, (
-            f'MCP server "{name}" {how} during {f.phase}; run it by hand to see why, then `keen mcp connect {name}`'
+            f'MCP server "{name}" {how} during {f.phase}; run it by hand to see why'
         )
     if isinstance(cause, MCPError):
         return ServerState.DISCONNECTED, (
@@ -133,12 +134,11 @@ def _classify_auth(f: ConnectFacts) -> tuple[ServerState, str]:
     if f.auth == "oauth":
         if f.has_token:
             return ServerState.AUTH_FAILED, (
-                f'MCP server "{name}" rejected the stored OAuth token (HTTP {status}); sign in again: '
-                f"keen mcp connect {name}"
+                f'MCP server "{name}" rejected the stored OAuth token (HTTP {status}); sign in again'
             )
         return (
             ServerState.AUTH_REQUIRED,
-            f'MCP server "{name}" needs you to sign in; run: keen mcp connect {name}',
+            f'MCP server "{name}" needs you to sign in',
         )
     if status == 403:
         return (
@@ -174,22 +174,21 @@ def translate_call_error(
         )
     if http_status in (401, 403):
         msg = redactor.redact(
-            f'MCP server "{server}" rejected the credentials during the call (HTTP {http_status}); '
-            f"fix them, then: keen mcp connect {server}"
+            f'MCP server "{server}" rejected the credentials during the call (HTTP {http_status}); fix them'
         )
-        return AuthFailed(msg, server=server, tool=tool)
+        return AuthFailed(msg, server=server, tool=tool, remedy=Remedy.RECONNECT)
     if isinstance(cause, MCPError):
         detail = redactor.redact(cause.message)
         if cause.code == CONNECTION_CLOSED:
             return ServerDisconnected(
-                f'MCP server "{server}" went away during "{tool}"; reconnect with `keen mcp connect {server}` '
-                "or restart Keen after fixing the server.",
+                f'MCP server "{server}" went away during "{tool}"',
                 server=server,
                 tool=tool,
+                remedy=Remedy.RECONNECT,
             )
         if cause.code == INVALID_PARAMS:
             return InvalidArguments(
-                f'MCP server "{server}" rejected the arguments for "{tool}": {detail}; read the tool\'s schema',
+                f'MCP server "{server}" rejected the arguments for "{tool}": {detail}',
                 server=server,
                 tool=tool,
                 errors=[("$", detail)],

@@ -92,8 +92,7 @@ class ArgumentValidator:
         listing = "; ".join(f"{path}: {msg}" for path, msg in problems)
         more = f" (and {len(errors) - _MAX_ERRORS} more)" if len(errors) > _MAX_ERRORS else ""
         raise InvalidArguments(
-            f'invalid arguments for "{self.server}/{tool.name}": {listing}{more}. '
-            "Read the tool's inputSchema and pass arguments that match it exactly.",
+            f'invalid arguments for "{self.server}/{tool.name}": {listing}{more}.',
             server=self.server,
             tool=tool.name,
             errors=problems,

@@ -256,7 +256,7 @@ def _server_map(data: Any, source: str) -> dict[str, Any]:
     elif "servers" in data:
         raise ConfigError(
             f"{source}: this looks like Keen's own configs.json; there is nothing to convert: copy "
-            "entries into ~/.keen/mcp/configs.json, or use `keen mcp add`",
+            "its entries into $KEEN_HOME/mcp/configs.json (default ~/.keen) instead",
             path=source,
         )
     else:

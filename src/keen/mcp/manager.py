@@ -29,6 +29,7 @@ from keen.errors import (
     CallTimeout,
     InvalidArguments,
     MCPServerError,
+    Remedy,
     ServerDisabled,
     ServerDisconnected,
     ServerNotConfigured,
@@ -233,10 +234,10 @@ class Manager:
             close = difflib.get_close_matches(tool, list(runtime.tools_by_name), n=3)
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
             raise ToolNotFound(
-                f'MCP server "{name}" has no tool "{tool}" in its latest tools/list.{hint} '
-                f"Read the mcp:{name} skill's SKILL.md for the tool names.",
+                f'MCP server "{name}" has no tool "{tool}" in its latest tools/list.{hint}',
                 server=name,
                 tool=tool,
+                remedy=Remedy.READ_SKILL,
             )
         runtime.validator.validate(found, arguments)
         return found
@@ -334,6 +335,7 @@ class Manager:
             raise ServerDisabled(
                 f'MCP server "{name}" is disabled in configs.json ("enabled": false); enable it and restart Keen.',
                 server=name,
+                remedy=Remedy.ENABLE_SERVER,
             )
         if runtime.state is not ServerState.CONNECTED or runtime.session is None:
             raise self._not_connected(runtime)
@@ -343,24 +345,20 @@ class Manager:
     def _not_connected(runtime: ServerRuntime) -> MCPServerError:
         name, state = runtime.name, runtime.state
         detail = f" Last error: {runtime.last_error}" if runtime.last_error else ""
+        remedy = runtime.status().remedy
         if state is ServerState.AUTH_REQUIRED:
             return AuthRequired(
-                f'MCP server "{name}" needs you to sign in; run: keen mcp connect {name}.{detail}',
-                server=name,
+                f'MCP server "{name}" needs you to sign in.{detail}', server=name, remedy=remedy
             )
         if state is ServerState.AUTH_FAILED:
             return AuthFailed(
-                f'MCP server "{name}" rejected its credentials; fix them and run: keen mcp connect {name}.{detail}',
-                server=name,
+                f'MCP server "{name}" rejected its credentials; fix them.{detail}', server=name, remedy=remedy
             )
         if state in (ServerState.CONNECTING, ServerState.CONFIGURED):
             return ServerDisconnected(
                 f'MCP server "{name}" is still connecting; try again in a moment.', server=name
             )
-        return ServerDisconnected(
-            f'MCP server "{name}" is disconnected; reconnect or restart Keen after fixing the server.{detail}',
-            server=name,
-        )
+        return ServerDisconnected(f'MCP server "{name}" is disconnected.{detail}', server=name, remedy=remedy)
 
 
 def in_memory_transport(server: Any) -> TransportFactory:

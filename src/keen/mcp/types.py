@@ -15,6 +15,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from keen.errors import Remedy, RemoteToolError
+
 if TYPE_CHECKING:
     import httpx2
 
@@ -83,6 +85,8 @@ class ServerStatus:
     last_error: str = ""
     tool_count: int = 0
     info: ServerInfo | None = None
+    remedy: Remedy | None = None
+    """What would bring the server back (sign in, reconnect, enable it), or ``None``."""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``keen mcp list --json`` object: name, transport, auth, state, tool_count, last_error,
@@ -171,3 +175,24 @@ class ToolResult:
         if self.structured_content is not None:
             out["structuredContent"] = self.structured_content
         return out
+
+    def raise_for_error(self) -> ToolResult:
+        """Raise :class:`~keen.errors.RemoteToolError` when the tool reported ``isError``.
+
+        Calls return a failed tool's result (the model reads it); a program that would rather
+        get an exception calls this, as with ``httpx.Response.raise_for_status``.
+
+        Returns:
+            ``self`` when the call succeeded.
+
+        Raises:
+            RemoteToolError: the tool ran and reported failure (``result`` is this object).
+        """
+        if self.is_error:
+            raise RemoteToolError(
+                f'"{self.server}/{self.tool}" reported an error: {self.text or "(no text)"}',
+                server=self.server,
+                tool=self.tool,
+                result=self,
+            )
+        return self

@@ -6,10 +6,10 @@ The rules of docs/architecture.md "Startup sync":
 server (snapshot)                         skill
 ========================================  ===============================================
 connected                                 generate/refresh; an explicit user disable stays
-connected, in ``force_enable``            generate/refresh and enable (``keen mcp connect``)
+connected, in ``force_enable``            generate/refresh and enable (a manual reconnect)
 ``"enabled": false`` in configs.json      disable; files kept
 disconnected, configured, connecting      disable; files kept, marker status updated
-auth_required / auth_failed               same, plus the hint ``keen mcp connect <server>``
+auth_required / auth_failed               same, with the remedy ``Remedy.SIGN_IN``
 not in the snapshots any more             forget in skills config, delete the managed dir;
                                           a user's own ``mcp:<x>`` dir is kept and reported
 ========================================  ===============================================
@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from keen._fs import atomic_write_bytes
 from keen._redact import redactor
-from keen.errors import SkillError
+from keen.errors import Remedy, SkillError
 from keen.mcp.types import SERVER_NAME_RE, ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import _swap
 from keen.mcpskills._render import dump_json
@@ -81,7 +81,8 @@ class ServerSnapshot:
 class SyncEntry:
     """The outcome for one server. ``state``: the server state, or ``removed``.
     ``enabled``: the skill's enabled flag after the sync. ``hint``: what the user can
-    do, or "". ``rejected``: display names of tools without a schema. ``error``: why
+    do, or ""; ``remedy``: the action a front end words as a command (sign in, reconnect,
+    enable the skill), or ``None``. ``rejected``: display names of tools without a schema. ``error``: why
     generation failed (redacted), or ""."""
 
     server: str
@@ -92,6 +93,7 @@ class SyncEntry:
     skill_path: str | None = None
     rejected: list[str] = field(default_factory=lambda: list[str]())
     error: str = ""
+    remedy: Remedy | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +106,7 @@ class SyncEntry:
             "skill_path": self.skill_path,
             "rejected": list(self.rejected),
             "error": self.error,
+            "remedy": self.remedy.value if self.remedy else None,
         }
 
 
@@ -170,13 +173,12 @@ class _AutoDisabled:
         atomic_write_bytes(self.path, dump_json(data))
 
 
-def _failure_hint(status: ServerStatus) -> str:
-    server = status.name
+def _failure_hint(status: ServerStatus) -> tuple[str, Remedy | None]:
     if status.state in _AUTH_STATES:
-        return f"run `keen mcp connect {server}` to sign in"
+        return "", status.remedy or Remedy.SIGN_IN
     if status.state == ServerState.CONNECTING:
-        return "still connecting; the skill is enabled once it connects"
-    return f"fix the server, then run `keen mcp connect {server}`"
+        return "still connecting; the skill is enabled once it connects", None
+    return "fix the server", Remedy.RECONNECT
 
 
 _DISK_HINT = "check free space and permissions of the skills directory, then restart Keen"
@@ -220,7 +222,8 @@ def _sync_one(
         }
         _mark(current, changes, fsync)
         path = link if current.managed else None
-        return SyncEntry(server, status.state.value, "disabled", False, _failure_hint(status), path)
+        hint, remedy = _failure_hint(status)
+        return SyncEntry(server, status.state.value, "disabled", False, hint, path, remedy=remedy)
     try:
         report = generate_skill(root, status, snap.tools, info=snap.info, now=now, fsync=fsync)
     except SkillError as exc:
@@ -248,9 +251,18 @@ def _sync_one(
     else:
         auto.restore(config, name)
     enabled = config.is_enabled(name)
-    hint = "" if enabled else f"you disabled this skill; run `keen skills enable {name}` to list it again"
+    hint = "" if enabled else "you disabled this skill"
     rejected = [r.display for r in report.rejected]
-    return SyncEntry(server, status.state.value, report.action, enabled, hint, link, rejected)
+    return SyncEntry(
+        server,
+        status.state.value,
+        report.action,
+        enabled,
+        hint,
+        link,
+        rejected,
+        remedy=None if enabled else Remedy.ENABLE_SKILL,
+    )
 
 
 def _stale_servers(root: Path, config: SkillsConfig, auto: _AutoDisabled, configured: set[str]) -> list[str]:

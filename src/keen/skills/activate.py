@@ -27,7 +27,7 @@ import re
 import shlex
 from pathlib import Path
 
-from keen.errors import SkillError
+from keen.errors import Remedy, SkillError
 from keen.skills.config import SkillsConfig
 from keen.skills.discover import load_skill
 
@@ -84,14 +84,11 @@ def activate(
     """Read skill ``name`` now and return its ``[Activate skill: <name>]`` message with arguments substituted.
 
     ``skills_root`` defaults to ``paths.skills_dir()``; ``config`` to its ``config.json``.
-    Raises ``SkillError`` when the skill is unknown (run ``keen skills list``), disabled
-    (run ``keen skills enable NAME``), broken or unreadable (fix SKILL.md), or the
+    Raises ``SkillError`` when the skill is unknown (remedy ``LIST_SKILLS``), disabled
+    (remedy ``ENABLE_SKILL``), broken or unreadable (fix SKILL.md), or the
     arguments have an unbalanced quote.
     """
     skill = load_skill(name, skills_root, config=config)
     if not skill.enabled:
-        raise SkillError(
-            f"skill {name!r} is disabled; run `keen skills enable {name}` (or `/skills enable {name}`) first",
-            name=name,
-        )
+        raise SkillError(f"skill {name!r} is disabled", name=name, remedy=Remedy.ENABLE_SKILL)
     return activation_message(skill.name, substitute(skill.read_body(), arguments, skill.path))

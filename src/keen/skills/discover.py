@@ -41,7 +41,7 @@ from typing import Any
 import yaml
 
 from keen import paths
-from keen.errors import SkillError
+from keen.errors import Remedy, SkillError
 from keen.skills.config import SkillsConfig
 
 __all__ = [
@@ -301,17 +301,15 @@ def load_skill(name: str, skills_root: Path | None = None, *, config: SkillsConf
     """Load the one skill called ``name`` without scanning the others.
 
     Raises ``SkillError`` (with ``name``) when the name is illegal, no such skill
-    exists (hint: ``keen skills list``) or the skill is broken (the problem, and
+    exists (remedy ``LIST_SKILLS``) or the skill is broken (the problem, and
     what to fix). Disabled skills are returned with ``enabled=False``.
     """
     if not valid_skill_name(name):
-        raise SkillError(f"{name!r} is not a skill name; run `keen skills list` to see the skills", name=name)
+        raise SkillError(f"{name!r} is not a skill name", name=name, remedy=Remedy.LIST_SKILLS)
     root, config = _root_and_config(skills_root, config)
     skill_dir = root / name
     if not skill_dir.is_symlink() and not skill_dir.exists():
-        raise SkillError(
-            f"no skill named {name!r} in {root}; run `keen skills list` to see the skills", name=name
-        )
+        raise SkillError(f"no skill named {name!r} in {root}", name=name, remedy=Remedy.LIST_SKILLS)
     loaded = _load_dir(skill_dir, config)
     if isinstance(loaded, SkillProblem):
         raise SkillError(

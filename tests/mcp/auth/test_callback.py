@@ -19,7 +19,7 @@ import httpx2
 import pytest
 
 from helpers.oauth import free_port, serve_oauth
-from keen.errors import AuthFailed
+from keen.errors import AuthFailed, Remedy
 from keen.mcp.auth import CALLBACK_PATH, DEFAULT_CALLBACK_PORT, CallbackListener, FileTokenStore, redirect_uri
 
 pytestmark = pytest.mark.anyio
@@ -83,9 +83,9 @@ async def test_a_callback_without_a_code_fails_clearly() -> None:
         except AuthFailed as exc:
             failures.append(exc)
     assert [str(f) for f in failures] == [
-        'the sign-in callback for MCP server "demo" carried no authorization code; '
-        "run: keen mcp connect demo to try again"
+        'the sign-in callback for MCP server "demo" carried no authorization code'
     ]
+    assert failures[0].remedy is Remedy.SIGN_IN
 
 
 _CONNECT_SCRIPT = """

@@ -13,7 +13,8 @@ import pytest
 
 from helpers.http_servers import make_basic_server, serve_http
 from helpers.oauth import Browser, background_auth, free_port, list_tool_names, oauth_config, serve_oauth
-from keen.errors import AuthFailed, AuthRequired, ConfigError
+from keen.cli._wording import describe
+from keen.errors import AuthFailed, AuthRequired, ConfigError, Remedy
 from keen.mcp.auth import CallbackListener, FileTokenStore, authorize_interactively, classify_auth_failure
 from keen.mcp.config import HttpServerConfig
 
@@ -72,7 +73,8 @@ async def test_callback_with_the_wrong_state_is_rejected_and_nothing_saved(keen_
             await authorize_interactively("demo", oauth_config(srv.url), open_browser=browser, timeout=10)
         assert srv.provider.issued == []  # the code was never exchanged
     assert "carried a state that does not match the request Keen made" in str(caught.value)
-    assert str(caught.value).endswith("Run: keen mcp connect demo to try again")
+    assert caught.value.remedy is Remedy.SIGN_IN
+    assert describe(caught.value).endswith("nothing was saved; run: keen mcp connect demo")
     assert browser.statuses == [400]
     assert _nothing_saved(keen_home)
 
@@ -98,7 +100,8 @@ async def test_callback_port_in_use_fails_before_the_browser_opens(keen_home: Pa
             )
     message = str(caught.value)
     assert f"on localhost:{port}: the port is already in use" in message
-    assert 'set "callback_port"' in message and message.endswith("run: keen mcp connect demo")
+    assert 'set "callback_port"' in message and caught.value.remedy is Remedy.SIGN_IN
+    assert describe(caught.value).endswith("in configs.json; run: keen mcp connect demo")
     assert browser.visits == []
 
 

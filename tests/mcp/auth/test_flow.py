@@ -26,7 +26,8 @@ from helpers.oauth import (
     serve_oauth,
     text_of,
 )
-from keen.errors import AuthFailed, AuthRequired
+from keen.cli._wording import describe
+from keen.errors import AuthFailed, AuthRequired, Remedy
 from keen.mcp.auth import FileTokenStore, authorize_interactively, classify_auth_failure, create_oauth_auth
 
 pytestmark = pytest.mark.anyio
@@ -91,7 +92,8 @@ async def test_background_start_without_token_fails_fast_with_auth_required(keen
 
         error = classify_auth_failure(caught.value, server="demo", auth=auth)
         assert isinstance(error, AuthRequired)
-        assert str(error) == 'MCP server "demo" needs you to sign in; run: keen mcp connect demo'
+        assert str(error) == 'MCP server "demo" needs you to sign in' and error.remedy is Remedy.SIGN_IN
+        assert describe(error) == 'MCP server "demo" needs you to sign in; run: keen mcp connect demo'
         assert browser.visits == []
         # Fast: no discovery, no registration, no authorization before the user asks for it.
         assert srv.provider.clients == {}
@@ -153,7 +155,7 @@ async def test_revoked_token_is_auth_failed_and_connect_recovers(keen_home: Path
         error = classify_auth_failure(caught.value, server="demo", auth=auth)
         assert isinstance(error, AuthFailed)
         assert "could not be renewed (invalid_grant" in str(error)
-        assert str(error).endswith("run: keen mcp connect demo to sign in again")
+        assert error.remedy is Remedy.SIGN_IN and describe(error).endswith("run: keen mcp connect demo")
 
         browser = Browser()
         result = await authorize_interactively("demo", config, open_browser=browser, timeout=30)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from helpers.oauth import Browser, OAuthTestServer, free_port, serve_oauth
-from keen.errors import AuthFailed, AuthRequired
+from keen.errors import AuthFailed, AuthRequired, Remedy
 from keen.mcp import Manager, ServerState
 from keen.mcp.auth import FileTokenStore, authorize_interactively, oauth_auth_factory
 from keen.mcp.config import HttpServerConfig
@@ -47,7 +47,8 @@ async def test_background_start_without_a_token_is_auth_required_and_opens_no_br
             assert await manager.wait_ready(30)
             status = manager.status("demo")
             assert status.state is ServerState.AUTH_REQUIRED
-            assert status.last_error == 'MCP server "demo" needs you to sign in; run: keen mcp connect demo'
+            assert status.last_error == 'MCP server "demo" needs you to sign in'
+            assert status.remedy is Remedy.SIGN_IN
             assert status.to_dict()["state"] == "auth_required" and status.auth == "oauth"
             with pytest.raises(AuthRequired):
                 manager.list_tools("demo")
@@ -90,7 +91,7 @@ async def test_revoked_sign_in_is_auth_failed_and_connect_recovers(
             status = manager.status("demo")
             assert status.state is ServerState.AUTH_FAILED
             assert "the saved sign-in could not be renewed (invalid_grant" in status.last_error
-            assert status.last_error.endswith("run: keen mcp connect demo to sign in again")
+            assert status.remedy is Remedy.SIGN_IN
             with pytest.raises(AuthFailed):
                 await manager.call_tool("demo", "echo", {"text": "x"})
 
@@ -126,8 +127,11 @@ async def test_a_tool_needing_a_wider_scope_says_so_and_the_session_stays(
         async with Manager(auth_factory=oauth_auth_factory(open_browser=None)) as manager:
             await manager.wait_ready(30)
             await _connect(manager, Browser())
-            with pytest.raises(AuthRequired, match=r"needs more permission.*keen mcp connect demo"):
+            with pytest.raises(
+                AuthRequired, match=r"needs more permission.*signing in again grants it"
+            ) as more:
                 await manager.call_tool("demo", "admin_task", {})
+            assert more.value.remedy is Remedy.SIGN_IN
             assert manager.status("demo").state is ServerState.CONNECTED
             assert (await manager.call_tool("demo", "echo", {"text": "still"})).text == "still"
             await _connect(manager, Browser())  # connect asks for the saved wider scope

@@ -11,7 +11,7 @@ import pytest
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from keen._redact import redactor
-from keen.errors import AuthFailed
+from keen.errors import AuthFailed, Remedy
 from keen.mcp.auth import AuthMetadata, FileTokenStore, TokenStore
 
 pytestmark = pytest.mark.anyio
@@ -102,7 +102,7 @@ async def test_an_unusable_file_is_a_clear_error_that_never_quotes_it(
         await store.get_tokens()
     message = str(caught.value)
     assert why in message and str(store.path) in message
-    assert message.endswith("run: keen mcp connect s to sign in again (it replaces the file)")
+    assert message.endswith("signing in again replaces the file") and caught.value.remedy is Remedy.SIGN_IN
     assert "at-leak-9999" not in message
     if unreadable:  # a partial update never overwrites a file it cannot read
         with pytest.raises(AuthFailed):

@@ -16,13 +16,13 @@ from pydantic import ValidationError
 
 from keen._redact import redactor
 from keen._text import one_line
-from keen.errors import AuthFailed
+from keen.errors import AuthFailed, Remedy
 
 __all__ = ["flow_error", "oauth_error_text", "short", "sign_in_message"]
 
 
 def sign_in_message(server: str) -> str:
-    return f'MCP server "{server}" needs you to sign in; run: keen mcp connect {server}'
+    return f'MCP server "{server}" needs you to sign in'
 
 
 def flow_error(server: str, exc: Exception, *, no_metadata: bool, discovery: list[str]) -> AuthFailed:
@@ -52,13 +52,14 @@ def flow_error(server: str, exc: Exception, *, no_metadata: bool, discovery: lis
         )
     if isinstance(exc, OAuthTokenError):
         return AuthFailed(
-            f'the authorization server of MCP server "{server}" refused the token request ({detail}); '
-            f"run: keen mcp connect {server} to sign in again",
+            f'the authorization server of MCP server "{server}" refused the token request ({detail})',
             server=server,
+            remedy=Remedy.SIGN_IN,
         )
     return AuthFailed(
-        f'OAuth sign-in for MCP server "{server}" failed: {detail}; run: keen mcp connect {server} to try again',
+        f'OAuth sign-in for MCP server "{server}" failed: {detail}',
         server=server,
+        remedy=Remedy.SIGN_IN,
     )
 
 

@@ -24,7 +24,7 @@ from mcp.shared.auth import AuthorizationCodeResult
 
 from keen._redact import redactor
 from keen._text import one_line
-from keen.errors import AuthFailed, AuthRequired
+from keen.errors import AuthFailed, AuthRequired, Remedy
 
 __all__ = ["CALLBACK_PATH", "DEFAULT_CALLBACK_PORT", "CallbackListener", "redirect_uri"]
 
@@ -70,7 +70,7 @@ class CallbackListener:
             listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                why = "the port is already in use (is another `keen mcp connect` running?)"
+                why = "the port is already in use (is another sign-in running?)"
             elif exc.errno == errno.EACCES:
                 why = "permission denied"
             else:
@@ -78,8 +78,9 @@ class CallbackListener:
             raise AuthRequired(
                 f'cannot listen for the sign-in callback of MCP server "{self.server}" on localhost:{self.port}: '
                 f'{why}; stop the program using it or set "callback_port" in the server\'s "auth" in '
-                f"configs.json, then run: keen mcp connect {self.server}",
+                "configs.json",
                 server=self.server,
+                remedy=Remedy.SIGN_IN,
             ) from None
         self._listener = listener
 
@@ -113,9 +114,9 @@ class CallbackListener:
         if not outcome:
             minutes = f"{timeout / 60:g} minutes" if timeout >= 60 else f"{timeout:g} s"
             raise AuthRequired(
-                f'sign-in for MCP server "{self.server}" timed out: no answer from the browser within {minutes}; '
-                f"run: keen mcp connect {self.server} to try again",
+                f'sign-in for MCP server "{self.server}" timed out: no answer from the browser within {minutes}',
                 server=self.server,
+                remedy=Remedy.SIGN_IN,
             )
         result = outcome[0]
         if isinstance(result, AuthFailed):
@@ -145,13 +146,13 @@ class CallbackListener:
                 stream,
                 400,
                 "Sign-in not accepted",
-                "This answer does not belong to the sign-in Keen started. Run keen mcp connect again.",
+                "This answer does not belong to the sign-in Keen started. Start the sign-in again.",
             )
             return AuthFailed(
                 f'the sign-in callback for MCP server "{self.server}" carried a state that does not match the '
-                "request Keen made (a stale browser tab, or a forged request); nothing was saved. "
-                f"Run: keen mcp connect {self.server} to try again",
+                "request Keen made (a stale browser tab, or a forged request); nothing was saved",
                 server=self.server,
+                remedy=Remedy.SIGN_IN,
             )
         if "error" in query:
             reason = one_line(query["error"], 200) + (
@@ -161,16 +162,16 @@ class CallbackListener:
                 stream, 200, "Sign-in refused", f"The server said: {_html(reason)}. You can close this tab."
             )
             return AuthFailed(
-                f'the authorization server of MCP server "{self.server}" refused the sign-in: {reason}; '
-                f"run: keen mcp connect {self.server} to try again",
+                f'the authorization server of MCP server "{self.server}" refused the sign-in: {reason}',
                 server=self.server,
+                remedy=Remedy.SIGN_IN,
             )
         if not code:
             await _respond(stream, 400, "Sign-in incomplete", "The answer carried no authorization code.")
             return AuthFailed(
-                f'the sign-in callback for MCP server "{self.server}" carried no authorization code; '
-                f"run: keen mcp connect {self.server} to try again",
+                f'the sign-in callback for MCP server "{self.server}" carried no authorization code',
                 server=self.server,
+                remedy=Remedy.SIGN_IN,
             )
         await _respond(stream, 200, "Signed in", "Keen received the sign-in. You can close this tab.")
         logger.debug("server %s: sign-in callback received", self.server)

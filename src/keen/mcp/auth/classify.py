@@ -1,8 +1,8 @@
-"""Map an OAuth server's failure to ``auth_required`` or ``auth_failed`` .
+"""Map an OAuth server's failure to ``auth_required`` or ``auth_failed``.
 
 The rule (docs/architecture.md "Servers and their states"): no usable sign-in and a
-challenge -> :class:`~keen.errors.AuthRequired` (state ``auth_required``, hint ``keen mcp
-connect SERVER``); a saved sign-in that the server rejected, or that could not be
+challenge -> :class:`~keen.errors.AuthRequired` (state ``auth_required``, remedy
+:attr:`~keen.errors.Remedy.SIGN_IN`); a saved sign-in that the server rejected, or that could not be
 renewed -> :class:`~keen.errors.AuthFailed` (state ``auth_failed``).
 """
 
@@ -14,7 +14,8 @@ import httpx2
 from mcp.client.auth import OAuthFlowError
 
 from keen._redact import redactor
-from keen.errors import AuthFailed, AuthRequired
+from keen.errors import AuthFailed, AuthRequired, Remedy
+from keen.mcp.auth._wording import sign_in_message
 from keen.mcp.auth.provider import KeenOAuthProvider
 
 __all__ = ["classify_auth_failure"]
@@ -46,21 +47,19 @@ def classify_auth_failure(
     for exc in _chain(error):
         if isinstance(exc, OAuthFlowError):
             return AuthFailed(
-                redactor.redact(f'OAuth sign-in for MCP server "{server}" failed: {exc}')
-                + f"; run: keen mcp connect {server}",
+                redactor.redact(f'OAuth sign-in for MCP server "{server}" failed: {exc}'),
                 server=server,
+                remedy=Remedy.SIGN_IN,
             )
     if status_code in (401, 403):
         token = has_token if has_token is not None else (provider.has_token if provider else False)
         if token:
             return AuthFailed(
-                f'MCP server "{server}" rejected the saved sign-in (HTTP {status_code}); '
-                f"run: keen mcp connect {server} to sign in again",
+                f'MCP server "{server}" rejected the saved sign-in (HTTP {status_code})',
                 server=server,
+                remedy=Remedy.SIGN_IN,
             )
-        return AuthRequired(
-            f'MCP server "{server}" needs you to sign in; run: keen mcp connect {server}', server=server
-        )
+        return AuthRequired(sign_in_message(server), server=server, remedy=Remedy.SIGN_IN)
     return None
 
 

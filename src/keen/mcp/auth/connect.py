@@ -21,7 +21,15 @@ from mcp.client.streamable_http import streamable_http_client
 
 from keen._redact import redactor
 from keen._version import __version__
-from keen.errors import AuthFailed, CallTimeout, ConfigError, KeenError, ServerDisconnected, exception_leaves
+from keen.errors import (
+    AuthFailed,
+    CallTimeout,
+    ConfigError,
+    KeenError,
+    Remedy,
+    ServerDisconnected,
+    exception_leaves,
+)
 from keen.mcp.auth.classify import classify_auth_failure
 from keen.mcp.auth.provider import (
     AUTHORIZATION_TIMEOUT,
@@ -162,24 +170,23 @@ def _sign_in_error(exc: Exception, server: str, url: str, auth: httpx2.Auth, bud
     for leaf in leaves:
         if isinstance(leaf, TimeoutError):
             return CallTimeout(
-                f'signing in to MCP server "{server}" took longer than {budget:g} s; run: keen mcp connect {server} '
-                "to try again",
+                f'signing in to MCP server "{server}" took longer than {budget:g} s',
                 server=server,
                 seconds=budget,
+                remedy=Remedy.SIGN_IN,
             )
         if isinstance(leaf, httpx2.HTTPError | OSError):
             return ServerDisconnected(
                 redactor.redact(
                     f'cannot reach MCP server "{server}" at {url} ({leaf.__class__.__name__}: {leaf}); check that it '
-                    "is running and the url is right, then run: keen mcp connect " + server
+                    "is running and the url is right"
                 ),
                 server=server,
+                remedy=Remedy.SIGN_IN,
             )
     first = leaves[0] if leaves else exc
     return AuthFailed(
-        redactor.redact(
-            f'signing in to MCP server "{server}" failed: {first.__class__.__name__}: {first}; '
-            f"run: keen mcp connect {server} to try again"
-        ),
+        redactor.redact(f'signing in to MCP server "{server}" failed: {first.__class__.__name__}: {first}'),
         server=server,
+        remedy=Remedy.SIGN_IN,
     )

@@ -55,7 +55,7 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import AnyUrl, PrivateAttr, ValidationError
 
 from keen._redact import redactor
-from keen.errors import AuthFailed, AuthRequired, KeenError
+from keen.errors import AuthFailed, AuthRequired, KeenError, Remedy
 from keen.mcp.auth._wording import flow_error, oauth_error_text, short, sign_in_message
 from keen.mcp.auth.callback import CallbackListener, redirect_uri
 from keen.mcp.auth.store import AuthMetadata, TokenStore
@@ -400,8 +400,9 @@ class KeenOAuthProvider(OAuthClientProvider):
         self.failure = error = AuthRequired(
             f'MCP server "{self.server}" needs more permission for this request'
             + (f" (scope: {challenged})" if challenged else "")
-            + f"; run: keen mcp connect {self.server} to grant it",
+            + "; signing in again grants it",
             server=self.server,
+            remedy=Remedy.SIGN_IN,
         )
         logger.debug("server %s: step-up needed (scope %s)", self.server, challenged)
         return error
@@ -410,9 +411,9 @@ class KeenOAuthProvider(OAuthClientProvider):
         name = self.server
         if self._refresh_error is not None:
             return AuthFailed(
-                f'MCP server "{name}": the saved sign-in could not be renewed ({self._refresh_error}); '
-                f"run: keen mcp connect {name} to sign in again",
+                f'MCP server "{name}": the saved sign-in could not be renewed ({self._refresh_error})',
                 server=name,
+                remedy=Remedy.SIGN_IN,
             )
         if self._had_token and self.context.current_tokens is not None and self.context.is_token_valid():
             reason = extract_field_from_www_auth(
@@ -421,15 +422,17 @@ class KeenOAuthProvider(OAuthClientProvider):
             return AuthFailed(
                 f'MCP server "{name}" rejected the saved sign-in (HTTP 401'
                 + (f": {redactor.redact(short(reason))}" if reason else "")
-                + f"); run: keen mcp connect {name} to sign in again",
+                + ")",
                 server=name,
+                remedy=Remedy.SIGN_IN,
             )
         if self._had_token:
             return AuthRequired(
-                f'the sign-in for MCP server "{name}" has expired and cannot be renewed; run: keen mcp connect {name}',
+                f'the sign-in for MCP server "{name}" has expired and cannot be renewed',
                 server=name,
+                remedy=Remedy.SIGN_IN,
             )
-        return AuthRequired(sign_in_message(name), server=name)
+        return AuthRequired(sign_in_message(name), server=name, remedy=Remedy.SIGN_IN)
 
 
 def create_oauth_auth(

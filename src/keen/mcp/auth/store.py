@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from keen import paths
 from keen._fs import atomic_write_json
 from keen._redact import redactor
-from keen.errors import AuthFailed
+from keen.errors import AuthFailed, Remedy
 
 __all__ = ["AuthMetadata", "FileTokenStore", "TokenStore"]
 
@@ -214,8 +214,9 @@ class FileTokenStore:
         # Never quote file contents: they hold tokens.
         return AuthFailed(
             f'the saved sign-in for MCP server "{self.server}" at {self.path} is unusable ({why}); '
-            f"run: keen mcp connect {self.server} to sign in again (it replaces the file)",
+            "signing in again replaces the file",
             server=self.server,
+            remedy=Remedy.SIGN_IN,
         )
 
 

@@ -1,0 +1,46 @@
+"""How the CLI words a remedy: the lower layers say what to do as data
+(:class:`keen.errors.Remedy`); the command that does it is a front end's business.
+"""
+
+from __future__ import annotations
+
+from keen.errors import KeenError, MCPServerError, Remedy, SkillError
+
+__all__ = ["describe", "remedy_text", "with_remedy"]
+
+
+def remedy_text(remedy: Remedy | None, *, server: str | None = None, skill: str | None = None) -> str:
+    """The CLI command for ``remedy`` ("" for none, or when it needs a name that is missing)."""
+    if remedy is None:
+        return ""
+    if remedy is Remedy.LIST_SKILLS:
+        return "run `keen skills list` to see the skills"
+    if remedy is Remedy.ENABLE_SKILL:
+        name = skill or (f"mcp:{server}" if server else None)
+        return f"run `keen skills enable {name}` to list it again" if name else ""
+    if not server:
+        return ""
+    return {
+        Remedy.SIGN_IN: f"run: keen mcp connect {server}",
+        Remedy.RECONNECT: f"then run: keen mcp connect {server}",
+        Remedy.ENABLE_SERVER: f'set "enabled": true for {server} in configs.json',
+        Remedy.READ_SKILL: f"run `keen mcp tools {server}` to see its tools",
+        Remedy.READ_SCHEMA: f"run `keen mcp tools {server} --json` to see each tool's inputSchema",
+    }.get(remedy, "")
+
+
+def with_remedy(
+    text: str, remedy: Remedy | None, *, server: str | None = None, skill: str | None = None
+) -> str:
+    """``text`` followed by the remedy's command, when there is one."""
+    extra = remedy_text(remedy, server=server, skill=skill)
+    if not extra:
+        return text
+    return f"{text.rstrip().rstrip('.;')}; {extra}" if text else extra
+
+
+def describe(exc: KeenError) -> str:
+    """An error's message and, when it carries a remedy, the command that applies it."""
+    server = exc.server if isinstance(exc, MCPServerError) else None
+    skill = exc.name if isinstance(exc, SkillError) else None
+    return with_remedy(exc.message, exc.remedy, server=server, skill=skill)
