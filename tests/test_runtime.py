@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from helpers.http_servers import make_basic_server
-from keen.errors import ApprovalDenied, ConfigError, ServerNotConfigured
+from keen.errors import ApprovalDenied, ConfigError, RemoteToolError, ServerNotConfigured
 from keen.gateway import ApprovalRequest
 from keen.mcp import Manager, ServerState, ServerStatus, in_memory_transport
 from keen.runtime import open_runtime
@@ -127,3 +127,22 @@ async def test_connect_regenerates_and_enables_a_disabled_skill(
     saved = json.loads((keen_home / "skills" / "config.json").read_text())
     assert saved["is_enabled"]["mcp:basic"] is True
     assert saved["is_enabled"]["mcp:other"] is False  # other skills are left alone
+
+
+async def test_remedies_are_worded_for_the_model_and_raise_for_error_raises(
+    write_config: Callable[[dict[str, Any]], Path],
+) -> None:
+    path = write_config({"basic": IN_MEMORY})
+    async with open_runtime(manager=_manager(path, basic=make_basic_server()), wait=30) as rt:
+        unknown = await rt.gateway.call_for_model("basic", "ad", {})
+        assert unknown.is_error and unknown.error_code == "tool_not_found"
+        assert unknown.text.endswith("Read the mcp:basic skill's SKILL.md for the tool names.")
+        invalid = await rt.gateway.call_for_model("basic", "add", {"a": "x"})
+        assert invalid.error_code == "invalid_arguments" and "inputSchema exactly" in invalid.text
+        failed = await rt.gateway.call("basic", "fail", {"message": "boom 3"})
+        assert failed.is_error
+        with pytest.raises(RemoteToolError, match="boom 3") as caught:
+            failed.raise_for_error()
+        assert caught.value.result is failed and caught.value.code == "remote_tool_error"
+        ok = await rt.gateway.call("basic", "echo", {"text": "fine"})
+        assert ok.raise_for_error() is ok
