@@ -155,6 +155,36 @@ def test_previous_explicit_true_is_restored(root: Path) -> None:
     assert json.loads((root / SYNC_STATE_FILE).read_text(encoding="utf-8"))["auto_disabled"] == {}
 
 
+@pytest.mark.parametrize(
+    "content",
+    ['{"format": 1, "auto_disabled": {"mcp:srv": {"previous": "yes"}}}', "{not json", '{"format": 9}'],
+)
+def test_an_unreadable_sync_state_is_ignored_with_a_warning(
+    root: Path, content: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    root.mkdir(parents=True)
+    (root / SYNC_STATE_FILE).write_text(content, encoding="utf-8")
+    with caplog.at_level("WARNING", logger="keen.mcpskills"):
+        run(root, failed("srv", ServerState.AUTH_REQUIRED))
+    assert any("ignoring unreadable" in r.getMessage() for r in caplog.records)
+    assert config_file(root) == {"mcp:srv": False}
+    state = json.loads((root / SYNC_STATE_FILE).read_text(encoding="utf-8"))  # rewritten whole
+    assert state == {"format": 1, "auto_disabled": {"mcp:srv": {"previous": None, "reason": "auth_required"}}}
+    run(root, connected("srv"))
+    assert config_file(root) == {}
+
+
+def test_a_marker_with_only_its_identity_is_still_keens(root: Path) -> None:
+    run(root, connected("srv"))
+    target = (root / "mcp:srv").resolve()
+    (target / MARKER_FILE).write_text(
+        json.dumps({"managed_by": "keen-mcp", "server": "srv"}), encoding="utf-8"
+    )
+    entry = run(root, connected("srv")).get("srv")
+    assert entry is not None and entry.action == "generated"  # regenerated, not kept as unmanaged
+    assert marker(root, "srv")["tool_count"] == 3
+
+
 def test_server_disabled_in_configs_json(root: Path) -> None:
     run(root, connected("srv"))
     off = ServerSnapshot(status("srv", ServerState.CONFIGURED, enabled=False))

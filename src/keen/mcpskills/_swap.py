@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
-import json
 import logging
 import os
 import re
@@ -39,7 +38,8 @@ from typing import Any, Literal
 
 from keen._fs import atomic_write_bytes
 from keen.errors import SkillError
-from keen.mcpskills._render import MANAGED_BY, MARKER_FILE, dump_json
+from keen.mcpskills._models import Marker, ValidationError
+from keen.mcpskills._render import MARKER_FILE, dump_json
 
 __all__ = [
     "LOCK_FILE",
@@ -78,7 +78,7 @@ class Current:
     kind: Kind
     path: Path
     target: Path | None = None
-    marker: dict[str, Any] | None = None
+    marker: Marker | None = None
     reason: str = ""
 
     @property
@@ -136,15 +136,13 @@ def locked(root: Path, timeout: float = 60.0) -> Iterator[None]:
         os.close(fd)
 
 
-def read_marker(skill_dir: Path, server: str) -> dict[str, Any] | None:
+def read_marker(skill_dir: Path, server: str) -> Marker | None:
     """The marker of ``skill_dir`` if it says ``managed_by: keen-mcp`` for ``server``, else None."""
     try:
-        data: Any = json.loads((skill_dir / MARKER_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        marker = Marker.model_validate_json((skill_dir / MARKER_FILE).read_bytes())
+    except (OSError, ValidationError):
         return None
-    if isinstance(data, dict) and data.get("managed_by") == MANAGED_BY and data.get("server") == server:
-        return dict(data)  # pyright: ignore[reportUnknownArgumentType]
-    return None
+    return marker if marker.server == server else None
 
 
 def inspect(root: Path, server: str) -> Current:
@@ -326,8 +324,8 @@ def update_marker(current: Current, changes: dict[str, Any], *, fsync: bool = Tr
     replace inside the current version); False when nothing changed or not managed."""
     if current.target is None or current.marker is None:
         return False
-    updated = {**current.marker, **changes}
+    updated = current.marker.updated(changes)
     if updated == current.marker:
         return False
-    atomic_write_bytes(current.target / MARKER_FILE, dump_json(updated), fsync=fsync)
+    atomic_write_bytes(current.target / MARKER_FILE, dump_json(updated.as_json()), fsync=fsync)
     return True

@@ -20,6 +20,7 @@ from keen._redact import redactor
 from keen.errors import SkillError
 from keen.mcp.types import SERVER_NAME_RE, ServerInfo, ServerStatus, Tool, tools_hash
 from keen.mcpskills import _swap
+from keen.mcpskills._models import Marker
 from keen.mcpskills._names import PlannedTool, RejectedTool, display_text, plan_paths
 from keen.mcpskills._render import (
     FORMAT,
@@ -193,26 +194,26 @@ def generate_skill(
             current.kind == "link"
             and current.target is not None
             and current.marker is not None
-            and current.marker.get("format") == FORMAT
-            and current.marker.get("source_hash") == source
+            and current.marker.format == FORMAT
+            and current.marker.source_hash == source
             and (current.target / SKILL_FILE).is_file()
         ):
             _swap.update_marker(current, state_fields, fsync=fsync)
             _swap.cleanup(skills_root, server, keep=current.target.name)
             logger.debug("mcp:%s unchanged (%d tools, %s)", server, len(tools), hashed[:19])
             return GenerationReport(action="unchanged", **report_args)
-        marker: dict[str, Any] = {
-            "format": FORMAT,
-            "managed_by": MANAGED_BY,
-            "server": server,
+        marker = Marker(
+            format=FORMAT,
+            managed_by=MANAGED_BY,
+            server=server,
             **state_fields,
-            "tool_count": len(tools),
-            "schema_count": len(planned),
-            "generated_at": iso(moment),
-            "tools_hash": hashed,
-            "source_hash": source,
-            "rejected_tools": [r.to_dict() for r in rejected],
-        }
+            tool_count=len(tools),
+            schema_count=len(planned),
+            generated_at=iso(moment),
+            tools_hash=hashed,
+            source_hash=source,
+            rejected_tools=[r.to_dict() for r in rejected],
+        )
         skill_md = render_skill_md(
             server=server,
             description=description,
@@ -224,7 +225,7 @@ def generate_skill(
 
         def files() -> Iterator[tuple[str, bytes]]:
             # Marker first: even a half-written build dir says whose it is.
-            yield MARKER_FILE, dump_json(marker)
+            yield MARKER_FILE, dump_json(marker.as_json())
             for tool, plan in planned:
                 yield plan.relpath, render_schema(tool)
             yield SKILL_FILE, skill_md

@@ -41,6 +41,7 @@ from keen._redact import redactor
 from keen.errors import Remedy, SkillError
 from keen.mcp.types import SERVER_NAME_RE, ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import _swap
+from keen.mcpskills._models import AutoDisabled, SyncState, ValidationError
 from keen.mcpskills._render import dump_json
 from keen.mcpskills.generate import generate_skill, skill_name
 from keen.skills.config import SkillsConfig
@@ -129,35 +130,34 @@ class _AutoDisabled:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.records: dict[str, dict[str, Any]] = {}
+        state = SyncState()
         try:
-            data: Any = json.loads(path.read_text(encoding="utf-8"))
-            records: Any = data.get("auto_disabled", {}) if isinstance(data, dict) else {}
-            if isinstance(records, dict):
-                for name, rec in records.items():  # pyright: ignore[reportUnknownVariableType]
-                    if isinstance(name, str) and isinstance(rec, dict):
-                        self.records[name] = dict(rec)  # pyright: ignore[reportUnknownArgumentType]
+            state = SyncState.model_validate_json(path.read_bytes())
         except FileNotFoundError:
             pass
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+        except (OSError, ValidationError) as exc:
             # Losing the record only means a sync-made disable looks like the user's.
-            logger.warning("ignoring unreadable %s (%s)", path, exc)
-        self._original = json.dumps(self.records, sort_keys=True)
+            logger.warning("ignoring unreadable %s (%s)", path, _first_problem(exc))
+        self.records: dict[str, AutoDisabled] = dict(state.auto_disabled)
+        self._original = self._dump()
+
+    def _dump(self) -> str:
+        return json.dumps({k: v.model_dump() for k, v in self.records.items()}, sort_keys=True)
 
     def disable(self, config: SkillsConfig, name: str, reason: str) -> None:
         explicit = config.explicit(name)
         if explicit is False:
             if name in self.records:
-                self.records[name]["reason"] = reason
+                self.records[name].reason = reason
             return  # the user's own disable, or ours already
-        self.records[name] = {"previous": explicit, "reason": reason}
+        self.records[name] = AutoDisabled(previous=explicit, reason=reason)
         config.set_enabled(name, False)
 
     def restore(self, config: SkillsConfig, name: str) -> None:
         record = self.records.pop(name, None)
         if record is None or config.explicit(name) is not False:
             return  # never ours, or the user changed it meanwhile
-        previous = record.get("previous")
+        previous = record.previous
         if previous is None:
             config.forget(name)
         else:
@@ -167,10 +167,17 @@ class _AutoDisabled:
         self.records.pop(name, None)
 
     def save(self) -> None:
-        if json.dumps(self.records, sort_keys=True) == self._original:
+        if self._dump() == self._original:
             return
-        data = {"format": 1, "auto_disabled": dict(sorted(self.records.items()))}
-        atomic_write_bytes(self.path, dump_json(data))
+        state = SyncState(auto_disabled=dict(sorted(self.records.items())))
+        atomic_write_bytes(self.path, dump_json(state.model_dump(mode="json")))
+
+
+def _first_problem(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc']) or '(file)'}: {first['msg']}"
+    return str(exc)
 
 
 def _failure_hint(status: ServerStatus) -> tuple[str, Remedy | None]:
