@@ -118,3 +118,12 @@ async def test_directory_can_be_given_explicitly(tmp_path: Path) -> None:
     store = FileTokenStore("x", tmp_path / "elsewhere")
     await store.set_tokens(OAuthToken(access_token="at-else-123"))
     assert (tmp_path / "elsewhere" / "x.json").exists()
+
+
+async def test_metadata_of_the_wrong_type_is_a_clear_error(keen_home: Path) -> None:
+    store = FileTokenStore("s")
+    store.path.parent.mkdir(parents=True)
+    store.path.write_text(json.dumps({"version": 1, "server": "s", "pending_scope": ["at-leak-9999"]}))
+    with pytest.raises(AuthFailed, match=r'field "metadata\.pending_scope" is invalid') as caught:
+        await store.get_metadata()
+    assert "at-leak-9999" not in str(caught.value) and caught.value.remedy is Remedy.SIGN_IN

@@ -27,12 +27,11 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from keen import paths
 from keen._fs import atomic_write_json
@@ -46,11 +45,15 @@ logger = logging.getLogger(__name__)
 _VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
-class AuthMetadata:
+class AuthMetadata(BaseModel):
     """What a sign-in learned besides tokens: the resource URL the tokens belong to, the
     discovered RFC 9728 / RFC 8414 metadata (raw JSON objects, so refresh after a restart
-    goes to the right token endpoint), and scopes a step-up challenge asked for."""
+    goes to the right token endpoint), and scopes a step-up challenge asked for.
+
+    Stored as top-level fields of the server's auth file, beside ``tokens`` and ``client_info``.
+    """
+
+    model_config = ConfigDict(frozen=True)
 
     resource_url: str | None = None
     protected_resource: dict[str, Any] | None = None
@@ -145,17 +148,12 @@ class FileTokenStore:
 
     async def get_metadata(self) -> AuthMetadata:
         record = self._read()
-        return AuthMetadata(
-            resource_url=_str_or_none(record.get("resource_url")),
-            protected_resource=_dict_or_none(record.get("protected_resource")),
-            authorization_server=_dict_or_none(record.get("authorization_server")),
-            pending_scope=_str_or_none(record.get("pending_scope")),
-        )
+        fields = {key: record.get(key) or None for key in AuthMetadata.model_fields}  # "" and {}: unset
+        return self._model(AuthMetadata, fields, "metadata")
 
     async def set_metadata(self, metadata: AuthMetadata) -> None:
         def apply(record: dict[str, Any]) -> None:
-            for key in ("resource_url", "protected_resource", "authorization_server", "pending_scope"):
-                value = getattr(metadata, key)
+            for key, value in metadata.model_dump(mode="json").items():
                 if value is None:
                     record.pop(key, None)
                 else:
@@ -218,11 +216,3 @@ class FileTokenStore:
             server=self.server,
             remedy=Remedy.SIGN_IN,
         )
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _dict_or_none(value: Any) -> dict[str, Any] | None:
-    return value if isinstance(value, dict) and value else None
