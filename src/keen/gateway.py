@@ -91,10 +91,17 @@ _INPUT_SCHEMA: dict[str, Any] = {
 def tool_definition(style: str = "openai", *, skills_dir: str | None = None) -> dict[str, Any]:
     """The ``call_mcp_tool`` definition for an LLM API.
 
-    ``style``: ``"openai"`` (Chat Completions ``{"type": "function", "function": {...}}``),
-    ``"anthropic"`` (``{"name", "description", "input_schema"}``) or ``"mcp"``
-    (``{"name", "description", "inputSchema"}``). ``skills_dir`` replaces ``<skills>`` in the
-    description with the real path. Raises ``ValueError`` for another style.
+    Args:
+        style: ``"openai"`` (Chat Completions ``{"type": "function", "function": {...}}``),
+            ``"anthropic"`` (``{"name", "description", "input_schema"}``) or ``"mcp"``
+            (``{"name", "description", "inputSchema"}``, MCP 2025-11-25 "Tools").
+        skills_dir: replaces ``<skills>`` in the description with the real path.
+
+    Returns:
+        A new dict each call (safe to modify).
+
+    Raises:
+        ValueError: another style.
     """
     description = _DESCRIPTION.replace("<skills>", skills_dir or "<skills>")
     schema = json.loads(json.dumps(_INPUT_SCHEMA))
@@ -189,12 +196,21 @@ class Gateway:
         self.max_result_chars = max_result_chars
 
     async def call(self, server: str, tool: str, arguments: Any = None) -> ToolResult:
-        """Check, ask, then run one call. Returns the raw ``ToolResult`` (``isError`` kept).
+        """Check, ask, then run one call (docs/architecture.md "The data flow of one call").
 
-        Raises the Manager's check errors (``ServerNotConfigured``, ``ServerDisabled``,
-        ``ServerDisconnected``, ``AuthRequired``, ``AuthFailed``, ``ToolNotFound``,
-        ``InvalidArguments``), ``ApprovalDenied``, then the call's errors
-        (``CallTimeout``, ``ServerDisconnected``, ``RemoteProtocolError``).
+        Args:
+            server: the server's name in configs.json.
+            tool: the tool's name in its latest tools/list.
+            arguments: a JSON object (``None``: ``{}``), validated against the inputSchema.
+
+        Returns:
+            The raw result; a tool's own failure comes back with ``is_error`` set.
+
+        Raises:
+            ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
+            AuthFailed, ToolNotFound, InvalidArguments: a check failed (nothing was sent).
+            ApprovalDenied: the approval callback said no (nothing was sent).
+            CallTimeout, ServerDisconnected, RemoteProtocolError: the call failed.
         """
         started = time.perf_counter()
         arguments = {} if arguments is None else arguments
@@ -219,8 +235,13 @@ class Gateway:
         return result
 
     async def call_for_model(self, server: str, tool: str, arguments: Any = None) -> GatewayResult:
-        """Like :meth:`call`, but every failure becomes an ``is_error`` result whose text tells
-        the model what to do. Never raises a ``KeenError``."""
+        """Like :meth:`call`, shaped for a model: every failure becomes an ``is_error`` result.
+
+        Returns:
+            The shaped result (:meth:`shape`); for a Keen error, its message and what the
+            model can do about it (the error's remedy), with ``error_code`` set. Never
+            raises a ``KeenError``.
+        """
         try:
             result = await self.call(server, tool, arguments)
         except KeenError as exc:
@@ -234,7 +255,15 @@ class Gateway:
         return self.shape(result)
 
     async def handle_tool_call(self, raw: str | dict[str, Any]) -> GatewayResult:
-        """Run a ``call_mcp_tool`` invocation as an LLM sends it (JSON text or parsed dict)."""
+        """Run a ``call_mcp_tool`` invocation as an LLM sends it.
+
+        Args:
+            raw: the tool call's input, as JSON text or a parsed dict with ``server``,
+                ``tool`` and ``arguments`` (arguments sent as a JSON string are parsed too).
+
+        Returns:
+            The shaped result; malformed input is an ``is_error`` result saying the shape.
+        """
         try:
             data = json.loads(raw) if isinstance(raw, str) else raw
         except json.JSONDecodeError as exc:

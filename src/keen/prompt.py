@@ -37,7 +37,19 @@ logger = logging.getLogger(__name__)
 
 
 def skills_prompt(skills_root: Path | None = None, *, max_chars: int | None = None) -> str:
-    """The skills section for a system prompt: one catalog line per enabled skill."""
+    """The skills section for a system prompt (docs/architecture.md "The prompt catalog").
+
+    Args:
+        skills_root: the skills directory; default ``paths.skills_dir()``.
+        max_chars: a character budget for the section (``None``: no budget); lines are
+            shortened, then dropped with a closing note, to fit.
+
+    Returns:
+        The section: a header and one catalog line per enabled skill.
+
+    Raises:
+        SkillError: the skills config is broken.
+    """
     found = discover(skills_root or paths.skills_dir())
     return render_skills_section(found.enabled, max_chars=max_chars)
 

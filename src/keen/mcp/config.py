@@ -161,9 +161,18 @@ class MCPConfig(_Model):
 
 
 def load_config(path: Path, *, environ: dict[str, str] | None = None) -> MCPConfig:
-    """Read and validate ``path``; a missing file is an empty config.
+    """Read and validate configs.json (docs/architecture.md "Configuration").
 
-    Raises ``ConfigError`` (with ``path``, ``server``, ``field``, ``line``, ``column``).
+    Args:
+        path: the file; a missing file is an empty config.
+        environ: the variables ``${VAR}`` expands from; default ``os.environ``.
+
+    Returns:
+        The validated config, servers in file order.
+
+    Raises:
+        ConfigError: unreadable or invalid, with ``path``, ``server``, ``field``, ``line``
+            and ``column`` where they apply; the message says what to fix.
     """
     try:
         text = path.read_text(encoding="utf-8")
@@ -179,7 +188,19 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None) -> MCPConf
 def parse_config(
     text: str, *, source: str = "configs.json", environ: dict[str, str] | None = None
 ) -> MCPConfig:
-    """Validate configs.json text; see the module docstring for the rules. Raises ``ConfigError``."""
+    """Validate configs.json text (the rules are in the module docstring).
+
+    Args:
+        text: the file's contents.
+        source: how to name the file in messages.
+        environ: the variables ``${VAR}`` expands from; default ``os.environ``.
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ConfigError: invalid JSON or an invalid entry; the message names the field and the fix.
+    """
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -325,7 +346,12 @@ def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> 
 def save_config(data: dict[str, Any], path: Path) -> None:
     """Write raw configs.json data atomically with mode 0600 (it may hold API keys).
 
-    ``data`` is written as given (``${VAR}`` references stay unexpanded); validate it
-    first with :func:`parse_config`.
+    Args:
+        data: the JSON object, written as given (``${VAR}`` references stay unexpanded);
+            validate it first with :func:`parse_config`.
+        path: the file; its directory is created when missing.
+
+    Raises:
+        OSError: the file cannot be written.
     """
     atomic_write_json(path, data, mode=0o600)

@@ -137,7 +137,11 @@ class Manager:
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until every server's first connection attempt has ended.
 
-        Returns True if all settled, False if ``timeout`` (seconds) ran out first.
+        Args:
+            timeout: seconds to wait at most (``None``: no limit).
+
+        Returns:
+            True when all settled, False when ``timeout`` ran out first.
         """
         with anyio.move_on_after(timeout):
             for runtime in self._runtimes.values():
@@ -177,7 +181,14 @@ class Manager:
     # -- observation ------------------------------------------------------------------------------
 
     def subscribe(self, observer: StatusObserver) -> Callable[[], None]:
-        """Call ``observer(status)`` on every state change; returns an unsubscribe function."""
+        """Call ``observer(status)`` (in the event loop, synchronously) on every state change.
+
+        Args:
+            observer: receives the new :class:`ServerStatus`; its exceptions are logged.
+
+        Returns:
+            A function that unsubscribes it (safe to call twice).
+        """
         self._observers.append(observer)
         return lambda: self._observers.remove(observer) if observer in self._observers else None
 
@@ -202,7 +213,11 @@ class Manager:
         return [rt.status() for rt in self._runtimes.values()]
 
     def status(self, name: str) -> ServerStatus:
-        """Status of one server. Raises ``ServerNotConfigured``."""
+        """Status of one server.
+
+        Raises:
+            ServerNotConfigured: no server by that name.
+        """
         return self._runtime(name).status()
 
     def server_info(self, name: str) -> ServerInfo | None:
@@ -212,8 +227,9 @@ class Manager:
     def list_tools(self, name: str) -> list[Tool]:
         """The tools of the last successful tools/list (all pages), as a new list.
 
-        Raises ``ServerNotConfigured``, ``ServerDisabled``, ``ServerDisconnected``,
-        ``AuthRequired`` or ``AuthFailed`` when the server is not connected.
+        Raises:
+            ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
+            AuthFailed: the server is not connected (the error's remedy says what helps).
         """
         runtime = self._connected(name)
         return list(runtime.tools)
@@ -221,10 +237,16 @@ class Manager:
     # -- calls ------------------------------------------------------------------------------------
 
     def check_call(self, name: str, tool: str, arguments: Any) -> Tool:
-        """Every check of a call short of sending it, in the gateway's order (docs/architecture.md "The data flow of one call").
+        """Every check of a call short of sending it, in the gateway's order: server
+        configured and enabled, connected, tool in the latest list, arguments valid against
+        its inputSchema (docs/architecture.md "The data flow of one call").
 
-        Server configured and enabled, connected, tool in the latest list, arguments valid
-        against its inputSchema. Returns the ``Tool``; raises the matching ``MCPServerError``.
+        Returns:
+            The tool, as listed.
+
+        Raises:
+            ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
+            AuthFailed, ToolNotFound, InvalidArguments: the first check that failed.
         """
         if not tool:
             raise ToolNotFound(f'no tool name given for MCP server "{name}"', server=name)
@@ -303,11 +325,18 @@ class Manager:
         )
 
     async def refresh(self, name: str, *, interactive: bool = False) -> ServerStatus:
-        """Reconnect ``name`` and relist its tools; returns the status after the attempt.
+        """Reconnect ``name`` and relist its tools (a disabled server too: a refresh is a
+        user's explicit request).
 
-        ``interactive`` lets an OAuth server open the browser sign-in (``keen mcp connect``).
-        A disabled server is started anyway (an explicit refresh is a user's request).
-        Raises ``ServerNotConfigured``.
+        Args:
+            name: the server.
+            interactive: let an OAuth server open the browser sign-in.
+
+        Returns:
+            The status after the attempt.
+
+        Raises:
+            ServerNotConfigured: no server by that name.
         """
         runtime = self._runtime(name)
         if self._tg is None:

@@ -81,12 +81,20 @@ def activation_message(name: str, body: str) -> str:
 def activate(
     name: str, arguments: str = "", *, skills_root: Path | None = None, config: SkillsConfig | None = None
 ) -> str:
-    """Read skill ``name`` now and return its ``[Activate skill: <name>]`` message with arguments substituted.
+    """Read skill ``name`` now and build its activation message (a ``/name args`` command).
 
-    ``skills_root`` defaults to ``paths.skills_dir()``; ``config`` to its ``config.json``.
-    Raises ``SkillError`` when the skill is unknown (remedy ``LIST_SKILLS``), disabled
-    (remedy ``ENABLE_SKILL``), broken or unreadable (fix SKILL.md), or the
-    arguments have an unbalanced quote.
+    Args:
+        name: the skill's name.
+        arguments: the text after the command; substituted for ``$ARGUMENTS``, ``$1``...
+        skills_root: the skills directory; default ``paths.skills_dir()``.
+        config: the enabled flags; default the directory's ``config.json``.
+
+    Returns:
+        ``[Activate skill: <name>]`` followed by the SKILL.md body with arguments substituted.
+
+    Raises:
+        SkillError: the skill is unknown (remedy ``LIST_SKILLS``), disabled (remedy
+            ``ENABLE_SKILL``), broken or unreadable, or the arguments have an unbalanced quote.
     """
     skill = load_skill(name, skills_root, config=config)
     if not skill.enabled:

@@ -267,12 +267,19 @@ def _root_and_config(skills_root: Path | None, config: SkillsConfig | None) -> t
 
 
 def discover(skills_root: Path | None = None, *, config: SkillsConfig | None = None) -> Discovery:
-    """Scan ``skills_root`` (default ``paths.skills_dir()``) and return a :class:`Discovery`.
+    """Scan a skills directory for ``<name>/SKILL.md`` skills (Agent Skills format).
 
-    ``config`` defaults to ``SkillsConfig.load(skills_root / "config.json")``; a broken
-    config raises ``SkillError`` (enabled/disabled would be guesswork otherwise). A
-    missing skills directory yields an empty result. Broken skills never raise; they
-    are listed in ``problems``. Both lists are sorted by name.
+    Args:
+        skills_root: the directory; default ``paths.skills_dir()``. Missing: an empty result.
+        config: the enabled flags; default ``SkillsConfig.load(skills_root / "config.json")``.
+
+    Returns:
+        The skills and, separately, the broken ones (``problems``), both sorted by name.
+        Broken skills never raise.
+
+    Raises:
+        SkillError: the skills config is broken (enabled/disabled would be guesswork), or
+            the directory cannot be listed.
     """
     root, config = _root_and_config(skills_root, config)
     try:
