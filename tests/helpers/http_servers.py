@@ -144,6 +144,10 @@ class HttpServer:
     _server: uvicorn.Server | None = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _error: list[BaseException] = field(default_factory=list, repr=False)
+    # While stopped, a bound socket that does not listen keeps the port: connections are
+    # refused, yet no other process (a parallel test worker's client or server) can take
+    # the port before start() serves on it again.
+    _holder: socket.socket | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -166,9 +170,11 @@ class HttpServer:
         """Serve (again) on ``port`` (a free ephemeral port the first time); returns once it accepts."""
         if self.running:
             raise RuntimeError("the server is already running")
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", self.port))
+        sock, self._holder = self._holder, None
+        if sock is None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", self.port))
         sock.listen(128)
         sock.set_inheritable(True)
         self.port = sock.getsockname()[1]
@@ -187,7 +193,15 @@ class HttpServer:
             except BaseException as exc:  # surfaced by start()/stop() in the test thread
                 self._error.append(exc)
             finally:
+                # Hand the port to a holder as soon as the listener closes (see _holder).
+                holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 sock.close()
+                try:
+                    holder.bind(("127.0.0.1", self.port))
+                    self._holder = holder
+                except OSError:
+                    holder.close()
 
         self._thread = threading.Thread(target=run, name=f"uvicorn-{self.port}", daemon=True)
         self._thread.start()
@@ -217,6 +231,13 @@ class HttpServer:
         if thread.is_alive():
             raise RuntimeError(f"the test HTTP server on port {self.port} did not stop")
 
+    def close(self) -> None:
+        """Stop serving and give the port up."""
+        self.stop()
+        holder, self._holder = self._holder, None
+        if holder is not None:
+            holder.close()
+
 
 @contextmanager
 def serve_http(
@@ -235,4 +256,4 @@ def serve_http(
     try:
         yield server
     finally:
-        server.stop()
+        server.close()
