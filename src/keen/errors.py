@@ -50,6 +50,7 @@ __all__ = [
     "ServerNotConfigured",
     "SkillError",
     "ToolNotFound",
+    "exception_chain",
     "exception_leaves",
     "find_keen_error",
 ]
@@ -244,6 +245,24 @@ def exception_leaves(exc: BaseException) -> Iterator[BaseException]:
             yield from exception_leaves(inner)
     else:
         yield exc
+
+
+def exception_chain(exc: BaseException | None) -> Iterator[BaseException]:
+    """Every exception reachable from ``exc``, each once: group members depth first, then
+    each one's ``__cause__`` and ``__context__`` (where a transport hides the real reason)."""
+    seen: set[int] = set()
+    stack = [exc] if exc is not None else []
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        if isinstance(current, BaseExceptionGroup):
+            stack.extend(reversed(current.exceptions))
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None:
+                stack.append(linked)
 
 
 def find_keen_error(exc: BaseException) -> KeenError | None:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from keen._redact import redactor
 from keen.errors import ApprovalDenied, KeenError, Remedy
 from keen.mcp.types import Tool, ToolResult
+from keen.mcpskills._layout import SCHEMAS_DIR, schema_path, skill_md_path
 
 if TYPE_CHECKING:
     # Typing only: ``tool_definition`` must be importable (by the CLI's ``keen prompt``)
@@ -53,11 +54,13 @@ logger = logging.getLogger(__name__)
 CALL_MCP_TOOL = "call_mcp_tool"
 DEFAULT_MAX_RESULT_CHARS = 40_000
 
+# The skills layout comes from keen.mcpskills (its one definition); "<skills>" becomes the real
+# directory in tool_definition().
 _DESCRIPTION = (
     "Call a tool on a connected MCP server. Before the first call to a server, read its skill file "
-    "<skills>/mcp:<server>/SKILL.md to find the tool, then read the tool's schema file "
-    "<skills>/mcp:<server>/schemas/<tool>.json and pass arguments that match its inputSchema exactly. "
-    "The server and tool names are the ones listed in SKILL.md."
+    f"{skill_md_path('<skills>', '<server>')} to find the tool, then read the tool's schema file "
+    f"{schema_path('<skills>', '<server>', '<tool>')} and pass arguments that match its inputSchema "
+    "exactly. The server and tool names are the ones listed in SKILL.md."
 )
 
 # How the gateway words a remedy for a model (the front ends word it for a person).
@@ -79,7 +82,7 @@ _INPUT_SCHEMA: dict[str, Any] = {
         "tool": {"type": "string", "description": "Tool name exactly as listed in the server's SKILL.md"},
         "arguments": {
             "type": "object",
-            "description": "Arguments matching the tool's inputSchema from schemas/<tool>.json",
+            "description": f"Arguments matching the tool's inputSchema from {SCHEMAS_DIR}/<tool>.json",
             "additionalProperties": True,
         },
     },

@@ -20,6 +20,7 @@ from typing import Any
 
 from keen import paths
 from keen.capabilities import BudgetedSection, budgeted_section, search_tool_definition
+from keen.mcpskills._layout import SCHEMAS_DIR
 from keen.skills import Skill, catalog_line, discover, render_skills_section
 from keen.tokens import TokenCounter, token_counter
 
@@ -202,7 +203,7 @@ def prompt_stats(
 
 
 def _tool_definitions(skill: Skill) -> Iterator[str]:
-    for path in sorted((skill.path / "schemas").rglob("*.json")):
+    for path in sorted((skill.path / SCHEMAS_DIR).rglob("*.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:

@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -173,8 +173,12 @@ async def _story(timeout: float) -> None:
 
 
 def demo(
-    keep: bool = typer.Option(False, "--keep", help="Keep the temporary KEEN_HOME and print its path."),
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for servers to connect."),
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the temporary KEEN_HOME and print its path.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for servers to connect.")
+    ] = 120.0,
 ) -> None:
     """Run the whole Keen story on the embedded default (or on your config if you have one)."""
     from keen.mcp.config import load_config, save_config

@@ -3,27 +3,38 @@
 ``generate_skill`` writes ``skills/mcp:<server>/`` (SKILL.md, marker, one schema per
 tool) atomically; ``delete_skill`` removes only Keen-managed dirs; ``sync_mcp_skills``
 applies the startup-sync table to a snapshot of every configured server. See
-docs/architecture.md "Generated skills" and "Startup sync".
+docs/architecture.md "Generated skills" and "Startup sync". Names load on first use, so
+``keen.mcpskills._layout`` (the skills layout the gateway describes) costs nothing.
 """
 
-from keen.mcpskills._names import RejectedTool
-from keen.mcpskills._render import FORMAT, MANAGED_BY, MARKER_FILE, MAX_TABLE_ROWS
-from keen.mcpskills.generate import GenerationReport, delete_skill, generate_skill, skill_name
-from keen.mcpskills.sync import (
-    SYNC_STATE_FILE,
-    ServerSnapshot,
-    SyncAction,
-    SyncEntry,
-    SyncReport,
-    sync_mcp_skills,
-    sync_server,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from keen._lazy import exports_from, lazy_module_attrs
+
+if TYPE_CHECKING:
+    from keen.mcpskills._layout import SCHEMAS_DIR, skill_name
+    from keen.mcpskills._names import RejectedTool
+    from keen.mcpskills._render import FORMAT, MAX_TABLE_ROWS
+    from keen.mcpskills.generate import GenerationReport, delete_skill, generate_skill
+    from keen.mcpskills.sync import (
+        SYNC_STATE_FILE,
+        ServerSnapshot,
+        SyncAction,
+        SyncEntry,
+        SyncReport,
+        sync_mcp_skills,
+        sync_server,
+    )
+    from keen.skills.discover import MANAGED_BY, MARKER_FILE
 
 __all__ = [
     "FORMAT",
     "MANAGED_BY",
     "MARKER_FILE",
     "MAX_TABLE_ROWS",
+    "SCHEMAS_DIR",
     "SYNC_STATE_FILE",
     "GenerationReport",
     "RejectedTool",
@@ -37,3 +48,25 @@ __all__ = [
     "sync_mcp_skills",
     "sync_server",
 ]
+
+_EXPORTS = {
+    **exports_from("keen.mcpskills._layout", ("SCHEMAS_DIR", "skill_name")),
+    **exports_from("keen.mcpskills._names", ("RejectedTool",)),
+    **exports_from("keen.mcpskills._render", ("FORMAT", "MAX_TABLE_ROWS")),
+    **exports_from("keen.skills.discover", ("MANAGED_BY", "MARKER_FILE")),
+    **exports_from("keen.mcpskills.generate", ("GenerationReport", "delete_skill", "generate_skill")),
+    **exports_from(
+        "keen.mcpskills.sync",
+        (
+            "SYNC_STATE_FILE",
+            "ServerSnapshot",
+            "SyncAction",
+            "SyncEntry",
+            "SyncReport",
+            "sync_mcp_skills",
+            "sync_server",
+        ),
+    ),
+}
+
+__getattr__, __dir__ = lazy_module_attrs(__name__, _EXPORTS)

@@ -12,6 +12,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from keen.mcpskills._layout import SCHEMAS_DIR
+
 __all__ = [
     "MAX_NAME_CHARS",
     "PlannedTool",
@@ -86,10 +88,10 @@ def schema_relpath(name: str) -> str:
         return _reject("the name has a '.' or '..' path segment")
     if any(len(seg.encode("utf-8", "surrogatepass")) > _MAX_SEGMENT_BYTES for seg in segments):
         return _reject(f"a path segment of the name is longer than {_MAX_SEGMENT_BYTES} bytes")
-    relpath = f"schemas/{name}.json"
+    relpath = f"{SCHEMAS_DIR}/{name}.json"
     # Defence in depth: the rules above already imply this.
     normal = posixpath.normpath(relpath)
-    if normal != relpath or not normal.startswith("schemas/"):
+    if normal != relpath or not normal.startswith(f"{SCHEMAS_DIR}/"):
         return _reject("the name would escape the schemas directory")
     return relpath
 

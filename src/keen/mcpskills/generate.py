@@ -20,6 +20,7 @@ from keen._redact import redactor
 from keen.errors import SkillError
 from keen.mcp.types import SERVER_NAME_RE, ServerInfo, ServerStatus, Tool, tools_hash
 from keen.mcpskills import _swap
+from keen.mcpskills._layout import skill_name
 from keen.mcpskills._models import Marker
 from keen.mcpskills._names import PlannedTool, RejectedTool, display_text, plan_paths
 from keen.mcpskills._render import (
@@ -38,11 +39,6 @@ from keen.mcpskills._render import (
 __all__ = ["GenerationReport", "delete_skill", "generate_skill", "skill_name"]
 
 logger = logging.getLogger(__name__)
-
-
-def skill_name(server: str) -> str:
-    """``mcp:<server>``: the skill name of a server."""
-    return f"mcp:{server}"
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,11 @@ renewed -> :class:`~keen.errors.AuthFailed` (state ``auth_failed``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx2
 from mcp.client.auth import OAuthFlowError
 
 from keen._redact import redactor
-from keen.errors import AuthFailed, AuthRequired, Remedy
+from keen.errors import AuthFailed, AuthRequired, Remedy, exception_chain
 from keen.mcp.auth._wording import sign_in_message
 from keen.mcp.auth.provider import KeenOAuthProvider
 
@@ -38,13 +36,13 @@ def classify_auth_failure(
     the caller observed (401/403) with ``has_token`` (default: what ``auth`` knows) deciding
     between the two. Messages are redacted and end with the next step.
     """
-    for exc in _chain(error):
+    for exc in exception_chain(error):
         if isinstance(exc, AuthRequired | AuthFailed):
             return exc
     provider = auth if isinstance(auth, KeenOAuthProvider) else None
     if provider is not None and provider.failure is not None:
         return provider.failure
-    for exc in _chain(error):
+    for exc in exception_chain(error):
         if isinstance(exc, OAuthFlowError):
             return AuthFailed(
                 redactor.redact(f'OAuth sign-in for MCP server "{server}" failed: {exc}'),
@@ -61,20 +59,3 @@ def classify_auth_failure(
             )
         return AuthRequired(sign_in_message(server), server=server, remedy=Remedy.SIGN_IN)
     return None
-
-
-def _chain(error: BaseException | None) -> Iterator[BaseException]:
-    """Every exception in ``error``: group members depth-first, then causes and contexts."""
-    seen: set[int] = set()
-    stack = [error] if error is not None else []
-    while stack:
-        exc = stack.pop()
-        if id(exc) in seen:
-            continue
-        seen.add(id(exc))
-        yield exc
-        if isinstance(exc, BaseExceptionGroup):
-            stack.extend(reversed(exc.exceptions))
-        for linked in (exc.__cause__, exc.__context__):
-            if linked is not None:
-                stack.append(linked)
