@@ -33,7 +33,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from keen._fs import atomic_write_json
 from keen.errors import ConfigError
@@ -150,14 +158,62 @@ class StdioServerConfig(_ServerBase):
 
 
 ServerConfig = Annotated[HttpServerConfig | StdioServerConfig, Field(discriminator="transport")]
-_server_adapter: TypeAdapter[HttpServerConfig | StdioServerConfig] = TypeAdapter(ServerConfig)
 
 
 class MCPConfig(_Model):
-    """A whole, validated configs.json. ``servers`` keeps file order."""
+    """A whole, validated configs.json. ``servers`` keeps file order.
+
+    Validated from a file's JSON with ``context={"source": ..., "environ": ...}``
+    (:func:`parse_config`), the model first applies the file-level rules with their own
+    messages, expands ``${VAR}`` and infers each server's ``transport``; without that
+    context (``MCPConfig(...)`` in code) it is a plain model.
+    """
 
     version: int = 1
-    servers: dict[str, HttpServerConfig | StdioServerConfig] = Field(default_factory=dict)
+    servers: dict[str, ServerConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_file(cls, raw: Any, info: ValidationInfo) -> Any:
+        # ConfigError is not a ValueError: pydantic lets it through unchanged, so these
+        # rules keep their file-level messages and attributes.
+        context = info.context or {}
+        if "source" not in context:
+            return raw
+        source: str = context["source"]
+        environ: Any = context.get("environ", os.environ)
+        if not isinstance(raw, dict):
+            raise ConfigError(
+                f'{source}: the top level must be an object like {{"version": 1, "servers": {{}}}}',
+                path=source,
+            )
+        version = raw.get("version")
+        if version not in SUPPORTED_VERSIONS:
+            raise ConfigError(
+                f"{source}: unsupported version {version!r}; this Keen reads version "
+                f'{", ".join(map(str, SUPPORTED_VERSIONS))}: set "version": 1',
+                path=source,
+                field="version",
+            )
+        unknown = sorted(set(raw) - {"version", "servers"})
+        if unknown:
+            raise ConfigError(
+                f'{source}: unknown top-level field {unknown[0]!r}; only "version" and "servers" are allowed',
+                path=source,
+                field=unknown[0],
+            )
+        servers_raw = raw.get("servers", {})
+        if not isinstance(servers_raw, dict):
+            raise ConfigError(
+                f'{source}: "servers" must be an object mapping names to server entries',
+                path=source,
+                field="servers",
+            )
+        servers = {
+            name: _prepare_server(name, entry, source=source, environ=environ)
+            for name, entry in servers_raw.items()
+        }
+        return {"version": version, "servers": servers}
 
 
 def load_config(path: Path, *, environ: dict[str, str] | None = None) -> MCPConfig:
@@ -210,42 +266,15 @@ def parse_config(
             line=exc.lineno,
             column=exc.colno,
         ) from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(
-            f'{source}: the top level must be an object like {{"version": 1, "servers": {{}}}}', path=source
-        )
-    version = raw.get("version")
-    if version not in SUPPORTED_VERSIONS:
-        raise ConfigError(
-            f"{source}: unsupported version {version!r}; this Keen reads version "
-            f'{", ".join(map(str, SUPPORTED_VERSIONS))}: set "version": 1',
-            path=source,
-            field="version",
-        )
-    unknown = sorted(set(raw) - {"version", "servers"})
-    if unknown:
-        raise ConfigError(
-            f'{source}: unknown top-level field {unknown[0]!r}; only "version" and "servers" are allowed',
-            path=source,
-            field=unknown[0],
-        )
-    servers_raw = raw.get("servers", {})
-    if not isinstance(servers_raw, dict):
-        raise ConfigError(
-            f'{source}: "servers" must be an object mapping names to server entries',
-            path=source,
-            field="servers",
-        )
     env = os.environ if environ is None else environ
-    servers: dict[str, HttpServerConfig | StdioServerConfig] = {}
-    for name, entry in servers_raw.items():
-        servers[name] = _parse_server(name, entry, source=source, environ=env)
-    return MCPConfig(version=version, servers=servers)
+    try:
+        return MCPConfig.model_validate(raw, context={"source": source, "environ": env})
+    except ValidationError as exc:
+        raise _config_error_from(exc, source=source) from None
 
 
-def _parse_server(
-    name: str, entry: Any, *, source: str, environ: Any
-) -> HttpServerConfig | StdioServerConfig:
+def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict[str, Any]:
+    """One entry before field validation: name rule, ``${VAR}`` expansion, transport inference."""
     if not SERVER_NAME_PATTERN.fullmatch(name):
         raise ConfigError(
             f"{source}: server name {name!r} is invalid; use 1-64 letters, digits, '_' or '-' "
@@ -282,17 +311,17 @@ def _parse_server(
                 field="auth",
             )
         entry.pop("auth")
-    try:
-        return _server_adapter.validate_python(entry)
-    except ValidationError as exc:
-        raise _config_error_from(exc, name=name, source=source) from None
+    return entry
 
 
-def _config_error_from(exc: ValidationError, *, name: str, source: str) -> ConfigError:
+def _config_error_from(exc: ValidationError, *, source: str) -> ConfigError:
     err = exc.errors()[0]
+    parts = list(err["loc"])
+    # ("servers", <name>, <transport tag>, field...): name the server, drop the union tags.
+    name = str(parts[1]) if len(parts) > 1 and parts[0] == "servers" else "(config)"
     loc = [
         str(part)
-        for part in err["loc"]
+        for part in parts[2:]
         if part not in ("streamable_http", "stdio", "none", "api_key", "oauth")
     ]
     field = ".".join(loc) or "(entry)"
