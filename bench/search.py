@@ -1,4 +1,4 @@
-"""ToolSearch quality and speed over recorded MCP catalogs (issue 11; prints, never asserts).
+"""ToolSearch quality and speed over recorded MCP catalogs (prints, never asserts).
 
 Usage: ``python bench/search.py --catalog FILE [--catalog FILE ...] --queries FILE.jsonl
 [-k 5] [--level tool|server] [--json]``

@@ -2,31 +2,34 @@
 
 from __future__ import annotations
 
-import typer
-from rich.table import Table
+from typing import Annotated
 
-from keen.capabilities import Catalog, SearchFilter
-from keen.cli._common import fail, out, print_json
-from keen.errors import KeenError
+import typer
+
+from keen.cli._common import fail, out, print_json, typer_app
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Find tools among every configured MCP server's tools.", no_args_is_help=True)
+app = typer_app("Find tools among every configured MCP server's tools.")
 
 
 @app.command("search")
 def search(
-    query: str = typer.Argument(..., help="What the tool should do, in a few words."),
-    k: int = typer.Option(5, "-k", "--limit", min=1, max=100, help="How many results."),
-    server: list[str] = typer.Option([], "--server", "-s", help="Only this server's tools (repeatable)."),
-    read_only: bool = typer.Option(False, "--read-only", help="Only tools annotated read-only."),
-    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    query: Annotated[str, typer.Argument(help="What the tool should do, in a few words.")],
+    k: Annotated[int, typer.Option("-k", "--limit", min=1, max=100, help="How many results.")] = 5,
+    server: Annotated[
+        list[str] | None, typer.Option("--server", "-s", help="Only this server's tools (repeatable).")
+    ] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="Only tools annotated read-only.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> None:
     """Rank the tools of the generated MCP skills for QUERY (offline: BM25 + static embeddings)."""
-    try:
-        catalog = Catalog.from_skills_dir()
-    except KeenError as exc:
-        fail(exc.message)
+    from rich.table import Table
+
+    from keen.capabilities import Catalog, SearchFilter
+
+    server = server or []
+    catalog = Catalog.from_skills_dir()  # a KeenError reaches the CLI's one error boundary
     unknown = sorted(set(server) - set(catalog.servers))
     if unknown:
         known = ", ".join(catalog.servers) or "none (run `keen mcp sync` first)"

@@ -1,5 +1,5 @@
-"""The capability catalog over generated skills on disk, no server running (seeds/004
-sections 6 and 14: summaries until load(); search is permission-filtered, never authorization)."""
+"""The capability catalog over generated skills on disk, no server running (summaries until
+load(); search is permission-filtered, never authorization)."""
 
 from __future__ import annotations
 

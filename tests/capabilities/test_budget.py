@@ -17,7 +17,7 @@ from keen.prompt import budgeted_prompt, mcp_tool_definitions
 from keen.skills import discover, render_skills_section
 from keen.tokens import token_counter
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 LIVEMCPBENCH = DATA / "livemcpbench" / "tools.json"
 TOOLGYM = DATA / "toolgym" / "tool_descriptions.ndjson"
 NOW = datetime(2026, 1, 2, tzinfo=UTC)
