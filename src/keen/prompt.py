@@ -16,13 +16,15 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from keen import paths
-from keen.capabilities import BudgetedSection, budgeted_section, search_tool_definition
 from keen.mcpskills._layout import SCHEMAS_DIR
 from keen.skills import Skill, catalog_line, discover, render_skills_section
 from keen.tokens import TokenCounter, token_counter
+
+if TYPE_CHECKING:
+    from keen.capabilities import BudgetedSection
 
 __all__ = [
     "PromptStats",
@@ -63,6 +65,9 @@ def mcp_tool_definitions(call_tool: Mapping[str, Any]) -> list[str]:
         call_tool: the ``call_mcp_tool`` definition, passed as data so this module stays
             below the gateway: ``keen.gateway.tool_definition("openai", skills_dir=...)``.
     """
+    # Imported here: `keen prompt` without --budget needs no catalog.
+    from keen.capabilities import search_tool_definition
+
     return [
         json.dumps(definition, separators=(",", ":"), ensure_ascii=False)
         for definition in (call_tool, search_tool_definition("openai"))
@@ -93,6 +98,8 @@ def budgeted_prompt(
         ValueError: ``budget`` < 0.
         SkillError: the skills directory cannot be read.
     """
+    from keen.capabilities import budgeted_section
+
     root = skills_root or paths.skills_dir()
     found = discover(root)
     return budgeted_section(

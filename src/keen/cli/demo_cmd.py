@@ -21,10 +21,8 @@ import typer
 
 from keen import paths
 from keen.cli._common import out, run
-from keen.cli._live import connecting_view, status_table
 from keen.cli._wording import with_remedy
 from keen.demo import demo_server_entry
-from keen.mcp.types import ServerState
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -89,7 +87,9 @@ async def _story(timeout: float) -> None:
     from rich.rule import Rule
     from rich.table import Table
 
+    from keen.cli._live import connecting_view, status_table
     from keen.gateway import tool_definition
+    from keen.mcp.types import ServerState
     from keen.prompt import prompt_stats, skills_prompt
     from keen.runtime import open_runtime
 

@@ -18,12 +18,11 @@ import typer
 
 from keen import paths
 from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run, typer_app
-from keen.cli._live import connecting_view, status_table
 from keen.cli._wording import with_remedy
-from keen.mcp.types import ServerState, ServerStatus
 
 if TYPE_CHECKING:
     from keen.gateway import ApprovalRequest
+    from keen.mcp.types import ServerStatus
     from keen.mcpskills.sync import SyncEntry
     from keen.runtime import DiscoveryView
 
@@ -43,12 +42,15 @@ TimeoutOpt = Annotated[
 
 def _live(enabled: bool) -> DiscoveryView:
     """The discovery view: a live status table on stderr when it is a terminal."""
+    from keen.cli._live import connecting_view
+
     return functools.partial(connecting_view, enabled=enabled)
 
 
 @app.command("list")
 def list_servers(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
     """Connect to every configured server and show its state."""
+    from keen.cli._live import status_table
     from keen.runtime import open_runtime
 
     async def body() -> list[ServerStatus]:
@@ -78,6 +80,8 @@ def list_servers(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
 
 
 def _still_connecting(status: ServerStatus, timeout: float) -> ServerStatus:
+    from keen.mcp.types import ServerState
+
     if status.state is not ServerState.CONNECTING:
         return status
     message = f"still connecting after {timeout:g} s; raise --timeout or this server's timeouts.connect"
@@ -205,6 +209,7 @@ def sync(
     """Connect every server, generate its mcp:<server> skill, and sync the skills config."""
     from rich.table import Table
 
+    from keen.cli._live import status_table
     from keen.runtime import open_runtime
 
     async def body() -> Any:
@@ -242,6 +247,7 @@ def connect(
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
 ) -> None:
     """Reconnect SERVER (signing in if it uses OAuth), regenerate and enable its skill."""
+    from keen.mcp.types import ServerState
     from keen.runtime import open_runtime
 
     def show_url(url: str, opened: bool) -> None:

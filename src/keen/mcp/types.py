@@ -5,7 +5,6 @@ The SDK's pydantic models stay inside ``keen.mcp``; callers see these.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -136,6 +135,8 @@ class Tool:
 
 def tools_hash(tools: list[Tool]) -> str:
     """``sha256:<hex>`` of the canonical JSON of a tool list (order-independent)."""
+    import hashlib  # here: loading OpenSSL costs every CLI start otherwise
+
     canon = sorted(json.dumps(t.to_dict(), sort_keys=True, separators=(",", ":")) for t in tools)
     return "sha256:" + hashlib.sha256("\n".join(canon).encode()).hexdigest()
 
