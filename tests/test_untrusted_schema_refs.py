@@ -43,9 +43,7 @@ async def test_remote_and_file_refs_are_never_followed(
                 {"$id": listener.url("/base/"), "type": "object", "properties": {"a": {"$ref": "b.json"}}},
             ),
             _tool("metaschema", {"$schema": listener.url("/meta"), "type": "object"}),
-            _tool(
-                "file", {"type": "object", "properties": {"a": {"$ref": f"{local.as_uri()}#/$defs/x"}}}
-            ),
+            _tool("file", {"type": "object", "properties": {"a": {"$ref": f"{local.as_uri()}#/$defs/x"}}}),
             _tool(
                 "local_defs",
                 {

@@ -98,12 +98,12 @@ class CliRun:
         return self.stdout + self.stderr
 
     def __str__(self) -> str:
-        return f"keen {' '.join(self.args)} -> {self.code}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+        return (
+            f"keen {' '.join(self.args)} -> {self.code}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+        )
 
 
-def keen_cli(
-    *args: str, keen_home: Path, env: dict[str, str] | None = None, timeout: float = 60
-) -> CliRun:
+def keen_cli(*args: str, keen_home: Path, env: dict[str, str] | None = None, timeout: float = 60) -> CliRun:
     """Run the ``keen`` console script with ``KEEN_HOME`` (stdin closed, no terminal)."""
     full_env = {**os.environ, "KEEN_HOME": str(keen_home), "HOME": str(keen_home.parent), **(env or {})}
     full_env.pop("KEEN_DEBUG", None)

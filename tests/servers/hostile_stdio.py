@@ -15,15 +15,19 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
      "hang_on_call": ["tool"],           # never answer these calls
      "ignore_eof": false,                # keep running after stdin closes
      "ignore_signals": false,            # ignore SIGTERM, SIGHUP and SIGINT
+     "exit_at_start": 3,                 # write stderr_at_start, then exit with this code
      "pidfile": "/path"}                 # write os.getpid() here at start
 
-Every request it does not know gets JSON-RPC error -32601.
+In every string of the spec, ``{env:NAME}`` becomes the value of the environment variable
+NAME (so a test can make the server echo a secret Keen gave it). Every request it does not
+know gets JSON-RPC error -32601.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -45,9 +49,19 @@ def _park() -> None:
         time.sleep(3600)
 
 
+def _expand(value: Any) -> Any:
+    if isinstance(value, str):
+        return re.sub(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m.group(1), ""), value)
+    if isinstance(value, list):
+        return [_expand(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _expand(v) for k, v in value.items()}
+    return value
+
+
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as handle:
-        spec: dict[str, Any] = json.load(handle)
+        spec: dict[str, Any] = _expand(json.load(handle))
     if spec.get("ignore_signals"):
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)
@@ -56,6 +70,8 @@ def main() -> None:
             handle.write(str(os.getpid()))
     if spec.get("stderr_at_start"):
         _err(spec["stderr_at_start"])
+    if "exit_at_start" in spec:
+        sys.exit(int(spec["exit_at_start"]))
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -26,8 +26,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from keen import __version__
-from keen._redact import redactor
+from keen._redact import redact_url, redactor
 from keen.errors import AuthRequired, RemoteProtocolError
+from keen.mcp._secrets import register_server_secrets
+from keen.mcp._stderr import StderrCopy
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp._validation import ArgumentValidator
 from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
@@ -130,15 +132,10 @@ class ServerRuntime:
         self._pending_waiters: list[anyio.Event] = []
         self._attempt_waiters: list[anyio.Event] = []
         self._eof = False
-        self._stderr_path: Path | None = None
+        self._stderr: StderrCopy | None = None
         self._connect_scope: anyio.CancelScope | None = None
         self._facts = ConnectFacts(name, config.transport, config.auth_type)
-        if isinstance(config, HttpServerConfig):
-            redactor.add(getattr(config.auth, "key", None))
-            redactor.add(getattr(config.auth, "client_secret", None))
-        if isinstance(config, HttpServerConfig):
-            for value in config.headers.values():
-                redactor.add(value)
+        register_server_secrets(config)
 
     # -- status ---------------------------------------------------------------------------------------
 
@@ -150,7 +147,7 @@ class ServerRuntime:
             auth=cfg.auth_type,
             state=self.state,
             enabled=cfg.enabled,
-            url=cfg.url if isinstance(cfg, HttpServerConfig) else None,
+            url=redact_url(cfg.url) if isinstance(cfg, HttpServerConfig) else None,
             last_connected_at=self.last_connected_at,
             last_refresh_at=self.last_refresh_at,
             last_error=self.last_error,
@@ -193,7 +190,7 @@ class ServerRuntime:
     def connection_lost(self, message: str) -> None:
         """A call saw the transport fail: mark disconnected and let the owner unwind the session."""
         if self.state is ServerState.CONNECTED:
-            tail = _tail(self._stderr_path)
+            tail = self._stderr_tail()
             self._set(ServerState.DISCONNECTED, message + (f" Last stderr: {tail}" if tail else ""))
         self._eof = True
         self._wake.set()
@@ -243,18 +240,22 @@ class ServerRuntime:
             cfg.transport,
             cfg.auth_type,
             command=cfg.command if isinstance(cfg, StdioServerConfig) else "",
-            url=cfg.url if isinstance(cfg, HttpServerConfig) else "",
+            url=redact_url(cfg.url) if isinstance(cfg, HttpServerConfig) else "",
         )
         self.http_status = None
         self._set(ServerState.CONNECTING)
-        stderr_path: Path | None = None
+        self._stderr = None
         served = False
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if isinstance(cfg, StdioServerConfig):
-                    stderr_path, errlog = self._open_stderr_log(stack)
-                    self._stderr_path = stderr_path
-                    streams = await stack.enter_async_context(self._stdio(cfg, errlog))
+                    # Entered first, left last: the server is stopped before its stderr copy ends.
+                    stderr = await stack.enter_async_context(
+                        StderrCopy(self._logs_dir / f"{self.name}.stderr.log", self.name)
+                    )
+                    self._stderr = stderr
+                    assert stderr.errlog is not None
+                    streams = await stack.enter_async_context(self._stdio(cfg, stderr.errlog))
                 else:
                     streams = await stack.enter_async_context(self._http(cfg, facts))
                 read, write = streams
@@ -280,7 +281,7 @@ class ServerRuntime:
                             tools = await self._list_all(session)
                     except Exception as exc:
                         # Report before unwinding: stopping a hung stdio server takes seconds.
-                        self._fail(exc, facts, stderr_path)
+                        self._fail(exc, facts)
                         raise
                 self._connect_scope = None
                 if self._stopping or init is None:
@@ -292,17 +293,17 @@ class ServerRuntime:
         except Exception as exc:
             if not served:
                 if self.state is ServerState.CONNECTING:
-                    self._fail(exc, facts, stderr_path)
+                    self._fail(exc, facts)
                 return
             logger.debug("server %s: error while closing the session: %r", self.name, exc)
         self.session = None
-        self._session_ended(stderr_path)
+        self._session_ended()
 
-    def _session_ended(self, stderr_path: Path | None) -> None:
+    def _session_ended(self) -> None:
         if self._stopping:
             self._set(ServerState.DISCONNECTED, "")
         elif self._eof and not self._refresh_requested:
-            tail = _tail(stderr_path) if stderr_path else ""
+            tail = self._stderr_tail()
             how = (
                 "exited unexpectedly"
                 if isinstance(self.config, StdioServerConfig)
@@ -311,9 +312,9 @@ class ServerRuntime:
             msg = f'MCP server "{self.name}" {how}; reconnect with `keen mcp connect {self.name}` or restart Keen'
             self._set(ServerState.DISCONNECTED, msg + (f"; last stderr: {tail}" if tail else ""))
 
-    def _fail(self, exc: BaseException, facts: ConnectFacts, stderr_path: Path | None) -> None:
+    def _fail(self, exc: BaseException, facts: ConnectFacts) -> None:
         self.session = None
-        facts.stderr_tail = _tail(stderr_path) if stderr_path else ""
+        facts.stderr_tail = self._stderr_tail()
         state, message = classify_connect_failure(exc, facts)
         logger.debug("server %s: connection failed: %r", self.name, exc)
         self._set(state, message)
@@ -378,17 +379,6 @@ class ServerRuntime:
 
     # -- transports -----------------------------------------------------------------------------------
 
-    def _open_stderr_log(self, stack: contextlib.AsyncExitStack) -> tuple[Path, TextIO]:
-        # The SDK hands errlog to the subprocess, so it must be a real file, not a StringIO.
-        self._logs_dir.mkdir(parents=True, exist_ok=True)
-        path = self._logs_dir / f"{self.name}.stderr.log"
-        if path.exists() and path.stat().st_size > 1_000_000:
-            path.unlink()
-        handle = stack.enter_context(open(path, "a", encoding="utf-8"))  # noqa: SIM115
-        handle.write(f"--- keen: starting {self.name} at {datetime.now(UTC).isoformat()}\n")
-        handle.flush()
-        return path, handle
-
     def _stdio(self, cfg: StdioServerConfig, errlog: TextIO) -> Any:
         params = StdioServerParameters(
             command=cfg.command,
@@ -429,6 +419,12 @@ class ServerRuntime:
         )
         async with client, streamable_http_client(cfg.url, http_client=client) as streams:
             yield streams
+
+    def _stderr_tail(self) -> str:
+        """The last lines the server wrote to stderr in this run, joined with ' | ', redacted."""
+        if self._stderr is None:
+            return ""
+        return redactor.redact(_one_line(" | ".join(self._stderr.tail(_STDERR_TAIL_LINES)), 500))
 
     # -- callbacks from the session ---------------------------------------------------------------
 
@@ -476,17 +472,3 @@ def _to_tool(server: str, raw: mt.Tool) -> Tool:
 def _one_line(text: str | None, limit: int) -> str:
     flat = " ".join((text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _tail(path: Path | None, lines: int = _STDERR_TAIL_LINES) -> str:
-    """The last lines the server wrote to stderr in this run, joined with ' | ', redacted."""
-    if path is None:
-        return ""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    marker = text.rfind("--- keen: starting ")
-    run = text[marker:].split("\n", 1)[1] if marker >= 0 and "\n" in text[marker:] else text
-    tail = [line.strip() for line in run.splitlines() if line.strip()][-lines:]
-    return redactor.redact(_one_line(" | ".join(tail), 500))

@@ -36,7 +36,7 @@ __all__ = ["ArgumentValidator"]
 logger = logging.getLogger(__name__)
 
 _MAX_ERRORS = 5
-_NO_RETRIEVAL: Registry[object] = Registry()
+_NO_RETRIEVAL: Registry[Any] = Registry()
 """Holds nothing and retrieves nothing: only a schema's own resources (and the drafts'
 metaschemas, which jsonschema adds itself) can be referenced."""
 

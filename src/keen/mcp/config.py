@@ -36,6 +36,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from keen._fs import atomic_write_json
+from keen._redact import redact_url, register_value
 from keen.errors import ConfigError
 
 __all__ = [
@@ -121,7 +122,7 @@ class HttpServerConfig(_ServerBase):
     def _http_url(cls, value: str) -> str:
         parsed = urlparse(value)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+            raise ValueError(f"{redact_url(value)!r} is not an http:// or https:// URL")
         return value
 
     @property
@@ -299,6 +300,8 @@ def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> 
             var, default = match.group(1), match.group(2)
             found = environ.get(var)
             if found is not None and (found != "" or default is None):
+                # ${VAR} is how a key is kept out of the file: whatever it holds may be one.
+                register_value(found)
                 return found
             if default is not None:
                 return default
