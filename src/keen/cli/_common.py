@@ -6,18 +6,20 @@ error (message on stderr, no traceback). Set ``KEEN_DEBUG=1`` for tracebacks.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
-import anyio
 import typer
 from rich.console import Console
+from rich.text import Text
 
-from keen._redact import RedactingFilter
+from keen._redact import RedactingFilter, redactor
+from keen.cli._signals import Signalled, run_until_signal
+from keen.cli._terminal import safe_json, terminal_text
 from keen.errors import KeenError
 
 __all__ = ["EXIT_KEEN_ERROR", "EXIT_TOOL_ERROR", "err", "fail", "out", "print_json", "run", "setup_logging"]
@@ -44,7 +46,8 @@ class _Formatter(logging.Formatter):
         if not self.verbose:
             record.exc_info = None
             record.exc_text = None
-        return super().format(record)
+        # Tracebacks quote server text too: redact and escape the whole record, not just msg.
+        return terminal_text(redactor.redact(super().format(record)))
 
 
 def setup_logging(verbose: bool) -> None:
@@ -64,24 +67,31 @@ def setup_logging(verbose: bool) -> None:
 
 
 def fail(message: str, code: int = EXIT_KEEN_ERROR) -> NoReturn:
-    """Print ``message`` on stderr and exit with ``code``."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    """Print ``message`` on stderr, literally and escaped (it may quote a server), and exit with ``code``."""
+    err.print(Text.assemble(("error:", "bold red"), " ", terminal_text(message)))
     raise typer.Exit(code)
 
 
 def run(fn: Callable[[], Awaitable[T]]) -> T:
-    """Run an async command body; ``KeenError`` -> stderr + exit 2 (no traceback)."""
+    """Run an async command body; ``KeenError`` -> stderr + exit 2 (no traceback).
+
+    Ctrl-C exits 130; SIGTERM and SIGHUP exit 143 and 129, after the servers were closed.
+    """
     try:
-        return anyio.run(fn)
+        return run_until_signal(fn)
     except KeenError as exc:
-        fail(_escape(exc.message))
+        fail(exc.message)
     except KeyboardInterrupt:
         err.print("cancelled")
         raise typer.Exit(130) from None
+    except Signalled as exc:
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            err.print(f"stopped by {exc}; MCP servers closed")
+        raise typer.Exit(exc.exit_code) from None
     except BaseExceptionGroup as group:
         keen = _first_keen(group)
         if keen is not None:
-            fail(_escape(keen.message))
+            fail(keen.message)
         raise
 
 
@@ -94,13 +104,9 @@ def _first_keen(group: BaseExceptionGroup) -> KeenError | None:
     return None
 
 
-def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
-
-
 def print_json(data: Any) -> None:
-    """JSON on stdout, unstyled (for scripts)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    """JSON on stdout, unstyled (for scripts); exact JSON, with terminal controls escaped."""
+    sys.stdout.write(safe_json(data) + "\n")
     sys.stdout.flush()
 
 

@@ -9,6 +9,7 @@ from rich.live import Live
 from rich.table import Table
 
 from keen.cli._common import err
+from keen.cli._terminal import cell
 from keen.mcp import Manager, ServerState, ServerStatus
 
 __all__ = ["STATE_STYLE", "connecting_view", "status_table", "wait_for_discovery"]
@@ -32,12 +33,12 @@ def status_table(statuses: list[ServerStatus], *, title: str | None = "MCP serve
         style = STATE_STYLE.get(s.state, "")
         state = s.state.value if s.enabled else f"{s.state.value} (disabled)"
         table.add_row(
-            s.name,
+            cell(s.name),
             s.transport,
             s.auth,
-            f"[{style}]{state}[/]",
+            cell(state, style=style),
             str(s.tool_count),
-            s.last_error.replace("[", "\\["),
+            cell(s.last_error),
         )
     return table
 

@@ -19,11 +19,13 @@ from typing import Any
 import typer
 from rich.rule import Rule
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from keen import paths
 from keen.cli._common import out, run
 from keen.cli._live import status_table, wait_for_discovery
+from keen.cli._terminal import cell, terminal_text
 from keen.demo import demo_server_entry
 from keen.gateway import ApprovalRequest, Gateway
 from keen.mcp import Manager, ServerState
@@ -95,7 +97,7 @@ async def _story(timeout: float) -> None:
         for status in manager.servers():
             if status.state is ServerState.CONNECTED:
                 names = [t.name for t in manager.list_tools(status.name)]
-                out.print(f"[bold]{status.name}[/] ({len(names)}): {', '.join(names)}")
+                out.print(Text.assemble((status.name, "bold"), f" ({len(names)}): ", cell(", ".join(names))))
 
         out.print(Rule("3. generate one skill per server (SKILL.md + a schema per tool)"))
         report = await sync_from_manager(manager)
@@ -151,9 +153,8 @@ async def _story(timeout: float) -> None:
             out.print(f"[bold]call_mcp_tool[/] {json.dumps(call)}", highlight=False)
             result = await gateway.handle_tool_call(call)
             style = "red" if result.is_error else "green"
-            out.print(
-                f"  [{style}]{'error' if result.is_error else 'result'}:[/] {result.text}", highlight=False
-            )
+            label = "error" if result.is_error else "result"
+            out.print(Text.assemble("  ", (f"{label}:", style), " ", terminal_text(result.text)))
         out.print(
             f"audit log: {len(audit)} events, e.g. {json.dumps(audit[-1])}" if audit else "no audit events"
         )

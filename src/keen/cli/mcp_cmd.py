@@ -10,10 +10,12 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from keen import paths
 from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run
 from keen.cli._live import status_table, wait_for_discovery
+from keen.cli._terminal import cell, human_result, terminal_text
 from keen.errors import KeenError
 from keen.gateway import ApprovalRequest, Gateway
 from keen.mcp import Manager, ServerState, ServerStatus
@@ -80,7 +82,7 @@ def list_tools(
         table.add_column("description", overflow="fold")
         for tool in tools:
             first = (tool.description or "").strip().splitlines()
-            table.add_row(tool.name, first[0] if first else "")
+            table.add_row(cell(tool.name), cell(first[0] if first else ""))
         out.print(table)
 
     run(body)
@@ -94,8 +96,17 @@ def call(
     as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve the call without asking."),
     timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
+    output: Path | None = typer.Option(
+        None,
+        "--output",
+        "-o",
+        help="Write the whole result to FILE (JSON with --json) instead of printing it.",
+    ),
 ) -> None:
-    """Call TOOL on SERVER through call_mcp_tool. Exit 0 ok, 1 tool error, 2 Keen error."""
+    """Call TOOL on SERVER through call_mcp_tool. Exit 0 ok, 1 tool error, 2 Keen error.
+
+    Printed results are escaped (no terminal control sequences) and cut at 64,000
+    characters; --json and --output give the whole result."""
     try:
         arguments = json.loads(args)
     except json.JSONDecodeError as exc:
@@ -114,8 +125,8 @@ def call(
     def approve(request: ApprovalRequest) -> bool:
         if yes:
             return True
-        err.print(f"[bold]Call[/] {request.server}/{request.tool} with arguments:")
-        err.print(request.arguments_json(), markup=False, highlight=False)
+        err.print(Text.assemble(("Call", "bold"), " ", terminal_text(f"{request.server}/{request.tool}")))
+        err.print(Text(terminal_text(request.arguments_json())))
         return typer.confirm("Approve?", default=False, err=True)
 
     async def body() -> Any:
@@ -126,13 +137,22 @@ def call(
             return await gateway.call(server, tool, arguments)
 
     result = run(body)
-    if as_json:
+    text = result.text
+    if not text and result.structured_content is not None:
+        text = json.dumps(result.structured_content, indent=2, ensure_ascii=False)
+    if output is not None:
+        data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n" if as_json else text
+        try:
+            output.write_text(data, encoding="utf-8")
+        except OSError as exc:
+            fail(f"cannot write {output}: {exc.strerror or exc}; choose another --output path")
+        err.print(Text(terminal_text(f"wrote the whole result ({len(data):,} characters) to {output}")))
+    elif as_json:
         print_json(result.to_dict())
     else:
-        text = result.text
-        if not text and result.structured_content is not None:
-            text = json.dumps(result.structured_content, indent=2, ensure_ascii=False)
-        (err if result.is_error else out).print(text, markup=False, highlight=False)
+        stream = sys.stderr if result.is_error else sys.stdout
+        stream.write(human_result(text))
+        stream.flush()
     if result.is_error:
         raise typer.Exit(EXIT_TOOL_ERROR)
 
@@ -211,7 +231,7 @@ def sync(
                 f"mcp:{entry.server}",
                 entry.action,
                 "yes" if entry.enabled else "no",
-                hint.replace("[", "\\["),
+                cell(hint),
             )
         out.print(table)
         out.print(f"skills are in {report.skills_root}")

@@ -15,10 +15,10 @@ from typing import Annotated, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from keen import paths
+from keen.cli._terminal import cell, terminal_text
 from keen.errors import KeenError, SkillError
 from keen.skills import SKILL_FILE, Discovery, SkillsConfig, discover
 
@@ -36,7 +36,7 @@ NameArg = Annotated[str, typer.Argument(help="Skill name, e.g. mcp:github (see `
 
 
 def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {terminal_text(message)}", err=True)
     return typer.Exit(code=2)
 
 
@@ -98,13 +98,13 @@ def list_skills(
     table.add_column("Description", overflow="fold")
     table.add_column("Path", overflow="fold")
     for s in found.skills:
-        # Escaped: a description like "[draft] notes" must print literally, not as rich markup.
+        # Text cells: "[draft]" or ":office:" in a description print literally, controls escaped.
         table.add_row(
-            escape(s.name),
+            cell(s.name),
             "yes" if s.enabled else "no",
             "yes" if s.managed else "no",
-            escape(s.description),
-            escape(str(s.path)),
+            cell(s.description),
+            cell(str(s.path)),
         )
     console.print(table)
 
@@ -156,4 +156,5 @@ def show(name: NameArg) -> None:
             text = (problem.path / SKILL_FILE).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise _fail(f"cannot show skill {name!r}: {problem.message}") from exc
+    text = terminal_text(text)
     typer.echo(text, nl=not text.endswith("\n"))

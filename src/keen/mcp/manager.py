@@ -129,18 +129,22 @@ class Manager:
         """Stop every owner task, close every session and stdio process; idempotent.
 
         Owners get ``10 s`` to shut down cleanly (stdio servers get the SDK's grace
-        period, then their process group is killed); then they are cancelled.
+        period, then their process group is killed); then they are cancelled. Shielded
+        from the caller's cancellation, so a cancelled caller leaves no server running.
         """
         if not self._started or self._closed or self._tg is None:
             return
         self._closed = True
+        tg = self._tg
         for runtime in self._runtimes.values():
             runtime.stop()
-        tg = self._tg
-        with anyio.move_on_after(_STOP_GRACE):
+        # Shielded: a cancelled caller (Ctrl-C, SIGTERM) still gives the owners their bounded
+        # time to close sessions and stop server processes.
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_GRACE):
             for runtime in self._runtimes.values():
                 await runtime.finished.wait()
-        # Exit the task group outside the timeout scope: cancel scopes must unwind in LIFO order.
+        # Exit the task group outside those scopes: cancel scopes must unwind in LIFO order.
+        # Its exit waits for every owner even when the caller is cancelled.
         if not all(rt.finished.is_set() for rt in self._runtimes.values()):
             tg.cancel_scope.cancel()
         await tg.__aexit__(None, None, None)
