@@ -29,6 +29,7 @@ from keen import __version__
 from keen._redact import redact_url, redactor
 from keen.errors import AuthRequired, RemoteProtocolError
 from keen.mcp._secrets import register_server_secrets
+from keen.mcp._spawn import server_command
 from keen.mcp._stderr import StderrCopy
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp._validation import ArgumentValidator
@@ -380,10 +381,13 @@ class ServerRuntime:
     # -- transports -----------------------------------------------------------------------------------
 
     def _stdio(self, cfg: StdioServerConfig, errlog: TextIO) -> Any:
+        env = {**os.environ, **cfg.env}
+        # On Linux through a launcher that makes the server die with Keen (keen.mcp._spawn).
+        command, args = server_command(cfg.command, list(cfg.args), env=env, cwd=cfg.cwd)
         params = StdioServerParameters(
-            command=cfg.command,
-            args=list(cfg.args),
-            env={**os.environ, **cfg.env},
+            command=command,
+            args=args,
+            env=env,
             cwd=cfg.cwd,
             encoding_error_handler="replace",
         )

@@ -1,0 +1,106 @@
+"""No orphans (issue 8, fix 5): SIGTERM, SIGHUP and SIGKILL to ``keen`` mid-call.
+
+The hostile server ignores SIGTERM, SIGHUP and SIGINT and keeps running after its stdin
+closes: the worst case for a client. After SIGTERM (exit 143) and SIGHUP (exit 129) Keen
+has closed the session and stopped the server; after SIGKILL the kernel's death signal
+(Linux ``PR_SET_PDEATHSIG``) stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.hostile import KEEN, hostile_entry
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def _alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.parent.parent.exists() and sys.platform.startswith("linux"):
+        try:
+            # A zombie (state Z) is dead; it only waits for PID 1 to reap it.
+            return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def _start_call(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """``keen mcp call h hang`` in flight against a server that ignores signals and EOF."""
+    home = tmp_path / "keen-home"
+    (home / "mcp").mkdir(parents=True)
+    pidfile = tmp_path / "server.pid"
+    spec = {
+        "tools": [{"name": "hang", "inputSchema": {"type": "object"}}],
+        "hang_on_call": ["hang"],
+        "stderr_on_call": "call started",
+        "ignore_eof": True,
+        "ignore_signals": True,
+        "pidfile": str(pidfile),
+    }
+    config = {"version": 1, "servers": {"h": hostile_entry(tmp_path / "spec.json", spec)}}
+    (home / "mcp" / "configs.json").write_text(json.dumps(config))
+    env = {**os.environ, "KEEN_HOME": str(home)}
+    proc = subprocess.Popen(
+        [*KEEN, "mcp", "call", "h", "hang", "--yes"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    log = home / "logs" / "h.stderr.log"
+    started = _wait(lambda: log.exists() and "call started" in log.read_text(), 30)
+    if not started:
+        proc.kill()
+        pytest.fail(f"the call never reached the server: {proc.communicate(timeout=10)}")
+    return proc, int(pidfile.read_text())
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_close_the_server_and_exit_128_plus_n(
+    tmp_path: Path, signum: int, code: int
+) -> None:
+    proc, server = _start_call(tmp_path)
+    try:
+        proc.send_signal(signum)
+        _out, err = proc.communicate(timeout=30)
+        assert proc.returncode == code, err
+        assert b"stopped by" in err
+        assert not _alive(server), "the stdio server outlived keen"
+    finally:
+        if _alive(server):
+            os.kill(server, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+def test_sigkill_takes_the_server_down_with_keen(tmp_path: Path) -> None:
+    proc, server = _start_call(tmp_path)
+    try:
+        proc.kill()
+        proc.communicate(timeout=10)
+        assert _wait(lambda: not _alive(server), 10), "the stdio server outlived a SIGKILLed keen"
+    finally:
+        if _alive(server):
+            os.kill(server, signal.SIGKILL)
