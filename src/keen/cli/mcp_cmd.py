@@ -74,6 +74,11 @@ def list_tools(
             manager.status(server)  # ServerNotConfigured before any waiting
             await wait_for_discovery(manager, timeout=timeout, live=not as_json)
             tools = manager.list_tools(server)
+            invalid = manager.invalid_tools(server)
+        for skipped in invalid[:20]:
+            err.print(cell(f"skipped invalid tool {skipped.name}: {skipped.reason}", style="yellow"))
+        if len(invalid) > 20:
+            err.print(f"... and {len(invalid) - 20} more invalid tools skipped", style="yellow")
         if as_json:
             print_json([t.to_dict() for t in tools])
             return
@@ -225,7 +230,7 @@ def sync(
             hint = (
                 entry.hint
                 or entry.error
-                or (f"{len(entry.rejected)} tool(s) rejected" if entry.rejected else "")
+                or (f"{entry.rejected_count} tool(s) rejected" if entry.rejected_count else "")
             )
             table.add_row(
                 f"mcp:{entry.server}",

@@ -31,6 +31,7 @@ from keen.errors import AuthRequired, RemoteProtocolError
 from keen.mcp._secrets import register_server_secrets
 from keen.mcp._spawn import server_command
 from keen.mcp._stderr import StderrCopy
+from keen.mcp._tool_filter import InvalidTool, ToolListFilter, WriteWatch
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp._validation import ArgumentValidator
 from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
@@ -55,13 +56,16 @@ class _EOFWatch:
     the owner needs to know to mark the server disconnected.
     """
 
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+    def __init__(
+        self, inner: Any, on_eof: Callable[[], None], transform: Callable[[Any], Any] = lambda item: item
+    ) -> None:
         self._inner = inner
         self._on_eof = on_eof
+        self._transform = transform
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            return self._transform(await self._inner.receive())
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_eof()
             raise
@@ -134,6 +138,9 @@ class ServerRuntime:
         self._attempt_waiters: list[anyio.Event] = []
         self._eof = False
         self._stderr: StderrCopy | None = None
+        self._tool_filter = ToolListFilter()
+        self.invalid_tools: list[InvalidTool] = []
+        """Tools of the latest listing that the MCP schema rejects: skipped, the rest usable."""
         self._connect_scope: anyio.CancelScope | None = None
         self._facts = ConnectFacts(name, config.transport, config.auth_type)
         register_server_secrets(config)
@@ -260,10 +267,11 @@ class ServerRuntime:
                 else:
                     streams = await stack.enter_async_context(self._http(cfg, facts))
                 read, write = streams
+                tool_filter = self._tool_filter = ToolListFilter()
                 session = await stack.enter_async_context(
                     ClientSession(
-                        _EOFWatch(read, self._mark_eof),
-                        write,
+                        _EOFWatch(read, self._mark_eof, tool_filter.incoming),
+                        WriteWatch(write, tool_filter),
                         message_handler=self._on_message,
                         logging_callback=self._on_log,
                         client_info=_CLIENT_INFO,
@@ -277,6 +285,7 @@ class ServerRuntime:
                         facts.phase, facts.timeout = "initialize", cfg.timeouts.connect
                         with anyio.fail_after(cfg.timeouts.connect):
                             init = await session.initialize()
+                        tool_filter.version = init.protocol_version
                         facts.phase, facts.timeout = "list_tools", cfg.timeouts.list_tools
                         with anyio.fail_after(cfg.timeouts.list_tools):
                             tools = await self._list_all(session)
@@ -353,6 +362,7 @@ class ServerRuntime:
         tools: list[Tool] = []
         seen_names: set[str] = set()
         seen_cursors: set[str] = set()
+        self._tool_filter.start_listing()
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
             params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
@@ -367,6 +377,7 @@ class ServerRuntime:
                 tools.append(_to_tool(self.name, raw))
             cursor = page.next_cursor
             if not cursor:
+                self._report_invalid()
                 return tools
             if cursor in seen_cursors:
                 raise RemoteProtocolError(
@@ -423,6 +434,20 @@ class ServerRuntime:
         )
         async with client, streamable_http_client(cfg.url, http_client=client) as streams:
             yield streams
+
+    def _report_invalid(self) -> None:
+        self.invalid_tools = list(self._tool_filter.invalid)
+        if self.invalid_tools:
+            # One line per server, however many tools were skipped.
+            shown = "; ".join(f"{t.name!r} ({t.reason})" for t in self.invalid_tools[:3])
+            more = f"; and {len(self.invalid_tools) - 3} more" if len(self.invalid_tools) > 3 else ""
+            logger.warning(
+                "server %s: skipped %d invalid tool(s) from tools/list, the others are usable: %s%s",
+                self.name,
+                len(self.invalid_tools),
+                redactor.redact(shown),
+                more,
+            )
 
     def _stderr_tail(self) -> str:
         """The last lines the server wrote to stderr in this run, joined with ' | ', redacted."""

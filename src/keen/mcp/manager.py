@@ -35,6 +35,7 @@ from keen.errors import (
     ToolNotFound,
 )
 from keen.mcp._runtime import AuthFactory, ServerRuntime
+from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._translate import translate_call_error
 from keen.mcp.auth import classify_auth_failure
 from keen.mcp.config import MCPConfig, load_config
@@ -201,6 +202,12 @@ class Manager:
         """
         runtime = self._connected(name)
         return list(runtime.tools)
+
+    def invalid_tools(self, name: str) -> list[InvalidTool]:
+        """Tools the last tools/list sent that the MCP schema rejects (name, reason): skipped,
+        while the rest of the list stays usable. ``[]`` when there were none or the server
+        never listed. Raises ``ServerNotConfigured``."""
+        return list(self._runtime(name).invalid_tools)
 
     # -- calls ------------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ __all__ = [
     "one_line",
     "plan_paths",
     "schema_relpath",
+    "unsafe_char",
 ]
 
 SERVER_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -54,7 +55,7 @@ class PlannedTool:
     relpath: str
 
 
-def _unsafe_char(ch: str) -> bool:
+def unsafe_char(ch: str) -> bool:
     # Control, format (bidi overrides, zero-width), surrogates, private use, unassigned,
     # and Unicode line/paragraph separators: none belongs in a file name or a table cell.
     category = unicodedata.category(ch)
@@ -75,7 +76,7 @@ def schema_relpath(name: str) -> str:
         return _reject(f"the name is longer than {MAX_NAME_CHARS} characters")
     if "\x00" in name:
         return _reject("the name contains a NUL character")
-    if not name.isprintable() and any(_unsafe_char(ch) for ch in name):
+    if not name.isprintable() and any(unsafe_char(ch) for ch in name):
         return _reject("the name contains a control or invisible formatting character")
     if "\\" in name:
         return _reject("the name contains a backslash")
@@ -140,7 +141,7 @@ def display_text(text: str, limit: int = 80) -> str:
         return text
     out: list[str] = []
     for ch in text[: limit + 1]:
-        if _unsafe_char(ch):
+        if unsafe_char(ch):
             code = ord(ch)
             out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
         elif ch == "|":
@@ -159,7 +160,7 @@ def one_line(text: str, limit: int = 120, *, first_sentence: bool = True) -> str
     # Only the head matters; bounding it keeps a 100 kB description cheap.
     line = line[: limit * 4]
     if not line.isprintable():
-        line = "".join(" " if _unsafe_char(ch) else ch for ch in line)
+        line = "".join(" " if unsafe_char(ch) else ch for ch in line)
     line = " ".join(line.split())
     if first_sentence:
         line = _SENTENCE_END.split(line, maxsplit=1)[0].strip()

@@ -18,12 +18,20 @@ from typing import Any
 import yaml
 
 from keen.mcp.types import ServerInfo, Tool
-from keen.mcpskills._names import MAX_NAME_CHARS, PlannedTool, RejectedTool, display_text, one_line
+from keen.mcpskills._names import (
+    MAX_NAME_CHARS,
+    PlannedTool,
+    RejectedTool,
+    display_text,
+    one_line,
+    unsafe_char,
+)
 
 __all__ = [
     "FORMAT",
     "MANAGED_BY",
     "MARKER_FILE",
+    "MAX_SKIPPED_LISTED",
     "MAX_TABLE_ROWS",
     "SKILL_FILE",
     "describe_server",
@@ -40,6 +48,9 @@ MARKER_FILE = ".keen-generated-mcp.json"
 SKILL_FILE = "SKILL.md"
 MAX_TABLE_ROWS = 1000
 """seeds/001: "The generated tool table is capped at 1000 rows"."""
+MAX_SKIPPED_LISTED = 50
+"""SKILL.md, the marker and the sync report name at most this many skipped tools, then a count:
+a server listing 20,000 unusable names must not make a 2 MB SKILL.md."""
 
 COMPACT_SCHEMA_CHARS = 2000
 """A schema file longer than this on one line is written indented (93% of real ones fit)."""
@@ -197,6 +208,14 @@ def _yaml_scalar(value: str) -> str:
     raise ValueError(f"cannot write {value!r} as a one-line YAML scalar")
 
 
+def _visible(line: str) -> str:
+    """A line of server text with control and invisible formatting characters escaped
+    (``\u001b``): the model reads SKILL.md, and so may a person in a terminal."""
+    if line.isprintable():
+        return line
+    return "".join(f"\\u{ord(ch):04x}" if ch != "\t" and unsafe_char(ch) else ch for ch in line)
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -256,7 +275,7 @@ def render_skill_md(
         if len(text) > _INSTRUCTIONS_CHARS:
             text = text[: _INSTRUCTIONS_CHARS - 1].rstrip() + "…"
         lines += ["", "## Server instructions", ""]
-        lines += ["> " + line.rstrip() if line.strip() else ">" for line in text.splitlines()]
+        lines += ["> " + _visible(line.rstrip()) if line.strip() else ">" for line in text.splitlines()]
     lines += [
         "",
         "## How to call a tool",
@@ -298,5 +317,7 @@ def render_skill_md(
             "brackets), so they are not documented here:",
             "",
         ]
-        lines += [f"- {r.display} ({r.reason})" for r in rejected]
+        lines += [f"- {r.display} ({r.reason})" for r in rejected[:MAX_SKIPPED_LISTED]]
+        if len(rejected) > MAX_SKIPPED_LISTED:
+            lines.append(f"- and {len(rejected) - MAX_SKIPPED_LISTED} more ({len(rejected)} skipped in all)")
     return ("\n".join(lines) + "\n").encode("utf-8")

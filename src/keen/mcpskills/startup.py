@@ -30,7 +30,8 @@ def snapshots(manager: Manager) -> list[ServerSnapshot]:
     out: list[ServerSnapshot] = []
     for status in manager.servers():
         tools = manager.list_tools(status.name) if status.state is ServerState.CONNECTED else []
-        out.append(ServerSnapshot(status, tools, manager.server_info(status.name)))
+        invalid = [(t.name, t.reason) for t in manager.invalid_tools(status.name)]
+        out.append(ServerSnapshot(status, tools, manager.server_info(status.name), invalid))
     return out
 
 
@@ -86,7 +87,8 @@ async def connect_server(
     status = await manager.refresh(server)
     config = SkillsConfig.load(root / "config.json")
     tools = manager.list_tools(server) if status.state is ServerState.CONNECTED else []
-    snapshot = ServerSnapshot(status, tools, manager.server_info(server))
+    invalid = [(t.name, t.reason) for t in manager.invalid_tools(server)]
+    snapshot = ServerSnapshot(status, tools, manager.server_info(server), invalid)
     entry = await anyio.to_thread.run_sync(
         lambda: sync_server(snapshot, skills_root=root, skills_config=config, force_enable=True)
     )
