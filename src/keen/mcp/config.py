@@ -14,7 +14,8 @@ Shape::
                     "cwd": "/tmp", "timeouts": {"connect": 15, "list_tools": 30, "call_tool": 120},
                     "enabled": false}}}
 
-Rules (seeds/003): a supported ``version``; server names ``^[A-Za-z0-9_-]{1,64}$``;
+Rules (seeds/003): a supported ``version``; server names ``^[A-Za-z0-9_-]{1,64}$``,
+no two differing only in case;
 ``transport`` is ``streamable_http`` or ``stdio`` (inferred from ``url``/``command``
 when absent); HTTP servers need an http(s) ``url``; ``auth.type`` is ``none``,
 ``api_key`` (needs ``key``) or ``oauth``; stdio servers need ``command`` and take no
@@ -217,8 +218,20 @@ def parse_config(
         )
     env = os.environ if environ is None else environ
     servers: dict[str, HttpServerConfig | StdioServerConfig] = {}
+    folded: dict[str, str] = {}
     for name, entry in servers_raw.items():
         servers[name] = _parse_server(name, entry, source=source, environ=env)
+        other = folded.setdefault(name.lower(), name)
+        if other != name:
+            # Their skill dirs mcp:<name> would be one dir on a case-insensitive file system.
+            raise ConfigError(
+                f"{source}: server names {other!r} and {name!r} differ only in case; rename one "
+                "(each server's skill is the directory mcp:<name>, and on macOS and Windows those "
+                "two would be the same directory)",
+                path=source,
+                server=name,
+                field="name",
+            )
     return MCPConfig(version=version, servers=servers)
 
 
