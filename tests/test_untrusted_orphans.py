@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers import server_script
 from helpers.hostile import KEEN, hostile_entry
+from keen.mcp._spawn import _setpriv
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -104,3 +106,44 @@ def test_sigkill_takes_the_server_down_with_keen(tmp_path: Path) -> None:
     finally:
         if _alive(server):
             os.kill(server, signal.SIGKILL)
+
+
+_PARENT = """
+import os, subprocess, sys, time
+from keen.mcp import _spawn
+if sys.argv[3] == "python":
+    _spawn._setpriv = lambda: None  # force the Python launcher
+cmd, args = _spawn.server_command(sys.executable, [sys.argv[1], sys.argv[2]], env=dict(os.environ), cwd=None)
+proc = subprocess.Popen([cmd, *args], stdin=subprocess.PIPE, start_new_session=True)
+print(proc.pid, cmd, flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+@pytest.mark.parametrize("launcher", ["setpriv", "python"])
+def test_each_launcher_execs_in_place_and_dies_with_its_parent(tmp_path: Path, launcher: str) -> None:
+    if launcher == "setpriv" and _setpriv() is None:
+        pytest.skip("util-linux setpriv with --pdeathsig is not installed")
+    pidfile = tmp_path / "server.pid"
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"ignore_eof": True, "ignore_signals": True, "pidfile": str(pidfile)}))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _PARENT, str(server_script("hostile_stdio")), str(spec), launcher],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout is not None
+        pid_text, used = parent.stdout.readline().split()
+        assert _wait(pidfile.exists, 15) and _wait(lambda: pidfile.read_text().strip() != "", 5)
+        server = int(pidfile.read_text())
+        assert server == int(pid_text)  # exec'd in place: the PID Keen holds is the server's
+        assert ("setpriv" in used) == (launcher == "setpriv")
+        parent.kill()
+        parent.wait(10)
+        assert _wait(lambda: not _alive(server), 10), "the server outlived its SIGKILLed parent"
+    finally:
+        parent.kill()
+        if pidfile.exists() and pidfile.read_text().strip() and _alive(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)

@@ -4,9 +4,11 @@ The SDK starts each server in a new session (its own process group) and, on a cl
 shutdown or a cancellation, closes its stdin, then terminates and kills that group. A
 SIGKILL to Keen runs none of that: the server is re-parented to PID 1 and, unless it
 exits when its stdin closes, runs on. On Linux Keen therefore starts the server through
-a few lines of Python that ask the kernel for ``PR_SET_PDEATHSIG`` (SIGKILL when the
-parent dies; prctl(2)) and then ``exec`` the real command in the same process, so the
-server's PID, arguments, environment and pipes are its own.
+a launcher that asks the kernel for ``PR_SET_PDEATHSIG`` (SIGKILL when the parent dies;
+prctl(2)) and then ``exec``s the real command in the same process, so the server's PID,
+environment and pipes are its own: util-linux's ``setpriv --pdeathsig KILL`` when it is
+installed (a few hundred microseconds), else a few lines of Python (``LAUNCHER``, about
+20 ms of CPU per server start on a small machine).
 
 What remains (docs in README "Stopping servers"): the signal reaches the server process
 only; its own children (``npx`` starts ``node``) are left to notice that their stdin
@@ -17,8 +19,10 @@ death signal: there a server that ignores EOF outlives a SIGKILLed Keen.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import shutil
+import subprocess
 import sys
 
 __all__ = ["LAUNCHER", "server_command"]
@@ -49,7 +53,25 @@ def server_command(
     if not sys.platform.startswith("linux") or not sys.executable:
         return command, args
     resolved = _resolve(command, env=env, cwd=cwd)
+    setpriv = _setpriv()
+    if setpriv is not None:
+        return setpriv, ["--pdeathsig", "KILL", "--", resolved, *args]
     return sys.executable, ["-I", "-S", "-c", LAUNCHER, str(os.getpid()), resolved, command, *args]
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    """util-linux ``setpriv`` if it is installed and knows ``--pdeathsig`` (2.33 and later)."""
+    path = shutil.which("setpriv")
+    if path is None:
+        return None
+    try:
+        helped = subprocess.run(
+            [path, "--help"], capture_output=True, text=True, timeout=5, check=False, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path if "--pdeathsig" in helped.stdout else None
 
 
 def _resolve(command: str, *, env: dict[str, str], cwd: str | None) -> str:
