@@ -253,9 +253,8 @@ def connect(
 
             def show_url(url: str, opened: bool) -> None:
                 how = "Opened your browser to sign in" if opened else "Open this URL in a browser to sign in"
-                err.print(
-                    f"{how} to {server} (waiting up to 5 minutes):\n{url}", markup=False, highlight=False
-                )
+                # The URL comes from the server's metadata: printed escaped and literal.
+                err.print(Text(terminal_text(f"{how} to {server} (waiting up to 5 minutes):\n{url}")))
 
             return await connect_server(manager, server, on_authorization_url=show_url)
 
