@@ -103,3 +103,18 @@ async def test_a_huge_error_message_is_cut(manager: Manager) -> None:
     with pytest.raises(RemoteProtocolError) as info:
         await Gateway(manager).call("h", "long_error", {})
     assert len(info.value.message) < 3_000
+
+
+async def test_a_flood_of_bad_and_duplicate_tools_is_two_warnings(
+    write_config: Callable[..., Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    tools = [_tool("same") for _ in range(5_000)] + [_tool(f"bad{i}", {}) for i in range(5_000)]
+    path = write_config({"h": hostile_entry(tmp_path / "spec.json", {"tools": [_tool("ok"), *tools]})})
+    caplog.set_level(logging.WARNING)
+    async with Manager(path) as manager:
+        assert await manager.wait_ready(60)
+        assert {t.name for t in manager.list_tools("h")} == {"ok", "same"}
+        assert len(manager.invalid_tools("h")) == 5_000
+    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("keen")]
+    assert len(warnings) == 2, warnings[:5]
+    assert "4999 duplicate tool name(s)" in warnings[1] and "skipped 5000 invalid tool(s)" in warnings[0]

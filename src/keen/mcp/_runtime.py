@@ -362,6 +362,7 @@ class ServerRuntime:
         tools: list[Tool] = []
         seen_names: set[str] = set()
         seen_cursors: set[str] = set()
+        duplicates: list[str] = []
         self._tool_filter.start_listing()
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
@@ -369,15 +370,21 @@ class ServerRuntime:
             page = await session.list_tools(params=params)
             for raw in page.tools:
                 if raw.name in seen_names:
-                    logger.warning(
-                        "server %s: duplicate tool %r in tools/list; keeping the first", self.name, raw.name
-                    )
+                    duplicates.append(raw.name)
                     continue
                 seen_names.add(raw.name)
                 tools.append(_to_tool(self.name, raw))
             cursor = page.next_cursor
             if not cursor:
                 self._report_invalid()
+                if duplicates:
+                    # One line per server, however many: a flood of duplicates is one warning.
+                    logger.warning(
+                        "server %s: %d duplicate tool name(s) in tools/list, e.g. %s; keeping the first of each",
+                        self.name,
+                        len(duplicates),
+                        ", ".join(repr(name) for name in duplicates[:3]),
+                    )
                 return tools
             if cursor in seen_cursors:
                 raise RemoteProtocolError(
