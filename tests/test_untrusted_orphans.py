@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import signal
 import subprocess
 import sys
@@ -145,5 +147,61 @@ def test_each_launcher_execs_in_place_and_dies_with_its_parent(tmp_path: Path, l
         assert _wait(lambda: not _alive(server), 10), "the server outlived its SIGKILLed parent"
     finally:
         parent.kill()
+        if pidfile.exists() and pidfile.read_text().strip() and _alive(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def _read_until(fd: int, needle: bytes, timeout: float) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while needle not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    return seen
+
+
+@pytest.mark.parametrize("answer", ["yes", "SIGTERM"])
+def test_the_approval_question_answers_and_yields_to_sigterm(tmp_path: Path, answer: str) -> None:
+    home = tmp_path / "keen-home"
+    (home / "mcp").mkdir(parents=True)
+    pidfile = tmp_path / "server.pid"
+    spec = {
+        "tools": [{"name": "ok", "inputSchema": {"type": "object"}}],
+        "ignore_eof": True,
+        "ignore_signals": True,
+        "pidfile": str(pidfile),
+    }
+    config = {"version": 1, "servers": {"h": hostile_entry(tmp_path / "spec.json", spec)}}
+    (home / "mcp" / "configs.json").write_text(json.dumps(config))
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*KEEN, "mcp", "call", "h", "ok"],
+        env={**os.environ, "KEEN_HOME": str(home)},
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
+    os.close(slave)
+    try:
+        prompt = _read_until(master, b"Approve?", 30)
+        assert b"Approve?" in prompt, prompt
+        server = int(pidfile.read_text())
+        if answer == "yes":
+            os.write(master, b"y\n")
+            out, _ = proc.communicate(timeout=30)
+            assert proc.returncode == 0 and out.strip() == b"ok"
+        else:
+            time.sleep(0.3)  # Keen is waiting for the answer
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=30)
+            assert proc.returncode == 143
+        assert _wait(lambda: not _alive(server), 10)
+    finally:
+        proc.kill()
+        os.close(master)
         if pidfile.exists() and pidfile.read_text().strip() and _alive(int(pidfile.read_text())):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)

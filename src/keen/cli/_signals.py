@@ -6,18 +6,26 @@ task; the Manager's shutdown (shielded, bounded) closes sessions and stops the s
 processes; then the command exits with ``128 + signal`` (143 for SIGTERM, 129 for SIGHUP),
 as a shell reports a process a signal ended. SIGKILL cannot be caught: see
 ``keen.mcp._spawn`` for what stops servers then.
+
+A question to the user (``ask_cancellably``) waits in a daemon thread, so a signal that
+arrives while Keen waits for an answer still ends the command at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
-__all__ = ["Signalled", "run_until_signal"]
+__all__ = ["Signalled", "ask_cancellably", "confirm_line", "run_until_signal"]
 
 T = TypeVar("T")
 
@@ -56,3 +64,40 @@ def run_until_signal(fn: Callable[[], Awaitable[T]]) -> T:
     if received:
         raise Signalled(received[0])
     return outcome[0]
+
+
+async def ask_cancellably(ask: Callable[[], bool]) -> bool:
+    """Run the blocking ``ask()`` (a terminal prompt) in a daemon thread and await its answer.
+
+    The event loop keeps running meanwhile, so SIGTERM, SIGHUP and Ctrl-C cancel the wait;
+    the abandoned thread cannot keep the process alive. An exception in ``ask`` is a no.
+    """
+    answer: list[bool] = []
+    done = anyio.Event()
+    token = anyio.lowlevel.current_token()
+
+    def run() -> None:
+        try:
+            answer.append(bool(ask()))
+        except BaseException:
+            answer.append(False)
+        finally:
+            # RuntimeError: the loop is gone, so nobody is waiting any more.
+            with contextlib.suppress(RuntimeError):
+                anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=run, name="keen-prompt", daemon=True).start()
+    await done.wait()
+    return answer[0]
+
+
+def confirm_line(question: str) -> bool:
+    """Ask ``question`` on stderr and read one line from stdin: True for ``y`` or ``yes``.
+
+    Reads the file descriptor directly, not ``sys.stdin``: a thread left blocked in a
+    buffered read holds its lock, and Python aborts at exit when a daemon thread does.
+    """
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    line = os.read(sys.stdin.fileno(), 1024).decode("utf-8", "replace").strip().lower()
+    return line in ("y", "yes")

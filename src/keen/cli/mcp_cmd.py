@@ -15,6 +15,7 @@ from rich.text import Text
 from keen import paths
 from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run
 from keen.cli._live import status_table, wait_for_discovery
+from keen.cli._signals import ask_cancellably, confirm_line
 from keen.cli._terminal import cell, human_result, terminal_text
 from keen.errors import KeenError
 from keen.gateway import ApprovalRequest, Gateway
@@ -122,12 +123,13 @@ def call(
             "rerun with --yes to approve it"
         )
 
-    def approve(request: ApprovalRequest) -> bool:
+    async def approve(request: ApprovalRequest) -> bool:
         if yes:
             return True
         err.print(Text.assemble(("Call", "bold"), " ", terminal_text(f"{request.server}/{request.tool}")))
         err.print(Text(terminal_text(request.arguments_json())))
-        return typer.confirm("Approve?", default=False, err=True)
+        # In a thread: SIGTERM or Ctrl-C during the question still ends the command at once.
+        return await ask_cancellably(lambda: confirm_line("Approve? [y/N]: "))
 
     async def body() -> Any:
         async with Manager(only={server}) as manager:
