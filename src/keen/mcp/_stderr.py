@@ -115,6 +115,18 @@ class StderrCopy:
             return [line for line in self._tail if line.strip()][-lines:]
 
     def _run(self) -> None:
+        try:
+            self._copy()
+        finally:
+            if self._stop.is_set():
+                # The context has ended: nothing will read the pipe again (a grandchild may
+                # still hold its write end, which is why the copy gave up).
+                with self._lock:
+                    if self._read_fd >= 0:
+                        os.close(self._read_fd)
+                        self._read_fd = -1
+
+    def _copy(self) -> None:
         deadline: float | None = None
         while True:
             if self._stop.is_set() and deadline is None:
