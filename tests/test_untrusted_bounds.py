@@ -1,4 +1,4 @@
-"""Bounded everything (issue 8, fix 4).
+"""Bounded everything.
 
 20,000 unusable tool names make a small SKILL.md and marker and one warning; a result's
 structured content never carries more than the model limit; a 1 MB JSON-RPC error message

@@ -1,4 +1,4 @@
-"""Names that only differ in case, and the OAuth redirect URI (issue 8, fix 6).
+"""Names that only differ in case, and the OAuth redirect URI.
 
 Tool names differing only in case get distinct schema files (a case-insensitive file system,
 macOS or Windows, would otherwise keep one of them); server names differing only in case

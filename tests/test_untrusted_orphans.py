@@ -1,4 +1,4 @@
-"""No orphans (issue 8, fix 5): SIGTERM, SIGHUP and SIGKILL to ``keen`` mid-call.
+"""No orphans: SIGTERM, SIGHUP and SIGKILL to ``keen`` mid-call.
 
 The hostile server ignores SIGTERM, SIGHUP and SIGINT and keeps running after its stdin
 closes: the worst case for a client. After SIGTERM (exit 143) and SIGHUP (exit 129) Keen

@@ -1,5 +1,5 @@
 """Property tests: any tool names, descriptions, schemas and server info through skill
-generation (issue 8, "Tests").
+generation (README "Servers are untrusted").
 
 For whatever a server lists (hypothesis draws names from all of Unicode, with path
 separators, dots, control characters and lengths past file-name limits, and schemas as

@@ -1,4 +1,4 @@
-"""A tool's inputSchema never makes Keen fetch or read anything (issue 8, fix 1).
+"""A tool's inputSchema never makes Keen fetch or read anything.
 
 A hostile raw JSON-RPC server lists tools whose schemas ``$ref`` a loopback listener that
 counts connections and never answers, and a local file. The calls go through; the

@@ -1,4 +1,4 @@
-"""No configured secret in any output (issue 8, fix 2).
+"""No configured secret in any output.
 
 Secrets reach Keen through a stdio server's ``env`` (after ``${VAR}`` expansion, under a
 name that says nothing about secrets), an HTTP URL's query and userinfo. Hostile raw

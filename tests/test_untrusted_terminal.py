@@ -1,4 +1,4 @@
-"""Nothing raw on the terminal (issue 8, fix 3).
+"""Nothing raw on the terminal.
 
 A hostile raw JSON-RPC server puts terminal control sequences (OSC 52 clipboard write,
 screen clear, colours, NUL, a one-byte CSI, a bidi override) and ``:emoji:`` codes into
