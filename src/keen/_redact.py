@@ -4,7 +4,11 @@ A ``Redactor`` holds the literal secrets Keen knows (configured keys, tokens it
 obtained) and replaces each occurrence with ``[REDACTED]``. Pattern rules catch
 common shapes Keen was not told about (``Bearer xyz``, ``Authorization: ...``,
 ``access_token=...``). Used at every boundary where text leaves: error messages,
-log records, ``last_error``, generated files.
+log records, ``last_error``, generated files, the stderr logs of stdio servers.
+
+URLs are redacted structurally as well (:func:`redact_url`): their userinfo and the
+values of their query parameters, so a token in ``?token=...`` or ``https://TOKEN@host``
+is hidden even when Keen was not told it is one.
 """
 
 from __future__ import annotations
@@ -12,8 +16,18 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-__all__ = ["REDACTED", "RedactingFilter", "Redactor", "redactor"]
+__all__ = [
+    "REDACTED",
+    "RedactingFilter",
+    "Redactor",
+    "looks_secret",
+    "redact_url",
+    "redactor",
+    "register_value",
+    "url_secrets",
+]
 
 REDACTED = "[REDACTED]"
 
@@ -27,7 +41,51 @@ _PATTERNS = [
         r"(?i)(\b(?:access_token|refresh_token|id_token|client_secret|code|code_verifier)=)[^&\s\"']{4,}"
     ),
     re.compile(r"(?i)(\"(?:access_token|refresh_token|id_token|client_secret)\"\s*:\s*\")[^\"]+"),
+    # URL userinfo (``https://user:pass@host``, ``https://TOKEN@host``): the scheme stays.
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@?#]+(?=@)"),
+    # Query parameters whose name says secret (``?token=``, ``&api_key=``, ``&sig=``).
+    re.compile(
+        r"(?i)([?&][a-z0-9_.-]*(?:token|key|secret|password|passwd|pwd|sig|signature|auth|session)"
+        r"[a-z0-9_.-]*=)[^&\s\"'#]{4,}"
+    ),
 ]
+
+# Values that configure a server but are not secrets: redacting them would only blank
+# ordinary words in every message ("info" in LOG_LEVEL=info).
+_PLAIN_WORDS = frozenset(
+    [
+        "true",
+        "false",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "none",
+        "null",
+        "debug",
+        "info",
+        "warn",
+        "warning",
+        "error",
+        "trace",
+        "fatal",
+        "critical",
+        "verbose",
+        "quiet",
+        "production",
+        "development",
+        "staging",
+        "test",
+        "local",
+        "stdio",
+        "http",
+        "https",
+        "json",
+        "text",
+    ]
+)
+_PATH_LIKE = re.compile(r"^(?:[/~]|\.{1,2}[/\\]|[A-Za-z]:[/\\])")
+_NUMBER = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
 
 
 class Redactor:
@@ -64,6 +122,58 @@ redactor = Redactor()
 """The process-wide redactor every Keen boundary uses."""
 
 
+def looks_secret(value: str | None) -> bool:
+    """Whether a configured value (an env value, a query value) may be a secret.
+
+    Everything is, except values too short to redact (< 4 characters), numbers, a few
+    plain words (``true``, ``info``, ``production``...) and file paths: configuration,
+    not credentials, and redacting them would blank ordinary words in every message.
+    """
+    if not value or len(value) < 4:
+        return False
+    bare = value.strip()
+    return not (bare.lower() in _PLAIN_WORDS or _NUMBER.match(bare) or _PATH_LIKE.match(bare))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of ``url`` that may be secrets: the userinfo (whole, and its password)
+    and every query value :func:`looks_secret` accepts. ``[]`` for a URL without them."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found: list[str] = []
+    userinfo, sep, _host = parts.netloc.rpartition("@")
+    if sep and userinfo:
+        found.append(userinfo)
+        _user, colon, password = userinfo.partition(":")
+        if colon and password:
+            found.append(password)
+    for _key, value in parse_qsl(parts.query, keep_blank_values=False):
+        if looks_secret(value):
+            found.append(value)
+    return found
+
+
+def redact_url(url: str) -> str:
+    """``url`` for display: userinfo and every query value replaced by ``[REDACTED]``,
+    scheme, host, port, path and query names kept (``https://h/mcp?token=[REDACTED]``).
+    Text that is not a URL comes back with :meth:`Redactor.redact` applied."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redactor.redact(url)
+    if not parts.scheme or not parts.netloc:
+        return redactor.redact(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = REDACTED + "@" + netloc.rpartition("@")[2]
+    query = "&".join(
+        f"{key}={REDACTED}" if value else key for key, value in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return redactor.redact(urlunsplit((parts.scheme, netloc, parts.path, query, "")))
+
+
 class RedactingFilter(logging.Filter):
     """Logging filter that redacts a record's formatted message in place."""
 
@@ -74,3 +184,23 @@ class RedactingFilter(logging.Filter):
             record.msg = cleaned
             record.args = None
         return True
+
+
+def register_value(value: str | None) -> None:
+    """Register one configured value: a URL's secret parts, or the value if it may be a secret."""
+    if not value:
+        return
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        parts = None
+    if parts is not None and parts.scheme and parts.netloc:
+        for secret in url_secrets(value):
+            redactor.add(secret)
+        return
+    if looks_secret(value):
+        redactor.add(value)
+        # "Bearer <token>" and the like: the token alone may be quoted too.
+        scheme, _, rest = value.strip().partition(" ")
+        if scheme.lower() in ("bearer", "basic", "token", "bot") and rest:
+            redactor.add(rest.strip())

@@ -145,7 +145,9 @@ Approval = Callable[[ApprovalRequest], bool | Awaitable[bool]]
 
 @dataclass(frozen=True, slots=True)
 class GatewayResult:
-    """A call's outcome shaped for a model: ``text`` is what to show it (already truncated)."""
+    """A call's outcome shaped for a model: ``text`` is what to show it (already truncated);
+    ``structured_content`` is there only when it fits the same limit. ``result`` keeps the
+    whole ``ToolResult`` for library callers; :meth:`to_dict` never includes it."""
 
     server: str
     tool: str
@@ -248,10 +250,13 @@ class Gateway:
         try:
             result = await self.call(server, tool, arguments)
         except KeenError as exc:
+            message = exc.message
+            if len(message) > self.max_result_chars:  # it may quote a server's (unbounded) error
+                message = message[: self.max_result_chars] + " [error message cut]"
             return GatewayResult(
                 server=server,
                 tool=tool,
-                text=f"Error: {exc.message}{_FOR_MODEL.get(exc.remedy, '').format(server=server)}",
+                text=f"Error: {message}{_FOR_MODEL.get(exc.remedy, '').format(server=server)}",
                 is_error=True,
                 error_code=exc.code,
             )
@@ -299,8 +304,14 @@ class Gateway:
 
     def shape(self, result: ToolResult) -> GatewayResult:
         """Text content joined; structured content kept (as JSON text when there is no text);
-        text past ``max_result_chars`` cut with a note giving the number of characters cut."""
+        text past ``max_result_chars`` cut with a note giving the number of characters cut.
+
+        The limit holds for everything :meth:`GatewayResult.to_dict` carries to a model:
+        ``structured_content`` is kept only while its JSON fits beside the text, else it is
+        left out with a note (the text, or its JSON cut to the limit, stands for it)."""
         text = result_text(result)
+        structured = result.structured_content
+        structured_json = "" if structured is None else json.dumps(structured, ensure_ascii=False)
         cut = 0
         if len(text) > self.max_result_chars:
             cut = len(text) - self.max_result_chars
@@ -309,6 +320,13 @@ class Gateway:
                 + f"\n[truncated: {cut} of {cut + self.max_result_chars} characters cut; ask for less, "
                 "e.g. with a narrower query or pagination arguments]"
             )
+        if structured is not None and len(text) + len(structured_json) > self.max_result_chars:
+            structured = None
+            if result.text:
+                text += (
+                    f"\n[structuredContent left out: its {len(structured_json)} characters of JSON would pass "
+                    f"the {self.max_result_chars}-character limit; the text above carries the result]"
+                )
         if result.is_error:
             text = f"The tool reported an error: {text}" if text else "The tool reported an error."
         return GatewayResult(
@@ -316,7 +334,7 @@ class Gateway:
             tool=result.tool,
             text=text,
             is_error=result.is_error,
-            structured_content=result.structured_content,
+            structured_content=structured,
             truncated_chars=cut,
             result=result,
         )

@@ -217,7 +217,8 @@ async def connect_server(
     status = await manager.refresh(server)
     config = SkillsConfig.load(root / "config.json")
     tools = manager.list_tools(server) if status.state is ServerState.CONNECTED else []
-    snapshot = ServerSnapshot(status, tools, manager.server_info(server))
+    invalid = [(t.name, t.reason) for t in manager.invalid_tools(server)]
+    snapshot = ServerSnapshot(status, tools, manager.server_info(server), invalid)
     entry = await anyio.to_thread.run_sync(
         lambda: sync_server(snapshot, skills_root=root, skills_config=config, force_enable=True)
     )

@@ -278,9 +278,11 @@ def test_report_to_dict_is_json(root: Path) -> None:
         "hint",
         "skill_path",
         "rejected",
+        "rejected_count",
         "error",
         "remedy",
     }
+    assert by_server["bad"]["rejected_count"] == 1
 
 
 def test_sync_server_for_connect_leaves_other_skills_alone(root: Path) -> None:

@@ -6,7 +6,7 @@ error (message on stderr, no traceback). Set ``KEEN_DEBUG=1`` for tracebacks.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import os
 import sys
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 import typer
 from typer.core import TyperGroup
 
-from keen._redact import RedactingFilter
+from keen._redact import RedactingFilter, redactor
 from keen.cli._wording import describe
 from keen.errors import KeenError, find_keen_error
 
@@ -31,6 +31,7 @@ __all__ = [
     "fail",
     "out",
     "print_json",
+    "real_console",
     "run",
     "setup_logging",
     "typer_app",
@@ -48,12 +49,22 @@ class _LazyConsole:
         self._stderr = stderr
         self._console: Console | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    def real(self) -> Console:
+        """The rich ``Console`` itself (built now if needed), for APIs that need the object."""
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(stderr=self._stderr, soft_wrap=True)
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+
+def real_console(console: Console) -> Console:
+    """``console`` as a real rich ``Console`` (``out`` and ``err`` are built lazily): what
+    ``rich.live.Live`` needs, since it enters the console as a context manager."""
+    return console.real() if isinstance(console, _LazyConsole) else console
 
 
 out = cast("Console", _LazyConsole(stderr=False))
@@ -75,7 +86,10 @@ class _Formatter(logging.Formatter):
         if not self.verbose:
             record.exc_info = None
             record.exc_text = None
-        return super().format(record)
+        from keen.cli._terminal import terminal_text
+
+        # Tracebacks quote server text too: redact and escape the whole record, not just msg.
+        return terminal_text(redactor.redact(super().format(record)))
 
 
 def setup_logging(verbose: bool) -> None:
@@ -95,8 +109,12 @@ def setup_logging(verbose: bool) -> None:
 
 
 def fail(message: str, code: int = EXIT_KEEN_ERROR) -> NoReturn:
-    """Print ``message`` (plain text, never markup) on stderr and exit with ``code``."""
-    err.print(f"[bold red]error:[/] {_escape(message)}", highlight=False, markup=True)
+    """Print ``message`` on stderr, literally and escaped (it may quote a server), and exit with ``code``."""
+    from rich.text import Text
+
+    from keen.cli._terminal import terminal_text
+
+    err.print(Text.assemble(("error:", "bold red"), " ", terminal_text(message)))
     raise typer.Exit(code)
 
 
@@ -120,6 +138,14 @@ class KeenGroup(TyperGroup):
             if keen is None:
                 raise
             fail(describe(keen))
+        except Exception as exc:
+            # keen.cli._signals is imported by run(); if it never was, nothing was signalled.
+            signalled = getattr(sys.modules.get("keen.cli._signals"), "Signalled", None)
+            if signalled is None or not isinstance(exc, signalled):
+                raise
+            with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                err.print(f"stopped by {exc}; MCP servers closed")
+            raise typer.Exit(int(getattr(exc, "exit_code", EXIT_KEEN_ERROR))) from None
 
 
 def typer_app(help: str, **options: Any) -> typer.Typer:
@@ -129,19 +155,21 @@ def typer_app(help: str, **options: Any) -> typer.Typer:
 
 
 def run(fn: Callable[[], Awaitable[T]]) -> T:
-    """Run an async command body on anyio (errors reach :class:`KeenGroup`)."""
-    import anyio
+    """Run an async command body; errors reach :class:`KeenGroup`.
 
-    return anyio.run(fn)
+    SIGTERM and SIGHUP cancel it like Ctrl-C (the servers are closed first); the boundary
+    exits 143 or 129.
+    """
+    from keen.cli._signals import run_until_signal
 
-
-def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
+    return run_until_signal(fn)
 
 
 def print_json(data: Any) -> None:
-    """JSON on stdout, unstyled (for scripts)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    """JSON on stdout, unstyled (for scripts); exact JSON, with terminal controls escaped."""
+    from keen.cli._terminal import safe_json
+
+    sys.stdout.write(safe_json(data) + "\n")
     sys.stdout.flush()
 
 

@@ -6,7 +6,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from keen.cli._common import err
+from keen.cli._common import err, real_console
+from keen.cli._terminal import cell
 from keen.cli._wording import with_remedy
 from keen.mcp.types import ServerState, ServerStatus
 
@@ -38,12 +39,12 @@ def status_table(statuses: list[ServerStatus], *, title: str | None = "MCP serve
         style = STATE_STYLE.get(s.state, "")
         state = s.state.value if s.enabled else f"{s.state.value} (disabled)"
         table.add_row(
-            s.name,
+            cell(s.name),
             s.transport,
             s.auth,
-            f"[{style}]{state}[/]",
+            cell(state, style=style),
             str(s.tool_count),
-            with_remedy(s.last_error, s.remedy, server=s.name).replace("[", "\\["),
+            cell(with_remedy(s.last_error, s.remedy, server=s.name)),
         )
     return table
 
@@ -58,7 +59,7 @@ async def connecting_view(manager: Manager, *, enabled: bool) -> AsyncIterator[N
 
     with Live(
         status_table(manager.servers(), title="connecting..."),
-        console=err,
+        console=real_console(err),
         transient=True,
         refresh_per_second=8,
     ) as live:

@@ -86,8 +86,10 @@ def _skill_tree(root: Path, max_files: int = 6) -> Tree:
 async def _story(timeout: float) -> None:
     from rich.rule import Rule
     from rich.table import Table
+    from rich.text import Text
 
     from keen.cli._live import connecting_view, status_table
+    from keen.cli._terminal import cell, terminal_text
     from keen.gateway import tool_definition
     from keen.mcp.types import ServerState
     from keen.prompt import prompt_stats, skills_prompt
@@ -113,7 +115,7 @@ async def _story(timeout: float) -> None:
         for status in manager.servers():
             if status.state is ServerState.CONNECTED:
                 names = [t.name for t in manager.list_tools(status.name)]
-                out.print(f"[bold]{status.name}[/] ({len(names)}): {', '.join(names)}")
+                out.print(Text.assemble((status.name, "bold"), f" ({len(names)}): ", cell(", ".join(names))))
 
         out.print(Rule("3. generate one skill per server (SKILL.md + a schema per tool)"))
         report = await rt.sync()
@@ -164,9 +166,8 @@ async def _story(timeout: float) -> None:
             out.print(f"[bold]call_mcp_tool[/] {json.dumps(call)}", highlight=False)
             result = await gateway.handle_tool_call(call)
             style = "red" if result.is_error else "green"
-            out.print(
-                f"  [{style}]{'error' if result.is_error else 'result'}:[/] {result.text}", highlight=False
-            )
+            label = "error" if result.is_error else "result"
+            out.print(Text.assemble("  ", (f"{label}:", style), " ", terminal_text(result.text)))
         out.print(
             f"audit log: {len(audit)} events, e.g. {json.dumps(audit[-1])}" if audit else "no audit events"
         )

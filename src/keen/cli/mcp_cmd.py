@@ -101,16 +101,18 @@ def list_tools(server: ServerArg, as_json: JsonOpt = False, timeout: TimeoutOpt 
             await rt.wait_for_discovery(timeout, _live(not as_json))
             return rt.manager.list_tools(server)
 
-    tools = run(body)
+    tools = run(body)  # tools the MCP schema rejects: a warning on stderr
     if as_json:
         print_json([t.to_dict() for t in tools])
         return
+    from keen.cli._terminal import cell
+
     table = Table(title=f"{server}: {len(tools)} tools", title_justify="left")
     table.add_column("tool", no_wrap=True)
     table.add_column("description", overflow="fold")
     for tool in tools:
         first = (tool.description or "").strip().splitlines()
-        table.add_row(tool.name, first[0] if first else "")
+        table.add_row(cell(tool.name), cell(first[0] if first else ""))
     out.print(table)
 
 
@@ -122,8 +124,21 @@ def call(
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole result as JSON.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve the call without asking.")] = False,
     timeout: TimeoutOpt = 60.0,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Write the whole result to FILE (JSON with --json) instead of printing it."
+        ),
+    ] = None,
 ) -> None:
-    """Call TOOL on SERVER through call_mcp_tool. Exit 0 ok, 1 tool error, 2 Keen error."""
+    """Call TOOL on SERVER through call_mcp_tool. Exit 0 ok, 1 tool error, 2 Keen error.
+
+    Printed results are escaped (no terminal control sequences) and cut at 64,000
+    characters; --json and --output give the whole result."""
+    from rich.text import Text
+
+    from keen.cli._signals import ask_cancellably, confirm_line
+    from keen.cli._terminal import human_result, terminal_text
     from keen.gateway import result_text
     from keen.runtime import open_runtime
 
@@ -142,12 +157,13 @@ def call(
             "rerun with --yes to approve it"
         )
 
-    def approve(request: ApprovalRequest) -> bool:
+    async def approve(request: ApprovalRequest) -> bool:
         if yes:
             return True
-        err.print(f"[bold]Call[/] {request.server}/{request.tool} with arguments:")
-        err.print(request.arguments_json(), markup=False, highlight=False)
-        return typer.confirm("Approve?", default=False, err=True)
+        err.print(Text.assemble(("Call", "bold"), " ", terminal_text(f"{request.server}/{request.tool}")))
+        err.print(Text(terminal_text(request.arguments_json())))
+        # In a thread: SIGTERM or Ctrl-C during the question still ends the command at once.
+        return await ask_cancellably(lambda: confirm_line("Approve? [y/N]: "))
 
     async def body() -> Any:
         async with open_runtime(only={server}, approval=approve) as rt:
@@ -156,11 +172,20 @@ def call(
             return await rt.gateway.call(server, tool, arguments)
 
     result = run(body)
-    if as_json:
+    text = result_text(result, indent=2)
+    if output is not None:
+        data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n" if as_json else text
+        try:
+            output.write_text(data, encoding="utf-8")
+        except OSError as exc:
+            fail(f"cannot write {output}: {exc.strerror or exc}; choose another --output path")
+        err.print(Text(terminal_text(f"wrote the whole result ({len(data):,} characters) to {output}")))
+    elif as_json:
         print_json(result.to_dict())
     else:
-        text = result_text(result, indent=2)
-        (err if result.is_error else out).print(text, markup=False, highlight=False)
+        stream = sys.stderr if result.is_error else sys.stdout
+        stream.write(human_result(text))
+        stream.flush()
     if result.is_error:
         raise typer.Exit(EXIT_TOOL_ERROR)
 
@@ -210,6 +235,7 @@ def sync(
     from rich.table import Table
 
     from keen.cli._live import status_table
+    from keen.cli._terminal import cell
     from keen.runtime import open_runtime
 
     async def body() -> Any:
@@ -232,11 +258,9 @@ def sync(
         hint = (
             _hint(entry)
             or entry.error
-            or (f"{len(entry.rejected)} tool(s) rejected" if entry.rejected else "")
+            or (f"{entry.rejected_count} tool(s) rejected" if entry.rejected_count else "")
         )
-        table.add_row(
-            f"mcp:{entry.server}", entry.action, "yes" if entry.enabled else "no", hint.replace("[", "\\[")
-        )
+        table.add_row(f"mcp:{entry.server}", entry.action, "yes" if entry.enabled else "no", cell(hint))
     out.print(table)
     out.print(f"skills are in {report.skills_root}")
 
@@ -251,8 +275,13 @@ def connect(
     from keen.runtime import open_runtime
 
     def show_url(url: str, opened: bool) -> None:
+        from rich.text import Text
+
+        from keen.cli._terminal import terminal_text
+
         how = "Opened your browser to sign in" if opened else "Open this URL in a browser to sign in"
-        err.print(f"{how} to {server} (waiting up to 5 minutes):\n{url}", markup=False, highlight=False)
+        # The URL comes from the server's metadata: printed escaped and literal.
+        err.print(Text(terminal_text(f"{how} to {server} (waiting up to 5 minutes):\n{url}")))
 
     async def body() -> Any:
         async with open_runtime(only=set()) as rt:

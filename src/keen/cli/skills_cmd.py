@@ -61,8 +61,9 @@ def list_skills(
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
+
+    from keen.cli._terminal import cell
 
     console = Console(highlight=False)
     if not found.skills:
@@ -75,13 +76,13 @@ def list_skills(
     table.add_column("Description", overflow="fold")
     table.add_column("Path", overflow="fold")
     for s in found.skills:
-        # Escaped: a description like "[draft] notes" must print literally, not as rich markup.
+        # Text cells: "[draft]" or ":office:" in a description print literally, controls escaped.
         table.add_row(
-            escape(s.name),
+            cell(s.name),
             "yes" if s.enabled else "no",
             "yes" if s.managed else "no",
-            escape(s.description),
-            escape(str(s.path)),
+            cell(s.description),
+            cell(str(s.path)),
         )
     console.print(table)
 
@@ -117,7 +118,8 @@ def disable(name: NameArg) -> None:
 
 @app.command()
 def show(name: NameArg) -> None:
-    """Print a skill's SKILL.md as it is on disk (frontmatter included)."""
+    """Print a skill's SKILL.md as it is on disk (frontmatter included), control characters escaped."""
+    from keen.cli._terminal import terminal_text
     from keen.skills import SKILL_FILE, discover
 
     found = discover()
@@ -134,4 +136,5 @@ def show(name: NameArg) -> None:
             text = (problem.path / SKILL_FILE).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             fail(f"cannot show skill {name!r}: {problem.message}")
+    text = terminal_text(text)
     typer.echo(text, nl=not text.endswith("\n"))

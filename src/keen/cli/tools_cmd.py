@@ -27,6 +27,7 @@ def search(
     from rich.table import Table
 
     from keen.capabilities import Catalog, SearchFilter
+    from keen.cli._terminal import cell
 
     server = server or []
     catalog = Catalog.from_skills_dir()  # a KeenError reaches the CLI's one error boundary
@@ -52,6 +53,9 @@ def search(
     for column in ("#", "server", "tool", "risk", "summary", "score"):
         table.add_column(column, justify="right" if column in ("#", "score") else "left")
     for rank, hit in enumerate(hits, 1):
-        table.add_row(str(rank), hit.server or "", hit.tool, hit.risk, hit.summary, f"{hit.score:.2f}")
+        # Tool names and summaries come from servers: escaped and printed literally.
+        table.add_row(
+            str(rank), cell(hit.server), cell(hit.tool), hit.risk, cell(hit.summary), f"{hit.score:.2f}"
+        )
     out.print(table)
     out.print("Read a tool's schema file (the `location` in --json) before calling it with call_mcp_tool.")

@@ -25,10 +25,14 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from keen._redact import redactor
+from keen._redact import redact_url, redactor
 from keen._text import one_line
 from keen._version import __version__
 from keen.errors import AuthRequired, Remedy, RemoteProtocolError
+from keen.mcp._secrets import register_server_secrets
+from keen.mcp._spawn import server_command
+from keen.mcp._stderr import StderrCopy
+from keen.mcp._tool_filter import InvalidTool, ToolListFilter, WriteWatch
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp._validation import ArgumentValidator
 from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
@@ -50,13 +54,16 @@ class _EOFWatch:
     the owner needs to know to mark the server disconnected.
     """
 
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+    def __init__(
+        self, inner: Any, on_eof: Callable[[], None], transform: Callable[[Any], Any] = lambda item: item
+    ) -> None:
         self._inner = inner
         self._on_eof = on_eof
+        self._transform = transform
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            return self._transform(await self._inner.receive())
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_eof()
             raise
@@ -130,15 +137,13 @@ class ServerRuntime:
         self._pending_waiters: list[anyio.Event] = []
         self._attempt_waiters: list[anyio.Event] = []
         self._eof = False
-        self._stderr_path: Path | None = None
+        self._stderr: StderrCopy | None = None
+        self._tool_filter = ToolListFilter()
+        self.invalid_tools: list[InvalidTool] = []
+        """Tools of the latest listing that the MCP schema rejects: skipped, the rest usable."""
         self._connect_scope: anyio.CancelScope | None = None
         self._facts = ConnectFacts(name, config.transport, config.auth_type)
-        if isinstance(config, HttpServerConfig):
-            redactor.add(getattr(config.auth, "key", None))
-            redactor.add(getattr(config.auth, "client_secret", None))
-        if isinstance(config, HttpServerConfig):
-            for value in config.headers.values():
-                redactor.add(value)
+        register_server_secrets(config)
 
     # -- status ---------------------------------------------------------------------------------------
 
@@ -150,7 +155,7 @@ class ServerRuntime:
             auth=cfg.auth_type,
             state=self.state,
             enabled=cfg.enabled,
-            url=cfg.url if isinstance(cfg, HttpServerConfig) else None,
+            url=redact_url(cfg.url) if isinstance(cfg, HttpServerConfig) else None,
             last_connected_at=self.last_connected_at,
             last_refresh_at=self.last_refresh_at,
             last_error=self.last_error,
@@ -205,7 +210,7 @@ class ServerRuntime:
     def connection_lost(self, message: str) -> None:
         """A call saw the transport fail: mark disconnected and let the owner unwind the session."""
         if self.state is ServerState.CONNECTED:
-            tail = _tail(self._stderr_path)
+            tail = self._stderr_tail()
             self._set(ServerState.DISCONNECTED, message + (f" Last stderr: {tail}" if tail else ""))
         self._eof = True
         self._wake.set()
@@ -255,27 +260,32 @@ class ServerRuntime:
             cfg.transport,
             cfg.auth_type,
             command=cfg.command if isinstance(cfg, StdioServerConfig) else "",
-            url=cfg.url if isinstance(cfg, HttpServerConfig) else "",
+            url=redact_url(cfg.url) if isinstance(cfg, HttpServerConfig) else "",
         )
         self.http_status = None
         self._set(ServerState.CONNECTING)
-        stderr_path: Path | None = None
+        self._stderr = None
         served = False
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if self._transport is not None:
                     streams = await stack.enter_async_context(self._transport())
                 elif isinstance(cfg, StdioServerConfig):
-                    stderr_path, errlog = self._open_stderr_log(stack)
-                    self._stderr_path = stderr_path
-                    streams = await stack.enter_async_context(self._stdio(cfg, errlog))
+                    # Entered first, left last: the server is stopped before its stderr copy ends.
+                    stderr = await stack.enter_async_context(
+                        StderrCopy(self._logs_dir / f"{self.name}.stderr.log", self.name)
+                    )
+                    self._stderr = stderr
+                    assert stderr.errlog is not None
+                    streams = await stack.enter_async_context(self._stdio(cfg, stderr.errlog))
                 else:
                     streams = await stack.enter_async_context(self._http(cfg, facts))
                 read, write = streams
+                tool_filter = self._tool_filter = ToolListFilter()
                 session = await stack.enter_async_context(
                     ClientSession(
-                        _EOFWatch(read, self._mark_eof),
-                        write,
+                        _EOFWatch(read, self._mark_eof, tool_filter.incoming),
+                        WriteWatch(write, tool_filter),
                         message_handler=self._on_message,
                         logging_callback=self._on_log,
                         client_info=_CLIENT_INFO,
@@ -289,12 +299,13 @@ class ServerRuntime:
                         facts.phase, facts.timeout = "initialize", cfg.timeouts.connect
                         with anyio.fail_after(cfg.timeouts.connect):
                             init = await session.initialize()
+                        tool_filter.version = init.protocol_version
                         facts.phase, facts.timeout = "list_tools", cfg.timeouts.list_tools
                         with anyio.fail_after(cfg.timeouts.list_tools):
                             tools = await self._list_all(session)
                     except Exception as exc:
                         # Report before unwinding: stopping a hung stdio server takes seconds.
-                        self._fail(exc, facts, stderr_path)
+                        self._fail(exc, facts)
                         raise
                 self._connect_scope = None
                 if self._stopping or init is None:
@@ -306,17 +317,17 @@ class ServerRuntime:
         except Exception as exc:
             if not served:
                 if self.state is ServerState.CONNECTING:
-                    self._fail(exc, facts, stderr_path)
+                    self._fail(exc, facts)
                 return
             logger.debug("server %s: error while closing the session: %r", self.name, exc)
         self.session = None
-        self._session_ended(stderr_path)
+        self._session_ended()
 
-    def _session_ended(self, stderr_path: Path | None) -> None:
+    def _session_ended(self) -> None:
         if self._stopping:
             self._set(ServerState.DISCONNECTED, "")
         elif self._eof and not self._refresh_requested:
-            tail = _tail(stderr_path) if stderr_path else ""
+            tail = self._stderr_tail()
             how = (
                 "exited unexpectedly"
                 if isinstance(self.config, StdioServerConfig)
@@ -325,9 +336,9 @@ class ServerRuntime:
             msg = f'MCP server "{self.name}" {how}'
             self._set(ServerState.DISCONNECTED, msg + (f"; last stderr: {tail}" if tail else ""))
 
-    def _fail(self, exc: BaseException, facts: ConnectFacts, stderr_path: Path | None) -> None:
+    def _fail(self, exc: BaseException, facts: ConnectFacts) -> None:
         self.session = None
-        facts.stderr_tail = _tail(stderr_path) if stderr_path else ""
+        facts.stderr_tail = self._stderr_tail()
         state, message = classify_connect_failure(exc, facts)
         logger.debug("server %s: connection failed: %r", self.name, exc)
         self._set(state, message)
@@ -365,20 +376,29 @@ class ServerRuntime:
         tools: list[Tool] = []
         seen_names: set[str] = set()
         seen_cursors: set[str] = set()
+        duplicates: list[str] = []
+        self._tool_filter.start_listing()
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
             params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await session.list_tools(params=params)
             for raw in page.tools:
                 if raw.name in seen_names:
-                    logger.warning(
-                        "server %s: duplicate tool %r in tools/list; keeping the first", self.name, raw.name
-                    )
+                    duplicates.append(raw.name)
                     continue
                 seen_names.add(raw.name)
                 tools.append(_to_tool(self.name, raw))
             cursor = page.next_cursor
             if not cursor:
+                self._report_invalid()
+                if duplicates:
+                    # One line per server, however many: a flood of duplicates is one warning.
+                    logger.warning(
+                        "server %s: %d duplicate tool name(s) in tools/list, e.g. %s; keeping the first of each",
+                        self.name,
+                        len(duplicates),
+                        ", ".join(repr(name) for name in duplicates[:3]),
+                    )
                 return tools
             if cursor in seen_cursors:
                 raise RemoteProtocolError(
@@ -392,22 +412,14 @@ class ServerRuntime:
 
     # -- transports -----------------------------------------------------------------------------------
 
-    def _open_stderr_log(self, stack: contextlib.AsyncExitStack) -> tuple[Path, TextIO]:
-        # The SDK hands errlog to the subprocess, so it must be a real file, not a StringIO.
-        self._logs_dir.mkdir(parents=True, exist_ok=True)
-        path = self._logs_dir / f"{self.name}.stderr.log"
-        if path.exists() and path.stat().st_size > 1_000_000:
-            path.unlink()
-        handle = stack.enter_context(open(path, "a", encoding="utf-8"))  # noqa: SIM115
-        handle.write(f"--- keen: starting {self.name} at {datetime.now(UTC).isoformat()}\n")
-        handle.flush()
-        return path, handle
-
     def _stdio(self, cfg: StdioServerConfig, errlog: TextIO) -> Any:
+        env = {**os.environ, **cfg.env}
+        # On Linux through a launcher that makes the server die with Keen (keen.mcp._spawn).
+        command, args = server_command(cfg.command, list(cfg.args), env=env, cwd=cfg.cwd)
         params = StdioServerParameters(
-            command=cfg.command,
-            args=list(cfg.args),
-            env={**os.environ, **cfg.env},
+            command=command,
+            args=args,
+            env=env,
             cwd=cfg.cwd,
             encoding_error_handler="replace",
         )
@@ -442,6 +454,26 @@ class ServerRuntime:
         )
         async with client, streamable_http_client(cfg.url, http_client=client) as streams:
             yield streams
+
+    def _report_invalid(self) -> None:
+        self.invalid_tools = list(self._tool_filter.invalid)
+        if self.invalid_tools:
+            # One line per server, however many tools were skipped.
+            shown = "; ".join(f"{t.name!r} ({t.reason})" for t in self.invalid_tools[:3])
+            more = f"; and {len(self.invalid_tools) - 3} more" if len(self.invalid_tools) > 3 else ""
+            logger.warning(
+                "server %s: skipped %d invalid tool(s) from tools/list, the others are usable: %s%s",
+                self.name,
+                len(self.invalid_tools),
+                redactor.redact(shown),
+                more,
+            )
+
+    def _stderr_tail(self) -> str:
+        """The last lines the server wrote to stderr in this run, joined with ' | ', redacted."""
+        if self._stderr is None:
+            return ""
+        return redactor.redact(one_line(" | ".join(self._stderr.tail(_STDERR_TAIL_LINES)), 500))
 
     # -- callbacks from the session ---------------------------------------------------------------
 
@@ -482,17 +514,3 @@ def _to_tool(server: str, raw: mt.Tool) -> Tool:
         annotations=data.get("annotations"),
         output_schema=data.get("outputSchema"),
     )
-
-
-def _tail(path: Path | None, lines: int = _STDERR_TAIL_LINES) -> str:
-    """The last lines the server wrote to stderr in this run, joined with ' | ', redacted."""
-    if path is None:
-        return ""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    marker = text.rfind("--- keen: starting ")
-    run = text[marker:].split("\n", 1)[1] if marker >= 0 and "\n" in text[marker:] else text
-    tail = [line.strip() for line in run.splitlines() if line.strip()][-lines:]
-    return redactor.redact(one_line(" | ".join(tail), 500))

@@ -178,7 +178,9 @@ def translate_call_error(
         )
         return AuthFailed(msg, server=server, tool=tool, remedy=Remedy.RECONNECT)
     if isinstance(cause, MCPError):
-        detail = redactor.redact(cause.message)
+        # A server writes this message: bounded before it reaches an error, a log or a model.
+        # Redacted before it is cut, so no secret survives in halves.
+        detail = _cut(redactor.redact(cause.message), _DETAIL_CHARS)
         if cause.code == CONNECTION_CLOSED:
             return ServerDisconnected(
                 f'MCP server "{server}" went away during "{tool}"',
@@ -216,6 +218,13 @@ def translate_call_error(
         server=server,
         tool=tool,
     )
+
+
+_DETAIL_CHARS = 2000
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _status(exc: httpx2.HTTPStatusError) -> int:

@@ -7,6 +7,14 @@ so one is built per tool and reused until the tool list changes.
 Decision: a schema that is itself invalid, or uses a ``$ref``
 that cannot be resolved, does not block the call: Keen logs a warning and lets the
 server validate. Invalid *arguments* against a valid schema fail closed.
+
+A schema is untrusted input, so it never makes Keen fetch or read anything: every
+validator gets an empty ``referencing.Registry`` with no retrieval. References inside
+the schema (``#/$defs/x``) and the bundled draft metaschemas resolve; anything else
+(``http://...``, ``file:///...``, a relative URI against ``$id``) is unresolvable and
+takes the "server will validate" path. jsonschema's deprecated automatic retrieval,
+which the default (no ``registry``) still runs, would otherwise GET a URL from the event
+loop without a timeout or read a local file into the error message.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
+from referencing import Registry
 from referencing.exceptions import Unresolvable
 
 from keen.errors import InvalidArguments
@@ -27,6 +36,9 @@ __all__ = ["ArgumentValidator"]
 logger = logging.getLogger(__name__)
 
 _MAX_ERRORS = 5
+_NO_RETRIEVAL: Registry[Any] = Registry()
+"""Holds nothing and retrieves nothing: only a schema's own resources (and the drafts'
+metaschemas, which jsonschema adds itself) can be referenced."""
 
 
 class ArgumentValidator:
@@ -52,7 +64,7 @@ class ArgumentValidator:
         try:
             cls = validators.validator_for(schema, default=Draft202012Validator)
             cls.check_schema(schema)
-            compiled = cls(schema)
+            compiled = cls(schema, registry=_NO_RETRIEVAL)
         except SchemaError as exc:
             logger.warning(
                 "server %s tool %s: invalid inputSchema (%s); the server will validate",

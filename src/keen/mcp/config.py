@@ -14,7 +14,8 @@ Shape::
                     "cwd": "/tmp", "timeouts": {"connect": 15, "list_tools": 30, "call_tool": 120},
                     "enabled": false}}}
 
-Rules: a supported ``version``; server names ``^[A-Za-z0-9_-]{1,64}$``;
+Rules: a supported ``version``; server names ``^[A-Za-z0-9_-]{1,64}$``,
+no two differing only in case;
 ``transport`` is ``streamable_http`` or ``stdio`` (inferred from ``url``/``command``
 when absent); HTTP servers need an http(s) ``url``; ``auth.type`` is ``none``,
 ``api_key`` (needs ``key``) or ``oauth``; stdio servers need ``command`` and take no
@@ -44,6 +45,7 @@ from pydantic import (
 )
 
 from keen._fs import atomic_write_json
+from keen._redact import redact_url, register_value
 from keen.errors import ConfigError
 from keen.mcp.types import SERVER_NAME_RE
 
@@ -130,7 +132,7 @@ class HttpServerConfig(_ServerBase):
     def _http_url(cls, value: str) -> str:
         parsed = urlparse(value)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+            raise ValueError(f"{redact_url(value)!r} is not an http:// or https:// URL")
         return value
 
     @property
@@ -209,10 +211,21 @@ class MCPConfig(_Model):
                 path=source,
                 field="servers",
             )
-        servers = {
-            name: _prepare_server(name, entry, source=source, environ=environ)
-            for name, entry in servers_raw.items()
-        }
+        servers: dict[str, Any] = {}
+        folded: dict[str, str] = {}
+        for name, entry in servers_raw.items():
+            servers[name] = _prepare_server(name, entry, source=source, environ=environ)
+            other = folded.setdefault(name.lower(), name)
+            if other != name:
+                # Their skill dirs mcp:<name> would be one dir on a case-insensitive file system.
+                raise ConfigError(
+                    f"{source}: server names {other!r} and {name!r} differ only in case; rename one "
+                    "(each server's skill is the directory mcp:<name>, and on macOS and Windows those "
+                    "two would be the same directory)",
+                    path=source,
+                    server=name,
+                    field="name",
+                )
         return {"version": version, "servers": servers}
 
 
@@ -350,6 +363,8 @@ def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> 
             var, default = match.group(1), match.group(2)
             found = environ.get(var)
             if found is not None and (found != "" or default is None):
+                # ${VAR} is how a key is kept out of the file: whatever it holds may be one.
+                register_value(found)
                 return found
             if default is not None:
                 return default

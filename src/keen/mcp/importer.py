@@ -179,7 +179,8 @@ def merge_into_config(
 
     ``existing_raw`` (``None`` = no file yet) is not modified; its servers keep their
     order and the new ones follow. ``conflicts`` lists imported names that already
-    existed and were therefore left as they were; with ``overwrite`` they are replaced
+    existed (also in another case: names may not differ only in case) and were
+    therefore left as they were; with ``overwrite`` they are replaced
     in place and ``conflicts`` is empty. Raises ``ConfigError`` when ``existing_raw`` is
     not a configs.json object.
     """
@@ -194,7 +195,9 @@ def merge_into_config(
         )
     conflicts: list[str] = []
     for name, entry in result.servers.items():
-        if name in servers and not overwrite:
+        same_but_case = any(k != name and k.lower() == name.lower() for k in servers)
+        if (name in servers and not overwrite) or same_but_case:
+            # A name differing only in case would share its skill dir on macOS and Windows.
             conflicts.append(name)
             continue
         servers[name] = copy.deepcopy(entry)

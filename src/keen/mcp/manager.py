@@ -36,6 +36,7 @@ from keen.errors import (
     ToolNotFound,
 )
 from keen.mcp._runtime import ServerRuntime
+from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._translate import translate_call_error
 from keen.mcp.auth import classify_auth_failure
 from keen.mcp.config import MCPConfig, load_config
@@ -153,18 +154,22 @@ class Manager:
         """Stop every owner task, close every session and stdio process; idempotent.
 
         Owners get ``10 s`` to shut down cleanly (stdio servers get the SDK's grace
-        period, then their process group is killed); then they are cancelled.
+        period, then their process group is killed); then they are cancelled. Shielded
+        from the caller's cancellation, so a cancelled caller leaves no server running.
         """
         if not self._started or self._closed or self._tg is None:
             return
         self._closed = True
+        tg = self._tg
         for runtime in self._runtimes.values():
             runtime.stop()
-        tg = self._tg
-        with anyio.move_on_after(_STOP_GRACE):
+        # Shielded: a cancelled caller (Ctrl-C, SIGTERM) still gives the owners their bounded
+        # time to close sessions and stop server processes.
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_GRACE):
             for runtime in self._runtimes.values():
                 await runtime.finished.wait()
-        # Exit the task group outside the timeout scope: cancel scopes must unwind in LIFO order.
+        # Exit the task group outside those scopes: cancel scopes must unwind in LIFO order.
+        # Its exit waits for every owner even when the caller is cancelled.
         if not all(rt.finished.is_set() for rt in self._runtimes.values()):
             tg.cancel_scope.cancel()
         await tg.__aexit__(None, None, None)
@@ -233,6 +238,12 @@ class Manager:
         """
         runtime = self._connected(name)
         return list(runtime.tools)
+
+    def invalid_tools(self, name: str) -> list[InvalidTool]:
+        """Tools the last tools/list sent that the MCP schema rejects (name, reason): skipped,
+        while the rest of the list stays usable. ``[]`` when there were none or the server
+        never listed. Raises ``ServerNotConfigured``."""
+        return list(self._runtime(name).invalid_tools)
 
     # -- calls ------------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ class Marker(BaseModel):
     tools_hash: str | None = None
     source_hash: str | None = None
     rejected_tools: list[dict[str, Any]] | None = None
+    rejected_count: int | None = None
 
     def updated(self, changes: dict[str, Any]) -> Marker:
         """A copy with ``changes`` applied (validated)."""

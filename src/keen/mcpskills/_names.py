@@ -7,6 +7,7 @@ its tool names, so every name is checked before it touches the filesystem.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 import unicodedata
@@ -22,6 +23,7 @@ __all__ = [
     "one_line",
     "plan_paths",
     "schema_relpath",
+    "unsafe_char",
 ]
 
 """Server names as ``keen.mcp.config`` accepts them; also what makes ``mcp:<server>`` a safe dir name."""
@@ -54,7 +56,7 @@ class PlannedTool:
     relpath: str
 
 
-def _unsafe_char(ch: str) -> bool:
+def unsafe_char(ch: str) -> bool:
     # Control, format (bidi overrides, zero-width), surrogates, private use, unassigned,
     # and Unicode line/paragraph separators: none belongs in a file name or a table cell.
     category = unicodedata.category(ch)
@@ -75,7 +77,7 @@ def schema_relpath(name: str) -> str:
         return _reject(f"the name is longer than {MAX_NAME_CHARS} characters")
     if "\x00" in name:
         return _reject("the name contains a NUL character")
-    if not name.isprintable() and any(_unsafe_char(ch) for ch in name):
+    if not name.isprintable() and any(unsafe_char(ch) for ch in name):
         return _reject("the name contains a control or invisible formatting character")
     if "\\" in name:
         return _reject("the name contains a backslash")
@@ -104,9 +106,12 @@ def plan_paths(names: list[str]) -> tuple[list[PlannedTool], list[RejectedTool]]
     """Check every name; return accepted ``PlannedTool`` and ``RejectedTool`` lists.
 
     ``names`` must be sorted and free of duplicates (the caller resolves those), so
-    the outcome is deterministic. A name whose file would collide with a folder
-    another name needs (``x.json/y`` vs ``x``) is rejected when it comes later in
-    sort order.
+    the outcome is deterministic. Paths are compared as a case-insensitive,
+    normalization-insensitive file system (macOS, Windows) would: a name whose file
+    differs from an earlier one's only in case (``Search`` after ``search``) gets a
+    distinct file, ``schemas/Search.<8 hex>.json``, so the generated skill means the same
+    on every file system. A name whose file would collide with a folder another name
+    needs (``x.json/y`` vs ``x``) is rejected when it comes later in sort order.
     """
     accepted: list[PlannedTool] = []
     rejected: list[RejectedTool] = []
@@ -118,18 +123,43 @@ def plan_paths(names: list[str]) -> tuple[list[PlannedTool], list[RejectedTool]]
         except ValueError as exc:
             rejected.append(RejectedTool(name, display_text(name), str(exc)))
             continue
+        if _fold(relpath) in files:
+            relpath = _distinct(relpath, name)
+            if len(relpath.rsplit("/", 1)[-1].encode("utf-8", "surrogatepass")) > _MAX_SEGMENT_BYTES + 5:
+                reason = (
+                    f"it differs from tool {display_text(files[_fold(schema_relpath(name))])} only in case"
+                )
+                rejected.append(
+                    RejectedTool(name, display_text(name), reason + " and is too long for a file of its own")
+                )
+                continue
         parts = relpath.split("/")
-        needed = ["/".join(parts[:i]) for i in range(2, len(parts))]
-        clash = folders.get(relpath) or next((files[d] for d in needed if d in files), None)
+        needed = [_fold("/".join(parts[:i])) for i in range(2, len(parts))]
+        folded = _fold(relpath)
+        clash = (
+            files.get(folded) or folders.get(folded) or next((files[d] for d in needed if d in files), None)
+        )
         if clash is not None:
             reason = f"its schema path collides with the one of tool {display_text(clash)}"
             rejected.append(RejectedTool(name, display_text(name), reason))
             continue
-        files[relpath] = name
+        files[folded] = name
         for folder in needed:
             folders.setdefault(folder, name)
         accepted.append(PlannedTool(name, relpath))
     return accepted, rejected
+
+
+def _fold(path: str) -> str:
+    """``path`` as a case- and normalization-insensitive file system compares it."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", path).casefold())
+
+
+def _distinct(relpath: str, name: str) -> str:
+    """``schemas/<name>.<8 hex of the name's SHA-256>.json``: a file of its own for a name that
+    differs from another only in case."""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{relpath.removesuffix('.json')}.{digest}.json"
 
 
 def display_text(text: str, limit: int = 80) -> str:
@@ -140,7 +170,7 @@ def display_text(text: str, limit: int = 80) -> str:
         return text
     out: list[str] = []
     for ch in text[: limit + 1]:
-        if _unsafe_char(ch):
+        if unsafe_char(ch):
             code = ord(ch)
             out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
         elif ch == "|":
@@ -159,7 +189,7 @@ def one_line(text: str, limit: int = 120, *, first_sentence: bool = True) -> str
     # Only the head matters; bounding it keeps a 100 kB description cheap.
     line = line[: limit * 4]
     if not line.isprintable():
-        line = "".join(" " if _unsafe_char(ch) else ch for ch in line)
+        line = "".join(" " if unsafe_char(ch) else ch for ch in line)
     line = " ".join(line.split())
     if first_sentence:
         line = _SENTENCE_END.split(line, maxsplit=1)[0].strip()

@@ -18,13 +18,21 @@ import yaml
 
 from keen._text import shorten
 from keen.mcp.types import ServerInfo, Tool
-from keen.mcpskills._names import MAX_NAME_CHARS, PlannedTool, RejectedTool, display_text, one_line
+from keen.mcpskills._names import (
+    MAX_NAME_CHARS,
+    PlannedTool,
+    RejectedTool,
+    display_text,
+    one_line,
+    unsafe_char,
+)
 from keen.skills.discover import MANAGED_BY, MARKER_FILE, SKILL_FILE
 
 __all__ = [
     "FORMAT",
     "MANAGED_BY",
     "MARKER_FILE",
+    "MAX_SKIPPED_LISTED",
     "MAX_TABLE_ROWS",
     "SKILL_FILE",
     "describe_server",
@@ -38,6 +46,9 @@ FORMAT = 1
 """Version of the generated layout; a skill written with another format is regenerated."""
 MAX_TABLE_ROWS = 1000
 """The generated tool table is capped at 1000 rows (docs/architecture.md "Generated skills")."""
+MAX_SKIPPED_LISTED = 50
+"""SKILL.md, the marker and the sync report name at most this many skipped tools, then a count:
+a server listing 20,000 unusable names must not make a 2 MB SKILL.md."""
 
 COMPACT_SCHEMA_CHARS = 2000
 """A schema file longer than this on one line is written indented (93% of real ones fit)."""
@@ -195,6 +206,14 @@ def _yaml_scalar(value: str) -> str:
     raise ValueError(f"cannot write {value!r} as a one-line YAML scalar")
 
 
+def _visible(line: str) -> str:
+    """A line of server text with control and invisible formatting characters escaped
+    (``\u001b``): the model reads SKILL.md, and so may a person in a terminal."""
+    if line.isprintable():
+        return line
+    return "".join(f"\\u{ord(ch):04x}" if ch != "\t" and unsafe_char(ch) else ch for ch in line)
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -253,7 +272,7 @@ def render_skill_md(
         text = info.instructions.strip()
         text = shorten(text, _INSTRUCTIONS_CHARS)
         lines += ["", "## Server instructions", ""]
-        lines += ["> " + line.rstrip() if line.strip() else ">" for line in text.splitlines()]
+        lines += ["> " + _visible(line.rstrip()) if line.strip() else ">" for line in text.splitlines()]
     lines += [
         "",
         "## How to call a tool",
@@ -295,5 +314,7 @@ def render_skill_md(
             "brackets), so they are not documented here:",
             "",
         ]
-        lines += [f"- {r.display} ({r.reason})" for r in rejected]
+        lines += [f"- {r.display} ({r.reason})" for r in rejected[:MAX_SKIPPED_LISTED]]
+        if len(rejected) > MAX_SKIPPED_LISTED:
+            lines.append(f"- and {len(rejected) - MAX_SKIPPED_LISTED} more ({len(rejected)} skipped in all)")
     return ("\n".join(lines) + "\n").encode("utf-8")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from keen.mcpskills._render import (
     FORMAT,
     MANAGED_BY,
     MARKER_FILE,
+    MAX_SKIPPED_LISTED,
     MAX_TABLE_ROWS,
     SKILL_FILE,
     describe_server,
@@ -134,6 +135,7 @@ def generate_skill(
     info: ServerInfo | None = None,
     now: datetime | None = None,
     fsync: bool = True,
+    invalid: Sequence[tuple[str, str]] = (),
 ) -> GenerationReport:
     """Write or refresh ``skills_root/mcp:<status.name>/`` from ``tools``.
 
@@ -144,7 +146,9 @@ def generate_skill(
     version is built beside the link and swapped in atomically; a concurrent reader sees
     the old or the new skill, never a mix, and a killed process leaves the old one.
     ``fsync=False`` skips the fsyncs (for throwaway dirs; a killed process is still safe,
-    a power cut is not). ``last_error`` is redacted before it is written.
+    a power cut is not). ``last_error`` is redacted before it is written. ``invalid``:
+    ``(name, reason)`` of tools the server listed but the MCP schema rejects; they are
+    named under "Skipped tools" with the other tools that got no schema.
 
     Raises ``SkillError`` for an invalid server name, or when ``mcp:<server>`` exists but
     is not managed by Keen (it is never overwritten); ``OSError`` from the filesystem, with
@@ -155,11 +159,17 @@ def generate_skill(
     info = info if info is not None else status.info
     moment = now if now is not None else datetime.now(UTC)
     planned, rejected = _plan(tools)
+    rejected += [
+        RejectedTool(name, display_text(name), f"its definition is invalid: {display_text(reason, 200)}")
+        for name, reason in sorted(invalid)
+    ]
     description = describe_server(
         server, info, [t.name for t, _ in planned], [t.description for t, _ in planned]
     )
     hashed = tools_hash(tools)
-    source = _source_hash(server, description, info, hashed)
+    source = _source_hash(
+        server, description, info, hashed + (json.dumps(sorted(invalid)) if invalid else "")
+    )
     state_fields = {
         "configured": True,
         "status": status.state.value,
@@ -208,7 +218,8 @@ def generate_skill(
             generated_at=iso(moment),
             tools_hash=hashed,
             source_hash=source,
-            rejected_tools=[r.to_dict() for r in rejected],
+            rejected_tools=[r.to_dict() for r in rejected[:MAX_SKIPPED_LISTED]],
+            rejected_count=len(rejected),
         )
         skill_md = render_skill_md(
             server=server,
@@ -226,8 +237,17 @@ def generate_skill(
                 yield plan.relpath, render_schema(tool)
             yield SKILL_FILE, skill_md
 
-        for item in rejected:
-            logger.warning("mcp:%s: no schema for tool %s: %s", server, item.display, item.reason)
+        if rejected:
+            # One line per server, however many tools: 20,000 bad names are one warning.
+            shown = "; ".join(f"{r.display} ({r.reason})" for r in rejected[:3])
+            more = f"; and {len(rejected) - 3} more" if len(rejected) > 3 else ""
+            logger.warning(
+                "mcp:%s: no schema for %d tool(s), listed in its SKILL.md: %s%s",
+                server,
+                len(rejected),
+                shown,
+                more,
+            )
         _swap.cleanup(skills_root, server, keep=current.target.name if current.target else None)
         build = _swap.new_build_dir(skills_root, server)
         try:

@@ -25,7 +25,8 @@ def snapshots(manager: Manager) -> list[ServerSnapshot]:
     out: list[ServerSnapshot] = []
     for status in manager.servers():
         tools = manager.list_tools(status.name) if status.state is ServerState.CONNECTED else []
-        out.append(ServerSnapshot(status, tools, manager.server_info(status.name)))
+        invalid = [(t.name, t.reason) for t in manager.invalid_tools(status.name)]
+        out.append(ServerSnapshot(status, tools, manager.server_info(status.name), invalid))
     return out
 
 

@@ -1,4 +1,4 @@
-"""The loopback callback listener (localhost:1456/auth/mcp/callback), over real sockets.
+"""The loopback callback listener (127.0.0.1:1456/auth/mcp/callback), over real sockets.
 
 Only the right path with the right ``state`` ends the wait; other requests get 404 and an
 idle connection (a browser's pre-connect) does not block the real callback. Ctrl-C during
@@ -34,7 +34,7 @@ async def _get(url: str) -> httpx2.Response:
 
 def test_the_default_redirect_uri_is_loopback_1456() -> None:
     assert DEFAULT_CALLBACK_PORT == 1456
-    assert redirect_uri() == "http://localhost:1456/auth/mcp/callback"
+    assert redirect_uri() == "http://127.0.0.1:1456/auth/mcp/callback"
     assert CALLBACK_PATH == "/auth/mcp/callback"
 
 

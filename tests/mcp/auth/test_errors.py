@@ -99,7 +99,7 @@ async def test_callback_port_in_use_fails_before_the_browser_opens(keen_home: Pa
                 "demo", oauth_config(srv.url, callback_port=port), open_browser=browser
             )
     message = str(caught.value)
-    assert f"on localhost:{port}: the port is already in use" in message
+    assert f"on 127.0.0.1:{port}: the port is already in use" in message
     assert 'set "callback_port"' in message and caught.value.remedy is Remedy.SIGN_IN
     assert describe(caught.value).endswith("in configs.json; run: keen mcp connect demo")
     assert browser.visits == []

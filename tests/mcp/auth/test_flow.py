@@ -42,7 +42,7 @@ async def test_sign_in_registers_keen_uses_pkce_and_saves_a_private_token_file(k
         assert result.signed_in and result.scope == "read"
         assert len(browser.visits) == 1
         port = config.auth.callback_port  # type: ignore[union-attr]
-        assert browser.param(0, "redirect_uri") == f"http://localhost:{port}/auth/mcp/callback"
+        assert browser.param(0, "redirect_uri") == f"http://127.0.0.1:{port}/auth/mcp/callback"
         assert browser.param(0, "code_challenge_method") == "S256"
         assert len(browser.param(0, "code_challenge") or "") == 43
         assert browser.param(0, "resource") == srv.url
@@ -51,7 +51,7 @@ async def test_sign_in_registers_keen_uses_pkce_and_saves_a_private_token_file(k
 
         (client,) = srv.provider.clients.values()
         assert client.client_name == "Keen"
-        assert [str(u) for u in client.redirect_uris or []] == [f"http://localhost:{port}/auth/mcp/callback"]
+        assert [str(u) for u in client.redirect_uris or []] == [f"http://127.0.0.1:{port}/auth/mcp/callback"]
         assert client.token_endpoint_auth_method == "none"
         assert set(client.grant_types) == {"authorization_code", "refresh_token"}
 

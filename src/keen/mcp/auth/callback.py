@@ -1,5 +1,9 @@
 """The loopback listener that receives the browser's OAuth redirect
-(``http://localhost:1456/auth/mcp/callback``, up to 5 minutes; RFC 8252 section 7.3).
+(``http://127.0.0.1:1456/auth/mcp/callback``, up to 5 minutes).
+
+The redirect URI names the loopback IP literal the listener binds, not ``localhost``: a
+browser may resolve ``localhost`` to ``::1`` and miss a listener on 127.0.0.1 (RFC 8252
+section 7.3 recommends the IP literal for exactly this reason).
 
 :meth:`CallbackListener.open` binds ``127.0.0.1:<port>`` before the browser is sent
 anywhere, so a port in use fails at once with a clear error. :meth:`CallbackListener.wait`
@@ -42,8 +46,8 @@ _PAGE = (
 
 
 def redirect_uri(port: int = DEFAULT_CALLBACK_PORT) -> str:
-    """The redirect URI Keen registers: ``http://localhost:<port>/auth/mcp/callback``."""
-    return f"http://localhost:{port}{CALLBACK_PATH}"
+    """The redirect URI Keen registers: ``http://127.0.0.1:<port>/auth/mcp/callback`` (RFC 8252 7.3)."""
+    return f"http://127.0.0.1:{port}{CALLBACK_PATH}"
 
 
 class CallbackListener:
@@ -76,7 +80,7 @@ class CallbackListener:
             else:
                 why = exc.strerror or exc.__class__.__name__
             raise AuthRequired(
-                f'cannot listen for the sign-in callback of MCP server "{self.server}" on localhost:{self.port}: '
+                f'cannot listen for the sign-in callback of MCP server "{self.server}" on 127.0.0.1:{self.port}: '
                 f'{why}; stop the program using it or set "callback_port" in the server\'s "auth" in '
                 "configs.json",
                 server=self.server,

@@ -1,7 +1,7 @@
 """Signing in (``keen mcp connect``) and the Manager's auth factory.
 
 For an OAuth server, connect clears the
-saved token, runs the browser flow on ``http://localhost:1456/auth/mcp/callback`` and
+saved token, runs the browser flow on ``http://127.0.0.1:1456/auth/mcp/callback`` and
 waits up to 5 minutes; the caller then refreshes the server (tools, skill). Background
 connections use :func:`oauth_auth_factory` with ``interactive=False`` and never open a
 browser.

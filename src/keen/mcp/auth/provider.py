@@ -457,7 +457,7 @@ def create_oauth_auth(
             pre-registered client (else dynamic registration), ``callback_port`` (1456).
         store: where tokens, registration and metadata live (:class:`FileTokenStore`).
         interactive: True lets a full authorization open the browser and wait (``timeout``
-            seconds, default 300) on ``http://localhost:<callback_port>/auth/mcp/callback``;
+            seconds, default 300) on ``http://127.0.0.1:<callback_port>/auth/mcp/callback``;
             False fails fast instead (see the module docstring).
         open_browser: opens the URL, returns False when it could not; None means "do not open"
             (pass :func:`default_open_browser` for the system browser).

@@ -1,0 +1,116 @@
+"""A hostile MCP server speaking raw JSON-RPC over stdio, driven by a JSON spec file.
+
+Usage: ``python hostile_stdio.py SPEC.json``. No SDK: it sends exactly the bytes the spec
+says, so tests can hand Keen what a real SDK server would refuse to produce. Spec keys
+(all optional)::
+
+    {"tools": [ {...raw tool objects...} ],
+     "instructions": "...",            # initialize result instructions
+     "server_name": "hostile",
+     "results": {"tool": {...raw CallToolResult...}},   # default: text "ok"
+     "errors": {"tool": {"code": -32603, "message": "..."}},
+     "stderr_at_start": "text",          # written to stderr before answering anything
+     "stderr_on_call": "text",           # written to stderr on every tools/call
+     "exit_on_call": {"tool": 3},        # exit with this code instead of answering
+     "hang_on_call": ["tool"],           # never answer these calls
+     "ignore_eof": false,                # keep running after stdin closes
+     "ignore_signals": false,            # ignore SIGTERM, SIGHUP and SIGINT
+     "exit_at_start": 3,                 # write stderr_at_start, then exit with this code
+     "pidfile": "/path"}                 # write os.getpid() here at start
+
+In every string of the spec, ``{env:NAME}`` becomes the value of the environment variable
+NAME (so a test can make the server echo a secret Keen gave it). Every request it does not
+know gets JSON-RPC error -32601.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sys
+import time
+from typing import Any
+
+
+def _send(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text if text.endswith("\n") else text + "\n")
+    sys.stderr.flush()
+
+
+def _park() -> None:
+    while True:
+        time.sleep(3600)
+
+
+def _expand(value: Any) -> Any:
+    if isinstance(value, str):
+        return re.sub(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m.group(1), ""), value)
+    if isinstance(value, list):
+        return [_expand(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _expand(v) for k, v in value.items()}
+    return value
+
+
+def main() -> None:
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        spec: dict[str, Any] = _expand(json.load(handle))
+    if spec.get("ignore_signals"):
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+    if spec.get("pidfile"):
+        with open(spec["pidfile"], "w", encoding="utf-8") as handle:
+            handle.write(str(os.getpid()))
+    if spec.get("stderr_at_start"):
+        _err(spec["stderr_at_start"])
+    if "exit_at_start" in spec:
+        sys.exit(int(spec["exit_at_start"]))
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        method, rid = message.get("method"), message.get("id")
+        if rid is None:
+            continue  # a notification
+        params = message.get("params") or {}
+        if method == "initialize":
+            result = {
+                "protocolVersion": params.get("protocolVersion", "2025-11-25"),
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": spec.get("server_name", "hostile"), "version": "6.6.6"},
+            }
+            if spec.get("instructions"):
+                result["instructions"] = spec["instructions"]
+            _send({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif method == "tools/list":
+            _send({"jsonrpc": "2.0", "id": rid, "result": {"tools": spec.get("tools", [])}})
+        elif method == "tools/call":
+            name = params.get("name", "")
+            if spec.get("stderr_on_call"):
+                _err(spec["stderr_on_call"])
+            if name in spec.get("exit_on_call", {}):
+                os._exit(int(spec["exit_on_call"][name]))
+            if name in spec.get("hang_on_call", []):
+                continue
+            if name in spec.get("errors", {}):
+                _send({"jsonrpc": "2.0", "id": rid, "error": spec["errors"][name]})
+                continue
+            result = spec.get("results", {}).get(name, {"content": [{"type": "text", "text": "ok"}]})
+            _send({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif method == "ping":
+            _send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        else:
+            _send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"no {method}"}})
+    if spec.get("ignore_eof"):
+        _park()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Names that only differ in case, and the OAuth redirect URI.
+
+Tool names differing only in case get distinct schema files (a case-insensitive file system,
+macOS or Windows, would otherwise keep one of them); server names differing only in case
+are refused with a clear error; the OAuth redirect URI is the loopback IP literal the
+callback listener binds (RFC 8252 section 7.3), so a browser that resolves ``localhost`` to
+``::1`` cannot miss it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.request
+from pathlib import Path
+
+import anyio
+import pytest
+
+from keen.errors import ConfigError
+from keen.mcp.auth import CallbackListener, redirect_uri
+from keen.mcp.config import parse_config
+from keen.mcp.importer import ImportResult, merge_into_config
+from keen.mcp.types import ServerState, ServerStatus, Tool
+from keen.mcpskills import generate_skill
+
+
+def _fold(path: str) -> str:
+    return path.casefold()
+
+
+def test_tools_differing_only_in_case_get_distinct_files(tmp_path: Path) -> None:
+    status = ServerStatus(name="s", transport="stdio", auth="none", state=ServerState.CONNECTED)
+    names = ["search", "Search", "SEARCH", "ns/Get", "NS/get", "Straße", "STRASSE"]
+    tools = [Tool("s", n, f"tool {n}", {"type": "object", "title": n}) for n in names]
+    report = generate_skill(tmp_path / "skills", status, tools, fsync=False)
+    assert report.rejected == []
+    files = sorted(
+        str(p.relative_to(report.skill_path)) for p in (report.skill_path / "schemas").rglob("*.json")
+    )
+    assert len(files) == len(names)
+    assert len({_fold(f) for f in files}) == len(files), files  # distinct even without case
+    skill_md = (report.skill_path / "SKILL.md").read_text()
+    for rel in files:  # the table points each tool at its own file
+        data = json.loads((report.skill_path / rel).read_text())
+        assert f"| {data['name']} | tool {data['name']} | {rel} |" in skill_md
+
+
+@pytest.mark.parametrize(("first", "second"), [("github", "GitHub"), ("A-b", "a-B")])
+def test_server_names_differing_only_in_case_are_refused(first: str, second: str) -> None:
+    entry = {"transport": "stdio", "command": "x"}
+    text = json.dumps({"version": 1, "servers": {first: entry, second: entry}})
+    with pytest.raises(ConfigError, match="differ only in case; rename one") as info:
+        parse_config(text)
+    assert info.value.server == second
+    merged, conflicts = merge_into_config(
+        {"version": 1, "servers": {first: entry}}, ImportResult(servers={second: entry}), overwrite=True
+    )
+    assert conflicts == [second] and list(merged["servers"]) == [first]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.anyio
+async def test_redirect_uri_is_the_loopback_literal_the_listener_binds() -> None:
+    port = _free_port()
+    uri = redirect_uri(port)
+    assert uri == f"http://127.0.0.1:{port}/auth/mcp/callback"
+    listener = CallbackListener(server="s", port=port)
+    await listener.open()
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def browse() -> None:
+                # What a browser does with the redirect: no name resolution involved.
+                def get() -> int:
+                    with urllib.request.urlopen(f"{uri}?code=c0de-1234&state=st4te-5678", timeout=10) as r:
+                        return r.status
+
+                assert await anyio.to_thread.run_sync(get) == 200
+
+            tg.start_soon(browse)
+            with anyio.fail_after(15):
+                result = await listener.wait("st4te-5678", timeout=15)
+        assert result.code == "c0de-1234"
+    finally:
+        await listener.aclose()

@@ -1,0 +1,207 @@
+"""No orphans: SIGTERM, SIGHUP and SIGKILL to ``keen`` mid-call.
+
+The hostile server ignores SIGTERM, SIGHUP and SIGINT and keeps running after its stdin
+closes: the worst case for a client. After SIGTERM (exit 143) and SIGHUP (exit 129) Keen
+has closed the session and stopped the server; after SIGKILL the kernel's death signal
+(Linux ``PR_SET_PDEATHSIG``) stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import server_script
+from helpers.hostile import KEEN, hostile_entry
+from keen.mcp._spawn import _setpriv
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def _alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.parent.parent.exists() and sys.platform.startswith("linux"):
+        try:
+            # A zombie (state Z) is dead; it only waits for PID 1 to reap it.
+            return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def _start_call(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """``keen mcp call h hang`` in flight against a server that ignores signals and EOF."""
+    home = tmp_path / "keen-home"
+    (home / "mcp").mkdir(parents=True)
+    pidfile = tmp_path / "server.pid"
+    spec = {
+        "tools": [{"name": "hang", "inputSchema": {"type": "object"}}],
+        "hang_on_call": ["hang"],
+        "stderr_on_call": "call started",
+        "ignore_eof": True,
+        "ignore_signals": True,
+        "pidfile": str(pidfile),
+    }
+    config = {"version": 1, "servers": {"h": hostile_entry(tmp_path / "spec.json", spec)}}
+    (home / "mcp" / "configs.json").write_text(json.dumps(config))
+    env = {**os.environ, "KEEN_HOME": str(home)}
+    proc = subprocess.Popen(
+        [*KEEN, "mcp", "call", "h", "hang", "--yes"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    log = home / "logs" / "h.stderr.log"
+    started = _wait(lambda: log.exists() and "call started" in log.read_text(), 30)
+    if not started:
+        proc.kill()
+        pytest.fail(f"the call never reached the server: {proc.communicate(timeout=10)}")
+    return proc, int(pidfile.read_text())
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_close_the_server_and_exit_128_plus_n(
+    tmp_path: Path, signum: int, code: int
+) -> None:
+    proc, server = _start_call(tmp_path)
+    try:
+        proc.send_signal(signum)
+        _out, err = proc.communicate(timeout=30)
+        assert proc.returncode == code, err
+        assert b"stopped by" in err
+        assert not _alive(server), "the stdio server outlived keen"
+    finally:
+        if _alive(server):
+            os.kill(server, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+def test_sigkill_takes_the_server_down_with_keen(tmp_path: Path) -> None:
+    proc, server = _start_call(tmp_path)
+    try:
+        proc.kill()
+        proc.communicate(timeout=10)
+        assert _wait(lambda: not _alive(server), 10), "the stdio server outlived a SIGKILLed keen"
+    finally:
+        if _alive(server):
+            os.kill(server, signal.SIGKILL)
+
+
+_PARENT = """
+import os, subprocess, sys, time
+from keen.mcp import _spawn
+if sys.argv[3] == "python":
+    _spawn._setpriv = lambda: None  # force the Python launcher
+cmd, args = _spawn.server_command(sys.executable, [sys.argv[1], sys.argv[2]], env=dict(os.environ), cwd=None)
+proc = subprocess.Popen([cmd, *args], stdin=subprocess.PIPE, start_new_session=True)
+print(proc.pid, cmd, flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+@pytest.mark.parametrize("launcher", ["setpriv", "python"])
+def test_each_launcher_execs_in_place_and_dies_with_its_parent(tmp_path: Path, launcher: str) -> None:
+    if launcher == "setpriv" and _setpriv() is None:
+        pytest.skip("util-linux setpriv with --pdeathsig is not installed")
+    pidfile = tmp_path / "server.pid"
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"ignore_eof": True, "ignore_signals": True, "pidfile": str(pidfile)}))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _PARENT, str(server_script("hostile_stdio")), str(spec), launcher],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout is not None
+        pid_text, used = parent.stdout.readline().split()
+        assert _wait(pidfile.exists, 15) and _wait(lambda: pidfile.read_text().strip() != "", 5)
+        server = int(pidfile.read_text())
+        assert server == int(pid_text)  # exec'd in place: the PID Keen holds is the server's
+        assert ("setpriv" in used) == (launcher == "setpriv")
+        parent.kill()
+        parent.wait(10)
+        assert _wait(lambda: not _alive(server), 10), "the server outlived its SIGKILLed parent"
+    finally:
+        parent.kill()
+        if pidfile.exists() and pidfile.read_text().strip() and _alive(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def _read_until(fd: int, needle: bytes, timeout: float) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while needle not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    return seen
+
+
+@pytest.mark.parametrize("answer", ["yes", "SIGTERM"])
+def test_the_approval_question_answers_and_yields_to_sigterm(tmp_path: Path, answer: str) -> None:
+    home = tmp_path / "keen-home"
+    (home / "mcp").mkdir(parents=True)
+    pidfile = tmp_path / "server.pid"
+    spec = {
+        "tools": [{"name": "ok", "inputSchema": {"type": "object"}}],
+        "ignore_eof": True,
+        "ignore_signals": True,
+        "pidfile": str(pidfile),
+    }
+    config = {"version": 1, "servers": {"h": hostile_entry(tmp_path / "spec.json", spec)}}
+    (home / "mcp" / "configs.json").write_text(json.dumps(config))
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*KEEN, "mcp", "call", "h", "ok"],
+        env={**os.environ, "KEEN_HOME": str(home)},
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
+    os.close(slave)
+    try:
+        prompt = _read_until(master, b"Approve?", 30)
+        assert b"Approve?" in prompt, prompt
+        server = int(pidfile.read_text())
+        if answer == "yes":
+            os.write(master, b"y\n")
+            out, _ = proc.communicate(timeout=30)
+            assert proc.returncode == 0 and out.strip() == b"ok"
+        else:
+            time.sleep(0.3)  # Keen is waiting for the answer
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=30)
+            assert proc.returncode == 143
+        assert _wait(lambda: not _alive(server), 10)
+    finally:
+        proc.kill()
+        os.close(master)
+        if pidfile.exists() and pidfile.read_text().strip() and _alive(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)

@@ -1,0 +1,112 @@
+"""No configured secret in any output.
+
+Secrets reach Keen through a stdio server's ``env`` (after ``${VAR}`` expansion, under a
+name that says nothing about secrets), an HTTP URL's query and userinfo. Hostile raw
+JSON-RPC servers echo them on stderr, in JSON-RPC errors and before crashing. Every CLI
+output (``list --json``, ``-v`` logs, ``call`` and ``connect`` errors, ``sync``) and every
+file under ``KEEN_HOME`` (markers, SKILL.md, the stderr logs) is searched for them.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.hostile import CliRun, files_containing, hostile_entry, keen_cli
+
+STDIO_SECRET = "tok-stdio-5e8a1f93c2"
+QUERY_SECRET = "qtok-0b7d44e1a9"
+USER_SECRET = "upass-6c2f90ad17"
+SECRETS = (STDIO_SECRET, QUERY_SECRET, USER_SECRET)
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    env = {"UPSTREAM": "${UPSTREAM_CRED}", "LOG_LEVEL": "info"}
+    port = _closed_port()
+    servers: dict[str, Any] = {
+        # Prints the secret on stderr and exits before answering initialize.
+        "early": hostile_entry(
+            tmp_path / "early.json",
+            {"stderr_at_start": "fatal: bad credential {env:UPSTREAM} for upstream", "exit_at_start": 3},
+            env=env,
+        ),
+        # Connects; its tools echo the secret in a JSON-RPC error and on stderr before dying.
+        "chatty": hostile_entry(
+            tmp_path / "chatty.json",
+            {
+                "tools": [
+                    {"name": "leak", "inputSchema": {"type": "object"}},
+                    {"name": "crash", "inputSchema": {"type": "object"}},
+                ],
+                "stderr_at_start": "starting with UPSTREAM={env:UPSTREAM}",
+                "stderr_on_call": "calling upstream with {env:UPSTREAM}",
+                "errors": {"leak": {"code": -32603, "message": "upstream refused {env:UPSTREAM}"}},
+                "exit_on_call": {"crash": 1},
+            },
+            env=env,
+        ),
+        "web": {
+            "transport": "streamable_http",
+            "url": f"http://keen:${{USER_PASS}}@127.0.0.1:{port}/mcp?token=${{URL_TOKEN}}&v=2",
+            "timeouts": {"connect": 5},
+        },
+    }
+    config = {"version": 1, "servers": servers}
+    (keen_home / "mcp" / "configs.json").write_text(json.dumps(config))
+    return keen_home
+
+
+ENV = {"UPSTREAM_CRED": STDIO_SECRET, "URL_TOKEN": QUERY_SECRET, "USER_PASS": USER_SECRET}
+
+
+def test_no_secret_in_any_output_or_file(home: Path, tmp_path: Path) -> None:
+    assert keen_cli("mcp", "sync", keen_home=home, env=ENV).code == 0  # mcp:chatty now exists
+    # chatty breaks: the next sync writes its (stderr-quoting) last_error into the marker.
+    spec = json.loads((tmp_path / "chatty.json").read_text())
+    (tmp_path / "chatty.json").write_text(json.dumps({**spec, "exit_at_start": 4}))
+    broken = keen_cli("mcp", "sync", keen_home=home, env=ENV)
+    marker = json.loads((home / "skills" / "mcp:chatty" / ".keen-generated-mcp.json").read_text())
+    assert marker["status"] == "disconnected", marker
+    assert "starting with UPSTREAM=[REDACTED]" in marker["last_error"], marker
+    (tmp_path / "chatty.json").write_text(json.dumps(spec))
+    runs: list[CliRun] = [
+        broken,
+        keen_cli("mcp", "list", "--json", keen_home=home, env=ENV),
+        keen_cli("-v", "mcp", "list", keen_home=home, env=ENV),
+        keen_cli("-v", "mcp", "sync", keen_home=home, env=ENV),
+        keen_cli("-v", "mcp", "call", "chatty", "leak", "--yes", keen_home=home, env=ENV),
+        keen_cli("-v", "mcp", "call", "chatty", "crash", "--yes", keen_home=home, env=ENV),
+        keen_cli("-v", "mcp", "connect", "early", keen_home=home, env=ENV),
+        keen_cli("-v", "mcp", "connect", "web", keen_home=home, env=ENV),
+        keen_cli("mcp", "sync", "--json", keen_home=home, env=ENV),
+    ]
+    for run in runs:
+        for secret in SECRETS:
+            assert secret not in run.output, f"{secret} leaked in\n{run}"
+    for secret in SECRETS:
+        assert files_containing(home, secret) == [], secret
+
+    # The outputs still say what happened, with the secret's place marked.
+    runs = runs[1:]
+    listed = {s["name"]: s for s in json.loads(runs[0].stdout)}
+    assert "fatal: bad credential [REDACTED] for upstream" in listed["early"]["last_error"]
+    assert "token=[REDACTED]" in listed["web"]["last_error"]
+    assert "[REDACTED]@127.0.0.1" in listed["web"]["last_error"]
+    assert runs[3].code == 2 and "upstream refused [REDACTED]" in runs[3].stderr, runs[3]
+    assert runs[4].code == 2 and "calling upstream with [REDACTED]" in runs[4].stderr, runs[4]
+    assert "[REDACTED]" in runs[5].stderr, runs[5]
+    log = (home / "logs" / "chatty.stderr.log").read_text()
+    assert "starting with UPSTREAM=[REDACTED]" in log and "calling upstream with [REDACTED]" in log
