@@ -65,6 +65,7 @@ bench: $(VENV)/.dev peers
 	$(PY) bench/livemcpbench_queries.py $(LIVEMCPBENCH)/all_annotations.json $(LIVEMCPBENCH)/tools.json $(QUERIES)
 	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json --catalog $(TOOLGYM) --queries $(QUERIES)/steps.jsonl -k 5
 	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json --catalog $(TOOLGYM) --queries $(QUERIES)/tasks.jsonl -k 10
+	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json --catalog $(TOOLGYM) --queries $(QUERIES)/steps.jsonl -k 10
 	$(PY) bench/footprint.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM) --budget 4000
 
 # The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.

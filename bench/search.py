@@ -1,17 +1,19 @@
 """ToolSearch quality and speed over recorded MCP catalogs (prints, never asserts).
 
 Usage: ``python bench/search.py --catalog FILE [--catalog FILE ...] --queries FILE.jsonl
-[-k 5] [--level tool|server] [--json]``
+[-k 5] [--level tool|server] [--half all|even|odd] [--json]``
 
 Catalogs: LiveMCPBench ``tools.json`` and ToolGym ``tool_descriptions.ndjson`` (both
 formats, see ``_catalog.py``); every tool of every catalog is indexed, so later catalogs
 act as distractors. Queries: JSON lines ``{"query": str, "tools": ["server/tool", ...]}``
 where ``server`` is the catalog's own server name (LiveMCPBench ``name``, ToolGym
 ``qualifiedName``, which may hold ``/``: the tool is what follows the last ``/``). Other
-keys are ignored, except ``required`` (written by ``livemcpbench_queries.py`` for task
-queries: a list of groups, each the alternatives of one needed tool), which adds two
-figures: ``all@K`` (every group has a member in the top K) and ``tool_recall@K`` (mean
-share of groups with a member in the top K).
+keys are ignored, except ``required`` (written by ``livemcpbench_queries.py``: a list of
+groups, each the alternatives of one needed tool), which adds two figures: ``all@K``
+(every group has a member in the top K) and ``tool_recall@K`` (mean share of groups
+with a member in the top K); and ``task_id``: when several queries share one (the step
+queries of a task), ``task_union_all@K`` counts a task found when every group has a
+member in the union of the top K of its queries.
 
 A query is a hit at K when any listed tool is in the top K (``--level server``: when the
 server of any listed tool is among the top K servers, servers ranked by their best tool).
@@ -41,7 +43,7 @@ from keen.capabilities.catalog import server_text
 from keen.capabilities.search import SearchWeights
 from keen.mcp.types import ServerInfo, Tool
 
-__all__ = ["build_catalog", "evaluate", "main", "read_queries"]
+__all__ = ["build_catalog", "evaluate", "main", "read_queries", "select_half"]
 
 TARGETS = {"step_recall@5": 0.85, "task_recall@10": 0.60, "p50_ms": 5.0, "build_s": 10.0}
 DEPTH = 100
@@ -85,6 +87,22 @@ def read_queries(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def select_half(queries: list[dict[str, Any]], half: str) -> list[dict[str, Any]]:
+    """The queries of the even- or odd-numbered tasks (``half`` = ``even`` / ``odd``;
+    tasks numbered 0, 1, ... in order of their first ``task_id``; a query without one is
+    its own task), or all of them (``all``)."""
+    if half == "all":
+        return queries
+    number: dict[str, int] = {}
+    out: list[dict[str, Any]] = []
+    for i, item in enumerate(queries):
+        task = str(item.get("task_id") or f"#{i}")
+        n = number.setdefault(task, len(number))
+        if (n % 2 == 0) == (half == "even"):
+            out.append(item)
+    return out
+
+
 def _split(ref: str) -> tuple[str, str]:
     server, _, tool = ref.rpartition("/")
     return server, tool
@@ -105,6 +123,7 @@ def evaluate(catalog: Catalog, queries: list[dict[str, Any]], k: int, level: str
     cpu: list[float] = []
     all_hits: list[bool] = []
     shares: list[float] = []
+    tasks: dict[str, tuple[list[list[str]], set[str]]] = {}
     unknown = 0
     catalog.search("warm up the model and the index", k=1)
     for item in queries:
@@ -136,6 +155,8 @@ def evaluate(catalog: Catalog, queries: list[dict[str, Any]], k: int, level: str
                 found = [any(_cap_id(r) in top for r in g) for g in groups]
             all_hits.append(all(found))
             shares.append(sum(found) / len(found))
+            if isinstance(item.get("task_id"), str):
+                tasks.setdefault(item["task_id"], (groups, set()))[1].update(top)
     n = max(len(queries), 1)
     cuts_ms = (
         statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else latencies * 99
@@ -157,6 +178,13 @@ def evaluate(catalog: Catalog, queries: list[dict[str, Any]], k: int, level: str
     if all_hits:
         out[f"all@{k}"] = sum(all_hits) / len(all_hits)
         out[f"tool_recall@{k}"] = sum(shares) / len(shares)
+    if tasks and len(tasks) < len(all_hits):
+        found_tasks = [
+            all(any((_split(r)[0] if level == "server" else _cap_id(r)) in union for r in g) for g in groups)
+            for groups, union in tasks.values()
+        ]
+        out[f"task_union_all@{k}"] = sum(found_tasks) / len(found_tasks)
+        out["tasks"] = len(tasks)
     return out
 
 
@@ -164,7 +192,8 @@ def _report(fig: dict[str, Any], args: argparse.Namespace) -> None:
     k = fig["k"]
     names = ", ".join(f"{p.parent.name}/{p.name}" for p in args.catalog)
     print(f"ToolSearch over {names}: {fig['tools']:,} tools, {fig['servers']} servers")
-    print(f"queries {args.queries.name}: {fig['queries']}, level {fig['level']}, k={k}")
+    half = "" if fig["half"] == "all" else f" ({fig['half']}-numbered tasks only)"
+    print(f"queries {args.queries.name}: {fig['queries']}{half}, level {fig['level']}, k={k}")
     print(f"  index build      : {fig['build_s']:.2f} s (bm25s + wordllama, no cache)   target <= 10 s")
     for c in sorted({1, 3, k}):
         print(f"  recall@{c:<9} : {fig[f'recall@{c}']:.3f}")
@@ -172,6 +201,11 @@ def _report(fig: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"  all@{k:<12} : {fig[f'all@{k}']:.3f} (every needed tool in the top {k})")
         print(
             f"  tool_recall@{k:<4} : {fig[f'tool_recall@{k}']:.3f} (mean share of needed tools in the top {k})"
+        )
+    if f"task_union_all@{k}" in fig:
+        print(
+            f"  task_union_all@{k:<2}: {fig[f'task_union_all@{k}']:.3f} ({fig['tasks']} tasks: every needed "
+            f"tool in the union of the top {k} of the task's queries)"
         )
     print(f"  MRR              : {fig['mrr']:.3f}")
     print(f"  latency p50/p99  : {fig['p50_ms']:.2f} / {fig['p99_ms']:.2f} ms per query   target p50 <= 5 ms")
@@ -191,6 +225,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--level", choices=("tool", "server"), default="tool")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--weights", default="", help="lexical,semantic,server fusion weights (method study)")
+    parser.add_argument(
+        "--half",
+        choices=("all", "even", "odd"),
+        default="all",
+        help="only the queries of even- or odd-numbered tasks (by first task_id seen): tune on one, check on the other",
+    )
     args = parser.parse_args(argv)
     for path in [*args.catalog, args.queries]:
         if not path.is_file():
@@ -200,7 +240,8 @@ def main(argv: list[str] | None = None) -> None:
     t = time.perf_counter()
     catalog.index(weights)
     build_s = time.perf_counter() - t
-    figures = evaluate(catalog, read_queries(args.queries), args.k, args.level) | {"build_s": build_s}
+    queries = select_half(read_queries(args.queries), args.half)
+    figures = evaluate(catalog, queries, args.k, args.level) | {"build_s": build_s, "half": args.half}
     if args.json:
         json.dump(figures, sys.stdout)
         print()

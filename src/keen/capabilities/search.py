@@ -5,18 +5,23 @@ Two signals, fused:
 - lexical: BM25 (``bm25s``, Lucene variant) over Snowball-stemmed words
   (:mod:`keen.capabilities._text`) of each capability's name (split on case, ``_``,
   ``-``, ``.``, ``/``; counted ``NAME_REPEAT`` times), title, description and parameter
-  names and descriptions;
+  descriptions;
 - semantic: cosine similarity of static word embeddings (``wordllama`` 0.4.0.post1,
   the 256-d ``l2_supercat`` weights and tokenizer shipped inside its wheel, loaded with
-  downloads disabled: no network, no torch) of the same text.
+  downloads disabled: no network, no torch) of the server name, the tool name and the
+  one-line summary (:func:`semantic_text`).
 
 Both are computed for every document and for every *server* (its name, catalog
-description and the names of its tools), each min-max normalised to 0..1 over the
-corpus, then combined per capability as
-``w_lex * lex + w_sem * sem + w_server * (w_lex * lex_server + w_sem * sem_server)``:
+description and the names of its tools), each standardised over the corpus (z-scores:
+how far a score stands out from the rest, so a signal whose scores are all alike
+cannot swamp one with a clear winner, as min-max scaling lets it), then combined per
+capability as
+``w_lex * lex + w_sem * sem + w_server * (lex_server + sem_server)``:
 a tool of a server that matches the task as a whole ranks above a same-named tool of
 an unrelated server (the server context of "tool-to-agent" retrieval). Weights are
-:class:`SearchWeights`.
+:class:`SearchWeights`; the defaults and the text fields were chosen on the
+even-numbered LiveMCPBench tasks and checked on the odd ones (``bench/search.py
+--half``).
 
 The index is built once per catalog hash and cached under
 ``$KEEN_HOME/cache/toolsearch/<hash>/`` (bm25s files, ``float16`` embeddings); a reader
@@ -50,9 +55,9 @@ __all__ = ["INDEX_FORMAT", "NAME_REPEAT", "SearchWeights", "ToolSearch", "embedd
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 """Bumped when the cached index layout or its document text changes."""
-NAME_REPEAT = 3
+NAME_REPEAT = 2
 """How many times the split name counts in the lexical document (names are the densest signal)."""
 _MAX_DOC_CHARS = 2000
 
@@ -63,7 +68,7 @@ class SearchWeights:
     two signals; ``server`` how much the capability's server as a whole counts."""
 
     lexical: float = 1.0
-    semantic: float = 1.0
+    semantic: float = 1.5
     server: float = 0.5
 
 
@@ -88,19 +93,25 @@ def _embed(texts: Sequence[str]) -> np.ndarray:
 
 
 def lexical_text(cap: Capability) -> list[str]:
-    """The fields of ``cap``'s lexical document."""
+    """The fields of ``cap``'s lexical document. Parameter names stay out: they are
+    generic (``query``, ``id``, ``path``) and cost recall (bench/search.py); their
+    descriptions are part of ``search_text``."""
     name = split_identifier(cap.name)
-    return [*([name] * NAME_REPEAT), cap.title, cap.search_text[:_MAX_DOC_CHARS], " ".join(cap.params)]
+    return [*([name] * NAME_REPEAT), cap.title, cap.search_text[:_MAX_DOC_CHARS]]
 
 
 def semantic_text(cap: Capability) -> str:
-    """``cap``'s text for the embedding: split name (twice), title and one-line summary.
+    """``cap``'s text for the embedding: split server name, split tool name (twice),
+    title and one-line summary.
 
     Static embeddings are averages of word vectors: the long tail of a description or of
     parameter descriptions dilutes them (measured with bench/search.py: recall@5 drops
-    about 3 points with the full text), so only the head goes in; BM25 gets the rest."""
+    about 3 points with the full text), so only the head goes in; BM25 gets the rest.
+    The server name places the tool among its siblings (tool-to-agent retrieval: a tool
+    embedded with its server)."""
     name = split_identifier(cap.name)
-    return ". ".join(p for p in (name, name, cap.title, cap.summary) if p)
+    server = split_identifier(cap.server or "")
+    return ". ".join(p for p in (server, name, name, cap.title, cap.summary) if p)
 
 
 def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -112,11 +123,14 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", matrix, vector)
 
 
-def _minmax(values: np.ndarray) -> np.ndarray:
-    low, high = float(values.min(initial=0.0)), float(values.max(initial=0.0))
-    if high - low <= 1e-9:
+def _standardise(values: np.ndarray) -> np.ndarray:
+    """``values`` as z-scores (0 where they are all equal, or empty)."""
+    if values.size == 0:
+        return values
+    spread = float(values.std())
+    if spread <= 1e-9:
         return values * 0.0
-    return (values - low) / (high - low)
+    return (values - float(values.mean())) / spread
 
 
 class ToolSearch:
@@ -274,11 +288,11 @@ class ToolSearch:
         size, n_servers = len(self.ids), len(self._server_vectors)
         tokens = stem_tokens([query])
         qv = _embed([query])[0]
-        doc = w.lexical * _minmax(self._lexical(self._bm25, tokens, size))
-        doc += w.semantic * _minmax(_dot(self._vectors, qv))
+        doc = w.lexical * _standardise(self._lexical(self._bm25, tokens, size))
+        doc += w.semantic * _standardise(_dot(self._vectors, qv))
         if n_servers and w.server:
-            srv = w.lexical * _minmax(self._lexical(self._bm25_servers, tokens, n_servers))
-            srv += w.semantic * _minmax(_dot(self._server_vectors, qv))
+            srv = _standardise(self._lexical(self._bm25_servers, tokens, n_servers))
+            srv += _standardise(_dot(self._server_vectors, qv))
             srv = np.append(srv, 0.0)  # row -1: documents without a server
             doc += w.server * srv[self._doc_server]
         return doc
