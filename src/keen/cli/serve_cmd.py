@@ -1,0 +1,67 @@
+"""``keen serve``: Keen as an MCP server for other hosts (Claude Desktop, Claude Code, Cursor...)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from keen.cli._common import fail, run
+
+__all__ = ["register"]
+
+
+def serve(
+    transport: str = typer.Option("stdio", "--transport", help="stdio (a host launches keen) or http."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="HTTP bind address; non-loopback needs KEEN_SERVE_TOKEN."
+    ),
+    port: int = typer.Option(8765, "--port", help="HTTP port."),
+    mode: str = typer.Option(
+        "search", "--mode", help="search (3 tools: search, describe, call) or extension (tool_descriptions)."
+    ),
+    store: str = typer.Option(
+        "memory", "--store", help="memory, or redis://host:port/db to share state across replicas."
+    ),
+    allow_host: list[str] = typer.Option(
+        [], "--allow-host", help="Extra Host header value to accept (repeatable)."
+    ),
+    allow_origin: list[str] = typer.Option([], "--allow-origin", help="Extra Origin to accept (repeatable)."),
+    audit_log: Path | None = typer.Option(
+        None, "--audit-log", help="JSON lines, one per call (default $KEEN_HOME/logs/serve-audit.jsonl)."
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="configs.json (default $KEEN_HOME/mcp/configs.json)."
+    ),
+) -> None:
+    """Serve the configured MCP servers to any MCP host with progressive disclosure."""
+    from keen.mcp.manager import Manager
+    from keen.serve import HttpSecurity, KeenServer, open_store, serve_http, serve_stdio, tokens_from_env
+
+    if transport not in ("stdio", "http"):
+        fail(f"unknown --transport {transport!r}; use stdio or http")
+    if mode not in ("search", "extension"):
+        fail(f"unknown --mode {mode!r}; use search or extension")
+    try:
+        state = open_store(store)
+        security = HttpSecurity(
+            host=host, tokens=tokens_from_env(), allowed_hosts=allow_host, allowed_origins=allow_origin
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    keen = KeenServer(Manager(config), mode=mode, store=state, audit_path=audit_log)  # type: ignore[arg-type]
+
+    async def main() -> None:
+        try:
+            if transport == "stdio":
+                await serve_stdio(keen)
+            else:
+                await serve_http(keen, security, port)
+        except OSError as exc:
+            fail(f"cannot serve: {exc}; is the port free and the store reachable?")
+
+    run(main)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)

@@ -1,0 +1,56 @@
+"""Search mode's tool finder: the seam where ToolSearch plugs in.
+
+``keen serve --mode search`` asks a :data:`SearchFn` for the tools that fit a query. The
+default, :class:`KeywordSearch`, ranks with BM25 (``bm25s``) over each tool's split name,
+server, description and parameter names, and caches its index per catalog. A richer
+searcher (the capability catalog's ToolSearch) replaces it by passing ``search=`` to
+:class:`keen.serve.KeenServer`. A searcher proposes candidates; it never authorizes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from keen.serve.catalog import ExposedTool, ToolCatalog
+
+__all__ = ["KeywordSearch", "SearchFn"]
+
+SearchFn = Callable[[ToolCatalog, str, int], list[ExposedTool]]
+"""``(catalog, query, limit) -> tools``, best first, at most ``limit``."""
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _document(tool: ExposedTool) -> str:
+    props = tool.tool.input_schema.get("properties")
+    params = " ".join(props) if isinstance(props, dict) else ""
+    name = _CAMEL.sub(" ", tool.tool.name).replace("_", " ").replace("-", " ")
+    return f"{name} {name} {tool.server} {tool.tool.description} {params}"
+
+
+class KeywordSearch:
+    """BM25 over the catalog; the index is rebuilt only when the catalog object changes."""
+
+    def __init__(self) -> None:
+        self._catalog: ToolCatalog | None = None
+        self._retriever: Any = None
+        self._tools: list[ExposedTool] = []
+
+    def __call__(self, catalog: ToolCatalog, query: str, limit: int) -> list[ExposedTool]:
+        import bm25s
+
+        if not len(catalog) or not query.strip():
+            return catalog.tools()[: max(0, limit)]
+        if catalog is not self._catalog:
+            self._tools = catalog.tools()
+            retriever = bm25s.BM25()
+            retriever.index(
+                bm25s.tokenize([_document(t) for t in self._tools], show_progress=False), show_progress=False
+            )
+            self._retriever, self._catalog = retriever, catalog
+        tokens = bm25s.tokenize([query], show_progress=False)
+        k = max(1, min(limit, len(self._tools)))
+        docs, scores = self._retriever.retrieve(tokens, k=k, show_progress=False)
+        return [self._tools[int(i)] for i, s in zip(docs[0], scores[0], strict=True) if float(s) > 0]
