@@ -33,6 +33,11 @@ def serve(
     config: Path | None = typer.Option(
         None, "--config", help="configs.json (default $KEEN_HOME/mcp/configs.json)."
     ),
+    auth_ttl: float = typer.Option(
+        3600.0, "--auth-ttl", help="Seconds a fetched description authorizes its tool."
+    ),
+    session_ttl: float = typer.Option(1800.0, "--session-ttl", help="Seconds an idle session lives."),
+    fetch_limit: int = typer.Option(60, "--fetch-limit", help="Description fetches per caller per minute."),
 ) -> None:
     """Serve the configured MCP servers to any MCP host with progressive disclosure."""
     from keen.mcp.manager import Manager
@@ -49,7 +54,17 @@ def serve(
         )
     except ValueError as exc:
         fail(str(exc))
-    keen = KeenServer(Manager(config), mode=mode, store=state, audit_path=audit_log)  # type: ignore[arg-type]
+    if min(auth_ttl, session_ttl) <= 0 or fetch_limit < 1:
+        fail("--auth-ttl and --session-ttl must be > 0 and --fetch-limit >= 1")
+    keen = KeenServer(
+        Manager(config),
+        mode=mode,  # type: ignore[arg-type]
+        store=state,
+        audit_path=audit_log,
+        auth_ttl=auth_ttl,
+        session_ttl=session_ttl,
+        fetch_limit=fetch_limit,
+    )
 
     async def main() -> None:
         try:
