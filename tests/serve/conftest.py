@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.serve import KeenServeProcess, connect, write_upstream
 from mcp.client.client import Client
+
+from helpers.serve import KeenServeProcess, connect, write_upstream
 
 TOKENS = [f"test-token-{i:03d}-{'x' * 8}" for i in range(200)]
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from helpers.serve import read_json
 from mcp.client.client import Client
+
+from helpers.serve import read_json
 
 pytestmark = pytest.mark.anyio
 
