@@ -139,7 +139,9 @@ class KeenServer:
     async def wait_ready(self, timeout: float = _READY_WAIT) -> None:
         """Let the first connection attempts finish (bounded) so the first list is not empty."""
         if not self._ready:
-            self._ready = await self.manager.wait_ready(timeout) or self._ready
+            await self.manager.wait_ready(timeout)
+            # One grace period only: a server still hanging after it is reported per call.
+            self._ready = True
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -257,9 +259,10 @@ class KeenServer:
     ) -> mt.CallToolResult:
         scope = self.caller_scope(ctx)
         arguments = dict(params.arguments or {})
+        # A host may call before the first connections settled (stdio hosts start us on demand).
+        await self.wait_ready()
         if self.mode == "search":
             return await self._search_tool(params.name, arguments, scope)
-        await self.wait_ready()
         exposed = self.catalog().get(params.name)
         if exposed is None:
             return error_result(
@@ -285,7 +288,6 @@ class KeenServer:
                 )
             inner = arguments.get("arguments") or {}
             return await self.router.call(server, tool, inner, caller=scope)
-        await self.wait_ready()
         catalog = self.catalog()
         if name == "search_tools":
             query = arguments.get("query")
