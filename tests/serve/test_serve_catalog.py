@@ -1,0 +1,66 @@
+"""Exposed names, minimal descriptions, the ?tools= parser and section 4.4 entries."""
+
+from __future__ import annotations
+
+import re
+
+from keen.mcp.types import Tool
+from keen.serve import extension as ext
+from keen.serve.catalog import ToolCatalog, exposed_name, minimal_description
+
+SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def test_exposed_names_are_safe_stable_and_distinct() -> None:
+    assert exposed_name("github", "create_issue") == "github__create_issue"
+    odd = exposed_name("fs", "read file/../x")
+    assert SAFE.match(odd) and odd == exposed_name("fs", "read file/../x")
+    long = exposed_name("s", "t" * 200)
+    assert SAFE.match(long) and len(long) == 64
+    assert exposed_name("s", "t" * 200) != exposed_name("s", "t" * 199)
+    # Two raw names that sanitize alike stay two tools.
+    catalog = ToolCatalog(
+        [Tool(server="s", name="a.b"), Tool(server="s", name="a/b"), Tool(server="s", name="a_b")]
+    )
+    assert len(catalog) == 3
+    assert all(SAFE.match(n) for n in catalog.names())
+    assert catalog.find("s", "a/b") is not None and catalog.find("s", "a/b").tool.name == "a/b"  # type: ignore[union-attr]
+
+
+def test_minimal_description_is_one_short_sentence() -> None:
+    text = "Create an issue. Needs owner and repo.\n\nExamples: ..."
+    assert minimal_description(text) == "Create an issue."
+    assert len(minimal_description("word " * 100)) <= 160
+    assert minimal_description("") == ""
+
+
+def test_selected_tools_parsing() -> None:
+    assert ext.selected_tools("resource:///tool_descriptions") is None
+    assert ext.selected_tools("resource:///tool_descriptions?tools=") is None
+    assert ext.selected_tools("resource:///tool_descriptions?tools=a,b,,a") == ["a", "b"]
+    assert ext.selected_tools("resource:///tool_descriptions?tools=a&tools=c") == ["a", "c"]
+    assert ext.is_tool_descriptions_uri("resource:///tool_descriptions?tools=a")
+    assert not ext.is_tool_descriptions_uri("file:///tool_descriptions")
+
+
+def test_full_description_example_follows_the_schema() -> None:
+    tool = Tool(
+        server="s",
+        name="t",
+        description="Do it.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "mode": {"type": "string", "enum": ["fast", "slow"]},
+                "n": {"type": "integer", "default": 3},
+                "tags": {"type": ["array", "null"]},
+                "opt": {"type": "string"},
+            },
+            "required": ["mode", "n", "tags"],
+        },
+        annotations={"readOnlyHint": True},
+    )
+    entry = ext.full_description(ToolCatalog([tool]).tools()[0])
+    assert entry["examples"][0]["input"] == {"mode": "fast", "n": 3, "tags": []}
+    assert entry["usage_guidance"]["read_only"] is True
+    assert entry["inputSchema"] == tool.input_schema and entry["inputSchema"] is not tool.input_schema
