@@ -162,3 +162,16 @@ async def test_stateless_era_checks_the_bearer_and_opens_no_session(guarded: Kee
         assert len((await client.list_tools()).tools) == 10
     served = _post(guarded.url, {"MCP-Protocol-Version": MODERN, "Authorization": f"Bearer {TOKEN}"}, body)
     assert "mcp-session-id" not in served.headers
+
+
+def test_unreachable_redis_store_is_a_clear_error(tmp_path: Path) -> None:
+    write_upstream(tmp_path)
+    done = subprocess.run(
+        [KEEN, "serve", "--transport", "http", "--port", "1", "--store", "redis://user:pw-secret@127.0.0.1:1/0"],
+        env=serve_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "cannot reach the --store Redis" in done.stderr and "pw-secret" not in done.stderr

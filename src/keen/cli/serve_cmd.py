@@ -41,7 +41,15 @@ def serve(
 ) -> None:
     """Serve the configured MCP servers to any MCP host with progressive disclosure."""
     from keen.mcp.manager import Manager
-    from keen.serve import HttpSecurity, KeenServer, open_store, serve_http, serve_stdio, tokens_from_env
+    from keen.serve import (
+        HttpSecurity,
+        KeenServer,
+        RedisStore,
+        open_store,
+        serve_http,
+        serve_stdio,
+        tokens_from_env,
+    )
 
     if transport not in ("stdio", "http"):
         fail(f"unknown --transport {transport!r}; use stdio or http")
@@ -67,6 +75,14 @@ def serve(
     )
 
     async def main() -> None:
+        if isinstance(state, RedisStore):
+            try:
+                await state.ping()
+            except Exception as exc:
+                await state.aclose()
+                fail(
+                    f"cannot reach the --store Redis ({type(exc).__name__}); start it, or use --store memory"
+                )
         try:
             if transport == "stdio":
                 await serve_stdio(keen)
