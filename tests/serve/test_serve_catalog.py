@@ -64,3 +64,16 @@ def test_full_description_example_follows_the_schema() -> None:
     assert entry["examples"][0]["input"] == {"mode": "fast", "n": 3, "tags": []}
     assert entry["usage_guidance"]["read_only"] is True
     assert entry["inputSchema"] == tool.input_schema and entry["inputSchema"] is not tool.input_schema
+
+
+def test_keen_serve_imports_only_downward() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, keen.serve; "
+        "bad = sorted(m for m in sys.modules if m.startswith(('keen.cli', 'keen.agent', 'keen.demo'))); "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr

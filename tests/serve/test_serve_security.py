@@ -167,7 +167,16 @@ async def test_stateless_era_checks_the_bearer_and_opens_no_session(guarded: Kee
 def test_unreachable_redis_store_is_a_clear_error(tmp_path: Path) -> None:
     write_upstream(tmp_path)
     done = subprocess.run(
-        [KEEN, "serve", "--transport", "http", "--port", "1", "--store", "redis://user:pw-secret@127.0.0.1:1/0"],
+        [
+            KEEN,
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            "1",
+            "--store",
+            "redis://user:pw-secret@127.0.0.1:1/0",
+        ],
         env=serve_env(tmp_path),
         capture_output=True,
         text=True,
