@@ -10,6 +10,7 @@ searcher (the capability catalog's ToolSearch) replaces it by passing ``search=`
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -37,12 +38,18 @@ class KeywordSearch:
         self._catalog: ToolCatalog | None = None
         self._retriever: Any = None
         self._tools: list[ExposedTool] = []
+        # Searches run in worker threads; one builds or queries the index at a time.
+        self._lock = threading.Lock()
 
     def __call__(self, catalog: ToolCatalog, query: str, limit: int) -> list[ExposedTool]:
         import bm25s
 
         if not len(catalog) or not query.strip():
             return catalog.tools()[: max(0, limit)]
+        with self._lock:
+            return self._search(bm25s, catalog, query, limit)
+
+    def _search(self, bm25s: Any, catalog: ToolCatalog, query: str, limit: int) -> list[ExposedTool]:
         if catalog is not self._catalog:
             self._tools = catalog.tools()
             retriever = bm25s.BM25()
