@@ -150,7 +150,8 @@ async def connect(
     url: str | None = None,
 ) -> AsyncIterator[Client]:
     """An SDK client of ``keen serve`` in ``era`` (``"session"`` or ``"stateless"``)."""
-    mode = "legacy" if era == "session" else MODERN
+    # The stateless era through the real negotiation: server/discover, then 2026-07-28.
+    mode = "legacy" if era == "session" else "auto"
     if isinstance(target, KeenServeProcess) or url is not None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         endpoint = url or (target.url if isinstance(target, KeenServeProcess) else "")
@@ -158,6 +159,7 @@ async def connect(
             httpx2.AsyncClient(headers=headers, timeout=30) as http,
             Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as client,
         ):
+            _check_era(client, era)
             yield client
         return
     assert target == "stdio" and home is not None
@@ -167,7 +169,14 @@ async def connect(
         env=serve_env(home),
     )
     async with Client(params, mode=mode, cache=None) as client:
+        _check_era(client, era)
         yield client
+
+
+def _check_era(client: Client, era: str) -> None:
+    expected = MODERN if era == "stateless" else "2025-11-25"
+    if client.protocol_version != expected:
+        raise AssertionError(f"negotiated {client.protocol_version}, wanted {expected} ({era} era)")
 
 
 def read_json(result: Any) -> Any:
