@@ -77,3 +77,18 @@ def test_keen_serve_imports_only_downward() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_both_searchers_rank_the_matching_tool_first() -> None:
+    from keen.serve.search import CapabilitySearch, KeywordSearch
+
+    tools = [
+        Tool(server="gh", name="create_issue", description="Open a new issue in a GitHub repository."),
+        Tool(server="gh", name="list_pull_requests", description="List pull requests of a repository."),
+        Tool(server="clock", name="now", description="The current time in a timezone."),
+    ]
+    catalog = ToolCatalog(tools)
+    for search in (CapabilitySearch(), KeywordSearch()):
+        assert search(catalog, "what time is it in Paris", 2)[0].name == "clock__now"
+        assert search(catalog, "file a bug report issue", 1)[0].name == "gh__create_issue"
+        assert len(search(catalog, "repository", 5)) <= 3

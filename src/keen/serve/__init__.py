@@ -10,11 +10,12 @@ from __future__ import annotations
 from keen.serve.catalog import ExposedTool, ToolCatalog, exposed_name
 from keen.serve.http import HttpSecurity, build_app, is_loopback, tokens_from_env
 from keen.serve.run import serve_http, serve_stdio
-from keen.serve.search import KeywordSearch, SearchFn
+from keen.serve.search import CapabilitySearch, KeywordSearch, SearchFn
 from keen.serve.server import KeenServer, Mode
 from keen.serve.store import MemoryStore, RedisStore, Store, open_store
 
 __all__ = [
+    "CapabilitySearch",
     "ExposedTool",
     "HttpSecurity",
     "KeenServer",

@@ -1,9 +1,10 @@
-"""Search mode's tool finder: the seam where ToolSearch plugs in.
+"""Search mode's tool finder: ToolSearch from :mod:`keen.capabilities`, behind a seam.
 
-``keen serve --mode search`` asks a :data:`SearchFn` for the tools that fit a query. The
-default, :class:`KeywordSearch`, ranks with BM25 (``bm25s``) over each tool's split name,
-server, description and parameter names, and caches its index per catalog. A richer
-searcher (the capability catalog's ToolSearch) replaces it by passing ``search=`` to
+``keen serve --mode search`` asks a :data:`SearchFn` for the tools that fit a query.
+The default, :class:`CapabilitySearch`, is the capability catalog's ToolSearch (BM25 over
+stemmed words fused with static embeddings, offline, index cached per tool-list hash),
+restricted to MCP tools. :class:`KeywordSearch` (plain BM25, no embeddings) is a lighter
+alternative; any callable of the same shape can be passed as ``search=`` to
 :class:`keen.serve.KeenServer`. A searcher proposes candidates; it never authorizes.
 """
 
@@ -16,12 +17,38 @@ from typing import Any
 
 from keen.serve.catalog import ExposedTool, ToolCatalog
 
-__all__ = ["KeywordSearch", "SearchFn"]
+__all__ = ["CapabilitySearch", "KeywordSearch", "SearchFn"]
 
 SearchFn = Callable[[ToolCatalog, str, int], list[ExposedTool]]
 """``(catalog, query, limit) -> tools``, best first, at most ``limit``."""
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+class CapabilitySearch:
+    """ToolSearch over the served tools; the capability catalog is rebuilt only when the
+    served catalog object changes (a server connected, or its tool list changed)."""
+
+    def __init__(self) -> None:
+        self._served: ToolCatalog | None = None
+        self._catalog: Any = None
+        # Searches run in worker threads; one builds or queries the index at a time.
+        self._lock = threading.Lock()
+
+    def __call__(self, catalog: ToolCatalog, query: str, limit: int) -> list[ExposedTool]:
+        from keen.capabilities import Catalog, SearchFilter
+
+        if not len(catalog) or not query.strip():
+            return catalog.tools()[: max(0, limit)]
+        with self._lock:
+            if catalog is not self._served:
+                self._catalog = Catalog.from_tools([t.tool for t in catalog.tools()])
+                self._served = catalog
+            hits = self._catalog.search(
+                query, k=max(1, limit), filter=SearchFilter(kinds=frozenset({"tool"}))
+            )
+        found = (catalog.find(hit.server, hit.tool) for hit in hits if hit.server)
+        return [tool for tool in found if tool is not None]
 
 
 def _document(tool: ExposedTool) -> str:
@@ -38,7 +65,6 @@ class KeywordSearch:
         self._catalog: ToolCatalog | None = None
         self._retriever: Any = None
         self._tools: list[ExposedTool] = []
-        # Searches run in worker threads; one builds or queries the index at a time.
         self._lock = threading.Lock()
 
     def __call__(self, catalog: ToolCatalog, query: str, limit: int) -> list[ExposedTool]:

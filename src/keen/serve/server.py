@@ -45,7 +45,7 @@ from keen.mcp.types import ServerState
 from keen.serve import extension as ext
 from keen.serve.calls import AuditLog, CallRouter, error_result
 from keen.serve.catalog import ToolCatalog
-from keen.serve.search import KeywordSearch, SearchFn
+from keen.serve.search import CapabilitySearch, SearchFn
 from keen.serve.store import DEFAULT_AUTH_TTL, DEFAULT_SESSION_TTL, MemoryStore, RedisStore, Store
 
 __all__ = ["SCOPE_KEY", "KeenServer", "Mode"]
@@ -80,7 +80,7 @@ class KeenServer:
         manager: connections to the upstream servers; started and closed by this object.
         mode: ``"search"`` or ``"extension"``.
         store: session/authorization state; default :class:`MemoryStore`.
-        search: search mode's finder (``(catalog, query, limit) -> tools``); default BM25.
+        search: search mode's finder (``(catalog, query, limit) -> tools``); default ToolSearch.
         audit_path: JSON lines, one per call; default ``$KEEN_HOME/logs/serve-audit.jsonl``.
         session_ttl / auth_ttl: seconds (see :mod:`keen.serve.store`).
         fetch_limit: description fetches allowed per caller per ``fetch_window`` seconds.
@@ -104,7 +104,7 @@ class KeenServer:
         self.manager = manager
         self.mode: Mode = mode
         self.store: Store = store if store is not None else MemoryStore()
-        self.search: SearchFn = search or KeywordSearch()
+        self.search: SearchFn = search or CapabilitySearch()
         self.session_ttl = session_ttl
         self.auth_ttl = auth_ttl
         self.fetch_limit = fetch_limit
