@@ -29,6 +29,8 @@ logger = logging.getLogger("keen.mcp")
 
 _BATCH = 50
 _MAX_PAGES = 100
+_MAX_ENTRY_CHARS = 100_000
+"""A full description larger than this (as JSON) is ignored: the minimal tool is kept."""
 
 
 async def find_resource(session: ClientSession, init: mt.InitializeResult) -> str | None:
@@ -66,7 +68,13 @@ async def fetch_descriptions(session: ClientSession, uri: str, names: list[str])
                 continue
             if isinstance(body, dict):
                 for name, entry in body.items():
-                    if name in batch and isinstance(entry, dict) and "error" not in entry:
+                    # The server chooses these bytes: bound them like any tools/list entry.
+                    if (
+                        name in batch
+                        and isinstance(entry, dict)
+                        and "error" not in entry
+                        and len(json.dumps(entry, ensure_ascii=False)) <= _MAX_ENTRY_CHARS
+                    ):
                         found[name] = entry
     return found
 
