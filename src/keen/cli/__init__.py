@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from keen._version import __version__
-from keen.cli import demo_cmd, prompt_cmd
+from keen.cli import demo_cmd, prompt_cmd, serve_cmd
 from keen.cli._common import EXIT_KEEN_ERROR, debug_enabled, err, setup_logging, typer_app
 from keen.cli.mcp_cmd import app as mcp_app
 from keen.cli.skills_cmd import app as skills_app
@@ -33,6 +33,7 @@ app.add_typer(skills_app, name="skills")
 app.add_typer(tools_app, name="tools")
 prompt_cmd.register(app)
 demo_cmd.register(app)
+serve_cmd.register(app)
 
 
 def _print_version(value: bool) -> None:

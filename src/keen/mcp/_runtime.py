@@ -32,6 +32,7 @@ from keen.errors import AuthRequired, Remedy, RemoteProtocolError
 from keen.mcp._secrets import register_server_secrets
 from keen.mcp._spawn import server_command
 from keen.mcp._stderr import StderrCopy
+from keen.mcp._tool_descriptions import with_full_descriptions
 from keen.mcp._tool_filter import InvalidTool, ToolListFilter, WriteWatch
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp._validation import ArgumentValidator
@@ -123,6 +124,7 @@ class ServerRuntime:
         self.last_refresh_at: datetime | None = None
         self.validator = ArgumentValidator(name)
         self.http_status: int | None = None
+        self.descriptions_uri: str | None = None
         self.auth: httpx2.Auth | None = None
         self.interactive_auth = False
         self._logs_dir = logs_dir
@@ -303,6 +305,10 @@ class ServerRuntime:
                         facts.phase, facts.timeout = "list_tools", cfg.timeouts.list_tools
                         with anyio.fail_after(cfg.timeouts.list_tools):
                             tools = await self._list_all(session)
+                            # Servers with the tool_descriptions extension list minimal tools.
+                            tools, self.descriptions_uri = await with_full_descriptions(
+                                session, init, tools, self.name
+                            )
                     except Exception as exc:
                         # Report before unwinding: stopping a hung stdio server takes seconds.
                         self._fail(exc, facts)

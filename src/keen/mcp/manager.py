@@ -36,6 +36,7 @@ from keen.errors import (
     ToolNotFound,
 )
 from keen.mcp._runtime import ServerRuntime
+from keen.mcp._tool_descriptions import description_required, fetch_descriptions
 from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._translate import translate_call_error
 from keen.mcp.auth import classify_auth_failure
@@ -305,6 +306,12 @@ class Manager:
             raw = await session.call_tool(
                 tool, arguments, read_timeout_seconds=limit, progress_callback=progress
             )
+            if runtime.descriptions_uri is not None and description_required(raw):
+                # tool_descriptions extension: the server's authorization lapsed; fetch, retry once.
+                await fetch_descriptions(session, runtime.descriptions_uri, [tool])
+                raw = await session.call_tool(
+                    tool, arguments, read_timeout_seconds=limit, progress_callback=progress
+                )
         except Exception as exc:
             error = translate_call_error(
                 exc,

@@ -1,0 +1,234 @@
+"""Load through ``keen serve --transport http`` vs FastMCP's proxy vs the upstream directly.
+
+50 concurrent MCP clients (the official SDK's ``Client``, handshake era), 200 ``tools/call``
+each, against one local upstream (FastMCP, ``echo``) reached three ways:
+
+- direct: the upstream itself,
+- fastmcp-proxy: ``fastmcp.server.create_proxy(upstream)`` served over HTTP,
+- keen (memory) / keen (redis): ``keen serve --mode extension`` with each store; every
+  client reads ``resource:///tool_descriptions?tools=up__echo`` once (untimed), then calls.
+
+Each client makes one untimed warm-up call first, on every target.
+
+Prints calls/s, p50/p99 latency (ms), errors, and the ratios against the targets:
+Keen calls/s >= FastMCP proxy's, Keen p99 <= 2x direct, 0 errors. Every loop is bounded
+(clients x calls, and a 600 s cap per target); every server listens on 127.0.0.1 and is
+stopped at the end. Usage: ``python bench/serve_load.py [--clients 50] [--calls 200]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx2
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from _common import PYTHON, percentiles, print_block, verdict, write_config
+
+HERE = Path(__file__).resolve().parent
+LOAD_SERVERS = str(HERE / "servers" / "load_servers.py")
+KEEN = str(Path(sys.executable).parent / "keen")
+PHASE_CAP = 300.0
+"""Seconds one target may take; a slower one is stopped and its completed calls reported."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{what} exited with {proc.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return
+        time.sleep(0.05)
+    raise SystemExit(f"{what} did not listen on {port} within 60 s")
+
+
+@contextlib.contextmanager
+def _process(cmd: list[str], port: int, what: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        _wait_port(port, proc, what)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+
+
+@contextlib.contextmanager
+def _redis(workdir: Path) -> Iterator[str]:
+    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not Path(binary).exists():
+        raise SystemExit(
+            "redis-server is not installed; run `make bench` (it installs Debian's redis-server)"
+        )
+    port = _free_port()
+    cmd = [
+        binary,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(workdir),
+    ]
+    with _process(cmd, port, "redis-server"):
+        yield f"redis://127.0.0.1:{port}/0"
+
+
+async def _one_client(
+    url: str, tool: str, calls: int, describe: bool, lat: list[float], errors: list[str]
+) -> None:
+    try:
+        async with (
+            httpx2.AsyncClient(timeout=60) as http,
+            Client(streamable_http_client(url, http_client=http), mode="legacy", cache=None) as client,
+        ):
+            if describe:
+                await client.read_resource(f"resource:///tool_descriptions?tools={tool}")
+            # One untimed warm-up call per client on every target (first-call costs are not load).
+            await client.call_tool(tool, {"text": "warm-up"})
+            for i in range(calls):
+                started = time.perf_counter()
+                try:
+                    result = await client.call_tool(tool, {"text": f"m{i}"})
+                except Exception as exc:
+                    errors.append(type(exc).__name__)
+                    continue
+                lat.append(time.perf_counter() - started)
+                if result.is_error or result.content[0].text != f"m{i}":  # type: ignore[union-attr]
+                    errors.append("wrong result")
+    except Exception as exc:
+        errors.append(f"client: {type(exc).__name__}: {exc}")
+
+
+async def _load(url: str, tool: str, clients: int, calls: int, describe: bool) -> dict[str, float]:
+    lat: list[float] = []
+    errors: list[str] = []
+    started = time.perf_counter()
+    with anyio.move_on_after(PHASE_CAP) as cap:
+        async with anyio.create_task_group() as tg:
+            for _ in range(clients):
+                tg.start_soon(_one_client, url, tool, calls, describe, lat, errors)
+    elapsed = time.perf_counter() - started
+    cuts = percentiles(lat) if len(lat) >= 2 else {"p50": float("nan"), "p99": float("nan")}
+    if errors:
+        print(f"  errors seen: {sorted(set(errors))[:5]}", file=sys.stderr)
+    return {
+        "calls_s": len(lat) / elapsed,
+        "p50": cuts["p50"] * 1000,
+        "p99": cuts["p99"] * 1000,
+        "errors": float(len(errors)),
+        "calls": float(len(lat)),
+        "capped": float(cap.cancelled_caught),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--calls", type=int, default=200)
+    args = parser.parse_args()
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="keen-bench-serve-") as tmp:
+        home = Path(tmp)
+        up_port = _free_port()
+        with _process([PYTHON, LOAD_SERVERS, "upstream", str(up_port)], up_port, "upstream") as upstream:
+            results["direct"] = anyio.run(_load, upstream, "echo", args.clients, args.calls, False)
+            px_port = _free_port()
+            with _process(
+                [PYTHON, LOAD_SERVERS, "proxy", str(px_port), upstream], px_port, "fastmcp proxy"
+            ) as proxy:
+                results["fastmcp-proxy"] = anyio.run(_load, proxy, "echo", args.clients, args.calls, False)
+            write_config(home, {"up": {"transport": "streamable_http", "url": upstream}})
+            env = {**os.environ, "KEEN_HOME": str(home)}
+            env.pop("KEEN_SERVE_TOKEN", None)
+            env.pop("KEEN_SERVE_TOKENS", None)
+            with _redis(home) as redis_url:
+                for label, store in (("keen (memory)", "memory"), ("keen (redis)", redis_url)):
+                    port = _free_port()
+                    cmd = [
+                        KEEN,
+                        "serve",
+                        "--transport",
+                        "http",
+                        "--port",
+                        str(port),
+                        "--mode",
+                        "extension",
+                        "--store",
+                        store,
+                        "--fetch-limit",
+                        "1000000",
+                    ]
+                    with _process(cmd, port, f"keen serve ({store})", env) as keen:
+                        results[label] = anyio.run(_load, keen, "up__echo", args.clients, args.calls, True)
+    _report(results, args.clients, args.calls)
+
+
+def _report(results: dict[str, dict[str, float]], clients: int, calls: int) -> None:
+    direct, proxy = results["direct"], results["fastmcp-proxy"]
+    rows = [
+        (
+            name,
+            f"{r['calls_s']:8.1f} calls/s   p50 {r['p50']:7.2f} ms   p99 {r['p99']:7.2f} ms   "
+            f"errors {int(r['errors'])}   calls {int(r['calls'])}/{clients * calls}"
+            + (f" (stopped at the {PHASE_CAP:.0f} s cap)" if r["capped"] else ""),
+        )
+        for name, r in results.items()
+    ]
+    notes = []
+    for name in ("keen (memory)", "keen (redis)"):
+        r = results[name]
+        vs_proxy = r["calls_s"] / proxy["calls_s"] if proxy["calls_s"] else float("nan")
+        p99_vs_direct = r["p99"] / direct["p99"] if direct["p99"] else float("nan")
+        notes.append(
+            f"{name}: calls/s vs fastmcp-proxy {vs_proxy:.2f}x (target >= 1.00: {verdict(vs_proxy >= 1.0)}); "
+            f"p99 vs direct {p99_vs_direct:.2f}x (target <= 2.00: {verdict(p99_vs_direct <= 2.0)}); "
+            f"errors {int(r['errors'])} (target 0: {verdict(r['errors'] == 0)})"
+        )
+    notes.append(
+        f"fastmcp-proxy: calls/s vs direct {proxy['calls_s'] / direct['calls_s']:.2f}x; "
+        f"p99 vs direct {proxy['p99'] / direct['p99']:.2f}x"
+    )
+    print_block(
+        f"keen serve load: {clients} clients x {calls} tools/call, loopback HTTP, handshake era", rows, notes
+    )
+
+
+if __name__ == "__main__":
+    main()

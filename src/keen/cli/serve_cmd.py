@@ -1,0 +1,98 @@
+"""``keen serve``: Keen as an MCP server for other hosts (Claude Desktop, Claude Code, Cursor...)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from keen.cli._common import fail, run
+
+__all__ = ["register"]
+
+
+def serve(
+    transport: str = typer.Option("stdio", "--transport", help="stdio (a host launches keen) or http."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="HTTP bind address; non-loopback needs KEEN_SERVE_TOKEN."
+    ),
+    port: int = typer.Option(8765, "--port", help="HTTP port."),
+    mode: str = typer.Option(
+        "search", "--mode", help="search (3 tools: search, describe, call) or extension (tool_descriptions)."
+    ),
+    store: str = typer.Option(
+        "memory", "--store", help="memory, or redis://host:port/db to share state across replicas."
+    ),
+    allow_host: list[str] = typer.Option(
+        [], "--allow-host", help="Extra Host header value to accept (repeatable)."
+    ),
+    allow_origin: list[str] = typer.Option([], "--allow-origin", help="Extra Origin to accept (repeatable)."),
+    audit_log: Path | None = typer.Option(
+        None, "--audit-log", help="JSON lines, one per call (default $KEEN_HOME/logs/serve-audit.jsonl)."
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="configs.json (default $KEEN_HOME/mcp/configs.json)."
+    ),
+    auth_ttl: float = typer.Option(
+        3600.0, "--auth-ttl", help="Seconds a fetched description authorizes its tool."
+    ),
+    session_ttl: float = typer.Option(1800.0, "--session-ttl", help="Seconds an idle session lives."),
+    fetch_limit: int = typer.Option(60, "--fetch-limit", help="Description fetches per caller per minute."),
+) -> None:
+    """Serve the configured MCP servers to any MCP host with progressive disclosure."""
+    from keen.mcp.manager import Manager
+    from keen.serve import (
+        HttpSecurity,
+        KeenServer,
+        RedisStore,
+        open_store,
+        serve_http,
+        serve_stdio,
+        tokens_from_env,
+    )
+
+    if transport not in ("stdio", "http"):
+        fail(f"unknown --transport {transport!r}; use stdio or http")
+    if mode not in ("search", "extension"):
+        fail(f"unknown --mode {mode!r}; use search or extension")
+    try:
+        state = open_store(store)
+        security = HttpSecurity(
+            host=host, tokens=tokens_from_env(), allowed_hosts=allow_host, allowed_origins=allow_origin
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    if min(auth_ttl, session_ttl) <= 0 or fetch_limit < 1:
+        fail("--auth-ttl and --session-ttl must be > 0 and --fetch-limit >= 1")
+    keen = KeenServer(
+        Manager(config),
+        mode=mode,  # type: ignore[arg-type]
+        store=state,
+        audit_path=audit_log,
+        auth_ttl=auth_ttl,
+        session_ttl=session_ttl,
+        fetch_limit=fetch_limit,
+    )
+
+    async def main() -> None:
+        if isinstance(state, RedisStore):
+            try:
+                await state.ping()
+            except Exception as exc:
+                await state.aclose()
+                fail(
+                    f"cannot reach the --store Redis ({type(exc).__name__}); start it, or use --store memory"
+                )
+        try:
+            if transport == "stdio":
+                await serve_stdio(keen)
+            else:
+                await serve_http(keen, security, port)
+        except OSError as exc:
+            fail(f"cannot serve: {exc}; is the port free and the store reachable?")
+
+    run(main)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)

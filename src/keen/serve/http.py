@@ -1,0 +1,276 @@
+"""Streamable HTTP front for ``keen serve``: security, sessions in the store, both eras.
+
+Every request to ``/mcp`` passes, in order:
+
+1. Host and Origin checks against DNS rebinding (the SDK's ``TransportSecurityMiddleware``;
+   MCP spec 2025-11-25, Transports, "Security Warning"): 421 / 403.
+2. The bearer check when tokens are configured (``KEEN_SERVE_TOKEN`` /
+   ``KEEN_SERVE_TOKENS``): 401 with ``WWW-Authenticate: Bearer``. A bind to anything but
+   loopback refuses to start without a token.
+3. Era routing. A request whose ``MCP-Protocol-Version`` is a 2026-07-28-era version is
+   stateless: its caller scope is the token's principal. Otherwise it is the handshake era
+   and this module keeps the ``Mcp-Session-Id`` sessions *in the store* (not in the SDK's
+   per-process session table), so any replica sharing the store serves any session:
+   ``initialize`` opens one (the id comes back in the response header), other POSTs need a
+   live id (400 without one, 404 for an unknown or expired one), ``DELETE`` ends it.
+
+The SDK's stateless Streamable HTTP manager then serves the message; it answers both eras.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
+
+from keen.serve.server import SCOPE_KEY, KeenServer
+
+__all__ = ["HttpSecurity", "build_app", "is_loopback", "tokens_from_env"]
+
+logger = logging.getLogger("keen.serve")
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def tokens_from_env(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Bearer tokens from ``KEEN_SERVE_TOKEN`` (one) and ``KEEN_SERVE_TOKENS`` (comma-separated).
+
+    Each token is its own principal: in the stateless era, authorizations are kept per token.
+    """
+    env = os.environ if environ is None else environ
+    tokens = [env.get("KEEN_SERVE_TOKEN", ""), *env.get("KEEN_SERVE_TOKENS", "").split(",")]
+    return [t.strip() for t in tokens if t.strip()]
+
+
+@dataclass
+class HttpSecurity:
+    """Who may reach the endpoint.
+
+    Args:
+        host: the bind address.
+        tokens: accepted bearer tokens (none: no bearer check; loopback binds only).
+        allowed_hosts: extra Host header values (e.g. a load balancer's name; ``name:*`` for any port).
+        allowed_origins: extra Origin values (``http://name:*`` for any port).
+    """
+
+    host: str = "127.0.0.1"
+    tokens: list[str] = field(default_factory=list)
+    allowed_hosts: list[str] = field(default_factory=list)
+    allowed_origins: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not is_loopback(self.host) and not self.tokens:
+            raise ValueError(
+                f"refusing to serve on {self.host} without a bearer token: set KEEN_SERVE_TOKEN (or "
+                "KEEN_SERVE_TOKENS) in the environment, or bind 127.0.0.1"
+            )
+        self._principals = {hashlib.sha256(t.encode()).hexdigest()[:16]: t.encode() for t in self.tokens}
+
+    def transport_settings(self) -> TransportSecuritySettings:
+        hosts = [*(f"{n}:*" for n in _LOOPBACK_NAMES), *_LOOPBACK_NAMES]
+        origins = [f"http://{n}:*" for n in _LOOPBACK_NAMES] + [f"http://{n}" for n in _LOOPBACK_NAMES]
+        if not is_loopback(self.host) and self.host not in ("0.0.0.0", "::"):
+            bound = f"[{self.host}]" if ":" in self.host else self.host
+            hosts += [bound, f"{bound}:*"]
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=hosts + list(self.allowed_hosts),
+            allowed_origins=origins + list(self.allowed_origins),
+        )
+
+    def principal(self, authorization: str | None) -> str | None:
+        """The principal id of a valid ``Bearer`` header, ``"anonymous"`` when no tokens are
+        configured, ``None`` when the header is missing or wrong."""
+        if not self._principals:
+            return "anonymous"
+        scheme, _, presented = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not presented:
+            return None
+        given = presented.strip().encode()
+        found = None
+        for pid, token in self._principals.items():
+            # Compare with every token, in constant time each, so timing says nothing.
+            if hmac.compare_digest(given, token):
+                found = pid
+        return found
+
+
+class _Gate:
+    """The ASGI layer in front of the SDK's handler (see the module docstring)."""
+
+    def __init__(self, keen: KeenServer, security: HttpSecurity, inner: StreamableHTTPASGIApp) -> None:
+        self.keen = keen
+        self.security = security
+        self.inner = inner
+        self.transport_security = TransportSecurityMiddleware(security.transport_settings())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        refused = await self.transport_security.validate_request(request, is_post=False)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        principal = self.security.principal(request.headers.get("authorization"))
+        if principal is None:
+            await _error(401, "Missing or invalid bearer token", {"www-authenticate": "Bearer"})(
+                scope, receive, send
+            )
+            return
+        version = request.headers.get("mcp-protocol-version")
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            scope[SCOPE_KEY] = f"principal:{principal}"
+            await self.inner(scope, receive, send)
+            return
+        await self._handshake_era(scope, receive, send, request, principal)
+
+    async def _handshake_era(
+        self, scope: Scope, receive: Receive, send: Send, request: Request, principal: str
+    ) -> None:
+        method = request.method
+        session_id = request.headers.get(MCP_SESSION_ID_HEADER)
+        store = self.keen.store
+        if method == "DELETE":
+            if session_id and await _owned(store, session_id, principal, self.keen.session_ttl):
+                await store.delete_session(session_id)
+                await Response(status_code=200)(scope, receive, send)
+            else:
+                await _error(404, "Session not found")(scope, receive, send)
+            return
+        if method != "POST":
+            # No standalone SSE stream: the server sends nothing unprompted.
+            await Response(status_code=405, headers={"allow": "POST, DELETE"})(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        if body is None:
+            await _error(413, "Request body too large")(scope, receive, send)
+            return
+        replay = _replay(body, receive)
+        if _is_initialize(body):
+            new_id = secrets.token_hex(16)
+            await store.create_session(new_id, {"principal": principal}, self.keen.session_ttl)
+            scope[SCOPE_KEY] = f"session:{new_id}"
+            await self.inner(scope, replay, _with_session_header(send, new_id))
+            return
+        if not session_id:
+            await _error(400, "Bad Request: Mcp-Session-Id header is required; send initialize first")(
+                scope, replay, send
+            )
+            return
+        if not await _owned(store, session_id, principal, self.keen.session_ttl):
+            await _error(404, "Session not found")(scope, replay, send)
+            return
+        scope[SCOPE_KEY] = f"session:{session_id}"
+        await self.inner(scope, replay, send)
+
+
+async def _owned(store: Any, session_id: str, principal: str, ttl: float) -> bool:
+    # A session answers only to the credential that opened it (as the SDK's own manager does).
+    data = await store.get_session(session_id[:128], ttl)
+    return data is not None and data.get("principal") == principal
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _is_initialize(body: bytes) -> bool:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("method") == "initialize"
+
+
+def _with_session_header(send: Send, session_id: str) -> Send:
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start" and message.get("status", 500) < 400:
+            headers = list(message.get("headers", []))
+            headers.append((MCP_SESSION_ID_HEADER.lower().encode(), session_id.encode()))
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return wrapped
+
+
+def build_app(keen: KeenServer, security: HttpSecurity, *, path: str = "/mcp") -> Starlette:
+    """The ASGI app: ``path`` serves MCP; the lifespan starts and stops ``keen`` (upstreams, store).
+
+    Raises nothing itself; serving it with uvicorn on ``security.host`` is the caller's part.
+    """
+    manager = StreamableHTTPSessionManager(
+        app=keen.server,
+        json_response=True,
+        stateless=True,
+        security_settings=security.transport_settings(),
+    )
+    gate = _Gate(keen, security, StreamableHTTPASGIApp(manager))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        # Upstream sessions are opened and closed by this one task, as the SDK requires.
+        async with keen, manager.run():
+            yield
+
+    return Starlette(
+        routes=[Route(path, endpoint=gate, methods=["GET", "POST", "DELETE"])], lifespan=lifespan
+    )

@@ -1,0 +1,42 @@
+"""Run ``keen serve`` over stdio or Streamable HTTP until stopped."""
+
+from __future__ import annotations
+
+import logging
+
+import uvicorn
+from mcp.server.stdio import stdio_server
+
+from keen.serve.http import HttpSecurity, build_app
+from keen.serve.server import KeenServer
+
+__all__ = ["serve_http", "serve_stdio"]
+
+logger = logging.getLogger("keen.serve")
+
+
+async def serve_stdio(keen: KeenServer) -> None:
+    """Serve one host over this process's stdin/stdout (both protocol eras; the SDK decides
+    which from the first message). Returns when the host closes stdin."""
+    async with keen, stdio_server() as (read, write):
+        await keen.server.run(read, write, keen.server.create_initialization_options())
+
+
+async def serve_http(keen: KeenServer, security: HttpSecurity, port: int, *, path: str = "/mcp") -> None:
+    """Serve ``http://<security.host>:<port><path>`` until cancelled or interrupted.
+
+    Raises ``ValueError`` (from :class:`HttpSecurity`) for a non-loopback bind without a token.
+    """
+    app = build_app(keen, security, path=path)
+    config = uvicorn.Config(
+        app,
+        host=security.host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
+    server = uvicorn.Server(config)
+    logger.info("keen serve: http://%s:%d%s (%s mode)", security.host, port, path, keen.mode)
+    await server.serve()

@@ -1,0 +1,89 @@
+"""Search mode's tool finder: ToolSearch from :mod:`keen.capabilities`, behind a seam.
+
+``keen serve --mode search`` asks a :data:`SearchFn` for the tools that fit a query.
+The default, :class:`CapabilitySearch`, is the capability catalog's ToolSearch (BM25 over
+stemmed words fused with static embeddings, offline, index cached per tool-list hash),
+restricted to MCP tools. :class:`KeywordSearch` (plain BM25, no embeddings) is a lighter
+alternative; any callable of the same shape can be passed as ``search=`` to
+:class:`keen.serve.KeenServer`. A searcher proposes candidates; it never authorizes.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from keen.serve.catalog import ExposedTool, ToolCatalog
+
+__all__ = ["CapabilitySearch", "KeywordSearch", "SearchFn"]
+
+SearchFn = Callable[[ToolCatalog, str, int], list[ExposedTool]]
+"""``(catalog, query, limit) -> tools``, best first, at most ``limit``."""
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+class CapabilitySearch:
+    """ToolSearch over the served tools; the capability catalog is rebuilt only when the
+    served catalog object changes (a server connected, or its tool list changed)."""
+
+    def __init__(self) -> None:
+        self._served: ToolCatalog | None = None
+        self._catalog: Any = None
+        # Searches run in worker threads; one builds or queries the index at a time.
+        self._lock = threading.Lock()
+
+    def __call__(self, catalog: ToolCatalog, query: str, limit: int) -> list[ExposedTool]:
+        from keen.capabilities import Catalog, SearchFilter
+
+        if not len(catalog) or not query.strip():
+            return catalog.tools()[: max(0, limit)]
+        with self._lock:
+            if catalog is not self._served:
+                self._catalog = Catalog.from_tools([t.tool for t in catalog.tools()])
+                self._served = catalog
+            hits = self._catalog.search(
+                query, k=max(1, limit), filter=SearchFilter(kinds=frozenset({"tool"}))
+            )
+        found = (catalog.find(hit.server, hit.tool) for hit in hits if hit.server)
+        return [tool for tool in found if tool is not None]
+
+
+def _document(tool: ExposedTool) -> str:
+    props = tool.tool.input_schema.get("properties")
+    params = " ".join(props) if isinstance(props, dict) else ""
+    name = _CAMEL.sub(" ", tool.tool.name).replace("_", " ").replace("-", " ")
+    return f"{name} {name} {tool.server} {tool.tool.description} {params}"
+
+
+class KeywordSearch:
+    """BM25 over the catalog; the index is rebuilt only when the catalog object changes."""
+
+    def __init__(self) -> None:
+        self._catalog: ToolCatalog | None = None
+        self._retriever: Any = None
+        self._tools: list[ExposedTool] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, catalog: ToolCatalog, query: str, limit: int) -> list[ExposedTool]:
+        import bm25s
+
+        if not len(catalog) or not query.strip():
+            return catalog.tools()[: max(0, limit)]
+        with self._lock:
+            return self._search(bm25s, catalog, query, limit)
+
+    def _search(self, bm25s: Any, catalog: ToolCatalog, query: str, limit: int) -> list[ExposedTool]:
+        if catalog is not self._catalog:
+            self._tools = catalog.tools()
+            retriever = bm25s.BM25()
+            retriever.index(
+                bm25s.tokenize([_document(t) for t in self._tools], show_progress=False), show_progress=False
+            )
+            self._retriever, self._catalog = retriever, catalog
+        tokens = bm25s.tokenize([query], show_progress=False)
+        k = max(1, min(limit, len(self._tools)))
+        docs, scores = self._retriever.retrieve(tokens, k=k, show_progress=False)
+        return [self._tools[int(i)] for i, s in zip(docs[0], scores[0], strict=True) if float(s) > 0]

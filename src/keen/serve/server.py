@@ -1,0 +1,399 @@
+"""``KeenServer``: Keen as an MCP server in front of the configured servers.
+
+Two tool surfaces (``mode``):
+
+- ``"search"``: three fixed tools, ``search_tools``, ``describe_tools`` and ``call_tool``,
+  with instructions that teach the workflow. Works with every MCP host.
+- ``"extension"``: the ``tool_descriptions`` extension (``docs/serve.md``): every upstream
+  tool in ``tools/list`` under its exposed name with a minimal description; the full ones
+  come from ``resources/read`` of ``resource:///tool_descriptions?tools=a,b``, which
+  authorizes those tools for the caller. ``tools/list`` is the same for every caller and
+  never changes as a side effect of a read (MCP 2026-07-28 forbids per-caller lists).
+
+Whose authorization a request uses (its *scope*):
+
+- HTTP, handshake era (2025-11-25): the ``Mcp-Session-Id`` session, ``session:<id>``.
+- HTTP, stateless era (2026-07-28): the bearer-token principal, ``principal:<id>``; with no
+  token configured (loopback only) every caller shares ``principal:anonymous``.
+- stdio, either era: the one connection, ``stdio:<id>``.
+
+Both eras are served by the SDK's server (``mcp.server.lowlevel.Server``); this module gives
+it handlers. Every call goes through :class:`keen.serve.calls.CallRouter` (gateway + audit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import anyio
+import mcp_types as mt
+from mcp.server.caching import CacheHint
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from keen import __version__, paths
+from keen.mcp.manager import Manager
+from keen.mcp.types import ServerState
+from keen.serve import extension as ext
+from keen.serve.calls import AuditLog, CallRouter, error_result
+from keen.serve.catalog import ToolCatalog
+from keen.serve.search import CapabilitySearch, SearchFn
+from keen.serve.store import DEFAULT_AUTH_TTL, DEFAULT_SESSION_TTL, MemoryStore, RedisStore, Store
+
+__all__ = ["SCOPE_KEY", "KeenServer", "Mode"]
+
+logger = logging.getLogger("keen.serve")
+
+Mode = Literal["search", "extension"]
+
+SCOPE_KEY = "keen.scope"
+"""ASGI scope key where the HTTP front sets the caller's authorization scope."""
+
+_LOOSE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
+_READY_WAIT = 15.0
+
+_SEARCH_INSTRUCTIONS = (
+    "Keen gives you the tools of many MCP servers without listing them all. Workflow: "
+    "1) search_tools(query) to find candidate tools by what they do; "
+    "2) describe_tools(names) to read the full description and inputSchema of the ones you pick; "
+    "3) call_tool(server, tool, arguments) with arguments that match that inputSchema exactly."
+)
+_EXTENSION_INSTRUCTIONS = (
+    "This server uses progressive disclosure for tool descriptions. Pick a tool from tools/list; "
+    "before calling it, read resource:///tool_descriptions?tools=TOOL_NAME (comma-separate several) "
+    "for its parameters. A call without that read fails with TOOL_DESCRIPTION_REQUIRED."
+)
+
+
+class KeenServer:
+    """The served state: upstream Manager, store, call router, and the SDK ``Server``.
+
+    Args:
+        manager: connections to the upstream servers; started and closed by this object.
+        mode: ``"search"`` or ``"extension"``.
+        store: session/authorization state; default :class:`MemoryStore`.
+        search: search mode's finder (``(catalog, query, limit) -> tools``); default ToolSearch.
+        audit_path: JSON lines, one per call; default ``$KEEN_HOME/logs/serve-audit.jsonl``.
+        session_ttl / auth_ttl: seconds (see :mod:`keen.serve.store`).
+        fetch_limit: description fetches allowed per caller per ``fetch_window`` seconds.
+    """
+
+    def __init__(
+        self,
+        manager: Manager,
+        *,
+        mode: Mode = "search",
+        store: Store | None = None,
+        search: SearchFn | None = None,
+        audit_path: Path | None = None,
+        session_ttl: float = DEFAULT_SESSION_TTL,
+        auth_ttl: float = DEFAULT_AUTH_TTL,
+        fetch_limit: int = 60,
+        fetch_window: float = 60.0,
+    ) -> None:
+        if mode not in ("search", "extension"):
+            raise ValueError(f"unknown mode {mode!r}; use search or extension")
+        self.manager = manager
+        self.mode: Mode = mode
+        self.store: Store = store if store is not None else MemoryStore()
+        self.search: SearchFn = search or CapabilitySearch()
+        self.session_ttl = session_ttl
+        self.auth_ttl = auth_ttl
+        self.fetch_limit = fetch_limit
+        self.fetch_window = fetch_window
+        self.audit = AuditLog(
+            audit_path if audit_path is not None else paths.logs_dir() / "serve-audit.jsonl"
+        )
+        self.router = CallRouter(manager, self.audit)
+        self.stdio_scope = f"stdio:{secrets.token_hex(8)}"
+        self._catalog: ToolCatalog | None = None
+        self._catalog_key: tuple[Any, ...] = ()
+        self._ready = False
+        self.server = self._build()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> KeenServer:
+        await self.manager.start()
+        if isinstance(self.store, RedisStore):
+            await self.store.ping()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            await self.manager.aclose()
+        finally:
+            await self.store.aclose()
+            self.audit.close()
+
+    async def wait_ready(self, timeout: float = _READY_WAIT) -> None:
+        """Let the first connection attempts finish (bounded) so the first list is not empty."""
+        if not self._ready:
+            await self.manager.wait_ready(timeout)
+            # One grace period only: a server still hanging after it is reported per call.
+            self._ready = True
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        yield {"keen": self}
+
+    # -- the catalog --------------------------------------------------------------------------
+
+    def catalog(self) -> ToolCatalog:
+        """The exposed tools of every connected server; rebuilt only when a tool list changed."""
+        statuses = [s for s in self.manager.servers() if s.state is ServerState.CONNECTED]
+        key = tuple((s.name, s.last_refresh_at, s.tool_count) for s in statuses)
+        if self._catalog is None or key != self._catalog_key:
+            tools = [t for s in statuses for t in self.manager.list_tools(s.name)]
+            self._catalog, self._catalog_key = ToolCatalog(tools), key
+        return self._catalog
+
+    # -- scopes -------------------------------------------------------------------------------
+
+    def caller_scope(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        """The authorization scope of this request (see the module docstring)."""
+        request = ctx.request
+        if request is None:
+            return self.stdio_scope
+        scope = getattr(request, "scope", None) or {}
+        found = scope.get(SCOPE_KEY)
+        if not found:
+            # Only reachable if the app is mounted without keen.serve.http's gate.
+            raise MCPError(
+                code=mt.INVALID_REQUEST, message="request reached keen serve without a caller scope"
+            )
+        return str(found)
+
+    # -- the SDK server -----------------------------------------------------------------------
+
+    def _build(self) -> Server[Any]:
+        extension = self.mode == "extension"
+        return Server(
+            "keen",
+            version=__version__,
+            title="Keen",
+            description="Progressive disclosure for many MCP servers",
+            instructions=_EXTENSION_INSTRUCTIONS if extension else _SEARCH_INSTRUCTIONS,
+            # The list is the same for every caller: shareable. A read authorizes: never cached.
+            cache_hints={
+                "tools/list": CacheHint(ttl_ms=10_000, scope="public"),
+                "resources/list": CacheHint(ttl_ms=60_000, scope="public"),
+                "resources/read": CacheHint(ttl_ms=0, scope="private"),
+            },
+            lifespan=self.lifespan,
+            get_tool_input_schema=self._input_schema,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources if extension else None,
+            on_read_resource=self._read_resource if extension else None,
+        )
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        # Used by the SDK for Mcp-Param header checks; our advertised schemas carry none.
+        return None
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        if self.mode == "search":
+            return mt.ListToolsResult(tools=_SEARCH_TOOLS)
+        await self.wait_ready()
+        tools = [
+            mt.Tool(
+                name=t.name,
+                title=t.tool.title,
+                description=t.minimal(),
+                input_schema=dict(_LOOSE_SCHEMA),
+                annotations=_annotations(t.tool.annotations),
+            )
+            for t in self.catalog().tools()
+        ]
+        return mt.ListToolsResult(tools=tools)
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourcesResult:
+        return mt.ListResourcesResult(
+            resources=[
+                mt.Resource(
+                    uri=ext.RESOURCE_URI,
+                    name=ext.RESOURCE_NAME,
+                    description=ext.RESOURCE_DESCRIPTION,
+                    mime_type="application/json",
+                )
+            ]
+        )
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.ReadResourceRequestParams
+    ) -> mt.ReadResourceResult:
+        uri = str(params.uri)
+        if not ext.is_tool_descriptions_uri(uri):
+            raise MCPError(
+                code=mt.INVALID_PARAMS, message=f"unknown resource {uri!r}; read {ext.RESOURCE_URI}"
+            )
+        scope = self.caller_scope(ctx)
+        names = ext.selected_tools(uri)
+        if names is None:
+            return _json_contents(uri, ext.missing_tool_selection())
+        if await self.store.hit(f"fetch:{scope}", self.fetch_window) > self.fetch_limit:
+            logger.info("description fetch rate limit hit by %s", scope)
+            return _json_contents(uri, ext.rate_limited(self.fetch_limit, self.fetch_window))
+        await self.wait_ready()
+        body, found = ext.describe(self.catalog(), names)
+        await self.store.authorize(scope, found, self.auth_ttl)
+        return _json_contents(uri, body)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult:
+        scope = self.caller_scope(ctx)
+        arguments = dict(params.arguments or {})
+        # A host may call before the first connections settled (stdio hosts start us on demand).
+        await self.wait_ready()
+        if self.mode == "search":
+            return await self._search_tool(params.name, arguments, scope)
+        exposed = self.catalog().get(params.name)
+        if exposed is None:
+            return error_result(
+                {
+                    "error": {
+                        "code": "TOOL_NOT_FOUND",
+                        "message": f"Tool '{params.name}' not found; pick one from tools/list.",
+                    }
+                }
+            )
+        if not await self.store.is_authorized(scope, exposed.name, self.auth_ttl):
+            return error_result(ext.description_required(exposed.name))
+        return await self.router.call(exposed.server, exposed.tool.name, arguments, caller=scope)
+
+    # -- search mode --------------------------------------------------------------------------
+
+    async def _search_tool(self, name: str, arguments: dict[str, Any], scope: str) -> mt.CallToolResult:
+        if name == "call_tool":
+            server, tool = arguments.get("server"), arguments.get("tool")
+            if not isinstance(server, str) or not isinstance(tool, str):
+                return error_result(
+                    _bad_args('call_tool needs {"server": str, "tool": str, "arguments": {}}')
+                )
+            inner = arguments.get("arguments") or {}
+            return await self.router.call(server, tool, inner, caller=scope)
+        catalog = self.catalog()
+        if name == "search_tools":
+            query = arguments.get("query")
+            limit = arguments.get("limit", 10)
+            if not isinstance(query, str) or not isinstance(limit, int) or isinstance(limit, bool):
+                return error_result(_bad_args('search_tools needs {"query": str, "limit": int}'))
+            # The searcher is CPU work: keep it off the event loop.
+            hits = await anyio.to_thread.run_sync(self.search, catalog, query, max(1, min(limit, 50)))
+            found = [
+                {
+                    "name": t.name,
+                    "server": t.server,
+                    "tool": t.tool.name,
+                    "description": t.minimal(),
+                    "read_only": t.read_only,
+                }
+                for t in hits
+            ]
+            return _json_result({"tools": found, "total_tools": len(catalog)})
+        if name == "describe_tools":
+            names = arguments.get("names")
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
+                return error_result(_bad_args('describe_tools needs {"names": ["server__tool", ...]}'))
+            body, _ = ext.describe(catalog, [str(n) for n in names][:20])
+            return _json_result(body)
+        return error_result(
+            _bad_args(f"unknown tool {name!r}; use search_tools, describe_tools or call_tool")
+        )
+
+
+def _annotations(raw: dict[str, Any] | None) -> mt.ToolAnnotations | None:
+    if not raw:
+        return None
+    try:
+        return mt.ToolAnnotations.model_validate(raw)
+    except ValueError:
+        return None
+
+
+def _bad_args(message: str) -> dict[str, Any]:
+    return {"error": {"code": "INVALID_ARGUMENTS", "message": message}}
+
+
+def _json_contents(uri: str, body: dict[str, Any]) -> mt.ReadResourceResult:
+    return mt.ReadResourceResult(
+        contents=[mt.TextResourceContents(uri=uri, mime_type="application/json", text=json.dumps(body))]
+    )
+
+
+def _json_result(body: dict[str, Any]) -> mt.CallToolResult:
+    return mt.CallToolResult(
+        content=[mt.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+        structured_content=body,
+    )
+
+
+_SEARCH_TOOLS = [
+    mt.Tool(
+        name="search_tools",
+        description="Find tools across every connected MCP server by what they do. Returns names, "
+        "servers and one-line descriptions, best match first.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What you want to do, in words"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        annotations=mt.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    ),
+    mt.Tool(
+        name="describe_tools",
+        description="Full descriptions and inputSchemas of tools found with search_tools (by name). "
+        "Read them before call_tool.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "names": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "minItems": 1,
+                    "maxItems": 20,
+                    "description": "Tool names as search_tools returned them",
+                }
+            },
+            "required": ["names"],
+            "additionalProperties": False,
+        },
+        annotations=mt.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    ),
+    mt.Tool(
+        name="call_tool",
+        description="Call a tool on a connected MCP server with arguments matching its inputSchema "
+        "(from describe_tools).",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "server": {"type": "string", "description": "The tool's server, as search_tools gave it"},
+                "tool": {"type": "string", "description": "The tool's own name on that server"},
+                "arguments": {"type": "object", "additionalProperties": True},
+            },
+            "required": ["server", "tool"],
+            "additionalProperties": False,
+        },
+        annotations=mt.ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
+    ),
+]

@@ -1,0 +1,242 @@
+"""Where ``keen serve`` keeps session and authorization state: in memory, or in Redis.
+
+Everything stored expires: sessions after ``session_ttl`` seconds without use, a tool's
+authorization ``auth_ttl`` seconds after its description was last fetched or used, rate
+counters at the end of their window. Nothing grows without bound.
+
+``MemoryStore`` (default) serves one process. ``RedisStore`` (``--store redis://...``) lets
+several ``keen serve`` replicas behind one load balancer share sessions and
+authorizations: a description fetched through one replica authorizes the call through
+another, and a session survives the replica that opened it.
+
+Keys (Redis), all under ``keen:serve:`` and all with a TTL:
+
+- ``session:<id>``: JSON ``{"principal": ..., "created": ...}``
+- ``auth:<scope>``: hash ``tool -> expiry (epoch seconds)``; the key itself expires with the
+  latest of them
+- ``rate:<scope>:<window>``: a counter
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+__all__ = ["DEFAULT_AUTH_TTL", "DEFAULT_SESSION_TTL", "MemoryStore", "RedisStore", "Store", "open_store"]
+
+DEFAULT_SESSION_TTL = 30 * 60.0
+"""Seconds a session lives without a request (the SDK's own idle timeout for sessions)."""
+
+DEFAULT_AUTH_TTL = 60 * 60.0
+"""Seconds a fetched description keeps its tool authorized (renewed by each authorized call)."""
+
+_PREFIX = "keen:serve:"
+
+
+class Store(Protocol):
+    """Session and authorization state shared by every request a server (or replica set) sees."""
+
+    async def create_session(self, session_id: str, data: dict[str, Any], ttl: float) -> None:
+        """Record a new session that lives ``ttl`` seconds unless touched."""
+        ...
+
+    async def get_session(self, session_id: str, ttl: float) -> dict[str, Any] | None:
+        """The session's data, renewing its ``ttl``; ``None`` when unknown or expired."""
+        ...
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Forget a session and its authorizations; False when it was unknown."""
+        ...
+
+    async def authorize(self, scope: str, tools: Iterable[str], ttl: float) -> None:
+        """Authorize ``tools`` in ``scope`` for ``ttl`` seconds."""
+        ...
+
+    async def is_authorized(self, scope: str, tool: str, ttl: float) -> bool:
+        """True when ``tool`` is authorized in ``scope``; a hit renews it for ``ttl`` seconds."""
+        ...
+
+    async def hit(self, key: str, window: float) -> int:
+        """Count one event for ``key`` in the current ``window`` (seconds); returns the count."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+class MemoryStore:
+    """Process-local state with lazy expiry and a periodic sweep (every 1,000 writes)."""
+
+    def __init__(self, *, clock: Any = time.monotonic) -> None:
+        self._clock = clock
+        self._sessions: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._auth: dict[str, dict[str, float]] = {}
+        self._rates: dict[str, tuple[float, int]] = {}
+        self._writes = 0
+
+    def __len__(self) -> int:
+        """Live entries of every kind (sessions, authorizations, counters): for tests and stats."""
+        self._sweep()
+        return len(self._sessions) + sum(len(v) for v in self._auth.values()) + len(self._rates)
+
+    async def create_session(self, session_id: str, data: dict[str, Any], ttl: float) -> None:
+        self._wrote()
+        self._sessions[session_id] = (self._clock() + ttl, dict(data))
+
+    async def get_session(self, session_id: str, ttl: float) -> dict[str, Any] | None:
+        entry = self._sessions.get(session_id)
+        now = self._clock()
+        if entry is None or entry[0] <= now:
+            self._sessions.pop(session_id, None)
+            return None
+        self._sessions[session_id] = (now + ttl, entry[1])
+        return dict(entry[1])
+
+    async def delete_session(self, session_id: str) -> bool:
+        self._auth.pop(f"session:{session_id}", None)
+        return self._sessions.pop(session_id, None) is not None
+
+    async def authorize(self, scope: str, tools: Iterable[str], ttl: float) -> None:
+        self._wrote()
+        until = self._clock() + ttl
+        granted = self._auth.setdefault(scope, {})
+        for tool in tools:
+            granted[tool] = until
+
+    async def is_authorized(self, scope: str, tool: str, ttl: float) -> bool:
+        granted = self._auth.get(scope)
+        now = self._clock()
+        if not granted or granted.get(tool, 0.0) <= now:
+            return False
+        granted[tool] = now + ttl
+        return True
+
+    async def hit(self, key: str, window: float) -> int:
+        self._wrote()
+        now = self._clock()
+        start, count = self._rates.get(key, (now, 0))
+        if now - start >= window:
+            start, count = now, 0
+        self._rates[key] = (start, count + 1)
+        return count + 1
+
+    async def aclose(self) -> None:
+        self._sessions.clear()
+        self._auth.clear()
+        self._rates.clear()
+
+    def _wrote(self) -> None:
+        self._writes += 1
+        if self._writes % 1000 == 0:
+            self._sweep()
+
+    def _sweep(self) -> None:
+        now = self._clock()
+        for sid in [s for s, (until, _) in self._sessions.items() if until <= now]:
+            del self._sessions[sid]
+        for scope in list(self._auth):
+            granted = {t: u for t, u in self._auth[scope].items() if u > now}
+            if granted:
+                self._auth[scope] = granted
+            else:
+                del self._auth[scope]
+        # A rate entry is dead once its window is over; the longest window in use is 60 s.
+        for key in [k for k, (start, _) in self._rates.items() if now - start >= 3600]:
+            del self._rates[key]
+
+
+class RedisStore:
+    """State in Redis (``redis.asyncio``), shared by every replica pointing at the same URL.
+
+    Args:
+        url: ``redis://[user:password@]host:port/db``.
+        prefix: key prefix, so several deployments can share one Redis.
+    """
+
+    def __init__(self, url: str, *, prefix: str = _PREFIX) -> None:
+        import redis.asyncio as aioredis
+
+        self._redis: Any = aioredis.Redis.from_url(url, decode_responses=True)
+        self._prefix = prefix
+
+    async def ping(self) -> None:
+        """Raise ``redis.exceptions.ConnectionError`` when the server cannot be reached."""
+        await self._redis.ping()
+
+    async def create_session(self, session_id: str, data: dict[str, Any], ttl: float) -> None:
+        await self._redis.set(self._k("session", session_id), json.dumps(data), px=_ms(ttl))
+
+    async def get_session(self, session_id: str, ttl: float) -> dict[str, Any] | None:
+        key = self._k("session", session_id)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.get(key)
+            pipe.pexpire(key, _ms(ttl))
+            raw, _ = await pipe.execute()
+        if raw is None:
+            return None
+        data: dict[str, Any] = json.loads(raw)
+        return data
+
+    async def delete_session(self, session_id: str) -> bool:
+        removed = await self._redis.delete(
+            self._k("session", session_id), self._k("auth", f"session:{session_id}")
+        )
+        return bool(removed)
+
+    async def authorize(self, scope: str, tools: Iterable[str], ttl: float) -> None:
+        names = list(tools)
+        if not names:
+            return
+        key = self._k("auth", scope)
+        until = time.time() + ttl
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.hset(key, mapping=dict.fromkeys(names, f"{until:.3f}"))
+            pipe.pexpire(key, _ms(ttl), gt=True)
+            pipe.pexpire(key, _ms(ttl), nx=True)
+            await pipe.execute()
+
+    async def is_authorized(self, scope: str, tool: str, ttl: float) -> bool:
+        key = self._k("auth", scope)
+        raw = await self._redis.hget(key, tool)
+        now = time.time()
+        if raw is None or float(raw) <= now:
+            return False
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.hset(key, tool, f"{now + ttl:.3f}")
+            pipe.pexpire(key, _ms(ttl), gt=True)
+            await pipe.execute()
+        return True
+
+    async def hit(self, key: str, window: float) -> int:
+        bucket = self._k("rate", f"{key}:{int(time.time() // window)}")
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.incr(bucket)
+            pipe.pexpire(bucket, _ms(window) + 1000)
+            count, _ = await pipe.execute()
+        return int(count)
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()
+
+    def _k(self, kind: str, name: str) -> str:
+        return f"{self._prefix}{kind}:{name}"
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def open_store(spec: str | None) -> MemoryStore | RedisStore:
+    """``None``/``"memory"`` -> :class:`MemoryStore`; ``redis://...``/``rediss://...`` -> :class:`RedisStore`.
+
+    Raises ``ValueError`` for anything else, naming the accepted forms.
+    """
+    if spec in (None, "", "memory"):
+        return MemoryStore()
+    assert spec is not None
+    if spec.startswith(("redis://", "rediss://", "unix://")):
+        return RedisStore(spec)
+    raise ValueError(f"unknown --store {spec!r}; use memory or redis://host:port/db")

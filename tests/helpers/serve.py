@@ -1,0 +1,185 @@
+"""``keen serve`` as a real subprocess, and MCP clients for it in either protocol era.
+
+``KeenServeProcess`` runs ``keen serve --transport http`` on a free 127.0.0.1 port in front
+of ``tests/servers/basic_stdio.py`` and stops it (SIGTERM, then SIGKILL) afterwards.
+``connect(target, era)`` opens an SDK ``Client``: ``target`` is a running process (HTTP)
+or ``"stdio"`` (the client launches its own ``keen serve`` over stdio); ``era`` is
+``"session"`` (2025-11-25 handshake, ``Mcp-Session-Id``) or ``"stateless"`` (2026-07-28).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+__all__ = [
+    "ERAS",
+    "MODERN",
+    "KeenServeProcess",
+    "connect",
+    "free_port",
+    "read_json",
+    "serve_env",
+    "write_upstream",
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+KEEN = str(Path(sys.executable).parent / "keen")
+BASIC = ROOT / "tests" / "servers" / "basic_stdio.py"
+MODERN = "2026-07-28"
+ERAS = ("session", "stateless")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_upstream(home: Path, *, extra_tools: int = 2, extra: dict[str, Any] | None = None) -> Path:
+    """``$home/mcp/configs.json`` with ``basic`` (``basic_stdio.py``) and any ``extra`` servers."""
+    path = home / "mcp" / "configs.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    servers: dict[str, Any] = {
+        "basic": {
+            "transport": "stdio",
+            "command": sys.executable,
+            "args": [str(BASIC), "--tools", str(extra_tools)],
+        }
+    }
+    servers.update(extra or {})
+    path.write_text(json.dumps({"version": 1, "servers": servers}))
+    return path
+
+
+def serve_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KEEN_SERVE_TOKEN")}
+    env.update(KEEN_HOME=str(home), **extra)
+    return env
+
+
+@dataclass
+class KeenServeProcess:
+    """``keen serve --transport http`` in a subprocess (see the module docstring)."""
+
+    home: Path
+    args: list[str] = field(default_factory=lambda: ["--mode", "extension"])
+    env: dict[str, str] = field(default_factory=dict)
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self, timeout: float = 30.0) -> KeenServeProcess:
+        self.port = self.port or free_port()
+        log = open(self.home / f"serve-{self.port}.log", "ab")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [KEEN, "serve", "--transport", "http", "--port", str(self.port), *self.args],
+            env=serve_env(self.home, **self.env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"keen serve exited {self.proc.returncode}: {self.log()}")
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
+            ):
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise TimeoutError(f"keen serve did not listen within {timeout}s: {self.log()}")
+
+    def log(self) -> str:
+        path = self.home / f"serve-{self.port}.log"
+        return path.read_text(errors="replace")[-2000:] if path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL the process group at once (a crashed replica)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def __enter__(self) -> KeenServeProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    target: KeenServeProcess | str,
+    era: str,
+    *,
+    token: str | None = None,
+    home: Path | None = None,
+    serve_args: list[str] | None = None,
+    url: str | None = None,
+) -> AsyncIterator[Client]:
+    """An SDK client of ``keen serve`` in ``era`` (``"session"`` or ``"stateless"``)."""
+    # The stateless era through the real negotiation: server/discover, then 2026-07-28.
+    mode = "legacy" if era == "session" else "auto"
+    if isinstance(target, KeenServeProcess) or url is not None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        endpoint = url or (target.url if isinstance(target, KeenServeProcess) else "")
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as client,
+        ):
+            _check_era(client, era)
+            yield client
+        return
+    assert target == "stdio" and home is not None
+    params = StdioServerParameters(
+        command=KEEN,
+        args=["serve", "--transport", "stdio", *(serve_args or ["--mode", "extension"])],
+        env=serve_env(home),
+    )
+    async with Client(params, mode=mode, cache=None) as client:
+        _check_era(client, era)
+        yield client
+
+
+def _check_era(client: Client, era: str) -> None:
+    expected = MODERN if era == "stateless" else "2025-11-25"
+    if client.protocol_version != expected:
+        raise AssertionError(f"negotiated {client.protocol_version}, wanted {expected} ({era} era)")
+
+
+def read_json(result: Any) -> Any:
+    """The JSON body of a ``ReadResourceResult`` or a ``CallToolResult`` (first text block)."""
+    items = getattr(result, "contents", None) or getattr(result, "content", None) or []
+    return json.loads(items[0].text)

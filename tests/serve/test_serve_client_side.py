@@ -1,0 +1,62 @@
+"""Keen as a client of a server with the tool_descriptions extension (here: keen serve
+itself): full schemas for skills and checks, authorized before the first call, and a
+refetch when the server's authorization lapses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from helpers.serve import KEEN, serve_env, write_upstream
+from keen.errors import InvalidArguments
+from keen.gateway import Gateway
+from keen.mcp.config import MCPConfig
+from keen.mcp.manager import Manager
+
+pytestmark = pytest.mark.anyio
+
+
+def _front(inner_home: Path, *args: str) -> dict:
+    env = serve_env(inner_home)
+    return {
+        "transport": "stdio",
+        "command": KEEN,
+        "args": ["serve", "--transport", "stdio", "--mode", "extension", *args],
+        "env": {"KEEN_HOME": env["KEEN_HOME"]},
+    }
+
+
+async def test_manager_reads_full_descriptions_and_calls(tmp_path: Path, keen_home: Path) -> None:
+    inner = tmp_path / "inner"
+    write_upstream(inner)
+    config = MCPConfig.model_validate({"version": 1, "servers": {"front": _front(inner, "--auth-ttl", "1")}})
+    async with Manager(config=config) as manager:
+        assert await manager.wait_ready(60)
+        tools = {t.name: t for t in manager.list_tools("front")}
+        add = tools["basic__add"]
+        # Full schema and description, not the minimal {"type": "object", "additionalProperties": true}.
+        assert add.input_schema["required"] == ["a", "b"]
+        assert add.description == "Add two integers."
+        gateway = Gateway(manager)
+        first = await gateway.call("front", "basic__add", {"a": 2, "b": 2})
+        assert not first.is_error and first.text == "4"
+        # The front's authorization (1 s) lapses; the Manager refetches and retries once.
+        await anyio.sleep(1.3)
+        again = await gateway.call("front", "basic__add", {"a": 3, "b": 3})
+        assert not again.is_error and again.text == "6"
+        # Keen's own checks now use the full schema.
+        with pytest.raises(InvalidArguments):
+            await gateway.call("front", "basic__add", {"a": "x", "b": 1})
+
+
+async def test_servers_without_the_extension_are_unchanged(keen_home: Path, tmp_path: Path) -> None:
+    write_upstream(tmp_path)
+    from keen.mcp.config import load_config
+
+    config = load_config(tmp_path / "mcp" / "configs.json")
+    async with Manager(config=config) as manager:
+        assert await manager.wait_ready(30)
+        assert manager._runtime("basic").descriptions_uri is None
+        assert manager.list_tools("basic")

@@ -1,0 +1,137 @@
+"""Two ``keen serve`` replicas sharing a real Redis: a session and its authorizations live
+in the store, so any replica serves them, and one replica dying loses nothing."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from helpers.redis_server import redis_server
+from helpers.serve import MODERN, KeenServeProcess, read_json, write_upstream
+
+pytestmark = pytest.mark.anyio
+TOKEN = "replica-token-0123456789"
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def replicas(tmp_path: Path) -> Iterator[tuple[KeenServeProcess, KeenServeProcess]]:
+    write_upstream(tmp_path)
+    with redis_server(tmp_path) as url:
+        args = ["--mode", "extension", "--store", url]
+        env = {"KEEN_SERVE_TOKEN": TOKEN}
+        with KeenServeProcess(tmp_path, args, env) as a, KeenServeProcess(tmp_path, args, env) as b:
+            yield a, b
+
+
+def _rpc(
+    http: httpx2.Client, url: str, method: str, params: dict, *, sid: str | None, rid: int
+) -> httpx2.Response:
+    headers = {**HEADERS, "Authorization": f"Bearer {TOKEN}", "MCP-Protocol-Version": "2025-11-25"}
+    if sid:
+        headers["Mcp-Session-Id"] = sid
+    return http.post(
+        url, headers=headers, json={"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+    )
+
+
+def test_session_moves_between_replicas_and_survives_one(replicas) -> None:
+    a, b = replicas
+    with httpx2.Client(timeout=30) as http:
+        init = _rpc(
+            http,
+            a.url,
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+            sid=None,
+            rid=1,
+        )
+        assert init.status_code == 200, init.text
+        sid = init.headers["mcp-session-id"]
+        # The description is fetched through A ...
+        read = _rpc(
+            http,
+            a.url,
+            "resources/read",
+            {"uri": "resource:///tool_descriptions?tools=basic__echo"},
+            sid=sid,
+            rid=2,
+        )
+        assert "basic__echo" in read.json()["result"]["contents"][0]["text"]
+        # ... and authorizes the call through B.
+        call = _rpc(
+            http, b.url, "tools/call", {"name": "basic__echo", "arguments": {"text": "via b"}}, sid=sid, rid=3
+        )
+        assert call.json()["result"]["content"][0]["text"] == "via b"
+        # Not fetched anywhere: refused on both.
+        refused = _rpc(
+            http, b.url, "tools/call", {"name": "basic__add", "arguments": {"a": 1, "b": 2}}, sid=sid, rid=4
+        )
+        assert refused.json()["result"]["isError"] is True
+        a.kill()
+        # A is gone; the session goes on through B.
+        again = _rpc(
+            http, b.url, "tools/call", {"name": "basic__echo", "arguments": {"text": "still"}}, sid=sid, rid=5
+        )
+        assert again.json()["result"]["content"][0]["text"] == "still"
+        # Ending the session on B ends it everywhere.
+        assert (
+            http.delete(
+                b.url, headers={"Authorization": f"Bearer {TOKEN}", "Mcp-Session-Id": sid}
+            ).status_code
+            == 200
+        )
+        gone = _rpc(
+            http, b.url, "tools/call", {"name": "basic__echo", "arguments": {"text": "x"}}, sid=sid, rid=6
+        )
+        assert gone.status_code == 404
+
+
+class _RoundRobin:
+    """A load balancer inside the client: each request goes to the next live replica."""
+
+    def __init__(self, replicas: tuple[KeenServeProcess, ...]) -> None:
+        self.replicas = replicas
+        self.cycle = itertools.cycle(replicas)
+        self.seen: list[int] = []
+
+    async def route(self, request: httpx2.Request) -> None:
+        for _ in self.replicas:
+            target = next(self.cycle)
+            if target.proc is not None and target.proc.poll() is None:
+                request.url = request.url.copy_with(port=target.port)
+                self.seen.append(target.port)
+                return
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN])
+async def test_sdk_client_behind_round_robin_survives_a_replica(replicas, mode: str) -> None:
+    a, b = replicas
+    balancer = _RoundRobin((a, b))
+    async with (
+        httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=30,
+            event_hooks={"request": [balancer.route]},
+        ) as http,
+        Client(streamable_http_client(a.url, http_client=http), mode=mode, cache=None) as client,
+    ):
+        await client.read_resource("resource:///tool_descriptions?tools=basic__add")
+        for i in range(4):
+            result = await client.call_tool("basic__add", {"a": i, "b": 1})
+            assert not result.is_error, read_json(result)
+        assert {a.port, b.port} <= set(balancer.seen)
+        a.kill()
+        for i in range(4):
+            result = await client.call_tool("basic__add", {"a": i, "b": 2})
+            assert not result.is_error and result.content[0].text == str(i + 2)

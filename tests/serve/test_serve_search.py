@@ -1,0 +1,68 @@
+"""``keen serve --mode search``: three tools, the workflow in the instructions, real calls
+to the upstream through the gateway, one audit record per call."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers.serve import KeenServeProcess, connect, read_json, write_upstream
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(
+    ("transport", "era"),
+    [("stdio", "session"), ("stdio", "stateless"), ("http", "session"), ("http", "stateless")],
+)
+async def test_search_describe_call(tmp_path: Path, transport: str, era: str) -> None:
+    write_upstream(tmp_path, extra_tools=5)
+    if transport == "http":
+        proc = KeenServeProcess(tmp_path, ["--mode", "search"]).start()
+        opened = connect(proc, era)
+    else:
+        proc = None
+        opened = connect("stdio", era, home=tmp_path, serve_args=["--mode", "search"])
+    try:
+        async with opened as client:
+            assert "search_tools" in (client.instructions or "")
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(tools) == {"search_tools", "describe_tools", "call_tool"}
+            assert tools["search_tools"].annotations.read_only_hint is True
+            assert tools["describe_tools"].annotations.read_only_hint is True
+            assert tools["call_tool"].annotations.read_only_hint is False
+
+            found = read_json(
+                await client.call_tool("search_tools", {"query": "add two integers", "limit": 3})
+            )
+            assert found["tools"][0]["name"] == "basic__add"
+            assert found["total_tools"] == 13
+            described = read_json(await client.call_tool("describe_tools", {"names": ["basic__add", "nope"]}))
+            assert described["basic__add"]["inputSchema"]["required"] == ["a", "b"]
+            assert "available_tools" in described["nope"]
+            result = await client.call_tool(
+                "call_tool", {"server": "basic", "tool": "add", "arguments": {"a": 2, "b": 3}}
+            )
+            assert not result.is_error and result.content[0].text == "5"
+            wrong = await client.call_tool(
+                "call_tool", {"server": "basic", "tool": "add", "arguments": {"a": "x"}}
+            )
+            assert wrong.is_error and read_json(wrong)["error"]["code"] == "invalid_arguments"
+            missing = await client.call_tool(
+                "call_tool", {"server": "nosuch", "tool": "add", "arguments": {}}
+            )
+            assert missing.is_error and "not configured" in read_json(missing)["error"]["message"]
+    finally:
+        if proc is not None:
+            proc.stop()
+    records = [
+        json.loads(line) for line in (tmp_path / "logs" / "serve-audit.jsonl").read_text().splitlines()
+    ]
+    assert [(r["server"], r["tool"], r["outcome"]) for r in records] == [
+        ("basic", "add", "ok"),
+        ("basic", "add", "error"),
+        ("nosuch", "add", "error"),
+    ]
+    assert all(r["caller"] and r["via"] == "keen-serve" for r in records)

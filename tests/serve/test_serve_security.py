@@ -1,0 +1,186 @@
+"""HTTP front: DNS-rebinding checks, the bearer check, non-loopback refusal, the stateless
+era without a principal, the fetch rate limit, sessions that expire or were never opened."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+
+from helpers.serve import KEEN, MODERN, KeenServeProcess, connect, read_json, serve_env, write_upstream
+from keen.serve.http import HttpSecurity, is_loopback, tokens_from_env
+
+pytestmark = pytest.mark.anyio
+TOKEN = "sec-token-abcdefghijklmnop"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+JSON = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory):
+    home = tmp_path_factory.mktemp("sec")
+    write_upstream(home)
+    with KeenServeProcess(
+        home, ["--mode", "extension", "--fetch-limit", "3"], {"KEEN_SERVE_TOKEN": TOKEN}
+    ) as proc:
+        yield proc
+
+
+def _post(url: str, headers: dict[str, str], body: dict | None = None) -> httpx2.Response:
+    return httpx2.post(url, headers={**JSON, **headers}, json=body or INIT, timeout=30)
+
+
+def test_foreign_host_header_is_refused(guarded: KeenServeProcess) -> None:
+    response = _post(guarded.url, {"Host": "attacker.example:80", "Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 421
+
+
+def test_foreign_origin_is_refused(guarded: KeenServeProcess) -> None:
+    response = _post(guarded.url, {"Origin": "http://attacker.example", "Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 403
+    ok = _post(
+        guarded.url, {"Origin": f"http://localhost:{guarded.port}", "Authorization": f"Bearer {TOKEN}"}
+    )
+    assert ok.status_code == 200
+
+
+@pytest.mark.parametrize("auth", [None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x"])
+def test_bearer_required_when_configured(guarded: KeenServeProcess, auth: str | None) -> None:
+    response = _post(guarded.url, {"Authorization": auth} if auth else {})
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert TOKEN not in response.text
+
+
+def test_session_needs_initialize_and_answers_only_its_owner(
+    guarded: KeenServeProcess, tmp_path: Path
+) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}", "MCP-Protocol-Version": "2025-11-25"}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    assert _post(guarded.url, auth, call).status_code == 400
+    assert _post(guarded.url, {**auth, "Mcp-Session-Id": "f" * 32}, call).status_code == 404
+    sid = _post(guarded.url, auth).headers["mcp-session-id"]
+    assert _post(guarded.url, {**auth, "Mcp-Session-Id": sid}, call).status_code == 200
+    assert httpx2.get(guarded.url, headers={**auth, "Mcp-Session-Id": sid}).status_code == 405
+
+
+async def test_description_fetches_are_rate_limited(guarded: KeenServeProcess) -> None:
+    async with connect(guarded, "session", token=TOKEN) as client:
+        bodies = [
+            read_json(await client.read_resource("resource:///tool_descriptions?tools=basic__echo"))
+            for _ in range(4)
+        ]
+        # A fetch without a selection is an error anyway and costs nothing.
+        await client.read_resource("resource:///tool_descriptions")
+    assert all("basic__echo" in b for b in bodies[:3])
+    assert bodies[3]["error"]["code"] == "RATE_LIMITED"
+
+
+async def test_stateless_era_without_tokens_shares_one_anonymous_principal(tmp_path: Path) -> None:
+    """The documented behaviour: on loopback with no token, stateless callers share authorization."""
+    write_upstream(tmp_path)
+    with KeenServeProcess(tmp_path) as proc:
+        async with connect(proc, "stateless") as first:
+            await first.read_resource("resource:///tool_descriptions?tools=basic__echo")
+        async with connect(proc, "stateless") as second:
+            result = await second.call_tool("basic__echo", {"text": "shared"})
+        assert not result.is_error
+        # The session era keeps its own per-session isolation on the same server.
+        async with connect(proc, "session") as session:
+            refused = await session.call_tool("basic__echo", {"text": "x"})
+        assert refused.is_error
+
+
+async def test_authorization_expires(tmp_path: Path) -> None:
+    write_upstream(tmp_path)
+    with KeenServeProcess(tmp_path, ["--mode", "extension", "--auth-ttl", "1"]) as proc:
+        for era in ("session", "stateless"):
+            async with connect(proc, era) as client:
+                await client.read_resource("resource:///tool_descriptions?tools=basic__echo")
+                assert not (await client.call_tool("basic__echo", {"text": "now"})).is_error
+                await anyio.sleep(1.3)
+                late = await client.call_tool("basic__echo", {"text": "late"})
+                assert read_json(late)["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
+
+
+def test_non_loopback_bind_needs_a_token(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="KEEN_SERVE_TOKEN"):
+        HttpSecurity(host="0.0.0.0")
+    assert HttpSecurity(host="0.0.0.0", tokens=["t"]).tokens == ["t"]
+    done = subprocess.run(
+        [KEEN, "serve", "--transport", "http", "--host", "0.0.0.0", "--port", "1"],
+        env=serve_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "KEEN_SERVE_TOKEN" in done.stderr
+
+
+def test_loopback_and_token_parsing() -> None:
+    assert (
+        is_loopback("127.0.0.1")
+        and is_loopback("localhost")
+        and is_loopback("::1")
+        and is_loopback("127.3.4.5")
+    )
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.1") and not is_loopback("example.com")
+    assert tokens_from_env({"KEEN_SERVE_TOKEN": " a ", "KEEN_SERVE_TOKENS": "b,,c"}) == ["a", "b", "c"]
+    sec = HttpSecurity(tokens=["a", "b"])
+    assert sec.principal("Bearer a") != sec.principal("Bearer b")
+    assert sec.principal("Bearer a") is not None and TOKEN not in str(sec.principal("Bearer a"))
+    assert sec.principal("Bearer c") is None
+    assert HttpSecurity().principal(None) == "anonymous"
+
+
+def test_tokens_never_reach_logs_or_audit(guarded: KeenServeProcess) -> None:
+    _post(guarded.url, {"Authorization": "Bearer wrong-secret-value"})
+    texts = [guarded.log()]
+    texts += [p.read_text() for p in (guarded.home / "logs").glob("*") if p.is_file()]
+    assert all(TOKEN not in t and "wrong-secret-value" not in t for t in texts)
+
+
+async def test_stateless_era_checks_the_bearer_and_opens_no_session(guarded: KeenServeProcess) -> None:
+    body = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}
+    refused = _post(guarded.url, {"MCP-Protocol-Version": MODERN}, body)
+    assert refused.status_code == 401
+    async with connect(guarded, "stateless", token=TOKEN) as client:
+        assert client.protocol_version == MODERN
+        assert len((await client.list_tools()).tools) == 10
+    served = _post(guarded.url, {"MCP-Protocol-Version": MODERN, "Authorization": f"Bearer {TOKEN}"}, body)
+    assert "mcp-session-id" not in served.headers
+
+
+def test_unreachable_redis_store_is_a_clear_error(tmp_path: Path) -> None:
+    write_upstream(tmp_path)
+    done = subprocess.run(
+        [
+            KEEN,
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            "1",
+            "--store",
+            "redis://user:pw-secret@127.0.0.1:1/0",
+        ],
+        env=serve_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "cannot reach the --store Redis" in done.stderr and "pw-secret" not in done.stderr

@@ -1,0 +1,100 @@
+"""The store: expiry of sessions, authorizations and counters; bounded memory; Redis keys
+always carry a TTL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+import redis.asyncio as aioredis
+
+from helpers.redis_server import redis_server
+from keen.serve.store import MemoryStore, RedisStore, open_store
+
+pytestmark = pytest.mark.anyio
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_memory_store_expires_everything() -> None:
+    clock = Clock()
+    store = MemoryStore(clock=clock)
+    await store.create_session("s1", {"principal": "p"}, ttl=10)
+    await store.authorize("session:s1", ["a", "b"], ttl=5)
+    assert await store.get_session("s1", ttl=10) == {"principal": "p"}
+    assert await store.is_authorized("session:s1", "a", ttl=5)
+    assert not await store.is_authorized("session:s1", "c", ttl=5)
+    assert not await store.is_authorized("session:s2", "a", ttl=5)
+    clock.now += 4
+    assert await store.is_authorized("session:s1", "a", ttl=5)  # renews a, not b
+    clock.now += 3
+    assert await store.is_authorized("session:s1", "a", ttl=5)
+    assert not await store.is_authorized("session:s1", "b", ttl=5)
+    clock.now += 20
+    assert await store.get_session("s1", ttl=10) is None
+    assert len(store) == 0
+
+
+async def test_memory_store_rate_window_and_bounded_growth() -> None:
+    clock = Clock()
+    store = MemoryStore(clock=clock)
+    assert [await store.hit("k", 60) for _ in range(3)] == [1, 2, 3]
+    clock.now += 61
+    assert await store.hit("k", 60) == 1
+    for i in range(5000):
+        await store.create_session(f"s{i}", {}, ttl=1)
+        await store.authorize(f"session:s{i}", ["t"], ttl=1)
+    clock.now += 5000
+    for i in range(1000):
+        await store.create_session(f"new{i}", {}, ttl=10_000)
+    # The periodic sweep (every 1,000 writes) dropped the expired ones without anyone asking.
+    assert len(store._sessions) + len(store._auth) <= 1000
+
+
+async def test_delete_session_drops_its_authorizations() -> None:
+    store = MemoryStore()
+    await store.create_session("s", {}, ttl=60)
+    await store.authorize("session:s", ["t"], ttl=60)
+    assert await store.delete_session("s")
+    assert not await store.is_authorized("session:s", "t", ttl=60)
+    assert not await store.delete_session("s")
+
+
+async def test_redis_store_keys_all_expire(tmp_path: Path) -> None:
+    with redis_server(tmp_path) as url:
+        store = open_store(url)
+        assert isinstance(store, RedisStore)
+        raw = aioredis.Redis.from_url(url, decode_responses=True)
+        try:
+            await store.create_session("s1", {"principal": "p"}, ttl=30)
+            await store.authorize("session:s1", ["a"], ttl=20)
+            await store.authorize("principal:x", ["b"], ttl=0.3)
+            await store.hit("fetch:session:s1", 60)
+            assert await store.get_session("s1", ttl=30) == {"principal": "p"}
+            assert await store.is_authorized("session:s1", "a", ttl=20)
+            assert not await store.is_authorized("session:s1", "b", ttl=20)
+            keys = await raw.keys("keen:serve:*")
+            assert len(keys) == 4
+            for key in keys:
+                assert await raw.pttl(key) > 0, key
+            await anyio.sleep(0.5)
+            assert not await store.is_authorized("principal:x", "b", ttl=1)
+            assert await store.delete_session("s1")
+            assert not await store.is_authorized("session:s1", "a", ttl=20)
+            assert await store.get_session("s1", ttl=30) is None
+        finally:
+            await raw.aclose()
+            await store.aclose()
+
+
+def test_open_store_rejects_unknown() -> None:
+    assert isinstance(open_store(None), MemoryStore)
+    with pytest.raises(ValueError, match="redis://"):
+        open_store("postgres://x")
