@@ -1,0 +1,474 @@
+"""Pinned tool definitions: trust on first use, then quarantine what changes (rug pulls).
+
+A server's tools are pinned in ``$KEEN_HOME/mcp/pins/<server>.json`` (mode 0600, written
+atomically)::
+
+    {"version": 1, "server": "github", "updated_at": "2026-11-23T12:00:00Z",
+     "tools": {"create_issue": {"fingerprint": "sha256:...", "body": "sha256:...",
+                                "definition": {"name": "create_issue", ...},
+                                "pinned_at": "2026-11-23T12:00:00Z"}}}
+
+``fingerprint`` is SHA-256 over the RFC 8785 canonical JSON of the definition
+(:mod:`keen.mcp.fingerprint`); ``body`` is the same without the name. Comparing a live
+``tools/list`` with the pins (:func:`compare`) sorts every tool into one status:
+
+- ``trusted``: same name, same fingerprint;
+- ``renamed``: a new name whose definition is otherwise identical to a pinned tool that
+  is gone: it keeps its trust;
+- ``changed``: same name, different definition; or a new name that shares its description
+  or inputSchema with a pinned tool that is gone (a rename that also changed), which is
+  quarantined like any change;
+- ``new``: not pinned under any name;
+- ``removed``: pinned, no longer listed.
+
+What happens to ``new`` and ``changed`` tools is the server's policy
+(:func:`pinning_policy`): ``quarantine`` refuses them until trusted, ``warn`` lets them
+through with a warning, ``off`` skips pinning. A server without a pin file has never been
+approved; its first approved call pins every tool it lists (trust on first use).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from keen import paths
+from keen._fs import atomic_write_text
+from keen.errors import ConfigError, ToolNotFound
+from keen.mcp.config import SERVER_NAME_PATTERN, HttpServerConfig, StdioServerConfig
+from keen.mcp.fingerprint import (
+    DEFINITION_FIELDS,
+    body_fingerprint,
+    definition,
+    fingerprint,
+    pretty_json,
+)
+from keen.mcp.types import Tool, tools_hash
+
+__all__ = [
+    "PIN_FILE_VERSION",
+    "PinFile",
+    "PinGuard",
+    "PinReport",
+    "PinStore",
+    "PinningPolicy",
+    "ToolCheck",
+    "ToolPin",
+    "ToolStatus",
+    "changed_fields",
+    "compare",
+    "definition_diff",
+    "pinning_policy",
+    "trust",
+]
+
+logger = logging.getLogger(__name__)
+
+PIN_FILE_VERSION = 1
+PinningPolicy = Literal["quarantine", "warn", "off"]
+ToolStatus = Literal["trusted", "renamed", "changed", "new", "removed"]
+
+
+def pinning_policy(server: HttpServerConfig | StdioServerConfig) -> PinningPolicy:
+    """The server's ``"pinning"`` from configs.json, else the default for its transport.
+
+    Remote (``streamable_http``) servers default to ``quarantine``: their code can change
+    between two calls without the user doing anything. Local ``stdio`` servers default to
+    ``warn``: the user installed and runs that code, and upgrades it themselves.
+    """
+    if server.pinning is not None:
+        return server.pinning
+    return "quarantine" if server.transport == "streamable_http" else "warn"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class ToolPin(BaseModel):
+    """One pinned tool: its fingerprints and the definition they cover (kept for diffs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fingerprint: str
+    body: str
+    definition: dict[str, Any]
+    pinned_at: str = Field(default_factory=_now)
+
+    @classmethod
+    def of(cls, tool: Tool) -> ToolPin:
+        return cls(fingerprint=fingerprint(tool), body=body_fingerprint(tool), definition=definition(tool))
+
+
+class PinFile(BaseModel):
+    """``mcp/pins/<server>.json``: the pinned tools of one server, by name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = PIN_FILE_VERSION
+    server: str
+    updated_at: str = Field(default_factory=_now)
+    tools: dict[str, ToolPin] = Field(default_factory=dict)
+
+
+class PinStore:
+    """Pin files under ``root`` (default ``$KEEN_HOME/mcp/pins``, read at call time)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self._root = root
+
+    @property
+    def root(self) -> Path:
+        return self._root or paths.pins_dir()
+
+    def path(self, server: str) -> Path:
+        """``<root>/<server>.json``. Raises ``ValueError`` for a name that is not a server name."""
+        if not SERVER_NAME_PATTERN.match(server):
+            raise ValueError(f"{server!r} is not a valid server name")
+        return self.root / f"{server}.json"
+
+    def load(self, server: str) -> PinFile | None:
+        """The server's pins, or ``None`` when it was never pinned.
+
+        Raises:
+            ConfigError: the file exists but cannot be read, is not JSON, or is not a pin file
+                of a version this Keen reads. Nothing is guessed: a broken pin file would
+                otherwise silently re-trust everything.
+        """
+        path = self.path(server)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read pin file {path}: {exc}", path=str(path), server=server) from exc
+        remedy = "fix it, or delete it to pin the server's current tools again on the next approval"
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"pin file {path} is not valid JSON (line {exc.lineno}: {exc.msg}); {remedy}",
+                path=str(path),
+                server=server,
+                line=exc.lineno,
+                column=exc.colno,
+            ) from exc
+        if isinstance(raw, dict) and raw.get("version") != PIN_FILE_VERSION:
+            raise ConfigError(
+                f"pin file {path} has version {raw.get('version')!r}; this Keen reads version "
+                f"{PIN_FILE_VERSION} (was it written by a newer Keen?); {remedy}",
+                path=str(path),
+                server=server,
+                field="version",
+            )
+        try:
+            pins = PinFile.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(file)"
+            raise ConfigError(
+                f"pin file {path} is invalid at {where}: {first['msg']}; {remedy}",
+                path=str(path),
+                server=server,
+                field=where,
+            ) from exc
+        if pins.server != server:
+            raise ConfigError(
+                f'pin file {path} is for server "{pins.server}", not "{server}"; {remedy}',
+                path=str(path),
+                server=server,
+                field="server",
+            )
+        return pins
+
+    def save(self, pins: PinFile) -> Path:
+        """Write ``pins`` atomically with mode 0600; returns the path."""
+        path = self.path(pins.server)
+        text = json.dumps(pins.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        atomic_write_text(path, text, mode=0o600)
+        return path
+
+    def stamp(self, server: str) -> tuple[int, int, int] | None:
+        """``(inode, size, mtime_ns)`` of the pin file, ``None`` if absent: a cheap change key."""
+        try:
+            st = os.stat(self.path(server))
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCheck:
+    """One tool's standing against the pins.
+
+    ``old`` is the pinned definition (``None`` for a new tool), ``new`` the live one
+    (``None`` for a removed tool). ``previous_name`` is set for renames.
+    """
+
+    name: str
+    status: ToolStatus
+    previous_name: str | None = None
+    changed_fields: tuple[str, ...] = ()
+    old: dict[str, Any] | None = None
+    new: dict[str, Any] | None = None
+
+    @property
+    def quarantined(self) -> bool:
+        """True for ``new`` and ``changed``: not pinned as it is now."""
+        return self.status in ("new", "changed")
+
+    def diff(self) -> str:
+        """Unified diff of the pinned and the live definition (see :func:`definition_diff`)."""
+        return definition_diff(
+            self.old, self.new, old_name=self.previous_name or self.name, new_name=self.name
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "quarantined": self.quarantined,
+            "previous_name": self.previous_name,
+            "changed_fields": list(self.changed_fields),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PinReport:
+    """A live tool list compared with a server's pins. ``pinned`` is False when the server
+    has no pin file yet (every tool is then ``new``, awaiting trust on first use)."""
+
+    server: str
+    pinned: bool
+    checks: tuple[ToolCheck, ...] = field(default_factory=tuple)
+
+    def by_status(self, status: ToolStatus) -> list[ToolCheck]:
+        return [c for c in self.checks if c.status == status]
+
+    @property
+    def quarantined(self) -> list[ToolCheck]:
+        return [c for c in self.checks if c.quarantined]
+
+    def check(self, tool: str) -> ToolCheck | None:
+        """The live tool named ``tool`` (never a removed one), or None."""
+        return next((c for c in self.checks if c.name == tool and c.status != "removed"), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = {s: len(self.by_status(s)) for s in ("trusted", "renamed", "changed", "new", "removed")}
+        return {
+            "server": self.server,
+            "pinned": self.pinned,
+            "counts": counts,
+            "tools": [c.to_dict() for c in self.checks],
+        }
+
+
+def changed_fields(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[str, ...]:
+    """The definition fields (MCP spelling, in :data:`DEFINITION_FIELDS` order) that differ."""
+    old, new = old or {}, new or {}
+    return tuple(f for f in DEFINITION_FIELDS if old.get(f) != new.get(f))
+
+
+def definition_diff(
+    old: dict[str, Any] | None, new: dict[str, Any] | None, *, old_name: str = "", new_name: str = ""
+) -> str:
+    """A unified diff (``difflib``) of two definitions as pretty canonical JSON; ``""`` if equal.
+
+    A missing side diffs against nothing, so a new tool shows as all ``+`` lines.
+    """
+    before = pretty_json(old).splitlines() if old is not None else []
+    after = pretty_json(new).splitlines() if new is not None else []
+    lines = difflib.unified_diff(
+        before,
+        after,
+        fromfile=f"pinned/{old_name}" if old is not None else "/dev/null",
+        tofile=f"live/{new_name}" if new is not None else "/dev/null",
+        lineterm="",
+        n=3,
+    )
+    return "\n".join(lines)
+
+
+def compare(server: str, tools: Sequence[Tool], pins: PinFile | None) -> PinReport:
+    """Sort every live tool (and every pinned one gone) into a status; see the module docstring.
+
+    Pure: reads and writes nothing. Checks come in live-list order, removed tools last.
+    """
+    if pins is None:
+        fresh = [ToolCheck(name=t.name, status="new", new=definition(t)) for t in tools]
+        return PinReport(server=server, pinned=False, checks=tuple(fresh))
+    pinned = pins.tools
+    live_names = {t.name for t in tools}
+    gone = [name for name in pinned if name not in live_names]
+    gone_by_body: dict[str, list[str]] = {}
+    for name in gone:
+        gone_by_body.setdefault(pinned[name].body, []).append(name)
+    consumed: set[str] = set()
+    checks: list[ToolCheck | None] = []
+    unmatched: list[tuple[int, Tool, dict[str, Any]]] = []
+    for tool in tools:
+        live = definition(tool)
+        pin = pinned.get(tool.name)
+        if pin is not None:
+            if pin.fingerprint == fingerprint(tool):
+                checks.append(ToolCheck(name=tool.name, status="trusted", old=pin.definition, new=live))
+            else:
+                fields = changed_fields(pin.definition, live)
+                checks.append(
+                    ToolCheck(
+                        name=tool.name, status="changed", changed_fields=fields, old=pin.definition, new=live
+                    )
+                )
+            continue
+        candidates = [n for n in gone_by_body.get(body_fingerprint(live), []) if n not in consumed]
+        if candidates:
+            previous = candidates[0]
+            consumed.add(previous)
+            checks.append(
+                ToolCheck(
+                    name=tool.name,
+                    status="renamed",
+                    previous_name=previous,
+                    changed_fields=("name",),
+                    old=pinned[previous].definition,
+                    new=live,
+                )
+            )
+            continue
+        unmatched.append((len(checks), tool, live))
+        checks.append(None)
+    # A new name that shares its description or inputSchema with a vanished pin is that
+    # tool renamed and changed: show it as a change against its predecessor.
+    for index, tool, live in unmatched:
+        previous = next(
+            (n for n in gone if n not in consumed and _same_substance(pinned[n].definition, live)), None
+        )
+        if previous is None:
+            checks[index] = ToolCheck(name=tool.name, status="new", new=live)
+            continue
+        consumed.add(previous)
+        old = pinned[previous].definition
+        checks[index] = ToolCheck(
+            name=tool.name,
+            status="changed",
+            previous_name=previous,
+            changed_fields=changed_fields(old, live),
+            old=old,
+            new=live,
+        )
+    done = [c for c in checks if c is not None]
+    done += [ToolCheck(name=n, status="removed", old=pinned[n].definition) for n in gone if n not in consumed]
+    return PinReport(server=server, pinned=True, checks=tuple(done))
+
+
+def _same_substance(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Same non-empty description; or the same inputSchema (with properties) and a similar
+    description (``difflib`` ratio >= 0.6). Only pairs a change with its likely predecessor
+    for display: either way the tool is quarantined."""
+    description = new.get("description") or ""
+    if description.strip() and old.get("description") == description:
+        return True
+    schema = new.get("inputSchema") or {}
+    if not schema.get("properties") or old.get("inputSchema") != schema:
+        return False
+    return difflib.SequenceMatcher(None, old.get("description") or "", description).ratio() >= 0.6
+
+
+def trust(
+    server: str,
+    tools: Sequence[Tool],
+    names: Iterable[str] | None = None,
+    *,
+    store: PinStore | None = None,
+) -> tuple[PinFile, list[ToolCheck]]:
+    """Pin the live definitions of ``names`` (every listed tool when ``None``) and save.
+
+    With ``names=None`` the pin file becomes exactly the live list: removed tools are
+    dropped and renames recorded under their new names. With names, only those tools are
+    pinned (a renamed tool's old pin is dropped); other pins stay as they are.
+
+    Returns:
+        The saved pins and the checks of the tools trusted, as they stood before.
+
+    Raises:
+        ToolNotFound: a name is not in the live list (nothing is written).
+        ConfigError: the existing pin file is broken.
+    """
+    store = store or PinStore()
+    current = store.load(server)
+    report = compare(server, tools, current)
+    live = {t.name: t for t in tools}
+    if names is None:
+        wanted = list(live)
+    else:
+        wanted = list(dict.fromkeys(names))
+        missing = [n for n in wanted if n not in live]
+        if missing:
+            raise ToolNotFound(
+                f'MCP server "{server}" lists no tool {", ".join(repr(n) for n in missing)}; '
+                f"trust only tools it lists now ({', '.join(sorted(live)) or 'none'})",
+                server=server,
+                tool=missing[0],
+            )
+    old_pins = dict(current.tools) if current is not None else {}
+    new_pins: dict[str, ToolPin] = {} if names is None else dict(old_pins)
+    trusted: list[ToolCheck] = []
+    for name in wanted:
+        check = report.check(name)
+        keep = old_pins.get(name)
+        tool = live[name]
+        if check is not None and check.status == "trusted" and keep is not None:
+            new_pins[name] = keep
+        else:
+            new_pins[name] = ToolPin.of(tool)
+        if check is not None and check.previous_name:
+            new_pins.pop(check.previous_name, None)
+        if check is not None:
+            trusted.append(check)
+    pins = PinFile(server=server, tools=new_pins)
+    store.save(pins)
+    return pins, trusted
+
+
+class PinGuard:
+    """The pinning check for call paths: caches each server's comparison until its tool
+    list or its pin file changes, so a call costs one hash of the list, not a canonicalization
+    of every tool.
+
+    Args:
+        store: where pins live (default ``$KEEN_HOME/mcp/pins``).
+    """
+
+    def __init__(self, store: PinStore | None = None) -> None:
+        self.store = store or PinStore()
+        self._cache: dict[str, tuple[tuple[Any, ...], PinReport]] = {}
+
+    def report(self, server: str, tools: Sequence[Tool]) -> PinReport:
+        """:func:`compare` of ``tools`` with the stored pins (cached). Raises ``ConfigError``."""
+        key = (tools_hash(list(tools)), self.store.stamp(server))
+        cached = self._cache.get(server)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        report = compare(server, tools, self.store.load(server))
+        self._cache[server] = (key, report)
+        return report
+
+    def first_use(self, server: str, tools: Sequence[Tool]) -> bool:
+        """Trust on first use: pin every listed tool when the server has no pins yet.
+
+        Returns True when it wrote the pins, False when the server was already pinned.
+        """
+        if self.store.stamp(server) is not None:
+            return False
+        trust(server, tools, store=self.store)
+        logger.info("pinned %d tools of %s on first approval", len(tools), server)
+        return True
