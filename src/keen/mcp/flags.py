@@ -304,7 +304,7 @@ def scan_text(
         own: this server's own tool names (never shadowing, even if another server has them).
 
     Returns:
-        Flags in order of kind, then position; at most one per kind and span.
+        Flags in order of kind, then position; one per kind and reason (the first span).
     """
     if not text:
         return []
@@ -325,10 +325,11 @@ def scan_text(
         add("secrets", match.start(), match.end(), "asks to read or send credentials")
     for start, end, reason in _hidden(text):
         add("hidden", start, end, reason)
-    seen: set[tuple[str, int, int]] = set()
+    # One flag per finding per field: a tag opened and closed, or a name said twice, is one.
+    seen: set[tuple[str, str]] = set()
     unique = []
     for flag in found:
-        key = (flag.kind, flag.start, flag.end)
+        key = (flag.kind, flag.reason)
         if key not in seen:
             seen.add(key)
             unique.append(flag)

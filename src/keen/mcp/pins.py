@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from keen import paths
 from keen._fs import atomic_write_text
-from keen.errors import ConfigError, ToolNotFound
+from keen.errors import ConfigError, ToolNotFound, ToolQuarantined
 from keen.mcp.config import SERVER_NAME_PATTERN, HttpServerConfig, StdioServerConfig
 from keen.mcp.fingerprint import (
     DEFINITION_FIELDS,
@@ -52,7 +52,8 @@ from keen.mcp.fingerprint import (
     fingerprint,
     pretty_json,
 )
-from keen.mcp.types import Tool, tools_hash
+from keen.mcp.flags import escape_text
+from keen.mcp.types import Tool
 
 __all__ = [
     "PIN_FILE_VERSION",
@@ -68,12 +69,15 @@ __all__ = [
     "compare",
     "definition_diff",
     "pinning_policy",
+    "quarantine_error",
     "trust",
 ]
 
 logger = logging.getLogger(__name__)
 
 PIN_FILE_VERSION = 1
+MAX_DIFF_CHARS = 4000
+"""A refusal carries at most this much of the diff (the rest: ``keen mcp diff``)."""
 PinningPolicy = Literal["quarantine", "warn", "off"]
 ToolStatus = Literal["trusted", "renamed", "changed", "new", "removed"]
 
@@ -441,8 +445,8 @@ def trust(
 
 class PinGuard:
     """The pinning check for call paths: caches each server's comparison until its tool
-    list or its pin file changes, so a call costs one hash of the list, not a canonicalization
-    of every tool.
+    list or its pin file changes (one ``stat`` per call), so a call does not canonicalize every
+    tool again.
 
     Args:
         store: where pins live (default ``$KEEN_HOME/mcp/pins``).
@@ -450,16 +454,18 @@ class PinGuard:
 
     def __init__(self, store: PinStore | None = None) -> None:
         self.store = store or PinStore()
-        self._cache: dict[str, tuple[tuple[Any, ...], PinReport]] = {}
+        self._cache: dict[str, tuple[tuple[Any, ...], tuple[Tool, ...], PinReport]] = {}
 
     def report(self, server: str, tools: Sequence[Tool]) -> PinReport:
         """:func:`compare` of ``tools`` with the stored pins (cached). Raises ``ConfigError``."""
-        key = (tools_hash(list(tools)), self.store.stamp(server))
+        # The Manager hands out the same (frozen) Tool objects until a re-list replaces them, so
+        # their identities are the key; the cache keeps them alive, so an id is never reused.
+        key = (tuple(map(id, tools)), self.store.stamp(server))
         cached = self._cache.get(server)
         if cached is not None and cached[0] == key:
-            return cached[1]
+            return cached[2]
         report = compare(server, tools, self.store.load(server))
-        self._cache[server] = (key, report)
+        self._cache[server] = (key, tuple(tools), report)
         return report
 
     def first_use(self, server: str, tools: Sequence[Tool]) -> bool:
@@ -472,3 +478,73 @@ class PinGuard:
         trust(server, tools, store=self.store)
         logger.info("pinned %d tools of %s on first approval", len(tools), server)
         return True
+
+    def enforce(
+        self, server: str, tool: str, tools: Sequence[Tool], policy: PinningPolicy
+    ) -> ToolCheck | None:
+        """The pin check of one call, before approval.
+
+        Returns the tool's check (``None`` when ``policy`` is ``off`` or the server has no pins
+        yet). Under ``quarantine`` a
+        ``new`` or ``changed`` tool of a pinned server raises ``ToolQuarantined``; under ``warn``
+        it is logged and allowed. A server never pinned passes (trust on first use follows the
+        approval: :meth:`approved`).
+
+        Raises:
+            ToolQuarantined: with the diff (hidden characters escaped, at most
+                :data:`MAX_DIFF_CHARS`) and the command that accepts the definition.
+            ConfigError: the pin file is broken.
+        """
+        if policy == "off":
+            return None
+        report = self.report(server, tools)
+        if not report.pinned:
+            return None
+        check = report.check(tool)
+        if check is None or not check.quarantined:
+            return check
+        if policy == "warn":
+            logger.warning(
+                "%s/%s is %s since it was pinned (%s); allowed by pinning policy warn",
+                server,
+                tool,
+                check.status,
+                ", ".join(check.changed_fields) or "not pinned",
+            )
+            return check
+        raise quarantine_error(server, check)
+
+    def approved(self, server: str, tools: Sequence[Tool], policy: PinningPolicy) -> bool:
+        """After a call was approved: pin the server's tools if it has no pins yet. Returns True
+        when this was the first approval (pins written)."""
+        return policy != "off" and self.first_use(server, tools)
+
+
+def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
+    """The refusal of a quarantined tool: what changed, the diff, and how to accept it."""
+    if check.status == "new":
+        what = "is new since this server's tools were pinned"
+    elif check.previous_name:
+        what = f'was renamed from "{check.previous_name}" and changed ({", ".join(check.changed_fields)})'
+    else:
+        what = f"changed since it was pinned ({', '.join(check.changed_fields)})"
+    diff = escape_text(check.diff())
+    if len(diff) > MAX_DIFF_CHARS:
+        diff = (
+            diff[:MAX_DIFF_CHARS]
+            + f"\n[... {len(diff) - MAX_DIFF_CHARS} more characters: keen mcp diff {server}]"
+        )
+    message = (
+        f'the tool "{server}/{check.name}" {what}, so it is quarantined and nothing was sent. '
+        f"The user can review it with `keen mcp diff {server}` and accept it with "
+        f"`keen mcp trust {server} {check.name}`.\n{diff}"
+    )
+    return ToolQuarantined(
+        message,
+        server=server,
+        tool=check.name,
+        status=check.status,
+        previous_name=check.previous_name,
+        changed_fields=check.changed_fields,
+        diff=diff,
+    )
