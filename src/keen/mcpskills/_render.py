@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from keen.mcp.flags import escape_text
 from keen.mcp.types import ServerInfo, Tool
 from keen.mcpskills._names import (
     MAX_NAME_CHARS,
@@ -167,6 +168,8 @@ def describe_server(
     about = _about(info.instructions or "") if info else ""
     if not about and tool_descriptions:
         about = _from_tools([d for d in tool_descriptions if d])
+    # One_line drops invisible characters; escape_text makes an HTML comment visible too.
+    about = escape_text(about)
     if not about and info:
         label = one_line(info.title or "", _ABOUT_CHARS, first_sentence=False)
         if not label and info.name and info.name != server:
@@ -217,7 +220,7 @@ def _visible(line: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+    return escape_text(text).replace("|", "\\|")
 
 
 def render_schema(tool: Tool) -> bytes:
@@ -271,7 +274,7 @@ def render_skill_md(
         about = " ".join(x for x in (info.title or info.name, info.version) if x)
         lines.append(f"The server calls itself: {one_line(about, 120, first_sentence=False)}.")
     if info and info.instructions and info.instructions.strip():
-        text = info.instructions.strip()
+        text = escape_text(info.instructions.strip())  # hidden text shown, not obeyed unseen
         if len(text) > _INSTRUCTIONS_CHARS:
             text = text[: _INSTRUCTIONS_CHARS - 1].rstrip() + "…"
         lines += ["", "## Server instructions", ""]
