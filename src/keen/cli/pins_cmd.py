@@ -9,17 +9,20 @@ hide in or style the terminal.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 
 from keen.cli._common import err, out, print_json, run
-from keen.cli._live import wait_for_discovery
 from keen.errors import ConfigError
-from keen.mcp import Manager, Tool
-from keen.mcp.flags import Flag, ShadowIndex, escape_text, scan_server
-from keen.mcp.pins import PinReport, PinStore, ToolCheck, compare, pinning_policy, trust
+
+if TYPE_CHECKING:
+    # The MCP layer (and the SDK under it) loads only when a command runs, so registering
+    # these commands costs other commands nothing at start-up.
+    from keen.mcp import Tool
+    from keen.mcp.flags import Flag
+    from keen.mcp.pins import PinReport, ToolCheck
 
 __all__ = ["register"]
 
@@ -37,6 +40,10 @@ async def _live_tools(
     server: str, timeout: float, live: bool
 ) -> tuple[list[Tool], str, dict[str, list[str]]]:
     """The server's tools, its pinning policy, and the other configured servers' pinned names."""
+    from keen.cli._live import wait_for_discovery
+    from keen.mcp import Manager
+    from keen.mcp.pins import pinning_policy
+
     async with Manager(only={server}) as manager:
         manager.status(server)  # ServerNotConfigured before any waiting
         await wait_for_discovery(manager, timeout=timeout, live=live)
@@ -49,6 +56,8 @@ async def _live_tools(
 def _pinned_names(servers: list[str], skip: str) -> dict[str, list[str]]:
     """Other servers' tool names from their pin files: the shadowing check without
     connecting to every server (a server never pinned contributes nothing)."""
+    from keen.mcp.pins import PinStore
+
     store = PinStore()
     names: dict[str, list[str]] = {}
     for name in servers:
@@ -64,6 +73,8 @@ def _pinned_names(servers: list[str], skip: str) -> dict[str, list[str]]:
 
 
 def _flags(server: str, tools: list[Tool], others: dict[str, list[str]]) -> dict[str, list[Flag]]:
+    from keen.mcp.flags import ShadowIndex, scan_server
+
     return scan_server(server, tools, ShadowIndex(others))
 
 
@@ -73,6 +84,8 @@ def diff(
     timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
 ) -> None:
     """Show how SERVER's live tools differ from the pinned ones (new, changed, renamed, removed)."""
+    from keen.mcp.flags import escape_text
+    from keen.mcp.pins import PinStore, compare
 
     async def body() -> tuple[PinReport, str, dict[str, list[Flag]]]:
         tools, policy, others = await _live_tools(server, timeout, live=not as_json)
@@ -120,6 +133,8 @@ def diff(
 
 
 def _print_check(check: ToolCheck, flags: list[Flag]) -> None:
+    from keen.mcp.flags import escape_text
+
     name = escape(escape_text(check.name))
     detail = ""
     if check.previous_name:
@@ -136,6 +151,8 @@ def _print_check(check: ToolCheck, flags: list[Flag]) -> None:
 
 
 def _print_flags(flags: dict[str, list[Flag]], order: list[str]) -> None:
+    from keen.mcp.flags import escape_text
+
     for name in order:
         if name in flags:
             out.print(f"[bold]{escape(escape_text(name))}[/]:", highlight=False)
@@ -159,6 +176,8 @@ def trust_cmd(
     timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
 ) -> None:
     """Pin SERVER's current definitions of TOOL ... (or of all its tools): they become callable."""
+    from keen.mcp.flags import escape_text
+    from keen.mcp.pins import PinStore, trust
 
     async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int]:
         live, _policy, others = await _live_tools(server, timeout, live=not as_json)
