@@ -235,51 +235,53 @@ def _distinctive(name: str) -> bool:
     return len(name) >= 4 and bool(_DISTINCTIVE.search(name.strip("_-.")))
 
 
+_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/-]*")
+_QUALIFIED = re.compile(r"(?:mcp__)?(?P<server>[A-Za-z0-9_-]+?)(?:[./:]|__)(?P<tool>[A-Za-z0-9_-]+)")
+
+
 class ShadowIndex:
-    """Every configured server's tool names, compiled once for the shadowing check.
+    """Every configured server's tool names, indexed once for the shadowing check.
 
     A bare name counts only when distinctive (see the module docstring); a qualified
     ``server.tool``, ``server/tool``, ``server:tool`` or ``mcp__server__tool`` counts when
-    ``tool`` is one of that server's names.
+    ``tool`` is one of that server's names; Cursor's ``mcp_tool_<name>`` counts as the name.
+    Text is split into name-like tokens and each is looked up, so the cost is linear in the
+    text, whatever the number of configured tools.
     """
 
     def __init__(self, configured: Mapping[str, Iterable[str]]) -> None:
         self.tools: dict[str, set[str]] = {server: set(names) for server, names in configured.items()}
-        owners: dict[str, set[str]] = {}
+        self._owners: dict[str, set[str]] = {}
         for server, names in self.tools.items():
             for name in names:
                 if _distinctive(name):
-                    owners.setdefault(name, set()).add(server)
-        self._owners = owners
-        servers = sorted(self.tools, key=len, reverse=True)
-        names_alt = "|".join(re.escape(n) for n in sorted(owners, key=len, reverse=True))
-        parts = []
-        if servers:
-            server_alt = "|".join(re.escape(s) for s in servers)
-            parts.append(rf"(?:mcp__)?(?P<server>{server_alt})(?:[./:]|__)(?P<tool>[A-Za-z0-9_-]+)")
-        if names_alt:
-            parts.append(rf"(?P<name>{names_alt})")
-        self._pattern = (
-            re.compile(r"(?<![\w.-])(?:mcp_tool_)?(?:" + "|".join(parts) + r")(?![\w-])") if parts else None
-        )
+                    self._owners.setdefault(name, set()).add(server)
 
     def find(self, text: str, *, server: str | None, own: set[str]) -> Iterator[tuple[int, int, str]]:
         """Spans of ``text`` naming a tool of a server other than ``server`` (not in ``own``)."""
-        if self._pattern is None:
+        if not self.tools:
             return
-        for match in self._pattern.finditer(text):
-            groups = match.groupdict()
-            if groups.get("server"):
-                other, tool = groups["server"], groups["tool"]
-                if other != server and tool in self.tools.get(other, ()):
-                    yield match.start(), match.end(), f'names the tool "{tool}" of the server "{other}"'
-                continue
-            name = groups["name"]
+        for match in _TOKEN.finditer(text):
+            token = match.group().rstrip(".:/-")
+            start = match.start()
+            end = start + len(token)
+            found = self._lookup(token, server=server, own=own)
+            if found is not None:
+                yield start, end, found
+
+    def _lookup(self, token: str, *, server: str | None, own: set[str]) -> str | None:
+        for name in (token, token.removeprefix("mcp_tool_")):
             if name in own:
-                continue
+                return None
             owners = sorted(self._owners.get(name, set()) - {server})
             if owners:
-                yield match.start(), match.end(), f'names the tool "{name}" of the server "{owners[0]}"'
+                return f'names the tool "{name}" of the server "{owners[0]}"'
+        qualified = _QUALIFIED.fullmatch(token)
+        if qualified is not None:
+            other, tool = qualified.group("server"), qualified.group("tool")
+            if other != server and tool in self.tools.get(other, ()):
+                return f'names the tool "{tool}" of the server "{other}"'
+        return None
 
 
 # -- scanning ----------------------------------------------------------------------------------
