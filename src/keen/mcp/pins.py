@@ -263,8 +263,13 @@ class PinReport:
         return [c for c in self.checks if c.quarantined]
 
     def check(self, tool: str) -> ToolCheck | None:
-        """The live tool named ``tool`` (never a removed one), or None."""
-        return next((c for c in self.checks if c.name == tool and c.status != "removed"), None)
+        """The live tool named ``tool`` (never a removed one), or None.
+
+        A server that lists one name twice with different definitions gets the quarantined
+        one: which of the two a call would run is the server's choice, not Keen's.
+        """
+        found = [c for c in self.checks if c.name == tool and c.status != "removed"]
+        return next((c for c in found if c.quarantined), found[0] if found else None)
 
     def to_dict(self) -> dict[str, Any]:
         counts = {s: len(self.by_status(s)) for s in ("trusted", "renamed", "changed", "new", "removed")}
@@ -518,6 +523,14 @@ class PinGuard:
         """After a call was approved: pin the server's tools if it has no pins yet. Returns True
         when this was the first approval (pins written)."""
         return policy != "off" and self.first_use(server, tools)
+
+    def quarantined(self, server: str, tools: Sequence[Tool], policy: PinningPolicy) -> set[str]:
+        """Names of the tools a call would be refused for under ``policy`` (empty unless the
+        policy is ``quarantine`` and the server is pinned): what a visible set should hide."""
+        if policy != "quarantine":
+            return set()
+        report = self.report(server, tools)
+        return {c.name for c in report.quarantined} if report.pinned else set()
 
 
 def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
