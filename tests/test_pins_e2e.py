@@ -211,3 +211,21 @@ async def test_stdio_default_warns_and_an_explicit_quarantine_refuses_new_tools(
     assert "is new since this server's tools were pinned" in strict["error"]
     off = await call({**grown, "pinning": "off"}, "extra_0000")
     assert off["outcome"] == "ok"
+
+
+async def test_a_denied_first_call_pins_nothing_and_a_broken_pin_file_refuses_calls(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path
+) -> None:
+    pins = keen_home / "mcp" / "pins" / "local.json"
+    async with Manager(write_config({"local": stdio_entry("basic_stdio")})) as manager:
+        assert await manager.wait_ready(20)
+        denied = await Gateway(manager, approval=lambda _r: False).call_for_model(
+            "local", "echo", {"text": "x"}
+        )
+        assert denied.error_code == "approval_denied"
+        assert not pins.exists()  # trust on first *approval*
+        pins.parent.mkdir(parents=True)
+        pins.write_text("{broken")
+        refused = await Gateway(manager).call_for_model("local", "echo", {"text": "x"})
+        assert refused.is_error and refused.text.startswith(f"Error: pin file {pins} is not valid JSON")
+        assert "is not valid JSON" in refused.text and "delete it to pin" in refused.text
