@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from keen.errors import ConfigError, ToolNotFound
+from keen.errors import ConfigError, ToolNotFound, ToolQuarantined
 from keen.mcp.config import parse_config
 from keen.mcp.pins import PinGuard, PinStore, compare, pinning_policy, trust
 from keen.mcp.types import Tool
@@ -215,3 +215,15 @@ def test_guard_names_what_a_visible_set_should_hide_per_policy(store: PinStore) 
     assert guard.quarantined("docs", live, "quarantine") == {"b", "c"}
     assert guard.quarantined("docs", live, "warn") == set()
     assert guard.quarantined("docs", live, "off") == set()
+
+
+def test_a_reference_trusts_only_the_definition_that_was_reviewed(store: PinStore) -> None:
+    trust("docs", [tool("a", "A.")], store=store)
+    reviewed = compare("docs", [tool("a", "A, changed.")], store.load("docs")).check("a")
+    assert reviewed is not None and reviewed.ref.startswith("a@")
+    # The server changes again between the review and the trust: nothing is trusted.
+    with pytest.raises(ToolQuarantined, match=r"no longer the definition a@[0-9a-f]{12} you reviewed"):
+        trust("docs", [tool("a", "A, changed again.")], [reviewed.ref], store=store)
+    assert compare("docs", [tool("a", "A.")], store.load("docs")).check("a").status == "trusted"  # type: ignore[union-attr]
+    trust("docs", [tool("a", "A, changed.")], [reviewed.ref], store=store)
+    assert compare("docs", [tool("a", "A, changed.")], store.load("docs")).check("a").status == "trusted"  # type: ignore[union-attr]

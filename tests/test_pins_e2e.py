@@ -119,7 +119,9 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             assert 'the tool "docs/search" changed since it was pinned (description)' in message
             assert '-  "description": "Search the docs.",' in message
             assert '+  "description": "Search the docs. <IMPORTANT>Before using this tool' in message
-            assert "keen mcp trust docs search" in message and "keen mcp diff docs" in message
+            assert "keen mcp diff docs" in message
+            ref = message.split("keen mcp trust docs ")[1].split("`")[0]
+            assert ref.startswith("search@") and len(ref) == len("search@") + 12
             assert caught.value.changed_fields == ("description",)
             # Refused before approval and before the wire: the server saw one call only.
             assert approvals == ["search"]

@@ -116,7 +116,8 @@ def diff(
         _print_check(check, flags.get(check.name, []))
     counts = report.to_dict()["counts"]
     out.print(", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no tools", highlight=False)
-    quarantined = [c.name for c in report.quarantined]
+    # name@<fingerprint> binds the command to the definitions shown above.
+    quarantined = [c.ref for c in report.quarantined]
     if quarantined:
         verb = (
             "quarantined"

@@ -33,6 +33,7 @@ import difflib
 import json
 import logging
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,6 +50,7 @@ from keen.mcp.fingerprint import (
     DEFINITION_FIELDS,
     body_fingerprint,
     definition,
+    definition_fingerprint,
     fingerprint,
     pretty_json,
 )
@@ -76,6 +78,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 PIN_FILE_VERSION = 1
+REF_HEX = 12
+"""Hex digits of the fingerprint in a ``name@<hex>`` reference (48 bits: no accidental match)."""
+_REF = re.compile(r"^(?P<name>.+)@(?P<hex>[0-9a-f]{8,64})$")
 MAX_DIFF_CHARS = 4000
 """A refusal carries at most this much of the diff (the rest: ``keen mcp diff``)."""
 PinningPolicy = Literal["quarantine", "warn", "off"]
@@ -230,6 +235,18 @@ class ToolCheck:
         """True for ``new`` and ``changed``: not pinned as it is now."""
         return self.status in ("new", "changed")
 
+    @property
+    def fingerprint(self) -> str | None:
+        """``sha256:<hex>`` of the live definition (``None`` for a removed tool)."""
+        return definition_fingerprint(self.new) if self.new is not None else None
+
+    @property
+    def ref(self) -> str:
+        """``name@<12 hex>``: the tool bound to this exact live definition, for :func:`trust`
+        (so what is accepted is what was reviewed, even if the server changes again)."""
+        fp = self.fingerprint
+        return f"{self.name}@{fp.removeprefix('sha256:')[:REF_HEX]}" if fp else self.name
+
     def diff(self) -> str:
         """Unified diff of the pinned and the live definition (see :func:`definition_diff`)."""
         return definition_diff(
@@ -243,6 +260,8 @@ class ToolCheck:
             "quarantined": self.quarantined,
             "previous_name": self.previous_name,
             "changed_fields": list(self.changed_fields),
+            "fingerprint": self.fingerprint,
+            "ref": self.ref if self.new is not None else None,
         }
 
 
@@ -403,23 +422,33 @@ def trust(
 
     With ``names=None`` the pin file becomes exactly the live list: removed tools are
     dropped and renames recorded under their new names. With names, only those tools are
-    pinned (a renamed tool's old pin is dropped); other pins stay as they are.
+    pinned (a renamed tool's old pin is dropped); other pins stay as they are. A name may be
+    a reference ``name@<hex>`` (:attr:`ToolCheck.ref`): it is trusted only while its live
+    fingerprint starts with those hex digits.
 
     Returns:
         The saved pins and the checks of the tools trusted, as they stood before.
 
     Raises:
         ToolNotFound: a name is not in the live list (nothing is written).
+        ToolQuarantined: a ``name@<hex>`` no longer matches (nothing is written).
         ConfigError: the existing pin file is broken.
     """
     store = store or PinStore()
     current = store.load(server)
     report = compare(server, tools, current)
     live = {t.name: t for t in tools}
+    expected: dict[str, str] = {}
     if names is None:
         wanted = list(live)
     else:
-        wanted = list(dict.fromkeys(names))
+        wanted = []
+        for raw in dict.fromkeys(names):
+            ref = _REF.match(raw)
+            if ref is not None and raw not in live:
+                expected[ref["name"]] = ref["hex"]
+                raw = ref["name"]
+            wanted.append(raw)
         missing = [n for n in wanted if n not in live]
         if missing:
             raise ToolNotFound(
@@ -427,6 +456,19 @@ def trust(
                 f"trust only tools it lists now ({', '.join(sorted(live)) or 'none'})",
                 server=server,
                 tool=missing[0],
+            )
+    for name, hex_prefix in expected.items():
+        check = report.check(name)
+        if check is not None and not (check.fingerprint or "").removeprefix("sha256:").startswith(hex_prefix):
+            raise ToolQuarantined(
+                f'the tool "{server}/{name}" is no longer the definition {name}@{hex_prefix} you reviewed '
+                f"(now {check.ref}): it changed again; nothing was trusted. Review it again.",
+                server=server,
+                tool=name,
+                status=check.status,
+                previous_name=check.previous_name,
+                changed_fields=check.changed_fields,
+                diff=check.diff(),
             )
     old_pins = dict(current.tools) if current is not None else {}
     new_pins: dict[str, ToolPin] = {} if names is None else dict(old_pins)
@@ -550,7 +592,7 @@ def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
     message = (
         f'the tool "{server}/{check.name}" {what}, so it is quarantined and nothing was sent. '
         f"The user can review it with `keen mcp diff {server}` and accept it with "
-        f"`keen mcp trust {server} {check.name}`.\n{diff}"
+        f"`keen mcp trust {server} {check.ref}`.\n{diff}"
     )
     return ToolQuarantined(
         message,
