@@ -25,10 +25,12 @@ from fastmcp import FastMCP
 
 from helpers import stdio_entry
 from helpers.http_servers import serve_http
+from keen.capabilities import Catalog
 from keen.errors import ToolQuarantined
 from keen.gateway import ApprovalRequest, Gateway
 from keen.mcp import Manager
 from keen.mcp.flags import scan_server
+from keen.mcp.pins import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -130,6 +132,12 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             assert for_model.is_error and for_model.error_code == "tool_quarantined"
             assert events[-1]["decision"] == "refused" and events[-1]["error_code"] == "tool_quarantined"
 
+            # It leaves what the model can find: the live catalog hides it, keeps the rename.
+            guard = PinGuard()
+            ids = {c.id for c in Catalog.from_manager(manager, pins=guard)}
+            assert "mcp__docs__find" in ids and "mcp__docs__search" not in ids
+            assert "mcp__docs__search" in {c.id for c in Catalog.from_manager(manager)}
+
             # An identical definition under a new name keeps its trust.
             result = await gateway.call("docs", "find", {"id": "7"})
             assert result.text == "page 7" and docs.calls[-1] == "lookup:7"
@@ -169,6 +177,7 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
 
             result = await gateway.call("docs", "search", {"q": "c"})
             assert result.text == "results for c" and docs.calls[-1] == "search:c"
+            assert "mcp__docs__search" in {c.id for c in Catalog.from_manager(manager, pins=guard)}
             assert approvals == ["search", "find", "search"]
 
 

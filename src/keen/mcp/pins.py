@@ -379,6 +379,9 @@ class PinGuard:
         self.store = store or PinStore()
         self._cache: dict[str, tuple[tuple[Any, ...], tuple[Tool, ...], PinReport]] = {}
 
+    policy = staticmethod(pinning_policy)
+    """:func:`pinning_policy`, here so a caller holding a guard needs no other import."""
+
     def report(self, server: str, tools: Sequence[Tool]) -> PinReport:
         """:func:`compare` of ``tools`` with the stored pins (cached). Raises ``ConfigError``."""
         # The Manager hands out the same (frozen) Tool objects until a re-list replaces them, so
