@@ -82,6 +82,7 @@ bench: $(VENV)/.dev peers
 	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json --catalog $(TOOLGYM) --queries $(QUERIES)/steps.jsonl -k 10
 	$(PY) bench/footprint.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM) --budget 4000
 	$(PY) bench/serve_load.py
+	$(PY) bench/flags_fp.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM)
 
 # The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.
 conformance: $(VENV)/.dev

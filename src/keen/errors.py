@@ -14,6 +14,7 @@ docs/architecture.md "Errors".
     │   ├── AuthRequired             the server wants credentials Keen lacks
     │   ├── AuthFailed               the credentials were rejected
     │   ├── ToolNotFound             the tool is not in the latest tools/list
+    │   ├── ToolQuarantined          the tool is new or changed since its definition was pinned
     │   ├── InvalidArguments         arguments fail the tool's inputSchema
     │   ├── CallTimeout              connect, tools/list or tools/call ran past its timeout
     │   ├── RemoteProtocolError      the server broke the protocol or answered a JSON-RPC error
@@ -50,6 +51,7 @@ __all__ = [
     "ServerNotConfigured",
     "SkillError",
     "ToolNotFound",
+    "ToolQuarantined",
     "exception_chain",
     "exception_leaves",
     "find_keen_error",
@@ -160,6 +162,33 @@ class AuthFailed(MCPServerError):
 
 class ToolNotFound(MCPServerError):
     code = "tool_not_found"
+
+
+class ToolQuarantined(MCPServerError):
+    """The tool's definition is not the pinned one (new, changed, or renamed and changed).
+
+    Attributes: ``status`` (``new`` | ``changed``), ``previous_name`` (for a rename),
+    ``changed_fields`` (definition fields that differ) and ``diff`` (unified diff text).
+    """
+
+    code = "tool_quarantined"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str,
+        tool: str | None = None,
+        status: str = "changed",
+        previous_name: str | None = None,
+        changed_fields: tuple[str, ...] = (),
+        diff: str = "",
+    ) -> None:
+        super().__init__(message, server=server, tool=tool)
+        self.status = status
+        self.previous_name = previous_name
+        self.changed_fields = changed_fields
+        self.diff = diff
 
 
 class InvalidArguments(MCPServerError):

@@ -7,8 +7,11 @@ Generated skills and schema files are discovery material only; they grant nothin
 2. the server is connected,
 3. the tool is in the server's latest tools/list,
 4. the arguments validate against the cached inputSchema (Draft 2020-12 unless ``$schema``),
-5. the approval callback, which sees server, tool and JSON arguments, says yes,
-6. then ``tools/call``.
+5. the tool's definition is the pinned one, under the server's pinning policy
+   (:mod:`keen.mcp.pins`: a new or changed tool of a pinned server is refused with the diff),
+6. the approval callback, which sees server, tool and JSON arguments, says yes
+   (the first approved call of a never-pinned server pins its tools: trust on first use),
+7. then ``tools/call``.
 
 A disabled *skill* only hides the server from the catalog; its tools stay callable
 while it is connected (docs/architecture.md "Enabling and disabling"). Remote ``isError`` results come back
@@ -185,6 +188,7 @@ class Gateway:
             ``decision`` (allowed|denied|refused), ``outcome`` (ok|tool_error|error),
             ``error_code``, ``duration_ms``.
         max_result_chars: text longer than this is cut, with a note saying how much.
+        pins: the pin check (default: pins under ``$KEEN_HOME/mcp/pins``).
     """
 
     def __init__(
@@ -194,8 +198,10 @@ class Gateway:
         approval: Approval | None = None,
         audit: Callable[[dict[str, Any]], None] | None = None,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        pins: PinGuard | None = None,
     ) -> None:
         self.manager = manager
+        self.pins = pins or PinGuard()
         self.approval = approval
         self.audit = audit
         self.max_result_chars = max_result_chars
@@ -214,6 +220,7 @@ class Gateway:
         Raises:
             ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
             AuthFailed, ToolNotFound, InvalidArguments: a check failed (nothing was sent).
+            ToolQuarantined: the tool is new or changed since it was pinned (nothing was sent).
             ApprovalDenied: the approval callback said no (nothing was sent).
             CallTimeout, ServerDisconnected, RemoteProtocolError: the call failed.
         """
@@ -227,7 +234,13 @@ class Gateway:
         }
         try:
             found = self.manager.check_call(server, tool, arguments)
+            policy = pinning_policy(self.manager.config.servers[server])
+            tools = self.manager.list_tools(server)
+            pin = self.pins.enforce(server, tool, tools, policy)  # ToolQuarantined
+            if pin is not None and pin.status != "trusted":
+                event["pin"] = pin.status
             await self._ask(found, server, tool, arguments)
+            self.pins.approved(server, tools, policy)
             event["decision"] = "allowed"
             result = await self.manager.call_tool(server, tool, arguments, validate=False)
         except KeenError as exc:

@@ -14,6 +14,7 @@ __all__ = [
     "keen_home",
     "logs_dir",
     "mcp_config_path",
+    "pins_dir",
     "sessions_dir",
     "skills_config_path",
     "skills_dir",
@@ -34,6 +35,11 @@ def mcp_config_path() -> Path:
 def auth_dir() -> Path:
     """``$KEEN_HOME/mcp/auth``: OAuth tokens, one 0600 file per server."""
     return keen_home() / "mcp" / "auth"
+
+
+def pins_dir() -> Path:
+    """``$KEEN_HOME/mcp/pins``: pinned tool definitions, one 0600 file per server."""
+    return keen_home() / "mcp" / "pins"
 
 
 def logs_dir() -> Path:

@@ -40,6 +40,7 @@ from keen.skills import MARKER_FILE, Skill, discover, split_frontmatter
 if TYPE_CHECKING:
     from keen.capabilities.search import SearchWeights, ToolSearch
     from keen.mcp import Manager
+    from keen.mcp.pins import PinGuard
 
 __all__ = ["Catalog", "PermissionMode", "SearchFilter", "SearchHit", "server_text", "tool_capability"]
 
@@ -299,10 +300,18 @@ class Catalog:
         return cls(caps, servers, **options)
 
     @classmethod
-    def from_manager(cls, manager: Manager, *, skills_root: Path | None = None, **options: Any) -> Catalog:
+    def from_manager(
+        cls,
+        manager: Manager,
+        *,
+        skills_root: Path | None = None,
+        pins: PinGuard | None = None,
+        **options: Any,
+    ) -> Catalog:
         """The catalog of a running Manager's connected servers (live tool lists, and
         resource and prompt lists when the Manager offers them), plus the local
-        (non-MCP) skills under ``skills_root`` when given."""
+        (non-MCP) skills under ``skills_root`` when given. With ``pins``, tools that
+        ``call_mcp_tool`` would refuse as quarantined (``keen.mcp.pins``) are left out."""
         caps: list[Capability] = []
         servers: dict[str, str] = {}
         for status in manager.servers():
@@ -313,6 +322,10 @@ class Catalog:
             except KeenError as exc:
                 logger.debug("catalog: %s skipped: %s", status.name, exc)
                 continue
+            if pins is not None:
+                policy = pins.policy(manager.config.servers[status.name])
+                hidden = pins.quarantined(status.name, tools, policy)
+                tools = [t for t in tools if t.name not in hidden]
             info = manager.server_info(status.name)
             servers[status.name] = server_text(status.name, info, tools)
             caps += [tool_capability(status.name, t.to_dict()) for t in tools]

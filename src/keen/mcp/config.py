@@ -119,6 +119,7 @@ class _ServerBase(_Model):
     enabled: bool = True
     timeouts: Timeouts = Field(default_factory=Timeouts)
     description: str | None = None
+    pinning: Literal["quarantine", "warn", "off"] | None = None  # None: see keen.mcp.pins.pinning_policy
 
 
 class HttpServerConfig(_ServerBase):

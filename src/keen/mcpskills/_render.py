@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from keen._text import shorten
+from keen.mcp.flags import escape_text
 from keen.mcp.types import ServerInfo, Tool
 from keen.mcpskills._names import (
     MAX_NAME_CHARS,
@@ -165,6 +166,8 @@ def describe_server(
     about = _about(info.instructions or "") if info else ""
     if not about and tool_descriptions:
         about = _from_tools([d for d in tool_descriptions if d])
+    # One_line drops invisible characters; escape_text makes an HTML comment visible too.
+    about = escape_text(about)
     if not about and info:
         label = one_line(info.title or "", _ABOUT_CHARS, first_sentence=False)
         if not label and info.name and info.name != server:
@@ -215,7 +218,7 @@ def _visible(line: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+    return escape_text(text).replace("|", "\\|")
 
 
 def render_schema(tool: Tool) -> bytes:
@@ -269,7 +272,7 @@ def render_skill_md(
         about = " ".join(x for x in (info.title or info.name, info.version) if x)
         lines.append(f"The server calls itself: {one_line(about, 120, first_sentence=False)}.")
     if info and info.instructions and info.instructions.strip():
-        text = info.instructions.strip()
+        text = escape_text(info.instructions.strip())  # hidden text shown, not obeyed unseen
         text = shorten(text, _INSTRUCTIONS_CHARS)
         lines += ["", "## Server instructions", ""]
         lines += ["> " + _visible(line.rstrip()) if line.strip() else ">" for line in text.splitlines()]

@@ -1,0 +1,106 @@
+"""False positives of the discovery flags over real tool catalogs (prints, never asserts).
+
+Usage: ``python bench/flags_fp.py CATALOG [CATALOG ...] [--json]``
+
+Each CATALOG is a LiveMCPBench ``tools.json`` or a ToolGym ``.ndjson`` (see ``_catalog.py``).
+The servers of one catalog are treated as configured together (the shadowing check sees
+every other server of the same file, which is harsher than any real configuration), and
+every tool is scanned with ``keen.mcp.flags.scan_server``. These catalogs are ordinary
+public servers, so every flag is counted as a false positive unless a person reading the
+list below judges otherwise: the list shows each flagged tool with its flags (kind,
+field, reason, escaped excerpt).
+
+Prints the tool count, the flagged count and rate (target: under 0.5%), counts per kind,
+the scan time, then every flagged tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _catalog import keen_names, load_catalog
+from keen.mcp.flags import ShadowIndex, scan_server
+from keen.mcp.types import Tool
+
+TARGET_RATE = 0.005
+
+
+def _tool(server: str, raw: dict[str, object]) -> Tool:
+    def as_dict(value: object) -> dict[str, object] | None:
+        return value if isinstance(value, dict) else None
+
+    title = raw.get("title")
+    return Tool(
+        server=server,
+        name=str(raw.get("name", "")),
+        description=str(raw.get("description") or ""),
+        input_schema=as_dict(raw.get("inputSchema")) or {},
+        title=title if isinstance(title, str) else None,
+        annotations=as_dict(raw.get("annotations")),
+        output_schema=as_dict(raw.get("outputSchema")),
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("catalogs", nargs="+", type=Path, help="tools.json / .ndjson files")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead")
+    options = parser.parse_args()
+
+    total = 0
+    flagged: list[tuple[str, str, str, list[dict[str, object]]]] = []
+    kinds: Counter[str] = Counter()
+    started = time.perf_counter()
+    for path in options.catalogs:
+        servers = load_catalog(path)
+        names = keen_names(s.key for s in servers)
+        tools = {name: [_tool(name, raw) for raw in s.tools] for name, s in zip(names, servers, strict=True)}
+        shadow = ShadowIndex({name: [t.name for t in ts] for name, ts in tools.items()})
+        for name, server_tools in tools.items():
+            total += len(server_tools)
+            for tool_name, flags in scan_server(name, server_tools, shadow).items():
+                flagged.append((path.name, name, tool_name, [f.to_dict() for f in flags]))
+                kinds.update({f.kind for f in flags})
+    elapsed = time.perf_counter() - started
+    rate = len(flagged) / total if total else 0.0
+
+    if options.json:
+        print(
+            json.dumps(
+                {
+                    "tools": total,
+                    "flagged": len(flagged),
+                    "rate": rate,
+                    "by_kind": dict(kinds),
+                    "seconds": round(elapsed, 3),
+                    "flagged_tools": [
+                        {"catalog": c, "server": s, "tool": t, "flags": f} for c, s, t, f in flagged
+                    ],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    verdict = "under" if rate < TARGET_RATE else "OVER"
+    print(f"tools scanned: {total}")
+    print(f"tools flagged: {len(flagged)}  rate {rate:.3%}  ({verdict} the {TARGET_RATE:.1%} target)")
+    print("flagged tools by kind: " + (", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none"))
+    print(f"scan time: {elapsed:.2f} s")
+    for catalog, server, tool, flags in flagged:
+        print(f"\n{catalog}  {server}/{tool}")
+        for flag in flags:
+            print(f"  [{flag['kind']}] {flag['field']}: {flag['reason']}")
+            print(f"      {flag['excerpt']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,218 @@
+"""``keen mcp diff SERVER`` and ``keen mcp trust SERVER [TOOL ...]``: review and accept tool
+definitions that changed since they were pinned (see ``keen.mcp.pins``).
+
+Both connect to the one server through the Manager, list its tools, and compare them with
+``$KEEN_HOME/mcp/pins/<server>.json``. Every piece of server text shown is escaped
+(``keen.mcp.flags.escape_text``) and printed without markup, so a hostile description cannot
+hide in or style the terminal.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.markup import escape
+
+from keen.cli._common import err, out, print_json, run
+from keen.errors import ConfigError
+
+if TYPE_CHECKING:
+    # The MCP layer (and the SDK under it) loads only when a command runs, so registering
+    # these commands costs other commands nothing at start-up.
+    from keen.mcp import Tool
+    from keen.mcp.flags import Flag
+    from keen.mcp.pins import PinReport, ToolCheck
+
+__all__ = ["register"]
+
+_TIMEOUT_HELP = "Seconds to wait for the server to connect."
+_STYLE = {"changed": "yellow", "new": "cyan", "renamed": "green", "removed": "red", "trusted": "dim"}
+
+
+def register(mcp_app: typer.Typer) -> None:
+    """Add ``diff`` and ``trust`` to the ``keen mcp`` group."""
+    mcp_app.command("diff")(diff)
+    mcp_app.command("trust")(trust_cmd)
+
+
+async def _live_tools(
+    server: str, timeout: float, live: bool
+) -> tuple[list[Tool], str, dict[str, list[str]]]:
+    """The server's tools, its pinning policy, and the other configured servers' pinned names."""
+    from keen.cli._live import wait_for_discovery
+    from keen.mcp import Manager
+    from keen.mcp.pins import pinning_policy
+
+    async with Manager(only={server}) as manager:
+        manager.status(server)  # ServerNotConfigured before any waiting
+        await wait_for_discovery(manager, timeout=timeout, live=live)
+        tools = manager.list_tools(server)
+        policy = pinning_policy(manager.config.servers[server])
+        others = list(manager.config.servers)
+    return tools, policy, _pinned_names(others, server)
+
+
+def _pinned_names(servers: list[str], skip: str) -> dict[str, list[str]]:
+    """Other servers' tool names from their pin files: the shadowing check without
+    connecting to every server (a server never pinned contributes nothing)."""
+    from keen.mcp.pins import PinStore
+
+    store = PinStore()
+    names: dict[str, list[str]] = {}
+    for name in servers:
+        if name == skip:
+            continue
+        try:
+            pins = store.load(name)
+        except ConfigError:
+            continue
+        if pins is not None:
+            names[name] = list(pins.tools)
+    return names
+
+
+def _flags(server: str, tools: list[Tool], others: dict[str, list[str]]) -> dict[str, list[Flag]]:
+    from keen.mcp.flags import ShadowIndex, scan_server
+
+    return scan_server(server, tools, ShadowIndex(others))
+
+
+def diff(
+    server: str = typer.Argument(..., help="Server name from configs.json."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
+) -> None:
+    """Show how SERVER's live tools differ from the pinned ones (new, changed, renamed, removed)."""
+    from keen.mcp.flags import escape_text
+    from keen.mcp.pins import PinStore, compare
+
+    async def body() -> tuple[PinReport, str, dict[str, list[Flag]]]:
+        tools, policy, others = await _live_tools(server, timeout, live=not as_json)
+        return compare(server, tools, PinStore().load(server)), policy, _flags(server, tools, others)
+
+    report, policy, flags = run(body)
+    path = PinStore().path(server)
+    if as_json:
+        data: dict[str, Any] = {**report.to_dict(), "policy": policy, "pins_path": str(path)}
+        for entry, check in zip(data["tools"], report.checks, strict=True):
+            entry["diff"] = check.diff() if check.status != "trusted" else ""
+            entry["flags"] = (
+                [f.to_dict() for f in flags.get(check.name, [])] if check.status != "removed" else []
+            )
+        print_json(data)
+        return
+    if not report.pinned:
+        out.print(
+            f"{escape(server)}: not pinned yet (policy {policy}); {len(report.checks)} tools would be pinned by "
+            f"the first approved call or by: keen mcp trust {escape(server)}",
+            highlight=False,
+        )
+        _print_flags(flags, [c.name for c in report.checks])
+        return
+    out.print(f"{escape(server)}: policy {policy}; pins {escape(str(path))}", highlight=False)
+    shown = [c for c in report.checks if c.status != "trusted"]
+    for check in shown:
+        _print_check(check, flags.get(check.name, []))
+    counts = report.to_dict()["counts"]
+    out.print(", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no tools", highlight=False)
+    # name@<fingerprint> binds the command to the definitions shown above.
+    quarantined = [c.ref for c in report.quarantined]
+    if quarantined:
+        verb = (
+            "quarantined"
+            if policy == "quarantine"
+            else f"not pinned (policy {policy}: allowed with a warning)"
+        )
+        out.print(
+            f"{len(quarantined)} {verb}; accept with: keen mcp trust {escape(server)} "
+            + " ".join(escape(escape_text(n)) for n in quarantined),
+            highlight=False,
+        )
+    elif not shown:
+        out.print("every tool matches its pin", highlight=False)
+
+
+def _print_check(check: ToolCheck, flags: list[Flag]) -> None:
+    from keen.mcp.flags import escape_text
+
+    name = escape(escape_text(check.name))
+    detail = ""
+    if check.previous_name:
+        detail = f" (was {escape(escape_text(check.previous_name))})"
+    if check.status == "changed":
+        detail += f": {', '.join(check.changed_fields)}"
+    out.print(f"\n[bold {_STYLE[check.status]}]{check.status}[/] {name}{detail}", highlight=False)
+    if check.status in ("changed", "new"):
+        for line in escape_text(check.diff()).splitlines():
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
+            out.print(line, style=style or None, markup=False, highlight=False, emoji=False)
+    for flag in flags:
+        _print_flag(flag)
+
+
+def _print_flags(flags: dict[str, list[Flag]], order: list[str]) -> None:
+    from keen.mcp.flags import escape_text
+
+    for name in order:
+        if name in flags:
+            out.print(f"[bold]{escape(escape_text(name))}[/]:", highlight=False)
+            for flag in flags[name]:
+                _print_flag(flag)
+
+
+def _print_flag(flag: Flag) -> None:
+    out.print(
+        f"  [bold red]flag {flag.kind}[/] in {escape(flag.field)}: {escape(flag.reason)}: "
+        f"{escape(flag.excerpt)}",
+        highlight=False,
+        emoji=False,
+    )
+
+
+def trust_cmd(
+    server: str = typer.Argument(..., help="Server name from configs.json."),
+    tools: list[str] = typer.Argument(None, help="Tools to trust (default: every tool the server lists)."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was trusted as JSON."),
+    timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
+) -> None:
+    """Pin SERVER's current definitions of TOOL ... (or of all its tools): they become callable."""
+    from keen.mcp.flags import escape_text
+    from keen.mcp.pins import PinStore, trust
+
+    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int]:
+        live, _policy, others = await _live_tools(server, timeout, live=not as_json)
+        pins, trusted = trust(server, live, tools or None)
+        return trusted, _flags(server, live, others), len(pins.tools)
+
+    trusted, flags, pinned = run(body)
+    path = PinStore().path(server)
+    if as_json:
+        print_json(
+            {
+                "server": server,
+                "pins_path": str(path),
+                "pinned": pinned,
+                "trusted": [
+                    {**c.to_dict(), "flags": [f.to_dict() for f in flags.get(c.name, [])]} for c in trusted
+                ],
+            }
+        )
+        return
+    accepted = [c for c in trusted if c.status != "trusted"]
+    for check in accepted:
+        was = f" (was {escape(escape_text(check.previous_name))})" if check.previous_name else ""
+        out.print(f"trusted {escape(escape_text(check.name))}: {check.status}{was}", highlight=False)
+        for flag in flags.get(check.name, []):
+            err.print(
+                f"  [bold red]warning: flag {flag.kind}[/] in {escape(flag.field)}: {escape(flag.reason)}: "
+                f"{escape(flag.excerpt)}",
+                highlight=False,
+                emoji=False,
+            )
+    unchanged = len(trusted) - len(accepted)
+    out.print(
+        f"{escape(server)}: {len(accepted)} accepted, {unchanged} already trusted; {pinned} tools pinned in "
+        f"{escape(str(path))}",
+        highlight=False,
+    )

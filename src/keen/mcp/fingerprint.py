@@ -1,0 +1,113 @@
+"""Tool fingerprints: SHA-256 over the RFC 8785 canonical JSON of a tool's definition.
+
+A definition is the part of a ``tools/list`` entry that tells a model what a tool is
+and does: ``name``, ``title``, ``description``, ``inputSchema``, ``outputSchema`` and
+``annotations`` (MCP specification 2025-11-25, "Tools" > "Tool"). Absent fields (``None``)
+are left out, so a server that starts sending ``"title": null`` does not look changed.
+
+Canonical JSON is the JSON Canonicalization Scheme (RFC 8785): object members sorted by
+their UTF-16 code units, no whitespace, ECMAScript number formatting. It is computed by
+the ``rfc8785`` package. RFC 8785 models every number as an IEEE 754 double (section
+3.2.2.3); an integer outside the exact range ±2**53 is canonicalized as the double a
+JSON parser would read it as, and one too large for a double (or a NaN/infinity, which
+JSON cannot carry) as a tagged string, so a hostile schema never stops fingerprinting.
+
+Two fingerprints per tool:
+
+- :func:`fingerprint`: over the whole definition, name included (what a pin records);
+- :func:`body_fingerprint`: over the definition without its name, so an unchanged tool
+  under a new name is recognised as a rename.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+import rfc8785
+
+from keen.mcp.types import Tool
+
+__all__ = [
+    "DEFINITION_FIELDS",
+    "body_fingerprint",
+    "canonical_json",
+    "definition",
+    "definition_fingerprint",
+    "fingerprint",
+    "pretty_json",
+]
+
+DEFINITION_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+"""The wire fields a fingerprint covers, in MCP's spelling."""
+
+_SAFE_INT = 2**53
+
+
+def definition(tool: Tool) -> dict[str, Any]:
+    """The fingerprinted fields of ``tool`` in MCP wire spelling, ``None`` values left out."""
+    values = {
+        "name": tool.name,
+        "title": tool.title,
+        "description": tool.description,
+        "inputSchema": tool.input_schema,
+        "outputSchema": tool.output_schema,
+        "annotations": tool.annotations,
+    }
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def canonical_json(value: Any) -> bytes:
+    """RFC 8785 canonical JSON of ``value`` (UTF-8 bytes).
+
+    ``value`` is JSON data (dict, list, str, int, float, bool, None). Integers beyond ±2**53
+    and non-finite floats are mapped as the module docstring says, instead of raising.
+
+    Raises:
+        TypeError: ``value`` holds something that is not JSON data.
+    """
+    return rfc8785.dumps(_jcs_domain(value))
+
+
+def definition_fingerprint(data: dict[str, Any]) -> str:
+    """``sha256:<hex>`` of the canonical JSON of a definition dict (see :func:`definition`)."""
+    return "sha256:" + hashlib.sha256(canonical_json(data)).hexdigest()
+
+
+def fingerprint(tool: Tool) -> str:
+    """``sha256:<hex>`` over the canonical JSON of the tool's whole definition, name included."""
+    return definition_fingerprint(definition(tool))
+
+
+def body_fingerprint(data: Tool | dict[str, Any]) -> str:
+    """Like :func:`fingerprint` but without ``name``: equal for a tool and its plain rename."""
+    body = definition(data) if isinstance(data, Tool) else data
+    return definition_fingerprint({k: v for k, v in body.items() if k != "name"})
+
+
+def pretty_json(data: Any) -> str:
+    """Canonical JSON re-indented for people: RFC 8785 member order, two-space indent, so
+    two definitions diff line by line (``difflib``) with no noise from key order."""
+    ordered = json.loads(canonical_json(data))
+    return json.dumps(ordered, indent=2, ensure_ascii=False)
+
+
+def _jcs_domain(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        if -_SAFE_INT < value < _SAFE_INT:
+            return value
+        try:
+            return float(value)
+        except OverflowError:
+            return f"int:{value}"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else f"float:{value!r}"
+    if isinstance(value, dict):
+        return {str(k): _jcs_domain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jcs_domain(v) for v in value]
+    raise TypeError(f"{type(value).__name__} is not JSON data")

@@ -1,0 +1,412 @@
+"""Flags on tool text at discovery: shadowing, instruction overrides, secret grabs, hidden text.
+
+A tool's description (and its title and the descriptions inside its inputSchema) is read
+by the model as instructions. The attacks the MCP security literature calls "tool
+poisoning" and "tool shadowing" put orders there. :func:`scan_tool` flags four kinds:
+
+- ``shadowing``: the text names a tool of *another* configured server (only distinctive
+  names count: with ``_``, ``-``, ``.``, or camelCase; and never the tool's own server's
+  names), or a qualified ``server.tool`` / ``server/tool`` / ``mcp__server__tool``;
+- ``override``: it tells the model to ignore, forget or override instructions, to act
+  before or instead of other tools, or to keep something from the user;
+- ``secrets``: it points at credential files (``~/.ssh``, ``id_rsa``, ``.env``,
+  ``~/.aws/credentials``, MCP host configs ...) or asks to read, send or include tokens,
+  keys or passwords;
+- ``hidden``: zero-width, bidirectional-control, Unicode tag or other invisible format
+  characters, control characters, or an HTML comment.
+
+Each :class:`Flag` carries the field, the evidence span (``start``, ``end`` in that
+field's text) and an excerpt around it escaped with :func:`escape_text`, so a flag can be
+shown to a person without re-injecting what it found. The patterns are tuned on the
+4,311 real tool descriptions of LiveMCPBench and ToolGym (``bench/flags_fp.py``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from keen.mcp.types import Tool
+
+__all__ = ["Flag", "FlagKind", "ShadowIndex", "escape_text", "scan_server", "scan_text", "scan_tool"]
+
+FlagKind = Literal["shadowing", "override", "secrets", "hidden"]
+
+_EXCERPT_CONTEXT = 40
+_MAX_FIELDS = 500  # bound the walk of a hostile, huge inputSchema
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """One finding. ``evidence`` is the raw matched text (may hold hidden characters: show
+    ``excerpt`` instead, which is escaped); ``reason`` says what it is in a few words."""
+
+    kind: FlagKind
+    field: str
+    start: int
+    end: int
+    evidence: str
+    excerpt: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "field": self.field,
+            "start": self.start,
+            "end": self.end,
+            "excerpt": self.excerpt,
+            "reason": self.reason,
+        }
+
+
+# -- escaping ----------------------------------------------------------------------------------
+
+_HTML_COMMENT_OPEN = re.compile(r"<!--")
+
+
+def _invisible(ch: str) -> bool:
+    if ch in "\n\t":
+        return False
+    cat = unicodedata.category(ch)
+    # Cc: controls (ESC, NUL, ...); Cf: format (zero-width, bidi, tags, soft hyphen);
+    # Co/Cn: private use and unassigned code points render as nothing or a box.
+    return cat in ("Cc", "Cf", "Co", "Cn") or ch in "\u2028\u2029"
+
+
+def escape_text(text: str) -> str:
+    """``text`` with every invisible or control character written as ``\\uXXXX`` (or
+    ``\\U000XXXXX``), and ``<!--`` as ``&lt;!--`` so a comment cannot hide in markdown.
+
+    Newlines and tabs stay. Visible text, including every script and emoji (and the joiners
+    inside emoji sequences and Persian or Indic words), is unchanged.
+    """
+    if text.isascii() and text.isprintable() and "<!--" not in text:
+        return text
+    out: list[str] = []
+    for index, ch in enumerate(text):
+        if _invisible(ch) and not _emoji_joiner(text, index, index + 1):
+            code = ord(ch)
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return _HTML_COMMENT_OPEN.sub("&lt;!--", "".join(out))
+
+
+def _excerpt(text: str, start: int, end: int) -> str:
+    lo = max(0, start - _EXCERPT_CONTEXT)
+    hi = min(len(text), end + _EXCERPT_CONTEXT)
+    body = " ".join(escape_text(text[lo:hi]).split())
+    return ("…" if lo else "") + body + ("…" if hi < len(text) else "")
+
+
+# -- patterns ----------------------------------------------------------------------------------
+
+_I = re.IGNORECASE
+_ANY = r"(?:all|any|every|the|your|my|its|these|those|prior|previous|above|earlier|other|system|user'?s?|original|existing|\s)*"
+
+_OVERRIDE: list[tuple[re.Pattern[str], str]] = [
+    (
+        re.compile(
+            rf"\b(?:ignore|disregard|forget)s?\b{_ANY}"
+            r"(?:instructions?|directions?|prompts?|rules|guidelines|guardrails|system\s+messages?|"
+            r"safety\s+(?:checks?|policies|rules))\b",
+            _I,
+        ),
+        "tells the model to ignore instructions",
+    ),
+    (
+        re.compile(
+            rf"\b(?:override|bypass|overrule|supersede)s?\b{_ANY}"
+            r"(?:instructions?|system\s+(?:prompts?|messages?)|guidelines|guardrails|"
+            r"safety\s+(?:checks?|policies|rules))\b",
+            _I,
+        ),
+        "tells the model to override instructions",
+    ),
+    (
+        re.compile(
+            r"\b(?:(?:do\s+not|don'?t|never|without)\s+(?:tell(?:ing)?|inform(?:ing)?|notify(?:ing)?|"
+            r"mention(?:ing)?|reveal(?:ing)?|alert(?:ing)?|let(?:ting)?)\s+(?:this\s+|that\s+|it\s+|anything\s+)?"
+            r"(?:to\s+)?(?:the\s+)?user|(?:hide|conceal|keep)\s+(?:this|it|that)\s+(?:secret\s+)?from\s+the\s+user)\b",
+            _I,
+        ),
+        "tells the model to keep something from the user",
+    ),
+    (
+        re.compile(
+            r"\b(?:before|instead\s+of|rather\s+than|in\s+place\s+of)\s+(?:using|calling|invoking|running)?\s*"
+            r"(?:any|all|every)\s+(?:other|another)\s+(?:mcp\s+)?(?:tools?|servers?|functions?)\b",
+            _I,
+        ),
+        "tells the model to act before or instead of other tools",
+    ),
+    (
+        re.compile(
+            r"\b(?:never|do\s+not|don'?t)\s+(?:use|call|invoke)\s+(?:any\s+)?(?:the\s+)?(?:other|another)\s+"
+            r"(?:mcp\s+)?(?:tools?|servers?)\b",
+            _I,
+        ),
+        "tells the model not to use other tools",
+    ),
+    (
+        re.compile(r"<\s*/?\s*(?:important|system|instructions?|admin|override)\s*>", _I),
+        "carries a pseudo-system tag",
+    ),
+    (
+        re.compile(r"\byou\s+are\s+now\b|\bnew\s+(?:system\s+)?instructions\s*:", _I),
+        "tries to redefine the model's role",
+    ),
+]
+
+_SECRET_FILES = re.compile(
+    r"(?:~|\$HOME|%USERPROFILE%|/home/[\w.-]+|/root)?/?\.ssh\b(?:/[\w.-]*)?"
+    r"|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?:\.pub)?"
+    r"|(?<![\w/.-])\.env(?:\.[\w-]+)?(?![\w-])"
+    r"|\.aws/credentials\b|\.netrc\b|\.pgpass\b|\.npmrc\b|\.pypirc\b|\.git-credentials\b"
+    r"|\.docker/config\.json\b|\.kube/config\b|/etc/(?:passwd|shadow)\b"
+    r"|\b(?:mcp|claude_desktop_config)\.json\b|\.cursor/|\.gnupg\b|\bwallet\.dat\b",
+    _I,
+)
+_SECRET_VERB = re.compile(
+    r"\b(?:read|cat|open|send|forward|upload|post|transmit|exfiltrate|leak|include|append|attach|"
+    r"embed|copy|paste|pass|collect|extract|dump|grab|print|output|contents?\s+of)\b",
+    _I,
+)
+_SECRET_WINDOW = 80
+_SECRET_ASK = re.compile(
+    r"\b(?:read|send|forward|upload|post|transmit|exfiltrate|leak|include|append|attach|embed|copy|"
+    r"paste|pass|collect|extract|dump|grab)\b[^.;!?\n]{0,60}?"
+    r"\b(?:the\s+user'?s?|all(?:\s+the)?|any|every|their|stored|saved)\s+(?:[\w-]+\s+){0,2}?"
+    r"(?:api[\s_-]?keys?|(?:access|auth|bearer|session|refresh)?\s?tokens?|passwords?|credentials|"
+    r"secrets|private\s+keys?|ssh\s+keys?|cookies|environment\s+variables|env\s+vars)\b",
+    _I,
+)
+
+
+def _secret_files(text: str) -> Iterator[tuple[int, int]]:
+    """Secret file paths with a verb of reading or sending near them."""
+    for match in _SECRET_FILES.finditer(text):
+        before = text[max(0, match.start() - _SECRET_WINDOW) : match.start()]
+        after = text[match.end() : match.end() + _SECRET_WINDOW // 2]
+        if _SECRET_VERB.search(before) or re.match(
+            r"[\s`'\"]*(?:contents?|and\s+(?:send|pass))\b", after, _I
+        ):
+            yield match.start(), match.end()
+
+
+_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e\u00ad\u034f"
+_BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+_HIDDEN_CHARS = re.compile(
+    rf"[{_ZERO_WIDTH}{_BIDI}\U000e0000-\U000e007f\U000e0100-\U000e01ef\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+"
+)
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+
+
+def _emoji_joiner(text: str, start: int, end: int) -> bool:
+    """A lone ZWJ/ZWNJ between two letters or symbols of one script (emoji sequences,
+    Persian, Indic) is ordinary writing, not hiding."""
+    if end - start != 1 or text[start] not in "\u200c\u200d" or start == 0 or end >= len(text):
+        return False
+    before, after = text[start - 1], text[end]
+    if before.isascii() or after.isascii():
+        return False
+    cats = unicodedata.category(before)[0] + unicodedata.category(after)[0]
+    return cats in ("SS", "LL", "ML", "LM", "MM", "SM", "MS")
+
+
+def _hidden(text: str) -> Iterator[tuple[int, int, str]]:
+    for match in _HIDDEN_CHARS.finditer(text):
+        if _emoji_joiner(text, match.start(), match.end()):
+            continue
+        names = sorted({unicodedata.name(ch, f"U+{ord(ch):04X}") for ch in match.group()})
+        yield match.start(), match.end(), "hidden characters: " + ", ".join(names[:3]).lower()
+    for match in _HTML_COMMENT.finditer(text):
+        yield match.start(), match.end(), "an HTML comment (invisible when rendered)"
+
+
+_DISTINCTIVE = re.compile(r"[_\-.]|[a-z][A-Z]")
+
+
+def _distinctive(name: str) -> bool:
+    return len(name) >= 4 and bool(_DISTINCTIVE.search(name.strip("_-.")))
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/-]*")
+_QUALIFIED = re.compile(r"(?:mcp__)?(?P<server>[A-Za-z0-9_-]+?)(?:[./:]|__)(?P<tool>[A-Za-z0-9_-]+)")
+
+
+class ShadowIndex:
+    """Every configured server's tool names, indexed once for the shadowing check.
+
+    A bare name counts only when distinctive (see the module docstring); a qualified
+    ``server.tool``, ``server/tool``, ``server:tool`` or ``mcp__server__tool`` counts when
+    ``tool`` is one of that server's names; Cursor's ``mcp_tool_<name>`` counts as the name.
+    Text is split into name-like tokens and each is looked up, so the cost is linear in the
+    text, whatever the number of configured tools.
+    """
+
+    def __init__(self, configured: Mapping[str, Iterable[str]]) -> None:
+        self.tools: dict[str, set[str]] = {server: set(names) for server, names in configured.items()}
+        self._owners: dict[str, set[str]] = {}
+        for server, names in self.tools.items():
+            for name in names:
+                if _distinctive(name):
+                    self._owners.setdefault(name, set()).add(server)
+
+    def find(self, text: str, *, server: str | None, own: set[str]) -> Iterator[tuple[int, int, str]]:
+        """Spans of ``text`` naming a tool of a server other than ``server`` (not in ``own``)."""
+        if not self.tools:
+            return
+        for match in _TOKEN.finditer(text):
+            token = match.group().rstrip(".:/-")
+            start = match.start()
+            end = start + len(token)
+            found = self._lookup(token, server=server, own=own)
+            if found is not None:
+                yield start, end, found
+
+    def _lookup(self, token: str, *, server: str | None, own: set[str]) -> str | None:
+        for name in (token, token.removeprefix("mcp_tool_")):
+            if name in own:
+                return None
+            owners = sorted(self._owners.get(name, set()) - {server})
+            if owners:
+                return f'names the tool "{name}" of the server "{owners[0]}"'
+        qualified = _QUALIFIED.fullmatch(token)
+        if qualified is not None:
+            other, tool = qualified.group("server"), qualified.group("tool")
+            if other != server and tool in self.tools.get(other, ()):
+                return f'names the tool "{tool}" of the server "{other}"'
+        return None
+
+
+# -- scanning ----------------------------------------------------------------------------------
+
+
+def scan_text(
+    text: str,
+    *,
+    field: str = "description",
+    shadow: ShadowIndex | None = None,
+    server: str | None = None,
+    own: Iterable[str] = (),
+) -> list[Flag]:
+    """Flags in one piece of tool text.
+
+    Args:
+        text: the text (description, title, parameter description).
+        field: where it came from, recorded in each flag (``description``,
+            ``inputSchema.properties.path.description`` ...).
+        shadow: the configured servers' tool names (for shadowing); none: no shadowing check.
+        server: the server the text belongs to (its own names never count as shadowing).
+        own: this server's own tool names (never shadowing, even if another server has them).
+
+    Returns:
+        Flags in order of kind, then position; one per kind and reason (the first span).
+    """
+    if not text:
+        return []
+    found: list[Flag] = []
+
+    def add(kind: FlagKind, start: int, end: int, reason: str) -> None:
+        found.append(Flag(kind, field, start, end, text[start:end], _excerpt(text, start, end), reason))
+
+    if shadow is not None:
+        for start, end, reason in shadow.find(text, server=server, own=set(own)):
+            add("shadowing", start, end, reason)
+    for pattern, reason in _OVERRIDE:
+        for match in pattern.finditer(text):
+            add("override", match.start(), match.end(), reason)
+    for start, end in _secret_files(text):
+        add("secrets", start, end, "asks to read or send a credential or secret file")
+    for match in _SECRET_ASK.finditer(text):
+        add("secrets", match.start(), match.end(), "asks to read or send credentials")
+    for start, end, reason in _hidden(text):
+        add("hidden", start, end, reason)
+    # One flag per finding per field: a tag opened and closed, or a name said twice, is one.
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for flag in found:
+        key = (flag.kind, flag.reason)
+        if key not in seen:
+            seen.add(key)
+            unique.append(flag)
+    return unique
+
+
+def _texts(tool: Tool) -> Iterator[tuple[str, str]]:
+    if tool.title:
+        yield "title", tool.title
+    yield "description", tool.description
+    budget = [_MAX_FIELDS]
+
+    def walk(node: Any, path: str) -> Iterator[tuple[str, str]]:
+        if budget[0] <= 0:
+            return
+        if isinstance(node, dict):
+            for key, value in node.items():
+                budget[0] -= 1
+                sub = f"{path}.{key}"
+                if key in ("description", "title") and isinstance(value, str):
+                    yield sub, value
+                elif isinstance(value, dict | list):
+                    yield from walk(value, sub)
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                budget[0] -= 1
+                yield from walk(value, f"{path}[{index}]")
+
+    yield from walk(tool.input_schema, "inputSchema")
+
+
+def _enum_words(schema: Any, budget: int = _MAX_FIELDS) -> set[str]:
+    words: set[str] = set()
+    stack = [schema]
+    while stack and budget > 0:
+        node = stack.pop()
+        budget -= 1
+        if isinstance(node, dict):
+            enum = node.get("enum")
+            if isinstance(enum, list):
+                words.update(v for v in enum if isinstance(v, str))
+            stack.extend(v for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend(v for v in node if isinstance(v, dict | list))
+    return words
+
+
+def scan_tool(tool: Tool, *, shadow: ShadowIndex | None = None, own: Iterable[str] = ()) -> list[Flag]:
+    """Flags in a tool's title, description and inputSchema descriptions/titles.
+
+    ``shadow`` holds the configured servers' tool names (the tool's own server is skipped);
+    ``own`` is the tool's own server's tool names (default: just this tool's name).
+    """
+    # The tool's own enum values are its vocabulary (operation="get_stats"), not a reference.
+    own_names = set(own) | {tool.name} | _enum_words(tool.input_schema)
+    flags: list[Flag] = []
+    for field, text in _texts(tool):
+        flags.extend(scan_text(text, field=field, shadow=shadow, server=tool.server, own=own_names))
+    return flags
+
+
+def scan_server(
+    server: str, tools: Iterable[Tool], configured: Mapping[str, Iterable[str]] | ShadowIndex
+) -> dict[str, list[Flag]]:
+    """Flags of every tool of ``server``, by tool name (flagged tools only).
+
+    ``configured`` maps every configured server (this one may be included; it is skipped)
+    to its tool names, or is a :class:`ShadowIndex` built from such a map.
+    """
+    tools = list(tools)
+    own = {t.name for t in tools}
+    shadow = configured if isinstance(configured, ShadowIndex) else ShadowIndex(configured)
+    result: dict[str, list[Flag]] = {}
+    for tool in tools:
+        flags = scan_tool(tool, shadow=shadow, own=own)
+        if flags:
+            result[tool.name] = flags
+    return result

@@ -1,0 +1,143 @@
+"""Pin files: ``$KEEN_HOME/mcp/pins/<server>.json``, one per server (format in :mod:`keen.mcp.pins`).
+
+Written atomically with mode 0600 (:mod:`keen._fs`); read strictly: a broken, foreign or
+newer file is a ``ConfigError`` that says what to do, never silently an empty set of pins
+(which would re-trust everything on the next approval).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from keen import paths
+from keen._fs import atomic_write_text
+from keen.errors import ConfigError
+from keen.mcp.config import SERVER_NAME_PATTERN
+from keen.mcp.fingerprint import body_fingerprint, definition, fingerprint
+from keen.mcp.types import Tool
+
+__all__ = ["PIN_FILE_VERSION", "PinFile", "PinStore", "ToolPin"]
+
+PIN_FILE_VERSION = 1
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class ToolPin(BaseModel):
+    """One pinned tool: its fingerprints and the definition they cover (kept for diffs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fingerprint: str
+    body: str
+    definition: dict[str, Any]
+    pinned_at: str = Field(default_factory=_now)
+
+    @classmethod
+    def of(cls, tool: Tool) -> ToolPin:
+        return cls(fingerprint=fingerprint(tool), body=body_fingerprint(tool), definition=definition(tool))
+
+
+class PinFile(BaseModel):
+    """``mcp/pins/<server>.json``: the pinned tools of one server, by name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = PIN_FILE_VERSION
+    server: str
+    updated_at: str = Field(default_factory=_now)
+    tools: dict[str, ToolPin] = Field(default_factory=dict)
+
+
+class PinStore:
+    """Pin files under ``root`` (default ``$KEEN_HOME/mcp/pins``, read at call time)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self._root = root
+
+    @property
+    def root(self) -> Path:
+        return self._root or paths.pins_dir()
+
+    def path(self, server: str) -> Path:
+        """``<root>/<server>.json``. Raises ``ValueError`` for a name that is not a server name."""
+        if not SERVER_NAME_PATTERN.match(server):
+            raise ValueError(f"{server!r} is not a valid server name")
+        return self.root / f"{server}.json"
+
+    def load(self, server: str) -> PinFile | None:
+        """The server's pins, or ``None`` when it was never pinned.
+
+        Raises:
+            ConfigError: the file exists but cannot be read, is not JSON, or is not a pin file
+                of a version this Keen reads. Nothing is guessed: a broken pin file would
+                otherwise silently re-trust everything.
+        """
+        path = self.path(server)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read pin file {path}: {exc}", path=str(path), server=server) from exc
+        remedy = "fix it, or delete it to pin the server's current tools again on the next approval"
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"pin file {path} is not valid JSON (line {exc.lineno}: {exc.msg}); {remedy}",
+                path=str(path),
+                server=server,
+                line=exc.lineno,
+                column=exc.colno,
+            ) from exc
+        if isinstance(raw, dict) and raw.get("version") != PIN_FILE_VERSION:
+            raise ConfigError(
+                f"pin file {path} has version {raw.get('version')!r}; this Keen reads version "
+                f"{PIN_FILE_VERSION} (was it written by a newer Keen?); {remedy}",
+                path=str(path),
+                server=server,
+                field="version",
+            )
+        try:
+            pins = PinFile.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(file)"
+            raise ConfigError(
+                f"pin file {path} is invalid at {where}: {first['msg']}; {remedy}",
+                path=str(path),
+                server=server,
+                field=where,
+            ) from exc
+        if pins.server != server:
+            raise ConfigError(
+                f'pin file {path} is for server "{pins.server}", not "{server}"; {remedy}',
+                path=str(path),
+                server=server,
+                field="server",
+            )
+        return pins
+
+    def save(self, pins: PinFile) -> Path:
+        """Write ``pins`` atomically with mode 0600; returns the path."""
+        path = self.path(pins.server)
+        text = json.dumps(pins.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        atomic_write_text(path, text, mode=0o600)
+        return path
+
+    def stamp(self, server: str) -> tuple[int, int, int] | None:
+        """``(inode, size, mtime_ns)`` of the pin file, ``None`` if absent: a cheap change key."""
+        try:
+            st = os.stat(self.path(server))
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
