@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from keen._redact import redactor
 from keen.errors import ApprovalDenied, KeenError, Remedy
+from keen.mcp.pins import PinGuard, pinning_policy
 from keen.mcp.types import Tool, ToolResult
 from keen.mcpskills._layout import SCHEMAS_DIR, schema_path, skill_md_path
 
