@@ -40,13 +40,16 @@ async def _live_tools(
     server: str, timeout: float, live: bool
 ) -> tuple[list[Tool], str, dict[str, list[str]]]:
     """The server's tools, its pinning policy, and the other configured servers' pinned names."""
-    from keen.cli._live import wait_for_discovery
-    from keen.mcp import Manager
-    from keen.mcp.pins import pinning_policy
+    import functools
 
-    async with Manager(only={server}) as manager:
+    from keen.cli._live import connecting_view
+    from keen.mcp.pins import pinning_policy
+    from keen.runtime import open_runtime
+
+    async with open_runtime(only={server}) as rt:
+        manager = rt.manager
         manager.status(server)  # ServerNotConfigured before any waiting
-        await wait_for_discovery(manager, timeout=timeout, live=live)
+        await rt.wait_for_discovery(timeout, functools.partial(connecting_view, enabled=live))
         tools = manager.list_tools(server)
         policy = pinning_policy(manager.config.servers[server])
         others = list(manager.config.servers)
