@@ -17,6 +17,7 @@ from keen._version import __version__
 from keen.cli import demo_cmd, pins_cmd, prompt_cmd, serve_cmd
 from keen.cli._common import EXIT_KEEN_ERROR, debug_enabled, err, setup_logging, typer_app
 from keen.cli.mcp_cmd import app as mcp_app
+from keen.cli.sessions_cmd import app as sessions_app
 from keen.cli.skills_cmd import app as skills_app
 from keen.cli.tools_cmd import app as tools_app
 
@@ -30,6 +31,7 @@ app = typer_app(
 )
 pins_cmd.register(mcp_app)
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(sessions_app, name="sessions")
 app.add_typer(skills_app, name="skills")
 app.add_typer(tools_app, name="tools")
 prompt_cmd.register(app)

@@ -1,0 +1,111 @@
+"""``keen sessions list`` and ``keen sessions show ID``: the harness's session logs, replayed."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from keen import paths
+from keen.cli._common import fail, out, print_json, typer_app
+
+__all__ = ["app"]
+
+app = typer_app("Show agent sessions: what the model could see each turn, and every call.")
+
+_PREVIEW = 160
+
+
+@app.command("list")
+def list_sessions(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the sessions as JSON.")] = False,
+) -> None:
+    """List the session logs under $KEEN_HOME/sessions, newest first."""
+    from rich.table import Table
+
+    from keen.harness import replay
+
+    rows = []
+    for path in sorted(paths.sessions_dir().glob("*.jsonl"), reverse=True):
+        rebuilt = replay(path)
+        rows.append(
+            {
+                "id": path.stem,
+                "started": rebuilt.start.get("ts"),
+                "mode": rebuilt.start.get("mode"),
+                "turns": len(rebuilt.turns),
+                "calls": sum(len(t.calls) for t in rebuilt.turns),
+                "replay_ok": rebuilt.ok,
+            }
+        )
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        out.print(f"no sessions in {paths.sessions_dir()}")
+        return
+    table = Table(title_justify="left")
+    for column in ("id", "started", "mode", "turns", "calls", "replay"):
+        table.add_column(column)
+    for r in rows:
+        ok = "ok" if r["replay_ok"] else "MISMATCH"
+        table.add_row(r["id"], str(r["started"]), str(r["mode"]), str(r["turns"]), str(r["calls"]), ok)
+    out.print(table)
+
+
+@app.command("show")
+def show(
+    session_id: Annotated[str, typer.Argument(help="A session id from `keen sessions list`.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the replay as JSON.")] = False,
+) -> None:
+    """Replay one session: each turn's visible set (checked against what was offered),
+    the capability diffs with their reasons, and every call with its outcome."""
+    from keen.cli._terminal import terminal_text
+    from keen.harness import replay, session_path
+
+    try:
+        path = session_path(session_id)
+    except ValueError as exc:
+        fail(str(exc))
+    if not path.is_file():
+        fail(f"no session {session_id!r} in {paths.sessions_dir()}; run `keen sessions list`")
+    rebuilt = replay(path)
+    if as_json:
+        print_json(rebuilt.to_dict())
+        return
+    lines = [
+        f"session {rebuilt.session_id}  mode {rebuilt.start.get('mode')}  "
+        f"workspace {rebuilt.start.get('workspace')}  replay {'ok' if rebuilt.ok else 'MISMATCH'}"
+    ]
+    for turn in rebuilt.turns:
+        check = "matches offered" if turn.consistent else f"MISMATCH (offered {', '.join(turn.offered)})"
+        lines.append(f"turn {turn.turn}{'' if turn.ended else ' (not ended)'}: visible set {check}")
+        for d in turn.diffs:
+            inputs = d.get("policy_inputs", {})
+            lines.append(
+                f"  capability.diff  mode={inputs.get('permission_mode')} "
+                f"connected={','.join(inputs.get('connected_servers', [])) or '-'} "
+                f"budget={inputs.get('context_budget_remaining')}"
+            )
+            lines += [f"    + {e['name']}  ({e['reason']})" for e in d.get("added", [])]
+            lines += [f"    - {e['name']}  ({e['reason']})" for e in d.get("removed", [])]
+            lines += [f"    ~ {e['name']}  ({e['reason']})" for e in d.get("changed", [])]
+        lines.append(f"  tools: {', '.join(turn.rebuilt)}")
+        if turn.skill_index:
+            lines.append(f"  skills: {', '.join(turn.skill_index)}")
+        for call in turn.calls:
+            result = call.get("result") or {}
+            approval = call.get("approval")
+            outcome = result.get("outcome", "no result (interrupted)")
+            if result.get("gate"):
+                outcome += f" at {result['gate']}"
+            lines.append(f"  call {call['id']} {call['name']} {call.get('arguments')} -> {outcome}")
+            if approval:
+                lines.append(
+                    f"    approval: {approval.get('decision')} by {approval.get('by')} ({approval.get('reason')})"
+                )
+            text = " ".join(str(result.get("text", "")).split())
+            if text:
+                lines.append(f"    {text[:_PREVIEW]}{'...' if len(text) > _PREVIEW else ''}")
+    for line in lines:
+        out.print(terminal_text(line), highlight=False, markup=False, soft_wrap=True)

@@ -1,0 +1,38 @@
+"""The harness: the visible set per turn, two gates, one pipeline, a replayable event log.
+
+- :class:`Harness` (``pipeline``): ``begin_turn()`` computes the visible set (logging a
+  ``capability.diff``) and returns the tool definitions to offer; ``call(name, arguments)``
+  runs validate > visibility > permission > pre-hooks > execute > truncate > post-hooks >
+  audit and returns an :class:`Observation` (a refusal is an observation, not an error).
+- The discovery policy and the permission gate (``policy``).
+- The workspace-confined local tools ``read_file``, ``list_dir``, ``glob``, ``grep`` (``local``).
+- The session log ``$KEEN_HOME/sessions/<id>.jsonl`` and :func:`replay` (``events``).
+
+Imports only downward (capabilities, gateway, mcpskills, skills, mcp, shared leaves); the
+import-linter contracts in pyproject.toml hold it to docs/architecture.md.
+"""
+
+from keen.harness.events import EventLog, Replay, ReplayedTurn, read_events, replay, session_path
+from keen.harness.local import LocalToolError, Workspace
+from keen.harness.pipeline import Harness, Observation, PostHook, PreHook
+from keen.harness.policy import Entry, PolicyInputs, Selection, permission, select
+
+__all__ = [
+    "Entry",
+    "EventLog",
+    "Harness",
+    "LocalToolError",
+    "Observation",
+    "PolicyInputs",
+    "PostHook",
+    "PreHook",
+    "Replay",
+    "ReplayedTurn",
+    "Selection",
+    "Workspace",
+    "permission",
+    "read_events",
+    "replay",
+    "select",
+    "session_path",
+]

@@ -1,0 +1,207 @@
+"""The session event log, ``$KEEN_HOME/sessions/<id>.jsonl``, and its replay.
+
+One JSON object a line, appended and flushed per event (a crash loses at most the line
+being written; a torn last line is skipped on reading). Every string is redacted
+(:mod:`keen._redact`) before it is written. Event types:
+
+- ``session.start`` (mode, workspace), ``turn.start`` (``offered``: tool names given to the
+  model; ``skill_index``: skill names listed), ``turn.end``;
+- ``capability.diff`` (``added``, ``removed``, ``changed`` with reasons, ``policy_inputs``),
+  written before the ``turn.start`` it explains;
+- ``call`` (name, arguments), ``approval`` (decision, by), ``result`` (outcome, the gate
+  that denied, the text exactly as the model saw it).
+
+:func:`replay` rebuilds each turn's visible set from the diffs alone and checks it against
+the offered names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from keen import paths
+from keen._redact import redactor
+
+__all__ = ["EventLog", "Replay", "ReplayedTurn", "new_session_id", "read_events", "replay", "session_path"]
+
+
+def new_session_id() -> str:
+    """``20261123T141500Z-1a2b3c``: sortable by start time, unique."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def session_path(session_id: str) -> Path:
+    """Where a session's log lives. Raises ValueError for an id that is not a plain name."""
+    if not session_id or "/" in session_id or "\\" in session_id or session_id.startswith("."):
+        raise ValueError(f"invalid session id {session_id!r}; use an id from `keen sessions list`")
+    return paths.sessions_dir() / f"{session_id}.jsonl"
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redactor.redact(value)
+    if isinstance(value, dict):
+        return {redactor.redact(str(k)): _redacted(v) for k, v in value.items()}  # type: ignore[misc]
+    if isinstance(value, list | tuple):
+        return [_redacted(v) for v in value]  # type: ignore[misc]
+    return value
+
+
+class EventLog:
+    """An append-only JSONL writer. ``path`` is created (mode 0600) with its folder."""
+
+    def __init__(self, path: Path, session_id: str) -> None:
+        self.path = path
+        self.session_id = session_id
+        self._seq = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._file: TextIO = os.fdopen(fd, "a", encoding="utf-8")
+
+    def emit(self, type: str, **data: Any) -> dict[str, Any]:
+        """Write one event (redacted) and flush it. Returns the event as written."""
+        self._seq += 1
+        event = _redacted(
+            {
+                "seq": self._seq,
+                "ts": datetime.now(UTC).isoformat(),
+                "session": self.session_id,
+                "type": type,
+                **data,
+            }
+        )
+        self._file.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        self._file.flush()
+        return event
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_events(path: Path) -> Iterator[dict[str, Any]]:
+    """The events of a log in order; a torn or unreadable line (a crash mid-write) is skipped."""
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(event, dict):
+                yield event  # type: ignore[misc]
+
+
+@dataclass
+class ReplayedTurn:
+    """One turn rebuilt from the log. ``visible``: id -> entry dict; ``consistent``: the
+    rebuilt tool names equal the offered ones (and the skill index too)."""
+
+    turn: int
+    visible: dict[str, dict[str, Any]]
+    offered: list[str]
+    skill_index: list[str]
+    diffs: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
+    calls: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
+    ended: bool = False
+
+    @property
+    def rebuilt(self) -> list[str]:
+        return sorted(e["name"] for e in self.visible.values() if e.get("kind") != "skill")
+
+    @property
+    def consistent(self) -> bool:
+        skills = sorted(e["name"] for e in self.visible.values() if e.get("kind") == "skill")
+        return self.rebuilt == sorted(self.offered) and skills == sorted(self.skill_index)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn,
+            "consistent": self.consistent,
+            "ended": self.ended,
+            "offered": self.offered,
+            "skill_index": self.skill_index,
+            "visible": sorted(self.visible),
+            "diffs": self.diffs,
+            "calls": self.calls,
+        }
+
+
+@dataclass
+class Replay:
+    """A session rebuilt from its log."""
+
+    session_id: str
+    start: dict[str, Any]
+    turns: list[ReplayedTurn]
+
+    @property
+    def ok(self) -> bool:
+        """Every turn's rebuilt visible set equals what the model was offered."""
+        return all(t.consistent for t in self.turns)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session_id,
+            "start": self.start,
+            "ok": self.ok,
+            "turns": [t.to_dict() for t in self.turns],
+        }
+
+
+def replay(path: Path) -> Replay:
+    """Rebuild every turn's visible set from the log at ``path`` alone.
+
+    Raises OSError when the file cannot be read.
+    """
+    visible: dict[str, dict[str, Any]] = {}
+    pending: list[dict[str, Any]] = []
+    turns: list[ReplayedTurn] = []
+    calls: dict[str, dict[str, Any]] = {}
+    start: dict[str, Any] = {}
+    session = path.stem
+    for event in read_events(path):
+        kind = event.get("type")
+        if kind == "session.start":
+            start, session = event, str(event.get("session", session))
+        elif kind == "capability.diff":
+            for entry in event.get("removed", []):
+                visible.pop(entry["id"], None)
+            for entry in event.get("added", []):
+                visible[entry["id"]] = entry
+            for entry in event.get("changed", []):
+                if entry["id"] in visible:
+                    visible[entry["id"]] = {**visible[entry["id"]], "fingerprint": entry["after"]}
+            pending.append(event)
+        elif kind == "turn.start":
+            turns.append(
+                ReplayedTurn(
+                    turn=int(event.get("turn", len(turns) + 1)),
+                    visible=dict(visible),
+                    offered=list(event.get("offered", [])),
+                    skill_index=list(event.get("skill_index", [])),
+                    diffs=pending,
+                )
+            )
+            pending = []
+        elif kind == "turn.end" and turns:
+            turns[-1].ended = True
+        elif kind == "call" and turns:
+            call = {
+                "id": event.get("call_id"),
+                "name": event.get("name"),
+                "arguments": event.get("arguments"),
+            }
+            calls[str(event.get("call_id"))] = call
+            turns[-1].calls.append(call)
+        elif kind in ("approval", "result"):
+            call = calls.get(str(event.get("call_id")))
+            if call is not None:
+                keys = ("decision", "by", "reason") if kind == "approval" else ("outcome", "gate", "text")
+                call[kind] = {k: event.get(k) for k in keys}
+    return Replay(session, start, turns)

@@ -1,0 +1,434 @@
+"""The harness: one pipeline for every tool call, and the visible set per turn.
+
+Each call, local or MCP, passes validate > visibility > permission (approval) > pre-hooks >
+execute > truncate > post-hooks > audit. A refusal at any gate is an observation (an
+``is_error`` :class:`Observation` saying why), never an exception that ends the turn.
+
+MCP calls go through :class:`keen.gateway.Gateway`, which keeps its MCP checks
+(configured, connected, known tool, schema-valid). The gateway's approval callback is
+replaced by the harness's permission gate (:meth:`Harness._gateway_approval` answers yes
+only for the call the gate has just cleared), so approval, truncation and audit live here
+once.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from keen import paths
+from keen.capabilities import Capability, Catalog, PermissionMode, Risk, SearchFilter, capability_id
+from keen.capabilities.names import model_names
+from keen.errors import KeenError
+from keen.gateway import CALL_MCP_TOOL, Approval, ApprovalRequest, Gateway, result_text
+from keen.harness.events import EventLog, new_session_id, session_path
+from keen.harness.local import LOCAL_TOOLS, LocalToolError, Output, Workspace
+from keen.harness.policy import Entry, PolicyInputs, Selection, diff, permission, select, visibility
+from keen.mcp.types import ServerState
+
+__all__ = ["SEARCH_TOOLS", "Harness", "Observation", "PostHook", "PreHook"]
+
+SEARCH_TOOLS = "search_tools"
+LOAD_SKILL = "load_skill"
+DEFAULT_MAX_RESULT_CHARS = 20_000
+DEFAULT_BUDGET = 8_000
+
+PreHook = Callable[[str, dict[str, Any]], str | None]
+"""Called with (capability id, arguments) before execution; a returned string denies the call."""
+PostHook = Callable[["Observation"], "Observation"]
+"""Called with the truncated observation; returns it, possibly changed."""
+
+_CLEARED: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "keen_cleared", default=None
+)
+
+_ENTRY_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
+    SEARCH_TOOLS: (
+        "Search every connected MCP server's tools by what they do. Hits the current permission mode "
+        "allows become callable on the next turn.",
+        {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "k": {"type": "integer", "minimum": 1, "maximum": 20},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    ),
+    LOAD_SKILL: (
+        "Load a skill's full instructions (SKILL.md body) by name from the skill index.",
+        {
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+            "additionalProperties": False,
+        },
+    ),
+    CALL_MCP_TOOL: (
+        "Call a visible MCP tool by server and tool name.",
+        {
+            "type": "object",
+            "properties": {
+                "server": {"type": "string"},
+                "tool": {"type": "string"},
+                "arguments": {"type": "object"},
+            },
+            "required": ["server", "tool"],
+            "additionalProperties": False,
+        },
+    ),
+}
+
+
+def _local(name: str, description: str) -> Capability:
+    return Capability(
+        id=capability_id("local", name),
+        kind="tool",
+        name=name,
+        title=name,
+        summary=description,
+        server=None,
+        risk=Risk.reading(),
+        tokens_index=0,
+        tokens_full=0,
+    )
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the model sees of one call. ``denied``: the gate that refused it (``validate``,
+    ``visibility``, ``permission``, ``hook``), None when it ran."""
+
+    call_id: str
+    name: str
+    text: str
+    is_error: bool = False
+    denied: str | None = None
+    truncated_chars: int = 0
+    capability: str = ""
+
+
+class Harness:
+    """One agent session's gates and event log.
+
+    Args:
+        catalog_source: returns the live catalog (e.g. ``lambda: Catalog.from_manager(m, ...)``);
+            called at each :meth:`begin_turn`.
+        gateway: the MCP entry (its ``approval`` is taken over by the permission gate).
+        mode: the permission mode.
+        approve: asked for calls the gate marks ``ask`` (``None``: such calls are denied).
+        workspace: the root of the local tools (plus ``$KEEN_HOME/skills``).
+        budget: tokens available for the schemas of requested MCP tools.
+        max_result_chars: longer results are cut with a note saying how to get the rest.
+        session_id: default a new one; the log is ``$KEEN_HOME/sessions/<id>.jsonl``.
+    """
+
+    def __init__(
+        self,
+        catalog_source: Callable[[], Catalog],
+        gateway: Gateway | None,
+        *,
+        mode: PermissionMode = "ask",
+        approve: Approval | None = None,
+        workspace: Path,
+        budget: int = DEFAULT_BUDGET,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        pre_hooks: Sequence[PreHook] = (),
+        post_hooks: Sequence[PostHook] = (),
+        session_id: str | None = None,
+    ) -> None:
+        self.catalog_source = catalog_source
+        self.gateway = gateway
+        if gateway is not None:
+            gateway.approval = self._gateway_approval
+        self.mode: PermissionMode = mode
+        self.approve = approve
+        self.workspace = Workspace(workspace, [paths.skills_dir()])
+        self.budget = budget
+        self.max_result_chars = max_result_chars
+        self.pre_hooks = list(pre_hooks)
+        self.post_hooks = list(post_hooks)
+        self.session_id = session_id or new_session_id()
+        self.log = EventLog(session_path(self.session_id), self.session_id)
+        self.turn = 0
+        self.visible: dict[str, Entry] = {}
+        self.catalog: Catalog | None = None
+        self.requested: list[str] = []
+        self.touched: list[str] = []
+        self.failures: dict[str, int] = {}
+        self._caps: dict[str, Capability] = {}
+        self._by_name: dict[str, str] = {}
+        self._ids = itertools.count(1)
+        self._more: str | None = None
+        self._base = {
+            **{n: _local(n, d) for n, (d, _) in LOCAL_TOOLS.items()},
+            **{n: _local(n, d) for n, (d, _) in _ENTRY_SCHEMAS.items()},
+        }
+        self.log.emit("session.start", mode=mode, workspace=str(self.workspace.workspace), budget=budget)
+
+    # -- turns ------------------------------------------------------------------------------
+
+    def _connected(self) -> tuple[str, ...]:
+        manager = self.gateway.manager if self.gateway else None
+        if manager is None:
+            return ()
+        return tuple(s.name for s in manager.servers() if s.state is ServerState.CONNECTED and s.enabled)
+
+    def inputs(self, connected: tuple[str, ...]) -> PolicyInputs:
+        return PolicyInputs(
+            permission_mode=self.mode,
+            connected_servers=connected,
+            context_budget_remaining=self.budget,
+            touched_paths=tuple(self.touched[-20:]),
+            recent_failures=tuple(i for i, n in self.failures.items() if n),
+            requested=tuple(self.requested),
+        )
+
+    def begin_turn(self) -> list[dict[str, Any]]:
+        """Compute this turn's visible set, log its diff and the offered names.
+
+        Returns:
+            The tool definitions to give the model (MCP ``name``/``description``/``inputSchema``
+            shape); the skill index is :meth:`skill_index`.
+        """
+        self.turn += 1
+        connected = self._connected()
+        self.catalog = catalog = self.catalog_source()
+        names = model_names([c.id for c in catalog])
+        base = [Entry(c.id, c.name, "tool", "base local tool") for c in self._base.values()]
+        inputs = self.inputs(connected)
+        selection: Selection = select(base, catalog, names, inputs, self.failures)
+        gone = {
+            i: f"server {cap.server} is not connected"
+            for i, cap in self._caps.items()
+            if cap.server is not None and cap.server not in connected
+        }
+        body = diff(self.visible, selection, gone)
+        if any(body.values()):
+            self.log.emit("capability.diff", turn=self.turn, **body, policy_inputs=inputs.to_dict())
+        self.visible = selection.visible
+        self._caps = {c.id: c for c in catalog if c.id in self.visible} | {
+            c.id: c for c in self._base.values()
+        }
+        self._by_name = {e.name: i for i, e in self.visible.items()}
+        offered = sorted(e.name for e in self.visible.values() if e.kind != "skill")
+        self.log.emit(
+            "turn.start",
+            turn=self.turn,
+            offered=offered,
+            skill_index=sorted(e.name for e in self.visible.values() if e.kind == "skill"),
+        )
+        return [self._definition(self.visible[self._by_name[n]]) for n in offered]
+
+    def end_turn(self, **data: Any) -> None:
+        self.log.emit("turn.end", turn=self.turn, **data)
+
+    def skill_index(self) -> str:
+        """The skill index: one line per skill (name: summary), never a body."""
+        skills = [self._caps[i] for i, e in self.visible.items() if e.kind == "skill"]
+        return "\n".join(f"- {c.name}: {c.summary}" for c in sorted(skills, key=lambda c: c.name))
+
+    def set_mode(self, mode: PermissionMode) -> None:
+        """Switch the permission mode; the visible set follows at the next turn."""
+        self.log.emit("mode.change", turn=self.turn, before=self.mode, after=mode)
+        self.mode = mode
+
+    def _definition(self, entry: Entry) -> dict[str, Any]:
+        if entry.name in LOCAL_TOOLS:
+            description, schema = LOCAL_TOOLS[entry.name]
+        elif entry.name in _ENTRY_SCHEMAS:
+            description, schema = _ENTRY_SCHEMAS[entry.name]
+        else:
+            loaded = self._caps[entry.id].load()
+            description, schema = loaded.descriptor.summary, loaded.schema or {"type": "object"}
+        return {"name": entry.name, "description": description, "inputSchema": schema}
+
+    def close(self) -> None:
+        self.log.close()
+
+    # -- the pipeline -----------------------------------------------------------------------
+
+    async def call(self, name: str, arguments: Any = None) -> Observation:
+        """Run one tool call the model proposed through every gate. Never raises KeenError."""
+        call_id = f"{self.turn}.{next(self._ids)}"
+        arguments = {} if arguments is None else arguments
+        self.log.emit("call", turn=self.turn, call_id=call_id, name=name, arguments=arguments)
+        obs = await self._gates(call_id, name, arguments)
+        if obs.denied is None:
+            obs = self._truncate(obs)
+            for hook in self.post_hooks:
+                obs = hook(obs)
+        if obs.capability.startswith("mcp__"):
+            failed = obs.is_error and obs.denied in (None, "validate")
+            self.failures[obs.capability] = self.failures.get(obs.capability, 0) + 1 if failed else 0
+        self.log.emit(
+            "result",
+            turn=self.turn,
+            call_id=call_id,
+            capability=obs.capability,
+            outcome="denied" if obs.denied else ("error" if obs.is_error else "ok"),
+            gate=obs.denied,
+            text=obs.text,
+            truncated_chars=obs.truncated_chars,
+        )
+        return obs
+
+    def _deny(self, call_id: str, name: str, gate: str, text: str, cap_id: str = "") -> Observation:
+        return Observation(
+            call_id, name, f"Denied ({gate}): {text}", is_error=True, denied=gate, capability=cap_id
+        )
+
+    async def _gates(self, call_id: str, name: str, arguments: Any) -> Observation:
+        # validate: the shape of the call; for MCP, the gateway's own checks (server, tool, schema).
+        if not isinstance(arguments, dict):
+            return self._deny(call_id, name, "validate", "arguments must be a JSON object")
+        args: dict[str, Any] = dict(arguments)  # type: ignore[arg-type]
+        server = tool = None
+        if name == CALL_MCP_TOOL:
+            server, tool = args.get("server"), args.get("tool")
+            inner = args.get("arguments", {})
+            if not isinstance(server, str) or not isinstance(tool, str) or not isinstance(inner, dict):
+                return self._deny(
+                    call_id, name, "validate", 'send {"server": ..., "tool": ..., "arguments": {...}}'
+                )
+            cap_id, args = capability_id("tool", tool, server), dict(inner)  # type: ignore[arg-type]
+        else:
+            cap_id = self._by_name.get(name) or (self._base[name].id if name in self._base else "")
+            cap = self._caps.get(cap_id)
+            if cap is not None and cap.server is not None:
+                server, tool = cap.server, cap.name
+        if name in LOCAL_TOOLS or (name in _ENTRY_SCHEMAS and name != CALL_MCP_TOOL):
+            try:
+                jsonschema.validate(args, (LOCAL_TOOLS.get(name) or _ENTRY_SCHEMAS[name])[1])
+            except jsonschema.ValidationError as exc:
+                return self._deny(call_id, name, "validate", f"invalid arguments: {exc.message}", cap_id)
+        # visibility: only what this turn offered.
+        if cap_id not in self.visible:
+            what = f"{server}/{tool}" if server else name
+            return self._deny(
+                call_id, name, "visibility",
+                f"{what} is not among this turn's tools; use search_tools to find a tool "
+                "(hits the permission mode allows become callable on the next turn)",
+                cap_id or name,
+            )  # fmt: skip
+        cap = self._caps[cap_id]
+        if server is not None and tool is not None and self.gateway is not None:
+            try:
+                self.gateway.manager.check_call(server, tool, args)
+            except KeenError as exc:
+                return self._deny(call_id, name, "validate", exc.message, cap_id)
+        # permission: the second gate (approval when the mode says ask).
+        verdict, why = permission(cap, self.mode)
+        if verdict == "ask":
+            verdict, why = await self._ask(cap, server, tool, args)
+            self.log.emit(
+                "approval", turn=self.turn, call_id=call_id, decision=verdict, by="user", reason=why
+            )
+        elif cap.server is not None:
+            self.log.emit(
+                "approval", turn=self.turn, call_id=call_id, decision=verdict, by="policy", reason=why
+            )
+        if verdict != "allow":
+            return self._deny(call_id, name, "permission", why, cap_id)
+        for hook in self.pre_hooks:
+            if refusal := hook(cap_id, args):
+                return self._deny(call_id, name, "hook", refusal, cap_id)
+        # execute
+        if server is not None and tool is not None:
+            return await self._mcp(call_id, name, cap_id, server, tool, args)
+        return self._run_local(call_id, name, cap_id, args)
+
+    async def _ask(self, cap: Capability, server: str | None, tool: str | None, args: dict[str, Any]) -> Any:
+        if self.approve is None:
+            return "deny", "approval needed and no one to ask (no approval callback)"
+        request = ApprovalRequest(server or "local", tool or cap.name, args, cap.summary, cap.risk.to_dict())
+        try:
+            answer = self.approve(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception as exc:
+            return "deny", f"the approval callback failed ({type(exc).__name__}); treated as no"
+        return ("allow", "approved by the user") if answer else ("deny", "the user did not approve this call")
+
+    def _gateway_approval(self, request: ApprovalRequest) -> bool:
+        """The gateway's approval: yes only for the call the permission gate just cleared."""
+        return _CLEARED.get() == (request.server, request.tool)
+
+    async def _mcp(
+        self, call_id: str, name: str, cap_id: str, server: str, tool: str, args: dict[str, Any]
+    ) -> Observation:
+        assert self.gateway is not None
+        token = _CLEARED.set((server, tool))
+        try:
+            result = await self.gateway.call(server, tool, args)
+        except KeenError as exc:
+            return Observation(call_id, name, f"Error: {exc.message}", is_error=True, capability=cap_id)
+        finally:
+            _CLEARED.reset(token)
+        text = result_text(result)
+        if result.is_error:
+            text = f"The tool reported an error: {text}"
+        return Observation(call_id, name, text, is_error=result.is_error, capability=cap_id)
+
+    def _run_local(self, call_id: str, name: str, cap_id: str, args: dict[str, Any]) -> Observation:
+        try:
+            if name == SEARCH_TOOLS:
+                out = self._search(str(args["query"]), int(args.get("k", 5)))
+            elif name == LOAD_SKILL:
+                out = self._load_skill(str(args["name"]))
+            else:
+                out = self.workspace.run(name, args)
+        except (LocalToolError, KeenError, ValueError, OSError) as exc:
+            message = exc.message if isinstance(exc, KeenError) else str(exc)
+            return Observation(call_id, name, f"Error: {message}", is_error=True, capability=cap_id)
+        self.touched += [p for p in out.touched if p not in self.touched]
+        self._more = out.more
+        return Observation(call_id, name, out.text, capability=cap_id)
+
+    def _search(self, query: str, k: int) -> Output:
+        assert self.catalog is not None
+        hits = self.catalog.search(query, k, SearchFilter(mode=self.mode, kinds=frozenset({"tool"})))
+        lines: list[str] = []
+        for hit in hits:
+            cap = self.catalog.get(hit.id)
+            hidden = visibility(cap, self.mode)
+            if hidden is None and hit.id not in self.requested:
+                self.requested.append(hit.id)
+            state = "callable next turn" if hidden is None else f"not available: {hidden}"
+            lines.append(
+                f"- {hit.model_name} (server {hit.server}, tool {hit.tool}, {hit.risk} risk; {state}): {hit.summary}"
+            )
+        return Output(
+            "\n".join(lines) or "(no tool matches; try other words)", more="search with fewer results (k)"
+        )
+
+    def _load_skill(self, name: str) -> Output:
+        cap_id = capability_id("skill", name)
+        if cap_id not in self.visible:
+            raise LocalToolError(f"no skill {name!r} in the skill index; pick a name from the index")
+        loaded = self._caps[cap_id].load()
+        self.log.emit("capability.loaded", turn=self.turn, id=cap_id)
+        return Output(
+            loaded.text,
+            more=f"read_file the skill's SKILL.md at {self._caps[cap_id].location} with an offset",
+        )
+
+    def _truncate(self, obs: Observation) -> Observation:
+        more, self._more = self._more, None
+        if len(obs.text) <= self.max_result_chars:
+            return obs
+        cut = len(obs.text) - self.max_result_chars
+        hint = more or "ask for less, e.g. with a narrower query or pagination arguments"
+        text = (
+            obs.text[: self.max_result_chars]
+            + f"\n[truncated: {cut} of {len(obs.text)} characters cut; to get the rest, {hint}]"
+        )
+        return replace(obs, text=text, truncated_chars=cut)

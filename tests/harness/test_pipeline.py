@@ -1,0 +1,277 @@
+"""The harness against real MCP servers (keen-demo over stdio, server-everything from npm):
+the five test categories of the discovery design (skills not preloaded, read-only hides
+write tools, disconnect removes tools, search is not authorization, replay restores every
+turn), approval through the permission gate, truncation, and no secret in the log."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from conftest import peer
+from keen import paths
+from keen.capabilities import Catalog
+from keen.gateway import ApprovalRequest, Gateway
+from keen.harness import Harness, read_events, replay
+from keen.mcp import Manager
+from keen.mcp.types import ServerState
+
+pytestmark = pytest.mark.anyio
+
+DEMO = "keen-demo"
+SECRET = "sk-live-4f9a8c7e6d5b4a39281706f5e4d3c2b1"
+TEST_FIX_BODY = "Reproduce the failure first: run the smallest failing test before changing code."
+REVIEW_BODY = "Read the diff twice; comment on behaviour, not style."
+
+# Start keen-demo through a shim that records its pid, so a test can kill the real process.
+_SHIM = (
+    "import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
+    "from keen.demo.server import main; main()"
+)
+
+
+def write_skill(root: Path, name: str, description: str, body: str) -> None:
+    (root / name).mkdir(parents=True)
+    (root / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n\n{body}\n")
+
+
+@dataclass
+class Session:
+    manager: Manager
+    home: Path
+    workspace: Path
+    pidfile: Path
+
+    def harness(self, mode: Any = "ask", approve: Any = None, **options: Any) -> Harness:
+        def catalog() -> Catalog:
+            return Catalog.from_manager(self.manager, skills_root=paths.skills_dir(), cache=False)
+
+        return Harness(
+            catalog, Gateway(self.manager), mode=mode, approve=approve, workspace=self.workspace, **options
+        )
+
+
+@pytest.fixture
+async def session(
+    keen_home: Path, write_config: Callable[..., Path], tmp_path: Path
+) -> AsyncIterator[Session]:
+    skills = keen_home / "skills"
+    write_skill(skills, "test-fix", "Fix failing tests (reproduce, locate, fix, rerun).", TEST_FIX_BODY)
+    write_skill(skills, "code-review", "Review a change before it lands.", REVIEW_BODY)
+    workspace = tmp_path / "project"
+    (workspace / "tests").mkdir(parents=True)
+    (workspace / "tests" / "test_button.py").write_text("def test_label():\n    assert label() == 'Save'\n")
+    pidfile = tmp_path / "demo.pid"
+    config = write_config(
+        {
+            DEMO: {
+                "transport": "stdio",
+                "command": sys.executable,
+                "args": ["-c", _SHIM, str(pidfile)],
+                "env": {"KEEN_HOME": str(keen_home), "DEMO_TOKEN": SECRET},
+            },
+            "everything": {"command": peer("node", "mcp-server-everything"), "args": ["stdio"]},
+        }
+    )
+    async with Manager(config) as manager:
+        assert await manager.wait_ready(60)
+        assert manager.status(DEMO).state is ServerState.CONNECTED
+        assert manager.status("everything").state is ServerState.CONNECTED
+        yield Session(manager, keen_home, workspace, pidfile)
+
+
+def events(h: Harness, kind: str) -> list[dict[str, Any]]:
+    return [e for e in read_events(h.log.path) if e["type"] == kind]
+
+
+def names(tools: list[dict[str, Any]]) -> set[str]:
+    return {t["name"] for t in tools}
+
+
+async def test_skills_are_not_preloaded(session: Session) -> None:
+    h = session.harness()
+    tools = h.begin_turn()
+    model_input = json.dumps(tools) + h.skill_index()
+    assert "test-fix: Fix failing tests (reproduce" in h.skill_index()
+    assert TEST_FIX_BODY not in model_input and REVIEW_BODY not in model_input
+    assert not any(n.startswith("mcp__") for n in names(tools)), "no MCP tool before the model asks"
+    loaded = await h.call("load_skill", {"name": "test-fix"})
+    assert not loaded.is_error and TEST_FIX_BODY in loaded.text and REVIEW_BODY not in loaded.text
+    assert [e["id"] for e in events(h, "capability.loaded")] == ["skill__test-fix"]
+    missing = await h.call("load_skill", {"name": "deploy"})
+    assert missing.is_error and "no skill 'deploy'" in missing.text
+
+
+async def test_read_only_hides_write_tools_and_search_returns_none_of_them(session: Session) -> None:
+    h = session.harness(mode="read-only")
+    h.begin_turn()
+    found = await h.call("search_tools", {"query": "add write delete a note", "k": 10})
+    assert "search_notes" in found.text or "list_notes" in found.text
+    assert "add_note" not in found.text and "delete_note" not in found.text
+    visible = names(h.begin_turn())
+    assert {"mcp__keen-demo__add_note", "mcp__keen-demo__delete_note"}.isdisjoint(visible)
+    assert visible & {"mcp__keen-demo__search_notes", "mcp__keen-demo__list_notes"}
+    # server-everything annotates echo read-only and toggle-simulated-logging as a write.
+    toggles = await h.call("search_tools", {"query": "toggle simulated logging", "k": 10})
+    assert "mcp__everything__echo" in toggles.text or "get-sum" in toggles.text
+    assert "toggle-simulated-logging" not in toggles.text
+    denied = await h.call(
+        "call_mcp_tool", {"server": DEMO, "tool": "add_note", "arguments": {"title": "x", "body": "x"}}
+    )
+    assert denied.denied == "visibility" and "search_tools" in denied.text
+
+
+async def test_disconnect_removes_tools_with_a_capability_diff(session: Session) -> None:
+    h = session.harness(mode="auto")
+    h.begin_turn()
+    await h.call("search_tools", {"query": "convert units of measurement"})
+    assert "mcp__keen-demo__convert_units" in names(h.begin_turn())
+    ok = await h.call("mcp__keen-demo__convert_units", {"value": 1, "from_unit": "km", "to_unit": "m"})
+    assert not ok.is_error and "1000" in ok.text, ok.text
+    down = anyio.Event()
+    unsubscribe = session.manager.subscribe(
+        lambda status: (
+            down.set() if status.name == DEMO and status.state is not ServerState.CONNECTED else None
+        )
+    )
+    os.kill(int(session.pidfile.read_text()), signal.SIGKILL)
+    with anyio.fail_after(30):
+        await down.wait()
+    unsubscribe()
+    assert "mcp__keen-demo__convert_units" not in names(h.begin_turn())
+    removed = events(h, "capability.diff")[-1]
+    assert removed["turn"] == 3
+    gone = {e["name"]: e["reason"] for e in removed["removed"]}
+    assert gone["mcp__keen-demo__convert_units"] == f"server {DEMO} is not connected"
+    assert DEMO not in removed["policy_inputs"]["connected_servers"]
+    late = await h.call("mcp__keen-demo__convert_units", {"value": 1, "from_unit": "km", "to_unit": "m"})
+    assert late.denied == "visibility"
+
+
+async def test_search_is_not_authorization(session: Session) -> None:
+    h = session.harness(mode="auto")
+    h.begin_turn()
+    found = await h.call("search_tools", {"query": "delete a note by id"})
+    assert "mcp__keen-demo__delete_note" in found.text
+    assert "not available: auto mode hides destructive tools" in found.text
+    assert "mcp__keen-demo__delete_note" not in names(h.begin_turn())
+    denied = await h.call(
+        "call_mcp_tool", {"server": DEMO, "tool": "delete_note", "arguments": {"note_id": 1}}
+    )
+    assert denied.is_error and denied.denied == "visibility"
+    assert events(h, "result")[-1]["outcome"] == "denied"
+
+
+async def test_permission_gate_feeds_the_gateway_approval(session: Session) -> None:
+    asked: list[ApprovalRequest] = []
+
+    def approve(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return len(asked) > 1  # no the first time, yes the second
+
+    h = session.harness(mode="ask", approve=approve)
+    h.begin_turn()
+    await h.call("search_tools", {"query": "toggle simulated logging"})
+    assert "mcp__everything__toggle-simulated-logging" in names(h.begin_turn())
+    refused = await h.call("call_mcp_tool", {"server": "everything", "tool": "toggle-simulated-logging"})
+    assert refused.denied == "permission" and "did not approve" in refused.text
+    ran = await h.call("mcp__everything__toggle-simulated-logging", {})
+    assert not ran.is_error and "logging" in ran.text.lower(), ran.text
+    assert [r.tool for r in asked] == ["toggle-simulated-logging"] * 2
+    assert asked[0].annotations and asked[0].annotations["level"] == "medium"
+    assert [(e["decision"], e["by"]) for e in events(h, "approval")] == [("deny", "user"), ("allow", "user")]
+    # Read-only tools need no approval; schema-invalid calls stop at validate.
+    await h.call("search_tools", {"query": "echo back the input message"})
+    h.begin_turn()
+    echoed = await h.call("mcp__everything__echo", {"message": "hello"})
+    assert not echoed.is_error and "hello" in echoed.text and len(asked) == 2
+    invalid = await h.call("mcp__everything__echo", {"message": 7})
+    assert invalid.denied == "validate" and len(asked) == 2
+    # The gateway alone (not through the gate) is refused: its approval is the gate's.
+    with pytest.raises(Exception, match="not approved"):
+        await h.gateway.call("everything", "echo", {"message": "hello"})  # type: ignore[union-attr]
+
+
+async def test_large_results_are_cut_with_a_note(session: Session) -> None:
+    (session.workspace / "big.txt").write_text("\n".join(f"line {i}" for i in range(5000)))
+    h = session.harness(mode="ask", approve=lambda _: True, max_result_chars=500)
+    h.begin_turn()
+    read = await h.call("read_file", {"path": "big.txt"})
+    assert read.truncated_chars > 0 and "read_file on big.txt with a later offset" in read.text
+    await h.call("search_tools", {"query": "echo back the input message"})
+    h.begin_turn()
+    echoed = await h.call("mcp__everything__echo", {"message": "x" * 2000})
+    assert echoed.truncated_chars > 0 and "[truncated:" in echoed.text
+    assert events(h, "result")[-1]["text"] == echoed.text, "the log keeps the text as the model saw it"
+
+
+async def test_replay_restores_every_turns_visible_set(session: Session) -> None:
+    h = session.harness(mode="ask", approve=lambda _: True)
+    seen: list[set[str]] = []
+
+    def turn() -> None:
+        seen.append(names(h.begin_turn()))
+
+    turn()
+    await h.call("load_skill", {"name": "test-fix"})
+    await h.call("grep", {"pattern": "label", "path": "tests"})
+    await h.call("search_tools", {"query": "add a note"})
+    h.end_turn()
+    turn()
+    await h.call(
+        "call_mcp_tool",
+        {"server": DEMO, "tool": "add_note", "arguments": {"title": "label", "body": "label is Save"}},
+    )
+    h.set_mode("read-only")
+    h.end_turn()
+    turn()
+    h.end_turn()
+    rebuilt = replay(h.log.path)
+    assert rebuilt.ok and len(rebuilt.turns) == 3
+    assert [set(t.rebuilt) for t in rebuilt.turns] == seen
+    assert "mcp__keen-demo__add_note" in seen[1] and "mcp__keen-demo__add_note" not in seen[2]
+    diff = rebuilt.turns[2].diffs[0]
+    assert {
+        "name": "mcp__keen-demo__add_note",
+        "reason": "read-only mode hides tools that may write",
+    }.items() <= {
+        k: v for e in diff["removed"] if e["name"] == "mcp__keen-demo__add_note" for k, v in e.items()
+    }.items()
+    assert diff["policy_inputs"]["permission_mode"] == "read-only"
+    assert "tests" in diff["policy_inputs"]["touched_paths"]
+    # The check can fail: drop one diff line and the rebuilt set no longer matches.
+    lines = h.log.path.read_text().splitlines()
+    tampered = session.home / "tampered.jsonl"
+    tampered.write_text(
+        "\n".join(line for line in lines if '"turn": 2' not in line or "capability.diff" not in line)
+    )
+    assert not replay(tampered).ok
+
+
+async def test_no_secret_reaches_the_log(session: Session) -> None:
+    h = session.harness(mode="ask", approve=lambda _: True)
+    h.begin_turn()
+    await h.call("search_tools", {"query": "add a note"})
+    h.begin_turn()
+    note = await h.call(
+        "call_mcp_tool",
+        {
+            "server": DEMO,
+            "tool": "add_note",
+            "arguments": {"title": "creds", "body": f"token {SECRET} Authorization: Bearer abcdefgh123456"},
+        },
+    )
+    assert not note.is_error and SECRET in note.text, "the model sees the result; the log does not"
+    h.end_turn()
+    raw = h.log.path.read_text()
+    assert SECRET not in raw and "abcdefgh123456" not in raw and "[REDACTED]" in raw
+    assert oct(h.log.path.stat().st_mode & 0o777) == "0o600"
