@@ -1,0 +1,96 @@
+"""The session log survives a crash mid-turn; the policy's budget and failure rules;
+``keen sessions list`` and ``show`` render a session."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from keen.capabilities import Capability, Risk
+from keen.cli import app
+from keen.harness import PolicyInputs, read_events, replay, select
+from keen.harness.policy import Entry
+
+CRASH = """
+import os, signal, sys
+from pathlib import Path
+from keen.capabilities import Catalog
+from keen.harness import Harness
+ws = Path(sys.argv[1])
+h = Harness(lambda: Catalog.from_skills_dir(cache=False), None, workspace=ws, session_id="crashed")
+h.begin_turn()
+import anyio
+anyio.run(h.call, "list_dir", {"path": "."})
+h.end_turn()
+h.begin_turn()
+anyio.run(h.call, "read_file", {"path": "notes.txt"})
+h.log._file.write('{"seq": 99, "type": "res')  # a torn line: the process dies mid-write
+h.log._file.flush()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_the_log_survives_a_crash_mid_turn(keen_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("remember the milk\n")
+    done = subprocess.run(
+        [sys.executable, "-c", CRASH, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == -9, done.stderr
+    path = keen_home / "sessions" / "crashed.jsonl"
+    kinds = [e["type"] for e in read_events(path)]
+    assert kinds == [
+        "session.start",
+        "capability.diff",
+        "turn.start",
+        "call",
+        "result",
+        "turn.end",
+        "turn.start",
+        "call",
+        "result",
+    ]
+    rebuilt = replay(path)
+    assert rebuilt.ok and [t.ended for t in rebuilt.turns] == [True, False]
+    assert "remember the milk" in rebuilt.turns[1].calls[0]["result"]["text"]
+    shown = CliRunner().invoke(app, ["sessions", "show", "crashed"])
+    assert shown.exit_code == 0, shown.output
+    assert "turn 2 (not ended): visible set matches offered" in shown.output
+    assert "call 2.2 read_file {'path': 'notes.txt'} -> ok" in shown.output
+    listed = CliRunner().invoke(app, ["sessions", "list", "--json"])
+    assert json.loads(listed.output) == [
+        {
+            "id": "crashed",
+            "started": rebuilt.start["ts"],
+            "mode": "ask",
+            "turns": 2,
+            "calls": 2,
+            "replay_ok": True,
+        }
+    ]
+    as_json = json.loads(CliRunner().invoke(app, ["sessions", "show", "crashed", "--json"]).output)
+    assert as_json["ok"] and len(as_json["turns"]) == 2
+    missing = CliRunner().invoke(app, ["sessions", "show", "../etc"])
+    assert missing.exit_code == 2 and "invalid session id" in missing.output
+
+
+def _tool(name: str, tokens: int, read_only: bool = True) -> Capability:
+    risk = Risk.from_annotations({"readOnlyHint": read_only})
+    return Capability(f"mcp__s__{name}", "tool", name, name, name, "s", risk, 1, tokens)
+
+
+def test_budget_keeps_the_newest_requests_and_failures_hide_a_tool() -> None:
+    caps = [_tool("a", 600), _tool("b", 600), _tool("c", 100)]
+    names = {c.id: c.id for c in caps}
+    inputs = PolicyInputs("auto", ("s",), 1000, requested=("mcp__s__a", "mcp__s__b", "mcp__s__c"))
+    base = [Entry("local__read_file", "read_file", "tool", "base")]
+    chosen = select(base, caps, names, inputs, {})
+    assert set(chosen.visible) == {"local__read_file", "mcp__s__c", "mcp__s__b"}
+    assert "over the remaining budget" in chosen.hidden["mcp__s__a"]
+    failing = select(base, caps, names, inputs, {"mcp__s__c": 3})
+    assert "failed 3 times in a row" in failing.hidden["mcp__s__c"]
+    offline = select(base, caps, names, PolicyInputs("auto", (), 1000, requested=("mcp__s__c",)), {})
+    assert offline.hidden == {"mcp__s__c": "server s is not connected"}

@@ -1,0 +1,87 @@
+"""The local read-only tools stay inside the workspace and $KEEN_HOME/skills: ``..``,
+absolute paths and symlinks out are refused, directly and through the harness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from keen.capabilities import Catalog
+from keen.harness import Harness, LocalToolError, Workspace
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def tree(tmp_path: Path, keen_home: Path) -> tuple[Workspace, Path]:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("TOP SECRET\n")
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "app.py").write_text("print('hi')\n")
+    (ws / "link_file").symlink_to(outside / "secret.txt")
+    (ws / "link_dir").symlink_to(outside)
+    (ws / "inner_link").symlink_to(ws / "src" / "app.py")
+    skills = keen_home / "skills" / "demo"
+    skills.mkdir(parents=True)
+    (skills / "SKILL.md").write_text("---\nname: demo\ndescription: d\n---\nbody\n")
+    return Workspace(ws, [keen_home / "skills"]), outside
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../outside/secret.txt",
+        "src/../../outside/secret.txt",
+        "/etc/passwd",
+        "link_file",
+        "link_dir/secret.txt",
+        "~",
+    ],
+)
+def test_escapes_are_refused(tree: tuple[Workspace, Path], path: str) -> None:
+    ws, _ = tree
+    with pytest.raises(LocalToolError, match="outside the workspace"):
+        ws.run("read_file", {"path": path})
+
+
+def test_walks_do_not_follow_links_out(tree: tuple[Workspace, Path]) -> None:
+    ws, outside = tree
+    assert "TOP SECRET" not in ws.run("grep", {"pattern": "SECRET"}).text
+    found = ws.run("glob", {"pattern": "*"}).text.splitlines()
+    assert "src/app.py" in found and not any("secret" in f for f in found)
+    with pytest.raises(LocalToolError):
+        ws.run("list_dir", {"path": "link_dir"})
+    with pytest.raises(LocalToolError):
+        ws.run("grep", {"pattern": "x", "path": str(outside)})
+
+
+def test_inside_paths_and_the_skills_dir_are_readable(tree: tuple[Workspace, Path], keen_home: Path) -> None:
+    ws, _ = tree
+    assert "print('hi')" in ws.run("read_file", {"path": "inner_link"}).text
+    assert "body" in ws.run("read_file", {"path": str(keen_home / "skills" / "demo" / "SKILL.md")}).text
+    assert ws.run("list_dir", {"path": "."}).text.splitlines() == [
+        "inner_link",
+        "link_dir/",
+        "link_file",
+        "src/",
+    ]
+    assert "src/app.py:1: print('hi')" in ws.run("grep", {"pattern": "hi", "include": "*.py"}).text
+
+
+async def test_escape_through_the_harness_is_an_observation(
+    tree: tuple[Workspace, Path], keen_home: Path
+) -> None:
+    ws, _ = tree
+    h = Harness(lambda: Catalog([], cache=False), None, workspace=ws.workspace)
+    h.begin_turn()
+    for path in ("../outside/secret.txt", "/etc/passwd", "link_file"):
+        obs = await h.call("read_file", {"path": path})
+        assert obs.is_error and "outside the workspace" in obs.text and "TOP SECRET" not in obs.text
+    bad = await h.call("read_file", {"path": "src/app.py", "offset": 0})
+    assert bad.denied == "validate"
+    unknown = await h.call("write_file", {"path": "x"})
+    assert unknown.denied == "visibility"
+    h.close()
