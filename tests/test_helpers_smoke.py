@@ -20,7 +20,6 @@ from typing import TextIO
 import anyio
 import httpx2
 import pytest
-from mcp import ClientSession
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -30,6 +29,7 @@ from mcp_types import CallToolResult, PaginatedRequestParams, TextContent
 from helpers import server_script, stdio_entry, stdio_params
 from helpers.http_servers import make_basic_server, serve_http
 from keen.mcp.config import parse_config
+from mcp import ClientSession
 
 BASIC_TOOLS = {"echo", "add", "fail", "sleep", "die", "env", "cwd", "pid"}
 

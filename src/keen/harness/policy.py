@@ -1,7 +1,7 @@
 """The discovery policy: which capabilities a model sees this turn, and why.
 
-The rules are drawn in docs/architecture.md "The harness". Inputs (:class:`PolicyInputs`): the permission mode (``read-only`` | ``ask`` | ``auto``),
-the connected servers, the token budget for tool schemas, the touched paths, recent
+The rules are drawn in docs/architecture.md "The harness". Inputs (:class:`PolicyInputs`):
+the permission mode (``read-only`` | ``ask`` | ``auto``), the connected servers, the token budget for tool schemas, the touched paths, recent
 failures and what the model asked for (search hits, loaded skills). The policy is a pure
 function of the catalog and those inputs, so a turn's visible set can be explained and
 rebuilt:
