@@ -49,7 +49,14 @@ def list_sessions(
         table.add_column(column)
     for r in rows:
         ok = "ok" if r["replay_ok"] else "MISMATCH"
-        table.add_row(r["id"], str(r["started"]), str(r["mode"]), str(r["turns"]), str(r["calls"]), ok)
+        table.add_row(
+            r["id"],
+            str(r["started"])[:19].replace("T", " "),
+            str(r["mode"]),
+            str(r["turns"]),
+            str(r["calls"]),
+            ok,
+        )
     out.print(table)
 
 
