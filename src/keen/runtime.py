@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -31,6 +31,10 @@ from keen.mcp.types import ServerState, ServerStatus
 from keen.mcpskills.startup import sync_from_manager
 from keen.mcpskills.sync import ServerSnapshot, SyncEntry, SyncReport, sync_server
 from keen.skills.config import SkillsConfig
+
+if TYPE_CHECKING:
+    from keen.capabilities import PermissionMode
+    from keen.harness import Harness
 
 __all__ = ["ConnectOutcome", "DiscoveryView", "Runtime", "connect_server", "open_runtime"]
 
@@ -114,6 +118,32 @@ class Runtime:
             skills_root=self.skills_root,
             sign_in=sign_in,
             on_authorization_url=on_authorization_url,
+        )
+
+    def harness(
+        self,
+        *,
+        mode: PermissionMode = "ask",
+        approve: Approval | None = None,
+        workspace: Path | None = None,
+        **options: Any,
+    ) -> Harness:
+        """An agent session's :class:`~keen.harness.Harness` over this runtime.
+
+        Its catalog is rebuilt each turn from the Manager's connected servers plus the local
+        skills under :attr:`skills_root`; its permission gate takes over the gateway's
+        approval (docs/architecture.md "The harness"). ``workspace``: the local tools' root
+        (default: the current directory). Other ``options`` go to ``Harness``. Close it
+        with :meth:`Harness.close` when the session ends.
+        """
+        from keen.capabilities import Catalog
+        from keen.harness import Harness
+
+        def catalog() -> Catalog:
+            return Catalog.from_manager(self.manager, skills_root=self.skills_root)
+
+        return Harness(
+            catalog, self.gateway, mode=mode, approve=approve, workspace=workspace or Path.cwd(), **options
         )
 
 

@@ -275,3 +275,22 @@ async def test_no_secret_reaches_the_log(session: Session) -> None:
     raw = h.log.path.read_text()
     assert SECRET not in raw and "abcdefgh123456" not in raw and "[REDACTED]" in raw
     assert oct(h.log.path.stat().st_mode & 0o777) == "0o600"
+
+
+async def test_the_runtime_opens_a_harness(
+    keen_home: Path, write_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    from keen.demo import demo_server_entry
+    from keen.runtime import open_runtime
+
+    config = write_config({DEMO: demo_server_entry(keen_home)})
+    async with open_runtime(config_path=config, wait=60, sync=True) as rt:
+        h = rt.harness(mode="read-only", workspace=tmp_path)
+        assert rt.gateway.approval == h._gateway_approval  # pyright: ignore[reportPrivateUsage]
+        h.begin_turn()
+        await h.call("search_tools", {"query": "what time is it in a timezone"})
+        assert "mcp__keen-demo__current_time" in names(h.begin_turn())
+        now = await h.call("mcp__keen-demo__current_time", {"timezone": "UTC"})
+        assert not now.is_error and "UTC" in now.text, now.text
+        h.close()
+    assert replay(h.log.path).ok
