@@ -131,7 +131,8 @@ class Runtime:
         """An agent session's :class:`~keen.harness.Harness` over this runtime.
 
         Its catalog is rebuilt each turn from the Manager's connected servers plus the local
-        skills under :attr:`skills_root`; its permission gate takes over the gateway's
+        skills under :attr:`skills_root`, leaving out tools the gateway's pin check would
+        refuse as quarantined; its permission gate takes over the gateway's
         approval (docs/architecture.md "The harness"). ``workspace``: the local tools' root
         (default: the current directory). Other ``options`` go to ``Harness``. Close it
         with :meth:`Harness.close` when the session ends.
@@ -140,7 +141,7 @@ class Runtime:
         from keen.harness import Harness
 
         def catalog() -> Catalog:
-            return Catalog.from_manager(self.manager, skills_root=self.skills_root)
+            return Catalog.from_manager(self.manager, skills_root=self.skills_root, pins=self.gateway.pins)
 
         return Harness(
             catalog, self.gateway, mode=mode, approve=approve, workspace=workspace or Path.cwd(), **options
