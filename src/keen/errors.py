@@ -9,6 +9,7 @@ docs/architecture.md "Errors".
     ├── ConfigError                  configs.json cannot be read or is invalid
     ├── MCPServerError               anything about one configured MCP server
     │   ├── ServerNotConfigured      no server by that name in configs.json
+    │   ├── ServerMisconfigured      its configs.json entry is invalid (the others still work)
     │   ├── ServerDisabled           configured with "enabled": false
     │   ├── ServerDisconnected       not connected (never did, or went away)
     │   ├── AuthRequired             the server wants credentials Keen lacks
@@ -48,6 +49,7 @@ __all__ = [
     "RemoteToolError",
     "ServerDisabled",
     "ServerDisconnected",
+    "ServerMisconfigured",
     "ServerNotConfigured",
     "SkillError",
     "ToolNotFound",
@@ -78,6 +80,8 @@ class Remedy(StrEnum):
     """Read the tool's schema file and pass arguments that match its inputSchema."""
     LIST_SKILLS = "list_skills"
     """List the skills to find the right name."""
+    FIX_CONFIG = "fix_config"
+    """Fix the server's entry in configs.json as the message says, then reconnect the server."""
 
 
 class KeenError(Exception):
@@ -142,6 +146,12 @@ class MCPServerError(KeenError):
 
 class ServerNotConfigured(MCPServerError):
     code = "server_not_configured"
+
+
+class ServerMisconfigured(MCPServerError):
+    """The server's configs.json entry is invalid; the message says what to fix."""
+
+    code = "server_misconfigured"
 
 
 class ServerDisabled(MCPServerError):

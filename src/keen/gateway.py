@@ -74,6 +74,7 @@ _FOR_MODEL: dict[Remedy | None, str] = {
     Remedy.SIGN_IN: " The user has to sign in to this server again; tell them.",
     Remedy.RECONNECT: " The user has to fix and reconnect this server; tell them.",
     Remedy.ENABLE_SERVER: " The user has to enable this server in configs.json.",
+    Remedy.FIX_CONFIG: " The user has to fix this server's entry in configs.json; tell them.",
 }
 
 _INPUT_SCHEMA: dict[str, Any] = {

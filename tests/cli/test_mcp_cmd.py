@@ -168,7 +168,7 @@ BROKEN: dict[str, tuple[str, list[str], list[str]]] = {
     "version": ('{"version": 7, "servers": {}}', ["mcp", "list", "--json"], ['"version": 1']),
     "name": (
         '{"version": 1, "servers": {"mcp:x": {"command": "x"}}}',
-        ["mcp", "tools", "s"],
+        ["mcp", "tools", "mcp:x"],
         ["'mcp:x'", "letters, digits"],
     ),
     "url": (
@@ -178,7 +178,7 @@ BROKEN: dict[str, tuple[str, list[str], list[str]]] = {
     ),
     "key": (
         '{"version": 1, "servers": {"s": {"url": "http://127.0.0.1:9/mcp", "auth": {"type": "api_key"}}}}',
-        ["mcp", "list"],
+        ["mcp", "tools", "s"],
         ["'auth.key'", 'add "key"'],
     ),
     "unset-var": (
@@ -403,13 +403,20 @@ def test_import_with_nothing_importable_exits_2(tmp_path: Path) -> None:
     assert not home.config_path.exists()
 
 
-def test_import_refuses_to_merge_into_a_broken_config(tmp_path: Path) -> None:
+def test_import_merges_beside_a_broken_entry_and_refuses_an_unparseable_file(tmp_path: Path) -> None:
     home = _make_home(tmp_path)
     home.config_path.parent.mkdir(parents=True)
     home.config_path.write_text('{"version": 1, "servers": {"x": {"url": "nope"}}}')
     source = tmp_path / "mcp.json"
     source.write_text(json.dumps({"mcpServers": {"new": {"command": "n"}}}))
     run = home.keen("mcp", "import", str(source))
+    assert run.code == 0, str(run)  # one broken entry is no reason to refuse: it is kept as written
+    assert json.loads(home.config_path.read_text())["servers"] == {
+        "x": {"url": "nope"},
+        "new": {"transport": "stdio", "command": "n"},
+    }
+    home.config_path.write_text('{"version": 1, "servers": {,}}')
+    run = home.keen("mcp", "import", str(source))
     assert run.code == 2, str(run)
-    assert "'url'" in run.stderr
-    assert home.config_path.read_text() == '{"version": 1, "servers": {"x": {"url": "nope"}}}'
+    assert "line 1" in run.stderr
+    assert home.config_path.read_text() == '{"version": 1, "servers": {,}}'

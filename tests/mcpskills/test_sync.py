@@ -139,6 +139,7 @@ def test_never_connected_server_gets_no_files(root: Path) -> None:
         hint="",
         skill_path=str(root / "mcp:new"),
         remedy=None,
+        error="",
     )
     assert config_file(root) == {}
 

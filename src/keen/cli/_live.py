@@ -25,6 +25,7 @@ STATE_STYLE = {
     ServerState.DISCONNECTED: "red",
     ServerState.AUTH_REQUIRED: "magenta",
     ServerState.AUTH_FAILED: "red",
+    ServerState.CONFIG_ERROR: "red",
 }
 
 

@@ -184,7 +184,8 @@ def demo(
     """Run the whole Keen story on the embedded default (or on your config if you have one)."""
     from keen.mcp.config import load_config, save_config
 
-    has_user_config = paths.mcp_config_path().exists() and bool(load_config(paths.mcp_config_path()).servers)
+    user_config = load_config(paths.mcp_config_path(), strict=False)
+    has_user_config = bool(user_config.servers or user_config.invalid)
     if has_user_config:
         run(lambda: _story(timeout))
         return

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
@@ -174,6 +175,9 @@ class MCPConfig(_Model):
 
     version: int = 1
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
+    invalid: dict[str, str] = Field(default_factory=dict)
+    """Server entries that failed validation, by name: the message says what is wrong and the
+    fix. Only filled by ``strict=False`` loading; those servers are not in ``servers``."""
 
     @model_validator(mode="before")
     @classmethod
@@ -212,37 +216,69 @@ class MCPConfig(_Model):
                 path=source,
                 field="servers",
             )
+        strict: bool = context.get("strict", True)
         servers: dict[str, Any] = {}
+        invalid: dict[str, str] = {}
         folded: dict[str, str] = {}
         for name, entry in servers_raw.items():
-            servers[name] = _prepare_server(name, entry, source=source, environ=environ)
-            other = folded.setdefault(name.lower(), name)
-            if other != name:
-                # Their skill dirs mcp:<name> would be one dir on a case-insensitive file system.
-                raise ConfigError(
-                    f"{source}: server names {other!r} and {name!r} differ only in case; rename one "
-                    "(each server's skill is the directory mcp:<name>, and on macOS and Windows those "
-                    "two would be the same directory)",
-                    path=source,
-                    server=name,
-                    field="name",
-                )
-        return {"version": version, "servers": servers}
+            try:
+                other = folded.setdefault(name.lower(), name)
+                if other != name:
+                    # Their skill dirs mcp:<name> would be one dir on a case-insensitive file system.
+                    raise ConfigError(
+                        f"{source}: server names {other!r} and {name!r} differ only in case; rename one "
+                        "(each server's skill is the directory mcp:<name>, and on macOS and Windows those "
+                        "two would be the same directory)",
+                        path=source,
+                        server=name,
+                        field="name",
+                    )
+                prepared = _prepare_server(name, entry, source=source, environ=environ)
+                if strict:
+                    servers[name] = prepared
+                    continue
+                # One entry at a time, so its error stays its own (plain model: no file context).
+                try:
+                    servers[name] = MCPConfig.model_validate({"servers": {name: prepared}}).servers[name]
+                except ValidationError as exc:
+                    raise _config_error_from(exc, source=source) from None
+            except ConfigError as exc:
+                if strict:
+                    raise
+                invalid[name] = exc.message
+        return {"version": version, "servers": servers, "invalid": invalid}
+
+    def raise_for_invalid(self) -> MCPConfig:
+        """Raise the first server's configuration error, if any server is :attr:`invalid`.
+
+        Returns:
+            ``self`` when every server entry is valid.
+
+        Raises:
+            ConfigError: naming the first invalid server and what to fix.
+        """
+        for name, message in self.invalid.items():
+            raise ConfigError(message, server=name)
+        return self
 
 
-def load_config(path: Path, *, environ: dict[str, str] | None = None) -> MCPConfig:
+def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bool = True) -> MCPConfig:
     """Read and validate configs.json (docs/architecture.md "Configuration").
 
     Args:
         path: the file; a missing file is an empty config.
         environ: the variables ``${VAR}`` expands from; default ``os.environ``.
+        strict: raise for the first invalid server entry; with ``False`` each invalid entry
+            goes to :attr:`MCPConfig.invalid` instead and the other servers load (what
+            :class:`~keen.mcp.Manager` does: one broken server never breaks the others).
 
     Returns:
         The validated config, servers in file order.
 
     Raises:
-        ConfigError: unreadable or invalid, with ``path``, ``server``, ``field``, ``line``
-            and ``column`` where they apply; the message says what to fix.
+        ConfigError: unreadable or invalid (with ``strict=False``: only a file that cannot be
+            used at all), with ``path``, ``server``, ``field``, ``line`` and ``column`` where
+            they apply; the message says what to fix.
     """
     try:
         text = path.read_text(encoding="utf-8")
@@ -252,39 +288,72 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None) -> MCPConf
         raise ConfigError(
             f"cannot read {path}: {exc}; check the file's permissions and encoding", path=str(path)
         ) from exc
-    return parse_config(text, source=str(path), environ=environ)
+    return parse_config(text, source=str(path), environ=environ, strict=strict)
 
 
 def parse_config(
-    text: str, *, source: str = "configs.json", environ: dict[str, str] | None = None
+    data: str | Mapping[str, Any],
+    *,
+    source: str = "configs.json",
+    environ: Mapping[str, str] | None = None,
+    strict: bool = True,
 ) -> MCPConfig:
-    """Validate configs.json text (the rules are in the module docstring).
+    """Validate configs.json (the rules are in the module docstring).
 
     Args:
-        text: the file's contents.
+        data: the file's text, or its parsed object. Besides the configs.json shape, an
+            object ``{"mcpServers": {...}}`` (the shape Claude Desktop, Claude Code and Cursor
+            use, and ``fastmcp.Client`` takes) is converted as ``keen mcp import`` converts it,
+            so ``Manager(config=parse_config({"mcpServers": {...}}))`` works.
         source: how to name the file in messages.
         environ: the variables ``${VAR}`` expands from; default ``os.environ``.
+        strict: raise for the first invalid server entry; with ``False`` each invalid entry
+            goes to :attr:`MCPConfig.invalid` and the rest load.
 
     Returns:
         The validated config.
 
     Raises:
-        ConfigError: invalid JSON or an invalid entry; the message names the field and the fix.
+        ConfigError: invalid JSON or (``strict``) an invalid entry; the message names the
+            field and the fix.
     """
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax there",
-            path=source,
-            line=exc.lineno,
-            column=exc.colno,
-        ) from exc
+    if isinstance(data, str):
+        try:
+            raw: Any = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax there",
+                path=source,
+                line=exc.lineno,
+                column=exc.colno,
+            ) from exc
+    else:
+        raw = data
+    if isinstance(raw, Mapping) and "mcpServers" in raw:
+        if isinstance(data, str):
+            # In the file Keen reads, another host's shape is a mistake with a known fix.
+            raise ConfigError(
+                f"{source}: this is another host's {{\"mcpServers\": ...}} file, not Keen's configs.json; "
+                "convert it with: keen mcp import FILE",
+                path=source,
+                field="mcpServers",
+            )
+        raw = _from_mcp_servers(raw, source=source)
     env = os.environ if environ is None else environ
     try:
-        return MCPConfig.model_validate(raw, context={"source": source, "environ": env})
+        return MCPConfig.model_validate(raw, context={"source": source, "environ": env, "strict": strict})
     except ValidationError as exc:
         raise _config_error_from(exc, source=source) from None
+
+
+def _from_mcp_servers(raw: Mapping[str, Any], *, source: str) -> dict[str, Any]:
+    """``{"mcpServers": {...}}`` as configs.json data; a refused entry is a ConfigError."""
+    from keen.mcp.importer import import_mcp_servers  # the importer builds on this module
+
+    result = import_mcp_servers(dict(raw), source=source)
+    for name, reason in result.refused:
+        raise ConfigError(f"{source}: server {name!r}: {reason}", path=source, server=name)
+    return {"version": 1, "servers": result.servers}
 
 
 def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict[str, Any]:

@@ -240,7 +240,8 @@ def import_into_config(
     result = import_mcp_file(file, rename=rename)
     existing: dict[str, Any] | None = None
     if config_path.exists():
-        load_config(config_path)  # never merge into a broken file: the ConfigError says what to fix
+        # Never merge into a file that cannot be parsed; one broken entry is no reason to refuse.
+        load_config(config_path, strict=False)
         existing = json.loads(config_path.read_text(encoding="utf-8"))
     merged, conflicts = merge_into_config(existing, result, overwrite=overwrite)
     imported = [name for name in result.servers if name not in conflicts]

@@ -32,6 +32,7 @@ from keen.errors import (
     Remedy,
     ServerDisabled,
     ServerDisconnected,
+    ServerMisconfigured,
     ServerNotConfigured,
     ToolNotFound,
 )
@@ -76,7 +77,10 @@ class Manager:
             tests and embedding; see :func:`in_memory_transport`). Their config entries still
             give the timeouts.
 
-    Raises ``ConfigError`` from :meth:`start` when the config is invalid (nothing starts).
+    One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
+    server alone is in state ``config_error`` with the message and the fix, and calls to it
+    raise ``ServerMisconfigured``. :meth:`start` raises ``ConfigError`` only when the file
+    itself cannot be used (not JSON, wrong top level; nothing starts then).
     """
 
     def __init__(
@@ -100,6 +104,7 @@ class Manager:
         self._only = only
         self._transports = dict(transports or {})
         self._runtimes: dict[str, ServerRuntime] = {}
+        self._misconfigured: dict[str, ServerStatus] = {}
         self._observers: list[StatusObserver] = []
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
@@ -110,13 +115,22 @@ class Manager:
     async def start(self) -> None:
         """Load the config and start one owner task per enabled server; returns at once.
 
-        A second call is a no-op. Raises ``ConfigError`` for an invalid config.
+        A second call is a no-op. Raises ``ConfigError`` for a file that cannot be used; an
+        invalid server entry only puts that server in state ``config_error``.
         """
         if self._started:
             return
-        config = self._config or load_config(self.config_path)
-        self._config = config
+        config = self.config
         logs_dir = self._logs_dir or paths.logs_dir()
+        for name, message in config.invalid.items():
+            self._misconfigured[name] = ServerStatus(
+                name=name,
+                transport="?",
+                auth="?",
+                state=ServerState.CONFIG_ERROR,
+                last_error=message,
+                remedy=Remedy.FIX_CONFIG,
+            )
         for name, server in config.servers.items():
             self._runtimes[name] = ServerRuntime(
                 name,
@@ -211,12 +225,13 @@ class Manager:
     def config(self) -> MCPConfig:
         """The loaded config (loads it on first use)."""
         if self._config is None:
-            self._config = load_config(self.config_path)
+            self._config = load_config(self.config_path, strict=False)
         return self._config
 
     def servers(self) -> list[ServerStatus]:
-        """Status of every configured server, in config order."""
-        return [rt.status() for rt in self._runtimes.values()]
+        """Status of every configured server: valid entries in config order, then the invalid
+        ones (state ``config_error``)."""
+        return [rt.status() for rt in self._runtimes.values()] + list(self._misconfigured.values())
 
     def status(self, name: str) -> ServerStatus:
         """Status of one server.
@@ -224,10 +239,14 @@ class Manager:
         Raises:
             ServerNotConfigured: no server by that name.
         """
+        if name in self._misconfigured:
+            return self._misconfigured[name]
         return self._runtime(name).status()
 
     def server_info(self, name: str) -> ServerInfo | None:
         """serverInfo and instructions from the last initialize, or None if never connected."""
+        if name in self._misconfigured:
+            return None
         return self._runtime(name).info
 
     def list_tools(self, name: str) -> list[Tool]:
@@ -244,6 +263,8 @@ class Manager:
         """Tools the last tools/list sent that the MCP schema rejects (name, reason): skipped,
         while the rest of the list stays usable. ``[]`` when there were none or the server
         never listed. Raises ``ServerNotConfigured``."""
+        if name in self._misconfigured:
+            return []
         return list(self._runtime(name).invalid_tools)
 
     # -- calls ------------------------------------------------------------------------------------
@@ -356,6 +377,8 @@ class Manager:
         Raises:
             ServerNotConfigured: no server by that name.
         """
+        if name in self._misconfigured:
+            return self._misconfigured[name]  # fixing the file and restarting is what helps
         runtime = self._runtime(name)
         if self._tg is None:
             raise RuntimeError("Manager.refresh() needs a started Manager")
@@ -367,8 +390,15 @@ class Manager:
 
     def _runtime(self, name: str) -> ServerRuntime:
         runtime = self._runtimes.get(name)
+        broken = self._misconfigured.get(name)
+        if broken is not None:
+            raise ServerMisconfigured(
+                broken.last_error,
+                server=name,
+                remedy=Remedy.FIX_CONFIG,
+            )
         if runtime is None:
-            known = ", ".join(self._runtimes) or "none"
+            known = ", ".join([*self._runtimes, *self._misconfigured]) or "none"
             raise ServerNotConfigured(
                 f'MCP server "{name}" is not configured (configured: {known}); add it to {self.config_path} '
                 "or check the name.",

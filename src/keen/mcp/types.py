@@ -56,6 +56,8 @@ class ServerState(StrEnum):
     DISCONNECTED = "disconnected"
     AUTH_REQUIRED = "auth_required"
     AUTH_FAILED = "auth_failed"
+    CONFIG_ERROR = "config_error"
+    """Its configs.json entry is invalid (``last_error`` says what to fix); never connects."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -190,6 +190,8 @@ def _failure_hint(status: ServerStatus) -> tuple[str, Remedy | None]:
         return "", status.remedy or Remedy.SIGN_IN
     if status.state == ServerState.CONNECTING:
         return "still connecting; the skill is enabled once it connects", None
+    if status.state == ServerState.CONFIG_ERROR:
+        return "fix its entry in configs.json as the error says", Remedy.FIX_CONFIG
     return "fix the server", Remedy.RECONNECT
 
 
@@ -224,18 +226,27 @@ def _sync_one(
         return SyncEntry(
             server, status.state.value, "disabled", False, hint, link if current.managed else None
         )
+    reason = redactor.redact(status.last_error)
+    if status.state == ServerState.CONFIG_ERROR and not SERVER_NAME_RE.fullmatch(server):
+        # An invalid name has no skill directory to mark: report it, touch nothing on disk.
+        hint, remedy = _failure_hint(status)
+        return SyncEntry(
+            server, status.state.value, "disabled", False, hint, None, error=reason, remedy=remedy
+        )
     if status.state != ServerState.CONNECTED:
         auto.disable(config, name, status.state.value)
         current = _swap.inspect(root, server)
         changes = {
             "configured": True,
             "status": status.state.value,
-            "last_error": redactor.redact(status.last_error),
+            "last_error": reason,
         }
         _mark(current, changes, fsync)
         path = link if current.managed else None
         hint, remedy = _failure_hint(status)
-        return SyncEntry(server, status.state.value, "disabled", False, hint, path, remedy=remedy)
+        return SyncEntry(
+            server, status.state.value, "disabled", False, hint, path, error=reason, remedy=remedy
+        )
     try:
         report = generate_skill(
             root, status, snap.tools, info=snap.info, now=now, fsync=fsync, invalid=snap.invalid

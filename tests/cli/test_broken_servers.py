@@ -1,0 +1,130 @@
+"""One broken server never breaks the others (README "Configuration"): a config with one
+server broken three ways and two healthy servers, through the CLI from a temporary
+``KEEN_HOME``, in ``keen mcp list``, ``keen mcp sync`` and ``keen mcp tools``, and in the
+library (``Manager``). Only a file that cannot be parsed fails the whole command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from helpers import stdio_entry
+from helpers.cli import Home, make_home
+from keen.errors import ConfigError, ServerMisconfigured
+from keen.mcp import Manager
+from keen.mcp.config import parse_config
+from keen.mcp.types import ServerState
+
+BROKEN = {
+    "unset": ("${KEEN_TEST_NEVER_SET}", ["KEEN_TEST_NEVER_SET", "export KEEN_TEST_NEVER_SET"]),
+    "typo": (None, ["'comand'", "check its spelling"]),
+    "ftp": (None, ["'url'", "http:// or https://"]),
+}
+
+
+def _servers() -> dict[str, object]:
+    return {
+        "alpha": stdio_entry("basic_stdio"),
+        "unset": {"command": "${KEEN_TEST_NEVER_SET}"},
+        "typo": {"comand": "x", "url": "http://127.0.0.1:9/mcp"},
+        "ftp": {"url": "ftp://127.0.0.1/mcp"},
+        "beta": stdio_entry("basic_stdio"),
+    }
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    home = make_home(tmp_path_factory.mktemp("broken"))
+    home.write(_servers())
+    return home
+
+
+def test_list_shows_each_broken_server_alone_with_its_fix(home: Home) -> None:
+    text = home.config_path.read_text()
+    run = home.keen("mcp", "list", "--json", "--timeout", "30")
+    assert run.code == 0, str(run)
+    by = {s["name"]: s for s in run.json()}
+    assert set(by) == {"alpha", "beta", "unset", "typo", "ftp"}
+    assert by["alpha"]["state"] == by["beta"]["state"] == "connected"
+    assert by["alpha"]["tool_count"] > 0
+    for name, (_, needles) in BROKEN.items():
+        assert by[name]["state"] == "config_error", by[name]
+        for needle in needles:
+            assert needle in by[name]["last_error"], by[name]
+        assert f"keen mcp connect {name}" in by[name]["last_error"]
+    table = home.keen("mcp", "list")
+    assert table.code == 0, str(table)
+    flat = " ".join(table.stdout.split())
+    assert flat.count("config_error") == 3 and flat.count("connected") == 2
+    assert home.config_path.read_text() == text  # nothing rewritten
+
+
+def test_sync_generates_the_healthy_and_reports_the_broken(home: Home) -> None:
+    run = home.keen("mcp", "sync", "--json", "--timeout", "30")
+    assert run.code == 0, str(run)
+    by = {e["server"]: e for e in run.json()["servers"]}
+    for name in ("alpha", "beta"):
+        assert by[name]["action"] == "generated" and by[name]["enabled"]
+    for name, (_, needles) in BROKEN.items():
+        entry = by[name]
+        assert entry["state"] == "config_error" and entry["action"] == "disabled" and not entry["enabled"]
+        assert entry["remedy"] == "fix_config"
+        for needle in needles:
+            assert needle in entry["error"], entry
+    assert (home.keen_home / "skills" / "mcp:alpha" / "SKILL.md").is_file()
+    assert not (home.keen_home / "skills" / "mcp:unset" / "SKILL.md").exists()
+
+
+def test_a_broken_server_named_in_a_command_exits_2_with_its_fix(home: Home) -> None:
+    run = home.keen("mcp", "tools", "unset")
+    assert run.code == 2, str(run)
+    flat = " ".join(run.stderr.split())
+    assert "export KEEN_TEST_NEVER_SET" in flat and "Traceback" not in run.stderr
+    ok = home.keen("mcp", "tools", "beta", "--json")
+    assert ok.code == 0, str(ok)
+    assert {t["name"] for t in ok.json()} >= {"echo", "add"}
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('{"version": 1,\n "servers": {,}}', "line 2"),
+        ('{"version": 9, "servers": {}}', '"version": 1'),
+        ('{"mcpServers": {"a": {"command": "x"}}}', "keen mcp import"),
+    ],
+)
+def test_only_an_unusable_file_fails_everything(text: str, needle: str, tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    home.config_path.parent.mkdir(parents=True)
+    home.config_path.write_text(text)
+    run = home.keen("mcp", "list")
+    assert run.code == 2, str(run)
+    assert needle in " ".join(run.stderr.split()), str(run)
+
+
+def test_the_library_keeps_the_healthy_servers(home: Home) -> None:
+    text = json.dumps({"version": 1, "servers": _servers()})
+    with pytest.raises(ConfigError, match="KEEN_TEST_NEVER_SET"):
+        parse_config(text, environ={})  # strict by default: a validator of a whole file
+    config = parse_config(text, environ={}, strict=False)
+    assert list(config.servers) == ["alpha", "beta"]
+    assert set(config.invalid) == {"unset", "typo", "ftp"}
+    with pytest.raises(ConfigError, match="unset"):
+        config.raise_for_invalid()
+
+    async def main() -> None:
+        # Manager loads configs.json itself the same way: no strict flag to know about.
+        async with Manager(home.config_path, logs_dir=home.keen_home / "logs") as manager:
+            assert await manager.wait_ready(30)
+            states = {s.name: s.state for s in manager.servers()}
+            assert states["alpha"] is ServerState.CONNECTED and states["beta"] is ServerState.CONNECTED
+            assert states["ftp"] is ServerState.CONFIG_ERROR
+            result = await manager.call_tool("beta", "echo", {"text": "hi"})
+            assert "hi" in result.text
+            with pytest.raises(ServerMisconfigured, match="ftp://"):
+                await manager.call_tool("ftp", "echo", {"text": "hi"})
+
+    anyio.run(main)
