@@ -20,7 +20,7 @@ from keen.errors import (
     ServerNotConfigured,
     ToolNotFound,
 )
-from keen.gateway import ApprovalRequest, Gateway, tool_definition
+from keen.gateway import ApprovalRequest, Gateway, allow_all, allow_read_only, tool_definition
 from keen.mcp import Manager
 from keen.skills import SkillsConfig
 
@@ -90,7 +90,7 @@ async def test_approval_sees_the_call_and_can_deny(manager: Manager) -> None:
     deny = Recorder(verdict=False)
     events: list[dict[str, Any]] = []
     gateway = Gateway(manager, approval=deny, audit=events.append)
-    pid_before = (await Gateway(manager).call("local", "pid", {})).text
+    pid_before = (await Gateway(manager, approval=allow_all).call("local", "pid", {})).text
     with pytest.raises(ApprovalDenied, match="not approved, so nothing was sent"):
         await gateway.call("local", "echo", {"text": "secret plan"})
     request = deny.requests[0]
@@ -109,12 +109,14 @@ async def test_approval_sees_the_call_and_can_deny(manager: Manager) -> None:
         return True
 
     assert (await Gateway(manager, approval=slow_yes).call("local", "echo", {"text": "ok"})).text == "ok"
-    assert (await Gateway(manager).call("local", "pid", {})).text == pid_before  # same session throughout
+    assert (
+        await Gateway(manager, approval=allow_all).call("local", "pid", {})
+    ).text == pid_before  # same session throughout
 
 
 async def test_results_errors_truncation_and_structured_content(manager: Manager) -> None:
     events: list[dict[str, Any]] = []
-    gateway = Gateway(manager, max_result_chars=100, audit=events.append)
+    gateway = Gateway(manager, approval=allow_all, max_result_chars=100, audit=events.append)
     failed = await gateway.call_for_model("local", "fail", {"message": "disk full"})
     assert failed.is_error and "disk full" in failed.text
     assert events[-1]["outcome"] == "tool_error"
@@ -129,7 +131,7 @@ async def test_results_errors_truncation_and_structured_content(manager: Manager
 
 
 async def test_handle_tool_call_parses_model_input(manager: Manager) -> None:
-    gateway = Gateway(manager)
+    gateway = Gateway(manager, approval=allow_all)
     ok = await gateway.handle_tool_call('{"server": "local", "tool": "echo", "arguments": {"text": "hi"}}')
     assert not ok.is_error and ok.text == "hi"
     as_string = await gateway.handle_tool_call(
@@ -145,7 +147,9 @@ async def test_disabled_skill_stays_callable_while_connected(manager: Manager, k
     config = SkillsConfig.load(keen_home / "skills" / "config.json")
     config.set_enabled("mcp:local", False)
     config.save()
-    assert (await Gateway(manager).call("local", "echo", {"text": "still"})).text == "still"
+    assert (
+        await Gateway(manager, approval=allow_all).call("local", "echo", {"text": "still"})
+    ).text == "still"
 
 
 async def test_audit_redacts_known_secrets(manager: Manager) -> None:
@@ -154,7 +158,9 @@ async def test_audit_redacts_known_secrets(manager: Manager) -> None:
     secret = "sk-live-audit-123456789"
     redactor.add(secret)
     events: list[dict[str, Any]] = []
-    await Gateway(manager, audit=events.append).call("local", "echo", {"text": f"token {secret}"})
+    await Gateway(manager, approval=allow_all, audit=events.append).call(
+        "local", "echo", {"text": f"token {secret}"}
+    )
     assert secret not in json.dumps(events)
     assert events[0]["arguments"] == {"text": "token [REDACTED]"}
 
@@ -171,3 +177,18 @@ def test_tool_definitions_for_llm_apis() -> None:
     assert tool_definition("mcp")["inputSchema"] == anthropic["input_schema"]
     with pytest.raises(ValueError, match="openai, anthropic or mcp"):
         tool_definition("gemini")
+
+
+async def test_without_approval_only_read_only_tools_run(manager: Manager) -> None:
+    events: list[dict[str, Any]] = []
+    gateway = Gateway(manager, audit=events.append)  # no approval callback: safe by default
+    assert (await gateway.call("local", "echo", {"text": "hi"})).text == "hi"  # readOnlyHint
+    pid_before = (await Gateway(manager, approval=allow_all).call("local", "pid", {})).text
+    with pytest.raises(ApprovalDenied, match="approval=") as caught:
+        await gateway.call("local", "pid", {})  # not annotated read-only: refused, nothing sent
+    assert "readOnlyHint" in caught.value.message
+    assert events[-1]["decision"] == "denied"
+    assert (await Gateway(manager, approval=allow_read_only).call("local", "echo", {"text": "x"})).text == "x"
+    with pytest.raises(ApprovalDenied):
+        await Gateway(manager, approval=allow_read_only).call("local", "pid", {})
+    assert (await Gateway(manager, approval=allow_all).call("local", "pid", {})).text == pid_before

@@ -16,7 +16,7 @@ import pytest
 
 from helpers.http_servers import make_basic_server
 from keen.errors import ApprovalDenied, ConfigError, RemoteToolError, ServerNotConfigured
-from keen.gateway import ApprovalRequest
+from keen.gateway import ApprovalRequest, allow_all
 from keen.mcp import Manager, ServerState, ServerStatus, in_memory_transport
 from keen.runtime import open_runtime
 from keen.skills import SkillsConfig
@@ -133,7 +133,9 @@ async def test_remedies_are_worded_for_the_model_and_raise_for_error_raises(
     write_config: Callable[[dict[str, Any]], Path],
 ) -> None:
     path = write_config({"basic": IN_MEMORY})
-    async with open_runtime(manager=_manager(path, basic=make_basic_server()), wait=30) as rt:
+    async with open_runtime(
+        manager=_manager(path, basic=make_basic_server()), wait=30, approval=allow_all
+    ) as rt:
         unknown = await rt.gateway.call_for_model("basic", "ad", {})
         assert unknown.is_error and unknown.error_code == "tool_not_found"
         assert unknown.text.endswith("Read the mcp:basic skill's SKILL.md for the tool names.")

@@ -9,8 +9,10 @@ Generated skills and schema files are discovery material only; they grant nothin
 4. the arguments validate against the cached inputSchema (Draft 2020-12 unless ``$schema``),
 5. the tool's definition is the pinned one, under the server's pinning policy
    (:mod:`keen.mcp.pins`: a new or changed tool of a pinned server is refused with the diff),
-6. the approval callback, which sees server, tool and JSON arguments, says yes
-   (the first approved call of a never-pinned server pins its tools: trust on first use),
+6. the approval callback, which sees server, tool and JSON arguments, says yes; without
+   one, only tools the server annotates ``readOnlyHint`` run (safe by default: pass
+   ``approval=allow_all`` to a Gateway whose host approves calls elsewhere). The first
+   approved call of a never-pinned server pins its tools: trust on first use,
 7. then ``tools/call``.
 
 A disabled *skill* only hides the server from the catalog; its tools stay callable
@@ -49,6 +51,8 @@ __all__ = [
     "ApprovalRequest",
     "Gateway",
     "GatewayResult",
+    "allow_all",
+    "allow_read_only",
     "result_text",
     "tool_definition",
 ]
@@ -148,6 +152,16 @@ Approval = Callable[[ApprovalRequest], bool | Awaitable[bool]]
 """Returns (or resolves to) True to allow the call. Exceptions count as a denial."""
 
 
+def allow_all(request: ApprovalRequest) -> bool:
+    """An :data:`Approval` that allows every call, for a host that approves calls itself."""
+    return True
+
+
+def allow_read_only(request: ApprovalRequest) -> bool:
+    """An :data:`Approval` that allows the tools annotated ``readOnlyHint`` (the default)."""
+    return request.read_only
+
+
 @dataclass(frozen=True, slots=True)
 class GatewayResult:
     """A call's outcome shaped for a model: ``text`` is what to show it (already truncated);
@@ -184,8 +198,10 @@ class Gateway:
 
     Args:
         manager: a started Manager.
-        approval: asked before every call that passed the checks; ``None`` allows all
-            (for hosts that approve elsewhere).
+        approval: asked before every call that passed the checks. ``None`` (the default)
+            allows only tools annotated ``readOnlyHint`` and refuses any other call with
+            ``ApprovalDenied``; :func:`allow_all` allows every call (a host that approves
+            calls itself).
         audit: receives one event dict per call: ``ts, server, tool, arguments`` (redacted),
             ``decision`` (allowed|denied|refused), ``outcome`` (ok|tool_error|error),
             ``error_code``, ``duration_ms``.
@@ -355,8 +371,6 @@ class Gateway:
         )
 
     async def _ask(self, found: Tool, server: str, tool: str, arguments: dict[str, Any]) -> None:
-        if self.approval is None:
-            return
         request = ApprovalRequest(
             server=server,
             tool=tool,
@@ -364,6 +378,16 @@ class Gateway:
             description=found.description,
             annotations=found.annotations,
         )
+        if self.approval is None:
+            if request.read_only:
+                return
+            raise ApprovalDenied(
+                f'the call to "{server}/{tool}" was refused, so nothing was sent: without an approval '
+                "callback only tools annotated readOnlyHint run; pass approval= to the Gateway "
+                "(or open_runtime) to decide, e.g. approval=keen.gateway.allow_all",
+                server=server,
+                tool=tool,
+            )
         try:
             verdict = self.approval(request)
             if inspect.isawaitable(verdict):

@@ -14,7 +14,7 @@ package map and the data flow of a call are drawn in ``docs/architecture.md``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -152,7 +152,7 @@ class Runtime:
 async def open_runtime(
     *,
     config_path: Path | None = None,
-    config: MCPConfig | None = None,
+    config: MCPConfig | Mapping[str, Any] | None = None,
     only: set[str] | None = None,
     wait: float | None = None,
     discovery_view: DiscoveryView | None = None,
@@ -168,7 +168,8 @@ async def open_runtime(
 
     Args:
         config_path: ``configs.json``; default ``$KEEN_HOME/mcp/configs.json``.
-        config: an already-loaded config (wins over ``config_path``).
+        config: an already-loaded config, or its data as a dict (see :class:`~keen.mcp.Manager`);
+            wins over ``config_path``.
         only: connect just these servers (``set()``: none until :meth:`Runtime.connect`).
         wait: seconds to wait for every server's first connection attempt; ``None`` does
             not wait (discovery goes on in the background).
@@ -176,7 +177,8 @@ async def open_runtime(
         sync: run the startup sync after the wait (needs ``wait``, or it sees servers still
             connecting and disables their skills until the next sync).
         skills_root: the skills directory; default ``$KEEN_HOME/skills``.
-        approval: asked before every gateway call (``None`` allows all).
+        approval: asked before every gateway call (``None``: only tools annotated
+            ``readOnlyHint`` run; ``keen.gateway.allow_all`` allows every call).
         audit: receives one event dict per gateway call.
         observers: subscribed to the Manager's state changes for the session's lifetime.
         max_result_chars: the gateway's cut for a result's text.

@@ -306,3 +306,15 @@ def _alive(pid: int) -> bool:
             return handle.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+async def test_manager_takes_a_claude_desktop_dict_like_fastmcp_client(keen_home: Path) -> None:
+    entry = stdio_server("basic_stdio.py")
+    entry.pop("transport")  # as Claude Desktop writes it: command/args only
+    config = {"mcpServers": {"local": entry, "broken": {"command": "${KEEN_TEST_NEVER_SET}"}}}
+    async with Manager(config=config) as manager:
+        assert await manager.wait_ready(20)
+        assert manager.status("local").state is ServerState.CONNECTED
+        assert (await manager.call_tool("local", "add", {"a": 2, "b": 3})).text == "5"
+        assert manager.status("broken").state is ServerState.CONFIG_ERROR
+        assert "KEEN_TEST_NEVER_SET" in manager.status("broken").last_error

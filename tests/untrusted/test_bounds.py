@@ -18,7 +18,7 @@ import pytest
 
 from helpers.hostile import hostile_entry
 from keen.errors import RemoteProtocolError
-from keen.gateway import DEFAULT_MAX_RESULT_CHARS, Gateway
+from keen.gateway import DEFAULT_MAX_RESULT_CHARS, Gateway, allow_all
 from keen.mcp import Manager
 from keen.mcp.types import ServerState, ServerStatus, Tool
 from keen.mcpskills import generate_skill
@@ -79,14 +79,14 @@ async def test_one_invalid_tool_is_skipped_and_named(manager: Manager, keen_home
     invalid = {t.name: t.reason for t in manager.invalid_tools("h")}
     assert set(invalid) == {"no_type", "5"}
     assert "type" in invalid["no_type"]
-    assert (await Gateway(manager).call("h", "good", {})).text == "ok"
+    assert (await Gateway(manager, approval=allow_all).call("h", "good", {})).text == "ok"
     report = await sync_from_manager(manager)
     skill_md = (Path(report.get("h").skill_path or "") / "SKILL.md").read_text()  # type: ignore[union-attr]
     assert "- no_type (its definition is invalid: " in skill_md
 
 
 async def test_structured_content_obeys_the_model_limit(manager: Manager) -> None:
-    gateway = Gateway(manager)
+    gateway = Gateway(manager, approval=allow_all)
     with anyio.fail_after(30):
         with_text = await gateway.call_for_model("h", "structured", {})
         only = await gateway.call_for_model("h", "structured_only", {})
@@ -101,7 +101,7 @@ async def test_structured_content_obeys_the_model_limit(manager: Manager) -> Non
 
 async def test_a_huge_error_message_is_cut(manager: Manager) -> None:
     with pytest.raises(RemoteProtocolError) as info:
-        await Gateway(manager).call("h", "long_error", {})
+        await Gateway(manager, approval=allow_all).call("h", "long_error", {})
     assert len(info.value.message) < 3_000
 
 

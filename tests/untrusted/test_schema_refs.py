@@ -17,7 +17,7 @@ import pytest
 
 from helpers.hostile import counting_listener, hostile_entry
 from keen.errors import InvalidArguments
-from keen.gateway import Gateway
+from keen.gateway import Gateway, allow_all
 from keen.mcp import Manager
 
 pytestmark = pytest.mark.anyio
@@ -58,7 +58,7 @@ async def test_remote_and_file_refs_are_never_followed(
         caplog.set_level(logging.WARNING)
         async with Manager(path) as manager:
             assert await manager.wait_ready(20)
-            gateway = Gateway(manager)
+            gateway = Gateway(manager, approval=allow_all)
             # A fetch would hang: the listener never answers. Bound the test, not Keen.
             with anyio.fail_after(20):
                 for name in ("remote", "remote_root", "relative", "metaschema", "file"):

@@ -41,7 +41,7 @@ from keen.mcp._tool_descriptions import description_required, fetch_descriptions
 from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._translate import translate_call_error
 from keen.mcp.auth import classify_auth_failure
-from keen.mcp.config import MCPConfig, load_config
+from keen.mcp.config import MCPConfig, load_config, parse_config
 from keen.mcp.types import (
     AuthFactory,
     ServerInfo,
@@ -67,7 +67,9 @@ class Manager:
 
     Args:
         config_path: ``configs.json``; default ``$KEEN_HOME/mcp/configs.json``. Missing = no servers.
-        config: an already-loaded config (wins over ``config_path``).
+        config: an already-loaded config (wins over ``config_path``), or its data as a dict:
+            configs.json's shape or ``{"mcpServers": {...}}`` (Claude Desktop's, as
+            ``fastmcp.Client`` takes it), read by ``parse_config(config, strict=False)``.
         logs_dir: where stdio servers' stderr goes; default ``$KEEN_HOME/logs``.
         auth_factory: builds the OAuth ``httpx2.Auth`` for ``oauth`` servers; default: tokens
             from ``$KEEN_HOME/mcp/auth/<server>.json``, never a browser in the background.
@@ -87,14 +89,16 @@ class Manager:
         self,
         config_path: Path | None = None,
         *,
-        config: MCPConfig | None = None,
+        config: MCPConfig | Mapping[str, Any] | None = None,
         logs_dir: Path | None = None,
         auth_factory: AuthFactory | None = None,
         only: set[str] | None = None,
         transports: Mapping[str, TransportFactory] | None = None,
     ) -> None:
         self.config_path = config_path or paths.mcp_config_path()
-        self._config = config
+        self._config = (
+            config if config is None or isinstance(config, MCPConfig) else parse_config(config, strict=False)
+        )
         self._logs_dir = logs_dir
         if auth_factory is None:
             from keen.mcp.auth import oauth_auth_factory
