@@ -61,7 +61,7 @@ def _root(
 def main() -> None:
     """Console-script entry point: no traceback escapes unless KEEN_DEBUG=1."""
     try:
-        app()
+        app(prog_name="keen")  # also under `python -m keen`
     except SystemExit:
         raise
     except Exception as exc:

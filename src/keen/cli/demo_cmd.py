@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -188,6 +189,7 @@ def demo(
     has_user_config = bool(user_config.servers or user_config.invalid)
     if has_user_config:
         run(lambda: _story(timeout))
+        _next_steps()
         return
     home = Path(tempfile.mkdtemp(prefix="keen-demo-"))
     old = os.environ.get("KEEN_HOME")
@@ -205,6 +207,22 @@ def demo(
             out.print(f"kept {home}")
         else:
             shutil.rmtree(home, ignore_errors=True)
+    _next_steps()
+
+
+def _next_steps() -> None:
+    """What to run next, and how: ``make demo`` installs into .venv, which is not on PATH."""
+    if shutil.which("keen") is not None:
+        out.print("next: keen mcp import FILE (another host's servers), then keen mcp list")
+        return
+    activate = Path(sys.executable).parent / "activate"
+    shown = os.path.relpath(activate) if activate.is_file() else None
+    how = (
+        f". {shown}"
+        if shown and not shown.startswith("..")
+        else (f". {activate}" if shown else "pipx install .")
+    )
+    out.print(f"next: keen is not on your PATH yet; run `{how}` (or `pipx install .`), then: keen mcp list")
 
 
 def register(app: typer.Typer) -> None:
