@@ -125,6 +125,16 @@ class KeenGroup(TyperGroup):
     message on stderr and exit code 2, with no traceback; Ctrl-C exits 130.
     """
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if ctx.parent is None:
+            # -v/--verbose is a root option; accept it after the subcommand too (before any `--`).
+            end = args.index("--") if "--" in args else len(args)
+            flags = [a for a in args[1:end] if a in ("-v", "--verbose")]
+            if flags:
+                rest = [a for i, a in enumerate(args) if not (0 < i < end and a in ("-v", "--verbose"))]
+                args = ["--verbose", *rest]
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)

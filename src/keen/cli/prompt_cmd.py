@@ -17,7 +17,9 @@ def prompt(
     stats: Annotated[
         bool, typer.Option("--stats", help="Compare the prompt with every tool schema inline.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="With --stats: print the figures as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON: the prompt text, or with --stats the figures.")
+    ] = False,
     max_chars: Annotated[
         int, typer.Option("--max-chars", help="Character budget for the catalog (0: none).")
     ] = 0,
@@ -38,7 +40,11 @@ def prompt(
 
     budget = max_chars or None
     if not stats:
-        sys.stdout.write(skills_prompt(max_chars=budget) + "\n")
+        text = skills_prompt(max_chars=budget)
+        if as_json:
+            print_json({"text": text, "chars": len(text)})
+        else:
+            sys.stdout.write(text + "\n")
         return
     from rich.table import Table
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from keen import paths
-from keen.cli._common import fail, typer_app
+from keen.cli._common import fail, print_json, typer_app
 from keen.errors import SkillError
 
 if TYPE_CHECKING:
@@ -117,7 +117,12 @@ def disable(name: NameArg) -> None:
 
 
 @app.command()
-def show(name: NameArg) -> None:
+def show(
+    name: NameArg,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print name, description, enabled, managed, path and text as JSON.")
+    ] = False,
+) -> None:
     """Print a skill's SKILL.md as it is on disk (frontmatter included), control characters escaped."""
     from keen.cli._terminal import terminal_text
     from keen.skills import SKILL_FILE, discover
@@ -125,6 +130,7 @@ def show(name: NameArg) -> None:
     found = discover()
     _check_known(found, name)
     skill = found.get(name)
+    problem = None
     if skill is not None:
         text = skill.read_text()
     else:
@@ -136,5 +142,18 @@ def show(name: NameArg) -> None:
             text = (problem.path / SKILL_FILE).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             fail(f"cannot show skill {name!r}: {problem.message}")
+    if as_json:
+        path = skill.path if skill is not None else problem.path if problem is not None else None
+        print_json(
+            {
+                "name": name,
+                "description": skill.description if skill is not None else None,
+                "enabled": skill.enabled if skill is not None else None,
+                "managed": skill.managed if skill is not None else None,
+                "path": str(path) if path is not None else None,
+                "text": text,
+            }
+        )
+        return
     text = terminal_text(text)
     typer.echo(text, nl=not text.endswith("\n"))

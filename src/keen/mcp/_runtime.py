@@ -479,7 +479,11 @@ class ServerRuntime:
         """The last lines the server wrote to stderr in this run, joined with ' | ', redacted."""
         if self._stderr is None:
             return ""
-        return redactor.redact(one_line(" | ".join(self._stderr.tail(_STDERR_TAIL_LINES)), 500))
+        joined = " ".join(" | ".join(self._stderr.tail(_STDERR_TAIL_LINES)).split())
+        if len(joined) > 500:
+            # The newest lines say why it failed (a traceback's last line): cut the oldest.
+            joined = "…" + joined[-499:]
+        return redactor.redact(joined)
 
     # -- callbacks from the session ---------------------------------------------------------------
 

@@ -439,7 +439,9 @@ class Manager:
             return ServerDisconnected(
                 f'MCP server "{name}" is still connecting; try again in a moment.', server=name
             )
-        return ServerDisconnected(f'MCP server "{name}" is disconnected.{detail}', server=name, remedy=remedy)
+        return ServerDisconnected(
+            f'MCP server "{name}" is disconnected.{detail}', server=name, remedy=remedy or Remedy.RECONNECT
+        )
 
 
 def in_memory_transport(server: Any) -> TransportFactory:

@@ -1,0 +1,68 @@
+"""Small CLI habits (README "Commands"), through the CLI from a temporary ``KEEN_HOME``:
+``-v`` after the subcommand, ``--json`` on ``skills show`` and ``prompt``, a failed
+server's reason in ``mcp sync --json``, and the newest stderr lines in ``last_error``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import stdio_entry
+from helpers.cli import Home, make_home
+
+# Writes 30 long lines, then the one that says why, then exits before the handshake.
+_NOISY_EXIT = (
+    "import sys\n"
+    "for i in range(30): print(f'noise line {i} ' + 'x' * 200, file=sys.stderr)\n"
+    "print('NEWEST: cannot open the database', file=sys.stderr)\n"
+    "sys.exit(3)\n"
+)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    home = make_home(tmp_path_factory.mktemp("habits"))
+    home.write(
+        {
+            "basic": stdio_entry("basic_stdio"),
+            "noisy": {"command": sys.executable, "args": ["-c", _NOISY_EXIT]},
+        }
+    )
+    return home
+
+
+def test_sync_json_carries_the_reason_and_the_newest_stderr(home: Home) -> None:
+    run = home.keen("mcp", "sync", "--json", "--timeout", "30")
+    assert run.code == 0, str(run)
+    by = {e["server"]: e for e in run.json()["servers"]}
+    assert by["basic"]["action"] == "generated"
+    noisy = by["noisy"]
+    assert noisy["action"] == "disabled" and noisy["error"], noisy
+    assert "NEWEST: cannot open the database" in noisy["error"]  # the newest line survives the cut
+    listed = {s["name"]: s for s in home.keen("mcp", "list", "--json").json()}
+    assert "NEWEST" in listed["noisy"]["last_error"]
+    assert "keen mcp connect noisy" in listed["noisy"]["last_error"]
+
+
+def test_verbose_after_the_subcommand(home: Home) -> None:
+    before = home.keen("-v", "skills", "list")
+    after = home.keen("skills", "list", "-v")
+    assert before.code == after.code == 0, str(after)
+    assert after.stdout == before.stdout
+
+
+def test_json_on_skills_show_and_prompt(home: Home) -> None:
+    home.keen("mcp", "sync", "--json", "--timeout", "30")
+    shown = home.keen("skills", "show", "mcp:basic", "--json")
+    assert shown.code == 0, str(shown)
+    data = shown.json()
+    assert data["name"] == "mcp:basic" and data["managed"] is True and data["enabled"] is True
+    assert data["text"].startswith("---\nname: mcp:basic\n")
+    assert Path(data["path"]).name == "mcp:basic"
+    prompt = home.keen("prompt", "--json")
+    assert prompt.code == 0, str(prompt)
+    body = prompt.json()
+    assert "mcp:basic" in body["text"] and body["chars"] == len(body["text"])
+    assert home.keen("prompt").stdout == body["text"] + "\n"
