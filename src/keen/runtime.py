@@ -251,7 +251,8 @@ async def connect_server(
     config = SkillsConfig.load(root / "config.json")
     tools = manager.list_tools(server) if status.state is ServerState.CONNECTED else []
     invalid = [(t.name, t.reason) for t in manager.invalid_tools(server)]
-    snapshot = ServerSnapshot(status, tools, manager.server_info(server), invalid)
+    description = config_entry.description if config_entry is not None else None
+    snapshot = ServerSnapshot(status, tools, manager.server_info(server), invalid, description)
     entry = await anyio.to_thread.run_sync(
         lambda: sync_server(snapshot, skills_root=root, skills_config=config, force_enable=True)
     )

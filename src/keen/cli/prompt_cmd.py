@@ -41,6 +41,8 @@ def prompt(
     budget = max_chars or None
     if not stats:
         text = skills_prompt(max_chars=budget)
+        if budget is not None:
+            _check_fits(text, budget)
         if as_json:
             print_json({"text": text, "chars": len(text)})
         else:
@@ -64,6 +66,20 @@ def prompt(
     out.print(f"every tool schema inline: {figures.all_schemas_tokens:,} tokens")
     out.print(f"Keen catalog + call_mcp_tool: {figures.catalog_tokens:,} tokens")
     out.print(f"reduction: {figures.reduction:.1%}")
+
+
+def _check_fits(text: str, max_chars: int) -> None:
+    """Fail when the budget left out every enabled skill: an empty catalog is no answer."""
+    from keen.prompt import skills_prompt
+    from keen.skills import discover
+
+    names = [skill.name for skill in discover(paths.skills_dir()).enabled]
+    if names and not any(f"- {name}" in text for name in names):
+        whole = len(skills_prompt())
+        fail(
+            f"--max-chars {max_chars} is too small for one catalog line (the whole catalog is "
+            f"{whole:,} characters); raise it"
+        )
 
 
 def _budgeted(tokens: int, *, stats: bool, as_json: bool) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from keen._redact import redactor
+from keen._text import one_line
 from keen.errors import SkillError
 from keen.mcp.types import SERVER_NAME_RE, ServerInfo, ServerStatus, Tool, tools_hash
 from keen.mcpskills import _swap
@@ -40,6 +41,8 @@ from keen.mcpskills._render import (
 __all__ = ["GenerationReport", "delete_skill", "generate_skill", "skill_name"]
 
 logger = logging.getLogger(__name__)
+
+_CONFIG_DESCRIPTION_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,7 @@ def generate_skill(
     now: datetime | None = None,
     fsync: bool = True,
     invalid: Sequence[tuple[str, str]] = (),
+    description: str | None = None,
 ) -> GenerationReport:
     """Write or refresh ``skills_root/mcp:<status.name>/`` from ``tools``.
 
@@ -148,7 +152,9 @@ def generate_skill(
     ``fsync=False`` skips the fsyncs (for throwaway dirs; a killed process is still safe,
     a power cut is not). ``last_error`` is redacted before it is written. ``invalid``:
     ``(name, reason)`` of tools the server listed but the MCP schema rejects; they are
-    named under "Skipped tools" with the other tools that got no schema.
+    named under "Skipped tools" with the other tools that got no schema. ``description``:
+    the server's ``description`` from configs.json; when set it is the frontmatter
+    description (the catalog line) instead of one derived from the server.
 
     Raises ``SkillError`` for an invalid server name, or when ``mcp:<server>`` exists but
     is not managed by Keen (it is never overwritten); ``OSError`` from the filesystem, with
@@ -163,9 +169,13 @@ def generate_skill(
         RejectedTool(name, display_text(name), f"its definition is invalid: {display_text(reason, 200)}")
         for name, reason in sorted(invalid)
     ]
-    description = describe_server(
-        server, info, [t.name for t, _ in planned], [t.description for t, _ in planned]
-    )
+    if description and description.strip():
+        # The user's own words for the catalog line; one line, bounded like server text.
+        description = one_line(description, _CONFIG_DESCRIPTION_CHARS)
+    else:
+        description = describe_server(
+            server, info, [t.name for t, _ in planned], [t.description for t, _ in planned]
+        )
     hashed = tools_hash(tools)
     source = _source_hash(
         server, description, info, hashed + (json.dumps(sorted(invalid)) if invalid else "")

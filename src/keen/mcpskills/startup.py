@@ -26,7 +26,9 @@ def snapshots(manager: Manager) -> list[ServerSnapshot]:
     for status in manager.servers():
         tools = manager.list_tools(status.name) if status.state is ServerState.CONNECTED else []
         invalid = [(t.name, t.reason) for t in manager.invalid_tools(status.name)]
-        out.append(ServerSnapshot(status, tools, manager.server_info(status.name), invalid))
+        entry = manager.config.servers.get(status.name)
+        description = entry.description if entry is not None else None
+        out.append(ServerSnapshot(status, tools, manager.server_info(status.name), invalid, description))
     return out
 
 

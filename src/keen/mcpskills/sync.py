@@ -78,6 +78,8 @@ class ServerSnapshot:
     info: ServerInfo | None = None
     invalid: list[tuple[str, str]] = field(default_factory=lambda: list[tuple[str, str]]())
     """``(name, reason)`` of listed tools the MCP schema rejected (not in ``tools``)."""
+    description: str | None = None
+    """The server's ``description`` in configs.json: its catalog line when set."""
 
 
 @dataclass(frozen=True)
@@ -249,7 +251,14 @@ def _sync_one(
         )
     try:
         report = generate_skill(
-            root, status, snap.tools, info=snap.info, now=now, fsync=fsync, invalid=snap.invalid
+            root,
+            status,
+            snap.tools,
+            info=snap.info,
+            now=now,
+            fsync=fsync,
+            invalid=snap.invalid,
+            description=snap.description,
         )
     except SkillError as exc:
         if _swap.inspect(root, server).kind == "unmanaged":

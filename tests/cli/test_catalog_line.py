@@ -1,0 +1,45 @@
+"""The catalog line a model reads (README "What the model sees"), through the CLI from a
+temporary ``KEEN_HOME``: a server's ``description`` in configs.json is its catalog line,
+and ``keen prompt --max-chars N`` too small for one line is an error, not an empty prompt."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import stdio_entry
+from helpers.cli import Home, make_home
+
+MINE = "Scratch notes and arithmetic for the team's demos"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    home = make_home(tmp_path_factory.mktemp("catalog"))
+    home.write(
+        {
+            "described": {**stdio_entry("basic_stdio"), "description": MINE},
+            "plain": stdio_entry("basic_stdio"),
+        }
+    )
+    sync = home.keen("mcp", "sync", "--json", "--timeout", "30")
+    assert sync.code == 0, str(sync)
+    return home
+
+
+def test_config_description_is_the_catalog_line(home: Home) -> None:
+    run = home.keen("prompt")
+    assert run.code == 0, str(run)
+    lines = {line.split(":", 2)[1]: line for line in run.stdout.splitlines() if line.startswith("- mcp:")}
+    assert lines["described"].startswith(f"- mcp:described: {MINE} → read ")
+    assert MINE not in lines["plain"]  # the other server keeps its derived line
+    shown = home.keen("skills", "show", "mcp:described", "--json").json()
+    assert shown["description"] == MINE
+
+
+def test_max_chars_too_small_for_one_line_is_an_error(home: Home) -> None:
+    run = home.keen("prompt", "--max-chars", "20")
+    assert run.code == 2, str(run)
+    assert run.stdout == ""
+    assert "--max-chars 20 is too small" in " ".join(run.stderr.split())
+    roomy = home.keen("prompt", "--max-chars", "4000")
+    assert roomy.code == 0 and "- mcp:described:" in roomy.stdout
