@@ -1,6 +1,7 @@
 """The catalog line a model reads (README "What the model sees"), through the CLI from a
 temporary ``KEEN_HOME``: a server's ``description`` in configs.json is its catalog line,
-and ``keen prompt --max-chars N`` too small for one line is an error, not an empty prompt."""
+a server that connects but lists no tools is shown as such with its stderr hint and gets no
+catalog line, and ``keen prompt --max-chars N`` too small for one line is an error, not an empty prompt."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
         {
             "described": {**stdio_entry("basic_stdio"), "description": MINE},
             "plain": stdio_entry("basic_stdio"),
+            "empty": stdio_entry("empty_stdio"),
         }
     )
     sync = home.keen("mcp", "sync", "--json", "--timeout", "30")
@@ -43,3 +45,15 @@ def test_max_chars_too_small_for_one_line_is_an_error(home: Home) -> None:
     assert "--max-chars 20 is too small" in " ".join(run.stderr.split())
     roomy = home.keen("prompt", "--max-chars", "4000")
     assert roomy.code == 0 and "- mcp:described:" in roomy.stdout
+
+
+def test_a_server_with_no_tools_is_shown_and_gets_no_catalog_line(home: Home) -> None:
+    listed = {s["name"]: s for s in home.keen("mcp", "list", "--json", "--timeout", "30").json()}
+    empty = listed["empty"]
+    assert empty["state"] == "connected" and empty["tool_count"] == 0
+    assert "lists no tools" in empty["last_error"] and "JIRA_API_TOKEN is not set" in empty["last_error"]
+    sync = home.keen("mcp", "sync", "--json", "--timeout", "30").json()
+    entry = {e["server"]: e for e in sync["servers"]}["empty"]
+    assert entry["action"] == "disabled" and not entry["enabled"]
+    assert "lists no tools" in entry["hint"] and "JIRA_API_TOKEN" in entry["hint"]
+    assert "mcp:empty" not in home.keen("prompt").stdout

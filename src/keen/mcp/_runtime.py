@@ -373,7 +373,14 @@ class ServerRuntime:
         self.last_connected_at = self.last_refresh_at = now
         for tool in tools:
             logger.debug("server %s: tool %s: %s", self.name, tool.name, one_line(tool.description, 80))
-        self._set(ServerState.CONNECTED, "")
+        note = ""
+        if not tools and not self.invalid_tools:
+            # Servers without credentials often start fine and list nothing (and say why on stderr).
+            tail = self._stderr_tail()
+            note = "connected, but it lists no tools" + (
+                f"; last stderr: {tail}" if tail else "; it may need credentials or setup (see its documentation)"
+            )
+        self._set(ServerState.CONNECTED, note)
         self._settle()
 
     async def _list_all(self, session: ClientSession) -> list[Tool]:

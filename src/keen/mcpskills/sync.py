@@ -249,6 +249,14 @@ def _sync_one(
         return SyncEntry(
             server, status.state.value, "disabled", False, hint, path, error=reason, remedy=remedy
         )
+    if not snap.tools and not snap.invalid:
+        # No catalog line telling the model to read an empty skill.
+        auto.disable(config, name, "no tools")
+        current = _swap.inspect(root, server)
+        _mark(current, {"configured": True, "status": "no_tools", "last_error": reason}, fsync)
+        hint = reason or "connected, but it lists no tools"
+        path = link if current.managed else None
+        return SyncEntry(server, status.state.value, "disabled", False, hint, path, remedy=Remedy.RECONNECT)
     try:
         report = generate_skill(
             root,
