@@ -193,7 +193,11 @@ def call(
 @app.command("import")
 def import_servers(
     file: Annotated[
-        Path, typer.Argument(help='A file with {"mcpServers": {...}} (Claude Desktop, Claude Code, Cursor).')
+        Path,
+        typer.Argument(
+            help='A file with {"mcpServers": {...}} (Claude Desktop, Claude Code, Cursor), VS Code\'s '
+            'mcp.json or settings.json; JSONC is fine; "-" reads standard input.'
+        ),
     ],
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace servers that already exist.")
@@ -214,6 +218,8 @@ def import_servers(
     outcome = import_into_config(file, paths.mcp_config_path(), rename=renames, overwrite=overwrite)
     for name in outcome.imported:
         out.print(f"[green]imported[/] {name}")
+    for name in outcome.unchanged:
+        out.print(f"unchanged {name}: already configured as imported")
     for name in outcome.conflicts:
         err.print(f"[yellow]skipped[/] {name}: already configured (use --overwrite to replace it)")
     for name, reason in outcome.result.refused:
@@ -222,7 +228,7 @@ def import_servers(
         err.print(f"[yellow]note[/] {name}: {note}", markup=True, highlight=False)
     if outcome.written is not None:
         out.print(f"wrote {outcome.written}")
-    if not outcome.imported and (outcome.result.refused or outcome.conflicts):
+    if not outcome.imported and not outcome.unchanged and (outcome.result.refused or outcome.conflicts):
         raise typer.Exit(2)
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,24 +107,34 @@ def import_mcp_file(path: Path, *, rename: Mapping[str, str] | None = None) -> I
     or has no ``mcpServers``/``servers`` object.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise ConfigError(f"{path} does not exist; check the path", path=str(path)) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(
             f"cannot read {path}: {exc}; check the path and its permissions", path=str(path)
         ) from exc
+    source = "standard input" if str(path) == "-" else str(path)
+    return import_mcp_servers(_load_jsonc(text, source), rename=rename, source=source)
+
+
+def _load_jsonc(text: str, source: str) -> Any:
+    """JSON, or JSONC as VS Code, Cursor and Claude Code write it (comments, trailing commas)."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; if the file has "
-            "comments or trailing commas (JSONC), remove them and retry",
-            path=str(path),
-            line=exc.lineno,
-            column=exc.colno,
-        ) from exc
-    return import_mcp_servers(data, rename=rename, source=str(path))
+        import json5  # only for the files plain JSON cannot read
+
+        try:
+            return json5.loads(text)
+        except ValueError:
+            raise ConfigError(
+                f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg} "
+                "(comments and trailing commas are fine); fix the syntax there",
+                path=source,
+                line=exc.lineno,
+                column=exc.colno,
+            ) from exc
 
 
 def import_mcp_servers(
@@ -211,14 +222,17 @@ class ImportOutcome:
     Attributes:
         result: the conversion (``refused`` and ``notes`` say what was left out and why).
         imported: names written to configs.json.
-        conflicts: names skipped because configs.json has them (and ``overwrite`` was off).
+        conflicts: names skipped because configs.json has them differently (and ``overwrite``
+            was off).
         written: the configs.json path when anything was written, else ``None``.
+        unchanged: names configs.json already has exactly as imported (a re-import is a no-op).
     """
 
     result: ImportResult
     imported: list[str]
     conflicts: list[str]
     written: Path | None
+    unchanged: list[str] = field(default_factory=lambda: list[str]())
 
 
 def import_into_config(
@@ -243,17 +257,22 @@ def import_into_config(
         # Never merge into a file that cannot be parsed; one broken entry is no reason to refuse.
         load_config(config_path, strict=False)
         existing = json.loads(config_path.read_text(encoding="utf-8"))
+    have = (existing or {}).get("servers") or {}
+    unchanged = [name for name, entry in result.servers.items() if have.get(name) == entry]
     merged, conflicts = merge_into_config(existing, result, overwrite=overwrite)
-    imported = [name for name in result.servers if name not in conflicts]
+    conflicts = [name for name in conflicts if name not in unchanged]
+    imported = [name for name in result.servers if name not in conflicts and name not in unchanged]
     if imported:
         save_config(merged, config_path)
-    return ImportOutcome(result, imported, conflicts, config_path if imported else None)
+    return ImportOutcome(result, imported, conflicts, config_path if imported else None, unchanged)
 
 
 def _server_map(data: Any, source: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f'{source}: expected a JSON object with "mcpServers"', path=source)
-    if "mcpServers" in data:
+    if isinstance(data.get("mcp"), dict) and "servers" in data["mcp"]:
+        servers = data["mcp"]["servers"]  # VS Code's user settings.json
+    elif "mcpServers" in data:
         servers = data["mcpServers"]
     elif "servers" in data and "version" not in data:
         servers = data["servers"]  # VS Code's .vscode/mcp.json
