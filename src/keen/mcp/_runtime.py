@@ -378,7 +378,9 @@ class ServerRuntime:
             # Servers without credentials often start fine and list nothing (and say why on stderr).
             tail = self._stderr_tail()
             note = "connected, but it lists no tools" + (
-                f"; last stderr: {tail}" if tail else "; it may need credentials or setup (see its documentation)"
+                f"; last stderr: {tail}"
+                if tail
+                else "; it may need credentials or setup (see its documentation)"
             )
         self._set(ServerState.CONNECTED, note)
         self._settle()
