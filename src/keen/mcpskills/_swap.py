@@ -23,18 +23,18 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import logging
 import os
 import re
 import secrets
 import shutil
 import threading
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+import filelock
 
 from keen._fs import atomic_write_bytes
 from keen.errors import SkillError
@@ -96,7 +96,7 @@ def _version_re(server: str) -> re.Pattern[str]:
 
 @contextlib.contextmanager
 def locked(root: Path, timeout: float = 60.0) -> Iterator[None]:
-    """Hold ``root/.keen-mcp.lock`` (``flock``, exclusive) for the block; re-entrant per thread.
+    """Hold ``root/.keen-mcp.lock`` (``filelock``, exclusive) for the block; re-entrant per thread.
 
     Raises ``SkillError`` when another process holds it for longer than ``timeout`` seconds.
     The kernel drops the lock when its holder dies, even by SIGKILL.
@@ -112,28 +112,21 @@ def locked(root: Path, timeout: float = 60.0) -> Iterator[None]:
             depths[key] -= 1
         return
     root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    # filelock: flock on POSIX, msvcrt on Windows (no POSIX-only import in Keen's own code).
+    lock = filelock.FileLock(root / LOCK_FILE, timeout=timeout, poll_interval=_LOCK_POLL_SECONDS, mode=0o644)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise SkillError(
-                        f"another Keen process has been writing MCP skills in {root} for over {timeout:.0f}s "
-                        f"(lock {root / LOCK_FILE}); wait for it or stop it, then retry"
-                    ) from None
-                time.sleep(_LOCK_POLL_SECONDS)
-        depths[key] = 1
-        try:
-            yield
-        finally:
-            del depths[key]
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        lock.acquire()
+    except filelock.Timeout:
+        raise SkillError(
+            f"another Keen process has been writing MCP skills in {root} for over {timeout:.0f}s "
+            f"(lock {root / LOCK_FILE}); wait for it or stop it, then retry"
+        ) from None
+    depths[key] = 1
+    try:
+        yield
     finally:
-        os.close(fd)
+        del depths[key]
+        lock.release()
 
 
 def read_marker(skill_dir: Path, server: str) -> Marker | None:
