@@ -27,7 +27,7 @@ from helpers import stdio_entry
 from helpers.http_servers import serve_http
 from keen.capabilities import Catalog
 from keen.errors import ToolQuarantined
-from keen.gateway import ApprovalRequest, Gateway
+from keen.gateway import ApprovalRequest, Gateway, allow_all
 from keen.mcp import Manager
 from keen.mcp.flags import scan_server
 from keen.mcp.pins import PinGuard
@@ -207,7 +207,7 @@ async def test_stdio_default_warns_and_an_explicit_quarantine_refuses_new_tools(
         events: list[dict[str, Any]] = []
         async with Manager(write_config({"local": entry})) as manager:
             assert await manager.wait_ready(20)
-            gateway = Gateway(manager, audit=events.append)
+            gateway = Gateway(manager, approval=allow_all, audit=events.append)
             await gateway.call_for_model("local", tool, {"text": "x"} if tool == "echo" else {"query": "q"})
         return events[-1]
 

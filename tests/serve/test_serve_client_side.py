@@ -11,7 +11,7 @@ import pytest
 
 from helpers.serve import KEEN, serve_env, write_upstream
 from keen.errors import InvalidArguments
-from keen.gateway import Gateway
+from keen.gateway import Gateway, allow_all
 from keen.mcp.config import MCPConfig
 from keen.mcp.manager import Manager
 
@@ -39,7 +39,7 @@ async def test_manager_reads_full_descriptions_and_calls(tmp_path: Path, keen_ho
         # Full schema and description, not the minimal {"type": "object", "additionalProperties": true}.
         assert add.input_schema["required"] == ["a", "b"]
         assert add.description == "Add two integers."
-        gateway = Gateway(manager)
+        gateway = Gateway(manager, approval=allow_all)
         first = await gateway.call("front", "basic__add", {"a": 2, "b": 2})
         assert not first.is_error and first.text == "4"
         # The front's authorization (1 s) lapses; the Manager refetches and retries once.

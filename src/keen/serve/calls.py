@@ -20,7 +20,7 @@ from typing import Any, TextIO
 import mcp_types as mt
 
 from keen.errors import KeenError
-from keen.gateway import Gateway
+from keen.gateway import Gateway, allow_all
 from keen.mcp.manager import Manager
 
 __all__ = ["AuditLog", "CallRouter"]
@@ -66,7 +66,9 @@ class CallRouter:
 
     def __init__(self, manager: Manager, audit: AuditLog) -> None:
         self.audit = audit
-        self.gateway = Gateway(manager, audit=self._record)
+        # The MCP host calling keen serve approves each call with its own user (as it does for
+        # any server's tool), so the gateway's read-only default would refuse what they allowed.
+        self.gateway = Gateway(manager, approval=allow_all, audit=self._record)
 
     async def call(self, server: str, tool: str, arguments: Any, *, caller: str) -> mt.CallToolResult:
         """The upstream result as MCP's ``CallToolResult``; Keen's refusals become ``isError``
