@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import stat
+import time
 from pathlib import Path
 
 import anyio
@@ -230,3 +231,31 @@ async def test_tokens_are_never_sent_to_a_changed_url(keen_home: Path) -> None:
             await list_tool_names(auth, second.url)
         assert isinstance(classify_auth_failure(caught.value, server="demo", auth=auth), AuthRequired)
         assert all(token not in " ".join(headers.values()) for _, _, headers in second.requests)
+
+
+async def test_a_stale_connection_adopts_a_newer_sign_in_instead_of_refreshing_over_it(
+    keen_home: Path,
+) -> None:
+    """A connection that loaded its token before a step-up sign-in must not renew that old
+    grant over the newer one in the shared store once its own token expires (the SDK keeps
+    tokens in memory per connection; the old refresh token is still accepted)."""
+    with serve_oauth(step_up_tool=True) as srv:
+        config = oauth_config(srv.url)
+        await authorize_interactively("demo", config, open_browser=Browser(), timeout=30)
+        stale = background_auth("demo", config)
+        (refused,) = await call_tools(stale, srv.url, ("admin_task", {}))
+        assert isinstance(refused, MCPError)  # "read" only; the step-up scope is now pending
+        await authorize_interactively("demo", config, open_browser=Browser(), timeout=30)
+        granted = await FileTokenStore("demo").get_tokens()
+        assert granted is not None and "admin" in (granted.scope or "").split()
+        refreshes = srv.provider.refreshes
+
+        # The stale connection's token expires (deterministically, instead of waiting it out).
+        stale.context.token_expiry_time = time.time() - 1
+        (done,) = await call_tools(stale, srv.url, ("admin_task", {}))
+
+        assert not isinstance(done, Exception), f"refused after the step-up sign-in: {done}"
+        assert text_of(done) == "admin done"
+        assert srv.provider.refreshes == refreshes  # the newer sign-in was valid: nothing renewed
+        saved = await FileTokenStore("demo").get_tokens()
+        assert saved is not None and saved.access_token == granted.access_token

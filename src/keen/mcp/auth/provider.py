@@ -229,6 +229,8 @@ class KeenOAuthProvider(OAuthClientProvider):
                 await self._initialize()
             self.context.protocol_version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
             refreshed = False
+            if not self.context.is_token_valid():
+                await self._adopt_newer_sign_in()
             if not self.context.is_token_valid() and self.context.can_refresh_token():
                 refreshed = True
                 refresh_response = yield await self._refresh_token()
@@ -236,6 +238,16 @@ class KeenOAuthProvider(OAuthClientProvider):
             if self.context.is_token_valid():
                 self._add_auth_header(request)
             response = yield request
+            if (
+                response.status_code == 401
+                and not refreshed
+                and await self._adopt_newer_sign_in()
+                and self.context.is_token_valid()
+            ):
+                # Another connection or `keen mcp connect` signed in since this one loaded its token.
+                self._add_auth_header(request)
+                refreshed = True
+                response = yield request
             if response.status_code == 401 and not refreshed and self.context.can_refresh_token():
                 # A token we believed valid was refused (revoked, expired early, clock skew): renew once.
                 refresh_response = yield await self._refresh_token()
@@ -277,6 +289,23 @@ class KeenOAuthProvider(OAuthClientProvider):
         self.context.client_info = client_info
         self._had_token = self._had_token or tokens is not None
         self._initialized = True
+
+    async def _adopt_newer_sign_in(self) -> bool:
+        """Before renewing, take the saved sign-in if it is not the one this connection holds.
+
+        Tokens live in memory for the life of a connection while the store is shared: a
+        ``keen mcp connect`` (a step-up, say) or another connection may have saved a newer
+        sign-in since. Refreshing the stale in-memory token would then overwrite that newer
+        sign-in in the store with a renewal of the old grant (without the step-up scope), and
+        the old refresh token may still be accepted. True when the saved sign-in was adopted.
+        """
+        saved = await self._store.get_tokens()
+        held = self.context.current_tokens
+        if saved is None or (held is not None and saved.access_token == held.access_token):
+            return False
+        await self._initialize()
+        logger.debug("server %s: using the sign-in saved since this connection started", self.server)
+        return self.context.current_tokens is not None
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
         await super()._handle_token_response(response)
