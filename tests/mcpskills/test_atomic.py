@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 
 from helpers.mcpskills import NOW, simple_tools, status
-from keen.mcpskills import MARKER_FILE, ServerSnapshot, generate_skill, sync_mcp_skills
+from keen.mcpskills import MARKER_FILE, ServerSnapshot, _swap, generate_skill, sync_mcp_skills
 from keen.skills import SkillsConfig
 
 SWAPS = 200
@@ -25,18 +26,38 @@ SWAPS = 200
 
 def read_whole_skill(link: Path) -> int:
     """Read SKILL.md and every schema it lists; raise on anything partial or missing."""
-    text = (link / "SKILL.md").read_text(encoding="utf-8")
+    return len(_read_tags(link.resolve(strict=True)))
+
+
+def read_one_version(link: Path) -> str:
+    """Read a whole skill the way a slow agent does: resolve the link once, then read SKILL.md,
+    every schema it lists and the marker under that resolved dir. Return the version tag all
+    schemas carry; raise on anything partial, missing, or mixed from two versions."""
+    tags = set(_read_tags(link.resolve(strict=True)))
+    if len(tags) != 1:
+        raise AssertionError(f"one read mixed versions {sorted(tags)}")
+    return tags.pop()
+
+
+def _read_tags(version: Path) -> list[str]:
+    text = (version / "SKILL.md").read_text(encoding="utf-8")
     if not text.startswith("---\nname: mcp:") or not text.rstrip().endswith("|"):
         raise AssertionError(f"partial SKILL.md: {text[-80:]!r}")
     paths = [
         line.rsplit(" | ", 1)[1].rstrip(" |") for line in text.splitlines() if line.startswith("| tool_")
     ]
+    tags: list[str] = []
     for rel in paths:
-        data = json.loads((link / rel).read_text(encoding="utf-8"))
-        if data["server"] != "srv" or "inputSchema" not in data:
+        data = json.loads((version / rel).read_text(encoding="utf-8"))
+        match = TAG.match(data.get("description", ""))
+        if data["server"] != "srv" or "inputSchema" not in data or match is None:
             raise AssertionError(f"bad schema {rel}: {data}")
-    json.loads((link / MARKER_FILE).read_text(encoding="utf-8"))
-    return len(paths)
+        tags.append(match.group(1))
+    json.loads((version / MARKER_FILE).read_text(encoding="utf-8"))
+    return tags
+
+
+TAG = re.compile(r"^Tool number \d+(.*)\. Does thing \d+ with a query\.$")
 
 
 def test_readers_never_see_partial_or_missing_files(tmp_path: Path) -> None:
@@ -46,13 +67,12 @@ def test_readers_never_see_partial_or_missing_files(tmp_path: Path) -> None:
     link = root / "mcp:srv"
     stop = threading.Event()
     errors: list[BaseException] = []
-    reads = [0]
+    seen: list[str] = []
 
     def reader() -> None:
         while not stop.is_set():
             try:
-                assert read_whole_skill(link) == 40
-                reads[0] += 1
+                seen.append(read_one_version(link))
             except BaseException as exc:  # any failure is the finding
                 errors.append(exc)
                 return
@@ -69,10 +89,39 @@ def test_readers_never_see_partial_or_missing_files(tmp_path: Path) -> None:
         stop.set()
         thread.join(timeout=30)
     assert errors == []
-    assert reads[0] >= 10, f"the reader only completed {reads[0]} reads; the test proved nothing"
-    versions = [p.name for p in root.iterdir() if p.name.startswith(".mcp:")]
-    assert versions == [link.resolve().name]
+    assert len(seen) >= 10, f"the reader only completed {len(seen)} reads; the test proved nothing"
+    assert len(set(seen)) >= 2, "the reader never saw a swap; the test proved nothing"
+    current = link.resolve().name
     assert "v199." in (link / "schemas" / "tool_0007.json").read_text(encoding="utf-8")
+    # Replaced versions stay for the grace period, whole, for readers that resolved them.
+    retired = sorted(p for p in root.iterdir() if p.name.startswith(".mcp:") and p.name != current)
+    assert retired and len([read_one_version(p) for p in retired]) == len(retired)
+    assert not [p for p in root.iterdir() if p.name.endswith((".tmp", ".link"))]
+
+    # Once the grace has passed, the next run deletes them and keeps only the current version.
+    past = time.time() - _swap.RETIRED_GRACE_SECONDS - 1
+    for path in retired:
+        os.utime(path, (past, past))
+    snap = ServerSnapshot(status("srv"), simple_tools("srv", 40, tag=" v199"))
+    report = sync_mcp_skills([snap], skills_root=root, skills_config=config, now=NOW, fsync=False)
+    assert report.entries[0].action == "unchanged"
+    assert [p.name for p in root.iterdir() if p.name.startswith(".mcp:")] == [current]
+
+
+def test_a_replaced_version_is_kept_for_a_reader_that_resolved_it(tmp_path: Path) -> None:
+    """The slow reader of the contract, step by step: it resolves the skill, two newer
+    versions are published, and it still reads every file of the version it started with."""
+    root = tmp_path / "skills"
+    generate_skill(root, status("srv"), simple_tools("srv", 40, tag=" v0"), now=NOW)
+    link = root / "mcp:srv"
+    resolved = link.resolve()
+    skill_md = (resolved / "SKILL.md").read_text(encoding="utf-8")
+    for i in (1, 2):
+        report = generate_skill(root, status("srv"), simple_tools("srv", 40, tag=f" v{i}"), now=NOW)
+        assert report.action == "generated"
+    assert link.resolve() != resolved
+    assert (resolved / "SKILL.md").read_text(encoding="utf-8") == skill_md
+    assert read_one_version(resolved) == " v0" and read_one_version(link) == " v2"
 
 
 CHILD = textwrap.dedent(
@@ -122,7 +171,9 @@ def test_sigkill_mid_generation_leaves_previous_skill(tmp_path: Path) -> None:
     # The next run (lock released by the kernel at the kill) cleans the debris up.
     report = generate_skill(root, status("srv"), simple_tools("srv", 40, tag=" next"), now=NOW)
     assert report.action == "generated"
-    assert sorted(p.name for p in root.iterdir()) == [".keen-mcp.lock", link.resolve().name, "mcp:srv"]
+    # The debris is gone; the replaced version stays for its grace period (readers may be in it).
+    expected = [".keen-mcp.lock", link.resolve().name, old_version.name, "mcp:srv"]
+    assert sorted(p.name for p in root.iterdir()) == sorted(expected)
     assert read_whole_skill(link) == 40
 
 

@@ -229,10 +229,11 @@ def test_unchanged_keeps_files_and_updates_marker(tmp_path: Path) -> None:
     assert marker["generated_at"] == "2026-05-21T12:00:00Z"
     third = generate_skill(root, status("srv"), simple_tools("srv", 5, tag=" v2"), now=NOW)
     assert third.action == "generated" and third.skill_path.resolve() != version
-    assert not version.exists()
-    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".mcp:")) == [
-        third.skill_path.resolve().name
-    ]
+    # The replaced version stays, whole, for readers that resolved it before the swap.
+    assert (version / "SKILL.md").read_bytes() == before["SKILL.md"]
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".mcp:")) == sorted(
+        [third.skill_path.resolve().name, version.name]
+    )
 
 
 def test_changed_server_info_regenerates(tmp_path: Path) -> None:
@@ -295,9 +296,11 @@ def test_plain_managed_dir_from_older_layout_is_migrated(tmp_path: Path) -> None
     (old / "schemas" / "gone.json").write_text("{}", encoding="utf-8")
     report = generate_skill(root, status("srv"), simple_tools("srv", 2), now=NOW)
     assert report.skill_path.is_symlink()
+    # The old plain dir stays as .old for its grace period (readers may be inside it).
     assert sorted(p.name for p in root.iterdir()) == [
         ".keen-mcp.lock",
         report.skill_path.resolve().name,
+        report.skill_path.resolve().name + ".old",
         "mcp:srv",
     ]
     assert not (report.skill_path / "schemas" / "gone.json").exists()
@@ -416,9 +419,11 @@ def test_migration_without_rename_exchange(tmp_path: Path, monkeypatch: pytest.M
     (old / MARKER_FILE).write_text(json.dumps({"managed_by": MANAGED_BY, "server": "srv"}), encoding="utf-8")
     report = generate_skill(root, status("srv"), simple_tools("srv", 2), now=NOW)
     assert report.skill_path.is_symlink() and (report.skill_path / "SKILL.md").is_file()
+    # The old plain dir stays as .old for its grace period (readers may be inside it).
     assert sorted(p.name for p in root.iterdir()) == [
         ".keen-mcp.lock",
         report.skill_path.resolve().name,
+        report.skill_path.resolve().name + ".old",
         "mcp:srv",
     ]
 

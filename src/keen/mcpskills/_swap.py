@@ -12,7 +12,10 @@ no skill at all. So a new version is written into a ``.tmp`` dir beside the link
 durable (one ``syncfs`` when asked), renamed to its versioned name, and then
 the link is replaced with ``os.replace`` of a fresh symlink: a reader opening
 ``mcp:github/...`` resolves either the old or the new version, both complete. The old
-version is deleted afterwards. Dot-prefixed names are invisible to skill discovery
+version is stamped with its retirement time (its mtime) and kept for ``RETIRED_GRACE_SECONDS``:
+a reader that resolved the link just before the swap (an agent that read SKILL.md and then
+opens schemas under the path it resolved) still finds every file of the version it started
+with. Later writers delete retired versions once the grace has passed. Dot-prefixed names are invisible to skill discovery
 (``keen.skills.discover`` skips them). A process killed mid-build leaves the link on the
 old version; the ``.tmp`` debris is removed by the next writer, which is safe because
 writers hold the lock. A plain managed dir from an older layout is migrated with
@@ -43,6 +46,7 @@ from keen.mcpskills._render import MARKER_FILE, dump_json
 
 __all__ = [
     "LOCK_FILE",
+    "RETIRED_GRACE_SECONDS",
     "Current",
     "cleanup",
     "inspect",
@@ -59,6 +63,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 LOCK_FILE = ".keen-mcp.lock"
+# How long a version replaced by a newer one stays on disk for readers that resolved it
+# before the swap. Reading a skill takes milliseconds; a minute covers a starved reader.
+RETIRED_GRACE_SECONDS = 60.0
 _LOCK_POLL_SECONDS = 0.05
 _held = threading.local()
 
@@ -256,21 +263,31 @@ def publish(root: Path, server: str, build_dir: Path, current: Current, *, fsync
     os.symlink(final.name, tmp_link)
     if current.kind == "dir":
         # One-time migration from a plain dir: os.replace cannot put a link over a dir.
-        if not _exchange(tmp_link, link):
-            old = final.with_name(final.name + ".old")
+        old = final.with_name(final.name + ".old")
+        if _exchange(tmp_link, link):
+            os.rename(tmp_link, old)  # the old dir, now under the temporary link's name
+        else:
             os.rename(link, old)
             os.rename(tmp_link, link)
     else:
         os.replace(tmp_link, link)
     if fsync:
         _fsync_dir(root)
+    retired = current.target if current.kind == "link" else final.with_name(final.name + ".old")
+    if retired is not None and retired.is_dir():
+        # Start its grace now: readers may have resolved it an instant before the swap.
+        os.utime(retired)
     cleanup(root, server, keep=final.name)
     return final
 
 
-def cleanup(root: Path, server: str, *, keep: str | None) -> list[str]:
-    """Delete every ``.mcp:<server>.<hex>[.tmp|.link|.old]`` entry but ``keep``; return the names.
+def cleanup(root: Path, server: str, *, keep: str | None, grace: float = RETIRED_GRACE_SECONDS) -> list[str]:
+    """Delete Keen's ``.mcp:<server>.<hex>[.tmp|.link|.old]`` entries but ``keep``; return the names.
 
+    Build debris (``.tmp`` dirs, ``.link`` symlinks) goes at once: no reader ever saw it. A
+    retired version (a complete versioned dir or a migrated ``.old`` dir) goes only once
+    it was retired (its mtime, stamped by :func:`publish`) more than ``grace`` seconds ago,
+    so a reader still inside it finishes; ``grace=0`` deletes it now.
     Only names Keen creates are touched. Call it with the lock held: a concurrent writer's
     build dir matches the same pattern. Failures are logged and retried next time.
     """
@@ -280,9 +297,17 @@ def cleanup(root: Path, server: str, *, keep: str | None) -> list[str]:
         entries = list(os.scandir(root))
     except FileNotFoundError:
         return removed
+    cutoff = time.time() - grace
     for entry in entries:
-        if entry.name == keep or not pattern.fullmatch(entry.name):
+        match = pattern.fullmatch(entry.name)
+        if entry.name == keep or match is None:
             continue
+        if match.group("suffix") in (None, ".old") and grace > 0:
+            try:
+                if entry.stat(follow_symlinks=False).st_mtime > cutoff:
+                    continue
+            except FileNotFoundError:
+                continue
         try:
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path)
@@ -308,7 +333,8 @@ def remove(root: Path, server: str) -> bool:
         deleted = True
     elif current.kind == "unmanaged":
         logger.warning("not deleting %s: %s", current.path, current.reason)
-    cleanup(root, server, keep=None)
+    # A removed skill has no next version to wait for: everything goes now.
+    cleanup(root, server, keep=None, grace=0)
     return deleted
 
 
