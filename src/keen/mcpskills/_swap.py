@@ -32,6 +32,7 @@ import re
 import secrets
 import shutil
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
