@@ -15,7 +15,6 @@ import os
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TextIO
 
 import anyio
@@ -32,6 +31,7 @@ from keen.errors import AuthRequired, Remedy, RemoteProtocolError
 from keen.mcp._secrets import register_server_secrets
 from keen.mcp._spawn import server_command
 from keen.mcp._stderr import StderrCopy
+from keen.mcp._streams import StreamProxy
 from keen.mcp._tool_descriptions import with_full_descriptions
 from keen.mcp._tool_filter import InvalidTool, ToolListFilter, WriteWatch
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
@@ -48,7 +48,7 @@ _STDERR_TAIL_LINES = 5
 _CLIENT_INFO = mt.Implementation(name="keen", version=__version__)
 
 
-class _EOFWatch:
+class _EOFWatch(StreamProxy):
     """Read-stream proxy that reports the end of the stream (server exit, connection closed).
 
     The SDK's dispatcher treats EOF as a closed connection but tells no one outside;
@@ -58,7 +58,7 @@ class _EOFWatch:
     def __init__(
         self, inner: Any, on_eof: Callable[[], None], transform: Callable[[Any], Any] = lambda item: item
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._on_eof = on_eof
         self._transform = transform
 
@@ -69,9 +69,6 @@ class _EOFWatch:
             self._on_eof()
             raise
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
     def __aiter__(self) -> _EOFWatch:
         return self
 
@@ -80,22 +77,6 @@ class _EOFWatch:
             return await self.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _EOFWatch:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
-
-    def __getattr__(self, name: str) -> Any:
-        # last_context and other optional attributes the dispatcher probes with getattr
-        return getattr(self._inner, name)
 
 
 class ServerRuntime:

@@ -11,13 +11,14 @@ the reason. The rest of the list reaches the SDK intact and stays usable.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import mcp_types as mt
 from mcp.shared.message import SessionMessage
 from mcp_types import methods as mt_methods
 from pydantic import ValidationError
+
+from keen.mcp._streams import StreamProxy
 
 __all__ = ["InvalidTool", "ToolListFilter", "WriteWatch"]
 
@@ -104,31 +105,13 @@ def _reason(exc: Exception) -> str:
     return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
 
 
-class WriteWatch:
+class WriteWatch(StreamProxy):
     """Write-stream proxy that shows every outgoing message to :meth:`ToolListFilter.outgoing`."""
 
     def __init__(self, inner: Any, tool_filter: ToolListFilter) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._filter = tool_filter
 
     async def send(self, item: Any) -> None:
         self._filter.outgoing(item)
         await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> WriteWatch:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
