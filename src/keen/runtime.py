@@ -26,6 +26,7 @@ from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS, Approval, Gateway
 from keen.mcp.auth import authorize_interactively
 from keen.mcp.config import HttpServerConfig, MCPConfig, OAuthAuth
+from keen.mcp.elicitation import ElicitationCallback
 from keen.mcp.manager import Manager, StatusObserver
 from keen.mcp.types import ServerState, ServerStatus
 from keen.mcpskills.startup import sync_from_manager
@@ -163,6 +164,7 @@ async def open_runtime(
     observers: Iterable[StatusObserver] = (),
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     manager: Manager | None = None,
+    elicitation: ElicitationCallback | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open a session: start the Manager, wait for discovery, sync skills, build the Gateway.
 
@@ -185,6 +187,8 @@ async def open_runtime(
         manager: a Manager built by the caller (e.g. with in-memory transports); it is
             started and closed here all the same. ``config_path``, ``config`` and ``only``
             are then ignored.
+        elicitation: answers servers' ``elicitation/create`` requests (see
+            :mod:`keen.mcp.elicitation`); servers see the capability only when it is set.
 
     Yields:
         The :class:`Runtime`.
@@ -197,6 +201,8 @@ async def open_runtime(
     async with contextlib.AsyncExitStack() as stack:
         if manager is None:
             manager = Manager(config_path, config=config, only=only)
+        if elicitation is not None:
+            manager.elicitation = elicitation
         await stack.enter_async_context(manager)
         for observer in observers:
             stack.callback(manager.subscribe(observer))

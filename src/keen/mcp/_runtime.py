@@ -37,6 +37,7 @@ from keen.mcp._tool_filter import InvalidTool, ToolListFilter, WriteWatch
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp._validation import ArgumentValidator
 from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
+from keen.mcp.elicitation import ElicitationCallback, sdk_callback
 from keen.mcp.types import AuthFactory, ServerInfo, ServerState, ServerStatus, Tool, TransportFactory
 
 __all__ = ["ServerRuntime"]
@@ -91,8 +92,10 @@ class ServerRuntime:
         on_change: Callable[[ServerStatus], None],
         auth_factory: AuthFactory | None = None,
         transport: TransportFactory | None = None,
+        elicitation: Callable[[], ElicitationCallback | None] = lambda: None,
     ) -> None:
         self.name = name
+        self._elicitation = elicitation
         self._transport = transport
         self.config = config
         self.state = ServerState.CONFIGURED
@@ -272,6 +275,10 @@ class ServerRuntime:
                         message_handler=self._on_message,
                         logging_callback=self._on_log,
                         client_info=_CLIENT_INFO,
+                        # Advertised only with a callback (the SDK keys the capability on it).
+                        elicitation_callback=(
+                            sdk_callback(self.name, self._elicitation) if self._elicitation() else None
+                        ),
                     )
                 )
                 init: mt.InitializeResult | None = None

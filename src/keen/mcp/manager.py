@@ -42,6 +42,7 @@ from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._translate import translate_call_error
 from keen.mcp.auth import classify_auth_failure
 from keen.mcp.config import MCPConfig, load_config, parse_config
+from keen.mcp.elicitation import ElicitationCallback
 from keen.mcp.types import (
     AuthFactory,
     ServerInfo,
@@ -78,6 +79,10 @@ class Manager:
             factory's streams instead of their configured transport (in-process servers for
             tests and embedding; see :func:`in_memory_transport`). Their config entries still
             give the timeouts.
+        elicitation: answers servers' ``elicitation/create`` requests (form mode; see
+            :mod:`keen.mcp.elicitation`). Sessions advertise the ``elicitation`` capability
+            only when it is set; it may also be set later on :attr:`elicitation`, which
+            applies to sessions that connect after that.
 
     One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
     server alone is in state ``config_error`` with the message and the fix, and calls to it
@@ -94,7 +99,9 @@ class Manager:
         auth_factory: AuthFactory | None = None,
         only: set[str] | None = None,
         transports: Mapping[str, TransportFactory] | None = None,
+        elicitation: ElicitationCallback | None = None,
     ) -> None:
+        self.elicitation = elicitation
         self.config_path = config_path or paths.mcp_config_path()
         self._config = (
             config if config is None or isinstance(config, MCPConfig) else parse_config(config, strict=False)
@@ -143,6 +150,7 @@ class Manager:
                 on_change=self._notify,
                 auth_factory=self._auth_factory,
                 transport=self._transports.get(name),
+                elicitation=lambda: self.elicitation,
             )
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()

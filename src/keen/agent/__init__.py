@@ -1,0 +1,67 @@
+"""``keen chat``'s engine: model providers, the system prompt, the turn loop, compaction.
+
+- :mod:`keen.agent.models`: the streaming :class:`Model` interface, neutral
+  :class:`Message` history, and the :class:`ModelError` tree.
+- :mod:`keen.agent.providers`: :func:`open_model` for ``openai:``, ``anthropic:`` and
+  ``scripted:`` models (the SDKs are optional extras, imported on use).
+- :mod:`keen.agent.loop`: :class:`Agent`, the turn loop on the harness.
+- :mod:`keen.agent.elicitation`: answering servers' ``elicitation/create`` requests.
+- :mod:`keen.agent.settings`: ``$KEEN_HOME/config.toml`` defaults.
+
+Imports only go down the package map (docs/architecture.md): runtime, harness,
+capabilities, skills, mcp; never the CLI or ``keen.serve``.
+"""
+
+from keen.agent.compaction import CallRecord, compact_turn
+from keen.agent.elicitation import ElicitAnswer, Elicitor, accept_defaults, decline, defaults
+from keen.agent.loop import Agent, ApprovalAnswer, Approver, TurnResult, TurnView
+from keen.agent.models import (
+    Message,
+    Model,
+    ModelAuthFailed,
+    ModelDone,
+    ModelError,
+    ModelEvent,
+    ModelNotConfigured,
+    ModelRateLimited,
+    ModelUnreachable,
+    ScriptExhausted,
+    TextDelta,
+    ToolCall,
+)
+from keen.agent.providers import open_model
+from keen.agent.settings import ChatSettings, SettingsError, load_settings, settings_path
+from keen.agent.system_prompt import build_system_prompt
+
+__all__ = [
+    "Agent",
+    "ApprovalAnswer",
+    "Approver",
+    "CallRecord",
+    "ChatSettings",
+    "ElicitAnswer",
+    "Elicitor",
+    "Message",
+    "Model",
+    "ModelAuthFailed",
+    "ModelDone",
+    "ModelError",
+    "ModelEvent",
+    "ModelNotConfigured",
+    "ModelRateLimited",
+    "ModelUnreachable",
+    "ScriptExhausted",
+    "SettingsError",
+    "TextDelta",
+    "ToolCall",
+    "TurnResult",
+    "TurnView",
+    "accept_defaults",
+    "build_system_prompt",
+    "compact_turn",
+    "decline",
+    "defaults",
+    "load_settings",
+    "open_model",
+    "settings_path",
+]

@@ -1,0 +1,407 @@
+"""The turn loop of ``keen chat``: a model on top of the harness.
+
+One user turn (:meth:`Agent.run_turn`) is a series of steps. Each step asks the harness for
+the visible set (:meth:`keen.harness.Harness.begin_turn`, so search hits and schemas read
+in one step become callable in the next), builds the system prompt (base + budgeted
+catalog), streams one model call, and runs every proposed tool call through the harness
+pipeline (validate > visibility > permission > hooks > execute > truncate > audit). A
+denial or a tool error is an observation the model reads, never an exception. The turn
+ends when the model answers without tool calls, or at the step limit; then its tool
+traffic is compacted (:mod:`keen.agent.compaction`).
+
+What the model asked for: reading a tool's schema file (``.../mcp:<server>/schemas/<tool>.json``)
+or calling a tool that exists but is not visible yet counts as asking for that tool, so the
+discovery policy may show it at the next step (docs/architecture.md "The harness").
+
+Approval: the permission gate asks the :class:`Approver` for each call it marks ``ask``;
+``always`` is remembered per (server, tool) for the session. When a call fails because its
+server is not connected, the observation says how the user reconnects it (the front
+end's command, ``connect_command``).
+
+Cancellation (Ctrl-C in the REPL cancels the scope around ``run_turn``) stops the model
+stream or the running call, answers every pending tool call with "cancelled", compacts
+and records the turn, and re-raises; the session and its servers stay open.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import anyio
+
+from keen.agent.compaction import CallRecord, compact_turn
+from keen.agent.elicitation import Elicitor
+from keen.agent.models import Message, Model, ModelDone, ModelError, TextDelta, ToolCall
+from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt
+from keen.capabilities import PermissionMode, capability_id
+from keen.errors import KeenError
+from keen.gateway import CALL_MCP_TOOL, ApprovalRequest
+from keen.harness import Harness, Observation
+from keen.mcp.types import ServerState
+from keen.skills import activate
+
+if TYPE_CHECKING:
+    from keen.runtime import Runtime
+
+__all__ = ["Agent", "ApprovalAnswer", "Approver", "TurnResult", "TurnView"]
+
+ApprovalAnswer = Literal["yes", "no", "always"]
+DEFAULT_MAX_STEPS = 20
+_SCHEMA_PATH = re.compile(r"mcp:([A-Za-z0-9_-]{1,64})/schemas/(.+)\.json$")
+
+
+class Approver(Protocol):
+    """Asked for every call the permission gate marks ``ask`` (server, tool, JSON arguments)."""
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """``yes``, ``no``, or ``always`` (yes, and for this tool the rest of the session)."""
+        ...
+
+
+class TurnView(Protocol):
+    """What a front end sees of a turn as it happens (every method is optional to act on)."""
+
+    def text(self, delta: str) -> None:
+        """A chunk of the model's answer, as streamed."""
+
+    def tool_call(self, name: str, arguments: dict[str, Any]) -> None:
+        """The model proposed a call (before it runs)."""
+
+    def observation(self, obs: Observation) -> None:
+        """A call's result, as the model will see it."""
+
+    def notice(self, line: str) -> None:
+        """A line for the user (e.g. the step limit)."""
+
+
+@dataclass
+class TurnResult:
+    """How a turn ended.
+
+    Attributes:
+        answer: the model's final text ("" when it gave none).
+        ok: the model answered within the step limit, and when the turn made MCP calls,
+            at least one of them succeeded.
+        steps: model calls made.
+        tool_calls: one dict per call: ``name``, ``arguments``, ``outcome`` (``ok``,
+            ``error``, ``denied``), ``gate`` (the refusing gate or None), ``text``.
+        error: why the turn failed (a model error, the step limit), or None.
+        usage: each model call's usage (``prompt_tokens``, ``completion_tokens``).
+        cancelled: the turn was cancelled.
+        session_id: the harness session (``keen sessions show ID``).
+    """
+
+    answer: str
+    ok: bool
+    steps: int
+    tool_calls: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
+    error: str | None = None
+    usage: list[dict[str, int]] = field(default_factory=lambda: list[dict[str, int]]())
+    cancelled: bool = False
+    session_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record (what ``keen chat -p --json`` prints)."""
+        return {
+            "answer": self.answer,
+            "ok": self.ok,
+            "steps": self.steps,
+            "tool_calls": self.tool_calls,
+            "error": self.error,
+            "usage": self.usage,
+            "cancelled": self.cancelled,
+            "session": self.session_id,
+        }
+
+
+class _Quiet:
+    def text(self, delta: str) -> None: ...
+    def tool_call(self, name: str, arguments: dict[str, Any]) -> None: ...
+    def observation(self, obs: Observation) -> None: ...
+    def notice(self, line: str) -> None: ...
+
+
+class Agent:
+    """One chat session: a model, the harness over an open runtime, and the history.
+
+    Args:
+        runtime: an open :class:`keen.runtime.Runtime` (the agent never closes it).
+        model: the model (:func:`keen.agent.providers.open_model`).
+        mode: the permission mode (``read-only``, ``ask``, ``auto``).
+        approver: asked for calls that need approval; None denies them.
+        elicitor: answers servers' questions to the user; installed on the runtime's
+            Manager (servers that connected before see the capability only if the runtime
+            was opened with ``elicitation=``).
+        workspace: the root of the local tools; default the current directory.
+        max_steps: model calls per turn at most.
+        session_id: the harness session id; default a new one.
+        prompt_budget: tokens for the catalog plus the offered tool definitions.
+        connect_command: how this front end reconnects a server, ``{server}`` filled in.
+        denial_note: added to each permission denial the model sees (e.g. one-shot's
+            "rerun with --yes").
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        model: Model,
+        *,
+        mode: PermissionMode = "ask",
+        approver: Approver | None = None,
+        elicitor: Elicitor | None = None,
+        workspace: Path | None = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        session_id: str | None = None,
+        prompt_budget: int = DEFAULT_PROMPT_BUDGET,
+        connect_command: str = "keen mcp connect {server}",
+        denial_note: str = "",
+    ) -> None:
+        self.runtime = runtime
+        self.model = model
+        self.approver = approver
+        self.max_steps = max_steps
+        self.prompt_budget = prompt_budget
+        self.connect_command = connect_command
+        self.denial_note = denial_note
+        self.history: list[Message] = []
+        self.always: set[tuple[str, str]] = set()
+        self.last_result: TurnResult | None = None
+        self._elicitor = elicitor
+        if elicitor is not None:
+            runtime.manager.elicitation = elicitor
+        self.harness: Harness = runtime.harness(
+            mode=mode,
+            approve=self._approve if approver is not None else None,
+            workspace=workspace,
+            session_id=session_id,
+            pre_hooks=[self._note_schema_read],
+        )
+        self.harness.log.emit("agent.start", model=model.name, max_steps=max_steps)
+
+    @property
+    def session_id(self) -> str:
+        """The harness session id (its log is ``$KEEN_HOME/sessions/<id>.jsonl``)."""
+        return self.harness.session_id
+
+    # -- the turn ---------------------------------------------------------------------------
+
+    async def run_turn(self, text: str, view: TurnView | None = None) -> TurnResult:
+        """Run one user turn to its answer (module doc).
+
+        Args:
+            text: the user's message.
+            view: the front end's eyes on the turn.
+
+        Returns:
+            The :class:`TurnResult` (also kept as :attr:`last_result`). A model failure
+            (:class:`~keen.agent.models.ModelError`) ends the turn with ``ok=False`` and
+            the error's message.
+
+        Raises:
+            SkillError: the skills config is broken (the system prompt cannot be built).
+            The cancellation exception, after the turn was recorded, when cancelled.
+        """
+        view = view or _Quiet()
+        start = len(self.history)
+        self.history.append(Message("user", text))
+        self.harness.log.emit("agent.user", turn=self.harness.turn + 1, text=text)
+        result = TurnResult("", ok=False, steps=0, session_id=self.session_id)
+        records: list[CallRecord] = []
+        began = time.monotonic()
+        try:
+            await self._steps(view, result, records)
+        except ModelError as exc:
+            result.error = exc.message
+            view.notice(f"model error: {exc.message}")
+        except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
+            result.cancelled, result.error = True, "cancelled by the user"
+            self._answer_pending("cancelled by the user before this call ran")
+            raise
+        finally:
+            self._finish(start, records, result, time.monotonic() - began)
+        return result
+
+    async def _steps(self, view: TurnView, result: TurnResult, records: list[CallRecord]) -> None:
+        for _ in range(self.max_steps):
+            tools = self.harness.begin_turn()
+            result.steps += 1
+            try:
+                done = await self._model_call(tools, view)
+                result.usage.append(done.usage)
+                traffic = "tool_traffic" if done.tool_calls else ""
+                self.history.append(Message("assistant", done.content, list(done.tool_calls), kind=traffic))
+                if not done.tool_calls:
+                    result.answer = done.content
+                    mcp = [r for r in result.tool_calls if r["name"] == CALL_MCP_TOOL]
+                    result.ok = not mcp or any(r["outcome"] == "ok" for r in mcp)
+                    if not result.ok:
+                        result.error = "every MCP tool call of this turn failed or was denied"
+                    return
+                for call in done.tool_calls:
+                    await self._run_call(call, view, result, records)
+            finally:
+                self.harness.end_turn(step=result.steps)
+        result.error = f"stopped after {self.max_steps} steps without an answer (the step limit)"
+        view.notice(result.error)
+
+    async def _model_call(self, tools: list[dict[str, Any]], view: TurnView) -> ModelDone:
+        system = build_system_prompt(self.runtime.skills_root, tools, budget=self.prompt_budget)
+        messages = [Message("system", system), *self.history]
+        done: ModelDone | None = None
+        async for event in self.model.stream(messages, tools):
+            if isinstance(event, TextDelta):
+                view.text(event.text)
+            else:
+                done = event
+        if done is None:
+            raise ModelError(f"{self.model.name} ended its answer without finishing it; retry")
+        self.harness.log.emit(
+            "agent.model",
+            turn=self.harness.turn,
+            content=done.content,
+            tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in done.tool_calls],
+            usage=done.usage,
+        )
+        return done
+
+    async def _run_call(
+        self, call: ToolCall, view: TurnView, result: TurnResult, records: list[CallRecord]
+    ) -> None:
+        view.tool_call(call.name, call.arguments)
+        obs = await self.harness.call(call.name, call.arguments)
+        text = self._explain(call, obs)
+        view.observation(obs if text == obs.text else _with_text(obs, text))
+        outcome = "denied" if obs.denied else ("error" if obs.is_error else "ok")
+        self.history.append(Message("tool", text, tool_call_id=call.id, name=call.name, kind="tool_traffic"))
+        records.append(CallRecord(call.name, call.arguments, outcome, text))
+        result.tool_calls.append(
+            {
+                "name": call.name,
+                "arguments": call.arguments,
+                "outcome": outcome,
+                "gate": obs.denied,
+                "text": text,
+            }
+        )
+
+    def _finish(self, start: int, records: list[CallRecord], result: TurnResult, seconds: float) -> None:
+        self.history = compact_turn(self.history, start, records)
+        self.last_result = result
+        self.harness.log.emit(
+            "agent.turn",
+            turn=self.harness.turn,
+            ok=result.ok,
+            steps=result.steps,
+            answer=result.answer,
+            error=result.error,
+            cancelled=result.cancelled,
+            seconds=round(seconds, 3),
+        )
+
+    def _answer_pending(self, why: str) -> None:
+        """Give every tool call of the last assistant message without a result one, so the
+        history stays valid for the providers (each tool call needs its result)."""
+        for index in range(len(self.history) - 1, -1, -1):
+            message = self.history[index]
+            if message.role == "assistant" and message.tool_calls:
+                answered = {m.tool_call_id for m in self.history[index + 1 :] if m.role == "tool"}
+                for call in message.tool_calls:
+                    if call.id not in answered:
+                        self.history.append(
+                            Message("tool", why, tool_call_id=call.id, name=call.name, kind="tool_traffic")
+                        )
+                return
+            if message.role == "user":
+                return
+
+    # -- gates and wording -------------------------------------------------------------------
+
+    async def _approve(self, request: ApprovalRequest) -> bool:
+        key = (request.server, request.tool)
+        if key in self.always:
+            return True
+        assert self.approver is not None
+        answer = await self.approver(request)
+        if answer == "always":
+            self.always.add(key)
+        return answer in ("yes", "always")
+
+    def _note_schema_read(self, cap_id: str, arguments: dict[str, Any]) -> str | None:
+        """Pre-hook: reading a tool's schema file asks for that tool (never denies)."""
+        path = arguments.get("path") if cap_id == capability_id("local", "read_file") else None
+        match = _SCHEMA_PATH.search(str(path).replace("\\", "/")) if path else None
+        if match:
+            self._request(capability_id("tool", match.group(2), match.group(1)))
+        return None
+
+    def _request(self, cap_id: str) -> None:
+        catalog = self.harness.catalog
+        if catalog is not None and cap_id in catalog and cap_id not in self.harness.requested:
+            self.harness.requested.append(cap_id)
+
+    def _explain(self, call: ToolCall, obs: Observation) -> str:
+        """The observation's text, plus what the user can do about a disconnected server or
+        a denial the front end words (the harness's text is kept in its log as is)."""
+        text = obs.text
+        if not obs.is_error:
+            return text
+        server = call.arguments.get("server") if call.name == CALL_MCP_TOOL else None
+        if obs.denied == "visibility" and call.name == CALL_MCP_TOOL and isinstance(server, str):
+            tool = call.arguments.get("tool")
+            if isinstance(tool, str):
+                self._request(capability_id("tool", tool, server))
+        if isinstance(server, str):
+            text += self._server_hint(server)
+        if obs.denied == "permission" and self.denial_note:
+            text += f" {self.denial_note}"
+        return text
+
+    def _server_hint(self, server: str) -> str:
+        try:
+            status = self.runtime.manager.status(server)
+        except KeenError:
+            return ""
+        if status.state is ServerState.CONNECTED:
+            return ""
+        why = f" ({status.last_error})" if status.last_error else ""
+        command = self.connect_command.format(server=server)
+        return f" Server {server} is {status.state.value}{why}; the user can reconnect it with `{command}`."
+
+    # -- session ------------------------------------------------------------------------------
+
+    def activate_skill(self, name: str, args: str = "") -> None:
+        """Put skill ``name`` in the conversation as a retained message (``/SKILL ARGS``,
+        ``/mcp:SERVER ARGS``): the SKILL.md body with ``$ARGUMENTS`` substituted; it
+        survives compaction.
+
+        Raises:
+            SkillError: unknown or disabled skill, unreadable file, unbalanced quotes.
+        """
+        text = activate(name, args, skills_root=self.runtime.skills_root)
+        self.history.append(Message("user", text, kind="skill_activation"))
+        self.harness.log.emit("agent.activate", skill=name, arguments=args)
+
+    def reload_catalog(self) -> None:
+        """Note that the skills changed (after discovery or ``/skills reload``): the catalog
+        and visible set are rebuilt from disk and the Manager at the next step."""
+        self.harness.log.emit("agent.reload", turn=self.harness.turn)
+
+    def set_mode(self, mode: PermissionMode) -> None:
+        """Switch the permission mode (from the next step on)."""
+        self.harness.set_mode(mode)
+
+    def close(self) -> None:
+        """End the session: close the log, take the elicitor off the Manager."""
+        if self._elicitor is not None and self.runtime.manager.elicitation is self._elicitor:
+            self.runtime.manager.elicitation = None
+        self.harness.close()
+
+
+def _with_text(obs: Observation, text: str) -> Observation:
+    from dataclasses import replace
+
+    return replace(obs, text=text)

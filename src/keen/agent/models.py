@@ -1,0 +1,166 @@
+"""The model provider interface: one streaming call, neutral messages, and the model errors.
+
+A :class:`Model` turns a neutral history (:class:`Message`) plus MCP-shaped tool
+definitions (``{"name", "description", "inputSchema"}``, what
+:meth:`keen.harness.Harness.begin_turn` returns) into a stream of :data:`ModelEvent`:
+:class:`TextDelta` chunks as they arrive, then one :class:`ModelDone` with the whole
+answer, its tool calls and token usage. Each provider adapter (``keen.agent.providers``)
+translates to and from its API's shapes (OpenAI Chat Completions, Anthropic Messages).
+
+Errors (a :class:`ModelError` subtree of :class:`keen.errors.KeenError`)::
+
+    ModelError                  the provider failed the call (HTTP error, bad answer)
+    ├── ModelNotConfigured      no such provider, missing API key, missing SDK extra, bad spec
+    ├── ModelAuthFailed         the provider refused the key (HTTP 401/403)
+    ├── ModelRateLimited        HTTP 429, after the SDK's own retries
+    ├── ModelUnreachable        connection refused, DNS, timeout
+    └── ScriptExhausted         a ``scripted:`` model has no answer left
+
+Each message says what to do next; the CLI prints it as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from keen.errors import KeenError
+
+__all__ = [
+    "Message",
+    "Model",
+    "ModelAuthFailed",
+    "ModelDone",
+    "ModelError",
+    "ModelEvent",
+    "ModelNotConfigured",
+    "ModelRateLimited",
+    "ModelUnreachable",
+    "Role",
+    "ScriptExhausted",
+    "TextDelta",
+    "ToolCall",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model proposed: ``id`` (the provider's, echoed in the result),
+    the tool ``name`` as offered, and its JSON ``arguments`` (a dict, possibly empty)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A chunk of the model's answer, in arrival order."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ModelDone:
+    """The end of one model call: the whole ``content``, its ``tool_calls`` and ``usage``
+    (``prompt_tokens``, ``completion_tokens``; as the provider reported them, or counted
+    locally by the scripted model)."""
+
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=lambda: list[ToolCall]())
+    usage: dict[str, int] = field(default_factory=lambda: dict[str, int]())
+
+
+ModelEvent = TextDelta | ModelDone
+
+
+@dataclass
+class Message:
+    """One message of the neutral history.
+
+    Attributes:
+        role: ``system``, ``user``, ``assistant`` (may carry ``tool_calls``) or ``tool``
+            (the observation for ``tool_call_id``; ``name`` is the tool's).
+        content: the text.
+        kind: what the agent uses the message for: ``""`` (conversation),
+            ``skill_activation`` (retained across compaction), ``tool_traffic`` (a turn's
+            tool calls and results, replaced by a short record when the turn ends) or
+            ``compacted`` (that record).
+    """
+
+    role: Role
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=lambda: list[ToolCall]())
+    tool_call_id: str | None = None
+    name: str | None = None
+    kind: str = ""
+
+
+class Model(Protocol):
+    """A chat model behind one streaming call.
+
+    Attributes:
+        name: ``provider:model`` as the user chose it (e.g. ``openai:gpt-4.1-mini``).
+    """
+
+    name: str
+
+    def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
+        """Stream one model call.
+
+        Args:
+            messages: the history, first the system message.
+            tools: MCP-shaped tool definitions (``name``, ``description``, ``inputSchema``).
+
+        Yields:
+            :class:`TextDelta` chunks, then exactly one :class:`ModelDone`.
+
+        Raises:
+            ModelError: the provider failed the call (subclasses say why).
+        """
+        ...
+
+
+class ModelError(KeenError):
+    """The model provider failed a call. ``provider``: ``openai``, ``anthropic`` or
+    ``scripted``; ``status``: the HTTP status when there was one."""
+
+    code = "model_error"
+
+    def __init__(self, message: str, *, provider: str = "", status: int | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+
+
+class ModelNotConfigured(ModelError):
+    """The model cannot be used as chosen (unknown provider, missing key or SDK extra)."""
+
+    code = "model_not_configured"
+
+
+class ModelAuthFailed(ModelError):
+    """The provider refused the API key (HTTP 401 or 403)."""
+
+    code = "model_auth_failed"
+
+
+class ModelRateLimited(ModelError):
+    """The provider answered HTTP 429 after the SDK's retries."""
+
+    code = "model_rate_limited"
+
+
+class ModelUnreachable(ModelError):
+    """The provider's endpoint could not be reached (refused, DNS, timeout)."""
+
+    code = "model_unreachable"
+
+
+class ScriptExhausted(ModelError):
+    """A ``scripted:`` model was asked for more answers than its file holds."""
+
+    code = "script_exhausted"

@@ -1,0 +1,103 @@
+"""The neutral history and MCP-shaped tool definitions in each API's shapes (no SDK imported).
+
+- OpenAI Chat Completions: ``{"role", "content", "tool_calls": [{"id", "type": "function",
+  "function": {"name", "arguments": "<json>"}}]}`` and ``{"role": "tool", "tool_call_id"}``;
+  tools as ``{"type": "function", "function": {"name", "description", "parameters"}}``.
+- Anthropic Messages: ``system`` apart; assistant content blocks ``text`` and ``tool_use``
+  (``id``, ``name``, ``input``); tool results as ``tool_result`` blocks of one user message
+  (consecutive results merged, as the API requires alternating roles); tools as
+  ``{"name", "description", "input_schema"}``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from keen.agent.models import Message
+
+__all__ = ["anthropic_messages", "anthropic_tools", "openai_messages", "openai_tools"]
+
+
+def _schema(tool: dict[str, Any]) -> dict[str, Any]:
+    schema = tool.get("inputSchema") or {"type": "object", "properties": {}}
+    return dict(schema)
+
+
+def openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """MCP-shaped definitions as Chat Completions ``tools``."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "parameters": _schema(t),
+            },
+        }
+        for t in tools
+    ]
+
+
+def openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """The history as Chat Completions ``messages``."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
+        elif m.role == "assistant" and m.tool_calls:
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": m.content or None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {
+                                "name": c.name,
+                                "arguments": json.dumps(c.arguments, ensure_ascii=False),
+                            },
+                        }
+                        for c in m.tool_calls
+                    ],
+                }
+            )
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def anthropic_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """MCP-shaped definitions as Messages ``tools``."""
+    return [
+        {"name": t["name"], "description": t.get("description", ""), "input_schema": _schema(t)}
+        for t in tools
+    ]
+
+
+def anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """The history as Messages ``(system, messages)``: system text joined, roles alternating."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for m in messages:
+        if m.role == "system":
+            system.append(m.content)
+        elif m.role == "tool":
+            add("user", [{"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content}])
+        elif m.role == "assistant":
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls
+            ]
+            add("assistant", blocks or [{"type": "text", "text": "(no answer)"}])
+        else:
+            add("user", [{"type": "text", "text": m.content or "(empty)"}])
+    return "\n\n".join(system), out

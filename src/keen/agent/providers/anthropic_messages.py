@@ -1,0 +1,99 @@
+"""Anthropic Messages through the official ``anthropic`` SDK (``keen-code[anthropic]``).
+
+The key is ``ANTHROPIC_API_KEY``. Streaming events (Anthropic API reference, "Streaming
+Messages"): ``message_start`` carries the input tokens, ``content_block_start`` opens a
+``text`` or ``tool_use`` block, ``content_block_delta`` adds ``text_delta`` or
+``input_json_delta`` (partial JSON of a tool's input), ``message_delta`` the output tokens.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from keen._redact import redactor
+from keen.agent.models import Message, ModelDone, ModelEvent, ModelNotConfigured, TextDelta, ToolCall
+from keen.agent.providers._errors import translate
+from keen.agent.providers._shapes import anthropic_messages, anthropic_tools
+from keen.agent.providers.openai_chat import parse_arguments
+
+__all__ = ["AnthropicMessages"]
+
+DEFAULT_ENDPOINT = "https://api.anthropic.com"
+MAX_TOKENS = 4096
+
+
+class AnthropicMessages:
+    """A Messages API model (see :class:`keen.agent.models.Model`).
+
+    Args:
+        model: the model name (e.g. ``claude-sonnet-4-5``).
+        base_url: another endpoint speaking the Messages API; default Anthropic's.
+        max_retries: the SDK's retries for connection errors, 408, 409, 429 and 5xx.
+
+    Raises:
+        ModelNotConfigured: the ``anthropic`` package is missing or ``ANTHROPIC_API_KEY`` unset.
+    """
+
+    def __init__(self, model: str, *, base_url: str | None = None, max_retries: int = 2) -> None:
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise ModelNotConfigured(
+                "the anthropic SDK is not installed; run: pip install 'keen-code[anthropic]'",
+                provider="anthropic",
+            ) from exc
+        key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
+        if not key:
+            raise ModelNotConfigured(
+                "ANTHROPIC_API_KEY is not set; export it (Keen never stores keys)", provider="anthropic"
+            )
+        redactor.add(key)
+        self.name = f"anthropic:{model}"
+        self.model = model
+        self.endpoint = base_url or DEFAULT_ENDPOINT
+        self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=max_retries)
+
+    async def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
+        """Stream one message (see :class:`keen.agent.models.Model`)."""
+        system, history = anthropic_messages(messages)
+        request: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": MAX_TOKENS,
+            "messages": history,
+            "stream": True,
+        }
+        if system:
+            request["system"] = system
+        if tools:
+            request["tools"] = anthropic_tools(tools)
+        content: list[str] = []
+        blocks: dict[int, dict[str, str]] = {}
+        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        try:
+            stream: Any = await self._client.messages.create(**request)
+            async for event in stream:
+                kind = event.type
+                if kind == "message_start":
+                    usage["prompt_tokens"] = int(event.message.usage.input_tokens or 0)
+                elif kind == "content_block_start" and event.content_block.type == "tool_use":
+                    block = event.content_block
+                    blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
+                elif kind == "content_block_delta":
+                    delta = event.delta
+                    if delta.type == "text_delta":
+                        content.append(delta.text)
+                        yield TextDelta(delta.text)
+                    elif delta.type == "input_json_delta" and event.index in blocks:
+                        blocks[event.index]["json"] += delta.partial_json
+                elif kind == "message_delta" and event.usage is not None:
+                    usage["completion_tokens"] = int(event.usage.output_tokens or 0)
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] != "anthropic":
+                raise
+            raise translate(exc, provider="anthropic", endpoint=self.endpoint) from None
+        tool_calls = [
+            ToolCall(b["id"], b["name"], parse_arguments(b["json"])) for _, b in sorted(blocks.items())
+        ]
+        yield ModelDone("".join(content), tool_calls, usage)

@@ -1,0 +1,117 @@
+"""``scripted:FILE``: a model that replays answers from a JSON-lines file (tests, demos, benchmarks).
+
+Each line is one model call's answer::
+
+    {"content": "Let me look.", "tool_calls": [{"name": "load_skill", "arguments": {"name": "mcp:demo"}}]}
+    {"content": "26.2 mi is 42.16 km."}
+
+The calls are answered in order; a call past the last line raises :class:`ScriptExhausted`.
+Usage is counted locally: ``prompt_tokens`` is what the request would cost an OpenAI-style API
+(the messages and tool definitions as JSON, counted with :func:`keen.tokens.token_counter`),
+so a scripted run still measures prompt size.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from keen.agent.models import (
+    Message,
+    ModelDone,
+    ModelEvent,
+    ModelNotConfigured,
+    ScriptExhausted,
+    TextDelta,
+    ToolCall,
+)
+from keen.agent.providers._shapes import openai_messages, openai_tools
+from keen.tokens import token_counter
+
+__all__ = ["ScriptedModel", "parse_script"]
+
+_CHUNK = 16
+
+
+def parse_script(text: str, source: str) -> list[ModelDone]:
+    """The answers of a script (module doc); blank lines are skipped.
+
+    Raises:
+        ModelNotConfigured: a line is not JSON of the documented shape (the message names it).
+    """
+    answers: list[ModelDone] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{source} line {number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ModelNotConfigured(
+                f"{where} is not JSON ({exc.msg}); fix the script", provider="scripted"
+            ) from exc
+        if not isinstance(data, dict) or not isinstance(data.get("content", ""), str):
+            raise ModelNotConfigured(
+                f'{where}: expected {{"content": str, "tool_calls": [...]}}; fix the script',
+                provider="scripted",
+            )
+        calls: list[ToolCall] = []
+        for i, call in enumerate(data.get("tool_calls") or []):  # type: ignore[union-attr]
+            if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+                raise ModelNotConfigured(
+                    f'{where}: tool call {i + 1} needs {{"name": str, "arguments": {{...}}}}',
+                    provider="scripted",
+                )
+            arguments = call.get("arguments", {})  # type: ignore[union-attr]
+            if not isinstance(arguments, dict):
+                raise ModelNotConfigured(
+                    f"{where}: tool call {i + 1}'s arguments must be an object", provider="scripted"
+                )
+            calls.append(ToolCall(f"call_{len(answers) + 1}_{i + 1}", str(call["name"]), dict(arguments)))  # type: ignore[arg-type]
+        answers.append(ModelDone(str(data.get("content", "")), calls))
+    return answers
+
+
+class ScriptedModel:
+    """Replays a script's answers, one per :meth:`stream` call (module doc).
+
+    Args:
+        path: the JSON-lines file.
+
+    Raises:
+        ModelNotConfigured: the file cannot be read or a line is malformed.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.name = f"scripted:{path}"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ModelNotConfigured(
+                f"cannot read the script {path} ({exc.strerror or exc}); pass --model scripted:FILE with a JSON-lines file",
+                provider="scripted",
+            ) from exc
+        self.answers = parse_script(text, str(path))
+        self.calls = 0
+        self._count = token_counter().count
+
+    async def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
+        """Yield the next answer's content in chunks, then the answer (see :class:`~keen.agent.models.Model`)."""
+        if self.calls >= len(self.answers):
+            raise ScriptExhausted(
+                f"the scripted model {self.path} has {len(self.answers)} answer(s) and was asked for answer "
+                f"{self.calls + 1}; add a line to the script or end the turn earlier",
+                provider="scripted",
+            )
+        answer = self.answers[self.calls]
+        self.calls += 1
+        request = json.dumps(
+            {"messages": openai_messages(messages), "tools": openai_tools(tools)}, ensure_ascii=False
+        )
+        for start in range(0, len(answer.content), _CHUNK):
+            yield TextDelta(answer.content[start : start + _CHUNK])
+        usage = {"prompt_tokens": self._count(request), "completion_tokens": self._count(answer.content)}
+        yield ModelDone(answer.content, list(answer.tool_calls), usage)

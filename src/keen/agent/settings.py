@@ -1,0 +1,97 @@
+"""``$KEEN_HOME/config.toml``: defaults for ``keen chat`` (model, base URL, permission mode).
+
+The file is optional; every key is too::
+
+    model = "openai:gpt-4.1-mini"        # provider:name, as --model takes it
+    base_url = "http://127.0.0.1:11434/v1"  # an OpenAI-compatible server (Ollama, vLLM, ...)
+    mode = "ask"                           # read-only | ask | auto
+
+API keys are never read from this file (nor written anywhere by Keen): they come from the
+providers' usual environment variables, ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY``. A key
+found in the file is refused with an error that says so, before it can be used or logged.
+Command-line options win over the file.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, cast, get_args
+
+from keen import paths
+from keen.capabilities import PermissionMode
+from keen.errors import KeenError
+
+__all__ = ["MODES", "ChatSettings", "SettingsError", "load_settings", "settings_path"]
+
+MODES: tuple[str, ...] = get_args(PermissionMode)
+_KEYS = {"model", "base_url", "mode"}
+
+
+class SettingsError(KeenError):
+    """``config.toml`` cannot be read or holds a bad value (``path`` names the file)."""
+
+    code = "settings_error"
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """What ``keen chat`` runs with. ``model``: ``provider:name`` or None (not chosen yet);
+    ``base_url``: an OpenAI-compatible endpoint or None; ``mode``: the permission mode."""
+
+    model: str | None = None
+    base_url: str | None = None
+    mode: PermissionMode = "ask"
+
+    def override(self, **values: Any) -> ChatSettings:
+        """A copy with the given non-None values (command-line options) replacing these."""
+        return replace(self, **{k: v for k, v in values.items() if v is not None})
+
+
+def settings_path() -> Path:
+    """``$KEEN_HOME/config.toml``."""
+    return paths.keen_home() / "config.toml"
+
+
+def load_settings(path: Path | None = None) -> ChatSettings:
+    """Read ``config.toml`` (module doc); a missing file gives the defaults.
+
+    Raises:
+        SettingsError: the file is not TOML, has an unknown key, a value of the wrong type,
+            an unknown mode, or an API key.
+    """
+    path = path or settings_path()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return ChatSettings()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"cannot read {path}: {exc}", path=path) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path} is not valid TOML ({exc}); fix it or delete it", path=path) from exc
+    keyish = [k for k in data if "key" in k.lower() or "token" in k.lower() or "secret" in k.lower()]
+    if keyish:
+        raise SettingsError(
+            f"{path} holds {', '.join(sorted(keyish))}: Keen never reads API keys from a file; remove it "
+            "and set OPENAI_API_KEY or ANTHROPIC_API_KEY in the environment instead",
+            path=path,
+        )
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise SettingsError(
+            f"{path}: unknown key(s) {', '.join(unknown)}; the keys are model, base_url and mode", path=path
+        )
+    for key in _KEYS & set(data):
+        if not isinstance(data[key], str) or not data[key]:
+            raise SettingsError(f"{path}: {key} must be a non-empty string", path=path)
+    mode = data.get("mode", "ask")
+    if mode not in MODES:
+        raise SettingsError(f"{path}: mode must be one of {', '.join(MODES)}, not {mode!r}", path=path)
+    return ChatSettings(
+        model=data.get("model"), base_url=data.get("base_url"), mode=cast(PermissionMode, mode)
+    )
