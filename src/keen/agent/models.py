@@ -41,6 +41,7 @@ __all__ = [
     "ScriptExhausted",
     "TextDelta",
     "ToolCall",
+    "close_model",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -122,6 +123,14 @@ class Model(Protocol):
             ModelError: the provider failed the call (subclasses say why).
         """
         ...
+
+
+async def close_model(model: Model) -> None:
+    """Close a model's HTTP connections when it has any (``aclose``); call it in the event
+    loop that used the model, before that loop ends."""
+    aclose = getattr(model, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 class ModelError(KeenError):

@@ -1,7 +1,7 @@
 """The ``keen`` command line (typer + rich).
 
 ``keen mcp list|tools|call|import|sync|connect|diff|trust``, ``keen skills ...``, ``keen tools search``, ``keen prompt``,
-``keen demo``. Library code never prints; everything a person sees is rendered here.
+``keen chat``, ``keen demo``. Library code never prints; everything a person sees is rendered here.
 Each command imports what it needs when it runs, so commands that touch no server
 (``--version``, ``skills``, ``prompt``) start without loading the MCP SDK.
 """
@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from keen._version import __version__
-from keen.cli import demo_cmd, pins_cmd, prompt_cmd, serve_cmd
+from keen.cli import chat_cmd, demo_cmd, pins_cmd, prompt_cmd, serve_cmd
 from keen.cli._common import EXIT_KEEN_ERROR, debug_enabled, err, setup_logging, typer_app
 from keen.cli.mcp_cmd import app as mcp_app
 from keen.cli.sessions_cmd import app as sessions_app
@@ -37,6 +37,7 @@ app.add_typer(tools_app, name="tools")
 prompt_cmd.register(app)
 demo_cmd.register(app)
 serve_cmd.register(app)
+chat_cmd.register(app)
 
 
 def _print_version(value: bool) -> None:

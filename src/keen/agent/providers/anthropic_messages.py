@@ -55,6 +55,10 @@ class AnthropicMessages:
         self.endpoint = base_url or DEFAULT_ENDPOINT
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=max_retries)
 
+    async def aclose(self) -> None:
+        """Close the SDK client's connections (in the event loop that used them)."""
+        await self._client.close()
+
     async def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
         """Stream one message (see :class:`keen.agent.models.Model`)."""
         system, history = anthropic_messages(messages)

@@ -71,6 +71,10 @@ class OpenAIChat:
             api_key=key or _LOCAL_PLACEHOLDER_KEY, base_url=base_url, max_retries=max_retries
         )
 
+    async def aclose(self) -> None:
+        """Close the SDK client's connections (in the event loop that used them)."""
+        await self._client.close()
+
     async def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
         """Stream one completion (see :class:`keen.agent.models.Model`)."""
         request: dict[str, Any] = {

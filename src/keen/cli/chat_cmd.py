@@ -1,0 +1,214 @@
+"""``keen chat``: talk to a model that uses the configured MCP servers through Keen.
+
+Interactive without ``-p`` (the REPL, :func:`keen.agent.repl.run_repl`); one-shot with
+``-p PROMPT``: one turn, the answer on stdout (or a JSON record with ``--json``), then exit
+
+- 0: the model answered (and when it made MCP calls, at least one succeeded);
+- 1: the model or its tools failed the turn (a provider error, the step limit, every MCP
+  call failed or was denied);
+- 2: a Keen error before the turn could run (no model chosen, missing key or SDK extra, a
+  broken config).
+
+In one-shot mode nobody can be asked: ``--yes`` approves every call the permission gate
+would ask about and accepts servers' elicitation forms with their defaults; ``--deny``
+(and the default) refuses them, and the model is told to rerun with ``--yes``. Every call
+is recorded in the session log (``keen sessions show ID``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run
+from keen.cli._wording import with_remedy
+
+if TYPE_CHECKING:
+    from keen.agent import Model, TurnResult
+    from keen.agent.settings import ChatSettings
+    from keen.gateway import ApprovalRequest
+    from keen.harness import Observation
+
+__all__ = ["register"]
+
+DEFAULT_DISCOVERY_TIMEOUT = 60.0
+_NO_APPROVER = "(one-shot mode asks no one: rerun with --yes to approve such calls, or tell the user so)"
+_DENIED = "(the user denied such calls with --deny)"
+
+
+class _OneShotView:
+    """Streams the answer to stdout (unless JSON) and tool activity to stderr."""
+
+    def __init__(self, stream: bool) -> None:
+        self.stream = stream
+        self.streamed = False
+
+    def text(self, delta: str) -> None:
+        if self.stream:
+            sys.stdout.write(delta)
+            sys.stdout.flush()
+            self.streamed = True
+
+    def tool_call(self, name: str, arguments: dict[str, Any]) -> None:
+        from keen.cli._terminal import terminal_text
+
+        shown = f"{arguments.get('server')}/{arguments.get('tool')}" if name == "call_mcp_tool" else name
+        err.print(f"[dim]> {terminal_text(shown)}[/]", highlight=False)
+
+    def observation(self, obs: Observation) -> None:
+        if obs.is_error:
+            from keen.cli._terminal import terminal_text
+
+            err.print(f"[dim]  {terminal_text(obs.text[:200])}[/]", highlight=False)
+
+    def notice(self, line: str) -> None:
+        from keen.cli._terminal import terminal_text
+
+        err.print(terminal_text(line), highlight=False)
+
+
+def _settings(model: str | None, base_url: str | None, mode: str | None) -> ChatSettings:
+    from keen.agent.settings import MODES, load_settings
+
+    if mode is not None and mode not in MODES:
+        fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    settings = load_settings().override(model=model, base_url=base_url, mode=mode)
+    if not settings.model:
+        fail(
+            "no model chosen; pass --model PROVIDER:NAME (e.g. openai:gpt-4.1-mini with OPENAI_API_KEY set, "
+            "or openai:llama3.1 --base-url http://127.0.0.1:11434/v1), or set model in "
+            f"{_settings_file()}"
+        )
+    return settings
+
+
+def _settings_file() -> Path:
+    from keen.agent.settings import settings_path
+
+    return settings_path()
+
+
+async def _one_shot(
+    model: Model,
+    settings: ChatSettings,
+    prompt: str,
+    *,
+    yes: bool,
+    as_json: bool,
+    max_steps: int,
+    timeout: float,
+) -> TurnResult:
+    from keen.agent import Agent, accept_defaults, decline
+    from keen.agent.models import close_model
+    from keen.runtime import open_runtime
+
+    async def approver(request: ApprovalRequest) -> Any:
+        return "yes" if yes else "no"
+
+    elicitor = accept_defaults if yes else decline
+    async with open_runtime(wait=timeout, sync=True, elicitation=elicitor) as rt:
+        for entry in rt.sync_report.entries if rt.sync_report else []:
+            if not entry.enabled and entry.hint:
+                err.print(
+                    f"[yellow]server {entry.server}:[/] "
+                    + with_remedy(entry.hint, entry.remedy, server=entry.server),
+                    highlight=False,
+                    markup=True,
+                )
+        agent = Agent(
+            rt,
+            model,
+            mode=settings.mode,
+            approver=approver,
+            elicitor=elicitor,
+            max_steps=max_steps,
+            denial_note="" if yes else _NO_APPROVER,
+        )
+        try:
+            return await agent.run_turn(prompt, _OneShotView(stream=not as_json))
+        finally:
+            agent.close()
+            await close_model(model)
+
+
+def chat(
+    prompt: Annotated[
+        str | None, typer.Option("--prompt", "-p", help="Run one turn with this prompt and exit (one-shot).")
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="provider:name: openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, scripted:FILE.",
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url", help="An OpenAI-compatible endpoint (Ollama, vLLM, LM Studio, llama.cpp)."
+        ),
+    ] = None,
+    mode: Annotated[
+        str | None, typer.Option("--mode", help="Permission mode: read-only, ask (default) or auto.")
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="One-shot: approve calls and accept elicitation defaults.")
+    ] = False,
+    deny: Annotated[
+        bool, typer.Option("--deny", help="One-shot: deny every call that needs approval.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One-shot: print a JSON record of the turn.")
+    ] = False,
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Model calls per turn at most.")] = 20,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for MCP servers to connect.")
+    ] = DEFAULT_DISCOVERY_TIMEOUT,
+) -> None:
+    """Chat with a model that uses your MCP servers through skills, search and call_mcp_tool."""
+    from keen.agent import open_model
+
+    if yes and deny:
+        fail("--yes and --deny contradict each other; pass one")
+    if prompt is None and (yes or deny or as_json):
+        fail("--yes, --deny and --json are for one-shot mode; add -p PROMPT")
+    settings = _settings(model, base_url, mode)
+    assert settings.model is not None
+    chosen = open_model(settings.model, base_url=settings.base_url)
+    if prompt is None:
+        import importlib
+
+        # keen.agent.repl is the REPL's own module (built beside this command); imported by
+        # name so this command type-checks on its own.
+        run_repl = importlib.import_module("keen.agent.repl").run_repl
+
+        run(lambda: run_repl(chosen, mode=settings.mode, max_steps=max_steps, discovery_timeout=timeout))
+        return
+    result = run(
+        lambda: _one_shot(
+            chosen, settings, prompt, yes=yes, as_json=as_json, max_steps=max_steps, timeout=timeout
+        )
+    )
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        if not result.answer.endswith("\n"):
+            sys.stdout.write("\n")
+        if result.error:
+            from rich.text import Text
+
+            from keen.cli._terminal import terminal_text
+
+            err.print(Text.assemble(("error:", "bold red"), " ", terminal_text(result.error)))
+        err.print(f"[dim]session {result.session_id} (keen sessions show {result.session_id})[/]")
+    out.file.flush()
+    if not result.ok:
+        raise typer.Exit(EXIT_TOOL_ERROR)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("chat")(chat)

@@ -1,0 +1,211 @@
+"""The real ``openai`` and ``anthropic`` SDKs against fake provider endpoints on loopback:
+streamed text and tool calls come out as Keen's events, the history goes in each API's
+shape, and HTTP errors, rate limits and refused connections become clear ModelErrors
+that never quote the key. Plus the scripted provider and ``open_model``'s own errors."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.fake_llm import FakeLLM, Reply
+from keen.agent import (
+    Message,
+    ModelAuthFailed,
+    ModelDone,
+    ModelError,
+    ModelNotConfigured,
+    ModelRateLimited,
+    ModelUnreachable,
+    ScriptExhausted,
+    TextDelta,
+    ToolCall,
+    open_model,
+)
+from keen.agent.models import close_model
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-test-9f8e7d6c5b4a39281706abcdef123456"
+TOOLS = [
+    {
+        "name": "call_mcp_tool",
+        "description": "Call a visible MCP tool.",
+        "inputSchema": {"type": "object", "properties": {"server": {"type": "string"}}},
+    }
+]
+HISTORY = [
+    Message("system", "You are terse."),
+    Message("user", "convert 3 mi"),
+    Message("assistant", "", [ToolCall("call_a", "call_mcp_tool", {"server": "demo"})], kind="tool_traffic"),
+    Message("tool", "4.83 km", tool_call_id="call_a", name="call_mcp_tool", kind="tool_traffic"),
+]
+
+
+async def collect(
+    model: Any, messages: list[Message] | None = None, *, close: bool = True
+) -> tuple[str, ModelDone]:
+    """One model call's streamed text and end event; the SDK client is closed after it
+    (in this test's event loop) unless the test makes more calls."""
+    streamed: list[str] = []
+    done: ModelDone | None = None
+    try:
+        async for event in model.stream(messages or HISTORY, TOOLS):
+            if isinstance(event, TextDelta):
+                streamed.append(event.text)
+            else:
+                done = event
+    finally:
+        if close:
+            await close_model(model)
+    assert done is not None
+    return "".join(streamed), done
+
+
+@pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+
+
+def model_for(provider: str, fake: FakeLLM) -> Any:
+    base = fake.url + "/v1" if provider == "openai" else fake.url
+    return open_model(f"{provider}:fake-model", base_url=base)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_streams_text_and_tool_calls(provider: str, keys: None) -> None:
+    replies = [
+        Reply(
+            text="Looking that up.",
+            tool_calls=[{"name": "call_mcp_tool", "arguments": {"server": "demo", "n": 3}}],
+        ),
+        Reply(text="3 mi is 4.83 km.", usage=(120, 9)),
+    ]
+    with FakeLLM(replies) as fake:
+        model = model_for(provider, fake)
+        streamed, done = await collect(model, close=False)
+        assert streamed == done.content == "Looking that up."
+        assert [(c.name, c.arguments) for c in done.tool_calls] == [
+            ("call_mcp_tool", {"server": "demo", "n": 3})
+        ]
+        assert done.tool_calls[0].id
+        streamed, done = await collect(model)
+        assert done.content == "3 mi is 4.83 km." and not done.tool_calls
+        assert done.usage == {"prompt_tokens": 120, "completion_tokens": 9}
+    sent = fake.requests[0]
+    if provider == "openai":
+        assert sent.path == "/v1/chat/completions"
+        assert sent.headers["authorization"] == f"Bearer {KEY}"
+        assert sent.body["stream"] is True
+        assert sent.body["tools"][0]["function"]["name"] == "call_mcp_tool"
+        roles = [m["role"] for m in sent.body["messages"]]
+        assert roles == ["system", "user", "assistant", "tool"]
+        assert sent.body["messages"][2]["tool_calls"][0]["id"] == "call_a"
+        assert sent.body["messages"][3]["tool_call_id"] == "call_a"
+    else:
+        assert sent.path == "/v1/messages"
+        # The SDK sends the key as x-api-key or as a bearer token, depending on its version.
+        assert KEY in (
+            sent.headers.get("x-api-key"),
+            sent.headers.get("authorization", "").removeprefix("Bearer "),
+        )
+        assert sent.body["system"] == "You are terse."
+        assert sent.body["tools"][0]["input_schema"]["type"] == "object"
+        assert [m["role"] for m in sent.body["messages"]] == ["user", "assistant", "user"]
+        assert sent.body["messages"][1]["content"][0] == {
+            "type": "tool_use",
+            "id": "call_a",
+            "name": "call_mcp_tool",
+            "input": {"server": "demo"},
+        }
+        assert sent.body["messages"][2]["content"][0]["tool_use_id"] == "call_a"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize(
+    ("status", "error", "words"),
+    [
+        (401, ModelAuthFailed, "refused the API key"),
+        (429, ModelRateLimited, "rate limiting"),
+        (500, ModelError, "HTTP 500"),
+    ],
+)
+async def test_http_errors_become_clear_model_errors(
+    provider: str, status: int, error: type[ModelError], words: str, keys: None
+) -> None:
+    # 429 and 500 are retried by the SDK (twice by default), so they fail three times.
+    with (
+        FakeLLM([Reply(status=status, message=f"nope {KEY}", times=3)]) as fake,
+        pytest.raises(error) as caught,
+    ):
+        await collect(model_for(provider, fake))
+    message = caught.value.message
+    assert words in message and str(status) in message
+    assert KEY not in message and KEY not in str(caught.value)
+    var = "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"
+    if status == 401:
+        assert var in message
+    assert len(fake.requests) == (1 if status == 401 else 3)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_connection_refused(provider: str, keys: None) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    model = open_model(f"{provider}:m", base_url=f"http://127.0.0.1:{port}")
+    model._client = model._client.with_options(max_retries=0)
+    with pytest.raises(ModelUnreachable) as caught:
+        await collect(model)
+    assert "check that the server is running" in caught.value.message
+
+
+async def test_missing_keys_and_unknown_providers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ModelNotConfigured, match="OPENAI_API_KEY is not set"):
+        open_model("openai:gpt-4.1-mini")
+    with pytest.raises(ModelNotConfigured, match="ANTHROPIC_API_KEY is not set"):
+        open_model("anthropic:claude-sonnet-4-5")
+    with pytest.raises(ModelNotConfigured, match="use provider:name"):
+        open_model("gemini:pro")
+    with pytest.raises(ModelNotConfigured, match="use provider:name"):
+        open_model("openai")
+
+
+async def test_local_openai_compatible_server_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeLLM([Reply(text="hi from llama")]) as fake:
+        _, done = await collect(open_model("openai:llama3.1", base_url=fake.url + "/v1"))
+    assert done.content == "hi from llama"
+    assert fake.requests[0].body["model"] == "llama3.1"
+
+
+async def test_scripted_model_replays_then_runs_out(tmp_path: Path) -> None:
+    script = tmp_path / "s.jsonl"
+    script.write_text(
+        '{"content": "step one", "tool_calls": [{"name": "search_tools", "arguments": {"query": "time"}}]}\n'
+        "\n"
+        '{"content": "done"}\n'
+    )
+    model = open_model(f"scripted:{script}")
+    streamed, done = await collect(model)
+    assert streamed == "step one" and done.tool_calls[0].arguments == {"query": "time"}
+    assert done.usage["prompt_tokens"] > 0
+    _, done = await collect(model)
+    assert done.content == "done"
+    with pytest.raises(ScriptExhausted, match="has 2 answer"):
+        await collect(model)
+
+
+async def test_scripted_model_rejects_a_broken_script(tmp_path: Path) -> None:
+    script = tmp_path / "bad.jsonl"
+    script.write_text('{"content": "ok"}\n{not json\n')
+    with pytest.raises(ModelNotConfigured, match="line 2 is not JSON"):
+        open_model(f"scripted:{script}")
+    with pytest.raises(ModelNotConfigured, match="cannot read the script"):
+        open_model(f"scripted:{tmp_path / 'missing.jsonl'}")

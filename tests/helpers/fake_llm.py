@@ -1,0 +1,233 @@
+"""Fake LLM provider endpoints on 127.0.0.1 for the real ``openai`` and ``anthropic`` SDKs.
+
+No real provider is reachable here, so these stand in for one (the brief's one allowed
+fake): a threaded stdlib HTTP server that answers
+
+- ``POST /v1/chat/completions`` in OpenAI's streaming shape (``data: {chunk}`` lines, tool
+  calls split into fragments, a usage chunk, ``data: [DONE]``), and
+- ``POST /v1/messages`` in Anthropic's (``event:``/``data:`` pairs: ``message_start``,
+  ``content_block_*`` with ``text_delta`` and ``input_json_delta``, ``message_delta``),
+
+from a queue of :class:`Reply` objects, one per request. An error reply (``status``) is
+answered with the provider's error body and ``retry-after-ms: 1`` so the SDKs' own retries
+run quickly; ``times`` repeats it for that many requests. Every request is kept in
+``requests`` (path, headers, JSON body) for the tests to inspect.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["FakeLLM", "Reply"]
+
+
+@dataclass
+class Reply:
+    """One answer: streamed ``text`` and ``tool_calls`` (``{"name", "arguments"}``), or an
+    HTTP error ``status`` with ``message``, repeated for ``times`` requests."""
+
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
+    status: int = 200
+    message: str = ""
+    times: int = 1
+    usage: tuple[int, int] = (42, 7)
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def _chunks(text: str, size: int = 5) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or []
+
+
+def _openai_events(reply: Reply) -> Iterator[str]:
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "fake"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return json.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    yield chunk({"role": "assistant", "content": ""})
+    for part in _chunks(reply.text):
+        yield chunk({"content": part})
+    for index, call in enumerate(reply.tool_calls):
+        args = json.dumps(call.get("arguments", {}))
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": f"call_{index}",
+                        "type": "function",
+                        "function": {"name": call["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
+        for part in _chunks(args, 7):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+    yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
+    prompt, completion = reply.usage
+    yield json.dumps(
+        {
+            **base,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+    )
+    yield "[DONE]"
+
+
+def _anthropic_events(reply: Reply) -> Iterator[tuple[str, dict[str, Any]]]:
+    prompt, completion = reply.usage
+    yield (
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "fake",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": prompt, "output_tokens": 1},
+            },
+        },
+    )
+    index = 0
+    if reply.text:
+        yield (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        )
+        for part in _chunks(reply.text):
+            yield (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": part}},
+            )
+        yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+        index = 1
+    for offset, call in enumerate(reply.tool_calls):
+        i = index + offset
+        block = {"type": "tool_use", "id": f"toolu_{offset}", "name": call["name"], "input": {}}
+        yield "content_block_start", {"type": "content_block_start", "index": i, "content_block": block}
+        for part in _chunks(json.dumps(call.get("arguments", {})), 7):
+            yield (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "input_json_delta", "partial_json": part},
+                },
+            )
+        yield "content_block_stop", {"type": "content_block_stop", "index": i}
+    stop = "tool_use" if reply.tool_calls else "end_turn"
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": completion},
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
+class FakeLLM:
+    """The fake endpoint; use as a context manager. ``url`` is ``http://127.0.0.1:PORT``;
+    the OpenAI base URL is ``url + "/v1"``, the Anthropic one ``url``."""
+
+    def __init__(self, replies: list[Reply] | None = None) -> None:
+        self.replies: list[Reply] = list(replies or [])
+        self.requests: list[Seen] = []
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                fake.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                reply = fake._next()
+                anthropic = self.path.endswith("/messages")
+                if reply.status != 200:
+                    self._error(reply, anthropic)
+                elif anthropic:
+                    self._stream(
+                        f"event: {name}\ndata: {json.dumps(data)}\n\n"
+                        for name, data in _anthropic_events(reply)
+                    )
+                else:
+                    self._stream(f"data: {data}\n\n" for data in _openai_events(reply))
+
+            def _error(self, reply: Reply, anthropic: bool) -> None:
+                kind = {401: "authentication_error", 429: "rate_limit_error"}.get(reply.status, "api_error")
+                error = {"type": kind, "message": reply.message or f"fake error {reply.status}"}
+                payload = json.dumps(
+                    {"type": "error", "error": error} if anthropic else {"error": error}
+                ).encode()
+                self.send_response(reply.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("retry-after-ms", "1")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _stream(self, events: Iterator[str]) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                self.send_header("connection", "close")
+                self.end_headers()
+                for event in events:
+                    self.wfile.write(event.encode())
+                    self.wfile.flush()
+                self.close_connection = True
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def _next(self) -> Reply:
+        with self._lock:
+            if not self.replies:
+                return Reply(status=500, message="the fake has no reply queued for this request")
+            reply = self.replies[0]
+            reply.times -= 1
+            if reply.times <= 0:
+                self.replies.pop(0)
+            return reply
+
+    def __enter__(self) -> FakeLLM:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
