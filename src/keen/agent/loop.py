@@ -41,6 +41,7 @@ from keen.capabilities import PermissionMode, capability_id
 from keen.errors import KeenError
 from keen.gateway import CALL_MCP_TOOL, ApprovalRequest
 from keen.harness import Harness, Observation
+from keen.harness.policy import visibility
 from keen.mcp.types import ServerState
 from keen.skills import activate
 
@@ -352,8 +353,15 @@ class Agent:
         server = call.arguments.get("server") if call.name == CALL_MCP_TOOL else None
         if obs.denied == "visibility" and call.name == CALL_MCP_TOOL and isinstance(server, str):
             tool = call.arguments.get("tool")
-            if isinstance(tool, str):
-                self._request(capability_id("tool", tool, server))
+            catalog = self.harness.catalog
+            cap_id = capability_id("tool", tool, server) if isinstance(tool, str) else ""
+            if catalog is not None and cap_id in catalog:
+                hidden = visibility(catalog.get(cap_id), self.harness.mode)
+                if hidden:
+                    text += f" ({hidden}; the user can switch the permission mode.)"
+                else:
+                    self._request(cap_id)
+                    text += " It exists: it is callable from your next step."
         if isinstance(server, str):
             text += self._server_hint(server)
         if obs.denied == "permission" and self.denial_note:

@@ -1,0 +1,216 @@
+"""The turn loop with Keen's scripted model against real MCP servers (keen-demo over stdio,
+the npm server-everything, tests/servers): read a skill, read a schema, call, answer;
+search then call a tool the catalog does not list; approval denied, then always; a server
+killed mid-session; compaction; the step limit; a script that runs out; cancellation;
+elicitation through the Manager."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from typing import Any
+
+import anyio
+import pytest
+
+from helpers.agent_world import MCP, World, call, step
+from keen.agent import accept_defaults, decline
+from keen.gateway import ApprovalRequest
+from keen.harness import read_events, replay
+from keen.mcp.types import ServerState
+
+pytestmark = pytest.mark.anyio
+
+MARATHON = {"value": 26.2, "from_unit": "mi", "to_unit": "km"}
+
+
+def convert_script(world: World) -> list[dict[str, Any]]:
+    return [
+        step(call("read_file", path=world.skill_md("demo")), content="Reading the demo skill."),
+        step(call("read_file", path=world.schema("demo", "convert_units"))),
+        step(call(MCP, server="demo", tool="convert_units", arguments=MARATHON)),
+        step(content="A marathon is 42.16 km."),
+    ]
+
+
+async def test_read_skill_read_schema_call_answer(world: World) -> None:
+    model = world.script(*convert_script(world))
+    async with world.runtime("demo") as rt, world.agent(rt, model) as agent:
+        result = await agent.run_turn("How long is a marathon in km?")
+        session = agent.session_id
+    assert result.ok and result.error is None, result
+    assert result.answer == "A marathon is 42.16 km." and result.steps == 4
+    assert [c["outcome"] for c in result.tool_calls] == ["ok", "ok", "ok"]
+    assert "convert_units" in result.tool_calls[0]["text"]  # SKILL.md lists the tool
+    assert "42.1648" in result.tool_calls[2]["text"]
+    # The prompt lists the server, not its tools; the tool joins the offered set only
+    # after its schema was read (the discovery policy's "asked for").
+    assert "mcp:demo" in model.system(0)
+    assert not any("convert_units" in name for name in model.tool_names(0))
+    assert not any("convert_units" in name for name in model.tool_names(1))
+    assert any("convert_units" in name for name in model.tool_names(2))
+    assert {"call_mcp_tool", "search_tools", "load_skill", "read_file"} <= set(model.tool_names(0))
+    assert all(u["prompt_tokens"] > 0 for u in result.usage)
+    log = world.home / "sessions" / f"{session}.jsonl"
+    events = list(read_events(log))
+    assert [e["outcome"] for e in events if e["type"] == "result"] == ["ok", "ok", "ok"]
+    assert any(e["type"] == "agent.turn" and e["ok"] for e in events)
+    assert replay(log).ok
+
+
+async def test_search_then_call_a_tool_the_catalog_does_not_list(world: World) -> None:
+    (world.home / "skills").mkdir(parents=True, exist_ok=True)
+    (world.home / "skills" / "config.json").write_text(json.dumps({"is_enabled": {"mcp:everything": False}}))
+    model = world.script(
+        step(call("search_tools", query="add two numbers sum", k=3)),
+        step(call(MCP, server="everything", tool="get-sum", arguments={"a": 40, "b": 2})),
+        step(content="40 + 2 = 42"),
+    )
+    async with world.runtime("demo", "everything") as rt, world.agent(rt, model) as agent:
+        result = await agent.run_turn("what is 40 + 2? use a tool")
+    assert result.ok, result
+    assert "mcp:everything" not in model.system(0) and "mcp:demo" in model.system(0)
+    assert "get-sum" in result.tool_calls[0]["text"] and "callable next turn" in result.tool_calls[0]["text"]
+    assert result.tool_calls[1]["outcome"] == "ok" and "42" in result.tool_calls[1]["text"]
+    assert not any("get-sum" in n or "get_sum" in n for n in model.tool_names(0))
+    assert any("get-sum" in n or "get_sum" in n for n in model.tool_names(1))
+
+
+async def test_approval_denied_then_always(world: World) -> None:
+    asked: list[ApprovalRequest] = []
+    answers = iter(["no", "always"])
+
+    async def approver(request: ApprovalRequest) -> Any:
+        asked.append(request)
+        return next(answers)
+
+    note = {"server": "demo", "tool": "add_note", "arguments": {"title": "t", "body": "b"}}
+    model = world.script(
+        step(call("read_file", path=world.schema("demo", "add_note"))),
+        step(call(MCP, **note)),
+        step(content="The user did not allow it."),
+        step(call(MCP, **note)),
+        step(call(MCP, **note)),
+        step(content="Saved twice."),
+    )
+    async with world.runtime("demo") as rt, world.agent(rt, model, approver=approver) as agent:
+        first = await agent.run_turn("save a note")
+        second = await agent.run_turn("save it twice")
+    denied = first.tool_calls[1]
+    assert denied["outcome"] == "denied" and denied["gate"] == "permission"
+    assert "did not approve" in denied["text"]
+    assert not first.ok and "failed or was denied" in (first.error or "")
+    assert [c["outcome"] for c in second.tool_calls] == ["ok", "ok"] and second.ok
+    # "always" is remembered for the session: the third call asked no one.
+    assert len(asked) == 2
+    assert (asked[0].server, asked[0].tool, asked[0].arguments) == ("demo", "add_note", note["arguments"])
+
+
+async def test_server_killed_mid_session_names_the_fix(world: World) -> None:
+    model = world.script(
+        *convert_script(world),
+        step(call(MCP, server="demo", tool="convert_units", arguments=MARATHON)),
+        step(content="The demo server is gone; reconnect it."),
+        step(call("list_dir", path=".")),
+        step(content="Still here."),
+    )
+    async with world.runtime("demo") as rt, world.agent(rt, model) as agent:
+        assert (await agent.run_turn("marathon?")).ok
+        os.kill(int(world.pidfile.read_text()), signal.SIGKILL)
+        with anyio.fail_after(20):
+            while rt.manager.status("demo").state is ServerState.CONNECTED:
+                await anyio.sleep(0.05)
+        broken = await agent.run_turn("again?")
+        alive = await agent.run_turn("list the work dir")
+    text = broken.tool_calls[0]["text"]
+    assert broken.tool_calls[0]["outcome"] in ("denied", "error")
+    assert "keen mcp connect demo" in text and "disconnected" in text, text
+    assert not broken.ok
+    assert alive.ok and alive.answer == "Still here."
+
+
+async def test_compaction_leaves_a_short_record_and_keeps_activated_skills(world: World) -> None:
+    skill = world.home / "skills" / "unit-style"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: unit-style\ndescription: How to write units.\n---\n\nAlways write units as $ARGUMENTS.\n"
+    )
+    model = world.script(*convert_script(world), step(content="Next answer."))
+    async with world.runtime("demo") as rt, world.agent(rt, model) as agent:
+        agent.activate_skill("unit-style", "SI symbols")
+        await agent.run_turn("marathon?")
+        raw = sum(len(m.content) for m in model.sent[3][0][1:])
+        await agent.run_turn("thanks")
+        history = list(agent.history)
+    kinds = [(m.role, m.kind) for m in history]
+    assert kinds == [
+        ("user", "skill_activation"),
+        ("user", ""),
+        ("assistant", "compacted"),
+        ("assistant", ""),
+        ("user", ""),
+        ("assistant", ""),
+    ]
+    assert "Always write units as SI symbols." in history[0].content
+    record = history[2].content
+    assert "call_mcp_tool demo/convert_units" in record and "42.1648" in record
+    assert "characters read (not kept)" in record
+    assert len(record) < 800 < raw
+    # The second turn's model call got the record, not the skill body or the schema.
+    second = "\n".join(m.content for m in model.sent[4][0][1:])
+    assert "Reading the demo skill." not in second
+    assert '"inputSchema"' not in second and record in second
+
+
+async def test_step_limit_and_a_script_that_runs_out(world: World) -> None:
+    looping = world.script(*[step(call("list_dir", path="."))] * 3)
+    async with world.runtime() as rt, world.agent(rt, looping, max_steps=2) as agent:
+        limited = await agent.run_turn("loop")
+        exhausted = await agent.run_turn("once more")
+    assert not limited.ok and "step limit" in (limited.error or "") and limited.steps == 2
+    assert not exhausted.ok and "has 3 answer(s)" in (exhausted.error or "")
+    assert "add a line to the script" in (exhausted.error or "")
+
+
+async def test_cancelling_a_turn_keeps_the_session(world: World) -> None:
+    model = world.script(
+        step(call("read_file", path=world.schema("basic", "sleep"))),
+        step(call(MCP, server="basic", tool="sleep", arguments={"seconds": 30})),
+        step(call("read_file", path=world.schema("basic", "echo"))),
+        step(call(MCP, server="basic", tool="echo", arguments={"text": "back"})),
+        step(content="back again"),
+    )
+
+    async def approver(request: ApprovalRequest) -> Any:
+        return "yes"
+
+    async with world.runtime("basic") as rt, world.agent(rt, model, approver=approver) as agent:
+        with anyio.move_on_after(3) as scope:
+            await agent.run_turn("sleep a while")
+        assert scope.cancelled_caught
+        cancelled = agent.last_result
+        assert cancelled is not None and cancelled.cancelled
+        # Every tool call in the history has its result, so the next request is valid.
+        calls = {c.id for m in agent.history for c in m.tool_calls}
+        results = {m.tool_call_id for m in agent.history if m.role == "tool"}
+        assert calls <= results
+        after = await agent.run_turn("echo back")
+        assert rt.manager.status("basic").state is ServerState.CONNECTED
+    assert after.ok and after.tool_calls[-1]["text"] == "back"
+
+
+@pytest.mark.parametrize(
+    ("elicitor", "expected"),
+    [(accept_defaults, "booked Chez Nous for 2 at 19:30"), (decline, "decline"), (None, "no elicitation")],
+)
+async def test_elicitation_reaches_the_elicitor(world: World, elicitor: Any, expected: str) -> None:
+    model = world.script(
+        step(call("read_file", path=world.schema("booking", "book_table"))),
+        step(call(MCP, server="booking", tool="book_table", arguments={"restaurant": "Chez Nous"})),
+        step(content="done"),
+    )
+    async with world.runtime("booking", elicitation=elicitor) as rt:
+        async with world.agent(rt, model, mode="auto", elicitor=elicitor) as agent:
+            result = await agent.run_turn("book a table")
+    assert result.tool_calls[1]["text"].startswith(expected), result.tool_calls[1]

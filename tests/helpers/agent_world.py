@@ -1,0 +1,118 @@
+"""The agent tests' world: a runtime over real MCP servers and scripted models.
+
+Servers: ``demo`` (keen-demo over stdio, started through a shim that records its pid so a
+test can kill it), ``everything`` (the npm reference server), ``basic`` and ``booking``
+(tests/servers). The scripted model is Keen's own ``scripted:`` provider reading a file
+the test writes; :class:`Recording` keeps what each model call was sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conftest import peer, stdio_server
+from keen.agent import Agent, Message, ModelEvent
+from keen.agent.providers.scripted import ScriptedModel
+from keen.mcp.types import ServerState
+from keen.runtime import Runtime, open_runtime
+
+_SHIM = (
+    "import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
+    "from keen.demo.server import main; main()"
+)
+
+
+@dataclass
+class Recording:
+    """A scripted model that also keeps each call's messages and tool names."""
+
+    inner: ScriptedModel
+    sent: list[tuple[list[Message], list[dict[str, Any]]]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    async def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
+        self.sent.append((list(messages), list(tools)))
+        async for event in self.inner.stream(messages, tools):
+            yield event
+
+    def tool_names(self, call: int) -> list[str]:
+        return [t["name"] for t in self.sent[call][1]]
+
+    def system(self, call: int) -> str:
+        return self.sent[call][0][0].content
+
+
+@dataclass
+class World:
+    home: Path
+    tmp: Path
+    pidfile: Path
+
+    def skill_md(self, server: str) -> str:
+        return str(self.home / "skills" / f"mcp:{server}" / "SKILL.md")
+
+    def schema(self, server: str, tool: str) -> str:
+        return str(self.home / "skills" / f"mcp:{server}" / "schemas" / f"{tool}.json")
+
+    def script(self, *answers: dict[str, Any]) -> Recording:
+        path = self.tmp / f"script-{len(list(self.tmp.glob('script-*')))}.jsonl"
+        path.write_text("".join(json.dumps(a) + "\n" for a in answers))
+        return Recording(ScriptedModel(path))
+
+    def server_entries(self, names: set[str]) -> dict[str, Any]:
+        entries: dict[str, Any] = {
+            "demo": {
+                "transport": "stdio",
+                "command": sys.executable,
+                "args": ["-c", _SHIM, str(self.pidfile)],
+                "env": {"KEEN_HOME": str(self.home)},
+            },
+            "everything": {
+                "transport": "stdio",
+                "command": peer("node", "mcp-server-everything"),
+                "args": ["stdio"],
+            },
+            "basic": stdio_server("basic_stdio.py"),
+            "booking": stdio_server("elicit_stdio.py"),
+        }
+        return {name: entry for name, entry in entries.items() if name in names}
+
+    @contextlib.asynccontextmanager
+    async def runtime(self, *servers: str, elicitation: Any = None) -> AsyncIterator[Runtime]:
+        config = {"version": 1, "servers": self.server_entries(set(servers))}
+        async with open_runtime(config=config, wait=60, sync=True, elicitation=elicitation) as rt:
+            for name in servers:
+                status = rt.manager.status(name)
+                assert status.state is ServerState.CONNECTED, status
+            yield rt
+
+    @contextlib.asynccontextmanager
+    async def agent(self, rt: Runtime, model: Any, **options: Any) -> AsyncIterator[Agent]:
+        options.setdefault("workspace", self.tmp)
+        agent = Agent(rt, model, **options)
+        try:
+            yield agent
+        finally:
+            agent.close()
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    """One scripted tool call."""
+    return {"name": name, "arguments": arguments}
+
+
+def step(*calls: dict[str, Any], content: str = "") -> dict[str, Any]:
+    """One scripted model answer: text and tool calls."""
+    return {"content": content, "tool_calls": list(calls)}
+
+
+MCP = "call_mcp_tool"

@@ -1,0 +1,41 @@
+"""A stdio MCP server whose tool asks the user for input mid-call (``elicitation/create``, form mode).
+
+Tool ``book_table(restaurant)``: asks for a party size and a time, with defaults
+(``party_size`` 2, ``time`` "19:30", SEP-1034), and answers with what it got:
+``booked <restaurant> for <n> at <time>``, ``declined``, ``cancelled``, or
+``no elicitation: <error>`` when the client does not support elicitation.
+"""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+
+class Booking(BaseModel):
+    party_size: int = Field(default=2, description="How many people")
+    time: str = Field(default="19:30", description="When (HH:MM)")
+
+
+def build() -> MCPServer:
+    server = MCPServer("elicit-stdio", version="1.0.0")
+
+    @server.tool(
+        description="Book a table at a restaurant (asks the user for the party size and time).",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    )
+    async def book_table(restaurant: str, ctx: Context) -> str:
+        try:
+            answer = await ctx.elicit(f"Booking {restaurant}: how many people, and when?", Booking)
+        except Exception as exc:
+            return f"no elicitation: {exc}"
+        if answer.action == "accept":
+            return f"booked {restaurant} for {answer.data.party_size} at {answer.data.time}"
+        return answer.action
+
+    return server
+
+
+if __name__ == "__main__":
+    build().run("stdio")
