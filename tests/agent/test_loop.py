@@ -117,10 +117,12 @@ async def test_server_killed_mid_session_names_the_fix(world: World) -> None:
     )
     async with world.runtime("demo") as rt, world.agent(rt, model) as agent:
         assert (await agent.run_turn("marathon?")).ok
+        gone = anyio.Event()
+        stop = rt.manager.subscribe(lambda s: gone.set() if s.state is not ServerState.CONNECTED else None)
         os.kill(int(world.pidfile.read_text()), signal.SIGKILL)
         with anyio.fail_after(20):
-            while rt.manager.status("demo").state is ServerState.CONNECTED:
-                await anyio.sleep(0.05)
+            await gone.wait()
+        stop()
         broken = await agent.run_turn("again?")
         alive = await agent.run_turn("list the work dir")
     text = broken.tool_calls[0]["text"]
@@ -210,7 +212,9 @@ async def test_elicitation_reaches_the_elicitor(world: World, elicitor: Any, exp
         step(call(MCP, server="booking", tool="book_table", arguments={"restaurant": "Chez Nous"})),
         step(content="done"),
     )
-    async with world.runtime("booking", elicitation=elicitor) as rt:
-        async with world.agent(rt, model, mode="auto", elicitor=elicitor) as agent:
-            result = await agent.run_turn("book a table")
+    async with (
+        world.runtime("booking", elicitation=elicitor) as rt,
+        world.agent(rt, model, mode="auto", elicitor=elicitor) as agent,
+    ):
+        result = await agent.run_turn("book a table")
     assert result.tool_calls[1]["text"].startswith(expected), result.tool_calls[1]
