@@ -9,7 +9,11 @@ the client did its part; the runner judges the traffic.
 Everything goes through Keen's own code, the way a user's session would:
 
 * non-auth scenarios: ``configs.json`` with the server, ``keen.mcp.Manager`` (initialize,
-  every tools/list page), then ``Manager.call_tool`` for the scenario's tool;
+  every tools/list page), then ``Manager.call_tool`` for the scenario's tool. The Manager
+  gets ``keen chat``'s accept-defaults elicitor (:func:`keen.agent.accept_defaults`, what
+  ``keen chat -p ... --yes`` uses): it stands for a user who is shown the server's form
+  with the schema's defaults pre-filled and submits it unchanged, which is what the
+  elicitation scenario (SEP-1034, client-applied defaults) checks;
 * ``auth/*`` scenarios: the Manager starts in the background (no browser: the server
   ends up ``auth_required``), then ``authorize_interactively`` (what ``keen mcp connect``
   runs) signs in through the loopback callback listener, ``Manager.refresh`` reconnects
@@ -36,6 +40,7 @@ from typing import Any
 import anyio
 import httpx2
 
+from keen.agent import accept_defaults
 from keen.errors import AuthFailed, AuthRequired, KeenError
 from keen.mcp import Manager, ServerState
 from keen.mcp.auth import authorize_interactively, oauth_auth_factory
@@ -96,7 +101,7 @@ def write_config(home: Path, url: str, scenario: str, context: dict[str, Any]) -
 
 
 async def run_plain(config_path: Path, scenario: str) -> int:
-    async with Manager(config_path) as manager:
+    async with Manager(config_path, elicitation=accept_defaults) as manager:
         await manager.wait_ready(30)
         status = manager.status(NAME)
         if status.state is not ServerState.CONNECTED:
