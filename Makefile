@@ -83,6 +83,10 @@ bench: $(VENV)/.dev peers
 	$(PY) bench/footprint.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM) --budget 4000
 	$(PY) bench/serve_load.py
 	$(PY) bench/flags_fp.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM)
+	$(PY) bench/agent_eval.py --model scripted:annotations --mode keen --tasks 3 \
+		--annotations $(LIVEMCPBENCH)/all_annotations.json --catalog $(LIVEMCPBENCH)/tools.json
+	$(PY) bench/agent_eval.py --model scripted:annotations --mode inline --tasks 3 \
+		--annotations $(LIVEMCPBENCH)/all_annotations.json --catalog $(LIVEMCPBENCH)/tools.json
 
 # The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.
 conformance: $(VENV)/.dev
