@@ -4,7 +4,8 @@ With no user config (``$KEEN_HOME/mcp/configs.json`` absent or empty) it runs in
 temporary KEEN_HOME with the demo MCP server shipped in the package (stdio) plus the
 reference ``server-everything`` when Node can run it. Steps: connect and show status,
 list tools, generate the skills, show the skill tree, the prompt catalog and its size
-against every schema inline, then make real calls through ``call_mcp_tool``.
+against every schema inline, make real calls through ``call_mcp_tool``, then run a
+``keen chat`` session with a scripted model (``keen.cli.demo_chat``) through the real loop.
 """
 
 from __future__ import annotations
@@ -172,6 +173,12 @@ async def _story(timeout: float) -> None:
         out.print(
             f"audit log: {len(audit)} events, e.g. {json.dumps(audit[-1])}" if audit else "no audit events"
         )
+
+        if "demo" in configured and manager.status("demo").state is ServerState.CONNECTED:
+            from keen.cli.demo_chat import scripted_session
+
+            out.print(Rule("7. keen chat: a scripted model through the real loop"))
+            await scripted_session(rt, paths.keen_home())
 
 
 def demo(

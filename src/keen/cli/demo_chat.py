@@ -1,0 +1,110 @@
+"""The last step of ``keen demo``: a ``keen chat`` session with a scripted model.
+
+The model's answers come from ``keen/demo/chat_script.jsonl`` (``{skills}`` stands for the
+skills directory); everything else is the real loop (:class:`keen.agent.Agent`): the
+catalog prompt, schemas read on demand, ``search_tools``, approval, ``call_mcp_tool``
+through the harness, and compaction of each turn's tool traffic.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from keen.cli._common import out
+
+if TYPE_CHECKING:
+    from keen.gateway import ApprovalRequest
+    from keen.harness import Observation
+    from keen.runtime import Runtime
+
+__all__ = ["QUESTIONS", "scripted_session"]
+
+QUESTIONS = ("How long is a marathon in kilometres?", "Save that as a note.")
+_PREVIEW = 160
+
+
+class _DemoView:
+    def __init__(self) -> None:
+        self.line_open = False
+
+    def _close_line(self) -> None:
+        if self.line_open:
+            out.print()
+            self.line_open = False
+
+    def text(self, delta: str) -> None:
+        out.print(delta, end="", markup=False, highlight=False)
+        self.line_open = True
+
+    def tool_call(self, name: str, arguments: dict[str, Any]) -> None:
+        from rich.text import Text
+
+        from keen.cli._terminal import terminal_text
+
+        self._close_line()
+        shown = json.dumps(arguments, ensure_ascii=False)
+        out.print(
+            Text.assemble(("  tool ", "cyan"), (name, "bold cyan"), " ", terminal_text(shown[:_PREVIEW]))
+        )
+
+    def observation(self, obs: Observation) -> None:
+        from rich.text import Text
+
+        from keen.cli._terminal import terminal_text
+
+        flat = " ".join(obs.text.split())
+        style = "red" if obs.is_error else "green"
+        cut = flat[:_PREVIEW] + ("…" if len(flat) > _PREVIEW else "")
+        out.print(Text.assemble("    ", ("-> ", style), terminal_text(cut)))
+
+    def notice(self, line: str) -> None:
+        self._close_line()
+        out.print(line, markup=False, highlight=False)
+
+
+def _script(skills_root: Path, home: Path) -> Path:
+    text = resources.files("keen.demo").joinpath("chat_script.jsonl").read_text(encoding="utf-8")
+    path = home / "demo-chat-script.jsonl"
+    # JSON-escape the path so any character in it keeps each line valid JSON.
+    path.write_text(text.replace("{skills}", json.dumps(str(skills_root))[1:-1]), encoding="utf-8")
+    return path
+
+
+async def scripted_session(rt: Runtime, home: Path) -> None:
+    """Run the demo's two scripted turns on ``rt`` (whose config has the ``demo`` server)."""
+    from keen.agent import Agent
+    from keen.agent.providers.scripted import ScriptedModel
+
+    async def approve(request: ApprovalRequest) -> Any:
+        out.print(
+            f"  approval asked: {request.server}/{request.tool} {json.dumps(request.arguments)} -> yes (demo)",
+            markup=False,
+            highlight=False,
+        )
+        return "yes"
+
+    model = ScriptedModel(_script(rt.skills_root, home))
+    agent = Agent(rt, model, approver=approve, workspace=home)
+    view = _DemoView()
+    try:
+        for question in QUESTIONS:
+            out.print(f"[bold]you:[/] {question}")
+            out.print("[bold]model:[/] ", end="")
+            view.line_open = True
+            result = await agent.run_turn(question, view)
+            view._close_line()
+            tokens = ", ".join(str(u.get("prompt_tokens", 0)) for u in result.usage)
+            out.print(f"[dim]  {result.steps} model calls; prompt tokens per call: {tokens}[/]")
+        record = next((m.content for m in agent.history if m.kind == "compacted"), "")
+        out.print("[bold]what the history keeps of turn 1's tool traffic (compacted):[/]")
+        out.print(record, markup=False, highlight=False)
+        out.print(
+            f"session {agent.session_id} logged in {agent.harness.log.path} (keen demo --keep keeps it)",
+            markup=False,
+            highlight=False,
+        )
+    finally:
+        agent.close()

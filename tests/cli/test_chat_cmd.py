@@ -1,0 +1,208 @@
+"""``keen chat -p`` as a script uses it: the real console script in a subprocess with a private
+KEEN_HOME, real MCP servers (keen-demo, the elicitation test server), Keen's scripted model
+and the real openai SDK against a fake endpoint on loopback. Exit codes 0/1/2, the JSON
+record, approval flags, elicitation defaults, config.toml, and no secret anywhere."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import stdio_server
+from helpers.cli import KEEN, Home, Run, make_home
+from helpers.fake_llm import FakeLLM, Reply
+
+SECRET = "sk-proj-Zq8vX2mN4bL6kJ9hG3fD1sA7pO5iU0yT"
+MODEL_KEY = "sk-test-model-key-5e4d3c2b1a0f9e8d7c6b"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Home:
+    """A KEEN_HOME with no servers (tests that need some call :func:`serve`)."""
+    return make_home(tmp_path)
+
+
+def serve(home: Home, *names: str) -> None:
+    entries = {
+        "demo": {
+            "transport": "stdio",
+            "command": sys.executable,
+            "args": ["-m", "keen.demo.server"],
+            "env": {"KEEN_HOME": str(home.keen_home), "DEMO_TOKEN": SECRET},
+        },
+        "booking": stdio_server("elicit_stdio.py"),
+    }
+    home.write({name: entries[name] for name in names})
+
+
+def chat(home: Home, *args: str, env: dict[str, str] | None = None) -> Run:
+    proc = subprocess.run(
+        [*KEEN, "chat", *args],
+        env={**home.env(), **(env or {})},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    run = Run(("chat", *args), proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in run.stdout + run.stderr, str(run)
+    return run
+
+
+def script(home: Home, *answers: dict[str, Any]) -> str:
+    path = home.home / f"script-{len(list(home.home.glob('script-*')))}.jsonl"
+    path.write_text("".join(json.dumps(a) + "\n" for a in answers))
+    return f"scripted:{path}"
+
+
+def schema(home: Home, server: str, tool: str) -> str:
+    return str(home.keen_home / "skills" / f"mcp:{server}" / "schemas" / f"{tool}.json")
+
+
+def mcp(server: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": "call_mcp_tool", "arguments": {"server": server, "tool": tool, "arguments": arguments}}
+
+
+def read(path: str) -> dict[str, Any]:
+    return {"name": "read_file", "arguments": {"path": path}}
+
+
+def everything_written(home: Home) -> str:
+    """Every file Keen wrote under KEEN_HOME (session logs, server logs, skills); not the
+    user's own configs.json, which holds the secret on purpose."""
+    return "\n".join(
+        p.read_text(errors="replace")
+        for p in home.keen_home.rglob("*")
+        if p.is_file() and not p.is_symlink() and p != home.config_path
+    )
+
+
+def test_one_shot_answers_records_the_session_and_leaks_nothing(home: Home) -> None:
+    serve(home, "demo")
+    model = script(
+        home,
+        {"content": "", "tool_calls": [read(schema(home, "demo", "convert_units"))]},
+        {"content": "", "tool_calls": [mcp("demo", "convert_units", value=10, from_unit="km", to_unit="mi")]},
+        {"content": "10 km is 6.21 mi."},
+    )
+    run = chat(home, "-p", f"convert 10 km to miles {SECRET}", "--model", model, "--json", "-v")
+    assert run.code == 0, str(run)
+    record = run.json()
+    assert record["ok"] and record["answer"] == "10 km is 6.21 mi." and record["steps"] == 3
+    assert record["tool_calls"][1]["outcome"] == "ok" and "6.2137" in record["tool_calls"][1]["text"]
+    shown = chat(home, "--help")
+    assert "--prompt" in shown.stdout
+    log = home.keen_home / "sessions" / f"{record['session']}.jsonl"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any(e["type"] == "agent.user" for e in events) and any(e["type"] == "agent.turn" for e in events)
+    # keen sessions show renders the one-shot session.
+    show = home.keen_process("sessions", "show", record["session"])
+    assert show.code == 0 and "call_mcp_tool" in show.stdout and "-> ok" in show.stdout, str(show)
+    for text in (run.stdout, run.stderr, show.stdout, everything_written(home)):
+        assert SECRET not in text
+
+
+def test_real_openai_client_against_a_fake_endpoint(home: Home) -> None:
+    replies = [
+        Reply(tool_calls=[{"name": "list_dir", "arguments": {"path": "."}}]),
+        Reply(text="Your workspace is empty enough."),
+    ]
+    with FakeLLM(replies) as fake:
+        run = chat(
+            home,
+            "-p",
+            "what is here?",
+            "--model",
+            "openai:fake-llama",
+            "--base-url",
+            fake.url + "/v1",
+            "-v",
+            env={"OPENAI_API_KEY": MODEL_KEY},
+        )
+    assert run.code == 0, str(run)
+    assert run.stdout.strip() == "Your workspace is empty enough."
+    assert fake.requests[0].headers["authorization"] == f"Bearer {MODEL_KEY}"
+    assert fake.requests[1].body["messages"][-1]["role"] == "tool"
+    for text in (run.stdout, run.stderr, everything_written(home)):
+        assert MODEL_KEY not in text
+
+
+def test_provider_errors_exit_1_with_a_clear_message(home: Home) -> None:
+    with FakeLLM([Reply(status=401, message="invalid key")]) as fake:
+        run = chat(
+            home,
+            "-p",
+            "hi",
+            "--model",
+            "openai:m",
+            "--base-url",
+            fake.url + "/v1",
+            env={"OPENAI_API_KEY": MODEL_KEY},
+        )
+    assert run.code == 1, str(run)
+    assert "refused the API key" in run.stderr and "OPENAI_API_KEY" in run.stderr
+    assert MODEL_KEY not in run.stderr + run.stdout
+
+
+def test_keen_errors_exit_2(home: Home) -> None:
+    no_model = chat(home, "-p", "hi")
+    assert no_model.code == 2 and "no model chosen" in no_model.stderr
+    bad = chat(home, "-p", "hi", "--model", "gpt4")
+    assert bad.code == 2 and "use provider:name" in bad.stderr
+    keyless = chat(home, "-p", "hi", "--model", "openai:gpt-4.1-mini", env={"OPENAI_API_KEY": ""})
+    assert keyless.code == 2 and "OPENAI_API_KEY is not set" in keyless.stderr
+    both = chat(home, "-p", "hi", "--model", "scripted:x", "--yes", "--deny")
+    assert both.code == 2 and "contradict" in both.stderr
+    (home.keen_home / "config.toml").write_text(f'model = "openai:gpt-4.1-mini"\napi_key = "{SECRET}"\n')
+    stored = chat(home, "-p", "hi")
+    assert stored.code == 2 and "never reads API keys from a file" in stored.stderr
+    assert SECRET not in stored.stderr
+
+
+def test_config_toml_supplies_the_default_model_and_mode(home: Home) -> None:
+    model = script(home, {"content": "from the config"})
+    (home.keen_home / "config.toml").write_text(f'model = "{model}"\nmode = "read-only"\n')
+    run = chat(home, "-p", "hi", "--json")
+    assert run.code == 0 and run.json()["answer"] == "from the config", str(run)
+    events = (home.keen_home / "sessions" / f"{run.json()['session']}.jsonl").read_text()
+    assert '"mode": "read-only"' in events
+
+
+@pytest.mark.parametrize(
+    ("flags", "code", "outcome", "words"),
+    [
+        ((), 1, "denied", "rerun with --yes"),
+        (("--deny",), 1, "denied", "did not approve"),
+        (("--yes",), 0, "ok", "booked Chez Nous for 2 at 19:30"),
+    ],
+)
+def test_approval_and_elicitation_flags(
+    home: Home, flags: tuple[str, ...], code: int, outcome: str, words: str
+) -> None:
+    serve(home, "booking")
+    model = script(
+        home,
+        {"content": "", "tool_calls": [read(schema(home, "booking", "book_table"))]},
+        {"content": "", "tool_calls": [mcp("booking", "book_table", restaurant="Chez Nous")]},
+        {"content": "done"},
+    )
+    run = chat(home, "-p", "book a table", "--model", model, "--json", *flags)
+    assert run.code == code, str(run)
+    call = run.json()["tool_calls"][1]
+    assert call["outcome"] == outcome and words in call["text"], call
+
+
+def test_keen_demo_ends_with_a_scripted_chat_session(tmp_path: Path) -> None:
+    fresh = make_home(tmp_path / "fresh")
+    run = fresh.keen_process("demo")
+    assert run.code == 0, str(run)
+    chat_part = run.stdout.split("7. keen chat", 1)[1]
+    assert "A marathon (26.2 mi) is 42.16 km." in chat_part
+    assert "approval asked: demo/add_note" in chat_part and "Saved it as a note" in chat_part
+    assert "call_mcp_tool demo/convert_units" in chat_part and "characters read (not kept)" in chat_part
