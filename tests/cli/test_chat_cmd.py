@@ -104,6 +104,7 @@ def test_one_shot_answers_records_the_session_and_leaks_nothing(home: Home) -> N
     # keen sessions show renders the one-shot session.
     show = home.keen_process("sessions", "show", record["session"])
     assert show.code == 0 and "call_mcp_tool" in show.stdout and "-> ok" in show.stdout, str(show)
+    assert "user: convert 10 km to miles" in show.stdout and "answer: 10 km is 6.21 mi." in show.stdout
     for text in (run.stdout, run.stderr, show.stdout, everything_written(home)):
         assert SECRET not in text
 

@@ -68,7 +68,7 @@ def show(
     """Replay one session: each turn's visible set (checked against what was offered),
     the capability diffs with their reasons, and every call with its outcome."""
     from keen.cli._terminal import terminal_text
-    from keen.harness import replay, session_path
+    from keen.harness import read_events, replay, session_path
 
     try:
         path = session_path(session_id)
@@ -84,7 +84,17 @@ def show(
         f"session {rebuilt.session_id}  mode {rebuilt.start.get('mode')}  "
         f"workspace {rebuilt.start.get('workspace')}  replay {'ok' if rebuilt.ok else 'MISMATCH'}"
     ]
+    # keen chat's own events: the user's message before its first step, the outcome after its last.
+    asked = {e.get("turn"): e for e in read_events(path) if e.get("type") == "agent.user"}
+    ended = {e.get("turn"): e for e in read_events(path) if e.get("type") == "agent.turn"}
+
+    def flat(text: object) -> str:
+        words = " ".join(str(text or "").split())
+        return words[:_PREVIEW] + ("..." if len(words) > _PREVIEW else "")
+
     for turn in rebuilt.turns:
+        if turn.turn in asked:
+            lines.append(f"user: {flat(asked[turn.turn].get('text'))}")
         check = "matches offered" if turn.consistent else f"MISMATCH (offered {', '.join(turn.offered)})"
         lines.append(f"turn {turn.turn}{'' if turn.ended else ' (not ended)'}: visible set {check}")
         for d in turn.diffs:
@@ -114,5 +124,9 @@ def show(
             text = " ".join(str(result.get("text", "")).split())
             if text:
                 lines.append(f"    {text[:_PREVIEW]}{'...' if len(text) > _PREVIEW else ''}")
+        if turn.turn in ended:
+            end = ended[turn.turn]
+            outcome = "answer" if end.get("ok") else f"failed ({flat(end.get('error'))})"
+            lines.append(f"{outcome}: {flat(end.get('answer'))}")
     for line in lines:
         out.print(terminal_text(line), highlight=False, markup=False, soft_wrap=True)
