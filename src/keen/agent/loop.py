@@ -277,7 +277,11 @@ class Agent:
         text = self._explain(call, obs)
         view.observation(obs if text == obs.text else _with_text(obs, text))
         outcome = "denied" if obs.denied else ("error" if obs.is_error else "ok")
-        self.history.append(Message("tool", text, tool_call_id=call.id, name=call.name, kind="tool_traffic"))
+        self.history.append(
+            Message(
+                "tool", text, tool_call_id=call.id, name=call.name, kind="tool_traffic", is_error=obs.is_error
+            )
+        )
         records.append(CallRecord(call.name, call.arguments, outcome, text))
         result.tool_calls.append(
             {

@@ -90,6 +90,8 @@ class Message:
             ``skill_activation`` (retained across compaction), ``tool_traffic`` (a turn's
             tool calls and results, replaced by a short record when the turn ends) or
             ``compacted`` (that record).
+        is_error: a ``tool`` message reporting a failed or refused call (Anthropic's
+            ``tool_result.is_error``; other APIs read it from the text).
     """
 
     role: Role
@@ -98,6 +100,7 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     kind: str = ""
+    is_error: bool = False
 
 
 class Model(Protocol):

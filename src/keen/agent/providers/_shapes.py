@@ -91,7 +91,14 @@ def anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any
         if m.role == "system":
             system.append(m.content)
         elif m.role == "tool":
-            add("user", [{"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content}])
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": m.tool_call_id or "",
+                "content": m.content,
+            }
+            if m.is_error:
+                result["is_error"] = True
+            add("user", [result])
         elif m.role == "assistant":
             blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []
             blocks += [
