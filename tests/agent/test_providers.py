@@ -6,6 +6,7 @@ that never quote the key. Plus the scripted provider and ``open_model``'s own er
 from __future__ import annotations
 
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -209,3 +210,16 @@ async def test_scripted_model_rejects_a_broken_script(tmp_path: Path) -> None:
         open_model(f"scripted:{script}")
     with pytest.raises(ModelNotConfigured, match="cannot read the script"):
         open_model(f"scripted:{tmp_path / 'missing.jsonl'}")
+
+
+@pytest.mark.parametrize(
+    ("provider", "extra"), [("openai", "keen-code[openai]"), ("anthropic", "keen-code[anthropic]")]
+)
+async def test_a_missing_sdk_names_the_extra(
+    provider: str, extra: str, keys: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An installation without the extra: importing the SDK fails as it would there.
+    monkeypatch.setitem(sys.modules, provider, None)
+    with pytest.raises(ModelNotConfigured) as caught:
+        open_model(f"{provider}:m")
+    assert f"pip install '{extra}'" in caught.value.message
