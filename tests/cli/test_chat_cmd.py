@@ -167,10 +167,14 @@ def test_keen_errors_exit_2(home: Home) -> None:
 
 
 def test_config_toml_supplies_the_default_model_and_mode(home: Home) -> None:
+    home.write({"broken": {"transport": "stdio", "command": str(home.home / "no-such-server")}})
     model = script(home, {"content": "from the config"})
     (home.keen_home / "config.toml").write_text(f'model = "{model}"\nmode = "read-only"\n')
     run = chat(home, "-p", "hi", "--json")
     assert run.code == 0 and run.json()["answer"] == "from the config", str(run)
+    # A server that failed is named with its error and the fix; the turn runs without it.
+    assert "server broken:" in run.stderr and "was not found" in run.stderr
+    assert "keen mcp connect broken" in run.stderr
     events = (home.keen_home / "sessions" / f"{run.json()['session']}.jsonl").read_text()
     assert '"mode": "read-only"' in events
 

@@ -91,6 +91,25 @@ def _settings_file() -> Path:
     return settings_path()
 
 
+def _server_failed(server: str, hint: str, remedy: Any, manager: Any) -> None:
+    """One stderr line for a server that did not connect: its error and the command that fixes it."""
+    from rich.text import Text
+
+    from keen.cli._terminal import terminal_text
+    from keen.errors import KeenError
+
+    try:
+        why = manager.status(server).last_error
+    except KeenError:
+        why = ""
+    text = why or hint
+    err.print(
+        Text.assemble(
+            (f"server {server}:", "yellow"), " ", terminal_text(with_remedy(text, remedy, server=server))
+        )
+    )
+
+
 async def _one_shot(
     model: Model,
     settings: ChatSettings,
@@ -112,12 +131,7 @@ async def _one_shot(
     async with open_runtime(wait=timeout, sync=True, elicitation=elicitor) as rt:
         for entry in rt.sync_report.entries if rt.sync_report else []:
             if not entry.enabled and entry.hint:
-                err.print(
-                    f"[yellow]server {entry.server}:[/] "
-                    + with_remedy(entry.hint, entry.remedy, server=entry.server),
-                    highlight=False,
-                    markup=True,
-                )
+                _server_failed(entry.server, entry.hint, entry.remedy, rt.manager)
         agent = Agent(
             rt,
             model,
