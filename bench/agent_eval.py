@@ -15,7 +15,9 @@ does):
 - ``first-call``: whether the model's first MCP tool call is an annotated tool;
 - ``steps``: model calls; ``prompt tokens``: per model call (as the provider reports them;
   the scripted model counts the request locally with o200k_base or an estimate);
-- ``wall``: seconds for the task.
+- ``wall``: seconds for the task;
+- MCP calls that returned an error: in keen mode also arguments the gateway refused
+  against the tool's inputSchema (the inline baseline sends them unchecked).
 
 ``--mode keen`` runs the real loop (:class:`keen.agent.Agent`: catalog in the prompt,
 schemas read on demand, ``call_mcp_tool`` through the harness; calls approved).
@@ -110,6 +112,10 @@ def placeholder(schema: dict[str, Any]) -> Any:
         return schema["enum"][0]
     kind = schema.get("type")
     kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind == "array" and schema.get("minItems"):
+        return [placeholder(schema.get("items") or {})] * int(schema["minItems"])
+    if kind == "object" and schema.get("required"):
+        return arguments_for(schema)
     return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(str(kind), "example")
 
 
@@ -223,9 +229,10 @@ async def run_inline(task: Task, model: Model, rt: Runtime, max_steps: int, tool
                     text = f"no tool {call.name}"
                 else:
                     outcome.called.append(ref)
-                    text = result_text(
-                        await rt.manager.call_tool(ref[0], ref[1], call.arguments, validate=False)
-                    )
+                    # Sent as is, as a host without Keen does (Keen's gateway validates first).
+                    result = await rt.manager.call_tool(ref[0], ref[1], call.arguments, validate=False)
+                    outcome.tool_errors += result.is_error
+                    text = result_text(result)
                 history.append(Message("tool", text, tool_call_id=call.id, name=call.name))
         outcome.error = f"step limit ({max_steps})"
     except ModelError as exc:

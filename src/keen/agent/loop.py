@@ -25,6 +25,7 @@ and records the turn, and re-raises; the session and its servers stay open.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -171,6 +172,7 @@ class Agent:
         self.history: list[Message] = []
         self.always: set[tuple[str, str]] = set()
         self.last_result: TurnResult | None = None
+        self._prompt: tuple[tuple[int, int, str], str] | None = None
         self._elicitor = elicitor
         if elicitor is not None:
             runtime.manager.elicitation = elicitor
@@ -249,8 +251,25 @@ class Agent:
         result.error = f"stopped after {self.max_steps} steps without an answer (the step limit)"
         view.notice(result.error)
 
+    def system_prompt(self, tools: list[dict[str, Any]]) -> str:
+        """The system prompt for a step offering ``tools``; rebuilt when the offered tools,
+        the skills directory or its config changed (or after :meth:`reload_catalog`), since
+        reading every SKILL.md each step costs more than the rest of a step."""
+        root = self.runtime.skills_root
+
+        def stamp(path: Path) -> int:
+            try:
+                return path.stat().st_mtime_ns
+            except OSError:
+                return 0
+
+        key = (stamp(root), stamp(root / "config.json"), json.dumps(tools, sort_keys=True, default=str))
+        if self._prompt is None or self._prompt[0] != key:
+            self._prompt = (key, build_system_prompt(root, tools, budget=self.prompt_budget))
+        return self._prompt[1]
+
     async def _model_call(self, tools: list[dict[str, Any]], view: TurnView) -> ModelDone:
-        system = build_system_prompt(self.runtime.skills_root, tools, budget=self.prompt_budget)
+        system = self.system_prompt(tools)
         messages = [Message("system", system), *self.history]
         done: ModelDone | None = None
         async for event in self.model.stream(messages, tools):
@@ -400,6 +419,7 @@ class Agent:
     def reload_catalog(self) -> None:
         """Note that the skills changed (after discovery or ``/skills reload``): the catalog
         and visible set are rebuilt from disk and the Manager at the next step."""
+        self._prompt = None
         self.harness.log.emit("agent.reload", turn=self.harness.turn)
 
     def set_mode(self, mode: PermissionMode) -> None:
