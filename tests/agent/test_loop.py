@@ -218,3 +218,19 @@ async def test_elicitation_reaches_the_elicitor(world: World, elicitor: Any, exp
     ):
         result = await agent.run_turn("book a table")
     assert result.tool_calls[1]["text"].startswith(expected), result.tool_calls[1]
+
+
+async def test_calling_an_unoffered_tool_asks_for_it_or_says_why_not(world: World) -> None:
+    note = {"server": "demo", "tool": "add_note", "arguments": {"title": "t", "body": "b"}}
+    model = world.script(
+        step(call(MCP, server="demo", tool="convert_units", arguments=MARATHON)),
+        step(call(MCP, server="demo", tool="convert_units", arguments=MARATHON)),
+        step(call(MCP, **note)),
+        step(content="42.16 km; I cannot save notes in read-only mode."),
+    )
+    async with world.runtime("demo") as rt, world.agent(rt, model, mode="read-only") as agent:
+        result = await agent.run_turn("marathon in km, and save it")
+    first, second, third = result.tool_calls
+    assert first["outcome"] == "denied" and "callable from your next step" in first["text"]
+    assert second["outcome"] == "ok" and "42.1648" in second["text"]
+    assert third["outcome"] == "denied" and "read-only mode hides tools that may write" in third["text"]
