@@ -198,7 +198,12 @@ def chat(
 
         # keen.agent.repl is the REPL's own module (built beside this command); imported by
         # name so this command type-checks on its own.
-        run_repl = importlib.import_module("keen.agent.repl").run_repl
+        try:
+            run_repl = importlib.import_module("keen.agent.repl").run_repl
+        except ModuleNotFoundError as exc:
+            if exc.name != "keen.agent.repl":
+                raise
+            fail("the interactive keen chat is not in this build; run one turn with keen chat -p PROMPT")
 
         run(lambda: run_repl(chosen, mode=settings.mode, max_steps=max_steps, discovery_timeout=timeout))
         return
