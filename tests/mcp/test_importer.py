@@ -18,11 +18,11 @@ from keen.mcp.config import (
     load_config,
     parse_config,
 )
+from keen.mcp.config_edit import merge_into_config
 from keen.mcp.importer import (
     ImportResult,
     import_mcp_file,
     import_mcp_servers,
-    merge_into_config,
     suggest_name,
 )
 

@@ -1,4 +1,4 @@
-"""``keen mcp``: list servers, their tools, call one, import another host's config, sync, connect.
+"""``keen mcp``: list servers, their tools, call one, sync, connect (import/add/remove: mcp_config_cmd).
 
 Every command that talks to servers opens one :func:`keen.runtime.open_runtime`; the
 MCP SDK is imported inside the commands, so ``keen --version`` and ``keen skills`` start
@@ -188,48 +188,6 @@ def call(
         stream.flush()
     if result.is_error:
         raise typer.Exit(EXIT_TOOL_ERROR)
-
-
-@app.command("import")
-def import_servers(
-    file: Annotated[
-        Path,
-        typer.Argument(
-            help='A file with {"mcpServers": {...}} (Claude Desktop, Claude Code, Cursor), VS Code\'s '
-            'mcp.json or settings.json; JSONC is fine; "-" reads standard input.'
-        ),
-    ],
-    overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace servers that already exist.")
-    ] = False,
-    rename: Annotated[
-        list[str] | None, typer.Option("--rename", help="OLD=NEW: import server OLD under the name NEW.")
-    ] = None,
-) -> None:
-    """Import another MCP host's servers into Keen's configs.json (written with mode 0600)."""
-    from keen.mcp.importer import import_into_config
-
-    renames: dict[str, str] = {}
-    for pair in rename or []:
-        old, sep, new = pair.partition("=")
-        if not sep or not old or not new:
-            fail(f"--rename takes OLD=NEW, got {pair!r}")
-        renames[old] = new
-    outcome = import_into_config(file, paths.mcp_config_path(), rename=renames, overwrite=overwrite)
-    for name in outcome.imported:
-        out.print(f"[green]imported[/] {name}")
-    for name in outcome.unchanged:
-        out.print(f"unchanged {name}: already configured as imported")
-    for name in outcome.conflicts:
-        err.print(f"[yellow]skipped[/] {name}: already configured (use --overwrite to replace it)")
-    for name, reason in outcome.result.refused:
-        err.print(f"[red]refused[/] {name}: {reason}", markup=True, highlight=False)
-    for name, note in outcome.result.notes:
-        err.print(f"[yellow]note[/] {name}: {note}", markup=True, highlight=False)
-    if outcome.written is not None:
-        out.print(f"wrote {outcome.written}")
-    if not outcome.imported and not outcome.unchanged and (outcome.result.refused or outcome.conflicts):
-        raise typer.Exit(2)
 
 
 @app.command("sync")

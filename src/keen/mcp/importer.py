@@ -31,7 +31,6 @@ Reasons and notes never contain header values, env values or keys.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import sys
@@ -42,15 +41,14 @@ from typing import Any
 
 from keen._redact import Redactor
 from keen.errors import ConfigError
-from keen.mcp.config import SERVER_NAME_PATTERN, load_config, parse_config, save_config
+from keen.mcp.config import SERVER_NAME_PATTERN, parse_config
 
 __all__ = [
-    "ImportOutcome",
     "ImportResult",
-    "import_into_config",
     "import_mcp_file",
     "import_mcp_servers",
-    "merge_into_config",
+    "load_host_document",
+    "project_servers",
     "suggest_name",
 ]
 
@@ -100,11 +98,27 @@ def suggest_name(name: str, taken: set[str] | frozenset[str] = frozenset()) -> s
     return candidate
 
 
-def import_mcp_file(path: Path, *, rename: Mapping[str, str] | None = None) -> ImportResult:
-    """Read ``path`` (JSON) and convert it with :func:`import_mcp_servers`.
+def import_mcp_file(
+    path: Path, *, rename: Mapping[str, str] | None = None, include_projects: bool = False
+) -> ImportResult:
+    """Read ``path`` (JSON or JSONC; ``-`` is standard input) and convert it with
+    :func:`import_mcp_servers`.
 
     Raises ``ConfigError`` when the file cannot be read, is not JSON (with line/column),
     or has no ``mcpServers``/``servers`` object.
+    """
+    source = "standard input" if str(path) == "-" else str(path)
+    return import_mcp_servers(
+        load_host_document(path), rename=rename, source=source, include_projects=include_projects
+    )
+
+
+def load_host_document(path: Path) -> Any:
+    """An MCP host's settings file parsed as JSON, or JSONC (comments, trailing commas) as
+    VS Code, Cursor and Claude Code write it; ``-`` reads standard input.
+
+    Raises:
+        ConfigError: the file cannot be read or parsed (with line and column).
     """
     try:
         text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
@@ -114,8 +128,7 @@ def import_mcp_file(path: Path, *, rename: Mapping[str, str] | None = None) -> I
         raise ConfigError(
             f"cannot read {path}: {exc}; check the path and its permissions", path=str(path)
         ) from exc
-    source = "standard input" if str(path) == "-" else str(path)
-    return import_mcp_servers(_load_jsonc(text, source), rename=rename, source=source)
+    return _load_jsonc(text, "standard input" if str(path) == "-" else str(path))
 
 
 def _load_jsonc(text: str, source: str) -> Any:
@@ -138,7 +151,11 @@ def _load_jsonc(text: str, source: str) -> Any:
 
 
 def import_mcp_servers(
-    data: Any, *, rename: Mapping[str, str] | None = None, source: str = "the imported file"
+    data: Any,
+    *,
+    rename: Mapping[str, str] | None = None,
+    source: str = "the imported file",
+    include_projects: bool = False,
 ) -> ImportResult:
     """Convert a parsed ``{"mcpServers": {...}}`` (or VS Code ``{"servers": {...}}``) document.
 
@@ -146,8 +163,14 @@ def import_mcp_servers(
     suggested one). Every returned entry validates with :func:`keen.mcp.config.parse_config`
     once its ``${VAR}`` references are set. Raises ``ConfigError`` when ``data`` has no
     server map; problems inside one entry are refusals, never exceptions.
+
+    Claude Code's ``~/.claude.json`` also holds servers scoped to one project
+    (``projects.<path>.mcpServers``): with ``include_projects`` each is imported as
+    ``<name>-<project folder>`` with a note naming the project; without it each is left out
+    with a note (never silently).
     """
-    servers_raw = _server_map(data, source)
+    projects = project_servers(data)
+    servers_raw = _server_map(data, source) if not projects or "mcpServers" in data else {}
     rename = dict(rename or {})
     result = ImportResult()
     for unknown in sorted(set(rename) - set(servers_raw)):
@@ -171,100 +194,52 @@ def import_mcp_servers(
                 (name, f"another entry is already imported as {target!r}; rename one of them")
             )
             continue
-        notes: list[str] = []
-        try:
-            converted = _convert(entry, notes)
-            _validate(target, converted)
-        except _Refused as exc:
-            result.refused.append((name, str(exc)))
+        _add(result, name, target, entry)
+    for project, name, entry in projects:
+        target = suggest_name(f"{name}-{_folder(project)}", final_names | set(result.servers))
+        if not include_projects:
+            result.notes.append(
+                (
+                    name,
+                    f"scoped to the project {project} (Claude Code); not imported: rerun with "
+                    f"--include-projects to import it as {target!r}",
+                )
+            )
             continue
-        result.servers[target] = converted
-        result.notes.extend((target, note) for note in notes)
+        if _add(result, name, target, entry):
+            result.notes.append((target, f"imported from the project {project} (Claude Code)"))
     return result
 
 
-def merge_into_config(
-    existing_raw: dict[str, Any] | None, result: ImportResult, *, overwrite: bool = False
-) -> tuple[dict[str, Any], list[str]]:
-    """Add ``result.servers`` to raw configs.json data; returns ``(merged_raw, conflicts)``.
-
-    ``existing_raw`` (``None`` = no file yet) is not modified; its servers keep their
-    order and the new ones follow. ``conflicts`` lists imported names that already
-    existed (also in another case: names may not differ only in case) and were
-    therefore left as they were; with ``overwrite`` they are replaced
-    in place and ``conflicts`` is empty. Raises ``ConfigError`` when ``existing_raw`` is
-    not a configs.json object.
-    """
-    merged = copy.deepcopy(existing_raw) if existing_raw is not None else {"version": 1, "servers": {}}
-    if not isinstance(merged, dict):
-        raise ConfigError('configs.json must be an object like {"version": 1, "servers": {}}')
-    merged.setdefault("version", 1)
-    servers = merged.setdefault("servers", {})
-    if not isinstance(servers, dict):
-        raise ConfigError(
-            'configs.json: "servers" must be an object mapping names to server entries', field="servers"
-        )
-    conflicts: list[str] = []
-    for name, entry in result.servers.items():
-        same_but_case = any(k != name and k.lower() == name.lower() for k in servers)
-        if (name in servers and not overwrite) or same_but_case:
-            # A name differing only in case would share its skill dir on macOS and Windows.
-            conflicts.append(name)
-            continue
-        servers[name] = copy.deepcopy(entry)
-    return merged, conflicts
+def project_servers(data: Any) -> list[tuple[str, str, Any]]:
+    """``(project path, server name, entry)`` for each project-scoped server of Claude Code's
+    ``~/.claude.json`` (``{"projects": {path: {"mcpServers": {...}}}}``); ``[]`` for other files."""
+    projects = data.get("projects") if isinstance(data, dict) else None
+    found: list[tuple[str, str, Any]] = []
+    for project, settings in projects.items() if isinstance(projects, dict) else ():
+        servers = settings.get("mcpServers") if isinstance(settings, dict) else None
+        if isinstance(servers, dict):
+            found.extend((str(project), str(name), entry) for name, entry in servers.items())
+    return found
 
 
-@dataclass
-class ImportOutcome:
-    """What :func:`import_into_config` did.
-
-    Attributes:
-        result: the conversion (``refused`` and ``notes`` say what was left out and why).
-        imported: names written to configs.json.
-        conflicts: names skipped because configs.json has them differently (and ``overwrite``
-            was off).
-        written: the configs.json path when anything was written, else ``None``.
-        unchanged: names configs.json already has exactly as imported (a re-import is a no-op).
-    """
-
-    result: ImportResult
-    imported: list[str]
-    conflicts: list[str]
-    written: Path | None
-    unchanged: list[str] = field(default_factory=lambda: list[str]())
+def _folder(project: str) -> str:
+    """The last folder of a project path, POSIX or Windows."""
+    return re.split(r"[\\/]", project.rstrip("\\/"))[-1] or "project"
 
 
-def import_into_config(
-    file: Path, config_path: Path, *, rename: Mapping[str, str] | None = None, overwrite: bool = False
-) -> ImportOutcome:
-    """Convert ``file`` and merge its servers into ``config_path`` (written 0600, atomically).
-
-    An existing configs.json is validated first: nothing is merged into a broken file.
-
-    Args:
-        file: another host's ``{"mcpServers": {...}}`` file.
-        config_path: Keen's configs.json (created when missing).
-        rename: ``{old: new}`` to import server ``old`` under the name ``new``.
-        overwrite: replace servers that already exist instead of skipping them.
-
-    Raises:
-        ConfigError: ``file`` cannot be read or converted, or configs.json is invalid.
-    """
-    result = import_mcp_file(file, rename=rename)
-    existing: dict[str, Any] | None = None
-    if config_path.exists():
-        # Never merge into a file that cannot be parsed; one broken entry is no reason to refuse.
-        load_config(config_path, strict=False)
-        existing = json.loads(config_path.read_text(encoding="utf-8"))
-    have = (existing or {}).get("servers") or {}
-    unchanged = [name for name, entry in result.servers.items() if have.get(name) == entry]
-    merged, conflicts = merge_into_config(existing, result, overwrite=overwrite)
-    conflicts = [name for name in conflicts if name not in unchanged]
-    imported = [name for name in result.servers if name not in conflicts and name not in unchanged]
-    if imported:
-        save_config(merged, config_path)
-    return ImportOutcome(result, imported, conflicts, config_path if imported else None, unchanged)
+def _add(result: ImportResult, name: str, target: str, entry: Any) -> bool:
+    """Convert one entry into ``result`` under ``target``; a refusal is recorded, not raised."""
+    notes: list[str] = []
+    try:
+        converted = _convert(entry, notes)
+        _validate(target, converted)
+    except _Refused as exc:
+        result.refused.append((name, str(exc)))
+        return False
+    result.servers[target] = converted
+    result.notes.extend((target, note) for note in notes)
+    return True
 
 
 def _server_map(data: Any, source: str) -> dict[str, Any]:

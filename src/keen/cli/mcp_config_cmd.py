@@ -1,0 +1,233 @@
+"""``keen mcp import|add|remove``: edit configs.json from another host's file or the command line.
+
+``keen mcp add NAME -- COMMAND [ARGS...]`` and ``keen mcp add NAME --url URL [--header K=V]
+[--oauth]`` add one server, ``keen mcp remove NAME`` removes one, as ``claude mcp add`` and
+``claude mcp remove`` do; ``keen mcp import FILE`` merges another host's servers and
+``keen mcp import --detect`` lists the host files on this machine. Every edit is atomic and
+locked (:mod:`keen.mcp.config_edit`); none connects to a server. Values (env, headers, keys)
+are never printed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from keen import paths
+from keen._redact import redact_url
+from keen.cli._common import err, fail, out, print_json
+
+__all__ = ["register"]
+
+_HEADER = re.compile(r"^\s*([^:=\s]+)\s*[:=]\s*(.*)$", re.DOTALL)
+_ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+
+
+def register(mcp_app: typer.Typer) -> None:
+    """Add ``import``, ``add`` and ``remove`` to the ``keen mcp`` group."""
+    mcp_app.command("import")(import_servers)
+    mcp_app.command("add")(add)
+    mcp_app.command("remove")(remove)
+
+
+def import_servers(
+    file: Annotated[
+        Path | None,
+        typer.Argument(
+            help='A file with {"mcpServers": {...}} (Claude Desktop, Claude Code, Cursor, Windsurf, Gemini CLI), '
+            'VS Code\'s mcp.json or settings.json; JSONC is fine; "-" reads standard input.',
+            show_default=False,
+        ),
+    ] = None,
+    detect: Annotated[
+        bool, typer.Option("--detect", help="List the MCP host files on this machine and what each holds.")
+    ] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace servers that already exist.")
+    ] = False,
+    rename: Annotated[
+        list[str] | None, typer.Option("--rename", help="OLD=NEW: import server OLD under the name NEW.")
+    ] = None,
+    include_projects: Annotated[
+        bool,
+        typer.Option(
+            "--include-projects",
+            help="Also import Claude Code's project-scoped servers (~/.claude.json) as NAME-<project folder>.",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="With --detect: print the host files as JSON.")
+    ] = False,
+) -> None:
+    """Import another MCP host's servers into Keen's configs.json (written with mode 0600)."""
+    if detect:
+        if file is not None:
+            fail("give FILE or --detect, not both")
+        _detect(as_json)
+        return
+    if file is None:
+        fail("give the FILE to import (or - for standard input), or --detect to find host files")
+    if as_json:
+        fail("--json works with --detect only; keen mcp import FILE prints what it imported")
+    from keen.mcp.config_edit import import_into_config
+
+    renames: dict[str, str] = {}
+    for pair in rename or []:
+        old, sep, new = pair.partition("=")
+        if not sep or not old or not new:
+            fail(f"--rename takes OLD=NEW, got {pair!r}")
+        renames[old] = new
+    outcome = import_into_config(
+        file, paths.mcp_config_path(), rename=renames, overwrite=overwrite, include_projects=include_projects
+    )
+    for name in outcome.imported:
+        out.print(f"[green]imported[/] {escape(name)}")
+    for name in outcome.unchanged:
+        out.print(f"unchanged {escape(name)}: already configured as imported")
+    for name in outcome.conflicts:
+        err.print(f"[yellow]skipped[/] {escape(name)}: already configured (use --overwrite to replace it)")
+    for name, reason in outcome.result.refused:
+        err.print(f"[red]refused[/] {escape(name)}: {escape(reason)}", highlight=False)
+    for name, note in outcome.result.notes:
+        err.print(f"[yellow]note[/] {escape(name)}: {escape(note)}", highlight=False)
+    if outcome.written is not None:
+        out.print(f"wrote {outcome.written}")
+    if not outcome.imported and not outcome.unchanged and (outcome.result.refused or outcome.conflicts):
+        raise typer.Exit(2)
+
+
+def _detect(as_json: bool) -> None:
+    from rich.table import Table
+
+    from keen.mcp.hosts import detect_host_files, host_file_candidates
+
+    found = detect_host_files()
+    if as_json:
+        print_json([host.to_dict() for host in found])
+        return
+    if not found:
+        looked = "\n".join(f"  {host}: {path}" for host, path in host_file_candidates())
+        out.print(f"No MCP host files found. Looked for:\n{escape(looked)}", highlight=False)
+        return
+    table = Table(title="MCP host files on this machine", title_justify="left")
+    for column in ("host", "file", "holds"):
+        table.add_column(column, overflow="fold")
+    for host in found:
+        table.add_row(host.host, escape(str(host.path)), escape(_holds(host)))
+    out.print(table)
+    out.print("import one with: keen mcp import FILE")
+
+
+def _holds(host: Any) -> str:
+    if host.error:
+        return f"unreadable: {host.error}"
+    parts = [f"{len(host.servers)} server(s): {', '.join(host.servers)}" if host.servers else "no servers"]
+    for project, names in host.projects.items():
+        parts.append(f"project {project}: {', '.join(names)} (--include-projects)")
+    return "\n".join(parts)
+
+
+def add(
+    name: Annotated[str, typer.Argument(help="The new server's name: 1-64 letters, digits, '_' or '-'.")],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="After --: the command that starts a stdio server, and its arguments.", show_default=False
+        ),
+    ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help="A remote server's streamable HTTP endpoint.", show_default=False),
+    ] = None,
+    header: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--header",
+            "-H",
+            help="K=V or 'K: V', an HTTP header for --url (repeatable); Authorization (or an API-key "
+            "header) becomes the server's api_key auth. Write '${VAR}' to keep a key out of the file.",
+            show_default=False,
+        ),
+    ] = None,
+    oauth: Annotated[
+        bool,
+        typer.Option("--oauth", help="The server signs in with MCP OAuth (then: keen mcp connect NAME)."),
+    ] = False,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            "-e",
+            help="K=V, an environment variable for the stdio server (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    description: Annotated[
+        str | None,
+        typer.Option(
+            "--description", help="The server's catalog line, the one the model reads.", show_default=False
+        ),
+    ] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a server of that name.")] = False,
+) -> None:
+    """Add a server to configs.json: keen mcp add NAME -- COMMAND [ARGS...] or keen mcp add NAME --url URL."""
+    from keen.mcp.config_edit import add_server
+
+    command = command or []
+    if bool(command) == bool(url):
+        fail(
+            "give a stdio command after -- (keen mcp add NAME -- COMMAND ARGS...) or a remote server's "
+            "--url (keen mcp add NAME --url URL), one of the two"
+        )
+    entry: dict[str, Any] = {}
+    if url:
+        if env:
+            fail("--env is for a stdio server; a remote server takes --header")
+        entry["url"] = url
+        if header:
+            entry["headers"] = dict(_pair(h, _HEADER, "--header", "K=V or 'K: V'") for h in header)
+        if oauth:
+            entry["oauth"] = True
+    else:
+        if header or oauth:
+            fail(
+                "--header and --oauth are for a remote server (--url); pass a stdio server's secrets with --env"
+            )
+        entry["command"], entry["args"] = command[0], command[1:]
+        if env:
+            entry["env"] = dict(_pair(e, _ENV, "--env", "NAME=VALUE") for e in env)
+    if description is not None:
+        entry["description"] = description
+    path = paths.mcp_config_path()
+    notes = add_server(path, name, entry, overwrite=overwrite)
+    for note in notes:
+        err.print(f"[yellow]note[/] {escape(note)}", highlight=False)
+    # The URL may carry a key in its query: printed without it.
+    kind = f"remote server {redact_url(url)}" if url else f"stdio server {command[0]}"
+    out.print(f"[green]added[/] {escape(name)} ({escape(kind)}) to {escape(str(path))}", highlight=False)
+    nxt = f"keen mcp connect {name}" if oauth else f"keen mcp tools {name}"
+    out.print(f"next: {escape(nxt)}", highlight=False)
+
+
+def _pair(text: str, pattern: re.Pattern[str], option: str, shape: str) -> tuple[str, str]:
+    match = pattern.match(text)
+    if match is None:
+        # The value may be a secret: name the option and the shape, never echo the text.
+        fail(f"{option} takes {shape}; one value has no name before '=' (or ':')")
+    return match.group(1), match.group(2).strip() if option == "--header" else match.group(2)
+
+
+def remove(
+    name: Annotated[str, typer.Argument(help="The server's name in configs.json.")],
+) -> None:
+    """Remove a server from configs.json; the next sync deletes its skill mcp:NAME."""
+    from keen.mcp.config_edit import remove_server
+
+    path = paths.mcp_config_path()
+    remove_server(path, name)
+    out.print(f"[green]removed[/] {escape(name)} from {escape(str(path))}", highlight=False)
+    out.print(f"its skill mcp:{escape(name)} is deleted at the next keen mcp sync", highlight=False)

@@ -1,0 +1,247 @@
+"""``keen mcp add|remove`` and ``keen mcp import --detect`` through the CLI from a temporary
+``KEEN_HOME`` and a temporary home (README "Configure servers"): an add/remove round trip with a
+real stdio server, remote servers with headers and OAuth (secrets never printed), concurrent
+adds that all land, a fixture file per host found by ``--detect`` (Claude Desktop, Claude Code
+with project-scoped servers, Cursor JSONC, VS Code settings, Windsurf, Gemini CLI), and
+Claude Code's project-scoped servers imported or skipped with a note each, never silently."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SERVERS
+from helpers.cli import Home, make_home
+from keen.mcp.hosts import host_file_candidates
+
+SECRET = "sk-test-4f1c9d0b7e"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
+    home = make_home(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home.home / ".config"))
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)  # no host project files in the current directory but the test's
+    return home
+
+
+def servers(home: Home) -> dict[str, dict[str, object]]:
+    return json.loads(home.config_path.read_text())["servers"]
+
+
+def test_add_remove_round_trip_with_a_real_server(home: Home) -> None:
+    script = str(SERVERS / "basic_stdio.py")
+    added = home.keen(
+        "mcp", "add", "basic", "--description", "Echo and add numbers", "--", sys.executable, script
+    )
+    assert added.code == 0, str(added)
+    assert "added basic (stdio server" in added.stdout and "next: keen mcp tools basic" in added.stdout
+    assert servers(home)["basic"] == {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [script],
+        "description": "Echo and add numbers",
+    }
+    assert stat.S_IMODE(home.config_path.stat().st_mode) == 0o600
+    tools = home.keen("mcp", "tools", "basic", "--json")
+    assert tools.code == 0, str(tools)
+    assert {"echo", "add"} <= {t["name"] for t in tools.json()}
+    again = home.keen("mcp", "add", "basic", "--", "other")
+    assert again.code == 2 and "keen mcp remove basic" in again.stderr and "--overwrite" in again.stderr
+    removed = home.keen("mcp", "remove", "basic")
+    assert removed.code == 0, str(removed)
+    assert servers(home) == {}
+    missing = home.keen("mcp", "remove", "basic")
+    assert missing.code == 2 and "no server named 'basic'" in missing.stderr
+    leftovers = [p.name for p in home.config_path.parent.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_add_remote_servers_with_headers_and_oauth(home: Home) -> None:
+    keyed = home.keen(
+        "mcp", "add", "docs", "--url", "https://mcp.example.com/mcp", "-H", f"Authorization: Bearer {SECRET}",
+        "--header", "X-Team=blue",
+    )  # fmt: skip
+    assert keyed.code == 0, str(keyed)
+    oauth = home.keen("mcp", "add", "gh", "--url", "https://api.example.com/mcp", "--oauth")
+    assert oauth.code == 0 and "next: keen mcp connect gh" in oauth.stdout
+    env = home.keen("mcp", "add", "local", "-e", f"TOKEN={SECRET}", "--", "npx", "-y", "some-server")
+    assert env.code == 0, str(env)
+    got = servers(home)
+    assert got["docs"] == {
+        "transport": "streamable_http",
+        "url": "https://mcp.example.com/mcp",
+        "auth": {"type": "api_key", "header": "Authorization", "scheme": "Bearer", "key": SECRET},
+        "headers": {"X-Team": "blue"},
+    }
+    assert got["gh"]["auth"] == {"type": "oauth"}
+    assert got["local"]["env"] == {"TOKEN": SECRET} and got["local"]["args"] == ["-y", "some-server"]
+    for run in (keyed, oauth, env):
+        assert SECRET not in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["x"], "one of the two"),
+        (["x", "--url", "https://e.com/mcp", "--", "cmd"], "one of the two"),
+        (["x", "--url", "https://e.com/mcp", "-e", "A=1"], "--env is for a stdio server"),
+        (["x", "--oauth", "--", "cmd"], "are for a remote server"),
+        (["x", "--url", "https://e.com/mcp", "-H", SECRET], "--header takes K=V"),
+        (["bad name", "--", "cmd"], "e.g. 'bad-name'"),
+        (["x", "--url", "ftp://e.com/mcp"], "http:// or https://"),
+    ],
+)
+def test_add_refuses_what_it_cannot_use(home: Home, args: list[str], needle: str) -> None:
+    run = home.keen("mcp", "add", *args)
+    assert run.code == 2, str(run)
+    assert needle in run.stderr and SECRET not in run.stderr
+    assert not home.config_path.exists()
+
+
+def test_concurrent_adds_all_land(home: Home) -> None:
+    names = [f"s{i}" for i in range(5)]
+    runs = home.keen_processes(*[("mcp", "add", name, "--", "cmd", name) for name in names])
+    assert all(run.code == 0 for run in runs), [str(r) for r in runs if r.code]
+    assert sorted(servers(home)) == names  # the lock kept every edit
+
+
+def test_add_keeps_a_broken_neighbour_and_refuses_an_unparseable_file(home: Home) -> None:
+    home.write({"broken": {"command": "${KEEN_TEST_NEVER_SET}"}})
+    assert home.keen("mcp", "add", "ok", "--", "cmd").code == 0
+    assert set(servers(home)) == {"broken", "ok"}
+    home.config_path.write_text("{not json")
+    run = home.keen("mcp", "add", "other", "--", "cmd")
+    assert run.code == 2 and "invalid JSON" in run.stderr
+    assert home.config_path.read_text() == "{not json"  # nothing lost
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+CLAUDE_JSON = {
+    "numStartups": 3,
+    "mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}},
+    "projects": {
+        "/home/u/src/webapp": {
+            "mcpServers": {"files": {"command": "npx", "args": ["server-filesystem", "."]}}
+        },
+        "/home/u/src/api": {
+            "mcpServers": {"files": {"command": "npx", "args": ["server-filesystem", "/srv"]}}
+        },
+        "/home/u/src/empty": {"allowedTools": []},
+    },
+}
+
+
+def _every_host(home: Home) -> dict[str, Path]:
+    h, config = home.home, home.home / ".config"
+    return {
+        "Claude Desktop": _write(
+            config / "Claude" / "claude_desktop_config.json",
+            json.dumps({"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}),
+        ),
+        "Claude Code": _write(h / ".claude.json", json.dumps(CLAUDE_JSON)),
+        "Cursor": _write(
+            h / ".cursor" / "mcp.json",
+            '{\n  // JSONC\n  "mcpServers": {"docs": {"url": "https://mcp.example.com/mcp",},},\n}\n',
+        ),
+        "VS Code": _write(
+            config / "Code" / "User" / "settings.json",
+            '{"editor.tabSize": 2, "mcp": {"servers": {"git": {"type": "stdio", "command": "uvx"}}},}',
+        ),
+        "Windsurf": _write(
+            h / ".codeium" / "windsurf" / "mcp_config.json",
+            json.dumps({"mcpServers": {"search": {"serverUrl": "https://search.example.com/mcp"}}}),
+        ),
+        "Gemini CLI": _write(
+            h / ".gemini" / "settings.json",
+            json.dumps(
+                {"theme": "dark", "mcpServers": {"wiki": {"httpUrl": "https://wiki.example.com/mcp"}}}
+            ),
+        ),
+        "Claude Code (project)": _write(
+            Path.cwd() / ".mcp.json",
+            json.dumps({"mcpServers": {"proj": {"command": "node", "args": ["s.js"]}}}),
+        ),
+    }
+
+
+def test_detect_lists_every_host_file_and_what_it_holds(home: Home) -> None:
+    files = _every_host(home)
+    _write(home.home / ".cursor" / "broken" / "x", "")  # not a host file: ignored
+    found = home.keen("mcp", "import", "--detect", "--json")
+    assert found.code == 0, str(found)
+    by_host = {entry["host"]: entry for entry in found.json()}
+    assert set(by_host) == set(files)
+    assert {host: entry["path"] for host, entry in by_host.items()} == {h: str(p) for h, p in files.items()}
+    assert by_host["Claude Code"]["servers"] == ["memory"]
+    assert by_host["Claude Code"]["projects"] == {
+        "/home/u/src/webapp": ["files"],
+        "/home/u/src/api": ["files"],
+    }
+    assert by_host["Cursor"]["servers"] == ["docs"] and by_host["VS Code"]["servers"] == ["git"]
+    assert by_host["Windsurf"]["servers"] == ["search"] and by_host["Gemini CLI"]["servers"] == ["wiki"]
+    human = home.keen("mcp", "import", "--detect")
+    assert human.code == 0 and "keen mcp import FILE" in human.stdout
+    assert "project /home/u/src/api: files (--include-projects)" in human.stdout
+    # every detected file imports as it is
+    for path in files.values():
+        run = home.keen("mcp", "import", str(path))
+        assert run.code == 0, str(run)
+    assert set(servers(home)) == {"time", "memory", "docs", "git", "search", "wiki", "proj"}
+
+
+def test_detect_with_nothing_says_where_it_looked(home: Home) -> None:
+    run = home.keen("mcp", "import", "--detect")
+    assert run.code == 0 and "No MCP host files found" in run.stdout
+    assert str(home.home / ".claude.json") in run.stdout
+    both = home.keen("mcp", "import", "x.json", "--detect")
+    assert both.code == 2 and "not both" in both.stderr
+    neither = home.keen("mcp", "import")
+    assert neither.code == 2 and "--detect" in neither.stderr
+
+
+def test_claude_code_project_servers_are_skipped_with_a_note_or_imported(home: Home) -> None:
+    path = _write(home.home / ".claude.json", json.dumps(CLAUDE_JSON))
+    plain = home.keen("mcp", "import", str(path))
+    assert plain.code == 0, str(plain)
+    assert set(servers(home)) == {"memory"}
+    notes = [line for line in plain.stderr.splitlines() if line.startswith("note files:")]
+    assert len(notes) == 2  # one note per project-scoped server, never silent
+    assert "/home/u/src/webapp" in plain.stderr and "'files-webapp'" in plain.stderr
+    full = home.keen("mcp", "import", str(path), "--include-projects")
+    assert full.code == 0, str(full)
+    got = servers(home)
+    assert set(got) == {"memory", "files-webapp", "files-api"}
+    assert got["files-api"]["args"] == ["server-filesystem", "/srv"]
+    assert "imported from the project /home/u/src/api" in full.stderr
+
+
+def test_host_file_places_per_platform(tmp_path: Path) -> None:
+    windows = dict(
+        host_file_candidates(
+            {"USERPROFILE": r"C:\Users\u", "APPDATA": r"C:\Users\u\AppData\Roaming"},
+            platform="win32",
+            cwd=tmp_path,
+        )
+    )
+    assert (
+        windows["Claude Desktop"]
+        == Path(r"C:\Users\u\AppData\Roaming") / "Claude" / "claude_desktop_config.json"
+    )
+    assert windows["Claude Code"] == Path(r"C:\Users\u") / ".claude.json"
+    mac = host_file_candidates({"HOME": "/Users/u"}, platform="darwin", cwd=tmp_path)
+    assert ("VS Code", Path("/Users/u/Library/Application Support/Code/User/settings.json")) in mac
+    linux = dict(host_file_candidates({"HOME": "/home/u"}, platform="linux", cwd=tmp_path))
+    assert linux["Claude Desktop"] == Path("/home/u/.config/Claude/claude_desktop_config.json")
+    assert linux["Windsurf"] == Path("/home/u/.codeium/windsurf/mcp_config.json")
