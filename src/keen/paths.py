@@ -7,18 +7,26 @@ tests and the demo can point it at a temporary directory.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 __all__ = [
+    "WINDOWS_COLON",
     "auth_dir",
     "keen_home",
     "logs_dir",
     "mcp_config_path",
     "pins_dir",
     "sessions_dir",
+    "skill_dir_name",
+    "skill_dir_spellings",
     "skills_config_path",
     "skills_dir",
 ]
+
+WINDOWS_COLON = "_"
+"""How a ``:`` of a skill name is spelled in its directory name on Windows, whose file
+systems do not allow ``:`` in a name (``mcp:github`` -> ``mcp_github``)."""
 
 
 def keen_home() -> Path:
@@ -60,3 +68,29 @@ def skills_config_path() -> Path:
 def sessions_dir() -> Path:
     """``$KEEN_HOME/sessions``: one JSONL event log per agent session."""
     return keen_home() / "sessions"
+
+
+def skill_dir_name(name: str, platform: str | None = None) -> str:
+    """The directory name, in ``skills_dir()``, of the skill called ``name``.
+
+    The name itself, except on Windows (``platform == "win32"``), where ``:`` is not allowed
+    in a file name and is spelled ``_`` (:data:`WINDOWS_COLON`): ``mcp:github`` ->
+    ``mcp_github``. The skill's name (its SKILL.md frontmatter ``name``) stays ``mcp:github``.
+
+    Args:
+        name: a skill name (letters, digits, ``_ . : -``).
+        platform: a ``sys.platform`` value; default this machine's.
+    """
+    if (platform or sys.platform) == "win32":
+        return name.replace(":", WINDOWS_COLON)
+    return name
+
+
+def skill_dir_spellings(name: str) -> list[str]:
+    """Every directory name a reader accepts for the skill ``name``: this platform's first,
+    then the other's (a skills directory copied between Windows and POSIX still reads)."""
+    first = skill_dir_name(name)
+    return [
+        first,
+        *(other for other in dict.fromkeys((name, skill_dir_name(name, "win32"))) if other != first),
+    ]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from keen.paths import WINDOWS_COLON
 from keen.skills import MARKER_FILE, SKILL_FILE, Skill, render_skills_section, section_header, shorten
 from keen.tokens import TokenCounter, token_counter
 
@@ -182,7 +183,10 @@ def budgeted_section(
     if not enabled or counter.count(full) + fixed <= budget:
         return result(full, "full", enabled, [], None)
     root = skills_root or enabled[0].path.parent
-    header = section_header(enabled) + f"Each skill's instructions are in {root}/<name>/{SKILL_FILE}.\n"
+    where = f"{root}/<name>/{SKILL_FILE}"
+    if any(s.path.name != s.name for s in enabled):  # Windows: mcp:x lives in mcp_x (keen.paths)
+        where += f" (a ':' of the name is '{WINDOWS_COLON}' in the folder name)"
+    header = section_header(enabled) + f"Each skill's instructions are in {where}.\n"
 
     def render(kept: Sequence[Skill], cap: int | None, fold: str = "") -> str:
         lines = [f"- {s.name}: {s.description if cap is None else shorten(s.description, cap)}" for s in kept]

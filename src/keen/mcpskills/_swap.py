@@ -42,6 +42,7 @@ import filelock
 
 from keen._fs import atomic_write_bytes
 from keen.errors import SkillError
+from keen.mcpskills import _layout
 from keen.mcpskills._models import Marker, ValidationError
 from keen.mcpskills._render import MARKER_FILE, dump_json
 
@@ -95,11 +96,14 @@ class Current:
 
 
 def link_path(root: Path, server: str) -> Path:
-    return root / f"mcp:{server}"
+    """``root/mcp:<server>`` (``mcp_<server>`` on Windows, where ``:`` is not allowed)."""
+    return root / _layout.skill_dir(server)
 
 
 def _version_re(server: str) -> re.Pattern[str]:
-    return re.compile(rf"\.mcp:{re.escape(server)}\.[0-9a-f]{{12}}(?P<suffix>\.tmp|\.link|\.old)?")
+    return re.compile(
+        rf"\.{re.escape(_layout.skill_dir(server))}\.[0-9a-f]{{12}}(?P<suffix>\.tmp|\.link|\.old)?"
+    )
 
 
 @contextlib.contextmanager
@@ -178,7 +182,7 @@ def inspect(root: Path, server: str) -> Current:
 
 def new_build_dir(root: Path, server: str) -> Path:
     """A fresh, not yet existing ``root/.mcp:<server>.<12 hex>.tmp``."""
-    return root / f".mcp:{server}.{secrets.token_hex(6)}.tmp"
+    return root / f".{_layout.skill_dir(server)}.{secrets.token_hex(6)}.tmp"
 
 
 def _fsync_dir(path: Path) -> None:
@@ -330,7 +334,7 @@ def remove(root: Path, server: str) -> bool:
         deleted = True
     elif current.kind == "dir":
         # Rename first so the skill vanishes at once instead of file by file.
-        os.rename(current.path, root / f".mcp:{server}.{secrets.token_hex(6)}.old")
+        os.rename(current.path, root / f".{_layout.skill_dir(server)}.{secrets.token_hex(6)}.old")
         deleted = True
     elif current.kind == "unmanaged":
         logger.warning("not deleting %s: %s", current.path, current.reason)

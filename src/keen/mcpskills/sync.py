@@ -41,6 +41,7 @@ from keen._redact import redactor
 from keen.errors import Remedy, SkillError
 from keen.mcp.types import SERVER_NAME_RE, ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import _swap
+from keen.mcpskills._layout import server_of_dir
 from keen.mcpskills._models import AutoDisabled, SyncState, ValidationError
 from keen.mcpskills._render import MAX_SKIPPED_LISTED, dump_json
 from keen.mcpskills.generate import generate_skill, skill_name
@@ -64,7 +65,8 @@ SYNC_STATE_FILE = ".keen-mcp-sync.json"
 SyncAction = Literal["generated", "unchanged", "disabled", "removed", "kept_unmanaged", "error"]
 
 # Versioned and build dirs of the atomic swap: a removed server may have left only these.
-_DEBRIS_RE = re.compile(r"\.mcp:([A-Za-z0-9_-]{1,64})\.[0-9a-f]{12}(?:\.tmp|\.link|\.old)?")
+# ("mcp:" is "mcp_" on Windows: keen.paths.skill_dir_name.)
+_DEBRIS_RE = re.compile(r"\.mcp[:_]([A-Za-z0-9_-]{1,64})\.[0-9a-f]{12}(?:\.tmp|\.link|\.old)?")
 _AUTH_STATES = (ServerState.AUTH_REQUIRED, ServerState.AUTH_FAILED)
 
 
@@ -313,7 +315,8 @@ def _stale_servers(root: Path, config: SkillsConfig, auto: _AutoDisabled, config
     try:
         for entry in root.iterdir():
             debris = _DEBRIS_RE.fullmatch(entry.name)
-            names.add(skill_name(debris.group(1)) if debris else entry.name)
+            server = debris.group(1) if debris else server_of_dir(entry.name)
+            names.add(skill_name(server) if server else entry.name)
     except FileNotFoundError:
         pass
     stale: set[str] = set()

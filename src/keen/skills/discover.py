@@ -197,7 +197,8 @@ def _parse_frontmatter(raw: str, dir_name: str) -> tuple[str, str]:
     if not isinstance(name, str):
         # YAML 1.1 reads `name: off` as false and `name: 1.0` as a float.
         raise ValueError(f'frontmatter name must be a string; quote it: name: "{dir_name}"')
-    if name != dir_name:
+    if dir_name not in paths.skill_dir_spellings(name):
+        # On Windows a ':' of the name is spelled '_' in the directory name (keen.paths).
         raise ValueError(
             f"frontmatter name {name!r} does not match the directory name {dir_name!r}; make them equal"
         )
@@ -296,6 +297,11 @@ def discover(skills_root: Path | None = None, *, config: SkillsConfig | None = N
         if not entry.is_symlink() and not entry.is_dir():
             continue  # plain files such as config.json
         loaded = _load_dir(entry, config)
+        if isinstance(loaded, Skill) and any(s.name == loaded.name for s in skills):
+            # Both spellings of one name (mcp:x and its Windows form mcp_x) side by side.
+            loaded = SkillProblem(
+                loaded.name, entry, f"another directory already holds the skill {loaded.name!r}; remove one"
+            )
         if isinstance(loaded, SkillProblem):
             logger.debug("%s", loaded)
             problems.append(loaded)
@@ -314,8 +320,9 @@ def load_skill(name: str, skills_root: Path | None = None, *, config: SkillsConf
     if not valid_skill_name(name):
         raise SkillError(f"{name!r} is not a skill name", name=name, remedy=Remedy.LIST_SKILLS)
     root, config = _root_and_config(skills_root, config)
-    skill_dir = root / name
-    if not skill_dir.is_symlink() and not skill_dir.exists():
+    spellings = [root / dir_name for dir_name in paths.skill_dir_spellings(name)]
+    skill_dir = next((d for d in spellings if d.is_symlink() or d.exists()), None)
+    if skill_dir is None:
         raise SkillError(f"no skill named {name!r} in {root}", name=name, remedy=Remedy.LIST_SKILLS)
     loaded = _load_dir(skill_dir, config)
     if isinstance(loaded, SkillProblem):
