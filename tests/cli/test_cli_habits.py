@@ -66,3 +66,41 @@ def test_json_on_skills_show_and_prompt(home: Home) -> None:
     body = prompt.json()
     assert "mcp:basic" in body["text"] and body["chars"] == len(body["text"])
     assert home.keen("prompt").stdout == body["text"] + "\n"
+
+
+@pytest.mark.parametrize(
+    "args", [("skills", "enable", "x"), ("skills", "disable", "x"), ("mcp", "remove", "x"), ("demo",)]
+)
+def test_json_where_a_command_prints_no_data_is_a_clear_error(home: Home, args: tuple[str, ...]) -> None:
+    run = home.keen(*args, "--json")
+    assert run.code == 2
+    assert f"`keen {' '.join(a for a in args if a != 'x')}` has no --json" in run.stderr, str(run)
+
+
+def test_help_has_no_bool_noise(home: Home) -> None:
+    for args in (
+        ("mcp", "call"),
+        ("mcp", "list"),
+        ("mcp", "add"),
+        ("prompt",),
+        ("skills", "list"),
+        ("serve",),
+    ):
+        shown = home.keen(*args, "--help")
+        assert shown.code == 0, str(shown)
+        assert "<bool>" not in shown.stdout and "BOOLEAN" not in shown.stdout, str(shown)
+
+
+def test_a_disconnected_server_names_the_reconnect_command(home: Home) -> None:
+    run = home.keen("mcp", "call", "noisy", "anything", "--yes", "--timeout", "30")
+    assert run.code == 2
+    assert "keen mcp connect noisy" in run.stderr and "SKILL.md" not in run.stderr, str(run)
+
+
+def test_errors_for_a_person_carry_no_text_for_the_model(home: Home) -> None:
+    unknown = home.keen("mcp", "call", "basic", "nosuch", "--yes", "--timeout", "30")
+    assert unknown.code == 2 and "run `keen mcp tools basic` to see its tools" in unknown.stderr, str(unknown)
+    invalid = home.keen("mcp", "call", "basic", "add", "--args", '{"a": "x"}', "--yes", "--timeout", "30")
+    assert invalid.code == 2 and "keen mcp tools basic --json" in invalid.stderr, str(invalid)
+    for run in (unknown, invalid):
+        assert "SKILL.md" not in run.stderr and "Read the" not in run.stderr and "tell them" not in run.stderr

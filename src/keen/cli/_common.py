@@ -149,6 +149,15 @@ class KeenGroup(TyperGroup):
                 raise
             fail(describe(keen))
         except Exception as exc:
+            # click's NoSuchOption (typer may vendor click: matched by name): for --json, said
+            # plainly instead of "No such option": this command prints no data.
+            context = getattr(exc, "ctx", None)
+            if (
+                type(exc).__name__ == "NoSuchOption"
+                and getattr(exc, "option_name", "") == "--json"
+                and context
+            ):
+                fail(f"`{context.command_path}` has no --json: it prints no data, only what it did")
             # keen.cli._signals is imported by run(); if it never was, nothing was signalled.
             signalled = getattr(sys.modules.get("keen.cli._signals"), "Signalled", None)
             if signalled is None or not isinstance(exc, signalled):

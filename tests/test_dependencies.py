@@ -1,0 +1,62 @@
+"""Every runtime dependency in pyproject.toml is used by Keen's own code (an install carries
+nothing for nothing), and every third-party module Keen's code imports is declared."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import keen
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = Path(keen.__file__).parent
+IMPORT_NAME = {"PyYAML": "yaml", "PyStemmer": "Stemmer", "bpe-openai": "bpe_openai"}
+NOT_YET_IMPORTED = {"prompt_toolkit"}  # the REPL of `keen chat` (issue 13) is being built on it
+# Imported by Keen, installed as a requirement of a declared dependency.
+PROVIDED_BY = {
+    "mcp_types": "mcp",
+    "starlette": "mcp",
+    "sse_starlette": "mcp",
+    "numpy": "bm25s, wordllama",
+    "referencing": "jsonschema",
+}
+
+
+def _declared() -> dict[str, str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = [re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0] for spec in project["dependencies"]]
+    return {name: IMPORT_NAME.get(name, name.replace("-", "_")) for name in names}
+
+
+def _imported() -> set[str]:
+    found: set[str] = set()
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module.split(".")[0])
+    return found
+
+
+def test_every_dependency_is_used() -> None:
+    text = "\n".join(path.read_text(encoding="utf-8") for path in SRC.rglob("*.py"))
+    unused = [
+        dist
+        for dist, module in _declared().items()
+        if module not in NOT_YET_IMPORTED and not re.search(rf"\b{re.escape(module)}\b", text)
+    ]
+    assert unused == []
+
+
+def test_every_third_party_import_is_declared() -> None:
+    declared = set(_declared().values())
+    third_party = {
+        name
+        for name in _imported()
+        if name not in sys.stdlib_module_names and name != "keen" and name not in PROVIDED_BY
+    }
+    assert sorted(third_party - declared) == []
