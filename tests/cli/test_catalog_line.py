@@ -57,3 +57,27 @@ def test_a_server_with_no_tools_is_shown_and_gets_no_catalog_line(home: Home) ->
     assert entry["action"] == "disabled" and not entry["enabled"]
     assert "lists no tools" in entry["hint"] and "JIRA_API_TOKEN" in entry["hint"]
     assert "mcp:empty" not in home.keen("prompt").stdout
+
+
+def test_a_derived_line_says_what_the_tools_do(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from conftest import peer
+
+    home = make_home(tmp_path_factory.mktemp("derived"))
+    for name, binary in (
+        ("time", peer("py", "mcp-server-time")),
+        ("everything", peer("node", "mcp-server-everything")),
+    ):
+        assert home.keen("mcp", "add", name, "--", binary).code == 0
+    sync = home.keen("mcp", "sync", "--json", "--timeout", "60")
+    assert sync.code == 0, str(sync)
+    lines = {
+        line.split(":", 2)[1]: line
+        for line in home.keen("prompt").stdout.splitlines()
+        if line.startswith("- mcp:")
+    }
+    assert set(lines) == {"time", "everything"}, lines
+    for line in lines.values():
+        # Never the server's name as a label, nor boilerplate about who its instructions are for.
+        assert "MCP server." not in line and "Audience" not in line and "instructions" not in line, line
+    assert "time" in lines["time"].split("Tools:")[0].lower()  # what convert_time / get_current_time do
+    assert "Tools: convert_time, get_current_time (2)." in lines["time"]
