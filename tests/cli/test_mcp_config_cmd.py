@@ -209,6 +209,10 @@ def test_detect_with_nothing_says_where_it_looked(home: Home) -> None:
     assert both.code == 2 and "not both" in both.stderr
     neither = home.keen("mcp", "import")
     assert neither.code == 2 and "--detect" in neither.stderr
+    for args in (("mcp", "list"), ("mcp", "sync")):
+        empty = home.keen(*args)
+        assert empty.code == 0 and "No MCP servers configured" in empty.stdout, str(empty)
+        assert "keen mcp add NAME -- COMMAND" in empty.stdout
 
 
 def test_claude_code_project_servers_are_skipped_with_a_note_or_imported(home: Home) -> None:

@@ -72,8 +72,9 @@ def list_servers(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
         return
     if not statuses:
         out.print(
-            f"No MCP servers configured. Add them to {paths.mcp_config_path()} "
-            "or import another host's file: keen mcp import FILE"
+            "No MCP servers configured. Add one: keen mcp add NAME -- COMMAND [ARGS...] (or --url URL); "
+            f"find other MCP hosts' servers: keen mcp import --detect. The file: {paths.mcp_config_path()}",
+            highlight=False,
         )
         return
     out.print(status_table(statuses))
@@ -214,7 +215,13 @@ def sync(
     if as_json:
         print_json(data)
         return
-    out.print(status_table(statuses))
+    if not statuses and not report.entries:
+        out.print(
+            "No MCP servers configured: nothing to sync. Add one: keen mcp add NAME -- COMMAND [ARGS...]"
+        )
+        return
+    if statuses:
+        out.print(status_table(statuses))
     table = Table(title="skills", title_justify="left")
     for column in ("skill", "action", "enabled", "hint"):
         table.add_column(column, overflow="fold")

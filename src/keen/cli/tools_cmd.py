@@ -58,4 +58,5 @@ def search(
             str(rank), cell(hit.server), cell(hit.tool), hit.risk, cell(hit.summary), f"{hit.score:.2f}"
         )
     out.print(table)
-    out.print("Read a tool's schema file (the `location` in --json) before calling it with call_mcp_tool.")
+    # For a person: the command that shows a tool's inputSchema and the one that calls it.
+    out.print("its inputSchema: keen mcp tools SERVER --json; call it: keen mcp call SERVER TOOL --args JSON")
