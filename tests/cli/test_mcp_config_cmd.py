@@ -249,3 +249,19 @@ def test_host_file_places_per_platform(tmp_path: Path) -> None:
     linux = dict(host_file_candidates({"HOME": "/home/u"}, platform="linux", cwd=tmp_path))
     assert linux["Claude Desktop"] == Path("/home/u/.config/Claude/claude_desktop_config.json")
     assert linux["Windsurf"] == Path("/home/u/.codeium/windsurf/mcp_config.json")
+
+
+def test_a_pasted_mcpservers_file_says_how_to_convert_it_and_that_works(home: Home) -> None:
+    home.config_path.parent.mkdir(parents=True)
+    home.config_path.write_text(
+        json.dumps({"mcpServers": {"memory": {"command": "npx", "args": ["-y", "m"]}}})
+    )
+    broken = home.keen("mcp", "list")
+    assert broken.code == 2 and "keen mcp import" in broken.stderr, str(broken)
+    fix = " ".join(broken.stderr.split()).split("convert it: ", 1)[1]
+    moved, imported = (part.strip() for part in fix.split("&&"))
+    _, source, target = moved.split()
+    Path(source).rename(target)
+    run = home.keen(*imported.split()[1:])
+    assert run.code == 0, str(run)
+    assert servers(home) == {"memory": {"transport": "stdio", "command": "npx", "args": ["-y", "m"]}}

@@ -334,7 +334,7 @@ def parse_config(
             # In the file Keen reads, another host's shape is a mistake with a known fix.
             raise ConfigError(
                 f"{source}: this is another host's {{\"mcpServers\": ...}} file, not Keen's configs.json; "
-                "convert it with: keen mcp import FILE",
+                f"move it aside and convert it: mv {source} {source}.hosts && keen mcp import {source}.hosts",
                 path=source,
                 field="mcpServers",
             )
