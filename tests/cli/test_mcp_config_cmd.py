@@ -96,6 +96,7 @@ def test_add_remote_servers_with_headers_and_oauth(home: Home) -> None:
         (["x", "--url", "https://e.com/mcp", "-H", SECRET], "--header takes K=V"),
         (["bad name", "--", "cmd"], "e.g. 'bad-name'"),
         (["x", "--url", "ftp://e.com/mcp"], "http:// or https://"),
+        (["x", "npx", "-y", "server"], "put the server's command after --"),
     ],
 )
 def test_add_refuses_what_it_cannot_use(home: Home, args: list[str], needle: str) -> None:

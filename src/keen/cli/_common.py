@@ -152,12 +152,16 @@ class KeenGroup(TyperGroup):
             # click's NoSuchOption (typer may vendor click: matched by name): for --json, said
             # plainly instead of "No such option": this command prints no data.
             context = getattr(exc, "ctx", None)
-            if (
-                type(exc).__name__ == "NoSuchOption"
-                and getattr(exc, "option_name", "") == "--json"
-                and context
-            ):
-                fail(f"`{context.command_path}` has no --json: it prints no data, only what it did")
+            option = getattr(exc, "option_name", "")
+            if type(exc).__name__ == "NoSuchOption" and context is not None:
+                if option == "--json":
+                    fail(f"`{context.command_path}` has no --json: it prints no data, only what it did")
+                if context.command_path.endswith("mcp add"):
+                    # `keen mcp add x npx -y pkg`: the server's own options need the `--` first.
+                    fail(
+                        f"{option} is not an option of keen mcp add; put the server's command after --: "
+                        "keen mcp add NAME -- COMMAND [ARGS...]"
+                    )
             # keen.cli._signals is imported by run(); if it never was, nothing was signalled.
             signalled = getattr(sys.modules.get("keen.cli._signals"), "Signalled", None)
             if signalled is None or not isinstance(exc, signalled):
