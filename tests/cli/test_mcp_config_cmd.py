@@ -266,3 +266,16 @@ def test_a_pasted_mcpservers_file_says_how_to_convert_it_and_that_works(home: Ho
     run = home.keen(*imported.split()[1:])
     assert run.code == 0, str(run)
     assert servers(home) == {"memory": {"transport": "stdio", "command": "npx", "args": ["-y", "m"]}}
+
+
+def test_a_key_kept_as_a_variable_stays_one_and_an_unset_one_breaks_only_its_server(home: Home) -> None:
+    literal = "Authorization: Bearer ${KEEN_TEST_UNSET_KEY}"
+    assert home.keen("mcp", "add", "docs", "--url", "https://mcp.example.com/mcp", "-H", literal).code == 0
+    assert servers(home)["docs"]["auth"]["key"] == "${KEEN_TEST_UNSET_KEY}"  # never expanded into the file
+    assert home.keen("mcp", "add", "basic", "--", sys.executable, str(SERVERS / "basic_stdio.py")).code == 0
+    listed = {s["name"]: s for s in home.keen("mcp", "list", "--json", "--timeout", "30").json()}
+    assert (
+        listed["docs"]["state"] == "config_error"
+        and "export KEEN_TEST_UNSET_KEY" in listed["docs"]["last_error"]
+    )
+    assert listed["basic"]["state"] == "connected"

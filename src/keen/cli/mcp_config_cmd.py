@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -20,6 +20,9 @@ from rich.markup import escape
 from keen import paths
 from keen._redact import redact_url
 from keen.cli._common import err, fail, out, print_json
+
+if TYPE_CHECKING:
+    from keen.mcp.hosts import HostFile
 
 __all__ = ["register"]
 
@@ -122,7 +125,7 @@ def _detect(as_json: bool) -> None:
     out.print("import one with: keen mcp import FILE")
 
 
-def _holds(host: Any) -> str:
+def _holds(host: HostFile) -> str:
     if host.error:
         return f"unreadable: {host.error}"
     parts = [f"{len(host.servers)} server(s): {', '.join(host.servers)}" if host.servers else "no servers"]
