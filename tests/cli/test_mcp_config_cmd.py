@@ -279,3 +279,13 @@ def test_a_key_kept_as_a_variable_stays_one_and_an_unset_one_breaks_only_its_ser
         and "export KEEN_TEST_UNSET_KEY" in listed["docs"]["last_error"]
     )
     assert listed["basic"]["state"] == "connected"
+
+
+def test_detect_lists_an_unreadable_host_file_with_its_problem(home: Home) -> None:
+    _write(home.home / ".cursor" / "mcp.json", '{"mcpServers": {"a": {"command": "x"} "b": 1}}')
+    found = home.keen("mcp", "import", "--detect", "--json")
+    assert found.code == 0, str(found)
+    (cursor,) = found.json()
+    assert cursor["host"] == "Cursor" and cursor["servers"] == [] and "line 1" in cursor["error"]
+    human = home.keen("mcp", "import", "--detect")
+    assert "unreadable:" in human.stdout and "fix the syntax there" in " ".join(human.stdout.split())
