@@ -60,6 +60,6 @@ def test_the_readme_lines_after_make_demo_run_as_written(tmp_path: Path) -> None
     assert shell.returncode == 0, shell.stdout + shell.stderr
     assert "No MCP servers configured" in shell.stdout
     assert "keen mcp add NAME" in shell.stdout and "keen mcp import --detect" in shell.stdout
-    assert "added demo" in shell.stdout and "- mcp:demo: " not in shell.stdout  # --stats: figures
+    assert "added demo" in shell.stdout and "- mcp:demo: " in shell.stdout
     assert "prompt size (tiktoken:o200k_base)" in shell.stdout  # exact counts with no file to fetch
     assert "26.2 mi = 42.1648 km" in shell.stdout
