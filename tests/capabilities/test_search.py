@@ -1,10 +1,14 @@
-"""ToolSearch's fusion: z-scored signals, the server context, the text of each field."""
+"""ToolSearch's fusion: z-scored signals, the server context, the text of each field; query
+paths read as files; identical tools on several servers are one hit."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
-from keen.capabilities import Catalog, tool_capability
+from keen.capabilities import Catalog, SearchFilter, tool_capability
+from keen.capabilities._query import search_query  # pyright: ignore[reportPrivateUsage]
 from keen.capabilities.search import _standardise as standardise  # pyright: ignore[reportPrivateUsage]
 from keen.capabilities.search import lexical_text, semantic_text
 from keen.mcp.types import Tool
@@ -47,3 +51,75 @@ def test_server_context_picks_the_same_named_tool_of_the_matching_server() -> No
     catalog = Catalog.from_tools(tools, servers, cache=False)
     assert catalog.search("search scientific papers", k=1)[0].id == "mcp__arxiv__search"
     assert catalog.search("search products in the store", k=1)[0].id == "mcp__shop__search"
+
+
+def test_a_file_path_in_the_query_reads_as_a_file() -> None:
+    assert search_query("save it to /root/markdown/cv.md") == "save it to file /root/markdown/cv.md"
+    assert search_query(r"open C:\Users\me\notes.txt") == r"open file C:\Users\me\notes.txt"
+    assert search_query("list ~/music and ./out/") == "list file ~/music and file ./out/"
+    # URLs keep their host and path as they are; "and/or" and fractions are not paths.
+    assert search_query("fetch https://github.com/a/b then save") == "fetch https://github.com/a/b then save"
+    assert search_query("www.example.org/x/y") == "www.example.org/x/y"
+    assert search_query("read and/or write 1/2 of it") == "read and/or write 1/2 of it"
+
+
+def test_the_search_reads_a_path_as_a_file() -> None:
+    tools = [
+        Tool("files", "write_file", "Create or overwrite a file with the given content.", {}),
+        Tool("notes", "markdown_note", "Store a markdown note.", {}),
+        Tool("notes", "list_notes", "List the stored notes.", {}),
+        Tool("clock", "now", "The current time.", {}),
+    ]
+    index = Catalog.from_tools(tools, cache=False).index()
+    assert search_query("keep the file /root/markdown/cv.md") == "keep the file /root/markdown/cv.md"
+    with_word = index.scores("keep it in file /root/markdown/cv.md")
+    assert np.allclose(index.scores("keep it in /root/markdown/cv.md"), with_word)
+    without = index.scores("keep it in root markdown cv md")
+    assert (
+        with_word[index.ids.index("mcp__files__write_file")]
+        > without[index.ids.index("mcp__files__write_file")]
+    )
+
+
+def _copies_catalog(tmp_path: Path | None = None) -> Catalog:
+    same = "Write text to a file, replacing it."
+    tools = [
+        Tool("files", "write_file", same, {"properties": {"path": {"type": "string"}}}),
+        Tool("files-fork", "write_file", same, {"properties": {"path": {"type": "string"}}}),
+        Tool("desktop", "write_file", same, {"properties": {"path": {"type": "string"}}}),
+        Tool("other", "write_file", "Write a file in the sandbox.", {}),
+        Tool("files", "read_file", "Read a file.", {}, annotations={"readOnlyHint": True}),
+    ]
+    servers = {"files": "Local files.", "files-fork": "Local files.", "desktop": "Desktop commander."}
+    if tmp_path is None:
+        return Catalog.from_tools(tools, servers, cache=False)
+    return Catalog.from_tools(tools, servers, cache_dir=tmp_path)
+
+
+def test_identical_tools_on_several_servers_are_one_hit_naming_the_copies(tmp_path: Path) -> None:
+    for catalog in (
+        _copies_catalog(),
+        _copies_catalog(tmp_path),
+        _copies_catalog(tmp_path),
+    ):  # built, saved, loaded
+        hits = catalog.search("write a file", k=3)
+        ids = [h.id for h in hits]
+        copies = {"mcp__files__write_file", "mcp__files-fork__write_file", "mcp__desktop__write_file"}
+        assert len(set(ids) & copies) == 1, ids  # one place for three identical tools
+        assert "mcp__other__write_file" in ids  # a different description is a different tool
+        first = next(h for h in hits if h.id in copies)
+        assert set(first.copies) == copies - {first.id}
+        assert first.to_dict()["copies"] == list(first.copies)
+    # A server filter leaves the other servers' copies out of the hit.
+    only = _copies_catalog().search("write a file", k=3, filter=SearchFilter(servers=frozenset({"files"})))
+    assert [(h.id, h.copies) for h in only if h.tool == "write_file"] == [("mcp__files__write_file", ())]
+
+
+def test_the_same_name_with_other_annotations_is_not_a_copy() -> None:
+    tools = [
+        Tool("a", "delete_row", "Delete a row.", {}, annotations={"destructiveHint": True}),
+        Tool("b", "delete_row", "Delete a row.", {}, annotations={"readOnlyHint": True}),
+    ]
+    hits = Catalog.from_tools(tools, cache=False).search("delete a row", k=2)
+    assert sorted(h.id for h in hits) == ["mcp__a__delete_row", "mcp__b__delete_row"]
+    assert all(h.copies == () for h in hits)

@@ -82,7 +82,9 @@ class SearchFilter:
 class SearchHit:
     """One search result. ``tool``: the tool (or skill, resource, prompt) name as its
     source spells it; ``model_name``: the name to give a model (``^[A-Za-z0-9_-]{1,64}$``);
-    ``score``: fused relevance, higher is better, comparable within one search only."""
+    ``score``: fused relevance, higher is better, comparable within one search only;
+    ``copies``: ids of identical capabilities (same name, description, parameters and
+    risk) on other servers that the filter allows, shown once as this hit."""
 
     id: str
     kind: Kind
@@ -93,6 +95,7 @@ class SearchHit:
     score: float
     risk: str
     location: str = ""
+    copies: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -105,6 +108,7 @@ class SearchHit:
             "score": round(self.score, 4),
             "risk": self.risk,
             "location": self.location or None,
+            "copies": list(self.copies),
         }
 
 
@@ -397,7 +401,9 @@ class Catalog:
         """The ``k`` best capabilities for ``query`` that ``filter`` allows, best first.
 
         Capabilities the filter refuses are removed before ranking, so they neither appear
-        nor take a place. Raises ValueError for an empty query or ``k`` < 1.
+        nor take a place. Identical copies of a capability on several servers are one hit
+        (the best-ranked copy; the others in :attr:`SearchHit.copies`). Raises ValueError
+        for an empty query or ``k`` < 1.
         """
         if not query.strip():
             raise ValueError("the search query is empty; describe the task in a few words")
@@ -405,7 +411,9 @@ class Catalog:
             raise ValueError("k must be at least 1")
         caps = self._list
         hits: list[SearchHit] = []
-        for position, score in self.index().top(query, k, None if filter is None else self._mask(filter)):
+        index = self.index()
+        mask = None if filter is None else self._mask(filter)
+        for position, score in index.top(query, k, mask):
             cap = caps[position]
             hits.append(
                 SearchHit(
@@ -418,6 +426,7 @@ class Catalog:
                     score,
                     cap.risk.level,
                     cap.location,
+                    tuple(caps[i].id for i in index.copies(position, mask)),
                 )
             )
         return hits

@@ -23,6 +23,16 @@ an unrelated server (the server context of "tool-to-agent" retrieval). Weights a
 even-numbered LiveMCPBench tasks and checked on the odd ones (``bench/search.py
 --half``).
 
+The query passes through :func:`keen.capabilities._query.search_query` first (a file path
+gains the word "file": the task needs a tool that reads or writes files, not one about
+the path's words).
+
+Identical capabilities on different servers (the same tool name, title, description,
+parameters and risk: one server configured twice, or a fork that changed nothing) are
+one result: :meth:`ToolSearch.top` keeps the best-scoring copy and
+:meth:`ToolSearch.copies` names the others, so a result list does not spend its places
+on the same tool twice.
+
 The index is built once per catalog hash and cached under
 ``$KEEN_HOME/cache/toolsearch/<hash>/`` (bm25s files, ``float16`` embeddings); a reader
 of a half-written cache never exists because the directory is renamed into place.
@@ -45,6 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from keen.capabilities._query import search_query
 from keen.capabilities._text import split_identifier, stem_tokens
 from keen.capabilities.descriptor import Capability
 
@@ -55,7 +66,7 @@ __all__ = ["INDEX_FORMAT", "NAME_REPEAT", "SearchWeights", "ToolSearch", "embedd
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 """Bumped when the cached index layout or its document text changes."""
 NAME_REPEAT = 2
 """How many times the split name counts in the lexical document (names are the densest signal)."""
@@ -123,6 +134,18 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", matrix, vector)
 
 
+def _copy_groups(caps: Sequence[Capability]) -> np.ndarray:
+    """Per capability, the position of the first identical one (itself when unique)."""
+    import numpy as np
+
+    first: dict[str, int] = {}
+    groups = np.empty(len(caps), dtype=np.int32)
+    for i, cap in enumerate(caps):
+        key = json.dumps([cap.kind, cap.name, cap.title, cap.search_text, cap.params, cap.risk.to_dict()])
+        groups[i] = first.setdefault(key, i)
+    return groups
+
+
 def _standardise(values: np.ndarray) -> np.ndarray:
     """``values`` as z-scores (0 where they are all equal, or empty)."""
     if values.size == 0:
@@ -149,7 +172,10 @@ class ToolSearch:
         vectors: np.ndarray,
         server_vectors: np.ndarray,
         weights: SearchWeights,
+        groups: np.ndarray | None = None,
     ) -> None:
+        import numpy as np
+
         self.ids = ids
         self._doc_server = doc_server  # server row per document, -1 for none
         self._bm25 = bm25
@@ -157,6 +183,13 @@ class ToolSearch:
         self._vectors = vectors
         self._server_vectors = server_vectors
         self.weights = weights
+        # Copy group per document (see _copy_groups); members of groups with copies.
+        self._groups = np.arange(len(ids), dtype=np.int32) if groups is None else groups
+        shared = np.flatnonzero(np.bincount(self._groups, minlength=len(ids))[self._groups] > 1)
+        self._shared = shared
+        self._members: dict[int, list[int]] = {}
+        for i in shared.tolist():
+            self._members.setdefault(int(self._groups[i]), []).append(i)
 
     # -- building -------------------------------------------------------------
 
@@ -196,6 +229,7 @@ class ToolSearch:
             vectors,
             server_vectors,
             weights or SearchWeights(),
+            _copy_groups(caps),
         )
 
     @classmethod
@@ -240,6 +274,7 @@ class ToolSearch:
             np.save(tmp / "vectors.npy", self._vectors.astype(np.float16))
             np.save(tmp / "server_vectors.npy", self._server_vectors.astype(np.float16))
             np.save(tmp / "doc_server.npy", self._doc_server)
+            np.save(tmp / "groups.npy", self._groups)
             (tmp / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
             try:
                 os.rename(tmp, folder)
@@ -266,6 +301,7 @@ class ToolSearch:
             np.load(folder / "vectors.npy").astype(np.float32),
             np.load(folder / "server_vectors.npy").astype(np.float32),
             weights or SearchWeights(),
+            np.load(folder / "groups.npy"),
         )
 
     # -- querying -------------------------------------------------------------
@@ -286,6 +322,7 @@ class ToolSearch:
 
         w = self.weights
         size, n_servers = len(self.ids), len(self._server_vectors)
+        query = search_query(query)
         tokens = stem_tokens([query])
         qv = _embed([query])[0]
         doc = w.lexical * _standardise(self._lexical(self._bm25, tokens, size))
@@ -299,7 +336,9 @@ class ToolSearch:
 
     def top(self, query: str, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
         """The best ``k`` documents as ``(position, score)``, best first; only positions
-        where the boolean array ``mask`` is true (all when ``None``). Ties keep catalog order."""
+        where the boolean array ``mask`` is true (all when ``None``), and of identical
+        copies only the best-scoring one (:meth:`copies` names the rest). Ties keep
+        catalog order."""
         import numpy as np
 
         if k <= 0 or not self.ids:
@@ -307,12 +346,33 @@ class ToolSearch:
         scores = self.scores(query)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
+        if self._members:
+            scores = self._collapse(scores)
         k = min(k, len(self.ids))
         head = np.argpartition(-scores, k - 1)[:k] if k < len(self.ids) else np.arange(len(self.ids))
         # Best first; equal scores in catalog order, so a ranking is the same every run.
         order = head[np.lexsort((head, -scores[head]))]
         finite = np.isfinite(scores[order])
         return [(int(i), float(scores[i])) for i in order[finite]]
+
+    def _collapse(self, scores: np.ndarray) -> np.ndarray:
+        """``scores`` with every copy but the best of its group (the first in catalog
+        order on a tie) set to ``-inf``."""
+        import numpy as np
+
+        pos, grp = self._shared, self._groups[self._shared]
+        order = np.lexsort((pos, -scores[pos], grp))  # by group, best first, then catalog order
+        leads = np.ones(order.size, dtype=bool)
+        leads[1:] = grp[order[1:]] != grp[order[:-1]]
+        scores = scores.copy()
+        scores[pos[order[~leads]]] = -np.inf
+        return scores
+
+    def copies(self, position: int, mask: np.ndarray | None = None) -> list[int]:
+        """The positions of the other documents identical to the one at ``position``
+        (only those ``mask`` allows), in catalog order; ``[]`` when it has none."""
+        members = self._members.get(int(self._groups[position]), [])
+        return [i for i in members if i != position and (mask is None or bool(mask[i]))]
 
 
 @contextlib.contextmanager
