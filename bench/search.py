@@ -17,6 +17,10 @@ member in the union of the top K of its queries.
 
 A query is a hit at K when any listed tool is in the top K (``--level server``: when the
 server of any listed tool is among the top K servers, servers ranked by their best tool).
+Identical tools on several servers are one search result that names its copies
+(``SearchHit.copies``: ToolGym holds forks of LiveMCPBench servers that changed nothing):
+a result covers the tool and its copies; ``recall@K_own`` counts only the result's own
+id, as a search that returned every copy separately would.
 Prints recall@1, @3, @K, MRR (reciprocal rank of the first hit within the top 100, else
 0), p50/p99 latency of ``Catalog.search`` in ms per query (query embedding, scoring of
 every tool, ranking; wall time, and the median CPU time of the process, which a busy
@@ -118,6 +122,7 @@ def evaluate(catalog: Catalog, queries: list[dict[str, Any]], k: int, level: str
     known = {c.id for c in catalog}
     cuts = sorted({1, 3, k})
     hits = {c: 0 for c in cuts}
+    own = 0
     rr: list[float] = []
     latencies: list[float] = []
     cpu: list[float] = []
@@ -133,22 +138,31 @@ def evaluate(catalog: Catalog, queries: list[dict[str, Any]], k: int, level: str
         ranked = catalog.search(item["query"], k=DEPTH)
         latencies.append((time.perf_counter() - t) * 1000)
         cpu.append((time.process_time() - c) * 1000)
+        # Each result covers its own id and its copies (their servers at --level server).
+        covers = [[hit.id, *hit.copies] for hit in ranked]
         if level == "server":
-            ranking: list[str] = []
-            for hit in ranked:
-                if hit.server not in ranking:
-                    ranking.append(str(hit.server))
+            ranking: list[set[str]] = []
+            seen: set[str] = set()
+            for cover in covers:
+                servers = {str(catalog.get(c).server) for c in cover} - seen
+                if servers:
+                    ranking.append(servers)
+                    seen |= servers
             targets = {_split(ref)[0] for ref in item["tools"]}
         else:
-            ranking = [hit.id for hit in ranked]
+            ranking = [set(cover) for cover in covers]
             targets = wanted
-        first = next((i for i, x in enumerate(ranking) if x in targets), None)
+        first = next((i for i, x in enumerate(ranking) if x & targets), None)
+        mine = (
+            [h.id for h in ranked] if level == "tool" else list(dict.fromkeys(str(h.server) for h in ranked))
+        )
+        own += bool(set(mine[:k]) & targets)
         rr.append(0.0 if first is None else 1.0 / (first + 1))
         for c in cuts:
             hits[c] += first is not None and first < c
         groups = item.get("required")
         if isinstance(groups, list) and groups:
-            top = set(ranking[:k])
+            top = set().union(*ranking[:k])
             if level == "server":
                 found = [any(_split(r)[0] in top for r in g) for g in groups]
             else:
@@ -162,6 +176,7 @@ def evaluate(catalog: Catalog, queries: list[dict[str, Any]], k: int, level: str
         statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else latencies * 99
     )
     out: dict[str, Any] = {f"recall@{c}": hits[c] / n for c in cuts}
+    out[f"recall@{k}_own"] = own / n
     out |= {
         "mrr": sum(rr) / n,
         "p50_ms": cuts_ms[49],
@@ -207,6 +222,8 @@ def _report(fig: dict[str, Any], args: argparse.Namespace) -> None:
             f"  task_union_all@{k:<2}: {fig[f'task_union_all@{k}']:.3f} ({fig['tasks']} tasks: every needed "
             f"tool in the union of the top {k} of the task's queries)"
         )
+    own = f"recall@{k}_own"
+    print(f"  {own:<17}: {fig[own]:.3f} (a result's copies on other servers not counted)")
     print(f"  MRR              : {fig['mrr']:.3f}")
     print(f"  latency p50/p99  : {fig['p50_ms']:.2f} / {fig['p99_ms']:.2f} ms per query   target p50 <= 5 ms")
     print(

@@ -95,3 +95,28 @@ def test_halves_split_by_task_and_union_counts_a_task_found_across_its_steps(
     assert figures["all@1"] == 0.0  # neither step alone finds both tools
     assert figures["task_union_all@1"] == 1.0 and figures["tasks"] == 1
     assert search.evaluate(catalog, steps[:1], 1, "tool").get("task_union_all@1") is None
+
+
+def test_a_result_covers_its_identical_copies_and_recall_own_does_not(
+    bench: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    search = bench["search"]
+    same = {"name": "write_file", "description": "Write text to a file, replacing it."}
+    tools = tmp_path / "tools.json"
+    tools.write_text(
+        json.dumps(
+            [
+                {"name": "Files", "description": "Files.", "tools": {"Files": {"tools": [same]}}},
+                {"name": "Fork", "description": "Files.", "tools": {"Fork": {"tools": [same]}}},
+                _server("mail", ["send_email"]),
+            ]
+        )
+    )
+    catalog = search.build_catalog([tools])
+    hit = catalog.search("write text to a file", k=1)[0]
+    other = "Fork" if hit.server == "Files" else "Files"
+    query = {"query": "write text to a file", "tools": [f"{other}/write_file"]}
+    for level in ("tool", "server"):
+        figures = search.evaluate(catalog, [query], 1, level)
+        assert figures["recall@1"] == 1.0, level  # the hit names the copy on the other server
+        assert figures["recall@1_own"] == 0.0, level
