@@ -84,3 +84,21 @@ async def test_prompt_budget(demo_home: Path) -> None:
     assert text.strip() == tight["text"].strip()
     stats = keen("prompt", "--budget", "10", "--stats")
     assert stats.returncode == 2 and "cannot hold" in stats.stderr
+
+
+@pytest.mark.anyio
+async def test_tools_search_shows_one_hit_for_a_server_configured_twice(
+    keen_home: Path, write_config
+) -> None:
+    config = write_config({"demo": DEMO, "demo-again": DEMO})
+    async with Manager(config) as manager:
+        assert await manager.wait_ready(60)
+        await sync_from_manager(manager)
+    hits = json.loads(keen("tools", "search", "convert miles to kilometers", "-k", "3", "--json").stdout)
+    tools = [h["tool"] for h in hits]
+    assert tools.count("convert_units") == 1 and len(set(tools)) == 3
+    first = hits[tools.index("convert_units")]
+    other = "demo-again" if first["server"] == "demo" else "demo"
+    assert first["copies"] == [f"mcp__{other}__convert_units"]
+    table = keen("tools", "search", "convert miles to kilometers", "-k", "1")
+    assert "(+1 identical)" in table.stdout

@@ -54,9 +54,8 @@ def search(
         table.add_column(column, justify="right" if column in ("#", "score") else "left")
     for rank, hit in enumerate(hits, 1):
         # Tool names and summaries come from servers: escaped and printed literally.
-        table.add_row(
-            str(rank), cell(hit.server), cell(hit.tool), hit.risk, cell(hit.summary), f"{hit.score:.2f}"
-        )
+        where = cell(hit.server) + (f" (+{len(hit.copies)} identical)" if hit.copies else "")
+        table.add_row(str(rank), where, cell(hit.tool), hit.risk, cell(hit.summary), f"{hit.score:.2f}")
     out.print(table)
     # For a person: the command that shows a tool's inputSchema and the one that calls it.
     out.print("its inputSchema: keen mcp tools SERVER --json; call it: keen mcp call SERVER TOOL --args JSON")
