@@ -15,6 +15,12 @@ with a member in the top K); and ``task_id``: when several queries share one (th
 queries of a task), ``task_union_all@K`` counts a task found when every group has a
 member in the union of the top K of its queries.
 
+The published LiveMCPBench recall@5 of 0.85 (Tool-to-Agent retrieval: tools embedded
+with their server, by a hosted embedding model) counts agents, that is servers: a query is
+a hit when a needed tool's server is among the top 5 of LiveMCPBench's 70 servers. Its
+counterpart here is ``--level server`` over ``tools.json`` alone (a ``make bench`` line);
+the tool-level figures over all 4,311 tools ask more.
+
 A query is a hit at K when any listed tool is in the top K (``--level server``: when the
 server of any listed tool is among the top K servers, servers ranked by their best tool).
 Identical tools on several servers are one search result that names its copies
