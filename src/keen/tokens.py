@@ -16,7 +16,7 @@ Why tiktoken with that vocabulary rather than bpe-openai's own encoder: both cou
 same (126,509 tokens over LiveMCPBench's 527 tool definitions), but importing
 ``bpe_openai`` parses all three of its vocabularies (~0.75 s), its encoder refuses inputs
 of 1,000,000 characters or more, and tiktoken is already a dependency
-(``bench/tokenizers.py`` prints the measurement). The package is located with
+(``bench/token_counters.py`` prints the measurement). The package is located with
 :func:`importlib.util.find_spec`, which does not import it.
 
 Without any vocabulary (a broken install) counts are an estimate,

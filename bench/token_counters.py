@@ -16,7 +16,7 @@ import + vocabulary + encoder), then counts every LiveMCPBench tool definition (
 ``json.dumps(tool)``) with the best of 5 passes, and one long text (all definitions three
 times, about 1.3 M characters). Counts must agree; the figures are printed, not asserted.
 
-Usage: ``python bench/tokenizers.py [TOOLS_JSON] [--vocabulary FILE] [--runs 3] [--json]``
+Usage: ``python bench/token_counters.py [TOOLS_JSON] [--vocabulary FILE] [--runs 3] [--json]``
 """
 
 from __future__ import annotations
