@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import yaml
+
 from keen import paths
 from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, Risk
 from keen.capabilities.names import capability_id, model_names
@@ -187,6 +189,22 @@ def _schema_loader(path: Path) -> Callable[[Capability], LoadedCapability]:
     return load
 
 
+def _skill_paths(skill: Skill) -> tuple[str, ...]:
+    """The optional ``paths`` frontmatter of a skill: glob patterns (relative to the
+    workspace) of the files it is about, as one string or a list. Unreadable: none."""
+    try:
+        raw, _ = split_frontmatter(skill.read_text())
+        data = yaml.safe_load(raw) if raw else None
+    except (SkillError, yaml.YAMLError):
+        return ()
+    value = data.get("paths") if isinstance(data, dict) else None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(p).strip() for p in value if isinstance(p, str | int) and str(p).strip())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+
 def _skill_capability(skill: Skill) -> Capability:
     def load() -> LoadedCapability:
         return LoadedCapability(cap, skill.read_body())
@@ -208,6 +226,7 @@ def _skill_capability(skill: Skill) -> Capability:
         tokens_full=math.ceil(size / 4),
         location=str(skill.skill_md),
         search_text=skill.description,
+        paths=_skill_paths(skill),
         _loader=load,
     )
     return cap

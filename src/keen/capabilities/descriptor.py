@@ -90,7 +90,9 @@ class Capability:
     estimated o200k tokens of the summary line and of the full layer. ``params``:
     parameter names (search only). ``location``: the file holding the full layer (schema
     JSON or SKILL.md), ``""`` when it lives in memory. ``search_text``: the text ToolSearch indexes (full
-    description and parameter descriptions), never shown to a model as is.
+    description and parameter descriptions), never shown to a model as is. ``paths``: for a
+    skill, the glob patterns of its ``paths`` frontmatter (the files it is about); empty when
+    it applies everywhere.
     """
 
     id: str
@@ -105,6 +107,7 @@ class Capability:
     params: tuple[str, ...] = ()
     location: str = ""
     search_text: str = field(default="", repr=False)
+    paths: tuple[str, ...] = ()
     _loader: Callable[[], LoadedCapability] | None = field(default=None, repr=False, compare=False)
 
     @property

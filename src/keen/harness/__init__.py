@@ -14,7 +14,7 @@ import-linter contracts in pyproject.toml hold it to docs/architecture.md.
 
 from keen.harness.events import EventLog, Replay, ReplayedTurn, read_events, replay, session_path
 from keen.harness.local import LocalToolError, Workspace
-from keen.harness.pipeline import Harness, Observation, PostHook, PreHook
+from keen.harness.pipeline import Harness, Observation, PostHook, PreHook, Visibility
 from keen.harness.policy import Entry, PolicyInputs, Selection, permission, select
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "Replay",
     "ReplayedTurn",
     "Selection",
+    "Visibility",
     "Workspace",
     "permission",
     "read_events",

@@ -9,6 +9,20 @@ MCP calls go through :class:`keen.gateway.Gateway`, which keeps its MCP checks
 replaced by the harness's permission gate (:meth:`Harness._gateway_approval` answers yes
 only for the call the gate has just cleared), so approval, truncation and audit live here
 once.
+
+Validation is split around the visibility gate: the call's shape (and a local tool's
+arguments) is checked first; the gateway's MCP checks (server, tool, inputSchema) run once
+the capability is known to be visible, so a hidden tool's schema never leaks through its
+errors. Every ``result`` event lists the stages the call passed, in order (``stages``).
+
+Two ways to decide visibility:
+
+- turns (an agent): :meth:`Harness.begin_turn` computes the visible set from the
+  discovery policy, and a call outside it is refused;
+- a ``visibility`` callback (``keen serve``): there are no turns; each call's capability is
+  looked up in the live catalog and the callback, given it and the ``caller``, says whether
+  that caller may use it (the ``tool_descriptions`` extension: a fetched description
+  authorizes the tool).
 """
 
 from __future__ import annotations
@@ -17,103 +31,49 @@ import contextvars
 import inspect
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
 from keen import paths
-from keen.capabilities import Capability, Catalog, PermissionMode, Risk, SearchFilter, capability_id
+from keen.capabilities import Capability, Catalog, PermissionMode, SearchFilter, capability_id
 from keen.capabilities.names import model_names
 from keen.errors import KeenError
 from keen.gateway import CALL_MCP_TOOL, Approval, ApprovalRequest, Gateway, result_text
+from keen.harness.entries import (
+    DEFAULT_BUDGET,
+    DEFAULT_MAX_RESULT_CHARS,
+    ENTRY_SCHEMAS,
+    GATE_CODES,
+    LOAD_SKILL,
+    SEARCH_TOOLS,
+    Observation,
+    PostHook,
+    PreHook,
+    Visibility,
+    local_capability,
+)
 from keen.harness.events import EventLog, new_session_id, session_path
 from keen.harness.local import LOCAL_TOOLS, LocalToolError, Output, Workspace
-from keen.harness.policy import Entry, PolicyInputs, Selection, diff, permission, select, visibility
+from keen.harness.policy import (
+    TOUCHED_WINDOW,
+    Entry,
+    PolicyInputs,
+    Selection,
+    diff,
+    permission,
+    select,
+    visibility,
+)
 from keen.mcp.types import ServerState
 
-__all__ = ["SEARCH_TOOLS", "Harness", "Observation", "PostHook", "PreHook"]
-
-SEARCH_TOOLS = "search_tools"
-LOAD_SKILL = "load_skill"
-DEFAULT_MAX_RESULT_CHARS = 20_000
-DEFAULT_BUDGET = 8_000
-
-PreHook = Callable[[str, dict[str, Any]], str | None]
-"""Called with (capability id, arguments) before execution; a returned string denies the call."""
-PostHook = Callable[["Observation"], "Observation"]
-"""Called with the truncated observation; returns it, possibly changed."""
+__all__ = ["SEARCH_TOOLS", "Harness", "Observation", "PostHook", "PreHook", "Visibility"]
 
 _CLEARED: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
     "keen_cleared", default=None
 )
-
-_ENTRY_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
-    SEARCH_TOOLS: (
-        "Search every connected MCP server's tools by what they do. Hits the current permission mode "
-        "allows become callable on the next turn.",
-        {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string"},
-                "k": {"type": "integer", "minimum": 1, "maximum": 20},
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-    ),
-    LOAD_SKILL: (
-        "Load a skill's full instructions (SKILL.md body) by name from the skill index.",
-        {
-            "type": "object",
-            "properties": {"name": {"type": "string"}},
-            "required": ["name"],
-            "additionalProperties": False,
-        },
-    ),
-    CALL_MCP_TOOL: (
-        "Call a visible MCP tool by server and tool name.",
-        {
-            "type": "object",
-            "properties": {
-                "server": {"type": "string"},
-                "tool": {"type": "string"},
-                "arguments": {"type": "object"},
-            },
-            "required": ["server", "tool"],
-            "additionalProperties": False,
-        },
-    ),
-}
-
-
-def _local(name: str, description: str) -> Capability:
-    return Capability(
-        id=capability_id("local", name),
-        kind="tool",
-        name=name,
-        title=name,
-        summary=description,
-        server=None,
-        risk=Risk.reading(),
-        tokens_index=0,
-        tokens_full=0,
-    )
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What the model sees of one call. ``denied``: the gate that refused it (``validate``,
-    ``visibility``, ``permission``, ``hook``), None when it ran."""
-
-    call_id: str
-    name: str
-    text: str
-    is_error: bool = False
-    denied: str | None = None
-    truncated_chars: int = 0
-    capability: str = ""
 
 
 class Harness:
@@ -126,9 +86,18 @@ class Harness:
         mode: the permission mode.
         approve: asked for calls the gate marks ``ask`` (``None``: such calls are denied).
         workspace: the root of the local tools (plus ``$KEEN_HOME/skills``).
-        budget: tokens available for the schemas of requested MCP tools.
+        budget: tokens available for the schemas of requested MCP tools (until a turn
+            passes its own, see :meth:`begin_turn`).
         max_result_chars: longer results are cut with a note saying how to get the rest.
+        pre_hooks: run in order after the permission gate; the first to return a string
+            denies the call with it.
+        post_hooks: run in order on the truncated observation; each may replace it.
         session_id: default a new one; the log is ``$KEEN_HOME/sessions/<id>.jsonl``.
+        visibility: decide visibility per call instead of per turn (see the module
+            docstring); ``None`` uses the turns' visible sets.
+        log_path: where the event log goes instead of the session's file.
+        approved_by: who answers ``approve`` (logged with each decision): ``user``, or
+            ``MCP host`` for a host that asked its own user before calling.
     """
 
     def __init__(
@@ -144,6 +113,9 @@ class Harness:
         pre_hooks: Sequence[PreHook] = (),
         post_hooks: Sequence[PostHook] = (),
         session_id: str | None = None,
+        visibility: Visibility | None = None,
+        log_path: Path | None = None,
+        approved_by: str = "user",
     ) -> None:
         self.catalog_source = catalog_source
         self.gateway = gateway
@@ -157,7 +129,9 @@ class Harness:
         self.pre_hooks = list(pre_hooks)
         self.post_hooks = list(post_hooks)
         self.session_id = session_id or new_session_id()
-        self.log = EventLog(session_path(self.session_id), self.session_id)
+        self.visibility = visibility
+        self.approved_by = approved_by
+        self.log = EventLog(log_path or session_path(self.session_id), self.session_id)
         self.turn = 0
         self.visible: dict[str, Entry] = {}
         self.catalog: Catalog | None = None
@@ -169,8 +143,8 @@ class Harness:
         self._ids = itertools.count(1)
         self._more: str | None = None
         self._base = {
-            **{n: _local(n, d) for n, (d, _) in LOCAL_TOOLS.items()},
-            **{n: _local(n, d) for n, (d, _) in _ENTRY_SCHEMAS.items()},
+            **{n: local_capability(n, d) for n, (d, _) in LOCAL_TOOLS.items()},
+            **{n: local_capability(n, d) for n, (d, _) in ENTRY_SCHEMAS.items()},
         }
         self.log.emit("session.start", mode=mode, workspace=str(self.workspace.workspace), budget=budget)
 
@@ -187,18 +161,30 @@ class Harness:
             permission_mode=self.mode,
             connected_servers=connected,
             context_budget_remaining=self.budget,
-            touched_paths=tuple(self.touched[-20:]),
+            touched_paths=tuple(self.touched[-TOUCHED_WINDOW:]),
             recent_failures=tuple(i for i, n in self.failures.items() if n),
             requested=tuple(self.requested),
         )
 
-    def begin_turn(self) -> list[dict[str, Any]]:
+    def begin_turn(self, *, context_budget: int | None = None) -> list[dict[str, Any]]:
         """Compute this turn's visible set, log its diff and the offered names.
+
+        Args:
+            context_budget: tokens the model's context has left for MCP tool schemas this
+                turn (the agent measures its context); ``None`` keeps the last budget
+                (at first the constructor's ``budget``).
 
         Returns:
             The tool definitions to give the model (MCP ``name``/``description``/``inputSchema``
             shape); the skill index is :meth:`skill_index`.
+
+        Raises:
+            ValueError: a negative ``context_budget``.
         """
+        if context_budget is not None:
+            if context_budget < 0:
+                raise ValueError(f"context_budget must be >= 0 tokens, got {context_budget}")
+            self.budget = context_budget
         self.turn += 1
         connected = self._connected()
         self.catalog = catalog = self.catalog_source()
@@ -236,6 +222,14 @@ class Harness:
         skills = [self._caps[i] for i, e in self.visible.items() if e.kind == "skill"]
         return "\n".join(f"- {c.name}: {c.summary}" for c in sorted(skills, key=lambda c: c.name))
 
+    def touch(self, *paths: str) -> None:
+        """Record paths the session worked on (the agent's own tools; the local read tools
+        record theirs), newest last: a policy input (path-scoped skills)."""
+        for path in paths:
+            if path in self.touched:
+                self.touched.remove(path)
+            self.touched.append(path)
+
     def set_mode(self, mode: PermissionMode) -> None:
         """Switch the permission mode; the visible set follows at the next turn."""
         self.log.emit("mode.change", turn=self.turn, before=self.mode, after=mode)
@@ -244,8 +238,8 @@ class Harness:
     def _definition(self, entry: Entry) -> dict[str, Any]:
         if entry.name in LOCAL_TOOLS:
             description, schema = LOCAL_TOOLS[entry.name]
-        elif entry.name in _ENTRY_SCHEMAS:
-            description, schema = _ENTRY_SCHEMAS[entry.name]
+        elif entry.name in ENTRY_SCHEMAS:
+            description, schema = ENTRY_SCHEMAS[entry.name]
         else:
             loaded = self._caps[entry.id].load()
             description, schema = loaded.descriptor.summary, loaded.schema or {"type": "object"}
@@ -256,38 +250,90 @@ class Harness:
 
     # -- the pipeline -----------------------------------------------------------------------
 
-    async def call(self, name: str, arguments: Any = None) -> Observation:
-        """Run one tool call the model proposed through every gate. Never raises KeenError."""
+    async def call(self, name: str, arguments: Any = None, *, caller: str | None = None) -> Observation:
+        """Run one tool call the model proposed through every gate. Never raises KeenError.
+
+        Args:
+            name: a tool name offered this turn (or ``call_mcp_tool``).
+            arguments: its JSON object of arguments (``None``: ``{}``).
+            caller: who sent the call (``keen serve``'s caller scope), logged with it and
+                given to the ``visibility`` callback.
+        """
         call_id = f"{self.turn}.{next(self._ids)}"
         arguments = {} if arguments is None else arguments
-        self.log.emit("call", turn=self.turn, call_id=call_id, name=name, arguments=arguments)
-        obs = await self._gates(call_id, name, arguments)
+        who: dict[str, Any] = {"caller": caller} if caller else {}
+        self.log.emit("call", turn=self.turn, call_id=call_id, name=name, arguments=arguments, **who)
+        stages: list[str] = []
+        obs = await self._gates(call_id, name, arguments, stages, caller)
         if obs.denied is None:
             obs = self._truncate(obs)
-            for hook in self.post_hooks:
-                obs = hook(obs)
-        if obs.capability.startswith("mcp__"):
+            stages.append("truncate")
+            obs = self._post_hooks(call_id, obs)
+            stages.append("post_hooks")
+        cap_id = obs.capability
+        if cap_id.startswith("mcp__"):
             failed = obs.is_error and obs.denied in (None, "validate")
-            self.failures[obs.capability] = self.failures.get(obs.capability, 0) + 1 if failed else 0
+            self.failures[cap_id] = self.failures.get(cap_id, 0) + 1 if failed else 0
+            if obs.denied is None and not obs.is_error and cap_id in self.requested:
+                # Used: the newest under a tight budget (policy: most recent request or use).
+                self.requested.remove(cap_id)
+                self.requested.append(cap_id)
         self.log.emit(
             "result",
             turn=self.turn,
             call_id=call_id,
-            capability=obs.capability,
+            capability=cap_id,
+            server=obs.server,
+            tool=obs.tool,
             outcome="denied" if obs.denied else ("error" if obs.is_error else "ok"),
             gate=obs.denied,
+            code=obs.code,
             text=obs.text,
             truncated_chars=obs.truncated_chars,
+            stages=[*stages, "audit"],
+            **who,
         )
         return obs
 
-    def _deny(self, call_id: str, name: str, gate: str, text: str, cap_id: str = "") -> Observation:
+    def _deny(
+        self,
+        call_id: str,
+        name: str,
+        gate: str,
+        text: str,
+        cap_id: str = "",
+        code: str | None = None,
+        where: tuple[str | None, str | None] = (None, None),
+    ) -> Observation:
         return Observation(
-            call_id, name, f"Denied ({gate}): {text}", is_error=True, denied=gate, capability=cap_id
+            call_id,
+            name,
+            f"Denied ({gate}): {text}",
+            is_error=True,
+            denied=gate,
+            capability=cap_id,
+            code=code or GATE_CODES[gate],
+            server=where[0],
+            tool=where[1],
         )
 
-    async def _gates(self, call_id: str, name: str, arguments: Any) -> Observation:
-        # validate: the shape of the call; for MCP, the gateway's own checks (server, tool, schema).
+    def _lookup(self, cap_id: str, name: str) -> Capability | None:
+        """The capability a call names, from the live catalog (``visibility`` callback mode)."""
+        if name in self._base and name != CALL_MCP_TOOL:
+            return self._base[name]
+        catalog = self.catalog = self.catalog_source()
+        for key in (cap_id, name if name != CALL_MCP_TOOL else ""):
+            if key:
+                try:
+                    return catalog.get(key)  # an id, or a model tool name
+                except KeyError:
+                    pass
+        return None
+
+    async def _gates(
+        self, call_id: str, name: str, arguments: Any, stages: list[str], caller: str | None
+    ) -> Observation:
+        # validate: the shape of the call (and a local tool's arguments).
         if not isinstance(arguments, dict):
             return self._deny(call_id, name, "validate", "arguments must be a JSON object")
         args: dict[str, Any] = dict(arguments)  # type: ignore[arg-type]
@@ -302,49 +348,99 @@ class Harness:
             cap_id, args = capability_id("tool", tool, server), dict(inner)  # type: ignore[arg-type]
         else:
             cap_id = self._by_name.get(name) or (self._base[name].id if name in self._base else "")
-            cap = self._caps.get(cap_id)
-            if cap is not None and cap.server is not None:
-                server, tool = cap.server, cap.name
-        if name in LOCAL_TOOLS or (name in _ENTRY_SCHEMAS and name != CALL_MCP_TOOL):
+        if name in LOCAL_TOOLS or (name in ENTRY_SCHEMAS and name != CALL_MCP_TOOL):
             try:
-                jsonschema.validate(args, (LOCAL_TOOLS.get(name) or _ENTRY_SCHEMAS[name])[1])
+                jsonschema.validate(args, (LOCAL_TOOLS.get(name) or ENTRY_SCHEMAS[name])[1])
             except jsonschema.ValidationError as exc:
                 return self._deny(call_id, name, "validate", f"invalid arguments: {exc.message}", cap_id)
-        # visibility: only what this turn offered.
-        if cap_id not in self.visible:
-            what = f"{server}/{tool}" if server else name
-            return self._deny(
-                call_id, name, "visibility",
-                f"{what} is not among this turn's tools; use search_tools to find a tool "
-                "(hits the permission mode allows become callable on the next turn)",
-                cap_id or name,
-            )  # fmt: skip
-        cap = self._caps[cap_id]
+        stages.append("validate")
+        # visibility: only what this turn offered (or what the callback allows this caller).
+        if self.visibility is not None:
+            found = self._lookup(cap_id, name)
+            hidden = await self._visible_to(found, caller, server, tool, args)
+            if isinstance(hidden, Observation):
+                return replace(hidden, call_id=call_id, name=name)
+            cap = found
+            assert cap is not None
+            cap_id = cap.id
+            if hidden:
+                return self._deny(call_id, name, "visibility", hidden, cap_id, where=(cap.server, cap.name))
+        else:
+            cap = self._caps.get(cap_id)
+            if cap_id not in self.visible or cap is None:
+                what = f"{server}/{tool}" if server else name
+                return self._deny(
+                    call_id, name, "visibility",
+                    f"{what} is not among this turn's tools; use search_tools to find a tool "
+                    "(hits the permission mode allows become callable on the next turn)",
+                    cap_id or name, where=(server, tool),
+                )  # fmt: skip
+        if cap.server is not None:
+            server, tool = cap.server, cap.name
+        stages.append("visibility")
+        where = (server, tool)
         if server is not None and tool is not None and self.gateway is not None:
             try:
                 self.gateway.manager.check_call(server, tool, args)
             except KeenError as exc:
-                return self._deny(call_id, name, "validate", exc.message, cap_id)
+                return self._deny(call_id, name, "validate", exc.message, cap_id, exc.code, where)
+            stages.append("mcp_checks")
         # permission: the second gate (approval when the mode says ask).
         verdict, why = permission(cap, self.mode)
         if verdict == "ask":
             verdict, why = await self._ask(cap, server, tool, args)
             self.log.emit(
-                "approval", turn=self.turn, call_id=call_id, decision=verdict, by="user", reason=why
+                "approval",
+                turn=self.turn,
+                call_id=call_id,
+                decision=verdict,
+                by=self.approved_by,
+                reason=why,
             )
         elif cap.server is not None:
             self.log.emit(
                 "approval", turn=self.turn, call_id=call_id, decision=verdict, by="policy", reason=why
             )
         if verdict != "allow":
-            return self._deny(call_id, name, "permission", why, cap_id)
+            return self._deny(call_id, name, "permission", why, cap_id, where=where)
+        stages.append("permission")
         for hook in self.pre_hooks:
             if refusal := hook(cap_id, args):
-                return self._deny(call_id, name, "hook", refusal, cap_id)
-        # execute
+                self.log.emit(
+                    "hook",
+                    turn=self.turn,
+                    call_id=call_id,
+                    stage="pre",
+                    hook=_hook_name(hook),
+                    denied=refusal,
+                )
+                return self._deny(call_id, name, "hook", refusal, cap_id, where=where)
+        stages.append("pre_hooks")
+        stages.append("execute")
         if server is not None and tool is not None:
             return await self._mcp(call_id, name, cap_id, server, tool, args)
         return self._run_local(call_id, name, cap_id, args)
+
+    async def _visible_to(
+        self,
+        cap: Capability | None,
+        caller: str | None,
+        server: str | None,
+        tool: str | None,
+        args: dict[str, Any],
+    ) -> Observation | str | None:
+        """Callback-mode visibility: a capability missing from the catalog gets the gateway's
+        precise reason (server not configured, disconnected, no such tool) when there is one."""
+        if cap is None:
+            if server is not None and tool is not None and self.gateway is not None:
+                try:
+                    self.gateway.manager.check_call(server, tool, args)
+                except KeenError as exc:
+                    return self._deny("", "", "validate", exc.message, "", exc.code, (server, tool))
+            what = f"{server}/{tool}" if server else "this tool"
+            return self._deny("", "", "visibility", f"{what} is not served here", "", where=(server, tool))
+        assert self.visibility is not None
+        return await self.visibility(cap, caller)
 
     async def _ask(self, cap: Capability, server: str | None, tool: str | None, args: dict[str, Any]) -> Any:
         if self.approve is None:
@@ -356,7 +452,12 @@ class Harness:
                 answer = await answer
         except Exception as exc:
             return "deny", f"the approval callback failed ({type(exc).__name__}); treated as no"
-        return ("allow", "approved by the user") if answer else ("deny", "the user did not approve this call")
+        who = self.approved_by
+        return (
+            ("allow", f"approved by the {who}")
+            if answer
+            else ("deny", f"the {who} did not approve this call")
+        )
 
     def _gateway_approval(self, request: ApprovalRequest) -> bool:
         """The gateway's approval: yes only for the call the permission gate just cleared."""
@@ -370,13 +471,32 @@ class Harness:
         try:
             result = await self.gateway.call(server, tool, args)
         except KeenError as exc:
-            return Observation(call_id, name, f"Error: {exc.message}", is_error=True, capability=cap_id)
+            return Observation(
+                call_id,
+                name,
+                f"Error: {exc.message}",
+                is_error=True,
+                capability=cap_id,
+                code=exc.code,
+                server=server,
+                tool=tool,
+            )
         finally:
             _CLEARED.reset(token)
         text = result_text(result)
         if result.is_error:
             text = f"The tool reported an error: {text}"
-        return Observation(call_id, name, text, is_error=result.is_error, capability=cap_id)
+        return Observation(
+            call_id,
+            name,
+            text,
+            is_error=result.is_error,
+            capability=cap_id,
+            code="tool_error" if result.is_error else None,
+            server=server,
+            tool=tool,
+            raw=result,
+        )
 
     def _run_local(self, call_id: str, name: str, cap_id: str, args: dict[str, Any]) -> Observation:
         try:
@@ -388,8 +508,11 @@ class Harness:
                 out = self.workspace.run(name, args)
         except (LocalToolError, KeenError, ValueError, OSError) as exc:
             message = exc.message if isinstance(exc, KeenError) else str(exc)
-            return Observation(call_id, name, f"Error: {message}", is_error=True, capability=cap_id)
-        self.touched += [p for p in out.touched if p not in self.touched]
+            code = exc.code if isinstance(exc, KeenError) else "local_tool_error"
+            return Observation(
+                call_id, name, f"Error: {message}", is_error=True, capability=cap_id, code=code
+            )
+        self.touch(*out.touched)
         self._more = out.more
         return Observation(call_id, name, out.text, capability=cap_id)
 
@@ -431,4 +554,19 @@ class Harness:
             obs.text[: self.max_result_chars]
             + f"\n[truncated: {cut} of {len(obs.text)} characters cut; to get the rest, {hint}]"
         )
-        return replace(obs, text=text, truncated_chars=cut)
+        return replace(obs, text=text, truncated_chars=cut, raw=None)
+
+    def _post_hooks(self, call_id: str, obs: Observation) -> Observation:
+        for hook in self.post_hooks:
+            after = hook(obs)
+            if after != obs:
+                self.log.emit(
+                    "hook", turn=self.turn, call_id=call_id, stage="post", hook=_hook_name(hook), changed=True
+                )
+                # The text no longer is what the server sent: front ends must show this one.
+                obs = replace(after, raw=None) if after.text != obs.text else after
+        return obs
+
+
+def _hook_name(hook: Callable[..., Any]) -> str:
+    return str(getattr(hook, "__qualname__", None) or type(hook).__name__)

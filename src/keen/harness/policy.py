@@ -6,19 +6,29 @@ failures and what the model asked for (search hits, loaded skills). The policy i
 function of the catalog and those inputs, so a turn's visible set can be explained and
 rebuilt:
 
-- base local tools (read-only) are always visible; skills appear as a one-line index;
-- an MCP tool is visible only when the model asked for it (ToolSearch), its server is
-  connected, the mode allows it (``read-only`` hides every tool not annotated
-  ``readOnlyHint``; ``auto`` hides destructive ones; ``ask`` shows them, approval comes at
-  call time), it failed fewer than :data:`FAILURE_LIMIT` times in a row, and its schema
-  fits the budget (most recently requested first).
+- base local tools (read-only) are always visible;
+- skills appear as a one-line index (never their body). A skill whose frontmatter names
+  ``paths`` (glob patterns relative to the workspace, e.g. ``packages/ui/**``) is about
+  those files only: it joins the index while one of the last :data:`TOUCHED_WINDOW`
+  touched paths (files and folders the local tools read or listed) matches a pattern, and
+  leaves it when none does. A pattern matches a path as :func:`fnmatch.fnmatch` does
+  (``*`` crosses ``/``), and also every path under the folder it names (``packages/ui``,
+  ``packages/ui/**``);
+- an MCP tool, resource or prompt is visible only when the model asked for it
+  (ToolSearch), its server is connected, the mode allows it (``read-only`` hides every
+  tool not annotated ``readOnlyHint``; ``auto`` hides destructive ones; ``ask`` shows
+  them, approval comes at call time), it failed fewer than :data:`FAILURE_LIMIT` times in
+  a row, and its schema fits the context budget. Under a tight budget the most recently
+  requested *or used* capabilities win: a tool the model keeps calling outlives search
+  hits it never used.
 
 :func:`permission` is the second gate, for one call: visibility is not authorization.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import fnmatch
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -26,23 +36,33 @@ from keen.capabilities import Capability, PermissionMode
 
 __all__ = [
     "FAILURE_LIMIT",
+    "TOUCHED_WINDOW",
     "Decision",
     "Entry",
     "PolicyInputs",
     "Selection",
     "diff",
+    "path_match",
     "permission",
     "select",
     "visibility",
 ]
 
 FAILURE_LIMIT = 3
+TOUCHED_WINDOW = 20
+"""How many of the most recently touched paths the policy looks at."""
 Decision = Literal["allow", "ask", "deny"]
 
 
 @dataclass(frozen=True)
 class PolicyInputs:
-    """What the policy decided from (recorded with every ``capability.diff``)."""
+    """What the policy decided from (recorded with every ``capability.diff``).
+
+    ``context_budget_remaining``: tokens the model's context has left for MCP tool schemas
+    this turn. ``touched_paths``: the latest paths the local tools read or listed, oldest
+    first. ``requested``: capability ids the model asked for (search hits, calls), least
+    recent first.
+    """
 
     permission_mode: PermissionMode
     connected_servers: tuple[str, ...]
@@ -105,6 +125,28 @@ def visibility(cap: Capability, mode: PermissionMode) -> str | None:
     return None
 
 
+def path_match(pattern: str, path: str) -> bool:
+    """True when ``path`` (workspace-relative, ``/``-separated) matches a skill's ``paths``
+    pattern: :func:`fnmatch.fnmatch` (``*`` crosses ``/``), or ``path`` is the folder the
+    pattern names or lies under it (``packages/ui`` and ``packages/ui/**`` both match
+    ``packages/ui`` and ``packages/ui/Button.tsx``)."""
+    pattern = pattern.strip().removeprefix("./")
+    path = path.strip().removeprefix("./").rstrip("/")
+    base = pattern.rstrip("/")
+    while base.endswith(("/**", "/*")):
+        base = base.rsplit("/", 1)[0]
+    return any(fnmatch.fnmatchcase(path, p) for p in (pattern, base, base + "/*") if p)
+
+
+def _touched(cap: Capability, touched: Sequence[str]) -> str | None:
+    """Why a path-scoped skill is relevant now (the newest matching touched path), or None."""
+    for path in reversed(touched):
+        for pattern in cap.paths:
+            if path_match(pattern, path):
+                return f"touched path {path} matches {pattern}"
+    return None
+
+
 def select(
     base: Iterable[Entry],
     catalog: Iterable[Capability],
@@ -125,12 +167,19 @@ def select(
     for entry in base:
         out.visible[entry.id] = entry
     by_id = {c.id: c for c in catalog}
+    touched = inputs.touched_paths[-TOUCHED_WINDOW:]
     for cap in by_id.values():
-        if cap.kind == "skill":
+        if cap.kind != "skill":
+            continue
+        if not cap.paths:
             out.visible[cap.id] = Entry(cap.id, names[cap.id], "skill", "skill index", _fingerprint(cap))
+        elif why := _touched(cap, touched):
+            out.visible[cap.id] = Entry(cap.id, names[cap.id], "skill", why, _fingerprint(cap))
+        else:
+            out.hidden[cap.id] = f"no touched path matches its paths ({', '.join(cap.paths)})"
     connected = set(inputs.connected_servers)
     spent = 0
-    # Most recent request first: under a tight budget the newest asks win.
+    # Most recent request or use first: under a tight budget the newest asks win.
     for cap_id in dict.fromkeys(reversed(inputs.requested)):
         cap = by_id.get(cap_id)
         if cap is None:
