@@ -6,7 +6,7 @@ each, against one local upstream (FastMCP, ``echo``) reached three ways:
 - direct: the upstream itself,
 - fastmcp-proxy: ``fastmcp.server.create_proxy(upstream)`` served over HTTP,
 - keen (memory) / keen (redis): ``keen serve --mode extension`` with each store; every
-  client reads ``resource:///tool_descriptions?tools=up__echo`` once (untimed), then calls.
+  client reads ``resource:///tool_descriptions?tools=mcp__up__echo`` once (untimed), then calls.
 
 Each client makes one untimed warm-up call first, on every target.
 
@@ -196,7 +196,7 @@ def main() -> None:
                         "1000000",
                     ]
                     with _process(cmd, port, f"keen serve ({store})", env) as keen:
-                        results[label] = anyio.run(_load, keen, "up__echo", args.clients, args.calls, True)
+                        results[label] = anyio.run(_load, keen, "mcp__up__echo", args.clients, args.calls, True)
     _report(results, args.clients, args.calls)
 
 

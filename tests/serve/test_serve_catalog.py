@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from keen.capabilities.names import capability_id, model_names
 from keen.mcp.types import Tool
 from keen.serve import extension as ext
 from keen.serve.catalog import ToolCatalog, exposed_name, minimal_description
@@ -12,7 +13,12 @@ SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def test_exposed_names_are_safe_stable_and_distinct() -> None:
-    assert exposed_name("github", "create_issue") == "github__create_issue"
+    # One name means one thing: the capability catalog's model name of the tool's id.
+    assert exposed_name("github", "create_issue") == "mcp__github__create_issue"
+    tools = [Tool(server="github", name="create_issue"), Tool(server="fs", name="read file/../x")]
+    served = ToolCatalog(tools)
+    assert {served.capabilities.model_name(c.id) for c in served.capabilities} == set(served.names())
+    assert served.names() == sorted(model_names(capability_id("tool", t.name, t.server) for t in tools).values())
     odd = exposed_name("fs", "read file/../x")
     assert SAFE.match(odd) and odd == exposed_name("fs", "read file/../x")
     long = exposed_name("s", "t" * 200)
@@ -89,6 +95,6 @@ def test_both_searchers_rank_the_matching_tool_first() -> None:
     ]
     catalog = ToolCatalog(tools)
     for search in (CapabilitySearch(), KeywordSearch()):
-        assert search(catalog, "what time is it in Paris", 2)[0].name == "clock__now"
-        assert search(catalog, "file a bug report issue", 1)[0].name == "gh__create_issue"
+        assert search(catalog, "what time is it in Paris", 2)[0].name == "mcp__clock__now"
+        assert search(catalog, "file a bug report issue", 1)[0].name == "mcp__gh__create_issue"
         assert len(search(catalog, "repository", 5)) <= 3

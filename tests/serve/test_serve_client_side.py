@@ -35,20 +35,20 @@ async def test_manager_reads_full_descriptions_and_calls(tmp_path: Path, keen_ho
     async with Manager(config=config) as manager:
         assert await manager.wait_ready(60)
         tools = {t.name: t for t in manager.list_tools("front")}
-        add = tools["basic__add"]
+        add = tools["mcp__basic__add"]
         # Full schema and description, not the minimal {"type": "object", "additionalProperties": true}.
         assert add.input_schema["required"] == ["a", "b"]
         assert add.description == "Add two integers."
         gateway = Gateway(manager, approval=allow_all)
-        first = await gateway.call("front", "basic__add", {"a": 2, "b": 2})
+        first = await gateway.call("front", "mcp__basic__add", {"a": 2, "b": 2})
         assert not first.is_error and first.text == "4"
         # The front's authorization (1 s) lapses; the Manager refetches and retries once.
         await anyio.sleep(1.3)
-        again = await gateway.call("front", "basic__add", {"a": 3, "b": 3})
+        again = await gateway.call("front", "mcp__basic__add", {"a": 3, "b": 3})
         assert not again.is_error and again.text == "6"
         # Keen's own checks now use the full schema.
         with pytest.raises(InvalidArguments):
-            await gateway.call("front", "basic__add", {"a": "x", "b": 1})
+            await gateway.call("front", "mcp__basic__add", {"a": "x", "b": 1})
 
 
 async def test_servers_without_the_extension_are_unchanged(keen_home: Path, tmp_path: Path) -> None:

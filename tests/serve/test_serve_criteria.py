@@ -23,13 +23,13 @@ async def _read(client: Client, query: str = "") -> dict:
 async def test_1_minimal_descriptions_in_tools_list(new_caller) -> None:
     async with new_caller() as client:
         before = (await client.list_tools()).tools
-        assert {t.name for t in before} == {f"basic__{n}" for n in UPSTREAM_TOOLS}
+        assert {t.name for t in before} == {f"mcp__basic__{n}" for n in UPSTREAM_TOOLS}
         for tool in before:
             assert tool.input_schema == LOOSE, tool.name
             assert "\n" not in (tool.description or "") and len(tool.description or "") <= 170
         # The generated extras carry ~200-character descriptions: the list keeps only a sentence.
-        extra = next(t for t in before if t.name == "basic__extra_0000")
-        full = (await _read(client, "?tools=basic__extra_0000"))["basic__extra_0000"]
+        extra = next(t for t in before if t.name == "mcp__basic__extra_0000")
+        full = (await _read(client, "?tools=mcp__basic__extra_0000"))["mcp__basic__extra_0000"]
         assert len(extra.description or "") < len(full["description"])
         # tools/list never varies as a side effect of a read (2026-07-28 forbids per-caller lists).
         after = (await client.list_tools()).tools
@@ -54,18 +54,18 @@ async def test_2_tool_descriptions_resource_listed(new_caller) -> None:
 
 async def test_3_resource_accepts_tools_parameter(new_caller) -> None:
     async with new_caller() as client:
-        one = await _read(client, "?tools=basic__echo")
-        two = await _read(client, "?tools=basic__add,basic__env")
-    assert list(one) == ["basic__echo"]
-    assert sorted(two) == ["basic__add", "basic__env"]
+        one = await _read(client, "?tools=mcp__basic__echo")
+        two = await _read(client, "?tools=mcp__basic__add,mcp__basic__env")
+    assert list(one) == ["mcp__basic__echo"]
+    assert sorted(two) == ["mcp__basic__add", "mcp__basic__env"]
 
 
 async def test_4_full_descriptions_for_the_selected_tools(new_caller) -> None:
     async with new_caller() as client:
-        body = await _read(client, "?tools=basic__add,no_such_tool")
+        body = await _read(client, "?tools=mcp__basic__add,no_such_tool")
         listed = sorted(t.name for t in (await client.list_tools()).tools)
-    add = body["basic__add"]
-    assert add["name"] == "basic__add"
+    add = body["mcp__basic__add"]
+    assert add["name"] == "mcp__basic__add"
     assert add["description"] == "Add two integers."
     assert add["inputSchema"]["required"] == ["a", "b"]
     assert add["inputSchema"]["properties"]["a"]["type"] == "integer"
@@ -73,7 +73,7 @@ async def test_4_full_descriptions_for_the_selected_tools(new_caller) -> None:
     assert add["usage_guidance"]["upstream_tool"] == "add"
     # Section 6.3: an unknown name gets its own entry listing what exists; nothing else is added.
     assert body["no_such_tool"] == {"error": "Tool 'no_such_tool' not found", "available_tools": listed}
-    assert sorted(body) == ["basic__add", "no_such_tool"]
+    assert sorted(body) == ["mcp__basic__add", "no_such_tool"]
 
 
 async def test_5_missing_tool_selection(new_caller) -> None:
@@ -93,26 +93,26 @@ async def test_5_missing_tool_selection(new_caller) -> None:
 
 async def test_6_authorization_enforced(new_caller) -> None:
     async with new_caller() as client:
-        await _read(client, "?tools=basic__echo")
-        ok = await client.call_tool("basic__echo", {"text": "hello"})
+        await _read(client, "?tools=mcp__basic__echo")
+        ok = await client.call_tool("mcp__basic__echo", {"text": "hello"})
         assert not ok.is_error and ok.content[0].text == "hello"
         # Only the fetched tool is authorized.
-        other = await client.call_tool("basic__add", {"a": 1, "b": 2})
+        other = await client.call_tool("mcp__basic__add", {"a": 1, "b": 2})
         assert other.is_error and read_json(other)["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
         # Authorization does not bypass the gateway's own checks (section 5.3 layering).
-        bad = await client.call_tool("basic__echo", {"text": 5})
+        bad = await client.call_tool("mcp__basic__echo", {"text": 5})
         assert bad.is_error and read_json(bad)["error"]["code"] == "invalid_arguments"
 
 
 async def test_7_call_without_fetch_is_tool_description_required(new_caller) -> None:
     async with new_caller() as client:
-        result = await client.call_tool("basic__add", {"a": 1, "b": 2})
+        result = await client.call_tool("mcp__basic__add", {"a": 1, "b": 2})
     assert result.is_error
     assert read_json(result) == {
         "error": {
             "code": "TOOL_DESCRIPTION_REQUIRED",
-            "message": "Tool 'basic__add' requires fetching its description before use.",
-            "resource_uri": f"{RESOURCE}?tools=basic__add",
+            "message": "Tool 'mcp__basic__add' requires fetching its description before use.",
+            "resource_uri": f"{RESOURCE}?tools=mcp__basic__add",
         }
     }
     assert result.structured_content == read_json(result)
@@ -122,17 +122,17 @@ async def test_8_authorization_isolated_per_session(new_caller) -> None:
     """Two callers at once: what one fetched never authorizes the other."""
     results: dict[str, list[bool]] = {"a": [], "b": []}
     async with new_caller() as a, new_caller() as b:
-        await _read(a, "?tools=basic__echo")
+        await _read(a, "?tools=mcp__basic__echo")
 
         async def calls(name: str, client: Client) -> None:
             for i in range(5):
-                result = await client.call_tool("basic__echo", {"text": f"{name}{i}"})
+                result = await client.call_tool("mcp__basic__echo", {"text": f"{name}{i}"})
                 results[name].append(bool(result.is_error))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(calls, "a", a)
             tg.start_soon(calls, "b", b)
-        await _read(b, "?tools=basic__add")
-        a_add = await a.call_tool("basic__add", {"a": 1, "b": 1})
+        await _read(b, "?tools=mcp__basic__add")
+        a_add = await a.call_tool("mcp__basic__add", {"a": 1, "b": 1})
     assert results == {"a": [False] * 5, "b": [True] * 5}
     assert a_add.is_error

@@ -68,10 +68,10 @@ def test_inspector_reads_descriptions_and_is_refused_without_them(http_extension
         "--method",
         "resources/read",
         "--uri",
-        "resource:///tool_descriptions?tools=basic__add",
+        "resource:///tool_descriptions?tools=mcp__basic__add",
     )
     body = json.loads(read["contents"][0]["text"])
-    assert body["basic__add"]["inputSchema"]["required"] == ["a", "b"]
+    assert body["mcp__basic__add"]["inputSchema"]["required"] == ["a", "b"]
     bare = _http(http_extension, "--method", "resources/read", "--uri", "resource:///tool_descriptions")
     assert json.loads(bare["contents"][0]["text"])["error"]["code"] == "MISSING_TOOL_SELECTION"
     # Every Inspector run is a new session: the read above authorized nothing for this one.
@@ -80,7 +80,7 @@ def test_inspector_reads_descriptions_and_is_refused_without_them(http_extension
         "--method",
         "tools/call",
         "--tool-name",
-        "basic__add",
+        "mcp__basic__add",
         "--tool-arg",
         "a=1",
         "b=2",
@@ -130,7 +130,7 @@ def test_inspector_search_mode_over_stdio(tmp_path: Path) -> None:
         "--tool-arg",
         "query=echo text",
     )
-    assert found["structuredContent"]["tools"][0]["name"] == "basic__echo"
+    assert found["structuredContent"]["tools"][0]["name"] == "mcp__basic__echo"
     called = inspector(
         tmp_path,
         *env_args,

@@ -63,25 +63,25 @@ def test_session_moves_between_replicas_and_survives_one(replicas) -> None:
             http,
             a.url,
             "resources/read",
-            {"uri": "resource:///tool_descriptions?tools=basic__echo"},
+            {"uri": "resource:///tool_descriptions?tools=mcp__basic__echo"},
             sid=sid,
             rid=2,
         )
-        assert "basic__echo" in read.json()["result"]["contents"][0]["text"]
+        assert "mcp__basic__echo" in read.json()["result"]["contents"][0]["text"]
         # ... and authorizes the call through B.
         call = _rpc(
-            http, b.url, "tools/call", {"name": "basic__echo", "arguments": {"text": "via b"}}, sid=sid, rid=3
+            http, b.url, "tools/call", {"name": "mcp__basic__echo", "arguments": {"text": "via b"}}, sid=sid, rid=3
         )
         assert call.json()["result"]["content"][0]["text"] == "via b"
         # Not fetched anywhere: refused on both.
         refused = _rpc(
-            http, b.url, "tools/call", {"name": "basic__add", "arguments": {"a": 1, "b": 2}}, sid=sid, rid=4
+            http, b.url, "tools/call", {"name": "mcp__basic__add", "arguments": {"a": 1, "b": 2}}, sid=sid, rid=4
         )
         assert refused.json()["result"]["isError"] is True
         a.kill()
         # A is gone; the session goes on through B.
         again = _rpc(
-            http, b.url, "tools/call", {"name": "basic__echo", "arguments": {"text": "still"}}, sid=sid, rid=5
+            http, b.url, "tools/call", {"name": "mcp__basic__echo", "arguments": {"text": "still"}}, sid=sid, rid=5
         )
         assert again.json()["result"]["content"][0]["text"] == "still"
         # Ending the session on B ends it everywhere.
@@ -92,7 +92,7 @@ def test_session_moves_between_replicas_and_survives_one(replicas) -> None:
             == 200
         )
         gone = _rpc(
-            http, b.url, "tools/call", {"name": "basic__echo", "arguments": {"text": "x"}}, sid=sid, rid=6
+            http, b.url, "tools/call", {"name": "mcp__basic__echo", "arguments": {"text": "x"}}, sid=sid, rid=6
         )
         assert gone.status_code == 404
 
@@ -126,12 +126,12 @@ async def test_sdk_client_behind_round_robin_survives_a_replica(replicas, mode: 
         ) as http,
         Client(streamable_http_client(a.url, http_client=http), mode=mode, cache=None) as client,
     ):
-        await client.read_resource("resource:///tool_descriptions?tools=basic__add")
+        await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__add")
         for i in range(4):
-            result = await client.call_tool("basic__add", {"a": i, "b": 1})
+            result = await client.call_tool("mcp__basic__add", {"a": i, "b": 1})
             assert not result.is_error, read_json(result)
         assert {a.port, b.port} <= set(balancer.seen)
         a.kill()
         for i in range(4):
-            result = await client.call_tool("basic__add", {"a": i, "b": 2})
+            result = await client.call_tool("mcp__basic__add", {"a": i, "b": 2})
             assert not result.is_error and result.content[0].text == str(i + 2)

@@ -1,5 +1,6 @@
 """``keen serve --mode search``: three tools, the workflow in the instructions, real calls
-to the upstream through the gateway, one audit record per call."""
+to the upstream through the harness pipeline and the gateway, audited in the harness's
+event log."""
 
 from __future__ import annotations
 
@@ -37,15 +38,20 @@ async def test_search_describe_call(tmp_path: Path, transport: str, era: str) ->
             found = read_json(
                 await client.call_tool("search_tools", {"query": "add two integers", "limit": 3})
             )
-            assert found["tools"][0]["name"] == "basic__add"
+            assert found["tools"][0]["name"] == "mcp__basic__add"
             assert found["total_tools"] == 13
-            described = read_json(await client.call_tool("describe_tools", {"names": ["basic__add", "nope"]}))
-            assert described["basic__add"]["inputSchema"]["required"] == ["a", "b"]
+            described = read_json(await client.call_tool("describe_tools", {"names": ["mcp__basic__add", "nope"]}))
+            assert described["mcp__basic__add"]["inputSchema"]["required"] == ["a", "b"]
             assert "available_tools" in described["nope"]
             result = await client.call_tool(
                 "call_tool", {"server": "basic", "tool": "add", "arguments": {"a": 2, "b": 3}}
             )
             assert not result.is_error and result.content[0].text == "5"
+            # Unannotated (so destructive by the spec's defaults): the host approved it, it runs.
+            failed = await client.call_tool(
+                "call_tool", {"server": "basic", "tool": "fail", "arguments": {"message": "boom"}}
+            )
+            assert failed.is_error and failed.content[0].text.endswith("boom")
             wrong = await client.call_tool(
                 "call_tool", {"server": "basic", "tool": "add", "arguments": {"a": "x"}}
             )
@@ -57,12 +63,31 @@ async def test_search_describe_call(tmp_path: Path, transport: str, era: str) ->
     finally:
         if proc is not None:
             proc.stop()
-    records = [
+    events = [
         json.loads(line) for line in (tmp_path / "logs" / "serve-audit.jsonl").read_text().splitlines()
     ]
-    assert [(r["server"], r["tool"], r["outcome"]) for r in records] == [
-        ("basic", "add", "ok"),
-        ("basic", "add", "error"),
-        ("nosuch", "add", "error"),
+    records = [e for e in events if e["type"] == "result"]
+    assert [(r["server"], r["tool"], r["outcome"], r["gate"], r["code"]) for r in records] == [
+        ("basic", "add", "ok", None, None),
+        ("basic", "fail", "error", None, "tool_error"),
+        ("basic", "add", "denied", "validate", "invalid_arguments"),
+        ("nosuch", "add", "denied", "validate", "server_not_configured"),
     ]
-    assert all(r["caller"] and r["via"] == "keen-serve" for r in records)
+    assert all(r["caller"] for r in records)
+    # The calls that ran passed every stage of the pipeline; the host approved the write.
+    assert records[0]["stages"] == [
+        "validate",
+        "visibility",
+        "mcp_checks",
+        "permission",
+        "pre_hooks",
+        "execute",
+        "truncate",
+        "post_hooks",
+        "audit",
+    ]
+    approvals = [e for e in events if e["type"] == "approval"]
+    assert [(a["decision"], a["by"], a["reason"]) for a in approvals] == [
+        ("allow", "policy", "read-only capability"),
+        ("allow", "MCP host", "approved by the MCP host"),
+    ]

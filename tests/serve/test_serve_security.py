@@ -79,12 +79,12 @@ def test_session_needs_initialize_and_answers_only_its_owner(
 async def test_description_fetches_are_rate_limited(guarded: KeenServeProcess) -> None:
     async with connect(guarded, "session", token=TOKEN) as client:
         bodies = [
-            read_json(await client.read_resource("resource:///tool_descriptions?tools=basic__echo"))
+            read_json(await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo"))
             for _ in range(4)
         ]
         # A fetch without a selection is an error anyway and costs nothing.
         await client.read_resource("resource:///tool_descriptions")
-    assert all("basic__echo" in b for b in bodies[:3])
+    assert all("mcp__basic__echo" in b for b in bodies[:3])
     assert bodies[3]["error"]["code"] == "RATE_LIMITED"
 
 
@@ -93,13 +93,13 @@ async def test_stateless_era_without_tokens_shares_one_anonymous_principal(tmp_p
     write_upstream(tmp_path)
     with KeenServeProcess(tmp_path) as proc:
         async with connect(proc, "stateless") as first:
-            await first.read_resource("resource:///tool_descriptions?tools=basic__echo")
+            await first.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
         async with connect(proc, "stateless") as second:
-            result = await second.call_tool("basic__echo", {"text": "shared"})
+            result = await second.call_tool("mcp__basic__echo", {"text": "shared"})
         assert not result.is_error
         # The session era keeps its own per-session isolation on the same server.
         async with connect(proc, "session") as session:
-            refused = await session.call_tool("basic__echo", {"text": "x"})
+            refused = await session.call_tool("mcp__basic__echo", {"text": "x"})
         assert refused.is_error
 
 
@@ -108,10 +108,10 @@ async def test_authorization_expires(tmp_path: Path) -> None:
     with KeenServeProcess(tmp_path, ["--mode", "extension", "--auth-ttl", "1"]) as proc:
         for era in ("session", "stateless"):
             async with connect(proc, era) as client:
-                await client.read_resource("resource:///tool_descriptions?tools=basic__echo")
-                assert not (await client.call_tool("basic__echo", {"text": "now"})).is_error
+                await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
+                assert not (await client.call_tool("mcp__basic__echo", {"text": "now"})).is_error
                 await anyio.sleep(1.3)
-                late = await client.call_tool("basic__echo", {"text": "late"})
+                late = await client.call_tool("mcp__basic__echo", {"text": "late"})
                 assert read_json(late)["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
 
 

@@ -1,99 +1,111 @@
-"""Every tool call ``keen serve`` runs goes through here: the gateway, then one audit record.
+"""Every tool call ``keen serve`` runs goes through the harness pipeline, once.
 
-This is the one place a remote host's call reaches an upstream server, so the tool
-pipeline (approval, truncation, audit: DESIGN.md "The harness") can take it over whole.
-Until then it calls :class:`keen.gateway.Gateway` (configured, connected, known tool,
-schema-valid arguments) and appends one JSON line per call to the audit log, with the
-caller (``session:<id>``, ``principal:<id>`` or ``stdio:<id>``) added; arguments are
-redacted by the gateway before they get here.
+:class:`CallRouter` owns one :class:`keen.harness.Harness` for the served process. Each
+call (search mode's ``call_tool``, an extension-mode tool call) passes the same stages an
+agent's call does: validate > visibility > the gateway's MCP checks > permission >
+pre-hooks > execute > truncate > post-hooks > audit. Only two things differ, and both are
+decided here:
+
+- Visibility is per caller, not per turn: the server passes a callback (extension mode:
+  a tool is visible to a caller once that caller fetched its description; search mode:
+  every connected upstream tool is).
+- Permission is effectively ``auto`` without its refusals: keen serve is a server for
+  another MCP host, and that host asks its own user before it sends ``tools/call`` (as it
+  does for any server's tool). So the permission gate runs in ``ask`` mode with the host
+  as the approver: every call that reaches it is allowed and logged
+  ``by: "MCP host"``. Keen's own ``auto`` mode would refuse destructive tools the host's
+  user has approved.
+
+The audit is the harness's event log, one JSON object a line (``$KEEN_HOME/logs/
+serve-audit.jsonl`` by default, 0600, secrets redacted): per call a ``call`` event, an
+``approval`` event, any ``hook`` events and a ``result`` event with the caller
+(``session:<id>``, ``principal:<id>`` or ``stdio:<id>``), server, tool, outcome, the gate
+that refused it and the stages it passed.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import threading
-from contextvars import ContextVar
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import mcp_types as mt
 
-from keen.errors import KeenError
-from keen.gateway import Gateway, allow_all
+from keen.capabilities import Catalog
+from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, ApprovalRequest, Gateway
+from keen.harness import Harness, Observation, Visibility
 from keen.mcp.manager import Manager
 
-__all__ = ["AuditLog", "CallRouter"]
+__all__ = ["APPROVER", "CallRouter", "call_result", "error_result"]
 
-logger = logging.getLogger("keen.serve")
+APPROVER = "MCP host"
+"""Who approves served calls, as the event log records it."""
 
-_caller: ContextVar[str] = ContextVar("keen_serve_caller", default="")
 
-
-class AuditLog:
-    """Append-only JSON lines (``path``), or the ``keen.serve.audit`` logger when ``path`` is None."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self._file: TextIO | None = None
-        self._lock = threading.Lock()
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
-            path.chmod(0o600)
-
-    def write(self, event: dict[str, Any]) -> None:
-        line = json.dumps(event, ensure_ascii=False, default=str)
-        if self._file is None:
-            logging.getLogger("keen.serve.audit").info(line)
-            return
-        with self._lock:
-            self._file.write(line + "\n")
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+def _host_approved(request: ApprovalRequest) -> bool:
+    # The host sent tools/call after asking its own user; keen serve does not ask again.
+    return True
 
 
 class CallRouter:
-    """Run one tool call for a remote caller and audit it.
+    """Run remote callers' tool calls through one harness, audited in one log.
 
     Args:
         manager: the started Manager whose servers are served.
-        audit: where the per-call records go.
+        catalog: returns the served capability catalog (cached by the caller; called per call).
+        visibility: decides, per capability and caller, whether the caller may use it.
+        audit_path: the event log's file.
+        max_result_chars: longer result text is cut with a note (the harness's truncation).
     """
 
-    def __init__(self, manager: Manager, audit: AuditLog) -> None:
-        self.audit = audit
-        # The MCP host calling keen serve approves each call with its own user (as it does for
-        # any server's tool), so the gateway's read-only default would refuse what they allowed.
-        self.gateway = Gateway(manager, approval=allow_all, audit=self._record)
-
-    async def call(self, server: str, tool: str, arguments: Any, *, caller: str) -> mt.CallToolResult:
-        """The upstream result as MCP's ``CallToolResult``; Keen's refusals become ``isError``
-        results whose text says what to do (never an exception)."""
-        token = _caller.set(caller)
-        try:
-            result = await self.gateway.call(server, tool, arguments)
-        except KeenError as exc:
-            return error_result(
-                {"error": {"code": getattr(exc, "code", "error"), "message": exc.message}},
-            )
-        finally:
-            _caller.reset(token)
-        return mt.CallToolResult.model_validate(
-            {
-                "content": result.content,
-                "structuredContent": result.structured_content,
-                "isError": result.is_error,
-            }
+    def __init__(
+        self,
+        manager: Manager,
+        catalog: Callable[[], Catalog],
+        visibility: Visibility,
+        audit_path: Path,
+        *,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    ) -> None:
+        self.gateway = Gateway(manager)
+        self.harness = Harness(
+            catalog,
+            self.gateway,
+            mode="ask",
+            approve=_host_approved,
+            approved_by=APPROVER,
+            workspace=Path.cwd(),
+            max_result_chars=max_result_chars,
+            visibility=visibility,
+            log_path=audit_path,
         )
 
-    def _record(self, event: dict[str, Any]) -> None:
-        event["caller"] = _caller.get()
-        event["via"] = "keen-serve"
-        self.audit.write(event)
+    async def call(self, server: str, tool: str, arguments: Any, *, caller: str) -> Observation:
+        """One call through the pipeline; refusals and failures are observations, never raised."""
+        return await self.harness.call(
+            CALL_MCP_TOOL, {"server": server, "tool": tool, "arguments": arguments}, caller=caller
+        )
+
+    def close(self) -> None:
+        self.harness.close()
+
+
+def call_result(obs: Observation) -> mt.CallToolResult:
+    """The MCP result for an observation: the upstream result as sent when the harness left it
+    unchanged; otherwise the text the harness made (cut, or rewritten by a post-hook); a
+    refusal or Keen-side failure as an ``isError`` result whose JSON says the code and what to do."""
+    if obs.raw is not None:
+        return mt.CallToolResult.model_validate(
+            {
+                "content": obs.raw.content,
+                "structuredContent": obs.raw.structured_content,
+                "isError": obs.raw.is_error,
+            }
+        )
+    if obs.is_error and obs.code is not None:
+        return error_result({"error": {"code": obs.code, "message": obs.text}})
+    return mt.CallToolResult(content=[mt.TextContent(type="text", text=obs.text)], is_error=obs.is_error)
 
 
 def error_result(body: dict[str, Any]) -> mt.CallToolResult:

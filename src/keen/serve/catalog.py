@@ -1,36 +1,38 @@
 """The upstream tools ``keen serve`` exposes, under names every LLM API accepts.
 
-An upstream tool ``github/create_issue`` is exposed as ``github__create_issue``. Names are
-cut to ``^[A-Za-z0-9_-]{1,64}$`` (the strictest of the common LLM tool-name rules); a name
-that had to be changed or cut gets a stable 8-hex suffix from the SHA-256 of
-``server/tool``, so it never collides with another tool and never changes between runs.
+One name means one thing everywhere in Keen: an upstream tool is exposed under the model
+tool name of its capability id (:mod:`keen.capabilities.names`), the name an agent's
+harness offers, ToolSearch returns and the session log records. ``github/create_issue``
+is ``mcp__github__create_issue``. An id that is not a valid name (``^[A-Za-z0-9_-]{1,64}$``,
+the strictest of the common LLM tool-name rules) gets a readable prefix and a stable hash
+suffix, so it never collides with another tool and never changes between runs.
 """
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from keen.capabilities.names import capability_id, model_name, model_names
 from keen.mcp.types import Tool
+
+if TYPE_CHECKING:
+    from keen.capabilities import Catalog
 
 __all__ = ["MAX_NAME_CHARS", "ExposedTool", "ToolCatalog", "exposed_name", "minimal_description"]
 
 MAX_NAME_CHARS = 64
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 _MINIMAL_CHARS = 160
 
 
 def exposed_name(server: str, tool: str) -> str:
-    """``<server>__<tool>`` made safe for LLM APIs; a stable hash suffix when it had to change."""
-    raw = f"{server}__{tool}"
-    safe = _UNSAFE.sub("_", raw)
-    if safe == raw and len(raw) <= MAX_NAME_CHARS:
-        return raw
-    digest = hashlib.sha256(f"{server}/{tool}".encode()).hexdigest()[:8]
-    return f"{safe[: MAX_NAME_CHARS - 9]}_{digest}"
+    """The model tool name of ``server``'s ``tool`` (``mcp__<server>__<tool>`` when that is
+    a valid name), ignoring collisions; :class:`ToolCatalog` resolves those."""
+    return model_name(capability_id("tool", tool, server))
 
 
 def minimal_description(text: str, *, limit: int = _MINIMAL_CHARS) -> str:
@@ -66,15 +68,20 @@ class ToolCatalog:
     """Exposed name -> upstream tool, in a stable order (by exposed name)."""
 
     def __init__(self, tools: Iterable[Tool]) -> None:
-        by_name: dict[str, ExposedTool] = {}
-        for tool in tools:
-            name = exposed_name(tool.server, tool.name)
-            if name in by_name:
-                # Two raw names mapped to one safe name: give the second its own hashed form.
-                digest = hashlib.sha256(f"{tool.server}/{tool.name}#".encode()).hexdigest()[:8]
-                name = f"{name[: MAX_NAME_CHARS - 9]}_{digest}"
-            by_name[name] = ExposedTool(name=name, server=tool.server, tool=tool)
-        self._tools = dict(sorted(by_name.items()))
+        by_id = {capability_id("tool", t.name, t.server): t for t in tools}
+        names = model_names(by_id)  # unique, whatever the order (the capability catalog's names)
+        self._tools = dict(
+            sorted((names[i], ExposedTool(name=names[i], server=t.server, tool=t)) for i, t in by_id.items())
+        )
+        self._by_tool = {(t.server, t.tool.name): t for t in self._tools.values()}
+
+    @functools.cached_property
+    def capabilities(self) -> Catalog:
+        """The same tools as a capability catalog (for the harness and ToolSearch); its model
+        names are the exposed names. Built on first use."""
+        from keen.capabilities import Catalog
+
+        return Catalog.from_tools([t.tool for t in self._tools.values()])
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -93,6 +100,4 @@ class ToolCatalog:
 
     def find(self, server: str, tool: str) -> ExposedTool | None:
         """The exposed tool for an upstream ``server``/``tool`` pair, if connected."""
-        return self._tools.get(exposed_name(server, tool)) or next(
-            (t for t in self._tools.values() if t.server == server and t.tool.name == tool), None
-        )
+        return self._by_tool.get((server, tool))

@@ -26,25 +26,20 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 class CapabilitySearch:
-    """ToolSearch over the served tools; the capability catalog is rebuilt only when the
-    served catalog object changes (a server connected, or its tool list changed)."""
+    """ToolSearch over the served tools: the served catalog's capability catalog (the one the
+    harness checks calls against), whose index is built once per tool list."""
 
     def __init__(self) -> None:
-        self._served: ToolCatalog | None = None
-        self._catalog: Any = None
         # Searches run in worker threads; one builds or queries the index at a time.
         self._lock = threading.Lock()
 
     def __call__(self, catalog: ToolCatalog, query: str, limit: int) -> list[ExposedTool]:
-        from keen.capabilities import Catalog, SearchFilter
+        from keen.capabilities import SearchFilter
 
         if not len(catalog) or not query.strip():
             return catalog.tools()[: max(0, limit)]
         with self._lock:
-            if catalog is not self._served:
-                self._catalog = Catalog.from_tools([t.tool for t in catalog.tools()])
-                self._served = catalog
-            hits = self._catalog.search(
+            hits = catalog.capabilities.search(
                 query, k=max(1, limit), filter=SearchFilter(kinds=frozenset({"tool"}))
             )
         found = (catalog.find(hit.server, hit.tool) for hit in hits if hit.server)

@@ -18,7 +18,11 @@ Whose authorization a request uses (its *scope*):
 - stdio, either era: the one connection, ``stdio:<id>``.
 
 Both eras are served by the SDK's server (``mcp.server.lowlevel.Server``); this module gives
-it handlers. Every call goes through :class:`keen.serve.calls.CallRouter` (gateway + audit).
+it handlers. Every call goes through :class:`keen.serve.calls.CallRouter`: the harness
+pipeline (visibility per caller, the host as approver, truncation, the audit log).
+
+Tool names are the capability catalog's model names (``mcp__<server>__<tool>``), the same
+names an agent's harness offers and ToolSearch returns (:mod:`keen.serve.catalog`).
 """
 
 from __future__ import annotations
@@ -40,10 +44,12 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from keen import __version__, paths
+from keen.capabilities import Capability, Catalog
+from keen.gateway import DEFAULT_MAX_RESULT_CHARS
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
-from keen.serve.calls import AuditLog, CallRouter, error_result
+from keen.serve.calls import CallRouter, call_result, error_result
 from keen.serve.catalog import ToolCatalog
 from keen.serve.search import CapabilitySearch, SearchFn
 from keen.serve.store import DEFAULT_AUTH_TTL, DEFAULT_SESSION_TTL, MemoryStore, RedisStore, Store
@@ -81,9 +87,11 @@ class KeenServer:
         mode: ``"search"`` or ``"extension"``.
         store: session/authorization state; default :class:`MemoryStore`.
         search: search mode's finder (``(catalog, query, limit) -> tools``); default ToolSearch.
-        audit_path: JSON lines, one per call; default ``$KEEN_HOME/logs/serve-audit.jsonl``.
+        audit_path: the harness's event log for served calls (JSON lines); default
+            ``$KEEN_HOME/logs/serve-audit.jsonl``.
         session_ttl / auth_ttl: seconds (see :mod:`keen.serve.store`).
         fetch_limit: description fetches allowed per caller per ``fetch_window`` seconds.
+        max_result_chars: longer result text is cut by the harness, with a note.
     """
 
     def __init__(
@@ -98,6 +106,7 @@ class KeenServer:
         auth_ttl: float = DEFAULT_AUTH_TTL,
         fetch_limit: int = 60,
         fetch_window: float = 60.0,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         if mode not in ("search", "extension"):
             raise ValueError(f"unknown mode {mode!r}; use search or extension")
@@ -109,10 +118,13 @@ class KeenServer:
         self.auth_ttl = auth_ttl
         self.fetch_limit = fetch_limit
         self.fetch_window = fetch_window
-        self.audit = AuditLog(
-            audit_path if audit_path is not None else paths.logs_dir() / "serve-audit.jsonl"
+        self.router = CallRouter(
+            manager,
+            self._capabilities,
+            self._visible,
+            audit_path if audit_path is not None else paths.logs_dir() / "serve-audit.jsonl",
+            max_result_chars=max_result_chars,
         )
-        self.router = CallRouter(manager, self.audit)
         self.stdio_scope = f"stdio:{secrets.token_hex(8)}"
         self._catalog: ToolCatalog | None = None
         self._catalog_key: tuple[Any, ...] = ()
@@ -134,7 +146,7 @@ class KeenServer:
             await self.manager.aclose()
         finally:
             await self.store.aclose()
-            self.audit.close()
+            self.router.close()
 
     async def wait_ready(self, timeout: float = _READY_WAIT) -> None:
         """Let the first connection attempts finish (bounded) so the first list is not empty."""
@@ -157,6 +169,22 @@ class KeenServer:
             tools = [t for s in statuses for t in self.manager.list_tools(s.name)]
             self._catalog, self._catalog_key = ToolCatalog(tools), key
         return self._catalog
+
+    def _capabilities(self) -> Catalog:
+        return self.catalog().capabilities
+
+    async def _visible(self, cap: Capability, caller: str | None) -> str | None:
+        """The harness's visibility gate for served calls (see :mod:`keen.serve.calls`)."""
+        if cap.server is None or cap.kind != "tool":
+            return "keen serve runs only the upstream servers' tools"
+        if self.mode == "search":
+            return None
+        exposed = self.catalog().find(cap.server, cap.name)
+        if exposed is None:
+            return f"{cap.server}/{cap.name} is not served"
+        if caller and await self.store.is_authorized(caller, exposed.name, self.auth_ttl):
+            return None
+        return f"fetch {ext.RESOURCE_URI}?tools={exposed.name} before calling {exposed.name}"
 
     # -- scopes -------------------------------------------------------------------------------
 
@@ -273,9 +301,10 @@ class KeenServer:
                     }
                 }
             )
-        if not await self.store.is_authorized(scope, exposed.name, self.auth_ttl):
+        obs = await self.router.call(exposed.server, exposed.tool.name, arguments, caller=scope)
+        if obs.denied == "visibility":
             return error_result(ext.description_required(exposed.name))
-        return await self.router.call(exposed.server, exposed.tool.name, arguments, caller=scope)
+        return call_result(obs)
 
     # -- search mode --------------------------------------------------------------------------
 
@@ -287,7 +316,7 @@ class KeenServer:
                     _bad_args('call_tool needs {"server": str, "tool": str, "arguments": {}}')
                 )
             inner = arguments.get("arguments") or {}
-            return await self.router.call(server, tool, inner, caller=scope)
+            return call_result(await self.router.call(server, tool, inner, caller=scope))
         catalog = self.catalog()
         if name == "search_tools":
             query = arguments.get("query")
