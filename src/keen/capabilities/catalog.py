@@ -483,24 +483,40 @@ def _listed(manager: Any, server: str, kind: Literal["resource", "prompt"]) -> l
     caps: list[Capability] = []
     for item in items or []:
         data = item if isinstance(item, dict) else getattr(item, "__dict__", {})
-        name = str(data.get("uri") or data.get("name") or "")
-        if not name:
-            continue
-        description = str(data.get("description") or "")
-        summary = one_line(description or str(data.get("name", "")), SUMMARY_CHARS, first_sentence=False)
-        full = json.dumps(data, ensure_ascii=False, default=str)
-        caps.append(
-            Capability(
-                id=capability_id(kind, name, server),
-                kind=kind,
-                name=name,
-                title=str(data.get("title") or data.get("name") or ""),
-                summary=summary,
-                server=server,
-                risk=Risk.reading(),
-                tokens_index=_tokens(f"- {name}: {summary}"),
-                tokens_full=_tokens(full),
-                search_text=description,
-            )
-        )
+        if cap := _item_capability(kind, server, data):
+            caps.append(cap)
     return caps
+
+
+def _item_capability(
+    kind: Literal["resource", "prompt"], server: str, data: dict[str, Any]
+) -> Capability | None:
+    """One listed resource or prompt. Its full layer (deferred: :meth:`Capability.load`) is
+    the whole listing entry (uri or name, description, mimeType or arguments); reading the
+    resource or getting the prompt is a call, not a load."""
+    name = str(data.get("uri") or data.get("name") or "")
+    if not name:
+        return None
+    description = str(data.get("description") or "")
+    summary = one_line(description or str(data.get("name", "")), SUMMARY_CHARS, first_sentence=False)
+    full = json.dumps(data, ensure_ascii=False, default=str)
+    holder: list[Capability] = []
+
+    def load() -> LoadedCapability:
+        return LoadedCapability(holder[0], full, raw=dict(data))
+
+    cap = Capability(
+        id=capability_id(kind, name, server),
+        kind=kind,
+        name=name,
+        title=str(data.get("title") or data.get("name") or ""),
+        summary=summary,
+        server=server,
+        risk=Risk.reading(),
+        tokens_index=_tokens(f"- {name}: {summary}"),
+        tokens_full=_tokens(full),
+        search_text=f"{data.get('name') or ''} {description}".strip(),
+        _loader=load,
+    )
+    holder.append(cap)
+    return cap

@@ -110,6 +110,8 @@ def show(
         lines.append(f"  tools: {', '.join(turn.rebuilt)}")
         if turn.skill_index:
             lines.append(f"  skills: {', '.join(turn.skill_index)}")
+        if turn.handles:
+            lines.append(f"  resources: {', '.join(turn.handles)}")
         for call in turn.calls:
             result = call.get("result") or {}
             approval = call.get("approval")

@@ -22,17 +22,24 @@ __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
     "ENTRY_SCHEMAS",
     "GATE_CODES",
+    "HANDLE_KINDS",
     "LOAD_SKILL",
+    "READ_RESOURCE",
     "SEARCH_TOOLS",
     "Observation",
     "PostHook",
     "PreHook",
     "Visibility",
+    "contents_text",
     "local_capability",
+    "prompt_text",
 ]
 
 SEARCH_TOOLS = "search_tools"
 LOAD_SKILL = "load_skill"
+READ_RESOURCE = "read_resource"
+HANDLE_KINDS = frozenset({"resource", "prompt"})
+"""Capabilities listed in the resource index and read with ``read_resource``, not offered as tools."""
 DEFAULT_MAX_RESULT_CHARS = 20_000
 DEFAULT_BUDGET = 8_000
 
@@ -47,14 +54,35 @@ Visibility = Callable[[Capability, "str | None"], Awaitable["str | None"]]
 ENTRY_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
     SEARCH_TOOLS: (
         "Search every connected MCP server's tools by what they do. Hits the current permission mode "
-        "allows become callable on the next turn.",
+        'allows become callable on the next turn. With kinds ["resource", "prompt"] it searches '
+        "the servers' resources and prompts instead; those hits join the resource index "
+        "(read them with read_resource).",
         {
             "type": "object",
             "properties": {
                 "query": {"type": "string"},
                 "k": {"type": "integer", "minimum": 1, "maximum": 20},
+                "kinds": {
+                    "type": "array",
+                    "items": {"enum": ["tool", "resource", "prompt"]},
+                    "minItems": 1,
+                    "uniqueItems": True,
+                },
             },
             "required": ["query"],
+            "additionalProperties": False,
+        },
+    ),
+    READ_RESOURCE: (
+        "Read an MCP resource, or get an MCP prompt, listed in the resource index, by its name there. "
+        "A prompt takes its arguments as an object of strings.",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "arguments": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+            "required": ["name"],
             "additionalProperties": False,
         },
     ),
@@ -134,3 +162,30 @@ class Observation:
     server: str | None = None
     tool: str | None = None
     raw: ToolResult | None = field(default=None, repr=False)
+
+
+def contents_text(contents: list[dict[str, Any]]) -> str:
+    """``resources/read`` contents as text: text parts as they are, binary parts summarized."""
+    parts: list[str] = []
+    for item in contents:
+        if "text" in item:
+            parts.append(str(item["text"]))
+        else:
+            size = len(str(item.get("blob", ""))) * 3 // 4
+            parts.append(f"[{item.get('mimeType') or 'binary'} {item.get('uri', '')}, {size} bytes]")
+    return "\n".join(parts)
+
+
+def prompt_text(result: dict[str, Any]) -> str:
+    """A ``prompts/get`` result as text: each message as ``role: text``."""
+    lines = [str(result["description"])] if result.get("description") else []
+    for message in result.get("messages") or []:
+        content = message.get("content") or {}
+        if content.get("type") == "text":
+            body = str(content.get("text", ""))
+        elif content.get("type") == "resource":
+            body = contents_text([content.get("resource") or {}])
+        else:
+            body = f"[{content.get('type', 'content')}]"
+        lines.append(f"{message.get('role', 'user')}: {body}")
+    return "\n".join(lines)

@@ -5,11 +5,13 @@ being written; a torn last line is skipped on reading). Every string is redacted
 (:mod:`keen._redact`) before it is written. Event types:
 
 - ``session.start`` (mode, workspace), ``turn.start`` (``offered``: tool names given to the
-  model; ``skill_index``: skill names listed), ``turn.end``;
+  model; ``skill_index``: skill names listed; ``handles``: resource and prompt names in
+  the resource index), ``turn.end``;
 - ``capability.diff`` (``added``, ``removed``, ``changed`` with reasons, ``policy_inputs``),
   written before the ``turn.start`` it explains;
-- ``call`` (name, arguments), ``approval`` (decision, by), ``result`` (outcome, the gate
-  that denied, the text exactly as the model saw it).
+- ``call`` (name, arguments, caller), ``approval`` (decision, by), ``hook`` (a pre-hook's
+  refusal, a post-hook's change), ``result`` (outcome, the gate that denied, a code, the
+  text exactly as the model saw it, the pipeline stages passed in order).
 
 :func:`replay` rebuilds each turn's visible set from the diffs alone and checks it against
 the offered names.
@@ -30,6 +32,10 @@ from keen import paths
 from keen._redact import redactor
 
 __all__ = ["EventLog", "Replay", "ReplayedTurn", "new_session_id", "read_events", "replay", "session_path"]
+
+
+_INDEXED = ("skill", "resource", "prompt")
+"""Kinds listed in an index (skills, resource handles), not offered as tools."""
 
 
 def new_session_id() -> str:
@@ -100,24 +106,31 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
 @dataclass
 class ReplayedTurn:
     """One turn rebuilt from the log. ``visible``: id -> entry dict; ``consistent``: the
-    rebuilt tool names equal the offered ones (and the skill index too)."""
+    rebuilt tool names equal the offered ones (and the skill and resource indexes too)."""
 
     turn: int
     visible: dict[str, dict[str, Any]]
     offered: list[str]
     skill_index: list[str]
+    handles: list[str] = field(default_factory=lambda: list[str]())
     diffs: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
     calls: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
     ended: bool = False
 
     @property
     def rebuilt(self) -> list[str]:
-        return sorted(e["name"] for e in self.visible.values() if e.get("kind") != "skill")
+        return sorted(e["name"] for e in self.visible.values() if e.get("kind") not in _INDEXED)
+
+    def _named(self, *kinds: str) -> list[str]:
+        return sorted(e["name"] for e in self.visible.values() if e.get("kind") in kinds)
 
     @property
     def consistent(self) -> bool:
-        skills = sorted(e["name"] for e in self.visible.values() if e.get("kind") == "skill")
-        return self.rebuilt == sorted(self.offered) and skills == sorted(self.skill_index)
+        return (
+            self.rebuilt == sorted(self.offered)
+            and self._named("skill") == sorted(self.skill_index)
+            and self._named("resource", "prompt") == sorted(self.handles)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,6 +139,7 @@ class ReplayedTurn:
             "ended": self.ended,
             "offered": self.offered,
             "skill_index": self.skill_index,
+            "handles": self.handles,
             "visible": sorted(self.visible),
             "diffs": self.diffs,
             "calls": self.calls,
@@ -185,6 +199,7 @@ def replay(path: Path) -> Replay:
                     visible=dict(visible),
                     offered=list(event.get("offered", [])),
                     skill_index=list(event.get("skill_index", [])),
+                    handles=list(event.get("handles", [])),
                     diffs=pending,
                 )
             )

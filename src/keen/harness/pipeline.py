@@ -38,7 +38,7 @@ from typing import Any
 import jsonschema
 
 from keen import paths
-from keen.capabilities import Capability, Catalog, PermissionMode, SearchFilter, capability_id
+from keen.capabilities import Capability, Catalog, Kind, PermissionMode, SearchFilter, capability_id
 from keen.capabilities.names import model_names
 from keen.errors import KeenError
 from keen.gateway import CALL_MCP_TOOL, Approval, ApprovalRequest, Gateway, result_text
@@ -47,13 +47,17 @@ from keen.harness.entries import (
     DEFAULT_MAX_RESULT_CHARS,
     ENTRY_SCHEMAS,
     GATE_CODES,
+    HANDLE_KINDS,
     LOAD_SKILL,
+    READ_RESOURCE,
     SEARCH_TOOLS,
     Observation,
     PostHook,
     PreHook,
     Visibility,
+    contents_text,
     local_capability,
+    prompt_text,
 )
 from keen.harness.events import EventLog, new_session_id, session_path
 from keen.harness.local import LOCAL_TOOLS, LocalToolError, Output, Workspace
@@ -189,9 +193,21 @@ class Harness:
         connected = self._connected()
         self.catalog = catalog = self.catalog_source()
         names = model_names([c.id for c in catalog])
-        base = [Entry(c.id, c.name, "tool", "base local tool") for c in self._base.values()]
+        base = [
+            Entry(c.id, c.name, "tool", "base local tool")
+            for c in self._base.values()
+            if c.name != READ_RESOURCE
+        ]
         inputs = self.inputs(connected)
         selection: Selection = select(base, catalog, names, inputs, self.failures)
+        # read_resource is offered only while the resource index lists something to read.
+        reader = self._base[READ_RESOURCE].id
+        if any(e.kind in HANDLE_KINDS for e in selection.visible.values()):
+            selection.visible[reader] = Entry(
+                reader, READ_RESOURCE, "tool", "the resource index lists handles"
+            )
+        else:
+            selection.hidden[reader] = "the resource index is empty"
         gone = {
             i: f"server {cap.server} is not connected"
             for i, cap in self._caps.items()
@@ -205,12 +221,13 @@ class Harness:
             c.id: c for c in self._base.values()
         }
         self._by_name = {e.name: i for i, e in self.visible.items()}
-        offered = sorted(e.name for e in self.visible.values() if e.kind != "skill")
+        offered = sorted(e.name for e in self.visible.values() if e.kind == "tool")
         self.log.emit(
             "turn.start",
             turn=self.turn,
             offered=offered,
             skill_index=sorted(e.name for e in self.visible.values() if e.kind == "skill"),
+            handles=sorted(e.name for e in self.visible.values() if e.kind in HANDLE_KINDS),
         )
         return [self._definition(self.visible[self._by_name[n]]) for n in offered]
 
@@ -221,6 +238,16 @@ class Harness:
         """The skill index: one line per skill (name: summary), never a body."""
         skills = [self._caps[i] for i, e in self.visible.items() if e.kind == "skill"]
         return "\n".join(f"- {c.name}: {c.summary}" for c in sorted(skills, key=lambda c: c.name))
+
+    def resource_index(self) -> str:
+        """The resource index: one line per visible MCP resource or prompt (the name to give
+        ``read_resource``, what it is, its summary), never its contents."""
+        lines = []
+        for cap_id, entry in sorted(self.visible.items(), key=lambda item: item[1].name):
+            if entry.kind in HANDLE_KINDS:
+                cap = self._caps[cap_id]
+                lines.append(f"- {entry.name} ({cap.kind} {cap.name} on {cap.server}): {cap.summary}")
+        return "\n".join(lines)
 
     def touch(self, *paths: str) -> None:
         """Record paths the session worked on (the agent's own tools; the local read tools
@@ -348,12 +375,23 @@ class Harness:
             cap_id, args = capability_id("tool", tool, server), dict(inner)  # type: ignore[arg-type]
         else:
             cap_id = self._by_name.get(name) or (self._base[name].id if name in self._base else "")
+        handle = name == READ_RESOURCE and self.visibility is None
         if name in LOCAL_TOOLS or (name in ENTRY_SCHEMAS and name != CALL_MCP_TOOL):
             try:
                 jsonschema.validate(args, (LOCAL_TOOLS.get(name) or ENTRY_SCHEMAS[name])[1])
             except jsonschema.ValidationError as exc:
                 return self._deny(call_id, name, "validate", f"invalid arguments: {exc.message}", cap_id)
         stages.append("validate")
+        if handle and cap_id in self.visible:
+            # The call reads a handle: the handle is the capability the gates judge.
+            wanted = str(args["name"])
+            cap_id = self._by_name.get(wanted, "")  # visible entries only
+            if not cap_id or self.visible[cap_id].kind not in HANDLE_KINDS:
+                return self._deny(
+                    call_id, name, "visibility",
+                    f"no resource or prompt {wanted!r} in the resource index; search_tools finds them",
+                    cap_id or wanted,
+                )  # fmt: skip
         # visibility: only what this turn offered (or what the callback allows this caller).
         if self.visibility is not None:
             found = self._lookup(cap_id, name)
@@ -375,7 +413,7 @@ class Harness:
                     "(hits the permission mode allows become callable on the next turn)",
                     cap_id or name, where=(server, tool),
                 )  # fmt: skip
-        if cap.server is not None:
+        if cap.server is not None and cap.kind == "tool":
             server, tool = cap.server, cap.name
         stages.append("visibility")
         where = (server, tool)
@@ -419,7 +457,38 @@ class Harness:
         stages.append("execute")
         if server is not None and tool is not None:
             return await self._mcp(call_id, name, cap_id, server, tool, args)
+        if cap.kind in HANDLE_KINDS:
+            return await self._read_handle(call_id, name, cap, args)
         return self._run_local(call_id, name, cap_id, args)
+
+    async def _read_handle(
+        self, call_id: str, name: str, cap: Capability, args: dict[str, Any]
+    ) -> Observation:
+        """Read a resource or get a prompt (both only bring text into context)."""
+        assert cap.server is not None
+        if self.gateway is None:
+            return Observation(
+                call_id, name, "Error: no MCP servers in this session", True, capability=cap.id
+            )
+        manager = self.gateway.manager
+        try:
+            if cap.kind == "resource":
+                text = contents_text(await manager.read_resource(cap.server, cap.name))
+            else:
+                got = await manager.get_prompt(cap.server, cap.name, args.get("arguments") or {})
+                text = prompt_text(got)
+        except KeenError as exc:
+            return Observation(
+                call_id,
+                name,
+                f"Error: {exc.message}",
+                True,
+                capability=cap.id,
+                code=exc.code,
+                server=cap.server,
+            )
+        self._more = f"ask the user for a narrower part of {cap.name}"
+        return Observation(call_id, name, text, capability=cap.id, server=cap.server)
 
     async def _visible_to(
         self,
@@ -501,7 +570,7 @@ class Harness:
     def _run_local(self, call_id: str, name: str, cap_id: str, args: dict[str, Any]) -> Observation:
         try:
             if name == SEARCH_TOOLS:
-                out = self._search(str(args["query"]), int(args.get("k", 5)))
+                out = self._search(str(args["query"]), int(args.get("k", 5)), args.get("kinds") or ["tool"])
             elif name == LOAD_SKILL:
                 out = self._load_skill(str(args["name"]))
             else:
@@ -516,19 +585,22 @@ class Harness:
         self._more = out.more
         return Observation(call_id, name, out.text, capability=cap_id)
 
-    def _search(self, query: str, k: int) -> Output:
+    def _search(self, query: str, k: int, kinds: list[Kind]) -> Output:
         assert self.catalog is not None
-        hits = self.catalog.search(query, k, SearchFilter(mode=self.mode, kinds=frozenset({"tool"})))
+        hits = self.catalog.search(query, k, SearchFilter(mode=self.mode, kinds=frozenset(kinds)))
         lines: list[str] = []
         for hit in hits:
             cap = self.catalog.get(hit.id)
             hidden = visibility(cap, self.mode)
             if hidden is None and hit.id not in self.requested:
                 self.requested.append(hit.id)
-            state = "callable next turn" if hidden is None else f"not available: {hidden}"
-            lines.append(
-                f"- {hit.model_name} (server {hit.server}, tool {hit.tool}, {hit.risk} risk; {state}): {hit.summary}"
-            )
+            if hit.kind == "tool":
+                state = "callable next turn" if hidden is None else f"not available: {hidden}"
+                what = f"tool {hit.tool}, {hit.risk} risk"
+            else:
+                state = "in the resource index next turn: read_resource"
+                what = f"{hit.kind} {hit.tool}"
+            lines.append(f"- {hit.model_name} (server {hit.server}, {what}; {state}): {hit.summary}")
         return Output(
             "\n".join(lines) or "(no tool matches; try other words)", more="search with fewer results (k)"
         )

@@ -28,6 +28,7 @@ from keen._redact import redact_url, redactor
 from keen._text import one_line
 from keen._version import __version__
 from keen.errors import AuthRequired, Remedy, RemoteProtocolError
+from keen.mcp._listings import list_prompts, list_resources
 from keen.mcp._secrets import register_server_secrets
 from keen.mcp._spawn import server_command
 from keen.mcp._stderr import StderrCopy
@@ -102,6 +103,8 @@ class ServerRuntime:
         self.session: ClientSession | None = None
         self.tools: list[Tool] = []
         self.tools_by_name: dict[str, Tool] = {}
+        self.resources: list[dict[str, Any]] = []
+        self.prompts: list[dict[str, Any]] = []
         self.info: ServerInfo | None = None
         self.last_error = "" if config.enabled else 'disabled in configs.json ("enabled": false)'
         self.last_connected_at: datetime | None = None
@@ -297,6 +300,9 @@ class ServerRuntime:
                             tools, self.descriptions_uri = await with_full_descriptions(
                                 session, init, tools, self.name
                             )
+                            # Only for servers that advertise them; a failure leaves them empty.
+                            self.resources = await list_resources(self.name, session, init)
+                            self.prompts = await list_prompts(self.name, session, init)
                     except Exception as exc:
                         # Report before unwinding: stopping a hung stdio server takes seconds.
                         self._fail(exc, facts)

@@ -271,6 +271,18 @@ class Manager:
         runtime = self._connected(name)
         return list(runtime.tools)
 
+    def list_resources(self, name: str) -> list[dict[str, Any]]:
+        """The resources of the last connection's ``resources/list`` (all pages, wire shape:
+        ``uri``, ``name``, ``description``, ``mimeType``...); ``[]`` when the server does not
+        advertise the resources capability. Raises like :meth:`list_tools`."""
+        return [dict(r) for r in self._connected(name).resources]
+
+    def list_prompts(self, name: str) -> list[dict[str, Any]]:
+        """The prompts of the last connection's ``prompts/list`` (all pages, wire shape:
+        ``name``, ``description``, ``arguments``...); ``[]`` when the server does not
+        advertise the prompts capability. Raises like :meth:`list_tools`."""
+        return [dict(p) for p in self._connected(name).prompts]
+
     def invalid_tools(self, name: str) -> list[InvalidTool]:
         """Tools the last tools/list sent that the MCP schema rejects (name, reason): skipped,
         while the rest of the list stays usable. ``[]`` when there were none or the server
@@ -374,6 +386,45 @@ class Manager:
             structured_content=data.get("structuredContent"),
             is_error=bool(raw.is_error),
         )
+
+    async def read_resource(
+        self, name: str, uri: str, *, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        """``resources/read`` of ``uri`` on server ``name``: its contents in wire shape
+        (``uri``, ``mimeType``, and ``text`` or ``blob``).
+
+        Raises the connection errors of :meth:`list_tools`, ``CallTimeout``,
+        ``ServerDisconnected`` or ``RemoteProtocolError`` (the server refused the read).
+        """
+        raw = await self._request(name, f"resource {uri}", timeout, lambda s: s.read_resource(uri))
+        return list(raw.model_dump(by_alias=True, mode="json", exclude_none=True).get("contents", []))
+
+    async def get_prompt(
+        self, name: str, prompt: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """``prompts/get`` of ``prompt`` with ``arguments`` on server ``name``: the result in
+        wire shape (``description``, ``messages``). Raises like :meth:`read_resource`."""
+        raw = await self._request(
+            name, f"prompt {prompt}", timeout, lambda s: s.get_prompt(prompt, arguments or None)
+        )
+        return dict(raw.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+    async def _request(self, name: str, what: str, timeout: float | None, send: Callable[[Any], Any]) -> Any:
+        runtime = self._connected(name)
+        session = runtime.session
+        if session is None:
+            raise self._not_connected(runtime)
+        limit = timeout if timeout is not None else runtime.config.timeouts.call_tool
+        try:
+            with anyio.fail_after(limit):
+                return await send(session)
+        except Exception as exc:
+            error = translate_call_error(
+                exc, server=name, tool=what, timeout=limit, http_status=runtime.http_status
+            )
+            if isinstance(error, ServerDisconnected):
+                runtime.connection_lost(error.message)
+            raise error from exc
 
     async def refresh(self, name: str, *, interactive: bool = False) -> ServerStatus:
         """Reconnect ``name`` and relist its tools (a disabled server too: a refresh is a

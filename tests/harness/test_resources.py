@@ -1,0 +1,139 @@
+"""MCP resources and prompts: listed by the Manager (every page, only for servers that
+advertise them), in the catalog with a deferred full layer, found by search_tools, listed
+in the resource index and read through the one pipeline (``read_resource``). Against
+server-everything (npm) and a paginating FastMCP server in memory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from fastmcp import FastMCP
+
+from conftest import peer
+from keen import paths
+from keen.capabilities import Catalog
+from keen.gateway import Gateway
+from keen.harness import Harness, read_events, replay
+from keen.mcp import Manager, ServerState, in_memory_transport
+
+pytestmark = pytest.mark.anyio
+
+IN_MEMORY = {"transport": "stdio", "command": "unused-in-memory"}
+ARCH_ID = "mcp__everything__resource__demo://resource/static/document/architecture.md"
+
+
+def _note(i: int) -> Callable[[], str]:
+    def read() -> str:
+        return f"the text of note {i}"
+
+    return read
+
+
+def _greeting(i: int) -> Callable[[str], str]:
+    def greet(who: str) -> str:
+        return f"hello {who} {i}"
+
+    return greet
+
+
+def paged_server() -> FastMCP:
+    server = FastMCP("paged", list_page_size=3)
+    for i in range(10):
+        server.resource(f"memo://notes/{i}", name=f"note-{i}", description=f"Meeting note number {i}.")(
+            _note(i)
+        )
+    for i in range(7):
+        server.prompt(name=f"greet-{i}", description=f"Greeting number {i}.")(_greeting(i))
+
+    @server.tool
+    def ping() -> str:
+        return "pong"
+
+    return server
+
+
+@pytest.fixture
+async def manager(keen_home: Path, write_config: Callable[..., Path]) -> AsyncIterator[Manager]:
+    config = write_config(
+        {
+            "everything": {"command": peer("node", "mcp-server-everything"), "args": ["stdio"]},
+            "paged": IN_MEMORY,
+            "time": {"command": peer("py", "mcp-server-time")},
+        }
+    )
+    async with Manager(config, transports={"paged": in_memory_transport(paged_server()._mcp_server)}) as m:
+        assert await m.wait_ready(60)
+        assert all(s.state is ServerState.CONNECTED for s in m.servers()), [s.last_error for s in m.servers()]
+        yield m
+
+
+async def test_the_manager_lists_every_page_of_resources_and_prompts(manager: Manager) -> None:
+    assert sorted(r["name"] for r in manager.list_resources("paged")) == sorted(
+        f"note-{i}" for i in range(10)
+    )
+    assert sorted(p["name"] for p in manager.list_prompts("paged")) == sorted(f"greet-{i}" for i in range(7))
+    docs = {r["name"]: r for r in manager.list_resources("everything")}
+    assert "architecture.md" in docs and docs["architecture.md"]["mimeType"] == "text/markdown"
+    assert "simple-prompt" in {p["name"] for p in manager.list_prompts("everything")}
+    # mcp-server-time advertises neither: nothing is asked, nothing listed.
+    assert manager.list_resources("time") == [] and manager.list_prompts("time") == []
+    contents = await manager.read_resource("everything", docs["architecture.md"]["uri"])
+    assert contents[0]["text"].strip() and contents[0]["mimeType"] == "text/markdown"
+    got = await manager.get_prompt("paged", "greet-3", {"who": "ada"})
+    assert got["messages"][0]["content"]["text"] == "hello ada 3"
+
+
+async def test_catalog_holds_them_with_a_deferred_full_layer(manager: Manager) -> None:
+    catalog = Catalog.from_manager(manager, cache=False)
+    kinds = {c.kind for c in catalog if c.server == "paged"}
+    assert kinds == {"tool", "resource", "prompt"}
+    note = catalog.get("mcp__paged__resource__memo://notes/4")
+    assert note.kind == "resource" and note.summary == "Meeting note number 4." and note.risk.read_only
+    assert '"uri": "memo://notes/4"' in note.load().text and note.load().raw["name"] == "note-4"
+    greet = catalog.get("mcp__paged__prompt__greet-2")
+    assert greet.load().raw["arguments"][0]["name"] == "who"
+
+
+async def test_search_lists_handles_and_read_resource_runs_the_pipeline(
+    manager: Manager, tmp_path: Path
+) -> None:
+    def catalog() -> Catalog:
+        return Catalog.from_manager(manager, skills_root=paths.skills_dir(), cache=False)
+
+    h = Harness(catalog, Gateway(manager), mode="read-only", workspace=tmp_path)
+    first = {t["name"] for t in h.begin_turn()}
+    assert h.catalog is not None
+    arch = h.catalog.model_name(ARCH_ID)  # the id is no valid tool name: a hashed projection
+    assert arch.startswith("mcp__everything__resource__demo__resource_static") and len(arch) <= 64
+    assert "read_resource" not in first and h.resource_index() == ""
+    early = await h.call("read_resource", {"name": arch})
+    assert early.denied == "visibility"
+    found = await h.call("search_tools", {"query": "architecture document", "k": 3, "kinds": ["resource"]})
+    assert arch in found.text and "in the resource index next turn: read_resource" in found.text
+    second = {t["name"] for t in h.begin_turn()}
+    assert "read_resource" in second and arch not in second, "a handle is listed, not offered as a tool"
+    assert (
+        f"- {arch} (resource demo://resource/static/document/architecture.md on everything)"
+        in h.resource_index()
+    )
+    read = await h.call("read_resource", {"name": arch})
+    assert not read.is_error and read.capability.startswith("mcp__everything__resource__"), read.text
+    assert "architecture" in read.text.lower() and len(read.text) > 200
+    result = [e for e in read_events(h.log.path) if e["type"] == "result"][-1]
+    assert result["stages"][:4] == ["validate", "visibility", "permission", "pre_hooks"]
+    unknown = await h.call("read_resource", {"name": "mcp__everything__resource__nope"})
+    assert unknown.denied == "visibility" and "search_tools finds them" in unknown.text
+    # Prompts too, with their arguments.
+    await h.call("search_tools", {"query": "greeting number five", "k": 1, "kinds": ["prompt", "resource"]})
+    h.begin_turn()
+    assert "mcp__paged__prompt__greet-5" in h.resource_index()
+    greeted = await h.call(
+        "read_resource", {"name": "mcp__paged__prompt__greet-5", "arguments": {"who": "bo"}}
+    )
+    assert greeted.text == "Greeting number 5.\nuser: hello bo 5", greeted.text
+    h.end_turn()
+    h.close()
+    rebuilt = replay(h.log.path)
+    assert rebuilt.ok and {arch, "mcp__paged__prompt__greet-5"} <= set(rebuilt.turns[-1].handles)
