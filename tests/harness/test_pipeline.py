@@ -127,7 +127,7 @@ async def test_read_only_hides_write_tools_and_search_returns_none_of_them(sessi
     denied = await h.call(
         "call_mcp_tool", {"server": DEMO, "tool": "add_note", "arguments": {"title": "x", "body": "x"}}
     )
-    assert denied.denied == "visibility" and "search_tools" in denied.text
+    assert denied.denied == "visibility" and "read-only mode forbids tools that may write" in denied.text
 
 
 async def test_disconnect_removes_tools_with_a_capability_diff(session: Session) -> None:
@@ -168,6 +168,8 @@ async def test_search_is_not_authorization(session: Session) -> None:
         "call_mcp_tool", {"server": DEMO, "tool": "delete_note", "arguments": {"note_id": 1}}
     )
     assert denied.is_error and denied.denied == "visibility"
+    # The refusal says the mode forbids it (so searching again will not help).
+    assert "may not run in auto mode: auto mode forbids destructive tools" in denied.text
     assert events(h, "result")[-1]["outcome"] == "denied"
 
 

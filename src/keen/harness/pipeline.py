@@ -406,11 +406,8 @@ class Harness:
         else:
             cap = self._caps.get(cap_id)
             if cap_id not in self.visible or cap is None:
-                what = f"{server}/{tool}" if server else name
                 return self._deny(
-                    call_id, name, "visibility",
-                    f"{what} is not among this turn's tools; use search_tools to find a tool "
-                    "(hits the permission mode allows become callable on the next turn)",
+                    call_id, name, "visibility", self._why_hidden(cap_id, name, server, tool),
                     cap_id or name, where=(server, tool),
                 )  # fmt: skip
         if cap.server is not None and cap.kind == "tool":
@@ -489,6 +486,20 @@ class Harness:
             )
         self._more = f"ask the user for a narrower part of {cap.name}"
         return Observation(call_id, name, text, capability=cap.id, server=cap.server)
+
+    def _why_hidden(self, cap_id: str, name: str, server: str | None, tool: str | None) -> str:
+        """A visibility refusal's text: what the mode forbids is said so (search will not
+        help); anything else points at search_tools."""
+        what = f"{server}/{tool}" if server else name
+        known = self.catalog.get(cap_id) if self.catalog is not None and cap_id in self.catalog else None
+        if known is not None:
+            verdict, why = permission(known, self.mode)
+            if verdict == "deny":
+                return f"{what} is hidden and may not run in {self.mode} mode: {why}; searching will not change that"
+        return (
+            f"{what} is not among this turn's tools; use search_tools to find a tool "
+            "(hits the permission mode allows become callable on the next turn)"
+        )
 
     async def _visible_to(
         self,
