@@ -196,7 +196,9 @@ def main() -> None:
                         "1000000",
                     ]
                     with _process(cmd, port, f"keen serve ({store})", env) as keen:
-                        results[label] = anyio.run(_load, keen, "mcp__up__echo", args.clients, args.calls, True)
+                        results[label] = anyio.run(
+                            _load, keen, "mcp__up__echo", args.clients, args.calls, True
+                        )
     _report(results, args.clients, args.calls)
 
 

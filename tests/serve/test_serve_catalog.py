@@ -18,7 +18,9 @@ def test_exposed_names_are_safe_stable_and_distinct() -> None:
     tools = [Tool(server="github", name="create_issue"), Tool(server="fs", name="read file/../x")]
     served = ToolCatalog(tools)
     assert {served.capabilities.model_name(c.id) for c in served.capabilities} == set(served.names())
-    assert served.names() == sorted(model_names(capability_id("tool", t.name, t.server) for t in tools).values())
+    assert served.names() == sorted(
+        model_names(capability_id("tool", t.name, t.server) for t in tools).values()
+    )
     odd = exposed_name("fs", "read file/../x")
     assert SAFE.match(odd) and odd == exposed_name("fs", "read file/../x")
     long = exposed_name("s", "t" * 200)

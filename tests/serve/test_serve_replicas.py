@@ -70,18 +70,33 @@ def test_session_moves_between_replicas_and_survives_one(replicas) -> None:
         assert "mcp__basic__echo" in read.json()["result"]["contents"][0]["text"]
         # ... and authorizes the call through B.
         call = _rpc(
-            http, b.url, "tools/call", {"name": "mcp__basic__echo", "arguments": {"text": "via b"}}, sid=sid, rid=3
+            http,
+            b.url,
+            "tools/call",
+            {"name": "mcp__basic__echo", "arguments": {"text": "via b"}},
+            sid=sid,
+            rid=3,
         )
         assert call.json()["result"]["content"][0]["text"] == "via b"
         # Not fetched anywhere: refused on both.
         refused = _rpc(
-            http, b.url, "tools/call", {"name": "mcp__basic__add", "arguments": {"a": 1, "b": 2}}, sid=sid, rid=4
+            http,
+            b.url,
+            "tools/call",
+            {"name": "mcp__basic__add", "arguments": {"a": 1, "b": 2}},
+            sid=sid,
+            rid=4,
         )
         assert refused.json()["result"]["isError"] is True
         a.kill()
         # A is gone; the session goes on through B.
         again = _rpc(
-            http, b.url, "tools/call", {"name": "mcp__basic__echo", "arguments": {"text": "still"}}, sid=sid, rid=5
+            http,
+            b.url,
+            "tools/call",
+            {"name": "mcp__basic__echo", "arguments": {"text": "still"}},
+            sid=sid,
+            rid=5,
         )
         assert again.json()["result"]["content"][0]["text"] == "still"
         # Ending the session on B ends it everywhere.
@@ -92,7 +107,12 @@ def test_session_moves_between_replicas_and_survives_one(replicas) -> None:
             == 200
         )
         gone = _rpc(
-            http, b.url, "tools/call", {"name": "mcp__basic__echo", "arguments": {"text": "x"}}, sid=sid, rid=6
+            http,
+            b.url,
+            "tools/call",
+            {"name": "mcp__basic__echo", "arguments": {"text": "x"}},
+            sid=sid,
+            rid=6,
         )
         assert gone.status_code == 404
 

@@ -40,7 +40,9 @@ async def test_search_describe_call(tmp_path: Path, transport: str, era: str) ->
             )
             assert found["tools"][0]["name"] == "mcp__basic__add"
             assert found["total_tools"] == 13
-            described = read_json(await client.call_tool("describe_tools", {"names": ["mcp__basic__add", "nope"]}))
+            described = read_json(
+                await client.call_tool("describe_tools", {"names": ["mcp__basic__add", "nope"]})
+            )
             assert described["mcp__basic__add"]["inputSchema"]["required"] == ["a", "b"]
             assert "available_tools" in described["nope"]
             result = await client.call_tool(
@@ -63,9 +65,7 @@ async def test_search_describe_call(tmp_path: Path, transport: str, era: str) ->
     finally:
         if proc is not None:
             proc.stop()
-    events = [
-        json.loads(line) for line in (tmp_path / "logs" / "serve-audit.jsonl").read_text().splitlines()
-    ]
+    events = [json.loads(line) for line in (tmp_path / "logs" / "serve-audit.jsonl").read_text().splitlines()]
     records = [e for e in events if e["type"] == "result"]
     assert [(r["server"], r["tool"], r["outcome"], r["gate"], r["code"]) for r in records] == [
         ("basic", "add", "ok", None, None),
