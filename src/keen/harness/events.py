@@ -38,6 +38,11 @@ _INDEXED = ("skill", "resource", "prompt")
 """Kinds listed in an index (skills, resource handles), not offered as tools."""
 
 
+_PLAIN = frozenset(
+    {"turn", "call_id", "outcome", "gate", "code", "stages", "truncated_chars", "decision", "by"}
+)
+
+
 def new_session_id() -> str:
     """``20261123T141500Z-1a2b3c``: sortable by start time, unique."""
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
@@ -74,15 +79,15 @@ class EventLog:
     def emit(self, type: str, **data: Any) -> dict[str, Any]:
         """Write one event (redacted) and flush it. Returns the event as written."""
         self._seq += 1
-        event = _redacted(
-            {
-                "seq": self._seq,
-                "ts": datetime.now(UTC).isoformat(),
-                "session": self.session_id,
-                "type": type,
-                **data,
-            }
-        )
+        # Top-level keys are the harness's own field names; the fields in _PLAIN carry values the
+        # harness makes itself (never user or server text): both skip the redaction pass.
+        event = {
+            "seq": self._seq,
+            "ts": datetime.now(UTC).isoformat(),
+            "session": self.session_id,
+            "type": type,
+            **{k: v if k in _PLAIN else _redacted(v) for k, v in data.items()},
+        }
         self._file.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
         self._file.flush()
         return event
