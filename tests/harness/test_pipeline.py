@@ -236,6 +236,8 @@ async def test_replay_restores_every_turns_visible_set(session: Session) -> None
     h.set_mode("read-only")
     h.end_turn()
     turn()
+    stale = await h.call("mcp__keen-demo__add_note", {"title": "x", "body": "y"})  # last turn's name
+    assert stale.denied == "visibility" and "may not run in read-only mode" in stale.text
     h.end_turn()
     rebuilt = replay(h.log.path)
     assert rebuilt.ok and len(rebuilt.turns) == 3

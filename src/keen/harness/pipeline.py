@@ -491,8 +491,12 @@ class Harness:
         """A visibility refusal's text: what the mode forbids is said so (search will not
         help); anything else points at search_tools."""
         what = f"{server}/{tool}" if server else name
-        known = self.catalog.get(cap_id) if self.catalog is not None and cap_id in self.catalog else None
-        if known is not None:
+        try:
+            # By id (call_mcp_tool) or by the model name an earlier turn offered.
+            known = self.catalog.get(cap_id or name) if self.catalog is not None else None
+        except KeyError:
+            known = None
+        if known is not None and known.kind == "tool":
             verdict, why = permission(known, self.mode)
             if verdict == "deny":
                 return f"{what} is hidden and may not run in {self.mode} mode: {why}; searching will not change that"
