@@ -30,9 +30,7 @@ __all__ = [
     "PostHook",
     "PreHook",
     "Visibility",
-    "contents_text",
     "local_capability",
-    "prompt_text",
 ]
 
 SEARCH_TOOLS = "search_tools"
@@ -162,30 +160,3 @@ class Observation:
     server: str | None = None
     tool: str | None = None
     raw: ToolResult | None = field(default=None, repr=False)
-
-
-def contents_text(contents: list[dict[str, Any]]) -> str:
-    """``resources/read`` contents as text: text parts as they are, binary parts summarized."""
-    parts: list[str] = []
-    for item in contents:
-        if "text" in item:
-            parts.append(str(item["text"]))
-        else:
-            size = len(str(item.get("blob", ""))) * 3 // 4
-            parts.append(f"[{item.get('mimeType') or 'binary'} {item.get('uri', '')}, {size} bytes]")
-    return "\n".join(parts)
-
-
-def prompt_text(result: dict[str, Any]) -> str:
-    """A ``prompts/get`` result as text: each message as ``role: text``."""
-    lines = [str(result["description"])] if result.get("description") else []
-    for message in result.get("messages") or []:
-        content = message.get("content") or {}
-        if content.get("type") == "text":
-            body = str(content.get("text", ""))
-        elif content.get("type") == "resource":
-            body = contents_text([content.get("resource") or {}])
-        else:
-            body = f"[{content.get('type', 'content')}]"
-        lines.append(f"{message.get('role', 'user')}: {body}")
-    return "\n".join(lines)

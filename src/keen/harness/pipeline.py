@@ -28,7 +28,6 @@ Two ways to decide visibility:
 from __future__ import annotations
 
 import contextvars
-import inspect
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -38,9 +37,9 @@ from typing import Any
 import jsonschema
 
 from keen import paths
-from keen.capabilities import Capability, Catalog, Kind, PermissionMode, SearchFilter, capability_id
+from keen.capabilities import Capability, Catalog, PermissionMode, capability_id
 from keen.capabilities.names import model_names
-from keen.errors import KeenError
+from keen.errors import KeenError, ServerNotConfigured
 from keen.gateway import CALL_MCP_TOOL, Approval, ApprovalRequest, Gateway, result_text
 from keen.harness.entries import (
     DEFAULT_BUDGET,
@@ -55,11 +54,10 @@ from keen.harness.entries import (
     PostHook,
     PreHook,
     Visibility,
-    contents_text,
     local_capability,
-    prompt_text,
 )
 from keen.harness.events import EventLog, new_session_id, session_path
+from keen.harness.executors import ask, cut_text, hook_name, read_handle, search_catalog
 from keen.harness.local import LOCAL_TOOLS, LocalToolError, Output, Workspace
 from keen.harness.policy import (
     TOUCHED_WINDOW,
@@ -67,9 +65,9 @@ from keen.harness.policy import (
     PolicyInputs,
     Selection,
     diff,
+    hidden_reason,
     permission,
     select,
-    visibility,
 )
 from keen.mcp.types import ServerState
 
@@ -423,7 +421,7 @@ class Harness:
         # permission: the second gate (approval when the mode says ask).
         verdict, why = permission(cap, self.mode)
         if verdict == "ask":
-            verdict, why = await self._ask(cap, server, tool, args)
+            verdict, why = await ask(self.approve, self.approved_by, cap, server, tool, args)
             self.log.emit(
                 "approval",
                 turn=self.turn,
@@ -446,7 +444,7 @@ class Harness:
                     turn=self.turn,
                     call_id=call_id,
                     stage="pre",
-                    hook=_hook_name(hook),
+                    hook=hook_name(hook),
                     denied=refusal,
                 )
                 return self._deny(call_id, name, "hook", refusal, cap_id, where=where)
@@ -462,18 +460,10 @@ class Harness:
         self, call_id: str, name: str, cap: Capability, args: dict[str, Any]
     ) -> Observation:
         """Read a resource or get a prompt (both only bring text into context)."""
-        assert cap.server is not None
-        if self.gateway is None:
-            return Observation(
-                call_id, name, "Error: no MCP servers in this session", True, capability=cap.id
-            )
-        manager = self.gateway.manager
         try:
-            if cap.kind == "resource":
-                text = contents_text(await manager.read_resource(cap.server, cap.name))
-            else:
-                got = await manager.get_prompt(cap.server, cap.name, args.get("arguments") or {})
-                text = prompt_text(got)
+            if self.gateway is None:
+                raise ServerNotConfigured("no MCP servers in this session", server=cap.server or "")
+            text = await read_handle(self.gateway.manager, cap, args.get("arguments") or {})
         except KeenError as exc:
             return Observation(
                 call_id,
@@ -488,22 +478,12 @@ class Harness:
         return Observation(call_id, name, text, capability=cap.id, server=cap.server)
 
     def _why_hidden(self, cap_id: str, name: str, server: str | None, tool: str | None) -> str:
-        """A visibility refusal's text: what the mode forbids is said so (search will not
-        help); anything else points at search_tools."""
-        what = f"{server}/{tool}" if server else name
+        """A visibility refusal's text (by id for call_mcp_tool, or an earlier turn's name)."""
         try:
-            # By id (call_mcp_tool) or by the model name an earlier turn offered.
             known = self.catalog.get(cap_id or name) if self.catalog is not None else None
         except KeyError:
             known = None
-        if known is not None and known.kind == "tool":
-            verdict, why = permission(known, self.mode)
-            if verdict == "deny":
-                return f"{what} is hidden and may not run in {self.mode} mode: {why}; searching will not change that"
-        return (
-            f"{what} is not among this turn's tools; use search_tools to find a tool "
-            "(hits the permission mode allows become callable on the next turn)"
-        )
+        return hidden_reason(known, self.mode, f"{server}/{tool}" if server else name)
 
     async def _visible_to(
         self,
@@ -525,23 +505,6 @@ class Harness:
             return self._deny("", "", "visibility", f"{what} is not served here", "", where=(server, tool))
         assert self.visibility is not None
         return await self.visibility(cap, caller)
-
-    async def _ask(self, cap: Capability, server: str | None, tool: str | None, args: dict[str, Any]) -> Any:
-        if self.approve is None:
-            return "deny", "approval needed and no one to ask (no approval callback)"
-        request = ApprovalRequest(server or "local", tool or cap.name, args, cap.summary, cap.risk.to_dict())
-        try:
-            answer = self.approve(request)
-            if inspect.isawaitable(answer):
-                answer = await answer
-        except Exception as exc:
-            return "deny", f"the approval callback failed ({type(exc).__name__}); treated as no"
-        who = self.approved_by
-        return (
-            ("allow", f"approved by the {who}")
-            if answer
-            else ("deny", f"the {who} did not approve this call")
-        )
 
     def _gateway_approval(self, request: ApprovalRequest) -> bool:
         """The gateway's approval: yes only for the call the permission gate just cleared."""
@@ -585,7 +548,10 @@ class Harness:
     def _run_local(self, call_id: str, name: str, cap_id: str, args: dict[str, Any]) -> Observation:
         try:
             if name == SEARCH_TOOLS:
-                out = self._search(str(args["query"]), int(args.get("k", 5)), args.get("kinds") or ["tool"])
+                assert self.catalog is not None
+                kinds = list(args.get("kinds") or ["tool"])
+                query, k = str(args["query"]), int(args.get("k", 5))
+                out = search_catalog(self.catalog, self.mode, self.requested, query, k, kinds)
             elif name == LOAD_SKILL:
                 out = self._load_skill(str(args["name"]))
             else:
@@ -600,26 +566,6 @@ class Harness:
         self._more = out.more
         return Observation(call_id, name, out.text, capability=cap_id)
 
-    def _search(self, query: str, k: int, kinds: list[Kind]) -> Output:
-        assert self.catalog is not None
-        hits = self.catalog.search(query, k, SearchFilter(mode=self.mode, kinds=frozenset(kinds)))
-        lines: list[str] = []
-        for hit in hits:
-            cap = self.catalog.get(hit.id)
-            hidden = visibility(cap, self.mode)
-            if hidden is None and hit.id not in self.requested:
-                self.requested.append(hit.id)
-            if hit.kind == "tool":
-                state = "callable next turn" if hidden is None else f"not available: {hidden}"
-                what = f"tool {hit.tool}, {hit.risk} risk"
-            else:
-                state = "in the resource index next turn: read_resource"
-                what = f"{hit.kind} {hit.tool}"
-            lines.append(f"- {hit.model_name} (server {hit.server}, {what}; {state}): {hit.summary}")
-        return Output(
-            "\n".join(lines) or "(no tool matches; try other words)", more="search with fewer results (k)"
-        )
-
     def _load_skill(self, name: str) -> Output:
         cap_id = capability_id("skill", name)
         if cap_id not in self.visible:
@@ -633,27 +579,16 @@ class Harness:
 
     def _truncate(self, obs: Observation) -> Observation:
         more, self._more = self._more, None
-        if len(obs.text) <= self.max_result_chars:
-            return obs
-        cut = len(obs.text) - self.max_result_chars
-        hint = more or "ask for less, e.g. with a narrower query or pagination arguments"
-        text = (
-            obs.text[: self.max_result_chars]
-            + f"\n[truncated: {cut} of {len(obs.text)} characters cut; to get the rest, {hint}]"
-        )
-        return replace(obs, text=text, truncated_chars=cut, raw=None)
+        text, cut = cut_text(obs.text, self.max_result_chars, more)
+        return replace(obs, text=text, truncated_chars=cut, raw=None) if cut else obs
 
     def _post_hooks(self, call_id: str, obs: Observation) -> Observation:
         for hook in self.post_hooks:
             after = hook(obs)
             if after != obs:
                 self.log.emit(
-                    "hook", turn=self.turn, call_id=call_id, stage="post", hook=_hook_name(hook), changed=True
+                    "hook", turn=self.turn, call_id=call_id, stage="post", hook=hook_name(hook), changed=True
                 )
                 # The text no longer is what the server sent: front ends must show this one.
                 obs = replace(after, raw=None) if after.text != obs.text else after
         return obs
-
-
-def _hook_name(hook: Callable[..., Any]) -> str:
-    return str(getattr(hook, "__qualname__", None) or type(hook).__name__)

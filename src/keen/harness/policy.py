@@ -42,6 +42,7 @@ __all__ = [
     "PolicyInputs",
     "Selection",
     "diff",
+    "hidden_reason",
     "path_match",
     "permission",
     "select",
@@ -114,6 +115,19 @@ def permission(cap: Capability, mode: PermissionMode) -> tuple[Decision, str]:
     if cap.risk.level == "high":
         return "deny", "auto mode forbids destructive tools"
     return "allow", "auto mode allows non-destructive writes"
+
+
+def hidden_reason(cap: Capability | None, mode: PermissionMode, what: str) -> str:
+    """The text of a visibility refusal for ``what``: a tool the mode forbids is said so
+    (searching will not help); anything else points at search_tools."""
+    if cap is not None and cap.kind == "tool":
+        verdict, why = permission(cap, mode)
+        if verdict == "deny":
+            return f"{what} is hidden and may not run in {mode} mode: {why}; searching will not change that"
+    return (
+        f"{what} is not among this turn's tools; use search_tools to find a tool "
+        "(hits the permission mode allows become callable on the next turn)"
+    )
 
 
 def visibility(cap: Capability, mode: PermissionMode) -> str | None:

@@ -1,0 +1,120 @@
+"""What the harness's entry tools do once a call has passed the gates: ToolSearch over the
+catalog (search is not authorization: hits the mode allows only become *requested*),
+reading an MCP resource or getting a prompt, and cutting a long result with a note that
+says how to get the rest."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, cast
+
+from keen.capabilities import Capability, Catalog, Kind, PermissionMode, SearchFilter
+from keen.gateway import Approval, ApprovalRequest
+from keen.harness.local import Output
+from keen.harness.policy import visibility
+
+if TYPE_CHECKING:
+    from keen.mcp.manager import Manager
+
+__all__ = ["ask", "contents_text", "cut_text", "hook_name", "prompt_text", "read_handle", "search_catalog"]
+
+_DEFAULT_HINT = "ask for less, e.g. with a narrower query or pagination arguments"
+
+
+async def ask(
+    approve: Approval | None,
+    who: str,
+    cap: Capability,
+    server: str | None,
+    tool: str | None,
+    args: dict[str, Any],
+) -> tuple[str, str]:
+    """Ask ``approve`` (answered by ``who``) about one call: ``("allow" | "deny", reason)``.
+    No callback, or one that raises, is a no."""
+    if approve is None:
+        return "deny", "approval needed and no one to ask (no approval callback)"
+    request = ApprovalRequest(server or "local", tool or cap.name, args, cap.summary, cap.risk.to_dict())
+    try:
+        answer = approve(request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except Exception as exc:
+        return "deny", f"the approval callback failed ({type(exc).__name__}); treated as no"
+    return ("allow", f"approved by the {who}") if answer else ("deny", f"the {who} did not approve this call")
+
+
+def search_catalog(
+    catalog: Catalog, mode: PermissionMode, requested: list[str], query: str, k: int, kinds: Iterable[str]
+) -> Output:
+    """ToolSearch for the model: one line per hit saying whether it becomes callable (or joins
+    the resource index) next turn; hits the mode allows are appended to ``requested``.
+    Raises ValueError for an empty query."""
+    # The input schema allows only tool, resource and prompt.
+    hits = catalog.search(query, k, SearchFilter(mode=mode, kinds=cast("frozenset[Kind]", frozenset(kinds))))
+    lines: list[str] = []
+    for hit in hits:
+        hidden = visibility(catalog.get(hit.id), mode)
+        if hidden is None and hit.id not in requested:
+            requested.append(hit.id)
+        if hit.kind == "tool":
+            state = "callable next turn" if hidden is None else f"not available: {hidden}"
+            what = f"tool {hit.tool}, {hit.risk} risk"
+        else:
+            state = "in the resource index next turn: read_resource"
+            what = f"{hit.kind} {hit.tool}"
+        lines.append(f"- {hit.model_name} (server {hit.server}, {what}; {state}): {hit.summary}")
+    return Output(
+        "\n".join(lines) or "(no tool matches; try other words)", more="search with fewer results (k)"
+    )
+
+
+async def read_handle(manager: Manager, cap: Capability, arguments: dict[str, str]) -> str:
+    """The text of a resource (``resources/read``) or a prompt (``prompts/get`` with
+    ``arguments``). Raises the Manager's ``KeenError`` subclasses."""
+    assert cap.server is not None
+    if cap.kind == "resource":
+        return contents_text(await manager.read_resource(cap.server, cap.name))
+    return prompt_text(await manager.get_prompt(cap.server, cap.name, arguments))
+
+
+def cut_text(text: str, limit: int, hint: str | None) -> tuple[str, int]:
+    """``text`` cut to ``limit`` characters with a note saying how much was cut and how to get
+    the rest (``hint``); returns the text and the number of characters cut (0: unchanged)."""
+    if len(text) <= limit:
+        return text, 0
+    cut = len(text) - limit
+    note = f"\n[truncated: {cut} of {len(text)} characters cut; to get the rest, {hint or _DEFAULT_HINT}]"
+    return text[:limit] + note, cut
+
+
+def hook_name(hook: Any) -> str:
+    """How the event log names a hook: its qualified name."""
+    return str(getattr(hook, "__qualname__", None) or type(hook).__name__)
+
+
+def contents_text(contents: list[dict[str, Any]]) -> str:
+    """``resources/read`` contents as text: text parts as they are, binary parts summarized."""
+    parts: list[str] = []
+    for item in contents:
+        if "text" in item:
+            parts.append(str(item["text"]))
+        else:
+            size = len(str(item.get("blob", ""))) * 3 // 4
+            parts.append(f"[{item.get('mimeType') or 'binary'} {item.get('uri', '')}, {size} bytes]")
+    return "\n".join(parts)
+
+
+def prompt_text(result: dict[str, Any]) -> str:
+    """A ``prompts/get`` result as text: each message as ``role: text``."""
+    lines = [str(result["description"])] if result.get("description") else []
+    for message in result.get("messages") or []:
+        content = message.get("content") or {}
+        if content.get("type") == "text":
+            body = str(content.get("text", ""))
+        elif content.get("type") == "resource":
+            body = contents_text([content.get("resource") or {}])
+        else:
+            body = f"[{content.get('type', 'content')}]"
+        lines.append(f"{message.get('role', 'user')}: {body}")
+    return "\n".join(lines)
