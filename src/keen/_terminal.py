@@ -1,0 +1,83 @@
+"""Server text on the user's terminal: escaped, literal, bounded.
+
+Tool names, descriptions, results, errors and stderr tails are written by a server, which
+is untrusted (MCP specification, "Security Best Practices"). A terminal executes the
+control sequences in what it prints: OSC 52 writes the clipboard, ``ESC [2J`` clears the
+screen, bidi overrides reorder what the user reads. So every piece of server text the CLI
+renders goes through :func:`terminal_text` (control characters become visible escapes
+such as ``\\x1b``), tables get :func:`cell` (a ``rich.text.Text``: no markup, no
+``:emoji:`` codes), ``--json`` output goes through :func:`safe_json` (still exact JSON),
+and a long result is cut by :func:`cap` with a note on how to get all of it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from rich.text import Text
+
+__all__ = ["HUMAN_OUTPUT_CHARS", "cap", "cell", "human_result", "safe_json", "terminal_text"]
+
+HUMAN_OUTPUT_CHARS = 64_000
+"""Human (non ``--json``) output of one result is cut after this many characters."""
+
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), the bidi
+# embeddings, overrides, isolates and marks, and the Unicode line/paragraph separators.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_IN_LINE = re.compile(_UNSAFE.pattern[:-1] + "\t\n]")
+# What json.dumps(ensure_ascii=False) leaves raw that a terminal would still act on.
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code == 0x09:
+        return "\\t"
+    if code == 0x0A:
+        return "\\n"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def terminal_text(text: str, *, one_line: bool = False) -> str:
+    """``text`` with every control character a terminal would act on shown as an escape
+    (``\\x1b``, ``\\x00``, ``\\u202e``); tabs and newlines kept unless ``one_line``."""
+    return (_UNSAFE_IN_LINE if one_line else _UNSAFE).sub(_escape, text)
+
+
+def cell(text: str | None, *, style: str = "") -> Text:
+    """A table cell for server text: one line, escaped, printed literally (no markup, no emoji)."""
+    return Text(terminal_text(text or "", one_line=True), style=style)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def safe_json(data: Any, *, indent: int | None = 2) -> str:
+    """``data`` as JSON that a terminal cannot act on: the same value as ``json.dumps``
+    (non-ASCII text stays readable), with DEL, C1 controls and bidi marks written as
+    ``\\uXXXX`` escapes. JSON outside strings is ASCII, so only strings change form."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False, default=str)
+    return _UNSAFE_IN_JSON.sub(_json_escape, text)
+
+
+def cap(text: str, limit: int = HUMAN_OUTPUT_CHARS) -> tuple[str, int]:
+    """``(shown, cut)``: ``text`` cut to ``limit`` characters, and how many were cut."""
+    if len(text) <= limit:
+        return text, 0
+    return text[:limit], len(text) - limit
+
+
+def human_result(text: str, limit: int = HUMAN_OUTPUT_CHARS) -> str:
+    """A tool result for a person: escaped, cut to ``limit`` characters of the original with
+    a note saying how much was left out and how to get all of it; ends with a newline."""
+    shown, cut = cap(text, limit)
+    rendered = terminal_text(shown)
+    if cut:
+        rendered += (
+            f"\n[{cut:,} more characters not shown ({len(text):,} in all); rerun with --json, or "
+            "--output FILE to save the whole result]"
+        )
+    return rendered if rendered.endswith("\n") else rendered + "\n"
