@@ -1,0 +1,381 @@
+"""Slash commands of ``keen chat``: what a line starting with ``/`` does instead of a model turn.
+
+======================================  ==================================================
+``/help``                               the commands, and the skills ``/<skill>`` activates
+``/mcp``                                the servers' status table
+``/mcp connect SERVER``                 reconnect (and sign in), regenerate and enable its skill
+``/mcp:SERVER ARGS``, ``/SKILL ARGS``   activate a skill: its SKILL.md, arguments substituted,
+                                        becomes a retained ``[Activate skill: ...]`` message
+``/skills [list]``                      the skills, enabled or not
+``/skills enable|disable NAME``         show or hide a skill in the catalog
+``/skills reload``                      read the skills directory again
+``/tools``                              the tools the model was offered (the visible set)
+``/search QUERY``                       ToolSearch over every connected server's tools
+``/exit``, ``/quit``                    leave (Ctrl-D at an empty prompt too)
+======================================  ==================================================
+
+A line starting with ``//`` is sent to the model with one slash removed. Skill
+activation follows docs/architecture.md "Skills" (slash activation is the one place
+arguments are substituted). Errors are worded here, with the slash command that fixes
+them (``/mcp connect github`` rather than ``keen mcp connect github``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from keen._terminal import cell, terminal_text
+from keen.errors import KeenError, MCPServerError, Remedy, SkillError
+from keen.mcp.types import ServerState, ServerStatus
+
+if TYPE_CHECKING:
+    from keen.harness import Harness
+    from keen.runtime import Runtime
+
+__all__ = ["COMMANDS", "Outcome", "SlashCommand", "SlashCommands", "parse", "remedy_hint"]
+
+COMMANDS: dict[str, str] = {
+    "/help": "this list",
+    "/mcp": "MCP servers: state, tools, last error",
+    "/mcp connect SERVER": "reconnect SERVER (sign in if it uses OAuth) and enable its skill",
+    "/mcp:SERVER ARGS": "activate SERVER's skill (kept in the conversation), then ask ARGS",
+    "/SKILL ARGS": "activate a skill by name, then ask ARGS",
+    "/skills [list]": "skills and whether the catalog shows them",
+    "/skills enable NAME": "show skill NAME in the catalog",
+    "/skills disable NAME": "hide skill NAME from the catalog",
+    "/skills reload": "read the skills directory again",
+    "/tools": "the tools the model is offered (the visible set)",
+    "/search QUERY": "search every connected server's tools",
+    "/exit": "leave (Ctrl-D at an empty prompt too)",
+}
+"""Command -> one-line help, in the order ``/help`` lists them."""
+
+BUILTIN = ("help", "mcp", "skills", "tools", "search", "exit", "quit")
+"""Command names that are never skills (a skill of the same name is reached as ``//``-less text)."""
+
+_NAME = re.compile(r"/([\w.:-]+)(?:\s+(.*))?\s*", re.DOTALL)
+_STATE_STYLE = {
+    ServerState.CONNECTED: "green",
+    ServerState.CONNECTING: "yellow",
+    ServerState.CONFIGURED: "dim",
+}
+
+
+class AgentLike(Protocol):
+    """What the slash commands use of :class:`keen.agent.loop.Agent`."""
+
+    harness: Harness
+
+    def activate_skill(self, name: str, args: str) -> None: ...
+
+    def reload_catalog(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    """A parsed command line: ``/mcp connect x`` is ``name="mcp"``, ``args="connect x"``."""
+
+    name: str
+    args: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the REPL does after a command: ``exit`` the session, or run ``turn`` (a user
+    message) as a model turn, e.g. the arguments after an activated skill."""
+
+    exit: bool = False
+    turn: str | None = None
+
+
+def parse(line: str) -> SlashCommand | None:
+    """The command in ``line``, or None when the line is a message for the model.
+
+    ``"/mcp connect a"`` -> ``SlashCommand("mcp", "connect a")``; ``"hello"`` and
+    ``"//etc is a dir"`` -> None (the REPL sends the latter as ``"/etc is a dir"``); a lone
+    ``"/"`` or ``"/ x"`` is the command ``""`` (unknown, answered with the help hint).
+    """
+    text = line.strip()
+    if not text.startswith("/") or text.startswith("//"):
+        return None
+    match = _NAME.fullmatch(text)
+    if match is None:
+        return SlashCommand("", text[1:].strip())
+    return SlashCommand(match.group(1), (match.group(2) or "").strip())
+
+
+def message_text(line: str) -> str:
+    """The text sent to the model for a non-command line (``//x`` becomes ``/x``)."""
+    text = line.strip()
+    return text[1:] if text.startswith("//") else text
+
+
+def remedy_hint(remedy: Remedy | None, *, server: str | None = None, skill: str | None = None) -> str:
+    """The slash command (or the edit) that applies ``remedy`` in the REPL ("" for none)."""
+    if remedy is Remedy.LIST_SKILLS:
+        return "/skills list shows the skills"
+    if remedy is Remedy.ENABLE_SKILL:
+        name = skill or (f"mcp:{server}" if server else None)
+        return f"/skills enable {name}" if name else ""
+    if not server or remedy is None:
+        return ""
+    return {
+        Remedy.SIGN_IN: f"/mcp connect {server} to sign in",
+        Remedy.RECONNECT: f"then /mcp connect {server}",
+        Remedy.ENABLE_SERVER: f'set "enabled": true for {server} in configs.json, then restart keen chat',
+        Remedy.FIX_CONFIG: f"fix {server} in configs.json, then /mcp connect {server}",
+    }.get(remedy, "")
+
+
+def with_hint(text: str, hint: str) -> str:
+    """``text`` and ``hint`` joined as one sentence."""
+    if not hint:
+        return text
+    return f"{text.rstrip().rstrip('.;')}; {hint}" if text else hint
+
+
+def describe(exc: KeenError) -> str:
+    """An error's message and the slash command that fixes it, when there is one."""
+    server = exc.server if isinstance(exc, MCPServerError) else None
+    skill = exc.name if isinstance(exc, SkillError) else None
+    return with_hint(exc.message, remedy_hint(exc.remedy, server=server, skill=skill))
+
+
+def status_line(status: ServerStatus) -> str:
+    """One line for a server that did not connect: ``name: state: error; fix``."""
+    error = with_hint(status.last_error or "", remedy_hint(status.remedy, server=status.name))
+    return f"{status.name}: {status.state.value}" + (f": {error}" if error else "")
+
+
+class SlashCommands:
+    """Runs slash commands against one chat session.
+
+    Args:
+        runtime: the session's open :class:`~keen.runtime.Runtime`.
+        agent: the session's agent (its harness, skill activation, catalog reload).
+        console: where tables and messages go (rich; server text is escaped).
+        on_authorization_url: told a sign-in URL and whether a browser opened (``/mcp connect``).
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        agent: AgentLike,
+        console: Console,
+        *,
+        on_authorization_url: Callable[[str, bool], None] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.agent = agent
+        self.console = console
+        self.on_authorization_url = on_authorization_url
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def say(self, text: str, style: str = "") -> None:
+        """Print ``text`` literally (escaped: it may quote a server), in ``style``."""
+        self.console.print(Text(terminal_text(text), style=style))
+
+    def error(self, text: str) -> None:
+        self.console.print(Text.assemble(("error: ", "bold red"), terminal_text(text)))
+
+    def skill_names(self) -> list[str]:
+        """Every skill's name (enabled or not), for ``/help`` and completion."""
+        from keen.skills import discover
+
+        try:
+            return [s.name for s in discover(self.runtime.skills_root).skills]
+        except SkillError:
+            return []
+
+    # -- dispatch -------------------------------------------------------------------------------
+
+    async def run(self, command: SlashCommand) -> Outcome:
+        """Run ``command``; every :class:`~keen.errors.KeenError` is printed, never raised."""
+        handlers: dict[str, Callable[[str], Any]] = {
+            "help": self.help,
+            "mcp": self.mcp,
+            "skills": self.skills,
+            "tools": self.tools,
+            "search": self.search,
+        }
+        if command.name in ("exit", "quit"):
+            return Outcome(exit=True)
+        try:
+            handler = handlers.get(command.name)
+            if handler is not None:
+                result = handler(command.args)
+                if hasattr(result, "__await__"):
+                    await result
+                return Outcome()
+            return self.activate(command.name, command.args)
+        except KeenError as exc:
+            self.error(describe(exc))
+        return Outcome()
+
+    def help(self, _args: str = "") -> None:
+        table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+        for usage, text in COMMANDS.items():
+            table.add_row(Text(usage, style="bold"), text)
+        self.console.print(table)
+        names = self.skill_names()
+        if names:
+            self.say("Skills: " + ", ".join(f"/{n}" for n in names))
+        self.say("Start a message with // to send a line that begins with /. Ctrl-C stops a reply.", "dim")
+
+    # -- /mcp -----------------------------------------------------------------------------------
+
+    async def mcp(self, args: str) -> None:
+        words = args.split()
+        if not words:
+            self.mcp_status()
+            return
+        if words[0] == "connect" and len(words) == 2:
+            await self.mcp_connect(words[1])
+            return
+        self.error("usage: /mcp, or /mcp connect SERVER")
+
+    def mcp_status(self) -> None:
+        statuses = self.runtime.manager.servers()
+        if not statuses:
+            self.say(
+                f"No MCP servers configured; add them to {self.runtime.manager.config_path} "
+                "(or `keen mcp import FILE`) and restart keen chat."
+            )
+            return
+        table = Table(title="MCP servers", title_justify="left")
+        for column in ("name", "transport", "auth", "state", "tools", "last error"):
+            table.add_column(column, overflow="fold", justify="right" if column == "tools" else "left")
+        for s in statuses:
+            style = _STATE_STYLE.get(s.state, "red")
+            state = s.state.value if s.enabled else f"{s.state.value} (disabled)"
+            error = (
+                with_hint(s.last_error or "", remedy_hint(s.remedy, server=s.name)) if s.last_error else ""
+            )
+            table.add_row(
+                cell(s.name), s.transport, s.auth, cell(state, style=style), str(s.tool_count), cell(error)
+            )
+        self.console.print(table)
+
+    async def mcp_connect(self, server: str) -> None:
+        self.say(f"connecting {server}...", "dim")
+        outcome = await self.runtime.connect(server, on_authorization_url=self.on_authorization_url)
+        self.agent.reload_catalog()
+        status = outcome.status
+        if status.state is ServerState.CONNECTED:
+            self.say(f"{server}: connected, {status.tool_count} tools; skill mcp:{server} enabled", "green")
+        else:
+            self.error(status_line(status))
+
+    # -- /skills --------------------------------------------------------------------------------
+
+    def skills(self, args: str) -> None:
+        words = args.split()
+        verb = words[0] if words else "list"
+        if verb == "list" and len(words) <= 1:
+            self.skills_list()
+        elif verb in ("enable", "disable") and len(words) == 2:
+            self.skills_set(words[1], verb == "enable")
+        elif verb == "reload" and len(words) == 1:
+            self.agent.reload_catalog()
+            self.say(f"Reloaded skills: {len(self.skill_names())} in {self.runtime.skills_root}.")
+        else:
+            self.error("usage: /skills [list], /skills enable NAME, /skills disable NAME, /skills reload")
+
+    def skills_list(self) -> None:
+        from keen.skills import discover
+
+        found = discover(self.runtime.skills_root)
+        for problem in found.problems:
+            self.say(f"warning: {problem}", "yellow")
+        if not found.skills:
+            self.say(f"No skills in {self.runtime.skills_root}.")
+            return
+        table = Table(title="Skills", title_justify="left")
+        for column in ("name", "enabled", "managed", "description"):
+            table.add_column(column, overflow="fold")
+        for s in found.skills:
+            table.add_row(
+                cell(s.name), "yes" if s.enabled else "no", "yes" if s.managed else "no", cell(s.description)
+            )
+        self.console.print(table)
+
+    def skills_set(self, name: str, value: bool) -> None:
+        from keen.skills import SkillsConfig, discover
+
+        config = SkillsConfig.load(self.runtime.skills_root / "config.json")
+        found = discover(self.runtime.skills_root, config=config)
+        if found.get(name) is None and found.problem(name) is None:
+            raise SkillError(f"no skill named {name!r}", name=name, remedy=Remedy.LIST_SKILLS)
+        config.set_enabled(name, value)
+        try:
+            config.save()
+        except OSError as exc:
+            raise SkillError(
+                f"cannot write {config.path}: {exc.strerror or exc}; check its permissions"
+            ) from exc
+        self.agent.reload_catalog()
+        self.say(f"{'Enabled' if value else 'Disabled'} skill {name}.")
+
+    # -- /tools, /search ------------------------------------------------------------------------
+
+    def tools(self, _args: str = "") -> None:
+        harness = self.agent.harness
+        entries = sorted(harness.visible.values(), key=lambda e: (e.kind == "skill", e.name))
+        if not entries:
+            self.say(
+                "No turn yet: the model gets the local tools, search_tools, load_skill and "
+                "call_mcp_tool, plus the MCP tools it finds with search_tools."
+            )
+            return
+        table = Table(title=f"Visible set (turn {harness.turn}, mode {harness.mode})", title_justify="left")
+        for column in ("name", "kind", "why"):
+            table.add_column(column, overflow="fold")
+        for entry in entries:
+            table.add_row(cell(entry.name), entry.kind, cell(entry.reason))
+        self.console.print(table)
+
+    def search(self, query: str) -> None:
+        from keen.capabilities import SearchFilter
+
+        if not query.strip():
+            self.error("usage: /search QUERY, e.g. /search create an issue")
+            return
+        harness = self.agent.harness
+        catalog = harness.catalog_source()
+        hits = catalog.search(query, 10, SearchFilter(mode=harness.mode, kinds=frozenset({"tool"})))
+        if not hits:
+            self.say("No tool matches; try other words, or /mcp to see which servers are connected.")
+            return
+        table = Table(title=f"Tools for {query!r}", title_justify="left")
+        for column in ("server", "tool", "risk", "summary"):
+            table.add_column(column, overflow="fold")
+        for hit in hits:
+            table.add_row(cell(hit.server), cell(hit.tool), hit.risk, cell(hit.summary))
+        self.console.print(table)
+
+    # -- /SKILL ---------------------------------------------------------------------------------
+
+    def activate(self, name: str, args: str) -> Outcome:
+        if not name or name in BUILTIN:
+            self.error(f"unknown command /{name}; /help lists the commands")
+            return Outcome()
+        try:
+            self.agent.activate_skill(name, args)
+        except SkillError as exc:
+            if exc.remedy is not Remedy.LIST_SKILLS:
+                raise
+            self.error(f"unknown command /{name}: no such command or skill; /help lists both")
+            return Outcome()
+        if args:
+            self.say(f"Activated skill {name}.", "dim")
+            return Outcome(turn=args)
+        self.say(f"Activated skill {name}: it stays in the conversation; now say what you need.", "dim")
+        return Outcome()
