@@ -1,0 +1,155 @@
+"""The REPL's questions in the middle of a turn: approve a tool call, fill a server's form.
+
+:class:`Asker` holds one prompt_toolkit session for these questions (kept out of the chat
+history) and the rich console they are drawn on.
+
+* :meth:`Asker.approve` is the agent's approver: it shows the server, the tool and the JSON
+  arguments (redacted, :meth:`keen.gateway.ApprovalRequest.arguments_json`) and reads
+  ``y`` (yes), ``n`` (no) or ``a`` (always: this tool, this session; the agent keeps that).
+  Ctrl-C at the question answers no and stops the turn (``on_interrupt``).
+* :meth:`Asker.elicit` answers a server's ``elicitation/create`` (form mode): it shows the
+  server's message (untrusted text, escaped), asks accept / decline / cancel, then each
+  field of the form (:mod:`keen.agent.form`) with the schema's default pre-filled. Ctrl-C
+  anywhere in the form is cancel (MCP's "dismissed without a choice").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.text import Text
+
+from keen._terminal import terminal_text
+from keen.agent.form import MISSING, FormError, check_content, form_fields
+from keen.mcp.elicitation import ElicitAnswer
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+
+    from keen.agent.loop import ApprovalAnswer
+    from keen.gateway import ApprovalRequest
+
+__all__ = ["Asker"]
+
+_APPROVAL = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
+_ACTION = {
+    "a": "accept",
+    "accept": "accept",
+    "d": "decline",
+    "decline": "decline",
+    "c": "cancel",
+    "cancel": "cancel",
+}
+
+
+class Asker:
+    """Asks the person at the terminal, between the chat's own prompts.
+
+    Args:
+        console: where questions are drawn.
+        on_interrupt: called when Ctrl-C answers an approval question (the REPL cancels
+            the running turn).
+    """
+
+    def __init__(self, console: Console, *, on_interrupt: Callable[[], None] | None = None) -> None:
+        self.console = console
+        self.on_interrupt = on_interrupt
+        self._session: PromptSession[str] | None = None
+
+    def _prompt_session(self) -> PromptSession[str]:
+        if self._session is None:
+            from prompt_toolkit import PromptSession
+
+            self._session = PromptSession()
+        return self._session
+
+    async def ask(self, question: str, *, default: str = "") -> str:
+        """One line from the person; ``default`` is pre-filled and editable.
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C.
+            EOFError: Ctrl-D.
+        """
+        # handle_sigint=False: the REPL's own SIGINT handler (cancel the turn) stays in place.
+        return await self._prompt_session().prompt_async(question, default=default, handle_sigint=False)
+
+    def _show(self, text: str, style: str = "") -> None:
+        self.console.print(Text(terminal_text(text), style=style))
+
+    # -- approval -------------------------------------------------------------------------------
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Ask whether the call may run (an :class:`~keen.agent.loop.Approver`)."""
+        where = f"{request.server}/{request.tool}"
+        self.console.print(
+            Text.assemble(("Allow ", "bold yellow"), (terminal_text(where, one_line=True), "bold"), "?")
+        )
+        if request.description:
+            self._show(request.description.strip().splitlines()[0][:200], "dim")
+        self._show(request.arguments_json())
+        while True:
+            try:
+                line = await self.ask(f"[y]es / [n]o / [a]lways for {where} this session: ")
+            except (KeyboardInterrupt, EOFError):
+                self._show("denied; stopping the turn", "yellow")
+                if self.on_interrupt is not None:
+                    self.on_interrupt()
+                return "no"
+            answer = _APPROVAL.get(line.strip().lower())
+            if answer is not None:
+                return answer  # type: ignore[return-value]
+            self._show("type y, n or a", "yellow")
+
+    # -- elicitation ----------------------------------------------------------------------------
+
+    async def elicit(self, server: str, message: str, requested_schema: dict[str, Any]) -> ElicitAnswer:
+        """Ask the person for what ``server`` wants (a :class:`~keen.agent.elicitation.Elicitor`)."""
+        self.console.print(
+            Text.assemble(("Server ", "bold cyan"), (terminal_text(server, one_line=True), "bold"), " asks:")
+        )
+        self._show(message.strip())
+        try:
+            fields = form_fields(requested_schema)
+        except FormError as exc:
+            self._show(f"declined: Keen cannot show this form ({exc})", "yellow")
+            return ElicitAnswer("decline")
+        for f in fields:
+            extra = f" ({f.hint()})" if f.hint() else ""
+            need = " *" if f.required else ""
+            self._show(f"  {f.title}{need}{extra}" + (f": {f.description}" if f.description else ""), "dim")
+        try:
+            while True:
+                choice = await self.ask("[a]ccept (fill in the form) / [d]ecline / [c]ancel: ", default="a")
+                action = _ACTION.get(choice.strip().lower())
+                if action is not None:
+                    break
+                self._show("type a, d or c", "yellow")
+            if action != "accept":
+                return ElicitAnswer(action)  # type: ignore[arg-type]
+            content = await self._fill(fields, requested_schema)
+        except (KeyboardInterrupt, EOFError):
+            self._show("cancelled", "yellow")
+            return ElicitAnswer("cancel")
+        return ElicitAnswer("accept", content)
+
+    async def _fill(self, fields: list[Any], requested_schema: dict[str, Any]) -> dict[str, Any]:
+        """Ask each field until its text parses; then check the whole answer against the schema."""
+        while True:
+            content: dict[str, Any] = {}
+            for f in fields:
+                while True:
+                    text = await self.ask(f"{f.title}: ", default=f.initial_text())
+                    try:
+                        value = f.parse(text)
+                    except ValueError as exc:
+                        self._show(str(exc), "yellow")
+                        continue
+                    if value is not MISSING:
+                        content[f.name] = value
+                    break
+            problem = check_content(requested_schema, content)
+            if problem is None:
+                return content
+            self._show(f"the server's schema refuses this answer ({problem}); once more", "yellow")
