@@ -1,0 +1,362 @@
+"""``keen chat``'s interactive loop: read a line, run a slash command or a model turn, repeat.
+
+The prompt is ready at once: the runtime opens without waiting for MCP discovery, which
+goes on in the background (docs/architecture.md "Startup"). When every server has settled,
+the skills are synced, the agent's catalog is marked for a reload before the next turn,
+and one line per server that did not connect says why and what fixes it. Later changes
+(a server reconnecting, a server's tools changing) mark the catalog again.
+
+Keys: Enter sends; Up/Down walk the history (``$KEEN_HOME/history``, 0600, known secrets
+redacted); Tab completes slash commands, skill names and server names. Ctrl-C while the
+model streams or a tool runs cancels that turn and comes back to the prompt; Ctrl-C at a
+prompt with text clears it; Ctrl-C or Ctrl-D at an empty prompt ends the session.
+
+Why Ctrl-C works that way: while prompt_toolkit reads a line the terminal is in raw mode,
+so Ctrl-C is a key (bound below); during a turn it is SIGINT, which the REPL receives
+through anyio and turns into a cancel of the turn's scope only, never of the session.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from rich.console import Console
+from rich.text import Text
+
+from keen import paths
+from keen._redact import redactor
+from keen._terminal import terminal_text
+from keen.agent.asking import Asker
+from keen.agent.slash import COMMANDS, SlashCommands, message_text, parse, status_line
+from keen.agent.view import ConsoleView
+from keen.errors import KeenError
+from keen.mcp.types import ServerState, ServerStatus
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import CompleteEvent, Completion
+    from prompt_toolkit.document import Document
+
+    from keen.agent.loop import Agent
+    from keen.agent.models import Model
+    from keen.capabilities import PermissionMode
+    from keen.runtime import Runtime
+
+__all__ = ["DEFAULT_DISCOVERY_TIMEOUT", "PROMPT", "Repl", "run_repl"]
+
+PROMPT = "keen> "
+DEFAULT_DISCOVERY_TIMEOUT = 60.0
+"""Seconds the background discovery waits for every server's first attempt."""
+
+
+def _history_path() -> Path:
+    return paths.keen_home() / "history"
+
+
+def _history(path: Path) -> Any:
+    """A prompt_toolkit file history that redacts known secrets and stays 0600."""
+    from prompt_toolkit.history import FileHistory
+
+    class RedactedHistory(FileHistory):
+        def store_string(self, string: str) -> None:
+            super().store_string(redactor.redact(string))
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
+    os.close(fd)
+    return RedactedHistory(str(path))
+
+
+def _completer(repl: Repl) -> Any:
+    """Completion of slash commands, ``/<skill>``, skill names after ``/skills enable|disable``
+    and server names after ``/mcp connect``; the names are read when a prompt opens."""
+    from prompt_toolkit.completion import Completer, Completion
+
+    commands = sorted(
+        {usage.split()[0] for usage in COMMANDS if "SERVER" not in usage and "SKILL" not in usage}
+    )
+
+    class ChatCompleter(Completer):
+        def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+            text = document.text_before_cursor
+            if not text.startswith("/") or text.startswith("//"):
+                return
+            words = text.split()
+            typing_new = text.endswith(" ")
+            if len(words) <= 1 and not typing_new:
+                candidates = [*commands, "/mcp connect", *(f"/{n}" for n in repl.skills)]
+                word = words[0] if words else "/"
+            elif (
+                words[0] == "/skills"
+                and len(words) == (2 if typing_new else 3)
+                and words[1] in ("enable", "disable")
+            ):
+                candidates, word = repl.skills, ("" if typing_new else words[-1])
+            elif words[0] == "/skills" and len(words) == (1 if typing_new else 2):
+                candidates, word = ["list", "enable", "disable", "reload"], ("" if typing_new else words[-1])
+            elif words[0] == "/mcp" and len(words) == (2 if typing_new else 3) and words[1] == "connect":
+                candidates, word = repl.servers, ("" if typing_new else words[-1])
+            else:
+                return
+            for candidate in candidates:
+                if candidate.startswith(word) and candidate != word:
+                    yield Completion(candidate, start_position=-len(word))
+
+    return ChatCompleter()
+
+
+class Repl:
+    """One interactive chat session over an open runtime and its agent.
+
+    Args:
+        runtime: the session's runtime (opened without waiting for discovery).
+        agent: the agent whose turns the REPL runs.
+        console: where everything is drawn.
+        asker: the approval and elicitation questions (shares ``console``).
+    """
+
+    def __init__(self, runtime: Runtime, agent: Agent, console: Console, asker: Asker) -> None:
+        self.runtime = runtime
+        self.agent = agent
+        self.console = console
+        self.asker = asker
+        self.slash = SlashCommands(runtime, agent, console, on_authorization_url=self._authorization_url)
+        self.catalog_stale = False
+        self.skills: list[str] = []
+        self.servers: list[str] = []
+        self._turn_scope: anyio.CancelScope | None = None
+        self._session: PromptSession[str] | None = None
+        self._discovered = False
+
+    # -- output ---------------------------------------------------------------------------------
+
+    def notice(self, line: str, style: str = "yellow") -> None:
+        """One line from Keen (escaped: it may quote a server)."""
+        self.console.print(Text(terminal_text(line), style=style))
+
+    def _authorization_url(self, url: str, opened: bool) -> None:
+        how = "opened in your browser" if opened else "open this URL in a browser"
+        self.notice(f"Sign in ({how}): {url}", "cyan")
+
+    # -- background discovery -------------------------------------------------------------------
+
+    async def discover(self, timeout: float) -> None:
+        """Wait for discovery, sync the skills, then report failures and mark the catalog."""
+        manager = self.runtime.manager
+        if not manager.servers():
+            self._discovered = True
+            return
+        settled = await self.runtime.wait_for_discovery(timeout)
+        try:
+            await self.runtime.sync()
+        except KeenError as exc:
+            self.notice(f"skills sync failed: {exc.message}", "red")
+        self.catalog_stale = True
+        self._discovered = True
+        statuses = manager.servers()
+        for status in statuses:
+            if status.state is ServerState.CONNECTED or not status.enabled:
+                continue
+            if status.state is ServerState.CONNECTING and not settled:
+                self.notice(f"{status.name}: still connecting after {timeout:g} s; /mcp shows its state")
+            else:
+                self.notice(status_line(status), "red")
+        connected = [s for s in statuses if s.state is ServerState.CONNECTED]
+        tools = sum(s.tool_count for s in connected)
+        self.notice(
+            f"MCP ready: {len(connected)} of {len(statuses)} servers connected, {tools} tools.", "dim"
+        )
+        manager.subscribe(self._on_status)
+        self._subscribe_tool_changes()
+
+    def _on_status(self, status: ServerStatus) -> None:
+        """A server changed state after startup: the next turn sees a fresh catalog."""
+        self.catalog_stale = True
+
+    def _subscribe_tool_changes(self) -> None:
+        """Hook for live refresh: one line per tool-list change, when the Manager reports them.
+
+        The Manager gains change observers with live refresh (``capability.diff`` events);
+        until then there is nothing to subscribe to and this does nothing.
+        """
+        subscribe = getattr(self.runtime.manager, "subscribe_changes", None)
+        if callable(subscribe):
+            subscribe(self.on_tools_changed)
+
+    def on_tools_changed(self, change: Any) -> None:
+        """Show one line for a server's tool-list change and reload the catalog before the next turn."""
+        self.catalog_stale = True
+        parts = [
+            f"{len(getattr(change, 'added', ()))} added",
+            f"{len(getattr(change, 'removed', ()))} removed",
+            f"{len(getattr(change, 'changed', ()))} changed",
+        ]
+        self.notice(f"{getattr(change, 'server', '?')}: tools changed ({', '.join(parts)})", "cyan")
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """Cancel the running turn, if any (Ctrl-C during a turn)."""
+        if self._turn_scope is not None:
+            self._turn_scope.cancel()
+
+    async def _watch_sigint(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _ in signals:
+                self.interrupt()
+
+    async def turn(self, text: str) -> None:
+        """Run one model turn; Ctrl-C cancels it and the session goes on."""
+        if self.catalog_stale:
+            self.catalog_stale = False
+            self.agent.reload_catalog()
+        view = ConsoleView(self.console)
+        result = None
+        with anyio.CancelScope() as scope:
+            self._turn_scope = scope
+            try:
+                result = await self.agent.run_turn(text, view)
+            except KeenError as exc:
+                view.finish()
+                self.notice(f"error: {exc.message}", "red")
+                return
+            finally:
+                self._turn_scope = None
+        view.finish()
+        if scope.cancelled_caught or result is None:
+            self.notice("(cancelled)")
+            return
+        if result.answer and not view.streamed.strip():
+            self.console.print(Text(terminal_text(result.answer)))
+        if not result.ok and result.error and not any(result.error in n for n in view.notices):
+            self.notice(f"error: {result.error}", "red")
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def _refresh_names(self) -> None:
+        self.skills = self.slash.skill_names()
+        self.servers = [s.name for s in self.runtime.manager.servers()]
+
+    def _prompt_session(self) -> PromptSession[str]:
+        if self._session is None:
+            from prompt_toolkit import PromptSession
+            from prompt_toolkit.key_binding import KeyBindings
+
+            bindings = KeyBindings()
+
+            @bindings.add("c-c")
+            def _(event: Any) -> None:
+                buffer = event.app.current_buffer
+                if buffer.text:
+                    buffer.reset()
+                else:
+                    event.app.exit(exception=KeyboardInterrupt())
+
+            self._session = PromptSession(
+                history=_history(_history_path()),
+                completer=_completer(self),
+                complete_while_typing=False,
+                key_bindings=bindings,
+            )
+        return self._session
+
+    async def read_line(self) -> str | None:
+        """The next line, or None when the person leaves (Ctrl-C/Ctrl-D at an empty prompt)."""
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        self._refresh_names()
+        try:
+            # patch_stdout: notices printed while the prompt waits appear above it.
+            with patch_stdout(raw=True):
+                return await self._prompt_session().prompt_async(PROMPT, handle_sigint=False)
+        except (KeyboardInterrupt, EOFError):
+            return None
+
+    async def loop(self) -> None:
+        """Read lines until ``/exit``, Ctrl-D or Ctrl-C at an empty prompt."""
+        while True:
+            line = await self.read_line()
+            if line is None:
+                return
+            if not line.strip():
+                continue
+            command = parse(line)
+            if command is None:
+                await self.turn(message_text(line))
+                continue
+            outcome = await self.slash.run(command)
+            if outcome.exit:
+                return
+            if outcome.turn is not None:
+                await self.turn(outcome.turn)
+
+    async def run(self, discovery_timeout: float = DEFAULT_DISCOVERY_TIMEOUT) -> None:
+        """Greet, start discovery and the Ctrl-C watch in the background, run :meth:`loop`."""
+        self.console.print(
+            Text.assemble(
+                ("keen chat", "bold"),
+                f" ({terminal_text(getattr(self.agent.model, 'name', ''), one_line=True)}). ",
+                "/help lists commands; Ctrl-D leaves.",
+            )
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.discover, discovery_timeout)
+            if sys.platform != "win32":
+                tg.start_soon(self._watch_sigint)
+            await self.loop()
+            tg.cancel_scope.cancel()
+
+
+async def run_repl(
+    model: Model,
+    *,
+    mode: PermissionMode = "ask",
+    workspace: Path | None = None,
+    max_steps: int = 20,
+    session_id: str | None = None,
+    discovery_timeout: float = DEFAULT_DISCOVERY_TIMEOUT,
+    console: Console | None = None,
+) -> None:
+    """Run ``keen chat`` interactively until the person leaves.
+
+    Args:
+        model: the model to talk to (:func:`keen.agent.providers.open_model`).
+        mode: the permission mode (read-only | ask | auto).
+        workspace: the local tools' root; default the current directory.
+        max_steps: model calls per turn at most.
+        session_id: the event log's id; default a new one.
+        discovery_timeout: seconds the background discovery waits for the servers.
+        console: where to draw; default a rich console on stdout.
+
+    Raises:
+        ConfigError: ``configs.json`` cannot be used (before the prompt opens).
+    """
+    from keen.agent.loop import Agent
+    from keen.runtime import open_runtime
+
+    console = console or Console(highlight=False)
+    repl: list[Repl] = []
+    asker = Asker(console, on_interrupt=lambda: repl[0].interrupt() if repl else None)
+    async with open_runtime(wait=None, elicitation=asker.elicit) as runtime:
+        agent = Agent(
+            runtime,
+            model,
+            mode=mode,
+            approver=asker.approve,
+            elicitor=asker.elicit,
+            workspace=workspace,
+            max_steps=max_steps,
+            session_id=session_id,
+            connect_command="/mcp connect {server}",
+        )
+        try:
+            repl.append(Repl(runtime, agent, console, asker))
+            await repl[0].run(discovery_timeout)
+        finally:
+            agent.close()
