@@ -1,0 +1,59 @@
+"""A stdio FastMCP server for the ``keen chat`` REPL tests.
+
+Usage: ``python chat_tools.py``
+
+Tools: ``note(text)`` (not read-only, so ask mode asks before each call; returns
+``noted: <text>`` and appends the text to ``$CHAT_TOOLS_LOG`` when set), ``slow(seconds)``
+(read-only; sleeps, for Ctrl-C tests), ``book_table()`` (read-only; asks the user through
+``elicitation/create`` for a form with defaults and returns what came back).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+import anyio
+from fastmcp import Context, FastMCP
+
+server = FastMCP("chat-tools")
+
+
+@dataclass
+class Booking:
+    name: str = "Ada"
+    party: int = 2
+    outdoor: bool = False
+    time: Literal["18:00", "20:00"] = "20:00"
+
+
+@server.tool(annotations={"readOnlyHint": False, "destructiveHint": False})
+def note(text: str) -> str:
+    """Write a note down."""
+    log = os.environ.get("CHAT_TOOLS_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+    return f"noted: {text}"
+
+
+@server.tool(annotations={"readOnlyHint": True})
+async def slow(seconds: float) -> str:
+    """Wait a number of seconds, then say so."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds:g} s"
+
+
+@server.tool(annotations={"readOnlyHint": True})
+async def book_table(ctx: Context) -> str:
+    """Book a table, asking the user for the details."""
+    answer = await ctx.elicit("Details for the booking?", response_type=Booking)
+    if answer.action != "accept":
+        return f"booking {answer.action}"
+    data = answer.data
+    return f"booked: name={data.name} party={data.party} outdoor={data.outdoor} time={data.time}"
+
+
+if __name__ == "__main__":
+    server.run(show_banner=False)
