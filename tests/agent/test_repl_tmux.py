@@ -1,0 +1,276 @@
+"""``keen chat`` in a real terminal (tmux): slash commands, approval, elicitation, Ctrl-C.
+
+Each test runs the installed ``keen chat`` with a scripted model (``--model scripted:FILE``,
+one JSON line per model call), a private ``KEEN_HOME`` and the FastMCP server
+``tests/servers/chat_tools.py`` over stdio, types with ``tmux send-keys`` and reads the
+screen with ``capture-pane``. Waits are bounded (:data:`helpers.tmux.WAIT`); each tmux
+server is killed in teardown, which also ends keen and its MCP servers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import SERVERS
+from helpers.cli import KEEN
+from helpers.tmux import Tmux
+
+pytestmark = pytest.mark.timeout(180)
+
+PROMPT = r"^keen>"
+
+
+def call(tool: str, **arguments: Any) -> dict[str, Any]:
+    """A scripted model answer that calls ``chat``'s ``tool`` through call_mcp_tool."""
+    return {"content": "", "tool_calls": [{"name": "call_mcp_tool", "arguments": {"server": "chat", "tool": tool, "arguments": arguments}}]}  # fmt: skip
+
+
+def search(query: str) -> dict[str, Any]:
+    return {"content": "", "tool_calls": [{"name": "search_tools", "arguments": {"query": query}}]}
+
+
+def say(text: str) -> dict[str, Any]:
+    return {"content": text}
+
+
+class Chat:
+    """A ``keen chat`` session under tmux and the files around it."""
+
+    def __init__(self, root: Path, script: list[dict[str, Any]], servers: dict[str, Any]) -> None:
+        self.root = root
+        self.keen_home = root / "keen-home"
+        self.notes = root / "notes.txt"
+        config = self.keen_home / "mcp" / "configs.json"
+        config.parent.mkdir(parents=True)
+        config.write_text(json.dumps({"version": 1, "servers": servers}))
+        script_path = root / "script.jsonl"
+        script_path.write_text("".join(json.dumps(line) + "\n" for line in script))
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(root / "home"),
+            "KEEN_HOME": str(self.keen_home),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+        }
+        (root / "home").mkdir()
+        self.tmux = Tmux([*KEEN, "chat", "--model", f"scripted:{script_path}"], env=env, cwd=root)
+
+    def ready(self, servers: int = 1) -> None:
+        """Wait for the prompt and for background discovery to report."""
+        self.tmux.wait_for(PROMPT)
+        self.tmux.wait_for(rf"MCP ready: {servers} of \d+ servers connected")
+
+    def send(self, text: str) -> int:
+        """Type a line and press Enter; returns the screen offset before it (for ``wait_for``)."""
+        mark = self.tmux.mark()
+        self.tmux.type(text)
+        return mark
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Every event of the session logs."""
+        events: list[dict[str, Any]] = []
+        for path in sorted((self.keen_home / "sessions").glob("*.jsonl")):
+            events += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return events
+
+
+def chat_server(notes: Path) -> dict[str, Any]:
+    return {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [str(SERVERS / "chat_tools.py")],
+        "env": {"CHAT_TOOLS_LOG": str(notes)},
+    }
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Callable[..., Chat]]:
+    chats: list[Chat] = []
+
+    def make(script: list[dict[str, Any]], *, broken: bool = False) -> Chat:
+        servers = {"chat": chat_server(tmp_path / "notes.txt")}
+        if broken:
+            servers["broken"] = {"transport": "stdio", "command": str(tmp_path / "no-such-server")}
+        chat = Chat(tmp_path, script, servers)
+        chats.append(chat)
+        return chat
+
+    yield make
+    for chat in chats:
+        chat.tmux.kill()
+
+
+def test_startup_reports_failures_and_slash_commands_work(start: Callable[..., Chat]) -> None:
+    chat = start([say("Hello Bob, from the greet skill.")], broken=True)
+    skill = chat.keen_home / "skills" / "greet"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: greet\ndescription: Greet someone.\n---\nSay hello to $1.\n")
+    t = chat.tmux
+    t.wait_for(PROMPT)
+    # Discovery ran in the background; the failed server gets one line with its fix.
+    t.wait_for(r"broken: disconnected: .*no-such-server.*\n?.*/mcp connect\s+broken")
+    chat.ready()
+
+    at = chat.send("/help")
+    t.wait_for(r"/mcp connect SERVER\s+reconnect SERVER", after=at)
+    t.wait_for(r"Skills: .*/greet", after=at)
+
+    at = chat.send("/mcp")
+    t.wait_for(r"chat\s+│ stdio\s+│ none\s+│ connected\s+│\s+3 │", after=at)
+    t.wait_for(r"broken\s+│ stdio\s+│ none\s+│ disconnected", after=at)
+
+    at = chat.send("/skills list")
+    t.wait_for(r"│ greet\s+│ yes\s+│ no\s+│ Greet someone", after=at)
+    t.wait_for(r"│ mcp:chat\s+│ yes\s+│ yes\s+│", after=at)
+    at = chat.send("/skills disable mcp:chat")
+    t.wait_for(r"Disabled skill mcp:chat\.", after=at)
+    at = chat.send("/skills list")
+    t.wait_for(r"│ mcp:chat\s+│ no\s+│ yes\s+│", after=at)
+    at = chat.send("/skills enable mcp:nothing")
+    t.wait_for(r"error: no skill named 'mcp:nothing'; /skills list shows the skills", after=at)
+
+    at = chat.send("/search write a note down")
+    t.wait_for(r"│ chat\s+│ note\s+│ medium\s+│ Write a note down", after=at)
+
+    at = chat.send("/tools")
+    t.wait_for(r"No turn yet", after=at)
+
+    at = chat.send("/nonsense")
+    t.wait_for(r"unknown command /nonsense: no such command or skill; /help lists both", after=at)
+
+    # Tab completes a command.
+    at = t.mark()
+    t.type("/sea", enter=False)
+    t.send("Tab")
+    t.wait_for(r"keen> /search[ \t]*$", after=at)
+    t.send("C-u")
+
+    # /SKILL ARGS: the skill body, arguments substituted, stays in the conversation; ARGS is the turn.
+    at = chat.send("/greet Bob")
+    t.wait_for(r"Activated skill greet\.", after=at)
+    t.wait_for(r"Hello Bob, from the greet skill\.\s+keen>[ \t]*$", after=at)
+
+    chat.send("/exit")
+    assert t.exit_status() == 0
+    activations = [e for e in chat.sessions() if e["type"] == "agent.activate"]
+    assert activations and activations[0]["skill"] == "greet", chat.sessions()
+    history = chat.keen_home / "history"
+    assert stat.S_IMODE(history.stat().st_mode) == 0o600
+    assert "/greet Bob" in history.read_text()
+
+
+def test_approval_yes_no_always(start: Callable[..., Chat]) -> None:
+    chat = start(
+        [
+            search("write a note"),
+            call("note", text="first"),
+            say("Noted first."),
+            call("note", text="second"),
+            say("Not noted."),
+            call("note", text="third"),
+            call("note", text="fourth"),
+            say("Noted both."),
+        ]
+    )
+    t = chat.tmux
+    chat.ready()
+
+    at = chat.send("note first")
+    t.wait_for(r"Allow chat/note\?", after=at)
+    t.wait_for(r'"text": "first"', after=at)
+    t.wait_for(r"\[y\]es / \[n\]o / \[a\]lways for chat/note this session:[ \t]*$", after=at)
+    t.type("y")
+    t.wait_for(r"<- noted: first\s+Noted first\.", after=at)
+
+    at = chat.send("note second")
+    t.wait_for(r'"text": "second"', after=at)
+    t.wait_for(r"this session:[ \t]*$", after=at)
+    t.type("n")
+    t.wait_for(r"<- Denied \(permission\): the user did not approve this call", after=at)
+    t.wait_for(r"Not noted\.", after=at)
+
+    at = chat.send("note two more")
+    t.wait_for(r'"text": "third"', after=at)
+    t.wait_for(r"this session:[ \t]*$", after=at)
+    t.type("a")
+    t.wait_for(r"<- noted: fourth\s+Noted both\.", after=at)
+    # "always" covered the fourth call: no question for it.
+    assert t.count(r'^\s+"text": "fourth"$') == 0
+    assert t.count(r"Allow chat/note\?") == 3
+
+    t.send("C-d")
+    assert t.exit_status() == 0
+    assert chat.notes.read_text().splitlines() == ["first", "third", "fourth"]
+
+
+def test_elicitation_form_with_defaults(start: Callable[..., Chat]) -> None:
+    chat = start(
+        [search("book a table"), call("book_table"), say("Booked."), call("book_table"), say("As you wish.")]
+    )
+    t = chat.tmux
+    chat.ready()
+
+    at = chat.send("book a table")
+    t.wait_for(r"Server chat asks:\s+Details for the booking\?", after=at)
+    t.wait_for(r"Time \(1\) 18:00, 2\) 20:00\)", after=at)
+    t.wait_for(r"\[a\]ccept \(fill in the form\) / \[d\]ecline / \[c\]ancel: a[ \t]*$", after=at)
+    t.send("Enter")
+    t.wait_for(r"Name: Ada[ \t]*$", after=at)  # the schema's default, pre-filled
+    t.send("C-u")
+    t.type("Grace")
+    t.wait_for(r"Party: 2[ \t]*$", after=at)
+    t.type("x")  # appended to the default: "2x" is not a number
+    refused = t.wait_for(r"Party: type a whole number", after=at).end()
+    t.wait_for(r"Party: 2[ \t]*$", after=refused)
+    t.send("C-u")
+    t.type("4")
+    t.wait_for(r"Outdoor: no[ \t]*$", after=at)
+    t.send("C-u")
+    t.type("yes")
+    t.wait_for(r"Time: 20:00[ \t]*$", after=at)
+    t.send("Enter")
+    t.wait_for(r"<- booked: name=Grace party=4 outdoor=True time=20:00\s+Booked\.", after=at)
+
+    at = chat.send("book another")
+    t.wait_for(r"\[c\]ancel: a[ \t]*$", after=at)
+    t.send("C-u")
+    t.type("d")
+    t.wait_for(r"<- booking decline\s+As you wish\.", after=at)
+
+    t.send("C-d")
+    assert t.exit_status() == 0
+
+
+def test_ctrl_c_cancels_a_slow_call_and_the_session_goes_on(start: Callable[..., Chat]) -> None:
+    chat = start([search("wait seconds"), call("slow", seconds=120), say("Still here.")])
+    t = chat.tmux
+    chat.ready()
+
+    at = chat.send("wait two minutes")
+    t.wait_for(r"-> chat/slow \{\"seconds\": 120\}", after=at)
+    t.send("C-c")
+    t.wait_for(r"\(cancelled\)\s+keen>[ \t]*$", after=at)
+
+    at = chat.send("are you there?")
+    t.wait_for(r"Still here\.", after=at)
+    at = chat.send("/mcp")
+    t.wait_for(r"chat\s+│ stdio\s+│ none\s+│ connected", after=at)
+
+    # Ctrl-C with text clears the line; at an empty prompt it leaves, cleanly.
+    at = t.mark()
+    t.type("half a thought", enter=False)
+    t.wait_for(r"keen> half a thought", after=at)
+    t.send("C-c")
+    t.wait_for(r"^keen>[ \t]*$", after=at)
+    t.send("C-c")
+    assert t.exit_status() == 0
+    turns = [e for e in chat.sessions() if e["type"] == "agent.turn"]
+    assert [bool(e.get("cancelled")) for e in turns] == [True, False], turns

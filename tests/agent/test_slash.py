@@ -1,0 +1,51 @@
+"""Slash-command parsing and wording (the commands themselves run under tmux: test_repl_tmux.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from keen.agent.slash import SlashCommand, describe, message_text, parse, remedy_hint
+from keen.errors import Remedy, ServerDisconnected, SkillError
+
+
+@pytest.mark.parametrize(
+    ("line", "command"),
+    [
+        ("/help", SlashCommand("help")),
+        ("  /mcp  ", SlashCommand("mcp")),
+        ("/mcp connect github", SlashCommand("mcp", "connect github")),
+        ("/mcp:github list my   open issues ", SlashCommand("mcp:github", "list my   open issues")),
+        ("/review-pr 12 'two words'", SlashCommand("review-pr", "12 'two words'")),
+        ("/skills\tenable  notes", SlashCommand("skills", "enable  notes")),
+        ("/", SlashCommand("")),
+        ("/ spaced", SlashCommand("", "spaced")),
+        ("/a\nsecond line", SlashCommand("a", "second line")),
+    ],
+)
+def test_commands_are_parsed_into_name_and_arguments(line: str, command: SlashCommand) -> None:
+    assert parse(line) == command
+
+
+@pytest.mark.parametrize("line", ["hello", "what is /etc for?", "//etc is a directory", ""])
+def test_other_lines_are_messages(line: str) -> None:
+    assert parse(line) is None
+
+
+def test_a_double_slash_sends_one_slash() -> None:
+    assert message_text("//etc is a directory") == "/etc is a directory"
+    assert message_text("  plain  ") == "plain"
+
+
+def test_remedies_are_worded_as_slash_commands() -> None:
+    assert remedy_hint(Remedy.SIGN_IN, server="gh") == "/mcp connect gh to sign in"
+    assert remedy_hint(Remedy.RECONNECT, server="gh") == "then /mcp connect gh"
+    assert remedy_hint(Remedy.ENABLE_SKILL, server="gh") == "/skills enable mcp:gh"
+    assert remedy_hint(Remedy.ENABLE_SKILL, skill="notes") == "/skills enable notes"
+    assert remedy_hint(Remedy.LIST_SKILLS) == "/skills list shows the skills"
+    assert remedy_hint(Remedy.SIGN_IN) == ""  # no server: nothing to say
+    assert remedy_hint(None, server="gh") == ""
+    error = ServerDisconnected("server gh is not connected", server="gh", remedy=Remedy.RECONNECT)
+    assert describe(error) == "server gh is not connected; then /mcp connect gh"
+    assert describe(SkillError("no skill named 'x'", name="x", remedy=Remedy.LIST_SKILLS)).endswith(
+        "; /skills list shows the skills"
+    )
