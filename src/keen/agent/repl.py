@@ -338,6 +338,7 @@ async def run_repl(
         ConfigError: ``configs.json`` cannot be used (before the prompt opens).
     """
     from keen.agent.loop import Agent
+    from keen.agent.models import close_model
     from keen.runtime import open_runtime
 
     console = console or Console(highlight=False)
@@ -360,3 +361,4 @@ async def run_repl(
             await repl[0].run(discovery_timeout)
         finally:
             agent.close()
+            await close_model(model)
