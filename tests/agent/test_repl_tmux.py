@@ -137,6 +137,14 @@ def test_startup_reports_failures_and_slash_commands_work(start: Callable[..., C
     at = chat.send("/skills enable mcp:nothing")
     t.wait_for(r"error: no skill named 'mcp:nothing'; /skills list shows the skills", after=at)
 
+    # /mcp connect: a failed reconnect says why and how to fix it; a good one re-enables the skill.
+    at = chat.send("/mcp connect broken")
+    t.wait_for(r"error: broken: disconnected: .*no-such-server", after=at)
+    at = chat.send("/mcp connect chat")
+    t.wait_for(r"chat: connected, 3 tools; skill mcp:chat enabled", after=at)
+    at = chat.send("/skills list")
+    t.wait_for(r"│ mcp:chat\s+│ yes\s+│ yes\s+│", after=at)
+
     at = chat.send("/search write a note down")
     t.wait_for(r"│ chat\s+│ note\s+│ medium\s+│ Write a note down", after=at)
 
@@ -175,6 +183,7 @@ def test_approval_yes_no_always(start: Callable[..., Chat]) -> None:
             say("Noted first."),
             call("note", text="second"),
             say("Not noted."),
+            call("note", text="interrupted"),
             call("note", text="third"),
             call("note", text="fourth"),
             say("Noted both."),
@@ -197,6 +206,14 @@ def test_approval_yes_no_always(start: Callable[..., Chat]) -> None:
     t.wait_for(r"<- Denied \(permission\): the user did not approve this call", after=at)
     t.wait_for(r"Not noted\.", after=at)
 
+    # Ctrl-C at the question: no, and the turn stops (the model is not called again).
+    at = chat.send("note this")
+    t.wait_for(r'"text": "interrupted"', after=at)
+    t.wait_for(r"this session:[ \t]*$", after=at)
+    t.send("C-c")
+    t.wait_for(r"denied; stopping the turn", after=at)
+    t.wait_for(r"\(cancelled\)\s+keen>[ \t]*$", after=at)
+
     at = chat.send("note two more")
     t.wait_for(r'"text": "third"', after=at)
     t.wait_for(r"this session:[ \t]*$", after=at)
@@ -204,7 +221,7 @@ def test_approval_yes_no_always(start: Callable[..., Chat]) -> None:
     t.wait_for(r"<- noted: fourth\s+Noted both\.", after=at)
     # "always" covered the fourth call: no question for it.
     assert t.count(r'^\s+"text": "fourth"$') == 0
-    assert t.count(r"Allow chat/note\?") == 3
+    assert t.count(r"Allow chat/note\?") == 4
 
     t.send("C-d")
     assert t.exit_status() == 0
@@ -213,7 +230,15 @@ def test_approval_yes_no_always(start: Callable[..., Chat]) -> None:
 
 def test_elicitation_form_with_defaults(start: Callable[..., Chat]) -> None:
     chat = start(
-        [search("book a table"), call("book_table"), say("Booked."), call("book_table"), say("As you wish.")]
+        [
+            search("book a table"),
+            call("book_table"),
+            say("Booked."),
+            call("book_table"),
+            say("As you wish."),
+            call("book_table"),
+            say("Never mind."),
+        ]
     )
     t = chat.tmux
     chat.ready()
@@ -244,6 +269,14 @@ def test_elicitation_form_with_defaults(start: Callable[..., Chat]) -> None:
     t.send("C-u")
     t.type("d")
     t.wait_for(r"<- booking decline\s+As you wish\.", after=at)
+
+    # Ctrl-C in the form: cancel (dismissed), and the call still returns to the model.
+    at = chat.send("one more")
+    t.wait_for(r"\[c\]ancel: a[ \t]*$", after=at)
+    t.send("Enter")
+    t.wait_for(r"Name: Ada[ \t]*$", after=at)
+    t.send("C-c")
+    t.wait_for(r"<- booking cancel\s+Never mind\.", after=at)
 
     t.send("C-d")
     assert t.exit_status() == 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio.lowlevel
 from rich.console import Console
 from rich.text import Text
 
@@ -96,6 +97,9 @@ class Asker:
                 self._show("denied; stopping the turn", "yellow")
                 if self.on_interrupt is not None:
                     self.on_interrupt()
+                    # Deliver the cancel here: the turn may not reach another await
+                    # before it would call the model again.
+                    await anyio.lowlevel.checkpoint()
                 return "no"
             answer = _APPROVAL.get(line.strip().lower())
             if answer is not None:
