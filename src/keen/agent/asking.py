@@ -1,4 +1,5 @@
-"""The REPL's questions in the middle of a turn: approve a tool call, fill a server's form.
+"""The REPL's questions in the middle of a turn: approve a tool call, fill a server's form
+(docs/chat.md "Approval" and "Questions from servers").
 
 :class:`Asker` holds one prompt_toolkit session for these questions (kept out of the chat
 history) and the rich console they are drawn on.

@@ -1,7 +1,7 @@
 """``keen chat``'s interactive loop: read a line, run a slash command or a model turn, repeat.
 
 The prompt is ready at once: the runtime opens without waiting for MCP discovery, which
-goes on in the background (docs/architecture.md "Startup"). When every server has settled,
+goes on in the background (docs/chat.md "Startup"). When every server has settled,
 the skills are synced, the agent's catalog is marked for a reload before the next turn,
 and one line per server that did not connect says why and what fixes it. Later changes
 (a server reconnecting, a server's tools changing) mark the catalog again.
@@ -9,7 +9,8 @@ and one line per server that did not connect says why and what fixes it. Later c
 Keys: Enter sends; Up/Down walk the history (``$KEEN_HOME/history``, 0600, known secrets
 redacted); Tab completes slash commands, skill names and server names. Ctrl-C while the
 model streams or a tool runs cancels that turn and comes back to the prompt; Ctrl-C at a
-prompt with text clears it; Ctrl-C or Ctrl-D at an empty prompt ends the session.
+prompt with text clears it; Ctrl-C or Ctrl-D at an empty prompt ends the session
+(docs/chat.md "Keys").
 
 Why Ctrl-C works that way: while prompt_toolkit reads a line the terminal is in raw mode,
 so Ctrl-C is a key (bound below); during a turn it is SIGINT, which the REPL receives

@@ -15,8 +15,8 @@
 ======================================  ==================================================
 
 A line starting with ``//`` is sent to the model with one slash removed. Skill
-activation follows docs/architecture.md "Skills" (slash activation is the one place
-arguments are substituted). Errors are worded here, with the slash command that fixes
+activation is described in docs/chat.md "Skill activation" (slash activation is the one
+place arguments are substituted). Errors are worded here, with the slash command that fixes
 them (``/mcp connect github`` rather than ``keen mcp connect github``).
 """
 
