@@ -191,14 +191,21 @@ class Repl:
             subscribe(self.on_tools_changed)
 
     def on_tools_changed(self, change: Any) -> None:
-        """Show one line for a server's tool-list change and reload the catalog before the next turn."""
+        """One line for a server's tool-list change (``keen.mcp.changes.ToolsChanged``):
+        ``+added``, ``-removed``, ``~changed (fields)``; the catalog is reloaded before the next turn."""
         self.catalog_stale = True
-        parts = [
-            f"{len(getattr(change, 'added', ()))} added",
-            f"{len(getattr(change, 'removed', ()))} removed",
-            f"{len(getattr(change, 'changed', ()))} changed",
-        ]
-        self.notice(f"{getattr(change, 'server', '?')}: tools changed ({', '.join(parts)})", "cyan")
+        parts = [f"+{name}" for name in getattr(change, "added", ())]
+        parts += [f"-{name}" for name in getattr(change, "removed", ())]
+        for item in getattr(change, "changed", ()):
+            fields = ", ".join(getattr(item, "fields", ()))
+            parts.append(f"~{getattr(item, 'name', item)}" + (f" ({fields})" if fields else ""))
+        if not parts:
+            return
+        flagged = sorted(getattr(change, "flags", None) or {})
+        line = f"{getattr(change, 'server', '?')}: tools changed: {' '.join(parts)}"
+        if flagged:
+            line += f"; flagged for review: {', '.join(flagged)}"
+        self.notice(line, "cyan")
 
     # -- turns ----------------------------------------------------------------------------------
 
