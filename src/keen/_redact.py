@@ -117,6 +117,22 @@ class Redactor:
             text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
         return text
 
+    def unsafe_tail(self, text: str) -> int:
+        """How many characters at the end of ``text`` could begin a registered secret.
+
+        A front end that prints streamed text holds those back until the next chunk (a
+        secret split across chunks is then redacted whole); 0 when the end is safe.
+        """
+        with self._lock:
+            secrets = list(self._secrets)
+        longest = 0
+        for secret in secrets:
+            for size in range(min(len(secret) - 1, len(text)), longest, -1):
+                if secret.startswith(text[-size:]):
+                    longest = size
+                    break
+        return longest
+
 
 redactor = Redactor()
 """The process-wide redactor every Keen boundary uses."""

@@ -82,12 +82,16 @@ class Chat:
         return events
 
 
+SECRET = "sk-test-5b1e0c7a9d3f4e21"
+"""A key in the chat server's env (configs.json): Keen must never show or store it."""
+
+
 def chat_server(notes: Path) -> dict[str, Any]:
     return {
         "transport": "stdio",
         "command": sys.executable,
         "args": [str(SERVERS / "chat_tools.py")],
-        "env": {"CHAT_TOOLS_LOG": str(notes)},
+        "env": {"CHAT_TOOLS_LOG": str(notes), "SERVICE_TOKEN": SECRET},
     }
 
 
@@ -307,3 +311,22 @@ def test_ctrl_c_cancels_a_slow_call_and_the_session_goes_on(start: Callable[...,
     assert t.exit_status() == 0
     turns = [e for e in chat.sessions() if e["type"] == "agent.turn"]
     assert [bool(e.get("cancelled")) for e in turns] == [True, False], turns
+
+
+def test_a_configured_secret_never_reaches_the_screen_history_or_log(start: Callable[..., Chat]) -> None:
+    chat = start([search("write a note"), call("note", text=f"token {SECRET}"), say(f"Saved {SECRET}.")])
+    t = chat.tmux
+    chat.ready()
+    at = chat.send("save my token")
+    t.wait_for(r'"text": "token \[REDACTED\]"', after=at)  # the approval question
+    t.wait_for(r"this session:[ \t]*$", after=at)
+    t.type("y")
+    t.wait_for(r"<- noted: token \[REDACTED\]", after=at)
+    t.wait_for(r"Saved", after=at)
+    t.send("C-d")
+    assert t.exit_status() == 0
+    assert chat.notes.read_text() == f"token {SECRET}\n"  # the server got the real value
+    assert SECRET not in t.screen()
+    assert SECRET not in (chat.keen_home / "history").read_text()
+    for path in (chat.keen_home / "sessions").glob("*.jsonl"):
+        assert SECRET not in path.read_text()

@@ -241,7 +241,7 @@ class Repl:
             self.notice("(cancelled)")
             return
         if result.answer and not view.streamed.strip():
-            self.console.print(Text(terminal_text(result.answer)))
+            self.console.print(Text(terminal_text(redactor.redact(result.answer))))
         if not result.ok and result.error and not any(result.error in n for n in view.notices):
             self.notice(f"error: {result.error}", "red")
 

@@ -5,7 +5,8 @@ printed as they arrive; each tool call is one dim line (``-> server/tool {argume
 and each observation one short line (``<- first line of the result``; errors and refusals
 in red). Everything that came from a model or a server is escaped before it reaches the
 terminal (:func:`keen._terminal.terminal_text`): a tool result cannot clear the screen or
-write the clipboard.
+write the clipboard. Call and result lines also go through the redactor, so a known secret
+the model puts in arguments (or a server echoes) is shown as ``[REDACTED]``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.text import Text
 
+from keen._redact import redactor
 from keen._terminal import terminal_text
 from keen._text import one_line
 
@@ -43,20 +45,36 @@ class ConsoleView:
         self.console = console
         self.streamed = ""
         self.notices: list[str] = []
+        self._held = ""
         self._mid_line = False
 
     def _end_line(self) -> None:
+        if self._held:
+            held, self._held = self._held, ""
+            self._print_text(redactor.redact(held))
         if self._mid_line:
             self.console.print()
             self._mid_line = False
 
     def text(self, delta: str) -> None:
-        """Print streamed model text as it comes, without a line break."""
+        """Print streamed model text as it comes, without a line break.
+
+        Known secrets are redacted; the few characters at the end that could begin one are
+        held back until the next chunk (or :meth:`finish`), so a secret split across chunks
+        is still caught.
+        """
         if not delta:
             return
         self.streamed += delta
-        self.console.print(Text(terminal_text(delta)), end="", soft_wrap=True)
-        self._mid_line = not delta.endswith("\n")
+        pending = redactor.redact(self._held + delta)
+        keep = redactor.unsafe_tail(pending)
+        self._held = pending[len(pending) - keep :] if keep else ""
+        self._print_text(pending[: len(pending) - keep])
+
+    def _print_text(self, text: str) -> None:
+        if text:
+            self.console.print(Text(terminal_text(text)), end="", soft_wrap=True)
+            self._mid_line = not text.endswith("\n")
 
     def tool_call(self, name: str, arguments: dict[str, Any]) -> None:
         """One line per proposed call: the MCP server/tool for ``call_mcp_tool``."""
@@ -66,13 +84,13 @@ class ConsoleView:
         if name == "call_mcp_tool" and isinstance(arguments.get("server"), str):
             shown = f"{arguments.get('server')}/{arguments.get('tool')}"
             args = arguments.get("arguments", {})
-        payload = one_line(json.dumps(args, ensure_ascii=False, default=str), CALL_PREVIEW)
+        payload = one_line(redactor.redact(json.dumps(args, ensure_ascii=False, default=str)), CALL_PREVIEW)
         self.console.print(Text(terminal_text(f"-> {shown} {payload}", one_line=True), style="dim"))
 
     def observation(self, obs: Observation) -> None:
         """One line per result: refusals and errors in red, the rest dim."""
         self._end_line()
-        first = one_line(obs.text, RESULT_PREVIEW)
+        first = one_line(redactor.redact(obs.text), RESULT_PREVIEW)
         style = "red" if obs.is_error else "dim"
         self.console.print(Text(terminal_text(f"<- {first}", one_line=True), style=style))
 
