@@ -21,6 +21,7 @@ import pytest
 
 from conftest import SERVERS
 from helpers.cli import KEEN
+from helpers.fake_llm import FakeLLM, Reply
 from helpers.tmux import Tmux
 
 pytestmark = pytest.mark.timeout(180)
@@ -44,7 +45,15 @@ def say(text: str) -> dict[str, Any]:
 class Chat:
     """A ``keen chat`` session under tmux and the files around it."""
 
-    def __init__(self, root: Path, script: list[dict[str, Any]], servers: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        script: list[dict[str, Any]],
+        servers: dict[str, Any],
+        *,
+        model: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.root = root
         self.keen_home = root / "keen-home"
         self.notes = root / "notes.txt"
@@ -59,9 +68,11 @@ class Chat:
             "KEEN_HOME": str(self.keen_home),
             "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8",
+            **(env or {}),
         }
         (root / "home").mkdir()
-        self.tmux = Tmux([*KEEN, "chat", "--model", f"scripted:{script_path}"], env=env, cwd=root)
+        model = model or ["--model", f"scripted:{script_path}"]
+        self.tmux = Tmux([*KEEN, "chat", *model], env=env, cwd=root)
 
     def ready(self, servers: int = 1) -> None:
         """Wait for the prompt and for background discovery to report."""
@@ -99,11 +110,11 @@ def chat_server(notes: Path) -> dict[str, Any]:
 def start(tmp_path: Path) -> Iterator[Callable[..., Chat]]:
     chats: list[Chat] = []
 
-    def make(script: list[dict[str, Any]], *, broken: bool = False) -> Chat:
+    def make(script: list[dict[str, Any]], *, broken: bool = False, **options: Any) -> Chat:
         servers = {"chat": chat_server(tmp_path / "notes.txt")}
         if broken:
             servers["broken"] = {"transport": "stdio", "command": str(tmp_path / "no-such-server")}
-        chat = Chat(tmp_path, script, servers)
+        chat = Chat(tmp_path, script, servers, **options)
         chats.append(chat)
         return chat
 
@@ -330,3 +341,29 @@ def test_a_configured_secret_never_reaches_the_screen_history_or_log(start: Call
     assert SECRET not in (chat.keen_home / "history").read_text()
     for path in (chat.keen_home / "sessions").glob("*.jsonl"):
         assert SECRET not in path.read_text()
+
+
+def test_tokens_stream_as_they_come_and_ctrl_c_stops_the_model(start: Callable[..., Chat]) -> None:
+    slow = "Counting slowly: one two three four five six seven eight nine ten eleven twelve."
+    with FakeLLM([Reply(text=slow, pause=0.5), Reply(text="Back again.")]) as fake:
+        chat = start(
+            [],
+            model=["--model", "openai:fake-model", "--base-url", f"{fake.url}/v1"],
+            env={"OPENAI_API_KEY": "sk-fake-key-for-the-repl-tests"},
+        )
+        t = chat.tmux
+        chat.ready()
+        at = chat.send("count for me")
+        t.wait_for(r"Counting slowly: one", after=at)
+        assert "twelve" not in t.screen()[at:]  # shown while the model still writes
+        t.send("C-c")
+        t.wait_for(r"\(cancelled\)\s+keen>[ \t]*$", after=at)
+        at = chat.send("still there?")
+        t.wait_for(r"Back again\.\s+keen>[ \t]*$", after=at)
+        t.send("C-d")
+        assert t.exit_status() == 0
+        assert "twelve" not in t.screen()
+        assert len(fake.requests) == 2
+        # The cancelled turn stays in the conversation the model sees next.
+        second = json.dumps(fake.requests[1].body["messages"])
+        assert "count for me" in second and "still there?" in second

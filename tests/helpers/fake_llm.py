@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +38,8 @@ class Reply:
     message: str = ""
     times: int = 1
     usage: tuple[int, int] = (42, 7)
+    pause: float = 0.0
+    """Seconds to wait after each streamed event (a slow model, for Ctrl-C tests)."""
 
 
 @dataclass
@@ -174,11 +177,14 @@ class FakeLLM:
                     self._error(reply, anthropic)
                 elif anthropic:
                     self._stream(
-                        f"event: {name}\ndata: {json.dumps(data)}\n\n"
-                        for name, data in _anthropic_events(reply)
+                        (
+                            f"event: {name}\ndata: {json.dumps(data)}\n\n"
+                            for name, data in _anthropic_events(reply)
+                        ),
+                        reply.pause,
                     )
                 else:
-                    self._stream(f"data: {data}\n\n" for data in _openai_events(reply))
+                    self._stream((f"data: {data}\n\n" for data in _openai_events(reply)), reply.pause)
 
             def _error(self, reply: Reply, anthropic: bool) -> None:
                 kind = {401: "authentication_error", 429: "rate_limit_error"}.get(reply.status, "api_error")
@@ -193,15 +199,20 @@ class FakeLLM:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def _stream(self, events: Iterator[str]) -> None:
+            def _stream(self, events: Iterator[str], pause: float = 0.0) -> None:
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("cache-control", "no-cache")
                 self.send_header("connection", "close")
                 self.end_headers()
-                for event in events:
-                    self.wfile.write(event.encode())
-                    self.wfile.flush()
+                try:
+                    for event in events:
+                        self.wfile.write(event.encode())
+                        self.wfile.flush()
+                        if pause:
+                            time.sleep(pause)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client hung up mid-stream (a cancelled turn)
                 self.close_connection = True
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -20,7 +20,7 @@ import pytest
 
 __all__ = ["Tmux", "tmux_binary"]
 
-WAIT = 30.0
+WAIT = 60.0
 """Default seconds to wait for something to appear on the screen."""
 
 
