@@ -343,8 +343,14 @@ async def run_repl(
         console: where to draw; default a rich console on stdout.
 
     Raises:
+        KeenError: stdin or stdout is not a terminal (nothing was started).
         ConfigError: ``configs.json`` cannot be used (before the prompt opens).
     """
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise KeenError(
+            "keen chat without -p needs a terminal to talk to; for scripts and pipes run one turn "
+            "with keen chat -p PROMPT (--json for a record of it)"
+        )
     from keen.agent.loop import Agent
     from keen.agent.models import close_model
     from keen.runtime import open_runtime
