@@ -79,8 +79,14 @@ class Chat:
         self.tmux.wait_for(PROMPT)
         self.tmux.wait_for(rf"MCP ready: {servers} of \d+ servers connected")
 
+    def idle(self) -> None:
+        """Wait until the last line on the screen is an empty prompt (the REPL waits for input)."""
+        self.tmux.wait_for(r"^keen>[ \t]*\s*\Z")
+
     def send(self, text: str) -> int:
-        """Type a line and press Enter; returns the screen offset before it (for ``wait_for``)."""
+        """At an empty prompt, type a line and press Enter; returns the screen offset of the
+        prompt line (for ``wait_for(after=...)``)."""
+        self.idle()
         mark = self.tmux.mark()
         self.tmux.type(text)
         return mark
