@@ -49,3 +49,29 @@ def test_remedies_are_worded_as_slash_commands() -> None:
     assert describe(SkillError("no skill named 'x'", name="x", remedy=Remedy.LIST_SKILLS)).endswith(
         "; /skills list shows the skills"
     )
+
+
+def completions(text: str) -> list[str]:
+    from types import SimpleNamespace
+
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from keen.agent.repl import _completer  # pyright: ignore[reportPrivateUsage]
+
+    names = SimpleNamespace(skills=["mcp:github", "mcp:time", "notes"], servers=["github", "time"])
+    found = _completer(names).get_completions(Document(text), CompleteEvent(completion_requested=True))  # type: ignore[arg-type]
+    return [text[: len(text) + c.start_position] + c.text for c in found]
+
+
+def test_completion_offers_commands_skills_and_servers() -> None:
+    assert completions("/sk") == ["/skills"]
+    assert completions("/mcp") == ["/mcp connect", "/mcp:github", "/mcp:time"]
+    assert completions("/no") == ["/notes"]
+    assert completions("/skills ") == ["/skills list", "/skills enable", "/skills disable", "/skills reload"]
+    assert completions("/skills en") == ["/skills enable"]
+    assert completions("/skills enable mcp:") == ["/skills enable mcp:github", "/skills enable mcp:time"]
+    assert completions("/mcp connect ") == ["/mcp connect github", "/mcp connect time"]
+    assert completions("/mcp connect t") == ["/mcp connect time"]
+    assert completions("hello /sk") == []
+    assert completions("//sk") == []
