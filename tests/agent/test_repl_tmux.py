@@ -187,10 +187,14 @@ def test_startup_reports_failures_and_slash_commands_work(start: Callable[..., C
     t.wait_for(r"Activated skill greet\.", after=at)
     t.wait_for(r"Hello Bob, from the greet skill\.\s+keen>[ \t]*$", after=at)
 
+    # /mcp:SERVER with no arguments: activated, no model call (the script has no answer left).
+    at = chat.send("/mcp:chat")
+    t.wait_for(r"Activated skill mcp:chat: it stays in the conversation", after=at)
+
     chat.send("/exit")
     assert t.exit_status() == 0
     activations = [e for e in chat.sessions() if e["type"] == "agent.activate"]
-    assert activations and activations[0]["skill"] == "greet", chat.sessions()
+    assert [e["skill"] for e in activations] == ["greet", "mcp:chat"], chat.sessions()
     history = chat.keen_home / "history"
     assert stat.S_IMODE(history.stat().st_mode) == 0o600
     assert "/greet Bob" in history.read_text()
