@@ -145,7 +145,7 @@ def test_startup_reports_failures_and_slash_commands_work(start: Callable[..., C
     t.wait_for(r"Skills: .*/greet", after=at)
 
     at = chat.send("/mcp")
-    t.wait_for(r"chat\s+│ stdio\s+│ none\s+│ connected\s+│\s+3 │", after=at)
+    t.wait_for(r"chat\s+│ stdio\s+│ none\s+│ connected\s+│\s+4 │", after=at)
     t.wait_for(r"broken\s+│ stdio\s+│ none\s+│ disconnected", after=at)
 
     at = chat.send("/skills list")
@@ -162,7 +162,7 @@ def test_startup_reports_failures_and_slash_commands_work(start: Callable[..., C
     at = chat.send("/mcp connect broken")
     t.wait_for(r"error: broken: disconnected: .*no-such-server", after=at)
     at = chat.send("/mcp connect chat")
-    t.wait_for(r"chat: connected, 3 tools; skill mcp:chat enabled", after=at)
+    t.wait_for(r"chat: connected, 4 tools; skill mcp:chat enabled", after=at)
     at = chat.send("/skills list")
     t.wait_for(r"│ mcp:chat\s+│ yes\s+│ yes\s+│", after=at)
 
@@ -377,3 +377,34 @@ def test_tokens_stream_as_they_come_and_ctrl_c_stops_the_model(start: Callable[.
         # The cancelled turn stays in the conversation the model sees next.
         second = json.dumps(fake.requests[1].body["messages"])
         assert "count for me" in second and "still there?" in second
+
+
+def test_a_server_that_crashes_mid_call_is_reported_once_and_reconnects(start: Callable[..., Chat]) -> None:
+    chat = start(
+        [
+            search("stop the server at once"),
+            call("crash"),
+            say("The server died."),
+            call("note", text="after the crash"),
+            say("Noted after the crash."),
+        ]
+    )
+    t = chat.tmux
+    chat.ready()
+    at = chat.send("crash it")
+    # The model is told, with the fix; the person gets one line from the watch.
+    t.wait_for(r"<- Error: MCP server \"chat\" went away during \"crash\"", after=at)
+    t.wait_for(r"The server died\.", after=at)
+    t.wait_for(r"^chat: disconnected: .*fatal: crash called; then /mcp connect chat", after=at)
+
+    at = chat.send("/mcp connect chat")
+    t.wait_for(r"chat: connected, 4 tools; skill mcp:chat enabled", after=at)
+    at = chat.send("note it")
+    t.wait_for(r"this session:[ \t]*$", after=at)
+    t.type("y")
+    t.wait_for(r"<- noted: after the crash\s+Noted after the crash\.", after=at)
+    t.send("C-d")
+    assert t.exit_status() == 0
+    # /mcp connect said it; the watch did not say it again.
+    assert t.count(r"^chat: connected") == 1, t.screen()
+    assert t.count(r"^chat: disconnected") == 1, t.screen()

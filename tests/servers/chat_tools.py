@@ -5,12 +5,14 @@ Usage: ``python chat_tools.py``
 Tools: ``note(text)`` (not read-only, so ask mode asks before each call; returns
 ``noted: <text>`` and appends the text to ``$CHAT_TOOLS_LOG`` when set), ``slow(seconds)``
 (read-only; sleeps, for Ctrl-C tests), ``book_table()`` (read-only; asks the user through
-``elicitation/create`` for a form with defaults and returns what came back).
+``elicitation/create`` for a form with defaults and returns what came back), ``crash()``
+(read-only; the process exits mid-call).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import Literal
 
@@ -43,6 +45,14 @@ async def slow(seconds: float) -> str:
     """Wait a number of seconds, then say so."""
     await anyio.sleep(seconds)
     return f"slept {seconds:g} s"
+
+
+@server.tool(annotations={"readOnlyHint": True})
+def crash() -> str:
+    """Stop the server at once, in the middle of the call."""
+    sys.stderr.write("fatal: crash called\n")
+    sys.stderr.flush()
+    os._exit(1)
 
 
 @server.tool(annotations={"readOnlyHint": True})

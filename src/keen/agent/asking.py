@@ -78,7 +78,7 @@ class Asker:
         return await self._prompt_session().prompt_async(question, default=default, handle_sigint=False)
 
     def _show(self, text: str, style: str = "") -> None:
-        self.console.print(Text(terminal_text(text), style=style))
+        self.console.print(Text(terminal_text(text), style=style), soft_wrap=True)
 
     # -- approval -------------------------------------------------------------------------------
 

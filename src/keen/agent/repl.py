@@ -1,10 +1,11 @@
 """``keen chat``'s interactive loop: read a line, run a slash command or a model turn, repeat.
 
 The prompt is ready at once: the runtime opens without waiting for MCP discovery, which
-goes on in the background (docs/chat.md "Startup"). When every server has settled,
-the skills are synced, the agent's catalog is marked for a reload before the next turn,
-and one line per server that did not connect says why and what fixes it. Later changes
-(a server reconnecting, a server's tools changing) mark the catalog again.
+goes on in the background (docs/chat.md "Startup"; :class:`keen.agent.servers.ServerWatch`).
+When every server has settled, the skills are synced, the agent's catalog is reloaded
+before the next turn, and one line per server that did not connect says why and what
+fixes it. Later changes (a server crashing or reconnecting, its tools changing) get a line
+and a reload too.
 
 Keys: Enter sends; Up/Down walk the history (``$KEEN_HOME/history``, 0600, known secrets
 redacted); Tab completes slash commands, skill names and server names. Ctrl-C while the
@@ -34,10 +35,10 @@ from keen import paths
 from keen._redact import redactor
 from keen._terminal import terminal_text
 from keen.agent.asking import Asker
-from keen.agent.slash import COMMANDS, SlashCommands, message_text, parse, status_line
+from keen.agent.servers import ServerWatch
+from keen.agent.slash import COMMANDS, SlashCommands, message_text, parse
 from keen.agent.view import ConsoleView
 from keen.errors import KeenError
-from keen.mcp.types import ServerState, ServerStatus
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -128,84 +129,21 @@ class Repl:
         self.console = console
         self.asker = asker
         self.slash = SlashCommands(runtime, agent, console, on_authorization_url=self._authorization_url)
-        self.catalog_stale = False
+        self.watch = ServerWatch(runtime, self.notice)
         self.skills: list[str] = []
         self.servers: list[str] = []
         self._turn_scope: anyio.CancelScope | None = None
         self._session: PromptSession[str] | None = None
-        self._discovered = False
 
     # -- output ---------------------------------------------------------------------------------
 
     def notice(self, line: str, style: str = "yellow") -> None:
         """One line from Keen (escaped: it may quote a server)."""
-        self.console.print(Text(terminal_text(line), style=style))
+        self.console.print(Text(terminal_text(line), style=style), soft_wrap=True)
 
     def _authorization_url(self, url: str, opened: bool) -> None:
         how = "opened in your browser" if opened else "open this URL in a browser"
         self.notice(f"Sign in ({how}): {url}", "cyan")
-
-    # -- background discovery -------------------------------------------------------------------
-
-    async def discover(self, timeout: float) -> None:
-        """Wait for discovery, sync the skills, then report failures and mark the catalog."""
-        manager = self.runtime.manager
-        if not manager.servers():
-            self._discovered = True
-            return
-        settled = await self.runtime.wait_for_discovery(timeout)
-        try:
-            await self.runtime.sync()
-        except KeenError as exc:
-            self.notice(f"skills sync failed: {exc.message}", "red")
-        self.catalog_stale = True
-        self._discovered = True
-        statuses = manager.servers()
-        for status in statuses:
-            if status.state is ServerState.CONNECTED or not status.enabled:
-                continue
-            if status.state is ServerState.CONNECTING and not settled:
-                self.notice(f"{status.name}: still connecting after {timeout:g} s; /mcp shows its state")
-            else:
-                self.notice(status_line(status), "red")
-        connected = [s for s in statuses if s.state is ServerState.CONNECTED]
-        tools = sum(s.tool_count for s in connected)
-        self.notice(
-            f"MCP ready: {len(connected)} of {len(statuses)} servers connected, {tools} tools.", "dim"
-        )
-        manager.subscribe(self._on_status)
-        self._subscribe_tool_changes()
-
-    def _on_status(self, status: ServerStatus) -> None:
-        """A server changed state after startup: the next turn sees a fresh catalog."""
-        self.catalog_stale = True
-
-    def _subscribe_tool_changes(self) -> None:
-        """Hook for live refresh: one line per tool-list change, when the Manager reports them.
-
-        The Manager gains change observers with live refresh (``capability.diff`` events);
-        until then there is nothing to subscribe to and this does nothing.
-        """
-        subscribe = getattr(self.runtime.manager, "subscribe_changes", None)
-        if callable(subscribe):
-            subscribe(self.on_tools_changed)
-
-    def on_tools_changed(self, change: Any) -> None:
-        """One line for a server's tool-list change (``keen.mcp.changes.ToolsChanged``):
-        ``+added``, ``-removed``, ``~changed (fields)``; the catalog is reloaded before the next turn."""
-        self.catalog_stale = True
-        parts = [f"+{name}" for name in getattr(change, "added", ())]
-        parts += [f"-{name}" for name in getattr(change, "removed", ())]
-        for item in getattr(change, "changed", ()):
-            fields = ", ".join(getattr(item, "fields", ()))
-            parts.append(f"~{getattr(item, 'name', item)}" + (f" ({fields})" if fields else ""))
-        if not parts:
-            return
-        flagged = sorted(getattr(change, "flags", None) or {})
-        line = f"{getattr(change, 'server', '?')}: tools changed: {' '.join(parts)}"
-        if flagged:
-            line += f"; flagged for review: {', '.join(flagged)}"
-        self.notice(line, "cyan")
 
     # -- turns ----------------------------------------------------------------------------------
 
@@ -221,8 +159,8 @@ class Repl:
 
     async def turn(self, text: str) -> None:
         """Run one model turn; Ctrl-C cancels it and the session goes on."""
-        if self.catalog_stale:
-            self.catalog_stale = False
+        if self.watch.catalog_stale:
+            self.watch.catalog_stale = False
             self.agent.reload_catalog()
         view = ConsoleView(self.console)
         result = None
@@ -241,7 +179,7 @@ class Repl:
             self.notice("(cancelled)")
             return
         if result.answer and not view.streamed.strip():
-            self.console.print(Text(terminal_text(redactor.redact(result.answer))))
+            self.console.print(Text(terminal_text(redactor.redact(result.answer))), soft_wrap=True)
         if not result.ok and result.error and not any(result.error in n for n in view.notices):
             self.notice(f"error: {result.error}", "red")
 
@@ -298,7 +236,9 @@ class Repl:
             if command is None:
                 await self.turn(message_text(line))
                 continue
-            outcome = await self.slash.run(command)
+            async with self.watch.lock:  # what a command prints about servers is not repeated
+                outcome = await self.slash.run(command)
+                self.watch.settle()
             if outcome.exit:
                 return
             if outcome.turn is not None:
@@ -313,12 +253,15 @@ class Repl:
                 "/help lists commands; Ctrl-D leaves.",
             )
         )
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.discover, discovery_timeout)
-            if sys.platform != "win32":
-                tg.start_soon(self._watch_sigint)
-            await self.loop()
-            tg.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.watch.run, discovery_timeout)
+                if sys.platform != "win32":
+                    tg.start_soon(self._watch_sigint)
+                await self.loop()
+                tg.cancel_scope.cancel()
+        finally:
+            self.watch.close()
 
 
 async def run_repl(

@@ -181,10 +181,10 @@ class SlashCommands:
 
     def say(self, text: str, style: str = "") -> None:
         """Print ``text`` literally (escaped: it may quote a server), in ``style``."""
-        self.console.print(Text(terminal_text(text), style=style))
+        self.console.print(Text(terminal_text(text), style=style), soft_wrap=True)
 
     def error(self, text: str) -> None:
-        self.console.print(Text.assemble(("error: ", "bold red"), terminal_text(text)))
+        self.console.print(Text.assemble(("error: ", "bold red"), terminal_text(text)), soft_wrap=True)
 
     def skill_names(self) -> list[str]:
         """Every skill's name (enabled or not), for ``/help`` and completion."""

@@ -85,20 +85,22 @@ class ConsoleView:
             shown = f"{arguments.get('server')}/{arguments.get('tool')}"
             args = arguments.get("arguments", {})
         payload = one_line(redactor.redact(json.dumps(args, ensure_ascii=False, default=str)), CALL_PREVIEW)
-        self.console.print(Text(terminal_text(f"-> {shown} {payload}", one_line=True), style="dim"))
+        self.console.print(
+            Text(terminal_text(f"-> {shown} {payload}", one_line=True), style="dim"), soft_wrap=True
+        )
 
     def observation(self, obs: Observation) -> None:
         """One line per result: refusals and errors in red, the rest dim."""
         self._end_line()
         first = one_line(redactor.redact(obs.text), RESULT_PREVIEW)
         style = "red" if obs.is_error else "dim"
-        self.console.print(Text(terminal_text(f"<- {first}", one_line=True), style=style))
+        self.console.print(Text(terminal_text(f"<- {first}", one_line=True), style=style), soft_wrap=True)
 
     def notice(self, line: str) -> None:
         """A line from Keen itself (a server that failed, tools that changed)."""
         self._end_line()
         self.notices.append(line)
-        self.console.print(Text(terminal_text(line), style="yellow"))
+        self.console.print(Text(terminal_text(line), style="yellow"), soft_wrap=True)
 
     def finish(self) -> None:
         """End the turn's output on a fresh line."""

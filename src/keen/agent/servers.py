@@ -1,0 +1,177 @@
+"""The chat's view of its MCP servers while the session runs (docs/chat.md "Startup").
+
+:class:`ServerWatch` does, in the background of the REPL:
+
+1. discovery: wait for every server's first connection attempt, run the skills sync
+   (states -> skills), and report one line per server that did not connect, with its fix,
+   then one summary line;
+2. later changes: a server that disconnects, fails to sign in or connects again (after a
+   crash, a late start) gets its skill synced again and one line; a burst of state changes
+   is reported once;
+3. tool-list changes (live refresh, when the Manager reports them): one line each.
+
+Each of these marks the catalog stale; the REPL reloads it before the next turn. Slash
+commands that change servers themselves (``/mcp connect``) hold :attr:`ServerWatch.lock`
+and call :meth:`ServerWatch.settle`, so what they already printed is not repeated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from keen.agent.slash import status_line
+from keen.errors import KeenError
+from keen.mcp.types import ServerState, ServerStatus
+
+if TYPE_CHECKING:
+    from keen.runtime import Runtime
+
+__all__ = ["SETTLE_SECONDS", "ServerWatch"]
+
+SETTLE_SECONDS = 0.3
+"""How long a burst of state changes may run before it is reported (seconds)."""
+
+_PASSING = (ServerState.CONNECTING, ServerState.CONFIGURED)
+
+Notice = Callable[[str, str], None]
+"""``(line, style)``: how the watch prints a line."""
+
+
+class ServerWatch:
+    """Discovery and later server changes for one chat session.
+
+    Args:
+        runtime: the session's runtime, opened without waiting for discovery.
+        notice: prints one line in a rich style (``red`` failures, ``dim`` news, ``cyan``
+            tool changes).
+
+    Attributes:
+        catalog_stale: set when the skills or tools changed; the REPL clears it when it
+            reloads the catalog.
+        lock: held by commands that change servers themselves.
+    """
+
+    def __init__(self, runtime: Runtime, notice: Notice) -> None:
+        self.runtime = runtime
+        self.notice = notice
+        self.catalog_stale = False
+        self.lock = anyio.Lock()
+        self._reported: dict[str, ServerState] = {}
+        self._changed: set[str] = set()
+        self._wake = anyio.Event()
+        self._unsubscribe: list[Callable[[], None]] = []
+
+    async def run(self, timeout: float) -> None:
+        """Discovery, then follow changes until cancelled."""
+        await self.discover(timeout)
+        await self.follow()
+
+    async def discover(self, timeout: float) -> None:
+        """Wait for the servers (at most ``timeout`` seconds), sync the skills, report."""
+        manager = self.runtime.manager
+        if not manager.servers():
+            self.notice(
+                f"No MCP servers configured: add them to {manager.config_path} (or run `keen mcp import "
+                "FILE`) and restart keen chat.",
+                "dim",
+            )
+            return
+        settled = await self.runtime.wait_for_discovery(timeout)
+        async with self.lock:
+            await self._sync()
+            statuses = manager.servers()
+            for status in statuses:
+                if status.state is ServerState.CONNECTED or not status.enabled:
+                    continue
+                if status.state in _PASSING and not settled:
+                    self.notice(
+                        f"{status.name}: still connecting after {timeout:g} s; /mcp shows its state", "yellow"
+                    )
+                else:
+                    self.notice(status_line(status), "red")
+            connected = [s for s in statuses if s.state is ServerState.CONNECTED]
+            tools = sum(s.tool_count for s in connected)
+            self.notice(
+                f"MCP ready: {len(connected)} of {len(statuses)} servers connected, {tools} tools.", "dim"
+            )
+            self.settle()
+        self._unsubscribe.append(manager.subscribe(self._on_status))
+        subscribe: Any = getattr(manager, "subscribe_changes", None)
+        if subscribe is not None:  # live refresh (keen.mcp.changes), where the Manager has it
+            self._unsubscribe.append(subscribe(self.on_tools_changed))
+
+    def settle(self) -> None:
+        """Take every server's current state as already reported (call it holding :attr:`lock`)."""
+        self._reported = {s.name: s.state for s in self.runtime.manager.servers()}
+        self._changed.clear()
+
+    def _on_status(self, status: ServerStatus) -> None:
+        self.catalog_stale = True
+        if status.state not in _PASSING:
+            self._changed.add(status.name)
+            self._wake.set()
+
+    async def follow(self) -> None:
+        """Report state changes after discovery, one line per server and burst, until cancelled."""
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            await anyio.sleep(SETTLE_SECONDS)
+            async with self.lock:
+                news = self._news()
+                if not news:
+                    continue
+                await self._sync()
+                for status in news:
+                    if status.state is ServerState.CONNECTED:
+                        self.notice(f"{status.name}: connected, {status.tool_count} tools", "dim")
+                    else:
+                        self.notice(status_line(status), "red")
+
+    def _news(self) -> list[ServerStatus]:
+        """The changed servers whose state differs from what was last reported."""
+        names, self._changed = sorted(self._changed), set()
+        news: list[ServerStatus] = []
+        for name in names:
+            try:
+                status = self.runtime.manager.status(name)
+            except KeenError:
+                continue
+            if status.state in _PASSING or self._reported.get(name) is status.state:
+                continue
+            self._reported[name] = status.state
+            news.append(status)
+        return news
+
+    async def _sync(self) -> None:
+        try:
+            await self.runtime.sync()
+        except KeenError as exc:
+            self.notice(f"skills sync failed: {exc.message}", "red")
+        self.catalog_stale = True
+
+    def on_tools_changed(self, change: Any) -> None:
+        """One line for a server's tool-list change (``keen.mcp.changes.ToolsChanged``):
+        ``+added``, ``-removed``, ``~changed (fields)``, and the tools flagged for review."""
+        self.catalog_stale = True
+        parts = [f"+{name}" for name in getattr(change, "added", ())]
+        parts += [f"-{name}" for name in getattr(change, "removed", ())]
+        for item in getattr(change, "changed", ()):
+            fields = ", ".join(getattr(item, "fields", ()))
+            parts.append(f"~{getattr(item, 'name', item)}" + (f" ({fields})" if fields else ""))
+        if not parts:
+            return
+        flagged = sorted(getattr(change, "flags", None) or {})
+        line = f"{getattr(change, 'server', '?')}: tools changed: {' '.join(parts)}"
+        if flagged:
+            line += f"; flagged for review: {', '.join(flagged)}"
+        self.notice(line, "cyan")
+
+    def close(self) -> None:
+        """Stop listening to the Manager."""
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe.clear()
