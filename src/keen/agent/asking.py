@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import anyio.lowlevel
 from rich.console import Console
 from rich.text import Text
@@ -53,12 +54,20 @@ class Asker:
         console: where questions are drawn.
         on_interrupt: called when Ctrl-C answers an approval question (the REPL cancels
             the running turn).
+
+    Attributes:
+        chat_prompt_open: set by the REPL while its own prompt waits for a line; a server
+            that asks then (outside any call of this session) is declined, since two
+            prompts cannot share the terminal.
     """
 
     def __init__(self, console: Console, *, on_interrupt: Callable[[], None] | None = None) -> None:
         self.console = console
         self.on_interrupt = on_interrupt
+        self.chat_prompt_open = False
         self._session: PromptSession[str] | None = None
+        # One question at a time: two servers asking at once wait their turn.
+        self._lock = anyio.Lock()
 
     def _prompt_session(self) -> PromptSession[str]:
         if self._session is None:
@@ -84,6 +93,10 @@ class Asker:
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask whether the call may run (an :class:`~keen.agent.loop.Approver`)."""
+        async with self._lock:
+            return await self._approve(request)
+
+    async def _approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         where = f"{request.server}/{request.tool}"
         self.console.print(
             Text.assemble(("Allow ", "bold yellow"), (terminal_text(where, one_line=True), "bold"), "?")
@@ -111,6 +124,13 @@ class Asker:
 
     async def elicit(self, server: str, message: str, requested_schema: dict[str, Any]) -> ElicitAnswer:
         """Ask the person for what ``server`` wants (a :class:`~keen.agent.elicitation.Elicitor`)."""
+        if self.chat_prompt_open:
+            self._show(f"declined a question from {server}: it came while no call was running", "yellow")
+            return ElicitAnswer("decline")
+        async with self._lock:
+            return await self._elicit(server, message, requested_schema)
+
+    async def _elicit(self, server: str, message: str, requested_schema: dict[str, Any]) -> ElicitAnswer:
         self.console.print(
             Text.assemble(("Server ", "bold cyan"), (terminal_text(server, one_line=True), "bold"), " asks:")
         )

@@ -220,9 +220,12 @@ class Repl:
         try:
             # patch_stdout: notices printed while the prompt waits appear above it.
             with patch_stdout(raw=True):
+                self.asker.chat_prompt_open = True
                 return await self._prompt_session().prompt_async(PROMPT, handle_sigint=False)
         except (KeyboardInterrupt, EOFError):
             return None
+        finally:
+            self.asker.chat_prompt_open = False
 
     async def loop(self) -> None:
         """Read lines until ``/exit``, Ctrl-D or Ctrl-C at an empty prompt."""
