@@ -20,6 +20,7 @@ through anyio and turns into a cancel of the turn's scope only, never of the ses
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
     from keen.agent.models import Model
     from keen.capabilities import PermissionMode
     from keen.runtime import Runtime
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_DISCOVERY_TIMEOUT", "PROMPT", "Repl", "run_repl"]
 
@@ -171,6 +174,13 @@ class Repl:
             except KeenError as exc:
                 view.finish()
                 self.notice(f"error: {exc.message}", "red")
+                return
+            except Exception as exc:  # a bug must not end the session and lose the conversation
+                logger.exception("the turn failed")
+                view.finish()
+                self.notice(
+                    f"error: the turn failed ({type(exc).__name__}: {exc}); the session goes on", "red"
+                )
                 return
             finally:
                 self._turn_scope = None

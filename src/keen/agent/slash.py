@@ -22,6 +22,8 @@ them (``/mcp connect github`` rather than ``keen mcp connect github``).
 
 from __future__ import annotations
 
+import inspect
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,7 +41,22 @@ if TYPE_CHECKING:
     from keen.harness import Harness
     from keen.runtime import Runtime
 
-__all__ = ["COMMANDS", "Outcome", "SlashCommand", "SlashCommands", "parse", "remedy_hint"]
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BUILTIN",
+    "COMMANDS",
+    "AgentLike",
+    "Outcome",
+    "SlashCommand",
+    "SlashCommands",
+    "describe",
+    "message_text",
+    "parse",
+    "remedy_hint",
+    "status_line",
+    "with_hint",
+]
 
 COMMANDS: dict[str, str] = {
     "/help": "this list",
@@ -184,6 +201,7 @@ class SlashCommands:
         self.console.print(Text(terminal_text(text), style=style), soft_wrap=True)
 
     def error(self, text: str) -> None:
+        """Print ``error: text`` (escaped)."""
         self.console.print(Text.assemble(("error: ", "bold red"), terminal_text(text)), soft_wrap=True)
 
     def skill_names(self) -> list[str]:
@@ -212,15 +230,19 @@ class SlashCommands:
             handler = handlers.get(command.name)
             if handler is not None:
                 result = handler(command.args)
-                if hasattr(result, "__await__"):
+                if inspect.isawaitable(result):
                     await result
                 return Outcome()
             return self.activate(command.name, command.args)
         except KeenError as exc:
             self.error(describe(exc))
+        except Exception as exc:  # a bug in one command must not end the session
+            logger.exception("/%s failed", command.name)
+            self.error(f"/{command.name} failed ({type(exc).__name__}: {exc}); the session goes on")
         return Outcome()
 
     def help(self, _args: str = "") -> None:
+        """``/help``: the commands, the skills, the two keys worth knowing."""
         table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
         for usage, text in COMMANDS.items():
             table.add_row(Text(usage, style="bold"), text)
@@ -233,6 +255,7 @@ class SlashCommands:
     # -- /mcp -----------------------------------------------------------------------------------
 
     async def mcp(self, args: str) -> None:
+        """``/mcp`` and ``/mcp connect SERVER``."""
         words = args.split()
         if not words:
             self.mcp_status()
@@ -243,6 +266,7 @@ class SlashCommands:
         self.error("usage: /mcp, or /mcp connect SERVER")
 
     def mcp_status(self) -> None:
+        """The servers' status table (name, transport, auth, state, tools, last error + fix)."""
         statuses = self.runtime.manager.servers()
         if not statuses:
             self.say(
@@ -265,6 +289,7 @@ class SlashCommands:
         self.console.print(table)
 
     async def mcp_connect(self, server: str) -> None:
+        """Reconnect ``server`` (:meth:`keen.runtime.Runtime.connect`) and reload the catalog."""
         self.say(f"connecting {server}...", "dim")
         outcome = await self.runtime.connect(server, on_authorization_url=self.on_authorization_url)
         self.agent.reload_catalog()
@@ -277,6 +302,7 @@ class SlashCommands:
     # -- /skills --------------------------------------------------------------------------------
 
     def skills(self, args: str) -> None:
+        """``/skills [list]``, ``/skills enable|disable NAME``, ``/skills reload``."""
         words = args.split()
         verb = words[0] if words else "list"
         if verb == "list" and len(words) <= 1:
@@ -290,6 +316,7 @@ class SlashCommands:
             self.error("usage: /skills [list], /skills enable NAME, /skills disable NAME, /skills reload")
 
     def skills_list(self) -> None:
+        """The skills table; broken skills as warnings above it."""
         from keen.skills import discover
 
         found = discover(self.runtime.skills_root)
@@ -308,6 +335,7 @@ class SlashCommands:
         self.console.print(table)
 
     def skills_set(self, name: str, value: bool) -> None:
+        """Enable or disable skill ``name`` in the skills config; raises ``SkillError`` for an unknown name."""
         from keen.skills import SkillsConfig, discover
 
         config = SkillsConfig.load(self.runtime.skills_root / "config.json")
@@ -327,6 +355,7 @@ class SlashCommands:
     # -- /tools, /search ------------------------------------------------------------------------
 
     def tools(self, _args: str = "") -> None:
+        """``/tools``: the visible set of the last step (base tools, searched MCP tools, skills)."""
         harness = self.agent.harness
         entries = sorted(harness.visible.values(), key=lambda e: (e.kind == "skill", e.name))
         if not entries:
@@ -343,6 +372,7 @@ class SlashCommands:
         self.console.print(table)
 
     def search(self, query: str) -> None:
+        """``/search QUERY``: the ten best ToolSearch hits the permission mode admits."""
         from keen.capabilities import SearchFilter
 
         if not query.strip():
@@ -364,6 +394,7 @@ class SlashCommands:
     # -- /SKILL ---------------------------------------------------------------------------------
 
     def activate(self, name: str, args: str) -> Outcome:
+        """``/NAME ARGS``: activate skill ``name``; ARGS (if any) becomes the turn to run."""
         if not name or name in BUILTIN:
             self.error(f"unknown command /{name}; /help lists the commands")
             return Outcome()
