@@ -61,6 +61,7 @@ class ServerWatch:
         self.lock = anyio.Lock()
         self._reported: dict[str, ServerState] = {}
         self._changed: set[str] = set()
+        self._tools_changed = False
         self._wake = anyio.Event()
         self._unsubscribe: list[Callable[[], None]] = []
 
@@ -122,9 +123,10 @@ class ServerWatch:
             await anyio.sleep(SETTLE_SECONDS)
             async with self.lock:
                 news = self._news()
-                if not news:
+                resync, self._tools_changed = self._tools_changed, False
+                if not news and not resync:
                     continue
-                await self._sync()
+                await self._sync()  # regenerates the skill of a server whose tools changed
                 for status in news:
                     if status.state is ServerState.CONNECTED:
                         self.notice(f"{status.name}: connected, {status.tool_count} tools", "dim")
@@ -155,8 +157,11 @@ class ServerWatch:
 
     def on_tools_changed(self, change: Any) -> None:
         """One line for a server's tool-list change (``keen.mcp.changes.ToolsChanged``):
-        ``+added``, ``-removed``, ``~changed (fields)``, and the tools flagged for review."""
+        ``+added``, ``-removed``, ``~changed (fields)``, and the tools flagged for review;
+        the skills are synced again in the background."""
         self.catalog_stale = True
+        self._tools_changed = True
+        self._wake.set()
         parts = [f"+{name}" for name in getattr(change, "added", ())]
         parts += [f"-{name}" for name in getattr(change, "removed", ())]
         for item in getattr(change, "changed", ()):
