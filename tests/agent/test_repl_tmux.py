@@ -155,6 +155,8 @@ def test_startup_reports_failures_and_slash_commands_work(start: Callable[..., C
     t.wait_for(r"Disabled skill mcp:chat\.", after=at)
     at = chat.send("/skills list")
     t.wait_for(r"│ mcp:chat\s+│ no\s+│ yes\s+│", after=at)
+    at = chat.send("/skills reload")
+    t.wait_for(r"Reloaded skills: 2 in ", after=at)
     at = chat.send("/skills enable mcp:nothing")
     t.wait_for(r"error: no skill named 'mcp:nothing'; /skills list shows the skills", after=at)
 
