@@ -15,7 +15,6 @@ import keen
 ROOT = Path(__file__).resolve().parents[1]
 SRC = Path(keen.__file__).parent
 IMPORT_NAME = {"PyYAML": "yaml", "PyStemmer": "Stemmer", "bpe-openai": "bpe_openai"}
-NOT_YET_IMPORTED = {"prompt_toolkit"}  # the REPL of `keen chat` (issue 13) is being built on it
 # Imported by Keen, installed as a requirement of a declared dependency.
 PROVIDED_BY = {
     "mcp_types": "mcp",
@@ -59,9 +58,7 @@ def _imported() -> set[str]:
 def test_every_dependency_is_used() -> None:
     text = "\n".join(path.read_text(encoding="utf-8") for path in SRC.rglob("*.py"))
     unused = [
-        dist
-        for dist, module in _declared().items()
-        if module not in NOT_YET_IMPORTED and not re.search(rf"\b{re.escape(module)}\b", text)
+        dist for dist, module in _declared().items() if not re.search(rf"\b{re.escape(module)}\b", text)
     ]
     assert unused == []
 
