@@ -61,6 +61,7 @@ class Tmux:
             "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height),
             "-c", str(cwd), "--", *argv,
         )  # fmt: skip
+        self.socket_path = self._tmux("display-message", "-p", "-t", "t", "#{socket_path}").strip()
         self._tmux("set-option", "-t", "t", "remain-on-exit", "on")
         self._tmux("set-option", "-t", "t", "history-limit", "20000")
 
@@ -141,3 +142,5 @@ class Tmux:
             timeout=10,
             check=False,
         )
+        if self.socket_path:  # kill-server leaves the socket file behind
+            Path(self.socket_path).unlink(missing_ok=True)
