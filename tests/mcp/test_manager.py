@@ -57,9 +57,11 @@ async def test_http_no_auth_connect_list_call(write_config: Callable[..., Path])
             assert info is not None and info.instructions == "Use for echo tests."
             result = await manager.call_tool("web", "add", {"a": 2, "b": 40})
             assert not result.is_error and "42" in result.text
-            # The Streamable HTTP transport requirements (MCP 2025-11-25): session id and protocol version resent.
+            # FastMCP serves both eras: Keen's probe (server/discover) finds the stateless one, and
+            # every request says its version (MCP 2026-07-28, Streamable HTTP headers).
+            assert status.protocol_version == "2026-07-28"
             posts = [r for r in srv.requests if r.method == "POST"]
-            assert any(r.headers.get("mcp-protocol-version") == "2025-11-25" for r in posts)
+            assert posts and all(r.headers.get("mcp-protocol-version") == "2026-07-28" for r in posts)
             assert "application/json" in posts[0].headers["accept"]
             assert "text/event-stream" in posts[0].headers["accept"]
 

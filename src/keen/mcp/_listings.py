@@ -50,10 +50,11 @@ async def _all_pages(
 
 
 async def list_resources(
-    server: str, session: ClientSession, init: mt.InitializeResult
+    server: str, session: ClientSession, capabilities: mt.ServerCapabilities | None
 ) -> list[dict[str, Any]]:
-    """Every ``resources/list`` page (``[]`` without the capability or on failure)."""
-    if init.capabilities.resources is None:
+    """Every ``resources/list`` page (``[]`` without the capability or on failure).
+    ``capabilities``: what the server announced at initialize or discover."""
+    if capabilities is None or capabilities.resources is None:
         return []
     return await _all_pages(
         server, "resources", lambda p: session.list_resources(params=p), lambda page: list(page.resources)
@@ -61,10 +62,11 @@ async def list_resources(
 
 
 async def list_prompts(
-    server: str, session: ClientSession, init: mt.InitializeResult
+    server: str, session: ClientSession, capabilities: mt.ServerCapabilities | None
 ) -> list[dict[str, Any]]:
-    """Every ``prompts/list`` page (``[]`` without the capability or on failure)."""
-    if init.capabilities.prompts is None:
+    """Every ``prompts/list`` page (``[]`` without the capability or on failure).
+    ``capabilities``: what the server announced at initialize or discover."""
+    if capabilities is None or capabilities.prompts is None:
         return []
     return await _all_pages(
         server, "prompts", lambda p: session.list_prompts(params=p), lambda page: list(page.prompts)

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 import anyio
 import httpx2
 import mcp_types as mt
+from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -37,6 +38,8 @@ from keen.mcp._tool_descriptions import with_full_descriptions
 from keen.mcp._tool_filter import InvalidTool, ToolListFilter, WriteWatch
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp._validation import ArgumentValidator
+from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_changes
+from keen.mcp.changes import ChangeObserver, RefreshReason, ToolsChanged, diff_tools
 from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
 from keen.mcp.elicitation import ElicitationCallback, sdk_callback
 from keen.mcp.types import AuthFactory, ServerInfo, ServerState, ServerStatus, Tool, TransportFactory
@@ -94,6 +97,8 @@ class ServerRuntime:
         auth_factory: AuthFactory | None = None,
         transport: TransportFactory | None = None,
         elicitation: Callable[[], ElicitationCallback | None] = lambda: None,
+        on_tools: ChangeObserver | None = None,
+        refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
     ) -> None:
         self.name = name
         self._elicitation = elicitation
@@ -132,6 +137,13 @@ class ServerRuntime:
         """Tools of the latest listing that the MCP schema rejects: skipped, the rest usable."""
         self._connect_scope: anyio.CancelScope | None = None
         self._facts = ConnectFacts(name, config.transport, config.auth_type)
+        self._on_tools = on_tools
+        self._refresh_interval = refresh_interval
+        self._early_notice = False
+        self.watch: ListWatch | None = None
+        """The connected session's re-list driver (``None`` while not connected)."""
+        self.list_ttl_ms: int | None = None
+        self.cache_scope: str | None = None
         register_server_secrets(config)
 
     # -- status ---------------------------------------------------------------------------------------
@@ -151,6 +163,8 @@ class ServerRuntime:
             tool_count=len(self.tools),
             info=self.info,
             remedy=self._remedy(),
+            list_ttl_ms=self.list_ttl_ms,
+            cache_scope=self.cache_scope,
         )
 
     def _remedy(self) -> Remedy | None:
@@ -252,6 +266,7 @@ class ServerRuntime:
             url=redact_url(cfg.url) if isinstance(cfg, HttpServerConfig) else "",
         )
         self.http_status = None
+        self._early_notice = False
         self._set(ServerState.CONNECTING)
         self._stderr = None
         served = False
@@ -284,36 +299,36 @@ class ServerRuntime:
                         ),
                     )
                 )
-                init: mt.InitializeResult | None = None
+                negotiated = False
                 tools: list[Tool] = []
                 # stop() cancels this scope, so shutdown never waits out a hung initialize.
                 with anyio.CancelScope() as self._connect_scope:
                     try:
                         facts.phase, facts.timeout = "initialize", cfg.timeouts.connect
                         with anyio.fail_after(cfg.timeouts.connect):
-                            init = await session.initialize()
-                        tool_filter.version = init.protocol_version
+                            # Both eras, as the SDK's Client(mode="auto") does it: probe
+                            # server/discover (2026-07-28), fall back to the initialize handshake.
+                            await negotiate_auto(session)
+                            negotiated = True
+                        tool_filter.version = session.protocol_version
                         facts.phase, facts.timeout = "list_tools", cfg.timeouts.list_tools
                         with anyio.fail_after(cfg.timeouts.list_tools):
-                            tools = await self._list_all(session)
-                            # Servers with the tool_descriptions extension list minimal tools.
-                            tools, self.descriptions_uri = await with_full_descriptions(
-                                session, init, tools, self.name
-                            )
+                            tools = await self._list_full(session)
                             # Only for servers that advertise them; a failure leaves them empty.
-                            self.resources = await list_resources(self.name, session, init)
-                            self.prompts = await list_prompts(self.name, session, init)
+                            caps = session.server_capabilities
+                            self.resources = await list_resources(self.name, session, caps)
+                            self.prompts = await list_prompts(self.name, session, caps)
                     except Exception as exc:
                         # Report before unwinding: stopping a hung stdio server takes seconds.
                         self._fail(exc, facts)
                         raise
                 self._connect_scope = None
-                if self._stopping or init is None:
+                if self._stopping or not negotiated:
                     self._set(ServerState.DISCONNECTED, f"stopped while connecting ({facts.phase})")
                     return
-                self._publish(session, init, tools)
+                self._publish(session, tools)
                 served = True
-                await self._serve()
+                await self._serve(session)
         except Exception as exc:
             if not served:
                 if self.state is ServerState.CONNECTING:
@@ -344,21 +359,89 @@ class ServerRuntime:
         self._set(state, message)
         self._settle()
 
-    async def _serve(self) -> None:
-        # Published; park until stop, refresh or EOF. The session stays open meanwhile.
-        while not (self._stopping or self._refresh_requested or self._eof):
-            await self._wake.wait()
-            self._wake = anyio.Event()
+    async def _serve(self, session: ClientSession) -> None:
+        # Published; park until stop, refresh or EOF. The session stays open meanwhile, and
+        # its ListWatch re-lists the tools in this task group when they change.
+        watch = ListWatch(
+            self.name, lambda reason: self._relist(session, reason), interval=self._refresh_interval
+        )
+        watch.set_ttl(self.list_ttl_ms)
+        if self._early_notice:
+            watch.request("notification")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch.run, name=f"keen-mcp-watch-{self.name}")
+            tg.start_soon(listen_for_changes, session, watch, name=f"keen-mcp-listen-{self.name}")
+            self.watch = watch
+            try:
+                while not (self._stopping or self._refresh_requested or self._eof):
+                    await self._wake.wait()
+                    self._wake = anyio.Event()
+            finally:
+                self.watch = None
+                tg.cancel_scope.cancel()
 
-    def _publish(self, session: ClientSession, init: mt.InitializeResult, tools: list[Tool]) -> None:
+    async def _list_full(self, session: ClientSession) -> list[Tool]:
+        tools = await self._list_all(session)
+        # Servers with the tool_descriptions extension list minimal tools.
+        tools, self.descriptions_uri = await with_full_descriptions(
+            session, session.server_capabilities, tools, self.name
+        )
+        return tools
+
+    async def _relist(self, session: ClientSession, reason: RefreshReason) -> ToolsChanged | None:
+        """List the tools of the published session again and publish what changed."""
+        if self.session is not session:
+            return None
+        try:
+            with anyio.fail_after(self.config.timeouts.list_tools):
+                tools = await self._list_full(session)
+        except Exception as exc:
+            # The old list stays in use; a dead connection is noticed by the EOF watch.
+            logger.warning(
+                "server %s: re-listing tools (%s) failed, keeping the previous list: %s",
+                self.name,
+                reason,
+                redactor.redact(one_line(str(exc) or type(exc).__name__, 200)),
+            )
+            return None
+        if self.session is not session:
+            return None
+        if self.watch is not None:
+            self.watch.set_ttl(self.list_ttl_ms)
+        return self._replace_tools(tools, reason)
+
+    def _replace_tools(self, tools: list[Tool], reason: RefreshReason) -> ToolsChanged:
+        version = self.info.protocol_version if self.info else None
+        change = diff_tools(self.name, self.tools, tools, reason, protocol_version=version)
+        count_changed = len(tools) != len(self.tools)
+        self.tools = tools
+        self.tools_by_name = {t.name: t for t in tools}
+        self.validator.reset()
+        self.last_refresh_at = datetime.now(UTC)
+        if change:
+            logger.debug("server %s: tools changed: %s", self.name, change.summary())
+            if count_changed:
+                self._on_change(self.status())
+            self._emit(change)
+        return change
+
+    def _emit(self, change: ToolsChanged) -> None:
+        if self._on_tools is not None:
+            self._on_tools(change)
+
+    def _publish(self, session: ClientSession, tools: list[Tool]) -> None:
         now = datetime.now(UTC)
-        info = init.server_info
+        info = session.server_info
         self.info = ServerInfo(
-            name=info.name,
-            version=info.version,
-            title=getattr(info, "title", None),
-            instructions=init.instructions,
-            protocol_version=init.protocol_version,
+            name=info.name if info else "",
+            version=info.version if info else "",
+            title=getattr(info, "title", None) if info else None,
+            instructions=session.instructions,
+            protocol_version=session.protocol_version,
+        )
+        previous = self.tools
+        reconnect = diff_tools(
+            self.name, previous, tools, "reconnect", protocol_version=session.protocol_version
         )
         self.tools = tools
         self.tools_by_name = {t.name: t for t in tools}
@@ -378,6 +461,8 @@ class ServerRuntime:
             )
         self._set(ServerState.CONNECTED, note)
         self._settle()
+        if previous and reconnect:
+            self._emit(reconnect)
 
     async def _list_all(self, session: ClientSession) -> list[Tool]:
         # Follow nextCursor to the end; the SDK's call_tool re-lists only the first page when
@@ -388,9 +473,16 @@ class ServerRuntime:
         duplicates: list[str] = []
         self._tool_filter.start_listing()
         cursor: str | None = None
+        ttls: list[int] = []
+        scopes: set[str] = set()
         for _ in range(_MAX_PAGES):
             params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await session.list_tools(params=params)
+            if "ttl_ms" in page.model_fields_set:
+                # 2026-07-28 caching hints (the SDK drops them on older sessions): the
+                # whole list is as fresh as its stalest page.
+                ttls.append(page.ttl_ms)
+                scopes.add(page.cache_scope)
             for raw in page.tools:
                 if raw.name in seen_names:
                     duplicates.append(raw.name)
@@ -399,6 +491,8 @@ class ServerRuntime:
                 tools.append(_to_tool(self.name, raw))
             cursor = page.next_cursor
             if not cursor:
+                self.list_ttl_ms = min(ttls) if ttls else None
+                self.cache_scope = ("private" if "private" in scopes else "public") if scopes else None
                 self._report_invalid()
                 if duplicates:
                     # One line per server, however many: a flood of duplicates is one warning.
@@ -503,7 +597,11 @@ class ServerRuntime:
         root = getattr(message, "root", message)
         method = getattr(root, "method", type(root).__name__)
         if method == "notifications/tools/list_changed":
-            logger.debug("server %s: tools/list_changed (a refresh relists them)", self.name)
+            # 2025-11-25 and earlier; 2026-07-28 servers announce changes on subscriptions/listen.
+            if self.watch is not None:
+                self.watch.request("notification")
+            else:
+                self._early_notice = True  # during the first listing: re-list once published
         else:
             logger.debug("server %s: notification %s", self.name, method)
 

@@ -33,10 +33,10 @@ _MAX_ENTRY_CHARS = 100_000
 """A full description larger than this (as JSON) is ignored: the minimal tool is kept."""
 
 
-async def find_resource(session: ClientSession, init: mt.InitializeResult) -> str | None:
+async def find_resource(session: ClientSession, capabilities: mt.ServerCapabilities | None) -> str | None:
     """The URI of the server's ``tool_descriptions`` resource, or None (no resources capability,
-    or not listed)."""
-    if init.capabilities.resources is None:
+    or not listed). ``capabilities``: what the server announced at initialize or discover."""
+    if capabilities is None or capabilities.resources is None:
         return None
     cursor: str | None = None
     for _ in range(_MAX_PAGES):
@@ -80,14 +80,14 @@ async def fetch_descriptions(session: ClientSession, uri: str, names: list[str])
 
 
 async def with_full_descriptions(
-    session: ClientSession, init: mt.InitializeResult, tools: list[Tool], server: str
+    session: ClientSession, capabilities: mt.ServerCapabilities | None, tools: list[Tool], server: str
 ) -> tuple[list[Tool], str | None]:
     """``(tools, uri)``: each description and inputSchema replaced by the full one when the server
     implements the extension (``uri`` is its resource); unchanged tools and ``None`` otherwise.
     A failure keeps the minimal tools (logged)."""
     uri: str | None = None
     try:
-        uri = await find_resource(session, init)
+        uri = await find_resource(session, capabilities)
         if uri is None or not tools:
             return tools, uri
         full = await fetch_descriptions(session, uri, [t.name for t in tools])

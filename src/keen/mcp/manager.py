@@ -40,7 +40,9 @@ from keen.mcp._runtime import ServerRuntime
 from keen.mcp._tool_descriptions import description_required, fetch_descriptions
 from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._translate import translate_call_error
+from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.auth import classify_auth_failure
+from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools
 from keen.mcp.config import MCPConfig, load_config, parse_config
 from keen.mcp.elicitation import ElicitationCallback
 from keen.mcp.types import (
@@ -83,6 +85,8 @@ class Manager:
             :mod:`keen.mcp.elicitation`). Sessions advertise the ``elicitation`` capability
             only when it is set; it may also be set later on :attr:`elicitation`, which
             applies to sessions that connect after that.
+        refresh_interval: seconds; a server's tools are re-listed at most once per interval
+            however many change notices it sends (docs/architecture.md "Tools that change").
 
     One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
     server alone is in state ``config_error`` with the message and the fix, and calls to it
@@ -100,6 +104,7 @@ class Manager:
         only: set[str] | None = None,
         transports: Mapping[str, TransportFactory] | None = None,
         elicitation: ElicitationCallback | None = None,
+        refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
     ) -> None:
         self.elicitation = elicitation
         self.config_path = config_path or paths.mcp_config_path()
@@ -117,6 +122,8 @@ class Manager:
         self._runtimes: dict[str, ServerRuntime] = {}
         self._misconfigured: dict[str, ServerStatus] = {}
         self._observers: list[StatusObserver] = []
+        self._change_observers: list[ChangeObserver] = []
+        self._refresh_interval = refresh_interval
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
         self._closed = False
@@ -151,6 +158,8 @@ class Manager:
                 auth_factory=self._auth_factory,
                 transport=self._transports.get(name),
                 elicitation=lambda: self.elicitation,
+                on_tools=self._notify_changes,
+                refresh_interval=self._refresh_interval,
             )
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
@@ -223,6 +232,24 @@ class Manager:
         """
         self._observers.append(observer)
         return lambda: self._observers.remove(observer) if observer in self._observers else None
+
+    def subscribe_changes(self, observer: ChangeObserver) -> Callable[[], None]:
+        """Call ``observer(change)`` (in the event loop, synchronously) whenever a server's tool
+        list changed: after a change notice, an expired ``ttlMs``, :meth:`refresh_tools` or a
+        reconnect found tools added, removed or changed (``keen.mcp.changes``).
+
+        The observer must return quickly (hand slow work to a task or thread); its exceptions
+        are logged. Returns a function that unsubscribes it (safe to call twice).
+        """
+        self._change_observers.append(observer)
+        return lambda: self._change_observers.remove(observer) if observer in self._change_observers else None
+
+    def _notify_changes(self, change: ToolsChanged) -> None:
+        for observer in list(self._change_observers):
+            try:
+                observer(change)
+            except Exception:
+                logger.exception("change observer failed for %s", change.server)
 
     def _notify(self, status: ServerStatus) -> None:
         for observer in list(self._observers):
@@ -448,6 +475,32 @@ class Manager:
         if runtime.finished.is_set() or (runtime.state is ServerState.CONFIGURED and not runtime.running):
             self._tg.start_soon(runtime.run, name=f"keen-mcp-owner-{name}")
         return await runtime.refresh(interactive=interactive)
+
+    async def refresh_tools(self, name: str) -> ToolsChanged | None:
+        """List ``name``'s tools again now, over its open session (no reconnect), and tell the
+        change observers what changed. A server that is not connected is reconnected
+        (:meth:`refresh`) instead, which lists its tools too.
+
+        Returns:
+            What changed (false when nothing did), or ``None`` when the listing failed or the
+            server did not connect (see :meth:`status`).
+
+        Raises:
+            ServerNotConfigured: no server by that name.
+        """
+        if name in self._misconfigured:
+            return None
+        runtime = self._runtime(name)
+        watch = runtime.watch
+        if watch is None or runtime.state is not ServerState.CONNECTED:
+            before = list(runtime.tools)
+            status = await self.refresh(name)
+            if status.state is not ServerState.CONNECTED:
+                return None
+            return diff_tools(
+                name, before, runtime.tools, "reconnect", protocol_version=status.protocol_version
+            )
+        return await watch.request_and_wait()
 
     # -- helpers ----------------------------------------------------------------------------------
 

@@ -88,10 +88,21 @@ class ServerStatus:
     info: ServerInfo | None = None
     remedy: Remedy | None = None
     """What would bring the server back (sign in, reconnect, enable it), or ``None``."""
+    list_ttl_ms: int | None = None
+    """The last tools/list's ``ttlMs`` (2026-07-28 caching hint; ``None`` when the server gave none)."""
+    cache_scope: str | None = None
+    """The last tools/list's ``cacheScope``: ``public`` or ``private`` (2026-07-28), else ``None``."""
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated MCP protocol version (``2026-07-28``, ``2025-11-25``, ...), or ``None``
+        when the server never connected."""
+        return self.info.protocol_version if self.info else None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``keen mcp list --json`` object: name, transport, auth, state, tool_count, last_error,
-        plus enabled and the two timestamps (ISO 8601 or null)."""
+        enabled, the two timestamps (ISO 8601 or null), protocol_version, and the tool list's
+        2026-07-28 caching hints ``ttl_ms`` and ``cache_scope`` (null when absent)."""
         return {
             "name": self.name,
             "transport": self.transport,
@@ -102,6 +113,9 @@ class ServerStatus:
             "enabled": self.enabled,
             "last_connected_at": _iso(self.last_connected_at),
             "last_refresh_at": _iso(self.last_refresh_at),
+            "protocol_version": self.protocol_version,
+            "ttl_ms": self.list_ttl_ms,
+            "cache_scope": self.cache_scope,
         }
 
 
