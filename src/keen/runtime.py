@@ -29,6 +29,7 @@ from keen.mcp.config import HttpServerConfig, MCPConfig, OAuthAuth
 from keen.mcp.elicitation import ElicitationCallback
 from keen.mcp.manager import Manager, StatusObserver
 from keen.mcp.types import ServerState, ServerStatus
+from keen.mcpskills.live import LiveSkills
 from keen.mcpskills.startup import sync_from_manager
 from keen.mcpskills.sync import ServerSnapshot, SyncEntry, SyncReport, sync_server
 from keen.skills.config import SkillsConfig
@@ -72,6 +73,8 @@ class Runtime:
         discovered: True when every server settled within the discovery wait (False if the
             wait ran out or was not asked for).
         sync_report: the startup sync's report, when one ran.
+        live: the live refresh keeping generated skills in line with the servers' tools
+            (``keen.mcpskills.live``), when the session has one.
     """
 
     def __init__(self, manager: Manager, gateway: Gateway, skills_root: Path) -> None:
@@ -80,6 +83,7 @@ class Runtime:
         self.skills_root = skills_root
         self.discovered = False
         self.sync_report: SyncReport | None = None
+        self.live: LiveSkills | None = None
 
     async def wait_for_discovery(self, timeout: float, view: DiscoveryView | None = None) -> bool:
         """Wait up to ``timeout`` seconds for every server's first connection attempt.
@@ -165,6 +169,7 @@ async def open_runtime(
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     manager: Manager | None = None,
     elicitation: ElicitationCallback | None = None,
+    live: bool | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open a session: start the Manager, wait for discovery, sync skills, build the Gateway.
 
@@ -189,6 +194,9 @@ async def open_runtime(
             are then ignored.
         elicitation: answers servers' ``elicitation/create`` requests (see
             :mod:`keen.mcp.elicitation`); servers see the capability only when it is set.
+        live: keep each server's generated skill in line with its tools while the session
+            runs (a change notice, an expired ``ttlMs`` or ``Manager.refresh_tools`` regenerates
+            it; :class:`~keen.mcpskills.live.LiveSkills`). Default: on when ``sync`` is.
 
     Yields:
         The :class:`Runtime`.
@@ -212,6 +220,8 @@ async def open_runtime(
             await runtime.wait_for_discovery(wait, discovery_view)
         if sync:
             await runtime.sync()
+        if sync if live is None else live:
+            runtime.live = await stack.enter_async_context(LiveSkills(manager, skills_root=root))
         yield runtime
 
 

@@ -1,6 +1,6 @@
 """The ``keen`` command line (typer + rich).
 
-``keen mcp list|tools|call|import|add|remove|sync|connect|diff|trust``, ``keen skills ...``, ``keen tools search``, ``keen prompt``,
+``keen mcp list|tools|call|import|add|remove|sync|connect|diff|trust|refresh|watch``, ``keen skills ...``, ``keen tools search``, ``keen prompt``,
 ``keen chat``, ``keen demo``. Library code never prints; everything a person sees is rendered here.
 Each command imports what it needs when it runs, so commands that touch no server
 (``--version``, ``skills``, ``prompt``) start without loading the MCP SDK.
@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from keen._version import __version__
-from keen.cli import chat_cmd, demo_cmd, mcp_config_cmd, pins_cmd, prompt_cmd, serve_cmd
+from keen.cli import chat_cmd, demo_cmd, mcp_config_cmd, pins_cmd, prompt_cmd, serve_cmd, watch_cmd
 from keen.cli._common import EXIT_KEEN_ERROR, debug_enabled, err, setup_logging, typer_app
 from keen.cli.mcp_cmd import app as mcp_app
 from keen.cli.sessions_cmd import app as sessions_app
@@ -31,6 +31,7 @@ app = typer_app(
 )
 pins_cmd.register(mcp_app)
 mcp_config_cmd.register(mcp_app)
+watch_cmd.register(mcp_app)
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(skills_app, name="skills")

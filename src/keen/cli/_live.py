@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from keen.mcp.manager import Manager
 
-__all__ = ["STATE_STYLE", "connecting_view", "status_table"]
+__all__ = ["STATE_STYLE", "connecting_view", "flag_text", "status_table"]
 
 STATE_STYLE = {
     ServerState.CONNECTED: "green",
@@ -29,25 +29,47 @@ STATE_STYLE = {
 }
 
 
-def status_table(statuses: list[ServerStatus], *, title: str | None = "MCP servers") -> Table:
-    """name, transport, auth, state, tools, last error."""
+def status_table(
+    statuses: list[ServerStatus],
+    *,
+    title: str | None = "MCP servers",
+    flags: dict[str, dict[str, list[str]]] | None = None,
+) -> Table:
+    """name, transport, auth, state, MCP protocol version, tools, last error; with ``flags``
+    (server -> tool -> flag kinds, ``keen.mcp.flags``) a ``flags`` column too."""
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", expand=False)
-    for column in ("name", "transport", "auth", "state", "tools", "last error"):
+    columns = [
+        "name",
+        "transport",
+        "auth",
+        "state",
+        "MCP",
+        "tools",
+        *(["flags"] if flags is not None else []),
+    ]
+    for column in (*columns, "last error"):
         table.add_column(column, overflow="fold", justify="right" if column == "tools" else "left")
     for s in statuses:
         style = STATE_STYLE.get(s.state, "")
         state = s.state.value if s.enabled else f"{s.state.value} (disabled)"
-        table.add_row(
-            cell(s.name),
-            s.transport,
-            s.auth,
-            cell(state, style=style),
-            str(s.tool_count),
-            cell(with_remedy(s.last_error, s.remedy, server=s.name)),
-        )
+        row = [cell(s.name), s.transport, s.auth, cell(state, style=style), s.protocol_version or "-"]
+        row.append(str(s.tool_count))
+        if flags is not None:
+            row.append(cell(flag_text(flags.get(s.name, {})), style="bold red"))
+        row.append(cell(with_remedy(s.last_error, s.remedy, server=s.name)))
+        table.add_row(*row)
     return table
+
+
+def flag_text(flags: dict[str, list[str]], limit: int = 3) -> str:
+    """``2 flagged: fetch (override, secrets), ...``, or "" when no tool is flagged."""
+    if not flags:
+        return ""
+    shown = ", ".join(f"{name} ({', '.join(kinds)})" for name, kinds in list(flags.items())[:limit])
+    more = f", and {len(flags) - limit} more" if len(flags) > limit else ""
+    return f"{len(flags)} flagged: {shown}{more}; see keen mcp diff"
 
 
 @asynccontextmanager

@@ -53,18 +53,19 @@ def list_servers(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
     from keen.cli._live import status_table
     from keen.runtime import open_runtime
 
-    async def body() -> list[ServerStatus]:
+    async def body() -> tuple[list[ServerStatus], dict[str, dict[str, list[str]]]]:
         async with open_runtime(wait=timeout, discovery_view=_live(not as_json)) as rt:
-            return [_still_connecting(s, timeout) for s in rt.manager.servers()]
+            return [_still_connecting(s, timeout) for s in rt.manager.servers()], _flags(rt.manager)
 
-    statuses = run(body)
+    statuses, flags = run(body)
     if as_json:
-        keys = ("name", "transport", "auth", "state", "tool_count")
+        keys = ("name", "transport", "auth", "state", "protocol_version", "tool_count")
         print_json(
             [
                 {
                     **{k: s.to_dict()[k] for k in keys},
                     "last_error": with_remedy(s.last_error, s.remedy, server=s.name),
+                    "flags": flags.get(s.name, {}),
                 }
                 for s in statuses
             ]
@@ -77,7 +78,18 @@ def list_servers(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
             highlight=False,
         )
         return
-    out.print(status_table(statuses))
+    out.print(status_table(statuses, flags=flags))
+
+
+def _flags(manager: Any) -> dict[str, dict[str, list[str]]]:
+    """server -> flagged tool -> flag kinds, over every connected server (keen.mcp.flags)."""
+    from keen.mcp.flags import flag_kinds, scan_servers
+    from keen.mcp.types import ServerState
+
+    connected = {
+        s.name: manager.list_tools(s.name) for s in manager.servers() if s.state is ServerState.CONNECTED
+    }
+    return {server: flag_kinds(found) for server, found in scan_servers(connected).items()}
 
 
 def _still_connecting(status: ServerStatus, timeout: float) -> ServerStatus:
@@ -206,12 +218,13 @@ def sync(
     async def body() -> Any:
         async with open_runtime(wait=timeout, discovery_view=_live(not as_json), sync=True) as rt:
             assert rt.sync_report is not None  # sync=True
-            return rt.sync_report, rt.manager.servers()
+            return rt.sync_report, rt.manager.servers(), _flags(rt.manager)
 
-    report, statuses = run(body)
+    report, statuses, flags = run(body)
     data = report.to_dict()
     for entry, row in zip(report.entries, data["servers"], strict=True):
         row["hint"] = _hint(entry)
+        row["flags"] = flags.get(entry.server, {})
     if as_json:
         print_json(data)
         return
@@ -221,7 +234,7 @@ def sync(
         )
         return
     if statuses:
-        out.print(status_table(statuses))
+        out.print(status_table(statuses, flags=flags))
     table = Table(title="skills", title_justify="left")
     for column in ("skill", "action", "enabled", "hint"):
         table.add_column(column, overflow="fold")

@@ -8,7 +8,10 @@ being written; a torn last line is skipped on reading). Every string is redacted
   model; ``skill_index``: skill names listed; ``handles``: resource and prompt names in
   the resource index), ``turn.end``;
 - ``capability.diff`` (``added``, ``removed``, ``changed`` with reasons, ``policy_inputs``),
-  written before the ``turn.start`` it explains;
+  written before the ``turn.start`` it explains; with ``source: "mcp.refresh"``, a server's
+  tool list changed mid-session (``server``, ``reason``, tool names ``added``/``removed``,
+  ``changed`` with the fields that differ, ``flags``): attribution only, the visible set
+  follows in the next turn's own diff;
 - ``call`` (name, arguments, caller), ``approval`` (decision, by), ``hook`` (a pre-hook's
   refusal, a post-hook's change), ``result`` (outcome, the gate that denied, a code, the
   text exactly as the model saw it, the pipeline stages passed in order).
@@ -188,7 +191,7 @@ def replay(path: Path) -> Replay:
         kind = event.get("type")
         if kind == "session.start":
             start, session = event, str(event.get("session", session))
-        elif kind == "capability.diff":
+        elif kind == "capability.diff" and event.get("source") != "mcp.refresh":
             for entry in event.get("removed", []):
                 visible.pop(entry["id"], None)
             for entry in event.get("added", []):

@@ -69,6 +69,7 @@ from keen.harness.policy import (
     permission,
     select,
 )
+from keen.mcp.changes import ToolsChanged
 from keen.mcp.types import ServerState
 
 __all__ = ["SEARCH_TOOLS", "Harness", "Observation", "PostHook", "PreHook", "Visibility"]
@@ -149,6 +150,11 @@ class Harness:
             **{n: local_capability(n, d) for n, (d, _) in ENTRY_SCHEMAS.items()},
         }
         self.log.emit("session.start", mode=mode, workspace=str(self.workspace.workspace), budget=budget)
+        # A server's tools that change mid-session are logged when they change (source
+        # "mcp.refresh"); the visible set follows at the next turn, with its own diff.
+        self._unsubscribe = (
+            gateway.manager.subscribe_changes(self._tools_changed) if gateway is not None else lambda: None
+        )
 
     # -- turns ------------------------------------------------------------------------------
 
@@ -270,7 +276,11 @@ class Harness:
             description, schema = loaded.descriptor.summary, loaded.schema or {"type": "object"}
         return {"name": entry.name, "description": description, "inputSchema": schema}
 
+    def _tools_changed(self, change: ToolsChanged) -> None:
+        self.log.emit(**{**change.to_dict(), "turn": self.turn})
+
     def close(self) -> None:
+        self._unsubscribe()
         self.log.close()
 
     # -- the pipeline -----------------------------------------------------------------------

@@ -24,6 +24,8 @@ from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import Subscription
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from keen._redact import redact_url, redactor
 from keen._text import one_line
@@ -33,12 +35,12 @@ from keen.mcp._listings import list_prompts, list_resources
 from keen.mcp._secrets import register_server_secrets
 from keen.mcp._spawn import server_command
 from keen.mcp._stderr import StderrCopy
-from keen.mcp._streams import StreamProxy
+from keen.mcp._streams import EOFWatch
 from keen.mcp._tool_descriptions import with_full_descriptions
 from keen.mcp._tool_filter import InvalidTool, ToolListFilter, WriteWatch
 from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp._validation import ArgumentValidator
-from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_changes
+from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_changes, open_subscription
 from keen.mcp.changes import ChangeObserver, RefreshReason, ToolsChanged, diff_tools
 from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
 from keen.mcp.elicitation import ElicitationCallback, sdk_callback
@@ -51,37 +53,6 @@ logger = logging.getLogger(__name__)
 _MAX_PAGES = 10_000
 _STDERR_TAIL_LINES = 5
 _CLIENT_INFO = mt.Implementation(name="keen", version=__version__)
-
-
-class _EOFWatch(StreamProxy):
-    """Read-stream proxy that reports the end of the stream (server exit, connection closed).
-
-    The SDK's dispatcher treats EOF as a closed connection but tells no one outside;
-    the owner needs to know to mark the server disconnected.
-    """
-
-    def __init__(
-        self, inner: Any, on_eof: Callable[[], None], transform: Callable[[Any], Any] = lambda item: item
-    ) -> None:
-        super().__init__(inner)
-        self._on_eof = on_eof
-        self._transform = transform
-
-    async def receive(self) -> Any:
-        try:
-            return self._transform(await self._inner.receive())
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._on_eof()
-            raise
-
-    def __aiter__(self) -> _EOFWatch:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
 
 
 class ServerRuntime:
@@ -288,7 +259,7 @@ class ServerRuntime:
                 tool_filter = self._tool_filter = ToolListFilter()
                 session = await stack.enter_async_context(
                     ClientSession(
-                        _EOFWatch(read, self._mark_eof, tool_filter.incoming),
+                        EOFWatch(read, self._mark_eof, tool_filter.incoming),
                         WriteWatch(write, tool_filter),
                         message_handler=self._on_message,
                         logging_callback=self._on_log,
@@ -300,6 +271,7 @@ class ServerRuntime:
                     )
                 )
                 negotiated = False
+                subscription: Subscription | None = None
                 tools: list[Tool] = []
                 # stop() cancels this scope, so shutdown never waits out a hung initialize.
                 with anyio.CancelScope() as self._connect_scope:
@@ -313,6 +285,7 @@ class ServerRuntime:
                         tool_filter.version = session.protocol_version
                         facts.phase, facts.timeout = "list_tools", cfg.timeouts.list_tools
                         with anyio.fail_after(cfg.timeouts.list_tools):
+                            subscription = await open_subscription(stack, session, self.name)
                             tools = await self._list_full(session)
                             # Only for servers that advertise them; a failure leaves them empty.
                             caps = session.server_capabilities
@@ -328,7 +301,7 @@ class ServerRuntime:
                     return
                 self._publish(session, tools)
                 served = True
-                await self._serve(session)
+                await self._serve(session, subscription)
         except Exception as exc:
             if not served:
                 if self.state is ServerState.CONNECTING:
@@ -359,7 +332,7 @@ class ServerRuntime:
         self._set(state, message)
         self._settle()
 
-    async def _serve(self, session: ClientSession) -> None:
+    async def _serve(self, session: ClientSession, subscription: Subscription | None) -> None:
         # Published; park until stop, refresh or EOF. The session stays open meanwhile, and
         # its ListWatch re-lists the tools in this task group when they change.
         watch = ListWatch(
@@ -370,7 +343,9 @@ class ServerRuntime:
             watch.request("notification")
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch.run, name=f"keen-mcp-watch-{self.name}")
-            tg.start_soon(listen_for_changes, session, watch, name=f"keen-mcp-listen-{self.name}")
+            tg.start_soon(
+                listen_for_changes, session, watch, subscription, name=f"keen-mcp-listen-{self.name}"
+            )
             self.watch = watch
             try:
                 while not (self._stopping or self._refresh_requested or self._eof):
@@ -597,7 +572,10 @@ class ServerRuntime:
         root = getattr(message, "root", message)
         method = getattr(root, "method", type(root).__name__)
         if method == "notifications/tools/list_changed":
-            # 2025-11-25 and earlier; 2026-07-28 servers announce changes on subscriptions/listen.
+            # 2025-11-25 and earlier. On 2026-07-28 the same notice arrives on the
+            # subscriptions/listen stream, which listen_for_changes follows.
+            if self._tool_filter.version in MODERN_PROTOCOL_VERSIONS:
+                return
             if self.watch is not None:
                 self.watch.request("notification")
             else:

@@ -7,10 +7,13 @@ Subclasses override only the one method they watch (``receive`` or ``send``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Self
 
-__all__ = ["StreamProxy"]
+import anyio
+
+__all__ = ["EOFWatch", "StreamProxy"]
 
 
 class StreamProxy:
@@ -36,3 +39,34 @@ class StreamProxy:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+class EOFWatch(StreamProxy):
+    """Read-stream proxy that reports the end of the stream (server exit, connection closed).
+
+    The SDK's dispatcher treats EOF as a closed connection but tells no one outside;
+    the owner needs to know to mark the server disconnected.
+    """
+
+    def __init__(
+        self, inner: Any, on_eof: Callable[[], None], transform: Callable[[Any], Any] = lambda item: item
+    ) -> None:
+        super().__init__(inner)
+        self._on_eof = on_eof
+        self._transform = transform
+
+    async def receive(self) -> Any:
+        try:
+            return self._transform(await self._inner.receive())
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_eof()
+            raise
+
+    def __aiter__(self) -> EOFWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None

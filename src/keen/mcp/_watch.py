@@ -21,21 +21,23 @@ server's refresh never blocks calls to other servers (or to itself).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import anyio
-from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, listen
+from mcp.client.subscriptions import ListenNotSupportedError, Subscription, SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from keen.mcp.changes import RefreshReason, ToolsChanged
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession
 
-__all__ = ["DEFAULT_REFRESH_INTERVAL", "ListWatch", "listen_for_changes"]
+__all__ = ["DEFAULT_REFRESH_INTERVAL", "ListWatch", "listen_for_changes", "open_subscription"]
 
 logger = logging.getLogger(__name__)
 
@@ -125,25 +127,52 @@ class ListWatch:
                     waiter.set()
 
 
-async def listen_for_changes(session: ClientSession, watch: ListWatch) -> None:
-    """Keep a ``subscriptions/listen`` stream for tool-list changes open (2026-07-28 only).
+async def open_subscription(
+    stack: contextlib.AsyncExitStack, session: ClientSession, server: str
+) -> Subscription | None:
+    """Open a ``subscriptions/listen`` stream for tool-list changes on ``stack`` (2026-07-28).
 
-    Each ``ToolsListChanged`` event asks ``watch`` for a re-list. A stream that drops is
-    opened again (with a growing pause, at most a minute) and followed by a re-list, since
-    events are not replayed. Returns when the server does not offer the subscription
-    (not the 2026-07-28 era, the method is unknown, or it does not honour tool changes):
-    the ``ttlMs`` schedule and explicit refreshes remain.
+    Opened before the first tools/list, so no change between that listing and the
+    acknowledgment is lost (events are not replayed). ``None`` when the session is of an
+    older era or the server does not offer or honour the subscription.
     """
+    if session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return None
+    try:
+        sub = await stack.enter_async_context(listen(session, tools_list_changed=True))
+    except (ListenNotSupportedError, MCPError, SubscriptionLost) as exc:
+        logger.debug("server %s: no subscriptions/listen: %s", server, exc)
+        return None
+    if not sub.honored.tools_list_changed:
+        logger.debug("server %s: subscriptions/listen does not honour tool changes", server)
+        return None
+    return sub
+
+
+async def listen_for_changes(session: ClientSession, watch: ListWatch, first: Subscription | None) -> None:
+    """Turn the events of a ``subscriptions/listen`` stream into re-list requests.
+
+    ``first``: the stream :func:`open_subscription` opened (``None``: nothing to follow).
+    A stream that drops is opened again (with a growing pause, at most a minute) and
+    followed by a re-list, since events are not replayed. Returns when the server stops
+    offering the subscription; the ``ttlMs`` schedule and explicit refreshes remain.
+    """
+    if first is None:
+        return
+    try:
+        async for _event in first:
+            watch.request("notification")
+    except SubscriptionLost as exc:
+        logger.debug("server %s: subscription lost (%s); listening again", watch.server, exc)
     backoff = 1.0
-    reopened = False
     while True:
+        await anyio.sleep(backoff)
+        backoff = min(backoff * 2, _LISTEN_BACKOFF_MAX)
         try:
             async with listen(session, tools_list_changed=True) as sub:
                 if not sub.honored.tools_list_changed:
-                    logger.debug("server %s: subscriptions/listen does not honour tool changes", watch.server)
                     return
-                if reopened:
-                    watch.request("notification")  # no replay: changes may have been missed
+                watch.request("notification")  # no replay: changes may have been missed
                 backoff = 1.0
                 async for _event in sub:
                     watch.request("notification")
@@ -154,6 +183,3 @@ async def listen_for_changes(session: ClientSession, watch: ListWatch) -> None:
             return
         except SubscriptionLost as exc:
             logger.debug("server %s: subscription lost (%s); listening again", watch.server, exc)
-        reopened = True
-        await anyio.sleep(backoff)
-        backoff = min(backoff * 2, _LISTEN_BACKOFF_MAX)

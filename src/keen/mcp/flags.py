@@ -31,7 +31,17 @@ from typing import Any, Literal
 
 from keen.mcp.types import Tool
 
-__all__ = ["Flag", "FlagKind", "ShadowIndex", "escape_text", "scan_server", "scan_text", "scan_tool"]
+__all__ = [
+    "Flag",
+    "FlagKind",
+    "ShadowIndex",
+    "escape_text",
+    "flag_kinds",
+    "scan_server",
+    "scan_servers",
+    "scan_text",
+    "scan_tool",
+]
 
 FlagKind = Literal["shadowing", "override", "secrets", "hidden"]
 
@@ -410,3 +420,27 @@ def scan_server(
         if flags:
             result[tool.name] = flags
     return result
+
+
+def scan_servers(tools: Mapping[str, Iterable[Tool]]) -> dict[str, dict[str, list[Flag]]]:
+    """Flags of every server's tools, each server's shadowing checked against all the others.
+
+    Args:
+        tools: server name -> its tools (e.g. every connected server's latest tools/list).
+
+    Returns:
+        server -> tool name -> flags, flagged tools only (servers without any are left out).
+    """
+    listed = {server: list(found) for server, found in tools.items()}
+    shadow = ShadowIndex({server: [t.name for t in found] for server, found in listed.items()})
+    result: dict[str, dict[str, list[Flag]]] = {}
+    for server, found in listed.items():
+        flagged = scan_server(server, found, shadow)
+        if flagged:
+            result[server] = flagged
+    return result
+
+
+def flag_kinds(flags: Mapping[str, list[Flag]]) -> dict[str, list[str]]:
+    """tool name -> the sorted kinds of its flags: the compact form ``keen mcp list --json`` shows."""
+    return {name: sorted({f.kind for f in found}) for name, found in sorted(flags.items())}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -245,11 +246,34 @@ class Manager:
         return lambda: self._change_observers.remove(observer) if observer in self._change_observers else None
 
     def _notify_changes(self, change: ToolsChanged) -> None:
+        change = self.with_flags(change)
         for observer in list(self._change_observers):
             try:
                 observer(change)
             except Exception:
                 logger.exception("change observer failed for %s", change.server)
+
+    def with_flags(self, change: ToolsChanged) -> ToolsChanged:
+        """``change`` with the flags (``keen.mcp.flags``) its added and changed tools raise,
+        other connected servers' tool names serving as the shadowing index."""
+        from keen.mcp.flags import ShadowIndex, scan_tool
+
+        runtime = self._runtimes.get(change.server)
+        touched = set(change.added) | {c.name for c in change.changed}
+        if runtime is None or not touched:
+            return change
+        others = {n: list(rt.tools_by_name) for n, rt in self._runtimes.items() if n != change.server}
+        shadow, own = ShadowIndex(others), set(runtime.tools_by_name)
+        flags: dict[str, tuple[str, ...]] = {}
+        try:
+            for name in sorted(touched):
+                tool = runtime.tools_by_name.get(name)
+                found = scan_tool(tool, shadow=shadow, own=own) if tool is not None else []
+                if found:
+                    flags[name] = tuple(sorted({f.kind for f in found}))
+        except Exception:  # a flag scan must never keep the change from being told
+            logger.exception("flag scan failed for %s", change.server)
+        return replace(change, flags=flags) if flags else change
 
     def _notify(self, status: ServerStatus) -> None:
         for observer in list(self._observers):

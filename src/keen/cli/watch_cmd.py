@@ -1,0 +1,230 @@
+"""``keen mcp refresh [SERVER]`` and ``keen mcp watch [--json]``: tools that change.
+
+``refresh`` connects, lists the tools again, regenerates the skill and prints what changed
+since the skill on disk was written (``capability.diff``: added, removed, changed with the
+fields). ``watch`` keeps every configured server connected and prints each change as it
+happens: a change notice (``notifications/tools/list_changed``, or ``subscriptions/listen``
+in the 2026-07-28 era), an expired ``ttlMs``, a reconnect. Skills on disk follow each change
+before its line is printed. With ``--json`` every line is one JSON object (``watch.ready``,
+``capability.diff``, ``server.state``) for scripts; Ctrl-C or SIGTERM ends it with exit 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from keen.cli._common import EXIT_KEEN_ERROR, err, fail, out, print_json, run
+from keen.cli._wording import with_remedy
+
+if TYPE_CHECKING:
+    from keen.mcp.changes import ToolsChanged
+    from keen.mcp.manager import Manager
+    from keen.mcp.types import ServerStatus
+    from keen.mcpskills.sync import SyncEntry
+
+__all__ = ["register"]
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (one object a line for watch).")]
+TimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--timeout", help="Seconds to wait for discovery (each server also has its own connect timeout)."
+    ),
+]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``refresh`` and ``watch`` to the ``keen mcp`` group."""
+    app.command("refresh")(refresh)
+    app.command("watch")(watch)
+
+
+def _live(enabled: bool) -> Any:
+    """The discovery view: a live status table on stderr when it is a terminal."""
+    from keen.cli._live import connecting_view
+
+    return functools.partial(connecting_view, enabled=enabled)
+
+
+def _diff_against_disk(manager: Manager, root: Path, server: str) -> ToolsChanged | None:
+    """What changed between ``server``'s skill on disk and its live tools (``None``: not connected).
+
+    The skill's schema files carry no outputSchema, so it is left out of the comparison.
+    """
+    from keen.mcp.changes import diff_tools
+    from keen.mcp.types import ServerState
+    from keen.mcpskills.live import disk_tools
+
+    status = manager.status(server)
+    if status.state is not ServerState.CONNECTED or not status.enabled:
+        return None
+    live = [dataclasses.replace(t, output_schema=None) for t in manager.list_tools(server)]
+    before = disk_tools(root, server) or []
+    change = diff_tools(server, before, live, "sync", protocol_version=status.protocol_version)
+    return manager.with_flags(change)
+
+
+async def _write_skill(manager: Manager, root: Path, server: str) -> SyncEntry:
+    import anyio
+
+    from keen.mcpskills.live import snapshot
+    from keen.mcpskills.sync import sync_server
+    from keen.skills.config import SkillsConfig
+
+    snap = snapshot(manager, server)
+    return await anyio.to_thread.run_sync(
+        lambda: sync_server(snap, skills_root=root, skills_config=SkillsConfig.load(root / "config.json"))
+    )
+
+
+def _event(change: ToolsChanged, entry: SyncEntry | None) -> dict[str, Any]:
+    data = change.to_dict()
+    data["skill"] = entry.action if entry is not None else "error"
+    return data
+
+
+def _line(change: ToolsChanged, entry: SyncEntry | None) -> str:
+    from keen.cli._terminal import terminal_text
+
+    stamp = change.at.astimezone().strftime("%H:%M:%S")
+    skill = "" if entry is None or entry.action == "unchanged" else f"; skill {entry.action}"
+    return terminal_text(f"{stamp} {change.summary()}{skill}")
+
+
+def _state_event(status: ServerStatus) -> dict[str, Any]:
+    return {
+        "type": "server.state",
+        "server": status.name,
+        "state": status.state.value,
+        "protocol_version": status.protocol_version,
+        "tool_count": status.tool_count,
+        "last_error": with_remedy(status.last_error, status.remedy, server=status.name),
+        "at": datetime.now().astimezone().isoformat(),
+    }
+
+
+def refresh(
+    server: Annotated[
+        str | None, typer.Argument(help="Server name from configs.json (default: every server).")
+    ] = None,
+    as_json: JsonOpt = False,
+    timeout: TimeoutOpt = 60.0,
+) -> None:
+    """List SERVER's tools again, regenerate its skill, and show what changed since the last sync."""
+    from keen import paths
+    from keen.runtime import open_runtime
+
+    root = paths.skills_dir()
+
+    async def body() -> list[tuple[ServerStatus, ToolsChanged | None, SyncEntry]]:
+        async with open_runtime(only={server} if server else None) as rt:
+            manager = rt.manager
+            if server is not None:
+                manager.status(server)  # ServerNotConfigured before any waiting
+            await rt.wait_for_discovery(timeout, _live(not as_json))
+            names = [server] if server else [s.name for s in manager.servers() if s.enabled]
+            results: list[tuple[ServerStatus, ToolsChanged | None, SyncEntry]] = []
+            for name in names:
+                change = _diff_against_disk(manager, root, name)
+                entry = await _write_skill(manager, root, name)
+                results.append((manager.status(name), change, entry))
+            return results
+
+    results = run(body)
+    failed = [s for s, change, _ in results if change is None]
+    if as_json:
+        print_json(
+            [
+                {
+                    "server": s.name,
+                    "state": s.state.value,
+                    "protocol_version": s.protocol_version,
+                    "tool_count": s.tool_count,
+                    "last_error": with_remedy(s.last_error, s.remedy, server=s.name),
+                    "diff": _event(change, entry) if change is not None else None,
+                }
+                for s, change, entry in results
+            ]
+        )
+    else:
+        for s, change, entry in results:
+            if change is None:
+                err.print(f"{s.name}: {s.state.value}: {with_remedy(s.last_error, s.remedy, server=s.name)}")
+            elif change:
+                out.print(_line(change, entry), highlight=False, markup=False)
+            else:
+                out.print(
+                    f"{s.name}: no changes ({s.tool_count} tools, MCP {s.protocol_version})", markup=False
+                )
+    if failed:
+        if not as_json:
+            fail(f"not connected: {', '.join(s.name for s in failed)}")
+        raise typer.Exit(EXIT_KEEN_ERROR)
+
+
+def watch(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
+    """Keep every server connected and print each change of their tools as it happens (Ctrl-C ends)."""
+    from keen.cli._signals import Signalled, run_until_signal
+
+    try:
+        run_until_signal(functools.partial(_watch, as_json, timeout))
+    except (Signalled, KeyboardInterrupt):
+        # Ending is what a watch is for: a clean exit, every session closed already.
+        if not as_json:
+            err.print("stopped; MCP servers closed")
+        raise typer.Exit(0) from None
+
+
+async def _watch(as_json: bool, timeout: float) -> None:
+    import anyio
+
+    from keen import paths
+    from keen.cli._live import status_table
+    from keen.mcpskills.live import LiveSkills
+    from keen.runtime import open_runtime
+
+    root = paths.skills_dir()
+
+    def show(change: ToolsChanged, entry: SyncEntry | None) -> None:
+        if as_json:
+            print_json(_event(change, entry))
+        else:
+            out.print(_line(change, entry), highlight=False, markup=False)
+            sys.stdout.flush()
+
+    def state(status: ServerStatus) -> None:
+        if as_json:
+            print_json(_state_event(status))
+        else:
+            out.print(f"{status.name}: {status.state.value} {status.last_error}".rstrip(), markup=False)
+
+    async with open_runtime(wait=timeout, discovery_view=_live(not as_json), live=False) as rt:
+        manager = rt.manager
+        # What changed since the skills on disk were written, then the skills follow.
+        for status in manager.servers():
+            change = _diff_against_disk(manager, root, status.name) if status.enabled else None
+            entry = await _write_skill(manager, root, status.name) if status.enabled else None
+            if change:
+                show(change, entry)
+        statuses = manager.servers()
+        if as_json:
+            ready = [
+                {"server": s.name, "state": s.state.value, "protocol_version": s.protocol_version}
+                for s in statuses
+            ]
+            print_json({"type": "watch.ready", "servers": ready})
+        else:
+            out.print(status_table(statuses, title="watching (Ctrl-C to stop)"))
+        unsubscribe = manager.subscribe(state)
+        try:
+            async with LiveSkills(manager, skills_root=root, on_synced=show):
+                await anyio.sleep_forever()
+        finally:
+            unsubscribe()

@@ -1,0 +1,163 @@
+"""Live refresh: keep each server's generated skill in line with its tools while Keen runs.
+
+:class:`LiveSkills` subscribes to a running :class:`~keen.mcp.Manager`'s tool changes
+(``Manager.subscribe_changes``). For each change it regenerates that server's
+``mcp:<server>`` skill with the sync rules (:func:`keen.mcpskills.sync.sync_server`),
+atomically (a reader opens a whole old or a whole new skill, never a mix), in a worker
+thread so the event loop keeps serving calls. Changes that arrive while a server's skill
+is being written are coalesced: the next write takes the server's latest list. Other
+servers' skills are never touched. ``on_synced(change, entry)`` is told after the skill
+on disk follows the change (``keen mcp watch`` prints then).
+
+Use it inside a task group::
+
+    async with LiveSkills(manager, skills_root=root) as live:
+        ...  # skills follow the servers until the block ends
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+import anyio
+import anyio.abc
+
+from keen import paths
+from keen.errors import KeenError
+from keen.mcp.changes import ToolsChanged
+from keen.mcp.manager import Manager
+from keen.mcp.types import ServerState, Tool
+from keen.mcpskills import _swap
+from keen.mcpskills.sync import ServerSnapshot, SyncEntry, sync_server
+from keen.skills.config import SkillsConfig
+
+__all__ = ["LiveSkills", "SyncedObserver", "disk_tools", "snapshot"]
+
+logger = logging.getLogger(__name__)
+
+SyncedObserver = Callable[[ToolsChanged, SyncEntry | None], None]
+"""Told each change once its skill was written (``entry``; ``None`` when writing failed)."""
+
+
+def snapshot(manager: Manager, server: str) -> ServerSnapshot:
+    """One server as the Manager sees it now: status, tools (when connected), info, description."""
+    status = manager.status(server)
+    tools = manager.list_tools(server) if status.state is ServerState.CONNECTED and status.enabled else []
+    invalid = [(t.name, t.reason) for t in manager.invalid_tools(server)]
+    entry = manager.config.servers.get(server)
+    description = entry.description if entry is not None else None
+    return ServerSnapshot(status, tools, manager.server_info(server), invalid, description)
+
+
+def disk_tools(skills_root: Path, server: str) -> list[Tool] | None:
+    """The tools as ``server``'s generated skill on disk has them (from ``schemas/*.json``:
+    name, title, description, inputSchema, annotations; no outputSchema), or ``None`` when
+    there is no generated skill. Unreadable schema files are skipped."""
+    current = _swap.inspect(skills_root, server)
+    if current.kind not in ("link", "dir") or current.target is None:
+        return None
+    tools: list[Tool] = []
+    # Through the versioned dir the link points at: one whole version, even mid-swap.
+    for path in sorted((current.target / "schemas").rglob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            tools.append(
+                Tool(
+                    server=server,
+                    name=data["name"],
+                    description=str(data.get("description") or ""),
+                    input_schema=data.get("inputSchema") or {},
+                    title=data.get("title"),
+                    annotations=data.get("annotations"),
+                )
+            )
+    return tools
+
+
+class LiveSkills:
+    """Regenerates a server's skill whenever its tools change; see the module docstring.
+
+    Args:
+        manager: a started Manager.
+        skills_root: the skills directory; default ``$KEEN_HOME/skills``.
+        on_synced: told ``(change, entry)`` after each change reached the disk.
+    """
+
+    def __init__(
+        self,
+        manager: Manager,
+        *,
+        skills_root: Path | None = None,
+        on_synced: SyncedObserver | None = None,
+    ) -> None:
+        self.manager = manager
+        self.skills_root = skills_root or paths.skills_dir()
+        self.on_synced = on_synced
+        self._pending: dict[str, list[ToolsChanged]] = {}
+        self._wake = anyio.Event()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self.writes = 0
+        """Skill writes done (one per batch of coalesced changes)."""
+
+    async def __aenter__(self) -> LiveSkills:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._run, name="keen-live-skills")
+        self._unsubscribe = self.manager.subscribe_changes(self._changed)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel()
+        await self._tg.__aexit__(exc_type, exc, tb)
+
+    def _changed(self, change: ToolsChanged) -> None:
+        self._pending.setdefault(change.server, []).append(change)
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            while self._pending:
+                server = next(iter(self._pending))
+                changes = self._pending.pop(server)
+                entry = await self._write(server)
+                for change in changes:
+                    if self.on_synced is not None:
+                        try:
+                            self.on_synced(change, entry)
+                        except Exception:
+                            logger.exception("live skills: observer failed for %s", server)
+
+    async def _write(self, server: str) -> SyncEntry | None:
+        try:
+            snap = snapshot(self.manager, server)
+        except KeenError as exc:
+            logger.warning("live skills: %s not regenerated: %s", server, exc)
+            return None
+        root = self.skills_root
+        try:
+            entry = await anyio.to_thread.run_sync(
+                lambda: sync_server(
+                    snap, skills_root=root, skills_config=SkillsConfig.load(root / "config.json")
+                )
+            )
+        except KeenError as exc:
+            logger.warning("live skills: %s not regenerated: %s", server, exc)
+            return None
+        self.writes += 1
+        logger.debug("live skills: mcp:%s %s", server, entry.action)
+        return entry

@@ -1,0 +1,136 @@
+"""An MCP SDK server (``mcp.server.MCPServer``) whose tools change while a client runs.
+
+Usage: ``python changing_server.py stdio|http [--port N] [--legacy] [--ttl-ms N]``
+
+It serves both protocol eras (2026-07-28 and the 2025-11-25 handshake) unless ``--legacy``,
+which refuses ``server/discover`` the way a handshake-only server does. Its tools:
+
+- ``echo(text)``: returns ``text``; ``stats()``: ``{"lists": <tools/list requests served>}``;
+- ``mutate(op, name, description)``: ``add`` a tool ``name`` (an echo under another name),
+  ``remove`` it, or ``change`` its description; then announces the change: a
+  ``ToolsListChanged`` event on ``subscriptions/listen`` streams (2026-07-28) and
+  ``notifications/tools/list_changed`` on a handshake-era session;
+- ``flood(count)``: sends ``count`` change announcements without changing anything.
+
+``--ttl-ms N`` puts ``ttlMs: N`` on tools/list results (2026-07-28 caching hint).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import anyio
+from mcp.server.caching import CacheHint
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
+from mcp_types import METHOD_NOT_FOUND
+
+LISTS = {"count": 0}
+
+
+def build(ttl_ms: int) -> MCPServer:
+    bus = InMemorySubscriptionBus()
+    hints = {"tools/list": CacheHint(ttl_ms=ttl_ms)} if ttl_ms else None
+
+    async def middleware(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "tools/list":
+            LISTS["count"] += 1
+        return await call_next(ctx)
+
+    server = MCPServer("changing", instructions="Tools that change.", subscriptions=bus, cache_hints=hints)
+    server._lowlevel_server.middleware.append(middleware)  # pyright: ignore[reportPrivateUsage]
+
+    async def announce(ctx: Context) -> None:
+        await bus.publish(ToolsListChanged())
+        request = ctx.request_context
+        if not request.protocol_version.startswith("2026"):
+            await request.session.send_tool_list_changed()
+
+    @server.tool(description="Return the text unchanged.")
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool(description="How many tools/list requests this server answered.")
+    def stats() -> dict[str, int]:
+        return {"lists": LISTS["count"]}
+
+    @server.tool(description="Add, remove or change a tool, then announce the change.")
+    async def mutate(op: str, name: str, description: str = "Echo the text.", ctx: Context = None) -> str:  # type: ignore[assignment]
+        if op == "add":
+
+            def added(text: str) -> str:
+                return text
+
+            server.add_tool(added, name=name, description=description)
+        elif op == "remove":
+            server.remove_tool(name)
+        elif op == "change":
+            tool = server._tool_manager.get_tool(name)  # pyright: ignore[reportPrivateUsage]
+            assert tool is not None, name
+            tool.description = description
+        else:
+            raise ValueError(f"unknown op {op!r}")
+        await announce(ctx)
+        return f"{op} {name}"
+
+    @server.tool(description="Announce a change this many times without changing anything.")
+    async def flood(count: int, ctx: Context = None) -> int:  # type: ignore[assignment]
+        for _ in range(count):
+            await announce(ctx)
+        return count
+
+    return server
+
+
+async def serve_stdio(server: MCPServer, legacy: bool) -> None:
+    """Serve on stdio; with ``legacy``, answer ``server/discover`` with -32601 before the SDK
+    sees it (the SDK's server decides the era from the first request, and would serve 2026-07-28)."""
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+    from mcp_types import ErrorData, JSONRPCError, JSONRPCRequest
+
+    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+    async with stdio_server() as (read, write):
+        if not legacy:
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            return
+        send, receive = anyio.create_memory_object_stream[Any](100)
+
+        async def pump() -> None:
+            async with send:
+                async for item in read:
+                    message = getattr(item, "message", None)
+                    if isinstance(message, JSONRPCRequest) and message.method == "server/discover":
+                        error = ErrorData(code=METHOD_NOT_FOUND, message="Method not found")
+                        await write.send(
+                            SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error))
+                        )
+                        continue
+                    await send.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump)
+            await lowlevel.run(receive, write, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("transport", choices=["stdio", "http"])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--legacy", action="store_true")
+    parser.add_argument("--ttl-ms", type=int, default=0)
+    args = parser.parse_args()
+    server = build(args.ttl_ms)
+    if args.transport == "stdio":
+        anyio.run(serve_stdio, server, args.legacy)
+    else:
+        import uvicorn
+
+        app = server.streamable_http_app()
+        uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
