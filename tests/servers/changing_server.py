@@ -1,18 +1,21 @@
 """An MCP SDK server (``mcp.server.MCPServer``) whose tools change while a client runs.
 
-Usage: ``python changing_server.py stdio|http [--port N] [--legacy] [--ttl-ms N]``
+Usage: ``python changing_server.py stdio|http [--port N] [--legacy] [--ttl-ms N] [--list-delay S] [--variant N]``
 
 It serves both protocol eras (2026-07-28 and the 2025-11-25 handshake) unless ``--legacy``,
 which refuses ``server/discover`` the way a handshake-only server does. Its tools:
 
 - ``echo(text)``: returns ``text``; ``stats()``: ``{"lists": <tools/list requests served>}``;
-- ``mutate(op, name, description)``: ``add`` a tool ``name`` (an echo under another name),
-  ``remove`` it, or ``change`` its description; then announces the change: a
-  ``ToolsListChanged`` event on ``subscriptions/listen`` streams (2026-07-28) and
+- ``mutate(op, name, description, quiet)``: ``add`` a tool ``name`` (an echo under another
+  name), ``remove`` it, or ``change`` its description; then, unless ``quiet``, announces the
+  change: a ``ToolsListChanged`` event on ``subscriptions/listen`` streams (2026-07-28) and
   ``notifications/tools/list_changed`` on a handshake-era session;
 - ``flood(count)``: sends ``count`` change announcements without changing anything.
 
-``--ttl-ms N`` puts ``ttlMs: N`` on tools/list results (2026-07-28 caching hint).
+``--ttl-ms N`` puts ``ttlMs: N`` on tools/list results (2026-07-28 caching hint);
+``--list-delay S`` makes every tools/list after the first take ``S`` seconds longer (a slow
+server); ``--variant 2`` starts with an extra tool ``extra`` and another ``echo`` description
+(the same server "upgraded" between two runs).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import argparse
 from typing import Any
 
 import anyio
-from mcp.server.caching import CacheHint
+from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp_types import METHOD_NOT_FOUND
@@ -29,13 +32,17 @@ from mcp_types import METHOD_NOT_FOUND
 LISTS = {"count": 0}
 
 
-def build(ttl_ms: int) -> MCPServer:
+def build(ttl_ms: int, list_delay: float = 0.0, variant: int = 1) -> MCPServer:
     bus = InMemorySubscriptionBus()
-    hints = {"tools/list": CacheHint(ttl_ms=ttl_ms)} if ttl_ms else None
+    hints: dict[CacheableMethod, CacheHint] | None = (
+        {"tools/list": CacheHint(ttl_ms=ttl_ms)} if ttl_ms else None
+    )
 
     async def middleware(ctx: Any, call_next: Any) -> Any:
         if ctx.method == "tools/list":
             LISTS["count"] += 1
+            if list_delay and LISTS["count"] > 1:
+                await anyio.sleep(list_delay)
         return await call_next(ctx)
 
     server = MCPServer("changing", instructions="Tools that change.", subscriptions=bus, cache_hints=hints)
@@ -47,16 +54,32 @@ def build(ttl_ms: int) -> MCPServer:
         if not request.protocol_version.startswith("2026"):
             await request.session.send_tool_list_changed()
 
-    @server.tool(description="Return the text unchanged.")
+    echo_description = (
+        "Return the text unchanged." if variant == 1 else "Return the text unchanged, upper-cased."
+    )
+
+    @server.tool(description=echo_description)
     def echo(text: str) -> str:
-        return text
+        return text if variant == 1 else text.upper()
+
+    if variant != 1:
+
+        @server.tool(description="An extra tool of the upgraded server.")
+        def extra() -> str:
+            return "extra"
 
     @server.tool(description="How many tools/list requests this server answered.")
     def stats() -> dict[str, int]:
         return {"lists": LISTS["count"]}
 
     @server.tool(description="Add, remove or change a tool, then announce the change.")
-    async def mutate(op: str, name: str, description: str = "Echo the text.", ctx: Context = None) -> str:  # type: ignore[assignment]
+    async def mutate(
+        op: str,
+        name: str,
+        description: str = "Echo the text.",
+        quiet: bool = False,
+        ctx: Context = None,  # type: ignore[assignment]
+    ) -> str:
         if op == "add":
 
             def added(text: str) -> str:
@@ -71,7 +94,8 @@ def build(ttl_ms: int) -> MCPServer:
             tool.description = description
         else:
             raise ValueError(f"unknown op {op!r}")
-        await announce(ctx)
+        if not quiet:
+            await announce(ctx)
         return f"{op} {name}"
 
     @server.tool(description="Announce a change this many times without changing anything.")
@@ -121,8 +145,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--legacy", action="store_true")
     parser.add_argument("--ttl-ms", type=int, default=0)
+    parser.add_argument("--list-delay", type=float, default=0.0)
+    parser.add_argument("--variant", type=int, default=1)
     args = parser.parse_args()
-    server = build(args.ttl_ms)
+    server = build(args.ttl_ms, args.list_delay, args.variant)
     if args.transport == "stdio":
         anyio.run(serve_stdio, server, args.legacy)
     else:
