@@ -98,6 +98,14 @@ def _line(change: ToolsChanged, entry: SyncEntry | None) -> str:
     return terminal_text(f"{stamp} {change.summary()}{skill}")
 
 
+def _json_line(data: dict[str, Any]) -> None:
+    """One event as one compact JSON line, flushed at once (for scripts following along)."""
+    from keen.cli._terminal import safe_json
+
+    sys.stdout.write(safe_json(data, indent=None) + "\n")
+    sys.stdout.flush()
+
+
 def _state_event(status: ServerStatus) -> dict[str, Any]:
     return {
         "type": "server.state",
@@ -194,14 +202,14 @@ async def _watch(as_json: bool, timeout: float) -> None:
 
     def show(change: ToolsChanged, entry: SyncEntry | None) -> None:
         if as_json:
-            print_json(_event(change, entry))
+            _json_line(_event(change, entry))
         else:
             out.print(_line(change, entry), highlight=False, markup=False)
             sys.stdout.flush()
 
     def state(status: ServerStatus) -> None:
         if as_json:
-            print_json(_state_event(status))
+            _json_line(_state_event(status))
         else:
             out.print(f"{status.name}: {status.state.value} {status.last_error}".rstrip(), markup=False)
 
@@ -219,7 +227,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
                 {"server": s.name, "state": s.state.value, "protocol_version": s.protocol_version}
                 for s in statuses
             ]
-            print_json({"type": "watch.ready", "servers": ready})
+            _json_line({"type": "watch.ready", "servers": ready})
         else:
             out.print(status_table(statuses, title="watching (Ctrl-C to stop)"))
         unsubscribe = manager.subscribe(state)
