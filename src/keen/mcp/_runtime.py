@@ -1,9 +1,11 @@
 """One configured server's runtime: the owner task, its session, its tools.
 
 Each server has exactly one owner task (docs/architecture.md "Servers and their states"). It enters the
-transport and ``ClientSession`` in its own ``AsyncExitStack``, initializes, lists
-every tools/list page, publishes the session, then waits to be stopped, asked to
-refresh, or told the connection ended. Only the owner ever closes the session: the
+transport and ``ClientSession`` in its own ``AsyncExitStack``, negotiates the protocol
+era (``server/discover``, else the initialize handshake), lists every tools/list page,
+publishes the session, then waits to be stopped, asked to reconnect, or told the
+connection ended; meanwhile its ``ListWatch`` re-lists the tools when they change
+(docs/architecture.md "Tools that change"). Only the owner ever closes the session: the
 SDK's cancel scopes forbid closing it from another task.
 """
 

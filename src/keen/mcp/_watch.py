@@ -46,6 +46,7 @@ DEFAULT_REFRESH_INTERVAL = 0.5
 
 _RANK: dict[RefreshReason, int] = {"ttl": 0, "notification": 1, "reconnect": 2, "sync": 2, "refresh": 3}
 _LISTEN_BACKOFF_MAX = 60.0
+_ACK_TIMEOUT = 10.0
 
 Relist = Callable[[RefreshReason], Awaitable[ToolsChanged | None]]
 
@@ -138,10 +139,17 @@ async def open_subscription(
     """
     if session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         return None
+    sub: Subscription | None = None
     try:
-        sub = await stack.enter_async_context(listen(session, tools_list_changed=True))
+        # Bounded: a server that takes the request but never acknowledges it must not hold
+        # up the connection (the SDK waits for the ack without a limit by default).
+        with anyio.move_on_after(_ACK_TIMEOUT):
+            sub = await stack.enter_async_context(listen(session, tools_list_changed=True))
     except (ListenNotSupportedError, MCPError, SubscriptionLost) as exc:
         logger.debug("server %s: no subscriptions/listen: %s", server, exc)
+        return None
+    if sub is None:
+        logger.debug("server %s: subscriptions/listen not acknowledged in %ss", server, _ACK_TIMEOUT)
         return None
     if not sub.honored.tools_list_changed:
         logger.debug("server %s: subscriptions/listen does not honour tool changes", server)
