@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 import httpx2
 import mcp_types as mt
 from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import Subscription
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -35,7 +33,7 @@ from keen._version import __version__
 from keen.errors import AuthRequired, Remedy, RemoteProtocolError
 from keen.mcp._listings import list_prompts, list_resources
 from keen.mcp._secrets import register_server_secrets
-from keen.mcp._spawn import server_command
+from keen.mcp._spawn import stdio_transport
 from keen.mcp._stderr import StderrCopy
 from keen.mcp._streams import EOFWatch
 from keen.mcp._tool_descriptions import with_full_descriptions
@@ -254,7 +252,7 @@ class ServerRuntime:
                     )
                     self._stderr = stderr
                     assert stderr.errlog is not None
-                    streams = await stack.enter_async_context(self._stdio(cfg, stderr.errlog))
+                    streams = await stack.enter_async_context(stdio_transport(cfg, stderr.errlog))
                 else:
                     streams = await stack.enter_async_context(self._http(cfg, facts))
                 read, write = streams
@@ -491,19 +489,6 @@ class ServerRuntime:
         )
 
     # -- transports -----------------------------------------------------------------------------------
-
-    def _stdio(self, cfg: StdioServerConfig, errlog: TextIO) -> Any:
-        env = {**os.environ, **cfg.env}
-        # On Linux through a launcher that makes the server die with Keen (keen.mcp._spawn).
-        command, args = server_command(cfg.command, list(cfg.args), env=env, cwd=cfg.cwd)
-        params = StdioServerParameters(
-            command=command,
-            args=args,
-            env=env,
-            cwd=cfg.cwd,
-            encoding_error_handler="replace",
-        )
-        return stdio_client(params, errlog=errlog)
 
     @contextlib.asynccontextmanager
     async def _http(self, cfg: HttpServerConfig, facts: ConnectFacts) -> AsyncIterator[Any]:

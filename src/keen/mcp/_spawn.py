@@ -24,8 +24,12 @@ import os
 import shutil
 import subprocess
 import sys
+from typing import TYPE_CHECKING, Any, TextIO
 
-__all__ = ["LAUNCHER", "server_command"]
+if TYPE_CHECKING:
+    from keen.mcp.config import StdioServerConfig
+
+__all__ = ["LAUNCHER", "server_command", "stdio_transport"]
 
 LAUNCHER = (
     "import ctypes,os,signal,sys\n"
@@ -86,3 +90,16 @@ def _resolve(command: str, *, env: dict[str, str], cwd: str | None) -> str:
     if found is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
     return found
+
+
+def stdio_transport(cfg: StdioServerConfig, errlog: TextIO) -> Any:
+    """The SDK's stdio transport for ``cfg``, started through :func:`server_command` (so on
+    Linux the server dies with Keen); the server's stderr goes to ``errlog`` (a real file)."""
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = {**os.environ, **cfg.env}
+    command, args = server_command(cfg.command, list(cfg.args), env=env, cwd=cfg.cwd)
+    params = StdioServerParameters(
+        command=command, args=args, env=env, cwd=cfg.cwd, encoding_error_handler="replace"
+    )
+    return stdio_client(params, errlog=errlog)
