@@ -25,7 +25,7 @@ from tests.helpers.cli import KEEN
 from keen.capabilities import Catalog
 from keen.errors import ToolQuarantined
 from keen.gateway import allow_all
-from keen.harness.events import read_events
+from keen.harness.events import read_events, replay
 from keen.mcp import Manager, ServerState
 from keen.mcp.changes import ToolChange, ToolsChanged, diff_tools
 from keen.mcp.types import Tool
@@ -307,6 +307,16 @@ async def test_changed_description_is_quarantined_until_trusted(
             assert trusted.returncode == 0, trusted.stderr.decode()
             after = await rt.gateway.call("changing", "echo", {"text": "trusted"})
             assert after.text == "trusted"
+            # An agent session started now logs the flags of what its catalog offers, once.
+            harness = rt.harness(mode="auto", workspace=tmp_path)
+            harness.begin_turn()
+            harness.begin_turn()
+            harness.close()
+            events = list(read_events(harness.log.path))
+            flagged = [e for e in events if e["type"] == "capability.flags"]
+            assert len(flagged) == 1 and flagged[0]["server"] == "changing"
+            assert {f["kind"] for f in flagged[0]["flags"]["echo"]} == {"override", "secrets"}
+            assert replay(harness.log.path).ok
 
 
 def test_diff_tools_names_the_fields() -> None:

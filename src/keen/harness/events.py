@@ -12,6 +12,8 @@ being written; a torn last line is skipped on reading). Every string is redacted
   tool list changed mid-session (``server``, ``reason``, tool names ``added``/``removed``,
   ``changed`` with the fields that differ, ``flags``): attribution only, the visible set
   follows in the next turn's own diff;
+- ``capability.flags`` (``server``, ``flags``: tool -> flags with kind, field and an escaped
+  excerpt), once per server and session, before the turn whose catalog first has it;
 - ``call`` (name, arguments, caller), ``approval`` (decision, by), ``hook`` (a pre-hook's
   refusal, a post-hook's change), ``result`` (outcome, the gate that denied, a code, the
   text exactly as the model saw it, the pipeline stages passed in order).
