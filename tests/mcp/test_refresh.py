@@ -18,6 +18,8 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import InputRequiredResult
 from tests.conftest import peer
 from tests.helpers.changing import changing_http, changing_stdio, wait_until
 from tests.helpers.cli import KEEN
@@ -26,7 +28,7 @@ from keen.capabilities import Catalog
 from keen.errors import ToolQuarantined
 from keen.gateway import allow_all
 from keen.harness.events import read_events, replay
-from keen.mcp import Manager, ServerState
+from keen.mcp import Manager, ServerState, in_memory_transport
 from keen.mcp.changes import ToolChange, ToolsChanged, diff_tools
 from keen.mcp.types import Tool
 from keen.runtime import open_runtime
@@ -331,3 +333,25 @@ def test_diff_tools_names_the_fields() -> None:
     assert change.changed == (ToolChange("b", ("inputSchema", "annotations")),)
     assert change.summary() == "s: +d -c ~b (inputSchema, annotations) (refresh)"
     assert not diff_tools("s", before, list(before), "ttl")
+
+
+async def test_a_2026_call_that_needs_another_round_completes() -> None:
+    """A 2026-07-28 tool may answer InputRequiredResult (here with request_state only: no
+    question for the user); Keen's call drives the rounds as the SDK's Client does."""
+    server = MCPServer("rounds")
+    rounds: list[str | None] = []
+
+    @server.tool(description="Needs a second round before it answers.")
+    def patient(ctx: Context) -> str | InputRequiredResult:
+        rounds.append(ctx.request_state)
+        if ctx.request_state != "ready":
+            return InputRequiredResult(request_state="ready")
+        return "done after a round"
+
+    config = {"mcpServers": {"rounds": {"command": "unused"}}}
+    async with Manager(config=config, transports={"rounds": in_memory_transport(server)}) as manager:
+        assert await manager.wait_ready(30)
+        assert manager.status("rounds").protocol_version == MODERN
+        result = await manager.call_tool("rounds", "patient", {})
+        assert not result.is_error and result.text == "done after a round"
+        assert rounds == [None, "ready"]

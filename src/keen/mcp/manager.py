@@ -37,6 +37,7 @@ from keen.errors import (
     ServerNotConfigured,
     ToolNotFound,
 )
+from keen.mcp._input import call_tool as call_tool_any_era
 from keen.mcp._runtime import ServerRuntime
 from keen.mcp._tool_descriptions import description_required, fetch_descriptions
 from keen.mcp._tool_filter import InvalidTool
@@ -399,14 +400,16 @@ class Manager:
         limit = timeout if timeout is not None else runtime.config.timeouts.call_tool
         try:
             # The SDK's own per-request timeout: it cancels the request on the wire too.
-            raw = await session.call_tool(
-                tool, arguments, read_timeout_seconds=limit, progress_callback=progress
+            # Both eras: a 2026-07-28 server's questions (InputRequiredResult) reach the same
+            # session callbacks as a handshake-era server's requests.
+            raw = await call_tool_any_era(
+                session, tool, arguments, read_timeout_seconds=limit, progress_callback=progress
             )
             if runtime.descriptions_uri is not None and description_required(raw):
                 # tool_descriptions extension: the server's authorization lapsed; fetch, retry once.
                 await fetch_descriptions(session, runtime.descriptions_uri, [tool])
-                raw = await session.call_tool(
-                    tool, arguments, read_timeout_seconds=limit, progress_callback=progress
+                raw = await call_tool_any_era(
+                    session, tool, arguments, read_timeout_seconds=limit, progress_callback=progress
                 )
         except Exception as exc:
             error = translate_call_error(
