@@ -258,7 +258,7 @@ async def test_a_slow_refresh_blocks_no_call(write_config: WriteConfig) -> None:
     """While one server's re-list hangs on a slow tools/list, calls (to it and to another
     server) still complete: the re-list runs in that server's owner task, not in a caller's."""
     path = write_config(
-        {"slow": changing_stdio("--list-delay", "5"), "other": changing_stdio()},
+        {"slow": changing_stdio("--list-delay", "8"), "other": changing_stdio()},
     )
     async with Manager(path) as manager:
         changes = Changes(manager)
