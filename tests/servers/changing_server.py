@@ -27,7 +27,6 @@ import anyio
 from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
-from mcp_types import METHOD_NOT_FOUND
 
 LISTS = {"count": 0}
 
@@ -107,38 +106,6 @@ def build(ttl_ms: int, list_delay: float = 0.0, variant: int = 1) -> MCPServer:
     return server
 
 
-async def serve_stdio(server: MCPServer, legacy: bool) -> None:
-    """Serve on stdio; with ``legacy``, answer ``server/discover`` with -32601 before the SDK
-    sees it (the SDK's server decides the era from the first request, and would serve 2026-07-28)."""
-    from mcp.server.stdio import stdio_server
-    from mcp.shared.message import SessionMessage
-    from mcp_types import ErrorData, JSONRPCError, JSONRPCRequest
-
-    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
-    async with stdio_server() as (read, write):
-        if not legacy:
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
-            return
-        send, receive = anyio.create_memory_object_stream[Any](100)
-
-        async def pump() -> None:
-            async with send:
-                async for item in read:
-                    message = getattr(item, "message", None)
-                    if isinstance(message, JSONRPCRequest) and message.method == "server/discover":
-                        error = ErrorData(code=METHOD_NOT_FOUND, message="Method not found")
-                        await write.send(
-                            SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error))
-                        )
-                        continue
-                    await send.send(item)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(pump)
-            await lowlevel.run(receive, write, lowlevel.create_initialization_options())
-            tg.cancel_scope.cancel()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", choices=["stdio", "http"])
@@ -150,7 +117,9 @@ def main() -> None:
     args = parser.parse_args()
     server = build(args.ttl_ms, args.list_delay, args.variant)
     if args.transport == "stdio":
-        anyio.run(serve_stdio, server, args.legacy)
+        from handshake_only import serve_stdio
+
+        anyio.run(lambda: serve_stdio(server, handshake_only=args.legacy))
     else:
         import uvicorn
 

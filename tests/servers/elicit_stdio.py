@@ -4,6 +4,11 @@ Tool ``book_table(restaurant)``: asks for a party size and a time, with defaults
 (``party_size`` 2, ``time`` "19:30", SEP-1034), and answers with what it got:
 ``booked <restaurant> for <n> at <time>``, ``declined``, ``cancelled``, or
 ``no elicitation: <error>`` when the client does not support elicitation.
+
+It serves the 2025-11-25 handshake era only (``handshake_only.py``): ``ctx.elicit`` sends a
+server-to-client request, which the SDK's server refuses in the 2026-07-28 era ("no
+back-channel"); there a server asks through an ``InputRequiredResult`` instead, which
+Keen answers with the same elicitation callback (``keen.mcp._input``).
 """
 
 from __future__ import annotations
@@ -38,4 +43,7 @@ def build() -> MCPServer:
 
 
 if __name__ == "__main__":
-    build().run("stdio")
+    import anyio
+    from handshake_only import serve_stdio
+
+    anyio.run(serve_stdio, build())

@@ -1,0 +1,46 @@
+"""Serve an SDK server over stdio in the 2025-11-25 handshake era only.
+
+The SDK's server decides the era from a client's first request and serves 2026-07-28 to
+a client that probes ``server/discover``. A handshake-only server answers that probe with
+-32601 (method not found), as the npm reference servers do; :func:`serve_stdio` does so
+before the SDK sees the request, so the client falls back to ``initialize``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import METHOD_NOT_FOUND, ErrorData, JSONRPCError, JSONRPCRequest
+
+__all__ = ["serve_stdio"]
+
+
+async def serve_stdio(server: MCPServer, *, handshake_only: bool = True) -> None:
+    """Run ``server`` on stdin/stdout; with ``handshake_only``, refuse ``server/discover``."""
+    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+    async with stdio_server() as (read, write):
+        if not handshake_only:
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            return
+        send, receive = anyio.create_memory_object_stream[Any](100)
+
+        async def pump() -> None:
+            async with send:
+                async for item in read:
+                    message = getattr(item, "message", None)
+                    if isinstance(message, JSONRPCRequest) and message.method == "server/discover":
+                        error = ErrorData(code=METHOD_NOT_FOUND, message="Method not found")
+                        await write.send(
+                            SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error))
+                        )
+                        continue
+                    await send.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump)
+            await lowlevel.run(receive, write, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
