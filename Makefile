@@ -91,7 +91,6 @@ bench: $(VENV)/.dev peers
 	$(PY) bench/agent_eval.py --model scripted:annotations --mode inline --tasks 3 \
 		--annotations $(LIVEMCPBENCH)/all_annotations.json --catalog $(LIVEMCPBENCH)/tools.json
 	$(PY) bench/token_counters.py $(LIVEMCPBENCH)/tools.json --vocabulary $(SHARED)/data/tokenizers/o200k_base.tiktoken
-	$(PY) bench/tokenizers.py $(LIVEMCPBENCH)/tools.json --vocabulary $(SHARED)/data/tokenizers/o200k_base.tiktoken
 	$(PY) bench/refresh_latency.py
 
 # The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.

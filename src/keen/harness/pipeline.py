@@ -41,6 +41,7 @@ from keen.capabilities import Capability, Catalog, PermissionMode, capability_id
 from keen.capabilities.names import model_names
 from keen.errors import KeenError, ServerNotConfigured
 from keen.gateway import CALL_MCP_TOOL, Approval, ApprovalRequest, Gateway, result_text
+from keen.harness.changes import ChangeLog
 from keen.harness.entries import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_RESULT_CHARS,
@@ -69,7 +70,6 @@ from keen.harness.policy import (
     permission,
     select,
 )
-from keen.mcp.changes import ToolsChanged
 from keen.mcp.types import ServerState
 
 __all__ = ["SEARCH_TOOLS", "Harness", "Observation", "PostHook", "PreHook", "Visibility"]
@@ -150,12 +150,7 @@ class Harness:
             **{n: local_capability(n, d) for n, (d, _) in ENTRY_SCHEMAS.items()},
         }
         self.log.emit("session.start", mode=mode, workspace=str(self.workspace.workspace), budget=budget)
-        # A server's tools that change mid-session are logged when they change (source
-        # "mcp.refresh"); the visible set follows at the next turn, with its own diff.
-        self._flagged: set[str] = set()
-        self._unsubscribe = (
-            gateway.manager.subscribe_changes(self._tools_changed) if gateway is not None else lambda: None
-        )
+        self._changes = ChangeLog(self.log, gateway and gateway.manager, lambda: self.turn)
 
     # -- turns ------------------------------------------------------------------------------
 
@@ -196,7 +191,7 @@ class Harness:
             self.budget = context_budget
         self.turn += 1
         connected = self._connected()
-        self._log_flags(connected)
+        self._changes.log_flags(connected)
         self.catalog = catalog = self.catalog_source()
         names = model_names([c.id for c in catalog])
         base = [
@@ -278,28 +273,8 @@ class Harness:
             description, schema = loaded.descriptor.summary, loaded.schema or {"type": "object"}
         return {"name": entry.name, "description": description, "inputSchema": schema}
 
-    def _tools_changed(self, change: ToolsChanged) -> None:
-        self.log.emit(**{**change.to_dict(), "turn": self.turn})
-
-    def _log_flags(self, connected: tuple[str, ...]) -> None:
-        """Once per server and session: a ``capability.flags`` event naming the tools whose text
-        raised flags (``keen.mcp.flags``; escaped excerpts), so a replay shows the model saw them.
-        Later changes carry their flags in their ``capability.diff``."""
-        manager = self.gateway.manager if self.gateway else None
-        fresh = [name for name in connected if name not in self._flagged]
-        if manager is None or not fresh:
-            return
-        from keen.mcp.flags import scan_servers
-
-        self._flagged.update(fresh)
-        found = scan_servers({name: manager.list_tools(name) for name in connected})
-        for server in fresh:
-            if server in found:
-                flags = {tool: [f.to_dict() for f in fl] for tool, fl in sorted(found[server].items())}
-                self.log.emit("capability.flags", turn=self.turn, server=server, flags=flags)
-
     def close(self) -> None:
-        self._unsubscribe()
+        self._changes.close()
         self.log.close()
 
     # -- the pipeline -----------------------------------------------------------------------
