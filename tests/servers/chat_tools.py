@@ -7,6 +7,10 @@ Tools: ``note(text)`` (not read-only, so ask mode asks before each call; returns
 (read-only; sleeps, for Ctrl-C tests), ``book_table()`` (read-only; asks the user through
 ``elicitation/create`` for a form with defaults and returns what came back), ``crash()``
 (read-only; the process exits mid-call).
+
+It serves the 2025-11-25 handshake era only (``handshake_only.py``): ``ctx.elicit`` sends a
+server-to-client request, which the SDK refuses in the 2026-07-28 era Keen would otherwise
+connect in.
 """
 
 from __future__ import annotations
@@ -65,5 +69,22 @@ async def book_table(ctx: Context) -> str:
     return f"booked: name={data.name} party={data.party} outdoor={data.outdoor} time={data.time}"
 
 
+async def _main() -> None:
+    from fastmcp.server.context import reset_transport, set_transport
+    from handshake_only import serve_stdio
+    from mcp.server.lowlevel.server import NotificationOptions
+
+    token = set_transport("stdio")
+    try:
+        async with server._lifespan_manager():  # pyright: ignore[reportPrivateUsage]
+            lowlevel = server._mcp_server  # pyright: ignore[reportPrivateUsage]
+            options = lowlevel.create_initialization_options(
+                notification_options=NotificationOptions(tools_changed=True)
+            )
+            await serve_stdio(lowlevel, options=options)
+    finally:
+        reset_transport(token)
+
+
 if __name__ == "__main__":
-    server.run(show_banner=False)
+    anyio.run(_main)

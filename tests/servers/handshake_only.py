@@ -19,12 +19,15 @@ from mcp_types import METHOD_NOT_FOUND, ErrorData, JSONRPCError, JSONRPCRequest
 __all__ = ["serve_stdio"]
 
 
-async def serve_stdio(server: MCPServer, *, handshake_only: bool = True) -> None:
-    """Run ``server`` on stdin/stdout; with ``handshake_only``, refuse ``server/discover``."""
-    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+async def serve_stdio(server: MCPServer | Any, *, handshake_only: bool = True, options: Any = None) -> None:
+    """Run ``server`` (an ``MCPServer``, or a low-level SDK ``Server`` such as FastMCP's
+    ``_mcp_server``, with its initialization ``options``) on stdin/stdout; with
+    ``handshake_only``, refuse ``server/discover``."""
+    lowlevel = server._lowlevel_server if isinstance(server, MCPServer) else server  # pyright: ignore[reportPrivateUsage]
+    options = options or lowlevel.create_initialization_options()
     async with stdio_server() as (read, write):
         if not handshake_only:
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            await lowlevel.run(read, write, options)
             return
         send, receive = anyio.create_memory_object_stream[Any](100)
 
@@ -42,5 +45,5 @@ async def serve_stdio(server: MCPServer, *, handshake_only: bool = True) -> None
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(pump)
-            await lowlevel.run(receive, write, lowlevel.create_initialization_options())
+            await lowlevel.run(receive, write, options)
             tg.cancel_scope.cancel()
