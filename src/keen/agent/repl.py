@@ -314,7 +314,9 @@ async def run_repl(
     console = console or Console(highlight=False)
     repl: list[Repl] = []
     asker = Asker(console, on_interrupt=lambda: repl[0].interrupt() if repl else None)
-    async with open_runtime(wait=None, elicitation=asker.elicit) as runtime:
+    # live=True: the REPL syncs skills in the background (servers.py), so the live refresh
+    # that keeps generated skills in line with tool-list changes must be asked for.
+    async with open_runtime(wait=None, live=True, elicitation=asker.elicit) as runtime:
         agent = Agent(
             runtime,
             model,
