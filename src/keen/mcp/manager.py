@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -44,7 +43,7 @@ from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._translate import translate_call_error
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.auth import classify_auth_failure
-from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools
+from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools, flag_change
 from keen.mcp.config import MCPConfig, load_config, parse_config
 from keen.mcp.elicitation import ElicitationCallback
 from keen.mcp.types import (
@@ -257,24 +256,11 @@ class Manager:
     def with_flags(self, change: ToolsChanged) -> ToolsChanged:
         """``change`` with the flags (``keen.mcp.flags``) its added and changed tools raise,
         other connected servers' tool names serving as the shadowing index."""
-        from keen.mcp.flags import ShadowIndex, scan_tool
-
         runtime = self._runtimes.get(change.server)
-        touched = set(change.added) | {c.name for c in change.changed}
-        if runtime is None or not touched:
+        if runtime is None:
             return change
         others = {n: list(rt.tools_by_name) for n, rt in self._runtimes.items() if n != change.server}
-        shadow, own = ShadowIndex(others), set(runtime.tools_by_name)
-        flags: dict[str, tuple[str, ...]] = {}
-        try:
-            for name in sorted(touched):
-                tool = runtime.tools_by_name.get(name)
-                found = scan_tool(tool, shadow=shadow, own=own) if tool is not None else []
-                if found:
-                    flags[name] = tuple(sorted({f.kind for f in found}))
-        except Exception:  # a flag scan must never keep the change from being told
-            logger.exception("flag scan failed for %s", change.server)
-        return replace(change, flags=flags) if flags else change
+        return flag_change(change, runtime.tools_by_name, others)
 
     def _notify(self, status: ServerStatus) -> None:
         for observer in list(self._observers):
