@@ -19,6 +19,7 @@ docs/architecture.md "Errors".
     │   ├── InvalidArguments         arguments fail the tool's inputSchema
     │   ├── CallTimeout              connect, tools/list or tools/call ran past its timeout
     │   ├── RemoteProtocolError      the server broke the protocol or answered a JSON-RPC error
+    │   ├── UserActionRequired       the server needs the user to open a page first (URL elicitation)
     │   └── RemoteToolError          the tool ran and reported failure (isError)
     ├── ApprovalDenied               the approval callback refused a call_mcp_tool call
     └── SkillError                   a skill could not be read, written or activated
@@ -54,6 +55,7 @@ __all__ = [
     "SkillError",
     "ToolNotFound",
     "ToolQuarantined",
+    "UserActionRequired",
     "exception_chain",
     "exception_leaves",
     "find_keen_error",
@@ -239,6 +241,25 @@ class CallTimeout(MCPServerError):
 
 class RemoteProtocolError(MCPServerError):
     code = "remote_protocol_error"
+
+
+class UserActionRequired(MCPServerError):
+    """The server cannot go on until the user has been to a page (MCP 2025-11-25
+    "Elicitation > URL Mode": error ``-32042``). ``pages`` lists ``(message, url)``; a URL
+    that fails :func:`keen.mcp.elicitation.check_url` is left out of it and of the message."""
+
+    code = "user_action_required"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str,
+        tool: str | None = None,
+        pages: list[tuple[str, str]] | None = None,
+    ) -> None:
+        super().__init__(message, server=server, tool=tool)
+        self.pages = pages or []
 
 
 class RemoteToolError(MCPServerError):

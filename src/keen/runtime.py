@@ -26,7 +26,7 @@ from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS, Approval, Gateway
 from keen.mcp.auth import authorize_interactively
 from keen.mcp.config import HttpServerConfig, MCPConfig, OAuthAuth
-from keen.mcp.elicitation import ElicitationCallback
+from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.manager import Manager, StatusObserver
 from keen.mcp.types import ServerState, ServerStatus
 from keen.mcpskills.live import LiveSkills
@@ -169,6 +169,7 @@ async def open_runtime(
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     manager: Manager | None = None,
     elicitation: ElicitationCallback | None = None,
+    elicitation_url: UrlElicitationCallback | None = None,
     live: bool | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open a session: start the Manager, wait for discovery, sync skills, build the Gateway.
@@ -194,6 +195,8 @@ async def open_runtime(
             are then ignored.
         elicitation: answers servers' ``elicitation/create`` requests (see
             :mod:`keen.mcp.elicitation`); servers see the capability only when it is set.
+        elicitation_url: asked for URL-mode requests (a page to open out of band); they
+            are declined without it.
         live: keep each server's generated skill in line with its tools while the session
             runs (a change notice, an expired ``ttlMs`` or ``Manager.refresh_tools`` regenerates
             it; :class:`~keen.mcpskills.live.LiveSkills`). Default: on when ``sync`` is.
@@ -211,6 +214,8 @@ async def open_runtime(
             manager = Manager(config_path, config=config, only=only)
         if elicitation is not None:
             manager.elicitation = elicitation
+        if elicitation_url is not None:
+            manager.elicitation_url = elicitation_url
         await stack.enter_async_context(manager)
         for observer in observers:
             stack.callback(manager.subscribe(observer))

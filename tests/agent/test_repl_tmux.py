@@ -309,6 +309,39 @@ def test_elicitation_form_with_defaults(start: Callable[..., Chat]) -> None:
     assert t.exit_status() == 0
 
 
+def test_a_page_to_open_shows_its_host_and_url_and_asks_first(start: Callable[..., Chat]) -> None:
+    chat = start(
+        [
+            search("connect account"),
+            call("connect_account"),
+            say("Connected."),
+            call("connect_account"),
+            say("Not now."),
+        ]
+    )
+    t = chat.tmux
+    chat.ready()
+
+    at = chat.send("connect my account")
+    t.wait_for(r"Server chat asks you to open a page:\s+Sign in to Example Cloud", after=at)
+    t.wait_for(r"host: auth\.example\.com", after=at)
+    t.wait_for(r"https://auth\.example\.com/connect\?state=abc123", after=at)
+    # Enter alone declines: opening a page takes an explicit "o".
+    t.wait_for(r"\[o\]pen it \(I will go there\) / \[d\]ecline / \[c\]ancel: d[ \t]*$", after=at)
+    t.send("C-u")
+    t.type("o")
+    t.wait_for(r"open the link above in your browser", after=at)
+    t.wait_for(r"<- connect accept\s+Connected\.", after=at)
+
+    at = chat.send("again")
+    t.wait_for(r"\[c\]ancel: d[ \t]*$", after=at)
+    t.send("Enter")
+    t.wait_for(r"<- connect decline\s+Not now\.", after=at)
+
+    t.send("C-d")
+    assert t.exit_status() == 0
+
+
 def test_ctrl_c_cancels_a_slow_call_and_the_session_goes_on(start: Callable[..., Chat]) -> None:
     chat = start([search("wait seconds"), call("slow", seconds=120), say("Still here.")])
     t = chat.tmux

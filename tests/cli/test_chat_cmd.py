@@ -203,6 +203,22 @@ def test_approval_and_elicitation_flags(
     assert call["outcome"] == outcome and words in call["text"], call
 
 
+def test_one_shot_declines_a_page_to_open_even_with_yes(home: Home) -> None:
+    serve(home, "booking")
+    page = "https://auth.example.com/connect?state=abc123"
+    model = script(
+        home,
+        {"content": "", "tool_calls": [read(schema(home, "booking", "sign_in"))]},
+        {"content": "", "tool_calls": [mcp("booking", "sign_in", url=page)]},
+        {"content": "done"},
+    )
+    run = chat(home, "-p", "connect my account", "--model", model, "--json", "--yes")
+    assert run.code == 0, str(run)
+    assert run.json()["tool_calls"][1]["text"] == "decline"
+    assert f"booking asked you to open a page ({page}); a one-shot run declines that" in run.stderr
+    assert "Run `keen chat` to go through it." in run.stderr
+
+
 def test_keen_demo_ends_with_a_scripted_chat_session(tmp_path: Path) -> None:
     fresh = make_home(tmp_path / "fresh")
     run = fresh.keen_process("demo")

@@ -5,8 +5,9 @@ Usage: ``python chat_tools.py``
 Tools: ``note(text)`` (not read-only, so ask mode asks before each call; returns
 ``noted: <text>`` and appends the text to ``$CHAT_TOOLS_LOG`` when set), ``slow(seconds)``
 (read-only; sleeps, for Ctrl-C tests), ``book_table()`` (read-only; asks the user through
-``elicitation/create`` for a form with defaults and returns what came back), ``crash()``
-(read-only; the process exits mid-call).
+``elicitation/create`` for a form with defaults and returns what came back),
+``connect_account()`` (read-only; asks the user to open a sign-in page, URL mode, and
+returns the action), ``crash()`` (read-only; the process exits mid-call).
 
 It serves the 2025-11-25 handshake era only (``handshake_only.py``): ``ctx.elicit`` sends a
 server-to-client request, which the SDK refuses in the 2026-07-28 era Keen would otherwise
@@ -67,6 +68,21 @@ async def book_table(ctx: Context) -> str:
         return f"booking {answer.action}"
     data = answer.data
     return f"booked: name={data.name} party={data.party} outdoor={data.outdoor} time={data.time}"
+
+
+@server.tool(annotations={"readOnlyHint": True})
+async def connect_account(ctx: Context) -> str:
+    """Connect the user's account, asking them to open a sign-in page."""
+    from mcp.server.elicitation import elicit_url
+
+    answer = await elicit_url(
+        ctx.session,
+        "Sign in to Example Cloud to connect your account.",
+        "https://auth.example.com/connect?state=abc123",
+        "connect-1",
+        related_request_id=ctx.request_id,
+    )
+    return f"connect {answer.action}"
 
 
 async def _main() -> None:

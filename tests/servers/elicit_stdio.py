@@ -4,6 +4,10 @@ Tool ``book_table(restaurant)``: asks for a party size and a time, with defaults
 (``party_size`` 2, ``time`` "19:30", SEP-1034), and answers with what it got:
 ``booked <restaurant> for <n> at <time>``, ``declined``, ``cancelled``, or
 ``no elicitation: <error>`` when the client does not support elicitation.
+Tool ``sign_in(url)``: asks the user to open ``url`` (URL mode, SEP-1036) and answers with
+the action (``accept``, ``decline``, ``cancel``). Tool ``needs_sign_in(url)``: fails with
+``-32042 URL elicitation required`` naming ``url``, as a server does that cannot go on
+until the user has been to a page.
 
 It serves the 2025-11-25 handshake era only (``handshake_only.py``): ``ctx.elicit`` sends a
 server-to-client request, which the SDK's server refuses in the 2026-07-28 era ("no
@@ -14,7 +18,8 @@ Keen answers with the same elicitation callback (``keen.mcp._input``).
 from __future__ import annotations
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import ToolAnnotations
+from mcp.shared.exceptions import UrlElicitationRequiredError
+from mcp_types import ElicitRequestURLParams, ToolAnnotations
 from pydantic import BaseModel, Field
 
 
@@ -38,6 +43,17 @@ def build() -> MCPServer:
         if answer.action == "accept":
             return f"booked {restaurant} for {answer.data.party_size} at {answer.data.time}"
         return answer.action
+
+    @server.tool(description="Connect the user's account (asks the user to open a sign-in page).")
+    async def sign_in(url: str, ctx: Context) -> str:
+        answer = await ctx.elicit_url("Sign in to Example Cloud to connect your account.", url, "sign-in-1")
+        return answer.action
+
+    @server.tool(description="List the user's files (fails until the user has signed in).")
+    async def needs_sign_in(url: str) -> str:
+        raise UrlElicitationRequiredError(
+            [ElicitRequestURLParams(message="Sign in to Example Cloud first.", url=url, elicitation_id="s-2")]
+        )
 
     return server
 

@@ -12,12 +12,17 @@ history) and the rich console they are drawn on.
   server's message (untrusted text, escaped), asks accept / decline / cancel, then each
   field of the form (:mod:`keen.agent.form`) with the schema's default pre-filled. Ctrl-C
   anywhere in the form is cancel (MCP's "dismissed without a choice").
+* :meth:`Asker.open_url` answers a URL-mode request (a page the person opens out of band,
+  such as a third-party sign-in): it shows the server's message, the full URL and, apart,
+  its host, and asks open / decline / cancel. Keen never opens or fetches the page; "open"
+  tells the server the person consented and will go there (they copy or click the link).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.lowlevel
@@ -40,6 +45,16 @@ _APPROVAL = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "al
 _ACTION = {
     "a": "accept",
     "accept": "accept",
+    "d": "decline",
+    "decline": "decline",
+    "c": "cancel",
+    "cancel": "cancel",
+}
+
+
+_URL_ACTION = {
+    "o": "accept",
+    "open": "accept",
     "d": "decline",
     "decline": "decline",
     "c": "cancel",
@@ -158,6 +173,46 @@ class Asker:
             self._show("cancelled", "yellow")
             return ElicitAnswer("cancel")
         return ElicitAnswer("accept", content)
+
+    async def open_url(self, server: str, message: str, url: str) -> ElicitAnswer:
+        """Ask the person to open ``url`` for ``server`` (a
+        :data:`~keen.mcp.elicitation.UrlElicitationCallback`; ``url`` already passed
+        :func:`~keen.mcp.elicitation.check_url`)."""
+        if self.chat_prompt_open:
+            self._show(f"declined a page from {server}: it came while no call was running", "yellow")
+            return ElicitAnswer("decline")
+        async with self._lock:
+            self.console.print(
+                Text.assemble(
+                    ("Server ", "bold cyan"),
+                    (terminal_text(server, one_line=True), "bold"),
+                    " asks you to open a page:",
+                )
+            )
+            self._show(message.strip())
+            host = urlsplit(url).hostname or ""
+            self._show(f"  host: {host}", "bold")
+            if "xn--" in host:
+                self._show("  warning: the host is punycode, which can imitate another name", "bold yellow")
+            # Printed whole and unstyled, so the terminal can make it a link to click or copy.
+            self.console.print(Text("  " + url), soft_wrap=True)
+            try:
+                while True:
+                    choice = await self.ask(
+                        "[o]pen it (I will go there) / [d]ecline / [c]ancel: ", default="d"
+                    )
+                    action = _URL_ACTION.get(choice.strip().lower())
+                    if action is not None:
+                        break
+                    self._show("type o, d or c", "yellow")
+            except (KeyboardInterrupt, EOFError):
+                self._show("cancelled", "yellow")
+                return ElicitAnswer("cancel")
+            if action == "accept":
+                self._show(
+                    "open the link above in your browser; the server goes on when you finish there", "dim"
+                )
+            return ElicitAnswer(action)  # type: ignore[arg-type]
 
     async def _fill(self, fields: list[Any], requested_schema: dict[str, Any]) -> dict[str, Any]:
         """Ask each field until its text parses; then check the whole answer against the schema."""

@@ -316,7 +316,9 @@ async def run_repl(
     asker = Asker(console, on_interrupt=lambda: repl[0].interrupt() if repl else None)
     # live=True: the REPL syncs skills in the background (servers.py), so the live refresh
     # that keeps generated skills in line with tool-list changes must be asked for.
-    async with open_runtime(wait=None, live=True, elicitation=asker.elicit) as runtime:
+    async with open_runtime(
+        wait=None, live=True, elicitation=asker.elicit, elicitation_url=asker.open_url
+    ) as runtime:
         agent = Agent(
             runtime,
             model,

@@ -122,13 +122,28 @@ async def _one_shot(
 ) -> TurnResult:
     from keen.agent import Agent, accept_defaults, decline
     from keen.agent.models import close_model
+    from keen.mcp.elicitation import ElicitAnswer
     from keen.runtime import open_runtime
 
     async def approver(request: ApprovalRequest) -> Any:
         return "yes" if yes else "no"
 
     elicitor = accept_defaults if yes else decline
-    async with open_runtime(wait=timeout, sync=True, elicitation=elicitor) as rt:
+
+    async def page(server: str, message: str, url: str) -> ElicitAnswer:
+        # Even --yes does not consent to a page: the person must open it (MCP URL mode).
+        from keen.cli._terminal import terminal_text
+
+        err.print(
+            f"{terminal_text(server, one_line=True)} asked you to open a page ({url}); a one-shot "
+            "run declines that. Run `keen chat` to go through it.",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        return ElicitAnswer("decline")
+
+    async with open_runtime(wait=timeout, sync=True, elicitation=elicitor, elicitation_url=page) as rt:
         for entry in rt.sync_report.entries if rt.sync_report else []:
             if not entry.enabled and entry.hint:
                 _server_failed(entry.server, entry.hint, entry.remedy, rt.manager)

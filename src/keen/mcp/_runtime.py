@@ -43,7 +43,7 @@ from keen.mcp._validation import ArgumentValidator
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_changes, open_subscription
 from keen.mcp.changes import ChangeObserver, RefreshReason, ToolsChanged, diff_tools
 from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
-from keen.mcp.elicitation import ElicitationCallback, sdk_callback
+from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback, sdk_callback
 from keen.mcp.types import AuthFactory, ServerInfo, ServerState, ServerStatus, Tool, TransportFactory
 
 __all__ = ["ServerRuntime"]
@@ -68,11 +68,13 @@ class ServerRuntime:
         auth_factory: AuthFactory | None = None,
         transport: TransportFactory | None = None,
         elicitation: Callable[[], ElicitationCallback | None] = lambda: None,
+        elicitation_url: Callable[[], UrlElicitationCallback | None] = lambda: None,
         on_tools: ChangeObserver | None = None,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
     ) -> None:
         self.name = name
         self._elicitation = elicitation
+        self._elicitation_url = elicitation_url
         self._transport = transport
         self.config = config
         self.state = ServerState.CONFIGURED
@@ -266,7 +268,9 @@ class ServerRuntime:
                         client_info=_CLIENT_INFO,
                         # Advertised only with a callback (the SDK keys the capability on it).
                         elicitation_callback=(
-                            sdk_callback(self.name, self._elicitation) if self._elicitation() else None
+                            sdk_callback(self.name, self._elicitation, self._elicitation_url)
+                            if self._elicitation()
+                            else None
                         ),
                     )
                 )

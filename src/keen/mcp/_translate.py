@@ -14,7 +14,13 @@ from dataclasses import dataclass
 
 import httpx2
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
+    URL_ELICITATION_REQUIRED,
+)
 from pydantic import ValidationError
 
 from keen._redact import redactor
@@ -29,8 +35,10 @@ from keen.errors import (
     Remedy,
     RemoteProtocolError,
     ServerDisconnected,
+    UserActionRequired,
     exception_leaves,
 )
+from keen.mcp.elicitation import check_url
 from keen.mcp.types import ServerState
 
 __all__ = ["ConnectFacts", "classify_connect_failure", "root_cause", "translate_call_error"]
@@ -199,6 +207,8 @@ def translate_call_error(
             return RemoteProtocolError(
                 f'MCP server "{server}" does not support tools/call: {detail}', server=server, tool=tool
             )
+        if cause.code == URL_ELICITATION_REQUIRED:
+            return _user_action(cause, server, tool)
         return RemoteProtocolError(
             f'MCP server "{server}" answered "{tool}" with JSON-RPC error {cause.code}: {detail}',
             server=server,
@@ -221,6 +231,38 @@ def translate_call_error(
 
 
 _DETAIL_CHARS = 2000
+
+
+def _user_action(cause: MCPError, server: str, tool: str) -> UserActionRequired:
+    """``-32042``: the pages the server wants the user to open (URL mode elicitation)."""
+    pages: list[tuple[str, str]] = []
+    refused = 0
+    data = cause.data if isinstance(cause.data, dict) else {}
+    for item in data.get("elicitations") or []:  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(item, dict):
+            continue
+        url, note = str(item.get("url") or ""), str(item.get("message") or "")  # pyright: ignore[reportUnknownArgumentType]
+        # The URL reaches the model and the event log: one holding a secret Keen knows is refused.
+        if check_url(url) is None and redactor.redact(url) == url:
+            pages.append((_cut(redactor.redact(one_line(note, _DETAIL_CHARS)), _DETAIL_CHARS), url))
+        else:
+            refused += 1
+    if not pages:
+        why = f" ({refused} link{'s' * (refused != 1)} refused as unsafe)" if refused else ""
+        return UserActionRequired(
+            f'MCP server "{server}" needs the user to open a page before "{tool}" can run, but '
+            f"named none Keen will show{why}; ask the server's owner",
+            server=server,
+            tool=tool,
+        )
+    listed = "; ".join(f"{note} {url}".strip() for note, url in pages)
+    return UserActionRequired(
+        f'MCP server "{server}" needs the user to open a page before "{tool}" can run: {listed}. '
+        "The user should open it in a browser and finish there; then call the tool again",
+        server=server,
+        tool=tool,
+        pages=pages,
+    )
 
 
 def _cut(text: str, limit: int) -> str:

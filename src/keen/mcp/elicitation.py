@@ -1,4 +1,4 @@
-"""MCP elicitation (``elicitation/create``, form mode), headless: the answer comes from a callback.
+"""MCP elicitation (``elicitation/create``), headless: the answer comes from a callback.
 
 A server may ask the user for input in the middle of a call (MCP 2025-11-25 "Client
 Features > Elicitation"). ``keen.mcp`` has no user interface, so the question goes to an
@@ -7,18 +7,25 @@ schema's defaults"). A session advertises the ``elicitation`` capability only wh
 Manager has a callback at connection time; without one the SDK refuses the request with
 ``-32600 "Elicitation not supported"``.
 
-URL-mode requests (out-of-band, e.g. a browser page) are declined: Keen has no way to
-confirm such a flow for the user.
+URL-mode requests (MCP 2025-11-25 "Elicitation > URL Mode": the server asks the user to
+open a page out of band, such as a third-party sign-in) go to a separate
+:data:`UrlElicitationCallback`, and are declined when there is none. Before it is asked, the
+URL is checked (:func:`check_url`): only ``https`` (or ``http`` on a loopback host) with a
+host and no user name or password in it, so a server cannot make the front end show a
+``file:``, ``javascript:`` or look-alike ``user@host`` link. Keen never opens or fetches the
+URL itself; the person does, after consenting.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-__all__ = ["ElicitAnswer", "ElicitationCallback", "sdk_callback"]
+__all__ = ["ElicitAnswer", "ElicitationCallback", "UrlElicitationCallback", "check_url", "sdk_callback"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,12 +48,63 @@ ElicitationCallback = Callable[[str, str, dict[str, Any]], Awaitable[ElicitAnswe
 """``(server, message, requested_schema) -> ElicitAnswer``: asked for every form-mode
 ``elicitation/create`` a server sends (``requested_schema``: a flat JSON Schema object)."""
 
+UrlElicitationCallback = Callable[[str, str, str], Awaitable[ElicitAnswer]]
+"""``(server, message, url) -> ElicitAnswer``: asked for every URL-mode ``elicitation/create``
+whose URL passed :func:`check_url`. ``accept`` means the person consented to open the page
+(MCP: the interaction itself happens out of band); ``content`` is ignored."""
 
-def sdk_callback(server: str, current: Callable[[], ElicitationCallback | None]) -> Any:
+_MAX_URL_CHARS = 2048
+
+
+def check_url(url: str) -> str | None:
+    """Why ``url`` may not be shown to a person as a link to open, or ``None`` when it may.
+
+    Allowed: ``https://host/...``, or ``http://`` to a loopback host (a local sign-in
+    page); at most 2,048 printable ASCII characters (so no control, bidi or look-alike
+    characters: a non-ASCII host must come as punycode), no user name or password before
+    the host (MCP 2025-11-25 "Elicitation > Security Considerations > Safe URL Handling"
+    asks clients to show the full URL and its domain, to warn about punycode, and never to
+    open or pre-fetch it without consent).
+    """
+    if len(url) > _MAX_URL_CHARS:
+        return f"longer than {_MAX_URL_CHARS} characters"
+    if not all(33 <= ord(c) <= 126 for c in url):
+        return "it holds whitespace, control or non-ASCII characters"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return "not a valid URL"
+    if parts.scheme not in ("https", "http"):
+        return f"scheme {parts.scheme or '(none)'!r} is not https"
+    if not host:
+        return "it names no host"
+    if "@" in parts.netloc:
+        return "it holds a user name or password before the host"
+    if parts.scheme == "http" and not _loopback(host):
+        return "plain http is allowed only to a loopback host"
+    return None
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def sdk_callback(
+    server: str,
+    current: Callable[[], ElicitationCallback | None],
+    current_url: Callable[[], UrlElicitationCallback | None] = lambda: None,
+) -> Any:
     """The SDK ``ClientSession`` ``elicitation_callback`` for ``server``.
 
-    ``current`` returns the Manager's callback at the time of the request (it may be set
-    after the session connected). Returns the SDK result (``ElicitResult`` or ``ErrorData``).
+    ``current`` and ``current_url`` return the Manager's form-mode and URL-mode callbacks
+    at the time of the request (they may be set after the session connected). Returns the
+    SDK result (``ElicitResult`` or ``ErrorData``).
     """
     import mcp_types as mt
 
@@ -54,8 +112,10 @@ def sdk_callback(server: str, current: Callable[[], ElicitationCallback | None])
         callback = current()
         if callback is None:
             return mt.ErrorData(code=mt.INVALID_REQUEST, message="Elicitation not supported")
+        if getattr(params, "mode", "form") == "url":
+            return await _url(server, params, current_url())
         if getattr(params, "mode", "form") != "form":
-            logger.info("%s: declined a URL-mode elicitation (not supported)", server)
+            logger.info("%s: declined an elicitation of unknown mode", server)
             return mt.ElicitResult(action="decline")
         schema = dict(getattr(params, "requested_schema", None) or {})
         try:
@@ -67,3 +127,22 @@ def sdk_callback(server: str, current: Callable[[], ElicitationCallback | None])
         return mt.ElicitResult(action=answer.action, content=content)
 
     return elicit
+
+
+async def _url(server: str, params: Any, callback: UrlElicitationCallback | None) -> Any:
+    import mcp_types as mt
+
+    url = str(getattr(params, "url", "") or "")
+    if callback is None:
+        logger.info("%s: declined a URL-mode elicitation (no one to ask)", server)
+        return mt.ElicitResult(action="decline")
+    problem = check_url(url)
+    if problem is not None:
+        logger.warning("%s: declined a URL-mode elicitation: its URL is refused (%s)", server, problem)
+        return mt.ElicitResult(action="decline")
+    try:
+        answer = await callback(server, str(params.message), url)
+    except Exception as exc:  # a broken front end must not break the server's call
+        logger.warning("%s: the URL elicitation callback failed (%s); declined", server, type(exc).__name__)
+        return mt.ElicitResult(action="decline")
+    return mt.ElicitResult(action=answer.action)

@@ -45,7 +45,7 @@ from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.auth import classify_auth_failure
 from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools, flag_change
 from keen.mcp.config import MCPConfig, load_config, parse_config
-from keen.mcp.elicitation import ElicitationCallback
+from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.types import (
     AuthFactory,
     ServerInfo,
@@ -86,6 +86,8 @@ class Manager:
             :mod:`keen.mcp.elicitation`). Sessions advertise the ``elicitation`` capability
             only when it is set; it may also be set later on :attr:`elicitation`, which
             applies to sessions that connect after that.
+        elicitation_url: asked for URL-mode requests (a page the user opens out of band);
+            they are declined without it. Set it later on :attr:`elicitation_url`.
         refresh_interval: seconds; a server's tools are re-listed at most once per interval
             however many change notices it sends (docs/architecture.md "Tools that change").
 
@@ -105,9 +107,11 @@ class Manager:
         only: set[str] | None = None,
         transports: Mapping[str, TransportFactory] | None = None,
         elicitation: ElicitationCallback | None = None,
+        elicitation_url: UrlElicitationCallback | None = None,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
     ) -> None:
         self.elicitation = elicitation
+        self.elicitation_url = elicitation_url
         self.config_path = config_path or paths.mcp_config_path()
         self._config = (
             config if config is None or isinstance(config, MCPConfig) else parse_config(config, strict=False)
@@ -159,6 +163,7 @@ class Manager:
                 auth_factory=self._auth_factory,
                 transport=self._transports.get(name),
                 elicitation=lambda: self.elicitation,
+                elicitation_url=lambda: self.elicitation_url,
                 on_tools=self._notify_changes,
                 refresh_interval=self._refresh_interval,
             )
