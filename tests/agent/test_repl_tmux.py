@@ -145,7 +145,7 @@ def test_startup_reports_failures_and_slash_commands_work(start: Callable[..., C
     t.wait_for(r"Skills: .*/greet", after=at)
 
     at = chat.send("/mcp")
-    t.wait_for(r"chat\s+│ stdio\s+│ none\s+│ connected\s+│\s+4 │", after=at)
+    t.wait_for(r"chat\s+│ stdio\s+│ none\s+│ connected\s+│\s+5 │", after=at)
     t.wait_for(r"broken\s+│ stdio\s+│ none\s+│ disconnected", after=at)
 
     at = chat.send("/skills list")
@@ -164,7 +164,7 @@ def test_startup_reports_failures_and_slash_commands_work(start: Callable[..., C
     at = chat.send("/mcp connect broken")
     t.wait_for(r"error: broken: disconnected: .*no-such-server", after=at)
     at = chat.send("/mcp connect chat")
-    t.wait_for(r"chat: connected, 4 tools; skill mcp:chat enabled", after=at)
+    t.wait_for(r"chat: connected, 5 tools; skill mcp:chat enabled", after=at)
     at = chat.send("/skills list")
     t.wait_for(r"│ mcp:chat\s+│ yes\s+│ yes\s+│", after=at)
 
@@ -433,7 +433,7 @@ def test_a_server_that_crashes_mid_call_is_reported_once_and_reconnects(start: C
     t.wait_for(r"^chat: disconnected: .*fatal: crash called; then /mcp connect chat", after=at)
 
     at = chat.send("/mcp connect chat")
-    t.wait_for(r"chat: connected, 4 tools; skill mcp:chat enabled", after=at)
+    t.wait_for(r"chat: connected, 5 tools; skill mcp:chat enabled", after=at)
     at = chat.send("note it")
     t.wait_for(r"this session:[ \t]*$", after=at)
     t.type("y")
