@@ -32,7 +32,6 @@ from keen.mcp.types import ServerState, ServerStatus
 from keen.mcpskills.live import LiveSkills
 from keen.mcpskills.startup import sync_from_manager
 from keen.mcpskills.sync import ServerSnapshot, SyncEntry, SyncReport, sync_server
-from keen.skills.config import SkillsConfig
 
 if TYPE_CHECKING:
     from keen.capabilities import PermissionMode
@@ -269,14 +268,11 @@ async def connect_server(
         except KeenError as exc:
             sign_in_error = exc
     status = await manager.refresh(server)
-    config = SkillsConfig.load(root / "config.json")
     tools = manager.list_tools(server) if status.state is ServerState.CONNECTED else []
     invalid = [(t.name, t.reason) for t in manager.invalid_tools(server)]
     description = config_entry.description if config_entry is not None else None
     snapshot = ServerSnapshot(status, tools, manager.server_info(server), invalid, description)
-    entry = await anyio.to_thread.run_sync(
-        lambda: sync_server(snapshot, skills_root=root, skills_config=config, force_enable=True)
-    )
+    entry = await anyio.to_thread.run_sync(lambda: sync_server(snapshot, skills_root=root, force_enable=True))
     if sign_in_error is not None and status.state is not ServerState.CONNECTED:
         raise sign_in_error
     return ConnectOutcome(status, entry)

@@ -338,17 +338,16 @@ class SlashCommands:
         """Enable or disable skill ``name`` in the skills config; raises ``SkillError`` for an unknown name."""
         from keen.skills import SkillsConfig, discover
 
-        config = SkillsConfig.load(self.runtime.skills_root / "config.json")
-        found = discover(self.runtime.skills_root, config=config)
-        if found.get(name) is None and found.problem(name) is None:
-            raise SkillError(f"no skill named {name!r}", name=name, remedy=Remedy.LIST_SKILLS)
-        config.set_enabled(name, value)
+        path = self.runtime.skills_root / "config.json"
         try:
-            config.save()
+            # Under the skills-dir lock: a live refresh or another Keen may be saving it too.
+            with SkillsConfig.edit(path) as config:
+                found = discover(self.runtime.skills_root, config=config)
+                if found.get(name) is None and found.problem(name) is None:
+                    raise SkillError(f"no skill named {name!r}", name=name, remedy=Remedy.LIST_SKILLS)
+                config.set_enabled(name, value)
         except OSError as exc:
-            raise SkillError(
-                f"cannot write {config.path}: {exc.strerror or exc}; check its permissions"
-            ) from exc
+            raise SkillError(f"cannot write {path}: {exc.strerror or exc}; check its permissions") from exc
         self.agent.reload_catalog()
         self.say(f"{'Enabled' if value else 'Disabled'} skill {name}.")
 

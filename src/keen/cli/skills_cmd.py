@@ -90,17 +90,18 @@ def list_skills(
 def _set_enabled(name: str, value: bool) -> None:
     from keen.skills import SkillsConfig, discover
 
-    config = SkillsConfig.load(paths.skills_config_path())
-    found = discover(config=config)
-    _check_known(found, name)
-    problem = found.problem(name)
+    path = paths.skills_config_path()
+    try:
+        # Under the skills-dir lock: a running `keen chat` may be saving it too.
+        with SkillsConfig.edit(path) as config:
+            found = discover(path.parent, config=config)
+            _check_known(found, name)
+            problem = found.problem(name)
+            config.set_enabled(name, value)
+    except OSError as exc:
+        raise SkillError(f"cannot write {path}: {exc.strerror or exc}; check its permissions") from exc
     if problem is not None:
         typer.echo(f"warning: {problem}; it stays out of the catalog until SKILL.md is fixed", err=True)
-    config.set_enabled(name, value)
-    try:
-        config.save()
-    except OSError as exc:
-        raise SkillError(f"cannot write {config.path}: {exc.strerror or exc}; check its permissions") from exc
     typer.echo(f"{'Enabled' if value else 'Disabled'} skill {name}.")
 
 

@@ -76,12 +76,9 @@ async def _write_skill(manager: Manager, root: Path, server: str) -> SyncEntry:
 
     from keen.mcpskills.live import snapshot
     from keen.mcpskills.sync import sync_server
-    from keen.skills.config import SkillsConfig
 
     snap = snapshot(manager, server)
-    return await anyio.to_thread.run_sync(
-        lambda: sync_server(snap, skills_root=root, skills_config=SkillsConfig.load(root / "config.json"))
-    )
+    return await anyio.to_thread.run_sync(lambda: sync_server(snap, skills_root=root))
 
 
 def _event(change: ToolsChanged, entry: SyncEntry | None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ On disk, for server ``github``::
     skills/mcp:github -> .mcp:github.3f9a0c1b2d4e      (relative symlink: the skill)
     skills/.mcp:github.3f9a0c1b2d4e/                   (complete versioned dir)
     skills/.mcp:github.8e7d6c5b4a39.tmp/               (a build in progress, or debris)
-    skills/.keen-mcp.lock                              (flock: one writer at a time)
+    skills/.keen-mcp.lock                              (keen.skills.lock: one writer at a time)
 
 ``rename(2)`` cannot replace a non-empty directory, and two renames leave a moment with
 no skill at all. So a new version is written into a ``.tmp`` dir beside the link, made
@@ -24,27 +24,23 @@ writers hold the lock. A plain managed dir from an older layout is migrated with
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import logging
 import os
 import re
 import secrets
 import shutil
-import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import filelock
-
 from keen._fs import atomic_write_bytes
-from keen.errors import SkillError
 from keen.mcpskills import _layout
 from keen.mcpskills._models import Marker, ValidationError
 from keen.mcpskills._render import MARKER_FILE, dump_json
+from keen.skills.lock import LOCK_FILE, locked
 
 __all__ = [
     "LOCK_FILE",
@@ -64,12 +60,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-LOCK_FILE = ".keen-mcp.lock"
 # How long a version replaced by a newer one stays on disk for readers that resolved it
 # before the swap. Reading a skill takes milliseconds; a minute covers a starved reader.
 RETIRED_GRACE_SECONDS = 60.0
-_LOCK_POLL_SECONDS = 0.05
-_held = threading.local()
 
 Kind = Literal["absent", "link", "dir", "dangling", "unmanaged"]
 
@@ -104,41 +97,6 @@ def _version_re(server: str) -> re.Pattern[str]:
     return re.compile(
         rf"\.{re.escape(_layout.skill_dir(server))}\.[0-9a-f]{{12}}(?P<suffix>\.tmp|\.link|\.old)?"
     )
-
-
-@contextlib.contextmanager
-def locked(root: Path, timeout: float = 60.0) -> Iterator[None]:
-    """Hold ``root/.keen-mcp.lock`` (``filelock``, exclusive) for the block; re-entrant per thread.
-
-    Raises ``SkillError`` when another process holds it for longer than ``timeout`` seconds.
-    The kernel drops the lock when its holder dies, even by SIGKILL.
-    """
-    key = str(root.absolute())
-    depths: dict[str, int] = getattr(_held, "depths", None) or {}
-    _held.depths = depths
-    if key in depths:
-        depths[key] += 1
-        try:
-            yield
-        finally:
-            depths[key] -= 1
-        return
-    root.mkdir(parents=True, exist_ok=True)
-    # filelock: flock on POSIX, msvcrt on Windows (no POSIX-only import in Keen's own code).
-    lock = filelock.FileLock(root / LOCK_FILE, timeout=timeout, poll_interval=_LOCK_POLL_SECONDS, mode=0o644)
-    try:
-        lock.acquire()
-    except filelock.Timeout:
-        raise SkillError(
-            f"another Keen process has been writing MCP skills in {root} for over {timeout:.0f}s "
-            f"(lock {root / LOCK_FILE}); wait for it or stop it, then retry"
-        ) from None
-    depths[key] = 1
-    try:
-        yield
-    finally:
-        del depths[key]
-        lock.release()
 
 
 def read_marker(skill_dir: Path, server: str) -> Marker | None:

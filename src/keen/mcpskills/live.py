@@ -33,7 +33,6 @@ from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState, Tool
 from keen.mcpskills import _swap
 from keen.mcpskills.sync import ServerSnapshot, SyncEntry, sync_server
-from keen.skills.config import SkillsConfig
 
 __all__ = ["LiveSkills", "SyncedObserver", "disk_tools", "snapshot"]
 
@@ -151,9 +150,7 @@ class LiveSkills:
         root = self.skills_root
         try:
             entry = await anyio.to_thread.run_sync(
-                lambda: sync_server(
-                    snap, skills_root=root, skills_config=SkillsConfig.load(root / "config.json")
-                )
+                lambda: sync_server(snap, skills_root=root)  # reads config.json under the lock
             )
         except KeenError as exc:
             logger.warning("live skills: %s not regenerated: %s", server, exc)

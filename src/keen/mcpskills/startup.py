@@ -15,7 +15,6 @@ from keen import paths
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
 from keen.mcpskills.sync import ServerSnapshot, SyncReport, sync_mcp_skills
-from keen.skills.config import SkillsConfig
 
 __all__ = ["snapshots", "sync_from_manager"]
 
@@ -49,8 +48,8 @@ async def sync_from_manager(
         SkillError: a skill or the skills config could not be written.
     """
     root = skills_root or paths.skills_dir()
-    config = SkillsConfig.load(root / "config.json")
     snaps = snapshots(manager)
+    # The sync reads config.json itself, under the skills-dir lock (no update lost).
     return await anyio.to_thread.run_sync(
-        lambda: sync_mcp_skills(snaps, skills_root=root, skills_config=config, force_enable=force_enable)
+        lambda: sync_mcp_skills(snaps, skills_root=root, force_enable=force_enable)
     )

@@ -348,6 +348,15 @@ def _remove_one(root: Path, server: str, config: SkillsConfig, auto: _AutoDisabl
     return SyncEntry(server, "removed", "removed", False)
 
 
+def _config_under_lock(root: Path, config: SkillsConfig | None) -> SkillsConfig:
+    """The skills config as it is on disk now (call it holding the lock): loaded before the
+    lock, a copy could miss a flag another writer saved meanwhile, and saving it would undo it."""
+    if config is None:
+        return SkillsConfig.load(root / "config.json")
+    config.reload()
+    return config
+
+
 def _save(auto: _AutoDisabled, config: SkillsConfig, root: Path) -> None:
     # The record first: a crash in between then leaves a record the next sync drops,
     # never a sync-made ``false`` that looks like the user's.
@@ -383,7 +392,7 @@ def sync_mcp_skills(
     snapshots: list[ServerSnapshot],
     *,
     skills_root: Path,
-    skills_config: SkillsConfig,
+    skills_config: SkillsConfig | None = None,
     force_enable: set[str] | frozenset[str] = frozenset(),
     now: datetime | None = None,
     fsync: bool = True,
@@ -394,9 +403,11 @@ def sync_mcp_skills(
     ``force_enable``: servers whose skill is enabled if they are connected (``keen mcp
     connect``). ``now``: the generated timestamp (default: current UTC time).
 
-    Holds the skills-dir lock throughout; saves the sync record and then ``skills_config``
-    once, at the end. One server's failure is an ``error`` entry, never an exception.
-    Raises ``SkillError`` only when the skills config cannot be saved.
+    Holds the skills-dir lock (:mod:`keen.skills.lock`) throughout and reads the skills
+    config under it (``skills_config``, when given, is read again from its file then, so a
+    change another writer saved is never overwritten; default ``skills_root/config.json``);
+    saves the sync record and then the config once, at the end. One server's failure is an ``error`` entry, never an exception.
+    Raises ``SkillError`` only when the skills config cannot be read or saved.
     """
     seen: dict[str, ServerSnapshot] = {}
     for snap in snapshots:
@@ -405,6 +416,7 @@ def sync_mcp_skills(
             continue
         seen[snap.status.name] = snap
     with _swap.locked(skills_root):
+        skills_config = _config_under_lock(skills_root, skills_config)
         auto = _AutoDisabled(skills_root / SYNC_STATE_FILE)
         entries = [
             _entry(seen[server], skills_root, skills_config, auto, server in force_enable, now, fsync)
@@ -421,7 +433,7 @@ def sync_server(
     snapshot: ServerSnapshot,
     *,
     skills_root: Path,
-    skills_config: SkillsConfig,
+    skills_config: SkillsConfig | None = None,
     force_enable: bool = False,
     now: datetime | None = None,
     fsync: bool = True,
@@ -431,10 +443,11 @@ def sync_server(
     For ``keen mcp connect`` (``force_enable=True``: on success the skill is generated and
     enabled; on failure it is disabled the way sync disables, so the next sync that finds
     the server connected enables it again) and for a state change seen after startup.
-    Saves the sync record and ``skills_config``. Raises ``SkillError`` only when the
-    skills config cannot be saved.
+    Reads and saves the skills config under the lock like :func:`sync_mcp_skills`, and
+    the sync record. Raises ``SkillError`` only when the skills config cannot be read or saved.
     """
     with _swap.locked(skills_root):
+        skills_config = _config_under_lock(skills_root, skills_config)
         auto = _AutoDisabled(skills_root / SYNC_STATE_FILE)
         entry = _entry(snapshot, skills_root, skills_config, auto, force_enable, now, fsync)
         _save(auto, skills_config, skills_root)

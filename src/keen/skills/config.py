@@ -1,18 +1,28 @@
 """The skills config: ``$KEEN_HOME/skills/config.json`` (docs/architecture.md "Enabling and disabling").
 
 Shape: ``{"is_enabled": {"mcp:github": false, "notes": true}}``. A skill absent from
-``is_enabled`` is enabled. Writes are atomic; unknown top-level keys are kept.
+``is_enabled`` is enabled. Writes are atomic (temp file + ``os.replace``); unknown
+top-level keys are kept.
+
+Several writers change it: the generated-skill sync and live refresh, ``/skills
+enable|disable`` in ``keen chat``, ``keen skills enable|disable``, possibly in different
+processes at once. Each change is a read-modify-write, so each must hold the skills
+directory's lock (:mod:`keen.skills.lock`) from the load to the save, or one writer's save
+drops another's change; :meth:`SkillsConfig.edit` does exactly that.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from keen._fs import atomic_write_json
 from keen.errors import SkillError
+from keen.skills.lock import locked
 
 __all__ = ["SkillsConfig"]
 
@@ -26,7 +36,8 @@ class SkillsConfig:
     JSON, or an ``is_enabled`` that is not an object of booleans, raises ``SkillError``
     saying how to fix it); ``is_enabled(name)``,
     ``set_enabled(name, value)``, ``forget(name)`` change the in-memory copy and
-    ``save()`` writes it atomically.
+    ``save()`` writes it atomically. To change it, use :meth:`edit` (load, change and
+    save under the skills directory's lock), not ``load`` + ``save``.
     """
 
     def __init__(self, path: Path, data: dict[str, Any] | None = None) -> None:
@@ -65,6 +76,27 @@ class SkillsConfig:
                 f'{path}: "is_enabled" values must be true or false (not for {", ".join(wrong)}); fix them'
             )
         return cls(path, data)
+
+    @classmethod
+    @contextlib.contextmanager
+    def edit(cls, path: Path, *, timeout: float = 60.0) -> Iterator[SkillsConfig]:
+        """Hold the lock of the skills directory ``path.parent``, load ``path``, yield it, and
+        save it when the block ends without an exception (changed or not: atomic either way).
+
+        Raises:
+            SkillError: the config is broken (nothing is written), or another writer held
+                the lock for longer than ``timeout`` seconds.
+            OSError: the file could not be written.
+        """
+        with locked(path.parent, timeout):
+            config = cls.load(path)
+            yield config
+            config.save()
+
+    def reload(self) -> None:
+        """Read the file again, dropping changes not saved. Raises like :meth:`load`."""
+        fresh = self.load(self.path)
+        self._data, self._enabled = fresh._data, fresh._enabled
 
     def is_enabled(self, name: str) -> bool:
         return bool(self._enabled.get(name, True))

@@ -1,0 +1,69 @@
+"""The skills directory's writer lock (docs/architecture.md "Files on disk").
+
+Everything that writes into ``$KEEN_HOME/skills`` (the generated-skill sync and live
+refresh, ``/skills enable|disable``, ``keen skills enable|disable``) holds one exclusive
+lock, ``skills/.keen-mcp.lock``, around its whole read-modify-write: without it two writers
+that each load ``config.json``, change one flag and save would lose one of the changes.
+Readers take no lock: every file is replaced atomically, so a reader sees a whole old or a
+whole new file.
+
+The lock is ``filelock`` (``flock`` on POSIX, ``msvcrt`` on Windows): the kernel drops it
+when its holder dies, even by SIGKILL. It is re-entrant per thread and path, so a writer
+may call another writer's function while holding it. (The file keeps the name it had when
+only the MCP sync took it, so processes of an older Keen still exclude each other with newer ones.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import filelock
+
+from keen.errors import SkillError
+
+__all__ = ["LOCK_FILE", "locked"]
+
+LOCK_FILE = ".keen-mcp.lock"
+_LOCK_POLL_SECONDS = 0.05
+_held = threading.local()
+
+
+@contextlib.contextmanager
+def locked(root: Path, timeout: float = 60.0) -> Iterator[None]:
+    """Hold ``root/.keen-mcp.lock`` (exclusive) for the block; re-entrant per thread.
+
+    Args:
+        root: the skills directory (created if missing).
+        timeout: seconds to wait for another holder.
+
+    Raises:
+        SkillError: another process (or thread) held it for longer than ``timeout``.
+    """
+    key = str(root.absolute())
+    depths: dict[str, int] = getattr(_held, "depths", None) or {}
+    _held.depths = depths
+    if key in depths:
+        depths[key] += 1
+        try:
+            yield
+        finally:
+            depths[key] -= 1
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(root / LOCK_FILE, timeout=timeout, poll_interval=_LOCK_POLL_SECONDS, mode=0o644)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise SkillError(
+            f"another Keen process has been writing skills in {root} for over {timeout:.0f}s "
+            f"(lock {root / LOCK_FILE}); wait for it or stop it, then retry"
+        ) from None
+    depths[key] = 1
+    try:
+        yield
+    finally:
+        del depths[key]
+        lock.release()
