@@ -92,6 +92,7 @@ bench: $(VENV)/.dev peers
 		--annotations $(LIVEMCPBENCH)/all_annotations.json --catalog $(LIVEMCPBENCH)/tools.json
 	$(PY) bench/token_counters.py $(LIVEMCPBENCH)/tools.json --vocabulary $(SHARED)/data/tokenizers/o200k_base.tiktoken
 	$(PY) bench/refresh_latency.py
+	$(PY) bench/turn_overhead.py $(LIVEMCPBENCH)/tools.json
 
 # The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.
 conformance: $(VENV)/.dev

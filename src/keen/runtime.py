@@ -32,6 +32,7 @@ from keen.mcp.types import ServerState, ServerStatus
 from keen.mcpskills.live import LiveSkills
 from keen.mcpskills.startup import sync_from_manager
 from keen.mcpskills.sync import ServerSnapshot, SyncEntry, SyncReport, sync_server
+from keen.skills.cache import DiscoveryCache
 
 if TYPE_CHECKING:
     from keen.capabilities import PermissionMode
@@ -69,6 +70,8 @@ class Runtime:
         manager: the started :class:`~keen.mcp.Manager`.
         gateway: ``call_mcp_tool`` over ``manager``, with the session's approval and audit.
         skills_root: the skills directory the sync writes to.
+        skills: its discovery, scanned again only when the directory changed (shared by the
+            harness's catalog and the agent's system prompt).
         discovered: True when every server settled within the discovery wait (False if the
             wait ran out or was not asked for).
         sync_report: the startup sync's report, when one ran.
@@ -80,6 +83,7 @@ class Runtime:
         self.manager = manager
         self.gateway = gateway
         self.skills_root = skills_root
+        self.skills = DiscoveryCache(skills_root)
         self.discovered = False
         self.sync_report: SyncReport | None = None
         self.live: LiveSkills | None = None
@@ -134,19 +138,18 @@ class Runtime:
     ) -> Harness:
         """An agent session's :class:`~keen.harness.Harness` over this runtime.
 
-        Its catalog is rebuilt each turn from the Manager's connected servers plus the local
-        skills under :attr:`skills_root`, leaving out tools the gateway's pin check would
-        refuse as quarantined; its permission gate takes over the gateway's
-        approval (docs/architecture.md "The harness"). ``workspace``: the local tools' root
+        Its catalog is the Manager's connected servers plus the local skills under
+        :attr:`skills_root`, leaving out tools the gateway's pin check would refuse as
+        quarantined, taken again at each turn and rebuilt from what changed only
+        (:class:`~keen.capabilities.catalog_cache.CatalogCache`); its permission gate takes
+        over the gateway's approval (docs/architecture.md "The harness"). ``workspace``: the local tools' root
         (default: the current directory). Other ``options`` go to ``Harness``. Close it
         with :meth:`Harness.close` when the session ends.
         """
-        from keen.capabilities import Catalog
+        from keen.capabilities.catalog_cache import CatalogCache
         from keen.harness import Harness
 
-        def catalog() -> Catalog:
-            return Catalog.from_manager(self.manager, skills_root=self.skills_root, pins=self.gateway.pins)
-
+        catalog = CatalogCache(self.manager, skills=self.skills, pins=self.gateway.pins)
         return Harness(
             catalog, self.gateway, mode=mode, approve=approve, workspace=workspace or Path.cwd(), **options
         )

@@ -16,10 +16,10 @@ import pytest
 
 from helpers.cli import KEEN
 from helpers.mcpskills import status
+from keen.errors import SkillError
 from keen.mcp.types import ServerState
 from keen.mcpskills.sync import ServerSnapshot, sync_server
 from keen.skills import SkillsConfig
-from keen.errors import SkillError
 from keen.skills.lock import locked
 
 EDITS = 40

@@ -44,7 +44,7 @@ from keen.gateway import CALL_MCP_TOOL, ApprovalRequest
 from keen.harness import Harness, Observation
 from keen.harness.policy import visibility
 from keen.mcp.types import ServerState
-from keen.skills import activate
+from keen.skills import Discovery, activate
 
 if TYPE_CHECKING:
     from keen.runtime import Runtime
@@ -172,7 +172,7 @@ class Agent:
         self.history: list[Message] = []
         self.always: set[tuple[str, str]] = set()
         self.last_result: TurnResult | None = None
-        self._prompt: tuple[tuple[int, int, str], str] | None = None
+        self._prompt: tuple[Discovery, str, str] | None = None
         self._elicitor = elicitor
         if elicitor is not None:
             runtime.manager.elicitation = elicitor
@@ -252,21 +252,19 @@ class Agent:
         view.notice(result.error)
 
     def system_prompt(self, tools: list[dict[str, Any]]) -> str:
-        """The system prompt for a step offering ``tools``; rebuilt when the offered tools,
-        the skills directory or its config changed (or after :meth:`reload_catalog`), since
-        reading every SKILL.md each step costs more than the rest of a step."""
-        root = self.runtime.skills_root
-
-        def stamp(path: Path) -> int:
-            try:
-                return path.stat().st_mtime_ns
-            except OSError:
-                return 0
-
-        key = (stamp(root), stamp(root / "config.json"), json.dumps(tools, sort_keys=True, default=str))
-        if self._prompt is None or self._prompt[0] != key:
-            self._prompt = (key, build_system_prompt(root, tools, budget=self.prompt_budget))
-        return self._prompt[1]
+        """The system prompt for a step offering ``tools``; rebuilt when the offered tools
+        or the skills changed (or after :meth:`reload_catalog`). The skills come from the
+        runtime's :class:`~keen.skills.cache.DiscoveryCache`, which returns the same
+        discovery while no ``SKILL.md``, skill folder, symlink or ``config.json`` changed."""
+        found = self.runtime.skills.discover()
+        tools_key = json.dumps(tools, sort_keys=True, default=str)
+        cached = self._prompt
+        if cached is None or cached[0] is not found or cached[1] != tools_key:
+            text = build_system_prompt(
+                self.runtime.skills_root, tools, budget=self.prompt_budget, skills=found.enabled
+            )
+            self._prompt = cached = (found, tools_key, text)
+        return cached[2]
 
     async def _model_call(self, tools: list[dict[str, Any]], view: TurnView) -> ModelDone:
         system = self.system_prompt(tools)

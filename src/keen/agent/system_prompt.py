@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from keen.capabilities import SEARCH_TOOL_NAME, budgeted_section
-from keen.skills import discover
+from keen.skills import Skill, discover
 from keen.tokens import TokenCounter
 
 __all__ = ["BASE_PROMPT", "DEFAULT_PROMPT_BUDGET", "build_system_prompt"]
@@ -48,6 +48,7 @@ def build_system_prompt(
     budget: int = DEFAULT_PROMPT_BUDGET,
     counter: TokenCounter | None = None,
     search_tool: str = "search_tools",
+    skills: Sequence[Skill] | None = None,
 ) -> str:
     """The system prompt for one model call.
 
@@ -57,6 +58,8 @@ def build_system_prompt(
         budget: tokens for the catalog plus ``tools``.
         counter: the token counter; default :func:`keen.tokens.token_counter`.
         search_tool: the search tool's name as offered (the fold line names it).
+        skills: the enabled skills, when the caller already discovered them (default: a
+            scan of ``skills_root`` now).
 
     Returns:
         The base text, then the catalog section when any skill is enabled and fits.
@@ -66,7 +69,7 @@ def build_system_prompt(
     """
     overhead = [json.dumps(t, ensure_ascii=False, separators=(",", ":")) for t in tools]
     section = budgeted_section(
-        discover(skills_root).enabled,
+        discover(skills_root).enabled if skills is None else list(skills),
         budget,
         skills_root=skills_root.absolute(),
         counter=counter,

@@ -23,7 +23,7 @@ import json
 import logging
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -33,8 +33,8 @@ import yaml
 from keen import paths
 from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, Risk
 from keen.capabilities.names import capability_id, model_names
-from keen.errors import KeenError, SkillError
-from keen.mcp.types import ServerInfo, ServerState, Tool
+from keen.errors import SkillError
+from keen.mcp.types import ServerInfo, Tool
 from keen.mcpskills._names import one_line
 from keen.mcpskills._render import describe_server
 from keen.skills import MARKER_FILE, Skill, discover, split_frontmatter
@@ -334,31 +334,14 @@ class Catalog:
         """The catalog of a running Manager's connected servers (live tool lists, and
         resource and prompt lists when the Manager offers them), plus the local
         (non-MCP) skills under ``skills_root`` when given. With ``pins``, tools that
-        ``call_mcp_tool`` would refuse as quarantined (``keen.mcp.pins``) are left out."""
-        caps: list[Capability] = []
-        servers: dict[str, str] = {}
-        for status in manager.servers():
-            if status.state is not ServerState.CONNECTED or not status.enabled:
-                continue
-            try:
-                tools = manager.list_tools(status.name)
-            except KeenError as exc:
-                logger.debug("catalog: %s skipped: %s", status.name, exc)
-                continue
-            if pins is not None:
-                policy = pins.policy(manager.config.servers[status.name])
-                hidden = pins.quarantined(status.name, tools, policy)
-                tools = [t for t in tools if t.name not in hidden]
-            info = manager.server_info(status.name)
-            servers[status.name] = server_text(status.name, info, tools)
-            caps += [tool_capability(status.name, t.to_dict()) for t in tools]
-            caps += _listed(manager, status.name, "resource")
-            caps += _listed(manager, status.name, "prompt")
-        if skills_root is not None:
-            caps += [
-                _skill_capability(s) for s in discover(skills_root).enabled if _managed_server(s) is None
-            ]
-        return cls(caps, servers, **options)
+        ``call_mcp_tool`` would refuse as quarantined (``keen.mcp.pins``) are left out.
+
+        Built from scratch; an agent that asks at every step keeps a
+        :class:`~keen.capabilities.catalog_cache.CatalogCache` instead, which rebuilds only
+        what changed."""
+        from keen.capabilities.catalog_cache import CatalogCache
+
+        return CatalogCache(manager, skills_root=skills_root, pins=pins, **options)()
 
     # -- reading --------------------------------------------------------------
 
@@ -377,6 +360,11 @@ class Catalog:
         if cap is None:
             raise KeyError(f"no capability {cap_id!r} in the catalog; search for it first")
         return cap
+
+    @property
+    def names(self) -> Mapping[str, str]:
+        """Capability id -> model tool name, for every capability (``model_names`` of the ids)."""
+        return self._names
 
     def model_name(self, cap_id: str) -> str:
         """The model tool name of a capability (unique within this catalog)."""
@@ -468,55 +456,3 @@ def server_text(server: str, info: ServerInfo | None, tools: list[Tool]) -> str:
     description = describe_server(server, info, [t.name for t in tools], [t.description for t in tools])
     instructions = (info.instructions or "")[:1000] if info else ""
     return f"{description} {' '.join(instructions.split())}".strip()
-
-
-def _listed(manager: Any, server: str, kind: Literal["resource", "prompt"]) -> list[Capability]:
-    """Resources or prompts of ``server`` when the Manager can list them (duck-typed:
-    ``list_resources(name)`` / ``list_prompts(name)`` returning dicts in wire shape)."""
-    lister = getattr(manager, f"list_{kind}s", None)
-    if lister is None:
-        return []
-    try:
-        items = lister(server)
-    except (KeenError, TypeError):
-        return []
-    caps: list[Capability] = []
-    for item in items or []:
-        data = item if isinstance(item, dict) else getattr(item, "__dict__", {})
-        if cap := _item_capability(kind, server, data):
-            caps.append(cap)
-    return caps
-
-
-def _item_capability(
-    kind: Literal["resource", "prompt"], server: str, data: dict[str, Any]
-) -> Capability | None:
-    """One listed resource or prompt. Its full layer (deferred: :meth:`Capability.load`) is
-    the whole listing entry (uri or name, description, mimeType or arguments); reading the
-    resource or getting the prompt is a call, not a load."""
-    name = str(data.get("uri") or data.get("name") or "")
-    if not name:
-        return None
-    description = str(data.get("description") or "")
-    summary = one_line(description or str(data.get("name", "")), SUMMARY_CHARS, first_sentence=False)
-    full = json.dumps(data, ensure_ascii=False, default=str)
-    holder: list[Capability] = []
-
-    def load() -> LoadedCapability:
-        return LoadedCapability(holder[0], full, raw=dict(data))
-
-    cap = Capability(
-        id=capability_id(kind, name, server),
-        kind=kind,
-        name=name,
-        title=str(data.get("title") or data.get("name") or ""),
-        summary=summary,
-        server=server,
-        risk=Risk.reading(),
-        tokens_index=_tokens(f"- {name}: {summary}"),
-        tokens_full=_tokens(full),
-        search_text=f"{data.get('name') or ''} {description}".strip(),
-        _loader=load,
-    )
-    holder.append(cap)
-    return cap

@@ -38,7 +38,6 @@ import jsonschema
 
 from keen import paths
 from keen.capabilities import Capability, Catalog, PermissionMode, capability_id
-from keen.capabilities.names import model_names
 from keen.errors import KeenError, ServerNotConfigured
 from keen.gateway import CALL_MCP_TOOL, Approval, ApprovalRequest, Gateway, result_text
 from keen.harness.changes import ChangeLog
@@ -193,7 +192,7 @@ class Harness:
         connected = self._connected()
         self._changes.log_flags(connected)
         self.catalog = catalog = self.catalog_source()
-        names = model_names([c.id for c in catalog])
+        names = catalog.names  # model_names of its ids, computed once per catalog
         base = [
             Entry(c.id, c.name, "tool", "base local tool")
             for c in self._base.values()

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,9 @@ __all__ = [
     "Skill",
     "SkillProblem",
     "discover",
+    "load_dir",
     "load_skill",
+    "scan",
     "split_frontmatter",
     "valid_skill_name",
 ]
@@ -225,8 +228,9 @@ def _is_managed(skill_dir: Path) -> bool:
     return isinstance(data, dict) and data.get("managed_by") == MANAGED_BY
 
 
-def _load_dir(skill_dir: Path, config: SkillsConfig) -> Skill | SkillProblem:
-    """Load one skill directory (``skill_dir`` already absolute)."""
+def load_dir(skill_dir: Path, config: SkillsConfig) -> Skill | SkillProblem:
+    """Load one skill directory (``skill_dir`` already absolute): a usable skill (its
+    ``enabled`` from ``config``) or the problem that keeps it out."""
     name = skill_dir.name
     if not valid_skill_name(name):
         return SkillProblem(
@@ -283,6 +287,15 @@ def discover(skills_root: Path | None = None, *, config: SkillsConfig | None = N
             the directory cannot be listed.
     """
     root, config = _root_and_config(skills_root, config)
+    return scan(root, config, load_dir)
+
+
+def scan(
+    root: Path, config: SkillsConfig, load: Callable[[Path, SkillsConfig], Skill | SkillProblem]
+) -> Discovery:
+    """:func:`discover` of the absolute ``root`` with ``config``, loading each skill entry
+    with ``load(entry, config)`` (``keen.skills.cache`` passes one that reuses the skills
+    whose files did not change). Raises ``SkillError`` when ``root`` cannot be listed."""
     try:
         entries = sorted(root.iterdir(), key=lambda p: p.name)
     except FileNotFoundError:
@@ -296,7 +309,7 @@ def discover(skills_root: Path | None = None, *, config: SkillsConfig | None = N
             continue
         if not entry.is_symlink() and not entry.is_dir():
             continue  # plain files such as config.json
-        loaded = _load_dir(entry, config)
+        loaded = load(entry, config)
         if isinstance(loaded, Skill) and any(s.name == loaded.name for s in skills):
             # Both spellings of one name (mcp:x and its Windows form mcp_x) side by side.
             loaded = SkillProblem(
@@ -324,7 +337,7 @@ def load_skill(name: str, skills_root: Path | None = None, *, config: SkillsConf
     skill_dir = next((d for d in spellings if d.is_symlink() or d.exists()), None)
     if skill_dir is None:
         raise SkillError(f"no skill named {name!r} in {root}", name=name, remedy=Remedy.LIST_SKILLS)
-    loaded = _load_dir(skill_dir, config)
+    loaded = load_dir(skill_dir, config)
     if isinstance(loaded, SkillProblem):
         raise SkillError(
             f"skill {name!r} is broken: {loaded.message} ({loaded.path / SKILL_FILE})", name=name

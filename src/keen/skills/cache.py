@@ -1,0 +1,181 @@
+"""Skip rescanning an unchanged skills directory (docs/architecture.md "Files on disk").
+
+:func:`keen.skills.discover` opens every ``SKILL.md`` and parses its YAML frontmatter; an
+agent that asks at every step would spend most of the step there. :class:`DiscoveryCache`
+keeps the last :class:`~keen.skills.Discovery` and scans again only when
+:func:`skills_dir_state` differs from the state it was built from.
+
+What the state holds, and why each part is needed:
+
+* ``config.json``: ``stat`` (device, inode, size, mtime and ctime in ns). Keen replaces it
+  atomically (a new inode each save); an in-place edit changes size or mtime.
+* Each entry of the skills directory that discovery looks at (names not starting with
+  ``.``): its ``lstat`` (inode, mode, mtime, ctime), and for a symlink its target
+  (``readlink``). A generated skill is a symlink swapped to a new versioned directory
+  (``mcp:<server> -> .mcp:<server>.<hex>``); the root's own mtime would change too, but a
+  user editing a ``SKILL.md`` inside a folder does not touch the root at all, so the root
+  mtime alone is not enough.
+* For each entry, the ``stat`` of ``<entry>/SKILL.md`` and of the generated-skill marker
+  ``<entry>/.keen-generated-mcp.json``, following links: what discovery reads (the
+  frontmatter, the ``managed`` flag). An edit in place changes size/mtime/ctime; an
+  editor's save-by-rename or a swap changes the inode.
+
+Costs ``3 + 1`` system calls per skill (about 1 ms for 80 skills here) instead of opening
+and parsing every file. When something changed, only the entries whose own stat data
+changed are read again; the others keep their :class:`~keen.skills.Skill` (with
+``enabled`` taken from the config as it is now).
+
+Timestamps have a granularity (one kernel tick, a few ms): a file written twice within one
+tick, keeping its size, would look unchanged. As git does for its index ("racy git"), a
+state in which any timestamp is less than :data:`RACY_SECONDS` older than the moment the
+state was taken is *unsettled*: it never counts as unchanged, so a file that was just
+written is read again at the next call, until it is old enough to be trusted.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from keen import paths
+from keen.skills.config import SkillsConfig
+from keen.skills.discover import MARKER_FILE, SKILL_FILE, Discovery, Skill, SkillProblem, load_dir, scan
+
+__all__ = ["RACY_SECONDS", "DiscoveryCache", "SkillsDirState", "skills_dir_state"]
+
+RACY_SECONDS = 0.05
+"""Timestamps this close to the time of the scan are not trusted (above one kernel tick: 4-10 ms)."""
+
+_Stat = tuple[int, ...] | None
+_Entry = tuple[str, _Stat, str, _Stat, _Stat]
+
+
+def _stat(path: str, *, follow: bool = True) -> _Stat:
+    try:
+        st = os.stat(path, follow_symlinks=follow)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class SkillsDirState:
+    """What :func:`keen.skills.discover` would read from a skills directory, as stat data.
+
+    ``root``: the directory (absolute). ``config``: the stat of ``config.json`` (``None``:
+    absent). ``entries``: per non-dot entry, sorted by name: name, its ``lstat``, symlink
+    target (``""`` when not a link), stat of its ``SKILL.md`` and of its marker file.
+    ``racy``: names of the entries with a timestamp within :data:`RACY_SECONDS` of the
+    scan (``config.json`` included under its own name). ``settled``: none is racy; an
+    unsettled state never equals another one in :meth:`unchanged_since`.
+    """
+
+    root: Path
+    config: _Stat
+    entries: tuple[_Entry, ...]
+    racy: frozenset[str]
+
+    @property
+    def settled(self) -> bool:
+        return not self.racy
+
+    def unchanged_since(self, other: SkillsDirState | None) -> bool:
+        """True when ``other`` was taken of the same directory, both are settled and equal."""
+        return other is not None and self.settled and other.settled and self == other
+
+
+def skills_dir_state(skills_root: Path | None = None) -> SkillsDirState:
+    """The :class:`SkillsDirState` of ``skills_root`` (default ``paths.skills_dir()``), now.
+
+    A missing or unlistable directory has no entries (discovery reports that itself).
+    """
+    root = (skills_root if skills_root is not None else paths.skills_dir()).absolute()
+    # Taken before any stat: a timestamp written after it is by definition within the window.
+    began_ns = time.time_ns()
+    config = _stat(str(root / "config.json"))
+    entries: list[_Entry] = []
+    try:
+        listing = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        listing = []
+    for entry in listing:
+        if entry.name.startswith("."):
+            continue
+        own = _stat(entry.path, follow=False)
+        target = ""
+        if entry.is_symlink():
+            try:
+                target = os.readlink(entry.path)
+            except OSError:
+                target = "?"
+        elif not entry.is_dir():
+            entries.append((entry.name, own, target, None, None))  # a plain file, e.g. config.json
+            continue
+        skill_md = _stat(os.path.join(entry.path, SKILL_FILE))
+        marker = _stat(os.path.join(entry.path, MARKER_FILE))
+        entries.append((entry.name, own, target, skill_md, marker))
+    cutoff = began_ns - int(RACY_SECONDS * 1e9)
+
+    def fresh(*stats: _Stat) -> bool:
+        return any(s is not None and (s[4] >= cutoff or s[5] >= cutoff) for s in stats)
+
+    racy = {e[0] for e in entries if fresh(e[1], e[3], e[4])}
+    if fresh(config):
+        racy.add("config.json")
+    return SkillsDirState(root, config, tuple(entries), frozenset(racy))
+
+
+class DiscoveryCache:
+    """:func:`keen.skills.discover` of one skills directory, scanned again only when its
+    :class:`SkillsDirState` changed.
+
+    ``skills_root``: default ``paths.skills_dir()`` at each call. ``hits`` / ``scans``: how
+    many calls reused the last result / scanned the directory; ``reused``: skill entries a
+    scan took from the previous one instead of reading them.
+    """
+
+    def __init__(self, skills_root: Path | None = None) -> None:
+        self.skills_root = skills_root
+        self.hits = 0
+        self.scans = 0
+        self.reused = 0
+        self._state: SkillsDirState | None = None
+        self._found: Discovery | None = None
+        self._loaded: dict[str, tuple[_Entry, Skill | SkillProblem]] = {}
+
+    def discover(self) -> Discovery:
+        """The directory's skills: the same :class:`~keen.skills.Discovery` object as last
+        time while nothing discovery reads changed, else a scan that reads again only the
+        entries whose stat data changed. Raises ``SkillError`` like
+        :func:`keen.skills.discover` (nothing is cached then)."""
+        state = skills_dir_state(self.skills_root)
+        if self._found is not None and state.unchanged_since(self._state):
+            self.hits += 1
+            return self._found
+        settled = {e[0]: e for e in state.entries if e[0] not in state.racy}
+        loaded: dict[str, tuple[_Entry, Skill | SkillProblem]] = {}
+
+        def load(entry: Path, config: SkillsConfig) -> Skill | SkillProblem:
+            key, before = settled.get(entry.name), self._loaded.get(entry.name)
+            if key is not None and before is not None and before[0] == key:
+                result = before[1]
+                self.reused += 1
+            else:
+                result = load_dir(entry, config)
+            if key is not None:  # only a settled entry may be reused by the next scan
+                loaded[entry.name] = (key, result)
+            if isinstance(result, Skill) and result.enabled != config.is_enabled(result.name):
+                result = replace(result, enabled=config.is_enabled(result.name))
+            return result
+
+        found = scan(state.root, SkillsConfig.load(state.root / "config.json"), load)
+        self.scans += 1
+        self._state, self._found, self._loaded = state, found, loaded
+        return found
+
+    def clear(self) -> None:
+        """Forget the last scan: the next :meth:`discover` reads every entry."""
+        self._state = self._found = None
+        self._loaded = {}

@@ -1,0 +1,162 @@
+"""The harness's catalog is reused while nothing changed and rebuilt at the next turn when
+something did: a SKILL.md edited (also within one timestamp tick), a config.json toggle, a
+skill added or removed, a server's tool list changed and its generated skill swapped.
+
+Real files in a private KEEN_HOME, a real FastMCP server over the SDK's in-memory transport
+(the runtime's live refresh regenerates its skill), and the agent's system prompt, which
+reads the same cached discovery. No timing is asserted (``bench/turn_overhead.py`` prints it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.changing import wait_until
+from helpers.http_servers import make_basic_server
+from keen.agent import Agent
+from keen.agent.providers.scripted import ScriptedModel
+from keen.capabilities import capability_id
+from keen.capabilities.catalog_cache import CatalogCache
+from keen.harness import Harness
+from keen.mcp import Manager, in_memory_transport
+from keen.runtime import Runtime, open_runtime
+from keen.skills import SkillsConfig
+from keen.skills.cache import RACY_SECONDS
+
+pytestmark = pytest.mark.anyio
+
+IN_MEMORY = {"transport": "stdio", "command": "unused-in-memory"}
+
+
+def write_skill(root: Path, name: str, description: str) -> Path:
+    path = root / name / "SKILL.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"---\nname: {name}\ndescription: {description}\n---\n\nBody of {name}.\n", encoding="utf-8"
+    )
+    return path
+
+
+def settle() -> None:
+    """Let every file written so far leave the racy window, so that a cache hit is possible."""
+    time.sleep(RACY_SECONDS * 2)
+
+
+def index(harness: Harness) -> str:
+    harness.begin_turn()
+    return harness.skill_index()
+
+
+@asynccontextmanager
+async def session(keen_home: Path, write_config: Callable[[dict[str, Any]], Path]) -> AsyncIterator[Runtime]:
+    path = write_config({"basic": IN_MEMORY})
+    server = make_basic_server()
+    manager = Manager(path, transports={"basic": in_memory_transport(server._mcp_server)})
+    async with open_runtime(manager=manager, wait=30, sync=True) as rt:
+        rt.test_server = server  # type: ignore[attr-defined]
+        yield rt
+
+
+async def test_unchanged_turns_reuse_one_catalog_and_one_scan(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    write_skill(keen_home / "skills", "notes", "House rules for the docs folder.")
+    async with session(keen_home, write_config) as rt:
+        harness = rt.harness(mode="auto", workspace=keen_home)
+        source = harness.catalog_source
+        assert isinstance(source, CatalogCache)
+        settle()
+        harness.begin_turn()
+        first, scans = harness.catalog, rt.skills.scans
+        for _ in range(3):
+            harness.begin_turn()
+            assert harness.catalog is first
+        assert rt.skills.scans == scans and source.reuses >= 3
+        assert capability_id("tool", "echo", "basic") in first
+        assert "- notes: House rules for the docs folder." in harness.skill_index()
+        harness.close()
+
+
+async def test_skill_edits_toggles_additions_and_removals_show_at_the_next_turn(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    root = keen_home / "skills"
+    notes = write_skill(root, "notes", "House rules for the docs folder.")
+    async with session(keen_home, write_config) as rt:
+        harness = rt.harness(mode="auto", workspace=keen_home)
+        assert "docs folder" in index(harness)
+        # Same size, written within the same timestamp tick as the first version: the racy
+        # window makes the cache read it again rather than trust an unchanged stat.
+        notes.write_text(notes.read_text().replace("docs", "wiki"), encoding="utf-8")
+        assert "- notes: House rules for the wiki folder." in index(harness)
+        settle()
+        assert "wiki folder" in index(harness)
+        notes.write_text(notes.read_text().replace("wiki", "blog"), encoding="utf-8")  # same size again
+        assert "- notes: House rules for the blog folder." in index(harness)
+
+        # An editor's save: a new file renamed over the old one.
+        settle()
+        fresh = notes.with_name("SKILL.md.swp")
+        fresh.write_text("---\nname: notes\ndescription: Rules for the blog, saved.\n---\n", encoding="utf-8")
+        os.replace(fresh, notes)
+        assert "- notes: Rules for the blog, saved." in index(harness)
+
+        settle()
+        with SkillsConfig.edit(root / "config.json") as config:
+            config.set_enabled("notes", False)
+        assert "notes" not in index(harness)
+        settle()
+        with SkillsConfig.edit(root / "config.json") as config:
+            config.set_enabled("notes", True)
+        assert "notes" in index(harness)
+
+        settle()
+        write_skill(root, "review", "How to review a pull request here.")
+        assert "- review: How to review a pull request here." in index(harness)
+        settle()
+        shutil.rmtree(root / "notes")
+        shown = index(harness)
+        assert "notes" not in shown and "review" in shown
+        harness.close()
+
+
+async def test_a_tool_list_change_and_the_swapped_skill_show_at_the_next_turn(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path], tmp_path: Path
+) -> None:
+    script = tmp_path / "script.jsonl"
+    script.write_text("")
+    async with session(keen_home, write_config) as rt:
+        agent = Agent(rt, ScriptedModel(script), mode="auto", workspace=keen_home)
+        harness = agent.harness
+        link = keen_home / "skills" / "mcp:basic"
+        before = link.resolve()
+        settle()
+        harness.begin_turn()
+        prompt = agent.system_prompt([])
+        assert "(7)." in prompt  # the mcp:basic catalog line counts 7 tools
+        catalog = harness.catalog
+        assert catalog is not None and capability_id("tool", "weather", "basic") not in catalog
+        settle()
+
+        def weather(city: str) -> str:
+            return f"sunny in {city}"
+
+        rt.test_server.tool(weather, name="weather", description="Weather for a city.")  # type: ignore[attr-defined]
+        await rt.manager.refresh_tools("basic")
+        # The tool is in the Manager's list at once: the next turn's catalog has it.
+        harness.begin_turn()
+        assert harness.catalog is not catalog
+        assert capability_id("tool", "weather", "basic") in harness.catalog
+        # The live refresh swaps the generated skill (a new versioned dir behind the link);
+        # the next system prompt reads the new SKILL.md.
+        await wait_until(lambda: link.resolve() != before, "the regenerated mcp:basic skill")
+        assert "(8)." in agent.system_prompt([])
+        agent.close()

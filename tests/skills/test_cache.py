@@ -1,0 +1,126 @@
+"""keen.skills.cache: the skills directory is scanned again exactly when something discovery
+reads changed (real files: SKILL.md edits, symlink swaps, config.json, added and removed
+folders), including writes that land within one filesystem timestamp tick."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from keen.skills import SkillsConfig
+from keen.skills.cache import RACY_SECONDS, DiscoveryCache, skills_dir_state
+
+
+def write_skill(folder: Path, description: str, name: str | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "SKILL.md"
+    path.write_text(
+        f"---\nname: {name or folder.name}\ndescription: {description}\n---\n\nBody.\n", encoding="utf-8"
+    )
+    return path
+
+
+def settle() -> None:
+    time.sleep(RACY_SECONDS * 2)
+
+
+def test_an_unchanged_directory_is_scanned_once(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    write_skill(root / "notes", "House rules.")
+    write_skill(root / "review", "Review steps.")
+    cache = DiscoveryCache(root)
+    settle()
+    first = cache.discover()
+    assert [s.name for s in first.skills] == ["notes", "review"]
+    assert all(cache.discover() is first for _ in range(5))
+    assert (cache.scans, cache.hits) == (1, 5)
+    # Writing nothing but reading files changes nothing either.
+    (root / "notes" / "SKILL.md").read_text(encoding="utf-8")
+    assert cache.discover() is first
+
+
+def test_fresh_files_are_never_trusted_until_they_are_older_than_the_racy_window(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    path = write_skill(root / "notes", "version 00")
+    cache = DiscoveryCache(root)
+    # Same size, rewritten far faster than a timestamp tick: stat data alone could repeat.
+    for i in range(1, 40):
+        path.write_text(
+            path.read_text(encoding="utf-8").replace(f"{i - 1:02d}", f"{i:02d}"), encoding="utf-8"
+        )
+        skill = cache.discover().get("notes")
+        assert skill is not None and skill.description == f"version {i:02d}"
+    assert not skills_dir_state(root).settled
+    settle()
+    assert skills_dir_state(root).settled
+    first = cache.discover()
+    assert cache.discover() is first
+
+
+def test_each_change_discovery_reads_is_seen(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    notes = write_skill(root / "notes", "House rules.")
+    cache = DiscoveryCache(root)
+
+    def step() -> dict[str, tuple[str, bool]]:
+        settle()  # each change is made to a settled, cached state
+        return {s.name: (s.description, s.enabled) for s in cache.discover().skills}
+
+    assert step() == {"notes": ("House rules.", True)}
+    assert step() == {"notes": ("House rules.", True)} and cache.hits == 1
+
+    notes.write_text(notes.read_text(encoding="utf-8").replace("House", "Cabin"), encoding="utf-8")
+    assert step() == {"notes": ("Cabin rules.", True)}
+
+    with SkillsConfig.edit(root / "config.json") as config:
+        config.set_enabled("notes", False)
+    assert step() == {"notes": ("Cabin rules.", False)}
+
+    # A generated-style skill: a symlink swapped (os.replace) to a new versioned folder.
+    write_skill(root / ".gen.aaaa", "Version A.", name="gen")
+    os.symlink(".gen.aaaa", root / "gen")
+    assert step()["gen"] == ("Version A.", True)
+    write_skill(root / ".gen.bbbb", "Version B.", name="gen")
+    os.symlink(".gen.bbbb", root / ".gen.link")
+    os.replace(root / ".gen.link", root / "gen")
+    assert step()["gen"] == ("Version B.", True)
+
+    # The marker file that makes a skill managed is read too.
+    (root / ".gen.bbbb" / ".keen-generated-mcp.json").write_text(
+        '{"managed_by": "keen-mcp"}', encoding="utf-8"
+    )
+    settle()
+    gen = cache.discover().get("gen")
+    assert gen is not None and gen.managed
+
+    write_skill(root / "review", "Review steps.")
+    assert set(step()) == {"notes", "gen", "review"}
+    shutil.rmtree(root / "notes")
+    assert set(step()) == {"gen", "review"}
+    (root / "config.json").unlink()
+    assert step()["gen"] == ("Version B.", True)
+    # A SKILL.md made unreadable is a problem at the next scan, not a stale skill.
+    (root / "review" / "SKILL.md").write_bytes(b"---\ndescription: \xff\xfe\n---\n")
+    settle()
+    found = cache.discover()
+    assert found.get("review") is None and found.problem("review") is not None
+
+
+def test_a_change_reads_again_only_the_entries_that_changed(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    paths = [write_skill(root / f"s{i}", f"Skill number {i}.") for i in range(6)]
+    cache = DiscoveryCache(root)
+    settle()
+    first = cache.discover()
+    paths[2].write_text(paths[2].read_text(encoding="utf-8").replace("number", "NUMBER"), encoding="utf-8")
+    with SkillsConfig.edit(root / "config.json") as config:
+        config.set_enabled("s4", False)
+    settle()
+    second = cache.discover()
+    assert cache.reused == 5  # s2 read again; s4 kept, with its new enabled flag
+    assert [(s.description, s.enabled) for s in second.skills] == [
+        (f"Skill {'NUMBER' if i == 2 else 'number'} {i}.", i != 4) for i in range(6)
+    ]
+    assert second.get("s0") is first.get("s0") and second.get("s2") is not first.get("s2")
