@@ -73,7 +73,11 @@ def test_session_needs_initialize_and_answers_only_its_owner(
     assert _post(guarded.url, {**auth, "Mcp-Session-Id": "f" * 32}, call).status_code == 404
     sid = _post(guarded.url, auth).headers["mcp-session-id"]
     assert _post(guarded.url, {**auth, "Mcp-Session-Id": sid}, call).status_code == 200
-    assert httpx2.get(guarded.url, headers={**auth, "Mcp-Session-Id": sid}).status_code == 405
+    # The session's event stream (change notices) needs an SSE accept and the owner's session.
+    assert httpx2.get(guarded.url, headers={**auth, "Mcp-Session-Id": sid}).status_code == 406
+    sse = {**auth, "Accept": "text/event-stream"}
+    assert httpx2.get(guarded.url, headers={**sse, "Mcp-Session-Id": "f" * 32}).status_code == 404
+    assert httpx2.get(guarded.url, headers=sse).status_code == 400
 
 
 async def test_description_fetches_are_rate_limited(guarded: KeenServeProcess) -> None:

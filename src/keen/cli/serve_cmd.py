@@ -38,6 +38,11 @@ def serve(
     ),
     session_ttl: float = typer.Option(1800.0, "--session-ttl", help="Seconds an idle session lives."),
     fetch_limit: int = typer.Option(60, "--fetch-limit", help="Description fetches per caller per minute."),
+    notify_interval: float = typer.Option(
+        0.5,
+        "--notify-interval",
+        help="Seconds that coalesce upstream tool changes into one list_changed notice to hosts.",
+    ),
 ) -> None:
     """Serve the configured MCP servers to any MCP host with progressive disclosure."""
     from keen.mcp.manager import Manager
@@ -62,8 +67,8 @@ def serve(
         )
     except ValueError as exc:
         fail(str(exc))
-    if min(auth_ttl, session_ttl) <= 0 or fetch_limit < 1:
-        fail("--auth-ttl and --session-ttl must be > 0 and --fetch-limit >= 1")
+    if min(auth_ttl, session_ttl, notify_interval) <= 0 or fetch_limit < 1:
+        fail("--auth-ttl, --session-ttl and --notify-interval must be > 0 and --fetch-limit >= 1")
     keen = KeenServer(
         Manager(config),
         mode=mode,  # type: ignore[arg-type]
@@ -72,6 +77,7 @@ def serve(
         auth_ttl=auth_ttl,
         session_ttl=session_ttl,
         fetch_limit=fetch_limit,
+        notify_interval=notify_interval,
     )
 
     async def main() -> None:

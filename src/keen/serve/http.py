@@ -12,7 +12,11 @@ Every request to ``/mcp`` passes, in order:
    and this module keeps the ``Mcp-Session-Id`` sessions *in the store* (not in the SDK's
    per-process session table), so any replica sharing the store serves any session:
    ``initialize`` opens one (the id comes back in the response header), other POSTs need a
-   live id (400 without one, 404 for an unknown or expired one), ``DELETE`` ends it.
+   live id (400 without one, 404 for an unknown or expired one), ``DELETE`` ends it, and
+   ``GET`` opens the session's event stream (``text/event-stream``), on which the server
+   sends ``notifications/tools/list_changed`` when what it lists changes
+   (:mod:`keen.serve.notify`; MCP 2025-11-25, Transports, "Listening for Messages from the
+   Server"). 2026-07-28 hosts get the same notices on ``subscriptions/listen`` instead.
 
 The SDK's stateless Streamable HTTP manager then serves the message; it answers both eras.
 """
@@ -31,6 +35,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -48,6 +53,8 @@ __all__ = ["HttpSecurity", "build_app", "is_loopback", "tokens_from_env"]
 logger = logging.getLogger("keen.serve")
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
+SSE_PING_SECONDS = 15.0
+"""An SSE comment this often keeps an idle event stream open through proxies."""
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -165,9 +172,12 @@ class _Gate:
             else:
                 await _error(404, "Session not found")(scope, receive, send)
             return
+        if method == "GET" and self.keen.mode == "extension":
+            # Search mode's list never changes: it has nothing to send on a stream.
+            await self._event_stream(scope, receive, send, request, session_id, principal)
+            return
         if method != "POST":
-            # No standalone SSE stream: the server sends nothing unprompted.
-            await Response(status_code=405, headers={"allow": "POST, DELETE"})(scope, receive, send)
+            await Response(status_code=405, headers={"allow": "GET, POST, DELETE"})(scope, receive, send)
             return
         body = await _read_body(receive)
         if body is None:
@@ -190,6 +200,69 @@ class _Gate:
             return
         scope[SCOPE_KEY] = f"session:{session_id}"
         await self.inner(scope, replay, send)
+
+
+    async def _event_stream(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        request: Request,
+        session_id: str | None,
+        principal: str,
+    ) -> None:
+        """A session's standalone SSE stream: server notices until the host disconnects."""
+        if "text/event-stream" not in request.headers.get("accept", ""):
+            await _error(406, "Not Acceptable: a GET must accept text/event-stream")(scope, receive, send)
+            return
+        if not session_id:
+            await _error(400, "Bad Request: Mcp-Session-Id header is required; send initialize first")(
+                scope, receive, send
+            )
+            return
+        if not await _owned(self.keen.store, session_id, principal, self.keen.session_ttl):
+            await _error(404, "Session not found")(scope, receive, send)
+            return
+        with self.keen.notifier.open_stream() as notices:
+            if notices is None:
+                await _error(503, "Too many open event streams; retry later")(scope, receive, send)
+                return
+            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            async with anyio.create_task_group() as tg:
+
+                async def disconnected() -> None:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(disconnected)
+                async for frame in _frames(notices):
+                    await send({"type": "http.response.body", "body": frame, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                tg.cancel_scope.cancel()
+
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+async def _frames(notices: Any) -> AsyncIterator[bytes]:
+    """SSE frames: one ``message`` event per notice, a comment when idle; ends with ``notices``."""
+    while True:
+        method: str | None = None
+        with anyio.move_on_after(SSE_PING_SECONDS):
+            try:
+                method = await notices.receive()
+            except anyio.EndOfStream:
+                return
+        if method is None:
+            yield b": ping\r\n\r\n"
+            continue
+        data = json.dumps({"jsonrpc": "2.0", "method": method}, separators=(",", ":"))
+        yield f"event: message\r\ndata: {data}\r\n\r\n".encode()
 
 
 async def _owned(store: Any, session_id: str, principal: str, ttl: float) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import uvicorn
 from mcp.server.stdio import stdio_server
@@ -13,6 +14,19 @@ from keen.serve.server import KeenServer
 __all__ = ["serve_http", "serve_stdio"]
 
 logger = logging.getLogger("keen.serve")
+
+
+class _Server(uvicorn.Server):
+    """Ends the hosts' event streams first on shutdown: uvicorn otherwise waits for those
+    open responses until its graceful timeout before it stops."""
+
+    def __init__(self, config: uvicorn.Config, keen: KeenServer) -> None:
+        super().__init__(config)
+        self.keen = keen
+
+    async def shutdown(self, sockets: list[Any] | None = None) -> None:
+        self.keen.notifier.close()
+        await super().shutdown(sockets)
 
 
 async def serve_stdio(keen: KeenServer) -> None:
@@ -37,6 +51,6 @@ async def serve_http(keen: KeenServer, security: HttpSecurity, port: int, *, pat
         lifespan="on",
         timeout_graceful_shutdown=5,
     )
-    server = uvicorn.Server(config)
+    server = _Server(config, keen)
     logger.info("keen serve: http://%s:%d%s (%s mode)", security.host, port, path, keen.mode)
     await server.serve()

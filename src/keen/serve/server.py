@@ -23,6 +23,12 @@ pipeline (visibility per caller, the host as approver, truncation, the audit log
 
 Tool names are the capability catalog's model names (``mcp__<server>__<tool>``), the same
 names an agent's harness offers and ToolSearch returns (:mod:`keen.serve.catalog`).
+
+When an upstream server's tools change, extension mode's ``tools/list`` changes with them:
+:class:`keen.serve.notify.ChangeNotifier` tells every connected host (``listChanged: true``),
+and the list's ``ttlMs`` is never longer than what its upstream lists are still fresh for.
+Search mode's three tools never change, so it sends no notices; ``search_tools`` and
+``describe_tools`` read the live catalog on every call (docs/serve.md "When tools change").
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -40,8 +47,10 @@ import anyio
 import mcp_types as mt
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from keen import __version__, paths
 from keen.capabilities import Capability, Catalog
@@ -51,6 +60,7 @@ from keen.mcp.types import ServerState
 from keen.serve import extension as ext
 from keen.serve.calls import CallRouter, call_result, error_result
 from keen.serve.catalog import ToolCatalog
+from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, digest
 from keen.serve.search import CapabilitySearch, SearchFn
 from keen.serve.store import DEFAULT_AUTH_TTL, DEFAULT_SESSION_TTL, MemoryStore, RedisStore, Store
 
@@ -65,6 +75,7 @@ SCOPE_KEY = "keen.scope"
 
 _LOOSE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
 _READY_WAIT = 15.0
+_TOOLS_TTL_MS = 10_000
 
 _SEARCH_INSTRUCTIONS = (
     "Keen gives you the tools of many MCP servers without listing them all. Workflow: "
@@ -92,6 +103,8 @@ class KeenServer:
         session_ttl / auth_ttl: seconds (see :mod:`keen.serve.store`).
         fetch_limit: description fetches allowed per caller per ``fetch_window`` seconds.
         max_result_chars: longer result text is cut by the harness, with a note.
+        notify_interval: seconds that coalesce upstream changes into one notice to hosts
+            (at most one ``list_changed`` per list per interval; :mod:`keen.serve.notify`).
     """
 
     def __init__(
@@ -107,6 +120,7 @@ class KeenServer:
         fetch_limit: int = 60,
         fetch_window: float = 60.0,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        notify_interval: float = DEFAULT_NOTIFY_INTERVAL,
     ) -> None:
         if mode not in ("search", "extension"):
             raise ValueError(f"unknown mode {mode!r}; use search or extension")
@@ -129,6 +143,8 @@ class KeenServer:
         self._catalog: ToolCatalog | None = None
         self._catalog_key: tuple[Any, ...] = ()
         self._ready = False
+        self.notifier = ChangeNotifier(self._served_lists, interval=notify_interval)
+        self._stack: contextlib.AsyncExitStack | None = None
         self.server = self._build()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -137,12 +153,24 @@ class KeenServer:
         await self.manager.start()
         if isinstance(self.store, RedisStore):
             await self.store.ping()
+        async with contextlib.AsyncExitStack() as stack:
+            # Any change of a tool list or of a server's state may change what we list.
+            stack.callback(self.manager.subscribe_changes(self.notifier.poke))
+            stack.callback(self.manager.subscribe(self.notifier.poke))
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)
+            tg.start_soon(self.notifier.run, name="keen-serve-notify")
+            self._stack = stack.pop_all()
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
+            self.notifier.close()
+            if self._stack is not None:
+                stack, self._stack = self._stack, None
+                await stack.aclose()
             await self.manager.aclose()
         finally:
             await self.store.aclose()
@@ -169,6 +197,42 @@ class KeenServer:
             tools = [t for s in statuses for t in self.manager.list_tools(s.name)]
             self._catalog, self._catalog_key = ToolCatalog(tools), key
         return self._catalog
+
+    def listed_tools(self) -> list[mt.Tool]:
+        """Extension mode's ``tools/list``: every exposed tool, minimal description, loose schema."""
+        return [
+            mt.Tool(
+                name=t.name,
+                title=t.tool.title,
+                description=t.minimal(),
+                input_schema=dict(_LOOSE_SCHEMA),
+                annotations=_annotations(t.tool.annotations),
+            )
+            for t in self.catalog().tools()
+        ]
+
+    def _served_lists(self) -> Mapping[str, str]:
+        # What a host would see; search mode's lists are constant (see the module docstring).
+        if self.mode == "search":
+            return {}
+        tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in self.listed_tools()]
+        return {"tools": digest(tools)}
+
+    def tools_ttl_ms(self) -> int:
+        """``ttlMs`` for ``tools/list``: 10 s, or less when an upstream list goes stale sooner.
+
+        A host caching our list longer than an upstream allows would miss the change that
+        Keen's own re-list at that upstream's expiry finds (MCP 2026-07-28, "Caching").
+        """
+        ttl = _TOOLS_TTL_MS
+        now = datetime.now(UTC)
+        for status in self.manager.servers():
+            if status.state is not ServerState.CONNECTED or status.list_ttl_ms is None:
+                continue
+            refreshed = status.last_refresh_at or now
+            left = status.list_ttl_ms - (now - refreshed).total_seconds() * 1000
+            ttl = min(ttl, max(0, int(left)))
+        return ttl
 
     def _capabilities(self) -> Catalog:
         return self.catalog().capabilities
@@ -206,8 +270,9 @@ class KeenServer:
 
     def _build(self) -> Server[Any]:
         extension = self.mode == "extension"
-        return Server(
+        server = _NotifyingServer(
             "keen",
+            list_changed=extension,
             version=__version__,
             title="Keen",
             description="Progressive disclosure for many MCP servers",
@@ -224,7 +289,24 @@ class KeenServer:
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources if extension else None,
             on_read_resource=self._read_resource if extension else None,
+            # 2026-07-28 hosts get change notices on subscriptions/listen streams only.
+            on_subscriptions_listen=self.notifier.listen if extension else None,
         )
+        if extension:
+            server.middleware.append(self._attach_stdio_host)
+        return server
+
+    async def _attach_stdio_host(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        # A handshake-era stdio host gets notices on its connection once it is initialized
+        # (HTTP hosts of that era get them on their GET stream: keen.serve.http).
+        result = await call_next(ctx)
+        if (
+            ctx.method == "notifications/initialized"
+            and ctx.request is None
+            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        ):
+            self.notifier.attach_session(ctx.session)
+        return result
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         # Used by the SDK for Mcp-Param header checks; our advertised schemas carry none.
@@ -236,17 +318,7 @@ class KeenServer:
         if self.mode == "search":
             return mt.ListToolsResult(tools=_SEARCH_TOOLS)
         await self.wait_ready()
-        tools = [
-            mt.Tool(
-                name=t.name,
-                title=t.tool.title,
-                description=t.minimal(),
-                input_schema=dict(_LOOSE_SCHEMA),
-                annotations=_annotations(t.tool.annotations),
-            )
-            for t in self.catalog().tools()
-        ]
-        return mt.ListToolsResult(tools=tools)
+        return mt.ListToolsResult(tools=self.listed_tools(), ttl_ms=self.tools_ttl_ms())
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
@@ -345,6 +417,24 @@ class KeenServer:
         return error_result(
             _bad_args(f"unknown tool {name!r}; use search_tools, describe_tools or call_tool")
         )
+
+
+class _NotifyingServer(Server[Any]):
+    """The SDK server, advertising ``tools.listChanged`` to handshake-era hosts too (the SDK
+    derives it from the ``subscriptions/listen`` handler for 2026-07-28 hosts only)."""
+
+    def __init__(self, *args: Any, list_changed: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._list_changed = list_changed
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        options = notification_options or NotificationOptions(tools_changed=self._list_changed)
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
 def _annotations(raw: dict[str, Any] | None) -> mt.ToolAnnotations | None:
