@@ -1,0 +1,210 @@
+"""``keen serve`` tells its hosts when the tools it lists change (docs/serve.md "When tools change").
+
+The upstream is the real changing server (``tests/servers/changing_server.py``) over
+streamable HTTP; the test changes its tools through its own ``mutate`` tool, from a client
+of its own. ``keen serve`` runs as a real process (``--mode extension``); the hosts are SDK
+clients over HTTP or stdio, in the 2025-11-25 era (``notifications/tools/list_changed`` on
+the session's stream) or the 2026-07-28 era (``subscriptions/listen``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as mt
+import pytest
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from helpers.changing import changing_http, wait_until
+from helpers.serve import KEEN, KeenServeProcess, serve_env, write_upstream
+
+pytestmark = pytest.mark.anyio
+
+INTERVAL = 0.3
+SERVE_ARGS = ["--mode", "extension", "--notify-interval", str(INTERVAL)]
+
+
+class Host:
+    """An SDK client of ``keen serve`` that counts the tools/list_changed notices it gets."""
+
+    def __init__(self) -> None:
+        self.notices = 0
+        self.client: Client | None = None
+
+    async def on_message(self, message: Any) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, mt.ToolListChangedNotification):
+            self.notices += 1
+
+    async def names(self) -> set[str]:
+        assert self.client is not None
+        return {t.name for t in (await self.client.list_tools()).tools}
+
+
+@contextlib.asynccontextmanager
+async def host(target: KeenServeProcess | Path, era: str) -> AsyncIterator[Host]:
+    """A host over HTTP (``target`` a process) or stdio (``target`` the KEEN_HOME)."""
+    found = Host()
+    mode = "legacy" if era == "session" else "auto"
+    if isinstance(target, KeenServeProcess):
+        async with (
+            httpx2.AsyncClient(timeout=30) as http,
+            Client(
+                streamable_http_client(target.url, http_client=http),
+                mode=mode,
+                cache=None,
+                message_handler=found.on_message,
+            ) as client,
+        ):
+            found.client = client
+            yield found
+        return
+    params = StdioServerParameters(
+        command=KEEN, args=["serve", "--transport", "stdio", *SERVE_ARGS], env=serve_env(target)
+    )
+    async with Client(params, mode=mode, cache=None, message_handler=found.on_message) as client:
+        found.client = client
+        yield found
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Any:
+    with changing_http(tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+def home(tmp_path: Path, upstream: str) -> Path:
+    write_upstream(tmp_path, extra={"changing": {"transport": "streamable_http", "url": upstream}})
+    return tmp_path
+
+
+@contextlib.asynccontextmanager
+async def changer(url: str) -> AsyncIterator[Client]:
+    """A client of the upstream itself, to change its tools."""
+    async with Client(url, cache=None) as client:
+        yield client
+
+
+async def _served(found: Host, name: str) -> None:
+    names = await found.names()
+    # The first list may race the upstream's first connection: wait for it (bounded).
+    if "mcp__changing__echo" not in names:
+        with anyio.fail_after(20):
+            while "mcp__changing__echo" not in await found.names():
+                await anyio.sleep(0.1)
+    assert name not in await found.names()
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_handshake_host_is_told_and_relists(home: Path, upstream: str, transport: str) -> None:
+    proc = KeenServeProcess(home, args=SERVE_ARGS).start() if transport == "http" else None
+    try:
+        async with host(proc or home, "session") as found, changer(upstream) as up:
+            assert found.client is not None
+            assert found.client.server_capabilities.tools is not None
+            assert found.client.server_capabilities.tools.list_changed is True
+            await _served(found, "mcp__changing__fresh")
+            before = found.notices
+            await up.call_tool("mutate", {"op": "add", "name": "fresh"})
+            await wait_until(lambda: found.notices > before, "a tools/list_changed notice", 20)
+            assert "mcp__changing__fresh" in await found.names()
+            # A removal is told too, and the list drops the tool.
+            told = found.notices
+            await up.call_tool("mutate", {"op": "remove", "name": "fresh"})
+            await wait_until(lambda: found.notices > told, "a second notice", 20)
+            assert "mcp__changing__fresh" not in await found.names()
+    finally:
+        if proc is not None:
+            proc.stop()
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_stateless_host_hears_on_subscriptions_listen(home: Path, upstream: str, transport: str) -> None:
+    proc = KeenServeProcess(home, args=SERVE_ARGS).start() if transport == "http" else None
+    try:
+        async with host(proc or home, "stateless") as found, changer(upstream) as up:
+            client = found.client
+            assert client is not None and client.protocol_version == "2026-07-28"
+            assert client.server_capabilities.tools is not None
+            assert client.server_capabilities.tools.list_changed is True
+            await _served(found, "mcp__changing__late")
+            async with client.listen(tools_list_changed=True) as sub:
+                await up.call_tool("mutate", {"op": "add", "name": "late"})
+                with anyio.fail_after(20):
+                    event = await sub.__aiter__().__anext__()
+                assert type(event).__name__ == "ToolsListChanged"
+                assert "mcp__changing__late" in await found.names()
+    finally:
+        if proc is not None:
+            proc.stop()
+
+
+async def test_a_flood_of_upstream_changes_yields_few_notices(home: Path, upstream: str) -> None:
+    count = 25
+    with KeenServeProcess(home, args=SERVE_ARGS) as proc:
+        async with host(proc, "session") as found, changer(upstream) as up:
+            await _served(found, "mcp__changing__t0")
+            start = time.monotonic()
+            for i in range(count):
+                await up.call_tool("mutate", {"op": "add", "name": f"t{i}"})
+            wanted = {f"mcp__changing__t{i}" for i in range(count)}
+
+            async def all_listed() -> bool:
+                return wanted <= await found.names()
+
+            with anyio.fail_after(30):
+                while not (found.notices and await all_listed()):
+                    await anyio.sleep(0.1)
+            # Let any trailing round finish, then bound what the hosts got.
+            await anyio.sleep(INTERVAL * 4)
+            elapsed = time.monotonic() - start
+    # Each round waits INTERVAL before it compares: at most one notice per INTERVAL.
+    assert 1 <= found.notices <= elapsed / INTERVAL + 1
+    assert found.notices < count, f"{found.notices} notices for {count} upstream changes"
+
+
+async def test_search_mode_lists_the_same_tools_and_searches_the_new_one(home: Path, upstream: str) -> None:
+    with KeenServeProcess(home, args=["--mode", "search", "--notify-interval", str(INTERVAL)]) as proc:
+        async with host(proc, "session") as found, changer(upstream) as up:
+            client = found.client
+            assert client is not None
+            before = await found.names()
+            assert before == {"search_tools", "describe_tools", "call_tool"}
+            await up.call_tool(
+                "mutate", {"op": "add", "name": "zebra_census", "description": "Count the zebras."}
+            )
+
+            async def finds() -> bool:
+                result = await client.call_tool("search_tools", {"query": "count zebras"})
+                hits = (result.structured_content or {}).get("tools", [])
+                return any(h["name"] == "mcp__changing__zebra_census" for h in hits)
+
+            with anyio.fail_after(20):
+                while not await finds():
+                    await anyio.sleep(0.1)
+            assert await found.names() == before
+            assert found.notices == 0
+        # Nothing is ever sent unprompted in search mode: no event stream to open.
+        response = httpx2.get(proc.url, headers={"Accept": "text/event-stream"})
+        assert response.status_code == 405
+
+
+async def test_tools_list_ttl_is_bounded_by_the_upstream_ttl(tmp_path: Path) -> None:
+    with changing_http(tmp_path, "--ttl-ms", "1500") as url:
+        write_upstream(tmp_path, extra={"changing": {"transport": "streamable_http", "url": url}})
+        with KeenServeProcess(tmp_path, args=SERVE_ARGS) as proc:
+            async with host(proc, "stateless") as found:
+                client = found.client
+                assert client is not None
+                await _served(found, "mcp__changing__none")
+                listed = await client.list_tools()
+    assert listed.ttl_ms is not None and 0 <= listed.ttl_ms <= 1500
