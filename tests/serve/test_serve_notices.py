@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,13 +94,21 @@ async def changer(url: str) -> AsyncIterator[Client]:
         yield client
 
 
+async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 20.0) -> None:
+    """Poll the async ``check`` every 0.1 s until true; fail with ``what`` after ``timeout`` s."""
+    for _ in range(int(timeout / 0.1)):
+        if await check():
+            return
+        await anyio.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
 async def _served(found: Host, name: str) -> None:
-    names = await found.names()
     # The first list may race the upstream's first connection: wait for it (bounded).
-    if "mcp__changing__echo" not in names:
-        with anyio.fail_after(20):
-            while "mcp__changing__echo" not in await found.names():
-                await anyio.sleep(0.1)
+    async def upstream_listed() -> bool:
+        return "mcp__changing__echo" in await found.names()
+
+    await eventually(upstream_listed, "the upstream's tools in keen serve's list")
     assert name not in await found.names()
 
 
@@ -128,7 +136,9 @@ async def test_handshake_host_is_told_and_relists(home: Path, upstream: str, tra
 
 
 @pytest.mark.parametrize("transport", ["http", "stdio"])
-async def test_stateless_host_hears_on_subscriptions_listen(home: Path, upstream: str, transport: str) -> None:
+async def test_stateless_host_hears_on_subscriptions_listen(
+    home: Path, upstream: str, transport: str
+) -> None:
     proc = KeenServeProcess(home, args=SERVE_ARGS).start() if transport == "http" else None
     try:
         async with host(proc or home, "stateless") as found, changer(upstream) as up:
@@ -159,11 +169,9 @@ async def test_a_flood_of_upstream_changes_yields_few_notices(home: Path, upstre
             wanted = {f"mcp__changing__t{i}" for i in range(count)}
 
             async def all_listed() -> bool:
-                return wanted <= await found.names()
+                return bool(found.notices) and wanted <= await found.names()
 
-            with anyio.fail_after(30):
-                while not (found.notices and await all_listed()):
-                    await anyio.sleep(0.1)
+            await eventually(all_listed, "a notice and every added tool", 30)
             # Let any trailing round finish, then bound what the hosts got.
             await anyio.sleep(INTERVAL * 4)
             elapsed = time.monotonic() - start
@@ -188,9 +196,7 @@ async def test_search_mode_lists_the_same_tools_and_searches_the_new_one(home: P
                 hits = (result.structured_content or {}).get("tools", [])
                 return any(h["name"] == "mcp__changing__zebra_census" for h in hits)
 
-            with anyio.fail_after(20):
-                while not await finds():
-                    await anyio.sleep(0.1)
+            await eventually(finds, "search_tools to find the new tool")
             assert await found.names() == before
             assert found.notices == 0
         # Nothing is ever sent unprompted in search mode: no event stream to open.

@@ -201,7 +201,6 @@ class _Gate:
         scope[SCOPE_KEY] = f"session:{session_id}"
         await self.inner(scope, replay, send)
 
-
     async def _event_stream(
         self,
         scope: Scope,

@@ -185,4 +185,3 @@ class ChangeNotifier:
             stream.close()
         self._streams.clear()
         self._sessions.clear()
-
