@@ -16,6 +16,7 @@ docs/architecture.md "Errors".
     │   ├── AuthFailed               the credentials were rejected
     │   ├── ToolNotFound             the tool is not in the latest tools/list
     │   ├── ToolQuarantined          the tool is new or changed since its definition was pinned
+    │   ├── ToolChanged              the server changed the tool since Keen listed it (call not run)
     │   ├── InvalidArguments         arguments fail the tool's inputSchema
     │   ├── CallTimeout              connect, tools/list or tools/call ran past its timeout
     │   ├── RemoteProtocolError      the server broke the protocol or answered a JSON-RPC error
@@ -53,6 +54,7 @@ __all__ = [
     "ServerMisconfigured",
     "ServerNotConfigured",
     "SkillError",
+    "ToolChanged",
     "ToolNotFound",
     "ToolQuarantined",
     "UserActionRequired",
@@ -201,6 +203,28 @@ class ToolQuarantined(MCPServerError):
         self.previous_name = previous_name
         self.changed_fields = changed_fields
         self.diff = diff
+
+
+class ToolChanged(MCPServerError):
+    """The server refused a call as stale, and its tools/list now defines the tool otherwise.
+
+    ``changed_fields`` names the definition fields that differ (MCP spelling, e.g.
+    ``inputSchema``). The call was not run again (``keen.mcp._stale``).
+    """
+
+    code = "tool_changed"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str,
+        tool: str | None = None,
+        changed_fields: tuple[str, ...] = (),
+        remedy: Remedy | None = Remedy.READ_SCHEMA,
+    ) -> None:
+        super().__init__(message, server=server, tool=tool, remedy=remedy)
+        self.changed_fields = changed_fields
 
 
 class InvalidArguments(MCPServerError):

@@ -7,7 +7,10 @@ which refuses ``server/discover`` the way a handshake-only server does. Its tool
 
 - ``echo(text)``: returns ``text``; ``stats()``: ``{"lists": <tools/list requests served>}``;
 - ``mutate(op, name, description, quiet)``: ``add`` a tool ``name`` (an echo under another
-  name), ``remove`` it, or ``change`` its description; then, unless ``quiet``, announces the
+  name), ``remove`` it, ``change`` its description, ``header`` (mark its ``text`` argument
+  ``x-mcp-header: Text``, so a 2026-07-28 HTTP call without ``Mcp-Param-Text`` is refused
+  with HeaderMismatch) or ``reshape`` (``header`` plus a new optional ``mode`` property in
+  its inputSchema); then, unless ``quiet``, announces the
   change: a ``ToolsListChanged`` event on ``subscriptions/listen`` streams (2026-07-28) and
   ``notifications/tools/list_changed`` on a handshake-era session;
 - ``flood(count)``: sends ``count`` change announcements without changing anything.
@@ -91,6 +94,12 @@ def build(ttl_ms: int, list_delay: float = 0.0, variant: int = 1) -> MCPServer:
             tool = server._tool_manager.get_tool(name)  # pyright: ignore[reportPrivateUsage]
             assert tool is not None, name
             tool.description = description
+        elif op in ("header", "reshape"):
+            tool = server._tool_manager.get_tool(name)  # pyright: ignore[reportPrivateUsage]
+            assert tool is not None, name
+            tool.parameters["properties"]["text"]["x-mcp-header"] = "Text"
+            if op == "reshape":
+                tool.parameters["properties"]["mode"] = {"type": "string"}
         else:
             raise ValueError(f"unknown op {op!r}")
         if not quiet:

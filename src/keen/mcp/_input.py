@@ -18,6 +18,8 @@ from mcp.client._input_required import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, run_in
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 
+from keen.mcp._tool_descriptions import description_required, fetch_descriptions
+
 __all__ = ["call_tool"]
 
 
@@ -28,8 +30,14 @@ async def call_tool(
     *,
     read_timeout_seconds: float | None,
     progress_callback: ProgressFnT | None = None,
+    descriptions_uri: str | None = None,
 ) -> mt.CallToolResult:
     """``tools/call``, answering any ``InputRequiredResult`` rounds with the session's callbacks.
+
+    ``read_timeout_seconds`` is the SDK's own per-request timeout: it cancels the request on
+    the wire too. With ``descriptions_uri`` (a server with the ``tool_descriptions``
+    extension), a ``TOOL_DESCRIPTION_REQUIRED`` answer (its authorization lapsed) fetches the
+    tool's description and calls once more.
 
     Raises:
         MCPError: the server refused the call, or a callback declined an input request.
@@ -47,6 +55,14 @@ async def call_tool(
             allow_input_required=True,
         )
 
+    raw = await _rounds(session, send)
+    if descriptions_uri is not None and description_required(raw):
+        await fetch_descriptions(session, descriptions_uri, [tool])
+        raw = await _rounds(session, send)
+    return raw
+
+
+async def _rounds(session: ClientSession, send: Any) -> mt.CallToolResult:
     first = await send(None, None)
     if not isinstance(first, mt.InputRequiredResult):
         return first

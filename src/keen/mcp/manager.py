@@ -38,7 +38,7 @@ from keen.errors import (
 )
 from keen.mcp._input import call_tool as call_tool_any_era
 from keen.mcp._runtime import ServerRuntime
-from keen.mcp._tool_descriptions import description_required, fetch_descriptions
+from keen.mcp._stale import call_with_relist
 from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._translate import translate_call_error
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
@@ -389,19 +389,27 @@ class Manager:
         if session is None:
             raise self._not_connected(runtime)
         limit = timeout if timeout is not None else runtime.config.timeouts.call_tool
-        try:
-            # The SDK's own per-request timeout: it cancels the request on the wire too.
-            # Both eras: a 2026-07-28 server's questions (InputRequiredResult) reach the same
-            # session callbacks as a handshake-era server's requests.
-            raw = await call_tool_any_era(
-                session, tool, arguments, read_timeout_seconds=limit, progress_callback=progress
+
+        def send() -> Any:
+            return call_tool_any_era(
+                session,
+                tool,
+                arguments,
+                read_timeout_seconds=limit,
+                progress_callback=progress,
+                descriptions_uri=runtime.descriptions_uri,
             )
-            if runtime.descriptions_uri is not None and description_required(raw):
-                # tool_descriptions extension: the server's authorization lapsed; fetch, retry once.
-                await fetch_descriptions(session, runtime.descriptions_uri, [tool])
-                raw = await call_tool_any_era(
-                    session, tool, arguments, read_timeout_seconds=limit, progress_callback=progress
-                )
+
+        try:
+            # A refusal that says our tool list is stale: re-list once, resend once (_stale).
+            raw = await call_with_relist(
+                send,
+                relist=lambda: self.refresh_tools(name),
+                current=lambda: runtime.tools_by_name.get(tool),
+                before=runtime.tools_by_name.get(tool),
+                server=name,
+                tool=tool,
+            )
         except Exception as exc:
             error = translate_call_error(
                 exc,
