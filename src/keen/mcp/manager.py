@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -390,20 +391,12 @@ class Manager:
             raise self._not_connected(runtime)
         limit = timeout if timeout is not None else runtime.config.timeouts.call_tool
 
-        def send() -> Any:
-            return call_tool_any_era(
-                session,
-                tool,
-                arguments,
-                read_timeout_seconds=limit,
-                progress_callback=progress,
-                descriptions_uri=runtime.descriptions_uri,
-            )
-
+        uri = runtime.descriptions_uri
+        send = partial(call_tool_any_era, session, tool, arguments, read_timeout_seconds=limit)
         try:
             # A refusal that says our tool list is stale: re-list once, resend once (_stale).
             raw = await call_with_relist(
-                send,
+                partial(send, progress_callback=progress, descriptions_uri=uri),
                 relist=lambda: self.refresh_tools(name),
                 current=lambda: runtime.tools_by_name.get(tool),
                 before=runtime.tools_by_name.get(tool),
@@ -412,11 +405,7 @@ class Manager:
             )
         except Exception as exc:
             error = translate_call_error(
-                exc,
-                server=name,
-                tool=tool,
-                timeout=limit,
-                http_status=runtime.http_status,
+                exc, server=name, tool=tool, timeout=limit, http_status=runtime.http_status
             )
             if runtime.config.auth_type == "oauth" and not isinstance(error, CallTimeout | InvalidArguments):
                 # The OAuth provider knows why (e.g. a step-up: the tool needs a wider scope).
