@@ -241,6 +241,8 @@ class Gateway:
             ToolQuarantined: the tool is new or changed since it was pinned (nothing was sent).
             ApprovalDenied: the approval callback said no (nothing was sent).
             CallTimeout, ServerDisconnected, RemoteProtocolError: the call failed.
+            ToolNotFound, ToolChanged: the server refused the call as stale, and its tools/list,
+            listed again, no longer has the tool or defines it otherwise (not resent).
         """
         started = time.perf_counter()
         arguments = {} if arguments is None else arguments

@@ -213,6 +213,7 @@ async def test_search_mode_lists_the_same_tools_and_searches_the_new_one(home: P
         # Nothing is ever sent unprompted in search mode: no event stream to open.
         response = httpx2.get(proc.url, headers={"Accept": "text/event-stream"})
         assert response.status_code == 405
+        assert response.headers["allow"] == "POST, DELETE"
 
 
 async def test_tools_list_ttl_is_bounded_by_the_upstream_ttl(tmp_path: Path) -> None:

@@ -379,8 +379,10 @@ class Manager:
 
         ``timeout`` (seconds) defaults to the server's ``timeouts.call_tool``; ``validate=False``
         skips the checks for a caller that just ran :meth:`check_call`. Raises the
-        ``check_call`` errors, ``CallTimeout``, ``ServerDisconnected``, ``AuthFailed`` or
-        ``RemoteProtocolError``.
+        ``check_call`` errors, ``CallTimeout``, ``ServerDisconnected``, ``AuthFailed``,
+        ``RemoteProtocolError``, or, for a call refused as stale whose re-list shows the tool
+        gone or changed, ``ToolNotFound`` / ``ToolChanged`` (docs/serve.md "Calls with a stale
+        tool list").
         """
         arguments = {} if arguments is None else arguments
         if validate:

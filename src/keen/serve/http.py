@@ -177,7 +177,8 @@ class _Gate:
             await self._event_stream(scope, receive, send, request, session_id, principal)
             return
         if method != "POST":
-            await Response(status_code=405, headers={"allow": "GET, POST, DELETE"})(scope, receive, send)
+            allow = "GET, POST, DELETE" if self.keen.mode == "extension" else "POST, DELETE"
+            await Response(status_code=405, headers={"allow": allow})(scope, receive, send)
             return
         body = await _read_body(receive)
         if body is None:
