@@ -227,7 +227,8 @@ class KeenServer:
         ttl = _TOOLS_TTL_MS
         now = datetime.now(UTC)
         for status in self.manager.servers():
-            if status.state is not ServerState.CONNECTED or status.list_ttl_ms is None:
+            # ttlMs 0 ("immediately stale") schedules no re-list: that server's notices do.
+            if status.state is not ServerState.CONNECTED or not status.list_ttl_ms:
                 continue
             refreshed = status.last_refresh_at or now
             left = status.list_ttl_ms - (now - refreshed).total_seconds() * 1000
