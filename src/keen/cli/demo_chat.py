@@ -27,6 +27,9 @@ _PREVIEW = 160
 
 
 class _DemoView:
+    """Prints each stretch of model text after a ``model:`` label, opened by its first
+    delta: a step that only calls tools prints no label, so no empty ``model:`` line."""
+
     def __init__(self) -> None:
         self.line_open = False
 
@@ -36,6 +39,10 @@ class _DemoView:
             self.line_open = False
 
     def text(self, delta: str) -> None:
+        if not delta:
+            return
+        if not self.line_open:
+            out.print("[bold]model:[/] ", end="")
         out.print(delta, end="", markup=False, highlight=False)
         self.line_open = True
 
@@ -92,8 +99,6 @@ async def scripted_session(rt: Runtime, home: Path) -> None:
     try:
         for question in QUESTIONS:
             out.print(f"[bold]you:[/] {question}")
-            out.print("[bold]model:[/] ", end="")
-            view.line_open = True
             result = await agent.run_turn(question, view)
             view._close_line()
             tokens = ", ".join(str(u.get("prompt_tokens", 0)) for u in result.usage)
