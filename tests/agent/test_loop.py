@@ -233,4 +233,10 @@ async def test_calling_an_unoffered_tool_asks_for_it_or_says_why_not(world: Worl
     first, second, third = result.tool_calls
     assert first["outcome"] == "denied" and "callable from your next step" in first["text"]
     assert second["outcome"] == "ok" and "42.1648" in second["text"]
-    assert third["outcome"] == "denied" and "read-only mode hides tools that may write" in third["text"]
+    assert third["outcome"] == "denied", third
+    # The harness says why once; the loop adds only the remedy.
+    assert third["text"].count("read-only mode") == 2, third["text"]  # "may not run in", and the reason
+    assert "may not run in read-only mode: read-only mode forbids tools that may write" in third["text"]
+    assert third["text"].endswith("will not change that; the user can switch the permission mode."), third[
+        "text"
+    ]

@@ -377,9 +377,10 @@ class Agent:
             catalog = self.harness.catalog
             cap_id = capability_id("tool", tool, server) if isinstance(tool, str) else ""
             if catalog is not None and cap_id in catalog:
-                hidden = visibility(catalog.get(cap_id), self.harness.mode)
-                if hidden:
-                    text += f" ({hidden}; the user can switch the permission mode.)"
+                if visibility(catalog.get(cap_id), self.harness.mode):
+                    # The harness's text already says which mode forbids it and why
+                    # (keen.harness.policy.hidden_reason); only the remedy is the front end's.
+                    text += "; the user can switch the permission mode."
                 else:
                     self._request(cap_id)
                     text += " It exists: it is callable from your next step."
