@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
-from keen.capabilities import Capability, Catalog, Kind, PermissionMode, SearchFilter
+from keen.capabilities import Capability, Catalog, Kind, PermissionMode, SearchFilter, SearchHit
 from keen.gateway import Approval, ApprovalRequest
 from keen.harness.local import Output
 from keen.harness.policy import visibility
@@ -48,25 +48,37 @@ def search_catalog(
     catalog: Catalog, mode: PermissionMode, requested: list[str], query: str, k: int, kinds: Iterable[str]
 ) -> Output:
     """ToolSearch for the model: one line per hit saying whether it becomes callable (or joins
-    the resource index) next turn; hits the mode allows are appended to ``requested``.
-    Raises ValueError for an empty query."""
+    the resource index) next turn, and on which other servers an identical copy is; hits the
+    mode allows, and their copies, are appended to ``requested``. Raises ValueError for an
+    empty query."""
     # The input schema allows only tool, resource and prompt.
     hits = catalog.search(query, k, SearchFilter(mode=mode, kinds=cast("frozenset[Kind]", frozenset(kinds))))
     lines: list[str] = []
     for hit in hits:
         hidden = visibility(catalog.get(hit.id), mode)
-        if hidden is None and hit.id not in requested:
-            requested.append(hit.id)
+        if hidden is None:
+            # Identical copies (same definition and risk) are requested too, so the model may
+            # call any of them; the hit last, so it wins a place under a tight budget.
+            requested.extend(i for i in (*hit.copies, hit.id) if i not in requested)
         if hit.kind == "tool":
             state = "callable next turn" if hidden is None else f"not available: {hidden}"
             what = f"tool {hit.tool}, {hit.risk} risk"
         else:
             state = "in the resource index next turn: read_resource"
             what = f"{hit.kind} {hit.tool}"
-        lines.append(f"- {hit.model_name} (server {hit.server}, {what}; {state}): {hit.summary}")
+        lines.append(
+            f"- {hit.model_name} (server {hit.server}, {what}; {state}{_also_on(catalog, hit)}): {hit.summary}"
+        )
     return Output(
         "\n".join(lines) or "(no tool matches; try other words)", more="search with fewer results (k)"
     )
+
+
+def _also_on(catalog: Catalog, hit: SearchHit) -> str:
+    """``; also on servers a, b`` for a hit with identical copies on other servers (a search
+    shows such a group once), else ``""``."""
+    servers = sorted({str(catalog.get(i).server) for i in hit.copies})
+    return f"; also on servers {', '.join(servers)}" if servers else ""
 
 
 async def read_handle(manager: Manager, cap: Capability, arguments: dict[str, str]) -> str:
