@@ -5,11 +5,12 @@ event log."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-from helpers.serve import KeenServeProcess, connect, read_json, write_upstream
+from helpers.serve import BASIC, KeenServeProcess, connect, read_json, write_upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -91,3 +92,21 @@ async def test_search_describe_call(tmp_path: Path, transport: str, era: str) ->
         ("allow", "policy", "read-only capability"),
         ("allow", "MCP host", "approved by the MCP host"),
     ]
+
+
+async def test_search_names_the_servers_with_an_identical_tool(tmp_path: Path) -> None:
+    """Two servers with the same tools: one result per tool, naming the other server, and
+    call_tool runs on either."""
+    copy = {"transport": "stdio", "command": sys.executable, "args": [str(BASIC), "--tools", "2"]}
+    write_upstream(tmp_path, extra_tools=2, extra={"basic-copy": copy})
+    async with connect("stdio", "session", home=tmp_path, serve_args=["--mode", "search"]) as client:
+        found = read_json(await client.call_tool("search_tools", {"query": "add two integers", "limit": 5}))
+        adds = [t for t in found["tools"] if t["tool"] == "add"]
+        assert len(adds) == 1, found
+        other = {"basic": "basic-copy", "basic-copy": "basic"}[adds[0]["server"]]
+        assert adds[0]["also_on_servers"] == [other], adds[0]
+        for server in ("basic", "basic-copy"):
+            result = await client.call_tool(
+                "call_tool", {"server": server, "tool": "add", "arguments": {"a": 2, "b": 3}}
+            )
+            assert not result.is_error and result.content[0].text == "5", result

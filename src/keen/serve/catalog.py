@@ -49,11 +49,14 @@ def minimal_description(text: str, *, limit: int = _MINIMAL_CHARS) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ExposedTool:
-    """One upstream tool as ``keen serve`` shows it: ``name`` is the exposed name."""
+    """One upstream tool as ``keen serve`` shows it: ``name`` is the exposed name.
+    ``also_on``: the other servers with an identical tool (same name, description,
+    parameters and risk), set on search results, which show such a group once."""
 
     name: str
     server: str
     tool: Tool
+    also_on: tuple[str, ...] = ()
 
     @property
     def read_only(self) -> bool:

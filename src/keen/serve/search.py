@@ -3,13 +3,15 @@
 ``keen serve --mode search`` asks a :data:`SearchFn` for the tools that fit a query.
 The default, :class:`CapabilitySearch`, is the capability catalog's ToolSearch (BM25 over
 stemmed words fused with static embeddings, offline, index cached per tool-list hash),
-restricted to MCP tools. :class:`KeywordSearch` (plain BM25, no embeddings) is a lighter
+restricted to MCP tools; identical tools on several servers are one result naming the
+others (:attr:`ExposedTool.also_on`). :class:`KeywordSearch` (plain BM25, no embeddings) is a lighter
 alternative; any callable of the same shape can be passed as ``search=`` to
 :class:`keen.serve.KeenServer`. A searcher proposes candidates; it never authorizes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections.abc import Callable
@@ -38,12 +40,16 @@ class CapabilitySearch:
 
         if not len(catalog) or not query.strip():
             return catalog.tools()[: max(0, limit)]
+        capabilities = catalog.capabilities
         with self._lock:
-            hits = catalog.capabilities.search(
-                query, k=max(1, limit), filter=SearchFilter(kinds=frozenset({"tool"}))
-            )
-        found = (catalog.find(hit.server, hit.tool) for hit in hits if hit.server)
-        return [tool for tool in found if tool is not None]
+            hits = capabilities.search(query, k=max(1, limit), filter=SearchFilter(kinds=frozenset({"tool"})))
+        found: list[ExposedTool] = []
+        for hit in hits:
+            tool = catalog.find(hit.server, hit.tool) if hit.server else None
+            if tool is not None:
+                servers = sorted({str(capabilities.get(i).server) for i in hit.copies})
+                found.append(dataclasses.replace(tool, also_on=tuple(servers)))
+        return found
 
 
 def _document(tool: ExposedTool) -> str:

@@ -405,6 +405,8 @@ class KeenServer:
                     "tool": t.tool.name,
                     "description": t.minimal(),
                     "read_only": t.read_only,
+                    # Identical tools elsewhere: call_tool takes any of these servers too.
+                    **({"also_on_servers": list(t.also_on)} if t.also_on else {}),
                 }
                 for t in hits
             ]
@@ -468,7 +470,8 @@ _SEARCH_TOOLS = [
     mt.Tool(
         name="search_tools",
         description="Find tools across every connected MCP server by what they do. Returns names, "
-        "servers and one-line descriptions, best match first.",
+        "servers and one-line descriptions, best match first; also_on_servers lists other servers "
+        "with the identical tool (call_tool works on any of them).",
         input_schema={
             "type": "object",
             "properties": {
