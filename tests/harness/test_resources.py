@@ -1,4 +1,4 @@
-"""MCP resources and prompts: listed by the Manager (every page, only for servers that
+"""MCP resources, resource templates and prompts: listed by the Manager (every page, only for servers that
 advertise them), in the catalog with a deferred full layer, found by search_tools, listed
 in the resource index and read through the one pipeline (``read_resource``). Against
 server-everything (npm) and a paginating FastMCP server in memory."""
@@ -22,6 +22,7 @@ pytestmark = pytest.mark.anyio
 
 IN_MEMORY = {"transport": "stdio", "command": "unused-in-memory"}
 ARCH_ID = "mcp__everything__resource__demo://resource/static/document/architecture.md"
+DYNAMIC = "demo://resource/dynamic/text/{resourceId}"
 
 
 def _note(i: int) -> Callable[[], str]:
@@ -38,6 +39,13 @@ def _greeting(i: int) -> Callable[[str], str]:
     return greet
 
 
+def _shelf(i: int) -> Callable[[str], str]:
+    def read(topic: str) -> str:
+        return f"shelf {i} memos on {topic}"
+
+    return read
+
+
 def paged_server() -> FastMCP:
     server = FastMCP("paged", list_page_size=3)
     for i in range(10):
@@ -46,6 +54,10 @@ def paged_server() -> FastMCP:
         )
     for i in range(7):
         server.prompt(name=f"greet-{i}", description=f"Greeting number {i}.")(_greeting(i))
+    for i in range(4):
+        server.resource(
+            f"memo://shelf/{i}/{{topic}}", name=f"shelf-{i}", description=f"Memos of shelf {i} on a topic."
+        )(_shelf(i))
 
     @server.tool
     def ping() -> str:
@@ -79,6 +91,7 @@ async def test_the_manager_lists_every_page_of_resources_and_prompts(manager: Ma
     assert "simple-prompt" in {p["name"] for p in manager.list_prompts("everything")}
     # mcp-server-time advertises neither: nothing is asked, nothing listed.
     assert manager.list_resources("time") == [] and manager.list_prompts("time") == []
+    assert manager.list_resource_templates("time") == []
     contents = await manager.read_resource("everything", docs["architecture.md"]["uri"])
     assert contents[0]["text"].strip() and contents[0]["mimeType"] == "text/markdown"
     got = await manager.get_prompt("paged", "greet-3", {"who": "ada"})
@@ -137,3 +150,41 @@ async def test_search_lists_handles_and_read_resource_runs_the_pipeline(
     h.close()
     rebuilt = replay(h.log.path)
     assert rebuilt.ok and {arch, "mcp__paged__prompt__greet-5"} <= set(rebuilt.turns[-1].handles)
+
+
+async def test_resource_templates_are_listed_searched_and_read_with_their_variables(
+    manager: Manager, tmp_path: Path
+) -> None:
+    # Every page (FastMCP pages by 3), and server-everything's templates.
+    shelves = {t["name"]: t for t in manager.list_resource_templates("paged")}
+    assert sorted(shelves) == [f"shelf-{i}" for i in range(4)]
+    assert shelves["shelf-2"]["uriTemplate"] == "memo://shelf/2/{topic}" and "uri" not in shelves["shelf-2"]
+    dynamic = {t["uriTemplate"] for t in manager.list_resource_templates("everything")}
+    assert DYNAMIC in dynamic, dynamic
+    assert DYNAMIC not in {r["uri"] for r in manager.list_resources("everything")}
+    # In the catalog as resources named by their uriTemplate.
+    catalog = Catalog.from_manager(manager, cache=False)
+    shelf = catalog.get("mcp__paged__resource__memo://shelf/2/{topic}")
+    assert shelf.kind == "resource" and shelf.risk.read_only
+    assert (
+        shelf.summary == 'URI template; read it with arguments {"topic": "..."}. Memos of shelf 2 on a topic.'
+    )
+    # Found by search_tools with kinds ["resource"], listed, read with the variables.
+    h = Harness(lambda: catalog, Gateway(manager), mode="read-only", workspace=tmp_path)
+    h.begin_turn()
+    name = catalog.model_name(f"mcp__everything__resource__{DYNAMIC}")
+    found = await h.call(
+        "search_tools",
+        {"query": "plaintext dynamic resource from a resource id", "k": 3, "kinds": ["resource"]},
+    )
+    assert name in found.text and "in the resource index next turn" in found.text, found.text
+    h.begin_turn()
+    assert f"- {name} (resource {DYNAMIC} on everything): URI template; read it with arguments" in (
+        h.resource_index()
+    )
+    bare = await h.call("read_resource", {"name": name})
+    assert bare.is_error and bare.code == "invalid_arguments", bare.text
+    assert 'give its variables as arguments, e.g. {"resourceId": "..."} (missing: resourceId)' in bare.text
+    read = await h.call("read_resource", {"name": name, "arguments": {"resourceId": "7"}})
+    assert not read.is_error and read.text.startswith("Resource 7: This is a plaintext resource"), read.text
+    h.close()

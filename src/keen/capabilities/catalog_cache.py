@@ -7,9 +7,9 @@ frontmatter parsed) and making a descriptor of every tool of every connected ser
 (``bench/turn_overhead.py``). :class:`CatalogCache` keeps what it built and reuses it:
 
 * per connected server, its descriptors and search text, while the Manager still reports
-  the same tools (after the pin check), ``serverInfo``, resources and prompts, compared by
-  value (the Manager keeps its ``Tool`` objects until a tools/list changes them, so the
-  comparison stops at identity and costs microseconds);
+  the same tools (after the pin check), ``serverInfo``, resources, resource templates and
+  prompts, compared by value (the Manager keeps its ``Tool`` objects until a tools/list
+  changes them, so the comparison stops at identity and costs microseconds);
 * the local skills, while :class:`keen.skills.cache.DiscoveryCache` finds the skills
   directory unchanged (stat data of every ``SKILL.md``, symlink target, marker file and
   ``config.json``; see that module for why each is needed);
@@ -57,7 +57,9 @@ logger = logging.getLogger(__name__)
 class _ServerPart:
     """What one server contributes, with the inputs it was built from."""
 
-    inputs: tuple[list[Tool], ServerInfo | None, list[dict[str, Any]], list[dict[str, Any]]]
+    inputs: tuple[
+        list[Tool], ServerInfo | None, list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]
+    ]
     text: str
     caps: list[Capability]
 
@@ -154,20 +156,27 @@ class CatalogCache:
             hidden = self.pins.quarantined(name, tools, policy)
             tools = [t for t in tools if t.name not in hidden]
         info = self.manager.server_info(name)
-        inputs = (tools, info, _items(self.manager, name, "resource"), _items(self.manager, name, "prompt"))
+        inputs = (
+            tools,
+            info,
+            _items(self.manager, name, "list_resources"),
+            _items(self.manager, name, "list_resource_templates"),
+            _items(self.manager, name, "list_prompts"),
+        )
         cached = self._servers.get(name)
         if cached is not None and cached.inputs == inputs:
             return cached
         caps = [tool_capability(name, t.to_dict()) for t in tools]
-        caps += [c for data in inputs[2] if (c := _item_capability("resource", name, data))]
-        caps += [c for data in inputs[3] if (c := _item_capability("prompt", name, data))]
+        caps += [c for data in inputs[2] + inputs[3] if (c := _item_capability("resource", name, data))]
+        caps += [c for data in inputs[4] if (c := _item_capability("prompt", name, data))]
         return _ServerPart(inputs, server_text(name, info, tools), caps)
 
 
-def _items(manager: Any, server: str, kind: Literal["resource", "prompt"]) -> list[dict[str, Any]]:
-    """Resources or prompts of ``server`` when the Manager can list them (duck-typed:
-    ``list_resources(name)`` / ``list_prompts(name)`` returning dicts in wire shape)."""
-    lister = getattr(manager, f"list_{kind}s", None)
+def _items(manager: Any, server: str, method: str) -> list[dict[str, Any]]:
+    """Resources, resource templates or prompts of ``server`` when the Manager can list them
+    (duck-typed ``method``: ``list_resources(name)``, ``list_resource_templates(name)`` or
+    ``list_prompts(name)``, returning dicts in wire shape)."""
+    lister = getattr(manager, method, None)
     if lister is None:
         return []
     try:
@@ -180,14 +189,20 @@ def _items(manager: Any, server: str, kind: Literal["resource", "prompt"]) -> li
 def _item_capability(
     kind: Literal["resource", "prompt"], server: str, data: dict[str, Any]
 ) -> Capability | None:
-    """One listed resource or prompt. Its full layer (deferred: :meth:`Capability.load`) is
-    the whole listing entry (uri or name, description, mimeType or arguments); reading the
-    resource or getting the prompt is a call, not a load."""
-    name = str(data.get("uri") or data.get("name") or "")
+    """One listed resource, resource template or prompt. Its full layer (deferred:
+    :meth:`Capability.load`) is the whole listing entry (uri, uriTemplate or name,
+    description, mimeType or arguments); reading the resource or getting the prompt is a
+    call, not a load. A template is named by its ``uriTemplate`` (RFC 6570) and its summary
+    says which variables to give as arguments when it is read."""
+    template = str(data.get("uriTemplate") or "") if kind == "resource" else ""
+    name = str(data.get("uri") or template or data.get("name") or "")
     if not name:
         return None
     description = str(data.get("description") or "")
-    summary = one_line(description or str(data.get("name", "")), SUMMARY_CHARS, first_sentence=False)
+    summary = description or str(data.get("name", ""))
+    if template:
+        summary = f"URI template; read it with arguments {_template_variables(template)}. {summary}"
+    summary = one_line(summary, SUMMARY_CHARS, first_sentence=False)
     full = json.dumps(data, ensure_ascii=False, default=str)
     holder: list[Capability] = []
 
@@ -209,3 +224,15 @@ def _item_capability(
     )
     holder.append(cap)
     return cap
+
+
+def _template_variables(template: str) -> str:
+    """The variables of an RFC 6570 URI template as a JSON object of placeholders
+    (``{"resourceId": "..."}``); unparsable: the template itself."""
+    from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+
+    try:
+        names = UriTemplate.parse(template).variable_names
+    except InvalidUriTemplate:
+        return template
+    return json.dumps(dict.fromkeys(names, "..."))

@@ -73,7 +73,8 @@ ENTRY_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     READ_RESOURCE: (
         "Read an MCP resource, or get an MCP prompt, listed in the resource index, by its name there. "
-        "A prompt takes its arguments as an object of strings.",
+        "A prompt, or a resource template (a URI with {variables}), takes its arguments as an object "
+        "of strings.",
         {
             "type": "object",
             "properties": {

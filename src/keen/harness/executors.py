@@ -6,10 +6,12 @@ says how to get the rest."""
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from keen.capabilities import Capability, Catalog, Kind, PermissionMode, SearchFilter, SearchHit
+from keen.errors import InvalidArguments, RemoteProtocolError
 from keen.gateway import Approval, ApprovalRequest
 from keen.harness.local import Output
 from keen.harness.policy import visibility
@@ -82,12 +84,40 @@ def _also_on(catalog: Catalog, hit: SearchHit) -> str:
 
 
 async def read_handle(manager: Manager, cap: Capability, arguments: dict[str, str]) -> str:
-    """The text of a resource (``resources/read``) or a prompt (``prompts/get`` with
-    ``arguments``). Raises the Manager's ``KeenError`` subclasses."""
+    """The text of a resource (``resources/read``; a resource template's URI expanded with
+    ``arguments`` first) or a prompt (``prompts/get`` with ``arguments``). Raises the
+    Manager's ``KeenError`` subclasses, and ``InvalidArguments`` for a template whose
+    variables are not all given."""
     assert cap.server is not None
     if cap.kind == "resource":
-        return contents_text(await manager.read_resource(cap.server, cap.name))
+        template = cap.load().raw.get("uriTemplate")
+        uri = _expand(cap, str(template), arguments) if template else cap.name
+        return contents_text(await manager.read_resource(cap.server, uri))
     return prompt_text(await manager.get_prompt(cap.server, cap.name, arguments))
+
+
+def _expand(cap: Capability, template: str, arguments: dict[str, str]) -> str:
+    """A resource template's URI (RFC 6570, the SDK's expansion) for ``arguments``."""
+    from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+
+    server = str(cap.server)
+    try:
+        parsed = UriTemplate.parse(template)
+    except InvalidUriTemplate as exc:
+        raise RemoteProtocolError(
+            f'MCP server "{server}" lists an invalid resource template {template!r}: {exc}', server=server
+        ) from exc
+    missing = [n for n in parsed.variable_names if n not in arguments]
+    if missing:
+        wanted = json.dumps(dict.fromkeys(parsed.variable_names, "..."))
+        raise InvalidArguments(
+            f"{cap.name} is a resource template: give its variables as arguments, e.g. {wanted} "
+            f"(missing: {', '.join(missing)})",
+            server=server,
+            errors=[("$.arguments", f"missing {name}") for name in missing],
+            remedy=None,
+        )
+    return parsed.expand(arguments)
 
 
 def cut_text(text: str, limit: int, hint: str | None) -> tuple[str, int]:

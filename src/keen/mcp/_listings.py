@@ -1,8 +1,9 @@
-"""Resources and prompts a server offers, listed at connect time (every page).
+"""Resources, resource templates and prompts a server offers, listed at connect time
+(every page).
 
 Only servers that advertise the ``resources`` or ``prompts`` capability in their
-initialize result are asked (MCP 2025-11-25 "Resources" and "Prompts"), so a tools-only
-server costs nothing more. A failure to list either is logged and leaves that list empty:
+initialize result are asked (MCP 2025-11-25 "Resources", which lists templates with
+``resources/templates/list``, and "Prompts"), so a tools-only server costs nothing more. A failure to list either is logged and leaves that list empty:
 resources and prompts are extras, never a reason to fail a connection whose tools work.
 Items are kept in wire shape (JSON dicts) for the capability catalog.
 """
@@ -18,7 +19,7 @@ from mcp.client.session import ClientSession
 
 from keen._redact import redactor
 
-__all__ = ["list_prompts", "list_resources"]
+__all__ = ["list_prompts", "list_resource_templates", "list_resources"]
 
 logger = logging.getLogger("keen.mcp")
 
@@ -58,6 +59,21 @@ async def list_resources(
         return []
     return await _all_pages(
         server, "resources", lambda p: session.list_resources(params=p), lambda page: list(page.resources)
+    )
+
+
+async def list_resource_templates(
+    server: str, session: ClientSession, capabilities: mt.ServerCapabilities | None
+) -> list[dict[str, Any]]:
+    """Every ``resources/templates/list`` page (``[]`` without the resources capability or on
+    failure). Each item has a ``uriTemplate`` (RFC 6570) instead of a ``uri``."""
+    if capabilities is None or capabilities.resources is None:
+        return []
+    return await _all_pages(
+        server,
+        "resources/templates",
+        lambda p: session.list_resource_templates(params=p),
+        lambda page: list(page.resource_templates),
     )
 
 

@@ -31,7 +31,7 @@ from keen._redact import redact_url, redactor
 from keen._text import one_line
 from keen._version import __version__
 from keen.errors import AuthRequired, Remedy, RemoteProtocolError
-from keen.mcp._listings import list_prompts, list_resources
+from keen.mcp._listings import list_prompts, list_resource_templates, list_resources
 from keen.mcp._secrets import register_server_secrets
 from keen.mcp._spawn import stdio_transport
 from keen.mcp._stderr import StderrCopy
@@ -82,6 +82,7 @@ class ServerRuntime:
         self.tools: list[Tool] = []
         self.tools_by_name: dict[str, Tool] = {}
         self.resources: list[dict[str, Any]] = []
+        self.resource_templates: list[dict[str, Any]] = []
         self.prompts: list[dict[str, Any]] = []
         self.info: ServerInfo | None = None
         self.last_error = "" if config.enabled else 'disabled in configs.json ("enabled": false)'
@@ -294,6 +295,7 @@ class ServerRuntime:
                             # Only for servers that advertise them; a failure leaves them empty.
                             caps = session.server_capabilities
                             self.resources = await list_resources(self.name, session, caps)
+                            self.resource_templates = await list_resource_templates(self.name, session, caps)
                             self.prompts = await list_prompts(self.name, session, caps)
                     except Exception as exc:
                         # Report before unwinding: stopping a hung stdio server takes seconds.

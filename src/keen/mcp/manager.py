@@ -321,6 +321,12 @@ class Manager:
         advertise the resources capability. Raises like :meth:`list_tools`."""
         return [dict(r) for r in self._connected(name).resources]
 
+    def list_resource_templates(self, name: str) -> list[dict[str, Any]]:
+        """The resource templates of the last connection's ``resources/templates/list`` (all
+        pages, wire shape: ``uriTemplate``, ``name``, ``description``, ``mimeType``); ``[]``
+        when the server does not advertise the resources capability. Raises like :meth:`list_tools`."""
+        return [dict(t) for t in self._connected(name).resource_templates]
+
     def list_prompts(self, name: str) -> list[dict[str, Any]]:
         """The prompts of the last connection's ``prompts/list`` (all pages, wire shape:
         ``name``, ``description``, ``arguments``...); ``[]`` when the server does not
