@@ -21,9 +21,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,27 +36,14 @@ from mcp.client.streamable_http import streamable_http_client
 from _common import PYTHON, percentiles, print_block, verdict, write_config
 
 HERE = Path(__file__).resolve().parent
+# The tests' loopback helpers (free ports, redis-server): one copy for tests and benchmarks.
+sys.path.insert(0, str(HERE.parent / "tests"))
+from helpers.loopback import free_port, redis_server, stop, wait_listening  # noqa: E402
+
 LOAD_SERVERS = str(HERE / "servers" / "load_servers.py")
 KEEN = str(Path(sys.executable).parent / "keen")
 PHASE_CAP = 300.0
 """Seconds one target may take; a slower one is stopped and its completed calls reported."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"{what} exited with {proc.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return
-        time.sleep(0.05)
-    raise SystemExit(f"{what} did not listen on {port} within 60 s")
 
 
 @contextlib.contextmanager
@@ -73,41 +57,10 @@ def _process(cmd: list[str], port: int, what: str, env: dict[str, str] | None = 
         start_new_session=True,
     )
     try:
-        _wait_port(port, proc, what)
+        wait_listening(port, proc, what, timeout=60)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-
-
-@contextlib.contextmanager
-def _redis(workdir: Path) -> Iterator[str]:
-    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-    if not Path(binary).exists():
-        raise SystemExit(
-            "redis-server is not installed; run `make bench` (it installs Debian's redis-server)"
-        )
-    port = _free_port()
-    cmd = [
-        binary,
-        "--port",
-        str(port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--dir",
-        str(workdir),
-    ]
-    with _process(cmd, port, "redis-server"):
-        yield f"redis://127.0.0.1:{port}/0"
+        stop(proc, group=True, grace=15)
 
 
 async def _one_client(
@@ -166,10 +119,10 @@ def main() -> None:
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="keen-bench-serve-") as tmp:
         home = Path(tmp)
-        up_port = _free_port()
+        up_port = free_port()
         with _process([PYTHON, LOAD_SERVERS, "upstream", str(up_port)], up_port, "upstream") as upstream:
             results["direct"] = anyio.run(_load, upstream, "echo", args.clients, args.calls, False)
-            px_port = _free_port()
+            px_port = free_port()
             with _process(
                 [PYTHON, LOAD_SERVERS, "proxy", str(px_port), upstream], px_port, "fastmcp proxy"
             ) as proxy:
@@ -178,9 +131,9 @@ def main() -> None:
             env = {**os.environ, "KEEN_HOME": str(home)}
             env.pop("KEEN_SERVE_TOKEN", None)
             env.pop("KEEN_SERVE_TOKENS", None)
-            with _redis(home) as redis_url:
+            with redis_server(home) as redis_url:
                 for label, store in (("keen (memory)", "memory"), ("keen (redis)", redis_url)):
-                    port = _free_port()
+                    port = free_port()
                     cmd = [
                         KEEN,
                         "serve",

@@ -10,16 +10,16 @@ Typical use::
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+
+from helpers.loopback import free_port, stop, wait_listening
 
 __all__ = ["SCRIPT", "changing_http", "changing_stdio", "wait_until"]
 
@@ -31,17 +31,11 @@ def changing_stdio(*args: str) -> dict[str, Any]:
     return {"transport": "stdio", "command": sys.executable, "args": [str(SCRIPT), "stdio", *args]}
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def changing_http(log_dir: Path, *args: str, timeout: float = 30.0) -> Iterator[str]:
     """Run the changing server over streamable HTTP on 127.0.0.1; yields its ``/mcp`` URL and
     stops it (terminate, then kill) on exit."""
-    port = _free_port()
+    port = free_port()
     log = log_dir / f"changing-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -52,27 +46,10 @@ def changing_http(log_dir: Path, *args: str, timeout: float = 30.0) -> Iterator[
             start_new_session=True,
         )
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"changing server exited with {proc.returncode}: {log.read_text()}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError as exc:
-                if time.monotonic() > deadline:
-                    raise AssertionError(
-                        f"changing server did not listen within {timeout}s: {log.read_text()}"
-                    ) from exc
-                time.sleep(0.05)
+        wait_listening(port, proc, "changing server", timeout=timeout, log=log.read_text)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc)
 
 
 async def wait_until(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:

@@ -43,6 +43,7 @@ from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOption
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from helpers.loopback import free_port
 from keen.mcp.auth import FileTokenStore, KeenOAuthProvider, create_oauth_auth
 from keen.mcp.config import HttpServerConfig, OAuthAuth
 
@@ -58,13 +59,6 @@ __all__ = [
     "serve_oauth",
     "text_of",
 ]
-
-
-def free_port() -> int:
-    """A port nobody listens on right now (bind 0, read it, release it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class RecordingProvider(InMemoryOAuthProvider):

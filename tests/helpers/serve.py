@@ -13,10 +13,8 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +24,8 @@ import httpx2
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+
+from helpers.loopback import free_port, stop, wait_listening
 
 __all__ = [
     "ERAS",
@@ -43,12 +43,6 @@ KEEN = str(Path(sys.executable).parent / "keen")
 BASIC = ROOT / "tests" / "servers" / "basic_stdio.py"
 MODERN = "2026-07-28"
 ERAS = ("session", "stateless")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def write_upstream(home: Path, *, extra_tools: int = 2, extra: dict[str, Any] | None = None) -> Path:
@@ -99,18 +93,12 @@ class KeenServeProcess:
             start_new_session=True,
         )
         log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"keen serve exited {self.proc.returncode}: {self.log()}")
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
-            ):
-                return self
-            time.sleep(0.05)
-        self.stop()
-        raise TimeoutError(f"keen serve did not listen within {timeout}s: {self.log()}")
+        try:
+            wait_listening(self.port, self.proc, "keen serve", timeout=timeout, log=self.log)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
 
     def log(self) -> str:
         path = self.home / f"serve-{self.port}.log"
@@ -123,14 +111,8 @@ class KeenServeProcess:
             self.proc.wait(10)
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+        if self.proc is not None:
+            stop(self.proc, group=True, grace=15)
 
     def __enter__(self) -> KeenServeProcess:
         return self.start()

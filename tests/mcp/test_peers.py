@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from typing import Any
 import pytest
 
 from conftest import SERVERS, peer
+from helpers.loopback import free_port, stop, wait_listening
 from keen.errors import InvalidArguments
 from keen.mcp import Manager, ServerState
 from keen.mcp.types import ToolResult
@@ -125,12 +124,6 @@ async def test_everything_over_stdio(write_config: WriteConfig) -> None:
     assert manager.status("everything").state is ServerState.DISCONNECTED
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _listening_addresses(port: int) -> set[str]:
     """Local addresses of LISTEN sockets on ``port``, from /proc/net/tcp{,6} (hex, as the kernel writes them)."""
     found: set[str] = set()
@@ -147,23 +140,10 @@ def _listening_addresses(port: int) -> set[str]:
     return found
 
 
-def _wait_for_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"server-everything exited with {proc.returncode}: {log.read_text()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    pytest.fail(f"server-everything did not listen on 127.0.0.1:{port} within {timeout}s: {log.read_text()}")
-
-
 @pytest.fixture
 def everything_http(tmp_path: Path) -> Iterator[str]:
     """`mcp-server-everything streamableHttp` on a free loopback port; yields its /mcp URL."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "everything-http.log"
     preload = f"--require {SERVERS / 'force_loopback.cjs'}"
     env = {
@@ -182,17 +162,12 @@ def everything_http(tmp_path: Path) -> Iterator[str]:
             start_new_session=True,
         )
     try:
-        _wait_for_port(port, proc, log)
+        wait_listening(port, proc, "server-everything", log=log.read_text)
         # 0100007F is 127.0.0.1 in /proc's little-endian hex; nothing may listen on 0.0.0.0 or ::.
         assert _listening_addresses(port) == {"0100007F"}, log.read_text()
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc)
 
 
 async def test_everything_over_streamable_http(write_config: WriteConfig, everything_http: str) -> None:

@@ -12,7 +12,7 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers.redis_server import redis_server
+from helpers.loopback import redis_server
 from helpers.serve import MODERN, KeenServeProcess, read_json, write_upstream
 
 pytestmark = pytest.mark.anyio

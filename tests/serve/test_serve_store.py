@@ -9,7 +9,7 @@ import anyio
 import pytest
 import redis.asyncio as aioredis
 
-from helpers.redis_server import redis_server
+from helpers.loopback import redis_server
 from keen.serve.store import MemoryStore, RedisStore, open_store
 
 pytestmark = pytest.mark.anyio

@@ -10,13 +10,13 @@ callback listener binds (RFC 8252 section 7.3), so a browser that resolves ``loc
 from __future__ import annotations
 
 import json
-import socket
 import urllib.request
 from pathlib import Path
 
 import anyio
 import pytest
 
+from helpers.loopback import free_port
 from keen.errors import ConfigError
 from keen.mcp.auth import CallbackListener, redirect_uri
 from keen.mcp.config import parse_config
@@ -60,15 +60,9 @@ def test_server_names_differing_only_in_case_are_refused(first: str, second: str
     assert conflicts == [second] and list(merged["servers"]) == [first]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.anyio
 async def test_redirect_uri_is_the_loopback_literal_the_listener_binds() -> None:
-    port = _free_port()
+    port = free_port()
     uri = redirect_uri(port)
     assert uri == f"http://127.0.0.1:{port}/auth/mcp/callback"
     listener = CallbackListener(server="s", port=port)
