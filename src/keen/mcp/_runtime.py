@@ -38,7 +38,7 @@ from keen.mcp._stderr import StderrCopy
 from keen.mcp._streams import EOFWatch
 from keen.mcp._tool_descriptions import with_full_descriptions
 from keen.mcp._tool_filter import InvalidTool, ToolListFilter, WriteWatch
-from keen.mcp._translate import ConnectFacts, classify_connect_failure
+from keen.mcp._translate import ConnectFacts, classify_connect_failure, sign_in_message
 from keen.mcp._validation import ArgumentValidator
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_changes, open_subscription
 from keen.mcp.changes import ChangeObserver, RefreshReason, ToolsChanged, diff_tools
@@ -504,9 +504,7 @@ class ServerRuntime:
             headers[cfg.auth.header] = cfg.auth.header_value()
         elif isinstance(cfg.auth, OAuthAuth):
             if self._auth_factory is None:
-                raise AuthRequired(
-                    f'MCP server "{self.name}" needs you to sign in', server=self.name, remedy=Remedy.SIGN_IN
-                )
+                raise AuthRequired(sign_in_message(self.name), server=self.name, remedy=Remedy.SIGN_IN)
             auth, facts.has_token = self._auth_factory(self.name, cfg, cfg.auth, self.interactive_auth)
         self.auth = auth
         endpoint = cfg.url.split("?", 1)[0].rstrip("/")

@@ -41,7 +41,15 @@ from keen.errors import (
 from keen.mcp.elicitation import check_url
 from keen.mcp.types import ServerState
 
-__all__ = ["ConnectFacts", "classify_connect_failure", "root_cause", "translate_call_error"]
+__all__ = [
+    "AUTH_STATUSES",
+    "ConnectFacts",
+    "auth_status_error",
+    "classify_connect_failure",
+    "root_cause",
+    "sign_in_message",
+    "translate_call_error",
+]
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -86,8 +94,8 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         return ServerState.AUTH_REQUIRED, str(cause)
     if isinstance(cause, AuthFailed):
         return ServerState.AUTH_FAILED, str(cause)
-    if f.http_status in (401, 403) or (
-        isinstance(cause, httpx2.HTTPStatusError) and _status(cause) in (401, 403)
+    if f.http_status in AUTH_STATUSES or (
+        isinstance(cause, httpx2.HTTPStatusError) and _status(cause) in AUTH_STATUSES
     ):
         return _classify_auth(f)
     if isinstance(cause, TimeoutError):
@@ -133,30 +141,65 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
 
 
 def _classify_auth(f: ConnectFacts) -> tuple[ServerState, str]:
-    name, status = f.server, f.http_status or 401
-    if f.auth == "api_key":
-        return ServerState.AUTH_FAILED, (
-            f'MCP server "{name}" rejected the API key (HTTP {status}); check "auth.key", "auth.header" and '
-            '"auth.scheme" in configs.json'
+    error = auth_status_error(
+        f.server,
+        f.http_status or 401,
+        auth=f.auth,
+        has_token=f.has_token,
+        www_authenticate=f.www_authenticate,
+    )
+    state = ServerState.AUTH_REQUIRED if isinstance(error, AuthRequired) else ServerState.AUTH_FAILED
+    return state, error.message
+
+
+AUTH_STATUSES = frozenset({401, 403})
+"""The HTTP statuses that mean the server refused the caller's credentials (RFC 9110 15.5.2, 15.5.4)."""
+
+
+def sign_in_message(server: str) -> str:
+    """What an OAuth server with no usable sign-in says (state ``auth_required``)."""
+    return f'MCP server "{server}" needs you to sign in'
+
+
+def auth_status_error(
+    server: str,
+    status: int,
+    *,
+    auth: str,
+    has_token: bool = False,
+    www_authenticate: str | None = None,
+) -> AuthRequired | AuthFailed:
+    """The one mapping of an HTTP 401/403 answer to ``auth_required`` or ``auth_failed``.
+
+    By the server's ``auth`` type in configs.json: ``api_key`` -> AuthFailed (the key was
+    refused); ``oauth`` -> AuthFailed when a saved sign-in (``has_token``) was rejected,
+    else AuthRequired; ``none`` -> AuthFailed for 403, else AuthRequired naming the
+    challenge's scheme (``www_authenticate``) and how to add ``auth``. Messages end with
+    the next step (docs/architecture.md "Servers and their states").
+    """
+    if auth == "api_key":
+        return AuthFailed(
+            f'MCP server "{server}" rejected the API key (HTTP {status}); check "auth.key", "auth.header" and '
+            '"auth.scheme" in configs.json',
+            server=server,
         )
-    if f.auth == "oauth":
-        if f.has_token:
-            return ServerState.AUTH_FAILED, (
-                f'MCP server "{name}" rejected the stored OAuth token (HTTP {status}); sign in again'
+    if auth == "oauth":
+        if has_token:
+            return AuthFailed(
+                f'MCP server "{server}" rejected the saved sign-in (HTTP {status})',
+                server=server,
+                remedy=Remedy.SIGN_IN,
             )
-        return (
-            ServerState.AUTH_REQUIRED,
-            f'MCP server "{name}" needs you to sign in',
-        )
+        return AuthRequired(sign_in_message(server), server=server, remedy=Remedy.SIGN_IN)
     if status == 403:
-        return (
-            ServerState.AUTH_FAILED,
-            f'MCP server "{name}" refused access (HTTP 403); check its access settings',
+        return AuthFailed(
+            f'MCP server "{server}" refused access (HTTP 403); check its access settings', server=server
         )
-    scheme = (f.www_authenticate or "").split(" ", 1)[0] or "credentials"
-    return ServerState.AUTH_REQUIRED, (
-        f'MCP server "{name}" requires authentication (HTTP 401, {scheme}); add "auth" to it in configs.json: '
-        '{"type": "api_key", "key": "${ENV_VAR}"} or {"type": "oauth"}'
+    scheme = (www_authenticate or "").split(" ", 1)[0] or "credentials"
+    return AuthRequired(
+        f'MCP server "{server}" requires authentication (HTTP 401, {scheme}); add "auth" to it in configs.json: '
+        '{"type": "api_key", "key": "${ENV_VAR}"} or {"type": "oauth"}',
+        server=server,
     )
 
 
@@ -180,7 +223,7 @@ def translate_call_error(
             tool=tool,
             seconds=timeout,
         )
-    if http_status in (401, 403):
+    if http_status in AUTH_STATUSES:
         msg = redactor.redact(
             f'MCP server "{server}" rejected the credentials during the call (HTTP {http_status}); fix them'
         )

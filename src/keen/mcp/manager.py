@@ -41,7 +41,7 @@ from keen.mcp._input import call_tool as call_tool_any_era
 from keen.mcp._runtime import ServerRuntime
 from keen.mcp._stale import call_with_relist
 from keen.mcp._tool_filter import InvalidTool
-from keen.mcp._translate import translate_call_error
+from keen.mcp._translate import AUTH_STATUSES, sign_in_message, translate_call_error
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.auth import classify_auth_failure
 from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools, flag_change
@@ -421,7 +421,7 @@ class Manager:
                     exc,
                     server=name,
                     auth=runtime.auth,
-                    status_code=runtime.http_status if runtime.http_status in (401, 403) else None,
+                    status_code=runtime.http_status if runtime.http_status in AUTH_STATUSES else None,
                 )
                 if found is not None:
                     error = found
@@ -563,9 +563,7 @@ class Manager:
         detail = f" Last error: {runtime.last_error}" if runtime.last_error else ""
         remedy = runtime.status().remedy
         if state is ServerState.AUTH_REQUIRED:
-            return AuthRequired(
-                f'MCP server "{name}" needs you to sign in.{detail}', server=name, remedy=remedy
-            )
+            return AuthRequired(f"{sign_in_message(name)}.{detail}", server=name, remedy=remedy)
         if state is ServerState.AUTH_FAILED:
             return AuthFailed(
                 f'MCP server "{name}" rejected its credentials; fix them.{detail}', server=name, remedy=remedy

@@ -15,8 +15,10 @@ from helpers.http_servers import make_basic_server, serve_http
 from helpers.oauth import Browser, background_auth, free_port, list_tool_names, oauth_config, serve_oauth
 from keen.cli._wording import describe
 from keen.errors import AuthFailed, AuthRequired, ConfigError, Remedy
+from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp.auth import CallbackListener, FileTokenStore, authorize_interactively, classify_auth_failure
 from keen.mcp.config import HttpServerConfig
+from keen.mcp.types import ServerState
 
 pytestmark = pytest.mark.anyio
 
@@ -146,3 +148,20 @@ async def test_connect_on_a_server_without_oauth_is_a_config_error(keen_home: Pa
     with pytest.raises(ConfigError) as caught:
         await authorize_interactively("plain", config, open_browser=Browser())
     assert 'MCP server "plain" does not use OAuth (auth.type is "none")' in str(caught.value)
+
+
+@pytest.mark.parametrize(("status", "has_token"), [(401, False), (401, True), (403, True)])
+def test_an_http_auth_status_reads_the_same_at_connect_and_at_a_call(status: int, has_token: bool) -> None:
+    """One mapping of 401/403 (keen.mcp._translate.auth_status_error): the connection's state
+    and the OAuth classifier of a failed call agree on the error and its words."""
+    facts = ConnectFacts(server="demo", transport="streamable_http", auth="oauth", http_status=status)
+    facts.has_token = has_token
+    state, message = classify_connect_failure(RuntimeError("refused"), facts)
+    error = classify_auth_failure(None, server="demo", status_code=status, has_token=has_token)
+    assert error is not None and message == error.message and error.remedy is Remedy.SIGN_IN
+    expected = ServerState.AUTH_FAILED if has_token else ServerState.AUTH_REQUIRED
+    assert state is expected and isinstance(error, AuthFailed if has_token else AuthRequired)
+    if has_token:
+        assert message == f'MCP server "demo" rejected the saved sign-in (HTTP {status})'
+    else:
+        assert message == 'MCP server "demo" needs you to sign in'

@@ -17,12 +17,9 @@ from pydantic import ValidationError
 from keen._redact import redactor
 from keen._text import one_line
 from keen.errors import AuthFailed, Remedy
+from keen.mcp._translate import sign_in_message
 
 __all__ = ["flow_error", "oauth_error_text", "short", "sign_in_message"]
-
-
-def sign_in_message(server: str) -> str:
-    return f'MCP server "{server}" needs you to sign in'
 
 
 def flow_error(server: str, exc: Exception, *, no_metadata: bool, discovery: list[str]) -> AuthFailed:

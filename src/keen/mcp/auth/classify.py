@@ -13,7 +13,7 @@ from mcp.client.auth import OAuthFlowError
 
 from keen._redact import redactor
 from keen.errors import AuthFailed, AuthRequired, Remedy, exception_chain
-from keen.mcp.auth._wording import sign_in_message
+from keen.mcp._translate import AUTH_STATUSES, auth_status_error
 from keen.mcp.auth.provider import KeenOAuthProvider
 
 __all__ = ["classify_auth_failure"]
@@ -33,8 +33,9 @@ def classify_auth_failure(
     and causes are searched; the OAuth provider raises these inside the transport's task
     group); the failure a :class:`KeenOAuthProvider` ``auth`` recorded (a background step-up
     is recorded, not raised); an SDK ``OAuthFlowError``; finally the HTTP ``status_code``
-    the caller observed (401/403) with ``has_token`` (default: what ``auth`` knows) deciding
-    between the two. Messages are redacted and end with the next step.
+    the caller observed (401/403), mapped by :func:`keen.mcp._translate.auth_status_error`
+    with ``has_token`` (default: what ``auth`` knows). Messages are redacted and end with
+    the next step.
     """
     for exc in exception_chain(error):
         if isinstance(exc, AuthRequired | AuthFailed):
@@ -49,13 +50,7 @@ def classify_auth_failure(
                 server=server,
                 remedy=Remedy.SIGN_IN,
             )
-    if status_code in (401, 403):
+    if status_code in AUTH_STATUSES:
         token = has_token if has_token is not None else (provider.has_token if provider else False)
-        if token:
-            return AuthFailed(
-                f'MCP server "{server}" rejected the saved sign-in (HTTP {status_code})',
-                server=server,
-                remedy=Remedy.SIGN_IN,
-            )
-        return AuthRequired(sign_in_message(server), server=server, remedy=Remedy.SIGN_IN)
+        return auth_status_error(server, status_code, auth="oauth", has_token=token)
     return None
