@@ -34,7 +34,7 @@ MCP error data). See docs/architecture.md "Errors".
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "KeenError",
     "MCPServerError",
     "Remedy",
+    "RemedyWords",
     "RemoteProtocolError",
     "RemoteToolError",
     "ServerDisabled",
@@ -61,6 +62,8 @@ __all__ = [
     "exception_chain",
     "exception_leaves",
     "find_keen_error",
+    "with_hint",
+    "worded",
 ]
 
 
@@ -352,3 +355,22 @@ def exception_chain(exc: BaseException | None) -> Iterator[BaseException]:
 def find_keen_error(exc: BaseException) -> KeenError | None:
     """The first :class:`KeenError` among the leaves of ``exc``, or ``None``."""
     return next((leaf for leaf in exception_leaves(exc) if isinstance(leaf, KeenError)), None)
+
+
+RemedyWords = Callable[..., str]
+"""A front end's wording of a remedy: ``(remedy, *, server=None, skill=None) -> str``, ``""``
+when it has none (the CLI names ``keen`` commands, the REPL slash commands)."""
+
+
+def with_hint(text: str, hint: str) -> str:
+    """``text`` and ``hint`` joined as one sentence (``text`` alone when there is no hint)."""
+    if not hint:
+        return text
+    return f"{text.rstrip().rstrip('.;')}; {hint}" if text else hint
+
+
+def worded(exc: KeenError, remedy_words: RemedyWords) -> str:
+    """``exc``'s message and its remedy in a front end's words (``remedy_words``), one sentence."""
+    server = exc.server if isinstance(exc, MCPServerError) else None
+    skill = exc.name if isinstance(exc, SkillError) else None
+    return with_hint(exc.message, remedy_words(exc.remedy, server=server, skill=skill))

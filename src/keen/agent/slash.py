@@ -34,7 +34,7 @@ from rich.table import Table
 from rich.text import Text
 
 from keen._terminal import cell, terminal_text
-from keen.errors import KeenError, MCPServerError, Remedy, SkillError
+from keen.errors import KeenError, Remedy, SkillError, with_hint, worded
 from keen.mcp.types import ServerState, ServerStatus
 
 if TYPE_CHECKING:
@@ -151,18 +151,9 @@ def remedy_hint(remedy: Remedy | None, *, server: str | None = None, skill: str 
     }.get(remedy, "")
 
 
-def with_hint(text: str, hint: str) -> str:
-    """``text`` and ``hint`` joined as one sentence."""
-    if not hint:
-        return text
-    return f"{text.rstrip().rstrip('.;')}; {hint}" if text else hint
-
-
 def describe(exc: KeenError) -> str:
     """An error's message and the slash command that fixes it, when there is one."""
-    server = exc.server if isinstance(exc, MCPServerError) else None
-    skill = exc.name if isinstance(exc, SkillError) else None
-    return with_hint(exc.message, remedy_hint(exc.remedy, server=server, skill=skill))
+    return worded(exc, remedy_hint)
 
 
 def status_line(status: ServerStatus) -> str:

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from keen.errors import KeenError, MCPServerError, Remedy, SkillError
+from keen.errors import KeenError, Remedy, with_hint, worded
 
 __all__ = ["describe", "remedy_text", "with_remedy"]
 
@@ -34,14 +34,9 @@ def with_remedy(
     text: str, remedy: Remedy | None, *, server: str | None = None, skill: str | None = None
 ) -> str:
     """``text`` followed by the remedy's command, when there is one."""
-    extra = remedy_text(remedy, server=server, skill=skill)
-    if not extra:
-        return text
-    return f"{text.rstrip().rstrip('.;')}; {extra}" if text else extra
+    return with_hint(text, remedy_text(remedy, server=server, skill=skill))
 
 
 def describe(exc: KeenError) -> str:
     """An error's message and, when it carries a remedy, the command that applies it."""
-    server = exc.server if isinstance(exc, MCPServerError) else None
-    skill = exc.name if isinstance(exc, SkillError) else None
-    return with_remedy(exc.message, exc.remedy, server=server, skill=skill)
+    return worded(exc, remedy_text)
