@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 
 from keen import paths
@@ -393,12 +394,7 @@ class Manager:
         arguments = {} if arguments is None else arguments
         if validate:
             self.check_call(name, tool, arguments)
-        runtime = self._connected(name)
-        session = runtime.session
-        if session is None:
-            raise self._not_connected(runtime)
-        limit = timeout if timeout is not None else runtime.config.timeouts.call_tool
-
+        runtime, session, limit = self._session(name, timeout)
         uri = runtime.descriptions_uri
         send = partial(call_tool_any_era, session, tool, arguments, read_timeout_seconds=limit)
         try:
@@ -459,12 +455,16 @@ class Manager:
         )
         return dict(raw.model_dump(by_alias=True, mode="json", exclude_none=True))
 
-    async def _request(self, name: str, what: str, timeout: float | None, send: Callable[[Any], Any]) -> Any:
+    def _session(self, name: str, timeout: float | None) -> tuple[ServerRuntime, ClientSession, float]:
+        """The connected server's runtime, its session and a request's time limit (seconds:
+        ``timeout``, else the server's ``timeouts.call_tool``). Raises like :meth:`list_tools`."""
         runtime = self._connected(name)
-        session = runtime.session
-        if session is None:
+        if runtime.session is None:
             raise self._not_connected(runtime)
-        limit = timeout if timeout is not None else runtime.config.timeouts.call_tool
+        return runtime, runtime.session, timeout if timeout is not None else runtime.config.timeouts.call_tool
+
+    async def _request(self, name: str, what: str, timeout: float | None, send: Callable[[Any], Any]) -> Any:
+        runtime, session, limit = self._session(name, timeout)
         try:
             with anyio.fail_after(limit):
                 return await send(session)
