@@ -49,6 +49,7 @@ __all__ = [
     "root_cause",
     "sign_in_message",
     "translate_call_error",
+    "unreachable_message",
 ]
 
 
@@ -115,9 +116,7 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
     if isinstance(cause, httpx2.ConnectError | httpx2.ConnectTimeout) or (
         isinstance(cause, OSError) and cause.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH)
     ):
-        return ServerState.DISCONNECTED, (
-            f'cannot reach MCP server "{name}" at {f.url}: {_short(cause)}; check that it is running and the url is right'
-        )
+        return ServerState.DISCONNECTED, unreachable_message(name, f.url, cause)
     if f.http_status is not None and f.http_status >= 400:
         return ServerState.DISCONNECTED, (
             f'MCP server "{name}" answered HTTP {f.http_status} at {f.url}; check the url (it must be the MCP '
@@ -150,6 +149,11 @@ def _classify_auth(f: ConnectFacts) -> tuple[ServerState, str]:
     )
     state = ServerState.AUTH_REQUIRED if isinstance(error, AuthRequired) else ServerState.AUTH_FAILED
     return state, error.message
+
+
+def unreachable_message(server: str, url: str, cause: BaseException) -> str:
+    """What a connection refused or timed out at ``url`` says (not yet redacted)."""
+    return f'cannot reach MCP server "{server}" at {url}: {_short(cause)}; check that it is running and the url is right'
 
 
 AUTH_STATUSES = frozenset({401, 403})

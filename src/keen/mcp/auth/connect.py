@@ -30,6 +30,7 @@ from keen.errors import (
     ServerDisconnected,
     exception_leaves,
 )
+from keen.mcp._translate import unreachable_message
 from keen.mcp.auth.classify import classify_auth_failure
 from keen.mcp.auth.provider import (
     AUTHORIZATION_TIMEOUT,
@@ -177,12 +178,7 @@ def _sign_in_error(exc: Exception, server: str, url: str, auth: httpx2.Auth, bud
             )
         if isinstance(leaf, httpx2.HTTPError | OSError):
             return ServerDisconnected(
-                redactor.redact(
-                    f'cannot reach MCP server "{server}" at {url} ({leaf.__class__.__name__}: {leaf}); check that it '
-                    "is running and the url is right"
-                ),
-                server=server,
-                remedy=Remedy.SIGN_IN,
+                redactor.redact(unreachable_message(server, url, leaf)), server=server, remedy=Remedy.SIGN_IN
             )
     first = leaves[0] if leaves else exc
     return AuthFailed(
