@@ -128,3 +128,23 @@ def test_the_library_keeps_the_healthy_servers(home: Home) -> None:
                 await manager.call_tool("ftp", "echo", {"text": "hi"})
 
     anyio.run(main)
+
+
+def test_sync_reports_an_invalid_name_like_any_broken_entry(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    home.write({"bad name!": {"command": "x"}, "alpha": stdio_entry("basic_stdio")})
+    run = home.keen("mcp", "sync", "--json", "--timeout", "30")
+    assert run.code == 0, str(run)
+    by = {e["server"]: e for e in run.json()["servers"]}
+    bad = by["bad name!"]
+    assert (bad["state"], bad["action"], bad["enabled"], bad["remedy"]) == (
+        "config_error",
+        "disabled",
+        False,
+        "fix_config",
+    ), bad
+    assert "server name 'bad name!' is invalid" in bad["error"] and bad["skill_path"] is None
+    assert by["alpha"]["action"] == "generated"
+    assert sorted(p.name for p in (home.keen_home / "skills").iterdir() if p.name.startswith("mcp:")) == [
+        "mcp:alpha"
+    ]

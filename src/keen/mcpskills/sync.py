@@ -231,12 +231,6 @@ def _sync_one(
             server, status.state.value, "disabled", False, hint, link if current.managed else None
         )
     reason = redactor.redact(status.last_error)
-    if status.state == ServerState.CONFIG_ERROR and not SERVER_NAME_RE.fullmatch(server):
-        # An invalid name has no skill directory to mark: report it, touch nothing on disk.
-        hint, remedy = _failure_hint(status)
-        return SyncEntry(
-            server, status.state.value, "disabled", False, hint, None, error=reason, remedy=remedy
-        )
     if status.state != ServerState.CONNECTED:
         auto.disable(config, name, status.state.value)
         current = _swap.inspect(root, server)
@@ -379,10 +373,17 @@ def _entry(
     now: datetime | None,
     fsync: bool,
 ) -> SyncEntry:
-    server = snap.status.name
+    server, status = snap.status.name, snap.status
     if not SERVER_NAME_RE.fullmatch(server):
+        # An invalid name has no skill directory to mark: report it, touch nothing on disk.
+        if status.state == ServerState.CONFIG_ERROR:  # the Manager's reason and fix, as for any broken entry
+            hint, remedy = _failure_hint(status)
+            error = redactor.redact(status.last_error)
+            return SyncEntry(
+                server, status.state.value, "disabled", False, hint, None, error=error, remedy=remedy
+            )
         error = f"{server!r} is not a valid server name; rename it in configs.json"
-        return SyncEntry(server, snap.status.state.value, "error", False, "", None, [], error)
+        return SyncEntry(server, status.state.value, "error", False, "", None, [], error)
     entry = _sync_one(snap, root, config, auto, force, now, fsync)
     logger.debug("sync mcp:%s: %s -> %s (enabled=%s)", server, entry.state, entry.action, entry.enabled)
     return entry
