@@ -53,6 +53,7 @@ __all__ = [
     "GatewayResult",
     "allow_all",
     "allow_read_only",
+    "for_model",
     "result_text",
     "tool_definition",
 ]
@@ -80,6 +81,21 @@ _FOR_MODEL: dict[Remedy | None, str] = {
     Remedy.ENABLE_SERVER: " The user has to enable this server in configs.json.",
     Remedy.FIX_CONFIG: " The user has to fix this server's entry in configs.json; tell them.",
 }
+
+
+def for_model(exc: KeenError, server: str) -> str:
+    """``exc``'s message and what the model can do about it (its remedy), worded for a model.
+
+    Args:
+        exc: the error a call met (a check before it, or the call itself).
+        server: the server the call named (fills the remedy's wording).
+
+    Returns:
+        One line of text; the remedy part is empty when the error has none or the model can
+        do nothing about it.
+    """
+    return exc.message + _FOR_MODEL.get(exc.remedy, "").format(server=server)
+
 
 _INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -286,10 +302,11 @@ class Gateway:
             message = exc.message
             if len(message) > self.max_result_chars:  # it may quote a server's (unbounded) error
                 message = message[: self.max_result_chars] + " [error message cut]"
+            remedy = for_model(exc, server)[len(exc.message) :]
             return GatewayResult(
                 server=server,
                 tool=tool,
-                text=f"Error: {message}{_FOR_MODEL.get(exc.remedy, '').format(server=server)}",
+                text=f"Error: {message}{remedy}",
                 is_error=True,
                 error_code=exc.code,
             )

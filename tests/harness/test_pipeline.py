@@ -157,6 +157,35 @@ async def test_disconnect_removes_tools_with_a_capability_diff(session: Session)
     assert late.denied == "visibility"
 
 
+async def test_refusals_and_failures_tell_the_model_what_to_do(session: Session) -> None:
+    """A call the gateway's checks refuse (or that fails) carries its remedy, worded for the
+    model: the harness used to pass the bare message, so the model never learnt what to do."""
+    h = session.harness(mode="auto")
+    h.begin_turn()
+    await h.call("search_tools", {"query": "convert units of measurement"})
+    h.begin_turn()
+    invalid = await h.call("mcp__keen-demo__convert_units", {"value": "one"})
+    assert invalid.denied == "validate" and invalid.code == "invalid_arguments", invalid.text
+    assert invalid.text.endswith(
+        "Read the tool's schema file and pass arguments that match its inputSchema exactly."
+    )
+    down = anyio.Event()
+    unsubscribe = session.manager.subscribe(
+        lambda status: (
+            down.set() if status.name == DEMO and status.state is not ServerState.CONNECTED else None
+        )
+    )
+    os.kill(int(session.pidfile.read_text()), signal.SIGKILL)
+    with anyio.fail_after(30):
+        await down.wait()
+    unsubscribe()
+    # Still offered this turn: the gateway's "connected" check refuses it, with the remedy.
+    gone = await h.call("mcp__keen-demo__convert_units", {"value": 1, "from_unit": "km", "to_unit": "m"})
+    assert gone.denied == "validate" and gone.code == "server_disconnected", gone.text
+    assert gone.text.endswith("The user has to fix and reconnect this server; tell them.")
+    assert events(h, "result")[-1]["text"] == gone.text
+
+
 async def test_search_is_not_authorization(session: Session) -> None:
     h = session.harness(mode="auto")
     h.begin_turn()

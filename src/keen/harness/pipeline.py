@@ -39,7 +39,7 @@ import jsonschema
 from keen import paths
 from keen.capabilities import Capability, Catalog, PermissionMode, capability_id
 from keen.errors import KeenError, ServerNotConfigured
-from keen.gateway import CALL_MCP_TOOL, Approval, ApprovalRequest, Gateway, result_text
+from keen.gateway import CALL_MCP_TOOL, Approval, ApprovalRequest, Gateway, for_model, result_text
 from keen.harness.changes import ChangeLog
 from keen.harness.entries import (
     DEFAULT_BUDGET,
@@ -73,9 +73,7 @@ from keen.mcp.types import ServerState
 
 __all__ = ["SEARCH_TOOLS", "Harness", "Observation", "PostHook", "PreHook", "Visibility"]
 
-_CLEARED: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
-    "keen_cleared", default=None
-)
+_CLEARED = contextvars.ContextVar[tuple[str, str] | None]("keen_cleared", default=None)
 
 
 class Harness:
@@ -100,6 +98,7 @@ class Harness:
         log_path: where the event log goes instead of the session's file.
         approved_by: who answers ``approve`` (logged with each decision): ``user``, or
             ``MCP host`` for a host that asked its own user before calling.
+        remedy_words: an error's text for the model, its remedy worded (``gateway.for_model``).
     """
 
     def __init__(
@@ -118,6 +117,7 @@ class Harness:
         visibility: Visibility | None = None,
         log_path: Path | None = None,
         approved_by: str = "user",
+        remedy_words: Callable[[KeenError, str], str] = for_model,
     ) -> None:
         self.catalog_source = catalog_source
         self.gateway = gateway
@@ -128,11 +128,9 @@ class Harness:
         self.workspace = Workspace(workspace, [paths.skills_dir()])
         self.budget = budget
         self.max_result_chars = max_result_chars
-        self.pre_hooks = list(pre_hooks)
-        self.post_hooks = list(post_hooks)
+        self.pre_hooks, self.post_hooks = list(pre_hooks), list(post_hooks)
         self.session_id = session_id or new_session_id()
-        self.visibility = visibility
-        self.approved_by = approved_by
+        self.visibility, self.approved_by, self.remedy_words = visibility, approved_by, remedy_words
         self.log = EventLog(log_path or session_path(self.session_id), self.session_id)
         self.turn = 0
         self.visible: dict[str, Entry] = {}
@@ -419,7 +417,8 @@ class Harness:
             try:
                 self.gateway.manager.check_call(server, tool, args)
             except KeenError as exc:
-                return self._deny(call_id, name, "validate", exc.message, cap_id, exc.code, where)
+                why = self.remedy_words(exc, server)
+                return self._deny(call_id, name, "validate", why, cap_id, exc.code, where)
             stages.append("mcp_checks")
         # permission: the second gate (approval when the mode says ask).
         verdict, why = permission(cap, self.mode)
@@ -471,7 +470,7 @@ class Harness:
             return Observation(
                 call_id,
                 name,
-                f"Error: {exc.message}",
+                f"Error: {self.remedy_words(exc, cap.server or '')}",
                 True,
                 capability=cap.id,
                 code=exc.code,
@@ -503,7 +502,8 @@ class Harness:
                 try:
                     self.gateway.manager.check_call(server, tool, args)
                 except KeenError as exc:
-                    return self._deny("", "", "validate", exc.message, "", exc.code, (server, tool))
+                    why = self.remedy_words(exc, server)
+                    return self._deny("", "", "validate", why, "", exc.code, (server, tool))
             what = f"{server}/{tool}" if server else "this tool"
             return self._deny("", "", "visibility", f"{what} is not served here", "", where=(server, tool))
         assert self.visibility is not None
@@ -524,7 +524,7 @@ class Harness:
             return Observation(
                 call_id,
                 name,
-                f"Error: {exc.message}",
+                f"Error: {self.remedy_words(exc, server)}",
                 is_error=True,
                 capability=cap_id,
                 code=exc.code,

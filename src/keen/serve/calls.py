@@ -33,14 +33,52 @@ from typing import Any
 import mcp_types as mt
 
 from keen.capabilities import Catalog
-from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, ApprovalRequest, Gateway
+from keen.errors import KeenError, Remedy
+from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, ApprovalRequest, Gateway, for_model
 from keen.harness import Harness, Observation, Visibility
 from keen.mcp.manager import Manager
 
-__all__ = ["APPROVER", "CallRouter", "call_result", "error_result"]
+__all__ = ["APPROVER", "CallRouter", "call_result", "error_result", "host_remedy_words"]
 
 APPROVER = "MCP host"
 """Who approves served calls, as the event log records it."""
+
+
+# The host's model has no skill files: it learns tool names and schemas through keen serve's
+# own surface, so the remedies that point at SKILL.md and schema files are worded for that;
+# and keen serve never reconnects a server by itself, so a fixed server needs a restart.
+_RESTART = (
+    " The user has to fix this server, then restart keen serve (or the MCP host running it); tell them."
+)
+_FOR_HOST: dict[str, dict[Remedy, str]] = {
+    "search": {
+        Remedy.RECONNECT: _RESTART,
+        Remedy.FIX_CONFIG: _RESTART,
+        Remedy.READ_SKILL: " Use search_tools to find the tool's exact server and name.",
+        Remedy.READ_SCHEMA: " Call describe_tools for its inputSchema and pass arguments that match it exactly.",
+    },
+    "extension": {
+        Remedy.RECONNECT: _RESTART,
+        Remedy.FIX_CONFIG: _RESTART,
+        Remedy.READ_SKILL: " Read resource:///tool_descriptions?tools=NAME for the tools you want to use.",
+        Remedy.READ_SCHEMA: (
+            " Read resource:///tool_descriptions?tools=NAME for its inputSchema and pass arguments"
+            " that match it exactly."
+        ),
+    },
+}
+
+
+def host_remedy_words(mode: str) -> Callable[[KeenError, str], str]:
+    """How ``keen serve`` in ``mode`` words an error and its remedy for the host's model."""
+    words = _FOR_HOST.get(mode, _FOR_HOST["search"])
+
+    def word(exc: KeenError, server: str) -> str:
+        if exc.remedy is not None and exc.remedy in words:
+            return exc.message + words[exc.remedy]
+        return for_model(exc, server)
+
+    return word
 
 
 def _host_approved(request: ApprovalRequest) -> bool:
@@ -57,6 +95,8 @@ class CallRouter:
         visibility: decides, per capability and caller, whether the caller may use it.
         audit_path: the event log's file.
         max_result_chars: longer result text is cut with a note (the harness's truncation).
+        mode: the served surface (``search`` or ``extension``): errors point the host's model
+            at its tools for names and schemas.
     """
 
     def __init__(
@@ -67,6 +107,7 @@ class CallRouter:
         audit_path: Path,
         *,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        mode: str = "search",
     ) -> None:
         self.gateway = Gateway(manager)
         self.harness = Harness(
@@ -79,6 +120,7 @@ class CallRouter:
             max_result_chars=max_result_chars,
             visibility=visibility,
             log_path=audit_path,
+            remedy_words=host_remedy_words(mode),
         )
 
     async def call(self, server: str, tool: str, arguments: Any, *, caller: str) -> Observation:

@@ -138,6 +138,7 @@ class KeenServer:
             self._visible,
             audit_path if audit_path is not None else paths.logs_dir() / "serve-audit.jsonl",
             max_result_chars=max_result_chars,
+            mode=mode,
         )
         self.stdio_scope = f"stdio:{secrets.token_hex(8)}"
         self._catalog: ToolCatalog | None = None
