@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
+import anyio
 import uvicorn
 from mcp.server.stdio import stdio_server
 
+from keen.serve._stdin import claimed_stdin
 from keen.serve.http import HttpSecurity, build_app
 from keen.serve.server import KeenServer
 
@@ -31,9 +33,13 @@ class _Server(uvicorn.Server):
 
 async def serve_stdio(keen: KeenServer) -> None:
     """Serve one host over this process's stdin/stdout (both protocol eras; the SDK decides
-    which from the first message). Returns when the host closes stdin."""
-    async with keen, stdio_server() as (read, write):
-        await keen.server.run(read, write, keen.server.create_initialization_options())
+    which from the first message). Returns when the host closes stdin; cancellable (Ctrl-C,
+    SIGTERM) while the host keeps it open (keen.serve._stdin)."""
+    with claimed_stdin() as lines:
+        # stdio_server only iterates its stdin (`async for line in stdin`).
+        stdin = cast("anyio.AsyncFile[str]", lines)
+        async with keen, stdio_server(stdin=stdin) as (read, write):
+            await keen.server.run(read, write, keen.server.create_initialization_options())
 
 
 async def serve_http(keen: KeenServer, security: HttpSecurity, port: int, *, path: str = "/mcp") -> None:

@@ -1,0 +1,94 @@
+"""``keen serve``'s stdin over stdio, read so that Ctrl-C and SIGTERM still stop it.
+
+The SDK's ``stdio_server()`` reads stdin in an anyio worker thread; a blocking read cannot
+be cancelled, and its task group waits for it, so ``keen serve`` ignored Ctrl-C and SIGTERM
+for as long as the host kept stdin open. Here a daemon thread reads the descriptor with
+``os.read`` (no buffered object, whose lock a thread left blocked at exit would hold) and
+hands each line to the event loop; the async side is cancellable at any time, and the
+abandoned thread cannot keep the process alive.
+
+As the SDK does for the streams it claims, fd 0 points at the null device while Keen
+serves, so nothing else in the process (or a child that inherits it) reads the host's
+messages; it is restored on exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+__all__ = ["claimed_stdin"]
+
+_CHUNK = 65536
+
+
+def _dup_above_std(fd: int) -> int:
+    if sys.platform == "win32":
+        return os.dup(fd)
+    import fcntl
+
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+
+
+class StdinLines:
+    """The lines of descriptor ``fd`` as an async iterator (``async for line in ...``), each
+    with its newline, decoded as UTF-8 (undecodable bytes replaced), as the SDK reads them."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        send, receive = anyio.create_memory_object_stream[str](1)
+        token = anyio.lowlevel.current_token()
+        fd = self.fd
+
+        def pump() -> None:
+            pending = b""
+            try:
+                while chunk := os.read(fd, _CHUNK):
+                    *lines, pending = (pending + chunk).split(b"\n")
+                    for line in lines:
+                        text = (line + b"\n").decode("utf-8", "replace")
+                        anyio.from_thread.run(send.send, text, token=token)
+                if pending:
+                    anyio.from_thread.run(send.send, pending.decode("utf-8", "replace"), token=token)
+            except (OSError, RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the descriptor failed, the loop is gone, or nobody reads any more
+            finally:
+                with contextlib.suppress(RuntimeError):
+                    anyio.from_thread.run_sync(send.close, token=token)
+
+        threading.Thread(target=pump, name="keen-serve-stdin", daemon=True).start()
+        async with receive:
+            async for line in receive:
+                yield line
+
+
+@contextlib.contextmanager
+def claimed_stdin() -> Iterator[StdinLines]:
+    """The host's messages on stdin, read cancellably; fd 0 reads the null device meanwhile.
+
+    Yields:
+        The lines to give ``mcp.server.stdio.stdio_server(stdin=...)``.
+    """
+    private = _dup_above_std(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    try:
+        yield StdinLines(private)
+    finally:
+        # The reader thread may still block on ``private``: it is left open, never recycled.
+        os.dup2(private, 0)

@@ -1,0 +1,122 @@
+"""Ctrl-C and SIGTERM stop ``keen serve`` while its host still holds the connection open.
+
+``keen serve`` over stdio used to read stdin the SDK's way, in a worker thread no signal can
+cancel: with the host's pipe still open (a call in flight, or just idle) Ctrl-C and SIGTERM
+did nothing until the host closed stdin. Here a real ``keen serve`` process, its stdin a
+pipe this test keeps open, is initialized by hand (JSON-RPC lines), has a 60 s upstream call
+in flight, and gets the signal: it exits 130 / 143, prints no traceback, and its upstream
+stdio server is stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from helpers.serve import KEEN, serve_env, write_upstream
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def _send(stdin: IO[bytes], message: dict[str, Any]) -> None:
+    stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+    stdin.flush()
+
+
+def _answer(stdout: IO[bytes], request_id: int) -> dict[str, Any]:
+    while line := stdout.readline():
+        message = json.loads(line)
+        if message.get("id") == request_id:
+            return message
+    raise AssertionError(f"keen serve closed stdout before answering request {request_id}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_keen_serve_with_stdin_open_and_a_call_in_flight(
+    tmp_path: Path, signum: signal.Signals, code: int
+) -> None:
+    write_upstream(tmp_path, extra_tools=0)
+    proc = subprocess.Popen(
+        [KEEN, "serve", "--mode", "search"],
+        env=serve_env(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        # A shell's Ctrl-C reaches a foreground child with SIGINT's default disposition.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        _send(
+            proc.stdin,
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "signal-test", "version": "1"},
+                },
+            },
+        )
+        assert "result" in _answer(proc.stdout, 1)
+        _send(proc.stdin, {"method": "notifications/initialized"})
+        _send(
+            proc.stdin,
+            {
+                "id": 2,
+                "method": "tools/call",
+                "params": {
+                    "name": "call_tool",
+                    "arguments": {"server": "basic", "tool": "pid", "arguments": {}},
+                },
+            },
+        )
+        upstream = int(_answer(proc.stdout, 2)["result"]["content"][0]["text"])
+        assert _alive(upstream)
+        _send(
+            proc.stdin,
+            {
+                "id": 3,
+                "method": "tools/call",
+                "params": {
+                    "name": "call_tool",
+                    "arguments": {"server": "basic", "tool": "sleep", "arguments": {"seconds": 60}},
+                },
+            },
+        )
+        time.sleep(1.0)  # the call reaches the upstream server
+        proc.send_signal(signum)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"keen serve still runs 30 s after {signum.name} with its stdin open")
+        stderr = proc.stderr.read().decode() if proc.stderr else ""
+        assert proc.returncode == code, stderr
+        assert "Traceback" not in stderr, stderr
+        deadline = time.monotonic() + 10
+        while _alive(upstream) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(upstream), "the upstream stdio server outlived keen serve"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        proc.stdin.close()
+        proc.stdout.close()
+        if proc.stderr is not None:
+            proc.stderr.close()
