@@ -1,28 +1,39 @@
 """Ctrl-C and SIGTERM stop ``keen serve`` while its host still holds the connection open.
 
-``keen serve`` over stdio used to read stdin the SDK's way, in a worker thread no signal can
+Over stdio, ``keen serve`` used to read stdin the SDK's way, in a worker thread no signal can
 cancel: with the host's pipe still open (a call in flight, or just idle) Ctrl-C and SIGTERM
-did nothing until the host closed stdin. Here a real ``keen serve`` process, its stdin a
-pipe this test keeps open, is initialized by hand (JSON-RPC lines), has a 60 s upstream call
-in flight, and gets the signal: it exits 130 / 143, prints no traceback, and its upstream
-stdio server is stopped.
+did nothing until the host closed stdin. Over HTTP, a call in flight made uvicorn print
+tracebacks (``Exception in ASGI application``, the lifespan's ``CancelledError``) and, on
+Ctrl-C, wait its graceful timeout first. Here a real ``keen serve`` process has a 60 s
+upstream call in flight and gets the signal: it exits 130 / 143 in bounded time, prints no
+traceback, its upstream stdio server is stopped, and an HTTP caller gets a clear error.
 """
 
 from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
+import anyio.to_thread
 import pytest
+from mcp.shared.exceptions import MCPError
 
-from helpers.serve import KEEN, serve_env, write_upstream
+from helpers.serve import KEEN, KeenServeProcess, connect, free_port, serve_env, write_upstream
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def _default_sigint() -> None:
+    # A shell's Ctrl-C reaches a foreground child with SIGINT's default disposition (a test
+    # runner's worker may ignore it, and an ignored signal stays ignored across exec).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _send(stdin: IO[bytes], message: dict[str, Any]) -> None:
@@ -56,8 +67,7 @@ def test_a_signal_stops_keen_serve_with_stdin_open_and_a_call_in_flight(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        # A shell's Ctrl-C reaches a foreground child with SIGINT's default disposition.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=_default_sigint,
     )
     assert proc.stdin is not None and proc.stdout is not None
     try:
@@ -120,3 +130,75 @@ def test_a_signal_stops_keen_serve_with_stdin_open_and_a_call_in_flight(
         proc.stdout.close()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+async def _signal_mid_call(
+    proc: subprocess.Popen[bytes], port: int, signum: int, home: Path
+) -> tuple[int, str]:
+    """Start a 60 s call through ``keen serve`` on ``port``, signal it; (upstream pid, what the
+    caller got)."""
+    outcome: list[str] = []
+    answered = anyio.Event()
+    async with connect(KeenServeProcess(home, port=port), "session") as client:
+        pid = await client.call_tool("call_tool", {"server": "basic", "tool": "pid", "arguments": {}})
+        upstream = int(pid.content[0].text)  # type: ignore[union-attr]
+
+        async def slow_call() -> None:
+            try:
+                await client.call_tool(
+                    "call_tool", {"server": "basic", "tool": "sleep", "arguments": {"seconds": 60}}
+                )
+                outcome.append("answered")
+            except MCPError as exc:
+                outcome.append(str(exc))
+            answered.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow_call)
+            await anyio.sleep(1.0)  # the call reaches the upstream server
+            proc.send_signal(signum)
+            await anyio.to_thread.run_sync(proc.wait, 30)
+            with anyio.fail_after(30):
+                await answered.wait()
+    return upstream, outcome[0]
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_keen_serve_http_cleanly_with_a_call_in_flight(
+    tmp_path: Path, signum: signal.Signals, code: int
+) -> None:
+    write_upstream(tmp_path, extra_tools=0)
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [KEEN, "serve", "--transport", "http", "--port", str(port), "--mode", "search"],
+            env=serve_env(tmp_path),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            preexec_fn=_default_sigint,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, log.read_text()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "keen serve did not listen within 60 s"
+                time.sleep(0.05)
+        upstream, caller_got = anyio.run(_signal_mid_call, proc, port, signum, tmp_path)
+        output = log.read_text()
+        assert proc.returncode == code, output
+        assert "Traceback" not in output and "Exception in ASGI application" not in output, output
+        assert "keen serve is shutting down" in caller_got, caller_got
+        deadline = time.monotonic() + 10
+        while _alive(upstream) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(upstream), "the upstream stdio server outlived keen serve"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)

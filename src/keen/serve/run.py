@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, cast
+from typing import cast
 
 import anyio
 import uvicorn
 from mcp.server.stdio import stdio_server
 
+from keen.serve._shutdown import CleanServer, InFlight
 from keen.serve._stdin import claimed_stdin
 from keen.serve.http import HttpSecurity, build_app
 from keen.serve.server import KeenServer
@@ -16,19 +17,6 @@ from keen.serve.server import KeenServer
 __all__ = ["serve_http", "serve_stdio"]
 
 logger = logging.getLogger("keen.serve")
-
-
-class _Server(uvicorn.Server):
-    """Ends the hosts' event streams first on shutdown: uvicorn otherwise waits for those
-    open responses until its graceful timeout before it stops."""
-
-    def __init__(self, config: uvicorn.Config, keen: KeenServer) -> None:
-        super().__init__(config)
-        self.keen = keen
-
-    async def shutdown(self, sockets: list[Any] | None = None) -> None:
-        self.keen.notifier.close()
-        await super().shutdown(sockets)
 
 
 async def serve_stdio(keen: KeenServer) -> None:
@@ -43,11 +31,12 @@ async def serve_stdio(keen: KeenServer) -> None:
 
 
 async def serve_http(keen: KeenServer, security: HttpSecurity, port: int, *, path: str = "/mcp") -> None:
-    """Serve ``http://<security.host>:<port><path>`` until cancelled or interrupted.
+    """Serve ``http://<security.host>:<port><path>`` until cancelled or interrupted; either
+    way the server shuts down fully (calls in flight answered, upstream sessions closed).
 
     Raises ``ValueError`` (from :class:`HttpSecurity`) for a non-loopback bind without a token.
     """
-    app = build_app(keen, security, path=path)
+    app = InFlight(build_app(keen, security, path=path))
     config = uvicorn.Config(
         app,
         host=security.host,
@@ -57,6 +46,8 @@ async def serve_http(keen: KeenServer, security: HttpSecurity, port: int, *, pat
         lifespan="on",
         timeout_graceful_shutdown=5,
     )
-    server = _Server(config, keen)
+    # On shutdown the hosts' event streams end first (uvicorn would wait for those open
+    # responses); calls still running get GRACE seconds, then a clean 503 (keen.serve._shutdown).
+    server = CleanServer(config, app, on_shutdown=keen.notifier.close)
     logger.info("keen serve: http://%s:%d%s (%s mode)", security.host, port, path, keen.mode)
-    await server.serve()
+    await server.serve_until_stopped()
