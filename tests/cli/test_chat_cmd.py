@@ -109,6 +109,25 @@ def test_one_shot_answers_records_the_session_and_leaks_nothing(home: Home) -> N
         assert SECRET not in text
 
 
+def test_a_script_calling_before_it_reads_the_schema_is_refused_then_may_retry(home: Home) -> None:
+    """README "scripted:FILE": a tool is callable from the step after its schema was read; a
+    call before that is refused, and the refusal makes the tool callable from the next step."""
+    serve(home, "demo")
+    call = mcp("demo", "convert_units", value=10, from_unit="km", to_unit="mi")
+    model = script(
+        home,
+        {"content": "", "tool_calls": [call]},
+        {"content": "", "tool_calls": [call]},
+        {"content": "10 km is 6.21 mi."},
+    )
+    run = chat(home, "-p", "convert 10 km to miles", "--model", model, "--json")
+    assert run.code == 0, str(run)
+    first, retry = run.json()["tool_calls"]
+    assert (first["outcome"], first["gate"]) == ("denied", "visibility"), first
+    assert "not among this turn's tools" in first["text"] and "callable from your next step" in first["text"]
+    assert retry["outcome"] == "ok" and "6.2137" in retry["text"], retry
+
+
 def test_real_openai_client_against_a_fake_endpoint(home: Home) -> None:
     replies = [
         Reply(tool_calls=[{"name": "list_dir", "arguments": {"path": "."}}]),

@@ -126,7 +126,7 @@ def hidden_reason(cap: Capability | None, mode: PermissionMode, what: str) -> st
             return f"{what} is hidden and may not run in {mode} mode: {why}; searching will not change that"
     return (
         f"{what} is not among this turn's tools; use search_tools to find a tool "
-        "(hits the permission mode allows become callable on the next turn)"
+        "(hits the permission mode allows become callable on the next turn)."
     )
 
 
