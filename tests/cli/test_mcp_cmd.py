@@ -20,6 +20,7 @@ import pytest
 
 from helpers import stdio_entry
 from helpers.cli import Home, Run, make_home
+from helpers.hostile import hostile_entry
 from helpers.http_servers import HttpServer, make_basic_server, serve_http
 from keen.mcp.config import load_config
 
@@ -306,6 +307,27 @@ def test_call_keen_errors_exit_2(mixed: Home) -> None:
         flat = " ".join(run.stderr.split())
         for needle in needles:
             assert needle in flat, f"{needle!r} missing\n{run}"
+
+
+def test_call_output_that_cannot_be_written_is_refused_before_the_call(tmp_path: Path) -> None:
+    """--output is checked before the tool runs (a write must not run for a result that cannot
+    be saved, and a retry would run it twice); a write that fails anyway prints the result."""
+    home = _make_home(tmp_path)
+    spec = {"tools": [{"name": "write", "inputSchema": {"type": "object"}}], "stderr_on_call": "CALLED"}
+    home.write({"w": hostile_entry(tmp_path / "spec.json", spec)})
+    log = home.keen_home / "logs" / "w.stderr.log"
+    missing, folder = home.keen_many(
+        ["mcp", "call", "w", "write", "--yes", "--output", str(tmp_path / "no" / "such" / "out.txt")],
+        ["mcp", "call", "w", "write", "--yes", "--output", str(tmp_path)],
+    )
+    assert missing.code == 2 and "does not exist" in missing.stderr, str(missing)
+    assert folder.code == 2 and "is a directory" in folder.stderr, str(folder)
+    assert not log.exists() or "CALLED" not in log.read_text(), "the tool ran although --output was unusable"
+    if Path("/dev/full").exists():  # writes there fail with ENOSPC after every check passed
+        full = home.keen("mcp", "call", "w", "write", "--yes", "--output", "/dev/full")
+        assert full.code == 2 and "its whole result is on stdout instead" in full.stderr, str(full)
+        assert full.stdout.strip() == "ok", str(full)
+        assert "CALLED" in log.read_text()
 
 
 def test_call_without_yes_on_a_non_tty_is_refused(mixed: Home) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -169,6 +170,10 @@ def call(
             f'the call to "{server}/{tool}" needs approval and stdin is not a terminal; '
             "rerun with --yes to approve it"
         )
+    if output is not None:
+        # Checked before the call: a tool that changes something must not run for a result
+        # that then cannot be saved (and a retry would run it twice).
+        _check_output(output)
 
     async def approve(request: ApprovalRequest) -> bool:
         if yes:
@@ -191,7 +196,16 @@ def call(
         try:
             output.write_text(data, encoding="utf-8")
         except OSError as exc:
-            fail(f"cannot write {output}: {exc.strerror or exc}; choose another --output path")
+            # The call ran: its result goes to stdout rather than being lost.
+            if as_json:
+                print_json(result.to_dict())
+            else:
+                sys.stdout.write(human_result(text, limit=max(len(text), 1)))
+                sys.stdout.flush()
+            fail(
+                f"cannot write {output}: {exc.strerror or exc}; the call ran and its whole result "
+                "is on stdout instead"
+            )
         err.print(Text(terminal_text(f"wrote the whole result ({len(data):,} characters) to {output}")))
     elif as_json:
         print_json(result.to_dict())
@@ -201,6 +215,17 @@ def call(
         stream.flush()
     if result.is_error:
         raise typer.Exit(EXIT_TOOL_ERROR)
+
+
+def _check_output(output: Path) -> None:
+    """Fail (exit 2) unless ``output`` can be written: an existing folder, not a directory."""
+    folder = output.parent if str(output.parent) else Path(".")
+    if output.is_dir():
+        fail(f"--output {output} is a directory; give a file path, e.g. {output / 'result.txt'}")
+    if not folder.is_dir():
+        fail(f"--output {output}: the folder {folder} does not exist; create it or choose another path")
+    if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
+        fail(f"--output {output} is not writable; choose another path (nothing was called)")
 
 
 @app.command("sync")
