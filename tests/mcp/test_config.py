@@ -278,12 +278,28 @@ def test_error_messages_never_echo_the_api_key() -> None:
         ({**STDIO, "colour": "red"}, "colour"),
         ({**HTTP, "auth": {"type": "none", "key": "k"}}, "auth.key"),
         ({**STDIO, "timeouts": {"connect": 1, "bogus": 2}}, "timeouts.bogus"),
+        # Field names that are also union tags (auth types, transports) are named, not dropped.
+        ({**HTTP, "oauth": True}, "oauth"),
+        ({**HTTP, "auth": {"type": "api_key", "key": "k", "stdio": 1}}, "auth.stdio"),
     ],
 )
 def test_unknown_fields_are_refused(entry: dict[str, Any], field: str) -> None:
     err = _reject({"s": entry})
     assert (err.server, err.field) == ("s", field)
     assert "remove it or check its spelling" in err.message
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "typo"),
+    [
+        ({"transport": "stdio", "comand": "x"}, "command", "comand"),
+        ({**HTTP, "auth": {"type": "api_key", "kee": "k"}}, "auth.key", "auth.kee"),
+    ],
+)
+def test_a_misspelt_required_field_is_named(entry: dict[str, Any], field: str, typo: str) -> None:
+    err = _reject({"s": entry})
+    assert (err.server, err.field) == ("s", field)
+    assert f"missing required field {field!r}; rename {typo!r} to {field!r}" in err.message
 
 
 def test_timeouts_default_and_custom() -> None:

@@ -27,6 +27,7 @@ broken JSON).
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -397,22 +398,33 @@ def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict
     return entry
 
 
+def _field(parts: list[Any]) -> str:
+    """A validation error's field path without the server name and the union tags pydantic
+    adds (the transport after the name, the auth type after ``auth``), e.g. ``auth.key``."""
+    rest = [str(part) for part in parts[2:]]
+    if rest and rest[0] in ("streamable_http", "stdio"):
+        rest = rest[1:]
+    if len(rest) > 1 and rest[0] == "auth" and rest[1] in ("none", "api_key", "oauth"):
+        del rest[1]
+    return ".".join(rest) or "(entry)"
+
+
 def _config_error_from(exc: ValidationError, *, source: str) -> ConfigError:
-    err = exc.errors()[0]
+    errors = exc.errors()
+    err = errors[0]
     parts = list(err["loc"])
     # ("servers", <name>, <transport tag>, field...): name the server, drop the union tags.
     name = str(parts[1]) if len(parts) > 1 and parts[0] == "servers" else "(config)"
-    loc = [
-        str(part)
-        for part in parts[2:]
-        if part not in ("streamable_http", "stdio", "none", "api_key", "oauth")
-    ]
-    field = ".".join(loc) or "(entry)"
+    field = _field(parts)
     kind = err["type"]
     if kind == "missing":
         hint = f'add "{field}"'
         if field == "auth.key":
             hint = 'add "key" to the api_key auth (use "${ENV_VAR}" to keep it out of the file)'
+        # A misspelt required field is reported missing first: name the misspelling too.
+        unknown = [_field(list(e["loc"])) for e in errors if e["type"] == "extra_forbidden"]
+        if close := difflib.get_close_matches(field, unknown, n=1):
+            hint = f"rename {close[0]!r} to {field!r} (a misspelling?)"
         message = f"{source}: server {name!r}: missing required field {field!r}; {hint}"
     elif kind == "extra_forbidden":
         message = f"{source}: server {name!r}: unknown field {field!r}; remove it or check its spelling"
@@ -421,7 +433,7 @@ def _config_error_from(exc: ValidationError, *, source: str) -> ConfigError:
         field = "auth.type"
     else:
         msg = err["msg"].removeprefix("Value error, ")
-        message = f"{source}: server {name!r}: field {field!r}: {msg}"
+        message = f"{source}: server {name!r}: field {field!r}: {msg}; fix that value"
     return ConfigError(message, path=source, server=name, field=field)
 
 
