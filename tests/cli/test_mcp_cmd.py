@@ -330,6 +330,24 @@ def test_call_output_that_cannot_be_written_is_refused_before_the_call(tmp_path:
         assert "CALLED" in log.read_text()
 
 
+def test_tools_table_keeps_descriptions_beside_a_very_long_tool_name(tmp_path: Path) -> None:
+    home = _make_home(tmp_path)
+    long_name = "x" * 300
+    spec = {
+        "tools": [
+            {"name": long_name, "description": "Long-named tool.", "inputSchema": {"type": "object"}},
+            {"name": "short", "description": "Short-named tool.", "inputSchema": {"type": "object"}},
+        ]
+    }
+    home.write({"w": hostile_entry(tmp_path / "spec.json", spec)})
+    run = home.keen("mcp", "tools", "w")
+    assert run.code == 0, str(run)
+    assert "Long-named tool." in run.stdout and "Short-named tool." in run.stdout, str(run)
+    assert (
+        "".join(line.strip("│ ").split("│")[0].strip() for line in run.stdout.splitlines()).count("x") >= 300
+    )
+
+
 def test_call_without_yes_on_a_non_tty_is_refused(mixed: Home) -> None:
     run = mixed.keen("mcp", "call", "basic", "add", "--args", '{"a": 1, "b": 2}')
     assert run.code == 2, str(run)

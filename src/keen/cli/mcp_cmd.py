@@ -122,7 +122,9 @@ def list_tools(server: ServerArg, as_json: JsonOpt = False, timeout: TimeoutOpt 
     from keen.cli._terminal import cell
 
     table = Table(title=f"{server}: {len(tools)} tools", title_justify="left")
-    table.add_column("tool", no_wrap=True)
+    # A server may name a tool with hundreds of characters: folded past 64 so the
+    # descriptions keep their column (names are whole, only wrapped).
+    table.add_column("tool", overflow="fold", max_width=64)
     table.add_column("description", overflow="fold")
     for tool in tools:
         first = (tool.description or "").strip().splitlines()
