@@ -104,3 +104,17 @@ def test_errors_for_a_person_carry_no_text_for_the_model(home: Home) -> None:
     assert invalid.code == 2 and "keen mcp tools basic --json" in invalid.stderr, str(invalid)
     for run in (unknown, invalid):
         assert "SKILL.md" not in run.stderr and "Read the" not in run.stderr and "tell them" not in run.stderr
+
+
+def test_a_keen_home_that_is_a_file_is_named_not_an_internal_error(tmp_path: Path) -> None:
+    """KEEN_HOME set to a file (e.g. the configs.json path by mistake): exit 2 naming it."""
+    (tmp_path / "user-home").mkdir()
+    not_a_folder = tmp_path / "configs.json"
+    not_a_folder.write_text("{}")
+    home = Home(not_a_folder, tmp_path / "user-home")
+    for args in (["mcp", "add", "x", "--", "echo"], ["prompt"], ["skills", "list"]):
+        run = home.keen(*args)
+        assert run.code == 2, str(run)
+        assert "internal error" not in run.stderr, str(run)
+        assert f"KEEN_HOME ({not_a_folder}) must be a folder you can write" in run.stderr, str(run)
+    assert not_a_folder.read_text() == "{}"

@@ -143,6 +143,14 @@ class KeenGroup(TyperGroup):
         except KeyboardInterrupt:
             err.print("cancelled")
             raise typer.Exit(130) from None
+        except OSError as exc:
+            # KEEN_HOME pointing at a file, or a folder Keen cannot write: say so, not "internal".
+            if (home := _keen_home_problem(exc)) is None:
+                raise
+            fail(
+                f"cannot use {exc.filename}: {exc.strerror or exc}; KEEN_HOME ({home}) must be a "
+                "folder you can write (unset KEEN_HOME to use ~/.keen)"
+            )
         except BaseExceptionGroup as group:
             keen = find_keen_error(group)
             if keen is None:
@@ -169,6 +177,18 @@ class KeenGroup(TyperGroup):
             with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
                 err.print(f"stopped by {exc}; MCP servers closed")
             raise typer.Exit(int(getattr(exc, "exit_code", EXIT_KEEN_ERROR))) from None
+
+
+def _keen_home_problem(exc: OSError) -> str | None:
+    """``KEEN_HOME`` when ``exc`` is about a path inside it (a file where a folder must be, no
+    permission), else None (any other OS error stays an internal one)."""
+    from keen import paths
+
+    if not exc.filename or not isinstance(exc, (NotADirectoryError, FileExistsError, PermissionError)):
+        return None
+    home = os.path.abspath(paths.keen_home())
+    where = os.path.abspath(os.fsdecode(exc.filename))
+    return home if where == home or where.startswith(home + os.sep) else None
 
 
 def typer_app(help: str, **options: Any) -> typer.Typer:
