@@ -154,6 +154,9 @@ class KeenGroup(TyperGroup):
         except BaseExceptionGroup as group:
             keen = find_keen_error(group)
             if keen is None:
+                if group.subgroup(KeyboardInterrupt) is not None:  # Ctrl-C raised inside a task group
+                    err.print("cancelled")
+                    raise typer.Exit(130) from None
                 raise
             fail(describe(keen))
         except Exception as exc:

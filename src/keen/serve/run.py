@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
 from typing import cast
 
 import anyio
@@ -22,12 +25,48 @@ logger = logging.getLogger("keen.serve")
 async def serve_stdio(keen: KeenServer) -> None:
     """Serve one host over this process's stdin/stdout (both protocol eras; the SDK decides
     which from the first message). Returns when the host closes stdin; cancellable (Ctrl-C,
-    SIGTERM) while the host keeps it open (keen.serve._stdin)."""
-    with claimed_stdin() as lines:
-        # stdio_server only iterates its stdin (`async for line in stdin`).
-        stdin = cast("anyio.AsyncFile[str]", lines)
-        async with keen, stdio_server(stdin=stdin) as (read, write):
-            await keen.server.run(read, write, keen.server.create_initialization_options())
+    SIGTERM) while the host keeps it open (keen.serve._stdin).
+
+    Raises:
+        KeyboardInterrupt: after Ctrl-C, once every session is closed.
+    """
+
+    async def serve() -> None:
+        with claimed_stdin() as lines:
+            # stdio_server only iterates its stdin (`async for line in stdin`).
+            stdin = cast("anyio.AsyncFile[str]", lines)
+            async with keen, stdio_server(stdin=stdin) as (read, write):
+                await keen.server.run(read, write, keen.server.create_initialization_options())
+
+    await _sigint_cancels(serve)
+
+
+async def _sigint_cancels(fn: Callable[[], Awaitable[None]]) -> None:
+    """Run ``fn``; Ctrl-C cancels it through a cancel scope, then raises KeyboardInterrupt.
+
+    asyncio's own Ctrl-C handling cancels the main task natively, which the task groups
+    KeenServer and the SDK's stdio transport hold open across ``async with`` cannot unwind
+    ("Attempted to exit a cancel scope that isn't the current task's current cancel scope").
+    """
+    if sys.platform == "win32":  # no signal receivers there; asyncio's handling stays
+        await fn()
+        return
+    interrupted = False
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            nonlocal interrupted
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    interrupted = True
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(watch)
+        await fn()
+        tg.cancel_scope.cancel()
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 async def serve_http(keen: KeenServer, security: HttpSecurity, port: int, *, path: str = "/mcp") -> None:
