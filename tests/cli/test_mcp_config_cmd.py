@@ -106,6 +106,17 @@ def test_add_refuses_what_it_cannot_use(home: Home, args: list[str], needle: str
     assert not home.config_path.exists()
 
 
+def test_add_to_an_empty_configs_json(home: Home) -> None:
+    """A configs.json created empty (`touch`) is an empty config: add writes the first server."""
+    home.config_path.parent.mkdir(parents=True, exist_ok=True)
+    home.config_path.write_text("")
+    listed = home.keen("mcp", "list")
+    assert listed.code == 0 and "No MCP servers configured" in listed.stdout, str(listed)
+    added = home.keen("mcp", "add", "first", "--", "some-mcp-server")
+    assert added.code == 0, str(added)
+    assert json.loads(home.config_path.read_text())["servers"]["first"]["command"] == "some-mcp-server"
+
+
 def test_concurrent_adds_all_land(home: Home) -> None:
     names = [f"s{i}" for i in range(5)]
     runs = home.keen_processes(*[("mcp", "add", name, "--", "cmd", name) for name in names])

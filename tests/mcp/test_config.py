@@ -51,6 +51,13 @@ def test_missing_file_is_an_empty_config(tmp_path: Path) -> None:
     assert config.servers == {}
 
 
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+def test_empty_file_is_an_empty_config(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "configs.json"
+    path.write_text(text)
+    assert load_config(path).servers == {}
+
+
 def test_seed_example_loads_with_every_auth_mode(tmp_path: Path) -> None:
     path = tmp_path / "configs.json"
     path.write_text(

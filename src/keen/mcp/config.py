@@ -267,7 +267,7 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
     """Read and validate configs.json (docs/architecture.md "Configuration").
 
     Args:
-        path: the file; a missing file is an empty config.
+        path: the file; a missing or empty file is an empty config.
         environ: the variables ``${VAR}`` expands from; default ``os.environ``.
         strict: raise for the first invalid server entry; with ``False`` each invalid entry
             goes to :attr:`MCPConfig.invalid` instead and the other servers load (what
@@ -289,6 +289,8 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
         raise ConfigError(
             f"cannot read {path}: {exc}; check the file's permissions and encoding", path=str(path)
         ) from exc
+    if not text.strip():
+        return MCPConfig()  # an empty file (`touch configs.json`) is an empty config, as a missing one
     return parse_config(text, source=str(path), environ=environ, strict=strict)
 
 

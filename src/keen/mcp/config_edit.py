@@ -54,7 +54,8 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
         existing: dict[str, Any] | None = None
         if config_path.exists():
             load_config(config_path, strict=False)  # raises only for a file that cannot be used at all
-            existing = json.loads(config_path.read_text(encoding="utf-8"))
+            text = config_path.read_text(encoding="utf-8")
+            existing = json.loads(text) if text.strip() else None
         yield existing
     finally:
         lock.release()
