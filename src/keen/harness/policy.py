@@ -212,7 +212,7 @@ def select(
         else:
             spent += cap.tokens_full
             out.visible[cap_id] = Entry(
-                cap_id, names[cap_id], cap.kind, "requested by search", _fingerprint(cap)
+                cap_id, names[cap_id], cap.kind, "requested: a search hit or a schema read", _fingerprint(cap)
             )
     return out
 
