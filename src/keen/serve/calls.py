@@ -33,32 +33,32 @@ from typing import Any
 import mcp_types as mt
 
 from keen.capabilities import Catalog
-from keen.errors import KeenError, Remedy
+from keen.errors import KeenError, Remedy, ServerDisconnected
 from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, ApprovalRequest, Gateway, for_model
 from keen.harness import Harness, Observation, Visibility
 from keen.mcp.manager import Manager
 
-__all__ = ["APPROVER", "CallRouter", "call_result", "error_result", "host_remedy_words"]
+__all__ = ["APPROVER", "CallRouter", "call_result", "error_result", "host_remedy_words", "reconnect_words"]
 
 APPROVER = "MCP host"
 """Who approves served calls, as the event log records it."""
 
 
 # The host's model has no skill files: it learns tool names and schemas through keen serve's
-# own surface, so the remedies that point at SKILL.md and schema files are worded for that;
-# and keen serve never reconnects a server by itself, so a fixed server needs a restart.
+# own surface, so the remedies that point at SKILL.md and schema files are worded for that.
+# keen serve reconnects a server that went away by itself (keen.serve.reconnect), so that
+# remedy says when; what needs the user (configs.json, credentials) needs a restart too, as
+# keen serve reads its configuration once.
 _RESTART = (
     " The user has to fix this server, then restart keen serve (or the MCP host running it); tell them."
 )
 _FOR_HOST: dict[str, dict[Remedy, str]] = {
     "search": {
-        Remedy.RECONNECT: _RESTART,
         Remedy.FIX_CONFIG: _RESTART,
         Remedy.READ_SKILL: " Use search_tools to find the tool's exact server and name.",
         Remedy.READ_SCHEMA: " Call describe_tools for its inputSchema and pass arguments that match it exactly.",
     },
     "extension": {
-        Remedy.RECONNECT: _RESTART,
         Remedy.FIX_CONFIG: _RESTART,
         Remedy.READ_SKILL: " Read resource:///tool_descriptions?tools=NAME for the tools you want to use.",
         Remedy.READ_SCHEMA: (
@@ -69,11 +69,32 @@ _FOR_HOST: dict[str, dict[Remedy, str]] = {
 }
 
 
-def host_remedy_words(mode: str) -> Callable[[KeenError, str], str]:
-    """How ``keen serve`` in ``mode`` words an error and its remedy for the host's model."""
+def reconnect_words(retry_in: float) -> str:
+    """The remedy of a server that went away, for the host's model: keen serve reconnects it
+    on a later call, ``retry_in`` seconds from now at the earliest."""
+    when = (
+        "on the next call to it"
+        if retry_in <= 0
+        else f"on a call made {max(1, round(retry_in))} s from now or later"
+    )
+    return (
+        f" keen serve reconnects this server {when} (it never repeats a failed call by itself)."
+        " If this keeps happening, the user has to fix the server; tell them."
+    )
+
+
+def host_remedy_words(
+    mode: str, retry_in: Callable[[str], float] | None = None
+) -> Callable[[KeenError, str], str]:
+    """How ``keen serve`` in ``mode`` words an error and its remedy for the host's model;
+    ``retry_in(server)`` says when the next reconnect attempt of a server may start."""
     words = _FOR_HOST.get(mode, _FOR_HOST["search"])
 
     def word(exc: KeenError, server: str) -> str:
+        if exc.remedy is Remedy.RECONNECT:
+            if isinstance(exc, ServerDisconnected):
+                return exc.message + reconnect_words(retry_in(server) if retry_in else 0.0)
+            return exc.message + _RESTART  # rejected credentials: configs.json needs the user
         if exc.remedy is not None and exc.remedy in words:
             return exc.message + words[exc.remedy]
         return for_model(exc, server)
@@ -97,6 +118,7 @@ class CallRouter:
         max_result_chars: longer result text is cut with a note (the harness's truncation).
         mode: the served surface (``search`` or ``extension``): errors point the host's model
             at its tools for names and schemas.
+        retry_in: seconds until a server's next reconnect attempt (worded into its errors).
     """
 
     def __init__(
@@ -108,6 +130,7 @@ class CallRouter:
         *,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         mode: str = "search",
+        retry_in: Callable[[str], float] | None = None,
     ) -> None:
         self.gateway = Gateway(manager)
         self.harness = Harness(
@@ -120,7 +143,7 @@ class CallRouter:
             max_result_chars=max_result_chars,
             visibility=visibility,
             log_path=audit_path,
-            remedy_words=host_remedy_words(mode),
+            remedy_words=host_remedy_words(mode, retry_in),
         )
 
     async def call(self, server: str, tool: str, arguments: Any, *, caller: str) -> Observation:

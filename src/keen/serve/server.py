@@ -37,7 +37,7 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -61,6 +61,7 @@ from keen.serve import extension as ext
 from keen.serve.calls import CallRouter, call_result, error_result
 from keen.serve.catalog import ToolCatalog
 from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, digest
+from keen.serve.reconnect import Reconnector
 from keen.serve.search import CapabilitySearch, SearchFn
 from keen.serve.store import DEFAULT_AUTH_TTL, DEFAULT_SESSION_TTL, MemoryStore, RedisStore, Store
 
@@ -132,6 +133,7 @@ class KeenServer:
         self.auth_ttl = auth_ttl
         self.fetch_limit = fetch_limit
         self.fetch_window = fetch_window
+        self.reconnector = Reconnector(manager)
         self.router = CallRouter(
             manager,
             self._capabilities,
@@ -139,10 +141,14 @@ class KeenServer:
             audit_path if audit_path is not None else paths.logs_dir() / "serve-audit.jsonl",
             max_result_chars=max_result_chars,
             mode=mode,
+            retry_in=self.reconnector.retry_in,
         )
         self.stdio_scope = f"stdio:{secrets.token_hex(8)}"
         self._catalog: ToolCatalog | None = None
         self._catalog_key: tuple[Any, ...] = ()
+        self._server_of: dict[str, str] = {}
+        """Exposed name -> server of every tool ever served: a gone server's tools still
+        name the server to reconnect."""
         self._ready = False
         self.notifier = ChangeNotifier(self._served_lists, interval=notify_interval)
         self._stack: contextlib.AsyncExitStack | None = None
@@ -161,6 +167,8 @@ class KeenServer:
             tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tg.cancel_scope.cancel)
             tg.start_soon(self.notifier.run, name="keen-serve-notify")
+            self.reconnector.task_group = tg
+            stack.callback(setattr, self.reconnector, "task_group", None)
             self._stack = stack.pop_all()
         return self
 
@@ -197,7 +205,15 @@ class KeenServer:
         if self._catalog is None or key != self._catalog_key:
             tools = [t for s in statuses for t in self.manager.list_tools(s.name)]
             self._catalog, self._catalog_key = ToolCatalog(tools), key
+            self._server_of.update((t.name, t.server) for t in self._catalog.tools())
         return self._catalog
+
+    async def revive(self, names: Sequence[str] = (), *, servers: Sequence[str] = ()) -> None:
+        """Reconnect the servers these exposed tool ``names`` (and ``servers``) are on, if
+        they went away (:mod:`keen.serve.reconnect`); bounded, never raises."""
+        wanted = [*servers, *(self._server_of[n] for n in names if n in self._server_of)]
+        if wanted:
+            await self.reconnector.ensure(wanted)
 
     def listed_tools(self) -> list[mt.Tool]:
         """Extension mode's ``tools/list``: every exposed tool, minimal description, loose schema."""
@@ -320,6 +336,8 @@ class KeenServer:
         if self.mode == "search":
             return mt.ListToolsResult(tools=_SEARCH_TOOLS)
         await self.wait_ready()
+        # A server that went away comes back in the background; its return is a change notice.
+        self.reconnector.kick(self.reconnector.reconnectable_servers())
         return mt.ListToolsResult(tools=self.listed_tools(), ttl_ms=self.tools_ttl_ms())
 
     async def _list_resources(
@@ -352,6 +370,7 @@ class KeenServer:
             logger.info("description fetch rate limit hit by %s", scope)
             return _json_contents(uri, ext.rate_limited(self.fetch_limit, self.fetch_window))
         await self.wait_ready()
+        await self.revive(names)
         body, found = ext.describe(self.catalog(), names)
         await self.store.authorize(scope, found, self.auth_ttl)
         return _json_contents(uri, body)
@@ -365,6 +384,7 @@ class KeenServer:
         await self.wait_ready()
         if self.mode == "search":
             return await self._search_tool(params.name, arguments, scope)
+        await self.revive([params.name])
         exposed = self.catalog().get(params.name)
         if exposed is None:
             return error_result(
@@ -390,7 +410,13 @@ class KeenServer:
                     _bad_args('call_tool needs {"server": str, "tool": str, "arguments": {}}')
                 )
             inner = arguments.get("arguments") or {}
+            await self.revive(servers=[server])
             return call_result(await self.router.call(server, tool, inner, caller=scope))
+        if name == "search_tools":
+            # Servers that went away come back in the background for later searches.
+            self.reconnector.kick(self.reconnector.reconnectable_servers())
+        elif name == "describe_tools" and isinstance(names := arguments.get("names"), list):
+            await self.revive([str(n) for n in names[:20]])
         catalog = self.catalog()
         if name == "search_tools":
             query = arguments.get("query")
