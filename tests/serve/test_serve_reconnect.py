@@ -1,0 +1,136 @@
+"""``keen serve`` reconnects an upstream server that went away, on demand (docs/serve.md
+"When an upstream server goes away"; :mod:`keen.serve.reconnect`).
+
+Real ``keen serve`` processes (stdio and HTTP) in front of the real ``basic_stdio.py``,
+started through a small launcher that counts its launches and refuses to start while a
+``down`` file exists: a crashed server is respawned by the next call that needs it, at most
+once per back-off window, and concurrent calls share one respawn.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from helpers.serve import BASIC, KeenServeProcess, connect, read_json, write_upstream
+
+pytestmark = pytest.mark.anyio
+
+_LAUNCHER = """
+import os, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "launches"), "a") as f:
+    f.write("x\\n")
+if os.path.exists(os.path.join(here, "down")):
+    sys.stderr.write("fatal: the server is down\\n")
+    sys.exit(3)
+if os.path.exists(os.path.join(here, "slow")):
+    time.sleep(1)
+os.execv(sys.executable, [sys.executable, sys.argv[1], "--tools", "0"])
+"""
+
+
+def launcher_upstream(home: Path, **extra: Any) -> Path:
+    """``basic`` through the counting launcher; returns the launcher's folder."""
+    folder = home / "upstream"
+    folder.mkdir()
+    (folder / "launch.py").write_text(_LAUNCHER)
+    basic = {"transport": "stdio", "command": sys.executable, "args": [str(folder / "launch.py"), str(BASIC)]}
+    write_upstream(home, extra={"basic": basic, **extra})
+    return folder
+
+
+def launches(folder: Path) -> int:
+    path = folder / "launches"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+async def test_failed_reconnect_says_when_backs_off_then_recovers(tmp_path: Path) -> None:
+    folder = launcher_upstream(tmp_path, broken={"transport": "stdio", "command": "${KEEN_TEST_NO_SUCH_VAR}"})
+    async with connect("stdio", "session", home=tmp_path, serve_args=["--mode", "search"]) as client:
+
+        async def call(tool: str, arguments: dict[str, Any] | None = None, server: str = "basic") -> Any:
+            return await client.call_tool(
+                "call_tool", {"server": server, "tool": tool, "arguments": arguments or {}}
+            )
+
+        first = await call("pid")
+        assert not first.is_error and launches(folder) == 1
+        (folder / "down").touch()
+        died = await call("die")
+        assert read_json(died)["error"]["code"] == "server_disconnected"
+        # The next call tries one reconnect; the launcher refuses, so the call fails and says
+        # when keen serve tries again.
+        failed = await call("echo", {"text": "hi"})
+        assert failed.is_error and launches(folder) == 2
+        message = read_json(failed)["error"]["message"]
+        assert "keen serve reconnects this server on a call made 1 s from now or later" in message, message
+        assert "restart keen serve" not in message
+        # Within the back-off window no new attempt is made.
+        again = await call("echo", {"text": "hi"})
+        assert again.is_error and launches(folder) == 2
+        (folder / "down").unlink()
+        await anyio.sleep(1.2)
+        back = await call("echo", {"text": "hi"})
+        assert not back.is_error, text(back)
+        assert launches(folder) == 3 and text(await call("pid")) != text(first)
+        # A success reset the back-off: the next crash is reconnected at once, and calls that
+        # arrive together (during a slow start) share that one reconnect.
+        await call("die")
+        (folder / "slow").touch()
+        results: list[Any] = []
+
+        async def echo(i: int) -> None:
+            results.append(await call("echo", {"text": f"hi {i}"}))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(5):
+                tg.start_soon(echo, i)
+        assert [r.is_error for r in results] == [False] * 5, [text(r) for r in results]
+        assert launches(folder) == 4
+        # A misconfigured server needs the user: no reconnect, and a restart is still the remedy.
+        broken = await call("echo", {"text": "hi"}, server="broken")
+        assert "restart keen serve" in read_json(broken)["error"]["message"]
+
+
+async def test_concurrent_calls_share_one_reconnect_over_http_extension_mode(tmp_path: Path) -> None:
+    folder = launcher_upstream(tmp_path)
+    with KeenServeProcess(tmp_path) as proc:
+        async with connect(proc, "stateless") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"mcp__basic__echo", "mcp__basic__pid"} <= names
+            await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo,mcp__basic__pid")
+            pid = int(text(await client.call_tool("mcp__basic__pid", {})))
+            assert launches(folder) == 1
+            # The upstream goes away on its own (killed, not during a call).
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                listed = {t.name for t in (await client.list_tools()).tools}
+                if "mcp__basic__echo" not in listed or launches(folder) > 1:
+                    break
+                await anyio.sleep(0.1)
+            results: list[Any] = []
+
+            async def echo(i: int) -> None:
+                results.append(await client.call_tool("mcp__basic__echo", {"text": f"hi {i}"}))
+
+            async with anyio.create_task_group() as tg:
+                for i in range(5):
+                    tg.start_soon(echo, i)
+            assert [r.is_error for r in results] == [False] * 5, [text(r) for r in results]
+            assert sorted(text(r) for r in results) == [f"hi {i}" for i in range(5)]
+            # listing tools may have started the reconnect in the background: one launch either way.
+            assert launches(folder) == 2
+            assert int(text(await client.call_tool("mcp__basic__pid", {}))) != pid
