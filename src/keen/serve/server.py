@@ -29,6 +29,9 @@ When an upstream server's tools change, extension mode's ``tools/list`` changes 
 and the list's ``ttlMs`` is never longer than what its upstream lists are still fresh for.
 Search mode's three tools never change, so it sends no notices; ``search_tools`` and
 ``describe_tools`` read the live catalog on every call (docs/serve.md "When tools change").
+
+An upstream server that went away is reconnected when a request needs it, at most once per
+back-off window (:mod:`keen.serve.reconnect`; docs/serve.md "When an upstream server goes away").
 """
 
 from __future__ import annotations
