@@ -85,8 +85,9 @@ async def test_failed_reconnect_says_when_backs_off_then_recovers(tmp_path: Path
         back = await call("echo", {"text": "hi"})
         assert not back.is_error, text(back)
         assert launches(folder) == 3 and text(await call("pid")) != text(first)
-        # A success reset the back-off: the next crash is reconnected at once, and calls that
-        # arrive together (during a slow start) share that one reconnect.
+        # A success reset the back-off to 1 s: a crash after that is reconnected at once, and
+        # calls that arrive together (during a slow start) share that one reconnect.
+        await anyio.sleep(1.1)
         await call("die")
         (folder / "slow").touch()
         results: list[Any] = []

@@ -9,7 +9,9 @@ does without the sign-in) when a request needs the server:
 - Only a server in state ``disconnected`` (it went away, or never came up) that is enabled
   is reconnected. ``auth_required`` / ``auth_failed`` / ``config_error`` need the user.
 - At most one attempt per back-off window per server: the window starts at ``first``
-  seconds and doubles after each failed attempt up to ``cap``; a success resets it.
+  seconds and doubles after each failed attempt (counted from its end) up to ``cap``; a
+  success resets it to ``first`` (counted from that attempt's start), so even a server that
+  crashes right after each reconnect is retried at most once a ``first`` seconds.
 - Concurrent requests for the same server share one attempt. The attempt runs in keen
   serve's task group, so a caller that stops waiting (its time limit) does not cancel it.
 - The caller waits at most its own time limit, then runs its request once either way; if
@@ -43,6 +45,7 @@ class _Window:
     delay: float
     next_at: float = 0.0
     attempt: anyio.Event | None = None
+    started: float = 0.0
     attempts: int = field(default=0)
 
 
@@ -148,6 +151,7 @@ class Reconnector:
             return None  # the last attempt failed less than a window ago
         window.attempt = event = anyio.Event()
         window.attempts += 1
+        window.started = now
         tg.start_soon(self._attempt, server, window, name=f"keen-serve-reconnect-{server}")
         return event
 
@@ -164,8 +168,10 @@ class Reconnector:
             logger.info("reconnect of %s failed: %s", server, exc)
         finally:
             if ok:
+                # Reset, yet still one attempt per window: a server that crashes again at
+                # once is reconnected at most once a ``first`` seconds.
                 window.delay = self.first
-                window.next_at = 0.0
+                window.next_at = window.started + self.first
             else:
                 window.next_at = self.clock() + window.delay
                 window.delay = min(window.delay * 2, self.cap)
