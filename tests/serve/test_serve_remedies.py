@@ -44,9 +44,7 @@ async def test_search_mode_errors_point_at_its_tools_and_a_crashed_server_comes_
         assert "SKILL.md" not in json.dumps([wrong, unknown])
         # The server dies mid-call: that call fails (it is never repeated) and says keen serve
         # reconnects; the next call respawns the server and runs on the new process.
-        pid = await client.call_tool(
-            "call_tool", {"server": "basic", "tool": "pid", "arguments": {}}
-        )
+        pid = await client.call_tool("call_tool", {"server": "basic", "tool": "pid", "arguments": {}})
         died = await call("die", {})
         assert died["code"] == "server_disconnected", died
         assert RECONNECTS in died["message"]
