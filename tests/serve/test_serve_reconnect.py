@@ -20,6 +20,9 @@ import anyio
 import pytest
 
 from helpers.serve import BASIC, KeenServeProcess, connect, read_json, write_upstream
+from keen.mcp.manager import Manager
+from keen.mcp.types import ServerState
+from keen.serve.reconnect import Reconnector
 
 pytestmark = pytest.mark.anyio
 
@@ -135,3 +138,40 @@ async def test_concurrent_calls_share_one_reconnect_over_http_extension_mode(tmp
             # listing tools may have started the reconnect in the background: one launch either way.
             assert launches(folder) == 2
             assert int(text(await client.call_tool("mcp__basic__pid", {}))) != pid
+
+
+async def test_a_description_read_reconnects_the_server_it_names(tmp_path: Path) -> None:
+    folder = launcher_upstream(tmp_path)
+    async with connect("stdio", "session", home=tmp_path, serve_args=["--mode", "extension"]) as client:
+        await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__die")
+        died = await client.call_tool("mcp__basic__die", {})
+        assert died.is_error and launches(folder) == 1
+        body = read_json(await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo"))
+        assert "inputSchema" in body["mcp__basic__echo"], body
+        assert launches(folder) == 2
+        assert text(await client.call_tool("mcp__basic__echo", {"text": "back"})) == "back"
+
+
+async def test_backoff_doubles_up_to_its_cap_and_no_attempt_runs_inside_a_window(tmp_path: Path) -> None:
+    folder = launcher_upstream(tmp_path)
+    (folder / "down").touch()
+    now = [100.0]
+    async with Manager(tmp_path / "mcp" / "configs.json", logs_dir=tmp_path / "logs") as manager:
+        await manager.wait_ready(15)
+        assert manager.status("basic").state is ServerState.DISCONNECTED
+        reconnector = Reconnector(manager, clock=lambda: now[0])
+        assert reconnector.reconnectable("basic") and reconnector.retry_in("basic") == 0
+        windows: list[float] = []
+        for attempt in range(7):
+            await reconnector.ensure(["basic"])
+            assert launches(folder) == 2 + attempt
+            windows.append(reconnector.retry_in("basic"))
+            now[0] += windows[-1] - 0.01
+            await reconnector.ensure(["basic"])  # still inside the window: no attempt
+            assert launches(folder) == 2 + attempt
+            now[0] += 0.01
+        assert windows == [1, 2, 4, 8, 16, 30, 30]
+        (folder / "down").unlink()
+        await reconnector.ensure(["basic"])
+        assert manager.status("basic").state is ServerState.CONNECTED
+        assert not reconnector.reconnectable("basic")
