@@ -140,15 +140,23 @@ async def test_concurrent_calls_share_one_reconnect_over_http_extension_mode(tmp
             assert int(text(await client.call_tool("mcp__basic__pid", {}))) != pid
 
 
-async def test_a_description_read_reconnects_the_server_it_names(tmp_path: Path) -> None:
+async def test_extension_mode_says_when_it_reconnects_and_a_description_read_does(tmp_path: Path) -> None:
     folder = launcher_upstream(tmp_path)
     async with connect("stdio", "session", home=tmp_path, serve_args=["--mode", "extension"]) as client:
-        await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__die")
+        await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__die,mcp__basic__echo")
+        (folder / "down").touch()
         died = await client.call_tool("mcp__basic__die", {})
         assert died.is_error and launches(folder) == 1
+        # The reconnect fails: the tool is not "not found", its server is down for now.
+        down = read_json(await client.call_tool("mcp__basic__echo", {"text": "x"}))["error"]
+        assert launches(folder) == 2
+        assert down["code"] == "server_disconnected", down
+        assert "keen serve reconnects this server on a call made 1 s from now or later" in down["message"]
+        (folder / "down").unlink()
+        await anyio.sleep(1.1)
         body = read_json(await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo"))
         assert "inputSchema" in body["mcp__basic__echo"], body
-        assert launches(folder) == 2
+        assert launches(folder) == 3
         assert text(await client.call_tool("mcp__basic__echo", {"text": "back"})) == "back"
 
 

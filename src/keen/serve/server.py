@@ -57,11 +57,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from keen import __version__, paths
 from keen.capabilities import Capability, Catalog
+from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
-from keen.serve.calls import CallRouter, call_result, error_result
+from keen.serve.calls import CallRouter, call_result, error_result, host_remedy_words
 from keen.serve.catalog import ToolCatalog
 from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, digest
 from keen.serve.reconnect import Reconnector
@@ -146,12 +147,13 @@ class KeenServer:
             mode=mode,
             retry_in=self.reconnector.retry_in,
         )
+        self.remedy_words = host_remedy_words(mode, self.reconnector.retry_in)
         self.stdio_scope = f"stdio:{secrets.token_hex(8)}"
         self._catalog: ToolCatalog | None = None
         self._catalog_key: tuple[Any, ...] = ()
-        self._server_of: dict[str, str] = {}
-        """Exposed name -> server of every tool ever served: a gone server's tools still
-        name the server to reconnect."""
+        self._server_of: dict[str, tuple[str, str]] = {}
+        """Exposed name -> (server, tool) of every tool ever served: a gone server's tools
+        still name the server to reconnect."""
         self._ready = False
         self.notifier = ChangeNotifier(self._served_lists, interval=notify_interval)
         self._stack: contextlib.AsyncExitStack | None = None
@@ -208,13 +210,13 @@ class KeenServer:
         if self._catalog is None or key != self._catalog_key:
             tools = [t for s in statuses for t in self.manager.list_tools(s.name)]
             self._catalog, self._catalog_key = ToolCatalog(tools), key
-            self._server_of.update((t.name, t.server) for t in self._catalog.tools())
+            self._server_of.update((t.name, (t.server, t.tool.name)) for t in self._catalog.tools())
         return self._catalog
 
     async def revive(self, names: Sequence[str] = (), *, servers: Sequence[str] = ()) -> None:
         """Reconnect the servers these exposed tool ``names`` (and ``servers``) are on, if
         they went away (:mod:`keen.serve.reconnect`); bounded, never raises."""
-        wanted = [*servers, *(self._server_of[n] for n in names if n in self._server_of)]
+        wanted = [*servers, *(self._server_of[n][0] for n in names if n in self._server_of)]
         if wanted:
             await self.reconnector.ensure(wanted)
 
@@ -389,6 +391,8 @@ class KeenServer:
             return await self._search_tool(params.name, arguments, scope)
         await self.revive([params.name])
         exposed = self.catalog().get(params.name)
+        if exposed is None and params.name in self._server_of:
+            return error_result(self._unavailable(*self._server_of[params.name]))
         if exposed is None:
             return error_result(
                 {
@@ -402,6 +406,14 @@ class KeenServer:
         if obs.denied == "visibility":
             return error_result(ext.description_required(exposed.name))
         return call_result(obs)
+
+    def _unavailable(self, server: str, tool: str) -> dict[str, Any]:
+        """Why a served tool of a server that is not connected (still) cannot be called."""
+        try:
+            self.manager.check_call(server, tool, {})
+        except KeenError as exc:
+            return {"error": {"code": exc.code, "message": self.remedy_words(exc, server)}}
+        return {"error": {"code": "server_disconnected", "message": f"{server} is not connected."}}
 
     # -- search mode --------------------------------------------------------------------------
 
