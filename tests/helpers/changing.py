@@ -32,10 +32,11 @@ def changing_stdio(*args: str) -> dict[str, Any]:
 
 
 @contextmanager
-def changing_http(log_dir: Path, *args: str, timeout: float = 30.0) -> Iterator[str]:
-    """Run the changing server over streamable HTTP on 127.0.0.1; yields its ``/mcp`` URL and
-    stops it (terminate, then kill) on exit."""
-    port = free_port()
+def changing_http(log_dir: Path, *args: str, timeout: float = 30.0, port: int | None = None) -> Iterator[str]:
+    """Run the changing server over streamable HTTP on 127.0.0.1 (``port``, default a free
+    one: pass the same port again to restart it); yields its ``/mcp`` URL and stops it
+    (terminate, then kill) on exit."""
+    port = port or free_port()
     log = log_dir / f"changing-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(

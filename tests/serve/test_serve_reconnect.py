@@ -9,6 +9,7 @@ once per back-off window, and concurrent calls share one respawn.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -19,7 +20,8 @@ from typing import Any
 import anyio
 import pytest
 
-from helpers.serve import BASIC, KeenServeProcess, connect, read_json, write_upstream
+from helpers.changing import changing_http
+from helpers.serve import BASIC, KeenServeProcess, connect, free_port, read_json, write_upstream
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
 from keen.serve.reconnect import Reconnector
@@ -183,3 +185,27 @@ async def test_backoff_doubles_up_to_its_cap_and_no_attempt_runs_inside_a_window
         await reconnector.ensure(["basic"])
         assert manager.status("basic").state is ServerState.CONNECTED
         assert not reconnector.reconnectable("basic")
+
+
+async def test_an_http_upstream_that_restarts_is_reconnected(tmp_path: Path) -> None:
+    port = free_port()
+    write_upstream(tmp_path, extra={"changing": {"url": f"http://127.0.0.1:{port}/mcp"}})
+    with contextlib.ExitStack() as upstream:
+        upstream.enter_context(changing_http(tmp_path, port=port))
+        async with connect("stdio", "session", home=tmp_path, serve_args=["--mode", "search"]) as client:
+
+            async def echo(value: str) -> Any:
+                return await client.call_tool(
+                    "call_tool", {"server": "changing", "tool": "echo", "arguments": {"text": value}}
+                )
+
+            assert text(await echo("one")) == "one"
+            upstream.close()  # the upstream stops (its port refuses connections)
+            down = read_json(await echo("two"))["error"]
+            assert down["code"] == "server_disconnected", down
+            assert "keen serve reconnects this server" in down["message"], down
+            assert "restart keen serve" not in down["message"]
+            upstream.enter_context(changing_http(tmp_path, port=port))  # the same server is back
+            await anyio.sleep(1.1)  # past the back-off window of a failed attempt, if any
+            back = await echo("three")
+            assert not back.is_error and text(back) == "three", text(back)
