@@ -133,7 +133,9 @@ def main() -> None:
         import uvicorn
 
         app = server.streamable_http_app()
-        uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+        # A client's open event stream would hold uvicorn's graceful shutdown until the
+        # helper's SIGKILL (10 s later); one second is enough for any request in flight.
+        uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", timeout_graceful_shutdown=1)
 
 
 if __name__ == "__main__":
