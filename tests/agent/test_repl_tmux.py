@@ -335,6 +335,10 @@ def test_a_page_to_open_shows_its_host_and_url_and_asks_first(start: Callable[..
 
     at = chat.send("again")
     t.wait_for(r"\[c\]ancel: d[ \t]*$", after=at)
+    t.send("C-u")
+    t.type("x")  # not a choice: asked again, with the choices named
+    refused = t.wait_for(r"type o, d or c", after=at).end()
+    t.wait_for(r"\[c\]ancel: d[ \t]*$", after=refused)
     t.send("Enter")
     t.wait_for(r"<- connect decline\s+Not now\.", after=at)
 

@@ -101,6 +101,16 @@ class Asker:
         # handle_sigint=False: the REPL's own SIGINT handler (cancel the turn) stays in place.
         return await self._prompt_session().prompt_async(question, default=default, handle_sigint=False)
 
+    async def _choose(self, question: str, choices: dict[str, str], default: str = "") -> str:
+        """Ask ``question`` until the answer is a key of ``choices``; its value. Ctrl-C and
+        Ctrl-D propagate (:meth:`ask`)."""
+        letters = [key for key in choices if len(key) == 1]
+        while True:
+            answer = choices.get((await self.ask(question, default=default)).strip().lower())
+            if answer is not None:
+                return answer
+            self._show(f"type {', '.join(letters[:-1])} or {letters[-1]}", "yellow")
+
     def _show(self, text: str, style: str = "") -> None:
         self.console.print(Text(terminal_text(text), style=style), soft_wrap=True)
 
@@ -119,21 +129,17 @@ class Asker:
         if request.description:
             self._show(request.description.strip().splitlines()[0][:200], "dim")
         self._show(request.arguments_json())
-        while True:
-            try:
-                line = await self.ask(f"[y]es / [n]o / [a]lways for {where} this session: ")
-            except (KeyboardInterrupt, EOFError):
-                self._show("denied; stopping the turn", "yellow")
-                if self.on_interrupt is not None:
-                    self.on_interrupt()
-                    # Deliver the cancel here: the turn may not reach another await
-                    # before it would call the model again.
-                    await anyio.lowlevel.checkpoint()
-                return "no"
-            answer = _APPROVAL.get(line.strip().lower())
-            if answer is not None:
-                return answer  # type: ignore[return-value]
-            self._show("type y, n or a", "yellow")
+        try:
+            answer = await self._choose(f"[y]es / [n]o / [a]lways for {where} this session: ", _APPROVAL)
+        except (KeyboardInterrupt, EOFError):
+            self._show("denied; stopping the turn", "yellow")
+            if self.on_interrupt is not None:
+                self.on_interrupt()
+                # Deliver the cancel here: the turn may not reach another await
+                # before it would call the model again.
+                await anyio.lowlevel.checkpoint()
+            return "no"
+        return answer  # type: ignore[return-value]
 
     # -- elicitation ----------------------------------------------------------------------------
 
@@ -160,12 +166,7 @@ class Asker:
             need = " *" if f.required else ""
             self._show(f"  {f.title}{need}{extra}" + (f": {f.description}" if f.description else ""), "dim")
         try:
-            while True:
-                choice = await self.ask("[a]ccept (fill in the form) / [d]ecline / [c]ancel: ", default="a")
-                action = _ACTION.get(choice.strip().lower())
-                if action is not None:
-                    break
-                self._show("type a, d or c", "yellow")
+            action = await self._choose("[a]ccept (fill in the form) / [d]ecline / [c]ancel: ", _ACTION, "a")
             if action != "accept":
                 return ElicitAnswer(action)  # type: ignore[arg-type]
             content = await self._fill(fields, requested_schema)
@@ -197,14 +198,9 @@ class Asker:
             # Printed whole and unstyled, so the terminal can make it a link to click or copy.
             self.console.print(Text("  " + url), soft_wrap=True)
             try:
-                while True:
-                    choice = await self.ask(
-                        "[o]pen it (I will go there) / [d]ecline / [c]ancel: ", default="d"
-                    )
-                    action = _URL_ACTION.get(choice.strip().lower())
-                    if action is not None:
-                        break
-                    self._show("type o, d or c", "yellow")
+                action = await self._choose(
+                    "[o]pen it (I will go there) / [d]ecline / [c]ancel: ", _URL_ACTION, "d"
+                )
             except (KeyboardInterrupt, EOFError):
                 self._show("cancelled", "yellow")
                 return ElicitAnswer("cancel")
