@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -70,7 +72,40 @@ async def test_tools_search_errors_say_what_to_do(demo_home: Path) -> None:
 
 def test_tools_search_without_skills(keen_home: Path) -> None:
     done = keen("tools", "search", "anything")
-    assert done.returncode == 2 and "keen mcp sync" in done.stderr
+    assert done.returncode == 2 and "keen mcp sync" in done.stderr and "keen demo --keep" in done.stderr
+
+
+def test_tools_search_on_what_keen_demo_keep_leaves(keen_home: Path) -> None:
+    """The line ``keen demo --keep`` ends with runs as printed: its KEEN_HOME holds the
+    demo's generated skills, searchable with no server running."""
+    demo = keen("demo", "--keep")
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    line = next(x for x in demo.stdout.splitlines() if x.startswith("kept "))
+    command = line.split("to use its skills: ", 1)[1]
+    kept = Path(shlex.split(command)[0].removeprefix("KEEN_HOME="))
+    try:
+        assert kept.is_dir() and kept != keen_home
+        env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "KEEN_HOME": str(kept)}
+        found = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from keen.cli import main; main()",
+                "tools",
+                "search",
+                "convert miles",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout)[0]["tool"] == "convert_units"
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
 
 
 @pytest.mark.anyio

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -211,7 +212,10 @@ def demo(
         else:
             os.environ["KEEN_HOME"] = old
         if keep:
-            out.print(f"kept {home}")
+            # The generated skills stay usable offline: say how to point Keen at them.
+            out.print(
+                f"kept {home}; to use its skills: KEEN_HOME={shlex.quote(str(home))} keen tools search 'convert miles'"
+            )
         else:
             shutil.rmtree(home, ignore_errors=True)
     _next_steps()

@@ -36,7 +36,11 @@ def search(
         known = ", ".join(catalog.servers) or "none (run `keen mcp sync` first)"
         fail(f"no generated skill for server {', '.join(unknown)}; servers with skills: {known}")
     if not len(catalog):
-        fail("no tools to search: no generated MCP skills are enabled; run `keen mcp sync` or `keen demo`")
+        fail(
+            "no tools to search: no generated MCP skills are enabled; add a server and generate its"
+            " skill (`keen mcp add NAME -- COMMAND`, then `keen mcp sync`), or try the demo's:"
+            " `keen demo --keep` prints a KEEN_HOME to search in"
+        )
     servers = frozenset(server) if server else None
     flt = SearchFilter(mode="read-only" if read_only else "auto", servers=servers)
     try:
