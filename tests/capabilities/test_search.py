@@ -9,8 +9,8 @@ import numpy as np
 
 from keen.capabilities import Catalog, SearchFilter, tool_capability
 from keen.capabilities._query import search_query  # pyright: ignore[reportPrivateUsage]
+from keen.capabilities.search import MAX_QUERY_CHARS, lexical_text, semantic_text
 from keen.capabilities.search import _standardise as standardise  # pyright: ignore[reportPrivateUsage]
-from keen.capabilities.search import lexical_text, semantic_text
 from keen.mcp.types import Tool
 
 
@@ -123,3 +123,16 @@ def test_the_same_name_with_other_annotations_is_not_a_copy() -> None:
     hits = Catalog.from_tools(tools, cache=False).search("delete a row", k=2)
     assert sorted(h.id for h in hits) == ["mcp__a__delete_row", "mcp__b__delete_row"]
     assert all(h.copies == () for h in hits)
+
+
+def test_only_the_first_max_query_chars_of_a_query_count() -> None:
+    tools = [
+        Tool("shop", "checkout", "Pay for the cart and place the order.", {}),
+        Tool("arxiv", "read_paper", "Read the text of a downloaded paper.", {}),
+    ]
+    catalog = Catalog.from_tools(tools, {"shop": "A store.", "arxiv": "Papers."}, cache=False)
+    head = "read a downloaded paper " * (MAX_QUERY_CHARS // 24 + 1)
+    flood = head + "pay for the cart and place the order " * 50_000  # 1.9 MB past the cap
+    index = catalog.index()
+    assert np.array_equal(index.scores(flood), index.scores(head[:MAX_QUERY_CHARS]))
+    assert catalog.search(flood, k=1)[0].id == "mcp__arxiv__read_paper"

@@ -409,8 +409,9 @@ class Catalog:
 
         Capabilities the filter refuses are removed before ranking, so they neither appear
         nor take a place. Identical copies of a capability on several servers are one hit
-        (the best-ranked copy; the others in :attr:`SearchHit.copies`). Raises ValueError
-        for an empty query or ``k`` < 1.
+        (the best-ranked copy; the others in :attr:`SearchHit.copies`). Only the first
+        :data:`~keen.capabilities.search.MAX_QUERY_CHARS` (2,000) characters of ``query``
+        count. Raises ValueError for an empty query or ``k`` < 1.
         """
         if not query.strip():
             raise ValueError("the search query is empty; describe the task in a few words")

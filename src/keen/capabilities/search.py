@@ -62,7 +62,7 @@ from keen.capabilities.descriptor import Capability
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["INDEX_FORMAT", "NAME_REPEAT", "SearchWeights", "ToolSearch", "embedder"]
+__all__ = ["INDEX_FORMAT", "MAX_QUERY_CHARS", "NAME_REPEAT", "SearchWeights", "ToolSearch", "embedder"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +71,10 @@ INDEX_FORMAT = 3
 NAME_REPEAT = 2
 """How many times the split name counts in the lexical document (names are the densest signal)."""
 _MAX_DOC_CHARS = 2000
+MAX_QUERY_CHARS = 2000
+"""Only a query's first characters count: a task fits in far fewer, and scoring time grows
+with the query's length (a 1 MB query took 2.4 s here), which a host of ``keen serve``
+could otherwise spend for every other host."""
 
 
 @dataclass(frozen=True)
@@ -322,7 +326,7 @@ class ToolSearch:
 
         w = self.weights
         size, n_servers = len(self.ids), len(self._server_vectors)
-        query = search_query(query)
+        query = search_query(query[:MAX_QUERY_CHARS])
         tokens = stem_tokens([query])
         qv = _embed([query])[0]
         doc = w.lexical * _standardise(self._lexical(self._bm25, tokens, size))
