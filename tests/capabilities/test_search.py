@@ -136,3 +136,39 @@ def test_only_the_first_max_query_chars_of_a_query_count() -> None:
     index = catalog.index()
     assert np.array_equal(index.scores(flood), index.scores(head[:MAX_QUERY_CHARS]))
     assert catalog.search(flood, k=1)[0].id == "mcp__arxiv__read_paper"
+
+
+def test_data_in_a_query_is_dropped_words_and_urls_stay() -> None:
+    image = "iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6AAAABHNCSVQICAgIfAhkiAAAAAlwSFlzAAAN1wAADdcB"
+    assert search_query(f"What does this base64 image mean?\n{image}").split() == [
+        "What",
+        "does",
+        "this",
+        "base64",
+        "image",
+        "mean?",
+    ]
+    sha = "3f786850e387550fdab836ed7e6dc881de23001b"
+    assert search_query(f"revert commit {sha} please").split() == ["revert", "commit", "please"]
+    assert "uuid" in search_query("uuid 1e0edd2a-8d53-4355-805f-54b7e5555725") and "8d53" not in search_query(
+        "uuid 1e0edd2a-8d53-4355-805f-54b7e5555725"
+    )
+    # Long tool names and dated paths are words, not data; a URL is kept whole.
+    name = "get_repository_permissions_for_a_user getRepositoryPermissionsForAUser"
+    assert search_query(name) == name
+    assert search_query("list /data/2024-05-01/run_0001") == "list file /data/2024-05-01/run_0001"
+    assert search_query(f"fetch https://x.org/a?sig={sha}") == f"fetch https://x.org/a?sig={sha}"
+
+
+def test_a_pasted_image_does_not_drown_the_words_of_the_task() -> None:
+    tools = [
+        Tool("images", "extract_image_from_base64", "Decode a base64 image and describe it.", {}),
+        Tool("ids", "1e0edd2a-8d53-4355-805f-54b7e5555725", "", {}),
+        Tool("ids", "4569a607-338e-4d66-80f7-17f911778b1d", "", {}),
+    ]
+    catalog = Catalog.from_tools(tools, {"images": "Images.", "ids": "Tools named by ids."}, cache=False)
+    blob = "iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6AAAABHNCSVQICAgIfAhkiAAAAAlwSFlzAAAN1wAADdcB" * 40
+    assert (
+        catalog.search(f"What does this base64 image mean? {blob}", k=1)[0].tool
+        == "extract_image_from_base64"
+    )
