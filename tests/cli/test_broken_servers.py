@@ -103,6 +103,18 @@ def test_only_an_unusable_file_fails_everything(text: str, needle: str, tmp_path
     run = home.keen("mcp", "list")
     assert run.code == 2, str(run)
     assert needle in " ".join(run.stderr.split()), str(run)
+    # The front ends that keep an event log refuse the file before writing a line of it:
+    # an audit log that says a session started when none could is a false record.
+    (script := tmp_path / "model.jsonl").write_text('{"content": "hi"}\n')
+    for args in (
+        ("serve",),
+        ("serve", "--transport", "http", "--port", "1"),
+        ("chat", "-p", "hi", "--model", f"scripted:{script}"),
+    ):
+        run = home.keen_process(*args)
+        assert run.code == 2 and needle in " ".join(run.stderr.split()), str(run)
+    written = [p for p in home.keen_home.rglob("*") if p.is_file() and p != home.config_path]
+    assert written == [], written
 
 
 def test_the_library_keeps_the_healthy_servers(home: Home) -> None:

@@ -188,3 +188,4 @@ def test_unreachable_redis_store_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "cannot reach the --store Redis" in done.stderr and "pw-secret" not in done.stderr
+    assert not (tmp_path / "logs" / "serve-audit.jsonl").exists()  # no session.start for a failed start

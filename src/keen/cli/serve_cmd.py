@@ -69,16 +69,6 @@ def serve(
         fail(str(exc))
     if min(auth_ttl, session_ttl, notify_interval) <= 0 or fetch_limit < 1:
         fail("--auth-ttl, --session-ttl and --notify-interval must be > 0 and --fetch-limit >= 1")
-    keen = KeenServer(
-        Manager(config),
-        mode=mode,  # type: ignore[arg-type]
-        store=state,
-        audit_path=audit_log,
-        auth_ttl=auth_ttl,
-        session_ttl=session_ttl,
-        fetch_limit=fetch_limit,
-        notify_interval=notify_interval,
-    )
 
     async def main() -> None:
         if isinstance(state, RedisStore):
@@ -89,6 +79,23 @@ def serve(
                 fail(
                     f"cannot reach the --store Redis ({type(exc).__name__}); start it, or use --store memory"
                 )
+        # Built only now that the store answers: KeenServer opens the audit log (after loading
+        # the config, raising ConfigError for an unusable file), and a start that fails
+        # before serving must leave no session.start in it.
+        try:
+            keen = KeenServer(
+                Manager(config),
+                mode=mode,  # type: ignore[arg-type]
+                store=state,
+                audit_path=audit_log,
+                auth_ttl=auth_ttl,
+                session_ttl=session_ttl,
+                fetch_limit=fetch_limit,
+                notify_interval=notify_interval,
+            )
+        except BaseException:
+            await state.aclose()
+            raise
         try:
             if transport == "stdio":
                 await serve_stdio(keen)

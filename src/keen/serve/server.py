@@ -110,6 +110,11 @@ class KeenServer:
         max_result_chars: longer result text is cut by the harness, with a note.
         notify_interval: seconds that coalesce upstream changes into one notice to hosts
             (at most one ``list_changed`` per list per interval; :mod:`keen.serve.notify`).
+
+    Raises:
+        ConfigError: the manager's config file cannot be used (raised before the audit log
+            is opened, so a failed start writes nothing to it).
+        ValueError: an unknown ``mode``.
     """
 
     def __init__(
@@ -129,6 +134,9 @@ class KeenServer:
     ) -> None:
         if mode not in ("search", "extension"):
             raise ValueError(f"unknown mode {mode!r}; use search or extension")
+        # Load the config now, before the audit log below gets its session.start: a file that
+        # cannot be used must fail here with nothing written (ConfigError).
+        manager.config  # noqa: B018
         self.manager = manager
         self.mode: Mode = mode
         self.store: Store = store if store is not None else MemoryStore()
