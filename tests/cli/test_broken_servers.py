@@ -30,9 +30,17 @@ def _servers() -> dict[str, object]:
         "alpha": stdio_entry("basic_stdio"),
         "unset": {"command": "${KEEN_TEST_NEVER_SET}"},
         "typo": {"comand": "x", "url": "http://127.0.0.1:9/mcp"},
-        "ftp": {"url": "ftp://127.0.0.1/mcp"},
+        "ftp": {"url": "ftp://127.0.0.1/mcp", "auth": {"type": "api_key", "key": "k"}},
         "beta": stdio_entry("basic_stdio"),
     }
+
+
+# What each broken entry still says: transport (written, or inferred from url/command) and auth.
+KINDS = {
+    "unset": ("stdio", "none"),
+    "typo": ("streamable_http", "none"),
+    "ftp": ("streamable_http", "api_key"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +63,17 @@ def test_list_shows_each_broken_server_alone_with_its_fix(home: Home) -> None:
         for needle in needles:
             assert needle in by[name]["last_error"], by[name]
         assert f"keen mcp connect {name}" in by[name]["last_error"]
+        assert (by[name]["transport"], by[name]["auth"]) == KINDS[name], by[name]
     table = home.keen("mcp", "list")
     assert table.code == 0, str(table)
     flat = " ".join(table.stdout.split())
     assert flat.count("config_error") == 3 and flat.count("connected") == 2
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2:4] for line in table.stdout.splitlines() if "│" in line
+    }
+    for name, (transport, auth) in KINDS.items():
+        assert [c.strip() for c in rows[name]] == [transport, auth], table.stdout
+    assert "?" not in " ".join(c for row in rows.values() for c in row)
     assert home.config_path.read_text() == text  # nothing rewritten
 
 

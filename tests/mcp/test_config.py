@@ -421,3 +421,23 @@ def test_save_config_creates_missing_directories(tmp_path: Path) -> None:
     save_config({"version": 1, "servers": {"s": STDIO}}, path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert list(load_config(path).servers) == ["s"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "kinds"),
+    [
+        ({"comand": "x", "url": "http://127.0.0.1:9/mcp"}, ("streamable_http", "none")),
+        ({"command": "${NEVER_SET}"}, ("stdio", "none")),
+        ({"transport": "stdio", "command": "x", "auth": {"type": "oauth"}}, ("stdio", "invalid")),
+        ({"url": "ftp://h/mcp", "auth": {"type": "oauth", "scopes": 3}}, ("streamable_http", "oauth")),
+        ({"url": "http://h/mcp", "auth": {"type": "basic"}}, ("streamable_http", "invalid")),
+        ({"transport": "sse", "url": "http://h/mcp"}, ("invalid", "none")),
+        ({"comand": "x"}, ("-", "none")),
+        ("npx server", ("invalid", "invalid")),
+    ],
+)
+def test_an_invalid_entry_still_shows_the_transport_and_auth_it_declares(
+    entry: Any, kinds: tuple[str, str]
+) -> None:
+    config = parse_config(json.dumps({"version": 1, "servers": {"s": entry}}), environ={}, strict=False)
+    assert "s" in config.invalid and config.invalid_kinds["s"] == kinds

@@ -33,7 +33,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 from urllib.parse import urlparse
 
 from pydantic import (
@@ -62,6 +62,7 @@ __all__ = [
     "ServerConfig",
     "StdioServerConfig",
     "Timeouts",
+    "declared_kinds",
     "load_config",
     "parse_config",
     "save_config",
@@ -179,6 +180,9 @@ class MCPConfig(_Model):
     invalid: dict[str, str] = Field(default_factory=dict)
     """Server entries that failed validation, by name: the message says what is wrong and the
     fix. Only filled by ``strict=False`` loading; those servers are not in ``servers``."""
+    invalid_kinds: dict[str, tuple[str, str]] = Field(default_factory=dict)
+    """``(transport, auth type)`` of each :attr:`invalid` entry as far as its fields still say
+    (:func:`declared_kinds`), for status displays."""
 
     @model_validator(mode="before")
     @classmethod
@@ -220,6 +224,7 @@ class MCPConfig(_Model):
         strict: bool = context.get("strict", True)
         servers: dict[str, Any] = {}
         invalid: dict[str, str] = {}
+        kinds: dict[str, tuple[str, str]] = {}
         folded: dict[str, str] = {}
         for name, entry in servers_raw.items():
             try:
@@ -247,7 +252,8 @@ class MCPConfig(_Model):
                 if strict:
                     raise
                 invalid[name] = exc.message
-        return {"version": version, "servers": servers, "invalid": invalid}
+                kinds[name] = declared_kinds(entry)
+        return {"version": version, "servers": servers, "invalid": invalid, "invalid_kinds": kinds}
 
     def raise_for_invalid(self) -> MCPConfig:
         """Raise the first server's configuration error, if any server is :attr:`invalid`.
@@ -357,6 +363,26 @@ def _from_mcp_servers(raw: Mapping[str, Any], *, source: str) -> dict[str, Any]:
     for name, reason in result.refused:
         raise ConfigError(f"{source}: server {name!r}: {reason}", path=source, server=name)
     return {"version": 1, "servers": result.servers}
+
+
+def declared_kinds(entry: Any) -> tuple[str, str]:
+    """``(transport, auth type)`` that a server entry declares, valid or not: the transport as
+    written or inferred from ``url``/``command`` (as :func:`parse_config` infers it), the auth
+    ``type`` (``none`` when absent). ``-`` where the entry says nothing, ``invalid`` where what
+    it says is no known value."""
+    if not isinstance(entry, dict):
+        return "invalid", "invalid"
+    fields = cast("dict[str, Any]", entry)
+    transport: Any = fields.get("transport") or (
+        "streamable_http" if "url" in fields else "stdio" if "command" in fields else "-"
+    )
+    if transport not in ("streamable_http", "stdio", "-"):
+        transport = "invalid"
+    auth: Any = fields.get("auth", {"type": "none"})
+    kind: Any = auth.get("type", "none") if isinstance(auth, dict) else None
+    if kind not in ("none", "api_key", "oauth") or (transport == "stdio" and kind != "none"):
+        kind = "invalid"
+    return transport, kind
 
 
 def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict[str, Any]:

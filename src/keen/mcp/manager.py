@@ -148,10 +148,11 @@ class Manager:
         config = self.config
         logs_dir = self._logs_dir or paths.logs_dir()
         for name, message in config.invalid.items():
+            transport, auth = config.invalid_kinds.get(name, ("-", "-"))
             self._misconfigured[name] = ServerStatus(
                 name=name,
-                transport="?",
-                auth="?",
+                transport=transport,
+                auth=auth,
                 state=ServerState.CONFIG_ERROR,
                 last_error=message,
                 remedy=Remedy.FIX_CONFIG,
