@@ -13,9 +13,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
-from helpers.serve import connect, read_json, write_upstream
+from helpers.serve import connect, free_port, read_json, write_upstream
+from keen.agent import slash
+from keen.cli import _wording
+from keen.errors import Remedy, ServerDisabled, ServerDisconnected
+from keen.gateway import for_model
+from keen.mcp import Manager
+from keen.mcp._translate import translate_call_error
+from keen.serve.calls import host_remedy_words
 
 pytestmark = pytest.mark.anyio
 
@@ -77,3 +85,37 @@ async def test_extension_mode_errors_point_at_the_tool_descriptions_resource(tmp
             "Read resource:///tool_descriptions?tools=NAME for its inputSchema and pass arguments"
             " that match it exactly."
         )
+
+
+@pytest.mark.parametrize("mode", ["search", "extension"])
+def test_an_unreachable_server_gets_each_front_ends_own_advice(mode: str) -> None:
+    """A call whose HTTP server refuses the connection: the message says what happened, the
+    remedy is data, and each front end words it for what works there (keen serve reconnects
+    by itself; keen chat has /mcp connect; the CLI keen mcp connect), never "restart Keen"."""
+    with pytest.raises(httpx2.ConnectError) as refused:  # a real refusal, as the transport meets it
+        httpx2.post(f"http://127.0.0.1:{free_port()}/mcp", json={})
+    error = translate_call_error(ExceptionGroup("call", [refused.value]), server="h", tool="echo", timeout=5)
+    assert isinstance(error, ServerDisconnected) and error.remedy is Remedy.RECONNECT, error
+    assert error.message.startswith('MCP server "h" is unreachable'), error.message
+    served = host_remedy_words(mode, lambda server: 0.0)(error, "h")
+    assert RECONNECTS in served and "keen mcp" not in served and "/mcp" not in served, served
+    to_model, to_person = for_model(error, "h"), slash.describe(error)
+    assert "The user has to fix and reconnect this server" in to_model, to_model
+    assert "/mcp connect h" in to_person, to_person
+    assert "keen mcp connect h" in _wording.describe(error)
+    for text in (error.message, served, to_model, to_person, _wording.describe(error)):
+        assert "restart" not in text.lower(), text
+
+
+@pytest.mark.parametrize("mode", ["search", "extension"])
+async def test_a_disabled_server_gets_each_front_ends_own_advice(mode: str, tmp_path: Path) -> None:
+    entry = {"command": "never-run", "enabled": False}
+    async with Manager(config={"version": 1, "servers": {"off": entry}}, logs_dir=tmp_path) as manager:
+        with pytest.raises(ServerDisabled) as refused:
+            await manager.call_tool("off", "echo", {})
+    error = refused.value
+    assert error.remedy is Remedy.ENABLE_SERVER and "restart" not in error.message.lower(), error
+    served = host_remedy_words(mode, lambda server: 0.0)(error, "off")
+    assert served.count('"enabled": true') == 1 and "restart keen serve" in served, served
+    assert "restart keen chat" in slash.describe(error) and "keen serve" not in slash.describe(error)
+    assert "restart" not in _wording.describe(error)  # each keen command reads configs.json anew

@@ -262,13 +262,15 @@ def translate_call_error(
             tool=tool,
         )
     if isinstance(cause, httpx2.HTTPError | OSError):
+        # What to do is the remedy's, worded by each front end: keen serve reconnects by
+        # itself, keen chat has /mcp connect, the CLI keen mcp connect.
         return ServerDisconnected(
             redactor.redact(
-                f'MCP server "{server}" is unreachable ({_short(cause)}); reconnect or restart Keen '
-                "after fixing the server."
+                f'MCP server "{server}" is unreachable ({_short(cause)}) during "{tool}"; check that it is running'
             ),
             server=server,
             tool=tool,
+            remedy=Remedy.RECONNECT,
         )
     return RemoteProtocolError(
         redactor.redact(f'MCP server "{server}" sent an invalid answer to "{tool}": {_short(cause)}'),

@@ -550,7 +550,7 @@ class Manager:
         runtime = self._runtime(name)
         if not runtime.config.enabled:
             raise ServerDisabled(
-                f'MCP server "{name}" is disabled in configs.json ("enabled": false); enable it and restart Keen.',
+                f'MCP server "{name}" is disabled in configs.json ("enabled": false)',
                 server=name,
                 remedy=Remedy.ENABLE_SERVER,
             )

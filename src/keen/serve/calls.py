@@ -52,14 +52,20 @@ APPROVER = "MCP host"
 _RESTART = (
     " The user has to fix this server, then restart keen serve (or the MCP host running it); tell them."
 )
+_ENABLE = (
+    ' The user has to set "enabled": true for this server in configs.json, then restart keen serve'
+    " (or the MCP host running it); tell them."
+)
 _FOR_HOST: dict[str, dict[Remedy, str]] = {
     "search": {
         Remedy.FIX_CONFIG: _RESTART,
+        Remedy.ENABLE_SERVER: _ENABLE,
         Remedy.READ_SKILL: " Use search_tools to find the tool's exact server and name.",
         Remedy.READ_SCHEMA: " Call describe_tools for its inputSchema and pass arguments that match it exactly.",
     },
     "extension": {
         Remedy.FIX_CONFIG: _RESTART,
+        Remedy.ENABLE_SERVER: _ENABLE,
         Remedy.READ_SKILL: " Read resource:///tool_descriptions?tools=NAME for the tools you want to use.",
         Remedy.READ_SCHEMA: (
             " Read resource:///tool_descriptions?tools=NAME for its inputSchema and pass arguments"
