@@ -330,8 +330,10 @@ def test_a_page_to_open_shows_its_host_and_url_and_asks_first(start: Callable[..
     t.wait_for(r"\[o\]pen it \(I will go there\) / \[d\]ecline / \[c\]ancel: d[ \t]*$", after=at)
     t.send("C-u")
     t.type("o")
-    t.wait_for(r"open the link above in your browser", after=at)
-    t.wait_for(r"<- connect accept\s+Connected\.", after=at)
+    opened = t.wait_for(r"open the link above in your browser", after=at).end()
+    # The server reports the page done (notifications/elicitation/complete): one line says so.
+    done = t.wait_for(r"chat: the page at auth\.example\.com is done", after=opened).end()
+    t.wait_for(r"<- connect accept\s+Connected\.", after=done)
 
     at = chat.send("again")
     t.wait_for(r"\[c\]ancel: d[ \t]*$", after=at)

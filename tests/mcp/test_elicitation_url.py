@@ -71,6 +71,26 @@ async def test_the_page_reaches_the_callback_and_its_answer_the_server(
         assert asked == [("cloud", "Sign in to Example Cloud to connect your account.", PAGE)]
 
 
+@pytest.mark.parametrize("action", ["accept", "decline"])
+async def test_a_completion_notice_reaches_the_accepted_page_once(
+    write_config: Callable[..., Path], action: str
+) -> None:
+    """MCP 2025-11-25 "Completion Notifications for URL Mode Elicitation": the notice for the
+    request the person accepted calls its ``on_complete`` once; notices for an unknown id, an
+    already-completed one, or a request that was declined are ignored."""
+    completed: list[str] = []
+
+    async def page(server: str, message: str, url: str) -> ElicitAnswer:
+        return ElicitAnswer(action, on_complete=lambda: completed.append(f"{server} {url}"))  # type: ignore[arg-type]
+
+    async with await _manager(write_config, elicitation_url=page) as manager:
+        assert await manager.wait_ready(30)
+        assert (await manager.call_tool("cloud", "sign_in_and_report", {"url": PAGE})).text == action
+        # The notices were sent before the result, on the same stream: handled by now.
+        assert (await manager.call_tool("cloud", "sign_in", {"url": PAGE})).text == action
+        assert completed == ([f"cloud {PAGE}"] if action == "accept" else [])
+
+
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "https://bank.example.com@evil.example.net/"])
 async def test_an_unsafe_page_is_declined_without_asking(write_config: Callable[..., Path], url: str) -> None:
     asked: list[str] = []

@@ -82,6 +82,8 @@ async def connect_account(ctx: Context) -> str:
         "connect-1",
         related_request_id=ctx.request_id,
     )
+    if answer.action == "accept":  # the person finished there (at once, in this test server)
+        await ctx.session.send_elicit_complete("connect-1", related_request_id=ctx.request_id)
     return f"connect {answer.action}"
 
 

@@ -5,7 +5,10 @@ Tool ``book_table(restaurant)``: asks for a party size and a time, with defaults
 ``booked <restaurant> for <n> at <time>``, ``declined``, ``cancelled``, or
 ``no elicitation: <error>`` when the client does not support elicitation.
 Tool ``sign_in(url)``: asks the user to open ``url`` (URL mode, SEP-1036) and answers with
-the action (``accept``, ``decline``, ``cancel``). Tool ``needs_sign_in(url)``: fails with
+the action (``accept``, ``decline``, ``cancel``). Tool ``sign_in_and_report(url)``: the same page
+(``elicitationId`` "sign-in-3"), then, whatever the answer, reports the out-of-band
+interaction finished (``notifications/elicitation/complete``) for an id it never asked
+under ("sign-in-0"), and twice for "sign-in-3". Tool ``needs_sign_in(url)``: fails with
 ``-32042 URL elicitation required`` naming ``url``, as a server does that cannot go on
 until the user has been to a page.
 
@@ -47,6 +50,13 @@ def build() -> MCPServer:
     @server.tool(description="Connect the user's account (asks the user to open a sign-in page).")
     async def sign_in(url: str, ctx: Context) -> str:
         answer = await ctx.elicit_url("Sign in to Example Cloud to connect your account.", url, "sign-in-1")
+        return answer.action
+
+    @server.tool(description="Connect the user's account and report when the sign-in page is done.")
+    async def sign_in_and_report(url: str, ctx: Context) -> str:
+        answer = await ctx.elicit_url("Sign in to Example Cloud to connect your account.", url, "sign-in-3")
+        for elicitation_id in ("sign-in-0", "sign-in-3", "sign-in-3"):
+            await ctx.session.send_elicit_complete(elicitation_id, related_request_id=ctx.request_id)
         return answer.action
 
     @server.tool(description="List the user's files (fails until the user has signed in).")

@@ -16,6 +16,8 @@ history) and the rich console they are drawn on.
   such as a third-party sign-in): it shows the server's message, the full URL and, apart,
   its host, and asks open / decline / cancel. Keen never opens or fetches the page; "open"
   tells the server the person consented and will go there (they copy or click the link).
+  When the server then reports the page done (``notifications/elicitation/complete``), one
+  line says so.
 """
 
 from __future__ import annotations
@@ -204,11 +206,12 @@ class Asker:
             except (KeyboardInterrupt, EOFError):
                 self._show("cancelled", "yellow")
                 return ElicitAnswer("cancel")
-            if action == "accept":
-                self._show(
-                    "open the link above in your browser; the server goes on when you finish there", "dim"
-                )
-            return ElicitAnswer(action)  # type: ignore[arg-type]
+            if action != "accept":
+                return ElicitAnswer(action)  # type: ignore[arg-type]
+            self._show("open the link above in your browser; the server goes on when you finish there", "dim")
+            # The server may report the page done (notifications/elicitation/complete).
+            done = f"{server}: the page at {host} is done"
+            return ElicitAnswer("accept", on_complete=lambda: self._show(done, "green"))
 
     async def _fill(self, fields: list[Any], requested_schema: dict[str, Any]) -> dict[str, Any]:
         """Ask each field until its text parses; then check the whole answer against the schema."""

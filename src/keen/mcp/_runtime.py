@@ -43,7 +43,7 @@ from keen.mcp._validation import ArgumentValidator
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_changes, open_subscription
 from keen.mcp.changes import ChangeObserver, RefreshReason, ToolsChanged, diff_tools
 from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
-from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback, sdk_callback
+from keen.mcp.elicitation import ElicitationCallback, SessionElicitation, UrlElicitationCallback, sdk_callback
 from keen.mcp.types import AuthFactory, ServerInfo, ServerState, ServerStatus, Tool, TransportFactory
 
 __all__ = ["ServerRuntime"]
@@ -75,6 +75,7 @@ class ServerRuntime:
         self.name = name
         self._elicitation = elicitation
         self._elicitation_url = elicitation_url
+        self._asks: SessionElicitation | None = None
         self._transport = transport
         self.config = config
         self.state = ServerState.CONFIGURED
@@ -260,6 +261,10 @@ class ServerRuntime:
                     streams = await stack.enter_async_context(self._http(cfg, facts))
                 read, write = streams
                 tool_filter = self._tool_filter = ToolListFilter()
+                # Advertised only with a callback (the SDK keys the capability on it); one per
+                # session, since a completion notice names an id of this session's requests.
+                asks = sdk_callback(self.name, self._elicitation, self._elicitation_url)
+                self._asks = asks if self._elicitation() else None
                 session = await stack.enter_async_context(
                     ClientSession(
                         EOFWatch(read, self._mark_eof, tool_filter.incoming),
@@ -267,12 +272,7 @@ class ServerRuntime:
                         message_handler=self._on_message,
                         logging_callback=self._on_log,
                         client_info=_CLIENT_INFO,
-                        # Advertised only with a callback (the SDK keys the capability on it).
-                        elicitation_callback=(
-                            sdk_callback(self.name, self._elicitation, self._elicitation_url)
-                            if self._elicitation()
-                            else None
-                        ),
+                        elicitation_callback=self._asks,
                     )
                 )
                 negotiated = False
@@ -571,6 +571,8 @@ class ServerRuntime:
                 self.watch.request("notification")
             else:
                 self._early_notice = True  # during the first listing: re-list once published
+        elif method == "notifications/elicitation/complete" and self._asks is not None:
+            self._asks.completed(str(getattr(root.params, "elicitation_id", "")))
         else:
             logger.debug("server %s: notification %s", self.name, method)
 
