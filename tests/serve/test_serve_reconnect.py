@@ -1,5 +1,5 @@
 """``keen serve`` reconnects an upstream server that went away, on demand (docs/serve.md
-"When an upstream server goes away"; :mod:`keen.serve.reconnect`).
+"When an upstream server goes away"; :mod:`keen.mcp.reconnect`).
 
 Real ``keen serve`` processes (stdio and HTTP) in front of the real ``basic_stdio.py``,
 started through a small launcher that counts its launches and refuses to start while a
@@ -23,8 +23,8 @@ import pytest
 from helpers.changing import changing_http
 from helpers.serve import BASIC, KeenServeProcess, connect, free_port, read_json, write_upstream
 from keen.mcp.manager import Manager
+from keen.mcp.reconnect import KICK_LIMIT, Reconnector
 from keen.mcp.types import ServerState
-from keen.serve.reconnect import Reconnector
 
 pytestmark = pytest.mark.anyio
 
@@ -210,3 +210,32 @@ async def test_an_http_upstream_that_restarts_is_reconnected(tmp_path: Path) -> 
             await anyio.sleep(1.1)  # past the back-off window of a failed attempt, if any
             back = await echo("three")
             assert not back.is_error and text(back) == "three", text(back)
+
+
+async def test_kicks_give_up_after_the_kick_limit_but_a_request_that_needs_the_server_still_tries(
+    tmp_path: Path,
+) -> None:
+    # What keen serve's tools/list and search_tools do for every server that went away: a
+    # server that never comes back is not restarted every 30 s for ever (module docstring).
+    folder = launcher_upstream(tmp_path)
+    (folder / "down").touch()
+    now = [100.0]
+    async with Manager(tmp_path / "mcp" / "configs.json", logs_dir=tmp_path / "logs") as manager:
+        await manager.wait_ready(15)
+        reconnector = Reconnector(manager, clock=lambda: now[0])
+        assert reconnector.kick(["basic"]) == []  # no task group: nothing runs in the background
+        async with anyio.create_task_group() as tg:
+            reconnector.task_group = tg
+            for attempt in range(KICK_LIMIT):
+                assert reconnector.kick(["basic"]) == ["basic"]
+                assert await reconnector.ensure(["basic"]) == ["basic"]  # joins the kicked attempt
+                assert launches(folder) == 2 + attempt and reconnector.failures("basic") == attempt + 1
+                now[0] += reconnector.retry_in("basic")
+            assert reconnector.retry_in("basic") == 0  # the window allows an attempt, yet
+            assert reconnector.kick(["basic"]) == [] and launches(folder) == 1 + KICK_LIMIT
+            # A request that needs the server tries, and a success clears the count.
+            (folder / "down").unlink()
+            assert await reconnector.ensure(["basic"]) == ["basic"]
+            assert manager.status("basic").state is ServerState.CONNECTED
+            assert reconnector.failures("basic") == 0 and launches(folder) == 2 + KICK_LIMIT
+            reconnector.task_group = None

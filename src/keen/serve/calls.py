@@ -46,7 +46,7 @@ APPROVER = "MCP host"
 
 # The host's model has no skill files: it learns tool names and schemas through keen serve's
 # own surface, so the remedies that point at SKILL.md and schema files are worded for that.
-# keen serve reconnects a server that went away by itself (keen.serve.reconnect), so that
+# keen serve reconnects a server that went away by itself (keen.mcp.reconnect), so that
 # remedy says when; what needs the user (configs.json, credentials) needs a restart too, as
 # keen serve reads its configuration once.
 _RESTART = (

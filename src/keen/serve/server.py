@@ -31,7 +31,7 @@ Search mode's three tools never change, so it sends no notices; ``search_tools``
 ``describe_tools`` read the live catalog on every call (docs/serve.md "When tools change").
 
 An upstream server that went away is reconnected when a request needs it, at most once per
-back-off window (:mod:`keen.serve.reconnect`; docs/serve.md "When an upstream server goes away").
+back-off window (:mod:`keen.mcp.reconnect`; docs/serve.md "When an upstream server goes away").
 """
 
 from __future__ import annotations
@@ -60,12 +60,12 @@ from keen.capabilities import Capability, Catalog
 from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS
 from keen.mcp.manager import Manager
+from keen.mcp.reconnect import Reconnector
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
 from keen.serve.calls import CallRouter, call_result, error_result, host_remedy_words
 from keen.serve.catalog import ToolCatalog
 from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, digest
-from keen.serve.reconnect import Reconnector
 from keen.serve.search import CapabilitySearch, SearchFn
 from keen.serve.store import DEFAULT_AUTH_TTL, DEFAULT_SESSION_TTL, MemoryStore, RedisStore, Store
 
@@ -223,7 +223,7 @@ class KeenServer:
 
     async def revive(self, names: Sequence[str] = (), *, servers: Sequence[str] = ()) -> None:
         """Reconnect the servers these exposed tool ``names`` (and ``servers``) are on, if
-        they went away (:mod:`keen.serve.reconnect`); bounded, never raises."""
+        they went away (:mod:`keen.mcp.reconnect`); bounded, never raises."""
         wanted = [*servers, *(self._server_of[n][0] for n in names if n in self._server_of)]
         if wanted:
             await self.reconnector.ensure(wanted)

@@ -1,10 +1,13 @@
-"""Reconnect on demand: ``keen serve`` brings back an upstream server that went away.
+"""Reconnect on demand: bring back a server that went away when something needs it.
 
-A long-running gateway outlives its upstream processes: a stdio server crashes, an HTTP
-server restarts. The Manager never retries by itself (docs/architecture.md "Servers and
-their states"); ``keen serve`` has no user at a prompt to type ``/mcp connect``, so it asks
-the Manager to reconnect (:meth:`keen.mcp.manager.Manager.refresh`, what ``/mcp connect``
-does without the sign-in) when a request needs the server:
+A long session outlives its servers' processes: a stdio server crashes, an HTTP server
+restarts. The Manager never retries by itself (docs/architecture.md "Servers and their
+states"). The front ends that run long, ``keen serve`` (no user at a prompt to type
+``/mcp connect``) and ``keen chat`` (the REPL and one-shot turns), each keep one
+:class:`Reconnector` over their Manager and ask it, before a request or a tool call that
+needs a server, to reconnect that server (:meth:`keen.mcp.manager.Manager.refresh`, what
+``/mcp connect`` does without the sign-in). The rules (docs/serve.md "When an upstream
+server goes away", docs/chat.md "When a server goes away"):
 
 - Only a server in state ``disconnected`` (it went away, or never came up) that is enabled
   is reconnected. ``auth_required`` / ``auth_failed`` / ``config_error`` need the user.
@@ -12,11 +15,19 @@ does without the sign-in) when a request needs the server:
   seconds and doubles after each failed attempt (counted from its end) up to ``cap``; a
   success resets it to ``first`` (counted from that attempt's start), so even a server that
   crashes right after each reconnect is retried at most once a ``first`` seconds.
-- Concurrent requests for the same server share one attempt. The attempt runs in keen
-  serve's task group, so a caller that stops waiting (its time limit) does not cancel it.
+- Concurrent requests for the same server share one attempt. With a :attr:`Reconnector.task_group`
+  (keen serve's, the REPL's) the attempt runs there, so a caller that stops waiting (its
+  time limit, a cancelled turn) does not cancel it.
 - The caller waits at most its own time limit, then runs its request once either way; if
   the server is still down the request fails with the usual error, and
   :meth:`Reconnector.retry_in` says when the next attempt may happen.
+- Attempts are made only on demand, never on a timer: :meth:`Reconnector.ensure` for a
+  request that needs the server, :meth:`Reconnector.kick` for one that would merely like
+  every server back (keen serve's ``tools/list`` and ``search_tools``). A server that never
+  comes back is therefore never retried while nothing asks for it, and a kick gives up on
+  it after :data:`KICK_LIMIT` failed attempts in a row: from then on only a request that
+  needs that server tries again, so a host polling ``tools/list`` does not restart a broken
+  server every ``cap`` seconds for ever. Any successful reconnect clears the count.
 """
 
 from __future__ import annotations
@@ -24,7 +35,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import anyio
 import anyio.abc
@@ -32,12 +43,15 @@ import anyio.abc
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
 
-__all__ = ["DEFAULT_BACKOFF_CAP", "DEFAULT_BACKOFF_FIRST", "Reconnector"]
+__all__ = ["DEFAULT_BACKOFF_CAP", "DEFAULT_BACKOFF_FIRST", "KICK_LIMIT", "Reconnector"]
 
-logger = logging.getLogger("keen.serve")
+logger = logging.getLogger(__name__)
 
 DEFAULT_BACKOFF_FIRST = 1.0
 DEFAULT_BACKOFF_CAP = 30.0
+KICK_LIMIT = 5
+"""Failed attempts in a row after which :meth:`Reconnector.kick` leaves a server alone (with
+the default back-off: about 30 s of tries); a request that needs it still tries."""
 
 
 @dataclass
@@ -46,7 +60,9 @@ class _Window:
     next_at: float = 0.0
     attempt: anyio.Event | None = None
     started: float = 0.0
-    attempts: int = field(default=0)
+    attempts: int = 0
+    failures: int = 0
+    """Failed attempts since the last success."""
 
 
 class Reconnector:
@@ -55,7 +71,11 @@ class Reconnector:
     Args:
         manager: the started Manager.
         first / cap: the back-off window's first and largest length, in seconds.
+        kick_limit: failed attempts in a row after which :meth:`kick` stops trying a server.
         clock: monotonic seconds (tests may pass their own).
+
+    Raises:
+        ValueError: not ``0 < first <= cap``, or ``kick_limit < 1``.
     """
 
     def __init__(
@@ -64,16 +84,21 @@ class Reconnector:
         *,
         first: float = DEFAULT_BACKOFF_FIRST,
         cap: float = DEFAULT_BACKOFF_CAP,
+        kick_limit: int = KICK_LIMIT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if first <= 0 or cap < first:
             raise ValueError("back-off needs 0 < first <= cap")
+        if kick_limit < 1:
+            raise ValueError("kick_limit needs at least 1 attempt")
         self.manager = manager
         self.first = first
         self.cap = cap
+        self.kick_limit = kick_limit
         self.clock = clock
         self.task_group: anyio.abc.TaskGroup | None = None
-        """Where attempts run (keen serve's); without one an attempt runs in its caller."""
+        """Where attempts run (keen serve's, the REPL's); without one an attempt runs in its
+        caller and ends when :meth:`ensure` stops waiting."""
         self._windows: dict[str, _Window] = {}
 
     def reconnectable(self, server: str) -> bool:
@@ -91,40 +116,61 @@ class Reconnector:
             return 0.0
         return max(0.0, window.next_at - self.clock())
 
-    async def ensure(self, servers: Iterable[str], timeout: float | None = None) -> None:
+    def failures(self, server: str) -> int:
+        """Failed attempts in a row for ``server`` (0 after a success or before any attempt)."""
+        window = self._windows.get(server)
+        return window.failures if window is not None else 0
+
+    async def ensure(self, servers: Iterable[str], timeout: float | None = None) -> list[str]:
         """Reconnect those of ``servers`` that went away (if their window allows) and wait for
         the attempts, at most ``timeout`` seconds (default: each server's ``timeouts.connect``
-        plus ``timeouts.list_tools``). Never raises: the caller's request reports the state."""
-        if self.task_group is None:
-            # Used outside keen serve's ``async with``: the attempts run in this task group.
-            async with anyio.create_task_group() as tg:
-                await self._ensure(tg, servers, timeout)
-                tg.cancel_scope.cancel()
-            return
-        await self._ensure(self.task_group, servers, timeout)
+        plus ``timeouts.list_tools``). Never raises: the caller's request reports the state.
 
-    async def _ensure(self, tg: anyio.abc.TaskGroup, servers: Iterable[str], timeout: float | None) -> None:
-        events: list[anyio.Event] = []
-        limit = 0.0
+        Returns:
+            The servers whose attempt this call started or joined (in the order given); the
+            others needed none, or are inside a back-off window (:meth:`retry_in`).
+        """
+        if self.task_group is None:
+            # No long-lived task group (a one-shot turn, a test): the attempts run in this one.
+            tried: list[str] = []
+            async with anyio.create_task_group() as tg:
+                tried = await self._ensure(tg, servers, timeout)
+                tg.cancel_scope.cancel()
+            return tried
+        return await self._ensure(self.task_group, servers, timeout)
+
+    async def _ensure(
+        self, tg: anyio.abc.TaskGroup, servers: Iterable[str], timeout: float | None
+    ) -> list[str]:
+        events: dict[str, anyio.Event] = {}
         for server in dict.fromkeys(servers):
             event = self._start(tg, server)
             if event is not None:
-                events.append(event)
-                limit = max(limit, self._limit(server))
-        if not events:
-            return
-        with anyio.move_on_after(timeout if timeout is not None else limit):
-            for event in events:
-                await event.wait()
+                events[server] = event
+        if events:
+            limit = max(self._limit(server) for server in events)
+            with anyio.move_on_after(timeout if timeout is not None else limit):
+                for event in events.values():
+                    await event.wait()
+        return list(events)
 
-    def kick(self, servers: Iterable[str]) -> None:
-        """Start the attempts :meth:`ensure` would, without waiting (needs a task group)."""
+    def kick(self, servers: Iterable[str]) -> list[str]:
+        """Start the attempts :meth:`ensure` would, without waiting (needs a task group), except
+        for servers whose last ``kick_limit`` attempts all failed (module docstring).
+
+        Returns:
+            The servers with an attempt running now (started here or before).
+        """
         if self.task_group is None:
-            return
-        for server in dict.fromkeys(servers):
-            self._start(self.task_group, server)
+            return []
+        return [
+            server
+            for server in dict.fromkeys(servers)
+            if self.failures(server) < self.kick_limit and self._start(self.task_group, server) is not None
+        ]
 
     def reconnectable_servers(self) -> list[str]:
+        """Every server :meth:`reconnectable` says may come back."""
         return [s.name for s in self.manager.servers() if self.reconnectable(s.name)]
 
     # -- attempts ----------------------------------------------------------------------------
@@ -152,7 +198,7 @@ class Reconnector:
         window.attempt = event = anyio.Event()
         window.attempts += 1
         window.started = now
-        tg.start_soon(self._attempt, server, window, name=f"keen-serve-reconnect-{server}")
+        tg.start_soon(self._attempt, server, window, name=f"keen-reconnect-{server}")
         return event
 
     async def _attempt(self, server: str, window: _Window) -> None:
@@ -172,7 +218,9 @@ class Reconnector:
                 # once is reconnected at most once a ``first`` seconds.
                 window.delay = self.first
                 window.next_at = window.started + self.first
+                window.failures = 0
             else:
+                window.failures += 1
                 window.next_at = self.clock() + window.delay
                 window.delay = min(window.delay * 2, self.cap)
             window.attempt = None
