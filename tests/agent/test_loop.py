@@ -107,29 +107,111 @@ async def test_approval_denied_then_always(world: World) -> None:
     assert (asked[0].server, asked[0].tool, asked[0].arguments) == ("demo", "add_note", note["arguments"])
 
 
-async def test_server_killed_mid_session_names_the_fix(world: World) -> None:
+class Notices:
+    """A turn view that keeps the notice lines (what one-shot prints on stderr)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def text(self, delta: str) -> None: ...
+    def tool_call(self, name: str, arguments: dict[str, Any]) -> None: ...
+    def observation(self, obs: Any) -> None: ...
+
+    def notice(self, line: str) -> None:
+        self.lines.append(line)
+
+
+async def kill_demo(world: World, rt: Any) -> int:
+    """SIGKILL the demo server and wait until the Manager has seen it go; returns its pid."""
+    gone = anyio.Event()
+    stop = rt.manager.subscribe(lambda s: gone.set() if s.state is not ServerState.CONNECTED else None)
+    pid = int(world.pidfile.read_text())
+    os.kill(pid, signal.SIGKILL)
+    with anyio.fail_after(20):
+        await gone.wait()
+    stop()
+    assert rt.manager.status("demo").state is ServerState.DISCONNECTED
+    return pid
+
+
+async def test_a_crashed_server_is_reconnected_by_the_next_call(world: World) -> None:
     model = world.script(
         *convert_script(world),
         step(call(MCP, server="demo", tool="convert_units", arguments=MARATHON)),
-        step(content="The demo server is gone; reconnect it."),
-        step(call("list_dir", path=".")),
-        step(content="Still here."),
+        step(content="Still 42.16 km."),
     )
     async with world.runtime("demo") as rt, world.agent(rt, model) as agent:
         assert (await agent.run_turn("marathon?")).ok
-        gone = anyio.Event()
-        stop = rt.manager.subscribe(lambda s: gone.set() if s.state is not ServerState.CONNECTED else None)
-        os.kill(int(world.pidfile.read_text()), signal.SIGKILL)
-        with anyio.fail_after(20):
-            await gone.wait()
-        stop()
-        broken = await agent.run_turn("again?")
+        pid = await kill_demo(world, rt)
+        assert world.launches() == 1
+        notices = Notices()
+        again = await agent.run_turn("again?", notices)
+        session = agent.session_id
+    # The call reconnected the server (a new process), then ran: no /mcp connect needed.
+    assert again.ok, again
+    assert again.tool_calls[0]["outcome"] == "ok" and "42.1648" in again.tool_calls[0]["text"]
+    assert world.launches() == 2 and int(world.pidfile.read_text()) != pid
+    assert notices.lines == [f"demo: reconnected, {rt.manager.status('demo').tool_count} tools"], (
+        notices.lines
+    )
+    # The step's visible set was computed while the server was down: the model was not
+    # offered the tool, the call still ran under a visible set computed again.
+    assert not any("convert_units" in name for name in model.tool_names(4))
+    log = world.home / "sessions" / f"{session}.jsonl"
+    events = list(read_events(log))
+    [reconnect] = [e for e in events if e["type"] == "agent.reconnect"]
+    assert reconnect["server"] == "demo" and reconnect["state"] == "connected"
+    assert any(e["type"] == "turn.end" and e.get("reconnected") == "demo" for e in events)
+    # A replay shows the call under the visible set computed after the reconnect.
+    last = [t for t in replay(log).turns if t.calls][-1]
+    assert last.calls[0]["result"]["outcome"] == "ok"
+    assert any("convert_units" in i for i in last.visible)
+
+
+async def test_a_server_still_down_says_when_keen_tries_again(world: World) -> None:
+    once = step(call(MCP, server="demo", tool="convert_units", arguments=MARATHON))
+    model = world.script(
+        *convert_script(world),
+        once,
+        once,
+        step(content="The demo server is gone."),
+        step(call("list_dir", path=".")),
+        step(content="Still here."),
+        once,
+        step(content="Back: 42.16 km."),
+    )
+    async with world.runtime("demo") as rt, world.agent(rt, model) as agent:
+        assert (await agent.run_turn("marathon?")).ok
+        world.down.touch()
+        await kill_demo(world, rt)
+        notices = Notices()
+        broken = await agent.run_turn("again?", notices)
+        # One attempt (refused), then none within its back-off window.
+        assert world.launches() == 2
         alive = await agent.run_turn("list the work dir")
-    text = broken.tool_calls[0]["text"]
-    assert broken.tool_calls[0]["outcome"] in ("denied", "error")
-    assert "keen mcp connect demo" in text and "disconnected" in text, text
+        world.down.unlink()
+        await anyio.sleep(1.1)  # past the 1 s back-off window of the failed attempt
+        back_notices = Notices()
+        back = await agent.run_turn("and now?", back_notices)
+        session = agent.session_id
+    first, second = broken.tool_calls
+    assert first["outcome"] in ("denied", "error") and second["outcome"] in ("denied", "error")
+    text = first["text"]
+    assert "disconnected" in text and "the demo server is down" in text, text
+    assert "Keen reconnects this server by itself at a call made 1 s from now or later" in text, text
+    assert "keen mcp connect demo" in text, text
     assert not broken.ok
+    [line] = notices.lines[:1]
+    assert line.startswith("demo: still disconnected (") and "the demo server is down" in line, line
+    assert "Keen tries again at a call made 1 s from now or later; `keen mcp connect demo` tries now" in line
+    assert len([n for n in notices.lines if n.startswith("demo:")]) == 1, notices.lines
     assert alive.ok and alive.answer == "Still here."
+    assert back.ok and "42.1648" in back.tool_calls[0]["text"], back
+    assert world.launches() == 3
+    assert back_notices.lines[0].startswith("demo: reconnected, ")
+    events = list(read_events(world.home / "sessions" / f"{session}.jsonl"))
+    states = [e["state"] for e in events if e["type"] == "agent.reconnect"]
+    assert states == ["disconnected", "connected"]
 
 
 async def test_compaction_leaves_a_short_record_and_keeps_activated_skills(world: World) -> None:

@@ -1,7 +1,7 @@
 """The agent tests' world: a runtime over real MCP servers and scripted models.
 
 Servers: ``demo`` (keen-demo over stdio, started through a shim that records its pid so a
-test can kill it), ``everything`` (the npm reference server), ``basic`` and ``booking``
+test can kill it, counts its launches, and exits at once while ``<pidfile>.down`` exists), ``everything`` (the npm reference server), ``basic`` and ``booking``
 (tests/servers). The scripted model is Keen's own ``scripted:`` provider reading a file
 the test writes; :class:`Recording` keeps what each model call was sent.
 """
@@ -23,7 +23,9 @@ from keen.mcp.types import ServerState
 from keen.runtime import Runtime, open_runtime
 
 _SHIM = (
-    "import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
+    "import os, sys; open(sys.argv[1] + '.launches', 'a').write('x\\n'); "
+    "os.path.exists(sys.argv[1] + '.down') and sys.exit('fatal: the demo server is down'); "
+    "open(sys.argv[1], 'w').write(str(os.getpid())); "
     "from keen.demo.server import main; main()"
 )
 
@@ -56,6 +58,16 @@ class World:
     home: Path
     tmp: Path
     pidfile: Path
+
+    @property
+    def down(self) -> Path:
+        """While this file exists the demo server refuses to start (exit 1, a line on stderr)."""
+        return self.pidfile.with_name(self.pidfile.name + ".down")
+
+    def launches(self) -> int:
+        """How many times the demo server was started."""
+        path = self.pidfile.with_name(self.pidfile.name + ".launches")
+        return len(path.read_text().splitlines()) if path.exists() else 0
 
     def skill_md(self, server: str) -> str:
         return str(self.home / "skills" / f"mcp:{server}" / "SKILL.md")

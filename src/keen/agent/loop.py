@@ -18,6 +18,16 @@ Approval: the permission gate asks the :class:`Approver` for each call it marks 
 server is not connected, the observation says how the user reconnects it (the front
 end's command, ``connect_command``).
 
+A server that went away (a crashed stdio server, a restarted HTTP server) is reconnected
+on demand, as ``keen serve`` does (:mod:`keen.mcp.reconnect`: only ``disconnected`` and
+enabled servers, one attempt per back-off window, concurrent needs share one): before a
+call to one of its tools, the agent asks the session's :class:`~keen.mcp.reconnect.Reconnector`
+to bring it back and waits for that attempt. When it is back, the visible set is computed
+again (its tools were hidden while it was down), then the call runs; when it is still
+down the call fails as usual and the observation says when Keen tries again. Either way
+one line tells the user (:attr:`Agent.on_reconnect`, else the view's notice) and the event
+log records an ``agent.reconnect`` event. A call that failed is never repeated.
+
 Cancellation (Ctrl-C in the REPL cancels the scope around ``run_turn``) stops the model
 stream or the running call, answers every pending tool call with "cancelled", compacts
 and records the turn, and re-raises; the session and its servers stay open.
@@ -28,6 +38,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -37,13 +48,15 @@ import anyio
 from keen.agent.compaction import CallRecord, compact_turn
 from keen.agent.elicitation import Elicitor
 from keen.agent.models import Message, Model, ModelDone, ModelError, TextDelta, ToolCall
+from keen.agent.reconnect import reconnect_line, retry_words
 from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt
 from keen.capabilities import PermissionMode, capability_id
 from keen.errors import KeenError
 from keen.gateway import CALL_MCP_TOOL, ApprovalRequest
 from keen.harness import Harness, Observation
 from keen.harness.policy import visibility
-from keen.mcp.types import ServerState
+from keen.mcp.reconnect import Reconnector
+from keen.mcp.types import ServerState, ServerStatus
 from keen.skills import Discovery, activate
 
 if TYPE_CHECKING:
@@ -145,6 +158,13 @@ class Agent:
         connect_command: how this front end reconnects a server, ``{server}`` filled in.
         denial_note: added to each permission denial the model sees (e.g. one-shot's
             "rerun with --yes").
+
+    Attributes:
+        reconnector: reconnects servers that went away before calls that need them (module
+            docstring); a front end with a long-lived task group sets its ``task_group``.
+        on_reconnect: told each reconnect attempt's outcome (the server's status after it,
+            seconds until the next attempt may start); ``None``: the turn's view gets a
+            notice line instead.
     """
 
     def __init__(
@@ -174,6 +194,10 @@ class Agent:
         self.last_result: TurnResult | None = None
         self._prompt: tuple[Discovery, str, str] | None = None
         self._elicitor = elicitor
+        self.reconnector = Reconnector(runtime.manager)
+        self.on_reconnect: Callable[[ServerStatus, float], None] | None = None
+        self._server_of: dict[str, str] = {}
+        """Model tool name -> server, of every MCP tool offered this session."""
         if elicitor is not None:
             runtime.manager.elicitation = elicitor
         self.harness: Harness = runtime.harness(
@@ -230,7 +254,7 @@ class Agent:
 
     async def _steps(self, view: TurnView, result: TurnResult, records: list[CallRecord]) -> None:
         for _ in range(self.max_steps):
-            tools = self.harness.begin_turn()
+            tools = self._begin()
             result.steps += 1
             try:
                 done = await self._model_call(tools, view)
@@ -286,10 +310,58 @@ class Agent:
         )
         return done
 
+    def _begin(self) -> list[dict[str, Any]]:
+        """The harness's visible set for a step; remembers which server each MCP tool is on."""
+        tools = self.harness.begin_turn()
+        catalog = self.harness.catalog
+        for cap_id, entry in self.harness.visible.items():
+            if catalog is not None and entry.kind == "tool" and cap_id in catalog:
+                server = catalog.get(cap_id).server
+                if server is not None:
+                    self._server_of[entry.name] = server
+        return tools
+
+    async def revive(self, server: str, view: TurnView | None = None) -> ServerStatus | None:
+        """Reconnect ``server`` if it went away and its back-off window allows (module doc),
+        tell the user the outcome, and log it.
+
+        Returns:
+            The server's status after the attempt, or ``None`` when none was made (it is not
+            ``disconnected``, it is disabled or unknown, or its last attempt failed less
+            than a window ago).
+        """
+        if not self.reconnector.reconnectable(server) or not await self.reconnector.ensure([server]):
+            return None
+        status = self.runtime.manager.status(server)
+        retry_in = self.reconnector.retry_in(server)
+        self.harness.log.emit(
+            "agent.reconnect",
+            turn=self.harness.turn,
+            server=server,
+            state=status.state.value,
+            error=status.last_error,
+            retry_in=round(retry_in, 1),
+        )
+        if self.on_reconnect is not None:
+            self.on_reconnect(status, retry_in)
+        elif view is not None:
+            view.notice(reconnect_line(status, retry_in, self.connect_command))
+        return status
+
     async def _run_call(
         self, call: ToolCall, view: TurnView, result: TurnResult, records: list[CallRecord]
     ) -> None:
         view.tool_call(call.name, call.arguments)
+        server = (
+            call.arguments.get("server") if call.name == CALL_MCP_TOOL else self._server_of.get(call.name)
+        )
+        if isinstance(server, str):
+            status = await self.revive(server, view)
+            if status is not None and status.state is ServerState.CONNECTED:
+                # The visible set was computed while the server was down (its tools hidden):
+                # compute it again, so this call and the rest of the step see them.
+                self.harness.end_turn(step=result.steps, reconnected=server)
+                self._begin()
         obs = await self.harness.call(call.name, call.arguments)
         text = self._explain(call, obs)
         view.observation(obs if text == obs.text else _with_text(obs, text))
@@ -399,6 +471,9 @@ class Agent:
             return ""
         why = f" ({status.last_error})" if status.last_error else ""
         command = self.connect_command.format(server=server)
+        if self.reconnector.reconnectable(server):
+            retry = retry_words(self.reconnector.retry_in(server))
+            return f" Server {server} is {status.state.value}{why}.{retry} If it stays down, the user can fix it and run `{command}`."
         return f" Server {server} is {status.state.value}{why}; the user can reconnect it with `{command}`."
 
     # -- session ------------------------------------------------------------------------------

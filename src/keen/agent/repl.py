@@ -5,7 +5,10 @@ goes on in the background (docs/chat.md "Startup"; :class:`keen.agent.servers.Se
 When every server has settled, the skills are synced, the agent's catalog is reloaded
 before the next turn, and one line per server that did not connect says why and what
 fixes it. Later changes (a server crashing or reconnecting, its tools changing) get a line
-and a reload too.
+and a reload too. A server that went away is reconnected by the next tool call that needs it
+(or ``/mcp:SERVER``): one line says it is back, or still down and when Keen tries again
+(:mod:`keen.agent.reconnect`); the attempts run in the session's task group, so Ctrl-C
+stops the turn's wait, not the attempt.
 
 Keys: Enter sends; Up/Down walk the history (``$KEEN_HOME/history``, 0600, known secrets
 redacted); Tab completes slash commands, skill names and server names. Ctrl-C while the
@@ -36,10 +39,12 @@ from keen import paths
 from keen._redact import redactor
 from keen._terminal import terminal_text
 from keen.agent.asking import Asker
+from keen.agent.reconnect import reconnect_line
 from keen.agent.servers import ServerWatch
 from keen.agent.slash import COMMANDS, SlashCommands, message_text, parse
 from keen.agent.view import ConsoleView
 from keen.errors import KeenError
+from keen.mcp.types import ServerState
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -49,6 +54,7 @@ if TYPE_CHECKING:
     from keen.agent.loop import Agent
     from keen.agent.models import Model
     from keen.capabilities import PermissionMode
+    from keen.mcp.types import ServerStatus
     from keen.runtime import Runtime
 
 logger = logging.getLogger(__name__)
@@ -133,6 +139,7 @@ class Repl:
         self.asker = asker
         self.slash = SlashCommands(runtime, agent, console, on_authorization_url=self._authorization_url)
         self.watch = ServerWatch(runtime, self.notice)
+        agent.on_reconnect = self.reconnected
         self.skills: list[str] = []
         self.servers: list[str] = []
         self._turn_scope: anyio.CancelScope | None = None
@@ -143,6 +150,12 @@ class Repl:
     def notice(self, line: str, style: str = "yellow") -> None:
         """One line from Keen (escaped: it may quote a server)."""
         self.console.print(Text(terminal_text(line), style=style), soft_wrap=True)
+
+    def reconnected(self, status: ServerStatus, retry_in: float) -> None:
+        """One line after an on-demand reconnect (the watch does not repeat it)."""
+        self.watch.told(status)
+        back = status.state is ServerState.CONNECTED
+        self.notice(reconnect_line(status, retry_in, self.agent.connect_command), "green" if back else "red")
 
     def _authorization_url(self, url: str, opened: bool) -> None:
         how = "opened in your browser" if opened else "open this URL in a browser"
@@ -268,12 +281,14 @@ class Repl:
         )
         try:
             async with anyio.create_task_group() as tg:
+                self.agent.reconnector.task_group = tg
                 tg.start_soon(self.watch.run, discovery_timeout)
                 if sys.platform != "win32":
                     tg.start_soon(self._watch_sigint)
                 await self.loop()
                 tg.cancel_scope.cancel()
         finally:
+            self.agent.reconnector.task_group = None
             self.watch.close()
 
 

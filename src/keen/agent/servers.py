@@ -12,7 +12,9 @@
 
 Each of these marks the catalog stale; the REPL reloads it before the next turn. Slash
 commands that change servers themselves (``/mcp connect``) hold :attr:`ServerWatch.lock`
-and call :meth:`ServerWatch.settle`, so what they already printed is not repeated.
+and call :meth:`ServerWatch.settle`, so what they already printed is not repeated; an
+on-demand reconnect during a turn (its own line) calls :meth:`ServerWatch.told`, and the
+watch still syncs that server's skill without a second line.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class ServerWatch:
         self.lock = anyio.Lock()
         self._reported: dict[str, ServerState] = {}
         self._changed: set[str] = set()
+        self._told: dict[str, ServerState] = {}
         self._tools_changed = False
         self._wake = anyio.Event()
         self._unsubscribe: list[Callable[[], None]] = []
@@ -108,6 +111,12 @@ class ServerWatch:
         """Take every server's current state as already reported (call it holding :attr:`lock`)."""
         self._reported = {s.name: s.state for s in self.runtime.manager.servers()}
         self._changed.clear()
+        self._told.clear()
+
+    def told(self, status: ServerStatus) -> None:
+        """Someone else printed ``status``'s state (an on-demand reconnect): the watch syncs
+        the skills for it as usual but prints no line of its own for that state."""
+        self._told[status.name] = status.state
 
     def _on_status(self, status: ServerStatus) -> None:
         self.catalog_stale = True
@@ -128,6 +137,8 @@ class ServerWatch:
                     continue
                 await self._sync()  # regenerates the skill of a server whose tools changed
                 for status in news:
+                    if self._told.pop(status.name, None) is status.state:
+                        continue
                     if status.state is ServerState.CONNECTED:
                         self.notice(f"{status.name}: connected, {status.tool_count} tools", "dim")
                     else:

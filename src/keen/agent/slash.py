@@ -5,7 +5,8 @@
 ``/mcp``                                the servers' status table
 ``/mcp connect SERVER``                 reconnect (and sign in), regenerate and enable its skill
 ``/mcp:SERVER ARGS``, ``/SKILL ARGS``   activate a skill: its SKILL.md, arguments substituted,
-                                        becomes a retained ``[Activate skill: ...]`` message
+                                        becomes a retained ``[Activate skill: ...]`` message;
+                                        a SERVER that went away is reconnected first
 ``/skills [list]``                      the skills, enabled or not
 ``/skills enable|disable NAME``         show or hide a skill in the catalog
 ``/skills reload``                      read the skills directory again
@@ -93,6 +94,8 @@ class AgentLike(Protocol):
     def activate_skill(self, name: str, args: str) -> None: ...
 
     def reload_catalog(self) -> None: ...
+
+    async def revive(self, server: str) -> ServerStatus | None: ...
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,8 @@ class SlashCommands:
                 if inspect.isawaitable(result):
                     await result
                 return Outcome()
+            if command.name.startswith("mcp:"):
+                await self.revive(command.name.removeprefix("mcp:"))
             return self.activate(command.name, command.args)
         except KeenError as exc:
             self.error(describe(exc))
@@ -382,6 +387,14 @@ class SlashCommands:
         self.console.print(table)
 
     # -- /SKILL ---------------------------------------------------------------------------------
+
+    async def revive(self, server: str) -> None:
+        """Before ``/mcp:SERVER``: reconnect SERVER if it went away (the agent's back-off rules
+        and line), then sync the skills, so the skill the outage disabled is enabled again."""
+        status = await self.agent.revive(server)
+        if status is not None and status.state is ServerState.CONNECTED:
+            await self.runtime.sync()
+            self.agent.reload_catalog()
 
     def activate(self, name: str, args: str) -> Outcome:
         """``/NAME ARGS``: activate skill ``name``; ARGS (if any) becomes the turn to run."""
