@@ -36,6 +36,7 @@ def serve(home: Home, *names: str) -> None:
             "env": {"KEEN_HOME": str(home.keen_home), "DEMO_TOKEN": SECRET},
         },
         "booking": stdio_server("elicit_stdio.py"),
+        "chat": stdio_server("chat_tools.py"),
     }
     home.write({name: entries[name] for name in names})
 
@@ -126,6 +127,28 @@ def test_a_script_calling_before_it_reads_the_schema_is_refused_then_may_retry(h
     assert (first["outcome"], first["gate"]) == ("denied", "visibility"), first
     assert "not among this turn's tools" in first["text"] and "callable from your next step" in first["text"]
     assert retry["outcome"] == "ok" and "6.2137" in retry["text"], retry
+
+
+def test_a_server_that_crashed_is_reconnected_by_the_next_call(home: Home) -> None:
+    """docs/chat.md "When a server goes away": no /mcp connect in a one-shot run; the next
+    call to the crashed server starts it again and runs, and stderr says so in one line."""
+    serve(home, "chat")
+    model = script(
+        home,
+        {
+            "content": "",
+            "tool_calls": [read(schema(home, "chat", "crash")), read(schema(home, "chat", "note"))],
+        },
+        {"content": "", "tool_calls": [mcp("chat", "crash")]},
+        {"content": "", "tool_calls": [mcp("chat", "note", text="after the crash")]},
+        {"content": "Noted after the crash."},
+    )
+    run = chat(home, "-p", "crash it, then note it", "--model", model, "--json", "--yes")
+    assert run.code == 0, str(run)
+    crashed, noted = run.json()["tool_calls"][2:]
+    assert crashed["outcome"] == "error" and "went away during" in crashed["text"], crashed
+    assert noted["outcome"] == "ok" and noted["text"] == "noted: after the crash", noted
+    assert run.stderr.count("chat: reconnected, 5 tools") == 1, run.stderr
 
 
 def test_real_openai_client_against_a_fake_endpoint(home: Home) -> None:
