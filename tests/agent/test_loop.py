@@ -200,6 +200,7 @@ async def test_a_server_still_down_says_when_keen_tries_again(world: World) -> N
     assert "disconnected" in text and "the demo server is down" in text, text
     assert "Keen reconnects this server by itself at a call made 1 s from now or later" in text, text
     assert "keen mcp connect demo" in text, text
+    assert "search_tools" not in text, text  # the tool exists; its server is down
     assert not broken.ok
     [line] = notices.lines[:1]
     assert line.startswith("demo: still disconnected (") and "the demo server is down" in line, line

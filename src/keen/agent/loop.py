@@ -444,6 +444,10 @@ class Agent:
         if not obs.is_error:
             return text
         server = call.arguments.get("server") if call.name == CALL_MCP_TOOL else None
+        hint = self._server_hint(server) if isinstance(server, str) else ""
+        if obs.denied == "visibility" and hint:
+            # Hidden only because its server is down: searching would not help; say that.
+            return f"{call.arguments.get('tool')!s} of server {server} cannot run now.{hint}"
         if obs.denied == "visibility" and call.name == CALL_MCP_TOOL and isinstance(server, str):
             tool = call.arguments.get("tool")
             catalog = self.harness.catalog
@@ -456,8 +460,7 @@ class Agent:
                 else:
                     self._request(cap_id)
                     text += " It exists: it is callable from your next step."
-        if isinstance(server, str):
-            text += self._server_hint(server)
+        text += hint
         if obs.denied == "permission" and self.denial_note:
             text += f" {self.denial_note}"
         return text
