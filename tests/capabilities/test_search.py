@@ -3,6 +3,8 @@ paths read as files; identical tools on several servers are one hit."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -172,3 +174,25 @@ def test_a_pasted_image_does_not_drown_the_words_of_the_task() -> None:
         catalog.search(f"What does this base64 image mean? {blob}", k=1)[0].tool
         == "extract_image_from_base64"
     )
+
+
+def test_the_first_search_leaves_the_host_programs_logging_alone(tmp_path: Path) -> None:
+    # wordllama calls logging.basicConfig(level=INFO) when imported (at the first search):
+    # that put a stderr handler on the embedding program's root logger, so every INFO line of
+    # the program and its libraries started printing. A fresh interpreter imports it anew.
+    code = """
+import logging, sys
+from keen.capabilities import Catalog
+from keen.mcp.types import Tool
+catalog = Catalog.from_tools([Tool("t", "get_time", "Current time in a time zone.", {})], {}, cache=False)
+assert catalog.search("what time is it", k=1)[0].id == "mcp__t__get_time"
+root = logging.getLogger()
+print(len(root.handlers), logging.getLevelName(root.level))
+logging.getLogger("host.app").info("host info line")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "WARNING"]
+    assert "host info line" not in done.stderr

@@ -50,7 +50,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,8 +93,9 @@ def embedder() -> Any:
 
     Raises ``FileNotFoundError`` when the wheel lacks its weights (a broken install).
     """
-    import wordllama
-    from wordllama import WordLlama
+    with _root_logging_kept():
+        import wordllama
+        from wordllama import WordLlama
 
     return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
 
@@ -377,6 +378,21 @@ class ToolSearch:
         (only those ``mask`` allows), in catalog order; ``[]`` when it has none."""
         members = self._members.get(int(self._groups[position]), [])
         return [i for i in members if i != position and (mask is None or bool(mask[i]))]
+
+
+@contextlib.contextmanager
+def _root_logging_kept() -> Iterator[None]:
+    """wordllama calls ``logging.basicConfig(level=INFO)`` on import, which would give the
+    program that embeds Keen a stderr handler printing every INFO line: undo it."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)
 
 
 @contextlib.contextmanager
