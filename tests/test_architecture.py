@@ -9,6 +9,7 @@ a lower layer loads nothing above it.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -89,6 +90,22 @@ def test_every_public_name_resolves() -> None:
     assert set(keen.__all__) <= set(dir(keen))
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = keen.nope  # type: ignore[attr-defined]
+
+
+def test_every_error_a_call_raises_is_public_and_in_the_docs_tree() -> None:
+    # Gateway.call raises ToolQuarantined and ToolChanged: `except keen.ToolQuarantined`
+    # must work, and docs/architecture.md "Errors" must draw every class a program may catch.
+    import keen.errors
+
+    classes = {
+        name
+        for name in keen.errors.__all__
+        if isinstance(cls := getattr(keen.errors, name), type) and issubclass(cls, keen.errors.KeenError)
+    }
+    assert classes - set(keen.__all__) == set()
+    assert all(getattr(keen, name) is getattr(keen.errors, name) for name in classes)
+    tree = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split("## Errors", 1)[1]
+    assert [name for name in sorted(classes) if not re.search(rf"(?m)(^|[─ ]){name}\b", tree)] == []
 
 
 def test_public_names_come_from_their_layer() -> None:

@@ -33,7 +33,10 @@ if TYPE_CHECKING:
         ServerMisconfigured,
         ServerNotConfigured,
         SkillError,
+        ToolChanged,
         ToolNotFound,
+        ToolQuarantined,
+        UserActionRequired,
     )
     from keen.gateway import CALL_MCP_TOOL, ApprovalRequest, Gateway, GatewayResult, tool_definition
     from keen.mcp import Manager, ServerInfo, ServerState, ServerStatus, Tool, ToolResult
@@ -62,7 +65,10 @@ _EXPORTS: dict[str, str] = {
             "ServerMisconfigured",
             "ServerNotConfigured",
             "SkillError",
+            "ToolChanged",
             "ToolNotFound",
+            "ToolQuarantined",
+            "UserActionRequired",
         ),
     ),
     **exports_from(
@@ -104,8 +110,11 @@ __all__ = [
     "SkillError",
     "SkillsConfig",
     "Tool",
+    "ToolChanged",
     "ToolNotFound",
+    "ToolQuarantined",
     "ToolResult",
+    "UserActionRequired",
     "__version__",
     "activate",
     "connect_server",
