@@ -129,6 +129,27 @@ async def test_connect_regenerates_and_enables_a_disabled_skill(
     assert saved["is_enabled"]["mcp:other"] is False  # other skills are left alone
 
 
+async def test_a_session_of_some_servers_syncs_only_those(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # open_runtime(only=..., sync=True): the servers left out were not started, so they are
+    # `configured`; syncing them as such disabled their skills for every other session.
+    path = write_config({"basic": IN_MEMORY, "other": IN_MEMORY})
+    async with open_runtime(
+        manager=_manager(path, basic=make_basic_server(), other=make_basic_server()), wait=30, sync=True
+    ):
+        pass
+    manager = Manager(
+        path, transports={"basic": in_memory_transport(make_basic_server()._mcp_server)}, only={"basic"}
+    )
+    async with open_runtime(manager=manager, wait=30, sync=True) as rt:
+        assert rt.sync_report is not None
+        assert [e.server for e in rt.sync_report.entries] == ["basic"]
+    saved = json.loads((keen_home / "skills" / "config.json").read_text()).get("is_enabled", {})
+    assert saved.get("mcp:other", True) is True
+    assert (keen_home / "skills" / "mcp:other" / "SKILL.md").is_file()
+
+
 async def test_remedies_are_worded_for_the_model_and_raise_for_error_raises(
     write_config: Callable[[dict[str, Any]], Path],
 ) -> None:

@@ -180,7 +180,8 @@ async def open_runtime(
         config_path: ``configs.json``; default ``$KEEN_HOME/mcp/configs.json``.
         config: an already-loaded config, or its data as a dict (see :class:`~keen.mcp.Manager`);
             wins over ``config_path``.
-        only: connect just these servers (``set()``: none until :meth:`Runtime.connect`).
+        only: connect just these servers (``set()``: none until :meth:`Runtime.connect`);
+            the sync then leaves the other servers' skills as they are.
         wait: seconds to wait for every server's first connection attempt; ``None`` does
             not wait (discovery goes on in the background).
         discovery_view: entered around the wait, e.g. a live status table.

@@ -124,7 +124,7 @@ class Manager:
 
             auth_factory = oauth_auth_factory()
         self._auth_factory = auth_factory
-        self._only = only
+        self.only = only
         self._transports = dict(transports or {})
         self._runtimes: dict[str, ServerRuntime] = {}
         self._misconfigured: dict[str, ServerStatus] = {}
@@ -174,7 +174,7 @@ class Manager:
         await self._tg.__aenter__()
         self._started = True
         for runtime in self._runtimes.values():
-            if runtime.config.enabled and (self._only is None or runtime.name in self._only):
+            if runtime.config.enabled and (self.only is None or runtime.name in self.only):
                 self._tg.start_soon(runtime.run, name=f"keen-mcp-owner-{runtime.name}")
             else:
                 runtime.settled.set()

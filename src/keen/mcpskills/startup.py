@@ -14,7 +14,7 @@ import anyio
 from keen import paths
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
-from keen.mcpskills.sync import ServerSnapshot, SyncReport, sync_mcp_skills
+from keen.mcpskills.sync import ServerSnapshot, SyncReport, sync_mcp_skills, sync_server
 
 __all__ = ["snapshots", "sync_from_manager"]
 
@@ -36,6 +36,10 @@ async def sync_from_manager(
 ) -> SyncReport:
     """Run the startup sync for every configured server (file work off the event loop).
 
+    A Manager started with ``only`` syncs just the servers it started: the others were not
+    asked for (``configured``), so their skills are left as they are, neither disabled nor
+    removed.
+
     Args:
         manager: a started Manager (servers still connecting are synced as not connected).
         skills_root: the skills directory; default ``$KEEN_HOME/skills``.
@@ -49,6 +53,19 @@ async def sync_from_manager(
     """
     root = skills_root or paths.skills_dir()
     snaps = snapshots(manager)
+    if manager.only is not None:
+        started = [
+            s for s in snaps if s.status.name in manager.only or s.status.state is not ServerState.CONFIGURED
+        ]
+        return await anyio.to_thread.run_sync(
+            lambda: SyncReport(
+                root,
+                [
+                    sync_server(s, skills_root=root, force_enable=s.status.name in force_enable)
+                    for s in started
+                ],
+            )
+        )
     # The sync reads config.json itself, under the skills-dir lock (no update lost).
     return await anyio.to_thread.run_sync(
         lambda: sync_mcp_skills(snaps, skills_root=root, force_enable=force_enable)
