@@ -155,6 +155,20 @@ async def test_disconnect_removes_tools_with_a_capability_diff(session: Session)
     assert DEMO not in removed["policy_inputs"]["connected_servers"]
     late = await h.call("mcp__keen-demo__convert_units", {"value": 1, "from_unit": "km", "to_unit": "m"})
     assert late.denied == "visibility"
+    # The refusal says why: the server is down (searching cannot bring its tools back), by
+    # its model name or through call_mcp_tool.
+    by_id = await h.call(
+        "call_mcp_tool",
+        {
+            "server": DEMO,
+            "tool": "convert_units",
+            "arguments": {"value": 1, "from_unit": "km", "to_unit": "m"},
+        },
+    )
+    for refused in (late, by_id):
+        assert refused.denied == "visibility" and refused.code == "server_disconnected", refused.text
+        assert f'MCP server "{DEMO}"' in refused.text and "search_tools" not in refused.text
+        assert refused.text.endswith("The user has to fix and reconnect this server; tell them.")
 
 
 async def test_refusals_and_failures_tell_the_model_what_to_do(session: Session) -> None:

@@ -11,7 +11,18 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from keen.capabilities import Capability, Catalog, Kind, PermissionMode, SearchFilter, SearchHit
-from keen.errors import InvalidArguments, RemoteProtocolError
+from keen.errors import (
+    AuthFailed,
+    AuthRequired,
+    InvalidArguments,
+    KeenError,
+    MCPServerError,
+    RemoteProtocolError,
+    ServerDisabled,
+    ServerDisconnected,
+    ServerMisconfigured,
+    ServerNotConfigured,
+)
 from keen.gateway import Approval, ApprovalRequest
 from keen.harness.local import Output
 from keen.harness.policy import visibility
@@ -19,9 +30,53 @@ from keen.harness.policy import visibility
 if TYPE_CHECKING:
     from keen.mcp.manager import Manager
 
-__all__ = ["ask", "contents_text", "cut_text", "hook_name", "prompt_text", "read_handle", "search_catalog"]
+__all__ = [
+    "ask",
+    "contents_text",
+    "cut_text",
+    "hook_name",
+    "prompt_text",
+    "read_handle",
+    "search_catalog",
+    "server_trouble",
+]
+
+# The checks about the server itself, not the tool: their messages leak nothing of a hidden tool.
+_SERVER_ERRORS = (
+    ServerNotConfigured,
+    ServerMisconfigured,
+    ServerDisabled,
+    ServerDisconnected,
+    AuthRequired,
+    AuthFailed,
+)
 
 _DEFAULT_HINT = "ask for less, e.g. with a narrower query or pagination arguments"
+
+
+def server_trouble(
+    manager: Manager, name: str, server: str | None, tool: str | None, args: dict[str, Any]
+) -> MCPServerError | None:
+    """Why the server of a call outside the visible set cannot serve it (not configured,
+    disabled, disconnected, signed out), so the refusal says so instead of pointing at a
+    search that cannot find a disconnected server's tools; ``None`` when the server is fine.
+
+    ``name`` is the tool name the model used (``mcp__<server>__<tool>``) when it did not
+    name ``server`` (``call_mcp_tool``); the longest configured server name it starts with wins.
+    """
+    if server is None and name.startswith("mcp__"):
+        prefixes = [s for s in manager.config.servers if name.startswith(f"mcp__{s}__")]
+        server = max(prefixes, key=len, default=None)
+        tool = name.removeprefix(f"mcp__{server}__") if server else None
+    if server is None:
+        return None
+    try:
+        manager.check_call(server, tool or "?", args)
+    except _SERVER_ERRORS as exc:
+        return exc
+    except KeenError:
+        pass  # the tool or its arguments: not this refusal's business
+    return None
 
 
 async def ask(

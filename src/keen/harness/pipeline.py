@@ -57,7 +57,7 @@ from keen.harness.entries import (
     local_capability,
 )
 from keen.harness.events import EventLog, new_session_id, session_path
-from keen.harness.executors import ask, cut_text, hook_name, read_handle, search_catalog
+from keen.harness.executors import ask, cut_text, hook_name, read_handle, search_catalog, server_trouble
 from keen.harness.local import LOCAL_TOOLS, LocalToolError, Output, Workspace
 from keen.harness.policy import (
     TOUCHED_WINDOW,
@@ -405,9 +405,9 @@ class Harness:
         else:
             cap = self._caps.get(cap_id)
             if cap_id not in self.visible or cap is None:
+                why, code = self._why_hidden(cap_id, name, server, tool, args)
                 return self._deny(
-                    call_id, name, "visibility", self._why_hidden(cap_id, name, server, tool),
-                    cap_id or name, where=(server, tool),
+                    call_id, name, "visibility", why, cap_id or name, code, where=(server, tool)
                 )  # fmt: skip
         if cap.server is not None and cap.kind == "tool":
             server, tool = cap.server, cap.name
@@ -422,32 +422,19 @@ class Harness:
             stages.append("mcp_checks")
         # permission: the second gate (approval when the mode says ask).
         verdict, why = permission(cap, self.mode)
-        if verdict == "ask":
+        asked = verdict == "ask"
+        if asked:
             verdict, why = await ask(self.approve, self.approved_by, cap, server, tool, args)
-            self.log.emit(
-                "approval",
-                turn=self.turn,
-                call_id=call_id,
-                decision=verdict,
-                by=self.approved_by,
-                reason=why,
-            )
-        elif cap.server is not None:
-            self.log.emit(
-                "approval", turn=self.turn, call_id=call_id, decision=verdict, by="policy", reason=why
-            )
+        if asked or cap.server is not None:
+            by = self.approved_by if asked else "policy"
+            self.log.emit("approval", turn=self.turn, call_id=call_id, decision=verdict, by=by, reason=why)
         if verdict != "allow":
             return self._deny(call_id, name, "permission", why, cap_id, where=where)
         stages.append("permission")
         for hook in self.pre_hooks:
             if refusal := hook(cap_id, args):
                 self.log.emit(
-                    "hook",
-                    turn=self.turn,
-                    call_id=call_id,
-                    stage="pre",
-                    hook=hook_name(hook),
-                    denied=refusal,
+                    "hook", turn=self.turn, call_id=call_id, stage="pre", hook=hook_name(hook), denied=refusal
                 )
                 return self._deny(call_id, name, "hook", refusal, cap_id, where=where)
         stages.append("pre_hooks")
@@ -479,13 +466,19 @@ class Harness:
         self._more = f"ask the user for a narrower part of {cap.name}"
         return Observation(call_id, name, text, capability=cap.id, server=cap.server)
 
-    def _why_hidden(self, cap_id: str, name: str, server: str | None, tool: str | None) -> str:
-        """A visibility refusal's text (by id for call_mcp_tool, or an earlier turn's name)."""
+    def _why_hidden(
+        self, cap_id: str, name: str, server: str | None, tool: str | None, args: dict[str, Any]
+    ) -> tuple[str, str | None]:
+        """A visibility refusal's text and code (by id for call_mcp_tool, or an earlier turn's
+        name); a tool whose server is down or unusable says that, with the remedy."""
         try:
             known = self.catalog.get(cap_id or name) if self.catalog is not None else None
         except KeyError:
             known = None
-        return hidden_reason(known, self.mode, f"{server}/{tool}" if server else name)
+        gateway = self.gateway if known is None else None
+        if gateway and (trouble := server_trouble(gateway.manager, name, server, tool, args)):
+            return self.remedy_words(trouble, trouble.server), trouble.code
+        return hidden_reason(known, self.mode, f"{server}/{tool}" if server else name), None
 
     async def _visible_to(
         self,
