@@ -150,6 +150,29 @@ async def test_a_session_of_some_servers_syncs_only_those(
     assert (keen_home / "skills" / "mcp:other" / "SKILL.md").is_file()
 
 
+async def test_the_harness_cuts_results_where_the_session_says(
+    write_config: Callable[[dict[str, Any]], Path], tmp_path: Path
+) -> None:
+    # open_runtime(max_result_chars=...) bounded the gateway only: the harness (what an agent
+    # calls through) kept its own 20,000, and its default was not README's 40,000.
+    path = write_config({"basic": IN_MEMORY})
+    async with open_runtime(
+        manager=_manager(path, basic=make_basic_server()), wait=30, max_result_chars=50
+    ) as rt:
+        h = rt.harness(mode="auto", workspace=tmp_path)
+        h.begin_turn()
+        await h.call("search_tools", {"query": "return the text unchanged"})
+        h.begin_turn()
+        long = await h.call("mcp__basic__echo", {"text": "x" * 500})
+        assert long.truncated_chars == 450 and long.text.startswith("x" * 50 + "\n[truncated"), long.text
+        h.close()
+    async with open_runtime(manager=_manager(path, basic=make_basic_server()), wait=30) as rt:
+        h = rt.harness(mode="auto", workspace=tmp_path)
+        assert h.max_result_chars == rt.gateway.max_result_chars == 40_000
+        assert rt.harness(mode="auto", workspace=tmp_path, max_result_chars=10).max_result_chars == 10
+        h.close()
+
+
 async def test_remedies_are_worded_for_the_model_and_raise_for_error_raises(
     write_config: Callable[[dict[str, Any]], Path],
 ) -> None:

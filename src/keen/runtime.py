@@ -143,13 +143,15 @@ class Runtime:
         quarantined, taken again at each turn and rebuilt from what changed only
         (:class:`~keen.capabilities.catalog_cache.CatalogCache`); its permission gate takes
         over the gateway's approval (docs/architecture.md "The harness"). ``workspace``: the local tools' root
-        (default: the current directory). Other ``options`` go to ``Harness``. Close it
-        with :meth:`Harness.close` when the session ends.
+        (default: the current directory). Results are cut past the session's
+        ``max_result_chars`` (``open_runtime``'s) unless ``options`` set another. Other
+        ``options`` go to ``Harness``. Close it with :meth:`Harness.close` when the session ends.
         """
         from keen.capabilities.catalog_cache import CatalogCache
         from keen.harness import Harness
 
         catalog = CatalogCache(self.manager, skills=self.skills, pins=self.gateway.pins)
+        options.setdefault("max_result_chars", self.gateway.max_result_chars)
         return Harness(
             catalog, self.gateway, mode=mode, approve=approve, workspace=workspace or Path.cwd(), **options
         )
@@ -192,7 +194,8 @@ async def open_runtime(
             ``readOnlyHint`` run; ``keen.gateway.allow_all`` allows every call).
         audit: receives one event dict per gateway call.
         observers: subscribed to the Manager's state changes for the session's lifetime.
-        max_result_chars: the gateway's cut for a result's text.
+        max_result_chars: where a result's text is cut for the model, by the gateway and by
+            :meth:`Runtime.harness`.
         manager: a Manager built by the caller (e.g. with in-memory transports); it is
             started and closed here all the same. ``config_path``, ``config`` and ``only``
             are then ignored.

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from keen.capabilities import Capability, Risk, capability_id
-from keen.gateway import CALL_MCP_TOOL
+from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS
 from keen.mcp.types import ToolResult
 
 __all__ = [
@@ -38,7 +38,6 @@ LOAD_SKILL = "load_skill"
 READ_RESOURCE = "read_resource"
 HANDLE_KINDS = frozenset({"resource", "prompt"})
 """Capabilities listed in the resource index and read with ``read_resource``, not offered as tools."""
-DEFAULT_MAX_RESULT_CHARS = 20_000
 DEFAULT_BUDGET = 8_000
 
 PreHook = Callable[[str, dict[str, Any]], str | None]
