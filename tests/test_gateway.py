@@ -179,6 +179,14 @@ def test_tool_definitions_for_llm_apis() -> None:
         tool_definition("gemini")
 
 
+def test_the_tool_definition_names_the_real_skills_directory_by_default(keen_home: Path) -> None:
+    # README's tool_definition("anthropic") told the model to read "<skills>/mcp:<server>/SKILL.md",
+    # a path no model can open; the default is now $KEEN_HOME/skills, where the sync writes.
+    description = tool_definition("anthropic")["description"]
+    assert f"{keen_home / 'skills'}/mcp:<server>/SKILL.md" in description and "<skills>" not in description
+    assert "<skills>/mcp:<server>" in tool_definition("mcp", skills_dir="<skills>")["description"]
+
+
 async def test_without_approval_only_read_only_tools_run(manager: Manager) -> None:
     events: list[dict[str, Any]] = []
     gateway = Gateway(manager, audit=events.append)  # no approval callback: safe by default

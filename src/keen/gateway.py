@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from keen import paths
 from keen._redact import redactor
 from keen.errors import ApprovalDenied, KeenError, Remedy
 from keen.mcp.pins import PinGuard, pinning_policy
@@ -123,7 +124,9 @@ def tool_definition(style: str = "openai", *, skills_dir: str | None = None) -> 
         style: ``"openai"`` (Chat Completions ``{"type": "function", "function": {...}}``),
             ``"anthropic"`` (``{"name", "description", "input_schema"}``) or ``"mcp"``
             (``{"name", "description", "inputSchema"}``, MCP 2025-11-25 "Tools").
-        skills_dir: replaces ``<skills>`` in the description with the real path.
+        skills_dir: the skills directory the description tells the model to read
+            (``<skills>/mcp:<server>/SKILL.md``); default ``$KEEN_HOME/skills``, where the
+            sync writes them.
 
     Returns:
         A new dict each call (safe to modify).
@@ -131,7 +134,7 @@ def tool_definition(style: str = "openai", *, skills_dir: str | None = None) -> 
     Raises:
         ValueError: another style.
     """
-    description = _DESCRIPTION.replace("<skills>", skills_dir or "<skills>")
+    description = _DESCRIPTION.replace("<skills>", skills_dir or str(paths.skills_dir()))
     schema = json.loads(json.dumps(_INPUT_SCHEMA))
     if style == "openai":
         return {
