@@ -259,6 +259,27 @@ async def test_large_results_are_cut_with_a_note(session: Session) -> None:
     assert events(h, "result")[-1]["text"] == echoed.text, "the log keeps the text as the model saw it"
 
 
+async def test_a_cancelled_call_is_audited_as_cancelled(session: Session) -> None:
+    # A host that cancels a running call (a timeout, Ctrl-C) left a `call` event with no
+    # `result`: the audit could not tell a cancelled call from a crash mid-write.
+    h = session.harness(mode="auto")
+    h.begin_turn()
+    await h.call("search_tools", {"query": "long running operation with progress updates"})
+    await h.call("search_tools", {"query": "echo back the input message"})
+    h.begin_turn()
+    with anyio.move_on_after(1) as scope:
+        await h.call("mcp__everything__trigger-long-running-operation", {"duration": 30, "steps": 3})
+    assert scope.cancelled_caught
+    result = events(h, "result")[-1]
+    assert result["capability"] == "mcp__everything__trigger-long-running-operation"
+    assert result["outcome"] == "cancelled" and result["code"] == "cancelled"
+    assert result["stages"][-2:] == ["execute", "audit"]
+    after = await h.call("mcp__everything__echo", {"message": "still here"})
+    assert not after.is_error and "still here" in after.text
+    replayed = replay(h.log.path)
+    assert replayed.ok and replayed.turns[-1].calls[0]["result"]["outcome"] == "cancelled"
+
+
 async def test_replay_restores_every_turns_visible_set(session: Session) -> None:
     h = session.harness(mode="ask", approve=lambda _: True)
     seen: list[set[str]] = []

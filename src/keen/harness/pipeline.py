@@ -34,6 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import anyio
 import jsonschema
 
 from keen import paths
@@ -290,7 +291,15 @@ class Harness:
         who: dict[str, Any] = {"caller": caller} if caller else {}
         self.log.emit("call", turn=self.turn, call_id=call_id, name=name, arguments=arguments, **who)
         stages: list[str] = []
-        obs = await self._gates(call_id, name, arguments, stages, caller)
+        try:
+            obs = await self._gates(call_id, name, arguments, stages, caller)
+        except anyio.get_cancelled_exc_class():
+            # Audited before the cancellation goes on: a call with no result reads as a crash.
+            self.log.emit(
+                "result", turn=self.turn, call_id=call_id, capability=self._by_name.get(name, name),
+                outcome="cancelled", code="cancelled", stages=[*stages, "audit"], **who,
+            )  # fmt: skip
+            raise
         if obs.denied is None:
             obs = self._truncate(obs)
             stages.append("truncate")
