@@ -15,12 +15,13 @@ from conftest import stdio_server
 from keen.errors import (
     ApprovalDenied,
     InvalidArguments,
+    Remedy,
     ServerDisabled,
     ServerDisconnected,
     ServerNotConfigured,
     ToolNotFound,
 )
-from keen.gateway import ApprovalRequest, Gateway, allow_all, allow_read_only, tool_definition
+from keen.gateway import ApprovalRequest, Gateway, allow_all, allow_read_only, for_model, tool_definition
 from keen.mcp import Manager
 from keen.skills import SkillsConfig
 
@@ -200,3 +201,26 @@ async def test_without_approval_only_read_only_tools_run(manager: Manager) -> No
     with pytest.raises(ApprovalDenied):
         await Gateway(manager, approval=allow_read_only).call("local", "pid", {})
     assert (await Gateway(manager, approval=allow_all).call("local", "pid", {})).text == pid_before
+
+
+def test_a_remedy_starts_its_own_sentence_after_a_servers_text() -> None:
+    # A crashed stdio server's last stderr line ends the message with no full stop: the model
+    # read "... running on stdio The user has to fix and reconnect this server".
+    down = ServerDisconnected(
+        'MCP server "memory" is disconnected. Last error: MCP server "memory" exited unexpectedly; '
+        "last stderr: Knowledge Graph MCP Server running on stdio",
+        server="memory",
+        remedy=Remedy.RECONNECT,
+    )
+    assert for_model(down, "memory").endswith(
+        "running on stdio. The user has to fix and reconnect this server; tell them."
+    )
+    closed = ServerDisconnected(
+        'MCP server "memory" is disconnected.', server="memory", remedy=Remedy.RECONNECT
+    )
+    assert (
+        for_model(closed, "memory")
+        == 'MCP server "memory" is disconnected. The user has to fix and reconnect this server; tell them.'
+    )
+    bare = ServerDisconnected("no remedy here", server="memory")
+    assert for_model(bare, "memory") == "no remedy here"

@@ -95,7 +95,11 @@ def for_model(exc: KeenError, server: str) -> str:
         One line of text; the remedy part is empty when the error has none or the model can
         do nothing about it.
     """
-    return exc.message + _FOR_MODEL.get(exc.remedy, "").format(server=server)
+    remedy = _FOR_MODEL.get(exc.remedy, "").format(server=server)
+    if remedy and not exc.message.rstrip().endswith((".", "!", "?")):
+        # The message may end with a server's own text (its last stderr line): close it.
+        remedy = "." + remedy
+    return exc.message + remedy
 
 
 _INPUT_SCHEMA: dict[str, Any] = {
