@@ -8,12 +8,14 @@ subprocess; tests/test_peers.py keeps the subprocess and HTTP peers.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import server_script
 from helpers.http_servers import make_basic_server
 from keen.errors import ApprovalDenied, ConfigError, RemoteToolError, ServerNotConfigured
 from keen.gateway import ApprovalRequest, allow_all
@@ -148,6 +150,24 @@ async def test_a_session_of_some_servers_syncs_only_those(
     saved = json.loads((keen_home / "skills" / "config.json").read_text()).get("is_enabled", {})
     assert saved.get("mcp:other", True) is True
     assert (keen_home / "skills" / "mcp:other" / "SKILL.md").is_file()
+
+
+async def test_a_session_with_its_own_config_keeps_the_configured_servers_skills(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # open_runtime(config={"mcpServers": ...}, sync=True): the sync took the script's servers
+    # for the whole configuration and deleted every generated skill of configs.json's servers.
+    path = write_config({"basic": IN_MEMORY})
+    async with open_runtime(manager=_manager(path, basic=make_basic_server()), wait=30, sync=True):
+        pass
+    adhoc = {
+        "mcpServers": {"adhoc": {"command": sys.executable, "args": [str(server_script("basic_stdio"))]}}
+    }
+    async with open_runtime(config=adhoc, wait=30, sync=True) as rt:
+        assert rt.sync_report is not None
+        assert [(e.server, e.action) for e in rt.sync_report.entries] == [("adhoc", "generated")]
+    assert (keen_home / "skills" / "mcp:basic" / "SKILL.md").is_file()
+    assert (keen_home / "skills" / "mcp:adhoc" / "SKILL.md").is_file()
 
 
 async def test_the_harness_cuts_results_where_the_session_says(

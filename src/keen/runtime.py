@@ -77,6 +77,9 @@ class Runtime:
         sync_report: the startup sync's report, when one ran.
         live: the live refresh keeping generated skills in line with the servers' tools
             (``keen.mcpskills.live``), when the session has one.
+        sync_servers: the servers whose skills :meth:`sync` manages (``None``: every
+            configured one, and removed servers' skills go); a session opened with its own
+            ``config`` manages only its servers' skills, leaving configs.json's alone.
     """
 
     def __init__(self, manager: Manager, gateway: Gateway, skills_root: Path) -> None:
@@ -87,6 +90,7 @@ class Runtime:
         self.discovered = False
         self.sync_report: SyncReport | None = None
         self.live: LiveSkills | None = None
+        self.sync_servers: frozenset[str] | None = None
 
     async def wait_for_discovery(self, timeout: float, view: DiscoveryView | None = None) -> bool:
         """Wait up to ``timeout`` seconds for every server's first connection attempt.
@@ -105,7 +109,7 @@ class Runtime:
         skill cannot be written.
         """
         self.sync_report = await sync_from_manager(
-            self.manager, skills_root=self.skills_root, force_enable=force_enable
+            self.manager, skills_root=self.skills_root, force_enable=force_enable, servers=self.sync_servers
         )
         return self.sync_report
 
@@ -181,7 +185,8 @@ async def open_runtime(
     Args:
         config_path: ``configs.json``; default ``$KEEN_HOME/mcp/configs.json``.
         config: an already-loaded config, or its data as a dict (see :class:`~keen.mcp.Manager`);
-            wins over ``config_path``.
+            wins over ``config_path``. ``sync`` then writes these servers' skills only and
+            leaves the other skills (configs.json's servers') as they are.
         only: connect just these servers (``set()``: none until :meth:`Runtime.connect`);
             the sync then leaves the other servers' skills as they are.
         wait: seconds to wait for every server's first connection attempt; ``None`` does
@@ -216,6 +221,7 @@ async def open_runtime(
     """
     root = skills_root or paths.skills_dir()
     async with contextlib.AsyncExitStack() as stack:
+        own_config = manager is None and config is not None
         if manager is None:
             manager = Manager(config_path, config=config, only=only)
         if elicitation is not None:
@@ -227,6 +233,9 @@ async def open_runtime(
             stack.callback(manager.subscribe(observer))
         gateway = Gateway(manager, approval=approval, audit=audit, max_result_chars=max_result_chars)
         runtime = Runtime(manager, gateway, root)
+        if own_config:
+            # Not configs.json's servers: their skills are the only ones this session's sync touches.
+            runtime.sync_servers = frozenset(manager.config.servers) | frozenset(manager.config.invalid)
         if wait is not None:
             await runtime.wait_for_discovery(wait, discovery_view)
         if sync:

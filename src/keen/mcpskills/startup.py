@@ -7,6 +7,7 @@ for every front end; its ``connect_server`` reconnects one server and re-syncs i
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 import anyio
@@ -32,7 +33,11 @@ def snapshots(manager: Manager) -> list[ServerSnapshot]:
 
 
 async def sync_from_manager(
-    manager: Manager, *, skills_root: Path | None = None, force_enable: frozenset[str] = frozenset()
+    manager: Manager,
+    *,
+    skills_root: Path | None = None,
+    force_enable: frozenset[str] = frozenset(),
+    servers: Collection[str] | None = None,
 ) -> SyncReport:
     """Run the startup sync for every configured server (file work off the event loop).
 
@@ -44,6 +49,8 @@ async def sync_from_manager(
         manager: a started Manager (servers still connecting are synced as not connected).
         skills_root: the skills directory; default ``$KEEN_HOME/skills``.
         force_enable: servers whose skill is enabled even if the user disabled it.
+        servers: sync just these servers' skills and leave every other skill alone (a
+            session whose config is not configs.json's); ``None``: the whole configuration.
 
     Returns:
         One entry per configured server and per removed one.
@@ -53,10 +60,11 @@ async def sync_from_manager(
     """
     root = skills_root or paths.skills_dir()
     snaps = snapshots(manager)
-    if manager.only is not None:
-        started = [
-            s for s in snaps if s.status.name in manager.only or s.status.state is not ServerState.CONFIGURED
-        ]
+    if servers is None and manager.only is not None:
+        servers = {s.status.name for s in snaps if s.status.state is not ServerState.CONFIGURED}
+        servers |= manager.only
+    if servers is not None:
+        started = [s for s in snaps if s.status.name in servers]
         return await anyio.to_thread.run_sync(
             lambda: SyncReport(
                 root,
