@@ -170,6 +170,21 @@ async def test_a_session_with_its_own_config_keeps_the_configured_servers_skills
     assert (keen_home / "skills" / "mcp:adhoc" / "SKILL.md").is_file()
 
 
+async def test_a_closed_harness_gives_the_gateway_its_approval_back(
+    write_config: Callable[[dict[str, Any]], Path], tmp_path: Path
+) -> None:
+    # The harness takes over the gateway's approval while it runs; after close() the
+    # session's own approval was still replaced, so every direct call was refused.
+    path = write_config({"basic": IN_MEMORY})
+    async with open_runtime(
+        manager=_manager(path, basic=make_basic_server()), wait=30, approval=allow_all
+    ) as rt:
+        rt.harness(mode="auto", workspace=tmp_path).close()
+        assert rt.gateway.approval is allow_all
+        result = await rt.gateway.call("basic", "fail", {"message": "sent"})  # not read-only: asks
+        assert result.is_error and result.text == "sent"
+
+
 async def test_the_harness_cuts_results_where_the_session_says(
     write_config: Callable[[dict[str, Any]], Path], tmp_path: Path
 ) -> None:

@@ -122,6 +122,7 @@ class Harness:
     ) -> None:
         self.catalog_source = catalog_source
         self.gateway = gateway
+        self._prior_approval = gateway.approval if gateway is not None else None
         if gateway is not None:
             gateway.approval = self._gateway_approval
         self.mode: PermissionMode = mode
@@ -272,6 +273,9 @@ class Harness:
         return {"name": entry.name, "description": description, "inputSchema": schema}
 
     def close(self) -> None:
+        """Close the event log and give the gateway back the approval it had before."""
+        if self.gateway is not None and self.gateway.approval == self._gateway_approval:
+            self.gateway.approval = self._prior_approval
         self._changes.close()
         self.log.close()
 
@@ -463,15 +467,8 @@ class Harness:
                 raise ServerNotConfigured("no MCP servers in this session", server=cap.server or "")
             text = await read_handle(self.gateway.manager, cap, args.get("arguments") or {})
         except KeenError as exc:
-            return Observation(
-                call_id,
-                name,
-                f"Error: {self.remedy_words(exc, cap.server or '')}",
-                True,
-                capability=cap.id,
-                code=exc.code,
-                server=cap.server,
-            )
+            text = f"Error: {self.remedy_words(exc, cap.server or '')}"
+            return Observation(call_id, name, text, True, capability=cap.id, code=exc.code, server=cap.server)
         self._more = f"ask the user for a narrower part of {cap.name}"
         return Observation(call_id, name, text, capability=cap.id, server=cap.server)
 
@@ -523,15 +520,9 @@ class Harness:
         try:
             result = await self.gateway.call(server, tool, args)
         except KeenError as exc:
+            text = f"Error: {self.remedy_words(exc, server)}"
             return Observation(
-                call_id,
-                name,
-                f"Error: {self.remedy_words(exc, server)}",
-                is_error=True,
-                capability=cap_id,
-                code=exc.code,
-                server=server,
-                tool=tool,
+                call_id, name, text, True, capability=cap_id, code=exc.code, server=server, tool=tool
             )
         finally:
             _CLEARED.reset(token)
