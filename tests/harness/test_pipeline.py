@@ -259,6 +259,20 @@ async def test_large_results_are_cut_with_a_note(session: Session) -> None:
     assert events(h, "result")[-1]["text"] == echoed.text, "the log keeps the text as the model saw it"
 
 
+async def test_call_mcp_tool_takes_arguments_sent_as_json_text(session: Session) -> None:
+    # Some models send call_mcp_tool's "arguments" object as a JSON string: the gateway's
+    # handle_tool_call took it, the harness (keen chat's path) refused the same call.
+    h = session.harness(mode="auto")
+    h.begin_turn()
+    await h.call("search_tools", {"query": "echo back the input message"})
+    h.begin_turn()
+    call = {"server": "everything", "tool": "echo", "arguments": json.dumps({"message": "as text"})}
+    echoed = await h.call("call_mcp_tool", call)
+    assert not echoed.is_error and "as text" in echoed.text, echoed.text
+    broken = await h.call("call_mcp_tool", {**call, "arguments": "{not json"})
+    assert broken.denied == "validate" and '"arguments": {...}' in broken.text
+
+
 async def test_a_cancelled_call_is_audited_as_cancelled(session: Session) -> None:
     # A host that cancels a running call (a timeout, Ctrl-C) left a `call` event with no
     # `result`: the audit could not tell a cancelled call from a crash mid-write.

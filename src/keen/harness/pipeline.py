@@ -27,8 +27,10 @@ Two ways to decide visibility:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import itertools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -380,6 +382,9 @@ class Harness:
         if name == CALL_MCP_TOOL:
             server, tool = args.get("server"), args.get("tool")
             inner = args.get("arguments", {})
+            if isinstance(inner, str):  # some models send the object as JSON text (the gateway takes it too)
+                with contextlib.suppress(ValueError):
+                    inner = json.loads(inner)
             if not isinstance(server, str) or not isinstance(tool, str) or not isinstance(inner, dict):
                 return self._deny(
                     call_id, name, "validate", 'send {"server": ..., "tool": ..., "arguments": {...}}'
