@@ -181,6 +181,10 @@ async def test_a_server_still_down_says_when_keen_tries_again(world: World) -> N
         step(content="Back: 42.16 km."),
     )
     async with world.runtime("demo") as rt, world.agent(rt, model) as agent:
+        # The back-off window runs on this clock, not the wall's: a loaded machine cannot
+        # stretch the turn past the window and make a second attempt (or change the wording).
+        now = [1000.0]
+        agent.reconnector.clock = lambda: now[0]
         assert (await agent.run_turn("marathon?")).ok
         world.down.touch()
         await kill_demo(world, rt)
@@ -190,7 +194,7 @@ async def test_a_server_still_down_says_when_keen_tries_again(world: World) -> N
         assert world.launches() == 2
         alive = await agent.run_turn("list the work dir")
         world.down.unlink()
-        await anyio.sleep(1.1)  # past the 1 s back-off window of the failed attempt
+        now[0] += 1.1  # past the 1 s back-off window of the failed attempt
         back_notices = Notices()
         back = await agent.run_turn("and now?", back_notices)
         session = agent.session_id
