@@ -170,6 +170,25 @@ async def test_a_session_with_its_own_config_keeps_the_configured_servers_skills
     assert (keen_home / "skills" / "mcp:adhoc" / "SKILL.md").is_file()
 
 
+async def test_a_session_with_its_own_config_and_only_some_servers_syncs_only_those(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # open_runtime(config=..., only=..., sync=True): the session's own servers that it did
+    # not start are `configured`; syncing them as such disabled a same-named skill that
+    # configs.json's server had generated.
+    path = write_config({"basic": IN_MEMORY})
+    async with open_runtime(manager=_manager(path, basic=make_basic_server()), wait=30, sync=True):
+        pass
+    stdio = {"command": sys.executable, "args": [str(server_script("basic_stdio"))]}
+    adhoc = {"mcpServers": {"adhoc": stdio, "basic": stdio}}
+    async with open_runtime(config=adhoc, only={"adhoc"}, wait=30, sync=True) as rt:
+        assert rt.sync_report is not None
+        assert [(e.server, e.action) for e in rt.sync_report.entries] == [("adhoc", "generated")]
+    saved = json.loads((keen_home / "skills" / "config.json").read_text()).get("is_enabled", {})
+    assert saved.get("mcp:basic", True) is True
+    assert (keen_home / "skills" / "mcp:basic" / "SKILL.md").is_file()
+
+
 async def test_a_closed_harness_gives_the_gateway_its_approval_back(
     write_config: Callable[[dict[str, Any]], Path], tmp_path: Path
 ) -> None:

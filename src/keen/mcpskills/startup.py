@@ -60,9 +60,12 @@ async def sync_from_manager(
     """
     root = skills_root or paths.skills_dir()
     snaps = snapshots(manager)
-    if servers is None and manager.only is not None:
-        servers = {s.status.name for s in snaps if s.status.state is not ServerState.CONFIGURED}
-        servers |= manager.only
+    if manager.only is not None:
+        # The servers left out were never started (``configured``): not this sync's to touch,
+        # even when ``servers`` names them (a session's own config, opened with ``only``).
+        started = {s.status.name for s in snaps if s.status.state is not ServerState.CONFIGURED}
+        started |= manager.only
+        servers = started if servers is None else started & set(servers)
     if servers is not None:
         started = [s for s in snaps if s.status.name in servers]
         return await anyio.to_thread.run_sync(
