@@ -176,6 +176,19 @@ def test_a_pasted_image_does_not_drown_the_words_of_the_task() -> None:
     )
 
 
+def test_a_query_that_is_only_data_still_ranks_by_it() -> None:
+    # Dropping data words must not leave an empty query (every score equal, an arbitrary
+    # order): a search for a tool's id finds that tool.
+    uuid = "4569a607-338e-4d66-80f7-17f911778b1d"
+    tools = [
+        Tool("ids", "1e0edd2a-8d53-4355-805f-54b7e5555725", "", {}),
+        Tool("ids", uuid, "", {}),
+        Tool("ids", "b9c1f0e2-5a4d-4e1b-9f3a-2c7d8e6f0a11", "", {}),
+    ]
+    catalog = Catalog.from_tools(tools, {"ids": "Tools named by ids."}, cache=False)
+    assert catalog.search(uuid, k=1)[0].tool == uuid
+
+
 def test_the_first_search_leaves_the_host_programs_logging_alone(tmp_path: Path) -> None:
     # wordllama calls logging.basicConfig(level=INFO) when imported (at the first search):
     # that put a stderr handler on the embedding program's root logger, so every INFO line of

@@ -13,7 +13,8 @@ A task may also carry data: a base64 image, a hash, a token, a UUID. Such a blob
 description of a tool, yet it outweighs the words that are: one pasted image makes
 hundreds of embedding tokens, and its pieces match tools named by ids. :func:`search_query`
 drops every word that holds a run of 32 or more letters, digits, ``+``, ``=``, ``_`` or
-``-`` with at least two digits in it (natural words and tool names never do).
+``-`` with at least two digits in it (natural words and tool names never do), unless the
+query holds nothing else: then ToolSearch ranks by the query as it is.
 """
 
 from __future__ import annotations

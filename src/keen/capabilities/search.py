@@ -327,7 +327,11 @@ class ToolSearch:
 
         w = self.weights
         size, n_servers = len(self.ids), len(self._server_vectors)
-        query = search_query(query[:MAX_QUERY_CHARS])
+        cut = query[:MAX_QUERY_CHARS]
+        # A query that is nothing but data (a hash, a tool named by its UUID) still ranks by
+        # it: dropping it all would leave nothing to rank by, and an arbitrary order.
+        words = search_query(cut)
+        query = words if words.strip() else cut
         tokens = stem_tokens([query])
         qv = _embed([query])[0]
         doc = w.lexical * _standardise(self._lexical(self._bm25, tokens, size))
