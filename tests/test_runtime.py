@@ -223,8 +223,10 @@ async def test_the_harness_cuts_results_where_the_session_says(
     async with open_runtime(manager=_manager(path, basic=make_basic_server()), wait=30) as rt:
         h = rt.harness(mode="auto", workspace=tmp_path)
         assert h.max_result_chars == rt.gateway.max_result_chars == 40_000
-        assert rt.harness(mode="auto", workspace=tmp_path, max_result_chars=10).max_result_chars == 10
         h.close()
+        own = rt.harness(mode="auto", workspace=tmp_path, max_result_chars=10)
+        assert own.max_result_chars == 10
+        own.close()
 
 
 async def test_remedies_are_worded_for_the_model_and_raise_for_error_raises(
