@@ -219,6 +219,33 @@ async def test_a_server_still_down_says_when_keen_tries_again(world: World) -> N
     assert states == ["disconnected", "connected"]
 
 
+async def test_a_call_by_model_name_to_a_server_still_down_says_when_keen_tries_again(world: World) -> None:
+    # The model may call a tool by the name it was offered in an earlier step
+    # (mcp__demo__convert_units); its refusal said "the user has to fix and reconnect this
+    # server" while the same call through call_mcp_tool said Keen reconnects it by itself.
+    model = world.script(
+        *convert_script(world),
+        step(call(MCP, server="demo", tool="convert_units", arguments=MARATHON)),
+        step(content="Still 42.16 km."),
+        step(call("mcp__demo__convert_units", **MARATHON)),
+        step(content="The demo server is gone."),
+    )
+    async with world.runtime("demo") as rt, world.agent(rt, model) as agent:
+        agent.reconnector.clock = lambda: 1000.0  # the back-off window never passes
+        assert (await agent.run_turn("marathon?")).ok
+        assert (await agent.run_turn("again?")).ok
+        assert any(n == "mcp__demo__convert_units" for n in model.tool_names(-1)), model.tool_names(-1)
+        world.down.touch()
+        await kill_demo(world, rt)
+        broken = await agent.run_turn("and now?", Notices())
+    [refused] = broken.tool_calls
+    assert refused["outcome"] in ("denied", "error"), refused
+    text = refused["text"]
+    assert text.startswith("mcp__demo__convert_units of server demo cannot run now."), text
+    assert "Keen reconnects this server by itself at a call made 1 s from now or later" in text, text
+    assert "keen mcp connect demo" in text and "search_tools" not in text, text
+
+
 async def test_compaction_leaves_a_short_record_and_keeps_activated_skills(world: World) -> None:
     skill = world.home / "skills" / "unit-style"
     skill.mkdir(parents=True)

@@ -443,12 +443,16 @@ class Agent:
         text = obs.text
         if not obs.is_error:
             return text
-        server = call.arguments.get("server") if call.name == CALL_MCP_TOOL else None
+        by_id = call.name == CALL_MCP_TOOL
+        # By its model name too (mcp__<server>__<tool>, offered in an earlier step): the same
+        # hint, so the model reads that Keen reconnects the server either way.
+        server = call.arguments.get("server") if by_id else self._server_of.get(call.name)
         hint = self._server_hint(server) if isinstance(server, str) else ""
         if obs.denied == "visibility" and hint:
             # Hidden only because its server is down: searching would not help; say that.
-            return f"{call.arguments.get('tool')!s} of server {server} cannot run now.{hint}"
-        if obs.denied == "visibility" and call.name == CALL_MCP_TOOL and isinstance(server, str):
+            tool = call.arguments.get("tool") if by_id else call.name
+            return f"{tool!s} of server {server} cannot run now.{hint}"
+        if obs.denied == "visibility" and by_id and isinstance(server, str):
             tool = call.arguments.get("tool")
             catalog = self.harness.catalog
             cap_id = capability_id("tool", tool, server) if isinstance(tool, str) else ""
