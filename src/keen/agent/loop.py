@@ -352,10 +352,8 @@ class Agent:
         self, call: ToolCall, view: TurnView, result: TurnResult, records: list[CallRecord]
     ) -> None:
         view.tool_call(call.name, call.arguments)
-        server = (
-            call.arguments.get("server") if call.name == CALL_MCP_TOOL else self._server_of.get(call.name)
-        )
-        if isinstance(server, str):
+        server = self._call_server(call)
+        if server is not None:
             status = await self.revive(server, view)
             if status is not None and status.state is ServerState.CONNECTED:
                 # The visible set was computed while the server was down (its tools hidden):
@@ -446,13 +444,13 @@ class Agent:
         by_id = call.name == CALL_MCP_TOOL
         # By its model name too (mcp__<server>__<tool>, offered in an earlier step): the same
         # hint, so the model reads that Keen reconnects the server either way.
-        server = call.arguments.get("server") if by_id else self._server_of.get(call.name)
-        hint = self._server_hint(server) if isinstance(server, str) else ""
+        server = self._call_server(call)
+        hint = self._server_hint(server) if server is not None else ""
         if obs.denied == "visibility" and hint:
             # Hidden only because its server is down: searching would not help; say that.
             tool = call.arguments.get("tool") if by_id else call.name
             return f"{tool!s} of server {server} cannot run now.{hint}"
-        if obs.denied == "visibility" and by_id and isinstance(server, str):
+        if obs.denied == "visibility" and by_id and server is not None:
             tool = call.arguments.get("tool")
             catalog = self.harness.catalog
             cap_id = capability_id("tool", tool, server) if isinstance(tool, str) else ""
@@ -468,6 +466,14 @@ class Agent:
         if obs.denied == "permission" and self.denial_note:
             text += f" {self.denial_note}"
         return text
+
+    def _call_server(self, call: ToolCall) -> str | None:
+        """The server ``call`` needs: ``call_mcp_tool``'s ``server`` argument, or the server
+        of the MCP tool offered under the call's model name; ``None`` for neither."""
+        server = (
+            call.arguments.get("server") if call.name == CALL_MCP_TOOL else self._server_of.get(call.name)
+        )
+        return server if isinstance(server, str) else None
 
     def _server_hint(self, server: str) -> str:
         try:

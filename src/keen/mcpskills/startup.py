@@ -67,13 +67,13 @@ async def sync_from_manager(
         started |= manager.only
         servers = started if servers is None else started & set(servers)
     if servers is not None:
-        started = [s for s in snaps if s.status.name in servers]
+        chosen = [s for s in snaps if s.status.name in servers]
         return await anyio.to_thread.run_sync(
             lambda: SyncReport(
                 root,
                 [
                     sync_server(s, skills_root=root, force_enable=s.status.name in force_enable)
-                    for s in started
+                    for s in chosen
                 ],
             )
         )
