@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 
 from helpers.changing import wait_until
 from helpers.http_servers import make_basic_server
+from helpers.skills import settle, write_skill
 from keen.agent import Agent
 from keen.agent.providers.scripted import ScriptedModel
 from keen.capabilities import capability_id
@@ -29,25 +29,10 @@ from keen.harness import Harness
 from keen.mcp import Manager, in_memory_transport
 from keen.runtime import Runtime, open_runtime
 from keen.skills import SkillsConfig
-from keen.skills.cache import RACY_SECONDS
 
 pytestmark = pytest.mark.anyio
 
 IN_MEMORY = {"transport": "stdio", "command": "unused-in-memory"}
-
-
-def write_skill(root: Path, name: str, description: str) -> Path:
-    path = root / name / "SKILL.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        f"---\nname: {name}\ndescription: {description}\n---\n\nBody of {name}.\n", encoding="utf-8"
-    )
-    return path
-
-
-def settle() -> None:
-    """Let every file written so far leave the racy window, so that a cache hit is possible."""
-    time.sleep(RACY_SECONDS * 2)
 
 
 def index(harness: Harness) -> str:
@@ -68,7 +53,7 @@ async def session(keen_home: Path, write_config: Callable[[dict[str, Any]], Path
 async def test_unchanged_turns_reuse_one_catalog_and_one_scan(
     keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
 ) -> None:
-    write_skill(keen_home / "skills", "notes", "House rules for the docs folder.")
+    write_skill(keen_home / "skills" / "notes", "House rules for the docs folder.")
     async with session(keen_home, write_config) as rt:
         harness = rt.harness(mode="auto", workspace=keen_home)
         source = harness.catalog_source
@@ -89,7 +74,7 @@ async def test_skill_edits_toggles_additions_and_removals_show_at_the_next_turn(
     keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
 ) -> None:
     root = keen_home / "skills"
-    notes = write_skill(root, "notes", "House rules for the docs folder.")
+    notes = write_skill(root / "notes", "House rules for the docs folder.")
     async with session(keen_home, write_config) as rt:
         harness = rt.harness(mode="auto", workspace=keen_home)
         assert "docs folder" in index(harness)
@@ -119,7 +104,7 @@ async def test_skill_edits_toggles_additions_and_removals_show_at_the_next_turn(
         assert "notes" in index(harness)
 
         settle()
-        write_skill(root, "review", "How to review a pull request here.")
+        write_skill(root / "review", "How to review a pull request here.")
         assert "- review: How to review a pull request here." in index(harness)
         settle()
         shutil.rmtree(root / "notes")

@@ -93,6 +93,20 @@ def events(h: Harness, kind: str) -> list[dict[str, Any]]:
     return [e for e in read_events(h.log.path) if e["type"] == kind]
 
 
+async def kill_demo(session: Session) -> None:
+    """SIGKILL the demo server and wait until its Manager no longer has it connected."""
+    down = anyio.Event()
+    unsubscribe = session.manager.subscribe(
+        lambda status: (
+            down.set() if status.name == DEMO and status.state is not ServerState.CONNECTED else None
+        )
+    )
+    os.kill(int(session.pidfile.read_text()), signal.SIGKILL)
+    with anyio.fail_after(30):
+        await down.wait()
+    unsubscribe()
+
+
 def names(tools: list[dict[str, Any]]) -> set[str]:
     return {t["name"] for t in tools}
 
@@ -137,16 +151,7 @@ async def test_disconnect_removes_tools_with_a_capability_diff(session: Session)
     assert "mcp__keen-demo__convert_units" in names(h.begin_turn())
     ok = await h.call("mcp__keen-demo__convert_units", {"value": 1, "from_unit": "km", "to_unit": "m"})
     assert not ok.is_error and "1000" in ok.text, ok.text
-    down = anyio.Event()
-    unsubscribe = session.manager.subscribe(
-        lambda status: (
-            down.set() if status.name == DEMO and status.state is not ServerState.CONNECTED else None
-        )
-    )
-    os.kill(int(session.pidfile.read_text()), signal.SIGKILL)
-    with anyio.fail_after(30):
-        await down.wait()
-    unsubscribe()
+    await kill_demo(session)
     assert "mcp__keen-demo__convert_units" not in names(h.begin_turn())
     removed = events(h, "capability.diff")[-1]
     assert removed["turn"] == 3
@@ -183,16 +188,7 @@ async def test_refusals_and_failures_tell_the_model_what_to_do(session: Session)
     assert invalid.text.endswith(
         "Read the tool's schema file and pass arguments that match its inputSchema exactly."
     )
-    down = anyio.Event()
-    unsubscribe = session.manager.subscribe(
-        lambda status: (
-            down.set() if status.name == DEMO and status.state is not ServerState.CONNECTED else None
-        )
-    )
-    os.kill(int(session.pidfile.read_text()), signal.SIGKILL)
-    with anyio.fail_after(30):
-        await down.wait()
-    unsubscribe()
+    await kill_demo(session)
     # Still offered this turn: the gateway's "connected" check refuses it, with the remedy.
     gone = await h.call("mcp__keen-demo__convert_units", {"value": 1, "from_unit": "km", "to_unit": "m"})
     assert gone.denied == "validate" and gone.code == "server_disconnected", gone.text

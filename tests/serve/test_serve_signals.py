@@ -56,6 +56,14 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _assert_gone(upstream: int) -> None:
+    """The upstream stdio server ``upstream`` (a pid) exits within 10 s."""
+    deadline = time.monotonic() + 10
+    while _alive(upstream) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(upstream), "the upstream stdio server outlived keen serve"
+
+
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_stops_keen_serve_with_stdin_open_and_a_call_in_flight(
     tmp_path: Path, signum: signal.Signals, code: int
@@ -118,10 +126,7 @@ def test_a_signal_stops_keen_serve_with_stdin_open_and_a_call_in_flight(
         stderr = proc.stderr.read().decode() if proc.stderr else ""
         assert proc.returncode == code, stderr
         assert "Traceback" not in stderr, stderr
-        deadline = time.monotonic() + 10
-        while _alive(upstream) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(upstream), "the upstream stdio server outlived keen serve"
+        _assert_gone(upstream)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -194,10 +199,7 @@ def test_a_signal_stops_keen_serve_http_cleanly_with_a_call_in_flight(
         assert proc.returncode == code, output
         assert "Traceback" not in output and "Exception in ASGI application" not in output, output
         assert "keen serve is shutting down" in caller_got, caller_got
-        deadline = time.monotonic() + 10
-        while _alive(upstream) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(upstream), "the upstream stdio server outlived keen serve"
+        _assert_gone(upstream)
     finally:
         if proc.poll() is None:
             proc.kill()

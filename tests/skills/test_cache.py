@@ -6,24 +6,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
+from helpers.skills import settle, write_skill
 from keen.skills import SkillsConfig
-from keen.skills.cache import RACY_SECONDS, DiscoveryCache, skills_dir_state
-
-
-def write_skill(folder: Path, description: str, name: str | None = None) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "SKILL.md"
-    path.write_text(
-        f"---\nname: {name or folder.name}\ndescription: {description}\n---\n\nBody.\n", encoding="utf-8"
-    )
-    return path
-
-
-def settle() -> None:
-    time.sleep(RACY_SECONDS * 2)
+from keen.skills.cache import DiscoveryCache, skills_dir_state
 
 
 def test_an_unchanged_directory_is_scanned_once(tmp_path: Path) -> None:
