@@ -12,7 +12,7 @@ import functools
 import re
 from collections.abc import Callable, Iterable
 
-__all__ = ["STOPWORDS", "split_identifier", "stem_tokens", "words"]
+__all__ = ["STOPWORDS", "split_identifier", "stem_tokens", "stem_words", "words"]
 
 # camelCase / PascalCase / acronym boundaries and letter-digit boundaries.
 _CAMEL = re.compile(
@@ -115,3 +115,8 @@ def stem_tokens(texts: Iterable[str]) -> list[str]:
     """Stemmed, stopword-free tokens of ``texts`` joined (bm25s input)."""
     tokens = [w for text in texts for w in words(text) if w not in STOPWORDS]
     return _stemmer()(tokens) if tokens else []
+
+
+def stem_words(items: list[str]) -> list[str]:
+    """The Snowball English stem of each of ``items`` (lowercase words), in order."""
+    return _stemmer()(items) if items else []

@@ -5,11 +5,15 @@ Two signals, fused:
 - lexical: BM25 (``bm25s``, Lucene variant) over Snowball-stemmed words
   (:mod:`keen.capabilities._text`) of each capability's name (split on case, ``_``,
   ``-``, ``.``, ``/``; counted ``NAME_REPEAT`` times), title, description and parameter
-  descriptions;
+  descriptions; each query word's nearest catalog words in the embedding space count
+  too, at ``NEIGHBOUR_WEIGHT`` times their similarity (``railway`` also matches
+  ``train``; :class:`~keen.capabilities._embed.NeighbourTerms`);
 - semantic: cosine similarity of static word embeddings (``wordllama`` 0.4.0.post1,
   the 256-d ``l2_supercat`` weights and tokenizer shipped inside its wheel, loaded with
   downloads disabled: no network, no torch) of the server name, the tool name and the
-  one-line summary (:func:`semantic_text`).
+  one-line summary (:func:`semantic_text`), each text's token vectors averaged with
+  their inverse document frequency over the catalog's tools as weights
+  (:mod:`keen.capabilities._embed`), the query's with the same weights.
 
 Both are computed for every document and for every *server* (its name, catalog
 description and the names of its tools), each standardised over the corpus (z-scores:
@@ -34,7 +38,8 @@ one result: :meth:`ToolSearch.top` keeps the best-scoring copy and
 on the same tool twice.
 
 The index is built once per catalog hash and cached under
-``$KEEN_HOME/cache/toolsearch/<hash>/`` (bm25s files, ``float16`` embeddings); a reader
+``$KEEN_HOME/cache/toolsearch/<hash>/`` (bm25s files, ``float16`` embeddings, the
+token weights); a reader
 of a half-written cache never exists because the directory is renamed into place.
 Results are candidates for the caller's visibility decision, never authorization; the
 caller's permission filter is applied before the top ``k`` is cut, so a filtered-out
@@ -50,11 +55,12 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from keen.capabilities._embed import NeighbourTerms, embedder, idf_weights, pool, token_ids
 from keen.capabilities._query import search_query
 from keen.capabilities._text import split_identifier, stem_tokens
 from keen.capabilities.descriptor import Capability
@@ -62,11 +68,19 @@ from keen.capabilities.descriptor import Capability
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["INDEX_FORMAT", "MAX_QUERY_CHARS", "NAME_REPEAT", "SearchWeights", "ToolSearch", "embedder"]
+__all__ = [
+    "INDEX_FORMAT",
+    "MAX_QUERY_CHARS",
+    "NAME_REPEAT",
+    "NEIGHBOUR_WEIGHT",
+    "SearchWeights",
+    "ToolSearch",
+    "embedder",
+]
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = 3
+INDEX_FORMAT = 4
 """Bumped when the cached index layout or its document text changes."""
 NAME_REPEAT = 2
 """How many times the split name counts in the lexical document (names are the densest signal)."""
@@ -75,6 +89,9 @@ MAX_QUERY_CHARS = 2000
 """Only a query's first characters count: a task fits in far fewer, and scoring time grows
 with the query's length (a 1 MB query took 2.4 s here), which a host of ``keen serve``
 could otherwise spend for every other host."""
+NEIGHBOUR_WEIGHT = 0.3
+"""How much a query word's neighbour (:class:`~keen.capabilities._embed.NeighbourTerms`)
+counts in BM25 against the word itself, times their similarity."""
 
 
 @dataclass(frozen=True)
@@ -87,25 +104,8 @@ class SearchWeights:
     server: float = 0.5
 
 
-@functools.cache
-def embedder() -> Any:
-    """The wordllama model from the installed wheel (``disable_download=True``).
-
-    Raises ``FileNotFoundError`` when the wheel lacks its weights (a broken install).
-    """
-    with _root_logging_kept():
-        import wordllama
-        from wordllama import WordLlama
-
-    return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
-
-
-def _embed(texts: Sequence[str]) -> np.ndarray:
-    import numpy as np
-
-    if not texts:
-        return np.zeros((0, 256), dtype=np.float32)
-    return np.asarray(embedder().embed(list(texts), norm=True), dtype=np.float32)
+def _vectors(texts: Sequence[str], weights: np.ndarray) -> np.ndarray:
+    return pool(token_ids(texts), weights)
 
 
 def lexical_text(cap: Capability) -> list[str]:
@@ -178,6 +178,7 @@ class ToolSearch:
         server_vectors: np.ndarray,
         weights: SearchWeights,
         groups: np.ndarray | None = None,
+        token_weights: np.ndarray | None = None,
     ) -> None:
         import numpy as np
 
@@ -188,6 +189,12 @@ class ToolSearch:
         self._vectors = vectors
         self._server_vectors = server_vectors
         self.weights = weights
+        # IDF per wordllama token id over this catalog (see _embed); all ones: a plain mean.
+        self._token_weights = (
+            np.ones(embedder().embedding.shape[0], dtype=np.float32)
+            if token_weights is None
+            else token_weights
+        )
         # Copy group per document (see _copy_groups); members of groups with copies.
         self._groups = np.arange(len(ids), dtype=np.int32) if groups is None else groups
         shared = np.flatnonzero(np.bincount(self._groups, minlength=len(ids))[self._groups] > 1)
@@ -224,8 +231,13 @@ class ToolSearch:
             bm25.index([stem_tokens(lexical_text(c)) or [""] for c in caps] or [[""]], show_progress=False)
             bm25_servers.index([stem_tokens(d) or [""] for d in server_docs] or [[""]], show_progress=False)
         doc_server = np.array([row.get(c.server or "", -1) for c in caps], dtype=np.int32)
-        vectors = _embed([semantic_text(c) for c in caps])
-        server_vectors = _embed([". ".join(p for p in d if p)[: _MAX_DOC_CHARS * 2] for d in server_docs])
+        # Token IDF over the tools' lexical text (their whole description, not only the
+        # head that is embedded): a word every tool uses weighs little in any vector.
+        token_weights = idf_weights(token_ids([" ".join(lexical_text(c)) for c in caps]))
+        vectors = _vectors([semantic_text(c) for c in caps], token_weights)
+        server_vectors = _vectors(
+            [". ".join(p for p in d if p)[: _MAX_DOC_CHARS * 2] for d in server_docs], token_weights
+        )
         return cls(
             [c.id for c in caps],
             doc_server,
@@ -235,6 +247,7 @@ class ToolSearch:
             server_vectors,
             weights or SearchWeights(),
             _copy_groups(caps),
+            token_weights,
         )
 
     @classmethod
@@ -280,6 +293,7 @@ class ToolSearch:
             np.save(tmp / "server_vectors.npy", self._server_vectors.astype(np.float16))
             np.save(tmp / "doc_server.npy", self._doc_server)
             np.save(tmp / "groups.npy", self._groups)
+            np.save(tmp / "token_weights.npy", self._token_weights)
             (tmp / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
             try:
                 os.rename(tmp, folder)
@@ -307,6 +321,7 @@ class ToolSearch:
             np.load(folder / "server_vectors.npy").astype(np.float32),
             weights or SearchWeights(),
             np.load(folder / "groups.npy"),
+            np.load(folder / "token_weights.npy"),
         )
 
     # -- querying -------------------------------------------------------------
@@ -321,20 +336,36 @@ class ToolSearch:
             return np.zeros(size, dtype=np.float32)
         return np.asarray(bm25.get_scores_from_ids(ids), dtype=np.float32)
 
+    @functools.cached_property
+    def _neighbours(self) -> NeighbourTerms:
+        """Built at the first query, not with the index (about 50 ms)."""
+        return NeighbourTerms(self._bm25.vocab_dict)
+
+    def _expanded_lexical(self, query: str, tokens: list[str]) -> np.ndarray:
+        """BM25 of ``tokens`` plus, for each neighbour of a query word, its BM25 times
+        ``NEIGHBOUR_WEIGHT`` times its similarity."""
+        import numpy as np
+
+        scores = self._lexical(self._bm25, tokens, len(self.ids))
+        for term, similarity in self._neighbours.expand(query, set(tokens)):
+            extra = np.asarray(self._bm25.get_scores_from_ids([term]), dtype=np.float32)
+            scores = scores + (NEIGHBOUR_WEIGHT * similarity) * extra
+        return scores
+
     def scores(self, query: str) -> np.ndarray:
         """The fused score of every document for ``query`` (higher is better)."""
         import numpy as np
 
         w = self.weights
-        size, n_servers = len(self.ids), len(self._server_vectors)
+        n_servers = len(self._server_vectors)
         cut = query[:MAX_QUERY_CHARS]
         # A query that is nothing but data (a hash, a tool named by its UUID) still ranks by
         # it: dropping it all would leave nothing to rank by, and an arbitrary order.
         words = search_query(cut)
         query = words if words.strip() else cut
         tokens = stem_tokens([query])
-        qv = _embed([query])[0]
-        doc = w.lexical * _standardise(self._lexical(self._bm25, tokens, size))
+        qv = _vectors([query], self._token_weights)[0]
+        doc = w.lexical * _standardise(self._expanded_lexical(query, tokens))
         doc += w.semantic * _standardise(_dot(self._vectors, qv))
         if n_servers and w.server:
             srv = _standardise(self._lexical(self._bm25_servers, tokens, n_servers))
@@ -382,21 +413,6 @@ class ToolSearch:
         (only those ``mask`` allows), in catalog order; ``[]`` when it has none."""
         members = self._members.get(int(self._groups[position]), [])
         return [i for i in members if i != position and (mask is None or bool(mask[i]))]
-
-
-@contextlib.contextmanager
-def _root_logging_kept() -> Iterator[None]:
-    """wordllama calls ``logging.basicConfig(level=INFO)`` on import, which would give the
-    program that embeds Keen a stderr handler printing every INFO line: undo it."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        yield
-    finally:
-        for handler in root.handlers[:]:
-            if handler not in handlers:
-                root.removeHandler(handler)
-        root.setLevel(level)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,194 @@
+"""Static word vectors for ToolSearch: IDF-weighted pooling and query-word neighbours.
+
+The vectors are ``wordllama`` 0.4.0.post1's (the 256-d ``l2_supercat`` weights and
+tokenizer shipped inside its wheel, loaded with downloads disabled: no network, no
+torch). wordllama's own ``embed`` averages a text's token vectors; here each token
+vector is weighted by the token's inverse document frequency over the catalog being
+indexed (:func:`idf_weights`, :func:`pool`), so words that every tool shares ("get",
+"the", "a", "data") stop pulling every tool and every query toward the same direction.
+Measured with ``bench/search.py`` (docs/search.md): MRR up by about two points over the
+plain mean, on both halves of the LiveMCPBench queries.
+
+:class:`NeighbourTerms` gives BM25 a query word's nearest words in the same vector
+space ("railway" for "train", "temperature" for "weather"), restricted to words that
+occur in the catalog, so a query can match a tool that words its task differently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from keen.capabilities._text import STOPWORDS, stem_words, words
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["DIM", "NeighbourTerms", "embedder", "idf_weights", "pool", "token_ids"]
+
+DIM = 256
+"""Width of the vectors."""
+_BATCH = 256
+_WHOLE_WORD = re.compile(r"[a-z]{3,}")
+# A query word's neighbours (NeighbourTerms): at most this many per word, each at least
+# this similar, over at most this many distinct query words (bounds the cost of a query).
+_NEIGHBOURS = 2
+_MIN_SIMILARITY = 0.6
+_MAX_WORDS = 48
+_SHORTLIST = 20
+_CACHED_TOKENS = 8192
+
+
+@functools.cache
+def embedder() -> Any:
+    """The wordllama model from the installed wheel (``disable_download=True``).
+
+    Raises ``FileNotFoundError`` when the wheel lacks its weights (a broken install).
+    """
+    with _root_logging_kept():
+        import wordllama
+        from wordllama import WordLlama
+
+    return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
+
+
+def token_ids(texts: Sequence[str]) -> list[np.ndarray]:
+    """The wordllama token ids of each of ``texts`` (``int32`` arrays, no padding)."""
+    import numpy as np
+
+    tokenizer = embedder().tokenizer
+    out: list[np.ndarray] = []
+    for start in range(0, len(texts), _BATCH):
+        for enc in tokenizer.encode_batch(list(texts[start : start + _BATCH]), add_special_tokens=False):
+            out.append(np.asarray(enc.ids[: sum(enc.attention_mask)], dtype=np.int32))
+    return out
+
+
+def idf_weights(docs: Sequence[np.ndarray]) -> np.ndarray:
+    """Per token id, ``log((N + 1) / (df + 0.5))`` over the ``N`` token-id arrays ``docs``
+    (``df``: how many hold the token). A token no document holds gets the highest weight:
+    in a query it is a word the catalog does not use, whose vector still points at the
+    tools that use its synonyms."""
+    import numpy as np
+
+    df = np.zeros(embedder().embedding.shape[0], dtype=np.float64)
+    if not docs:
+        return np.ones(df.shape, dtype=np.float32)  # no catalog, no statistics: a plain mean
+    for ids in docs:
+        df[np.unique(ids)] += 1
+    return np.log((len(docs) + 1) / (np.maximum(df, 1.0) + 0.5)).astype(np.float32)
+
+
+def pool(docs: Sequence[np.ndarray], weights: np.ndarray) -> np.ndarray:
+    """Unit vectors ``(len(docs), DIM)``: each document's token vectors averaged with
+    ``weights`` (per token id); an empty document (or one whose weights are all zero) is
+    the zero vector."""
+    import numpy as np
+
+    table = embedder().embedding
+    out = np.zeros((len(docs), DIM), dtype=np.float32)
+    for i, ids in enumerate(docs):
+        if ids.size:
+            w = weights[ids]
+            out[i] = w @ table[ids]
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 1e-12)
+
+
+class NeighbourTerms:
+    """Query-word neighbours among the words of a BM25 index.
+
+    ``vocab`` maps a BM25 term (a stemmed word) to its id. Candidates are the wordllama
+    tokens that are whole lowercase words (three letters or more, not stopwords) whose stem
+    is in ``vocab``.
+    """
+
+    def __init__(self, vocab: dict[str, int]) -> None:
+        import numpy as np
+
+        tokens = embedder().tokenizer.get_vocab()
+        self._token = tokens
+        pairs = [
+            (i, t[1:])
+            for t, i in tokens.items()
+            if t.startswith("\u2581") and _WHOLE_WORD.fullmatch(t[1:]) and t[1:] not in STOPWORDS
+        ]
+        stems = stem_words([w for _, w in pairs])
+        keep = [(i, s) for (i, _), s in zip(pairs, stems, strict=True) if s in vocab]
+        self._terms = np.array([vocab[s] for _, s in keep], dtype=np.int64)
+        self._stems = [s for _, s in keep]
+        table = embedder().embedding
+        vectors = table[np.array([i for i, _ in keep], dtype=np.int64)] if keep else np.zeros((0, DIM))
+        self._vectors = _unit(np.asarray(vectors, dtype=np.float32))
+        self._table = table
+        self._near: dict[int, list[tuple[int, float]]] = {}
+
+    def expand(self, query: str, exclude: set[str]) -> list[tuple[int, float]]:
+        """``(term id, similarity)`` of the nearest index words of ``query``'s words: per
+        word at most two, each at least 0.6 similar, none whose stem is in ``exclude`` (the
+        query's own) or already taken for an earlier word; in the order found."""
+        tokens: list[int] = []
+        for word in dict.fromkeys(w for w in words(query) if w not in STOPWORDS):
+            token = self._token.get("\u2581" + word)
+            if token is not None:
+                tokens.append(token)
+            if len(tokens) >= _MAX_WORDS:
+                break
+        self._look_up([t for t in tokens if t not in self._near])
+        taken: dict[int, float] = {}
+        seen = set(exclude)
+        for token in tokens:
+            found = 0
+            for j, sim in self._near[token]:
+                if found >= _NEIGHBOURS:
+                    break
+                if self._stems[j] in seen:
+                    continue
+                seen.add(self._stems[j])
+                taken[int(self._terms[j])] = sim
+                found += 1
+        return list(taken.items())
+
+    def _look_up(self, tokens: list[int]) -> None:
+        """Fill ``_near`` for ``tokens``: the candidates at least 0.6 similar, most similar
+        first (at most ``_SHORTLIST``). Kept per token: an agent's queries reuse their words."""
+        import numpy as np
+
+        if not tokens:
+            return
+        if len(self._near) + len(tokens) > _CACHED_TOKENS:
+            self._near.clear()
+        # One matrix product for all the new words: (candidates, words).
+        # einsum, not BLAS: see search._dot (threads woken for a small product cost more).
+        sims = np.einsum("ij,kj->ik", self._vectors, _unit(np.asarray(self._table[tokens], dtype=np.float32)))
+        for token, column in zip(tokens, sims.T, strict=True):
+            hits = np.flatnonzero(column >= _MIN_SIMILARITY)
+            hits = hits[np.argsort(-column[hits], kind="stable")][:_SHORTLIST]
+            self._near[token] = [(int(j), float(column[j])) for j in hits]
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 1e-12)
+
+
+@contextlib.contextmanager
+def _root_logging_kept() -> Iterator[None]:
+    """wordllama calls ``logging.basicConfig(level=INFO)`` on import, which would give the
+    program that embeds Keen a stderr handler printing every INFO line: undo it."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)
