@@ -6,9 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+import keen.capabilities._embed as embed_module  # pyright: ignore[reportPrivateUsage]
 from keen.capabilities import Catalog
-from keen.capabilities._embed import embedder, idf_weights, pool, token_ids  # pyright: ignore[reportPrivateUsage]
+from keen.capabilities._embed import (  # pyright: ignore[reportPrivateUsage]
+    NeighbourTerms,
+    embedder,
+    idf_weights,
+    pool,
+    token_ids,
+)
 from keen.capabilities._text import stem_tokens  # pyright: ignore[reportPrivateUsage]
 from keen.capabilities.search import semantic_text
 from keen.mcp.types import Tool
@@ -96,6 +104,16 @@ def test_neighbours_leave_out_the_querys_own_words_and_unrelated_ones() -> None:
     assert "train" not in found("trains railway")  # the query says it already
     assert found("purchase the basket") == []  # no catalog word is close enough
     assert all(0.6 <= s <= 1.0 for _, s in neighbours.expand("aircraft railway", set()))
+
+
+def test_the_neighbour_cache_stays_bounded_and_answers_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    index = Catalog.from_tools(_DEPARTURES, cache=False).index()
+    queries = ["railway departures", "when does my aircraft leave", "coach to the airport", "railway"]
+    fresh = [NeighbourTerms(index._bm25.vocab_dict).expand(q, set()) for q in queries]  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(embed_module, "_CACHED_TOKENS", 3)
+    small = NeighbourTerms(index._bm25.vocab_dict)  # pyright: ignore[reportPrivateUsage]
+    assert [small.expand(q, set()) for q in queries] == fresh
+    assert len(small._near) <= 3 + 4  # pyright: ignore[reportPrivateUsage]  # cleared when full
 
 
 def test_the_cached_index_keeps_its_token_weights(tmp_path: Path) -> None:

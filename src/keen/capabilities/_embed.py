@@ -139,12 +139,12 @@ class NeighbourTerms:
                 tokens.append(token)
             if len(tokens) >= _MAX_WORDS:
                 break
-        self._look_up([t for t in tokens if t not in self._near])
+        near = self._look_up(tokens)
         taken: dict[int, float] = {}
         seen = set(exclude)
         for token in tokens:
             found = 0
-            for j, sim in self._near[token]:
+            for j, sim in near[token]:
                 if found >= _NEIGHBOURS:
                     break
                 if self._stems[j] in seen:
@@ -154,22 +154,33 @@ class NeighbourTerms:
                 found += 1
         return list(taken.items())
 
-    def _look_up(self, tokens: list[int]) -> None:
-        """Fill ``_near`` for ``tokens``: the candidates at least 0.6 similar, most similar
-        first (at most ``_SHORTLIST``). Kept per token: an agent's queries reuse their words."""
+    def _look_up(self, tokens: list[int]) -> dict[int, list[tuple[int, float]]]:
+        """Per token of ``tokens``, the candidates at least 0.6 similar, most similar first
+        (at most ``_SHORTLIST``). Kept per token (an agent's queries reuse their words); the
+        answer is a dict of its own, so a search on another thread that clears the cache
+        cannot take an entry from under this one."""
         import numpy as np
 
-        if not tokens:
-            return
-        if len(self._near) + len(tokens) > _CACHED_TOKENS:
-            self._near.clear()
-        # One matrix product for all the new words: (candidates, words).
-        # einsum, not BLAS: see search._dot (threads woken for a small product cost more).
-        sims = np.einsum("ij,kj->ik", self._vectors, _unit(np.asarray(self._table[tokens], dtype=np.float32)))
-        for token, column in zip(tokens, sims.T, strict=True):
-            hits = np.flatnonzero(column >= _MIN_SIMILARITY)
-            hits = hits[np.argsort(-column[hits], kind="stable")][:_SHORTLIST]
-            self._near[token] = [(int(j), float(column[j])) for j in hits]
+        cache = self._near
+        near: dict[int, list[tuple[int, float]]] = {}
+        for token in tokens:
+            hit = cache.get(token)  # get, not "in" then []: another thread may clear it between
+            if hit is not None:
+                near[token] = hit
+        new = [t for t in dict.fromkeys(tokens) if t not in near]
+        if new:
+            # One matrix product for all the new words: (candidates, words). einsum, not
+            # BLAS: see search._dot (threads woken for a small product cost more).
+            query = _unit(np.asarray(self._table[new], dtype=np.float32))
+            sims = np.einsum("ij,kj->ik", self._vectors, query)
+            for token, column in zip(new, sims.T, strict=True):
+                hits = np.flatnonzero(column >= _MIN_SIMILARITY)
+                hits = hits[np.argsort(-column[hits], kind="stable")][:_SHORTLIST]
+                near[token] = [(int(j), float(column[j])) for j in hits]
+            if len(cache) + len(new) > _CACHED_TOKENS:
+                cache.clear()
+            cache.update((t, near[t]) for t in new)
+        return near
 
 
 def _unit(matrix: np.ndarray) -> np.ndarray:
