@@ -30,7 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from keen._redact import redact_url, redactor
 from keen._text import one_line
 from keen._version import __version__
-from keen.errors import AuthRequired, Remedy, RemoteProtocolError
+from keen.errors import AuthRequired, Remedy
 from keen.mcp._listings import list_prompts, list_resource_templates, list_resources
 from keen.mcp._secrets import register_server_secrets
 from keen.mcp._spawn import stdio_transport
@@ -38,6 +38,7 @@ from keen.mcp._stderr import StderrCopy
 from keen.mcp._streams import EOFWatch
 from keen.mcp._tool_descriptions import with_full_descriptions
 from keen.mcp._tool_filter import InvalidTool, ToolListFilter, WriteWatch
+from keen.mcp._tool_pages import list_all_tools
 from keen.mcp._translate import ConnectFacts, classify_connect_failure, sign_in_message
 from keen.mcp._validation import ArgumentValidator
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_changes, open_subscription
@@ -50,7 +51,6 @@ __all__ = ["ServerRuntime"]
 
 logger = logging.getLogger(__name__)
 
-_MAX_PAGES = 10_000
 _STDERR_TAIL_LINES = 5
 _CLIENT_INFO = mt.Implementation(name="keen", version=__version__)
 
@@ -362,7 +362,13 @@ class ServerRuntime:
                 tg.cancel_scope.cancel()
 
     async def _list_full(self, session: ClientSession) -> list[Tool]:
-        tools = await self._list_all(session)
+        pages = await list_all_tools(session, self.name, self._tool_filter)
+        self.list_ttl_ms, self.cache_scope, self.invalid_tools = (
+            pages.ttl_ms,
+            pages.cache_scope,
+            pages.invalid,
+        )
+        tools = pages.tools
         # Servers with the tool_descriptions extension list minimal tools.
         tools, self.descriptions_uri = await with_full_descriptions(
             session, session.server_capabilities, tools, self.name
@@ -445,55 +451,6 @@ class ServerRuntime:
         if previous and reconnect:
             self._emit(reconnect)
 
-    async def _list_all(self, session: ClientSession) -> list[Tool]:
-        # Follow nextCursor to the end; the SDK's call_tool re-lists only the first page when
-        # its cache is cold, so every page must be listed here first.
-        tools: list[Tool] = []
-        seen_names: set[str] = set()
-        seen_cursors: set[str] = set()
-        duplicates: list[str] = []
-        self._tool_filter.start_listing()
-        cursor: str | None = None
-        ttls: list[int] = []
-        scopes: set[str] = set()
-        for _ in range(_MAX_PAGES):
-            params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
-            if "ttl_ms" in page.model_fields_set:
-                # 2026-07-28 caching hints (the SDK drops them on older sessions): the
-                # whole list is as fresh as its stalest page.
-                ttls.append(page.ttl_ms)
-                scopes.add(page.cache_scope)
-            for raw in page.tools:
-                if raw.name in seen_names:
-                    duplicates.append(raw.name)
-                    continue
-                seen_names.add(raw.name)
-                tools.append(_to_tool(self.name, raw))
-            cursor = page.next_cursor
-            if not cursor:
-                self.list_ttl_ms = min(ttls) if ttls else None
-                self.cache_scope = ("private" if "private" in scopes else "public") if scopes else None
-                self._report_invalid()
-                if duplicates:
-                    # One line per server, however many: a flood of duplicates is one warning.
-                    logger.warning(
-                        "server %s: %d duplicate tool name(s) in tools/list, e.g. %s; keeping the first of each",
-                        self.name,
-                        len(duplicates),
-                        ", ".join(repr(name) for name in duplicates[:3]),
-                    )
-                return tools
-            if cursor in seen_cursors:
-                raise RemoteProtocolError(
-                    f'MCP server "{self.name}" repeated tools/list cursor {cursor!r}; its pagination is broken',
-                    server=self.name,
-                )
-            seen_cursors.add(cursor)
-        raise RemoteProtocolError(
-            f'MCP server "{self.name}" sent more than {_MAX_PAGES} tools/list pages', server=self.name
-        )
-
     # -- transports -----------------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
@@ -523,20 +480,6 @@ class ServerRuntime:
         )
         async with client, streamable_http_client(cfg.url, http_client=client) as streams:
             yield streams
-
-    def _report_invalid(self) -> None:
-        self.invalid_tools = list(self._tool_filter.invalid)
-        if self.invalid_tools:
-            # One line per server, however many tools were skipped.
-            shown = "; ".join(f"{t.name!r} ({t.reason})" for t in self.invalid_tools[:3])
-            more = f"; and {len(self.invalid_tools) - 3} more" if len(self.invalid_tools) > 3 else ""
-            logger.warning(
-                "server %s: skipped %d invalid tool(s) from tools/list, the others are usable: %s%s",
-                self.name,
-                len(self.invalid_tools),
-                redactor.redact(shown),
-                more,
-            )
 
     def _stderr_tail(self) -> str:
         """The last lines the server wrote to stderr in this run, joined with ' | ', redacted."""
@@ -583,16 +526,3 @@ class ServerRuntime:
             params.level,
             redactor.redact(one_line(str(params.data), 200)),
         )
-
-
-def _to_tool(server: str, raw: mt.Tool) -> Tool:
-    data = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return Tool(
-        server=server,
-        name=raw.name,
-        description=raw.description or "",
-        input_schema=data.get("inputSchema") or {},
-        title=raw.title,
-        annotations=data.get("annotations"),
-        output_schema=data.get("outputSchema"),
-    )
