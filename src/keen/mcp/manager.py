@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Callable, Mapping
-from functools import partial
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -26,25 +25,16 @@ from mcp.shared.dispatcher import ProgressFnT
 
 from keen import paths
 from keen.errors import (
-    AuthFailed,
-    AuthRequired,
-    CallTimeout,
-    InvalidArguments,
-    MCPServerError,
     Remedy,
     ServerDisabled,
-    ServerDisconnected,
     ServerMisconfigured,
     ServerNotConfigured,
     ToolNotFound,
 )
-from keen.mcp._input import call_tool as call_tool_any_era
+from keen.mcp._calls import not_connected, send_request, send_tool_call
 from keen.mcp._runtime import ServerRuntime
-from keen.mcp._stale import call_with_relist
 from keen.mcp._tool_filter import InvalidTool
-from keen.mcp._translate import AUTH_STATUSES, sign_in_message, translate_call_error
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
-from keen.mcp.auth import classify_auth_failure
 from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools, flag_change
 from keen.mcp.config import MCPConfig, load_config, parse_config
 from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
@@ -396,42 +386,14 @@ class Manager:
         if validate:
             self.check_call(name, tool, arguments)
         runtime, session, limit = self._session(name, timeout)
-        uri = runtime.descriptions_uri
-        send = partial(call_tool_any_era, session, tool, arguments, read_timeout_seconds=limit)
-        try:
-            # A refusal that says our tool list is stale: re-list once, resend once (_stale).
-            raw = await call_with_relist(
-                partial(send, progress_callback=progress, descriptions_uri=uri),
-                relist=lambda: self.refresh_tools(name),
-                current=lambda: runtime.tools_by_name.get(tool),
-                before=runtime.tools_by_name.get(tool),
-                server=name,
-                tool=tool,
-            )
-        except Exception as exc:
-            error = translate_call_error(
-                exc, server=name, tool=tool, timeout=limit, http_status=runtime.http_status
-            )
-            if runtime.config.auth_type == "oauth" and not isinstance(error, CallTimeout | InvalidArguments):
-                # The OAuth provider knows why (e.g. a step-up: the tool needs a wider scope).
-                found = classify_auth_failure(
-                    exc,
-                    server=name,
-                    auth=runtime.auth,
-                    status_code=runtime.http_status if runtime.http_status in AUTH_STATUSES else None,
-                )
-                if found is not None:
-                    error = found
-            if isinstance(error, ServerDisconnected):
-                runtime.connection_lost(error.message)
-            raise error from exc
-        data = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return ToolResult(
-            server=name,
-            tool=tool,
-            content=data.get("content", []),
-            structured_content=data.get("structuredContent"),
-            is_error=bool(raw.is_error),
+        return await send_tool_call(
+            runtime,
+            session,
+            tool,
+            arguments,
+            limit=limit,
+            progress=progress,
+            relist=lambda: self.refresh_tools(name),
         )
 
     async def read_resource(
@@ -461,21 +423,14 @@ class Manager:
         ``timeout``, else the server's ``timeouts.call_tool``). Raises like :meth:`list_tools`."""
         runtime = self._connected(name)
         if runtime.session is None:
-            raise self._not_connected(runtime)
+            raise not_connected(runtime)
         return runtime, runtime.session, timeout if timeout is not None else runtime.config.timeouts.call_tool
 
-    async def _request(self, name: str, what: str, timeout: float | None, send: Callable[[Any], Any]) -> Any:
+    async def _request(
+        self, name: str, what: str, timeout: float | None, send: Callable[[ClientSession], Awaitable[Any]]
+    ) -> Any:
         runtime, session, limit = self._session(name, timeout)
-        try:
-            with anyio.fail_after(limit):
-                return await send(session)
-        except Exception as exc:
-            error = translate_call_error(
-                exc, server=name, tool=what, timeout=limit, http_status=runtime.http_status
-            )
-            if isinstance(error, ServerDisconnected):
-                runtime.connection_lost(error.message)
-            raise error from exc
+        return await send_request(runtime, session, what, limit, send)
 
     async def refresh(self, name: str, *, interactive: bool = False) -> ServerStatus:
         """Reconnect ``name`` and relist its tools (a disabled server too: a refresh is a
@@ -555,27 +510,8 @@ class Manager:
                 remedy=Remedy.ENABLE_SERVER,
             )
         if runtime.state is not ServerState.CONNECTED or runtime.session is None:
-            raise self._not_connected(runtime)
+            raise not_connected(runtime)
         return runtime
-
-    @staticmethod
-    def _not_connected(runtime: ServerRuntime) -> MCPServerError:
-        name, state = runtime.name, runtime.state
-        detail = f" Last error: {runtime.last_error}" if runtime.last_error else ""
-        remedy = runtime.status().remedy
-        if state is ServerState.AUTH_REQUIRED:
-            return AuthRequired(f"{sign_in_message(name)}.{detail}", server=name, remedy=remedy)
-        if state is ServerState.AUTH_FAILED:
-            return AuthFailed(
-                f'MCP server "{name}" rejected its credentials; fix them.{detail}', server=name, remedy=remedy
-            )
-        if state in (ServerState.CONNECTING, ServerState.CONFIGURED):
-            return ServerDisconnected(
-                f'MCP server "{name}" is still connecting; try again in a moment.', server=name
-            )
-        return ServerDisconnected(
-            f'MCP server "{name}" is disconnected.{detail}', server=name, remedy=remedy or Remedy.RECONNECT
-        )
 
 
 def in_memory_transport(server: Any) -> TransportFactory:
