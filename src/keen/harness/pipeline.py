@@ -27,10 +27,7 @@ Two ways to decide visibility:
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import itertools
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -41,8 +38,8 @@ import jsonschema
 
 from keen import paths
 from keen.capabilities import Capability, Catalog, PermissionMode, capability_id
-from keen.errors import KeenError, ServerNotConfigured
-from keen.gateway import CALL_MCP_TOOL, Approval, ApprovalRequest, Gateway, for_model, result_text
+from keen.errors import KeenError
+from keen.gateway import CALL_MCP_TOOL, Approval, ApprovalRequest, Gateway, for_model
 from keen.harness.changes import ChangeLog
 from keen.harness.entries import (
     DEFAULT_BUDGET,
@@ -60,23 +57,28 @@ from keen.harness.entries import (
     local_capability,
 )
 from keen.harness.events import EventLog, new_session_id, session_path
-from keen.harness.executors import ask, cut_text, hook_name, read_handle, search_catalog, server_trouble
+from keen.harness.executors import ask, cut_text, hook_name, search_catalog
 from keen.harness.local import LOCAL_TOOLS, LocalToolError, Output, Workspace
+from keen.harness.mcp_calls import (
+    cleared_approval,
+    mcp_checks,
+    parse_call_mcp_tool,
+    read_handle_call,
+    run_mcp_call,
+)
 from keen.harness.policy import (
     TOUCHED_WINDOW,
     Entry,
     PolicyInputs,
     Selection,
     diff,
-    hidden_reason,
     permission,
     select,
 )
+from keen.harness.refusals import not_in_catalog, why_hidden
 from keen.mcp.types import ServerState
 
 __all__ = ["SEARCH_TOOLS", "Harness", "Observation", "PostHook", "PreHook", "Visibility"]
-
-_CLEARED = contextvars.ContextVar[tuple[str, str] | None]("keen_cleared", default=None)
 
 
 class Harness:
@@ -380,16 +382,13 @@ class Harness:
         args: dict[str, Any] = dict(arguments)  # type: ignore[arg-type]
         server = tool = None
         if name == CALL_MCP_TOOL:
-            server, tool = args.get("server"), args.get("tool")
-            inner = args.get("arguments", {})
-            if isinstance(inner, str):  # some models send the object as JSON text (the gateway takes it too)
-                with contextlib.suppress(ValueError):
-                    inner = json.loads(inner)
-            if not isinstance(server, str) or not isinstance(tool, str) or not isinstance(inner, dict):
+            parsed = parse_call_mcp_tool(args)
+            if parsed is None:
                 return self._deny(
                     call_id, name, "validate", 'send {"server": ..., "tool": ..., "arguments": {...}}'
                 )
-            cap_id, args = capability_id("tool", tool, server), dict(inner)  # type: ignore[arg-type]
+            server, tool, args = parsed
+            cap_id = capability_id("tool", tool, server)
         else:
             cap_id = self._by_name.get(name) or (self._base[name].id if name in self._base else "")
         handle = name == READ_RESOURCE and self.visibility is None
@@ -423,7 +422,9 @@ class Harness:
         else:
             cap = self._caps.get(cap_id)
             if cap_id not in self.visible or cap is None:
-                why, code = self._why_hidden(cap_id, name, server, tool, args)
+                why, code = why_hidden(
+                    self.catalog, self.gateway, self.mode, self.remedy_words, cap_id, name, server, tool, args
+                )
                 return self._deny(
                     call_id, name, "visibility", why, cap_id or name, code, where=(server, tool)
                 )  # fmt: skip
@@ -432,11 +433,8 @@ class Harness:
         stages.append("visibility")
         where = (server, tool)
         if server is not None and tool is not None and self.gateway is not None:
-            try:
-                self.gateway.manager.check_call(server, tool, args)
-            except KeenError as exc:
-                why = self.remedy_words(exc, server)
-                return self._deny(call_id, name, "validate", why, cap_id, exc.code, where)
+            if refused := mcp_checks(self.gateway, self.remedy_words, server, tool, args):
+                return self._deny(call_id, name, "validate", refused[0], cap_id, refused[1], where)
             stages.append("mcp_checks")
         # permission: the second gate (approval when the mode says ask).
         verdict, why = permission(cap, self.mode)
@@ -466,30 +464,10 @@ class Harness:
     async def _read_handle(
         self, call_id: str, name: str, cap: Capability, args: dict[str, Any]
     ) -> Observation:
-        """Read a resource or get a prompt (both only bring text into context)."""
-        try:
-            if self.gateway is None:
-                raise ServerNotConfigured("no MCP servers in this session", server=cap.server or "")
-            text = await read_handle(self.gateway.manager, cap, args.get("arguments") or {})
-        except KeenError as exc:
-            text = f"Error: {self.remedy_words(exc, cap.server or '')}"
-            return Observation(call_id, name, text, True, capability=cap.id, code=exc.code, server=cap.server)
-        self._more = f"ask the user for a narrower part of {cap.name}"
-        return Observation(call_id, name, text, capability=cap.id, server=cap.server)
-
-    def _why_hidden(
-        self, cap_id: str, name: str, server: str | None, tool: str | None, args: dict[str, Any]
-    ) -> tuple[str, str | None]:
-        """A visibility refusal's text and code (by id for call_mcp_tool, or an earlier turn's
-        name); a tool whose server is down or unusable says that, with the remedy."""
-        try:
-            known = self.catalog.get(cap_id or name) if self.catalog is not None else None
-        except KeyError:
-            known = None
-        gateway = self.gateway if known is None else None
-        if gateway and (trouble := server_trouble(gateway.manager, name, server, tool, args)):
-            return self.remedy_words(trouble, trouble.server), trouble.code
-        return hidden_reason(known, self.mode, f"{server}/{tool}" if server else name), None
+        obs = await read_handle_call(self.gateway, self.remedy_words, call_id, name, cap, args)
+        if not obs.is_error:
+            self._more = f"ask the user for a narrower part of {cap.name}"
+        return obs
 
     async def _visible_to(
         self,
@@ -502,49 +480,20 @@ class Harness:
         """Callback-mode visibility: a capability missing from the catalog gets the gateway's
         precise reason (server not configured, disconnected, no such tool) when there is one."""
         if cap is None:
-            if server is not None and tool is not None and self.gateway is not None:
-                try:
-                    self.gateway.manager.check_call(server, tool, args)
-                except KeenError as exc:
-                    why = self.remedy_words(exc, server)
-                    return self._deny("", "", "validate", why, "", exc.code, (server, tool))
-            what = f"{server}/{tool}" if server else "this tool"
-            return self._deny("", "", "visibility", f"{what} is not served here", "", where=(server, tool))
+            gate, why, code = not_in_catalog(self.gateway, self.remedy_words, server, tool, args)
+            return self._deny("", "", gate, why, "", code, (server, tool))
         assert self.visibility is not None
         return await self.visibility(cap, caller)
 
     def _gateway_approval(self, request: ApprovalRequest) -> bool:
         """The gateway's approval: yes only for the call the permission gate just cleared."""
-        return _CLEARED.get() == (request.server, request.tool)
+        return cleared_approval(request)
 
     async def _mcp(
         self, call_id: str, name: str, cap_id: str, server: str, tool: str, args: dict[str, Any]
     ) -> Observation:
         assert self.gateway is not None
-        token = _CLEARED.set((server, tool))
-        try:
-            result = await self.gateway.call(server, tool, args)
-        except KeenError as exc:
-            text = f"Error: {self.remedy_words(exc, server)}"
-            return Observation(
-                call_id, name, text, True, capability=cap_id, code=exc.code, server=server, tool=tool
-            )
-        finally:
-            _CLEARED.reset(token)
-        text = result_text(result)
-        if result.is_error:
-            text = f"The tool reported an error: {text}"
-        return Observation(
-            call_id,
-            name,
-            text,
-            is_error=result.is_error,
-            capability=cap_id,
-            code="tool_error" if result.is_error else None,
-            server=server,
-            tool=tool,
-            raw=result,
-        )
+        return await run_mcp_call(self.gateway, self.remedy_words, call_id, name, cap_id, server, tool, args)
 
     def _run_local(self, call_id: str, name: str, cap_id: str, args: dict[str, Any]) -> Observation:
         try:

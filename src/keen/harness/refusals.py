@@ -1,0 +1,56 @@
+"""Why the visibility gate refuses a call, worded for the model.
+
+A call outside what it may see gets the most precise reason that leaks nothing hidden: a
+server that is down, unusable or not configured says so with its remedy (the server checks
+only, never the tool's schema); a tool the permission mode forbids says that searching will
+not help; anything else points at ``search_tools``. In ``keen serve``'s callback mode a
+capability missing from the catalog gets the gateway's own reason when there is one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from keen.capabilities import Catalog, PermissionMode
+from keen.gateway import Gateway
+from keen.harness.executors import server_trouble
+from keen.harness.mcp_calls import RemedyWords, mcp_checks
+from keen.harness.policy import hidden_reason
+
+__all__ = ["not_in_catalog", "why_hidden"]
+
+
+def why_hidden(
+    catalog: Catalog | None,
+    gateway: Gateway | None,
+    mode: PermissionMode,
+    words: RemedyWords,
+    cap_id: str,
+    name: str,
+    server: str | None,
+    tool: str | None,
+    args: dict[str, Any],
+) -> tuple[str, str | None]:
+    """A turn-mode visibility refusal's text and code, for a call by id (``call_mcp_tool``)
+    or by a name an earlier turn offered (``code`` is ``None`` unless the server is the trouble)."""
+    try:
+        known = catalog.get(cap_id or name) if catalog is not None else None
+    except KeyError:
+        known = None
+    if known is None and gateway and (trouble := server_trouble(gateway.manager, name, server, tool, args)):
+        return words(trouble, trouble.server), trouble.code
+    return hidden_reason(known, mode, f"{server}/{tool}" if server else name), None
+
+
+def not_in_catalog(
+    gateway: Gateway | None, words: RemedyWords, server: str | None, tool: str | None, args: dict[str, Any]
+) -> tuple[str, str, str | None]:
+    """Callback-mode refusal of a call whose capability the live catalog lacks: ``(gate, text,
+    code)``, the gateway's precise reason (server not configured, disconnected, no such
+    tool) at ``validate`` when there is one, else ``not served here`` at ``visibility``."""
+    if server is not None and tool is not None and gateway is not None:
+        refused = mcp_checks(gateway, words, server, tool, args)
+        if refused is not None:
+            return "validate", refused[0], refused[1]
+    what = f"{server}/{tool}" if server else "this tool"
+    return "visibility", f"{what} is not served here", None
