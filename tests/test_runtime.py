@@ -204,6 +204,33 @@ async def test_a_closed_harness_gives_the_gateway_its_approval_back(
         assert result.is_error and result.text == "sent"
 
 
+@pytest.mark.parametrize("first_closed", ["older", "newer"])
+async def test_two_harnesses_give_the_approval_back_whatever_order_they_close_in(
+    write_config: Callable[[dict[str, Any]], Path], tmp_path: Path, first_closed: str
+) -> None:
+    # Closing the older of two open harnesses used to leave the newer one's gate in place
+    # and, once the newer one closed, restore the older one's (closed) gate: every direct
+    # call stayed refused. The gate must stay while either harness is open, and the
+    # session's own approval must come back after both, in either order.
+    path = write_config({"basic": IN_MEMORY})
+    async with open_runtime(
+        manager=_manager(path, basic=make_basic_server()), wait=30, approval=allow_all
+    ) as rt:
+        older = rt.harness(mode="auto", workspace=tmp_path)
+        newer = rt.harness(mode="auto", workspace=tmp_path)
+        closing, remaining = (older, newer) if first_closed == "older" else (newer, older)
+        closing.close()
+        assert rt.gateway.approval == remaining._gateway_approval  # pyright: ignore[reportPrivateUsage]
+        with pytest.raises(ApprovalDenied):  # not read-only: the open harness's gate refuses it
+            await rt.gateway.call("basic", "fail", {"message": "sent"})
+        remaining.close()
+        assert rt.gateway.approval is allow_all
+        result = await rt.gateway.call("basic", "fail", {"message": "sent"})
+        assert result.is_error and result.text == "sent"
+        remaining.close()  # a second close changes nothing
+        assert rt.gateway.approval is allow_all
+
+
 async def test_the_harness_cuts_results_where_the_session_says(
     write_config: Callable[[dict[str, Any]], Path], tmp_path: Path
 ) -> None:

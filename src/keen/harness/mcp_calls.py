@@ -4,6 +4,8 @@ Approval lives once, in the harness (docs/architecture.md "The harness"). While 
 open, the gateway's approval callback is its gate, which says yes only for the call the
 permission gate has just cleared in the same task (a context variable names that server and
 tool), so nothing reaches ``tools/call`` around the harness's permission gate.
+:class:`ApprovalHandover` lends the gateway's approval to a harness and gives it back when
+the harness closes, right whatever order harnesses open on one gateway close in.
 
 :func:`run_mcp_call` and :func:`read_handle_call` are the execute stage of MCP calls and of
 resource reads: a Keen error becomes an ``is_error`` observation worded for the model.
@@ -14,16 +16,24 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from keen.capabilities import Capability
 from keen.errors import KeenError, ServerNotConfigured
-from keen.gateway import ApprovalRequest, Gateway, result_text
+from keen.gateway import Approval, ApprovalRequest, Gateway, result_text
 from keen.harness.entries import Observation
 from keen.harness.executors import read_handle
 
-__all__ = ["cleared_approval", "mcp_checks", "parse_call_mcp_tool", "read_handle_call", "run_mcp_call"]
+__all__ = [
+    "ApprovalHandover",
+    "cleared_approval",
+    "mcp_checks",
+    "parse_call_mcp_tool",
+    "read_handle_call",
+    "run_mcp_call",
+]
 
 _CLEARED = contextvars.ContextVar[tuple[str, str] | None]("keen_cleared", default=None)
 
@@ -34,6 +44,38 @@ def cleared_approval(request: ApprovalRequest) -> bool:
     """The gateway's approval under a harness: yes only for the call the permission gate
     just cleared (in this task)."""
     return _CLEARED.get() == (request.server, request.tool)
+
+
+class ApprovalHandover:
+    """A gateway's approval, lent to one harness's ``gate`` from construction to :meth:`give_back`.
+
+    Harnesses open on one gateway stack up: the newest one's gate is installed, each keeping
+    the approval it found. Giving back the newest puts back what it found; giving back an
+    older one (a later one took over from it) hands what it found on to the one above it.
+    Whatever the order, the gateway ends with the approval it had before the first, and an
+    approval someone else installed meanwhile is left alone.
+    """
+
+    def __init__(self, gateway: Gateway, gate: Approval) -> None:
+        self.gateway, self.gate, self.prior = gateway, gate, gateway.approval
+        _HOLDERS.setdefault(gateway, []).append(self)
+        gateway.approval = gate
+
+    def give_back(self) -> None:
+        """Give the gateway's approval back (or on to a later holder); safe to call twice."""
+        holders = _HOLDERS.get(self.gateway, [])
+        if self not in holders:
+            return
+        at = holders.index(self)
+        del holders[at]
+        if at < len(holders):
+            holders[at].prior = self.prior  # the one that took over from us restores it
+        elif self.gateway.approval == self.gate:
+            self.gateway.approval = self.prior
+
+
+_HOLDERS = weakref.WeakKeyDictionary[Gateway, list[ApprovalHandover]]()
+"""Each gateway's open handovers, oldest first."""
 
 
 def parse_call_mcp_tool(args: dict[str, Any]) -> tuple[str, str, dict[str, Any]] | None:

@@ -60,6 +60,7 @@ from keen.harness.events import EventLog, new_session_id, session_path
 from keen.harness.executors import ask, cut_text, hook_name, search_catalog
 from keen.harness.local import LOCAL_TOOLS, LocalToolError, Output, Workspace
 from keen.harness.mcp_calls import (
+    ApprovalHandover,
     cleared_approval,
     mcp_checks,
     parse_call_mcp_tool,
@@ -126,9 +127,7 @@ class Harness:
     ) -> None:
         self.catalog_source = catalog_source
         self.gateway = gateway
-        self._prior_approval = gateway.approval if gateway is not None else None
-        if gateway is not None:
-            gateway.approval = self._gateway_approval
+        self._handover = ApprovalHandover(gateway, self._gateway_approval) if gateway is not None else None
         self.mode: PermissionMode = mode
         self.approve = approve
         self.workspace = Workspace(workspace, [paths.skills_dir()])
@@ -277,9 +276,10 @@ class Harness:
         return {"name": entry.name, "description": description, "inputSchema": schema}
 
     def close(self) -> None:
-        """Close the event log and give the gateway back the approval it had before."""
-        if self.gateway is not None and self.gateway.approval == self._gateway_approval:
-            self.gateway.approval = self._prior_approval
+        """Close the event log and give the gateway back the approval it had before (or on
+        to a harness opened on it later and still open: :class:`ApprovalHandover`)."""
+        if self._handover is not None:
+            self._handover.give_back()
         self._changes.close()
         self.log.close()
 
