@@ -13,7 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from fastmcp import FastMCP
 
 from helpers import server_script
 from helpers.http_servers import make_basic_server
@@ -202,6 +204,47 @@ async def test_a_closed_harness_gives_the_gateway_its_approval_back(
         assert rt.gateway.approval is allow_all
         result = await rt.gateway.call("basic", "fail", {"message": "sent"})  # not read-only: asks
         assert result.is_error and result.text == "sent"
+
+
+async def test_a_cancelled_direct_call_reaches_the_audit_callback(
+    write_config: Callable[[dict[str, Any]], Path],
+) -> None:
+    # Library use (no harness): a call cancelled while the server runs it sent the
+    # session's audit callback nothing, so it read as a call never made.
+    started, release = anyio.Event(), anyio.Event()
+    server = FastMCP("blocking")
+
+    @server.tool(description="Block until the test releases it.")
+    async def block() -> str:
+        started.set()
+        await release.wait()
+        return "released"
+
+    @server.tool(description="Answer at once.")
+    def ping() -> str:
+        return "pong"
+
+    path = write_config({"blocking": IN_MEMORY})
+    audit: list[dict[str, Any]] = []
+    async with open_runtime(
+        manager=_manager(path, blocking=server), wait=30, approval=allow_all, audit=audit.append
+    ) as rt:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(rt.gateway.call, "blocking", "block", {})
+                await started.wait()  # the server is running the tool: the call is in flight
+                scope.cancel()
+        assert scope.cancelled_caught
+        assert len(audit) == 1, audit
+        event = audit[0]
+        assert (event["server"], event["tool"], event["decision"]) == ("blocking", "block", "allowed")
+        assert (event["outcome"], event["error_code"]) == ("cancelled", "cancelled")
+        assert event["duration_ms"] >= 0
+        # The session survives the cancelled call: the next one runs and is audited as ok.
+        release.set()
+        result = await rt.gateway.call("blocking", "ping", {})
+        assert result.text == "pong"
+        assert [e["outcome"] for e in audit] == ["cancelled", "ok"]
 
 
 @pytest.mark.parametrize("first_closed", ["older", "newer"])

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from keen import paths
 from keen._redact import redactor
 from keen.errors import ApprovalDenied, KeenError, Remedy
@@ -226,8 +228,9 @@ class Gateway:
             ``ApprovalDenied``; :func:`allow_all` allows every call (a host that approves
             calls itself).
         audit: receives one event dict per call: ``ts, server, tool, arguments`` (redacted),
-            ``decision`` (allowed|denied|refused), ``outcome`` (ok|tool_error|error),
-            ``error_code``, ``duration_ms``.
+            ``decision`` (allowed|denied|refused, or cancelled when the caller was cancelled
+            before it), ``outcome`` (ok|tool_error|error|cancelled), ``error_code``
+            (``cancelled`` for a cancelled call), ``duration_ms``.
         max_result_chars: text longer than this is cut, with a note saying how much.
         pins: the pin check (default: pins under ``$KEEN_HOME/mcp/pins``).
     """
@@ -289,6 +292,12 @@ class Gateway:
         except KeenError as exc:
             event.setdefault("decision", "denied" if isinstance(exc, ApprovalDenied) else "refused")
             event.update(outcome="error", error_code=exc.code, error=exc.message)
+            self._emit(event, started)
+            raise
+        except anyio.get_cancelled_exc_class():
+            # Audited before the cancellation goes on: a call with no event reads as never made.
+            event.setdefault("decision", "cancelled")
+            event.update(outcome="cancelled", error_code="cancelled")
             self._emit(event, started)
             raise
         event.update(outcome="tool_error" if result.is_error else "ok")
