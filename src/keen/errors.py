@@ -273,7 +273,11 @@ class RemoteProtocolError(MCPServerError):
 class UserActionRequired(MCPServerError):
     """The server cannot go on until the user has been to a page (MCP 2025-11-25
     "Elicitation > URL Mode": error ``-32042``). ``pages`` lists ``(message, url)``; a URL
-    that fails :func:`keen.mcp.elicitation.check_url` is left out of it and of the message."""
+    that fails :func:`keen.mcp.elicitation.check_url` is left out of it and of the message.
+    ``elicitation_ids`` are the pages' ``elicitationId``s, in the same order, when every page
+    the server named is shown and has one (else ``[]``): the server's
+    ``notifications/elicitation/complete`` for them says the call may be sent again
+    (``Manager.wait_user_action``)."""
 
     code = "user_action_required"
 
@@ -284,9 +288,11 @@ class UserActionRequired(MCPServerError):
         server: str,
         tool: str | None = None,
         pages: list[tuple[str, str]] | None = None,
+        elicitation_ids: list[str] | None = None,
     ) -> None:
         super().__init__(message, server=server, tool=tool)
         self.pages = pages or []
+        self.elicitation_ids = elicitation_ids or []
 
 
 class RemoteToolError(MCPServerError):

@@ -5,10 +5,15 @@ and picks the session; this module sends the request on it and turns every failu
 a :mod:`keen.errors` type at one place: the SDK's, translated by :mod:`keen.mcp._translate`,
 an OAuth server's refusal refined by its provider (a step-up needs a wider scope), and a
 transport that failed under the call marks the server disconnected for its owner task.
+
+A call refused with ``-32042`` (URL elicitation required) may be sent once more when the
+person accepted every page and the server reported each done (:func:`pages_done`; MCP
+2025-11-25 "Elicitation > URL Mode > URL Elicitation Required Error").
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -25,6 +30,7 @@ from keen.errors import (
     MCPServerError,
     Remedy,
     ServerDisconnected,
+    UserActionRequired,
 )
 from keen.mcp._input import call_tool as call_tool_any_era
 from keen.mcp._runtime import ServerRuntime
@@ -32,9 +38,12 @@ from keen.mcp._stale import call_with_relist
 from keen.mcp._translate import AUTH_STATUSES, sign_in_message, translate_call_error
 from keen.mcp.auth import classify_auth_failure
 from keen.mcp.changes import ToolsChanged
+from keen.mcp.elicitation import UrlElicitationCallback
 from keen.mcp.types import ServerState, ToolResult
 
-__all__ = ["not_connected", "send_request", "send_tool_call"]
+__all__ = ["not_connected", "pages_done", "send_request", "send_tool_call"]
+
+logger = logging.getLogger(__name__)
 
 
 async def send_tool_call(
@@ -46,14 +55,35 @@ async def send_tool_call(
     limit: float,
     progress: ProgressFnT | None,
     relist: Callable[[], Awaitable[ToolsChanged | None]],
+    pages: tuple[UrlElicitationCallback | None, float] = (None, 0.0),
 ) -> ToolResult:
     """``tools/call`` of an already checked call on ``session`` (``limit``: seconds).
 
     A refusal that says the tool list is stale re-lists once (``relist``) and resends once
-    (:mod:`keen.mcp._stale`). Raises ``CallTimeout``, ``ServerDisconnected``, ``AuthFailed``,
-    ``AuthRequired``, ``UserActionRequired``, ``RemoteProtocolError``, ``InvalidArguments``,
-    ``ToolNotFound`` or ``ToolChanged``.
+    (:mod:`keen.mcp._stale`). A ``-32042`` is sent once more when :func:`pages_done` says so
+    (``pages``: who is asked, seconds to wait). Raises ``CallTimeout``,
+    ``ServerDisconnected``, ``AuthFailed``, ``AuthRequired``, ``UserActionRequired``,
+    ``RemoteProtocolError``, ``InvalidArguments``, ``ToolNotFound`` or ``ToolChanged``.
     """
+    try:
+        return await _send_tool_call(runtime, session, tool, arguments, limit, progress, relist)
+    except UserActionRequired as error:
+        if not await pages_done(runtime, error, *pages):
+            raise
+    if runtime.session is None:  # it went away while the person was at the page
+        raise not_connected(runtime)
+    return await _send_tool_call(runtime, runtime.session, tool, arguments, limit, progress, relist)
+
+
+async def _send_tool_call(
+    runtime: ServerRuntime,
+    session: ClientSession,
+    tool: str,
+    arguments: dict[str, Any],
+    limit: float,
+    progress: ProgressFnT | None,
+    relist: Callable[[], Awaitable[ToolsChanged | None]],
+) -> ToolResult:
     name = runtime.name
     uri = runtime.descriptions_uri
     send = partial(call_tool_any_era, session, tool, arguments, read_timeout_seconds=limit)
@@ -113,6 +143,39 @@ async def send_request(
         if isinstance(error, ServerDisconnected):
             runtime.connection_lost(error.message)
         raise error from exc
+
+
+async def pages_done(
+    runtime: ServerRuntime, error: UserActionRequired, ask: UrlElicitationCallback | None, wait: float
+) -> bool:
+    """Whether a call that met ``error`` (``-32042``) may be sent once more now.
+
+    The session expects the pages' ``elicitationId``s from here on (so a caller can
+    ``Manager.wait_user_action`` after it shows the pages itself). With ``ask``, each page
+    is put to the person as a URL-mode elicitation is; when they accept every one, this
+    waits up to ``wait`` seconds for the server's completion notice of each.
+
+    Returns:
+        True when every page was accepted and reported done; False when there is nothing
+        to track (pages without ids, a 2026-07-28 session, which has no such notice), no
+        ``ask``, a page not accepted (or ``ask`` failed), or the time ran out.
+    """
+    tracker, ids = runtime.elicitations, error.elicitation_ids
+    if tracker is None or not ids or not runtime.completion_notices:
+        return False
+    tracker.expect(ids)
+    if ask is None:
+        return False
+    for (message, url), elicitation_id in zip(error.pages, ids, strict=True):
+        try:
+            answer = await ask(runtime.name, message, url)
+        except Exception as exc:  # a broken front end must not break the call's error
+            logger.warning("%s: the URL elicitation callback failed (%s)", runtime.name, type(exc).__name__)
+            return False
+        if answer.action != "accept":
+            return False
+        tracker.accepted(elicitation_id, answer.on_complete)
+    return await tracker.wait(ids, wait)
 
 
 def not_connected(runtime: ServerRuntime) -> MCPServerError:

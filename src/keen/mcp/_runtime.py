@@ -75,7 +75,8 @@ class ServerRuntime:
         self.name = name
         self._elicitation = elicitation
         self._elicitation_url = elicitation_url
-        self._asks: SessionElicitation | None = None
+        self.elicitations: SessionElicitation | None = None
+        """The open session's elicitation state: its answers and the completions it awaits."""
         self._transport = transport
         self.config = config
         self.state = ServerState.CONFIGURED
@@ -161,6 +162,13 @@ class ServerRuntime:
         if changed:
             logger.debug("server %s: %s%s", self.name, state.value, f" ({self.last_error})" if error else "")
             self._on_change(self.status())
+
+    @property
+    def completion_notices(self) -> bool:
+        """True when the connected session's era has ``notifications/elicitation/complete``
+        (2025-11-25; the 2026-07-28 era has none)."""
+        version = self.info.protocol_version if self.info else None
+        return self.session is not None and version not in MODERN_PROTOCOL_VERSIONS
 
     @property
     def settled(self) -> anyio.Event:
@@ -262,9 +270,9 @@ class ServerRuntime:
                 read, write = streams
                 tool_filter = self._tool_filter = ToolListFilter()
                 # Advertised only with a callback (the SDK keys the capability on it); one per
-                # session, since a completion notice names an id of this session's requests.
-                asks = sdk_callback(self.name, self._elicitation, self._elicitation_url)
-                self._asks = asks if self._elicitation() else None
+                # session, since a completion notice names an id of this session's requests
+                # (kept without a callback too: a -32042's pages complete by notice as well).
+                asks = self.elicitations = sdk_callback(self.name, self._elicitation, self._elicitation_url)
                 session = await stack.enter_async_context(
                     ClientSession(
                         EOFWatch(read, self._mark_eof, tool_filter.incoming),
@@ -272,7 +280,7 @@ class ServerRuntime:
                         message_handler=self._on_message,
                         logging_callback=self._on_log,
                         client_info=_CLIENT_INFO,
-                        elicitation_callback=self._asks,
+                        elicitation_callback=asks if self._elicitation() else None,
                     )
                 )
                 negotiated = False
@@ -514,8 +522,8 @@ class ServerRuntime:
                 self.watch.request("notification")
             else:
                 self._early_notice = True  # during the first listing: re-list once published
-        elif method == "notifications/elicitation/complete" and self._asks is not None:
-            self._asks.completed(str(getattr(root.params, "elicitation_id", "")))
+        elif method == "notifications/elicitation/complete" and self.elicitations is not None:
+            self.elicitations.completed(str(getattr(root.params, "elicitation_id", "")))
         else:
             logger.debug("server %s: notification %s", self.name, method)
 

@@ -285,6 +285,7 @@ _DETAIL_CHARS = 2000
 def _user_action(cause: MCPError, server: str, tool: str) -> UserActionRequired:
     """``-32042``: the pages the server wants the user to open (URL mode elicitation)."""
     pages: list[tuple[str, str]] = []
+    ids: list[str] = []
     refused = 0
     data = cause.data if isinstance(cause.data, dict) else {}
     for item in data.get("elicitations") or []:  # pyright: ignore[reportUnknownVariableType]
@@ -294,8 +295,13 @@ def _user_action(cause: MCPError, server: str, tool: str) -> UserActionRequired:
         # The URL reaches the model and the event log: one holding a secret Keen knows is refused.
         if check_url(url) is None and redactor.redact(url) == url:
             pages.append((_cut(redactor.redact(one_line(note, _DETAIL_CHARS)), _DETAIL_CHARS), url))
+            elicitation_id = item.get("elicitationId")  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(elicitation_id, str) and elicitation_id and len(elicitation_id) <= _DETAIL_CHARS:
+                ids.append(elicitation_id)
         else:
             refused += 1
+    if refused or len(ids) != len(pages):
+        ids = []  # a page the user cannot be shown, or one without an id, never completes here
     if not pages:
         why = f" ({refused} link{'s' * (refused != 1)} refused as unsafe)" if refused else ""
         return UserActionRequired(
@@ -311,6 +317,7 @@ def _user_action(cause: MCPError, server: str, tool: str) -> UserActionRequired:
         server=server,
         tool=tool,
         pages=pages,
+        elicitation_ids=ids,
     )
 
 

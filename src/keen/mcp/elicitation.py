@@ -21,6 +21,13 @@ complete`` with the request's ``elicitationId`` (MCP 2025-11-25 "Elicitation > C
 Notifications for URL Mode Elicitation"; the 2026-07-28 era has no such notice). An answer
 may carry ``on_complete``: it is called once for that notice. Notices naming an id this
 session never accepted, or one already completed, are ignored, as the spec requires.
+
+A server may instead fail a request with ``-32042`` (URL elicitation required), naming the
+pages and their ``elicitationId``s; its completion notices say the request may be sent
+again (MCP 2025-11-25 "Elicitation > URL Mode > URL Elicitation Required Error"). The
+session expects those ids (:meth:`SessionElicitation.expect`) before anyone is shown the
+pages, so a notice that comes before a caller waits (:meth:`SessionElicitation.wait`) is
+not lost.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+import anyio
 
 __all__ = [
     "ElicitAnswer",
@@ -136,6 +145,7 @@ class SessionElicitation:
         self.server = server
         self._current, self._current_url = current, current_url
         self._pending: dict[str, Callable[[], None]] = {}
+        self._expected: dict[str, anyio.Event] = {}
 
     async def __call__(self, context: Any, params: Any) -> Any:
         """Answer one ``elicitation/create``; returns ``ElicitResult`` or ``ErrorData``."""
@@ -177,26 +187,67 @@ class SessionElicitation:
             )
             return mt.ElicitResult(action="decline")
         elicitation_id = getattr(params, "elicitation_id", None)
-        if answer.action == "accept" and answer.on_complete is not None and isinstance(elicitation_id, str):
-            self._pending.pop(elicitation_id, None)  # a reused id: the newest request wins
-            self._pending[elicitation_id] = answer.on_complete
-            while len(self._pending) > _MAX_PENDING:
-                del self._pending[next(iter(self._pending))]
+        if answer.action == "accept" and isinstance(elicitation_id, str):
+            self.accepted(elicitation_id, answer.on_complete)
         return mt.ElicitResult(action=answer.action)
+
+    def accepted(self, elicitation_id: str, on_complete: Callable[[], None] | None) -> None:
+        """The person accepted the page of ``elicitation_id``: call ``on_complete`` (if any)
+        once its completion notice comes."""
+        if on_complete is None:
+            return
+        self._pending.pop(elicitation_id, None)  # a reused id: the newest request wins
+        self._pending[elicitation_id] = on_complete
+        _bound(self._pending)
+
+    def expect(self, elicitation_ids: list[str]) -> None:
+        """Track the completion of ``elicitation_ids`` (a ``-32042``'s pages) from now on, so
+        :meth:`wait` sees a notice that came before it was called. An id expected again (a
+        server that reuses ids) waits for a new notice."""
+        for elicitation_id in elicitation_ids:
+            self._expected.pop(elicitation_id, None)
+            self._expected[elicitation_id] = anyio.Event()
+        _bound(self._expected)
+
+    async def wait(self, elicitation_ids: list[str], timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the completion notice of every id (each
+        :meth:`expect`-ed first). Returns ``True`` when all came, ``False`` when the time ran
+        out or an id was never expected (or was forgotten: at most 64 are kept)."""
+        events = [self._expected.get(elicitation_id) for elicitation_id in elicitation_ids]
+        if not events or None in events:
+            return False
+        with anyio.move_on_after(timeout):
+            for event in events:
+                assert event is not None
+                await event.wait()
+            return True
+        return False
 
     def completed(self, elicitation_id: str) -> bool:
         """The server sent ``notifications/elicitation/complete`` for ``elicitation_id``: call
-        that request's ``on_complete`` once. Returns ``False`` (and does nothing) for an id
-        this session has no accepted request waiting under."""
+        that request's ``on_complete`` once and release a :meth:`wait` for it. Returns
+        ``False`` (and does nothing) for an id this session neither accepted nor expects, or
+        one already completed."""
+        expected = self._expected.get(elicitation_id)
+        waited = expected is not None and not expected.is_set()
+        if expected is not None:
+            expected.set()
         on_complete = self._pending.pop(elicitation_id, None)
         if on_complete is None:
-            logger.debug("%s: ignored a completion notice for an unknown elicitation", self.server)
-            return False
+            if not waited:
+                logger.debug("%s: ignored a completion notice for an unknown elicitation", self.server)
+            return waited
         try:
             on_complete()
         except Exception as exc:  # a broken front end must not break the session
             logger.warning("%s: the completion callback failed (%s)", self.server, type(exc).__name__)
         return True
+
+
+def _bound(items: dict[str, Any]) -> None:
+    # A server need never send a notice: the oldest entry is forgotten first.
+    while len(items) > _MAX_PENDING:
+        del items[next(iter(items))]
 
 
 def sdk_callback(

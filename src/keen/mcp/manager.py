@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -30,8 +31,10 @@ from keen.errors import (
     ServerMisconfigured,
     ServerNotConfigured,
     ToolNotFound,
+    UserActionRequired,
 )
 from keen.mcp._calls import not_connected, send_request, send_tool_call
+from keen.mcp._memory import in_memory_transport
 from keen.mcp._runtime import ServerRuntime
 from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
@@ -82,6 +85,10 @@ class Manager:
             they are declined without it. Set it later on :attr:`elicitation_url`.
         refresh_interval: seconds; a server's tools are re-listed at most once per interval
             however many change notices it sends (docs/architecture.md "Tools that change").
+        url_elicitation_wait: seconds a call refused with ``-32042`` (URL elicitation
+            required) waits, once the person accepted its pages through ``elicitation_url``,
+            for the server to report them done before it is sent once more; past that it
+            raises ``UserActionRequired``.
 
     One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
     server alone is in state ``config_error`` with the message and the fix, and calls to it
@@ -101,8 +108,10 @@ class Manager:
         elicitation: ElicitationCallback | None = None,
         elicitation_url: UrlElicitationCallback | None = None,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
+        url_elicitation_wait: float = 600.0,
     ) -> None:
         self.elicitation = elicitation
+        self.url_elicitation_wait = url_elicitation_wait
         self.elicitation_url = elicitation_url
         self.config_path = config_path or paths.mcp_config_path()
         self._config = (
@@ -380,7 +389,10 @@ class Manager:
         ``check_call`` errors, ``CallTimeout``, ``ServerDisconnected``, ``AuthFailed``,
         ``RemoteProtocolError``, or, for a call refused as stale whose re-list shows the tool
         gone or changed, ``ToolNotFound`` / ``ToolChanged`` (docs/serve.md "Calls with a stale
-        tool list").
+        tool list"). A call refused with ``-32042`` is sent once more when the person accepted
+        its pages through :attr:`elicitation_url` and the server reported them done within
+        ``url_elicitation_wait``; otherwise it raises ``UserActionRequired`` (then see
+        :meth:`wait_user_action`).
         """
         arguments = {} if arguments is None else arguments
         if validate:
@@ -393,8 +405,21 @@ class Manager:
             arguments,
             limit=limit,
             progress=progress,
-            relist=lambda: self.refresh_tools(name),
+            relist=partial(self.refresh_tools, name),
+            pages=(self.elicitation_url, self.url_elicitation_wait),
         )
+
+    async def wait_user_action(self, error: UserActionRequired, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the server to report every page of ``error``
+        done (``notifications/elicitation/complete`` for its ``elicitation_ids``, MCP
+        2025-11-25 "Elicitation > URL Mode"); then the call may be sent again.
+
+        For a caller that shows the pages itself (no ``elicitation_url``); a notice that came
+        before this is called counts. Returns False when the time ran out, the error has no
+        ids, or the server reconnected since (a new session knows nothing of them).
+        """
+        tracker = self._runtime(error.server).elicitations
+        return tracker is not None and await tracker.wait(error.elicitation_ids, timeout)
 
     async def read_resource(
         self, name: str, uri: str, *, timeout: float | None = None
@@ -512,20 +537,3 @@ class Manager:
         if runtime.state is not ServerState.CONNECTED or runtime.session is None:
             raise not_connected(runtime)
         return runtime
-
-
-def in_memory_transport(server: Any) -> TransportFactory:
-    """A transport factory that runs ``server`` in this process, over memory streams.
-
-    Args:
-        server: an MCP SDK ``Server`` (low level) or ``MCPServer``; other frameworks expose
-            one (FastMCP: ``server._mcp_server``).
-
-    Returns:
-        A factory for ``Manager(transports={name: ...})``; each connection starts the server
-        in a background task and stops it when the session closes.
-    """
-    # The SDK's own in-memory transport, the one its ``Client(server)`` uses.
-    from mcp.client._memory import InMemoryTransport
-
-    return lambda: InMemoryTransport(server)
