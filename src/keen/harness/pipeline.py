@@ -410,14 +410,12 @@ class Harness:
                 )  # fmt: skip
         # visibility: only what this turn offered (or what the callback allows this caller).
         if self.visibility is not None:
-            found = self._lookup(cap_id, name)
-            hidden = await self._visible_to(found, caller, server, tool, args)
-            if isinstance(hidden, Observation):
-                return replace(hidden, call_id=call_id, name=name)
-            cap = found
-            assert cap is not None
+            cap = self._lookup(cap_id, name)
+            if cap is None:  # the gateway's precise reason when there is one
+                gate, why, code = not_in_catalog(self.gateway, self.remedy_words, server, tool, args)
+                return self._deny(call_id, name, gate, why, "", code, (server, tool))
             cap_id = cap.id
-            if hidden:
+            if hidden := await self.visibility(cap, caller):
                 return self._deny(call_id, name, "visibility", hidden, cap_id, where=(cap.server, cap.name))
         else:
             cap = self._caps.get(cap_id)
@@ -468,22 +466,6 @@ class Harness:
         if not obs.is_error:
             self._more = f"ask the user for a narrower part of {cap.name}"
         return obs
-
-    async def _visible_to(
-        self,
-        cap: Capability | None,
-        caller: str | None,
-        server: str | None,
-        tool: str | None,
-        args: dict[str, Any],
-    ) -> Observation | str | None:
-        """Callback-mode visibility: a capability missing from the catalog gets the gateway's
-        precise reason (server not configured, disconnected, no such tool) when there is one."""
-        if cap is None:
-            gate, why, code = not_in_catalog(self.gateway, self.remedy_words, server, tool, args)
-            return self._deny("", "", gate, why, "", code, (server, tool))
-        assert self.visibility is not None
-        return await self.visibility(cap, caller)
 
     def _gateway_approval(self, request: ApprovalRequest) -> bool:
         """The gateway's approval: yes only for the call the permission gate just cleared."""
