@@ -1,7 +1,8 @@
 """Requests over a server's published session, and what their failures become.
 
-The Manager checks a call (configured, enabled, connected, known tool, valid arguments)
-and picks the session; this module sends the request on it and turns every failure into
+The Manager checks a call (configured, enabled, connected, known tool, valid arguments;
+the middle two here: :func:`connected`, :func:`listed_tool`) and picks the session; this
+module sends the request on it and turns every failure into
 a :mod:`keen.errors` type at one place: the SDK's, translated by :mod:`keen.mcp._translate`,
 an OAuth server's refusal refined by its provider (a step-up needs a wider scope), and a
 transport that failed under the call marks the server disconnected for its owner task.
@@ -13,6 +14,7 @@ person accepted every page and the server reported each done (:func:`pages_done`
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -29,7 +31,9 @@ from keen.errors import (
     InvalidArguments,
     MCPServerError,
     Remedy,
+    ServerDisabled,
     ServerDisconnected,
+    ToolNotFound,
     UserActionRequired,
 )
 from keen.mcp._input import call_tool as call_tool_any_era
@@ -39,9 +43,9 @@ from keen.mcp._translate import AUTH_STATUSES, sign_in_message, translate_call_e
 from keen.mcp.auth import classify_auth_failure
 from keen.mcp.changes import ToolsChanged
 from keen.mcp.elicitation import UrlElicitationCallback
-from keen.mcp.types import ServerState, ToolResult
+from keen.mcp.types import ServerState, Tool, ToolResult
 
-__all__ = ["not_connected", "pages_done", "send_request", "send_tool_call"]
+__all__ = ["connected", "listed_tool", "not_connected", "pages_done", "send_request", "send_tool_call"]
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +180,36 @@ async def pages_done(
             return False
         tracker.accepted(elicitation_id, answer.on_complete)
     return await tracker.wait(ids, wait)
+
+
+def connected(runtime: ServerRuntime) -> ServerRuntime:
+    """``runtime`` when its server is enabled and connected. Raises ``ServerDisabled``, or
+    :func:`not_connected`'s error."""
+    if not runtime.config.enabled:
+        raise ServerDisabled(
+            f'MCP server "{runtime.name}" is disabled in configs.json ("enabled": false)',
+            server=runtime.name,
+            remedy=Remedy.ENABLE_SERVER,
+        )
+    if runtime.state is not ServerState.CONNECTED or runtime.session is None:
+        raise not_connected(runtime)
+    return runtime
+
+
+def listed_tool(runtime: ServerRuntime, tool: str) -> Tool:
+    """``tool`` as the server's latest tools/list defines it. Raises ``ToolNotFound`` with
+    up to three close names."""
+    found = runtime.tools_by_name.get(tool)
+    if found is None:
+        close = difflib.get_close_matches(tool, list(runtime.tools_by_name), n=3)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise ToolNotFound(
+            f'MCP server "{runtime.name}" has no tool "{tool}" in its latest tools/list.{hint}',
+            server=runtime.name,
+            tool=tool,
+            remedy=Remedy.READ_SKILL,
+        )
+    return found
 
 
 def not_connected(runtime: ServerRuntime) -> MCPServerError:

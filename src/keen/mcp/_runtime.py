@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,6 @@ import httpx2
 import mcp_types as mt
 from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import Subscription
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -31,6 +30,7 @@ from keen._redact import redact_url, redactor
 from keen._text import one_line
 from keen._version import __version__
 from keen.errors import AuthRequired, Remedy
+from keen.mcp._http import http_transport
 from keen.mcp._listings import list_prompts, list_resource_templates, list_resources
 from keen.mcp._secrets import register_server_secrets
 from keen.mcp._spawn import stdio_transport
@@ -266,7 +266,10 @@ class ServerRuntime:
                     assert stderr.errlog is not None
                     streams = await stack.enter_async_context(stdio_transport(cfg, stderr.errlog))
                 else:
-                    streams = await stack.enter_async_context(self._http(cfg, facts))
+                    self.auth = self._oauth(cfg, facts)
+                    streams = await stack.enter_async_context(
+                        http_transport(cfg, facts, self.auth, self._saw_status)
+                    )
                 read, write = streams
                 tool_filter = self._tool_filter = ToolListFilter()
                 # Advertised only with a callback (the SDK keys the capability on it); one per
@@ -461,33 +464,17 @@ class ServerRuntime:
 
     # -- transports -----------------------------------------------------------------------------------
 
-    @contextlib.asynccontextmanager
-    async def _http(self, cfg: HttpServerConfig, facts: ConnectFacts) -> AsyncIterator[Any]:
-        headers = dict(cfg.headers)
-        auth: httpx2.Auth | None = None
-        if cfg.auth.type == "api_key":
-            headers[cfg.auth.header] = cfg.auth.header_value()
-        elif isinstance(cfg.auth, OAuthAuth):
-            if self._auth_factory is None:
-                raise AuthRequired(sign_in_message(self.name), server=self.name, remedy=Remedy.SIGN_IN)
-            auth, facts.has_token = self._auth_factory(self.name, cfg, cfg.auth, self.interactive_auth)
-        self.auth = auth
-        endpoint = cfg.url.split("?", 1)[0].rstrip("/")
+    def _oauth(self, cfg: HttpServerConfig, facts: ConnectFacts) -> httpx2.Auth | None:
+        """An ``oauth`` server's ``httpx2.Auth`` (``None`` for other auth types)."""
+        if not isinstance(cfg.auth, OAuthAuth):
+            return None
+        if self._auth_factory is None:
+            raise AuthRequired(sign_in_message(self.name), server=self.name, remedy=Remedy.SIGN_IN)
+        auth, facts.has_token = self._auth_factory(self.name, cfg, cfg.auth, self.interactive_auth)
+        return auth
 
-        async def on_response(response: httpx2.Response) -> None:
-            # The SDK reports a 401 as a bare MCPError -32603, so the status is read here.
-            if str(response.request.url).split("?", 1)[0].rstrip("/") == endpoint:
-                self.http_status = facts.http_status = response.status_code
-                facts.www_authenticate = response.headers.get("www-authenticate")
-
-        client = httpx2.AsyncClient(
-            headers=headers,
-            auth=auth,
-            event_hooks={"response": [on_response]},
-            timeout=httpx2.Timeout(cfg.timeouts.connect, read=max(300.0, cfg.timeouts.call_tool)),
-        )
-        async with client, streamable_http_client(cfg.url, http_client=client) as streams:
-            yield streams
+    def _saw_status(self, status: int) -> None:
+        self.http_status = status
 
     def _stderr_tail(self) -> str:
         """The last lines the server wrote to stderr in this run, joined with ' | ', redacted."""

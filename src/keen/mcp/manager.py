@@ -11,7 +11,6 @@ the same task (anyio task groups must be exited by the task that entered them).
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
@@ -27,13 +26,12 @@ from mcp.shared.dispatcher import ProgressFnT
 from keen import paths
 from keen.errors import (
     Remedy,
-    ServerDisabled,
     ServerMisconfigured,
     ServerNotConfigured,
     ToolNotFound,
     UserActionRequired,
 )
-from keen.mcp._calls import not_connected, send_request, send_tool_call
+from keen.mcp._calls import connected, listed_tool, not_connected, send_request, send_tool_call
 from keen.mcp._memory import in_memory_transport
 from keen.mcp._runtime import ServerRuntime
 from keen.mcp._tool_filter import InvalidTool
@@ -359,16 +357,7 @@ class Manager:
         if not tool:
             raise ToolNotFound(f'no tool name given for MCP server "{name}"', server=name)
         runtime = self._connected(name)
-        found = runtime.tools_by_name.get(tool)
-        if found is None:
-            close = difflib.get_close_matches(tool, list(runtime.tools_by_name), n=3)
-            hint = f" Did you mean: {', '.join(close)}?" if close else ""
-            raise ToolNotFound(
-                f'MCP server "{name}" has no tool "{tool}" in its latest tools/list.{hint}',
-                server=name,
-                tool=tool,
-                remedy=Remedy.READ_SKILL,
-            )
+        found = listed_tool(runtime, tool)
         runtime.validator.validate(found, arguments)
         return found
 
@@ -527,13 +516,4 @@ class Manager:
         return runtime
 
     def _connected(self, name: str) -> ServerRuntime:
-        runtime = self._runtime(name)
-        if not runtime.config.enabled:
-            raise ServerDisabled(
-                f'MCP server "{name}" is disabled in configs.json ("enabled": false)',
-                server=name,
-                remedy=Remedy.ENABLE_SERVER,
-            )
-        if runtime.state is not ServerState.CONNECTED or runtime.session is None:
-            raise not_connected(runtime)
-        return runtime
+        return connected(self._runtime(name))

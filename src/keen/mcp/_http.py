@@ -1,0 +1,51 @@
+"""The streamable HTTP transport of one connection: headers, auth and the status watch.
+
+An ``api_key`` server gets its header on every request; an ``oauth`` server, the
+``httpx2.Auth`` its owner built. The SDK reports an HTTP 401 as a bare ``MCPError -32603``
+without the status, so a response hook records the MCP endpoint's status and
+``WWW-Authenticate`` challenge for the error translation (:mod:`keen.mcp._translate`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx2
+from mcp.client.streamable_http import streamable_http_client
+
+from keen.mcp._translate import ConnectFacts
+from keen.mcp.config import HttpServerConfig
+
+__all__ = ["http_transport"]
+
+
+@contextlib.asynccontextmanager
+async def http_transport(
+    cfg: HttpServerConfig, facts: ConnectFacts, auth: httpx2.Auth | None, on_status: Callable[[int], None]
+) -> AsyncIterator[Any]:
+    """The read and write streams of a streamable HTTP connection to ``cfg.url``.
+
+    ``facts`` and ``on_status`` hear each status the MCP endpoint answers with. The read
+    timeout is at least 300 s (a long call streams its result), else ``timeouts.call_tool``.
+    """
+    headers = dict(cfg.headers)
+    if cfg.auth.type == "api_key":
+        headers[cfg.auth.header] = cfg.auth.header_value()
+    endpoint = cfg.url.split("?", 1)[0].rstrip("/")
+
+    async def on_response(response: httpx2.Response) -> None:
+        if str(response.request.url).split("?", 1)[0].rstrip("/") == endpoint:
+            on_status(response.status_code)
+            facts.http_status = response.status_code
+            facts.www_authenticate = response.headers.get("www-authenticate")
+
+    client = httpx2.AsyncClient(
+        headers=headers,
+        auth=auth,
+        event_hooks={"response": [on_response]},
+        timeout=httpx2.Timeout(cfg.timeouts.connect, read=max(300.0, cfg.timeouts.call_tool)),
+    )
+    async with client, streamable_http_client(cfg.url, http_client=client) as streams:
+        yield streams
