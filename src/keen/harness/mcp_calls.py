@@ -68,6 +68,8 @@ class ApprovalHandover:
             return
         at = holders.index(self)
         del holders[at]
+        if not holders:
+            del _HOLDERS[self.gateway]
         if at < len(holders):
             holders[at].prior = self.prior  # the one that took over from us restores it
         elif self.gateway.approval == self.gate:
