@@ -354,3 +354,49 @@ async def test_calling_an_unoffered_tool_asks_for_it_or_says_why_not(world: Worl
     assert third["text"].endswith("will not change that; the user can switch the permission mode."), third[
         "text"
     ]
+
+
+async def test_a_reconnect_that_outlasts_the_wait_says_it_goes_on_in_the_background(world: World) -> None:
+    # A server that hangs in its handshake: the attempt (connect timeout, then stopping the
+    # process) outlasts the call's wait (connect + list_tools). The line read "demo: still
+    # connecting; Keen tries again at the next call to it; `keen mcp connect demo` tries
+    # now": the attempt was still running, and nothing would start another one.
+    once = step(call(MCP, server="demo", tool="convert_units", arguments=MARATHON))
+    model = world.script(*convert_script(world), once, step(content="The demo server is slow."))
+    timeouts = {"connect": 5, "list_tools": 0.5}
+    async with (
+        world.runtime("demo", timeouts=timeouts) as rt,
+        world.agent(rt, model) as agent,
+        anyio.create_task_group() as tg,
+    ):
+        agent.reconnector.task_group = tg  # as the REPL does: the attempt outlives the wait
+        agent.reconnect_wait = 1.0
+        assert (await agent.run_turn("marathon?")).ok
+        world.hang.touch()
+        await kill_demo(world, rt)
+        notices = Notices()
+        slow = await agent.run_turn("again?", notices)
+        ended = anyio.Event()
+        stop = rt.manager.subscribe(lambda s: ended.set() if s.state is not ServerState.CONNECTING else None)
+        waited_state = rt.manager.status("demo").state
+        with anyio.fail_after(30):
+            if waited_state is ServerState.CONNECTING:
+                await ended.wait()
+        stop()
+        agent.reconnector.task_group = None
+    assert waited_state is ServerState.CONNECTING, (waited_state, notices.lines)
+    [line] = [n for n in notices.lines if n.startswith("demo:")]
+    assert line == (
+        "demo: still reconnecting after 1 s; Keen goes on in the background, and calls that need"
+        " the server fail until it is back"
+    ), line
+    [refused] = slow.tool_calls
+    assert refused["outcome"] in ("denied", "error"), refused
+    text = refused["text"]
+    assert "Keen is still reconnecting this server in the background; call it again in a moment" in text, text
+    assert "keen mcp connect" not in text, text  # nothing for the user to do yet
+    # The attempt ended by itself (the hung server's connect timeout), with its reason.
+    status = rt.manager.status("demo")
+    assert status.state is ServerState.DISCONNECTED and "did not answer initialize" in (
+        status.last_error or ""
+    )

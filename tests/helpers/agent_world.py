@@ -1,7 +1,8 @@
 """The agent tests' world: a runtime over real MCP servers and scripted models.
 
 Servers: ``demo`` (keen-demo over stdio, started through a shim that records its pid so a
-test can kill it, counts its launches, and exits at once while ``<pidfile>.down`` exists), ``everything`` (the npm reference server), ``basic`` and ``booking``
+test can kill it, counts its launches, exits at once while ``<pidfile>.down`` exists and
+hangs before its handshake while ``<pidfile>.hang`` exists), ``everything`` (the npm reference server), ``basic`` and ``booking``
 (tests/servers). The scripted model is Keen's own ``scripted:`` provider reading a file
 the test writes; :class:`Recording` keeps what each model call was sent.
 """
@@ -25,6 +26,7 @@ from keen.runtime import Runtime, open_runtime
 _SHIM = (
     "import os, sys; open(sys.argv[1] + '.launches', 'a').write('x\\n'); "
     "os.path.exists(sys.argv[1] + '.down') and sys.exit('fatal: the demo server is down'); "
+    "import time; os.path.exists(sys.argv[1] + '.hang') and time.sleep(60); "
     "open(sys.argv[1], 'w').write(str(os.getpid())); "
     "from keen.demo.server import main; main()"
 )
@@ -64,6 +66,11 @@ class World:
         """While this file exists the demo server refuses to start (exit 1, a line on stderr)."""
         return self.pidfile.with_name(self.pidfile.name + ".down")
 
+    @property
+    def hang(self) -> Path:
+        """While this file exists the demo server hangs before its handshake (a minute)."""
+        return self.pidfile.with_name(self.pidfile.name + ".hang")
+
     def launches(self) -> int:
         """How many times the demo server was started."""
         path = self.pidfile.with_name(self.pidfile.name + ".launches")
@@ -99,8 +106,15 @@ class World:
         return {name: entry for name, entry in entries.items() if name in names}
 
     @contextlib.asynccontextmanager
-    async def runtime(self, *servers: str, elicitation: Any = None) -> AsyncIterator[Runtime]:
-        config = {"version": 1, "servers": self.server_entries(set(servers))}
+    async def runtime(
+        self, *servers: str, elicitation: Any = None, timeouts: dict[str, float] | None = None
+    ) -> AsyncIterator[Runtime]:
+        """A runtime over ``servers`` (``timeouts``: every server's ``timeouts`` entry)."""
+        entries = self.server_entries(set(servers))
+        for entry in entries.values():
+            if timeouts is not None:
+                entry["timeouts"] = timeouts
+        config = {"version": 1, "servers": entries}
         async with open_runtime(config=config, wait=60, sync=True, elicitation=elicitation) as rt:
             for name in servers:
                 status = rt.manager.status(name)

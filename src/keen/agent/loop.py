@@ -162,9 +162,12 @@ class Agent:
     Attributes:
         reconnector: reconnects servers that went away before calls that need them (module
             docstring); a front end with a long-lived task group sets its ``task_group``.
-        on_reconnect: told each reconnect attempt's outcome (the server's status after it,
-            seconds until the next attempt may start); ``None``: the turn's view gets a
-            notice line instead.
+        on_reconnect: told each reconnect attempt's outcome (the server's status when the
+            wait ended, seconds until the next attempt may start, seconds waited); ``None``:
+            the turn's view gets a notice line instead. A status still ``connecting`` means
+            the attempt outlasted the wait and goes on (in the front end's task group).
+        reconnect_wait: how long a call waits for its server's reconnect, in seconds;
+            ``None`` (default): the server's ``timeouts.connect`` + ``timeouts.list_tools``.
     """
 
     def __init__(
@@ -195,7 +198,8 @@ class Agent:
         self._prompt: tuple[Discovery, str, str] | None = None
         self._elicitor = elicitor
         self.reconnector = Reconnector(runtime.manager)
-        self.on_reconnect: Callable[[ServerStatus, float], None] | None = None
+        self.on_reconnect: Callable[[ServerStatus, float, float], None] | None = None
+        self.reconnect_wait: float | None = None
         self._server_of: dict[str, str] = {}
         """Model tool name -> server, of every MCP tool offered this session."""
         if elicitor is not None:
@@ -330,8 +334,12 @@ class Agent:
             ``disconnected``, it is disabled or unknown, or its last attempt failed less
             than a window ago).
         """
-        if not self.reconnector.reconnectable(server) or not await self.reconnector.ensure([server]):
+        started = time.monotonic()
+        if not self.reconnector.reconnectable(server) or not await self.reconnector.ensure(
+            [server], self.reconnect_wait
+        ):
             return None
+        waited = time.monotonic() - started
         status = self.runtime.manager.status(server)
         retry_in = self.reconnector.retry_in(server)
         self.harness.log.emit(
@@ -341,11 +349,12 @@ class Agent:
             state=status.state.value,
             error=status.last_error,
             retry_in=round(retry_in, 1),
+            waited=round(waited, 1),
         )
         if self.on_reconnect is not None:
-            self.on_reconnect(status, retry_in)
+            self.on_reconnect(status, retry_in, waited)
         elif view is not None:
-            view.notice(reconnect_line(status, retry_in, self.connect_command))
+            view.notice(reconnect_line(status, retry_in, self.connect_command, waited))
         return status
 
     async def _run_call(
@@ -484,6 +493,10 @@ class Agent:
             return ""
         why = f" ({status.last_error})" if status.last_error else ""
         command = self.connect_command.format(server=server)
+        if status.state is ServerState.CONNECTING:
+            # A reconnect outlasted the call's wait and goes on (or the first connection is
+            # still under way): calling again later is what helps, not the user's command.
+            return f" Server {server} is still connecting.{retry_words(0, status.state)}"
         if self.reconnector.reconnectable(server):
             retry = retry_words(self.reconnector.retry_in(server))
             return f" Server {server} is {status.state.value}{why}.{retry} If it stays down, the user can fix it and run `{command}`."

@@ -151,11 +151,17 @@ class Repl:
         """One line from Keen (escaped: it may quote a server)."""
         self.console.print(Text(terminal_text(line), style=style), soft_wrap=True)
 
-    def reconnected(self, status: ServerStatus, retry_in: float) -> None:
-        """One line after an on-demand reconnect (the watch does not repeat it)."""
+    def reconnected(self, status: ServerStatus, retry_in: float, waited: float = 0.0) -> None:
+        """One line after an on-demand reconnect (the watch does not repeat it; when the
+        attempt goes on in the background, the watch reports how it ends)."""
         self.watch.told(status)
         back = status.state is ServerState.CONNECTED
-        self.notice(reconnect_line(status, retry_in, self.agent.connect_command), "green" if back else "red")
+        line = reconnect_line(status, retry_in, self.agent.connect_command, waited)
+        if status.state is ServerState.CONNECTING:
+            line += "; a line here says when it is back, or why not"
+        self.notice(
+            line, "green" if back else ("yellow" if status.state is ServerState.CONNECTING else "red")
+        )
 
     def _authorization_url(self, url: str, opened: bool) -> None:
         how = "opened in your browser" if opened else "open this URL in a browser"
