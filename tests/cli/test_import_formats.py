@@ -6,6 +6,7 @@ standard input, and a re-import of what is already configured is a no-op with ex
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -86,3 +87,34 @@ def test_import_from_standard_input(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "imported files" in proc.stdout and "imported docs" in proc.stdout
     assert set(json.loads(home.config_path.read_text())["servers"]) == {"files", "docs"}
+
+
+def test_broken_jsonc_with_comments_names_the_real_line_and_column(tmp_path: Path) -> None:
+    # A file with comments is not plain JSON, so plain JSON's position (line 1, column 1:
+    # the comment) was reported for a syntax error four lines further down.
+    home = make_home(tmp_path)
+    source = tmp_path / "mcp.json"
+    source.write_text('// my servers\n{"mcpServers": {\n  "a": {"command": "x",},\n  "b" {}\n}}\n')
+    run = home.keen("mcp", "import", str(source))
+    assert run.code == 2, str(run)
+    assert "line 4, column 7" in run.stderr, str(run)
+    assert "line 1" not in run.stderr, str(run)
+    assert not home.config_path.exists()
+
+
+def test_a_refused_name_suggests_a_rename_command_that_works(tmp_path: Path) -> None:
+    # The remedy read `keen mcp import --rename 'my files=my-files'`: without the FILE, that
+    # command fails ("give the FILE to import").
+    home = make_home(tmp_path)
+    source = tmp_path / "claude config.json"
+    source.write_text(json.dumps({"mcpServers": {"my files": {"command": "x"}, "ok": {"command": "y"}}}))
+    first = home.keen("mcp", "import", str(source))
+    assert first.code == 0, str(first)
+    line = next(line for line in first.stderr.splitlines() if "my files" in line)
+    command = line.split("import it as 'my-files' (", 1)[1].rsplit(")", 1)[0]
+    argv = shlex.split(command)
+    assert argv[:3] == ["keen", "mcp", "import"], command
+    again = home.keen(*argv[1:])
+    assert again.code == 0, str(again)
+    assert "imported my-files" in again.stdout, str(again)
+    assert set(json.loads(home.config_path.read_text())["servers"]) == {"ok", "my-files"}

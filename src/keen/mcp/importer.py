@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ _KEYISH_HEADER = re.compile(r"(api[-_]?key|token|secret|auth)", re.IGNORECASE)
 _CURSOR_ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _UNFILLABLE = re.compile(r"\$\{(workspaceFolder[A-Za-z]*|input:[^}]*|config:[^}]*|command:[^}]*)\}")
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
+_JSON5_ERROR = re.compile(r"^<string>:(?P<line>\d+) (?P<why>.*) at column (?P<column>\d+)$", re.DOTALL)
 
 
 class _Refused(Exception):
@@ -109,7 +111,11 @@ def import_mcp_file(
     """
     source = "standard input" if str(path) == "-" else str(path)
     return import_mcp_servers(
-        load_host_document(path), rename=rename, source=source, include_projects=include_projects
+        load_host_document(path),
+        rename=rename,
+        source=source,
+        include_projects=include_projects,
+        import_command=f"keen mcp import {shlex.quote(str(path))}",
     )
 
 
@@ -140,13 +146,21 @@ def _load_jsonc(text: str, source: str) -> Any:
 
         try:
             return json5.loads(text)
-        except ValueError:
+        except ValueError as jsonc_exc:
+            # json5 read past the comments and trailing commas plain JSON stopped at, so its
+            # position is the real one ("<string>:4 Unexpected "{" at column 7").
+            found = _JSON5_ERROR.match(str(jsonc_exc))
+            line, column, why = (
+                (int(found["line"]), int(found["column"]), found["why"])
+                if found
+                else (exc.lineno, exc.colno, exc.msg)
+            )
             raise ConfigError(
-                f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg} "
+                f"{source}: invalid JSON at line {line}, column {column}: {why} "
                 "(comments and trailing commas are fine); fix the syntax there",
                 path=source,
-                line=exc.lineno,
-                column=exc.colno,
+                line=line,
+                column=column,
             ) from exc
 
 
@@ -156,6 +170,7 @@ def import_mcp_servers(
     rename: Mapping[str, str] | None = None,
     source: str = "the imported file",
     include_projects: bool = False,
+    import_command: str | None = None,
 ) -> ImportResult:
     """Convert a parsed ``{"mcpServers": {...}}`` (or VS Code ``{"servers": {...}}``) document.
 
@@ -168,6 +183,9 @@ def import_mcp_servers(
     (``projects.<path>.mcpServers``): with ``include_projects`` each is imported as
     ``<name>-<project folder>`` with a note naming the project; without it each is left out
     with a note (never silently).
+
+    ``import_command``: the command that imports this document again (``keen mcp import
+    FILE``); a refused name's reason then gives it with the ``--rename`` that fixes it.
     """
     projects = project_servers(data)
     servers_raw = _server_map(data, source) if not projects or "mcpServers" in data else {}
@@ -180,12 +198,16 @@ def import_mcp_servers(
         target = rename.get(name, name)
         if not SERVER_NAME_PATTERN.fullmatch(target):
             suggestion = suggest_name(target, (final_names | set(result.servers)) - {target})
+            how = (
+                f"import it as {suggestion!r} ({import_command} --rename {shlex.quote(f'{name}={suggestion}')})"
+                " or rename it in the file"
+                if import_command
+                else f"rename it, e.g. to {suggestion!r}"
+            )
             result.refused.append(
                 (
                     name,
-                    f"Keen server names may use only letters, digits, '_' and '-' (1-64 characters); "
-                    f"import it as {suggestion!r} (keen mcp import --rename '{name}={suggestion}') "
-                    "or rename it in the file",
+                    f"Keen server names may use only letters, digits, '_' and '-' (1-64 characters); {how}",
                 )
             )
             continue
