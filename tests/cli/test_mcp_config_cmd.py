@@ -8,6 +8,7 @@ Claude Code's project-scoped servers imported or skipped with a note each, never
 from __future__ import annotations
 
 import json
+import shlex
 import stat
 import sys
 from pathlib import Path
@@ -300,3 +301,35 @@ def test_detect_lists_an_unreadable_host_file_with_its_problem(home: Home) -> No
     assert cursor["host"] == "Cursor" and cursor["servers"] == [] and "line 1" in cursor["error"]
     human = home.keen("mcp", "import", "--detect")
     assert "unreadable:" in human.stdout and "fix the syntax there" in " ".join(human.stdout.split())
+
+
+def test_a_name_differing_only_in_case_says_what_helps_not_overwrite(home: Home, tmp_path: Path) -> None:
+    # `keen mcp add TIME --overwrite` answered "'time' is already configured ... add it again
+    # with --overwrite", and an import skipped such a name with "use --overwrite to replace
+    # it", which changed nothing when followed: --overwrite replaces a server of the same name.
+    assert home.keen("mcp", "add", "time", "--", "cmd-a").code == 0
+    for args in (["TIME", "--", "cmd-b"], ["TIME", "--overwrite", "--", "cmd-b"]):
+        run = home.keen("mcp", "add", *args)
+        assert run.code == 2, str(run)
+        assert "differs from the configured server 'time' only in letter case" in run.stderr, str(run)
+        assert "add it again with --overwrite" not in run.stderr
+    assert servers(home) == {"time": {"transport": "stdio", "command": "cmd-a"}}
+    source = tmp_path / "hosts.json"
+    source.write_text(
+        json.dumps({"mcpServers": {"Time": {"command": "cmd-c"}, "TIME": {"command": "cmd-d"}}})
+    )
+    for extra in ([], ["--overwrite"]):
+        run = home.keen("mcp", "import", str(source), *extra)
+        assert run.code == 2, str(run)
+        assert "use --overwrite" not in run.stderr, str(run)
+        # The second entry of the file is refused too: it would clash with the first.
+        assert "TIME: another entry is already imported as 'Time'" in run.stderr, str(run)
+        skipped = next(line for line in run.stderr.splitlines() if line.startswith("skipped Time"))
+        assert "differs from the configured server 'time' only in letter case" in skipped, skipped
+    # The command the skip names works.
+    command = skipped.split("another name (", 1)[1].rsplit(")", 1)[0]
+    argv = shlex.split(command)
+    assert argv[:3] == ["keen", "mcp", "import"], command
+    again = home.keen(*argv[1:])
+    assert again.code == 0 and "imported Time-2" in again.stdout, str(again)
+    assert servers(home)["Time-2"]["command"] == "cmd-c" and servers(home)["time"]["command"] == "cmd-a"

@@ -11,6 +11,7 @@ are never printed.
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -77,6 +78,7 @@ def import_servers(
     if as_json:
         fail("--json works with --detect only; keen mcp import FILE prints what it imported")
     from keen.mcp.config_edit import import_into_config
+    from keen.mcp.importer import suggest_name
 
     renames: dict[str, str] = {}
     for pair in rename or []:
@@ -92,7 +94,18 @@ def import_servers(
     for name in outcome.unchanged:
         out.print(f"unchanged {escape(name)}: already configured as imported")
     for name in outcome.conflicts:
-        err.print(f"[yellow]skipped[/] {escape(name)}: already configured (use --overwrite to replace it)")
+        other = outcome.case_conflicts.get(name)
+        if other is None:
+            why = "already configured (use --overwrite to replace it)"
+        else:
+            # --overwrite replaces a server of the same name only: renaming is what helps.
+            rename_to = suggest_name(f"{name}-2", {*outcome.case_conflicts.values(), *outcome.result.servers})
+            why = (
+                f"differs from the configured server {other!r} only in letter case, which server names may not; "
+                f"import it under another name (keen mcp import {shlex.quote(str(file))} "
+                f"--rename {shlex.quote(f'{name}={rename_to}')})"
+            )
+        err.print(f"[yellow]skipped[/] {escape(name)}: {escape(why)}", highlight=False)
     for name, reason in outcome.result.refused:
         err.print(f"[red]refused[/] {escape(name)}: {escape(reason)}", highlight=False)
     for name, note in outcome.result.notes:

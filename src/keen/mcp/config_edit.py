@@ -101,7 +101,7 @@ class ImportOutcome:
         result: the conversion (``refused`` and ``notes`` say what was left out and why).
         imported: names written to configs.json.
         conflicts: names skipped because configs.json has them differently (and ``overwrite``
-            was off).
+            was off), or has a name differing only in letter case (see ``case_conflicts``).
         written: the configs.json path when anything was written, else ``None``.
         unchanged: names configs.json already has exactly as imported (a re-import is a no-op).
     """
@@ -111,6 +111,9 @@ class ImportOutcome:
     conflicts: list[str]
     written: Path | None
     unchanged: list[str] = field(default_factory=lambda: list[str]())
+    case_conflicts: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+    """Skipped name -> the configured name it differs from only in letter case (``overwrite``
+    does not replace those: rename the import)."""
 
 
 def import_into_config(
@@ -146,9 +149,17 @@ def _merge_result(result: ImportResult, config_path: Path, *, overwrite: bool) -
         merged, conflicts = merge_into_config(existing, result, overwrite=overwrite)
         conflicts = [name for name in conflicts if name not in unchanged]
         imported = [name for name in result.servers if name not in conflicts and name not in unchanged]
+        case_conflicts = {
+            name: other
+            for name in conflicts
+            for other in have
+            if other != name and other.lower() == name.lower()
+        }
         if imported:
             save_config(merged, config_path)
-    return ImportOutcome(result, imported, conflicts, config_path if imported else None, unchanged)
+    return ImportOutcome(
+        result, imported, conflicts, config_path if imported else None, unchanged, case_conflicts
+    )
 
 
 def add_server(
@@ -185,7 +196,16 @@ def add_server(
     with _locked(config_path) as existing:
         servers = (existing or {}).get("servers") or {}
         taken = next((other for other in servers if other.lower() == name.lower()), None)
-        if taken is not None and not (overwrite and taken == name):
+        if taken is not None and taken != name:
+            # --overwrite cannot help: it replaces a server of the same name, not another one.
+            raise ConfigError(
+                f"{name!r} differs from the configured server {taken!r} only in letter case, and server "
+                f"names may not (each names a skill directory, and macOS and Windows disks ignore case); "
+                f"choose another name, or replace {taken!r} with keen mcp add {taken} --overwrite",
+                path=str(config_path),
+                server=name,
+            )
+        if taken is not None and not overwrite:
             raise ConfigError(
                 f"{taken!r} is already configured in {config_path}; remove it first "
                 f"(keen mcp remove {taken}) or add it again with --overwrite",

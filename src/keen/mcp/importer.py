@@ -211,9 +211,12 @@ def import_mcp_servers(
                 )
             )
             continue
-        if target in result.servers:
+        twin = next((other for other in result.servers if other.lower() == target.lower()), None)
+        if twin is not None:
+            # Names differing only in case would share one skill directory on macOS and Windows.
+            same = "as" if twin == target else f"as {twin!r}, which differs only in letter case from"
             result.refused.append(
-                (name, f"another entry is already imported as {target!r}; rename one of them")
+                (name, f"another entry is already imported {same} {target!r}; rename one of them")
             )
             continue
         _add(result, name, target, entry)
