@@ -72,3 +72,33 @@ async def test_remote_and_file_refs_are_never_followed(
     logged = caplog.text
     assert FILE_SECRET not in logged
     assert "unresolvable $ref" in logged  # the warning says why Keen did not validate
+
+
+async def test_a_ref_cycle_lets_the_server_validate_and_a_recursive_schema_still_checks(
+    write_config: Callable[..., Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # "#/$defs/a" -> "#/$defs/b" -> "#/$defs/a" never reaches a type: jsonschema recursed
+    # until RecursionError, which escaped the gateway (`keen mcp call` printed "internal
+    # error: ExceptionGroup"). A schema that recurses through the data (a tree) still checks.
+    cycle = {
+        "type": "object",
+        "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+        "properties": {"x": {"$ref": "#/$defs/a"}},
+    }
+    tree = {
+        "type": "object",
+        "$defs": {"node": {"type": "object", "properties": {"child": {"$ref": "#/$defs/node"}}}},
+        "properties": {"n": {"$ref": "#/$defs/node"}},
+    }
+    tools = [_tool("cycle", cycle), _tool("tree", tree)]
+    path = write_config({"h": hostile_entry(tmp_path / "spec.json", {"tools": tools})})
+    caplog.set_level(logging.WARNING)
+    async with Manager(path) as manager:
+        assert await manager.wait_ready(20)
+        gateway = Gateway(manager, approval=allow_all)
+        assert (await gateway.call("h", "cycle", {"x": 1})).text == "ok"
+        assert (await gateway.call("h", "cycle", {"x": 2})).text == "ok"  # again, from the cache
+        assert (await gateway.call("h", "tree", {"n": {"child": {"child": {}}}})).text == "ok"
+        with pytest.raises(InvalidArguments, match=r"\$\.n\.child\.child: 5 is not of type 'object'"):
+            await gateway.call("h", "tree", {"n": {"child": {"child": 5}}})
+    assert "$ref cycle" in caplog.text and "cycle" in caplog.text

@@ -5,8 +5,9 @@ jsonschema picks the draft from ``$schema`` and defaults to Draft 2020-12 (the M
 so one is built per tool and reused until the tool list changes.
 
 Decision: a schema that is itself invalid, or uses a ``$ref``
-that cannot be resolved, does not block the call: Keen logs a warning and lets the
-server validate. Invalid *arguments* against a valid schema fail closed.
+that cannot be resolved, or a ``$ref`` cycle that never reaches a type (jsonschema would
+recurse without end), does not block the call: Keen logs a warning and lets the server
+validate. Invalid *arguments* against a valid schema fail closed.
 
 A schema is untrusted input, so it never makes Keen fetch or read anything: every
 validator gets an empty ``referencing.Registry`` with no retrieval. References inside
@@ -36,6 +37,8 @@ __all__ = ["ArgumentValidator"]
 logger = logging.getLogger(__name__)
 
 _MAX_ERRORS = 5
+_SHALLOW = 100
+"""Arguments nested less deeply than this cannot exhaust the recursion limit by themselves."""
 _NO_RETRIEVAL: Registry[Any] = Registry()
 """Holds nothing and retrieves nothing: only a schema's own resources (and the drafts'
 metaschemas, which jsonschema adds itself) can be referenced."""
@@ -98,6 +101,22 @@ class ArgumentValidator:
             )
             self._cache[tool.name] = None
             return
+        except RecursionError:
+            # A $ref cycle that never reaches a type ("#/$defs/a" -> "#/$defs/b" -> "#/$defs/a")
+            # recurses without end; so may arguments nested deeper than Python's recursion
+            # limit against a recursive schema. Either way there is no answer to give here.
+            shallow = _depth(arguments) < _SHALLOW
+            logger.warning(
+                "server %s tool %s: %s; the server will validate",
+                self.server,
+                tool.name,
+                "a $ref cycle in inputSchema never reaches a type"
+                if shallow
+                else "the arguments nest too deeply to check against inputSchema (or it has a $ref cycle)",
+            )
+            if shallow:
+                self._cache[tool.name] = None  # the schema itself: the next call would recurse too
+            return
         if not errors:
             return
         problems = [(_json_path(e.absolute_path), e.message) for e in errors[:_MAX_ERRORS]]
@@ -109,6 +128,19 @@ class ArgumentValidator:
             tool=tool.name,
             errors=problems,
         )
+
+
+def _depth(value: Any, limit: int = 1000) -> int:
+    """How deeply ``value`` nests (objects and arrays), counted up to ``limit``, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest < limit:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
 
 
 def _json_path(parts: Any) -> str:
