@@ -437,7 +437,10 @@ def test_a_server_that_crashes_mid_call_is_reported_once_and_reconnects(start: C
     # The model is told, with the fix; the person gets one line from the watch.
     t.wait_for(r"<- Error: MCP server \"chat\" went away during \"crash\"", after=at)
     t.wait_for(r"The server died\.", after=at)
-    t.wait_for(r"^chat: disconnected: .*fatal: crash called; then /mcp connect chat", after=at)
+    t.wait_for(
+        r"^chat: disconnected \(.*fatal: crash called\); Keen reconnects it at the next call", after=at
+    )
+    t.wait_for(r"`/mcp connect chat` does it now", after=at)
 
     at = chat.send("/mcp connect chat")
     t.wait_for(r"chat: connected, 5 tools; skill mcp:chat enabled", after=at)
@@ -469,7 +472,7 @@ def test_a_crashed_server_is_reconnected_by_the_next_call_or_by_its_skill(start:
     t = chat.tmux
     chat.ready()
     at = chat.send("crash it")
-    t.wait_for(r"^chat: disconnected: .*fatal: crash called", after=at)
+    t.wait_for(r"^chat: disconnected \(.*fatal: crash called", after=at)
     # No /mcp connect: the model's next call to the server reconnects it; one line says so.
     at = chat.send("note it")
     t.wait_for(r"^chat: reconnected, 5 tools", after=at)

@@ -66,3 +66,38 @@ async def test_discovery_reports_failures_then_tool_changes_resync(
             assert lines[-1][0].startswith("basic: tools changed: +new_tool")  # an empty change says nothing
             tg.cancel_scope.cancel()
         watch.close()
+
+
+async def test_a_server_that_goes_away_is_reported_with_when_keen_brings_it_back(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # The line read 'chat: disconnected: MCP server "chat" exited unexpectedly; last stderr:
+    # fatal: crash called; then /mcp connect chat', as if the user had to reconnect it, while
+    # the session reconnects it at the next call that needs it.
+    from conftest import stdio_server
+    from keen.errors import KeenError
+    from keen.mcp.reconnect import Reconnector
+    from keen.mcp.types import ServerState
+
+    path = write_config(
+        {"chat": stdio_server("chat_tools.py", env={"CHAT_TOOLS_LOG": str(keen_home / "notes")})}
+    )
+    lines: list[tuple[str, str]] = []
+    async with open_runtime(config_path=path) as rt:
+        watch = ServerWatch(
+            rt, lambda line, style: lines.append((line, style)), reconnector=Reconnector(rt.manager)
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch.run, 30.0)
+            await wait_until(lambda: any(line.startswith("MCP ready") for line, _ in lines))
+            with pytest.raises(KeenError):
+                await rt.manager.call_tool("chat", "crash", {})
+            await wait_until(lambda: any(line.startswith("chat: disconnected") for line, _ in lines))
+            tg.cancel_scope.cancel()
+        watch.close()
+        assert rt.manager.status("chat").state is ServerState.DISCONNECTED
+    [(line, style)] = [entry for entry in lines if entry[0].startswith("chat: disconnected")]
+    assert style == "red"
+    assert line.startswith('chat: disconnected (MCP server "chat" exited unexpectedly'), line
+    assert "fatal: crash called" in line and "then /mcp connect" not in line, line
+    assert line.endswith("; Keen reconnects it at the next call to it; `/mcp connect chat` does it now"), line

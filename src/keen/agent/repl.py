@@ -138,7 +138,9 @@ class Repl:
         self.console = console
         self.asker = asker
         self.slash = SlashCommands(runtime, agent, console, on_authorization_url=self._authorization_url)
-        self.watch = ServerWatch(runtime, self.notice)
+        self.watch = ServerWatch(
+            runtime, self.notice, reconnector=agent.reconnector, connect_command=agent.connect_command
+        )
         agent.on_reconnect = self.reconnected
         self.skills: list[str] = []
         self.servers: list[str] = []

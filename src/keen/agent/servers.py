@@ -6,8 +6,8 @@
    (states -> skills), and report one line per server that did not connect, with its fix,
    then one summary line;
 2. later changes: a server that disconnects, fails to sign in or connects again (after a
-   crash, a late start) gets its skill synced again and one line; a burst of state changes
-   is reported once;
+   crash, a late start) gets its skill synced again and one line (for one that went away,
+   when the on-demand reconnect brings it back); a burst of state changes is reported once;
 3. tool-list changes (live refresh, when the Manager reports them): one line each.
 
 Each of these marks the catalog stale; the REPL reloads it before the next turn. Slash
@@ -24,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from keen.agent.reconnect import when_words
 from keen.agent.slash import status_line
 from keen.errors import KeenError
 from keen.mcp.types import ServerState, ServerStatus
 
 if TYPE_CHECKING:
+    from keen.mcp.reconnect import Reconnector
     from keen.runtime import Runtime
 
 __all__ = ["SETTLE_SECONDS", "ServerWatch"]
@@ -49,6 +51,9 @@ class ServerWatch:
         runtime: the session's runtime, opened without waiting for discovery.
         notice: prints one line in a rich style (``red`` failures, ``dim`` news, ``cyan``
             tool changes).
+        reconnector: the session's on-demand reconnects; a server that goes away and that
+            it will bring back is reported with when it does, not only the user's command.
+        connect_command: the front end's reconnect command, ``{server}`` filled in.
 
     Attributes:
         catalog_stale: set when the skills or tools changed; the REPL clears it when it
@@ -56,9 +61,18 @@ class ServerWatch:
         lock: held by commands that change servers themselves.
     """
 
-    def __init__(self, runtime: Runtime, notice: Notice) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        notice: Notice,
+        *,
+        reconnector: Reconnector | None = None,
+        connect_command: str = "/mcp connect {server}",
+    ) -> None:
         self.runtime = runtime
         self.notice = notice
+        self.reconnector = reconnector
+        self.connect_command = connect_command
         self.catalog_stale = False
         self.lock = anyio.Lock()
         self._reported: dict[str, ServerState] = {}
@@ -142,7 +156,18 @@ class ServerWatch:
                     if status.state is ServerState.CONNECTED:
                         self.notice(f"{status.name}: connected, {status.tool_count} tools", "dim")
                     else:
-                        self.notice(status_line(status), "red")
+                        self.notice(self._gone_line(status), "red")
+
+    def _gone_line(self, status: ServerStatus) -> str:
+        """A server that went away: with a reconnector that will bring it back, when that
+        happens and the command that does it now (``then /mcp connect NAME`` after "exited
+        unexpectedly" read as if the user had to); otherwise its error and fix."""
+        if self.reconnector is None or not self.reconnector.reconnectable(status.name):
+            return status_line(status)
+        why = f" ({status.last_error})" if status.last_error else ""
+        when = when_words(self.reconnector.retry_in(status.name))
+        command = self.connect_command.format(server=status.name)
+        return f"{status.name}: {status.state.value}{why}; Keen reconnects it {when}; `{command}` does it now"
 
     def _news(self) -> list[ServerStatus]:
         """The changed servers whose state differs from what was last reported."""
