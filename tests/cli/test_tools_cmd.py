@@ -65,9 +65,31 @@ async def test_tools_search_on_the_demo_skills_with_no_server_running(demo_home:
 @pytest.mark.anyio
 async def test_tools_search_errors_say_what_to_do(demo_home: Path) -> None:
     unknown = keen("tools", "search", "x", "--server", "nope")
-    assert unknown.returncode == 2 and "servers with skills: demo" in unknown.stderr
+    assert unknown.returncode == 2 and "nope is not a configured server (configured: demo;" in unknown.stderr
+    assert "`keen mcp add` adds one" in unknown.stderr
     empty = keen("tools", "search", "  ")
     assert empty.returncode == 2 and "describe the task" in empty.stderr
+
+
+@pytest.mark.anyio
+async def test_tools_search_server_says_why_a_server_has_no_tools_or_searches_a_hidden_one(
+    demo_home: Path,
+) -> None:
+    # '--server' answered "no generated skill for server X" both for a server whose skill was
+    # only disabled (hidden from the model's catalog; its schemas are on disk) and for one
+    # configured but never synced, with no word of `keen mcp sync`.
+    assert keen("skills", "disable", "mcp:demo").returncode == 0
+    hidden = keen("tools", "search", "convert miles to kilometers", "--server", "demo", "--json")
+    assert hidden.returncode == 0, hidden.stderr
+    assert json.loads(hidden.stdout)[0]["tool"] == "convert_units"
+    assert "mcp:demo is disabled" in hidden.stderr and "keen skills enable mcp:demo" in hidden.stderr
+    config = demo_home / "mcp" / "configs.json"
+    data = json.loads(config.read_text())
+    data["servers"]["later"] = DEMO
+    config.write_text(json.dumps(data))
+    unsynced = keen("tools", "search", "x", "--server", "later")
+    assert unsynced.returncode == 2
+    assert "later has no generated skill yet (run `keen mcp sync`" in unsynced.stderr, unsynced.stderr
 
 
 def test_tools_search_without_skills(keen_home: Path) -> None:

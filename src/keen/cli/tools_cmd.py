@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
-from keen.cli._common import fail, out, print_json, typer_app
+from keen.cli._common import err, fail, out, print_json, typer_app
 
 __all__ = ["app"]
 
@@ -33,8 +34,17 @@ def search(
     catalog = Catalog.from_skills_dir()  # a KeenError reaches the CLI's one error boundary
     unknown = sorted(set(server) - set(catalog.servers))
     if unknown:
-        known = ", ".join(catalog.servers) or "none (run `keen mcp sync` first)"
-        fail(f"no generated skill for server {', '.join(unknown)}; servers with skills: {known}")
+        # A server named on purpose is searched even when its skill is hidden from the catalog.
+        everything = Catalog.from_skills_dir(include_disabled=True)
+        hidden = [name for name in unknown if name in everything.servers]
+        _check_servers([name for name in unknown if name not in hidden])
+        for name in hidden:
+            err.print(
+                f"note: the skill mcp:{escape(name)} is disabled (hidden from the model's catalog); "
+                f"searching it because --server names it (keen skills enable mcp:{escape(name)} shows it again)",
+                highlight=False,
+            )
+        catalog = everything
     if not len(catalog):
         fail(
             "no tools to search: no generated MCP skills are enabled; add a server and generate its"
@@ -63,3 +73,29 @@ def search(
     out.print(table)
     # For a person: the command that shows a tool's inputSchema and the one that calls it.
     out.print("its inputSchema: keen mcp tools SERVER --json; call it: keen mcp call SERVER TOOL --args JSON")
+
+
+def _check_servers(names: list[str]) -> None:
+    """Fail for ``--server`` names with no skill at all, with what to do for each."""
+    if not names:
+        return
+    from keen import paths
+    from keen.errors import ConfigError
+    from keen.mcp.config import load_config
+
+    try:
+        configured = set(load_config(paths.mcp_config_path(), strict=False).servers)
+    except ConfigError:
+        configured = set()
+    problems: list[str] = []
+    for name in names:
+        if name in configured:
+            problems.append(
+                f"{name} has no generated skill yet (run `keen mcp sync` to connect it and write one)"
+            )
+        else:
+            listed = ", ".join(sorted(configured)) or "none"
+            problems.append(
+                f"{name} is not a configured server (configured: {listed}; `keen mcp add` adds one)"
+            )
+    fail("; ".join(problems))
