@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -141,6 +142,14 @@ async def test_prompt_budget(demo_home: Path) -> None:
     assert text.strip() == tight["text"].strip()
     stats = keen("prompt", "--budget", "10", "--stats")
     assert stats.returncode == 2 and "cannot hold" in stats.stderr
+    # The remedy names the budgets that work ("raise --budget" left the user guessing).
+    found = re.search(r"raise --budget to at least (\d+) .*, or (\d+) for the whole catalog", stats.stderr)
+    assert found, stats.stderr
+    least, whole = int(found[1]), int(found[2])
+    assert keen("prompt", "--budget", str(least - 1)).returncode == 2
+    assert keen("prompt", "--budget", str(least)).returncode == 0
+    assert json.loads(keen("prompt", "--budget", str(whole - 1), "--json").stdout)["step"] != "full"
+    assert json.loads(keen("prompt", "--budget", str(whole), "--json").stdout)["step"] == "full"
 
 
 @pytest.mark.anyio

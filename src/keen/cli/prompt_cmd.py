@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -87,15 +88,20 @@ def _budgeted(tokens: int, *, stats: bool, as_json: bool) -> None:
     from keen.prompt import budgeted_prompt
 
     root = paths.skills_dir()
-    section = budgeted_prompt(tokens, root, call_tool=tool_definition("openai", skills_dir=str(root)))
+    call_tool = tool_definition("openai", skills_dir=str(root))
+    section = budgeted_prompt(tokens, root, call_tool=call_tool)
     if as_json:
         print_json({**section.to_dict(), "text": section.text})
         return
     if section.step == "empty" and (section.listed or section.folded):
         held = "cannot hold even" if section.overhead_tokens > tokens else "holds only"
+        fits = lambda budget: budgeted_prompt(budget, root, call_tool=call_tool).step  # noqa: E731
+        least = _least_budget(tokens, lambda budget: fits(budget) != "empty")
+        whole = _least_budget(least, lambda budget: fits(budget) == "full")
         fail(
             f"a budget of {tokens} tokens {held} the tool definitions ({section.overhead_tokens} tokens), "
-            "with no room for the skills header and one line; raise --budget"
+            f"with no room for the skills header and one line; raise --budget to at least {least} "
+            f"(every server behind search_mcp_tools), or {whole} for the whole catalog"
         )
     if not stats:
         sys.stdout.write(section.text + "\n")
@@ -103,6 +109,20 @@ def _budgeted(tokens: int, *, stats: bool, as_json: bool) -> None:
     out.print(f"MCP part of the prompt: {section.tokens:,} of {tokens:,} tokens ({section.tokenizer})")
     out.print(f"  step: {section.step}; {len(section.listed)} skills listed, {len(section.folded)} folded")
     out.print(f"  tool definitions (call_mcp_tool, search_mcp_tools): {section.overhead_tokens:,} tokens")
+
+
+def _least_budget(low: int, enough: Callable[[int], bool]) -> int:
+    """The smallest budget above ``low`` tokens that is ``enough`` (which grows with the
+    budget): doubled until it is, then bisected; a few dozen prompt builds at most."""
+    high = max(low, 64) * 2
+    while not enough(high):
+        if high > 10_000_000:
+            return high  # never reached for a real catalog; stops a runaway loop
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle, high)
+    return high
 
 
 def register(app: typer.Typer) -> None:
