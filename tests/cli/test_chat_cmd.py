@@ -191,6 +191,8 @@ def test_provider_errors_exit_1_with_a_clear_message(home: Home) -> None:
     assert run.code == 1, str(run)
     assert "refused the API key" in run.stderr and "OPENAI_API_KEY" in run.stderr
     assert MODEL_KEY not in run.stderr + run.stdout
+    # Said once: the notice line ("model error: ...") was followed by the same as "error: ...".
+    assert run.stderr.count("refused the API key") == 1, run.stderr
 
 
 def test_keen_errors_exit_2(home: Home) -> None:

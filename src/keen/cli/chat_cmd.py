@@ -45,6 +45,7 @@ class _OneShotView:
     def __init__(self, stream: bool) -> None:
         self.stream = stream
         self.streamed = False
+        self.notices: list[str] = []
 
     def text(self, delta: str) -> None:
         if self.stream:
@@ -67,6 +68,7 @@ class _OneShotView:
     def notice(self, line: str) -> None:
         from keen.cli._terminal import terminal_text
 
+        self.notices.append(line)
         err.print(terminal_text(line), highlight=False)
 
 
@@ -114,9 +116,9 @@ async def _one_shot(
     model: Model,
     settings: ChatSettings,
     prompt: str,
+    view: _OneShotView,
     *,
     yes: bool,
-    as_json: bool,
     max_steps: int,
     timeout: float,
 ) -> TurnResult:
@@ -157,7 +159,7 @@ async def _one_shot(
             denial_note="" if yes else _NO_APPROVER,
         )
         try:
-            return await agent.run_turn(prompt, _OneShotView(stream=not as_json))
+            return await agent.run_turn(prompt, view)
         finally:
             agent.close()
             await close_model(model)
@@ -222,17 +224,17 @@ def chat(
 
         run(lambda: run_repl(chosen, mode=settings.mode, max_steps=max_steps, discovery_timeout=timeout))
         return
+    view = _OneShotView(stream=not as_json)
     result = run(
-        lambda: _one_shot(
-            chosen, settings, prompt, yes=yes, as_json=as_json, max_steps=max_steps, timeout=timeout
-        )
+        lambda: _one_shot(chosen, settings, prompt, view, yes=yes, max_steps=max_steps, timeout=timeout)
     )
     if as_json:
         print_json(result.to_dict())
     else:
         if not result.answer.endswith("\n"):
             sys.stdout.write("\n")
-        if result.error:
+        # A model error was already a notice line ("model error: ..."): not said twice.
+        if result.error and not any(result.error in line for line in view.notices):
             from rich.text import Text
 
             from keen.cli._terminal import terminal_text
