@@ -354,8 +354,28 @@ def test_tools_table_keeps_descriptions_beside_a_very_long_tool_name(tmp_path: P
 def test_call_without_yes_on_a_non_tty_is_refused(mixed: Home) -> None:
     run = mixed.keen("mcp", "call", "basic", "add", "--args", '{"a": 1, "b": 2}')
     assert run.code == 2, str(run)
-    assert "--yes" in run.stderr
+    assert "--yes" in run.stderr and "nothing was sent" in run.stderr
     assert run.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["basic", "nope"], 'has no tool "nope"'),
+        (["basic", "add", "--args", '{"a": "one"}'], "invalid arguments"),
+        (["missing", "echo"], "no-such-mcp-server"),
+        (["ghost", "echo"], "not configured"),
+    ],
+)
+def test_call_without_yes_that_cannot_run_says_why_not_to_add_yes(
+    mixed: Home, args: list[str], needle: str
+) -> None:
+    # Without a terminal every call was refused up front with "needs approval ... rerun with
+    # --yes", and rerunning with --yes only then told the real problem (a tool that does not
+    # exist, invalid arguments, a server that does not start).
+    run = mixed.keen("mcp", "call", *args)
+    assert run.code == 2, str(run)
+    assert needle in run.stderr and "--yes" not in run.stderr, str(run)
 
 
 # -- keen mcp import ------------------------------------------------------------------------------

@@ -155,6 +155,7 @@ def call(
 
     from keen.cli._signals import ask_cancellably, confirm_line
     from keen.cli._terminal import human_result, terminal_text
+    from keen.errors import ApprovalDenied
     from keen.gateway import result_text
     from keen.runtime import open_runtime
 
@@ -167,19 +168,22 @@ def call(
         )
     if not isinstance(arguments, dict):
         fail("--args must be a JSON object like '{\"a\": 1}'")
-    if not yes and not sys.stdin.isatty():
-        fail(
-            f'the call to "{server}/{tool}" needs approval and stdin is not a terminal; '
-            "rerun with --yes to approve it"
-        )
     if output is not None:
         # Checked before the call: a tool that changes something must not run for a result
         # that then cannot be saved (and a retry would run it twice).
         _check_output(output)
 
+    # Asked only once the gateway's checks passed (configured, connected, known tool, valid
+    # arguments): a call that cannot run says why, not that it needs a terminal to approve.
+    needs_terminal = False
+
     async def approve(request: ApprovalRequest) -> bool:
+        nonlocal needs_terminal
         if yes:
             return True
+        if not sys.stdin.isatty():
+            needs_terminal = True
+            return False
         err.print(Text.assemble(("Call", "bold"), " ", terminal_text(f"{request.server}/{request.tool}")))
         err.print(Text(terminal_text(request.arguments_json())))
         # In a thread: SIGTERM or Ctrl-C during the question still ends the command at once.
@@ -189,9 +193,19 @@ def call(
         async with open_runtime(only={server}, approval=approve) as rt:
             rt.manager.status(server)
             await rt.wait_for_discovery(timeout, _live(not as_json))
-            return await rt.gateway.call(server, tool, arguments)
+            try:
+                return await rt.gateway.call(server, tool, arguments)
+            except ApprovalDenied:
+                if needs_terminal:
+                    return None
+                raise
 
     result = run(body)
+    if result is None:
+        fail(
+            f'the call to "{server}/{tool}" needs approval and stdin is not a terminal, so nothing was '
+            "sent; rerun with --yes to approve it"
+        )
     text = result_text(result, indent=2)
     if output is not None:
         data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n" if as_json else text
