@@ -1,10 +1,16 @@
-"""Slash-command parsing and wording (the commands themselves run under tmux: test_repl_tmux.py)."""
+"""Slash-command parsing and wording, and /mcp connect of a server the session does not have
+(the other commands run under tmux: test_repl_tmux.py)."""
 
 from __future__ import annotations
 
-import pytest
+import json
+from io import StringIO
 
-from keen.agent.slash import SlashCommand, describe, message_text, parse, remedy_hint
+import pytest
+from rich.console import Console
+
+from helpers.agent_world import World, step
+from keen.agent.slash import SlashCommand, SlashCommands, describe, message_text, parse, remedy_hint
 from keen.errors import Remedy, ServerDisconnected, SkillError
 
 
@@ -75,3 +81,27 @@ def test_completion_offers_commands_skills_and_servers() -> None:
     assert completions("/mcp connect t") == ["/mcp connect time"]
     assert completions("hello /sk") == []
     assert completions("//sk") == []
+
+
+@pytest.mark.anyio
+async def test_mcp_connect_of_a_server_this_session_does_not_have_says_to_restart(world: World) -> None:
+    # The session reads configs.json once. `/mcp connect late` for a server added since said
+    # 'MCP server "late" is not configured; add it to configs.json', where it already was.
+    model = world.script(step(content="unused"))
+    async with world.runtime("demo") as rt, world.agent(rt, model) as agent:
+        screen = StringIO()
+        slash = SlashCommands(rt, agent, Console(file=screen, width=400, color_system=None))
+        config = world.home / "mcp" / "configs.json"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(json.dumps({"version": 1, "servers": {"late": {"command": "some-server"}}}))
+        await slash.run(SlashCommand("mcp", "connect late"))
+        await slash.run(SlashCommand("mcp", "connect ghost"))
+    late, ghost = screen.getvalue().splitlines()
+    assert late == (
+        f"error: late was added to {config} after this session started (servers of this session: demo);"
+        " restart keen chat to connect it"
+    ), late
+    assert ghost == (
+        "error: no server named ghost (servers of this session: demo); add it with `keen mcp add ghost"
+        " -- COMMAND [ARGS...]` (or `--url URL`), then restart keen chat"
+    ), ghost

@@ -286,6 +286,10 @@ class SlashCommands:
 
     async def mcp_connect(self, server: str) -> None:
         """Reconnect ``server`` (:meth:`keen.runtime.Runtime.connect`) and reload the catalog."""
+        known = [s.name for s in self.runtime.manager.servers()]
+        if server not in known:
+            self.error(self._not_in_session(server, known))
+            return
         self.say(f"connecting {server}...", "dim")
         outcome = await self.runtime.connect(server, on_authorization_url=self.on_authorization_url)
         self.agent.reload_catalog()
@@ -294,6 +298,28 @@ class SlashCommands:
             self.say(f"{server}: connected, {status.tool_count} tools; skill mcp:{server} enabled", "green")
         else:
             self.error(status_line(status))
+
+    def _not_in_session(self, server: str, known: list[str]) -> str:
+        """Why ``/mcp connect SERVER`` cannot connect a server this session does not have: the
+        session reads configs.json once, so "add it to configs.json" is no fix for one added
+        since (it is there already), and a new one needs a restart either way."""
+        from keen.mcp.config import load_config
+
+        listed = ", ".join(known) or "none"
+        path = self.runtime.manager.config_path
+        try:
+            on_disk = set(load_config(path, strict=False).servers)
+        except KeenError:
+            on_disk = set()
+        if server in on_disk:
+            return (
+                f"{server} was added to {path} after this session started (servers of this session: "
+                f"{listed}); restart keen chat to connect it"
+            )
+        return (
+            f"no server named {server} (servers of this session: {listed}); add it with `keen mcp add "
+            f"{server} -- COMMAND [ARGS...]` (or `--url URL`), then restart keen chat"
+        )
 
     # -- /skills --------------------------------------------------------------------------------
 
