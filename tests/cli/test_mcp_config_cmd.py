@@ -333,3 +333,26 @@ def test_a_name_differing_only_in_case_says_what_helps_not_overwrite(home: Home,
     again = home.keen(*argv[1:])
     assert again.code == 0 and "imported Time-2" in again.stdout, str(again)
     assert servers(home)["Time-2"]["command"] == "cmd-c" and servers(home)["time"]["command"] == "cmd-a"
+
+
+def test_a_server_defined_twice_is_never_dropped_unseen(home: Home, tmp_path: Path) -> None:
+    # Plain JSON keeps the last of two equal keys. In configs.json an edit (add, remove,
+    # import) rewrote the file with the first entry gone; an imported host file lost it
+    # without a word.
+    home.config_path.parent.mkdir(parents=True, exist_ok=True)
+    doubled = '{"version": 1, "servers": {"a": {"command": "first"}, "a": {"command": "second"}}}'
+    home.config_path.write_text(doubled)
+    for args in (["add", "b", "--", "cmd"], ["remove", "a"]):
+        run = home.keen("mcp", *args)
+        assert run.code == 2 and "defines server 'a' twice; remove one" in run.stderr, str(run)
+    assert home.config_path.read_text() == doubled
+    listed = home.keen("mcp", "list", "--json")
+    [entry] = listed.json()
+    assert entry["state"] == "config_error" and "defined twice" in entry["last_error"], entry
+    home.config_path.unlink()
+    source = tmp_path / "claude_desktop_config.json"
+    source.write_text('{"mcpServers": {"a": {"command": "first"}, "a": {"command": "second"}}}')
+    imported = home.keen("mcp", "import", str(source))
+    assert imported.code == 0, str(imported)
+    assert "defines 'a' more than once; imported its last entry" in imported.stderr, str(imported)
+    assert servers(home)["a"]["command"] == "second"

@@ -441,3 +441,21 @@ def test_an_invalid_entry_still_shows_the_transport_and_auth_it_declares(
 ) -> None:
     config = parse_config(json.dumps({"version": 1, "servers": {"s": entry}}), environ={}, strict=False)
     assert "s" in config.invalid and config.invalid_kinds["s"] == kinds
+
+
+def test_a_server_defined_twice_is_an_error_of_that_server_only(tmp_path: Path) -> None:
+    # Plain JSON keeps the last of two equal keys: the first server entry vanished unseen.
+    path = tmp_path / "configs.json"
+    path.write_text(
+        '{"version": 1, "servers": {"a": {"command": "first"}, "b": {"command": "other"},'
+        ' "a": {"command": "second"}}}'
+    )
+    with pytest.raises(ConfigError, match="server 'a' is defined twice; keep one") as info:
+        load_config(path)
+    assert info.value.server == "a"
+    loose = load_config(path, strict=False)
+    assert list(loose.servers) == ["b"]
+    assert "defined twice" in loose.invalid["a"]
+    # Repeated keys elsewhere (inside an entry) are plain JSON's business, not a server's.
+    path.write_text('{"version": 1, "servers": {"a": {"command": "x", "command": "y"}}}')
+    assert isinstance(load_config(path).servers["a"], StdioServerConfig)

@@ -15,7 +15,7 @@ Shape::
                     "enabled": false}}}
 
 Rules: a supported ``version``; server names ``^[A-Za-z0-9_-]{1,64}$``,
-no two differing only in case;
+no two differing only in case, none given twice;
 ``transport`` is ``streamable_http`` or ``stdio`` (inferred from ``url``/``command``
 when absent); HTTP servers need an http(s) ``url``; ``auth.type`` is ``none``,
 ``api_key`` (needs ``key``) or ``oauth``; stdio servers need ``command`` and take no
@@ -31,7 +31,7 @@ import difflib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 from urllib.parse import urlparse
@@ -64,11 +64,40 @@ __all__ = [
     "Timeouts",
     "declared_kinds",
     "load_config",
+    "object_pairs",
     "parse_config",
+    "repeated_keys",
     "save_config",
 ]
 
 SUPPORTED_VERSIONS = (1,)
+
+
+class _JsonObject(dict[str, Any]):
+    """A parsed JSON object that remembers the keys its text gave more than once."""
+
+    repeated: tuple[str, ...] = ()
+
+
+def object_pairs(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads`` (and json5): the object as plain JSON reads
+    it (the last of repeated keys wins), remembering the repeated keys for
+    :func:`repeated_keys`, so a second server of the same name is not lost unseen."""
+    pairs = list(pairs)
+    obj = _JsonObject(pairs)
+    if len(obj) < len(pairs):
+        counts: dict[str, int] = {}
+        for key, _ in pairs:
+            counts[key] = counts.get(key, 0) + 1
+        obj.repeated = tuple(key for key, count in counts.items() if count > 1)
+    return obj
+
+
+def repeated_keys(obj: Any) -> tuple[str, ...]:
+    """The keys a JSON object parsed with :func:`object_pairs` had more than once (else ``()``)."""
+    return obj.repeated if isinstance(obj, _JsonObject) else ()
+
+
 SERVER_NAME_PATTERN = SERVER_NAME_RE  # the one definition, in keen.mcp.types
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -222,6 +251,7 @@ class MCPConfig(_Model):
                 field="servers",
             )
         strict: bool = context.get("strict", True)
+        twice = set(repeated_keys(servers_raw))
         servers: dict[str, Any] = {}
         invalid: dict[str, str] = {}
         kinds: dict[str, tuple[str, str]] = {}
@@ -235,6 +265,15 @@ class MCPConfig(_Model):
                         f"{source}: server names {other!r} and {name!r} differ only in case; rename one "
                         "(each server's skill is the directory mcp:<name>, and on macOS and Windows those "
                         "two would be the same directory)",
+                        path=source,
+                        server=name,
+                        field="name",
+                    )
+                if name in twice:
+                    # Plain JSON keeps the last entry: the first would be dropped without a word.
+                    raise ConfigError(
+                        f"{source}: server {name!r} is defined twice; keep one of the two entries "
+                        "(only the last would be used)",
                         path=source,
                         server=name,
                         field="name",
@@ -328,7 +367,7 @@ def parse_config(
     """
     if isinstance(data, str):
         try:
-            raw: Any = json.loads(data)
+            raw: Any = json.loads(data, object_pairs_hook=object_pairs)
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax there",

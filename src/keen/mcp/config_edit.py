@@ -23,7 +23,7 @@ from typing import Any
 import filelock
 
 from keen.errors import ConfigError
-from keen.mcp.config import SERVER_NAME_PATTERN, load_config, save_config
+from keen.mcp.config import SERVER_NAME_PATTERN, load_config, object_pairs, repeated_keys, save_config
 from keen.mcp.importer import ImportResult, import_mcp_file, import_mcp_servers, suggest_name
 
 __all__ = [
@@ -55,7 +55,16 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
         if config_path.exists():
             load_config(config_path, strict=False)  # raises only for a file that cannot be used at all
             text = config_path.read_text(encoding="utf-8")
-            existing = json.loads(text) if text.strip() else None
+            existing = json.loads(text, object_pairs_hook=object_pairs) if text.strip() else None
+            twice = repeated_keys((existing or {}).get("servers"))
+            if twice:
+                # Writing the file back would keep only the last entry of each: refuse, lose nothing.
+                raise ConfigError(
+                    f"{config_path} defines server {twice[0]!r} twice; remove one of the two entries "
+                    "first (an edit would silently keep only the last)",
+                    path=str(config_path),
+                    server=twice[0],
+                )
         yield existing
     finally:
         lock.release()

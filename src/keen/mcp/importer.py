@@ -42,7 +42,7 @@ from typing import Any
 
 from keen._redact import Redactor
 from keen.errors import ConfigError
-from keen.mcp.config import SERVER_NAME_PATTERN, parse_config
+from keen.mcp.config import SERVER_NAME_PATTERN, object_pairs, parse_config, repeated_keys
 
 __all__ = [
     "ImportResult",
@@ -140,12 +140,12 @@ def load_host_document(path: Path) -> Any:
 def _load_jsonc(text: str, source: str) -> Any:
     """JSON, or JSONC as VS Code, Cursor and Claude Code write it (comments, trailing commas)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=object_pairs)
     except json.JSONDecodeError as exc:
         import json5  # only for the files plain JSON cannot read
 
         try:
-            return json5.loads(text)
+            return json5.loads(text, object_pairs_hook=object_pairs)
         except ValueError as jsonc_exc:
             # json5 read past the comments and trailing commas plain JSON stopped at, so its
             # position is the real one ("<string>:4 Unexpected "{" at column 7").
@@ -194,6 +194,14 @@ def import_mcp_servers(
     for unknown in sorted(set(rename) - set(servers_raw)):
         result.notes.append((unknown, "--rename names a server that is not in the file; nothing to rename"))
     final_names = {rename.get(name, name) for name in servers_raw}
+    for name in repeated_keys(servers_raw):
+        result.notes.append(
+            (
+                name,
+                f"{source} defines {name!r} more than once; imported its last entry, the one MCP hosts "
+                "use (remove the others there to silence this)",
+            )
+        )
     for name, entry in servers_raw.items():
         target = rename.get(name, name)
         if not SERVER_NAME_PATTERN.fullmatch(target):
