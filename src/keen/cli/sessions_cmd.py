@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -45,7 +46,9 @@ def list_sessions(
         out.print(f"no sessions in {paths.sessions_dir()}")
         return
     table = Table(title_justify="left")
-    for column in ("id", "started", "mode", "turns", "calls", "replay"):
+    # The id is what `keen sessions show` takes: never cut with an ellipsis on a narrow terminal.
+    table.add_column("id", no_wrap=True, min_width=max(len(r["id"]) for r in rows))
+    for column in ("started", "mode", "turns", "calls", "replay"):
         table.add_column(column)
     for r in rows:
         ok = "ok" if r["replay_ok"] else "MISMATCH"
@@ -60,9 +63,25 @@ def list_sessions(
     out.print(table)
 
 
+def _by_prefix(prefix: str) -> Path:
+    """The one session whose id starts with ``prefix`` (as git takes a commit's prefix)."""
+    found = sorted(
+        path for path in paths.sessions_dir().glob("*.jsonl") if path.stem.startswith(prefix) and prefix
+    )
+    if len(found) == 1:
+        return found[0]
+    if found:
+        fail(
+            f"{prefix!r} starts {len(found)} session ids ({', '.join(p.stem for p in found[:5])}); give more of it"
+        )
+    fail(f"no session {prefix!r} in {paths.sessions_dir()}; run `keen sessions list`")
+
+
 @app.command("show")
 def show(
-    session_id: Annotated[str, typer.Argument(help="A session id from `keen sessions list`.")],
+    session_id: Annotated[
+        str, typer.Argument(help="A session id from `keen sessions list` (or the start of one).")
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the replay as JSON.")] = False,
 ) -> None:
     """Replay one session: each turn's visible set (checked against what was offered),
@@ -75,7 +94,7 @@ def show(
     except ValueError as exc:
         fail(str(exc))
     if not path.is_file():
-        fail(f"no session {session_id!r} in {paths.sessions_dir()}; run `keen sessions list`")
+        path = _by_prefix(session_id)
     rebuilt = replay(path)
     if as_json:
         print_json(rebuilt.to_dict())

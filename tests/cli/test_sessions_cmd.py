@@ -1,0 +1,56 @@
+"""``keen sessions list|show`` over real session logs written by the harness: the ids a
+narrow terminal shows are whole, and ``show`` takes the start of an id."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from helpers.cli import KEEN
+from keen.capabilities import Catalog
+from keen.harness import Harness
+
+IDS = ("20261123T230352Z-bbe928", "20261123T230352Z-c0ffee", "20261124T101500Z-5a5a5a")
+
+
+def _sessions(workspace: Path) -> None:
+    for session_id in IDS:
+        harness = Harness(
+            lambda: Catalog.from_skills_dir(cache=False), None, workspace=workspace, session_id=session_id
+        )
+        harness.begin_turn()
+        harness.end_turn()
+        harness.close()
+
+
+def _keen(keen_home: Path, *args: str, columns: int = 60) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KEEN_")}
+    env.update({"KEEN_HOME": str(keen_home), "COLUMNS": str(columns), "NO_COLOR": "1"})
+    return subprocess.run(
+        [*KEEN, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def test_list_shows_whole_ids_and_show_takes_a_unique_prefix(keen_home: Path, tmp_path: Path) -> None:
+    # On an 80-column terminal the id column read '20261123T230352Z-bbe9…', which
+    # `keen sessions show` then refused as 'no session'.
+    _sessions(tmp_path)
+    listed = _keen(keen_home, "sessions", "list")
+    assert listed.returncode == 0, listed.stderr
+    for session_id in IDS:
+        assert session_id in listed.stdout, listed.stdout
+    shown = _keen(keen_home, "sessions", "show", "20261124")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"session {IDS[2]} "), shown.stdout
+    several = _keen(keen_home, "sessions", "show", "20261123T230352Z")
+    assert several.returncode == 2 and "starts 2 session ids" in several.stderr, several.stderr
+    assert IDS[0] in several.stderr and IDS[1] in several.stderr
+    none = _keen(keen_home, "sessions", "show", "1999")
+    assert none.returncode == 2 and "no session '1999'" in none.stderr, none.stderr
