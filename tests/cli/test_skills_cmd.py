@@ -122,6 +122,18 @@ def test_unknown_name_exits_2(root: Path, command: str) -> None:
     assert not paths.skills_config_path().exists()
 
 
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("github", "mcp:github"), ("mcp:gihtub", "mcp:github"), ("note", "notes")]
+)
+def test_a_server_name_or_a_typo_names_the_skill_meant(root: Path, typed: str, meant: str) -> None:
+    # `keen skills disable github` (the server, not its skill mcp:github) only said "no skill
+    # named 'github'; run keen skills list".
+    result = runner.invoke(app, ["disable", typed])
+    assert result.exit_code == 2
+    assert f"no skill named {typed!r}" in result.stderr and f"did you mean {meant}?" in result.stderr
+    assert not paths.skills_config_path().exists()
+
+
 def test_broken_config_exits_2_and_is_kept(root: Path) -> None:
     config = paths.skills_config_path()
     config.write_text('{"is_enabled": ', encoding="utf-8")

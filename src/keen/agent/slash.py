@@ -366,6 +366,9 @@ class SlashCommands:
             with SkillsConfig.edit(path) as config:
                 found = discover(self.runtime.skills_root, config=config)
                 if found.get(name) is None and found.problem(name) is None:
+                    meant = found.closest(name)
+                    if meant is not None:
+                        raise SkillError(f"no skill named {name!r}; did you mean {meant}?", name=name)
                     raise SkillError(f"no skill named {name!r}", name=name, remedy=Remedy.LIST_SKILLS)
                 config.set_enabled(name, value)
         except OSError as exc:

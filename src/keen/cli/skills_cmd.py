@@ -35,7 +35,9 @@ def _warn_problems(found: Discovery) -> None:
 def _check_known(found: Discovery, name: str) -> None:
     """Exit 2 unless ``name`` is a discovered skill or a broken one (which still exists on disk)."""
     if found.get(name) is None and found.problem(name) is None:
-        fail(f"no skill named {name!r} in {paths.skills_dir()}; run `keen skills list` to see the skills")
+        meant = found.closest(name)
+        hint = f"did you mean {meant}?" if meant else "run `keen skills list` to see the skills"
+        fail(f"no skill named {name!r} in {paths.skills_dir()}; {hint}")
 
 
 @app.command("list")

@@ -31,6 +31,7 @@ description, name mismatch, unreadable or non-UTF-8 file, dangling symlink) beco
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import re
@@ -132,6 +133,15 @@ class Discovery:
     @property
     def enabled(self) -> list[Skill]:
         return [s for s in self.skills if s.enabled]
+
+    def closest(self, name: str) -> str | None:
+        """The skill a mistyped ``name`` most likely meant: ``mcp:<name>`` when ``name`` is a
+        server's name, else the nearest spelling (difflib), else ``None``."""
+        names = [s.name for s in self.skills] + [p.name for p in self.problems]
+        if f"mcp:{name}" in names:
+            return f"mcp:{name}"
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+        return close[0] if close else None
 
 
 def valid_skill_name(name: str) -> bool:
