@@ -101,3 +101,28 @@ async def test_a_server_that_goes_away_is_reported_with_when_keen_brings_it_back
     assert line.startswith('chat: disconnected (MCP server "chat" exited unexpectedly'), line
     assert "fatal: crash called" in line and "then /mcp connect" not in line, line
     assert line.endswith("; Keen reconnects it at the next call to it; `/mcp connect chat` does it now"), line
+
+
+async def test_a_server_still_connecting_when_discovery_ends_is_told_and_followed(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # The line said "still connecting after 0.5 s; /mcp shows its state", not that the
+    # attempt goes on and that a line follows when it ends.
+    from conftest import stdio_server
+
+    path = write_config({"slow": stdio_server("hang_init.py", timeouts={"connect": 3})})
+    lines: list[tuple[str, str]] = []
+    async with open_runtime(config_path=path) as rt:
+        watch = ServerWatch(rt, lambda line, style: lines.append((line, style)))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch.run, 0.5)
+            await wait_until(lambda: any(line.startswith("MCP ready") for line, _ in lines))
+            first = lines[0][0]
+            await wait_until(lambda: any(line.startswith("slow: disconnected") for line, _ in lines))
+            tg.cancel_scope.cancel()
+        watch.close()
+    assert first == (
+        "slow: still connecting after 0.5 s; it goes on in the background, and a line here says when it is"
+        " ready or why not (/mcp shows its state)"
+    ), first
+    assert "did not answer initialize" in lines[-1][0], lines

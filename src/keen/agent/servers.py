@@ -106,7 +106,9 @@ class ServerWatch:
                     continue
                 if status.state in _PASSING and not settled:
                     self.notice(
-                        f"{status.name}: still connecting after {timeout:g} s; /mcp shows its state", "yellow"
+                        f"{status.name}: still connecting after {timeout:g} s; it goes on in the background, "
+                        "and a line here says when it is ready or why not (/mcp shows its state)",
+                        "yellow",
                     )
                 else:
                     self.notice(status_line(status), "red")
