@@ -356,3 +356,21 @@ def test_a_server_defined_twice_is_never_dropped_unseen(home: Home, tmp_path: Pa
     assert imported.code == 0, str(imported)
     assert "defines 'a' more than once; imported its last entry" in imported.stderr, str(imported)
     assert servers(home)["a"]["command"] == "second"
+
+
+def test_a_quoted_whole_command_line_gets_the_add_command_that_splits_it(home: Home) -> None:
+    # The note said to 'move the arguments into "args"', the words of a JSON file; on the
+    # command line the fix is to give the command unquoted after --.
+    run = home.keen("mcp", "add", "files", "--", "npx -y @modelcontextprotocol/server-filesystem /tmp")
+    assert run.code == 0, str(run)
+    assert '"args"' not in run.stderr, str(run)
+    again = run.stderr.split("add it again without the quotes: ", 1)[1].strip()
+    argv = shlex.split(again)
+    assert argv[:5] == ["keen", "mcp", "add", "files", "--overwrite"], again
+    fixed = home.keen(*argv[1:])
+    assert fixed.code == 0 and "note" not in fixed.stderr, str(fixed)
+    assert servers(home)["files"] == {
+        "transport": "stdio",
+        "command": "npx",
+        "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
+    }

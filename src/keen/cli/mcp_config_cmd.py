@@ -220,6 +220,18 @@ def add(
         entry["description"] = description
     path = paths.mcp_config_path()
     notes = add_server(path, name, entry, overwrite=overwrite)
+    if not url and len(command) == 1 and " " in command[0].strip():
+        # The importer's note speaks of a file's "args"; here the fix is to unquote the command.
+        notes = [note for note in notes if not note.startswith('"command" contains spaces')]
+        try:
+            words = shlex.split(command[0])
+        except ValueError:  # unbalanced quotes: split on spaces
+            words = command[0].split()
+        again = shlex.join(["keen", "mcp", "add", name, "--overwrite", "--", *words])
+        notes.append(
+            f"the command {command[0]!r} is one word with spaces; if those are its arguments, "
+            f"add it again without the quotes: {again}"
+        )
     for note in notes:
         err.print(f"[yellow]note[/] {escape(note)}", highlight=False)
     # The URL may carry a key in its query: printed without it.
