@@ -48,6 +48,8 @@ def test_remedies_are_worded_as_slash_commands() -> None:
     assert remedy_hint(Remedy.ENABLE_SKILL, server="gh") == "/skills enable mcp:gh"
     assert remedy_hint(Remedy.ENABLE_SKILL, skill="notes") == "/skills enable notes"
     assert remedy_hint(Remedy.LIST_SKILLS) == "/skills list shows the skills"
+    # /mcp connect of a broken entry reports the entry the session read at its start again.
+    assert remedy_hint(Remedy.FIX_CONFIG, server="gh") == "fix gh in configs.json, then restart keen chat"
     assert remedy_hint(Remedy.SIGN_IN) == ""  # no server: nothing to say
     assert remedy_hint(None, server="gh") == ""
     error = ServerDisconnected("server gh is not connected", server="gh", remedy=Remedy.RECONNECT)
@@ -105,3 +107,25 @@ async def test_mcp_connect_of_a_server_this_session_does_not_have_says_to_restar
         "error: no server named ghost (servers of this session: demo); add it with `keen mcp add ghost"
         " -- COMMAND [ARGS...]` (or `--url URL`), then restart keen chat"
     ), ghost
+
+
+@pytest.mark.anyio
+async def test_mcp_connect_of_a_broken_entry_says_to_restart_after_the_fix(world: World) -> None:
+    # The hint read "fix broken in configs.json, then /mcp connect broken", but the session
+    # read configs.json once: after the fix, /mcp connect reported the old entry again.
+    from keen.runtime import open_runtime
+
+    config = world.home / "mcp" / "configs.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        json.dumps({"version": 1, "servers": {"broken": {"command": "${KEEN_TEST_NEVER_SET}"}}})
+    )
+    model = world.script(step(content="unused"))
+    async with open_runtime(config_path=config, wait=10) as rt, world.agent(rt, model) as agent:
+        screen = StringIO()
+        slash = SlashCommands(rt, agent, Console(file=screen, width=400, color_system=None))
+        config.write_text(json.dumps({"version": 1, "servers": {"broken": {"command": "fixed-command"}}}))
+        await slash.run(SlashCommand("mcp", "connect broken"))
+    *_, line = screen.getvalue().strip().splitlines()
+    assert "KEEN_TEST_NEVER_SET" in line, line  # the entry the session read, not the fixed one
+    assert line.endswith("fix broken in configs.json, then restart keen chat"), line

@@ -150,7 +150,8 @@ def remedy_hint(remedy: Remedy | None, *, server: str | None = None, skill: str 
         Remedy.SIGN_IN: f"/mcp connect {server} to sign in",
         Remedy.RECONNECT: f"then /mcp connect {server}",
         Remedy.ENABLE_SERVER: f'set "enabled": true for {server} in configs.json, then restart keen chat',
-        Remedy.FIX_CONFIG: f"fix {server} in configs.json, then /mcp connect {server}",
+        # The session read configs.json once: /mcp connect would report the old entry again.
+        Remedy.FIX_CONFIG: f"fix {server} in configs.json, then restart keen chat",
     }.get(remedy, "")
 
 
