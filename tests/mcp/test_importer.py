@@ -253,6 +253,9 @@ def test_invalid_names_are_refused_with_a_suggestion_and_rename_works() -> None:
 def test_suggest_name() -> None:
     assert suggest_name("@scope/server github") == "scope-server-github"
     assert suggest_name("...") == "server"
+    assert suggest_name("café crème") == "cafe-creme"  # was "caf-cr-me": accents took their letters
+    assert suggest_name("Zürich/prod") == "Zurich-prod"
+    assert suggest_name("日本語") == "server"
     assert len(suggest_name("x" * 100)) == 64
     assert suggest_name("a b", {"a-b", "a-b-2"}) == "a-b-3"
 

@@ -35,6 +35,7 @@ import json
 import re
 import shlex
 import sys
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +92,9 @@ class ImportResult:
 
 def suggest_name(name: str, taken: set[str] | frozenset[str] = frozenset()) -> str:
     """A valid server name close to ``name`` (``"My Server.v2"`` -> ``"My-Server-v2"``), not in ``taken``."""
-    base = _INVALID_NAME_CHARS.sub("-", name).strip("-")[:64] or "server"
+    # Accents are dropped rather than the letters they sit on ("café" -> "cafe", not "caf").
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    base = _INVALID_NAME_CHARS.sub("-", ascii_name).strip("-")[:64] or "server"
     candidate, counter = base, 2
     while candidate in taken:
         suffix = f"-{counter}"
