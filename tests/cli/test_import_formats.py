@@ -118,3 +118,14 @@ def test_a_refused_name_suggests_a_rename_command_that_works(tmp_path: Path) -> 
     assert again.code == 0, str(again)
     assert "imported my-files" in again.stdout, str(again)
     assert set(json.loads(home.config_path.read_text())["servers"]) == {"ok", "my-files"}
+
+
+def test_a_file_with_no_servers_says_so(tmp_path: Path) -> None:
+    # It printed nothing at all and exited 0, as if something had happened.
+    home = make_home(tmp_path)
+    source = tmp_path / "mcp.json"
+    source.write_text('{"mcpServers": {}}')
+    run = home.keen("mcp", "import", str(source))
+    assert run.code == 0, str(run)
+    assert "lists no servers; nothing to import" in run.stdout, str(run)
+    assert not home.config_path.exists()

@@ -112,6 +112,10 @@ def import_servers(
         err.print(f"[yellow]note[/] {escape(name)}: {escape(note)}", highlight=False)
     if outcome.written is not None:
         out.print(f"wrote {outcome.written}")
+    result = outcome.result
+    if not (result.servers or result.refused or result.notes):
+        source = "standard input" if str(file) == "-" else str(file)
+        out.print(f"{escape(source)} lists no servers; nothing to import", highlight=False)
     if not outcome.imported and not outcome.unchanged and (outcome.result.refused or outcome.conflicts):
         raise typer.Exit(2)
 
