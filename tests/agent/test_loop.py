@@ -393,10 +393,31 @@ async def test_a_reconnect_that_outlasts_the_wait_says_it_goes_on_in_the_backgro
     [refused] = slow.tool_calls
     assert refused["outcome"] in ("denied", "error"), refused
     text = refused["text"]
-    assert "Keen is still reconnecting this server in the background; call it again in a moment" in text, text
+    assert "Keen is still connecting this server in the background; call it again in a moment" in text, text
     assert "keen mcp connect" not in text, text  # nothing for the user to do yet
     # The attempt ended by itself (the hung server's connect timeout), with its reason.
     status = rt.manager.status("demo")
     assert status.state is ServerState.DISCONNECTED and "did not answer initialize" in (
         status.last_error or ""
     )
+
+
+async def test_a_call_to_a_server_still_on_its_first_connection_says_to_call_again(world: World) -> None:
+    # A turn sent before discovery ends (the REPL's prompt is ready at once): the model read
+    # "Server slow is connecting; the user can reconnect it with `keen mcp connect slow`",
+    # sending the user to reconnect a server that was still coming up.
+    from conftest import stdio_server
+    from keen.runtime import open_runtime
+
+    model = world.script(
+        step(call(MCP, server="slow", tool="anything", arguments={})), step(content="It is still starting.")
+    )
+    config = {"version": 1, "servers": {"slow": stdio_server("hang_init.py", timeouts={"connect": 30})}}
+    async with open_runtime(config=config) as rt, world.agent(rt, model) as agent:
+        assert rt.manager.status("slow").state in (ServerState.CONFIGURED, ServerState.CONNECTING)
+        turn = await agent.run_turn("use slow")
+    [refused] = turn.tool_calls
+    assert refused["outcome"] in ("denied", "error"), refused
+    text = refused["text"]
+    assert "Keen is still connecting this server in the background; call it again in a moment" in text, text
+    assert "keen mcp connect" not in text, text

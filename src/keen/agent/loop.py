@@ -493,10 +493,10 @@ class Agent:
             return ""
         why = f" ({status.last_error})" if status.last_error else ""
         command = self.connect_command.format(server=server)
-        if status.state is ServerState.CONNECTING:
-            # A reconnect outlasted the call's wait and goes on (or the first connection is
-            # still under way): calling again later is what helps, not the user's command.
-            return f" Server {server} is still connecting.{retry_words(0, status.state)}"
+        if status.state in (ServerState.CONFIGURED, ServerState.CONNECTING):
+            # The first connection is still under way (a turn sent before discovery ended),
+            # or a reconnect outlasted the call's wait: calling again later is what helps.
+            return f" Server {server} is still connecting.{retry_words(0, ServerState.CONNECTING)}"
         if self.reconnector.reconnectable(server):
             retry = retry_words(self.reconnector.retry_in(server))
             return f" Server {server} is {status.state.value}{why}.{retry} If it stays down, the user can fix it and run `{command}`."

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from keen.mcp.types import ServerState, ServerStatus
 
-__all__ = ["STILL_RECONNECTING", "reconnect_line", "retry_words", "when_words"]
+__all__ = ["STILL_CONNECTING", "reconnect_line", "retry_words", "when_words"]
 
-STILL_RECONNECTING = (
-    " Keen is still reconnecting this server in the background; call it again in a moment"
+STILL_CONNECTING = (
+    " Keen is still connecting this server in the background; call it again in a moment"
     " (it never repeats a failed call by itself)."
 )
-"""What the model reads after the error of a call to a server whose reconnect outlasted the
-call's wait (its state is ``connecting``)."""
+"""What the model reads after the error of a call to a server still ``connecting``: a
+reconnect that outlasted the call's wait, or a first connection still under way."""
 
 
 def when_words(retry_in: float) -> str:
@@ -63,7 +63,7 @@ def retry_words(retry_in: float, state: ServerState = ServerState.DISCONNECTED) 
     reconnects it by itself on a later call (or is still at it, ``state`` ``connecting``),
     and never repeats a failed call."""
     if state is ServerState.CONNECTING:
-        return STILL_RECONNECTING
+        return STILL_CONNECTING
     return (
         f" Keen reconnects this server by itself {when_words(retry_in)} (it never repeats a"
         " failed call by itself)."
