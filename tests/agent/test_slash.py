@@ -129,3 +129,34 @@ async def test_mcp_connect_of_a_broken_entry_says_to_restart_after_the_fix(world
     *_, line = screen.getvalue().strip().splitlines()
     assert "KEEN_TEST_NEVER_SET" in line, line  # the entry the session read, not the fixed one
     assert line.endswith("fix broken in configs.json, then restart keen chat"), line
+
+
+@pytest.mark.anyio
+async def test_mcp_skill_of_a_server_that_never_connected_says_why(world: World) -> None:
+    # `/mcp:gone hi` for a configured server that never connected (so it has no skill yet)
+    # read "unknown command /mcp:gone: no such command or skill".
+    from keen.runtime import open_runtime
+
+    config = world.home / "mcp" / "configs.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    servers = {
+        "gone": {"command": str(world.tmp / "no-such-server")},
+        "broken": {"command": "${KEEN_TEST_NEVER_SET}"},
+    }
+    config.write_text(json.dumps({"version": 1, "servers": servers}))
+    model = world.script(step(content="unused"))
+    async with open_runtime(config_path=config, wait=20, sync=True) as rt, world.agent(rt, model) as agent:
+        screen = StringIO()
+        slash = SlashCommands(rt, agent, Console(file=screen, width=400, color_system=None))
+        for name in ("gone", "broken", "ghost"):
+            await slash.run(SlashCommand(f"mcp:{name}", "hi"))
+    gone, broken, ghost = screen.getvalue().strip().splitlines()
+    assert gone.startswith(
+        "error: /mcp:gone: server gone has no skill yet, as it never connected; gone: disconnected:"
+    )
+    assert "no-such-server" in gone and gone.endswith("/mcp connect gone"), gone
+    assert (
+        broken.startswith("error: /mcp:broken: server broken has no skill yet")
+        and "KEEN_TEST_NEVER_SET" in broken
+    )
+    assert ghost == "error: unknown command /mcp:ghost: no such command or skill; /help lists both"

@@ -300,6 +300,13 @@ class SlashCommands:
         else:
             self.error(status_line(status))
 
+    def _server_status(self, server: str) -> ServerStatus | None:
+        """``server``'s status in this session, ``None`` when the session has no such server."""
+        try:
+            return self.runtime.manager.status(server)
+        except KeenError:
+            return None
+
     def _not_in_session(self, server: str, known: list[str]) -> str:
         """Why ``/mcp connect SERVER`` cannot connect a server this session does not have: the
         session reads configs.json once, so "add it to configs.json" is no fix for one added
@@ -436,6 +443,14 @@ class SlashCommands:
         except SkillError as exc:
             if exc.remedy is not Remedy.LIST_SKILLS:
                 raise
+            status = self._server_status(name.removeprefix("mcp:")) if name.startswith("mcp:") else None
+            if status is not None:
+                # A configured server that never connected has no skill yet: say why, not
+                # "unknown command".
+                self.error(
+                    f"/{name}: server {status.name} has no skill yet, as it never connected; {status_line(status)}"
+                )
+                return Outcome()
             self.error(f"unknown command /{name}: no such command or skill; /help lists both")
             return Outcome()
         if args:
