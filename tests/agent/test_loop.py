@@ -7,14 +7,12 @@ elicitation through the Manager."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 from typing import Any
 
 import anyio
 import pytest
 
-from helpers.agent_world import MCP, World, call, step
+from helpers.agent_world import MCP, World, call, kill_demo, step
 from keen.agent import accept_defaults, decline
 from keen.gateway import ApprovalRequest
 from keen.harness import read_events, replay
@@ -119,19 +117,6 @@ class Notices:
 
     def notice(self, line: str) -> None:
         self.lines.append(line)
-
-
-async def kill_demo(world: World, rt: Any) -> int:
-    """SIGKILL the demo server and wait until the Manager has seen it go; returns its pid."""
-    gone = anyio.Event()
-    stop = rt.manager.subscribe(lambda s: gone.set() if s.state is not ServerState.CONNECTED else None)
-    pid = int(world.pidfile.read_text())
-    os.kill(pid, signal.SIGKILL)
-    with anyio.fail_after(20):
-        await gone.wait()
-    stop()
-    assert rt.manager.status("demo").state is ServerState.DISCONNECTED
-    return pid
 
 
 async def test_a_crashed_server_is_reconnected_by_the_next_call(world: World) -> None:

@@ -1,11 +1,20 @@
-"""``keen chat`` without a terminal: a clear error, nothing started (the REPL itself: test_repl_tmux.py)."""
+"""``keen chat`` without a terminal: a clear error, nothing started; the REPL's lines around a
+reconnect, in-process (the REPL itself under a terminal: test_repl_tmux.py)."""
 
 from __future__ import annotations
 
 import json
+from io import StringIO
 from pathlib import Path
 
+import anyio
+import pytest
+from rich.console import Console
+
+from helpers.agent_world import MCP, World, call, kill_demo, step
 from helpers.cli import make_home
+from keen.agent.asking import Asker
+from keen.agent.repl import Repl
 
 
 def test_without_a_terminal_the_repl_says_to_use_one_shot_mode(tmp_path: Path) -> None:
@@ -16,3 +25,49 @@ def test_without_a_terminal_the_repl_says_to_use_one_shot_mode(tmp_path: Path) -
     assert run.code == 2, run
     assert "needs a terminal" in run.stderr and "keen chat -p PROMPT" in run.stderr, run
     assert not (home.keen_home / "sessions").exists()  # no session was opened
+
+
+@pytest.mark.anyio
+async def test_a_reconnect_outlasting_the_wait_is_told_then_its_end_follows(world: World) -> None:
+    # The REPL's line read "demo: still connecting; Keen tries again at the next call to it;
+    # `/mcp connect demo` tries now" while the attempt went on in its task group. Now it
+    # says so, and the watch's line follows when the attempt ends.
+    marathon = {"value": 26.2, "from_unit": "mi", "to_unit": "km"}
+    model = world.script(
+        step(call("read_file", path=world.schema("demo", "convert_units"))),
+        step(call(MCP, server="demo", tool="convert_units", arguments=marathon)),
+        step(content="42.16 km."),
+        step(call(MCP, server="demo", tool="convert_units", arguments=marathon)),
+        step(content="The demo server is slow."),
+    )
+    screen = StringIO()
+    console = Console(file=screen, width=400, color_system=None)
+    async with (
+        world.runtime("demo", timeouts={"connect": 5, "list_tools": 0.5}) as rt,
+        world.agent(rt, model, connect_command="/mcp connect {server}") as agent,
+    ):
+        repl = Repl(rt, agent, console, Asker(console))
+        agent.reconnect_wait = 1.0
+        await repl.turn("marathon?")
+        async with anyio.create_task_group() as tg:
+            agent.reconnector.task_group = tg  # as Repl.run sets it
+            tg.start_soon(repl.watch.run, 10.0)
+            world.hang.touch()
+            await kill_demo(world, rt)
+            await repl.turn("again?")
+            with anyio.fail_after(30):
+                while "did not answer initialize" not in screen.getvalue():  # noqa: ASYNC110 (a screen has no event)
+                    await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+        agent.reconnector.task_group = None
+        repl.watch.close()
+    lines = [line for line in screen.getvalue().splitlines() if line.startswith("demo:")]
+    still = next(line for line in lines if "still" in line)
+    assert still == (
+        "demo: still reconnecting after 1 s; Keen goes on in the background, and calls that need the server"
+        " fail until it is back; a line here says when it is back, or why not"
+    ), lines
+    after = lines[lines.index(still) + 1 :]
+    assert any(
+        line.startswith("demo: disconnected (") and "did not answer initialize" in line for line in after
+    ), lines

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from conftest import peer, stdio_server
 from keen.agent import Agent, Message, ModelEvent
@@ -142,3 +146,16 @@ def step(*calls: dict[str, Any], content: str = "") -> dict[str, Any]:
 
 
 MCP = "call_mcp_tool"
+
+
+async def kill_demo(world: World, rt: Any) -> int:
+    """SIGKILL the demo server and wait until the Manager has seen it go; returns its pid."""
+    gone = anyio.Event()
+    stop = rt.manager.subscribe(lambda s: gone.set() if s.state is not ServerState.CONNECTED else None)
+    pid = int(world.pidfile.read_text())
+    os.kill(pid, signal.SIGKILL)
+    with anyio.fail_after(20):
+        await gone.wait()
+    stop()
+    assert rt.manager.status("demo").state is ServerState.DISCONNECTED
+    return pid
