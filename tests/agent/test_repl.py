@@ -52,6 +52,9 @@ async def test_a_reconnect_outlasting_the_wait_is_told_then_its_end_follows(worl
         async with anyio.create_task_group() as tg:
             agent.reconnector.task_group = tg  # as Repl.run sets it
             tg.start_soon(repl.watch.run, 10.0)
+            with anyio.fail_after(30):  # the watch follows changes once discovery was reported
+                while "MCP ready" not in screen.getvalue():  # noqa: ASYNC110 (a screen has no event)
+                    await anyio.sleep(0.05)
             world.hang.touch()
             await kill_demo(world, rt)
             await repl.turn("again?")
