@@ -98,6 +98,8 @@ def test_add_remote_servers_with_headers_and_oauth(home: Home) -> None:
         (["bad name", "--", "cmd"], "e.g. 'bad-name'"),
         (["x", "--url", "ftp://e.com/mcp"], "http:// or https://"),
         (["x", "npx", "-y", "server"], "put the server's command after --"),
+        (["x", "-e", f"KEY={SECRET}", "-e", "KEY=other", "--", "cmd"], "--env gives KEY twice"),
+        (["x", "--url", "https://e.com/mcp", "-H", "X-A: 1", "-H", "x-a=2"], "--header gives x-a twice"),
     ],
 )
 def test_add_refuses_what_it_cannot_use(home: Home, args: list[str], needle: str) -> None:

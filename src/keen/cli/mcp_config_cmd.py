@@ -209,7 +209,7 @@ def add(
             fail("--env is for a stdio server; a remote server takes --header")
         entry["url"] = url
         if header:
-            entry["headers"] = dict(_pair(h, _HEADER, "--header", "K=V or 'K: V'") for h in header)
+            entry["headers"] = _pairs(header, _HEADER, "--header", "K=V or 'K: V'")
         if oauth:
             entry["oauth"] = True
     else:
@@ -219,7 +219,7 @@ def add(
             )
         entry["command"], entry["args"] = command[0], command[1:]
         if env:
-            entry["env"] = dict(_pair(e, _ENV, "--env", "NAME=VALUE") for e in env)
+            entry["env"] = _pairs(env, _ENV, "--env", "NAME=VALUE")
     if description is not None:
         entry["description"] = description
     path = paths.mcp_config_path()
@@ -243,6 +243,19 @@ def add(
     out.print(f"[green]added[/] {escape(name)} ({escape(kind)}) to {escape(str(path))}", highlight=False)
     nxt = f"keen mcp connect {name}" if oauth else f"keen mcp tools {name}"
     out.print(f"next: {escape(nxt)}", highlight=False)
+
+
+def _pairs(texts: list[str], pattern: re.Pattern[str], option: str, shape: str) -> dict[str, str]:
+    """The ``K=V`` values of a repeated option; one name given twice is refused (the first
+    value would be dropped without a word). Header names compare without case, as HTTP's do."""
+    pairs: dict[str, str] = {}
+    for text in texts:
+        key, value = _pair(text, pattern, option, shape)
+        fold = key.lower() if option == "--header" else key
+        if any((k.lower() if option == "--header" else k) == fold for k in pairs):
+            fail(f"{option} gives {key} twice; keep one of the two values")
+        pairs[key] = value
+    return pairs
 
 
 def _pair(text: str, pattern: re.Pattern[str], option: str, shape: str) -> tuple[str, str]:
