@@ -331,6 +331,7 @@ async def test_calling_an_unoffered_tool_asks_for_it_or_says_why_not(world: Worl
         result = await agent.run_turn("marathon in km, and save it")
     first, second, third = result.tool_calls
     assert first["outcome"] == "denied" and "callable from your next step" in first["text"]
+    assert "search_tools" not in first["text"], first["text"]
     assert second["outcome"] == "ok" and "42.1648" in second["text"]
     assert third["outcome"] == "denied", third
     # The harness says why once; the loop adds only the remedy.

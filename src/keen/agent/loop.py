@@ -469,8 +469,14 @@ class Agent:
                     # (keen.harness.policy.hidden_reason); only the remedy is the front end's.
                     text += "; the user can switch the permission mode."
                 else:
+                    # The harness's text points at search_tools; this tool needs no search
+                    # (the request below offers it), so say only what is true here.
                     self._request(cap_id)
-                    text += " It exists: it is callable from your next step."
+                    text = (
+                        f"{server}/{tool} is not among this turn's tools; it exists and the "
+                        f"{self.harness.mode} mode allows it: it is callable from your next "
+                        "step, no search needed."
+                    )
         text += hint
         if obs.denied == "permission" and self.denial_note:
             text += f" {self.denial_note}"
