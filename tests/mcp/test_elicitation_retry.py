@@ -20,12 +20,12 @@ import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import UrlElicitationRequiredError
 from mcp.shared.memory import create_client_server_memory_streams
-from mcp.shared.message import SessionMessage
-from mcp_types import METHOD_NOT_FOUND, ElicitRequestURLParams, ErrorData, JSONRPCError, JSONRPCRequest
+from mcp_types import ElicitRequestURLParams
 
 from keen.errors import UserActionRequired
 from keen.mcp import Manager
 from keen.mcp.elicitation import ElicitAnswer
+from servers.handshake_only import refuse_discover
 
 pytestmark = pytest.mark.anyio
 
@@ -66,21 +66,8 @@ async def handshake_only(server: MCPServer) -> AsyncIterator[Any]:
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
     async with create_client_server_memory_streams() as (client, (server_read, server_write)):
         send, receive = anyio.create_memory_object_stream[Any](100)
-
-        async def pump() -> None:
-            async with send:
-                async for item in server_read:
-                    message = getattr(item, "message", None)
-                    if isinstance(message, JSONRPCRequest) and message.method == "server/discover":
-                        error = ErrorData(code=METHOD_NOT_FOUND, message="Method not found")
-                        await server_write.send(
-                            SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error))
-                        )
-                        continue
-                    await send.send(item)
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(pump)
+            tg.start_soon(refuse_discover, server_read, server_write, send)
             tg.start_soon(lowlevel.run, receive, server_write, lowlevel.create_initialization_options())
             try:
                 yield client

@@ -16,7 +16,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import METHOD_NOT_FOUND, ErrorData, JSONRPCError, JSONRPCRequest
 
-__all__ = ["serve_stdio"]
+__all__ = ["refuse_discover", "serve_stdio"]
 
 
 async def serve_stdio(server: MCPServer | Any, *, handshake_only: bool = True, options: Any = None) -> None:
@@ -30,20 +30,20 @@ async def serve_stdio(server: MCPServer | Any, *, handshake_only: bool = True, o
             await lowlevel.run(read, write, options)
             return
         send, receive = anyio.create_memory_object_stream[Any](100)
-
-        async def pump() -> None:
-            async with send:
-                async for item in read:
-                    message = getattr(item, "message", None)
-                    if isinstance(message, JSONRPCRequest) and message.method == "server/discover":
-                        error = ErrorData(code=METHOD_NOT_FOUND, message="Method not found")
-                        await write.send(
-                            SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error))
-                        )
-                        continue
-                    await send.send(item)
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(pump)
+            tg.start_soon(refuse_discover, read, write, send)
             await lowlevel.run(receive, write, options)
             tg.cancel_scope.cancel()
+
+
+async def refuse_discover(read: Any, write: Any, send: Any) -> None:
+    """Pass what arrives on ``read`` to ``send``, answering ``server/discover`` on ``write``
+    with -32601 instead, as a handshake-only server does; closes ``send`` at the end."""
+    async with send:
+        async for item in read:
+            message = getattr(item, "message", None)
+            if isinstance(message, JSONRPCRequest) and message.method == "server/discover":
+                error = ErrorData(code=METHOD_NOT_FOUND, message="Method not found")
+                await write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error)))
+                continue
+            await send.send(item)
