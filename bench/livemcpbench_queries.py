@@ -17,7 +17,9 @@ tools, not its own, so a step query is a hit when any of them ranks high). Both 
 carry ``task_id`` and ``required``: one group of alternatives per needed tool, from
 which ``search.py`` computes ``all@K`` (every needed tool in the top K of the query),
 ``tool_recall@K`` and, over the step file, ``task_union_all@K`` (every needed tool in
-the union of the top K of the task's step queries).
+the union of the top K of the task's step queries); given both files, ``search.py``
+prints ``task_recall@K``: every needed tool in the union of the top K of the task's
+question and its steps.
 """
 
 from __future__ import annotations

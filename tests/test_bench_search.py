@@ -120,3 +120,40 @@ def test_a_result_covers_its_identical_copies_and_recall_own_does_not(
         figures = search.evaluate(catalog, [query], 1, level)
         assert figures["recall@1"] == 1.0, level  # the hit names the copy on the other server
         assert figures["recall@1_own"] == 0.0, level
+
+
+def test_task_recall_unions_a_task_question_and_its_steps_across_query_files(
+    bench: dict[str, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    search = bench["search"]
+    tools = tmp_path / "tools.json"
+    tools.write_text(
+        json.dumps(
+            [
+                _server("weather", ["get_forecast"]),
+                _server("calendar", ["create_event"]),
+                _server("mail", ["send_email"]),
+            ]
+        )
+    )
+    required = [["weather/get_forecast"], ["calendar/create_event"]]
+    flat = [ref for g in required for ref in g]
+    question = {"query": "get forecast in weather", "tools": flat, "required": required, "task_id": "t"}
+    step = {"query": "create event in calendar", "tools": flat, "required": required, "task_id": "t"}
+    other = {"query": "send email", "tools": ["weather/get_forecast"], "task_id": "u"}
+    tasks, steps = tmp_path / "tasks.jsonl", tmp_path / "steps.jsonl"
+    tasks.write_text(json.dumps(question) + "\n" + json.dumps(other) + "\n")
+    steps.write_text(json.dumps(step) + "\n")
+
+    search.main(
+        ["--catalog", str(tools), "--queries", str(tasks), "--queries", str(steps), "-k", "1", "--json"]
+    )
+    out = json.loads(capsys.readouterr().out)
+    # Neither query alone finds both tools; together they do. Task u has no "required".
+    assert out["files"]["tasks.jsonl"]["all@1"] == 0.0
+    assert out["task_recall@1"] == 1.0 and out["tasks"] == 1
+    assert out["files"]["steps.jsonl"]["missed@100"] == 0
+
+    search.main(["--catalog", str(tools), "--queries", str(tasks), "-k", "1", "--json"])
+    single = json.loads(capsys.readouterr().out)
+    assert "task_recall@1" not in single and single["queries"] == 2  # one file: its own figures only
