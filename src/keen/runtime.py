@@ -255,7 +255,12 @@ async def connect_server(
     on_authorization_url: Callable[[str, bool], None] | None = None,
 ) -> ConnectOutcome:
     """Reconnect ``server``, then regenerate and enable its skill, or disable it on failure;
-    other servers' skills are left alone (what ``keen mcp connect`` does).
+    other servers' skills are left alone (what ``keen mcp connect`` and ``/mcp connect`` do).
+
+    The server's entry is read from configs.json again first
+    (:meth:`~keen.mcp.Manager.reload_server`): a long session (``keen chat``) connects the
+    entry as the user fixed it, a server added to the file since it started, and reports one
+    removed since as no longer configured.
 
     For an OAuth server with ``sign_in``, first clear its stored token and run the browser
     sign-in (:func:`keen.mcp.auth.authorize_interactively`; ``on_authorization_url(url, opened)``
@@ -272,11 +277,13 @@ async def connect_server(
         The status after the reconnect and what happened to the skill.
 
     Raises:
-        ServerNotConfigured: no server by that name.
+        ServerNotConfigured: no server by that name (any more).
+        ConfigError: configs.json cannot be used (not JSON, wrong top level).
         AuthRequired: the sign-in did not complete (after the skill was disabled).
         AuthFailed: the sign-in was refused (after the skill was disabled).
     """
     root = skills_root or paths.skills_dir()
+    await manager.reload_server(server)
     config_entry = manager.config.servers.get(server)
     sign_in_error: KeenError | None = None
     if sign_in and isinstance(config_entry, HttpServerConfig) and isinstance(config_entry.auth, OAuthAuth):

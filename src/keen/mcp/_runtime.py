@@ -53,6 +53,11 @@ logger = logging.getLogger(__name__)
 
 _STDERR_TAIL_LINES = 5
 _CLIENT_INFO = mt.Implementation(name="keen", version=__version__)
+_DISABLED = 'disabled in configs.json ("enabled": false)'
+
+
+def _ignore(_status: ServerStatus) -> None:
+    """The status callback of a retired runtime."""
 
 
 class ServerRuntime:
@@ -87,7 +92,7 @@ class ServerRuntime:
         self.resource_templates: list[dict[str, Any]] = []
         self.prompts: list[dict[str, Any]] = []
         self.info: ServerInfo | None = None
-        self.last_error = "" if config.enabled else 'disabled in configs.json ("enabled": false)'
+        self.last_error = "" if config.enabled else _DISABLED
         self.last_connected_at: datetime | None = None
         self.last_refresh_at: datetime | None = None
         self.validator = ArgumentValidator(name)
@@ -182,6 +187,26 @@ class ServerRuntime:
         if self._connect_scope is not None:
             self._connect_scope.cancel()
         self._wake.set()
+
+    def reconfigure(self, config: HttpServerConfig | StdioServerConfig) -> None:
+        """Take ``config`` (the server's entry, read again) for the next connection attempt.
+
+        An open session stays until then: only its owner task may close it, and a refresh
+        asks it to. Its secrets are known to the redactor before anything can log them.
+        """
+        register_server_secrets(config)
+        self.config = config
+        if not config.enabled and self.state is ServerState.CONFIGURED:
+            self.last_error = _DISABLED
+        elif config.enabled and self.last_error == _DISABLED:
+            self.last_error = ""
+
+    def retire(self) -> None:
+        """Stop for good, silently: the Manager dropped this server (its entry is invalid now,
+        or gone), so its owner's last states are nobody's news."""
+        self._on_change = _ignore
+        self._on_tools = None
+        self.stop()
 
     async def refresh(self, *, interactive: bool = False) -> ServerStatus:
         """Ask the owner to reconnect and relist; wait for that new attempt to end."""

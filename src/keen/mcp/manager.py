@@ -33,11 +33,12 @@ from keen.errors import (
 )
 from keen.mcp._calls import connected, listed_tool, not_connected, send_request, send_tool_call
 from keen.mcp._memory import in_memory_transport
+from keen.mcp._reload import EntryChange, misconfigured_status, no_longer_configured, with_entry_of
 from keen.mcp._runtime import ServerRuntime
 from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools, flag_change
-from keen.mcp.config import MCPConfig, load_config, parse_config
+from keen.mcp.config import HttpServerConfig, MCPConfig, StdioServerConfig, load_config, parse_config
 from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.types import (
     AuthFactory,
@@ -49,7 +50,7 @@ from keen.mcp.types import (
     TransportFactory,
 )
 
-__all__ = ["Manager", "StatusObserver", "in_memory_transport"]
+__all__ = ["EntryChange", "Manager", "StatusObserver", "in_memory_transport"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,8 @@ class Manager:
     One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
     server alone is in state ``config_error`` with the message and the fix, and calls to it
     raise ``ServerMisconfigured``. :meth:`start` raises ``ConfigError`` only when the file
-    itself cannot be used (not JSON, wrong top level; nothing starts then).
+    itself cannot be used (not JSON, wrong top level; nothing starts then). The file is read
+    once; :meth:`reload_server` reads one server's entry again, once it is fixed.
     """
 
     def __init__(
@@ -115,6 +117,9 @@ class Manager:
         self._config = (
             config if config is None or isinstance(config, MCPConfig) else parse_config(config, strict=False)
         )
+        # Only a config read from configs.json is read again (reload_server): one given in
+        # code (keen serve's, a library's) is not that file's.
+        self._from_file = config is None
         self._logs_dir = logs_dir
         if auth_factory is None:
             from keen.mcp.auth import oauth_auth_factory
@@ -125,6 +130,8 @@ class Manager:
         self._transports = dict(transports or {})
         self._runtimes: dict[str, ServerRuntime] = {}
         self._misconfigured: dict[str, ServerStatus] = {}
+        self._retired: list[ServerRuntime] = []
+        self._reload_lock = anyio.Lock()
         self._observers: list[StatusObserver] = []
         self._change_observers: list[ChangeObserver] = []
         self._refresh_interval = refresh_interval
@@ -143,30 +150,10 @@ class Manager:
         if self._started:
             return
         config = self.config
-        logs_dir = self._logs_dir or paths.logs_dir()
         for name, message in config.invalid.items():
-            transport, auth = config.invalid_kinds.get(name, ("-", "-"))
-            self._misconfigured[name] = ServerStatus(
-                name=name,
-                transport=transport,
-                auth=auth,
-                state=ServerState.CONFIG_ERROR,
-                last_error=message,
-                remedy=Remedy.FIX_CONFIG,
-            )
+            self._misconfigured[name] = misconfigured_status(name, message, config.invalid_kinds.get(name))
         for name, server in config.servers.items():
-            self._runtimes[name] = ServerRuntime(
-                name,
-                server,
-                logs_dir=logs_dir,
-                on_change=self._notify,
-                auth_factory=self._auth_factory,
-                transport=self._transports.get(name),
-                elicitation=lambda: self.elicitation,
-                elicitation_url=lambda: self.elicitation_url,
-                on_tools=self._notify_changes,
-                refresh_interval=self._refresh_interval,
-            )
+            self._runtimes[name] = self._new_runtime(name, server)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._started = True
@@ -203,16 +190,17 @@ class Manager:
             return
         self._closed = True
         tg = self._tg
-        for runtime in self._runtimes.values():
+        runtimes = [*self._runtimes.values(), *self._retired]
+        for runtime in runtimes:
             runtime.stop()
         # Shielded: a cancelled caller (Ctrl-C, SIGTERM) still gives the owners their bounded
         # time to close sessions and stop server processes.
         with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_GRACE):
-            for runtime in self._runtimes.values():
+            for runtime in runtimes:
                 await runtime.finished.wait()
         # Exit the task group outside those scopes: cancel scopes must unwind in LIFO order.
         # Its exit waits for every owner even when the caller is cancelled.
-        if not all(rt.finished.is_set() for rt in self._runtimes.values()):
+        if not all(rt.finished.is_set() for rt in runtimes):
             tg.cancel_scope.cancel()
         await tg.__aexit__(None, None, None)
 
@@ -448,7 +436,8 @@ class Manager:
 
     async def refresh(self, name: str, *, interactive: bool = False) -> ServerStatus:
         """Reconnect ``name`` and relist its tools (a disabled server too: a refresh is a
-        user's explicit request).
+        user's explicit request), with the entry the Manager has: a reconnect the user asked
+        for calls :meth:`reload_server` first, so an entry edited since is used.
 
         Args:
             name: the server.
@@ -461,7 +450,7 @@ class Manager:
             ServerNotConfigured: no server by that name.
         """
         if name in self._misconfigured:
-            return self._misconfigured[name]  # fixing the file and restarting is what helps
+            return self._misconfigured[name]  # reload_server() takes the entry once it is fixed
         runtime = self._runtime(name)
         if self._tg is None:
             raise RuntimeError("Manager.refresh() needs a started Manager")
@@ -495,7 +484,89 @@ class Manager:
             )
         return await watch.request_and_wait()
 
+    async def reload_server(self, name: str) -> EntryChange:
+        """Read configs.json again and take ``name``'s current entry, leaving every other
+        server as it is: what a reconnect the user asks for does first (``connect_server``).
+
+        A changed entry (an invalid one made valid too) replaces the old one for the next
+        connection attempt (:meth:`refresh`; an open session stays until then); a server new
+        to the file becomes known (``configured``); an entry invalid now is ``config_error``
+        with the message and the fix; a server gone from the file is dropped. A server that
+        stops being usable is stopped by its owner task. A Manager given ``config=`` has no
+        file to read: ``"unchanged"``.
+
+        Raises:
+            ServerNotConfigured: the file does not list ``name`` (any more).
+            ConfigError: the file cannot be used (not JSON, wrong top level); nothing changed.
+        """
+        if self._tg is None:
+            raise RuntimeError("Manager.reload_server() needs a started Manager")
+        if not self._from_file:
+            return "unchanged"
+        async with self._reload_lock:
+            fresh = load_config(self.config_path, strict=False)
+            entry, error = fresh.servers.get(name), fresh.invalid.get(name)
+            runtime, broken = self._runtimes.get(name), self._misconfigured.get(name)
+            if entry is None and error is None:
+                if runtime is None and broken is None:
+                    self._runtime(name)  # raises the usual "not configured"
+                await self._drop(name)
+                raise no_longer_configured(name, self.config_path)
+            # The config and the dicts change together, with no await between: a call or a
+            # status query sees the old server or the new one, never half of each.
+            self._config = with_entry_of(self.config, name, fresh)
+            if error is not None:
+                status = misconfigured_status(name, error, fresh.invalid_kinds.get(name))
+                self._misconfigured[name] = status
+                await self._drop(name, keep_status=True)
+                if broken is None or broken.last_error != status.last_error:
+                    self._notify(status)
+                return "invalid"
+            assert entry is not None
+            if runtime is not None and runtime.config == entry:
+                return "unchanged"
+            logger.debug("server %s: its configs.json entry changed or is new", name)
+            if runtime is not None:
+                runtime.reconfigure(entry)
+                self._notify(runtime.status())
+                return "changed"
+            self._misconfigured.pop(name, None)
+            runtime = self._runtimes[name] = self._new_runtime(name, entry)
+            runtime.settled.set()  # not started: wait_ready() does not wait for it (as in start())
+            runtime.finished.set()
+            self._notify(runtime.status())
+            return "changed" if broken is not None else "added"
+
+    async def _drop(self, name: str, *, keep_status: bool = False) -> None:
+        """Stop ``name``'s owner for good (it closes its own session) and forget the server;
+        ``keep_status`` keeps its config_error status."""
+        if not keep_status:
+            self._misconfigured.pop(name, None)
+            self._config = with_entry_of(self.config, name, MCPConfig())
+        runtime = self._runtimes.pop(name, None)
+        if runtime is None:
+            return
+        runtime.retire()
+        if runtime.running:
+            self._retired.append(runtime)  # aclose() still waits for it
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_GRACE):
+                await runtime.finished.wait()
+
     # -- helpers ----------------------------------------------------------------------------------
+
+    def _new_runtime(self, name: str, server: HttpServerConfig | StdioServerConfig) -> ServerRuntime:
+        return ServerRuntime(
+            name,
+            server,
+            logs_dir=self._logs_dir or paths.logs_dir(),
+            on_change=self._notify,
+            auth_factory=self._auth_factory,
+            transport=self._transports.get(name),
+            elicitation=lambda: self.elicitation,
+            elicitation_url=lambda: self.elicitation_url,
+            on_tools=self._notify_changes,
+            refresh_interval=self._refresh_interval,
+        )
 
     def _runtime(self, name: str) -> ServerRuntime:
         runtime = self._runtimes.get(name)
