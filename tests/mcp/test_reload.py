@@ -207,6 +207,26 @@ async def test_a_config_given_in_code_is_not_replaced_by_the_file(write_config: 
         assert await manager.wait_ready(30)
         assert await manager.reload_server("local") == "unchanged"
         assert (await manager.refresh("local")).state is ServerState.CONNECTED
+        with pytest.raises(ServerNotConfigured, match="is not configured"):
+            await manager.reload_server("ghost")
+
+
+async def test_a_server_enabled_in_the_file_takes_calls_after_the_reconnect(
+    write_config: Callable[..., Path],
+) -> None:
+    path = write_config({"off": stdio_server("basic_stdio.py", enabled=False)})
+    manager = await started(path)
+    try:
+        status = manager.status("off")
+        assert status.state is ServerState.CONFIGURED and not status.enabled and status.last_error
+        write_config({"off": stdio_server("basic_stdio.py")})
+        assert await manager.reload_server("off") == "changed"
+        status = manager.status("off")
+        assert status.enabled and status.last_error == "" and status.remedy is None
+        assert (await manager.refresh("off")).state is ServerState.CONNECTED
+        assert (await manager.call_tool("off", "echo", {"text": "on"})).text == "on"  # not ServerDisabled
+    finally:
+        await manager.aclose()
 
 
 async def test_a_new_key_is_used_and_no_key_is_shown(

@@ -502,6 +502,8 @@ class Manager:
         if self._tg is None:
             raise RuntimeError("Manager.reload_server() needs a started Manager")
         if not self._from_file:
+            if name not in self._runtimes and name not in self._misconfigured:
+                self._runtime(name)  # raises the usual "not configured"
             return "unchanged"
         async with self._reload_lock:
             fresh = load_config(self.config_path, strict=False)
