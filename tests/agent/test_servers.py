@@ -126,3 +126,39 @@ async def test_a_server_still_connecting_when_discovery_ends_is_told_and_followe
         " ready or why not (/mcp shows its state)"
     ), first
     assert "did not answer initialize" in lines[-1][0], lines
+
+
+async def test_a_session_started_with_no_servers_follows_one_connected_later(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # With no servers at the start, the watch said "restart keen chat" and stopped listening:
+    # a server added to configs.json and connected with /mcp connect was never followed.
+    from conftest import stdio_server
+    from keen.errors import KeenError
+
+    path = write_config({})
+    lines: list[tuple[str, str]] = []
+    async with open_runtime(config_path=path) as rt:
+        watch = ServerWatch(rt, lambda line, style: lines.append((line, style)))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch.run, 30.0)
+            await wait_until(lambda: bool(lines))
+            assert lines == [
+                (
+                    f"No MCP servers configured: add them to {path} (or run `keen mcp import FILE`), then"
+                    " /mcp connect NAME.",
+                    "dim",
+                )
+            ]
+            write_config(
+                {"chat": stdio_server("chat_tools.py", env={"CHAT_TOOLS_LOG": str(keen_home / "notes")})}
+            )
+            async with watch.lock:  # as /mcp connect runs in the REPL
+                outcome = await rt.connect("chat")
+                watch.settle()
+            assert outcome.enabled and (keen_home / "skills" / "mcp:chat" / "SKILL.md").exists()
+            with pytest.raises(KeenError):
+                await rt.manager.call_tool("chat", "crash", {})
+            await wait_until(lambda: any(line.startswith("chat: disconnected") for line, _ in lines))
+            tg.cancel_scope.cancel()
+        watch.close()

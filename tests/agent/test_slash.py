@@ -3,15 +3,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from io import StringIO
+from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 
+from conftest import stdio_server
 from helpers.agent_world import World, step
 from keen.agent.slash import SlashCommand, SlashCommands, describe, message_text, parse, remedy_hint
 from keen.errors import Remedy, ServerDisconnected, SkillError
+from keen.mcp.types import ServerState
+from keen.runtime import Runtime
 
 
 @pytest.mark.parametrize(
@@ -48,8 +55,11 @@ def test_remedies_are_worded_as_slash_commands() -> None:
     assert remedy_hint(Remedy.ENABLE_SKILL, server="gh") == "/skills enable mcp:gh"
     assert remedy_hint(Remedy.ENABLE_SKILL, skill="notes") == "/skills enable notes"
     assert remedy_hint(Remedy.LIST_SKILLS) == "/skills list shows the skills"
-    # /mcp connect of a broken entry reports the entry the session read at its start again.
-    assert remedy_hint(Remedy.FIX_CONFIG, server="gh") == "fix gh in configs.json, then restart keen chat"
+    # /mcp connect reads the entry again: no restart needed after the fix.
+    assert remedy_hint(Remedy.FIX_CONFIG, server="gh") == "fix gh in configs.json, then /mcp connect gh"
+    assert remedy_hint(Remedy.ENABLE_SERVER, server="gh") == (
+        'set "enabled": true for gh in configs.json, then /mcp connect gh'
+    )
     assert remedy_hint(Remedy.SIGN_IN) == ""  # no server: nothing to say
     assert remedy_hint(None, server="gh") == ""
     error = ServerDisconnected("server gh is not connected", server="gh", remedy=Remedy.RECONNECT)
@@ -85,50 +95,94 @@ def test_completion_offers_commands_skills_and_servers() -> None:
     assert completions("//sk") == []
 
 
-@pytest.mark.anyio
-async def test_mcp_connect_of_a_server_this_session_does_not_have_says_to_restart(world: World) -> None:
-    # The session reads configs.json once. `/mcp connect late` for a server added since said
-    # 'MCP server "late" is not configured; add it to configs.json', where it already was.
+def write_servers(world: World, servers: dict[str, Any]) -> Path:
+    config = world.home / "mcp" / "configs.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"version": 1, "servers": servers}))
+    return config
+
+
+@contextlib.asynccontextmanager
+async def session(world: World, config: Path) -> AsyncIterator[tuple[SlashCommands, StringIO, Runtime]]:
+    """A chat session over configs.json (as `keen chat` opens it): its slash commands and screen."""
+    from keen.runtime import open_runtime
+
     model = world.script(step(content="unused"))
-    async with world.runtime("demo") as rt, world.agent(rt, model) as agent:
+    async with open_runtime(config_path=config, wait=30, sync=True) as rt, world.agent(rt, model) as agent:
         screen = StringIO()
-        slash = SlashCommands(rt, agent, Console(file=screen, width=400, color_system=None))
-        config = world.home / "mcp" / "configs.json"
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(json.dumps({"version": 1, "servers": {"late": {"command": "some-server"}}}))
+        yield SlashCommands(rt, agent, Console(file=screen, width=400, color_system=None)), screen, rt
+
+
+@pytest.mark.anyio
+async def test_mcp_connect_connects_a_server_added_to_configs_json_since_the_session_started(
+    world: World,
+) -> None:
+    # The session read configs.json once: /mcp connect late said "restart keen chat to connect it".
+    config = write_servers(world, {"first": stdio_server("basic_stdio.py")})
+    async with session(world, config) as (slash, screen, rt):
+        write_servers(
+            world, {"first": stdio_server("basic_stdio.py"), "late": stdio_server("basic_stdio.py")}
+        )
         await slash.run(SlashCommand("mcp", "connect late"))
         await slash.run(SlashCommand("mcp", "connect ghost"))
-    late, ghost = screen.getvalue().splitlines()
-    assert late == (
-        f"error: late was added to {config} after this session started (servers of this session: demo);"
-        " restart keen chat to connect it"
-    ), late
+        assert rt.manager.status("late").state is ServerState.CONNECTED
+        assert (await rt.manager.call_tool("late", "echo", {"text": "hi"})).text == "hi"
+    news, connected, ghost = screen.getvalue().splitlines()
+    assert news == "late: new in configs.json; connecting...", news
+    assert connected.startswith("late: connected, ") and connected.endswith("; skill mcp:late enabled")
+    assert (world.home / "skills" / "mcp:late" / "SKILL.md").exists()
     assert ghost == (
-        "error: no server named ghost (servers of this session: demo); add it with `keen mcp add ghost"
-        " -- COMMAND [ARGS...]` (or `--url URL`), then restart keen chat"
+        f"error: no server named ghost in {config} (servers: first, late); add it with `keen mcp add"
+        " ghost -- COMMAND [ARGS...]` (or `--url URL`), then /mcp connect ghost"
     ), ghost
 
 
 @pytest.mark.anyio
-async def test_mcp_connect_of_a_broken_entry_says_to_restart_after_the_fix(world: World) -> None:
-    # The hint read "fix broken in configs.json, then /mcp connect broken", but the session
-    # read configs.json once: after the fix, /mcp connect reported the old entry again.
-    from keen.runtime import open_runtime
-
-    config = world.home / "mcp" / "configs.json"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(
-        json.dumps({"version": 1, "servers": {"broken": {"command": "${KEEN_TEST_NEVER_SET}"}}})
+async def test_mcp_connect_after_fixing_a_broken_entry_connects_it(world: World) -> None:
+    # The hint said "fix broken in configs.json, then restart keen chat": /mcp connect reported
+    # the entry the session read at its start again, the unset variable or the wrong command.
+    config = write_servers(
+        world,
+        {"broken": {"command": "${KEEN_TEST_NEVER_SET}"}, "wrong": {"command": "keen-no-such-command-xyz"}},
     )
-    model = world.script(step(content="unused"))
-    async with open_runtime(config_path=config, wait=10) as rt, world.agent(rt, model) as agent:
-        screen = StringIO()
-        slash = SlashCommands(rt, agent, Console(file=screen, width=400, color_system=None))
-        config.write_text(json.dumps({"version": 1, "servers": {"broken": {"command": "fixed-command"}}}))
+    async with session(world, config) as (slash, screen, rt):
         await slash.run(SlashCommand("mcp", "connect broken"))
-    *_, line = screen.getvalue().strip().splitlines()
-    assert "KEEN_TEST_NEVER_SET" in line, line  # the entry the session read, not the fixed one
-    assert line.endswith("fix broken in configs.json, then restart keen chat"), line
+        *_, still = screen.getvalue().strip().splitlines()
+        assert "KEEN_TEST_NEVER_SET" in still, still
+        assert still.endswith("fix broken in configs.json, then /mcp connect broken"), still
+        write_servers(
+            world, {"broken": stdio_server("basic_stdio.py"), "wrong": stdio_server("basic_stdio.py")}
+        )
+        for name in ("broken", "wrong"):
+            screen.truncate(0)
+            screen.seek(0)
+            await slash.run(SlashCommand("mcp", f"connect {name}"))
+            changed, connected = screen.getvalue().splitlines()
+            assert changed == f"{name}: its entry in configs.json changed; connecting with the new one..."
+            assert connected.startswith(f"{name}: connected, "), connected
+            assert (await rt.manager.call_tool(name, "add", {"a": 1, "b": 2})).text == "3"
+
+
+@pytest.mark.anyio
+async def test_mcp_connect_of_a_server_removed_from_configs_json_says_so_and_drops_its_skill(
+    world: World,
+) -> None:
+    config = write_servers(
+        world, {"leaving": stdio_server("basic_stdio.py"), "staying": stdio_server("basic_stdio.py")}
+    )
+    skill = world.home / "skills" / "mcp:leaving"
+    async with session(world, config) as (slash, screen, rt):
+        assert (skill / "SKILL.md").exists()
+        write_servers(world, {"staying": stdio_server("basic_stdio.py")})
+        await slash.run(SlashCommand("mcp", "connect leaving"))
+        assert [s.name for s in rt.manager.servers()] == ["staying"]
+        assert rt.manager.status("staying").state is ServerState.CONNECTED
+    (line,) = screen.getvalue().splitlines()
+    assert line == (
+        f'error: MCP server "leaving" is no longer in {config} (it was removed after this session read'
+        " the file); add it back to connect it, or check the name."
+    ), line
+    assert not skill.exists() and not skill.is_symlink()
 
 
 @pytest.mark.anyio

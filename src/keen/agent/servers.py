@@ -90,13 +90,23 @@ class ServerWatch:
     async def discover(self, timeout: float) -> None:
         """Wait for the servers (at most ``timeout`` seconds), sync the skills, report."""
         manager = self.runtime.manager
-        if not manager.servers():
+        if manager.servers():
+            await self._report_discovery(timeout)
+        else:
             self.notice(
                 f"No MCP servers configured: add them to {manager.config_path} (or run `keen mcp import "
-                "FILE`) and restart keen chat.",
+                "FILE`), then /mcp connect NAME.",
                 "dim",
             )
-            return
+        # Followed even with none: /mcp connect takes a server added to configs.json since.
+        self._unsubscribe.append(manager.subscribe(self._on_status))
+        subscribe: Any = getattr(manager, "subscribe_changes", None)
+        if subscribe is not None:  # live refresh (keen.mcp.changes), where the Manager has it
+            self._unsubscribe.append(subscribe(self.on_tools_changed))
+
+    async def _report_discovery(self, timeout: float) -> None:
+        """Wait for the first attempts, sync the skills, one line per server that did not connect."""
+        manager = self.runtime.manager
         settled = await self.runtime.wait_for_discovery(timeout)
         async with self.lock:
             await self._sync()
@@ -118,10 +128,6 @@ class ServerWatch:
                 f"MCP ready: {len(connected)} of {len(statuses)} servers connected, {tools} tools.", "dim"
             )
             self.settle()
-        self._unsubscribe.append(manager.subscribe(self._on_status))
-        subscribe: Any = getattr(manager, "subscribe_changes", None)
-        if subscribe is not None:  # live refresh (keen.mcp.changes), where the Manager has it
-            self._unsubscribe.append(subscribe(self.on_tools_changed))
 
     def settle(self) -> None:
         """Take every server's current state as already reported (call it holding :attr:`lock`)."""

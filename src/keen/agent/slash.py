@@ -3,7 +3,8 @@
 ======================================  ==================================================
 ``/help``                               the commands, and the skills ``/<skill>`` activates
 ``/mcp``                                the servers' status table
-``/mcp connect SERVER``                 reconnect (and sign in), regenerate and enable its skill
+``/mcp connect SERVER``                 reconnect with its configs.json entry as it is now (and
+                                        sign in), regenerate and enable its skill
 ``/mcp:SERVER ARGS``, ``/SKILL ARGS``   activate a skill: its SKILL.md, arguments substituted,
                                         becomes a retained ``[Activate skill: ...]`` message;
                                         a SERVER that went away is reconnected first
@@ -35,7 +36,7 @@ from rich.table import Table
 from rich.text import Text
 
 from keen._terminal import cell, terminal_text
-from keen.errors import KeenError, Remedy, SkillError, with_hint, worded
+from keen.errors import KeenError, Remedy, ServerNotConfigured, SkillError, with_hint, worded
 from keen.mcp.types import ServerState, ServerStatus
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ __all__ = [
 COMMANDS: dict[str, str] = {
     "/help": "this list",
     "/mcp": "MCP servers: state, tools, last error",
-    "/mcp connect SERVER": "reconnect SERVER (sign in if it uses OAuth) and enable its skill",
+    "/mcp connect SERVER": "reconnect SERVER as configs.json has it now (sign in if OAuth), enable its skill",
     "/mcp:SERVER ARGS": "activate SERVER's skill (kept in the conversation), then ask ARGS",
     "/SKILL ARGS": "activate a skill by name, then ask ARGS",
     "/skills [list]": "skills and whether the catalog shows them",
@@ -149,9 +150,9 @@ def remedy_hint(remedy: Remedy | None, *, server: str | None = None, skill: str 
     return {
         Remedy.SIGN_IN: f"/mcp connect {server} to sign in",
         Remedy.RECONNECT: f"then /mcp connect {server}",
-        Remedy.ENABLE_SERVER: f'set "enabled": true for {server} in configs.json, then restart keen chat',
-        # The session read configs.json once: /mcp connect would report the old entry again.
-        Remedy.FIX_CONFIG: f"fix {server} in configs.json, then restart keen chat",
+        # /mcp connect reads the server's entry again (Manager.reload_server): no restart.
+        Remedy.ENABLE_SERVER: f'set "enabled": true for {server} in configs.json, then /mcp connect {server}',
+        Remedy.FIX_CONFIG: f"fix {server} in configs.json, then /mcp connect {server}",
     }.get(remedy, "")
 
 
@@ -268,7 +269,7 @@ class SlashCommands:
         if not statuses:
             self.say(
                 f"No MCP servers configured; add them to {self.runtime.manager.config_path} "
-                "(or `keen mcp import FILE`) and restart keen chat."
+                "(or `keen mcp import FILE`), then /mcp connect NAME."
             )
             return
         table = Table(title="MCP servers", title_justify="left")
@@ -286,12 +287,29 @@ class SlashCommands:
         self.console.print(table)
 
     async def mcp_connect(self, server: str) -> None:
-        """Reconnect ``server`` (:meth:`keen.runtime.Runtime.connect`) and reload the catalog."""
-        known = [s.name for s in self.runtime.manager.servers()]
-        if server not in known:
-            self.error(self._not_in_session(server, known))
+        """Reconnect ``server`` with its configs.json entry as it is now
+        (:meth:`keen.runtime.Runtime.connect`) and reload the catalog: an entry fixed since
+        the session started, or a server added since, connects without a restart."""
+        manager = self.runtime.manager
+        known = [s.name for s in manager.servers()]
+        try:
+            # Read here too, so the line before the wait says which entry is connected.
+            change = await manager.reload_server(server)
+        except ServerNotConfigured as exc:
+            if server not in known:
+                self.error(self._no_such_server(server))
+                return
+            self.error(describe(exc))
+            await self.runtime.sync()  # removed from configs.json: its generated skill goes
+            self.agent.reload_catalog()
             return
-        self.say(f"connecting {server}...", "dim")
+        intro = {
+            "added": f"{server}: new in configs.json; connecting...",
+            "changed": f"{server}: its entry in configs.json changed; connecting with the new one...",
+            "unchanged": f"connecting {server}...",
+        }.get(change)
+        if intro:
+            self.say(intro, "dim")
         outcome = await self.runtime.connect(server, on_authorization_url=self.on_authorization_url)
         self.agent.reload_catalog()
         status = outcome.status
@@ -307,26 +325,12 @@ class SlashCommands:
         except KeenError:
             return None
 
-    def _not_in_session(self, server: str, known: list[str]) -> str:
-        """Why ``/mcp connect SERVER`` cannot connect a server this session does not have: the
-        session reads configs.json once, so "add it to configs.json" is no fix for one added
-        since (it is there already), and a new one needs a restart either way."""
-        from keen.mcp.config import load_config
-
-        listed = ", ".join(known) or "none"
-        path = self.runtime.manager.config_path
-        try:
-            on_disk = set(load_config(path, strict=False).servers)
-        except KeenError:
-            on_disk = set()
-        if server in on_disk:
-            return (
-                f"{server} was added to {path} after this session started (servers of this session: "
-                f"{listed}); restart keen chat to connect it"
-            )
+    def _no_such_server(self, server: str) -> str:
+        """Why ``/mcp connect SERVER`` cannot connect a server configs.json does not list."""
+        listed = ", ".join(s.name for s in self.runtime.manager.servers()) or "none"
         return (
-            f"no server named {server} (servers of this session: {listed}); add it with `keen mcp add "
-            f"{server} -- COMMAND [ARGS...]` (or `--url URL`), then restart keen chat"
+            f"no server named {server} in {self.runtime.manager.config_path} (servers: {listed}); add it "
+            f"with `keen mcp add {server} -- COMMAND [ARGS...]` (or `--url URL`), then /mcp connect {server}"
         )
 
     # -- /skills --------------------------------------------------------------------------------
