@@ -73,7 +73,7 @@ async def test_a_fixed_command_is_used_by_the_next_reconnect(write_config: Calla
         status = await manager.refresh("fixme")
         assert status.state is ServerState.CONNECTED, status.last_error
         assert (await manager.call_tool("fixme", "add", {"a": 2, "b": 3})).text == "5"
-        assert manager.config.servers["fixme"].command != "keen-no-such-command-xyz"
+        assert manager.config.servers["fixme"].model_dump()["command"] != "keen-no-such-command-xyz"
         # The other server was left alone: the same process, still connected.
         assert await pid_of(manager, "other") == other_pid
         assert manager.status("other").state is ServerState.CONNECTED
