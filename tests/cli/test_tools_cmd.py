@@ -168,3 +168,24 @@ async def test_tools_search_shows_one_hit_for_a_server_configured_twice(
     assert first["copies"] == [f"mcp__{other}__convert_units"]
     table = keen("tools", "search", "convert miles to kilometers", "-k", "1")
     assert "(+1 identical)" in table.stdout
+
+
+@pytest.mark.anyio
+async def test_two_servers_the_tool_that_does_the_task_ranks_first_not_the_better_matching_server(
+    keen_home: Path, write_config
+) -> None:
+    # `keen demo`'s two servers: "add two numbers" ranked the demo server's add_note above
+    # server-everything's get-sum ("the sum of two numbers"). Standardised over two servers,
+    # the slightly better server match was worth as much as a clear one (server_trust).
+    from conftest import peer
+
+    everything = {"transport": "stdio", "command": peer("node", "mcp-server-everything"), "args": ["stdio"]}
+    config = write_config({"demo": DEMO, "everything": everything})
+    async with Manager(config) as manager:
+        assert await manager.wait_ready(60)
+        await sync_from_manager(manager)
+    done = keen("tools", "search", "add two numbers", "-k", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["tool"] == "get-sum"
+    first = json.loads(keen("tools", "search", "save a note", "-k", "1", "--json").stdout)
+    assert first[0]["tool"] == "add_note"  # the demo server's own tools still win their tasks

@@ -20,7 +20,8 @@ description and the names of its tools), each standardised over the corpus (z-sc
 how far a score stands out from the rest, so a signal whose scores are all alike
 cannot swamp one with a clear winner, as min-max scaling lets it), then combined per
 capability as
-``w_lex * lex + w_sem * sem + w_server * (lex_server + sem_server)``:
+``w_lex * lex + w_sem * sem + w_server * trust * (lex_server + sem_server)``
+(``trust``, :func:`server_trust`, shrinks the server signal on a few servers):
 a tool of a server that matches the task as a whole ranks above a same-named tool of
 an unrelated server (the server context of "tool-to-agent" retrieval). Weights are
 :class:`SearchWeights`; the defaults and the text fields were chosen on the
@@ -73,9 +74,11 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "NAME_REPEAT",
     "NEIGHBOUR_WEIGHT",
+    "SERVER_PRIOR",
     "SearchWeights",
     "ToolSearch",
     "embedder",
+    "server_trust",
 ]
 
 logger = logging.getLogger(__name__)
@@ -92,6 +95,23 @@ could otherwise spend for every other host."""
 NEIGHBOUR_WEIGHT = 0.3
 """How much a query word's neighbour (:class:`~keen.capabilities._embed.NeighbourTerms`)
 counts in BM25 against the word itself, times their similarity."""
+
+
+SERVER_PRIOR = 4
+"""How many servers' worth of doubt the server signal starts with (:func:`server_trust`)."""
+
+
+def server_trust(n_servers: int) -> float:
+    """How much the server signal counts with ``n_servers`` servers, from 0 to 1:
+    ``(n - 1) / (n - 1 + SERVER_PRIOR)``.
+
+    Standardised over two servers, any difference between them becomes +1 and -1, the
+    same as a clear one: a user with two servers saw "add two numbers" rank ``add_note``
+    of the server whose words matched a little better above ``get-sum`` ("the sum of two
+    numbers") of the other. The signal is shrunk towards nothing on few servers (0.2 for 2,
+    0.69 for 10, 0.95 for 70) and counts in full on many, where its z-scores mean something.
+    """
+    return (n_servers - 1) / (n_servers - 1 + SERVER_PRIOR) if n_servers > 1 else 0.0
 
 
 @dataclass(frozen=True)
@@ -371,7 +391,7 @@ class ToolSearch:
             srv = _standardise(self._lexical(self._bm25_servers, tokens, n_servers))
             srv += _standardise(_dot(self._server_vectors, qv))
             srv = np.append(srv, 0.0)  # row -1: documents without a server
-            doc += w.server * srv[self._doc_server]
+            doc += w.server * server_trust(n_servers) * srv[self._doc_server]
         return doc
 
     def top(self, query: str, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
