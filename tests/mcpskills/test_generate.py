@@ -378,15 +378,21 @@ Follow them to use, extend, and troubleshoot the server safely and effectively.
 
 
 def test_description_skips_instructions_about_their_audience(tmp_path: Path) -> None:
+    # server-everything's own descriptions, in name order: the long second one no longer
+    # leaves the first tool's words as the whole server's description.
     tools = [
         Tool("everything", "echo", "Echoes back the input string", {}),
+        Tool(
+            "everything",
+            "get-annotated-message",
+            "Demonstrates how annotations can be used to provide metadata about content.",
+            {},
+        ),
         Tool("everything", "get-sum", "Returns the sum of two numbers", {}),
     ]
     info = ServerInfo(name="everything", version="1", instructions=EVERYTHING_INSTRUCTIONS)
     report = generate_skill(tmp_path / "skills", status("everything"), tools, info=info, now=NOW)
-    assert report.description == (
-        "Echoes back the input string; Returns the sum of two numbers. Tools: echo, get-sum (2)."
-    )
+    assert report.description.startswith("Echoes back the input string; Returns the sum of two numbers.")
     assert "Audience" not in report.description and "instructions" not in report.description
     # Instructions that open with what the server does still win.
     info = ServerInfo(

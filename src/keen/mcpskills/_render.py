@@ -135,14 +135,16 @@ def _about(instructions: str) -> str:
 
 def _from_tools(descriptions: list[str]) -> str:
     """What the tools do: the first sentences of their descriptions (name order), as many
-    as fit in ``_ABOUT_CHARS``, joined by ``; `` (``Echoes back the input; Adds two numbers``)."""
+    as fit in ``_ABOUT_CHARS``, joined by ``; `` (``Echoes back the input; Adds two numbers``).
+    A sentence too long for the room left is passed over, not the end: one tool's words
+    alone read as if they were the whole server's ("Echoes back the input string.")."""
     parts: list[str] = []
     for text in descriptions:
         sentence = one_line(text, _ABOUT_CHARS).rstrip(".")
         if not sentence or sentence.lower() in (p.lower() for p in parts):
             continue
         if len("; ".join([*parts, sentence])) > _ABOUT_CHARS:
-            break
+            continue
         parts.append(sentence)
     return "; ".join(parts)
 
