@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from helpers.fake_llm import FakeLLM, Reply
+from helpers.fake_llm import KEY, FakeLLM, Reply
+from helpers.fake_llm import collect as fake_collect
 from keen.agent import (
     Message,
     ModelAuthFailed,
@@ -22,15 +23,12 @@ from keen.agent import (
     ModelRateLimited,
     ModelUnreachable,
     ScriptExhausted,
-    TextDelta,
     ToolCall,
     open_model,
 )
-from keen.agent.models import close_model
 
 pytestmark = pytest.mark.anyio
 
-KEY = "sk-test-9f8e7d6c5b4a39281706abcdef123456"
 TOOLS = [
     {
         "name": "call_mcp_tool",
@@ -49,21 +47,8 @@ HISTORY = [
 async def collect(
     model: Any, messages: list[Message] | None = None, *, close: bool = True
 ) -> tuple[str, ModelDone]:
-    """One model call's streamed text and end event; the SDK client is closed after it
-    (in this test's event loop) unless the test makes more calls."""
-    streamed: list[str] = []
-    done: ModelDone | None = None
-    try:
-        async for event in model.stream(messages or HISTORY, TOOLS):
-            if isinstance(event, TextDelta):
-                streamed.append(event.text)
-            else:
-                done = event
-    finally:
-        if close:
-            await close_model(model)
-    assert done is not None
-    return "".join(streamed), done
+    """One model call's streamed text and end event (:func:`helpers.fake_llm.collect`)."""
+    return await fake_collect(model, messages or HISTORY, TOOLS, close=close)
 
 
 @pytest.fixture
@@ -158,8 +143,8 @@ async def test_connection_refused(provider: str, keys: None) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    model = open_model(f"{provider}:m", base_url=f"http://127.0.0.1:{port}")
-    model._client = model._client.with_options(max_retries=0)
+    model: Any = open_model(f"{provider}:m", base_url=f"http://127.0.0.1:{port}")
+    model.retry.backoff = 0.001  # Keen retries refused connections too; quickly here
     with pytest.raises(ModelUnreachable) as caught:
         await collect(model)
     assert "check that the server is running" in caught.value.message

@@ -9,8 +9,11 @@ fake): a threaded stdlib HTTP server that answers
   ``content_block_*`` with ``text_delta`` and ``input_json_delta``, ``message_delta``),
 
 from a queue of :class:`Reply` objects, one per request. An error reply (``status``) is
-answered with the provider's error body and ``retry-after-ms: 1`` so the SDKs' own retries
-run quickly; ``times`` repeats it for that many requests. Every request is kept in
+answered with the provider's error body and ``retry-after-ms: 1`` (or the reply's own
+``headers``) so retries run quickly; ``times`` repeats it for that many requests. A reply
+may also end with another stop reason (``finish``), send a tool call's arguments as raw
+text (``"raw"`` instead of ``"arguments"``), fail mid-stream with the provider's error
+event (``stream_error``), or stop without a stop reason (``cut``). Every request is kept in
 ``requests`` (path, headers, JSON body) for the tests to inspect.
 """
 
@@ -24,7 +27,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeLLM", "Reply"]
+__all__ = ["KEY", "FakeLLM", "Reply", "collect"]
+
+KEY = "sk-test-9f8e7d6c5b4a39281706abcdef123456"
+"""The API key the tests export; no message, log or event may quote it."""
 
 
 @dataclass
@@ -40,6 +46,15 @@ class Reply:
     usage: tuple[int, int] = (42, 7)
     pause: float = 0.0
     """Seconds to wait after each streamed event (a slow model, for Ctrl-C tests)."""
+    finish: str | None = None
+    """The stop reason sent (OpenAI ``finish_reason``, Anthropic ``stop_reason``); None: the
+    natural one (``tool_calls``/``tool_use`` with calls, else ``stop``/``end_turn``)."""
+    headers: dict[str, str] | None = None
+    """An error reply's headers instead of ``retry-after-ms: 1`` (``{}``: none)."""
+    stream_error: dict[str, str] | None = None
+    """Fail after the text with this error object (``{"type", "message"}``) in the stream."""
+    cut: bool = False
+    """End the stream after the content, before any stop reason (a dropped connection)."""
 
 
 @dataclass
@@ -62,8 +77,11 @@ def _openai_events(reply: Reply) -> Iterator[str]:
     yield chunk({"role": "assistant", "content": ""})
     for part in _chunks(reply.text):
         yield chunk({"content": part})
+    if reply.stream_error is not None:
+        yield json.dumps({"error": reply.stream_error})
+        return
     for index, call in enumerate(reply.tool_calls):
-        args = json.dumps(call.get("arguments", {}))
+        args = call["raw"] if "raw" in call else json.dumps(call.get("arguments", {}))
         yield chunk(
             {
                 "tool_calls": [
@@ -78,7 +96,9 @@ def _openai_events(reply: Reply) -> Iterator[str]:
         )
         for part in _chunks(args, 7):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
-    yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
+    if reply.cut:
+        return
+    yield chunk({}, reply.finish or ("tool_calls" if reply.tool_calls else "stop"))
     prompt, completion = reply.usage
     yield json.dumps(
         {
@@ -125,11 +145,15 @@ def _anthropic_events(reply: Reply) -> Iterator[tuple[str, dict[str, Any]]]:
             )
         yield "content_block_stop", {"type": "content_block_stop", "index": 0}
         index = 1
+    if reply.stream_error is not None:
+        yield "error", {"type": "error", "error": reply.stream_error}
+        return
     for offset, call in enumerate(reply.tool_calls):
         i = index + offset
         block = {"type": "tool_use", "id": f"toolu_{offset}", "name": call["name"], "input": {}}
         yield "content_block_start", {"type": "content_block_start", "index": i, "content_block": block}
-        for part in _chunks(json.dumps(call.get("arguments", {})), 7):
+        raw = call["raw"] if "raw" in call else json.dumps(call.get("arguments", {}))
+        for part in _chunks(raw, 7):
             yield (
                 "content_block_delta",
                 {
@@ -139,7 +163,9 @@ def _anthropic_events(reply: Reply) -> Iterator[tuple[str, dict[str, Any]]]:
                 },
             )
         yield "content_block_stop", {"type": "content_block_stop", "index": i}
-    stop = "tool_use" if reply.tool_calls else "end_turn"
+    if reply.cut:
+        return
+    stop = reply.finish or ("tool_use" if reply.tool_calls else "end_turn")
     yield (
         "message_delta",
         {
@@ -187,14 +213,21 @@ class FakeLLM:
                     self._stream((f"data: {data}\n\n" for data in _openai_events(reply)), reply.pause)
 
             def _error(self, reply: Reply, anthropic: bool) -> None:
-                kind = {401: "authentication_error", 429: "rate_limit_error"}.get(reply.status, "api_error")
+                kind = {
+                    401: "authentication_error",
+                    403: "permission_error",
+                    429: "rate_limit_error",
+                    529: "overloaded_error",
+                }.get(reply.status, "api_error")
                 error = {"type": kind, "message": reply.message or f"fake error {reply.status}"}
                 payload = json.dumps(
                     {"type": "error", "error": error} if anthropic else {"error": error}
                 ).encode()
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
-                self.send_header("retry-after-ms", "1")
+                headers = {"retry-after-ms": "1"} if reply.headers is None else reply.headers
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
@@ -242,3 +275,26 @@ class FakeLLM:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)
+
+
+async def collect(
+    model: Any, messages: list[Any], tools: list[dict[str, Any]], *, close: bool = True
+) -> tuple[str, Any]:
+    """One model call's streamed text and its ``ModelDone``; the SDK client is closed after
+    it (in the test's event loop) unless the test makes more calls."""
+    from keen.agent import TextDelta
+    from keen.agent.models import close_model
+
+    streamed: list[str] = []
+    done: Any = None
+    try:
+        async for event in model.stream(messages, tools):
+            if isinstance(event, TextDelta):
+                streamed.append(event.text)
+            else:
+                done = event
+    finally:
+        if close:
+            await close_model(model)
+    assert done is not None
+    return "".join(streamed), done

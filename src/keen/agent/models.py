@@ -4,7 +4,8 @@ A :class:`Model` turns a neutral history (:class:`Message`) plus MCP-shaped tool
 definitions (``{"name", "description", "inputSchema"}``, what
 :meth:`keen.harness.Harness.begin_turn` returns) into a stream of :data:`ModelEvent`:
 :class:`TextDelta` chunks as they arrive, then one :class:`ModelDone` with the whole
-answer, its tool calls and token usage. Each provider adapter (``keen.agent.providers``)
+answer, its tool calls, why the model stopped (:data:`StopReason`) and token usage. Each
+provider adapter (``keen.agent.providers``)
 translates to and from its API's shapes (OpenAI Chat Completions, Anthropic Messages).
 
 Errors (a :class:`ModelError` subtree of :class:`keen.errors.KeenError`)::
@@ -12,7 +13,7 @@ Errors (a :class:`ModelError` subtree of :class:`keen.errors.KeenError`)::
     ModelError                  the provider failed the call (HTTP error, bad answer)
     ├── ModelNotConfigured      no such provider, missing API key, missing SDK extra, bad spec
     ├── ModelAuthFailed         the provider refused the key (HTTP 401/403)
-    ├── ModelRateLimited        HTTP 429, after the SDK's own retries
+    ├── ModelRateLimited        HTTP 429, after Keen's bounded retries
     ├── ModelUnreachable        connection refused, DNS, timeout
     └── ScriptExhausted         a ``scripted:`` model has no answer left
 
@@ -28,6 +29,7 @@ from typing import Any, Literal, Protocol
 from keen.errors import KeenError
 
 __all__ = [
+    "STOP_REASONS",
     "Message",
     "Model",
     "ModelAuthFailed",
@@ -39,6 +41,7 @@ __all__ = [
     "ModelUnreachable",
     "Role",
     "ScriptExhausted",
+    "StopReason",
     "TextDelta",
     "ToolCall",
     "close_model",
@@ -46,15 +49,36 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant", "tool"]
 
+StopReason = Literal["end", "tool_calls", "length", "content_filter", "refusal", "pause"]
+"""Why a model call ended, in both APIs' terms (OpenAI ``finish_reason``; Anthropic
+``stop_reason``):
+
+- ``end``: the answer is complete (``stop``; ``end_turn``, ``stop_sequence``);
+- ``tool_calls``: it asks for tool calls (``tool_calls``; ``tool_use``);
+- ``length``: cut at the output token limit, so incomplete (``length``; ``max_tokens``,
+  ``model_context_window_exceeded``);
+- ``content_filter``: the provider's filter withheld the rest (``content_filter``);
+- ``refusal``: the model declined to go on (``refusal``);
+- ``pause``: the provider paused a long turn; sending it back continues it (``pause_turn``).
+"""
+STOP_REASONS: tuple[StopReason, ...] = ("end", "tool_calls", "length", "content_filter", "refusal", "pause")
+"""Every :data:`StopReason`, in that order."""
+
 
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call the model proposed: ``id`` (the provider's, echoed in the result),
-    the tool ``name`` as offered, and its JSON ``arguments`` (a dict, possibly empty)."""
+    the tool ``name`` as offered, and its JSON ``arguments`` (a dict, possibly empty).
+
+    ``unparsed`` is the arguments' text as the model sent it when that was not a JSON
+    object (then ``arguments`` is ``{}``): the call goes to the harness with that text, so
+    its validate gate refuses it and says why, and the history sends ``{}`` back in the
+    call's place (an API accepts only an object there)."""
 
     id: str
     name: str
     arguments: dict[str, Any]
+    unparsed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -66,13 +90,14 @@ class TextDelta:
 
 @dataclass(frozen=True)
 class ModelDone:
-    """The end of one model call: the whole ``content``, its ``tool_calls`` and ``usage``
+    """The end of one model call: the whole ``content``, its ``tool_calls``, ``usage``
     (``prompt_tokens``, ``completion_tokens``; as the provider reported them, or counted
-    locally by the scripted model)."""
+    locally by the scripted model) and why it ended (``stop``, :data:`StopReason`)."""
 
     content: str
     tool_calls: list[ToolCall] = field(default_factory=lambda: list[ToolCall]())
     usage: dict[str, int] = field(default_factory=lambda: dict[str, int]())
+    stop: StopReason = "end"
 
 
 ModelEvent = TextDelta | ModelDone
@@ -161,7 +186,7 @@ class ModelAuthFailed(ModelError):
 
 
 class ModelRateLimited(ModelError):
-    """The provider answered HTTP 429 after the SDK's retries."""
+    """The provider answered HTTP 429 after Keen's bounded retries."""
 
     code = "model_rate_limited"
 

@@ -5,71 +5,161 @@ Both official SDKs (``openai``, ``anthropic``) raise the same family of names
 they are matched by name so neither SDK is imported here. Messages never quote a key: the
 key is registered with the process redactor when the model is built, and the text is
 redacted again here.
+
+An error may also arrive inside a stream that began with HTTP 200 (Anthropic's ``error``
+event, e.g. ``overloaded_error``; OpenAI's ``data: {"error": ...}``): its error ``type``
+stands for the status it would have had (:func:`status_of`), so it is retried and worded
+like that status.
 """
 
 from __future__ import annotations
 
+import email.utils
+import time
+from typing import Any
+
 from keen._redact import redactor
 from keen.agent.models import ModelAuthFailed, ModelError, ModelRateLimited, ModelUnreachable
 
-__all__ = ["translate"]
+__all__ = ["retry_after", "status_of", "translate"]
 
 _KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+_TYPE_STATUS = {
+    "overloaded_error": 529,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "api_error": 500,
+    "server_error": 500,
+}
+"""An in-stream error's ``type`` (or ``code``) -> the HTTP status it stands for."""
 
 
 def _names(exc: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(exc).__mro__}
 
 
-def _detail(exc: BaseException) -> str:
+def _error_body(exc: BaseException) -> dict[str, Any]:
     body = getattr(exc, "body", None)
-    message = ""
-    if isinstance(body, dict):
-        error = body.get("error", body)  # type: ignore[union-attr]
-        if isinstance(error, dict):
-            message = str(error.get("message", ""))  # type: ignore[union-attr]
+    if not isinstance(body, dict):
+        return {}
+    error = body.get("error", body)  # type: ignore[union-attr]
+    return error if isinstance(error, dict) else {}  # type: ignore[return-value]
+
+
+def _detail(exc: BaseException) -> str:
+    message = str(_error_body(exc).get("message", ""))
     message = message or str(getattr(exc, "message", "") or exc)
     return redactor.redact(" ".join(message.split()))[:300]
 
 
-def translate(exc: BaseException, *, provider: str, endpoint: str) -> ModelError:
-    """The :class:`ModelError` for an SDK exception of ``provider`` talking to ``endpoint``."""
-    names = _names(exc)
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status an SDK exception stands for: its response's, or for an error sent
+    inside a 200 stream, the status its error type means (None: no status, e.g. refused)."""
     status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and status >= 400:
+        return status
+    error = _error_body(exc)
+    for key in ("type", "code"):
+        if (mapped := _TYPE_STATUS.get(str(error.get(key, "")))) is not None:
+            return mapped
+    return status if isinstance(status, int) else None
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds the provider asked to wait before retrying (``retry-after-ms``, or
+    ``retry-after`` in seconds or as an HTTP date), or None when it did not say."""
+    response = getattr(exc, "response", None)
+    headers: Any = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        return max(0.0, float(headers.get("retry-after-ms")) / 1000)
+    except (TypeError, ValueError):
+        pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parsed = email.utils.parsedate_tz(value)
+    return None if parsed is None else max(0.0, email.utils.mktime_tz(parsed) - time.time())
+
+
+def translate(
+    exc: BaseException,
+    *,
+    provider: str,
+    endpoint: str,
+    tries: int = 1,
+    wait: float | None = None,
+) -> ModelError:
+    """The :class:`ModelError` for an SDK exception of ``provider`` talking to ``endpoint``.
+
+    Args:
+        exc: the SDK's exception (of the last attempt).
+        provider: ``openai`` or ``anthropic``.
+        endpoint: the base URL, named in the message.
+        tries: how many attempts were made (said when more than one).
+        wait: the provider's retry-after when it was too long to wait for.
+    """
+    names = _names(exc)
+    status = status_of(exc)
     detail = _detail(exc)
     where = f"{provider} at {endpoint}"
-    if "AuthenticationError" in names or "PermissionDeniedError" in names:
+    how = f"HTTP {status}" if getattr(exc, "status_code", None) == status else f"HTTP {status}, in its stream"
+    tried = f"; Keen tried {tries} times" if tries > 1 else ""
+    if "AuthenticationError" in names or "PermissionDeniedError" in names or status in (401, 403):
         var = _KEY_VARS.get(provider, "the API key variable")
         return ModelAuthFailed(
-            f"{where} refused the API key (HTTP {status}: {detail}); check {var} and that the key may use this model",
+            f"{where} refused the API key ({how}: {detail}); check {var} and that the key may use this model",
             provider=provider,
             status=status,
         )
-    if "RateLimitError" in names:
+    if status == 429:
+        later = (
+            f"it asks to wait {wait:.0f} s: send your message again after that, or use another model"
+            if wait is not None
+            else "wait a minute and send your message again, or use another model"
+        )
         return ModelRateLimited(
-            f"{where} is rate limiting requests (HTTP 429: {detail}); wait a minute and retry, or use another model",
+            f"{where} is rate limiting requests ({how}: {detail}){tried}; {later}",
             provider=provider,
             status=status,
         )
-    if "NotFoundError" in names:
+    if status == 529:
         return ModelError(
-            f"{where} does not know this model or path (HTTP 404: {detail}); check --model and --base-url",
+            f"{where} is overloaded ({how}: {detail}){tried}; try again in a few minutes, or use another model",
+            provider=provider,
+            status=status,
+        )
+    if status == 404 or "NotFoundError" in names:
+        return ModelError(
+            f"{where} does not know this model or path ({how}: {detail}); check --model and --base-url",
+            provider=provider,
+            status=status,
+        )
+    if status is not None and status >= 500:
+        return ModelError(
+            f"{where} failed the request ({how}: {detail}){tried}; try again later, or check --model and --base-url",
             provider=provider,
             status=status,
         )
     if "APIStatusError" in names:
         return ModelError(
-            f"{where} failed the request (HTTP {status}: {detail}); retry later, or check --model and --base-url",
+            f"{where} refused the request ({how}: {detail}); check --model and --base-url",
             provider=provider,
             status=status,
         )
     if "APITimeoutError" in names:
         return ModelUnreachable(
-            f"{where} did not answer in time; check that it is up, then retry", provider=provider
+            f"{where} did not answer in time{tried}; check that it is up, then retry", provider=provider
         )
     if "APIConnectionError" in names:
         return ModelUnreachable(
-            f"cannot connect to {where} ({detail}); check that the server is running and --base-url is right",
+            f"cannot connect to {where} ({detail}){tried}; check that the server is running and --base-url is right",
             provider=provider,
         )
     return ModelError(f"{where} failed: {type(exc).__name__}: {detail}", provider=provider)

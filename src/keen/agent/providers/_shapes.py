@@ -6,7 +6,12 @@
 - Anthropic Messages: ``system`` apart; assistant content blocks ``text`` and ``tool_use``
   (``id``, ``name``, ``input``); tool results as ``tool_result`` blocks of one user message
   (consecutive results merged, as the API requires alternating roles); tools as
-  ``{"name", "description", "input_schema"}``.
+  ``{"name", "description", "input_schema"}``. A history that ends with an assistant message
+  (a paused turn sent back to go on) ends without trailing whitespace, which the API refuses
+  in that place.
+
+A tool call's arguments arrive as JSON text in both APIs' streams; :func:`tool_call` parses
+them once for both.
 """
 
 from __future__ import annotations
@@ -14,9 +19,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from keen.agent.models import Message
+from keen.agent.models import Message, ToolCall
 
-__all__ = ["anthropic_messages", "anthropic_tools", "openai_messages", "openai_tools"]
+__all__ = ["anthropic_messages", "anthropic_tools", "openai_messages", "openai_tools", "tool_call"]
+
+
+def tool_call(call_id: str, name: str, raw: str) -> ToolCall:
+    """A streamed tool call from its arguments' JSON text. Empty text is no arguments
+    (``{}``: a tool without parameters); text that is not a JSON object (not JSON, an
+    array, a string, ``null``) is kept as ``unparsed`` for the harness to refuse."""
+    if not raw.strip():
+        return ToolCall(call_id, name, {})
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return ToolCall(call_id, name, {}, unparsed=raw)
+    if not isinstance(value, dict):
+        return ToolCall(call_id, name, {}, unparsed=raw)
+    return ToolCall(call_id, name, value)  # pyright: ignore[reportUnknownArgumentType]
 
 
 def _schema(tool: dict[str, Any]) -> dict[str, Any]:
@@ -107,4 +127,8 @@ def anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any
             add("assistant", blocks or [{"type": "text", "text": "(no answer)"}])
         else:
             add("user", [{"type": "text", "text": m.content or "(empty)"}])
+    if out and out[-1]["role"] == "assistant":
+        last = out[-1]["content"][-1]
+        if last["type"] == "text":
+            last["text"] = last["text"].rstrip() or "(no answer)"
     return "\n\n".join(system), out

@@ -3,7 +3,10 @@
 The key is ``ANTHROPIC_API_KEY``. Streaming events (Anthropic API reference, "Streaming
 Messages"): ``message_start`` carries the input tokens, ``content_block_start`` opens a
 ``text`` or ``tool_use`` block, ``content_block_delta`` adds ``text_delta`` or
-``input_json_delta`` (partial JSON of a tool's input), ``message_delta`` the output tokens.
+``input_json_delta`` (partial JSON of a tool's input), ``message_delta`` the output tokens
+and the ``stop_reason`` (as the :data:`~keen.agent.models.StopReason`). A stream that ends
+without a stop reason was cut: that is an error, not a complete answer. Retries are Keen's
+(:mod:`keen.agent.providers._retry`), including an ``overloaded_error`` inside the stream.
 """
 
 from __future__ import annotations
@@ -13,15 +16,32 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from keen._redact import redactor
-from keen.agent.models import Message, ModelDone, ModelEvent, ModelNotConfigured, TextDelta, ToolCall
-from keen.agent.providers._errors import translate
-from keen.agent.providers._shapes import anthropic_messages, anthropic_tools
-from keen.agent.providers.openai_chat import parse_arguments
+from keen.agent.models import (
+    Message,
+    ModelDone,
+    ModelError,
+    ModelEvent,
+    ModelNotConfigured,
+    StopReason,
+    TextDelta,
+)
+from keen.agent.providers._retry import Retry, with_retries
+from keen.agent.providers._shapes import anthropic_messages, anthropic_tools, tool_call
 
 __all__ = ["AnthropicMessages"]
 
 DEFAULT_ENDPOINT = "https://api.anthropic.com"
 MAX_TOKENS = 4096
+_STOPS: dict[str, StopReason] = {
+    "end_turn": "end",
+    "stop_sequence": "end",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "refusal",
+    "pause_turn": "pause",
+}
+"""stop_reason -> StopReason; a value added to the API later is ``end``."""
 
 
 class AnthropicMessages:
@@ -30,7 +50,8 @@ class AnthropicMessages:
     Args:
         model: the model name (e.g. ``claude-sonnet-4-5``).
         base_url: another endpoint speaking the Messages API; default Anthropic's.
-        max_retries: the SDK's retries for connection errors, 408, 409, 429 and 5xx.
+        max_retries: Keen's retries for connection errors, 408, 409, 429, 5xx and 529
+            (:class:`~keen.agent.providers._retry.Retry`; the SDK's own are off).
 
     Raises:
         ModelNotConfigured: the ``anthropic`` package is missing or ``ANTHROPIC_API_KEY`` unset.
@@ -53,13 +74,14 @@ class AnthropicMessages:
         self.name = f"anthropic:{model}"
         self.model = model
         self.endpoint = base_url or DEFAULT_ENDPOINT
-        self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=max_retries)
+        self.retry = Retry(retries=max_retries)
+        self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0)
 
     async def aclose(self) -> None:
         """Close the SDK client's connections (in the event loop that used them)."""
         await self._client.close()
 
-    async def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
+    def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
         """Stream one message (see :class:`keen.agent.models.Model`)."""
         system, history = anthropic_messages(messages)
         request: dict[str, Any] = {
@@ -72,32 +94,39 @@ class AnthropicMessages:
             request["system"] = system
         if tools:
             request["tools"] = anthropic_tools(tools)
+        return with_retries(
+            lambda: self._attempt(request), self.retry, provider="anthropic", endpoint=self.endpoint
+        )
+
+    async def _attempt(self, request: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         content: list[str] = []
         blocks: dict[int, dict[str, str]] = {}
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
-        try:
-            stream: Any = await self._client.messages.create(**request)
-            async for event in stream:
-                kind = event.type
-                if kind == "message_start":
-                    usage["prompt_tokens"] = int(event.message.usage.input_tokens or 0)
-                elif kind == "content_block_start" and event.content_block.type == "tool_use":
-                    block = event.content_block
-                    blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
-                elif kind == "content_block_delta":
-                    delta = event.delta
-                    if delta.type == "text_delta":
-                        content.append(delta.text)
-                        yield TextDelta(delta.text)
-                    elif delta.type == "input_json_delta" and event.index in blocks:
-                        blocks[event.index]["json"] += delta.partial_json
-                elif kind == "message_delta" and event.usage is not None:
+        stop: str | None = None
+        stream: Any = await self._client.messages.create(**request)
+        async for event in stream:
+            kind = event.type
+            if kind == "message_start":
+                usage["prompt_tokens"] = int(event.message.usage.input_tokens or 0)
+            elif kind == "content_block_start" and event.content_block.type == "tool_use":
+                block = event.content_block
+                blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
+            elif kind == "content_block_delta":
+                delta = event.delta
+                if delta.type == "text_delta":
+                    content.append(delta.text)
+                    yield TextDelta(delta.text)
+                elif delta.type == "input_json_delta" and event.index in blocks:
+                    blocks[event.index]["json"] += delta.partial_json
+            elif kind == "message_delta":
+                stop = event.delta.stop_reason or stop
+                if event.usage is not None:
                     usage["completion_tokens"] = int(event.usage.output_tokens or 0)
-        except Exception as exc:
-            if type(exc).__module__.split(".")[0] != "anthropic":
-                raise
-            raise translate(exc, provider="anthropic", endpoint=self.endpoint) from None
-        tool_calls = [
-            ToolCall(b["id"], b["name"], parse_arguments(b["json"])) for _, b in sorted(blocks.items())
-        ]
-        yield ModelDone("".join(content), tool_calls, usage)
+        if stop is None:
+            raise ModelError(
+                f"the answer from anthropic at {self.endpoint} ended before the model finished it (no "
+                "stop_reason; the connection was cut); send your message again",
+                provider="anthropic",
+            )
+        tool_calls = [tool_call(b["id"], b["name"], b["json"]) for _, b in sorted(blocks.items())]
+        yield ModelDone("".join(content), tool_calls, usage, _STOPS.get(stop, "end"))

@@ -4,37 +4,43 @@
 vLLM, LM Studio, llama.cpp's server, OpenRouter. The key is ``OPENAI_API_KEY``; a server
 given by ``base_url`` may need none (a placeholder is sent, which local servers ignore).
 Streaming with ``stream_options.include_usage`` (OpenAI API reference, "Chat Completions:
-streaming"): content deltas as they arrive, tool-call fragments joined by ``index``.
+streaming"): content deltas as they arrive, tool-call fragments joined by ``index``, and
+the choice's ``finish_reason`` as the :data:`~keen.agent.models.StopReason`. A stream that
+ends without one was cut (a dropped connection, a proxy's timeout): that is an error, not a
+complete answer. Retries are Keen's (:mod:`keen.agent.providers._retry`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 from keen._redact import redactor
-from keen.agent.models import Message, ModelDone, ModelEvent, ModelNotConfigured, TextDelta, ToolCall
-from keen.agent.providers._errors import translate
-from keen.agent.providers._shapes import openai_messages, openai_tools
+from keen.agent.models import (
+    Message,
+    ModelDone,
+    ModelError,
+    ModelEvent,
+    ModelNotConfigured,
+    StopReason,
+    TextDelta,
+)
+from keen.agent.providers._retry import Retry, with_retries
+from keen.agent.providers._shapes import openai_messages, openai_tools, tool_call
 
-__all__ = ["OpenAIChat", "parse_arguments"]
+__all__ = ["OpenAIChat"]
 
 DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 _LOCAL_PLACEHOLDER_KEY = "keen-no-key"
-
-
-def parse_arguments(raw: str) -> dict[str, Any]:
-    """A tool call's JSON arguments; text that is not a JSON object is kept under
-    ``_unparsed_arguments`` so the harness's validate gate refuses it with a reason."""
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        return {"_unparsed_arguments": raw}
-    return value if isinstance(value, dict) else {"_unparsed_arguments": raw}  # type: ignore[return-value]
+_STOPS: dict[str, StopReason] = {
+    "stop": "end",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "content_filter",
+}
+"""finish_reason -> StopReason; another value (some compatible servers send their own) is ``end``."""
 
 
 class OpenAIChat:
@@ -43,7 +49,8 @@ class OpenAIChat:
     Args:
         model: the model name (``gpt-4.1-mini``, ``llama3.1``, ...).
         base_url: an OpenAI-compatible endpoint; default OpenAI's.
-        max_retries: the SDK's retries for connection errors, 408, 409, 429 and 5xx.
+        max_retries: Keen's retries for connection errors, 408, 409, 429 and 5xx
+            (:class:`~keen.agent.providers._retry.Retry`; the SDK's own are off).
 
     Raises:
         ModelNotConfigured: the ``openai`` package is missing, or no key and no ``base_url``.
@@ -67,15 +74,16 @@ class OpenAIChat:
         self.name = f"openai:{model}"
         self.model = model
         self.endpoint = base_url or DEFAULT_ENDPOINT
+        self.retry = Retry(retries=max_retries)
         self._client = openai.AsyncOpenAI(
-            api_key=key or _LOCAL_PLACEHOLDER_KEY, base_url=base_url, max_retries=max_retries
+            api_key=key or _LOCAL_PLACEHOLDER_KEY, base_url=base_url, max_retries=0
         )
 
     async def aclose(self) -> None:
         """Close the SDK client's connections (in the event loop that used them)."""
         await self._client.close()
 
-    async def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
+    def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
         """Stream one completion (see :class:`keen.agent.models.Model`)."""
         request: dict[str, Any] = {
             "model": self.model,
@@ -85,37 +93,45 @@ class OpenAIChat:
         }
         if tools:
             request["tools"] = openai_tools(tools)
+        return with_retries(
+            lambda: self._attempt(request), self.retry, provider="openai", endpoint=self.endpoint
+        )
+
+    async def _attempt(self, request: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         content: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         usage: dict[str, int] = {}
-        try:
-            stream: Any = await self._client.chat.completions.create(**request)
-            async for chunk in stream:
-                if chunk.usage is not None:
-                    usage = {
-                        "prompt_tokens": int(chunk.usage.prompt_tokens or 0),
-                        "completion_tokens": int(chunk.usage.completion_tokens or 0),
-                    }
-                for choice in chunk.choices or []:
-                    delta = choice.delta
-                    if delta is None:
-                        continue
-                    if delta.content:
-                        content.append(delta.content)
-                        yield TextDelta(delta.content)
-                    for part in delta.tool_calls or []:
-                        slot = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-                        if part.id:
-                            slot["id"] = part.id
-                        if part.function is not None:
-                            slot["name"] += part.function.name or ""
-                            slot["arguments"] += part.function.arguments or ""
-        except Exception as exc:
-            if type(exc).__module__.split(".")[0] != "openai":
-                raise
-            raise translate(exc, provider="openai", endpoint=self.endpoint) from None
+        finish: str | None = None
+        stream: Any = await self._client.chat.completions.create(**request)
+        async for chunk in stream:
+            if chunk.usage is not None:
+                usage = {
+                    "prompt_tokens": int(chunk.usage.prompt_tokens or 0),
+                    "completion_tokens": int(chunk.usage.completion_tokens or 0),
+                }
+            for choice in chunk.choices or []:
+                finish = choice.finish_reason or finish
+                delta = choice.delta
+                if delta is None:
+                    continue
+                if delta.content:
+                    content.append(delta.content)
+                    yield TextDelta(delta.content)
+                for part in delta.tool_calls or []:
+                    slot = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                    if part.id:
+                        slot["id"] = part.id
+                    if part.function is not None:
+                        slot["name"] += part.function.name or ""
+                        slot["arguments"] += part.function.arguments or ""
+        if finish is None:
+            raise ModelError(
+                f"the answer from openai at {self.endpoint} ended before the model finished it (no "
+                "finish_reason; the connection was cut); send your message again",
+                provider="openai",
+            )
         tool_calls = [
-            ToolCall(slot["id"] or f"call_{index}", slot["name"], parse_arguments(slot["arguments"]))
+            tool_call(slot["id"] or f"call_{index}", slot["name"], slot["arguments"])
             for index, slot in sorted(calls.items())
         ]
-        yield ModelDone("".join(content), tool_calls, usage)
+        yield ModelDone("".join(content), tool_calls, usage, _STOPS.get(finish, "end"))

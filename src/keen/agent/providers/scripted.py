@@ -5,7 +5,9 @@ Each line is one model call's answer::
     {"content": "Let me look.", "tool_calls": [{"name": "load_skill", "arguments": {"name": "mcp:demo"}}]}
     {"content": "26.2 mi is 42.16 km."}
 
-The calls are answered in order; a call past the last line raises :class:`ScriptExhausted`.
+A line may also say why the answer ended, ``"stop"`` (a :data:`~keen.agent.models.StopReason`,
+default ``end``), to replay a truncated or refused answer. The calls are answered in order;
+a call past the last line raises :class:`ScriptExhausted`.
 Usage is counted locally: ``prompt_tokens`` is what the request would cost an OpenAI-style API
 (the messages and tool definitions as JSON, counted with :func:`keen.tokens.token_counter`),
 so a scripted run still measures prompt size.
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from keen.agent.models import (
+    STOP_REASONS,
     Message,
     ModelDone,
     ModelEvent,
@@ -70,7 +73,12 @@ def parse_script(text: str, source: str) -> list[ModelDone]:
                     f"{where}: tool call {i + 1}'s arguments must be an object", provider="scripted"
                 )
             calls.append(ToolCall(f"call_{len(answers) + 1}_{i + 1}", str(call["name"]), dict(arguments)))  # type: ignore[arg-type]
-        answers.append(ModelDone(str(data.get("content", "")), calls))
+        stop = data.get("stop", "end")  # type: ignore[union-attr]
+        if stop not in STOP_REASONS:
+            raise ModelNotConfigured(
+                f"{where}: stop must be one of {', '.join(STOP_REASONS)}; fix the script", provider="scripted"
+            )
+        answers.append(ModelDone(str(data.get("content", "")), calls, stop=stop))  # type: ignore[arg-type]
     return answers
 
 
@@ -114,4 +122,4 @@ class ScriptedModel:
         for start in range(0, len(answer.content), _CHUNK):
             yield TextDelta(answer.content[start : start + _CHUNK])
         usage = {"prompt_tokens": self._count(request), "completion_tokens": self._count(answer.content)}
-        yield ModelDone(answer.content, list(answer.tool_calls), usage)
+        yield ModelDone(answer.content, list(answer.tool_calls), usage, answer.stop)

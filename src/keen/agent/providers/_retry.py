@@ -1,0 +1,106 @@
+"""Bounded retries of a model call, the same for both SDKs.
+
+Keen retries, not the SDKs (they are built with ``max_retries=0``): the ``anthropic`` SDK
+waits as long as a ``retry-after`` header says, even hours, and the ``openai`` one gives up
+at once past two minutes without saying why. Here a call is tried at most
+``1 + retries`` times, for connection errors, timeouts, 408, 409, 429, 5xx and Anthropic's
+529 (also when they arrive as an error event inside the stream), unless the response says
+``x-should-retry: false``. Between tries it waits what ``retry-after`` asks when that is at
+most ``max_wait`` seconds, else it gives up at once and the message says how long the
+provider asked to wait; without ``retry-after`` it backs off exponentially
+(``backoff``, doubling, at most 8 s, with jitter).
+
+A call whose stream already showed text is never retried: the user saw it, and a second
+answer would not continue it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from keen.agent.models import ModelEvent, TextDelta
+from keen.agent.providers._errors import retry_after, status_of, translate
+
+__all__ = ["Retry", "with_retries"]
+
+_MAX_BACKOFF = 8.0
+
+
+@dataclass
+class Retry:
+    """How a model call is retried (module doc).
+
+    Attributes:
+        retries: tries after the first, at most.
+        backoff: seconds before the first retry when the provider names no wait.
+        max_wait: the longest ``retry-after`` waited for, in seconds.
+    """
+
+    retries: int = 2
+    backoff: float = 0.5
+    max_wait: float = 60.0
+
+    def delay(self, exc: BaseException, tries: int) -> float | None:
+        """Seconds to wait before trying again after ``exc`` ended try number ``tries``,
+        or None to give up."""
+        if tries > self.retries or not _retryable(exc):
+            return None
+        asked = retry_after(exc)
+        if asked is not None:
+            return asked if asked <= self.max_wait else None
+        return min(self.backoff * 2 ** (tries - 1), _MAX_BACKOFF) * (1 - 0.25 * random.random())
+
+
+def _retryable(exc: BaseException) -> bool:
+    response: Any = getattr(exc, "response", None)
+    headers: Any = getattr(response, "headers", None)
+    if headers is not None and headers.get("x-should-retry") == "false":
+        return False
+    status = status_of(exc)
+    if status is not None and status >= 400:
+        return status in (408, 409, 429) or status >= 500
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"APIConnectionError", "APITimeoutError"})
+
+
+async def with_retries(
+    attempt: Callable[[], AsyncIterator[ModelEvent]],
+    policy: Retry,
+    *,
+    provider: str,
+    endpoint: str,
+) -> AsyncIterator[ModelEvent]:
+    """The events of ``attempt()``, tried again per ``policy`` when it fails before any
+    text was shown; the SDK's final error translated (:func:`~._errors.translate`).
+
+    Args:
+        attempt: one try of the call: opens the stream and yields its events.
+        policy: the retry policy.
+        provider: ``openai`` or ``anthropic``; only that SDK's exceptions are handled.
+        endpoint: named in the error message.
+    """
+    tries = 0
+    while True:
+        tries += 1
+        shown = False
+        try:
+            async for event in attempt():
+                shown = shown or isinstance(event, TextDelta)
+                yield event
+            return
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] != provider:
+                raise
+            wait = None if shown else policy.delay(exc, tries)
+            if wait is None:
+                asked = retry_after(exc)
+                too_long = asked if asked is not None and asked > policy.max_wait else None
+                raise translate(
+                    exc, provider=provider, endpoint=endpoint, tries=tries, wait=too_long
+                ) from None
+        await anyio.sleep(wait)

@@ -1,0 +1,206 @@
+"""What real providers do, through the real ``openai`` and ``anthropic`` SDKs against the
+fake endpoints on loopback: every stop reason reported, a stream cut before its stop reason,
+tool-call arguments that are not a JSON object, Keen's bounded retries (429 with and without
+``retry-after``, a ``retry-after`` too long to wait for, Anthropic's 529 and its in-stream
+``overloaded_error``, 500/503, ``x-should-retry: false``) and auth failures (401/403) whose
+message names the variable to fix and never the key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from helpers.fake_llm import KEY, FakeLLM, Reply
+from helpers.fake_llm import collect as fake_collect
+from keen.agent import Message, ModelAuthFailed, ModelError, ModelRateLimited, open_model
+
+pytestmark = pytest.mark.anyio
+
+PROVIDERS = ["openai", "anthropic"]
+VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+
+
+def model_for(provider: str, fake: FakeLLM) -> Any:
+    base = fake.url + "/v1" if provider == "openai" else fake.url
+    model: Any = open_model(f"{provider}:fake-model", base_url=base)
+    model.retry.backoff = 0.001  # the backoff's shape is the same; the test need not wait
+    return model
+
+
+async def collect(model: Any) -> tuple[str, Any]:
+    return await fake_collect(model, [Message("system", "terse"), Message("user", "hi")], [])
+
+
+CALL = [{"name": "call_mcp_tool", "arguments": {"server": "demo"}}]
+
+
+@pytest.mark.parametrize(
+    ("provider", "sent", "calls", "stop"),
+    [
+        ("openai", "stop", [], "end"),
+        ("openai", "tool_calls", CALL, "tool_calls"),
+        ("openai", "length", [], "length"),
+        ("openai", "content_filter", [], "content_filter"),
+        ("anthropic", "end_turn", [], "end"),
+        ("anthropic", "stop_sequence", [], "end"),
+        ("anthropic", "tool_use", CALL, "tool_calls"),
+        ("anthropic", "max_tokens", [], "length"),
+        ("anthropic", "model_context_window_exceeded", [], "length"),
+        ("anthropic", "refusal", [], "refusal"),
+        ("anthropic", "pause_turn", [], "pause"),
+    ],
+)
+async def test_every_stop_reason_is_reported(
+    provider: str, sent: str, calls: list[dict[str, Any]], stop: str
+) -> None:
+    with FakeLLM([Reply(text="Some words", tool_calls=calls, finish=sent)]) as fake:
+        streamed, done = await collect(model_for(provider, fake))
+    assert streamed == done.content == "Some words"
+    assert done.stop == stop
+    assert len(done.tool_calls) == len(calls)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_stream_cut_before_its_stop_reason_is_an_error_not_an_answer(provider: str) -> None:
+    with FakeLLM([Reply(text="The first half of", cut=True)]) as fake, pytest.raises(ModelError) as caught:
+        await collect(model_for(provider, fake))
+    assert "ended before the model finished it" in caught.value.message
+    assert "send your message again" in caught.value.message
+    assert len(fake.requests) == 1  # text was shown: not tried again
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_parallel_tool_calls_come_in_order_with_their_own_ids(provider: str) -> None:
+    calls = [{"name": f"tool_{i}", "arguments": {"n": i}} for i in range(3)]
+    with FakeLLM([Reply(tool_calls=calls)]) as fake:
+        _, done = await collect(model_for(provider, fake))
+    assert [(c.name, c.arguments) for c in done.tool_calls] == [(f"tool_{i}", {"n": i}) for i in range(3)]
+    assert len({c.id for c in done.tool_calls}) == 3
+    assert done.stop == "tool_calls"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_arguments_that_are_not_a_json_object_are_kept_as_sent(provider: str) -> None:
+    calls = [
+        {"name": "a", "raw": '{"server": "demo", '},  # not JSON (cut short)
+        {"name": "b", "raw": "[1, 2]"},  # JSON, not an object
+        {"name": "c", "raw": "null"},
+        {"name": "d", "raw": ""},  # no arguments: a tool without parameters
+        {"name": "e", "raw": '{"x": 1}'},
+    ]
+    with FakeLLM([Reply(tool_calls=calls)]) as fake:
+        _, done = await collect(model_for(provider, fake))
+    got = [(c.name, c.arguments, c.unparsed) for c in done.tool_calls]
+    assert got == [
+        ("a", {}, '{"server": "demo", '),
+        ("b", {}, "[1, 2]"),
+        ("c", {}, "null"),
+        ("d", {}, None),
+        ("e", {"x": 1}, None),
+    ]
+
+
+# -- rate limits, overload, server errors: Keen's bounded retries ---------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_429_without_retry_after_is_retried_with_backoff_then_answers(provider: str) -> None:
+    replies = [Reply(status=429, headers={}, times=2), Reply(text="at last")]
+    with FakeLLM(replies) as fake:
+        _, done = await collect(model_for(provider, fake))
+    assert done.content == "at last" and len(fake.requests) == 3
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_retry_after_too_long_to_wait_for_fails_at_once_and_says_how_long(provider: str) -> None:
+    # The anthropic SDK alone would sleep the hour; the openai SDK would give up silently.
+    with (
+        FakeLLM([Reply(status=429, headers={"retry-after": "3600"}, times=3)]) as fake,
+        pytest.raises(ModelRateLimited) as caught,
+    ):
+        await collect(model_for(provider, fake))
+    assert len(fake.requests) == 1
+    assert "asks to wait 3600 s: send your message again after that" in caught.value.message
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_short_retry_after_is_waited_for(provider: str) -> None:
+    replies = [Reply(status=429, headers={"retry-after": "0.01"}), Reply(text="ok")]
+    with FakeLLM(replies) as fake:
+        _, done = await collect(model_for(provider, fake))
+    assert done.content == "ok" and len(fake.requests) == 2
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("status", [500, 503])
+async def test_server_errors_are_retried_a_bounded_number_of_times(provider: str, status: int) -> None:
+    with (
+        FakeLLM([Reply(status=status, headers={}, times=5)]) as fake,
+        pytest.raises(ModelError) as caught,
+    ):
+        await collect(model_for(provider, fake))
+    assert len(fake.requests) == 3
+    message = caught.value.message
+    assert f"HTTP {status}" in message and "Keen tried 3 times" in message and "try again later" in message
+
+
+async def test_anthropic_529_overloaded_says_overloaded() -> None:
+    with (
+        FakeLLM([Reply(status=529, message="Overloaded", times=3)]) as fake,
+        pytest.raises(ModelError) as caught,
+    ):
+        await collect(model_for("anthropic", fake))
+    assert len(fake.requests) == 3
+    assert "is overloaded (HTTP 529: Overloaded); Keen tried 3 times; try again in a few minutes" in (
+        caught.value.message
+    )
+
+
+async def test_anthropic_overloaded_inside_the_stream_is_retried_before_any_text() -> None:
+    replies = [
+        Reply(stream_error={"type": "overloaded_error", "message": "Overloaded"}),
+        Reply(text="second try"),
+    ]
+    with FakeLLM(replies) as fake:
+        _, done = await collect(model_for("anthropic", fake))
+    assert done.content == "second try" and len(fake.requests) == 2
+
+
+async def test_anthropic_overloaded_inside_the_stream_after_text_is_said_not_retried() -> None:
+    error = {"type": "overloaded_error", "message": "Overloaded"}
+    with (
+        FakeLLM([Reply(text="Half an ans", stream_error=error), Reply(text="x")]) as fake,
+        pytest.raises(ModelError) as caught,
+    ):
+        await collect(model_for("anthropic", fake))
+    assert len(fake.requests) == 1
+    assert "is overloaded (HTTP 529, in its stream: Overloaded)" in caught.value.message
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_x_should_retry_false_is_obeyed(provider: str) -> None:
+    reply = Reply(status=503, headers={"x-should-retry": "false"}, times=3)
+    with FakeLLM([reply]) as fake, pytest.raises(ModelError):
+        await collect(model_for(provider, fake))
+    assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("status", [401, 403])
+async def test_auth_failures_name_the_variable_never_the_key(provider: str, status: int) -> None:
+    with (
+        FakeLLM([Reply(status=status, message=f"bad key {KEY}", times=3)]) as fake,
+        pytest.raises(ModelAuthFailed) as caught,
+    ):
+        await collect(model_for(provider, fake))
+    assert len(fake.requests) == 1  # never retried
+    message = caught.value.message
+    assert f"HTTP {status}" in message and f"check {VARS[provider]}" in message
+    assert KEY not in message and KEY not in str(caught.value) and KEY not in repr(caught.value)
