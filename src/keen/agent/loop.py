@@ -7,7 +7,11 @@ catalog), streams one model call, and runs every proposed tool call through the 
 pipeline (validate > visibility > permission > hooks > execute > truncate > audit). A
 denial or a tool error is an observation the model reads, never an exception. The turn
 ends when the model answers without tool calls, or at the step limit; then its tool
-traffic is compacted (:mod:`keen.agent.compaction`).
+traffic is compacted (:mod:`keen.agent.compaction`). An answer that did not finish (cut at
+the output token limit, filtered, refused) is said so, never taken for a complete one, and
+its tool calls do not run (:mod:`keen.agent.unfinished`); a paused one (Anthropic's
+``pause_turn``) is sent back so the model goes on. Tool-call arguments that were not a JSON
+object reach the harness as the model sent them, and its validate gate says what is wrong.
 
 What the model asked for: reading a tool's schema file (``.../mcp:<server>/schemas/<tool>.json``)
 or calling a tool that exists but is not visible yet counts as asking for that tool, so the
@@ -50,6 +54,7 @@ from keen.agent.elicitation import Elicitor
 from keen.agent.models import Message, Model, ModelDone, ModelError, TextDelta, ToolCall
 from keen.agent.reconnect import reconnect_line, retry_words
 from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt
+from keen.agent.unfinished import CUT_CALLS, UNFINISHED, not_run
 from keen.capabilities import PermissionMode, capability_id
 from keen.errors import KeenError
 from keen.gateway import CALL_MCP_TOOL, ApprovalRequest
@@ -257,6 +262,7 @@ class Agent:
         return result
 
     async def _steps(self, view: TurnView, result: TurnResult, records: list[CallRecord]) -> None:
+        paused: list[str] = []
         for _ in range(self.max_steps):
             tools = self._begin()
             result.steps += 1
@@ -265,19 +271,45 @@ class Agent:
                 result.usage.append(done.usage)
                 traffic = "tool_traffic" if done.tool_calls else ""
                 self.history.append(Message("assistant", done.content, list(done.tool_calls), kind=traffic))
+                if done.stop == "pause" and not done.tool_calls:
+                    # Anthropic's pause_turn: the answer goes on when sent back as it is.
+                    paused.append(done.content)
+                    continue
+                if done.stop in UNFINISHED:
+                    if done.tool_calls and done.stop == "length":
+                        # A call cut mid-arguments must not run; the model can send it again.
+                        self._refuse_calls(done.tool_calls, view, result, records)
+                        view.notice(CUT_CALLS)
+                        continue
+                    self._refuse_calls(done.tool_calls, view, result, records)
+                    result.answer = "".join([*paused, done.content])
+                    result.error = UNFINISHED[done.stop]
+                    view.notice(result.error)
+                    return
                 if not done.tool_calls:
-                    result.answer = done.content
+                    result.answer = "".join([*paused, done.content])
                     mcp = [r for r in result.tool_calls if r["name"] == CALL_MCP_TOOL]
                     result.ok = not mcp or any(r["outcome"] == "ok" for r in mcp)
                     if not result.ok:
                         result.error = "every MCP tool call of this turn failed or was denied"
                     return
+                paused.clear()
                 for call in done.tool_calls:
                     await self._run_call(call, view, result, records)
             finally:
                 self.harness.end_turn(step=result.steps)
         result.error = f"stopped after {self.max_steps} steps without an answer (the step limit)"
         view.notice(result.error)
+
+    def _refuse_calls(
+        self, calls: list[ToolCall], view: TurnView, result: TurnResult, records: list[CallRecord]
+    ) -> None:
+        """Answer the calls of an unfinished answer without running them (:func:`not_run`)."""
+        for call in calls:
+            message, record, entry = not_run(call)
+            self.history.append(message)
+            records.append(record)
+            result.tool_calls.append(entry)
 
     def system_prompt(self, tools: list[dict[str, Any]]) -> str:
         """The system prompt for a step offering ``tools``; rebuilt when the offered tools
@@ -311,6 +343,7 @@ class Agent:
             content=done.content,
             tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in done.tool_calls],
             usage=done.usage,
+            stop=done.stop,
         )
         return done
 
@@ -369,7 +402,8 @@ class Agent:
                 # compute it again, so this call and the rest of the step see them.
                 self.harness.end_turn(step=result.steps, reconnected=server)
                 self._begin()
-        obs = await self.harness.call(call.name, call.arguments)
+        # Arguments that were not a JSON object go as sent: the validate gate refuses them.
+        obs = await self.harness.call(call.name, call.arguments if call.unparsed is None else call.unparsed)
         text = self._explain(call, obs)
         view.observation(obs if text == obs.text else _with_text(obs, text))
         outcome = "denied" if obs.denied else ("error" if obs.is_error else "ok")

@@ -28,6 +28,7 @@ Two ways to decide visibility:
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -378,7 +379,7 @@ class Harness:
     ) -> Observation:
         # validate: the shape of the call (and a local tool's arguments).
         if not isinstance(arguments, dict):
-            return self._deny(call_id, name, "validate", "arguments must be a JSON object")
+            return self._deny(call_id, name, "validate", _not_an_object(arguments))
         args: dict[str, Any] = dict(arguments)  # type: ignore[arg-type]
         server = tool = None
         if name == CALL_MCP_TOOL:
@@ -524,3 +525,18 @@ class Harness:
                 # The text no longer is what the server sent: front ends must show this one.
                 obs = replace(after, raw=None) if after.text != obs.text else after
         return obs
+
+
+def _not_an_object(arguments: Any) -> str:
+    """Why arguments that are not an object are refused; text (a model's arguments that did
+    not parse) says whether it is JSON at all, so the model knows what to fix."""
+    if isinstance(arguments, str):
+        try:
+            json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            return (
+                f"arguments must be a JSON object; these are not JSON ({exc.msg} at character {exc.pos}); "
+                "send them again as one JSON object"
+            )
+        return "arguments must be a JSON object, not another JSON value; send them again as one JSON object"
+    return "arguments must be a JSON object"
