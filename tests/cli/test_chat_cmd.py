@@ -196,6 +196,18 @@ def test_provider_errors_exit_1_with_a_clear_message(home: Home) -> None:
     assert run.stderr.count("refused the API key") == 1, run.stderr
 
 
+def test_an_answer_cut_at_the_token_limit_is_printed_then_said_incomplete(home: Home) -> None:
+    with FakeLLM([Reply(text="The steps are: first,", finish="max_tokens")]) as fake:
+        run = chat(
+            home, "-p", "steps?", "--model", "anthropic:m", "--base-url", fake.url,
+            env={"ANTHROPIC_API_KEY": MODEL_KEY},
+        )  # fmt: skip
+    assert run.code == 1, str(run)
+    assert run.stdout.strip() == "The steps are: first,"
+    assert run.stderr.count("cut off at the model's output token limit, so it is incomplete") == 1, run.stderr
+    assert "max_tokens" in json.dumps(fake.requests[0].body)  # the limit Keen sent
+
+
 def test_keen_errors_exit_2(home: Home) -> None:
     no_model = chat(home, "-p", "hi")
     assert no_model.code == 2 and "no model chosen" in no_model.stderr
