@@ -86,6 +86,17 @@ async def test_parallel_tool_calls_come_in_order_with_their_own_ids(provider: st
     assert done.stop == "tool_calls"
 
 
+async def test_parallel_calls_streamed_all_at_index_0_are_told_apart_by_id() -> None:
+    # Ollama's OpenAI-compatible stream (ollama/ollama#15457): joined by index alone, the
+    # three calls became one with three names run together and arguments that are not JSON.
+    calls = [{"name": f"write_{i}", "arguments": {"path": f"f{i}.py", "text": "x" * 20}} for i in range(3)]
+    with FakeLLM([Reply(tool_calls=calls, index_zero=True)]) as fake:
+        _, done = await collect(model_for("openai", fake))
+    assert [(c.id, c.name, c.arguments, c.unparsed) for c in done.tool_calls] == [
+        (f"call_{i}", f"write_{i}", calls[i]["arguments"], None) for i in range(3)
+    ]
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_arguments_that_are_not_a_json_object_are_kept_as_sent(provider: str) -> None:
     calls = [

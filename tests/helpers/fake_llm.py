@@ -55,6 +55,9 @@ class Reply:
     """Fail after the text with this error object (``{"type", "message"}``) in the stream."""
     cut: bool = False
     """End the stream after the content, before any stop reason (a dropped connection)."""
+    index_zero: bool = False
+    """OpenAI shape as Ollama streams it (ollama/ollama#15457): every tool call at ``index`` 0,
+    told apart only by its ``id``."""
 
 
 @dataclass
@@ -86,7 +89,7 @@ def _openai_events(reply: Reply) -> Iterator[str]:
             {
                 "tool_calls": [
                     {
-                        "index": index,
+                        "index": 0 if reply.index_zero else index,
                         "id": f"call_{index}",
                         "type": "function",
                         "function": {"name": call["name"], "arguments": ""},
@@ -95,7 +98,8 @@ def _openai_events(reply: Reply) -> Iterator[str]:
             }
         )
         for part in _chunks(args, 7):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+            at = 0 if reply.index_zero else index
+            yield chunk({"tool_calls": [{"index": at, "function": {"arguments": part}}]})
     if reply.cut:
         return
     yield chunk({}, reply.finish or ("tool_calls" if reply.tool_calls else "stop"))

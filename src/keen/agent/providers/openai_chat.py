@@ -4,7 +4,8 @@
 vLLM, LM Studio, llama.cpp's server, OpenRouter. The key is ``OPENAI_API_KEY``; a server
 given by ``base_url`` may need none (a placeholder is sent, which local servers ignore).
 Streaming with ``stream_options.include_usage`` (OpenAI API reference, "Chat Completions:
-streaming"): content deltas as they arrive, tool-call fragments joined by ``index``, and
+streaming"): content deltas as they arrive, tool-call fragments joined by ``index`` (a new
+``id`` at an index in use starts another call, as some compatible servers stream them), and
 the choice's ``finish_reason`` as the :data:`~keen.agent.models.StopReason`. A stream that
 ends without one was cut (a dropped connection, a proxy's timeout): that is an error, not a
 complete answer. Retries are Keen's (:mod:`keen.agent.providers._retry`).
@@ -99,7 +100,8 @@ class OpenAIChat:
 
     async def _attempt(self, request: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         content: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
+        calls: list[dict[str, str]] = []
+        at_index: dict[Any, int] = {}
         usage: dict[str, int] = {}
         finish: str | None = None
         stream: Any = await self._client.chat.completions.create(**request)
@@ -118,7 +120,13 @@ class OpenAIChat:
                     content.append(delta.content)
                     yield TextDelta(delta.content)
                 for part in delta.tool_calls or []:
-                    slot = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                    at = at_index.get(part.index)
+                    if at is None or (part.id and calls[at]["id"] and part.id != calls[at]["id"]):
+                        # A new call: a new index, or a new id at an index in use (Ollama
+                        # streams every parallel call at index 0, ollama/ollama#15457).
+                        calls.append({"id": "", "name": "", "arguments": ""})
+                        at = at_index[part.index] = len(calls) - 1
+                    slot = calls[at]
                     if part.id:
                         slot["id"] = part.id
                     if part.function is not None:
@@ -131,7 +139,7 @@ class OpenAIChat:
                 provider="openai",
             )
         tool_calls = [
-            tool_call(slot["id"] or f"call_{index}", slot["name"], slot["arguments"])
-            for index, slot in sorted(calls.items())
+            tool_call(slot["id"] or f"call_{n}", slot["name"], slot["arguments"])
+            for n, slot in enumerate(calls)
         ]
         yield ModelDone("".join(content), tool_calls, usage, _STOPS.get(finish, "end"))
