@@ -77,6 +77,18 @@ async def test_a_stream_cut_before_its_stop_reason_is_an_error_not_an_answer(pro
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_stream_dropped_mid_answer_says_it_broke_and_is_not_retried(provider: str) -> None:
+    with (
+        FakeLLM([Reply(text="The first half of", dropped=True), Reply(text="x")]) as fake,
+        pytest.raises(ModelError) as caught,
+    ):
+        await collect(model_for(provider, fake))
+    assert len(fake.requests) == 1  # text was shown: not tried again
+    message = caught.value.message
+    assert "broke during the answer" in message and "send your message again" in message, message
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 async def test_parallel_tool_calls_come_in_order_with_their_own_ids(provider: str) -> None:
     calls = [{"name": f"tool_{i}", "arguments": {"n": i}} for i in range(3)]
     with FakeLLM([Reply(tool_calls=calls)]) as fake:

@@ -55,6 +55,9 @@ class Reply:
     """Fail after the text with this error object (``{"type", "message"}``) in the stream."""
     cut: bool = False
     """End the stream after the content, before any stop reason (a dropped connection)."""
+    dropped: bool = False
+    """Like ``cut``, but the body is chunked and the connection closes before its last chunk
+    (a proxy or network dropping the stream: the client sees a broken body, not its end)."""
     index_zero: bool = False
     """OpenAI shape as Ollama streams it (ollama/ollama#15457): every tool call at ``index`` 0,
     told apart only by its ``id``."""
@@ -100,7 +103,7 @@ def _openai_events(reply: Reply) -> Iterator[str]:
         for part in _chunks(args, 7):
             at = 0 if reply.index_zero else index
             yield chunk({"tool_calls": [{"index": at, "function": {"arguments": part}}]})
-    if reply.cut:
+    if reply.cut or reply.dropped:
         return
     yield chunk({}, reply.finish or ("tool_calls" if reply.tool_calls else "stop"))
     prompt, completion = reply.usage
@@ -167,7 +170,7 @@ def _anthropic_events(reply: Reply) -> Iterator[tuple[str, dict[str, Any]]]:
                 },
             )
         yield "content_block_stop", {"type": "content_block_stop", "index": i}
-    if reply.cut:
+    if reply.cut or reply.dropped:
         return
     stop = reply.finish or ("tool_use" if reply.tool_calls else "end_turn")
     yield (
@@ -211,10 +214,10 @@ class FakeLLM:
                             f"event: {name}\ndata: {json.dumps(data)}\n\n"
                             for name, data in _anthropic_events(reply)
                         ),
-                        reply.pause,
+                        reply,
                     )
                 else:
-                    self._stream((f"data: {data}\n\n" for data in _openai_events(reply)), reply.pause)
+                    self._stream((f"data: {data}\n\n" for data in _openai_events(reply)), reply)
 
             def _error(self, reply: Reply, anthropic: bool) -> None:
                 kind = {
@@ -236,18 +239,23 @@ class FakeLLM:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def _stream(self, events: Iterator[str], pause: float = 0.0) -> None:
+            def _stream(self, events: Iterator[str], reply: Reply) -> None:
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("cache-control", "no-cache")
                 self.send_header("connection", "close")
+                if reply.dropped:
+                    self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
                 try:
                     for event in events:
-                        self.wfile.write(event.encode())
+                        data = event.encode()
+                        if reply.dropped:
+                            data = b"%x\r\n%s\r\n" % (len(data), data)
+                        self.wfile.write(data)
                         self.wfile.flush()
-                        if pause:
-                            time.sleep(pause)
+                        if reply.pause:
+                            time.sleep(reply.pause)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client hung up mid-stream (a cancelled turn)
                 self.close_connection = True

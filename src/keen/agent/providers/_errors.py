@@ -21,7 +21,7 @@ from typing import Any
 from keen._redact import redactor
 from keen.agent.models import ModelAuthFailed, ModelError, ModelRateLimited, ModelUnreachable
 
-__all__ = ["retry_after", "status_of", "translate"]
+__all__ = ["is_model_failure", "names_of", "retry_after", "status_of", "translate"]
 
 _KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
@@ -35,8 +35,25 @@ _TYPE_STATUS = {
 """An in-stream error's ``type`` (or ``code``) -> the HTTP status it stands for."""
 
 
-def _names(exc: BaseException) -> set[str]:
-    return {cls.__name__ for cls in type(exc).__mro__}
+_HTTP_STACK = ("httpx", "httpx2", "httpcore", "httpcore2", "h11")
+"""The SDKs' HTTP layers: the ``anthropic`` SDK lets their errors out of a stream unwrapped
+(a connection dropped mid-answer raises ``httpx.RemoteProtocolError``)."""
+
+
+def names_of(exc: BaseException) -> set[str]:
+    """The class names ``exc`` is matched by; an HTTP-layer error also counts as the SDK's
+    ``APIConnectionError``."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if type(exc).__module__.split(".")[0] in _HTTP_STACK:
+        names.add("APIConnectionError")  # what the SDK would have wrapped it as
+    return names
+
+
+def is_model_failure(exc: BaseException, provider: str) -> bool:
+    """Whether ``exc`` is the provider's failure to translate: an exception of its SDK, or
+    of the HTTP layer under it; anything else (a bug, a cancellation) goes on as it is."""
+    root = type(exc).__module__.split(".")[0]
+    return root == provider or root in _HTTP_STACK
 
 
 def _error_body(exc: BaseException) -> dict[str, Any]:
@@ -95,6 +112,7 @@ def translate(
     endpoint: str,
     tries: int = 1,
     wait: float | None = None,
+    began: bool = False,
 ) -> ModelError:
     """The :class:`ModelError` for an SDK exception of ``provider`` talking to ``endpoint``.
 
@@ -104,8 +122,9 @@ def translate(
         endpoint: the base URL, named in the message.
         tries: how many attempts were made (said when more than one).
         wait: the provider's retry-after when it was too long to wait for.
+        began: the provider's answer had begun (a broken connection broke its stream).
     """
-    names = _names(exc)
+    names = names_of(exc)
     status = status_of(exc)
     detail = _detail(exc)
     where = f"{provider} at {endpoint}"
@@ -152,6 +171,11 @@ def translate(
             f"{where} refused the request ({how}: {detail}); check --model and --base-url",
             provider=provider,
             status=status,
+        )
+    if began and names & {"APIConnectionError", "APITimeoutError"}:
+        return ModelUnreachable(
+            f"the connection to {where} broke during the answer ({detail}){tried}; send your message again",
+            provider=provider,
         )
     if "APITimeoutError" in names:
         return ModelUnreachable(

@@ -11,7 +11,8 @@ provider asked to wait; without ``retry-after`` it backs off exponentially
 (``backoff``, doubling, at most 8 s, with jitter).
 
 A call whose stream already showed text is never retried: the user saw it, and a second
-answer would not continue it.
+answer would not continue it. A connection that breaks once the answer began is said so
+("broke during the answer"), not as a server that cannot be reached.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from typing import Any
 import anyio
 
 from keen.agent.models import ModelEvent, TextDelta
-from keen.agent.providers._errors import retry_after, status_of, translate
+from keen.agent.providers._errors import is_model_failure, names_of, retry_after, status_of, translate
 
-__all__ = ["Retry", "with_retries"]
+__all__ = ["Attempt", "Retry", "with_retries"]
 
 _MAX_BACKOFF = 8.0
 
@@ -56,6 +57,14 @@ class Retry:
         return min(self.backoff * 2 ** (tries - 1), _MAX_BACKOFF) * (1 - 0.25 * random.random())
 
 
+@dataclass
+class Attempt:
+    """One try's progress, set by the adapter: ``began`` once the provider's response
+    started (an error after that broke a stream; before, the request never got an answer)."""
+
+    began: bool = False
+
+
 def _retryable(exc: BaseException) -> bool:
     response: Any = getattr(exc, "response", None)
     headers: Any = getattr(response, "headers", None)
@@ -64,12 +73,11 @@ def _retryable(exc: BaseException) -> bool:
     status = status_of(exc)
     if status is not None and status >= 400:
         return status in (408, 409, 429) or status >= 500
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    return bool(names & {"APIConnectionError", "APITimeoutError"})
+    return bool(names_of(exc) & {"APIConnectionError", "APITimeoutError"})
 
 
 async def with_retries(
-    attempt: Callable[[], AsyncIterator[ModelEvent]],
+    attempt: Callable[[Attempt], AsyncIterator[ModelEvent]],
     policy: Retry,
     *,
     provider: str,
@@ -79,7 +87,8 @@ async def with_retries(
     text was shown; the SDK's final error translated (:func:`~._errors.translate`).
 
     Args:
-        attempt: one try of the call: opens the stream and yields its events.
+        attempt: one try of the call: opens the stream and yields its events; it sets
+            :attr:`Attempt.began` when the response started.
         policy: the retry policy.
         provider: ``openai`` or ``anthropic``; only that SDK's exceptions are handled.
         endpoint: named in the error message.
@@ -88,19 +97,25 @@ async def with_retries(
     while True:
         tries += 1
         shown = False
+        progress = Attempt()
         try:
-            async for event in attempt():
+            async for event in attempt(progress):
                 shown = shown or isinstance(event, TextDelta)
                 yield event
             return
         except Exception as exc:
-            if type(exc).__module__.split(".")[0] != provider:
+            if not is_model_failure(exc, provider):
                 raise
             wait = None if shown else policy.delay(exc, tries)
             if wait is None:
                 asked = retry_after(exc)
                 too_long = asked if asked is not None and asked > policy.max_wait else None
                 raise translate(
-                    exc, provider=provider, endpoint=endpoint, tries=tries, wait=too_long
+                    exc,
+                    provider=provider,
+                    endpoint=endpoint,
+                    tries=tries,
+                    wait=too_long,
+                    began=progress.began,
                 ) from None
         await anyio.sleep(wait)

@@ -25,7 +25,7 @@ from keen.agent.models import (
     StopReason,
     TextDelta,
 )
-from keen.agent.providers._retry import Retry, with_retries
+from keen.agent.providers._retry import Attempt, Retry, with_retries
 from keen.agent.providers._shapes import anthropic_messages, anthropic_tools, tool_call
 
 __all__ = ["AnthropicMessages"]
@@ -95,15 +95,19 @@ class AnthropicMessages:
         if tools:
             request["tools"] = anthropic_tools(tools)
         return with_retries(
-            lambda: self._attempt(request), self.retry, provider="anthropic", endpoint=self.endpoint
+            lambda progress: self._attempt(request, progress),
+            self.retry,
+            provider="anthropic",
+            endpoint=self.endpoint,
         )
 
-    async def _attempt(self, request: dict[str, Any]) -> AsyncIterator[ModelEvent]:
+    async def _attempt(self, request: dict[str, Any], progress: Attempt) -> AsyncIterator[ModelEvent]:
         content: list[str] = []
         blocks: dict[int, dict[str, str]] = {}
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
         stop: str | None = None
         stream: Any = await self._client.messages.create(**request)
+        progress.began = True
         async for event in stream:
             kind = event.type
             if kind == "message_start":

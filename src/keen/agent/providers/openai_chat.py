@@ -27,7 +27,7 @@ from keen.agent.models import (
     StopReason,
     TextDelta,
 )
-from keen.agent.providers._retry import Retry, with_retries
+from keen.agent.providers._retry import Attempt, Retry, with_retries
 from keen.agent.providers._shapes import openai_messages, openai_tools, tool_call
 
 __all__ = ["OpenAIChat"]
@@ -95,16 +95,20 @@ class OpenAIChat:
         if tools:
             request["tools"] = openai_tools(tools)
         return with_retries(
-            lambda: self._attempt(request), self.retry, provider="openai", endpoint=self.endpoint
+            lambda progress: self._attempt(request, progress),
+            self.retry,
+            provider="openai",
+            endpoint=self.endpoint,
         )
 
-    async def _attempt(self, request: dict[str, Any]) -> AsyncIterator[ModelEvent]:
+    async def _attempt(self, request: dict[str, Any], progress: Attempt) -> AsyncIterator[ModelEvent]:
         content: list[str] = []
         calls: list[dict[str, str]] = []
         at_index: dict[Any, int] = {}
         usage: dict[str, int] = {}
         finish: str | None = None
         stream: Any = await self._client.chat.completions.create(**request)
+        progress.began = True
         async for chunk in stream:
             if chunk.usage is not None:
                 usage = {
