@@ -67,6 +67,15 @@ async def test_every_stop_reason_is_reported(
     assert len(done.tool_calls) == len(calls)
 
 
+async def test_an_openai_refusal_field_is_the_answer_and_stops_as_refusal() -> None:
+    # OpenAI sends a refusal in delta.refusal, not content, with finish_reason "stop": read
+    # as content alone it was an empty answer taken for a complete one.
+    with FakeLLM([Reply(refusal="I can't help with that.")]) as fake:
+        streamed, done = await collect(model_for("openai", fake))
+    assert streamed == done.content == "I can't help with that."
+    assert done.stop == "refusal"
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_a_stream_cut_before_its_stop_reason_is_an_error_not_an_answer(provider: str) -> None:
     with FakeLLM([Reply(text="The first half of", cut=True)]) as fake, pytest.raises(ModelError) as caught:

@@ -58,6 +58,8 @@ class Reply:
     dropped: bool = False
     """Like ``cut``, but the body is chunked and the connection closes before its last chunk
     (a proxy or network dropping the stream: the client sees a broken body, not its end)."""
+    refusal: str = ""
+    """OpenAI shape: this text in the delta's ``refusal`` field instead of ``content``."""
     index_zero: bool = False
     """OpenAI shape as Ollama streams it (ollama/ollama#15457): every tool call at ``index`` 0,
     told apart only by its ``id``."""
@@ -83,6 +85,8 @@ def _openai_events(reply: Reply) -> Iterator[str]:
     yield chunk({"role": "assistant", "content": ""})
     for part in _chunks(reply.text):
         yield chunk({"content": part})
+    for part in _chunks(reply.refusal):
+        yield chunk({"refusal": part})
     if reply.stream_error is not None:
         yield json.dumps({"error": reply.stream_error})
         return

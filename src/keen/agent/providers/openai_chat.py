@@ -6,7 +6,8 @@ given by ``base_url`` may need none (a placeholder is sent, which local servers 
 Streaming with ``stream_options.include_usage`` (OpenAI API reference, "Chat Completions:
 streaming"): content deltas as they arrive, tool-call fragments joined by ``index`` (a new
 ``id`` at an index in use starts another call, as some compatible servers stream them), and
-the choice's ``finish_reason`` as the :data:`~keen.agent.models.StopReason`. A stream that
+the choice's ``finish_reason`` as the :data:`~keen.agent.models.StopReason` (``refusal``
+when the model refused in the delta's ``refusal`` field, which is shown as its answer). A stream that
 ends without one was cut (a dropped connection, a proxy's timeout): that is an error, not a
 complete answer. Retries are Keen's (:mod:`keen.agent.providers._retry`).
 """
@@ -107,6 +108,7 @@ class OpenAIChat:
         at_index: dict[Any, int] = {}
         usage: dict[str, int] = {}
         finish: str | None = None
+        refused = False
         stream: Any = await self._client.chat.completions.create(**request)
         progress.began = True
         async for chunk in stream:
@@ -120,9 +122,13 @@ class OpenAIChat:
                 delta = choice.delta
                 if delta is None:
                     continue
-                if delta.content:
-                    content.append(delta.content)
-                    yield TextDelta(delta.content)
+                # A refusal comes in its own field, not as content (finish_reason stays "stop").
+                refusal = getattr(delta, "refusal", None)
+                text = (delta.content or "") + (refusal or "")
+                refused = refused or bool(refusal)
+                if text:
+                    content.append(text)
+                    yield TextDelta(text)
                 for part in delta.tool_calls or []:
                     at = at_index.get(part.index)
                     if at is None or (part.id and calls[at]["id"] and part.id != calls[at]["id"]):
@@ -146,4 +152,5 @@ class OpenAIChat:
             tool_call(slot["id"] or f"call_{n}", slot["name"], slot["arguments"])
             for n, slot in enumerate(calls)
         ]
-        yield ModelDone("".join(content), tool_calls, usage, _STOPS.get(finish, "end"))
+        stop: StopReason = "refusal" if refused else _STOPS.get(finish, "end")
+        yield ModelDone("".join(content), tool_calls, usage, stop)
