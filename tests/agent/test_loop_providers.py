@@ -183,3 +183,17 @@ async def test_a_huge_mcp_result_is_truncated_once_by_the_harness(world: World, 
     assert sent.count("[truncated:") == 1 and json.dumps(text)[1:-1] in sent  # sent as the harness cut it
     result_event = [e for e in events if e["type"] == "result"][1]
     assert result_event["truncated_chars"] == 4000 and result_event["stages"].count("truncate") == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("status", [401, 403])
+async def test_an_auth_failure_ends_the_turn_naming_the_variable_and_never_the_key(
+    world: World, provider: str, status: int
+) -> None:
+    result, fake, notices, _ = await run(world, provider, [Reply(status=status, message=f"no: {KEY}")])
+    var = "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"
+    assert not result.ok and f"check {var}" in (result.error or "") and len(fake.requests) == 1
+    log = (world.home / "sessions" / f"{result.session_id}.jsonl").read_text()
+    for text in (log, json.dumps(result.to_dict()), *notices.lines):
+        assert KEY not in text
+    assert f"check {var}" in log
