@@ -107,6 +107,25 @@ async def test_parallel_calls_are_answered_in_order_in_the_apis_shape(world: Wor
         assert [b.get("is_error", False) for b in user["content"]] == [False, False, True, True]
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_an_invented_name_the_apis_refuse_is_sent_back_in_their_pattern(
+    world: World, provider: str
+) -> None:
+    # Both APIs refuse a history naming a tool outside ^[a-zA-Z0-9_-]+$ (OpenAI: "Invalid
+    # 'messages[N].tool_calls[0].function.name': string does not match pattern"), so the
+    # turn's next request failed after a model wrote e.g. functions.read_file.
+    calls = [{"name": "functions.read_file", "arguments": {"path": "a.txt"}}]
+    result, fake, _, _ = await run(world, provider, [Reply(tool_calls=calls), Reply(text="Sorry.")])
+    assert result.tool_calls[0]["outcome"] == "denied"
+    assert "functions.read_file is not among this turn's tools" in result.tool_calls[0]["text"]
+    sent = fake.requests[1].body["messages"]
+    if provider == "openai":
+        names = [c["function"]["name"] for m in sent for c in m.get("tool_calls") or []]
+    else:
+        names = [b["name"] for m in sent for b in m["content"] if b["type"] == "tool_use"]
+    assert names == ["functions_read_file"]
+
+
 @pytest.mark.parametrize(
     ("provider", "stop", "words"),
     [

@@ -11,17 +11,37 @@
   in that place.
 
 A tool call's arguments arrive as JSON text in both APIs' streams; :func:`tool_call` parses
-them once for both.
+them once for both. Both APIs refuse a request whose history names a tool outside
+``^[a-zA-Z0-9_-]+$`` (OpenAI: ``Invalid 'messages[N].tool_calls[0].function.name': string
+does not match pattern``), and a model may invent one (``functions.read_file``): such a name
+is sent back with each other character as ``_`` (:func:`api_name`); the call's result
+already says, with the name as the model wrote it, that no such tool was offered.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from keen.agent.models import Message, ToolCall
 
-__all__ = ["anthropic_messages", "anthropic_tools", "openai_messages", "openai_tools", "tool_call"]
+__all__ = [
+    "anthropic_messages",
+    "anthropic_tools",
+    "api_name",
+    "openai_messages",
+    "openai_tools",
+    "tool_call",
+]
+
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def api_name(name: str) -> str:
+    """``name`` as both APIs take it in a history: characters outside ``[A-Za-z0-9_-]`` as
+    ``_``, at most 64 (Keen's own names are already so, and unchanged)."""
+    return _NOT_IN_NAMES.sub("_", name)[:64] or "_"
 
 
 def tool_call(call_id: str, name: str, raw: str) -> ToolCall:
@@ -75,7 +95,7 @@ def openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
                             "id": c.id,
                             "type": "function",
                             "function": {
-                                "name": c.name,
+                                "name": api_name(c.name),
                                 "arguments": json.dumps(c.arguments, ensure_ascii=False),
                             },
                         }
@@ -122,7 +142,8 @@ def anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any
         elif m.role == "assistant":
             blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []
             blocks += [
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls
+                {"type": "tool_use", "id": c.id, "name": api_name(c.name), "input": c.arguments}
+                for c in m.tool_calls
             ]
             add("assistant", blocks or [{"type": "text", "text": "(no answer)"}])
         else:
