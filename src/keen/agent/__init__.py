@@ -26,6 +26,7 @@ from keen.agent.models import (
     ModelRateLimited,
     ModelUnreachable,
     ScriptExhausted,
+    StopReason,
     TextDelta,
     ToolCall,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "ModelUnreachable",
     "ScriptExhausted",
     "SettingsError",
+    "StopReason",
     "TextDelta",
     "ToolCall",
     "TurnResult",

@@ -291,7 +291,9 @@ class Harness:
 
         Args:
             name: a tool name offered this turn (or ``call_mcp_tool``).
-            arguments: its JSON object of arguments (``None``: ``{}``).
+            arguments: its JSON object of arguments (``None``: ``{}``); anything else is
+                refused at validate, and text (arguments that did not parse) is told
+                whether it was JSON at all.
             caller: who sent the call (``keen serve``'s caller scope), logged with it and
                 given to the ``visibility`` callback.
         """
