@@ -17,8 +17,9 @@ answer would not continue it. A connection that breaks once the answer began is 
 
 from __future__ import annotations
 
+import contextlib
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +78,7 @@ def _retryable(exc: BaseException) -> bool:
 
 
 async def with_retries(
-    attempt: Callable[[Attempt], AsyncIterator[ModelEvent]],
+    attempt: Callable[[Attempt], AsyncGenerator[ModelEvent, None]],
     policy: Retry,
     *,
     provider: str,
@@ -99,9 +100,11 @@ async def with_retries(
         shown = False
         progress = Attempt()
         try:
-            async for event in attempt(progress):
-                shown = shown or isinstance(event, TextDelta)
-                yield event
+            # Closed here when the caller stops early (a cancelled turn), not left to the GC.
+            async with contextlib.aclosing(attempt(progress)) as events:
+                async for event in events:
+                    shown = shown or isinstance(event, TextDelta)
+                    yield event
             return
         except Exception as exc:
             if not is_model_failure(exc, provider):

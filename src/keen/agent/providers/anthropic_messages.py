@@ -12,7 +12,7 @@ without a stop reason was cut: that is an error, not a complete answer. Retries 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from keen._redact import redactor
@@ -101,7 +101,7 @@ class AnthropicMessages:
             endpoint=self.endpoint,
         )
 
-    async def _attempt(self, request: dict[str, Any], progress: Attempt) -> AsyncIterator[ModelEvent]:
+    async def _attempt(self, request: dict[str, Any], progress: Attempt) -> AsyncGenerator[ModelEvent, None]:
         content: list[str] = []
         blocks: dict[int, dict[str, str]] = {}
         usage = {"prompt_tokens": 0, "completion_tokens": 0}

@@ -15,7 +15,7 @@ complete answer. Retries are Keen's (:mod:`keen.agent.providers._retry`).
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from keen._redact import redactor
@@ -102,7 +102,7 @@ class OpenAIChat:
             endpoint=self.endpoint,
         )
 
-    async def _attempt(self, request: dict[str, Any], progress: Attempt) -> AsyncIterator[ModelEvent]:
+    async def _attempt(self, request: dict[str, Any], progress: Attempt) -> AsyncGenerator[ModelEvent, None]:
         content: list[str] = []
         calls: list[dict[str, str]] = []
         at_index: dict[Any, int] = {}
