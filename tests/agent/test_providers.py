@@ -208,3 +208,14 @@ async def test_a_missing_sdk_names_the_extra(
     with pytest.raises(ModelNotConfigured) as caught:
         open_model(f"{provider}:m")
     assert f"pip install '{extra}'" in caught.value.message
+
+
+async def test_scripted_model_replays_a_stop_reason(tmp_path: Path) -> None:
+    script = tmp_path / "s.jsonl"
+    script.write_text('{"content": "cut sho", "stop": "length"}\n{"content": "whole"}\n')
+    model = open_model(f"scripted:{script}")
+    assert (await collect(model))[1].stop == "length"
+    assert (await collect(model))[1].stop == "end"
+    script.write_text('{"content": "x", "stop": "truncated"}\n')
+    with pytest.raises(ModelNotConfigured, match="line 1: stop must be one of end, tool_calls, length"):
+        open_model(f"scripted:{script}")
