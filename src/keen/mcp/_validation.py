@@ -16,6 +16,10 @@ the schema (``#/$defs/x``) and the bundled draft metaschemas resolve; anything e
 takes the "server will validate" path. jsonschema's deprecated automatic retrieval,
 which the default (no ``registry``) still runs, would otherwise GET a URL from the event
 loop without a timeout or read a local file into the error message.
+
+A schema's regular expressions are untrusted too: they run with a time budget
+(:mod:`keen.mcp._patterns`), and arguments that exhaust it are refused, so a pattern
+with exponential backtracking cannot freeze the event loop.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import regex
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
@@ -30,6 +35,13 @@ from referencing import Registry
 from referencing.exceptions import Unresolvable
 
 from keen.errors import InvalidArguments
+from keen.mcp._patterns import (
+    PATTERN_BUDGET,
+    PatternTooSlow,
+    bounded,
+    safe_validator_class,
+    uses_unbounded_search,
+)
 from keen.mcp.types import Tool
 
 __all__ = ["ArgumentValidator"]
@@ -67,7 +79,16 @@ class ArgumentValidator:
         try:
             cls = validators.validator_for(schema, default=Draft202012Validator)
             cls.check_schema(schema)
-            compiled = cls(schema, registry=_NO_RETRIEVAL)
+            if uses_unbounded_search(schema):
+                logger.warning(
+                    "server %s tool %s: inputSchema combines unevaluatedProperties and "
+                    "patternProperties, which Keen cannot check in bounded time; the server will validate",
+                    self.server,
+                    tool.name,
+                )
+                compiled = None
+            else:
+                compiled = safe_validator_class(cls)(schema, registry=_NO_RETRIEVAL)
         except SchemaError as exc:
             logger.warning(
                 "server %s tool %s: invalid inputSchema (%s); the server will validate",
@@ -91,7 +112,27 @@ class ArgumentValidator:
         if validator is None:
             return
         try:
-            errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+            with bounded():
+                errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        except PatternTooSlow as exc:
+            value = exc.value if len(exc.value) <= 40 else exc.value[:40] + "…"
+            raise InvalidArguments(
+                f'invalid arguments for "{self.server}/{tool.name}": matching {value!r} against the '
+                f"inputSchema pattern {exc.pattern!r} took over {PATTERN_BUDGET:g} s, so the call was not "
+                "sent; send a shorter or simpler value (the pattern backtracks without end on this one).",
+                server=self.server,
+                tool=tool.name,
+                errors=[("$", f"pattern {exc.pattern!r} too slow for the value")],
+            ) from None
+        except regex.error as exc:
+            logger.warning(
+                "server %s tool %s: an inputSchema regex cannot be used (%s); the server will validate",
+                self.server,
+                tool.name,
+                exc,
+            )
+            self._cache[tool.name] = None
+            return
         except Unresolvable as exc:
             logger.warning(
                 "server %s tool %s: unresolvable $ref in inputSchema (%s); the server will validate",

@@ -1,0 +1,153 @@
+"""``keen serve`` against a hostile client and hostile upstream servers, over real HTTP.
+
+Each test is a defect a hostile input found (docs/serve.md), driven through a real
+``keen serve --transport http`` on 127.0.0.1 in front of raw JSON-RPC stdio servers
+(``tests/servers/hostile_stdio.py``): a schema regex that backtracks without end, a
+description read naming 200,000 tools, a body nested 100,000 deep, and a tool whose name
+spells another server's tool (``h``'s ``b__c`` vs ``h__b``'s ``c``). Every request has a
+timeout: a hang fails the test instead of stalling the run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from helpers.hostile import hostile_entry
+from helpers.serve import KeenServeProcess
+
+OBJECT: dict[str, Any] = {"type": "object"}
+# Exponential backtracking in Python's re (and a timeout in the regex module) on "aaaa…!".
+SLOW = "^(a|a)+$"
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "hostile-test", "version": "1"},
+    },
+}
+
+
+def _text(result: dict[str, Any]) -> str:
+    return str(result["content"][0]["text"])
+
+
+def _write_config(home: Path) -> None:
+    tools = [
+        {
+            "name": "slow_value",
+            "description": "A string argument checked by a backtracking pattern.",
+            "inputSchema": {"type": "object", "properties": {"code": {"type": "string", "pattern": SLOW}}},
+        },
+        {
+            "name": "slow_names",
+            "description": "Argument names checked by a backtracking pattern.",
+            "inputSchema": {
+                "type": "object",
+                "patternProperties": {SLOW: {"type": "string"}},
+                "additionalProperties": False,
+            },
+        },
+        {"name": "b__c", "description": "Tool b__c of server h.", "inputSchema": OBJECT},
+    ]
+    for n in range(30):
+        tools.append({"name": f"t{n}", "description": f"Tool number {n}.", "inputSchema": OBJECT})
+    results = {
+        "b__c": {"content": [{"type": "text", "text": "ran h/b__c"}]},
+        "slow_value": {"content": [{"type": "text", "text": "ran slow_value"}]},
+    }
+    servers = {
+        "h": hostile_entry(home / "h.json", {"tools": tools, "results": results}),
+        "h__b": hostile_entry(
+            home / "hb.json",
+            {
+                "tools": [{"name": "c", "description": "Tool c of server h__b.", "inputSchema": OBJECT}],
+                "results": {"c": {"content": [{"type": "text", "text": "ran h__b/c"}]}},
+            },
+        ),
+    }
+    path = home / "mcp" / "configs.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": 1, "servers": servers}))
+
+
+class Host:
+    """A raw JSON-RPC host on one handshake-era session of a running ``keen serve``."""
+
+    def __init__(self, proc: KeenServeProcess) -> None:
+        self.url = proc.url
+        opened = httpx2.post(self.url, headers=HEADERS, json=INIT, timeout=30)
+        assert opened.status_code == 200, opened.text
+        self.headers = {
+            **HEADERS,
+            "Mcp-Session-Id": opened.headers["mcp-session-id"],
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        httpx2.post(
+            self.url,
+            headers=self.headers,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            timeout=30,
+        )
+
+    def rpc(self, method: str, params: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
+        body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
+        response = httpx2.post(self.url, headers=self.headers, json=body, timeout=timeout)
+        assert response.status_code == 200, response.text
+        return dict(response.json()["result"])
+
+    def call(self, name: str, arguments: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
+        return self.rpc("tools/call", {"name": name, "arguments": arguments}, timeout)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("hostile-serve")
+    _write_config(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def search(home: Path) -> Iterator[KeenServeProcess]:
+    with KeenServeProcess(home, ["--mode", "search"]) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def extension(home: Path) -> Iterator[KeenServeProcess]:
+    with KeenServeProcess(home, ["--mode", "extension"]) as proc:
+        yield proc
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [("slow_value", {"code": "a" * 40 + "!"}), ("slow_names", {"a" * 40 + "!": "x"})],
+    ids=["value", "property-name"],
+)
+def test_a_backtracking_schema_pattern_is_refused_in_bounded_time(
+    search: KeenServeProcess, tool: str, arguments: dict[str, Any]
+) -> None:
+    host = Host(search)
+    started = time.monotonic()
+    # Before the fix, re.search froze keen serve's event loop for every client: this timed out.
+    refused = host.call("call_tool", {"server": "h", "tool": tool, "arguments": arguments}, timeout=20)
+    assert time.monotonic() - started < 10
+    assert refused["isError"] and refused["structuredContent"]["error"]["code"] == "invalid_arguments"
+    message = refused["structuredContent"]["error"]["message"]
+    assert "took over" in message and "was not sent" in message and "shorter or simpler value" in message
+    # keen serve is still there for everyone, and the pattern still checks other values.
+    assert _text(host.call("call_tool", {"server": "h", "tool": "slow_value", "arguments": {"code": "aaa"}})) == (
+        "ran slow_value"
+    )
+    wrong = host.call("call_tool", {"server": "h", "tool": "slow_value", "arguments": {"code": "b"}})
+    assert wrong["isError"] and "does not match" in wrong["structuredContent"]["error"]["message"]
