@@ -151,3 +151,26 @@ def test_a_backtracking_schema_pattern_is_refused_in_bounded_time(
     )
     wrong = host.call("call_tool", {"server": "h", "tool": "slow_value", "arguments": {"code": "b"}})
     assert wrong["isError"] and "does not match" in wrong["structuredContent"]["error"]["message"]
+
+
+def test_a_read_naming_too_many_tools_is_refused_at_once(extension: KeenServeProcess) -> None:
+    host = Host(extension)
+    names = ",".join(f"nope{i}" for i in range(200_000))
+    started = time.monotonic()
+    # Before the fix: a quadratic de-duplication on the event loop (minutes), then a body
+    # listing every served tool once per unknown name.
+    read = host.rpc("resources/read", {"uri": f"resource:///tool_descriptions?tools={names}"}, timeout=30)
+    assert time.monotonic() - started < 10
+    body = json.loads(read["contents"][0]["text"])
+    assert body["error"]["code"] == "TOO_MANY_TOOLS"
+    assert "200000 tools" in body["error"]["message"] and "at most 100" in body["error"]["message"]
+    # A read of 100 names (duplicates count once) is served as before.
+    listed = [t["name"] for t in host.rpc("tools/list", {})["tools"]]
+    asked = (listed + [f"nope{i}" for i in range(100)])[:100]
+    body = json.loads(
+        host.rpc("resources/read", {"uri": "resource:///tool_descriptions?tools=" + ",".join(asked * 2)})[
+            "contents"
+        ][0]["text"]
+    )
+    assert list(body) == asked
+    assert body[asked[-1]]["available_tools"] == sorted(listed)

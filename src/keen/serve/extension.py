@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 from keen.serve.catalog import ExposedTool, ToolCatalog
 
 __all__ = [
+    "MAX_TOOLS_PER_READ",
     "RESOURCE_DESCRIPTION",
     "RESOURCE_NAME",
     "RESOURCE_URI",
@@ -28,6 +29,7 @@ __all__ = [
     "missing_tool_selection",
     "rate_limited",
     "selected_tools",
+    "too_many_tools",
     "unknown_tool",
 ]
 
@@ -45,6 +47,11 @@ RESOURCE_DESCRIPTION = (
 )
 _EXAMPLES = [f"{RESOURCE_URI}?tools=tool_name", f"{RESOURCE_URI}?tools=tool1,tool2"]
 
+MAX_TOOLS_PER_READ = 100
+"""Names one ``tool_descriptions`` read may ask for. Every unknown name's entry lists every
+served tool (section 6.3), so an unbounded read is an unbounded body; Keen's own client
+asks for 50 per read."""
+
 
 def is_tool_descriptions_uri(uri: str) -> bool:
     """True for ``resource:///tool_descriptions`` with or without a query."""
@@ -53,15 +60,31 @@ def is_tool_descriptions_uri(uri: str) -> bool:
 
 
 def selected_tools(uri: str) -> list[str] | None:
-    """The names in ``?tools=a,b`` (order kept, duplicates and blanks dropped); ``None`` without any."""
+    """The names in ``?tools=a,b`` (order kept, duplicates and blanks dropped); ``None`` without any.
+
+    Linear in the URI's length (a read may name hundreds of thousands of names: the caller
+    refuses more than :data:`MAX_TOOLS_PER_READ`).
+    """
     query = parse_qs(urlsplit(str(uri)).query, keep_blank_values=True)
-    names: list[str] = []
+    names: dict[str, None] = {}
     for value in query.get("tools", []):
         for name in value.split(","):
-            name = name.strip()
-            if name and name not in names:
-                names.append(name)
-    return names or None
+            if name := name.strip():
+                names[name] = None
+    return list(names) or None
+
+
+def too_many_tools(count: int) -> dict[str, Any]:
+    """A read that names more than :data:`MAX_TOOLS_PER_READ` tools: what to do instead."""
+    return {
+        "error": {
+            "code": "TOO_MANY_TOOLS",
+            "message": f"This read names {count} tools; one read may name at most {MAX_TOOLS_PER_READ}. "
+            f"Read the descriptions in several reads of up to {MAX_TOOLS_PER_READ} names each "
+            "(?tools=a,b,...), only for the tools you mean to call.",
+            "max_tools_per_read": MAX_TOOLS_PER_READ,
+        }
+    }
 
 
 def missing_tool_selection() -> dict[str, Any]:
@@ -143,10 +166,11 @@ def describe(catalog: ToolCatalog, names: list[str]) -> tuple[dict[str, Any], li
     """
     body: dict[str, Any] = {}
     found: list[str] = []
+    available = catalog.names()
     for name in names:
         exposed = catalog.get(name)
         if exposed is None:
-            body[name] = unknown_tool(name, catalog.names())
+            body[name] = unknown_tool(name, available)
         else:
             body[name] = full_description(exposed)
             found.append(name)

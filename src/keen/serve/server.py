@@ -379,6 +379,8 @@ class KeenServer:
         names = ext.selected_tools(uri)
         if names is None:
             return _json_contents(uri, ext.missing_tool_selection())
+        if len(names) > ext.MAX_TOOLS_PER_READ:
+            return _json_contents(uri, ext.too_many_tools(len(names)))
         if await self.store.hit(f"fetch:{scope}", self.fetch_window) > self.fetch_limit:
             logger.info("description fetch rate limit hit by %s", scope)
             return _json_contents(uri, ext.rate_limited(self.fetch_limit, self.fetch_window))
