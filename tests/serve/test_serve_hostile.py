@@ -174,3 +174,15 @@ def test_a_read_naming_too_many_tools_is_refused_at_once(extension: KeenServePro
     )
     assert list(body) == asked
     assert body[asked[-1]]["available_tools"] == sorted(listed)
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000, b'{"a":' * 100_000], ids=["arrays", "objects"])
+def test_a_deeply_nested_body_is_a_clean_refusal(extension: KeenServeProcess, body: bytes) -> None:
+    host = Host(extension)
+    for headers in (HEADERS, host.headers):
+        response = httpx2.post(extension.url, headers=headers, content=body, timeout=30)
+        # Before the fix: 500 Internal Server Error, and a RecursionError traceback in the log.
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["code"] in (-32700, -32600)
+    assert "RecursionError" not in extension.log() and "Traceback" not in extension.log()
+    assert host.rpc("tools/list", {})["tools"]

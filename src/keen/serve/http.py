@@ -309,7 +309,9 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 def _is_initialize(body: bytes) -> bool:
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
+        # Not JSON, or nested past Python's recursion limit ("[[[[..."): not an initialize;
+        # the SDK's parser answers it with a JSON-RPC parse error.
         return False
     return isinstance(data, dict) and data.get("method") == "initialize"
 
