@@ -186,3 +186,20 @@ def test_a_deeply_nested_body_is_a_clean_refusal(extension: KeenServeProcess, bo
         assert response.json()["error"]["code"] in (-32700, -32600)
     assert "RecursionError" not in extension.log() and "Traceback" not in extension.log()
     assert host.rpc("tools/list", {})["tools"]
+
+
+def test_a_tool_name_that_spells_another_servers_tool_runs_only_its_own(search: KeenServeProcess) -> None:
+    """``h``/``b__c`` and ``h__b``/``c`` are both ``mcp__h__b__c``: a call naming one never runs
+    the other (before the fix, ``call_tool(h, b__c)`` ran ``h__b``'s ``c``)."""
+    host = Host(search)
+    refused = 0
+    for server, tool in (("h", "b__c"), ("h__b", "c")):
+        result = host.call("call_tool", {"server": server, "tool": tool, "arguments": {}})
+        if result.get("isError"):
+            refused += 1
+            message = result["structuredContent"]["error"]["message"]
+            assert "same capability id mcp__h__b__c" in message and "rename one of these servers" in message
+        else:
+            assert _text(result) == f"ran {server}/{tool}"
+    # The catalog holds one of the two (one id): that one runs, the other is refused by name.
+    assert refused == 1

@@ -429,6 +429,16 @@ class Harness:
                 return self._deny(
                     call_id, name, "visibility", why, cap_id or name, code, where=(server, tool)
                 )  # fmt: skip
+        if server is not None and cap.server is not None and (cap.server, cap.name) != (server, tool):
+            # Ids join server and tool with "__", so a/b__c and a__b/c are both mcp__a__b__c and
+            # the catalog holds one of them: never run that one for a call that named the other.
+            return self._deny(
+                call_id, name, "visibility",
+                f'"{server}/{tool}" and "{cap.server}/{cap.name}" have the same capability id {cap_id}, '
+                "so Keen cannot tell them apart and runs neither in place of the other. The user has "
+                'to rename one of these servers in configs.json (a name without "__"); tell them.',
+                cap_id, where=(server, tool),
+            )  # fmt: skip
         if cap.server is not None and cap.kind == "tool":
             server, tool = cap.server, cap.name
         stages.append("visibility")
