@@ -203,3 +203,16 @@ def test_a_tool_name_that_spells_another_servers_tool_runs_only_its_own(search: 
             assert _text(result) == f"ran {server}/{tool}"
     # The catalog holds one of the two (one id): that one runs, the other is refused by name.
     assert refused == 1
+
+
+def test_a_long_argument_of_many_short_words_is_audited_in_linear_time(search: KeenServeProcess) -> None:
+    """Every argument string is redacted before the audit log gets it; a URL-userinfo rule
+    scanned from each word start to the end, so 200 kB of "a.a.a..." took minutes, on the
+    event loop (before the fix this call timed out and keen serve answered nobody)."""
+    host = Host(search)
+    started = time.monotonic()
+    result = host.call("call_tool", {"server": "h", "tool": "t0", "arguments": {"q": "a." * 100_000}})
+    assert time.monotonic() - started < 10
+    assert _text(result) == "ok"
+    audit = (search.home / "logs" / "serve-audit.jsonl").read_text()
+    assert "a." * 1000 in audit  # logged, and nothing in it taken for a secret
