@@ -59,6 +59,14 @@ def _write_config(home: Path) -> None:
             },
         },
         {"name": "b__c", "description": "Tool b__c of server h.", "inputSchema": OBJECT},
+        {
+            "name": "tag",
+            "description": "Objects that must all differ.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"items": {"type": "array", "uniqueItems": True}},
+            },
+        },
     ]
     for n in range(30):
         tools.append({"name": f"t{n}", "description": f"Tool number {n}.", "inputSchema": OBJECT})
@@ -146,9 +154,9 @@ def test_a_backtracking_schema_pattern_is_refused_in_bounded_time(
     message = refused["structuredContent"]["error"]["message"]
     assert "took over" in message and "was not sent" in message and "shorter or simpler value" in message
     # keen serve is still there for everyone, and the pattern still checks other values.
-    assert _text(host.call("call_tool", {"server": "h", "tool": "slow_value", "arguments": {"code": "aaa"}})) == (
-        "ran slow_value"
-    )
+    assert _text(
+        host.call("call_tool", {"server": "h", "tool": "slow_value", "arguments": {"code": "aaa"}})
+    ) == ("ran slow_value")
     wrong = host.call("call_tool", {"server": "h", "tool": "slow_value", "arguments": {"code": "b"}})
     assert wrong["isError"] and "does not match" in wrong["structuredContent"]["error"]["message"]
 
@@ -216,3 +224,22 @@ def test_a_long_argument_of_many_short_words_is_audited_in_linear_time(search: K
     assert _text(result) == "ok"
     audit = (search.home / "logs" / "serve-audit.jsonl").read_text()
     assert "a." * 1000 in audit  # logged, and nothing in it taken for a secret
+
+
+def test_unique_items_of_many_objects_are_checked_in_linear_time(search: KeenServeProcess) -> None:
+    """jsonschema compares every pair of items it cannot sort (objects): 20,000 of them took
+    minutes on the event loop before the fix."""
+    host = Host(search)
+    items: list[Any] = [{"n": i} for i in range(20_000)]
+    started = time.monotonic()
+    result = host.call("call_tool", {"server": "h", "tool": "tag", "arguments": {"items": items}})
+    assert time.monotonic() - started < 10
+    assert _text(result) == "ok"
+    # Still JSON's equality: 1.0 is 1, key order does not count, true is not 1.
+    for twins in ([{"n": 1, "m": [1]}, {"m": [1.0], "n": 1}], [*items[:50], {"n": 7.0}]):
+        refused = host.call("call_tool", {"server": "h", "tool": "tag", "arguments": {"items": twins}})
+        assert (
+            refused["isError"] and "non-unique elements" in refused["structuredContent"]["error"]["message"]
+        )
+    distinct = host.call("call_tool", {"server": "h", "tool": "tag", "arguments": {"items": [1, True, "1"]}})
+    assert _text(distinct) == "ok"

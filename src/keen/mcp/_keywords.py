@@ -1,19 +1,22 @@
-"""JSON Schema regular expressions that cannot hang Keen: ``pattern``, ``patternProperties``.
+"""JSON Schema keywords whose jsonschema implementation can hang Keen, bounded.
 
-An ``inputSchema`` comes from the server, the arguments from a model or a remote MCP client;
-jsonschema checks ``pattern`` with :func:`re.search`, whose backtracking is exponential for
-patterns such as ``(a|a)+$`` on ``"aaaa…!"``. :mod:`re` holds the GIL and cannot be
-interrupted, so one such call froze the whole event loop (``keen serve``'s every client,
-``keen chat``'s turn) for as long as the match ran: minutes to years.
+An ``inputSchema`` comes from the server, the arguments from a model or a remote MCP client.
+jsonschema checks them on the calling thread (``keen serve``'s and ``keen chat``'s event
+loop), and two of its keywords have no bound a client cannot push past:
 
-Here the three keywords that search with a schema's regex (``pattern``,
-``patternProperties`` and ``additionalProperties``, which skips the names
-``patternProperties`` matches) run on the ``regex`` module, whose ``timeout`` bounds a
-match. One validation shares :data:`PATTERN_BUDGET` seconds; when a search runs out of it,
-:class:`PatternTooSlow` ends the validation and the call is refused (nothing is sent).
-``unevaluatedProperties`` also searches ``patternProperties`` (deep inside jsonschema); a
-schema that uses both is not checked locally (:func:`uses_unbounded_search`), the server
-validates, as for any schema Keen cannot check.
+- ``pattern``, ``patternProperties`` and ``additionalProperties`` (which skips the names
+  ``patternProperties`` matches) search with :func:`re.search`, whose backtracking is
+  exponential for patterns such as ``(a|a)+$`` on ``"aaaa…!"``; :mod:`re` holds the GIL and
+  cannot be interrupted. Here they run on the ``regex`` module, whose ``timeout`` bounds a
+  match: one validation shares :data:`PATTERN_BUDGET` seconds, and when a search runs out of
+  it :class:`PatternTooSlow` ends the validation and the call is refused (nothing is sent).
+  ``unevaluatedProperties`` also searches ``patternProperties`` (deep inside jsonschema); a
+  schema that uses both is not checked locally (:func:`uses_unbounded_search`), the server
+  validates, as for any schema Keen cannot check.
+- ``uniqueItems`` compares every pair of items when they cannot be sorted (objects, or
+  numbers mixed with strings): 10,000 small objects took 88 s. Here each item becomes a
+  hashable key with JSON's equality (``1 == 1.0``, ``true != 1``, object key order does not
+  count), one set, linear time.
 """
 
 from __future__ import annotations
@@ -103,8 +106,33 @@ def _additional_properties(validator: Any, ap: Any, instance: Any, schema: Any) 
             yield ValidationError(f"Additional properties are not allowed ({names} {verb} unexpected)")
 
 
+def _json_key(value: Any) -> Any:
+    """A hashable stand-in for a JSON value, equal exactly when the values are JSON-equal."""
+    if isinstance(value, bool):
+        return ("bool", value)  # before numbers: True == 1 in Python, not in JSON
+    if isinstance(value, int | float):
+        return ("number", value)  # 1 and 1.0 hash and compare equal, as JSON numbers
+    if isinstance(value, list | tuple):
+        return ("array", tuple(_json_key(v) for v in value))  # type: ignore[misc]
+    if isinstance(value, dict):
+        return ("object", frozenset((k, _json_key(v)) for k, v in value.items()))  # type: ignore[misc]
+    return (type(value).__name__, value)
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    seen: set[Any] = set()
+    for item in instance:
+        key = _json_key(item)
+        if key in seen:
+            yield ValidationError(f"{instance!r} has non-unique elements")
+            return
+        seen.add(key)
+
+
 def safe_validator_class(cls: type[Any]) -> type[Any]:
-    """``cls`` (a jsonschema validator class) with bounded regex keywords; made once per class."""
+    """``cls`` (a jsonschema validator class) with the bounded keywords; made once per class."""
     if cls not in _classes:
         _classes[cls] = validators.extend(
             cls,
@@ -112,6 +140,7 @@ def safe_validator_class(cls: type[Any]) -> type[Any]:
                 "pattern": _pattern,
                 "patternProperties": _pattern_properties,
                 "additionalProperties": _additional_properties,
+                "uniqueItems": _unique_items,
             },
         )
     return _classes[cls]
