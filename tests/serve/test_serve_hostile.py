@@ -243,3 +243,20 @@ def test_unique_items_of_many_objects_are_checked_in_linear_time(search: KeenSer
         )
     distinct = host.call("call_tool", {"server": "h", "tool": "tag", "arguments": {"items": [1, True, "1"]}})
     assert _text(distinct) == "ok"
+
+
+@pytest.mark.parametrize("version", ["garbage", "2099-01-01", "x" * 5000])
+def test_an_unknown_protocol_version_header_is_named_in_the_refusal(
+    extension: KeenServeProcess, version: str
+) -> None:
+    """Before the fix an unknown version went to the stateless handler, which answered that
+    params._meta lacked its envelope keys: true of a 2026-07-28 request, not of this one."""
+    body = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}
+    headers = {**HEADERS, "MCP-Protocol-Version": version}
+    response = httpx2.post(extension.url, headers=headers, json=body, timeout=30)
+    assert response.status_code == 400
+    message = response.json()["error"]["message"]
+    assert (
+        "unsupported MCP-Protocol-Version" in message and "2025-11-25" in message and "2026-07-28" in message
+    )
+    assert len(message) < 400

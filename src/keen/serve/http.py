@@ -39,7 +39,7 @@ import anyio
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -56,6 +56,7 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 SSE_PING_SECONDS = 15.0
 """An SSE comment this often keeps an idle event stream open through proxies."""
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+_KNOWN_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 
 
 def is_loopback(host: str) -> bool:
@@ -153,6 +154,16 @@ class _Gate:
             )
             return
         version = request.headers.get("mcp-protocol-version")
+        if version is not None and version not in _KNOWN_VERSIONS:
+            # Else the SDK's stateless handler takes it for a 2026-07-28 request and answers
+            # about a missing _meta envelope, which says nothing of the real mistake.
+            known = ", ".join(_KNOWN_VERSIONS)
+            await _error(
+                400,
+                f"Bad Request: unsupported MCP-Protocol-Version {version[:64]!r}; send one of {known}, "
+                "or none before initialize",
+            )(scope, receive, send)
+            return
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             scope[SCOPE_KEY] = f"principal:{principal}"
             await self.inner(scope, receive, send)
