@@ -70,7 +70,14 @@ def _write_config(home: Path) -> None:
     ]
     for n in range(30):
         tools.append({"name": f"t{n}", "description": f"Tool number {n}.", "inputSchema": OBJECT})
+    tools.append(
+        {"name": "big_structured", "description": "Short text, huge structure.", "inputSchema": OBJECT}
+    )
     results = {
+        "big_structured": {
+            "content": [{"type": "text", "text": "summary: 20000 rows"}],
+            "structuredContent": {"rows": [{"id": i, "name": f"row {i}"} for i in range(20_000)]},
+        },
         "b__c": {"content": [{"type": "text", "text": "ran h/b__c"}]},
         "slow_value": {"content": [{"type": "text", "text": "ran slow_value"}]},
     }
@@ -260,3 +267,15 @@ def test_an_unknown_protocol_version_header_is_named_in_the_refusal(
         "unsupported MCP-Protocol-Version" in message and "2025-11-25" in message and "2026-07-28" in message
     )
     assert len(message) < 400
+
+
+def test_a_huge_structured_result_is_left_out_past_the_result_limit(search: KeenServeProcess) -> None:
+    """Only the text was cut to --max-result-chars (40,000 by default); a short text with
+    half a megabyte of structuredContent went to the host whole before the fix."""
+    host = Host(search)
+    result = host.call("call_tool", {"server": "h", "tool": "big_structured", "arguments": {}})
+    assert "structuredContent" not in result or result["structuredContent"] is None
+    text = _text(result)
+    assert text.startswith("summary: 20000 rows")
+    assert "structuredContent left out" in text and "40000-character limit" in text
+    assert len(json.dumps(result)) < 41_000

@@ -525,7 +525,20 @@ class Harness:
     def _truncate(self, obs: Observation) -> Observation:
         more, self._more = self._more, None
         text, cut = cut_text(obs.text, self.max_result_chars, more)
-        return replace(obs, text=text, truncated_chars=cut, raw=None) if cut else obs
+        if cut:
+            return replace(obs, text=text, truncated_chars=cut, raw=None)
+        raw = obs.raw
+        if raw is not None and raw.text and raw.structured_content is not None:
+            # The text fits, but a front end passing the raw result on (keen serve) would send
+            # its structuredContent too, whatever its size: leave it out, as Gateway.shape does.
+            size = len(json.dumps(raw.structured_content, ensure_ascii=False))
+            if len(text) + size > self.max_result_chars:
+                note = (
+                    f"\n[structuredContent left out: its {size} characters of JSON would pass the "
+                    f"{self.max_result_chars}-character limit; the text above carries the result]"
+                )
+                return replace(obs, text=text + note, raw=None)
+        return obs
 
     def _post_hooks(self, call_id: str, obs: Observation) -> Observation:
         for hook in self.post_hooks:
