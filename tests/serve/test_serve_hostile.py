@@ -279,3 +279,18 @@ def test_a_huge_structured_result_is_left_out_past_the_result_limit(search: Keen
     assert text.startswith("summary: 20000 rows")
     assert "structuredContent left out" in text and "40000-character limit" in text
     assert len(json.dumps(result)) < 41_000
+
+
+@pytest.mark.parametrize("server", ["nope", "../../etc", "x" * 100_000])
+def test_an_unknown_server_is_refused_without_the_local_config_path(
+    search: KeenServeProcess, server: str
+) -> None:
+    """The gateway's message names $KEEN_HOME/mcp/configs.json for a person at this machine;
+    before the fix a remote host got that local path too (and 100 kB names echoed whole)."""
+    host = Host(search)
+    result = host.call("call_tool", {"server": server, "tool": "t0", "arguments": {}})
+    error = result["structuredContent"]["error"]
+    assert error["code"] == "server_not_configured"
+    assert str(search.home) not in error["message"] and "configs.json" not in error["message"]
+    assert "is not configured in keen serve" in error["message"] and "search_tools" in error["message"]
+    assert len(error["message"]) < 400

@@ -33,7 +33,7 @@ from typing import Any
 import mcp_types as mt
 
 from keen.capabilities import Catalog
-from keen.errors import KeenError, Remedy, ServerDisconnected
+from keen.errors import KeenError, Remedy, ServerDisconnected, ServerNotConfigured
 from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, ApprovalRequest, Gateway, for_model
 from keen.harness import Harness, Observation, Visibility
 from keen.mcp.manager import Manager
@@ -97,6 +97,11 @@ def host_remedy_words(
     words = _FOR_HOST.get(mode, _FOR_HOST["search"])
 
     def word(exc: KeenError, server: str) -> str:
+        if isinstance(exc, ServerNotConfigured):
+            # Its message gives the local configs.json path (for a person at this machine):
+            # nothing a remote host's model can use, and not the host's business.
+            name = server if len(server) <= 64 else server[:64] + "…"
+            return f'MCP server "{name}" is not configured in keen serve.' + words[Remedy.READ_SKILL]
         if exc.remedy is Remedy.RECONNECT:
             if isinstance(exc, ServerDisconnected):
                 return exc.message + reconnect_words(retry_in(server) if retry_in else 0.0)
