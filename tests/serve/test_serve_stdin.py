@@ -1,0 +1,46 @@
+"""``keen serve``'s stdin reader (:mod:`keen.serve._stdin`) on a real pipe: lines come out
+whole and in order, undecodable bytes replaced, and a long line is read in linear time."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from keen.serve._stdin import StdinLines
+
+pytestmark = pytest.mark.anyio
+
+
+async def _read_all(chunks: list[bytes]) -> list[str]:
+    read_fd, write_fd = os.pipe()
+
+    def write() -> None:
+        with os.fdopen(write_fd, "wb") as pipe:
+            for chunk in chunks:
+                pipe.write(chunk)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        return [line async for line in StdinLines(read_fd)]
+    finally:
+        writer.join(30)
+        os.close(read_fd)
+
+
+async def test_lines_come_out_whole_across_chunks() -> None:
+    lines = await _read_all([b'{"a":', b' 1}\n{"b"', b": 2}\n\n", b"\xff tail"])
+    assert lines == ['{"a": 1}\n', '{"b": 2}\n', "\n", "\ufffd tail"]
+
+
+async def test_a_40_mb_line_is_read_in_linear_time() -> None:
+    """Before the fix each 64 kB chunk re-joined and re-split the whole pending line: a 40 MB
+    message took tens of seconds, during which no other message was read."""
+    big = b'{"jsonrpc": "2.0", "x": "' + b"a" * 40_000_000 + b'"}\n'
+    started = time.monotonic()
+    lines = await _read_all([big, b'{"next": true}\n'])
+    assert time.monotonic() - started < 8
+    assert [len(line) for line in lines] == [len(big), 15]
