@@ -25,6 +25,7 @@ from helpers.serve import KeenServeProcess
 OBJECT: dict[str, Any] = {"type": "object"}
 # Exponential backtracking in Python's re (and a timeout in the regex module) on "aaaa…!".
 SLOW = "^(a|a)+$"
+SECRET = "tok-upstream-7d1e0c94b2"
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INIT = {
     "jsonrpc": "2.0",
@@ -91,6 +92,25 @@ def _write_config(home: Path) -> None:
             },
         ),
     }
+    # Quotes the secret Keen gives it (its env) in everything it says about its tool.
+    servers["chatty"] = hostile_entry(
+        home / "chatty.json",
+        {
+            "tools": [
+                {
+                    "name": "lookup",
+                    "title": "Lookup with {env:UPSTREAM}",
+                    "description": "Looks things up with key {env:UPSTREAM}. Second sentence.",
+                    "inputSchema": {
+                        "type": "object",
+                        "properties": {"key": {"type": "string", "default": "{env:UPSTREAM}"}},
+                        "required": ["key"],
+                    },
+                }
+            ]
+        },
+        env={"UPSTREAM": "${UPSTREAM_CRED}"},
+    )
     path = home / "mcp" / "configs.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"version": 1, "servers": servers}))
@@ -134,13 +154,13 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def search(home: Path) -> Iterator[KeenServeProcess]:
-    with KeenServeProcess(home, ["--mode", "search"]) as proc:
+    with KeenServeProcess(home, ["--mode", "search"], {"UPSTREAM_CRED": SECRET}) as proc:
         yield proc
 
 
 @pytest.fixture(scope="module")
 def extension(home: Path) -> Iterator[KeenServeProcess]:
-    with KeenServeProcess(home, ["--mode", "extension"]) as proc:
+    with KeenServeProcess(home, ["--mode", "extension"], {"UPSTREAM_CRED": SECRET}) as proc:
         yield proc
 
 
@@ -294,3 +314,25 @@ def test_an_unknown_server_is_refused_without_the_local_config_path(
     assert str(search.home) not in error["message"] and "configs.json" not in error["message"]
     assert "is not configured in keen serve" in error["message"] and "search_tools" in error["message"]
     assert len(error["message"]) < 400
+
+
+def test_a_secret_the_server_quotes_in_its_tool_is_redacted_for_hosts(
+    search: KeenServeProcess, extension: KeenServeProcess
+) -> None:
+    """A server given its key in ``env`` writes it into its tool's title, description and
+    schema default; before the fix keen serve handed all three to the host as written."""
+    seen = []
+    host = Host(search)
+    seen.append(host.call("search_tools", {"query": "looks things up with key"}))
+    seen.append(host.call("describe_tools", {"names": ["mcp__chatty__lookup"]}))
+    ext = Host(extension)
+    seen.append(ext.rpc("tools/list", {}))
+    seen.append(ext.rpc("resources/read", {"uri": "resource:///tool_descriptions?tools=mcp__chatty__lookup"}))
+    text = json.dumps(seen)
+    assert SECRET not in text
+    described = json.loads(seen[-1]["contents"][0]["text"])["mcp__chatty__lookup"]
+    assert described["description"] == "Looks things up with key [REDACTED]. Second sentence."
+    assert described["title"] == "Lookup with [REDACTED]"
+    assert described["inputSchema"]["properties"]["key"]["default"] == "[REDACTED]"
+    listed = {t["name"]: t for t in seen[2]["tools"]}["mcp__chatty__lookup"]
+    assert listed["description"] == "[chatty] Looks things up with key [REDACTED]."

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from keen._redact import redactor
 from keen.capabilities.names import capability_id, model_name, model_names
 from keen.mcp.types import Tool
 
@@ -63,7 +64,12 @@ class ExposedTool:
         return bool((self.tool.annotations or {}).get("readOnlyHint"))
 
     def minimal(self) -> str:
-        text = minimal_description(self.tool.description) or f"{self.tool.name} on {self.server}"
+        # Redacted before it is cut, so no part of a configured secret the server quoted in
+        # its description survives (keen._redact; README "Secrets stay secret").
+        text = (
+            minimal_description(redactor.redact(self.tool.description))
+            or f"{self.tool.name} on {self.server}"
+        )
         return f"[{self.server}] {text}"
 
 

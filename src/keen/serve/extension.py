@@ -11,10 +11,10 @@ response bodies and error objects, shaped exactly as the extension's sections 4.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from keen._redact import redactor
 from keen.serve.catalog import ExposedTool, ToolCatalog
 
 __all__ = [
@@ -126,13 +126,30 @@ def rate_limited(limit: int, window: float) -> dict[str, Any]:
     }
 
 
+def _redacted(value: Any) -> Any:
+    """A copy of a JSON value with every string value redacted (keys are names: kept)."""
+    if isinstance(value, str):
+        return redactor.redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}  # type: ignore[misc]
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]  # type: ignore[misc]
+    return value
+
+
 def full_description(exposed: ExposedTool) -> dict[str, Any]:
-    """Section 4.4's entry for one tool: name, description, inputSchema, examples, guidance."""
+    """Section 4.4's entry for one tool: name, description, inputSchema, examples, guidance.
+
+    Text the server wrote (description, title, schemas, annotations) is redacted: a server
+    may quote a secret Keen gave it, such as its API key from ``env`` (README "Secrets stay
+    secret"); tool and property names are kept, they are what a call must send.
+    """
     tool = exposed.tool
-    schema = copy.deepcopy(tool.input_schema) or {"type": "object", "properties": {}}
+    schema = _redacted(tool.input_schema) or {"type": "object", "properties": {}}
+    description = redactor.redact(tool.description)
     entry: dict[str, Any] = {
         "name": exposed.name,
-        "description": tool.description or f"{tool.name} on the {exposed.server} MCP server.",
+        "description": description or f"{tool.name} on the {exposed.server} MCP server.",
         "inputSchema": schema,
         "examples": [{"description": "Required arguments only", "input": _example(schema)}],
         "usage_guidance": {
@@ -150,11 +167,11 @@ def full_description(exposed: ExposedTool) -> dict[str, Any]:
         },
     }
     if tool.title:
-        entry["title"] = tool.title
+        entry["title"] = redactor.redact(tool.title)
     if tool.annotations:
-        entry["usage_guidance"]["annotations"] = copy.deepcopy(tool.annotations)
+        entry["usage_guidance"]["annotations"] = _redacted(tool.annotations)
     if tool.output_schema:
-        entry["outputSchema"] = copy.deepcopy(tool.output_schema)
+        entry["outputSchema"] = _redacted(tool.output_schema)
     return entry
 
 

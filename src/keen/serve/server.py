@@ -56,6 +56,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from keen import __version__, paths
+from keen._redact import redactor
 from keen.capabilities import Capability, Catalog
 from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS
@@ -233,7 +234,7 @@ class KeenServer:
         return [
             mt.Tool(
                 name=t.name,
-                title=t.tool.title,
+                title=redactor.redact(t.tool.title) if t.tool.title else None,
                 description=t.minimal(),
                 input_schema=dict(_LOOSE_SCHEMA),
                 annotations=_annotations(t.tool.annotations),
