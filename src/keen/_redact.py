@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 __all__ = [
@@ -118,6 +119,30 @@ class Redactor:
         for pattern in _PATTERNS:
             text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
         return text
+
+    def redact_literals(self, text: str) -> str:
+        """``text`` with only the registered secrets replaced (no pattern rules): for text
+        that is data, such as a tool's schema, where a pattern could rewrite a regex or an
+        example that merely mentions ``api_key=``."""
+        if not text:
+            return text
+        with self._lock:
+            secrets = sorted(self._secrets, key=len, reverse=True)
+        for secret in secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def redact_json(self, value: Any) -> Any:
+        """A copy of the JSON value ``value`` with :meth:`redact_literals` applied to every
+        string value; keys are names a call must send, so they stay as they are."""
+        if isinstance(value, str):
+            return self.redact_literals(value)
+        if isinstance(value, dict):
+            return {k: self.redact_json(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(value, list):
+            return [self.redact_json(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+        return value
 
     def unsafe_tail(self, text: str) -> int:
         """How many characters at the end of ``text`` could begin a registered secret.

@@ -50,6 +50,20 @@ def home(tmp_path: Path) -> Path:
                 "tools": [
                     {"name": "leak", "inputSchema": {"type": "object"}},
                     {"name": "crash", "inputSchema": {"type": "object"}},
+                    # Quotes the secret in everything it says about itself.
+                    {
+                        "name": "lookup",
+                        "title": "Lookup with {env:UPSTREAM}",
+                        "description": "Looks things up with key {env:UPSTREAM}. Second sentence.",
+                        "inputSchema": {
+                            "type": "object",
+                            "properties": {
+                                "key": {"type": "string", "default": "{env:UPSTREAM}"},
+                                "id": {"type": "string", "pattern": "^api_key=[a-z]+$"},
+                            },
+                        },
+                        "annotations": {"title": "Lookup {env:UPSTREAM}", "readOnlyHint": True},
+                    },
                 ],
                 "stderr_at_start": "starting with UPSTREAM={env:UPSTREAM}",
                 "stderr_on_call": "calling upstream with {env:UPSTREAM}",
@@ -92,6 +106,20 @@ def test_no_secret_in_any_output_or_file(home: Path, tmp_path: Path) -> None:
         keen_cli("-v", "mcp", "connect", "early", keen_home=home, env=ENV),
         keen_cli("-v", "mcp", "connect", "web", keen_home=home, env=ENV),
         keen_cli("mcp", "sync", "--json", keen_home=home, env=ENV),
+        keen_cli("mcp", "tools", "chatty", "--json", keen_home=home, env=ENV),
+        keen_cli("tools", "search", "look things up with a key", "--json", keen_home=home, env=ENV),
+        keen_cli("prompt", keen_home=home, env=ENV),
+        keen_cli(
+            "mcp",
+            "call",
+            "chatty",
+            "lookup",
+            "--args",
+            '{"id": "api_key=abc"}',
+            "--yes",
+            keen_home=home,
+            env=ENV,
+        ),
     ]
     for run in runs:
         for secret in SECRETS:
@@ -108,5 +136,13 @@ def test_no_secret_in_any_output_or_file(home: Path, tmp_path: Path) -> None:
     assert runs[3].code == 2 and "upstream refused [REDACTED]" in runs[3].stderr, runs[3]
     assert runs[4].code == 2 and "calling upstream with [REDACTED]" in runs[4].stderr, runs[4]
     assert "[REDACTED]" in runs[5].stderr, runs[5]
+    # The tool that quotes the secret keeps its name, its shape and its schema's pattern (only
+    # the secret is replaced, so validation is the server's), and it is still called.
+    schema = json.loads((home / "skills" / "mcp:chatty" / "schemas" / "lookup.json").read_text())
+    assert schema["description"] == "Looks things up with key [REDACTED]. Second sentence."
+    assert schema["title"] == "Lookup with [REDACTED]"
+    assert schema["inputSchema"]["properties"]["key"]["default"] == "[REDACTED]"
+    assert schema["inputSchema"]["properties"]["id"]["pattern"] == "^api_key=[a-z]+$"
+    assert runs[-1].code == 0, runs[-1]
     log = (home / "logs" / "chatty.stderr.log").read_text()
     assert "starting with UPSTREAM=[REDACTED]" in log and "calling upstream with [REDACTED]" in log

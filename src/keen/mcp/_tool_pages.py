@@ -112,14 +112,22 @@ def _report(server: str, invalid: list[InvalidTool], duplicates: list[str]) -> N
 
 
 def to_tool(server: str, raw: mt.Tool) -> Tool:
-    """A listed ``mt.Tool`` as Keen's :class:`~keen.mcp.types.Tool` (wire-shape schemas)."""
-    data = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+    """A listed ``mt.Tool`` as Keen's :class:`~keen.mcp.types.Tool` (wire-shape schemas).
+
+    A secret Keen gave the server (its ``env``, a header, a key) that the server quotes in
+    its tool's description, title, schemas or annotations is replaced here, where the tool
+    enters Keen, by ``[REDACTED]``: the skill files, pins, search index, prompts and
+    ``keen serve`` then never hold it (README "Secrets stay secret"). Only registered
+    secrets are replaced, not pattern matches, so a schema's regex or example stays as the
+    server wrote it. The tool's name is kept: a call must send it.
+    """
+    data = redactor.redact_json(raw.model_dump(by_alias=True, mode="json", exclude_none=True))
     return Tool(
         server=server,
         name=raw.name,
-        description=raw.description or "",
+        description=data.get("description") or "",
         input_schema=data.get("inputSchema") or {},
-        title=raw.title,
+        title=data.get("title"),
         annotations=data.get("annotations"),
         output_schema=data.get("outputSchema"),
     )
