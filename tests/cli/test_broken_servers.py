@@ -6,6 +6,7 @@ library (``Manager``). Only a file that cannot be parsed fails the whole command
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import anyio
@@ -68,9 +69,10 @@ def test_list_shows_each_broken_server_alone_with_its_fix(home: Home) -> None:
     assert table.code == 0, str(table)
     flat = " ".join(table.stdout.split())
     assert flat.count("config_error") == 3 and flat.count("connected") == 2
-    rows = {
-        line.split("│")[1].strip(): line.split("│")[2:4] for line in table.stdout.splitlines() if "│" in line
-    }
+    # The rows under the header's rule; columns are two or more spaces apart.
+    body = table.stdout.split("─\n", 1)[1].splitlines()
+    cells = [re.split(r"\s{2,}", line.strip()) for line in body if line and not line.startswith(" ")]
+    rows = {row[0]: row[1:3] for row in cells}
     for name, (transport, auth) in KINDS.items():
         assert [c.strip() for c in rows[name]] == [transport, auth], table.stdout
     assert "?" not in " ".join(c for row in rows.values() for c in row)

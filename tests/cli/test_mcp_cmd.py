@@ -137,7 +137,8 @@ def test_list_table(listed: Listed) -> None:
     header = next(line for line in run.stdout.splitlines() if "transport" in line)
     for column in ("name", "transport", "auth", "state", "tools", "last error"):
         assert column in header
-    lines = {line.split()[1]: line for line in run.stdout.splitlines() if line.startswith("│")}
+    body = run.stdout.split("─\n", 1)[1]  # the rows, under the header's rule
+    lines = {line.split()[0]: line for line in body.splitlines() if line and not line.startswith(" ")}
     assert "connected" in lines["basic"] and "8" in lines["basic"]
     assert "auth_failed" in lines["http-wrong"]
     assert "auth_required" in lines["http-none"]
@@ -346,9 +347,8 @@ def test_tools_table_keeps_descriptions_beside_a_very_long_tool_name(tmp_path: P
     run = home.keen("mcp", "tools", "w")
     assert run.code == 0, str(run)
     assert "Long-named tool." in run.stdout and "Short-named tool." in run.stdout, str(run)
-    assert (
-        "".join(line.strip("│ ").split("│")[0].strip() for line in run.stdout.splitlines()).count("x") >= 300
-    )
+    # Folded onto several lines, never cut: every x is there.
+    assert run.stdout.count("x") >= 300
 
 
 def test_call_without_yes_on_a_non_tty_is_refused(mixed: Home) -> None:

@@ -6,13 +6,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
+from rich.text import Text
+
 from keen.cli._common import err, real_console
 from keen.cli._terminal import cell
-from keen.cli._wording import with_remedy
+from keen.cli._wording import remedy_text
 from keen.mcp.types import ServerState, ServerStatus
 
 if TYPE_CHECKING:
-    from rich.table import Table
+    from rich.console import RenderableType
 
     from keen.mcp.manager import Manager
 
@@ -34,42 +36,63 @@ def status_table(
     *,
     title: str | None = "MCP servers",
     flags: dict[str, dict[str, list[str]]] | None = None,
-) -> Table:
-    """name, transport, auth, state, MCP protocol version, tools, last error; with ``flags``
-    (server -> tool -> flag kinds, ``keen.mcp.flags``) a ``flags`` column too."""
-    from rich.table import Table
+) -> RenderableType:
+    """name, transport, auth, state, MCP protocol version, tools, last error (cut to two
+    lines, its fix kept whole); with ``flags`` (server -> tool -> flag kinds,
+    ``keen.mcp.flags``) how many tools each server has flagged, named under the table.
 
-    table = Table(title=title, title_justify="left", expand=False)
-    columns = [
-        "name",
-        "transport",
-        "auth",
-        "state",
-        "MCP",
-        "tools",
-        *(["flags"] if flags is not None else []),
-    ]
-    for column in (*columns, "last error"):
-        table.add_column(column, overflow="fold", justify="right" if column == "tools" else "left")
+    On a narrow terminal the MCP version, then auth and transport, make way for the error
+    (``keen mcp list --json`` has them all)."""
+    from rich.console import Group
+
+    from keen._tables import Clip, Col, Listing
+
+    flagged = {s.name: flags[s.name] for s in statuses if flags and flags.get(s.name)}
+    table = Listing(
+        [
+            Col("name", "key"),
+            Col("transport", drop=2),
+            Col("auth", drop=2),
+            Col("state"),
+            Col("MCP", drop=3),
+            Col("tools", justify="right"),
+            # The note under the table names every flagged tool: the count goes first.
+            *([Col("flagged", justify="right", drop=1)] if flagged else []),
+            # Wide enough to say what went wrong before a column that matters less is shown.
+            Col("last error", "text", min_width=40),
+        ],
+        title=title,
+        whole="keen mcp list --json",
+    )
     for s in statuses:
-        style = STATE_STYLE.get(s.state, "")
         state = s.state.value if s.enabled else f"{s.state.value} (disabled)"
-        row = [cell(s.name), s.transport, s.auth, cell(state, style=style), s.protocol_version or "-"]
-        row.append(str(s.tool_count))
-        if flags is not None:
-            row.append(cell(flag_text(flags.get(s.name, {})), style="bold red"))
-        row.append(cell(with_remedy(s.last_error, s.remedy, server=s.name)))
+        if not s.enabled and s.state is ServerState.CONFIGURED:
+            state = "disabled"  # never connected: "configured" says nothing more
+        row: list[str | Text | Clip] = [
+            cell(s.name),
+            s.transport,
+            s.auth,
+            cell(state, style=STATE_STYLE.get(s.state, "")),
+            s.protocol_version or "-",
+            str(s.tool_count),
+        ]
+        if flagged:
+            row.append(cell(str(len(flagged[s.name])) if s.name in flagged else "", style="bold red"))
+        # The fix (`then run: keen mcp connect X`) rides whole at the end of a cut error.
+        row.append(Clip(cell(s.last_error), tail=cell(remedy_text(s.remedy, server=s.name))))
         table.add_row(*row)
-    return table
+    notes = [flag_text(server, found) for server, found in flagged.items()]
+    return Group(table, *notes) if notes else table
 
 
-def flag_text(flags: dict[str, list[str]], limit: int = 3) -> str:
-    """``2 flagged: fetch (override, secrets), ...``, or "" when no tool is flagged."""
-    if not flags:
-        return ""
+def flag_text(server: str, flags: dict[str, list[str]], limit: int = 3) -> Text:
+    """``docs: 2 tools flagged: fetch (override, secrets), ...; review: keen mcp diff docs``."""
     shown = ", ".join(f"{name} ({', '.join(kinds)})" for name, kinds in list(flags.items())[:limit])
     more = f", and {len(flags) - limit} more" if len(flags) > limit else ""
-    return f"{len(flags)} flagged: {shown}{more}; see keen mcp diff"
+    count = f"{len(flags)} tool{'s' if len(flags) != 1 else ''} flagged"
+    return Text.assemble(
+        cell(server), ": ", (count, "bold red"), ": ", cell(shown + more), f"; review: keen mcp diff {server}"
+    )
 
 
 @asynccontextmanager

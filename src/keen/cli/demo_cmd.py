@@ -88,9 +88,9 @@ def _skill_tree(root: Path, max_files: int = 6) -> Tree:
 
 async def _story(timeout: float) -> None:
     from rich.rule import Rule
-    from rich.table import Table
     from rich.text import Text
 
+    from keen._tables import Col, Listing
     from keen.cli._live import connecting_view, status_table
     from keen.cli._terminal import cell, terminal_text
     from keen.gateway import tool_definition
@@ -139,9 +139,11 @@ async def _story(timeout: float) -> None:
         out.print(Rule("5. prompt size: every tool schema inline vs Keen"))
         root = paths.skills_dir()
         stats = prompt_stats(root, tools=[tool_definition("openai", skills_dir=str(root))])
-        table = Table(title_justify="left", title=f"tokens ({stats.tokenizer})")
-        for column in ("server", "tools", "schemas inline", "catalog line"):
-            table.add_column(column, justify="left" if column == "server" else "right")
+        table = Listing(
+            [Col("server", "key")]
+            + [Col(c, justify="right") for c in ("tools", "schemas inline", "catalog line")],
+            title=f"tokens ({stats.tokenizer})",
+        )
         for s in stats.servers:
             table.add_row(s.name, str(s.tool_count), f"{s.schema_tokens:,}", f"{s.catalog_tokens:,}")
         out.print(table)

@@ -19,7 +19,7 @@ import typer
 
 from keen import paths
 from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run, typer_app
-from keen.cli._wording import with_remedy
+from keen.cli._wording import remedy_text, with_remedy
 
 if TYPE_CHECKING:
     from keen.gateway import ApprovalRequest
@@ -105,8 +105,6 @@ def _still_connecting(status: ServerStatus, timeout: float) -> ServerStatus:
 @app.command("tools")
 def list_tools(server: ServerArg, as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
     """Connect to SERVER and list its tools."""
-    from rich.table import Table
-
     from keen.runtime import open_runtime
 
     async def body() -> Any:
@@ -119,13 +117,16 @@ def list_tools(server: ServerArg, as_json: JsonOpt = False, timeout: TimeoutOpt 
     if as_json:
         print_json([t.to_dict() for t in tools])
         return
+    from keen._tables import Col, Listing
     from keen.cli._terminal import cell
 
-    table = Table(title=f"{server}: {len(tools)} tools", title_justify="left")
-    # A server may name a tool with hundreds of characters: folded past 64 so the
-    # descriptions keep their column (names are whole, only wrapped).
-    table.add_column("tool", overflow="fold", max_width=64)
-    table.add_column("description", overflow="fold")
+    # A tool's name is whole (a name longer than most of the terminal folds, never cut); its
+    # description's first line is cut to two lines.
+    table = Listing(
+        [Col("tool", "key"), Col("description", "text", min_width=30)],
+        title=f"{server}: {len(tools)} tools",
+        whole=f"keen mcp tools {server} --json",
+    )
     for tool in tools:
         first = (tool.description or "").strip().splitlines()
         table.add_row(cell(tool.name), cell(first[0] if first else ""))
@@ -250,8 +251,7 @@ def sync(
     timeout: TimeoutOpt = 60.0,
 ) -> None:
     """Connect every server, generate its mcp:<server> skill, and sync the skills config."""
-    from rich.table import Table
-
+    from keen._tables import Clip, Col, Listing
     from keen.cli._live import status_table
     from keen.cli._terminal import cell
     from keen.runtime import open_runtime
@@ -276,16 +276,22 @@ def sync(
         return
     if statuses:
         out.print(status_table(statuses, flags=flags))
-    table = Table(title="skills", title_justify="left")
-    for column in ("skill", "action", "enabled", "hint"):
-        table.add_column(column, overflow="fold")
+    table = Listing(
+        [Col("skill", "key"), Col("action"), Col("enabled"), Col("hint", "text", min_width=30)],
+        title="skills",
+        whole="keen mcp sync --json",
+    )
     for entry in report.entries:
-        hint = (
-            _hint(entry)
-            or entry.error
-            or (f"{entry.rejected_count} tool(s) rejected" if entry.rejected_count else "")
-        )
-        table.add_row(f"mcp:{entry.server}", entry.action, "yes" if entry.enabled else "no", cell(hint))
+        # The remedy (`then run: keen mcp connect X`) rides whole at the end of a cut hint.
+        hint = Clip(cell(entry.hint), tail=cell(remedy_text(entry.remedy, server=entry.server)))
+        if not hint.whole().plain:
+            hint = Clip(
+                cell(
+                    entry.error
+                    or (f"{entry.rejected_count} tool(s) rejected" if entry.rejected_count else "")
+                )
+            )
+        table.add_row(f"mcp:{entry.server}", entry.action, "yes" if entry.enabled else "no", hint)
     out.print(table)
     out.print(f"skills are in {report.skills_root}")
 

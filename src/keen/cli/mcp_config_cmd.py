@@ -121,8 +121,10 @@ def import_servers(
 
 
 def _detect(as_json: bool) -> None:
-    from rich.table import Table
+    from rich.text import Text
 
+    from keen._tables import Col, Listing
+    from keen.cli._terminal import cell, terminal_text
     from keen.mcp.hosts import detect_host_files, host_file_candidates
 
     found = detect_host_files()
@@ -133,11 +135,14 @@ def _detect(as_json: bool) -> None:
         looked = "\n".join(f"  {host}: {path}" for host, path in host_file_candidates())
         out.print(f"No MCP host files found. Looked for:\n{escape(looked)}", highlight=False)
         return
-    table = Table(title="MCP host files on this machine", title_justify="left")
-    for column in ("host", "file", "holds"):
-        table.add_column(column, overflow="fold")
+    table = Listing(
+        [Col("host", drop=1), Col("file", "key"), Col("holds", "text", lines=4)],
+        title="MCP host files on this machine",
+        whole="keen mcp import --detect --json",
+    )
     for host in found:
-        table.add_row(host.host, escape(str(host.path)), escape(_holds(host)))
+        # One line per project in "holds"; names come from files other programs wrote.
+        table.add_row(host.host, cell(str(host.path)), Text(terminal_text(_holds(host))))
     out.print(table)
     out.print("import one with: keen mcp import FILE")
 

@@ -49,8 +49,7 @@ def prompt(
         else:
             sys.stdout.write(text + "\n")
         return
-    from rich.table import Table
-
+    from keen._tables import Col, Listing
     from keen.gateway import tool_definition
 
     root = paths.skills_dir()
@@ -58,9 +57,11 @@ def prompt(
     if as_json:
         print_json(figures.to_dict())
         return
-    table = Table(title=f"prompt size ({figures.tokenizer})", title_justify="left")
-    for column in ("server", "tools", "schema tokens", "catalog tokens"):
-        table.add_column(column, justify="left" if column == "server" else "right")
+    table = Listing(
+        [Col("server", "key")]
+        + [Col(c, justify="right") for c in ("tools", "schema tokens", "catalog tokens")],
+        title=f"prompt size ({figures.tokenizer})",
+    )
     for s in figures.servers:
         table.add_row(s.name, str(s.tool_count), f"{s.schema_tokens:,}", f"{s.catalog_tokens:,}")
     out.print(table)

@@ -22,8 +22,7 @@ def list_sessions(
     as_json: Annotated[bool, typer.Option("--json", help="Print the sessions as JSON.")] = False,
 ) -> None:
     """List the session logs under $KEEN_HOME/sessions, newest first."""
-    from rich.table import Table
-
+    from keen._tables import Col, Listing
     from keen.harness import replay
 
     rows = []
@@ -45,11 +44,18 @@ def list_sessions(
     if not rows:
         out.print(f"no sessions in {paths.sessions_dir()}")
         return
-    table = Table(title_justify="left")
-    # The id is what `keen sessions show` takes: never cut with an ellipsis on a narrow terminal.
-    table.add_column("id", no_wrap=True, min_width=max(len(r["id"]) for r in rows))
-    for column in ("started", "mode", "turns", "calls", "replay"):
-        table.add_column(column)
+    # The id is what `keen sessions show` takes: a key, never cut on a narrow terminal.
+    table = Listing(
+        [
+            Col("id", "key"),
+            Col("started", drop=1),
+            Col("mode"),
+            Col("turns", justify="right", drop=2),
+            Col("calls", justify="right", drop=2),
+            Col("replay"),
+        ],
+        whole="keen sessions list --json",
+    )
     for r in rows:
         ok = "ok" if r["replay_ok"] else "MISMATCH"
         table.add_row(

@@ -63,20 +63,27 @@ def list_skills(
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
     from rich.console import Console
-    from rich.table import Table
 
+    from keen._tables import Col, Listing
     from keen.cli._terminal import cell
 
     console = Console(highlight=False)
     if not found.skills:
         console.print(f"No skills in {paths.skills_dir()}.", markup=False)
         return
-    table = Table(title=f"Skills in {paths.skills_dir()}")
-    table.add_column("Name", overflow="fold")
-    table.add_column("Enabled")
-    table.add_column("Managed")
-    table.add_column("Description", overflow="fold")
-    table.add_column("Path", overflow="fold")
+    # Each path is the skills folder (the title) and the name, unless a skill lives elsewhere:
+    # shown when there is room, as is everything in --json.
+    table = Listing(
+        [
+            Col("Name", "key"),
+            Col("Enabled"),
+            Col("Managed", drop=1),
+            Col("Description", "text", min_width=30),
+            Col("Path", drop=2),
+        ],
+        title=f"Skills in {paths.skills_dir()}",
+        whole="keen skills list --json",
+    )
     for s in found.skills:
         # Text cells: "[draft]" or ":office:" in a description print literally, controls escaped.
         table.add_row(

@@ -25,8 +25,7 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> None:
     """Rank the tools of the generated MCP skills for QUERY (offline: BM25 + static embeddings)."""
-    from rich.table import Table
-
+    from keen._tables import Col, Listing
     from keen.capabilities import Catalog, SearchFilter
     from keen.cli._terminal import cell
 
@@ -63,9 +62,18 @@ def search(
     if not hits:
         out.print("no matching tools")
         return
-    table = Table(title=f"tools for {query!r}", title_justify="left")
-    for column in ("#", "server", "tool", "risk", "summary", "score"):
-        table.add_column(column, justify="right" if column in ("#", "score") else "left")
+    table = Listing(
+        [
+            Col("#", justify="right", drop=2),
+            Col("server", "key"),
+            Col("tool", "key"),
+            Col("risk"),
+            Col("summary", "text", min_width=36),
+            Col("score", justify="right", drop=3),
+        ],
+        title=f"tools for {query!r}",
+        whole="the same search with --json",
+    )
     for rank, hit in enumerate(hits, 1):
         # Tool names and summaries come from servers: escaped and printed literally.
         where = cell(hit.server) + (f" (+{len(hit.copies)} identical)" if hit.copies else "")
