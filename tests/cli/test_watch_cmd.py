@@ -206,7 +206,10 @@ def test_list_and_sync_show_flags(home: Home, tmp_path: Path) -> None:
     assert rows["hostile"]["flags"] == {"fetch": ["hidden", "override", "secrets"]}
     assert rows["changing"]["flags"] == {}
     table = home.keen("mcp", "sync")
-    assert "1 flagged: fetch (hidden, override, secrets)" in table.stdout, table
+    assert (
+        "hostile: 1 tool flagged: fetch (hidden, override, secrets); review: keen mcp diff hostile"
+        in table.stdout
+    ), table
     synced = home.keen("mcp", "sync", "--json")
     assert {r["server"]: r["flags"] for r in synced.json()["servers"]}["hostile"]["fetch"] == [
         "hidden",
