@@ -62,16 +62,21 @@ class Home:
         self.config_path.parent.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(json.dumps({"version": 1, "servers": servers}, indent=2))
 
-    def _ours(self) -> dict[str, str]:
-        return {"KEEN_HOME": str(self.keen_home), "HOME": str(self.home), "COLUMNS": "250", "NO_COLOR": "1"}
+    def _ours(self, columns: int = 250) -> dict[str, str]:
+        return {
+            "KEEN_HOME": str(self.keen_home),
+            "HOME": str(self.home),
+            "COLUMNS": str(columns),
+            "NO_COLOR": "1",
+        }
 
-    def env(self) -> dict[str, str]:
+    def env(self, columns: int = 250) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KEEN_")}
-        env.update(self._ours())
+        env.update(self._ours(columns))
         return env
 
-    def keen(self, *args: str) -> Run:
-        """Run ``keen ARGS`` in this process (CliRunner)."""
+    def keen(self, *args: str, columns: int = 250) -> Run:
+        """Run ``keen ARGS`` in this process (CliRunner), on a terminal ``columns`` wide."""
         from keen.cli import _common, app
 
         unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("KEEN_")}
@@ -81,7 +86,7 @@ class Home:
         for console in (_common.out, _common.err):
             console._console = None  # type: ignore[attr-defined]
         try:
-            result = CliRunner().invoke(app, list(args), env={**unset, **self._ours()})
+            result = CliRunner().invoke(app, list(args), env={**unset, **self._ours(columns)})
         finally:
             root.handlers[:], root.level = handlers, level  # setup_logging replaced them
         run = Run(tuple(args), result.exit_code, result.stdout, result.stderr)
