@@ -217,7 +217,8 @@ class Listing:
         self.cut = any(clip.cut for clip in clips)
         note = self.note()
         if note:
-            yield Text(note, style="dim")
+            # Wrapped at words even on a soft-wrapping console (the CLI's): it is prose.
+            yield Text(note, style="dim", no_wrap=False, overflow="fold")
 
     def note(self) -> str:
         """What the last rendering left out and where it all is ("" when nothing was)."""

@@ -97,9 +97,10 @@ def test_mcp_list_keeps_names_whole_and_each_error_within_two_lines_with_its_fix
         assert f"then run: keen mcp connect {name}" in text, run.stdout  # ...its fix is whole
     assert "disabled" in rows["off"][0]
     # What was left out, and where it all is; the flagged tools, named under the table.
-    assert "transport, auth, MCP" in run.stdout and "see keen mcp list --json" in run.stdout
-    assert f"{LONG}: 1 tool flagged: search (" in run.stdout
-    assert f"review: keen mcp diff {LONG}" in run.stdout
+    flat = " ".join(run.stdout.split())  # the notes wrap at words
+    assert "transport, auth, MCP" in flat and "see keen mcp list --json" in flat
+    assert f"{LONG}: 1 tool flagged: search (" in flat
+    assert f"review: keen mcp diff {LONG}" in flat
     # The JSON is what it was: every error whole.
     as_json = {s["name"]: s for s in home.keen("mcp", "list", "--json", "--timeout", "30").json()}
     assert "keen mcp connect hang" in as_json["hang"]["last_error"]
@@ -135,7 +136,7 @@ def test_mcp_tools_keeps_tool_names_whole_and_descriptions_within_two_lines(home
     _within(rows, 2, run)
     _fits(run, rows)
     assert "…" in rows[TOOL][-1], run.stdout
-    assert f"see keen mcp tools {LONG} --json" in run.stdout
+    assert f"see keen mcp tools {LONG} --json" in " ".join(run.stdout.split())
     whole = home.keen("mcp", "tools", LONG, "--json").json()
     assert {t["name"]: t["description"] for t in whole}[TOOL] == PROSE
 
@@ -152,7 +153,9 @@ def test_tools_search_keeps_server_and_tool_whole_and_summaries_within_two_lines
     _fits(run, rows)
     first = rows["1"][0].split()
     assert first[1:3] == ["demo", "convert_units"], run.stdout  # server and tool, whole
-    assert "…" in run.stdout and "long text cut; see the same search with --json" in run.stdout
+    assert "…" in run.stdout and "long text cut; see the same search with --json" in " ".join(
+        run.stdout.split()
+    )
 
     wide = home.keen("tools", "search", "convert units of length", "-k", "5", columns=160)
     assert "score" in header(wide.stdout), wide.stdout
@@ -168,7 +171,7 @@ def test_skills_list_keeps_names_whole_and_descriptions_within_two_lines(home: H
     assert set(rows) == {"mcp:demo", f"mcp:{LONG}"}, run.stdout
     _within(rows, 2, run)
     _fits(run, rows)
-    assert "Path hidden" in run.stdout and "see keen skills list --json" in run.stdout
+    assert "Path hidden" in run.stdout and "see keen skills list --json" in " ".join(run.stdout.split())
     wide = home.keen("skills", "list", columns=160)
     rows = table_rows(wide.stdout, ["mcp:demo", f"mcp:{LONG}"])
     assert str(home.keen_home / "skills" / "mcp:demo") in rows["mcp:demo"][0], wide.stdout

@@ -90,9 +90,12 @@ def flag_text(server: str, flags: dict[str, list[str]], limit: int = 3) -> Text:
     shown = ", ".join(f"{name} ({', '.join(kinds)})" for name, kinds in list(flags.items())[:limit])
     more = f", and {len(flags) - limit} more" if len(flags) > limit else ""
     count = f"{len(flags)} tool{'s' if len(flags) != 1 else ''} flagged"
-    return Text.assemble(
+    text = Text.assemble(
         cell(server), ": ", (count, "bold red"), ": ", cell(shown + more), f"; review: keen mcp diff {server}"
     )
+    # Wrapped at words under the table, even on a soft-wrapping console (the CLI's).
+    text.no_wrap, text.overflow = False, "fold"
+    return text
 
 
 @asynccontextmanager
