@@ -35,6 +35,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from keen._tables import Clip, Col, Listing
 from keen._terminal import cell, terminal_text
 from keen.errors import KeenError, Remedy, ServerNotConfigured, SkillError, with_hint, worded
 from keen.mcp.types import ServerState, ServerStatus
@@ -272,17 +273,31 @@ class SlashCommands:
                 "(or `keen mcp import FILE`), then /mcp connect NAME."
             )
             return
-        table = Table(title="MCP servers", title_justify="left")
-        for column in ("name", "transport", "auth", "state", "tools", "last error"):
-            table.add_column(column, overflow="fold", justify="right" if column == "tools" else "left")
+        # The CLI's layout (keen._tables): names whole, the error cut to two lines with its fix
+        # kept whole, transport and auth hidden on a narrow terminal.
+        table = Listing(
+            [
+                Col("name", "key"),
+                Col("transport", drop=2),
+                Col("auth", drop=2),
+                Col("state"),
+                Col("tools", justify="right"),
+                Col("last error", "text", min_width=40),
+            ],
+            title="MCP servers",
+            whole="keen mcp list --json (in a shell)",
+        )
         for s in statuses:
             style = _STATE_STYLE.get(s.state, "red")
             state = s.state.value if s.enabled else f"{s.state.value} (disabled)"
-            error = (
-                with_hint(s.last_error or "", remedy_hint(s.remedy, server=s.name)) if s.last_error else ""
-            )
+            hint = remedy_hint(s.remedy, server=s.name) if s.last_error else ""
             table.add_row(
-                cell(s.name), s.transport, s.auth, cell(state, style=style), str(s.tool_count), cell(error)
+                cell(s.name),
+                s.transport,
+                s.auth,
+                cell(state, style=style),
+                str(s.tool_count),
+                Clip(cell(s.last_error), tail=cell(hint)),
             )
         self.console.print(table)
 
@@ -359,9 +374,16 @@ class SlashCommands:
         if not found.skills:
             self.say(f"No skills in {self.runtime.skills_root}.")
             return
-        table = Table(title="Skills", title_justify="left")
-        for column in ("name", "enabled", "managed", "description"):
-            table.add_column(column, overflow="fold")
+        table = Listing(
+            [
+                Col("name", "key"),
+                Col("enabled"),
+                Col("managed", drop=1),
+                Col("description", "text", min_width=30),
+            ],
+            title="Skills",
+            whole="keen skills list --json (in a shell)",
+        )
         for s in found.skills:
             table.add_row(
                 cell(s.name), "yes" if s.enabled else "no", "yes" if s.managed else "no", cell(s.description)
@@ -400,9 +422,11 @@ class SlashCommands:
                 "call_mcp_tool, plus the MCP tools it finds with search_tools."
             )
             return
-        table = Table(title=f"Visible set (turn {harness.turn}, mode {harness.mode})", title_justify="left")
-        for column in ("name", "kind", "why"):
-            table.add_column(column, overflow="fold")
+        table = Listing(
+            [Col("name", "key"), Col("kind"), Col("why", "text")],
+            title=f"Visible set (turn {harness.turn}, mode {harness.mode})",
+            whole="keen sessions show ID (in a shell)",
+        )
         for entry in entries:
             table.add_row(cell(entry.name), entry.kind, cell(entry.reason))
         self.console.print(table)
@@ -420,9 +444,11 @@ class SlashCommands:
         if not hits:
             self.say("No tool matches; try other words, or /mcp to see which servers are connected.")
             return
-        table = Table(title=f"Tools for {query!r}", title_justify="left")
-        for column in ("server", "tool", "risk", "summary"):
-            table.add_column(column, overflow="fold")
+        table = Listing(
+            [Col("server", "key"), Col("tool", "key"), Col("risk"), Col("summary", "text", min_width=36)],
+            title=f"Tools for {query!r}",
+            whole="keen tools search QUERY --json (in a shell)",
+        )
         for hit in hits:
             table.add_row(cell(hit.server), cell(hit.tool), hit.risk, cell(hit.summary))
         self.console.print(table)
