@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from rich.console import JustifyMethod
     from rich.containers import Lines
 
-__all__ = ["Clip", "Col", "Listing"]
+__all__ = ["Clip", "Col", "Listing", "error_in_row"]
 
 ELLIPSIS = "…"
 MIN_TEXT = 24
@@ -304,3 +304,13 @@ def _plain(value: Cell) -> str:
     if isinstance(value, Clip):
         return value.whole().plain
     return value if isinstance(value, str) else value.plain
+
+
+def error_in_row(error: str, server: str) -> str:
+    """A server's error as its row in a servers' listing shows it: less a leading
+    ``MCP server "NAME"``, which the row's name column already says, so a cut error keeps
+    more of what went wrong (``--json`` keeps the sentence whole)."""
+    for prefix in (f'MCP server "{server}": ', f'MCP server "{server}" '):
+        if error.startswith(prefix):
+            return error.removeprefix(prefix)
+    return error

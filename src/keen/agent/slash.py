@@ -35,7 +35,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from keen._tables import Clip, Col, Listing
+from keen._tables import Clip, Col, Listing, error_in_row
 from keen._terminal import cell, terminal_text
 from keen.errors import KeenError, Remedy, ServerNotConfigured, SkillError, with_hint, worded
 from keen.mcp.types import ServerState, ServerStatus
@@ -290,6 +290,8 @@ class SlashCommands:
         for s in statuses:
             style = _STATE_STYLE.get(s.state, "red")
             state = s.state.value if s.enabled else f"{s.state.value} (disabled)"
+            if not s.enabled and s.state is ServerState.CONFIGURED:
+                state = "disabled"  # never connected: "configured" says nothing more
             hint = remedy_hint(s.remedy, server=s.name) if s.last_error else ""
             table.add_row(
                 cell(s.name),
@@ -297,7 +299,7 @@ class SlashCommands:
                 s.auth,
                 cell(state, style=style),
                 str(s.tool_count),
-                Clip(cell(s.last_error), tail=cell(hint)),
+                Clip(cell(error_in_row(s.last_error or "", s.name)), tail=cell(hint)),
             )
         self.console.print(table)
 

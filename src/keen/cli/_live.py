@@ -45,7 +45,7 @@ def status_table(
     (``keen mcp list --json`` has them all)."""
     from rich.console import Group
 
-    from keen._tables import Clip, Col, Listing
+    from keen._tables import Clip, Col, Listing, error_in_row
 
     flagged = {s.name: flags[s.name] for s in statuses if flags and flags.get(s.name)}
     table = Listing(
@@ -79,20 +79,11 @@ def status_table(
         if flagged:
             row.append(cell(str(len(flagged[s.name])) if s.name in flagged else "", style="bold red"))
         # The fix (`then run: keen mcp connect X`) rides whole at the end of a cut error.
-        error = _without_name(s.last_error, s.name)
+        error = error_in_row(s.last_error, s.name)
         row.append(Clip(cell(error), tail=cell(remedy_text(s.remedy, server=s.name))))
         table.add_row(*row)
     notes = [flag_text(server, found) for server, found in flagged.items()]
     return Group(table, *notes) if notes else table
-
-
-def _without_name(error: str, server: str) -> str:
-    """``error`` less a leading ``MCP server "NAME"``: the row already names the server, and
-    a cut error keeps more of what went wrong (``--json`` keeps the sentence whole)."""
-    for prefix in (f'MCP server "{server}": ', f'MCP server "{server}" '):
-        if error.startswith(prefix):
-            return error.removeprefix(prefix)
-    return error
 
 
 def flag_text(server: str, flags: dict[str, list[str]], limit: int = 3) -> Text:
