@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from conftest import stdio_server
@@ -260,3 +261,44 @@ async def test_a_new_key_is_used_and_no_key_is_shown(
     shown = caplog.text + "\n".join(texts) + written_files(keen_home)
     assert "keyed" in shown and "url" in "\n".join(texts)
     assert OLD_KEY not in shown and NEW_KEY not in shown
+
+
+async def test_a_server_added_while_discovery_waits_does_not_break_wait_ready(
+    write_config: Callable[..., Path],
+) -> None:
+    # keen chat's watch waits for discovery while the prompt is live; /mcp connect of a server
+    # added to the file changed the dict wait_ready was iterating ("dictionary changed size").
+    slow = stdio_server("hang_init.py", timeouts={"connect": 3})
+    path = write_config({"slow": slow})
+    manager = Manager(path)
+    await manager.start()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(manager.wait_ready, 30)
+            await anyio.sleep(0.3)  # the waiter is parked on the slow server
+            write_config({"slow": slow, "late": stdio_server("basic_stdio.py")})
+            assert await manager.reload_server("late") == "added"
+        assert manager.status("slow").state is ServerState.DISCONNECTED
+    finally:
+        await manager.aclose()
+
+
+async def test_fixing_an_entry_whose_connection_hangs_does_not_wait_out_the_old_attempt(
+    write_config: Callable[..., Path],
+) -> None:
+    # The old attempt hangs in initialize with a 600 s connect timeout; the fixed entry must
+    # connect without waiting for it (the guard below is far below 600 s, far above a connect).
+    path = write_config({"s": stdio_server("hang_init.py", timeouts={"connect": 600})})
+    manager = Manager(path)
+    await manager.start()
+    try:
+        await anyio.sleep(0.5)
+        assert manager.status("s").state is ServerState.CONNECTING
+        write_config({"s": stdio_server("basic_stdio.py")})
+        with anyio.fail_after(120):
+            assert await manager.reload_server("s") == "changed"
+            status = await manager.refresh("s")
+        assert status.state is ServerState.CONNECTED, status
+        assert (await manager.call_tool("s", "add", {"a": 1, "b": 2})).text
+    finally:
+        await manager.aclose()

@@ -174,7 +174,8 @@ class Manager:
             True when all settled, False when ``timeout`` ran out first.
         """
         with anyio.move_on_after(timeout):
-            for runtime in self._runtimes.values():
+            # A snapshot: reload_server may add or drop a server while this waits.
+            for runtime in list(self._runtimes.values()):
                 await runtime.settled.wait()
             return True
         return False
