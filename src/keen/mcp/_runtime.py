@@ -117,6 +117,7 @@ class ServerRuntime:
         self.invalid_tools: list[InvalidTool] = []
         """Tools of the latest listing that the MCP schema rejects: skipped, the rest usable."""
         self._connect_scope: anyio.CancelScope | None = None
+        self._superseded = False  # reconfigure() ended the attempt in progress
         self._facts = ConnectFacts(name, config.transport, config.auth_type)
         self._on_tools = on_tools
         self._refresh_interval = refresh_interval
@@ -196,6 +197,11 @@ class ServerRuntime:
         """
         register_server_secrets(config)
         self.config = config
+        if self.state is ServerState.CONNECTING and self._connect_scope is not None:
+            # An attempt with the old entry (a hung command the user just fixed) would hold
+            # the reconnect until its own timeout: end it now, the next one takes the new entry.
+            self._superseded = True
+            self._connect_scope.cancel()
         if not config.enabled and self.state is ServerState.CONFIGURED:
             self.last_error = _DISABLED
         elif config.enabled and self.last_error == _DISABLED:
@@ -275,6 +281,7 @@ class ServerRuntime:
         )
         self.http_status = None
         self._early_notice = False
+        self._superseded = False
         self._set(ServerState.CONNECTING)
         self._stderr = None
         served = False
@@ -338,6 +345,13 @@ class ServerRuntime:
                         self._fail(exc, facts)
                         raise
                 self._connect_scope = None
+                if self._superseded and not self._stopping:
+                    self._set(
+                        ServerState.DISCONNECTED,
+                        f"its configs.json entry changed while connecting ({facts.phase}); "
+                        "the next attempt takes the new one",
+                    )
+                    return
                 if self._stopping or not negotiated:
                     self._set(ServerState.DISCONNECTED, f"stopped while connecting ({facts.phase})")
                     return
