@@ -118,6 +118,19 @@ async def test_parallel_calls_streamed_all_at_index_0_are_told_apart_by_id() -> 
     ]
 
 
+@pytest.mark.parametrize("index_zero", [False, True])
+async def test_a_call_whose_argument_chunks_carry_another_id_stays_one_call(index_zero: bool) -> None:
+    # Some servers (poolsideai/pool#9, vLLM's gpt-oss path) send a call's first chunk with one
+    # id and its arguments with another: a new id alone split it into search({}) and a call
+    # with no name. Only a chunk that names a function starts a call at an index in use.
+    calls = [{"name": f"search_{i}", "arguments": {"q": f"x{i}"}} for i in range(2)]
+    with FakeLLM([Reply(tool_calls=calls, ids_change=True, index_zero=index_zero)]) as fake:
+        _, done = await collect(model_for("openai", fake))
+    assert [(c.name, c.arguments) for c in done.tool_calls] == [
+        (f"search_{i}", {"q": f"x{i}"}) for i in range(2)
+    ]
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_arguments_that_are_not_a_json_object_are_kept_as_sent(provider: str) -> None:
     calls = [

@@ -63,6 +63,9 @@ class Reply:
     index_zero: bool = False
     """OpenAI shape as Ollama streams it (ollama/ollama#15457): every tool call at ``index`` 0,
     told apart only by its ``id``."""
+    ids_change: bool = False
+    """OpenAI shape as some servers stream it (poolsideai/pool#9, vLLM's gpt-oss path): a
+    call's argument chunks carry an ``id`` other than its first chunk's."""
 
 
 @dataclass
@@ -106,7 +109,8 @@ def _openai_events(reply: Reply) -> Iterator[str]:
         )
         for part in _chunks(args, 7):
             at = 0 if reply.index_zero else index
-            yield chunk({"tool_calls": [{"index": at, "function": {"arguments": part}}]})
+            more: dict[str, Any] = {"id": f"chunk_{index}"} if reply.ids_change else {}
+            yield chunk({"tool_calls": [{"index": at, **more, "function": {"arguments": part}}]})
     if reply.cut or reply.dropped:
         return
     yield chunk({}, reply.finish or ("tool_calls" if reply.tool_calls else "stop"))

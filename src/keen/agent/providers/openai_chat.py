@@ -131,13 +131,16 @@ class OpenAIChat:
                     yield TextDelta(text)
                 for part in delta.tool_calls or []:
                     at = at_index.get(part.index)
-                    if at is None or (part.id and calls[at]["id"] and part.id != calls[at]["id"]):
-                        # A new call: a new index, or a new id at an index in use (Ollama
-                        # streams every parallel call at index 0, ollama/ollama#15457).
+                    named = part.function is not None and bool(part.function.name)
+                    if at is None or (named and part.id and calls[at]["id"] and part.id != calls[at]["id"]):
+                        # A new call: a new index, or a new id with a function name at an index
+                        # in use (Ollama streams every parallel call at index 0,
+                        # ollama/ollama#15457). A new id without a name is the same call: some
+                        # servers give its argument chunks another id (poolsideai/pool#9).
                         calls.append({"id": "", "name": "", "arguments": ""})
                         at = at_index[part.index] = len(calls) - 1
                     slot = calls[at]
-                    if part.id:
+                    if part.id and not slot["id"]:
                         slot["id"] = part.id
                     if part.function is not None:
                         slot["name"] += part.function.name or ""
