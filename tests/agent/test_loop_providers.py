@@ -131,6 +131,7 @@ async def test_an_invented_name_the_apis_refuse_is_sent_back_in_their_pattern(
     [
         ("openai", "length", "cut off at the model's output token limit, so it is incomplete"),
         ("anthropic", "max_tokens", "cut off at the model's output token limit, so it is incomplete"),
+        ("anthropic", "model_context_window_exceeded", "filled the model's context window"),
         ("openai", "content_filter", "content filter stopped the answer, so it is incomplete"),
         ("anthropic", "refusal", "the model refused to answer"),
     ],
@@ -170,6 +171,20 @@ async def test_calls_of_an_answer_cut_at_the_token_limit_do_not_run(
     assert any("its tool calls were not run" in line for line in notices.lines)
     second = json.dumps(fake.requests[1].body["messages"])
     assert second.count("Not run: your answer did not finish") == 2
+
+
+async def test_a_full_context_window_ends_the_turn_and_its_calls_do_not_run(world: World) -> None:
+    # Not a cut at the output limit: sending the calls back would only resend a larger
+    # history to a full window, step after step until max_steps.
+    (world.tmp / "a.txt").write_text("alpha\n")
+    calls = [{"name": "read_file", "arguments": {"path": "a.txt"}}]
+    replies = [Reply(tool_calls=calls, finish="model_context_window_exceeded"), Reply(text="never sent")]
+    result, fake, _, events = await run(world, "anthropic", replies)
+    assert not result.ok and "filled the model's context window" in (result.error or "")
+    assert "start a new keen chat session" in (result.error or "")
+    assert len(fake.requests) == 1 and result.steps == 1
+    assert [c["outcome"] for c in result.tool_calls] == ["denied"]
+    assert not [e for e in events if e["type"] == "call"]
 
 
 async def test_anthropic_pause_turn_is_sent_back_and_goes_on(world: World) -> None:

@@ -52,7 +52,7 @@ CALL = [{"name": "call_mcp_tool", "arguments": {"server": "demo"}}]
         ("anthropic", "stop_sequence", [], "end"),
         ("anthropic", "tool_use", CALL, "tool_calls"),
         ("anthropic", "max_tokens", [], "length"),
-        ("anthropic", "model_context_window_exceeded", [], "length"),
+        ("anthropic", "model_context_window_exceeded", [], "context"),
         ("anthropic", "refusal", [], "refusal"),
         ("anthropic", "pause_turn", [], "pause"),
     ],

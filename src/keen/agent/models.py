@@ -49,19 +49,28 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant", "tool"]
 
-StopReason = Literal["end", "tool_calls", "length", "content_filter", "refusal", "pause"]
+StopReason = Literal["end", "tool_calls", "length", "context", "content_filter", "refusal", "pause"]
 """Why a model call ended, in both APIs' terms (OpenAI ``finish_reason``; Anthropic
 ``stop_reason``):
 
 - ``end``: the answer is complete (``stop``; ``end_turn``, ``stop_sequence``);
 - ``tool_calls``: it asks for tool calls (``tool_calls``; ``tool_use``);
-- ``length``: cut at the output token limit, so incomplete (``length``; ``max_tokens``,
-  ``model_context_window_exceeded``);
+- ``length``: cut at the output token limit, so incomplete (``length``; ``max_tokens``);
+- ``context``: the conversation filled the model's context window, so incomplete, and
+  sending more would not help (Anthropic ``model_context_window_exceeded``);
 - ``content_filter``: the provider's filter withheld the rest (``content_filter``);
 - ``refusal``: the model declined to go on (``refusal``);
 - ``pause``: the provider paused a long turn; sending it back continues it (``pause_turn``).
 """
-STOP_REASONS: tuple[StopReason, ...] = ("end", "tool_calls", "length", "content_filter", "refusal", "pause")
+STOP_REASONS: tuple[StopReason, ...] = (
+    "end",
+    "tool_calls",
+    "length",
+    "context",
+    "content_filter",
+    "refusal",
+    "pause",
+)
 """Every :data:`StopReason`, in that order."""
 
 

@@ -1,7 +1,8 @@
 """Answers that did not finish: what the turn loop says instead of passing them off as complete.
 
 A model call can end before its answer is whole (:data:`keen.agent.models.StopReason`):
-cut at the output token limit (``length``), stopped by the provider's content filter
+cut at the output token limit (``length``), stopped because the conversation filled the
+model's context window (``context``), stopped by the provider's content filter
 (``content_filter``) or refused (``refusal``). The turn then ends with ``ok=False`` and
 :data:`UNFINISHED`'s reason as its error, the text kept as the (incomplete) answer. Tool
 calls of such an answer never run: a call cut mid-arguments may parse and still not be
@@ -25,6 +26,10 @@ UNFINISHED: dict[str, str] = {
         "the answer was cut off at the model's output token limit, so it is incomplete; "
         "ask for a shorter answer, or to go on from where it stopped"
     ),
+    "context": (
+        "the conversation filled the model's context window, so the answer is incomplete; "
+        "start a new keen chat session, or ask for less at once"
+    ),
     "content_filter": "the provider's content filter stopped the answer, so it is incomplete; rephrase the request",
     "refusal": "the model refused to answer (stop reason: refusal); rephrase the request, or start a new session",
 }
@@ -34,7 +39,7 @@ CUT_CALLS = "the model's answer was cut off at its output token limit; its tool 
 """The user's line when an answer with tool calls was cut (the turn goes on)."""
 
 _NOT_RUN = (
-    "Not run: your answer did not finish (cut at the output token limit, filtered or refused), "
+    "Not run: your answer did not finish (cut at a token limit, filtered or refused), "
     "so this call may be incomplete; send it again, with shorter arguments or the work split "
     "into smaller calls"
 )

@@ -37,7 +37,7 @@ _STOPS: dict[str, StopReason] = {
     "stop_sequence": "end",
     "tool_use": "tool_calls",
     "max_tokens": "length",
-    "model_context_window_exceeded": "length",
+    "model_context_window_exceeded": "context",
     "refusal": "refusal",
     "pause_turn": "pause",
 }
