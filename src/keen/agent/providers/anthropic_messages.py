@@ -108,24 +108,26 @@ class AnthropicMessages:
         stop: str | None = None
         stream: Any = await self._client.messages.create(**request)
         progress.began = True
-        async for event in stream:
-            kind = event.type
-            if kind == "message_start":
-                usage["prompt_tokens"] = int(event.message.usage.input_tokens or 0)
-            elif kind == "content_block_start" and event.content_block.type == "tool_use":
-                block = event.content_block
-                blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
-            elif kind == "content_block_delta":
-                delta = event.delta
-                if delta.type == "text_delta":
-                    content.append(delta.text)
-                    yield TextDelta(delta.text)
-                elif delta.type == "input_json_delta" and event.index in blocks:
-                    blocks[event.index]["json"] += delta.partial_json
-            elif kind == "message_delta":
-                stop = event.delta.stop_reason or stop
-                if event.usage is not None:
-                    usage["completion_tokens"] = int(event.usage.output_tokens or 0)
+        # Closed here, not by the garbage collector, when the turn is cancelled mid-stream.
+        async with stream:
+            async for event in stream:
+                kind = event.type
+                if kind == "message_start":
+                    usage["prompt_tokens"] = int(event.message.usage.input_tokens or 0)
+                elif kind == "content_block_start" and event.content_block.type == "tool_use":
+                    block = event.content_block
+                    blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
+                elif kind == "content_block_delta":
+                    delta = event.delta
+                    if delta.type == "text_delta":
+                        content.append(delta.text)
+                        yield TextDelta(delta.text)
+                    elif delta.type == "input_json_delta" and event.index in blocks:
+                        blocks[event.index]["json"] += delta.partial_json
+                elif kind == "message_delta":
+                    stop = event.delta.stop_reason or stop
+                    if event.usage is not None:
+                        usage["completion_tokens"] = int(event.usage.output_tokens or 0)
         if stop is None:
             raise ModelError(
                 f"the answer from anthropic at {self.endpoint} ended before the model finished it (no "

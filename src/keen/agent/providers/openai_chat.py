@@ -111,40 +111,44 @@ class OpenAIChat:
         refused = False
         stream: Any = await self._client.chat.completions.create(**request)
         progress.began = True
-        async for chunk in stream:
-            if chunk.usage is not None:
-                usage = {
-                    "prompt_tokens": int(chunk.usage.prompt_tokens or 0),
-                    "completion_tokens": int(chunk.usage.completion_tokens or 0),
-                }
-            for choice in chunk.choices or []:
-                finish = choice.finish_reason or finish
-                delta = choice.delta
-                if delta is None:
-                    continue
-                # A refusal comes in its own field, not as content (finish_reason stays "stop").
-                refusal = getattr(delta, "refusal", None)
-                text = (delta.content or "") + (refusal or "")
-                refused = refused or bool(refusal)
-                if text:
-                    content.append(text)
-                    yield TextDelta(text)
-                for part in delta.tool_calls or []:
-                    at = at_index.get(part.index)
-                    named = part.function is not None and bool(part.function.name)
-                    if at is None or (named and part.id and calls[at]["id"] and part.id != calls[at]["id"]):
-                        # A new call: a new index, or a new id with a function name at an index
-                        # in use (Ollama streams every parallel call at index 0,
-                        # ollama/ollama#15457). A new id without a name is the same call: some
-                        # servers give its argument chunks another id (poolsideai/pool#9).
-                        calls.append({"id": "", "name": "", "arguments": ""})
-                        at = at_index[part.index] = len(calls) - 1
-                    slot = calls[at]
-                    if part.id and not slot["id"]:
-                        slot["id"] = part.id
-                    if part.function is not None:
-                        slot["name"] += part.function.name or ""
-                        slot["arguments"] += part.function.arguments or ""
+        # Closed here, not by the garbage collector, when the turn is cancelled mid-stream.
+        async with stream:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = {
+                        "prompt_tokens": int(chunk.usage.prompt_tokens or 0),
+                        "completion_tokens": int(chunk.usage.completion_tokens or 0),
+                    }
+                for choice in chunk.choices or []:
+                    finish = choice.finish_reason or finish
+                    delta = choice.delta
+                    if delta is None:
+                        continue
+                    # A refusal comes in its own field, not as content (finish_reason stays "stop").
+                    refusal = getattr(delta, "refusal", None)
+                    text = (delta.content or "") + (refusal or "")
+                    refused = refused or bool(refusal)
+                    if text:
+                        content.append(text)
+                        yield TextDelta(text)
+                    for part in delta.tool_calls or []:
+                        at = at_index.get(part.index)
+                        named = part.function is not None and bool(part.function.name)
+                        if at is None or (
+                            named and part.id and calls[at]["id"] and part.id != calls[at]["id"]
+                        ):
+                            # A new call: a new index, or a new id with a function name at an index
+                            # in use (Ollama streams every parallel call at index 0,
+                            # ollama/ollama#15457). A new id without a name is the same call: some
+                            # servers give its argument chunks another id (poolsideai/pool#9).
+                            calls.append({"id": "", "name": "", "arguments": ""})
+                            at = at_index[part.index] = len(calls) - 1
+                        slot = calls[at]
+                        if part.id and not slot["id"]:
+                            slot["id"] = part.id
+                        if part.function is not None:
+                            slot["name"] += part.function.name or ""
+                            slot["arguments"] += part.function.arguments or ""
         if finish is None:
             raise ModelError(
                 f"the answer from openai at {self.endpoint} ended before the model finished it (no "
