@@ -296,17 +296,19 @@ def main(argv: list[str] | None = None) -> None:
     build_s = time.perf_counter() - t
     unions: Unions = {}
     per_file: dict[str, dict[str, Any]] = {}
+    names = [p.name for p in args.queries]
     for path in args.queries:
         queries = select_half(read_queries(path), args.half)
         figures = evaluate(catalog, queries, args.k, args.level, unions)
-        per_file[path.name] = figures | {"build_s": build_s, "half": args.half}
+        key = path.name if names.count(path.name) == 1 else str(path)  # two dirs, one file name
+        per_file[key] = figures | {"build_s": build_s, "half": args.half}
         if not args.json:
-            _report(per_file[path.name], args, path)
+            _report(per_file[key], args, path)
     together = len(args.queries) > 1 and unions
     key = f"task_recall@{args.k}"
     if args.json:
         if len(args.queries) == 1:
-            json.dump(per_file[args.queries[0].name], sys.stdout)
+            json.dump(next(iter(per_file.values())), sys.stdout)
         else:
             extra = {key: task_share(unions, args.level), "tasks": len(unions)} if together else {}
             json.dump({"files": per_file, **extra}, sys.stdout)
