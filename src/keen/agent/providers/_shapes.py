@@ -45,15 +45,19 @@ def api_name(name: str) -> str:
 
 
 def tool_call(call_id: str, name: str, raw: str) -> ToolCall:
-    """A streamed tool call from its arguments' JSON text. Empty text is no arguments
-    (``{}``: a tool without parameters); text that is not a JSON object (not JSON, an
-    array, a string, ``null``) is kept as ``unparsed`` for the harness to refuse."""
+    """A streamed tool call from its arguments' JSON text. Empty text and JSON ``null`` are
+    no arguments (``{}``: how models and OpenAI-compatible servers call a tool without
+    parameters; a tool that needs some is then refused by argument validation, naming
+    them); text that is not a JSON object (not JSON, an array, a string) is kept as
+    ``unparsed`` for the harness to refuse."""
     if not raw.strip():
         return ToolCall(call_id, name, {})
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
         return ToolCall(call_id, name, {}, unparsed=raw)
+    if value is None:
+        return ToolCall(call_id, name, {})
     if not isinstance(value, dict):
         return ToolCall(call_id, name, {}, unparsed=raw)
     return ToolCall(call_id, name, value)  # pyright: ignore[reportUnknownArgumentType]
