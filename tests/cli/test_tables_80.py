@@ -172,9 +172,11 @@ def test_skills_list_keeps_names_whole_and_descriptions_within_two_lines(home: H
     _within(rows, 2, run)
     _fits(run, rows)
     assert "Path hidden" in run.stdout and "see keen skills list --json" in " ".join(run.stdout.split())
-    wide = home.keen("skills", "list", columns=160)
+    # Wide enough for the path whatever the temporary folder (pytest-xdist's are longer).
+    path = str(home.keen_home / "skills" / "mcp:demo")
+    wide = home.keen("skills", "list", columns=max(160, len(path) + 120))
     rows = table_rows(wide.stdout, ["mcp:demo", f"mcp:{LONG}"])
-    assert str(home.keen_home / "skills" / "mcp:demo") in rows["mcp:demo"][0], wide.stdout
+    assert path in rows["mcp:demo"][0], wide.stdout
 
 
 def test_sessions_list_puts_each_session_on_one_line(

@@ -41,7 +41,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "tools": [
             {
                 "name": "ctl",
-                "description": f"Describes {HOSTILE} :office:",
+                "description": f"Describes :office: {HOSTILE}",
                 "inputSchema": {"type": "object"},
             },
             {"name": f"na{RED}me", "description": "odd name", "inputSchema": {"type": "object"}},
@@ -79,7 +79,7 @@ def test_tools_json_is_exact_and_terminal_safe(home: Path) -> None:
     assert run.code == 0, run
     _assert_clean(run)
     tools = {t["name"]: t for t in json.loads(run.stdout)}
-    assert tools["ctl"]["description"] == f"Describes {HOSTILE} :office:"
+    assert tools["ctl"]["description"] == f"Describes :office: {HOSTILE}"
     assert f"na{RED}me" in tools
 
 
