@@ -102,3 +102,22 @@ async def test_a_ref_cycle_lets_the_server_validate_and_a_recursive_schema_still
         with pytest.raises(InvalidArguments, match=r"\$\.n\.child\.child: 5 is not of type 'object'"):
             await gateway.call("h", "tree", {"n": {"child": {"child": 5}}})
     assert "$ref cycle" in caplog.text and "cycle" in caplog.text
+
+
+async def test_a_ref_that_is_not_a_uri_lets_the_server_validate(
+    write_config: Callable[..., Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # urljoin raises ValueError for "http://[x/" (a bracketed host that is no IP address);
+    # it escaped the gateway as a traceback instead of leaving the check to the server.
+    tools = [
+        _tool("bad_ref", {"type": "object", "properties": {"a": {"$ref": "http://[not-an-ip/a.json"}}}),
+        _tool("bad_id", {"$id": "http://[nope]/s.json", "type": "object", "properties": {"a": {"$ref": "b"}}}),
+    ]
+    path = write_config({"h": hostile_entry(tmp_path / "spec.json", {"tools": tools})})
+    caplog.set_level(logging.WARNING)
+    async with Manager(path) as manager:
+        assert await manager.wait_ready(20)
+        gateway = Gateway(manager, approval=allow_all)
+        for name in ("bad_ref", "bad_id", "bad_ref"):
+            assert (await gateway.call("h", name, {"a": "anything"})).text == "ok", name
+    assert "not a usable URI" in caplog.text

@@ -143,6 +143,18 @@ class ArgumentValidator:
             )
             self._cache[tool.name] = None
             return
+        except ValueError as exc:
+            # urljoin refuses a $ref or $id whose host is bracketed but no IP address
+            # ("http://[x]/s.json"); no reference can be resolved against it, here or later.
+            logger.warning(
+                "server %s tool %s: a $ref or $id in inputSchema is not a usable URI (%s); "
+                "the server will validate",
+                self.server,
+                tool.name,
+                exc,
+            )
+            self._cache[tool.name] = None
+            return
         except RecursionError:
             # A $ref cycle that never reaches a type ("#/$defs/a" -> "#/$defs/b" -> "#/$defs/a")
             # recurses without end; so may arguments nested deeper than Python's recursion
