@@ -111,7 +111,9 @@ async def test_a_ref_that_is_not_a_uri_lets_the_server_validate(
     # it escaped the gateway as a traceback instead of leaving the check to the server.
     tools = [
         _tool("bad_ref", {"type": "object", "properties": {"a": {"$ref": "http://[not-an-ip/a.json"}}}),
-        _tool("bad_id", {"$id": "http://[nope]/s.json", "type": "object", "properties": {"a": {"$ref": "b"}}}),
+        _tool(
+            "bad_id", {"$id": "http://[nope]/s.json", "type": "object", "properties": {"a": {"$ref": "b"}}}
+        ),
     ]
     path = write_config({"h": hostile_entry(tmp_path / "spec.json", {"tools": tools})})
     caplog.set_level(logging.WARNING)
