@@ -89,6 +89,10 @@ _PLAIN_WORDS = frozenset(
 )
 _PATH_LIKE = re.compile(r"^(?:[/~]|\.{1,2}[/\\]|[A-Za-z]:[/\\])")
 _NUMBER = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
+# An address a server is told to use ("DB_HOST": "127.0.0.1", "localhost:5432") is
+# configuration: redacted, it blanked the host out of every error that names it, and out
+# of any URL in a tool's schema (which then no longer parsed).
+_ADDRESS = re.compile(r"^(?:localhost|\d{1,3}(?:\.\d{1,3}){3})(?::\d{1,5})?$", re.IGNORECASE)
 
 
 class Redactor:
@@ -169,13 +173,16 @@ def looks_secret(value: str | None) -> bool:
     """Whether a configured value (an env value, a query value) may be a secret.
 
     Everything is, except values too short to redact (< 4 characters), numbers, a few
-    plain words (``true``, ``info``, ``production``...) and file paths: configuration,
-    not credentials, and redacting them would blank ordinary words in every message.
+    plain words (``true``, ``info``, ``production``...), file paths and addresses
+    (``localhost``, an IPv4 address, either with a port): configuration, not credentials,
+    and redacting them would blank ordinary words in every message.
     """
     if not value or len(value) < 4:
         return False
     bare = value.strip()
-    return not (bare.lower() in _PLAIN_WORDS or _NUMBER.match(bare) or _PATH_LIKE.match(bare))
+    return not (
+        bare.lower() in _PLAIN_WORDS or _NUMBER.match(bare) or _PATH_LIKE.match(bare) or _ADDRESS.match(bare)
+    )
 
 
 def url_secrets(url: str) -> list[str]:

@@ -34,13 +34,16 @@ def _closed_port() -> int:
 def home(tmp_path: Path) -> Path:
     keen_home = tmp_path / "keen-home"
     (keen_home / "mcp").mkdir(parents=True)
-    env = {"UPSTREAM": "${UPSTREAM_CRED}", "LOG_LEVEL": "info"}
+    env = {"UPSTREAM": "${UPSTREAM_CRED}", "LOG_LEVEL": "info", "DB_HOST": "127.0.0.1:5432"}
     port = _closed_port()
     servers: dict[str, Any] = {
         # Prints the secret on stderr and exits before answering initialize.
         "early": hostile_entry(
             tmp_path / "early.json",
-            {"stderr_at_start": "fatal: bad credential {env:UPSTREAM} for upstream", "exit_at_start": 3},
+            {
+                "stderr_at_start": "fatal: bad credential {env:UPSTREAM} for upstream at {env:DB_HOST}",
+                "exit_at_start": 3,
+            },
             env=env,
         ),
         # Connects; its tools echo the secret in a JSON-RPC error and on stderr before dying.
@@ -130,7 +133,8 @@ def test_no_secret_in_any_output_or_file(home: Path, tmp_path: Path) -> None:
     # The outputs still say what happened, with the secret's place marked.
     runs = runs[1:]
     listed = {s["name"]: s for s in json.loads(runs[0].stdout)}
-    assert "fatal: bad credential [REDACTED] for upstream" in listed["early"]["last_error"]
+    # The key is hidden; the address it was used at is configuration, and stays readable.
+    assert "fatal: bad credential [REDACTED] for upstream at 127.0.0.1:5432" in listed["early"]["last_error"]
     assert "token=[REDACTED]" in listed["web"]["last_error"]
     assert "[REDACTED]@127.0.0.1" in listed["web"]["last_error"]
     assert runs[3].code == 2 and "upstream refused [REDACTED]" in runs[3].stderr, runs[3]
