@@ -115,11 +115,7 @@ class Redactor:
     def redact(self, text: str) -> str:
         if not text:
             return text
-        with self._lock:
-            secrets = sorted(self._secrets, key=len, reverse=True)
-        for secret in secrets:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
+        text = self.redact_literals(text)
         for pattern in _PATTERNS:
             text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
         return text
@@ -137,15 +133,16 @@ class Redactor:
                 text = text.replace(secret, REDACTED)
         return text
 
-    def redact_json(self, value: Any) -> Any:
-        """A copy of the JSON value ``value`` with :meth:`redact_literals` applied to every
-        string value; keys are names a call must send, so they stay as they are."""
+    def redact_json(self, value: Any, *, patterns: bool = False) -> Any:
+        """A copy of the JSON value ``value`` with :meth:`redact_literals` (with
+        ``patterns``: :meth:`redact`) applied to every string value; keys are names a call
+        must send, so they stay as they are."""
         if isinstance(value, str):
-            return self.redact_literals(value)
+            return self.redact(value) if patterns else self.redact_literals(value)
         if isinstance(value, dict):
-            return {k: self.redact_json(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+            return {k: self.redact_json(v, patterns=patterns) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
         if isinstance(value, list):
-            return [self.redact_json(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+            return [self.redact_json(v, patterns=patterns) for v in value]  # pyright: ignore[reportUnknownVariableType]
         return value
 
     def unsafe_tail(self, text: str) -> int:

@@ -126,17 +126,6 @@ def rate_limited(limit: int, window: float) -> dict[str, Any]:
     }
 
 
-def _redacted(value: Any) -> Any:
-    """A copy of a JSON value with every string value redacted (keys are names: kept)."""
-    if isinstance(value, str):
-        return redactor.redact(value)
-    if isinstance(value, dict):
-        return {k: _redacted(v) for k, v in value.items()}  # type: ignore[misc]
-    if isinstance(value, list):
-        return [_redacted(v) for v in value]  # type: ignore[misc]
-    return value
-
-
 def full_description(exposed: ExposedTool) -> dict[str, Any]:
     """Section 4.4's entry for one tool: name, description, inputSchema, examples, guidance.
 
@@ -145,7 +134,7 @@ def full_description(exposed: ExposedTool) -> dict[str, Any]:
     secret"); tool and property names are kept, they are what a call must send.
     """
     tool = exposed.tool
-    schema = _redacted(tool.input_schema) or {"type": "object", "properties": {}}
+    schema = redactor.redact_json(tool.input_schema, patterns=True) or {"type": "object", "properties": {}}
     description = redactor.redact(tool.description)
     entry: dict[str, Any] = {
         "name": exposed.name,
@@ -169,9 +158,9 @@ def full_description(exposed: ExposedTool) -> dict[str, Any]:
     if tool.title:
         entry["title"] = redactor.redact(tool.title)
     if tool.annotations:
-        entry["usage_guidance"]["annotations"] = _redacted(tool.annotations)
+        entry["usage_guidance"]["annotations"] = redactor.redact_json(tool.annotations, patterns=True)
     if tool.output_schema:
-        entry["outputSchema"] = _redacted(tool.output_schema)
+        entry["outputSchema"] = redactor.redact_json(tool.output_schema, patterns=True)
     return entry
 
 
