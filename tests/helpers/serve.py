@@ -29,6 +29,8 @@ from helpers.loopback import free_port, stop, wait_listening
 
 __all__ = [
     "ERAS",
+    "INITIALIZE",
+    "JSON_HEADERS",
     "MODERN",
     "KeenServeProcess",
     "connect",
@@ -43,6 +45,19 @@ KEEN = str(Path(sys.executable).parent / "keen")
 BASIC = ROOT / "tests" / "servers" / "basic_stdio.py"
 MODERN = "2026-07-28"
 ERAS = ("session", "stateless")
+JSON_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+"""What a raw JSON-RPC host sends with each POST to ``keen serve``'s streamable HTTP endpoint."""
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "keen-tests", "version": "1"},
+    },
+}
+"""A raw handshake-era (2025-11-25) ``initialize`` request."""
 
 
 def write_upstream(home: Path, *, extra_tools: int = 2, extra: dict[str, Any] | None = None) -> Path:

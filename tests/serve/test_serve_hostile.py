@@ -20,23 +20,12 @@ import httpx2
 import pytest
 
 from helpers.hostile import hostile_entry
-from helpers.serve import KeenServeProcess
+from helpers.serve import INITIALIZE, JSON_HEADERS, KeenServeProcess
 
 OBJECT: dict[str, Any] = {"type": "object"}
 # Exponential backtracking in Python's re (and a timeout in the regex module) on "aaaa…!".
 SLOW = "^(a|a)+$"
 SECRET = "tok-upstream-7d1e0c94b2"
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "hostile-test", "version": "1"},
-    },
-}
 
 
 def _text(result: dict[str, Any]) -> str:
@@ -121,10 +110,10 @@ class Host:
 
     def __init__(self, proc: KeenServeProcess) -> None:
         self.url = proc.url
-        opened = httpx2.post(self.url, headers=HEADERS, json=INIT, timeout=30)
+        opened = httpx2.post(self.url, headers=JSON_HEADERS, json=INITIALIZE, timeout=30)
         assert opened.status_code == 200, opened.text
         self.headers = {
-            **HEADERS,
+            **JSON_HEADERS,
             "Mcp-Session-Id": opened.headers["mcp-session-id"],
             "MCP-Protocol-Version": "2025-11-25",
         }
@@ -214,7 +203,7 @@ def test_a_read_naming_too_many_tools_is_refused_at_once(extension: KeenServePro
 @pytest.mark.parametrize("body", [b"[" * 100_000, b'{"a":' * 100_000], ids=["arrays", "objects"])
 def test_a_deeply_nested_body_is_a_clean_refusal(extension: KeenServeProcess, body: bytes) -> None:
     host = Host(extension)
-    for headers in (HEADERS, host.headers):
+    for headers in (JSON_HEADERS, host.headers):
         response = httpx2.post(extension.url, headers=headers, content=body, timeout=30)
         # Before the fix: 500 Internal Server Error, and a RecursionError traceback in the log.
         assert response.status_code == 400, response.text
@@ -279,7 +268,7 @@ def test_an_unknown_protocol_version_header_is_named_in_the_refusal(
     """Before the fix an unknown version went to the stateless handler, which answered that
     params._meta lacked its envelope keys: true of a 2026-07-28 request, not of this one."""
     body = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}
-    headers = {**HEADERS, "MCP-Protocol-Version": version}
+    headers = {**JSON_HEADERS, "MCP-Protocol-Version": version}
     response = httpx2.post(extension.url, headers=headers, json=body, timeout=30)
     assert response.status_code == 400
     message = response.json()["error"]["message"]

@@ -10,22 +10,21 @@ import anyio
 import httpx2
 import pytest
 
-from helpers.serve import KEEN, MODERN, KeenServeProcess, connect, read_json, serve_env, write_upstream
+from helpers.serve import (
+    INITIALIZE,
+    JSON_HEADERS,
+    KEEN,
+    MODERN,
+    KeenServeProcess,
+    connect,
+    read_json,
+    serve_env,
+    write_upstream,
+)
 from keen.serve.http import HttpSecurity, is_loopback, tokens_from_env
 
 pytestmark = pytest.mark.anyio
 TOKEN = "sec-token-abcdefghijklmnop"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-JSON = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +38,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _post(url: str, headers: dict[str, str], body: dict | None = None) -> httpx2.Response:
-    return httpx2.post(url, headers={**JSON, **headers}, json=body or INIT, timeout=30)
+    return httpx2.post(url, headers={**JSON_HEADERS, **headers}, json=body or INITIALIZE, timeout=30)
 
 
 def test_foreign_host_header_is_refused(guarded: KeenServeProcess) -> None:
