@@ -1,5 +1,6 @@
 """Servers started on 127.0.0.1 for the tests and the benchmarks: a free port, waiting until
-a process listens, stopping it (SIGTERM, then SIGKILL), and Debian's ``redis-server``.
+a process listens, stopping it (SIGTERM, then SIGKILL), whether a process is still alive,
+and Debian's ``redis-server``.
 
 Free of pytest, so ``bench/serve_load.py`` imports it too (it puts ``tests/`` on
 ``sys.path``). Failures raise ``RuntimeError`` with what the process logged.
@@ -17,7 +18,24 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["free_port", "redis_server", "stop", "wait_listening"]
+__all__ = ["alive", "free_port", "redis_server", "stop", "wait_listening"]
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs. A zombie (state Z in ``/proc/<pid>/stat``, read
+    after the last ``)`` so a name with spaces cannot shift it) is dead: it only waits to be
+    reaped. Without ``/proc``, ``kill(pid, 0)`` answers."""
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.parent.parent.exists():
+        try:
+            return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def free_port() -> int:

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import stdio_server
 from helpers.http_servers import make_basic_server, serve_http
+from helpers.loopback import alive
 from keen.errors import (
     AuthRequired,
     CallTimeout,
@@ -150,7 +151,7 @@ async def test_stdio_launch_env_cwd_and_no_orphans(write_config: Callable[..., P
             await manager.aclose()
     finally:
         del os.environ["KEEN_PARENT_VAR"]
-    assert not _alive(pid), "the stdio server survived aclose()"
+    assert not alive(pid), "the stdio server survived aclose()"
     assert manager.status("local").state is ServerState.DISCONNECTED
 
 
@@ -295,19 +296,6 @@ def _written_files(keen_home: Path) -> str:
         for p in keen_home.rglob("*")
         if p.is_file() and p.name != "configs.json"
     )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is dead for our purposes
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 async def test_manager_takes_a_claude_desktop_dict_like_fastmcp_client(keen_home: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 
 from conftest import stdio_server
 from helpers.http_servers import make_basic_server, serve_http
+from helpers.loopback import alive
 from keen.errors import ConfigError, Remedy, ServerMisconfigured, ServerNotConfigured
 from keen.mcp import Manager, ServerState
 
@@ -34,18 +34,6 @@ async def started(path: Path) -> Manager:
 
 async def pid_of(manager: Manager, server: str) -> int:
     return int((await manager.call_tool(server, "pid", {})).text)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"  # a zombie is dead for our purposes
-    except FileNotFoundError:
-        return False
 
 
 def written_files(keen_home: Path) -> str:

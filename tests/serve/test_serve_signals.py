@@ -25,6 +25,7 @@ import anyio.to_thread
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from helpers.loopback import alive
 from helpers.serve import KEEN, KeenServeProcess, connect, free_port, serve_env, write_upstream
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -49,19 +50,12 @@ def _answer(stdout: IO[bytes], request_id: int) -> dict[str, Any]:
     raise AssertionError(f"keen serve closed stdout before answering request {request_id}")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def _assert_gone(upstream: int) -> None:
     """The upstream stdio server ``upstream`` (a pid) exits within 10 s."""
     deadline = time.monotonic() + 10
-    while _alive(upstream) and time.monotonic() < deadline:
+    while alive(upstream) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(upstream), "the upstream stdio server outlived keen serve"
+    assert not alive(upstream), "the upstream stdio server outlived keen serve"
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -105,7 +99,7 @@ def test_a_signal_stops_keen_serve_with_stdin_open_and_a_call_in_flight(
             },
         )
         upstream = int(_answer(proc.stdout, 2)["result"]["content"][0]["text"])
-        assert _alive(upstream)
+        assert alive(upstream)
         _send(
             proc.stdin,
             {

@@ -22,24 +22,10 @@ import pytest
 
 from helpers import server_script
 from helpers.hostile import KEEN, hostile_entry
+from helpers.loopback import alive
 from keen.mcp._spawn import _setpriv
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-
-
-def _alive(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")
-    if stat.parent.parent.exists() and sys.platform.startswith("linux"):
-        try:
-            # A zombie (state Z) is dead; it only waits for PID 1 to reap it.
-            return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-        except (OSError, IndexError):
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _wait(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
@@ -92,9 +78,9 @@ def test_sigterm_and_sighup_close_the_server_and_exit_128_plus_n(
         _out, err = proc.communicate(timeout=30)
         assert proc.returncode == code, err
         assert b"stopped by" in err
-        assert not _alive(server), "the stdio server outlived keen"
+        assert not alive(server), "the stdio server outlived keen"
     finally:
-        if _alive(server):
+        if alive(server):
             os.kill(server, signal.SIGKILL)
 
 
@@ -104,9 +90,9 @@ def test_sigkill_takes_the_server_down_with_keen(tmp_path: Path) -> None:
     try:
         proc.kill()
         proc.communicate(timeout=10)
-        assert _wait(lambda: not _alive(server), 10), "the stdio server outlived a SIGKILLed keen"
+        assert _wait(lambda: not alive(server), 10), "the stdio server outlived a SIGKILLed keen"
     finally:
-        if _alive(server):
+        if alive(server):
             os.kill(server, signal.SIGKILL)
 
 
@@ -144,10 +130,10 @@ def test_each_launcher_execs_in_place_and_dies_with_its_parent(tmp_path: Path, l
         assert ("setpriv" in used) == (launcher == "setpriv")
         parent.kill()
         parent.wait(10)
-        assert _wait(lambda: not _alive(server), 10), "the server outlived its SIGKILLed parent"
+        assert _wait(lambda: not alive(server), 10), "the server outlived its SIGKILLed parent"
     finally:
         parent.kill()
-        if pidfile.exists() and pidfile.read_text().strip() and _alive(int(pidfile.read_text())):
+        if pidfile.exists() and pidfile.read_text().strip() and alive(int(pidfile.read_text())):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
@@ -199,9 +185,9 @@ def test_the_approval_question_answers_and_yields_to_sigterm(tmp_path: Path, ans
             proc.send_signal(signal.SIGTERM)
             proc.communicate(timeout=30)
             assert proc.returncode == 143
-        assert _wait(lambda: not _alive(server), 10)
+        assert _wait(lambda: not alive(server), 10)
     finally:
         proc.kill()
         os.close(master)
-        if pidfile.exists() and pidfile.read_text().strip() and _alive(int(pidfile.read_text())):
+        if pidfile.exists() and pidfile.read_text().strip() and alive(int(pidfile.read_text())):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
