@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from helpers.agent_world import MCP, World, call, kill_demo, step
+from helpers.agent_world import MCP, Notices, World, call, kill_demo, step
 from keen.agent import accept_defaults, decline
 from keen.gateway import ApprovalRequest
 from keen.harness import read_events, replay
@@ -103,20 +103,6 @@ async def test_approval_denied_then_always(world: World) -> None:
     # "always" is remembered for the session: the third call asked no one.
     assert len(asked) == 2
     assert (asked[0].server, asked[0].tool, asked[0].arguments) == ("demo", "add_note", note["arguments"])
-
-
-class Notices:
-    """A turn view that keeps the notice lines (what one-shot prints on stderr)."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def text(self, delta: str) -> None: ...
-    def tool_call(self, name: str, arguments: dict[str, Any]) -> None: ...
-    def observation(self, obs: Any) -> None: ...
-
-    def notice(self, line: str) -> None:
-        self.lines.append(line)
 
 
 async def test_a_crashed_server_is_reconnected_by_the_next_call(world: World) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from helpers.agent_world import MCP, World
+from helpers.agent_world import MCP, Notices, World
 from helpers.fake_llm import KEY, FakeLLM, Reply
 from keen.agent import open_model
 from keen.agent.models import close_model
@@ -26,18 +26,6 @@ PROVIDERS = ["openai", "anthropic"]
 def keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-
-
-class Notices:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def text(self, delta: str) -> None: ...
-    def tool_call(self, name: str, arguments: dict[str, Any]) -> None: ...
-    def observation(self, obs: Any) -> None: ...
-
-    def notice(self, line: str) -> None:
-        self.lines.append(line)
 
 
 async def run(world: World, provider: str, replies: list[Reply], *servers: str, **options: Any) -> Any:

@@ -59,6 +59,20 @@ class Recording:
         return self.sent[call][0][0].content
 
 
+class Notices:
+    """A turn view that keeps the notice lines (what one-shot prints on stderr)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def text(self, delta: str) -> None: ...
+    def tool_call(self, name: str, arguments: dict[str, Any]) -> None: ...
+    def observation(self, obs: Any) -> None: ...
+
+    def notice(self, line: str) -> None:
+        self.lines.append(line)
+
+
 @dataclass
 class World:
     home: Path
