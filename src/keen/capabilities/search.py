@@ -69,6 +69,8 @@ from keen.capabilities.descriptor import Capability
 if TYPE_CHECKING:
     import numpy as np
 
+    from keen.capabilities.dense import DenseVectors
+
 __all__ = [
     "INDEX_FORMAT",
     "MAX_QUERY_CHARS",
@@ -77,6 +79,8 @@ __all__ = [
     "SERVER_PRIOR",
     "SearchWeights",
     "ToolSearch",
+    "dense_server_text",
+    "dense_text",
     "embedder",
     "server_trust",
 ]
@@ -117,11 +121,19 @@ def server_trust(n_servers: int) -> float:
 @dataclass(frozen=True)
 class SearchWeights:
     """Fusion weights (see the module docstring). ``lexical`` and ``semantic`` weigh the
-    two signals; ``server`` how much the capability's server as a whole counts."""
+    two signals; ``server`` how much the capability's server as a whole counts.
+
+    With the transformer vectors ready (:mod:`keen.capabilities.dense`), ``dense`` weighs
+    their cosine, ``dense_server`` that of the capability's server (inside the server
+    term), and the static (wordllama) cosine counts ``static_with_dense`` times
+    ``semantic``: the transformer carries most of what it did."""
 
     lexical: float = 1.0
     semantic: float = 1.5
     server: float = 0.5
+    dense: float = 2.0
+    dense_server: float = 1.0
+    static_with_dense: float = 0.5
 
 
 def _vectors(texts: Sequence[str], weights: np.ndarray) -> np.ndarray:
@@ -148,6 +160,21 @@ def semantic_text(cap: Capability) -> str:
     name = split_identifier(cap.name)
     server = split_identifier(cap.server or "")
     return ". ".join(p for p in (server, name, name, cap.title, cap.summary) if p)
+
+
+def dense_text(cap: Capability) -> str:
+    """``cap``'s text for the transformer encoder: ``server: tool name. title.
+    description`` (split names; the encoder reads the first :data:`~keen.capabilities.
+    encoder.MAX_TOKENS` word pieces)."""
+    name = split_identifier(cap.name)
+    server = split_identifier(cap.server or "")
+    head = ". ".join(p for p in (name, cap.title, cap.search_text[:400]) if p)
+    return f"{server}: {head}" if server else head
+
+
+def dense_server_text(name: str, text: str, tool_names: Sequence[str]) -> str:
+    """A server's text for the encoder: its split name, catalog text and tool names."""
+    return f"{split_identifier(name)}: {text}. {', '.join(tool_names)}"[:_MAX_DOC_CHARS]
 
 
 def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -222,6 +249,8 @@ class ToolSearch:
         self._members: dict[int, list[int]] = {}
         for i in shared.tolist():
             self._members.setdefault(int(self._groups[i]), []).append(i)
+        self.dense: DenseVectors | None = None
+        """The transformer signal, attached by the catalog (None: not used)."""
 
     # -- building -------------------------------------------------------------
 
@@ -372,8 +401,10 @@ class ToolSearch:
             scores = scores + (NEIGHBOUR_WEIGHT * similarity) * extra
         return scores
 
-    def scores(self, query: str) -> np.ndarray:
-        """The fused score of every document for ``query`` (higher is better)."""
+    def signals(self, query: str) -> dict[str, np.ndarray]:
+        """Each signal's weighted contribution to every document's score for ``query``
+        (their sum is :meth:`scores`): ``lexical``, ``static`` (wordllama), ``dense`` (the
+        transformer, when :attr:`dense` is ready) and ``server``."""
         import numpy as np
 
         w = self.weights
@@ -385,16 +416,37 @@ class ToolSearch:
         query = words if words.strip() else cut
         tokens = stem_tokens([query])
         qv = _vectors([query], self._token_weights)[0]
-        doc = w.lexical * _standardise(self._expanded_lexical(query, tokens))
-        doc += w.semantic * _standardise(_dot(self._vectors, qv))
+        dense = self.dense if self.dense is not None and self.dense.ready else None
+        qd = dense.query_vector(query) if dense is not None else None
+        out: dict[str, np.ndarray] = {
+            "lexical": w.lexical * _standardise(self._expanded_lexical(query, tokens)),
+            "static": w.semantic
+            * (w.static_with_dense if qd is not None else 1.0)
+            * _standardise(_dot(self._vectors, qv)),
+        }
+        if dense is not None and qd is not None:
+            out["dense"] = w.dense * _standardise(_dot(dense.docs, qd))
         if n_servers and w.server:
             srv = _standardise(self._lexical(self._bm25_servers, tokens, n_servers))
             srv += _standardise(_dot(self._server_vectors, qv))
+            if dense is not None and qd is not None and len(dense.servers) == n_servers:
+                srv += w.dense_server * _standardise(_dot(dense.servers, qd))
             srv = np.append(srv, 0.0)  # row -1: documents without a server
-            doc += w.server * server_trust(n_servers) * srv[self._doc_server]
-        return doc
+            out["server"] = w.server * server_trust(n_servers) * srv[self._doc_server]
+        return out
 
-    def top(self, query: str, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
+    def scores(self, query: str) -> np.ndarray:
+        """The fused score of every document for ``query`` (higher is better)."""
+        return sum(self.signals(query).values())  # pyright: ignore[reportReturnType]
+
+    def top(
+        self,
+        query: str,
+        k: int,
+        mask: np.ndarray | None = None,
+        *,
+        signals: dict[str, np.ndarray] | None = None,
+    ) -> list[tuple[int, float]]:
         """The best ``k`` documents as ``(position, score)``, best first; only positions
         where the boolean array ``mask`` is true (all when ``None``), and of identical
         copies only the best-scoring one (:meth:`copies` names the rest). Ties keep
@@ -403,7 +455,8 @@ class ToolSearch:
 
         if k <= 0 or not self.ids:
             return []
-        scores = self.scores(query)
+        scores = sum((signals or self.signals(query)).values())
+        assert not isinstance(scores, int)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
         if self._members:
