@@ -136,6 +136,7 @@ def test_only_the_first_max_query_chars_of_a_query_count() -> None:
     head = "read a downloaded paper " * (MAX_QUERY_CHARS // 24 + 1)
     flood = head + "pay for the cart and place the order " * 50_000  # 1.9 MB past the cap
     index = catalog.index()
+    assert catalog.wait_ready(60)  # both scores with the transformer signal
     assert np.array_equal(index.scores(flood), index.scores(head[:MAX_QUERY_CHARS]))
     assert catalog.search(flood, k=1)[0].id == "mcp__arxiv__read_paper"
 

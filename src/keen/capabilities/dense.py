@@ -10,9 +10,11 @@ a search never waits for indexing unless its caller asks to (:meth:`DenseVectors
 
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +28,24 @@ if TYPE_CHECKING:
 __all__ = ["DenseVectors", "shared_cache"]
 
 logger = logging.getLogger(__name__)
+
+# One encoding at a time per process: catalogs rebuilt in quick succession (servers
+# connecting one by one) would otherwise encode the same new tools on several threads.
+_encoding = threading.Lock()
+_running: weakref.WeakSet[DenseVectors] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Stop background encoding before the interpreter finalizes: an ONNX Runtime call still
+    running on a daemon thread then aborts the process ("terminate called without an
+    active exception", exit -6). Each stops within one batch."""
+    for dense in list(_running):
+        dense.close()
+    for dense in list(_running):
+        thread = dense._thread  # pyright: ignore[reportPrivateUsage]
+        if thread is not None:
+            thread.join(timeout=10)
 
 
 @functools.cache
@@ -51,7 +71,8 @@ class DenseVectors:
         self._texts = list(texts) + list(server_texts)
         self._n_docs = len(texts)
         self._cache = cache
-        self._keys = [text_key(_encoder.MODEL_ID, t) for t in self._texts]
+        # The cut changes the vector of a long text: it is part of the key.
+        self._keys = [text_key(f"{_encoder.MODEL_ID}:{_encoder.MAX_TOKENS}", t) for t in self._texts]
         found = cache.lookup(self._keys)
         self._found = found
         self.total = len(texts)
@@ -95,6 +116,7 @@ class DenseVectors:
             self._thread = threading.Thread(
                 target=self._run, args=(progress,), name="keen-dense-index", daemon=True
             )
+            _running.add(self)
             self._thread.start()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -118,12 +140,19 @@ class DenseVectors:
             self._finished.set()
 
     def _fill(self, progress: Callable[[int, int], None] | None) -> None:
+        with _encoding:
+            self._fill_locked(progress)
+
+    def _fill_locked(self, progress: Callable[[int, int], None] | None) -> None:
         import numpy as np
 
         model = _encoder.sentence_encoder()
         if model is None:
             self.failed = _encoder.unavailable_reason() or "it did not load"
             return
+        if any(v is None for v in self._found):  # another catalog's thread may have encoded them
+            self._found = self._cache.lookup(self._keys)
+            self.done = self.total - sum(1 for v in self._found[: self._n_docs] if v is None)
         todo = [i for i, v in enumerate(self._found) if v is None]
         # Servers first: a handful of texts that every tool's score uses.
         todo.sort(key=lambda i: i < self._n_docs)

@@ -131,9 +131,9 @@ class SearchWeights:
     lexical: float = 1.0
     semantic: float = 1.5
     server: float = 0.5
-    dense: float = 2.0
-    dense_server: float = 1.0
-    static_with_dense: float = 0.5
+    dense: float = 3.0
+    dense_server: float = 2.0
+    static_with_dense: float = 1 / 3
 
 
 def _vectors(texts: Sequence[str], weights: np.ndarray) -> np.ndarray:

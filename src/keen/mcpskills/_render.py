@@ -27,6 +27,7 @@ from keen.mcpskills._names import (
     one_line,
     unsafe_char,
 )
+from keen.mcpskills.server_line import distinctive_terms, summary_from_terms, tools_by_coverage
 from keen.skills.discover import MANAGED_BY, MARKER_FILE, SKILL_FILE
 
 __all__ = [
@@ -166,8 +167,10 @@ def describe_server(
     server cannot flood the catalog.
     """
     about = _about(info.instructions or "") if info else ""
-    if not about and tool_descriptions:
-        about = _from_tools([d for d in tool_descriptions if d])
+    descriptions = list(tool_descriptions or [""] * len(tool_names))
+    terms = distinctive_terms(tool_names, descriptions, server) if tool_names else []
+    if not about and terms:
+        about = summary_from_terms(terms, _ABOUT_CHARS)
     # One_line drops invisible characters; escape_text makes an HTML comment visible too.
     about = escape_text(about)
     if not about and info:
@@ -184,7 +187,7 @@ def describe_server(
         return text + " It lists no tools."
     tail = f" ({count})." if count > 1 else "."
     shown: list[str] = []
-    for name in tool_names:
+    for name in tools_by_coverage(tool_names, terms) if terms else sorted(tool_names):
         candidate = ", ".join([*shown, one_line(name, 60, first_sentence=False)])
         more = ", …" if len(shown) + 1 < count else ""
         if len(text) + len(" Tools: ") + len(candidate) + len(more) + len(tail) > DESCRIPTION_CHARS:
