@@ -95,8 +95,8 @@ def build_catalog(paths: list[Path], cache_dir: Path | None = None, dense: bool 
 
 
 def server_lines(paths: list[Path]) -> dict[str, dict[str, str]]:
-    """Per server of ``paths``: its catalog ``line`` (what ``keen prompt`` shows, the SKILL.md
-    description), its ``name`` alone and its ``full`` tool text (every tool's name and
+    """Per server of ``paths``: its catalog ``line`` (what ``keen prompt`` shows: ``mcp:<server>:``
+    and the SKILL.md description), its ``name`` alone and its ``full`` tool text (every tool's name and
     description), for the line-quality figure."""
     from keen.mcpskills._render import describe_server
 
@@ -107,7 +107,8 @@ def server_lines(paths: list[Path]) -> dict[str, dict[str, str]]:
             names = [str(t["name"]) for t in rec.tools]
             descriptions = [str(t.get("description") or "") for t in rec.tools]
             out[rec.name] = {
-                "line": describe_server(rec.name, info, names, descriptions),
+                # As the model reads it in `keen prompt`: "- mcp:<server>: <description> → read …".
+                "line": f"mcp:{rec.name}: {describe_server(rec.name, info, names, descriptions)}",
                 "name": rec.name,
                 "full": f"{rec.name}: "
                 + " ".join(f"{n}: {d}" for n, d in zip(names, descriptions, strict=True)),

@@ -171,6 +171,9 @@ def describe_server(
     terms = distinctive_terms(tool_names, descriptions, server) if tool_names else []
     if not about and terms:
         about = summary_from_terms(terms, _ABOUT_CHARS)
+    if not about and tool_descriptions:
+        # Only generic words ("Tool number 3"): the descriptions say more than nothing.
+        about = _from_tools([d for d in tool_descriptions if d])
     # One_line drops invisible characters; escape_text makes an HTML comment visible too.
     about = escape_text(about)
     if not about and info:

@@ -35,7 +35,213 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 # it is a tool, never what the server is about. They still count in a two-word phrase
 # ("read file"), just not alone.
 _GENERIC = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "get", "gets", "getting", "has", "have", "in", "into", "is", "it", "its", "list", "lists", "listing", "of", "on", "or", "that", "the", "this", "to", "use", "used", "uses", "using", "via", "will", "with", "without", "all", "any", "each", "every", "one", "two", "more", "most", "other", "some", "such", "new", "given", "specified", "provided", "specific", "optional", "current", "default", "based", "available", "multiple", "single", "several", "complete", "detailed", "existing", "their", "your", "ready", "described", "various", "simple", "basic", "full", "whole", "also", "add", "adds", "create", "creates", "delete", "deletes", "remove", "removes", "update", "updates", "set", "sets", "fetch", "fetches", "retrieve", "retrieves", "find", "finds", "search", "searches", "read", "reads", "write", "writes", "show", "shows", "return", "returns", "run", "runs", "make", "makes", "perform", "performs", "execute", "executes", "manage", "manages", "handle", "handles", "call", "calls", "check", "checks", "change", "changes", "apply", "applies", "open", "opens", "close", "closes", "start", "stop", "load", "save", "tool", "tools", "server", "servers", "mcp", "api", "apis", "service", "data", "info", "information", "details", "detail", "result", "results", "item", "items", "value", "values", "name", "names", "id", "ids", "type", "types", "content", "contents", "text", "string", "object", "objects", "entry", "entries", "record", "records", "resource", "resources", "request", "requests", "response", "option", "options", "param", "params", "parameter", "parameters", "input", "inputs", "output", "outputs", "field", "fields", "user", "users", "number", "numbers", "count", "status", "true", "false", "null", "json", "format", "optionally", "e", "g", "eg", "i", "ie", "etc"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "get",
+        "gets",
+        "getting",
+        "has",
+        "have",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "list",
+        "lists",
+        "listing",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "use",
+        "used",
+        "uses",
+        "using",
+        "via",
+        "will",
+        "with",
+        "without",
+        "all",
+        "any",
+        "each",
+        "every",
+        "one",
+        "two",
+        "more",
+        "most",
+        "other",
+        "some",
+        "such",
+        "new",
+        "given",
+        "specified",
+        "provided",
+        "specific",
+        "optional",
+        "current",
+        "default",
+        "based",
+        "available",
+        "multiple",
+        "single",
+        "several",
+        "complete",
+        "detailed",
+        "existing",
+        "their",
+        "your",
+        "ready",
+        "described",
+        "various",
+        "simple",
+        "basic",
+        "full",
+        "whole",
+        "also",
+        "how",
+        "back",
+        "about",
+        "demonstrates",
+        "example",
+        "examples",
+        "like",
+        "when",
+        "which",
+        "what",
+        "where",
+        "there",
+        "here",
+        "then",
+        "than",
+        "only",
+        "just",
+        "add",
+        "adds",
+        "create",
+        "creates",
+        "delete",
+        "deletes",
+        "remove",
+        "removes",
+        "update",
+        "updates",
+        "set",
+        "sets",
+        "fetch",
+        "fetches",
+        "retrieve",
+        "retrieves",
+        "find",
+        "finds",
+        "search",
+        "searches",
+        "read",
+        "reads",
+        "write",
+        "writes",
+        "show",
+        "shows",
+        "return",
+        "returns",
+        "run",
+        "runs",
+        "make",
+        "makes",
+        "perform",
+        "performs",
+        "execute",
+        "executes",
+        "manage",
+        "manages",
+        "handle",
+        "handles",
+        "call",
+        "calls",
+        "check",
+        "checks",
+        "change",
+        "changes",
+        "apply",
+        "applies",
+        "open",
+        "opens",
+        "close",
+        "closes",
+        "start",
+        "stop",
+        "load",
+        "save",
+        "tool",
+        "tools",
+        "server",
+        "servers",
+        "mcp",
+        "api",
+        "apis",
+        "service",
+        "data",
+        "info",
+        "information",
+        "details",
+        "detail",
+        "result",
+        "results",
+        "item",
+        "items",
+        "value",
+        "values",
+        "name",
+        "names",
+        "id",
+        "ids",
+        "type",
+        "types",
+        "string",
+        "object",
+        "objects",
+        "response",
+        "option",
+        "options",
+        "param",
+        "params",
+        "parameter",
+        "parameters",
+        "input",
+        "inputs",
+        "output",
+        "outputs",
+        "number",
+        "numbers",
+        "count",
+        "true",
+        "false",
+        "null",
+        "json",
+        "format",
+        "optionally",
+        "e",
+        "g",
+        "eg",
+        "i",
+        "ie",
+        "etc",
+    ]
 )
 _MAX_WORDS_PER_SENTENCE = 24
 
@@ -57,13 +263,15 @@ def _first_sentence(text: str) -> str:
     return _SENTENCE_END.split(head, maxsplit=1)[0]
 
 
-def _grams(words: list[str]) -> list[tuple[str, ...]]:
-    """Stemmed words of ``words`` that are not generic, and two-word phrases of them
-    ("pull request", "pivot table", "knowledge graph")."""
+def _grams(words: list[str], phrases: bool) -> list[tuple[str, ...]]:
+    """Stemmed words of ``words`` that are not generic and, with ``phrases``, two-word
+    phrases of them ("pull request", "pivot table", "knowledge graph"). Phrases come from
+    tool names only: in prose most neighbouring words are no phrase ("echoes back")."""
     stems = _stem()(words) if words else []
     keep = [w not in _GENERIC for w in words]
     out: list[tuple[str, ...]] = [(s,) for s, k in zip(stems, keep, strict=True) if k]
-    out += [(stems[i], stems[i + 1]) for i in range(len(words) - 1) if keep[i] and keep[i + 1]]
+    if phrases:
+        out += [(stems[i], stems[i + 1]) for i in range(len(words) - 1) if keep[i] and keep[i + 1]]
     return out
 
 
@@ -72,13 +280,13 @@ def distinctive_terms(
 ) -> list[tuple[str, float, frozenset[int]]]:
     """The server's terms, best first, as ``(surface form, score, tools using it)``.
 
-    A term is a stemmed word or two-word phrase of a tool's name (weight 2) or the first
-    sentence of its description (weight 1); its score is its weight summed over the
+    A term is a stemmed word or two-word phrase of a tool's name (weight 2) or a word of
+    the first sentence of its description (weight 1); its score is its weight summed over the
     tools, times 1.5 for a phrase. Generic words (:data:`_GENERIC`) and the server's own
     name are left out: the line names the server already.
     """
     own = set(_stem()(_words(server))) if server else set()
-    score: Counter[tuple[str, ...]] = Counter()
+    score: defaultdict[tuple[str, ...], float] = defaultdict(float)
     users: defaultdict[tuple[str, ...], set[int]] = defaultdict(set)
     surface: defaultdict[tuple[str, ...], Counter[str]] = defaultdict(Counter)
     for i, (name, description) in enumerate(zip(names, descriptions, strict=True)):
@@ -89,7 +297,7 @@ def distinctive_terms(
         ):
             stems = _stem()(words) if words else []
             forms = dict(zip(stems, words, strict=True))
-            for gram in _grams(words):
+            for gram in _grams(words, phrases=weight > 1):
                 if any(s in own for s in gram) or len("".join(gram)) < 3:
                     continue
                 seen[gram] = max(seen.get(gram, 0.0), weight * (1.5 if len(gram) == 2 else 1.0))
