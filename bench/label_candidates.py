@@ -14,15 +14,20 @@ right. For each query line (``{"query": str, "tools": [...], "grep": [...]?}``) 
   "server: tool. description", when ``--model DIR`` holds ``model.onnx`` and
   ``tokenizer.json`` and onnxruntime and tokenizers are installed (tool vectors are cached
   in ``--cache``, keyed by the text's hash);
-- ``grep``: every tool whose name or description matches all regular expressions of the
-  line's optional ``grep`` list (case-insensitive), at most ``4 n``;
+- ``grep``: every tool whose name or description opening (240 characters) matches all
+  regular expressions of the line's optional ``grep`` list (case-insensitive), at most
+  ``4 n``;
 - ``copy``: every tool with the same name as a pooled or labelled tool on another server
-  (ToolGym holds many forks of the same server under other names).
+  and a similar description (word Jaccard >= 0.5): ToolGym holds many forks of the same
+  server under other names.
 
-It prints each query, then the candidates, labelled ones marked ``*``, with the methods
-that found them and the start of their description; ``missing`` lists labels that name no
-tool of the catalogs. ``--json`` prints one object per query instead. The label decision
-stays with the reader: add every candidate that would do the job to ``tools``.
+It prints each query, then the candidates, numbered, one row per group of identical tools
+(same name and description on several servers: ``name @ first-server +N``), labelled
+ones marked ``*`` (``~``: some copies labelled), with the methods that found them and the
+start of their description; ``missing`` lists labels that name no tool of the catalogs;
+``--new`` leaves out the groups already labelled. ``--json`` prints one object per query
+(``groups`` with every server of each group) instead. The label decision stays with the
+reader: add every candidate that would do the job to ``tools``.
 """
 
 from __future__ import annotations
@@ -39,9 +44,10 @@ import numpy as np
 
 from _catalog import load_catalog
 
-__all__ = ["Tool", "load_tools", "main", "pool"]
+__all__ = ["Tool", "group", "load_tools", "main", "pool"]
 
 Tool = tuple[str, str, str]  # server, name, description
+GREP_CHARS = 240  # grep reads a description's opening only: long ones mention everything
 
 
 def load_tools(paths: list[Path]) -> list[Tool]:
@@ -117,6 +123,14 @@ class _MiniLM:
         return [int(i) for i in np.argsort(-scores)[:n]]
 
 
+def _bag(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
 def pool(
     item: dict[str, Any], tools: list[Tool], methods: dict[str, Any], n: int
 ) -> tuple[dict[int, list[str]], list[str]]:
@@ -129,15 +143,22 @@ def pool(
     patterns = [re.compile(p, re.IGNORECASE) for p in item.get("grep") or []]
     if patterns:
         hits = [
-            i for i, (_, name, desc) in enumerate(tools) if all(p.search(f"{name} {desc}") for p in patterns)
+            i
+            for i, (_, name, desc) in enumerate(tools)
+            if all(p.search(f"{_words(name)} {name} {desc[:GREP_CHARS]}") for p in patterns)
         ]
         for i in hits[: 4 * n]:
             found.setdefault(i, []).append("grep")
     labelled = {ids[t] for t in item["tools"] if t in ids}
     missing = [t for t in item["tools"] if t not in ids]
-    names = {tools[i][1] for i in [*found, *labelled]}
-    for i, (_, name, _) in enumerate(tools):
-        if i not in found and i not in labelled and name in names:
+    words = {}
+    for i in [*found, *labelled]:
+        words.setdefault(tools[i][1], []).append(_bag(tools[i][2]))
+    for i, (_, name, desc) in enumerate(tools):
+        if i in found or i in labelled or name not in words:
+            continue
+        bag = _bag(desc)
+        if any(_jaccard(bag, other) >= 0.5 for other in words[name]):
             found[i] = ["copy"]
     for i in labelled:
         found.setdefault(i, [])
@@ -165,31 +186,40 @@ def main(argv: list[str] | None = None) -> None:
             continue
         item = json.loads(line)
         found, missing = pool(item, tools, methods, args.n)
-        labels = set(item["tools"])
-        rows = sorted(
-            found.items(), key=lambda kv: (f"{tools[kv[0]][0]}/{tools[kv[0]][1]}" not in labels, kv[0])
-        )
+        groups = group(found, tools, set(item["tools"]))
+        if args.new:
+            groups = [g for g in groups if not all(g["labelled"])]
         if args.json:
-            out = [
-                {
-                    "tool": f"{tools[i][0]}/{tools[i][1]}",
-                    "labelled": f"{tools[i][0]}/{tools[i][1]}" in labels,
-                    "by": by,
-                    "description": tools[i][2][:300],
-                }
-                for i, by in rows
-            ]
-            print(json.dumps({"line": number, "query": item["query"], "missing": missing, "candidates": out}))
+            print(json.dumps({"line": number, "query": item["query"], "missing": missing, "groups": groups}))
             continue
         print(f"\n#{number} {item['query']}")
         if missing:
             print(f"  missing: {missing}")
-        for i, by in rows:
-            server, name, desc = tools[i]
-            if args.new and f"{server}/{name}" in labels:
-                continue
-            mark = "*" if f"{server}/{name}" in labels else " "
-            print(f" {mark} {server}/{name} [{','.join(by) or 'label'}] {desc[:160]}")
+        for n, g in enumerate(groups, 1):
+            mark = "*" if all(g["labelled"]) else ("~" if any(g["labelled"]) else " ")
+            servers = (
+                ", ".join(g["servers"])
+                if len(g["servers"]) <= 3
+                else f"{g['servers'][0]} +{len(g['servers']) - 1}"
+            )
+            print(
+                f" {mark}{n:>3} {g['name']} @ {servers} [{','.join(g['by']) or 'label'}] {g['description'][:110]}"
+            )
+
+
+def group(found: dict[int, list[str]], tools: list[Tool], labels: set[str]) -> list[dict[str, Any]]:
+    """The candidates with the same name and description (a server's forks) as one group,
+    labelled groups first, then by how many methods found them."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for i, by in sorted(found.items()):
+        server, name, desc = tools[i]
+        g = groups.setdefault(
+            (name, desc), {"name": name, "description": desc, "servers": [], "labelled": [], "by": []}
+        )
+        g["servers"].append(server)
+        g["labelled"].append(f"{server}/{name}" in labels)
+        g["by"] = sorted(set(g["by"]) | set(by))
+    return sorted(groups.values(), key=lambda g: (not any(g["labelled"]), -len(set(g["by"]) - {"copy"})))
 
 
 if __name__ == "__main__":
