@@ -114,7 +114,7 @@ class _MiniLM:
         mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         names = {i.name for i in self.session.get_inputs()}
-        hidden = self.session.run(None, {k: v for k, v in feeds.items() if k in names})[0]
+        hidden = np.asarray(self.session.run(None, {k: v for k, v in feeds.items() if k in names})[0])
         summed = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
         return summed / np.linalg.norm(summed, axis=1, keepdims=True)
 

@@ -199,6 +199,7 @@ async def _run(args: argparse.Namespace) -> int:
         entry = {"qualifiedName": name, "package": spec["package"], "version": version} | entry
         entries.append(entry)
         print(f"{name}: {len(entry['tools'])} tools ({spec['package']} {version})", file=sys.stderr)
+    recorded = len(entries)
     if args.only and args.out.exists():  # re-record some servers, keep the others
         fresh = {e["qualifiedName"]: e for e in entries}
         kept = {
@@ -212,7 +213,7 @@ async def _run(args: argparse.Namespace) -> int:
             handle.write(json.dumps(entry, ensure_ascii=False, sort_keys=False) + "\n")
     total = sum(len(e["tools"]) for e in entries)
     print(f"wrote {args.out}: {len(entries)} servers, {total} tools", file=sys.stderr)
-    return 0 if len(entries) == len(servers) else 1
+    return 0 if recorded == len(servers) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
