@@ -212,7 +212,7 @@ def anchor_rankers(catalog: Catalog) -> dict[str, Ranker]:
     folder = (
         catalog._cache_dir.parent / "embeddings" / "all-MiniLM-L6-v2-int8" if catalog._cache_dir else None
     )  # pyright: ignore[reportPrivateUsage]
-    dense = DenseVectors([dense_text(c) for c in caps], [], shared_cache(folder))
+    dense = DenseVectors([dense_text(c) for c in caps], shared_cache(folder))
     model = sentence_encoder()
     if dense.wait(None) and model is not None:
         out["minilm"] = lambda q: by_cosine(dense.docs, model.encode_one(q))

@@ -23,7 +23,7 @@ import json
 import logging
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -424,18 +424,10 @@ class Catalog:
     def _dense_vectors(self) -> DenseVectors:
         from keen.capabilities.dense import DenseVectors, shared_cache
         from keen.capabilities.encoder import MODEL_ID
-        from keen.capabilities.search import dense_server_text, dense_text
+        from keen.capabilities.search import dense_text
 
         folder = None if self._cache_dir is None else self._cache_dir.parent / "embeddings" / MODEL_ID
-        members: dict[str, list[str]] = {name: [] for name in self.servers}
-        for cap in self._list:
-            if cap.server in members:
-                members[cap.server].append(cap.name)
-        return DenseVectors(
-            [dense_text(c) for c in self._list],
-            [dense_server_text(name, text, members[name]) for name, text in self.servers.items()],
-            shared_cache(folder),
-        )
+        return DenseVectors([dense_text(c) for c in self._list], shared_cache(folder))
 
     def search_status(self) -> str:
         """One line on how searches rank now: ``""`` when every signal is in use, else what
@@ -475,6 +467,7 @@ class Catalog:
         index = self.index()
         mask = None if filter is None else self._mask(filter)
         signals = index.signals(query)
+        matched = index.query_words(query)
         for position, score in index.top(query, k, mask, signals=signals):
             cap = caps[position]
             shares = {name: float(values[position]) for name, values in signals.items()}
@@ -491,29 +484,20 @@ class Catalog:
                     cap.location,
                     tuple(caps[i].id for i in index.copies(position, mask)),
                     shares,
-                    explain(query, cap, shares),
+                    explain(cap, shares, [word for word, docs in matched if docs[position]]),
                 )
             )
         return hits
 
 
-def explain(query: str, cap: Capability, signals: Mapping[str, float]) -> str:
-    """Why ``cap`` ranked for ``query``, in one line: the query words found in its text,
-    its server when the server signal lifted it, and whether it is close in meaning
-    (``signals`` as in :attr:`SearchHit.signals`)."""
-    from keen.capabilities._text import STOPWORDS, stem_words, words
-    from keen.capabilities.search import lexical_text
-
+def explain(cap: Capability, signals: Mapping[str, float], words: Sequence[str]) -> str:
+    """Why ``cap`` ranked, in one line: the query ``words`` found in its text (as
+    :meth:`~keen.capabilities.search.ToolSearch.query_words` gives them), its server when
+    the server signal lifted it, and whether it is close in meaning (``signals`` as in
+    :attr:`SearchHit.signals`)."""
     parts: list[tuple[float, str]] = []
-    if signals.get("lexical", 0.0) > 0.3:
-        doc = set(stem_words(words(" ".join(lexical_text(cap)))))
-        seen: list[str] = []
-        for word in words(query[:2000]):
-            stems = stem_words([word])
-            if word not in STOPWORDS and stems and stems[0] in doc and word not in seen:
-                seen.append(word)
-        if seen:
-            parts.append((signals["lexical"], "words " + ", ".join(seen[:6])))
+    if signals.get("lexical", 0.0) > 0.3 and words:
+        parts.append((signals["lexical"], "words " + ", ".join(words[:6])))
     meaning = max(signals.get("dense", 0.0), signals.get("static", 0.0))
     if meaning > 0.5:
         how = "transformer" if signals.get("dense", 0.0) >= signals.get("static", 0.0) else "word vectors"

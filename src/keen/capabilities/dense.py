@@ -1,4 +1,4 @@
-"""Transformer vectors of one catalog's tools and servers, encoded in the background.
+"""Transformer vectors of one catalog's tools, encoded in the background.
 
 :class:`DenseVectors` takes the texts to encode, finds what the
 :class:`~keen.capabilities.vector_cache.VectorCache` already holds, and encodes the rest on
@@ -56,30 +56,25 @@ def shared_cache(folder: Path | None) -> VectorCache:
 
 
 class DenseVectors:
-    """The encoder's vectors of ``texts`` (one per document) and ``server_texts``.
+    """The encoder's vectors of ``texts`` (one per document).
 
     Args:
         texts: the documents' texts, in catalog order.
-        server_texts: the servers' texts, in server-row order.
         cache: where vectors are looked up and stored.
         start: begin encoding what is missing at once (on a daemon thread).
     """
 
-    def __init__(
-        self, texts: Sequence[str], server_texts: Sequence[str], cache: VectorCache, *, start: bool = True
-    ) -> None:
-        self._texts = list(texts) + list(server_texts)
-        self._n_docs = len(texts)
+    def __init__(self, texts: Sequence[str], cache: VectorCache, *, start: bool = True) -> None:
+        self._texts = list(texts)
         self._cache = cache
         # The cut changes the vector of a long text: it is part of the key.
         self._keys = [text_key(f"{_encoder.MODEL_ID}:{_encoder.MAX_TOKENS}", t) for t in self._texts]
         found = cache.lookup(self._keys)
         self._found = found
         self.total = len(texts)
-        self.missing = sum(1 for v in found[: self._n_docs] if v is None)
+        self.missing = sum(1 for v in found if v is None)
         self.done = self.total - self.missing
         self._docs: np.ndarray | None = None
-        self._servers: np.ndarray | None = None
         self._encoder: _encoder.SentenceEncoder | None = None
         self._ready = threading.Event()
         self._finished = threading.Event()  # ready, or given up (no encoder)
@@ -152,20 +147,16 @@ class DenseVectors:
             return
         if any(v is None for v in self._found):  # another catalog's thread may have encoded them
             self._found = self._cache.lookup(self._keys)
-            self.done = self.total - sum(1 for v in self._found[: self._n_docs] if v is None)
+            self.done = self.total - sum(1 for v in self._found if v is None)
         todo = [i for i, v in enumerate(self._found) if v is None]
-        # Servers first: a handful of texts that every tool's score uses.
-        todo.sort(key=lambda i: i < self._n_docs)
         matrix = np.zeros((len(self._texts), _encoder.DIM), dtype=np.float32)
         for i, vector in enumerate(self._found):
             if vector is not None:
                 matrix[i] = vector
         base = self.done
-        n_servers = len(self._texts) - self._n_docs
 
         def step(count: int) -> None:
-            docs_done = max(0, count - sum(1 for i in todo[:count] if i >= self._n_docs))
-            self.done = min(self.total, base + docs_done)
+            self.done = min(self.total, base + count)
             if progress is not None:
                 progress(self.done, self.total)
 
@@ -183,8 +174,7 @@ class DenseVectors:
             self._cache.store([self._keys[i] for i in chunk], vectors)
             step(start + len(chunk))
         self.done = self.total
-        self._docs = matrix[: self._n_docs]
-        self._servers = matrix[self._n_docs :] if n_servers else np.zeros((0, _encoder.DIM), np.float32)
+        self._docs = matrix
         self._encoder = model
         self._ready.set()
 
@@ -201,9 +191,3 @@ class DenseVectors:
         """``(n_docs, 384)`` unit vectors (only when :attr:`ready`)."""
         assert self._docs is not None
         return self._docs
-
-    @property
-    def servers(self) -> np.ndarray:
-        """``(n_servers, 384)`` unit vectors (only when :attr:`ready`)."""
-        assert self._servers is not None
-        return self._servers

@@ -79,7 +79,6 @@ __all__ = [
     "SERVER_PRIOR",
     "SearchWeights",
     "ToolSearch",
-    "dense_server_text",
     "dense_text",
     "embedder",
     "server_trust",
@@ -92,6 +91,7 @@ INDEX_FORMAT = 4
 NAME_REPEAT = 2
 """How many times the split name counts in the lexical document (names are the densest signal)."""
 _MAX_DOC_CHARS = 2000
+_MAX_WHY_WORDS = 48
 MAX_QUERY_CHARS = 2000
 """Only a query's first characters count: a task fits in far fewer, and scoring time grows
 with the query's length (a 1 MB query took 2.4 s here), which a host of ``keen serve``
@@ -124,8 +124,8 @@ class SearchWeights:
     two signals; ``server`` how much the capability's server as a whole counts.
 
     With the transformer vectors ready (:mod:`keen.capabilities.dense`), ``dense`` weighs
-    their cosine, ``dense_server`` that of the capability's server (inside the server
-    term), and the static (wordllama) cosine counts ``static_with_dense`` times
+    their cosine, ``dense_server`` that of the capability's server (the mean of its tools'
+    vectors; inside the server term), and the static (wordllama) cosine counts ``static_with_dense`` times
     ``semantic``: the transformer carries most of what it did."""
 
     lexical: float = 1.0
@@ -170,11 +170,6 @@ def dense_text(cap: Capability) -> str:
     server = split_identifier(cap.server or "")
     head = ". ".join(p for p in (name, cap.title, cap.search_text[:400]) if p)
     return f"{server}: {head}" if server else head
-
-
-def dense_server_text(name: str, text: str, tool_names: Sequence[str]) -> str:
-    """A server's text for the encoder: its split name, catalog text and tool names."""
-    return f"{split_identifier(name)}: {text}. {', '.join(tool_names)}"[:_MAX_DOC_CHARS]
 
 
 def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -251,6 +246,7 @@ class ToolSearch:
             self._members.setdefault(int(self._groups[i]), []).append(i)
         self.dense: DenseVectors | None = None
         """The transformer signal, attached by the catalog (None: not used)."""
+        self._dense_server_cache: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- building -------------------------------------------------------------
 
@@ -429,11 +425,46 @@ class ToolSearch:
         if n_servers and w.server:
             srv = _standardise(self._lexical(self._bm25_servers, tokens, n_servers))
             srv += _standardise(_dot(self._server_vectors, qv))
-            if dense is not None and qd is not None and len(dense.servers) == n_servers:
-                srv += w.dense_server * _standardise(_dot(dense.servers, qd))
+            if dense is not None and qd is not None:
+                srv += w.dense_server * _standardise(_dot(self._dense_servers(dense), qd))
             srv = np.append(srv, 0.0)  # row -1: documents without a server
             out["server"] = w.server * server_trust(n_servers) * srv[self._doc_server]
         return out
+
+    def query_words(self, query: str) -> list[tuple[str, np.ndarray]]:
+        """Each content word of ``query`` (as typed, lowercase; first 2,000 characters) that
+        the catalog uses, with a boolean array of the documents whose text holds it: what
+        a search result's one-line why names."""
+        import numpy as np
+
+        from keen.capabilities._text import STOPWORDS, stem_words, words
+
+        vocab: dict[str, int] = self._bm25.vocab_dict
+        out: list[tuple[str, np.ndarray]] = []
+        seen: set[str] = set()
+        for word in words(query[:MAX_QUERY_CHARS])[:_MAX_WHY_WORDS]:
+            if word in STOPWORDS or word in seen:
+                continue
+            seen.add(word)
+            term = vocab.get(stem_words([word])[0])
+            if term is not None:
+                out.append((word, np.asarray(self._bm25.get_scores_from_ids([term])) > 0))
+        return out
+
+    def _dense_servers(self, dense: DenseVectors) -> np.ndarray:
+        """Per server, the unit mean of its tools' transformer vectors (measured above a
+        vector of the server's own text: docs/search.md), computed once per vector set."""
+        import numpy as np
+
+        docs = dense.docs
+        if self._dense_server_cache is None or self._dense_server_cache[0] is not docs:
+            matrix = np.zeros((len(self._server_vectors), docs.shape[1]), dtype=np.float32)
+            rows = self._doc_server >= 0
+            np.add.at(matrix, self._doc_server[rows], docs[rows])
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 1e-12)
+            self._dense_server_cache = (docs, matrix)
+        return self._dense_server_cache[1]
 
     def scores(self, query: str) -> np.ndarray:
         """The fused score of every document for ``query`` (higher is better)."""
