@@ -72,7 +72,9 @@ def test_the_search_reads_a_path_as_a_file() -> None:
         Tool("notes", "list_notes", "List the stored notes.", {}),
         Tool("clock", "now", "The current time.", {}),
     ]
-    index = Catalog.from_tools(tools, cache=False).index()
+    catalog = Catalog.from_tools(tools, cache=False)
+    assert catalog.wait_ready(60)  # every score below with the same signals
+    index = catalog.index()
     assert search_query("keep the file /root/markdown/cv.md") == "keep the file /root/markdown/cv.md"
     with_word = index.scores("keep it in file /root/markdown/cv.md")
     assert np.allclose(index.scores("keep it in /root/markdown/cv.md"), with_word)
