@@ -450,6 +450,9 @@ def main(argv: list[str] | None = None) -> None:
         "--anchors", action="store_true", help="also rank with plain bm25s, wordllama, MiniLM"
     )
     parser.add_argument(
+        "--halves", action="store_true", help="also print Keen's figures on the even and odd halves"
+    )
+    parser.add_argument(
         "--lines",
         action="store_true",
         help="line quality: servers ranked by MiniLM over lines, names, full text",
@@ -487,10 +490,23 @@ def main(argv: list[str] | None = None) -> None:
         lines = line_quality(args.catalog, queries) if args.lines else {}
         if lines:
             per_file[key]["line_quality"] = lines
+        halves = (
+            {
+                h: evaluate(catalog, select_half(read_queries(path), h), args.k, args.level)
+                for h in ("even", "odd")
+            }
+            if args.halves and args.half == "all"
+            else {}
+        )
+        if halves:
+            per_file[key]["halves"] = halves
         if not args.json:
             _report(per_file[key], args, path)
             if len(rows) > 1:
                 _anchor_table(rows, args.k)
+            for h, fig in halves.items():
+                cells = ", ".join(f"recall@{c} {fig[f'recall@{c}']:.3f}" for c in sorted({1, 3, args.k}))
+                print(f"  keen, {h} half    : {cells}, MRR {fig['mrr']:.3f} ({fig['queries']} queries)")
             if lines:
                 print(
                     "  line quality (MiniLM ranks servers by ...): "
