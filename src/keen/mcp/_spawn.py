@@ -14,6 +14,11 @@ What remains (docs in README "Stopping servers"): the signal reaches the server 
 only; its own children (``npx`` starts ``node``) are left to notice that their stdin
 closed, which MCP servers do (the stdio transport ends on EOF). Other platforms get no
 death signal: there a server that ignores EOF outlives a SIGKILLed Keen.
+
+A server starts with a minimal environment (:func:`server_environment`), as the MCP SDK's
+``get_default_environment()`` gives one: Keen's own secrets (``OPENAI_API_KEY``,
+``KEEN_SERVE_TOKEN``, cloud keys) are not a server's to read. Its entry's ``env`` and
+``inherit_env`` add what it needs (README "Configure servers").
 """
 
 from __future__ import annotations
@@ -24,12 +29,25 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO
+
+from keen._redact import register_value
 
 if TYPE_CHECKING:
     from keen.mcp.config import StdioServerConfig
 
-__all__ = ["LAUNCHER", "server_command", "stdio_transport"]
+__all__ = ["LAUNCHER", "PASSED_ENV", "server_command", "server_environment", "stdio_transport"]
+
+PASSED_ENV = (
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "TMPDIR", "TZ", "LANG", "LANGUAGE",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+)  # fmt: skip
+"""Variables every stdio server gets from Keen's environment when they are set, with every
+``LC_*`` one and the SDK's own list (``mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS``: on
+Windows ``APPDATA``, ``SYSTEMROOT``, ``USERPROFILE`` and the rest). None of them is a secret:
+who the user is, where programs are, the locale and time zone, the proxies to go through."""
 
 LAUNCHER = (
     "import ctypes,os,signal,sys\n"
@@ -92,12 +110,38 @@ def _resolve(command: str, *, env: dict[str, str], cwd: str | None) -> str:
     return found
 
 
+def server_environment(cfg: StdioServerConfig, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a stdio server starts with: the :data:`PASSED_ENV` variables (and
+    ``LC_*``) of ``environ`` (default ``os.environ``), then what the entry's ``inherit_env``
+    names (``true``: all of ``environ``), then the entry's ``env``.
+
+    Inherited values are registered with the redactor as ``env`` values are, so a server
+    that quotes one in its stderr or an error does not print it (:mod:`keen.mcp._secrets`).
+    """
+    from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
+
+    source = os.environ if environ is None else environ
+    safe = {*PASSED_ENV, *DEFAULT_INHERITED_ENV_VARS}
+    # A bash function exported to the environment ("BASH_FUNC_x%%=() { ...}") is skipped, as
+    # the SDK skips one: it would run in any shell the server starts.
+    env = {k: v for k, v in source.items() if (k in safe or k.startswith("LC_")) and not v.startswith("()")}
+    inherit = cfg.inherit_env
+    names = list(source) if inherit is True else [] if inherit is False else inherit
+    for name in names:
+        value = source.get(name)
+        if value is not None:
+            register_value(value)
+            env[name] = value
+    env.update(cfg.env)
+    return env
+
+
 def stdio_transport(cfg: StdioServerConfig, errlog: TextIO) -> Any:
     """The SDK's stdio transport for ``cfg``, started through :func:`server_command` (so on
     Linux the server dies with Keen); the server's stderr goes to ``errlog`` (a real file)."""
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    env = {**os.environ, **cfg.env}
+    env = server_environment(cfg)
     command, args = server_command(cfg.command, list(cfg.args), env=env, cwd=cfg.cwd)
     params = StdioServerParameters(
         command=command, args=args, env=env, cwd=cfg.cwd, encoding_error_handler="replace"
