@@ -18,6 +18,7 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
      "exit_at_start": 3,                 # write stderr_at_start, then exit with this code
      "pidfile": "/path",                 # write os.getpid() here at start
      "env_dump": "/path",                # write the whole environment here (JSON) at start
+     "start_log": "/path",               # append os.getpid() and a newline here at start
      "daemon_pidfile": "/path"}          # double-fork a daemon (setsid between the forks)
                                          # that ignores signals and stdin; its PID goes here
 
@@ -94,6 +95,9 @@ def main() -> None:
     if spec.get("pidfile"):
         with open(spec["pidfile"], "w", encoding="utf-8") as handle:
             handle.write(str(os.getpid()))
+    if spec.get("start_log"):
+        with open(spec["start_log"], "a", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()}\n")
     if spec.get("env_dump"):
         _write_atomic(spec["env_dump"], json.dumps(dict(os.environ)))
     if spec.get("daemon_pidfile"):
