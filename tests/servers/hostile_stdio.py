@@ -64,16 +64,17 @@ def _daemonize(pidfile: str) -> None:
     of its own, out of the server's process group."""
     if os.fork() == 0:
         os.setsid()
-        if os.fork() == 0:
+        daemon = os.fork()
+        if daemon == 0:
             for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
                 signal.signal(sig, signal.SIG_IGN)
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
-            _write_atomic(pidfile, str(os.getpid()))
             _park()
+        _write_atomic(pidfile, str(daemon))
         os._exit(0)
-    os.wait()  # the middle process exits at once: the daemon is an orphan now
+    os.wait()  # the middle process has exited: the daemon is an orphan, its PID in the file
 
 
 def _expand(value: Any) -> Any:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from keen._redact import register_value
+from keen.mcp._orphans import SPAWN_VAR, orphans_stopped
 
 if TYPE_CHECKING:
     from keen.mcp.config import StdioServerConfig
@@ -138,12 +140,15 @@ def server_environment(cfg: StdioServerConfig, environ: Mapping[str, str] | None
 
 def stdio_transport(cfg: StdioServerConfig, errlog: TextIO) -> Any:
     """The SDK's stdio transport for ``cfg``, started through :func:`server_command` (so on
-    Linux the server dies with Keen); the server's stderr goes to ``errlog`` (a real file)."""
+    Linux the server dies with Keen) with :func:`server_environment`; the server's stderr goes
+    to ``errlog`` (a real file). On Linux, what the server daemonized is stopped with it
+    (:mod:`keen.mcp._orphans`)."""
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    env = server_environment(cfg)
+    token = secrets.token_hex(8)
+    env = {**server_environment(cfg), SPAWN_VAR: token}
     command, args = server_command(cfg.command, list(cfg.args), env=env, cwd=cfg.cwd)
     params = StdioServerParameters(
         command=command, args=args, env=env, cwd=cfg.cwd, encoding_error_handler="replace"
     )
-    return stdio_client(params, errlog=errlog)
+    return orphans_stopped(stdio_client(params, errlog=errlog), token)
