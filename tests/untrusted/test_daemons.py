@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -80,3 +81,30 @@ def test_keen_serve_stops_the_daemon_when_it_stops(tmp_path: Path) -> None:
         proc.stop()
         assert proc.proc is not None and proc.proc.returncode == 143, proc.log()  # SIGTERM
         assert _wait(lambda: not alive(daemon), 5), "the server's daemon outlived keen serve"
+
+
+_REAPER = """
+import os, subprocess, sys, time
+from keen.mcp import _orphans
+
+assert _orphans.become_subreaper()
+ours = subprocess.Popen(["true"], start_new_session=True)  # Keen's own, waited for later
+mine = subprocess.Popen(["true"])
+# A child that double-forks a short-lived grandchild into a session of its own, then exits.
+subprocess.run([sys.executable, "-c", "import os\\nif os.fork() == 0:\\n os.setsid()\\n if os.fork() == 0:\\n  os._exit(0)\\n os._exit(0)\\nos.wait()"], check=True)
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    zombies = [c for c in _orphans._children() if c.state == "Z"]
+    if len(zombies) == 3:
+        break
+    time.sleep(0.02)
+print(len(zombies), _orphans.reap_adopted(), ours.wait(), mine.wait(), flush=True)
+"""
+
+
+def test_adopted_zombies_are_reaped_and_keens_own_children_are_left_to_their_owner() -> None:
+    """The orphan exits by itself: as Keen's adopted child it would stay a zombie unless
+    Keen reaps it, and Keen must not reap the children it waits for itself."""
+    done = subprocess.run([sys.executable, "-c", _REAPER], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["3", "1", "0", "0"], done.stdout

@@ -50,7 +50,7 @@ SPAWN_VAR = "KEEN_MCP_SPAWN"
 _PR_SET_CHILD_SUBREAPER = 36
 _ROUNDS = 5
 _REAP_SECONDS = 2.0
-_POLL = 0.01
+_POLL = 0.02
 
 
 @functools.cache
@@ -79,15 +79,9 @@ def _children() -> list[_Child]:
     """This process's children, from ``/proc/<pid>/stat`` (proc(5))."""
     me = os.getpid()
     found: list[_Child] = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return found
-    for name in names:
-        if not name.isdigit():
-            continue
+    for pid in _child_pids():
         try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
                 stat = handle.read()
         except OSError:
             continue
@@ -95,8 +89,26 @@ def _children() -> list[_Child]:
         fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) < 4 or int(fields[1]) != me:
             continue
-        found.append(_Child(int(name), fields[0].decode(), int(fields[2]), int(fields[3])))
+        found.append(_Child(pid, fields[0].decode(), int(fields[2]), int(fields[3])))
     return found
+
+
+def _child_pids() -> list[int]:
+    """Candidate child PIDs: each thread's ``task/<tid>/children`` list where the kernel has
+    it (an orphan goes to any thread of its subreaper), else every process in ``/proc``."""
+    pids: list[int] = []
+    try:
+        tids = os.listdir("/proc/self/task")
+        for tid in tids:
+            with open(f"/proc/self/task/{tid}/children", "rb") as handle:
+                pids += [int(p) for p in handle.read().split()]
+        return pids
+    except (OSError, ValueError):
+        pass
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
 
 
 def _marked(pid: int, marker: bytes) -> bool:
