@@ -45,11 +45,13 @@ PASSED_ENV = (
     "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "TMPDIR", "TZ", "LANG", "LANGUAGE",
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
     "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
 )  # fmt: skip
 """Variables every stdio server gets from Keen's environment when they are set, with every
 ``LC_*`` one and the SDK's own list (``mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS``: on
 Windows ``APPDATA``, ``SYSTEMROOT``, ``USERPROFILE`` and the rest). None of them is a secret:
-who the user is, where programs are, the locale and time zone, the proxies to go through."""
+who the user is, where programs are, the locale and time zone, the proxies to go through and
+the certificate authorities that go with them (file paths)."""
 
 LAUNCHER = (
     "import ctypes,os,signal,sys\n"
@@ -127,6 +129,8 @@ def server_environment(cfg: StdioServerConfig, environ: Mapping[str, str] | None
     # A bash function exported to the environment ("BASH_FUNC_x%%=() { ...}") is skipped, as
     # the SDK skips one: it would run in any shell the server starts.
     env = {k: v for k, v in source.items() if (k in safe or k.startswith("LC_")) and not v.startswith("()")}
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        register_value(env.get(name))  # a proxy URL's user:password, should a server quote it
     inherit = cfg.inherit_env
     names = list(source) if inherit is True else [] if inherit is False else inherit
     for name in names:
