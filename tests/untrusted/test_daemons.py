@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,21 +21,12 @@ from pathlib import Path
 import pytest
 
 from helpers.hostile import hostile_entry, keen_cli
-from helpers.loopback import alive
+from helpers.loopback import alive, wait_until
 from helpers.serve import KeenServeProcess
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux's"
 )
-
-
-def _wait(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 @contextmanager
@@ -56,7 +46,7 @@ def _daemonizing_home(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
 
 
 def _daemon(pidfile: Path) -> int:
-    assert _wait(pidfile.exists, 30), "the server never daemonized"
+    assert wait_until(pidfile.exists, 30), "the server never daemonized"
     return int(pidfile.read_text())
 
 
@@ -71,7 +61,7 @@ def test_the_daemon_is_stopped_with_the_server(tmp_path: Path, front: str) -> No
             run = keen_cli("chat", "-p", "hi", "--model", f"scripted:{script}", "--yes", keen_home=home)
         assert run.code == 0, str(run)
         daemon = _daemon(pidfile)
-        assert _wait(lambda: not alive(daemon), 5), "the server's daemon outlived keen"
+        assert wait_until(lambda: not alive(daemon), 5), "the server's daemon outlived keen"
 
 
 def test_keen_serve_stops_the_daemon_when_it_stops(tmp_path: Path) -> None:
@@ -80,7 +70,7 @@ def test_keen_serve_stops_the_daemon_when_it_stops(tmp_path: Path) -> None:
         assert alive(daemon)
         proc.stop()
         assert proc.proc is not None and proc.proc.returncode == 143, proc.log()  # SIGTERM
-        assert _wait(lambda: not alive(daemon), 5), "the server's daemon outlived keen serve"
+        assert wait_until(lambda: not alive(daemon), 5), "the server's daemon outlived keen serve"
 
 
 _REAPER = """

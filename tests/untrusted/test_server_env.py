@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from helpers.hostile import hostile_entry, keen_cli
+from helpers.loopback import wait_until
 from helpers.serve import KeenServeProcess
 
 SECRETS = {
@@ -59,10 +59,7 @@ def _setup(tmp_path: Path) -> tuple[Path, dict[str, Path], dict[str, str]]:
 
 
 def _read(path: Path, timeout: float = 30) -> dict[str, str]:
-    deadline = time.monotonic() + timeout
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert path.exists(), f"the server never started: no {path.name}"
+    assert wait_until(path.exists, timeout), f"the server never started: no {path.name}"
     data: dict[str, str] = json.loads(path.read_text())
     return data
 
