@@ -49,7 +49,11 @@ class _OneShotView:
 
     def text(self, delta: str) -> None:
         if self.stream:
-            sys.stdout.write(delta)
+            from keen.cli._terminal import terminal_text
+
+            # The model's text may carry what a page or a tool result put in it: escaped
+            # as the REPL does (each control character on its own, so chunks do not matter).
+            sys.stdout.write(terminal_text(delta))
             sys.stdout.flush()
             self.streamed = True
 
