@@ -6,8 +6,8 @@ Keen's own files (an OAuth token, configs.json) directly, through ``..``, an abs
 and symlinks, to grep and glob them, and to read a workspace file holding a copy of a
 known secret; then it tries to hang the agent with a backtracking pattern, a FIFO and a
 grep that runs for minutes, which SIGTERM and SIGINT must still end at once.
-(Local tools exist only in ``keen chat`` and the REPL; ``keen serve`` and ``keen mcp call``
-offer none.)
+(Local tools exist only in ``keen chat`` and the REPL; ``keen mcp call`` offers none, and
+a host of ``keen serve`` is shown to have none either.)
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from helpers.hostile import KEEN, CliRun, hostile_entry, keen_cli, keen_env
+from helpers.serve import KeenServeProcess, connect
 
 OAUTH_TOKEN = "gho_oauthTokenForGithub7f3e9a1c"
 REFRESH_TOKEN = "ghr_refreshToken0d8b2c64e5"
@@ -75,7 +76,13 @@ def world(tmp_path: Path) -> World:
         "tokens": {"access_token": OAUTH_TOKEN, "token_type": "Bearer", "refresh_token": REFRESH_TOKEN},
     }
     (keen_home / "mcp" / "auth" / "github.json").write_text(json.dumps(record), encoding="utf-8")
-    servers = {"up": hostile_entry(tmp_path / "up.json", {"tools": []}, env={"UPSTREAM": ENV_KEY})}
+    servers = {
+        "up": hostile_entry(
+            tmp_path / "up.json",
+            {"tools": [{"name": "ping", "description": "Pings.", "inputSchema": {"type": "object"}}]},
+            env={"UPSTREAM": ENV_KEY},
+        )
+    }
     (keen_home / "mcp" / "configs.json").write_text(
         json.dumps({"version": 1, "servers": servers}), encoding="utf-8"
     )
@@ -194,3 +201,18 @@ def test_a_long_grep_ends_at_once_on_a_signal(world: World, signum: int) -> None
     events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     results = [e for e in events if e["type"] == "result"]
     assert [r["outcome"] for r in results] == ["cancelled"], results
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["search", "extension"])
+async def test_keen_serve_offers_no_local_tools(world: World, mode: str) -> None:
+    """A host of ``keen serve`` reaches MCP tools only: no tool of it reads a file."""
+    with KeenServeProcess(world.keen_home, ["--mode", mode]) as proc:
+        async with connect(proc, "session") as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            result = await client.call_tool(
+                "read_file", {"path": str(world.keen_home / "mcp" / "configs.json")}
+            )
+    assert names and not names & {"read_file", "list_dir", "glob", "grep"}, names
+    text = json.dumps(result.model_dump(mode="json"))
+    assert result.is_error and ENV_KEY not in text and OAUTH_TOKEN not in text, text
