@@ -131,16 +131,19 @@ def test_big_result_is_capped_with_a_way_to_get_it_all(home: Path, tmp_path: Pat
 
 def test_one_shot_chat_escapes_the_models_answer(tmp_path: Path) -> None:
     """The model's answer may repeat what a page or a tool result carried: ``keen chat -p``
-    prints it escaped, as the REPL does, and ``--json`` keeps it exact."""
+    prints it escaped, as the REPL does, and ``--json`` keeps it exact. A tool name the model
+    makes up is printed literally: ``[/x]`` is not markup (it crashed the turn)."""
     keen_home = tmp_path / "keen-home"
     (keen_home / "mcp").mkdir(parents=True)
     answer = f"the answer {HOSTILE} end"
     script = tmp_path / "script.jsonl"
-    script.write_text(json.dumps({"content": answer}) + "\n", encoding="utf-8")
+    call = {"content": "", "tool_calls": [{"name": f"[/x]{OSC52}[bold]", "arguments": {}}]}
+    script.write_text(json.dumps(call) + "\n" + json.dumps({"content": answer}) + "\n", encoding="utf-8")
     run = keen_cli("chat", "-p", "hi", "--model", f"scripted:{script}", keen_home=keen_home)
     assert run.code == 0, run
     _assert_clean(run)
     assert "the answer \\x1b]52;c;SGVsbG8=\\x07\\x1b[2J" in run.stdout and "bidi\\u202eevil end" in run.stdout
+    assert "> [/x]\\x1b]52;c;SGVsbG8=\\x07[bold]" in run.stderr, run
     exact = keen_cli("chat", "-p", "hi", "--model", f"scripted:{script}", "--json", keen_home=keen_home)
     _assert_clean(exact)
     assert json.loads(exact.stdout)["answer"] == answer
