@@ -96,22 +96,26 @@ def _read_regular(path: Path, shown: str) -> bytes:
                 f"{shown!r} is not a regular file (a FIFO, device or socket); it is not read"
             )
         if info.st_size > MAX_FILE_BYTES:
-            raise LocalToolError(
-                f"{shown!r} is larger than {MAX_FILE_BYTES} bytes; use grep to find the part"
-            )
-        os.set_blocking(fd, True)
+            raise _too_big(shown)
+        if hasattr(os, "O_NONBLOCK"):
+            os.set_blocking(fd, True)
         chunks: list[bytes] = []
         size = 0
         while size <= MAX_FILE_BYTES and (chunk := os.read(fd, 1 << 16)):
             chunks.append(chunk)
             size += len(chunk)
         if size > MAX_FILE_BYTES:  # it grew since fstat
-            raise LocalToolError(
-                f"{shown!r} is larger than {MAX_FILE_BYTES} bytes; use grep to find the part"
-            )
+            raise _too_big(shown)
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _too_big(shown: str) -> LocalToolError:
+    return LocalToolError(
+        f"{shown!r} is larger than {MAX_FILE_BYTES} bytes, more than the local tools read; "
+        "ask the user for the part you need"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,9 +322,10 @@ class Workspace:
         )
         hits: list[str] = []
         for file in files:
-            shown = self.shown(file.resolve())
+            real = file.resolve()  # opened without following a link: the link's target
+            shown = self.shown(real)
             try:
-                lines = _read_regular(file, shown).decode("utf-8").splitlines()
+                lines = _read_regular(real, shown).decode("utf-8").splitlines()
             except (LocalToolError, UnicodeDecodeError):
                 if file == top:
                     raise
