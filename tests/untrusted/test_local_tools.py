@@ -176,7 +176,7 @@ def _wait_for_call(sessions: Path, tool: str, proc: subprocess.Popen[bytes], wit
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_long_grep_ends_at_once_on_a_signal(world: World, signum: int) -> None:
     # Each line costs the pattern milliseconds (under the per-line limit); all of them, minutes.
-    (world.home / "slow.txt").write_text(("a" * 17 + "!\n") * 20_000, encoding="utf-8")
+    (world.home / "slow.txt").write_text(("a" * 16 + "!\n") * 20_000, encoding="utf-8")
     model = world.script([("grep", {"pattern": "^(a|a)+$", "path": "slow.txt"})], "done")
     proc = subprocess.Popen(
         [*KEEN, "chat", "-p", "look", "--model", model, "--json"],
