@@ -215,7 +215,8 @@ def _open_log(path: Path) -> TextIO | None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if stat.S_IMODE(path.parent.stat().st_mode) & 0o077:
-            path.parent.chmod(0o700)
+            with contextlib.suppress(OSError):  # an older Keen made it 0755; one not ours stays
+                path.parent.chmod(0o700)
         with contextlib.suppress(FileNotFoundError):
             info = path.lstat()
             if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode) or info.st_size > MAX_LOG_BYTES:
