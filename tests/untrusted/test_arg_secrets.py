@@ -156,6 +156,8 @@ def test_which_args_are_credentials() -> None:
         "name",
         "--port",
         "8080",
+        "--header=X-Api-Key: hdr-4d5e6f",
+        "--header=Accept: application/json",
         "--session-token",
         "--verbose",
     ]
@@ -169,4 +171,5 @@ def test_which_args_are_credentials() -> None:
         "user:pw-url-55",
         "pw-url-55",
         "sig-66aa77",
+        "hdr-4d5e6f",
     ]

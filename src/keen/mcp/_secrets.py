@@ -50,6 +50,8 @@ def arg_secrets(args: Sequence[str]) -> list[str]:
     found: list[str] = []
     for i, arg in enumerate(args):
         named = _NAMED_VALUE.match(arg)
+        if named is not None and not _secret_name(named.group(1)):
+            named = _NAMED_VALUE.match(named.group(2)) or named  # --header=Authorization: Bearer x
         if url := _URL.search(arg):  # mcp-remote https://h/mcp?key=..., --url=https://u:p@h
             found.extend(url_secrets(url.group()))
         elif named is not None:
