@@ -112,3 +112,14 @@ def test_search_answers_before_the_vectors_are_ready_and_says_so() -> None:
     hit = catalog.search("what time is it in Tokyo", k=1)[0]
     assert hit.id == "mcp__time__get_current_time" and "dense" in hit.signals
     assert "time" in hit.why
+
+
+def test_cache_keys_ending_in_a_nul_byte_are_found_again(tmp_path: Path) -> None:
+    from keen.capabilities.vector_cache import VectorCache
+
+    keys = [b"\x01" * 15 + b"\x00", b"\x02" * 14 + b"\x00\x00", bytes(range(16))]
+    vectors = np.eye(3, encoder.DIM, dtype=np.float32)
+    VectorCache(tmp_path, encoder.DIM).store(keys, vectors)
+    found = VectorCache(tmp_path, encoder.DIM).lookup(keys)  # a new process: read from disk
+    assert all(v is not None for v in found)
+    assert np.allclose(np.stack([v for v in found if v is not None]), vectors)

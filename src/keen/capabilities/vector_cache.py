@@ -4,7 +4,7 @@ A tool's vector is encoded from its definition (server, name, title, description
 hash of that text is a hash of the definition as the encoder sees it: a re-index of a
 catalog encodes only the tools that are new or changed, and two servers' identical tools
 share one vector. Stored under ``$KEEN_HOME/cache/embeddings/<model id>/`` as shards
-(``<n>.npz``: ``keys`` as 16-byte digests, ``vectors`` as float16), each written to a
+(``<n>.npz``: ``keys`` as ``(n, 16)`` bytes of digests, ``vectors`` as float16), each written to a
 temporary name and renamed, so a reader never sees half a shard and writers in several
 processes never overwrite each other. When more than :data:`MAX_SHARDS` pile up they are
 merged into one that keeps at most :data:`MAX_ENTRIES` vectors, the ones used most
@@ -68,6 +68,8 @@ class VectorCache:
             try:
                 with np.load(path) as data:
                     keys, vectors = data["keys"], data["vectors"]
+                if keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != 16:
+                    raise ValueError(f"keys of shape {keys.shape} and type {keys.dtype}")
                 if vectors.ndim != 2 or vectors.shape[1] != self.dim or len(keys) != len(vectors):
                     raise ValueError(f"shape {vectors.shape} for {len(keys)} keys")
             except FileNotFoundError:  # merged away by another process meanwhile
@@ -77,8 +79,8 @@ class VectorCache:
                 self._loaded.add(path.name)
                 continue
             self._loaded.add(path.name)
-            for key, vector in zip(keys.tolist(), vectors, strict=True):
-                self._vectors.setdefault(bytes(key), vector)
+            for key, vector in zip(keys, vectors, strict=True):
+                self._vectors.setdefault(key.tobytes(), vector)
 
     def lookup(self, keys: Sequence[bytes]) -> list[np.ndarray | None]:
         """The vector of each key (float16), or ``None`` when it is not cached."""
@@ -126,7 +128,9 @@ class VectorCache:
         fd, tmp = tempfile.mkstemp(prefix=".shard-", suffix=".npz", dir=self.folder)
         try:
             with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, keys=np.array(list(keys), dtype="S16"), vectors=vectors)
+                # Raw bytes, not numpy's "S16": that type drops a key's trailing NUL bytes.
+                raw = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(-1, 16)
+                np.savez(handle, keys=raw, vectors=vectors)
             name = f"{os.getpid()}-{os.urandom(6).hex()}.npz"
             os.replace(tmp, self.folder / name)
             return name

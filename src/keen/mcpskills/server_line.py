@@ -337,19 +337,22 @@ def summary_from_terms(terms: Sequence[tuple[str, float, frozenset[int]]], limit
     return text[:1].upper() + text[1:]
 
 
-def tools_by_coverage(names: Sequence[str], terms: Sequence[tuple[str, float, frozenset[int]]]) -> list[str]:
-    """``names`` reordered so that each next tool adds the most score of terms not yet
-    covered by the tools before it (ties: name order)."""
-    gain: list[dict[int, float]] = [{} for _ in names]
+def tools_by_coverage(
+    names: Sequence[str], terms: Sequence[tuple[str, float, frozenset[int]]], limit: int = 16
+) -> list[str]:
+    """``names`` reordered so that each of the first ``limit`` tools adds the most score
+    of terms not yet covered by the tools before it (ties: name order); the rest follow
+    in name order (a catalog line names a handful; this keeps a 1,000-tool server cheap)."""
+    gain: list[list[tuple[int, float]]] = [[] for _ in names]
     for index, (_, score, tools) in enumerate(terms):
         for tool in tools:
-            gain[tool][index] = score
+            gain[tool].append((index, score))
     left = set(range(len(names)))
     covered: set[int] = set()
     order: list[str] = []
-    while left:
-        best = min(left, key=lambda i: (-sum(v for t, v in gain[i].items() if t not in covered), names[i]))
+    while left and len(order) < limit:
+        best = min(left, key=lambda i: (-sum(v for t, v in gain[i] if t not in covered), names[i]))
         order.append(names[best])
-        covered |= gain[best].keys()
+        covered.update(t for t, _ in gain[best])
         left.remove(best)
-    return order
+    return order + sorted(names[i] for i in left)
