@@ -491,7 +491,10 @@ class KeenServer:
                 }
                 for t in hits
             ]
-            return _json_result({"tools": found, "total_tools": len(catalog)})
+            note = getattr(self.search, "status", "")  # the transformer's vectors still encoding
+            return _json_result(
+                {"tools": found, "total_tools": len(catalog), **({"note": note} if note else {})}
+            )
         if name == "describe_tools":
             names = arguments.get("names")
             if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
