@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,14 @@ def _read(url: str, token: str | None, session: str) -> dict[str, Any]:
     return result
 
 
+def _whole_window() -> None:
+    """Start the reads early in a 60 s rate window: the store counts in fixed windows
+    (``int(now // 60)``), and reads that straddle a boundary start a new count."""
+    left = 60 - time.time() % 60
+    if left < 20:
+        time.sleep(left + 0.05)
+
+
 @pytest.mark.parametrize("store", ["memory", "redis"])
 def test_sessions_are_capped_per_token_and_reads_counted_per_token(tmp_path: Path, store: str) -> None:
     with _serve(tmp_path, store, {"KEEN_SERVE_TOKENS": ",".join(TOKENS)}) as proc:
@@ -85,6 +94,7 @@ def test_sessions_are_capped_per_token_and_reads_counted_per_token(tmp_path: Pat
         assert again.status_code == 200, again.text
         # The read limit is the caller's: a new session does not start a new count.
         first = other.headers["mcp-session-id"]
+        _whole_window()
         reads = [_read(proc.url, TOKENS[1], first) for _ in range(FETCHES)]
         assert all("mcp__basic__echo" in r for r in reads), reads
         fresh = _initialize(proc.url, TOKENS[1]).headers["mcp-session-id"]
@@ -99,6 +109,7 @@ def test_without_a_token_the_caller_is_its_address(tmp_path: Path, store: str) -
         answers = [_initialize(proc.url, None) for _ in range(CAP + 2)]
         assert [r.status_code for r in answers] == [200] * CAP + [429] * 2
         sessions = [r.headers["mcp-session-id"] for r in answers[:CAP]]
+        _whole_window()
         reads = [_read(proc.url, None, sid) for sid in sessions[:FETCHES]]
         assert all("mcp__basic__echo" in r for r in reads), reads
         assert _read(proc.url, None, sessions[FETCHES])["error"]["code"] == "RATE_LIMITED"
