@@ -41,11 +41,12 @@ TimeoutOpt = Annotated[
 ]
 
 
-def _live(enabled: bool) -> DiscoveryView:
-    """The discovery view: a live status table on stderr when it is a terminal."""
+def _live(enabled: bool, *, lines: bool = False) -> DiscoveryView:
+    """The discovery view: a live status table on stderr when it is a terminal, else with
+    ``lines`` one line per server as it is done."""
     from keen.cli._live import connecting_view
 
-    return functools.partial(connecting_view, enabled=enabled)
+    return functools.partial(connecting_view, enabled=enabled, lines=lines)
 
 
 @app.command("list")
@@ -55,7 +56,7 @@ def list_servers(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
     from keen.runtime import open_runtime
 
     async def body() -> tuple[list[ServerStatus], dict[str, dict[str, list[str]]]]:
-        async with open_runtime(wait=timeout, discovery_view=_live(not as_json)) as rt:
+        async with open_runtime(wait=timeout, discovery_view=_live(not as_json, lines=True)) as rt:
             return [_still_connecting(s, timeout) for s in rt.manager.servers()], _flags(rt.manager)
 
     statuses, flags = run(body)
@@ -257,7 +258,7 @@ def sync(
     from keen.runtime import open_runtime
 
     async def body() -> Any:
-        async with open_runtime(wait=timeout, discovery_view=_live(not as_json), sync=True) as rt:
+        async with open_runtime(wait=timeout, discovery_view=_live(not as_json, lines=True), sync=True) as rt:
             assert rt.sync_report is not None  # sync=True
             return rt.sync_report, rt.manager.servers(), _flags(rt.manager)
 

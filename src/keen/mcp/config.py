@@ -49,6 +49,7 @@ from pydantic import (
 from keen._fs import atomic_write_json
 from keen._redact import redact_url, register_value
 from keen.errors import ConfigError
+from keen.mcp.defaults import default_connect_timeout
 from keen.mcp.types import SERVER_NAME_RE
 
 __all__ = [
@@ -107,9 +108,12 @@ class _Model(BaseModel):
 
 
 class Timeouts(_Model):
-    """Per-server timeouts in seconds: connect+initialize, the whole tools/list, one tools/call."""
+    """Per-server timeouts in seconds: connect+initialize, the whole tools/list, one tools/call.
 
-    connect: float = Field(default=15.0, gt=0)
+    ``connect`` defaults to ``KEEN_MCP_TIMEOUT``, else config.toml's ``[mcp] timeout``, else 15
+    (:mod:`keen.mcp.defaults`), read when the entry is loaded."""
+
+    connect: float = Field(default_factory=default_connect_timeout, gt=0)
     list_tools: float = Field(default=30.0, gt=0)
     call_tool: float = Field(default=120.0, gt=0)
 

@@ -39,6 +39,7 @@ from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools, flag_change
 from keen.mcp.config import HttpServerConfig, MCPConfig, StdioServerConfig, load_config, parse_config
+from keen.mcp.defaults import default_max_starting
 from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.types import (
     AuthFactory,
@@ -88,6 +89,12 @@ class Manager:
             required) waits, once the person accepted its pages through ``elicitation_url``,
             for the server to report them done before it is sent once more; past that it
             raises ``UserActionRequired``.
+        max_starting: how many stdio servers start at once (default: config.toml's
+            ``[mcp] max_starting``, else the number of CPUs:
+            :func:`keen.mcp.defaults.default_max_starting`); the others wait their turn, and each server's
+            ``timeouts.connect`` runs from its own launch. Starting a server costs CPU
+            (an interpreter, ``npx``, ``uvx``): thirty started together on two CPUs all
+            finish late. ``0``: no bound. HTTP servers are not bounded.
 
     One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
     server alone is in state ``config_error`` with the message and the fix, and calls to it
@@ -109,6 +116,7 @@ class Manager:
         elicitation_url: UrlElicitationCallback | None = None,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
         url_elicitation_wait: float = 600.0,
+        max_starting: int | None = None,
     ) -> None:
         self.elicitation = elicitation
         self.url_elicitation_wait = url_elicitation_wait
@@ -135,6 +143,9 @@ class Manager:
         self._observers: list[StatusObserver] = []
         self._change_observers: list[ChangeObserver] = []
         self._refresh_interval = refresh_interval
+        if max_starting is None:
+            max_starting = default_max_starting()
+        self._launches = anyio.CapacityLimiter(max_starting) if max_starting > 0 else None
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
         self._closed = False
@@ -569,6 +580,7 @@ class Manager:
             elicitation_url=lambda: self.elicitation_url,
             on_tools=self._notify_changes,
             refresh_interval=self._refresh_interval,
+            launches=self._launches,
         )
 
     def _runtime(self, name: str) -> ServerRuntime:
