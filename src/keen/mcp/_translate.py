@@ -239,7 +239,9 @@ def translate_call_error(
         # A server writes this message: bounded before it reaches an error, a log or a model.
         # Redacted before it is cut, so no secret survives in halves.
         detail = _cut(redactor.redact(cause.message), _DETAIL_CHARS)
-        if cause.code == CONNECTION_CLOSED:
+        # -32000 is also the first code of JSON-RPC's "server error" range, which servers use
+        # for their own failures: only the SDK's own closure notice means the server went away.
+        if cause.code == CONNECTION_CLOSED and cause.message == _SDK_CLOSED:
             return ServerDisconnected(
                 f'MCP server "{server}" went away during "{tool}"',
                 server=server,
@@ -283,6 +285,8 @@ def translate_call_error(
 
 
 _DETAIL_CHARS = 2000
+_SDK_CLOSED = "Connection closed"
+"""The message of the SDK's own ``CONNECTION_CLOSED`` error (``mcp.shared.jsonrpc_dispatcher``)."""
 
 
 def _user_action(cause: MCPError, server: str, tool: str) -> UserActionRequired:
