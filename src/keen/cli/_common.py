@@ -9,12 +9,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from keen._redact import RedactingFilter, redactor
 from keen.cli._wording import describe
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_KEEN_ERROR",
     "EXIT_TOOL_ERROR",
+    "KeenCommand",
     "KeenGroup",
     "err",
     "fail",
@@ -194,10 +196,36 @@ def _keen_home_problem(exc: OSError) -> str | None:
     return home if where == home or where.startswith(home + os.sep) else None
 
 
+_USAGE_ARG = re.compile(r"([\[{])([a-z_][a-z0-9_]*)([\]}])(\.\.\.)?")
+
+
+class KeenCommand(TyperCommand):
+    """A command whose usage line names its arguments as its help text does (``SERVER``,
+    ``[ARGS]...``), where typer writes ``{server}``."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return [_usage_piece(piece) for piece in super().collect_usage_pieces(ctx)]
+
+
+def _usage_piece(piece: str) -> str:
+    found = _USAGE_ARG.fullmatch(piece)
+    if found is None:
+        return piece
+    name = found[2].upper()
+    return (f"[{name}]" if found[1] == "[" else name) + (found[4] or "")
+
+
+class _KeenTyper(typer.Typer):
+    """``typer.Typer`` whose commands are :class:`KeenCommand` unless told otherwise."""
+
+    def command(self, name: str | None = None, *, cls: Any = None, **options: Any) -> Any:
+        return super().command(name, cls=cls or KeenCommand, **options)
+
+
 def typer_app(help: str, **options: Any) -> typer.Typer:
     """A command group with Keen's error boundary (:class:`KeenGroup`) and house defaults."""
     options.setdefault("no_args_is_help", True)
-    return typer.Typer(help=help, cls=KeenGroup, **options)
+    return _KeenTyper(help=help, cls=KeenGroup, **options)
 
 
 def run(fn: Callable[[], Awaitable[T]]) -> T:
