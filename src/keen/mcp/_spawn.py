@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from keen.mcp.config import StdioServerConfig
 
-__all__ = ["LAUNCHER", "server_command", "stdio_transport"]
+__all__ = ["LAUNCHER", "beside_keen", "server_command", "stdio_transport"]
 
 LAUNCHER = (
     "import ctypes,os,signal,sys\n"
@@ -92,13 +92,25 @@ def _resolve(command: str, *, env: dict[str, str], cwd: str | None) -> str:
     return found
 
 
+def beside_keen(command: str, env: dict[str, str]) -> str:
+    """``command``, or its absolute path when it is a bare name that ``env``'s PATH does not
+    find but that is installed beside the Python running Keen (its virtualenv's ``bin``, a
+    pipx venv): ``keen-demo-server``, or a server pip-installed with Keen, works from a shell
+    without that venv activated and from a host that starts ``keen serve`` by its full path."""
+    if os.sep in command or (os.altsep and os.altsep in command) or not sys.executable:
+        return command
+    if shutil.which(command, path=env.get("PATH", os.defpath)) is not None:
+        return command
+    return shutil.which(command, path=os.path.dirname(sys.executable)) or command
+
+
 def stdio_transport(cfg: StdioServerConfig, errlog: TextIO) -> Any:
     """The SDK's stdio transport for ``cfg``, started through :func:`server_command` (so on
     Linux the server dies with Keen); the server's stderr goes to ``errlog`` (a real file)."""
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     env = {**os.environ, **cfg.env}
-    command, args = server_command(cfg.command, list(cfg.args), env=env, cwd=cfg.cwd)
+    command, args = server_command(beside_keen(cfg.command, env), list(cfg.args), env=env, cwd=cfg.cwd)
     params = StdioServerParameters(
         command=command, args=args, env=env, cwd=cfg.cwd, encoding_error_handler="replace"
     )

@@ -15,13 +15,36 @@ like that status.
 from __future__ import annotations
 
 import email.utils
+import shlex
+import sys
 import time
 from typing import Any
 
 from keen._redact import redactor
-from keen.agent.models import ModelAuthFailed, ModelError, ModelRateLimited, ModelUnreachable
+from keen.agent.models import (
+    ModelAuthFailed,
+    ModelError,
+    ModelNotConfigured,
+    ModelRateLimited,
+    ModelUnreachable,
+)
 
-__all__ = ["is_model_failure", "names_of", "retry_after", "status_of", "translate"]
+__all__ = ["is_model_failure", "missing_sdk", "names_of", "retry_after", "status_of", "translate"]
+
+_SDKS = {"openai": "openai>=3.50,<4", "anthropic": "anthropic>=2.10,<3"}
+"""Each provider's SDK as pyproject's extras require it."""
+
+
+def missing_sdk(provider: str) -> ModelNotConfigured:
+    """The error for a provider whose SDK is not installed, with commands that install it into
+    the Python that runs Keen (Keen is not on PyPI: ``pip install 'keen-code[openai]'`` fails)."""
+    python = shlex.quote(sys.executable or "python")
+    return ModelNotConfigured(
+        f"the {provider} SDK is not installed in the Python that runs Keen; run: {python} -m pip install "
+        f"'{_SDKS[provider]}' (or, in Keen's clone: pip install '.[{provider}]')",
+        provider=provider,
+    )
+
 
 _KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
