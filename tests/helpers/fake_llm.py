@@ -80,6 +80,8 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)
+    """When the request arrived (``time.monotonic``, the clock every process here shares)."""
 
 
 _RAW = "\x00raw"

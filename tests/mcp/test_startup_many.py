@@ -71,3 +71,12 @@ async def test_a_server_waiting_its_turn_stops_at_once(
     assert time.monotonic() - began < 8  # neither waited out the 60 s
     errors = sorted(manager.status(name).last_error for name in ("one", "two"))
     assert [("waiting for its turn" in e) for e in errors].count(True) == 1, errors
+
+
+async def test_wait_attempt_waits_for_a_server_waiting_its_turn(write_config: Callable[..., Path]) -> None:
+    path = write_config(burners(2, 0.3))
+    async with Manager(path, max_starting=1) as manager:
+        status = await manager.wait_attempt("burn01")
+        assert status.state is ServerState.CONNECTED, status.last_error
+        # A server that is not connecting is answered at once.
+        assert (await manager.wait_attempt("burn01", 0.01)).state is ServerState.CONNECTED

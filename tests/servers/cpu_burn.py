@@ -1,7 +1,8 @@
 """A stdio MCP server that spends CPU before it answers, as ``uvx``/``npx`` servers do.
 
-Usage: ``python cpu_burn.py SECONDS``: burns SECONDS of its own CPU time (process time, so a
-busy machine makes it take longer on the wall clock, as a real start-up would), then
+Usage: ``python cpu_burn.py SECONDS [--sleep WALL]``: burns SECONDS of its own CPU time
+(process time, so a busy machine makes it take longer on the wall clock, as a real start-up
+would), sleeps WALL seconds (a server waiting on something else, costing no CPU), then
 answers ``initialize`` (``server/discover`` is refused with -32601, as a handshake-only
 server does), ``tools/list`` with one tool ``ping`` and ``tools/call`` of it. Standard
 library only, so the interpreter's own start stays small beside the burn.
@@ -46,6 +47,8 @@ def answer(message: dict) -> dict | None:
 
 def main() -> None:
     burn(float(sys.argv[1]) if len(sys.argv) > 1 else 1.5)
+    if "--sleep" in sys.argv:
+        time.sleep(float(sys.argv[sys.argv.index("--sleep") + 1]))
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -191,6 +191,37 @@ class Manager:
             return True
         return False
 
+    async def wait_attempt(self, name: str, timeout: float | None = None) -> ServerStatus:
+        """Wait until ``name`` is no longer ``connecting`` (its attempt under way ended, or it
+        waited its turn to start and then connected or failed), at most ``timeout`` seconds
+        (``None``: the server's ``timeouts.connect`` plus ``timeouts.list_tools``).
+
+        Returns:
+            The status when the wait ended (still ``connecting`` when the time ran out).
+
+        Raises:
+            ServerNotConfigured, ServerMisconfigured: no usable server by that name.
+        """
+        runtime = self._runtime(name)
+        if timeout is None:
+            timeout = runtime.config.timeouts.connect + runtime.config.timeouts.list_tools
+        changed = anyio.Event()
+
+        def observe(status: ServerStatus) -> None:
+            if status.name == name and status.state is not ServerState.CONNECTING:
+                changed.set()
+
+        unsubscribe = self.subscribe(observe)
+        try:
+            with anyio.move_on_after(timeout):
+                if not runtime.settled.is_set():
+                    await runtime.settled.wait()  # its first attempt (perhaps not begun yet)
+                elif runtime.state is ServerState.CONNECTING:
+                    await changed.wait()
+        finally:
+            unsubscribe()
+        return self.status(name)
+
     async def aclose(self) -> None:
         """Stop every owner task, close every session and stdio process; idempotent.
 
