@@ -33,6 +33,7 @@ from keen.errors import KeenError
 from keen.mcp.types import ServerState, ServerStatus
 from keen.mcpskills.startup import sync_from_manager
 from keen.skills.config import SkillsConfig
+from keen.tokens import token_counter
 
 if TYPE_CHECKING:
     from keen.mcp.reconnect import Reconnector
@@ -269,7 +270,11 @@ async def settle_first(
     """
     manager = runtime.manager
     began = time.monotonic()
-    await manager.wait_ready(wait)
+    async with anyio.create_task_group() as tg:
+        # The first model request counts its prompt's tokens: the tokenizer's vocabulary
+        # (a second of CPU on a small machine) loads meanwhile, off the event loop.
+        tg.start_soon(anyio.to_thread.run_sync, token_counter)
+        await manager.wait_ready(wait)
     known = _known(runtime)
     unknown = [name for name in _connecting(runtime) if name not in known]
     with anyio.move_on_after(max(0.0, new_wait - (time.monotonic() - began))):

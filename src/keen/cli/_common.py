@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_KEEN_ERROR",
     "EXIT_TOOL_ERROR",
+    "STARTED",
     "KeenCommand",
     "KeenGroup",
     "err",
@@ -38,6 +40,9 @@ __all__ = [
     "setup_logging",
     "typer_app",
 ]
+
+STARTED = time.monotonic()
+"""When this process began to run Keen's CLI (its first import): what "a second after start" counts from."""
 
 EXIT_TOOL_ERROR = 1
 EXIT_KEEN_ERROR = 2

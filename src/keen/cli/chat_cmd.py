@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 import typer
 
-from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run
+from keen.cli._common import EXIT_TOOL_ERROR, STARTED, err, fail, out, print_json, run
 from keen.cli._wording import with_remedy
 
 if TYPE_CHECKING:
@@ -163,7 +163,9 @@ async def _one_shot(
             if not entry.enabled and entry.hint:
                 _server_failed(entry.server, entry.hint, entry.remedy, rt.manager)
 
-        pending, report = await settle_first(rt, min(FIRST_ANSWER_WAIT, timeout), new_wait=timeout)
+        # About a second after the command started, imports included (docs/chat.md "Startup").
+        first = max(0.0, min(FIRST_ANSWER_WAIT, timeout) - (time.monotonic() - STARTED))
+        pending, report = await settle_first(rt, first, new_wait=timeout)
         for entry in report.entries:
             failed(entry)
         if pending:
