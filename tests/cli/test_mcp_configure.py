@@ -53,7 +53,6 @@ def test_transport_flag_takes_the_url_as_claude_mcp_add_does(home: Home) -> None
         (["-t", "http", "x"], "-t http takes the server's URL: keen mcp add -t http x URL"),
         (["-t", "stdio", "x", "--url", "https://h/mcp"], "-t stdio takes a command after --"),
         (["-t", "sse", "x", "--", "npx", "srv"], "-t sse takes the server's URL"),
-        (["x", "--url", "https://h/mcp", "--", "npx"], "one of the two"),
     ],
 )
 def test_a_transport_that_does_not_fit_says_what_to_write(home: Home, args: list[str], words: str) -> None:
