@@ -8,15 +8,13 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers.cli import KEEN, Home, make_home
+from helpers.cli import KEEN, Home, make_home, read_until
 from helpers.hostile import hostile_entry
 
 SECRET = "sk-live-audit-5d1f0e9a7c"
@@ -79,19 +77,6 @@ def test_every_call_is_audited_like_the_harness_records_one(home: Home) -> None:
     assert SECRET not in (home.keen_home / "logs" / "cli-audit.jsonl").read_text()
 
 
-def _read_until(fd: int, needle: bytes, timeout: float) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while needle not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if ready:
-            try:
-                seen += os.read(fd, 4096)
-            except OSError:
-                break
-    return seen
-
-
 def test_declining_the_approval_is_said_to_the_person(home: Home) -> None:
     # It printed the model's advice: "ask the user, or try another approach".
     master, slave = pty.openpty()
@@ -100,9 +85,9 @@ def test_declining_the_approval_is_said_to_the_person(home: Home) -> None:
     )
     os.close(slave)
     try:
-        assert b"Approve?" in _read_until(master, b"Approve?", 30)
+        assert b"Approve?" in read_until(master, b"Approve?", 30)
         os.write(master, b"n\n")
-        said = _read_until(master, b"nothing was sent", 30).decode(errors="replace")
+        said = read_until(master, b"nothing was sent", 30).decode(errors="replace")
         out, _ = proc.communicate(timeout=30)
     finally:
         proc.kill()

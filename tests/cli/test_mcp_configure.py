@@ -155,7 +155,10 @@ def test_add_json_takes_an_mcp_servers_entry(home: Home) -> None:
         "mcp", "add-json", "basic", '{"type": "http", "url": "https://b.example.com/mcp"}', "--overwrite"
     )
     assert replaced.code == 0 and servers(home)["basic"]["transport"] == "streamable_http", str(replaced)
-    for text, words in (("{nope", "JSON is not valid JSON (line 1, column 2"), ("[1]", "one server entry")):
+    for text, words in (
+        ("{nope", "JSON is not valid JSON (line 1, column 2"),
+        ("[1]", "JSON must be a JSON object"),
+    ):
         bad = home.keen("mcp", "add-json", "x", text)
         assert bad.code == 2 and words in bad.stderr, str(bad)
 

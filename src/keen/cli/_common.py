@@ -33,6 +33,7 @@ __all__ = [
     "KeenGroup",
     "err",
     "fail",
+    "json_object",
     "out",
     "print_json",
     "real_console",
@@ -242,6 +243,23 @@ def run(fn: Callable[[], Awaitable[T]]) -> T:
     from keen.cli._signals import run_until_signal
 
     return run_until_signal(fn)
+
+
+def json_object(text: str, what: str, example: str) -> dict[str, Any]:
+    """``text`` parsed as one JSON object, or exit 2 saying where the JSON breaks (``what``
+    names the value, ``example`` shows one that works)."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(
+            f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); pass an object "
+            f"like {example}"
+        )
+    if not isinstance(value, dict):
+        fail(f"{what} must be a JSON object like {example}")
+    return cast("dict[str, Any]", value)
 
 
 def print_json(data: Any) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from keen import paths
-from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run, typer_app
+from keen.cli._common import EXIT_TOOL_ERROR, err, fail, json_object, out, print_json, run, typer_app
 from keen.cli._wording import describe, remedy_text, with_remedy
 
 if TYPE_CHECKING:
@@ -163,15 +163,7 @@ def call(
     from keen.gateway import result_text
     from keen.runtime import open_runtime
 
-    try:
-        arguments = json.loads(args)
-    except json.JSONDecodeError as exc:
-        fail(
-            f"--args is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "pass an object like --args '{\"a\": 1}'"
-        )
-    if not isinstance(arguments, dict):
-        fail("--args must be a JSON object like '{\"a\": 1}'")
+    arguments = json_object(args, "--args", "--args '{\"a\": 1}'")
     if output is not None:
         # Checked before the call: a tool that changes something must not run for a result
         # that then cannot be saved (and a retry would run it twice).

@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from keen import paths
 from keen._redact import redact_url
-from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json
+from keen.cli._common import EXIT_TOOL_ERROR, err, fail, json_object, out, print_json
 
 if TYPE_CHECKING:
     from keen.mcp.hosts import HostFile
@@ -376,19 +376,9 @@ def add_json(
     ] = False,
 ) -> None:
     """Add a server from its JSON entry, as claude mcp add-json does (converted as keen mcp import converts)."""
-    import json
-
     from keen.mcp.config_edit import add_server
 
-    try:
-        entry = json.loads(json_text)
-    except json.JSONDecodeError as exc:
-        fail(
-            f"JSON is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); pass one object "
-            'like \'{"command": "uvx", "args": ["mcp-server-time"]}\''
-        )
-    if not isinstance(entry, dict):
-        fail('JSON must be one server entry, an object like \'{"command": "..."}\' or \'{"url": "..."}\'')
+    entry = json_object(json_text, "JSON", '\'{"command": "uvx", "args": ["mcp-server-time"]}\'')
     if "mcpServers" in entry:
         fail(
             "JSON is a whole mcpServers file; give one server's entry, or import the file: keen mcp import FILE"

@@ -275,19 +275,22 @@ def remove_server(config_path: Path, name: str) -> None:
             configs.json cannot be used at all.
     """
     with _locked(config_path) as existing:
-        servers = (existing or {}).get("servers")
-        if not isinstance(servers, dict) or name not in servers:
-            raise _not_configured(config_path, name, servers)
+        _servers_with(existing, config_path, name)
         merged = copy.deepcopy(existing)
         assert merged is not None  # servers came from it
         del merged["servers"][name]
         save_config(merged, config_path)
 
 
-def _not_configured(config_path: Path, name: str, servers: Any) -> ConfigError:
+def _servers_with(existing: dict[str, Any] | None, config_path: Path, name: str) -> dict[str, Any]:
+    """The raw ``servers`` of configs.json, which has ``name``; else a ConfigError listing
+    the configured names."""
+    servers = (existing or {}).get("servers")
+    if isinstance(servers, dict) and name in servers:
+        return servers
     names = sorted(servers) if isinstance(servers, dict) else []
     listed = ", ".join(names) if names else "none"
-    return ConfigError(
+    raise ConfigError(
         f"no server named {name!r} in {config_path} (configured: {listed}); check the name",
         path=str(config_path),
         server=name,
@@ -302,10 +305,7 @@ def server_entry(config_path: Path, name: str) -> dict[str, Any]:
             configs.json cannot be used at all.
     """
     with _locked(config_path) as existing:
-        servers = (existing or {}).get("servers")
-        if not isinstance(servers, dict) or name not in servers:
-            raise _not_configured(config_path, name, servers)
-        entry = servers[name]
+        entry = _servers_with(existing, config_path, name)[name]
     return copy.deepcopy(entry) if isinstance(entry, dict) else {"invalid entry": entry}
 
 
@@ -318,9 +318,7 @@ def set_enabled(config_path: Path, name: str, enabled: bool) -> bool:
             cannot be used at all.
     """
     with _locked(config_path) as existing:
-        servers = (existing or {}).get("servers")
-        if not isinstance(servers, dict) or name not in servers:
-            raise _not_configured(config_path, name, servers)
+        servers = _servers_with(existing, config_path, name)
         if not isinstance(servers[name], dict):
             raise ConfigError(
                 f"{config_path}: server {name!r} must be an object; fix its entry first",
