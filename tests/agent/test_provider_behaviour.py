@@ -98,6 +98,30 @@ async def test_a_stream_dropped_mid_answer_says_it_broke_and_is_not_retried(prov
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("reply", "words"),
+    [
+        (Reply(text="Half", garbage="<html>502 Bad Gateway</html>"), "sent an event that is not JSON"),
+        (Reply(garbage="upstream connect error"), "sent an event that is not JSON"),
+        (Reply(text="Half", torn=True), "ended in the middle of an event"),
+    ],
+)
+async def test_a_200_stream_that_is_not_json_is_a_model_error(
+    provider: str, reply: Reply, words: str
+) -> None:
+    # The SDKs let json.JSONDecodeError out of the stream: keen chat ended in "internal error:
+    # ExceptionGroup ... please report it", exit 2, and no --json record.
+    with FakeLLM([reply, Reply(text="x")]) as fake, pytest.raises(ModelError) as caught:
+        await collect(model_for(provider, fake))
+    message = caught.value.message
+    assert f"answered HTTP 200 but its stream {words}" in message, message
+    assert "send your message again" in message and "check --base-url" in message
+    if reply.garbage:
+        assert repr(reply.garbage) in message  # what it sent instead, quoted
+    assert len(fake.requests) == 1  # the same endpoint would send the same: not retried
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 async def test_parallel_tool_calls_come_in_order_with_their_own_ids(provider: str) -> None:
     calls = [{"name": f"tool_{i}", "arguments": {"n": i}} for i in range(3)]
     with FakeLLM([Reply(tool_calls=calls)]) as fake:

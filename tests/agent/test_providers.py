@@ -5,8 +5,10 @@ that never quote the key. Plus the scripted provider and ``open_model``'s own er
 
 from __future__ import annotations
 
+import shlex
 import socket
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -198,16 +200,22 @@ async def test_scripted_model_rejects_a_broken_script(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("provider", "extra"), [("openai", "keen-code[openai]"), ("anthropic", "keen-code[anthropic]")]
+    ("provider", "spec"), [("openai", "openai>=3.50,<4"), ("anthropic", "anthropic>=2.10,<3")]
 )
-async def test_a_missing_sdk_names_the_extra(
-    provider: str, extra: str, keys: None, monkeypatch: pytest.MonkeyPatch
+async def test_a_missing_sdk_names_a_command_that_installs_it(
+    provider: str, spec: str, keys: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # An installation without the extra: importing the SDK fails as it would there.
+    # An installation without the extra: importing the SDK fails as it would there. The fix it
+    # named, pip install 'keen-code[openai]', fails: no such package on PyPI.
     monkeypatch.setitem(sys.modules, provider, None)
     with pytest.raises(ModelNotConfigured) as caught:
         open_model(f"{provider}:m")
-    assert f"pip install '{extra}'" in caught.value.message
+    message = caught.value.message
+    assert f"{shlex.quote(sys.executable)} -m pip install '{spec}'" in message
+    assert f"pip install '.[{provider}]'" in message and "keen-code[" not in message
+    # The spec is pyproject's own extra.
+    extras = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
+    assert extras["optional-dependencies"][provider] == [spec]
 
 
 async def test_scripted_model_replays_a_stop_reason(tmp_path: Path) -> None:

@@ -117,7 +117,9 @@ async def test_a_server_still_connecting_when_discovery_ends_is_told_and_followe
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch.run, 0.5)
             await wait_until(lambda: any(line.startswith("MCP ready") for line, _ in lines))
-            first = lines[0][0]
+            # Named at once (the session answers meanwhile), then told when discovery ends.
+            assert lines[0][0].startswith("still connecting (1 server): slow;"), lines
+            first = lines[1][0]
             await wait_until(lambda: any(line.startswith("slow: disconnected") for line, _ in lines))
             tg.cancel_scope.cancel()
         watch.close()

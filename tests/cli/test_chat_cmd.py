@@ -196,6 +196,19 @@ def test_provider_errors_exit_1_with_a_clear_message(home: Home) -> None:
     assert run.stderr.count("refused the API key") == 1, run.stderr
 
 
+def test_a_stream_that_is_not_json_ends_the_turn_with_a_model_error_and_the_json_record(home: Home) -> None:
+    # It crashed: "internal error: ExceptionGroup ... please report it", exit 2, stdout empty.
+    with FakeLLM([Reply(text="Partly", garbage="<html>Bad gateway</html>")]) as fake:
+        run = chat(
+            home, "-p", "hi", "--json", "--model", "openai:m", "--base-url", fake.url + "/v1",
+            env={"OPENAI_API_KEY": MODEL_KEY},
+        )  # fmt: skip
+    assert run.code == 1, str(run)
+    record = run.json()
+    assert record["ok"] is False and "its stream sent an event that is not JSON" in record["error"]
+    assert "internal error" not in run.stderr and "model error:" in run.stderr, str(run)
+
+
 def test_an_answer_cut_at_the_token_limit_is_printed_then_said_incomplete(home: Home) -> None:
     with FakeLLM([Reply(text="The steps are: first,", finish="max_tokens")]) as fake:
         run = chat(

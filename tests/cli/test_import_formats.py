@@ -109,7 +109,7 @@ def test_a_refused_name_suggests_a_rename_command_that_works(tmp_path: Path) -> 
     source = tmp_path / "claude config.json"
     source.write_text(json.dumps({"mcpServers": {"my files": {"command": "x"}, "ok": {"command": "y"}}}))
     first = home.keen("mcp", "import", str(source))
-    assert first.code == 0, str(first)
+    assert first.code == 1, str(first)  # "my files" refused, "ok" imported
     line = next(line for line in first.stderr.splitlines() if "my files" in line)
     command = line.split("import it as 'my-files' (", 1)[1].rsplit(")", 1)[0]
     argv = shlex.split(command)

@@ -405,16 +405,17 @@ def test_import_claude_desktop_file(tmp_path: Path) -> None:
 
     run = home.keen("mcp", "import", str(source))
 
-    assert run.code == 0, str(run)
-    for name in ("filesystem", "internal", "weather"):
+    assert run.code == 1, str(run)  # one entry was refused; the others are imported all the same
+    for name in ("filesystem", "internal", "weather", "legacy"):
         assert f"imported {name}" in run.stdout
     assert "refused bad name!" in run.stderr and "--rename" in run.stderr
-    assert "refused legacy" in run.stderr and "/mcp" in run.stderr
+    assert "note legacy" in run.stderr and "deprecated" in run.stderr and "/mcp" in run.stderr
     assert str(home.config_path) in run.stdout
     _no_secrets(run)
     assert stat.S_IMODE(home.config_path.stat().st_mode) == 0o600
     servers = load_config(home.config_path, environ={"WEATHER_TOKEN": "t"}).servers
-    assert list(servers) == ["filesystem", "internal", "weather"]
+    assert list(servers) == ["filesystem", "internal", "weather", "legacy"]
+    assert servers["legacy"].transport == "sse"
     assert servers["filesystem"].transport == "stdio"
     assert servers["internal"].transport == "streamable_http"
     assert servers["internal"].auth_type == "api_key"
@@ -430,7 +431,7 @@ def test_import_keeps_existing_servers_unless_overwrite(tmp_path: Path) -> None:
     source.write_text(json.dumps({"mcpServers": {"filesystem": {"command": "npx"}, "new": {"command": "n"}}}))
 
     kept = home.keen("mcp", "import", str(source))
-    assert kept.code == 0, str(kept)
+    assert kept.code == 1, str(kept)  # filesystem was skipped
     assert "imported new" in kept.stdout
     assert "skipped filesystem" in kept.stderr and "--overwrite" in kept.stderr
     raw = json.loads(home.config_path.read_text())
@@ -445,7 +446,7 @@ def test_import_keeps_existing_servers_unless_overwrite(tmp_path: Path) -> None:
     assert stat.S_IMODE(home.config_path.stat().st_mode) == 0o600
 
 
-def test_import_with_nothing_importable_exits_2(tmp_path: Path) -> None:
+def test_import_with_nothing_importable_exits_1_or_2(tmp_path: Path) -> None:
     home = _make_home(tmp_path)
     refused_only = tmp_path / "refused.json"
     refused_only.write_text(json.dumps({"mcpServers": {"a b": {"command": "x"}}}))
@@ -460,8 +461,9 @@ def test_import_with_nothing_importable_exits_2(tmp_path: Path) -> None:
         ["mcp", "import", str(tmp_path / "absent.json")],
     )
     needles = ["refused a b", "line 1, column 16", '"mcpServers"', "does not exist"]
-    for run, needle in zip(runs, needles, strict=True):
-        assert run.code == 2, str(run)
+    # A refused entry is the file's (1); a file Keen cannot use at all, an error (2).
+    for run, needle, code in zip(runs, needles, [1, 2, 2, 2], strict=True):
+        assert run.code == code, str(run)
         assert needle in " ".join(run.stderr.split()), str(run)
     assert not home.config_path.exists()
 

@@ -3,6 +3,7 @@ narrow terminal shows are whole, and ``show`` takes the start of an id."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -54,3 +55,22 @@ def test_list_shows_whole_ids_and_show_takes_a_unique_prefix(keen_home: Path, tm
     assert IDS[0] in several.stderr and IDS[1] in several.stderr
     none = _keen(keen_home, "sessions", "show", "1999")
     assert none.returncode == 2 and "no session '1999'" in none.stderr, none.stderr
+
+
+def test_list_counts_what_the_person_said_as_turns_and_model_requests_as_steps(
+    keen_home: Path, tmp_path: Path
+) -> None:
+    # Two things said, three model requests: `keen sessions list` said 3 turns.
+    harness = Harness(
+        lambda: Catalog.from_skills_dir(cache=False), None, workspace=tmp_path, session_id=IDS[0]
+    )
+    for said, steps in (("first question", 2), ("second question", 1)):
+        harness.log.emit("agent.user", turn=harness.turn + 1, text=said)
+        for _ in range(steps):
+            harness.begin_turn()
+            harness.end_turn()
+    harness.close()
+    listed = _keen(keen_home, "sessions", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert (row["turns"], row["steps"], row["calls"]) == (2, 3, 0), row

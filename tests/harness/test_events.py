@@ -66,7 +66,8 @@ def test_the_log_survives_a_crash_mid_turn(keen_home: Path, tmp_path: Path) -> N
             "id": "crashed",
             "started": rebuilt.start["ts"],
             "mode": "ask",
-            "turns": 2,
+            "turns": 2,  # a harness-only log (no agent.user): its steps are its turns
+            "steps": 2,
             "calls": 2,
             "replay_ok": True,
         }

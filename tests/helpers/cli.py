@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-__all__ = ["KEEN", "Home", "Run", "make_home"]
+__all__ = ["KEEN", "Home", "Run", "make_home", "read_until"]
 
 _SCRIPT = Path(sys.executable).with_name("keen")
 KEEN: list[str] = (
@@ -125,3 +127,17 @@ def make_home(root: Path) -> Home:
     home.keen_home.mkdir(parents=True)
     home.home.mkdir()
     return home
+
+
+def read_until(fd: int, needle: bytes, timeout: float) -> bytes:
+    """What a terminal (a pty's master ``fd``) shows until ``needle`` appears, at most ``timeout`` s."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while needle not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    return seen

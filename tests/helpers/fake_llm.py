@@ -13,7 +13,8 @@ answered with the provider's error body and ``retry-after-ms: 1`` (or the reply'
 ``headers``) so retries run quickly; ``times`` repeats it for that many requests. A reply
 may also end with another stop reason (``finish``), send a tool call's arguments as raw
 text (``"raw"`` instead of ``"arguments"``), fail mid-stream with the provider's error
-event (``stream_error``), or stop without a stop reason (``cut``). Every request is kept in
+event (``stream_error``), stop without a stop reason (``cut``), send an event whose data
+is not JSON (``garbage``) or end on an event cut mid-object (``torn``). Every request is kept in
 ``requests`` (path, headers, JSON body) for the tests to inspect.
 """
 
@@ -58,6 +59,12 @@ class Reply:
     dropped: bool = False
     """Like ``cut``, but the body is chunked and the connection closes before its last chunk
     (a proxy or network dropping the stream: the client sees a broken body, not its end)."""
+    garbage: str | None = None
+    """After the text, one event whose data is this (not JSON: an HTML error page, a proxy's
+    notice), then the connection closes, although the response said 200 and event-stream."""
+    torn: bool = False
+    """After the text, one event whose JSON is cut in the middle of an object, then the
+    connection closes."""
     refusal: str = ""
     """OpenAI shape: this text in the delta's ``refusal`` field instead of ``content``."""
     index_zero: bool = False
@@ -73,6 +80,12 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)
+    """When the request arrived (``time.monotonic``, the clock every process here shares)."""
+
+
+_RAW = "\x00raw"
+"""An Anthropic event dict holding this key is sent as its value, as is (not JSON-encoded)."""
 
 
 def _chunks(text: str, size: int = 5) -> list[str]:
@@ -90,6 +103,12 @@ def _openai_events(reply: Reply) -> Iterator[str]:
         yield chunk({"content": part})
     for part in _chunks(reply.refusal):
         yield chunk({"refusal": part})
+    if reply.garbage is not None:
+        yield reply.garbage
+        return
+    if reply.torn:
+        yield chunk({"content": " and more"})[:40]
+        return
     if reply.stream_error is not None:
         yield json.dumps({"error": reply.stream_error})
         return
@@ -160,6 +179,12 @@ def _anthropic_events(reply: Reply) -> Iterator[tuple[str, dict[str, Any]]]:
             )
         yield "content_block_stop", {"type": "content_block_stop", "index": 0}
         index = 1
+    if reply.garbage is not None or reply.torn:
+        whole = json.dumps(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " and more"}}
+        )
+        yield "content_block_delta", {_RAW: reply.garbage if reply.garbage is not None else whole[:40]}
+        return
     if reply.stream_error is not None:
         yield "error", {"type": "error", "error": reply.stream_error}
         return
@@ -219,7 +244,7 @@ class FakeLLM:
                 elif anthropic:
                     self._stream(
                         (
-                            f"event: {name}\ndata: {json.dumps(data)}\n\n"
+                            f"event: {name}\ndata: {data[_RAW] if _RAW in data else json.dumps(data)}\n\n"
                             for name, data in _anthropic_events(reply)
                         ),
                         reply,

@@ -139,6 +139,8 @@ class HttpServer:
     api_key_header: str = "Authorization"
     api_key_scheme: str = "Bearer"
     path: str = "/mcp"
+    transport: str = "http"
+    """``http`` (Streamable HTTP) or ``sse`` (the deprecated HTTP+SSE transport; path ``/sse``)."""
     port: int = 0
     requests: list[RecordedRequest] = field(default_factory=list)
     _server: uvicorn.Server | None = field(default=None, repr=False)
@@ -179,7 +181,7 @@ class HttpServer:
         sock.set_inheritable(True)
         self.port = sock.getsockname()[1]
         # A fresh Starlette app per start: the MCP session manager runs once per instance.
-        app = _RequireApiKey(self.mcp.http_app(path=self.path), self)
+        app = _RequireApiKey(self.mcp.http_app(path=self.path, transport=self.transport), self)  # type: ignore[arg-type]
         config = uvicorn.Config(
             app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1, ws="none"
         )
@@ -247,10 +249,17 @@ def serve_http(
     api_key_header: str = "Authorization",
     api_key_scheme: str = "Bearer",
     path: str = "/mcp",
+    transport: str = "http",
 ) -> Iterator[HttpServer]:
-    """Run ``mcp`` over Streamable HTTP on 127.0.0.1 for the ``with`` block; see the module doc."""
+    """Run ``mcp`` over Streamable HTTP (``transport="sse"``: HTTP+SSE, serve it at ``path="/sse"``)
+    on 127.0.0.1 for the ``with`` block; see the module doc."""
     server = HttpServer(
-        mcp, api_key=api_key, api_key_header=api_key_header, api_key_scheme=api_key_scheme, path=path
+        mcp,
+        api_key=api_key,
+        api_key_header=api_key_header,
+        api_key_scheme=api_key_scheme,
+        path=path,
+        transport=transport,
     )
     server.start()
     try:

@@ -181,12 +181,18 @@ def test_transport_inferred_from_url_or_command() -> None:
     assert servers["local"].transport == "stdio"
 
 
-@pytest.mark.parametrize("entry", [{}, {"transport": "sse", "url": "https://h/sse"}, {"transport": 1}])
+@pytest.mark.parametrize("entry", [{}, {"transport": "websocket", "url": "https://h/ws"}, {"transport": 1}])
 def test_unknown_or_missing_transport(entry: dict[str, Any]) -> None:
     err = _reject({"s": entry})
     assert (err.server, err.field) == ("s", "transport")
     assert '"streamable_http" (with "url")' in err.message
     assert '"stdio" (with "command")' in err.message
+    assert '"sse" for a server that speaks only the deprecated HTTP+SSE transport' in err.message
+
+
+def test_the_deprecated_sse_transport_is_a_remote_server() -> None:
+    servers = parse_config(_text({"old": {"transport": "sse", "url": "https://h/sse"}})).servers
+    assert isinstance(servers["old"], HttpServerConfig) and servers["old"].transport == "sse"
 
 
 @pytest.mark.parametrize(
@@ -431,7 +437,8 @@ def test_save_config_creates_missing_directories(tmp_path: Path) -> None:
         ({"transport": "stdio", "command": "x", "auth": {"type": "oauth"}}, ("stdio", "invalid")),
         ({"url": "ftp://h/mcp", "auth": {"type": "oauth", "scopes": 3}}, ("streamable_http", "oauth")),
         ({"url": "http://h/mcp", "auth": {"type": "basic"}}, ("streamable_http", "invalid")),
-        ({"transport": "sse", "url": "http://h/mcp"}, ("invalid", "none")),
+        ({"transport": "websocket", "url": "http://h/mcp"}, ("invalid", "none")),
+        ({"transport": "sse", "url": "ftp://h/sse"}, ("sse", "none")),
         ({"comand": "x"}, ("-", "none")),
         ("npx server", ("invalid", "invalid")),
     ],

@@ -126,8 +126,10 @@ def test_claude_code_mcp_json() -> None:
         "command": "${HOME}/bin/server",
         "args": ["--port", "${PORT:-7000}"],
     }
-    sentry = refused_reason(result, "sentry")
-    assert "HTTP+SSE" in sentry and "https://mcp.sentry.dev/mcp" in sentry
+    # The deprecated HTTP+SSE transport is imported, with a note saying so and where a newer one may be.
+    assert result.servers["sentry"] == {"transport": "sse", "url": "https://mcp.sentry.dev/sse"}
+    sentry = dict(result.notes)["sentry"]
+    assert "HTTP+SSE" in sentry and "deprecated" in sentry and "https://mcp.sentry.dev/mcp" in sentry
     parsed = validate(result.servers)
     github = parsed["github"]
     assert isinstance(github, HttpServerConfig) and isinstance(github.auth, ApiKeyAuth)
@@ -220,14 +222,19 @@ def test_sse_without_sse_path_and_undeclared_sse_url() -> None:
         "mcpServers": {
             "old": {"type": "sse", "url": "https://example.com/events"},
             "maybe": {"url": "https://example.com/sse"},
+            "http": {"type": "http", "url": "https://example.com/sse"},
+            "nourl": {"type": "sse", "command": "x"},
         }
     }
     result = import_mcp_servers(data)
-    reason = refused_reason(result, "old")
-    assert "not supported" in reason and '"type": "http"' in reason
-    # Without a declared type the URL may still serve streamable HTTP: import it, but say so.
-    assert result.servers["maybe"]["transport"] == "streamable_http"
-    assert any(name == "maybe" and "/sse" in note for name, note in result.notes)
+    assert result.servers["old"] == {"transport": "sse", "url": "https://example.com/events"}
+    # Without a declared type, a URL ending in /sse is the HTTP+SSE endpoint, as Cursor infers it.
+    assert result.servers["maybe"]["transport"] == "sse"
+    assert all("deprecated" in note for name, note in result.notes if name in ("old", "maybe"))
+    # A declared http type is taken at its word, with a note on the /sse path.
+    assert result.servers["http"]["transport"] == "streamable_http"
+    assert any(name == "http" and '"type": "sse"' in note for name, note in result.notes)
+    assert 'needs a "url"' in refused_reason(result, "nourl")
 
 
 def test_invalid_names_are_refused_with_a_suggestion_and_rename_works() -> None:
@@ -332,7 +339,7 @@ def test_secrets_never_reach_reasons_or_notes() -> None:
         }
     }
     result = import_mcp_servers(data)
-    assert len(result.refused) == 6
+    assert len(result.refused) == 5
     reasons = dict(result.refused)
     assert all("not an http" in reasons[name] for name in ("query", "bad-url", "ftp")), reasons
     text = json.dumps([result.refused, result.notes])
@@ -350,10 +357,10 @@ def test_merge_into_config() -> None:
     assert existing == before  # the input is not modified
     assert conflicts == ["github"]
     assert merged["servers"]["github"] == {"url": "https://old.example/mcp"}
-    assert list(merged["servers"]) == ["github", "mine", "linear", "local"]
+    assert list(merged["servers"]) == ["github", "mine", "sentry", "linear", "local"]
     replaced, conflicts = merge_into_config(existing, result, overwrite=True)
     assert conflicts == [] and replaced["servers"]["github"] == result.servers["github"]
-    assert list(replaced["servers"]) == ["github", "mine", "linear", "local"]  # replaced in place
+    assert list(replaced["servers"]) == ["github", "mine", "sentry", "linear", "local"]  # replaced in place
     fresh, conflicts = merge_into_config(None, result)
     assert conflicts == [] and fresh == {"version": 1, "servers": result.servers}
     validate(replaced["servers"])

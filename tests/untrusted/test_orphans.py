@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from helpers import server_script
+from helpers.cli import read_until
 from helpers.hostile import KEEN, hostile_entry
 from helpers.loopback import alive, wait_until
 from keen.mcp._spawn import _setpriv
@@ -128,19 +128,6 @@ def test_each_launcher_execs_in_place_and_dies_with_its_parent(tmp_path: Path, l
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
-def _read_until(fd: int, needle: bytes, timeout: float) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while needle not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if ready:
-            try:
-                seen += os.read(fd, 4096)
-            except OSError:
-                break
-    return seen
-
-
 @pytest.mark.parametrize("answer", ["yes", "SIGTERM"])
 def test_the_approval_question_answers_and_yields_to_sigterm(tmp_path: Path, answer: str) -> None:
     home = tmp_path / "keen-home"
@@ -164,7 +151,7 @@ def test_the_approval_question_answers_and_yields_to_sigterm(tmp_path: Path, ans
     )
     os.close(slave)
     try:
-        prompt = _read_until(master, b"Approve?", 30)
+        prompt = read_until(master, b"Approve?", 30)
         assert b"Approve?" in prompt, prompt
         server = int(pidfile.read_text())
         if answer == "yes":

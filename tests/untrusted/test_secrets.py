@@ -137,7 +137,8 @@ def test_no_secret_in_any_output_or_file(home: Path, tmp_path: Path) -> None:
     assert "fatal: bad credential [REDACTED] for upstream at 127.0.0.1:5432" in listed["early"]["last_error"]
     assert "token=[REDACTED]" in listed["web"]["last_error"]
     assert "[REDACTED]@127.0.0.1" in listed["web"]["last_error"]
-    assert runs[3].code == 2 and "upstream refused [REDACTED]" in runs[3].stderr, runs[3]
+    # The server's JSON-RPC error failed the call: exit 1, its message redacted.
+    assert runs[3].code == 1 and "upstream refused [REDACTED]" in runs[3].stderr, runs[3]
     assert runs[4].code == 2 and "calling upstream with [REDACTED]" in runs[4].stderr, runs[4]
     assert "[REDACTED]" in runs[5].stderr, runs[5]
     # The tool that quotes the secret keeps its name, its shape and its schema's pattern (only

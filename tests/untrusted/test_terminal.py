@@ -98,7 +98,7 @@ def test_call_result_is_escaped_and_literal(home: Path) -> None:
 
 def test_errors_and_tool_errors_are_escaped(home: Path) -> None:
     err = keen_cli("mcp", "call", "h", "err", "--yes", keen_home=home)
-    assert err.code == 2, err
+    assert err.code == 1, err  # the server failed the call (a JSON-RPC error): 1, as for isError
     _assert_clean(err)
     assert "boom \\x1b]52" in err.stderr and ":office:" in err.stderr
     tool_error = keen_cli("mcp", "call", "h", "iserr", "--yes", keen_home=home)

@@ -358,6 +358,27 @@ class Agent:
                     self._server_of[entry.name] = server
         return tools
 
+    async def joined(self, server: str, view: TurnView | None = None) -> ServerStatus | None:
+        """Wait for ``server`` while it is still connecting (a first attempt: the session
+        answered before its servers were up; docs/chat.md "Startup"), up to its own time limit
+        (``reconnect_wait``, else its ``timeouts.connect`` + ``timeouts.list_tools``).
+
+        Returns:
+            Its status after the wait, or ``None`` when it was not connecting.
+        """
+        manager = self.runtime.manager
+        try:
+            if manager.status(server).state is not ServerState.CONNECTING:
+                return None
+        except KeenError:
+            return None
+        if view is not None:
+            view.notice(f"{server}: still connecting; the call waits for it")
+        status = await manager.wait_attempt(server, self.reconnect_wait)
+        if view is not None and status.state is ServerState.CONNECTED:
+            view.notice(f"{server}: connected, {status.tool_count} tools")
+        return status
+
     async def revive(self, server: str, view: TurnView | None = None) -> ServerStatus | None:
         """Reconnect ``server`` if it went away and its back-off window allows (module doc),
         tell the user the outcome, and log it.
@@ -396,7 +417,7 @@ class Agent:
         view.tool_call(call.name, call.arguments)
         server = self._call_server(call)
         if server is not None:
-            status = await self.revive(server, view)
+            status = await self.joined(server, view) or await self.revive(server, view)
             if status is not None and status.state is ServerState.CONNECTED:
                 # The visible set was computed while the server was down (its tools hidden):
                 # compute it again, so this call and the rest of the step see them.
@@ -470,12 +491,20 @@ class Agent:
         path = arguments.get("path") if cap_id == capability_id("local", "read_file") else None
         match = _SCHEMA_PATH.search(str(path).replace("\\", "/")) if path else None
         if match:
-            self._request(capability_id("tool", match.group(2), match.group(1)))
+            self._request(capability_id("tool", match.group(2), match.group(1)), server=match.group(1))
         return None
 
-    def _request(self, cap_id: str) -> None:
+    def _request(self, cap_id: str, *, server: str | None = None) -> None:
+        """Ask for ``cap_id``: a tool of the catalog, or one of ``server`` while that server
+        is still connecting (its tools join the catalog when it is up; docs/chat.md "Startup")."""
         catalog = self.harness.catalog
-        if catalog is not None and cap_id in catalog and cap_id not in self.harness.requested:
+        known = catalog is not None and cap_id in catalog
+        if not known and server is not None:
+            try:
+                known = self.runtime.manager.status(server).state is ServerState.CONNECTING
+            except KeenError:
+                known = False
+        if known and cap_id not in self.harness.requested:
             self.harness.requested.append(cap_id)
 
     def _explain(self, call: ToolCall, obs: Observation) -> str:

@@ -19,21 +19,41 @@ watch still syncs that server's skill without a second line.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from keen import paths
 from keen.agent.reconnect import when_words
 from keen.agent.slash import status_line
 from keen.errors import KeenError
 from keen.mcp.types import ServerState, ServerStatus
+from keen.mcpskills.startup import sync_from_manager
+from keen.skills.config import SkillsConfig
+from keen.tokens import token_counter
 
 if TYPE_CHECKING:
     from keen.mcp.reconnect import Reconnector
+    from keen.mcpskills.sync import SyncEntry, SyncReport
     from keen.runtime import Runtime
 
-__all__ = ["SETTLE_SECONDS", "ServerWatch"]
+__all__ = [
+    "FIRST_ANSWER_WAIT",
+    "SETTLE_SECONDS",
+    "JoinAsReady",
+    "ServerWatch",
+    "connecting_line",
+    "settle_first",
+]
+
+logger = logging.getLogger(__name__)
+
+FIRST_ANSWER_WAIT = 1.0
+"""Seconds a session waits for its servers before its first model request: servers that
+take longer join while it answers (docs/chat.md "Startup")."""
 
 SETTLE_SECONDS = 0.3
 """How long a burst of state changes may run before it is reported (seconds)."""
@@ -107,7 +127,13 @@ class ServerWatch:
     async def _report_discovery(self, timeout: float) -> None:
         """Wait for the first attempts, sync the skills, one line per server that did not connect."""
         manager = self.runtime.manager
-        settled = await self.runtime.wait_for_discovery(timeout)
+        first = min(FIRST_ANSWER_WAIT, timeout)
+        if not await manager.wait_ready(first):
+            # Named once, at once: the session answers meanwhile (docs/chat.md "Startup").
+            pending = [s.name for s in manager.servers() if s.state is ServerState.CONNECTING]
+            if pending:
+                self.notice(connecting_line(pending), "dim")
+        settled = await self.runtime.wait_for_discovery(timeout - first)
         async with self.lock:
             await self._sync()
             statuses = manager.servers()
@@ -224,3 +250,128 @@ class ServerWatch:
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()
+
+
+async def settle_first(
+    runtime: Runtime, wait: float = FIRST_ANSWER_WAIT, new_wait: float = 60.0
+) -> tuple[list[str], SyncReport]:
+    """Wait up to ``wait`` seconds for the servers' first attempts; a server no earlier sync
+    has seen (no skill on disk: new to this Keen home) is waited for up to ``new_wait``
+    seconds in all, as the model would not know of it. Then sync the skills of the servers that settled,
+    leaving the skills of those still connecting as they are on disk (the sync would
+    disable them): the catalog starts from that.
+
+    Returns:
+        The names of the servers still connecting, and the sync's report (the whole
+        configuration's when none is).
+
+    Raises:
+        SkillError: a skill could not be written.
+    """
+    manager = runtime.manager
+    began = time.monotonic()
+    async with anyio.create_task_group() as tg:
+        # The first model request counts its prompt's tokens: the tokenizer's vocabulary
+        # (a second of CPU on a small machine) loads meanwhile, off the event loop.
+        tg.start_soon(anyio.to_thread.run_sync, token_counter)
+        await manager.wait_ready(wait)
+    known = _known(runtime)
+    unknown = [name for name in _connecting(runtime) if name not in known]
+    with anyio.move_on_after(max(0.0, new_wait - (time.monotonic() - began))):
+        for name in unknown:
+            while manager.status(name).state is ServerState.CONNECTING:
+                await manager.wait_attempt(name)
+    pending = _connecting(runtime)
+    if not pending:
+        return [], await runtime.sync()
+    settled = [s.name for s in manager.servers() if s.name not in pending]
+    report = await sync_from_manager(manager, skills_root=runtime.skills_root, servers=settled)
+    return pending, report
+
+
+def _connecting(runtime: Runtime) -> list[str]:
+    return [s.name for s in runtime.manager.servers() if s.state is ServerState.CONNECTING]
+
+
+def _known(runtime: Runtime) -> set[str]:
+    """The servers an earlier sync has seen: their skill ``mcp:<server>`` is in the skills
+    directory, or (one that never connected) in its config's ``is_enabled``."""
+    root = runtime.skills_root
+    try:
+        listed = set(SkillsConfig.load(root / "config.json").names())
+    except KeenError:
+        listed = set()
+    known: set[str] = set()
+    for status in runtime.manager.servers():
+        skill = f"mcp:{status.name}"
+        if skill in listed or any((root / name).exists() for name in paths.skill_dir_spellings(skill)):
+            known.add(status.name)
+    return known
+
+
+def connecting_line(names: list[str], limit: int = 8) -> str:
+    """The one line naming the servers still connecting when a session starts answering."""
+    shown = ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    count = f"{len(names)} server{'s' if len(names) != 1 else ''}"
+    return (
+        f"still connecting ({count}): {shown}; answering with the skills on disk meanwhile, and each "
+        "server joins when it is ready"
+    )
+
+
+class JoinAsReady:
+    """Syncs the skill of each server still connecting when the session started answering,
+    as its first attempt ends, so it joins the catalog at the model's next step.
+
+    Args:
+        runtime: the session's runtime.
+        pending: the servers still connecting (:func:`settle_first`).
+        on_entry: told each synced server's outcome (a front end prints the ones that failed).
+
+    Attributes:
+        done: set once every pending server is synced (or :meth:`run` ended).
+    """
+
+    def __init__(self, runtime: Runtime, pending: list[str], on_entry: Callable[[SyncEntry], None]) -> None:
+        self.runtime = runtime
+        self.pending = set(pending)
+        self.on_entry = on_entry
+        self.done = anyio.Event()
+
+    async def run(self) -> None:
+        """Follow the pending servers until each is synced; cancel it to stop early."""
+        manager = self.runtime.manager
+        wake = [anyio.Event()]
+
+        def observe(status: ServerStatus) -> None:
+            if status.name in self.pending and status.state not in _PASSING:
+                wake[0].set()
+
+        unsubscribe = manager.subscribe(observe)
+        try:
+            while self.pending:
+                ready = {name for name in self.pending if self._settled(name)}
+                if not ready:
+                    await wake[0].wait()
+                    wake[0] = anyio.Event()
+                    continue
+                self.pending -= ready
+                try:
+                    report = await sync_from_manager(
+                        manager, skills_root=self.runtime.skills_root, servers=ready
+                    )
+                except KeenError as exc:
+                    # Their skills stay as they were on disk; the session goes on.
+                    logger.warning("skills sync of %s failed: %s", ", ".join(sorted(ready)), exc.message)
+                    continue
+                for entry in report.entries:
+                    self.on_entry(entry)
+        finally:
+            unsubscribe()
+            self.done.set()
+
+    def _settled(self, name: str) -> bool:
+        try:
+            return self.runtime.manager.status(name).state not in _PASSING
+        except KeenError:
+            return True  # dropped from the configuration meanwhile: nothing to wait for

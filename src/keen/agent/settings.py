@@ -6,6 +6,9 @@ The file is optional; every key is too::
     base_url = "http://127.0.0.1:11434/v1"  # an OpenAI-compatible server (Ollama, vLLM, ...)
     mode = "ask"                           # read-only | ask | auto
 
+    [mcp]                                  # every MCP server's defaults (keen.mcp.defaults)
+    timeout = 30
+
 API keys are never read from this file (nor written anywhere by Keen): they come from the
 providers' usual environment variables, ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY``. A key
 found in the file is refused with an error that says so, before it can be used or logged.
@@ -81,10 +84,12 @@ def load_settings(path: Path | None = None) -> ChatSettings:
             "and set OPENAI_API_KEY or ANTHROPIC_API_KEY in the environment instead",
             path=path,
         )
-    unknown = sorted(set(data) - _KEYS)
+    unknown = sorted(set(data) - _KEYS - {"mcp"})  # [mcp] is read by keen.mcp.defaults
     if unknown:
         raise SettingsError(
-            f"{path}: unknown key(s) {', '.join(unknown)}; the keys are model, base_url and mode", path=path
+            f"{path}: unknown key(s) {', '.join(unknown)}; the keys are model, base_url, mode and the "
+            "[mcp] table",
+            path=path,
         )
     for key in _KEYS & set(data):
         if not isinstance(data[key], str) or not data[key]:

@@ -28,6 +28,8 @@ app = typer_app(
     name="keen",
     add_completion=False,
     pretty_exceptions_enable=False,
+    epilog="Environment: KEEN_HOME (Keen's folder, default ~/.keen); KEEN_MCP_TIMEOUT (seconds each "
+    "MCP server has to start, default 15); KEEN_DEBUG=1 (a traceback instead of 'internal error').",
 )
 pins_cmd.register(mcp_app)
 mcp_config_cmd.register(mcp_app)
@@ -51,7 +53,12 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Debug logging on stderr (secrets redacted).")
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Debug logging on stderr (secrets redacted); KEEN_DEBUG=1 adds tracebacks.",
+        ),
     ] = False,
     version: Annotated[
         bool,

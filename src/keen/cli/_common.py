@@ -9,12 +9,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from keen._redact import RedactingFilter, redactor
 from keen.cli._wording import describe
@@ -26,9 +28,12 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_KEEN_ERROR",
     "EXIT_TOOL_ERROR",
+    "STARTED",
+    "KeenCommand",
     "KeenGroup",
     "err",
     "fail",
+    "json_object",
     "out",
     "print_json",
     "real_console",
@@ -36,6 +41,9 @@ __all__ = [
     "setup_logging",
     "typer_app",
 ]
+
+STARTED = time.monotonic()
+"""When this process began to run Keen's CLI (its first import): what "a second after start" counts from."""
 
 EXIT_TOOL_ERROR = 1
 EXIT_KEEN_ERROR = 2
@@ -194,10 +202,36 @@ def _keen_home_problem(exc: OSError) -> str | None:
     return home if where == home or where.startswith(home + os.sep) else None
 
 
+_USAGE_ARG = re.compile(r"([\[{])([a-z_][a-z0-9_]*)([\]}])(\.\.\.)?")
+
+
+class KeenCommand(TyperCommand):
+    """A command whose usage line names its arguments as its help text does (``SERVER``,
+    ``[ARGS]...``), where typer writes ``{server}``."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return [_usage_piece(piece) for piece in super().collect_usage_pieces(ctx)]
+
+
+def _usage_piece(piece: str) -> str:
+    found = _USAGE_ARG.fullmatch(piece)
+    if found is None:
+        return piece
+    name = found[2].upper()
+    return (f"[{name}]" if found[1] == "[" else name) + (found[4] or "")
+
+
+class _KeenTyper(typer.Typer):
+    """``typer.Typer`` whose commands are :class:`KeenCommand` unless told otherwise."""
+
+    def command(self, name: str | None = None, *, cls: Any = None, **options: Any) -> Any:
+        return super().command(name, cls=cls or KeenCommand, **options)
+
+
 def typer_app(help: str, **options: Any) -> typer.Typer:
     """A command group with Keen's error boundary (:class:`KeenGroup`) and house defaults."""
     options.setdefault("no_args_is_help", True)
-    return typer.Typer(help=help, cls=KeenGroup, **options)
+    return _KeenTyper(help=help, cls=KeenGroup, **options)
 
 
 def run(fn: Callable[[], Awaitable[T]]) -> T:
@@ -209,6 +243,23 @@ def run(fn: Callable[[], Awaitable[T]]) -> T:
     from keen.cli._signals import run_until_signal
 
     return run_until_signal(fn)
+
+
+def json_object(text: str, what: str, example: str) -> dict[str, Any]:
+    """``text`` parsed as one JSON object, or exit 2 saying where the JSON breaks (``what``
+    names the value, ``example`` shows one that works)."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(
+            f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); pass an object "
+            f"like {example}"
+        )
+    if not isinstance(value, dict):
+        fail(f"{what} must be a JSON object like {example}")
+    return cast("dict[str, Any]", value)
 
 
 def print_json(data: Any) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,8 @@ from rich.text import Text
 from keen.cli._common import err, real_console
 from keen.cli._terminal import cell
 from keen.cli._wording import remedy_text
+from keen.errors import with_hint
+from keen.mcp.defaults import split_advice
 from keen.mcp.types import ServerState, ServerStatus
 
 if TYPE_CHECKING:
@@ -78,9 +81,11 @@ def status_table(
         ]
         if flagged:
             row.append(cell(str(len(flagged[s.name])) if s.name in flagged else "", style="bold red"))
-        # The fix (`then run: keen mcp connect X`) rides whole at the end of a cut error.
-        error = error_in_row(s.last_error, s.name)
-        row.append(Clip(cell(error), tail=cell(remedy_text(s.remedy, server=s.name))))
+        # The fix (`then run: keen mcp connect X`), and how to give a slow server more time,
+        # ride whole at the end of a cut error.
+        error, advice = split_advice(error_in_row(s.last_error, s.name))
+        fix = with_hint(advice, remedy_text(s.remedy, server=s.name))
+        row.append(Clip(cell(error), tail=cell(fix), lines=4 if advice else None))
         table.add_row(*row)
     notes = [flag_text(server, found) for server, found in flagged.items()]
     return Group(table, *notes) if notes else table
@@ -100,10 +105,22 @@ def flag_text(server: str, flags: dict[str, list[str]], limit: int = 3) -> Text:
 
 
 @asynccontextmanager
-async def connecting_view(manager: Manager, *, enabled: bool) -> AsyncIterator[None]:
-    """While the body runs, redraw the status table on stderr at each state change."""
-    if not enabled or not err.is_terminal:
+async def connecting_view(manager: Manager, *, enabled: bool, lines: bool = False) -> AsyncIterator[None]:
+    """While the body runs, redraw the status table on stderr at each state change; when
+    stderr is not a terminal and ``lines`` is set, write one line per server instead as each
+    first attempt ends (a log, or a person following a piped run, sees progress)."""
+    if not enabled:
         yield
+        return
+    if not err.is_terminal:
+        if not lines:
+            yield
+            return
+        unsubscribe = manager.subscribe(_done_lines(manager))
+        try:
+            yield
+        finally:
+            unsubscribe()
         return
     from rich.live import Live
 
@@ -120,3 +137,20 @@ async def connecting_view(manager: Manager, *, enabled: bool) -> AsyncIterator[N
             yield
         finally:
             unsubscribe()
+
+
+def _done_lines(manager: Manager) -> Callable[[ServerStatus], None]:
+    """A status observer writing ``NAME: STATE, N tools (S s)`` once per server, when its
+    first attempt ends (connected, or not: the table after says why)."""
+    began = time.monotonic()
+    done: set[str] = set()
+
+    def observe(status: ServerStatus) -> None:
+        if status.state in (ServerState.CONNECTING, ServerState.CONFIGURED) or status.name in done:
+            return
+        done.add(status.name)
+        took = f"{time.monotonic() - began:.1f} s"
+        what = f"{status.tool_count} tools" if status.state is ServerState.CONNECTED else status.state.value
+        err.print(Text.assemble(cell(status.name), f": {what} ({took})"), highlight=False)
+
+    return observe

@@ -18,12 +18,15 @@ is recorded in the session log (``keen sessions show ID``).
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+import anyio
 import typer
 
-from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run
+from keen.cli._common import EXIT_TOOL_ERROR, STARTED, err, fail, out, print_json, run
 from keen.cli._wording import with_remedy
 
 if TYPE_CHECKING:
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from keen.agent.settings import ChatSettings
     from keen.gateway import ApprovalRequest
     from keen.harness import Observation
+    from keen.mcpskills.sync import SyncEntry
 
 __all__ = ["register"]
 
@@ -133,9 +137,16 @@ async def _one_shot(
     yes: bool,
     max_steps: int,
     timeout: float,
+    show: Callable[[TurnResult], None],
 ) -> TurnResult:
+    """One turn. The model is asked once the servers that start within a second are up
+    (docs/chat.md "Startup"); the others join as they arrive, and a call to one still
+    connecting waits for it. ``show`` prints the result as soon as the turn ends; then the
+    servers still connecting get up to ``timeout`` seconds in all, so their skills are on
+    disk for the next run."""
     from keen.agent import Agent, accept_defaults, decline
     from keen.agent.models import close_model
+    from keen.agent.servers import FIRST_ANSWER_WAIT, JoinAsReady, connecting_line, settle_first
     from keen.mcp.elicitation import ElicitAnswer
     from keen.runtime import open_runtime
 
@@ -157,10 +168,21 @@ async def _one_shot(
         )
         return ElicitAnswer("decline")
 
-    async with open_runtime(wait=timeout, sync=True, elicitation=elicitor, elicitation_url=page) as rt:
-        for entry in rt.sync_report.entries if rt.sync_report else []:
+    began = time.monotonic()
+    async with open_runtime(wait=None, live=True, elicitation=elicitor, elicitation_url=page) as rt:
+
+        def failed(entry: SyncEntry) -> None:
             if not entry.enabled and entry.hint:
                 _server_failed(entry.server, entry.hint, entry.remedy, rt.manager)
+
+        # About a second after the command started, imports included (docs/chat.md "Startup").
+        first = max(0.0, min(FIRST_ANSWER_WAIT, timeout) - (time.monotonic() - STARTED))
+        pending, report = await settle_first(rt, first, new_wait=timeout)
+        for entry in report.entries:
+            failed(entry)
+        if pending:
+            view.notice(connecting_line(pending))
+        joiner = JoinAsReady(rt, pending, failed)
         agent = Agent(
             rt,
             model,
@@ -170,11 +192,43 @@ async def _one_shot(
             max_steps=max_steps,
             denial_note="" if yes else _NO_APPROVER,
         )
-        try:
-            return await agent.run_turn(prompt, view)
-        finally:
-            agent.close()
-            await close_model(model)
+        result: TurnResult | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(joiner.run)
+            try:
+                result = await agent.run_turn(prompt, view)
+            finally:
+                agent.close()
+                await close_model(model)
+            show(result)
+            if pending:
+                with anyio.move_on_after(max(0.0, timeout - (time.monotonic() - began))):
+                    await joiner.done.wait()
+            tg.cancel_scope.cancel()
+        if pending and not joiner.pending:
+            await rt.sync()  # the whole configuration once, as a run with no late server does
+        assert result is not None  # run_turn returned (or raised through the task group)
+        return result
+
+
+def _show(result: TurnResult, view: _OneShotView, as_json: bool) -> None:
+    """The turn's outcome: the JSON record on stdout, or the answer's last newline, its error
+    (unless a notice said it) and the session's id on stderr."""
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        if not result.answer.endswith("\n"):
+            sys.stdout.write("\n")
+        # A model error was already a notice line ("model error: ..."): not said twice.
+        if result.error and not any(result.error in line for line in view.notices):
+            from rich.text import Text
+
+            from keen.cli._terminal import terminal_text
+
+            err.print(Text.assemble(("error:", "bold red"), " ", terminal_text(result.error)))
+        err.print(f"[dim]session {result.session_id} (keen sessions show {result.session_id})[/]")
+    out.file.flush()
+    sys.stdout.flush()
 
 
 def chat(
@@ -209,7 +263,12 @@ def chat(
     ] = False,
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Model calls per turn at most.")] = 20,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds to wait for MCP servers to connect.")
+        float,
+        typer.Option(
+            "--timeout",
+            help="Seconds MCP servers get to connect; the model is asked after 1 s at most, and slower "
+            "servers join while it answers.",
+        ),
     ] = DEFAULT_DISCOVERY_TIMEOUT,
 ) -> None:
     """Chat with a model that uses your MCP servers through skills, search and call_mcp_tool."""
@@ -238,22 +297,17 @@ def chat(
         return
     view = _OneShotView(stream=not as_json)
     result = run(
-        lambda: _one_shot(chosen, settings, prompt, view, yes=yes, max_steps=max_steps, timeout=timeout)
+        lambda: _one_shot(
+            chosen,
+            settings,
+            prompt,
+            view,
+            yes=yes,
+            max_steps=max_steps,
+            timeout=timeout,
+            show=lambda done: _show(done, view, as_json),
+        )
     )
-    if as_json:
-        print_json(result.to_dict())
-    else:
-        if not result.answer.endswith("\n"):
-            sys.stdout.write("\n")
-        # A model error was already a notice line ("model error: ..."): not said twice.
-        if result.error and not any(result.error in line for line in view.notices):
-            from rich.text import Text
-
-            from keen.cli._terminal import terminal_text
-
-            err.print(Text.assemble(("error:", "bold red"), " ", terminal_text(result.error)))
-        err.print(f"[dim]session {result.session_id} (keen sessions show {result.session_id})[/]")
-    out.file.flush()
     if not result.ok:
         raise typer.Exit(EXIT_TOOL_ERROR)
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from keen import paths
-from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run, typer_app
-from keen.cli._wording import remedy_text, with_remedy
+from keen.cli._common import EXIT_TOOL_ERROR, err, fail, json_object, out, print_json, run, typer_app
+from keen.cli._wording import describe, remedy_text, with_remedy
 
 if TYPE_CHECKING:
     from keen.gateway import ApprovalRequest
@@ -41,11 +41,12 @@ TimeoutOpt = Annotated[
 ]
 
 
-def _live(enabled: bool) -> DiscoveryView:
-    """The discovery view: a live status table on stderr when it is a terminal."""
+def _live(enabled: bool, *, lines: bool = False) -> DiscoveryView:
+    """The discovery view: a live status table on stderr when it is a terminal, else with
+    ``lines`` one line per server as it is done."""
     from keen.cli._live import connecting_view
 
-    return functools.partial(connecting_view, enabled=enabled)
+    return functools.partial(connecting_view, enabled=enabled, lines=lines)
 
 
 @app.command("list")
@@ -55,7 +56,7 @@ def list_servers(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
     from keen.runtime import open_runtime
 
     async def body() -> tuple[list[ServerStatus], dict[str, dict[str, list[str]]]]:
-        async with open_runtime(wait=timeout, discovery_view=_live(not as_json)) as rt:
+        async with open_runtime(wait=timeout, discovery_view=_live(not as_json, lines=True)) as rt:
             return [_still_connecting(s, timeout) for s in rt.manager.servers()], _flags(rt.manager)
 
     statuses, flags = run(body)
@@ -148,27 +149,21 @@ def call(
         ),
     ] = None,
 ) -> None:
-    """Call TOOL on SERVER through call_mcp_tool. Exit 0 ok, 1 tool error, 2 Keen error.
+    """Call TOOL on SERVER through call_mcp_tool. Exit 0 ok; 1 the tool or the server failed the call
+    (an isError result, or the server answered with an error); 2 Keen could not make the call.
 
     Printed results are escaped (no terminal control sequences) and cut at 64,000
-    characters; --json and --output give the whole result."""
+    characters; --json and --output give the whole result. Each call is recorded in
+    $KEEN_HOME/logs/cli-audit.jsonl (call, approval and result events, secrets redacted)."""
     from rich.text import Text
 
     from keen.cli._signals import ask_cancellably, confirm_line
     from keen.cli._terminal import human_result, terminal_text
-    from keen.errors import ApprovalDenied
+    from keen.errors import ApprovalDenied, RemoteProtocolError, find_keen_error
     from keen.gateway import result_text
     from keen.runtime import open_runtime
 
-    try:
-        arguments = json.loads(args)
-    except json.JSONDecodeError as exc:
-        fail(
-            f"--args is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "pass an object like --args '{\"a\": 1}'"
-        )
-    if not isinstance(arguments, dict):
-        fail("--args must be a JSON object like '{\"a\": 1}'")
+    arguments = json_object(args, "--args", "--args '{\"a\": 1}'")
     if output is not None:
         # Checked before the call: a tool that changes something must not run for a result
         # that then cannot be saved (and a retry would run it twice).
@@ -177,9 +172,10 @@ def call(
     # Asked only once the gateway's checks passed (configured, connected, known tool, valid
     # arguments): a call that cannot run says why, not that it needs a terminal to approve.
     needs_terminal = False
+    declined = False
 
     async def approve(request: ApprovalRequest) -> bool:
-        nonlocal needs_terminal
+        nonlocal needs_terminal, declined
         if yes:
             return True
         if not sys.stdin.isatty():
@@ -188,20 +184,38 @@ def call(
         err.print(Text.assemble(("Call", "bold"), " ", terminal_text(f"{request.server}/{request.tool}")))
         err.print(Text(terminal_text(request.arguments_json())))
         # In a thread: SIGTERM or Ctrl-C during the question still ends the command at once.
-        return await ask_cancellably(lambda: confirm_line("Approve? [y/N]: "))
+        declined = not await ask_cancellably(lambda: confirm_line("Approve? [y/N]: "))
+        return not declined
+
+    audited: list[dict[str, Any]] = []
 
     async def body() -> Any:
-        async with open_runtime(only={server}, approval=approve) as rt:
+        async with open_runtime(only={server}, approval=approve, audit=audited.append) as rt:
             rt.manager.status(server)
             await rt.wait_for_discovery(timeout, _live(not as_json))
+            text = ""
             try:
-                return await rt.gateway.call(server, tool, arguments)
+                result = await rt.gateway.call(server, tool, arguments)
+                text = rt.gateway.shape(result).text
+                return result
             except ApprovalDenied:
-                if needs_terminal:
+                if needs_terminal or declined:
                     return None
                 raise
+            finally:
+                if audited:
+                    _audit(audited[-1], text, approver="--yes" if yes else "user")
 
-    result = run(body)
+    try:
+        result = run(body)
+    except (RemoteProtocolError, BaseExceptionGroup) as exc:
+        found = find_keen_error(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if not isinstance(found, RemoteProtocolError):
+            raise
+        # The server answered tools/call with a JSON-RPC error: the call failed, not Keen.
+        fail(describe(found), EXIT_TOOL_ERROR)
+    if result is None and declined:
+        fail(f'you declined the call to "{server}/{tool}"; nothing was sent')
     if result is None:
         fail(
             f'the call to "{server}/{tool}" needs approval and stdin is not a terminal, so nothing was '
@@ -234,6 +248,53 @@ def call(
         raise typer.Exit(EXIT_TOOL_ERROR)
 
 
+def _audit(event: dict[str, Any], text: str, *, approver: str) -> None:
+    """Append one ``keen mcp call`` to ``$KEEN_HOME/logs/cli-audit.jsonl`` as the harness's
+    event log records a call (``keen.harness.events``: ``call``, ``approval``, ``result``),
+    from the gateway's audit event; a log that cannot be written is a warning, not a failure
+    of the call that already ran."""
+    import logging
+    import secrets as token
+
+    from keen.harness.events import EventLog, new_session_id
+
+    try:
+        log = EventLog(paths.logs_dir() / "cli-audit.jsonl", new_session_id())
+    except OSError as exc:
+        logging.getLogger(__name__).warning("cannot write the audit log: %s", exc)
+        return
+    call_id = "cli_" + token.token_hex(4)
+    server, tool = event["server"], event["tool"]
+    decision = event.get("decision")
+    try:
+        log.emit("session.start", mode="cli", workspace=str(Path.cwd()), front_end="keen mcp call")
+        log.emit(
+            "call",
+            call_id=call_id,
+            name="call_mcp_tool",
+            arguments={"server": server, "tool": tool, "arguments": event.get("arguments", {})},
+            caller="cli",
+        )
+        if decision in ("allowed", "denied"):
+            verdict = "allow" if decision == "allowed" else "deny"
+            log.emit("approval", call_id=call_id, decision=verdict, by=approver)
+        outcome = {"tool_error": "error", "error": "denied" if decision == "denied" else "error"}
+        log.emit(
+            "result",
+            call_id=call_id,
+            capability=f"mcp:{server}/{tool}",
+            server=server,
+            tool=tool,
+            outcome=outcome.get(event.get("outcome", ""), event.get("outcome")),
+            code=event.get("error_code"),
+            text=event.get("error") or text,
+            duration_ms=event.get("duration_ms"),
+            caller="cli",
+        )
+    finally:
+        log.close()
+
+
 def _check_output(output: Path) -> None:
     """Fail (exit 2) unless ``output`` can be written: an existing folder, not a directory."""
     folder = output.parent if str(output.parent) else Path(".")
@@ -257,7 +318,7 @@ def sync(
     from keen.runtime import open_runtime
 
     async def body() -> Any:
-        async with open_runtime(wait=timeout, discovery_view=_live(not as_json), sync=True) as rt:
+        async with open_runtime(wait=timeout, discovery_view=_live(not as_json, lines=True), sync=True) as rt:
             assert rt.sync_report is not None  # sync=True
             return rt.sync_report, rt.manager.servers(), _flags(rt.manager)
 

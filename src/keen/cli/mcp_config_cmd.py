@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from keen import paths
 from keen._redact import redact_url
-from keen.cli._common import err, fail, out, print_json
+from keen.cli._common import EXIT_TOOL_ERROR, err, fail, json_object, out, print_json
 
 if TYPE_CHECKING:
     from keen.mcp.hosts import HostFile
@@ -32,9 +32,14 @@ _ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
 
 
 def register(mcp_app: typer.Typer) -> None:
-    """Add ``import``, ``add`` and ``remove`` to the ``keen mcp`` group."""
+    """Add ``import``, ``add``, ``add-json``, ``get``, ``enable``, ``disable`` and ``remove`` to
+    the ``keen mcp`` group."""
     mcp_app.command("import")(import_servers)
     mcp_app.command("add")(add)
+    mcp_app.command("add-json")(add_json)
+    mcp_app.command("get")(get)
+    mcp_app.command("enable")(enable)
+    mcp_app.command("disable")(disable)
     mcp_app.command("remove")(remove)
 
 
@@ -67,7 +72,10 @@ def import_servers(
         bool, typer.Option("--json", help="With --detect: print the host files as JSON.")
     ] = False,
 ) -> None:
-    """Import another MCP host's servers into Keen's configs.json (written with mode 0600)."""
+    """Import another MCP host's servers into Keen's configs.json (written with mode 0600).
+
+    Exit 0 when every server was imported (or already was), 1 when any was refused or skipped
+    (the others are imported all the same), 2 when the file could not be used."""
     if detect:
         if file is not None:
             fail("give FILE or --detect, not both")
@@ -118,8 +126,9 @@ def import_servers(
     if not (result.servers or result.refused or result.notes):
         source = "standard input" if str(file) == "-" else str(file)
         out.print(f"{escape(source)} lists no servers; nothing to import", highlight=False)
-    if not outcome.imported and not outcome.unchanged and (outcome.result.refused or outcome.conflicts):
-        raise typer.Exit(2)
+    if outcome.result.refused or outcome.conflicts:
+        # The rest was imported; a script still learns that not every entry made it.
+        raise typer.Exit(EXIT_TOOL_ERROR)
 
 
 def _shown(text: str) -> str:
@@ -171,7 +180,19 @@ def add(
     command: Annotated[
         list[str] | None,
         typer.Argument(
-            help="After --: the command that starts a stdio server, and its arguments.", show_default=False
+            help="After --: the command that starts a stdio server, and its arguments; with -t http or "
+            "-t sse: the server's URL.",
+            show_default=False,
+        ),
+    ] = None,
+    transport: Annotated[
+        str | None,
+        typer.Option(
+            "--transport",
+            "-t",
+            help="stdio (a command after --), http (streamable HTTP) or sse (the deprecated HTTP+SSE); "
+            "default: stdio, or from --url (sse when its path ends in /sse).",
+            show_default=False,
         ),
     ] = None,
     url: Annotated[
@@ -207,22 +228,49 @@ def add(
             "--description", help="The server's catalog line, the one the model reads.", show_default=False
         ),
     ] = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a server of that name.")] = False,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            help="Seconds the server has to start and answer initialize (its timeouts.connect; "
+            "default: KEEN_MCP_TIMEOUT, else 15).",
+            min=0.001,
+            show_default=False,
+        ),
+    ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Replace a server of that name: what this command gives changes, the rest of its entry "
+            "(timeouts, description, env...) stays.",
+        ),
+    ] = False,
 ) -> None:
-    """Add a server to configs.json: keen mcp add NAME -- COMMAND [ARGS...] or keen mcp add NAME --url URL."""
+    """Add a server to configs.json: keen mcp add NAME -- COMMAND [ARGS...], keen mcp add NAME --url URL,
+    or keen mcp add -t http|sse NAME URL."""
     from keen.mcp.config_edit import add_server
 
     command = command or []
+    chosen = _transport(transport)
+    if chosen != "stdio" and not url and len(command) == 1 and _is_url(command[0]):
+        url, command = command[0], []  # `keen mcp add -t http NAME URL`, as `claude mcp add` takes it
+    if chosen == "stdio" and url:
+        fail("-t stdio takes a command after --, not --url; for a remote server use -t http (or -t sse)")
+    if chosen in ("http", "sse") and not url:
+        fail(f"-t {chosen} takes the server's URL: keen mcp add -t {chosen} {name} URL")
     if bool(command) == bool(url):
         fail(
             "give a stdio command after -- (keen mcp add NAME -- COMMAND ARGS...) or a remote server's "
-            "--url (keen mcp add NAME --url URL), one of the two"
+            "URL (keen mcp add -t http NAME URL), one of the two"
         )
     entry: dict[str, Any] = {}
     if url:
         if env:
             fail("--env is for a stdio server; a remote server takes --header")
         entry["url"] = url
+        if chosen is not None:
+            entry["type"] = chosen
         if header:
             entry["headers"] = _pairs(header, _HEADER, "--header", "K=V or 'K: V'")
         if oauth:
@@ -237,6 +285,8 @@ def add(
             entry["env"] = _pairs(env, _ENV, "--env", "NAME=VALUE")
     if description is not None:
         entry["description"] = description
+    if timeout is not None:
+        entry["timeouts"] = {"connect": timeout}
     path = paths.mcp_config_path()
     notes = add_server(path, name, entry, overwrite=overwrite)
     if not url and len(command) == 1 and " " in command[0].strip():
@@ -258,6 +308,29 @@ def add(
     out.print(f"[green]added[/] {escape(name)} ({escape(kind)}) to {escape(str(path))}", highlight=False)
     nxt = f"keen mcp connect {name}" if oauth else f"keen mcp tools {name}"
     out.print(f"next: {escape(nxt)}", highlight=False)
+
+
+_TRANSPORTS = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamable_http": "http",
+    "sse": "sse",
+}
+
+
+def _transport(value: str | None) -> str | None:
+    """``-t``'s value as ``stdio``, ``http`` or ``sse`` (``None`` when not given)."""
+    if value is None:
+        return None
+    kind = _TRANSPORTS.get(value.strip().lower())
+    if kind is None:
+        fail(f"-t/--transport takes stdio, http or sse, not {value!r}")
+    return kind
+
+
+def _is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://"))
 
 
 def _pairs(texts: list[str], pattern: re.Pattern[str], option: str, shape: str) -> dict[str, str]:
@@ -291,3 +364,134 @@ def remove(
     remove_server(path, name)
     out.print(f"[green]removed[/] {escape(name)} from {escape(str(path))}", highlight=False)
     out.print(f"its skill mcp:{escape(name)} is deleted at the next keen mcp sync", highlight=False)
+
+
+def add_json(
+    name: Annotated[str, typer.Argument(help="The new server's name: 1-64 letters, digits, '_' or '-'.")],
+    json_text: Annotated[
+        str,
+        typer.Argument(
+            metavar="JSON",
+            help='One server entry in the mcpServers shape other hosts use, e.g. \'{"command": "uvx", '
+            '"args": ["mcp-server-time"]}\' or \'{"type": "http", "url": "https://..."}\'.',
+            show_default=False,
+        ),
+    ],
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Replace a server of that name: what the JSON gives changes, the rest of its entry stays.",
+        ),
+    ] = False,
+) -> None:
+    """Add a server from its JSON entry, as claude mcp add-json does (converted as keen mcp import converts)."""
+    from keen.mcp.config_edit import add_server
+
+    entry = json_object(json_text, "JSON", '\'{"command": "uvx", "args": ["mcp-server-time"]}\'')
+    if "mcpServers" in entry:
+        fail(
+            "JSON is a whole mcpServers file; give one server's entry, or import the file: keen mcp import FILE"
+        )
+    path = paths.mcp_config_path()
+    for note in add_server(path, name, entry, overwrite=overwrite):
+        err.print(f"[yellow]note[/] {escape(note)}", highlight=False)
+    out.print(f"[green]added[/] {escape(name)} to {escape(str(path))}", highlight=False)
+    out.print(f"next: keen mcp tools {escape(name)}", highlight=False)
+
+
+def get(
+    name: Annotated[str, typer.Argument(help="The server's name in configs.json.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the entry as JSON.")] = False,
+) -> None:
+    """Show one server's entry in configs.json (values of env, headers and keys hidden; it does not connect)."""
+    from keen.cli._terminal import terminal_text
+
+    path = paths.mcp_config_path()
+    shown = _shown_entry(path, name)
+    if as_json:
+        print_json(shown)
+        return
+    from rich.text import Text
+
+    lines = [f"{name}:"]
+    for key, value in shown.items():
+        if key == "name" or value in (None, [], {}):
+            continue
+        if isinstance(value, list):
+            value = " ".join(map(str, value)) if key == "args" else ", ".join(map(str, value))
+        elif isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items())
+        elif isinstance(value, bool):
+            value = "yes" if value else "no"
+        lines.append(f"  {key}: {value}")
+    out.print(Text(terminal_text("\n".join(lines))))
+    out.print(f"connect and list its tools: keen mcp tools {escape(name)}", highlight=False)
+
+
+def _shown_entry(path: Path, name: str) -> dict[str, Any]:
+    """Server ``name``'s entry as ``keen mcp get`` shows it: what Keen uses (defaults filled
+    in), the names of env variables and headers without their values, no key."""
+    from keen._redact import redactor
+    from keen.mcp.config import ApiKeyAuth, HttpServerConfig, load_config
+    from keen.mcp.config_edit import server_entry
+
+    raw = server_entry(path, name)
+    config = load_config(path, strict=False)
+    server = config.servers.get(name)
+    shown: dict[str, Any] = {"name": name}
+    if server is None:
+        shown["error"] = config.invalid.get(name, "the entry is invalid")
+        shown["fields"] = sorted(raw)
+        return shown
+    shown["transport"] = server.transport
+    if isinstance(server, HttpServerConfig):
+        shown["url"] = redact_url(raw.get("url", server.url))
+        shown["headers"] = sorted(server.headers)
+        auth: dict[str, Any] = {"type": server.auth.type}
+        if isinstance(server.auth, ApiKeyAuth):
+            auth["header"] = server.auth.header
+        shown["auth"] = auth
+        if server.transport == "sse":
+            shown["note"] = (
+                "HTTP+SSE, deprecated since MCP 2025-03-26: use its streamable HTTP endpoint if it has one"
+            )
+    else:
+        shown["command"] = raw.get("command", server.command)
+        # As written (${VAR} unexpanded); a key written literally into args is redacted.
+        shown["args"] = [redactor.redact(str(arg)) for arg in raw.get("args", server.args)]
+        shown["env"] = sorted(server.env)
+        shown["cwd"] = server.cwd
+    shown["enabled"] = server.enabled
+    shown["timeouts"] = server.timeouts.model_dump()
+    shown["description"] = server.description
+    return shown
+
+
+def enable(name: Annotated[str, typer.Argument(help="The server's name in configs.json.")]) -> None:
+    """Let Keen start SERVER again ("enabled" in configs.json)."""
+    _set_enabled(name, True)
+
+
+def disable(name: Annotated[str, typer.Argument(help="The server's name in configs.json.")]) -> None:
+    """Stop starting SERVER without removing it ("enabled": false in configs.json)."""
+    _set_enabled(name, False)
+
+
+def _set_enabled(name: str, enabled: bool) -> None:
+    from keen.mcp.config_edit import set_enabled
+
+    path = paths.mcp_config_path()
+    changed = set_enabled(path, name, enabled)
+    word = "enabled" if enabled else "disabled"
+    if not changed:
+        out.print(f"{escape(name)} is already {word}; nothing changed", highlight=False)
+        return
+    out.print(f"[green]{word}[/] {escape(name)} in {escape(str(path))}", highlight=False)
+    if enabled:
+        out.print(f"next: keen mcp connect {escape(name)} (or /mcp connect {escape(name)} in keen chat)")
+    else:
+        out.print(
+            f"Keen no longer starts it; its skill mcp:{escape(name)} is disabled at the next keen mcp sync",
+            highlight=False,
+        )

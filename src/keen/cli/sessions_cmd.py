@@ -21,19 +21,23 @@ _PREVIEW = 160
 def list_sessions(
     as_json: Annotated[bool, typer.Option("--json", help="Print the sessions as JSON.")] = False,
 ) -> None:
-    """List the session logs under $KEEN_HOME/sessions, newest first."""
+    """List the session logs under $KEEN_HOME/sessions, newest first: turns (what you said),
+    steps (model requests) and tool calls."""
     from keen._tables import Col, Listing
-    from keen.harness import replay
+    from keen.harness import read_events, replay
 
     rows = []
     for path in sorted(paths.sessions_dir().glob("*.jsonl"), reverse=True):
         rebuilt = replay(path)
+        # A turn is what the person said (agent.user); each model step is a harness turn.
+        said = sum(1 for event in read_events(path) if event.get("type") == "agent.user")
         rows.append(
             {
                 "id": path.stem,
                 "started": rebuilt.start.get("ts"),
                 "mode": rebuilt.start.get("mode"),
-                "turns": len(rebuilt.turns),
+                "turns": said if said else len(rebuilt.turns),
+                "steps": len(rebuilt.turns),
                 "calls": sum(len(t.calls) for t in rebuilt.turns),
                 "replay_ok": rebuilt.ok,
             }
@@ -51,6 +55,7 @@ def list_sessions(
             Col("started", drop=1),
             Col("mode"),
             Col("turns", justify="right", drop=2),
+            Col("steps", justify="right", drop=3),
             Col("calls", justify="right", drop=2),
             Col("replay"),
         ],
@@ -63,6 +68,7 @@ def list_sessions(
             str(r["started"])[:19].replace("T", " "),
             str(r["mode"]),
             str(r["turns"]),
+            str(r["steps"]),
             str(r["calls"]),
             ok,
         )

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (one object a line for watch).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print what changed as JSON.")]
+WatchJsonOpt = Annotated[bool, typer.Option("--json", help="Print each change as one JSON object a line.")]
 TimeoutOpt = Annotated[
     float,
     typer.Option(
@@ -174,7 +175,7 @@ def refresh(
         raise typer.Exit(EXIT_KEEN_ERROR)
 
 
-def watch(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
+def watch(as_json: WatchJsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
     """Keep every server connected and print each change of their tools as it happens (Ctrl-C ends)."""
     from keen.cli._signals import Signalled, run_until_signal
 

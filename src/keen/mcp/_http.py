@@ -1,4 +1,7 @@
-"""The streamable HTTP transport of one connection: headers, auth and the status watch.
+"""The HTTP transports of one connection: headers, auth and the status watch.
+
+Streamable HTTP, or for a ``transport: "sse"`` entry the HTTP+SSE transport of MCP
+2024-11-05 (the SDK's ``sse_client``: a GET stream that names the endpoint to POST to).
 
 An ``api_key`` server gets its header on every request; an ``oauth`` server, the
 ``httpx2.Auth`` its owner built. The SDK reports an HTTP 401 as a bare ``MCPError -32603``
@@ -13,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx2
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from keen.mcp._translate import ConnectFacts
@@ -25,7 +29,7 @@ __all__ = ["http_transport"]
 async def http_transport(
     cfg: HttpServerConfig, facts: ConnectFacts, auth: httpx2.Auth | None, on_status: Callable[[int], None]
 ) -> AsyncIterator[Any]:
-    """The read and write streams of a streamable HTTP connection to ``cfg.url``.
+    """The read and write streams of a streamable HTTP (or HTTP+SSE) connection to ``cfg.url``.
 
     ``facts`` and ``on_status`` hear each status the MCP endpoint answers with. The read
     timeout is at least 300 s (a long call streams its result), else ``timeouts.call_tool``.
@@ -41,11 +45,34 @@ async def http_transport(
             facts.http_status = response.status_code
             facts.www_authenticate = response.headers.get("www-authenticate")
 
+    read_timeout = max(300.0, cfg.timeouts.call_tool)
+    if cfg.transport == "sse":
+
+        def factory(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            # The SDK's own factory's settings, with the status watch.
+            return httpx2.AsyncClient(
+                headers=headers, auth=auth, timeout=timeout, event_hooks={"response": [on_response]}
+            )
+
+        async with sse_client(
+            cfg.url,
+            headers=headers,
+            timeout=cfg.timeouts.connect,
+            sse_read_timeout=read_timeout,
+            httpx_client_factory=factory,
+            auth=auth,
+        ) as streams:
+            yield streams
+        return
     client = httpx2.AsyncClient(
         headers=headers,
         auth=auth,
         event_hooks={"response": [on_response]},
-        timeout=httpx2.Timeout(cfg.timeouts.connect, read=max(300.0, cfg.timeouts.call_tool)),
+        timeout=httpx2.Timeout(cfg.timeouts.connect, read=read_timeout),
     )
     async with client, streamable_http_client(cfg.url, http_client=client) as streams:
         yield streams

@@ -76,8 +76,10 @@ class ServerRuntime:
         elicitation_url: Callable[[], UrlElicitationCallback | None] = lambda: None,
         on_tools: ChangeObserver | None = None,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
+        launches: anyio.CapacityLimiter | None = None,
     ) -> None:
         self.name = name
+        self._launches = launches
         self._elicitation = elicitation
         self._elicitation_url = elicitation_url
         self.elicitations: SessionElicitation | None = None
@@ -285,8 +287,16 @@ class ServerRuntime:
         self._set(ServerState.CONNECTING)
         self._stderr = None
         served = False
+        slot = await self._launch_slot(cfg)
+        if slot is None:
+            why = "stopped" if self._stopping else "its configs.json entry changed"
+            self._set(ServerState.DISCONNECTED, f"{why} while waiting for its turn to start")
+            return
         try:
             async with contextlib.AsyncExitStack() as stack:
+                # The slot is given back once the connect phase ended (below, or on an error
+                # by the finally), not when the session closes: a connected server is idle.
+                stack.callback(slot)
                 if self._transport is not None:
                     streams = await stack.enter_async_context(self._transport())
                 elif isinstance(cfg, StdioServerConfig):
@@ -341,10 +351,13 @@ class ServerRuntime:
                             self.resource_templates = await list_resource_templates(self.name, session, caps)
                             self.prompts = await list_prompts(self.name, session, caps)
                     except Exception as exc:
-                        # Report before unwinding: stopping a hung stdio server takes seconds.
+                        # Report before unwinding: stopping a hung stdio server takes seconds,
+                        # which the next server in line need not wait for.
                         self._fail(exc, facts)
+                        slot()
                         raise
                 self._connect_scope = None
+                slot()
                 if self._superseded and not self._stopping:
                     self._set(
                         ServerState.DISCONNECTED,
@@ -366,6 +379,39 @@ class ServerRuntime:
             logger.debug("server %s: error while closing the session: %r", self.name, exc)
         self.session = None
         self._session_ended()
+
+    async def _launch_slot(self, cfg: HttpServerConfig | StdioServerConfig) -> Callable[[], None] | None:
+        """Wait for a start slot (stdio servers, when the Manager bounds them); returns the
+        function that gives it back (idempotent), or ``None`` when stopped while waiting.
+
+        Starting a stdio server costs CPU (an interpreter, ``npx``, ``uvx``): started all at
+        once on a small machine, every one of them finishes late, past its time limit. Its
+        ``timeouts.connect`` runs from its own launch, so waiting here does not count.
+        HTTP servers and in-process transports cost Keen little: they start at once.
+        """
+        limiter = self._launches
+        if self._stopping:
+            return None
+        if limiter is None or self._transport is not None or not isinstance(cfg, StdioServerConfig):
+            return lambda: None
+        acquired = False
+        with anyio.CancelScope() as self._connect_scope:  # stop() and reconfigure() cancel the wait
+            await limiter.acquire()
+            acquired = True
+        self._connect_scope = None
+        if not acquired:
+            return None
+        if self._stopping or self._superseded:
+            limiter.release()
+            return None
+        held = [True]
+
+        def release() -> None:
+            if held[0]:
+                held[0] = False
+                limiter.release()
+
+        return release
 
     def _session_ended(self) -> None:
         if self._stopping:

@@ -39,7 +39,14 @@ from keen.mcp._orphans import SPAWN_VAR, orphans_stopped
 if TYPE_CHECKING:
     from keen.mcp.config import StdioServerConfig
 
-__all__ = ["LAUNCHER", "PASSED_ENV", "server_command", "server_environment", "stdio_transport"]
+__all__ = [
+    "LAUNCHER",
+    "PASSED_ENV",
+    "beside_keen",
+    "server_command",
+    "server_environment",
+    "stdio_transport",
+]
 
 PASSED_ENV = (
     "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "TMPDIR", "TZ", "LANG", "LANGUAGE",
@@ -142,6 +149,18 @@ def server_environment(cfg: StdioServerConfig, environ: Mapping[str, str] | None
     return env
 
 
+def beside_keen(command: str, env: dict[str, str]) -> str:
+    """``command``, or its absolute path when it is a bare name that ``env``'s PATH does not
+    find but that is installed beside the Python running Keen (its virtualenv's ``bin``, a
+    pipx venv): ``keen-demo-server``, or a server pip-installed with Keen, works from a shell
+    without that venv activated and from a host that starts ``keen serve`` by its full path."""
+    if os.sep in command or (os.altsep and os.altsep in command) or not sys.executable:
+        return command
+    if shutil.which(command, path=env.get("PATH", os.defpath)) is not None:
+        return command
+    return shutil.which(command, path=os.path.dirname(sys.executable)) or command
+
+
 def stdio_transport(cfg: StdioServerConfig, errlog: TextIO) -> Any:
     """The SDK's stdio transport for ``cfg``, started through :func:`server_command` (so on
     Linux the server dies with Keen) with :func:`server_environment`; the server's stderr goes
@@ -151,7 +170,7 @@ def stdio_transport(cfg: StdioServerConfig, errlog: TextIO) -> Any:
 
     token = secrets.token_hex(8)
     env = {**server_environment(cfg), SPAWN_VAR: token}
-    command, args = server_command(cfg.command, list(cfg.args), env=env, cwd=cfg.cwd)
+    command, args = server_command(beside_keen(cfg.command, env), list(cfg.args), env=env, cwd=cfg.cwd)
     params = StdioServerParameters(
         command=command, args=args, env=env, cwd=cfg.cwd, encoding_error_handler="replace"
     )

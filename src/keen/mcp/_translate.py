@@ -38,6 +38,7 @@ from keen.errors import (
     UserActionRequired,
     exception_leaves,
 )
+from keen.mcp.defaults import more_time_advice, split_advice
 from keen.mcp.elicitation import check_url
 from keen.mcp.types import ServerState
 
@@ -108,9 +109,11 @@ class ConnectFacts:
 def classify_connect_failure(exc: BaseException, facts: ConnectFacts) -> tuple[ServerState, str]:
     """Map a failed connection attempt to the server's next state and a redacted, actionable message."""
     state, message = _classify(root_cause(exc), facts)
+    message, advice = split_advice(message)
     if facts.stderr_tail and facts.transport == "stdio":
         message += f"; last stderr: {facts.stderr_tail}"
-    return state, redactor.redact(message)
+    # The advice last: a listing that cuts a long error keeps it whole (split_advice).
+    return state, redactor.redact(f"{message}; {advice}" if advice else message)
 
 
 def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
@@ -130,7 +133,7 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         what = {"list_tools": "tools/list", "initialize": "initialize"}.get(f.phase, "connect")
         return ServerState.DISCONNECTED, (
             f'MCP server "{name}" did not answer {what} within {f.timeout:g} s{hint}; check that it starts and '
-            f'speaks MCP, or raise "timeouts.{"list_tools" if f.phase == "list_tools" else "connect"}" in configs.json'
+            f"speaks MCP; {more_time_advice('list_tools' if f.phase == 'list_tools' else 'connect')}"
         )
     if isinstance(cause, FileNotFoundError | PermissionError) and f.transport == "stdio":
         why = "was not found" if isinstance(cause, FileNotFoundError) else "is not executable"

@@ -16,8 +16,9 @@ Shape::
 
 Rules: a supported ``version``; server names ``^[A-Za-z0-9_-]{1,64}$``,
 no two differing only in case, none given twice;
-``transport`` is ``streamable_http`` or ``stdio`` (inferred from ``url``/``command``
-when absent); HTTP servers need an http(s) ``url``; ``auth.type`` is ``none``,
+``transport`` is ``streamable_http``, ``stdio`` (inferred from ``url``/``command``
+when absent) or ``sse`` (the deprecated HTTP+SSE transport of MCP 2024-11-05, for servers
+that offer nothing newer); HTTP servers need an http(s) ``url``; ``auth.type`` is ``none``,
 ``api_key`` (needs ``key``) or ``oauth``; stdio servers need ``command`` and take no
 HTTP auth. Strings may use ``${VAR}`` and ``${VAR:-default}``; an unset variable
 without a default is an error. A missing file means no servers. Every failure is a
@@ -50,6 +51,7 @@ from pydantic import (
 from keen._fs import atomic_write_json
 from keen._redact import redact_url, register_value
 from keen.errors import ConfigError
+from keen.mcp.defaults import default_connect_timeout
 from keen.mcp.types import SERVER_NAME_RE
 
 __all__ = [
@@ -108,9 +110,12 @@ class _Model(BaseModel):
 
 
 class Timeouts(_Model):
-    """Per-server timeouts in seconds: connect+initialize, the whole tools/list, one tools/call."""
+    """Per-server timeouts in seconds: connect+initialize, the whole tools/list, one tools/call.
 
-    connect: float = Field(default=15.0, gt=0)
+    ``connect`` defaults to ``KEEN_MCP_TIMEOUT``, else config.toml's ``[mcp] timeout``, else 15
+    (:mod:`keen.mcp.defaults`), read when the entry is loaded."""
+
+    connect: float = Field(default_factory=default_connect_timeout, gt=0)
     list_tools: float = Field(default=30.0, gt=0)
     call_tool: float = Field(default=120.0, gt=0)
 
@@ -156,7 +161,10 @@ class _ServerBase(_Model):
 
 
 class HttpServerConfig(_ServerBase):
-    transport: Literal["streamable_http"]
+    """A remote server: Streamable HTTP, or with ``transport: "sse"`` the HTTP+SSE transport
+    of MCP 2024-11-05 (deprecated since 2025-03-26; still the only one some hosted servers speak)."""
+
+    transport: Literal["streamable_http", "sse"]
     url: str
     auth: AuthConfig = Field(default_factory=NoAuth)
     headers: dict[str, str] = Field(default_factory=dict)
@@ -434,7 +442,7 @@ def declared_kinds(entry: Any) -> tuple[str, str]:
     transport: Any = fields.get("transport") or (
         "streamable_http" if "url" in fields else "stdio" if "command" in fields else "-"
     )
-    if transport not in ("streamable_http", "stdio", "-"):
+    if transport not in ("streamable_http", "stdio", "sse", "-"):
         transport = "invalid"
     auth: Any = fields.get("auth", {"type": "none"})
     kind: Any = auth.get("type", "none") if isinstance(auth, dict) else None
@@ -462,10 +470,11 @@ def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict
         elif "command" in entry:
             entry["transport"] = "stdio"
     transport = entry.get("transport")
-    if transport not in ("streamable_http", "stdio"):
+    if transport not in ("streamable_http", "stdio", "sse"):
         raise ConfigError(
             f"{source}: server {name!r}: transport {transport!r} is not supported; "
-            'use "streamable_http" (with "url") or "stdio" (with "command")',
+            'use "streamable_http" (with "url"), "stdio" (with "command"), or "sse" for a server that '
+            "speaks only the deprecated HTTP+SSE transport",
             path=source,
             server=name,
             field="transport",
@@ -488,7 +497,7 @@ def _field(parts: list[Any]) -> str:
     """A validation error's field path without the server name and the union tags pydantic
     adds (the transport after the name, the auth type after ``auth``), e.g. ``auth.key``."""
     rest = [str(part) for part in parts[2:]]
-    if rest and rest[0] in ("streamable_http", "stdio"):
+    if rest and rest[0] in ("streamable_http", "stdio", "sse"):
         rest = rest[1:]
     if len(rest) > 1 and rest[0] == "auth" and rest[1] in ("none", "api_key", "oauth"):
         del rest[1]

@@ -23,7 +23,14 @@ from typing import Any
 import filelock
 
 from keen.errors import ConfigError
-from keen.mcp.config import SERVER_NAME_PATTERN, load_config, object_pairs, repeated_keys, save_config
+from keen.mcp.config import (
+    SERVER_NAME_PATTERN,
+    declared_kinds,
+    load_config,
+    object_pairs,
+    repeated_keys,
+    save_config,
+)
 from keen.mcp.importer import ImportResult, import_mcp_file, import_mcp_servers, suggest_name
 
 __all__ = [
@@ -32,6 +39,8 @@ __all__ = [
     "import_into_config",
     "merge_into_config",
     "remove_server",
+    "server_entry",
+    "set_enabled",
 ]
 
 _LOCK_TIMEOUT_SECONDS = 10.0
@@ -182,10 +191,13 @@ def add_server(
         entry: in the ``mcpServers`` shape other hosts use: ``{"command", "args", "env"}`` for
             a stdio server, ``{"url", "headers", "oauth": true}`` for a remote one, with an
             optional ``description``; converted as :mod:`keen.mcp.importer` converts it.
-        overwrite: replace a server of that name instead of refusing.
+        overwrite: replace a server of that name instead of refusing: only what ``entry``
+            gives changes; the old entry's other fields stay (``timeouts`` key by key,
+            ``description``, ``env``, ``enabled``...). A new ``command`` comes with its own
+            ``args``; a change of transport drops the old transport's fields.
 
     Returns:
-        Notes on the conversion (what was changed or dropped); never secret values.
+        Notes on the conversion (what was changed, dropped or kept); never secret values.
 
     Raises:
         ConfigError: the name is invalid or taken (also in another letter case), the entry
@@ -221,9 +233,35 @@ def add_server(
                 path=str(config_path),
                 server=name,
             )
+        notes = [note for _, note in result.notes]
+        old = servers.get(name)
+        if isinstance(old, dict):
+            result.servers[name], kept = _keep_unchanged(old, result.servers[name])
+            if kept:
+                notes.append(f"kept {', '.join(kept)} from the entry it replaces")
         merged, _ = merge_into_config(existing, result, overwrite=True)
         save_config(merged, config_path)
-    return [note for _, note in result.notes]
+    return notes
+
+
+_TRANSPORT_FIELDS = frozenset({"command", "args", "env", "cwd", "url", "headers", "auth"})
+
+
+def _keep_unchanged(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``new`` with the fields of ``old`` it does not give (raw JSON, ``${VAR}`` as written),
+    and the names of those kept: an ``--overwrite`` changes only what it is given."""
+    dropped = {"transport"}
+    if declared_kinds(old)[0] != new.get("transport"):
+        dropped |= _TRANSPORT_FIELDS  # another kind of server: the old one's fields mean nothing
+    if "command" in new:
+        dropped.add("args")  # a command and its arguments are one thing
+    kept = [key for key in old if key not in new and key not in dropped]
+    merged = {**new, **{key: copy.deepcopy(old[key]) for key in kept}}
+    old_limits, new_limits = old.get("timeouts"), new.get("timeouts")
+    if isinstance(old_limits, dict) and isinstance(new_limits, dict):
+        merged["timeouts"] = {**old_limits, **new_limits}
+        kept += [f"timeouts.{key}" for key in old_limits if key not in new_limits]
+    return merged, kept
 
 
 def remove_server(config_path: Path, name: str) -> None:
@@ -237,16 +275,63 @@ def remove_server(config_path: Path, name: str) -> None:
             configs.json cannot be used at all.
     """
     with _locked(config_path) as existing:
-        servers = (existing or {}).get("servers")
-        if not isinstance(servers, dict) or name not in servers:
-            names = sorted(servers) if isinstance(servers, dict) else []
-            listed = ", ".join(names) if names else "none"
-            raise ConfigError(
-                f"no server named {name!r} in {config_path} (configured: {listed}); check the name",
-                path=str(config_path),
-                server=name,
-            )
+        _servers_with(existing, config_path, name)
         merged = copy.deepcopy(existing)
         assert merged is not None  # servers came from it
         del merged["servers"][name]
         save_config(merged, config_path)
+
+
+def _servers_with(existing: dict[str, Any] | None, config_path: Path, name: str) -> dict[str, Any]:
+    """The raw ``servers`` of configs.json, which has ``name``; else a ConfigError listing
+    the configured names."""
+    servers = (existing or {}).get("servers")
+    if isinstance(servers, dict) and name in servers:
+        return servers
+    names = sorted(servers) if isinstance(servers, dict) else []
+    listed = ", ".join(names) if names else "none"
+    raise ConfigError(
+        f"no server named {name!r} in {config_path} (configured: {listed}); check the name",
+        path=str(config_path),
+        server=name,
+    )
+
+
+def server_entry(config_path: Path, name: str) -> dict[str, Any]:
+    """Server ``name``'s raw entry in configs.json, as written (``${VAR}`` unexpanded).
+
+    Raises:
+        ConfigError: no server has that name (the message lists the configured ones), or
+            configs.json cannot be used at all.
+    """
+    with _locked(config_path) as existing:
+        entry = _servers_with(existing, config_path, name)[name]
+    return copy.deepcopy(entry) if isinstance(entry, dict) else {"invalid entry": entry}
+
+
+def set_enabled(config_path: Path, name: str, enabled: bool) -> bool:
+    """Set server ``name``'s ``enabled`` in configs.json (enabling removes the field: true is
+    its default); returns False when it already was so (nothing written).
+
+    Raises:
+        ConfigError: no server has that name, its entry is not an object, or configs.json
+            cannot be used at all.
+    """
+    with _locked(config_path) as existing:
+        servers = _servers_with(existing, config_path, name)
+        if not isinstance(servers[name], dict):
+            raise ConfigError(
+                f"{config_path}: server {name!r} must be an object; fix its entry first",
+                path=str(config_path),
+                server=name,
+            )
+        if servers[name].get("enabled", True) is enabled:
+            return False
+        merged = copy.deepcopy(existing)
+        assert merged is not None  # servers came from it
+        if enabled:
+            merged["servers"][name].pop("enabled", None)
+        else:
+            merged["servers"][name]["enabled"] = False
+        save_config(merged, config_path)
+    return True

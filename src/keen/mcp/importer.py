@@ -5,7 +5,8 @@ Input: the ``{"mcpServers": {name: entry}}`` shape shared by Claude Desktop
 Windsurf, Cline and Gemini CLI, and VS Code's ``{"servers": {...}}``. An entry is stdio
 (``command``, ``args``, ``env``, ``cwd``) or remote (``url``/``httpUrl``/``serverUrl``,
 ``headers``), with an optional ``type`` (``stdio`` | ``http`` | ``streamable-http`` |
-``sse``). Output: entries of the configs.json shape (see :mod:`keen.mcp.config`).
+``sse``). ``sse`` (and a URL ending in ``/sse`` with no ``type``, as Cursor infers it) becomes
+the deprecated HTTP+SSE transport (``transport: "sse"``), with a note saying so. Output: entries of the configs.json shape (see :mod:`keen.mcp.config`).
 
 Rules:
 
@@ -19,7 +20,7 @@ Rules:
   becomes ``${HOME}``. Entries using ``${workspaceFolder}`` or ``${input:...}`` are refused:
   Keen has no workspace or prompt to fill them from.
 - Refused, with a reason that says what to do (never silently changed or dropped):
-  the deprecated HTTP+SSE transport (not a transport of MCP 2025-11-25); names that do not match
+  names that do not match
   ``^[A-Za-z0-9_-]{1,64}$`` (a valid name is suggested; ``rename=`` imports it under another name);
   entries with neither ``command`` nor a URL, or with both and no ``type``; Cursor's
   ``envFile``; values of the wrong type.
@@ -316,7 +317,7 @@ def _convert(entry: Any, notes: list[str]) -> dict[str, Any]:
     if kind == "stdio":
         out.update(_stdio(entry, notes))
     else:
-        out.update(_http(entry, notes))
+        out.update(_http(entry, notes, sse=kind == "sse"))
     if entry.get("disabled") is True or entry.get("enabled") is False:
         out["enabled"] = False
     if isinstance(entry.get("timeouts"), dict):
@@ -352,7 +353,9 @@ def _kind(entry: dict[str, Any]) -> str:
             raise _Refused('"type" must be a string: "stdio", "http" or "sse"')
         kind = declared.strip().lower()
         if kind in _SSE_TYPES:
-            raise _Refused(_sse_reason(entry.get(url_key) if url_key else None))
+            if url_key is None:
+                raise _Refused(f'type {declared!r} needs a "url"; add the server\'s SSE endpoint')
+            return "sse"
         if kind == "stdio":
             if not has_command:
                 raise _Refused('type "stdio" needs a "command" to run; add it')
@@ -369,21 +372,25 @@ def _kind(entry: dict[str, Any]) -> str:
     if has_command:
         return "stdio"
     if url_key is not None:
-        return "http"
+        url = entry[url_key]
+        return "sse" if isinstance(url, str) and _sse_path(url) else "http"
     raise _Refused(
         'the entry has neither "command" (a local stdio server) nor "url" (a remote server); add one'
     )
 
 
-def _sse_reason(url: Any) -> str:
-    reason = "the deprecated HTTP+SSE transport is not supported by Keen (MCP 2025-11-25 replaced it with Streamable HTTP)"
-    if isinstance(url, str) and url.rstrip("/").endswith("/sse"):
-        guess = url.rstrip("/")[: -len("/sse")] + "/mcp"
-        return (
-            f"{reason}; this URL ends in /sse: most servers also offer streamable HTTP, often at {guess}. "
-            'Check the server\'s docs, then add it with "type": "http" and that URL'
-        )
-    return f'{reason}; if the server offers a streamable HTTP endpoint, use it with "type": "http"'
+def _sse_path(url: str) -> bool:
+    """True for a URL whose path ends in ``/sse``: the usual HTTP+SSE endpoint."""
+    return url.split("?", 1)[0].rstrip("/").endswith("/sse")
+
+
+def _sse_note(url: str) -> str:
+    guess = url.split("?", 1)[0].rstrip("/")[: -len("/sse")] + "/mcp" if _sse_path(url) else ""
+    newer = f" (often at {guess})" if guess else ""
+    return (
+        "uses the HTTP+SSE transport of MCP 2024-11-05, deprecated since 2025-03-26: it works, but if "
+        f"the server offers streamable HTTP{newer}, use that instead"
+    )
 
 
 def _stdio(entry: dict[str, Any], notes: list[str]) -> dict[str, Any]:
@@ -421,15 +428,17 @@ def _stdio(entry: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return out
 
 
-def _http(entry: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+def _http(entry: dict[str, Any], notes: list[str], *, sse: bool = False) -> dict[str, Any]:
     url = next(entry[key] for key in _URL_KEYS if key in entry)
     if not isinstance(url, str):
         raise _Refused('"url" must be a string')
-    out: dict[str, Any] = {"transport": "streamable_http", "url": url}
-    if url.rstrip("/").endswith("/sse"):
+    out: dict[str, Any] = {"transport": "sse" if sse else "streamable_http", "url": url}
+    if sse:
+        notes.append(_sse_note(url))
+    elif _sse_path(url):
         notes.append(
             "the URL ends in /sse, which usually names the deprecated HTTP+SSE endpoint; if connecting "
-            "fails, use the server's streamable HTTP endpoint (often /mcp)"
+            'fails, add it with "type": "sse", or use the server\'s streamable HTTP endpoint (often /mcp)'
         )
     headers = entry.get("headers", {})
     if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):

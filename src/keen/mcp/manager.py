@@ -39,6 +39,7 @@ from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools, flag_change
 from keen.mcp.config import HttpServerConfig, MCPConfig, StdioServerConfig, load_config, parse_config
+from keen.mcp.defaults import default_max_starting
 from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.types import (
     AuthFactory,
@@ -88,6 +89,12 @@ class Manager:
             required) waits, once the person accepted its pages through ``elicitation_url``,
             for the server to report them done before it is sent once more; past that it
             raises ``UserActionRequired``.
+        max_starting: how many stdio servers start at once (default: config.toml's
+            ``[mcp] max_starting``, else the number of CPUs:
+            :func:`keen.mcp.defaults.default_max_starting`); the others wait their turn, and each server's
+            ``timeouts.connect`` runs from its own launch. Starting a server costs CPU
+            (an interpreter, ``npx``, ``uvx``): thirty started together on two CPUs all
+            finish late. ``0``: no bound. HTTP servers are not bounded.
 
     One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
     server alone is in state ``config_error`` with the message and the fix, and calls to it
@@ -109,6 +116,7 @@ class Manager:
         elicitation_url: UrlElicitationCallback | None = None,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
         url_elicitation_wait: float = 600.0,
+        max_starting: int | None = None,
     ) -> None:
         self.elicitation = elicitation
         self.url_elicitation_wait = url_elicitation_wait
@@ -135,6 +143,9 @@ class Manager:
         self._observers: list[StatusObserver] = []
         self._change_observers: list[ChangeObserver] = []
         self._refresh_interval = refresh_interval
+        if max_starting is None:
+            max_starting = default_max_starting()
+        self._launches = anyio.CapacityLimiter(max_starting) if max_starting > 0 else None
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
         self._closed = False
@@ -179,6 +190,37 @@ class Manager:
                 await runtime.settled.wait()
             return True
         return False
+
+    async def wait_attempt(self, name: str, timeout: float | None = None) -> ServerStatus:
+        """Wait until ``name`` is no longer ``connecting`` (its attempt under way ended, or it
+        waited its turn to start and then connected or failed), at most ``timeout`` seconds
+        (``None``: the server's ``timeouts.connect`` plus ``timeouts.list_tools``).
+
+        Returns:
+            The status when the wait ended (still ``connecting`` when the time ran out).
+
+        Raises:
+            ServerNotConfigured, ServerMisconfigured: no usable server by that name.
+        """
+        runtime = self._runtime(name)
+        if timeout is None:
+            timeout = runtime.config.timeouts.connect + runtime.config.timeouts.list_tools
+        changed = anyio.Event()
+
+        def observe(status: ServerStatus) -> None:
+            if status.name == name and status.state is not ServerState.CONNECTING:
+                changed.set()
+
+        unsubscribe = self.subscribe(observe)
+        try:
+            with anyio.move_on_after(timeout):
+                if not runtime.settled.is_set():
+                    await runtime.settled.wait()  # its first attempt (perhaps not begun yet)
+                elif runtime.state is ServerState.CONNECTING:
+                    await changed.wait()
+        finally:
+            unsubscribe()
+        return self.status(name)
 
     async def aclose(self) -> None:
         """Stop every owner task, close every session and stdio process; idempotent.
@@ -569,6 +611,7 @@ class Manager:
             elicitation_url=lambda: self.elicitation_url,
             on_tools=self._notify_changes,
             refresh_interval=self._refresh_interval,
+            launches=self._launches,
         )
 
     def _runtime(self, name: str) -> ServerRuntime:

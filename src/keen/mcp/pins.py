@@ -82,13 +82,13 @@ ToolStatus = Literal["trusted", "renamed", "changed", "new", "removed"]
 def pinning_policy(server: HttpServerConfig | StdioServerConfig) -> PinningPolicy:
     """The server's ``"pinning"`` from configs.json, else the default for its transport.
 
-    Remote (``streamable_http``) servers default to ``quarantine``: their code can change
+    Remote (``streamable_http``, ``sse``) servers default to ``quarantine``: their code can change
     between two calls without the user doing anything. Local ``stdio`` servers default to
     ``warn``: the user installed and runs that code, and upgrades it themselves.
     """
     if server.pinning is not None:
         return server.pinning
-    return "quarantine" if server.transport == "streamable_http" else "warn"
+    return "warn" if server.transport == "stdio" else "quarantine"
 
 
 @dataclass(frozen=True, slots=True)

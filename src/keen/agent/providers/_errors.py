@@ -15,13 +15,37 @@ like that status.
 from __future__ import annotations
 
 import email.utils
+import json
+import shlex
+import sys
 import time
 from typing import Any
 
 from keen._redact import redactor
-from keen.agent.models import ModelAuthFailed, ModelError, ModelRateLimited, ModelUnreachable
+from keen.agent.models import (
+    ModelAuthFailed,
+    ModelError,
+    ModelNotConfigured,
+    ModelRateLimited,
+    ModelUnreachable,
+)
 
-__all__ = ["is_model_failure", "names_of", "retry_after", "status_of", "translate"]
+__all__ = ["is_model_failure", "missing_sdk", "names_of", "retry_after", "status_of", "translate"]
+
+_SDKS = {"openai": "openai>=3.50,<4", "anthropic": "anthropic>=2.10,<3"}
+"""Each provider's SDK as pyproject's extras require it."""
+
+
+def missing_sdk(provider: str) -> ModelNotConfigured:
+    """The error for a provider whose SDK is not installed, with commands that install it into
+    the Python that runs Keen (Keen is not on PyPI: ``pip install 'keen-code[openai]'`` fails)."""
+    python = shlex.quote(sys.executable or "python")
+    return ModelNotConfigured(
+        f"the {provider} SDK is not installed in the Python that runs Keen; run: {python} -m pip install "
+        f"'{_SDKS[provider]}' (or, in Keen's clone: pip install '.[{provider}]')",
+        provider=provider,
+    )
+
 
 _KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
@@ -51,9 +75,11 @@ def names_of(exc: BaseException) -> set[str]:
 
 def is_model_failure(exc: BaseException, provider: str) -> bool:
     """Whether ``exc`` is the provider's failure to translate: an exception of its SDK, or
-    of the HTTP layer under it; anything else (a bug, a cancellation) goes on as it is."""
+    of the HTTP layer under it, or an event of its stream that is not JSON (the SDKs let
+    ``json.JSONDecodeError`` out of a 200 response's stream); anything else (a bug, a
+    cancellation) goes on as it is."""
     root = type(exc).__module__.split(".")[0]
-    return root == provider or root in _HTTP_STACK
+    return root == provider or root in _HTTP_STACK or isinstance(exc, json.JSONDecodeError)
 
 
 def _error_body(exc: BaseException) -> dict[str, Any]:
@@ -68,6 +94,22 @@ def _detail(exc: BaseException) -> str:
     message = str(_error_body(exc).get("message", ""))
     message = message or str(getattr(exc, "message", "") or exc)
     return redactor.redact(" ".join(message.split()))[:300]
+
+
+def _not_a_stream(exc: json.JSONDecodeError, provider: str, where: str) -> ModelError:
+    """A 200 response whose event stream is not JSON, or ends in the middle of an object:
+    what the provider sent (a proxy's page, a cut event) is named, redacted and cut short."""
+    sent = redactor.redact(" ".join(exc.doc.split()))
+    sample = sent if len(sent) <= 80 else sent[:79] + "…"
+    cut = exc.pos >= len(exc.doc.rstrip()) or exc.msg.startswith("Unterminated")
+    what = "ended in the middle of an event" if cut else "sent an event that is not JSON"
+    base = "http://host:port/v1" if provider == "openai" else "https://api.anthropic.com"
+    return ModelError(
+        f"{where} answered HTTP 200 but its stream {what} ({exc.msg}: {sample!r}); the answer is "
+        f"incomplete: send your message again, and if it persists check --base-url (the API's base, "
+        f"like {base})",
+        provider=provider,
+    )
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -128,6 +170,8 @@ def translate(
     status = status_of(exc)
     detail = _detail(exc)
     where = f"{provider} at {endpoint}"
+    if isinstance(exc, json.JSONDecodeError):
+        return _not_a_stream(exc, provider, where)
     how = f"HTTP {status}" if getattr(exc, "status_code", None) == status else f"HTTP {status}, in its stream"
     tried = f"; Keen tried {tries} times" if tries > 1 else ""
     if "AuthenticationError" in names or "PermissionDeniedError" in names or status in (401, 403):

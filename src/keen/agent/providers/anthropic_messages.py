@@ -1,4 +1,4 @@
-"""Anthropic Messages through the official ``anthropic`` SDK (``keen-code[anthropic]``).
+"""Anthropic Messages through the official ``anthropic`` SDK (the ``anthropic`` extra).
 
 The key is ``ANTHROPIC_API_KEY``. Streaming events (Anthropic API reference, "Streaming
 Messages"): ``message_start`` carries the input tokens, ``content_block_start`` opens a
@@ -25,6 +25,7 @@ from keen.agent.models import (
     StopReason,
     TextDelta,
 )
+from keen.agent.providers._errors import missing_sdk
 from keen.agent.providers._retry import Attempt, Retry, with_retries
 from keen.agent.providers._shapes import anthropic_messages, anthropic_tools, tool_call
 
@@ -61,10 +62,7 @@ class AnthropicMessages:
         try:
             import anthropic
         except ImportError as exc:
-            raise ModelNotConfigured(
-                "the anthropic SDK is not installed; run: pip install 'keen-code[anthropic]'",
-                provider="anthropic",
-            ) from exc
+            raise missing_sdk("anthropic") from exc
         key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
         if not key:
             raise ModelNotConfigured(

@@ -1,4 +1,4 @@
-"""OpenAI-compatible Chat Completions through the official ``openai`` SDK (``keen-code[openai]``).
+"""OpenAI-compatible Chat Completions through the official ``openai`` SDK (the ``openai`` extra).
 
 ``base_url`` points it at any compatible server: Ollama (``http://127.0.0.1:11434/v1``),
 vLLM, LM Studio, llama.cpp's server, OpenRouter. The key is ``OPENAI_API_KEY``; a server
@@ -28,6 +28,7 @@ from keen.agent.models import (
     StopReason,
     TextDelta,
 )
+from keen.agent.providers._errors import missing_sdk
 from keen.agent.providers._retry import Attempt, Retry, with_retries
 from keen.agent.providers._shapes import openai_messages, openai_tools, tool_call
 
@@ -62,9 +63,7 @@ class OpenAIChat:
         try:
             import openai
         except ImportError as exc:
-            raise ModelNotConfigured(
-                "the openai SDK is not installed; run: pip install 'keen-code[openai]'", provider="openai"
-            ) from exc
+            raise missing_sdk("openai") from exc
         key = os.environ.get("OPENAI_API_KEY", "").strip()
         if not key and base_url is None:
             raise ModelNotConfigured(

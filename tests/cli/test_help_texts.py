@@ -1,0 +1,39 @@
+"""Help and usage text as a person reads it: arguments named as their help names them (typer
+wrote ``{server}``), the environment variables Keen reads listed, and no option described
+by another command's behaviour."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import make_home
+
+
+@pytest.mark.parametrize(
+    ("command", "usage"),
+    [
+        (["mcp", "call"], "keen mcp call [OPTIONS] SERVER TOOL"),
+        (["mcp", "add"], "keen mcp add [OPTIONS] NAME [COMMAND]..."),
+        (["mcp", "refresh"], "keen mcp refresh [OPTIONS] [SERVER]"),
+        (["mcp", "trust"], "keen mcp trust [OPTIONS] SERVER [TOOLS]..."),
+        (["sessions", "show"], "keen sessions show [OPTIONS] SESSION_ID"),
+    ],
+)
+def test_usage_names_arguments_in_capitals(tmp_path: Path, command: list[str], usage: str) -> None:
+    run = make_home(tmp_path).keen(*command, "--help")
+    assert run.code == 0 and usage in run.stdout, run.stdout
+    assert "{" not in run.stdout.split("\n\n", 2)[1], run.stdout
+
+
+def test_the_root_help_names_the_environment(tmp_path: Path) -> None:
+    flat = " ".join(make_home(tmp_path).keen("--help").stdout.split())
+    for name in ("KEEN_HOME", "KEEN_MCP_TIMEOUT", "KEEN_DEBUG=1"):
+        assert name in flat, flat
+
+
+def test_refresh_help_does_not_speak_of_watch(tmp_path: Path) -> None:
+    run = make_home(tmp_path).keen("mcp", "refresh", "--help")
+    assert "watch" not in run.stdout, run.stdout
+    assert "one JSON object a line" in make_home(tmp_path / "w").keen("mcp", "watch", "--help").stdout

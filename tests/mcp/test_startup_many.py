@@ -1,0 +1,82 @@
+"""Many stdio servers starting at once (docs/architecture.md "Servers and their states"):
+the Manager starts at most ``max_starting`` at a time, the others wait their turn, and
+each server's ``timeouts.connect`` runs from its own launch, not from the start of discovery.
+
+``test_many_cpu_hungry_servers_all_connect`` is an end-to-end test of the whole claim on
+this machine: 24 real subprocess servers that each burn 1.5 s of CPU before answering
+``initialize``, with every default.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from conftest import stdio_server
+from keen.mcp import Manager, ServerState
+from keen.mcp.defaults import default_max_starting
+
+pytestmark = pytest.mark.anyio
+
+
+def burners(count: int, seconds: float, **extra: Any) -> dict[str, Any]:
+    return {f"burn{i:02d}": stdio_server("cpu_burn.py", str(seconds), **extra) for i in range(count)}
+
+
+@pytest.mark.timeout(240)
+async def test_many_cpu_hungry_servers_all_connect(write_config: Callable[..., Path]) -> None:
+    # End to end, with the defaults (connect limit, start bound): all started at once on a
+    # 2-CPU machine, each took 18 s of wall time and most missed the 15 s limit.
+    path = write_config(burners(24, 1.5))
+    began = time.monotonic()
+    async with Manager(path) as manager:
+        assert await manager.wait_ready(200)
+        took = time.monotonic() - began
+        failed = {s.name: s.last_error for s in manager.servers() if s.state is not ServerState.CONNECTED}
+        assert not failed
+        assert all(manager.list_tools(s.name)[0].name == "ping" for s in manager.servers())
+    print(f"\n24 servers x 1.5 s CPU, max_starting={default_max_starting()}: all connected in {took:.1f} s")
+
+
+async def test_a_queued_servers_time_limit_runs_from_its_own_launch(
+    write_config: Callable[..., Path],
+) -> None:
+    # One at a time, 5 x 0.4 s of CPU is more than 2 s in all: a limit counted from the start
+    # of discovery would fail the last ones.
+    path = write_config(burners(5, 0.4, timeouts={"connect": 2}))
+    async with Manager(path, max_starting=1) as manager:
+        assert await manager.wait_ready(60)
+        assert {s.name: s.last_error for s in manager.servers() if s.state is not ServerState.CONNECTED} == {}
+        launched = sorted(s.last_connected_at for s in manager.servers() if s.last_connected_at)
+    assert (launched[-1] - launched[0]).total_seconds() > 1.2  # they did take turns
+
+
+async def test_a_server_waiting_its_turn_stops_at_once(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # Two servers that never answer, one start slot: whichever started holds it for 60 s.
+    stuck = stdio_server("hang_init.py", timeouts={"connect": 60})
+    path = write_config({"one": stuck, "two": stuck})
+    logs = [keen_home / "logs" / f"{name}.stderr.log" for name in ("one", "two")]
+    async with Manager(path, max_starting=1) as manager:
+        with anyio.fail_after(20):  # one of them is up (it says so on stderr)
+            while not any(log.exists() and "started" in log.read_text() for log in logs):  # noqa: ASYNC110 (a file has no event)
+                await anyio.sleep(0.05)
+        began = time.monotonic()
+    assert time.monotonic() - began < 8  # neither waited out the 60 s
+    errors = sorted(manager.status(name).last_error for name in ("one", "two"))
+    assert [("waiting for its turn" in e) for e in errors].count(True) == 1, errors
+
+
+async def test_wait_attempt_waits_for_a_server_waiting_its_turn(write_config: Callable[..., Path]) -> None:
+    path = write_config(burners(2, 0.3))
+    async with Manager(path, max_starting=1) as manager:
+        status = await manager.wait_attempt("burn01")
+        assert status.state is ServerState.CONNECTED, status.last_error
+        # A server that is not connecting is answered at once.
+        assert (await manager.wait_attempt("burn01", 0.01)).state is ServerState.CONNECTED

@@ -1,0 +1,62 @@
+"""A stdio MCP server that spends CPU before it answers, as ``uvx``/``npx`` servers do.
+
+Usage: ``python cpu_burn.py SECONDS [--sleep WALL]``: burns SECONDS of its own CPU time
+(process time, so a busy machine makes it take longer on the wall clock, as a real start-up
+would), sleeps WALL seconds (a server waiting on something else, costing no CPU), then
+answers ``initialize`` (``server/discover`` is refused with -32601, as a handshake-only
+server does), ``tools/list`` with one tool ``ping`` and ``tools/call`` of it. Standard
+library only, so the interpreter's own start stays small beside the burn.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def burn(seconds: float) -> None:
+    """Spin until this process has used ``seconds`` of CPU time."""
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def answer(message: dict) -> dict | None:
+    method, ident = message.get("method"), message.get("id")
+    if ident is None:
+        return None  # a notification
+    if method == "initialize":
+        version = message.get("params", {}).get("protocolVersion", "2025-11-25")
+        result = {
+            "protocolVersion": version,
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "cpu-burn", "version": "1"},
+        }
+    elif method == "tools/list":
+        tool = {"name": "ping", "description": "Answer pong.", "inputSchema": {"type": "object"}}
+        result = {"tools": [tool]}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": "pong"}], "isError": False}
+    elif method == "ping":
+        result = {}
+    else:
+        return {"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}}
+    return {"jsonrpc": "2.0", "id": ident, "result": result}
+
+
+def main() -> None:
+    burn(float(sys.argv[1]) if len(sys.argv) > 1 else 1.5)
+    if "--sleep" in sys.argv:
+        time.sleep(float(sys.argv[sys.argv.index("--sleep") + 1]))
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        reply = answer(json.loads(line))
+        if reply is not None:
+            sys.stdout.write(json.dumps(reply) + "\n")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
