@@ -87,8 +87,9 @@ def _flags(manager: Any) -> dict[str, dict[str, list[str]]]:
     from keen.mcp.flags import flag_kinds, scan_servers
     from keen.mcp.types import ServerState
 
+    # What the servers send (held tools too): the flags warn a person, not a model.
     connected = {
-        s.name: manager.list_tools(s.name) for s in manager.servers() if s.state is ServerState.CONNECTED
+        s.name: manager.live_tools(s.name) for s in manager.servers() if s.state is ServerState.CONNECTED
     }
     return {server: flag_kinds(found) for server, found in scan_servers(connected).items()}
 

@@ -9,12 +9,14 @@ hide in or style the terminal.
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 
-from keen.cli._common import err, out, print_json, run
+from keen.cli._common import err, fail, out, print_json, run
 from keen.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 _TIMEOUT_HELP = "Seconds to wait for the server to connect."
+_REF_TAIL = re.compile(r"@[0-9a-f]{8,64}$")  # name@<hex>: keen.mcp.pins.ToolCheck.ref
 _STYLE = {"changed": "yellow", "new": "cyan", "renamed": "green", "removed": "red", "trusted": "dim"}
 
 
@@ -50,7 +53,7 @@ async def _live_tools(
         manager = rt.manager
         manager.status(server)  # ServerNotConfigured before any waiting
         await rt.wait_for_discovery(timeout, functools.partial(connecting_view, enabled=live))
-        tools = manager.list_tools(server)
+        tools = manager.live_tools(server)  # what the server sends, not the pinned view
         policy = pinning_policy(manager.config.servers[server])
         others = list(manager.config.servers)
     return tools, policy, _pinned_names(others, server)
@@ -88,11 +91,14 @@ def diff(
 ) -> None:
     """Show how SERVER's live tools differ from the pinned ones (new, changed, renamed, removed)."""
     from keen.mcp.flags import escape_text
-    from keen.mcp.pins import PinStore, compare
+    from keen.mcp.pins import PinStore, Review, compare
 
     async def body() -> tuple[PinReport, str, dict[str, list[Flag]]]:
         tools, policy, others = await _live_tools(server, timeout, live=not as_json)
-        return compare(server, tools, PinStore().load(server)), policy, _flags(server, tools, others)
+        report = compare(server, tools, PinStore().load(server))
+        # What this diff shows is what `keen mcp trust` may pin, and nothing else.
+        PinStore().save_review(Review.of(server, tools))
+        return report, policy, _flags(server, tools, others)
 
     report, policy, flags = run(body)
     path = PinStore().path(server)
@@ -106,12 +112,14 @@ def diff(
         print_json(data)
         return
     if not report.pinned:
+        # Every definition is shown: `keen mcp trust` pins only what a person could see.
+        for check in report.checks:
+            _print_check(check, flags.get(check.name, []))
         out.print(
-            f"{escape(server)}: not pinned yet (policy {policy}); {len(report.checks)} tools would be pinned by "
-            f"the first approved call or by: keen mcp trust {escape(server)}",
+            f"\n{escape(server)}: not pinned yet (policy {policy}); these {len(report.checks)} tools would be "
+            f"pinned by the first approved call or by: keen mcp trust {escape(server)}",
             highlight=False,
         )
-        _print_flags(flags, [c.name for c in report.checks])
         return
     out.print(f"{escape(server)}: policy {policy}; pins {escape(str(path))}", highlight=False)
     shown = [c for c in report.checks if c.status != "trusted"]
@@ -179,17 +187,47 @@ def trust_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print what was trusted as JSON."),
     timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
 ) -> None:
-    """Pin SERVER's current definitions of TOOL ... (or of all its tools): they become callable."""
-    from keen.mcp.flags import escape_text
-    from keen.mcp.pins import PinStore, trust
+    """Pin SERVER's definitions of TOOL ... (or of all its tools) as `keen mcp diff` showed them.
 
-    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int]:
+    Only a definition a person saw is pinned: the ones the last `keen mcp diff SERVER` showed
+    (the server must still list exactly those), or, without one, the ones shown here first
+    and confirmed at a terminal.
+    """
+    from keen.cli._signals import ask_cancellably, confirm_line
+    from keen.mcp.flags import escape_text
+    from keen.mcp.pins import PinStore, Review, compare, trust
+
+    store = PinStore()
+    review = store.load_review(server)
+    if review is None and (as_json or not sys.stdin.isatty()):
+        fail(
+            f"nothing was trusted: run `keen mcp diff {server}` first and review what it shows; "
+            f"`keen mcp trust {server}` then pins exactly those definitions",
+            code=2,
+        )
+
+    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int] | None:
         live, _policy, others = await _live_tools(server, timeout, live=not as_json)
-        pins, trusted = trust(server, live, tools or None)
+        shown = review
+        if shown is None:
+            # No diff to bind to: show what would be pinned, from this very listing, and ask.
+            report = compare(server, live, store.load(server))
+            wanted = {_REF_TAIL.sub("", n) for n in tools} if tools else None
+            for check in report.quarantined:
+                if wanted is None or check.name in wanted:
+                    _print_check(check, [])
+            if not await ask_cancellably(lambda: confirm_line(f"Pin these definitions of {server}? [y/N]: ")):
+                return None
+            shown = Review.of(server, live)
+        pins, trusted = trust(server, live, tools or None, store=store, reviewed=shown, by_user=True)
         return trusted, _flags(server, live, others), len(pins.tools)
 
-    trusted, flags, pinned = run(body)
-    path = PinStore().path(server)
+    done = run(body)
+    if done is None:
+        fail(f"nothing was trusted: {server}'s definitions were not accepted", code=1)
+
+    trusted, flags, pinned = done
+    path = store.path(server)
     if as_json:
         print_json(
             {

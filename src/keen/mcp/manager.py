@@ -40,6 +40,7 @@ from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools, flag_change
 from keen.mcp.config import HttpServerConfig, MCPConfig, StdioServerConfig, load_config, parse_config
 from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
+from keen.mcp.pins import PinGuard, PinnedView, pinning_policy
 from keen.mcp.types import (
     AuthFactory,
     ServerInfo,
@@ -88,6 +89,8 @@ class Manager:
             required) waits, once the person accepted its pages through ``elicitation_url``,
             for the server to report them done before it is sent once more; past that it
             raises ``UserActionRequired``.
+        pins: the pinned definitions (default: ``$KEEN_HOME/mcp/pins``): :meth:`list_tools`
+            shows each server's tools as pinned (:func:`keen.mcp.pins.pinned_view`).
 
     One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
     server alone is in state ``config_error`` with the message and the fix, and calls to it
@@ -109,7 +112,9 @@ class Manager:
         elicitation_url: UrlElicitationCallback | None = None,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
         url_elicitation_wait: float = 600.0,
+        pins: PinGuard | None = None,
     ) -> None:
+        self.pins = pins or PinGuard()
         self.elicitation = elicitation
         self.url_elicitation_wait = url_elicitation_wait
         self.elicitation_url = elicitation_url
@@ -294,14 +299,31 @@ class Manager:
         return self._runtime(name).info
 
     def list_tools(self, name: str) -> list[Tool]:
-        """The tools of the last successful tools/list (all pages), as a new list.
+        """The tools a model or host may read: the last successful tools/list (all pages)
+        seen through the pins (:meth:`view`), as a new list. Every listing Keen shows (skills,
+        catalog, search, ``keen serve``) is built from it.
 
         Raises:
             ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
             AuthFailed: the server is not connected (the error's remedy says what helps).
         """
+        return list(self.view(name).tools)
+
+    def live_tools(self, name: str) -> list[Tool]:
+        """The last successful tools/list as the server sent it, pins or not: for the pin
+        check itself and for ``keen mcp diff``/``trust``, never for a model. Raises like
+        :meth:`list_tools`."""
+        return list(self._connected(name).tools)
+
+    def view(self, name: str) -> PinnedView:
+        """The server's live tools as pinned (:func:`keen.mcp.pins.pinned_view`): changed
+        definitions as they were pinned, new ones held, annotations trusted only where the
+        user said so. Raises like :meth:`list_tools`."""
         runtime = self._connected(name)
-        return list(runtime.tools)
+        config = runtime.config
+        return self.pins.view(
+            name, runtime.tools, pinning_policy(config), trust_annotations=config.trust_annotations
+        )
 
     def list_resources(self, name: str) -> list[dict[str, Any]]:
         """The resources of the last connection's ``resources/list`` (all pages, wire shape:

@@ -215,7 +215,9 @@ class KeenServer:
     def catalog(self) -> ToolCatalog:
         """The exposed tools of every connected server; rebuilt only when a tool list changed."""
         statuses = [s for s in self.manager.servers() if s.state is ServerState.CONNECTED]
-        key = tuple((s.name, s.last_refresh_at, s.tool_count) for s in statuses)
+        # A pin file written since (``keen mcp trust`` in another process) changes the view.
+        stamp = self.manager.pins.store.stamp
+        key = tuple((s.name, s.last_refresh_at, s.tool_count, stamp(s.name)) for s in statuses)
         if self._catalog is None or key != self._catalog_key:
             tools = [t for s in statuses for t in self.manager.list_tools(s.name)]
             self._catalog, self._catalog_key = ToolCatalog(tools), key
