@@ -41,8 +41,8 @@ def register(mcp_app: typer.Typer) -> None:
 
 async def _live_tools(
     server: str, timeout: float, live: bool
-) -> tuple[list[Tool], str, dict[str, list[str]]]:
-    """The server's tools, its pinning policy, and the other configured servers' pinned names."""
+) -> tuple[list[Tool], str, dict[str, list[Tool]]]:
+    """The server's tools, its pinning policy, and the other configured servers' pinned tools."""
     import functools
 
     from keen.cli._live import connecting_view
@@ -59,13 +59,13 @@ async def _live_tools(
     return tools, policy, _pinned_names(others, server)
 
 
-def _pinned_names(servers: list[str], skip: str) -> dict[str, list[str]]:
-    """Other servers' tool names from their pin files: the shadowing check without
-    connecting to every server (a server never pinned contributes nothing)."""
-    from keen.mcp.pins import PinStore
+def _pinned_names(servers: list[str], skip: str) -> dict[str, list[Tool]]:
+    """Other servers' tools from their pin files: the shadowing check without connecting to
+    every server (a server never pinned contributes nothing)."""
+    from keen.mcp.pins import PinStore, pinned_tool
 
     store = PinStore()
-    names: dict[str, list[str]] = {}
+    tools: dict[str, list[Tool]] = {}
     for name in servers:
         if name == skip:
             continue
@@ -74,11 +74,11 @@ def _pinned_names(servers: list[str], skip: str) -> dict[str, list[str]]:
         except ConfigError:
             continue
         if pins is not None:
-            names[name] = list(pins.tools)
-    return names
+            tools[name] = [pinned_tool(name, pin.definition) for pin in pins.tools.values()]
+    return tools
 
 
-def _flags(server: str, tools: list[Tool], others: dict[str, list[str]]) -> dict[str, list[Flag]]:
+def _flags(server: str, tools: list[Tool], others: dict[str, list[Tool]]) -> dict[str, list[Flag]]:
     from keen.mcp.flags import ShadowIndex, scan_server
 
     return scan_server(server, tools, ShadowIndex(others))

@@ -258,7 +258,7 @@ class Manager:
         runtime = self._runtimes.get(change.server)
         if runtime is None:
             return change
-        others = {n: list(rt.tools_by_name) for n, rt in self._runtimes.items() if n != change.server}
+        others = {n: list(rt.tools) for n, rt in self._runtimes.items() if n != change.server}
         return flag_change(change, runtime.tools_by_name, others)
 
     def _notify(self, status: ServerStatus) -> None:

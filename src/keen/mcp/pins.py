@@ -65,6 +65,7 @@ __all__ = [
     "changed_fields",
     "compare",
     "definition_diff",
+    "pinned_tool",
     "pinned_view",
     "pinning_policy",
     "quarantine_error",
@@ -491,7 +492,7 @@ def pinned_view(
             held.append(check)
             if check.status != "changed" or check.previous_name or check.old is None:
                 continue
-            view = _tool_of(server, check.old)
+            view = pinned_tool(server, check.old)
         else:  # warn: let through, judged by the stricter annotations
             pinned = check.old.get("annotations") if check.old else None
             view = replace(tool, annotations=stricter_annotations(pinned, tool.annotations))
@@ -509,8 +510,8 @@ def _reviewed(report: PinReport | None, name: str) -> bool:
     return report is not None and report.reviewed.get(name, False)
 
 
-def _tool_of(server: str, data: dict[str, Any]) -> Tool:
-    """A :class:`Tool` from a pinned definition (MCP wire spelling)."""
+def pinned_tool(server: str, data: dict[str, Any]) -> Tool:
+    """A :class:`Tool` from a pinned definition (:attr:`ToolPin.definition`, MCP wire spelling)."""
     return Tool(
         server=server,
         name=str(data.get("name", "")),
