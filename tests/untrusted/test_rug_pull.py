@@ -88,6 +88,13 @@ def test_a_rug_pull_reaches_no_listing_a_model_or_host_reads(tmp_path: Path) -> 
     assert "mcp__notes__search_notes" in seen[0] and "mcp__notes__export_notes" not in seen[0]
     assert "Search the notes." in seen[1]
 
+    # Once the user reviewed and accepted them, the skill shows them at once.
+    for step in (("mcp", "diff", "notes"), ("mcp", "trust", "notes")):
+        run = keen_cli(*step, keen_home=home)
+        assert run.code == 0, run
+    skill_md = (skills / "mcp:notes" / "SKILL.md").read_text()
+    assert HELD not in skill_md and "export_notes" in skill_md
+
 
 def test_trust_pins_only_the_definitions_the_diff_showed(tmp_path: Path) -> None:
     """The server answers each tools/list in turn with the benign and the poisoned list:

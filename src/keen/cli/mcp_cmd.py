@@ -112,9 +112,12 @@ def list_tools(server: ServerArg, as_json: JsonOpt = False, timeout: TimeoutOpt 
         async with open_runtime(only={server}) as rt:
             rt.manager.status(server)  # ServerNotConfigured before any waiting
             await rt.wait_for_discovery(timeout, _live(not as_json))
-            return rt.manager.list_tools(server)
+            return rt.manager.view(server)
 
-    tools = run(body)  # tools the MCP schema rejects: a warning on stderr
+    view = run(body)  # tools the MCP schema rejects: a warning on stderr
+    tools = list(view.tools)  # as pinned: what a model sees
+    if view.note:
+        err.print(view.note, markup=False, highlight=False)
     if as_json:
         print_json([t.to_dict() for t in tools])
         return

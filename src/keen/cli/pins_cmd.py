@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.markup import escape
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
+T = TypeVar("T")
+
 _TIMEOUT_HELP = "Seconds to wait for the server to connect."
 _REF_TAIL = re.compile(r"@[0-9a-f]{8,64}$")  # name@<hex>: keen.mcp.pins.ToolCheck.ref
 _STYLE = {"changed": "yellow", "new": "cyan", "renamed": "green", "removed": "red", "trusted": "dim"}
@@ -40,9 +43,15 @@ def register(mcp_app: typer.Typer) -> None:
 
 
 async def _live_tools(
-    server: str, timeout: float, live: bool
-) -> tuple[list[Tool], str, dict[str, list[Tool]]]:
-    """The server's tools, its pinning policy, and the other configured servers' pinned tools."""
+    server: str,
+    timeout: float,
+    live: bool,
+    pin: Callable[[list[Tool], dict[str, list[Tool]]], Awaitable[T]] | None = None,
+) -> tuple[list[Tool], str, dict[str, list[Tool]], T | None]:
+    """The server's tools, its pinning policy, the other configured servers' pinned tools,
+    and what ``pin(tools, others)`` returned: it runs while the server is connected, and
+    when it returns something (pins were written) the server's skill is generated again, so
+    the tools it shows follow the new pins at once."""
     import functools
 
     from keen.cli._live import connecting_view
@@ -55,8 +64,11 @@ async def _live_tools(
         await rt.wait_for_discovery(timeout, functools.partial(connecting_view, enabled=live))
         tools = manager.live_tools(server)  # what the server sends, not the pinned view
         policy = pinning_policy(manager.config.servers[server])
-        others = list(manager.config.servers)
-    return tools, policy, _pinned_names(others, server)
+        others = _pinned_names(list(manager.config.servers), server)
+        done = await pin(tools, others) if pin is not None else None
+        if done is not None:
+            await rt.sync()
+    return tools, policy, others, done
 
 
 def _pinned_names(servers: list[str], skip: str) -> dict[str, list[Tool]]:
@@ -94,7 +106,7 @@ def diff(
     from keen.mcp.pins import PinStore, Review, compare
 
     async def body() -> tuple[PinReport, str, dict[str, list[Flag]]]:
-        tools, policy, others = await _live_tools(server, timeout, live=not as_json)
+        tools, policy, others, _ = await _live_tools(server, timeout, live=not as_json)
         report = compare(server, tools, PinStore().load(server))
         # What this diff shows is what `keen mcp trust` may pin, and nothing else.
         PinStore().save_review(Review.of(server, tools))
@@ -206,8 +218,7 @@ def trust_cmd(
             code=2,
         )
 
-    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int] | None:
-        live, _policy, others = await _live_tools(server, timeout, live=not as_json)
+    async def pin(live: list[Tool], others: dict[str, list[Tool]]) -> tuple[list[ToolCheck], int] | None:
         shown = review
         if shown is None:
             # No diff to bind to: show what would be pinned, from this very listing, and ask.
@@ -215,12 +226,16 @@ def trust_cmd(
             wanted = {_REF_TAIL.sub("", n) for n in tools} if tools else None
             for check in report.quarantined:
                 if wanted is None or check.name in wanted:
-                    _print_check(check, [])
+                    _print_check(check, _flags(server, live, others).get(check.name, []))
             if not await ask_cancellably(lambda: confirm_line(f"Pin these definitions of {server}? [y/N]: ")):
                 return None
             shown = Review.of(server, live)
         pins, trusted = trust(server, live, tools or None, store=store, reviewed=shown, by_user=True)
-        return trusted, _flags(server, live, others), len(pins.tools)
+        return trusted, len(pins.tools)
+
+    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int] | None:
+        live, _policy, others, done = await _live_tools(server, timeout, live=not as_json, pin=pin)
+        return None if done is None else (done[0], _flags(server, live, others), done[1])
 
     done = run(body)
     if done is None:

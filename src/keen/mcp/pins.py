@@ -25,6 +25,12 @@ What happens to ``new`` and ``changed`` tools is the server's policy
 (:func:`pinning_policy`): ``quarantine`` refuses them until trusted, ``warn`` lets them
 through with a warning, ``off`` skips pinning. A server without a pin file has never been
 approved; its first approved call pins every tool it lists (trust on first use).
+
+What a model or host reads is :func:`pinned_view`, never the live list: under
+``quarantine`` the held tools show only as a count, a changed one as it was pinned.
+:func:`trust` pins only what ``keen mcp diff`` showed (a :class:`Review`, kept in
+``mcp/pins/reviews/<server>.json``), and records that a person did (``ToolPin.reviewed``):
+only then, or with the server's ``"trust_annotations"``, is a ``readOnlyHint`` taken as true.
 """
 
 from __future__ import annotations
@@ -596,8 +602,9 @@ class PinGuard:
         approval: :meth:`approved`).
 
         Raises:
-            ToolQuarantined: with the diff (hidden characters escaped, at most
-                :data:`MAX_DIFF_CHARS`) and the command that accepts the definition.
+            ToolQuarantined: its message says what changed and how to review it, never the
+                new text (a model reads it); its ``diff`` holds that (hidden characters
+                escaped, at most :data:`MAX_DIFF_CHARS`).
             ConfigError: the pin file is broken.
         """
         if policy == "off":
