@@ -112,6 +112,7 @@ class World:
                 "command": sys.executable,
                 "args": ["-c", _SHIM, str(self.pidfile)],
                 "env": {"KEEN_HOME": str(self.home)},
+                "trust_annotations": True,  # Keen's own demo server
             },
             "everything": {
                 "transport": "stdio",
