@@ -499,9 +499,12 @@ def pinned_view(
             if check.status != "changed" or check.previous_name or check.old is None:
                 continue
             view = pinned_tool(server, check.old)
-        else:  # warn: let through, judged by the stricter annotations
-            pinned = check.old.get("annotations") if check.old else None
-            view = replace(tool, annotations=stricter_annotations(pinned, tool.annotations))
+        elif check.old is not None:  # warn, changed: let through, judged by the stricter annotations
+            view = replace(
+                tool, annotations=stricter_annotations(check.old.get("annotations"), tool.annotations)
+            )
+        else:  # warn, new: nothing pinned to compare with (its annotations are claims all the same)
+            view = tool
         if view.name in seen:
             continue  # a name listed twice shows once (the call is refused: PinReport.check)
         seen.add(view.name)
