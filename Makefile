@@ -79,6 +79,11 @@ bench: $(VENV)/.dev peers
 	$(PY) bench/call_overhead.py
 	$(PY) bench/mcpskills_generate.py $(LIVEMCPBENCH)/tools.json
 	$(PY) bench/livemcpbench_queries.py $(LIVEMCPBENCH)/all_annotations.json $(LIVEMCPBENCH)/tools.json $(QUERIES)
+	$(PY) bench/search.py --catalog bench/data/real_servers.ndjson --queries bench/queries/real_servers.jsonl \
+		-k 5 --anchors --halves --lines --cold
+	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json --catalog $(TOOLGYM) \
+		--queries bench/queries/catalog_natural.jsonl -k 5 --anchors --halves --cold
+	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json --queries $(QUERIES)/tasks.jsonl -k 5 --anchors
 	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json --catalog $(TOOLGYM) --queries $(QUERIES)/steps.jsonl -k 5
 	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json --catalog $(TOOLGYM) \
 		--queries $(QUERIES)/tasks.jsonl --queries $(QUERIES)/steps.jsonl -k 10

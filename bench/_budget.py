@@ -34,6 +34,8 @@ from keen.tokens import TokenCounter
 __all__ = ["budget_figures"]
 
 RRF_K = 60
+# Transformer vectors are cached by text across runs (bench/search.py uses the same folder).
+_CACHE = Path(".bench/cache/toolsearch")
 CUT = 3
 
 
@@ -42,7 +44,9 @@ def _line_catalog(lines: dict[str, str]) -> Catalog:
         Capability(f"skill__{name}", "skill", name, "", text, None, Risk.reading(), 0, 0, search_text=text)
         for name, text in lines.items()
     ]
-    return Catalog(caps, {}, cache=False)
+    catalog = Catalog(caps, {}, cache_dir=_CACHE)
+    catalog.wait_ready(None)  # every figure with the transformer signal, as a session settles to
+    return catalog
 
 
 def _rank_lines(catalog: Catalog, query: str) -> list[str]:
@@ -81,7 +85,8 @@ def budget_figures(
         name, sep, text = line.removeprefix("- mcp:").partition(": ")
         if line.startswith("- mcp:") and sep:
             shown[name] = text.split(" → read ")[0]
-    tools = Catalog.from_skills_dir(skills_root, cache=False)
+    tools = Catalog.from_skills_dir(skills_root, cache_dir=_CACHE)
+    tools.wait_ready(None)
     unbudgeted, lines_only, with_search = _line_catalog(full), _line_catalog(shown), tools
     relevant = [(q, servers) for q, servers in tasks if servers & set(skills)]
     hits = {"unbudgeted": 0, "budgeted_lines": 0, "budgeted_search": 0, "lines_rrf_search": 0}

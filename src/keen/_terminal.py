@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any
 
 from rich.text import Text
 
-__all__ = ["HUMAN_OUTPUT_CHARS", "cap", "cell", "human_result", "safe_json", "terminal_text"]
+__all__ = ["HUMAN_OUTPUT_CHARS", "cap", "cell", "human_result", "safe_json", "shell_word", "terminal_text"]
 
 HUMAN_OUTPUT_CHARS = 64_000
 """Human (non ``--json``) output of one result is cut after this many characters."""
@@ -44,6 +45,22 @@ def terminal_text(text: str, *, one_line: bool = False) -> str:
     """``text`` with every control character a terminal would act on shown as an escape
     (``\\x1b``, ``\\x00``, ``\\u202e``); tabs and newlines kept unless ``one_line``."""
     return (_UNSAFE_IN_LINE if one_line else _UNSAFE).sub(_escape, text)
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one shell word, safe to print and to paste: :func:`shlex.quote`, or, when
+    it holds control characters, the ``$'...'`` form (bash, zsh, ksh) with each one written
+    as the escape :func:`terminal_text` shows (``$'evil\\x1b]52;...'``)."""
+    if not _UNSAFE_IN_LINE.search(text):
+        return shlex.quote(text)
+    body = text.replace("\\", "\\\\").replace("'", "\\'")
+    return "$'" + _UNSAFE_IN_LINE.sub(_shell_escape, body) + "'"
+
+
+def _shell_escape(match: re.Match[str]) -> str:
+    # In $'...' a \xHH is one byte: a C1 control (U+0080-U+009F) is written \u00HH instead.
+    code = ord(match.group())
+    return f"\\u{code:04x}" if 0x80 <= code <= 0xFF else _escape(match)
 
 
 def cell(text: str | None, *, style: str = "") -> Text:

@@ -378,6 +378,24 @@ def test_ctrl_c_cancels_a_slow_call_and_the_session_goes_on(start: Callable[...,
     assert [bool(e.get("cancelled")) for e in turns] == [True, False], turns
 
 
+def test_ctrl_c_cancels_a_grep_that_would_run_for_minutes(start: Callable[..., Chat], tmp_path: Path) -> None:
+    """A local tool runs in a worker thread: Ctrl-C ends its turn at once (issue 24: a
+    backtracking grep pinned the CPU and Keen ignored Ctrl-C)."""
+    (tmp_path / "slow.txt").write_text(("a" * 16 + "!\n") * 20_000)
+    grep = {"name": "grep", "arguments": {"pattern": "^(a|a)+$", "path": "slow.txt"}}
+    chat = start([{"content": "", "tool_calls": [grep]}, say("Still here.")])
+    t = chat.tmux
+    chat.ready()
+    at = chat.send("search the slow file")
+    t.wait_for(r"-> grep ", after=at)
+    t.send("C-c")
+    t.wait_for(r"\(cancelled\)\s+keen>[ \t]*$", after=at, timeout=5)
+    at = chat.send("are you there?")
+    t.wait_for(r"Still here\.", after=at)
+    results = [e for e in chat.sessions() if e["type"] == "result"]
+    assert [r["outcome"] for r in results] == ["cancelled"], results
+
+
 def test_a_configured_secret_never_reaches_the_screen_history_or_log(start: Callable[..., Chat]) -> None:
     chat = start([search("write a note"), call("note", text=f"token {SECRET}"), say(f"Saved {SECRET}.")])
     t = chat.tmux

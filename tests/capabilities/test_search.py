@@ -72,7 +72,9 @@ def test_the_search_reads_a_path_as_a_file() -> None:
         Tool("notes", "list_notes", "List the stored notes.", {}),
         Tool("clock", "now", "The current time.", {}),
     ]
-    index = Catalog.from_tools(tools, cache=False).index()
+    catalog = Catalog.from_tools(tools, cache=False)
+    assert catalog.wait_ready(60)  # every score below with the same signals
+    index = catalog.index()
     assert search_query("keep the file /root/markdown/cv.md") == "keep the file /root/markdown/cv.md"
     with_word = index.scores("keep it in file /root/markdown/cv.md")
     assert np.allclose(index.scores("keep it in /root/markdown/cv.md"), with_word)
@@ -136,6 +138,7 @@ def test_only_the_first_max_query_chars_of_a_query_count() -> None:
     head = "read a downloaded paper " * (MAX_QUERY_CHARS // 24 + 1)
     flood = head + "pay for the cart and place the order " * 50_000  # 1.9 MB past the cap
     index = catalog.index()
+    assert catalog.wait_ready(60)  # both scores with the transformer signal
     assert np.array_equal(index.scores(flood), index.scores(head[:MAX_QUERY_CHARS]))
     assert catalog.search(flood, k=1)[0].id == "mcp__arxiv__read_paper"
 

@@ -132,7 +132,11 @@ def test_tools_search_on_what_keen_demo_keep_leaves(keen_home: Path) -> None:
             stdin=subprocess.DEVNULL,
         )
         assert found.returncode == 0, found.stderr
-        assert json.loads(found.stdout)[0]["tool"] == "convert_units"
+        top = json.loads(found.stdout)[0]
+        assert top["tool"] == "convert_units"
+        # The transformer ranked too, from the installed model (no download), and says why.
+        assert top["signals"]["dense"] > 0 and "dense" in top["signals"], top
+        assert top["why"] and "note:" not in found.stderr, found.stderr
     finally:
         shutil.rmtree(kept, ignore_errors=True)
 
@@ -195,3 +199,18 @@ async def test_two_servers_the_tool_that_does_the_task_ranks_first_not_the_bette
     assert json.loads(done.stdout)[0]["tool"] == "get-sum"
     first = json.loads(keen("tools", "search", "save a note", "-k", "1", "--json").stdout)
     assert first[0]["tool"] == "add_note"  # the demo server's own tools still win their tasks
+
+
+@pytest.mark.anyio
+async def test_tools_index_encodes_once_then_reads_the_cache(demo_home: Path) -> None:
+    first = keen("tools", "index")
+    assert first.returncode == 0, first.stderr
+    # The fixture's own search may have encoded some already (in this process, in the background).
+    counts = re.search(
+        r"indexed 8 tools of 1 servers in [\d.]+ s \((\d) encoded, (\d) from the cache\)", first.stdout
+    )
+    assert counts and int(counts[1]) + int(counts[2]) == 8, first.stdout
+    again = keen("tools", "index")
+    assert again.returncode == 0 and "(0 encoded, 8 from the cache)" in again.stdout, again.stdout
+    found = keen("tools", "search", "how many kilometres is a marathon", "--json", "-k", "1")
+    assert "dense" in json.loads(found.stdout)[0]["signals"] and "note:" not in found.stderr

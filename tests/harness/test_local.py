@@ -69,6 +69,8 @@ def test_inside_paths_and_the_skills_dir_are_readable(tree: tuple[Workspace, Pat
         "src/",
     ]
     assert "src/app.py:1: print('hi')" in ws.run("grep", {"pattern": "hi", "include": "*.py"}).text
+    # A link inside the workspace is searched (its target is opened, never through the link).
+    assert "src/app.py:1: print('hi')" in ws.run("grep", {"pattern": "hi", "include": "inner*"}).text
 
 
 async def test_escape_through_the_harness_is_an_observation(

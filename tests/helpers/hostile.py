@@ -21,7 +21,16 @@ from typing import Any
 
 from helpers import server_script
 
-__all__ = ["CliRun", "Listener", "counting_listener", "files_containing", "hostile_entry", "keen_cli"]
+__all__ = [
+    "KEEN",
+    "CliRun",
+    "Listener",
+    "counting_listener",
+    "files_containing",
+    "hostile_entry",
+    "keen_cli",
+    "keen_env",
+]
 
 _SCRIPT = Path(sys.executable).with_name("keen")
 KEEN: list[str] = (
@@ -103,13 +112,25 @@ class CliRun:
         )
 
 
-def keen_cli(*args: str, keen_home: Path, env: dict[str, str] | None = None, timeout: float = 60) -> CliRun:
-    """Run the ``keen`` console script with ``KEEN_HOME`` (stdin closed, no terminal)."""
+def keen_env(keen_home: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment :func:`keen_cli` runs ``keen`` with."""
     full_env = {**os.environ, "KEEN_HOME": str(keen_home), "HOME": str(keen_home.parent), **(env or {})}
     full_env.pop("KEEN_DEBUG", None)
+    return full_env
+
+
+def keen_cli(
+    *args: str,
+    keen_home: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    cwd: Path | None = None,
+) -> CliRun:
+    """Run the ``keen`` console script with ``KEEN_HOME`` (stdin closed, no terminal) in ``cwd``."""
     proc = subprocess.run(
         [*KEEN, *args],
-        env=full_env,
+        env=keen_env(keen_home, env),
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         timeout=timeout,

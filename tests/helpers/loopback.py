@@ -1,6 +1,6 @@
 """Servers started on 127.0.0.1 for the tests and the benchmarks: a free port, waiting until
 a process listens, stopping it (SIGTERM, then SIGKILL), whether a process is still alive,
-and Debian's ``redis-server``.
+waiting for a condition another process brings about, and Debian's ``redis-server``.
 
 Free of pytest, so ``bench/serve_load.py`` imports it too (it puts ``tests/`` on
 ``sys.path``). Failures raise ``RuntimeError`` with what the process logged.
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["alive", "free_port", "redis_server", "stop", "wait_listening"]
+__all__ = ["alive", "free_port", "redis_server", "stop", "wait_listening", "wait_until"]
 
 
 def alive(pid: int) -> bool:
@@ -36,6 +36,18 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
+    """Poll ``predicate`` (every 50 ms) until it holds or ``timeout`` seconds pass; its last
+    answer. For what another process does (a file it writes, a process it stops), where
+    there is no event to wait on."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
 
 
 def free_port() -> int:

@@ -132,25 +132,31 @@ async def test_auth_states_and_redaction(
 async def test_stdio_launch_env_cwd_and_no_orphans(write_config: Callable[..., Path], tmp_path: Path) -> None:
     path = write_config(
         {
-            "local": stdio_server("basic_stdio.py", env={"KEEN_TEST_VAR": "from-config"}, cwd=str(tmp_path)),
+            "local": stdio_server(
+                "basic_stdio.py",
+                env={"KEEN_TEST_VAR": "from-config"},
+                cwd=str(tmp_path),
+                inherit_env=["KEEN_NAMED_VAR"],
+            ),
         }
     )
     os.environ["KEEN_PARENT_VAR"] = "from-parent"
+    os.environ["KEEN_NAMED_VAR"] = "named"
     try:
         manager = await started(path)
         try:
             assert manager.status("local").state is ServerState.CONNECTED
             assert (await manager.call_tool("local", "env", {"name": "KEEN_TEST_VAR"})).text == "from-config"
-            # env is merged over the parent environment, not a replacement of it
-            assert (
-                await manager.call_tool("local", "env", {"name": "KEEN_PARENT_VAR"})
-            ).text == "from-parent"
+            # env goes over a minimal environment, not Keen's: only what inherit_env names passes
+            assert (await manager.call_tool("local", "env", {"name": "KEEN_PARENT_VAR"})).text == ""
+            assert (await manager.call_tool("local", "env", {"name": "KEEN_NAMED_VAR"})).text == "named"
+            assert (await manager.call_tool("local", "env", {"name": "PATH"})).text == os.environ["PATH"]
             assert (await manager.call_tool("local", "cwd", {})).text == str(tmp_path)
             pid = int((await manager.call_tool("local", "pid", {})).text)
         finally:
             await manager.aclose()
     finally:
-        del os.environ["KEEN_PARENT_VAR"]
+        del os.environ["KEEN_PARENT_VAR"], os.environ["KEEN_NAMED_VAR"]
     assert not alive(pid), "the stdio server survived aclose()"
     assert manager.status("local").state is ServerState.DISCONNECTED
 

@@ -392,7 +392,10 @@ def test_description_skips_instructions_about_their_audience(tmp_path: Path) -> 
     ]
     info = ServerInfo(name="everything", version="1", instructions=EVERYTHING_INSTRUCTIONS)
     report = generate_skill(tmp_path / "skills", status("everything"), tools, info=info, now=NOW)
-    assert report.description.startswith("Echoes back the input string; Returns the sum of two numbers.")
+    # Built from what all three tools do, not from the first tool's sentence.
+    about = report.description.split(" Tools: ")[0].lower()
+    assert all(word in about for word in ("annotated message", "echo", "sum")), report.description
+    assert not about.startswith("echoes back the input string")
     assert "Audience" not in report.description and "instructions" not in report.description
     # Instructions that open with what the server does still win.
     info = ServerInfo(

@@ -98,3 +98,48 @@ def test_open_store_rejects_unknown() -> None:
     assert isinstance(open_store(None), MemoryStore)
     with pytest.raises(ValueError, match="redis://"):
         open_store("postgres://x")
+
+
+async def test_memory_store_caps_open_sessions_per_owner() -> None:
+    clock = Clock()
+    store = MemoryStore(clock=clock)
+    opened = [await store.open_session(f"s{i}", {}, 10, owner="a", limit=2) for i in range(4)]
+    assert opened == [True, True, False, False]
+    assert await store.open_session("b0", {}, 10, owner="b", limit=2)  # per owner
+    assert await store.get_session("s0", ttl=10) == {"owner": "a"}
+    assert await store.delete_session("s0")
+    assert await store.open_session("s4", {}, 10, owner="a", limit=2)  # the place was freed
+    clock.now += 5
+    assert await store.get_session("s1", ttl=10) is not None  # renewed: still holds its place
+    clock.now += 6  # s4 expired, s1 lives on
+    assert await store.open_session("s5", {}, 10, owner="a", limit=2)
+    assert not await store.open_session("s6", {}, 10, owner="a", limit=2)
+    clock.now += 100
+    assert await store.open_session("s7", {}, 10, owner="a", limit=2)
+    assert len(store._owned["a"]) == 1
+
+
+async def test_redis_store_caps_open_sessions_per_owner(tmp_path: Path) -> None:
+    with redis_server(tmp_path) as url:
+        store = RedisStore(url)
+        raw = aioredis.Redis.from_url(url, decode_responses=True)
+        try:
+            opened = [
+                await store.open_session(f"s{i}", {"principal": "p"}, 0.6, owner="a", limit=2)
+                for i in range(3)
+            ]
+            assert opened == [True, True, False]
+            assert await store.open_session("b0", {}, 30, owner="b", limit=2)
+            for key in await raw.keys("keen:serve:*"):
+                assert await raw.pttl(key) > 0, key
+            assert await store.delete_session("s0")
+            assert await store.open_session("s3", {}, 30, owner="a", limit=2)
+            assert not await store.open_session("s4", {}, 30, owner="a", limit=2)
+            await store.get_session("s1", ttl=30)  # renewed past its first expiry
+            await anyio.sleep(0.8)
+            assert not await store.open_session("s5", {}, 30, owner="a", limit=2)
+            assert await store.delete_session("s1")
+            assert await store.open_session("s5", {}, 30, owner="a", limit=2)
+        finally:
+            await raw.aclose()
+            await store.aclose()

@@ -17,11 +17,16 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
      "ignore_signals": false,            # ignore SIGTERM, SIGHUP and SIGINT
      "exit_at_start": 3,                 # write stderr_at_start, then exit with this code
      "pidfile": "/path",                 # write os.getpid() here at start
+     "env_dump": "/path",                # write the whole environment here (JSON) at start
+     "start_log": "/path",               # append os.getpid() and a newline here at start
+     "daemon_pidfile": "/path",          # double-fork a daemon (setsid between the forks)
+                                         # that ignores signals and stdin; its PID goes here
      "tools_cycle": [[...], [...]],      # tools/list answers these lists in turn, counted
      "tools_cycle_state": "/path"}       #   in this file across runs (a rug pull per listing)
 
 In every string of the spec, ``{env:NAME}`` becomes the value of the environment variable
-NAME (so a test can make the server echo a secret Keen gave it). Every request it does not
+NAME and ``{argv}`` the arguments after SPEC.json, joined by spaces (so a test can make the
+server echo a secret Keen gave it). Every request it does not
 know gets JSON-RPC error -32601.
 """
 
@@ -51,8 +56,33 @@ def _park() -> None:
         time.sleep(3600)
 
 
+def _write_atomic(path: str, text: str) -> None:
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def _daemonize(pidfile: str) -> None:
+    """The classic double fork: the daemon is re-parented away from this server, in a session
+    of its own, out of the server's process group."""
+    if os.fork() == 0:
+        os.setsid()
+        daemon = os.fork()
+        if daemon == 0:
+            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+                signal.signal(sig, signal.SIG_IGN)
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            _park()
+        _write_atomic(pidfile, str(daemon))
+        os._exit(0)
+    os.wait()  # the middle process has exited: the daemon is an orphan, its PID in the file
+
+
 def _expand(value: Any) -> Any:
     if isinstance(value, str):
+        value = value.replace("{argv}", " ".join(sys.argv[2:]))
         return re.sub(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m.group(1), ""), value)
     if isinstance(value, list):
         return [_expand(v) for v in value]
@@ -85,6 +115,13 @@ def main() -> None:
     if spec.get("pidfile"):
         with open(spec["pidfile"], "w", encoding="utf-8") as handle:
             handle.write(str(os.getpid()))
+    if spec.get("start_log"):
+        with open(spec["start_log"], "a", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()}\n")
+    if spec.get("env_dump"):
+        _write_atomic(spec["env_dump"], json.dumps(dict(os.environ)))
+    if spec.get("daemon_pidfile"):
+        _daemonize(spec["daemon_pidfile"])
     if spec.get("stderr_at_start"):
         _err(spec["stderr_at_start"])
     if "exit_at_start" in spec:

@@ -22,19 +22,10 @@ import pytest
 
 from helpers import server_script
 from helpers.hostile import KEEN, hostile_entry
-from helpers.loopback import alive
+from helpers.loopback import alive, wait_until
 from keen.mcp._spawn import _setpriv
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-
-
-def _wait(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def _start_call(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
@@ -61,7 +52,7 @@ def _start_call(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
         stderr=subprocess.PIPE,
     )
     log = home / "logs" / "h.stderr.log"
-    started = _wait(lambda: log.exists() and "call started" in log.read_text(), 30)
+    started = wait_until(lambda: log.exists() and "call started" in log.read_text(), 30)
     if not started:
         proc.kill()
         pytest.fail(f"the call never reached the server: {proc.communicate(timeout=10)}")
@@ -90,7 +81,7 @@ def test_sigkill_takes_the_server_down_with_keen(tmp_path: Path) -> None:
     try:
         proc.kill()
         proc.communicate(timeout=10)
-        assert _wait(lambda: not alive(server), 10), "the stdio server outlived a SIGKILLed keen"
+        assert wait_until(lambda: not alive(server), 10), "the stdio server outlived a SIGKILLed keen"
     finally:
         if alive(server):
             os.kill(server, signal.SIGKILL)
@@ -124,13 +115,13 @@ def test_each_launcher_execs_in_place_and_dies_with_its_parent(tmp_path: Path, l
     try:
         assert parent.stdout is not None
         pid_text, used = parent.stdout.readline().split()
-        assert _wait(pidfile.exists, 15) and _wait(lambda: pidfile.read_text().strip() != "", 5)
+        assert wait_until(pidfile.exists, 15) and wait_until(lambda: pidfile.read_text().strip() != "", 5)
         server = int(pidfile.read_text())
         assert server == int(pid_text)  # exec'd in place: the PID Keen holds is the server's
         assert ("setpriv" in used) == (launcher == "setpriv")
         parent.kill()
         parent.wait(10)
-        assert _wait(lambda: not alive(server), 10), "the server outlived its SIGKILLed parent"
+        assert wait_until(lambda: not alive(server), 10), "the server outlived its SIGKILLed parent"
     finally:
         parent.kill()
         if pidfile.exists() and pidfile.read_text().strip() and alive(int(pidfile.read_text())):
@@ -185,7 +176,7 @@ def test_the_approval_question_answers_and_yields_to_sigterm(tmp_path: Path, ans
             proc.send_signal(signal.SIGTERM)
             proc.communicate(timeout=30)
             assert proc.returncode == 143
-        assert _wait(lambda: not alive(server), 10)
+        assert wait_until(lambda: not alive(server), 10)
     finally:
         proc.kill()
         os.close(master)

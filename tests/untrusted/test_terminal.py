@@ -10,12 +10,14 @@ literal; ``--json`` stays exact JSON; a 2 MB result prints capped with a note, a
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers.hostile import CliRun, hostile_entry, keen_cli
+from helpers.hostile import KEEN, CliRun, hostile_entry, keen_cli, keen_env
 
 OSC52 = "\x1b]52;c;SGVsbG8=\x07"
 CLEAR = "\x1b[2J\x1b[H"
@@ -125,3 +127,52 @@ def test_big_result_is_capped_with_a_way_to_get_it_all(home: Path, tmp_path: Pat
     assert saved.code == 0 and len(saved.stdout) == 0, saved
     assert target.read_text() == BIG
     assert f"{len(BIG):,} characters" in saved.stderr
+
+
+def test_one_shot_chat_escapes_the_models_answer(tmp_path: Path) -> None:
+    """The model's answer may repeat what a page or a tool result carried: ``keen chat -p``
+    prints it escaped, as the REPL does, and ``--json`` keeps it exact. A tool name the model
+    makes up is printed literally: ``[/x]`` is not markup (it crashed the turn)."""
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    answer = f"the answer {HOSTILE} end"
+    script = tmp_path / "script.jsonl"
+    call = {"content": "", "tool_calls": [{"name": f"[/x]{OSC52}[bold]", "arguments": {}}]}
+    script.write_text(json.dumps(call) + "\n" + json.dumps({"content": answer}) + "\n", encoding="utf-8")
+    run = keen_cli("chat", "-p", "hi", "--model", f"scripted:{script}", keen_home=keen_home)
+    assert run.code == 0, run
+    _assert_clean(run)
+    assert "the answer \\x1b]52;c;SGVsbG8=\\x07\\x1b[2J" in run.stdout and "bidi\\u202eevil end" in run.stdout
+    assert "> [/x]\\x1b]52;c;SGVsbG8=\\x07[bold]" in run.stderr, run
+    exact = keen_cli("chat", "-p", "hi", "--model", f"scripted:{script}", "--json", keen_home=keen_home)
+    _assert_clean(exact)
+    assert json.loads(exact.stdout)["answer"] == answer
+
+
+def test_import_escapes_a_hostile_name_and_suggests_a_rename_that_works(tmp_path: Path) -> None:
+    """``keen mcp import`` of a file whose server name carries escapes and a bidi override:
+    the refusal shows them escaped, and the ``--rename`` it suggests, pasted into a shell,
+    imports the server."""
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    name = f"evil{OSC52}{CLEAR}\u202e\x07x"
+    source = tmp_path / "claude_desktop_config.json"
+    source.write_text(json.dumps({"mcpServers": {name: {"command": "true"}}}), encoding="utf-8")
+    run = keen_cli("mcp", "import", str(source), keen_home=keen_home)
+    assert run.code != 0 and "refused" in run.stderr, run
+    _assert_clean(run)
+    assert "evil\\x1b]52;c;SGVsbG8=\\x07" in run.stderr
+    start = run.stderr.index("(keen mcp import ") + len("(keen mcp import ")
+    suggested = run.stderr[start : run.stderr.index(") or rename it in the file")]
+    assert "--rename $'evil\\x1b]52" in suggested, suggested
+    pasted = subprocess.run(
+        ["bash", "-c", f"{shlex.join(KEEN)} mcp import {suggested}"],
+        env=keen_env(keen_home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert pasted.returncode == 0 and "imported" in pasted.stdout, pasted
+    config = json.loads((keen_home / "mcp" / "configs.json").read_text(encoding="utf-8"))
+    assert list(config["servers"]) == ["evil-52-c-SGVsbG8-2J-H-x"], config

@@ -23,8 +23,8 @@ import json
 import logging
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -40,11 +40,20 @@ from keen.mcpskills._render import describe_server
 from keen.skills import MARKER_FILE, Skill, discover, split_frontmatter
 
 if TYPE_CHECKING:
+    from keen.capabilities.dense import DenseVectors
     from keen.capabilities.search import SearchWeights, ToolSearch
     from keen.mcp import Manager
     from keen.mcp.pins import PinGuard
 
-__all__ = ["Catalog", "PermissionMode", "SearchFilter", "SearchHit", "server_text", "tool_capability"]
+__all__ = [
+    "Catalog",
+    "PermissionMode",
+    "SearchFilter",
+    "SearchHit",
+    "explain",
+    "server_text",
+    "tool_capability",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +95,10 @@ class SearchHit:
     source spells it; ``model_name``: the name to give a model (``^[A-Za-z0-9_-]{1,64}$``);
     ``score``: fused relevance, higher is better, comparable within one search only;
     ``copies``: ids of identical capabilities (same name, description, parameters and
-    risk) on other servers that the filter allows, shown once as this hit."""
+    risk) on other servers that the filter allows, shown once as this hit;
+    ``signals``: each ranking signal's weighted share of ``score`` (``lexical``,
+    ``static``, ``dense``, ``server``; see :mod:`keen.capabilities.search`); ``why``: one
+    line a person can read on what matched (query words, the server, the meaning)."""
 
     id: str
     kind: Kind
@@ -98,6 +110,8 @@ class SearchHit:
     risk: str
     location: str = ""
     copies: tuple[str, ...] = ()
+    signals: Mapping[str, float] = field(default_factory=dict[str, float])
+    why: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -111,6 +125,8 @@ class SearchHit:
             "risk": self.risk,
             "location": self.location or None,
             "copies": list(self.copies),
+            "signals": {k: round(v, 4) for k, v in self.signals.items()},
+            "why": self.why,
         }
 
 
@@ -258,7 +274,9 @@ class Catalog:
 
     ``servers`` maps each MCP server to the text that describes it (catalog description,
     instructions). ``cache_dir``: where search indexes are cached (default
-    ``$KEEN_HOME/cache/toolsearch``); ``cache=False`` builds them in memory only.
+    ``$KEEN_HOME/cache/toolsearch``; the transformer's vectors go to
+    ``$KEEN_HOME/cache/embeddings`` beside it); ``cache=False`` builds them in memory
+    only. ``dense=False`` leaves the transformer signal out (keywords and wordllama only).
     """
 
     def __init__(
@@ -268,6 +286,7 @@ class Catalog:
         *,
         cache_dir: Path | None = None,
         cache: bool = True,
+        dense: bool = True,
     ) -> None:
         caps = sorted(capabilities, key=lambda c: c.id)
         self._caps = {c.id: c for c in caps}
@@ -279,6 +298,7 @@ class Catalog:
         self._names = model_names(self._caps)
         self._by_name = {n: i for i, n in self._names.items()}
         self._cache_dir = (cache_dir or paths.keen_home() / "cache" / "toolsearch") if cache else None
+        self._dense = dense
         self._index: ToolSearch | None = None
         self._hash: str | None = None
         self._masks: dict[SearchFilter, Any] = {}
@@ -394,12 +414,38 @@ class Catalog:
     # -- search ---------------------------------------------------------------
 
     def index(self, weights: SearchWeights | None = None) -> ToolSearch:
-        """The search index (built or loaded from the cache on first use)."""
+        """The search index (built or loaded from the cache on first use). Its transformer
+        vectors are looked up in the embedding cache and the missing ones encoded on a
+        background thread: searches rank without them until they are ready
+        (:meth:`search_status`, :meth:`wait_ready`)."""
         from keen.capabilities.search import ToolSearch
 
         if self._index is None or (weights is not None and weights != self._index.weights):
-            self._index = ToolSearch.cached(self.hash, self._list, self.servers, self._cache_dir, weights)
+            # The vectors' thread starts first: loading the encoder overlaps the index load.
+            dense = self._dense_vectors() if self._dense else None
+            index = ToolSearch.cached(self.hash, self._list, self.servers, self._cache_dir, weights)
+            index.dense = dense
+            self._index = index
         return self._index
+
+    def _dense_vectors(self) -> DenseVectors:
+        from keen.capabilities.dense import DenseVectors, shared_cache
+        from keen.capabilities.encoder import MODEL_ID
+        from keen.capabilities.search import dense_text
+
+        folder = None if self._cache_dir is None else self._cache_dir.parent / "embeddings" / MODEL_ID
+        return DenseVectors([dense_text(c) for c in self._list], shared_cache(folder))
+
+    def search_status(self) -> str:
+        """One line on how searches rank now: ``""`` when every signal is in use, else what
+        is left out and why (vectors still encoding, or the transformer unavailable)."""
+        index = self.index()
+        return "" if index.dense is None else index.dense.status()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait at most ``timeout`` seconds for the transformer vectors; whether they are ready."""
+        index = self.index()
+        return index.dense is not None and index.dense.wait(timeout)
 
     def _mask(self, filter: SearchFilter) -> Any:
         import numpy as np
@@ -427,8 +473,11 @@ class Catalog:
         hits: list[SearchHit] = []
         index = self.index()
         mask = None if filter is None else self._mask(filter)
-        for position, score in index.top(query, k, mask):
+        signals = index.signals(query)
+        matched = index.query_words(query)
+        for position, score in index.top(query, k, mask, signals=signals):
             cap = caps[position]
+            shares = {name: float(values[position]) for name, values in signals.items()}
             hits.append(
                 SearchHit(
                     cap.id,
@@ -441,9 +490,29 @@ class Catalog:
                     cap.risk.level,
                     cap.location,
                     tuple(caps[i].id for i in index.copies(position, mask)),
+                    shares,
+                    explain(cap, shares, [word for word, docs in matched if docs[position]]),
                 )
             )
         return hits
+
+
+def explain(cap: Capability, signals: Mapping[str, float], words: Sequence[str]) -> str:
+    """Why ``cap`` ranked, in one line: the query ``words`` found in its text (as
+    :meth:`~keen.capabilities.search.ToolSearch.query_words` gives them), its server when
+    the server signal lifted it, and whether it is close in meaning (``signals`` as in
+    :attr:`SearchHit.signals`)."""
+    parts: list[tuple[float, str]] = []
+    if signals.get("lexical", 0.0) > 0.3 and words:
+        parts.append((signals["lexical"], "words " + ", ".join(words[:6])))
+    meaning = max(signals.get("dense", 0.0), signals.get("static", 0.0))
+    if meaning > 0.5:
+        how = "transformer" if signals.get("dense", 0.0) >= signals.get("static", 0.0) else "word vectors"
+        parts.append((meaning, f"close in meaning ({how})"))
+    if cap.server and signals.get("server", 0.0) > 0.3:
+        parts.append((signals["server"], f"server {cap.server} fits the request"))
+    parts.sort(key=lambda p: -p[0])
+    return "; ".join(text for _, text in parts) or "best of a weak field"
 
 
 def _managed_server(skill: Skill) -> str | None:

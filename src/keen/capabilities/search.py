@@ -69,6 +69,8 @@ from keen.capabilities.descriptor import Capability
 if TYPE_CHECKING:
     import numpy as np
 
+    from keen.capabilities.dense import DenseVectors
+
 __all__ = [
     "INDEX_FORMAT",
     "MAX_QUERY_CHARS",
@@ -77,6 +79,7 @@ __all__ = [
     "SERVER_PRIOR",
     "SearchWeights",
     "ToolSearch",
+    "dense_text",
     "embedder",
     "server_trust",
 ]
@@ -88,6 +91,7 @@ INDEX_FORMAT = 4
 NAME_REPEAT = 2
 """How many times the split name counts in the lexical document (names are the densest signal)."""
 _MAX_DOC_CHARS = 2000
+_MAX_WHY_WORDS = 48
 MAX_QUERY_CHARS = 2000
 """Only a query's first characters count: a task fits in far fewer, and scoring time grows
 with the query's length (a 1 MB query took 2.4 s here), which a host of ``keen serve``
@@ -117,11 +121,19 @@ def server_trust(n_servers: int) -> float:
 @dataclass(frozen=True)
 class SearchWeights:
     """Fusion weights (see the module docstring). ``lexical`` and ``semantic`` weigh the
-    two signals; ``server`` how much the capability's server as a whole counts."""
+    two signals; ``server`` how much the capability's server as a whole counts.
+
+    With the transformer vectors ready (:mod:`keen.capabilities.dense`), ``dense`` weighs
+    their cosine, ``dense_server`` that of the capability's server (the mean of its tools'
+    vectors; inside the server term), and the static (wordllama) cosine counts ``static_with_dense`` times
+    ``semantic``: the transformer carries most of what it did."""
 
     lexical: float = 1.0
     semantic: float = 1.5
     server: float = 0.5
+    dense: float = 3.0
+    dense_server: float = 2.0
+    static_with_dense: float = 1 / 3
 
 
 def _vectors(texts: Sequence[str], weights: np.ndarray) -> np.ndarray:
@@ -148,6 +160,16 @@ def semantic_text(cap: Capability) -> str:
     name = split_identifier(cap.name)
     server = split_identifier(cap.server or "")
     return ". ".join(p for p in (server, name, name, cap.title, cap.summary) if p)
+
+
+def dense_text(cap: Capability) -> str:
+    """``cap``'s text for the transformer encoder: ``server: tool name. title.
+    description`` (split names; the encoder reads the first :data:`~keen.capabilities.
+    encoder.MAX_TOKENS` word pieces)."""
+    name = split_identifier(cap.name)
+    server = split_identifier(cap.server or "")
+    head = ". ".join(p for p in (name, cap.title, cap.search_text[:400]) if p)
+    return f"{server}: {head}" if server else head
 
 
 def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -222,6 +244,9 @@ class ToolSearch:
         self._members: dict[int, list[int]] = {}
         for i in shared.tolist():
             self._members.setdefault(int(self._groups[i]), []).append(i)
+        self.dense: DenseVectors | None = None
+        """The transformer signal, attached by the catalog (None: not used)."""
+        self._dense_server_cache: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- building -------------------------------------------------------------
 
@@ -372,8 +397,10 @@ class ToolSearch:
             scores = scores + (NEIGHBOUR_WEIGHT * similarity) * extra
         return scores
 
-    def scores(self, query: str) -> np.ndarray:
-        """The fused score of every document for ``query`` (higher is better)."""
+    def signals(self, query: str) -> dict[str, np.ndarray]:
+        """Each signal's weighted contribution to every document's score for ``query``
+        (their sum is :meth:`scores`): ``lexical``, ``static`` (wordllama), ``dense`` (the
+        transformer, when :attr:`dense` is ready) and ``server``."""
         import numpy as np
 
         w = self.weights
@@ -385,16 +412,72 @@ class ToolSearch:
         query = words if words.strip() else cut
         tokens = stem_tokens([query])
         qv = _vectors([query], self._token_weights)[0]
-        doc = w.lexical * _standardise(self._expanded_lexical(query, tokens))
-        doc += w.semantic * _standardise(_dot(self._vectors, qv))
+        dense = self.dense if self.dense is not None and self.dense.ready else None
+        qd = dense.query_vector(query) if dense is not None else None
+        out: dict[str, np.ndarray] = {
+            "lexical": w.lexical * _standardise(self._expanded_lexical(query, tokens)),
+            "static": w.semantic
+            * (w.static_with_dense if qd is not None else 1.0)
+            * _standardise(_dot(self._vectors, qv)),
+        }
+        if dense is not None and qd is not None:
+            out["dense"] = w.dense * _standardise(_dot(dense.docs, qd))
         if n_servers and w.server:
             srv = _standardise(self._lexical(self._bm25_servers, tokens, n_servers))
             srv += _standardise(_dot(self._server_vectors, qv))
+            if dense is not None and qd is not None:
+                srv += w.dense_server * _standardise(_dot(self._dense_servers(dense), qd))
             srv = np.append(srv, 0.0)  # row -1: documents without a server
-            doc += w.server * server_trust(n_servers) * srv[self._doc_server]
-        return doc
+            out["server"] = w.server * server_trust(n_servers) * srv[self._doc_server]
+        return out
 
-    def top(self, query: str, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
+    def query_words(self, query: str) -> list[tuple[str, np.ndarray]]:
+        """Each content word of ``query`` (as typed, lowercase; first 2,000 characters) that
+        the catalog uses, with a boolean array of the documents whose text holds it: what
+        a search result's one-line why names."""
+        import numpy as np
+
+        from keen.capabilities._text import STOPWORDS, stem_words, words
+
+        vocab: dict[str, int] = self._bm25.vocab_dict
+        out: list[tuple[str, np.ndarray]] = []
+        seen: set[str] = set()
+        for word in words(query[:MAX_QUERY_CHARS])[:_MAX_WHY_WORDS]:
+            if word in STOPWORDS or word in seen:
+                continue
+            seen.add(word)
+            term = vocab.get(stem_words([word])[0])
+            if term is not None:
+                out.append((word, np.asarray(self._bm25.get_scores_from_ids([term])) > 0))
+        return out
+
+    def _dense_servers(self, dense: DenseVectors) -> np.ndarray:
+        """Per server, the unit mean of its tools' transformer vectors (measured above a
+        vector of the server's own text: docs/search.md), computed once per vector set."""
+        import numpy as np
+
+        docs = dense.docs
+        if self._dense_server_cache is None or self._dense_server_cache[0] is not docs:
+            matrix = np.zeros((len(self._server_vectors), docs.shape[1]), dtype=np.float32)
+            rows = self._doc_server >= 0
+            np.add.at(matrix, self._doc_server[rows], docs[rows])
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 1e-12)
+            self._dense_server_cache = (docs, matrix)
+        return self._dense_server_cache[1]
+
+    def scores(self, query: str) -> np.ndarray:
+        """The fused score of every document for ``query`` (higher is better)."""
+        return sum(self.signals(query).values())  # pyright: ignore[reportReturnType]
+
+    def top(
+        self,
+        query: str,
+        k: int,
+        mask: np.ndarray | None = None,
+        *,
+        signals: dict[str, np.ndarray] | None = None,
+    ) -> list[tuple[int, float]]:
         """The best ``k`` documents as ``(position, score)``, best first; only positions
         where the boolean array ``mask`` is true (all when ``None``), and of identical
         copies only the best-scoring one (:meth:`copies` names the rest). Ties keep
@@ -403,7 +486,8 @@ class ToolSearch:
 
         if k <= 0 or not self.ids:
             return []
-        scores = self.scores(query)
+        scores = sum((signals or self.signals(query)).values())
+        assert not isinstance(scores, int)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
         if self._members:

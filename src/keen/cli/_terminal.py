@@ -6,6 +6,6 @@ way without importing the CLI (docs/architecture.md "Package map").
 
 from __future__ import annotations
 
-from keen._terminal import HUMAN_OUTPUT_CHARS, cap, cell, human_result, safe_json, terminal_text
+from keen._terminal import HUMAN_OUTPUT_CHARS, cap, cell, human_result, safe_json, shell_word, terminal_text
 
-__all__ = ["HUMAN_OUTPUT_CHARS", "cap", "cell", "human_result", "safe_json", "terminal_text"]
+__all__ = ["HUMAN_OUTPUT_CHARS", "cap", "cell", "human_result", "safe_json", "shell_word", "terminal_text"]

@@ -49,27 +49,39 @@ class _OneShotView:
 
     def text(self, delta: str) -> None:
         if self.stream:
-            sys.stdout.write(delta)
+            from keen.cli._terminal import terminal_text
+
+            # The model's text may carry what a page or a tool result put in it: escaped
+            # as the REPL does (each control character on its own, so chunks do not matter).
+            sys.stdout.write(terminal_text(delta))
             sys.stdout.flush()
             self.streamed = True
 
+    # Names, results and notices are the model's or a server's text: printed as rich Text,
+    # so "[/x]" is literal instead of markup (an unmatched closing tag crashed the turn).
     def tool_call(self, name: str, arguments: dict[str, Any]) -> None:
+        from rich.text import Text
+
         from keen.cli._terminal import terminal_text
 
         shown = f"{arguments.get('server')}/{arguments.get('tool')}" if name == "call_mcp_tool" else name
-        err.print(f"[dim]> {terminal_text(shown)}[/]", highlight=False)
+        err.print(Text(f"> {terminal_text(shown)}", style="dim"), highlight=False)
 
     def observation(self, obs: Observation) -> None:
         if obs.is_error:
+            from rich.text import Text
+
             from keen.cli._terminal import terminal_text
 
-            err.print(f"[dim]  {terminal_text(obs.text[:200])}[/]", highlight=False)
+            err.print(Text(f"  {terminal_text(obs.text[:200])}", style="dim"), highlight=False)
 
     def notice(self, line: str) -> None:
+        from rich.text import Text
+
         from keen.cli._terminal import terminal_text
 
         self.notices.append(line)
-        err.print(terminal_text(line), highlight=False)
+        err.print(Text(terminal_text(line)), highlight=False)
 
 
 def _settings(model: str | None, base_url: str | None, mode: str | None) -> ChatSettings:

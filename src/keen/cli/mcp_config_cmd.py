@@ -77,12 +77,14 @@ def import_servers(
         fail("give the FILE to import (or - for standard input), or --detect to find host files")
     if as_json:
         fail("--json works with --detect only; keen mcp import FILE prints what it imported")
+    from keen.cli._terminal import shell_word
     from keen.mcp.config_edit import import_into_config
     from keen.mcp.importer import suggest_name
 
     renames: dict[str, str] = {}
     for pair in rename or []:
-        old, sep, new = pair.partition("=")
+        # NEW is a valid server name (no "="); OLD, from another host's file, may hold one.
+        old, sep, new = pair.rpartition("=")
         if not sep or not old or not new:
             fail(f"--rename takes OLD=NEW, got {pair!r}")
         renames[old] = new
@@ -90,9 +92,9 @@ def import_servers(
         file, paths.mcp_config_path(), rename=renames, overwrite=overwrite, include_projects=include_projects
     )
     for name in outcome.imported:
-        out.print(f"[green]imported[/] {escape(name)}")
+        out.print(f"[green]imported[/] {_shown(name)}")
     for name in outcome.unchanged:
-        out.print(f"unchanged {escape(name)}: already configured as imported")
+        out.print(f"unchanged {_shown(name)}: already configured as imported")
     for name in outcome.conflicts:
         other = outcome.case_conflicts.get(name)
         if other is None:
@@ -102,14 +104,14 @@ def import_servers(
             rename_to = suggest_name(f"{name}-2", {*outcome.case_conflicts.values(), *outcome.result.servers})
             why = (
                 f"differs from the configured server {other!r} only in letter case, which server names may not; "
-                f"import it under another name (keen mcp import {shlex.quote(str(file))} "
-                f"--rename {shlex.quote(f'{name}={rename_to}')})"
+                f"import it under another name (keen mcp import {shell_word(str(file))} "
+                f"--rename {shell_word(f'{name}={rename_to}')})"
             )
-        err.print(f"[yellow]skipped[/] {escape(name)}: {escape(why)}", highlight=False)
+        err.print(f"[yellow]skipped[/] {_shown(name)}: {_shown(why)}", highlight=False)
     for name, reason in outcome.result.refused:
-        err.print(f"[red]refused[/] {escape(name)}: {escape(reason)}", highlight=False)
+        err.print(f"[red]refused[/] {_shown(name)}: {_shown(reason)}", highlight=False)
     for name, note in outcome.result.notes:
-        err.print(f"[yellow]note[/] {escape(name)}: {escape(note)}", highlight=False)
+        err.print(f"[yellow]note[/] {_shown(name)}: {_shown(note)}", highlight=False)
     if outcome.written is not None:
         out.print(f"wrote {outcome.written}")
     result = outcome.result
@@ -118,6 +120,14 @@ def import_servers(
         out.print(f"{escape(source)} lists no servers; nothing to import", highlight=False)
     if not outcome.imported and not outcome.unchanged and (outcome.result.refused or outcome.conflicts):
         raise typer.Exit(2)
+
+
+def _shown(text: str) -> str:
+    """A server name or message from an imported file, for the console: control characters
+    escaped (the file is another program's, its names are untrusted), markup literal."""
+    from keen.cli._terminal import terminal_text
+
+    return escape(terminal_text(text, one_line=True))
 
 
 def _detect(as_json: bool) -> None:

@@ -37,7 +37,12 @@ def serve(
         3600.0, "--auth-ttl", help="Seconds a fetched description authorizes its tool."
     ),
     session_ttl: float = typer.Option(1800.0, "--session-ttl", help="Seconds an idle session lives."),
-    fetch_limit: int = typer.Option(60, "--fetch-limit", help="Description fetches per caller per minute."),
+    fetch_limit: int = typer.Option(
+        60, "--fetch-limit", help="Description fetches per caller (bearer token, or address) per minute."
+    ),
+    max_sessions: int = typer.Option(
+        100, "--max-sessions", help="Open HTTP sessions per caller (bearer token, or address)."
+    ),
     notify_interval: float = typer.Option(
         0.5,
         "--notify-interval",
@@ -67,8 +72,11 @@ def serve(
         )
     except ValueError as exc:
         fail(str(exc))
-    if min(auth_ttl, session_ttl, notify_interval) <= 0 or fetch_limit < 1:
-        fail("--auth-ttl, --session-ttl and --notify-interval must be > 0 and --fetch-limit >= 1")
+    if min(auth_ttl, session_ttl, notify_interval) <= 0 or min(fetch_limit, max_sessions) < 1:
+        fail(
+            "--auth-ttl, --session-ttl and --notify-interval must be > 0, "
+            "--fetch-limit and --max-sessions >= 1"
+        )
 
     async def main() -> None:
         if isinstance(state, RedisStore):
@@ -91,6 +99,7 @@ def serve(
                 auth_ttl=auth_ttl,
                 session_ttl=session_ttl,
                 fetch_limit=fetch_limit,
+                max_sessions=max_sessions,
                 notify_interval=notify_interval,
             )
         except BaseException:

@@ -22,9 +22,21 @@ def search(
         list[str] | None, typer.Option("--server", "-s", help="Only this server's tools (repeatable).")
     ] = None,
     read_only: Annotated[bool, typer.Option("--read-only", help="Only tools annotated read-only.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the results as JSON (with each ranking signal's score).")
+    ] = False,
+    wait: Annotated[
+        float,
+        typer.Option(
+            "--wait",
+            min=0,
+            help="Seconds to wait for the transformer vectors of tools not indexed yet; past that the"
+            " results come from keywords and word vectors, with a note.",
+        ),
+    ] = 5.0,
 ) -> None:
-    """Rank the tools of the generated MCP skills for QUERY (offline: BM25 + static embeddings)."""
+    """Rank the tools of the generated MCP skills for QUERY (offline: keywords, word vectors and a
+    small transformer model, all on this machine)."""
     from keen._tables import Col, Listing
     from keen.capabilities import Catalog, SearchFilter
     from keen.cli._terminal import cell
@@ -52,10 +64,14 @@ def search(
         )
     servers = frozenset(server) if server else None
     flt = SearchFilter(mode="read-only" if read_only else "auto", servers=servers)
+    catalog.wait_ready(wait)
     try:
         hits = catalog.search(query, k=k, filter=flt)
     except ValueError as exc:
         fail(str(exc))
+    status = catalog.search_status()
+    if status:
+        err.print(f"note: {escape(status)}", highlight=False)
     if as_json:
         print_json([h.to_dict() for h in hits])
         return
@@ -79,8 +95,58 @@ def search(
         where = cell(hit.server) + (f" (+{len(hit.copies)} identical)" if hit.copies else "")
         table.add_row(str(rank), where, cell(hit.tool), hit.risk, cell(hit.summary), f"{hit.score:.2f}")
     out.print(table)
+    out.print(f"why #1: {cell(hits[0].why)}", highlight=False)
     # For a person: the command that shows a tool's inputSchema and the one that calls it.
     out.print("its inputSchema: keen mcp tools SERVER --json; call it: keen mcp call SERVER TOOL --args JSON")
+
+
+@app.command("index")
+def index(
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Index every generated MCP skill's tools for search now, with a progress bar.
+
+    Searches never wait for this: until the transformer vectors of new or changed tools are
+    encoded, they rank by keywords and word vectors. Vectors are cached by each tool's
+    definition, so a re-index encodes only what changed.
+    """
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from keen.capabilities import Catalog
+
+    started = time.perf_counter()
+    catalog = Catalog.from_skills_dir()
+    if not len(catalog):
+        fail("no tools to index: no generated MCP skills are enabled (`keen mcp sync` writes them)")
+    dense = catalog.index().dense
+    if dense is None:  # pragma: no cover - the CLI always builds the transformer signal
+        fail("the transformer signal is off")
+    before = dense.done
+    if not dense.ready and not quiet and err.is_terminal:
+        with Progress(
+            TextColumn("encoding tools"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=err,
+        ) as bar:
+            task = bar.add_task("encode", total=dense.total, completed=dense.done)
+            while not dense.wait(0.1):
+                bar.update(task, completed=dense.done)
+            bar.update(task, completed=dense.done)
+    else:
+        dense.wait(None)
+    status = catalog.search_status()
+    if status:
+        fail(status)
+    encoded = dense.total - before
+    out.print(
+        f"indexed {dense.total} tools of {len(catalog.servers)} servers in {time.perf_counter() - started:.1f} s"
+        f" ({encoded} encoded, {before} from the cache)",
+        highlight=False,
+    )
 
 
 def _check_servers(names: list[str]) -> None:

@@ -130,6 +130,9 @@ def search_catalog(
         lines.append(
             f"- {hit.model_name} (server {hit.server}, {what}; {state}{_also_on(catalog, hit)}): {hit.summary}"
         )
+    status = catalog.search_status()
+    if status:  # the model should know a second search may rank better in a moment
+        lines.append(f"(note: {status})")
     return Output(
         "\n".join(lines) or "(no tool matches; try other words)", more="search with fewer results (k)"
     )

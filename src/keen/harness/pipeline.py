@@ -78,6 +78,7 @@ from keen.harness.policy import (
     select,
 )
 from keen.harness.refusals import not_in_catalog, why_hidden
+from keen.mcp.auth.store import register_saved_secrets
 from keen.mcp.types import ServerState
 
 __all__ = ["SEARCH_TOOLS", "Harness", "Observation", "PostHook", "PreHook", "Visibility"]
@@ -131,7 +132,10 @@ class Harness:
         self._handover = ApprovalHandover(gateway, self._gateway_approval) if gateway is not None else None
         self.mode: PermissionMode = mode
         self.approve = approve
-        self.workspace = Workspace(workspace, [paths.skills_dir()])
+        # Keen's own files (configs.json, sign-ins, logs) are not the model's to read, even
+        # when KEEN_HOME lies in the workspace; tokens saved earlier are redacted if copied.
+        self.workspace = Workspace(workspace, [paths.skills_dir()], private=[paths.keen_home()])
+        register_saved_secrets()
         self.budget = budget
         self.max_result_chars = max_result_chars
         self.pre_hooks, self.post_hooks = list(pre_hooks), list(post_hooks)
@@ -470,7 +474,7 @@ class Harness:
             return await self._mcp(call_id, name, cap_id, server, tool, args)
         if cap.kind in HANDLE_KINDS:
             return await self._read_handle(call_id, name, cap, args)
-        return self._run_local(call_id, name, cap_id, args)
+        return await self._run_local(call_id, name, cap_id, args)
 
     async def _read_handle(
         self, call_id: str, name: str, cap: Capability, args: dict[str, Any]
@@ -490,7 +494,7 @@ class Harness:
         assert self.gateway is not None
         return await run_mcp_call(self.gateway, self.remedy_words, call_id, name, cap_id, server, tool, args)
 
-    def _run_local(self, call_id: str, name: str, cap_id: str, args: dict[str, Any]) -> Observation:
+    async def _run_local(self, call_id: str, name: str, cap_id: str, args: dict[str, Any]) -> Observation:
         try:
             if name == SEARCH_TOOLS:
                 assert self.catalog is not None
@@ -500,7 +504,7 @@ class Harness:
             elif name == LOAD_SKILL:
                 out = self._load_skill(str(args["name"]))
             else:
-                out = self.workspace.run(name, args)
+                out = await self.workspace.run_cancellably(name, args)
         except (LocalToolError, KeenError, ValueError, OSError) as exc:
             message = exc.message if isinstance(exc, KeenError) else str(exc)
             code = exc.code if isinstance(exc, KeenError) else "local_tool_error"

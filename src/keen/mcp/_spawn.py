@@ -14,6 +14,11 @@ What remains (docs in README "Stopping servers"): the signal reaches the server 
 only; its own children (``npx`` starts ``node``) are left to notice that their stdin
 closed, which MCP servers do (the stdio transport ends on EOF). Other platforms get no
 death signal: there a server that ignores EOF outlives a SIGKILLed Keen.
+
+A server starts with a minimal environment (:func:`server_environment`), as the MCP SDK's
+``get_default_environment()`` gives one: Keen's own secrets (``OPENAI_API_KEY``,
+``KEEN_SERVE_TOKEN``, cloud keys) are not a server's to read. Its entry's ``env`` and
+``inherit_env`` add what it needs (README "Configure servers").
 """
 
 from __future__ import annotations
@@ -21,15 +26,32 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import secrets
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO
+
+from keen._redact import register_value
+from keen.mcp._orphans import SPAWN_VAR, orphans_stopped
 
 if TYPE_CHECKING:
     from keen.mcp.config import StdioServerConfig
 
-__all__ = ["LAUNCHER", "server_command", "stdio_transport"]
+__all__ = ["LAUNCHER", "PASSED_ENV", "server_command", "server_environment", "stdio_transport"]
+
+PASSED_ENV = (
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "TMPDIR", "TZ", "LANG", "LANGUAGE",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+)  # fmt: skip
+"""Variables every stdio server gets from Keen's environment when they are set, with every
+``LC_*`` one and the SDK's own list (``mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS``: on
+Windows ``APPDATA``, ``SYSTEMROOT``, ``USERPROFILE`` and the rest). None of them is a secret:
+who the user is, where programs are, the locale and time zone, the proxies to go through and
+the certificate authorities that go with them (file paths)."""
 
 LAUNCHER = (
     "import ctypes,os,signal,sys\n"
@@ -92,14 +114,45 @@ def _resolve(command: str, *, env: dict[str, str], cwd: str | None) -> str:
     return found
 
 
+def server_environment(cfg: StdioServerConfig, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a stdio server starts with: the :data:`PASSED_ENV` variables (and
+    ``LC_*``) of ``environ`` (default ``os.environ``), then what the entry's ``inherit_env``
+    names (``true``: all of ``environ``), then the entry's ``env``.
+
+    Inherited values are registered with the redactor as ``env`` values are, so a server
+    that quotes one in its stderr or an error does not print it (:mod:`keen.mcp._secrets`).
+    """
+    from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
+
+    source = os.environ if environ is None else environ
+    safe = {*PASSED_ENV, *DEFAULT_INHERITED_ENV_VARS}
+    # A bash function exported to the environment ("BASH_FUNC_x%%=() { ...}") is skipped, as
+    # the SDK skips one: it would run in any shell the server starts.
+    env = {k: v for k, v in source.items() if (k in safe or k.startswith("LC_")) and not v.startswith("()")}
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        register_value(env.get(name))  # a proxy URL's user:password, should a server quote it
+    inherit = cfg.inherit_env
+    names = list(source) if inherit is True else [] if inherit is False else inherit
+    for name in names:
+        value = source.get(name)
+        if value is not None:
+            register_value(value)
+            env[name] = value
+    env.update(cfg.env)
+    return env
+
+
 def stdio_transport(cfg: StdioServerConfig, errlog: TextIO) -> Any:
     """The SDK's stdio transport for ``cfg``, started through :func:`server_command` (so on
-    Linux the server dies with Keen); the server's stderr goes to ``errlog`` (a real file)."""
+    Linux the server dies with Keen) with :func:`server_environment`; the server's stderr goes
+    to ``errlog`` (a real file). On Linux, what the server daemonized is stopped with it
+    (:mod:`keen.mcp._orphans`)."""
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    env = {**os.environ, **cfg.env}
+    token = secrets.token_hex(8)
+    env = {**server_environment(cfg), SPAWN_VAR: token}
     command, args = server_command(cfg.command, list(cfg.args), env=env, cwd=cfg.cwd)
     params = StdioServerParameters(
         command=command, args=args, env=env, cwd=cfg.cwd, encoding_error_handler="replace"
     )
-    return stdio_client(params, errlog=errlog)
+    return orphans_stopped(stdio_client(params, errlog=errlog), token)

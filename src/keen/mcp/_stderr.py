@@ -6,15 +6,22 @@ registered before it starts) and appends it to the log. The log of one run is ca
 (``MAX_RUN_BYTES``; a note says so), lines are cut at ``MAX_LINE_BYTES``, and the last
 lines stay in memory for error messages (:meth:`StderrCopy.tail`), which first drains
 whatever the server has written so far, so a message quotes what preceded a crash.
+
+The log is Keen's, not the server's: mode 0600 in a 0700 folder, opened without following
+a symlink (one planted at its path is removed, never written through), and control
+characters are written as escapes (``\\x1b``), so ``cat`` or ``tail -f`` on it cannot
+drive the terminal (:func:`keen._terminal.terminal_text`).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import logging
 import os
 import select
+import stat
 import sys
 import threading
 import time
@@ -26,6 +33,7 @@ from typing import TextIO
 import anyio
 
 from keen._redact import redactor
+from keen._terminal import terminal_text
 
 __all__ = ["MAX_LOG_BYTES", "MAX_RUN_BYTES", "StderrCopy"]
 
@@ -39,6 +47,7 @@ MAX_LINE_BYTES = 16_384
 _TAIL_LINES = 20
 _POLL = 0.1
 _FINISH_WAIT = 1.0
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class StderrCopy:
@@ -71,13 +80,10 @@ class StderrCopy:
         return self
 
     def _start(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            if self.path.stat().st_size > MAX_LOG_BYTES:
-                self.path.unlink()
-        self._log = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-        self._log.write(f"--- keen: starting {self.server} at {datetime.now(UTC).isoformat()}\n")
-        self._log.flush()
+        self._log = _open_log(self.path)
+        if self._log is not None:
+            self._log.write(f"--- keen: starting {self.server} at {datetime.now(UTC).isoformat()}\n")
+            self._log.flush()
         read_fd, write_fd = os.pipe()
         self._read_fd = read_fd
         if sys.platform != "win32":
@@ -190,7 +196,7 @@ class StderrCopy:
                     f"--- keen: this run's stderr passed {MAX_RUN_BYTES} bytes; the rest is not logged\n"
                 )
             else:
-                self._log.write(text + "\n")
+                self._log.write(terminal_text(text) + "\n")
                 self._written += size
             self._log.flush()
         except (OSError, ValueError) as exc:
@@ -200,3 +206,31 @@ class StderrCopy:
 
 def _now() -> float:
     return time.monotonic()
+
+
+def _open_log(path: Path) -> TextIO | None:
+    """``path`` opened for appending: 0600 in a 0700 folder, a symlink never followed, a log
+    past ``MAX_LOG_BYTES`` started afresh. ``None`` (the server runs without a log file; its
+    last lines stay in memory for errors) when it cannot be opened."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if stat.S_IMODE(path.parent.stat().st_mode) & 0o077:
+            with contextlib.suppress(OSError):  # an older Keen made it 0755; one not ours stays
+                path.parent.chmod(0o700)
+        with contextlib.suppress(FileNotFoundError):
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode) or info.st_size > MAX_LOG_BYTES:
+                path.unlink()
+        try:
+            fd = os.open(path, _APPEND, 0o600)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            path.unlink()  # a symlink planted since the check above
+            fd = os.open(path, _APPEND | os.O_EXCL, 0o600)
+    except OSError as exc:
+        logger.warning("cannot open the stderr log %s: %s; the server runs without it", path, exc)
+        return None
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, 0o600)  # a log an older Keen created 0644
+    return os.fdopen(fd, "a", encoding="utf-8")

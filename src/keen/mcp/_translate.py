@@ -50,7 +50,31 @@ __all__ = [
     "sign_in_message",
     "translate_call_error",
     "unreachable_message",
+    "went_away",
 ]
+
+
+_SDK_CLOSED = (
+    "Connection closed",
+    "SSE stream failed: ",
+    "SSE stream ended",
+    "server answered a request with 202 Accepted",
+)
+"""How the SDK words the ``-32000`` it raises itself when a transport ends under a request
+(``mcp.shared.jsonrpc_dispatcher``, ``mcp.client.streamable_http``)."""
+
+
+def went_away(cause: MCPError) -> bool:
+    """Whether ``cause`` says the connection ended, not that the server refused one request.
+
+    ``-32000`` is the SDK's ``CONNECTION_CLOSED``, and also the first code of JSON-RPC 2.0's
+    "Server error" range, which servers use for their own failures: a reply from a live
+    server with that code ends its call only. A server that words its reply exactly as the
+    SDK does ends only its own session, which it could do anyway by exiting.
+    """
+    if cause.code != CONNECTION_CLOSED or cause.error.data is not None:
+        return False
+    return cause.message.startswith(_SDK_CLOSED)
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -122,7 +146,7 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
             f'MCP server "{name}" answered HTTP {f.http_status} at {f.url}; check the url (it must be the MCP '
             "endpoint, often ending in /mcp) and the server's logs"
         )
-    if isinstance(cause, MCPError) and cause.code == CONNECTION_CLOSED:
+    if isinstance(cause, MCPError) and went_away(cause):
         how = "exited" if f.transport == "stdio" else "closed the connection"
         return ServerState.DISCONNECTED, (
             f'MCP server "{name}" {how} during {f.phase}; run it by hand to see why'
@@ -236,7 +260,7 @@ def translate_call_error(
         # A server writes this message: bounded before it reaches an error, a log or a model.
         # Redacted before it is cut, so no secret survives in halves.
         detail = _cut(redactor.redact(cause.message), _DETAIL_CHARS)
-        if cause.code == CONNECTION_CLOSED:
+        if went_away(cause):
             return ServerDisconnected(
                 f'MCP server "{server}" went away during "{tool}"',
                 server=server,

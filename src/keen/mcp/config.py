@@ -40,6 +40,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -181,6 +182,24 @@ class StdioServerConfig(_ServerBase):
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
+    inherit_env: StrictBool | list[str] = False
+    """Variables of Keen's environment the server gets beyond the minimal set
+    (:func:`keen.mcp._spawn.server_environment`): a list of names, or ``true`` for all."""
+
+    @field_validator("inherit_env", mode="before")
+    @classmethod
+    def _variable_names(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            return value
+        if not isinstance(value, list):
+            raise ValueError('must be true, false or a list of variable names such as ["AWS_PROFILE"]')
+        for name in cast("list[Any]", value):
+            if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+                raise ValueError(
+                    f"{name!r} is not an environment variable name; list names such as "
+                    '"AWS_PROFILE", or use true to pass every variable'
+                )
+        return value
 
     @field_validator("command")
     @classmethod

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import sys
 import unicodedata
 from collections.abc import Mapping
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from keen._redact import Redactor
+from keen._terminal import shell_word
 from keen.errors import ConfigError
 from keen.mcp.config import SERVER_NAME_PATTERN, object_pairs, parse_config, repeated_keys
 
@@ -118,7 +118,7 @@ def import_mcp_file(
         rename=rename,
         source=source,
         include_projects=include_projects,
-        import_command=f"keen mcp import {shlex.quote(str(path))}",
+        import_command=f"keen mcp import {shell_word(str(path))}",
     )
 
 
@@ -210,7 +210,7 @@ def import_mcp_servers(
         if not SERVER_NAME_PATTERN.fullmatch(target):
             suggestion = suggest_name(target, (final_names | set(result.servers)) - {target})
             how = (
-                f"import it as {suggestion!r} ({import_command} --rename {shlex.quote(f'{name}={suggestion}')})"
+                f"import it as {suggestion!r} ({import_command} --rename {shell_word(f'{name}={suggestion}')})"
                 " or rename it in the file"
                 if import_command
                 else f"rename it, e.g. to {suggestion!r}"

@@ -11,7 +11,8 @@ Every request to ``/mcp`` passes, in order:
    stateless: its caller scope is the token's principal. Otherwise it is the handshake era
    and this module keeps the ``Mcp-Session-Id`` sessions *in the store* (not in the SDK's
    per-process session table), so any replica sharing the store serves any session:
-   ``initialize`` opens one (the id comes back in the response header), other POSTs need a
+   ``initialize`` opens one (the id comes back in the response header; 429 when the caller's
+   principal already holds ``max_sessions`` open ones), other POSTs need a
    live id (400 without one, 404 for an unknown or expired one), ``DELETE`` ends it, and
    ``GET`` opens the session's event stream (``text/event-stream``), on which the server
    sends ``notifications/tools/list_changed`` when what it lists changes
@@ -46,7 +47,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from keen.serve.server import SCOPE_KEY, KeenServer
+from keen.serve.server import PRINCIPAL_KEY, SCOPE_KEY, KeenServer
 
 __all__ = ["HttpSecurity", "build_app", "is_loopback", "tokens_from_env"]
 
@@ -153,6 +154,11 @@ class _Gate:
                 scope, receive, send
             )
             return
+        # Limits are the caller's, not its session's: keyed on the token, or the address.
+        client = scope.get("client")
+        scope[PRINCIPAL_KEY] = (
+            f"token:{principal}" if self.security.tokens else f"address:{client[0] if client else 'unknown'}"
+        )
         version = request.headers.get("mcp-protocol-version")
         if version is not None and version not in _KNOWN_VERSIONS:
             # Else the SDK's stateless handler takes it for a 2026-07-28 request and answers
@@ -198,7 +204,22 @@ class _Gate:
         replay = _replay(body, receive)
         if _is_initialize(body):
             new_id = secrets.token_hex(16)
-            await store.create_session(new_id, {"principal": principal}, self.keen.session_ttl)
+            limit = self.keen.max_sessions
+            if not await store.open_session(
+                new_id,
+                {"principal": principal},
+                self.keen.session_ttl,
+                owner=scope[PRINCIPAL_KEY],
+                limit=limit,
+            ):
+                logger.info("open session cap (%d) reached by %s", limit, scope[PRINCIPAL_KEY])
+                await _error(
+                    429,
+                    f"Too many open sessions: this caller holds {limit} already; end the ones it no longer "
+                    f"uses (DELETE with their Mcp-Session-Id) or reuse one, else each ends after "
+                    f"{self.keen.session_ttl:g} s unused (the cap is keen serve --max-sessions)",
+                )(scope, replay, send)
+                return
             scope[SCOPE_KEY] = f"session:{new_id}"
             await self.inner(scope, replay, _with_session_header(send, new_id))
             return

@@ -34,6 +34,8 @@ class CapabilitySearch:
     def __init__(self) -> None:
         # Searches run in worker threads; one builds or queries the index at a time.
         self._lock = threading.Lock()
+        self.status = ""
+        """How the last search ranked when not with every signal (vectors still encoding)."""
 
     def __call__(self, catalog: ToolCatalog, query: str, limit: int) -> list[ExposedTool]:
         from keen.capabilities import SearchFilter
@@ -43,6 +45,7 @@ class CapabilitySearch:
         capabilities = catalog.capabilities
         with self._lock:
             hits = capabilities.search(query, k=max(1, limit), filter=SearchFilter(kinds=frozenset({"tool"})))
+        self.status = capabilities.search_status()
         found: list[ExposedTool] = []
         for hit in hits:
             tool = catalog.find(hit.server, hit.tool) if hit.server else None

@@ -68,9 +68,16 @@ from keen.serve.calls import CallRouter, call_result, error_result, host_remedy_
 from keen.serve.catalog import ToolCatalog
 from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, digest
 from keen.serve.search import CapabilitySearch, SearchFn
-from keen.serve.store import DEFAULT_AUTH_TTL, DEFAULT_SESSION_TTL, MemoryStore, RedisStore, Store
+from keen.serve.store import (
+    DEFAULT_AUTH_TTL,
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_TTL,
+    MemoryStore,
+    RedisStore,
+    Store,
+)
 
-__all__ = ["SCOPE_KEY", "KeenServer", "Mode"]
+__all__ = ["PRINCIPAL_KEY", "SCOPE_KEY", "KeenServer", "Mode"]
 
 logger = logging.getLogger("keen.serve")
 
@@ -78,6 +85,11 @@ Mode = Literal["search", "extension"]
 
 SCOPE_KEY = "keen.scope"
 """ASGI scope key where the HTTP front sets the caller's authorization scope."""
+
+PRINCIPAL_KEY = "keen.principal"
+"""ASGI scope key where the HTTP front sets who the caller is, whatever its session: its bearer
+token's principal (``token:<id>``), or its address when no token is configured
+(``address:<ip>``). Limits are kept per principal, so a new session does not reset them."""
 
 _LOOSE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
 _READY_WAIT = 15.0
@@ -107,7 +119,10 @@ class KeenServer:
         audit_path: the harness's event log for served calls (JSON lines); default
             ``$KEEN_HOME/logs/serve-audit.jsonl``.
         session_ttl / auth_ttl: seconds (see :mod:`keen.serve.store`).
-        fetch_limit: description fetches allowed per caller per ``fetch_window`` seconds.
+        fetch_limit: description fetches allowed per caller per ``fetch_window`` seconds
+            (per principal: every session of one bearer token, or of one address, counts).
+        max_sessions: open handshake-era HTTP sessions one principal may hold (``initialize``
+            beyond them gets HTTP 429 until one ends or expires).
         max_result_chars: longer result text is cut by the harness, with a note.
         notify_interval: seconds that coalesce upstream changes into one notice to hosts
             (at most one ``list_changed`` per list per interval; :mod:`keen.serve.notify`).
@@ -130,6 +145,7 @@ class KeenServer:
         auth_ttl: float = DEFAULT_AUTH_TTL,
         fetch_limit: int = 60,
         fetch_window: float = 60.0,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         notify_interval: float = DEFAULT_NOTIFY_INTERVAL,
     ) -> None:
@@ -146,6 +162,7 @@ class KeenServer:
         self.auth_ttl = auth_ttl
         self.fetch_limit = fetch_limit
         self.fetch_window = fetch_window
+        self.max_sessions = max_sessions
         self.reconnector = Reconnector(manager)
         self.router = CallRouter(
             manager,
@@ -300,6 +317,15 @@ class KeenServer:
             )
         return str(found)
 
+    def caller_principal(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        """Who this request comes from, across its sessions (:data:`PRINCIPAL_KEY`); over
+        stdio the one connection."""
+        request = ctx.request
+        if request is None:
+            return self.stdio_scope
+        scope = getattr(request, "scope", None) or {}
+        return str(scope.get(PRINCIPAL_KEY) or self.caller_scope(ctx))
+
     # -- the SDK server -----------------------------------------------------------------------
 
     def _build(self) -> Server[Any]:
@@ -384,8 +410,10 @@ class KeenServer:
             return _json_contents(uri, ext.missing_tool_selection())
         if len(names) > ext.MAX_TOOLS_PER_READ:
             return _json_contents(uri, ext.too_many_tools(len(names)))
-        if await self.store.hit(f"fetch:{scope}", self.fetch_window) > self.fetch_limit:
-            logger.info("description fetch rate limit hit by %s", scope)
+        # Counted per principal: a new session (a new initialize) must not start a new count.
+        principal = self.caller_principal(ctx)
+        if await self.store.hit(f"fetch:{principal}", self.fetch_window) > self.fetch_limit:
+            logger.info("description fetch rate limit hit by %s", principal)
             return _json_contents(uri, ext.rate_limited(self.fetch_limit, self.fetch_window))
         await self.wait_ready()
         await self.revive(names)
@@ -465,7 +493,10 @@ class KeenServer:
                 }
                 for t in hits
             ]
-            return _json_result({"tools": found, "total_tools": len(catalog)})
+            note = getattr(self.search, "status", "")  # the transformer's vectors still encoding
+            return _json_result(
+                {"tools": found, "total_tools": len(catalog), **({"note": note} if note else {})}
+            )
         if name == "describe_tools":
             names = arguments.get("names")
             if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:

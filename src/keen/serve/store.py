@@ -11,7 +11,10 @@ another, and a session survives the replica that opened it.
 
 Keys (Redis), all under ``keen:serve:`` and all with a TTL:
 
-- ``session:<id>``: JSON ``{"principal": ..., "created": ...}``
+- ``session:<id>``: JSON ``{"principal": ..., "owner": ...}``
+- ``owner:<owner>``: sorted set ``session id -> expiry (epoch ms)``, the open sessions one
+  caller (``owner``: its bearer token's principal, or its address) holds, for the cap on
+  them; it expires with the latest of them
 - ``auth:<scope>``: hash ``tool -> expiry (epoch seconds)``; the key itself expires with the
   latest of them
 - ``rate:<scope>:<window>``: a counter
@@ -24,13 +27,24 @@ import time
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-__all__ = ["DEFAULT_AUTH_TTL", "DEFAULT_SESSION_TTL", "MemoryStore", "RedisStore", "Store", "open_store"]
+__all__ = [
+    "DEFAULT_AUTH_TTL",
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_SESSION_TTL",
+    "MemoryStore",
+    "RedisStore",
+    "Store",
+    "open_store",
+]
 
 DEFAULT_SESSION_TTL = 30 * 60.0
 """Seconds a session lives without a request (the SDK's own idle timeout for sessions)."""
 
 DEFAULT_AUTH_TTL = 60 * 60.0
 """Seconds a fetched description keeps its tool authorized (renewed by each authorized call)."""
+
+DEFAULT_MAX_SESSIONS = 100
+"""Open sessions one caller may hold at once (``keen serve --max-sessions``)."""
 
 _PREFIX = "keen:serve:"
 
@@ -40,6 +54,13 @@ class Store(Protocol):
 
     async def create_session(self, session_id: str, data: dict[str, Any], ttl: float) -> None:
         """Record a new session that lives ``ttl`` seconds unless touched."""
+        ...
+
+    async def open_session(
+        self, session_id: str, data: dict[str, Any], ttl: float, *, owner: str, limit: int
+    ) -> bool:
+        """:meth:`create_session` for ``owner``, unless it holds ``limit`` live sessions
+        already: then nothing is recorded and the answer is False."""
         ...
 
     async def get_session(self, session_id: str, ttl: float) -> dict[str, Any] | None:
@@ -75,6 +96,7 @@ class MemoryStore:
         self._sessions: dict[str, tuple[float, dict[str, Any]]] = {}
         self._auth: dict[str, dict[str, float]] = {}
         self._rates: dict[str, tuple[float, int]] = {}
+        self._owned: dict[str, set[str]] = {}
         self._writes = 0
 
     def __len__(self) -> int:
@@ -85,6 +107,27 @@ class MemoryStore:
     async def create_session(self, session_id: str, data: dict[str, Any], ttl: float) -> None:
         self._wrote()
         self._sessions[session_id] = (self._clock() + ttl, dict(data))
+
+    async def open_session(
+        self, session_id: str, data: dict[str, Any], ttl: float, *, owner: str, limit: int
+    ) -> bool:
+        if self._live_sessions(owner) >= limit:
+            return False
+        await self.create_session(session_id, {**data, "owner": owner}, ttl)
+        self._owned.setdefault(owner, set()).add(session_id)
+        return True
+
+    def _live_sessions(self, owner: str) -> int:
+        held = self._owned.get(owner)
+        if not held:
+            return 0
+        now = self._clock()
+        live = {s for s in held if s in self._sessions and self._sessions[s][0] > now}
+        if live:
+            self._owned[owner] = live
+        else:
+            del self._owned[owner]
+        return len(live)
 
     async def get_session(self, session_id: str, ttl: float) -> dict[str, Any] | None:
         entry = self._sessions.get(session_id)
@@ -97,7 +140,10 @@ class MemoryStore:
 
     async def delete_session(self, session_id: str) -> bool:
         self._auth.pop(f"session:{session_id}", None)
-        return self._sessions.pop(session_id, None) is not None
+        entry = self._sessions.pop(session_id, None)
+        if entry is not None:
+            self._owned.get(str(entry[1].get("owner")), set()).discard(session_id)
+        return entry is not None
 
     async def authorize(self, scope: str, tools: Iterable[str], ttl: float) -> None:
         self._wrote()
@@ -127,6 +173,7 @@ class MemoryStore:
         self._sessions.clear()
         self._auth.clear()
         self._rates.clear()
+        self._owned.clear()
 
     def _wrote(self) -> None:
         self._writes += 1
@@ -137,6 +184,8 @@ class MemoryStore:
         now = self._clock()
         for sid in [s for s, (until, _) in self._sessions.items() if until <= now]:
             del self._sessions[sid]
+        for owner in list(self._owned):
+            self._live_sessions(owner)
         for scope in list(self._auth):
             granted = {t: u for t, u in self._auth[scope].items() if u > now}
             if granted:
@@ -169,6 +218,22 @@ class RedisStore:
     async def create_session(self, session_id: str, data: dict[str, Any], ttl: float) -> None:
         await self._redis.set(self._k("session", session_id), json.dumps(data), px=_ms(ttl))
 
+    async def open_session(
+        self, session_id: str, data: dict[str, Any], ttl: float, *, owner: str, limit: int
+    ) -> bool:
+        # One script, so replicas opening sessions for one caller at once cannot pass the cap.
+        opened = await self._redis.eval(
+            _OPEN_SESSION,
+            2,
+            self._k("session", session_id),
+            self._k("owner", owner),
+            session_id,
+            json.dumps({**data, "owner": owner}),
+            _ms(ttl),
+            limit,
+        )
+        return bool(opened)
+
     async def get_session(self, session_id: str, ttl: float) -> dict[str, Any] | None:
         key = self._k("session", session_id)
         async with self._redis.pipeline(transaction=False) as pipe:
@@ -178,12 +243,18 @@ class RedisStore:
         if raw is None:
             return None
         data: dict[str, Any] = json.loads(raw)
+        if isinstance(data.get("owner"), str):
+            # The session lives on: so does its place under the cap.
+            await self._redis.eval(_RENEW_OWNED, 1, self._k("owner", data["owner"]), session_id, _ms(ttl))
         return data
 
     async def delete_session(self, session_id: str) -> bool:
-        removed = await self._redis.delete(
-            self._k("session", session_id), self._k("auth", f"session:{session_id}")
-        )
+        key = self._k("session", session_id)
+        raw = await self._redis.get(key)
+        removed = await self._redis.delete(key, self._k("auth", f"session:{session_id}"))
+        owner = json.loads(raw).get("owner") if raw else None
+        if isinstance(owner, str):
+            await self._redis.zrem(self._k("owner", owner), session_id)
         return bool(removed)
 
     async def authorize(self, scope: str, tools: Iterable[str], ttl: float) -> None:
@@ -223,6 +294,32 @@ class RedisStore:
 
     def _k(self, kind: str, name: str) -> str:
         return f"{self._prefix}{kind}:{name}"
+
+
+_OPEN_SESSION = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ms)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('ZADD', KEYS[2], ms + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[3], 'GT')
+redis.call('PEXPIRE', KEYS[2], ARGV[3], 'NX')
+return 1
+"""
+"""KEYS: the session, the owner's set; ARGV: session id, data, ttl (ms), limit. 1 when opened.
+Times are the Redis server's (``TIME``), one clock for every replica."""
+
+_RENEW_OWNED = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZADD', KEYS[1], 'XX', ms + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2], 'GT')
+return 1
+"""
+"""KEYS: the owner's set; ARGV: session id, ttl (ms)."""
 
 
 def _ms(seconds: float) -> int:

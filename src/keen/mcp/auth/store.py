@@ -38,7 +38,7 @@ from keen._fs import atomic_write_json
 from keen._redact import redactor
 from keen.errors import AuthFailed, Remedy
 
-__all__ = ["AuthMetadata", "FileTokenStore", "TokenStore"]
+__all__ = ["AuthMetadata", "FileTokenStore", "TokenStore", "register_saved_secrets"]
 
 logger = logging.getLogger(__name__)
 
@@ -216,3 +216,26 @@ class FileTokenStore:
             server=self.server,
             remedy=Remedy.SIGN_IN,
         )
+
+
+def register_saved_secrets(directory: Path | None = None) -> None:
+    """Register every token and client secret saved under ``directory`` (default
+    ``$KEEN_HOME/mcp/auth``) with the redactor, also those of servers not connected now:
+    text a model reads (a copy of a token in a workspace file) is redacted with them."""
+    folder = directory or paths.auth_dir()
+    try:
+        files = sorted(folder.glob("*.json"))
+    except OSError:
+        return
+    for file in files:
+        try:
+            record = FileTokenStore(file.stem, folder)._read()  # pyright: ignore[reportPrivateUsage]
+        except AuthFailed:
+            continue
+        tokens, client = record.get("tokens"), record.get("client_info")
+        for part, keys in ((tokens, ("access_token", "refresh_token")), (client, ("client_secret",))):
+            if isinstance(part, dict):
+                for key in keys:
+                    value = part.get(key)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+                    if isinstance(value, str):
+                        redactor.add(value)

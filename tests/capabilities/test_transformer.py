@@ -1,0 +1,125 @@
+"""ToolSearch's transformer signal: the installed model, its hash check and fallback, the
+vector cache keyed by each tool's text, and searches that never wait for indexing."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keen.capabilities import Catalog, encoder
+from keen.capabilities import dense as dense_module
+from keen.capabilities.dense import shared_cache
+from keen.mcp.types import Tool
+
+TOOLS = [
+    Tool("git", "git_status", "Show the working tree status: staged, unstaged and untracked files.", {}),
+    Tool("time", "get_current_time", "Get the current time in a given IANA timezone.", {}),
+    Tool("files", "move_file", "Move or rename a file or a directory.", {}),
+]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_encoder() -> Iterator[None]:
+    """Each test loads the encoder as a new process would, and leaves the installed one."""
+    encoder.reset()
+    shared_cache.cache_clear()
+    yield
+    encoder.reset()
+    shared_cache.cache_clear()
+
+
+def test_the_model_comes_from_the_installed_package_and_its_hashes_are_checked() -> None:
+    files = encoder.model_files()
+    site = Path(sysconfig.get_paths()["purelib"]).resolve()
+    assert files.model.resolve().is_relative_to(site), files.model  # never ../shared
+    assert "shared" not in files.tokenizer.resolve().parts
+    assert hashlib.sha256(files.model.read_bytes()).hexdigest() == encoder.MODEL_SHA256
+    model = encoder.sentence_encoder()
+    assert model is not None, encoder.unavailable_reason()
+    vectors = model.encode(
+        ["list the files in a folder", "show what is inside a directory", "weather in Paris", ""]
+    )
+    assert vectors.shape == (4, encoder.DIM)
+    assert np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, atol=1e-4) and not vectors[3].any()
+    # Meaning, not shared words: the two folder requests share no content word.
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
+
+
+@pytest.mark.parametrize("which", ["model", "tokenizer"])
+def test_a_corrupted_file_falls_back_to_wordllama_with_a_note(tmp_path: Path, which: str) -> None:
+    files = encoder.model_files()
+    model, tokenizer = tmp_path / "model.onnx", tmp_path / "tokenizer.json"
+    shutil.copyfile(files.model, model)
+    shutil.copyfile(files.tokenizer, tokenizer)
+    target = model if which == "model" else tokenizer
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte
+    target.write_bytes(bytes(data))
+    encoder.reset(encoder.ModelFiles(model, tokenizer))
+    catalog = Catalog.from_tools(TOOLS, cache=False)
+    assert not catalog.wait_ready(30)
+    hits = catalog.search("show the staged and unstaged changes", k=2)
+    assert hits[0].id == "mcp__git__git_status"  # keywords and wordllama still rank
+    assert "dense" not in hits[0].signals and {"lexical", "static"} <= set(hits[0].signals)
+    status = catalog.search_status()
+    assert "wordllama" in status and "SHA-256" in status and str(target) in status
+
+
+def test_the_cache_encodes_only_a_changed_tool(tmp_path: Path) -> None:
+    cache = tmp_path / "cache" / "toolsearch"
+    first = Catalog.from_tools(TOOLS, cache_dir=cache)
+    assert first.wait_ready(60)
+    dense = first.index().dense
+    assert dense is not None and dense.missing == len(TOOLS)  # three tools, all new
+    folder = cache.parent / "embeddings" / encoder.MODEL_ID
+    assert list(folder.glob("*.npz"))
+    # A new process (nothing in memory) with one tool's description changed.
+    shared_cache.cache_clear()
+    changed = [*TOOLS[:2], Tool("files", "move_file", "Move a file or folder to another path.", {})]
+    second = Catalog.from_tools(changed, cache_dir=cache)
+    again = second.index().dense
+    assert again is not None and again.missing == 1
+    assert second.wait_ready(60)
+    # Unchanged tools kept their vectors; only the changed one differs.
+    a, b = first.index().dense, second.index().dense
+    assert a is not None and b is not None
+    for position, cap_id in enumerate(second.index().ids):
+        same = np.allclose(a.docs[position], b.docs[position], atol=1e-3)
+        assert same == (cap_id != "mcp__files__move_file"), cap_id
+    # The same catalog again: nothing to encode.
+    shared_cache.cache_clear()
+    third = Catalog.from_tools(changed, cache_dir=cache)
+    assert third.index().dense is not None and third.index().dense.missing == 0  # pyright: ignore[reportOptionalMemberAccess]
+
+
+def test_search_answers_before_the_vectors_are_ready_and_says_so() -> None:
+    catalog = Catalog.from_tools(TOOLS, cache=False)
+    # Another catalog's encoding holds the process's encoder: this one's must wait its turn.
+    with dense_module._encoding:  # pyright: ignore[reportPrivateUsage]
+        hits = catalog.search("what time is it in Tokyo", k=1)
+        assert hits[0].id == "mcp__time__get_current_time"
+        assert "dense" not in hits[0].signals
+        status = catalog.search_status()
+        assert "not ready (0 of 3 tools encoded)" in status and "keywords and wordllama" in status
+    assert catalog.wait_ready(60)
+    assert catalog.search_status() == ""
+    hit = catalog.search("what time is it in Tokyo", k=1)[0]
+    assert hit.id == "mcp__time__get_current_time" and "dense" in hit.signals
+    assert "time" in hit.why
+
+
+def test_cache_keys_ending_in_a_nul_byte_are_found_again(tmp_path: Path) -> None:
+    from keen.capabilities.vector_cache import VectorCache
+
+    keys = [b"\x01" * 15 + b"\x00", b"\x02" * 14 + b"\x00\x00", bytes(range(16))]
+    vectors = np.eye(3, encoder.DIM, dtype=np.float32)
+    VectorCache(tmp_path, encoder.DIM).store(keys, vectors)
+    found = VectorCache(tmp_path, encoder.DIM).lookup(keys)  # a new process: read from disk
+    assert all(v is not None for v in found)
+    assert np.allclose(np.stack([v for v in found if v is not None]), vectors)
