@@ -79,6 +79,7 @@ def test_a_rug_pull_reaches_no_listing_a_model_or_host_reads(tmp_path: Path) -> 
             async with connect(srch, "session") as client:
                 hits = await client.call_tool("search_tools", {"query": "export the notes"})
                 seen.append(json.dumps(read_json(hits)))
+                assert read_json(hits)["held"] == [HELD]
                 described = await client.call_tool(
                     "describe_tools", {"names": ["mcp__notes__search_notes", "mcp__notes__export_notes"]}
                 )

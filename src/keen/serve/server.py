@@ -456,6 +456,17 @@ class KeenServer:
             return {"error": {"code": exc.code, "message": self.remedy_words(exc, server)}}
         return {"error": {"code": "server_disconnected", "message": f"{server} is not connected."}}
 
+    def _held(self) -> list[str]:
+        """Per connected server with tools held for review (changed or new since pinned), the
+        pins' one line about them: the only thing a host learns of those tools."""
+        lines: list[str] = []
+        for status in self.manager.servers():
+            if status.state is ServerState.CONNECTED:
+                with contextlib.suppress(KeenError):
+                    if note := self.manager.view(status.name).note:
+                        lines.append(note)
+        return lines
+
     # -- search mode --------------------------------------------------------------------------
 
     async def _search_tool(self, name: str, arguments: dict[str, Any], scope: str) -> mt.CallToolResult:
@@ -494,8 +505,14 @@ class KeenServer:
                 for t in hits
             ]
             note = getattr(self.search, "status", "")  # the transformer's vectors still encoding
+            held = self._held()
             return _json_result(
-                {"tools": found, "total_tools": len(catalog), **({"note": note} if note else {})}
+                {
+                    "tools": found,
+                    "total_tools": len(catalog),
+                    **({"note": note} if note else {}),
+                    **({"held": held} if held else {}),
+                }
             )
         if name == "describe_tools":
             names = arguments.get("names")
