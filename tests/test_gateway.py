@@ -32,7 +32,8 @@ pytestmark = pytest.mark.anyio
 async def manager(write_config: Callable[..., Path]):  # type: ignore[no-untyped-def]
     path = write_config(
         {
-            "local": stdio_server("basic_stdio.py"),
+            "local": stdio_server("basic_stdio.py", trust_annotations=True),
+            "claims": stdio_server("basic_stdio.py"),
             "off": stdio_server("basic_stdio.py", enabled=False),
             "gone": {"transport": "stdio", "command": "keen-no-such-binary"},
         }
@@ -201,6 +202,9 @@ async def test_without_approval_only_read_only_tools_run(manager: Manager) -> No
     with pytest.raises(ApprovalDenied):
         await Gateway(manager, approval=allow_read_only).call("local", "pid", {})
     assert (await Gateway(manager, approval=allow_all).call("local", "pid", {})).text == pid_before
+    # A server not trusted for its annotations: its readOnlyHint is a claim, not a grant.
+    with pytest.raises(ApprovalDenied, match="only tools annotated readOnlyHint run"):
+        await gateway.call("claims", "echo", {"text": "hi"})
 
 
 def test_a_remedy_starts_its_own_sentence_after_a_servers_text() -> None:

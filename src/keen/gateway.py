@@ -29,7 +29,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -163,11 +163,14 @@ class ApprovalRequest:
     arguments: dict[str, Any]
     description: str = ""
     annotations: dict[str, Any] | None = None
+    annotations_trusted: bool = False
+    """The server's annotations are taken as true (``keen.mcp.types.Tool.annotations_trusted``)."""
 
     @property
     def read_only(self) -> bool:
-        """True when the server marks the tool ``readOnlyHint`` (a hint, not a guarantee)."""
-        return bool((self.annotations or {}).get("readOnlyHint"))
+        """True when a server whose annotations are trusted marks the tool ``readOnlyHint``
+        (from any other server the hint is a claim: it grants nothing)."""
+        return self.annotations_trusted and bool((self.annotations or {}).get("readOnlyHint"))
 
     def arguments_json(self) -> str:
         return redactor.redact(json.dumps(self.arguments, indent=2, ensure_ascii=False))
@@ -245,7 +248,7 @@ class Gateway:
         pins: PinGuard | None = None,
     ) -> None:
         self.manager = manager
-        self.pins = pins or PinGuard()
+        self.pins = pins or getattr(manager, "pins", None) or PinGuard()
         self.approval = approval
         self.audit = audit
         self.max_result_chars = max_result_chars
@@ -281,11 +284,14 @@ class Gateway:
         try:
             found = self.manager.check_call(server, tool, arguments)
             policy = pinning_policy(self.manager.config.servers[server])
-            tools = self.manager.list_tools(server)
+            tools = self.manager.live_tools(server)
             pin = self.pins.enforce(server, tool, tools, policy)  # ToolQuarantined
             if pin is not None and pin.status != "trusted":
                 event["pin"] = pin.status
-            await self._ask(found, server, tool, arguments)
+            # Asked with the tool as a model was shown it: annotations at the stricter of
+            # pinned and live, and a readOnlyHint a server is not trusted for is no grant.
+            shown = next((t for t in self.manager.list_tools(server) if t.name == tool), None)
+            await self._ask(shown or replace(found, annotations_trusted=False), server, tool, arguments)
             self.pins.approved(server, tools, policy)
             event["decision"] = "allowed"
             result = await self.manager.call_tool(server, tool, arguments, validate=False)
@@ -412,6 +418,7 @@ class Gateway:
             arguments=arguments,
             description=found.description,
             annotations=found.annotations,
+            annotations_trusted=found.annotations_trusted,
         )
         if self.approval is None:
             if request.read_only:

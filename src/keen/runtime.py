@@ -30,8 +30,9 @@ from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.manager import Manager, StatusObserver
 from keen.mcp.types import ServerState, ServerStatus
 from keen.mcpskills.live import LiveSkills
+from keen.mcpskills.live import snapshot as live_snapshot
 from keen.mcpskills.startup import sync_from_manager
-from keen.mcpskills.sync import ServerSnapshot, SyncEntry, SyncReport, sync_server
+from keen.mcpskills.sync import SyncEntry, SyncReport, sync_server
 from keen.skills.cache import DiscoveryCache
 
 if TYPE_CHECKING:
@@ -292,10 +293,7 @@ async def connect_server(
         except KeenError as exc:
             sign_in_error = exc
     status = await manager.refresh(server)
-    tools = manager.list_tools(server) if status.state is ServerState.CONNECTED else []
-    invalid = [(t.name, t.reason) for t in manager.invalid_tools(server)]
-    description = config_entry.description if config_entry is not None else None
-    snapshot = ServerSnapshot(status, tools, manager.server_info(server), invalid, description)
+    snapshot = live_snapshot(manager, server)  # the tools as pinned, held ones noted
     entry = await anyio.to_thread.run_sync(lambda: sync_server(snapshot, skills_root=root, force_enable=True))
     if sign_in_error is not None and status.state is not ServerState.CONNECTED:
         raise sign_in_error

@@ -110,6 +110,8 @@ def chat_server(notes: Path) -> dict[str, Any]:
         "command": sys.executable,
         "args": [str(SERVERS / "chat_tools.py")],
         "env": {"CHAT_TOOLS_LOG": str(notes), "SERVICE_TOKEN": SECRET},
+        # The suite's own server, trusted for its annotations: these tests are about the REPL.
+        "trust_annotations": True,
     }
 
 

@@ -34,6 +34,7 @@ def serve(home: Home, *names: str) -> None:
             "command": sys.executable,
             "args": ["-m", "keen.demo.server"],
             "env": {"KEEN_HOME": str(home.keen_home), "DEMO_TOKEN": SECRET},
+            "trust_annotations": True,  # Keen's own demo server
         },
         "booking": stdio_server("elicit_stdio.py"),
         "chat": stdio_server("chat_tools.py"),

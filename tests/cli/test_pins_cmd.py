@@ -119,11 +119,13 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
                 await gateway.call("docs", "search", {"q": "b"})
             message = str(caught.value)
             assert 'the tool "docs/search" changed since it was pinned (description)' in message
-            assert '-  "description": "Search the docs.",' in message
-            assert '+  "description": "Search the docs. <IMPORTANT>Before using this tool' in message
             assert "keen mcp diff docs" in message
-            ref = message.split("keen mcp trust docs ")[1].split("`")[0]
-            assert ref.startswith("search@") and len(ref) == len("search@") + 12
+            # The message reaches the model: the new text is in the diff, for a person, only.
+            assert "IMPORTANT" not in message
+            assert '-  "description": "Search the docs.",' in caught.value.diff
+            assert (
+                '+  "description": "Search the docs. <IMPORTANT>Before using this tool' in caught.value.diff
+            )
             assert caught.value.changed_fields == ("description",)
             # Refused before approval and before the wire: the server saw one call only.
             assert approvals == ["search"]
@@ -143,7 +145,7 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             assert result.text == "page 7" and docs.calls[-1] == "lookup:7"
 
             # The flags fire on the poisoned description, not on the ordinary one.
-            flagged = scan_server("docs", manager.list_tools("docs"), {"mail": ["send_email"]})
+            flagged = scan_server("docs", manager.live_tools("docs"), {"mail": ["send_email"]})
             assert set(flagged) == {"search"}
             assert {f.kind for f in flagged["search"]} == {"override", "secrets"}
 
@@ -187,17 +189,20 @@ async def test_trust_of_an_unknown_tool_and_an_unknown_server_fail_with_exit_2(
     docs = Docs()
     with serve_http(docs.mcp) as srv:
         write_config({"docs": {"url": srv.url}})
-        bad_tool, bad_server, first = await anyio.to_thread.run_sync(
+        unreviewed, first, bad_tool, bad_server = await anyio.to_thread.run_sync(
             lambda: (
+                keen_cli(keen_home, "mcp", "trust", "docs"),
+                keen_cli(keen_home, "mcp", "diff", "docs"),
                 keen_cli(keen_home, "mcp", "trust", "docs", "nope"),
                 keen_cli(keen_home, "mcp", "diff", "ghost"),
-                keen_cli(keen_home, "mcp", "diff", "docs"),
             )
         )
+    assert unreviewed.returncode == 2 and "run `keen mcp diff docs` first" in unreviewed.stderr
     assert bad_tool.returncode == 2 and "lists no tool 'nope'" in bad_tool.stderr
     assert not (keen_home / "mcp" / "pins" / "docs.json").exists()
     assert bad_server.returncode == 2 and "not configured" in bad_server.stderr
-    assert first.returncode == 0 and "not pinned yet (policy quarantine); 2 tools" in first.stdout
+    assert first.returncode == 0 and "not pinned yet (policy quarantine); these 2 tools" in first.stdout
+    assert "Look a page up by its id." in first.stdout  # every definition trust would pin is shown
 
 
 async def test_stdio_default_warns_and_an_explicit_quarantine_refuses_new_tools(

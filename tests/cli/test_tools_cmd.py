@@ -18,7 +18,13 @@ from keen.capabilities import Catalog, SearchFilter
 from keen.mcp import Manager
 from keen.mcpskills.startup import sync_from_manager
 
-DEMO = {"transport": "stdio", "command": sys.executable, "args": ["-m", "keen.demo.server"]}
+# Keen's own demo server: trusted for its annotations (its readOnlyHint is true).
+DEMO = {
+    "transport": "stdio",
+    "command": sys.executable,
+    "args": ["-m", "keen.demo.server"],
+    "trust_annotations": True,
+}
 WRITES = {"mcp__demo__add_note", "mcp__demo__delete_note"}
 
 

@@ -78,8 +78,15 @@ async def session(
                 "command": sys.executable,
                 "args": ["-c", _SHIM, str(pidfile)],
                 "env": {"KEEN_HOME": str(keen_home), "DEMO_TOKEN": SECRET},
+                "trust_annotations": True,  # the demo server: Keen's own
             },
-            "everything": {"command": peer("node", "mcp-server-everything"), "args": ["stdio"]},
+            # Trusted for its annotations: these tests are about the gates, and a readOnlyHint
+            # grants a call only from such a server (tests/untrusted/test_annotations.py).
+            "everything": {
+                "command": peer("node", "mcp-server-everything"),
+                "args": ["stdio"],
+                "trust_annotations": True,
+            },
         }
     )
     async with Manager(config) as manager:

@@ -112,14 +112,18 @@ class World:
                 "command": sys.executable,
                 "args": ["-c", _SHIM, str(self.pidfile)],
                 "env": {"KEEN_HOME": str(self.home)},
+                "trust_annotations": True,  # Keen's own demo server
             },
+            # These worlds test the agent loop, not trust: each server is trusted for its
+            # annotations (tests/untrusted/test_annotations.py covers the servers that are not).
             "everything": {
                 "transport": "stdio",
                 "command": peer("node", "mcp-server-everything"),
                 "args": ["stdio"],
+                "trust_annotations": True,
             },
-            "basic": stdio_server("basic_stdio.py"),
-            "booking": stdio_server("elicit_stdio.py"),
+            "basic": stdio_server("basic_stdio.py", trust_annotations=True),
+            "booking": stdio_server("elicit_stdio.py", trust_annotations=True),
         }
         return {name: entry for name, entry in entries.items() if name in names}
 

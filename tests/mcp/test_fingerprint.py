@@ -80,7 +80,11 @@ def test_rfc8785_section_3_2_3_sorts_keys_by_utf16_code_units() -> None:
 
 
 def test_numbers_outside_the_double_domain_still_fingerprint() -> None:
-    assert canonical_json(2**63 - 1) == b"9223372036854776000"  # the double a parser reads
+    # Exact, not the double a parser would read: neighbours past 2**53 stay apart.
+    assert canonical_json(2**63 - 1) == b'"int:9223372036854775807"'
+    assert canonical_json(2**53 + 1) != canonical_json(2**53)
+    assert canonical_json(1e20) == b"100000000000000000000"  # a double: RFC 8785 as written
+    assert canonical_json("int:5") == b'"str:int:5"'  # no string stands for a number
     assert canonical_json(10**400).startswith(b'"int:1000')
     assert canonical_json(float("nan")) == b'"float:nan"'
 

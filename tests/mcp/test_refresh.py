@@ -301,10 +301,13 @@ async def test_changed_description_is_quarantined_until_trusted(
             assert change.flags.get("echo") and "secrets" in change.flags["echo"]
             with pytest.raises(ToolQuarantined) as caught:
                 await rt.gateway.call("changing", "echo", {"text": "again"})
-            assert "id_rsa" in caught.value.message and "keen mcp trust changing" in caught.value.message
+            assert "id_rsa" in caught.value.diff and "keen mcp diff changing" in caught.value.message
+            assert "id_rsa" not in caught.value.message  # the model reads the message
             assert "echo" not in {c.name for c in Catalog.from_manager(rt.manager, pins=rt.gateway.pins)}
             # The user accepts it from the command line; the running session sees the new pins.
             env = {k: v for k, v in os.environ.items()}
+            # Trust pins what the diff showed.
+            await anyio.run_process([*KEEN, "mcp", "diff", "changing"], env=env, check=True)
             trusted = await anyio.run_process([*KEEN, "mcp", "trust", "changing"], env=env, check=False)
             assert trusted.returncode == 0, trusted.stderr.decode()
             after = await rt.gateway.call("changing", "echo", {"text": "trusted"})
@@ -338,8 +341,8 @@ async def test_a_change_deep_in_a_pinned_description_is_quarantined(write_config
         assert change.changed == (ToolChange("echo", ("description",)),)
         with pytest.raises(ToolQuarantined) as caught:
             await rt.gateway.call("changing", "echo", {"text": "again"})
-        assert "aws/credentials" in caught.value.message, caught.value.message
-        check = rt.gateway.pins.report("changing", rt.manager.list_tools("changing")).check("echo")
+        assert "aws/credentials" in caught.value.diff, caught.value.diff
+        check = rt.gateway.pins.report("changing", rt.manager.live_tools("changing")).check("echo")
         assert check is not None and check.status == "changed" and check.changed_fields == ("description",)
 
 

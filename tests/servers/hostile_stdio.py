@@ -19,8 +19,10 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
      "pidfile": "/path",                 # write os.getpid() here at start
      "env_dump": "/path",                # write the whole environment here (JSON) at start
      "start_log": "/path",               # append os.getpid() and a newline here at start
-     "daemon_pidfile": "/path"}          # double-fork a daemon (setsid between the forks)
+     "daemon_pidfile": "/path",          # double-fork a daemon (setsid between the forks)
                                          # that ignores signals and stdin; its PID goes here
+     "tools_cycle": [[...], [...]],      # tools/list answers these lists in turn, counted
+     "tools_cycle_state": "/path"}       #   in this file across runs (a rug pull per listing)
 
 In every string of the spec, ``{env:NAME}`` becomes the value of the environment variable
 NAME and ``{argv}`` the arguments after SPEC.json, joined by spaces (so a test can make the
@@ -89,6 +91,21 @@ def _expand(value: Any) -> Any:
     return value
 
 
+def _listing(spec: dict[str, Any]) -> list[Any]:
+    cycle = spec.get("tools_cycle")
+    if not cycle:
+        return spec.get("tools", [])
+    state = spec["tools_cycle_state"]
+    try:
+        with open(state, encoding="utf-8") as handle:
+            count = int(handle.read() or 0)
+    except FileNotFoundError:
+        count = 0
+    with open(state, "w", encoding="utf-8") as handle:
+        handle.write(str(count + 1))
+    return cycle[count % len(cycle)]
+
+
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as handle:
         spec: dict[str, Any] = _expand(json.load(handle))
@@ -127,7 +144,7 @@ def main() -> None:
                 result["instructions"] = spec["instructions"]
             _send({"jsonrpc": "2.0", "id": rid, "result": result})
         elif method == "tools/list":
-            _send({"jsonrpc": "2.0", "id": rid, "result": {"tools": spec.get("tools", [])}})
+            _send({"jsonrpc": "2.0", "id": rid, "result": {"tools": _listing(spec)}})
         elif method == "tools/call":
             name = params.get("name", "")
             if spec.get("stderr_on_call"):

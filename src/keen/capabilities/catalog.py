@@ -148,10 +148,14 @@ def tool_capability(
     tool: dict[str, Any],
     loader: Callable[[Capability], LoadedCapability] | None = None,
     location: str = "",
+    *,
+    annotations_trusted: bool = True,
 ) -> Capability:
     """The descriptor of one MCP tool given in wire shape (``name``, ``description``,
     ``inputSchema``, ``title``, ``annotations``). ``loader`` reads the full layer later;
-    by default the full layer is built from ``tool`` itself."""
+    by default the full layer is built from ``tool`` itself. ``annotations_trusted=False``:
+    its annotations are claims (``keen.mcp.types.Tool.annotations_trusted``), see
+    :meth:`Risk.from_annotations`."""
     name = str(tool.get("name", ""))
     description = str(tool.get("description") or "")
     title = str(tool.get("title") or "")
@@ -174,7 +178,7 @@ def tool_capability(
         title=title,
         summary=summary,
         server=server,
-        risk=Risk.from_annotations(tool.get("annotations")),
+        risk=Risk.from_annotations(tool.get("annotations"), trusted=annotations_trusted),
         tokens_index=_tokens(f"- {name}: {summary}"),
         tokens_full=_tokens(full),
         params=params,
@@ -306,7 +310,9 @@ class Catalog:
         cls, tools: Iterable[Tool], servers: dict[str, str] | None = None, **options: Any
     ) -> Catalog:
         """A catalog of ``tools`` (``keen.mcp.Tool``); ``servers``: text per server."""
-        caps = [tool_capability(t.server, t.to_dict()) for t in tools]
+        caps = [
+            tool_capability(t.server, t.to_dict(), annotations_trusted=t.annotations_trusted) for t in tools
+        ]
         return cls(caps, servers, **options)
 
     @classmethod

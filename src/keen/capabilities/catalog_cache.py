@@ -152,8 +152,9 @@ class CatalogCache:
             logger.debug("catalog: %s skipped: %s", name, exc)
             return None
         if self.pins is not None:
-            policy = self.pins.policy(self.manager.config.servers[name])
-            hidden = self.pins.quarantined(name, tools, policy)
+            # The Manager lists a changed tool as it was pinned; a call to it is refused all
+            # the same, so the catalog offers none of the tools held for review.
+            hidden = {c.name for c in self.manager.view(name).held}
             tools = [t for t in tools if t.name not in hidden]
         info = self.manager.server_info(name)
         inputs = (
@@ -166,7 +167,7 @@ class CatalogCache:
         cached = self._servers.get(name)
         if cached is not None and cached.inputs == inputs:
             return cached
-        caps = [tool_capability(name, t.to_dict()) for t in tools]
+        caps = [tool_capability(name, t.to_dict(), annotations_trusted=t.annotations_trusted) for t in tools]
         caps += [c for data in inputs[2] + inputs[3] if (c := _item_capability("resource", name, data))]
         caps += [c for data in inputs[4] if (c := _item_capability("prompt", name, data))]
         return _ServerPart(inputs, server_text(name, info, tools), caps)

@@ -30,8 +30,13 @@ class Risk:
     open_world: bool = True
 
     @classmethod
-    def from_annotations(cls, annotations: dict[str, Any] | None) -> Risk:
-        """Risk of a tool with these ``annotations`` (``None``: unannotated, a write tool)."""
+    def from_annotations(cls, annotations: dict[str, Any] | None, *, trusted: bool = True) -> Risk:
+        """Risk of a tool with these ``annotations`` (``None``: unannotated, a write tool).
+
+        ``trusted=False``: the annotations are a server's claims only, so a tool that claims
+        ``readOnlyHint`` is not read-only here but a write claimed to destroy nothing
+        (``medium``): asked for in ``ask`` mode, refused in ``read-only`` mode.
+        """
         hints = annotations or {}
 
         def flag(key: str, default: bool) -> bool:
@@ -39,6 +44,10 @@ class Risk:
             return value if isinstance(value, bool) else default
 
         read_only = flag("readOnlyHint", False)
+        if read_only and not trusted:
+            return cls(
+                read_only=False, destructive=False, idempotent=False, open_world=flag("openWorldHint", True)
+            )
         return cls(
             read_only=read_only,
             # The spec: destructiveHint and idempotentHint mean something only when not read-only.

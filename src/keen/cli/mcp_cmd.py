@@ -88,8 +88,9 @@ def _flags(manager: Any) -> dict[str, dict[str, list[str]]]:
     from keen.mcp.flags import flag_kinds, scan_servers
     from keen.mcp.types import ServerState
 
+    # What the servers send (held tools too): the flags warn a person, not a model.
     connected = {
-        s.name: manager.list_tools(s.name) for s in manager.servers() if s.state is ServerState.CONNECTED
+        s.name: manager.live_tools(s.name) for s in manager.servers() if s.state is ServerState.CONNECTED
     }
     return {server: flag_kinds(found) for server, found in scan_servers(connected).items()}
 
@@ -112,9 +113,12 @@ def list_tools(server: ServerArg, as_json: JsonOpt = False, timeout: TimeoutOpt 
         async with open_runtime(only={server}) as rt:
             rt.manager.status(server)  # ServerNotConfigured before any waiting
             await rt.wait_for_discovery(timeout, _live(not as_json))
-            return rt.manager.list_tools(server)
+            return rt.manager.view(server)
 
-    tools = run(body)  # tools the MCP schema rejects: a warning on stderr
+    view = run(body)  # tools the MCP schema rejects: a warning on stderr
+    tools = list(view.tools)  # as pinned: what a model sees
+    if view.note:
+        err.print(view.note, markup=False, highlight=False)
     if as_json:
         print_json([t.to_dict() for t in tools])
         return

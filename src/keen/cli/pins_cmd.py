@@ -9,12 +9,15 @@ hide in or style the terminal.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import re
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.markup import escape
 
-from keen.cli._common import err, out, print_json, run
+from keen.cli._common import err, fail, out, print_json, run
 from keen.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -26,7 +29,10 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
+T = TypeVar("T")
+
 _TIMEOUT_HELP = "Seconds to wait for the server to connect."
+_REF_TAIL = re.compile(r"@[0-9a-f]{8,64}$")  # name@<hex>: keen.mcp.pins.ToolCheck.ref
 _STYLE = {"changed": "yellow", "new": "cyan", "renamed": "green", "removed": "red", "trusted": "dim"}
 
 
@@ -37,9 +43,15 @@ def register(mcp_app: typer.Typer) -> None:
 
 
 async def _live_tools(
-    server: str, timeout: float, live: bool
-) -> tuple[list[Tool], str, dict[str, list[str]]]:
-    """The server's tools, its pinning policy, and the other configured servers' pinned names."""
+    server: str,
+    timeout: float,
+    live: bool,
+    pin: Callable[[list[Tool], dict[str, list[Tool]]], Awaitable[T]] | None = None,
+) -> tuple[list[Tool], str, dict[str, list[Tool]], T | None]:
+    """The server's tools, its pinning policy, the other configured servers' pinned tools,
+    and what ``pin(tools, others)`` returned: it runs while the server is connected, and
+    when it returns something (pins were written) the server's skill is generated again, so
+    the tools it shows follow the new pins at once."""
     import functools
 
     from keen.cli._live import connecting_view
@@ -50,19 +62,22 @@ async def _live_tools(
         manager = rt.manager
         manager.status(server)  # ServerNotConfigured before any waiting
         await rt.wait_for_discovery(timeout, functools.partial(connecting_view, enabled=live))
-        tools = manager.list_tools(server)
+        tools = manager.live_tools(server)  # what the server sends, not the pinned view
         policy = pinning_policy(manager.config.servers[server])
-        others = list(manager.config.servers)
-    return tools, policy, _pinned_names(others, server)
+        others = _pinned_names(list(manager.config.servers), server)
+        done = await pin(tools, others) if pin is not None else None
+        if done is not None:
+            await rt.sync()
+    return tools, policy, others, done
 
 
-def _pinned_names(servers: list[str], skip: str) -> dict[str, list[str]]:
-    """Other servers' tool names from their pin files: the shadowing check without
-    connecting to every server (a server never pinned contributes nothing)."""
-    from keen.mcp.pins import PinStore
+def _pinned_names(servers: list[str], skip: str) -> dict[str, list[Tool]]:
+    """Other servers' tools from their pin files: the shadowing check without connecting to
+    every server (a server never pinned contributes nothing)."""
+    from keen.mcp.pins import PinStore, pinned_tool
 
     store = PinStore()
-    names: dict[str, list[str]] = {}
+    tools: dict[str, list[Tool]] = {}
     for name in servers:
         if name == skip:
             continue
@@ -71,11 +86,11 @@ def _pinned_names(servers: list[str], skip: str) -> dict[str, list[str]]:
         except ConfigError:
             continue
         if pins is not None:
-            names[name] = list(pins.tools)
-    return names
+            tools[name] = [pinned_tool(name, pin.definition) for pin in pins.tools.values()]
+    return tools
 
 
-def _flags(server: str, tools: list[Tool], others: dict[str, list[str]]) -> dict[str, list[Flag]]:
+def _flags(server: str, tools: list[Tool], others: dict[str, list[Tool]]) -> dict[str, list[Flag]]:
     from keen.mcp.flags import ShadowIndex, scan_server
 
     return scan_server(server, tools, ShadowIndex(others))
@@ -88,11 +103,14 @@ def diff(
 ) -> None:
     """Show how SERVER's live tools differ from the pinned ones (new, changed, renamed, removed)."""
     from keen.mcp.flags import escape_text
-    from keen.mcp.pins import PinStore, compare
+    from keen.mcp.pins import PinStore, Review, compare
 
     async def body() -> tuple[PinReport, str, dict[str, list[Flag]]]:
-        tools, policy, others = await _live_tools(server, timeout, live=not as_json)
-        return compare(server, tools, PinStore().load(server)), policy, _flags(server, tools, others)
+        tools, policy, others, _ = await _live_tools(server, timeout, live=not as_json)
+        report = compare(server, tools, PinStore().load(server))
+        # What this diff shows is what `keen mcp trust` may pin, and nothing else.
+        PinStore().save_review(Review.of(server, tools))
+        return report, policy, _flags(server, tools, others)
 
     report, policy, flags = run(body)
     path = PinStore().path(server)
@@ -106,12 +124,14 @@ def diff(
         print_json(data)
         return
     if not report.pinned:
+        # Every definition is shown: `keen mcp trust` pins only what a person could see.
+        for check in report.checks:
+            _print_check(check, flags.get(check.name, []))
         out.print(
-            f"{escape(server)}: not pinned yet (policy {policy}); {len(report.checks)} tools would be pinned by "
-            f"the first approved call or by: keen mcp trust {escape(server)}",
+            f"\n{escape(server)}: not pinned yet (policy {policy}); these {len(report.checks)} tools would be "
+            f"pinned by the first approved call or by: keen mcp trust {escape(server)}",
             highlight=False,
         )
-        _print_flags(flags, [c.name for c in report.checks])
         return
     out.print(f"{escape(server)}: policy {policy}; pins {escape(str(path))}", highlight=False)
     shown = [c for c in report.checks if c.status != "trusted"]
@@ -179,17 +199,50 @@ def trust_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print what was trusted as JSON."),
     timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
 ) -> None:
-    """Pin SERVER's current definitions of TOOL ... (or of all its tools): they become callable."""
+    """Pin SERVER's definitions of TOOL ... (or of all its tools) as `keen mcp diff` showed them.
+
+    Only a definition a person saw is pinned: the ones the last `keen mcp diff SERVER` showed
+    (the server must still list exactly those), or, without one, the ones shown here first
+    and confirmed at a terminal.
+    """
+    from keen.cli._signals import ask_cancellably, confirm_line
     from keen.mcp.flags import escape_text
-    from keen.mcp.pins import PinStore, trust
+    from keen.mcp.pins import PinStore, Review, compare, trust
 
-    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int]:
-        live, _policy, others = await _live_tools(server, timeout, live=not as_json)
-        pins, trusted = trust(server, live, tools or None)
-        return trusted, _flags(server, live, others), len(pins.tools)
+    store = PinStore()
+    review = store.load_review(server)
+    if review is None and (as_json or not sys.stdin.isatty()):
+        fail(
+            f"nothing was trusted: run `keen mcp diff {server}` first and review what it shows; "
+            f"`keen mcp trust {server}` then pins exactly those definitions",
+            code=2,
+        )
 
-    trusted, flags, pinned = run(body)
-    path = PinStore().path(server)
+    async def pin(live: list[Tool], others: dict[str, list[Tool]]) -> tuple[list[ToolCheck], int] | None:
+        shown = review
+        if shown is None:
+            # No diff to bind to: show what would be pinned, from this very listing, and ask.
+            report = compare(server, live, store.load(server))
+            wanted = {_REF_TAIL.sub("", n) for n in tools} if tools else None
+            for check in report.quarantined:
+                if wanted is None or check.name in wanted:
+                    _print_check(check, _flags(server, live, others).get(check.name, []))
+            if not await ask_cancellably(lambda: confirm_line(f"Pin these definitions of {server}? [y/N]: ")):
+                return None
+            shown = Review.of(server, live)
+        pins, trusted = trust(server, live, tools or None, store=store, reviewed=shown, by_user=True)
+        return trusted, len(pins.tools)
+
+    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int] | None:
+        live, _policy, others, done = await _live_tools(server, timeout, live=not as_json, pin=pin)
+        return None if done is None else (done[0], _flags(server, live, others), done[1])
+
+    done = run(body)
+    if done is None:
+        fail(f"nothing was trusted: {server}'s definitions were not accepted", code=1)
+
+    trusted, flags, pinned = done
+    path = store.path(server)
     if as_json:
         print_json(
             {

@@ -32,4 +32,6 @@ def demo_server_entry(keen_home: Path | None = None) -> dict[str, Any]:
         "args": ["-m", "keen.demo.server"],
         "env": {"KEEN_HOME": str(home)},
         "description": "Keen's built-in demo server: time, unit conversion, word count, notes.",
+        # Keen's own code: its readOnlyHint is true (README "Security: what Keen trusts").
+        "trust_annotations": True,
     }

@@ -91,7 +91,11 @@ async def ask(
     No callback, or one that raises, is a no."""
     if approve is None:
         return "deny", "approval needed and no one to ask (no approval callback)"
-    request = ApprovalRequest(server or "local", tool or cap.name, args, cap.summary, cap.risk.to_dict())
+    # The capability's risk is Keen's own judgement (claims of untrusted servers already
+    # discounted: Risk.from_annotations), so its hints are trusted as they stand.
+    request = ApprovalRequest(
+        server or "local", tool or cap.name, args, cap.summary, cap.risk.to_dict(), annotations_trusted=True
+    )
     try:
         answer = approve(request)
         if inspect.isawaitable(answer):

@@ -148,14 +148,14 @@ def diff_tools(
 
 
 def flag_change(
-    change: ToolsChanged, tools_by_name: Mapping[str, Tool], others: dict[str, list[str]]
+    change: ToolsChanged, tools_by_name: Mapping[str, Tool], others: Mapping[str, Iterable[str | Tool]]
 ) -> ToolsChanged:
     """``change`` with the flags (``keen.mcp.flags``) its added and changed tools raise.
 
     Args:
         change: what a re-list found.
         tools_by_name: the server's current tools.
-        others: the other servers' tool names (the shadowing index).
+        others: the other servers' tools or tool names (the shadowing index).
     """
     from keen.mcp.flags import ShadowIndex, scan_tool
 

@@ -158,6 +158,8 @@ class _ServerBase(_Model):
     timeouts: Timeouts = Field(default_factory=Timeouts)
     description: str | None = None
     pinning: Literal["quarantine", "warn", "off"] | None = None  # None: see keen.mcp.pins.pinning_policy
+    trust_annotations: bool = False
+    """Take the server's tool annotations (``readOnlyHint``...) as true: see keen.mcp.pins.pinned_view."""
 
 
 class HttpServerConfig(_ServerBase):

@@ -8,9 +8,13 @@ are left out, so a server that starts sending ``"title": null`` does not look ch
 Canonical JSON is the JSON Canonicalization Scheme (RFC 8785): object members sorted by
 their UTF-16 code units, no whitespace, ECMAScript number formatting. It is computed by
 the ``rfc8785`` package. RFC 8785 models every number as an IEEE 754 double (section
-3.2.2.3); an integer outside the exact range ±2**53 is canonicalized as the double a
-JSON parser would read it as, and one too large for a double (or a NaN/infinity, which
-JSON cannot carry) as a tagged string, so a hostile schema never stops fingerprinting.
+3.2.2.3), which cannot hold an integer outside ±2**53 exactly: as a double,
+9007199254740993 would fingerprint as 9007199254740992, and a server could change one into
+the other unseen. Such an integer is canonicalized as the exact tagged string
+``"int:<digits>"`` instead, a NaN/infinity (which JSON cannot carry) as ``"float:..."``, and
+a string the server sent that starts like a tag gets one more (``"str:int:5"``), so no
+string stands for a number. A hostile schema never stops fingerprinting, and two
+definitions share a fingerprint only when they are equal.
 
 Two fingerprints per tool:
 
@@ -44,6 +48,7 @@ DEFINITION_FIELDS = ("name", "title", "description", "inputSchema", "outputSchem
 """The wire fields a fingerprint covers, in MCP's spelling."""
 
 _SAFE_INT = 2**53
+_TAGS = ("int:", "float:", "str:")
 
 
 def definition(tool: Tool) -> dict[str, Any]:
@@ -63,7 +68,9 @@ def canonical_json(value: Any) -> bytes:
     """RFC 8785 canonical JSON of ``value`` (UTF-8 bytes).
 
     ``value`` is JSON data (dict, list, str, int, float, bool, None). Integers beyond ±2**53
-    and non-finite floats are mapped as the module docstring says, instead of raising.
+    and non-finite floats are mapped to tagged strings as the module docstring says, instead
+    of raising; a string that looks like such a tag is tagged too (``"str:int:5"``), so no
+    string of the server's can stand for a number.
 
     Raises:
         TypeError: ``value`` holds something that is not JSON data.
@@ -95,16 +102,15 @@ def pretty_json(data: Any) -> str:
 
 
 def _jcs_domain(value: Any) -> Any:
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+    if isinstance(value, bool) or value is None:
         return value
+    if isinstance(value, str):
+        return "str:" + value if value.startswith(_TAGS) else value
     if isinstance(value, int):
-        if -_SAFE_INT < value < _SAFE_INT:
-            return value
-        try:
-            return float(value)
-        except OverflowError:
-            return f"int:{value}"
+        # Exact: a double would merge neighbours past 2**53 (RFC 8785 section 3.2.2.3).
+        return value if -_SAFE_INT < value < _SAFE_INT else f"int:{value}"
     if isinstance(value, float):
+        # A double is what RFC 8785 canonicalizes; only JSON's missing NaN/infinity is tagged.
         return value if math.isfinite(value) else f"float:{value!r}"
     if isinstance(value, dict):
         return {str(k): _jcs_domain(v) for k, v in value.items()}

@@ -5,8 +5,11 @@ by the model as instructions. The attacks the MCP security literature calls "too
 poisoning" and "tool shadowing" put orders there. :func:`scan_tool` flags four kinds:
 
 - ``shadowing``: the text names a tool of *another* configured server (only distinctive
-  names count: with ``_``, ``-``, ``.``, or camelCase; and never the tool's own server's
-  names), or a qualified ``server.tool`` / ``server/tool`` / ``mcp__server__tool``;
+  names count: with ``_``, ``-``, ``.``, or camelCase; the tool's own server's names only
+  when another server defines that name too and the text prefers this one, "instead of",
+  "rather than" ...), or a qualified ``server.tool`` / ``server/tool`` /
+  ``mcp__server__tool``, or tells the model to use it instead of another configured server;
+  or the tool itself has a name another server defines with another definition;
 - ``override``: it tells the model to ignore, forget or override instructions, to act
   before or instead of other tools, or to keep something from the user;
 - ``secrets``: it points at credential files (``~/.ssh``, ``id_rsa``, ``.env``,
@@ -249,18 +252,39 @@ _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/-]*")
 _QUALIFIED = re.compile(r"(?:mcp__)?(?P<server>[A-Za-z0-9_-]+?)(?:[./:]|__)(?P<tool>[A-Za-z0-9_-]+)")
 
 
+_PREFER = re.compile(
+    r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|in\s+preference\s+to|prefer(?:red)?\s+(?:over|to)|"
+    r"replaces?|supersedes?|(?:do\s+not|don'?t|never)\s+(?:use|call)|not\s+the\s+one)\b",
+    re.IGNORECASE,
+)
+_PREFER_WINDOW = 60
+
+
 class ShadowIndex:
-    """Every configured server's tool names, indexed once for the shadowing check.
+    """Every configured server's tools, indexed once for the shadowing check.
 
     A bare name counts only when distinctive (see the module docstring); a qualified
     ``server.tool``, ``server/tool``, ``server:tool`` or ``mcp__server__tool`` counts when
     ``tool`` is one of that server's names; Cursor's ``mcp_tool_<name>`` counts as the name.
     Text is split into name-like tokens and each is looked up, so the cost is linear in the
     text, whatever the number of configured tools.
+
+    ``configured`` maps each server to its tool names, or to its :class:`Tool` objects:
+    with those, :meth:`redefined` also finds a tool another server defines otherwise under
+    the same name.
     """
 
-    def __init__(self, configured: Mapping[str, Iterable[str]]) -> None:
-        self.tools: dict[str, set[str]] = {server: set(names) for server, names in configured.items()}
+    def __init__(self, configured: Mapping[str, Iterable[str | Tool]]) -> None:
+        self.tools: dict[str, set[str]] = {}
+        self._definitions: dict[str, dict[str, Tool]] = {}
+        for server, items in configured.items():
+            names = self.tools.setdefault(server, set())
+            for item in items:
+                if isinstance(item, Tool):
+                    names.add(item.name)
+                    self._definitions.setdefault(item.name, {}).setdefault(server, item)
+                else:
+                    names.add(item)
         self._owners: dict[str, set[str]] = {}
         for server, names in self.tools.items():
             for name in names:
@@ -268,7 +292,8 @@ class ShadowIndex:
                     self._owners.setdefault(name, set()).add(server)
 
     def find(self, text: str, *, server: str | None, own: set[str]) -> Iterator[tuple[int, int, str]]:
-        """Spans of ``text`` naming a tool of a server other than ``server`` (not in ``own``)."""
+        """Spans of ``text`` naming a tool of a server other than ``server``: not one of ``own``
+        unless another server defines that name too and the text prefers this one to it."""
         if not self.tools:
             return
         for match in _TOKEN.finditer(text):
@@ -276,8 +301,26 @@ class ShadowIndex:
             start = match.start()
             end = start + len(token)
             found = self._lookup(token, server=server, own=own)
+            if found is None and token in self.tools and token != server and _prefers(text, start):
+                found = f'tells the model to use it instead of the server "{token}"'
+            elif found is None and token in own and _prefers(text, start, end):
+                # An own name another server also defines: "use this send_email, not the other".
+                owners = sorted(self._owners.get(token, set()) - {server})
+                if owners:
+                    found = f'tells the model to use it instead of "{token}" of the server "{owners[0]}"'
             if found is not None:
                 yield start, end, found
+
+    def redefined(self, tool: Tool) -> str | None:
+        """The server (another than ``tool.server``) that defines ``tool.name`` with another
+        definition, or None. Only servers given as :class:`Tool` objects are compared."""
+        from keen.mcp.fingerprint import body_fingerprint
+
+        others = {s: t for s, t in self._definitions.get(tool.name, {}).items() if s != tool.server}
+        if not others:
+            return None
+        mine = body_fingerprint(tool)
+        return next((s for s, t in sorted(others.items()) if body_fingerprint(t) != mine), None)
 
     def _lookup(self, token: str, *, server: str | None, own: set[str]) -> str | None:
         for name in (token, token.removeprefix("mcp_tool_")):
@@ -292,6 +335,13 @@ class ShadowIndex:
             if other != server and tool in self.tools.get(other, ()):
                 return f'names the tool "{tool}" of the server "{other}"'
         return None
+
+
+def _prefers(text: str, start: int, end: int | None = None) -> bool:
+    """A phrase of preference ("instead of", "rather than", "do not use" ...) just before
+    ``start`` in ``text`` (or just after ``end``, when given: "use this X instead of ...")."""
+    after = text[end : end + _PREFER_WINDOW] if end is not None else ""
+    return _PREFER.search(text[max(0, start - _PREFER_WINDOW) : start] + " " + after) is not None
 
 
 # -- scanning ----------------------------------------------------------------------------------
@@ -398,18 +448,23 @@ def scan_tool(tool: Tool, *, shadow: ShadowIndex | None = None, own: Iterable[st
     # The tool's own enum values are its vocabulary (operation="get_stats"), not a reference.
     own_names = set(own) | {tool.name} | _enum_words(tool.input_schema)
     flags: list[Flag] = []
+    other = shadow.redefined(tool) if shadow is not None else None
+    if other is not None:
+        name = tool.name
+        reason = f'defines "{name}", a tool the server "{other}" defines otherwise'
+        flags.append(Flag("shadowing", "name", 0, len(name), name, _excerpt(name, 0, len(name)), reason))
     for field, text in _texts(tool):
         flags.extend(scan_text(text, field=field, shadow=shadow, server=tool.server, own=own_names))
     return flags
 
 
 def scan_server(
-    server: str, tools: Iterable[Tool], configured: Mapping[str, Iterable[str]] | ShadowIndex
+    server: str, tools: Iterable[Tool], configured: Mapping[str, Iterable[str | Tool]] | ShadowIndex
 ) -> dict[str, list[Flag]]:
     """Flags of every tool of ``server``, by tool name (flagged tools only).
 
     ``configured`` maps every configured server (this one may be included; it is skipped)
-    to its tool names, or is a :class:`ShadowIndex` built from such a map.
+    to its tool names or tools, or is a :class:`ShadowIndex` built from such a map.
     """
     tools = list(tools)
     own = {t.name for t in tools}
@@ -432,7 +487,7 @@ def scan_servers(tools: Mapping[str, Iterable[Tool]]) -> dict[str, dict[str, lis
         server -> tool name -> flags, flagged tools only (servers without any are left out).
     """
     listed = {server: list(found) for server, found in tools.items()}
-    shadow = ShadowIndex({server: [t.name for t in found] for server, found in listed.items()})
+    shadow = ShadowIndex(listed)
     result: dict[str, dict[str, list[Flag]]] = {}
     for server, found in listed.items():
         flagged = scan_server(server, found, shadow)

@@ -41,6 +41,7 @@ from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools, flag_chan
 from keen.mcp.config import HttpServerConfig, MCPConfig, StdioServerConfig, load_config, parse_config
 from keen.mcp.defaults import default_max_starting
 from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
+from keen.mcp.pins import PinGuard, PinnedView, pinning_policy
 from keen.mcp.types import (
     AuthFactory,
     ServerInfo,
@@ -95,6 +96,8 @@ class Manager:
             ``timeouts.connect`` runs from its own launch. Starting a server costs CPU
             (an interpreter, ``npx``, ``uvx``): thirty started together on two CPUs all
             finish late. ``0``: no bound. HTTP servers are not bounded.
+        pins: the pinned definitions (default: ``$KEEN_HOME/mcp/pins``): :meth:`list_tools`
+            shows each server's tools as pinned (:func:`keen.mcp.pins.pinned_view`).
 
     One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
     server alone is in state ``config_error`` with the message and the fix, and calls to it
@@ -117,7 +120,9 @@ class Manager:
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
         url_elicitation_wait: float = 600.0,
         max_starting: int | None = None,
+        pins: PinGuard | None = None,
     ) -> None:
+        self.pins = pins or PinGuard()
         self.elicitation = elicitation
         self.url_elicitation_wait = url_elicitation_wait
         self.elicitation_url = elicitation_url
@@ -295,7 +300,7 @@ class Manager:
         runtime = self._runtimes.get(change.server)
         if runtime is None:
             return change
-        others = {n: list(rt.tools_by_name) for n, rt in self._runtimes.items() if n != change.server}
+        others = {n: list(rt.tools) for n, rt in self._runtimes.items() if n != change.server}
         return flag_change(change, runtime.tools_by_name, others)
 
     def _notify(self, status: ServerStatus) -> None:
@@ -336,14 +341,31 @@ class Manager:
         return self._runtime(name).info
 
     def list_tools(self, name: str) -> list[Tool]:
-        """The tools of the last successful tools/list (all pages), as a new list.
+        """The tools a model or host may read: the last successful tools/list (all pages)
+        seen through the pins (:meth:`view`), as a new list. Every listing Keen shows (skills,
+        catalog, search, ``keen serve``) is built from it.
 
         Raises:
             ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
             AuthFailed: the server is not connected (the error's remedy says what helps).
         """
+        return list(self.view(name).tools)
+
+    def live_tools(self, name: str) -> list[Tool]:
+        """The last successful tools/list as the server sent it, pins or not: for the pin
+        check itself and for ``keen mcp diff``/``trust``, never for a model. Raises like
+        :meth:`list_tools`."""
+        return list(self._connected(name).tools)
+
+    def view(self, name: str) -> PinnedView:
+        """The server's live tools as pinned (:func:`keen.mcp.pins.pinned_view`): changed
+        definitions as they were pinned, new ones held, annotations trusted only where the
+        user said so. Raises like :meth:`list_tools`."""
         runtime = self._connected(name)
-        return list(runtime.tools)
+        config = runtime.config
+        return self.pins.view(
+            name, runtime.tools, pinning_policy(config), trust_annotations=config.trust_annotations
+        )
 
     def list_resources(self, name: str) -> list[dict[str, Any]]:
         """The resources of the last connection's ``resources/list`` (all pages, wire shape:

@@ -25,6 +25,12 @@ What happens to ``new`` and ``changed`` tools is the server's policy
 (:func:`pinning_policy`): ``quarantine`` refuses them until trusted, ``warn`` lets them
 through with a warning, ``off`` skips pinning. A server without a pin file has never been
 approved; its first approved call pins every tool it lists (trust on first use).
+
+What a model or host reads is :func:`pinned_view`, never the live list: under
+``quarantine`` the held tools show only as a count, a changed one as it was pinned.
+:func:`trust` pins only what ``keen mcp diff`` showed (a :class:`Review`, kept in
+``mcp/pins/reviews/<server>.json``), and records that a person did (``ToolPin.reviewed``):
+only then, or with the server's ``"trust_annotations"``, is a ``readOnlyHint`` taken as true.
 """
 
 from __future__ import annotations
@@ -33,10 +39,10 @@ import difflib
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from keen.errors import ToolNotFound, ToolQuarantined
+from keen.errors import ConfigError, ToolNotFound, ToolQuarantined
 from keen.mcp.config import HttpServerConfig, StdioServerConfig
 from keen.mcp.fingerprint import (
     DEFINITION_FIELDS,
@@ -47,7 +53,7 @@ from keen.mcp.fingerprint import (
     pretty_json,
 )
 from keen.mcp.flags import escape_text
-from keen.mcp.pinstore import PIN_FILE_VERSION, PinFile, PinStore, ToolPin
+from keen.mcp.pinstore import PIN_FILE_VERSION, PinFile, PinStore, Review, ToolPin
 from keen.mcp.types import Tool
 
 __all__ = [
@@ -56,15 +62,20 @@ __all__ = [
     "PinGuard",
     "PinReport",
     "PinStore",
+    "PinnedView",
     "PinningPolicy",
+    "Review",
     "ToolCheck",
     "ToolPin",
     "ToolStatus",
     "changed_fields",
     "compare",
     "definition_diff",
+    "pinned_tool",
+    "pinned_view",
     "pinning_policy",
     "quarantine_error",
+    "stricter_annotations",
     "trust",
 ]
 
@@ -149,6 +160,8 @@ class PinReport:
     server: str
     pinned: bool
     checks: tuple[ToolCheck, ...] = field(default_factory=tuple)
+    reviewed: dict[str, bool] = field(default_factory=lambda: dict[str, bool]())
+    """Pinned name -> whether ``keen mcp trust`` pinned it (:attr:`ToolPin.reviewed`)."""
 
     def by_status(self, status: ToolStatus) -> list[ToolCheck]:
         return [c for c in self.checks if c.status == status]
@@ -271,7 +284,8 @@ def compare(server: str, tools: Sequence[Tool], pins: PinFile | None) -> PinRepo
         )
     done = [c for c in checks if c is not None]
     done += [ToolCheck(name=n, status="removed", old=pinned[n].definition) for n in gone if n not in consumed]
-    return PinReport(server=server, pinned=True, checks=tuple(done))
+    reviewed = {name: pin.reviewed for name, pin in pinned.items()}
+    return PinReport(server=server, pinned=True, checks=tuple(done), reviewed=reviewed)
 
 
 def _same_substance(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -293,8 +307,16 @@ def trust(
     names: Iterable[str] | None = None,
     *,
     store: PinStore | None = None,
+    reviewed: Review | None = None,
+    by_user: bool = False,
 ) -> tuple[PinFile, list[ToolCheck]]:
     """Pin the live definitions of ``names`` (every listed tool when ``None``) and save.
+
+    ``reviewed``: what ``keen mcp diff`` showed (:class:`~keen.mcp.pinstore.Review`); when
+    given, every tool to pin must have a fingerprint that was shown, or nothing is written
+    (a server that lists another definition to the trust than to the diff gets nothing
+    pinned). ``by_user``: a person reviewed these definitions (``keen mcp trust``), which is
+    recorded in each pin it writes (``reviewed``); a pin on first use is not.
 
     With ``names=None`` the pin file becomes exactly the live list: removed tools are
     dropped and renames recorded under their new names. With names, only those tools are
@@ -346,6 +368,8 @@ def trust(
                 changed_fields=check.changed_fields,
                 diff=check.diff(),
             )
+    if reviewed is not None:
+        _check_reviewed(server, [t for t in tools if t.name in set(wanted)], reviewed)
     old_pins = dict(current.tools) if current is not None else {}
     new_pins: dict[str, ToolPin] = {} if names is None else dict(old_pins)
     trusted: list[ToolCheck] = []
@@ -354,9 +378,9 @@ def trust(
         keep = old_pins.get(name)
         tool = live[name]
         if check is not None and check.status == "trusted" and keep is not None:
-            new_pins[name] = keep
+            new_pins[name] = keep.model_copy(update={"reviewed": True}) if by_user else keep
         else:
-            new_pins[name] = ToolPin.of(tool)
+            new_pins[name] = ToolPin.of(tool, reviewed=by_user)
         if check is not None and check.previous_name:
             new_pins.pop(check.previous_name, None)
         if check is not None:
@@ -364,6 +388,148 @@ def trust(
     pins = PinFile(server=server, tools=new_pins)
     store.save(pins)
     return pins, trusted
+
+
+def _check_reviewed(server: str, tools: Sequence[Tool], reviewed: Review) -> None:
+    """Raise ``ToolQuarantined`` unless every one of ``tools`` is a definition ``reviewed`` holds."""
+    for tool in tools:
+        shown = reviewed.tools.get(tool.name)
+        if shown is not None and fingerprint(tool) in shown:
+            continue
+        what = "differs from the one" if shown else "was not among the tools"
+        raise ToolQuarantined(
+            f'the tool "{server}/{tool.name}" as the server lists it now {what} `keen mcp diff {server}` '
+            f"showed at {reviewed.reviewed_at}: the server changed it since, so nothing was trusted. Run "
+            f"`keen mcp diff {server}` again, review what it shows, then trust.",
+            server=server,
+            tool=tool.name,
+            status="changed" if shown else "new",
+        )
+
+
+def stricter_annotations(pinned: dict[str, Any] | None, live: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The live ``annotations`` with each MCP hint (2025-11-25 "Tool annotations") at the
+    stricter of its pinned and live value, spec defaults for a missing one: read-only and
+    idempotent only when both say so, destructive and open-world when either does. A tool
+    that turns ``readOnlyHint: true`` after it was pinned is still judged as it was."""
+    if pinned == live:
+        return live
+    old, new = pinned or {}, live or {}
+
+    def hint(values: dict[str, Any], key: str, default: bool) -> bool:
+        value = values.get(key)
+        return value if isinstance(value, bool) else default
+
+    out = dict(new)
+    out["readOnlyHint"] = hint(old, "readOnlyHint", False) and hint(new, "readOnlyHint", False)
+    out["idempotentHint"] = hint(old, "idempotentHint", False) and hint(new, "idempotentHint", False)
+    # destructiveHint means something only for a tool that is not read-only (spec): a tool
+    # read-only on one side counts as non-destructive there.
+    out["destructiveHint"] = (
+        not hint(old, "readOnlyHint", False) and hint(old, "destructiveHint", True)
+    ) or (not hint(new, "readOnlyHint", False) and hint(new, "destructiveHint", True))
+    out["openWorldHint"] = hint(old, "openWorldHint", True) or hint(new, "openWorldHint", True)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedView:
+    """What a model or host may read of one server's tools: :func:`pinned_view`.
+
+    ``tools``: the listing to show; ``held``: the checks of the tools held for review
+    (quarantined: new, or changed since pinned), shown only as :attr:`note`; ``error``: why
+    nothing can be shown (a broken pin file).
+    """
+
+    server: str
+    tools: tuple[Tool, ...] = ()
+    held: tuple[ToolCheck, ...] = ()
+    error: str = ""
+
+    @property
+    def note(self) -> str:
+        """``N tools changed and are held for review: keen mcp diff SERVER`` ("" when none)."""
+        if self.error:
+            return f"The tools of {self.server} are held: {self.error}"
+        count = len(self.held)
+        if not count:
+            return ""
+        verb = "tools changed and are" if count != 1 else "tool changed and is"
+        return f"{count} {verb} held for review: keen mcp diff {self.server}"
+
+
+def pinned_view(
+    server: str,
+    tools: Sequence[Tool],
+    report: PinReport | None,
+    policy: PinningPolicy,
+    *,
+    trust_annotations: bool = False,
+) -> PinnedView:
+    """The listing everything a model or host reads is built from (SKILL.md, schema files,
+    the catalog line, search, ``keen serve``), in place of the live ``tools/list``.
+
+    Under ``quarantine`` (a pinned server): a trusted or plainly renamed tool as listed (its
+    definition is the pinned one); a changed tool as it was pinned; a new tool, or one
+    renamed and changed, not at all. Those quarantined tools are :attr:`PinnedView.held`.
+    Under ``warn`` a changed tool is shown as listed (calls are let through), with its
+    annotations at the stricter of pinned and live (:func:`stricter_annotations`). Under
+    ``off`` or for a server never pinned, the live list. Annotations are claims (MCP
+    2025-11-25 "Tool annotations": untrusted unless from a trusted server): a tool's
+    ``annotations_trusted`` is True, so its ``readOnlyHint`` lets it run unasked, only for a
+    server with ``trust_annotations`` or a tool ``keen mcp trust`` pinned unchanged.
+
+    Args:
+        server: the server's name.
+        tools: its live tools.
+        report: :func:`compare` of ``tools`` with the pins (``None`` under ``off``).
+        policy: the server's :func:`pinning_policy`.
+        trust_annotations: the server's ``"trust_annotations"`` in configs.json.
+    """
+    checks = report.checks[: len(tools)] if report is not None and report.pinned else ()
+    shown: list[Tool] = []
+    held: list[ToolCheck] = []
+    seen: set[str] = set()
+    for index, tool in enumerate(tools):
+        check = checks[index] if index < len(checks) else None
+        if check is None or check.status in ("trusted", "renamed"):
+            view = tool
+        elif policy == "quarantine":
+            held.append(check)
+            if check.status != "changed" or check.previous_name or check.old is None:
+                continue
+            view = pinned_tool(server, check.old)
+        elif check.old is not None:  # warn, changed: let through, judged by the stricter annotations
+            view = replace(
+                tool, annotations=stricter_annotations(check.old.get("annotations"), tool.annotations)
+            )
+        else:  # warn, new: nothing pinned to compare with (its annotations are claims all the same)
+            view = tool
+        if view.name in seen:
+            continue  # a name listed twice shows once (the call is refused: PinReport.check)
+        seen.add(view.name)
+        reviewed = check is not None and check.status == "trusted" and _reviewed(report, tool.name)
+        if not (trust_annotations or reviewed):
+            view = replace(view, annotations_trusted=False)
+        shown.append(view)
+    return PinnedView(server, tuple(shown), tuple(held))
+
+
+def _reviewed(report: PinReport | None, name: str) -> bool:
+    return report is not None and report.reviewed.get(name, False)
+
+
+def pinned_tool(server: str, data: dict[str, Any]) -> Tool:
+    """A :class:`Tool` from a pinned definition (:attr:`ToolPin.definition`, MCP wire spelling)."""
+    return Tool(
+        server=server,
+        name=str(data.get("name", "")),
+        description=str(data.get("description") or ""),
+        input_schema=dict(data.get("inputSchema") or {}),
+        title=data.get("title"),
+        annotations=data.get("annotations"),
+        output_schema=data.get("outputSchema"),
+    )
 
 
 class PinGuard:
@@ -378,6 +544,7 @@ class PinGuard:
     def __init__(self, store: PinStore | None = None) -> None:
         self.store = store or PinStore()
         self._cache: dict[str, tuple[tuple[Any, ...], tuple[Tool, ...], PinReport]] = {}
+        self._views: dict[str, tuple[tuple[Any, ...], PinnedView, tuple[Tool, ...]]] = {}
 
     policy = staticmethod(pinning_policy)
     """:func:`pinning_policy`, here so a caller holding a guard needs no other import."""
@@ -393,6 +560,27 @@ class PinGuard:
         report = compare(server, tools, self.store.load(server))
         self._cache[server] = (key, tuple(tools), report)
         return report
+
+    def view(
+        self, server: str, tools: Sequence[Tool], policy: PinningPolicy, *, trust_annotations: bool = False
+    ) -> PinnedView:
+        """:func:`pinned_view` of ``tools`` (what a model or host may read); a broken pin file
+        shows no tool at all, with the error (calls are refused for it too)."""
+        report: PinReport | None = None
+        if policy != "off":
+            try:
+                report = self.report(server, tools)
+            except ConfigError as exc:
+                return PinnedView(server, error=exc.message)
+        # Cached while the report is the same object (the cache keeps it alive): readers
+        # get the same Tool objects until something changed, as from the Manager.
+        key = (report, tuple(map(id, tools)), policy, trust_annotations)
+        cached = self._views.get(server)
+        if cached is not None and cached[0][0] is report and cached[0][1:] == key[1:]:
+            return cached[1]
+        view = pinned_view(server, tools, report, policy, trust_annotations=trust_annotations)
+        self._views[server] = (key, view, tuple(tools))
+        return view
 
     def first_use(self, server: str, tools: Sequence[Tool]) -> bool:
         """Trust on first use: pin every listed tool when the server has no pins yet.
@@ -417,8 +605,9 @@ class PinGuard:
         approval: :meth:`approved`).
 
         Raises:
-            ToolQuarantined: with the diff (hidden characters escaped, at most
-                :data:`MAX_DIFF_CHARS`) and the command that accepts the definition.
+            ToolQuarantined: its message says what changed and how to review it, never the
+                new text (a model reads it); its ``diff`` holds that (hidden characters
+                escaped, at most :data:`MAX_DIFF_CHARS`).
             ConfigError: the pin file is broken.
         """
         if policy == "off":
@@ -468,10 +657,11 @@ def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
             diff[:MAX_DIFF_CHARS]
             + f"\n[... {len(diff) - MAX_DIFF_CHARS} more characters: keen mcp diff {server}]"
         )
+    # The message reaches the model: it names the change but never quotes the new
+    # definition (that is what is held back); ``diff`` carries it for a person.
     message = (
-        f'the tool "{server}/{check.name}" {what}, so it is quarantined and nothing was sent. '
-        f"The user can review it with `keen mcp diff {server}` and accept it with "
-        f"`keen mcp trust {server} {check.ref}`.\n{diff}"
+        f'the tool "{server}/{check.name}" {what}, so it is held for review and nothing was sent. '
+        f"The user can review it with `keen mcp diff {server}`, then accept it with `keen mcp trust {server}`."
     )
     return ToolQuarantined(
         message,

@@ -22,7 +22,7 @@ from keen.mcp.config import SERVER_NAME_PATTERN
 from keen.mcp.fingerprint import body_fingerprint, definition, fingerprint
 from keen.mcp.types import Tool
 
-__all__ = ["PIN_FILE_VERSION", "PinFile", "PinStore", "ToolPin"]
+__all__ = ["PIN_FILE_VERSION", "PinFile", "PinStore", "Review", "ToolPin"]
 
 PIN_FILE_VERSION = 1
 
@@ -40,10 +40,18 @@ class ToolPin(BaseModel):
     body: str
     definition: dict[str, Any]
     pinned_at: str = Field(default_factory=_now)
+    reviewed: bool = False
+    """Pinned by ``keen mcp trust`` (a person saw the definition), not on first use: only then
+    are its annotations taken as true (``keen.mcp.pins.pinned_view``)."""
 
     @classmethod
-    def of(cls, tool: Tool) -> ToolPin:
-        return cls(fingerprint=fingerprint(tool), body=body_fingerprint(tool), definition=definition(tool))
+    def of(cls, tool: Tool, *, reviewed: bool = False) -> ToolPin:
+        return cls(
+            fingerprint=fingerprint(tool),
+            body=body_fingerprint(tool),
+            definition=definition(tool),
+            reviewed=reviewed,
+        )
 
 
 class PinFile(BaseModel):
@@ -55,6 +63,26 @@ class PinFile(BaseModel):
     server: str
     updated_at: str = Field(default_factory=_now)
     tools: dict[str, ToolPin] = Field(default_factory=dict)
+
+
+class Review(BaseModel):
+    """``mcp/pins/reviews/<server>.json``: the live definitions ``keen mcp diff`` last showed,
+    by name (a name a server lists twice has two fingerprints). ``keen mcp trust`` pins only
+    definitions whose fingerprint is here, so what is pinned is what a person saw."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = PIN_FILE_VERSION
+    server: str
+    reviewed_at: str = Field(default_factory=_now)
+    tools: dict[str, list[str]] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, server: str, tools: list[Tool]) -> Review:
+        shown: dict[str, list[str]] = {}
+        for tool in tools:
+            shown.setdefault(tool.name, []).append(fingerprint(tool))
+        return cls(server=server, tools=shown)
 
 
 class PinStore:
@@ -133,6 +161,29 @@ class PinStore:
         text = json.dumps(pins.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
         atomic_write_text(path, text, mode=0o600)
         return path
+
+    def review_path(self, server: str) -> Path:
+        """``<root>/reviews/<server>.json`` (see :class:`Review`)."""
+        return self.path(server).parent / "reviews" / f"{server}.json"
+
+    def save_review(self, review: Review) -> Path:
+        """Write what ``keen mcp diff`` showed (atomically, mode 0600); returns the path."""
+        path = self.review_path(review.server)
+        text = json.dumps(review.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        atomic_write_text(path, text, mode=0o600)
+        return path
+
+    def load_review(self, server: str) -> Review | None:
+        """What ``keen mcp diff`` last showed of ``server``; ``None`` when it never ran, or its
+        file is unreadable (then nothing counts as reviewed: run the diff again)."""
+        path = self.review_path(server)
+        try:
+            review = Review.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValidationError):
+            return None
+        return review if review.server == server and review.version == PIN_FILE_VERSION else None
 
     def stamp(self, server: str) -> tuple[int, int, int] | None:
         """``(inode, size, mtime_ns)`` of the pin file, ``None`` if absent: a cheap change key."""

@@ -125,7 +125,12 @@ def _iso(value: datetime | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Tool:
-    """One tool from ``tools/list``. ``input_schema`` is ``{}`` when the server gave none."""
+    """One tool from ``tools/list``. ``input_schema`` is ``{}`` when the server gave none.
+
+    ``annotations_trusted`` is Keen's judgement, not a wire field: False when the server's
+    annotations are claims only (``keen.mcp.pins.pinned_view``), so a ``readOnlyHint``
+    grants nothing (MCP 2025-11-25 "Tool annotations").
+    """
 
     server: str
     name: str
@@ -134,6 +139,13 @@ class Tool:
     title: str | None = None
     annotations: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
+    annotations_trusted: bool = True
+
+    @property
+    def read_only(self) -> bool:
+        """True when the tool may run as read-only: annotated ``readOnlyHint`` by a server
+        whose annotations are trusted."""
+        return self.annotations_trusted and bool((self.annotations or {}).get("readOnlyHint"))
 
     def to_dict(self) -> dict[str, Any]:
         """MCP wire shape: name, title, description, inputSchema, annotations, outputSchema."""

@@ -270,10 +270,12 @@ def render_skill_md(
     tools: list[tuple[Tool, PlannedTool]],
     rejected: list[RejectedTool],
     generated_at: datetime,
+    held: str = "",
 ) -> bytes:
     """SKILL.md: frontmatter (``name: mcp:<server>``, ``description``), server and timestamp,
     how to call ``call_mcp_tool``, the tool table (first ``MAX_TABLE_ROWS`` by name, one-line
-    descriptions of <= 120 chars) and a note on tools left out or skipped."""
+    descriptions of <= 120 chars), the pins' note on tools held for review (``held``) and a
+    note on tools left out or skipped."""
     lines = [
         "---",
         f"name: {_yaml_scalar(f'mcp:{server}')}",
@@ -323,6 +325,14 @@ def render_skill_md(
             f"{omitted} more tool{'s are' if omitted != 1 else ' is'} not listed: the table is capped at "
             f"{MAX_TABLE_ROWS} rows. Their schemas are still in `schemas/` (one file per tool, "
             "named after the tool); list that directory to find them.",
+        ]
+    if held:
+        # Only the count: the held definitions are what the user has not accepted yet.
+        lines += [
+            "",
+            "## Held for review",
+            "",
+            f"{held}. Until the user accepts them, they cannot be called.",
         ]
     if rejected:
         lines += [

@@ -140,6 +140,7 @@ def generate_skill(
     fsync: bool = True,
     invalid: Sequence[tuple[str, str]] = (),
     description: str | None = None,
+    held: str = "",
 ) -> GenerationReport:
     """Write or refresh ``skills_root/mcp:<status.name>/`` from ``tools``.
 
@@ -155,6 +156,8 @@ def generate_skill(
     named under "Skipped tools" with the other tools that got no schema. ``description``:
     the server's ``description`` from configs.json; when set it is the frontmatter
     description (the catalog line) instead of one derived from the server.
+    ``held``: the pins' note on tools held for review (``keen.mcp.pins.PinnedView.note``),
+    added to the catalog line and to SKILL.md; those tools are not in ``tools``.
 
     Raises ``SkillError`` for an invalid server name, or when ``mcp:<server>`` exists but
     is not managed by Keen (it is never overwritten); ``OSError`` from the filesystem, with
@@ -176,6 +179,8 @@ def generate_skill(
         description = describe_server(
             server, info, [t.name for t, _ in planned], [t.description for t, _ in planned]
         )
+    if held:
+        description = f"{description} {held}."
     hashed = tools_hash(tools)
     source = _source_hash(
         server, description, info, hashed + (json.dumps(sorted(invalid)) if invalid else "")
@@ -238,6 +243,7 @@ def generate_skill(
             tools=planned,
             rejected=rejected,
             generated_at=moment,
+            held=held,
         )
 
         def files() -> Iterator[tuple[str, bytes]]:

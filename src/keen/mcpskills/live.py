@@ -45,11 +45,13 @@ SyncedObserver = Callable[[ToolsChanged, SyncEntry | None], None]
 def snapshot(manager: Manager, server: str) -> ServerSnapshot:
     """One server as the Manager sees it now: status, tools (when connected), info, description."""
     status = manager.status(server)
-    tools = manager.list_tools(server) if status.state is ServerState.CONNECTED and status.enabled else []
+    view = manager.view(server) if status.state is ServerState.CONNECTED and status.enabled else None
+    tools = list(view.tools) if view is not None else []
     invalid = [(t.name, t.reason) for t in manager.invalid_tools(server)]
     entry = manager.config.servers.get(server)
     description = entry.description if entry is not None else None
-    return ServerSnapshot(status, tools, manager.server_info(server), invalid, description)
+    held = view.note if view is not None else ""
+    return ServerSnapshot(status, tools, manager.server_info(server), invalid, description, held)
 
 
 def disk_tools(skills_root: Path, server: str) -> list[Tool] | None:

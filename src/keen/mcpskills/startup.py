@@ -24,11 +24,15 @@ def snapshots(manager: Manager) -> list[ServerSnapshot]:
     """One snapshot per configured server: status, tools (when connected), initialize info."""
     out: list[ServerSnapshot] = []
     for status in manager.servers():
-        tools = manager.list_tools(status.name) if status.state is ServerState.CONNECTED else []
+        view = manager.view(status.name) if status.state is ServerState.CONNECTED else None
+        tools = list(view.tools) if view is not None else []
         invalid = [(t.name, t.reason) for t in manager.invalid_tools(status.name)]
         entry = manager.config.servers.get(status.name)
         description = entry.description if entry is not None else None
-        out.append(ServerSnapshot(status, tools, manager.server_info(status.name), invalid, description))
+        held = view.note if view is not None else ""
+        out.append(
+            ServerSnapshot(status, tools, manager.server_info(status.name), invalid, description, held)
+        )
     return out
 
 

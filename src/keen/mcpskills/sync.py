@@ -82,6 +82,8 @@ class ServerSnapshot:
     """``(name, reason)`` of listed tools the MCP schema rejected (not in ``tools``)."""
     description: str | None = None
     """The server's ``description`` in configs.json: its catalog line when set."""
+    held: str = ""
+    """The pins' note on tools held for review (``keen.mcp.pins.PinnedView.note``), or ""."""
 
 
 @dataclass(frozen=True)
@@ -263,6 +265,7 @@ def _sync_one(
             fsync=fsync,
             invalid=snap.invalid,
             description=snap.description,
+            held=snap.held,
         )
     except SkillError as exc:
         if _swap.inspect(root, server).kind == "unmanaged":

@@ -61,7 +61,7 @@ class ExposedTool:
 
     @property
     def read_only(self) -> bool:
-        return bool((self.tool.annotations or {}).get("readOnlyHint"))
+        return self.tool.read_only  # a readOnlyHint only from a server trusted for it
 
     def minimal(self) -> str:
         # Redacted before it is cut, so no part of a configured secret the server quoted in

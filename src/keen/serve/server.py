@@ -232,7 +232,9 @@ class KeenServer:
     def catalog(self) -> ToolCatalog:
         """The exposed tools of every connected server; rebuilt only when a tool list changed."""
         statuses = [s for s in self.manager.servers() if s.state is ServerState.CONNECTED]
-        key = tuple((s.name, s.last_refresh_at, s.tool_count) for s in statuses)
+        # A pin file written since (``keen mcp trust`` in another process) changes the view.
+        stamp = self.manager.pins.store.stamp
+        key = tuple((s.name, s.last_refresh_at, s.tool_count, stamp(s.name)) for s in statuses)
         if self._catalog is None or key != self._catalog_key:
             tools = [t for s in statuses for t in self.manager.list_tools(s.name)]
             self._catalog, self._catalog_key = ToolCatalog(tools), key
@@ -454,6 +456,17 @@ class KeenServer:
             return {"error": {"code": exc.code, "message": self.remedy_words(exc, server)}}
         return {"error": {"code": "server_disconnected", "message": f"{server} is not connected."}}
 
+    def _held(self) -> list[str]:
+        """Per connected server with tools held for review (changed or new since pinned), the
+        pins' one line about them: the only thing a host learns of those tools."""
+        lines: list[str] = []
+        for status in self.manager.servers():
+            if status.state is ServerState.CONNECTED:
+                with contextlib.suppress(KeenError):
+                    if note := self.manager.view(status.name).note:
+                        lines.append(note)
+        return lines
+
     # -- search mode --------------------------------------------------------------------------
 
     async def _search_tool(self, name: str, arguments: dict[str, Any], scope: str) -> mt.CallToolResult:
@@ -492,8 +505,14 @@ class KeenServer:
                 for t in hits
             ]
             note = getattr(self.search, "status", "")  # the transformer's vectors still encoding
+            held = self._held()
             return _json_result(
-                {"tools": found, "total_tools": len(catalog), **({"note": note} if note else {})}
+                {
+                    "tools": found,
+                    "total_tools": len(catalog),
+                    **({"note": note} if note else {}),
+                    **({"held": held} if held else {}),
+                }
             )
         if name == "describe_tools":
             names = arguments.get("names")
