@@ -59,3 +59,71 @@ def test_prompt_stats_names_the_tokenizer(tmp_path: Path) -> None:
     assert "prompt size (tiktoken:o200k_base)" in human.stdout
     figures = home.keen("prompt", "--stats", "--json").json()
     assert figures["tokenizer"] == "tiktoken:o200k_base"
+
+
+TEXTS = [
+    "hello world",
+    "<|endoftext|>",
+    "- mcp:github: Use this skill to interact with the `github` MCP server. → read /h/mcp:github/SKILL.md\n",
+    '日本語のテキスト 🚀 and JSON {"type": "object"}',
+]
+
+
+def _counts() -> list[int]:
+    """Counts by a counter built now (not the one this process built before)."""
+    tokens._load_o200k.cache_clear()  # pyright: ignore[reportPrivateUsage]
+    counter = tokens.token_counter()
+    assert counter.exact
+    return [counter.count(text) for text in TEXTS]
+
+
+def test_the_rank_cache_is_used_and_rebuilt_when_its_file_is_corrupted(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import tiktoken
+
+    for var in ("KEEN_TOKENIZER_FILE", "TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    bundled = tokens.bundled_o200k_file()
+    assert bundled is not None
+    ranks = tokens._read_ranks(str(bundled))  # pyright: ignore[reportPrivateUsage]
+    assert ranks is not None
+    reference = tiktoken.Encoding(
+        name="o200k_base",
+        pat_str=tokens.O200K_PATTERN,
+        mergeable_ranks=ranks,
+        special_tokens=tokens.O200K_SPECIAL_TOKENS,
+    )
+    expected = [len(reference.encode_ordinary(text)) for text in TEXTS]
+
+    assert _counts() == expected
+    cache = tokens.rank_cache_file()
+    assert cache.parent == tmp_path / "cache" and cache.is_file()
+    good = cache.read_bytes()
+    # A good cache is used: the vocabulary is not read again.
+    read = tokens._read_ranks  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(tokens, "_read_ranks", lambda path: pytest.fail(f"read {path} despite the cache"))
+    assert _counts() == expected
+    monkeypatch.setattr(tokens, "_read_ranks", read)
+
+    head, _, payload = good.partition(b"\n")
+    middle = len(payload) // 2
+    header = json.loads(head)
+    corrupted = {
+        "a flipped byte": head
+        + b"\n"
+        + payload[:middle]
+        + bytes([payload[middle] ^ 0xFF])
+        + payload[middle + 1 :],
+        "truncated": good[: len(good) // 2],
+        "no header": payload,
+        "empty": b"",
+        "not JSON": b"{nope\n" + payload,
+        "another source file": json.dumps({**header, "source_mtime_ns": 1}).encode() + b"\n" + payload,
+        "a header only": head + b"\n",
+    }
+    for why, data in corrupted.items():
+        cache.write_bytes(data)
+        assert _counts() == expected, why
+        assert cache.read_bytes() == good, f"{why}: the cache was not written again"

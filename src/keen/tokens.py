@@ -19,6 +19,14 @@ of 1,000,000 characters or more, and tiktoken is already a dependency
 (``bench/token_counters.py`` prints the measurement). The package is located with
 :func:`importlib.util.find_spec`, which does not import it.
 
+Building the rank table from the vocabulary (gunzip, SHA-256, 200,000 base64 lines) costs
+about 200 ms of CPU, so the table is kept, once built, in ``$KEEN_HOME/cache/o200k_base.ranks``
+(:func:`rank_cache_file`): a JSON header line naming the source file (path, size, mtime) and
+the SHA-256 of the payload, then the table in :mod:`marshal` form, which loads in about
+40 ms. The payload is hashed and compared before it is loaded; a cache that does not match
+(corrupted, truncated, another source file, another Python) is ignored and written again
+from the verified vocabulary, so it can cost time but never change a count.
+
 Without any vocabulary (a broken install) counts are an estimate,
 ``ceil(utf8_bytes / 4)`` (OpenAI's rule of thumb for English text; JSON schemas tokenize
 a little denser, so it runs ~10-25% low on them), and ``TokenCounter.name`` says
@@ -32,6 +40,9 @@ import functools
 import gzip
 import hashlib
 import importlib.util
+import json
+import logging
+import marshal
 import math
 import os
 import tempfile
@@ -40,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from keen import paths
+from keen._fs import atomic_write_bytes
 
 __all__ = [
     "O200K_CACHE_KEY",
@@ -49,6 +61,7 @@ __all__ = [
     "TokenCounter",
     "bundled_o200k_file",
     "find_o200k_file",
+    "rank_cache_file",
     "token_counter",
 ]
 
@@ -70,6 +83,9 @@ O200K_PATTERN = "|".join(
 """o200k_base's pre-tokenizer regex, as tiktoken's ``tiktoken_ext.openai_public`` defines it
 (tiktoken's own constructor would download the vocabulary, so the encoding is built here)."""
 O200K_SPECIAL_TOKENS = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+_CACHE_FORMAT = "keen-o200k-ranks/1"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -124,14 +140,70 @@ def find_o200k_file() -> Path | None:
     return None
 
 
-@functools.cache
-def _load_o200k(path: str) -> Callable[[str], int] | None:
-    """A counter over the vocabulary at ``path`` (``.gz`` or plain), or ``None`` when the
-    file does not hash to the official one or tiktoken is missing."""
+def rank_cache_file() -> Path:
+    """``$KEEN_HOME/cache/o200k_base.ranks``: the rank table in a form that loads fast (module doc)."""
+    return paths.keen_home() / "cache" / "o200k_base.ranks"
+
+
+def _cache_header(source: Path, payload: bytes, count: int) -> dict[str, object] | None:
     try:
-        import tiktoken
-    except ImportError:
+        st = source.stat()
+    except OSError:
         return None
+    return {
+        "format": _CACHE_FORMAT,
+        "python_marshal": marshal.version,
+        "vocabulary_sha256": O200K_SHA256,
+        "source": str(source.absolute()),
+        "source_size": st.st_size,
+        "source_mtime_ns": st.st_mtime_ns,
+        "tokens": count,
+        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+    }
+
+
+def _cached_ranks(source: Path) -> dict[bytes, int] | None:
+    """The rank table cached from ``source``, or None when the cache is absent or does not
+    match ``source`` and its own checksum (then it is never loaded)."""
+    try:
+        raw = rank_cache_file().read_bytes()
+    except OSError:
+        return None
+    head, _, payload = raw.partition(b"\n")
+    try:
+        header = json.loads(head)
+        count = int(header["tokens"])
+    except (ValueError, TypeError, KeyError):
+        return None
+    if header != _cache_header(source, payload, count):
+        return None
+    try:
+        # marshal is not meant for untrusted bytes: these are the bytes this module wrote,
+        # checked against the SHA-256 in the header above before they are read.
+        ranks = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(ranks, dict) or len(ranks) != count:  # pyright: ignore[reportUnknownArgumentType]
+        return None
+    return ranks  # pyright: ignore[reportUnknownVariableType]
+
+
+def _write_rank_cache(source: Path, ranks: dict[bytes, int]) -> None:
+    payload = marshal.dumps(ranks)
+    header = _cache_header(source, payload, len(ranks))
+    if header is None:
+        return
+    try:
+        atomic_write_bytes(
+            rank_cache_file(), json.dumps(header).encode("utf-8") + b"\n" + payload, fsync=False
+        )
+    except OSError as exc:  # a read-only KEEN_HOME: counts stay exact, the next start is slower
+        logger.debug("cannot write the token rank cache %s: %s", rank_cache_file(), exc)
+
+
+def _read_ranks(path: str) -> dict[bytes, int] | None:
+    """The rank table of the vocabulary at ``path`` (``.gz`` or plain), or ``None`` when
+    the file does not hash to the official one."""
     try:
         data = Path(path).read_bytes()
         if path.endswith(".gz"):
@@ -142,10 +214,27 @@ def _load_o200k(path: str) -> Callable[[str], int] | None:
         return None
     # The .tiktoken format, parsed as tiktoken.load.load_tiktoken_bpe does: that function
     # takes only a path and copies every file it reads into tiktoken's cache directory.
-    ranks = {
+    return {
         base64.b64decode(token): int(rank)
         for token, rank in (line.split() for line in data.splitlines() if line)
     }
+
+
+@functools.cache
+def _load_o200k(path: str) -> Callable[[str], int] | None:
+    """A counter over the vocabulary at ``path`` (``.gz`` or plain), or ``None`` when the
+    file does not hash to the official one or tiktoken is missing. The rank table comes
+    from :func:`rank_cache_file` when that was made from this very file (module doc)."""
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    ranks = _cached_ranks(Path(path))
+    if ranks is None:
+        ranks = _read_ranks(path)
+        if ranks is None:
+            return None
+        _write_rank_cache(Path(path), ranks)
     encoding = tiktoken.Encoding(
         name="o200k_base", pat_str=O200K_PATTERN, mergeable_ranks=ranks, special_tokens=O200K_SPECIAL_TOKENS
     )
