@@ -27,6 +27,14 @@ the SHA-256 of the payload, then the table in :mod:`marshal` form, which loads i
 (corrupted, truncated, another source file, another Python) is ignored and written again
 from the verified vocabulary, so it can cost time but never change a count.
 
+Building tiktoken's encoder from the table still costs about 100 ms, so while the rank
+cache is valid the counter starts without it: counts of texts counted before come from
+``$KEEN_HOME/cache/o200k_base.counts`` (:func:`count_cache_file`: a 16-byte BLAKE2b digest
+of the text -> its count, checked by SHA-256 like the ranks; the newest
+:data:`MAX_CACHED_COUNTS` are kept, written when the process exits), and the encoder is
+built at the first text not in it. A prompt built again from the same skills is counted
+without building it.
+
 Without any vocabulary (a broken install) counts are an estimate,
 ``ceil(utf8_bytes / 4)`` (OpenAI's rule of thumb for English text; JSON schemas tokenize
 a little denser, so it runs ~10-25% low on them), and ``TokenCounter.name`` says
@@ -35,6 +43,7 @@ a little denser, so it runs ~10-25% low on them), and ``TokenCounter.name`` says
 
 from __future__ import annotations
 
+import atexit
 import base64
 import functools
 import gzip
@@ -54,12 +63,14 @@ from keen import paths
 from keen._fs import atomic_write_bytes
 
 __all__ = [
+    "MAX_CACHED_COUNTS",
     "O200K_CACHE_KEY",
     "O200K_PATTERN",
     "O200K_SHA256",
     "O200K_SPECIAL_TOKENS",
     "TokenCounter",
     "bundled_o200k_file",
+    "count_cache_file",
     "find_o200k_file",
     "rank_cache_file",
     "token_counter",
@@ -84,6 +95,9 @@ O200K_PATTERN = "|".join(
 (tiktoken's own constructor would download the vocabulary, so the encoding is built here)."""
 O200K_SPECIAL_TOKENS = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
 _CACHE_FORMAT = "keen-o200k-ranks/1"
+_COUNTS_FORMAT = "keen-o200k-counts/1"
+MAX_CACHED_COUNTS = 200_000
+"""Counts kept in :func:`count_cache_file` (about 30 bytes each); the oldest go first."""
 
 logger = logging.getLogger(__name__)
 
@@ -162,9 +176,9 @@ def _cache_header(source: Path, payload: bytes, count: int) -> dict[str, object]
     }
 
 
-def _cached_ranks(source: Path) -> dict[bytes, int] | None:
-    """The rank table cached from ``source``, or None when the cache is absent or does not
-    match ``source`` and its own checksum (then it is never loaded)."""
+def _cached_payload(source: Path) -> tuple[bytes, int] | None:
+    """The cached rank table's bytes and size when the cache was made from ``source`` and
+    its payload hashes to its header's digest, else None."""
     try:
         raw = rank_cache_file().read_bytes()
     except OSError:
@@ -177,9 +191,19 @@ def _cached_ranks(source: Path) -> dict[bytes, int] | None:
         return None
     if header != _cache_header(source, payload, count):
         return None
+    return payload, count
+
+
+def _cached_ranks(source: Path) -> dict[bytes, int] | None:
+    """The rank table cached from ``source``, or None when the cache is absent or does not
+    match ``source`` and its own checksum (then it is never loaded)."""
+    found = _cached_payload(source)
+    if found is None:
+        return None
+    payload, count = found
     try:
         # marshal is not meant for untrusted bytes: these are the bytes this module wrote,
-        # checked against the SHA-256 in the header above before they are read.
+        # checked against the SHA-256 in the header before they are read.
         ranks = marshal.loads(payload)
     except (ValueError, EOFError, TypeError):
         return None
@@ -242,6 +266,112 @@ def _load_o200k(path: str) -> Callable[[str], int] | None:
     return lambda text: len(encoding.encode_ordinary(text))
 
 
+def count_cache_file() -> Path:
+    """``$KEEN_HOME/cache/o200k_base.counts``: exact counts of texts counted before (module doc)."""
+    return paths.keen_home() / "cache" / "o200k_base.counts"
+
+
+def _read_counts(file: Path) -> dict[bytes, int]:
+    try:
+        raw = file.read_bytes()
+    except OSError:
+        return {}
+    head, _, payload = raw.partition(b"\n")
+    try:
+        header = json.loads(head)
+    except ValueError:
+        return {}
+    expected = {
+        "format": _COUNTS_FORMAT,
+        "python_marshal": marshal.version,
+        "vocabulary_sha256": O200K_SHA256,
+        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+    }
+    if not isinstance(header, dict) or {k: header.get(k) for k in expected} != expected:  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        return {}
+    try:
+        counts = marshal.loads(payload)  # checked against the header's digest above
+    except (ValueError, EOFError, TypeError):
+        return {}
+    return counts if isinstance(counts, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+class _CountCache:
+    """Counts by digest, from :func:`count_cache_file`; the encoder is built on the first miss."""
+
+    def __init__(self, file: Path, vocabulary: str) -> None:
+        self.file = file
+        self.vocabulary = vocabulary
+        self.known = _read_counts(file)
+        self.added = 0
+        self._count: Callable[[str], int] | None = None
+
+    def count(self, text: str) -> int:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        tokens = self.known.get(key)
+        if tokens is None:
+            if self._count is None:
+                self._count = _load_o200k(self.vocabulary)
+                if self._count is None:  # the file changed since its ranks were cached
+                    raise RuntimeError(
+                        f"the o200k_base vocabulary {self.vocabulary} changed while in use; run again"
+                    )
+            tokens = self.known[key] = self._count(text)
+            self.added += 1
+        return tokens
+
+    def save(self) -> None:
+        if not self.added:
+            return
+        kept = dict(list(self.known.items())[-MAX_CACHED_COUNTS:])
+        payload = marshal.dumps(kept)
+        header = {
+            "format": _COUNTS_FORMAT,
+            "python_marshal": marshal.version,
+            "vocabulary_sha256": O200K_SHA256,
+            "payload_sha256": hashlib.sha256(payload).hexdigest(),
+            "counts": len(kept),
+        }
+        try:
+            atomic_write_bytes(self.file, json.dumps(header).encode("utf-8") + b"\n" + payload, fsync=False)
+        except OSError as exc:
+            logger.debug("cannot write the token count cache %s: %s", self.file, exc)
+        self.added = 0
+
+
+_COUNT_CACHES: dict[Path, _CountCache] = {}
+_VERIFIED: set[tuple[str, str, int, int, int]] = set()
+
+
+def _save_counts() -> None:
+    for cache in _COUNT_CACHES.values():
+        cache.save()
+
+
+atexit.register(_save_counts)
+
+
+def _cached_counter(path: Path) -> Callable[[str], int] | None:
+    """A counter over the count cache when the rank cache holds ``path``'s verified table
+    (so the encoder, if a text is new, builds from it), else None."""
+    ranks = rank_cache_file()
+    try:
+        st = ranks.stat()
+    except OSError:
+        return None
+    # Checked once per state of the rank cache file: token_counter() is called often.
+    key = (str(path), str(ranks), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _VERIFIED:
+        if _cached_payload(path) is None:
+            return None
+        _VERIFIED.add(key)
+    file = count_cache_file()
+    cache = _COUNT_CACHES.get(file)
+    if cache is None or cache.vocabulary != str(path):
+        cache = _COUNT_CACHES[file] = _CountCache(file, str(path))
+    return cache.count
+
+
 def _estimate(text: str) -> int:
     return math.ceil(len(text.encode("utf-8")) / 4)
 
@@ -260,7 +390,7 @@ def token_counter() -> TokenCounter:
     if other is not None:
         ordered.append((other, str(other)))
     for path, source in ordered:
-        count = _load_o200k(str(path))
+        count = _cached_counter(path) or _load_o200k(str(path))
         if count is not None:
             return TokenCounter("tiktoken:o200k_base", count, source)
     return TokenCounter("estimate:bytes/4", _estimate)
