@@ -216,7 +216,7 @@ def bench(catalogs: list[Path], sizes: list[int], runs: int, budget: int) -> dic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("catalogs", nargs="*", type=Path, help="LiveMCPBench tools.json / ToolGym .ndjson")
     parser.add_argument("--sizes", default="292,1393,3406", help="skill counts, comma-separated")
     parser.add_argument("--runs", type=int, default=5)
