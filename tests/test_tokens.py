@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,16 @@ def test_counts_come_from_the_count_cache_and_a_corrupted_one_is_ignored(
         assert _counts() == expected, why
         tokens._save_counts()  # pyright: ignore[reportPrivateUsage]
         assert cache.read_bytes() == good, f"{why}: the cache was not written again"
+
+
+def test_counts_are_not_saved_into_a_keen_home_removed_since(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    expected = _expected(monkeypatch, home)
+    assert _counts() == expected  # writes the rank cache
+    assert _counts() == expected  # remembers the counts
+    shutil.rmtree(home)
+    tokens._save_counts()  # pyright: ignore[reportPrivateUsage]  # what the process does at exit
+    assert not home.exists()

@@ -321,7 +321,8 @@ class _CountCache:
         return tokens
 
     def save(self) -> None:
-        if not self.added:
+        # Not into a KEEN_HOME removed since (a temporary one): that would create it again.
+        if not self.added or not self.file.parent.parent.is_dir():
             return
         kept = dict(list(self.known.items())[-MAX_CACHED_COUNTS:])
         payload = marshal.dumps(kept)
