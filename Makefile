@@ -99,6 +99,7 @@ bench: $(VENV)/.dev peers
 	$(PY) bench/token_counters.py $(LIVEMCPBENCH)/tools.json --vocabulary $(SHARED)/data/tokenizers/o200k_base.tiktoken
 	$(PY) bench/refresh_latency.py
 	$(PY) bench/turn_overhead.py $(LIVEMCPBENCH)/tools.json
+	$(PY) bench/prompt_start.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM)
 
 # The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.
 conformance: $(VENV)/.dev

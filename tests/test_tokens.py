@@ -4,8 +4,10 @@ demo name the tokenizer that counted."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -59,3 +61,122 @@ def test_prompt_stats_names_the_tokenizer(tmp_path: Path) -> None:
     assert "prompt size (tiktoken:o200k_base)" in human.stdout
     figures = home.keen("prompt", "--stats", "--json").json()
     assert figures["tokenizer"] == "tiktoken:o200k_base"
+
+
+TEXTS = [
+    "hello world",
+    "<|endoftext|>",
+    "- mcp:github: Use this skill to interact with the `github` MCP server. → read /h/mcp:github/SKILL.md\n",
+    '日本語のテキスト 🚀 and JSON {"type": "object"}',
+]
+
+
+def _counts() -> list[int]:
+    """Counts by a counter built now (not the one this process built before)."""
+    load = tokens._load_o200k  # pyright: ignore[reportPrivateUsage]
+    if isinstance(load, functools._lru_cache_wrapper):  # pyright: ignore[reportPrivateUsage]  # not while a test replaced it
+        load.cache_clear()
+    tokens._COUNT_CACHES.clear()  # pyright: ignore[reportPrivateUsage]
+    tokens._VERIFIED.clear()  # pyright: ignore[reportPrivateUsage]
+    counter = tokens.token_counter()
+    assert counter.exact
+    return [counter.count(text) for text in TEXTS]
+
+
+def _expected(monkeypatch: pytest.MonkeyPatch, home: Path) -> list[int]:
+    """Counts by tiktoken over the bundled vocabulary, read directly (no cache)."""
+    import tiktoken
+
+    for var in ("KEEN_TOKENIZER_FILE", "TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("KEEN_HOME", str(home))
+    bundled = tokens.bundled_o200k_file()
+    assert bundled is not None
+    ranks = tokens._read_ranks(str(bundled))  # pyright: ignore[reportPrivateUsage]
+    assert ranks is not None
+    reference = tiktoken.Encoding(
+        name="o200k_base",
+        pat_str=tokens.O200K_PATTERN,
+        mergeable_ranks=ranks,
+        special_tokens=tokens.O200K_SPECIAL_TOKENS,
+    )
+    return [len(reference.encode_ordinary(text)) for text in TEXTS]
+
+
+def _corruptions(good: bytes) -> dict[str, bytes]:
+    head, _, payload = good.partition(b"\n")
+    middle = len(payload) // 2
+    return {
+        "a flipped byte": head
+        + b"\n"
+        + payload[:middle]
+        + bytes([payload[middle] ^ 0xFF])
+        + payload[middle + 1 :],
+        "truncated": good[: len(good) // 2],
+        "no header": payload,
+        "empty": b"",
+        "not JSON": b"{nope\n" + payload,
+        "a header only": head + b"\n",
+    }
+
+
+def test_the_rank_cache_is_used_and_rebuilt_when_its_file_is_corrupted(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    expected = _expected(monkeypatch, tmp_path)
+
+    assert _counts() == expected
+    cache = tokens.rank_cache_file()
+    assert cache.parent == tmp_path / "cache" and cache.is_file()
+    good = cache.read_bytes()
+    # A good cache is used: the vocabulary is not read again.
+    read = tokens._read_ranks  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(tokens, "_read_ranks", lambda path: pytest.fail(f"read {path} despite the cache"))
+    assert _counts() == expected
+    monkeypatch.setattr(tokens, "_read_ranks", read)
+
+    header = json.loads(good.partition(b"\n")[0])
+    payload = good.partition(b"\n")[2]
+    corrupted = {
+        **_corruptions(good),
+        "another source file": json.dumps({**header, "source_mtime_ns": 1}).encode() + b"\n" + payload,
+    }
+    for why, data in corrupted.items():
+        cache.write_bytes(data)
+        assert _counts() == expected, why
+        assert cache.read_bytes() == good, f"{why}: the cache was not written again"
+
+
+def test_counts_come_from_the_count_cache_and_a_corrupted_one_is_ignored(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    expected = _expected(monkeypatch, tmp_path)
+    assert _counts() == expected  # writes the rank cache
+    assert _counts() == expected  # counts with it, remembering each text's count
+    tokens._save_counts()  # pyright: ignore[reportPrivateUsage]  # what the process does at exit
+    cache = tokens.count_cache_file()
+    assert cache.parent == tmp_path / "cache" and cache.is_file()
+    good = cache.read_bytes()
+    # Every text is known: no encoder is built.
+    load = tokens._load_o200k  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(tokens, "_load_o200k", lambda path: pytest.fail(f"built an encoder for {path}"))
+    assert _counts() == expected
+    monkeypatch.setattr(tokens, "_load_o200k", load)
+    for why, data in _corruptions(good).items():
+        cache.write_bytes(data)
+        assert _counts() == expected, why
+        tokens._save_counts()  # pyright: ignore[reportPrivateUsage]
+        assert cache.read_bytes() == good, f"{why}: the cache was not written again"
+
+
+def test_counts_are_not_saved_into_a_keen_home_removed_since(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    expected = _expected(monkeypatch, home)
+    assert _counts() == expected  # writes the rank cache
+    assert _counts() == expected  # remembers the counts
+    shutil.rmtree(home)
+    tokens._save_counts()  # pyright: ignore[reportPrivateUsage]  # what the process does at exit
+    assert not home.exists()

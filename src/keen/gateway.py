@@ -38,14 +38,15 @@ import anyio
 from keen import paths
 from keen._redact import redactor
 from keen.errors import ApprovalDenied, KeenError, Remedy
-from keen.mcp.pins import PinGuard, pinning_policy
 from keen.mcp.types import Tool, ToolResult
 from keen.mcpskills._layout import SCHEMAS_DIR, schema_path, skill_md_path
 
 if TYPE_CHECKING:
     # Typing only: ``tool_definition`` must be importable (by the CLI's ``keen prompt``)
     # without loading the MCP SDK that the Manager needs.
+    from keen.mcp.config import HttpServerConfig, StdioServerConfig
     from keen.mcp.manager import Manager
+    from keen.mcp.pins import PinGuard, PinningPolicy
 
 __all__ = [
     "CALL_MCP_TOOL",
@@ -190,6 +191,15 @@ def allow_read_only(request: ApprovalRequest) -> bool:
     return request.read_only
 
 
+def pinning_policy(server: HttpServerConfig | StdioServerConfig) -> PinningPolicy:
+    """:func:`keen.mcp.pins.pinning_policy`, imported on the first call: ``keen prompt`` and
+    the library's budgeted prompt import this module for :func:`tool_definition` alone, and
+    the pins module loads the config models (pydantic) with it."""
+    from keen.mcp.pins import pinning_policy as policy
+
+    return policy(server)
+
+
 @dataclass(frozen=True, slots=True)
 class GatewayResult:
     """A call's outcome shaped for a model: ``text`` is what to show it (already truncated);
@@ -248,7 +258,12 @@ class Gateway:
         pins: PinGuard | None = None,
     ) -> None:
         self.manager = manager
-        self.pins = pins or getattr(manager, "pins", None) or PinGuard()
+        pins = pins or getattr(manager, "pins", None)
+        if pins is None:
+            from keen.mcp.pins import PinGuard
+
+            pins = PinGuard()
+        self.pins = pins
         self.approval = approval
         self.audit = audit
         self.max_result_chars = max_result_chars

@@ -19,6 +19,22 @@ of 1,000,000 characters or more, and tiktoken is already a dependency
 (``bench/token_counters.py`` prints the measurement). The package is located with
 :func:`importlib.util.find_spec`, which does not import it.
 
+Building the rank table from the vocabulary (gunzip, SHA-256, 200,000 base64 lines) costs
+about 200 ms of CPU, so the table is kept, once built, in ``$KEEN_HOME/cache/o200k_base.ranks``
+(:func:`rank_cache_file`): a JSON header line naming the source file (path, size, mtime) and
+the SHA-256 of the payload, then the table in :mod:`marshal` form, which loads in about
+40 ms. The payload is hashed and compared before it is loaded; a cache that does not match
+(corrupted, truncated, another source file, another Python) is ignored and written again
+from the verified vocabulary, so it can cost time but never change a count.
+
+Building tiktoken's encoder from the table still costs about 100 ms, so while the rank
+cache is valid the counter starts without it: counts of texts counted before come from
+``$KEEN_HOME/cache/o200k_base.counts`` (:func:`count_cache_file`: a 16-byte BLAKE2b digest
+of the text -> its count, checked by SHA-256 like the ranks; the newest
+:data:`MAX_CACHED_COUNTS` are kept, written when the process exits), and the encoder is
+built at the first text not in it. A prompt built again from the same skills is counted
+without building it.
+
 Without any vocabulary (a broken install) counts are an estimate,
 ``ceil(utf8_bytes / 4)`` (OpenAI's rule of thumb for English text; JSON schemas tokenize
 a little denser, so it runs ~10-25% low on them), and ``TokenCounter.name`` says
@@ -27,11 +43,15 @@ a little denser, so it runs ~10-25% low on them), and ``TokenCounter.name`` says
 
 from __future__ import annotations
 
+import atexit
 import base64
 import functools
 import gzip
 import hashlib
 import importlib.util
+import json
+import logging
+import marshal
 import math
 import os
 import tempfile
@@ -40,15 +60,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from keen import paths
+from keen._fs import atomic_write_bytes
 
 __all__ = [
+    "MAX_CACHED_COUNTS",
     "O200K_CACHE_KEY",
     "O200K_PATTERN",
     "O200K_SHA256",
     "O200K_SPECIAL_TOKENS",
     "TokenCounter",
     "bundled_o200k_file",
+    "count_cache_file",
     "find_o200k_file",
+    "rank_cache_file",
     "token_counter",
 ]
 
@@ -70,6 +94,12 @@ O200K_PATTERN = "|".join(
 """o200k_base's pre-tokenizer regex, as tiktoken's ``tiktoken_ext.openai_public`` defines it
 (tiktoken's own constructor would download the vocabulary, so the encoding is built here)."""
 O200K_SPECIAL_TOKENS = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+_CACHE_FORMAT = "keen-o200k-ranks/1"
+_COUNTS_FORMAT = "keen-o200k-counts/1"
+MAX_CACHED_COUNTS = 200_000
+"""Counts kept in :func:`count_cache_file` (about 30 bytes each); the oldest go first."""
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -124,14 +154,80 @@ def find_o200k_file() -> Path | None:
     return None
 
 
-@functools.cache
-def _load_o200k(path: str) -> Callable[[str], int] | None:
-    """A counter over the vocabulary at ``path`` (``.gz`` or plain), or ``None`` when the
-    file does not hash to the official one or tiktoken is missing."""
+def rank_cache_file() -> Path:
+    """``$KEEN_HOME/cache/o200k_base.ranks``: the rank table in a form that loads fast (module doc)."""
+    return paths.keen_home() / "cache" / "o200k_base.ranks"
+
+
+def _cache_header(source: Path, payload: bytes, count: int) -> dict[str, object] | None:
     try:
-        import tiktoken
-    except ImportError:
+        st = source.stat()
+    except OSError:
         return None
+    return {
+        "format": _CACHE_FORMAT,
+        "python_marshal": marshal.version,
+        "vocabulary_sha256": O200K_SHA256,
+        "source": str(source.absolute()),
+        "source_size": st.st_size,
+        "source_mtime_ns": st.st_mtime_ns,
+        "tokens": count,
+        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+    }
+
+
+def _cached_payload(source: Path) -> tuple[bytes, int] | None:
+    """The cached rank table's bytes and size when the cache was made from ``source`` and
+    its payload hashes to its header's digest, else None."""
+    try:
+        raw = rank_cache_file().read_bytes()
+    except OSError:
+        return None
+    head, _, payload = raw.partition(b"\n")
+    try:
+        header = json.loads(head)
+        count = int(header["tokens"])
+    except (ValueError, TypeError, KeyError):
+        return None
+    if header != _cache_header(source, payload, count):
+        return None
+    return payload, count
+
+
+def _cached_ranks(source: Path) -> dict[bytes, int] | None:
+    """The rank table cached from ``source``, or None when the cache is absent or does not
+    match ``source`` and its own checksum (then it is never loaded)."""
+    found = _cached_payload(source)
+    if found is None:
+        return None
+    payload, count = found
+    try:
+        # marshal is not meant for untrusted bytes: these are the bytes this module wrote,
+        # checked against the SHA-256 in the header before they are read.
+        ranks = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(ranks, dict) or len(ranks) != count:  # pyright: ignore[reportUnknownArgumentType]
+        return None
+    return ranks  # pyright: ignore[reportUnknownVariableType]
+
+
+def _write_rank_cache(source: Path, ranks: dict[bytes, int]) -> None:
+    payload = marshal.dumps(ranks)
+    header = _cache_header(source, payload, len(ranks))
+    if header is None:
+        return
+    try:
+        atomic_write_bytes(
+            rank_cache_file(), json.dumps(header).encode("utf-8") + b"\n" + payload, fsync=False
+        )
+    except OSError as exc:  # a read-only KEEN_HOME: counts stay exact, the next start is slower
+        logger.debug("cannot write the token rank cache %s: %s", rank_cache_file(), exc)
+
+
+def _read_ranks(path: str) -> dict[bytes, int] | None:
+    """The rank table of the vocabulary at ``path`` (``.gz`` or plain), or ``None`` when
+    the file does not hash to the official one."""
     try:
         data = Path(path).read_bytes()
         if path.endswith(".gz"):
@@ -142,15 +238,139 @@ def _load_o200k(path: str) -> Callable[[str], int] | None:
         return None
     # The .tiktoken format, parsed as tiktoken.load.load_tiktoken_bpe does: that function
     # takes only a path and copies every file it reads into tiktoken's cache directory.
-    ranks = {
+    return {
         base64.b64decode(token): int(rank)
         for token, rank in (line.split() for line in data.splitlines() if line)
     }
+
+
+@functools.cache
+def _load_o200k(path: str) -> Callable[[str], int] | None:
+    """A counter over the vocabulary at ``path`` (``.gz`` or plain), or ``None`` when the
+    file does not hash to the official one or tiktoken is missing. The rank table comes
+    from :func:`rank_cache_file` when that was made from this very file (module doc)."""
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    ranks = _cached_ranks(Path(path))
+    if ranks is None:
+        ranks = _read_ranks(path)
+        if ranks is None:
+            return None
+        _write_rank_cache(Path(path), ranks)
     encoding = tiktoken.Encoding(
         name="o200k_base", pat_str=O200K_PATTERN, mergeable_ranks=ranks, special_tokens=O200K_SPECIAL_TOKENS
     )
     # encode_ordinary: special-token text such as "<|endoftext|>" counts as plain text.
     return lambda text: len(encoding.encode_ordinary(text))
+
+
+def count_cache_file() -> Path:
+    """``$KEEN_HOME/cache/o200k_base.counts``: exact counts of texts counted before (module doc)."""
+    return paths.keen_home() / "cache" / "o200k_base.counts"
+
+
+def _read_counts(file: Path) -> dict[bytes, int]:
+    try:
+        raw = file.read_bytes()
+    except OSError:
+        return {}
+    head, _, payload = raw.partition(b"\n")
+    try:
+        header = json.loads(head)
+    except ValueError:
+        return {}
+    expected = {
+        "format": _COUNTS_FORMAT,
+        "python_marshal": marshal.version,
+        "vocabulary_sha256": O200K_SHA256,
+        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+    }
+    if not isinstance(header, dict) or {k: header.get(k) for k in expected} != expected:  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        return {}
+    try:
+        counts = marshal.loads(payload)  # checked against the header's digest above
+    except (ValueError, EOFError, TypeError):
+        return {}
+    return counts if isinstance(counts, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+class _CountCache:
+    """Counts by digest, from :func:`count_cache_file`; the encoder is built on the first miss."""
+
+    def __init__(self, file: Path, vocabulary: str) -> None:
+        self.file = file
+        self.vocabulary = vocabulary
+        self.known = _read_counts(file)
+        self.added = 0
+        self._count: Callable[[str], int] | None = None
+
+    def count(self, text: str) -> int:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        tokens = self.known.get(key)
+        if tokens is None:
+            if self._count is None:
+                self._count = _load_o200k(self.vocabulary)
+                if self._count is None:  # the file changed since its ranks were cached
+                    raise RuntimeError(
+                        f"the o200k_base vocabulary {self.vocabulary} changed while in use; run again"
+                    )
+            tokens = self.known[key] = self._count(text)
+            self.added += 1
+        return tokens
+
+    def save(self) -> None:
+        # Not into a KEEN_HOME removed since (a temporary one): that would create it again.
+        if not self.added or not self.file.parent.parent.is_dir():
+            return
+        kept = dict(list(self.known.items())[-MAX_CACHED_COUNTS:])
+        payload = marshal.dumps(kept)
+        header = {
+            "format": _COUNTS_FORMAT,
+            "python_marshal": marshal.version,
+            "vocabulary_sha256": O200K_SHA256,
+            "payload_sha256": hashlib.sha256(payload).hexdigest(),
+            "counts": len(kept),
+        }
+        try:
+            atomic_write_bytes(self.file, json.dumps(header).encode("utf-8") + b"\n" + payload, fsync=False)
+        except OSError as exc:
+            logger.debug("cannot write the token count cache %s: %s", self.file, exc)
+        self.added = 0
+
+
+_COUNT_CACHES: dict[Path, _CountCache] = {}
+_VERIFIED: set[tuple[str, str, int, int, int]] = set()
+
+
+def _save_counts() -> None:
+    for cache in _COUNT_CACHES.values():
+        cache.save()
+
+
+atexit.register(_save_counts)
+
+
+def _cached_counter(path: Path) -> Callable[[str], int] | None:
+    """A counter over the count cache when the rank cache holds ``path``'s verified table
+    (so the encoder, if a text is new, builds from it), else None."""
+    ranks = rank_cache_file()
+    try:
+        st = ranks.stat()
+    except OSError:
+        return None
+    # Checked once per state of the rank cache file: token_counter() is called often.
+    key = (str(path), str(ranks), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _VERIFIED:
+        if _cached_payload(path) is None:
+            return None
+        _VERIFIED.add(key)
+    file = count_cache_file()
+    cache = _COUNT_CACHES.get(file)
+    if cache is None or cache.vocabulary != str(path):
+        cache = _COUNT_CACHES[file] = _CountCache(file, str(path))
+    return cache.count
 
 
 def _estimate(text: str) -> int:
@@ -171,7 +391,7 @@ def token_counter() -> TokenCounter:
     if other is not None:
         ordered.append((other, str(other)))
     for path, source in ordered:
-        count = _load_o200k(str(path))
+        count = _cached_counter(path) or _load_o200k(str(path))
         if count is not None:
             return TokenCounter("tiktoken:o200k_base", count, source)
     return TokenCounter("estimate:bytes/4", _estimate)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -10,12 +14,13 @@ from typing import Any
 import pytest
 
 from keen.capabilities import SEARCH_TOOL_NAME, budgeted_section, search_tool_definition
+from keen.capabilities.budget import MIN_DESCRIPTION_CHARS, tool_count
 from keen.gateway import tool_definition
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import generate_skill
 from keen.prompt import budgeted_prompt, mcp_tool_definitions
-from keen.skills import discover, render_skills_section
-from keen.tokens import token_counter
+from keen.skills import Skill, discover, render_skills_section, section_header, shorten
+from keen.tokens import TokenCounter, token_counter
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 LIVEMCPBENCH = DATA / "livemcpbench" / "tools.json"
@@ -134,3 +139,117 @@ def test_search_tool_definition_shapes() -> None:
 
 def _call_tool(skills_root: Path) -> dict[str, Any]:
     return tool_definition("openai", skills_dir=str(skills_root))
+
+
+def _whole_text_fold(
+    skills: Sequence[Skill], budget: int, root: Path, counter: TokenCounter, overhead: Sequence[str]
+) -> tuple[str, list[str], int | None]:
+    """The fold as it was made before the per-line sums: the whole section counted at every
+    step (text, folded names, cap). A reference to compare with, for budgets that fold."""
+    fixed = sum(counter.count(text) for text in overhead)
+    enabled = sorted(skills, key=lambda s: s.name)
+    header = section_header(enabled) + f"Each skill's instructions are in {root}/<name>/SKILL.md.\n"
+
+    def render(kept: Sequence[Skill], cap: int | None, fold: str = "") -> str:
+        lines = [f"- {s.name}: {s.description if cap is None else shorten(s.description, cap)}" for s in kept]
+        return header + "\n".join([*lines, fold] if fold else lines) + "\n"
+
+    def fits(text: str) -> bool:
+        return counter.count(text) + fixed <= budget
+
+    def best_cap(kept: Sequence[Skill], fold: str) -> int | bool | None:
+        if fits(render(kept, None, fold)):
+            return None
+        if not fits(render(kept, MIN_DESCRIPTION_CHARS, fold)):
+            return False
+        low, high = MIN_DESCRIPTION_CHARS, max(max(len(s.description) for s in kept), MIN_DESCRIPTION_CHARS)
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (mid, high) if fits(render(kept, mid, fold)) else (low, mid)
+        return low
+
+    order = sorted(enabled, key=lambda s: (not s.managed, float(tool_count(s)), s.name))
+
+    def attempt(n: int) -> tuple[str, list[str], int | None] | None:
+        folded = order[:n]
+        kept = [s for s in enabled if s not in folded]
+        names = [s.name.removeprefix("mcp:") for s in sorted(folded, key=lambda s: s.name)]
+        count = len(names)
+
+        def line(shown: int) -> str:
+            body = f": {', '.join(names[:shown])}" + (f" and {count - shown} more" if shown < count else "")
+            return (
+                f"- {count} more MCP server{'s' if count != 1 else ''} not listed for space"
+                f"{body if shown else ''}. Find their tools with `{SEARCH_TOOL_NAME}`."
+            )
+
+        if not fits(render(kept, MIN_DESCRIPTION_CHARS, line(0))):
+            return None
+        low, high = 0, count
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (
+                (mid, high) if fits(render(kept, MIN_DESCRIPTION_CHARS, line(mid))) else (low, mid - 1)
+            )
+        cap = best_cap(kept, line(low))
+        assert cap is not False
+        assert not isinstance(cap, bool)
+        return render(kept, cap, line(low)), sorted(s.name for s in folded), cap
+
+    low, high = 1, len(order)
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if attempt(mid) is not None else (mid + 1, high)
+    found = attempt(low)
+    assert found is not None
+    return found
+
+
+@pytest.mark.parametrize(("servers", "budgets"), [(70, (700, 1000, 1400)), (292, (1000, 2500, 4000))])
+def test_per_line_sums_fold_the_same_servers_as_counting_the_whole_section(
+    skills_292: Path, servers: int, budgets: tuple[int, ...]
+) -> None:
+    counter = token_counter()
+    skills = sorted(discover(skills_292).enabled, key=lambda s: s.name)[:servers]
+    overhead = mcp_tool_definitions(_call_tool(skills_292))
+    for budget in budgets:
+        section = budgeted_section(skills, budget, skills_root=skills_292, counter=counter, overhead=overhead)
+        assert section.step == "folded", (servers, budget)
+        text, folded, cap = _whole_text_fold(skills, budget, skills_292, counter, overhead)
+        assert (section.text, sorted(section.folded), section.description_cap) == (text, folded, cap)
+
+
+# Importing any of these means the prompt path loaded the MCP SDK, pydantic models or the
+# search stack (a search index is never built for a prompt).
+HEAVY = ("mcp", "pydantic", "numpy", "bm25s", "wordllama")
+PROMPT_PATHS = {
+    "keen prompt --budget": """
+from keen.cli import main
+sys.argv = ["keen", "prompt", "--budget", "4000"]
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+""",
+    "library budgeted_prompt": """
+from pathlib import Path
+from keen.gateway import tool_definition
+from keen.prompt import budgeted_prompt
+root = Path(os.environ["KEEN_HOME"]) / "skills"
+section = budgeted_prompt(4000, root, call_tool=tool_definition("openai", skills_dir=str(root)))
+assert section.step == "folded", section.step
+""",
+}
+
+
+@pytest.mark.parametrize("path", sorted(PROMPT_PATHS))
+def test_the_prompt_path_imports_no_mcp_sdk_pydantic_or_search(skills_292: Path, path: str) -> None:
+    code = (
+        "import os, sys\n"
+        + PROMPT_PATHS[path]
+        + f"\nprint('LOADED', sorted(set({HEAVY!r}) & set(sys.modules)))\n"
+    )
+    env = {**os.environ, "KEEN_HOME": str(skills_292.parent)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "LOADED []", done.stdout[-500:]

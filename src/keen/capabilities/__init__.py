@@ -11,19 +11,29 @@
   Imported on first search only (numpy, bm25s and wordllama load then).
 - The budgeted MCP section of a system prompt (``budget``).
 
+Names load on first use (PEP 562), so the budgeted prompt (``keen.capabilities.budget``)
+does not import the catalog.
+
 Imports only downward (``keen.mcp``, ``keen.skills``, ``keen.mcpskills``, shared leaves);
 see docs/architecture.md.
 """
 
-from keen.capabilities.budget import (
-    SEARCH_TOOL_NAME,
-    BudgetedSection,
-    budgeted_section,
-    search_tool_definition,
-)
-from keen.capabilities.catalog import Catalog, PermissionMode, SearchFilter, SearchHit, tool_capability
-from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, Risk
-from keen.capabilities.names import MODEL_NAME_RE, capability_id, model_name, model_names
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from keen._lazy import exports_from, lazy_module_attrs
+
+if TYPE_CHECKING:
+    from keen.capabilities.budget import (
+        SEARCH_TOOL_NAME,
+        BudgetedSection,
+        budgeted_section,
+        search_tool_definition,
+    )
+    from keen.capabilities.catalog import Catalog, PermissionMode, SearchFilter, SearchHit, tool_capability
+    from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, Risk
+    from keen.capabilities.names import MODEL_NAME_RE, capability_id, model_name, model_names
 
 __all__ = [
     "MODEL_NAME_RE",
@@ -44,3 +54,20 @@ __all__ = [
     "search_tool_definition",
     "tool_capability",
 ]
+
+_EXPORTS = {
+    **exports_from(
+        "keen.capabilities.budget",
+        ("SEARCH_TOOL_NAME", "BudgetedSection", "budgeted_section", "search_tool_definition"),
+    ),
+    **exports_from(
+        "keen.capabilities.catalog",
+        ("Catalog", "PermissionMode", "SearchFilter", "SearchHit", "tool_capability"),
+    ),
+    **exports_from("keen.capabilities.descriptor", ("Capability", "Kind", "LoadedCapability", "Risk")),
+    **exports_from(
+        "keen.capabilities.names", ("MODEL_NAME_RE", "capability_id", "model_name", "model_names")
+    ),
+}
+
+__getattr__, __dir__ = lazy_module_attrs(__name__, _EXPORTS)

@@ -24,13 +24,21 @@ local, else an estimate) unless a counter is passed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from keen.paths import WINDOWS_COLON
-from keen.skills import MARKER_FILE, SKILL_FILE, Skill, render_skills_section, section_header, shorten
+from keen.skills import (
+    MARKER_FILE,
+    SKILL_FILE,
+    Skill,
+    catalog_line,
+    render_skills_section,
+    section_header,
+    shorten,
+)
 from keen.tokens import TokenCounter, token_counter
 
 __all__ = [
@@ -120,8 +128,10 @@ def tool_count(skill: Skill) -> int:
         return 0
 
 
-def _fold_line(names: Sequence[str], room: Callable[[str], bool]) -> str | None:
-    """The fold line naming as many of ``names`` as ``room`` accepts (binary search)."""
+def _fold_line(names: Sequence[str], room: Callable[[str], bool], most: int) -> str | None:
+    """The fold line naming as many of ``names`` as ``room`` accepts (binary search), at
+    most ``most`` of them (each name shown costs at least one token: a caller passes the
+    tokens left, so the search never renders thousands of names it cannot show)."""
     count = len(names)
     noun = "MCP server" if count == 1 else "MCP servers"
 
@@ -135,11 +145,43 @@ def _fold_line(names: Sequence[str], room: Callable[[str], bool]) -> str | None:
 
     if not room(line(0)):
         return None
-    low, high = 0, count  # line(low) fits
+    low, high = 0, max(0, min(count, most))  # line(low) fits
     while low < high:
         mid = (low + high + 1) // 2
         low, high = (mid, high) if room(line(mid)) else (low, mid - 1)
     return line(low)
+
+
+class _LineTokens:
+    """Token counts of section lines, each distinct line counted once.
+
+    The section is a header ending in a newline, then lines that each start with ``- ``
+    and end with a newline. o200k_base's pre-tokenizer (``keen.tokens.O200K_PATTERN``)
+    never joins a newline with a following ``-`` into one piece, so the section's count
+    is the header's plus each line's (newline included): sums of per-line counts replace
+    counting the whole section again at every step. The text returned is counted once
+    more as a whole, and that exact count is what decides (module doc).
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._count = counter.count
+        self._memo: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        tokens = self._memo.get(text)
+        if tokens is None:
+            tokens = self._memo[text] = self._count(text)
+        return tokens
+
+    def within(self, lines: Iterable[str], room: int) -> int | None:
+        """The tokens of ``lines`` when they total at most ``room``, else None (stops
+        counting at the first line past it: the cost is bounded by the budget)."""
+        used = 0
+        for text in lines:
+            used += self(text)
+            if used > room:
+                return None
+        return used
 
 
 def budgeted_section(
@@ -157,19 +199,29 @@ def budgeted_section(
     their tokens count against the budget. ``skills_root``: the directory named in the
     compact header (default: the parent of the first skill). ``usefulness``: skill name
     -> score, higher kept longer (default: tool count). Raises ValueError if ``budget`` < 0.
+
+    The work is linear in the number of skills and otherwise bounded by the budget: lines
+    are counted one by one, each once, and a sum stops at the first line past the room.
     """
     if budget < 0:
         raise ValueError("the token budget must be >= 0")
     counter = counter or token_counter()
     enabled = sorted((s for s in skills if s.enabled), key=lambda s: s.name)
     fixed = sum(counter.count(text) for text in overhead)
+    tokens = _LineTokens(counter)
+    room = budget - fixed
 
     def result(
-        text: str, step: Any, listed: list[Skill], folded: list[Skill], cap: int | None
+        text: str,
+        step: Any,
+        listed: list[Skill],
+        folded: list[Skill],
+        cap: int | None,
+        exact: int | None = None,
     ) -> BudgetedSection:
         return BudgetedSection(
             text,
-            counter.count(text) + fixed if text else fixed,
+            (counter.count(text) if exact is None else exact) + fixed if text else fixed,
             budget,
             fixed,
             step,
@@ -179,68 +231,106 @@ def budgeted_section(
             cap,
         )
 
-    full = render_skills_section(enabled)
-    if not enabled or counter.count(full) + fixed <= budget:
-        return result(full, "full", enabled, [], None)
+    if not enabled:
+        return result("", "full", [], [], None)
+    if tokens.within([section_header(enabled), *(catalog_line(s) + "\n" for s in enabled)], room) is not None:
+        full = render_skills_section(enabled)
+        exact = counter.count(full)
+        if exact <= room:
+            return result(full, "full", enabled, [], None, exact)
     root = skills_root or enabled[0].path.parent
     where = f"{root}/<name>/{SKILL_FILE}"
     if any(s.path.name != s.name for s in enabled):  # Windows: mcp:x lives in mcp_x (keen.paths)
         where += f" (a ':' of the name is '{WINDOWS_COLON}' in the folder name)"
     header = section_header(enabled) + f"Each skill's instructions are in {where}.\n"
+    header_tokens = tokens(header)
+
+    def line(skill: Skill, cap: int | None) -> str:
+        return f"- {skill.name}: {skill.description if cap is None else shorten(skill.description, cap)}\n"
 
     def render(kept: Sequence[Skill], cap: int | None, fold: str = "") -> str:
-        lines = [f"- {s.name}: {s.description if cap is None else shorten(s.description, cap)}" for s in kept]
-        if fold:
-            lines.append(fold)
-        return header + "\n".join(lines) + "\n"
+        return header + "".join(line(s, cap) for s in kept) + (fold + "\n" if fold else "")
 
-    def fits(text: str) -> bool:
-        return counter.count(text) + fixed <= budget
-
-    def best_cap(kept: Sequence[Skill], fold: str = "") -> int | Literal[False] | None:
-        """The largest description cap at which ``kept`` fits (None: uncut), else False."""
-        if fits(render(kept, None, fold)):
+    def best_cap(kept: Sequence[Skill], left: int) -> int | Literal[False] | None:
+        """The largest description cap at which ``kept`` fits in ``left`` tokens (None:
+        uncut), else False."""
+        if tokens.within((line(s, None) for s in kept), left) is not None:
             return None
-        longest = max((len(s.description) for s in kept), default=0)
-        if not fits(render(kept, MIN_DESCRIPTION_CHARS, fold)):
+        if tokens.within((line(s, MIN_DESCRIPTION_CHARS) for s in kept), left) is None:
             return False
+        longest = max((len(s.description) for s in kept), default=0)
         low, high = MIN_DESCRIPTION_CHARS, max(longest, MIN_DESCRIPTION_CHARS)
         while high - low > 1:
             mid = (low + high) // 2
-            low, high = (mid, high) if fits(render(kept, mid, fold)) else (low, mid)
+            low, high = (
+                (mid, high) if tokens.within((line(s, mid) for s in kept), left) is not None else (low, mid)
+            )
         return low
 
-    cap = best_cap(enabled)
+    cap = best_cap(enabled, room - header_tokens)
     if cap is not False:
-        return result(render(enabled, cap), "compact", enabled, [], cap)
+        text = render(enabled, cap)
+        exact = counter.count(text)
+        if exact <= room:
+            return result(text, "compact", enabled, [], cap, exact)
 
     scores = dict(usefulness or {})
-    order = sorted(  # least useful first: MCP servers by score, user skills after them
+    # Least useful first: MCP servers by score, user skills after them.
+    order = sorted(
         enabled,
-        key=lambda s: (not s.managed, scores.get(s.name, float(tool_count(s))), s.name),
+        key=lambda s: (not s.managed, scores[s.name] if s.name in scores else float(tool_count(s)), s.name),
     )
+    most_useful = order[::-1]
+    # kept_min[k]: tokens of the k most useful skills' lines at the shortest cap, grown
+    # only as far as a question needs (never past the room).
+    kept_min = [0]
+
+    def kept_within(k: int, left: int) -> bool:
+        while len(kept_min) <= k and kept_min[-1] <= left:
+            kept_min.append(
+                kept_min[-1] + tokens(line(most_useful[len(kept_min) - 1], MIN_DESCRIPTION_CHARS))
+            )
+        return len(kept_min) > k and kept_min[k] <= left
+
+    def bare_fold(n: int) -> str:
+        return _fold_line(["?"] * n, lambda _: True, 0) or ""
+
+    def feasible(n: int) -> bool:
+        """Folding the ``n`` least useful leaves room for the fold line (no name shown)
+        and the others at the shortest cap."""
+        return kept_within(len(order) - n, room - header_tokens - tokens(bare_fold(n) + "\n"))
 
     def attempt(n: int) -> tuple[str, list[Skill], list[Skill], int | None] | None:
         folded = order[:n]
-        kept = [s for s in enabled if s not in folded]
-        names = [s.name.removeprefix("mcp:") for s in sorted(folded, key=lambda s: s.name)]
-        fold = _fold_line(names, lambda line: fits(render(kept, MIN_DESCRIPTION_CHARS, line)))
+        folded_names = {s.name for s in folded}
+        kept = [s for s in enabled if s.name not in folded_names]
+        if not kept_within(len(kept), room - header_tokens):
+            return None
+        left = room - header_tokens - kept_min[len(kept)]
+        names = [name.removeprefix("mcp:") for name in sorted(folded_names)]
+        fold = _fold_line(names, lambda text: tokens(text + "\n") <= left, left)
         if fold is None:
             return None
-        kept_cap = best_cap(kept, fold)
+        kept_cap = best_cap(kept, room - header_tokens - tokens(fold + "\n"))
         if kept_cap is False:
             return None
         return render(kept, kept_cap, fold), kept, folded, kept_cap
 
-    # attempt(n) fits for every n above the least that fits (fewer lines, same fold line
-    # room): binary search that least n.
-    if attempt(len(order)) is None:
+    # feasible(n) holds for every n above the least that does (fewer lines, same fold
+    # line room): binary search that least n. The exact count of the text decides; were it
+    # ever above the per-line sum, one more server is folded until it fits.
+    if not feasible(len(order)):
         return result("", "empty", [], enabled, None)
     low, high = 1, len(order)
     while low < high:
         mid = (low + high) // 2
-        low, high = (low, mid) if attempt(mid) is not None else (mid + 1, high)
-    found = attempt(low)
-    assert found is not None
-    text, kept, folded, kept_cap = found
-    return result(text, "folded", kept, folded, kept_cap)
+        low, high = (low, mid) if feasible(mid) else (mid + 1, high)
+    for n in range(low, len(order) + 1):
+        found = attempt(n)
+        if found is None:
+            continue
+        text, kept, folded, kept_cap = found
+        exact = counter.count(text)
+        if exact <= room:
+            return result(text, "folded", kept, folded, kept_cap, exact)
+    return result("", "empty", [], enabled, None)

@@ -14,7 +14,7 @@ Rules, in the order they are applied to each entry of the skills directory:
   not resolved, because the versioned target disappears at the next swap while the
   link path stays valid.
 * ``SKILL.md`` starts with YAML frontmatter fenced by ``---`` lines, parsed with
-  ``yaml.safe_load``. Only the frontmatter is read at discovery; the body is read on
+  PyYAML's safe loader (libyaml's ``CSafeLoader`` when PyYAML has it). Only the frontmatter is read at discovery; the body is read on
   demand (:meth:`Skill.read_body`).
 * ``description`` is required (a non-empty string; whitespace is collapsed so it fits
   on one catalog line). ``name`` is optional and defaults to the directory name; when
@@ -68,6 +68,9 @@ MARKER_FILE = ".keen-generated-mcp.json"
 MANAGED_BY = "keen-mcp"
 
 _NAME_RE = re.compile(r"[\w.:-]{1,128}")
+# libyaml's loader when PyYAML was built with it: the same safe subset of YAML, about ten
+# times faster than the pure-Python one (31 -> 3 ms for 292 skills' frontmatter).
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Frontmatter is a few lines; a file that opens a fence and never closes it within
 # this many bytes is broken, and reading further would only waste time.
 _MAX_FRONTMATTER_BYTES = 64 * 1024
@@ -195,7 +198,7 @@ def _read_frontmatter(skill_md: Path) -> str:
 def _parse_frontmatter(raw: str, dir_name: str) -> tuple[str, str]:
     """Validate parsed frontmatter; return ``(name, description)`` or raise ``ValueError``."""
     try:
-        data: Any = yaml.safe_load(raw)
+        data: Any = yaml.load(raw, Loader=_SafeLoader)
     except yaml.YAMLError as exc:
         where = ""
         mark = getattr(exc, "problem_mark", None)
@@ -314,13 +317,14 @@ def scan(
         raise SkillError(f"cannot list the skills directory {root}: {exc.strerror or exc}; check it") from exc
     skills: list[Skill] = []
     problems: list[SkillProblem] = []
+    names: set[str] = set()
     for entry in entries:
         if entry.name.startswith("."):
             continue
         if not entry.is_symlink() and not entry.is_dir():
             continue  # plain files such as config.json
         loaded = load(entry, config)
-        if isinstance(loaded, Skill) and any(s.name == loaded.name for s in skills):
+        if isinstance(loaded, Skill) and loaded.name in names:
             # Both spellings of one name (mcp:x and its Windows form mcp_x) side by side.
             loaded = SkillProblem(
                 loaded.name, entry, f"another directory already holds the skill {loaded.name!r}; remove one"
@@ -330,6 +334,7 @@ def scan(
             problems.append(loaded)
         else:
             skills.append(loaded)
+            names.add(loaded.name)
     return Discovery(skills=skills, problems=problems)
 
 

@@ -20,8 +20,6 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import filelock
-
 from keen.errors import SkillError
 
 __all__ = ["LOCK_FILE", "locked"]
@@ -52,6 +50,10 @@ def locked(root: Path, timeout: float = 60.0) -> Iterator[None]:
         finally:
             depths[key] -= 1
         return
+    # Imported by the first writer: readers (discovery, every prompt) import this module
+    # through the skills config and never lock (filelock's import is ~15 ms of CPU).
+    import filelock
+
     root.mkdir(parents=True, exist_ok=True)
     lock = filelock.FileLock(root / LOCK_FILE, timeout=timeout, poll_interval=_LOCK_POLL_SECONDS, mode=0o644)
     try:

@@ -1,0 +1,263 @@
+"""Prompt start benchmark: CPU from a cold interpreter to a usable budgeted prompt, at scale.
+
+Each figure is the CPU time (user + system) of a fresh process, repeated ``--runs`` times
+and printed as min / median / max, beside a bare interpreter (``python -c pass``) from the
+same run and as a ratio to it; the target is a prompt within 100 ms of CPU beyond the
+interpreter at 292 skills (issue 26). Rows:
+
+- ``keen prompt --budget TOKENS`` at each ``--sizes`` count of generated skills;
+- the library's budgeted prompt (``keen.prompt.budgeted_prompt`` with
+  ``keen.gateway.tool_definition``, as a host program calls it) at the first size;
+- ``keen chat -p``'s first turn with a scripted model, up to the first model request (the
+  process reports its CPU when the model is first asked, then exits): the prompt path of a
+  chat, with no MCP server configured;
+- the first ``keen prompt`` in a new ``KEEN_HOME`` (it writes the token-rank cache), once.
+
+Skills are generated without servers (``keen.mcpskills.generate_skill`` from the recorded
+tool lists, as ``tests/capabilities/test_budget.py`` does): the LiveMCPBench and ToolGym
+catalogs give 292 servers; larger counts replicate them under new names (``<name>-r2``,
+...). The chat home holds the same ``SKILL.md`` files without the generated-skill marker:
+with no server configured, the startup sync would remove generated skills, never a
+person's own.
+
+Usage: ``python bench/prompt_start.py [CATALOG ...] [--sizes 292,1393,3406] [--runs 5]
+[--budget 4000] [--json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from _catalog import keen_names, load_catalog
+from _common import PYTHON, print_block, verdict
+from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
+from keen.mcpskills import generate_skill
+
+__all__ = ["generate", "main"]
+
+HERE = Path(__file__).resolve().parent
+SHARED = HERE.parents[1] / "shared" / "data"
+DEFAULT_CATALOGS = [SHARED / "livemcpbench" / "tools.json", SHARED / "toolgym" / "tool_descriptions.ndjson"]
+KEEN = shutil.which("keen", path=str(Path(PYTHON).parent)) or "keen"
+TARGET_S = 0.100
+NOW = datetime(2026, 1, 2, tzinfo=UTC)
+
+LIBRARY = """
+import sys
+from pathlib import Path
+from keen.gateway import tool_definition
+from keen.prompt import budgeted_prompt
+root = Path(sys.argv[1])
+section = budgeted_prompt(int(sys.argv[2]), root, call_tool=tool_definition("openai", skills_dir=str(root)))
+assert section.text, section.step
+"""
+
+# Runs `keen chat -p` and reports this process's CPU when the model is first asked.
+CHAT = """
+import json, os, resource, sys
+from keen.agent.providers import scripted
+
+async def first_request(self, messages, tools):
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    system = messages[0].content if messages else ""
+    search = sorted({"bm25s", "numpy", "wordllama"} & set(sys.modules))
+    figures = {"cpu": usage.ru_utime + usage.ru_stime, "system_chars": len(system), "search_loaded": search}
+    print(json.dumps(figures), flush=True)
+    os._exit(0)
+    yield  # an async generator, like the real stream
+
+scripted.ScriptedModel.stream = first_request
+from keen.cli import main
+sys.argv = ["keen", "chat", "-m", "scripted:" + sys.argv[1], "-p", "hello", "--timeout", "5"]
+main()
+"""
+
+
+def generate(catalogs: list[Path], count: int, root: Path) -> None:
+    """``count`` generated skills under ``root`` from the catalogs' servers, replicated
+    under new names past the catalogs' own count."""
+    servers = [s for path in catalogs for s in load_catalog(path)]
+    raw = [
+        servers[i % len(servers)].key
+        if i < len(servers)
+        else f"{servers[i % len(servers)].key}-r{i // len(servers) + 1}"
+        for i in range(count)
+    ]
+    for i, name in enumerate(keen_names(raw)):
+        recorded = servers[i % len(servers)]
+        tools = [
+            Tool(
+                name,
+                t["name"],
+                t.get("description") or "",
+                t.get("inputSchema") or {},
+                annotations=t.get("annotations"),
+            )
+            for t in recorded.tools
+        ]
+        status = ServerStatus(name, "stdio", "none", ServerState.CONNECTED, last_refresh_at=NOW)
+        info = ServerInfo(recorded.info_name, recorded.version, None, recorded.instructions)
+        generate_skill(root, status, tools, info=info, now=NOW, fsync=False)
+
+
+def _user_copies(source: Path, target: Path) -> None:
+    """Each skill's SKILL.md under ``target``, without the generated-skill marker."""
+    for entry in sorted(source.iterdir()):
+        if entry.name.startswith(".") or not (entry / "SKILL.md").is_file():
+            continue
+        (target / entry.name).mkdir(parents=True)
+        shutil.copyfile(entry / "SKILL.md", target / entry.name / "SKILL.md")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cpu_runs(argv: list[str], env: dict[str, str], runs: int) -> list[float]:
+    """CPU seconds of ``runs`` fresh processes of ``argv``."""
+    out: list[float] = []
+    for _ in range(runs):
+        before = _children_cpu()
+        done = subprocess.run(argv, capture_output=True, env=env, check=False)
+        out.append(_children_cpu() - before)
+        if done.returncode != 0:
+            raise SystemExit(
+                f"prompt_start: {' '.join(argv[:4])} exited {done.returncode}: {done.stderr.decode()[-2000:]}"
+            )
+    return out
+
+
+def _chat_runs(home: Path, script: Path, runs: int) -> tuple[list[float], dict[str, Any]]:
+    """CPU seconds of ``keen chat -p`` up to its first model request, the system prompt's
+    size and which search modules were loaded by then."""
+    env = {**os.environ, "KEEN_HOME": str(home)}
+    out: list[float] = []
+    last: dict[str, Any] = {}
+    for _ in range(runs):
+        done = subprocess.run(
+            [PYTHON, "-c", CHAT, str(script)], capture_output=True, text=True, env=env, check=False
+        )
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if not lines:
+            raise SystemExit(
+                f"prompt_start: keen chat never asked the model (exit {done.returncode}): {done.stderr[-2000:]}"
+            )
+        figures = json.loads(lines[-1])
+        out.append(figures.pop("cpu"))
+        last = figures
+    return out, last
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def bench(catalogs: list[Path], sizes: list[int], runs: int, budget: int) -> dict[str, Any]:
+    load_before = os.getloadavg()
+    rows: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="keen-prompt-start-") as tmp:
+        homes: dict[int, Path] = {}
+        generated: dict[int, float] = {}
+        for size in sizes:
+            home = Path(tmp) / f"home-{size}"
+            started = time.perf_counter()
+            generate(catalogs, size, home / "skills")
+            generated[size] = time.perf_counter() - started
+            homes[size] = home
+        first = sizes[0]
+        bare = _cpu_runs([PYTHON, "-c", "pass"], dict(os.environ), runs)
+        rows["python -c pass"] = _stats(bare)
+        cold_home = Path(tmp) / "cold"
+        shutil.copytree(homes[first] / "skills", cold_home / "skills", symlinks=True)
+        env = {**os.environ, "KEEN_HOME": str(cold_home)}
+        rows[f"first keen prompt --budget {budget}, {first} skills (new KEEN_HOME)"] = _stats(
+            _cpu_runs([KEEN, "prompt", "--budget", str(budget)], env, 1)
+        )
+        for size in sizes:
+            env = {**os.environ, "KEEN_HOME": str(homes[size])}
+            argv = [KEEN, "prompt", "--budget", str(budget)]
+            _cpu_runs(argv, env, 1)  # warms the file cache and $KEEN_HOME/cache
+            rows[f"keen prompt --budget {budget}, {size} skills"] = _stats(_cpu_runs(argv, env, runs))
+        env = {**os.environ, "KEEN_HOME": str(homes[first])}
+        library = [PYTHON, "-c", LIBRARY, str(homes[first] / "skills"), str(budget)]
+        _cpu_runs(library, env, 1)
+        rows[f"library budgeted_prompt({budget}), {first} skills"] = _stats(_cpu_runs(library, env, runs))
+        chat_home = Path(tmp) / "chat"
+        _user_copies(homes[first] / "skills", chat_home / "skills")
+        script = Path(tmp) / "script.jsonl"
+        script.write_text(json.dumps({"content": "hello"}) + "\n", encoding="utf-8")
+        # A whole chat first, ended as usual: it writes the caches a real second start finds.
+        env = {**os.environ, "KEEN_HOME": str(chat_home)}
+        _cpu_runs([KEEN, "chat", "-m", f"scripted:{script}", "-p", "hello", "--timeout", "5"], env, 1)
+        chat, last = _chat_runs(chat_home, script, runs)
+        rows[f"keen chat -p to the first model request, {first} skills"] = {**_stats(chat), **last}
+    return {
+        "runs": runs,
+        "budget": budget,
+        "generate_s": generated,
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "cpus": os.cpu_count(),
+        "rows": rows,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("catalogs", nargs="*", type=Path, help="LiveMCPBench tools.json / ToolGym .ndjson")
+    parser.add_argument("--sizes", default="292,1393,3406", help="skill counts, comma-separated")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--budget", type=int, default=4000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    catalogs = args.catalogs or DEFAULT_CATALOGS
+    for path in catalogs:
+        if not path.is_file():
+            raise SystemExit(
+                f"prompt_start: {path} does not exist; pass the LiveMCPBench tools.json and ToolGym .ndjson"
+            )
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    figures = bench(catalogs, sizes, args.runs, args.budget)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return
+    bare = figures["rows"]["python -c pass"]["median"]
+    rows = []
+    for label, f in figures["rows"].items():
+        line = f"{f['min'] * 1000:7.1f} / {f['median'] * 1000:7.1f} / {f['max'] * 1000:7.1f} ms CPU"
+        if "system_chars" in f:
+            line += f" (system prompt {f['system_chars']:,} chars; search modules loaded: {f['search_loaded'] or 'none'})"
+        if label != "python -c pass":
+            beyond = f["median"] - bare
+            line += f", {f['median'] / bare:5.1f}x the interpreter, +{beyond * 1000:.0f} ms"
+            if f"{sizes[0]} skills" in label and not label.startswith("first"):
+                line += f"  {verdict(beyond <= TARGET_S)}"
+        rows.append((label, line))
+    before, after = figures["load_average_before"], figures["load_average_after"]
+    print_block(
+        f"Prompt start (min / median / max of {figures['runs']} cold processes; target: +{TARGET_S * 1000:.0f} ms "
+        f"beyond the interpreter at {sizes[0]} skills)",
+        rows,
+        [
+            f"python {sys.version.split()[0]}, {figures['cpus']} CPUs, load average (1/5/15 min) "
+            f"{before[0]:.2f} {before[1]:.2f} {before[2]:.2f} before, {after[0]:.2f} {after[1]:.2f} {after[2]:.2f} after",
+            "skills generated in " + ", ".join(f"{s}: {t:.1f} s" for s, t in figures["generate_s"].items()),
+        ],
+    )
+
+
+if __name__ == "__main__":
+    main()
