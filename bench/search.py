@@ -348,7 +348,9 @@ def _report(fig: dict[str, Any], args: argparse.Namespace, queries: Path) -> Non
     print(f"  {own:<17}: {fig[own]:.3f} (a result's copies on other servers not counted)")
     print(f"  MRR              : {fig['mrr']:.3f}")
     print(f"  missed           : {fig['missed@100']} queries with no needed tool in the top {DEPTH}")
-    print(f"  latency p50/p99  : {fig['p50_ms']:.2f} / {fig['p99_ms']:.2f} ms per query   target p50 <= 10 ms")
+    print(
+        f"  latency p50/p99  : {fig['p50_ms']:.2f} / {fig['p99_ms']:.2f} ms per query   target p50 <= 10 ms"
+    )
     print(
         f"  CPU p50          : {fig['cpu_p50_ms']:.2f} ms per query (all threads; 1-min load average "
         f"{fig['load_average_1m']:.1f} on {os.cpu_count()} CPUs)"
