@@ -7,6 +7,7 @@ skill and the second one answers at once."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -78,7 +79,12 @@ def test_the_second_run_asks_the_model_before_the_slow_server_is_up(home: Home) 
     print(f"\nkeen chat -p, second run: the model was asked {fake.requests[1].at - began:.2f} s after start")
     # Asked before the slow server was up (the old one-shot waited for every server).
     assert "slow" not in first_step_servers(home, second), second.stderr
-    assert "still connecting (1 server): slow; answering with the skills on disk" in second.stderr
+    # The quick server is usually up within the first second; on a loaded machine it may be
+    # named as still connecting too. The slow one always is.
+    assert re.search(
+        r"still connecting \((1 server|2 servers)\): (quick, )?slow; answering with the skills on disk",
+        second.stderr,
+    ), second.stderr
     assert json.loads(second.stdout)["answer"] == "second"
     # The prompt held both servers' catalog lines, the slow one's from disk.
     system = fake.requests[1].body["messages"][0]["content"]

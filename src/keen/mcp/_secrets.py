@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from keen._redact import redactor, register_value, url_secrets
 from keen.mcp.config import ApiKeyAuth, HttpServerConfig, OAuthAuth, StdioServerConfig
 
-__all__ = ["arg_secrets", "register_server_secrets"]
+__all__ = ["arg_secrets", "register_server_secrets", "secret_name"]
 
 # A word of a name (a flag, a header, an environment variable) saying its value is a credential...
 _SECRET_WORD = re.compile(
@@ -31,7 +31,9 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
 _NAMED_VALUE = re.compile(r"^\s*(-{0,2}[A-Za-z][A-Za-z0-9_.-]*)\s*[:=]\s*(\S.*?)\s*$", re.DOTALL)
 
 
-def _secret_name(name: str) -> bool:
+def secret_name(name: str) -> bool:
+    """Whether a flag or variable name says its value is a credential (``--api-key``,
+    ``GITHUB_TOKEN``, ``apiKey``; not ``--key-file``)."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.strip("-"))  # apiKey: api_Key
     words = [w for w in re.split(r"[-_.]+", spaced.lower()) if w]
     if not words or _ABOUT_WORD.fullmatch(words[-1]):
@@ -50,16 +52,16 @@ def arg_secrets(args: Sequence[str]) -> list[str]:
     found: list[str] = []
     for i, arg in enumerate(args):
         named = _NAMED_VALUE.match(arg)
-        if named is not None and not _secret_name(named.group(1)):
+        if named is not None and not secret_name(named.group(1)):
             named = _NAMED_VALUE.match(named.group(2)) or named  # --header=Authorization: Bearer x
         if url := _URL.search(arg):  # mcp-remote https://h/mcp?key=..., --url=https://u:p@h
             found.extend(url_secrets(url.group()))
         elif named is not None:
-            if _secret_name(named.group(1)):
+            if secret_name(named.group(1)):
                 found.append(named.group(2))
         elif (
             arg.startswith("-")
-            and _secret_name(arg)
+            and secret_name(arg)
             and i + 1 < len(args)
             and not args[i + 1].startswith("--")
         ):

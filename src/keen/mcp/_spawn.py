@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from keen._redact import register_value
 from keen.mcp._orphans import SPAWN_VAR, orphans_stopped
+from keen.mcp._secrets import secret_name
 
 if TYPE_CHECKING:
     from keen.mcp.config import StdioServerConfig
@@ -143,7 +144,11 @@ def server_environment(cfg: StdioServerConfig, environ: Mapping[str, str] | None
     for name in names:
         value = source.get(name)
         if value is not None:
-            register_value(value)
+            # Named one by one, each may be a credential; passed wholesale (``true``), only
+            # those whose names say so: registering USER=root or LANG=C.UTF-8 would blank
+            # those words out of every later message of the process.
+            if inherit is not True or secret_name(name):
+                register_value(value)
             env[name] = value
     env.update(cfg.env)
     return env

@@ -142,7 +142,9 @@ def _read(path: Path, env: str) -> McpDefaults:
 def _mcp_table(path: Path) -> dict[str, Any]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        # No file, or KEEN_HOME is not a folder: the command's own check of KEEN_HOME says
+        # what to do about that, in its words.
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}; check its permissions", path=str(path)) from exc
