@@ -40,6 +40,7 @@ import anyio
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -163,18 +164,31 @@ class _Gate:
         if version is not None and version not in _KNOWN_VERSIONS:
             # Else the SDK's stateless handler takes it for a 2026-07-28 request and answers
             # about a missing _meta envelope, which says nothing of the real mistake.
-            known = ", ".join(_KNOWN_VERSIONS)
-            await _error(
-                400,
-                f"Bad Request: unsupported MCP-Protocol-Version {version[:64]!r}; send one of {known}, "
-                "or none before initialize",
-            )(scope, receive, send)
+            await self._unsupported_version(scope, receive, send, version)
             return
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             scope[SCOPE_KEY] = f"principal:{principal}"
             await self.inner(scope, receive, send)
             return
         await self._handshake_era(scope, receive, send, request, principal)
+
+    async def _unsupported_version(self, scope: Scope, receive: Receive, send: Send, version: str) -> None:
+        """HTTP 400 with JSON-RPC ``-32022`` (MCP 2026-07-28, "Protocol Version Negotiation"):
+        the request's own id and ``data.supported``, every version Keen serves, so a client
+        retries with one of them instead of taking Keen for a server of the old era."""
+        body = await _read_body(receive) if scope.get("method") == "POST" else b""
+        if body is None:
+            await _error(413, "Request body too large")(scope, receive, send)
+            return
+        known = ", ".join(_KNOWN_VERSIONS)
+        error = {
+            "code": UNSUPPORTED_PROTOCOL_VERSION,
+            "message": f"Bad Request: unsupported MCP-Protocol-Version {version[:64]!r}; send one of "
+            f"{known}, or none before initialize",
+            "data": {"supported": list(_KNOWN_VERSIONS), "requested": version[:64]},
+        }
+        reply = {"jsonrpc": "2.0", "id": _request_id(body), "error": error}
+        await JSONResponse(reply, status_code=400)(scope, receive, send)
 
     async def _handshake_era(
         self, scope: Scope, receive: Receive, send: Send, request: Request, principal: str
@@ -336,6 +350,17 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+def _request_id(body: bytes) -> str | int | None:
+    """The JSON-RPC id of a request body, ``None`` for a notification or anything else."""
+    try:
+        data = json.loads(body) if body else None
+    except (ValueError, RecursionError):
+        return None
+    found = data.get("id") if isinstance(data, dict) else None
+    # A bool is an int to Python, never a JSON-RPC id.
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
 
 def _is_initialize(body: bytes) -> bool:

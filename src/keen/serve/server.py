@@ -77,7 +77,7 @@ from keen.serve.store import (
     Store,
 )
 
-__all__ = ["PRINCIPAL_KEY", "SCOPE_KEY", "KeenServer", "Mode"]
+__all__ = ["DEFAULT_READY_WAIT", "PRINCIPAL_KEY", "SCOPE_KEY", "KeenServer", "Mode"]
 
 logger = logging.getLogger("keen.serve")
 
@@ -92,7 +92,7 @@ token's principal (``token:<id>``), or its address when no token is configured
 (``address:<ip>``). Limits are kept per principal, so a new session does not reset them."""
 
 _LOOSE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
-_READY_WAIT = 15.0
+DEFAULT_READY_WAIT = 15.0
 _TOOLS_TTL_MS = 10_000
 
 _SEARCH_INSTRUCTIONS = (
@@ -126,6 +126,9 @@ class KeenServer:
         max_result_chars: longer result text is cut by the harness, with a note.
         notify_interval: seconds that coalesce upstream changes into one notice to hosts
             (at most one ``list_changed`` per list per interval; :mod:`keen.serve.notify`).
+        ready_wait: seconds the first request that needs the upstream tools waits for every
+            server's first connection attempt; a server still connecting after that is named
+            in ``search_tools`` answers until it is done.
 
     Raises:
         ConfigError: the manager's config file cannot be used (raised before the audit log
@@ -148,6 +151,7 @@ class KeenServer:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         notify_interval: float = DEFAULT_NOTIFY_INTERVAL,
+        ready_wait: float = DEFAULT_READY_WAIT,
     ) -> None:
         if mode not in ("search", "extension"):
             raise ValueError(f"unknown mode {mode!r}; use search or extension")
@@ -163,6 +167,7 @@ class KeenServer:
         self.fetch_limit = fetch_limit
         self.fetch_window = fetch_window
         self.max_sessions = max_sessions
+        self.ready_wait = ready_wait
         self.reconnector = Reconnector(manager)
         self.router = CallRouter(
             manager,
@@ -216,10 +221,11 @@ class KeenServer:
             await self.store.aclose()
             self.router.close()
 
-    async def wait_ready(self, timeout: float = _READY_WAIT) -> None:
-        """Let the first connection attempts finish (bounded) so the first list is not empty."""
+    async def wait_ready(self) -> None:
+        """Let the first connection attempts finish (at most :attr:`ready_wait` seconds, once)
+        so the first list is not empty."""
         if not self._ready:
-            await self.manager.wait_ready(timeout)
+            await self.manager.wait_ready(self.ready_wait)
             # One grace period only: a server still hanging after it is reported per call.
             self._ready = True
 
@@ -399,9 +405,7 @@ class KeenServer:
     ) -> mt.ReadResourceResult:
         uri = str(params.uri)
         if not ext.is_tool_descriptions_uri(uri):
-            raise MCPError(
-                code=mt.INVALID_PARAMS, message=f"unknown resource {uri!r}; read {ext.RESOURCE_URI}"
-            )
+            raise _unknown_resource(uri)
         scope = self.caller_scope(ctx)
         names = ext.selected_tools(uri)
         if names is None:
@@ -456,6 +460,19 @@ class KeenServer:
 
     # -- search mode --------------------------------------------------------------------------
 
+    def _connecting(self) -> dict[str, Any]:
+        """``search_tools``'s word on servers still connecting, whose tools it cannot search
+        yet (empty when none is): their names and what to do."""
+        names = [s.name for s in self.manager.servers() if s.state is ServerState.CONNECTING]
+        if not names:
+            return {}
+        count = f"{len(names)} upstream server{'s are' if len(names) > 1 else ' is'}"
+        return {
+            "connecting_servers": names,
+            "note": f"{count} still connecting ({', '.join(names)}): {'their' if len(names) > 1 else 'its'} "
+            "tools are not in these results yet; search again in a few seconds.",
+        }
+
     async def _search_tool(self, name: str, arguments: dict[str, Any], scope: str) -> mt.CallToolResult:
         if name == "call_tool":
             server, tool = arguments.get("server"), arguments.get("tool")
@@ -491,7 +508,7 @@ class KeenServer:
                 }
                 for t in hits
             ]
-            return _json_result({"tools": found, "total_tools": len(catalog)})
+            return _json_result({"tools": found, "total_tools": len(catalog), **self._connecting()})
         if name == "describe_tools":
             names = arguments.get("names")
             if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
@@ -528,6 +545,17 @@ def _annotations(raw: dict[str, Any] | None) -> mt.ToolAnnotations | None:
         return mt.ToolAnnotations.model_validate(raw)
     except ValueError:
         return None
+
+
+def _unknown_resource(uri: str) -> MCPError:
+    """JSON-RPC ``-32602`` naming the URI in ``data.uri`` (MCP 2026-07-28, Resources, "Error
+    Handling": a resource that does not exist)."""
+    shown = uri if len(uri) <= 200 else uri[:200] + "..."
+    return MCPError(
+        code=mt.INVALID_PARAMS,
+        message=f"Resource not found: {shown!r}; resources/list names the resources this server has",
+        data={"uri": uri},
+    )
 
 
 def _bad_args(message: str) -> dict[str, Any]:
