@@ -64,9 +64,10 @@ from keen.mcp.manager import Manager
 from keen.mcp.reconnect import Reconnector
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
-from keen.serve.calls import CallRouter, call_result, error_result, host_remedy_words
+from keen.serve.calls import APPROVER, CallRouter, call_result, error_result, host_remedy_words
 from keen.serve.catalog import ToolCatalog
 from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, digest
+from keen.serve.passthrough import Listing, exposed_uri, upstream_uri
 from keen.serve.search import CapabilitySearch, SearchFn
 from keen.serve.store import (
     DEFAULT_AUTH_TTL,
@@ -266,11 +267,34 @@ class KeenServer:
         ]
 
     def _served_lists(self) -> Mapping[str, str]:
-        # What a host would see; search mode's lists are constant (see the module docstring).
+        # What a host would see. Search mode sends no notices (it has no event stream): its
+        # tools are constant and its hosts re-list prompts and resources when they need them.
         if self.mode == "search":
             return {}
-        tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in self.listed_tools()]
-        return {"tools": digest(tools)}
+        listing = self.listing()
+
+        def dumped(items: Sequence[Any]) -> str:
+            return digest([i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in items])
+
+        return {
+            "tools": dumped(self.listed_tools()),
+            "resources": dumped([*listing.resources, *listing.templates]),
+            "prompts": dumped(listing.prompts),
+        }
+
+    def listing(self) -> Listing:
+        """The connected upstream servers' prompts, resources and templates, namespaced
+        (:mod:`keen.serve.passthrough`); built from the Manager's last lists."""
+        lists: dict[str, tuple[list[dict[str, Any]], ...]] = {}
+        for status in self.manager.servers():
+            if status.state is ServerState.CONNECTED:
+                name = status.name
+                lists[name] = (
+                    self.manager.list_resources(name),
+                    self.manager.list_resource_templates(name),
+                    self.manager.list_prompts(name),
+                )
+        return Listing.build(lists)
 
     def tools_ttl_ms(self) -> int:
         """``ttlMs`` for ``tools/list``: 10 s, or less when an upstream list goes stale sooner.
@@ -351,8 +375,13 @@ class KeenServer:
             get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_list_resources=self._list_resources if extension else None,
-            on_read_resource=self._read_resource if extension else None,
+            # Upstream prompts and resources pass through in both modes; extension mode adds
+            # its tool_descriptions resource.
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_resource_templates,
+            on_read_resource=self._read_resource,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
             # 2026-07-28 hosts get change notices on subscriptions/listen streams only.
             on_subscriptions_listen=self.notifier.listen if extension else None,
         )
@@ -389,24 +418,91 @@ class KeenServer:
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
+        await self.wait_ready()
+        own = [
+            mt.Resource(
+                uri=ext.RESOURCE_URI,
+                name=ext.RESOURCE_NAME,
+                description=ext.RESOURCE_DESCRIPTION,
+                mime_type="application/json",
+            )
+        ]
         return mt.ListResourcesResult(
-            resources=[
-                mt.Resource(
-                    uri=ext.RESOURCE_URI,
-                    name=ext.RESOURCE_NAME,
-                    description=ext.RESOURCE_DESCRIPTION,
-                    mime_type="application/json",
-                )
-            ]
+            resources=[*(own if self.mode == "extension" else []), *self.listing().resources]
+        )
+
+    async def _list_resource_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourceTemplatesResult:
+        await self.wait_ready()
+        return mt.ListResourceTemplatesResult(resource_templates=self.listing().templates)
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListPromptsResult:
+        await self.wait_ready()
+        return mt.ListPromptsResult(prompts=self.listing().prompts)
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.GetPromptRequestParams
+    ) -> mt.GetPromptResult:
+        scope = self.caller_scope(ctx)
+        await self.wait_ready()
+        found = self.listing().prompt(params.name)
+        if found is None:
+            self._audit("prompt.get", scope, None, params.name, "denied", "unknown_prompt")
+            shown = params.name if len(params.name) <= 200 else params.name[:200] + "..."
+            raise MCPError(
+                code=mt.INVALID_PARAMS,
+                message=f"Unknown prompt: {shown!r}; prompts/list names the prompts this server has",
+            )
+        server, prompt = found
+        await self.revive(servers=[server])
+        try:
+            raw = await self.manager.get_prompt(server, prompt, dict(params.arguments or {}))
+        except KeenError as exc:
+            self._audit("prompt.get", scope, server, prompt, "error", exc.code)
+            raise MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server)) from exc
+        self._audit("prompt.get", scope, server, prompt, "ok", None)
+        return mt.GetPromptResult.model_validate(raw)
+
+    async def _read_upstream(self, scope: str, uri: str) -> mt.ReadResourceResult:
+        """``resources/read`` of an upstream resource (``keen://<server>/<uri>``), forwarded
+        only when its server listed it or a template of that server's matches it."""
+        found = upstream_uri(uri)
+        await self.wait_ready()
+        if found is None or not self.listing().readable(*found):
+            self._audit(
+                "resource.read", scope, found[0] if found else None, uri, "denied", "unknown_resource"
+            )
+            raise _unknown_resource(uri)
+        server, inner = found
+        await self.revive(servers=[server])
+        try:
+            contents = await self.manager.read_resource(server, inner)
+        except KeenError as exc:
+            self._audit("resource.read", scope, server, inner, "error", exc.code)
+            raise MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server)) from exc
+        self._audit("resource.read", scope, server, inner, "ok", None)
+        # Each part names the resource as the host asked for it (its server's namespace).
+        shown = [{**c, "uri": exposed_uri(server, str(c.get("uri") or inner))} for c in contents]
+        return mt.ReadResourceResult.model_validate({"contents": shown})
+
+    def _audit(
+        self, kind: str, caller: str, server: str | None, name: str, outcome: str, code: str | None
+    ) -> None:
+        """One event in the audit log (the harness's event log) for a prompt or resource a host got."""
+        self.router.harness.log.emit(
+            kind, caller=caller, server=server, name=name, outcome=outcome, code=code, by=APPROVER
         )
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: mt.ReadResourceRequestParams
     ) -> mt.ReadResourceResult:
         uri = str(params.uri)
-        if not ext.is_tool_descriptions_uri(uri):
-            raise _unknown_resource(uri)
         scope = self.caller_scope(ctx)
+        if self.mode != "extension" or not ext.is_tool_descriptions_uri(uri):
+            return await self._read_upstream(scope, uri)
         names = ext.selected_tools(uri)
         if names is None:
             return _json_contents(uri, ext.missing_tool_selection())
@@ -521,8 +617,26 @@ class KeenServer:
 
 
 class _NotifyingServer(Server[Any]):
-    """The SDK server, advertising ``tools.listChanged`` to handshake-era hosts too (the SDK
-    derives it from the ``subscriptions/listen`` handler for 2026-07-28 hosts only)."""
+    """The SDK server, advertising exactly what keen serve does, identically in both eras:
+    ``listChanged`` for tools, resources and prompts when it sends those notices (the SDK
+    derives it from the ``subscriptions/listen`` handler for 2026-07-28 hosts only), and
+    never ``resources.subscribe`` (keen serve sends no ``notifications/resources/updated``;
+    the SDK claims it for 2026-07-28 hosts whenever ``subscriptions/listen`` is served)."""
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> mt.ServerCapabilities:
+        found = super().get_capabilities(
+            notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
+        )
+        if found.resources is not None:
+            found.resources = found.resources.model_copy(update={"subscribe": False})
+        return found
 
     def __init__(self, *args: Any, list_changed: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -534,7 +648,10 @@ class _NotifyingServer(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        options = notification_options or NotificationOptions(tools_changed=self._list_changed)
+        changed = self._list_changed
+        options = notification_options or NotificationOptions(
+            tools_changed=changed, prompts_changed=changed, resources_changed=changed
+        )
         return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
