@@ -19,7 +19,10 @@ Every request to ``/mcp`` passes, in order:
    (:mod:`keen.serve.notify`; MCP 2025-11-25, Transports, "Listening for Messages from the
    Server"). 2026-07-28 hosts get the same notices on ``subscriptions/listen`` instead.
 
-The SDK's stateless Streamable HTTP manager then serves the message; it answers both eras.
+The SDK's stateless Streamable HTTP manager then serves the message; it answers both eras,
+with one JSON body, or on an event stream for a ``tools/call`` that asked for progress (the
+upstream's progress notifications come on it before the result; docs/serve.md "During a
+call").
 """
 
 from __future__ import annotations
@@ -137,11 +140,27 @@ class HttpSecurity:
 class _Gate:
     """The ASGI layer in front of the SDK's handler (see the module docstring)."""
 
-    def __init__(self, keen: KeenServer, security: HttpSecurity, inner: StreamableHTTPASGIApp) -> None:
+    def __init__(
+        self,
+        keen: KeenServer,
+        security: HttpSecurity,
+        inner: StreamableHTTPASGIApp,
+        streaming: StreamableHTTPASGIApp | None = None,
+    ) -> None:
         self.keen = keen
         self.security = security
         self.inner = inner
+        self.streaming = streaming or inner
         self.transport_security = TransportSecurityMiddleware(security.transport_settings())
+
+    def _for(self, body: bytes, request: Request) -> StreamableHTTPASGIApp:
+        """The handler for this POST: a call that asked for progress (``_meta.progressToken``)
+        from a host that accepts an event stream is answered on one, where the upstream's
+        progress notifications reach the host before the result (MCP 2025-11-25, Transports,
+        "Sending Messages to the Server"); everything else is one JSON response."""
+        if "text/event-stream" in request.headers.get("accept", "") and _wants_progress(body):
+            return self.streaming
+        return self.inner
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -168,7 +187,14 @@ class _Gate:
             return
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             scope[SCOPE_KEY] = f"principal:{principal}"
-            await self.inner(scope, receive, send)
+            if request.method != "POST":
+                await self.inner(scope, receive, send)
+                return
+            body = await _read_body(receive)
+            if body is None:
+                await _error(413, "Request body too large")(scope, receive, send)
+                return
+            await self._for(body, request)(scope, _replay(body, receive), send)
             return
         await self._handshake_era(scope, receive, send, request, principal)
 
@@ -246,7 +272,7 @@ class _Gate:
             await _error(404, "Session not found")(scope, replay, send)
             return
         scope[SCOPE_KEY] = f"session:{session_id}"
-        await self.inner(scope, replay, send)
+        await self._for(body, request)(scope, replay, send)
 
     async def _event_stream(
         self,
@@ -363,6 +389,21 @@ def _request_id(body: bytes) -> str | int | None:
     return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
 
+def _wants_progress(body: bytes) -> bool:
+    """Whether a request body is a ``tools/call`` carrying a progress token."""
+    if b"progressToken" not in body:
+        return False
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(data, dict) or data.get("method") != "tools/call":
+        return False
+    params = data.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and meta.get("progressToken") is not None
+
+
 def _is_initialize(body: bytes) -> bool:
     try:
         data = json.loads(body)
@@ -389,18 +430,22 @@ def build_app(keen: KeenServer, security: HttpSecurity, *, path: str = "/mcp") -
 
     Raises nothing itself; serving it with uvicorn on ``security.host`` is the caller's part.
     """
-    manager = StreamableHTTPSessionManager(
-        app=keen.server,
-        json_response=True,
-        stateless=True,
-        security_settings=security.transport_settings(),
-    )
-    gate = _Gate(keen, security, StreamableHTTPASGIApp(manager))
+    managers = [
+        StreamableHTTPSessionManager(
+            app=keen.server,
+            json_response=json_response,
+            stateless=True,
+            security_settings=security.transport_settings(),
+        )
+        # One JSON response a request; an event stream for calls that asked for progress.
+        for json_response in (True, False)
+    ]
+    gate = _Gate(keen, security, *(StreamableHTTPASGIApp(m) for m in managers))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         # Upstream sessions are opened and closed by this one task, as the SDK requires.
-        async with keen, manager.run():
+        async with keen, managers[0].run(), managers[1].run():
             yield
 
     return Starlette(

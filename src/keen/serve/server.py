@@ -52,6 +52,7 @@ from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -527,7 +528,7 @@ class KeenServer:
         # A host may call before the first connections settled (stdio hosts start us on demand).
         await self.wait_ready()
         if self.mode == "search":
-            return await self._search_tool(params.name, arguments, scope)
+            return await self._search_tool(params.name, arguments, scope, _progress_to(ctx))
         await self.revive([params.name])
         exposed = self.catalog().get(params.name)
         if exposed is None and params.name in self._server_of:
@@ -541,7 +542,9 @@ class KeenServer:
                     }
                 }
             )
-        obs = await self.router.call(exposed.server, exposed.tool.name, arguments, caller=scope)
+        obs = await self.router.call(
+            exposed.server, exposed.tool.name, arguments, caller=scope, progress=_progress_to(ctx)
+        )
         if obs.denied == "visibility":
             return error_result(ext.description_required(exposed.name))
         return call_result(obs)
@@ -569,7 +572,9 @@ class KeenServer:
             "tools are not in these results yet; search again in a few seconds.",
         }
 
-    async def _search_tool(self, name: str, arguments: dict[str, Any], scope: str) -> mt.CallToolResult:
+    async def _search_tool(
+        self, name: str, arguments: dict[str, Any], scope: str, progress: ProgressFnT | None = None
+    ) -> mt.CallToolResult:
         if name == "call_tool":
             server, tool = arguments.get("server"), arguments.get("tool")
             if not isinstance(server, str) or not isinstance(tool, str):
@@ -578,7 +583,7 @@ class KeenServer:
                 )
             inner = arguments.get("arguments") or {}
             await self.revive(servers=[server])
-            return call_result(await self.router.call(server, tool, inner, caller=scope))
+            return call_result(await self.router.call(server, tool, inner, caller=scope, progress=progress))
         if name == "search_tools":
             # Servers that went away come back in the background for later searches.
             self.reconnector.kick(self.reconnector.reconnectable_servers())
@@ -662,6 +667,16 @@ def _annotations(raw: dict[str, Any] | None) -> mt.ToolAnnotations | None:
         return mt.ToolAnnotations.model_validate(raw)
     except ValueError:
         return None
+
+
+def _progress_to(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT:
+    """Relays an upstream call's progress to the host, on the host's own progress token (a
+    no-op when the host's request carried none)."""
+
+    async def relay(progress: float, total: float | None, message: str | None) -> None:
+        await ctx.session.report_progress(progress, total, message)
+
+    return relay
 
 
 def _unknown_resource(uri: str) -> MCPError:
