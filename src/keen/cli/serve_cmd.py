@@ -40,7 +40,10 @@ def serve(
         None, "--config", help="configs.json (default $KEEN_HOME/mcp/configs.json)."
     ),
     auth_ttl: float = typer.Option(
-        3600.0, "--auth-ttl", help="Seconds a fetched description authorizes its tool."
+        3600.0,
+        "--auth-ttl",
+        help="Seconds a fetched description authorizes its tool in the stateless era (a session's "
+        "or stdio connection's authorizations last as long as it).",
     ),
     session_ttl: float = typer.Option(1800.0, "--session-ttl", help="Seconds an idle session lives."),
     fetch_limit: int = typer.Option(

@@ -272,6 +272,8 @@ class _Gate:
             await _error(404, "Session not found")(scope, replay, send)
             return
         scope[SCOPE_KEY] = f"session:{session_id}"
+        # The session's authorizations live as long as it does (docs/serve.md, section 5).
+        await store.renew(scope[SCOPE_KEY], self.keen.session_ttl)
         await self._for(body, request)(scope, replay, send)
 
     async def _event_stream(

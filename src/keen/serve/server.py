@@ -95,6 +95,8 @@ token's principal (``token:<id>``), or its address when no token is configured
 
 _LOOSE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
 DEFAULT_READY_WAIT = 15.0
+_FOR_THE_CONNECTION = 10 * 365 * 24 * 3600.0
+"""An authorization in a stdio connection's scope: it ends with the connection (the process)."""
 _TOOLS_TTL_MS = 10_000
 
 _SEARCH_INSTRUCTIONS = (
@@ -326,11 +328,23 @@ class KeenServer:
         exposed = self.catalog().find(cap.server, cap.name)
         if exposed is None:
             return f"{cap.server}/{cap.name} is not served"
-        if caller and await self.store.is_authorized(caller, exposed.name, self.auth_ttl):
+        if caller and await self.store.is_authorized(caller, exposed.name, self.auth_ttl_of(caller)):
             return None
         return f"fetch {ext.RESOURCE_URI}?tools={exposed.name} before calling {exposed.name}"
 
     # -- scopes -------------------------------------------------------------------------------
+
+    def auth_ttl_of(self, scope: str) -> float:
+        """Seconds an authorization in ``scope`` lasts unused (the extension's section 5.1.3:
+        for the session). A handshake-era HTTP session's last as long as the session: at
+        least its idle timeout, renewed by each of its requests (``keen.serve.http``); a
+        stdio connection's as long as the connection. The stateless era has no session:
+        it is ``auth_ttl`` there."""
+        if scope.startswith("session:"):
+            return max(self.auth_ttl, self.session_ttl)
+        if scope == self.stdio_scope:
+            return _FOR_THE_CONNECTION
+        return self.auth_ttl
 
     def caller_scope(self, ctx: ServerRequestContext[Any, Any]) -> str:
         """The authorization scope of this request (see the module docstring)."""
@@ -517,7 +531,7 @@ class KeenServer:
         await self.wait_ready()
         await self.revive(names)
         body, found = ext.describe(self.catalog(), names)
-        await self.store.authorize(scope, found, self.auth_ttl)
+        await self.store.authorize(scope, found, self.auth_ttl_of(scope))
         return _json_contents(uri, body)
 
     async def _call_tool(
