@@ -200,4 +200,6 @@ def test_unreachable_redis_store_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "cannot reach the --store Redis" in done.stderr and "pw-secret" not in done.stderr
+    # The failure is worded once, never as an internal error (before: "ExceptionGroup").
+    assert "internal error" not in done.stderr, done.stderr
     assert not (tmp_path / "logs" / "serve-audit.jsonl").exists()  # no session.start for a failed start

@@ -97,13 +97,15 @@ def serve(
             "--fetch-limit and --max-sessions >= 1, --ready-wait >= 0"
         )
 
-    async def main() -> None:
+    # Failures come back as words and fail() runs outside the event loop: typer.Exit raised
+    # inside run()'s task group reached the user as "internal error: ExceptionGroup".
+    async def main() -> str | None:
         if isinstance(state, RedisStore):
             try:
                 await state.ping()
             except Exception as exc:
                 await state.aclose()
-                fail(
+                return (
                     f"cannot reach the --store Redis ({type(exc).__name__}); start it, or use --store memory"
                 )
         # Built only now that the store answers: KeenServer opens the audit log (after loading
@@ -131,9 +133,12 @@ def serve(
             else:
                 await serve_http(keen, security, port, on_ready=partial(_say_ready, keen, store))
         except OSError as exc:
-            fail(f"cannot serve: {exc}; is the port free and the store reachable?")
+            return f"cannot serve: {exc}; is the port free and the store reachable?"
+        return None
 
-    run(main)
+    problem = run(main)
+    if problem is not None:
+        fail(problem)
 
 
 def _say_ready(keen: KeenServer, store: str, url: str) -> None:
