@@ -153,6 +153,54 @@ class _Gate:
         self.streaming = streaming or inner
         self.transport_security = TransportSecurityMiddleware(security.transport_settings())
 
+    def _cancel(self, caller: str, body: bytes) -> None:
+        """A host's ``notifications/cancelled`` cancels its call running here: each POST is
+        served statelessly, so the SDK never sees the call it names (MCP 2025-11-25,
+        Utilities, "Cancellation")."""
+        if b"notifications/cancelled" not in body:
+            return
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
+            return
+        if isinstance(data, dict) and data.get("method") == "notifications/cancelled":
+            params = data.get("params")
+            if isinstance(params, dict) and params.get("requestId") is not None:
+                self.keen.cancel_call(caller, params["requestId"])
+
+    async def _until_gone(
+        self, app: StreamableHTTPASGIApp, scope: Scope, body: bytes, receive: Receive, send: Send
+    ) -> None:
+        """Serve a 2026-07-28 POST; a ``tools/call`` is cancelled when its host closes the
+        connection, that era's only cancellation signal over HTTP (no notification comes)."""
+        call_id = _request_id(body) if _method(body) == "tools/call" else None
+        if call_id is None:
+            await app(scope, _replay(body, receive), send)
+            return
+        gone = anyio.Event()
+        sent = False
+
+        async def replay() -> Message:
+            # The body once, then the disconnect when it comes: one reader of ``receive``.
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                gone.set()
+                self.keen.cancel_call(scope[SCOPE_KEY], call_id)
+
+            tg.start_soon(watch)
+            await app(scope, replay, send)
+            tg.cancel_scope.cancel()
+
     def _for(self, body: bytes, request: Request) -> StreamableHTTPASGIApp:
         """The handler for this POST: a call that asked for progress (``_meta.progressToken``)
         from a host that accepts an event stream is answered on one, where the upstream's
@@ -194,7 +242,8 @@ class _Gate:
             if body is None:
                 await _error(413, "Request body too large")(scope, receive, send)
                 return
-            await self._for(body, request)(scope, _replay(body, receive), send)
+            self._cancel(scope[SCOPE_KEY], body)
+            await self._until_gone(self._for(body, request), scope, body, receive, send)
             return
         await self._handshake_era(scope, receive, send, request, principal)
 
@@ -274,6 +323,7 @@ class _Gate:
         scope[SCOPE_KEY] = f"session:{session_id}"
         # The session's authorizations live as long as it does (docs/serve.md, section 5).
         await store.renew(scope[SCOPE_KEY], self.keen.session_ttl)
+        self._cancel(scope[SCOPE_KEY], body)
         await self._for(body, request)(scope, replay, send)
 
     async def _event_stream(
@@ -389,6 +439,16 @@ def _request_id(body: bytes) -> str | int | None:
     found = data.get("id") if isinstance(data, dict) else None
     # A bool is an int to Python, never a JSON-RPC id.
     return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+
+
+def _method(body: bytes) -> str | None:
+    """The ``method`` of a JSON-RPC body, if it is one."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    found = data.get("method") if isinstance(data, dict) else None
+    return found if isinstance(found, str) else None
 
 
 def _wants_progress(body: bytes) -> bool:

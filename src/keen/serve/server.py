@@ -190,6 +190,8 @@ class KeenServer:
         """Exposed name -> (server, tool) of every tool ever served: a gone server's tools
         still name the server to reconnect."""
         self._ready = False
+        self._inflight: dict[tuple[str, str], anyio.CancelScope] = {}
+        """(caller scope, request id) -> the cancel scope of that call while it runs."""
         self.notifier = ChangeNotifier(self._served_lists, interval=notify_interval)
         self._stack: contextlib.AsyncExitStack | None = None
         self.server = self._build()
@@ -534,10 +536,33 @@ class KeenServer:
         await self.store.authorize(scope, found, self.auth_ttl_of(scope))
         return _json_contents(uri, body)
 
+    def cancel_call(self, scope: str, request_id: object) -> bool:
+        """Cancel the call ``request_id`` of caller ``scope`` that runs here, if one does (a
+        host's ``notifications/cancelled`` over HTTP, which comes in a request of its own);
+        its upstream call is cancelled with it. True when one was found."""
+        found = self._inflight.get((scope, str(request_id)))
+        if found is not None:
+            found.cancel()
+        return found is not None
+
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
     ) -> mt.CallToolResult:
         scope = self.caller_scope(ctx)
+        key = (scope, str(ctx.request_id))
+        with anyio.CancelScope() as cancel:
+            self._inflight[key] = cancel
+            try:
+                return await self._run_call(ctx, params, scope)
+            finally:
+                if self._inflight.get(key) is cancel:
+                    del self._inflight[key]
+        logger.info("a call of %s was cancelled by its host", scope)
+        return error_result({"error": {"code": "CANCELLED", "message": "The host cancelled this call."}})
+
+    async def _run_call(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams, scope: str
+    ) -> mt.CallToolResult:
         arguments = dict(params.arguments or {})
         # A host may call before the first connections settled (stdio hosts start us on demand).
         await self.wait_ready()
