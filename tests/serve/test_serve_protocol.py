@@ -68,13 +68,15 @@ async def test_search_tools_names_the_servers_still_connecting(tmp_path: Path) -
     write_upstream(tmp_path, extra={"slow": hang})
     with KeenServeProcess(tmp_path, ["--mode", "search", "--ready-wait", "0.5"]) as proc:
         async with connect(proc, "stateless") as client:
-            with anyio.fail_after(30):
+            with anyio.fail_after(60):
                 while True:
                     found = read_json(await client.call_tool("search_tools", {"query": "add two integers"}))
-                    # basic may still be starting too: then both are named, and no tool found.
+                    # basic may still be starting too (then both are named), or its tools
+                    # still being indexed: search again until they are found.
                     if found["tools"]:
                         break
-                    assert set(found["connecting_servers"]) == {"basic", "slow"}
+                    assert "slow" in found["connecting_servers"], found
+                    assert set(found["connecting_servers"]) <= {"basic", "slow"}, found
                     await anyio.sleep(0.05)  # a poll of another process's progress, bounded above
     assert found["tools"][0]["name"] == "mcp__basic__add"
     assert found["connecting_servers"] == ["slow"]

@@ -153,27 +153,28 @@ class _Gate:
         self.streaming = streaming or inner
         self.transport_security = TransportSecurityMiddleware(security.transport_settings())
 
-    def _cancel(self, caller: str, body: bytes) -> None:
+    def _cancel(self, caller: str, message: dict[str, Any] | None) -> None:
         """A host's ``notifications/cancelled`` cancels its call running here: each POST is
         served statelessly, so the SDK never sees the call it names (MCP 2025-11-25,
         Utilities, "Cancellation")."""
-        if b"notifications/cancelled" not in body:
-            return
-        try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):
-            return
-        if isinstance(data, dict) and data.get("method") == "notifications/cancelled":
-            params = data.get("params")
+        if message is not None and message.get("method") == "notifications/cancelled":
+            params = message.get("params")
             if isinstance(params, dict) and params.get("requestId") is not None:
                 self.keen.cancel_call(caller, params["requestId"])
 
     async def _until_gone(
-        self, app: StreamableHTTPASGIApp, scope: Scope, body: bytes, receive: Receive, send: Send
+        self,
+        app: StreamableHTTPASGIApp,
+        scope: Scope,
+        body: bytes,
+        message: dict[str, Any] | None,
+        receive: Receive,
+        send: Send,
     ) -> None:
         """Serve a 2026-07-28 POST; a ``tools/call`` is cancelled when its host closes the
         connection, that era's only cancellation signal over HTTP (no notification comes)."""
-        call_id = _request_id(body) if _method(body) == "tools/call" else None
+        is_call = message is not None and message.get("method") == "tools/call"
+        call_id = _request_id(message) if is_call else None
         if call_id is None:
             await app(scope, _replay(body, receive), send)
             return
@@ -201,12 +202,12 @@ class _Gate:
             await app(scope, replay, send)
             tg.cancel_scope.cancel()
 
-    def _for(self, body: bytes, request: Request) -> StreamableHTTPASGIApp:
+    def _for(self, message: dict[str, Any] | None, request: Request) -> StreamableHTTPASGIApp:
         """The handler for this POST: a call that asked for progress (``_meta.progressToken``)
         from a host that accepts an event stream is answered on one, where the upstream's
         progress notifications reach the host before the result (MCP 2025-11-25, Transports,
         "Sending Messages to the Server"); everything else is one JSON response."""
-        if "text/event-stream" in request.headers.get("accept", "") and _wants_progress(body):
+        if "text/event-stream" in request.headers.get("accept", "") and _wants_progress(message):
             return self.streaming
         return self.inner
 
@@ -242,8 +243,9 @@ class _Gate:
             if body is None:
                 await _error(413, "Request body too large")(scope, receive, send)
                 return
-            self._cancel(scope[SCOPE_KEY], body)
-            await self._until_gone(self._for(body, request), scope, body, receive, send)
+            message = _message(body)
+            self._cancel(scope[SCOPE_KEY], message)
+            await self._until_gone(self._for(message, request), scope, body, message, receive, send)
             return
         await self._handshake_era(scope, receive, send, request, principal)
 
@@ -262,7 +264,7 @@ class _Gate:
             f"{known}, or none before initialize",
             "data": {"supported": list(_KNOWN_VERSIONS), "requested": version[:64]},
         }
-        reply = {"jsonrpc": "2.0", "id": _request_id(body), "error": error}
+        reply = {"jsonrpc": "2.0", "id": _request_id(_message(body)), "error": error}
         await JSONResponse(reply, status_code=400)(scope, receive, send)
 
     async def _handshake_era(
@@ -291,7 +293,8 @@ class _Gate:
             await _error(413, "Request body too large")(scope, receive, send)
             return
         replay = _replay(body, receive)
-        if _is_initialize(body):
+        message = _message(body)
+        if _is_initialize(message):
             new_id = secrets.token_hex(16)
             limit = self.keen.max_sessions
             if not await store.open_session(
@@ -323,8 +326,8 @@ class _Gate:
         scope[SCOPE_KEY] = f"session:{session_id}"
         # The session's authorizations live as long as it does (docs/serve.md, section 5).
         await store.renew(scope[SCOPE_KEY], self.keen.session_ttl)
-        self._cancel(scope[SCOPE_KEY], body)
-        await self._for(body, request)(scope, replay, send)
+        self._cancel(scope[SCOPE_KEY], message)
+        await self._for(message, request)(scope, replay, send)
 
     async def _event_stream(
         self,
@@ -430,50 +433,35 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def _request_id(body: bytes) -> str | int | None:
-    """The JSON-RPC id of a request body, ``None`` for a notification or anything else."""
+def _message(body: bytes) -> dict[str, Any] | None:
+    """A POST body as one JSON-RPC message object; ``None`` for anything else (a batch, not
+    JSON, nested past Python's recursion limit: "[[[[..."), which the SDK's parser answers
+    with a JSON-RPC error."""
     try:
         data = json.loads(body) if body else None
     except (ValueError, RecursionError):
         return None
-    found = data.get("id") if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+def _request_id(message: dict[str, Any] | None) -> str | int | None:
+    """The JSON-RPC id of a request, ``None`` for a notification or anything else."""
+    found = message.get("id") if message is not None else None
     # A bool is an int to Python, never a JSON-RPC id.
     return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
 
-def _method(body: bytes) -> str | None:
-    """The ``method`` of a JSON-RPC body, if it is one."""
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    found = data.get("method") if isinstance(data, dict) else None
-    return found if isinstance(found, str) else None
-
-
-def _wants_progress(body: bytes) -> bool:
-    """Whether a request body is a ``tools/call`` carrying a progress token."""
-    if b"progressToken" not in body:
+def _wants_progress(message: dict[str, Any] | None) -> bool:
+    """Whether a message is a ``tools/call`` carrying a progress token."""
+    if message is None or message.get("method") != "tools/call":
         return False
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return False
-    if not isinstance(data, dict) or data.get("method") != "tools/call":
-        return False
-    params = data.get("params")
+    params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     return isinstance(meta, dict) and meta.get("progressToken") is not None
 
 
-def _is_initialize(body: bytes) -> bool:
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        # Not JSON, or nested past Python's recursion limit ("[[[[..."): not an initialize;
-        # the SDK's parser answers it with a JSON-RPC parse error.
-        return False
-    return isinstance(data, dict) and data.get("method") == "initialize"
+def _is_initialize(message: dict[str, Any] | None) -> bool:
+    return message is not None and message.get("method") == "initialize"
 
 
 def _with_session_header(send: Send, session_id: str) -> Send:
