@@ -23,28 +23,24 @@ from mcp.shared.exceptions import MCPError
 
 from conftest import peer
 from helpers.changing import wait_until
-from helpers.serve import KeenServeProcess, connect, write_upstream
+from helpers.serve import KeenServeProcess, connect, write_everything, write_upstream
 
 pytestmark = pytest.mark.anyio
 
 DOC = "keen://everything/demo://resource/static/document/architecture.md"
 
 
-def _home(tmp: Path) -> Path:
-    everything = {"transport": "stdio", "command": peer("node", "mcp-server-everything"), "args": ["stdio"]}
-    write_upstream(tmp, extra={"everything": everything})
-    return tmp
-
-
 @pytest.fixture(scope="module")
 def extension(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeenServeProcess]:
-    with KeenServeProcess(_home(tmp_path_factory.mktemp("pt-ext"))) as proc:
+    with KeenServeProcess(write_everything(tmp_path_factory.mktemp("pt-ext"))) as proc:
         yield proc
 
 
 @pytest.fixture(scope="module")
 def search(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeenServeProcess]:
-    with KeenServeProcess(_home(tmp_path_factory.mktemp("pt-search")), ["--mode", "search"]) as proc:
+    with KeenServeProcess(
+        write_everything(tmp_path_factory.mktemp("pt-search")), ["--mode", "search"]
+    ) as proc:
         yield proc
 
 

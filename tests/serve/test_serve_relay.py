@@ -16,10 +16,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conftest import peer
 from helpers import server_script
 from helpers.loopback import wait_until
-from helpers.serve import KeenServeProcess, connect, write_upstream
+from helpers.serve import KeenServeProcess, connect, write_everything, write_upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -30,15 +29,9 @@ LONG = {
 }
 
 
-def _home(tmp: Path) -> Path:
-    everything = {"transport": "stdio", "command": peer("node", "mcp-server-everything"), "args": ["stdio"]}
-    write_upstream(tmp, extra={"everything": everything})
-    return tmp
-
-
 @pytest.fixture(scope="module")
 def search(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeenServeProcess]:
-    with KeenServeProcess(_home(tmp_path_factory.mktemp("relay")), ["--mode", "search"]) as proc:
+    with KeenServeProcess(write_everything(tmp_path_factory.mktemp("relay")), ["--mode", "search"]) as proc:
         yield proc
 
 
@@ -65,7 +58,9 @@ async def test_progress_reaches_the_http_host(search: KeenServeProcess, era: str
 
 @pytest.mark.parametrize("era", ["session", "stateless"])
 async def test_progress_reaches_the_stdio_host(tmp_path: Path, era: str) -> None:
-    async with connect("stdio", era, home=_home(tmp_path), serve_args=["--mode", "search"]) as client:
+    async with connect(
+        "stdio", era, home=write_everything(tmp_path), serve_args=["--mode", "search"]
+    ) as client:
         _, got = await _call_with_progress(client)
     assert [(done, total) for done, total, _ in got] == [(1.0, 3.0), (2.0, 3.0), (3.0, 3.0)]
 

@@ -179,14 +179,9 @@ class _Gate:
             await app(scope, _replay(body, receive), send)
             return
         gone = anyio.Event()
-        sent = False
 
-        async def replay() -> Message:
-            # The body once, then the disconnect when it comes: one reader of ``receive``.
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
+        async def disconnect() -> Message:
+            # What the app reads after the body: the watcher below is the one reader of receive.
             await gone.wait()
             return {"type": "http.disconnect"}
 
@@ -199,7 +194,7 @@ class _Gate:
                 self.keen.cancel_call(scope[SCOPE_KEY], call_id)
 
             tg.start_soon(watch)
-            await app(scope, replay, send)
+            await app(scope, _replay(body, disconnect), send)
             tg.cancel_scope.cancel()
 
     def _for(self, message: dict[str, Any] | None, request: Request) -> StreamableHTTPASGIApp:
