@@ -25,6 +25,7 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from conftest import peer
 from helpers.loopback import free_port, stop, wait_listening
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "free_port",
     "read_json",
     "serve_env",
+    "write_everything",
     "write_upstream",
 ]
 
@@ -74,6 +76,14 @@ def write_upstream(home: Path, *, extra_tools: int = 2, extra: dict[str, Any] | 
     servers.update(extra or {})
     path.write_text(json.dumps({"version": 1, "servers": servers}))
     return path
+
+
+def write_everything(home: Path) -> Path:
+    """``home`` with ``basic`` and ``everything`` (server-everything, the npm reference
+    server, over stdio: prompts, resources, templates, a progress-reporting tool) upstream."""
+    everything = {"transport": "stdio", "command": peer("node", "mcp-server-everything"), "args": ["stdio"]}
+    write_upstream(home, extra={"everything": everything})
+    return home
 
 
 def serve_env(home: Path, **extra: str) -> dict[str, str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from keen.capabilities.names import capability_id, model_names
 from keen.mcp.types import Tool
 from keen.serve import extension as ext
@@ -40,6 +42,24 @@ def test_minimal_description_is_one_short_sentence() -> None:
     assert minimal_description(text) == "Create an issue."
     assert len(minimal_description("word " * 100)) <= 160
     assert minimal_description("") == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "first"),
+    [
+        ("Search files, e.g. logs or configs. Slow on big trees.", "Search files, e.g. logs or configs."),
+        (
+            "Convert units (i.e. metric to imperial). Returns JSON.",
+            "Convert units (i.e. metric to imperial).",
+        ),
+        ("Compare A vs. B side by side. Needs two ids.", "Compare A vs. B side by side."),
+        ("Ask Dr. Who a question. It answers.", "Ask Dr. Who a question."),
+        ("Run it! Then stop.", "Run it!"),
+    ],
+)
+def test_minimal_description_never_ends_inside_an_abbreviation(text: str, first: str) -> None:
+    """Before, "Search files, e.g." was the whole minimal description (issue 28, item 5)."""
+    assert minimal_description(text) == first
 
 
 def test_selected_tools_parsing() -> None:

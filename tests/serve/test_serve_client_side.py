@@ -4,12 +4,13 @@ refetch when the server's authorization lapses."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import anyio
 import pytest
 
-from helpers.serve import KEEN, serve_env, write_upstream
+from helpers.serve import KeenServeProcess, write_upstream
 from keen.errors import InvalidArguments
 from keen.gateway import Gateway, allow_all
 from keen.mcp.config import MCPConfig
@@ -18,21 +19,19 @@ from keen.mcp.manager import Manager
 pytestmark = pytest.mark.anyio
 
 
-def _front(inner_home: Path, *args: str) -> dict:
-    env = serve_env(inner_home)
-    return {
-        "transport": "stdio",
-        "command": KEEN,
-        "args": ["serve", "--transport", "stdio", "--mode", "extension", *args],
-        "env": {"KEEN_HOME": env["KEEN_HOME"]},
-    }
-
-
 async def test_manager_reads_full_descriptions_and_calls(tmp_path: Path, keen_home: Path) -> None:
     inner = tmp_path / "inner"
+    inner.mkdir()
     write_upstream(inner)
-    config = MCPConfig.model_validate({"version": 1, "servers": {"front": _front(inner, "--auth-ttl", "1")}})
-    async with Manager(config=config) as manager:
+    # Over HTTP in the 2026-07-28 era: no session, so --auth-ttl bounds the authorization
+    # (a stdio connection's lasts as long as the connection).
+    front = KeenServeProcess(inner, ["--mode", "extension", "--auth-ttl", "1"]).start()
+    config = MCPConfig.model_validate(
+        {"version": 1, "servers": {"front": {"transport": "streamable_http", "url": front.url}}}
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        stack.callback(front.stop)
+        manager = await stack.enter_async_context(Manager(config=config))
         assert await manager.wait_ready(60)
         tools = {t.name: t for t in manager.list_tools("front")}
         add = tools["mcp__basic__add"]

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from helpers.hostile import hostile_entry
 from helpers.serve import INITIALIZE, JSON_HEADERS, KeenServeProcess
@@ -276,6 +277,13 @@ def test_an_unknown_protocol_version_header_is_named_in_the_refusal(
         "unsupported MCP-Protocol-Version" in message and "2025-11-25" in message and "2026-07-28" in message
     )
     assert len(message) < 400
+    # MCP 2026-07-28: -32022 with the request's id and the versions to retry with.
+    error = response.json()["error"]
+    assert response.json()["id"] == 3 and error["code"] == -32022
+    assert error["data"] == {
+        "supported": [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS],
+        "requested": version[:64],
+    }
 
 
 def test_a_huge_structured_result_is_left_out_past_the_result_limit(search: KeenServeProcess) -> None:

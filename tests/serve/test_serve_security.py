@@ -106,16 +106,29 @@ async def test_stateless_era_without_tokens_shares_one_anonymous_principal(tmp_p
         assert refused.is_error
 
 
-async def test_authorization_expires(tmp_path: Path) -> None:
+async def test_authorization_expires_without_a_session_and_lasts_the_session(tmp_path: Path) -> None:
+    """--auth-ttl bounds the stateless era's authorizations, which belong to no session; a
+    handshake-era session's and a stdio connection's last as long as it (the extension's
+    section 5.1.3). Before, --auth-ttl expired them inside a live session."""
     write_upstream(tmp_path)
     with KeenServeProcess(tmp_path, ["--mode", "extension", "--auth-ttl", "1"]) as proc:
-        for era in ("session", "stateless"):
+        for era, lapses in (("session", False), ("stateless", True)):
             async with connect(proc, era) as client:
                 await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
                 assert not (await client.call_tool("mcp__basic__echo", {"text": "now"})).is_error
-                await anyio.sleep(1.3)
+                await anyio.sleep(1.3)  # past --auth-ttl: the expiry under test
                 late = await client.call_tool("mcp__basic__echo", {"text": "late"})
-                assert read_json(late)["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
+                if lapses:
+                    assert read_json(late)["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
+                else:
+                    assert not late.is_error, late
+    async with connect(
+        "stdio", "session", home=tmp_path, serve_args=["--mode", "extension", "--auth-ttl", "1"]
+    ) as client:
+        await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
+        await anyio.sleep(1.3)
+        late = await client.call_tool("mcp__basic__echo", {"text": "late"})
+        assert not late.is_error, late
 
 
 def test_non_loopback_bind_needs_a_token(tmp_path: Path) -> None:
@@ -187,4 +200,6 @@ def test_unreachable_redis_store_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "cannot reach the --store Redis" in done.stderr and "pw-secret" not in done.stderr
+    # The failure is worded once, never as an internal error (before: "ExceptionGroup").
+    assert "internal error" not in done.stderr, done.stderr
     assert not (tmp_path / "logs" / "serve-audit.jsonl").exists()  # no session.start for a failed start

@@ -94,6 +94,35 @@ async def test_redis_store_keys_all_expire(tmp_path: Path) -> None:
             await store.aclose()
 
 
+async def test_renew_keeps_a_scopes_live_authorizations_and_not_its_lapsed_ones(tmp_path: Path) -> None:
+    """What keeps a session's authorizations as long as the session (each of its requests)."""
+    clock = Clock()
+    memory = MemoryStore(clock=clock)
+    await memory.authorize("session:s", ["a"], ttl=5)
+    await memory.authorize("session:s", ["gone"], ttl=1)
+    clock.now += 2
+    await memory.renew("session:s", 10)
+    clock.now += 8
+    assert await memory.is_authorized("session:s", "a", ttl=5)
+    assert not await memory.is_authorized("session:s", "gone", ttl=5)
+    await memory.renew("session:none", 10)  # nothing to renew: nothing made
+    assert "session:none" not in memory._auth
+    with redis_server(tmp_path) as url:
+        redis = RedisStore(url)
+        raw = aioredis.Redis.from_url(url, decode_responses=True)
+        try:
+            await redis.authorize("session:s", ["a"], ttl=0.5)
+            await redis.renew("session:s", 30)
+            assert await raw.pttl("keen:serve:auth:session:s") > 20_000
+            await anyio.sleep(0.7)  # past the first ttl: the renewal is what keeps it
+            assert await redis.is_authorized("session:s", "a", ttl=1)
+            await redis.renew("session:none", 30)
+            assert await raw.exists("keen:serve:auth:session:none") == 0
+        finally:
+            await raw.aclose()
+            await redis.aclose()
+
+
 def test_open_store_rejects_unknown() -> None:
     assert isinstance(open_store(None), MemoryStore)
     with pytest.raises(ValueError, match="redis://"):

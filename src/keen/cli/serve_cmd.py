@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
+from keen._redact import redact_url
 from keen.cli._common import fail, run
+
+if TYPE_CHECKING:
+    from keen.serve import KeenServer
 
 __all__ = ["register"]
 
@@ -34,7 +40,10 @@ def serve(
         None, "--config", help="configs.json (default $KEEN_HOME/mcp/configs.json)."
     ),
     auth_ttl: float = typer.Option(
-        3600.0, "--auth-ttl", help="Seconds a fetched description authorizes its tool."
+        3600.0,
+        "--auth-ttl",
+        help="Seconds a fetched description authorizes its tool in the stateless era (a session's "
+        "or stdio connection's authorizations last as long as it).",
     ),
     session_ttl: float = typer.Option(1800.0, "--session-ttl", help="Seconds an idle session lives."),
     fetch_limit: int = typer.Option(
@@ -47,6 +56,12 @@ def serve(
         0.5,
         "--notify-interval",
         help="Seconds that coalesce upstream tool changes into one list_changed notice to hosts.",
+    ),
+    ready_wait: float = typer.Option(
+        15.0,
+        "--ready-wait",
+        help="Seconds the first request waits for upstream servers to connect (later ones are "
+        "named as still connecting in search results).",
     ),
 ) -> None:
     """Serve the configured MCP servers to any MCP host with progressive disclosure."""
@@ -72,19 +87,25 @@ def serve(
         )
     except ValueError as exc:
         fail(str(exc))
-    if min(auth_ttl, session_ttl, notify_interval) <= 0 or min(fetch_limit, max_sessions) < 1:
+    if (
+        min(auth_ttl, session_ttl, notify_interval) <= 0
+        or min(fetch_limit, max_sessions) < 1
+        or ready_wait < 0
+    ):
         fail(
             "--auth-ttl, --session-ttl and --notify-interval must be > 0, "
-            "--fetch-limit and --max-sessions >= 1"
+            "--fetch-limit and --max-sessions >= 1, --ready-wait >= 0"
         )
 
-    async def main() -> None:
+    # Failures come back as words and fail() runs outside the event loop: typer.Exit raised
+    # inside run()'s task group reached the user as "internal error: ExceptionGroup".
+    async def main() -> str | None:
         if isinstance(state, RedisStore):
             try:
                 await state.ping()
             except Exception as exc:
                 await state.aclose()
-                fail(
+                return (
                     f"cannot reach the --store Redis ({type(exc).__name__}); start it, or use --store memory"
                 )
         # Built only now that the store answers: KeenServer opens the audit log (after loading
@@ -101,6 +122,7 @@ def serve(
                 fetch_limit=fetch_limit,
                 max_sessions=max_sessions,
                 notify_interval=notify_interval,
+                ready_wait=ready_wait,
             )
         except BaseException:
             await state.aclose()
@@ -109,11 +131,25 @@ def serve(
             if transport == "stdio":
                 await serve_stdio(keen)
             else:
-                await serve_http(keen, security, port)
+                await serve_http(keen, security, port, on_ready=partial(_say_ready, keen, store))
         except OSError as exc:
-            fail(f"cannot serve: {exc}; is the port free and the store reachable?")
+            return f"cannot serve: {exc}; is the port free and the store reachable?"
+        return None
 
-    run(main)
+    problem = run(main)
+    if problem is not None:
+        fail(problem)
+
+
+def _say_ready(keen: KeenServer, store: str, url: str) -> None:
+    """The start-up line on stderr (stdout stays free): where it listens and what it serves."""
+    servers = len(keen.manager.servers())
+    shown = "memory" if store in ("", "memory") else redact_url(store)
+    typer.echo(
+        f"keen serve: listening on {url} ({keen.mode} mode, store {shown}, "
+        f"{servers} upstream server{'' if servers == 1 else 's'}); Ctrl-C stops it",
+        err=True,
+    )
 
 
 def register(app: typer.Typer) -> None:

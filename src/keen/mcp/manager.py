@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -52,7 +53,7 @@ from keen.mcp.types import (
     TransportFactory,
 )
 
-__all__ = ["EntryChange", "Manager", "StatusObserver", "in_memory_transport"]
+__all__ = ["CALL_PROGRESS", "EntryChange", "Manager", "StatusObserver", "in_memory_transport"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,12 @@ StatusObserver = Callable[[ServerStatus], None]
 """Called (in the event loop, synchronously) with the new status on every state change."""
 
 _STOP_GRACE = 10.0
+
+CALL_PROGRESS: ContextVar[ProgressFnT | None] = ContextVar("keen_call_progress", default=None)
+"""The progress callback of the calls made in this context when :meth:`Manager.call_tool`
+is given none: a front end that serves calls for someone (``keen serve`` for its host)
+sets it around a call that passes through layers that know nothing of progress (the
+harness, the gateway)."""
 
 
 class Manager:
@@ -435,11 +442,15 @@ class Manager:
         its pages through :attr:`elicitation_url` and the server reported them done within
         ``url_elicitation_wait``; otherwise it raises ``UserActionRequired`` (then see
         :meth:`wait_user_action`).
+
+        ``progress`` gets the server's progress notifications for the call; without it, the
+        context's :data:`CALL_PROGRESS` does, if set.
         """
         arguments = {} if arguments is None else arguments
         if validate:
             self.check_call(name, tool, arguments)
         runtime, session, limit = self._session(name, timeout)
+        progress = progress if progress is not None else CALL_PROGRESS.get()
         return await send_tool_call(
             runtime,
             session,

@@ -79,15 +79,30 @@ class InFlight:
 
 class CleanServer(uvicorn.Server):
     """A uvicorn server whose shutdown cancels late requests cleanly and cannot be cut short;
-    ``on_shutdown`` runs first (e.g. ending the hosts' open event streams)."""
+    ``on_shutdown`` runs first (e.g. ending the hosts' open event streams). ``on_ready`` is
+    called once with the bound ``(host, port)`` when the app started and the socket listens."""
 
     def __init__(
-        self, config: uvicorn.Config, inflight: InFlight, *, on_shutdown: Callable[[], None] | None = None
+        self,
+        config: uvicorn.Config,
+        inflight: InFlight,
+        *,
+        on_shutdown: Callable[[], None] | None = None,
+        on_ready: Callable[[str, int], None] | None = None,
     ) -> None:
         super().__init__(config)
         self.inflight = inflight
         self.on_shutdown = on_shutdown
+        self.on_ready = on_ready
         self.shut_down = False
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.on_ready is None or self.should_exit or not self.servers:
+            return
+        # The port the socket holds (``--port 0`` binds any free one).
+        bound = self.servers[0].sockets[0].getsockname()
+        self.on_ready(str(bound[0]), int(bound[1]))
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         if self.shut_down:

@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as mt
+from mcp.shared.dispatcher import ProgressFnT
 
 from keen.capabilities import Catalog
 from keen.errors import KeenError, Remedy, ServerDisconnected, ServerNotConfigured
 from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, ApprovalRequest, Gateway, for_model
 from keen.harness import Harness, Observation, Visibility
-from keen.mcp.manager import Manager
+from keen.mcp.manager import CALL_PROGRESS, Manager
 
 __all__ = ["APPROVER", "CallRouter", "call_result", "error_result", "host_remedy_words", "reconnect_words"]
 
@@ -157,11 +158,21 @@ class CallRouter:
             remedy_words=host_remedy_words(mode, retry_in),
         )
 
-    async def call(self, server: str, tool: str, arguments: Any, *, caller: str) -> Observation:
-        """One call through the pipeline; refusals and failures are observations, never raised."""
-        return await self.harness.call(
-            CALL_MCP_TOOL, {"server": server, "tool": tool, "arguments": arguments}, caller=caller
-        )
+    async def call(
+        self, server: str, tool: str, arguments: Any, *, caller: str, progress: ProgressFnT | None = None
+    ) -> Observation:
+        """One call through the pipeline; refusals and failures are observations, never raised.
+
+        ``progress`` gets the upstream server's progress notifications for the call (the
+        host's own progress token is the caller's to put on them)."""
+        # The harness and the gateway know nothing of progress: the Manager reads it here.
+        token = CALL_PROGRESS.set(progress)
+        try:
+            return await self.harness.call(
+                CALL_MCP_TOOL, {"server": server, "tool": tool, "arguments": arguments}, caller=caller
+            )
+        finally:
+            CALL_PROGRESS.reset(token)
 
     def close(self) -> None:
         self.harness.close()

@@ -28,6 +28,27 @@ __all__ = ["MAX_NAME_CHARS", "ExposedTool", "ToolCatalog", "exposed_name", "mini
 MAX_NAME_CHARS = 64
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 _MINIMAL_CHARS = 160
+_INITIALS = re.compile(r"\(?(?:[a-z]\.)+")
+"""One letter and a period, or several (``e.g.``, ``i.e.``, ``(u.s.``)."""
+_ABBREVIATIONS = frozenset(
+    {
+        "etc.",
+        "vs.",
+        "cf.",
+        "approx.",
+        "incl.",
+        "resp.",
+        "no.",
+        "nos.",
+        "fig.",
+        "dr.",
+        "mr.",
+        "mrs.",
+        "ms.",
+        "st.",
+    }
+    | {"(etc.", "(cf.", "(approx.", "(incl.", "(resp.", "(vs."}
+)
 
 
 def exposed_name(server: str, tool: str) -> str:
@@ -42,7 +63,16 @@ def minimal_description(text: str, *, limit: int = _MINIMAL_CHARS) -> str:
     Enough to choose a tool, no parameters or examples (the extension's stage 1).
     """
     flat = " ".join((text or "").split())
-    first = _SENTENCE_END.split(flat, 1)[0] if flat else ""
+    first = flat
+    for end in _SENTENCE_END.finditer(flat):
+        # "e.g. a file", "Dr. Smith", "v. 2": a period that ends an abbreviation or an initial
+        # ends no sentence, nor one followed by a lower-case word.
+        word = flat[: end.start()].rsplit(" ", 1)[-1].lower()
+        following = flat[end.end() : end.end() + 1]
+        if word in _ABBREVIATIONS or _INITIALS.fullmatch(word) or following.islower():
+            continue
+        first = flat[: end.start()]
+        break
     if len(first) > limit:
         first = first[: limit - 1].rstrip() + "…"
     return first

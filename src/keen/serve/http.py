@@ -19,7 +19,10 @@ Every request to ``/mcp`` passes, in order:
    (:mod:`keen.serve.notify`; MCP 2025-11-25, Transports, "Listening for Messages from the
    Server"). 2026-07-28 hosts get the same notices on ``subscriptions/listen`` instead.
 
-The SDK's stateless Streamable HTTP manager then serves the message; it answers both eras.
+The SDK's stateless Streamable HTTP manager then serves the message; it answers both eras,
+with one JSON body, or on an event stream for a ``tools/call`` that asked for progress (the
+upstream's progress notifications come on it before the result; docs/serve.md "During a
+call").
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import anyio
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -136,11 +140,71 @@ class HttpSecurity:
 class _Gate:
     """The ASGI layer in front of the SDK's handler (see the module docstring)."""
 
-    def __init__(self, keen: KeenServer, security: HttpSecurity, inner: StreamableHTTPASGIApp) -> None:
+    def __init__(
+        self,
+        keen: KeenServer,
+        security: HttpSecurity,
+        inner: StreamableHTTPASGIApp,
+        streaming: StreamableHTTPASGIApp | None = None,
+    ) -> None:
         self.keen = keen
         self.security = security
         self.inner = inner
+        self.streaming = streaming or inner
         self.transport_security = TransportSecurityMiddleware(security.transport_settings())
+
+    def _cancel(self, caller: str, message: dict[str, Any] | None) -> None:
+        """A host's ``notifications/cancelled`` cancels its call running here: each POST is
+        served statelessly, so the SDK never sees the call it names (MCP 2025-11-25,
+        Utilities, "Cancellation")."""
+        if message is not None and message.get("method") == "notifications/cancelled":
+            params = message.get("params")
+            if isinstance(params, dict) and params.get("requestId") is not None:
+                self.keen.cancel_call(caller, params["requestId"])
+
+    async def _until_gone(
+        self,
+        app: StreamableHTTPASGIApp,
+        scope: Scope,
+        body: bytes,
+        message: dict[str, Any] | None,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """Serve a 2026-07-28 POST; a ``tools/call`` is cancelled when its host closes the
+        connection, that era's only cancellation signal over HTTP (no notification comes)."""
+        is_call = message is not None and message.get("method") == "tools/call"
+        call_id = _request_id(message) if is_call else None
+        if call_id is None:
+            await app(scope, _replay(body, receive), send)
+            return
+        gone = anyio.Event()
+
+        async def disconnect() -> Message:
+            # What the app reads after the body: the watcher below is the one reader of receive.
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                gone.set()
+                self.keen.cancel_call(scope[SCOPE_KEY], call_id)
+
+            tg.start_soon(watch)
+            await app(scope, _replay(body, disconnect), send)
+            tg.cancel_scope.cancel()
+
+    def _for(self, message: dict[str, Any] | None, request: Request) -> StreamableHTTPASGIApp:
+        """The handler for this POST: a call that asked for progress (``_meta.progressToken``)
+        from a host that accepts an event stream is answered on one, where the upstream's
+        progress notifications reach the host before the result (MCP 2025-11-25, Transports,
+        "Sending Messages to the Server"); everything else is one JSON response."""
+        if "text/event-stream" in request.headers.get("accept", "") and _wants_progress(message):
+            return self.streaming
+        return self.inner
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -163,18 +227,40 @@ class _Gate:
         if version is not None and version not in _KNOWN_VERSIONS:
             # Else the SDK's stateless handler takes it for a 2026-07-28 request and answers
             # about a missing _meta envelope, which says nothing of the real mistake.
-            known = ", ".join(_KNOWN_VERSIONS)
-            await _error(
-                400,
-                f"Bad Request: unsupported MCP-Protocol-Version {version[:64]!r}; send one of {known}, "
-                "or none before initialize",
-            )(scope, receive, send)
+            await self._unsupported_version(scope, receive, send, version)
             return
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             scope[SCOPE_KEY] = f"principal:{principal}"
-            await self.inner(scope, receive, send)
+            if request.method != "POST":
+                await self.inner(scope, receive, send)
+                return
+            body = await _read_body(receive)
+            if body is None:
+                await _error(413, "Request body too large")(scope, receive, send)
+                return
+            message = _message(body)
+            self._cancel(scope[SCOPE_KEY], message)
+            await self._until_gone(self._for(message, request), scope, body, message, receive, send)
             return
         await self._handshake_era(scope, receive, send, request, principal)
+
+    async def _unsupported_version(self, scope: Scope, receive: Receive, send: Send, version: str) -> None:
+        """HTTP 400 with JSON-RPC ``-32022`` (MCP 2026-07-28, "Protocol Version Negotiation"):
+        the request's own id and ``data.supported``, every version Keen serves, so a client
+        retries with one of them instead of taking Keen for a server of the old era."""
+        body = await _read_body(receive) if scope.get("method") == "POST" else b""
+        if body is None:
+            await _error(413, "Request body too large")(scope, receive, send)
+            return
+        known = ", ".join(_KNOWN_VERSIONS)
+        error = {
+            "code": UNSUPPORTED_PROTOCOL_VERSION,
+            "message": f"Bad Request: unsupported MCP-Protocol-Version {version[:64]!r}; send one of "
+            f"{known}, or none before initialize",
+            "data": {"supported": list(_KNOWN_VERSIONS), "requested": version[:64]},
+        }
+        reply = {"jsonrpc": "2.0", "id": _request_id(_message(body)), "error": error}
+        await JSONResponse(reply, status_code=400)(scope, receive, send)
 
     async def _handshake_era(
         self, scope: Scope, receive: Receive, send: Send, request: Request, principal: str
@@ -202,7 +288,8 @@ class _Gate:
             await _error(413, "Request body too large")(scope, receive, send)
             return
         replay = _replay(body, receive)
-        if _is_initialize(body):
+        message = _message(body)
+        if _is_initialize(message):
             new_id = secrets.token_hex(16)
             limit = self.keen.max_sessions
             if not await store.open_session(
@@ -232,7 +319,10 @@ class _Gate:
             await _error(404, "Session not found")(scope, replay, send)
             return
         scope[SCOPE_KEY] = f"session:{session_id}"
-        await self.inner(scope, replay, send)
+        # The session's authorizations live as long as it does (docs/serve.md, section 5).
+        await store.renew(scope[SCOPE_KEY], self.keen.session_ttl)
+        self._cancel(scope[SCOPE_KEY], message)
+        await self._for(message, request)(scope, replay, send)
 
     async def _event_stream(
         self,
@@ -338,14 +428,35 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def _is_initialize(body: bytes) -> bool:
+def _message(body: bytes) -> dict[str, Any] | None:
+    """A POST body as one JSON-RPC message object; ``None`` for anything else (a batch, not
+    JSON, nested past Python's recursion limit: "[[[[..."), which the SDK's parser answers
+    with a JSON-RPC error."""
     try:
-        data = json.loads(body)
+        data = json.loads(body) if body else None
     except (ValueError, RecursionError):
-        # Not JSON, or nested past Python's recursion limit ("[[[[..."): not an initialize;
-        # the SDK's parser answers it with a JSON-RPC parse error.
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _request_id(message: dict[str, Any] | None) -> str | int | None:
+    """The JSON-RPC id of a request, ``None`` for a notification or anything else."""
+    found = message.get("id") if message is not None else None
+    # A bool is an int to Python, never a JSON-RPC id.
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+
+
+def _wants_progress(message: dict[str, Any] | None) -> bool:
+    """Whether a message is a ``tools/call`` carrying a progress token."""
+    if message is None or message.get("method") != "tools/call":
         return False
-    return isinstance(data, dict) and data.get("method") == "initialize"
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and meta.get("progressToken") is not None
+
+
+def _is_initialize(message: dict[str, Any] | None) -> bool:
+    return message is not None and message.get("method") == "initialize"
 
 
 def _with_session_header(send: Send, session_id: str) -> Send:
@@ -364,18 +475,22 @@ def build_app(keen: KeenServer, security: HttpSecurity, *, path: str = "/mcp") -
 
     Raises nothing itself; serving it with uvicorn on ``security.host`` is the caller's part.
     """
-    manager = StreamableHTTPSessionManager(
-        app=keen.server,
-        json_response=True,
-        stateless=True,
-        security_settings=security.transport_settings(),
-    )
-    gate = _Gate(keen, security, StreamableHTTPASGIApp(manager))
+    managers = [
+        StreamableHTTPSessionManager(
+            app=keen.server,
+            json_response=json_response,
+            stateless=True,
+            security_settings=security.transport_settings(),
+        )
+        # One JSON response a request; an event stream for calls that asked for progress.
+        for json_response in (True, False)
+    ]
+    gate = _Gate(keen, security, *(StreamableHTTPASGIApp(m) for m in managers))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         # Upstream sessions are opened and closed by this one task, as the SDK requires.
-        async with keen, manager.run():
+        async with keen, managers[0].run(), managers[1].run():
             yield
 
     return Starlette(

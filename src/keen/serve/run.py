@@ -69,9 +69,19 @@ async def _sigint_cancels(fn: Callable[[], Awaitable[None]]) -> None:
         raise KeyboardInterrupt
 
 
-async def serve_http(keen: KeenServer, security: HttpSecurity, port: int, *, path: str = "/mcp") -> None:
+async def serve_http(
+    keen: KeenServer,
+    security: HttpSecurity,
+    port: int,
+    *,
+    path: str = "/mcp",
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
     """Serve ``http://<security.host>:<port><path>`` until cancelled or interrupted; either
     way the server shuts down fully (calls in flight answered, upstream sessions closed).
+
+    ``on_ready`` gets the endpoint's URL once the upstream servers were started and the
+    socket listens (the port it holds, for ``port`` 0).
 
     Raises ``ValueError`` (from :class:`HttpSecurity`) for a non-loopback bind without a token.
     """
@@ -87,6 +97,13 @@ async def serve_http(keen: KeenServer, security: HttpSecurity, port: int, *, pat
     )
     # On shutdown the hosts' event streams end first (uvicorn would wait for those open
     # responses); calls still running get GRACE seconds, then a clean 503 (keen.serve._shutdown).
-    server = CleanServer(config, app, on_shutdown=keen.notifier.close)
-    logger.info("keen serve: http://%s:%d%s (%s mode)", security.host, port, path, keen.mode)
+
+    def ready(host: str, bound: int) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        url = f"http://{shown}:{bound}{path}"
+        logger.info("keen serve: %s (%s mode)", url, keen.mode)
+        if on_ready is not None:
+            on_ready(url)
+
+    server = CleanServer(config, app, on_shutdown=keen.notifier.close, on_ready=ready)
     await server.serve_until_stopped()

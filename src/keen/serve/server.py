@@ -52,6 +52,7 @@ from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -64,9 +65,10 @@ from keen.mcp.manager import Manager
 from keen.mcp.reconnect import Reconnector
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
-from keen.serve.calls import CallRouter, call_result, error_result, host_remedy_words
+from keen.serve.calls import APPROVER, CallRouter, call_result, error_result, host_remedy_words
 from keen.serve.catalog import ToolCatalog
 from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, digest
+from keen.serve.passthrough import Listing, exposed_uri, upstream_uri
 from keen.serve.search import CapabilitySearch, SearchFn
 from keen.serve.store import (
     DEFAULT_AUTH_TTL,
@@ -77,7 +79,7 @@ from keen.serve.store import (
     Store,
 )
 
-__all__ = ["PRINCIPAL_KEY", "SCOPE_KEY", "KeenServer", "Mode"]
+__all__ = ["DEFAULT_READY_WAIT", "PRINCIPAL_KEY", "SCOPE_KEY", "KeenServer", "Mode"]
 
 logger = logging.getLogger("keen.serve")
 
@@ -92,7 +94,9 @@ token's principal (``token:<id>``), or its address when no token is configured
 (``address:<ip>``). Limits are kept per principal, so a new session does not reset them."""
 
 _LOOSE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
-_READY_WAIT = 15.0
+DEFAULT_READY_WAIT = 15.0
+_FOR_THE_CONNECTION = 10 * 365 * 24 * 3600.0
+"""An authorization in a stdio connection's scope: it ends with the connection (the process)."""
 _TOOLS_TTL_MS = 10_000
 
 _SEARCH_INSTRUCTIONS = (
@@ -126,6 +130,9 @@ class KeenServer:
         max_result_chars: longer result text is cut by the harness, with a note.
         notify_interval: seconds that coalesce upstream changes into one notice to hosts
             (at most one ``list_changed`` per list per interval; :mod:`keen.serve.notify`).
+        ready_wait: seconds the first request that needs the upstream tools waits for every
+            server's first connection attempt; a server still connecting after that is named
+            in ``search_tools`` answers until it is done.
 
     Raises:
         ConfigError: the manager's config file cannot be used (raised before the audit log
@@ -148,6 +155,7 @@ class KeenServer:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         notify_interval: float = DEFAULT_NOTIFY_INTERVAL,
+        ready_wait: float = DEFAULT_READY_WAIT,
     ) -> None:
         if mode not in ("search", "extension"):
             raise ValueError(f"unknown mode {mode!r}; use search or extension")
@@ -163,6 +171,7 @@ class KeenServer:
         self.fetch_limit = fetch_limit
         self.fetch_window = fetch_window
         self.max_sessions = max_sessions
+        self.ready_wait = ready_wait
         self.reconnector = Reconnector(manager)
         self.router = CallRouter(
             manager,
@@ -181,6 +190,8 @@ class KeenServer:
         """Exposed name -> (server, tool) of every tool ever served: a gone server's tools
         still name the server to reconnect."""
         self._ready = False
+        self._inflight: dict[tuple[str, str], anyio.CancelScope] = {}
+        """(caller scope, request id) -> the cancel scope of that call while it runs."""
         self.notifier = ChangeNotifier(self._served_lists, interval=notify_interval)
         self._stack: contextlib.AsyncExitStack | None = None
         self.server = self._build()
@@ -216,10 +227,11 @@ class KeenServer:
             await self.store.aclose()
             self.router.close()
 
-    async def wait_ready(self, timeout: float = _READY_WAIT) -> None:
-        """Let the first connection attempts finish (bounded) so the first list is not empty."""
+    async def wait_ready(self) -> None:
+        """Let the first connection attempts finish (at most :attr:`ready_wait` seconds, once)
+        so the first list is not empty."""
         if not self._ready:
-            await self.manager.wait_ready(timeout)
+            await self.manager.wait_ready(self.ready_wait)
             # One grace period only: a server still hanging after it is reported per call.
             self._ready = True
 
@@ -262,11 +274,34 @@ class KeenServer:
         ]
 
     def _served_lists(self) -> Mapping[str, str]:
-        # What a host would see; search mode's lists are constant (see the module docstring).
+        # What a host would see. Search mode sends no notices (it has no event stream): its
+        # tools are constant and its hosts re-list prompts and resources when they need them.
         if self.mode == "search":
             return {}
-        tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in self.listed_tools()]
-        return {"tools": digest(tools)}
+        listing = self.listing()
+
+        def dumped(items: Sequence[Any]) -> str:
+            return digest([i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in items])
+
+        return {
+            "tools": dumped(self.listed_tools()),
+            "resources": dumped([*listing.resources, *listing.templates]),
+            "prompts": dumped(listing.prompts),
+        }
+
+    def listing(self) -> Listing:
+        """The connected upstream servers' prompts, resources and templates, namespaced
+        (:mod:`keen.serve.passthrough`); built from the Manager's last lists."""
+        lists: dict[str, tuple[list[dict[str, Any]], ...]] = {}
+        for status in self.manager.servers():
+            if status.state is ServerState.CONNECTED:
+                name = status.name
+                lists[name] = (
+                    self.manager.list_resources(name),
+                    self.manager.list_resource_templates(name),
+                    self.manager.list_prompts(name),
+                )
+        return Listing.build(lists)
 
     def tools_ttl_ms(self) -> int:
         """``ttlMs`` for ``tools/list``: 10 s, or less when an upstream list goes stale sooner.
@@ -297,11 +332,23 @@ class KeenServer:
         exposed = self.catalog().find(cap.server, cap.name)
         if exposed is None:
             return f"{cap.server}/{cap.name} is not served"
-        if caller and await self.store.is_authorized(caller, exposed.name, self.auth_ttl):
+        if caller and await self.store.is_authorized(caller, exposed.name, self.auth_ttl_of(caller)):
             return None
         return f"fetch {ext.RESOURCE_URI}?tools={exposed.name} before calling {exposed.name}"
 
     # -- scopes -------------------------------------------------------------------------------
+
+    def auth_ttl_of(self, scope: str) -> float:
+        """Seconds an authorization in ``scope`` lasts unused (the extension's section 5.1.3:
+        for the session). A handshake-era HTTP session's last as long as the session: at
+        least its idle timeout, renewed by each of its requests (``keen.serve.http``); a
+        stdio connection's as long as the connection. The stateless era has no session:
+        it is ``auth_ttl`` there."""
+        if scope.startswith("session:"):
+            return max(self.auth_ttl, self.session_ttl)
+        if scope == self.stdio_scope:
+            return _FOR_THE_CONNECTION
+        return self.auth_ttl
 
     def caller_scope(self, ctx: ServerRequestContext[Any, Any]) -> str:
         """The authorization scope of this request (see the module docstring)."""
@@ -347,8 +394,13 @@ class KeenServer:
             get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_list_resources=self._list_resources if extension else None,
-            on_read_resource=self._read_resource if extension else None,
+            # Upstream prompts and resources pass through in both modes; extension mode adds
+            # its tool_descriptions resource.
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_resource_templates,
+            on_read_resource=self._read_resource,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
             # 2026-07-28 hosts get change notices on subscriptions/listen streams only.
             on_subscriptions_listen=self.notifier.listen if extension else None,
         )
@@ -385,26 +437,91 @@ class KeenServer:
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
+        await self.wait_ready()
+        own = [
+            mt.Resource(
+                uri=ext.RESOURCE_URI,
+                name=ext.RESOURCE_NAME,
+                description=ext.RESOURCE_DESCRIPTION,
+                mime_type="application/json",
+            )
+        ]
         return mt.ListResourcesResult(
-            resources=[
-                mt.Resource(
-                    uri=ext.RESOURCE_URI,
-                    name=ext.RESOURCE_NAME,
-                    description=ext.RESOURCE_DESCRIPTION,
-                    mime_type="application/json",
-                )
-            ]
+            resources=[*(own if self.mode == "extension" else []), *self.listing().resources]
+        )
+
+    async def _list_resource_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourceTemplatesResult:
+        await self.wait_ready()
+        return mt.ListResourceTemplatesResult(resource_templates=self.listing().templates)
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListPromptsResult:
+        await self.wait_ready()
+        return mt.ListPromptsResult(prompts=self.listing().prompts)
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.GetPromptRequestParams
+    ) -> mt.GetPromptResult:
+        scope = self.caller_scope(ctx)
+        await self.wait_ready()
+        found = self.listing().prompt(params.name)
+        if found is None:
+            self._audit("prompt.get", scope, None, params.name, "denied", "unknown_prompt")
+            shown = params.name if len(params.name) <= 200 else params.name[:200] + "..."
+            raise MCPError(
+                code=mt.INVALID_PARAMS,
+                message=f"Unknown prompt: {shown!r}; prompts/list names the prompts this server has",
+            )
+        server, prompt = found
+        await self.revive(servers=[server])
+        try:
+            raw = await self.manager.get_prompt(server, prompt, dict(params.arguments or {}))
+        except KeenError as exc:
+            self._audit("prompt.get", scope, server, prompt, "error", exc.code)
+            raise MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server)) from exc
+        self._audit("prompt.get", scope, server, prompt, "ok", None)
+        return mt.GetPromptResult.model_validate(raw)
+
+    async def _read_upstream(self, scope: str, uri: str) -> mt.ReadResourceResult:
+        """``resources/read`` of an upstream resource (``keen://<server>/<uri>``), forwarded
+        only when its server listed it or a template of that server's matches it."""
+        found = upstream_uri(uri)
+        await self.wait_ready()
+        if found is None or not self.listing().readable(*found):
+            self._audit(
+                "resource.read", scope, found[0] if found else None, uri, "denied", "unknown_resource"
+            )
+            raise _unknown_resource(uri)
+        server, inner = found
+        await self.revive(servers=[server])
+        try:
+            contents = await self.manager.read_resource(server, inner)
+        except KeenError as exc:
+            self._audit("resource.read", scope, server, inner, "error", exc.code)
+            raise MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server)) from exc
+        self._audit("resource.read", scope, server, inner, "ok", None)
+        # Each part names the resource as the host asked for it (its server's namespace).
+        shown = [{**c, "uri": exposed_uri(server, str(c.get("uri") or inner))} for c in contents]
+        return mt.ReadResourceResult.model_validate({"contents": shown})
+
+    def _audit(
+        self, kind: str, caller: str, server: str | None, name: str, outcome: str, code: str | None
+    ) -> None:
+        """One event in the audit log (the harness's event log) for a prompt or resource a host got."""
+        self.router.harness.log.emit(
+            kind, caller=caller, server=server, name=name, outcome=outcome, code=code, by=APPROVER
         )
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: mt.ReadResourceRequestParams
     ) -> mt.ReadResourceResult:
         uri = str(params.uri)
-        if not ext.is_tool_descriptions_uri(uri):
-            raise MCPError(
-                code=mt.INVALID_PARAMS, message=f"unknown resource {uri!r}; read {ext.RESOURCE_URI}"
-            )
         scope = self.caller_scope(ctx)
+        if self.mode != "extension" or not ext.is_tool_descriptions_uri(uri):
+            return await self._read_upstream(scope, uri)
         names = ext.selected_tools(uri)
         if names is None:
             return _json_contents(uri, ext.missing_tool_selection())
@@ -418,18 +535,41 @@ class KeenServer:
         await self.wait_ready()
         await self.revive(names)
         body, found = ext.describe(self.catalog(), names)
-        await self.store.authorize(scope, found, self.auth_ttl)
+        await self.store.authorize(scope, found, self.auth_ttl_of(scope))
         return _json_contents(uri, body)
+
+    def cancel_call(self, scope: str, request_id: object) -> bool:
+        """Cancel the call ``request_id`` of caller ``scope`` that runs here, if one does (a
+        host's ``notifications/cancelled`` over HTTP, which comes in a request of its own);
+        its upstream call is cancelled with it. True when one was found."""
+        found = self._inflight.get((scope, str(request_id)))
+        if found is not None:
+            found.cancel()
+        return found is not None
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
     ) -> mt.CallToolResult:
         scope = self.caller_scope(ctx)
+        key = (scope, str(ctx.request_id))
+        with anyio.CancelScope() as cancel:
+            self._inflight[key] = cancel
+            try:
+                return await self._run_call(ctx, params, scope)
+            finally:
+                if self._inflight.get(key) is cancel:
+                    del self._inflight[key]
+        logger.info("a call of %s was cancelled by its host", scope)
+        return error_result({"error": {"code": "CANCELLED", "message": "The host cancelled this call."}})
+
+    async def _run_call(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams, scope: str
+    ) -> mt.CallToolResult:
         arguments = dict(params.arguments or {})
         # A host may call before the first connections settled (stdio hosts start us on demand).
         await self.wait_ready()
         if self.mode == "search":
-            return await self._search_tool(params.name, arguments, scope)
+            return await self._search_tool(params.name, arguments, scope, _progress_to(ctx))
         await self.revive([params.name])
         exposed = self.catalog().get(params.name)
         if exposed is None and params.name in self._server_of:
@@ -443,7 +583,9 @@ class KeenServer:
                     }
                 }
             )
-        obs = await self.router.call(exposed.server, exposed.tool.name, arguments, caller=scope)
+        obs = await self.router.call(
+            exposed.server, exposed.tool.name, arguments, caller=scope, progress=_progress_to(ctx)
+        )
         if obs.denied == "visibility":
             return error_result(ext.description_required(exposed.name))
         return call_result(obs)
@@ -469,7 +611,22 @@ class KeenServer:
 
     # -- search mode --------------------------------------------------------------------------
 
-    async def _search_tool(self, name: str, arguments: dict[str, Any], scope: str) -> mt.CallToolResult:
+    def _connecting(self) -> dict[str, Any]:
+        """``search_tools``'s word on servers still connecting, whose tools it cannot search
+        yet (empty when none is): their names and what to do."""
+        names = [s.name for s in self.manager.servers() if s.state is ServerState.CONNECTING]
+        if not names:
+            return {}
+        count = f"{len(names)} upstream server{'s are' if len(names) > 1 else ' is'}"
+        return {
+            "connecting_servers": names,
+            "note": f"{count} still connecting ({', '.join(names)}): {'their' if len(names) > 1 else 'its'} "
+            "tools are not in these results yet; search again in a few seconds.",
+        }
+
+    async def _search_tool(
+        self, name: str, arguments: dict[str, Any], scope: str, progress: ProgressFnT | None = None
+    ) -> mt.CallToolResult:
         if name == "call_tool":
             server, tool = arguments.get("server"), arguments.get("tool")
             if not isinstance(server, str) or not isinstance(tool, str):
@@ -478,7 +635,7 @@ class KeenServer:
                 )
             inner = arguments.get("arguments") or {}
             await self.revive(servers=[server])
-            return call_result(await self.router.call(server, tool, inner, caller=scope))
+            return call_result(await self.router.call(server, tool, inner, caller=scope, progress=progress))
         if name == "search_tools":
             # Servers that went away come back in the background for later searches.
             self.reconnector.kick(self.reconnector.reconnectable_servers())
@@ -504,13 +661,16 @@ class KeenServer:
                 }
                 for t in hits
             ]
-            note = getattr(self.search, "status", "")  # the transformer's vectors still encoding
+            connecting = self._connecting()
+            # Both can hold: servers still connecting, and the transformer's vectors encoding.
+            notes = [n for n in (connecting.pop("note", ""), getattr(self.search, "status", "")) if n]
             held = self._held()
             return _json_result(
                 {
                     "tools": found,
                     "total_tools": len(catalog),
-                    **({"note": note} if note else {}),
+                    **connecting,
+                    **({"note": " ".join(notes)} if notes else {}),
                     **({"held": held} if held else {}),
                 }
             )
@@ -526,8 +686,26 @@ class KeenServer:
 
 
 class _NotifyingServer(Server[Any]):
-    """The SDK server, advertising ``tools.listChanged`` to handshake-era hosts too (the SDK
-    derives it from the ``subscriptions/listen`` handler for 2026-07-28 hosts only)."""
+    """The SDK server, advertising exactly what keen serve does, identically in both eras:
+    ``listChanged`` for tools, resources and prompts when it sends those notices (the SDK
+    derives it from the ``subscriptions/listen`` handler for 2026-07-28 hosts only), and
+    never ``resources.subscribe`` (keen serve sends no ``notifications/resources/updated``;
+    the SDK claims it for 2026-07-28 hosts whenever ``subscriptions/listen`` is served)."""
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> mt.ServerCapabilities:
+        found = super().get_capabilities(
+            notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
+        )
+        if found.resources is not None:
+            found.resources = found.resources.model_copy(update={"subscribe": False})
+        return found
 
     def __init__(self, *args: Any, list_changed: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -539,7 +717,10 @@ class _NotifyingServer(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        options = notification_options or NotificationOptions(tools_changed=self._list_changed)
+        changed = self._list_changed
+        options = notification_options or NotificationOptions(
+            tools_changed=changed, prompts_changed=changed, resources_changed=changed
+        )
         return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
@@ -550,6 +731,27 @@ def _annotations(raw: dict[str, Any] | None) -> mt.ToolAnnotations | None:
         return mt.ToolAnnotations.model_validate(raw)
     except ValueError:
         return None
+
+
+def _progress_to(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT:
+    """Relays an upstream call's progress to the host, on the host's own progress token (a
+    no-op when the host's request carried none)."""
+
+    async def relay(progress: float, total: float | None, message: str | None) -> None:
+        await ctx.session.report_progress(progress, total, message)
+
+    return relay
+
+
+def _unknown_resource(uri: str) -> MCPError:
+    """JSON-RPC ``-32602`` naming the URI in ``data.uri`` (MCP 2026-07-28, Resources, "Error
+    Handling": a resource that does not exist)."""
+    shown = uri if len(uri) <= 200 else uri[:200] + "..."
+    return MCPError(
+        code=mt.INVALID_PARAMS,
+        message=f"Resource not found: {shown!r}; resources/list names the resources this server has",
+        data={"uri": uri},
+    )
 
 
 def _bad_args(message: str) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """Where ``keen serve`` keeps session and authorization state: in memory, or in Redis.
 
 Everything stored expires: sessions after ``session_ttl`` seconds without use, a tool's
-authorization ``auth_ttl`` seconds after its description was last fetched or used, rate
-counters at the end of their window. Nothing grows without bound.
+authorization the ttl its scope gives it after its description was last fetched or used
+(:meth:`keen.serve.KeenServer.auth_ttl_of`; a session renews all of its own with each
+request, :meth:`Store.renew`), rate counters at the end of their window. Nothing grows
+without bound.
 
 ``MemoryStore`` (default) serves one process. ``RedisStore`` (``--store redis://...``) lets
 several ``keen serve`` replicas behind one load balancer share sessions and
@@ -77,6 +79,11 @@ class Store(Protocol):
 
     async def is_authorized(self, scope: str, tool: str, ttl: float) -> bool:
         """True when ``tool`` is authorized in ``scope``; a hit renews it for ``ttl`` seconds."""
+        ...
+
+    async def renew(self, scope: str, ttl: float) -> None:
+        """Keep every authorization in ``scope`` for at least ``ttl`` more seconds (a
+        session's authorizations live as long as the session: each request renews them)."""
         ...
 
     async def hit(self, key: str, window: float) -> int:
@@ -159,6 +166,14 @@ class MemoryStore:
             return False
         granted[tool] = now + ttl
         return True
+
+    async def renew(self, scope: str, ttl: float) -> None:
+        granted = self._auth.get(scope)
+        if granted:
+            until = self._clock() + ttl
+            for tool, old in granted.items():
+                if old > self._clock():
+                    granted[tool] = max(old, until)
 
     async def hit(self, key: str, window: float) -> int:
         self._wrote()
@@ -280,6 +295,18 @@ class RedisStore:
             pipe.pexpire(key, _ms(ttl), gt=True)
             await pipe.execute()
         return True
+
+    async def renew(self, scope: str, ttl: float) -> None:
+        key = self._k("auth", scope)
+        granted = await self._redis.hgetall(key)
+        now = time.time()
+        live = {t: f"{max(float(u), now + ttl):.3f}" for t, u in granted.items() if float(u) > now}
+        if not live:
+            return
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.hset(key, mapping=live)
+            pipe.pexpire(key, _ms(ttl), gt=True)
+            await pipe.execute()
 
     async def hit(self, key: str, window: float) -> int:
         bucket = self._k("rate", f"{key}:{int(time.time() // window)}")

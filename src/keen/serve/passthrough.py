@@ -1,0 +1,121 @@
+"""Upstream prompts and resources as ``keen serve`` shows them: namespaced per server.
+
+A host sees every connected upstream server's prompts, resources and resource templates
+beside Keen's own ``tool_descriptions`` resource (docs/serve.md "Prompts and resources"):
+
+- a prompt ``p`` of server ``s`` is ``mcp__s__p`` (the shape of an exposed tool name);
+- a resource ``u`` of server ``s`` is ``keen://s/u`` (the upstream URI whole after the
+  server's name, which holds no ``/``); a template ``t`` is ``keen://s/t``, so a URI a host
+  expands from it names its server too.
+
+Everything an upstream server lists is untrusted: an entry that does not validate as its
+MCP type is left out, and a read or a prompt is forwarded only for what the server listed
+(a listed resource, a URI its own template matches, a listed prompt).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as mt
+from pydantic import ValidationError
+
+__all__ = ["URI_PREFIX", "Listing", "exposed_prompt", "exposed_uri", "upstream_uri"]
+
+logger = logging.getLogger("keen.serve")
+
+URI_PREFIX = "keen://"
+_MAX_TEMPLATE_URI = 8192
+
+
+def exposed_uri(server: str, uri: str) -> str:
+    """``keen://<server>/<uri>``: an upstream URI (or URI template) as keen serve shows it."""
+    return f"{URI_PREFIX}{server}/{uri}"
+
+
+def upstream_uri(exposed: str) -> tuple[str, str] | None:
+    """``(server, upstream uri)`` of an exposed URI, or None when it is not one."""
+    if not exposed.startswith(URI_PREFIX):
+        return None
+    server, sep, uri = exposed[len(URI_PREFIX) :].partition("/")
+    return (server, uri) if sep and server and uri else None
+
+
+def exposed_prompt(server: str, prompt: str) -> str:
+    """``mcp__<server>__<prompt>``: an upstream prompt's name as keen serve shows it."""
+    return f"mcp__{server}__{prompt}"
+
+
+def _valid(model: type[Any], raw: Mapping[str, Any], server: str) -> Any | None:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        logger.info("left out a %s of %s that does not validate: %s", model.__name__, server, exc)
+        return None
+
+
+@dataclass
+class Listing:
+    """What the connected servers list, namespaced: built from the Manager's last lists.
+
+    Args:
+        lists: ``{server: (resources, templates, prompts)}`` in wire shape (the Manager's
+            ``list_resources`` / ``list_resource_templates`` / ``list_prompts``).
+    """
+
+    resources: list[mt.Resource]
+    templates: list[mt.ResourceTemplate]
+    prompts: list[mt.Prompt]
+    _prompt_of: dict[str, tuple[str, str]]
+    _uris: dict[str, set[str]]
+    _templates_of: dict[str, list[str]]
+
+    @classmethod
+    def build(cls, lists: Mapping[str, tuple[Iterable[Mapping[str, Any]], ...]]) -> Listing:
+        resources: list[mt.Resource] = []
+        templates: list[mt.ResourceTemplate] = []
+        prompts: list[mt.Prompt] = []
+        prompt_of: dict[str, tuple[str, str]] = {}
+        uris: dict[str, set[str]] = {}
+        templates_of: dict[str, list[str]] = {}
+        for server, (raw_resources, raw_templates, raw_prompts) in lists.items():
+            for raw in raw_resources:
+                found = _valid(mt.Resource, raw, server)
+                if found is not None:
+                    uris.setdefault(server, set()).add(found.uri)
+                    resources.append(found.model_copy(update={"uri": exposed_uri(server, found.uri)}))
+            for raw in raw_templates:
+                found = _valid(mt.ResourceTemplate, raw, server)
+                if found is not None:
+                    templates_of.setdefault(server, []).append(found.uri_template)
+                    templates.append(
+                        found.model_copy(update={"uri_template": exposed_uri(server, found.uri_template)})
+                    )
+            for raw in raw_prompts:
+                found = _valid(mt.Prompt, raw, server)
+                if found is not None:
+                    name = exposed_prompt(server, found.name)
+                    prompt_of[name] = (server, found.name)
+                    prompts.append(found.model_copy(update={"name": name}))
+        return cls(resources, templates, prompts, prompt_of, uris, templates_of)
+
+    def prompt(self, name: str) -> tuple[str, str] | None:
+        """``(server, upstream prompt)`` of an exposed prompt name, or None when not listed."""
+        return self._prompt_of.get(name)
+
+    def readable(self, server: str, uri: str) -> bool:
+        """Whether ``server`` listed ``uri``, or a template of its matches it."""
+        if uri in self._uris.get(server, ()):
+            return True
+        from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+
+        for template in self._templates_of.get(server, ()):
+            try:
+                if UriTemplate.parse(template).match(uri, max_uri_length=_MAX_TEMPLATE_URI) is not None:
+                    return True
+            except (InvalidUriTemplate, ValueError):
+                continue
+        return False

@@ -1,0 +1,173 @@
+"""Upstream prompts and resources pass through ``keen serve`` (issue 28, item 3).
+
+Real processes: server-everything (the npm reference server, stdio) and ``basic`` upstream of
+``keen serve --transport http``, the SDK's ``Client`` as the host, both protocol eras.
+Before, ``prompts/list`` and ``resources/templates/list`` answered -32601, ``resources/list``
+had only ``tool_descriptions`` and 2026-07-28 ``server/discover`` claimed resource
+subscriptions that the 2025-11-25 handshake denied.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx2
+import mcp_types as mt
+import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from conftest import peer
+from helpers.changing import wait_until
+from helpers.serve import KeenServeProcess, connect, write_everything, write_upstream
+
+pytestmark = pytest.mark.anyio
+
+DOC = "keen://everything/demo://resource/static/document/architecture.md"
+
+
+@pytest.fixture(scope="module")
+def extension(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeenServeProcess]:
+    with KeenServeProcess(write_everything(tmp_path_factory.mktemp("pt-ext"))) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def search(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeenServeProcess]:
+    with KeenServeProcess(
+        write_everything(tmp_path_factory.mktemp("pt-search")), ["--mode", "search"]
+    ) as proc:
+        yield proc
+
+
+def _capabilities(client: Client, era: str) -> dict[str, object]:
+    session = client.session
+    result = session.initialize_result if era == "session" else session.discover_result
+    assert result is not None
+    return result.capabilities.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+@pytest.mark.parametrize("era", ["session", "stateless"])
+async def test_prompts_and_resources_pass_through_namespaced(extension: KeenServeProcess, era: str) -> None:
+    async with connect(extension, era) as client:
+        assert _capabilities(client, era) == {
+            "prompts": {"listChanged": True},
+            "resources": {"subscribe": False, "listChanged": True},
+            "tools": {"listChanged": True},
+        }
+        prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+        assert {"mcp__everything__simple-prompt", "mcp__everything__args-prompt"} <= set(prompts)
+        args = prompts["mcp__everything__args-prompt"].arguments or []
+        got = await client.get_prompt("mcp__everything__args-prompt", {a.name: "Lisbon" for a in args})
+        assert "Lisbon" in json.dumps(got.model_dump(mode="json"))
+
+        uris = [r.uri for r in (await client.list_resources()).resources]
+        assert uris[0] == "resource:///tool_descriptions" and DOC in uris
+        read = await client.read_resource(DOC)
+        assert read.contents[0].uri == DOC and "Architecture" in read.contents[0].text  # type: ignore[union-attr]
+
+        templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+        assert "keen://everything/demo://resource/dynamic/text/{resourceId}" in templates
+        expanded = "keen://everything/demo://resource/dynamic/text/7"
+        assert (await client.read_resource(expanded)).contents[0].uri == expanded
+
+        # Only what a server listed (or its template matches) is forwarded, to that server.
+        for unlisted in ("keen://everything/file:///etc/passwd", "keen://basic/" + DOC.split("/", 3)[3]):
+            with pytest.raises(MCPError, match="Resource not found") as refused:
+                await client.read_resource(unlisted)
+            assert refused.value.code == -32602 and refused.value.error.data == {"uri": unlisted}
+        with pytest.raises(MCPError, match="Unknown prompt: 'simple-prompt'") as unknown:
+            await client.get_prompt("simple-prompt")
+        assert unknown.value.code == -32602
+
+
+async def test_the_audit_log_records_each_prompt_and_read(extension: KeenServeProcess) -> None:
+    async with connect(extension, "stateless") as client:
+        await client.get_prompt("mcp__everything__simple-prompt")
+        await client.read_resource(DOC)
+        with pytest.raises(MCPError, match="Resource not found"):
+            await client.read_resource("keen://everything/demo://nope")
+    events = [
+        json.loads(line) for line in (extension.home / "logs" / "serve-audit.jsonl").read_text().splitlines()
+    ]
+    seen = [
+        (e["type"], e["server"], e["name"], e["outcome"], e["by"])
+        for e in events
+        if e["type"] in ("prompt.get", "resource.read") and e["caller"] == "principal:anonymous"
+    ]
+    assert seen[-3:] == [
+        ("prompt.get", "everything", "simple-prompt", "ok", "MCP host"),
+        ("resource.read", "everything", "demo://resource/static/document/architecture.md", "ok", "MCP host"),
+        ("resource.read", "everything", "keen://everything/demo://nope", "denied", "MCP host"),
+    ]
+
+
+@pytest.mark.parametrize("era", ["session", "stateless"])
+async def test_search_mode_passes_them_through_without_change_notices(
+    search: KeenServeProcess, era: str
+) -> None:
+    async with connect(search, era) as client:
+        # It sends no list_changed notices (no event stream), so it advertises none, in both eras.
+        assert _capabilities(client, era) == {
+            "prompts": {"listChanged": False},
+            "resources": {"subscribe": False, "listChanged": False},
+            "tools": {"listChanged": False},
+        }
+        uris = [r.uri for r in (await client.list_resources()).resources]
+        assert "resource:///tool_descriptions" not in uris and DOC in uris
+        assert "Architecture" in (await client.read_resource(DOC)).contents[0].text  # type: ignore[union-attr]
+        got = await client.get_prompt("mcp__everything__simple-prompt")
+        assert got.messages[0].content.text == "This is a simple prompt without arguments."  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("era", ["session", "stateless"])
+async def test_hosts_are_told_when_the_resource_and_prompt_lists_change(tmp_path: Path, era: str) -> None:
+    """server-everything starts only once ``go`` exists, after the host listed without it:
+    its arrival changes what keen serve lists, and the host is told (before, nothing was)."""
+    go = tmp_path / "go"
+    command = (
+        f'while [ ! -e "{go}" ]; do sleep 0.05; done; exec "{peer("node", "mcp-server-everything")}" stdio'
+    )
+    late = {"transport": "stdio", "command": "sh", "args": ["-c", command], "timeouts": {"connect": 60}}
+    write_upstream(tmp_path, extra={"everything": late})
+    told: list[str] = []
+
+    async def on_message(message: object) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, mt.ResourceListChangedNotification | mt.PromptListChangedNotification):
+            told.append(root.method)
+
+    args = ["--mode", "extension", "--notify-interval", "0.2", "--ready-wait", "0"]
+    with KeenServeProcess(tmp_path, args) as proc:
+        async with (
+            httpx2.AsyncClient(timeout=30) as http,
+            Client(
+                streamable_http_client(proc.url, http_client=http),
+                mode="legacy" if era == "session" else "auto",
+                cache=None,
+                message_handler=on_message,
+            ) as client,
+        ):
+            assert DOC not in [r.uri for r in (await client.list_resources()).resources]
+            if era == "session":
+                go.touch()
+                await wait_until(lambda: len(told) >= 2, "both list_changed notices", 30)
+                assert sorted(told) == [
+                    "notifications/prompts/list_changed",
+                    "notifications/resources/list_changed",
+                ]
+            else:
+                async with client.listen(resources_list_changed=True, prompts_list_changed=True) as sub:
+                    go.touch()
+                    with anyio.fail_after(30):
+                        events = [await sub.__aiter__().__anext__(), await sub.__aiter__().__anext__()]
+                assert sorted(type(e).__name__ for e in events) == [
+                    "PromptsListChanged",
+                    "ResourcesListChanged",
+                ]
+            assert DOC in [r.uri for r in (await client.list_resources()).resources]
+            assert "mcp__everything__simple-prompt" in [p.name for p in (await client.list_prompts()).prompts]
