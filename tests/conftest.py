@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +58,17 @@ def peer(kind: str, name: str) -> str:
     if not path.exists():
         pytest.fail(f"peer server {name} is not installed at {path}; run `make peers` (make test does it)")
     return str(path)
+
+
+@pytest.fixture(autouse=True)
+def _redactor_per_test() -> Iterator[None]:
+    """Each test starts with the secrets the process had before it: Keen's redactor is one
+    per process, and a secret another test registered (an env value, a key) would blank its
+    words out of this test's messages."""
+    from keen._redact import redactor
+
+    before = set(redactor._secrets)  # pyright: ignore[reportPrivateUsage]
+    yield
+    with redactor._lock:  # pyright: ignore[reportPrivateUsage]
+        redactor._secrets.intersection_update(before)  # pyright: ignore[reportPrivateUsage]
+        redactor._secrets.update(before)  # pyright: ignore[reportPrivateUsage]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -149,13 +150,18 @@ def test_trust_with_no_diff_shows_the_definitions_at_a_terminal_and_asks(tmp_pat
     env = {**os.environ, "KEEN_HOME": str(home), "HOME": str(tmp_path), "NO_COLOR": "1"}
     env.pop("KEEN_DEBUG", None)
     for answer, code in (("n", 1), ("y", 0)):
-        term = Tmux([*KEEN, "mcp", "trust", "notes"], env=env, cwd=tmp_path)
+        # The shell prints the exit status on the screen: tmux's pane status was read as 0
+        # before tmux had recorded it on a loaded machine.
+        command = ["sh", "-c", '"$@"; echo "exit status $?"', "sh", *KEEN, "mcp", "trust", "notes"]
+        term = Tmux(command, env=env, cwd=tmp_path)
         try:
             term.wait_for(r"Pin these definitions of notes\? \[y/N\]:")
             shown = term.screen()
             assert "export_notes" in shown and MARK in shown  # what would be pinned, escaped
             term.type(answer)
-            assert term.exit_status() == code, term.screen()
+            term.wait_for(r"exit status \d+")
+            status = re.search(r"exit status (\d+)", term.screen())
+            assert status is not None and int(status[1]) == code, term.screen()
         finally:
             term.kill()
         assert pins.exists() is (answer == "y")
