@@ -178,9 +178,7 @@ def anchor_rankers(catalog: Catalog) -> dict[str, Ranker]:
     import Stemmer
 
     from keen.capabilities._embed import embedder
-    from keen.capabilities.dense import DenseVectors, shared_cache
     from keen.capabilities.encoder import sentence_encoder
-    from keen.capabilities.search import dense_text
 
     caps = list(catalog)
     ids = [c.id for c in caps]
@@ -209,12 +207,10 @@ def anchor_rankers(catalog: Catalog) -> dict[str, Ranker]:
         "bm25s": by_bm25,
         "wordllama": lambda q: by_cosine(wl_vectors, wl.embed([q], norm=True)[0]),
     }
-    folder = (
-        catalog._cache_dir.parent / "embeddings" / "all-MiniLM-L6-v2-int8" if catalog._cache_dir else None
-    )  # pyright: ignore[reportPrivateUsage]
-    dense = DenseVectors([dense_text(c) for c in caps], shared_cache(folder))
+    # The very vectors Keen's transformer signal uses (catalog order), ranked by cosine alone.
+    dense = catalog.index().dense
     model = sentence_encoder()
-    if dense.wait(None) and model is not None:
+    if dense is not None and dense.wait(None) and model is not None:
         out["minilm"] = lambda q: by_cosine(dense.docs, model.encode_one(q))
     return out
 

@@ -15,7 +15,7 @@ import functools
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -103,14 +103,12 @@ class DenseVectors:
             " keywords and wordllama meanwhile; `keen tools index` finishes the index"
         )
 
-    def start(self, progress: Callable[[int, int], None] | None = None) -> None:
+    def start(self) -> None:
         """Encode what is missing on a daemon thread (once; later calls do nothing)."""
         with self._lock:
             if self._thread is not None or self._finished.is_set():
                 return
-            self._thread = threading.Thread(
-                target=self._run, args=(progress,), name="keen-dense-index", daemon=True
-            )
+            self._thread = threading.Thread(target=self._run, name="keen-dense-index", daemon=True)
             _running.add(self)
             self._thread.start()
 
@@ -125,20 +123,20 @@ class DenseVectors:
 
     # -- work -----------------------------------------------------------------
 
-    def _run(self, progress: Callable[[int, int], None] | None) -> None:
+    def _run(self) -> None:
         try:
-            self._fill(progress)
+            self._fill()
         except Exception as exc:  # a background failure must not end the session: rank without it
             self.failed = " ".join(str(exc).split())[:200] or type(exc).__name__
             logger.warning("transformer indexing failed (%s); searching with wordllama", self.failed)
         finally:
             self._finished.set()
 
-    def _fill(self, progress: Callable[[int, int], None] | None) -> None:
+    def _fill(self) -> None:
         with _encoding:
-            self._fill_locked(progress)
+            self._fill_locked()
 
-    def _fill_locked(self, progress: Callable[[int, int], None] | None) -> None:
+    def _fill_locked(self) -> None:
         import numpy as np
 
         model = _encoder.sentence_encoder()
@@ -153,15 +151,7 @@ class DenseVectors:
         for i, vector in enumerate(self._found):
             if vector is not None:
                 matrix[i] = vector
-        base = self.done
-
-        def step(count: int) -> None:
-            self.done = min(self.total, base + count)
-            if progress is not None:
-                progress(self.done, self.total)
-
-        if progress is not None:
-            progress(self.done, self.total)
+        base = self.done  # readers (keen tools index's bar) poll done
         for start in range(0, len(todo), 256):
             if self._stop.is_set():
                 return
@@ -172,7 +162,7 @@ class DenseVectors:
             matrix[chunk] = vectors
             # Stored as it goes: an index stopped half-way keeps what it encoded.
             self._cache.store([self._keys[i] for i in chunk], vectors)
-            step(start + len(chunk))
+            self.done = min(self.total, base + start + len(chunk))
         self.done = self.total
         self._docs = matrix
         self._encoder = model

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,32 +116,22 @@ class SentenceEncoder:
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(files.model), options, providers=["CPUExecutionProvider"])
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        progress: Callable[[int], None] | None = None,
-        stop: threading.Event | None = None,
-    ) -> np.ndarray:
+    def encode(self, texts: Sequence[str], stop: threading.Event | None = None) -> np.ndarray:
         """Unit vectors of ``texts`` in order; an empty text is the zero vector.
 
-        ``progress`` is called with the number of texts done after each batch; when
-        ``stop`` is set, encoding ends early and the rest stay zero vectors.
+        When ``stop`` is set, encoding ends early and the rest stay zero vectors.
         """
         import numpy as np
 
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         # Similar lengths in one batch: padding costs as much as text.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        done = 0
         for start in range(0, len(order), _BATCH):
             if stop is not None and stop.is_set():
                 break
             rows = [i for i in order[start : start + _BATCH] if texts[i].strip()]
             if rows:
                 out[rows] = self._run([texts[i] for i in rows])
-            done += len(order[start : start + _BATCH])
-            if progress is not None:
-                progress(done)
         return out
 
     def encode_one(self, text: str) -> np.ndarray:

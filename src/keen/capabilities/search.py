@@ -466,9 +466,12 @@ class ToolSearch:
             self._dense_server_cache = (docs, matrix)
         return self._dense_server_cache[1]
 
-    def scores(self, query: str) -> np.ndarray:
-        """The fused score of every document for ``query`` (higher is better)."""
-        return sum(self.signals(query).values())  # pyright: ignore[reportReturnType]
+    def scores(self, query: str, signals: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """The fused score of every document for ``query`` (higher is better): the sum of
+        its :meth:`signals` (given, when the caller has them already)."""
+        import numpy as np
+
+        return np.sum(list((signals or self.signals(query)).values()), axis=0)
 
     def top(
         self,
@@ -486,8 +489,7 @@ class ToolSearch:
 
         if k <= 0 or not self.ids:
             return []
-        scores = sum((signals or self.signals(query)).values())
-        assert not isinstance(scores, int)
+        scores = self.scores(query, signals)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
         if self._members:
