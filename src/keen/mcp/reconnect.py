@@ -36,12 +36,15 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 
-from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
+
+if TYPE_CHECKING:  # the SDK loads with the Manager, not with its reconnection policy
+    from keen.mcp.manager import Manager
 
 __all__ = ["DEFAULT_BACKOFF_CAP", "DEFAULT_BACKOFF_FIRST", "KICK_LIMIT", "Reconnector"]
 

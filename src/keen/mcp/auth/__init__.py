@@ -11,20 +11,27 @@
 
 from __future__ import annotations
 
-from keen.mcp.auth.callback import CALLBACK_PATH, DEFAULT_CALLBACK_PORT, CallbackListener, redirect_uri
-from keen.mcp.auth.classify import classify_auth_failure
-from keen.mcp.auth.connect import SignInResult, authorize_interactively, oauth_auth_factory
-from keen.mcp.auth.provider import (
-    AUTHORIZATION_TIMEOUT,
-    CLIENT_NAME,
-    KeenOAuthProvider,
-    OpenBrowser,
-    ShowUrl,
-    create_oauth_auth,
-    default_open_browser,
-)
-from keen.mcp.auth.store import AuthMetadata, FileTokenStore, TokenStore
-from keen.mcp.types import AuthFactory
+from typing import TYPE_CHECKING
+
+from keen._lazy import exports_from, lazy_module_attrs
+
+# Lazy: the token store (read at every start to register saved secrets) must not load the
+# MCP SDK that the callback listener and the OAuth provider need.
+if TYPE_CHECKING:
+    from keen.mcp.auth.callback import CALLBACK_PATH, DEFAULT_CALLBACK_PORT, CallbackListener, redirect_uri
+    from keen.mcp.auth.classify import classify_auth_failure
+    from keen.mcp.auth.connect import SignInResult, authorize_interactively, oauth_auth_factory
+    from keen.mcp.auth.provider import (
+        AUTHORIZATION_TIMEOUT,
+        CLIENT_NAME,
+        KeenOAuthProvider,
+        OpenBrowser,
+        ShowUrl,
+        create_oauth_auth,
+        default_open_browser,
+    )
+    from keen.mcp.auth.store import AuthMetadata, FileTokenStore, TokenStore
+    from keen.mcp.types import AuthFactory
 
 __all__ = [
     "AUTHORIZATION_TIMEOUT",
@@ -47,3 +54,30 @@ __all__ = [
     "oauth_auth_factory",
     "redirect_uri",
 ]
+
+_EXPORTS = {
+    **exports_from(
+        "keen.mcp.auth.callback",
+        ("CALLBACK_PATH", "DEFAULT_CALLBACK_PORT", "CallbackListener", "redirect_uri"),
+    ),
+    **exports_from("keen.mcp.auth.classify", ("classify_auth_failure",)),
+    **exports_from(
+        "keen.mcp.auth.connect", ("SignInResult", "authorize_interactively", "oauth_auth_factory")
+    ),
+    **exports_from(
+        "keen.mcp.auth.provider",
+        (
+            "AUTHORIZATION_TIMEOUT",
+            "CLIENT_NAME",
+            "KeenOAuthProvider",
+            "OpenBrowser",
+            "ShowUrl",
+            "create_oauth_auth",
+            "default_open_browser",
+        ),
+    ),
+    **exports_from("keen.mcp.auth.store", ("AuthMetadata", "FileTokenStore", "TokenStore")),
+    **exports_from("keen.mcp.types", ("AuthFactory",)),
+}
+
+__getattr__, __dir__ = lazy_module_attrs(__name__, _EXPORTS)

@@ -28,15 +28,19 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from keen import paths
 from keen._fs import atomic_write_json
 from keen._redact import redactor
 from keen.errors import AuthFailed, Remedy
+
+# The SDK's models are imported where a token is read: every start registers the saved
+# secrets (register_saved_secrets), which must not load the whole MCP SDK.
+if TYPE_CHECKING:
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 __all__ = ["AuthMetadata", "FileTokenStore", "TokenStore", "register_saved_secrets"]
 
@@ -118,6 +122,8 @@ class FileTokenStore:
         expires_at = data.pop("expires_at", None)
         if isinstance(expires_at, int | float):
             data["expires_in"] = max(0, int(expires_at - time.time()))
+        from mcp.shared.auth import OAuthToken
+
         tokens = self._model(OAuthToken, data, "tokens")
         redactor.add(tokens.access_token)
         redactor.add(tokens.refresh_token)
@@ -135,6 +141,8 @@ class FileTokenStore:
         raw = self._read().get("client_info")
         if not raw:
             return None
+        from mcp.shared.auth import OAuthClientInformationFull
+
         info = self._model(OAuthClientInformationFull, raw, "client_info")
         redactor.add(info.client_secret)
         return info
