@@ -25,7 +25,7 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import peer
+from conftest import peer, stdio_server
 from helpers.loopback import free_port, stop, wait_listening
 
 __all__ = [
@@ -67,11 +67,7 @@ def write_upstream(home: Path, *, extra_tools: int = 2, extra: dict[str, Any] | 
     path = home / "mcp" / "configs.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     servers: dict[str, Any] = {
-        "basic": {
-            "transport": "stdio",
-            "command": sys.executable,
-            "args": [str(BASIC), "--tools", str(extra_tools)],
-        }
+        "basic": stdio_server("basic_stdio.py", "--tools", str(extra_tools)),
     }
     servers.update(extra or {})
     path.write_text(json.dumps({"version": 1, "servers": servers}))

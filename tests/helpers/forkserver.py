@@ -1,0 +1,239 @@
+"""A warm process that forks the suite's stdio test servers, so each skips the SDK's import.
+
+Importing the MCP SDK costs a test server about a second of CPU, and the suite starts
+hundreds of them: most of its time on two CPUs. :func:`launch_args` turns a test server's
+command line into one for ``tests/servers/launch.py``, which asks this process (one per
+pytest worker, started on first use, SDK already imported) to fork a child that runs the
+script on the launcher's own standard streams, environment and working directory. What a
+client sees is unchanged: a process it started, speaking MCP on its pipes, ending as the
+script ends, stopped by the signals it sends (the launcher forwards them).
+
+Only scripts whose process is not itself under test go through it (``stdio_server`` in
+``tests/conftest.py`` chooses): daemons, environments, CPU burns and hostile servers are
+started as real interpreters.
+
+Run as ``python forkserver.py SOCKET``: it prints ``ready`` once listening.
+"""
+
+from __future__ import annotations
+
+import array
+import atexit
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+__all__ = ["launch_args"]
+
+HERE = Path(__file__).resolve()
+LAUNCH = HERE.parents[1] / "servers" / "launch.py"
+PRELOAD = (
+    "anyio",
+    "anyio._backends._asyncio",
+    "mcp",
+    "mcp.server.mcpserver",
+    "mcp.server.stdio",
+    "mcp_types",
+)
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {}
+
+
+def launch_args(script: str, *args: str) -> list[str]:
+    """The ``args`` (after ``sys.executable``) that run ``script ARGS`` through this worker's
+    fork server, started here on first use."""
+    return ["-S", str(LAUNCH), _socket(), script, *args]
+
+
+def _socket() -> str:
+    with _lock:
+        proc: subprocess.Popen[bytes] | None = _state.get("proc")
+        if proc is None or proc.poll() is not None:
+            folder = tempfile.mkdtemp(prefix="keen-fork-")
+            path = os.path.join(folder, "s")
+            proc = subprocess.Popen(
+                [sys.executable, str(HERE), path],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                cwd=folder,
+            )
+            assert proc.stdout is not None
+            line = proc.stdout.readline()  # bounded: the process exits (EOF) if it cannot start
+            if line.strip() != b"ready":
+                raise RuntimeError(f"the test fork server did not start (exit {proc.wait()})")
+            _state.update(proc=proc, path=path)
+            atexit.register(proc.kill)
+        return str(_state["path"])
+
+
+# -- the fork server itself ------------------------------------------------------
+
+
+def _die_with_parent() -> None:
+    """Linux: this process gets SIGKILL when the process that started it ends."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    fds = array.array("i")
+    data, ancdata, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_SPACE(3 * fds.itemsize))
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    while not data.endswith(b"\n"):
+        more = conn.recv(1 << 16)
+        if not more:
+            raise EOFError("the launcher closed before its request ended")
+        data += more
+    return json.loads(data), list(fds)
+
+
+def _run_child(request: dict[str, Any], fds: list[int], keep: list[int]) -> None:
+    """In the forked child: become the script's process, run it, never return."""
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        for signum in (
+            signal.SIGTERM,
+            signal.SIGHUP,
+            signal.SIGQUIT,
+            signal.SIGUSR1,
+            signal.SIGUSR2,
+            signal.SIGCHLD,
+        ):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for fd in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        script = request["script"]
+        sys.argv = [script, *request["args"]]
+        sys.path[0] = os.path.dirname(os.path.abspath(script))
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the process's own stream
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False, buffering=1)  # noqa: SIM115
+        import runpy
+
+        try:
+            runpy.run_path(script, run_name="__main__")
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+                code = 1
+        except KeyboardInterrupt:
+            code = 128 + signal.SIGINT
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def serve(path: str) -> None:
+    """Listen on ``path`` and fork a child per launcher until this process is killed."""
+    import importlib
+
+    _die_with_parent()
+    for name in PRELOAD:
+        importlib.import_module(name)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(128)
+    wake_r, wake_w = socket.socketpair()
+    wake_r.setblocking(False)
+    wake_w.setblocking(False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w.fileno())
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    selector.register(wake_r, selectors.EVENT_READ)
+    children: dict[int, socket.socket] = {}
+    print("ready", flush=True)
+    while True:
+        for key, _events in selector.select():
+            if key.fileobj is listener:
+                conn, _ = listener.accept()
+                try:
+                    request, fds = _receive(conn)
+                except (OSError, EOFError, ValueError):
+                    conn.close()
+                    continue
+                keep = [
+                    listener.fileno(),
+                    wake_r.fileno(),
+                    wake_w.fileno(),
+                    *(c.fileno() for c in children.values()),
+                ]
+                pid = os.fork()
+                if pid == 0:
+                    conn.close()
+                    _run_child(request, fds, keep)
+                for fd in fds:
+                    os.close(fd)
+                children[pid] = conn
+                conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+                selector.register(conn, selectors.EVENT_READ, pid)
+            elif key.fileobj is wake_r:
+                with contextlib.suppress(BlockingIOError):
+                    while wake_r.recv(4096):
+                        pass
+                _reap(children, selector)
+            else:  # the launcher went away (killed): its child goes too
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(key.data, signal.SIGKILL)
+                selector.unregister(key.fileobj)
+
+
+def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = children.pop(pid, None)
+        if conn is None:
+            continue
+        if os.WIFSIGNALED(status):
+            reply = {"signal": os.WTERMSIG(status)}
+        else:
+            reply = {"code": os.WEXITSTATUS(status)}
+        with contextlib.suppress(KeyError, ValueError):
+            selector.unregister(conn)
+        with contextlib.suppress(OSError):
+            conn.sendall(json.dumps(reply).encode() + b"\n")
+        conn.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
