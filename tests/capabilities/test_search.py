@@ -95,7 +95,7 @@ def test_values_read_as_their_kind() -> None:
     assert kinds("edit config.yaml.") == "edit yaml file."
 
 
-def test_the_transformer_reads_the_values_kinds_and_keywords_the_values() -> None:
+def test_the_vectors_read_the_values_kinds_and_keywords_the_values() -> None:
     tools = [
         Tool("filesystem", "move_file", "Move or rename files and directories.", {}),
         Tool("pdf", "pdf_to_markdown", "Convert a PDF document to Markdown text.", {}),
@@ -106,7 +106,7 @@ def test_the_transformer_reads_the_values_kinds_and_keywords_the_values() -> Non
     index = catalog.index()
     values = index.signals("rename draft_v2.md to final.md")
     kinds = index.signals("rename md file to md file")
-    assert np.allclose(values["dense"], kinds["dense"])
+    assert np.allclose(values["dense"], kinds["dense"]) and np.allclose(values["static"], kinds["static"])
     assert not np.allclose(values["lexical"], kinds["lexical"])  # "draft", "final" still count there
 
 

@@ -30,7 +30,7 @@ even-numbered LiveMCPBench tasks and checked on the odd ones (``bench/search.py
 
 The query passes through :func:`keen.capabilities._query.search_query` first (a file path
 gains the word "file": the task needs a tool that reads or writes files, not one about
-the path's words); the transformer reads it through
+the path's words); both vector signals read it through
 :func:`keen.capabilities._query.value_kinds` as well (each file name, URL, host name and
 quoted text replaced by its kind: ``md file``, ``web page``, ``web site``, ``text``).
 
@@ -413,11 +413,13 @@ class ToolSearch:
         words = search_query(cut)
         query = words if words.strip() else cut
         tokens = stem_tokens([query])
-        qv = _vectors([query], self._token_weights)[0]
+        # The vectors read the request with its values replaced by their kinds ("rename md
+        # file to md file", not "rename draft_v2.md to final.md": see _query.value_kinds);
+        # keywords read the values.
+        kinds = value_kinds(query)
+        qv = _vectors([kinds], self._token_weights)[0]
         dense = self.dense if self.dense is not None and self.dense.ready else None
-        # The transformer reads the request with its values replaced by their kinds ("rename
-        # md file to md file", not "rename draft_v2.md to final.md": see _query.value_kinds).
-        qd = dense.query_vector(value_kinds(query)) if dense is not None else None
+        qd = dense.query_vector(kinds) if dense is not None else None
         out: dict[str, np.ndarray] = {
             "lexical": w.lexical * _standardise(self._expanded_lexical(query, tokens)),
             "static": w.semantic
