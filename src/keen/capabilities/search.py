@@ -413,18 +413,20 @@ class ToolSearch:
         words = search_query(cut)
         query = words if words.strip() else cut
         tokens = stem_tokens([query])
-        # The vectors read the request with its values replaced by their kinds ("rename md
-        # file to md file", not "rename draft_v2.md to final.md": see _query.value_kinds);
-        # keywords read the values.
+        # The tools' vectors are compared with the request with its values replaced by their
+        # kinds ("rename md file to md file", not "rename draft_v2.md to final.md": see
+        # _query.value_kinds); keywords and the servers' word vectors read the values (their
+        # kinds there measured lower on the even halves, docs/search.md).
         kinds = value_kinds(query)
-        qv = _vectors([kinds], self._token_weights)[0]
+        qv = _vectors([query], self._token_weights)[0]
+        qk = qv if kinds == query else _vectors([kinds], self._token_weights)[0]
         dense = self.dense if self.dense is not None and self.dense.ready else None
         qd = dense.query_vector(kinds) if dense is not None else None
         out: dict[str, np.ndarray] = {
             "lexical": w.lexical * _standardise(self._expanded_lexical(query, tokens)),
             "static": w.semantic
             * (w.static_with_dense if qd is not None else 1.0)
-            * _standardise(_dot(self._vectors, qv)),
+            * _standardise(_dot(self._vectors, qk)),
         }
         if dense is not None and qd is not None:
             out["dense"] = w.dense * _standardise(_dot(dense.docs, qd))
