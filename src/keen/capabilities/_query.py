@@ -21,10 +21,11 @@ A request also carries the values its tool will be called with: a file name
 cell's value, a search phrase). Their words say what the call works on, not which tool
 makes it: to a sentence embedder "how many lines does server.log have?" is about servers
 and logging. :func:`value_kinds` replaces each value by the kind of value it is (``md
-file``, ``log file``, ``web page``, ``web site``, ``text``) for the queries of the two
-vector signals (the transformer's and wordllama's); keywords still see the values
-themselves (a host name or an extension is evidence there). Measured on the natural-request sets of
-``bench/queries`` (docs/search.md).
+file``, ``log file``, ``web page``, ``web site``, ``text``) in the query that ToolSearch
+compares with the tools' vectors (transformer and wordllama) and the servers'
+transformer vectors; keywords and the servers' wordllama vectors still see the values
+themselves (a host name or an extension is evidence there). Measured on the
+natural-request sets of ``bench/queries`` (docs/search.md).
 """
 
 from __future__ import annotations

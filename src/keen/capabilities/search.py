@@ -30,7 +30,8 @@ even-numbered LiveMCPBench tasks and checked on the odd ones (``bench/search.py
 
 The query passes through :func:`keen.capabilities._query.search_query` first (a file path
 gains the word "file": the task needs a tool that reads or writes files, not one about
-the path's words); both vector signals read it through
+the path's words); the tools' vectors (transformer and wordllama) and the servers'
+transformer vectors are compared with it through
 :func:`keen.capabilities._query.value_kinds` as well (each file name, URL, host name and
 quoted text replaced by its kind: ``md file``, ``web page``, ``web site``, ``text``).
 
