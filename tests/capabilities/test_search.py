@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from keen.capabilities import Catalog, SearchFilter, tool_capability
-from keen.capabilities._query import search_query  # pyright: ignore[reportPrivateUsage]
+from keen.capabilities._query import search_query, value_kinds  # pyright: ignore[reportPrivateUsage]
 from keen.capabilities.search import MAX_QUERY_CHARS, lexical_text, semantic_text
 from keen.capabilities.search import _standardise as standardise  # pyright: ignore[reportPrivateUsage]
 from keen.mcp.types import Tool
@@ -50,9 +50,20 @@ def test_server_context_picks_the_same_named_tool_of_the_matching_server() -> No
         Tool("shop", "checkout", "Pay for the cart and place the order.", {}),
     ]
     servers = {"arxiv": "Scientific papers and preprints.", "shop": "An online store of products."}
-    catalog = Catalog.from_tools(tools, servers, cache=False)
-    assert catalog.search("search scientific papers", k=1)[0].id == "mcp__arxiv__search"
-    assert catalog.search("search products in the store", k=1)[0].id == "mcp__shop__search"
+    # With and without the transformer (the vectors were ready or not by the time a search
+    # ran: "search scientific papers" may well rank download_paper first with them).
+    for catalog in (
+        Catalog.from_tools(tools, servers, cache=False, dense=False),
+        Catalog.from_tools(tools, servers, cache=False),
+    ):
+        assert catalog.wait_ready(60) or catalog.index().dense is None
+        for query, server in (
+            ("search scientific papers", "arxiv"),
+            ("search products in the store", "shop"),
+        ):
+            ids = [hit.id for hit in catalog.search(query, k=6)]
+            searches = [i for i in ids if i.endswith("__search")]
+            assert searches[0] == f"mcp__{server}__search", (query, ids)
 
 
 def test_a_file_path_in_the_query_reads_as_a_file() -> None:
@@ -63,6 +74,40 @@ def test_a_file_path_in_the_query_reads_as_a_file() -> None:
     assert search_query("fetch https://github.com/a/b then save") == "fetch https://github.com/a/b then save"
     assert search_query("www.example.org/x/y") == "www.example.org/x/y"
     assert search_query("read and/or write 1/2 of it") == "read and/or write 1/2 of it"
+
+
+def test_values_read_as_their_kind() -> None:
+    def kinds(text: str) -> str:
+        return value_kinds(search_query(text))
+
+    assert kinds("rename draft_v2.md to final.md") == "rename md file to md file"
+    assert kinds("open notes/todo.txt and ~/a/Report.PDF") == "open txt file and pdf file"
+    assert kinds(r"open C:\Users\me\notes.txt") == "open txt file"
+    assert kinds("commit with the message 'fix login redirect'") == "commit with the message text"
+    assert kinds('replace \u201cAcme Inc\u201d with "Acme Ltd"') == "replace text with text"
+    assert kinds("read https://blog.python.org/x and list pages of docs.stripe.com") == (
+        "read web page and list pages of web site"
+    )
+    assert kinds("what's in python.org's sitemap?") == "what's in web site's sitemap?"
+    # Not values: apostrophes, abbreviations, versions, dotted names, a sentence's full stop.
+    kept = "it's Ana's plan, e.g. v1.2 of crm.deal.add at 3 p.m. in ~/src/"
+    assert kinds(kept) == search_query(kept)
+    assert kinds("edit config.yaml.") == "edit yaml file."
+
+
+def test_the_vectors_read_the_values_kinds_and_keywords_the_values() -> None:
+    tools = [
+        Tool("filesystem", "move_file", "Move or rename files and directories.", {}),
+        Tool("pdf", "pdf_to_markdown", "Convert a PDF document to Markdown text.", {}),
+        Tool("excel", "rename_sheet", "Rename a worksheet in a workbook.", {}),
+    ]
+    catalog = Catalog.from_tools(tools, cache=False)
+    assert catalog.wait_ready(60)
+    index = catalog.index()
+    values = index.signals("rename draft_v2.md to final.md")
+    kinds = index.signals("rename md file to md file")
+    assert np.allclose(values["dense"], kinds["dense"]) and np.allclose(values["static"], kinds["static"])
+    assert not np.allclose(values["lexical"], kinds["lexical"])  # "draft", "final" still count there
 
 
 def test_the_search_reads_a_path_as_a_file() -> None:

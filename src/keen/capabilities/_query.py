@@ -15,16 +15,29 @@ hundreds of embedding tokens, and its pieces match tools named by ids. :func:`se
 drops every word that holds a run of 32 or more letters, digits, ``+``, ``=``, ``_`` or
 ``-`` with at least two digits in it (natural words and tool names never do), unless the
 query holds nothing else: then ToolSearch ranks by the query as it is.
+
+A request also carries the values its tool will be called with: a file name
+(``draft_v2.md``, ``server.log``), a URL, a host name, a quoted text (a commit message, a
+cell's value, a search phrase). Their words say what the call works on, not which tool
+makes it: to a sentence embedder "how many lines does server.log have?" is about servers
+and logging. :func:`value_kinds` replaces each value by the kind of value it is (``md
+file``, ``log file``, ``web page``, ``web site``, ``text``) in the query that ToolSearch
+compares with the tools' vectors (transformer and wordllama) and the servers'
+transformer vectors; keywords and the servers' wordllama vectors still see the values
+themselves (a host name or an extension is evidence there). Measured on the
+natural-request sets of ``bench/queries`` (docs/search.md).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["search_query"]
+__all__ = ["search_query", "value_kinds"]
 
-# A URL (kept as it is; matched first so its path is not taken for a file path).
-_URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"']+", re.IGNORECASE)
+# A URL (kept as it is; matched first so its path is not taken for a file path). A scheme
+# starts where a run of scheme characters starts: tried inside "a.a.a..." at every
+# position, the scan to the run's end made a 2,000-character query cost 24 ms.
+_URL = re.compile(r"(?<![\w+.-])(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"']+", re.IGNORECASE)
 # A word holding data (see the module docstring); _is_blob checks the digits.
 _WORD = re.compile(r"\S+")
 _RUN = re.compile(r"[A-Za-z0-9+=_-]{32,}")
@@ -49,6 +62,45 @@ def search_query(text: str) -> str:
         last = url.end()
     out.append(_words(text[last:]))
     return "".join(out)
+
+
+# value_kinds: a quoted text (straight or curly quotes; an apostrophe inside a word does not
+# open one), a host name without a scheme under a common generic top-level domain (a
+# country code would take file extensions such as .md, .py, .sh for hosts), and a file
+# name with an extension of one letter and up to four more letters or digits (after any
+# POSIX or Windows directories). "v1.2", "e.g." and a dotted name such as "crm.deal.add"
+# or "b.tar.gz" are left as they are; a product name such as "Node.js" reads "js file".
+_QUOTED = re.compile(r"(?<!\w)(['\"\u2018\u201c])[^'\"\u2018\u2019\u201c\u201d]+?['\"\u2019\u201d](?!\w)")
+_HOST = re.compile(
+    r"(?<![\w@./-])(?:[a-z0-9-]+\.)+(?:com|org|net|io|gov|edu|dev|app|ai|co|info|biz)\b(?![./\w-])",
+    re.IGNORECASE,
+)
+_FILE_NAME = re.compile(
+    r"(?:\bfile\s+)?(?<![\w/\\@.:-])(?:~|\.{1,2}|[A-Za-z]:)?[/\\]?(?:[\w.\-]+[/\\])*"
+    r"([\w\-]+)\.([A-Za-z][A-Za-z0-9]{0,4})(?![\w/\\:-]|\.\w)"
+)
+
+
+def value_kinds(text: str) -> str:
+    """``text`` (a :func:`search_query` result) with each value a tool would be called with
+    replaced by its kind: a URL by ``web page``, a host name by ``web site``, a quoted text
+    by ``text``, a file name by its extension and ``file``.
+
+    Example: ``"commit with the message 'fix login' and push notes/todo.txt"`` ->
+    ``"commit with the message text and push txt file"``.
+    """
+    text = _URL.sub("web page", text)
+    text = _HOST.sub("web site", text)
+    text = _QUOTED.sub("text", text)
+    # A "file" that search_query put before a path goes with it: "txt file", not "file txt file".
+    return _FILE_NAME.sub(_file_kind, text)
+
+
+def _file_kind(match: re.Match[str]) -> str:
+    stem, extension = match.group(1), match.group(2)
+    if len(stem) == 1 and len(extension) == 1:
+        return match.group(0)  # an abbreviation: "e.g.", "i.e.", "a.m."
+    return f"{extension.lower()} file"
 
 
 def _words(text: str) -> str:

@@ -30,7 +30,10 @@ even-numbered LiveMCPBench tasks and checked on the odd ones (``bench/search.py
 
 The query passes through :func:`keen.capabilities._query.search_query` first (a file path
 gains the word "file": the task needs a tool that reads or writes files, not one about
-the path's words).
+the path's words); the tools' vectors (transformer and wordllama) and the servers'
+transformer vectors are compared with it through
+:func:`keen.capabilities._query.value_kinds` as well (each file name, URL, host name and
+quoted text replaced by its kind: ``md file``, ``web page``, ``web site``, ``text``).
 
 Identical capabilities on different servers (the same tool name, title, description,
 parameters and risk: one server configured twice, or a fork that changed nothing) are
@@ -62,7 +65,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from keen.capabilities._embed import NeighbourTerms, embedder, idf_weights, pool, token_ids
-from keen.capabilities._query import search_query
+from keen.capabilities._query import search_query, value_kinds
 from keen.capabilities._text import split_identifier, stem_tokens
 from keen.capabilities.descriptor import Capability
 
@@ -411,14 +414,20 @@ class ToolSearch:
         words = search_query(cut)
         query = words if words.strip() else cut
         tokens = stem_tokens([query])
+        # The tools' vectors are compared with the request with its values replaced by their
+        # kinds ("rename md file to md file", not "rename draft_v2.md to final.md": see
+        # _query.value_kinds); keywords and the servers' word vectors read the values (their
+        # kinds there measured lower on the even halves, docs/search.md).
+        kinds = value_kinds(query)
         qv = _vectors([query], self._token_weights)[0]
+        qk = qv if kinds == query else _vectors([kinds], self._token_weights)[0]
         dense = self.dense if self.dense is not None and self.dense.ready else None
-        qd = dense.query_vector(query) if dense is not None else None
+        qd = dense.query_vector(kinds) if dense is not None else None
         out: dict[str, np.ndarray] = {
             "lexical": w.lexical * _standardise(self._expanded_lexical(query, tokens)),
             "static": w.semantic
             * (w.static_with_dense if qd is not None else 1.0)
-            * _standardise(_dot(self._vectors, qv)),
+            * _standardise(_dot(self._vectors, qk)),
         }
         if dense is not None and qd is not None:
             out["dense"] = w.dense * _standardise(_dot(dense.docs, qd))
