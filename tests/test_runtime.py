@@ -194,8 +194,9 @@ async def test_a_session_with_its_own_config_and_only_some_servers_syncs_only_th
 async def test_a_closed_harness_gives_the_gateway_its_approval_back(
     write_config: Callable[[dict[str, Any]], Path], tmp_path: Path
 ) -> None:
-    # The harness takes over the gateway's approval while it runs; after close() the
-    # session's own approval was still replaced, so every direct call was refused.
+    # A harness once took over the gateway's approval while it ran, and after close() the
+    # session's own approval was still replaced, so every direct call was refused. A harness
+    # now lends the gateway nothing: the session's approval stays.
     path = write_config({"basic": IN_MEMORY})
     async with open_runtime(
         manager=_manager(path, basic=make_basic_server()), wait=30, approval=allow_all

@@ -195,6 +195,9 @@ class Call:
     found: Tool | None = None
     pin: str | None = None
     """The tool's pin status when it is not ``trusted`` (``warn`` lets a changed tool run)."""
+    pinning: tuple[Any, Sequence[Tool]] | None = None
+    """The server's pinning policy and the live tools the pin check compared: what the
+    execute stage pins on the first approved call of a never-pinned server."""
     decision: str | None = None
     """``allowed`` or ``denied`` once the permission stage decided."""
     result: ToolResult | None = None
@@ -383,9 +386,11 @@ class PinCheck:
         if call.server is None or call.tool is None:
             return False
         policy = pinning_policy(self.manager, call.server)
-        pin = self.pins.enforce(call.server, call.tool, self.manager.live_tools(call.server), policy)
+        tools = self.manager.live_tools(call.server)
+        pin = self.pins.enforce(call.server, call.tool, tools, policy)
         if pin is not None and pin.status != "trusted":
             call.pin = pin.status
+        call.pinning = (policy, tools)
         return True
 
 

@@ -256,7 +256,11 @@ class Gateway:
         if call.server is None or call.tool is None:
             return False
         server, tool = call.server, call.tool
-        self.pins.approved(server, self.manager.live_tools(server), pinning_policy(self.manager, server))
+        policy, tools = call.pinning or (
+            pinning_policy(self.manager, server),
+            self.manager.live_tools(server),
+        )
+        self.pins.approved(server, tools, policy)
         result = await self.manager.call_tool(server, tool, call.arguments, validate=False)
         call.result, call.is_error = result, result.is_error
         call.code = "tool_error" if result.is_error else None
@@ -264,10 +268,9 @@ class Gateway:
 
     def record(self, call: Call) -> None:
         """The ``audit`` stage's record of an MCP call, to the ``audit`` callback."""
-        event = audit_record(call)
-        logger.debug("call_mcp_tool %s/%s: %s", event["server"], event["tool"], event["outcome"])
+        logger.debug("call_mcp_tool %s/%s: %s", call.server, call.tool, call.outcome)
         if self.audit is not None:
-            self.audit(event)
+            self.audit(audit_record(call))
 
     def _pipeline(self, *, shaped: bool) -> Pipeline:
         stages = [*self.checks(), Stage("permission", Approve(self.manager)), Stage("execute", self.execute)]

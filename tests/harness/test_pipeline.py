@@ -221,7 +221,7 @@ async def test_search_is_not_authorization(session: Session) -> None:
     assert events(h, "result")[-1]["outcome"] == "denied"
 
 
-async def test_permission_gate_feeds_the_gateway_approval(session: Session) -> None:
+async def test_the_permission_gate_asks_the_calls_approver(session: Session) -> None:
     asked: list[ApprovalRequest] = []
 
     def approve(request: ApprovalRequest) -> bool:

@@ -325,7 +325,7 @@ class Harness:
         self.log.emit("call", turn=self.turn, call_id=call_id, name=name, arguments=arguments, **who)
         approver = approver or Approver(self.approve, self.approved_by)
         call = await self._pipeline.run(Call(name, arguments, approver, caller=caller, call_id=call_id))
-        return _observation(call)
+        return call.shown or _observation(call)
 
     def _lookup(self, cap_id: str, name: str) -> Capability | None:
         """The capability a call names, from the live catalog (``visibility`` callback mode)."""
@@ -537,7 +537,7 @@ class Harness:
                 outcome="cancelled", code="cancelled", stages=call.stages, **who,
             )  # fmt: skip
             return
-        obs = _observation(call)
+        obs = call.shown = call.shown or _observation(call)
         cap_id = obs.capability
         if cap_id.startswith("mcp__"):
             failed = obs.is_error and obs.denied in (None, "validate")
