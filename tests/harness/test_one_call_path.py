@@ -1,5 +1,6 @@
-"""One pipeline for every front end's calls: each call runs ``Manager.check_call`` (the
-server, the tool and its JSON Schema validation) once, whichever front end sent it.
+"""One pipeline for every front end's calls (keen.calls): each call runs ``Manager.check_call``
+(the server, the tool and its JSON Schema validation) once, whichever front end sent it; who
+is asked about a call is an argument of the call; the stages run in the one order.
 
 The Manager is real, its server a FastMCP server in this process (the SDK's in-memory
 transport); a counting wrapper around the Manager's own ``check_call`` records each run.
@@ -14,8 +15,11 @@ from typing import Any
 import pytest
 
 from helpers.http_servers import make_basic_server
+from keen.calls import ApprovalRequest, Approver, Call, Pipeline, Stage
 from keen.capabilities import Capability, Catalog
+from keen.errors import ApprovalDenied
 from keen.gateway import allow_all
+from keen.harness import read_events
 from keen.mcp import Manager, in_memory_transport
 from keen.runtime import Runtime, open_runtime
 from keen.serve.calls import CallRouter
@@ -86,3 +90,57 @@ async def test_a_library_call_checks_once(counted: tuple[Runtime, list[tuple[str
         {"server": "basic", "tool": "echo", "arguments": {"text": "x"}}
     )
     assert shaped.text == "x" and checks == [("basic", "add"), ("basic", "echo")]
+
+
+async def test_a_call_brings_its_own_approval(counted: tuple[Runtime, list[tuple[str, str]]]) -> None:
+    # Approval is an argument of the call: the session's (here allow_all) is only the default.
+    rt, _ = counted
+    asked: list[ApprovalRequest] = []
+
+    def no(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return False
+
+    with pytest.raises(ApprovalDenied, match="was not approved"):
+        await rt.gateway.call("basic", "fail", {"message": "x"}, approval=no)
+    assert [(r.server, r.tool) for r in asked] == [("basic", "fail")]
+    result = await rt.gateway.call("basic", "fail", {"message": "sent"})  # the session's allow_all
+    assert result.is_error and result.text == "sent" and rt.gateway.approval is allow_all
+
+
+async def test_a_harness_call_brings_its_own_approver(
+    counted: tuple[Runtime, list[tuple[str, str]]], tmp_path: Path
+) -> None:
+    rt, _ = counted
+    h = rt.harness(mode="ask", workspace=tmp_path)  # no approve: calls that need asking are denied
+    h.requested.append("mcp__basic__fail")
+    h.begin_turn()
+    call = {"server": "basic", "tool": "fail", "arguments": {"message": "m"}}
+    denied = await h.call("call_mcp_tool", call)
+    assert denied.denied == "permission" and "no one to ask" in denied.text
+    ran = await h.call("call_mcp_tool", call, approver=Approver(allow_all, "the test"))
+    assert ran.denied is None and ran.is_error and ran.text == "The tool reported an error: m"
+    approvals = [e for e in read_events(h.log.path) if e["type"] == "approval"]
+    assert [(e["decision"], e["by"]) for e in approvals] == [("deny", "user"), ("allow", "the test")]
+    h.close()
+
+
+async def test_the_pipeline_keeps_the_one_order() -> None:
+    ran: list[str] = []
+
+    def stage(name: str) -> Stage:
+        async def run(call: Call) -> bool:
+            ran.append(name)
+            return True
+
+        return Stage(name, run)
+
+    audited: list[Call] = []
+    pipeline = Pipeline([stage("execute"), stage("permission"), stage("validate")], audited.append)
+    call = await pipeline.run(Call("t", {}))
+    assert ran == ["validate", "permission", "execute"] and call.stages == [*ran, "audit"]
+    assert audited == [call]
+    with pytest.raises(ValueError, match="stages must be distinct names"):
+        Pipeline([stage("validate"), stage("validate")], audited.append)
+    with pytest.raises(ValueError, match="stages must be distinct names"):
+        Pipeline([stage("send")], audited.append)
