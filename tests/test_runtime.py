@@ -194,8 +194,9 @@ async def test_a_session_with_its_own_config_and_only_some_servers_syncs_only_th
 async def test_a_closed_harness_gives_the_gateway_its_approval_back(
     write_config: Callable[[dict[str, Any]], Path], tmp_path: Path
 ) -> None:
-    # The harness takes over the gateway's approval while it runs; after close() the
-    # session's own approval was still replaced, so every direct call was refused.
+    # A harness once took over the gateway's approval while it ran, and after close() the
+    # session's own approval was still replaced, so every direct call was refused. A harness
+    # now lends the gateway nothing: the session's approval stays.
     path = write_config({"basic": IN_MEMORY})
     async with open_runtime(
         manager=_manager(path, basic=make_basic_server()), wait=30, approval=allow_all
@@ -248,30 +249,32 @@ async def test_a_cancelled_direct_call_reaches_the_audit_callback(
 
 
 @pytest.mark.parametrize("first_closed", ["older", "newer"])
-async def test_two_harnesses_give_the_approval_back_whatever_order_they_close_in(
+async def test_harnesses_leave_the_gateways_approval_alone_whatever_order_they_close_in(
     write_config: Callable[[dict[str, Any]], Path], tmp_path: Path, first_closed: str
 ) -> None:
-    # Closing the older of two open harnesses used to leave the newer one's gate in place
-    # and, once the newer one closed, restore the older one's (closed) gate: every direct
-    # call stayed refused. The gate must stay while either harness is open, and the
-    # session's own approval must come back after both, in either order.
+    # Harnesses once lent the gateway their permission gate and gave it back on close, and
+    # closing them out of order left a closed harness's gate in place. Approval is now an
+    # argument of each call: a harness's calls are asked by its own permission stage, and a
+    # direct gateway call by the session's approval, whatever harnesses are open.
     path = write_config({"basic": IN_MEMORY})
     async with open_runtime(
         manager=_manager(path, basic=make_basic_server()), wait=30, approval=allow_all
     ) as rt:
-        older = rt.harness(mode="auto", workspace=tmp_path)
-        newer = rt.harness(mode="auto", workspace=tmp_path)
+        older = rt.harness(mode="read-only", workspace=tmp_path)
+        newer = rt.harness(mode="read-only", workspace=tmp_path)
+        assert rt.gateway.approval is allow_all
+        result = await rt.gateway.call("basic", "fail", {"message": "sent"})  # not read-only
+        assert result.is_error and result.text == "sent"
         closing, remaining = (older, newer) if first_closed == "older" else (newer, older)
         closing.close()
-        assert rt.gateway.approval == remaining._gateway_approval  # pyright: ignore[reportPrivateUsage]
-        with pytest.raises(ApprovalDenied):  # not read-only: the open harness's gate refuses it
-            await rt.gateway.call("basic", "fail", {"message": "sent"})
+        remaining.begin_turn()
+        refused = await remaining.call("call_mcp_tool", {"server": "basic", "tool": "fail", "arguments": {}})
+        assert refused.denied == "visibility", "the open harness still judges its own calls"
         remaining.close()
         assert rt.gateway.approval is allow_all
-        result = await rt.gateway.call("basic", "fail", {"message": "sent"})
-        assert result.is_error and result.text == "sent"
         remaining.close()  # a second close changes nothing
-        assert rt.gateway.approval is allow_all
+        result = await rt.gateway.call("basic", "fail", {"message": "after"})
+        assert result.is_error and result.text == "after"
 
 
 async def test_the_harness_cuts_results_where_the_session_says(

@@ -1,19 +1,22 @@
-"""``call_mcp_tool``: the one privileged entry from a model or remote client to MCP.
+"""``call_mcp_tool``: its definition, and the execute stage of every MCP call.
 
 Generated skills and schema files are discovery material only; they grant nothing
-(docs/architecture.md "The data flow of one call"). Every call passes, in this order:
+(docs/architecture.md "The data flow of one call"). Every call, from any front end, passes
+the one pipeline of :mod:`keen.calls`; the gateway is its ``execute`` stage
+(:meth:`Gateway.execute`: ``tools/call`` on the server, once trust on first use pinned a
+never-pinned server's tools) and the library's entry to it. :meth:`Gateway.call` runs
 
-1. the server is configured and not ``"enabled": false`` in configs.json,
-2. the server is connected,
-3. the tool is in the server's latest tools/list,
-4. the arguments validate against the cached inputSchema (Draft 2020-12 unless ``$schema``),
-5. the tool's definition is the pinned one, under the server's pinning policy
+1. ``mcp_checks``: the server configured, not ``"enabled": false``, connected; the tool in
+   its latest tools/list; the arguments valid against the cached inputSchema (Draft
+   2020-12 unless ``$schema``): ``Manager.check_call``, once,
+2. ``pin_check``: the tool's definition is the pinned one, under the server's pinning policy
    (:mod:`keen.mcp.pins`: a new or changed tool of a pinned server is refused with the diff),
-6. the approval callback, which sees server, tool and JSON arguments, says yes; without
-   one, only tools the server annotates ``readOnlyHint`` run (safe by default: pass
-   ``approval=allow_all`` to a Gateway whose host approves calls elsewhere). The first
-   approved call of a never-pinned server pins its tools: trust on first use,
-7. then ``tools/call``.
+3. ``permission``: the call's approval (an argument of the call; by default the Gateway's)
+   sees server, tool and JSON arguments and says yes; without one, only tools the server
+   annotates ``readOnlyHint`` run (safe by default: pass ``approval=allow_all`` to a Gateway
+   whose host approves calls elsewhere). The first approved call of a never-pinned server
+   pins its tools: trust on first use,
+4. ``execute`` (``tools/call``), then ``audit``.
 
 A disabled *skill* only hides the server from the catalog; its tools stay callable
 while it is connected (docs/architecture.md "Enabling and disabling"). Remote ``isError`` results come back
@@ -23,30 +26,41 @@ dict per call (arguments redacted).
 
 from __future__ import annotations
 
-import contextlib
-import inspect
 import json
 import logging
-import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from keen import paths
-from keen._redact import redactor
-from keen.errors import ApprovalDenied, KeenError, Remedy
-from keen.mcp.types import Tool, ToolResult
+from keen.calls import (
+    DEFAULT_MAX_RESULT_CHARS,
+    Approval,
+    ApprovalRequest,
+    Approve,
+    Approver,
+    Call,
+    CheckCall,
+    PinCheck,
+    Pipeline,
+    Stage,
+    allow_all,
+    allow_read_only,
+    audit_record,
+    parse_call_mcp_tool,
+    pinning_policy,
+    result_text,
+    shape,
+)
+from keen.errors import KeenError, Remedy
+from keen.mcp.types import ToolResult
 from keen.mcpskills._layout import SCHEMAS_DIR, schema_path, skill_md_path
 
 if TYPE_CHECKING:
     # Typing only: ``tool_definition`` must be importable (by the CLI's ``keen prompt``)
     # without loading the MCP SDK that the Manager needs.
-    from keen.mcp.config import HttpServerConfig, StdioServerConfig
     from keen.mcp.manager import Manager
-    from keen.mcp.pins import PinGuard, PinningPolicy
+    from keen.mcp.pins import PinGuard
 
 __all__ = [
     "CALL_MCP_TOOL",
@@ -65,7 +79,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 CALL_MCP_TOOL = "call_mcp_tool"
-DEFAULT_MAX_RESULT_CHARS = 40_000
+
+_DEFAULT: Any = object()
+"""``approval`` not given to a call: the Gateway's own."""
 
 # The skills layout comes from keen.mcpskills (its one definition); "<skills>" becomes the real
 # directory in tool_definition().
@@ -156,51 +172,6 @@ def tool_definition(style: str = "openai", *, skills_dir: str | None = None) -> 
 
 
 @dataclass(frozen=True, slots=True)
-class ApprovalRequest:
-    """What the approval callback sees: the call and what the server says of the tool."""
-
-    server: str
-    tool: str
-    arguments: dict[str, Any]
-    description: str = ""
-    annotations: dict[str, Any] | None = None
-    annotations_trusted: bool = False
-    """The server's annotations are taken as true (``keen.mcp.types.Tool.annotations_trusted``)."""
-
-    @property
-    def read_only(self) -> bool:
-        """True when a server whose annotations are trusted marks the tool ``readOnlyHint``
-        (from any other server the hint is a claim: it grants nothing)."""
-        return self.annotations_trusted and bool((self.annotations or {}).get("readOnlyHint"))
-
-    def arguments_json(self) -> str:
-        return redactor.redact(json.dumps(self.arguments, indent=2, ensure_ascii=False))
-
-
-Approval = Callable[[ApprovalRequest], bool | Awaitable[bool]]
-"""Returns (or resolves to) True to allow the call. Exceptions count as a denial."""
-
-
-def allow_all(request: ApprovalRequest) -> bool:
-    """An :data:`Approval` that allows every call, for a host that approves calls itself."""
-    return True
-
-
-def allow_read_only(request: ApprovalRequest) -> bool:
-    """An :data:`Approval` that allows the tools annotated ``readOnlyHint`` (the default)."""
-    return request.read_only
-
-
-def pinning_policy(server: HttpServerConfig | StdioServerConfig) -> PinningPolicy:
-    """:func:`keen.mcp.pins.pinning_policy`, imported on the first call: ``keen prompt`` and
-    the library's budgeted prompt import this module for :func:`tool_definition` alone, and
-    the pins module loads the config models (pydantic) with it."""
-    from keen.mcp.pins import pinning_policy as policy
-
-    return policy(server)
-
-
-@dataclass(frozen=True, slots=True)
 class GatewayResult:
     """A call's outcome shaped for a model: ``text`` is what to show it (already truncated);
     ``structured_content`` is there only when it fits the same limit. ``result`` keeps the
@@ -232,14 +203,15 @@ class GatewayResult:
 
 
 class Gateway:
-    """``call_mcp_tool`` over a :class:`~keen.mcp.Manager`.
+    """``call_mcp_tool`` over a :class:`~keen.mcp.Manager`: the execute stage of the one
+    pipeline (:mod:`keen.calls`), and the library's way to run a call through it.
 
     Args:
         manager: a started Manager.
-        approval: asked before every call that passed the checks. ``None`` (the default)
-            allows only tools annotated ``readOnlyHint`` and refuses any other call with
-            ``ApprovalDenied``; :func:`allow_all` allows every call (a host that approves
-            calls itself).
+        approval: asked before every call that passed the checks, unless the call brings its
+            own. ``None`` (the default) allows only tools annotated ``readOnlyHint`` and
+            refuses any other call with ``ApprovalDenied``; :func:`allow_all` allows every
+            call (a host that approves calls itself).
         audit: receives one event dict per call: ``ts, server, tool, arguments`` (redacted),
             ``decision`` (allowed|denied|refused, or cancelled when the caller was cancelled
             before it), ``outcome`` (ok|tool_error|error|cancelled), ``error_code``
@@ -268,13 +240,63 @@ class Gateway:
         self.audit = audit
         self.max_result_chars = max_result_chars
 
-    async def call(self, server: str, tool: str, arguments: Any = None) -> ToolResult:
+    # -- the stages the gateway gives the pipeline --------------------------------------------
+
+    def checks(self) -> list[Stage]:
+        """``mcp_checks`` and ``pin_check``: a refusal at either sends nothing."""
+        return [
+            Stage("mcp_checks", CheckCall(self.manager), gate="validate"),
+            Stage("pin_check", PinCheck(self.manager, self.pins)),
+        ]
+
+    async def execute(self, call: Call) -> bool:
+        """The ``execute`` stage of an MCP call that passed every gate: pin a never-pinned
+        server's tools (trust on first use follows an approved call), then ``tools/call``.
+        Sets ``call.result``; a tool's own failure comes back as a result (``is_error``)."""
+        if call.server is None or call.tool is None:
+            return False
+        server, tool = call.server, call.tool
+        policy, tools = call.pinning or (
+            pinning_policy(self.manager, server),
+            self.manager.live_tools(server),
+        )
+        self.pins.approved(server, tools, policy)
+        result = await self.manager.call_tool(server, tool, call.arguments, validate=False)
+        call.result, call.is_error = result, result.is_error
+        call.code = "tool_error" if result.is_error else None
+        return True
+
+    def record(self, call: Call) -> None:
+        """The ``audit`` stage's record of an MCP call, to the ``audit`` callback."""
+        logger.debug("call_mcp_tool %s/%s: %s", call.server, call.tool, call.outcome)
+        if self.audit is not None:
+            self.audit(audit_record(call))
+
+    def _pipeline(self, *, shaped: bool) -> Pipeline:
+        stages = [*self.checks(), Stage("permission", Approve(self.manager)), Stage("execute", self.execute)]
+        if shaped:
+            stages.append(Stage("truncate", self._truncate))
+        return Pipeline(stages, self.record)
+
+    async def _truncate(self, call: Call) -> bool:
+        if call.result is None:
+            return False
+        shaped = shape(call.result, self.max_result_chars)
+        call.text, call.structured, call.truncated_chars = shaped.text, shaped.structured, shaped.cut
+        return True
+
+    # -- the library's calls ----------------------------------------------------------------
+
+    async def call(
+        self, server: str, tool: str, arguments: Any = None, *, approval: Approval | None = _DEFAULT
+    ) -> ToolResult:
         """Check, ask, then run one call (docs/architecture.md "The data flow of one call").
 
         Args:
             server: the server's name in configs.json.
             tool: the tool's name in its latest tools/list.
             arguments: a JSON object (``None``: ``{}``), validated against the inputSchema.
+            approval: who is asked about this call (default: the Gateway's ``approval``).
 
         Returns:
             The raw result; a tool's own failure comes back with ``is_error`` set.
@@ -288,44 +310,15 @@ class Gateway:
             ToolNotFound, ToolChanged: the server refused the call as stale, and its tools/list,
             listed again, no longer has the tool or defines it otherwise (not resent).
         """
-        started = time.perf_counter()
-        arguments = {} if arguments is None else arguments
-        event: dict[str, Any] = {
-            "ts": datetime.now(UTC).isoformat(),
-            "server": server,
-            "tool": tool,
-            "arguments": _redacted(arguments),
-        }
-        try:
-            found = self.manager.check_call(server, tool, arguments)
-            policy = pinning_policy(self.manager.config.servers[server])
-            tools = self.manager.live_tools(server)
-            pin = self.pins.enforce(server, tool, tools, policy)  # ToolQuarantined
-            if pin is not None and pin.status != "trusted":
-                event["pin"] = pin.status
-            # Asked with the tool as a model was shown it: annotations at the stricter of
-            # pinned and live, and a readOnlyHint a server is not trusted for is no grant.
-            shown = next((t for t in self.manager.list_tools(server) if t.name == tool), None)
-            await self._ask(shown or replace(found, annotations_trusted=False), server, tool, arguments)
-            self.pins.approved(server, tools, policy)
-            event["decision"] = "allowed"
-            result = await self.manager.call_tool(server, tool, arguments, validate=False)
-        except KeenError as exc:
-            event.setdefault("decision", "denied" if isinstance(exc, ApprovalDenied) else "refused")
-            event.update(outcome="error", error_code=exc.code, error=exc.message)
-            self._emit(event, started)
-            raise
-        except anyio.get_cancelled_exc_class():
-            # Audited before the cancellation goes on: a call with no event reads as never made.
-            event.setdefault("decision", "cancelled")
-            event.update(outcome="cancelled", error_code="cancelled")
-            self._emit(event, started)
-            raise
-        event.update(outcome="tool_error" if result.is_error else "ok")
-        self._emit(event, started)
-        return result
+        call = await self._pipeline(shaped=False).run(self._call(server, tool, arguments, approval))
+        if call.error is not None:
+            raise call.error
+        assert call.result is not None
+        return call.result
 
-    async def call_for_model(self, server: str, tool: str, arguments: Any = None) -> GatewayResult:
+    async def call_for_model(
+        self, server: str, tool: str, arguments: Any = None, *, approval: Approval | None = _DEFAULT
+    ) -> GatewayResult:
         """Like :meth:`call`, shaped for a model: every failure becomes an ``is_error`` result.
 
         Returns:
@@ -333,21 +326,19 @@ class Gateway:
             model can do about it (the error's remedy), with ``error_code`` set. Never
             raises a ``KeenError``.
         """
-        try:
-            result = await self.call(server, tool, arguments)
-        except KeenError as exc:
-            message = exc.message
-            if len(message) > self.max_result_chars:  # it may quote a server's (unbounded) error
-                message = message[: self.max_result_chars] + " [error message cut]"
-            remedy = for_model(exc, server)[len(exc.message) :]
-            return GatewayResult(
-                server=server,
-                tool=tool,
-                text=f"Error: {message}{remedy}",
-                is_error=True,
-                error_code=exc.code,
-            )
-        return self.shape(result)
+        call = await self._pipeline(shaped=True).run(self._call(server, tool, arguments, approval))
+        if call.error is not None:
+            return self._failure(call.error, server, tool)
+        assert call.result is not None
+        return GatewayResult(
+            server=server,
+            tool=tool,
+            text=call.text,
+            is_error=call.is_error,
+            structured_content=call.structured,
+            truncated_chars=call.truncated_chars,
+            result=call.result,
+        )
 
     async def handle_tool_call(self, raw: str | dict[str, Any]) -> GatewayResult:
         """Run a ``call_mcp_tool`` invocation as an LLM sends it.
@@ -359,135 +350,55 @@ class Gateway:
         Returns:
             The shaped result; malformed input is an ``is_error`` result saying the shape.
         """
-        try:
-            data = json.loads(raw) if isinstance(raw, str) else raw
-        except json.JSONDecodeError as exc:
+        parsed = parse_call_mcp_tool(raw)
+        if parsed is None:
             return GatewayResult(
                 server="",
                 tool="",
                 is_error=True,
                 error_code="invalid_arguments",
-                text=f"Error: call_mcp_tool input is not valid JSON ({exc.msg}); send "
-                '{"server": ..., "tool": ..., "arguments": {...}}',
+                text=f"Error: {_not_a_call(raw)}",
             )
-        if (
-            not isinstance(data, dict)
-            or not isinstance(data.get("server"), str)
-            or not isinstance(data.get("tool"), str)
-        ):
-            return GatewayResult(
-                server="",
-                tool="",
-                is_error=True,
-                error_code="invalid_arguments",
-                text='Error: call_mcp_tool needs {"server": "<name>", "tool": "<name>", "arguments": {...}}',
-            )
-        arguments = data.get("arguments", {})
-        if isinstance(arguments, str):
-            # Some models send the arguments object as a JSON string.
-            with contextlib.suppress(json.JSONDecodeError):
-                arguments = json.loads(arguments)
-        return await self.call_for_model(data["server"], data["tool"], arguments)
+        return await self.call_for_model(*parsed)
 
     def shape(self, result: ToolResult) -> GatewayResult:
         """Text content joined; structured content kept (as JSON text when there is no text);
-        text past ``max_result_chars`` cut with a note giving the number of characters cut.
-
-        The limit holds for everything :meth:`GatewayResult.to_dict` carries to a model:
-        ``structured_content`` is kept only while its JSON fits beside the text, else it is
-        left out with a note (the text, or its JSON cut to the limit, stands for it)."""
-        text = result_text(result)
-        structured = result.structured_content
-        structured_json = "" if structured is None else json.dumps(structured, ensure_ascii=False)
-        cut = 0
-        if len(text) > self.max_result_chars:
-            cut = len(text) - self.max_result_chars
-            text = (
-                text[: self.max_result_chars]
-                + f"\n[truncated: {cut} of {cut + self.max_result_chars} characters cut; ask for less, "
-                "e.g. with a narrower query or pagination arguments]"
-            )
-        if structured is not None and len(text) + len(structured_json) > self.max_result_chars:
-            structured = None
-            if result.text:
-                text += (
-                    f"\n[structuredContent left out: its {len(structured_json)} characters of JSON would pass "
-                    f"the {self.max_result_chars}-character limit; the text above carries the result]"
-                )
-        if result.is_error:
-            text = f"The tool reported an error: {text}" if text else "The tool reported an error."
+        text past ``max_result_chars`` cut with a note giving the number of characters cut
+        (:func:`keen.calls.shape`, the pipeline's ``truncate``)."""
+        shaped = shape(result, self.max_result_chars)
         return GatewayResult(
             server=result.server,
             tool=result.tool,
-            text=text,
+            text=shaped.text,
             is_error=result.is_error,
-            structured_content=structured,
-            truncated_chars=cut,
+            structured_content=shaped.structured,
+            truncated_chars=shaped.cut,
             result=result,
         )
 
-    async def _ask(self, found: Tool, server: str, tool: str, arguments: dict[str, Any]) -> None:
-        request = ApprovalRequest(
-            server=server,
-            tool=tool,
-            arguments=arguments,
-            description=found.description,
-            annotations=found.annotations,
-            annotations_trusted=found.annotations_trusted,
+    def _call(self, server: str, tool: str, arguments: Any, approval: Approval | None) -> Call:
+        ask = self.approval if approval is _DEFAULT else approval
+        arguments = {} if arguments is None else arguments
+        return Call(CALL_MCP_TOOL, arguments, Approver(ask), server=server, tool=tool)
+
+    def _failure(self, exc: KeenError, server: str, tool: str) -> GatewayResult:
+        message = exc.message
+        if len(message) > self.max_result_chars:  # it may quote a server's (unbounded) error
+            message = message[: self.max_result_chars] + " [error message cut]"
+        remedy = for_model(exc, server)[len(exc.message) :]
+        return GatewayResult(
+            server=server, tool=tool, text=f"Error: {message}{remedy}", is_error=True, error_code=exc.code
         )
-        if self.approval is None:
-            if request.read_only:
-                return
-            raise ApprovalDenied(
-                f'the call to "{server}/{tool}" was refused, so nothing was sent: without an approval '
-                "callback only tools annotated readOnlyHint run; pass approval= to the Gateway "
-                "(or open_runtime) to decide, e.g. approval=keen.gateway.allow_all",
-                server=server,
-                tool=tool,
-            )
+
+
+def _not_a_call(raw: Any) -> str:
+    """Why ``call_mcp_tool`` input is not a call: not JSON at all, or another shape."""
+    if isinstance(raw, str):
         try:
-            verdict = self.approval(request)
-            if inspect.isawaitable(verdict):
-                verdict = await verdict
-        except Exception as exc:
-            logger.warning("approval callback failed for %s/%s: %r; treating as denied", server, tool, exc)
-            verdict = False
-        if not verdict:
-            raise ApprovalDenied(
-                f'the call to "{server}/{tool}" was not approved, so nothing was sent; ask the user, or try '
-                "another approach",
-                server=server,
-                tool=tool,
+            json.loads(raw)
+        except json.JSONDecodeError as exc:
+            return (
+                f"call_mcp_tool input is not valid JSON ({exc.msg}); send "
+                '{"server": ..., "tool": ..., "arguments": {...}}'
             )
-
-    def _emit(self, event: dict[str, Any], started: float) -> None:
-        event["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
-        logger.debug("call_mcp_tool %s/%s: %s", event["server"], event["tool"], event.get("outcome"))
-        if self.audit is not None:
-            try:
-                self.audit(event)
-            except Exception:
-                logger.exception("audit sink failed")
-
-
-def result_text(result: ToolResult, *, indent: int | None = None) -> str:
-    """A result's text content joined, or its ``structuredContent`` as JSON when it has no text.
-
-    Args:
-        result: the tool's result.
-        indent: JSON indentation for structured content (``None``: compact, for a model).
-
-    Returns:
-        The text ("" when the result has neither).
-    """
-    text = result.text
-    if not text and result.structured_content is not None:
-        text = json.dumps(result.structured_content, indent=indent, ensure_ascii=False)
-    return text
-
-
-def _redacted(arguments: Any) -> Any:
-    try:
-        return json.loads(redactor.redact(json.dumps(arguments, ensure_ascii=False)))
-    except (TypeError, ValueError):
-        return redactor.redact(repr(arguments))
+    return 'call_mcp_tool needs {"server": "<name>", "tool": "<name>", "arguments": {...}}'

@@ -146,9 +146,10 @@ class Runtime:
         Its catalog is the Manager's connected servers plus the local skills under
         :attr:`skills_root`, leaving out tools the gateway's pin check would refuse as
         quarantined, taken again at each turn and rebuilt from what changed only
-        (:class:`~keen.capabilities.catalog_cache.CatalogCache`); its permission gate takes
-        over the gateway's approval until :meth:`Harness.close`, which gives it back
-        (docs/architecture.md "The harness"). ``workspace``: the local tools' root
+        (:class:`~keen.capabilities.catalog_cache.CatalogCache`); its calls are asked about
+        by its own permission stage (``approve``), never by the gateway's ``approval``, which
+        stays the one for calls made on the gateway directly (docs/architecture.md "The
+        harness"). ``workspace``: the local tools' root
         (default: the current directory). Results are cut past the session's
         ``max_result_chars`` (``open_runtime``'s) unless ``options`` set another. Other
         ``options`` go to ``Harness``. Close it with :meth:`Harness.close` when the session ends.

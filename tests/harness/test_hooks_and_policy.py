@@ -99,7 +99,7 @@ async def test_a_pre_hook_denies_a_call_with_an_observation_and_nothing_runs(
     assert [e["type"] for e in events] == ["call", "approval", "hook", "result"]
     assert (events[2]["stage"], events[2]["hook"].rsplit(".", 1)[-1]) == ("pre", "no_secrets_in_notes")
     assert events[2]["denied"] == "notes must not hold passwords; leave the password out"
-    assert events[3]["stages"] == ["validate", "visibility", "mcp_checks", "permission", "audit"]
+    assert events[3]["stages"] == ["validate", "visibility", "mcp_checks", "pin_check", "permission", "audit"]
     assert events[3]["gate"] == "hook" and events[3]["outcome"] == "denied"
     # A call the hooks let through runs; hooks never see calls an earlier gate refused.
     ok = await h.call(ADD, {"title": "milk", "body": "buy milk"})
@@ -147,6 +147,7 @@ async def test_a_post_hook_rewrites_the_observation_after_truncation(
         "validate",
         "visibility",
         "mcp_checks",
+        "pin_check",
         "permission",
         "pre_hooks",
         "execute",

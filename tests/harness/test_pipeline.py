@@ -20,6 +20,7 @@ import pytest
 from conftest import peer
 from keen import paths
 from keen.capabilities import Catalog
+from keen.errors import ApprovalDenied
 from keen.gateway import ApprovalRequest, Gateway
 from keen.harness import Harness, read_events, replay
 from keen.mcp import Manager
@@ -220,7 +221,7 @@ async def test_search_is_not_authorization(session: Session) -> None:
     assert events(h, "result")[-1]["outcome"] == "denied"
 
 
-async def test_permission_gate_feeds_the_gateway_approval(session: Session) -> None:
+async def test_the_permission_gate_asks_the_calls_approver(session: Session) -> None:
     asked: list[ApprovalRequest] = []
 
     def approve(request: ApprovalRequest) -> bool:
@@ -245,9 +246,14 @@ async def test_permission_gate_feeds_the_gateway_approval(session: Session) -> N
     assert not echoed.is_error and "hello" in echoed.text and len(asked) == 2
     invalid = await h.call("mcp__everything__echo", {"message": 7})
     assert invalid.denied == "validate" and len(asked) == 2
-    # The gateway alone (not through the gate) is refused: its approval is the gate's.
-    with pytest.raises(Exception, match="not approved"):
-        await h.gateway.call("everything", "echo", {"message": "hello"})  # type: ignore[union-attr]
+    # The gateway alone (not through the gate) asks its own approval, never the harness's:
+    # here none, so a tool not annotated read-only is refused, and nothing was asked of the
+    # harness's approver.
+    with pytest.raises(
+        ApprovalDenied, match="without an approval callback only tools annotated readOnlyHint"
+    ):
+        await h.gateway.call("everything", "toggle-simulated-logging", {})  # type: ignore[union-attr]
+    assert len(asked) == 2
 
 
 async def test_large_results_are_cut_with_a_note(session: Session) -> None:
@@ -372,7 +378,7 @@ async def test_the_runtime_opens_a_harness(
     config = write_config({DEMO: demo_server_entry(keen_home)})
     async with open_runtime(config_path=config, wait=60, sync=True) as rt:
         h = rt.harness(mode="read-only", workspace=tmp_path)
-        assert rt.gateway.approval == h._gateway_approval  # pyright: ignore[reportPrivateUsage]
+        assert rt.gateway.approval is None, "a harness lends the gateway no approval"
         h.begin_turn()
         await h.call("search_tools", {"query": "what time is it in a timezone"})
         assert "mcp__keen-demo__current_time" in names(h.begin_turn())

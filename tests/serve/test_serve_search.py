@@ -80,6 +80,7 @@ async def test_search_describe_call(tmp_path: Path, transport: str, era: str) ->
         "validate",
         "visibility",
         "mcp_checks",
+        "pin_check",
         "permission",
         "pre_hooks",
         "execute",

@@ -194,12 +194,12 @@ def call(
     audited: list[dict[str, Any]] = []
 
     async def body() -> Any:
-        async with open_runtime(only={server}, approval=approve, audit=audited.append) as rt:
+        async with open_runtime(only={server}, audit=audited.append) as rt:
             rt.manager.status(server)
             await rt.wait_for_discovery(timeout, _live(not as_json))
             text = ""
             try:
-                result = await rt.gateway.call(server, tool, arguments)
+                result = await rt.gateway.call(server, tool, arguments, approval=approve)
                 text = rt.gateway.shape(result).text
                 return result
             except ApprovalDenied:

@@ -1,15 +1,14 @@
 """What the harness's entry tools do once a call has passed the gates: ToolSearch over the
 catalog (search is not authorization: hits the mode allows only become *requested*),
-reading an MCP resource or getting a prompt, and cutting a long result with a note that
-says how to get the rest."""
+reading an MCP resource or getting a prompt, and asking a call's approver."""
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
+from keen.calls import ApprovalRequest, Approver
 from keen.capabilities import Capability, Catalog, Kind, PermissionMode, SearchFilter, SearchHit
 from keen.errors import (
     AuthFailed,
@@ -23,7 +22,6 @@ from keen.errors import (
     ServerMisconfigured,
     ServerNotConfigured,
 )
-from keen.gateway import Approval, ApprovalRequest
 from keen.harness.local import Output
 from keen.harness.policy import visibility
 
@@ -33,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ask",
     "contents_text",
-    "cut_text",
     "hook_name",
     "prompt_text",
     "read_handle",
@@ -50,8 +47,6 @@ _SERVER_ERRORS = (
     AuthRequired,
     AuthFailed,
 )
-
-_DEFAULT_HINT = "ask for less, e.g. with a narrower query or pagination arguments"
 
 
 def server_trouble(
@@ -80,28 +75,23 @@ def server_trouble(
 
 
 async def ask(
-    approve: Approval | None,
-    who: str,
+    approver: Approver,
     cap: Capability,
     server: str | None,
     tool: str | None,
     args: dict[str, Any],
 ) -> tuple[str, str]:
-    """Ask ``approve`` (answered by ``who``) about one call: ``("allow" | "deny", reason)``.
-    No callback, or one that raises, is a no."""
-    if approve is None:
-        return "deny", "approval needed and no one to ask (no approval callback)"
+    """Ask the call's ``approver`` about it: ``("allow" | "deny", reason)``. Nobody to ask,
+    or a callback that raises, is a no."""
     # The capability's risk is Keen's own judgement (claims of untrusted servers already
     # discounted: Risk.from_annotations), so its hints are trusted as they stand.
     request = ApprovalRequest(
         server or "local", tool or cap.name, args, cap.summary, cap.risk.to_dict(), annotations_trusted=True
     )
-    try:
-        answer = approve(request)
-        if inspect.isawaitable(answer):
-            answer = await answer
-    except Exception as exc:
-        return "deny", f"the approval callback failed ({type(exc).__name__}); treated as no"
+    answer, failed = await approver.asks(request)
+    if failed:
+        return "deny", failed
+    who = approver.by
     return ("allow", f"approved by the {who}") if answer else ("deny", f"the {who} did not approve this call")
 
 
@@ -180,16 +170,6 @@ def _expand(cap: Capability, template: str, arguments: dict[str, str]) -> str:
             remedy=None,
         )
     return parsed.expand(arguments)
-
-
-def cut_text(text: str, limit: int, hint: str | None) -> tuple[str, int]:
-    """``text`` cut to ``limit`` characters with a note saying how much was cut and how to get
-    the rest (``hint``); returns the text and the number of characters cut (0: unchanged)."""
-    if len(text) <= limit:
-        return text, 0
-    cut = len(text) - limit
-    note = f"\n[truncated: {cut} of {len(text)} characters cut; to get the rest, {hint or _DEFAULT_HINT}]"
-    return text[:limit] + note, cut
 
 
 def hook_name(hook: Any) -> str:

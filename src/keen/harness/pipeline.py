@@ -1,19 +1,20 @@
 """The harness: one pipeline for every tool call, and the visible set per turn.
 
-Each call, local or MCP, passes validate > visibility > permission (approval) > pre-hooks >
-execute > truncate > post-hooks > audit. A refusal at any gate is an observation (an
-``is_error`` :class:`Observation` saying why), never an exception that ends the turn.
-
-MCP calls go through :class:`keen.gateway.Gateway`, which keeps its MCP checks
-(configured, connected, known tool, schema-valid). The gateway's approval callback is
-replaced by the harness's permission gate (:meth:`Harness._gateway_approval` answers yes
-only for the call the gate has just cleared), so approval, truncation and audit live here
-once.
+Each call, local or MCP, passes the one pipeline every front end's calls pass
+(:mod:`keen.calls`): validate > visibility > mcp_checks > pin_check > permission > pre-hooks >
+execute > truncate > post-hooks > audit. The harness gives it the stages only it has
+(validate, visibility, the permission modes, hooks, local tools); the gateway gives it
+``mcp_checks`` and ``pin_check`` (:meth:`keen.gateway.Gateway.checks`) and its ``execute``
+(:meth:`keen.gateway.Gateway.execute`). Who is asked about a call is the call's own
+:class:`~keen.calls.Approver`; nothing is swapped into the gateway. A refusal at any gate is
+an observation (an ``is_error`` :class:`Observation` saying why), never an exception that
+ends the turn.
 
 Validation is split around the visibility gate: the call's shape (and a local tool's
-arguments) is checked first; the gateway's MCP checks (server, tool, inputSchema) run once
-the capability is known to be visible, so a hidden tool's schema never leaks through its
-errors. Every ``result`` event lists the stages the call passed, in order (``stages``).
+arguments) is checked first; the MCP checks (server, tool, inputSchema: ``Manager.check_call``,
+once) run once the capability is known to be visible, so a hidden tool's schema never leaks
+through its errors. Every ``result`` event lists the stages the call passed, in order
+(``stages``).
 
 Two ways to decide visibility:
 
@@ -34,13 +35,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import anyio
 import jsonschema
 
 from keen import paths
+from keen.calls import (
+    Approval,
+    Approver,
+    Call,
+    Pipeline,
+    Refusal,
+    Stage,
+    cut_text,
+    parse_call_mcp_tool,
+    shape,
+)
 from keen.capabilities import Capability, Catalog, PermissionMode, capability_id
-from keen.errors import KeenError
-from keen.gateway import CALL_MCP_TOOL, Approval, ApprovalRequest, Gateway, for_model
+from keen.errors import KeenError, ServerNotConfigured
+from keen.gateway import CALL_MCP_TOOL, Gateway, for_model
 from keen.harness.changes import ChangeLog
 from keen.harness.entries import (
     DEFAULT_BUDGET,
@@ -58,16 +69,8 @@ from keen.harness.entries import (
     local_capability,
 )
 from keen.harness.events import EventLog, new_session_id, session_path
-from keen.harness.executors import ask, cut_text, hook_name, search_catalog
+from keen.harness.executors import ask, hook_name, read_handle, search_catalog
 from keen.harness.local import LOCAL_TOOLS, LocalToolError, Output, Workspace
-from keen.harness.mcp_calls import (
-    ApprovalHandover,
-    cleared_approval,
-    mcp_checks,
-    parse_call_mcp_tool,
-    read_handle_call,
-    run_mcp_call,
-)
 from keen.harness.policy import (
     TOUCHED_WINDOW,
     Entry,
@@ -90,9 +93,11 @@ class Harness:
     Args:
         catalog_source: returns the live catalog (e.g. ``lambda: Catalog.from_manager(m, ...)``);
             called at each :meth:`begin_turn`.
-        gateway: the MCP entry (its ``approval`` is taken over by the permission gate).
+        gateway: the MCP entry: its checks and its execute stage (its own ``approval`` is for
+            calls made on it directly, never for the harness's).
         mode: the permission mode.
-        approve: asked for calls the gate marks ``ask`` (``None``: such calls are denied).
+        approve: asked for calls the gate marks ``ask`` (``None``: such calls are denied),
+            unless a call brings its own approver.
         workspace: the root of the local tools (plus ``$KEEN_HOME/skills``).
         budget: tokens available for the schemas of requested MCP tools (until a turn
             passes its own, see :meth:`begin_turn`).
@@ -129,7 +134,6 @@ class Harness:
     ) -> None:
         self.catalog_source = catalog_source
         self.gateway = gateway
-        self._handover = ApprovalHandover(gateway, self._gateway_approval) if gateway is not None else None
         self.mode: PermissionMode = mode
         self.approve = approve
         # Keen's own files (configs.json, sign-ins, logs) are not the model's to read, even
@@ -151,13 +155,26 @@ class Harness:
         self._caps: dict[str, Capability] = {}
         self._by_name: dict[str, str] = {}
         self._ids = itertools.count(1)
-        self._more: str | None = None
         self._base = {
             **{n: local_capability(n, d) for n, (d, _) in LOCAL_TOOLS.items()},
             **{n: local_capability(n, d) for n, (d, _) in ENTRY_SCHEMAS.items()},
         }
         self.log.emit("session.start", mode=mode, workspace=str(self.workspace.workspace), budget=budget)
         self._changes = ChangeLog(self.log, gateway and gateway.manager, lambda: self.turn)
+        self._pipeline = Pipeline(
+            [
+                Stage("validate", self._validate),
+                Stage("visibility", self._visibility),
+                *(gateway.checks() if gateway is not None else ()),
+                Stage("permission", self._permission),
+                Stage("pre_hooks", self._pre_hooks),
+                Stage("execute", self._execute),
+                Stage("truncate", self._truncate),
+                Stage("post_hooks", self._post_hooks),
+            ],
+            self._audit,
+            self._describe,
+        )
 
     # -- turns ------------------------------------------------------------------------------
 
@@ -281,17 +298,16 @@ class Harness:
         return {"name": entry.name, "description": description, "inputSchema": schema}
 
     def close(self) -> None:
-        """Close the event log and give the gateway back the approval it had before (or on
-        to a harness opened on it later and still open: :class:`ApprovalHandover`)."""
-        if self._handover is not None:
-            self._handover.give_back()
+        """Close the event log (and stop logging the servers' tool changes)."""
         self._changes.close()
         self.log.close()
 
     # -- the pipeline -----------------------------------------------------------------------
 
-    async def call(self, name: str, arguments: Any = None, *, caller: str | None = None) -> Observation:
-        """Run one tool call the model proposed through every gate. Never raises KeenError.
+    async def call(
+        self, name: str, arguments: Any = None, *, caller: str | None = None, approver: Approver | None = None
+    ) -> Observation:
+        """Run one tool call the model proposed through every stage. Never raises KeenError.
 
         Args:
             name: a tool name offered this turn (or ``call_mcp_tool``).
@@ -300,72 +316,16 @@ class Harness:
                 whether it was JSON at all.
             caller: who sent the call (``keen serve``'s caller scope), logged with it and
                 given to the ``visibility`` callback.
+            approver: who the permission stage asks about this call, and how (default: the
+                harness's ``approve``, answered by ``approved_by``).
         """
         call_id = f"{self.turn}.{next(self._ids)}"
         arguments = {} if arguments is None else arguments
         who: dict[str, Any] = {"caller": caller} if caller else {}
         self.log.emit("call", turn=self.turn, call_id=call_id, name=name, arguments=arguments, **who)
-        stages: list[str] = []
-        try:
-            obs = await self._gates(call_id, name, arguments, stages, caller)
-        except anyio.get_cancelled_exc_class():
-            # Audited before the cancellation goes on: a call with no result reads as a crash.
-            self.log.emit(
-                "result", turn=self.turn, call_id=call_id, capability=self._by_name.get(name, name),
-                outcome="cancelled", code="cancelled", stages=[*stages, "audit"], **who,
-            )  # fmt: skip
-            raise
-        if obs.denied is None:
-            obs = self._truncate(obs)
-            stages.append("truncate")
-            obs = self._post_hooks(call_id, obs)
-            stages.append("post_hooks")
-        cap_id = obs.capability
-        if cap_id.startswith("mcp__"):
-            failed = obs.is_error and obs.denied in (None, "validate")
-            self.failures[cap_id] = self.failures.get(cap_id, 0) + 1 if failed else 0
-            if obs.denied is None and not obs.is_error and cap_id in self.requested:
-                # Used: the newest under a tight budget (policy: most recent request or use).
-                self.requested.remove(cap_id)
-                self.requested.append(cap_id)
-        self.log.emit(
-            "result",
-            turn=self.turn,
-            call_id=call_id,
-            capability=cap_id,
-            server=obs.server,
-            tool=obs.tool,
-            outcome="denied" if obs.denied else ("error" if obs.is_error else "ok"),
-            gate=obs.denied,
-            code=obs.code,
-            text=obs.text,
-            truncated_chars=obs.truncated_chars,
-            stages=[*stages, "audit"],
-            **who,
-        )
-        return obs
-
-    def _deny(
-        self,
-        call_id: str,
-        name: str,
-        gate: str,
-        text: str,
-        cap_id: str = "",
-        code: str | None = None,
-        where: tuple[str | None, str | None] = (None, None),
-    ) -> Observation:
-        return Observation(
-            call_id,
-            name,
-            f"Denied ({gate}): {text}",
-            is_error=True,
-            denied=gate,
-            capability=cap_id,
-            code=code or GATE_CODES[gate],
-            server=where[0],
-            tool=where[1],
-        )
+        approver = approver or Approver(self.approve, self.approved_by)
+        call = await self._pipeline.run(Call(name, arguments, approver, caller=caller, call_id=call_id))
+        return call.shown or _observation(call)
 
     def _lookup(self, cap_id: str, name: str) -> Capability | None:
         """The capability a call names, from the live catalog (``visibility`` callback mode)."""
@@ -380,121 +340,130 @@ class Harness:
                     pass
         return None
 
-    async def _gates(
-        self, call_id: str, name: str, arguments: Any, stages: list[str], caller: str | None
-    ) -> Observation:
-        # validate: the shape of the call (and a local tool's arguments).
-        if not isinstance(arguments, dict):
-            return self._deny(call_id, name, "validate", _not_an_object(arguments))
-        args: dict[str, Any] = dict(arguments)  # type: ignore[arg-type]
-        server = tool = None
+    def _describe(self, call: Call, exc: KeenError) -> str:
+        return self.remedy_words(exc, call.server or "")
+
+    def _refuse(self, call: Call, gate: str, text: str, code: str | None = None) -> Refusal:
+        return Refusal(gate, text, code or GATE_CODES[gate])
+
+    async def _validate(self, call: Call) -> bool:
+        """The call's shape: an object of arguments; ``call_mcp_tool``'s input parsed; a local
+        tool's arguments against its schema."""
+        if not isinstance(call.arguments, dict):
+            raise self._refuse(call, "validate", _not_an_object(call.arguments))
+        args: dict[str, Any] = dict(call.arguments)  # type: ignore[arg-type]
+        name = call.name
         if name == CALL_MCP_TOOL:
             parsed = parse_call_mcp_tool(args)
             if parsed is None:
-                return self._deny(
-                    call_id, name, "validate", 'send {"server": ..., "tool": ..., "arguments": {...}}'
-                )
-            server, tool, args = parsed
-            cap_id = capability_id("tool", tool, server)
+                raise self._refuse(call, "validate", 'send {"server": ..., "tool": ..., "arguments": {...}}')
+            call.server, call.tool, args = parsed
+            call.capability_id = capability_id("tool", call.tool, call.server)
         else:
-            cap_id = self._by_name.get(name) or (self._base[name].id if name in self._base else "")
-        handle = name == READ_RESOURCE and self.visibility is None
+            call.capability_id = self._by_name.get(name) or (
+                self._base[name].id if name in self._base else ""
+            )
+        call.arguments = args
         if name in LOCAL_TOOLS or (name in ENTRY_SCHEMAS and name != CALL_MCP_TOOL):
             try:
                 jsonschema.validate(args, (LOCAL_TOOLS.get(name) or ENTRY_SCHEMAS[name])[1])
             except jsonschema.ValidationError as exc:
-                return self._deny(call_id, name, "validate", f"invalid arguments: {exc.message}", cap_id)
-        stages.append("validate")
-        if handle and cap_id in self.visible:
+                raise self._refuse(call, "validate", f"invalid arguments: {exc.message}") from None
+        return True
+
+    async def _visibility(self, call: Call) -> bool:
+        """Only what this turn offered (or what the callback allows this caller)."""
+        name, args, server, tool = call.name, call.arguments, call.server, call.tool
+        cap_id = call.capability_id
+        if name == READ_RESOURCE and self.visibility is None and cap_id in self.visible:
             # The call reads a handle: the handle is the capability the gates judge.
             wanted = str(args["name"])
             cap_id = self._by_name.get(wanted, "")  # visible entries only
             if not cap_id or self.visible[cap_id].kind not in HANDLE_KINDS:
-                return self._deny(
-                    call_id, name, "visibility",
+                call.capability_id = cap_id or wanted
+                raise self._refuse(
+                    call,
+                    "visibility",
                     f"no resource or prompt {wanted!r} in the resource index; search_tools finds them",
-                    cap_id or wanted,
-                )  # fmt: skip
-        # visibility: only what this turn offered (or what the callback allows this caller).
+                )
         if self.visibility is not None:
             cap = self._lookup(cap_id, name)
             if cap is None:  # the gateway's precise reason when there is one
                 gate, why, code = not_in_catalog(self.gateway, self.remedy_words, server, tool, args)
-                return self._deny(call_id, name, gate, why, "", code, (server, tool))
-            cap_id = cap.id
-            if hidden := await self.visibility(cap, caller):
-                return self._deny(call_id, name, "visibility", hidden, cap_id, where=(cap.server, cap.name))
+                call.capability_id = ""
+                raise self._refuse(call, gate, why, code)
+            call.capability_id = cap.id
+            if hidden := await self.visibility(cap, call.caller):
+                call.server, call.tool = cap.server, cap.name
+                raise self._refuse(call, "visibility", hidden)
         else:
             cap = self._caps.get(cap_id)
             if cap_id not in self.visible or cap is None:
                 why, code = why_hidden(
                     self.catalog, self.gateway, self.mode, self.remedy_words, cap_id, name, server, tool, args
                 )
-                return self._deny(
-                    call_id, name, "visibility", why, cap_id or name, code, where=(server, tool)
-                )  # fmt: skip
+                call.capability_id = cap_id or name
+                raise self._refuse(call, "visibility", why, code)
+            call.capability_id = cap_id
         if server is not None and cap.server is not None and (cap.server, cap.name) != (server, tool):
             # Ids join server and tool with "__", so a/b__c and a__b/c are both mcp__a__b__c and
             # the catalog holds one of them: never run that one for a call that named the other.
-            return self._deny(
-                call_id, name, "visibility",
-                f'"{server}/{tool}" and "{cap.server}/{cap.name}" have the same capability id {cap_id}, '
+            raise self._refuse(
+                call, "visibility",
+                f'"{server}/{tool}" and "{cap.server}/{cap.name}" have the same capability id {cap.id}, '
                 "so Keen cannot tell them apart and runs neither in place of the other. The user has "
                 'to rename one of these servers in configs.json (a name without "__"); tell them.',
-                cap_id, where=(server, tool),
             )  # fmt: skip
         if cap.server is not None and cap.kind == "tool":
-            server, tool = cap.server, cap.name
-        stages.append("visibility")
-        where = (server, tool)
-        if server is not None and tool is not None and self.gateway is not None:
-            if refused := mcp_checks(self.gateway, self.remedy_words, server, tool, args):
-                return self._deny(call_id, name, "validate", refused[0], cap_id, refused[1], where)
-            stages.append("mcp_checks")
-        # permission: the second gate (approval when the mode says ask).
+            call.server, call.tool = cap.server, cap.name
+        call.capability = cap
+        return True
+
+    async def _permission(self, call: Call) -> bool:
+        """The second gate: the mode's verdict, and the call's approver when the mode says ask."""
+        cap: Capability = call.capability
         verdict, why = permission(cap, self.mode)
         asked = verdict == "ask"
         if asked:
-            verdict, why = await ask(self.approve, self.approved_by, cap, server, tool, args)
+            verdict, why = await ask(call.approver, cap, call.server, call.tool, call.arguments)
         if asked or cap.server is not None:
-            by = self.approved_by if asked else "policy"
-            self.log.emit("approval", turn=self.turn, call_id=call_id, decision=verdict, by=by, reason=why)
+            by = call.approver.by if asked else "policy"
+            self.log.emit(
+                "approval", turn=self.turn, call_id=call.call_id, decision=verdict, by=by, reason=why
+            )
+        call.decision = "allowed" if verdict == "allow" else "denied"
         if verdict != "allow":
-            return self._deny(call_id, name, "permission", why, cap_id, where=where)
-        stages.append("permission")
+            raise self._refuse(call, "permission", why)
+        return True
+
+    async def _pre_hooks(self, call: Call) -> bool:
         for hook in self.pre_hooks:
-            if refusal := hook(cap_id, args):
+            if refusal := hook(call.capability_id, call.arguments):
                 self.log.emit(
-                    "hook", turn=self.turn, call_id=call_id, stage="pre", hook=hook_name(hook), denied=refusal
+                    "hook",
+                    turn=self.turn,
+                    call_id=call.call_id,
+                    stage="pre",
+                    hook=hook_name(hook),
+                    denied=refusal,
                 )
-                return self._deny(call_id, name, "hook", refusal, cap_id, where=where)
-        stages.append("pre_hooks")
-        stages.append("execute")
-        if server is not None and tool is not None:
-            return await self._mcp(call_id, name, cap_id, server, tool, args)
+                raise self._refuse(call, "hook", refusal)
+        return True
+
+    async def _execute(self, call: Call) -> bool:
+        """MCP tools through the gateway; resource reads; ToolSearch, skills and local tools."""
+        if call.mcp:
+            assert self.gateway is not None
+            return await self.gateway.execute(call)
+        cap: Capability = call.capability
         if cap.kind in HANDLE_KINDS:
-            return await self._read_handle(call_id, name, cap, args)
-        return await self._run_local(call_id, name, cap_id, args)
-
-    async def _read_handle(
-        self, call_id: str, name: str, cap: Capability, args: dict[str, Any]
-    ) -> Observation:
-        obs = await read_handle_call(self.gateway, self.remedy_words, call_id, name, cap, args)
-        if not obs.is_error:
-            self._more = f"ask the user for a narrower part of {cap.name}"
-        return obs
-
-    def _gateway_approval(self, request: ApprovalRequest) -> bool:
-        """The gateway's approval: yes only for the call the permission gate just cleared."""
-        return cleared_approval(request)
-
-    async def _mcp(
-        self, call_id: str, name: str, cap_id: str, server: str, tool: str, args: dict[str, Any]
-    ) -> Observation:
-        assert self.gateway is not None
-        return await run_mcp_call(self.gateway, self.remedy_words, call_id, name, cap_id, server, tool, args)
-
-    async def _run_local(self, call_id: str, name: str, cap_id: str, args: dict[str, Any]) -> Observation:
+            call.server = cap.server
+            if self.gateway is None:
+                raise ServerNotConfigured("no MCP servers in this session", server=cap.server or "")
+            call.text = await read_handle(self.gateway.manager, cap, call.arguments.get("arguments") or {})
+            call.hint = f"ask the user for a narrower part of {cap.name}"
+            return True
+        name, args = call.name, call.arguments
         try:
             if name == SEARCH_TOOLS:
                 assert self.catalog is not None
@@ -507,13 +476,12 @@ class Harness:
                 out = await self.workspace.run_cancellably(name, args)
         except (LocalToolError, KeenError, ValueError, OSError) as exc:
             message = exc.message if isinstance(exc, KeenError) else str(exc)
-            code = exc.code if isinstance(exc, KeenError) else "local_tool_error"
-            return Observation(
-                call_id, name, f"Error: {message}", is_error=True, capability=cap_id, code=code
-            )
+            call.code = exc.code if isinstance(exc, KeenError) else "local_tool_error"
+            call.text, call.is_error = f"Error: {message}", True
+            return True
         self.touch(*out.touched)
-        self._more = out.more
-        return Observation(call_id, name, out.text, capability=cap_id)
+        call.text, call.hint = out.text, out.more
+        return True
 
     def _load_skill(self, name: str) -> Output:
         cap_id = capability_id("skill", name)
@@ -526,34 +494,92 @@ class Harness:
             more=f"read_file the skill's SKILL.md at {self._caps[cap_id].location} with an offset",
         )
 
-    def _truncate(self, obs: Observation) -> Observation:
-        more, self._more = self._more, None
-        text, cut = cut_text(obs.text, self.max_result_chars, more)
-        if cut:
-            return replace(obs, text=text, truncated_chars=cut, raw=None)
-        raw = obs.raw
-        if raw is not None and raw.text and raw.structured_content is not None:
-            # The text fits, but a front end passing the raw result on (keen serve) would send
-            # its structuredContent too, whatever its size: leave it out, as Gateway.shape does.
-            size = len(json.dumps(raw.structured_content, ensure_ascii=False))
-            if len(text) + size > self.max_result_chars:
-                note = (
-                    f"\n[structuredContent left out: its {size} characters of JSON would pass the "
-                    f"{self.max_result_chars}-character limit; the text above carries the result]"
-                )
-                return replace(obs, text=text + note, raw=None)
-        return obs
+    async def _truncate(self, call: Call) -> bool:
+        """Past ``max_result_chars`` the text is cut with a note on how to get the rest; an MCP
+        result is shaped as every front end's is (:func:`keen.calls.shape`)."""
+        if call.result is not None:
+            shaped = shape(call.result, self.max_result_chars, call.hint)
+            call.text, call.truncated_chars = shaped.text, shaped.cut
+            # A front end passing the raw result on (keen serve) may do so only while nothing
+            # of it was cut or left out.
+            call.unchanged = not shaped.cut and shaped.structured is call.result.structured_content
+        else:
+            call.text, call.truncated_chars = cut_text(call.text, self.max_result_chars, call.hint)
+        return True
 
-    def _post_hooks(self, call_id: str, obs: Observation) -> Observation:
+    async def _post_hooks(self, call: Call) -> bool:
+        obs = _observation(call)
         for hook in self.post_hooks:
             after = hook(obs)
             if after != obs:
                 self.log.emit(
-                    "hook", turn=self.turn, call_id=call_id, stage="post", hook=hook_name(hook), changed=True
+                    "hook",
+                    turn=self.turn,
+                    call_id=call.call_id,
+                    stage="post",
+                    hook=hook_name(hook),
+                    changed=True,
                 )
                 # The text no longer is what the server sent: front ends must show this one.
                 obs = replace(after, raw=None) if after.text != obs.text else after
-        return obs
+        call.shown = obs
+        return True
+
+    def _audit(self, call: Call) -> None:
+        """The ``result`` event (the text exactly as the model saw it, the stages passed), the
+        tool's failure count, and the gateway's record of an MCP call that reached its checks."""
+        who: dict[str, Any] = {"caller": call.caller} if call.caller else {}
+        if call.mcp and "mcp_checks" in call.stages and self.gateway is not None:
+            self.gateway.record(call)
+        if call.cancelled:
+            self.log.emit(
+                "result", turn=self.turn, call_id=call.call_id, capability=call.capability_id or call.name,
+                outcome="cancelled", code="cancelled", stages=call.stages, **who,
+            )  # fmt: skip
+            return
+        obs = call.shown = call.shown or _observation(call)
+        cap_id = obs.capability
+        if cap_id.startswith("mcp__"):
+            failed = obs.is_error and obs.denied in (None, "validate")
+            self.failures[cap_id] = self.failures.get(cap_id, 0) + 1 if failed else 0
+            if obs.denied is None and not obs.is_error and cap_id in self.requested:
+                # Used: the newest under a tight budget (policy: most recent request or use).
+                self.requested.remove(cap_id)
+                self.requested.append(cap_id)
+        self.log.emit(
+            "result",
+            turn=self.turn,
+            call_id=call.call_id,
+            capability=cap_id,
+            server=obs.server,
+            tool=obs.tool,
+            outcome="denied" if obs.denied else ("error" if obs.is_error else "ok"),
+            gate=obs.denied,
+            code=obs.code,
+            text=obs.text,
+            truncated_chars=obs.truncated_chars,
+            stages=call.stages,
+            **who,
+        )
+
+
+def _observation(call: Call) -> Observation:
+    """What the model sees of a call: what the post-hooks made of it, or the call as it stands."""
+    if isinstance(call.shown, Observation):
+        return call.shown
+    return Observation(
+        call.call_id,
+        call.name,
+        call.text,
+        is_error=call.is_error,
+        denied=call.denied,
+        truncated_chars=call.truncated_chars,
+        capability=call.capability_id,
+        code=call.code,
+        server=call.server,
+        tool=call.tool,
+        raw=call.result if call.unchanged else None,
+    )
 
 
 def _not_an_object(arguments: Any) -> str:

@@ -9,13 +9,16 @@ capability missing from the catalog gets the gateway's own reason when there is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from keen.capabilities import Catalog, PermissionMode
+from keen.errors import KeenError
 from keen.gateway import Gateway
 from keen.harness.executors import server_trouble
-from keen.harness.mcp_calls import RemedyWords, mcp_checks
 from keen.harness.policy import hidden_reason
+
+RemedyWords = Callable[[KeenError, str], str]
 
 __all__ = ["not_in_catalog", "why_hidden"]
 
@@ -49,8 +52,9 @@ def not_in_catalog(
     code)``, the gateway's precise reason (server not configured, disconnected, no such
     tool) at ``validate`` when there is one, else ``not served here`` at ``visibility``."""
     if server is not None and tool is not None and gateway is not None:
-        refused = mcp_checks(gateway, words, server, tool, args)
-        if refused is not None:
-            return "validate", refused[0], refused[1]
+        try:
+            gateway.manager.check_call(server, tool, args)
+        except KeenError as exc:
+            return "validate", words(exc, server), exc.code
     what = f"{server}/{tool}" if server else "this tool"
     return "visibility", f"{what} is not served here", None

@@ -11,9 +11,9 @@ decided here:
   every connected upstream tool is).
 - Permission is effectively ``auto`` without its refusals: keen serve is a server for
   another MCP host, and that host asks its own user before it sends ``tools/call`` (as it
-  does for any server's tool). So the permission gate runs in ``ask`` mode with the host
-  as the approver: every call that reaches it is allowed and logged
-  ``by: "MCP host"``. Keen's own ``auto`` mode would refuse destructive tools the host's
+  does for any server's tool). So the permission gate runs in ``ask`` mode and each call
+  brings the host as its approver (:data:`HOST_APPROVES`): every call that reaches it is
+  allowed and logged ``by: "MCP host"``. Keen's own ``auto`` mode would refuse destructive tools the host's
   user has approved.
 
 The audit is the harness's event log, one JSON object a line (``$KEEN_HOME/logs/
@@ -33,13 +33,22 @@ from typing import Any
 import mcp_types as mt
 from mcp.shared.dispatcher import ProgressFnT
 
+from keen.calls import Approver, allow_all
 from keen.capabilities import Catalog
 from keen.errors import KeenError, Remedy, ServerDisconnected, ServerNotConfigured
-from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, ApprovalRequest, Gateway, for_model
+from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, Gateway, for_model
 from keen.harness import Harness, Observation, Visibility
 from keen.mcp.manager import CALL_PROGRESS, Manager
 
-__all__ = ["APPROVER", "CallRouter", "call_result", "error_result", "host_remedy_words", "reconnect_words"]
+__all__ = [
+    "APPROVER",
+    "HOST_APPROVES",
+    "CallRouter",
+    "call_result",
+    "error_result",
+    "host_remedy_words",
+    "reconnect_words",
+]
 
 APPROVER = "MCP host"
 """Who approves served calls, as the event log records it."""
@@ -114,9 +123,9 @@ def host_remedy_words(
     return word
 
 
-def _host_approved(request: ApprovalRequest) -> bool:
-    # The host sent tools/call after asking its own user; keen serve does not ask again.
-    return True
+HOST_APPROVES = Approver(allow_all, APPROVER)
+"""Who is asked about a served call: the host, which sent tools/call after asking its own
+user (keen serve does not ask again); given with each call."""
 
 
 class CallRouter:
@@ -149,8 +158,6 @@ class CallRouter:
             catalog,
             self.gateway,
             mode="ask",
-            approve=_host_approved,
-            approved_by=APPROVER,
             workspace=Path.cwd(),
             max_result_chars=max_result_chars,
             visibility=visibility,
@@ -169,7 +176,10 @@ class CallRouter:
         token = CALL_PROGRESS.set(progress)
         try:
             return await self.harness.call(
-                CALL_MCP_TOOL, {"server": server, "tool": tool, "arguments": arguments}, caller=caller
+                CALL_MCP_TOOL,
+                {"server": server, "tool": tool, "arguments": arguments},
+                caller=caller,
+                approver=HOST_APPROVES,
             )
         finally:
             CALL_PROGRESS.reset(token)

@@ -1,0 +1,535 @@
+"""One pipeline for every tool call: an ordered list of small stages, each with one job.
+
+Every front end's calls (``keen mcp call``, ``keen chat``'s agent, ``keen serve``, a library
+caller of :class:`keen.gateway.Gateway`) pass the stages of :data:`ORDER`, in that order
+(docs/architecture.md "The data flow of one call"):
+
+``validate``    the call's shape: ``call_mcp_tool``'s input parsed (:func:`parse_call_mcp_tool`),
+                a local tool's arguments
+``visibility``  the caller may see the capability (a harness's visible set, or keen serve's
+                per-caller callback)
+``mcp_checks``  :meth:`keen.mcp.Manager.check_call`, once per call: the server configured,
+                enabled and connected, the tool listed, the arguments valid against its
+                inputSchema (:class:`CheckCall`)
+``pin_check``   the tool's definition is the pinned one (:class:`PinCheck`, ``keen.mcp.pins``)
+``permission``  who is asked, and how, is the call's own :class:`Approver`: an argument of the
+                call, never a callback swapped into a shared object (:class:`Approve`, or the
+                harness's permission modes)
+``pre_hooks``   a harness's hooks, which may refuse
+``execute``     send it: :meth:`keen.gateway.Gateway.execute` for MCP (``tools/call``), or a
+                harness's local tools
+``truncate``    :func:`shape`: the text cut with a note, ``structuredContent`` left out past
+                the limit, a tool's own error said so
+``post_hooks``  a harness's hooks, which may rewrite the result
+``audit``       one record per call, a cancelled one too (:meth:`Pipeline.run` runs it last,
+                whatever happened)
+
+A front end builds its :class:`Pipeline` from the stages it has (a library call has no
+visibility or hooks); the pipeline keeps them in :data:`ORDER`. A stage that raises a
+:class:`~keen.errors.KeenError` stops the call: at a stage with a ``gate`` the call is
+refused there (nothing was sent), at the others it failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from keen._redact import redactor
+from keen.errors import ApprovalDenied, KeenError
+from keen.mcp.types import Tool, ToolResult
+
+if TYPE_CHECKING:
+    from keen.mcp.manager import Manager
+    from keen.mcp.pins import PinGuard
+
+__all__ = [
+    "DEFAULT_MAX_RESULT_CHARS",
+    "ORDER",
+    "Approval",
+    "ApprovalRequest",
+    "Approve",
+    "Approver",
+    "Call",
+    "CheckCall",
+    "PinCheck",
+    "Pipeline",
+    "Refusal",
+    "Shaped",
+    "Stage",
+    "allow_all",
+    "allow_read_only",
+    "audit_record",
+    "cut_text",
+    "parse_call_mcp_tool",
+    "result_text",
+    "shape",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_RESULT_CHARS = 40_000
+
+ORDER = (
+    "validate",
+    "visibility",
+    "mcp_checks",
+    "pin_check",
+    "permission",
+    "pre_hooks",
+    "execute",
+    "truncate",
+    "post_hooks",
+    "audit",
+)
+"""The stages of every call, in the order they run."""
+
+_AFTER = frozenset({"truncate", "post_hooks"})
+"""Stages that shape what a call brought back: they run after a failed execute too."""
+
+_DEFAULT_HINT = "ask for less, e.g. with a narrower query or pagination arguments"
+
+
+# -- who is asked, and how ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What an approval callback sees: the call and what the server says of the tool."""
+
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+    description: str = ""
+    annotations: dict[str, Any] | None = None
+    annotations_trusted: bool = False
+    """The server's annotations are taken as true (``keen.mcp.types.Tool.annotations_trusted``)."""
+
+    @property
+    def read_only(self) -> bool:
+        """True when a server whose annotations are trusted marks the tool ``readOnlyHint``
+        (from any other server the hint is a claim: it grants nothing)."""
+        return self.annotations_trusted and bool((self.annotations or {}).get("readOnlyHint"))
+
+    def arguments_json(self) -> str:
+        return redactor.redact(json.dumps(self.arguments, indent=2, ensure_ascii=False))
+
+
+Approval = Callable[[ApprovalRequest], bool | Awaitable[bool]]
+"""Returns (or resolves to) True to allow the call. Exceptions count as a denial."""
+
+
+def allow_all(request: ApprovalRequest) -> bool:
+    """An :data:`Approval` that allows every call, for a host that approves calls itself."""
+    return True
+
+
+def allow_read_only(request: ApprovalRequest) -> bool:
+    """An :data:`Approval` that allows the tools annotated ``readOnlyHint`` (the default)."""
+    return request.read_only
+
+
+@dataclass(frozen=True, slots=True)
+class Approver:
+    """Who is asked about a call, and how: part of the call itself.
+
+    Attributes:
+        ask: the callback (``None``: nobody to ask).
+        by: who answers it, as the audit records it (``user``, ``MCP host``, ``--yes``).
+    """
+
+    ask: Approval | None = None
+    by: str = "user"
+
+    async def asks(self, request: ApprovalRequest) -> tuple[bool, str | None]:
+        """The callback's answer, and why a no was no answer at all (nobody to ask, or a
+        callback that raised: logged, and treated as no)."""
+        if self.ask is None:
+            return False, "approval needed and no one to ask (no approval callback)"
+        try:
+            verdict = self.ask(request)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+        except Exception as exc:
+            logger.warning(
+                "approval callback failed for %s/%s: %r; treating as denied",
+                request.server,
+                request.tool,
+                exc,
+            )
+            return False, f"the approval callback failed ({type(exc).__name__}); treated as no"
+        return bool(verdict), None
+
+
+# -- one call as it passes the stages -----------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Call:
+    """One tool call on its way through a :class:`Pipeline`.
+
+    The stages read and fill it in: ``server``/``tool``/``arguments`` once ``validate`` parsed
+    the input, ``found`` once ``mcp_checks`` found the tool, ``result`` once ``execute`` sent
+    it, ``text``/``structured``/``truncated_chars`` once ``truncate`` shaped it.
+    """
+
+    name: str
+    arguments: Any
+    approver: Approver = field(default_factory=Approver)
+    caller: str | None = None
+    call_id: str = ""
+    server: str | None = None
+    tool: str | None = None
+    capability: Any = None
+    """What the gates judge: a harness's ``keen.capabilities.Capability``."""
+    capability_id: str = ""
+    found: Tool | None = None
+    pin: str | None = None
+    """The tool's pin status when it is not ``trusted`` (``warn`` lets a changed tool run)."""
+    pinning: tuple[Any, Sequence[Tool]] | None = None
+    """The server's pinning policy and the live tools the pin check compared: what the
+    execute stage pins on the first approved call of a never-pinned server."""
+    decision: str | None = None
+    """``allowed`` or ``denied`` once the permission stage decided."""
+    result: ToolResult | None = None
+    text: str = ""
+    is_error: bool = False
+    code: str | None = None
+    structured: Any = None
+    truncated_chars: int = 0
+    hint: str | None = None
+    """How to get the rest of a cut result (a local tool says; the default asks for less)."""
+    unchanged: bool = True
+    """``result`` is still what the caller gets (nothing cut, left out or rewritten)."""
+    shown: Any = None
+    """What the front end made of the call, when a stage made it (a harness's post-hooks)."""
+    denied: str | None = None
+    """The gate that refused the call (nothing was sent), None when none did."""
+    error: KeenError | None = None
+    cancelled: bool = False
+    stages: list[str] = field(default_factory=lambda: list[str]())
+    started: float = field(default_factory=time.perf_counter)
+    at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+
+    @property
+    def mcp(self) -> bool:
+        """The call goes to an MCP server's tool."""
+        return self.server is not None and self.tool is not None
+
+    @property
+    def outcome(self) -> str:
+        """``ok``, ``error``, ``denied`` or ``cancelled``."""
+        if self.cancelled:
+            return "cancelled"
+        if self.denied:
+            return "denied"
+        return "error" if self.is_error else "ok"
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+
+class Refusal(Exception):
+    """A stage refuses the call at ``gate`` (nothing was sent): ``text`` says why, for the
+    caller; ``code`` is machine-readable (``None``: the gate's own)."""
+
+    def __init__(self, gate: str, text: str, code: str | None = None) -> None:
+        super().__init__(text)
+        self.gate, self.text, self.code = gate, text, code
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One stage: its ``name`` (one of :data:`ORDER`), what it does, and the ``gate`` a Keen
+    error raised in it refuses the call at (``None``: the call failed there).
+
+    ``run`` returns ``False`` when the stage has nothing to do for this call (a local tool at
+    ``mcp_checks``): the call is not recorded as having passed it."""
+
+    name: str
+    run: Callable[[Call], Awaitable[bool | None]]
+    gate: str | None = None
+
+
+class Pipeline:
+    """The stages a front end runs, kept in :data:`ORDER`, and its audit.
+
+    Args:
+        stages: the front end's stages (each name at most once, ``audit`` excluded).
+        audit: told every call once, at the end, whatever happened (a refusal, a failure, a
+            cancellation: then before the cancellation goes on).
+        describe: words a Keen error for the caller; when given, the call's ``text`` says
+            ``Denied (<gate>): <why>`` for a refusal and ``Error: <what>`` for a failure.
+
+    Raises:
+        ValueError: an unknown or repeated stage name.
+    """
+
+    def __init__(
+        self,
+        stages: Sequence[Stage],
+        audit: Callable[[Call], None],
+        describe: Callable[[Call, KeenError], str] | None = None,
+    ) -> None:
+        names = [s.name for s in stages]
+        unknown = [n for n in names if n not in ORDER or n == "audit"]
+        if unknown or len(set(names)) != len(names):
+            raise ValueError(f"stages must be distinct names from {ORDER[:-1]}, got {names}")
+        self.stages = sorted(stages, key=lambda s: ORDER.index(s.name))
+        self.audit, self.describe = audit, describe
+
+    async def run(self, call: Call) -> Call:
+        """Pass ``call`` through every stage in order; a refusal or a failure stops it (the
+        shaping stages still run on a failure, so its text is cut too). Returns the call."""
+        try:
+            stopped = False
+            for stage in self.stages:
+                if stopped and (call.denied or stage.name not in _AFTER):
+                    continue
+                if stage.name == "execute":
+                    call.stages.append(stage.name)  # entered: a cancellation here is audited so
+                try:
+                    ran = await stage.run(call)
+                except Refusal as refusal:
+                    call.denied, call.code, call.is_error, stopped = refusal.gate, refusal.code, True, True
+                    call.text = f"Denied ({refusal.gate}): {refusal.text}"
+                    continue
+                except KeenError as exc:
+                    call.error, call.code, call.is_error, stopped = exc, exc.code, True, True
+                    call.denied = stage.gate
+                    if self.describe is not None:
+                        said = self.describe(call, exc)
+                        call.text = f"Denied ({stage.gate}): {said}" if stage.gate else f"Error: {said}"
+                    continue
+                if ran is not False and stage.name != "execute":
+                    call.stages.append(stage.name)
+        except anyio.get_cancelled_exc_class():
+            call.cancelled = True
+            self._audit(call)
+            raise
+        self._audit(call)
+        return call
+
+    def _audit(self, call: Call) -> None:
+        call.stages.append("audit")
+        try:
+            self.audit(call)
+        except Exception:
+            logger.exception("audit sink failed")
+
+
+# -- the stages every front end shares ----------------------------------------------------------
+
+
+def parse_call_mcp_tool(data: Any) -> tuple[str, str, dict[str, Any]] | None:
+    """``call_mcp_tool``'s ``server``, ``tool`` and ``arguments`` from its input: JSON text or
+    an object, whose ``arguments`` may be an object or JSON text of one (as some models send
+    it); ``None`` for another shape."""
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError:
+            return None
+    if not isinstance(data, dict):
+        return None
+    server, tool, inner = data.get("server"), data.get("tool"), data.get("arguments", {})  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if isinstance(inner, str):
+        with contextlib.suppress(ValueError):
+            inner = json.loads(inner)
+    if not isinstance(server, str) or not isinstance(tool, str) or not isinstance(inner, dict):
+        return None
+    return server, tool, dict(inner)  # pyright: ignore[reportUnknownArgumentType]
+
+
+class CheckCall:
+    """``mcp_checks``: :meth:`keen.mcp.Manager.check_call`, the one run of it per call."""
+
+    name = "mcp_checks"
+
+    def __init__(self, manager: Manager) -> None:
+        self.manager = manager
+
+    async def __call__(self, call: Call) -> bool:
+        if call.server is None or call.tool is None:
+            return False
+        call.found = self.manager.check_call(call.server, call.tool, call.arguments)
+        return True
+
+
+def pinning_policy(manager: Manager, server: str) -> Any:
+    """The server's pinning policy; :mod:`keen.mcp.pins` is imported on the first call
+    (``keen prompt`` imports the gateway for its definition alone)."""
+    from keen.mcp.pins import pinning_policy as policy
+
+    return policy(manager.config.servers[server])
+
+
+class PinCheck:
+    """``pin_check``: the tool's definition is the pinned one (``keen.mcp.pins``): a new or
+    changed tool of a pinned server is refused under ``quarantine`` (``ToolQuarantined``)."""
+
+    name = "pin_check"
+
+    def __init__(self, manager: Manager, pins: PinGuard) -> None:
+        self.manager, self.pins = manager, pins
+
+    async def __call__(self, call: Call) -> bool:
+        if call.server is None or call.tool is None:
+            return False
+        policy = pinning_policy(self.manager, call.server)
+        tools = self.manager.live_tools(call.server)
+        pin = self.pins.enforce(call.server, call.tool, tools, policy)
+        if pin is not None and pin.status != "trusted":
+            call.pin = pin.status
+        call.pinning = (policy, tools)
+        return True
+
+
+class Approve:
+    """``permission`` for a call with no harness: the call's :class:`Approver` is asked about
+    the tool as a model was shown it (annotations at the stricter of pinned and live; a
+    ``readOnlyHint`` a server is not trusted for grants nothing). With nobody to ask, only
+    tools whose trusted annotations say ``readOnlyHint`` run."""
+
+    name = "permission"
+
+    def __init__(self, manager: Manager) -> None:
+        self.manager = manager
+
+    async def __call__(self, call: Call) -> bool:
+        assert call.server is not None and call.tool is not None and call.found is not None
+        server, tool = call.server, call.tool
+        shown = next((t for t in self.manager.list_tools(server) if t.name == tool), None)
+        shown = shown or replace(call.found, annotations_trusted=False)
+        request = ApprovalRequest(
+            server, tool, call.arguments, shown.description, shown.annotations, shown.annotations_trusted
+        )
+        if call.approver.ask is None:
+            if request.read_only:
+                call.decision = "allowed"
+                return True
+            call.decision = "denied"
+            raise ApprovalDenied(
+                f'the call to "{server}/{tool}" was refused, so nothing was sent: without an approval '
+                "callback only tools annotated readOnlyHint run; pass approval= to the Gateway "
+                "(or open_runtime) to decide, e.g. approval=keen.gateway.allow_all",
+                server=server,
+                tool=tool,
+            )
+        if not (await call.approver.asks(request))[0]:
+            call.decision = "denied"
+            raise ApprovalDenied(
+                f'the call to "{server}/{tool}" was not approved, so nothing was sent; ask the user, or try '
+                "another approach",
+                server=server,
+                tool=tool,
+            )
+        call.decision = "allowed"
+        return True
+
+
+# -- truncate -----------------------------------------------------------------------------------
+
+
+def result_text(result: ToolResult, *, indent: int | None = None) -> str:
+    """A result's text content joined, or its ``structuredContent`` as JSON when it has no text.
+
+    Args:
+        result: the tool's result.
+        indent: JSON indentation for structured content (``None``: compact, for a model).
+
+    Returns:
+        The text ("" when the result has neither).
+    """
+    text = result.text
+    if not text and result.structured_content is not None:
+        text = json.dumps(result.structured_content, indent=indent, ensure_ascii=False)
+    return text
+
+
+def cut_text(text: str, limit: int, hint: str | None = None) -> tuple[str, int]:
+    """``text`` cut to ``limit`` characters with a note saying how much was cut and how to get
+    the rest (``hint``); returns the text and the number of characters cut (0: unchanged)."""
+    if len(text) <= limit:
+        return text, 0
+    cut = len(text) - limit
+    note = f"\n[truncated: {cut} of {len(text)} characters cut; to get the rest, {hint or _DEFAULT_HINT}]"
+    return text[:limit] + note, cut
+
+
+@dataclass(frozen=True, slots=True)
+class Shaped:
+    """A result as a model or host gets it: ``text`` within the limit (with its notes),
+    ``structured`` only when its JSON fits beside the text, ``cut`` characters cut."""
+
+    text: str
+    structured: Any
+    cut: int
+
+
+def shape(result: ToolResult, limit: int, hint: str | None = None) -> Shaped:
+    """The one shaping of a tool's result (``truncate``): its text (:func:`result_text`), said
+    to be the tool's own error when ``isError``, cut past ``limit`` with a note (:func:`cut_text`);
+    ``structuredContent`` kept only while its JSON fits beside the text, else left out with a
+    note (the text, or its JSON cut to the limit, stands for it)."""
+    text = result_text(result)
+    if result.is_error:
+        text = f"The tool reported an error: {text}" if text else "The tool reported an error."
+    text, cut = cut_text(text, limit, hint)
+    structured = result.structured_content
+    if structured is not None:
+        size = len(json.dumps(structured, ensure_ascii=False))
+        if cut or len(text) + size > limit:
+            structured = None
+            if result.text:
+                text += (
+                    f"\n[structuredContent left out: its {size} characters of JSON would pass the "
+                    f"{limit}-character limit; the text above carries the result]"
+                )
+    return Shaped(text, structured, cut)
+
+
+# -- audit --------------------------------------------------------------------------------------
+
+
+def audit_record(call: Call) -> dict[str, Any]:
+    """An MCP call as one audit record: ``ts, server, tool, arguments`` (redacted), ``pin`` (a
+    status other than trusted), ``decision`` (allowed|denied|refused, or cancelled when the
+    caller was cancelled before it), ``outcome`` (ok|tool_error|error|cancelled),
+    ``error_code`` and ``error`` for a failure (``cancelled`` for a cancelled call), and
+    ``duration_ms``."""
+    record: dict[str, Any] = {
+        "ts": call.at,
+        "server": call.server or "",
+        "tool": call.tool or "",
+        "arguments": _redacted(call.arguments),
+    }
+    if call.pin is not None:
+        record["pin"] = call.pin
+    if call.cancelled:
+        record.update(decision=call.decision or "cancelled", outcome="cancelled", error_code="cancelled")
+    elif call.error is not None or call.denied:
+        refused = "denied" if isinstance(call.error, ApprovalDenied) else "refused"
+        message = call.error.message if call.error is not None else call.text
+        record.update(decision=call.decision or refused, outcome="error", error_code=call.code, error=message)
+    else:
+        failed = call.result is not None and call.result.is_error
+        record.update(decision=call.decision or "allowed", outcome="tool_error" if failed else "ok")
+    record["duration_ms"] = round(call.seconds() * 1000, 3)
+    return record
+
+
+def _redacted(arguments: Any) -> Any:
+    try:
+        return json.loads(redactor.redact(json.dumps(arguments, ensure_ascii=False)))
+    except (TypeError, ValueError):
+        return redactor.redact(repr(arguments))

@@ -1,0 +1,146 @@
+"""One pipeline for every front end's calls (keen.calls): each call runs ``Manager.check_call``
+(the server, the tool and its JSON Schema validation) once, whichever front end sent it; who
+is asked about a call is an argument of the call; the stages run in the one order.
+
+The Manager is real, its server a FastMCP server in this process (the SDK's in-memory
+transport); a counting wrapper around the Manager's own ``check_call`` records each run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.http_servers import make_basic_server
+from keen.calls import ApprovalRequest, Approver, Call, Pipeline, Stage
+from keen.capabilities import Capability, Catalog
+from keen.errors import ApprovalDenied
+from keen.gateway import allow_all
+from keen.harness import read_events
+from keen.mcp import Manager, in_memory_transport
+from keen.runtime import Runtime, open_runtime
+from keen.serve.calls import CallRouter
+
+pytestmark = pytest.mark.anyio
+
+IN_MEMORY = {"transport": "stdio", "command": "unused-in-memory"}
+
+
+@pytest.fixture
+async def counted(
+    write_config: Callable[[dict[str, Any]], Path], monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Runtime, list[tuple[str, str]]]]:
+    path = write_config({"basic": IN_MEMORY})
+    manager = Manager(path, transports={"basic": in_memory_transport(make_basic_server()._mcp_server)})
+    checks: list[tuple[str, str]] = []
+    real = manager.check_call
+
+    def check_call(name: str, tool: str, arguments: Any) -> Any:
+        checks.append((name, tool))
+        return real(name, tool, arguments)
+
+    monkeypatch.setattr(manager, "check_call", check_call)
+    async with open_runtime(manager=manager, wait=30, approval=allow_all) as rt:
+        yield rt, checks
+
+
+async def test_an_agents_call_checks_once(
+    counted: tuple[Runtime, list[tuple[str, str]]], tmp_path: Path
+) -> None:
+    rt, checks = counted
+    h = rt.harness(mode="auto", workspace=tmp_path)
+    h.requested.append("mcp__basic__echo")
+    h.begin_turn()
+    obs = await h.call("call_mcp_tool", {"server": "basic", "tool": "echo", "arguments": {"text": "hi"}})
+    assert not obs.is_error and obs.text == "hi", obs.text
+    assert checks == [("basic", "echo")]
+    named = await h.call("mcp__basic__echo", {"text": "again"})
+    assert named.text == "again" and checks == [("basic", "echo")] * 2
+    # An invalid call is refused by that one check, and nothing is checked twice.
+    invalid = await h.call("mcp__basic__echo", {"text": 7})
+    assert invalid.denied == "validate" and checks == [("basic", "echo")] * 3
+    h.close()
+
+
+async def test_a_served_call_checks_once(
+    counted: tuple[Runtime, list[tuple[str, str]]], tmp_path: Path
+) -> None:
+    rt, checks = counted
+
+    async def visible(cap: Capability, caller: str | None) -> str | None:
+        return None
+
+    router = CallRouter(
+        rt.manager, lambda: Catalog.from_manager(rt.manager, cache=False), visible, tmp_path / "audit.jsonl"
+    )
+    obs = await router.call("basic", "add", {"a": 2, "b": 3}, caller="stdio:test")
+    assert not obs.is_error and obs.text == "5", obs.text
+    assert checks == [("basic", "add")]
+    router.close()
+
+
+async def test_a_library_call_checks_once(counted: tuple[Runtime, list[tuple[str, str]]]) -> None:
+    rt, checks = counted
+    result = await rt.gateway.call("basic", "add", {"a": 1, "b": 1})
+    assert result.text == "2" and checks == [("basic", "add")]
+    shaped = await rt.gateway.handle_tool_call(
+        {"server": "basic", "tool": "echo", "arguments": {"text": "x"}}
+    )
+    assert shaped.text == "x" and checks == [("basic", "add"), ("basic", "echo")]
+
+
+async def test_a_call_brings_its_own_approval(counted: tuple[Runtime, list[tuple[str, str]]]) -> None:
+    # Approval is an argument of the call: the session's (here allow_all) is only the default.
+    rt, _ = counted
+    asked: list[ApprovalRequest] = []
+
+    def no(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return False
+
+    with pytest.raises(ApprovalDenied, match="was not approved"):
+        await rt.gateway.call("basic", "fail", {"message": "x"}, approval=no)
+    assert [(r.server, r.tool) for r in asked] == [("basic", "fail")]
+    result = await rt.gateway.call("basic", "fail", {"message": "sent"})  # the session's allow_all
+    assert result.is_error and result.text == "sent" and rt.gateway.approval is allow_all
+
+
+async def test_a_harness_call_brings_its_own_approver(
+    counted: tuple[Runtime, list[tuple[str, str]]], tmp_path: Path
+) -> None:
+    rt, _ = counted
+    h = rt.harness(mode="ask", workspace=tmp_path)  # no approve: calls that need asking are denied
+    h.requested.append("mcp__basic__fail")
+    h.begin_turn()
+    call = {"server": "basic", "tool": "fail", "arguments": {"message": "m"}}
+    denied = await h.call("call_mcp_tool", call)
+    assert denied.denied == "permission" and "no one to ask" in denied.text
+    ran = await h.call("call_mcp_tool", call, approver=Approver(allow_all, "the test"))
+    assert ran.denied is None and ran.is_error and ran.text == "The tool reported an error: m"
+    approvals = [e for e in read_events(h.log.path) if e["type"] == "approval"]
+    assert [(e["decision"], e["by"]) for e in approvals] == [("deny", "user"), ("allow", "the test")]
+    h.close()
+
+
+async def test_the_pipeline_keeps_the_one_order() -> None:
+    ran: list[str] = []
+
+    def stage(name: str) -> Stage:
+        async def run(call: Call) -> bool:
+            ran.append(name)
+            return True
+
+        return Stage(name, run)
+
+    audited: list[Call] = []
+    pipeline = Pipeline([stage("execute"), stage("permission"), stage("validate")], audited.append)
+    call = await pipeline.run(Call("t", {}))
+    assert ran == ["validate", "permission", "execute"] and call.stages == [*ran, "audit"]
+    assert audited == [call]
+    with pytest.raises(ValueError, match="stages must be distinct names"):
+        Pipeline([stage("validate"), stage("validate")], audited.append)
+    with pytest.raises(ValueError, match="stages must be distinct names"):
+        Pipeline([stage("send")], audited.append)
