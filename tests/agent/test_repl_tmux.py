@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from conftest import SERVERS
-from helpers.cli import KEEN
+from helpers.cli import REAL_KEEN as KEEN
 from helpers.fake_llm import FakeLLM, Reply
 from helpers.tmux import Tmux
 

@@ -24,12 +24,19 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-__all__ = ["KEEN", "Home", "Run", "make_home", "read_until"]
+from helpers.forkserver import forked
+
+__all__ = ["KEEN", "REAL_KEEN", "Home", "Run", "make_home", "read_until"]
 
 _SCRIPT = Path(sys.executable).with_name("keen")
-KEEN: list[str] = (
+REAL_KEEN: list[str] = (
     [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from keen.cli import main; main()"]
 )
+"""The console script started as a new interpreter: for tests of the process itself (a
+terminal, its start-up cost)."""
+KEEN: list[str] = forked(str(_SCRIPT)) if _SCRIPT.exists() else REAL_KEEN
+"""The console script run in a fork of a warm process (``tests/helpers/forkserver.py``):
+the same script, streams, environment, signals and exit status, without the imports."""
 RUN_TIMEOUT = 60
 
 

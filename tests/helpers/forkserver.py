@@ -32,7 +32,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["launch_args"]
+__all__ = ["forked", "launch_args"]
 
 HERE = Path(__file__).resolve()
 LAUNCH = HERE.parents[1] / "servers" / "launch.py"
@@ -43,16 +43,35 @@ PRELOAD = (
     "mcp.server.mcpserver",
     "mcp.server.stdio",
     "mcp_types",
+    # Keen's console script, for the tests that run it as a process without testing the
+    # process itself (its start, tty, signals and exit codes stay covered by real starts).
+    "keen.cli",
+    "keen.cli.chat_cmd",
+    "keen.cli.mcp_cmd",
+    "keen.cli.serve_cmd",
+    "keen.mcp.manager",
+    "keen.serve.server",
+    "keen.agent.providers",
+    "openai",
 )
 
 _lock = threading.Lock()
-_state: dict[str, Any] = {}
+# Shared by both names this module is imported under (``helpers.`` and ``tests.helpers.``).
+_state: dict[str, Any] = sys.modules.setdefault(
+    "_keen_test_forkserver", type(sys)("_keen_test_forkserver")
+).__dict__
 
 
 def launch_args(script: str, *args: str) -> list[str]:
     """The ``args`` (after ``sys.executable``) that run ``script ARGS`` through this worker's
     fork server, started here on first use."""
     return ["-S", str(LAUNCH), _socket(), script, *args]
+
+
+def forked(script: str) -> list[str]:
+    """A whole command line running the Python script ``script`` (a console script such as
+    ``.venv/bin/keen``) through the fork server."""
+    return [sys.executable, *launch_args(script)]
 
 
 def _socket() -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers import cli as _cli
 from helpers import server_script
 
 __all__ = [
@@ -32,10 +33,8 @@ __all__ = [
     "keen_env",
 ]
 
-_SCRIPT = Path(sys.executable).with_name("keen")
-KEEN: list[str] = (
-    [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from keen.cli import main; main()"]
-)
+KEEN: list[str] = _cli.KEEN
+"""``keen`` as a process (forked from a warm process: see ``tests/helpers/cli.py``)."""
 
 
 def hostile_entry(spec_path: Path, spec: dict[str, Any], **extra: Any) -> dict[str, Any]:

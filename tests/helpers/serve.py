@@ -26,6 +26,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from conftest import peer, stdio_server
+from helpers.forkserver import forked
 from helpers.loopback import free_port, stop, wait_listening
 
 __all__ = [
@@ -106,7 +107,7 @@ class KeenServeProcess:
         self.port = self.port or free_port()
         log = open(self.home / f"serve-{self.port}.log", "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [KEEN, "serve", "--transport", "http", "--port", str(self.port), *self.args],
+            [*forked(KEEN), "serve", "--transport", "http", "--port", str(self.port), *self.args],
             env=serve_env(self.home, **self.env),
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -166,9 +167,10 @@ async def connect(
             yield client
         return
     assert target == "stdio" and home is not None
+    command, *forked_args = forked(KEEN)
     params = StdioServerParameters(
-        command=KEEN,
-        args=["serve", "--transport", "stdio", *(serve_args or ["--mode", "extension"])],
+        command=command,
+        args=[*forked_args, "serve", "--transport", "stdio", *(serve_args or ["--mode", "extension"])],
         env=serve_env(home),
     )
     async with Client(params, mode=mode, cache=None) as client:

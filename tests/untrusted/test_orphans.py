@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from helpers import server_script
+from helpers.cli import REAL_KEEN as KEEN
 from helpers.cli import read_until
-from helpers.hostile import KEEN, hostile_entry
+from helpers.hostile import hostile_entry
 from helpers.loopback import alive, wait_until
 from keen.mcp._spawn import _setpriv
 
