@@ -1,8 +1,10 @@
-"""A stdio server's stderr copy (keen.mcp._stderr): the event loop watches every pipe.
+"""What a connected stdio server costs Keen: no thread, nothing on the event loop's thread.
 
-No thread per server for its stderr, and no limit on the pipe's descriptor number: a copier
-built on ``select()`` cannot watch a descriptor of 1024 or more and stopped copying without
-a word once Keen held that many (about 300 servers).
+The event loop watches every server's pipes and exit (keen.mcp._stderr, keen.mcp._stdio),
+with no limit on a descriptor's number: a stderr copier built on ``select()`` cannot watch a
+descriptor of 1024 or more and stopped copying without a word once Keen held that many
+(about 300 servers). A server is started in a worker thread: ``fork``/``exec`` on the loop
+held every other server's messages until the child had exec'd.
 """
 
 from __future__ import annotations
@@ -10,14 +12,17 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from helpers.hostile import hostile_entry
 from keen.mcp import Manager, ServerState
+from keen.mcp._stdio import pidfd_supported
 
 pytestmark = pytest.mark.anyio
 
@@ -76,6 +81,28 @@ async def test_servers_stderr_costs_no_thread(write_config: Callable[..., Path],
         assert await manager.wait_ready(60)
         assert all(s.state is ServerState.CONNECTED for s in manager.servers()), manager.servers()
         held = threads() - before
-    # At most what the SDK's process needs: Python 3.11's asyncio waits for each child in a
-    # thread of its own (3.12 and later on Linux: none).
-    assert held <= servers, [t.name for t in threading.enumerate()]
+    # One thread of the process starts every server (it is there from the first one on).
+    # Where there is no pidfd, the SDK's transport runs, and Python 3.11's asyncio waits for
+    # each child in a thread of its own.
+    assert held <= (1 if pidfd_supported() else servers), [t.name for t in threading.enumerate()]
+
+
+async def test_a_server_is_started_off_the_event_loops_thread(
+    write_config: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started_in: list[str] = []
+    popen = subprocess.Popen
+
+    def recording(*args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
+        started_in.append(threading.current_thread().name)
+        return popen(*args, **kwargs)
+
+    spec = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    path = write_config({"s": hostile_entry(tmp_path / "s.json", spec)})
+    monkeypatch.setattr(subprocess, "Popen", recording)
+    async with Manager(path) as manager:
+        assert await manager.wait_ready(30)
+        assert manager.status("s").state is ServerState.CONNECTED, manager.status("s").last_error
+        result = await manager.call_tool("s", "t", {})
+        assert not result.is_error, result.text
+    assert started_in and threading.main_thread().name not in started_in, started_in
