@@ -32,8 +32,10 @@ systems do not allow ``:`` in a name (``mcp:github`` -> ``mcp_github``)."""
 
 def keen_home() -> Path:
     """``$KEEN_HOME`` if set and non-empty, else ``~/.keen``."""
-    environ = os.environ
-    return _home(environ.get("KEEN_HOME"), environ.get("HOME"), environ.get("USERPROFILE"))
+    value = os.environ.get("KEEN_HOME")
+    if value:
+        return _home(value, None, None)
+    return _home(None, os.environ.get("HOME"), os.environ.get("USERPROFILE"))
 
 
 @functools.lru_cache(maxsize=64)
