@@ -106,3 +106,23 @@ async def test_a_server_is_started_off_the_event_loops_thread(
         result = await manager.call_tool("s", "t", {})
         assert not result.is_error, result.text
     assert started_in and threading.main_thread().name not in started_in, started_in
+
+
+async def test_tool_versions_name_the_connected_servers_and_their_lists(
+    write_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    two = {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in ("a", "b")]}
+    path = write_config(
+        {
+            "two": hostile_entry(tmp_path / "two.json", two),
+            "dead": hostile_entry(tmp_path / "dead.json", {"exit_at_start": 3}),
+            "off": {**hostile_entry(tmp_path / "off.json", two), "enabled": False},
+        }
+    )
+    async with Manager(path) as manager:
+        assert await manager.wait_ready(30)
+        versions = manager.tool_versions()
+        assert [(name, count) for name, _, count in versions] == [("two", 2)], manager.servers()
+        assert versions[0][1] == manager.status("two").last_refresh_at is not None
+        await manager.refresh_tools("two")
+        assert manager.tool_versions()[0][1] == manager.status("two").last_refresh_at != versions[0][1]
