@@ -76,6 +76,7 @@ QUERIES := .bench/queries
 bench: $(VENV)/.dev peers
 	$(PY) bench/cli_start.py
 	$(PY) bench/startup.py
+	$(PY) bench/idle.py
 	$(PY) bench/call_overhead.py
 	$(PY) bench/mcpskills_generate.py $(LIVEMCPBENCH)/tools.json
 	$(PY) bench/livemcpbench_queries.py $(LIVEMCPBENCH)/all_annotations.json $(LIVEMCPBENCH)/tools.json $(QUERIES)

@@ -6,6 +6,7 @@ tests and the demo can point it at a temporary directory.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -32,42 +33,57 @@ systems do not allow ``:`` in a name (``mcp:github`` -> ``mcp_github``)."""
 def keen_home() -> Path:
     """``$KEEN_HOME`` if set and non-empty, else ``~/.keen``."""
     value = os.environ.get("KEEN_HOME")
+    if value:
+        return _home(value, None, None)
+    return _home(None, os.environ.get("HOME"), os.environ.get("USERPROFILE"))
+
+
+@functools.lru_cache(maxsize=64)
+def _under(home: Path, *parts: str) -> Path:
+    return home.joinpath(*parts)
+
+
+@functools.lru_cache(maxsize=16)
+def _home(value: str | None, home: str | None, profile: str | None) -> Path:
+    # Built once per value of the variables it depends on (``~`` is HOME, USERPROFILE on
+    # Windows): every pin lookup, log and skill path of every call starts here.
+    del home, profile  # the cache key only: Path.home() reads them
     return Path(value).expanduser() if value else Path.home() / ".keen"
 
 
 def mcp_config_path() -> Path:
     """``$KEEN_HOME/mcp/configs.json`` (docs/architecture.md "Configuration")."""
-    return keen_home() / "mcp" / "configs.json"
+    return _under(keen_home(), "mcp", "configs.json")
 
 
 def auth_dir() -> Path:
     """``$KEEN_HOME/mcp/auth``: OAuth tokens, one 0600 file per server."""
-    return keen_home() / "mcp" / "auth"
+    return _under(keen_home(), "mcp", "auth")
 
 
 def pins_dir() -> Path:
     """``$KEEN_HOME/mcp/pins``: pinned tool definitions, one 0600 file per server."""
-    return keen_home() / "mcp" / "pins"
+    return _under(keen_home(), "mcp", "pins")
 
 
 def logs_dir() -> Path:
     """``$KEEN_HOME/logs``: stdio servers' stderr, one file per server."""
-    return keen_home() / "logs"
+    return _under(keen_home(), "logs")
 
 
 def skills_dir() -> Path:
     """``$KEEN_HOME/skills``: user-written and generated skills side by side."""
-    return keen_home() / "skills"
+    return _under(keen_home(), "skills")
 
 
 def skills_config_path() -> Path:
     """``$KEEN_HOME/skills/config.json``: ``{"is_enabled": {name: bool}}``."""
-    return skills_dir() / "config.json"
+    return _under(keen_home(), "skills", "config.json")
 
 
 def sessions_dir() -> Path:
     """``$KEEN_HOME/sessions``: one JSONL event log per agent session."""
-    return keen_home() / "sessions"
+    return _under(keen_home(), "sessions")
 
 
 def skill_dir_name(name: str, platform: str | None = None) -> str:

@@ -127,12 +127,27 @@ def _reap(pid: int) -> bool:
     return done == pid
 
 
+def _zombie_waiting() -> bool:
+    """Has this process a child that has exited and is not reaped yet? One ``waitid(2)``
+    with ``WNOWAIT`` (it reaps nothing), so the scan of every child in ``/proc`` runs only
+    when there is a zombie to find: it ran before each server started, reading the state
+    of every server already running (quadratic in servers)."""
+    try:
+        return os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return False  # no child at all
+    except OSError:
+        return True  # cannot tell: scan
+
+
 def reap_adopted() -> int:
     """Reap this process's zombie children that it adopted; returns how many.
 
     Keen starts every child in its own process group and session, or as the leader of new
     ones, so a child in a third group or session was adopted: no one else will wait for it.
     """
+    if not _zombie_waiting():
+        return 0
     own_sid, own_pgid = os.getsid(0), os.getpgid(0)
     reaped = 0
     for child in _children():

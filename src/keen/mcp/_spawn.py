@@ -167,11 +167,14 @@ def beside_keen(command: str, env: dict[str, str]) -> str:
 
 
 def stdio_transport(cfg: StdioServerConfig, errlog: TextIO) -> Any:
-    """The SDK's stdio transport for ``cfg``, started through :func:`server_command` (so on
-    Linux the server dies with Keen) with :func:`server_environment`; the server's stderr goes
-    to ``errlog`` (a real file). On Linux, what the server daemonized is stopped with it
-    (:mod:`keen.mcp._orphans`)."""
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    """The stdio transport for ``cfg``, started through :func:`server_command` (so on Linux
+    the server dies with Keen) with :func:`server_environment`; the server's stderr goes to
+    ``errlog`` (a real file). On Linux, the process is started off the event loop and watched
+    without a thread (:mod:`keen.mcp._stdio`; elsewhere the SDK's ``stdio_client``), and what
+    the server daemonized is stopped with it (:mod:`keen.mcp._orphans`)."""
+    from mcp.client.stdio import StdioServerParameters
+
+    from keen.mcp._stdio import spawned_stdio_client
 
     token = secrets.token_hex(8)
     env = {**server_environment(cfg), SPAWN_VAR: token}
@@ -179,4 +182,4 @@ def stdio_transport(cfg: StdioServerConfig, errlog: TextIO) -> Any:
     params = StdioServerParameters(
         command=command, args=args, env=env, cwd=cfg.cwd, encoding_error_handler="replace"
     )
-    return orphans_stopped(stdio_client(params, errlog=errlog), token)
+    return orphans_stopped(spawned_stdio_client(params, errlog), token)

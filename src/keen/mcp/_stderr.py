@@ -1,8 +1,12 @@
 """A stdio server's stderr, copied into ``logs/<server>.stderr.log`` with secrets redacted.
 
-The server writes into a pipe, never into the log file itself: a thread reads the pipe,
-redacts every line with the process-wide redactor (the server's own ``env`` values are
-registered before it starts) and appends it to the log. The log of one run is capped
+The server writes into a pipe, never into the log file itself. The event loop watches the
+pipe's read end (``loop.add_reader``: epoll on Linux, kqueue on macOS, so no thread, no
+polling and no limit on the descriptor's number, as ``select()`` has at 1024); when it is
+readable, what it holds is read, every line redacted with the process-wide redactor (the
+server's own ``env`` values are registered before it starts) and appended to the log. Where
+the loop cannot watch a pipe (Windows' proactor, a loop other than asyncio's), a thread
+does the same with blocking reads. The log of one run is capped
 (``MAX_RUN_BYTES``; a note says so), lines are cut at ``MAX_LINE_BYTES``, and the last
 lines stay in memory for error messages (:meth:`StderrCopy.tail`), which first drains
 whatever the server has written so far, so a message quotes what preceded a crash.
@@ -15,16 +19,15 @@ drive the terminal (:func:`keen._terminal.terminal_text`).
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import errno
 import logging
 import os
-import select
 import stat
 import sys
 import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -45,8 +48,9 @@ MAX_RUN_BYTES = 4_000_000
 """At most this much of one run's stderr is written to the log; the rest is dropped."""
 MAX_LINE_BYTES = 16_384
 _TAIL_LINES = 20
-_POLL = 0.1
 _FINISH_WAIT = 1.0
+_CHUNK = 65536
+_CHUNKS_PER_WAKE = 16  # a server that writes without pause cannot hold the event loop
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -54,8 +58,8 @@ class StderrCopy:
     """Copy a child's stderr from a pipe to ``path``, redacted; use as an async context.
 
     ``errlog`` (valid inside the context) is the pipe's write end to hand to the child.
-    On exit, our copy of the write end is closed and the thread copies until end of
-    file (the child and its children have exited) or ``_FINISH_WAIT`` seconds.
+    On exit, our copy of the write end is closed and the copy goes on until end of file
+    (the child and its children have exited) or ``_FINISH_WAIT`` seconds.
     """
 
     def __init__(self, path: Path, server: str) -> None:
@@ -70,6 +74,8 @@ class StderrCopy:
         self._stop = threading.Event()
         self._read_fd = -1
         self._log: TextIO | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ended: anyio.Event | None = None
         self._thread: threading.Thread | None = None
         self.errlog: TextIO | None = None
 
@@ -86,10 +92,18 @@ class StderrCopy:
             self._log.flush()
         read_fd, write_fd = os.pipe()
         self._read_fd = read_fd
-        if sys.platform != "win32":
-            os.set_blocking(read_fd, False)
         # The SDK hands errlog to the subprocess, so it must be a real file descriptor.
         self.errlog = os.fdopen(write_fd, "w", encoding="utf-8")
+        loop = _watching_loop()
+        if loop is not None:
+            os.set_blocking(read_fd, False)
+            try:
+                loop.add_reader(read_fd, self._readable)
+            except NotImplementedError:
+                os.set_blocking(read_fd, True)
+            else:
+                self._loop, self._ended = loop, anyio.Event()
+                return
         self._thread = threading.Thread(target=self._run, name=f"keen-stderr-{self.server}", daemon=True)
         self._thread.start()
 
@@ -99,11 +113,17 @@ class StderrCopy:
         if self.errlog is not None:
             self.errlog.close()
         self._stop.set()
-        thread = self._thread
-        if thread is not None:
-            with anyio.CancelScope(shield=True):
+        thread, ended = self._thread, self._ended
+        with anyio.CancelScope(shield=True):
+            if thread is not None:
                 await anyio.to_thread.run_sync(thread.join, _FINISH_WAIT + 1)
+            elif ended is not None and not self._eof:
+                # The server has been stopped: its last lines are in the pipe, or a
+                # grandchild still holds the write end (then give up after a while).
+                with anyio.move_on_after(_FINISH_WAIT):
+                    await ended.wait()
         with self._lock:
+            self._unwatch()
             self._flush_partial()
             if self._log is not None:
                 self._log.close()
@@ -117,48 +137,50 @@ class StderrCopy:
     def tail(self, lines: int = 5) -> list[str]:
         """The last ``lines`` non-blank lines of this run (redacted), after copying what is pending."""
         with self._lock:
-            self._drain()
+            if self._thread is None:  # the blocking reader of the fallback thread copies on its own
+                self._drain(_CHUNKS_PER_WAKE)
             return [line for line in self._tail if line.strip()][-lines:]
 
-    def _run(self) -> None:
-        try:
-            self._copy()
-        finally:
-            if self._stop.is_set():
-                # The context has ended: nothing will read the pipe again (a grandchild may
-                # still hold its write end, which is why the copy gave up).
-                with self._lock:
-                    if self._read_fd >= 0:
-                        os.close(self._read_fd)
-                        self._read_fd = -1
+    def _readable(self) -> None:
+        # In the event loop, whenever the pipe holds something (or its write ends are all closed).
+        with self._lock:
+            self._drain(_CHUNKS_PER_WAKE)
+            if self._eof:
+                self._unwatch()
 
-    def _copy(self) -> None:
-        deadline: float | None = None
-        while True:
-            if self._stop.is_set() and deadline is None:
-                deadline = _now() + _FINISH_WAIT
-            if deadline is not None and _now() > deadline:
-                return
-            if sys.platform == "win32":  # no select() on pipes: plain blocking reads
-                data = os.read(self._read_fd, 65536)
+    def _unwatch(self) -> None:
+        # Caller holds the lock. Once, before the descriptor is closed.
+        loop, self._loop = self._loop, None
+        if loop is not None and not loop.is_closed():
+            loop.remove_reader(self._read_fd)
+        if self._ended is not None:
+            self._ended.set()
+
+    def _run(self) -> None:
+        # The fallback: a thread blocked in read() until the server writes or all write ends close.
+        try:
+            while not self._eof:
+                try:
+                    data = os.read(self._read_fd, _CHUNK)
+                except OSError:
+                    return
                 with self._lock:
                     self._consume(data)
-            else:
-                try:
-                    ready, _, _ = select.select([self._read_fd], [], [], _POLL)
-                except (OSError, ValueError):
-                    return
-                if ready:
-                    with self._lock:
-                        self._drain()
-            if self._eof:
-                return
+        finally:
+            with self._lock:
+                if self._stop.is_set() and self._read_fd >= 0:
+                    # The context has ended: nothing will read the pipe again.
+                    os.close(self._read_fd)
+                    self._read_fd = -1
 
-    def _drain(self) -> None:
-        # Caller holds the lock. Non-blocking: copies whatever the pipe holds now.
-        while not self._eof and self._read_fd >= 0:
+    def _drain(self, chunks: int) -> None:
+        # Caller holds the lock. Non-blocking: copies what the pipe holds now, at most
+        # ``chunks`` reads (the loop calls again while more is there).
+        for _ in range(chunks):
+            if self._eof or self._read_fd < 0:
+                return
             try:
-                data = os.read(self._read_fd, 65536)
+                data = os.read(self._read_fd, _CHUNK)
             except BlockingIOError:
                 return
             except OSError:
@@ -204,8 +226,15 @@ class StderrCopy:
             self._capped = True
 
 
-def _now() -> float:
-    return time.monotonic()
+def _watching_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop when it can watch a pipe (not on Windows, whose proactor
+    loop cannot; not under another async library), else ``None``."""
+    if sys.platform == "win32":
+        return None
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # no asyncio loop in this thread (trio)
+        return None
 
 
 def _open_log(path: Path) -> TextIO | None:

@@ -26,9 +26,13 @@ shown to a person without re-injecting what it found. The patterns are tuned on 
 
 from __future__ import annotations
 
+import collections
+import functools
 import re
+import threading
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -250,6 +254,38 @@ def _distinctive(name: str) -> bool:
 
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/-]*")
 _QUALIFIED = re.compile(r"(?:mcp__)?(?P<server>[A-Za-z0-9_-]+?)(?:[./:]|__)(?P<tool>[A-Za-z0-9_-]+)")
+_CURSOR = "mcp_tool_"  # Cursor's prefix: mcp_tool_<name>
+
+
+def _compound(token: str) -> bool:
+    """May ``token`` be qualified (``server.tool``, ``server/tool``, ``server:tool``,
+    ``mcp__server__tool``) or prefixed (``mcp_tool_x``)? Plain ``in`` tests: this runs for
+    every distinct token of every text."""
+    return "." in token or "/" in token or ":" in token or "__" in token or token.startswith(_CURSOR)
+
+
+_CACHED_TEXTS = 65_536
+
+
+@dataclass(frozen=True, slots=True)
+class _Split:
+    """A text's name-like tokens (trailing ``.:/-`` cut): where each starts, in order of
+    first appearance; all of them as a set; those that may be qualified or prefixed."""
+
+    starts: dict[str, tuple[int, ...]]
+    tokens: frozenset[str]
+    compound: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=_CACHED_TEXTS)
+def _split(text: str) -> _Split:
+    """``text`` split into tokens, cached per text: a server's tools are scanned again
+    whenever the set of servers changes, and their texts rarely do."""
+    places: dict[str, list[int]] = {}
+    for match in _TOKEN.finditer(text):
+        places.setdefault(match.group().rstrip(".:/-"), []).append(match.start())
+    compound = tuple(t for t in places if _compound(t))
+    return _Split({t: tuple(s) for t, s in places.items()}, frozenset(places), compound)
 
 
 _PREFER = re.compile(
@@ -285,31 +321,55 @@ class ShadowIndex:
                     self._definitions.setdefault(item.name, {}).setdefault(server, item)
                 else:
                     names.add(item)
-        self._owners: dict[str, set[str]] = {}
+        owners: dict[str, list[str]] = {}
         for server, names in self.tools.items():
             for name in names:
                 if _distinctive(name):
-                    self._owners.setdefault(name, set()).add(server)
+                    owners.setdefault(name, []).append(server)
+        # Sorted once here: a lookup takes the first owner that is not the asking server.
+        self._owners: dict[str, tuple[str, ...]] = {name: tuple(sorted(o)) for name, o in owners.items()}
+        # A token that is none of these, nor qualified or prefixed, names nothing here.
+        self._known = frozenset(self._owners) | frozenset(self.tools)
 
-    def find(self, text: str, *, server: str | None, own: set[str]) -> Iterator[tuple[int, int, str]]:
+    def _other_owner(self, name: str, server: str | None) -> str | None:
+        """The first (by name) server other than ``server`` that defines the distinctive ``name``."""
+        owners = self._owners.get(name)
+        if not owners:
+            return None
+        if owners[0] != server:
+            return owners[0]
+        return owners[1] if len(owners) > 1 else None  # each server is there once
+
+    def find(self, text: str, *, server: str | None, own: AbstractSet[str]) -> Iterator[tuple[int, int, str]]:
         """Spans of ``text`` naming a tool of a server other than ``server``: not one of ``own``
         unless another server defines that name too and the text prefers this one to it."""
         if not self.tools:
             return
-        for match in _TOKEN.finditer(text):
-            token = match.group().rstrip(".:/-")
-            start = match.start()
-            end = start + len(token)
-            found = self._lookup(token, server=server, own=own)
-            if found is None and token in self.tools and token != server and _prefers(text, start):
-                found = f'tells the model to use it instead of the server "{token}"'
-            elif found is None and token in own and _prefers(text, start, end):
+        found: list[tuple[int, int, str]] = []
+        # Only the tokens that may name something are looked up (the split is cached per
+        # text, the intersection runs in C), each once, then its places are checked.
+        split = _split(text)
+        for token in (split.tokens & self._known).union(split.compound):
+            starts = split.starts[token]
+            end_of = len(token)
+            reason = self._lookup(token, server=server, own=own)
+            if reason is not None:
+                found += [(start, start + end_of, reason) for start in starts]
+            elif token in self.tools and token != server:
+                reason = f'tells the model to use it instead of the server "{token}"'
+                found += [(start, start + end_of, reason) for start in starts if _prefers(text, start)]
+            elif token in own:
                 # An own name another server also defines: "use this send_email, not the other".
-                owners = sorted(self._owners.get(token, set()) - {server})
-                if owners:
-                    found = f'tells the model to use it instead of "{token}" of the server "{owners[0]}"'
-            if found is not None:
-                yield start, end, found
+                other = self._other_owner(token, server)
+                if other is not None:
+                    reason = f'tells the model to use it instead of "{token}" of the server "{other}"'
+                    found += [
+                        (start, start + end_of, reason)
+                        for start in starts
+                        if _prefers(text, start, start + end_of)
+                    ]
+        found.sort(key=lambda span: span[0])
+        yield from found
 
     def redefined(self, tool: Tool) -> str | None:
         """The server (another than ``tool.server``) that defines ``tool.name`` with another
@@ -322,14 +382,15 @@ class ShadowIndex:
         mine = body_fingerprint(tool)
         return next((s for s, t in sorted(others.items()) if body_fingerprint(t) != mine), None)
 
-    def _lookup(self, token: str, *, server: str | None, own: set[str]) -> str | None:
-        for name in (token, token.removeprefix("mcp_tool_")):
+    def _lookup(self, token: str, *, server: str | None, own: AbstractSet[str]) -> str | None:
+        names = (token, token.removeprefix(_CURSOR)) if token.startswith(_CURSOR) else (token,)
+        for name in names:
             if name in own:
                 return None
-            owners = sorted(self._owners.get(name, set()) - {server})
-            if owners:
-                return f'names the tool "{name}" of the server "{owners[0]}"'
-        qualified = _QUALIFIED.fullmatch(token)
+            other = self._other_owner(name, server)
+            if other is not None:
+                return f'names the tool "{name}" of the server "{other}"'
+        qualified = _QUALIFIED.fullmatch(token) if _compound(token) else None
         if qualified is not None:
             other, tool = qualified.group("server"), qualified.group("tool")
             if other != server and tool in self.tools.get(other, ()):
@@ -376,17 +437,11 @@ def scan_text(
         found.append(Flag(kind, field, start, end, text[start:end], _excerpt(text, start, end), reason))
 
     if shadow is not None:
-        for start, end, reason in shadow.find(text, server=server, own=set(own)):
+        own_set = own if isinstance(own, set | frozenset) else set(own)
+        for start, end, reason in shadow.find(text, server=server, own=own_set):
             add("shadowing", start, end, reason)
-    for pattern, reason in _OVERRIDE:
-        for match in pattern.finditer(text):
-            add("override", match.start(), match.end(), reason)
-    for start, end in _secret_files(text):
-        add("secrets", start, end, "asks to read or send a credential or secret file")
-    for match in _SECRET_ASK.finditer(text):
-        add("secrets", match.start(), match.end(), "asks to read or send credentials")
-    for start, end, reason in _hidden(text):
-        add("hidden", start, end, reason)
+    for kind, start, end, reason in _text_findings(text):
+        add(kind, start, end, reason)
     # One flag per finding per field: a tag opened and closed, or a name said twice, is one.
     seen: set[tuple[str, str]] = set()
     unique = []
@@ -396,6 +451,24 @@ def scan_text(
             seen.add(key)
             unique.append(flag)
     return unique
+
+
+@functools.lru_cache(maxsize=_CACHED_TEXTS)
+def _text_findings(text: str) -> tuple[tuple[FlagKind, int, int, str], ...]:
+    """The findings of ``text`` that depend on it alone (override, secrets, hidden), in order
+    of kind, then position. Cached per text, so a tool scanned again costs only the
+    shadowing check, which depends on the other servers."""
+    found: list[tuple[FlagKind, int, int, str]] = []
+    for pattern, reason in _OVERRIDE:
+        for match in pattern.finditer(text):
+            found.append(("override", match.start(), match.end(), reason))
+    for start, end in _secret_files(text):
+        found.append(("secrets", start, end, "asks to read or send a credential or secret file"))
+    for match in _SECRET_ASK.finditer(text):
+        found.append(("secrets", match.start(), match.end(), "asks to read or send credentials"))
+    for start, end, reason in _hidden(text):
+        found.append(("hidden", start, end, reason))
+    return tuple(found)
 
 
 def _texts(tool: Tool) -> Iterator[tuple[str, str]]:
@@ -445,17 +518,44 @@ def scan_tool(tool: Tool, *, shadow: ShadowIndex | None = None, own: Iterable[st
     ``shadow`` holds the configured servers' tool names (the tool's own server is skipped);
     ``own`` is the tool's own server's tool names (default: just this tool's name).
     """
+    texts, enum_words = _parts(tool)
     # The tool's own enum values are its vocabulary (operation="get_stats"), not a reference.
-    own_names = set(own) | {tool.name} | _enum_words(tool.input_schema)
+    own_set = own if isinstance(own, set | frozenset) else set(own)
+    extra = enum_words | {tool.name}
+    own_names = own_set if extra <= own_set else own_set | extra  # scan_server's own: no copy per tool
     flags: list[Flag] = []
     other = shadow.redefined(tool) if shadow is not None else None
     if other is not None:
         name = tool.name
         reason = f'defines "{name}", a tool the server "{other}" defines otherwise'
         flags.append(Flag("shadowing", "name", 0, len(name), name, _excerpt(name, 0, len(name)), reason))
-    for field, text in _texts(tool):
+    for field, text in texts:
         flags.extend(scan_text(text, field=field, shadow=shadow, server=tool.server, own=own_names))
     return flags
+
+
+_CACHED_TOOLS = 65_536
+_tool_parts: collections.OrderedDict[int, tuple[Tool, tuple[tuple[str, str], ...], frozenset[str]]] = (
+    collections.OrderedDict()
+)
+_tool_parts_lock = threading.Lock()
+
+
+def _parts(tool: Tool) -> tuple[tuple[tuple[str, str], ...], frozenset[str]]:
+    """``tool``'s texts by field and its enum words, walked once per tool object (a Tool is
+    frozen and a re-list makes new ones). The entry keeps its tool, so its ``id`` is not
+    reused while cached; the least recently used go past ``_CACHED_TOOLS``."""
+    with _tool_parts_lock:
+        hit = _tool_parts.get(id(tool))
+        if hit is not None and hit[0] is tool:
+            _tool_parts.move_to_end(id(tool))
+            return hit[1], hit[2]
+    texts, words = tuple(_texts(tool)), frozenset(_enum_words(tool.input_schema))
+    with _tool_parts_lock:
+        _tool_parts[id(tool)] = (tool, texts, words)
+        if len(_tool_parts) > _CACHED_TOOLS:
+            _tool_parts.popitem(last=False)
+    return texts, words
 
 
 def scan_server(

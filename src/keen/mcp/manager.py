@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -330,6 +331,16 @@ class Manager:
         """Status of every configured server: valid entries in config order, then the invalid
         ones (state ``config_error``)."""
         return [rt.status() for rt in self._runtimes.values()] + list(self._misconfigured.values())
+
+    def tool_versions(self) -> list[tuple[str, datetime | None, int]]:
+        """``(name, last tools/list, tool count)`` of each connected server, in config order:
+        what a cache of their tools keys on, for a caller that asks on every call (``keen
+        serve``), without building every server's :class:`ServerStatus` (:meth:`servers`)."""
+        return [
+            (name, rt.last_refresh_at, len(rt.tools))
+            for name, rt in self._runtimes.items()
+            if rt.state is ServerState.CONNECTED
+        ]
 
     def status(self, name: str) -> ServerStatus:
         """Status of one server.

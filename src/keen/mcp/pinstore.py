@@ -90,6 +90,7 @@ class PinStore:
 
     def __init__(self, root: Path | None = None) -> None:
         self._root = root
+        self._paths: dict[tuple[Path, str], Path] = {}
 
     @property
     def root(self) -> Path:
@@ -97,9 +98,13 @@ class PinStore:
 
     def path(self, server: str) -> Path:
         """``<root>/<server>.json``. Raises ``ValueError`` for a name that is not a server name."""
-        if not SERVER_NAME_PATTERN.match(server):
-            raise ValueError(f"{server!r} is not a valid server name")
-        return self.root / f"{server}.json"
+        root = self.root
+        path = self._paths.get((root, server))
+        if path is None:  # built once per root and server: every call's pin check asks
+            if not SERVER_NAME_PATTERN.match(server):
+                raise ValueError(f"{server!r} is not a valid server name")
+            path = self._paths[(root, server)] = root / f"{server}.json"
+        return path
 
     def load(self, server: str) -> PinFile | None:
         """The server's pins, or ``None`` when it was never pinned.

@@ -243,12 +243,12 @@ class KeenServer:
 
     def catalog(self) -> ToolCatalog:
         """The exposed tools of every connected server; rebuilt only when a tool list changed."""
-        statuses = [s for s in self.manager.servers() if s.state is ServerState.CONNECTED]
+        versions = self.manager.tool_versions()  # asked per call: no status built per server
         # A pin file written since (``keen mcp trust`` in another process) changes the view.
         stamp = self.manager.pins.store.stamp
-        key = tuple((s.name, s.last_refresh_at, s.tool_count, stamp(s.name)) for s in statuses)
+        key = tuple((name, at, count, stamp(name)) for name, at, count in versions)
         if self._catalog is None or key != self._catalog_key:
-            tools = [t for s in statuses for t in self.manager.list_tools(s.name)]
+            tools = [t for name, _, _ in versions for t in self.manager.list_tools(name)]
             self._catalog, self._catalog_key = ToolCatalog(tools), key
             self._server_of.update((t.name, (t.server, t.tool.name)) for t in self._catalog.tools())
         return self._catalog

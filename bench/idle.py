@@ -1,0 +1,237 @@
+"""Idle and sync cost of holding N stdio servers: Keen against the bare MCP SDK.
+
+Each run is a fresh child process (threads and caches of one run never reach the next) in
+one of two modes, over the same ``bench/servers/tiny_stdio.py`` servers:
+
+- ``sdk``: the MCP SDK alone, one ``stdio_client`` + ``ClientSession`` per server
+  (initialize, tools/list), each server's stderr into a file of its own;
+- ``keen``: ``keen.runtime.open_runtime(wait=..., sync=True)``: the Manager connects every
+  server (stderr copied to ``logs/<server>.stderr.log``), then the startup sync writes
+  their skills.
+
+Per run it measures:
+
+- sync: the child's own CPU (user + system, ``RUSAGE_SELF``) and wall time from the
+  start until every server is connected (and, for Keen, the skills are written);
+- loop blocked: the longest gap a 1 ms ticker task saw in the event loop meanwhile (a
+  process spawn done on the loop shows here);
+- idle: once everything is up, over ``--idle`` seconds: the threads the process holds, the
+  context switches of all its threads per second (wake-ups) and its CPU as a percentage of
+  one core.
+
+Every figure is printed as min / median / max over ``--repeats`` runs, Keen's medians as a
+ratio to the SDK's, with the machine's load average before and after. Prints; never asserts.
+
+Usage: ``python bench/idle.py [--servers 24] [--repeats 3] [--idle 3] [--json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from _common import PYTHON, TINY_SERVER, keen_home, median, print_block, write_config
+
+__all__ = ["main"]
+
+TICK = 0.001
+CONNECT_WAIT = 120.0
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _switches() -> tuple[int, int]:
+    """(threads, context switches summed over them) of this process, from /proc (proc(5))."""
+    total = threads = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/status", encoding="ascii") as handle:
+                for line in handle:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        total += int(line.split()[1])
+        except OSError:
+            continue
+        threads += 1
+    return threads, total
+
+
+class _Ticker:
+    """The longest gap between 1 ms sleeps: how long the event loop was held at most."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self.running = True
+
+    async def run(self) -> None:
+        last = time.perf_counter()
+        while self.running:
+            await anyio.sleep(TICK)
+            now = time.perf_counter()
+            self.worst = max(self.worst, now - last - TICK)
+            last = now
+
+
+async def _idle(seconds: float) -> dict[str, float]:
+    await anyio.sleep(0.5)  # let the last connection's follow-up work settle
+    _, before = _switches()
+    cpu0, t0 = _cpu(), time.perf_counter()
+    await anyio.sleep(seconds)
+    threads, after = _switches()
+    elapsed = time.perf_counter() - t0
+    return {
+        "threads": threads,
+        "wakeups_per_s": (after - before) / elapsed,
+        "idle_cpu_pct": 100 * (_cpu() - cpu0) / elapsed,
+    }
+
+
+def _servers(n: int) -> dict[str, dict[str, Any]]:
+    return {f"s{i:03d}": {"command": PYTHON, "args": [TINY_SERVER, "--name", f"s{i:03d}"]} for i in range(n)}
+
+
+async def _child_sdk(n: int, idle: float) -> dict[str, float]:
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from mcp import ClientSession
+
+    ticker = _Ticker()
+    ready = 0
+    all_ready, stop = anyio.Event(), anyio.Event()
+    with tempfile.TemporaryDirectory(prefix="keen-bench-sdk-") as tmp:
+
+        async def hold(name: str, entry: dict[str, Any]) -> None:
+            nonlocal ready
+            params = StdioServerParameters(command=entry["command"], args=entry["args"])
+            with open(Path(tmp) / f"{name}.stderr.log", "w", encoding="utf-8") as errlog:  # noqa: ASYNC230 (as the SDK is used)
+                async with (
+                    stdio_client(params, errlog=errlog) as (read, write),
+                    ClientSession(read, write) as s,
+                ):
+                    await s.initialize()
+                    await s.list_tools()
+                    ready += 1
+                    if ready == n:
+                        all_ready.set()
+                    await stop.wait()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker.run)
+            cpu0, t0 = _cpu(), time.perf_counter()
+            for name, entry in _servers(n).items():
+                tg.start_soon(hold, name, entry)
+            with anyio.fail_after(CONNECT_WAIT):
+                await all_ready.wait()
+            figures = {"sync_cpu_s": _cpu() - cpu0, "sync_wall_s": time.perf_counter() - t0}
+            ticker.running = False
+            figures["loop_blocked_ms"] = 1000 * ticker.worst
+            figures.update(await _idle(idle))
+            stop.set()
+    return figures
+
+
+async def _child_keen(n: int, idle: float) -> dict[str, float]:
+    from keen.mcp import ServerState
+    from keen.runtime import open_runtime
+
+    ticker = _Ticker()
+    with keen_home() as home:
+        path = write_config(home, _servers(n))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker.run)
+            cpu0, t0 = _cpu(), time.perf_counter()
+            async with open_runtime(config_path=path, wait=CONNECT_WAIT, sync=True) as runtime:
+                figures = {"sync_cpu_s": _cpu() - cpu0, "sync_wall_s": time.perf_counter() - t0}
+                ticker.running = False
+                figures["loop_blocked_ms"] = 1000 * ticker.worst
+                down = [s.name for s in runtime.manager.servers() if s.state is not ServerState.CONNECTED]
+                if down:
+                    raise SystemExit(f"not connected: {down[:5]}")
+                figures.update(await _idle(idle))
+    return figures
+
+
+def _run_child(mode: str, n: int, idle: float) -> dict[str, float]:
+    done = subprocess.run(
+        [PYTHON, __file__, "--child", mode, "--servers", str(n), "--idle", str(idle)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=CONNECT_WAIT + 60,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the {mode} run failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+FIGURES = [
+    ("sync_cpu_s", "sync CPU (s)", "{:.3f}"),
+    ("sync_wall_s", "sync wall (s)", "{:.2f}"),
+    ("loop_blocked_ms", "loop blocked, worst (ms)", "{:.1f}"),
+    ("threads", "threads, idle", "{:.0f}"),
+    ("wakeups_per_s", "wake-ups/s, idle", "{:.1f}"),
+    ("idle_cpu_pct", "CPU % of a core, idle", "{:.2f}"),
+]
+
+
+def _spread(values: list[float], fmt: str) -> str:
+    return " / ".join(fmt.format(v) for v in (min(values), median(values), max(values)))
+
+
+def _ratio(keen: float, sdk: float) -> str:
+    if sdk == 0:
+        return "SDK 0" if keen else "1.00x"
+    return f"{keen / sdk:.2f}x"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--servers", type=int, default=24)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--idle", type=float, default=3.0)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--child", choices=("sdk", "keen"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        run = _child_sdk if args.child == "sdk" else _child_keen
+        print(json.dumps(anyio.run(run, args.servers, args.idle)))
+        return
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict[str, float]]] = {"sdk": [], "keen": []}
+    for _ in range(args.repeats):
+        for mode in ("sdk", "keen"):  # interleaved: a busy moment of the machine hits both
+            runs[mode].append(_run_child(mode, args.servers, args.idle))
+    load_after = os.getloadavg()
+    if args.json:
+        print(json.dumps({"servers": args.servers, "runs": runs, "load": [load_before, load_after]}))
+        return
+    rows = [
+        ("CPUs; load average (1 5 15 min)", f"{os.cpu_count()}; before {load_before}, after {load_after}"),
+        ("servers; repeats; idle window", f"{args.servers}; {args.repeats}; {args.idle:g} s"),
+    ]
+    for key, label, fmt in FIGURES:
+        sdk = [r[key] for r in runs["sdk"]]
+        keen = [r[key] for r in runs["keen"]]
+        rows.append(
+            (
+                label,
+                f"Keen {_spread(keen, fmt)}  SDK {_spread(sdk, fmt)}  (min / median / max)"
+                f"  ratio of medians {_ratio(median(keen), median(sdk))}",
+            )
+        )
+    print_block(f"{args.servers} stdio servers held: Keen (open_runtime, sync) vs the bare MCP SDK", rows)
+
+
+if __name__ == "__main__":
+    main()

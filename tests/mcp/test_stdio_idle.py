@@ -1,0 +1,128 @@
+"""What a connected stdio server costs Keen: no thread, nothing on the event loop's thread.
+
+The event loop watches every server's pipes and exit (keen.mcp._stderr, keen.mcp._stdio),
+with no limit on a descriptor's number: a stderr copier built on ``select()`` cannot watch a
+descriptor of 1024 or more and stopped copying without a word once Keen held that many
+(about 300 servers). A server is started in a worker thread: ``fork``/``exec`` on the loop
+held every other server's messages until the child had exec'd.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.hostile import hostile_entry
+from keen.mcp import Manager, ServerState
+from keen.mcp._stdio import pidfd_supported
+
+pytestmark = pytest.mark.anyio
+
+_HIGH_FD = 1100
+
+
+@contextlib.contextmanager
+def _descriptors_below(fd: int) -> Iterator[None]:
+    """Every descriptor number below ``fd`` in use for the block, so the next ones are higher."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < fd + 200:
+        if hard != resource.RLIM_INFINITY and hard < fd + 200:
+            pytest.fail(f"this test needs {fd + 200} open files; the hard limit here is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (fd + 200, hard))
+    held: list[int] = []
+    try:
+        while not held or held[-1] < fd:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        yield
+    finally:
+        for handle in held:
+            os.close(handle)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_stderr_is_copied_from_a_pipe_past_descriptor_1024(
+    write_config: Callable[..., Path], keen_home: Path, tmp_path: Path
+) -> None:
+    spec = {
+        "tools": [{"name": "speak", "description": "Speaks.", "inputSchema": {"type": "object"}}],
+        "stderr_at_start": "hello from a high descriptor",
+        "stderr_on_call": "called with a high descriptor",
+    }
+    path = write_config({"high": hostile_entry(tmp_path / "high.json", spec)})
+    with _descriptors_below(_HIGH_FD):
+        async with Manager(path) as manager:
+            assert await manager.wait_ready(30)
+            assert manager.status("high").state is ServerState.CONNECTED, manager.status("high").last_error
+            result = await manager.call_tool("high", "speak", {})
+            assert not result.is_error, result.text
+    # The Manager has stopped the server and its copy has read the pipe to its end.
+    log = (keen_home / "logs" / "high.stderr.log").read_text(encoding="utf-8")
+    assert "hello from a high descriptor" in log and "called with a high descriptor" in log, log
+
+
+async def test_servers_stderr_costs_no_thread(write_config: Callable[..., Path], tmp_path: Path) -> None:
+    def threads() -> int:
+        # AnyIO's idle worker threads (any to_thread call leaves some for 10 s) hold no server.
+        return sum(t.name != "AnyIO worker thread" for t in threading.enumerate())
+
+    servers = 4
+    spec = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "stderr_at_start": "up"}
+    path = write_config({f"s{i}": hostile_entry(tmp_path / f"s{i}.json", spec) for i in range(servers)})
+    before = threads()
+    async with Manager(path) as manager:
+        assert await manager.wait_ready(60)
+        assert all(s.state is ServerState.CONNECTED for s in manager.servers()), manager.servers()
+        held = threads() - before
+    # One thread of the process starts every server (it is there from the first one on).
+    # Where there is no pidfd, the SDK's transport runs, and Python 3.11's asyncio waits for
+    # each child in a thread of its own.
+    assert held <= (1 if pidfd_supported() else servers), [t.name for t in threading.enumerate()]
+
+
+async def test_a_server_is_started_off_the_event_loops_thread(
+    write_config: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started_in: list[str] = []
+    popen = subprocess.Popen
+
+    def recording(*args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
+        started_in.append(threading.current_thread().name)
+        return popen(*args, **kwargs)
+
+    spec = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    path = write_config({"s": hostile_entry(tmp_path / "s.json", spec)})
+    monkeypatch.setattr(subprocess, "Popen", recording)
+    async with Manager(path) as manager:
+        assert await manager.wait_ready(30)
+        assert manager.status("s").state is ServerState.CONNECTED, manager.status("s").last_error
+        result = await manager.call_tool("s", "t", {})
+        assert not result.is_error, result.text
+    assert started_in and threading.main_thread().name not in started_in, started_in
+
+
+async def test_tool_versions_name_the_connected_servers_and_their_lists(
+    write_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    two = {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in ("a", "b")]}
+    path = write_config(
+        {
+            "two": hostile_entry(tmp_path / "two.json", two),
+            "dead": hostile_entry(tmp_path / "dead.json", {"exit_at_start": 3}),
+            "off": {**hostile_entry(tmp_path / "off.json", two), "enabled": False},
+        }
+    )
+    async with Manager(path) as manager:
+        assert await manager.wait_ready(30)
+        versions = manager.tool_versions()
+        assert [(name, count) for name, _, count in versions] == [("two", 2)], manager.servers()
+        assert versions[0][1] == manager.status("two").last_refresh_at is not None
+        await manager.refresh_tools("two")
+        assert manager.tool_versions()[0][1] == manager.status("two").last_refresh_at != versions[0][1]
