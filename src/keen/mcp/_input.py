@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as mt
-from mcp.client._input_required import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, run_input_required_driver
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 
+from keen.mcp._sdk_private import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, run_input_required_driver
 from keen.mcp._tool_descriptions import description_required, fetch_descriptions
 
 __all__ = ["call_tool"]

@@ -21,6 +21,7 @@ def in_memory_transport(server: Any) -> TransportFactory:
         in a background task and stops it when the session closes.
     """
     # The SDK's own in-memory transport, the one its ``Client(server)`` uses.
-    from mcp.client._memory import InMemoryTransport
+    from keen.mcp._sdk_private import in_memory_transport_class
 
-    return lambda: InMemoryTransport(server)
+    transport = in_memory_transport_class()
+    return lambda: transport(server)

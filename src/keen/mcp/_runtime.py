@@ -21,7 +21,6 @@ from typing import Any
 import anyio
 import httpx2
 import mcp_types as mt
-from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession
 from mcp.client.subscriptions import Subscription
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -32,6 +31,7 @@ from keen._version import __version__
 from keen.errors import AuthRequired, Remedy
 from keen.mcp._http import http_transport
 from keen.mcp._listings import list_prompts, list_resource_templates, list_resources
+from keen.mcp._sdk_private import negotiate_auto
 from keen.mcp._secrets import register_server_secrets
 from keen.mcp._spawn import stdio_transport
 from keen.mcp._stderr import StderrCopy

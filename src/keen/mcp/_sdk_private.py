@@ -1,0 +1,43 @@
+"""The MCP SDK's private names Keen uses, imported here and nowhere else.
+
+The SDK (``mcp`` 2.3) keeps three pieces Keen needs outside its public API:
+
+* ``mcp.client._probe.negotiate_auto``: the ``server/discover`` probe with fallback to the
+  ``initialize`` handshake that ``Client(mode="auto")`` runs, used on a session Keen opens
+  itself (it needs the session for its own message handlers and headers);
+* ``mcp.client._input_required.run_input_required_driver`` and its default round limit: the
+  2026-07-28 ``InputRequiredResult`` rounds of a request;
+* ``mcp.client._memory.InMemoryTransport``: the in-process transport of ``Client(server)``.
+
+They were read from the SDK version in :data:`SDK_READ`; ``tests/mcp/test_sdk_private.py``
+fails when the installed SDK's minor version differs or a name moves, so an upgrade re-reads
+them here first. The in-memory transport is imported on use: it loads the SDK's server half.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mcp.client._input_required import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, run_input_required_driver
+from mcp.client._probe import negotiate_auto
+
+if TYPE_CHECKING:
+    from mcp.client._memory import InMemoryTransport
+
+__all__ = [
+    "DEFAULT_INPUT_REQUIRED_MAX_ROUNDS",
+    "SDK_READ",
+    "in_memory_transport_class",
+    "negotiate_auto",
+    "run_input_required_driver",
+]
+
+SDK_READ = "2.3"
+"""The ``mcp`` minor version these private names were read from."""
+
+
+def in_memory_transport_class() -> type[InMemoryTransport]:
+    """``mcp.client._memory.InMemoryTransport`` (imported on first use)."""
+    from mcp.client._memory import InMemoryTransport
+
+    return InMemoryTransport
