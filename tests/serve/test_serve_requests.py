@@ -1,0 +1,226 @@
+"""What an upstream server asks or logs during a call reaches the host that made it (issue 28,
+items 1 and 2).
+
+Real processes: server-everything (stdio, twice) and ``log_stdio.py`` upstream of ``keen
+serve``, the SDK's ``Client`` as host(s). Before, Keen advertised neither elicitation nor
+sampling nor roots to its upstreams, so server-everything did not even list
+``trigger-elicitation-request``, ``trigger-sampling-request``, ``trigger-url-elicitation`` or
+``get-roots-list`` (a call to them was ``TOOL_NOT_FOUND``), and an upstream's log messages
+went to Keen's own debug log only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as mt
+import pytest
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from conftest import peer
+from helpers import server_script
+from helpers.serve import KEEN, KeenServeProcess, serve_env, write_upstream
+
+pytestmark = [
+    pytest.mark.anyio,
+    # logging/setLevel is deprecated as of 2026-07-28; 2025-11-25 hosts still send it.
+    pytest.mark.filterwarnings("ignore:The logging capability is deprecated"),
+]
+
+
+def _home(home: Path, *, more: bool = True) -> Path:
+    """``home`` with server-everything upstream; with ``more``, a second one and ``log_stdio.py``."""
+    everything = {"transport": "stdio", "command": peer("node", "mcp-server-everything"), "args": ["stdio"]}
+    logs = {"transport": "stdio", "command": sys.executable, "args": [str(server_script("log_stdio"))]}
+    extra = {"everything": everything, **({"everything2": everything, "logs": logs} if more else {})}
+    write_upstream(home, extra=extra)
+    return home
+
+
+@pytest.fixture(scope="module")
+def search(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeenServeProcess]:
+    with KeenServeProcess(_home(tmp_path_factory.mktemp("requests")), ["--mode", "search"]) as proc:
+        yield proc
+
+
+class Host:
+    """An SDK client's callbacks that say what reached them, and answer as ``name``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.elicited: list[mt.ElicitRequestParams] = []
+        self.sampled: list[mt.CreateMessageRequestParams] = []
+        self.roots_asked = 0
+        self.logs: list[tuple[str, str | None, Any]] = []
+        self.asked = anyio.Event()
+        self.release: anyio.Event | None = None
+        """When set, an elicitation waits for it before it is answered."""
+
+    async def elicit(self, _ctx: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        self.elicited.append(params)
+        self.asked.set()
+        if self.release is not None:
+            await self.release.wait()
+        if isinstance(params, mt.ElicitRequestURLParams):
+            return mt.ElicitResult(action="accept")
+        return mt.ElicitResult(action="accept", content={"name": self.name})
+
+    async def sample(self, _ctx: Any, params: mt.CreateMessageRequestParams) -> mt.CreateMessageResult:
+        self.sampled.append(params)
+        text = mt.TextContent(type="text", text=f"{self.name} says hello")
+        return mt.CreateMessageResult(role="assistant", content=text, model="host-model")
+
+    async def roots(self, _ctx: Any) -> mt.ListRootsResult:
+        self.roots_asked += 1
+        return mt.ListRootsResult(roots=[mt.Root(uri=f"file:///work/{self.name}", name=self.name)])
+
+    async def log(self, params: mt.LoggingMessageNotificationParams) -> None:
+        self.logs.append((params.level, params.logger, params.data))
+
+    def callbacks(self) -> dict[str, Any]:
+        return {
+            "elicitation_callback": self.elicit,
+            "sampling_callback": self.sample,
+            "list_roots_callback": self.roots,
+            "logging_callback": self.log,
+        }
+
+
+@contextlib.asynccontextmanager
+async def _http(proc: KeenServeProcess, era: str = "session", **kwargs: Any) -> AsyncIterator[Client]:
+    mode = "legacy" if era == "session" else "auto"
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(streamable_http_client(proc.url, http_client=http), mode=mode, cache=None, **kwargs) as client,
+    ):
+        yield client
+
+
+async def _call(
+    client: Client, server: str, tool: str, arguments: dict[str, Any] | None = None
+) -> mt.CallToolResult:
+    return await client.call_tool("call_tool", {"server": server, "tool": tool, "arguments": arguments or {}})
+
+
+def _text(result: mt.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, mt.TextContent))
+
+
+async def _asks_reach_the_host(client: Client, host: Host) -> None:
+    form = await _call(client, "everything", "trigger-elicitation-request")
+    assert "- Name: ada" in _text(form), _text(form)
+    assert [p.message for p in host.elicited] == ["Please provide inputs for the following fields:"]
+
+    page = "https://example.com/sign-in"
+    url = await _call(client, "everything", "trigger-url-elicitation", {"url": page})
+    assert not url.is_error, _text(url)
+    assert isinstance(host.elicited[-1], mt.ElicitRequestURLParams) and host.elicited[-1].url == page
+
+    sampled = await _call(client, "everything", "trigger-sampling-request", {"prompt": "greet"})
+    assert "ada says hello" in _text(sampled), _text(sampled)
+    assert host.sampled[0].messages[0].content.text.endswith("greet")  # type: ignore[union-attr]
+
+    # server-everything asked for roots right after connecting, outside any call: Keen
+    # declined that (it serves many hosts), so the tool asks again during this call.
+    roots = await _call(client, "everything", "get-roots-list")
+    assert "file:///work/ada" in _text(roots), _text(roots)
+    assert host.roots_asked == 1
+    # It logs what it got, during the call: that reaches the host too, named after its server.
+    assert (
+        "info",
+        "everything/everything-server",
+        "Roots updated: 1 root(s) received from client",
+    ) in host.logs
+
+
+async def test_elicitation_sampling_and_roots_reach_the_http_host(search: KeenServeProcess) -> None:
+    host = Host("ada")
+    async with _http(search, **host.callbacks()) as client:
+        await _asks_reach_the_host(client, host)
+    audit = [
+        json.loads(line) for line in (search.home / "logs" / "serve-audit.jsonl").read_text().splitlines()
+    ]
+    relayed = [(e["server"], e["name"], e["outcome"]) for e in audit if e["type"] == "upstream.request"]
+    assert relayed[:4] == [
+        ("everything", "elicitation/create", "relayed"),
+        ("everything", "elicitation/create", "relayed"),
+        ("everything", "sampling/createMessage", "relayed"),
+        ("everything", "roots/list", "relayed"),
+    ]
+
+
+async def test_elicitation_sampling_and_roots_reach_the_stdio_host(tmp_path: Path) -> None:
+    host = Host("ada")
+    params = StdioServerParameters(
+        command=KEEN,
+        args=["serve", "--transport", "stdio", "--mode", "search"],
+        env=serve_env(_home(tmp_path, more=False)),
+    )
+    async with Client(params, mode="legacy", cache=None, **host.callbacks()) as client:
+        await _asks_reach_the_host(client, host)
+
+
+async def test_a_request_goes_only_to_the_host_whose_call_caused_it(search: KeenServeProcess) -> None:
+    ada, bob = Host("ada"), Host("bob")
+    ada.release = anyio.Event()
+    async with (
+        _http(search, **ada.callbacks()) as a,
+        _http(search, **bob.callbacks()) as b,
+        anyio.create_task_group() as tg,
+    ):
+        results: dict[str, mt.CallToolResult] = {}
+
+        async def ada_calls() -> None:
+            results["ada"] = await _call(a, "everything", "trigger-elicitation-request")
+
+        tg.start_soon(ada_calls)
+        with anyio.fail_after(20):
+            await ada.asked.wait()
+        # Ada's call waits on her answer; Bob's call to another server is asked, and answered, by Bob.
+        other = await _call(b, "everything2", "trigger-elicitation-request")
+        assert "- Name: bob" in _text(other), _text(other)
+        # Bob's call to Ada's server while her call runs there: the request names no call, so
+        # Keen declines it rather than ask either host.
+        same = await _call(b, "everything", "trigger-elicitation-request")
+        assert "calls of 2 MCP hosts were running on it" in _text(same), _text(same)
+        assert len(bob.elicited) == 1 and len(ada.elicited) == 1
+        ada.release.set()
+    assert "- Name: ada" in _text(results["ada"]), _text(results["ada"])
+    assert len(ada.elicited) == 1 and len(bob.elicited) == 1
+
+
+async def test_keen_declines_what_the_host_cannot_answer(search: KeenServeProcess) -> None:
+    # A host that declared no elicitation: Keen declines on its behalf and says so.
+    async with _http(search) as bare:
+        refused = await _call(bare, "everything", "trigger-elicitation-request")
+    assert "did not declare the elicitation.form capability" in _text(refused), _text(refused)
+    # A 2026-07-28 host is asked only through InputRequiredResult, which Keen does not pass on.
+    host = Host("ada")
+    async with _http(search, "stateless", **host.callbacks()) as modern:
+        refused = await _call(modern, "everything", "trigger-sampling-request", {"prompt": "hi"})
+    assert "speaks MCP 2026-07-28" in _text(refused) and not host.sampled, _text(refused)
+
+
+@pytest.mark.parametrize("era", ["session", "stateless"])
+async def test_log_messages_reach_the_host_at_its_level(search: KeenServeProcess, era: str) -> None:
+    quiet, chatty = Host("quiet"), Host("chatty")
+    # 2025-11-25: logging/setLevel; 2026-07-28: the level each request asks for in its _meta.
+    levels = {"log_level": "warning"} if era == "stateless" else {}
+    async with _http(search, era, logging_callback=quiet.log, **levels) as client:
+        if era == "session":
+            await client.set_logging_level("warning")
+        assert _text(await _call(client, "logs", "log_each", {"word": "q"})) == "logged q"
+    assert quiet.logs == [("warning", "logs/logs", "warning q"), ("error", "logs/logs", "error q")]
+    levels = {"log_level": "debug"} if era == "stateless" else {}
+    async with _http(search, era, logging_callback=chatty.log, **levels) as client:
+        await _call(client, "logs", "log_each", {"word": "c"})
+    assert [data for _, _, data in chatty.logs] == ["debug c", "info c", "warning c", "error c"]
