@@ -25,6 +25,7 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from conftest import peer
 from helpers import server_script
@@ -38,11 +39,17 @@ pytestmark = [
 
 
 def _home(home: Path, *, more: bool = True) -> Path:
-    """``home`` with server-everything upstream; with ``more``, a second one and ``log_stdio.py``."""
+    """``home`` with server-everything upstream; with ``more``, ``basic``, a second
+    server-everything and ``log_stdio.py``."""
     everything = {"transport": "stdio", "command": peer("node", "mcp-server-everything"), "args": ["stdio"]}
     logs = {"transport": "stdio", "command": sys.executable, "args": [str(server_script("log_stdio"))]}
-    extra = {"everything": everything, **({"everything2": everything, "logs": logs} if more else {})}
-    write_upstream(home, extra=extra)
+    if more:
+        write_upstream(home, extra={"everything": everything, "everything2": everything, "logs": logs})
+    else:
+        (home / "mcp").mkdir(parents=True, exist_ok=True)
+        (home / "mcp" / "configs.json").write_text(
+            json.dumps({"version": 1, "servers": {"everything": everything}})
+        )
     return home
 
 
@@ -129,43 +136,48 @@ async def _asks_reach_the_host(client: Client, host: Host) -> None:
     assert "ada says hello" in _text(sampled), _text(sampled)
     assert host.sampled[0].messages[0].content.text.endswith("greet")  # type: ignore[union-attr]
 
-    # server-everything asked for roots right after connecting, outside any call: Keen
-    # declined that (it serves many hosts), so the tool asks again during this call.
+    # server-everything asks for roots 350 ms after it connected: outside any call Keen declines
+    # (it serves many hosts), and the tool asks again during this call; on a loaded machine
+    # that first question may come during one of the calls above, and go to their host.
     roots = await _call(client, "everything", "get-roots-list")
     assert "file:///work/ada" in _text(roots), _text(roots)
-    assert host.roots_asked == 1
-    # It logs what it got, during the call: that reaches the host too, named after its server.
-    assert (
-        "info",
-        "everything/everything-server",
-        "Roots updated: 1 root(s) received from client",
-    ) in host.logs
+    assert host.roots_asked >= 1
 
 
 async def test_elicitation_sampling_and_roots_reach_the_http_host(search: KeenServeProcess) -> None:
+    before = len(_audit(search))
     host = Host("ada")
     async with _http(search, **host.callbacks()) as client:
         await _asks_reach_the_host(client, host)
-    audit = [
-        json.loads(line) for line in (search.home / "logs" / "serve-audit.jsonl").read_text().splitlines()
-    ]
-    relayed = [(e["server"], e["name"], e["outcome"]) for e in audit if e["type"] == "upstream.request"]
-    assert relayed[:4] == [
-        ("everything", "elicitation/create", "relayed"),
-        ("everything", "elicitation/create", "relayed"),
-        ("everything", "sampling/createMessage", "relayed"),
-        ("everything", "roots/list", "relayed"),
-    ]
+    relayed = sorted((e["server"], e["name"], e["outcome"]) for e in _audit(search)[before:])
+    assert relayed == sorted(
+        [
+            ("everything", "elicitation/create", "relayed"),
+            ("everything", "elicitation/create", "relayed"),
+            ("everything", "sampling/createMessage", "relayed"),
+            *[("everything", "roots/list", "relayed")] * host.roots_asked,
+        ]
+    )
 
 
-async def test_elicitation_sampling_and_roots_reach_the_stdio_host(tmp_path: Path) -> None:
+def _audit(proc: KeenServeProcess) -> list[dict[str, Any]]:
+    """The audit log's ``upstream.request`` events (relayed or declined requests)."""
+    lines = (proc.home / "logs" / "serve-audit.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if e["type"] == "upstream.request"]
+
+
+@pytest.mark.parametrize("era", ["session", "stateless"])
+async def test_elicitation_sampling_and_roots_reach_the_stdio_host(tmp_path: Path, era: str) -> None:
     host = Host("ada")
     params = StdioServerParameters(
         command=KEEN,
         args=["serve", "--transport", "stdio", "--mode", "search"],
         env=serve_env(_home(tmp_path, more=False)),
     )
-    async with Client(params, mode="legacy", cache=None, **host.callbacks()) as client:
+    # A 2026-07-28 host is asked in InputRequiredResult rounds, and gets the log levels it asks for.
+    mode: Any = {"mode": "legacy"} if era == "session" else {"mode": "auto", "log_level": "info"}
+    async with Client(params, cache=None, **mode, **host.callbacks()) as client:
+        assert client.protocol_version == ("2025-11-25" if era == "session" else "2026-07-28")
         await _asks_reach_the_host(client, host)
 
 
@@ -200,14 +212,34 @@ async def test_a_request_goes_only_to_the_host_whose_call_caused_it(search: Keen
 
 async def test_keen_declines_what_the_host_cannot_answer(search: KeenServeProcess) -> None:
     # A host that declared no elicitation: Keen declines on its behalf and says so.
+    before = len(_audit(search))
     async with _http(search) as bare:
         refused = await _call(bare, "everything", "trigger-elicitation-request")
     assert "did not declare the elicitation.form capability" in _text(refused), _text(refused)
-    # A 2026-07-28 host is asked only through InputRequiredResult, which Keen does not pass on.
+    declined = [(e["name"], e["outcome"], e["code"]) for e in _audit(search)[before:]]
+    assert declined == [("elicitation/create", "declined", "capability_not_declared")]
+
+
+async def test_a_2026_host_is_asked_in_input_required_rounds(search: KeenServeProcess) -> None:
+    """A 2026-07-28 host cannot be sent a request: the upstream's question comes back as the
+    call's InputRequiredResult, and the host's retry carries the answer (the SDK's Client
+    drives the rounds with its callbacks)."""
     host = Host("ada")
-    async with _http(search, "stateless", **host.callbacks()) as modern:
-        refused = await _call(modern, "everything", "trigger-sampling-request", {"prompt": "hi"})
-    assert "speaks MCP 2026-07-28" in _text(refused) and not host.sampled, _text(refused)
+    async with _http(search, "stateless", **host.callbacks()) as client:
+        form = await _call(client, "everything", "trigger-elicitation-request")
+        assert "- Name: ada" in _text(form), _text(form)
+        sampled = await _call(client, "everything", "trigger-sampling-request", {"prompt": "hi"})
+        assert "ada says hello" in _text(sampled), _text(sampled)
+        assert len(host.elicited) == 1 and len(host.sampled) == 1
+        # A requestState Keen did not give this caller finds nothing.
+        with pytest.raises(MCPError, match="Unknown or expired requestState"):
+            await client.session.call_tool(
+                "call_tool",
+                {"server": "everything", "tool": "echo", "arguments": {"message": "x"}},
+                input_responses={},
+                request_state="forged",
+                allow_input_required=True,
+            )
 
 
 @pytest.mark.parametrize("era", ["session", "stateless"])

@@ -75,12 +75,14 @@ from keen.serve.relay import (
     CHANNEL_KEY,
     HOST_KEY,
     STREAM_KEY,
+    HostChannel,
     HostPeer,
     Replies,
     SessionChannel,
     host_capabilities,
     log_levels,
 )
+from keen.serve.rounds import Rounds, RoundsChannel
 from keen.serve.search import CapabilitySearch, SearchFn
 from keen.serve.store import (
     DEFAULT_AUTH_TTL,
@@ -181,6 +183,8 @@ class KeenServer:
         if manager.relay is None:
             manager.relay = Relay()
         self.replies = Replies()
+        self.rounds = Rounds()
+        """2026-07-28 hosts' calls whose upstream asks (keen.serve.rounds)."""
         """Handshake-era HTTP hosts' answers to what Keen asked them (keen.serve.relay)."""
         self._log_levels: dict[str, str] = {}
         """Caller scope -> the level its host set with ``logging/setLevel``."""
@@ -230,8 +234,9 @@ class KeenServer:
             tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tg.cancel_scope.cancel)
             tg.start_soon(self.notifier.run, name="keen-serve-notify")
-            self.reconnector.task_group = tg
+            self.reconnector.task_group = self.rounds.task_group = tg
             stack.callback(setattr, self.reconnector, "task_group", None)
+            stack.callback(setattr, self.rounds, "task_group", None)
             self._stack = stack.pop_all()
         return self
 
@@ -567,14 +572,20 @@ class KeenServer:
         await self.store.authorize(scope, found, self.auth_ttl_of(scope))
         return _json_contents(uri, body)
 
-    def _peer(self, ctx: ServerRequestContext[Any, Any], scope: str) -> HostPeer:
+    def _peer(
+        self, ctx: ServerRequestContext[Any, Any], scope: str, rounds: HostChannel | None = None
+    ) -> HostPeer:
         """The call's host as its upstream's requests and log messages see it
-        (:mod:`keen.serve.relay`): what it declared, its log levels, how to reach it."""
+        (:mod:`keen.serve.relay`): what it declared, its log levels, how to reach it
+        (``rounds``: a 2026-07-28 host's, :mod:`keen.serve.rounds`)."""
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         request = ctx.request
         asgi: dict[str, Any] = getattr(request, "scope", None) or {}
-        if request is None:
-            channel: Any = SessionChannel(ctx)  # stdio: the SDK's session reaches the host
+        channel: Any
+        if rounds is not None:
+            channel = rounds
+        elif request is None:
+            channel = SessionChannel(ctx)  # stdio: the SDK's session reaches the host
         elif asgi.get(CHANNEL_KEY) is not None:
             channel = asgi[CHANNEL_KEY]
         else:
@@ -583,11 +594,8 @@ class KeenServer:
             declared = host_capabilities(ctx.session.client_capabilities)
         else:
             declared = list(asgi.get(HOST_KEY) or [])
-        if modern:
-            cannot = (
-                "this host speaks MCP 2026-07-28, where a server asks through an InputRequiredResult, "
-                "which Keen does not pass on to hosts yet"
-            )
+        if modern and rounds is None:
+            cannot = "this host speaks MCP 2026-07-28, where a server asks only in the call's result"
         elif channel is None:
             cannot = (
                 "this call is answered with one JSON body (the host's POST does not accept "
@@ -631,20 +639,38 @@ class KeenServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
-    ) -> mt.CallToolResult:
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
         scope = self.caller_scope(ctx)
         key = (scope, str(ctx.request_id))
-        peer = self._peer(ctx, scope)
         with anyio.CancelScope() as cancel:
             self._inflight[key] = cancel
             try:
-                return await self._run_call(ctx, params, scope, peer)
+                if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                    # What the upstream asks comes back as InputRequiredResult rounds.
+                    def start(channel: RoundsChannel) -> Any:
+                        return self._peer_call(ctx, params, scope, channel)
+
+                    return await self.rounds.serve(ctx, scope, ctx.params, start)
+                return await self._peer_call(ctx, params, scope)
             finally:
-                peer.finish()
                 if self._inflight.get(key) is cancel:
                     del self._inflight[key]
         logger.info("a call of %s was cancelled by its host", scope)
         return error_result({"error": {"code": "CANCELLED", "message": "The host cancelled this call."}})
+
+    async def _peer_call(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: mt.CallToolRequestParams,
+        scope: str,
+        channel: HostChannel | None = None,
+    ) -> mt.CallToolResult:
+        """The call with its host's peer, which is finished when the call ends."""
+        peer = self._peer(ctx, scope, channel)
+        try:
+            return await self._run_call(ctx, params, scope, peer)
+        finally:
+            peer.finish()
 
     async def _run_call(
         self,
