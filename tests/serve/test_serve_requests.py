@@ -40,11 +40,13 @@ pytestmark = [
 
 def _home(home: Path, *, more: bool = True) -> Path:
     """``home`` with server-everything upstream; with ``more``, ``basic``, a second
-    server-everything and ``log_stdio.py``."""
+    server-everything, ``log_stdio.py`` and ``ask_stdio.py``."""
     everything = {"transport": "stdio", "command": peer("node", "mcp-server-everything"), "args": ["stdio"]}
     logs = {"transport": "stdio", "command": sys.executable, "args": [str(server_script("log_stdio"))]}
+    ask = {"transport": "stdio", "command": sys.executable, "args": [str(server_script("ask_stdio"))]}
     if more:
-        write_upstream(home, extra={"everything": everything, "everything2": everything, "logs": logs})
+        extra = {"everything": everything, "everything2": everything, "logs": logs, "ask": ask}
+        write_upstream(home, extra=extra)
     else:
         (home / "mcp").mkdir(parents=True, exist_ok=True)
         (home / "mcp" / "configs.json").write_text(
@@ -208,6 +210,30 @@ async def test_a_request_goes_only_to_the_host_whose_call_caused_it(search: Keen
         ada.release.set()
     assert "- Name: ada" in _text(results["ada"]), _text(results["ada"])
     assert len(ada.elicited) == 1 and len(bob.elicited) == 1
+
+
+async def test_a_2026_upstream_asks_each_host_its_own_question_at_once(search: KeenServeProcess) -> None:
+    """A 2026-07-28 upstream asks inside each call's own result, answered in the task that
+    made the call: two hosts' calls running at once on one upstream connection each get
+    their own question (a 2025-11-25 upstream's would be declined, as above)."""
+    ada, bob = Host("ada"), Host("bob")
+    both = anyio.Event()
+    ada.release = bob.release = both
+    results: dict[str, str] = {}
+    async with _http(search, **ada.callbacks()) as a, _http(search, **bob.callbacks()) as b:
+
+        async def call(name: str, client: Client) -> None:
+            results[name] = _text(await _call(client, "ask", "greet"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "ada", a)
+            tg.start_soon(call, "bob", b)
+            with anyio.fail_after(20):
+                await ada.asked.wait()
+                await bob.asked.wait()
+            both.set()
+    assert results == {"ada": "hello ada", "bob": "hello bob"}
+    assert [p.message for p in ada.elicited] == [p.message for p in bob.elicited] == ["What is your name?"]
 
 
 async def test_keen_declines_what_the_host_cannot_answer(search: KeenServeProcess) -> None:
