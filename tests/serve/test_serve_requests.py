@@ -183,6 +183,31 @@ async def test_elicitation_sampling_and_roots_reach_the_stdio_host(tmp_path: Pat
         await _asks_reach_the_host(client, host)
 
 
+async def test_a_url_elicitations_completion_reaches_the_host_that_accepted_it(tmp_path: Path) -> None:
+    """elicit_stdio.py's sign_in_and_report asks for a page (id sign-in-3), then reports an
+    id it never asked under and sign-in-3 twice: the host hears of sign-in-3 once."""
+    elicit = {"transport": "stdio", "command": sys.executable, "args": [str(server_script("elicit_stdio"))]}
+    (tmp_path / "mcp").mkdir()
+    (tmp_path / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": {"elicit": elicit}}))
+    host, completed = Host("ada"), []
+
+    async def notices(message: Any) -> None:
+        if isinstance(message, mt.ElicitCompleteNotification):
+            completed.append(message.params.elicitation_id)
+
+    params = StdioServerParameters(
+        command=KEEN, args=["serve", "--transport", "stdio", "--mode", "search"], env=serve_env(tmp_path)
+    )
+    async with Client(
+        params, mode="legacy", cache=None, message_handler=notices, **host.callbacks()
+    ) as client:
+        page = "https://example.com/sign-in"
+        result = await _call(client, "elicit", "sign_in_and_report", {"url": page})
+    assert _text(result) == "accept"
+    assert [(p.url, p.elicitation_id) for p in host.elicited] == [(page, "sign-in-3")]  # type: ignore[union-attr]
+    assert completed == ["sign-in-3"]
+
+
 async def test_a_request_goes_only_to_the_host_whose_call_caused_it(search: KeenServeProcess) -> None:
     ada, bob = Host("ada"), Host("bob")
     ada.release = anyio.Event()

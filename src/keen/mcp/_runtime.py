@@ -611,8 +611,12 @@ class ServerRuntime:
                 self.watch.request("notification")
             else:
                 self._early_notice = True  # during the first listing: re-list once published
-        elif method == "notifications/elicitation/complete" and self.elicitations is not None:
-            self.elicitations.completed(str(getattr(root.params, "elicitation_id", "")))
+        elif method == "notifications/elicitation/complete":
+            elicitation_id = str(getattr(root.params, "elicitation_id", ""))
+            if self.elicitations is not None:
+                self.elicitations.completed(elicitation_id)
+            if self._session_relay is not None:
+                await self._session_relay.completed(self.name, elicitation_id)
         else:
             logger.debug("server %s: notification %s", self.name, method)
 

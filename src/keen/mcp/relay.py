@@ -39,6 +39,8 @@ __all__ = ["CALL_PEER", "CallPeer", "Relay"]
 
 logger = logging.getLogger(__name__)
 
+_MAX_ACCEPTED = 64
+
 
 class CallPeer(Protocol):
     """Whoever a call is made for: answers what the server asks during it, and gets its logs."""
@@ -57,6 +59,11 @@ class CallPeer(Protocol):
         """A log message ``server`` sent during the call."""
         ...
 
+    async def completed(self, server: str, elicitation_id: str) -> None:
+        """``server`` reported the URL-mode elicitation ``elicitation_id`` (that this peer
+        accepted) finished out of band (``notifications/elicitation/complete``)."""
+        ...
+
 
 CALL_PEER: ContextVar[CallPeer | None] = ContextVar("keen_call_peer", default=None)
 """The peer of the calls made in this context: set by a front end around a call it makes for
@@ -68,6 +75,9 @@ class Relay:
 
     def __init__(self) -> None:
         self._calls: dict[str, list[CallPeer]] = {}
+        self._accepted: dict[tuple[str, str], CallPeer] = {}
+        """(server, elicitationId) -> the peer that accepted that URL-mode request, until the
+        server reports it finished (at most 64 are kept; the oldest is forgotten first)."""
 
     @contextlib.contextmanager
     def calling(self, server: str, peer: CallPeer | None) -> Iterator[None]:
@@ -118,12 +128,33 @@ class Relay:
             logger.info("%s: declined %s: %s", server, request.method, found)
             return mt.ErrorData(code=mt.INVALID_REQUEST, message=found)
         try:
-            return await found.ask(server, request)
+            answer = await found.ask(server, request)
         except Exception as exc:  # a broken peer must not break the server's call
             logger.warning("%s: relaying %s failed (%s)", server, request.method, type(exc).__name__)
             return mt.ErrorData(
                 code=mt.INTERNAL_ERROR, message=f"Keen could not pass {request.method} to the MCP host"
             )
+        params = request.params
+        accepted = getattr(answer, "action", None) == "accept"
+        if isinstance(params, mt.ElicitRequestURLParams) and params.elicitation_id and accepted:
+            key = (server, params.elicitation_id)
+            self._accepted.pop(key, None)  # a reused id: the newest request wins
+            self._accepted[key] = found
+            while len(self._accepted) > _MAX_ACCEPTED:
+                del self._accepted[next(iter(self._accepted))]
+        return answer
+
+    async def completed(self, server: str, elicitation_id: str) -> None:
+        """``server`` sent ``notifications/elicitation/complete``: passed once to the peer that
+        accepted that request; a notice for an id no peer accepted, or sent again, is ignored
+        (MCP 2025-11-25, Elicitation, "Completion Notifications for URL Mode Elicitation")."""
+        found = self._accepted.pop((server, elicitation_id), None)
+        if found is None:
+            return
+        try:
+            await found.completed(server, elicitation_id)
+        except Exception as exc:  # a host gone since: nothing else is lost
+            logger.debug("%s: relaying a completion notice failed (%s)", server, type(exc).__name__)
 
     async def log(self, server: str, params: mt.LoggingMessageNotificationParams) -> None:
         """Pass a log message to the peer whose call is running, if there is exactly one host."""

@@ -366,6 +366,12 @@ class HostPeer:
         shown = mt.LoggingMessageNotificationParams(level=params.level, logger=name, data=data)
         await self.channel.notify(mt.LoggingMessageNotification(params=shown))
 
+    async def completed(self, server: str, elicitation_id: str) -> None:
+        # On the call's channel: over HTTP only while the call runs (its stream ends with it).
+        if self.channel is not None:
+            params = mt.ElicitCompleteNotificationParams(elicitation_id=elicitation_id)
+            await self.channel.notify(mt.ElicitCompleteNotification(params=params))
+
 
 def _needs(request: mt.InputRequest) -> tuple[str, type[BaseModel]]:
     """The host capability ``request`` needs, and its result's type."""
