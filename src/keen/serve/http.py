@@ -54,7 +54,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from keen.serve.relay import CHANNEL_KEY, HOST_KEY, STREAM_KEY, SseChannel, host_capabilities
+from keen.serve.relay import CHANNEL_KEY, HOST_KEY, SSE_HEADERS, STREAM_KEY, SseChannel, host_capabilities
 from keen.serve.server import PRINCIPAL_KEY, SCOPE_KEY, KeenServer
 
 __all__ = ["HttpSecurity", "build_app", "is_loopback", "tokens_from_env"]
@@ -388,7 +388,7 @@ class _Gate:
             if notices is None:
                 await _error(503, "Too many open event streams; retry later")(scope, receive, send)
                 return
-            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
             async with anyio.create_task_group() as tg:
 
                 async def disconnected() -> None:
@@ -401,13 +401,6 @@ class _Gate:
                     await send({"type": "http.response.body", "body": frame, "more_body": True})
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 tg.cancel_scope.cancel()
-
-
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"x-accel-buffering", b"no"),
-]
 
 
 async def _frames(notices: Any) -> AsyncIterator[bytes]:

@@ -38,6 +38,7 @@ from keen._redact import redactor
 __all__ = [
     "CHANNEL_KEY",
     "HOST_KEY",
+    "SSE_HEADERS",
     "STREAM_KEY",
     "HostChannel",
     "HostPeer",
@@ -67,11 +68,12 @@ LEVELS: tuple[mt.LoggingLevel, ...] = (
     "alert",
     "emergency",
 )
-_SSE_HEADERS = [
+SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
     (b"x-accel-buffering", b"no"),
 ]
+"""The response headers of every event stream keen serve writes itself."""
 
 
 def host_capabilities(declared: mt.ClientCapabilities | Mapping[str, Any] | None) -> list[str]:
@@ -156,7 +158,11 @@ class Replies:
         """Send the answer of ``caller`` to ``request_id`` to ``to``; returns the undo."""
         key = (caller, request_id)
         self._waiting[key] = to
-        return lambda: self._waiting.pop(key, None) and None
+
+        def undo() -> None:
+            self._waiting.pop(key, None)
+
+        return undo
 
     def deliver(self, caller: str, message: Mapping[str, Any]) -> bool:
         """A host's JSON-RPC response; False when no request of this caller waits for it."""
@@ -201,7 +207,7 @@ class SseChannel:
                 raise MCPError(code=mt.INTERNAL_ERROR, message="the host's call has already ended")
             if not self._started:
                 self._started = True
-                await self._send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+                await self._send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
             await self._send({"type": "http.response.body", "body": _frame(message), "more_body": True})
 
     async def request(self, request: mt.InputRequest, result_type: type[BaseModel]) -> BaseModel:
@@ -345,6 +351,11 @@ class HostPeer:
             except MCPError as exc:
                 self._audit(server, method, "error", str(exc.code))
                 return exc.error
+            except ValueError:  # the host's answer is not the request's result type
+                self._audit(server, method, "error", "invalid_answer")
+                return mt.ErrorData(
+                    code=mt.INVALID_PARAMS, message=f"the MCP host's answer to {method} does not validate"
+                )
             finally:
                 tg.cancel_scope.cancel()
         if answer is None:
