@@ -183,6 +183,21 @@ async def test_elicitation_sampling_and_roots_reach_the_stdio_host(tmp_path: Pat
         await _asks_reach_the_host(client, host)
 
 
+async def test_extension_mode_relays_too(tmp_path: Path) -> None:
+    host = Host("ada")
+    params = StdioServerParameters(
+        command=KEEN,
+        args=["serve", "--transport", "stdio", "--mode", "extension"],
+        env=serve_env(_home(tmp_path, more=False)),
+    )
+    name = "mcp__everything__trigger-elicitation-request"
+    async with Client(params, mode="legacy", cache=None, **host.callbacks()) as client:
+        await client.read_resource(f"resource:///tool_descriptions?tools={name}")
+        result = await client.call_tool(name, {})
+    assert "- Name: ada" in _text(result), _text(result)
+    assert len(host.elicited) == 1
+
+
 async def test_a_url_elicitations_completion_reaches_the_host_that_accepted_it(tmp_path: Path) -> None:
     """elicit_stdio.py's sign_in_and_report asks for a page (id sign-in-3), then reports an
     id it never asked under and sign-in-3 twice: the host hears of sign-in-3 once."""
