@@ -39,13 +39,21 @@ pytestmark = [
 
 
 def _home(home: Path, *, more: bool = True) -> Path:
-    """``home`` with server-everything upstream; with ``more``, ``basic``, a second
-    server-everything, ``log_stdio.py`` and ``ask_stdio.py``."""
+    """``home`` with server-everything upstream; with ``more``, ``basic``, two more
+    server-everything (one with a 1 s call limit), ``log_stdio.py`` and ``ask_stdio.py``."""
     everything = {"transport": "stdio", "command": peer("node", "mcp-server-everything"), "args": ["stdio"]}
     logs = {"transport": "stdio", "command": sys.executable, "args": [str(server_script("log_stdio"))]}
     ask = {"transport": "stdio", "command": sys.executable, "args": [str(server_script("ask_stdio"))]}
+    # "quick": server-everything again, whose calls Keen gives up on after a second.
+    quick = {**everything, "timeouts": {"call_tool": 1}}
     if more:
-        extra = {"everything": everything, "everything2": everything, "logs": logs, "ask": ask}
+        extra = {
+            "everything": everything,
+            "everything2": everything,
+            "logs": logs,
+            "ask": ask,
+            "quick": quick,
+        }
         write_upstream(home, extra=extra)
     else:
         (home / "mcp").mkdir(parents=True, exist_ok=True)
@@ -274,6 +282,27 @@ async def test_a_2026_upstream_asks_each_host_its_own_question_at_once(search: K
             both.set()
     assert results == {"ada": "hello ada", "bob": "hello bob"}
     assert [p.message for p in ada.elicited] == [p.message for p in bob.elicited] == ["What is your name?"]
+
+
+async def test_a_question_is_withdrawn_when_the_call_ends_first(search: KeenServeProcess) -> None:
+    """Keen gives up on the upstream call (its 1 s limit) while the host's user is still
+    asked: the host is told the question is withdrawn (notifications/cancelled) before the
+    call's result, so it can stop asking."""
+    asked, withdrawn = anyio.Event(), anyio.Event()
+
+    async def elicit(_ctx: Any, _params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        asked.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            withdrawn.set()
+        raise AssertionError("unreachable")
+
+    async with _http(search, elicitation_callback=elicit) as client:
+        result = await _call(client, "quick", "trigger-elicitation-request")
+        assert result.is_error and asked.is_set(), _text(result)
+        with anyio.fail_after(10):
+            await withdrawn.wait()
 
 
 async def test_keen_declines_what_the_host_cannot_answer(search: KeenServeProcess) -> None:

@@ -18,6 +18,7 @@ call whose POST does not accept ``text/event-stream``). See docs/serve.md "Durin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 from collections.abc import Callable, Mapping
@@ -224,6 +225,18 @@ class SseChannel:
                 raise MCPError(
                     code=mt.INTERNAL_ERROR, message="the host's call ended before it answered"
                 ) from None
+            except anyio.get_cancelled_exc_class():
+                # The upstream gave up on its request (or the call ended): the host may stop
+                # asking its user (MCP 2025-11-25, Utilities, "Cancellation").
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    cancelled = {
+                        "requestId": request_id,
+                        "reason": "the MCP server no longer needs the answer",
+                    }
+                    await self._event(
+                        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancelled}
+                    )
+                raise
         finally:
             undo()
             self._pending.remove(to)
@@ -316,14 +329,21 @@ class HostPeer:
         self.cannot_ask = cannot_ask if channel is not None else cannot_ask or "Keen cannot reach the host"
         self._audit = audit or (lambda *_: None)
         self._done = anyio.Event()
+        self._asking = 0
+        self._idle = anyio.Event()
 
     @property
     def host(self) -> str:
         return self._host
 
-    def finish(self) -> None:
-        """The call ended: a request still waiting for the host is answered with an error."""
+    async def end(self) -> None:
+        """The call ended: a request still waiting for the host is withdrawn (the host is
+        told, while its call's channel is open) and answered with an error; returns once it
+        was, so the withdrawal reaches the host before the call's result (at most 2 s)."""
         self._done.set()
+        if self._asking:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2.0):
+                await self._idle.wait()
 
     async def ask(self, server: str, request: mt.InputRequest) -> mt.InputResponse | mt.ErrorData:
         needed, result_type = _needs(request)
@@ -339,6 +359,32 @@ class HostPeer:
             self._audit(server, method, "declined", "no_channel")
             return mt.ErrorData(code=mt.INVALID_REQUEST, message=f"Keen declined {method}: {self.cannot_ask}")
         answer: BaseModel | None = None
+        self._asking += 1
+        try:
+            answer = await self._send(request, result_type)
+        except MCPError as exc:
+            self._audit(server, method, "error", str(exc.code))
+            return exc.error
+        except ValueError:  # the host's answer is not the request's result type
+            self._audit(server, method, "error", "invalid_answer")
+            return mt.ErrorData(
+                code=mt.INVALID_PARAMS, message=f"the MCP host's answer to {method} does not validate"
+            )
+        finally:
+            self._asking -= 1
+            if not self._asking:
+                self._idle.set()
+        if answer is None:
+            self._audit(server, method, "cancelled", None)
+            return mt.ErrorData(code=mt.INTERNAL_ERROR, message="the host's call ended before it answered")
+        self._audit(server, method, "relayed", None)
+        return answer  # type: ignore[return-value]
+
+    async def _send(self, request: mt.InputRequest, result_type: type[BaseModel]) -> BaseModel | None:
+        """The host's answer, or None when the call ended first."""
+        assert self.channel is not None
+        answer: BaseModel | None = None
+        failed: Exception | None = None
         async with anyio.create_task_group() as tg:
 
             async def call_ended() -> None:
@@ -348,21 +394,13 @@ class HostPeer:
             tg.start_soon(call_ended)
             try:
                 answer = await self.channel.request(request, result_type)
-            except MCPError as exc:
-                self._audit(server, method, "error", str(exc.code))
-                return exc.error
-            except ValueError:  # the host's answer is not the request's result type
-                self._audit(server, method, "error", "invalid_answer")
-                return mt.ErrorData(
-                    code=mt.INVALID_PARAMS, message=f"the MCP host's answer to {method} does not validate"
-                )
+            except Exception as exc:  # raised below, not wrapped in the task group's group
+                failed = exc
             finally:
                 tg.cancel_scope.cancel()
-        if answer is None:
-            self._audit(server, method, "cancelled", None)
-            return mt.ErrorData(code=mt.INTERNAL_ERROR, message="the host's call ended before it answered")
-        self._audit(server, method, "relayed", None)
-        return answer  # type: ignore[return-value]
+        if failed is not None:
+            raise failed
+        return answer
 
     async def log(self, server: str, params: mt.LoggingMessageNotificationParams) -> None:
         if self.channel is None or params.level not in self.levels or self._done.is_set():

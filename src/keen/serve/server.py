@@ -670,7 +670,7 @@ class KeenServer:
         try:
             return await self._run_call(ctx, params, scope, peer)
         finally:
-            peer.finish()
+            await peer.end()
 
     async def _run_call(
         self,
