@@ -10,10 +10,13 @@ the Server"); the host's answer goes back to the upstream. A log message
 ``logging/setLevel`` (2025-11-25; every level until it is sent), or the call's own
 ``io.modelcontextprotocol/logLevel`` (2026-07-28).
 
-Keen declines on the host's behalf, with a message that says why, when the host did not
-declare the capability a request needs, or when Keen has no way to ask it (a 2026-07-28
-host, asked only through ``InputRequiredResult``, which Keen does not pass on yet; an HTTP
-call whose POST does not accept ``text/event-stream``). See docs/serve.md "During a call".
+A 2026-07-28 host cannot be sent a request: its calls' channel is a
+:class:`keen.serve.rounds.RoundsChannel`, whose questions become the call's
+``InputRequiredResult``. Keen declines on the host's behalf, with a message that says why,
+when the host did not declare the capability a request needs, or when Keen has no way to ask
+it (an HTTP call whose POST does not accept ``text/event-stream``). A question the upstream
+gives up on, or still open when the call ends, is withdrawn from the host
+(``notifications/cancelled``). See docs/serve.md "During a call".
 """
 
 from __future__ import annotations

@@ -32,6 +32,11 @@ Search mode's three tools never change, so it sends no notices; ``search_tools``
 
 An upstream server that went away is reconnected when a request needs it, at most once per
 back-off window (:mod:`keen.mcp.reconnect`; docs/serve.md "When an upstream server goes away").
+
+What an upstream asks (elicitation, sampling, roots) or logs during a call goes to the host
+that made it, through the call's :class:`keen.serve.relay.HostPeer`; a 2026-07-28 host is
+asked in ``InputRequiredResult`` rounds (:mod:`keen.serve.rounds`; docs/serve.md "During a
+call").
 """
 
 from __future__ import annotations
