@@ -55,6 +55,8 @@ def _capabilities(client: Client, era: str) -> dict[str, object]:
 async def test_prompts_and_resources_pass_through_namespaced(extension: KeenServeProcess, era: str) -> None:
     async with connect(extension, era) as client:
         assert _capabilities(client, era) == {
+            # Upstreams' log messages during a call reach its host (test_serve_requests.py).
+            "logging": {},
             "prompts": {"listChanged": True},
             "resources": {"subscribe": False, "listChanged": True},
             "tools": {"listChanged": True},
@@ -113,6 +115,7 @@ async def test_search_mode_passes_them_through_without_change_notices(
     async with connect(search, era) as client:
         # It sends no list_changed notices (no event stream), so it advertises none, in both eras.
         assert _capabilities(client, era) == {
+            "logging": {},
             "prompts": {"listChanged": False},
             "resources": {"subscribe": False, "listChanged": False},
             "tools": {"listChanged": False},

@@ -45,6 +45,7 @@ from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_chan
 from keen.mcp.changes import ChangeObserver, RefreshReason, ToolsChanged, diff_tools
 from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
 from keen.mcp.elicitation import ElicitationCallback, SessionElicitation, UrlElicitationCallback, sdk_callback
+from keen.mcp.relay import CALL_PEER, Relay
 from keen.mcp.types import AuthFactory, ServerInfo, ServerState, ServerStatus, Tool, TransportFactory
 
 __all__ = ["ServerRuntime"]
@@ -74,6 +75,7 @@ class ServerRuntime:
         transport: TransportFactory | None = None,
         elicitation: Callable[[], ElicitationCallback | None] = lambda: None,
         elicitation_url: Callable[[], UrlElicitationCallback | None] = lambda: None,
+        relay: Callable[[], Relay | None] = lambda: None,
         on_tools: ChangeObserver | None = None,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
         launches: anyio.CapacityLimiter | None = None,
@@ -82,6 +84,8 @@ class ServerRuntime:
         self._launches = launches
         self._elicitation = elicitation
         self._elicitation_url = elicitation_url
+        self._relay = relay
+        self._session_relay: Relay | None = None
         self.elicitations: SessionElicitation | None = None
         """The open session's elicitation state: its answers and the completions it awaits."""
         self._transport = transport
@@ -240,6 +244,9 @@ class ServerRuntime:
         """Owner loop: connect, serve, and reconnect only when asked (no automatic retry)."""
         self.running = True
         self.finished = anyio.Event()
+        # A reconnect started during someone's call must not lend that call's peer to the
+        # session's own tasks (they inherit this context): requests are routed by the relay.
+        CALL_PEER.set(None)
         try:
             while not self._stopping:
                 self._refresh_requested = False
@@ -318,6 +325,15 @@ class ServerRuntime:
                 # session, since a completion notice names an id of this session's requests
                 # (kept without a callback too: a -32042's pages complete by notice as well).
                 asks = self.elicitations = sdk_callback(self.name, self._elicitation, self._elicitation_url)
+                # With a relay (keen serve), what the server asks during a call goes to the
+                # host that made it (keen.mcp.relay); a 2026-07-28 server sends log messages
+                # only to a request that opted in, so every request does.
+                relay = self._session_relay = self._relay()
+                asking: dict[str, Any] = (
+                    relay.callbacks(self.name)
+                    if relay is not None
+                    else {"elicitation_callback": asks if self._elicitation() else None}
+                )
                 session = await stack.enter_async_context(
                     ClientSession(
                         EOFWatch(read, self._mark_eof, tool_filter.incoming),
@@ -325,7 +341,8 @@ class ServerRuntime:
                         message_handler=self._on_message,
                         logging_callback=self._on_log,
                         client_info=_CLIENT_INFO,
-                        elicitation_callback=asks if self._elicitation() else None,
+                        log_level="debug" if relay is not None else None,
+                        **asking,
                     )
                 )
                 negotiated = False
@@ -594,12 +611,18 @@ class ServerRuntime:
                 self.watch.request("notification")
             else:
                 self._early_notice = True  # during the first listing: re-list once published
-        elif method == "notifications/elicitation/complete" and self.elicitations is not None:
-            self.elicitations.completed(str(getattr(root.params, "elicitation_id", "")))
+        elif method == "notifications/elicitation/complete":
+            elicitation_id = str(getattr(root.params, "elicitation_id", ""))
+            if self.elicitations is not None:
+                self.elicitations.completed(elicitation_id)
+            if self._session_relay is not None:
+                await self._session_relay.completed(self.name, elicitation_id)
         else:
             logger.debug("server %s: notification %s", self.name, method)
 
     async def _on_log(self, params: mt.LoggingMessageNotificationParams) -> None:
+        if self._session_relay is not None:
+            await self._session_relay.log(self.name, params)
         logger.debug(
             "server %s: log %s: %s",
             self.name,

@@ -11,6 +11,7 @@ the same task (anyio task groups must be exited by the task that entered them).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
@@ -44,6 +45,7 @@ from keen.mcp.config import HttpServerConfig, MCPConfig, StdioServerConfig, load
 from keen.mcp.defaults import default_max_starting
 from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.pins import PinGuard, PinnedView, pinning_policy
+from keen.mcp.relay import CALL_PEER, Relay
 from keen.mcp.types import (
     AuthFactory,
     ServerInfo,
@@ -106,6 +108,11 @@ class Manager:
             finish late. ``0``: no bound. HTTP servers are not bounded.
         pins: the pinned definitions (default: ``$KEEN_HOME/mcp/pins``): :meth:`list_tools`
             shows each server's tools as pinned (:func:`keen.mcp.pins.pinned_view`).
+        relay: a front end that calls for others (``keen serve``): sessions advertise
+            elicitation, sampling and roots, and what a server asks or logs during a call goes
+            to the context's :data:`keen.mcp.relay.CALL_PEER` of that call (see
+            :mod:`keen.mcp.relay`; it replaces ``elicitation`` for those sessions). It may be
+            set later on :attr:`relay`, for sessions that connect after that.
 
     One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
     server alone is in state ``config_error`` with the message and the fix, and calls to it
@@ -129,8 +136,10 @@ class Manager:
         url_elicitation_wait: float = 600.0,
         max_starting: int | None = None,
         pins: PinGuard | None = None,
+        relay: Relay | None = None,
     ) -> None:
         self.pins = pins or PinGuard()
+        self.relay = relay
         self.elicitation = elicitation
         self.url_elicitation_wait = url_elicitation_wait
         self.elicitation_url = elicitation_url
@@ -455,23 +464,25 @@ class Manager:
         :meth:`wait_user_action`).
 
         ``progress`` gets the server's progress notifications for the call; without it, the
-        context's :data:`CALL_PROGRESS` does, if set.
+        context's :data:`CALL_PROGRESS` does, if set. With a :attr:`relay`, what the server asks
+        or logs during the call goes to the context's :data:`keen.mcp.relay.CALL_PEER`.
         """
         arguments = {} if arguments is None else arguments
         if validate:
             self.check_call(name, tool, arguments)
         runtime, session, limit = self._session(name, timeout)
         progress = progress if progress is not None else CALL_PROGRESS.get()
-        return await send_tool_call(
-            runtime,
-            session,
-            tool,
-            arguments,
-            limit=limit,
-            progress=progress,
-            relist=partial(self.refresh_tools, name),
-            pages=(self.elicitation_url, self.url_elicitation_wait),
-        )
+        with self.relay.calling(name, CALL_PEER.get()) if self.relay else contextlib.nullcontext():
+            return await send_tool_call(
+                runtime,
+                session,
+                tool,
+                arguments,
+                limit=limit,
+                progress=progress,
+                relist=partial(self.refresh_tools, name),
+                pages=(self.elicitation_url, self.url_elicitation_wait),
+            )
 
     async def wait_user_action(self, error: UserActionRequired, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the server to report every page of ``error``
@@ -653,6 +664,7 @@ class Manager:
             transport=self._transports.get(name),
             elicitation=lambda: self.elicitation,
             elicitation_url=lambda: self.elicitation_url,
+            relay=lambda: self.relay,
             on_tools=self._notify_changes,
             refresh_interval=self._refresh_interval,
             launches=self._launches,

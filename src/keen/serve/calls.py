@@ -39,6 +39,7 @@ from keen.errors import KeenError, Remedy, ServerDisconnected, ServerNotConfigur
 from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, Gateway, for_model
 from keen.harness import Harness, Observation, Visibility
 from keen.mcp.manager import CALL_PROGRESS, Manager
+from keen.mcp.relay import CALL_PEER, CallPeer
 
 __all__ = [
     "APPROVER",
@@ -166,14 +167,22 @@ class CallRouter:
         )
 
     async def call(
-        self, server: str, tool: str, arguments: Any, *, caller: str, progress: ProgressFnT | None = None
+        self,
+        server: str,
+        tool: str,
+        arguments: Any,
+        *,
+        caller: str,
+        progress: ProgressFnT | None = None,
+        peer: CallPeer | None = None,
     ) -> Observation:
         """One call through the pipeline; refusals and failures are observations, never raised.
 
         ``progress`` gets the upstream server's progress notifications for the call (the
-        host's own progress token is the caller's to put on them)."""
-        # The harness and the gateway know nothing of progress: the Manager reads it here.
-        token = CALL_PROGRESS.set(progress)
+        host's own progress token is the caller's to put on them); ``peer`` gets what the
+        upstream asks and logs during it (:mod:`keen.serve.relay`)."""
+        # The harness and the gateway know nothing of either: the Manager reads them here.
+        token, peer_token = CALL_PROGRESS.set(progress), CALL_PEER.set(peer)
         try:
             return await self.harness.call(
                 CALL_MCP_TOOL,
@@ -182,6 +191,7 @@ class CallRouter:
                 approver=HOST_APPROVES,
             )
         finally:
+            CALL_PEER.reset(peer_token)
             CALL_PROGRESS.reset(token)
 
     def close(self) -> None:

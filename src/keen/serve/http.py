@@ -22,7 +22,10 @@ Every request to ``/mcp`` passes, in order:
 The SDK's stateless Streamable HTTP manager then serves the message; it answers both eras,
 with one JSON body, or on an event stream for a ``tools/call`` that asked for progress (the
 upstream's progress notifications come on it before the result; docs/serve.md "During a
-call").
+call"). A handshake-era ``tools/call`` from a host that accepts an event stream is answered
+on one Keen writes (:class:`keen.serve.relay.SseChannel`) as soon as something is sent before
+the result: the upstream's progress, log messages and requests (elicitation, sampling,
+roots), whose answers the host POSTs back (a JSON-RPC response, accepted with 202).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import anyio
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types import LOG_LEVEL_META_KEY, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -51,6 +54,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
+from keen.serve.relay import CHANNEL_KEY, HOST_KEY, SSE_HEADERS, STREAM_KEY, SseChannel, host_capabilities
 from keen.serve.server import PRINCIPAL_KEY, SCOPE_KEY, KeenServer
 
 __all__ = ["HttpSecurity", "build_app", "is_loopback", "tokens_from_env"]
@@ -197,14 +201,32 @@ class _Gate:
             await app(scope, _replay(body, disconnect), send)
             tg.cancel_scope.cancel()
 
-    def _for(self, message: dict[str, Any] | None, request: Request) -> StreamableHTTPASGIApp:
+    def _for(self, message: dict[str, Any] | None, request: Request, scope: Scope) -> StreamableHTTPASGIApp:
         """The handler for this POST: a call that asked for progress (``_meta.progressToken``)
-        from a host that accepts an event stream is answered on one, where the upstream's
-        progress notifications reach the host before the result (MCP 2025-11-25, Transports,
-        "Sending Messages to the Server"); everything else is one JSON response."""
-        if "text/event-stream" in request.headers.get("accept", "") and _wants_progress(message):
+        or for log messages (2026-07-28 ``_meta`` log level) from a host that accepts an event
+        stream is answered on one, where the upstream's notifications reach the host before the
+        result (MCP 2025-11-25, Transports, "Sending Messages to the Server"); everything else
+        is one JSON response."""
+        if _accepts_stream(request) and _wants_stream(message):
+            scope[STREAM_KEY] = True
             return self.streaming
         return self.inner
+
+    async def _call_on_channel(
+        self, scope: Scope, receive: Receive, send: Send, message: dict[str, Any] | None
+    ) -> None:
+        """A handshake-era ``tools/call`` from a host that accepts an event stream: what the
+        upstream asks or tells during the call goes to the host on this POST's response
+        (:class:`keen.serve.relay.SseChannel`), which is one JSON body when nothing was sent."""
+        params = message.get("params") if message is not None else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        channel = SseChannel(send, scope[SCOPE_KEY], self.keen.replies, token)
+        scope[CHANNEL_KEY] = channel
+        try:
+            await self.inner(scope, receive, channel.app_send())
+        finally:
+            channel.close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -240,7 +262,7 @@ class _Gate:
                 return
             message = _message(body)
             self._cancel(scope[SCOPE_KEY], message)
-            await self._until_gone(self._for(message, request), scope, body, message, receive, send)
+            await self._until_gone(self._for(message, request, scope), scope, body, message, receive, send)
             return
         await self._handshake_era(scope, receive, send, request, principal)
 
@@ -292,9 +314,13 @@ class _Gate:
         if _is_initialize(message):
             new_id = secrets.token_hex(16)
             limit = self.keen.max_sessions
+            # What the host declared is kept with its session: each later POST is served
+            # statelessly, and an upstream's request during a call needs it (keen.serve.relay).
+            params = message.get("params") if message is not None else None
+            declared = host_capabilities(params.get("capabilities") if isinstance(params, dict) else None)
             if not await store.open_session(
                 new_id,
-                {"principal": principal},
+                {"principal": principal, "host": declared},
                 self.keen.session_ttl,
                 owner=scope[PRINCIPAL_KEY],
                 limit=limit,
@@ -315,14 +341,27 @@ class _Gate:
                 scope, replay, send
             )
             return
-        if not await _owned(store, session_id, principal, self.keen.session_ttl):
+        data = await _session_of(store, session_id, principal, self.keen.session_ttl)
+        if data is None:
             await _error(404, "Session not found")(scope, replay, send)
             return
         scope[SCOPE_KEY] = f"session:{session_id}"
+        scope[HOST_KEY] = data.get("host") or []
         # The session's authorizations live as long as it does (docs/serve.md, section 5).
         await store.renew(scope[SCOPE_KEY], self.keen.session_ttl)
         self._cancel(scope[SCOPE_KEY], message)
-        await self._for(message, request)(scope, replay, send)
+        if _is_response(message):
+            # The host's answer to what Keen asked it during a call (MCP 2025-11-25,
+            # Transports: a POST of a response is accepted with 202 and no body).
+            assert message is not None
+            if not self.keen.replies.deliver(scope[SCOPE_KEY], message):
+                logger.info("a response of %s matched no request waiting for it", scope[SCOPE_KEY])
+            await Response(status_code=202)(scope, replay, send)
+            return
+        if _accepts_stream(request) and message is not None and message.get("method") == "tools/call":
+            await self._call_on_channel(scope, replay, send, message)
+            return
+        await self._for(message, request, scope)(scope, replay, send)
 
     async def _event_stream(
         self,
@@ -349,7 +388,7 @@ class _Gate:
             if notices is None:
                 await _error(503, "Too many open event streams; retry later")(scope, receive, send)
                 return
-            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
             async with anyio.create_task_group() as tg:
 
                 async def disconnected() -> None:
@@ -362,13 +401,6 @@ class _Gate:
                     await send({"type": "http.response.body", "body": frame, "more_body": True})
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 tg.cancel_scope.cancel()
-
-
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"x-accel-buffering", b"no"),
-]
 
 
 async def _frames(notices: Any) -> AsyncIterator[bytes]:
@@ -388,9 +420,14 @@ async def _frames(notices: Any) -> AsyncIterator[bytes]:
 
 
 async def _owned(store: Any, session_id: str, principal: str, ttl: float) -> bool:
+    return await _session_of(store, session_id, principal, ttl) is not None
+
+
+async def _session_of(store: Any, session_id: str, principal: str, ttl: float) -> dict[str, Any] | None:
+    """The session's data, or None when it is unknown, expired, or another credential's."""
     # A session answers only to the credential that opened it (as the SDK's own manager does).
     data = await store.get_session(session_id[:128], ttl)
-    return data is not None and data.get("principal") == principal
+    return data if data is not None and data.get("principal") == principal else None
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -446,13 +483,29 @@ def _request_id(message: dict[str, Any] | None) -> str | int | None:
     return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
 
-def _wants_progress(message: dict[str, Any] | None) -> bool:
-    """Whether a message is a ``tools/call`` carrying a progress token."""
+def _wants_stream(message: dict[str, Any] | None) -> bool:
+    """Whether a message is a ``tools/call`` carrying a progress token or a log level."""
     if message is None or message.get("method") != "tools/call":
         return False
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and meta.get("progressToken") is not None
+    return isinstance(meta, dict) and (
+        meta.get("progressToken") is not None or meta.get(LOG_LEVEL_META_KEY) is not None
+    )
+
+
+def _accepts_stream(request: Request) -> bool:
+    return "text/event-stream" in request.headers.get("accept", "")
+
+
+def _is_response(message: dict[str, Any] | None) -> bool:
+    """Whether a message is a JSON-RPC response (an id, a result or an error, no method)."""
+    return (
+        message is not None
+        and "method" not in message
+        and "id" in message
+        and ("result" in message or "error" in message)
+    )
 
 
 def _is_initialize(message: dict[str, Any] | None) -> bool:

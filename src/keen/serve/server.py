@@ -32,6 +32,11 @@ Search mode's three tools never change, so it sends no notices; ``search_tools``
 
 An upstream server that went away is reconnected when a request needs it, at most once per
 back-off window (:mod:`keen.mcp.reconnect`; docs/serve.md "When an upstream server goes away").
+
+What an upstream asks (elicitation, sampling, roots) or logs during a call goes to the host
+that made it, through the call's :class:`keen.serve.relay.HostPeer`; a 2026-07-28 host is
+asked in ``InputRequiredResult`` rounds (:mod:`keen.serve.rounds`; docs/serve.md "During a
+call").
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import contextlib
 import json
 import logging
 import secrets
+import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,7 +59,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from keen import __version__, paths
@@ -63,12 +69,25 @@ from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS
 from keen.mcp.manager import Manager
 from keen.mcp.reconnect import Reconnector
+from keen.mcp.relay import Relay
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
 from keen.serve.calls import APPROVER, CallRouter, call_result, error_result, host_remedy_words
 from keen.serve.catalog import ToolCatalog
 from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, digest
 from keen.serve.passthrough import Listing, exposed_uri, upstream_uri
+from keen.serve.relay import (
+    CHANNEL_KEY,
+    HOST_KEY,
+    STREAM_KEY,
+    HostChannel,
+    HostPeer,
+    Replies,
+    SessionChannel,
+    host_capabilities,
+    log_levels,
+)
+from keen.serve.rounds import Rounds, RoundsChannel
 from keen.serve.search import CapabilitySearch, SearchFn
 from keen.serve.store import (
     DEFAULT_AUTH_TTL,
@@ -98,6 +117,8 @@ DEFAULT_READY_WAIT = 15.0
 _FOR_THE_CONNECTION = 10 * 365 * 24 * 3600.0
 """An authorization in a stdio connection's scope: it ends with the connection (the process)."""
 _TOOLS_TTL_MS = 10_000
+_MAX_LOG_LEVELS = 10_000
+"""Hosts whose ``logging/setLevel`` is remembered (the oldest is forgotten first)."""
 
 _SEARCH_INSTRUCTIONS = (
     "Keen gives you the tools of many MCP servers without listing them all. Workflow: "
@@ -163,6 +184,15 @@ class KeenServer:
         # cannot be used must fail here with nothing written (ConfigError).
         manager.config  # noqa: B018
         self.manager = manager
+        # Upstreams' requests and log messages during a call go to the host that made it.
+        if manager.relay is None:
+            manager.relay = Relay()
+        self.replies = Replies()
+        self.rounds = Rounds()
+        """2026-07-28 hosts' calls whose upstream asks (keen.serve.rounds)."""
+        """Handshake-era HTTP hosts' answers to what Keen asked them (keen.serve.relay)."""
+        self._log_levels: dict[str, str] = {}
+        """Caller scope -> the level its host set with ``logging/setLevel``."""
         self.mode: Mode = mode
         self.store: Store = store if store is not None else MemoryStore()
         self.search: SearchFn = search or CapabilitySearch()
@@ -209,8 +239,9 @@ class KeenServer:
             tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tg.cancel_scope.cancel)
             tg.start_soon(self.notifier.run, name="keen-serve-notify")
-            self.reconnector.task_group = tg
+            self.reconnector.task_group = self.rounds.task_group = tg
             stack.callback(setattr, self.reconnector, "task_group", None)
+            stack.callback(setattr, self.rounds, "task_group", None)
             self._stack = stack.pop_all()
         return self
 
@@ -377,6 +408,12 @@ class KeenServer:
 
     def _build(self) -> Server[Any]:
         extension = self.mode == "extension"
+        with warnings.catch_warnings():
+            # logging/setLevel is deprecated as of 2026-07-28; 2025-11-25 hosts still send it.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            return self._server(extension)
+
+    def _server(self, extension: bool) -> Server[Any]:
         server = _NotifyingServer(
             "keen",
             list_changed=extension,
@@ -403,6 +440,8 @@ class KeenServer:
             on_get_prompt=self._get_prompt,
             # 2026-07-28 hosts get change notices on subscriptions/listen streams only.
             on_subscriptions_listen=self.notifier.listen if extension else None,
+            # Upstreams' log messages during a host's call reach it at this level.
+            on_set_logging_level=self._set_logging_level,
         )
         if extension:
             server.middleware.append(self._attach_stdio_host)
@@ -538,6 +577,62 @@ class KeenServer:
         await self.store.authorize(scope, found, self.auth_ttl_of(scope))
         return _json_contents(uri, body)
 
+    def _peer(
+        self, ctx: ServerRequestContext[Any, Any], scope: str, rounds: HostChannel | None = None
+    ) -> HostPeer:
+        """The call's host as its upstream's requests and log messages see it
+        (:mod:`keen.serve.relay`): what it declared, its log levels, how to reach it
+        (``rounds``: a 2026-07-28 host's, :mod:`keen.serve.rounds`)."""
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        request = ctx.request
+        asgi: dict[str, Any] = getattr(request, "scope", None) or {}
+        channel: Any
+        if rounds is not None:
+            channel = rounds
+        elif request is None:
+            channel = SessionChannel(ctx)  # stdio: the SDK's session reaches the host
+        elif asgi.get(CHANNEL_KEY) is not None:
+            channel = asgi[CHANNEL_KEY]
+        else:
+            channel = SessionChannel(ctx) if asgi.get(STREAM_KEY) else None
+        if modern or request is None:
+            declared = host_capabilities(ctx.session.client_capabilities)
+        else:
+            declared = list(asgi.get(HOST_KEY) or [])
+        if modern and rounds is None:
+            cannot = "this host speaks MCP 2026-07-28, where a server asks only in the call's result"
+        elif channel is None:
+            cannot = (
+                "this call is answered with one JSON body (the host's POST does not accept "
+                "text/event-stream), so Keen has no way to ask the host"
+            )
+        else:
+            cannot = None
+
+        def audit(server: str, method: str, outcome: str, code: str | None) -> None:
+            self._audit("upstream.request", scope, server, method, outcome, code)
+
+        return HostPeer(
+            scope,
+            channel,
+            capabilities=declared,
+            levels=log_levels(ctx.protocol_version, ctx.meta, self._log_levels.get(scope)),
+            cannot_ask=cannot,
+            audit=audit,
+        )
+
+    async def _set_logging_level(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.SetLevelRequestParams
+    ) -> mt.EmptyResult:
+        """``logging/setLevel`` (MCP 2025-11-25, Logging): upstreams' log messages during this
+        host's calls reach it from this level up."""
+        scope = self.caller_scope(ctx)
+        self._log_levels.pop(scope, None)
+        self._log_levels[scope] = params.level
+        while len(self._log_levels) > _MAX_LOG_LEVELS:
+            del self._log_levels[next(iter(self._log_levels))]
+        return mt.EmptyResult()
+
     def cancel_call(self, scope: str, request_id: object) -> bool:
         """Cancel the call ``request_id`` of caller ``scope`` that runs here, if one does (a
         host's ``notifications/cancelled`` over HTTP, which comes in a request of its own);
@@ -549,27 +644,52 @@ class KeenServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
-    ) -> mt.CallToolResult:
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
         scope = self.caller_scope(ctx)
         key = (scope, str(ctx.request_id))
         with anyio.CancelScope() as cancel:
             self._inflight[key] = cancel
             try:
-                return await self._run_call(ctx, params, scope)
+                if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                    # What the upstream asks comes back as InputRequiredResult rounds.
+                    def start(channel: RoundsChannel) -> Any:
+                        return self._peer_call(ctx, params, scope, channel)
+
+                    return await self.rounds.serve(ctx, scope, ctx.params, start)
+                return await self._peer_call(ctx, params, scope)
             finally:
                 if self._inflight.get(key) is cancel:
                     del self._inflight[key]
         logger.info("a call of %s was cancelled by its host", scope)
         return error_result({"error": {"code": "CANCELLED", "message": "The host cancelled this call."}})
 
+    async def _peer_call(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: mt.CallToolRequestParams,
+        scope: str,
+        channel: HostChannel | None = None,
+    ) -> mt.CallToolResult:
+        """The call with its host's peer, which is finished when the call ends."""
+        peer = self._peer(ctx, scope, channel)
+        try:
+            return await self._run_call(ctx, params, scope, peer)
+        finally:
+            await peer.end()
+
     async def _run_call(
-        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams, scope: str
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: mt.CallToolRequestParams,
+        scope: str,
+        peer: HostPeer,
     ) -> mt.CallToolResult:
         arguments = dict(params.arguments or {})
         # A host may call before the first connections settled (stdio hosts start us on demand).
         await self.wait_ready()
+        progress = _progress_to(ctx, peer)
         if self.mode == "search":
-            return await self._search_tool(params.name, arguments, scope, _progress_to(ctx))
+            return await self._search_tool(params.name, arguments, scope, progress, peer)
         await self.revive([params.name])
         exposed = self.catalog().get(params.name)
         if exposed is None and params.name in self._server_of:
@@ -584,7 +704,7 @@ class KeenServer:
                 }
             )
         obs = await self.router.call(
-            exposed.server, exposed.tool.name, arguments, caller=scope, progress=_progress_to(ctx)
+            exposed.server, exposed.tool.name, arguments, caller=scope, progress=progress, peer=peer
         )
         if obs.denied == "visibility":
             return error_result(ext.description_required(exposed.name))
@@ -625,7 +745,12 @@ class KeenServer:
         }
 
     async def _search_tool(
-        self, name: str, arguments: dict[str, Any], scope: str, progress: ProgressFnT | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        scope: str,
+        progress: ProgressFnT | None = None,
+        peer: HostPeer | None = None,
     ) -> mt.CallToolResult:
         if name == "call_tool":
             server, tool = arguments.get("server"), arguments.get("tool")
@@ -635,7 +760,9 @@ class KeenServer:
                 )
             inner = arguments.get("arguments") or {}
             await self.revive(servers=[server])
-            return call_result(await self.router.call(server, tool, inner, caller=scope, progress=progress))
+            return call_result(
+                await self.router.call(server, tool, inner, caller=scope, progress=progress, peer=peer)
+            )
         if name == "search_tools":
             # Servers that went away come back in the background for later searches.
             self.reconnector.kick(self.reconnector.reconnectable_servers())
@@ -733,12 +860,16 @@ def _annotations(raw: dict[str, Any] | None) -> mt.ToolAnnotations | None:
         return None
 
 
-def _progress_to(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT:
+def _progress_to(ctx: ServerRequestContext[Any, Any], peer: HostPeer) -> ProgressFnT:
     """Relays an upstream call's progress to the host, on the host's own progress token (a
-    no-op when the host's request carried none)."""
+    no-op when the host's request carried none), on the call's channel when it has one."""
+    channel = peer.channel
 
     async def relay(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.session.report_progress(progress, total, message)
+        if channel is not None:
+            await channel.progress(progress, total, message)
+        else:
+            await ctx.session.report_progress(progress, total, message)
 
     return relay
 

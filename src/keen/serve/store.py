@@ -13,7 +13,8 @@ another, and a session survives the replica that opened it.
 
 Keys (Redis), all under ``keen:serve:`` and all with a TTL:
 
-- ``session:<id>``: JSON ``{"principal": ..., "owner": ...}``
+- ``session:<id>``: JSON ``{"principal": ..., "owner": ..., "host": [...]}`` (``host``: what
+  the host declared at ``initialize`` that Keen relays to it, :mod:`keen.serve.relay`)
 - ``owner:<owner>``: sorted set ``session id -> expiry (epoch ms)``, the open sessions one
   caller (``owner``: its bearer token's principal, or its address) holds, for the cap on
   them; it expires with the latest of them

@@ -1,0 +1,437 @@
+"""What an upstream server asks or logs during a host's call, passed to that host.
+
+``keen serve`` gives its Manager a :class:`keen.mcp.relay.Relay`, so its upstream sessions
+advertise elicitation (form and URL), sampling and roots; around each call it sets the
+call's :class:`HostPeer` (:data:`keen.mcp.relay.CALL_PEER`). A request an upstream sends
+during the call comes here and goes to the host on the call's own channel (MCP 2025-11-25,
+"Client Features"; over Streamable HTTP on the POST's event stream, "Sending Messages to
+the Server"); the host's answer goes back to the upstream. A log message
+(``notifications/message``) goes to the host when its level is one the host asked for:
+``logging/setLevel`` (2025-11-25; every level until it is sent), or the call's own
+``io.modelcontextprotocol/logLevel`` (2026-07-28).
+
+A 2026-07-28 host cannot be sent a request: its calls' channel is a
+:class:`keen.serve.rounds.RoundsChannel`, whose questions become the call's
+``InputRequiredResult``. Keen declines on the host's behalf, with a message that says why,
+when the host did not declare the capability a request needs, or when Keen has no way to ask
+it (an HTTP call whose POST does not accept ``text/event-stream``). A question the upstream
+gives up on, or still open when the call ends, is withdrawn from the host
+(``notifications/cancelled``). See docs/serve.md "During a call".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import anyio
+import mcp_types as mt
+from anyio.streams.memory import MemoryObjectSendStream
+from mcp.server.connection import allowed_log_levels
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
+from starlette.types import Message, Send
+
+from keen._redact import redactor
+
+__all__ = [
+    "CHANNEL_KEY",
+    "HOST_KEY",
+    "SSE_HEADERS",
+    "STREAM_KEY",
+    "HostChannel",
+    "HostPeer",
+    "Replies",
+    "SessionChannel",
+    "SseChannel",
+    "host_capabilities",
+    "log_levels",
+]
+
+CHANNEL_KEY = "keen.channel"
+"""ASGI scope key: the :class:`SseChannel` of a handshake-era HTTP ``tools/call``."""
+STREAM_KEY = "keen.stream"
+"""ASGI scope key: this POST is answered on the SDK's own event stream (the host's
+notifications may ride it)."""
+HOST_KEY = "keen.host"
+"""ASGI scope key: what the host of a handshake-era HTTP session declared at ``initialize``
+(:func:`host_capabilities`; kept with the session in the store)."""
+
+LEVELS: tuple[mt.LoggingLevel, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+"""The response headers of every event stream keen serve writes itself."""
+
+
+def host_capabilities(declared: mt.ClientCapabilities | Mapping[str, Any] | None) -> list[str]:
+    """What a host declared that Keen relays: ``elicitation.form``, ``elicitation.url``,
+    ``sampling``, ``sampling.tools``, ``roots``. An ``elicitation`` with neither ``form`` nor
+    ``url`` is form mode (MCP 2025-11-25, Elicitation, "Capabilities")."""
+    if isinstance(declared, BaseModel):
+        declared = declared.model_dump(by_alias=True, exclude_none=True)
+    if not isinstance(declared, Mapping):
+        return []
+    found: list[str] = []
+    elicitation = declared.get("elicitation")
+    if isinstance(elicitation, Mapping):
+        modes = [m for m in ("form", "url") if isinstance(elicitation.get(m), Mapping)]
+        found += [f"elicitation.{m}" for m in modes or ["form"]]
+    sampling = declared.get("sampling")
+    if isinstance(sampling, Mapping):
+        found.append("sampling")
+        if isinstance(sampling.get("tools"), Mapping):
+            found.append("sampling.tools")
+    if isinstance(declared.get("roots"), Mapping):
+        found.append("roots")
+    return found
+
+
+def log_levels(
+    protocol_version: str, meta: Mapping[str, Any] | None, set_level: str | None
+) -> frozenset[str]:
+    """The log levels a call's host gets: from ``set_level`` up (``logging/setLevel``; every
+    level when it never sent one) in the handshake era; what the call's ``_meta`` asked for
+    (nothing when it asked for none) in the 2026-07-28 era."""
+    if protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return frozenset(allowed_log_levels(protocol_version, meta))
+    start = LEVELS.index(set_level) if set_level in LEVELS else 0  # type: ignore[arg-type]
+    return frozenset(LEVELS[start:])
+
+
+class HostChannel(Protocol):
+    """How Keen reaches the host during one call."""
+
+    async def request(self, request: mt.InputRequest, result_type: type[BaseModel]) -> BaseModel:
+        """Send ``request`` to the host; its answer as ``result_type``. Raises ``MCPError``
+        for the host's error."""
+        ...
+
+    async def notify(self, notification: mt.ServerNotification) -> None:
+        """Send ``notification`` to the host, on the call's stream."""
+        ...
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Progress of the call, on the host's own progress token (none: nothing is sent)."""
+        ...
+
+
+class SessionChannel:
+    """The SDK's own channel of the call: stdio hosts, and HTTP calls the SDK streams."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+
+    async def request(self, request: mt.InputRequest, result_type: type[BaseModel]) -> BaseModel:
+        related = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+        return await self._ctx.session.send_request(request, result_type, metadata=related)
+
+    async def notify(self, notification: mt.ServerNotification) -> None:
+        await self._ctx.session.send_notification(notification, related_request_id=self._ctx.request_id)
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        await self._ctx.session.report_progress(progress, total, message)
+
+
+class Replies:
+    """Handshake-era HTTP hosts' answers to Keen's requests: each comes in a POST of its own
+    (MCP 2025-11-25, Transports), matched here to the call's :class:`SseChannel` that asked."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple[str, str], MemoryObjectSendStream[dict[str, Any]]] = {}
+
+    def expect(
+        self, caller: str, request_id: str, to: MemoryObjectSendStream[dict[str, Any]]
+    ) -> Callable[[], None]:
+        """Send the answer of ``caller`` to ``request_id`` to ``to``; returns the undo."""
+        key = (caller, request_id)
+        self._waiting[key] = to
+
+        def undo() -> None:
+            self._waiting.pop(key, None)
+
+        return undo
+
+    def deliver(self, caller: str, message: Mapping[str, Any]) -> bool:
+        """A host's JSON-RPC response; False when no request of this caller waits for it."""
+        request_id = message.get("id")
+        to = self._waiting.pop((caller, str(request_id)), None) if isinstance(request_id, str) else None
+        if to is None:
+            return False
+        try:
+            to.send_nowait(dict(message))
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return False
+        return True
+
+
+class SseChannel:
+    """A handshake-era HTTP call answered on an event stream Keen writes itself.
+
+    The SDK's handler serves each POST statelessly, so it cannot send the host a request
+    (its answer comes in another POST). Keen writes the call's requests and notifications
+    as SSE events on the POST's response, matches the host's answers (:class:`Replies`),
+    and ends the stream with the call's result. The stream starts only with its first
+    event: a call that sends nothing is still one JSON body.
+
+    Args:
+        send: the POST's ASGI ``send``.
+        caller: the session scope the answers must come from.
+        replies: where answers are matched.
+        progress_token: the host's token for this call (``_meta.progressToken``), if any.
+    """
+
+    def __init__(self, send: Send, caller: str, replies: Replies, progress_token: Any = None) -> None:
+        self._send, self._caller, self._replies = send, caller, replies
+        self._token = progress_token
+        self._lock = anyio.Lock()
+        self._started = self._finished = False
+        self._body = bytearray()
+        self._pending: list[MemoryObjectSendStream[dict[str, Any]]] = []
+
+    async def _event(self, message: dict[str, Any]) -> None:
+        async with self._lock:
+            if self._finished:
+                raise MCPError(code=mt.INTERNAL_ERROR, message="the host's call has already ended")
+            if not self._started:
+                self._started = True
+                await self._send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+            await self._send({"type": "http.response.body", "body": _frame(message), "more_body": True})
+
+    async def request(self, request: mt.InputRequest, result_type: type[BaseModel]) -> BaseModel:
+        request_id = f"keen-{secrets.token_hex(8)}"
+        to, answers = anyio.create_memory_object_stream[dict[str, Any]](1)
+        self._pending.append(to)
+        undo = self._replies.expect(self._caller, request_id, to)
+        try:
+            dumped = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+            await self._event({"jsonrpc": "2.0", "id": request_id, **dumped})
+            try:
+                reply = await answers.receive()
+            except anyio.EndOfStream:
+                raise MCPError(
+                    code=mt.INTERNAL_ERROR, message="the host's call ended before it answered"
+                ) from None
+            except anyio.get_cancelled_exc_class():
+                # The upstream gave up on its request (or the call ended): the host may stop
+                # asking its user (MCP 2025-11-25, Utilities, "Cancellation").
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    cancelled = {
+                        "requestId": request_id,
+                        "reason": "the MCP server no longer needs the answer",
+                    }
+                    await self._event(
+                        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancelled}
+                    )
+                raise
+        finally:
+            undo()
+            self._pending.remove(to)
+            to.close()
+            answers.close()
+        error = reply.get("error")
+        if isinstance(error, Mapping):
+            raise MCPError(
+                code=int(error.get("code", mt.INTERNAL_ERROR)),
+                message=str(error.get("message", "")),
+                data=error.get("data"),
+            )
+        return result_type.model_validate(reply.get("result"), by_name=False)
+
+    async def notify(self, notification: mt.ServerNotification) -> None:
+        dumped = notification.model_dump(by_alias=True, mode="json", exclude_none=True)
+        await self._event({"jsonrpc": "2.0", **dumped})
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if self._token is None:
+            return
+        params = mt.ProgressNotificationParams(
+            progress_token=self._token, progress=progress, total=total, message=message
+        )
+        await self.notify(mt.ProgressNotification(params=params))
+
+    def app_send(self) -> Send:
+        """The ``send`` for the SDK handler's own response: passed on as it is while nothing
+        was streamed, else its body becomes the stream's last event."""
+
+        async def send(message: Message) -> None:
+            async with self._lock:
+                if not self._started:
+                    self._finished = True
+                    await self._send(message)
+                    return
+                if message["type"] != "http.response.body":
+                    return  # the stream's own start was sent
+                self._body += message.get("body", b"")
+                if message.get("more_body", False) or self._finished:
+                    return
+                self._finished = True
+                try:
+                    final: Any = json.loads(bytes(self._body)) if self._body else None
+                except ValueError:
+                    final = None
+                body = _frame(final) if isinstance(final, dict) else b""
+                await self._send({"type": "http.response.body", "body": body, "more_body": False})
+
+        return send
+
+    def close(self) -> None:
+        """The call ended: requests still waiting for the host get an error."""
+        for to in list(self._pending):
+            to.close()
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    return f"event: message\r\ndata: {data}\r\n\r\n".encode()
+
+
+class HostPeer:
+    """One call's host, as the upstream's requests and log messages see it
+    (:class:`keen.mcp.relay.CallPeer`).
+
+    Args:
+        host: the caller's scope (calls of one host share it).
+        channel: how to reach the host during the call; None when there is none.
+        capabilities: what the host declared (:func:`host_capabilities`).
+        levels: the log levels the host gets (:func:`log_levels`).
+        cannot_ask: why Keen cannot send the host a request in this call, or None when it can.
+        audit: ``(server, method, outcome, code)``, one event per request relayed or declined.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        channel: HostChannel | None,
+        *,
+        capabilities: list[str],
+        levels: frozenset[str],
+        cannot_ask: str | None = None,
+        audit: Callable[[str, str, str, str | None], None] | None = None,
+    ) -> None:
+        self._host = host
+        self.channel = channel
+        self.capabilities = capabilities
+        self.levels = levels
+        self.cannot_ask = cannot_ask if channel is not None else cannot_ask or "Keen cannot reach the host"
+        self._audit = audit or (lambda *_: None)
+        self._done = anyio.Event()
+        self._asking = 0
+        self._idle = anyio.Event()
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    async def end(self) -> None:
+        """The call ended: a request still waiting for the host is withdrawn (the host is
+        told, while its call's channel is open) and answered with an error; returns once it
+        was, so the withdrawal reaches the host before the call's result (at most 2 s)."""
+        self._done.set()
+        if self._asking:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2.0):
+                await self._idle.wait()
+
+    async def ask(self, server: str, request: mt.InputRequest) -> mt.InputResponse | mt.ErrorData:
+        needed, result_type = _needs(request)
+        method = request.method
+        if needed not in self.capabilities:
+            self._audit(server, method, "declined", "capability_not_declared")
+            return mt.ErrorData(
+                code=mt.INVALID_REQUEST,
+                message=f"The MCP host that made this call through Keen did not declare the {needed} "
+                f"capability; Keen declined {method} on its behalf",
+            )
+        if self.channel is None or self.cannot_ask is not None:
+            self._audit(server, method, "declined", "no_channel")
+            return mt.ErrorData(code=mt.INVALID_REQUEST, message=f"Keen declined {method}: {self.cannot_ask}")
+        answer: BaseModel | None = None
+        self._asking += 1
+        try:
+            answer = await self._send(request, result_type)
+        except MCPError as exc:
+            self._audit(server, method, "error", str(exc.code))
+            return exc.error
+        except ValueError:  # the host's answer is not the request's result type
+            self._audit(server, method, "error", "invalid_answer")
+            return mt.ErrorData(
+                code=mt.INVALID_PARAMS, message=f"the MCP host's answer to {method} does not validate"
+            )
+        finally:
+            self._asking -= 1
+            if not self._asking:
+                self._idle.set()
+        if answer is None:
+            self._audit(server, method, "cancelled", None)
+            return mt.ErrorData(code=mt.INTERNAL_ERROR, message="the host's call ended before it answered")
+        self._audit(server, method, "relayed", None)
+        return answer  # type: ignore[return-value]
+
+    async def _send(self, request: mt.InputRequest, result_type: type[BaseModel]) -> BaseModel | None:
+        """The host's answer, or None when the call ended first."""
+        assert self.channel is not None
+        answer: BaseModel | None = None
+        failed: Exception | None = None
+        async with anyio.create_task_group() as tg:
+
+            async def call_ended() -> None:
+                await self._done.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(call_ended)
+            try:
+                answer = await self.channel.request(request, result_type)
+            except Exception as exc:  # raised below, not wrapped in the task group's group
+                failed = exc
+            finally:
+                tg.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        return answer
+
+    async def log(self, server: str, params: mt.LoggingMessageNotificationParams) -> None:
+        if self.channel is None or params.level not in self.levels or self._done.is_set():
+            return
+        # Named after its server, and with what Keen knows of secrets blanked, as every
+        # text Keen passes on.
+        name = f"{server}/{params.logger}" if params.logger else server
+        try:
+            data = json.loads(redactor.redact(json.dumps(params.data, ensure_ascii=False)))
+        except ValueError:
+            data = redactor.redact(str(params.data))
+        shown = mt.LoggingMessageNotificationParams(level=params.level, logger=name, data=data)
+        await self.channel.notify(mt.LoggingMessageNotification(params=shown))
+
+    async def completed(self, server: str, elicitation_id: str) -> None:
+        # On the call's channel: over HTTP only while the call runs (its stream ends with it).
+        if self.channel is not None:
+            params = mt.ElicitCompleteNotificationParams(elicitation_id=elicitation_id)
+            await self.channel.notify(mt.ElicitCompleteNotification(params=params))
+
+
+def _needs(request: mt.InputRequest) -> tuple[str, type[BaseModel]]:
+    """The host capability ``request`` needs, and its result's type."""
+    if isinstance(request, mt.ElicitRequest):
+        url = isinstance(request.params, mt.ElicitRequestURLParams)
+        return ("elicitation.url" if url else "elicitation.form"), mt.ElicitResult
+    if isinstance(request, mt.CreateMessageRequest):
+        if request.params.tools or request.params.tool_choice:
+            return "sampling.tools", mt.CreateMessageResultWithTools
+        return "sampling", mt.CreateMessageResult
+    return "roots", mt.ListRootsResult
