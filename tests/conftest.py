@@ -8,7 +8,6 @@ saying so instead of skipping.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -48,29 +47,17 @@ def write_config(keen_home: Path) -> Callable[[dict[str, Any]], Path]:
     return write
 
 
-# Test servers written with the MCP SDK whose process is not itself under test: forked from a
-# warm process (tests/helpers/forkserver.py) instead of paying the SDK's import each start.
-FORKED = frozenset(
-    {
-        "basic_stdio.py",
-        "cancel_stdio.py",
-        "changing_server.py",
-        "chat_tools.py",
-        "elicit_stdio.py",
-        "empty_stdio.py",
-        "handshake_only.py",
-    }
-)
-
-
 def stdio_server(script: str, *args: str, **extra: Any) -> dict[str, Any]:
-    """A config entry running ``tests/servers/<script>`` with this interpreter."""
-    path = str(SERVERS / script)
-    if script in FORKED and not os.environ.get("KEEN_TEST_NO_FORK"):
-        from tests.helpers.forkserver import launch_args
+    """A config entry running ``tests/servers/<script>`` with this interpreter (forked from a
+    warm process when the script allows: ``tests/helpers/forkserver.py``)."""
+    from tests.helpers.forkserver import script_args
 
-        return {"transport": "stdio", "command": sys.executable, "args": launch_args(path, *args), **extra}
-    return {"transport": "stdio", "command": sys.executable, "args": [path, *args], **extra}
+    return {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": script_args(str(SERVERS / script), *args),
+        **extra,
+    }
 
 
 def peer(kind: str, name: str) -> str:

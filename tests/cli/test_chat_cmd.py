@@ -16,6 +16,7 @@ import pytest
 from conftest import stdio_server
 from helpers.cli import KEEN, Home, Run, make_home
 from helpers.fake_llm import FakeLLM, Reply
+from helpers.forkserver import launch_args
 
 SECRET = "sk-proj-Zq8vX2mN4bL6kJ9hG3fD1sA7pO5iU0yT"
 MODEL_KEY = "sk-test-model-key-5e4d3c2b1a0f9e8d7c6b"
@@ -32,7 +33,7 @@ def serve(home: Home, *names: str) -> None:
         "demo": {
             "transport": "stdio",
             "command": sys.executable,
-            "args": ["-m", "keen.demo.server"],
+            "args": launch_args("-m", "keen.demo.server"),
             "env": {"KEEN_HOME": str(home.keen_home), "DEMO_TOKEN": SECRET},
             "trust_annotations": True,  # Keen's own demo server
         },

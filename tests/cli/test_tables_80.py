@@ -17,6 +17,7 @@ import pytest
 
 from helpers import stdio_entry
 from helpers.cli import Home, Run, make_home
+from helpers.forkserver import launch_args
 from helpers.hostile import hostile_entry
 from helpers.tables import header, table_rows
 from keen.capabilities import Catalog
@@ -50,7 +51,11 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
     }
     home.write(
         {
-            "demo": {"transport": "stdio", "command": sys.executable, "args": ["-m", "keen.demo.server"]},
+            "demo": {
+                "transport": "stdio",
+                "command": sys.executable,
+                "args": launch_args("-m", "keen.demo.server"),
+            },
             LONG: hostile_entry(root / "spec.json", spec),
             "hang": stdio_entry("hang_init", timeouts={"connect": 1}),
             "exit": stdio_entry("exit_now"),

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.forkserver import launch_args
 from keen.capabilities import Catalog, SearchFilter
 from keen.mcp import Manager
 from keen.mcpskills.startup import sync_from_manager
@@ -22,7 +23,7 @@ from keen.mcpskills.startup import sync_from_manager
 DEMO = {
     "transport": "stdio",
     "command": sys.executable,
-    "args": ["-m", "keen.demo.server"],
+    "args": launch_args("-m", "keen.demo.server"),
     "trust_annotations": True,
 }
 WRITES = {"mcp__demo__add_note", "mcp__demo__delete_note"}

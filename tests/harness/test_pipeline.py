@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from conftest import peer
+from helpers.forkserver import launch_args
 from keen import paths
 from keen.capabilities import Catalog
 from keen.errors import ApprovalDenied
@@ -77,7 +78,7 @@ async def session(
             DEMO: {
                 "transport": "stdio",
                 "command": sys.executable,
-                "args": ["-c", _SHIM, str(pidfile)],
+                "args": launch_args("-c", _SHIM, str(pidfile)),
                 "env": {"KEEN_HOME": str(keen_home), "DEMO_TOKEN": SECRET},
                 "trust_annotations": True,  # the demo server: Keen's own
             },

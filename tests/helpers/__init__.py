@@ -12,6 +12,8 @@ from typing import Any
 
 from mcp.client.stdio import StdioServerParameters
 
+from helpers.forkserver import script_args
+
 __all__ = ["SERVERS_DIR", "server_script", "stdio_entry", "stdio_params"]
 
 SERVERS_DIR = Path(__file__).resolve().parent.parent / "servers"
@@ -32,7 +34,7 @@ def stdio_params(
 ) -> StdioServerParameters:
     """SDK parameters that run ``tests/servers/<name>.py`` with this interpreter."""
     return StdioServerParameters(
-        command=sys.executable, args=[str(server_script(name)), *args], env=env, cwd=cwd
+        command=sys.executable, args=script_args(str(server_script(name)), *args), env=env, cwd=cwd
     )
 
 
@@ -47,7 +49,7 @@ def stdio_entry(
     entry: dict[str, Any] = {
         "transport": "stdio",
         "command": sys.executable,
-        "args": [str(server_script(name)), *args],
+        "args": script_args(str(server_script(name)), *args),
     }
     if env:
         entry["env"] = dict(env)

@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 
 from conftest import peer, stdio_server
+from helpers.forkserver import launch_args
 from keen.agent import Agent, Message, ModelEvent
 from keen.agent.providers.scripted import ScriptedModel
 from keen.mcp.types import ServerState
@@ -110,7 +111,7 @@ class World:
             "demo": {
                 "transport": "stdio",
                 "command": sys.executable,
-                "args": ["-c", _SHIM, str(self.pidfile)],
+                "args": launch_args("-c", _SHIM, str(self.pidfile)),
                 "env": {"KEEN_HOME": str(self.home)},
                 "trust_annotations": True,  # Keen's own demo server
             },

@@ -32,7 +32,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["forked", "launch_args"]
+__all__ = ["FORKED", "forked", "launch_args", "script_args"]
 
 HERE = Path(__file__).resolve()
 LAUNCH = HERE.parents[1] / "servers" / "launch.py"
@@ -52,8 +52,24 @@ PRELOAD = (
     "keen.mcp.manager",
     "keen.serve.server",
     "keen.agent.providers",
+    "keen.demo.server",
     "openai",
 )
+
+FORKED = frozenset(
+    {
+        "basic_stdio.py",
+        "cancel_stdio.py",
+        "changing_server.py",
+        "chat_tools.py",
+        "elicit_stdio.py",
+        "empty_stdio.py",
+        "handshake_only.py",
+        "log_stdio.py",
+        "ask_stdio.py",
+    }
+)
+"""Test servers written with the MCP SDK whose process is not itself under test."""
 
 _lock = threading.Lock()
 # Shared by both names this module is imported under (``helpers.`` and ``tests.helpers.``).
@@ -68,10 +84,20 @@ def launch_args(script: str, *args: str) -> list[str]:
     return ["-S", str(LAUNCH), _socket(), script, *args]
 
 
-def forked(script: str) -> list[str]:
+def script_args(script: str, *args: str) -> list[str]:
+    """The ``args`` (after ``sys.executable``) of a ``tests/servers`` script: through the fork
+    server when it is one of :data:`FORKED` (``KEEN_TEST_NO_FORK=1`` turns that off, to
+    compare), else the script itself."""
+    if os.path.basename(script) in FORKED and not os.environ.get("KEEN_TEST_NO_FORK"):
+        return launch_args(script, *args)
+    return [script, *args]
+
+
+def forked(script: str, *args: str) -> list[str]:
     """A whole command line running the Python script ``script`` (a console script such as
-    ``.venv/bin/keen``) through the fork server."""
-    return [sys.executable, *launch_args(script)]
+    ``.venv/bin/keen``; or ``-c CODE``, ``-m MODULE`` as ``python`` takes them) through the
+    fork server."""
+    return [sys.executable, *launch_args(script, *args)]
 
 
 def _socket() -> str:
@@ -146,16 +172,25 @@ def _run_child(request: dict[str, Any], fds: list[int], keep: list[int]) -> None
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        script = request["script"]
-        sys.argv = [script, *request["args"]]
-        sys.path[0] = os.path.dirname(os.path.abspath(script))
+        script, args = request["script"], request["args"]
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the process's own stream
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False, buffering=1)  # noqa: SIM115
         import runpy
 
         try:
-            runpy.run_path(script, run_name="__main__")
+            if script == "-c":  # python -c CODE ARGS
+                sys.argv = ["-c", *args[1:]]
+                sys.path[0] = ""
+                exec(compile(args[0], "<string>", "exec"), {"__name__": "__main__"})
+            elif script == "-m":  # python -m MODULE ARGS
+                sys.argv = [args[0], *args[1:]]
+                sys.path[0] = os.getcwd()
+                runpy.run_module(args[0], run_name="__main__", alter_sys=True)
+            else:
+                sys.argv = [script, *args]
+                sys.path[0] = os.path.dirname(os.path.abspath(script))
+                runpy.run_path(script, run_name="__main__")
             code = 0
         except SystemExit as exc:
             if exc.code is None or isinstance(exc.code, int):

@@ -29,6 +29,7 @@ from mcp.shared.exceptions import MCPError
 
 from conftest import peer
 from helpers import server_script
+from helpers.forkserver import script_args
 from helpers.serve import KEEN, KeenServeProcess, serve_env, write_upstream
 
 pytestmark = [
@@ -42,8 +43,16 @@ def _home(home: Path, *, more: bool = True) -> Path:
     """``home`` with server-everything upstream; with ``more``, ``basic``, two more
     server-everything (one with a 1 s call limit), ``log_stdio.py`` and ``ask_stdio.py``."""
     everything = {"transport": "stdio", "command": peer("node", "mcp-server-everything"), "args": ["stdio"]}
-    logs = {"transport": "stdio", "command": sys.executable, "args": [str(server_script("log_stdio"))]}
-    ask = {"transport": "stdio", "command": sys.executable, "args": [str(server_script("ask_stdio"))]}
+    logs = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": script_args(str(server_script("log_stdio"))),
+    }
+    ask = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": script_args(str(server_script("ask_stdio"))),
+    }
     # "quick": server-everything again, whose calls Keen gives up on after a second.
     quick = {**everything, "timeouts": {"call_tool": 1}}
     if more:
