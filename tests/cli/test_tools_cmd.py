@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import KEEN
 from helpers.forkserver import launch_args
 from keen.capabilities import Catalog, SearchFilter
 from keen.mcp import Manager
@@ -32,7 +33,7 @@ WRITES = {"mcp__demo__add_note", "mcp__demo__delete_note"}
 def keen(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", "from keen.cli import main; main()", *args],
+        [*KEEN, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -117,15 +118,7 @@ def test_tools_search_on_what_keen_demo_keep_leaves(keen_home: Path) -> None:
         assert kept.is_dir() and kept != keen_home
         env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "KEEN_HOME": str(kept)}
         found = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "from keen.cli import main; main()",
-                "tools",
-                "search",
-                "convert miles",
-                "--json",
-            ],
+            [*KEEN, "tools", "search", "convert miles", "--json"],
             capture_output=True,
             text=True,
             env=env,
