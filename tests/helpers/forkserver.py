@@ -8,9 +8,10 @@ script on the launcher's own standard streams, environment and working directory
 client sees is unchanged: a process it started, speaking MCP on its pipes, ending as the
 script ends, stopped by the signals it sends (the launcher forwards them).
 
-Only scripts whose process is not itself under test go through it (``stdio_server`` in
-``tests/conftest.py`` chooses): daemons, environments, CPU burns and hostile servers are
-started as real interpreters.
+Only scripts whose process is not itself under test go through it (:data:`FORKED`, through
+:func:`script_args`): daemons, environments, CPU burns and hostile servers are started as
+new interpreters, and so is ``keen`` where a terminal or its own start is under test
+(``REAL_KEEN`` in ``tests/helpers/cli.py``).
 
 Run as ``python forkserver.py SOCKET``: it prints ``ready`` once listening.
 """
@@ -23,6 +24,7 @@ import contextlib
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -71,11 +73,11 @@ FORKED = frozenset(
 )
 """Test servers written with the MCP SDK whose process is not itself under test."""
 
-_lock = threading.Lock()
 # Shared by both names this module is imported under (``helpers.`` and ``tests.helpers.``).
 _state: dict[str, Any] = sys.modules.setdefault(
     "_keen_test_forkserver", type(sys)("_keen_test_forkserver")
 ).__dict__
+_lock: threading.Lock = _state.setdefault("lock", threading.Lock())
 
 
 def launch_args(script: str, *args: str) -> list[str]:
@@ -117,7 +119,8 @@ def _socket() -> str:
             if line.strip() != b"ready":
                 raise RuntimeError(f"the test fork server did not start (exit {proc.wait()})")
             _state.update(proc=proc, path=path)
-            atexit.register(proc.kill)
+            atexit.register(shutil.rmtree, folder, True)
+            atexit.register(proc.kill)  # runs first: atexit is last in, first out
         return str(_state["path"])
 
 
