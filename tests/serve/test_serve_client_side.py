@@ -57,5 +57,5 @@ async def test_servers_without_the_extension_are_unchanged(keen_home: Path, tmp_
     config = load_config(tmp_path / "mcp" / "configs.json")
     async with Manager(config=config) as manager:
         assert await manager.wait_ready(30)
-        assert manager._runtime("basic").descriptions_uri is None
+        assert manager._connection("basic").descriptions_uri is None
         assert manager.list_tools("basic")

@@ -36,8 +36,8 @@ from keen.errors import (
     ToolNotFound,
     UserActionRequired,
 )
+from keen.mcp._connection import ServerConnection
 from keen.mcp._input import call_tool as call_tool_any_era
-from keen.mcp._runtime import ServerRuntime
 from keen.mcp._stale import call_with_relist
 from keen.mcp._translate import AUTH_STATUSES, sign_in_message, translate_call_error
 from keen.mcp.auth import classify_auth_failure
@@ -51,7 +51,7 @@ logger = logging.getLogger(__name__)
 
 
 async def send_tool_call(
-    runtime: ServerRuntime,
+    runtime: ServerConnection,
     session: ClientSession,
     tool: str,
     arguments: dict[str, Any],
@@ -80,7 +80,7 @@ async def send_tool_call(
 
 
 async def _send_tool_call(
-    runtime: ServerRuntime,
+    runtime: ServerConnection,
     session: ClientSession,
     tool: str,
     arguments: dict[str, Any],
@@ -128,7 +128,7 @@ async def _send_tool_call(
 
 
 async def send_request(
-    runtime: ServerRuntime,
+    runtime: ServerConnection,
     session: ClientSession,
     what: str,
     limit: float,
@@ -150,7 +150,7 @@ async def send_request(
 
 
 async def pages_done(
-    runtime: ServerRuntime, error: UserActionRequired, ask: UrlElicitationCallback | None, wait: float
+    runtime: ServerConnection, error: UserActionRequired, ask: UrlElicitationCallback | None, wait: float
 ) -> bool:
     """Whether a call that met ``error`` (``-32042``) may be sent once more now.
 
@@ -182,7 +182,7 @@ async def pages_done(
     return await tracker.wait(ids, wait)
 
 
-def connected(runtime: ServerRuntime) -> ServerRuntime:
+def connected(runtime: ServerConnection) -> ServerConnection:
     """``runtime`` when its server is enabled and connected. Raises ``ServerDisabled``, or
     :func:`not_connected`'s error."""
     if not runtime.config.enabled:
@@ -196,7 +196,7 @@ def connected(runtime: ServerRuntime) -> ServerRuntime:
     return runtime
 
 
-def listed_tool(runtime: ServerRuntime, tool: str) -> Tool:
+def listed_tool(runtime: ServerConnection, tool: str) -> Tool:
     """``tool`` as the server's latest tools/list defines it. Raises ``ToolNotFound`` with
     up to three close names."""
     found = runtime.tools_by_name.get(tool)
@@ -212,7 +212,7 @@ def listed_tool(runtime: ServerRuntime, tool: str) -> Tool:
     return found
 
 
-def not_connected(runtime: ServerRuntime) -> MCPServerError:
+def not_connected(runtime: ServerConnection) -> MCPServerError:
     """The error a request to a server that is not connected meets, by its state, with the
     remedy its status gives."""
     name, state = runtime.name, runtime.state

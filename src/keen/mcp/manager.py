@@ -35,9 +35,9 @@ from keen.errors import (
     UserActionRequired,
 )
 from keen.mcp._calls import connected, listed_tool, not_connected, send_request, send_tool_call
+from keen.mcp._connection import ServerConnection
 from keen.mcp._memory import in_memory_transport
 from keen.mcp._reload import EntryChange, misconfigured_status, no_longer_configured, with_entry_of
-from keen.mcp._runtime import ServerRuntime
 from keen.mcp._tool_filter import InvalidTool
 from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools, flag_change
@@ -158,9 +158,9 @@ class Manager:
         self._auth_factory = auth_factory
         self.only = only
         self._transports = dict(transports or {})
-        self._runtimes: dict[str, ServerRuntime] = {}
+        self._connections: dict[str, ServerConnection] = {}
         self._misconfigured: dict[str, ServerStatus] = {}
-        self._retired: list[ServerRuntime] = []
+        self._retired: list[ServerConnection] = []
         self._reload_lock = anyio.Lock()
         self._observers: list[StatusObserver] = []
         self._change_observers: list[ChangeObserver] = []
@@ -186,11 +186,11 @@ class Manager:
         for name, message in config.invalid.items():
             self._misconfigured[name] = misconfigured_status(name, message, config.invalid_kinds.get(name))
         for name, server in config.servers.items():
-            self._runtimes[name] = self._new_runtime(name, server)
+            self._connections[name] = self._new_connection(name, server)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._started = True
-        for runtime in self._runtimes.values():
+        for runtime in self._connections.values():
             if runtime.config.enabled and (self.only is None or runtime.name in self.only):
                 self._tg.start_soon(runtime.run, name=f"keen-mcp-owner-{runtime.name}")
             else:
@@ -208,7 +208,7 @@ class Manager:
         """
         with anyio.move_on_after(timeout):
             # A snapshot: reload_server may add or drop a server while this waits.
-            for runtime in list(self._runtimes.values()):
+            for runtime in list(self._connections.values()):
                 await runtime.settled.wait()
             return True
         return False
@@ -224,7 +224,7 @@ class Manager:
         Raises:
             ServerNotConfigured, ServerMisconfigured: no usable server by that name.
         """
-        runtime = self._runtime(name)
+        runtime = self._connection(name)
         if timeout is None:
             timeout = runtime.config.timeouts.connect + runtime.config.timeouts.list_tools
         changed = anyio.Event()
@@ -255,7 +255,7 @@ class Manager:
             return
         self._closed = True
         tg = self._tg
-        runtimes = [*self._runtimes.values(), *self._retired]
+        runtimes = [*self._connections.values(), *self._retired]
         for runtime in runtimes:
             runtime.stop()
         # Shielded: a cancelled caller (Ctrl-C, SIGTERM) still gives the owners their bounded
@@ -314,10 +314,10 @@ class Manager:
     def with_flags(self, change: ToolsChanged) -> ToolsChanged:
         """``change`` with the flags (``keen.mcp.flags``) its added and changed tools raise,
         other connected servers' tool names serving as the shadowing index."""
-        runtime = self._runtimes.get(change.server)
+        runtime = self._connections.get(change.server)
         if runtime is None:
             return change
-        others = {n: list(rt.tools) for n, rt in self._runtimes.items() if n != change.server}
+        others = {n: list(rt.tools) for n, rt in self._connections.items() if n != change.server}
         return flag_change(change, runtime.tools_by_name, others)
 
     def _notify(self, status: ServerStatus) -> None:
@@ -339,7 +339,7 @@ class Manager:
     def servers(self) -> list[ServerStatus]:
         """Status of every configured server: valid entries in config order, then the invalid
         ones (state ``config_error``)."""
-        return [rt.status() for rt in self._runtimes.values()] + list(self._misconfigured.values())
+        return [rt.status() for rt in self._connections.values()] + list(self._misconfigured.values())
 
     def tool_versions(self) -> list[tuple[str, datetime | None, int]]:
         """``(name, last tools/list, tool count)`` of each connected server, in config order:
@@ -347,7 +347,7 @@ class Manager:
         serve``), without building every server's :class:`ServerStatus` (:meth:`servers`)."""
         return [
             (name, rt.last_refresh_at, len(rt.tools))
-            for name, rt in self._runtimes.items()
+            for name, rt in self._connections.items()
             if rt.state is ServerState.CONNECTED
         ]
 
@@ -359,13 +359,13 @@ class Manager:
         """
         if name in self._misconfigured:
             return self._misconfigured[name]
-        return self._runtime(name).status()
+        return self._connection(name).status()
 
     def server_info(self, name: str) -> ServerInfo | None:
         """serverInfo and instructions from the last initialize, or None if never connected."""
         if name in self._misconfigured:
             return None
-        return self._runtime(name).info
+        return self._connection(name).info
 
     def list_tools(self, name: str) -> list[Tool]:
         """The tools a model or host may read: the last successful tools/list (all pages)
@@ -418,7 +418,7 @@ class Manager:
         never listed. Raises ``ServerNotConfigured``."""
         if name in self._misconfigured:
             return []
-        return list(self._runtime(name).invalid_tools)
+        return list(self._connection(name).invalid_tools)
 
     # -- calls ------------------------------------------------------------------------------------
 
@@ -493,7 +493,7 @@ class Manager:
         before this is called counts. Returns False when the time ran out, the error has no
         ids, or the server reconnected since (a new session knows nothing of them).
         """
-        tracker = self._runtime(error.server).elicitations
+        tracker = self._connection(error.server).elicitations
         return tracker is not None and await tracker.wait(error.elicitation_ids, timeout)
 
     async def read_resource(
@@ -518,8 +518,8 @@ class Manager:
         )
         return dict(raw.model_dump(by_alias=True, mode="json", exclude_none=True))
 
-    def _session(self, name: str, timeout: float | None) -> tuple[ServerRuntime, ClientSession, float]:
-        """The connected server's runtime, its session and a request's time limit (seconds:
+    def _session(self, name: str, timeout: float | None) -> tuple[ServerConnection, ClientSession, float]:
+        """The connected server's connection, its session and a request's time limit (seconds:
         ``timeout``, else the server's ``timeouts.call_tool``). Raises like :meth:`list_tools`."""
         runtime = self._connected(name)
         if runtime.session is None:
@@ -549,7 +549,7 @@ class Manager:
         """
         if name in self._misconfigured:
             return self._misconfigured[name]  # reload_server() takes the entry once it is fixed
-        runtime = self._runtime(name)
+        runtime = self._connection(name)
         if self._tg is None:
             raise RuntimeError("Manager.refresh() needs a started Manager")
         if runtime.finished.is_set() or (runtime.state is ServerState.CONFIGURED and not runtime.running):
@@ -570,7 +570,7 @@ class Manager:
         """
         if name in self._misconfigured:
             return None
-        runtime = self._runtime(name)
+        runtime = self._connection(name)
         watch = runtime.watch
         if watch is None or runtime.state is not ServerState.CONNECTED:
             before = list(runtime.tools)
@@ -600,16 +600,16 @@ class Manager:
         if self._tg is None:
             raise RuntimeError("Manager.reload_server() needs a started Manager")
         if not self._from_file:
-            if name not in self._runtimes and name not in self._misconfigured:
-                self._runtime(name)  # raises the usual "not configured"
+            if name not in self._connections and name not in self._misconfigured:
+                self._connection(name)  # raises the usual "not configured"
             return "unchanged"
         async with self._reload_lock:
             fresh = load_config(self.config_path, strict=False)
             entry, error = fresh.servers.get(name), fresh.invalid.get(name)
-            runtime, broken = self._runtimes.get(name), self._misconfigured.get(name)
+            runtime, broken = self._connections.get(name), self._misconfigured.get(name)
             if entry is None and error is None:
                 if runtime is None and broken is None:
-                    self._runtime(name)  # raises the usual "not configured"
+                    self._connection(name)  # raises the usual "not configured"
                 await self._drop(name)
                 raise no_longer_configured(name, self.config_path)
             # The config and the dicts change together, with no await between: a call or a
@@ -631,7 +631,7 @@ class Manager:
                 self._notify(runtime.status())
                 return "changed"
             self._misconfigured.pop(name, None)
-            runtime = self._runtimes[name] = self._new_runtime(name, entry)
+            runtime = self._connections[name] = self._new_connection(name, entry)
             runtime.settled.set()  # not started: wait_ready() does not wait for it (as in start())
             runtime.finished.set()
             self._notify(runtime.status())
@@ -643,7 +643,7 @@ class Manager:
         if not keep_status:
             self._misconfigured.pop(name, None)
             self._config = with_entry_of(self.config, name, MCPConfig())
-        runtime = self._runtimes.pop(name, None)
+        runtime = self._connections.pop(name, None)
         if runtime is None:
             return
         runtime.retire()
@@ -654,8 +654,8 @@ class Manager:
 
     # -- helpers ----------------------------------------------------------------------------------
 
-    def _new_runtime(self, name: str, server: HttpServerConfig | StdioServerConfig) -> ServerRuntime:
-        return ServerRuntime(
+    def _new_connection(self, name: str, server: HttpServerConfig | StdioServerConfig) -> ServerConnection:
+        return ServerConnection(
             name,
             server,
             logs_dir=self._logs_dir or paths.logs_dir(),
@@ -670,8 +670,8 @@ class Manager:
             launches=self._launches,
         )
 
-    def _runtime(self, name: str) -> ServerRuntime:
-        runtime = self._runtimes.get(name)
+    def _connection(self, name: str) -> ServerConnection:
+        runtime = self._connections.get(name)
         broken = self._misconfigured.get(name)
         if broken is not None:
             raise ServerMisconfigured(
@@ -680,7 +680,7 @@ class Manager:
                 remedy=Remedy.FIX_CONFIG,
             )
         if runtime is None:
-            known = ", ".join([*self._runtimes, *self._misconfigured]) or "none"
+            known = ", ".join([*self._connections, *self._misconfigured]) or "none"
             raise ServerNotConfigured(
                 f'MCP server "{name}" is not configured (configured: {known}); add it to {self.config_path} '
                 "or check the name.",
@@ -688,5 +688,5 @@ class Manager:
             )
         return runtime
 
-    def _connected(self, name: str) -> ServerRuntime:
-        return connected(self._runtime(name))
+    def _connected(self, name: str) -> ServerConnection:
+        return connected(self._connection(name))

@@ -1,4 +1,4 @@
-"""One configured server's runtime: the owner task, its session, its tools.
+"""One configured server's connection: the owner task, its session, its tools.
 
 Each server has exactly one owner task (docs/architecture.md "Servers and their states"). It enters the
 transport and ``ClientSession`` in its own ``AsyncExitStack``, negotiates the protocol
@@ -48,7 +48,7 @@ from keen.mcp.elicitation import ElicitationCallback, SessionElicitation, UrlEli
 from keen.mcp.relay import CALL_PEER, Relay
 from keen.mcp.types import AuthFactory, ServerInfo, ServerState, ServerStatus, Tool, TransportFactory
 
-__all__ = ["ServerRuntime"]
+__all__ = ["ServerConnection"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def _ignore(_status: ServerStatus) -> None:
     """The status callback of a retired runtime."""
 
 
-class ServerRuntime:
+class ServerConnection:
     """State and owner task of one configured server. Not public: the Manager wraps it."""
 
     def __init__(
