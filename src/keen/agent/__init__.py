@@ -13,7 +13,7 @@ capabilities, skills, mcp; never the CLI or ``keen.serve``.
 """
 
 from keen.agent.compaction import CallRecord, compact_turn
-from keen.agent.elicitation import ElicitAnswer, Elicitor, accept_defaults, decline, defaults
+from keen.agent.elicitation import ElicitAnswer, ElicitationCallback, accept_defaults, decline, defaults
 from keen.agent.loop import Agent, ApprovalAnswer, Approver, TurnResult, TurnView
 from keen.agent.models import (
     Message,
@@ -41,7 +41,7 @@ __all__ = [
     "CallRecord",
     "ChatSettings",
     "ElicitAnswer",
-    "Elicitor",
+    "ElicitationCallback",
     "Message",
     "Model",
     "ModelAuthFailed",

@@ -146,7 +146,7 @@ class Asker:
     # -- elicitation ----------------------------------------------------------------------------
 
     async def elicit(self, server: str, message: str, requested_schema: dict[str, Any]) -> ElicitAnswer:
-        """Ask the person for what ``server`` wants (a :class:`~keen.agent.elicitation.Elicitor`)."""
+        """Ask the person for what ``server`` wants (a :data:`~keen.mcp.elicitation.ElicitationCallback`)."""
         if self.chat_prompt_open:
             self._show(f"declined a question from {server}: it came while no call was running", "yellow")
             return ElicitAnswer("decline")

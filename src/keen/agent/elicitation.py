@@ -2,35 +2,19 @@
 
 The REPL shows a form with the requested schema's defaults filled in; one-shot runs have
 no one to ask, so they :func:`decline` unless ``--yes`` says to :func:`accept_defaults`.
-The MCP layer takes any :class:`Elicitor` as its callback (:mod:`keen.mcp.elicitation`).
+Each is a :data:`keen.mcp.elicitation.ElicitationCallback`, the one type the MCP layer,
+the agent and the REPL share.
 Form-mode schemas are flat objects of primitive properties (MCP 2025-11-25 "Elicitation":
 string, number, integer, boolean, enums; each may carry a ``default``, SEP-1034).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
-from keen.mcp.elicitation import ElicitAnswer
+from keen.mcp.elicitation import ElicitAnswer, ElicitationCallback
 
-__all__ = ["ElicitAnswer", "Elicitor", "accept_defaults", "decline", "defaults"]
-
-
-class Elicitor(Protocol):
-    """Asks the user what a server wants to know, in the middle of a tool call."""
-
-    async def __call__(self, server: str, message: str, requested_schema: dict[str, Any]) -> ElicitAnswer:
-        """Ask.
-
-        Args:
-            server: the server asking (as named in configs.json).
-            message: the server's question, untrusted text.
-            requested_schema: a flat JSON Schema object of the fields wanted.
-
-        Returns:
-            ``accept`` with the values, ``decline`` or ``cancel``.
-        """
-        ...
+__all__ = ["ElicitAnswer", "ElicitationCallback", "accept_defaults", "decline", "defaults"]
 
 
 def defaults(requested_schema: dict[str, Any]) -> dict[str, Any]:
@@ -54,10 +38,10 @@ def defaults(requested_schema: dict[str, Any]) -> dict[str, Any]:
 
 
 async def accept_defaults(server: str, message: str, requested_schema: dict[str, Any]) -> ElicitAnswer:
-    """An :class:`Elicitor` for a user who accepts the pre-filled form as is (``--yes``)."""
+    """An :data:`ElicitationCallback` for a user who accepts the pre-filled form as is (``--yes``)."""
     return ElicitAnswer("accept", defaults(requested_schema))
 
 
 async def decline(server: str, message: str, requested_schema: dict[str, Any]) -> ElicitAnswer:
-    """An :class:`Elicitor` with no one to ask: every request is declined."""
+    """An :data:`ElicitationCallback` with no one to ask: every request is declined."""
     return ElicitAnswer("decline")

@@ -50,7 +50,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import anyio
 
 from keen.agent.compaction import CallRecord, compact_turn
-from keen.agent.elicitation import Elicitor
 from keen.agent.models import Message, Model, ModelDone, ModelError, TextDelta, ToolCall
 from keen.agent.reconnect import reconnect_line, retry_words
 from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt
@@ -60,6 +59,7 @@ from keen.errors import KeenError
 from keen.gateway import CALL_MCP_TOOL, ApprovalRequest
 from keen.harness import Harness, Observation
 from keen.harness.policy import visibility
+from keen.mcp.elicitation import ElicitationCallback
 from keen.mcp.reconnect import Reconnector
 from keen.mcp.types import ServerState, ServerStatus
 from keen.skills import Discovery, activate
@@ -182,7 +182,7 @@ class Agent:
         *,
         mode: PermissionMode = "ask",
         approver: Approver | None = None,
-        elicitor: Elicitor | None = None,
+        elicitor: ElicitationCallback | None = None,
         workspace: Path | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
         session_id: str | None = None,
