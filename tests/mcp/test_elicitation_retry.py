@@ -30,6 +30,11 @@ from servers.handshake_only import refuse_discover
 pytestmark = pytest.mark.anyio
 
 PAGE = "https://auth.example.com/connect?state=abc123"
+# What the model reads when "files" needs the user to open the page first.
+NEEDS_PAGE = (
+    r'needs the user to open a page before "files" can run: Sign in to Example Cloud first\. '
+    r".*then call the tool again"
+)
 FILES = "files: a.txt, b.txt"
 
 
@@ -117,7 +122,7 @@ async def test_a_caller_showing_the_pages_itself_waits_for_the_notice_then_retri
         assert await manager.wait_ready(30)
         with pytest.raises(
             UserActionRequired,
-            match=r"needs the user to open a page before \"files\" can run: Sign in to Example Cloud first\. .*then call the tool again",
+            match=NEEDS_PAGE,
         ) as caught:
             await manager.call_tool("cloud", "files", {})
         error = caught.value
@@ -150,7 +155,7 @@ async def test_no_retry_without_consent_or_without_the_notice(
             anyio.fail_after(20),
             pytest.raises(
                 UserActionRequired,
-                match=r"needs the user to open a page before \"files\" can run: Sign in to Example Cloud first\. .*then call the tool again",
+                match=NEEDS_PAGE,
             ) as caught,
         ):
             await manager.call_tool("cloud", "files", {})
@@ -177,7 +182,7 @@ async def test_a_notice_for_another_id_does_not_release_the_call(write_config: C
                 anyio.fail_after(20),
                 pytest.raises(
                     UserActionRequired,
-                    match=r"needs the user to open a page before \"files\" can run: Sign in to Example Cloud first\. .*then call the tool again",
+                    match=NEEDS_PAGE,
                 ),
             ):
                 await manager.call_tool("cloud", "files", {})
