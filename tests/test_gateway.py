@@ -101,7 +101,9 @@ async def test_approval_sees_the_call_and_can_deny(manager: Manager) -> None:
     assert json.loads(request.arguments_json()) == {"text": "secret plan"}
     assert events[-1]["decision"] == "denied" and events[-1]["outcome"] == "error"
     # a raising callback counts as a denial; an async one works
-    with pytest.raises(ApprovalDenied):
+    with pytest.raises(
+        ApprovalDenied, match='the call to "local/echo" was not approved, so nothing was sent'
+    ):
         await Gateway(manager, approval=Recorder(RuntimeError("ui crashed"))).call(
             "local", "echo", {"text": "x"}
         )
@@ -199,7 +201,7 @@ async def test_without_approval_only_read_only_tools_run(manager: Manager) -> No
     assert "readOnlyHint" in caught.value.message
     assert events[-1]["decision"] == "denied"
     assert (await Gateway(manager, approval=allow_read_only).call("local", "echo", {"text": "x"})).text == "x"
-    with pytest.raises(ApprovalDenied):
+    with pytest.raises(ApprovalDenied, match='the call to "local/pid" was not approved, so nothing was sent'):
         await Gateway(manager, approval=allow_read_only).call("local", "pid", {})
     assert (await Gateway(manager, approval=allow_all).call("local", "pid", {})).text == pid_before
     # A server not trusted for its annotations: its readOnlyHint is a claim, not a grant.

@@ -65,7 +65,9 @@ async def test_session_waits_syncs_and_calls_through_the_gateway(
         assert len(list((skill / "schemas").glob("*.json"))) == 10
         result = await rt.gateway.call("basic", "add", {"a": 40, "b": 2})
         assert result.text == "42" and not result.is_error
-        with pytest.raises(ApprovalDenied):
+        with pytest.raises(
+            ApprovalDenied, match='the call to "basic/fail" was not approved, so nothing was sent'
+        ):
             await rt.gateway.call("basic", "fail", {"message": "no"})
     assert [(r.server, r.tool) for r in asked] == [("basic", "add"), ("basic", "fail")]
     assert [(e["tool"], e["decision"]) for e in audit] == [("add", "allowed"), ("fail", "denied")]
@@ -110,7 +112,9 @@ async def test_an_error_in_the_body_closes_the_servers(
 ) -> None:
     path = write_config({"basic": IN_MEMORY})
     manager = _manager(path, basic=make_basic_server())
-    with pytest.raises(ServerNotConfigured):
+    with pytest.raises(
+        ServerNotConfigured, match=r'MCP server "nope" is not configured \(configured: basic\)'
+    ):
         async with open_runtime(manager=manager, wait=30) as rt:
             rt.manager.status("nope")
     assert manager.status("basic").state is not ServerState.CONNECTED

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -89,16 +90,22 @@ def test_bad_text_is_refused_with_what_to_type(name: str, text: str, says: str) 
 
 
 @pytest.mark.parametrize(
-    "schema",
+    ("schema", "says"),
     [
-        {"type": "array"},
-        {"type": "object", "properties": {"x": {"type": "object"}}},
-        {"type": "object", "properties": {"x": {"type": "array", "items": {"type": "string"}}}},
-        {"type": "object", "properties": {"x": 3}},
+        ({"type": "array"}, "the requested schema must be an object"),
+        (
+            {"type": "object", "properties": {"x": {"type": "object"}}},
+            "property 'x' has type 'object'; a form takes string, number, integer, boolean or enum",
+        ),
+        (
+            {"type": "object", "properties": {"x": {"type": "array", "items": {"type": "string"}}}},
+            "property 'x': an array must list its choices (items.enum or items.anyOf)",
+        ),
+        ({"type": "object", "properties": {"x": 3}}, "property 'x' is not a schema object"),
     ],
 )
-def test_schemas_that_are_not_flat_forms_are_refused(schema: dict[str, Any]) -> None:
-    with pytest.raises(FormError):
+def test_schemas_that_are_not_flat_forms_are_refused(schema: dict[str, Any], says: str) -> None:
+    with pytest.raises(FormError, match=re.escape(says)):
         form_fields(schema)
 
 

@@ -78,7 +78,10 @@ async def test_an_openai_refusal_field_is_the_answer_and_stops_as_refusal() -> N
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_a_stream_cut_before_its_stop_reason_is_an_error_not_an_answer(provider: str) -> None:
-    with FakeLLM([Reply(text="The first half of", cut=True)]) as fake, pytest.raises(ModelError) as caught:
+    with (
+        FakeLLM([Reply(text="The first half of", cut=True)]) as fake,
+        pytest.raises(ModelError, match="ended before the model finished it") as caught,
+    ):
         await collect(model_for(provider, fake))
     assert "ended before the model finished it" in caught.value.message
     assert "send your message again" in caught.value.message
@@ -89,7 +92,7 @@ async def test_a_stream_cut_before_its_stop_reason_is_an_error_not_an_answer(pro
 async def test_a_stream_dropped_mid_answer_says_it_broke_and_is_not_retried(provider: str) -> None:
     with (
         FakeLLM([Reply(text="The first half of", dropped=True), Reply(text="x")]) as fake,
-        pytest.raises(ModelError) as caught,
+        pytest.raises(ModelError, match="broke during the answer") as caught,
     ):
         await collect(model_for(provider, fake))
     assert len(fake.requests) == 1  # text was shown: not tried again
@@ -111,7 +114,10 @@ async def test_a_200_stream_that_is_not_json_is_a_model_error(
 ) -> None:
     # The SDKs let json.JSONDecodeError out of the stream: keen chat ended in "internal error:
     # ExceptionGroup ... please report it", exit 2, and no --json record.
-    with FakeLLM([reply, Reply(text="x")]) as fake, pytest.raises(ModelError) as caught:
+    with (
+        FakeLLM([reply, Reply(text="x")]) as fake,
+        pytest.raises(ModelError, match=f"answered HTTP 200 but its stream {words}") as caught,
+    ):
         await collect(model_for(provider, fake))
     message = caught.value.message
     assert f"answered HTTP 200 but its stream {words}" in message, message
@@ -192,7 +198,9 @@ async def test_a_retry_after_too_long_to_wait_for_fails_at_once_and_says_how_lon
     # The anthropic SDK alone would sleep the hour; the openai SDK would give up silently.
     with (
         FakeLLM([Reply(status=429, headers={"retry-after": "3600"}, times=3)]) as fake,
-        pytest.raises(ModelRateLimited) as caught,
+        pytest.raises(
+            ModelRateLimited, match="asks to wait 3600 s: send your message again after that"
+        ) as caught,
     ):
         await collect(model_for(provider, fake))
     assert len(fake.requests) == 1
@@ -212,7 +220,7 @@ async def test_a_short_retry_after_is_waited_for(provider: str) -> None:
 async def test_server_errors_are_retried_a_bounded_number_of_times(provider: str, status: int) -> None:
     with (
         FakeLLM([Reply(status=status, headers={}, times=5)]) as fake,
-        pytest.raises(ModelError) as caught,
+        pytest.raises(ModelError, match=f"HTTP {status}.*Keen tried 3 times; try again later") as caught,
     ):
         await collect(model_for(provider, fake))
     assert len(fake.requests) == 3
@@ -223,7 +231,9 @@ async def test_server_errors_are_retried_a_bounded_number_of_times(provider: str
 async def test_anthropic_529_overloaded_says_overloaded() -> None:
     with (
         FakeLLM([Reply(status=529, message="Overloaded", times=3)]) as fake,
-        pytest.raises(ModelError) as caught,
+        pytest.raises(
+            ModelError, match=r"is overloaded \(HTTP 529: Overloaded\); Keen tried 3 times"
+        ) as caught,
     ):
         await collect(model_for("anthropic", fake))
     assert len(fake.requests) == 3
@@ -246,7 +256,7 @@ async def test_anthropic_overloaded_inside_the_stream_after_text_is_said_not_ret
     error = {"type": "overloaded_error", "message": "Overloaded"}
     with (
         FakeLLM([Reply(text="Half an ans", stream_error=error), Reply(text="x")]) as fake,
-        pytest.raises(ModelError) as caught,
+        pytest.raises(ModelError, match=r"is overloaded \(HTTP 529, in its stream: Overloaded\)") as caught,
     ):
         await collect(model_for("anthropic", fake))
     assert len(fake.requests) == 1
@@ -256,7 +266,11 @@ async def test_anthropic_overloaded_inside_the_stream_after_text_is_said_not_ret
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_x_should_retry_false_is_obeyed(provider: str) -> None:
     reply = Reply(status=503, headers={"x-should-retry": "false"}, times=3)
-    with FakeLLM([reply]) as fake, pytest.raises(ModelError):
+    with (
+        FakeLLM([reply]) as fake,
+        # Not "Keen tried 3 times": the server said not to retry.
+        pytest.raises(ModelError, match=r"failed the request \(HTTP 503: [^)]*\); try again later"),
+    ):
         await collect(model_for(provider, fake))
     assert len(fake.requests) == 1
 
@@ -266,7 +280,7 @@ async def test_x_should_retry_false_is_obeyed(provider: str) -> None:
 async def test_auth_failures_name_the_variable_never_the_key(provider: str, status: int) -> None:
     with (
         FakeLLM([Reply(status=status, message=f"bad key {KEY}", times=3)]) as fake,
-        pytest.raises(ModelAuthFailed) as caught,
+        pytest.raises(ModelAuthFailed, match=f"refused the API key .*; check {VARS[provider]}") as caught,
     ):
         await collect(model_for(provider, fake))
     assert len(fake.requests) == 1  # never retried

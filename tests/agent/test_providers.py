@@ -128,7 +128,7 @@ async def test_http_errors_become_clear_model_errors(
     # 429 and 500 are retried by the SDK (twice by default), so they fail three times.
     with (
         FakeLLM([Reply(status=status, message=f"nope {KEY}", times=3)]) as fake,
-        pytest.raises(error) as caught,
+        pytest.raises(error, match=words) as caught,
     ):
         await collect(model_for(provider, fake))
     message = caught.value.message
@@ -147,7 +147,9 @@ async def test_connection_refused(provider: str, keys: None) -> None:
         port = sock.getsockname()[1]
     model: Any = open_model(f"{provider}:m", base_url=f"http://127.0.0.1:{port}")
     model.retry.backoff = 0.001  # Keen retries refused connections too; quickly here
-    with pytest.raises(ModelUnreachable) as caught:
+    with pytest.raises(
+        ModelUnreachable, match=r"cannot connect to .*check that the server is running"
+    ) as caught:
         await collect(model)
     assert "check that the server is running" in caught.value.message
 
@@ -208,7 +210,7 @@ async def test_a_missing_sdk_names_a_command_that_installs_it(
     # An installation without the extra: importing the SDK fails as it would there. The fix it
     # named, pip install 'keen-code[openai]', fails: no such package on PyPI.
     monkeypatch.setitem(sys.modules, provider, None)
-    with pytest.raises(ModelNotConfigured) as caught:
+    with pytest.raises(ModelNotConfigured, match=f"the {provider} SDK is not installed") as caught:
         open_model(f"{provider}:m")
     message = caught.value.message
     assert f"{shlex.quote(sys.executable)} -m pip install '{spec}'" in message

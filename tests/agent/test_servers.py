@@ -90,7 +90,7 @@ async def test_a_server_that_goes_away_is_reported_with_when_keen_brings_it_back
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch.run, 30.0)
             await wait_until(lambda: any(line.startswith("MCP ready") for line, _ in lines))
-            with pytest.raises(KeenError):
+            with pytest.raises(KeenError, match='MCP server "chat" went away during "crash"'):
                 await rt.manager.call_tool("chat", "crash", {})
             await wait_until(lambda: any(line.startswith("chat: disconnected") for line, _ in lines))
             tg.cancel_scope.cancel()
@@ -159,7 +159,7 @@ async def test_a_session_started_with_no_servers_follows_one_connected_later(
                 outcome = await rt.connect("chat")
                 watch.settle()
             assert outcome.enabled and (keen_home / "skills" / "mcp:chat" / "SKILL.md").exists()
-            with pytest.raises(KeenError):
+            with pytest.raises(KeenError, match='MCP server "chat" went away during "crash"'):
                 await rt.manager.call_tool("chat", "crash", {})
             await wait_until(lambda: any(line.startswith("chat: disconnected") for line, _ in lines))
             tg.cancel_scope.cancel()

@@ -3,6 +3,7 @@ compaction record, on real files and values."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ def test_values_and_overrides(keen_home: Path) -> None:
 )
 def test_bad_files_say_what_to_fix(keen_home: Path, text: str, words: str) -> None:
     (keen_home / "config.toml").write_text(text)
-    with pytest.raises(SettingsError) as caught:
+    with pytest.raises(SettingsError, match=re.escape(words)) as caught:
         load_settings()
     assert words in caught.value.message and str(keen_home / "config.toml") in caught.value.message
     assert "sk-abcdef0123456789" not in caught.value.message

@@ -126,7 +126,7 @@ def test_budget_below_the_tool_definitions_gives_nothing(skills_292: Path) -> No
     skills = discover(skills_292).enabled[:3]
     section = budgeted_section(skills, 10, counter=token_counter(), overhead=["x" * 400])
     assert section.text == "" and section.step == "empty"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="the token budget must be >= 0"):
         budgeted_section(skills, -1)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 from collections.abc import Callable
@@ -112,7 +113,10 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             await manager.refresh("docs")
             assert {t.name for t in manager.list_tools("docs")} == {"search", "find"}
 
-            with pytest.raises(ToolQuarantined) as caught:
+            with pytest.raises(
+                ToolQuarantined,
+                match=re.escape('the tool "docs/search" changed since it was pinned (description)'),
+            ) as caught:
                 await gateway.call("docs", "search", {"q": "b"})
             message = str(caught.value)
             assert 'the tool "docs/search" changed since it was pinned (description)' in message

@@ -3,6 +3,7 @@ absolute paths and symlinks out are refused, directly and through the harness.""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -52,9 +53,11 @@ def test_walks_do_not_follow_links_out(tree: tuple[Workspace, Path]) -> None:
     assert "TOP SECRET" not in ws.run("grep", {"pattern": "SECRET"}).text
     found = ws.run("glob", {"pattern": "*"}).text.splitlines()
     assert "src/app.py" in found and not any("secret" in f for f in found)
-    with pytest.raises(LocalToolError):
+    with pytest.raises(
+        LocalToolError, match=r"'link_dir' is outside the workspace: .*; use a path inside it"
+    ):
         ws.run("list_dir", {"path": "link_dir"})
-    with pytest.raises(LocalToolError):
+    with pytest.raises(LocalToolError, match=re.escape(f"'{outside}' is outside the workspace")):
         ws.run("grep", {"pattern": "x", "path": str(outside)})
 
 

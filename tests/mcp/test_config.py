@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,9 @@ def _text(servers: dict[str, Any], **top: Any) -> str:
     return json.dumps({"version": 1, "servers": servers, **top})
 
 
-def _reject(servers: dict[str, Any], *, environ: dict[str, str] | None = None) -> ConfigError:
-    with pytest.raises(ConfigError) as info:
+def _reject(servers: dict[str, Any], *, match: str, environ: dict[str, str] | None = None) -> ConfigError:
+    # match is a regex over the message the user reads: each caller pins its own words.
+    with pytest.raises(ConfigError, match=match) as info:
         parse_config(_text(servers), environ=environ or {})
     return info.value
 
@@ -102,7 +104,9 @@ def test_seed_example_loads_with_every_auth_mode(tmp_path: Path) -> None:
 def test_broken_json_reports_line_and_column(tmp_path: Path) -> None:
     path = tmp_path / "configs.json"
     path.write_text('{"version": 1,\n "servers": {\n  "a": {,}}}')
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(
+        ConfigError, match=r"invalid JSON at line 3, column 9: .*; fix the syntax there"
+    ) as info:
         load_config(path)
     err = info.value
     assert (err.line, err.column) == (3, 9)
@@ -115,7 +119,10 @@ def test_broken_json_reports_line_and_column(tmp_path: Path) -> None:
 @pytest.mark.parametrize("version", [2, 0, "1", None])
 def test_unsupported_version(version: Any) -> None:
     raw = {"servers": {}} if version is None else {"version": version, "servers": {}}
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(
+        ConfigError,
+        match=re.escape(f'unsupported version {version!r}; this Keen reads version 1: set "version": 1'),
+    ) as info:
         parse_config(json.dumps(raw))
     assert info.value.field == "version"
     assert info.value.server is None
@@ -123,15 +130,23 @@ def test_unsupported_version(version: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "field"),
+    ("text", "field", "says"),
     [
-        ("[]", None),
-        ('{"version": 1, "servers": []}', "servers"),
-        ('{"version": 1, "servers": {}, "extra": true}', "extra"),
+        ("[]", None, 'the top level must be an object like {"version": 1, "servers": {}}'),
+        (
+            '{"version": 1, "servers": []}',
+            "servers",
+            '"servers" must be an object mapping names to server entries',
+        ),
+        (
+            '{"version": 1, "servers": {}, "extra": true}',
+            "extra",
+            'unknown top-level field \'extra\'; only "version" and "servers"',
+        ),
     ],
 )
-def test_bad_top_level_shape(text: str, field: str | None) -> None:
-    with pytest.raises(ConfigError) as info:
+def test_bad_top_level_shape(text: str, field: str | None, says: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(says)) as info:
         parse_config(text)
     assert info.value.field == field
     assert '"servers"' in info.value.message
@@ -140,7 +155,9 @@ def test_bad_top_level_shape(text: str, field: str | None) -> None:
 def test_unreadable_file_says_to_check_permissions(tmp_path: Path) -> None:
     path = tmp_path / "configs.json"
     path.write_bytes(b'{"version": 1, "servers": {"\xff": {}}}')
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(
+        ConfigError, match=r"cannot read .*configs\.json: .*; check the file's permissions and encoding"
+    ) as info:
         load_config(path)
     assert info.value.path == str(path)
     assert "encoding" in info.value.message
@@ -151,7 +168,7 @@ def test_unreadable_file_says_to_check_permissions(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["a" * 65, "two words", "mcp:x", "", "dots.in.name", "ünï"])
 def test_invalid_server_names(name: str) -> None:
-    err = _reject({name: STDIO})
+    err = _reject({name: STDIO}, match=re.escape("is invalid; use 1-64 letters, digits, '_' or '-'"))
     assert err.server == name
     assert err.field == "name"
     assert "1-64 letters, digits, '_' or '-'" in err.message
@@ -163,7 +180,7 @@ def test_valid_server_names(name: str) -> None:
 
 
 def test_entry_must_be_an_object() -> None:
-    err = _reject({"s": "https://mcp.example.com/mcp"})
+    err = _reject({"s": "https://mcp.example.com/mcp"}, match="server 's' must be an object")
     assert err.server == "s"
     assert "must be an object" in err.message
 
@@ -183,7 +200,10 @@ def test_transport_inferred_from_url_or_command() -> None:
 
 @pytest.mark.parametrize("entry", [{}, {"transport": "websocket", "url": "https://h/ws"}, {"transport": 1}])
 def test_unknown_or_missing_transport(entry: dict[str, Any]) -> None:
-    err = _reject({"s": entry})
+    err = _reject(
+        {"s": entry},
+        match=re.escape('is not supported; use "streamable_http" (with "url"), "stdio" (with "command")'),
+    )
     assert (err.server, err.field) == ("s", "transport")
     assert '"streamable_http" (with "url")' in err.message
     assert '"stdio" (with "command")' in err.message
@@ -199,32 +219,43 @@ def test_the_deprecated_sse_transport_is_a_remote_server() -> None:
     "url", ["/mcp", "ftp://files.example.com/mcp", "localhost:8080/mcp", "https://", "mcp.example.com"]
 )
 def test_bad_urls(url: str) -> None:
-    err = _reject({"s": {"transport": "streamable_http", "url": url}})
+    err = _reject(
+        {"s": {"transport": "streamable_http", "url": url}},
+        match="is not an http:// or https:// URL; fix that value",
+    )
     assert (err.server, err.field) == ("s", "url")
     assert "http:// or https:// URL" in err.message
 
 
 def test_http_server_needs_url() -> None:
-    err = _reject({"s": {"transport": "streamable_http"}})
+    err = _reject({"s": {"transport": "streamable_http"}}, match="missing required field 'url'; add \"url\"")
     assert (err.server, err.field) == ("s", "url")
     assert 'add "url"' in err.message
 
 
 def test_stdio_server_needs_command() -> None:
-    err = _reject({"s": {"transport": "stdio", "args": ["x"]}})
+    err = _reject(
+        {"s": {"transport": "stdio", "args": ["x"]}},
+        match="missing required field 'command'; add \"command\"",
+    )
     assert (err.server, err.field) == ("s", "command")
     assert 'add "command"' in err.message
 
 
 @pytest.mark.parametrize("command", ["", "   "])
 def test_blank_stdio_command_is_refused(command: str) -> None:
-    err = _reject({"s": {"transport": "stdio", "command": command}})
+    err = _reject(
+        {"s": {"transport": "stdio", "command": command}},
+        match=r"field 'command': (String should have at least 1 character|is blank; set it to the server's executable)",
+    )
     assert (err.server, err.field) == ("s", "command")
     assert "command" in err.message
 
 
 def test_fields_of_the_other_transport_are_refused() -> None:
-    err = _reject({"s": {**HTTP, "command": "x"}})
+    err = _reject(
+        {"s": {**HTTP, "command": "x"}}, match="unknown field 'command'; remove it or check its spelling"
+    )
     assert (err.server, err.field) == ("s", "command")
     assert "remove it" in err.message
 
@@ -249,7 +280,12 @@ def test_api_key_auth_defaults_and_raw_scheme() -> None:
 
 
 def test_api_key_auth_needs_key() -> None:
-    err = _reject({"s": {**HTTP, "auth": {"type": "api_key", "header": "Authorization"}}})
+    err = _reject(
+        {"s": {**HTTP, "auth": {"type": "api_key", "header": "Authorization"}}},
+        match=re.escape(
+            'missing required field \'auth.key\'; add "key" to the api_key auth (use "${ENV_VAR}"'
+        ),
+    )
     assert (err.server, err.field) == ("s", "auth.key")
     assert 'add "key"' in err.message
     assert "${ENV_VAR}" in err.message
@@ -257,14 +293,17 @@ def test_api_key_auth_needs_key() -> None:
 
 @pytest.mark.parametrize("auth", [{"type": "basic"}, {"type": "OAuth"}, {}])
 def test_unknown_auth_type(auth: dict[str, Any]) -> None:
-    err = _reject({"s": {**HTTP, "auth": auth}})
+    err = _reject({"s": {**HTTP, "auth": auth}}, match='auth.type must be "none", "api_key" or "oauth"')
     assert (err.server, err.field) == ("s", "auth.type")
     assert '"none", "api_key" or "oauth"' in err.message
 
 
 @pytest.mark.parametrize("auth_type", ["api_key", "oauth"])
 def test_stdio_server_refuses_http_auth(auth_type: str) -> None:
-    err = _reject({"s": {**STDIO, "auth": {"type": auth_type, "key": "k"}}})
+    err = _reject(
+        {"s": {**STDIO, "auth": {"type": auth_type, "key": "k"}}},
+        match='stdio servers take no HTTP auth; pass credentials through "env" or "args" instead',
+    )
     assert (err.server, err.field) == ("s", "auth")
     assert '"env" or "args"' in err.message
 
@@ -276,7 +315,10 @@ def test_stdio_server_accepts_auth_none() -> None:
 
 def test_error_messages_never_echo_the_api_key() -> None:
     secret = "sk-live-0123456789abcdef"
-    err = _reject({"s": {**HTTP, "auth": {"type": "api_key", "key": secret, "header": ""}}})
+    err = _reject(
+        {"s": {**HTTP, "auth": {"type": "api_key", "key": secret, "header": ""}}},
+        match="field 'auth.header': String should have at least 1 character",
+    )
     assert err.field == "auth.header"
     assert secret not in err.message
     assert secret not in repr(err)
@@ -297,7 +339,7 @@ def test_error_messages_never_echo_the_api_key() -> None:
     ],
 )
 def test_unknown_fields_are_refused(entry: dict[str, Any], field: str) -> None:
-    err = _reject({"s": entry})
+    err = _reject({"s": entry}, match=re.escape(f"unknown field {field!r}; remove it or check its spelling"))
     assert (err.server, err.field) == ("s", field)
     assert "remove it or check its spelling" in err.message
 
@@ -310,7 +352,9 @@ def test_unknown_fields_are_refused(entry: dict[str, Any], field: str) -> None:
     ],
 )
 def test_a_misspelt_required_field_is_named(entry: dict[str, Any], field: str, typo: str) -> None:
-    err = _reject({"s": entry})
+    err = _reject(
+        {"s": entry}, match=re.escape(f"missing required field {field!r}; rename {typo!r} to {field!r}")
+    )
     assert (err.server, err.field) == ("s", field)
     assert f"missing required field {field!r}; rename {typo!r} to {field!r}" in err.message
 
@@ -326,7 +370,10 @@ def test_timeouts_default_and_custom() -> None:
 @pytest.mark.parametrize("key", ["connect", "list_tools", "call_tool"])
 @pytest.mark.parametrize("value", [0, -1])
 def test_non_positive_timeouts_are_refused(key: str, value: int) -> None:
-    err = _reject({"s": {**STDIO, "timeouts": {key: value}}})
+    err = _reject(
+        {"s": {**STDIO, "timeouts": {key: value}}},
+        match=f"field 'timeouts.{key}': Input should be greater than 0",
+    )
     assert (err.server, err.field) == ("s", f"timeouts.{key}")
     assert "greater than 0" in err.message
 
@@ -338,7 +385,9 @@ def test_enabled_false_is_kept_and_default_is_true() -> None:
 
 
 def test_enabled_must_be_a_boolean() -> None:
-    err = _reject({"s": {**STDIO, "enabled": "maybe"}})
+    err = _reject(
+        {"s": {**STDIO, "enabled": "maybe"}}, match="field 'enabled': Input should be a valid boolean"
+    )
     assert (err.server, err.field) == ("s", "enabled")
     assert "boolean" in err.message
 
@@ -385,7 +434,11 @@ def test_variable_default(environ: dict[str, str], expected: str) -> None:
 
 
 def test_unset_variable_is_named() -> None:
-    err = _reject({"s": {**HTTP, "auth": {"type": "api_key", "key": "${KEEN_TEST_UNSET_KEY}"}}}, environ={})
+    err = _reject(
+        {"s": {**HTTP, "auth": {"type": "api_key", "key": "${KEEN_TEST_UNSET_KEY}"}}},
+        environ={},
+        match=re.escape("uses ${KEEN_TEST_UNSET_KEY}, which is not set; export KEEN_TEST_UNSET_KEY"),
+    )
     assert (err.server, err.field) == ("s", "auth.key")
     assert "KEEN_TEST_UNSET_KEY" in err.message
     assert "export KEEN_TEST_UNSET_KEY" in err.message

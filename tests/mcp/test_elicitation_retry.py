@@ -30,6 +30,11 @@ from servers.handshake_only import refuse_discover
 pytestmark = pytest.mark.anyio
 
 PAGE = "https://auth.example.com/connect?state=abc123"
+# What the model reads when "files" needs the user to open the page first.
+NEEDS_PAGE = (
+    r'needs the user to open a page before "files" can run: Sign in to Example Cloud first\. '
+    r".*then call the tool again"
+)
 FILES = "files: a.txt, b.txt"
 
 
@@ -115,7 +120,10 @@ async def test_a_caller_showing_the_pages_itself_waits_for_the_notice_then_retri
     cloud = Cloud()
     async with _manager(write_config, cloud) as manager:  # no elicitation_url: nobody asked
         assert await manager.wait_ready(30)
-        with pytest.raises(UserActionRequired) as caught:
+        with pytest.raises(
+            UserActionRequired,
+            match=NEEDS_PAGE,
+        ) as caught:
             await manager.call_tool("cloud", "files", {})
         error = caught.value
         assert error.elicitation_ids == ["s-1"] and error.pages == [("Sign in to Example Cloud first.", PAGE)]
@@ -143,7 +151,13 @@ async def test_no_retry_without_consent_or_without_the_notice(
 
     async with _manager(write_config, cloud, elicitation_url=page, url_elicitation_wait=0.3) as manager:
         assert await manager.wait_ready(30)
-        with anyio.fail_after(20), pytest.raises(UserActionRequired) as caught:
+        with (
+            anyio.fail_after(20),
+            pytest.raises(
+                UserActionRequired,
+                match=NEEDS_PAGE,
+            ) as caught,
+        ):
             await manager.call_tool("cloud", "files", {})
         assert PAGE in caught.value.message and "then call the tool again" in caught.value.message
         assert cloud.calls == 1  # never sent again
@@ -164,6 +178,12 @@ async def test_a_notice_for_another_id_does_not_release_the_call(write_config: C
         assert await manager.wait_ready(30)
         async with anyio.create_task_group() as tg:
             tg.start_soon(wrong_notice)
-            with anyio.fail_after(20), pytest.raises(UserActionRequired):
+            with (
+                anyio.fail_after(20),
+                pytest.raises(
+                    UserActionRequired,
+                    match=NEEDS_PAGE,
+                ),
+            ):
                 await manager.call_tool("cloud", "files", {})
         assert cloud.calls == 1

@@ -4,6 +4,7 @@ the user to open a page mid-call, or fails a call with ``-32042`` until they hav
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,11 @@ from keen.mcp.elicitation import ElicitAnswer, check_url
 pytestmark = pytest.mark.anyio
 
 PAGE = "https://auth.example.com/connect?state=abc123"
+# What the model reads when the only link the server named is one Keen will not show.
+UNSHOWN = (
+    'needs the user to open a page before "needs_sign_in" can run, but named none Keen will show'
+    " (1 link refused as unsafe); ask the server's owner"
+)
 
 
 @pytest.mark.parametrize(
@@ -114,7 +120,10 @@ async def test_without_a_url_callback_pages_are_declined(write_config: Callable[
 async def test_url_elicitation_required_names_the_page(write_config: Callable[..., Path]) -> None:
     async with await _manager(write_config) as manager:
         assert await manager.wait_ready(30)
-        with pytest.raises(UserActionRequired) as caught:
+        with pytest.raises(
+            UserActionRequired,
+            match=r"needs the user to open a page before \"needs_sign_in\" can run: Sign in",
+        ) as caught:
             await manager.call_tool("cloud", "needs_sign_in", {"url": PAGE})
         err = caught.value
         assert err.code == "user_action_required" and err.server == "cloud" and err.tool == "needs_sign_in"
@@ -122,7 +131,7 @@ async def test_url_elicitation_required_names_the_page(write_config: Callable[..
         assert PAGE in err.message and "then call the tool again" in err.message
 
         # A link Keen will not show is left out, and the message says so.
-        with pytest.raises(UserActionRequired) as caught:
+        with pytest.raises(UserActionRequired, match=re.escape(UNSHOWN)) as caught:
             await manager.call_tool("cloud", "needs_sign_in", {"url": "javascript:alert(1)"})
         assert caught.value.pages == [] and "javascript" not in caught.value.message
         assert "1 link refused as unsafe" in caught.value.message
@@ -135,7 +144,7 @@ async def test_a_page_holding_a_configured_secret_is_not_passed_on(
     path = write_config({"cloud": stdio_server("elicit_stdio.py", env={"CLOUD_TOKEN": secret})})
     async with Manager(path) as manager:
         assert await manager.wait_ready(30)
-        with pytest.raises(UserActionRequired) as caught:
+        with pytest.raises(UserActionRequired, match=re.escape(UNSHOWN)) as caught:
             await manager.call_tool("cloud", "needs_sign_in", {"url": f"{PAGE}&token={secret}"})
         assert caught.value.pages == []
         assert secret not in caught.value.message and secret not in json.dumps(caught.value.pages)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -121,7 +122,7 @@ async def test_auth_states_and_redaction(
             assert states["oauth"].remedy is Remedy.SIGN_IN
             assert states["wrongkey"].remedy is Remedy.RECONNECT  # fix the key, then reconnect
             assert states["good"].state is ServerState.CONNECTED  # the others did not disturb it
-            with pytest.raises(AuthRequired) as excinfo:
+            with pytest.raises(AuthRequired, match='MCP server "oauth" needs you to sign in') as excinfo:
                 await manager.call_tool("oauth", "echo", {"text": "x"})
             errors = [str(excinfo.value)] + [s.last_error for s in manager.servers()]
     captured = caplog.text + "\n".join(errors) + _written_files(keen_home)
@@ -229,7 +230,12 @@ async def test_call_errors(write_config: Callable[..., Path]) -> None:
         assert manager.status("off").state is ServerState.CONFIGURED
         with pytest.raises(ToolNotFound, match="Did you mean: echo"):
             await manager.call_tool("local", "echoo", {"text": "x"})
-        with pytest.raises(InvalidArguments) as bad:
+        with pytest.raises(
+            InvalidArguments,
+            match=re.escape(
+                "invalid arguments for \"local/add\": $: 'b' is a required property; $.a: 'one' is not"
+            ),
+        ) as bad:
             await manager.call_tool("local", "add", {"a": "one"})
         assert {p for p, _ in bad.value.errors} == {"$", "$.a"}  # b missing, a wrong type
         # a remote tool error comes back as a result, not an exception
@@ -249,7 +255,7 @@ async def test_http_server_going_away_and_refresh(write_config: Callable[..., Pa
         async with Manager(path) as manager:
             assert await manager.wait_ready(20)
             srv.stop()
-            with pytest.raises(ServerDisconnected):
+            with pytest.raises(ServerDisconnected, match='MCP server "web" went away during "echo"'):
                 await manager.call_tool("web", "echo", {"text": "x"})
             assert manager.status("web").state is ServerState.DISCONNECTED
             refused = await manager.refresh("web")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -100,7 +101,10 @@ async def _check_everything(manager: Manager, name: str) -> None:
     assert failed.is_error
     assert failed.text
 
-    with pytest.raises(InvalidArguments) as info_err:
+    with pytest.raises(
+        InvalidArguments,
+        match=re.escape(f"invalid arguments for \"{name}/get-sum\": $.a: 'nineteen' is not of type 'number'"),
+    ) as info_err:
         await manager.call_tool(name, "get-sum", {"a": "nineteen", "b": 23})
     assert info_err.value.errors[0][0] == "$.a"
 
@@ -288,7 +292,7 @@ async def test_filesystem_and_memory_servers(write_config: WriteConfig, tmp_path
         assert not listing.is_error, listing.text
         assert "[FILE] hello.txt" in listing.text
         # The filesystem server declares draft-07 schemas; Keen validates with that dialect.
-        with pytest.raises(InvalidArguments):
+        with pytest.raises(InvalidArguments, match=re.escape("$.path: 7 is not of type 'string'")):
             await manager.call_tool("files", "list_directory", {"path": 7})
 
         created = await manager.call_tool(

@@ -299,7 +299,10 @@ async def test_changed_description_is_quarantined_until_trusted(
             change = await changes.next("the changed echo", 0)
             assert change.changed == (ToolChange("echo", ("description",)),)
             assert change.flags.get("echo") and "secrets" in change.flags["echo"]
-            with pytest.raises(ToolQuarantined) as caught:
+            with pytest.raises(
+                ToolQuarantined,
+                match=r"the tool \"changing/echo\" changed since it was pinned \(description\), so it is held for review and nothing was sent",
+            ) as caught:
                 await rt.gateway.call("changing", "echo", {"text": "again"})
             assert "id_rsa" in caught.value.diff and "keen mcp diff changing" in caught.value.message
             assert "id_rsa" not in caught.value.message  # the model reads the message
@@ -339,7 +342,10 @@ async def test_a_change_deep_in_a_pinned_description_is_quarantined(write_config
         await rt.gateway.call("changing", "mutate", {"op": "change", "name": "echo", "description": poisoned})
         change = await changes.next("the changed echo", 0)
         assert change.changed == (ToolChange("echo", ("description",)),)
-        with pytest.raises(ToolQuarantined) as caught:
+        with pytest.raises(
+            ToolQuarantined,
+            match=r"the tool \"changing/echo\" changed since it was pinned \(description\), so it is held for review and nothing was sent",
+        ) as caught:
             await rt.gateway.call("changing", "echo", {"text": "again"})
         assert "aws/credentials" in caught.value.diff, caught.value.diff
         check = rt.gateway.pins.report("changing", rt.manager.live_tools("changing")).check("echo")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,9 @@ async def test_a_server_added_to_the_file_becomes_known_and_connects(
     path = write_config({"first": stdio_server("basic_stdio.py")})
     manager = await started(path)
     try:
-        with pytest.raises(ServerNotConfigured):
+        with pytest.raises(
+            ServerNotConfigured, match=r'MCP server "late" is not configured \(configured: first\)'
+        ):
             manager.status("late")
         write_config({"first": stdio_server("basic_stdio.py"), "late": stdio_server("basic_stdio.py")})
         assert await manager.reload_server("late") == "added"
@@ -159,13 +162,15 @@ async def test_a_server_removed_from_the_file_is_no_longer_configured(
     try:
         pid = await pid_of(manager, "leaving")
         write_config({"staying": stdio_server("basic_stdio.py")})
-        with pytest.raises(ServerNotConfigured) as removed:
+        with pytest.raises(ServerNotConfigured, match='MCP server "leaving" is no longer in') as removed:
             await manager.reload_server("leaving")
         assert "no longer in" in removed.value.message and str(path) in removed.value.message
         assert not alive(pid)
         assert [s.name for s in manager.servers()] == ["staying"]
         assert "leaving" not in manager.config.servers
-        with pytest.raises(ServerNotConfigured):
+        with pytest.raises(
+            ServerNotConfigured, match=r'MCP server "leaving" is not configured \(configured: staying\)'
+        ):
             await manager.refresh("leaving")
         # A name that was never configured says so, as before.
         with pytest.raises(ServerNotConfigured, match="is not configured"):
@@ -241,7 +246,10 @@ async def test_a_new_key_is_used_and_no_key_is_shown(
             write_config({"keyed": keyed("ftp://" + NEW_KEY, NEW_KEY)})
             assert await manager.reload_server("keyed") == "invalid"
             texts += [json.dumps(s.to_dict()) for s in manager.servers()]
-            with pytest.raises(ServerMisconfigured) as refused:
+            with pytest.raises(
+                ServerMisconfigured,
+                match=re.escape("server 'keyed': field 'url': 'ftp://[REDACTED]' is not an http"),
+            ) as refused:
                 await manager.call_tool("keyed", "echo", {"text": "x"})
             texts.append(str(refused.value))
         finally:

@@ -76,7 +76,10 @@ async def test_a_changed_input_schema_is_named_not_retried(write_config: WriteCo
         manager = await _manager(write_config({"changing": {"url": url}}))
         try:
             await _mutate(url, op="reshape", name="echo")
-            with pytest.raises(ToolChanged) as caught:
+            with pytest.raises(
+                ToolChanged,
+                match=r'MCP server "changing" changed tool "echo" since Keen last listed it \(inputSchema\), and the call was not run',
+            ) as caught:
                 await manager.call_tool("changing", "echo", {"text": "hello"})
             assert caught.value.changed_fields == ("inputSchema",)
             assert '"changing" changed tool "echo"' in caught.value.message
@@ -99,7 +102,9 @@ async def test_a_removed_tool_is_named_after_one_relist(write_config: WriteConfi
             assert "gone" in {t.name for t in manager.list_tools("changing")}
             await _mutate(url, op="remove", name="gone")
             listed = await _lists(manager)
-            with pytest.raises(ToolNotFound) as caught:
+            with pytest.raises(
+                ToolNotFound, match='MCP server "changing" no longer has tool "gone"'
+            ) as caught:
                 await manager.call_tool("changing", "gone", {"text": "x"})
             assert 'no longer has tool "gone"' in caught.value.message
             assert "gone" not in {t.name for t in manager.list_tools("changing")}

@@ -5,6 +5,7 @@ refetch when the server's authorization lapses."""
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 
 import anyio
@@ -46,7 +47,12 @@ async def test_manager_reads_full_descriptions_and_calls(tmp_path: Path, keen_ho
         again = await gateway.call("front", "mcp__basic__add", {"a": 3, "b": 3})
         assert not again.is_error and again.text == "6"
         # Keen's own checks now use the full schema.
-        with pytest.raises(InvalidArguments):
+        with pytest.raises(
+            InvalidArguments,
+            match=re.escape(
+                "invalid arguments for \"front/mcp__basic__add\": $.a: 'x' is not of type 'integer'"
+            ),
+        ):
             await gateway.call("front", "mcp__basic__add", {"a": "x", "b": 1})
 
 

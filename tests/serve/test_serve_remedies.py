@@ -10,6 +10,7 @@ Real ``keen serve`` over stdio in front of ``tests/servers/basic_stdio.py``.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +93,9 @@ def test_an_unreachable_server_gets_each_front_ends_own_advice(mode: str) -> Non
     """A call whose HTTP server refuses the connection: the message says what happened, the
     remedy is data, and each front end words it for what works there (keen serve reconnects
     by itself; keen chat has /mcp connect; the CLI keen mcp connect), never "restart Keen"."""
-    with pytest.raises(httpx2.ConnectError) as refused:  # a real refusal, as the transport meets it
+    with pytest.raises(
+        httpx2.ConnectError, match="Connection refused"
+    ) as refused:  # a real refusal, as the transport meets it
         httpx2.post(f"http://127.0.0.1:{free_port()}/mcp", json={})
     error = translate_call_error(ExceptionGroup("call", [refused.value]), server="h", tool="echo", timeout=5)
     assert isinstance(error, ServerDisconnected) and error.remedy is Remedy.RECONNECT, error
@@ -111,7 +114,9 @@ def test_an_unreachable_server_gets_each_front_ends_own_advice(mode: str) -> Non
 async def test_a_disabled_server_gets_each_front_ends_own_advice(mode: str, tmp_path: Path) -> None:
     entry = {"command": "never-run", "enabled": False}
     async with Manager(config={"version": 1, "servers": {"off": entry}}, logs_dir=tmp_path) as manager:
-        with pytest.raises(ServerDisabled) as refused:
+        with pytest.raises(
+            ServerDisabled, match=re.escape('MCP server "off" is disabled in configs.json ("enabled": false)')
+        ) as refused:
             await manager.call_tool("off", "echo", {})
     error = refused.value
     assert error.remedy is Remedy.ENABLE_SERVER and "restart" not in error.message.lower(), error

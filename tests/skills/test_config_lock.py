@@ -107,7 +107,7 @@ def test_edit_saves_nothing_when_the_block_fails_and_waits_for_the_lock(keen_hom
     path = keen_home / "skills" / "config.json"
     with SkillsConfig.edit(path) as config:
         config.set_enabled("notes", False)
-    with pytest.raises(RuntimeError), SkillsConfig.edit(path) as config:
+    with pytest.raises(RuntimeError, match="changed my mind"), SkillsConfig.edit(path) as config:
         config.set_enabled("notes", True)
         raise RuntimeError("changed my mind")
     assert SkillsConfig.load(path).explicit("notes") is False

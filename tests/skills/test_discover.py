@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -190,9 +191,14 @@ def test_config_absent_explicit_and_broken(root: Path) -> None:
     assert {s.name: s.enabled for s in found.skills} == {"a": False, "b": True, "c": True}
     assert [s.name for s in found.enabled] == ["b", "c"]
 
-    for broken in ("{nope", "[]", '{"is_enabled": []}', '{"is_enabled": {"a": "false"}}'):
+    for broken, says in (
+        ("{nope", "invalid JSON at line 1, column 2"),
+        ("[]", 'expected an object like {"is_enabled": {}}; fix or delete the file'),
+        ('{"is_enabled": []}', '"is_enabled" must be an object of name -> true/false'),
+        ('{"is_enabled": {"a": "false"}}', '"is_enabled" values must be true or false (not for a)'),
+    ):
         config.write_text(broken, encoding="utf-8")
-        with pytest.raises(SkillError) as info:
+        with pytest.raises(SkillError, match=re.escape(says)) as info:
             discover()
         assert str(config) in str(info.value)
         assert config.read_text(encoding="utf-8") == broken  # nothing lost

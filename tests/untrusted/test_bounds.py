@@ -100,7 +100,9 @@ async def test_structured_content_obeys_the_model_limit(manager: Manager) -> Non
 
 
 async def test_a_huge_error_message_is_cut(manager: Manager) -> None:
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(
+        RemoteProtocolError, match='MCP server "h" answered "long_error" with JSON-RPC error -32050: e'
+    ) as info:
         await Gateway(manager, approval=allow_all).call("h", "long_error", {})
     assert len(info.value.message) < 3_000
 

@@ -118,7 +118,7 @@ def test_ctrl_c_during_connect_stops_cleanly_and_frees_the_port(tmp_path: Path) 
         try:
             assert proc.stdout is not None
             assert proc.stdout.readline().strip() == "BROWSER"  # the listener is bound by now
-            with socket.socket() as probe, pytest.raises(OSError):
+            with socket.socket() as probe, pytest.raises(OSError, match="Address already in use"):
                 probe.bind(("127.0.0.1", port))
             proc.send_signal(signal.SIGINT)
             _, stderr = proc.communicate(timeout=20)

@@ -6,6 +6,7 @@ the user denying access, a port already in use, no answer in time, an unusable t
 
 from __future__ import annotations
 
+import re
 import socket
 from pathlib import Path
 
@@ -31,7 +32,7 @@ async def test_server_without_oauth_metadata_is_a_clear_auth_failure(keen_home: 
     # Answers 401 "Bearer" but publishes neither RFC 9728 nor RFC 8414 metadata.
     with serve_http(make_basic_server(), api_key="not-oauth") as srv:
         browser = Browser()
-        with pytest.raises(AuthFailed) as caught:
+        with pytest.raises(AuthFailed, match="its OAuth metadata is missing or malformed") as caught:
             await authorize_interactively("demo", oauth_config(srv.url), open_browser=browser, timeout=10)
     message = str(caught.value)
     assert message.startswith(
@@ -45,7 +46,7 @@ async def test_server_without_oauth_metadata_is_a_clear_auth_failure(keen_home: 
 async def test_malformed_metadata_is_a_clear_auth_failure(keen_home: Path) -> None:
     with serve_oauth(malformed_metadata=True) as srv:
         browser = Browser()
-        with pytest.raises(AuthFailed) as caught:
+        with pytest.raises(AuthFailed, match="its OAuth metadata is missing or malformed") as caught:
             await authorize_interactively("demo", oauth_config(srv.url), open_browser=browser, timeout=10)
         assert srv.provider.clients == {}
     assert "OAuth metadata is missing or malformed" in str(caught.value)
@@ -57,7 +58,9 @@ async def test_refused_registration_says_how_to_use_a_preregistered_client(keen_
     with serve_oauth() as srv:
         browser = Browser()
         config = oauth_config(srv.url, scopes=["bogus"])  # the server rejects clients asking for it
-        with pytest.raises(AuthFailed) as caught:
+        with pytest.raises(
+            AuthFailed, match='MCP server "demo" refused to register Keen as a client'
+        ) as caught:
             await authorize_interactively("demo", config, open_browser=browser, timeout=10)
     message = str(caught.value)
     assert message.startswith(
@@ -71,7 +74,9 @@ async def test_refused_registration_says_how_to_use_a_preregistered_client(keen_
 async def test_callback_with_the_wrong_state_is_rejected_and_nothing_saved(keen_home: Path) -> None:
     with serve_oauth() as srv:
         browser = Browser(tamper_state=True)
-        with pytest.raises(AuthFailed) as caught:
+        with pytest.raises(
+            AuthFailed, match="carried a state that does not match the request Keen made"
+        ) as caught:
             await authorize_interactively("demo", oauth_config(srv.url), open_browser=browser, timeout=10)
         assert srv.provider.issued == []  # the code was never exchanged
     assert "carried a state that does not match the request Keen made" in str(caught.value)
@@ -82,7 +87,12 @@ async def test_callback_with_the_wrong_state_is_rejected_and_nothing_saved(keen_
 
 
 async def test_user_denying_access_is_reported_with_the_servers_reason(keen_home: Path) -> None:
-    with serve_oauth() as srv, pytest.raises(AuthFailed) as caught:
+    with (
+        serve_oauth() as srv,
+        pytest.raises(
+            AuthFailed, match=re.escape("refused the sign-in: access_denied (The user said no)")
+        ) as caught,
+    ):
         await authorize_interactively(
             "demo", oauth_config(srv.url), open_browser=Browser(deny=True), timeout=10
         )
@@ -96,7 +106,7 @@ async def test_callback_port_in_use_fails_before_the_browser_opens(keen_home: Pa
         squatter.bind(("127.0.0.1", port))
         squatter.listen(1)
         browser = Browser()
-        with pytest.raises(AuthRequired) as caught:
+        with pytest.raises(AuthRequired, match=f"on 127.0.0.1:{port}: the port is already in use") as caught:
             await authorize_interactively(
                 "demo", oauth_config(srv.url, callback_port=port), open_browser=browser
             )
@@ -111,7 +121,10 @@ async def test_no_answer_from_the_browser_times_out_and_frees_the_port(keen_home
     seen: list[str] = []
     with serve_oauth() as srv:
         config = oauth_config(srv.url)
-        with pytest.raises(AuthRequired) as caught:
+        with pytest.raises(
+            AuthRequired,
+            match='sign-in for MCP server "demo" timed out: no answer from the browser within 1 s',
+        ) as caught:
             await authorize_interactively(
                 "demo", config, open_browser=lambda url: seen.append(url) or True, timeout=1
             )
@@ -131,7 +144,15 @@ async def test_an_unusable_token_file_is_auth_failed_and_connect_replaces_it(kee
     with serve_oauth() as srv:
         config = oauth_config(srv.url)
         auth = background_auth("demo", config)
-        with pytest.raises(Exception) as caught:
+        with pytest.RaisesGroup(
+            # The SDK raises it from its task group; Keen's own error is the leaf.
+            pytest.RaisesExc(
+                AuthFailed,
+                match=r"the saved sign-in for MCP server \"demo\" at .* is unusable \(invalid JSON",
+            ),
+            allow_unwrapped=True,
+            flatten_subgroups=True,
+        ) as caught:
             await list_tool_names(auth, srv.url)
         error = classify_auth_failure(caught.value, server="demo", auth=auth)
         assert isinstance(error, AuthFailed)
@@ -145,7 +166,9 @@ async def test_an_unusable_token_file_is_auth_failed_and_connect_replaces_it(kee
 
 async def test_connect_on_a_server_without_oauth_is_a_config_error(keen_home: Path) -> None:
     config = HttpServerConfig(transport="streamable_http", url="http://127.0.0.1:9/mcp")
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(
+        ConfigError, match=re.escape('MCP server "plain" does not use OAuth (auth.type is "none")')
+    ) as caught:
         await authorize_interactively("plain", config, open_browser=Browser())
     assert 'MCP server "plain" does not use OAuth (auth.type is "none")' in str(caught.value)
 

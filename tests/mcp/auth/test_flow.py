@@ -9,6 +9,7 @@ SDK's ``ClientSession`` + ``streamable_http_client`` with Keen's auth, as the Ma
 from __future__ import annotations
 
 import json
+import re
 import stat
 import time
 from pathlib import Path
@@ -88,7 +89,12 @@ async def test_background_start_without_token_fails_fast_with_auth_required(keen
         config = oauth_config(srv.url)
         browser = Browser()
         auth = background_auth("demo", config, open_browser=browser)
-        with pytest.raises(Exception) as caught:
+        with pytest.RaisesGroup(
+            # The SDK raises it from its task group; Keen's own error is the leaf.
+            pytest.RaisesExc(AuthRequired, match='MCP server "demo" needs you to sign in'),
+            allow_unwrapped=True,
+            flatten_subgroups=True,
+        ) as caught:
             await list_tool_names(auth, srv.url)
 
         error = classify_auth_failure(caught.value, server="demo", auth=auth)
@@ -151,7 +157,14 @@ async def test_revoked_token_is_auth_failed_and_connect_recovers(keen_home: Path
         assert answer.status_code == 200
 
         auth = background_auth("demo", config)
-        with pytest.raises(Exception) as caught:
+        with pytest.RaisesGroup(
+            # The SDK raises it from its task group; Keen's own error is the leaf.
+            pytest.RaisesExc(
+                AuthFailed, match=re.escape("the saved sign-in could not be renewed (invalid_grant")
+            ),
+            allow_unwrapped=True,
+            flatten_subgroups=True,
+        ) as caught:
             await list_tool_names(auth, srv.url)
         error = classify_auth_failure(caught.value, server="demo", auth=auth)
         assert isinstance(error, AuthFailed)
@@ -227,7 +240,12 @@ async def test_tokens_are_never_sent_to_a_changed_url(keen_home: Path) -> None:
         token = first.provider.issued[-1].access_token
 
         auth = background_auth("demo", oauth_config(second.url))
-        with pytest.raises(Exception) as caught:
+        with pytest.RaisesGroup(
+            # The SDK raises it from its task group; Keen's own error is the leaf.
+            pytest.RaisesExc(AuthRequired, match='MCP server "demo" needs you to sign in'),
+            allow_unwrapped=True,
+            flatten_subgroups=True,
+        ) as caught:
             await list_tool_names(auth, second.url)
         assert isinstance(classify_auth_failure(caught.value, server="demo", auth=auth), AuthRequired)
         assert all(token not in " ".join(headers.values()) for _, _, headers in second.requests)

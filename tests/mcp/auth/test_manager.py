@@ -7,6 +7,7 @@ connect`` runs) + ``Manager.refresh`` connects, and a restarted Manager reuses t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ async def test_background_start_without_a_token_is_auth_required_and_opens_no_br
             assert status.last_error == 'MCP server "demo" needs you to sign in'
             assert status.remedy is Remedy.SIGN_IN
             assert status.to_dict()["state"] == "auth_required" and status.auth == "oauth"
-            with pytest.raises(AuthRequired):
+            with pytest.raises(AuthRequired, match='MCP server "demo" needs you to sign in'):
                 manager.list_tools("demo")
         assert browser.visits == [] and srv.provider.clients == {}
 
@@ -92,7 +93,9 @@ async def test_revoked_sign_in_is_auth_failed_and_connect_recovers(
             assert status.state is ServerState.AUTH_FAILED
             assert "the saved sign-in could not be renewed (invalid_grant" in status.last_error
             assert status.remedy is Remedy.SIGN_IN
-            with pytest.raises(AuthFailed):
+            with pytest.raises(
+                AuthFailed, match=re.escape("the saved sign-in could not be renewed (invalid_grant")
+            ):
                 await manager.call_tool("demo", "echo", {"text": "x"})
 
             await _connect(manager, Browser())
@@ -107,7 +110,10 @@ async def test_a_tool_needing_more_scope_is_granted_by_connect(
         async with Manager(auth_factory=oauth_auth_factory(open_browser=None)) as manager:
             await manager.wait_ready(30)
             await _connect(manager, Browser())
-            with pytest.raises((AuthRequired, AuthFailed)):
+            with pytest.raises(
+                (AuthRequired, AuthFailed),
+                match=re.escape("needs more permission for this request (scope: read admin)"),
+            ):
                 await manager.call_tool("demo", "admin_task", {})
             assert manager.status("demo").state is ServerState.CONNECTED  # other tools still work
             assert (await manager.call_tool("demo", "echo", {"text": "ok"})).text == "ok"

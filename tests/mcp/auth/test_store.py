@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import stat
 import time
 from pathlib import Path
@@ -98,14 +99,14 @@ async def test_an_unusable_file_is_a_clear_error_that_never_quotes_it(
     store = FileTokenStore("s")
     store.path.parent.mkdir(parents=True)
     store.path.write_text(content)
-    with pytest.raises(AuthFailed) as caught:
+    with pytest.raises(AuthFailed, match=rf"is unusable \({re.escape(why)}") as caught:
         await store.get_tokens()
     message = str(caught.value)
     assert why in message and str(store.path) in message
     assert message.endswith("signing in again replaces the file") and caught.value.remedy is Remedy.SIGN_IN
     assert "at-leak-9999" not in message
     if unreadable:  # a partial update never overwrites a file it cannot read
-        with pytest.raises(AuthFailed):
+        with pytest.raises(AuthFailed, match=rf"is unusable \({re.escape(why)}"):
             await store.set_tokens(OAuthToken(access_token="at-new-1234"))
         assert store.path.read_text() == content
     else:  # a readable file with one bad field takes the new tokens
