@@ -3,8 +3,9 @@
 ``Home.keen(...)`` runs the command in this process with typer's ``CliRunner`` (the same
 ``app`` the console script runs, env and stdin isolated: stdin is not a terminal), which
 costs no interpreter start. ``Home.keen_process(...)`` runs the installed console script
-in a subprocess: the smoke tests keep a few of those, so the entry point itself, its
-error boundary and real process exits stay covered.
+as its own process (:data:`KEEN`: forked from the worker's warm process, so it skips the
+imports), so the entry point itself, its error boundary and real process exits stay
+covered; :data:`REAL_KEEN` starts a new interpreter where that start is under test.
 """
 
 from __future__ import annotations
