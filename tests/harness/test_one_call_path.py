@@ -144,3 +144,18 @@ async def test_the_pipeline_keeps_the_one_order() -> None:
         Pipeline([stage("validate"), stage("validate")], audited.append)
     with pytest.raises(ValueError, match="stages must be distinct names"):
         Pipeline([stage("send")], audited.append)
+
+
+async def test_a_refusal_names_the_servers_trouble_without_checking_the_call(
+    counted: tuple[Runtime, list[tuple[str, str]]], tmp_path: Path
+) -> None:
+    """A call outside the visible set is refused there; why its server cannot serve it is
+    read from the server's state (Manager.unavailable), never by checking the call."""
+    rt, checks = counted
+    assert rt.manager.unavailable("basic") is None
+    h = rt.harness(mode="auto", workspace=tmp_path)
+    h.begin_turn()
+    obs = await h.call("call_mcp_tool", {"server": "nope", "tool": "echo", "arguments": {"text": "hi"}})
+    assert obs.is_error and obs.denied == "visibility", obs.text
+    assert "nope" in obs.text and "not configured" in obs.text, obs.text
+    assert checks == []

@@ -14,7 +14,6 @@ from keen.errors import (
     AuthFailed,
     AuthRequired,
     InvalidArguments,
-    KeenError,
     MCPServerError,
     RemoteProtocolError,
     ServerDisabled,
@@ -49,9 +48,7 @@ _SERVER_ERRORS = (
 )
 
 
-def server_trouble(
-    manager: Manager, name: str, server: str | None, tool: str | None, args: dict[str, Any]
-) -> MCPServerError | None:
+def server_trouble(manager: Manager, name: str, server: str | None) -> MCPServerError | None:
     """Why the server of a call outside the visible set cannot serve it (not configured,
     disabled, disconnected, signed out), so the refusal says so instead of pointing at a
     search that cannot find a disconnected server's tools; ``None`` when the server is fine.
@@ -62,16 +59,11 @@ def server_trouble(
     if server is None and name.startswith("mcp__"):
         prefixes = [s for s in manager.config.servers if name.startswith(f"mcp__{s}__")]
         server = max(prefixes, key=len, default=None)
-        tool = name.removeprefix(f"mcp__{server}__") if server else None
     if server is None:
         return None
-    try:
-        manager.check_call(server, tool or "?", args)
-    except _SERVER_ERRORS as exc:
-        return exc
-    except KeenError:
-        pass  # the tool or its arguments: not this refusal's business
-    return None
+    # Only the server's own state: the tool and its arguments are not this refusal's business.
+    trouble = manager.unavailable(server)
+    return trouble if isinstance(trouble, _SERVER_ERRORS) else None
 
 
 async def ask(

@@ -400,7 +400,7 @@ class Harness:
             cap = self._caps.get(cap_id)
             if cap_id not in self.visible or cap is None:
                 why, code = why_hidden(
-                    self.catalog, self.gateway, self.mode, self.remedy_words, cap_id, name, server, tool, args
+                    self.catalog, self.gateway, self.mode, self.remedy_words, cap_id, name, server, tool
                 )
                 call.capability_id = cap_id or name
                 raise self._refuse(call, "visibility", why, code)

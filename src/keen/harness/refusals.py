@@ -32,7 +32,6 @@ def why_hidden(
     name: str,
     server: str | None,
     tool: str | None,
-    args: dict[str, Any],
 ) -> tuple[str, str | None]:
     """A turn-mode visibility refusal's text and code, for a call by id (``call_mcp_tool``)
     or by a name an earlier turn offered (``code`` is ``None`` unless the server is the trouble)."""
@@ -40,7 +39,7 @@ def why_hidden(
         known = catalog.get(cap_id or name) if catalog is not None else None
     except KeyError:
         known = None
-    if known is None and gateway and (trouble := server_trouble(gateway.manager, name, server, tool, args)):
+    if known is None and gateway and (trouble := server_trouble(gateway.manager, name, server)):
         return words(trouble, trouble.server), trouble.code
     return hidden_reason(known, mode, f"{server}/{tool}" if server else name), None
 

@@ -28,6 +28,7 @@ from mcp.shared.dispatcher import ProgressFnT
 
 from keen import paths
 from keen.errors import (
+    KeenError,
     Remedy,
     ServerMisconfigured,
     ServerNotConfigured,
@@ -440,6 +441,20 @@ class Manager:
         found = listed_tool(runtime, tool)
         runtime.validator.validate(found, arguments)
         return found
+
+    def unavailable(self, name: str) -> KeenError | None:
+        """Why server ``name`` cannot take a call now (the server checks of
+        :meth:`check_call`, without a tool or arguments), or ``None`` when it can.
+
+        Returns:
+            The ServerNotConfigured, ServerMisconfigured, ServerDisabled, ServerDisconnected,
+            AuthRequired or AuthFailed error :meth:`check_call` would raise first.
+        """
+        try:
+            self._connected(name)
+        except KeenError as exc:
+            return exc
+        return None
 
     async def call_tool(
         self,
