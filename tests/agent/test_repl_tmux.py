@@ -84,6 +84,16 @@ class Chat:
         """Wait until the last line on the screen is an empty prompt (the REPL waits for input)."""
         self.tmux.wait_for(r"^keen>[ \t]*\s*\Z")
 
+    def leave(self) -> int:
+        """At an empty prompt, press Ctrl-D; the exit status.
+
+        Waits for the prompt first: between prompts the terminal is in cooked mode, where the
+        line discipline takes a Ctrl-D as end-of-file and the REPL never sees it.
+        """
+        self.idle()
+        self.tmux.send("C-d")
+        return self.tmux.exit_status()
+
     def send(self, text: str) -> int:
         """At an empty prompt, type a line and press Enter; returns the screen offset of the
         prompt line (for ``wait_for(after=...)``)."""
@@ -253,8 +263,7 @@ def test_approval_yes_no_always(start: Callable[..., Chat]) -> None:
     assert t.count(r'^\s+"text": "fourth"$') == 0
     assert t.count(r"Allow chat/note\?") == 4
 
-    t.send("C-d")
-    assert t.exit_status() == 0
+    assert chat.leave() == 0
     assert chat.notes.read_text().splitlines() == ["first", "third", "fourth"]
 
 
@@ -308,8 +317,7 @@ def test_elicitation_form_with_defaults(start: Callable[..., Chat]) -> None:
     t.send("C-c")
     t.wait_for(r"<- booking cancel\s+Never mind\.", after=at)
 
-    t.send("C-d")
-    assert t.exit_status() == 0
+    assert chat.leave() == 0
 
 
 def test_a_page_to_open_shows_its_host_and_url_and_asks_first(start: Callable[..., Chat]) -> None:
@@ -347,8 +355,7 @@ def test_a_page_to_open_shows_its_host_and_url_and_asks_first(start: Callable[..
     t.send("Enter")
     t.wait_for(r"<- connect decline\s+Not now\.", after=at)
 
-    t.send("C-d")
-    assert t.exit_status() == 0
+    assert chat.leave() == 0
 
 
 def test_ctrl_c_cancels_a_slow_call_and_the_session_goes_on(start: Callable[..., Chat]) -> None:
@@ -406,8 +413,7 @@ def test_a_configured_secret_never_reaches_the_screen_history_or_log(start: Call
     t.type("y")
     t.wait_for(r"<- noted: token \[REDACTED\]", after=at)
     t.wait_for(r"Saved", after=at)
-    t.send("C-d")
-    assert t.exit_status() == 0
+    assert chat.leave() == 0
     assert chat.notes.read_text() == f"token {SECRET}\n"  # the server got the real value
     assert SECRET not in t.screen()
     assert SECRET not in (chat.keen_home / "history").read_text()
@@ -432,8 +438,7 @@ def test_tokens_stream_as_they_come_and_ctrl_c_stops_the_model(start: Callable[.
         t.wait_for(r"\(cancelled\)\s+keen>[ \t]*$", after=at)
         at = chat.send("still there?")
         t.wait_for(r"Back again\.\s+keen>[ \t]*$", after=at)
-        t.send("C-d")
-        assert t.exit_status() == 0
+        assert chat.leave() == 0
         assert "twelve" not in t.screen()
         assert len(fake.requests) == 2
         # The cancelled turn stays in the conversation the model sees next.
@@ -468,8 +473,7 @@ def test_a_server_that_crashes_mid_call_is_reported_once_and_reconnects(start: C
     t.wait_for(r"this session:[ \t]*$", after=at)
     t.type("y")
     t.wait_for(r"<- noted: after the crash\s+Noted after the crash\.", after=at)
-    t.send("C-d")
-    assert t.exit_status() == 0
+    assert chat.leave() == 0
     # /mcp connect said it; the watch did not say it again.
     assert t.count(r"^chat: connected") == 1, t.screen()
     assert t.count(r"^chat: disconnected") == 1, t.screen()
@@ -511,8 +515,7 @@ def test_a_crashed_server_is_reconnected_by_the_next_call_or_by_its_skill(start:
     t.wait_for(r"this session:[ \t]*$", after=at)
     t.type("y")
     t.wait_for(r"<- noted: through the skill\s+Noted through the skill\.", after=at)
-    t.send("C-d")
-    assert t.exit_status() == 0
+    assert chat.leave() == 0
     # Each reconnect said once; the watch did not add a "chat: connected" line of its own.
     assert t.count(r"^chat: reconnected") == 2, t.screen()
     assert t.count(r"^chat: connected") == 0, t.screen()
