@@ -100,9 +100,11 @@ async def test_approval_sees_the_call_and_can_deny(manager: Manager) -> None:
     assert request.read_only and "unchanged" in request.description
     assert json.loads(request.arguments_json()) == {"text": "secret plan"}
     assert events[-1]["decision"] == "denied" and events[-1]["outcome"] == "error"
-    # a raising callback counts as a denial; an async one works
+    # a raising callback counts as a denial, told apart from a no (a crash is not the user's
+    # answer); an async one works
     with pytest.raises(
-        ApprovalDenied, match='the call to "local/echo" was not approved, so nothing was sent'
+        ApprovalDenied,
+        match=r'the call to "local/echo" was not sent: the approval callback failed \(RuntimeError\)',
     ):
         await Gateway(manager, approval=Recorder(RuntimeError("ui crashed"))).call(
             "local", "echo", {"text": "x"}

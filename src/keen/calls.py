@@ -425,14 +425,19 @@ class Approve:
                 server=server,
                 tool=tool,
             )
-        if not (await call.approver.asks(request))[0]:
+        approved, why = await call.approver.asks(request)
+        if not approved:
             call.decision = "denied"
-            raise ApprovalDenied(
+            # A callback that raised is the host's fault, not the user's no: say so, or the
+            # model would read a crash as a refusal and try around it.
+            message = (
                 f'the call to "{server}/{tool}" was not approved, so nothing was sent; ask the user, or try '
-                "another approach",
-                server=server,
-                tool=tool,
+                "another approach"
+                if why is None
+                else f'the call to "{server}/{tool}" was not sent: {why}. Nobody said no: the host\'s '
+                "approval step is broken (its log has the error), so do not try another way around it"
             )
+            raise ApprovalDenied(message, server=server, tool=tool)
         call.decision = "allowed"
         return True
 
