@@ -246,7 +246,7 @@ def test_stdio_server_needs_command() -> None:
 def test_blank_stdio_command_is_refused(command: str) -> None:
     err = _reject(
         {"s": {"transport": "stdio", "command": command}},
-        match=r"field 'command': (String should have at least 1 character|is blank; set it to the server's executable)",
+        match=r"field 'command': is blank; set it to the server's executable",
     )
     assert (err.server, err.field) == ("s", "command")
     assert "command" in err.message
@@ -317,11 +317,18 @@ def test_error_messages_never_echo_the_api_key() -> None:
     secret = "sk-live-0123456789abcdef"
     err = _reject(
         {"s": {**HTTP, "auth": {"type": "api_key", "key": secret, "header": ""}}},
-        match="field 'auth.header': String should have at least 1 character",
+        match="field 'auth.header' is empty; set a value, or remove the field",
     )
     assert err.field == "auth.header"
     assert secret not in err.message
     assert secret not in repr(err)
+
+
+def test_an_empty_api_key_says_to_set_it() -> None:
+    _reject(
+        {"s": {**HTTP, "auth": {"type": "api_key", "key": ""}}},
+        match=r'field \'auth.key\' is empty; set the key \(use "\$\{ENV_VAR\}" to keep it out of the file\)',
+    )
 
 
 # -- unknown fields, timeouts, enabled ------------------------------------------------------------

@@ -186,7 +186,7 @@ class HttpServerConfig(_ServerBase):
 
 class StdioServerConfig(_ServerBase):
     transport: Literal["stdio"]
-    command: str = Field(min_length=1)
+    command: str  # blank or empty: _non_blank says what to set
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
@@ -525,6 +525,14 @@ def _config_error_from(exc: ValidationError, *, source: str) -> ConfigError:
         message = f"{source}: server {name!r}: missing required field {field!r}; {hint}"
     elif kind == "extra_forbidden":
         message = f"{source}: server {name!r}: unknown field {field!r}; remove it or check its spelling"
+    elif kind == "string_too_short":
+        # pydantic's "String should have at least 1 character" names no fix.
+        fix = (
+            'set the key (use "${ENV_VAR}" to keep it out of the file)'
+            if field == "auth.key"
+            else "set a value, or remove the field"
+        )
+        message = f"{source}: server {name!r}: field {field!r} is empty; {fix}"
     elif kind in ("union_tag_invalid", "union_tag_not_found") and field.startswith("auth"):
         message = f'{source}: server {name!r}: auth.type must be "none", "api_key" or "oauth"'
         field = "auth.type"
