@@ -195,7 +195,10 @@ def test_config_absent_explicit_and_broken(root: Path) -> None:
         ("{nope", "invalid JSON at line 1, column 2"),
         ("[]", 'expected an object like {"is_enabled": {}}; fix or delete the file'),
         ('{"is_enabled": []}', '"is_enabled" must be an object of name -> true/false'),
-        ('{"is_enabled": {"a": "false"}}', '"is_enabled" values must be true or false (not for a)'),
+        (
+            '{"is_enabled": {"a": "false"}}',
+            '"is_enabled" values must be true or false (JSON booleans); fix "a": "false"',
+        ),
     ):
         config.write_text(broken, encoding="utf-8")
         with pytest.raises(SkillError, match=re.escape(says)) as info:

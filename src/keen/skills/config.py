@@ -70,10 +70,14 @@ class SkillsConfig:
             raise SkillError(
                 f'{path}: "is_enabled" must be an object of name -> true/false; fix or delete it'
             )
-        wrong = sorted(str(k) for k, v in enabled.items() if not isinstance(v, bool))
+        wrong = sorted(
+            (json.dumps(str(k)), json.dumps(v)) for k, v in enabled.items() if not isinstance(v, bool)
+        )
         if wrong:
+            shown = ", ".join(f"{name}: {value[:40]}" for name, value in wrong[:5])
+            more = f" and {len(wrong) - 5} more" if len(wrong) > 5 else ""
             raise SkillError(
-                f'{path}: "is_enabled" values must be true or false (not for {", ".join(wrong)}); fix them'
+                f'{path}: "is_enabled" values must be true or false (JSON booleans); fix {shown}{more}'
             )
         return cls(path, data)
 
