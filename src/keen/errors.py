@@ -23,7 +23,9 @@ docs/architecture.md "Errors".
     │   ├── UserActionRequired       the server needs the user to open a page first (URL elicitation)
     │   └── RemoteToolError          the tool ran and reported failure (isError)
     ├── ApprovalDenied               the approval callback refused a call_mcp_tool call
-    └── SkillError                   a skill could not be read, written or activated
+    ├── SkillError                   a skill could not be read, written or activated
+    ├── SettingsError                config.toml is unreadable or bad (defined in keen.agent.settings)
+    └── ModelError                   the model provider failed a call (keen.agent.models, and its subclasses)
 
 Every error has a ``code`` (a stable string for programs, e.g. ``"auth_required"``) and
 may carry a :class:`Remedy`: what to do next, as data. Lower layers never name a
