@@ -34,8 +34,14 @@ def inspector(home: Path, *args: str, exit_code: int = 0) -> dict:
             f"the MCP Inspector is not installed in {INSPECTOR_DIR}; run `make test` (it installs it)"
         )
     env = serve_env(home, MCP_CATALOG_PATH=str(home / "inspector-catalog.json"), HOME=str(home))
+    # The Inspector's own 15 s connect limit is the healthy path here, not what is tested: a
+    # loaded CI machine spent longer than that starting the stdio `keen serve`.
     done = subprocess.run(
-        [str(NODE), str(LAUNCHER), "--cli", *args], env=env, capture_output=True, text=True, timeout=120
+        [str(NODE), str(LAUNCHER), "--cli", "--connect-timeout", "90000", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == exit_code, done.stderr[-2000:] + done.stdout[-2000:]
     return json.loads(done.stdout)
