@@ -28,7 +28,7 @@ import anyio
 
 from _common import PYTHON, keen_home, percentiles, print_block, verdict, write_config
 from keen.mcp import Manager
-from keen.mcp.changes import ToolsChanged
+from keen.mcp.listing.changes import ToolsChanged
 from keen.mcpskills.live import LiveSkills
 from keen.mcpskills.sync import SyncEntry
 

@@ -45,7 +45,7 @@ async def test_discovery_reports_failures_then_tool_changes_resync(
             assert watch.catalog_stale and rt.sync_report is not None
             assert (keen_home / "skills" / "mcp:basic" / "SKILL.md").exists()
 
-            # A tool-list change (keen.mcp.changes.ToolsChanged's shape): one line, a new sync.
+            # A tool-list change (keen.mcp.listing.changes.ToolsChanged's shape): one line, a new sync.
             watch.catalog_stale = False
             before = rt.sync_report
             change = SimpleNamespace(
@@ -76,7 +76,7 @@ async def test_a_server_that_goes_away_is_reported_with_when_keen_brings_it_back
     # the session reconnects it at the next call that needs it.
     from conftest import stdio_server
     from keen.errors import KeenError
-    from keen.mcp.reconnect import Reconnector
+    from keen.mcp.connection.reconnect import Reconnector
     from keen.mcp.types import ServerState
 
     path = write_config(

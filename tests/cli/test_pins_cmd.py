@@ -30,8 +30,8 @@ from keen.capabilities import Catalog
 from keen.errors import ToolQuarantined
 from keen.gateway import ApprovalRequest, Gateway, allow_all
 from keen.mcp import Manager
-from keen.mcp.flags import scan_server
-from keen.mcp.pins import PinGuard
+from keen.trust.flags import scan_server
+from keen.trust.pins import PinGuard
 
 pytestmark = pytest.mark.anyio
 

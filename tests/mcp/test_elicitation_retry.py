@@ -24,7 +24,7 @@ from mcp_types import ElicitRequestURLParams
 
 from keen.errors import UserActionRequired
 from keen.mcp import Manager
-from keen.mcp.elicitation import ElicitAnswer
+from keen.mcp.connection.elicitation import ElicitAnswer
 from servers.handshake_only import refuse_discover
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ import pytest
 from conftest import stdio_server
 from keen.errors import UserActionRequired
 from keen.mcp import Manager, ServerState
-from keen.mcp.elicitation import ElicitAnswer, check_url
+from keen.mcp.connection.elicitation import ElicitAnswer, check_url
 
 pytestmark = pytest.mark.anyio
 

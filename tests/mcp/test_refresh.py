@@ -29,7 +29,7 @@ from keen.errors import ToolQuarantined
 from keen.gateway import allow_all
 from keen.harness.events import read_events, replay
 from keen.mcp import Manager, ServerState, in_memory_transport
-from keen.mcp.changes import ToolChange, ToolsChanged, diff_tools
+from keen.mcp.listing.changes import ToolChange, ToolsChanged, diff_tools
 from keen.mcp.types import Tool
 from keen.runtime import open_runtime
 

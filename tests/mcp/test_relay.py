@@ -1,5 +1,5 @@
 """A Manager with a Relay passes what a server asks during a call to that call's peer
-(``keen.mcp.relay``), and declines, with a message, what it cannot place.
+(``keen.mcp.connection.relay``), and declines, with a message, what it cannot place.
 
 Real stdio server: ``elicit_stdio.py`` (2025-11-25 only: its requests name no call).
 """
@@ -15,7 +15,7 @@ import pytest
 
 from conftest import stdio_server
 from keen.mcp import Manager, ServerState
-from keen.mcp.relay import CALL_PEER, Relay
+from keen.mcp.connection.relay import CALL_PEER, Relay
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ from tests.helpers.changing import changing_http
 
 from keen.errors import ToolChanged, ToolNotFound
 from keen.mcp import Manager, ServerState
-from keen.mcp.changes import ToolsChanged
+from keen.mcp.listing.changes import ToolsChanged
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import stdio_server
 from keen.mcp import Manager, ServerState
-from keen.mcp.defaults import default_max_starting
+from keen.mcp.config.defaults import default_max_starting
 
 pytestmark = pytest.mark.anyio
 

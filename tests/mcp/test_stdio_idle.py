@@ -1,6 +1,6 @@
 """What a connected stdio server costs Keen: no thread, nothing on the event loop's thread.
 
-The event loop watches every server's pipes and exit (keen.mcp._stderr, keen.mcp._stdio),
+The event loop watches every server's pipes and exit (keen.mcp.connection._stderr, keen.mcp.connection._stdio),
 with no limit on a descriptor's number: a stderr copier built on ``select()`` cannot watch a
 descriptor of 1024 or more and stopped copying without a word once Keen held that many
 (about 300 servers). A server is started in a worker thread: ``fork``/``exec`` on the loop
@@ -22,7 +22,7 @@ import pytest
 
 from helpers.hostile import hostile_entry
 from keen.mcp import Manager, ServerState
-from keen.mcp._stdio import pidfd_supported
+from keen.mcp.connection._stdio import pidfd_supported
 
 pytestmark = pytest.mark.anyio
 

@@ -1,5 +1,5 @@
 """``keen serve`` reconnects an upstream server that went away, on demand (docs/serve.md
-"When an upstream server goes away"; :mod:`keen.mcp.reconnect`).
+"When an upstream server goes away"; :mod:`keen.mcp.connection.reconnect`).
 
 Real ``keen serve`` processes (stdio and HTTP) in front of the real ``basic_stdio.py``,
 started through a small launcher that counts its launches and refuses to start while a
@@ -22,8 +22,8 @@ import pytest
 
 from helpers.changing import changing_http
 from helpers.serve import BASIC, KeenServeProcess, connect, free_port, read_json, write_upstream
+from keen.mcp.connection.reconnect import KICK_LIMIT, Reconnector
 from keen.mcp.manager import Manager
-from keen.mcp.reconnect import KICK_LIMIT, Reconnector
 from keen.mcp.types import ServerState
 
 pytestmark = pytest.mark.anyio

@@ -23,7 +23,7 @@ from keen.cli import _wording
 from keen.errors import Remedy, ServerDisabled, ServerDisconnected
 from keen.gateway import for_model
 from keen.mcp import Manager
-from keen.mcp._translate import translate_call_error
+from keen.mcp.connection.translate import translate_call_error
 from keen.serve.calls import host_remedy_words
 
 pytestmark = pytest.mark.anyio

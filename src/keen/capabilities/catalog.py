@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from keen.capabilities.dense import DenseVectors
     from keen.capabilities.search import SearchWeights, ToolSearch
     from keen.mcp import Manager
-    from keen.mcp.pins import PinGuard
+    from keen.trust.pins import PinGuard
 
 __all__ = [
     "Catalog",
@@ -360,7 +360,7 @@ class Catalog:
         """The catalog of a running Manager's connected servers (live tool lists, and
         resource and prompt lists when the Manager offers them), plus the local
         (non-MCP) skills under ``skills_root`` when given. With ``pins``, tools that
-        ``call_mcp_tool`` would refuse as quarantined (``keen.mcp.pins``) are left out.
+        ``call_mcp_tool`` would refuse as quarantined (``keen.trust.pins``) are left out.
 
         Built from scratch; an agent that asks at every step keeps a
         :class:`~keen.capabilities.catalog_cache.CatalogCache` instead, which rebuilds only

@@ -46,7 +46,7 @@ from keen.skills.cache import DiscoveryCache
 
 if TYPE_CHECKING:
     from keen.mcp import Manager
-    from keen.mcp.pins import PinGuard
+    from keen.trust.pins import PinGuard
 
 __all__ = ["CatalogCache"]
 

@@ -35,18 +35,17 @@ from keen.errors import (
     ToolNotFound,
     UserActionRequired,
 )
-from keen.mcp._calls import connected, listed_tool, not_connected, send_request, send_tool_call
-from keen.mcp._connection import ServerConnection
-from keen.mcp._memory import in_memory_transport
-from keen.mcp._reload import EntryChange, misconfigured_status, no_longer_configured, with_entry_of
-from keen.mcp._tool_filter import InvalidTool
-from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
-from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools, flag_change
+from keen.mcp.calls.send import connected, listed_tool, not_connected, send_request, send_tool_call
 from keen.mcp.config import HttpServerConfig, MCPConfig, StdioServerConfig, load_config, parse_config
-from keen.mcp.defaults import default_max_starting
-from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
-from keen.mcp.pins import PinGuard, PinnedView, pinning_policy
-from keen.mcp.relay import CALL_PEER, Relay
+from keen.mcp.config.defaults import default_max_starting
+from keen.mcp.config.reload import EntryChange, misconfigured_status, no_longer_configured, with_entry_of
+from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
+from keen.mcp.connection.memory import in_memory_transport
+from keen.mcp.connection.relay import CALL_PEER, Relay
+from keen.mcp.connection.server import ServerConnection
+from keen.mcp.listing.changes import ChangeObserver, ToolsChanged, diff_tools, flag_change
+from keen.mcp.listing.tool_filter import InvalidTool
+from keen.mcp.listing.watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.types import (
     AuthFactory,
     ServerInfo,
@@ -56,6 +55,7 @@ from keen.mcp.types import (
     ToolResult,
     TransportFactory,
 )
+from keen.trust.pins import PinGuard, PinnedView, pinning_policy
 
 __all__ = ["CALL_PROGRESS", "EntryChange", "Manager", "StatusObserver", "in_memory_transport"]
 
@@ -90,7 +90,7 @@ class Manager:
             tests and embedding; see :func:`in_memory_transport`). Their config entries still
             give the timeouts.
         elicitation: answers servers' ``elicitation/create`` requests (form mode; see
-            :mod:`keen.mcp.elicitation`). Sessions advertise the ``elicitation`` capability
+            :mod:`keen.mcp.connection.elicitation`). Sessions advertise the ``elicitation`` capability
             only when it is set; it may also be set later on :attr:`elicitation`, which
             applies to sessions that connect after that.
         elicitation_url: asked for URL-mode requests (a page the user opens out of band);
@@ -103,16 +103,16 @@ class Manager:
             raises ``UserActionRequired``.
         max_starting: how many stdio servers start at once (default: config.toml's
             ``[mcp] max_starting``, else the number of CPUs:
-            :func:`keen.mcp.defaults.default_max_starting`); the others wait their turn, and each server's
+            :func:`keen.mcp.config.defaults.default_max_starting`); the others wait their turn, and each server's
             ``timeouts.connect`` runs from its own launch. Starting a server costs CPU
             (an interpreter, ``npx``, ``uvx``): thirty started together on two CPUs all
             finish late. ``0``: no bound. HTTP servers are not bounded.
         pins: the pinned definitions (default: ``$KEEN_HOME/mcp/pins``): :meth:`list_tools`
-            shows each server's tools as pinned (:func:`keen.mcp.pins.pinned_view`).
+            shows each server's tools as pinned (:func:`keen.trust.pins.pinned_view`).
         relay: a front end that calls for others (``keen serve``): sessions advertise
             elicitation, sampling and roots, and what a server asks or logs during a call goes
-            to the context's :data:`keen.mcp.relay.CALL_PEER` of that call (see
-            :mod:`keen.mcp.relay`; it replaces ``elicitation`` for those sessions). It may be
+            to the context's :data:`keen.mcp.connection.relay.CALL_PEER` of that call (see
+            :mod:`keen.mcp.connection.relay`; it replaces ``elicitation`` for those sessions). It may be
             set later on :attr:`relay`, for sessions that connect after that.
 
     One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
@@ -296,7 +296,7 @@ class Manager:
     def subscribe_changes(self, observer: ChangeObserver) -> Callable[[], None]:
         """Call ``observer(change)`` (in the event loop, synchronously) whenever a server's tool
         list changed: after a change notice, an expired ``ttlMs``, :meth:`refresh_tools` or a
-        reconnect found tools added, removed or changed (``keen.mcp.changes``).
+        reconnect found tools added, removed or changed (``keen.mcp.listing.changes``).
 
         The observer must return quickly (hand slow work to a task or thread); its exceptions
         are logged. Returns a function that unsubscribes it (safe to call twice).
@@ -313,7 +313,7 @@ class Manager:
                 logger.exception("change observer failed for %s", change.server)
 
     def with_flags(self, change: ToolsChanged) -> ToolsChanged:
-        """``change`` with the flags (``keen.mcp.flags``) its added and changed tools raise,
+        """``change`` with the flags (``keen.trust.flags``) its added and changed tools raise,
         other connected servers' tool names serving as the shadowing index."""
         runtime = self._connections.get(change.server)
         if runtime is None:
@@ -386,7 +386,7 @@ class Manager:
         return list(self._connected(name).tools)
 
     def view(self, name: str) -> PinnedView:
-        """The server's live tools as pinned (:func:`keen.mcp.pins.pinned_view`): changed
+        """The server's live tools as pinned (:func:`keen.trust.pins.pinned_view`): changed
         definitions as they were pinned, new ones held, annotations trusted only where the
         user said so. Raises like :meth:`list_tools`."""
         runtime = self._connected(name)
@@ -480,7 +480,7 @@ class Manager:
 
         ``progress`` gets the server's progress notifications for the call; without it, the
         context's :data:`CALL_PROGRESS` does, if set. With a :attr:`relay`, what the server asks
-        or logs during the call goes to the context's :data:`keen.mcp.relay.CALL_PEER`.
+        or logs during the call goes to the context's :data:`keen.mcp.connection.relay.CALL_PEER`.
         """
         arguments = {} if arguments is None else arguments
         if validate:

@@ -128,7 +128,7 @@ class Tool:
     """One tool from ``tools/list``. ``input_schema`` is ``{}`` when the server gave none.
 
     ``annotations_trusted`` is Keen's judgement, not a wire field: False when the server's
-    annotations are claims only (``keen.mcp.pins.pinned_view``), so a ``readOnlyHint``
+    annotations are claims only (``keen.trust.pins.pinned_view``), so a ``readOnlyHint``
     grants nothing (MCP 2025-11-25 "Tool annotations").
     """
 

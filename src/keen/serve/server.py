@@ -31,7 +31,7 @@ Search mode's three tools never change, so it sends no notices; ``search_tools``
 ``describe_tools`` read the live catalog on every call (docs/serve.md "When tools change").
 
 An upstream server that went away is reconnected when a request needs it, at most once per
-back-off window (:mod:`keen.mcp.reconnect`; docs/serve.md "When an upstream server goes away").
+back-off window (:mod:`keen.mcp.connection.reconnect`; docs/serve.md "When an upstream server goes away").
 
 What an upstream asks (elicitation, sampling, roots) or logs during a call goes to the host
 that made it, through the call's :class:`keen.serve.relay.HostPeer`; a 2026-07-28 host is
@@ -67,9 +67,9 @@ from keen._redact import redactor
 from keen.capabilities import Capability, Catalog
 from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS
+from keen.mcp.connection.reconnect import Reconnector
+from keen.mcp.connection.relay import Relay
 from keen.mcp.manager import Manager
-from keen.mcp.reconnect import Reconnector
-from keen.mcp.relay import Relay
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
 from keen.serve.calls import APPROVER, CallRouter, call_result, error_result, host_remedy_words
@@ -286,7 +286,7 @@ class KeenServer:
 
     async def revive(self, names: Sequence[str] = (), *, servers: Sequence[str] = ()) -> None:
         """Reconnect the servers these exposed tool ``names`` (and ``servers``) are on, if
-        they went away (:mod:`keen.mcp.reconnect`); bounded, never raises."""
+        they went away (:mod:`keen.mcp.connection.reconnect`); bounded, never raises."""
         wanted = [*servers, *(self._server_of[n][0] for n in names if n in self._server_of)]
         if wanted:
             await self.reconnector.ensure(wanted)

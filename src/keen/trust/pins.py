@@ -1,7 +1,7 @@
 """Pinned tool definitions: trust on first use, then quarantine what changes (rug pulls).
 
 A server's tools are pinned in ``$KEEN_HOME/mcp/pins/<server>.json`` (mode 0600, written
-atomically by :mod:`keen.mcp.pinstore`)::
+atomically by :mod:`keen.trust.pinstore`)::
 
     {"version": 1, "server": "github", "updated_at": "2026-11-23T12:00:00Z",
      "tools": {"create_issue": {"fingerprint": "sha256:...", "body": "sha256:...",
@@ -9,7 +9,7 @@ atomically by :mod:`keen.mcp.pinstore`)::
                                 "pinned_at": "2026-11-23T12:00:00Z"}}}
 
 ``fingerprint`` is SHA-256 over the RFC 8785 canonical JSON of the definition
-(:mod:`keen.mcp.fingerprint`); ``body`` is the same without the name. Comparing a live
+(:mod:`keen.trust.fingerprint`); ``body`` is the same without the name. Comparing a live
 ``tools/list`` with the pins (:func:`compare`) sorts every tool into one status:
 
 - ``trusted``: same name, same fingerprint;
@@ -44,7 +44,8 @@ from typing import Any, Literal
 
 from keen.errors import ConfigError, ToolNotFound, ToolQuarantined
 from keen.mcp.config import HttpServerConfig, StdioServerConfig
-from keen.mcp.fingerprint import (
+from keen.mcp.types import Tool
+from keen.trust.fingerprint import (
     DEFINITION_FIELDS,
     body_fingerprint,
     definition,
@@ -52,9 +53,8 @@ from keen.mcp.fingerprint import (
     fingerprint,
     pretty_json,
 )
-from keen.mcp.flags import escape_text
-from keen.mcp.pinstore import PIN_FILE_VERSION, PinFile, PinStore, Review, ToolPin
-from keen.mcp.types import Tool
+from keen.trust.flags import escape_text
+from keen.trust.pinstore import PIN_FILE_VERSION, PinFile, PinStore, Review, ToolPin
 
 __all__ = [
     "PIN_FILE_VERSION",
@@ -312,7 +312,7 @@ def trust(
 ) -> tuple[PinFile, list[ToolCheck]]:
     """Pin the live definitions of ``names`` (every listed tool when ``None``) and save.
 
-    ``reviewed``: what ``keen mcp diff`` showed (:class:`~keen.mcp.pinstore.Review`); when
+    ``reviewed``: what ``keen mcp diff`` showed (:class:`~keen.trust.pinstore.Review`); when
     given, every tool to pin must have a fingerprint that was shown, or nothing is written
     (a server that lists another definition to the trust than to the diff gets nothing
     pinned). ``by_user``: a person reviewed these definitions (``keen mcp trust``), which is

@@ -6,7 +6,7 @@ Streamable HTTP, or for a ``transport: "sse"`` entry the HTTP+SSE transport of M
 An ``api_key`` server gets its header on every request; an ``oauth`` server, the
 ``httpx2.Auth`` its owner built. The SDK reports an HTTP 401 as a bare ``MCPError -32603``
 without the status, so a response hook records the MCP endpoint's status and
-``WWW-Authenticate`` challenge for the error translation (:mod:`keen.mcp._translate`).
+``WWW-Authenticate`` challenge for the error translation (:mod:`keen.mcp.connection.translate`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from keen.mcp._translate import ConnectFacts
 from keen.mcp.config import HttpServerConfig
+from keen.mcp.connection.translate import ConnectFacts
 
 __all__ = ["http_transport"]
 

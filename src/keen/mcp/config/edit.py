@@ -7,7 +7,7 @@ an exclusive lock on ``configs.json.lock`` beside it (``filelock``: flock on POS
 on Windows) so two edits at once never lose one another. Nothing is merged into a file that
 cannot be parsed; one invalid server entry is no reason to refuse an edit of another.
 New entries go through the same conversion and checks as ``keen mcp import``
-(:mod:`keen.mcp.importer`), so ``Authorization: Bearer KEY`` becomes ``api_key`` auth.
+(:mod:`keen.mcp.config.importer`), so ``Authorization: Bearer KEY`` becomes ``api_key`` auth.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from keen.mcp.config import (
     repeated_keys,
     save_config,
 )
-from keen.mcp.importer import ImportResult, import_mcp_file, import_mcp_servers, suggest_name
+from keen.mcp.config.importer import ImportResult, import_mcp_file, import_mcp_servers, suggest_name
 
 __all__ = [
     "ImportOutcome",
@@ -190,7 +190,7 @@ def add_server(
         name: the server name (``^[A-Za-z0-9_-]{1,64}$``).
         entry: in the ``mcpServers`` shape other hosts use: ``{"command", "args", "env"}`` for
             a stdio server, ``{"url", "headers", "oauth": true}`` for a remote one, with an
-            optional ``description``; converted as :mod:`keen.mcp.importer` converts it.
+            optional ``description``; converted as :mod:`keen.mcp.config.importer` converts it.
         overwrite: replace a server of that name instead of refusing: only what ``entry``
             gives changes; the old entry's other fields stay (``timeouts`` key by key,
             ``description``, ``env``, ``enabled``...). A new ``command`` comes with its own

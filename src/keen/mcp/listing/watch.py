@@ -32,7 +32,7 @@ from mcp.client.subscriptions import ListenNotSupportedError, Subscription, Subs
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from keen.mcp.changes import RefreshReason, ToolsChanged
+from keen.mcp.listing.changes import RefreshReason, ToolsChanged
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession

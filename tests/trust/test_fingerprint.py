@@ -8,14 +8,14 @@ import struct
 
 import pytest
 
-from keen.mcp.fingerprint import (
+from keen.mcp.types import Tool
+from keen.trust.fingerprint import (
     body_fingerprint,
     canonical_json,
     definition,
     fingerprint,
     pretty_json,
 )
-from keen.mcp.types import Tool
 
 # RFC 8785 Appendix B: IEEE 754 bit patterns and their canonical number text.
 APPENDIX_B = [

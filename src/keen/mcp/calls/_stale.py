@@ -34,7 +34,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import HEADER_MISMATCH, INVALID_PARAMS
 
 from keen.errors import Remedy, ToolChanged, ToolNotFound, exception_leaves
-from keen.mcp.changes import ToolsChanged, diff_tools
+from keen.mcp.listing.changes import ToolsChanged, diff_tools
 from keen.mcp.types import Tool
 
 __all__ = ["call_with_relist", "definition_changes", "stale_refusal"]

@@ -117,7 +117,7 @@ class _Spawner:
     """One thread, for the life of the process, that starts every stdio server.
 
     Not a worker of a pool: the death signal a server asks for (``PR_SET_PDEATHSIG``,
-    :mod:`keen.mcp._spawn`) fires when the *thread* that started it ends (prctl(2)), so a
+    :mod:`keen.mcp.connection.spawn`) fires when the *thread* that started it ends (prctl(2)), so a
     pool thread retiring after a few idle seconds would kill the servers it started. It
     waits on a queue: no wake-ups while nothing starts.
     """

@@ -12,8 +12,8 @@ import pytest
 
 from keen.errors import ConfigError, ToolNotFound, ToolQuarantined
 from keen.mcp.config import parse_config
-from keen.mcp.pins import PinGuard, PinStore, Review, compare, pinning_policy, trust
 from keen.mcp.types import Tool
+from keen.trust.pins import PinGuard, PinStore, Review, compare, pinning_policy, trust
 
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 

@@ -10,7 +10,7 @@ their servers, and what a server asks or logs during a call goes to that call's
 Which call a request belongs to:
 
 - 2026-07-28: a server asks inside the call's own result (``InputRequiredResult``), answered
-  in the task that made the call (:mod:`keen.mcp._input`), where :data:`CALL_PEER` is that
+  in the task that made the call (:mod:`keen.mcp.calls._input`), where :data:`CALL_PEER` is that
   call's peer: always the right one.
 - 2025-11-25: a server-to-client request (or ``notifications/message``) carries nothing that
   names the call it belongs to (on stdio it is one more line on the pipe). It goes to the
@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import mcp_types as mt
 
-from keen.mcp.elicitation import check_url
+from keen.mcp.connection.elicitation import check_url
 
 __all__ = ["CALL_PEER", "CallPeer", "Relay"]
 

@@ -18,7 +18,7 @@ from mcp.client.session import ClientSession
 
 from keen._redact import redactor
 from keen.errors import RemoteProtocolError
-from keen.mcp._tool_filter import InvalidTool, ToolListFilter
+from keen.mcp.listing.tool_filter import InvalidTool, ToolListFilter
 from keen.mcp.types import Tool
 
 __all__ = ["MAX_PAGES", "ToolPages", "list_all_tools", "to_tool"]

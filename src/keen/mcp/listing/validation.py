@@ -18,7 +18,7 @@ which the default (no ``registry``) still runs, would otherwise GET a URL from t
 loop without a timeout or read a local file into the error message.
 
 A schema's regular expressions are untrusted too: they run with a time budget
-(:mod:`keen.mcp._keywords`), and arguments that exhaust it are refused, so a pattern
+(:mod:`keen.mcp.listing._keywords`), and arguments that exhaust it are refused, so a pattern
 with exponential backtracking cannot freeze the event loop; ``uniqueItems`` is checked
 in linear time.
 """
@@ -36,7 +36,7 @@ from referencing import Registry
 from referencing.exceptions import Unresolvable
 
 from keen.errors import InvalidArguments
-from keen.mcp._keywords import (
+from keen.mcp.listing._keywords import (
     PATTERN_BUDGET,
     PatternTooSlow,
     bounded,

@@ -38,8 +38,8 @@ from keen.errors import (
     UserActionRequired,
     exception_leaves,
 )
-from keen.mcp.defaults import more_time_advice, split_advice
-from keen.mcp.elicitation import check_url
+from keen.mcp.config.defaults import more_time_advice, split_advice
+from keen.mcp.connection.elicitation import check_url
 from keen.mcp.types import ServerState
 
 __all__ = [

@@ -3,7 +3,7 @@
 The Manager checks a call (configured, enabled, connected, known tool, valid arguments;
 the middle two here: :func:`connected`, :func:`listed_tool`) and picks the session; this
 module sends the request on it and turns every failure into
-a :mod:`keen.errors` type at one place: the SDK's, translated by :mod:`keen.mcp._translate`,
+a :mod:`keen.errors` type at one place: the SDK's, translated by :mod:`keen.mcp.connection.translate`,
 an OAuth server's refusal refined by its provider (a step-up needs a wider scope), and a
 transport that failed under the call marks the server disconnected for its owner task.
 
@@ -36,13 +36,13 @@ from keen.errors import (
     ToolNotFound,
     UserActionRequired,
 )
-from keen.mcp._connection import ServerConnection
-from keen.mcp._input import call_tool as call_tool_any_era
-from keen.mcp._stale import call_with_relist
-from keen.mcp._translate import AUTH_STATUSES, sign_in_message, translate_call_error
 from keen.mcp.auth import classify_auth_failure
-from keen.mcp.changes import ToolsChanged
-from keen.mcp.elicitation import UrlElicitationCallback
+from keen.mcp.calls._input import call_tool as call_tool_any_era
+from keen.mcp.calls._stale import call_with_relist
+from keen.mcp.connection.elicitation import UrlElicitationCallback
+from keen.mcp.connection.server import ServerConnection
+from keen.mcp.connection.translate import AUTH_STATUSES, sign_in_message, translate_call_error
+from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import ServerState, Tool, ToolResult
 
 __all__ = ["connected", "listed_tool", "not_connected", "pages_done", "send_request", "send_tool_call"]
@@ -64,7 +64,7 @@ async def send_tool_call(
     """``tools/call`` of an already checked call on ``session`` (``limit``: seconds).
 
     A refusal that says the tool list is stale re-lists once (``relist``) and resends once
-    (:mod:`keen.mcp._stale`). A ``-32042`` is sent once more when :func:`pages_done` says so
+    (:mod:`keen.mcp.calls._stale`). A ``-32042`` is sent once more when :func:`pages_done` says so
     (``pages``: who is asked, seconds to wait). Raises ``CallTimeout``,
     ``ServerDisconnected``, ``AuthFailed``, ``AuthRequired``, ``UserActionRequired``,
     ``RemoteProtocolError``, ``InvalidArguments``, ``ToolNotFound`` or ``ToolChanged``.

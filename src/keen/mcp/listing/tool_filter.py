@@ -18,7 +18,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import methods as mt_methods
 from pydantic import ValidationError
 
-from keen.mcp._streams import StreamProxy
+from keen.mcp.listing.streams import StreamProxy
 
 __all__ = ["InvalidTool", "ToolListFilter", "WriteWatch"]
 

@@ -29,23 +29,28 @@ from keen._redact import redact_url, redactor
 from keen._text import one_line
 from keen._version import __version__
 from keen.errors import AuthRequired, Remedy
-from keen.mcp._http import http_transport
-from keen.mcp._listings import list_prompts, list_resource_templates, list_resources
-from keen.mcp._sdk_private import negotiate_auto
-from keen.mcp._secrets import register_server_secrets
-from keen.mcp._spawn import stdio_transport
-from keen.mcp._stderr import StderrCopy
-from keen.mcp._streams import EOFWatch
-from keen.mcp._tool_descriptions import with_full_descriptions
-from keen.mcp._tool_filter import InvalidTool, ToolListFilter, WriteWatch
-from keen.mcp._tool_pages import list_all_tools
-from keen.mcp._translate import ConnectFacts, classify_connect_failure, sign_in_message
-from keen.mcp._validation import ArgumentValidator
-from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_changes, open_subscription
-from keen.mcp.changes import ChangeObserver, RefreshReason, ToolsChanged, diff_tools
 from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
-from keen.mcp.elicitation import ElicitationCallback, SessionElicitation, UrlElicitationCallback, sdk_callback
-from keen.mcp.relay import CALL_PEER, Relay
+from keen.mcp.config.secrets import register_server_secrets
+from keen.mcp.connection._http import http_transport
+from keen.mcp.connection._stderr import StderrCopy
+from keen.mcp.connection.elicitation import (
+    ElicitationCallback,
+    SessionElicitation,
+    UrlElicitationCallback,
+    sdk_callback,
+)
+from keen.mcp.connection.relay import CALL_PEER, Relay
+from keen.mcp.connection.sdk_private import negotiate_auto
+from keen.mcp.connection.spawn import stdio_transport
+from keen.mcp.connection.translate import ConnectFacts, classify_connect_failure, sign_in_message
+from keen.mcp.listing.changes import ChangeObserver, RefreshReason, ToolsChanged, diff_tools
+from keen.mcp.listing.resources import list_prompts, list_resource_templates, list_resources
+from keen.mcp.listing.streams import EOFWatch
+from keen.mcp.listing.tool_descriptions import with_full_descriptions
+from keen.mcp.listing.tool_filter import InvalidTool, ToolListFilter, WriteWatch
+from keen.mcp.listing.tool_pages import list_all_tools
+from keen.mcp.listing.validation import ArgumentValidator
+from keen.mcp.listing.watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_changes, open_subscription
 from keen.mcp.types import AuthFactory, ServerInfo, ServerState, ServerStatus, Tool, TransportFactory
 
 __all__ = ["ServerConnection"]
@@ -326,7 +331,7 @@ class ServerConnection:
                 # (kept without a callback too: a -32042's pages complete by notice as well).
                 asks = self.elicitations = sdk_callback(self.name, self._elicitation, self._elicitation_url)
                 # With a relay (keen serve), what the server asks during a call goes to the
-                # host that made it (keen.mcp.relay); a 2026-07-28 server sends log messages
+                # host that made it (keen.mcp.connection.relay); a 2026-07-28 server sends log messages
                 # only to a request that opted in, so every request does.
                 relay = self._session_relay = self._relay()
                 asking: dict[str, Any] = (

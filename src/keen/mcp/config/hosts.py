@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from keen.errors import ConfigError
-from keen.mcp.importer import load_host_document, project_servers
+from keen.mcp.config.importer import load_host_document, project_servers
 
 __all__ = ["HostFile", "detect_host_files", "host_file_candidates"]
 

@@ -17,8 +17,8 @@ import mcp_types as mt
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 
-from keen.mcp._sdk_private import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, run_input_required_driver
-from keen.mcp._tool_descriptions import description_required, fetch_descriptions
+from keen.mcp.connection.sdk_private import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, run_input_required_driver
+from keen.mcp.listing.tool_descriptions import description_required, fetch_descriptions
 
 __all__ = ["call_tool"]
 

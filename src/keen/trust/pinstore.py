@@ -1,4 +1,4 @@
-"""Pin files: ``$KEEN_HOME/mcp/pins/<server>.json``, one per server (format in :mod:`keen.mcp.pins`).
+"""Pin files: ``$KEEN_HOME/mcp/pins/<server>.json``, one per server (format in :mod:`keen.trust.pins`).
 
 Written atomically with mode 0600 (:mod:`keen._fs`); read strictly: a broken, foreign or
 newer file is a ``ConfigError`` that says what to do, never silently an empty set of pins
@@ -19,8 +19,8 @@ from keen import paths
 from keen._fs import atomic_write_text
 from keen.errors import ConfigError
 from keen.mcp.config import SERVER_NAME_PATTERN
-from keen.mcp.fingerprint import body_fingerprint, definition, fingerprint
 from keen.mcp.types import Tool
+from keen.trust.fingerprint import body_fingerprint, definition, fingerprint
 
 __all__ = ["PIN_FILE_VERSION", "PinFile", "PinStore", "Review", "ToolPin"]
 
@@ -42,7 +42,7 @@ class ToolPin(BaseModel):
     pinned_at: str = Field(default_factory=_now)
     reviewed: bool = False
     """Pinned by ``keen mcp trust`` (a person saw the definition), not on first use: only then
-    are its annotations taken as true (``keen.mcp.pins.pinned_view``)."""
+    are its annotations taken as true (``keen.trust.pins.pinned_view``)."""
 
     @classmethod
     def of(cls, tool: Tool, *, reviewed: bool = False) -> ToolPin:

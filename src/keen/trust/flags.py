@@ -374,7 +374,7 @@ class ShadowIndex:
     def redefined(self, tool: Tool) -> str | None:
         """The server (another than ``tool.server``) that defines ``tool.name`` with another
         definition, or None. Only servers given as :class:`Tool` objects are compared."""
-        from keen.mcp.fingerprint import body_fingerprint
+        from keen.trust.fingerprint import body_fingerprint
 
         others = {s: t for s, t in self._definitions.get(tool.name, {}).items() if s != tool.server}
         if not others:

@@ -9,7 +9,7 @@ by tool name and tells its change observers with a :class:`ToolsChanged`:
 - ``changed``: names in both whose definition differs, each with the MCP fields that
   differ (``title``, ``description``, ``inputSchema``, ``outputSchema``, ``annotations``).
 
-A rename is a removal plus an addition here; the pins (``keen.mcp.pins``) recognise a
+A rename is a removal plus an addition here; the pins (``keen.trust.pins``) recognise a
 rename with an identical definition by its fingerprint.
 """
 
@@ -59,7 +59,7 @@ class ToolsChanged:
     """One server's tool list changed. Names are sorted; ``at`` is UTC.
 
     ``flags`` maps an added or changed tool's name to the kinds of flags its new text
-    raised (``keen.mcp.flags``: ``shadowing``, ``override``, ``secrets``, ``hidden``),
+    raised (``keen.trust.flags``: ``shadowing``, ``override``, ``secrets``, ``hidden``),
     when the emitter scanned it; empty otherwise.
     """
 
@@ -150,14 +150,14 @@ def diff_tools(
 def flag_change(
     change: ToolsChanged, tools_by_name: Mapping[str, Tool], others: Mapping[str, Iterable[str | Tool]]
 ) -> ToolsChanged:
-    """``change`` with the flags (``keen.mcp.flags``) its added and changed tools raise.
+    """``change`` with the flags (``keen.trust.flags``) its added and changed tools raise.
 
     Args:
         change: what a re-list found.
         tools_by_name: the server's current tools.
         others: the other servers' tools or tool names (the shadowing index).
     """
-    from keen.mcp.flags import ShadowIndex, scan_tool
+    from keen.trust.flags import ShadowIndex, scan_tool
 
     touched = set(change.added) | {c.name for c in change.changed}
     if not touched:

@@ -51,7 +51,7 @@ from pydantic import (
 from keen._fs import atomic_write_json
 from keen._redact import redact_url, register_value
 from keen.errors import ConfigError
-from keen.mcp.defaults import default_connect_timeout
+from keen.mcp.config.defaults import default_connect_timeout
 from keen.mcp.types import SERVER_NAME_RE
 
 __all__ = [
@@ -113,7 +113,7 @@ class Timeouts(_Model):
     """Per-server timeouts in seconds: connect+initialize, the whole tools/list, one tools/call.
 
     ``connect`` defaults to ``KEEN_MCP_TIMEOUT``, else config.toml's ``[mcp] timeout``, else 15
-    (:mod:`keen.mcp.defaults`), read when the entry is loaded."""
+    (:mod:`keen.mcp.config.defaults`), read when the entry is loaded."""
 
     connect: float = Field(default_factory=default_connect_timeout, gt=0)
     list_tools: float = Field(default=30.0, gt=0)
@@ -157,9 +157,9 @@ class _ServerBase(_Model):
     enabled: bool = True
     timeouts: Timeouts = Field(default_factory=Timeouts)
     description: str | None = None
-    pinning: Literal["quarantine", "warn", "off"] | None = None  # None: see keen.mcp.pins.pinning_policy
+    pinning: Literal["quarantine", "warn", "off"] | None = None  # None: see keen.trust.pins.pinning_policy
     trust_annotations: bool = False
-    """Take the server's tool annotations (``readOnlyHint``...) as true: see keen.mcp.pins.pinned_view."""
+    """Take the server's tool annotations (``readOnlyHint``...) as true: see keen.trust.pins.pinned_view."""
 
 
 class HttpServerConfig(_ServerBase):
@@ -192,7 +192,7 @@ class StdioServerConfig(_ServerBase):
     cwd: str | None = None
     inherit_env: StrictBool | list[str] = False
     """Variables of Keen's environment the server gets beyond the minimal set
-    (:func:`keen.mcp._spawn.server_environment`): a list of names, or ``true`` for all."""
+    (:func:`keen.mcp.connection.spawn.server_environment`): a list of names, or ``true`` for all."""
 
     @field_validator("inherit_env", mode="before")
     @classmethod
@@ -425,7 +425,7 @@ def parse_config(
 
 def _from_mcp_servers(raw: Mapping[str, Any], *, source: str) -> dict[str, Any]:
     """``{"mcpServers": {...}}`` as configs.json data; a refused entry is a ConfigError."""
-    from keen.mcp.importer import import_mcp_servers  # the importer builds on this module
+    from keen.mcp.config.importer import import_mcp_servers  # the importer builds on this module
 
     result = import_mcp_servers(dict(raw), source=source)
     for name, reason in result.refused:

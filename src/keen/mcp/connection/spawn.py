@@ -34,8 +34,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from keen._redact import register_value
-from keen.mcp._orphans import SPAWN_VAR, orphans_stopped
-from keen.mcp._secrets import secret_name
+from keen.mcp.config.secrets import secret_name
+from keen.mcp.connection._orphans import SPAWN_VAR, orphans_stopped
 
 if TYPE_CHECKING:
     from keen.mcp.config import StdioServerConfig
@@ -128,7 +128,7 @@ def server_environment(cfg: StdioServerConfig, environ: Mapping[str, str] | None
     names (``true``: all of ``environ``), then the entry's ``env``.
 
     Inherited values are registered with the redactor as ``env`` values are, so a server
-    that quotes one in its stderr or an error does not print it (:mod:`keen.mcp._secrets`).
+    that quotes one in its stderr or an error does not print it (:mod:`keen.mcp.config.secrets`).
     """
     from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
 
@@ -170,11 +170,11 @@ def stdio_transport(cfg: StdioServerConfig, errlog: TextIO) -> Any:
     """The stdio transport for ``cfg``, started through :func:`server_command` (so on Linux
     the server dies with Keen) with :func:`server_environment`; the server's stderr goes to
     ``errlog`` (a real file). On Linux, the process is started off the event loop and watched
-    without a thread (:mod:`keen.mcp._stdio`; elsewhere the SDK's ``stdio_client``), and what
-    the server daemonized is stopped with it (:mod:`keen.mcp._orphans`)."""
+    without a thread (:mod:`keen.mcp.connection._stdio`; elsewhere the SDK's ``stdio_client``), and what
+    the server daemonized is stopped with it (:mod:`keen.mcp.connection._orphans`)."""
     from mcp.client.stdio import StdioServerParameters
 
-    from keen.mcp._stdio import spawned_stdio_client
+    from keen.mcp.connection._stdio import spawned_stdio_client
 
     token = secrets.token_hex(8)
     env = {**server_environment(cfg), SPAWN_VAR: token}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from keen.mcp.flags import ShadowIndex, escape_text, scan_server, scan_text, scan_tool
 from keen.mcp.types import Tool
+from keen.trust.flags import ShadowIndex, escape_text, scan_server, scan_text, scan_tool
 
 CONFIGURED = {
     "mail": ["send_email", "list_inbox"],

@@ -21,7 +21,7 @@ def in_memory_transport(server: Any) -> TransportFactory:
         in a background task and stops it when the session closes.
     """
     # The SDK's own in-memory transport, the one its ``Client(server)`` uses.
-    from keen.mcp._sdk_private import in_memory_transport_class
+    from keen.mcp.connection.sdk_private import in_memory_transport_class
 
     transport = in_memory_transport_class()
     return lambda: transport(server)
