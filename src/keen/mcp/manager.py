@@ -36,9 +36,10 @@ from keen.errors import (
     UserActionRequired,
 )
 from keen.mcp.calls.send import connected, listed_tool, not_connected, send_request, send_tool_call
-from keen.mcp.config import HttpServerConfig, MCPConfig, StdioServerConfig, load_config, parse_config
 from keen.mcp.config.defaults import default_max_starting
+from keen.mcp.config.load import load_config, parse_config
 from keen.mcp.config.reload import EntryChange, misconfigured_status, no_longer_configured, with_entry_of
+from keen.mcp.config.servers import AuthFactory, HttpServerConfig, MCPConfig, StdioServerConfig
 from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.connection.memory import in_memory_transport
 from keen.mcp.connection.relay import CALL_PEER, Relay
@@ -47,7 +48,6 @@ from keen.mcp.listing.changes import ChangeObserver, ToolsChanged, diff_tools, f
 from keen.mcp.listing.tool_filter import InvalidTool
 from keen.mcp.listing.watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.types import (
-    AuthFactory,
     ServerInfo,
     ServerState,
     ServerStatus,

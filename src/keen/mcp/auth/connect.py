@@ -39,9 +39,8 @@ from keen.mcp.auth.provider import (
     default_open_browser,
 )
 from keen.mcp.auth.store import FileTokenStore, TokenStore
-from keen.mcp.config import HttpServerConfig, OAuthAuth
+from keen.mcp.config.servers import AuthFactory, HttpServerConfig, OAuthAuth
 from keen.mcp.connection.translate import unreachable_message
-from keen.mcp.types import AuthFactory
 
 __all__ = ["SignInResult", "authorize_interactively", "oauth_auth_factory"]
 

@@ -23,12 +23,14 @@ if TYPE_CHECKING:
     from keen.mcp.config.edit import add_server, import_into_config, remove_server, server_entry, set_enabled
     from keen.mcp.config.hosts import HostFile, detect_host_files, host_file_candidates
     from keen.mcp.config.importer import ImportResult, import_mcp_file, import_mcp_servers, suggest_name
+    from keen.mcp.config.load import load_config, parse_config
     from keen.mcp.config.reload import EntryChange, misconfigured_status, no_longer_configured, with_entry_of
     from keen.mcp.config.secrets import register_server_secrets, secret_name
     from keen.mcp.config.servers import (
         SERVER_NAME_PATTERN,
         SUPPORTED_VERSIONS,
         ApiKeyAuth,
+        AuthFactory,
         HttpServerConfig,
         MCPConfig,
         NoAuth,
@@ -37,17 +39,18 @@ if TYPE_CHECKING:
         StdioServerConfig,
         Timeouts,
         declared_kinds,
-        load_config,
         object_pairs,
-        parse_config,
+        read_json,
         repeated_keys,
         save_config,
+        validate_config,
     )
 
 __all__ = [
     "SERVER_NAME_PATTERN",
     "SUPPORTED_VERSIONS",
     "ApiKeyAuth",
+    "AuthFactory",
     "EntryChange",
     "HostFile",
     "HttpServerConfig",
@@ -72,6 +75,7 @@ __all__ = [
     "no_longer_configured",
     "object_pairs",
     "parse_config",
+    "read_json",
     "register_server_secrets",
     "remove_server",
     "repeated_keys",
@@ -81,6 +85,7 @@ __all__ = [
     "set_enabled",
     "split_advice",
     "suggest_name",
+    "validate_config",
     "with_entry_of",
 ]
 
@@ -89,6 +94,7 @@ _EXPORTS = {
         "keen.mcp.config.servers",
         (
             "ApiKeyAuth",
+            "AuthFactory",
             "HttpServerConfig",
             "MCPConfig",
             "NoAuth",
@@ -99,13 +105,14 @@ _EXPORTS = {
             "StdioServerConfig",
             "Timeouts",
             "declared_kinds",
-            "load_config",
             "object_pairs",
-            "parse_config",
+            "read_json",
             "repeated_keys",
             "save_config",
+            "validate_config",
         ),
     ),
+    **exports_from("keen.mcp.config.load", ("load_config", "parse_config")),
     **exports_from("keen.mcp.config.defaults", ("default_max_starting", "more_time_advice", "split_advice")),
     **exports_from(
         "keen.mcp.config.edit",

@@ -23,15 +23,15 @@ from typing import Any
 import filelock
 
 from keen.errors import ConfigError
-from keen.mcp.config import (
+from keen.mcp.config.importer import ImportResult, import_mcp_file, import_mcp_servers, suggest_name
+from keen.mcp.config.load import load_config
+from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
     declared_kinds,
-    load_config,
     object_pairs,
     repeated_keys,
     save_config,
 )
-from keen.mcp.config.importer import ImportResult, import_mcp_file, import_mcp_servers, suggest_name
 
 __all__ = [
     "ImportOutcome",

@@ -44,7 +44,13 @@ from typing import Any
 from keen._redact import Redactor
 from keen._terminal import shell_word
 from keen.errors import ConfigError
-from keen.mcp.config import SERVER_NAME_PATTERN, object_pairs, parse_config, repeated_keys
+from keen.mcp.config.servers import (
+    SERVER_NAME_PATTERN,
+    object_pairs,
+    read_json,
+    repeated_keys,
+    validate_config,
+)
 
 __all__ = [
     "ImportResult",
@@ -179,7 +185,7 @@ def import_mcp_servers(
     """Convert a parsed ``{"mcpServers": {...}}`` (or VS Code ``{"servers": {...}}``) document.
 
     ``rename`` maps a source name to the name to import it under (used after a refusal
-    suggested one). Every returned entry validates with :func:`keen.mcp.config.parse_config`
+    suggested one). Every returned entry validates with :func:`keen.mcp.config.servers.validate_config`
     once its ``${VAR}`` references are set. Raises ``ConfigError`` when ``data`` has no
     server map; problems inside one entry are refusals, never exceptions.
 
@@ -538,7 +544,7 @@ class _Placeholders(dict[str, str]):
 def _validate(name: str, entry: dict[str, Any]) -> None:
     text = json.dumps({"version": 1, "servers": {name: entry}})
     try:
-        parse_config(text, source="import", environ=_Placeholders())
+        validate_config(read_json(text, source="import"), source="import", environ=_Placeholders())
     except ConfigError as exc:
         # pydantic may echo a value; none of the entry's secrets may reach the reason.
         scrub = Redactor()

@@ -13,7 +13,7 @@ from typing import Literal, TypeVar
 
 from keen._redact import redactor
 from keen.errors import Remedy, ServerNotConfigured
-from keen.mcp.config import MCPConfig
+from keen.mcp.config.servers import MCPConfig
 from keen.mcp.types import ServerState, ServerStatus
 
 __all__ = ["EntryChange", "misconfigured_status", "no_longer_configured", "with_entry_of"]

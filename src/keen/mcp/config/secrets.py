@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from keen._redact import redactor, register_value, url_secrets
-from keen.mcp.config import ApiKeyAuth, HttpServerConfig, OAuthAuth, StdioServerConfig
+from keen.mcp.config.servers import ApiKeyAuth, HttpServerConfig, OAuthAuth, StdioServerConfig
 
 __all__ = ["arg_secrets", "register_server_secrets", "secret_name"]
 

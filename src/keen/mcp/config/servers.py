@@ -32,9 +32,9 @@ import difflib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 from urllib.parse import urlparse
 
 from pydantic import (
@@ -54,10 +54,14 @@ from keen.errors import ConfigError
 from keen.mcp.config.defaults import default_connect_timeout
 from keen.mcp.types import SERVER_NAME_RE
 
+if TYPE_CHECKING:
+    import httpx2
+
 __all__ = [
     "SERVER_NAME_PATTERN",
     "SUPPORTED_VERSIONS",
     "ApiKeyAuth",
+    "AuthFactory",
     "HttpServerConfig",
     "MCPConfig",
     "NoAuth",
@@ -66,11 +70,11 @@ __all__ = [
     "StdioServerConfig",
     "Timeouts",
     "declared_kinds",
-    "load_config",
     "object_pairs",
-    "parse_config",
+    "read_json",
     "repeated_keys",
     "save_config",
+    "validate_config",
 ]
 
 SUPPORTED_VERSIONS = (1,)
@@ -223,12 +227,16 @@ class StdioServerConfig(_ServerBase):
 
 ServerConfig = Annotated[HttpServerConfig | StdioServerConfig, Field(discriminator="transport")]
 
+AuthFactory = Callable[[str, HttpServerConfig, OAuthAuth, bool], "tuple[httpx2.Auth, bool]"]
+"""``(server, config, oauth, interactive) -> (auth, has_token)``: builds the OAuth ``httpx2.Auth``
+for an ``oauth`` server, as :class:`keen.mcp.Manager` takes it."""
+
 
 class MCPConfig(_Model):
     """A whole, validated configs.json. ``servers`` keeps file order.
 
     Validated from a file's JSON with ``context={"source": ..., "environ": ...}``
-    (:func:`parse_config`), the model first applies the file-level rules with their own
+    (:func:`keen.mcp.config.parse_config`), the model first applies the file-level rules with their own
     messages, expands ``${VAR}`` and infers each server's ``transport``; without that
     context (``MCPConfig(...)`` in code) it is a plain model.
     """
@@ -337,85 +345,32 @@ class MCPConfig(_Model):
         return self
 
 
-def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bool = True) -> MCPConfig:
-    """Read and validate configs.json (docs/architecture.md "Configuration").
-
-    Args:
-        path: the file; a missing or empty file is an empty config.
-        environ: the variables ``${VAR}`` expands from; default ``os.environ``.
-        strict: raise for the first invalid server entry; with ``False`` each invalid entry
-            goes to :attr:`MCPConfig.invalid` instead and the other servers load (what
-            :class:`~keen.mcp.Manager` does: one broken server never breaks the others).
-
-    Returns:
-        The validated config, servers in file order.
+def read_json(text: str, *, source: str) -> Any:
+    """configs.json's text as data (keys kept in order, repeats noted for the validator).
 
     Raises:
-        ConfigError: unreadable or invalid (with ``strict=False``: only a file that cannot be
-            used at all), with ``path``, ``server``, ``field``, ``line`` and ``column`` where
-            they apply; the message says what to fix.
+        ConfigError: invalid JSON, with the line and column to fix.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return MCPConfig()
-    except (OSError, UnicodeDecodeError) as exc:
+        return json.loads(text, object_pairs_hook=object_pairs)
+    except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"cannot read {path}: {exc}; check the file's permissions and encoding", path=str(path)
+            f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax there",
+            path=source,
+            line=exc.lineno,
+            column=exc.colno,
         ) from exc
-    if not text.strip():
-        return MCPConfig()  # an empty file (`touch configs.json`) is an empty config, as a missing one
-    return parse_config(text, source=str(path), environ=environ, strict=strict)
 
 
-def parse_config(
-    data: str | Mapping[str, Any],
-    *,
-    source: str = "configs.json",
-    environ: Mapping[str, str] | None = None,
-    strict: bool = True,
+def validate_config(
+    raw: Any, *, source: str = "configs.json", environ: Mapping[str, str] | None = None, strict: bool = True
 ) -> MCPConfig:
-    """Validate configs.json (the rules are in the module docstring).
-
-    Args:
-        data: the file's text, or its parsed object. Besides the configs.json shape, an
-            object ``{"mcpServers": {...}}`` (the shape Claude Desktop, Claude Code and Cursor
-            use, and ``fastmcp.Client`` takes) is converted as ``keen mcp import`` converts it,
-            so ``Manager(config=parse_config({"mcpServers": {...}}))`` works.
-        source: how to name the file in messages.
-        environ: the variables ``${VAR}`` expands from; default ``os.environ``.
-        strict: raise for the first invalid server entry; with ``False`` each invalid entry
-            goes to :attr:`MCPConfig.invalid` and the rest load.
-
-    Returns:
-        The validated config.
+    """Validate data in configs.json's own shape (the rules are in the module docstring);
+    :func:`keen.mcp.config.parse_config` also takes other hosts' ``{"mcpServers": ...}``.
 
     Raises:
-        ConfigError: invalid JSON or (``strict``) an invalid entry; the message names the
-            field and the fix.
+        ConfigError: (``strict``) an invalid entry, or data that is no configs.json at all.
     """
-    if isinstance(data, str):
-        try:
-            raw: Any = json.loads(data, object_pairs_hook=object_pairs)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax there",
-                path=source,
-                line=exc.lineno,
-                column=exc.colno,
-            ) from exc
-    else:
-        raw = data
-    if isinstance(raw, Mapping) and "mcpServers" in raw:
-        if isinstance(data, str):
-            # In the file Keen reads, another host's shape is a mistake with a known fix.
-            raise ConfigError(
-                f"{source}: this is another host's {{\"mcpServers\": ...}} file, not Keen's configs.json; "
-                f"move it aside and convert it: mv {source} {source}.hosts && keen mcp import {source}.hosts",
-                path=source,
-                field="mcpServers",
-            )
-        raw = _from_mcp_servers(raw, source=source)
     env = os.environ if environ is None else environ
     try:
         return MCPConfig.model_validate(raw, context={"source": source, "environ": env, "strict": strict})
@@ -423,19 +378,9 @@ def parse_config(
         raise _config_error_from(exc, source=source) from None
 
 
-def _from_mcp_servers(raw: Mapping[str, Any], *, source: str) -> dict[str, Any]:
-    """``{"mcpServers": {...}}`` as configs.json data; a refused entry is a ConfigError."""
-    from keen.mcp.config.importer import import_mcp_servers  # the importer builds on this module
-
-    result = import_mcp_servers(dict(raw), source=source)
-    for name, reason in result.refused:
-        raise ConfigError(f"{source}: server {name!r}: {reason}", path=source, server=name)
-    return {"version": 1, "servers": result.servers}
-
-
 def declared_kinds(entry: Any) -> tuple[str, str]:
     """``(transport, auth type)`` that a server entry declares, valid or not: the transport as
-    written or inferred from ``url``/``command`` (as :func:`parse_config` infers it), the auth
+    written or inferred from ``url``/``command`` (as :func:`keen.mcp.config.parse_config` infers it), the auth
     ``type`` (``none`` when absent). ``-`` where the entry says nothing, ``invalid`` where what
     it says is no known value."""
     if not isinstance(entry, dict):
@@ -571,7 +516,7 @@ def save_config(data: dict[str, Any], path: Path) -> None:
 
     Args:
         data: the JSON object, written as given (``${VAR}`` references stay unexpanded);
-            validate it first with :func:`parse_config`.
+            validate it first with :func:`validate_config`.
         path: the file; its directory is created when missing.
 
     Raises:

@@ -19,7 +19,7 @@ import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from keen.mcp.config import HttpServerConfig
+from keen.mcp.config.servers import HttpServerConfig
 from keen.mcp.connection.translate import ConnectFacts
 
 __all__ = ["http_transport"]

@@ -29,8 +29,8 @@ from keen._redact import redact_url, redactor
 from keen._text import one_line
 from keen._version import __version__
 from keen.errors import AuthRequired, Remedy
-from keen.mcp.config import HttpServerConfig, OAuthAuth, StdioServerConfig
 from keen.mcp.config.secrets import register_server_secrets
+from keen.mcp.config.servers import AuthFactory, HttpServerConfig, OAuthAuth, StdioServerConfig
 from keen.mcp.connection._http import http_transport
 from keen.mcp.connection._stderr import StderrCopy
 from keen.mcp.connection.elicitation import (
@@ -51,7 +51,7 @@ from keen.mcp.listing.tool_filter import InvalidTool, ToolListFilter, WriteWatch
 from keen.mcp.listing.tool_pages import list_all_tools
 from keen.mcp.listing.validation import ArgumentValidator
 from keen.mcp.listing.watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_changes, open_subscription
-from keen.mcp.types import AuthFactory, ServerInfo, ServerState, ServerStatus, Tool, TransportFactory
+from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool, TransportFactory
 
 __all__ = ["ServerConnection"]
 

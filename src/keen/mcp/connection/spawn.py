@@ -38,7 +38,7 @@ from keen.mcp.config.secrets import secret_name
 from keen.mcp.connection._orphans import SPAWN_VAR, orphans_stopped
 
 if TYPE_CHECKING:
-    from keen.mcp.config import StdioServerConfig
+    from keen.mcp.config.servers import StdioServerConfig
 
 __all__ = [
     "LAUNCHER",
