@@ -34,6 +34,7 @@ from keen.mcpskills.live import snapshot as live_snapshot
 from keen.mcpskills.startup import sync_from_manager
 from keen.mcpskills.sync import SyncEntry, SyncReport, sync_server
 from keen.skills.cache import DiscoveryCache
+from keen.trust import PinGuard
 
 if TYPE_CHECKING:
     from keen.capabilities import PermissionMode
@@ -226,7 +227,7 @@ async def open_runtime(
     async with contextlib.AsyncExitStack() as stack:
         own_config = manager is None and config is not None
         if manager is None:
-            manager = Manager(config_path, config=config, only=only)
+            manager = Manager(config_path, config=config, only=only, trust=PinGuard())
         if elicitation is not None:
             manager.elicitation = elicitation
         if elicitation_url is not None:

@@ -14,6 +14,7 @@ from helpers.http_servers import make_basic_server
 from keen.agent.servers import ServerWatch
 from keen.mcp import Manager, in_memory_transport
 from keen.runtime import open_runtime
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +33,9 @@ async def test_discovery_reports_failures_then_tool_changes_resync(
     path = write_config(
         {"basic": IN_MEMORY, "gone": {"transport": "stdio", "command": str(keen_home / "nope")}}
     )
-    manager = Manager(path, transports={"basic": in_memory_transport(make_basic_server()._mcp_server)})
+    manager = Manager(
+        path, transports={"basic": in_memory_transport(make_basic_server()._mcp_server)}, trust=PinGuard()
+    )
     lines: list[tuple[str, str]] = []
     async with open_runtime(manager=manager) as rt:
         watch = ServerWatch(rt, lambda line, style: lines.append((line, style)))

@@ -276,7 +276,7 @@ class KeenServer:
         """The exposed tools of every connected server; rebuilt only when a tool list changed."""
         versions = self.manager.tool_versions()  # asked per call: no status built per server
         # A pin file written since (``keen mcp trust`` in another process) changes the view.
-        stamp = self.manager.pins.store.stamp
+        stamp = self.manager.view_stamp
         key = tuple((name, at, count, stamp(name)) for name, at, count in versions)
         if self._catalog is None or key != self._catalog_key:
             tools = [t for name, _, _ in versions for t in self.manager.list_tools(name)]

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         Flag,
         ShadowIndex,
         escape_text,
+        flag_change,
         flag_kinds,
         scan_server,
         scan_servers,
@@ -53,6 +54,7 @@ __all__ = [
     "definition",
     "escape_text",
     "fingerprint",
+    "flag_change",
     "flag_kinds",
     "pinned_tool",
     "pinning_policy",
@@ -66,7 +68,16 @@ _EXPORTS = {
     **exports_from("keen.trust.fingerprint", ("body_fingerprint", "definition", "fingerprint")),
     **exports_from(
         "keen.trust.flags",
-        ("Flag", "ShadowIndex", "escape_text", "flag_kinds", "scan_server", "scan_servers", "scan_tool"),
+        (
+            "Flag",
+            "ShadowIndex",
+            "escape_text",
+            "flag_change",
+            "flag_kinds",
+            "scan_server",
+            "scan_servers",
+            "scan_tool",
+        ),
     ),
     **exports_from(
         "keen.trust.pins",

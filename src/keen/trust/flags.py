@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import collections
 import functools
+import logging
 import re
 import threading
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import Tool
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "FlagKind",
     "ShadowIndex",
     "escape_text",
+    "flag_change",
     "flag_kinds",
     "scan_server",
     "scan_servers",
@@ -51,6 +54,8 @@ __all__ = [
 ]
 
 FlagKind = Literal["shadowing", "override", "secrets", "hidden"]
+
+logger = logging.getLogger(__name__)
 
 _EXCERPT_CONTEXT = 40
 _MAX_FIELDS = 500  # bound the walk of a hostile, huge inputSchema
@@ -599,3 +604,30 @@ def scan_servers(tools: Mapping[str, Iterable[Tool]]) -> dict[str, dict[str, lis
 def flag_kinds(flags: Mapping[str, list[Flag]]) -> dict[str, list[str]]:
     """tool name -> the sorted kinds of its flags: the compact form ``keen mcp list --json`` shows."""
     return {name: sorted({f.kind for f in found}) for name, found in sorted(flags.items())}
+
+
+def flag_change(
+    change: ToolsChanged, tools_by_name: Mapping[str, Tool], others: Mapping[str, Iterable[str | Tool]]
+) -> ToolsChanged:
+    """``change`` with the flags its added and changed tools raise (the ``flags`` of a
+    ``capability.diff`` event: :class:`keen.mcp.ToolsChanged`).
+
+    Args:
+        change: what a re-list found.
+        tools_by_name: the server's current tools.
+        others: the other servers' tools or tool names (the shadowing index).
+    """
+    touched = set(change.added) | {c.name for c in change.changed}
+    if not touched:
+        return change
+    shadow, own = ShadowIndex(others), set(tools_by_name)
+    flags: dict[str, tuple[str, ...]] = {}
+    try:
+        for name in sorted(touched):
+            tool = tools_by_name.get(name)
+            found = scan_tool(tool, shadow=shadow, own=own) if tool is not None else []
+            if found:
+                flags[name] = tuple(sorted({f.kind for f in found}))
+    except Exception:  # a flag scan must never keep the change from being told
+        logger.exception("flag scan failed for %s", change.server)
+    return replace(change, flags=flags) if flags else change

@@ -38,12 +38,13 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from keen.errors import ConfigError, ToolNotFound, ToolQuarantined
 from keen.mcp.config import HttpServerConfig, StdioServerConfig
+from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import Tool
 from keen.trust.fingerprint import (
     DEFINITION_FIELDS,
@@ -53,7 +54,7 @@ from keen.trust.fingerprint import (
     fingerprint,
     pretty_json,
 )
-from keen.trust.flags import escape_text
+from keen.trust.flags import escape_text, flag_change
 from keen.trust.pinstore import PIN_FILE_VERSION, PinFile, PinStore, Review, ToolPin
 
 __all__ = [
@@ -537,6 +538,10 @@ class PinGuard:
     list or its pin file changes (one ``stat`` per call), so a call does not canonicalize every
     tool again.
 
+    It is also the :class:`keen.mcp.ToolTrust` Keen gives every Manager it builds
+    (:meth:`shown`, :meth:`stamp`, :meth:`flagged`): :mod:`keen.mcp` imports nothing of
+    :mod:`keen.trust`, which sits above it.
+
     Args:
         store: where pins live (default ``$KEEN_HOME/mcp/pins``).
     """
@@ -560,6 +565,28 @@ class PinGuard:
         report = compare(server, tools, self.store.load(server))
         self._cache[server] = (key, tuple(tools), report)
         return report
+
+    def shown(
+        self, server: str, tools: Sequence[Tool], config: HttpServerConfig | StdioServerConfig
+    ) -> PinnedView:
+        """:meth:`view` under the server's configured policy (:func:`pinning_policy`) and
+        ``trust_annotations``: what a Manager lists (``ToolTrust.shown``)."""
+        return self.view(server, tools, pinning_policy(config), trust_annotations=config.trust_annotations)
+
+    def stamp(self, server: str) -> tuple[int, int, int] | None:
+        """The pin file's change key (:meth:`PinStore.stamp`): :meth:`shown` may differ for the
+        same tools once it changes, e.g. after ``keen mcp trust`` in another process."""
+        return self.store.stamp(server)
+
+    def flagged(
+        self,
+        change: ToolsChanged,
+        tools_by_name: Mapping[str, Tool],
+        others: Mapping[str, Iterable[str | Tool]],
+    ) -> ToolsChanged:
+        """:func:`keen.trust.flags.flag_change`: ``change`` with the flags its added and changed
+        tools raise (``ToolTrust.flagged``)."""
+        return flag_change(change, tools_by_name, others)
 
     def view(
         self, server: str, tools: Sequence[Tool], policy: PinningPolicy, *, trust_annotations: bool = False

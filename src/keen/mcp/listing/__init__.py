@@ -24,7 +24,6 @@ if TYPE_CHECKING:
         ToolChange,
         ToolsChanged,
         diff_tools,
-        flag_change,
     )
     from keen.mcp.listing.resources import list_prompts, list_resource_templates, list_resources
     from keen.mcp.listing.streams import EOFWatch, StreamProxy
@@ -59,7 +58,6 @@ __all__ = [
     "description_required",
     "diff_tools",
     "fetch_descriptions",
-    "flag_change",
     "list_all_tools",
     "list_prompts",
     "list_resource_templates",
@@ -72,7 +70,7 @@ __all__ = [
 _EXPORTS = {
     **exports_from(
         "keen.mcp.listing.changes",
-        ("ChangeObserver", "RefreshReason", "ToolChange", "ToolsChanged", "diff_tools", "flag_change"),
+        ("ChangeObserver", "RefreshReason", "ToolChange", "ToolsChanged", "diff_tools"),
     ),
     **exports_from(
         "keen.mcp.listing.resources", ("list_prompts", "list_resource_templates", "list_resources")

@@ -15,9 +15,8 @@ rename with an identical definition by its fingerprint.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -30,7 +29,6 @@ __all__ = [
     "ToolChange",
     "ToolsChanged",
     "diff_tools",
-    "flag_change",
 ]
 
 RefreshReason = Literal["notification", "ttl", "refresh", "reconnect", "sync"]
@@ -145,31 +143,3 @@ def diff_tools(
         tool_count=len(new),
         protocol_version=protocol_version,
     )
-
-
-def flag_change(
-    change: ToolsChanged, tools_by_name: Mapping[str, Tool], others: Mapping[str, Iterable[str | Tool]]
-) -> ToolsChanged:
-    """``change`` with the flags (``keen.trust.flags``) its added and changed tools raise.
-
-    Args:
-        change: what a re-list found.
-        tools_by_name: the server's current tools.
-        others: the other servers' tools or tool names (the shadowing index).
-    """
-    from keen.trust.flags import ShadowIndex, scan_tool
-
-    touched = set(change.added) | {c.name for c in change.changed}
-    if not touched:
-        return change
-    shadow, own = ShadowIndex(others), set(tools_by_name)
-    flags: dict[str, tuple[str, ...]] = {}
-    try:
-        for name in sorted(touched):
-            tool = tools_by_name.get(name)
-            found = scan_tool(tool, shadow=shadow, own=own) if tool is not None else []
-            if found:
-                flags[name] = tuple(sorted({f.kind for f in found}))
-    except Exception:  # a flag scan must never keep the change from being told
-        logging.getLogger(__name__).exception("flag scan failed for %s", change.server)
-    return replace(change, flags=flags) if flags else change
