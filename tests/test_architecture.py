@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
 import importlinter.api  # noqa: F401  (configures import-linter's adapters, as its CLI does)
 import pytest
 from importlinter.application.use_cases import lint_imports
@@ -95,6 +96,21 @@ def test_a_wrong_import_breaks_a_layers_contract(
     assert not kept
     assert re.search(re.escape(broken) + r"[^\n]*(\n[^\n]*)?BROKEN", report), report
     assert edge in report, report
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No import circle anywhere in keen, function-level imports included (import-linter's
+    layers cannot see one inside a layer): each shared piece lives below both its users."""
+    graph = grimp.build_graph("keen", exclude_type_checking_imports=True)
+    circles = sorted(
+        {
+            tuple(sorted((module, imported)))
+            for module in graph.modules
+            for imported in graph.find_modules_directly_imported_by(module)
+            if imported != module and graph.chain_exists(importer=imported, imported=module)
+        }
+    )
+    assert circles == [], circles
 
 
 @pytest.mark.parametrize(
