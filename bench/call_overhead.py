@@ -39,6 +39,7 @@ from _common import (
     write_config,
 )
 from keen.mcp import Manager, ServerState
+from keen.trust import PinGuard
 from mcp import ClientSession
 
 __all__ = ["bench", "main", "report"]
@@ -55,7 +56,9 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     with keen_home() as home, tempfile.TemporaryFile("w+", dir=home) as errlog:
         async with AsyncExitStack() as stack:
             manager = await stack.enter_async_context(
-                Manager(write_config(home, {"bench": {"command": PYTHON, "args": server_args}}))
+                Manager(
+                    write_config(home, {"bench": {"command": PYTHON, "args": server_args}}), trust=PinGuard()
+                )
             )
             await manager.wait_ready(60)
             status = manager.status("bench")

@@ -37,6 +37,7 @@ from fastmcp import FastMCP
 from mcp.types import ToolAnnotations
 
 from _common import keen_home, write_config
+from keen.trust import PinGuard
 
 __all__ = ["main", "walk"]
 
@@ -82,7 +83,9 @@ async def walk() -> dict[str, Any]:
     keen_src = str(SRC / "keen")
     with keen_home() as home:
         config = write_config(home, {"notes": {"transport": "stdio", "command": "unused-in-memory"}})
-        manager = Manager(config, transports={"notes": in_memory_transport(_server()._mcp_server)})
+        manager = Manager(
+            config, transports={"notes": in_memory_transport(_server()._mcp_server)}, trust=PinGuard()
+        )
         async with open_runtime(manager=manager, wait=30) as rt:
 
             async def yes(request: Any) -> str:

@@ -5,7 +5,7 @@ Usage: ``python bench/flags_fp.py CATALOG [CATALOG ...] [--json]``
 Each CATALOG is a LiveMCPBench ``tools.json`` or a ToolGym ``.ndjson`` (see ``_catalog.py``).
 The servers of one catalog are treated as configured together (the shadowing check sees
 every other server of the same file, which is harsher than any real configuration), and
-every tool is scanned with ``keen.mcp.flags.scan_server``. These catalogs are ordinary
+every tool is scanned with ``keen.trust.flags.scan_server``. These catalogs are ordinary
 public servers, so every flag is counted as a false positive unless a person reading the
 list below judges otherwise: the list shows each flagged tool with its flags (kind,
 field, reason, escaped excerpt).
@@ -27,8 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _catalog import keen_names, load_catalog
-from keen.mcp.flags import ShadowIndex, scan_server
 from keen.mcp.types import Tool
+from keen.trust.flags import ShadowIndex, scan_server
 
 TARGET_RATE = 0.005
 

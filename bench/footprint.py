@@ -70,6 +70,7 @@ from keen.mcpskills.sync import sync_mcp_skills
 from keen.prompt import prompt_stats, skills_prompt
 from keen.skills.config import SkillsConfig
 from keen.tokens import TokenCounter, token_counter
+from keen.trust import PinGuard
 from livemcpbench_queries import convert
 
 __all__ = ["generation", "main", "process_start", "scenario"]
@@ -162,7 +163,7 @@ async def scenario(
             if status.state is ServerState.CONNECTED:
                 connected_at.append(time.perf_counter())
 
-        manager = Manager(config)
+        manager = Manager(config, trust=PinGuard())
         manager.subscribe(observe)
         children0, self0 = _cpu(resource.RUSAGE_CHILDREN), _cpu(resource.RUSAGE_SELF)
         t0 = time.perf_counter()

@@ -28,9 +28,10 @@ import anyio
 
 from _common import PYTHON, keen_home, percentiles, print_block, verdict, write_config
 from keen.mcp import Manager
-from keen.mcp.changes import ToolsChanged
+from keen.mcp.listing.changes import ToolsChanged
 from keen.mcpskills.live import LiveSkills
 from keen.mcpskills.sync import SyncEntry
+from keen.trust import PinGuard
 
 __all__ = ["bench", "main"]
 
@@ -59,7 +60,7 @@ async def _era(legacy: bool, rounds: int) -> dict[str, Any]:
             synced.append(time.perf_counter())
             written[0].set()
 
-        async with Manager(config, refresh_interval=INTERVAL) as manager:
+        async with Manager(config, refresh_interval=INTERVAL, trust=PinGuard()) as manager:
             await manager.wait_ready(60)
             version = manager.status("bench").protocol_version
             manager.subscribe_changes(on_event)

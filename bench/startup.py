@@ -34,6 +34,7 @@ import anyio.abc
 
 from _common import DEMO_SERVER, PYTHON, TINY_SERVER, keen_home, median, print_block, verdict, write_config
 from keen.mcp import Manager, ServerState, ServerStatus
+from keen.trust import PinGuard
 
 __all__ = ["bench", "main", "report"]
 
@@ -69,7 +70,7 @@ def _delays(n: int, low: float, high: float) -> list[float]:
 async def _measure(servers: dict[str, Any], healthy: set[str], hanging: set[str]) -> RunFigures:
     """One Manager over ``servers``: start() time, time to all ``healthy`` connected, aclose() time."""
     with keen_home() as home:
-        manager = Manager(write_config(home, servers))
+        manager = Manager(write_config(home, servers), trust=PinGuard())
         connected_at: dict[str, float] = {}
         failed: dict[str, str] = {}
         done = anyio.Event()

@@ -27,6 +27,7 @@ import anyio
 
 from _common import PYTHON, keen_home, print_block, write_config
 from keen.mcp import Manager, ServerState
+from keen.trust import PinGuard
 
 ROOT = Path(__file__).resolve().parents[1]
 BURN = str(ROOT / "tests" / "servers" / "cpu_burn.py")
@@ -39,7 +40,7 @@ async def main(servers: int, burn: float) -> None:
             home, {f"burn{i:02d}": {"command": PYTHON, "args": [BURN, str(burn)]} for i in range(servers)}
         )
         began = time.monotonic()
-        async with Manager(path) as manager:
+        async with Manager(path, trust=PinGuard()) as manager:
             await manager.wait_ready(300)
             took = time.monotonic() - began
             statuses = manager.servers()

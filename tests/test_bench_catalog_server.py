@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from keen.mcp import Manager, ServerState
+from keen.trust import PinGuard
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 REPLAY = str(BENCH / "catalog_server.py")
@@ -137,7 +138,7 @@ async def test_replay_serves_recorded_tools_exactly(
             "missing": _replay(livemcpbench, "Search MCP Servr"),
         }
     )
-    async with Manager(config) as manager:
+    async with Manager(config, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         expected = [_wire(t) for t in (SEARCH, FETCH, COUNT)]
         for name in ("sdk-paged", "lite-paged", "sdk-by-key"):

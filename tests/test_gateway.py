@@ -24,6 +24,7 @@ from keen.errors import (
 from keen.gateway import ApprovalRequest, Gateway, allow_all, allow_read_only, for_model, tool_definition
 from keen.mcp import Manager
 from keen.skills import SkillsConfig
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +39,7 @@ async def manager(write_config: Callable[..., Path]):  # type: ignore[no-untyped
             "gone": {"transport": "stdio", "command": "keen-no-such-binary"},
         }
     )
-    async with Manager(path) as m:
+    async with Manager(path, trust=PinGuard()) as m:
         assert await m.wait_ready(20)
         yield m
 

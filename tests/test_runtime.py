@@ -24,6 +24,7 @@ from keen.gateway import ApprovalRequest, allow_all
 from keen.mcp import Manager, ServerState, ServerStatus, in_memory_transport
 from keen.runtime import open_runtime
 from keen.skills import SkillsConfig
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -35,6 +36,7 @@ def _manager(config_path: Path, **servers: Any) -> Manager:
     return Manager(
         config_path,
         transports={name: in_memory_transport(server._mcp_server) for name, server in servers.items()},
+        trust=PinGuard(),
     )
 
 
@@ -148,7 +150,10 @@ async def test_a_session_of_some_servers_syncs_only_those(
     ):
         pass
     manager = Manager(
-        path, transports={"basic": in_memory_transport(make_basic_server()._mcp_server)}, only={"basic"}
+        path,
+        transports={"basic": in_memory_transport(make_basic_server()._mcp_server)},
+        only={"basic"},
+        trust=PinGuard(),
     )
     async with open_runtime(manager=manager, wait=30, sync=True) as rt:
         assert rt.sync_report is not None

@@ -11,7 +11,7 @@ caller of :class:`keen.gateway.Gateway`) pass the stages of :data:`ORDER`, in th
 ``mcp_checks``  :meth:`keen.mcp.Manager.check_call`, once per call: the server configured,
                 enabled and connected, the tool listed, the arguments valid against its
                 inputSchema (:class:`CheckCall`)
-``pin_check``   the tool's definition is the pinned one (:class:`PinCheck`, ``keen.mcp.pins``)
+``pin_check``   the tool's definition is the pinned one (:class:`PinCheck`, ``keen.trust.pins``)
 ``permission``  who is asked, and how, is the call's own :class:`Approver`: an argument of the
                 call, never a callback swapped into a shared object (:class:`Approve`, or the
                 harness's permission modes)
@@ -50,7 +50,7 @@ from keen.mcp.types import Tool, ToolResult
 
 if TYPE_CHECKING:
     from keen.mcp.manager import Manager
-    from keen.mcp.pins import PinGuard
+    from keen.trust.pins import PinGuard
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
@@ -366,15 +366,15 @@ class CheckCall:
 
 
 def pinning_policy(manager: Manager, server: str) -> Any:
-    """The server's pinning policy; :mod:`keen.mcp.pins` is imported on the first call
+    """The server's pinning policy; :mod:`keen.trust.pins` is imported on the first call
     (``keen prompt`` imports the gateway for its definition alone)."""
-    from keen.mcp.pins import pinning_policy as policy
+    from keen.trust.pins import pinning_policy as policy
 
     return policy(manager.config.servers[server])
 
 
 class PinCheck:
-    """``pin_check``: the tool's definition is the pinned one (``keen.mcp.pins``): a new or
+    """``pin_check``: the tool's definition is the pinned one (``keen.trust.pins``): a new or
     changed tool of a pinned server is refused under ``quarantine`` (``ToolQuarantined``)."""
 
     name = "pin_check"

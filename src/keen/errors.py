@@ -1,7 +1,7 @@
 """Keen's exception tree: one root, every message says what to do next.
 
 Errors from the MCP SDK, anyio and httpx2 are translated into this tree at one
-boundary (``keen.mcp._translate``) with ``raise ... from``, so callers catch
+boundary (``keen.mcp.connection.translate``) with ``raise ... from``, so callers catch
 Keen's names only. The categories under ``MCPServerError`` are the ones of
 docs/architecture.md "Errors".
 
@@ -214,7 +214,7 @@ class ToolChanged(MCPServerError):
     """The server refused a call as stale, and its tools/list now defines the tool otherwise.
 
     ``changed_fields`` names the definition fields that differ (MCP spelling, e.g.
-    ``inputSchema``). The call was not run again (``keen.mcp._stale``).
+    ``inputSchema``). The call was not run again (``keen.mcp.calls._stale``).
     """
 
     code = "tool_changed"
@@ -275,7 +275,7 @@ class RemoteProtocolError(MCPServerError):
 class UserActionRequired(MCPServerError):
     """The server cannot go on until the user has been to a page (MCP 2025-11-25
     "Elicitation > URL Mode": error ``-32042``). ``pages`` lists ``(message, url)``; a URL
-    that fails :func:`keen.mcp.elicitation.check_url` is left out of it and of the message.
+    that fails :func:`keen.mcp.connection.elicitation.check_url` is left out of it and of the message.
     ``elicitation_ids`` are the pages' ``elicitationId``s, in the same order, when every page
     the server named is shown and has one (else ``[]``): the server's
     ``notifications/elicitation/complete`` for them says the call may be sent again

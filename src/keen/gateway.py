@@ -10,7 +10,7 @@ never-pinned server's tools) and the library's entry to it. :meth:`Gateway.call`
    its latest tools/list; the arguments valid against the cached inputSchema (Draft
    2020-12 unless ``$schema``): ``Manager.check_call``, once,
 2. ``pin_check``: the tool's definition is the pinned one, under the server's pinning policy
-   (:mod:`keen.mcp.pins`: a new or changed tool of a pinned server is refused with the diff),
+   (:mod:`keen.trust.pins`: a new or changed tool of a pinned server is refused with the diff),
 3. ``permission``: the call's approval (an argument of the call; by default the Gateway's)
    sees server, tool and JSON arguments and says yes; without one, only tools the server
    annotates ``readOnlyHint`` run (safe by default: pass ``approval=allow_all`` to a Gateway
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     # Typing only: ``tool_definition`` must be importable (by the CLI's ``keen prompt``)
     # without loading the MCP SDK that the Manager needs.
     from keen.mcp.manager import Manager
-    from keen.mcp.pins import PinGuard
+    from keen.trust.pins import PinGuard
 
 __all__ = [
     "CALL_MCP_TOOL",
@@ -232,7 +232,7 @@ class Gateway:
         self.manager = manager
         pins = pins or getattr(manager, "pins", None)
         if pins is None:
-            from keen.mcp.pins import PinGuard
+            from keen.trust.pins import PinGuard
 
             pins = PinGuard()
         self.pins = pins

@@ -26,7 +26,7 @@ from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS, Approval, Gateway
 from keen.mcp.auth import authorize_interactively
 from keen.mcp.config import HttpServerConfig, MCPConfig, OAuthAuth
-from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
+from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.manager import Manager, StatusObserver
 from keen.mcp.types import ServerState, ServerStatus
 from keen.mcpskills.live import LiveSkills
@@ -34,6 +34,7 @@ from keen.mcpskills.live import snapshot as live_snapshot
 from keen.mcpskills.startup import sync_from_manager
 from keen.mcpskills.sync import SyncEntry, SyncReport, sync_server
 from keen.skills.cache import DiscoveryCache
+from keen.trust import PinGuard
 
 if TYPE_CHECKING:
     from keen.capabilities import PermissionMode
@@ -208,7 +209,7 @@ async def open_runtime(
             started and closed here all the same. ``config_path``, ``config`` and ``only``
             are then ignored.
         elicitation: answers servers' ``elicitation/create`` requests (see
-            :mod:`keen.mcp.elicitation`); servers see the capability only when it is set.
+            :mod:`keen.mcp.connection.elicitation`); servers see the capability only when it is set.
         elicitation_url: asked for URL-mode requests (a page to open out of band); they
             are declined without it.
         live: keep each server's generated skill in line with its tools while the session
@@ -226,7 +227,7 @@ async def open_runtime(
     async with contextlib.AsyncExitStack() as stack:
         own_config = manager is None and config is not None
         if manager is None:
-            manager = Manager(config_path, config=config, only=only)
+            manager = Manager(config_path, config=config, only=only, trust=PinGuard())
         if elicitation is not None:
             manager.elicitation = elicitation
         if elicitation_url is not None:

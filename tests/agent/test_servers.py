@@ -14,6 +14,7 @@ from helpers.http_servers import make_basic_server
 from keen.agent.servers import ServerWatch
 from keen.mcp import Manager, in_memory_transport
 from keen.runtime import open_runtime
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +33,9 @@ async def test_discovery_reports_failures_then_tool_changes_resync(
     path = write_config(
         {"basic": IN_MEMORY, "gone": {"transport": "stdio", "command": str(keen_home / "nope")}}
     )
-    manager = Manager(path, transports={"basic": in_memory_transport(make_basic_server()._mcp_server)})
+    manager = Manager(
+        path, transports={"basic": in_memory_transport(make_basic_server()._mcp_server)}, trust=PinGuard()
+    )
     lines: list[tuple[str, str]] = []
     async with open_runtime(manager=manager) as rt:
         watch = ServerWatch(rt, lambda line, style: lines.append((line, style)))
@@ -45,7 +48,7 @@ async def test_discovery_reports_failures_then_tool_changes_resync(
             assert watch.catalog_stale and rt.sync_report is not None
             assert (keen_home / "skills" / "mcp:basic" / "SKILL.md").exists()
 
-            # A tool-list change (keen.mcp.changes.ToolsChanged's shape): one line, a new sync.
+            # A tool-list change (keen.mcp.listing.changes.ToolsChanged's shape): one line, a new sync.
             watch.catalog_stale = False
             before = rt.sync_report
             change = SimpleNamespace(
@@ -76,7 +79,7 @@ async def test_a_server_that_goes_away_is_reported_with_when_keen_brings_it_back
     # the session reconnects it at the next call that needs it.
     from conftest import stdio_server
     from keen.errors import KeenError
-    from keen.mcp.reconnect import Reconnector
+    from keen.mcp.connection.reconnect import Reconnector
     from keen.mcp.types import ServerState
 
     path = write_config(

@@ -29,6 +29,7 @@ from keen.harness import Harness
 from keen.mcp import Manager, in_memory_transport
 from keen.runtime import Runtime, open_runtime
 from keen.skills import SkillsConfig
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +45,7 @@ def index(harness: Harness) -> str:
 async def session(keen_home: Path, write_config: Callable[[dict[str, Any]], Path]) -> AsyncIterator[Runtime]:
     path = write_config({"basic": IN_MEMORY})
     server = make_basic_server()
-    manager = Manager(path, transports={"basic": in_memory_transport(server._mcp_server)})
+    manager = Manager(path, transports={"basic": in_memory_transport(server._mcp_server)}, trust=PinGuard())
     async with open_runtime(manager=manager, wait=30, sync=True) as rt:
         rt.test_server = server  # type: ignore[attr-defined]
         yield rt

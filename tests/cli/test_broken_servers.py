@@ -18,6 +18,7 @@ from keen.errors import ConfigError, ServerMisconfigured
 from keen.mcp import Manager
 from keen.mcp.config import parse_config
 from keen.mcp.types import ServerState
+from keen.trust import PinGuard
 
 BROKEN = {
     "unset": ("${KEEN_TEST_NEVER_SET}", ["KEEN_TEST_NEVER_SET", "export KEEN_TEST_NEVER_SET"]),
@@ -151,7 +152,7 @@ def test_the_library_keeps_the_healthy_servers(home: Home) -> None:
 
     async def main() -> None:
         # Manager loads configs.json itself the same way: no strict flag to know about.
-        async with Manager(home.config_path, logs_dir=home.keen_home / "logs") as manager:
+        async with Manager(home.config_path, logs_dir=home.keen_home / "logs", trust=PinGuard()) as manager:
             assert await manager.wait_ready(30)
             states = {s.name: s.state for s in manager.servers()}
             assert states["alpha"] is ServerState.CONNECTED and states["beta"] is ServerState.CONNECTED

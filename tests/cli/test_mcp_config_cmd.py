@@ -17,7 +17,7 @@ import pytest
 
 from conftest import SERVERS
 from helpers.cli import Home, make_home
-from keen.mcp.hosts import host_file_candidates
+from keen.mcp.config.hosts import host_file_candidates
 
 SECRET = "sk-test-4f1c9d0b7e"
 

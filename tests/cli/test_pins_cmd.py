@@ -30,8 +30,8 @@ from keen.capabilities import Catalog
 from keen.errors import ToolQuarantined
 from keen.gateway import ApprovalRequest, Gateway, allow_all
 from keen.mcp import Manager
-from keen.mcp.flags import scan_server
-from keen.mcp.pins import PinGuard
+from keen.trust.flags import scan_server
+from keen.trust.pins import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -98,7 +98,7 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             approvals.append(request.tool)
             return True
 
-        async with Manager(path) as manager:
+        async with Manager(path, trust=PinGuard()) as manager:
             assert await manager.wait_ready(20)
             gateway = Gateway(manager, approval=approve, audit=events.append)
             pins = keen_home / "mcp" / "pins" / "docs.json"
@@ -211,7 +211,7 @@ async def test_stdio_default_warns_and_an_explicit_quarantine_refuses_new_tools(
 ) -> None:
     async def call(entry: dict[str, Any], tool: str) -> dict[str, Any]:
         events: list[dict[str, Any]] = []
-        async with Manager(write_config({"local": entry})) as manager:
+        async with Manager(write_config({"local": entry}), trust=PinGuard()) as manager:
             assert await manager.wait_ready(20)
             gateway = Gateway(manager, approval=allow_all, audit=events.append)
             await gateway.call_for_model("local", tool, {"text": "x"} if tool == "echo" else {"query": "q"})
@@ -234,7 +234,7 @@ async def test_a_denied_first_call_pins_nothing_and_a_broken_pin_file_refuses_ca
     write_config: Callable[[dict[str, Any]], Path], keen_home: Path
 ) -> None:
     pins = keen_home / "mcp" / "pins" / "local.json"
-    async with Manager(write_config({"local": stdio_entry("basic_stdio")})) as manager:
+    async with Manager(write_config({"local": stdio_entry("basic_stdio")}), trust=PinGuard()) as manager:
         assert await manager.wait_ready(20)
         denied = await Gateway(manager, approval=lambda _r: False).call_for_model(
             "local", "echo", {"text": "x"}

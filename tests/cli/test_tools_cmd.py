@@ -19,6 +19,7 @@ from helpers.forkserver import launch_args
 from keen.capabilities import Catalog, SearchFilter
 from keen.mcp import Manager
 from keen.mcpskills.startup import sync_from_manager
+from keen.trust import PinGuard
 
 # Keen's own demo server: trusted for its annotations (its readOnlyHint is true).
 DEMO = {
@@ -47,7 +48,7 @@ def keen(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 async def demo_home(keen_home: Path, write_config) -> Path:
     config = write_config({"demo": DEMO})
-    async with Manager(config) as manager:
+    async with Manager(config, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         live = Catalog.from_manager(manager)
         assert {c.id for c in live} >= WRITES
@@ -161,7 +162,7 @@ async def test_tools_search_shows_one_hit_for_a_server_configured_twice(
     keen_home: Path, write_config
 ) -> None:
     config = write_config({"demo": DEMO, "demo-again": DEMO})
-    async with Manager(config) as manager:
+    async with Manager(config, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         await sync_from_manager(manager)
     hits = json.loads(keen("tools", "search", "convert miles to kilometers", "-k", "3", "--json").stdout)
@@ -185,7 +186,7 @@ async def test_two_servers_the_tool_that_does_the_task_ranks_first_not_the_bette
 
     everything = {"transport": "stdio", "command": peer("node", "mcp-server-everything"), "args": ["stdio"]}
     config = write_config({"demo": DEMO, "everything": everything})
-    async with Manager(config) as manager:
+    async with Manager(config, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         await sync_from_manager(manager)
     done = keen("tools", "search", "add two numbers", "-k", "3", "--json")

@@ -22,6 +22,7 @@ from tests.helpers.changing import changing_http, changing_stdio
 from tests.helpers.cli import KEEN, Home, make_home
 
 from keen.mcp import Manager
+from keen.trust import PinGuard
 
 
 @pytest.fixture
@@ -125,7 +126,7 @@ def _stop(proc: subprocess.Popen[str], signum: int) -> tuple[int, str]:
 
 
 async def _mutate(url: str, **arguments: Any) -> None:
-    async with Manager(config={"mcpServers": {"changing": {"url": url}}}) as manager:
+    async with Manager(config={"mcpServers": {"changing": {"url": url}}}, trust=PinGuard()) as manager:
         assert await manager.wait_ready(30)
         await manager.call_tool("changing", "mutate", arguments, validate=False)
 

@@ -45,6 +45,7 @@ from keen.errors import AuthFailed, AuthRequired, KeenError
 from keen.mcp import Manager, ServerState
 from keen.mcp.auth import authorize_interactively, oauth_auth_factory
 from keen.mcp.config import HttpServerConfig, load_config
+from keen.trust import PinGuard
 
 NAME = "conformance"
 # The URL-based client id the conformance authorization server expects (SEP-991 scenario).
@@ -101,7 +102,7 @@ def write_config(home: Path, url: str, scenario: str, context: dict[str, Any]) -
 
 
 async def run_plain(config_path: Path, scenario: str) -> int:
-    async with Manager(config_path, elicitation=accept_defaults) as manager:
+    async with Manager(config_path, elicitation=accept_defaults, trust=PinGuard()) as manager:
         await manager.wait_ready(30)
         status = manager.status(NAME)
         if status.state is not ServerState.CONNECTED:
@@ -119,7 +120,7 @@ async def run_auth(config_path: Path) -> int:
     config = load_config(config_path).servers[NAME]
     assert isinstance(config, HttpServerConfig)
     factory = oauth_auth_factory(open_browser=None, client_metadata_url=CLIENT_METADATA_URL)
-    async with Manager(config_path, auth_factory=factory) as manager:
+    async with Manager(config_path, auth_factory=factory, trust=PinGuard()) as manager:
         await manager.wait_ready(30)
         status = manager.status(NAME)
         log.info("background start: %s (%s)", status.state.value, status.last_error)

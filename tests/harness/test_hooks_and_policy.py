@@ -19,6 +19,7 @@ from keen.gateway import Gateway
 from keen.harness import Harness, Observation, read_events, replay
 from keen.mcp import Manager
 from keen.mcp.types import ServerState
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +34,7 @@ FRONTEND_BODY = "Check the accessibility semantics before you update a snapshot.
 @pytest.fixture
 async def manager(keen_home: Path, write_config: Callable[..., Path]) -> AsyncIterator[Manager]:
     config = write_config({DEMO: demo_server_entry(keen_home)})
-    async with Manager(config) as m:
+    async with Manager(config, trust=PinGuard()) as m:
         assert await m.wait_ready(60)
         assert m.status(DEMO).state is ServerState.CONNECTED
         yield m

@@ -23,6 +23,7 @@ from keen.harness import read_events
 from keen.mcp import Manager, in_memory_transport
 from keen.runtime import Runtime, open_runtime
 from keen.serve.calls import CallRouter
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +35,9 @@ async def counted(
     write_config: Callable[[dict[str, Any]], Path], monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[tuple[Runtime, list[tuple[str, str]]]]:
     path = write_config({"basic": IN_MEMORY})
-    manager = Manager(path, transports={"basic": in_memory_transport(make_basic_server()._mcp_server)})
+    manager = Manager(
+        path, transports={"basic": in_memory_transport(make_basic_server()._mcp_server)}, trust=PinGuard()
+    )
     checks: list[tuple[str, str]] = []
     real = manager.check_call
 

@@ -26,6 +26,7 @@ from keen.gateway import ApprovalRequest, Gateway
 from keen.harness import Harness, read_events, replay
 from keen.mcp import Manager
 from keen.mcp.types import ServerState
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -91,7 +92,7 @@ async def session(
             },
         }
     )
-    async with Manager(config) as manager:
+    async with Manager(config, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         assert manager.status(DEMO).state is ServerState.CONNECTED
         assert manager.status("everything").state is ServerState.CONNECTED

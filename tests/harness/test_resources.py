@@ -17,6 +17,7 @@ from keen.capabilities import Catalog
 from keen.gateway import Gateway
 from keen.harness import Harness, read_events, replay
 from keen.mcp import Manager, ServerState, in_memory_transport
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +76,9 @@ async def manager(keen_home: Path, write_config: Callable[..., Path]) -> AsyncIt
             "time": {"command": peer("py", "mcp-server-time")},
         }
     )
-    async with Manager(config, transports={"paged": in_memory_transport(paged_server()._mcp_server)}) as m:
+    async with Manager(
+        config, transports={"paged": in_memory_transport(paged_server()._mcp_server)}, trust=PinGuard()
+    ) as m:
         assert await m.wait_ready(60)
         assert all(s.state is ServerState.CONNECTED for s in m.servers()), [s.last_error for s in m.servers()]
         yield m

@@ -14,6 +14,7 @@ from keen.capabilities import Catalog
 from keen.gateway import Gateway
 from keen.harness import Harness
 from keen.mcp import Manager, ServerState, in_memory_transport
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -40,7 +41,7 @@ async def manager(keen_home: Path, write_config: Callable[..., Path]) -> AsyncIt
     }
     config = write_config(dict.fromkeys(servers, IN_MEMORY))
     transports = {n: in_memory_transport(s._mcp_server) for n, s in servers.items()}
-    async with Manager(config, transports=transports) as m:
+    async with Manager(config, transports=transports, trust=PinGuard()) as m:
         assert await m.wait_ready(60)
         assert all(s.state is ServerState.CONNECTED for s in m.servers()), [s.last_error for s in m.servers()]
         yield m

@@ -1,5 +1,5 @@
 """Every server's defaults: ``KEEN_MCP_TIMEOUT`` and config.toml's ``[mcp]`` table
-(keen.mcp.defaults), under a server's own ``timeouts.connect``."""
+(keen.mcp.config.defaults), under a server's own ``timeouts.connect``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from conftest import stdio_server
 from keen.agent.settings import load_settings
 from keen.errors import ConfigError
 from keen.mcp.config import load_config
-from keen.mcp.defaults import default_max_starting, load_defaults
+from keen.mcp.config.defaults import default_max_starting, load_defaults
 
 
 def test_the_builtin_default_is_15_s(

@@ -24,7 +24,8 @@ from mcp_types import ElicitRequestURLParams
 
 from keen.errors import UserActionRequired
 from keen.mcp import Manager
-from keen.mcp.elicitation import ElicitAnswer
+from keen.mcp.connection.elicitation import ElicitAnswer
+from keen.trust import PinGuard
 from servers.handshake_only import refuse_discover
 
 pytestmark = pytest.mark.anyio
@@ -82,7 +83,9 @@ async def handshake_only(server: MCPServer) -> AsyncIterator[Any]:
 
 def _manager(write_config: Callable[..., Path], cloud: Cloud, **options: Any) -> Manager:
     path = write_config({"cloud": {"transport": "stdio", "command": "unused-in-memory"}})
-    return Manager(path, transports={"cloud": lambda: handshake_only(cloud.server)}, **options)
+    return Manager(
+        path, transports={"cloud": lambda: handshake_only(cloud.server)}, **options, trust=PinGuard()
+    )
 
 
 async def test_the_call_is_sent_again_once_the_accepted_page_is_reported_done(

@@ -14,7 +14,8 @@ import pytest
 from conftest import stdio_server
 from keen.errors import UserActionRequired
 from keen.mcp import Manager, ServerState
-from keen.mcp.elicitation import ElicitAnswer, check_url
+from keen.mcp.connection.elicitation import ElicitAnswer, check_url
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +58,7 @@ async def _manager(write_config: Callable[..., Path], **callbacks: Any) -> Manag
     async def form(server: str, message: str, schema: dict[str, Any]) -> ElicitAnswer:
         return ElicitAnswer("decline")
 
-    return Manager(path, elicitation=form, **callbacks)
+    return Manager(path, elicitation=form, **callbacks, trust=PinGuard())
 
 
 async def test_the_page_reaches_the_callback_and_its_answer_the_server(
@@ -142,7 +143,7 @@ async def test_a_page_holding_a_configured_secret_is_not_passed_on(
 ) -> None:
     secret = "sk-test-URLSECRET0042"
     path = write_config({"cloud": stdio_server("elicit_stdio.py", env={"CLOUD_TOKEN": secret})})
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(30)
         with pytest.raises(UserActionRequired, match=re.escape(UNSHOWN)) as caught:
             await manager.call_tool("cloud", "needs_sign_in", {"url": f"{PAGE}&token={secret}"})

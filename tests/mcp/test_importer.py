@@ -18,8 +18,8 @@ from keen.mcp.config import (
     load_config,
     parse_config,
 )
-from keen.mcp.config_edit import merge_into_config
-from keen.mcp.importer import (
+from keen.mcp.config.edit import merge_into_config
+from keen.mcp.config.importer import (
     ImportResult,
     import_mcp_file,
     import_mcp_servers,

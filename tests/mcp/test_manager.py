@@ -28,6 +28,7 @@ from keen.errors import (
     ToolNotFound,
 )
 from keen.mcp import Manager, ServerState
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +40,7 @@ def http_entry(url: str, **extra: Any) -> dict[str, Any]:
 
 
 async def started(path: Path, timeout: float = 30) -> Manager:
-    manager = Manager(path)
+    manager = Manager(path, trust=PinGuard())
     await manager.start()
     assert await manager.wait_ready(timeout)
     return manager
@@ -48,7 +49,7 @@ async def started(path: Path, timeout: float = 30) -> Manager:
 async def test_http_no_auth_connect_list_call(write_config: Callable[..., Path]) -> None:
     with serve_http(make_basic_server(instructions="Use for echo tests.")) as srv:
         path = write_config({"web": http_entry(srv.url)})
-        async with Manager(path) as manager:
+        async with Manager(path, trust=PinGuard()) as manager:
             assert await manager.wait_ready(20)
             status = manager.status("web")
             assert status.state is ServerState.CONNECTED, status.last_error
@@ -71,7 +72,7 @@ async def test_http_no_auth_connect_list_call(write_config: Callable[..., Path])
 async def test_pagination_lists_every_page(write_config: Callable[..., Path]) -> None:
     with serve_http(make_basic_server(n_extra_tools=45, list_page_size=7)) as srv:
         path = write_config({"paged": http_entry(srv.url)})
-        async with Manager(path) as manager:
+        async with Manager(path, trust=PinGuard()) as manager:
             assert await manager.wait_ready(20)
             tools = manager.list_tools("paged")
             assert len(tools) == len({t.name for t in tools}) == 45 + 7
@@ -88,7 +89,7 @@ async def test_api_key_header_injected(write_config: Callable[..., Path], header
     with serve_http(make_basic_server(), api_key=SECRET, api_key_header=header, api_key_scheme=scheme) as srv:
         auth = {"type": "api_key", "header": header, "scheme": scheme, "key": SECRET}
         path = write_config({"keyed": http_entry(srv.url, auth=auth)})
-        async with Manager(path) as manager:
+        async with Manager(path, trust=PinGuard()) as manager:
             assert await manager.wait_ready(20)
             assert manager.status("keyed").state is ServerState.CONNECTED, manager.status("keyed").last_error
             expected = f"{scheme} {SECRET}" if scheme else SECRET
@@ -110,7 +111,7 @@ async def test_auth_states_and_redaction(
                 "good": http_entry(srv.url, auth={"type": "api_key", "key": SECRET}),
             }
         )
-        async with Manager(path) as manager:
+        async with Manager(path, trust=PinGuard()) as manager:
             assert await manager.wait_ready(20)
             states = {s.name: s for s in manager.servers()}
             assert states["wrongkey"].state is ServerState.AUTH_FAILED
@@ -199,7 +200,7 @@ async def test_stdio_failures_each_get_a_state_and_a_message(write_config: Calla
 
 async def test_server_dies_mid_call(write_config: Callable[..., Path]) -> None:
     path = write_config({"mortal": stdio_server("basic_stdio.py")})
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(20)
         gone = anyio.Event()
         manager.subscribe(lambda s: gone.set() if s.state is ServerState.DISCONNECTED else None)
@@ -221,7 +222,7 @@ async def test_call_errors(write_config: Callable[..., Path]) -> None:
             "off": stdio_server("basic_stdio.py", enabled=False),
         }
     )
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(20)
         with pytest.raises(ServerNotConfigured, match='"nowhere" is not configured'):
             await manager.call_tool("nowhere", "echo", {})
@@ -252,7 +253,7 @@ async def test_call_errors(write_config: Callable[..., Path]) -> None:
 async def test_http_server_going_away_and_refresh(write_config: Callable[..., Path]) -> None:
     with serve_http(make_basic_server()) as srv:
         path = write_config({"web": http_entry(srv.url, timeouts={"connect": 5, "call_tool": 5})})
-        async with Manager(path) as manager:
+        async with Manager(path, trust=PinGuard()) as manager:
             assert await manager.wait_ready(20)
             srv.stop()
             with pytest.raises(ServerDisconnected, match='MCP server "web" went away during "echo"'):
@@ -274,7 +275,7 @@ async def test_start_returns_at_once_and_observers_see_states(write_config: Call
         }
     )
     seen: list[tuple[str, str]] = []
-    manager = Manager(path)
+    manager = Manager(path, trust=PinGuard())
     manager.subscribe(lambda s: seen.append((s.name, s.state.value)))
     began = time.monotonic()
     await manager.start()
@@ -293,7 +294,7 @@ async def test_tool_list_debug_log_is_compact(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="keen.mcp")
     path = write_config({"local": stdio_server("basic_stdio.py", "--tools", "3")})
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(20)
     lines = [r.getMessage() for r in caplog.records if "tool extra_0001" in r.getMessage()]
     assert len(lines) == 1
@@ -314,7 +315,7 @@ async def test_manager_takes_a_claude_desktop_dict_like_fastmcp_client(keen_home
     entry = stdio_server("basic_stdio.py")
     entry.pop("transport")  # as Claude Desktop writes it: command/args only
     config = {"mcpServers": {"local": entry, "broken": {"command": "${KEEN_TEST_NEVER_SET}"}}}
-    async with Manager(config=config) as manager:
+    async with Manager(config=config, trust=PinGuard()) as manager:
         assert await manager.wait_ready(20)
         assert manager.status("local").state is ServerState.CONNECTED
         assert (await manager.call_tool("local", "add", {"a": 2, "b": 3})).text == "5"

@@ -23,6 +23,7 @@ from helpers.loopback import free_port, stop, wait_listening
 from keen.errors import InvalidArguments
 from keen.mcp import Manager, ServerState
 from keen.mcp.types import ToolResult
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -50,7 +51,7 @@ WriteConfig = Callable[[dict[str, Any]], Path]
 
 
 async def _connected(config_path: Path) -> Manager:
-    manager = Manager(config_path)
+    manager = Manager(config_path, trust=PinGuard())
     await manager.start()
     assert await manager.wait_ready(READY_TIMEOUT), "peers did not settle in time"
     return manager

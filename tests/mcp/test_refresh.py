@@ -29,9 +29,10 @@ from keen.errors import ToolQuarantined
 from keen.gateway import allow_all
 from keen.harness.events import read_events, replay
 from keen.mcp import Manager, ServerState, in_memory_transport
-from keen.mcp.changes import ToolChange, ToolsChanged, diff_tools
+from keen.mcp.listing.changes import ToolChange, ToolsChanged, diff_tools
 from keen.mcp.types import Tool
 from keen.runtime import open_runtime
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -69,7 +70,7 @@ async def test_each_server_speaks_its_era(write_config: WriteConfig, tmp_path: P
                 "everything": {"command": peer("node", "mcp-server-everything"), "args": ["stdio"]},
             }
         )
-        async with Manager(path) as manager:
+        async with Manager(path, trust=PinGuard()) as manager:
             assert await manager.wait_ready(60)
             versions = {s.name: s.protocol_version for s in manager.servers()}
             for status in manager.servers():
@@ -98,7 +99,7 @@ async def test_everything_list_changed_is_followed(write_config: WriteConfig) ->
     """server-everything registers tools after initialize and says so with
     notifications/tools/list_changed: Keen's list follows (the handshake era's notice)."""
     path = write_config({"everything": {"command": peer("node", "mcp-server-everything"), "args": ["stdio"]}})
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         await wait_until(
             lambda: "simulate-research-query" in {t.name for t in manager.list_tools("everything")},
@@ -223,7 +224,7 @@ async def test_add_change_remove_follow_live(write_config: WriteConfig, keen_hom
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 async def test_a_flood_costs_few_relists(write_config: WriteConfig, era: str) -> None:
     path = write_config({"changing": changing_stdio(*(["--legacy"] if era == "legacy" else []))})
-    async with Manager(path, refresh_interval=0.5) as manager:
+    async with Manager(path, refresh_interval=0.5, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         before = await _stats(manager, "changing")
         started = anyio.current_time()
@@ -244,7 +245,7 @@ async def test_a_flood_costs_few_relists(write_config: WriteConfig, era: str) ->
 async def test_ttl_expiry_relists(write_config: WriteConfig) -> None:
     """A 2026-07-28 list with ttlMs is listed again when it expires, without any notice."""
     path = write_config({"changing": changing_stdio("--ttl-ms", "1000")})
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         changes = Changes(manager)
         assert await manager.wait_ready(60)
         status = manager.status("changing")
@@ -260,7 +261,7 @@ async def test_a_slow_refresh_blocks_no_call(write_config: WriteConfig) -> None:
     path = write_config(
         {"slow": changing_stdio("--list-delay", "8"), "other": changing_stdio()},
     )
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         changes = Changes(manager)
         assert await manager.wait_ready(60)
         await manager.call_tool("slow", "mutate", {"op": "add", "name": "late"})
@@ -274,7 +275,7 @@ async def test_a_slow_refresh_blocks_no_call(write_config: WriteConfig) -> None:
 
 async def test_refresh_tools_on_request(write_config: WriteConfig) -> None:
     path = write_config({"changing": changing_stdio()})
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         await manager.call_tool("changing", "mutate", {"op": "add", "name": "asked_for", "quiet": True})
         change = await manager.refresh_tools("changing")
@@ -380,7 +381,9 @@ async def test_a_2026_call_that_needs_another_round_completes() -> None:
         return "done after a round"
 
     config = {"mcpServers": {"rounds": {"command": "unused"}}}
-    async with Manager(config=config, transports={"rounds": in_memory_transport(server)}) as manager:
+    async with Manager(
+        config=config, transports={"rounds": in_memory_transport(server)}, trust=PinGuard()
+    ) as manager:
         assert await manager.wait_ready(30)
         assert manager.status("rounds").protocol_version == MODERN
         result = await manager.call_tool("rounds", "patient", {})

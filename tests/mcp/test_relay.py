@@ -1,5 +1,5 @@
 """A Manager with a Relay passes what a server asks during a call to that call's peer
-(``keen.mcp.relay``), and declines, with a message, what it cannot place.
+(``keen.mcp.connection.relay``), and declines, with a message, what it cannot place.
 
 Real stdio server: ``elicit_stdio.py`` (2025-11-25 only: its requests name no call).
 """
@@ -15,7 +15,8 @@ import pytest
 
 from conftest import stdio_server
 from keen.mcp import Manager, ServerState
-from keen.mcp.relay import CALL_PEER, Relay
+from keen.mcp.connection.relay import CALL_PEER, Relay
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -52,7 +53,7 @@ async def test_a_request_goes_to_the_calls_peer_or_is_declined_with_why(
     write_config: Callable[..., Path],
 ) -> None:
     path = write_config({"cloud": stdio_server("elicit_stdio.py")})
-    async with Manager(path, relay=Relay()) as manager:
+    async with Manager(path, relay=Relay(), trust=PinGuard()) as manager:
         assert await manager.wait_ready(30)
         assert manager.status("cloud").state is ServerState.CONNECTED, manager.status("cloud").last_error
         ada = Peer("ada")

@@ -19,6 +19,7 @@ from helpers.http_servers import make_basic_server, serve_http
 from helpers.loopback import alive
 from keen.errors import ConfigError, Remedy, ServerMisconfigured, ServerNotConfigured
 from keen.mcp import Manager, ServerState
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -27,7 +28,7 @@ NEW_KEY = "sk-new-8e7f6a5b4c3d"
 
 
 async def started(path: Path) -> Manager:
-    manager = Manager(path)
+    manager = Manager(path, trust=PinGuard())
     await manager.start()
     assert await manager.wait_ready(30)
     return manager
@@ -196,7 +197,7 @@ async def test_a_config_given_in_code_is_not_replaced_by_the_file(write_config: 
     # keen serve and library users may pass their own config: configs.json is not theirs.
     write_config({"local": {"command": "keen-no-such-command-xyz"}})
     async with Manager(
-        config={"version": 1, "servers": {"local": stdio_server("basic_stdio.py")}}
+        config={"version": 1, "servers": {"local": stdio_server("basic_stdio.py")}}, trust=PinGuard()
     ) as manager:
         assert await manager.wait_ready(30)
         assert await manager.reload_server("local") == "unchanged"
@@ -266,7 +267,7 @@ async def test_a_server_added_while_discovery_waits_does_not_break_wait_ready(
     # added to the file changed the dict wait_ready was iterating ("dictionary changed size").
     slow = stdio_server("hang_init.py", timeouts={"connect": 3})
     path = write_config({"slow": slow})
-    manager = Manager(path)
+    manager = Manager(path, trust=PinGuard())
     await manager.start()
     try:
         async with anyio.create_task_group() as tg:
@@ -285,7 +286,7 @@ async def test_fixing_an_entry_whose_connection_hangs_does_not_wait_out_the_old_
     # The old attempt hangs in initialize with a 600 s connect timeout; the fixed entry must
     # connect without waiting for it (the guard below is far below 600 s, far above a connect).
     path = write_config({"s": stdio_server("hang_init.py", timeouts={"connect": 600})})
-    manager = Manager(path)
+    manager = Manager(path, trust=PinGuard())
     await manager.start()
     try:
         await anyio.sleep(0.5)

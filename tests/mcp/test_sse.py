@@ -13,6 +13,7 @@ import pytest
 from helpers.cli import make_home
 from helpers.http_servers import make_basic_server, serve_http
 from keen.mcp import Manager, ServerState
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +23,7 @@ async def test_an_sse_server_connects_lists_and_answers(write_config: Callable[.
         path = write_config(
             {"legacy": {"transport": "sse", "url": srv.url, "auth": {"type": "api_key", "key": "k-sse-1"}}}
         )
-        async with Manager(path) as manager:
+        async with Manager(path, trust=PinGuard()) as manager:
             assert await manager.wait_ready(20)
             status = manager.status("legacy")
             assert status.state is ServerState.CONNECTED, status.last_error
@@ -40,7 +41,7 @@ async def test_a_wrong_key_on_sse_is_auth_failed(write_config: Callable[..., Pat
         path = write_config(
             {"legacy": {"transport": "sse", "url": srv.url, "auth": {"type": "api_key", "key": "wrong"}}}
         )
-        async with Manager(path) as manager:
+        async with Manager(path, trust=PinGuard()) as manager:
             assert await manager.wait_ready(20)
             assert manager.status("legacy").state is ServerState.AUTH_FAILED
 

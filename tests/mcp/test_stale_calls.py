@@ -19,7 +19,8 @@ from tests.helpers.changing import changing_http
 
 from keen.errors import ToolChanged, ToolNotFound
 from keen.mcp import Manager, ServerState
-from keen.mcp.changes import ToolsChanged
+from keen.mcp.listing.changes import ToolsChanged
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +39,7 @@ async def _lists(manager: Manager) -> int:
 
 
 async def _manager(path: Path) -> Manager:
-    manager = Manager(path)
+    manager = Manager(path, trust=PinGuard())
     await manager.start()
     assert await manager.wait_ready(30)
     status = manager.status("changing")

@@ -19,7 +19,8 @@ import pytest
 
 from conftest import stdio_server
 from keen.mcp import Manager, ServerState
-from keen.mcp.defaults import default_max_starting
+from keen.mcp.config.defaults import default_max_starting
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +35,7 @@ async def test_many_cpu_hungry_servers_all_connect(write_config: Callable[..., P
     # 2-CPU machine, each took 18 s of wall time and most missed the 15 s limit.
     path = write_config(burners(24, 1.5))
     began = time.monotonic()
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(200)
         took = time.monotonic() - began
         failed = {s.name: s.last_error for s in manager.servers() if s.state is not ServerState.CONNECTED}
@@ -49,7 +50,7 @@ async def test_a_queued_servers_time_limit_runs_from_its_own_launch(
     # One at a time, 5 x 0.4 s of CPU is more than 2 s in all: a limit counted from the start
     # of discovery would fail the last ones.
     path = write_config(burners(5, 0.4, timeouts={"connect": 2}))
-    async with Manager(path, max_starting=1) as manager:
+    async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         assert {s.name: s.last_error for s in manager.servers() if s.state is not ServerState.CONNECTED} == {}
         launched = sorted(s.last_connected_at for s in manager.servers() if s.last_connected_at)
@@ -63,7 +64,7 @@ async def test_a_server_waiting_its_turn_stops_at_once(
     stuck = stdio_server("hang_init.py", timeouts={"connect": 60})
     path = write_config({"one": stuck, "two": stuck})
     logs = [keen_home / "logs" / f"{name}.stderr.log" for name in ("one", "two")]
-    async with Manager(path, max_starting=1) as manager:
+    async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
         with anyio.fail_after(20):  # one of them is up (it says so on stderr)
             while not any(log.exists() and "started" in log.read_text() for log in logs):  # noqa: ASYNC110 (a file has no event)
                 await anyio.sleep(0.05)
@@ -75,7 +76,7 @@ async def test_a_server_waiting_its_turn_stops_at_once(
 
 async def test_wait_attempt_waits_for_a_server_waiting_its_turn(write_config: Callable[..., Path]) -> None:
     path = write_config(burners(2, 0.3))
-    async with Manager(path, max_starting=1) as manager:
+    async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
         status = await manager.wait_attempt("burn01")
         assert status.state is ServerState.CONNECTED, status.last_error
         # A server that is not connecting is answered at once.

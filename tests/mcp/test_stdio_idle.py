@@ -1,6 +1,6 @@
 """What a connected stdio server costs Keen: no thread, nothing on the event loop's thread.
 
-The event loop watches every server's pipes and exit (keen.mcp._stderr, keen.mcp._stdio),
+The event loop watches every server's pipes and exit (keen.mcp.connection._stderr, keen.mcp.connection._stdio),
 with no limit on a descriptor's number: a stderr copier built on ``select()`` cannot watch a
 descriptor of 1024 or more and stopped copying without a word once Keen held that many
 (about 300 servers). A server is started in a worker thread: ``fork``/``exec`` on the loop
@@ -22,7 +22,8 @@ import pytest
 
 from helpers.hostile import hostile_entry
 from keen.mcp import Manager, ServerState
-from keen.mcp._stdio import pidfd_supported
+from keen.mcp.connection._stdio import pidfd_supported
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -58,7 +59,7 @@ async def test_stderr_is_copied_from_a_pipe_past_descriptor_1024(
     }
     path = write_config({"high": hostile_entry(tmp_path / "high.json", spec)})
     with _descriptors_below(_HIGH_FD):
-        async with Manager(path) as manager:
+        async with Manager(path, trust=PinGuard()) as manager:
             assert await manager.wait_ready(30)
             assert manager.status("high").state is ServerState.CONNECTED, manager.status("high").last_error
             result = await manager.call_tool("high", "speak", {})
@@ -77,7 +78,7 @@ async def test_servers_stderr_costs_no_thread(write_config: Callable[..., Path],
     spec = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "stderr_at_start": "up"}
     path = write_config({f"s{i}": hostile_entry(tmp_path / f"s{i}.json", spec) for i in range(servers)})
     before = threads()
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         assert all(s.state is ServerState.CONNECTED for s in manager.servers()), manager.servers()
         held = threads() - before
@@ -100,7 +101,7 @@ async def test_a_server_is_started_off_the_event_loops_thread(
     spec = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
     path = write_config({"s": hostile_entry(tmp_path / "s.json", spec)})
     monkeypatch.setattr(subprocess, "Popen", recording)
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(30)
         assert manager.status("s").state is ServerState.CONNECTED, manager.status("s").last_error
         result = await manager.call_tool("s", "t", {})
@@ -119,7 +120,7 @@ async def test_tool_versions_name_the_connected_servers_and_their_lists(
             "off": {**hostile_entry(tmp_path / "off.json", two), "enabled": False},
         }
     )
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(30)
         versions = manager.tool_versions()
         assert [(name, count) for name, _, count in versions] == [("two", 2)], manager.servers()

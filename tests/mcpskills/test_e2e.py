@@ -16,6 +16,7 @@ from keen.errors import Remedy
 from keen.mcp import Manager
 from keen.mcpskills import MARKER_FILE, ServerSnapshot, sync_mcp_skills
 from keen.skills import SkillsConfig, discover
+from keen.trust import PinGuard
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 WRONG_KEY = "wrong-key-7f3a9c2e"
@@ -67,7 +68,7 @@ async def test_sync_from_real_servers(tmp_path: Path, monkeypatch: pytest.Monkey
         }
         paths.mcp_config_path().parent.mkdir(parents=True)
         paths.mcp_config_path().write_text(json.dumps(config), encoding="utf-8")
-        async with Manager() as manager:
+        async with Manager(trust=PinGuard()) as manager:
             assert await manager.wait_ready(timeout=60)
             snaps = await snapshots(manager)
             basic_tools = manager.list_tools("basic")

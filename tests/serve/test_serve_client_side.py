@@ -16,6 +16,7 @@ from keen.errors import InvalidArguments
 from keen.gateway import Gateway, allow_all
 from keen.mcp.config import MCPConfig
 from keen.mcp.manager import Manager
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +33,7 @@ async def test_manager_reads_full_descriptions_and_calls(tmp_path: Path, keen_ho
     )
     async with contextlib.AsyncExitStack() as stack:
         stack.callback(front.stop)
-        manager = await stack.enter_async_context(Manager(config=config))
+        manager = await stack.enter_async_context(Manager(config=config, trust=PinGuard()))
         assert await manager.wait_ready(60)
         tools = {t.name: t for t in manager.list_tools("front")}
         add = tools["mcp__basic__add"]
@@ -61,7 +62,7 @@ async def test_servers_without_the_extension_are_unchanged(keen_home: Path, tmp_
     from keen.mcp.config import load_config
 
     config = load_config(tmp_path / "mcp" / "configs.json")
-    async with Manager(config=config) as manager:
+    async with Manager(config=config, trust=PinGuard()) as manager:
         assert await manager.wait_ready(30)
         assert manager._connection("basic").descriptions_uri is None
         assert manager.list_tools("basic")

@@ -1,5 +1,5 @@
 """``keen serve`` reconnects an upstream server that went away, on demand (docs/serve.md
-"When an upstream server goes away"; :mod:`keen.mcp.reconnect`).
+"When an upstream server goes away"; :mod:`keen.mcp.connection.reconnect`).
 
 Real ``keen serve`` processes (stdio and HTTP) in front of the real ``basic_stdio.py``,
 started through a small launcher that counts its launches and refuses to start while a
@@ -22,9 +22,10 @@ import pytest
 
 from helpers.changing import changing_http
 from helpers.serve import BASIC, KeenServeProcess, connect, free_port, read_json, write_upstream
+from keen.mcp.connection.reconnect import KICK_LIMIT, Reconnector
 from keen.mcp.manager import Manager
-from keen.mcp.reconnect import KICK_LIMIT, Reconnector
 from keen.mcp.types import ServerState
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -166,7 +167,9 @@ async def test_backoff_doubles_up_to_its_cap_and_no_attempt_runs_inside_a_window
     folder = launcher_upstream(tmp_path)
     (folder / "down").touch()
     now = [100.0]
-    async with Manager(tmp_path / "mcp" / "configs.json", logs_dir=tmp_path / "logs") as manager:
+    async with Manager(
+        tmp_path / "mcp" / "configs.json", logs_dir=tmp_path / "logs", trust=PinGuard()
+    ) as manager:
         await manager.wait_ready(15)
         assert manager.status("basic").state is ServerState.DISCONNECTED
         reconnector = Reconnector(manager, clock=lambda: now[0])
@@ -220,7 +223,9 @@ async def test_kicks_give_up_after_the_kick_limit_but_a_request_that_needs_the_s
     folder = launcher_upstream(tmp_path)
     (folder / "down").touch()
     now = [100.0]
-    async with Manager(tmp_path / "mcp" / "configs.json", logs_dir=tmp_path / "logs") as manager:
+    async with Manager(
+        tmp_path / "mcp" / "configs.json", logs_dir=tmp_path / "logs", trust=PinGuard()
+    ) as manager:
         await manager.wait_ready(15)
         reconnector = Reconnector(manager, clock=lambda: now[0])
         assert reconnector.kick(["basic"]) == []  # no task group: nothing runs in the background

@@ -23,8 +23,9 @@ from keen.cli import _wording
 from keen.errors import Remedy, ServerDisabled, ServerDisconnected
 from keen.gateway import for_model
 from keen.mcp import Manager
-from keen.mcp._translate import translate_call_error
+from keen.mcp.connection.translate import translate_call_error
 from keen.serve.calls import host_remedy_words
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -113,7 +114,9 @@ def test_an_unreachable_server_gets_each_front_ends_own_advice(mode: str) -> Non
 @pytest.mark.parametrize("mode", ["search", "extension"])
 async def test_a_disabled_server_gets_each_front_ends_own_advice(mode: str, tmp_path: Path) -> None:
     entry = {"command": "never-run", "enabled": False}
-    async with Manager(config={"version": 1, "servers": {"off": entry}}, logs_dir=tmp_path) as manager:
+    async with Manager(
+        config={"version": 1, "servers": {"off": entry}}, logs_dir=tmp_path, trust=PinGuard()
+    ) as manager:
         with pytest.raises(
             ServerDisabled, match=re.escape('MCP server "off" is disabled in configs.json ("enabled": false)')
         ) as refused:

@@ -15,7 +15,7 @@ until the user has been to a page.
 It serves the 2025-11-25 handshake era only (``handshake_only.py``): ``ctx.elicit`` sends a
 server-to-client request, which the SDK's server refuses in the 2026-07-28 era ("no
 back-channel"); there a server asks through an ``InputRequiredResult`` instead, which
-Keen answers with the same elicitation callback (``keen.mcp._input``).
+Keen answers with the same elicitation callback (``keen.mcp.calls._input``).
 """
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ def test_a_log_an_older_keen_left_0644_is_tightened(home: Path) -> None:
 def test_which_args_are_credentials() -> None:
     """What a flag, header or variable name says decides; words about a credential (a key
     *file*, an auth *type*) and keys that are not credentials (``--sort-key``) are not."""
-    from keen.mcp._secrets import arg_secrets
+    from keen.mcp.config.secrets import arg_secrets
 
     args = [
         *ARGS,

@@ -23,6 +23,7 @@ from keen.mcp import Manager
 from keen.mcp.types import ServerState, ServerStatus, Tool
 from keen.mcpskills import generate_skill
 from keen.mcpskills.startup import sync_from_manager
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -67,7 +68,7 @@ async def manager(write_config: Callable[..., Path], tmp_path: Path):  # type: i
         "errors": {"long_error": {"code": -32050, "message": "e" * 1_000_000}},
     }
     path = write_config({"h": hostile_entry(tmp_path / "spec.json", spec)})
-    async with Manager(path) as m:
+    async with Manager(path, trust=PinGuard()) as m:
         assert await m.wait_ready(20)
         yield m
 
@@ -113,7 +114,7 @@ async def test_a_flood_of_bad_and_duplicate_tools_is_two_warnings(
     tools = [_tool("same") for _ in range(5_000)] + [_tool(f"bad{i}", {}) for i in range(5_000)]
     path = write_config({"h": hostile_entry(tmp_path / "spec.json", {"tools": [_tool("ok"), *tools]})})
     caplog.set_level(logging.WARNING)
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         assert {t.name for t in manager.list_tools("h")} == {"ok", "same"}
         assert len(manager.invalid_tools("h")) == 5_000

@@ -75,7 +75,7 @@ def test_keen_serve_stops_the_daemon_when_it_stops(tmp_path: Path) -> None:
 
 _REAPER = """
 import os, subprocess, sys, time
-from keen.mcp import _orphans
+from keen.mcp.connection import _orphans
 
 assert _orphans.become_subreaper()
 ours = subprocess.Popen(["true"], start_new_session=True)  # Keen's own, waited for later

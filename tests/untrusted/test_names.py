@@ -20,8 +20,8 @@ from helpers.loopback import free_port
 from keen.errors import ConfigError
 from keen.mcp.auth import CallbackListener, redirect_uri
 from keen.mcp.config import parse_config
-from keen.mcp.config_edit import merge_into_config
-from keen.mcp.importer import ImportResult
+from keen.mcp.config.edit import merge_into_config
+from keen.mcp.config.importer import ImportResult
 from keen.mcp.types import ServerState, ServerStatus, Tool
 from keen.mcpskills import generate_skill
 

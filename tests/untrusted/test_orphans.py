@@ -24,7 +24,7 @@ from helpers.cli import REAL_KEEN as KEEN
 from helpers.cli import read_until
 from helpers.hostile import hostile_entry
 from helpers.loopback import alive, wait_until
-from keen.mcp._spawn import _setpriv
+from keen.mcp.connection.spawn import _setpriv
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -90,7 +90,7 @@ def test_sigkill_takes_the_server_down_with_keen(tmp_path: Path) -> None:
 
 _PARENT = """
 import os, subprocess, sys, time
-from keen.mcp import _spawn
+from keen.mcp.connection import spawn as _spawn
 if sys.argv[3] == "python":
     _spawn._setpriv = lambda: None  # force the Python launcher
 cmd, args = _spawn.server_command(sys.executable, [sys.argv[1], sys.argv[2]], env=dict(os.environ), cwd=None)

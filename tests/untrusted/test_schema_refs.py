@@ -19,6 +19,7 @@ from helpers.hostile import counting_listener, hostile_entry
 from keen.errors import InvalidArguments
 from keen.gateway import Gateway, allow_all
 from keen.mcp import Manager
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -56,7 +57,7 @@ async def test_remote_and_file_refs_are_never_followed(
         ]
         path = write_config({"h": hostile_entry(tmp_path / "spec.json", {"tools": tools})})
         caplog.set_level(logging.WARNING)
-        async with Manager(path) as manager:
+        async with Manager(path, trust=PinGuard()) as manager:
             assert await manager.wait_ready(20)
             gateway = Gateway(manager, approval=allow_all)
             # A fetch would hang: the listener never answers. Bound the test, not Keen.
@@ -93,7 +94,7 @@ async def test_a_ref_cycle_lets_the_server_validate_and_a_recursive_schema_still
     tools = [_tool("cycle", cycle), _tool("tree", tree)]
     path = write_config({"h": hostile_entry(tmp_path / "spec.json", {"tools": tools})})
     caplog.set_level(logging.WARNING)
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(20)
         gateway = Gateway(manager, approval=allow_all)
         assert (await gateway.call("h", "cycle", {"x": 1})).text == "ok"
@@ -117,7 +118,7 @@ async def test_a_ref_that_is_not_a_uri_lets_the_server_validate(
     ]
     path = write_config({"h": hostile_entry(tmp_path / "spec.json", {"tools": tools})})
     caplog.set_level(logging.WARNING)
-    async with Manager(path) as manager:
+    async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(20)
         gateway = Gateway(manager, approval=allow_all)
         for name in ("bad_ref", "bad_id", "bad_ref"):

@@ -33,7 +33,7 @@ from rich.text import Text
 
 from keen._terminal import terminal_text
 from keen.agent.form import MISSING, FormError, check_content, form_fields
-from keen.mcp.elicitation import ElicitAnswer
+from keen.mcp.connection.elicitation import ElicitAnswer
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -146,7 +146,7 @@ class Asker:
     # -- elicitation ----------------------------------------------------------------------------
 
     async def elicit(self, server: str, message: str, requested_schema: dict[str, Any]) -> ElicitAnswer:
-        """Ask the person for what ``server`` wants (a :data:`~keen.mcp.elicitation.ElicitationCallback`)."""
+        """Ask the person for what ``server`` wants (a :data:`~keen.mcp.connection.elicitation.ElicitationCallback`)."""
         if self.chat_prompt_open:
             self._show(f"declined a question from {server}: it came while no call was running", "yellow")
             return ElicitAnswer("decline")
@@ -179,8 +179,8 @@ class Asker:
 
     async def open_url(self, server: str, message: str, url: str) -> ElicitAnswer:
         """Ask the person to open ``url`` for ``server`` (a
-        :data:`~keen.mcp.elicitation.UrlElicitationCallback`; ``url`` already passed
-        :func:`~keen.mcp.elicitation.check_url`)."""
+        :data:`~keen.mcp.connection.elicitation.UrlElicitationCallback`; ``url`` already passed
+        :func:`~keen.mcp.connection.elicitation.check_url`)."""
         if self.chat_prompt_open:
             self._show(f"declined a page from {server}: it came while no call was running", "yellow")
             return ElicitAnswer("decline")

@@ -2,7 +2,7 @@
 
 The REPL shows a form with the requested schema's defaults filled in; one-shot runs have
 no one to ask, so they :func:`decline` unless ``--yes`` says to :func:`accept_defaults`.
-Each is a :data:`keen.mcp.elicitation.ElicitationCallback`, the one type the MCP layer,
+Each is a :data:`keen.mcp.connection.elicitation.ElicitationCallback`, the one type the MCP layer,
 the agent and the REPL share.
 Form-mode schemas are flat objects of primitive properties (MCP 2025-11-25 "Elicitation":
 string, number, integer, boolean, enums; each may carry a ``default``, SEP-1034).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from keen.mcp.elicitation import ElicitAnswer, ElicitationCallback
+from keen.mcp.connection.elicitation import ElicitAnswer, ElicitationCallback
 
 __all__ = ["ElicitAnswer", "ElicitationCallback", "accept_defaults", "decline", "defaults"]
 

@@ -23,9 +23,9 @@ server is not connected, the observation says how the user reconnects it (the fr
 end's command, ``connect_command``).
 
 A server that went away (a crashed stdio server, a restarted HTTP server) is reconnected
-on demand, as ``keen serve`` does (:mod:`keen.mcp.reconnect`: only ``disconnected`` and
+on demand, as ``keen serve`` does (:mod:`keen.mcp.connection.reconnect`: only ``disconnected`` and
 enabled servers, one attempt per back-off window, concurrent needs share one): before a
-call to one of its tools, the agent asks the session's :class:`~keen.mcp.reconnect.Reconnector`
+call to one of its tools, the agent asks the session's :class:`~keen.mcp.connection.reconnect.Reconnector`
 to bring it back and waits for that attempt. When it is back, the visible set is computed
 again (its tools were hidden while it was down), then the call runs; when it is still
 down the call fails as usual and the observation says when Keen tries again. Either way
@@ -59,8 +59,8 @@ from keen.errors import KeenError
 from keen.gateway import CALL_MCP_TOOL, ApprovalRequest
 from keen.harness import Harness, Observation
 from keen.harness.policy import visibility
-from keen.mcp.elicitation import ElicitationCallback
-from keen.mcp.reconnect import Reconnector
+from keen.mcp.connection.elicitation import ElicitationCallback
+from keen.mcp.connection.reconnect import Reconnector
 from keen.mcp.types import ServerState, ServerStatus
 from keen.skills import Discovery, activate
 

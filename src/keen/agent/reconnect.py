@@ -1,7 +1,7 @@
 """How ``keen chat`` words an on-demand reconnect (docs/chat.md "When a server goes away").
 
 The agent reconnects a server that went away before a tool call that needs it, with the
-one :class:`keen.mcp.reconnect.Reconnector` (the same back-off and sharing rules as
+one :class:`keen.mcp.connection.reconnect.Reconnector` (the same back-off and sharing rules as
 ``keen serve``). This module only words the outcome: one line for the user
 (:func:`reconnect_line`) and, when the server is still down, what the model reads after
 the call's error (:func:`retry_words`).

@@ -36,7 +36,7 @@ from keen.skills.config import SkillsConfig
 from keen.tokens import token_counter
 
 if TYPE_CHECKING:
-    from keen.mcp.reconnect import Reconnector
+    from keen.mcp.connection.reconnect import Reconnector
     from keen.mcpskills.sync import SyncEntry, SyncReport
     from keen.runtime import Runtime
 
@@ -121,7 +121,7 @@ class ServerWatch:
         # Followed even with none: /mcp connect takes a server added to configs.json since.
         self._unsubscribe.append(manager.subscribe(self._on_status))
         subscribe: Any = getattr(manager, "subscribe_changes", None)
-        if subscribe is not None:  # live refresh (keen.mcp.changes), where the Manager has it
+        if subscribe is not None:  # live refresh (keen.mcp.listing.changes), where the Manager has it
             self._unsubscribe.append(subscribe(self.on_tools_changed))
 
     async def _report_discovery(self, timeout: float) -> None:
@@ -226,7 +226,7 @@ class ServerWatch:
         self.catalog_stale = True
 
     def on_tools_changed(self, change: Any) -> None:
-        """One line for a server's tool-list change (``keen.mcp.changes.ToolsChanged``):
+        """One line for a server's tool-list change (``keen.mcp.listing.changes.ToolsChanged``):
         ``+added``, ``-removed``, ``~changed (fields)``, and the tools flagged for review;
         the skills are synced again in the background."""
         self.catalog_stale = True

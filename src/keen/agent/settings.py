@@ -6,7 +6,7 @@ The file is optional; every key is too::
     base_url = "http://127.0.0.1:11434/v1"  # an OpenAI-compatible server (Ollama, vLLM, ...)
     mode = "ask"                           # read-only | ask | auto
 
-    [mcp]                                  # every MCP server's defaults (keen.mcp.defaults)
+    [mcp]                                  # every MCP server's defaults (keen.mcp.config.defaults)
     timeout = 30
 
 API keys are never read from this file (nor written anywhere by Keen): they come from the
@@ -84,7 +84,7 @@ def load_settings(path: Path | None = None) -> ChatSettings:
             "and set OPENAI_API_KEY or ANTHROPIC_API_KEY in the environment instead",
             path=path,
         )
-    unknown = sorted(set(data) - _KEYS - {"mcp"})  # [mcp] is read by keen.mcp.defaults
+    unknown = sorted(set(data) - _KEYS - {"mcp"})  # [mcp] is read by keen.mcp.config.defaults
     if unknown:
         raise SettingsError(
             f"{path}: unknown key(s) {', '.join(unknown)}; the keys are model, base_url, mode and the "

@@ -21,29 +21,32 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
-
 from keen import paths
-from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, Risk
-from keen.capabilities.names import capability_id, model_names
+from keen.capabilities.describe import (
+    local_capabilities,
+    server_capabilities,
+    server_inputs,
+    server_text,
+    skill_capability,
+    tool_capability,
+)
+from keen.capabilities.descriptor import Capability, Kind, LoadedCapability
+from keen.capabilities.names import model_names
 from keen.errors import SkillError
-from keen.mcp.types import ServerInfo, Tool
-from keen.mcpskills._names import one_line
-from keen.mcpskills._render import describe_server
+from keen.mcp.types import ServerState, Tool
 from keen.skills import MARKER_FILE, Skill, discover, split_frontmatter
 
 if TYPE_CHECKING:
     from keen.capabilities.dense import DenseVectors
     from keen.capabilities.search import SearchWeights, ToolSearch
     from keen.mcp import Manager
-    from keen.mcp.pins import PinGuard
+    from keen.trust.pins import PinGuard
 
 __all__ = [
     "Catalog",
@@ -58,13 +61,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 PermissionMode = Literal["read-only", "ask", "auto"]
-SUMMARY_CHARS = 200
-_PARAM_DESCRIPTION_CHARS = 200
-
-
-def _tokens(text: str) -> int:
-    """Estimated o200k tokens (bytes / 4): a descriptor's size, cheap enough for 4,000 tools."""
-    return math.ceil(len(text.encode("utf-8")) / 4)
 
 
 @dataclass(frozen=True)
@@ -130,66 +126,6 @@ class SearchHit:
         }
 
 
-def _param_text(schema: dict[str, Any]) -> tuple[tuple[str, ...], str]:
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(props, dict):
-        return (), ""
-    names = tuple(str(k) for k in props)
-    descriptions = [
-        str(v.get("description", ""))[:_PARAM_DESCRIPTION_CHARS]
-        for v in props.values()
-        if isinstance(v, dict)
-    ]
-    return names, " ".join(d for d in descriptions if d)
-
-
-def tool_capability(
-    server: str,
-    tool: dict[str, Any],
-    loader: Callable[[Capability], LoadedCapability] | None = None,
-    location: str = "",
-    *,
-    annotations_trusted: bool = True,
-) -> Capability:
-    """The descriptor of one MCP tool given in wire shape (``name``, ``description``,
-    ``inputSchema``, ``title``, ``annotations``). ``loader`` reads the full layer later;
-    by default the full layer is built from ``tool`` itself. ``annotations_trusted=False``:
-    its annotations are claims (``keen.mcp.types.Tool.annotations_trusted``), see
-    :meth:`Risk.from_annotations`."""
-    name = str(tool.get("name", ""))
-    description = str(tool.get("description") or "")
-    title = str(tool.get("title") or "")
-    schema = tool.get("inputSchema") or {}
-    params, param_text = _param_text(schema)
-    summary = one_line(description or title, SUMMARY_CHARS, first_sentence=False)
-    full = json.dumps({"name": name, "description": description, "inputSchema": schema}, ensure_ascii=False)
-    cap_id = capability_id("tool", name, server)
-    holder: list[Capability] = []
-
-    def load() -> LoadedCapability:
-        if loader is not None:
-            return loader(holder[0])
-        return LoadedCapability(holder[0], full, schema=schema, raw=dict(tool))
-
-    cap = Capability(
-        id=cap_id,
-        kind="tool",
-        name=name,
-        title=title,
-        summary=summary,
-        server=server,
-        risk=Risk.from_annotations(tool.get("annotations"), trusted=annotations_trusted),
-        tokens_index=_tokens(f"- {name}: {summary}"),
-        tokens_full=_tokens(full),
-        params=params,
-        location=location,
-        search_text=f"{description} {param_text}".strip(),
-        _loader=load,
-    )
-    holder.append(cap)
-    return cap
-
-
 def _schema_loader(path: Path) -> Callable[[Capability], LoadedCapability]:
     def load(cap: Capability) -> LoadedCapability:
         try:
@@ -207,49 +143,6 @@ def _schema_loader(path: Path) -> Callable[[Capability], LoadedCapability]:
         return LoadedCapability(cap, text, schema=schema, raw=data)
 
     return load
-
-
-def _skill_paths(skill: Skill) -> tuple[str, ...]:
-    """The optional ``paths`` frontmatter of a skill: glob patterns (relative to the
-    workspace) of the files it is about, as one string or a list. Unreadable: none."""
-    try:
-        raw, _ = split_frontmatter(skill.read_text())
-        data = yaml.safe_load(raw) if raw else None
-    except (SkillError, yaml.YAMLError):
-        return ()
-    value = data.get("paths") if isinstance(data, dict) else None
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        return ()
-    return tuple(str(p).strip() for p in value if isinstance(p, str | int) and str(p).strip())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-
-
-def _skill_capability(skill: Skill) -> Capability:
-    def load() -> LoadedCapability:
-        return LoadedCapability(cap, skill.read_body())
-
-    summary = one_line(skill.description, SUMMARY_CHARS, first_sentence=False)
-    try:
-        size = skill.skill_md.stat().st_size
-    except OSError:
-        size = 0
-    cap = Capability(
-        id=capability_id("skill", skill.name),
-        kind="skill",
-        name=skill.name,
-        title="",
-        summary=summary,
-        server=None,
-        risk=Risk.reading(),
-        tokens_index=_tokens(f"- {skill.name}: {summary}"),
-        tokens_full=math.ceil(size / 4),
-        location=str(skill.skill_md),
-        search_text=skill.description,
-        paths=_skill_paths(skill),
-        _loader=load,
-    )
-    return cap
 
 
 def _server_instructions(skill: Skill) -> str:
@@ -335,7 +228,7 @@ class Catalog:
                 continue
             server = _managed_server(skill)
             if server is None:
-                caps.append(_skill_capability(skill))
+                caps.append(skill_capability(skill))
                 continue
             servers[server] = f"{skill.description} {_server_instructions(skill)}".strip()
             for path in sorted((skill.path / "schemas").rglob("*.json")):
@@ -360,14 +253,23 @@ class Catalog:
         """The catalog of a running Manager's connected servers (live tool lists, and
         resource and prompt lists when the Manager offers them), plus the local
         (non-MCP) skills under ``skills_root`` when given. With ``pins``, tools that
-        ``call_mcp_tool`` would refuse as quarantined (``keen.mcp.pins``) are left out.
+        ``call_mcp_tool`` would refuse as quarantined (``keen.trust.pins``) are left out.
 
         Built from scratch; an agent that asks at every step keeps a
         :class:`~keen.capabilities.catalog_cache.CatalogCache` instead, which rebuilds only
-        what changed."""
-        from keen.capabilities.catalog_cache import CatalogCache
-
-        return CatalogCache(manager, skills_root=skills_root, pins=pins, **options)()
+        what changed (from the same :mod:`keen.capabilities.describe` pieces)."""
+        caps: list[Capability] = []
+        servers: dict[str, str] = {}
+        for status in manager.servers():
+            if status.state is not ServerState.CONNECTED or not status.enabled:
+                continue
+            inputs = server_inputs(manager, status.name, held_out=pins is not None)
+            if inputs is not None:
+                servers[status.name] = server_text(status.name, inputs[1], inputs[0])
+                caps += server_capabilities(status.name, inputs)
+        if skills_root is not None:
+            caps += local_capabilities(discover(skills_root).enabled)
+        return cls(caps, servers, **options)
 
     # -- reading --------------------------------------------------------------
 
@@ -524,11 +426,3 @@ def _managed_server(skill: Skill) -> str | None:
         return skill.name.removeprefix("mcp:")
     server = marker.get("server") if isinstance(marker, dict) else None
     return server if isinstance(server, str) and server else skill.name.removeprefix("mcp:")
-
-
-def server_text(server: str, info: ServerInfo | None, tools: list[Tool]) -> str:
-    """The text ToolSearch indexes for a server: its catalog description (what its tools do)
-    and its instructions (first 1000 chars)."""
-    description = describe_server(server, info, [t.name for t in tools], [t.description for t in tools])
-    instructions = (info.instructions or "")[:1000] if info else ""
-    return f"{description} {' '.join(instructions.split())}".strip()

@@ -22,44 +22,35 @@ skill that is edited, swapped, enabled, disabled, added or removed is seen at th
 
 from __future__ import annotations
 
-import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from keen.capabilities.catalog import (
-    SUMMARY_CHARS,
-    Catalog,
-    _skill_capability,
-    _tokens,
+from keen.capabilities.catalog import Catalog
+from keen.capabilities.describe import (
+    ServerInputs,
+    server_capabilities,
+    server_inputs,
     server_text,
-    tool_capability,
+    skill_capability,
 )
-from keen.capabilities.descriptor import Capability, LoadedCapability, Risk
-from keen.capabilities.names import capability_id
-from keen.errors import KeenError
-from keen.mcp.types import ServerInfo, ServerState, Tool
-from keen.mcpskills._names import one_line
+from keen.capabilities.descriptor import Capability
+from keen.mcp.types import ServerState
 from keen.skills import Discovery, Skill
 from keen.skills.cache import DiscoveryCache
 
 if TYPE_CHECKING:
     from keen.mcp import Manager
-    from keen.mcp.pins import PinGuard
+    from keen.trust.pins import PinGuard
 
 __all__ = ["CatalogCache"]
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class _ServerPart:
     """What one server contributes, with the inputs it was built from."""
 
-    inputs: tuple[
-        list[Tool], ServerInfo | None, list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]
-    ]
+    inputs: ServerInputs
     text: str
     caps: list[Capability]
 
@@ -141,99 +132,15 @@ class CatalogCache:
             if kept is not None and kept[0] is skill:
                 out.append(kept)
             elif not (skill.managed and skill.name.startswith("mcp:")):  # MCP ones: live lists
-                out.append((skill, _skill_capability(skill)))
+                out.append((skill, skill_capability(skill)))
         return out
 
     def _server(self, name: str) -> _ServerPart | None:
         """The server's part: the cached one when its inputs are equal, else a new one."""
-        try:
-            tools = self.manager.list_tools(name)
-        except KeenError as exc:
-            logger.debug("catalog: %s skipped: %s", name, exc)
+        inputs = server_inputs(self.manager, name, held_out=self.pins is not None)
+        if inputs is None:
             return None
-        if self.pins is not None:
-            # The Manager lists a changed tool as it was pinned; a call to it is refused all
-            # the same, so the catalog offers none of the tools held for review.
-            hidden = {c.name for c in self.manager.view(name).held}
-            tools = [t for t in tools if t.name not in hidden]
-        info = self.manager.server_info(name)
-        inputs = (
-            tools,
-            info,
-            _items(self.manager, name, "list_resources"),
-            _items(self.manager, name, "list_resource_templates"),
-            _items(self.manager, name, "list_prompts"),
-        )
         cached = self._servers.get(name)
         if cached is not None and cached.inputs == inputs:
             return cached
-        caps = [tool_capability(name, t.to_dict(), annotations_trusted=t.annotations_trusted) for t in tools]
-        caps += [c for data in inputs[2] + inputs[3] if (c := _item_capability("resource", name, data))]
-        caps += [c for data in inputs[4] if (c := _item_capability("prompt", name, data))]
-        return _ServerPart(inputs, server_text(name, info, tools), caps)
-
-
-def _items(manager: Any, server: str, method: str) -> list[dict[str, Any]]:
-    """Resources, resource templates or prompts of ``server`` when the Manager can list them
-    (duck-typed ``method``: ``list_resources(name)``, ``list_resource_templates(name)`` or
-    ``list_prompts(name)``, returning dicts in wire shape)."""
-    lister = getattr(manager, method, None)
-    if lister is None:
-        return []
-    try:
-        items = lister(server)
-    except (KeenError, TypeError):
-        return []
-    return [item if isinstance(item, dict) else getattr(item, "__dict__", {}) for item in items or []]
-
-
-def _item_capability(
-    kind: Literal["resource", "prompt"], server: str, data: dict[str, Any]
-) -> Capability | None:
-    """One listed resource, resource template or prompt. Its full layer (deferred:
-    :meth:`Capability.load`) is the whole listing entry (uri, uriTemplate or name,
-    description, mimeType or arguments); reading the resource or getting the prompt is a
-    call, not a load. A template is named by its ``uriTemplate`` (RFC 6570) and its summary
-    says which variables to give as arguments when it is read."""
-    template = str(data.get("uriTemplate") or "") if kind == "resource" else ""
-    name = str(data.get("uri") or template or data.get("name") or "")
-    if not name:
-        return None
-    description = str(data.get("description") or "")
-    summary = description or str(data.get("name", ""))
-    if template:
-        summary = f"URI template; read it with arguments {_template_variables(template)}. {summary}"
-    summary = one_line(summary, SUMMARY_CHARS, first_sentence=False)
-    full = json.dumps(data, ensure_ascii=False, default=str)
-    holder: list[Capability] = []
-
-    def load() -> LoadedCapability:
-        return LoadedCapability(holder[0], full, raw=dict(data))
-
-    cap = Capability(
-        id=capability_id(kind, name, server),
-        kind=kind,
-        name=name,
-        title=str(data.get("title") or data.get("name") or ""),
-        summary=summary,
-        server=server,
-        risk=Risk.reading(),
-        tokens_index=_tokens(f"- {name}: {summary}"),
-        tokens_full=_tokens(full),
-        search_text=f"{data.get('name') or ''} {description}".strip(),
-        _loader=load,
-    )
-    holder.append(cap)
-    return cap
-
-
-def _template_variables(template: str) -> str:
-    """The variables of an RFC 6570 URI template as a JSON object of placeholders
-    (``{"resourceId": "..."}``); unparsable: the template itself."""
-    from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
-
-    try:
-        names = UriTemplate.parse(template).variable_names
-    except InvalidUriTemplate:
-        return template
-    return json.dumps(dict.fromkeys(names, "..."))
+        return _ServerPart(inputs, server_text(name, inputs[1], inputs[0]), server_capabilities(name, inputs))

@@ -13,7 +13,7 @@ from keen.cli._common import err, real_console
 from keen.cli._terminal import cell
 from keen.cli._wording import remedy_text
 from keen.errors import with_hint
-from keen.mcp.defaults import split_advice
+from keen.mcp.config.defaults import split_advice
 from keen.mcp.types import ServerState, ServerStatus
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def status_table(
 ) -> RenderableType:
     """name, transport, auth, state, MCP protocol version, tools, last error (cut to two
     lines, its fix kept whole); with ``flags`` (server -> tool -> flag kinds,
-    ``keen.mcp.flags``) how many tools each server has flagged, named under the table.
+    ``keen.trust.flags``) how many tools each server has flagged, named under the table.
 
     On a narrow terminal the MCP version, then auth and transport, make way for the error
     (``keen mcp list --json`` has them all)."""

@@ -5,7 +5,7 @@ each stdio server running with parent PID 1. Here the signal cancels the command
 task; the Manager's shutdown (shielded, bounded) closes sessions and stops the server
 processes; then the command exits with ``128 + signal`` (143 for SIGTERM, 129 for SIGHUP),
 as a shell reports a process a signal ended. SIGKILL cannot be caught: see
-``keen.mcp._spawn`` for what stops servers then.
+``keen.mcp.connection.spawn`` for what stops servers then.
 
 A question to the user (``ask_cancellably``) waits in a daemon thread, so a signal that
 arrives while Keen waits for an answer still ends the command at once.

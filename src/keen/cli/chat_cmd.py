@@ -147,7 +147,7 @@ async def _one_shot(
     from keen.agent import Agent, accept_defaults, decline
     from keen.agent.models import close_model
     from keen.agent.servers import FIRST_ANSWER_WAIT, JoinAsReady, connecting_line, settle_first
-    from keen.mcp.elicitation import ElicitAnswer
+    from keen.mcp.connection.elicitation import ElicitAnswer
     from keen.runtime import open_runtime
 
     async def approver(request: ApprovalRequest) -> Any:

@@ -84,9 +84,9 @@ def list_servers(as_json: JsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
 
 
 def _flags(manager: Any) -> dict[str, dict[str, list[str]]]:
-    """server -> flagged tool -> flag kinds, over every connected server (keen.mcp.flags)."""
-    from keen.mcp.flags import flag_kinds, scan_servers
+    """server -> flagged tool -> flag kinds, over every connected server (keen.trust.flags)."""
     from keen.mcp.types import ServerState
+    from keen.trust.flags import flag_kinds, scan_servers
 
     # What the servers send (held tools too): the flags warn a person, not a model.
     connected = {

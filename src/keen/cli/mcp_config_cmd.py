@@ -4,7 +4,7 @@
 [--oauth]`` add one server, ``keen mcp remove NAME`` removes one, as ``claude mcp add`` and
 ``claude mcp remove`` do; ``keen mcp import FILE`` merges another host's servers and
 ``keen mcp import --detect`` lists the host files on this machine. Every edit is atomic and
-locked (:mod:`keen.mcp.config_edit`); none connects to a server. Values (env, headers, keys)
+locked (:mod:`keen.mcp.config.edit`); none connects to a server. Values (env, headers, keys)
 are never printed.
 """
 
@@ -23,7 +23,7 @@ from keen._redact import redact_url
 from keen.cli._common import EXIT_TOOL_ERROR, err, fail, json_object, out, print_json
 
 if TYPE_CHECKING:
-    from keen.mcp.hosts import HostFile
+    from keen.mcp.config.hosts import HostFile
 
 __all__ = ["register"]
 
@@ -86,8 +86,8 @@ def import_servers(
     if as_json:
         fail("--json works with --detect only; keen mcp import FILE prints what it imported")
     from keen.cli._terminal import shell_word
-    from keen.mcp.config_edit import import_into_config
-    from keen.mcp.importer import suggest_name
+    from keen.mcp.config.edit import import_into_config
+    from keen.mcp.config.importer import suggest_name
 
     renames: dict[str, str] = {}
     for pair in rename or []:
@@ -144,7 +144,7 @@ def _detect(as_json: bool) -> None:
 
     from keen._tables import Col, Listing
     from keen.cli._terminal import cell, terminal_text
-    from keen.mcp.hosts import detect_host_files, host_file_candidates
+    from keen.mcp.config.hosts import detect_host_files, host_file_candidates
 
     found = detect_host_files()
     if as_json:
@@ -249,7 +249,7 @@ def add(
 ) -> None:
     """Add a server to configs.json: keen mcp add NAME -- COMMAND [ARGS...], keen mcp add NAME --url URL,
     or keen mcp add -t http|sse NAME URL."""
-    from keen.mcp.config_edit import add_server
+    from keen.mcp.config.edit import add_server
 
     command = command or []
     chosen = _transport(transport)
@@ -358,7 +358,7 @@ def remove(
     name: Annotated[str, typer.Argument(help="The server's name in configs.json.")],
 ) -> None:
     """Remove a server from configs.json; the next sync deletes its skill mcp:NAME."""
-    from keen.mcp.config_edit import remove_server
+    from keen.mcp.config.edit import remove_server
 
     path = paths.mcp_config_path()
     remove_server(path, name)
@@ -386,7 +386,7 @@ def add_json(
     ] = False,
 ) -> None:
     """Add a server from its JSON entry, as claude mcp add-json does (converted as keen mcp import converts)."""
-    from keen.mcp.config_edit import add_server
+    from keen.mcp.config.edit import add_server
 
     entry = json_object(json_text, "JSON", '\'{"command": "uvx", "args": ["mcp-server-time"]}\'')
     if "mcpServers" in entry:
@@ -434,7 +434,7 @@ def _shown_entry(path: Path, name: str) -> dict[str, Any]:
     in), the names of env variables and headers without their values, no key."""
     from keen._redact import redactor
     from keen.mcp.config import ApiKeyAuth, HttpServerConfig, load_config
-    from keen.mcp.config_edit import server_entry
+    from keen.mcp.config.edit import server_entry
 
     raw = server_entry(path, name)
     config = load_config(path, strict=False)
@@ -479,7 +479,7 @@ def disable(name: Annotated[str, typer.Argument(help="The server's name in confi
 
 
 def _set_enabled(name: str, enabled: bool) -> None:
-    from keen.mcp.config_edit import set_enabled
+    from keen.mcp.config.edit import set_enabled
 
     path = paths.mcp_config_path()
     changed = set_enabled(path, name, enabled)

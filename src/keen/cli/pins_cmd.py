@@ -1,9 +1,9 @@
 """``keen mcp diff SERVER`` and ``keen mcp trust SERVER [TOOL ...]``: review and accept tool
-definitions that changed since they were pinned (see ``keen.mcp.pins``).
+definitions that changed since they were pinned (see ``keen.trust.pins``).
 
 Both connect to the one server through the Manager, list its tools, and compare them with
 ``$KEEN_HOME/mcp/pins/<server>.json``. Every piece of server text shown is escaped
-(``keen.mcp.flags.escape_text``) and printed without markup, so a hostile description cannot
+(``keen.trust.flags.escape_text``) and printed without markup, so a hostile description cannot
 hide in or style the terminal.
 """
 
@@ -24,15 +24,15 @@ if TYPE_CHECKING:
     # The MCP layer (and the SDK under it) loads only when a command runs, so registering
     # these commands costs other commands nothing at start-up.
     from keen.mcp import Tool
-    from keen.mcp.flags import Flag
-    from keen.mcp.pins import PinReport, ToolCheck
+    from keen.trust.flags import Flag
+    from keen.trust.pins import PinReport, ToolCheck
 
 __all__ = ["register"]
 
 T = TypeVar("T")
 
 _TIMEOUT_HELP = "Seconds to wait for the server to connect."
-_REF_TAIL = re.compile(r"@[0-9a-f]{8,64}$")  # name@<hex>: keen.mcp.pins.ToolCheck.ref
+_REF_TAIL = re.compile(r"@[0-9a-f]{8,64}$")  # name@<hex>: keen.trust.pins.ToolCheck.ref
 _STYLE = {"changed": "yellow", "new": "cyan", "renamed": "green", "removed": "red", "trusted": "dim"}
 
 
@@ -55,8 +55,8 @@ async def _live_tools(
     import functools
 
     from keen.cli._live import connecting_view
-    from keen.mcp.pins import pinning_policy
     from keen.runtime import open_runtime
+    from keen.trust.pins import pinning_policy
 
     async with open_runtime(only={server}) as rt:
         manager = rt.manager
@@ -74,7 +74,7 @@ async def _live_tools(
 def _pinned_names(servers: list[str], skip: str) -> dict[str, list[Tool]]:
     """Other servers' tools from their pin files: the shadowing check without connecting to
     every server (a server never pinned contributes nothing)."""
-    from keen.mcp.pins import PinStore, pinned_tool
+    from keen.trust.pins import PinStore, pinned_tool
 
     store = PinStore()
     tools: dict[str, list[Tool]] = {}
@@ -91,7 +91,7 @@ def _pinned_names(servers: list[str], skip: str) -> dict[str, list[Tool]]:
 
 
 def _flags(server: str, tools: list[Tool], others: dict[str, list[Tool]]) -> dict[str, list[Flag]]:
-    from keen.mcp.flags import ShadowIndex, scan_server
+    from keen.trust.flags import ShadowIndex, scan_server
 
     return scan_server(server, tools, ShadowIndex(others))
 
@@ -102,8 +102,8 @@ def diff(
     timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
 ) -> None:
     """Show how SERVER's live tools differ from the pinned ones (new, changed, renamed, removed)."""
-    from keen.mcp.flags import escape_text
-    from keen.mcp.pins import PinStore, Review, compare
+    from keen.trust.flags import escape_text
+    from keen.trust.pins import PinStore, Review, compare
 
     async def body() -> tuple[PinReport, str, dict[str, list[Flag]]]:
         tools, policy, others, _ = await _live_tools(server, timeout, live=not as_json)
@@ -157,7 +157,7 @@ def diff(
 
 
 def _print_check(check: ToolCheck, flags: list[Flag]) -> None:
-    from keen.mcp.flags import escape_text
+    from keen.trust.flags import escape_text
 
     name = escape(escape_text(check.name))
     detail = ""
@@ -175,7 +175,7 @@ def _print_check(check: ToolCheck, flags: list[Flag]) -> None:
 
 
 def _print_flags(flags: dict[str, list[Flag]], order: list[str]) -> None:
-    from keen.mcp.flags import escape_text
+    from keen.trust.flags import escape_text
 
     for name in order:
         if name in flags:
@@ -206,8 +206,8 @@ def trust_cmd(
     and confirmed at a terminal.
     """
     from keen.cli._signals import ask_cancellably, confirm_line
-    from keen.mcp.flags import escape_text
-    from keen.mcp.pins import PinStore, Review, compare, trust
+    from keen.trust.flags import escape_text
+    from keen.trust.pins import PinStore, Review, compare, trust
 
     store = PinStore()
     review = store.load_review(server)

@@ -10,6 +10,7 @@ import typer
 
 from keen._redact import redact_url
 from keen.cli._common import fail, run
+from keen.trust import PinGuard
 
 if TYPE_CHECKING:
     from keen.serve import KeenServer
@@ -113,7 +114,7 @@ def serve(
         # before serving must leave no session.start in it.
         try:
             keen = KeenServer(
-                Manager(config),
+                Manager(config, trust=PinGuard()),
                 mode=mode,  # type: ignore[arg-type]
                 store=state,
                 audit_path=audit_log,

@@ -24,7 +24,7 @@ from keen.cli._common import EXIT_KEEN_ERROR, err, fail, out, print_json, run
 from keen.cli._wording import with_remedy
 
 if TYPE_CHECKING:
-    from keen.mcp.changes import ToolsChanged
+    from keen.mcp.listing.changes import ToolsChanged
     from keen.mcp.manager import Manager
     from keen.mcp.types import ServerStatus
     from keen.mcpskills.sync import SyncEntry
@@ -59,7 +59,7 @@ def _diff_against_disk(manager: Manager, root: Path, server: str) -> ToolsChange
 
     The skill's schema files carry no outputSchema, so it is left out of the comparison.
     """
-    from keen.mcp.changes import diff_tools
+    from keen.mcp.listing.changes import diff_tools
     from keen.mcp.types import ServerState
     from keen.mcpskills.live import disk_tools
 

@@ -3,7 +3,7 @@
 :class:`ChangeLog` subscribes to the Manager's tool changes (``Manager.subscribe_changes``)
 and writes each as a ``capability.diff`` with ``source: "mcp.refresh"`` (attribution only:
 the visible set follows in the next turn's own diff), and, once per server and session, a
-``capability.flags`` event naming the tools whose text raised flags (``keen.mcp.flags``,
+``capability.flags`` event naming the tools whose text raised flags (``keen.trust.flags``,
 escaped excerpts), so a replay shows what the model was offered.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from keen.harness.events import EventLog
-from keen.mcp.changes import ToolsChanged
+from keen.mcp.listing.changes import ToolsChanged
 
 if TYPE_CHECKING:
     from keen.mcp.manager import Manager
@@ -39,7 +39,7 @@ class ChangeLog:
         fresh = [name for name in connected if name not in self._flagged]
         if self.manager is None or not fresh:
             return
-        from keen.mcp.flags import scan_servers
+        from keen.trust.flags import scan_servers
 
         self._flagged.update(fresh)
         found = scan_servers({name: self.manager.list_tools(name) for name in connected})

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from keen._lazy import exports_from, lazy_module_attrs
 
 if TYPE_CHECKING:
-    from keen.mcp.changes import ChangeObserver, ToolChange, ToolsChanged
     from keen.mcp.config import MCPConfig, load_config, parse_config
-    from keen.mcp.manager import Manager, StatusObserver, in_memory_transport
-    from keen.mcp.reconnect import Reconnector
+    from keen.mcp.connection.reconnect import Reconnector
+    from keen.mcp.listing.changes import ChangeObserver, ToolChange, ToolsChanged
+    from keen.mcp.manager import Manager, StatusObserver, ToolsView, ToolTrust, in_memory_transport
     from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool, ToolResult
 
 __all__ = [
@@ -29,17 +29,21 @@ __all__ = [
     "Tool",
     "ToolChange",
     "ToolResult",
+    "ToolTrust",
     "ToolsChanged",
+    "ToolsView",
     "in_memory_transport",
     "load_config",
     "parse_config",
 ]
 
 _EXPORTS = {
-    **exports_from("keen.mcp.changes", ("ChangeObserver", "ToolChange", "ToolsChanged")),
+    **exports_from("keen.mcp.listing.changes", ("ChangeObserver", "ToolChange", "ToolsChanged")),
     **exports_from("keen.mcp.config", ("MCPConfig", "load_config", "parse_config")),
-    **exports_from("keen.mcp.manager", ("Manager", "StatusObserver", "in_memory_transport")),
-    **exports_from("keen.mcp.reconnect", ("Reconnector",)),
+    **exports_from(
+        "keen.mcp.manager", ("Manager", "StatusObserver", "ToolTrust", "ToolsView", "in_memory_transport")
+    ),
+    **exports_from("keen.mcp.connection.reconnect", ("Reconnector",)),
     **exports_from("keen.mcp.types", ("ServerInfo", "ServerState", "ServerStatus", "Tool", "ToolResult")),
 }
 

@@ -5,7 +5,7 @@ returns at once; discovery runs in the background with per-server timeouts, so o
 slow or broken server never delays the others. Calls go to the session the owner
 published; failures come back as :mod:`keen.errors` types.
 
-Use it as ``async with Manager(path) as m:`` or call ``start()`` and ``aclose()`` from
+Use it as ``async with Manager(path, trust=PinGuard()) as m:`` (:class:`ToolTrust`) or call ``start()`` and ``aclose()`` from
 the same task (anyio task groups must be exited by the task that entered them).
 """
 
@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -35,20 +36,19 @@ from keen.errors import (
     ToolNotFound,
     UserActionRequired,
 )
-from keen.mcp._calls import connected, listed_tool, not_connected, send_request, send_tool_call
-from keen.mcp._connection import ServerConnection
-from keen.mcp._memory import in_memory_transport
-from keen.mcp._reload import EntryChange, misconfigured_status, no_longer_configured, with_entry_of
-from keen.mcp._tool_filter import InvalidTool
-from keen.mcp._watch import DEFAULT_REFRESH_INTERVAL
-from keen.mcp.changes import ChangeObserver, ToolsChanged, diff_tools, flag_change
-from keen.mcp.config import HttpServerConfig, MCPConfig, StdioServerConfig, load_config, parse_config
-from keen.mcp.defaults import default_max_starting
-from keen.mcp.elicitation import ElicitationCallback, UrlElicitationCallback
-from keen.mcp.pins import PinGuard, PinnedView, pinning_policy
-from keen.mcp.relay import CALL_PEER, Relay
+from keen.mcp.calls.send import connected, listed_tool, not_connected, send_request, send_tool_call
+from keen.mcp.config.defaults import default_max_starting
+from keen.mcp.config.load import load_config, parse_config
+from keen.mcp.config.reload import EntryChange, misconfigured_status, no_longer_configured, with_entry_of
+from keen.mcp.config.servers import AuthFactory, HttpServerConfig, MCPConfig, StdioServerConfig
+from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
+from keen.mcp.connection.memory import in_memory_transport
+from keen.mcp.connection.relay import CALL_PEER, Relay
+from keen.mcp.connection.server import ServerConnection
+from keen.mcp.listing.changes import ChangeObserver, ToolsChanged, diff_tools
+from keen.mcp.listing.tool_filter import InvalidTool
+from keen.mcp.listing.watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.types import (
-    AuthFactory,
     ServerInfo,
     ServerState,
     ServerStatus,
@@ -57,7 +57,17 @@ from keen.mcp.types import (
     TransportFactory,
 )
 
-__all__ = ["CALL_PROGRESS", "EntryChange", "Manager", "StatusObserver", "in_memory_transport"]
+__all__ = [
+    "CALL_PROGRESS",
+    "EntryChange",
+    "HeldTool",
+    "ListedView",
+    "Manager",
+    "StatusObserver",
+    "ToolTrust",
+    "ToolsView",
+    "in_memory_transport",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +81,71 @@ CALL_PROGRESS: ContextVar[ProgressFnT | None] = ContextVar("keen_call_progress",
 is given none: a front end that serves calls for someone (``keen serve`` for its host)
 sets it around a call that passes through layers that know nothing of progress (the
 harness, the gateway)."""
+
+
+class HeldTool(Protocol):
+    """A tool held back from a view (:class:`keen.trust.pins.ToolCheck` is Keen's)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class ToolsView(Protocol):
+    """What a model or host may read of one server's tools (:meth:`Manager.view`)."""
+
+    @property
+    def tools(self) -> Sequence[Tool]:
+        """The listing to show."""
+        ...
+
+    @property
+    def held(self) -> Sequence[HeldTool]:
+        """Tools held back for review: none of them is in :attr:`tools` as it is now."""
+        ...
+
+    @property
+    def note(self) -> str:
+        """One line on what is held and how to review it; ``""`` when nothing is."""
+        ...
+
+
+class ToolTrust(Protocol):
+    """What vets the tools servers list before anyone reads them: given to a :class:`Manager`.
+
+    Keen's is :class:`keen.trust.pins.PinGuard` (pinned definitions, flags on changed tool
+    text); the trust package sits above this one and uses it, so the Manager is handed it
+    instead of importing it (docs/architecture.md "Package map").
+    """
+
+    def shown(
+        self, server: str, tools: Sequence[Tool], config: HttpServerConfig | StdioServerConfig
+    ) -> ToolsView:
+        """What a model or host may read of ``server``'s live ``tools`` under its ``config``."""
+        ...
+
+    def stamp(self, server: str) -> Hashable:
+        """A key that changes when :meth:`shown` may change for the same tools."""
+        ...
+
+    def flagged(
+        self,
+        change: ToolsChanged,
+        tools_by_name: Mapping[str, Tool],
+        others: Mapping[str, Iterable[str | Tool]],
+    ) -> ToolsChanged:
+        """``change`` with the flags its added and changed tools raise; ``others``: the other
+        servers' tools (the shadowing index)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ListedView:
+    """The tools as the server listed them: the view of a Manager built with ``trust=None``."""
+
+    server: str
+    tools: tuple[Tool, ...] = ()
+    held: tuple[HeldTool, ...] = ()
+    note: str = ""
 
 
 class Manager:
@@ -90,7 +165,7 @@ class Manager:
             tests and embedding; see :func:`in_memory_transport`). Their config entries still
             give the timeouts.
         elicitation: answers servers' ``elicitation/create`` requests (form mode; see
-            :mod:`keen.mcp.elicitation`). Sessions advertise the ``elicitation`` capability
+            :mod:`keen.mcp.connection.elicitation`). Sessions advertise the ``elicitation`` capability
             only when it is set; it may also be set later on :attr:`elicitation`, which
             applies to sessions that connect after that.
         elicitation_url: asked for URL-mode requests (a page the user opens out of band);
@@ -103,16 +178,20 @@ class Manager:
             raises ``UserActionRequired``.
         max_starting: how many stdio servers start at once (default: config.toml's
             ``[mcp] max_starting``, else the number of CPUs:
-            :func:`keen.mcp.defaults.default_max_starting`); the others wait their turn, and each server's
+            :func:`keen.mcp.config.defaults.default_max_starting`); the others wait their turn, and each server's
             ``timeouts.connect`` runs from its own launch. Starting a server costs CPU
             (an interpreter, ``npx``, ``uvx``): thirty started together on two CPUs all
             finish late. ``0``: no bound. HTTP servers are not bounded.
-        pins: the pinned definitions (default: ``$KEEN_HOME/mcp/pins``): :meth:`list_tools`
-            shows each server's tools as pinned (:func:`keen.mcp.pins.pinned_view`).
+        trust: required: what vets each server's tools before :meth:`list_tools` shows them
+            and flags the tools of a change (:class:`ToolTrust`). Keen's front ends pass
+            ``keen.trust.PinGuard()`` (pins in ``$KEEN_HOME/mcp/pins``: a changed tool is
+            shown as it was pinned, a new one held). ``None`` says so explicitly: the tools as
+            the servers list them, no pins, no flags (a ``Gateway`` still refuses calls to
+            quarantined tools with its own pins).
         relay: a front end that calls for others (``keen serve``): sessions advertise
             elicitation, sampling and roots, and what a server asks or logs during a call goes
-            to the context's :data:`keen.mcp.relay.CALL_PEER` of that call (see
-            :mod:`keen.mcp.relay`; it replaces ``elicitation`` for those sessions). It may be
+            to the context's :data:`keen.mcp.connection.relay.CALL_PEER` of that call (see
+            :mod:`keen.mcp.connection.relay`; it replaces ``elicitation`` for those sessions). It may be
             set later on :attr:`relay`, for sessions that connect after that.
 
     One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
@@ -136,10 +215,10 @@ class Manager:
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
         url_elicitation_wait: float = 600.0,
         max_starting: int | None = None,
-        pins: PinGuard | None = None,
+        trust: ToolTrust | None,
         relay: Relay | None = None,
     ) -> None:
-        self.pins = pins or PinGuard()
+        self.trust = trust
         self.relay = relay
         self.elicitation = elicitation
         self.url_elicitation_wait = url_elicitation_wait
@@ -296,7 +375,7 @@ class Manager:
     def subscribe_changes(self, observer: ChangeObserver) -> Callable[[], None]:
         """Call ``observer(change)`` (in the event loop, synchronously) whenever a server's tool
         list changed: after a change notice, an expired ``ttlMs``, :meth:`refresh_tools` or a
-        reconnect found tools added, removed or changed (``keen.mcp.changes``).
+        reconnect found tools added, removed or changed (``keen.mcp.listing.changes``).
 
         The observer must return quickly (hand slow work to a task or thread); its exceptions
         are logged. Returns a function that unsubscribes it (safe to call twice).
@@ -313,13 +392,13 @@ class Manager:
                 logger.exception("change observer failed for %s", change.server)
 
     def with_flags(self, change: ToolsChanged) -> ToolsChanged:
-        """``change`` with the flags (``keen.mcp.flags``) its added and changed tools raise,
-        other connected servers' tool names serving as the shadowing index."""
+        """``change`` with the flags its added and changed tools raise (:meth:`ToolTrust.flagged`;
+        none without trust), other connected servers' tools serving as the shadowing index."""
         runtime = self._connections.get(change.server)
-        if runtime is None:
+        if runtime is None or self.trust is None:
             return change
         others = {n: list(rt.tools) for n, rt in self._connections.items() if n != change.server}
-        return flag_change(change, runtime.tools_by_name, others)
+        return self.trust.flagged(change, runtime.tools_by_name, others)
 
     def _notify(self, status: ServerStatus) -> None:
         for observer in list(self._observers):
@@ -385,15 +464,19 @@ class Manager:
         :meth:`list_tools`."""
         return list(self._connected(name).tools)
 
-    def view(self, name: str) -> PinnedView:
-        """The server's live tools as pinned (:func:`keen.mcp.pins.pinned_view`): changed
-        definitions as they were pinned, new ones held, annotations trusted only where the
-        user said so. Raises like :meth:`list_tools`."""
+    def view(self, name: str) -> ToolsView:
+        """The server's live tools as the trust shows them (:meth:`ToolTrust.shown`; Keen's:
+        changed definitions as they were pinned, new ones held, annotations trusted only where
+        the user said so), or as listed without trust. Raises like :meth:`list_tools`."""
         runtime = self._connected(name)
-        config = runtime.config
-        return self.pins.view(
-            name, runtime.tools, pinning_policy(config), trust_annotations=config.trust_annotations
-        )
+        if self.trust is None:
+            return ListedView(name, tuple(runtime.tools))
+        return self.trust.shown(name, runtime.tools, runtime.config)
+
+    def view_stamp(self, name: str) -> Hashable:
+        """A key that changes when :meth:`view` may change though the tool list did not (a pin
+        file written by ``keen mcp trust`` in another process); ``None`` without trust."""
+        return None if self.trust is None else self.trust.stamp(name)
 
     def list_resources(self, name: str) -> list[dict[str, Any]]:
         """The resources of the last connection's ``resources/list`` (all pages, wire shape:
@@ -480,7 +563,7 @@ class Manager:
 
         ``progress`` gets the server's progress notifications for the call; without it, the
         context's :data:`CALL_PROGRESS` does, if set. With a :attr:`relay`, what the server asks
-        or logs during the call goes to the context's :data:`keen.mcp.relay.CALL_PEER`.
+        or logs during the call goes to the context's :data:`keen.mcp.connection.relay.CALL_PEER`.
         """
         arguments = {} if arguments is None else arguments
         if validate:

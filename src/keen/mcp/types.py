@@ -12,18 +12,12 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from keen.errors import Remedy, RemoteToolError
 
-if TYPE_CHECKING:
-    import httpx2
-
-    from keen.mcp.config import HttpServerConfig, OAuthAuth
-
 __all__ = [
     "SERVER_NAME_RE",
-    "AuthFactory",
     "ServerInfo",
     "ServerState",
     "ServerStatus",
@@ -36,10 +30,6 @@ __all__ = [
 SERVER_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A valid server name (use ``fullmatch``): what configs.json accepts and what fits an
 ``mcp:<server>`` skill name and a file name on every platform."""
-
-AuthFactory = Callable[[str, "HttpServerConfig", "OAuthAuth", bool], "tuple[httpx2.Auth, bool]"]
-"""``(server, config, oauth, interactive) -> (auth, has_token)``: builds the OAuth ``httpx2.Auth``
-for an ``oauth`` server, as :class:`keen.mcp.Manager` takes it."""
 
 TransportFactory = Callable[[], AbstractAsyncContextManager[Any]]
 """Opens one connection's ``(read_stream, write_stream)`` pair, as the SDK's transports yield it:
@@ -128,7 +118,7 @@ class Tool:
     """One tool from ``tools/list``. ``input_schema`` is ``{}`` when the server gave none.
 
     ``annotations_trusted`` is Keen's judgement, not a wire field: False when the server's
-    annotations are claims only (``keen.mcp.pins.pinned_view``), so a ``readOnlyHint``
+    annotations are claims only (``keen.trust.pins.pinned_view``), so a ``readOnlyHint``
     grants nothing (MCP 2025-11-25 "Tool annotations").
     """
 

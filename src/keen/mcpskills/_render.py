@@ -17,7 +17,6 @@ from typing import Any
 import yaml
 
 from keen._text import shorten
-from keen.mcp.flags import escape_text
 from keen.mcp.types import ServerInfo, Tool
 from keen.mcpskills._names import (
     MAX_NAME_CHARS,
@@ -29,6 +28,7 @@ from keen.mcpskills._names import (
 )
 from keen.mcpskills.server_line import distinctive_terms, summary_from_terms, tools_by_coverage
 from keen.skills.discover import MANAGED_BY, MARKER_FILE, SKILL_FILE
+from keen.trust.flags import escape_text
 
 __all__ = [
     "FORMAT",

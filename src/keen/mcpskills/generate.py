@@ -156,7 +156,7 @@ def generate_skill(
     named under "Skipped tools" with the other tools that got no schema. ``description``:
     the server's ``description`` from configs.json; when set it is the frontmatter
     description (the catalog line) instead of one derived from the server.
-    ``held``: the pins' note on tools held for review (``keen.mcp.pins.PinnedView.note``),
+    ``held``: the pins' note on tools held for review (``keen.trust.pins.PinnedView.note``),
     added to the catalog line and to SKILL.md; those tools are not in ``tools``.
 
     Raises ``SkillError`` for an invalid server name, or when ``mcp:<server>`` exists but

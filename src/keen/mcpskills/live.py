@@ -28,7 +28,7 @@ import anyio.abc
 
 from keen import paths
 from keen.errors import KeenError
-from keen.mcp.changes import ToolsChanged
+from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState, Tool
 from keen.mcpskills import _swap

@@ -83,7 +83,7 @@ class ServerSnapshot:
     description: str | None = None
     """The server's ``description`` in configs.json: its catalog line when set."""
     held: str = ""
-    """The pins' note on tools held for review (``keen.mcp.pins.PinnedView.note``), or ""."""
+    """The pins' note on tools held for review (``keen.trust.pins.PinnedView.note``), or ""."""
 
 
 @dataclass(frozen=True)

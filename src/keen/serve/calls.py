@@ -38,8 +38,8 @@ from keen.capabilities import Catalog
 from keen.errors import KeenError, Remedy, ServerDisconnected, ServerNotConfigured
 from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, Gateway, for_model
 from keen.harness import Harness, Observation, Visibility
+from keen.mcp.connection.relay import CALL_PEER, CallPeer
 from keen.mcp.manager import CALL_PROGRESS, Manager
-from keen.mcp.relay import CALL_PEER, CallPeer
 
 __all__ = [
     "APPROVER",
@@ -57,7 +57,7 @@ APPROVER = "MCP host"
 
 # The host's model has no skill files: it learns tool names and schemas through keen serve's
 # own surface, so the remedies that point at SKILL.md and schema files are worded for that.
-# keen serve reconnects a server that went away by itself (keen.mcp.reconnect), so that
+# keen serve reconnects a server that went away by itself (keen.mcp.connection.reconnect), so that
 # remedy says when; what needs the user (configs.json, credentials) needs a restart too, as
 # keen serve reads its configuration once.
 _RESTART = (

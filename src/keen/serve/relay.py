@@ -1,8 +1,8 @@
 """What an upstream server asks or logs during a host's call, passed to that host.
 
-``keen serve`` gives its Manager a :class:`keen.mcp.relay.Relay`, so its upstream sessions
+``keen serve`` gives its Manager a :class:`keen.mcp.connection.relay.Relay`, so its upstream sessions
 advertise elicitation (form and URL), sampling and roots; around each call it sets the
-call's :class:`HostPeer` (:data:`keen.mcp.relay.CALL_PEER`). A request an upstream sends
+call's :class:`HostPeer` (:data:`keen.mcp.connection.relay.CALL_PEER`). A request an upstream sends
 during the call comes here and goes to the host on the call's own channel (MCP 2025-11-25,
 "Client Features"; over Streamable HTTP on the POST's event stream, "Sending Messages to
 the Server"); the host's answer goes back to the upstream. A log message
@@ -304,7 +304,7 @@ def _frame(message: dict[str, Any]) -> bytes:
 
 class HostPeer:
     """One call's host, as the upstream's requests and log messages see it
-    (:class:`keen.mcp.relay.CallPeer`).
+    (:class:`keen.mcp.connection.relay.CallPeer`).
 
     Args:
         host: the caller's scope (calls of one host share it).

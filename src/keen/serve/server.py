@@ -31,7 +31,7 @@ Search mode's three tools never change, so it sends no notices; ``search_tools``
 ``describe_tools`` read the live catalog on every call (docs/serve.md "When tools change").
 
 An upstream server that went away is reconnected when a request needs it, at most once per
-back-off window (:mod:`keen.mcp.reconnect`; docs/serve.md "When an upstream server goes away").
+back-off window (:mod:`keen.mcp.connection.reconnect`; docs/serve.md "When an upstream server goes away").
 
 What an upstream asks (elicitation, sampling, roots) or logs during a call goes to the host
 that made it, through the call's :class:`keen.serve.relay.HostPeer`; a 2026-07-28 host is
@@ -67,9 +67,9 @@ from keen._redact import redactor
 from keen.capabilities import Capability, Catalog
 from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS
+from keen.mcp.connection.reconnect import Reconnector
+from keen.mcp.connection.relay import Relay
 from keen.mcp.manager import Manager
-from keen.mcp.reconnect import Reconnector
-from keen.mcp.relay import Relay
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
 from keen.serve.calls import APPROVER, CallRouter, call_result, error_result, host_remedy_words
@@ -276,7 +276,7 @@ class KeenServer:
         """The exposed tools of every connected server; rebuilt only when a tool list changed."""
         versions = self.manager.tool_versions()  # asked per call: no status built per server
         # A pin file written since (``keen mcp trust`` in another process) changes the view.
-        stamp = self.manager.pins.store.stamp
+        stamp = self.manager.view_stamp
         key = tuple((name, at, count, stamp(name)) for name, at, count in versions)
         if self._catalog is None or key != self._catalog_key:
             tools = [t for name, _, _ in versions for t in self.manager.list_tools(name)]
@@ -286,7 +286,7 @@ class KeenServer:
 
     async def revive(self, names: Sequence[str] = (), *, servers: Sequence[str] = ()) -> None:
         """Reconnect the servers these exposed tool ``names`` (and ``servers``) are on, if
-        they went away (:mod:`keen.mcp.reconnect`); bounded, never raises."""
+        they went away (:mod:`keen.mcp.connection.reconnect`); bounded, never raises."""
         wanted = [*servers, *(self._server_of[n][0] for n in names if n in self._server_of)]
         if wanted:
             await self.reconnector.ensure(wanted)

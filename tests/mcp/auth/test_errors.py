@@ -16,9 +16,9 @@ from helpers.http_servers import make_basic_server, serve_http
 from helpers.oauth import Browser, background_auth, free_port, list_tool_names, oauth_config, serve_oauth
 from keen.cli._wording import describe
 from keen.errors import AuthFailed, AuthRequired, ConfigError, Remedy
-from keen.mcp._translate import ConnectFacts, classify_connect_failure
 from keen.mcp.auth import CallbackListener, FileTokenStore, authorize_interactively, classify_auth_failure
 from keen.mcp.config import HttpServerConfig
+from keen.mcp.connection.translate import ConnectFacts, classify_connect_failure
 from keen.mcp.types import ServerState
 
 pytestmark = pytest.mark.anyio
@@ -175,7 +175,7 @@ async def test_connect_on_a_server_without_oauth_is_a_config_error(keen_home: Pa
 
 @pytest.mark.parametrize(("status", "has_token"), [(401, False), (401, True), (403, True)])
 def test_an_http_auth_status_reads_the_same_at_connect_and_at_a_call(status: int, has_token: bool) -> None:
-    """One mapping of 401/403 (keen.mcp._translate.auth_status_error): the connection's state
+    """One mapping of 401/403 (keen.mcp.connection.translate.auth_status_error): the connection's state
     and the OAuth classifier of a failed call agree on the error and its words."""
     facts = ConnectFacts(server="demo", transport="streamable_http", auth="oauth", http_status=status)
     facts.has_token = has_token

@@ -19,6 +19,7 @@ from keen.errors import AuthFailed, AuthRequired, Remedy
 from keen.mcp import Manager, ServerState
 from keen.mcp.auth import FileTokenStore, authorize_interactively, oauth_auth_factory
 from keen.mcp.config import HttpServerConfig
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +45,9 @@ async def test_background_start_without_a_token_is_auth_required_and_opens_no_br
     with serve_oauth() as srv:
         _configure(write_config, srv)
         browser = Browser()
-        async with Manager(auth_factory=oauth_auth_factory(open_browser=browser)) as manager:
+        async with Manager(
+            auth_factory=oauth_auth_factory(open_browser=browser), trust=PinGuard()
+        ) as manager:
             assert await manager.wait_ready(30)
             status = manager.status("demo")
             assert status.state is ServerState.AUTH_REQUIRED
@@ -61,7 +64,7 @@ async def test_connect_signs_in_and_a_restarted_manager_reuses_the_token(
 ) -> None:
     with serve_oauth() as srv:
         _configure(write_config, srv)
-        async with Manager(auth_factory=oauth_auth_factory(open_browser=None)) as manager:
+        async with Manager(auth_factory=oauth_auth_factory(open_browser=None), trust=PinGuard()) as manager:
             await manager.wait_ready(30)
             await _connect(manager, Browser())
             assert [t.name for t in manager.list_tools("demo")] == ["echo", "admin_task"]
@@ -70,7 +73,9 @@ async def test_connect_signs_in_and_a_restarted_manager_reuses_the_token(
         issued = len(srv.provider.issued)
 
         browser = Browser()
-        async with Manager(auth_factory=oauth_auth_factory(open_browser=browser)) as manager:
+        async with Manager(
+            auth_factory=oauth_auth_factory(open_browser=browser), trust=PinGuard()
+        ) as manager:
             await manager.wait_ready(30)
             assert manager.status("demo").state is ServerState.CONNECTED
             assert (await manager.call_tool("demo", "echo", {"text": "again"})).text == "again"
@@ -82,12 +87,12 @@ async def test_revoked_sign_in_is_auth_failed_and_connect_recovers(
 ) -> None:
     with serve_oauth() as srv:
         _configure(write_config, srv)
-        async with Manager(auth_factory=oauth_auth_factory(open_browser=None)) as manager:
+        async with Manager(auth_factory=oauth_auth_factory(open_browser=None), trust=PinGuard()) as manager:
             await manager.wait_ready(30)
             await _connect(manager, Browser())
         srv.provider.revoke_all()
 
-        async with Manager(auth_factory=oauth_auth_factory(open_browser=None)) as manager:
+        async with Manager(auth_factory=oauth_auth_factory(open_browser=None), trust=PinGuard()) as manager:
             await manager.wait_ready(30)
             status = manager.status("demo")
             assert status.state is ServerState.AUTH_FAILED
@@ -107,7 +112,7 @@ async def test_a_tool_needing_more_scope_is_granted_by_connect(
 ) -> None:
     with serve_oauth(step_up_tool=True) as srv:
         _configure(write_config, srv)
-        async with Manager(auth_factory=oauth_auth_factory(open_browser=None)) as manager:
+        async with Manager(auth_factory=oauth_auth_factory(open_browser=None), trust=PinGuard()) as manager:
             await manager.wait_ready(30)
             await _connect(manager, Browser())
             with pytest.raises(
@@ -130,7 +135,7 @@ async def test_a_tool_needing_a_wider_scope_says_so_and_the_session_stays(
 ) -> None:
     with serve_oauth(step_up_tool=True) as srv:
         _configure(write_config, srv)
-        async with Manager(auth_factory=oauth_auth_factory(open_browser=None)) as manager:
+        async with Manager(auth_factory=oauth_auth_factory(open_browser=None), trust=PinGuard()) as manager:
             await manager.wait_ready(30)
             await _connect(manager, Browser())
             with pytest.raises(

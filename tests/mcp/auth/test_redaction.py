@@ -25,6 +25,7 @@ from keen.errors import KeenError
 from keen.mcp import Manager
 from keen.mcp.auth import authorize_interactively, oauth_auth_factory
 from keen.mcp.config import HttpServerConfig
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
@@ -82,7 +83,7 @@ def _files_outside_the_token_store(home: Path) -> dict[Path, str]:
 
 async def _journey(srv: Any, errors: list[str]) -> None:
     factory = oauth_auth_factory(open_browser=None)
-    async with Manager(auth_factory=factory) as manager:
+    async with Manager(auth_factory=factory, trust=PinGuard()) as manager:
         await manager.wait_ready(30)
         errors.append(manager.status("demo").last_error)  # auth_required
         config = manager.config.servers["demo"]
@@ -104,12 +105,12 @@ async def _journey(srv: Any, errors: list[str]) -> None:
         await manager.call_tool("demo", "admin_task", {})
 
     await anyio.sleep(2.2)  # the access token expires: the next start refreshes it
-    async with Manager(auth_factory=factory) as manager:
+    async with Manager(auth_factory=factory, trust=PinGuard()) as manager:
         await manager.wait_ready(30)
         await manager.call_tool("demo", "echo", {"text": "after refresh"})
 
     srv.provider.revoke_all()
-    async with Manager(auth_factory=factory) as manager:
+    async with Manager(auth_factory=factory, trust=PinGuard()) as manager:
         await manager.wait_ready(30)
         errors.append(manager.status("demo").last_error)  # auth_failed
         try:

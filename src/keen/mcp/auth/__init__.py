@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         default_open_browser,
     )
     from keen.mcp.auth.store import AuthMetadata, FileTokenStore, TokenStore
-    from keen.mcp.types import AuthFactory
+    from keen.mcp.config.servers import AuthFactory
 
 __all__ = [
     "AUTHORIZATION_TIMEOUT",
@@ -77,7 +77,7 @@ _EXPORTS = {
         ),
     ),
     **exports_from("keen.mcp.auth.store", ("AuthMetadata", "FileTokenStore", "TokenStore")),
-    **exports_from("keen.mcp.types", ("AuthFactory",)),
+    **exports_from("keen.mcp.config.servers", ("AuthFactory",)),
 }
 
 __getattr__, __dir__ = lazy_module_attrs(__name__, _EXPORTS)

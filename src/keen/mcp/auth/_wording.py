@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from keen._redact import redactor
 from keen._text import one_line
 from keen.errors import AuthFailed, Remedy
-from keen.mcp._translate import sign_in_message
+from keen.mcp.connection.translate import sign_in_message
 
 __all__ = ["flow_error", "oauth_error_text", "short", "sign_in_message"]
 

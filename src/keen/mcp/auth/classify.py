@@ -13,8 +13,8 @@ from mcp.client.auth import OAuthFlowError
 
 from keen._redact import redactor
 from keen.errors import AuthFailed, AuthRequired, Remedy, exception_chain
-from keen.mcp._translate import AUTH_STATUSES, auth_status_error
 from keen.mcp.auth.provider import KeenOAuthProvider
+from keen.mcp.connection.translate import AUTH_STATUSES, auth_status_error
 
 __all__ = ["classify_auth_failure"]
 
@@ -33,7 +33,7 @@ def classify_auth_failure(
     and causes are searched; the OAuth provider raises these inside the transport's task
     group); the failure a :class:`KeenOAuthProvider` ``auth`` recorded (a background step-up
     is recorded, not raised); an SDK ``OAuthFlowError``; finally the HTTP ``status_code``
-    the caller observed (401/403), mapped by :func:`keen.mcp._translate.auth_status_error`
+    the caller observed (401/403), mapped by :func:`keen.mcp.connection.translate.auth_status_error`
     with ``has_token`` (default: what ``auth`` knows). Messages are redacted and end with
     the next step.
     """

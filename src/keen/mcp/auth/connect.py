@@ -30,7 +30,6 @@ from keen.errors import (
     ServerDisconnected,
     exception_leaves,
 )
-from keen.mcp._translate import unreachable_message
 from keen.mcp.auth.classify import classify_auth_failure
 from keen.mcp.auth.provider import (
     AUTHORIZATION_TIMEOUT,
@@ -40,8 +39,8 @@ from keen.mcp.auth.provider import (
     default_open_browser,
 )
 from keen.mcp.auth.store import FileTokenStore, TokenStore
-from keen.mcp.config import HttpServerConfig, OAuthAuth
-from keen.mcp.types import AuthFactory
+from keen.mcp.config.servers import AuthFactory, HttpServerConfig, OAuthAuth
+from keen.mcp.connection.translate import unreachable_message
 
 __all__ = ["SignInResult", "authorize_interactively", "oauth_auth_factory"]
 

@@ -59,7 +59,7 @@ from keen.errors import AuthFailed, AuthRequired, KeenError, Remedy
 from keen.mcp.auth._wording import flow_error, oauth_error_text, short, sign_in_message
 from keen.mcp.auth.callback import CallbackListener, redirect_uri
 from keen.mcp.auth.store import AuthMetadata, TokenStore
-from keen.mcp.config import OAuthAuth
+from keen.mcp.config.servers import OAuthAuth
 
 __all__ = [
     "AUTHORIZATION_TIMEOUT",

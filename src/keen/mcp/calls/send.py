@@ -1,0 +1,233 @@
+"""Requests over a server's published session, and what their failures become.
+
+The Manager checks a call (configured, enabled, connected, known tool, valid arguments;
+the middle two here: :func:`connected`, :func:`listed_tool`) and picks the session; this
+module sends the request on it and turns every failure into
+a :mod:`keen.errors` type at one place: the SDK's, translated by :mod:`keen.mcp.connection.translate`,
+an OAuth server's refusal refined by its provider (a step-up needs a wider scope), and a
+transport that failed under the call marks the server disconnected for its owner task.
+
+A call refused with ``-32042`` (URL elicitation required) may be sent once more when the
+person accepted every page and the server reported each done (:func:`pages_done`; MCP
+2025-11-25 "Elicitation > URL Mode > URL Elicitation Required Error").
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.shared.dispatcher import ProgressFnT
+
+from keen.errors import (
+    AuthFailed,
+    AuthRequired,
+    CallTimeout,
+    InvalidArguments,
+    MCPServerError,
+    Remedy,
+    ServerDisabled,
+    ServerDisconnected,
+    ToolNotFound,
+    UserActionRequired,
+)
+from keen.mcp.auth import classify_auth_failure
+from keen.mcp.calls._input import call_tool as call_tool_any_era
+from keen.mcp.calls._stale import call_with_relist
+from keen.mcp.connection.elicitation import UrlElicitationCallback
+from keen.mcp.connection.server import ServerConnection
+from keen.mcp.connection.translate import AUTH_STATUSES, sign_in_message, translate_call_error
+from keen.mcp.listing.changes import ToolsChanged
+from keen.mcp.types import ServerState, Tool, ToolResult
+
+__all__ = ["connected", "listed_tool", "not_connected", "pages_done", "send_request", "send_tool_call"]
+
+logger = logging.getLogger(__name__)
+
+
+async def send_tool_call(
+    runtime: ServerConnection,
+    session: ClientSession,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    limit: float,
+    progress: ProgressFnT | None,
+    relist: Callable[[], Awaitable[ToolsChanged | None]],
+    pages: tuple[UrlElicitationCallback | None, float] = (None, 0.0),
+) -> ToolResult:
+    """``tools/call`` of an already checked call on ``session`` (``limit``: seconds).
+
+    A refusal that says the tool list is stale re-lists once (``relist``) and resends once
+    (:mod:`keen.mcp.calls._stale`). A ``-32042`` is sent once more when :func:`pages_done` says so
+    (``pages``: who is asked, seconds to wait). Raises ``CallTimeout``,
+    ``ServerDisconnected``, ``AuthFailed``, ``AuthRequired``, ``UserActionRequired``,
+    ``RemoteProtocolError``, ``InvalidArguments``, ``ToolNotFound`` or ``ToolChanged``.
+    """
+    try:
+        return await _send_tool_call(runtime, session, tool, arguments, limit, progress, relist)
+    except UserActionRequired as error:
+        if not await pages_done(runtime, error, *pages):
+            raise
+    if runtime.session is None:  # it went away while the person was at the page
+        raise not_connected(runtime)
+    return await _send_tool_call(runtime, runtime.session, tool, arguments, limit, progress, relist)
+
+
+async def _send_tool_call(
+    runtime: ServerConnection,
+    session: ClientSession,
+    tool: str,
+    arguments: dict[str, Any],
+    limit: float,
+    progress: ProgressFnT | None,
+    relist: Callable[[], Awaitable[ToolsChanged | None]],
+) -> ToolResult:
+    name = runtime.name
+    uri = runtime.descriptions_uri
+    send = partial(call_tool_any_era, session, tool, arguments, read_timeout_seconds=limit)
+    try:
+        raw = await call_with_relist(
+            partial(send, progress_callback=progress, descriptions_uri=uri),
+            relist=relist,
+            current=lambda: runtime.tools_by_name.get(tool),
+            before=runtime.tools_by_name.get(tool),
+            server=name,
+            tool=tool,
+        )
+    except Exception as exc:
+        error = translate_call_error(
+            exc, server=name, tool=tool, timeout=limit, http_status=runtime.http_status
+        )
+        if runtime.config.auth_type == "oauth" and not isinstance(error, CallTimeout | InvalidArguments):
+            # The OAuth provider knows why (e.g. a step-up: the tool needs a wider scope).
+            found = classify_auth_failure(
+                exc,
+                server=name,
+                auth=runtime.auth,
+                status_code=runtime.http_status if runtime.http_status in AUTH_STATUSES else None,
+            )
+            if found is not None:
+                error = found
+        if isinstance(error, ServerDisconnected):
+            runtime.connection_lost(error.message)
+        raise error from exc
+    data = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return ToolResult(
+        server=name,
+        tool=tool,
+        content=data.get("content", []),
+        structured_content=data.get("structuredContent"),
+        is_error=bool(raw.is_error),
+    )
+
+
+async def send_request(
+    runtime: ServerConnection,
+    session: ClientSession,
+    what: str,
+    limit: float,
+    send: Callable[[ClientSession], Awaitable[Any]],
+) -> Any:
+    """``send(session)`` within ``limit`` seconds (``what`` names it in errors: ``resource
+    URI``, ``prompt NAME``). Raises ``CallTimeout``, ``ServerDisconnected`` or
+    ``RemoteProtocolError``."""
+    try:
+        with anyio.fail_after(limit):
+            return await send(session)
+    except Exception as exc:
+        error = translate_call_error(
+            exc, server=runtime.name, tool=what, timeout=limit, http_status=runtime.http_status
+        )
+        if isinstance(error, ServerDisconnected):
+            runtime.connection_lost(error.message)
+        raise error from exc
+
+
+async def pages_done(
+    runtime: ServerConnection, error: UserActionRequired, ask: UrlElicitationCallback | None, wait: float
+) -> bool:
+    """Whether a call that met ``error`` (``-32042``) may be sent once more now.
+
+    The session expects the pages' ``elicitationId``s from here on (so a caller can
+    ``Manager.wait_user_action`` after it shows the pages itself). With ``ask``, each page
+    is put to the person as a URL-mode elicitation is; when they accept every one, this
+    waits up to ``wait`` seconds for the server's completion notice of each.
+
+    Returns:
+        True when every page was accepted and reported done; False when there is nothing
+        to track (pages without ids, a 2026-07-28 session, which has no such notice), no
+        ``ask``, a page not accepted (or ``ask`` failed), or the time ran out.
+    """
+    tracker, ids = runtime.elicitations, error.elicitation_ids
+    if tracker is None or not ids or not runtime.completion_notices:
+        return False
+    tracker.expect(ids)
+    if ask is None:
+        return False
+    for (message, url), elicitation_id in zip(error.pages, ids, strict=True):
+        try:
+            answer = await ask(runtime.name, message, url)
+        except Exception as exc:  # a broken front end must not break the call's error
+            logger.warning("%s: the URL elicitation callback failed (%s)", runtime.name, type(exc).__name__)
+            return False
+        if answer.action != "accept":
+            return False
+        tracker.accepted(elicitation_id, answer.on_complete)
+    return await tracker.wait(ids, wait)
+
+
+def connected(runtime: ServerConnection) -> ServerConnection:
+    """``runtime`` when its server is enabled and connected. Raises ``ServerDisabled``, or
+    :func:`not_connected`'s error."""
+    if not runtime.config.enabled:
+        raise ServerDisabled(
+            f'MCP server "{runtime.name}" is disabled in configs.json ("enabled": false)',
+            server=runtime.name,
+            remedy=Remedy.ENABLE_SERVER,
+        )
+    if runtime.state is not ServerState.CONNECTED or runtime.session is None:
+        raise not_connected(runtime)
+    return runtime
+
+
+def listed_tool(runtime: ServerConnection, tool: str) -> Tool:
+    """``tool`` as the server's latest tools/list defines it. Raises ``ToolNotFound`` with
+    up to three close names."""
+    found = runtime.tools_by_name.get(tool)
+    if found is None:
+        close = difflib.get_close_matches(tool, list(runtime.tools_by_name), n=3)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise ToolNotFound(
+            f'MCP server "{runtime.name}" has no tool "{tool}" in its latest tools/list.{hint}',
+            server=runtime.name,
+            tool=tool,
+            remedy=Remedy.READ_SKILL,
+        )
+    return found
+
+
+def not_connected(runtime: ServerConnection) -> MCPServerError:
+    """The error a request to a server that is not connected meets, by its state, with the
+    remedy its status gives."""
+    name, state = runtime.name, runtime.state
+    detail = f" Last error: {runtime.last_error}" if runtime.last_error else ""
+    remedy = runtime.status().remedy
+    if state is ServerState.AUTH_REQUIRED:
+        return AuthRequired(f"{sign_in_message(name)}.{detail}", server=name, remedy=remedy)
+    if state is ServerState.AUTH_FAILED:
+        return AuthFailed(
+            f'MCP server "{name}" rejected its credentials; fix them.{detail}', server=name, remedy=remedy
+        )
+    if state in (ServerState.CONNECTING, ServerState.CONFIGURED):
+        return ServerDisconnected(
+            f'MCP server "{name}" is still connecting; try again in a moment.', server=name
+        )
+    return ServerDisconnected(
+        f'MCP server "{name}" is disconnected.{detail}', server=name, remedy=remedy or Remedy.RECONNECT
+    )

@@ -1,0 +1,97 @@
+"""Reading configs.json, or another host's ``{"mcpServers": ...}`` object given in code.
+
+Above :mod:`keen.mcp.config.servers` (configs.json's own shape and its validation) and
+:mod:`keen.mcp.config.importer` (other hosts' shape, converted as ``keen mcp import`` does,
+each converted entry validated by ``servers``): the importer and the model form no circle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from keen.errors import ConfigError
+from keen.mcp.config.importer import import_mcp_servers
+from keen.mcp.config.servers import MCPConfig, read_json, validate_config
+
+__all__ = ["load_config", "parse_config"]
+
+
+def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bool = True) -> MCPConfig:
+    """Read and validate configs.json (docs/architecture.md "Configuration").
+
+    Args:
+        path: the file; a missing or empty file is an empty config.
+        environ: the variables ``${VAR}`` expands from; default ``os.environ``.
+        strict: raise for the first invalid server entry; with ``False`` each invalid entry
+            goes to :attr:`MCPConfig.invalid` instead and the other servers load (what
+            :class:`~keen.mcp.Manager` does: one broken server never breaks the others).
+
+    Returns:
+        The validated config, servers in file order.
+
+    Raises:
+        ConfigError: unreadable or invalid (with ``strict=False``: only a file that cannot be
+            used at all), with ``path``, ``server``, ``field``, ``line`` and ``column`` where
+            they apply; the message says what to fix.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return MCPConfig()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"cannot read {path}: {exc}; check the file's permissions and encoding", path=str(path)
+        ) from exc
+    if not text.strip():
+        return MCPConfig()  # an empty file (`touch configs.json`) is an empty config, as a missing one
+    return parse_config(text, source=str(path), environ=environ, strict=strict)
+
+
+def parse_config(
+    data: str | Mapping[str, Any],
+    *,
+    source: str = "configs.json",
+    environ: Mapping[str, str] | None = None,
+    strict: bool = True,
+) -> MCPConfig:
+    """Validate configs.json (the rules: :mod:`keen.mcp.config.servers`).
+
+    Args:
+        data: the file's text, or its parsed object. Besides the configs.json shape, an
+            object ``{"mcpServers": {...}}`` (the shape Claude Desktop, Claude Code and Cursor
+            use, and ``fastmcp.Client`` takes) is converted as ``keen mcp import`` converts it,
+            so ``Manager(config=parse_config({"mcpServers": {...}}))`` works.
+        source: how to name the file in messages.
+        environ: the variables ``${VAR}`` expands from; default ``os.environ``.
+        strict: raise for the first invalid server entry; with ``False`` each invalid entry
+            goes to :attr:`MCPConfig.invalid` and the rest load.
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ConfigError: invalid JSON or (``strict``) an invalid entry; the message names the
+            field and the fix.
+    """
+    raw: Any = read_json(data, source=source) if isinstance(data, str) else data
+    if isinstance(raw, Mapping) and "mcpServers" in raw:
+        if isinstance(data, str):
+            # In the file Keen reads, another host's shape is a mistake with a known fix.
+            raise ConfigError(
+                f"{source}: this is another host's {{\"mcpServers\": ...}} file, not Keen's configs.json; "
+                f"move it aside and convert it: mv {source} {source}.hosts && keen mcp import {source}.hosts",
+                path=source,
+                field="mcpServers",
+            )
+        raw = _from_mcp_servers(raw, source=source)
+    return validate_config(raw, source=source, environ=environ, strict=strict)
+
+
+def _from_mcp_servers(raw: Mapping[str, Any], *, source: str) -> dict[str, Any]:
+    """``{"mcpServers": {...}}`` as configs.json data; a refused entry is a ConfigError."""
+    result = import_mcp_servers(dict(raw), source=source)
+    for name, reason in result.refused:
+        raise ConfigError(f"{source}: server {name!r}: {reason}", path=source, server=name)
+    return {"version": 1, "servers": result.servers}

@@ -1,0 +1,533 @@
+"""configs.json: the MCP servers a user configured (version 1; docs/architecture.md "Configuration").
+
+Shape::
+
+    {"version": 1,
+     "servers": {
+       "deepwiki": {"transport": "streamable_http", "url": "https://...", "auth": {"type": "none"}},
+       "internal": {"transport": "streamable_http", "url": "https://...",
+                    "auth": {"type": "api_key", "header": "Authorization", "scheme": "Bearer",
+                             "key": "${INTERNAL_KEY}"}},
+       "github":   {"transport": "streamable_http", "url": "https://...",
+                    "auth": {"type": "oauth", "scopes": ["repo"]}},
+       "files":    {"transport": "stdio", "command": "npx", "args": ["..."], "env": {"K": "v"},
+                    "cwd": "/tmp", "timeouts": {"connect": 15, "list_tools": 30, "call_tool": 120},
+                    "enabled": false}}}
+
+Rules: a supported ``version``; server names ``^[A-Za-z0-9_-]{1,64}$``,
+no two differing only in case, none given twice;
+``transport`` is ``streamable_http``, ``stdio`` (inferred from ``url``/``command``
+when absent) or ``sse`` (the deprecated HTTP+SSE transport of MCP 2024-11-05, for servers
+that offer nothing newer); HTTP servers need an http(s) ``url``; ``auth.type`` is ``none``,
+``api_key`` (needs ``key``) or ``oauth``; stdio servers need ``command`` and take no
+HTTP auth. Strings may use ``${VAR}`` and ``${VAR:-default}``; an unset variable
+without a default is an error. A missing file means no servers. Every failure is a
+:class:`~keen.errors.ConfigError` naming the server and field (and line/column for
+broken JSON).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+from urllib.parse import urlparse
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from keen._fs import atomic_write_json
+from keen._redact import redact_url, register_value
+from keen.errors import ConfigError
+from keen.mcp.config.defaults import default_connect_timeout
+from keen.mcp.types import SERVER_NAME_RE
+
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = [
+    "SERVER_NAME_PATTERN",
+    "SUPPORTED_VERSIONS",
+    "ApiKeyAuth",
+    "AuthFactory",
+    "HttpServerConfig",
+    "MCPConfig",
+    "NoAuth",
+    "OAuthAuth",
+    "ServerConfig",
+    "StdioServerConfig",
+    "Timeouts",
+    "declared_kinds",
+    "object_pairs",
+    "read_json",
+    "repeated_keys",
+    "save_config",
+    "validate_config",
+]
+
+SUPPORTED_VERSIONS = (1,)
+
+
+class _JsonObject(dict[str, Any]):
+    """A parsed JSON object that remembers the keys its text gave more than once."""
+
+    repeated: tuple[str, ...] = ()
+
+
+def object_pairs(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads`` (and json5): the object as plain JSON reads
+    it (the last of repeated keys wins), remembering the repeated keys for
+    :func:`repeated_keys`, so a second server of the same name is not lost unseen."""
+    pairs = list(pairs)
+    obj = _JsonObject(pairs)
+    if len(obj) < len(pairs):
+        counts: dict[str, int] = {}
+        for key, _ in pairs:
+            counts[key] = counts.get(key, 0) + 1
+        obj.repeated = tuple(key for key, count in counts.items() if count > 1)
+    return obj
+
+
+def repeated_keys(obj: Any) -> tuple[str, ...]:
+    """The keys a JSON object parsed with :func:`object_pairs` had more than once (else ``()``)."""
+    return obj.repeated if isinstance(obj, _JsonObject) else ()
+
+
+SERVER_NAME_PATTERN = SERVER_NAME_RE  # the one definition, in keen.mcp.types
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Timeouts(_Model):
+    """Per-server timeouts in seconds: connect+initialize, the whole tools/list, one tools/call.
+
+    ``connect`` defaults to ``KEEN_MCP_TIMEOUT``, else config.toml's ``[mcp] timeout``, else 15
+    (:mod:`keen.mcp.config.defaults`), read when the entry is loaded."""
+
+    connect: float = Field(default_factory=default_connect_timeout, gt=0)
+    list_tools: float = Field(default=30.0, gt=0)
+    call_tool: float = Field(default=120.0, gt=0)
+
+
+class NoAuth(_Model):
+    type: Literal["none"] = "none"
+
+
+class ApiKeyAuth(_Model):
+    """Custom header auth (not MCP OAuth): sends ``<header>: <scheme> <key>``, or the raw key
+    when ``scheme`` is empty."""
+
+    type: Literal["api_key"]
+    header: str = Field(default="Authorization", min_length=1)
+    scheme: str = "Bearer"
+    key: str = Field(min_length=1, repr=False)
+
+    def header_value(self) -> str:
+        return f"{self.scheme} {self.key}" if self.scheme else self.key
+
+
+class OAuthAuth(_Model):
+    """MCP-standard OAuth (2025-11-25 authorization spec); tokens live in ``mcp/auth/``."""
+
+    type: Literal["oauth"]
+    scopes: list[str] = Field(default_factory=list)
+    client_id: str | None = None
+    client_secret: str | None = Field(default=None, repr=False)
+    callback_port: int = Field(default=1456, ge=1, le=65535)
+    client_metadata_url: str | None = None
+    """An https URL (not the root path) of a client ID metadata document, used as the client_id
+    where the authorization server supports it instead of dynamic registration."""
+
+
+AuthConfig = Annotated[NoAuth | ApiKeyAuth | OAuthAuth, Field(discriminator="type")]
+
+
+class _ServerBase(_Model):
+    enabled: bool = True
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    description: str | None = None
+    pinning: Literal["quarantine", "warn", "off"] | None = None  # None: see keen.trust.pins.pinning_policy
+    trust_annotations: bool = False
+    """Take the server's tool annotations (``readOnlyHint``...) as true: see keen.trust.pins.pinned_view."""
+
+
+class HttpServerConfig(_ServerBase):
+    """A remote server: Streamable HTTP, or with ``transport: "sse"`` the HTTP+SSE transport
+    of MCP 2024-11-05 (deprecated since 2025-03-26; still the only one some hosted servers speak)."""
+
+    transport: Literal["streamable_http", "sse"]
+    url: str
+    auth: AuthConfig = Field(default_factory=NoAuth)
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parsed = urlparse(value)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"{redact_url(value)!r} is not an http:// or https:// URL")
+        return value
+
+    @property
+    def auth_type(self) -> str:
+        return self.auth.type
+
+
+class StdioServerConfig(_ServerBase):
+    transport: Literal["stdio"]
+    command: str  # blank or empty: _non_blank says what to set
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    inherit_env: StrictBool | list[str] = False
+    """Variables of Keen's environment the server gets beyond the minimal set
+    (:func:`keen.mcp.connection.spawn.server_environment`): a list of names, or ``true`` for all."""
+
+    @field_validator("inherit_env", mode="before")
+    @classmethod
+    def _variable_names(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            return value
+        if not isinstance(value, list):
+            raise ValueError('must be true, false or a list of variable names such as ["AWS_PROFILE"]')
+        for name in cast("list[Any]", value):
+            if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+                raise ValueError(
+                    f"{name!r} is not an environment variable name; list names such as "
+                    '"AWS_PROFILE", or use true to pass every variable'
+                )
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _non_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError('is blank; set it to the server\'s executable (put its arguments in "args")')
+        return value
+
+    @property
+    def auth_type(self) -> str:
+        return "none"
+
+
+ServerConfig = Annotated[HttpServerConfig | StdioServerConfig, Field(discriminator="transport")]
+
+AuthFactory = Callable[[str, HttpServerConfig, OAuthAuth, bool], "tuple[httpx2.Auth, bool]"]
+"""``(server, config, oauth, interactive) -> (auth, has_token)``: builds the OAuth ``httpx2.Auth``
+for an ``oauth`` server, as :class:`keen.mcp.Manager` takes it."""
+
+
+class MCPConfig(_Model):
+    """A whole, validated configs.json. ``servers`` keeps file order.
+
+    Validated from a file's JSON with ``context={"source": ..., "environ": ...}``
+    (:func:`keen.mcp.config.parse_config`), the model first applies the file-level rules with their own
+    messages, expands ``${VAR}`` and infers each server's ``transport``; without that
+    context (``MCPConfig(...)`` in code) it is a plain model.
+    """
+
+    version: int = 1
+    servers: dict[str, ServerConfig] = Field(default_factory=dict)
+    invalid: dict[str, str] = Field(default_factory=dict)
+    """Server entries that failed validation, by name: the message says what is wrong and the
+    fix. Only filled by ``strict=False`` loading; those servers are not in ``servers``."""
+    invalid_kinds: dict[str, tuple[str, str]] = Field(default_factory=dict)
+    """``(transport, auth type)`` of each :attr:`invalid` entry as far as its fields still say
+    (:func:`declared_kinds`), for status displays."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_file(cls, raw: Any, info: ValidationInfo) -> Any:
+        # ConfigError is not a ValueError: pydantic lets it through unchanged, so these
+        # rules keep their file-level messages and attributes.
+        context = info.context or {}
+        if "source" not in context:
+            return raw
+        source: str = context["source"]
+        environ: Any = context.get("environ", os.environ)
+        if not isinstance(raw, dict):
+            raise ConfigError(
+                f'{source}: the top level must be an object like {{"version": 1, "servers": {{}}}}',
+                path=source,
+            )
+        version = raw.get("version")
+        if version not in SUPPORTED_VERSIONS:
+            raise ConfigError(
+                f"{source}: unsupported version {version!r}; this Keen reads version "
+                f'{", ".join(map(str, SUPPORTED_VERSIONS))}: set "version": 1',
+                path=source,
+                field="version",
+            )
+        unknown = sorted(set(raw) - {"version", "servers"})
+        if unknown:
+            raise ConfigError(
+                f'{source}: unknown top-level field {unknown[0]!r}; only "version" and "servers" are allowed',
+                path=source,
+                field=unknown[0],
+            )
+        servers_raw = raw.get("servers", {})
+        if not isinstance(servers_raw, dict):
+            raise ConfigError(
+                f'{source}: "servers" must be an object mapping names to server entries',
+                path=source,
+                field="servers",
+            )
+        strict: bool = context.get("strict", True)
+        twice = set(repeated_keys(servers_raw))
+        servers: dict[str, Any] = {}
+        invalid: dict[str, str] = {}
+        kinds: dict[str, tuple[str, str]] = {}
+        folded: dict[str, str] = {}
+        for name, entry in servers_raw.items():
+            try:
+                other = folded.setdefault(name.lower(), name)
+                if other != name:
+                    # Their skill dirs mcp:<name> would be one dir on a case-insensitive file system.
+                    raise ConfigError(
+                        f"{source}: server names {other!r} and {name!r} differ only in case; rename one "
+                        "(each server's skill is the directory mcp:<name>, and on macOS and Windows those "
+                        "two would be the same directory)",
+                        path=source,
+                        server=name,
+                        field="name",
+                    )
+                if name in twice:
+                    # Plain JSON keeps the last entry: the first would be dropped without a word.
+                    raise ConfigError(
+                        f"{source}: server {name!r} is defined twice; keep one of the two entries "
+                        "(only the last would be used)",
+                        path=source,
+                        server=name,
+                        field="name",
+                    )
+                prepared = _prepare_server(name, entry, source=source, environ=environ)
+                if strict:
+                    servers[name] = prepared
+                    continue
+                # One entry at a time, so its error stays its own (plain model: no file context).
+                try:
+                    servers[name] = MCPConfig.model_validate({"servers": {name: prepared}}).servers[name]
+                except ValidationError as exc:
+                    raise _config_error_from(exc, source=source) from None
+            except ConfigError as exc:
+                if strict:
+                    raise
+                invalid[name] = exc.message
+                kinds[name] = declared_kinds(entry)
+        return {"version": version, "servers": servers, "invalid": invalid, "invalid_kinds": kinds}
+
+    def raise_for_invalid(self) -> MCPConfig:
+        """Raise the first server's configuration error, if any server is :attr:`invalid`.
+
+        Returns:
+            ``self`` when every server entry is valid.
+
+        Raises:
+            ConfigError: naming the first invalid server and what to fix.
+        """
+        for name, message in self.invalid.items():
+            raise ConfigError(message, server=name)
+        return self
+
+
+def read_json(text: str, *, source: str) -> Any:
+    """configs.json's text as data (keys kept in order, repeats noted for the validator).
+
+    Raises:
+        ConfigError: invalid JSON, with the line and column to fix.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=object_pairs)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax there",
+            path=source,
+            line=exc.lineno,
+            column=exc.colno,
+        ) from exc
+
+
+def validate_config(
+    raw: Any, *, source: str = "configs.json", environ: Mapping[str, str] | None = None, strict: bool = True
+) -> MCPConfig:
+    """Validate data in configs.json's own shape (the rules are in the module docstring);
+    :func:`keen.mcp.config.parse_config` also takes other hosts' ``{"mcpServers": ...}``.
+
+    Raises:
+        ConfigError: (``strict``) an invalid entry, or data that is no configs.json at all.
+    """
+    env = os.environ if environ is None else environ
+    try:
+        return MCPConfig.model_validate(raw, context={"source": source, "environ": env, "strict": strict})
+    except ValidationError as exc:
+        raise _config_error_from(exc, source=source) from None
+
+
+def declared_kinds(entry: Any) -> tuple[str, str]:
+    """``(transport, auth type)`` that a server entry declares, valid or not: the transport as
+    written or inferred from ``url``/``command`` (as :func:`keen.mcp.config.parse_config` infers it), the auth
+    ``type`` (``none`` when absent). ``-`` where the entry says nothing, ``invalid`` where what
+    it says is no known value."""
+    if not isinstance(entry, dict):
+        return "invalid", "invalid"
+    fields = cast("dict[str, Any]", entry)
+    transport: Any = fields.get("transport") or (
+        "streamable_http" if "url" in fields else "stdio" if "command" in fields else "-"
+    )
+    if transport not in ("streamable_http", "stdio", "sse", "-"):
+        transport = "invalid"
+    auth: Any = fields.get("auth", {"type": "none"})
+    kind: Any = auth.get("type", "none") if isinstance(auth, dict) else None
+    if kind not in ("none", "api_key", "oauth") or (transport == "stdio" and kind != "none"):
+        kind = "invalid"
+    return transport, kind
+
+
+def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict[str, Any]:
+    """One entry before field validation: name rule, ``${VAR}`` expansion, transport inference."""
+    if not SERVER_NAME_PATTERN.fullmatch(name):
+        raise ConfigError(
+            f"{source}: server name {name!r} is invalid; use 1-64 letters, digits, '_' or '-' "
+            "(it becomes the server id in call_mcp_tool and the skill mcp:<name>)",
+            path=source,
+            server=name,
+            field="name",
+        )
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{source}: server {name!r} must be an object", path=source, server=name)
+    entry = _expand(entry, name=name, field="", source=source, environ=environ)
+    if "transport" not in entry:
+        if "url" in entry:
+            entry["transport"] = "streamable_http"
+        elif "command" in entry:
+            entry["transport"] = "stdio"
+    transport = entry.get("transport")
+    if transport not in ("streamable_http", "stdio", "sse"):
+        raise ConfigError(
+            f"{source}: server {name!r}: transport {transport!r} is not supported; "
+            'use "streamable_http" (with "url"), "stdio" (with "command"), or "sse" for a server that '
+            "speaks only the deprecated HTTP+SSE transport",
+            path=source,
+            server=name,
+            field="transport",
+        )
+    if transport == "stdio" and "auth" in entry:
+        auth_type = entry["auth"].get("type") if isinstance(entry["auth"], dict) else None
+        if auth_type not in (None, "none"):
+            raise ConfigError(
+                f"{source}: server {name!r}: stdio servers take no HTTP auth; pass credentials "
+                'through "env" or "args" instead',
+                path=source,
+                server=name,
+                field="auth",
+            )
+        entry.pop("auth")
+    return entry
+
+
+def _field(parts: list[Any]) -> str:
+    """A validation error's field path without the server name and the union tags pydantic
+    adds (the transport after the name, the auth type after ``auth``), e.g. ``auth.key``."""
+    rest = [str(part) for part in parts[2:]]
+    if rest and rest[0] in ("streamable_http", "stdio", "sse"):
+        rest = rest[1:]
+    if len(rest) > 1 and rest[0] == "auth" and rest[1] in ("none", "api_key", "oauth"):
+        del rest[1]
+    return ".".join(rest) or "(entry)"
+
+
+def _config_error_from(exc: ValidationError, *, source: str) -> ConfigError:
+    errors = exc.errors()
+    err = errors[0]
+    parts = list(err["loc"])
+    # ("servers", <name>, <transport tag>, field...): name the server, drop the union tags.
+    name = str(parts[1]) if len(parts) > 1 and parts[0] == "servers" else "(config)"
+    field = _field(parts)
+    kind = err["type"]
+    if kind == "missing":
+        hint = f'add "{field}"'
+        if field == "auth.key":
+            hint = 'add "key" to the api_key auth (use "${ENV_VAR}" to keep it out of the file)'
+        # A misspelt required field is reported missing first: name the misspelling too.
+        unknown = [_field(list(e["loc"])) for e in errors if e["type"] == "extra_forbidden"]
+        if close := difflib.get_close_matches(field, unknown, n=1):
+            hint = f"rename {close[0]!r} to {field!r} (a misspelling?)"
+        message = f"{source}: server {name!r}: missing required field {field!r}; {hint}"
+    elif kind == "extra_forbidden":
+        message = f"{source}: server {name!r}: unknown field {field!r}; remove it or check its spelling"
+    elif kind == "string_too_short":
+        # pydantic's "String should have at least 1 character" names no fix.
+        fix = (
+            'set the key (use "${ENV_VAR}" to keep it out of the file)'
+            if field == "auth.key"
+            else "set a value, or remove the field"
+        )
+        message = f"{source}: server {name!r}: field {field!r} is empty; {fix}"
+    elif kind in ("union_tag_invalid", "union_tag_not_found") and field.startswith("auth"):
+        message = f'{source}: server {name!r}: auth.type must be "none", "api_key" or "oauth"'
+        field = "auth.type"
+    else:
+        msg = err["msg"].removeprefix("Value error, ")
+        message = f"{source}: server {name!r}: field {field!r}: {msg}; fix that value"
+    return ConfigError(message, path=source, server=name, field=field)
+
+
+def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> Any:
+    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string, recursively (copies containers)."""
+    if isinstance(value, str):
+
+        def sub(match: re.Match[str]) -> str:
+            var, default = match.group(1), match.group(2)
+            found = environ.get(var)
+            if found is not None and (found != "" or default is None):
+                # ${VAR} is how a key is kept out of the file: whatever it holds may be one.
+                register_value(found)
+                return found
+            if default is not None:
+                return default
+            raise ConfigError(
+                f"{source}: server {name!r}: field {field or '(entry)'!r} uses ${{{var}}}, which is not set; "
+                f"export {var} or write ${{{var}:-default}}",
+                path=source,
+                server=name,
+                field=field or None,
+            )
+
+        return _VAR.sub(sub, value)
+    if isinstance(value, dict):
+        return {
+            k: _expand(v, name=name, field=f"{field}.{k}".lstrip("."), source=source, environ=environ)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_expand(v, name=name, field=field, source=source, environ=environ) for v in value]
+    return value
+
+
+def save_config(data: dict[str, Any], path: Path) -> None:
+    """Write raw configs.json data atomically with mode 0600 (it may hold API keys).
+
+    Args:
+        data: the JSON object, written as given (``${VAR}`` references stay unexpanded);
+            validate it first with :func:`validate_config`.
+        path: the file; its directory is created when missing.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    atomic_write_json(path, data, mode=0o600)

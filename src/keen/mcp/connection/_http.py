@@ -1,0 +1,78 @@
+"""The HTTP transports of one connection: headers, auth and the status watch.
+
+Streamable HTTP, or for a ``transport: "sse"`` entry the HTTP+SSE transport of MCP
+2024-11-05 (the SDK's ``sse_client``: a GET stream that names the endpoint to POST to).
+
+An ``api_key`` server gets its header on every request; an ``oauth`` server, the
+``httpx2.Auth`` its owner built. The SDK reports an HTTP 401 as a bare ``MCPError -32603``
+without the status, so a response hook records the MCP endpoint's status and
+``WWW-Authenticate`` challenge for the error translation (:mod:`keen.mcp.connection.translate`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx2
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from keen.mcp.config.servers import HttpServerConfig
+from keen.mcp.connection.translate import ConnectFacts
+
+__all__ = ["http_transport"]
+
+
+@contextlib.asynccontextmanager
+async def http_transport(
+    cfg: HttpServerConfig, facts: ConnectFacts, auth: httpx2.Auth | None, on_status: Callable[[int], None]
+) -> AsyncIterator[Any]:
+    """The read and write streams of a streamable HTTP (or HTTP+SSE) connection to ``cfg.url``.
+
+    ``facts`` and ``on_status`` hear each status the MCP endpoint answers with. The read
+    timeout is at least 300 s (a long call streams its result), else ``timeouts.call_tool``.
+    """
+    headers = dict(cfg.headers)
+    if cfg.auth.type == "api_key":
+        headers[cfg.auth.header] = cfg.auth.header_value()
+    endpoint = cfg.url.split("?", 1)[0].rstrip("/")
+
+    async def on_response(response: httpx2.Response) -> None:
+        if str(response.request.url).split("?", 1)[0].rstrip("/") == endpoint:
+            on_status(response.status_code)
+            facts.http_status = response.status_code
+            facts.www_authenticate = response.headers.get("www-authenticate")
+
+    read_timeout = max(300.0, cfg.timeouts.call_tool)
+    if cfg.transport == "sse":
+
+        def factory(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            # The SDK's own factory's settings, with the status watch.
+            return httpx2.AsyncClient(
+                headers=headers, auth=auth, timeout=timeout, event_hooks={"response": [on_response]}
+            )
+
+        async with sse_client(
+            cfg.url,
+            headers=headers,
+            timeout=cfg.timeouts.connect,
+            sse_read_timeout=read_timeout,
+            httpx_client_factory=factory,
+            auth=auth,
+        ) as streams:
+            yield streams
+        return
+    client = httpx2.AsyncClient(
+        headers=headers,
+        auth=auth,
+        event_hooks={"response": [on_response]},
+        timeout=httpx2.Timeout(cfg.timeouts.connect, read=read_timeout),
+    )
+    async with client, streamable_http_client(cfg.url, http_client=client) as streams:
+        yield streams

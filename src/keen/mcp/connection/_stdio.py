@@ -1,0 +1,357 @@
+"""The stdio transport, started off the event loop and watched without a thread (Linux).
+
+The MCP SDK's ``stdio_client`` starts the server with ``anyio.open_process``: asyncio runs
+``fork``/``exec`` in the event loop, which then waits until the child has called ``exec``
+(tens of milliseconds on a loaded machine, during which no other server's message is
+read), and on Python 3.11 asyncio waits for each child's exit in a thread of its own.
+
+Here the process is started by ``subprocess.Popen`` in one thread kept for the purpose
+(:class:`_Spawner`: not a pool's, whose retiring would fire the servers' death signal), its exit is watched
+by the event loop through a pidfd (``pidfd_open(2)``, Linux 5.3) and its pipes through
+asyncio's pipe transports (epoll): no thread per server. The rest is the SDK's transport:
+newline-delimited JSON-RPC messages parsed by the SDK's ``_parse_line``, stdout drained
+while shutting down, and the shutdown sequence of the MCP specification (2025-11-25,
+"Lifecycle" > "Shutdown"): close stdin, wait, SIGTERM to the server's process group, wait,
+SIGKILL (the SDK's ``terminate_posix_process_tree``), every wait bounded and shielded from
+cancellation so a cancelled caller never leaks a live server.
+
+Elsewhere (no pidfd, not asyncio), the SDK's own ``stdio_client`` runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import concurrent.futures
+import contextlib
+import functools
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TextIO, TypeVar
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+from mcp.client.stdio import (
+    FORCE_KILL_TIMEOUT,
+    PROCESS_TERMINATION_TIMEOUT,
+    StdioServerParameters,
+    get_default_environment,
+    stdio_client,
+)
+from mcp.shared.message import SessionMessage
+
+__all__ = ["pidfd_supported", "spawned_stdio_client"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_WRITER_FLUSH_TIMEOUT = 0.5  # as the SDK: time to flush accepted messages before stdin closes
+_KILL_REAP_TIMEOUT = 2.0
+_CHUNK = 65536
+
+
+@functools.cache
+def pidfd_supported() -> bool:
+    """True where a child's exit can be watched through a pidfd (Linux 5.3 and later)."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
+        return False
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return False
+    return True
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # another async library (trio)
+        return None
+
+
+class _Child:
+    """A started server: its ``Popen``, its exit watched by the event loop through a pidfd.
+
+    Has what the SDK's ``terminate_posix_process_tree`` reads (``pid``, ``returncode``)."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.exited = anyio.Event()
+        self._loop = loop
+        self._pidfd = os.pidfd_open(popen.pid)
+        loop.add_reader(self._pidfd, self._on_exit)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    def _on_exit(self) -> None:
+        # The pidfd is readable once the process has exited: reap it, stop watching.
+        self.popen.poll()
+        self.close()
+
+    def close(self) -> None:
+        if self._pidfd >= 0:
+            if not self._loop.is_closed():
+                self._loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = -1
+        self.exited.set()
+
+    async def wait_exit(self, timeout: float) -> bool:
+        with anyio.move_on_after(timeout):
+            await self.exited.wait()
+        return self.popen.poll() is not None
+
+
+class _Spawner:
+    """One thread, for the life of the process, that starts every stdio server.
+
+    Not a worker of a pool: the death signal a server asks for (``PR_SET_PDEATHSIG``,
+    :mod:`keen.mcp.connection.spawn`) fires when the *thread* that started it ends (prctl(2)), so a
+    pool thread retiring after a few idle seconds would kill the servers it started. It
+    waits on a queue: no wake-ups while nothing starts.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[
+            tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...]]
+        ]
+        self._queue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():  # first use, or a forked child
+                self._thread = threading.Thread(target=self._run, name="keen-mcp-spawner", daemon=True)
+                self._thread.start()
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._queue.put((future, fn, args))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            future, fn, args = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # handed to the waiting task
+                future.set_exception(exc)
+
+
+_spawner = _Spawner()
+
+
+def _spawn(
+    command: str, args: list[str], env: dict[str, str], cwd: Any, errlog: TextIO
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [command, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errlog,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,  # its own process group, as the SDK starts it: stopped as one
+        bufsize=0,
+    )
+
+
+@contextlib.asynccontextmanager
+async def spawned_stdio_client(server: StdioServerParameters, errlog: TextIO) -> AsyncIterator[Any]:
+    """The SDK's ``stdio_client(server, errlog)``, with the process started in the spawner
+    thread and watched by the event loop (see the module docstring)."""
+    loop = _running_loop()
+    if loop is None or not pidfd_supported():
+        async with stdio_client(server, errlog=errlog) as streams:
+            yield streams
+        return
+    env = get_default_environment() | (server.env or {})
+    started = _spawner.submit(_spawn, server.command, list(server.args), env, server.cwd, errlog)
+    popen = await _started(started)
+    child: _Child | None = None
+    read_transport: asyncio.BaseTransport | None = None
+    write_transport: asyncio.WriteTransport | None = None
+    try:
+        child = _Child(popen, loop)
+        assert popen.stdin is not None and popen.stdout is not None
+        reader = asyncio.StreamReader()
+        read_transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), popen.stdout
+        )
+        write_transport, protocol = await loop.connect_write_pipe(_WriteProtocol, popen.stdin)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await _stop(popen, child, write_transport, read_transport)
+        raise
+    pipes = _Pipes(server, reader, write_transport, protocol)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pipes.stdout_reader)
+        tg.start_soon(pipes.stdin_writer)
+        try:
+            yield pipes.pair
+        finally:
+            # Shielded, every wait bounded: a cancelled caller never leaks a live server.
+            with anyio.CancelScope(shield=True):
+                await pipes.shutdown()
+                await _stop(popen, child, write_transport, read_transport)
+            tg.cancel_scope.cancel()  # a kill survivor's open pipe could still hold a task
+
+
+async def _started(future: concurrent.futures.Future[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    # Shielded: a server that was started is stopped by the caller, even when it is cancelled.
+    with anyio.CancelScope(shield=True):
+        popen = await asyncio.wrap_future(future)
+    return popen  # pyright: ignore[reportPossiblyUnboundVariable] (a shielded scope ends only here)
+
+
+class _WriteProtocol(asyncio.Protocol):
+    """Flow control for the server's stdin: :meth:`drain` waits while its pipe is full."""
+
+    def __init__(self) -> None:
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self.lost = False
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self._writable.set()
+
+    async def drain(self) -> None:
+        await self._writable.wait()
+        if self.lost:
+            raise BrokenPipeError("the MCP server's stdin is closed")
+
+
+class _Pipes:
+    """The two memory streams a ``ClientSession`` reads and writes, bridged to the pipes by
+    two tasks (as the SDK's ``stdio_client`` does it)."""
+
+    def __init__(
+        self,
+        server: StdioServerParameters,
+        reader: asyncio.StreamReader,
+        write_transport: asyncio.WriteTransport,
+        protocol: _WriteProtocol,
+    ) -> None:
+        self._server = server
+        self._reader = reader
+        self._write_transport = write_transport
+        self._protocol = protocol
+        self._to_session, self._read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        self._write, self._from_session = anyio.create_memory_object_stream[SessionMessage](0)
+        self._writer_done = anyio.Event()
+        self._shutting_down = False
+        self.pair = (self._read, self._write)
+
+    async def stdout_reader(self) -> None:
+        from mcp.client.stdio import _parse_line  # pyright: ignore[reportPrivateUsage]
+
+        server = self._server
+        decoder = codecs.getincrementaldecoder(server.encoding)(errors=server.encoding_error_handler)
+        buffer = ""
+        try:
+            async with self._to_session:
+                while data := await self._reader.read(_CHUNK):
+                    lines = (buffer + decoder.decode(data)).split("\n")
+                    buffer = lines.pop()
+                    for line in lines:
+                        try:
+                            await self._to_session.send(_parse_line(line))
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            return  # the session is gone; the drain below remains
+        except (ConnectionError, OSError):
+            if not self._shutting_down:
+                logger.exception("Reading from the MCP server's stdout failed mid-session")
+        finally:
+            await self._drain()
+
+    async def _drain(self) -> None:
+        # Read and drop what the server still writes, so it never blocks on a full pipe
+        # and misses its chance to exit; ends at end of file or when the stop closes it.
+        with anyio.CancelScope(shield=True), contextlib.suppress(ConnectionError, OSError):
+            while await self._reader.read(_CHUNK):
+                pass
+
+    async def stdin_writer(self) -> None:
+        server = self._server
+        try:
+            async with self._from_session:
+                async for message in self._from_session:
+                    json = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    if self._write_transport.is_closing():
+                        raise BrokenPipeError("the MCP server's stdin is closed")
+                    self._write_transport.write(
+                        (json + "\n").encode(server.encoding, server.encoding_error_handler)
+                    )
+                    await self._protocol.drain()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            # The server may still be alive: end the read side so a request does not hang.
+            await self._to_session.aclose()
+        finally:
+            self._writer_done.set()
+
+    async def shutdown(self) -> None:
+        """Stop traffic; give the writer a moment to flush what it accepted."""
+        self._shutting_down = True
+        self._read.close()  # the reader goes on to drain stdout
+        self._write.close()
+        with anyio.move_on_after(_WRITER_FLUSH_TIMEOUT):
+            await self._writer_done.wait()
+        for stream in (self._read, self._write, self._to_session, self._from_session):
+            await stream.aclose()
+        await anyio.lowlevel.checkpoint()
+
+
+async def _stop(
+    popen: subprocess.Popen[bytes],
+    child: _Child | None,
+    write_transport: asyncio.BaseTransport | None,
+    read_transport: asyncio.BaseTransport | None,
+) -> None:
+    """Close stdin, wait for the exit, then SIGTERM and SIGKILL the server's process group."""
+    from mcp.os.posix.utilities import terminate_posix_process_tree
+
+    if write_transport is not None:
+        write_transport.close()
+    elif popen.stdin is not None:
+        with contextlib.suppress(OSError):
+            popen.stdin.close()
+    if child is None:
+        with contextlib.suppress(OSError):
+            child = _Child(popen, asyncio.get_running_loop())
+    if child is None:  # no pidfd for it (out of descriptors): kill the group, poll briefly
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(popen.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            await anyio.to_thread.run_sync(popen.wait, _KILL_REAP_TIMEOUT)
+    elif not await child.wait_exit(PROCESS_TERMINATION_TIMEOUT):
+        await terminate_posix_process_tree(child, FORCE_KILL_TIMEOUT)  # pyright: ignore[reportArgumentType]
+        if not await child.wait_exit(_KILL_REAP_TIMEOUT):
+            logger.warning(
+                "MCP server process %d is still alive after the kill escalation; abandoning it", popen.pid
+            )
+    if child is not None:
+        child.close()
+    if read_transport is not None:
+        read_transport.close()
+    elif popen.stdout is not None:
+        with contextlib.suppress(OSError):
+            popen.stdout.close()

@@ -1,0 +1,636 @@
+"""One configured server's connection: the owner task, its session, its tools.
+
+Each server has exactly one owner task (docs/architecture.md "Servers and their states"). It enters the
+transport and ``ClientSession`` in its own ``AsyncExitStack``, negotiates the protocol
+era (``server/discover``, else the initialize handshake), lists every tools/list page,
+publishes the session, then waits to be stopped, asked to reconnect, or told the
+connection ended; meanwhile its ``ListWatch`` re-lists the tools when they change
+(docs/architecture.md "Tools that change"). Only the owner ever closes the session: the
+SDK's cancel scopes forbid closing it from another task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as mt
+from mcp.client.session import ClientSession
+from mcp.client.subscriptions import Subscription
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from keen._redact import redact_url, redactor
+from keen._text import one_line
+from keen._version import __version__
+from keen.errors import AuthRequired, Remedy
+from keen.mcp.config.secrets import register_server_secrets
+from keen.mcp.config.servers import AuthFactory, HttpServerConfig, OAuthAuth, StdioServerConfig
+from keen.mcp.connection._http import http_transport
+from keen.mcp.connection._stderr import StderrCopy
+from keen.mcp.connection.elicitation import (
+    ElicitationCallback,
+    SessionElicitation,
+    UrlElicitationCallback,
+    sdk_callback,
+)
+from keen.mcp.connection.relay import CALL_PEER, Relay
+from keen.mcp.connection.sdk_private import negotiate_auto
+from keen.mcp.connection.spawn import stdio_transport
+from keen.mcp.connection.translate import ConnectFacts, classify_connect_failure, sign_in_message
+from keen.mcp.listing.changes import ChangeObserver, RefreshReason, ToolsChanged, diff_tools
+from keen.mcp.listing.resources import list_prompts, list_resource_templates, list_resources
+from keen.mcp.listing.streams import EOFWatch
+from keen.mcp.listing.tool_descriptions import with_full_descriptions
+from keen.mcp.listing.tool_filter import InvalidTool, ToolListFilter, WriteWatch
+from keen.mcp.listing.tool_pages import list_all_tools
+from keen.mcp.listing.validation import ArgumentValidator
+from keen.mcp.listing.watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_changes, open_subscription
+from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool, TransportFactory
+
+__all__ = ["ServerConnection"]
+
+logger = logging.getLogger(__name__)
+
+_STDERR_TAIL_LINES = 5
+_CLIENT_INFO = mt.Implementation(name="keen", version=__version__)
+_DISABLED = 'disabled in configs.json ("enabled": false)'
+
+
+def _ignore(_status: ServerStatus) -> None:
+    """The status callback of a retired runtime."""
+
+
+class ServerConnection:
+    """State and owner task of one configured server. Not public: the Manager wraps it."""
+
+    def __init__(
+        self,
+        name: str,
+        config: HttpServerConfig | StdioServerConfig,
+        *,
+        logs_dir: Path,
+        on_change: Callable[[ServerStatus], None],
+        auth_factory: AuthFactory | None = None,
+        transport: TransportFactory | None = None,
+        elicitation: Callable[[], ElicitationCallback | None] = lambda: None,
+        elicitation_url: Callable[[], UrlElicitationCallback | None] = lambda: None,
+        relay: Callable[[], Relay | None] = lambda: None,
+        on_tools: ChangeObserver | None = None,
+        refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
+        launches: anyio.CapacityLimiter | None = None,
+    ) -> None:
+        self.name = name
+        self._launches = launches
+        self._elicitation = elicitation
+        self._elicitation_url = elicitation_url
+        self._relay = relay
+        self._session_relay: Relay | None = None
+        self.elicitations: SessionElicitation | None = None
+        """The open session's elicitation state: its answers and the completions it awaits."""
+        self._transport = transport
+        self.config = config
+        self.state = ServerState.CONFIGURED
+        self.session: ClientSession | None = None
+        self.tools: list[Tool] = []
+        self.tools_by_name: dict[str, Tool] = {}
+        self.resources: list[dict[str, Any]] = []
+        self.resource_templates: list[dict[str, Any]] = []
+        self.prompts: list[dict[str, Any]] = []
+        self.info: ServerInfo | None = None
+        self.last_error = "" if config.enabled else _DISABLED
+        self.last_connected_at: datetime | None = None
+        self.last_refresh_at: datetime | None = None
+        self.validator = ArgumentValidator(name)
+        self.http_status: int | None = None
+        self.descriptions_uri: str | None = None
+        self.auth: httpx2.Auth | None = None
+        self.interactive_auth = False
+        self._logs_dir = logs_dir
+        self._on_change = on_change
+        self._auth_factory = auth_factory
+        self._stopping = False
+        self._refresh_requested = False
+        self._wake = anyio.Event()
+        self._settled = anyio.Event()
+        self.finished = anyio.Event()
+        self.running = False
+        self._pending_waiters: list[anyio.Event] = []
+        self._attempt_waiters: list[anyio.Event] = []
+        self._eof = False
+        self._stderr: StderrCopy | None = None
+        self._tool_filter = ToolListFilter()
+        self.invalid_tools: list[InvalidTool] = []
+        """Tools of the latest listing that the MCP schema rejects: skipped, the rest usable."""
+        self._connect_scope: anyio.CancelScope | None = None
+        self._superseded = False  # reconfigure() ended the attempt in progress
+        self._facts = ConnectFacts(name, config.transport, config.auth_type)
+        self._on_tools = on_tools
+        self._refresh_interval = refresh_interval
+        self._early_notice = False
+        self.watch: ListWatch | None = None
+        """The connected session's re-list driver (``None`` while not connected)."""
+        self.list_ttl_ms: int | None = None
+        self.cache_scope: str | None = None
+        register_server_secrets(config)
+
+    # -- status ---------------------------------------------------------------------------------------
+
+    def status(self) -> ServerStatus:
+        cfg = self.config
+        return ServerStatus(
+            name=self.name,
+            transport=cfg.transport,
+            auth=cfg.auth_type,
+            state=self.state,
+            enabled=cfg.enabled,
+            url=redact_url(cfg.url) if isinstance(cfg, HttpServerConfig) else None,
+            last_connected_at=self.last_connected_at,
+            last_refresh_at=self.last_refresh_at,
+            last_error=self.last_error,
+            tool_count=len(self.tools),
+            info=self.info,
+            remedy=self._remedy(),
+            list_ttl_ms=self.list_ttl_ms,
+            cache_scope=self.cache_scope,
+        )
+
+    def _remedy(self) -> Remedy | None:
+        cfg, state = self.config, self.state
+        if not cfg.enabled:
+            return Remedy.ENABLE_SERVER
+        if state in (ServerState.AUTH_REQUIRED, ServerState.AUTH_FAILED):
+            # OAuth: sign in again; other auth: fix configs.json, then reconnect.
+            return Remedy.SIGN_IN if cfg.auth_type == "oauth" else Remedy.RECONNECT
+        if state is ServerState.DISCONNECTED and self.last_error:
+            return Remedy.RECONNECT
+        return None
+
+    def _set(self, state: ServerState, error: str | None = None) -> None:
+        changed = state != self.state or (error is not None and error != self.last_error)
+        self.state = state
+        if error is not None:
+            self.last_error = redactor.redact(error)
+        if changed:
+            logger.debug("server %s: %s%s", self.name, state.value, f" ({self.last_error})" if error else "")
+            self._on_change(self.status())
+
+    @property
+    def completion_notices(self) -> bool:
+        """True when the connected session's era has ``notifications/elicitation/complete``
+        (2025-11-25; the 2026-07-28 era has none)."""
+        version = self.info.protocol_version if self.info else None
+        return self.session is not None and version not in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def settled(self) -> anyio.Event:
+        """Set once the first connection attempt has ended (connected or failed)."""
+        return self._settled
+
+    # -- control from other tasks ---------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stopping = True
+        if self._connect_scope is not None:
+            self._connect_scope.cancel()
+        self._wake.set()
+
+    def reconfigure(self, config: HttpServerConfig | StdioServerConfig) -> None:
+        """Take ``config`` (the server's entry, read again) for the next connection attempt.
+
+        An open session stays until then: only its owner task may close it, and a refresh
+        asks it to. Its secrets are known to the redactor before anything can log them.
+        """
+        register_server_secrets(config)
+        self.config = config
+        if self.state is ServerState.CONNECTING and self._connect_scope is not None:
+            # An attempt with the old entry (a hung command the user just fixed) would hold
+            # the reconnect until its own timeout: end it now, the next one takes the new entry.
+            self._superseded = True
+            self._connect_scope.cancel()
+        if not config.enabled and self.state is ServerState.CONFIGURED:
+            self.last_error = _DISABLED
+        elif config.enabled and self.last_error == _DISABLED:
+            self.last_error = ""
+
+    def retire(self) -> None:
+        """Stop for good, silently: the Manager dropped this server (its entry is invalid now,
+        or gone), so its owner's last states are nobody's news."""
+        self._on_change = _ignore
+        self._on_tools = None
+        self.stop()
+
+    async def refresh(self, *, interactive: bool = False) -> ServerStatus:
+        """Ask the owner to reconnect and relist; wait for that new attempt to end."""
+        self.interactive_auth = interactive
+        done = anyio.Event()
+        self._pending_waiters.append(done)
+        self._refresh_requested = True
+        self._wake.set()
+        await done.wait()
+        return self.status()
+
+    def connection_lost(self, message: str) -> None:
+        """A call saw the transport fail: mark disconnected and let the owner unwind the session."""
+        if self.state is ServerState.CONNECTED:
+            tail = self._stderr_tail()
+            self._set(ServerState.DISCONNECTED, message + (f" Last stderr: {tail}" if tail else ""))
+        self._eof = True
+        self._wake.set()
+
+    # -- the owner task -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Owner loop: connect, serve, and reconnect only when asked (no automatic retry)."""
+        self.running = True
+        self.finished = anyio.Event()
+        # A reconnect started during someone's call must not lend that call's peer to the
+        # session's own tasks (they inherit this context): requests are routed by the relay.
+        CALL_PEER.set(None)
+        try:
+            while not self._stopping:
+                self._refresh_requested = False
+                self._eof = False
+                # Waiters registered before this attempt began are answered when it ends.
+                self._attempt_waiters, self._pending_waiters = self._pending_waiters, []
+                try:
+                    await self._connect_and_serve()
+                finally:
+                    self._settle()
+                # Wakes during the attempt (EOF, a failed call) are spent; a refresh or stop
+                # request has set its flag, checked below.
+                self._wake = anyio.Event()
+                if self._stopping:
+                    break
+                if not self._refresh_requested:
+                    await self._wake.wait()
+        finally:
+            self.session = None
+            self._attempt_waiters += self._pending_waiters
+            self._pending_waiters = []
+            self._settle()
+            self.running = False
+            self.finished.set()
+
+    def _settle(self) -> None:
+        # An attempt has ended (connected or failed): release refresh() and wait_ready() waiters.
+        for waiter in self._attempt_waiters:
+            waiter.set()
+        self._attempt_waiters = []
+        self._settled.set()
+
+    async def _connect_and_serve(self) -> None:
+        cfg = self.config
+        facts = self._facts = ConnectFacts(
+            self.name,
+            cfg.transport,
+            cfg.auth_type,
+            command=cfg.command if isinstance(cfg, StdioServerConfig) else "",
+            url=redact_url(cfg.url) if isinstance(cfg, HttpServerConfig) else "",
+        )
+        self.http_status = None
+        self._early_notice = False
+        self._superseded = False
+        self._set(ServerState.CONNECTING)
+        self._stderr = None
+        served = False
+        slot = await self._launch_slot(cfg)
+        if slot is None:
+            why = "stopped" if self._stopping else "its configs.json entry changed"
+            self._set(ServerState.DISCONNECTED, f"{why} while waiting for its turn to start")
+            return
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                # The slot is given back once the connect phase ended (below, or on an error
+                # by the finally), not when the session closes: a connected server is idle.
+                stack.callback(slot)
+                if self._transport is not None:
+                    streams = await stack.enter_async_context(self._transport())
+                elif isinstance(cfg, StdioServerConfig):
+                    # Entered first, left last: the server is stopped before its stderr copy ends.
+                    stderr = await stack.enter_async_context(
+                        StderrCopy(self._logs_dir / f"{self.name}.stderr.log", self.name)
+                    )
+                    self._stderr = stderr
+                    assert stderr.errlog is not None
+                    streams = await stack.enter_async_context(stdio_transport(cfg, stderr.errlog))
+                else:
+                    self.auth = self._oauth(cfg, facts)
+                    streams = await stack.enter_async_context(
+                        http_transport(cfg, facts, self.auth, self._saw_status)
+                    )
+                read, write = streams
+                tool_filter = self._tool_filter = ToolListFilter()
+                # Advertised only with a callback (the SDK keys the capability on it); one per
+                # session, since a completion notice names an id of this session's requests
+                # (kept without a callback too: a -32042's pages complete by notice as well).
+                asks = self.elicitations = sdk_callback(self.name, self._elicitation, self._elicitation_url)
+                # With a relay (keen serve), what the server asks during a call goes to the
+                # host that made it (keen.mcp.connection.relay); a 2026-07-28 server sends log messages
+                # only to a request that opted in, so every request does.
+                relay = self._session_relay = self._relay()
+                asking: dict[str, Any] = (
+                    relay.callbacks(self.name)
+                    if relay is not None
+                    else {"elicitation_callback": asks if self._elicitation() else None}
+                )
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        EOFWatch(read, self._mark_eof, tool_filter.incoming),
+                        WriteWatch(write, tool_filter),
+                        message_handler=self._on_message,
+                        logging_callback=self._on_log,
+                        client_info=_CLIENT_INFO,
+                        log_level="debug" if relay is not None else None,
+                        **asking,
+                    )
+                )
+                negotiated = False
+                subscription: Subscription | None = None
+                tools: list[Tool] = []
+                # stop() cancels this scope, so shutdown never waits out a hung initialize.
+                with anyio.CancelScope() as self._connect_scope:
+                    try:
+                        facts.phase, facts.timeout = "initialize", cfg.timeouts.connect
+                        with anyio.fail_after(cfg.timeouts.connect):
+                            # Both eras, as the SDK's Client(mode="auto") does it: probe
+                            # server/discover (2026-07-28), fall back to the initialize handshake.
+                            await negotiate_auto(session)
+                            negotiated = True
+                        tool_filter.version = session.protocol_version
+                        facts.phase, facts.timeout = "list_tools", cfg.timeouts.list_tools
+                        with anyio.fail_after(cfg.timeouts.list_tools):
+                            subscription = await open_subscription(stack, session, self.name)
+                            tools = await self._list_full(session)
+                            # Only for servers that advertise them; a failure leaves them empty.
+                            caps = session.server_capabilities
+                            self.resources = await list_resources(self.name, session, caps)
+                            self.resource_templates = await list_resource_templates(self.name, session, caps)
+                            self.prompts = await list_prompts(self.name, session, caps)
+                    except Exception as exc:
+                        # Report before unwinding: stopping a hung stdio server takes seconds,
+                        # which the next server in line need not wait for.
+                        self._fail(exc, facts)
+                        slot()
+                        raise
+                self._connect_scope = None
+                slot()
+                if self._superseded and not self._stopping:
+                    self._set(
+                        ServerState.DISCONNECTED,
+                        f"its configs.json entry changed while connecting ({facts.phase}); "
+                        "the next attempt takes the new one",
+                    )
+                    return
+                if self._stopping or not negotiated:
+                    self._set(ServerState.DISCONNECTED, f"stopped while connecting ({facts.phase})")
+                    return
+                self._publish(session, tools)
+                served = True
+                await self._serve(session, subscription)
+        except Exception as exc:
+            if not served:
+                if self.state is ServerState.CONNECTING:
+                    self._fail(exc, facts)
+                return
+            logger.debug("server %s: error while closing the session: %r", self.name, exc)
+        self.session = None
+        self._session_ended()
+
+    async def _launch_slot(self, cfg: HttpServerConfig | StdioServerConfig) -> Callable[[], None] | None:
+        """Wait for a start slot (stdio servers, when the Manager bounds them); returns the
+        function that gives it back (idempotent), or ``None`` when stopped while waiting.
+
+        Starting a stdio server costs CPU (an interpreter, ``npx``, ``uvx``): started all at
+        once on a small machine, every one of them finishes late, past its time limit. Its
+        ``timeouts.connect`` runs from its own launch, so waiting here does not count.
+        HTTP servers and in-process transports cost Keen little: they start at once.
+        """
+        limiter = self._launches
+        if self._stopping:
+            return None
+        if limiter is None or self._transport is not None or not isinstance(cfg, StdioServerConfig):
+            return lambda: None
+        acquired = False
+        with anyio.CancelScope() as self._connect_scope:  # stop() and reconfigure() cancel the wait
+            await limiter.acquire()
+            acquired = True
+        self._connect_scope = None
+        if not acquired:
+            return None
+        if self._stopping or self._superseded:
+            limiter.release()
+            return None
+        held = [True]
+
+        def release() -> None:
+            if held[0]:
+                held[0] = False
+                limiter.release()
+
+        return release
+
+    def _session_ended(self) -> None:
+        if self._stopping:
+            self._set(ServerState.DISCONNECTED, "")
+        elif self._eof and not self._refresh_requested:
+            tail = self._stderr_tail()
+            how = (
+                "exited unexpectedly"
+                if isinstance(self.config, StdioServerConfig)
+                else "closed the connection"
+            )
+            msg = f'MCP server "{self.name}" {how}'
+            self._set(ServerState.DISCONNECTED, msg + (f"; last stderr: {tail}" if tail else ""))
+
+    def _fail(self, exc: BaseException, facts: ConnectFacts) -> None:
+        self.session = None
+        facts.stderr_tail = self._stderr_tail()
+        state, message = classify_connect_failure(exc, facts)
+        logger.debug("server %s: connection failed: %r", self.name, exc)
+        self._set(state, message)
+        self._settle()
+
+    async def _serve(self, session: ClientSession, subscription: Subscription | None) -> None:
+        # Published; park until stop, refresh or EOF. The session stays open meanwhile, and
+        # its ListWatch re-lists the tools in this task group when they change.
+        watch = ListWatch(
+            self.name, lambda reason: self._relist(session, reason), interval=self._refresh_interval
+        )
+        watch.set_ttl(self.list_ttl_ms)
+        if self._early_notice:
+            watch.request("notification")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch.run, name=f"keen-mcp-watch-{self.name}")
+            tg.start_soon(
+                listen_for_changes, session, watch, subscription, name=f"keen-mcp-listen-{self.name}"
+            )
+            self.watch = watch
+            try:
+                while not (self._stopping or self._refresh_requested or self._eof):
+                    await self._wake.wait()
+                    self._wake = anyio.Event()
+            finally:
+                self.watch = None
+                tg.cancel_scope.cancel()
+
+    async def _list_full(self, session: ClientSession) -> list[Tool]:
+        pages = await list_all_tools(session, self.name, self._tool_filter)
+        self.list_ttl_ms, self.cache_scope, self.invalid_tools = (
+            pages.ttl_ms,
+            pages.cache_scope,
+            pages.invalid,
+        )
+        tools = pages.tools
+        # Servers with the tool_descriptions extension list minimal tools.
+        tools, self.descriptions_uri = await with_full_descriptions(
+            session, session.server_capabilities, tools, self.name
+        )
+        return tools
+
+    async def _relist(self, session: ClientSession, reason: RefreshReason) -> ToolsChanged | None:
+        """List the tools of the published session again and publish what changed."""
+        if self.session is not session:
+            return None
+        try:
+            with anyio.fail_after(self.config.timeouts.list_tools):
+                tools = await self._list_full(session)
+        except Exception as exc:
+            # The old list stays in use; a dead connection is noticed by the EOF watch.
+            logger.warning(
+                "server %s: re-listing tools (%s) failed, keeping the previous list: %s",
+                self.name,
+                reason,
+                redactor.redact(one_line(str(exc) or type(exc).__name__, 200)),
+            )
+            return None
+        if self.session is not session:
+            return None
+        if self.watch is not None:
+            self.watch.set_ttl(self.list_ttl_ms)
+        return self._replace_tools(tools, reason)
+
+    def _replace_tools(self, tools: list[Tool], reason: RefreshReason) -> ToolsChanged:
+        version = self.info.protocol_version if self.info else None
+        change = diff_tools(self.name, self.tools, tools, reason, protocol_version=version)
+        count_changed = len(tools) != len(self.tools)
+        self.tools = tools
+        self.tools_by_name = {t.name: t for t in tools}
+        self.validator.reset()
+        self.last_refresh_at = datetime.now(UTC)
+        if change:
+            logger.debug("server %s: tools changed: %s", self.name, change.summary())
+            if count_changed:
+                self._on_change(self.status())
+            self._emit(change)
+        return change
+
+    def _emit(self, change: ToolsChanged) -> None:
+        if self._on_tools is not None:
+            self._on_tools(change)
+
+    def _publish(self, session: ClientSession, tools: list[Tool]) -> None:
+        now = datetime.now(UTC)
+        info = session.server_info
+        self.info = ServerInfo(
+            name=info.name if info else "",
+            version=info.version if info else "",
+            title=getattr(info, "title", None) if info else None,
+            instructions=session.instructions,
+            protocol_version=session.protocol_version,
+        )
+        previous = self.tools
+        reconnect = diff_tools(
+            self.name, previous, tools, "reconnect", protocol_version=session.protocol_version
+        )
+        self.tools = tools
+        self.tools_by_name = {t.name: t for t in tools}
+        self.validator.reset()
+        self.session = session
+        self.last_connected_at = self.last_refresh_at = now
+        for tool in tools:
+            logger.debug("server %s: tool %s: %s", self.name, tool.name, one_line(tool.description, 80))
+        note = ""
+        if not tools and not self.invalid_tools:
+            # Servers without credentials often start fine and list nothing (and say why on stderr).
+            tail = self._stderr_tail()
+            note = "connected, but it lists no tools" + (
+                f"; last stderr: {tail}"
+                if tail
+                else "; it may need credentials or setup (see its documentation)"
+            )
+        self._set(ServerState.CONNECTED, note)
+        self._settle()
+        if previous and reconnect:
+            self._emit(reconnect)
+
+    # -- transports -----------------------------------------------------------------------------------
+
+    def _oauth(self, cfg: HttpServerConfig, facts: ConnectFacts) -> httpx2.Auth | None:
+        """An ``oauth`` server's ``httpx2.Auth`` (``None`` for other auth types)."""
+        if not isinstance(cfg.auth, OAuthAuth):
+            return None
+        if self._auth_factory is None:
+            raise AuthRequired(sign_in_message(self.name), server=self.name, remedy=Remedy.SIGN_IN)
+        auth, facts.has_token = self._auth_factory(self.name, cfg, cfg.auth, self.interactive_auth)
+        return auth
+
+    def _saw_status(self, status: int) -> None:
+        self.http_status = status
+
+    def _stderr_tail(self) -> str:
+        """The last lines the server wrote to stderr in this run, joined with ' | ', redacted."""
+        if self._stderr is None:
+            return ""
+        joined = " ".join(" | ".join(self._stderr.tail(_STDERR_TAIL_LINES)).split())
+        if len(joined) > 500:
+            # The newest lines say why it failed (a traceback's last line): cut the oldest.
+            joined = "…" + joined[-499:]
+        return redactor.redact(joined)
+
+    # -- callbacks from the session ---------------------------------------------------------------
+
+    def _mark_eof(self) -> None:
+        self._eof = True
+        self._wake.set()
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            text = one_line(str(message), 120)
+            self._facts.stdout_garbage = text
+            logger.debug("server %s: transport error: %s", self.name, redactor.redact(text))
+            return
+        root = getattr(message, "root", message)
+        method = getattr(root, "method", type(root).__name__)
+        if method == "notifications/tools/list_changed":
+            # 2025-11-25 and earlier. On 2026-07-28 the same notice arrives on the
+            # subscriptions/listen stream, which listen_for_changes follows.
+            if self._tool_filter.version in MODERN_PROTOCOL_VERSIONS:
+                return
+            if self.watch is not None:
+                self.watch.request("notification")
+            else:
+                self._early_notice = True  # during the first listing: re-list once published
+        elif method == "notifications/elicitation/complete":
+            elicitation_id = str(getattr(root.params, "elicitation_id", ""))
+            if self.elicitations is not None:
+                self.elicitations.completed(elicitation_id)
+            if self._session_relay is not None:
+                await self._session_relay.completed(self.name, elicitation_id)
+        else:
+            logger.debug("server %s: notification %s", self.name, method)
+
+    async def _on_log(self, params: mt.LoggingMessageNotificationParams) -> None:
+        if self._session_relay is not None:
+            await self._session_relay.log(self.name, params)
+        logger.debug(
+            "server %s: log %s: %s",
+            self.name,
+            params.level,
+            redactor.redact(one_line(str(params.data), 200)),
+        )

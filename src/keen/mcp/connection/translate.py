@@ -1,0 +1,360 @@
+"""The one boundary where SDK, anyio, OS and httpx2 exceptions become Keen's.
+
+SDK failures arrive wrapped in (nested) ``ExceptionGroup``s from the transports'
+task groups; :func:`root_cause` digs out the exception that says what happened.
+Connection failures map to a ``(ServerState, message)`` pair for the server's
+status; call failures map to a :class:`~keen.errors.MCPServerError` subclass.
+Every message is redacted and says what to do next (docs/architecture.md "Errors").
+"""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass
+
+import httpx2
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
+    URL_ELICITATION_REQUIRED,
+)
+from pydantic import ValidationError
+
+from keen._redact import redactor
+from keen._text import one_line
+from keen.errors import (
+    AuthFailed,
+    AuthRequired,
+    CallTimeout,
+    InvalidArguments,
+    KeenError,
+    MCPServerError,
+    Remedy,
+    RemoteProtocolError,
+    ServerDisconnected,
+    UserActionRequired,
+    exception_leaves,
+)
+from keen.mcp.config.defaults import more_time_advice, split_advice
+from keen.mcp.connection.elicitation import check_url
+from keen.mcp.types import ServerState
+
+__all__ = [
+    "AUTH_STATUSES",
+    "ConnectFacts",
+    "auth_status_error",
+    "classify_connect_failure",
+    "root_cause",
+    "sign_in_message",
+    "translate_call_error",
+    "unreachable_message",
+    "went_away",
+]
+
+
+_SDK_CLOSED = (
+    "Connection closed",
+    "SSE stream failed: ",
+    "SSE stream ended",
+    "server answered a request with 202 Accepted",
+)
+"""How the SDK words the ``-32000`` it raises itself when a transport ends under a request
+(``mcp.shared.jsonrpc_dispatcher``, ``mcp.client.streamable_http``)."""
+
+
+def went_away(cause: MCPError) -> bool:
+    """Whether ``cause`` says the connection ended, not that the server refused one request.
+
+    ``-32000`` is the SDK's ``CONNECTION_CLOSED``, and also the first code of JSON-RPC 2.0's
+    "Server error" range, which servers use for their own failures: a reply from a live
+    server with that code ends its call only. A server that words its reply exactly as the
+    SDK does ends only its own session, which it could do anyway by exiting.
+    """
+    if cause.code != CONNECTION_CLOSED or cause.error.data is not None:
+        return False
+    return cause.message.startswith(_SDK_CLOSED)
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The most telling leaf of an exception group: a Keen error first, then HTTP/OS/MCP errors."""
+    leaves = list(exception_leaves(exc))
+    for kinds in ((KeenError,), (MCPError,), (httpx2.HTTPError, OSError), (TimeoutError,), (Exception,)):
+        for leaf in leaves:
+            if isinstance(leaf, kinds):
+                return leaf
+    return leaves[0] if leaves else exc
+
+
+@dataclass
+class ConnectFacts:
+    """What the owner task saw during one connection attempt, beyond the exception."""
+
+    server: str
+    transport: str
+    auth: str
+    phase: str = "connect"  # connect | initialize | list_tools
+    timeout: float = 0.0
+    http_status: int | None = None
+    www_authenticate: str | None = None
+    has_token: bool = False
+    stderr_tail: str = ""
+    stdout_garbage: str = ""
+    command: str = ""
+    url: str = ""
+
+
+def classify_connect_failure(exc: BaseException, facts: ConnectFacts) -> tuple[ServerState, str]:
+    """Map a failed connection attempt to the server's next state and a redacted, actionable message."""
+    state, message = _classify(root_cause(exc), facts)
+    message, advice = split_advice(message)
+    if facts.stderr_tail and facts.transport == "stdio":
+        message += f"; last stderr: {facts.stderr_tail}"
+    # The advice last: a listing that cuts a long error keeps it whole (split_advice).
+    return state, redactor.redact(f"{message}; {advice}" if advice else message)
+
+
+def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
+    name = f.server
+    if isinstance(cause, AuthRequired):
+        return ServerState.AUTH_REQUIRED, str(cause)
+    if isinstance(cause, AuthFailed):
+        return ServerState.AUTH_FAILED, str(cause)
+    if f.http_status in AUTH_STATUSES or (
+        isinstance(cause, httpx2.HTTPStatusError) and _status(cause) in AUTH_STATUSES
+    ):
+        return _classify_auth(f)
+    if isinstance(cause, TimeoutError):
+        hint = ""
+        if f.stdout_garbage:
+            hint = f" (it printed non-JSON on stdout: {f.stdout_garbage!r}; stdio servers must log to stderr)"
+        what = {"list_tools": "tools/list", "initialize": "initialize"}.get(f.phase, "connect")
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}" did not answer {what} within {f.timeout:g} s{hint}; check that it starts and '
+            f"speaks MCP; {more_time_advice('list_tools' if f.phase == 'list_tools' else 'connect')}"
+        )
+    if isinstance(cause, FileNotFoundError | PermissionError) and f.transport == "stdio":
+        why = "was not found" if isinstance(cause, FileNotFoundError) else "is not executable"
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}": command {f.command!r} {why}; install it or fix "command" in configs.json'
+        )
+    if isinstance(cause, httpx2.ConnectError | httpx2.ConnectTimeout) or (
+        isinstance(cause, OSError) and cause.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH)
+    ):
+        return ServerState.DISCONNECTED, unreachable_message(name, f.url, cause)
+    if f.http_status is not None and f.http_status >= 400:
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}" answered HTTP {f.http_status} at {f.url}; check the url (it must be the MCP '
+            "endpoint, often ending in /mcp) and the server's logs"
+        )
+    if isinstance(cause, MCPError) and went_away(cause):
+        how = "exited" if f.transport == "stdio" else "closed the connection"
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}" {how} during {f.phase}; run it by hand to see why'
+        )
+    if isinstance(cause, MCPError):
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}" refused {f.phase} with error {cause.code}: {cause.message}; check its version '
+            "and logs"
+        )
+    if isinstance(cause, ValidationError | ValueError | RuntimeError):
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}" broke the MCP protocol during {f.phase}: {_short(cause)}; check its version'
+        )
+    return ServerState.DISCONNECTED, f'MCP server "{name}" failed during {f.phase}: {_short(cause)}'
+
+
+def _classify_auth(f: ConnectFacts) -> tuple[ServerState, str]:
+    error = auth_status_error(
+        f.server,
+        f.http_status or 401,
+        auth=f.auth,
+        has_token=f.has_token,
+        www_authenticate=f.www_authenticate,
+    )
+    state = ServerState.AUTH_REQUIRED if isinstance(error, AuthRequired) else ServerState.AUTH_FAILED
+    return state, error.message
+
+
+def unreachable_message(server: str, url: str, cause: BaseException) -> str:
+    """What a connection refused or timed out at ``url`` says (not yet redacted)."""
+    return f'cannot reach MCP server "{server}" at {url}: {_short(cause)}; check that it is running and the url is right'
+
+
+AUTH_STATUSES = frozenset({401, 403})
+"""The HTTP statuses that mean the server refused the caller's credentials (RFC 9110 15.5.2, 15.5.4)."""
+
+
+def sign_in_message(server: str) -> str:
+    """What an OAuth server with no usable sign-in says (state ``auth_required``)."""
+    return f'MCP server "{server}" needs you to sign in'
+
+
+def auth_status_error(
+    server: str,
+    status: int,
+    *,
+    auth: str,
+    has_token: bool = False,
+    www_authenticate: str | None = None,
+) -> AuthRequired | AuthFailed:
+    """The one mapping of an HTTP 401/403 answer to ``auth_required`` or ``auth_failed``.
+
+    By the server's ``auth`` type in configs.json: ``api_key`` -> AuthFailed (the key was
+    refused); ``oauth`` -> AuthFailed when a saved sign-in (``has_token``) was rejected,
+    else AuthRequired; ``none`` -> AuthFailed for 403, else AuthRequired naming the
+    challenge's scheme (``www_authenticate``) and how to add ``auth``. Messages end with
+    the next step (docs/architecture.md "Servers and their states").
+    """
+    if auth == "api_key":
+        return AuthFailed(
+            f'MCP server "{server}" rejected the API key (HTTP {status}); check "auth.key", "auth.header" and '
+            '"auth.scheme" in configs.json',
+            server=server,
+        )
+    if auth == "oauth":
+        if has_token:
+            return AuthFailed(
+                f'MCP server "{server}" rejected the saved sign-in (HTTP {status})',
+                server=server,
+                remedy=Remedy.SIGN_IN,
+            )
+        return AuthRequired(sign_in_message(server), server=server, remedy=Remedy.SIGN_IN)
+    if status == 403:
+        return AuthFailed(
+            f'MCP server "{server}" refused access (HTTP 403); check its access settings', server=server
+        )
+    scheme = (www_authenticate or "").split(" ", 1)[0] or "credentials"
+    return AuthRequired(
+        f'MCP server "{server}" requires authentication (HTTP 401, {scheme}); add "auth" to it in configs.json: '
+        '{"type": "api_key", "key": "${ENV_VAR}"} or {"type": "oauth"}',
+        server=server,
+    )
+
+
+def translate_call_error(
+    exc: BaseException,
+    *,
+    server: str,
+    tool: str,
+    timeout: float,
+    http_status: int | None = None,
+) -> MCPServerError:
+    """Map a failed ``tools/call`` to a Keen error (redacted, actionable)."""
+    cause = root_cause(exc)
+    if isinstance(cause, MCPServerError):
+        return cause
+    if isinstance(cause, TimeoutError) or (isinstance(cause, MCPError) and cause.code == REQUEST_TIMEOUT):
+        return CallTimeout(
+            f'"{server}/{tool}" did not finish within {timeout:g} s and was cancelled; retry, or raise '
+            f'"timeouts.call_tool" for "{server}" in configs.json',
+            server=server,
+            tool=tool,
+            seconds=timeout,
+        )
+    if http_status in AUTH_STATUSES:
+        msg = redactor.redact(
+            f'MCP server "{server}" rejected the credentials during the call (HTTP {http_status}); fix them'
+        )
+        return AuthFailed(msg, server=server, tool=tool, remedy=Remedy.RECONNECT)
+    if isinstance(cause, MCPError):
+        # A server writes this message: bounded before it reaches an error, a log or a model.
+        # Redacted before it is cut, so no secret survives in halves.
+        detail = _cut(redactor.redact(cause.message), _DETAIL_CHARS)
+        if went_away(cause):
+            return ServerDisconnected(
+                f'MCP server "{server}" went away during "{tool}"',
+                server=server,
+                tool=tool,
+                remedy=Remedy.RECONNECT,
+            )
+        if cause.code == INVALID_PARAMS:
+            return InvalidArguments(
+                f'MCP server "{server}" rejected the arguments for "{tool}": {detail}',
+                server=server,
+                tool=tool,
+                errors=[("$", detail)],
+            )
+        if cause.code == METHOD_NOT_FOUND:
+            return RemoteProtocolError(
+                f'MCP server "{server}" does not support tools/call: {detail}', server=server, tool=tool
+            )
+        if cause.code == URL_ELICITATION_REQUIRED:
+            return _user_action(cause, server, tool)
+        return RemoteProtocolError(
+            f'MCP server "{server}" answered "{tool}" with JSON-RPC error {cause.code}: {detail}',
+            server=server,
+            tool=tool,
+        )
+    if isinstance(cause, httpx2.HTTPError | OSError):
+        # What to do is the remedy's, worded by each front end: keen serve reconnects by
+        # itself, keen chat has /mcp connect, the CLI keen mcp connect.
+        return ServerDisconnected(
+            redactor.redact(
+                f'MCP server "{server}" is unreachable ({_short(cause)}) during "{tool}"; check that it is running'
+            ),
+            server=server,
+            tool=tool,
+            remedy=Remedy.RECONNECT,
+        )
+    return RemoteProtocolError(
+        redactor.redact(f'MCP server "{server}" sent an invalid answer to "{tool}": {_short(cause)}'),
+        server=server,
+        tool=tool,
+    )
+
+
+_DETAIL_CHARS = 2000
+
+
+def _user_action(cause: MCPError, server: str, tool: str) -> UserActionRequired:
+    """``-32042``: the pages the server wants the user to open (URL mode elicitation)."""
+    pages: list[tuple[str, str]] = []
+    ids: list[str] = []
+    refused = 0
+    data = cause.data if isinstance(cause.data, dict) else {}
+    for item in data.get("elicitations") or []:  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(item, dict):
+            continue
+        url, note = str(item.get("url") or ""), str(item.get("message") or "")  # pyright: ignore[reportUnknownArgumentType]
+        # The URL reaches the model and the event log: one holding a secret Keen knows is refused.
+        if check_url(url) is None and redactor.redact(url) == url:
+            pages.append((_cut(redactor.redact(one_line(note, _DETAIL_CHARS)), _DETAIL_CHARS), url))
+            elicitation_id = item.get("elicitationId")  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(elicitation_id, str) and elicitation_id and len(elicitation_id) <= _DETAIL_CHARS:
+                ids.append(elicitation_id)
+        else:
+            refused += 1
+    if refused or len(ids) != len(pages):
+        ids = []  # a page the user cannot be shown, or one without an id, never completes here
+    if not pages:
+        why = f" ({refused} link{'s' * (refused != 1)} refused as unsafe)" if refused else ""
+        return UserActionRequired(
+            f'MCP server "{server}" needs the user to open a page before "{tool}" can run, but '
+            f"named none Keen will show{why}; ask the server's owner",
+            server=server,
+            tool=tool,
+        )
+    listed = "; ".join(f"{note} {url}".strip() for note, url in pages)
+    return UserActionRequired(
+        f'MCP server "{server}" needs the user to open a page before "{tool}" can run: {listed}. '
+        "The user should open it in a browser and finish there; then call the tool again",
+        server=server,
+        tool=tool,
+        pages=pages,
+        elicitation_ids=ids,
+    )
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _status(exc: httpx2.HTTPStatusError) -> int:
+    return exc.response.status_code
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    return one_line(str(exc) or type(exc).__name__, limit)

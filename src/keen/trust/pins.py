@@ -1,0 +1,701 @@
+"""Pinned tool definitions: trust on first use, then quarantine what changes (rug pulls).
+
+A server's tools are pinned in ``$KEEN_HOME/mcp/pins/<server>.json`` (mode 0600, written
+atomically by :mod:`keen.trust.pinstore`)::
+
+    {"version": 1, "server": "github", "updated_at": "2026-11-23T12:00:00Z",
+     "tools": {"create_issue": {"fingerprint": "sha256:...", "body": "sha256:...",
+                                "definition": {"name": "create_issue", ...},
+                                "pinned_at": "2026-11-23T12:00:00Z"}}}
+
+``fingerprint`` is SHA-256 over the RFC 8785 canonical JSON of the definition
+(:mod:`keen.trust.fingerprint`); ``body`` is the same without the name. Comparing a live
+``tools/list`` with the pins (:func:`compare`) sorts every tool into one status:
+
+- ``trusted``: same name, same fingerprint;
+- ``renamed``: a new name whose definition is otherwise identical to a pinned tool that
+  is gone: it keeps its trust;
+- ``changed``: same name, different definition; or a new name that shares its description
+  or inputSchema with a pinned tool that is gone (a rename that also changed), which is
+  quarantined like any change;
+- ``new``: not pinned under any name;
+- ``removed``: pinned, no longer listed.
+
+What happens to ``new`` and ``changed`` tools is the server's policy
+(:func:`pinning_policy`): ``quarantine`` refuses them until trusted, ``warn`` lets them
+through with a warning, ``off`` skips pinning. A server without a pin file has never been
+approved; its first approved call pins every tool it lists (trust on first use).
+
+What a model or host reads is :func:`pinned_view`, never the live list: under
+``quarantine`` the held tools show only as a count, a changed one as it was pinned.
+:func:`trust` pins only what ``keen mcp diff`` showed (a :class:`Review`, kept in
+``mcp/pins/reviews/<server>.json``), and records that a person did (``ToolPin.reviewed``):
+only then, or with the server's ``"trust_annotations"``, is a ``readOnlyHint`` taken as true.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from keen.errors import ConfigError, ToolNotFound, ToolQuarantined
+from keen.mcp.config import HttpServerConfig, StdioServerConfig
+from keen.mcp.listing.changes import ToolsChanged
+from keen.mcp.types import Tool
+from keen.trust.fingerprint import (
+    DEFINITION_FIELDS,
+    body_fingerprint,
+    definition,
+    definition_fingerprint,
+    fingerprint,
+    pretty_json,
+)
+from keen.trust.flags import escape_text, flag_change
+from keen.trust.pinstore import PIN_FILE_VERSION, PinFile, PinStore, Review, ToolPin
+
+__all__ = [
+    "PIN_FILE_VERSION",
+    "PinFile",
+    "PinGuard",
+    "PinReport",
+    "PinStore",
+    "PinnedView",
+    "PinningPolicy",
+    "Review",
+    "ToolCheck",
+    "ToolPin",
+    "ToolStatus",
+    "changed_fields",
+    "compare",
+    "definition_diff",
+    "pinned_tool",
+    "pinned_view",
+    "pinning_policy",
+    "quarantine_error",
+    "stricter_annotations",
+    "trust",
+]
+
+logger = logging.getLogger(__name__)
+
+REF_HEX = 12
+"""Hex digits of the fingerprint in a ``name@<hex>`` reference (48 bits: no accidental match)."""
+_REF = re.compile(r"^(?P<name>.+)@(?P<hex>[0-9a-f]{8,64})$")
+MAX_DIFF_CHARS = 4000
+"""A refusal carries at most this much of the diff (the rest: ``keen mcp diff``)."""
+PinningPolicy = Literal["quarantine", "warn", "off"]
+ToolStatus = Literal["trusted", "renamed", "changed", "new", "removed"]
+
+
+def pinning_policy(server: HttpServerConfig | StdioServerConfig) -> PinningPolicy:
+    """The server's ``"pinning"`` from configs.json, else the default for its transport.
+
+    Remote (``streamable_http``, ``sse``) servers default to ``quarantine``: their code can change
+    between two calls without the user doing anything. Local ``stdio`` servers default to
+    ``warn``: the user installed and runs that code, and upgrades it themselves.
+    """
+    if server.pinning is not None:
+        return server.pinning
+    return "warn" if server.transport == "stdio" else "quarantine"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCheck:
+    """One tool's standing against the pins.
+
+    ``old`` is the pinned definition (``None`` for a new tool), ``new`` the live one
+    (``None`` for a removed tool). ``previous_name`` is set for renames.
+    """
+
+    name: str
+    status: ToolStatus
+    previous_name: str | None = None
+    changed_fields: tuple[str, ...] = ()
+    old: dict[str, Any] | None = None
+    new: dict[str, Any] | None = None
+
+    @property
+    def quarantined(self) -> bool:
+        """True for ``new`` and ``changed``: not pinned as it is now."""
+        return self.status in ("new", "changed")
+
+    @property
+    def fingerprint(self) -> str | None:
+        """``sha256:<hex>`` of the live definition (``None`` for a removed tool)."""
+        return definition_fingerprint(self.new) if self.new is not None else None
+
+    @property
+    def ref(self) -> str:
+        """``name@<12 hex>``: the tool bound to this exact live definition, for :func:`trust`
+        (so what is accepted is what was reviewed, even if the server changes again)."""
+        fp = self.fingerprint
+        return f"{self.name}@{fp.removeprefix('sha256:')[:REF_HEX]}" if fp else self.name
+
+    def diff(self) -> str:
+        """Unified diff of the pinned and the live definition (see :func:`definition_diff`)."""
+        return definition_diff(
+            self.old, self.new, old_name=self.previous_name or self.name, new_name=self.name
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "quarantined": self.quarantined,
+            "previous_name": self.previous_name,
+            "changed_fields": list(self.changed_fields),
+            "fingerprint": self.fingerprint,
+            "ref": self.ref if self.new is not None else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PinReport:
+    """A live tool list compared with a server's pins. ``pinned`` is False when the server
+    has no pin file yet (every tool is then ``new``, awaiting trust on first use)."""
+
+    server: str
+    pinned: bool
+    checks: tuple[ToolCheck, ...] = field(default_factory=tuple)
+    reviewed: dict[str, bool] = field(default_factory=lambda: dict[str, bool]())
+    """Pinned name -> whether ``keen mcp trust`` pinned it (:attr:`ToolPin.reviewed`)."""
+
+    def by_status(self, status: ToolStatus) -> list[ToolCheck]:
+        return [c for c in self.checks if c.status == status]
+
+    @property
+    def quarantined(self) -> list[ToolCheck]:
+        return [c for c in self.checks if c.quarantined]
+
+    def check(self, tool: str) -> ToolCheck | None:
+        """The live tool named ``tool`` (never a removed one), or None.
+
+        A server that lists one name twice with different definitions gets the quarantined
+        one: which of the two a call would run is the server's choice, not Keen's.
+        """
+        found = [c for c in self.checks if c.name == tool and c.status != "removed"]
+        return next((c for c in found if c.quarantined), found[0] if found else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = {s: len(self.by_status(s)) for s in ("trusted", "renamed", "changed", "new", "removed")}
+        return {
+            "server": self.server,
+            "pinned": self.pinned,
+            "counts": counts,
+            "tools": [c.to_dict() for c in self.checks],
+        }
+
+
+def changed_fields(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[str, ...]:
+    """The definition fields (MCP spelling, in :data:`DEFINITION_FIELDS` order) that differ."""
+    old, new = old or {}, new or {}
+    return tuple(f for f in DEFINITION_FIELDS if old.get(f) != new.get(f))
+
+
+def definition_diff(
+    old: dict[str, Any] | None, new: dict[str, Any] | None, *, old_name: str = "", new_name: str = ""
+) -> str:
+    """A unified diff (``difflib``) of two definitions as pretty canonical JSON; ``""`` if equal.
+
+    A missing side diffs against nothing, so a new tool shows as all ``+`` lines.
+    """
+    before = pretty_json(old).splitlines() if old is not None else []
+    after = pretty_json(new).splitlines() if new is not None else []
+    lines = difflib.unified_diff(
+        before,
+        after,
+        fromfile=f"pinned/{old_name}" if old is not None else "/dev/null",
+        tofile=f"live/{new_name}" if new is not None else "/dev/null",
+        lineterm="",
+        n=3,
+    )
+    return "\n".join(lines)
+
+
+def compare(server: str, tools: Sequence[Tool], pins: PinFile | None) -> PinReport:
+    """Sort every live tool (and every pinned one gone) into a status; see the module docstring.
+
+    Pure: reads and writes nothing. Checks come in live-list order, removed tools last.
+    """
+    if pins is None:
+        fresh = [ToolCheck(name=t.name, status="new", new=definition(t)) for t in tools]
+        return PinReport(server=server, pinned=False, checks=tuple(fresh))
+    pinned = pins.tools
+    live_names = {t.name for t in tools}
+    gone = [name for name in pinned if name not in live_names]
+    gone_by_body: dict[str, list[str]] = {}
+    for name in gone:
+        gone_by_body.setdefault(pinned[name].body, []).append(name)
+    consumed: set[str] = set()
+    checks: list[ToolCheck | None] = []
+    unmatched: list[tuple[int, Tool, dict[str, Any]]] = []
+    for tool in tools:
+        live = definition(tool)
+        pin = pinned.get(tool.name)
+        if pin is not None:
+            if pin.fingerprint == fingerprint(tool):
+                checks.append(ToolCheck(name=tool.name, status="trusted", old=pin.definition, new=live))
+            else:
+                fields = changed_fields(pin.definition, live)
+                checks.append(
+                    ToolCheck(
+                        name=tool.name, status="changed", changed_fields=fields, old=pin.definition, new=live
+                    )
+                )
+            continue
+        candidates = [n for n in gone_by_body.get(body_fingerprint(live), []) if n not in consumed]
+        if candidates:
+            previous = candidates[0]
+            consumed.add(previous)
+            checks.append(
+                ToolCheck(
+                    name=tool.name,
+                    status="renamed",
+                    previous_name=previous,
+                    changed_fields=("name",),
+                    old=pinned[previous].definition,
+                    new=live,
+                )
+            )
+            continue
+        unmatched.append((len(checks), tool, live))
+        checks.append(None)
+    # A new name that shares its description or inputSchema with a vanished pin is that
+    # tool renamed and changed: show it as a change against its predecessor.
+    for index, tool, live in unmatched:
+        previous = next(
+            (n for n in gone if n not in consumed and _same_substance(pinned[n].definition, live)), None
+        )
+        if previous is None:
+            checks[index] = ToolCheck(name=tool.name, status="new", new=live)
+            continue
+        consumed.add(previous)
+        old = pinned[previous].definition
+        checks[index] = ToolCheck(
+            name=tool.name,
+            status="changed",
+            previous_name=previous,
+            changed_fields=changed_fields(old, live),
+            old=old,
+            new=live,
+        )
+    done = [c for c in checks if c is not None]
+    done += [ToolCheck(name=n, status="removed", old=pinned[n].definition) for n in gone if n not in consumed]
+    reviewed = {name: pin.reviewed for name, pin in pinned.items()}
+    return PinReport(server=server, pinned=True, checks=tuple(done), reviewed=reviewed)
+
+
+def _same_substance(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Same non-empty description; or the same inputSchema (with properties) and a similar
+    description (``difflib`` ratio >= 0.6). Only pairs a change with its likely predecessor
+    for display: either way the tool is quarantined."""
+    description = new.get("description") or ""
+    if description.strip() and old.get("description") == description:
+        return True
+    schema = new.get("inputSchema") or {}
+    if not schema.get("properties") or old.get("inputSchema") != schema:
+        return False
+    return difflib.SequenceMatcher(None, old.get("description") or "", description).ratio() >= 0.6
+
+
+def trust(
+    server: str,
+    tools: Sequence[Tool],
+    names: Iterable[str] | None = None,
+    *,
+    store: PinStore | None = None,
+    reviewed: Review | None = None,
+    by_user: bool = False,
+) -> tuple[PinFile, list[ToolCheck]]:
+    """Pin the live definitions of ``names`` (every listed tool when ``None``) and save.
+
+    ``reviewed``: what ``keen mcp diff`` showed (:class:`~keen.trust.pinstore.Review`); when
+    given, every tool to pin must have a fingerprint that was shown, or nothing is written
+    (a server that lists another definition to the trust than to the diff gets nothing
+    pinned). ``by_user``: a person reviewed these definitions (``keen mcp trust``), which is
+    recorded in each pin it writes (``reviewed``); a pin on first use is not.
+
+    With ``names=None`` the pin file becomes exactly the live list: removed tools are
+    dropped and renames recorded under their new names. With names, only those tools are
+    pinned (a renamed tool's old pin is dropped); other pins stay as they are. A name may be
+    a reference ``name@<hex>`` (:attr:`ToolCheck.ref`): it is trusted only while its live
+    fingerprint starts with those hex digits.
+
+    Returns:
+        The saved pins and the checks of the tools trusted, as they stood before.
+
+    Raises:
+        ToolNotFound: a name is not in the live list (nothing is written).
+        ToolQuarantined: a ``name@<hex>`` no longer matches (nothing is written).
+        ConfigError: the existing pin file is broken.
+    """
+    store = store or PinStore()
+    current = store.load(server)
+    report = compare(server, tools, current)
+    live = {t.name: t for t in tools}
+    expected: dict[str, str] = {}
+    if names is None:
+        wanted = list(live)
+    else:
+        wanted = []
+        for raw in dict.fromkeys(names):
+            ref = _REF.match(raw)
+            if ref is not None and raw not in live:
+                expected[ref["name"]] = ref["hex"]
+                raw = ref["name"]
+            wanted.append(raw)
+        missing = [n for n in wanted if n not in live]
+        if missing:
+            raise ToolNotFound(
+                f'MCP server "{server}" lists no tool {", ".join(repr(n) for n in missing)}; '
+                f"trust only tools it lists now ({', '.join(sorted(live)) or 'none'})",
+                server=server,
+                tool=missing[0],
+            )
+    for name, hex_prefix in expected.items():
+        check = report.check(name)
+        if check is not None and not (check.fingerprint or "").removeprefix("sha256:").startswith(hex_prefix):
+            raise ToolQuarantined(
+                f'the tool "{server}/{name}" is no longer the definition {name}@{hex_prefix} you reviewed '
+                f"(now {check.ref}): it changed again; nothing was trusted. Review it again.",
+                server=server,
+                tool=name,
+                status=check.status,
+                previous_name=check.previous_name,
+                changed_fields=check.changed_fields,
+                diff=check.diff(),
+            )
+    if reviewed is not None:
+        _check_reviewed(server, [t for t in tools if t.name in set(wanted)], reviewed)
+    old_pins = dict(current.tools) if current is not None else {}
+    new_pins: dict[str, ToolPin] = {} if names is None else dict(old_pins)
+    trusted: list[ToolCheck] = []
+    for name in wanted:
+        check = report.check(name)
+        keep = old_pins.get(name)
+        tool = live[name]
+        if check is not None and check.status == "trusted" and keep is not None:
+            new_pins[name] = keep.model_copy(update={"reviewed": True}) if by_user else keep
+        else:
+            new_pins[name] = ToolPin.of(tool, reviewed=by_user)
+        if check is not None and check.previous_name:
+            new_pins.pop(check.previous_name, None)
+        if check is not None:
+            trusted.append(check)
+    pins = PinFile(server=server, tools=new_pins)
+    store.save(pins)
+    return pins, trusted
+
+
+def _check_reviewed(server: str, tools: Sequence[Tool], reviewed: Review) -> None:
+    """Raise ``ToolQuarantined`` unless every one of ``tools`` is a definition ``reviewed`` holds."""
+    for tool in tools:
+        shown = reviewed.tools.get(tool.name)
+        if shown is not None and fingerprint(tool) in shown:
+            continue
+        what = "differs from the one" if shown else "was not among the tools"
+        raise ToolQuarantined(
+            f'the tool "{server}/{tool.name}" as the server lists it now {what} `keen mcp diff {server}` '
+            f"showed at {reviewed.reviewed_at}: the server changed it since, so nothing was trusted. Run "
+            f"`keen mcp diff {server}` again, review what it shows, then trust.",
+            server=server,
+            tool=tool.name,
+            status="changed" if shown else "new",
+        )
+
+
+def stricter_annotations(pinned: dict[str, Any] | None, live: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The live ``annotations`` with each MCP hint (2025-11-25 "Tool annotations") at the
+    stricter of its pinned and live value, spec defaults for a missing one: read-only and
+    idempotent only when both say so, destructive and open-world when either does. A tool
+    that turns ``readOnlyHint: true`` after it was pinned is still judged as it was."""
+    if pinned == live:
+        return live
+    old, new = pinned or {}, live or {}
+
+    def hint(values: dict[str, Any], key: str, default: bool) -> bool:
+        value = values.get(key)
+        return value if isinstance(value, bool) else default
+
+    out = dict(new)
+    out["readOnlyHint"] = hint(old, "readOnlyHint", False) and hint(new, "readOnlyHint", False)
+    out["idempotentHint"] = hint(old, "idempotentHint", False) and hint(new, "idempotentHint", False)
+    # destructiveHint means something only for a tool that is not read-only (spec): a tool
+    # read-only on one side counts as non-destructive there.
+    out["destructiveHint"] = (
+        not hint(old, "readOnlyHint", False) and hint(old, "destructiveHint", True)
+    ) or (not hint(new, "readOnlyHint", False) and hint(new, "destructiveHint", True))
+    out["openWorldHint"] = hint(old, "openWorldHint", True) or hint(new, "openWorldHint", True)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedView:
+    """What a model or host may read of one server's tools: :func:`pinned_view`.
+
+    ``tools``: the listing to show; ``held``: the checks of the tools held for review
+    (quarantined: new, or changed since pinned), shown only as :attr:`note`; ``error``: why
+    nothing can be shown (a broken pin file).
+    """
+
+    server: str
+    tools: tuple[Tool, ...] = ()
+    held: tuple[ToolCheck, ...] = ()
+    error: str = ""
+
+    @property
+    def note(self) -> str:
+        """``N tools changed and are held for review: keen mcp diff SERVER`` ("" when none)."""
+        if self.error:
+            return f"The tools of {self.server} are held: {self.error}"
+        count = len(self.held)
+        if not count:
+            return ""
+        verb = "tools changed and are" if count != 1 else "tool changed and is"
+        return f"{count} {verb} held for review: keen mcp diff {self.server}"
+
+
+def pinned_view(
+    server: str,
+    tools: Sequence[Tool],
+    report: PinReport | None,
+    policy: PinningPolicy,
+    *,
+    trust_annotations: bool = False,
+) -> PinnedView:
+    """The listing everything a model or host reads is built from (SKILL.md, schema files,
+    the catalog line, search, ``keen serve``), in place of the live ``tools/list``.
+
+    Under ``quarantine`` (a pinned server): a trusted or plainly renamed tool as listed (its
+    definition is the pinned one); a changed tool as it was pinned; a new tool, or one
+    renamed and changed, not at all. Those quarantined tools are :attr:`PinnedView.held`.
+    Under ``warn`` a changed tool is shown as listed (calls are let through), with its
+    annotations at the stricter of pinned and live (:func:`stricter_annotations`). Under
+    ``off`` or for a server never pinned, the live list. Annotations are claims (MCP
+    2025-11-25 "Tool annotations": untrusted unless from a trusted server): a tool's
+    ``annotations_trusted`` is True, so its ``readOnlyHint`` lets it run unasked, only for a
+    server with ``trust_annotations`` or a tool ``keen mcp trust`` pinned unchanged.
+
+    Args:
+        server: the server's name.
+        tools: its live tools.
+        report: :func:`compare` of ``tools`` with the pins (``None`` under ``off``).
+        policy: the server's :func:`pinning_policy`.
+        trust_annotations: the server's ``"trust_annotations"`` in configs.json.
+    """
+    checks = report.checks[: len(tools)] if report is not None and report.pinned else ()
+    shown: list[Tool] = []
+    held: list[ToolCheck] = []
+    seen: set[str] = set()
+    for index, tool in enumerate(tools):
+        check = checks[index] if index < len(checks) else None
+        if check is None or check.status in ("trusted", "renamed"):
+            view = tool
+        elif policy == "quarantine":
+            held.append(check)
+            if check.status != "changed" or check.previous_name or check.old is None:
+                continue
+            view = pinned_tool(server, check.old)
+        elif check.old is not None:  # warn, changed: let through, judged by the stricter annotations
+            view = replace(
+                tool, annotations=stricter_annotations(check.old.get("annotations"), tool.annotations)
+            )
+        else:  # warn, new: nothing pinned to compare with (its annotations are claims all the same)
+            view = tool
+        if view.name in seen:
+            continue  # a name listed twice shows once (the call is refused: PinReport.check)
+        seen.add(view.name)
+        reviewed = check is not None and check.status == "trusted" and _reviewed(report, tool.name)
+        if not (trust_annotations or reviewed):
+            view = replace(view, annotations_trusted=False)
+        shown.append(view)
+    return PinnedView(server, tuple(shown), tuple(held))
+
+
+def _reviewed(report: PinReport | None, name: str) -> bool:
+    return report is not None and report.reviewed.get(name, False)
+
+
+def pinned_tool(server: str, data: dict[str, Any]) -> Tool:
+    """A :class:`Tool` from a pinned definition (:attr:`ToolPin.definition`, MCP wire spelling)."""
+    return Tool(
+        server=server,
+        name=str(data.get("name", "")),
+        description=str(data.get("description") or ""),
+        input_schema=dict(data.get("inputSchema") or {}),
+        title=data.get("title"),
+        annotations=data.get("annotations"),
+        output_schema=data.get("outputSchema"),
+    )
+
+
+class PinGuard:
+    """The pinning check for call paths: caches each server's comparison until its tool
+    list or its pin file changes (one ``stat`` per call), so a call does not canonicalize every
+    tool again.
+
+    It is also the :class:`keen.mcp.ToolTrust` Keen gives every Manager it builds
+    (:meth:`shown`, :meth:`stamp`, :meth:`flagged`): :mod:`keen.mcp` imports nothing of
+    :mod:`keen.trust`, which sits above it.
+
+    Args:
+        store: where pins live (default ``$KEEN_HOME/mcp/pins``).
+    """
+
+    def __init__(self, store: PinStore | None = None) -> None:
+        self.store = store or PinStore()
+        self._cache: dict[str, tuple[tuple[Any, ...], tuple[Tool, ...], PinReport]] = {}
+        self._views: dict[str, tuple[tuple[Any, ...], PinnedView, tuple[Tool, ...]]] = {}
+
+    policy = staticmethod(pinning_policy)
+    """:func:`pinning_policy`, here so a caller holding a guard needs no other import."""
+
+    def report(self, server: str, tools: Sequence[Tool]) -> PinReport:
+        """:func:`compare` of ``tools`` with the stored pins (cached). Raises ``ConfigError``."""
+        # The Manager hands out the same (frozen) Tool objects until a re-list replaces them, so
+        # their identities are the key; the cache keeps them alive, so an id is never reused.
+        key = (tuple(map(id, tools)), self.store.stamp(server))
+        cached = self._cache.get(server)
+        if cached is not None and cached[0] == key:
+            return cached[2]
+        report = compare(server, tools, self.store.load(server))
+        self._cache[server] = (key, tuple(tools), report)
+        return report
+
+    def shown(
+        self, server: str, tools: Sequence[Tool], config: HttpServerConfig | StdioServerConfig
+    ) -> PinnedView:
+        """:meth:`view` under the server's configured policy (:func:`pinning_policy`) and
+        ``trust_annotations``: what a Manager lists (``ToolTrust.shown``)."""
+        return self.view(server, tools, pinning_policy(config), trust_annotations=config.trust_annotations)
+
+    def stamp(self, server: str) -> tuple[int, int, int] | None:
+        """The pin file's change key (:meth:`PinStore.stamp`): :meth:`shown` may differ for the
+        same tools once it changes, e.g. after ``keen mcp trust`` in another process."""
+        return self.store.stamp(server)
+
+    def flagged(
+        self,
+        change: ToolsChanged,
+        tools_by_name: Mapping[str, Tool],
+        others: Mapping[str, Iterable[str | Tool]],
+    ) -> ToolsChanged:
+        """:func:`keen.trust.flags.flag_change`: ``change`` with the flags its added and changed
+        tools raise (``ToolTrust.flagged``)."""
+        return flag_change(change, tools_by_name, others)
+
+    def view(
+        self, server: str, tools: Sequence[Tool], policy: PinningPolicy, *, trust_annotations: bool = False
+    ) -> PinnedView:
+        """:func:`pinned_view` of ``tools`` (what a model or host may read); a broken pin file
+        shows no tool at all, with the error (calls are refused for it too)."""
+        report: PinReport | None = None
+        if policy != "off":
+            try:
+                report = self.report(server, tools)
+            except ConfigError as exc:
+                return PinnedView(server, error=exc.message)
+        # Cached while the report is the same object (the cache keeps it alive): readers
+        # get the same Tool objects until something changed, as from the Manager.
+        key = (report, tuple(map(id, tools)), policy, trust_annotations)
+        cached = self._views.get(server)
+        if cached is not None and cached[0][0] is report and cached[0][1:] == key[1:]:
+            return cached[1]
+        view = pinned_view(server, tools, report, policy, trust_annotations=trust_annotations)
+        self._views[server] = (key, view, tuple(tools))
+        return view
+
+    def first_use(self, server: str, tools: Sequence[Tool]) -> bool:
+        """Trust on first use: pin every listed tool when the server has no pins yet.
+
+        Returns True when it wrote the pins, False when the server was already pinned.
+        """
+        if self.store.stamp(server) is not None:
+            return False
+        trust(server, tools, store=self.store)
+        logger.info("pinned %d tools of %s on first approval", len(tools), server)
+        return True
+
+    def enforce(
+        self, server: str, tool: str, tools: Sequence[Tool], policy: PinningPolicy
+    ) -> ToolCheck | None:
+        """The pin check of one call, before approval.
+
+        Returns the tool's check (``None`` when ``policy`` is ``off`` or the server has no pins
+        yet). Under ``quarantine`` a
+        ``new`` or ``changed`` tool of a pinned server raises ``ToolQuarantined``; under ``warn``
+        it is logged and allowed. A server never pinned passes (trust on first use follows the
+        approval: :meth:`approved`).
+
+        Raises:
+            ToolQuarantined: its message says what changed and how to review it, never the
+                new text (a model reads it); its ``diff`` holds that (hidden characters
+                escaped, at most :data:`MAX_DIFF_CHARS`).
+            ConfigError: the pin file is broken.
+        """
+        if policy == "off":
+            return None
+        report = self.report(server, tools)
+        if not report.pinned:
+            return None
+        check = report.check(tool)
+        if check is None or not check.quarantined:
+            return check
+        if policy == "warn":
+            logger.warning(
+                "%s/%s is %s since it was pinned (%s); allowed by pinning policy warn",
+                server,
+                tool,
+                check.status,
+                ", ".join(check.changed_fields) or "not pinned",
+            )
+            return check
+        raise quarantine_error(server, check)
+
+    def approved(self, server: str, tools: Sequence[Tool], policy: PinningPolicy) -> bool:
+        """After a call was approved: pin the server's tools if it has no pins yet. Returns True
+        when this was the first approval (pins written)."""
+        return policy != "off" and self.first_use(server, tools)
+
+    def quarantined(self, server: str, tools: Sequence[Tool], policy: PinningPolicy) -> set[str]:
+        """Names of the tools a call would be refused for under ``policy`` (empty unless the
+        policy is ``quarantine`` and the server is pinned): what a visible set should hide."""
+        if policy != "quarantine":
+            return set()
+        report = self.report(server, tools)
+        return {c.name for c in report.quarantined} if report.pinned else set()
+
+
+def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
+    """The refusal of a quarantined tool: what changed, the diff, and how to accept it."""
+    if check.status == "new":
+        what = "is new since this server's tools were pinned"
+    elif check.previous_name:
+        what = f'was renamed from "{check.previous_name}" and changed ({", ".join(check.changed_fields)})'
+    else:
+        what = f"changed since it was pinned ({', '.join(check.changed_fields)})"
+    diff = escape_text(check.diff())
+    if len(diff) > MAX_DIFF_CHARS:
+        diff = (
+            diff[:MAX_DIFF_CHARS]
+            + f"\n[... {len(diff) - MAX_DIFF_CHARS} more characters: keen mcp diff {server}]"
+        )
+    # The message reaches the model: it names the change but never quotes the new
+    # definition (that is what is held back); ``diff`` carries it for a person.
+    message = (
+        f'the tool "{server}/{check.name}" {what}, so it is held for review and nothing was sent. '
+        f"The user can review it with `keen mcp diff {server}`, then accept it with `keen mcp trust {server}`."
+    )
+    return ToolQuarantined(
+        message,
+        server=server,
+        tool=check.name,
+        status=check.status,
+        previous_name=check.previous_name,
+        changed_fields=check.changed_fields,
+        diff=diff,
+    )

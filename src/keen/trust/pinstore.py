@@ -1,0 +1,199 @@
+"""Pin files: ``$KEEN_HOME/mcp/pins/<server>.json``, one per server (format in :mod:`keen.trust.pins`).
+
+Written atomically with mode 0600 (:mod:`keen._fs`); read strictly: a broken, foreign or
+newer file is a ``ConfigError`` that says what to do, never silently an empty set of pins
+(which would re-trust everything on the next approval).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from keen import paths
+from keen._fs import atomic_write_text
+from keen.errors import ConfigError
+from keen.mcp.config import SERVER_NAME_PATTERN
+from keen.mcp.types import Tool
+from keen.trust.fingerprint import body_fingerprint, definition, fingerprint
+
+__all__ = ["PIN_FILE_VERSION", "PinFile", "PinStore", "Review", "ToolPin"]
+
+PIN_FILE_VERSION = 1
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class ToolPin(BaseModel):
+    """One pinned tool: its fingerprints and the definition they cover (kept for diffs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fingerprint: str
+    body: str
+    definition: dict[str, Any]
+    pinned_at: str = Field(default_factory=_now)
+    reviewed: bool = False
+    """Pinned by ``keen mcp trust`` (a person saw the definition), not on first use: only then
+    are its annotations taken as true (``keen.trust.pins.pinned_view``)."""
+
+    @classmethod
+    def of(cls, tool: Tool, *, reviewed: bool = False) -> ToolPin:
+        return cls(
+            fingerprint=fingerprint(tool),
+            body=body_fingerprint(tool),
+            definition=definition(tool),
+            reviewed=reviewed,
+        )
+
+
+class PinFile(BaseModel):
+    """``mcp/pins/<server>.json``: the pinned tools of one server, by name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = PIN_FILE_VERSION
+    server: str
+    updated_at: str = Field(default_factory=_now)
+    tools: dict[str, ToolPin] = Field(default_factory=dict)
+
+
+class Review(BaseModel):
+    """``mcp/pins/reviews/<server>.json``: the live definitions ``keen mcp diff`` last showed,
+    by name (a name a server lists twice has two fingerprints). ``keen mcp trust`` pins only
+    definitions whose fingerprint is here, so what is pinned is what a person saw."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = PIN_FILE_VERSION
+    server: str
+    reviewed_at: str = Field(default_factory=_now)
+    tools: dict[str, list[str]] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, server: str, tools: list[Tool]) -> Review:
+        shown: dict[str, list[str]] = {}
+        for tool in tools:
+            shown.setdefault(tool.name, []).append(fingerprint(tool))
+        return cls(server=server, tools=shown)
+
+
+class PinStore:
+    """Pin files under ``root`` (default ``$KEEN_HOME/mcp/pins``, read at call time)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self._root = root
+        self._paths: dict[tuple[Path, str], Path] = {}
+
+    @property
+    def root(self) -> Path:
+        return self._root or paths.pins_dir()
+
+    def path(self, server: str) -> Path:
+        """``<root>/<server>.json``. Raises ``ValueError`` for a name that is not a server name."""
+        root = self.root
+        path = self._paths.get((root, server))
+        if path is None:  # built once per root and server: every call's pin check asks
+            if not SERVER_NAME_PATTERN.match(server):
+                raise ValueError(f"{server!r} is not a valid server name")
+            path = self._paths[(root, server)] = root / f"{server}.json"
+        return path
+
+    def load(self, server: str) -> PinFile | None:
+        """The server's pins, or ``None`` when it was never pinned.
+
+        Raises:
+            ConfigError: the file exists but cannot be read, is not JSON, or is not a pin file
+                of a version this Keen reads. Nothing is guessed: a broken pin file would
+                otherwise silently re-trust everything.
+        """
+        path = self.path(server)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read pin file {path}: {exc}", path=str(path), server=server) from exc
+        remedy = "fix it, or delete it to pin the server's current tools again on the next approval"
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"pin file {path} is not valid JSON (line {exc.lineno}: {exc.msg}); {remedy}",
+                path=str(path),
+                server=server,
+                line=exc.lineno,
+                column=exc.colno,
+            ) from exc
+        if isinstance(raw, dict) and raw.get("version") != PIN_FILE_VERSION:
+            raise ConfigError(
+                f"pin file {path} has version {raw.get('version')!r}; this Keen reads version "
+                f"{PIN_FILE_VERSION} (was it written by a newer Keen?); {remedy}",
+                path=str(path),
+                server=server,
+                field="version",
+            )
+        try:
+            pins = PinFile.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(file)"
+            raise ConfigError(
+                f"pin file {path} is invalid at {where}: {first['msg']}; {remedy}",
+                path=str(path),
+                server=server,
+                field=where,
+            ) from exc
+        if pins.server != server:
+            raise ConfigError(
+                f'pin file {path} is for server "{pins.server}", not "{server}"; {remedy}',
+                path=str(path),
+                server=server,
+                field="server",
+            )
+        return pins
+
+    def save(self, pins: PinFile) -> Path:
+        """Write ``pins`` atomically with mode 0600; returns the path."""
+        path = self.path(pins.server)
+        text = json.dumps(pins.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        atomic_write_text(path, text, mode=0o600)
+        return path
+
+    def review_path(self, server: str) -> Path:
+        """``<root>/reviews/<server>.json`` (see :class:`Review`)."""
+        return self.path(server).parent / "reviews" / f"{server}.json"
+
+    def save_review(self, review: Review) -> Path:
+        """Write what ``keen mcp diff`` showed (atomically, mode 0600); returns the path."""
+        path = self.review_path(review.server)
+        text = json.dumps(review.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        atomic_write_text(path, text, mode=0o600)
+        return path
+
+    def load_review(self, server: str) -> Review | None:
+        """What ``keen mcp diff`` last showed of ``server``; ``None`` when it never ran, or its
+        file is unreadable (then nothing counts as reviewed: run the diff again)."""
+        path = self.review_path(server)
+        try:
+            review = Review.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValidationError):
+            return None
+        return review if review.server == server and review.version == PIN_FILE_VERSION else None
+
+    def stamp(self, server: str) -> tuple[int, int, int] | None:
+        """``(inode, size, mtime_ns)`` of the pin file, ``None`` if absent: a cheap change key."""
+        try:
+            st = os.stat(self.path(server))
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
