@@ -61,7 +61,7 @@ async def test_search_then_call_a_tool_the_catalog_does_not_list(world: World) -
     (world.home / "skills").mkdir(parents=True, exist_ok=True)
     (world.home / "skills" / "config.json").write_text(json.dumps({"is_enabled": {"mcp:everything": False}}))
     model = world.script(
-        step(call("search_tools", query="add two numbers sum", k=3)),
+        step(call("search_tools", query="add two numbers sum", limit=3)),
         step(call(MCP, server="everything", tool="get-sum", arguments={"a": 40, "b": 2})),
         step(content="40 + 2 = 42"),
     )

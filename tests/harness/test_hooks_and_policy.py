@@ -86,8 +86,8 @@ async def test_a_pre_hook_denies_a_call_with_an_observation_and_nothing_runs(
         pre_hooks=[audit_args, no_secrets_in_notes],
     )
     h.begin_turn()
-    await h.call("search_tools", {"query": "add a note", "k": 1})
-    await h.call("search_tools", {"query": "list notes", "k": 1})
+    await h.call("search_tools", {"query": "add a note", "limit": 1})
+    await h.call("search_tools", {"query": "list notes", "limit": 1})
     assert {ADD, "mcp__keen-demo__list_notes"} <= offered(h.begin_turn())
     assert CONVERT not in offered(h.begin_turn())
     denied = await h.call(ADD, {"title": "wifi", "body": "the password is hunter2"})
@@ -133,7 +133,7 @@ async def test_a_post_hook_rewrites_the_observation_after_truncation(
         manager, tmp_path / "ws", mode="read-only", max_result_chars=300, post_hooks=[measure, mask_numbers]
     )
     h.begin_turn()
-    await h.call("search_tools", {"query": "count the words in a text", "k": 1})
+    await h.call("search_tools", {"query": "count the words in a text", "limit": 1})
     assert WORDS in offered(h.begin_turn())
     hidden = await h.call(CONVERT, {"value": 1, "from_unit": "km", "to_unit": "m"})
     assert hidden.denied == "visibility"
@@ -250,8 +250,8 @@ async def test_the_context_budget_comes_from_each_turn_and_used_tools_win(
 ) -> None:
     h = harness(manager, tmp_path / "ws", mode="read-only")
     h.begin_turn()
-    await h.call("search_tools", {"query": "convert units of measurement", "k": 1})
-    await h.call("search_tools", {"query": "count the words in a text", "k": 1})
+    await h.call("search_tools", {"query": "convert units of measurement", "limit": 1})
+    await h.call("search_tools", {"query": "count the words in a text", "limit": 1})
     both = offered(h.begin_turn(context_budget=100_000))
     assert {CONVERT, WORDS} <= both
     sizes = {c.id: c.tokens_full for c in h.catalog or [] if c.id in (CONVERT, WORDS)}

@@ -137,7 +137,7 @@ async def test_skills_are_not_preloaded(session: Session) -> None:
 async def test_read_only_hides_write_tools_and_search_returns_none_of_them(session: Session) -> None:
     h = session.harness(mode="read-only")
     h.begin_turn()
-    found = await h.call("search_tools", {"query": "add write delete a note", "k": 10})
+    found = await h.call("search_tools", {"query": "add write delete a note", "limit": 10})
     assert "search_notes" in found.text or "list_notes" in found.text
     assert "add_note" not in found.text and "delete_note" not in found.text
     visible = names(h.begin_turn())
@@ -145,7 +145,7 @@ async def test_read_only_hides_write_tools_and_search_returns_none_of_them(sessi
     assert visible & {"mcp__keen-demo__search_notes", "mcp__keen-demo__list_notes"}
     # server-everything annotates toggle-simulated-logging as a write and most of its other
     # tools read-only: the filter drops that one tool, not its server.
-    toggles = await h.call("search_tools", {"query": "toggle simulated logging", "k": 10})
+    toggles = await h.call("search_tools", {"query": "toggle simulated logging", "limit": 10})
     assert "mcp__everything__" in toggles.text
     assert "toggle-simulated-logging" not in toggles.text
     denied = await h.call(

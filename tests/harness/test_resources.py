@@ -123,7 +123,9 @@ async def test_search_lists_handles_and_read_resource_runs_the_pipeline(
     assert "read_resource" not in first and h.resource_index() == ""
     early = await h.call("read_resource", {"name": arch})
     assert early.denied == "visibility"
-    found = await h.call("search_tools", {"query": "architecture document", "k": 3, "kinds": ["resource"]})
+    found = await h.call(
+        "search_tools", {"query": "architecture document", "limit": 3, "kinds": ["resource"]}
+    )
     assert arch in found.text and "in the resource index next turn: read_resource" in found.text
     second = {t["name"] for t in h.begin_turn()}
     assert "read_resource" in second and arch not in second, "a handle is listed, not offered as a tool"
@@ -139,7 +141,9 @@ async def test_search_lists_handles_and_read_resource_runs_the_pipeline(
     unknown = await h.call("read_resource", {"name": "mcp__everything__resource__nope"})
     assert unknown.denied == "visibility" and "search_tools finds them" in unknown.text
     # Prompts too, with their arguments.
-    await h.call("search_tools", {"query": "greeting number five", "k": 1, "kinds": ["prompt", "resource"]})
+    await h.call(
+        "search_tools", {"query": "greeting number five", "limit": 1, "kinds": ["prompt", "resource"]}
+    )
     h.begin_turn()
     assert "mcp__paged__prompt__greet-5" in h.resource_index()
     greeted = await h.call(
@@ -175,7 +179,7 @@ async def test_resource_templates_are_listed_searched_and_read_with_their_variab
     name = catalog.model_name(f"mcp__everything__resource__{DYNAMIC}")
     found = await h.call(
         "search_tools",
-        {"query": "plaintext dynamic resource from a resource id", "k": 3, "kinds": ["resource"]},
+        {"query": "plaintext dynamic resource from a resource id", "limit": 3, "kinds": ["resource"]},
     )
     assert name in found.text and "in the resource index next turn" in found.text, found.text
     h.begin_turn()

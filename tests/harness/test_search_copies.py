@@ -57,7 +57,7 @@ async def test_a_hit_names_its_copies_and_each_copy_becomes_callable(
         workspace=tmp_path,
     )
     h.begin_turn()
-    found = await h.call("search_tools", {"query": "save a note with a title", "k": 5})
+    found = await h.call("search_tools", {"query": "save a note with a title", "limit": 5})
     lines = [line for line in found.text.splitlines() if "add_note" in line]
     shown = {line.split(" ", 2)[1] for line in lines}
     # One line for the identical pair, one for the journal's different add_note.

@@ -88,14 +88,16 @@ async def ask(
 
 
 def search_catalog(
-    catalog: Catalog, mode: PermissionMode, requested: list[str], query: str, k: int, kinds: Iterable[str]
+    catalog: Catalog, mode: PermissionMode, requested: list[str], query: str, limit: int, kinds: Iterable[str]
 ) -> Output:
     """ToolSearch for the model: one line per hit saying whether it becomes callable (or joins
     the resource index) next turn, and on which other servers an identical copy is; hits the
     mode allows, and their copies, are appended to ``requested``. Raises ValueError for an
     empty query."""
     # The input schema allows only tool, resource and prompt.
-    hits = catalog.search(query, k, SearchFilter(mode=mode, kinds=cast("frozenset[Kind]", frozenset(kinds))))
+    hits = catalog.search(
+        query, limit, SearchFilter(mode=mode, kinds=cast("frozenset[Kind]", frozenset(kinds)))
+    )
     lines: list[str] = []
     for hit in hits:
         hidden = visibility(catalog.get(hit.id), mode)
@@ -116,7 +118,7 @@ def search_catalog(
     if status:  # the model should know a second search may rank better in a moment
         lines.append(f"(note: {status})")
     return Output(
-        "\n".join(lines) or "(no tool matches; try other words)", more="search with fewer results (k)"
+        "\n".join(lines) or "(no tool matches; try other words)", more="search with fewer results (limit)"
     )
 
 

@@ -46,17 +46,17 @@ from keen.calls import (
     Refusal,
     Stage,
     cut_text,
-    parse_call_mcp_tool,
     shape,
 )
 from keen.capabilities import Capability, Catalog, PermissionMode, capability_id
+from keen.entry_tools import parse_call, parse_search
 from keen.errors import KeenError, ServerNotConfigured
 from keen.gateway import CALL_MCP_TOOL, Gateway, for_model
 from keen.harness.changes import ChangeLog
 from keen.harness.entries import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_RESULT_CHARS,
-    ENTRY_SCHEMAS,
+    ENTRY_TOOLS,
     GATE_CODES,
     HANDLE_KINDS,
     LOAD_SKILL,
@@ -66,6 +66,7 @@ from keen.harness.entries import (
     PostHook,
     PreHook,
     Visibility,
+    entry_schema,
     local_capability,
 )
 from keen.harness.events import EventLog, new_session_id, session_path
@@ -157,7 +158,7 @@ class Harness:
         self._ids = itertools.count(1)
         self._base = {
             **{n: local_capability(n, d) for n, (d, _) in LOCAL_TOOLS.items()},
-            **{n: local_capability(n, d) for n, (d, _) in ENTRY_SCHEMAS.items()},
+            **{n: local_capability(n, entry_schema(n)[0]) for n in ENTRY_TOOLS},
         }
         self.log.emit("session.start", mode=mode, workspace=str(self.workspace.workspace), budget=budget)
         self._changes = ChangeLog(self.log, gateway and gateway.manager, lambda: self.turn)
@@ -290,8 +291,8 @@ class Harness:
     def _definition(self, entry: Entry) -> dict[str, Any]:
         if entry.name in LOCAL_TOOLS:
             description, schema = LOCAL_TOOLS[entry.name]
-        elif entry.name in ENTRY_SCHEMAS:
-            description, schema = ENTRY_SCHEMAS[entry.name]
+        elif entry.name in ENTRY_TOOLS:
+            description, schema = entry_schema(entry.name)
         else:
             loaded = self._caps[entry.id].load()
             description, schema = loaded.descriptor.summary, loaded.schema or {"type": "object"}
@@ -354,19 +355,25 @@ class Harness:
         args: dict[str, Any] = dict(call.arguments)  # type: ignore[arg-type]
         name = call.name
         if name == CALL_MCP_TOOL:
-            parsed = parse_call_mcp_tool(args)
-            if parsed is None:
-                raise self._refuse(call, "validate", 'send {"server": ..., "tool": ..., "arguments": {...}}')
-            call.server, call.tool, args = parsed
+            try:
+                parsed = parse_call(args)
+            except ValueError as exc:
+                raise self._refuse(call, "validate", str(exc)) from None
+            call.server, call.tool, args = parsed.server, parsed.tool, parsed.arguments
             call.capability_id = capability_id("tool", call.tool, call.server)
         else:
             call.capability_id = self._by_name.get(name) or (
                 self._base[name].id if name in self._base else ""
             )
         call.arguments = args
-        if name in LOCAL_TOOLS or (name in ENTRY_SCHEMAS and name != CALL_MCP_TOOL):
+        if name == SEARCH_TOOLS:
             try:
-                jsonschema.validate(args, (LOCAL_TOOLS.get(name) or ENTRY_SCHEMAS[name])[1])
+                parse_search(args)
+            except ValueError as exc:
+                raise self._refuse(call, "validate", str(exc)) from None
+        elif name in LOCAL_TOOLS or name in (LOAD_SKILL, READ_RESOURCE):
+            try:
+                jsonschema.validate(args, (LOCAL_TOOLS.get(name) or entry_schema(name))[1])
             except jsonschema.ValidationError as exc:
                 raise self._refuse(call, "validate", f"invalid arguments: {exc.message}") from None
         return True
@@ -467,9 +474,10 @@ class Harness:
         try:
             if name == SEARCH_TOOLS:
                 assert self.catalog is not None
-                kinds = list(args.get("kinds") or ["tool"])
-                query, k = str(args["query"]), int(args.get("k", 5))
-                out = search_catalog(self.catalog, self.mode, self.requested, query, k, kinds)
+                wanted = parse_search(args)
+                out = search_catalog(
+                    self.catalog, self.mode, self.requested, wanted.query, wanted.limit, wanted.kinds
+                )
             elif name == LOAD_SKILL:
                 out = self._load_skill(str(args["name"]))
             else:
