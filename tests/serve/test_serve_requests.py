@@ -54,7 +54,7 @@ def _home(home: Path, *, more: bool = True) -> Path:
         "args": script_args(str(server_script("ask_stdio"))),
     }
     # "quick": server-everything again, whose calls Keen gives up on after a second.
-    quick = {**everything, "timeouts": {"call_mcp_tool": 1}}
+    quick = {**everything, "timeouts": {"call_tool": 1}}
     if more:
         extra = {
             "everything": everything,

@@ -30,13 +30,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from keen import paths
+from keen import _text, paths
 from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, Risk
 from keen.capabilities.names import capability_id, model_names
 from keen.errors import SkillError
 from keen.mcp.types import ServerInfo, Tool
-from keen.mcpskills._names import one_line
-from keen.mcpskills._render import describe_server
+from keen.mcpskills import describe_server
 from keen.skills import MARKER_FILE, Skill, discover, split_frontmatter
 
 if TYPE_CHECKING:
@@ -161,7 +160,7 @@ def tool_capability(
     title = str(tool.get("title") or "")
     schema = tool.get("inputSchema") or {}
     params, param_text = _param_text(schema)
-    summary = one_line(description or title, SUMMARY_CHARS, first_sentence=False)
+    summary = _text.summary(description or title, SUMMARY_CHARS, sentence=False)
     full = json.dumps({"name": name, "description": description, "inputSchema": schema}, ensure_ascii=False)
     cap_id = capability_id("tool", name, server)
     holder: list[Capability] = []
@@ -229,7 +228,7 @@ def _skill_capability(skill: Skill) -> Capability:
     def load() -> LoadedCapability:
         return LoadedCapability(cap, skill.read_body())
 
-    summary = one_line(skill.description, SUMMARY_CHARS, first_sentence=False)
+    summary = _text.summary(skill.description, SUMMARY_CHARS, sentence=False)
     try:
         size = skill.skill_md.stat().st_size
     except OSError:

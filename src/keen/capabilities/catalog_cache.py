@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from keen import _text
 from keen.capabilities.catalog import (
     SUMMARY_CHARS,
     Catalog,
@@ -40,7 +41,6 @@ from keen.capabilities.descriptor import Capability, LoadedCapability, Risk
 from keen.capabilities.names import capability_id
 from keen.errors import KeenError
 from keen.mcp.types import ServerInfo, ServerState, Tool
-from keen.mcpskills._names import one_line
 from keen.skills import Discovery, Skill
 from keen.skills.cache import DiscoveryCache
 
@@ -203,7 +203,7 @@ def _item_capability(
     summary = description or str(data.get("name", ""))
     if template:
         summary = f"URI template; read it with arguments {_template_variables(template)}. {summary}"
-    summary = one_line(summary, SUMMARY_CHARS, first_sentence=False)
+    summary = _text.summary(summary, SUMMARY_CHARS, sentence=False)
     full = json.dumps(data, ensure_ascii=False, default=str)
     holder: list[Capability] = []
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from keen import paths
+from keen._text import one_line
 from keen.cli._common import fail, out, print_json, typer_app
 
 __all__ = ["app"]
@@ -120,8 +121,7 @@ def show(
     ended = {e.get("turn"): e for e in read_events(path) if e.get("type") == "agent.turn"}
 
     def flat(text: object) -> str:
-        words = " ".join(str(text or "").split())
-        return words[:_PREVIEW] + ("..." if len(words) > _PREVIEW else "")
+        return one_line(str(text or ""), _PREVIEW + 1)
 
     for turn in rebuilt.turns:
         if turn.turn in asked:

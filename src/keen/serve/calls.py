@@ -33,6 +33,7 @@ from typing import Any
 import mcp_types as mt
 from mcp.shared.dispatcher import ProgressFnT
 
+from keen._text import shorten
 from keen.calls import Approver, allow_all
 from keen.capabilities import Catalog
 from keen.errors import KeenError, Remedy, ServerDisconnected, ServerNotConfigured
@@ -111,7 +112,7 @@ def host_remedy_words(
         if isinstance(exc, ServerNotConfigured):
             # Its message gives the local configs.json path (for a person at this machine):
             # nothing a remote host's model can use, and not the host's business.
-            name = server if len(server) <= 64 else server[:64] + "…"
+            name = shorten(server, 65)
             return f'MCP server "{name}" is not configured in keen serve.' + words[Remedy.READ_SKILL]
         if exc.remedy is Remedy.RECONNECT:
             if isinstance(exc, ServerDisconnected):

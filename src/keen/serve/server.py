@@ -66,6 +66,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from keen import __version__, paths
 from keen._redact import redactor
+from keen._text import shorten
 from keen.capabilities import Capability, Catalog
 from keen.entry_tools import (
     CALL_TOOL,
@@ -521,7 +522,7 @@ class KeenServer:
         found = self.listing().prompt(params.name)
         if found is None:
             self._audit("prompt.get", scope, None, params.name, "denied", "unknown_prompt")
-            shown = params.name if len(params.name) <= 200 else params.name[:200] + "..."
+            shown = shorten(params.name, 201)
             raise MCPError(
                 code=mt.INVALID_PARAMS,
                 message=f"Unknown prompt: {shown!r}; prompts/list names the prompts this server has",
@@ -891,7 +892,7 @@ def _progress_to(ctx: ServerRequestContext[Any, Any], peer: HostPeer) -> Progres
 def _unknown_resource(uri: str) -> MCPError:
     """JSON-RPC ``-32602`` naming the URI in ``data.uri`` (MCP 2026-07-28, Resources, "Error
     Handling": a resource that does not exist)."""
-    shown = uri if len(uri) <= 200 else uri[:200] + "..."
+    shown = shorten(uri, 201)
     return MCPError(
         code=mt.INVALID_PARAMS,
         message=f"Resource not found: {shown!r}; resources/list names the resources this server has",
