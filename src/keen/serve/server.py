@@ -84,6 +84,7 @@ from keen.mcp.manager import Manager
 from keen.mcp.reconnect import Reconnector
 from keen.mcp.relay import Relay
 from keen.mcp.types import ServerState
+from keen.runtime import Runtime, open_runtime
 from keen.serve import extension as ext
 from keen.serve.calls import APPROVER, CallRouter, call_result, error_result, host_remedy_words
 from keen.serve.catalog import ToolCatalog
@@ -216,8 +217,8 @@ class KeenServer:
         self.max_sessions = max_sessions
         self.ready_wait = ready_wait
         self.reconnector = Reconnector(manager)
+        self.max_result_chars = max_result_chars
         self.router = CallRouter(
-            manager,
             self._capabilities,
             self._visible,
             audit_path if audit_path is not None else paths.logs_dir() / "serve-audit.jsonl",
@@ -237,15 +238,22 @@ class KeenServer:
         """(caller scope, request id) -> the cancel scope of that call while it runs."""
         self.notifier = ChangeNotifier(self._served_lists, interval=notify_interval)
         self._stack: contextlib.AsyncExitStack | None = None
+        self.runtime: Runtime | None = None
+        """The session runtime, while the server is entered."""
         self.server = self._build()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def __aenter__(self) -> KeenServer:
-        await self.manager.start()
-        if isinstance(self.store, RedisStore):
-            await self.store.ping()
         async with contextlib.AsyncExitStack() as stack:
+            # The same runtime every front end opens (keen.runtime): it starts the Manager and
+            # gives the gateway and the harness the calls go through; no skills are synced.
+            self.runtime = await stack.enter_async_context(
+                open_runtime(manager=self.manager, max_result_chars=self.max_result_chars)
+            )
+            if isinstance(self.store, RedisStore):
+                await self.store.ping()
+            self.router.open(self.runtime)
             # Any change of a tool list or of a server's state may change what we list.
             stack.callback(self.manager.subscribe_changes(self.notifier.poke))
             stack.callback(self.manager.subscribe(self.notifier.poke))
@@ -265,8 +273,7 @@ class KeenServer:
             self.notifier.close()
             if self._stack is not None:
                 stack, self._stack = self._stack, None
-                await stack.aclose()
-            await self.manager.aclose()
+                await stack.aclose()  # the runtime last: it closes the Manager
         finally:
             await self.store.aclose()
             self.router.close()
