@@ -1,7 +1,7 @@
 """The system prompt of ``keen chat``: a short base, the budgeted skills catalog, and nothing else.
 
 The tools themselves are not in the text: the visible set's definitions
-(:meth:`keen.harness.Harness.begin_turn`: the local tools, ``call_mcp_tool``,
+(:meth:`keen.harness.Harness.begin_step`: the local tools, ``call_mcp_tool``,
 ``search_tools``, ``load_skill``, and only the MCP tools the discovery policy made
 visible) go to the API's ``tools`` parameter. The catalog is one line per enabled skill
 (docs/architecture.md "The prompt catalog"), kept within a token budget that also counts
