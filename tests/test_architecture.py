@@ -40,24 +40,47 @@ def test_import_contracts_hold(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
     monkeypatch.chdir(ROOT)
     kept, report = _lint(capsys)
     assert kept, report
-    assert "Contracts: 6 kept, 0 broken." in report, report
+    assert "Contracts: 7 kept, 0 broken." in report, report
 
 
-def test_a_wrong_import_breaks_the_layers_contract(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("module", "line", "broken", "edge"),
+    [
+        (
+            "mcp/_upward.py",
+            "from keen.gateway import Gateway",
+            "Imports only go down the package map BROKEN",
+            "keen.mcp._upward -> keen.gateway",
+        ),
+        (
+            "capabilities/_private.py",
+            "from keen.mcpskills._names import plan_paths",
+            "Other packages use what keen.mcpskills exports, never its private modules BROKEN",
+            "keen.capabilities._private -> keen.mcpskills._names",
+        ),
+    ],
+)
+def test_a_wrong_import_breaks_a_contract(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    module: str,
+    line: str,
+    broken: str,
+    edge: str,
 ) -> None:
-    """The contracts can fail: a copy of the package whose keen.mcp imports the gateway."""
+    """The contracts can fail: a copy of the package with an import that breaks one."""
     src = tmp_path / "src"
     shutil.copytree(ROOT / "src" / "keen", src / "keen", ignore=shutil.ignore_patterns("__pycache__"))
-    (src / "keen" / "mcp" / "_upward.py").write_text("from keen.gateway import Gateway\n")
+    (src / "keen" / module).write_text(line + "\n")
     monkeypatch.syspath_prepend(str(src))
     monkeypatch.chdir(tmp_path)
     for name in [m for m in sys.modules if m == "keen" or m.startswith("keen.")]:
         monkeypatch.delitem(sys.modules, name)
     kept, report = _lint(capsys)
     assert not kept
-    assert "Imports only go down the package map BROKEN" in report, report
-    assert "keen.mcp._upward -> keen.gateway" in report, report
+    assert broken in report, report
+    assert edge in report, report
 
 
 @pytest.mark.parametrize(
