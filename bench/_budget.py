@@ -1,7 +1,7 @@
 """``footprint.py --budget``: the budgeted MCP prompt and what it costs in server recall.
 
 For one synced ``KEEN_HOME``: the MCP part of the prompt within the budget
-(``keen.prompt.budgeted_prompt``: catalog + ``call_mcp_tool`` + ``search_mcp_tools``),
+(``keen.prompt.budgeted_prompt``: catalog + ``call_mcp_tool`` + ``search_tools``),
 and server-level recall@3 of LiveMCPBench task questions (a hit when the server of any
 tool the task needs is among the top 3 servers) three ways:
 
@@ -10,7 +10,7 @@ tool the task needs is among the top 3 servers) three ways:
 - ``budgeted lines``: the same over the lines the budgeted prompt shows (shortened,
   folded servers absent);
 - ``budgeted + ToolSearch``: the servers of ToolSearch's top tools over every generated
-  skill (what ``search_mcp_tools`` answers; the model calls it for any task the listed
+  skill (what ``search_tools`` answers; the model calls it for any task the listed
   lines do not settle), then the budgeted lines' ranking for any place left;
 - ``lines RRF ToolSearch``: the two rankings fused with reciprocal rank fusion (k=60), a
   model that trusts the lines as much as the search.

@@ -22,7 +22,7 @@ each a ``bench/catalog_server.py`` stdio process replaying its recorded tools, i
   (:mod:`keen.tokens`; the tokenizer is printed).
 
 ``--budget TOKENS`` adds, per scenario, the budgeted MCP part of the prompt (catalog +
-``call_mcp_tool`` + ``search_mcp_tools`` within the budget) and server-level recall@3 of the
+``call_mcp_tool`` + ``search_tools`` within the budget) and server-level recall@3 of the
 LiveMCPBench task questions (``--annotations``) with the unbudgeted catalog, the budgeted
 lines alone, and the budgeted lines plus ToolSearch (see ``_budget.py``).
 
@@ -319,13 +319,13 @@ def _report_budget(sc: dict[str, Any]) -> None:
         [
             (
                 "MCP part of the prompt",
-                f"{b['tokens']:,} tokens ({b['tokenizer']}; catalog + call_mcp_tool + search_mcp_tools "
+                f"{b['tokens']:,} tokens ({b['tokenizer']}; catalog + call_mcp_tool + search_tools "
                 f"{b['overhead_tokens']}): {verdict(b['tokens'] <= b['budget'])} (<= {b['budget']:,})",
             ),
             (
                 "step",
                 f"{b['step']}: {b['listed']} lines listed, {b['folded']} servers folded behind "
-                f"search_mcp_tools, description cap {b['description_cap']} (rendered in {b['render_s']:.2f} s)",
+                f"search_tools, description cap {b['description_cap']} (rendered in {b['render_s']:.2f} s)",
             ),
             (
                 "server recall@3",

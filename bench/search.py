@@ -98,7 +98,7 @@ def server_lines(paths: list[Path]) -> dict[str, dict[str, str]]:
     """Per server of ``paths``: its catalog ``line`` (what ``keen prompt`` shows: ``mcp:<server>:``
     and the SKILL.md description), its ``name`` alone and its ``full`` tool text (every tool's name and
     description), for the line-quality figure."""
-    from keen.mcpskills._render import describe_server
+    from keen.mcpskills import describe_server
 
     out: dict[str, dict[str, str]] = {}
     for path in paths:

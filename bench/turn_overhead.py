@@ -1,11 +1,11 @@
-"""Time of ``Harness.begin_turn`` (the catalog rebuild of every agent step) over a realistic Keen home.
+"""Time of ``Harness.begin_step`` (the catalog rebuild of every agent step) over a realistic Keen home.
 
 Usage: python bench/turn_overhead.py [TOOLS_JSON] [--servers 70] [--user-skills 10] [--turns 30]
 
 ``TOOLS_JSON`` defaults to ../shared/data/livemcpbench/tools.json. Its servers are replayed
 by ``catalog_server.py --impl lite`` (one stdio process each), the runtime syncs them into
 generated skills (``mcp:<server>``, a versioned dir behind a symlink) and ``--user-skills``
-hand-written skills are added beside them. Then ``begin_turn`` is timed ``--turns`` times:
+hand-written skills are added beside them. Then ``begin_step`` is timed ``--turns`` times:
 
 - uncached: the catalog rebuilt from scratch each turn (``Catalog.from_manager``: skills
   dir rescanned, every SKILL.md frontmatter parsed, every tool descriptor rebuilt);
@@ -63,9 +63,9 @@ def time_turns(harness: Harness, turns: int, before_each: Callable[[int], None] 
         if before_each is not None:
             before_each(i)
         started = time.perf_counter()
-        harness.begin_turn()
+        harness.begin_step()
         times.append(time.perf_counter() - started)
-        harness.end_turn()
+        harness.end_step()
     return times
 
 
@@ -128,12 +128,12 @@ async def run(args: argparse.Namespace) -> list[tuple[str, str]]:
                 "skills dir",
                 f"{skills} skills ({len(records)} generated, {len(user_files)} user), {tools} tools",
             ),
-            ("begin_turn uncached", ms(uncached_s)),
-            ("begin_turn cached", f"{ms(cached_s)} ({scans} skills-dir scans in {len(cached_s)} turns)"),
+            ("begin_step uncached", ms(uncached_s)),
+            ("begin_step cached", f"{ms(cached_s)} ({scans} skills-dir scans in {len(cached_s)} turns)"),
             ("speed-up", f"{statistics.median(uncached_s) / statistics.median(cached_s):.1f}x"),
         ]
         if changed_s:
-            rows.append(("begin_turn, SKILL.md edited", ms(changed_s)))
+            rows.append(("begin_step, SKILL.md edited", ms(changed_s)))
         return rows
 
 
@@ -147,7 +147,7 @@ def main() -> None:
     if not args.tools_json.is_file():
         sys.exit(f"no catalog at {args.tools_json}; pass the LiveMCPBench tools.json path")
     rows = anyio.run(run, args)
-    print_block("Harness.begin_turn overhead (catalog per turn)", rows)
+    print_block("Harness.begin_step overhead (catalog per turn)", rows)
 
 
 if __name__ == "__main__":

@@ -178,7 +178,7 @@ def test_tool_definitions_for_llm_apis() -> None:
     assert openai["type"] == "function" and fn["name"] == "call_mcp_tool"
     assert "/home/me/.keen/skills/mcp:<server>/SKILL.md" in fn["description"]
     assert "schemas/<tool>.json" in fn["description"]
-    assert fn["parameters"]["required"] == ["server", "tool", "arguments"]
+    assert fn["parameters"]["required"] == ["server", "tool"]
     anthropic = tool_definition("anthropic")
     assert set(anthropic) == {"name", "description", "input_schema"}
     assert tool_definition("mcp")["inputSchema"] == anthropic["input_schema"]

@@ -276,7 +276,7 @@ async def test_harnesses_leave_the_gateways_approval_alone_whatever_order_they_c
         assert result.is_error and result.text == "sent"
         closing, remaining = (older, newer) if first_closed == "older" else (newer, older)
         closing.close()
-        remaining.begin_turn()
+        remaining.begin_step()
         refused = await remaining.call("call_mcp_tool", {"server": "basic", "tool": "fail", "arguments": {}})
         assert refused.denied == "visibility", "the open harness still judges its own calls"
         remaining.close()
@@ -296,9 +296,9 @@ async def test_the_harness_cuts_results_where_the_session_says(
         manager=_manager(path, basic=make_basic_server()), wait=30, max_result_chars=50
     ) as rt:
         h = rt.harness(mode="auto", workspace=tmp_path)
-        h.begin_turn()
+        h.begin_step()
         await h.call("search_tools", {"query": "return the text unchanged"})
-        h.begin_turn()
+        h.begin_step()
         long = await h.call("mcp__basic__echo", {"text": "x" * 500})
         assert long.truncated_chars == 450 and long.text.startswith("x" * 50 + "\n[truncated"), long.text
         h.close()

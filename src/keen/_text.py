@@ -1,27 +1,133 @@
-"""Cutting text to a length, the one way every layer does it (a leaf: imports nothing of Keen)."""
+"""Text made short: cut to a length, on one line, its first sentence. The one way every layer
+does it (a leaf: imports nothing of Keen), so a tool's summary reads the same in SKILL.md, the
+capability catalog and ``keen serve``.
+"""
 
 from __future__ import annotations
 
-__all__ = ["ELLIPSIS", "one_line", "shorten"]
+import re
+import unicodedata
+
+__all__ = [
+    "ELLIPSIS",
+    "SUMMARY_CHARS",
+    "first_sentence",
+    "one_line",
+    "sentences",
+    "shorten",
+    "summary",
+    "unsafe_char",
+]
 
 ELLIPSIS = "…"
+SUMMARY_CHARS = 120
+"""How long a tool's one-line summary is, wherever it is shown (SKILL.md, ``keen serve``)."""
+
+_BOUNDARY = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
+"""Where a sentence may end: ``.``, ``!`` or ``?`` and a space, or a CJK full stop."""
+_INITIALS = re.compile(r"[(\[\"'`]?(?:[A-Za-z]\.)+")
+"""One letter and a period, or several (``e.g.``, ``i.e.``, ``(U.S.``)."""
+_ABBREVIATIONS = frozenset(
+    {
+        "etc.",
+        "vs.",
+        "cf.",
+        "approx.",
+        "incl.",
+        "resp.",
+        "no.",
+        "nos.",
+        "fig.",
+        "dr.",
+        "mr.",
+        "mrs.",
+        "ms.",
+        "st.",
+    }
+)
+_OPENING = "\"'`([“‘"
 
 
-def shorten(text: str, limit: int) -> str:
+def unsafe_char(ch: str) -> bool:
+    """A control, format (bidi overrides, zero-width), surrogate, private-use or unassigned
+    character, or a Unicode line or paragraph separator: none belongs on a shown line."""
+    category = unicodedata.category(ch)
+    return category[0] == "C" or category in ("Zl", "Zp")
+
+
+def shorten(text: str, limit: int, *, at_word: bool = False) -> str:
     """``text`` cut to at most ``limit`` characters, ending in ``…`` when cut.
 
     Args:
         text: any text.
         limit: the most characters returned (>= 1); the ellipsis counts as one.
+        at_word: cut at the last space when there is one in the second half (and drop the
+            punctuation before it), so no word is cut in two.
 
     Returns:
         ``text`` unchanged when it fits, else its head (trailing spaces dropped) and ``…``.
     """
     if len(text) <= limit:
         return text
-    return text[: max(limit - 1, 0)].rstrip() + ELLIPSIS
+    cut = text[: max(limit - 1, 0)]
+    if not at_word:
+        return cut.rstrip() + ELLIPSIS
+    if (space := cut.rfind(" ")) >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + ELLIPSIS
 
 
 def one_line(text: str | None, limit: int) -> str:
     """``text`` with every run of whitespace (newlines too) made one space, then :func:`shorten`."""
     return shorten(" ".join((text or "").split()), limit)
+
+
+def _ends_sentence(line: str, end: re.Match[str]) -> bool:
+    """Whether the boundary ``end`` in ``line`` ends a sentence: not after an abbreviation or
+    an initial (``e.g. a file``, ``Dr. Smith``), and not before a lower-case word."""
+    if line[end.start() - 1] in "。！？":
+        return True
+    word = line[: end.start()].rsplit(" ", 1)[-1].lower()
+    following = line[end.end() : end.end() + 1]
+    if word.lstrip(_OPENING) in _ABBREVIATIONS or _INITIALS.fullmatch(word):
+        return False
+    return bool(following) and not following.islower()
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` on one line (whitespace collapsed), split into sentences.
+
+    A sentence ends at ``.``, ``!`` or ``?`` followed by a space and a word that does not
+    start in lower case, unless the period ends an abbreviation or an initial (``e.g.``,
+    ``i.e.``, ``vs.``, ``Dr.``); or at a CJK full stop. A period inside a word (``v1.2``,
+    ``example.com/a.b``) ends nothing; the last sentence needs no period.
+    """
+    line = " ".join(text.split())
+    out: list[str] = []
+    start = 0
+    for end in _BOUNDARY.finditer(line):
+        if end.start() > start and end.end() < len(line) and _ends_sentence(line, end):
+            out.append(line[start : end.start()].strip())
+            start = end.end()
+    rest = line[start:].strip()
+    return [s for s in (*out, rest) if s]
+
+
+def first_sentence(text: str) -> str:
+    """The first of :func:`sentences` (``""`` for blank text)."""
+    # Only the head matters; bounding it keeps a 100 kB description cheap.
+    found = sentences(text[:2000])
+    return found[0] if found else ""
+
+
+def summary(text: str | None, limit: int = SUMMARY_CHARS, *, sentence: bool = True) -> str:
+    """A description as one short line: its first non-blank line, unsafe characters made
+    spaces, whitespace collapsed, its first sentence (when ``sentence``), cut at a word to at
+    most ``limit`` characters. The one summary of a tool or server description everywhere
+    (SKILL.md's table, the capability catalog, ``keen serve``'s minimal descriptions)."""
+    line = next((ln for ln in (text or "").splitlines() if ln.strip()), "")
+    line = line[: max(limit * 4, 2000)]
+    if not line.isprintable():
+        line = "".join(" " if unsafe_char(ch) else ch for ch in line)
+    line = first_sentence(line) if sentence else " ".join(line.split())
+    return shorten(line, limit, at_word=True)

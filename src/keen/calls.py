@@ -4,7 +4,7 @@ Every front end's calls (``keen mcp call``, ``keen chat``'s agent, ``keen serve`
 caller of :class:`keen.gateway.Gateway`) pass the stages of :data:`ORDER`, in that order
 (docs/architecture.md "The data flow of one call"):
 
-``validate``    the call's shape: ``call_mcp_tool``'s input parsed (:func:`parse_call_mcp_tool`),
+``validate``    the call's shape: ``call_mcp_tool``'s input parsed (:func:`keen.entry_tools.parse_call`),
                 a local tool's arguments
 ``visibility``  the caller may see the capability (a harness's visible set, or keen serve's
                 per-caller callback)
@@ -32,7 +32,6 @@ refused there (nothing was sent), at the others it failed.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import logging
@@ -70,7 +69,6 @@ __all__ = [
     "allow_read_only",
     "audit_record",
     "cut_text",
-    "parse_call_mcp_tool",
     "result_text",
     "shape",
 ]
@@ -328,26 +326,6 @@ class Pipeline:
 
 
 # -- the stages every front end shares ----------------------------------------------------------
-
-
-def parse_call_mcp_tool(data: Any) -> tuple[str, str, dict[str, Any]] | None:
-    """``call_mcp_tool``'s ``server``, ``tool`` and ``arguments`` from its input: JSON text or
-    an object, whose ``arguments`` may be an object or JSON text of one (as some models send
-    it); ``None`` for another shape."""
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError:
-            return None
-    if not isinstance(data, dict):
-        return None
-    server, tool, inner = data.get("server"), data.get("tool"), data.get("arguments", {})  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    if isinstance(inner, str):
-        with contextlib.suppress(ValueError):
-            inner = json.loads(inner)
-    if not isinstance(server, str) or not isinstance(tool, str) or not isinstance(inner, dict):
-        return None
-    return server, tool, dict(inner)  # pyright: ignore[reportUnknownArgumentType]
 
 
 class CheckCall:

@@ -1,4 +1,4 @@
-"""``call_mcp_tool``: its definition, and the execute stage of every MCP call.
+"""``call_mcp_tool``'s execute stage: the gateway every MCP call goes out through.
 
 Generated skills and schema files are discovery material only; they grant nothing
 (docs/architecture.md "The data flow of one call"). Every call, from any front end, passes
@@ -26,13 +26,11 @@ dict per call (arguments redacted).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from keen import paths
 from keen.calls import (
     DEFAULT_MAX_RESULT_CHARS,
     Approval,
@@ -47,14 +45,13 @@ from keen.calls import (
     allow_all,
     allow_read_only,
     audit_record,
-    parse_call_mcp_tool,
     pinning_policy,
     result_text,
     shape,
 )
+from keen.entry_tools import CALL_TOOL, call_tool_definition, parse_call
 from keen.errors import KeenError, Remedy
 from keen.mcp.types import ToolResult
-from keen.mcpskills._layout import SCHEMAS_DIR, schema_path, skill_md_path
 
 if TYPE_CHECKING:
     # Typing only: ``tool_definition`` must be importable (by the CLI's ``keen prompt``)
@@ -78,19 +75,15 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-CALL_MCP_TOOL = "call_mcp_tool"
+CALL_MCP_TOOL = CALL_TOOL
+"""``call_mcp_tool``: the call tool's one name (:mod:`keen.entry_tools`)."""
+
+tool_definition = call_tool_definition
+"""The ``call_mcp_tool`` definition for an LLM API or MCP: :func:`keen.entry_tools.call_tool_definition`,
+kept under the name library callers know."""
 
 _DEFAULT: Any = object()
 """``approval`` not given to a call: the Gateway's own."""
-
-# The skills layout comes from keen.mcpskills (its one definition); "<skills>" becomes the real
-# directory in tool_definition().
-_DESCRIPTION = (
-    "Call a tool on a connected MCP server. Before the first call to a server, read its skill file "
-    f"{skill_md_path('<skills>', '<server>')} to find the tool, then read the tool's schema file "
-    f"{schema_path('<skills>', '<server>', '<tool>')} and pass arguments that match its inputSchema "
-    "exactly. The server and tool names are the ones listed in SKILL.md."
-)
 
 # How the gateway words a remedy for a model (the front ends word it for a person).
 _FOR_MODEL: dict[Remedy | None, str] = {
@@ -119,56 +112,6 @@ def for_model(exc: KeenError, server: str) -> str:
         # The message may end with a server's own text (its last stderr line): close it.
         remedy = "." + remedy
     return exc.message + remedy
-
-
-_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "server": {
-            "type": "string",
-            "description": "MCP server name, e.g. github (the skill is mcp:<server>)",
-        },
-        "tool": {"type": "string", "description": "Tool name exactly as listed in the server's SKILL.md"},
-        "arguments": {
-            "type": "object",
-            "description": f"Arguments matching the tool's inputSchema from {SCHEMAS_DIR}/<tool>.json",
-            "additionalProperties": True,
-        },
-    },
-    "required": ["server", "tool", "arguments"],
-    "additionalProperties": False,
-}
-
-
-def tool_definition(style: str = "openai", *, skills_dir: str | None = None) -> dict[str, Any]:
-    """The ``call_mcp_tool`` definition for an LLM API.
-
-    Args:
-        style: ``"openai"`` (Chat Completions ``{"type": "function", "function": {...}}``),
-            ``"anthropic"`` (``{"name", "description", "input_schema"}``) or ``"mcp"``
-            (``{"name", "description", "inputSchema"}``, MCP 2025-11-25 "Tools").
-        skills_dir: the skills directory the description tells the model to read
-            (``<skills>/mcp:<server>/SKILL.md``); default ``$KEEN_HOME/skills``, where the
-            sync writes them.
-
-    Returns:
-        A new dict each call (safe to modify).
-
-    Raises:
-        ValueError: another style.
-    """
-    description = _DESCRIPTION.replace("<skills>", skills_dir or str(paths.skills_dir()))
-    schema = json.loads(json.dumps(_INPUT_SCHEMA))
-    if style == "openai":
-        return {
-            "type": "function",
-            "function": {"name": CALL_MCP_TOOL, "description": description, "parameters": schema},
-        }
-    if style == "anthropic":
-        return {"name": CALL_MCP_TOOL, "description": description, "input_schema": schema}
-    if style == "mcp":
-        return {"name": CALL_MCP_TOOL, "description": description, "inputSchema": schema}
-    raise ValueError(f"unknown tool definition style {style!r}; use openai, anthropic or mcp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,16 +293,13 @@ class Gateway:
         Returns:
             The shaped result; malformed input is an ``is_error`` result saying the shape.
         """
-        parsed = parse_call_mcp_tool(raw)
-        if parsed is None:
+        try:
+            parsed = parse_call(raw)
+        except ValueError as exc:
             return GatewayResult(
-                server="",
-                tool="",
-                is_error=True,
-                error_code="invalid_arguments",
-                text=f"Error: {_not_a_call(raw)}",
+                server="", tool="", is_error=True, error_code="invalid_arguments", text=f"Error: {exc}"
             )
-        return await self.call_for_model(*parsed)
+        return await self.call_for_model(parsed.server, parsed.tool, parsed.arguments)
 
     def shape(self, result: ToolResult) -> GatewayResult:
         """Text content joined; structured content kept (as JSON text when there is no text);
@@ -389,16 +329,3 @@ class Gateway:
         return GatewayResult(
             server=server, tool=tool, text=f"Error: {message}{remedy}", is_error=True, error_code=exc.code
         )
-
-
-def _not_a_call(raw: Any) -> str:
-    """Why ``call_mcp_tool`` input is not a call: not JSON at all, or another shape."""
-    if isinstance(raw, str):
-        try:
-            json.loads(raw)
-        except json.JSONDecodeError as exc:
-            return (
-                f"call_mcp_tool input is not valid JSON ({exc.msg}); send "
-                '{"server": ..., "tool": ..., "arguments": {...}}'
-            )
-    return 'call_mcp_tool needs {"server": "<name>", "tool": "<name>", "arguments": {...}}'

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from keen import paths
-from keen.mcpskills._layout import SCHEMAS_DIR
+from keen.entry_tools import search_tool_definition
+from keen.mcpskills import SCHEMAS_DIR
 from keen.skills import Skill, catalog_line, discover, render_skills_section
 from keen.tokens import TokenCounter, token_counter
 
@@ -59,15 +60,12 @@ def skills_prompt(skills_root: Path | None = None, *, max_chars: int | None = No
 
 def mcp_tool_definitions(call_tool: Mapping[str, Any]) -> list[str]:
     """The tool definitions sent with the MCP section every turn, as compact JSON (OpenAI
-    shape): ``call_tool`` and ``search_mcp_tools``.
+    shape): ``call_tool`` and ``search_tools`` (:mod:`keen.entry_tools`).
 
     Args:
         call_tool: the ``call_mcp_tool`` definition, passed as data so this module stays
             below the gateway: ``keen.gateway.tool_definition("openai", skills_dir=...)``.
     """
-    # Imported here: `keen prompt` without --budget needs no catalog.
-    from keen.capabilities import search_tool_definition
-
     return [
         json.dumps(definition, separators=(",", ":"), ensure_ascii=False)
         for definition in (call_tool, search_tool_definition("openai"))
@@ -85,7 +83,7 @@ def budgeted_prompt(
     """The skills section whose tokens plus those of :func:`mcp_tool_definitions` stay
     within ``budget`` (o200k tokens when the tokenizer file is local): the whole catalog
     when it fits, else shortened lines, else the least useful servers folded behind
-    ``search_mcp_tools`` (see ``keen.capabilities.budget``).
+    ``search_tools`` (see ``keen.capabilities.budget``).
 
     Args:
         budget: tokens for the whole MCP part of the prompt.

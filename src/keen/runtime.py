@@ -1,7 +1,7 @@
 """One Keen session's engine: config -> Manager -> discovery -> skills sync -> Gateway.
 
-Every front end (each ``keen`` command, ``keen demo``, and the agent and ``keen serve``
-to come) opens the same context instead of wiring those parts itself::
+Every front end (each ``keen`` command, ``keen demo``, ``keen chat``'s agent and ``keen
+serve``) opens the same context instead of wiring those parts itself::
 
     async with open_runtime(wait=60, sync=True, approval=ask) as rt:
         result = await rt.gateway.call("github", "search_issues", {"q": "bug"})
@@ -37,7 +37,7 @@ from keen.skills.cache import DiscoveryCache
 from keen.trust import PinGuard
 
 if TYPE_CHECKING:
-    from keen.capabilities import PermissionMode
+    from keen.capabilities import Catalog, PermissionMode
     from keen.harness import Harness
 
 __all__ = ["ConnectOutcome", "DiscoveryView", "Runtime", "connect_server", "open_runtime"]
@@ -140,6 +140,7 @@ class Runtime:
         mode: PermissionMode = "ask",
         approve: Approval | None = None,
         workspace: Path | None = None,
+        catalog: Callable[[], Catalog] | None = None,
         **options: Any,
     ) -> Harness:
         """An agent session's :class:`~keen.harness.Harness` over this runtime.
@@ -151,17 +152,18 @@ class Runtime:
         by its own permission stage (``approve``), never by the gateway's ``approval``, which
         stays the one for calls made on the gateway directly (docs/architecture.md "The
         harness"). ``workspace``: the local tools' root
-        (default: the current directory). Results are cut past the session's
+        (default: the current directory). ``catalog``: where the harness takes its catalog
+        instead (``keen serve``: the served upstream tools only, no skills). Results are cut past the session's
         ``max_result_chars`` (``open_runtime``'s) unless ``options`` set another. Other
         ``options`` go to ``Harness``. Close it with :meth:`Harness.close` when the session ends.
         """
         from keen.capabilities.catalog_cache import CatalogCache
         from keen.harness import Harness
 
-        catalog = CatalogCache(self.manager, skills=self.skills, pins=self.gateway.pins)
+        source = catalog or CatalogCache(self.manager, skills=self.skills, pins=self.gateway.pins)
         options.setdefault("max_result_chars", self.gateway.max_result_chars)
         return Harness(
-            catalog, self.gateway, mode=mode, approve=approve, workspace=workspace or Path.cwd(), **options
+            source, self.gateway, mode=mode, approve=approve, workspace=workspace or Path.cwd(), **options
         )
 
 

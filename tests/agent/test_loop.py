@@ -61,7 +61,7 @@ async def test_search_then_call_a_tool_the_catalog_does_not_list(world: World) -
     (world.home / "skills").mkdir(parents=True, exist_ok=True)
     (world.home / "skills" / "config.json").write_text(json.dumps({"is_enabled": {"mcp:everything": False}}))
     model = world.script(
-        step(call("search_tools", query="add two numbers sum", k=3)),
+        step(call("search_tools", query="add two numbers sum", limit=3)),
         step(call(MCP, server="everything", tool="get-sum", arguments={"a": 40, "b": 2})),
         step(content="40 + 2 = 42"),
     )
@@ -69,7 +69,7 @@ async def test_search_then_call_a_tool_the_catalog_does_not_list(world: World) -
         result = await agent.run_turn("what is 40 + 2? use a tool")
     assert result.ok, result
     assert "mcp:everything" not in model.system(0) and "mcp:demo" in model.system(0)
-    assert "get-sum" in result.tool_calls[0]["text"] and "callable next turn" in result.tool_calls[0]["text"]
+    assert "get-sum" in result.tool_calls[0]["text"] and "callable next step" in result.tool_calls[0]["text"]
     assert result.tool_calls[1]["outcome"] == "ok" and "42" in result.tool_calls[1]["text"]
     assert not any("get-sum" in n or "get_sum" in n for n in model.tool_names(0))
     assert any("get-sum" in n or "get_sum" in n for n in model.tool_names(1))
@@ -132,9 +132,9 @@ async def test_a_crashed_server_is_reconnected_by_the_next_call(world: World) ->
     events = list(read_events(log))
     [reconnect] = [e for e in events if e["type"] == "agent.reconnect"]
     assert reconnect["server"] == "demo" and reconnect["state"] == "connected"
-    assert any(e["type"] == "turn.end" and e.get("reconnected") == "demo" for e in events)
+    assert any(e["type"] == "step.end" and e.get("reconnected") == "demo" for e in events)
     # A replay shows the call under the visible set computed after the reconnect.
-    last = [t for t in replay(log).turns if t.calls][-1]
+    last = [t for t in replay(log).steps if t.calls][-1]
     assert last.calls[0]["result"]["outcome"] == "ok"
     assert any("convert_units" in i for i in last.visible)
 

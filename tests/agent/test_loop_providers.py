@@ -62,7 +62,7 @@ async def test_parallel_calls_are_answered_in_order_in_the_apis_shape(world: Wor
     assert outcomes == [("ok", None), ("ok", None), ("denied", "visibility"), ("denied", "validate")]
     texts = [c["text"] for c in result.tool_calls]
     assert "alpha" in texts[0] and "bravo" in texts[1]
-    assert "delete_everything is not among this turn's tools" in texts[2]
+    assert "delete_everything is not among this step's tools" in texts[2]
     assert "these are not JSON" in texts[3] and "send them again as one JSON object" in texts[3]
     # Every call went through the harness once, each audited.
     assert [e["name"] for e in events if e["type"] == "call"] == [
@@ -105,7 +105,7 @@ async def test_an_invented_name_the_apis_refuse_is_sent_back_in_their_pattern(
     calls = [{"name": "functions.read_file", "arguments": {"path": "a.txt"}}]
     result, fake, _, _ = await run(world, provider, [Reply(tool_calls=calls), Reply(text="Sorry.")])
     assert result.tool_calls[0]["outcome"] == "denied"
-    assert "functions.read_file is not among this turn's tools" in result.tool_calls[0]["text"]
+    assert "functions.read_file is not among this step's tools" in result.tool_calls[0]["text"]
     sent = fake.requests[1].body["messages"]
     if provider == "openai":
         names = [c["function"]["name"] for m in sent for c in m.get("tool_calls") or []]

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from keen.capabilities import SEARCH_TOOL_NAME, budgeted_section, search_tool_definition
+from keen.capabilities import budgeted_section
 from keen.capabilities.budget import MIN_DESCRIPTION_CHARS, tool_count
+from keen.entry_tools import SEARCH_TOOL
 from keen.gateway import tool_definition
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import generate_skill
@@ -97,7 +98,7 @@ def test_budget_is_never_exceeded(skills_292: Path, servers: int) -> None:
             # Every skill is either listed or folded behind the search tool, never lost.
             assert set(section.listed) | set(section.folded) == {s.name for s in order}
         if section.folded and section.text:
-            assert f"`{SEARCH_TOOL_NAME}`" in section.text
+            assert f"`{SEARCH_TOOL}`" in section.text
         if budget >= full:
             assert section.step == "full" and section.text == render_skills_section(order)
 
@@ -128,13 +129,6 @@ def test_budget_below_the_tool_definitions_gives_nothing(skills_292: Path) -> No
     assert section.text == "" and section.step == "empty"
     with pytest.raises(ValueError, match="the token budget must be >= 0"):
         budgeted_section(skills, -1)
-
-
-def test_search_tool_definition_shapes() -> None:
-    openai = search_tool_definition("openai")
-    assert openai["function"]["name"] == SEARCH_TOOL_NAME
-    assert search_tool_definition("anthropic")["input_schema"]["required"] == ["query"]
-    assert search_tool_definition("mcp")["annotations"]["readOnlyHint"] is True
 
 
 def _call_tool(skills_root: Path) -> dict[str, Any]:
@@ -180,7 +174,7 @@ def _whole_text_fold(
             body = f": {', '.join(names[:shown])}" + (f" and {count - shown} more" if shown < count else "")
             return (
                 f"- {count} more MCP server{'s' if count != 1 else ''} not listed for space"
-                f"{body if shown else ''}. Find their tools with `{SEARCH_TOOL_NAME}`."
+                f"{body if shown else ''}. Find their tools with `{SEARCH_TOOL}`."
             )
 
         if not fits(render(kept, MIN_DESCRIPTION_CHARS, line(0))):

@@ -37,7 +37,7 @@ IN_MEMORY = {"transport": "stdio", "command": "unused-in-memory"}
 
 
 def index(harness: Harness) -> str:
-    harness.begin_turn()
+    harness.begin_step()
     return harness.skill_index()
 
 
@@ -60,10 +60,10 @@ async def test_unchanged_turns_reuse_one_catalog_and_one_scan(
         source = harness.catalog_source
         assert isinstance(source, CatalogCache)
         settle()
-        harness.begin_turn()
+        harness.begin_step()
         first, scans = harness.catalog, rt.skills.scans
         for _ in range(3):
-            harness.begin_turn()
+            harness.begin_step()
             assert harness.catalog is first
         assert rt.skills.scans == scans and source.reuses >= 3
         assert capability_id("tool", "echo", "basic") in first
@@ -125,7 +125,7 @@ async def test_a_tool_list_change_and_the_swapped_skill_show_at_the_next_turn(
         link = keen_home / "skills" / "mcp:basic"
         before = link.resolve()
         settle()
-        harness.begin_turn()
+        harness.begin_step()
         prompt = agent.system_prompt([])
         assert "(7)." in prompt  # the mcp:basic catalog line counts 7 tools
         catalog = harness.catalog
@@ -138,7 +138,7 @@ async def test_a_tool_list_change_and_the_swapped_skill_show_at_the_next_turn(
         rt.test_server.tool(weather, name="weather", description="Weather for a city.")  # type: ignore[attr-defined]
         await rt.manager.refresh_tools("basic")
         # The tool is in the Manager's list at once: the next turn's catalog has it.
-        harness.begin_turn()
+        harness.begin_step()
         assert harness.catalog is not catalog
         assert capability_id("tool", "weather", "basic") in harness.catalog
         # The live refresh swaps the generated skill (a new versioned dir behind the link);

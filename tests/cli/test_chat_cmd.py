@@ -127,7 +127,7 @@ def test_a_script_calling_before_it_reads_the_schema_is_refused_then_may_retry(h
     assert run.code == 0, str(run)
     first, retry = run.json()["tool_calls"]
     assert (first["outcome"], first["gate"]) == ("denied", "visibility"), first
-    assert "not among this turn's tools" in first["text"] and "callable from your next step" in first["text"]
+    assert "not among this step's tools" in first["text"] and "callable from your next step" in first["text"]
     assert "search_tools" not in first["text"], first["text"]
     assert retry["outcome"] == "ok" and "6.2137" in retry["text"], retry
 

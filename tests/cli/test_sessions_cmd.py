@@ -20,8 +20,8 @@ def _sessions(workspace: Path) -> None:
         harness = Harness(
             lambda: Catalog.from_skills_dir(cache=False), None, workspace=workspace, session_id=session_id
         )
-        harness.begin_turn()
-        harness.end_turn()
+        harness.begin_step()
+        harness.end_step()
         harness.close()
 
 
@@ -64,13 +64,32 @@ def test_list_counts_what_the_person_said_as_turns_and_model_requests_as_steps(
     harness = Harness(
         lambda: Catalog.from_skills_dir(cache=False), None, workspace=tmp_path, session_id=IDS[0]
     )
-    for said, steps in (("first question", 2), ("second question", 1)):
-        harness.log.emit("agent.user", turn=harness.turn + 1, text=said)
+    for turn, (said, steps) in enumerate((("first question", 2), ("second question", 1)), 1):
+        harness.log.emit("agent.user", turn=turn, step=harness.step + 1, text=said)
         for _ in range(steps):
-            harness.begin_turn()
-            harness.end_turn()
+            harness.begin_step()
+            harness.end_step()
     harness.close()
     listed = _keen(keen_home, "sessions", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     (row,) = json.loads(listed.stdout)
     assert (row["turns"], row["steps"], row["calls"]) == (2, 3, 0), row
+
+
+def test_a_log_written_before_steps_were_named_so_still_replays(keen_home: Path) -> None:
+    """Logs from before the rename say turn.start/turn.end and "turn" for a model step."""
+    log = keen_home / "sessions" / f"{IDS[0]}.jsonl"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    events = [
+        {"type": "session.start", "session": IDS[0], "mode": "ask", "ts": "2026-01-01T00:00:00Z"},
+        {"type": "agent.user", "turn": 1, "text": "hello there"},
+        {"type": "turn.start", "turn": 1, "offered": [], "skill_index": [], "handles": []},
+        {"type": "turn.end", "turn": 1},
+        {"type": "agent.turn", "turn": 1, "ok": True, "answer": "hi"},
+    ]
+    log.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    shown = _keen(keen_home, "sessions", "show", IDS[0])
+    assert shown.returncode == 0, shown.stderr
+    assert "user: hello there" in shown.stdout and "step 1: visible set matches offered" in shown.stdout
+    (row,) = json.loads(_keen(keen_home, "sessions", "list", "--json").stdout)
+    assert (row["turns"], row["steps"], row["replay_ok"]) == (1, 1, True), row

@@ -194,8 +194,8 @@ def test_sessions_list_puts_each_session_on_one_line(
         harness = Harness(
             lambda: Catalog.from_skills_dir(cache=False), None, workspace=tmp_path, session_id=session_id
         )
-        harness.begin_turn()
-        harness.end_turn()
+        harness.begin_step()
+        harness.end_step()
         harness.close()
     run = home.keen("sessions", "list", columns=80)
     assert run.code == 0, str(run)

@@ -22,11 +22,11 @@ from keen.capabilities import Catalog
 from keen.harness import Harness
 ws = Path(sys.argv[1])
 h = Harness(lambda: Catalog.from_skills_dir(cache=False), None, workspace=ws, session_id="crashed")
-h.begin_turn()
+h.begin_step()
 import anyio
 anyio.run(h.call, "list_dir", {"path": "."})
-h.end_turn()
-h.begin_turn()
+h.end_step()
+h.begin_step()
 anyio.run(h.call, "read_file", {"path": "notes.txt"})
 h.log._file.write('{"seq": 99, "type": "res')  # a torn line: the process dies mid-write
 h.log._file.flush()
@@ -45,20 +45,20 @@ def test_the_log_survives_a_crash_mid_turn(keen_home: Path, tmp_path: Path) -> N
     assert kinds == [
         "session.start",
         "capability.diff",
-        "turn.start",
+        "step.start",
         "call",
         "result",
-        "turn.end",
-        "turn.start",
+        "step.end",
+        "step.start",
         "call",
         "result",
     ]
     rebuilt = replay(path)
-    assert rebuilt.ok and [t.ended for t in rebuilt.turns] == [True, False]
-    assert "remember the milk" in rebuilt.turns[1].calls[0]["result"]["text"]
+    assert rebuilt.ok and [t.ended for t in rebuilt.steps] == [True, False]
+    assert "remember the milk" in rebuilt.steps[1].calls[0]["result"]["text"]
     shown = CliRunner().invoke(app, ["sessions", "show", "crashed"])
     assert shown.exit_code == 0, shown.output
-    assert "turn 2 (not ended): visible set matches offered" in shown.output
+    assert "step 2 (not ended): visible set matches offered" in shown.output
     assert "call 2.2 read_file {'path': 'notes.txt'} -> ok" in shown.output
     listed = CliRunner().invoke(app, ["sessions", "list", "--json"])
     assert json.loads(listed.output) == [
@@ -66,14 +66,14 @@ def test_the_log_survives_a_crash_mid_turn(keen_home: Path, tmp_path: Path) -> N
             "id": "crashed",
             "started": rebuilt.start["ts"],
             "mode": "ask",
-            "turns": 2,  # a harness-only log (no agent.user): its steps are its turns
+            "turns": 0,  # a harness-only log: nobody said anything (no agent.user), two model steps
             "steps": 2,
             "calls": 2,
             "replay_ok": True,
         }
     ]
     as_json = json.loads(CliRunner().invoke(app, ["sessions", "show", "crashed", "--json"]).output)
-    assert as_json["ok"] and len(as_json["turns"]) == 2
+    assert as_json["ok"] and len(as_json["steps"]) == 2
     missing = CliRunner().invoke(app, ["sessions", "show", "../etc"])
     assert missing.exit_code == 2 and "invalid session id" in missing.output
 

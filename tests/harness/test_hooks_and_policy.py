@@ -86,11 +86,11 @@ async def test_a_pre_hook_denies_a_call_with_an_observation_and_nothing_runs(
         approve=lambda _: True,
         pre_hooks=[audit_args, no_secrets_in_notes],
     )
-    h.begin_turn()
-    await h.call("search_tools", {"query": "add a note", "k": 1})
-    await h.call("search_tools", {"query": "list notes", "k": 1})
-    assert {ADD, "mcp__keen-demo__list_notes"} <= offered(h.begin_turn())
-    assert CONVERT not in offered(h.begin_turn())
+    h.begin_step()
+    await h.call("search_tools", {"query": "add a note", "limit": 1})
+    await h.call("search_tools", {"query": "list notes", "limit": 1})
+    assert {ADD, "mcp__keen-demo__list_notes"} <= offered(h.begin_step())
+    assert CONVERT not in offered(h.begin_step())
     denied = await h.call(ADD, {"title": "wifi", "body": "the password is hunter2"})
     assert denied.is_error and denied.denied == "hook" and denied.code == "hook_denied"
     assert denied.text == "Denied (hook): notes must not hold passwords; leave the password out"
@@ -133,9 +133,9 @@ async def test_a_post_hook_rewrites_the_observation_after_truncation(
     h = harness(
         manager, tmp_path / "ws", mode="read-only", max_result_chars=300, post_hooks=[measure, mask_numbers]
     )
-    h.begin_turn()
-    await h.call("search_tools", {"query": "count the words in a text", "k": 1})
-    assert WORDS in offered(h.begin_turn())
+    h.begin_step()
+    await h.call("search_tools", {"query": "count the words in a text", "limit": 1})
+    assert WORDS in offered(h.begin_step())
     hidden = await h.call(CONVERT, {"value": 1, "from_unit": "km", "to_unit": "m"})
     assert hidden.denied == "visibility"
     assert [name for name, _ in seen] == ["search_tools"], "no hook runs for a refused call"
@@ -177,17 +177,17 @@ async def test_the_permission_gate_refuses_what_the_mode_forbids_even_when_visib
     """Search is not authorization, and visibility is not permission: a tool visible this turn
     is still refused at call time by the mode in force (the user switched modes mid-turn)."""
     h = harness(manager, tmp_path / "ws", mode="ask", approve=lambda _: True)
-    h.begin_turn()
+    h.begin_step()
     found = await h.call("search_tools", {"query": "delete a note by id"})
-    assert DELETE in found.text and "callable next turn" in found.text
-    assert DELETE in offered(h.begin_turn())
+    assert DELETE in found.text and "callable next step" in found.text
+    assert DELETE in offered(h.begin_step())
     h.set_mode("auto")
     refused = await h.call(DELETE, {"note_id": 1})
     assert refused.denied == "permission" and refused.code == "approval_denied"
     assert "auto mode forbids destructive tools" in refused.text
     approval = [e for e in log(h) if e["type"] == "approval"][-1]
     assert (approval["decision"], approval["by"]) == ("deny", "policy")
-    assert DELETE not in offered(h.begin_turn())
+    assert DELETE not in offered(h.begin_step())
     gone = [e for e in log(h) if e["type"] == "capability.diff"][-1]["removed"]
     assert {"name": DELETE, "reason": "auto mode hides destructive tools"}.items() <= gone[0].items()
     h.set_mode("read-only")
@@ -213,15 +213,15 @@ async def test_touched_paths_bring_in_a_path_scoped_skill(
     for i in range(25):
         (workspace / "packages" / "api" / f"m{i}.py").write_text(f"x = {i}\n")
     h = harness(manager, workspace, mode="read-only")
-    h.begin_turn()
+    h.begin_step()
     assert "frontend-component" not in h.skill_index()
     missing = await h.call("load_skill", {"name": "frontend-component"})
     assert missing.is_error and FRONTEND_BODY not in missing.text
     await h.call("list_dir", {"path": "packages"})  # a parent folder does not make it relevant
-    h.begin_turn()
+    h.begin_step()
     assert "frontend-component" not in h.skill_index()
     await h.call("read_file", {"path": "packages/ui/Button.tsx"})
-    h.begin_turn()
+    h.begin_step()
     assert "- frontend-component: Change UI components safely." in h.skill_index()
     added = [e for e in log(h) if e["type"] == "capability.diff"][-1]
     assert added["added"][0]["reason"] == "touched path packages/ui/Button.tsx matches packages/ui/**"
@@ -231,7 +231,7 @@ async def test_touched_paths_bring_in_a_path_scoped_skill(
     # Twenty other paths later the skill leaves the index again, with the reason.
     for i in range(20):
         await h.call("read_file", {"path": f"packages/api/m{i}.py"})
-    h.begin_turn()
+    h.begin_step()
     assert "frontend-component" not in h.skill_index()
     removed = [e for e in log(h) if e["type"] == "capability.diff"][-1]["removed"]
     assert removed == [
@@ -250,30 +250,30 @@ async def test_the_context_budget_comes_from_each_turn_and_used_tools_win(
     manager: Manager, tmp_path: Path
 ) -> None:
     h = harness(manager, tmp_path / "ws", mode="read-only")
-    h.begin_turn()
-    await h.call("search_tools", {"query": "convert units of measurement", "k": 1})
-    await h.call("search_tools", {"query": "count the words in a text", "k": 1})
-    both = offered(h.begin_turn(context_budget=100_000))
+    h.begin_step()
+    await h.call("search_tools", {"query": "convert units of measurement", "limit": 1})
+    await h.call("search_tools", {"query": "count the words in a text", "limit": 1})
+    both = offered(h.begin_step(context_budget=100_000))
     assert {CONVERT, WORDS} <= both
     sizes = {c.id: c.tokens_full for c in h.catalog or [] if c.id in (CONVERT, WORDS)}
     # No room at all: both leave, each with the budget as its reason, recorded as an input.
-    assert {CONVERT, WORDS}.isdisjoint(offered(h.begin_turn(context_budget=0)))
+    assert {CONVERT, WORDS}.isdisjoint(offered(h.begin_step(context_budget=0)))
     diff = [e for e in log(h) if e["type"] == "capability.diff"][-1]
     assert diff["policy_inputs"]["context_budget_remaining"] == 0
     assert {e["name"] for e in diff["removed"]} == {CONVERT, WORDS}
     assert all("over the remaining budget" in e["reason"] for e in diff["removed"])
     # Room for one: the newest request (word_count) wins...
     one = max(sizes.values())
-    assert WORDS in offered(h.begin_turn(context_budget=one)) and CONVERT not in h._by_name  # pyright: ignore[reportPrivateUsage]
+    assert WORDS in offered(h.begin_step(context_budget=one)) and CONVERT not in h._by_name  # pyright: ignore[reportPrivateUsage]
     # ...until the model uses convert_units: the tool in use outlives the unused hit.
-    h.begin_turn(context_budget=100_000)
+    h.begin_step(context_budget=100_000)
     converted = await h.call(CONVERT, {"value": 2, "from_unit": "km", "to_unit": "m"})
     assert not converted.is_error and "2000" in converted.text, converted.text
-    kept = offered(h.begin_turn(context_budget=one))
+    kept = offered(h.begin_step(context_budget=one))
     assert CONVERT in kept and WORDS not in kept
     # No budget given: the last one holds.
-    assert offered(h.begin_turn()) == kept
+    assert offered(h.begin_step()) == kept
     with pytest.raises(ValueError, match="context_budget must be >= 0"):
-        h.begin_turn(context_budget=-1)
+        h.begin_step(context_budget=-1)
     h.close()
     assert replay(h.log.path).ok

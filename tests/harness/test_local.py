@@ -81,7 +81,7 @@ async def test_escape_through_the_harness_is_an_observation(
 ) -> None:
     ws, _ = tree
     h = Harness(lambda: Catalog([], cache=False), None, workspace=ws.workspace)
-    h.begin_turn()
+    h.begin_step()
     for path in ("../outside/secret.txt", "/etc/passwd", "link_file"):
         obs = await h.call("read_file", {"path": path})
         assert obs.is_error and "outside the workspace" in obs.text and "TOP SECRET" not in obs.text

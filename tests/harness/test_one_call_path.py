@@ -56,7 +56,7 @@ async def test_an_agents_call_checks_once(
     rt, checks = counted
     h = rt.harness(mode="auto", workspace=tmp_path)
     h.requested.append("mcp__basic__echo")
-    h.begin_turn()
+    h.begin_step()
     obs = await h.call("call_mcp_tool", {"server": "basic", "tool": "echo", "arguments": {"text": "hi"}})
     assert not obs.is_error and obs.text == "hi", obs.text
     assert checks == [("basic", "echo")]
@@ -77,8 +77,9 @@ async def test_a_served_call_checks_once(
         return None
 
     router = CallRouter(
-        rt.manager, lambda: Catalog.from_manager(rt.manager, cache=False), visible, tmp_path / "audit.jsonl"
+        lambda: Catalog.from_manager(rt.manager, cache=False), visible, tmp_path / "audit.jsonl"
     )
+    router.open(rt)  # the runtime's harness, over its gateway: what keen serve opens
     obs = await router.call("basic", "add", {"a": 2, "b": 3}, caller="stdio:test")
     assert not obs.is_error and obs.text == "5", obs.text
     assert checks == [("basic", "add")]
@@ -117,7 +118,7 @@ async def test_a_harness_call_brings_its_own_approver(
     rt, _ = counted
     h = rt.harness(mode="ask", workspace=tmp_path)  # no approve: calls that need asking are denied
     h.requested.append("mcp__basic__fail")
-    h.begin_turn()
+    h.begin_step()
     call = {"server": "basic", "tool": "fail", "arguments": {"message": "m"}}
     denied = await h.call("call_mcp_tool", call)
     assert denied.denied == "permission" and "no one to ask" in denied.text
@@ -157,7 +158,7 @@ async def test_a_refusal_names_the_servers_trouble_without_checking_the_call(
     rt, checks = counted
     assert rt.manager.unavailable("basic") is None
     h = rt.harness(mode="auto", workspace=tmp_path)
-    h.begin_turn()
+    h.begin_step()
     obs = await h.call("call_mcp_tool", {"server": "nope", "tool": "echo", "arguments": {"text": "hi"}})
     assert obs.is_error and obs.denied == "visibility", obs.text
     assert "nope" in obs.text and "not configured" in obs.text, obs.text

@@ -123,7 +123,7 @@ def names(tools: list[dict[str, Any]]) -> set[str]:
 
 async def test_skills_are_not_preloaded(session: Session) -> None:
     h = session.harness()
-    tools = h.begin_turn()
+    tools = h.begin_step()
     model_input = json.dumps(tools) + h.skill_index()
     assert "test-fix: Fix failing tests (reproduce" in h.skill_index()
     assert TEST_FIX_BODY not in model_input and REVIEW_BODY not in model_input
@@ -137,16 +137,16 @@ async def test_skills_are_not_preloaded(session: Session) -> None:
 
 async def test_read_only_hides_write_tools_and_search_returns_none_of_them(session: Session) -> None:
     h = session.harness(mode="read-only")
-    h.begin_turn()
-    found = await h.call("search_tools", {"query": "add write delete a note", "k": 10})
+    h.begin_step()
+    found = await h.call("search_tools", {"query": "add write delete a note", "limit": 10})
     assert "search_notes" in found.text or "list_notes" in found.text
     assert "add_note" not in found.text and "delete_note" not in found.text
-    visible = names(h.begin_turn())
+    visible = names(h.begin_step())
     assert {"mcp__keen-demo__add_note", "mcp__keen-demo__delete_note"}.isdisjoint(visible)
     assert visible & {"mcp__keen-demo__search_notes", "mcp__keen-demo__list_notes"}
     # server-everything annotates toggle-simulated-logging as a write and most of its other
     # tools read-only: the filter drops that one tool, not its server.
-    toggles = await h.call("search_tools", {"query": "toggle simulated logging", "k": 10})
+    toggles = await h.call("search_tools", {"query": "toggle simulated logging", "limit": 10})
     assert "mcp__everything__" in toggles.text
     assert "toggle-simulated-logging" not in toggles.text
     denied = await h.call(
@@ -157,15 +157,15 @@ async def test_read_only_hides_write_tools_and_search_returns_none_of_them(sessi
 
 async def test_disconnect_removes_tools_with_a_capability_diff(session: Session) -> None:
     h = session.harness(mode="auto")
-    h.begin_turn()
+    h.begin_step()
     await h.call("search_tools", {"query": "convert units of measurement"})
-    assert "mcp__keen-demo__convert_units" in names(h.begin_turn())
+    assert "mcp__keen-demo__convert_units" in names(h.begin_step())
     ok = await h.call("mcp__keen-demo__convert_units", {"value": 1, "from_unit": "km", "to_unit": "m"})
     assert not ok.is_error and "1000" in ok.text, ok.text
     await kill_demo(session)
-    assert "mcp__keen-demo__convert_units" not in names(h.begin_turn())
+    assert "mcp__keen-demo__convert_units" not in names(h.begin_step())
     removed = events(h, "capability.diff")[-1]
-    assert removed["turn"] == 3
+    assert removed["step"] == 3
     gone = {e["name"]: e["reason"] for e in removed["removed"]}
     assert gone["mcp__keen-demo__convert_units"] == f"server {DEMO} is not connected"
     assert DEMO not in removed["policy_inputs"]["connected_servers"]
@@ -191,9 +191,9 @@ async def test_refusals_and_failures_tell_the_model_what_to_do(session: Session)
     """A call the gateway's checks refuse (or that fails) carries its remedy, worded for the
     model: the harness used to pass the bare message, so the model never learnt what to do."""
     h = session.harness(mode="auto")
-    h.begin_turn()
+    h.begin_step()
     await h.call("search_tools", {"query": "convert units of measurement"})
-    h.begin_turn()
+    h.begin_step()
     invalid = await h.call("mcp__keen-demo__convert_units", {"value": "one"})
     assert invalid.denied == "validate" and invalid.code == "invalid_arguments", invalid.text
     assert invalid.text.endswith(
@@ -209,11 +209,11 @@ async def test_refusals_and_failures_tell_the_model_what_to_do(session: Session)
 
 async def test_search_is_not_authorization(session: Session) -> None:
     h = session.harness(mode="auto")
-    h.begin_turn()
+    h.begin_step()
     found = await h.call("search_tools", {"query": "delete a note by id"})
     assert "mcp__keen-demo__delete_note" in found.text
     assert "not available: auto mode hides destructive tools" in found.text
-    assert "mcp__keen-demo__delete_note" not in names(h.begin_turn())
+    assert "mcp__keen-demo__delete_note" not in names(h.begin_step())
     denied = await h.call(
         "call_mcp_tool", {"server": DEMO, "tool": "delete_note", "arguments": {"note_id": 1}}
     )
@@ -231,9 +231,9 @@ async def test_the_permission_gate_asks_the_calls_approver(session: Session) -> 
         return len(asked) > 1  # no the first time, yes the second
 
     h = session.harness(mode="ask", approve=approve)
-    h.begin_turn()
+    h.begin_step()
     await h.call("search_tools", {"query": "toggle simulated logging"})
-    assert "mcp__everything__toggle-simulated-logging" in names(h.begin_turn())
+    assert "mcp__everything__toggle-simulated-logging" in names(h.begin_step())
     refused = await h.call("call_mcp_tool", {"server": "everything", "tool": "toggle-simulated-logging"})
     assert refused.denied == "permission" and "did not approve" in refused.text
     ran = await h.call("mcp__everything__toggle-simulated-logging", {})
@@ -243,7 +243,7 @@ async def test_the_permission_gate_asks_the_calls_approver(session: Session) -> 
     assert [(e["decision"], e["by"]) for e in events(h, "approval")] == [("deny", "user"), ("allow", "user")]
     # Read-only tools need no approval; schema-invalid calls stop at validate.
     await h.call("search_tools", {"query": "echo back the input message"})
-    h.begin_turn()
+    h.begin_step()
     echoed = await h.call("mcp__everything__echo", {"message": "hello"})
     assert not echoed.is_error and "hello" in echoed.text and len(asked) == 2
     invalid = await h.call("mcp__everything__echo", {"message": 7})
@@ -261,11 +261,11 @@ async def test_the_permission_gate_asks_the_calls_approver(session: Session) -> 
 async def test_large_results_are_cut_with_a_note(session: Session) -> None:
     (session.workspace / "big.txt").write_text("\n".join(f"line {i}" for i in range(5000)))
     h = session.harness(mode="ask", approve=lambda _: True, max_result_chars=500)
-    h.begin_turn()
+    h.begin_step()
     read = await h.call("read_file", {"path": "big.txt"})
     assert read.truncated_chars > 0 and "read_file on big.txt with a later offset" in read.text
     await h.call("search_tools", {"query": "echo back the input message"})
-    h.begin_turn()
+    h.begin_step()
     echoed = await h.call("mcp__everything__echo", {"message": "x" * 2000})
     assert echoed.truncated_chars > 0 and "[truncated:" in echoed.text
     assert events(h, "result")[-1]["text"] == echoed.text, "the log keeps the text as the model saw it"
@@ -275,9 +275,9 @@ async def test_call_mcp_tool_takes_arguments_sent_as_json_text(session: Session)
     # Some models send call_mcp_tool's "arguments" object as a JSON string: the gateway's
     # handle_tool_call took it, the harness (keen chat's path) refused the same call.
     h = session.harness(mode="auto")
-    h.begin_turn()
+    h.begin_step()
     await h.call("search_tools", {"query": "echo back the input message"})
-    h.begin_turn()
+    h.begin_step()
     call = {"server": "everything", "tool": "echo", "arguments": json.dumps({"message": "as text"})}
     echoed = await h.call("call_mcp_tool", call)
     assert not echoed.is_error and "as text" in echoed.text, echoed.text
@@ -289,10 +289,10 @@ async def test_a_cancelled_call_is_audited_as_cancelled(session: Session) -> Non
     # A host that cancels a running call (a timeout, Ctrl-C) left a `call` event with no
     # `result`: the audit could not tell a cancelled call from a crash mid-write.
     h = session.harness(mode="auto")
-    h.begin_turn()
+    h.begin_step()
     await h.call("search_tools", {"query": "long running operation with progress updates"})
     await h.call("search_tools", {"query": "echo back the input message"})
-    h.begin_turn()
+    h.begin_step()
     with anyio.move_on_after(1) as scope:
         await h.call("mcp__everything__trigger-long-running-operation", {"duration": 30, "steps": 3})
     assert scope.cancelled_caught
@@ -303,7 +303,7 @@ async def test_a_cancelled_call_is_audited_as_cancelled(session: Session) -> Non
     after = await h.call("mcp__everything__echo", {"message": "still here"})
     assert not after.is_error and "still here" in after.text
     replayed = replay(h.log.path)
-    assert replayed.ok and replayed.turns[-1].calls[0]["result"]["outcome"] == "cancelled"
+    assert replayed.ok and replayed.steps[-1].calls[0]["result"]["outcome"] == "cancelled"
 
 
 async def test_replay_restores_every_turns_visible_set(session: Session) -> None:
@@ -311,29 +311,29 @@ async def test_replay_restores_every_turns_visible_set(session: Session) -> None
     seen: list[set[str]] = []
 
     def turn() -> None:
-        seen.append(names(h.begin_turn()))
+        seen.append(names(h.begin_step()))
 
     turn()
     await h.call("load_skill", {"name": "test-fix"})
     await h.call("grep", {"pattern": "label", "path": "tests"})
     await h.call("search_tools", {"query": "add a note"})
-    h.end_turn()
+    h.end_step()
     turn()
     await h.call(
         "call_mcp_tool",
         {"server": DEMO, "tool": "add_note", "arguments": {"title": "label", "body": "label is Save"}},
     )
     h.set_mode("read-only")
-    h.end_turn()
+    h.end_step()
     turn()
     stale = await h.call("mcp__keen-demo__add_note", {"title": "x", "body": "y"})  # last turn's name
     assert stale.denied == "visibility" and "may not run in read-only mode" in stale.text
-    h.end_turn()
+    h.end_step()
     rebuilt = replay(h.log.path)
-    assert rebuilt.ok and len(rebuilt.turns) == 3
-    assert [set(t.rebuilt) for t in rebuilt.turns] == seen
+    assert rebuilt.ok and len(rebuilt.steps) == 3
+    assert [set(t.rebuilt) for t in rebuilt.steps] == seen
     assert "mcp__keen-demo__add_note" in seen[1] and "mcp__keen-demo__add_note" not in seen[2]
-    diff = rebuilt.turns[2].diffs[0]
+    diff = rebuilt.steps[2].diffs[0]
     assert {
         "name": "mcp__keen-demo__add_note",
         "reason": "read-only mode hides tools that may write",
@@ -346,16 +346,16 @@ async def test_replay_restores_every_turns_visible_set(session: Session) -> None
     lines = h.log.path.read_text().splitlines()
     tampered = session.home / "tampered.jsonl"
     tampered.write_text(
-        "\n".join(line for line in lines if '"turn": 2' not in line or "capability.diff" not in line)
+        "\n".join(line for line in lines if '"step": 2' not in line or "capability.diff" not in line)
     )
     assert not replay(tampered).ok
 
 
 async def test_no_secret_reaches_the_log(session: Session) -> None:
     h = session.harness(mode="ask", approve=lambda _: True)
-    h.begin_turn()
+    h.begin_step()
     await h.call("search_tools", {"query": "add a note"})
-    h.begin_turn()
+    h.begin_step()
     note = await h.call(
         "call_mcp_tool",
         {
@@ -365,7 +365,7 @@ async def test_no_secret_reaches_the_log(session: Session) -> None:
         },
     )
     assert not note.is_error and SECRET in note.text, "the model sees the result; the log does not"
-    h.end_turn()
+    h.end_step()
     raw = h.log.path.read_text()
     assert SECRET not in raw and "abcdefgh123456" not in raw and "[REDACTED]" in raw
     assert oct(h.log.path.stat().st_mode & 0o777) == "0o600"
@@ -381,9 +381,9 @@ async def test_the_runtime_opens_a_harness(
     async with open_runtime(config_path=config, wait=60, sync=True) as rt:
         h = rt.harness(mode="read-only", workspace=tmp_path)
         assert rt.gateway.approval is None, "a harness lends the gateway no approval"
-        h.begin_turn()
+        h.begin_step()
         await h.call("search_tools", {"query": "what time is it in a timezone"})
-        assert "mcp__keen-demo__current_time" in names(h.begin_turn())
+        assert "mcp__keen-demo__current_time" in names(h.begin_step())
         now = await h.call("mcp__keen-demo__current_time", {"timezone": "UTC"})
         assert not now.is_error and "UTC" in now.text, now.text
         h.close()

@@ -119,16 +119,18 @@ async def test_search_lists_handles_and_read_resource_runs_the_pipeline(
         return Catalog.from_manager(manager, skills_root=paths.skills_dir(), cache=False)
 
     h = Harness(catalog, Gateway(manager), mode="read-only", workspace=tmp_path)
-    first = {t["name"] for t in h.begin_turn()}
+    first = {t["name"] for t in h.begin_step()}
     assert h.catalog is not None
     arch = h.catalog.model_name(ARCH_ID)  # the id is no valid tool name: a hashed projection
     assert arch.startswith("mcp__everything__resource__demo__resource_static") and len(arch) <= 64
     assert "read_resource" not in first and h.resource_index() == ""
     early = await h.call("read_resource", {"name": arch})
     assert early.denied == "visibility"
-    found = await h.call("search_tools", {"query": "architecture document", "k": 3, "kinds": ["resource"]})
-    assert arch in found.text and "in the resource index next turn: read_resource" in found.text
-    second = {t["name"] for t in h.begin_turn()}
+    found = await h.call(
+        "search_tools", {"query": "architecture document", "limit": 3, "kinds": ["resource"]}
+    )
+    assert arch in found.text and "in the resource index next step: read_resource" in found.text
+    second = {t["name"] for t in h.begin_step()}
     assert "read_resource" in second and arch not in second, "a handle is listed, not offered as a tool"
     assert (
         f"- {arch} (resource demo://resource/static/document/architecture.md on everything)"
@@ -142,17 +144,19 @@ async def test_search_lists_handles_and_read_resource_runs_the_pipeline(
     unknown = await h.call("read_resource", {"name": "mcp__everything__resource__nope"})
     assert unknown.denied == "visibility" and "search_tools finds them" in unknown.text
     # Prompts too, with their arguments.
-    await h.call("search_tools", {"query": "greeting number five", "k": 1, "kinds": ["prompt", "resource"]})
-    h.begin_turn()
+    await h.call(
+        "search_tools", {"query": "greeting number five", "limit": 1, "kinds": ["prompt", "resource"]}
+    )
+    h.begin_step()
     assert "mcp__paged__prompt__greet-5" in h.resource_index()
     greeted = await h.call(
         "read_resource", {"name": "mcp__paged__prompt__greet-5", "arguments": {"who": "bo"}}
     )
     assert greeted.text == "Greeting number 5.\nuser: hello bo 5", greeted.text
-    h.end_turn()
+    h.end_step()
     h.close()
     rebuilt = replay(h.log.path)
-    assert rebuilt.ok and {arch, "mcp__paged__prompt__greet-5"} <= set(rebuilt.turns[-1].handles)
+    assert rebuilt.ok and {arch, "mcp__paged__prompt__greet-5"} <= set(rebuilt.steps[-1].handles)
 
 
 async def test_resource_templates_are_listed_searched_and_read_with_their_variables(
@@ -174,14 +178,14 @@ async def test_resource_templates_are_listed_searched_and_read_with_their_variab
     )
     # Found by search_tools with kinds ["resource"], listed, read with the variables.
     h = Harness(lambda: catalog, Gateway(manager), mode="read-only", workspace=tmp_path)
-    h.begin_turn()
+    h.begin_step()
     name = catalog.model_name(f"mcp__everything__resource__{DYNAMIC}")
     found = await h.call(
         "search_tools",
-        {"query": "plaintext dynamic resource from a resource id", "k": 3, "kinds": ["resource"]},
+        {"query": "plaintext dynamic resource from a resource id", "limit": 3, "kinds": ["resource"]},
     )
-    assert name in found.text and "in the resource index next turn" in found.text, found.text
-    h.begin_turn()
+    assert name in found.text and "in the resource index next step" in found.text, found.text
+    h.begin_step()
     assert f"- {name} (resource {DYNAMIC} on everything): URI template; read it with arguments" in (
         h.resource_index()
     )

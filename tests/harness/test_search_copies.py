@@ -57,17 +57,17 @@ async def test_a_hit_names_its_copies_and_each_copy_becomes_callable(
         approve=lambda _: True,
         workspace=tmp_path,
     )
-    h.begin_turn()
-    found = await h.call("search_tools", {"query": "save a note with a title", "k": 5})
+    h.begin_step()
+    found = await h.call("search_tools", {"query": "save a note with a title", "limit": 5})
     lines = [line for line in found.text.splitlines() if "add_note" in line]
     shown = {line.split(" ", 2)[1] for line in lines}
     # One line for the identical pair, one for the journal's different add_note.
     assert len(lines) == 2 and "mcp__journal__add_note" in shown, found.text
     pair = next(line for line in lines if "journal" not in line)
     other = "notes-mirror" if "mcp__notes__add_note" in pair else "notes"
-    assert f"callable next turn; also on servers {other})" in pair, pair
+    assert f"callable next step; also on servers {other})" in pair, pair
     assert "also on" not in next(line for line in lines if "journal" in line)
-    offered = {t["name"] for t in h.begin_turn()}
+    offered = {t["name"] for t in h.begin_step()}
     assert {"mcp__notes__add_note", "mcp__notes-mirror__add_note"} <= offered
     for server in ("notes", "notes-mirror"):
         done = await h.call(

@@ -318,8 +318,8 @@ async def test_changed_description_is_quarantined_until_trusted(
             assert after.text == "trusted"
             # An agent session started now logs the flags of what its catalog offers, once.
             harness = rt.harness(mode="auto", workspace=tmp_path)
-            harness.begin_turn()
-            harness.begin_turn()
+            harness.begin_step()
+            harness.begin_step()
             harness.close()
             events = list(read_events(harness.log.path))
             flagged = [e for e in events if e["type"] == "capability.flags"]

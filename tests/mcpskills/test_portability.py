@@ -100,7 +100,7 @@ def test_every_keen_module_imports_without_posix_only_modules() -> None:
 
 def test_skill_dir_names_per_platform() -> None:
     from keen import paths
-    from keen.mcpskills._layout import skill_dir
+    from keen.mcpskills import skill_dir
 
     assert paths.skill_dir_name("mcp:github", "linux") == "mcp:github"
     assert paths.skill_dir_name("mcp:github", "darwin") == "mcp:github"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from keen.mcp.types import ServerInfo
-from keen.mcpskills._render import describe_server
+from keen.mcpskills import describe_server
 from keen.mcpskills.server_line import distinctive_terms, summary_from_terms, tools_by_coverage
 
 # A spreadsheet server whose alphabetically first tool is the least typical of it.

@@ -40,7 +40,7 @@ def test_exposed_names_are_safe_stable_and_distinct() -> None:
 def test_minimal_description_is_one_short_sentence() -> None:
     text = "Create an issue. Needs owner and repo.\n\nExamples: ..."
     assert minimal_description(text) == "Create an issue."
-    assert len(minimal_description("word " * 100)) <= 160
+    assert len(minimal_description("word " * 100)) <= 120
     assert minimal_description("") == ""
 
 

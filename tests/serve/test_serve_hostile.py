@@ -165,16 +165,16 @@ def test_a_backtracking_schema_pattern_is_refused_in_bounded_time(
     host = Host(search)
     started = time.monotonic()
     # Before the fix, re.search froze keen serve's event loop for every client: this timed out.
-    refused = host.call("call_tool", {"server": "h", "tool": tool, "arguments": arguments}, timeout=20)
+    refused = host.call("call_mcp_tool", {"server": "h", "tool": tool, "arguments": arguments}, timeout=20)
     assert time.monotonic() - started < 10
     assert refused["isError"] and refused["structuredContent"]["error"]["code"] == "invalid_arguments"
     message = refused["structuredContent"]["error"]["message"]
     assert "took over" in message and "was not sent" in message and "shorter or simpler value" in message
     # keen serve is still there for everyone, and the pattern still checks other values.
     assert _text(
-        host.call("call_tool", {"server": "h", "tool": "slow_value", "arguments": {"code": "aaa"}})
+        host.call("call_mcp_tool", {"server": "h", "tool": "slow_value", "arguments": {"code": "aaa"}})
     ) == ("ran slow_value")
-    wrong = host.call("call_tool", {"server": "h", "tool": "slow_value", "arguments": {"code": "b"}})
+    wrong = host.call("call_mcp_tool", {"server": "h", "tool": "slow_value", "arguments": {"code": "b"}})
     assert wrong["isError"] and "does not match" in wrong["structuredContent"]["error"]["message"]
 
 
@@ -219,7 +219,7 @@ def test_a_tool_name_that_spells_another_servers_tool_runs_only_its_own(search: 
     host = Host(search)
     refused = 0
     for server, tool in (("h", "b__c"), ("h__b", "c")):
-        result = host.call("call_tool", {"server": server, "tool": tool, "arguments": {}})
+        result = host.call("call_mcp_tool", {"server": server, "tool": tool, "arguments": {}})
         if result.get("isError"):
             refused += 1
             message = result["structuredContent"]["error"]["message"]
@@ -236,7 +236,7 @@ def test_a_long_argument_of_many_short_words_is_audited_in_linear_time(search: K
     event loop (before the fix this call timed out and keen serve answered nobody)."""
     host = Host(search)
     started = time.monotonic()
-    result = host.call("call_tool", {"server": "h", "tool": "t0", "arguments": {"q": "a." * 100_000}})
+    result = host.call("call_mcp_tool", {"server": "h", "tool": "t0", "arguments": {"q": "a." * 100_000}})
     assert time.monotonic() - started < 10
     assert _text(result) == "ok"
     audit = (search.home / "logs" / "serve-audit.jsonl").read_text()
@@ -249,16 +249,18 @@ def test_unique_items_of_many_objects_are_checked_in_linear_time(search: KeenSer
     host = Host(search)
     items: list[Any] = [{"n": i} for i in range(20_000)]
     started = time.monotonic()
-    result = host.call("call_tool", {"server": "h", "tool": "tag", "arguments": {"items": items}})
+    result = host.call("call_mcp_tool", {"server": "h", "tool": "tag", "arguments": {"items": items}})
     assert time.monotonic() - started < 10
     assert _text(result) == "ok"
     # Still JSON's equality: 1.0 is 1, key order does not count, true is not 1.
     for twins in ([{"n": 1, "m": [1]}, {"m": [1.0], "n": 1}], [*items[:50], {"n": 7.0}]):
-        refused = host.call("call_tool", {"server": "h", "tool": "tag", "arguments": {"items": twins}})
+        refused = host.call("call_mcp_tool", {"server": "h", "tool": "tag", "arguments": {"items": twins}})
         assert (
             refused["isError"] and "non-unique elements" in refused["structuredContent"]["error"]["message"]
         )
-    distinct = host.call("call_tool", {"server": "h", "tool": "tag", "arguments": {"items": [1, True, "1"]}})
+    distinct = host.call(
+        "call_mcp_tool", {"server": "h", "tool": "tag", "arguments": {"items": [1, True, "1"]}}
+    )
     assert _text(distinct) == "ok"
 
 
@@ -290,7 +292,7 @@ def test_a_huge_structured_result_is_left_out_past_the_result_limit(search: Keen
     """Only the text was cut to --max-result-chars (40,000 by default); a short text with
     half a megabyte of structuredContent went to the host whole before the fix."""
     host = Host(search)
-    result = host.call("call_tool", {"server": "h", "tool": "big_structured", "arguments": {}})
+    result = host.call("call_mcp_tool", {"server": "h", "tool": "big_structured", "arguments": {}})
     assert "structuredContent" not in result or result["structuredContent"] is None
     text = _text(result)
     assert text.startswith("summary: 20000 rows")
@@ -305,7 +307,7 @@ def test_an_unknown_server_is_refused_without_the_local_config_path(
     """The gateway's message names $KEEN_HOME/mcp/configs.json for a person at this machine;
     before the fix a remote host got that local path too (and 100 kB names echoed whole)."""
     host = Host(search)
-    result = host.call("call_tool", {"server": server, "tool": "t0", "arguments": {}})
+    result = host.call("call_mcp_tool", {"server": server, "tool": "t0", "arguments": {}})
     error = result["structuredContent"]["error"]
     assert error["code"] == "server_not_configured"
     assert str(search.home) not in error["message"] and "configs.json" not in error["message"]

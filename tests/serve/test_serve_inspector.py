@@ -124,7 +124,7 @@ def test_inspector_search_mode_over_stdio(tmp_path: Path) -> None:
     command = [KEEN, "serve", "--transport", "stdio", "--mode", "search"]
     env_args = ["-e", f"KEEN_HOME={tmp_path}"]
     listed = inspector(tmp_path, *env_args, *command, "--method", "tools/list")
-    assert {t["name"] for t in listed["tools"]} == {"search_tools", "describe_tools", "call_tool"}
+    assert {t["name"] for t in listed["tools"]} == {"search_tools", "describe_tools", "call_mcp_tool"}
     found = inspector(
         tmp_path,
         *env_args,
@@ -144,7 +144,7 @@ def test_inspector_search_mode_over_stdio(tmp_path: Path) -> None:
         "--method",
         "tools/call",
         "--tool-name",
-        "call_tool",
+        "call_mcp_tool",
         "--tool-arg",
         "server=basic",
         "tool=echo",

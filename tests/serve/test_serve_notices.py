@@ -197,7 +197,7 @@ async def test_search_mode_lists_the_same_tools_and_searches_the_new_one(home: P
             client = found.client
             assert client is not None
             before = await found.names()
-            assert before == {"search_tools", "describe_tools", "call_tool"}
+            assert before == {"search_tools", "describe_tools", "call_mcp_tool"}
             await up.call_tool(
                 "mutate", {"op": "add", "name": "zebra_census", "description": "Count the zebras."}
             )

@@ -68,7 +68,7 @@ async def test_failed_reconnect_says_when_backs_off_then_recovers(tmp_path: Path
 
         async def call(tool: str, arguments: dict[str, Any] | None = None, server: str = "basic") -> Any:
             return await client.call_tool(
-                "call_tool", {"server": server, "tool": tool, "arguments": arguments or {}}
+                "call_mcp_tool", {"server": server, "tool": tool, "arguments": arguments or {}}
             )
 
         first = await call("pid")
@@ -199,7 +199,7 @@ async def test_an_http_upstream_that_restarts_is_reconnected(tmp_path: Path) -> 
 
             async def echo(value: str) -> Any:
                 return await client.call_tool(
-                    "call_tool", {"server": "changing", "tool": "echo", "arguments": {"text": value}}
+                    "call_mcp_tool", {"server": "changing", "tool": "echo", "arguments": {"text": value}}
                 )
 
             assert text(await echo("one")) == "one"

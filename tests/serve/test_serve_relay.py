@@ -41,7 +41,7 @@ async def _call_with_progress(client: object) -> tuple[str, list[tuple[float, fl
     async def progress(done: float, total: float | None, message: str | None) -> None:
         got.append((done, total, message))
 
-    result = await client.call_tool("call_tool", LONG, progress_callback=progress)  # type: ignore[attr-defined]
+    result = await client.call_tool("call_mcp_tool", LONG, progress_callback=progress)  # type: ignore[attr-defined]
     return result.content[0].text, got
 
 
@@ -52,7 +52,7 @@ async def test_progress_reaches_the_http_host(search: KeenServeProcess, era: str
         assert text.startswith("Long running operation completed")
         assert [(done, total) for done, total, _ in got] == [(1.0, 3.0), (2.0, 3.0), (3.0, 3.0)]
         # A call without a progress token is still one JSON answer, and nothing else arrives.
-        plain = await client.call_tool("call_tool", LONG)
+        plain = await client.call_tool("call_mcp_tool", LONG)
         assert plain.content[0].text.startswith("Long running operation completed")  # type: ignore[union-attr]
 
 
@@ -86,7 +86,7 @@ async def test_a_host_that_cancels_its_call_cancels_the_upstream_call(
         )
         async with opened as client, anyio.create_task_group() as tg:
             call = {"server": "c", "tool": "wait", "arguments": {"path": str(mark)}}
-            tg.start_soon(client.call_tool, "call_tool", call)
+            tg.start_soon(client.call_tool, "call_mcp_tool", call)
             assert await anyio.to_thread.run_sync(wait_until, mark.exists, 30)
             tg.cancel_scope.cancel()
         assert await anyio.to_thread.run_sync(wait_until, lambda: mark.read_text() == "cancelled", 10)

@@ -38,7 +38,7 @@ async def test_search_mode_errors_point_at_its_tools_and_a_crashed_server_comes_
 
         async def call(tool: str, arguments: dict[str, object]) -> dict[str, str]:
             result = await client.call_tool(
-                "call_tool", {"server": "basic", "tool": tool, "arguments": arguments}
+                "call_mcp_tool", {"server": "basic", "tool": tool, "arguments": arguments}
             )
             assert result.is_error
             return read_json(result)["error"]
@@ -54,18 +54,18 @@ async def test_search_mode_errors_point_at_its_tools_and_a_crashed_server_comes_
         assert "SKILL.md" not in json.dumps([wrong, unknown])
         # The server dies mid-call: that call fails (it is never repeated) and says keen serve
         # reconnects; the next call respawns the server and runs on the new process.
-        pid = await client.call_tool("call_tool", {"server": "basic", "tool": "pid", "arguments": {}})
+        pid = await client.call_tool("call_mcp_tool", {"server": "basic", "tool": "pid", "arguments": {}})
         died = await call("die", {})
         assert died["code"] == "server_disconnected", died
         assert RECONNECTS in died["message"]
         assert "restart keen serve" not in died["message"]
         assert "keen mcp connect" not in json.dumps(died)
         later = await client.call_tool(
-            "call_tool", {"server": "basic", "tool": "echo", "arguments": {"text": "hi"}}
+            "call_mcp_tool", {"server": "basic", "tool": "echo", "arguments": {"text": "hi"}}
         )
         assert not later.is_error, later
         assert "hi" in json.dumps(later.model_dump(mode="json"))
-        again = await client.call_tool("call_tool", {"server": "basic", "tool": "pid", "arguments": {}})
+        again = await client.call_tool("call_mcp_tool", {"server": "basic", "tool": "pid", "arguments": {}})
         assert _text(again) != _text(pid)
     audit = (tmp_path / "logs" / "serve-audit.jsonl").read_text()
     assert RECONNECTS in audit

@@ -134,7 +134,9 @@ async def _http(proc: KeenServeProcess, era: str = "session", **kwargs: Any) -> 
 async def _call(
     client: Client, server: str, tool: str, arguments: dict[str, Any] | None = None
 ) -> mt.CallToolResult:
-    return await client.call_tool("call_tool", {"server": server, "tool": tool, "arguments": arguments or {}})
+    return await client.call_tool(
+        "call_mcp_tool", {"server": server, "tool": tool, "arguments": arguments or {}}
+    )
 
 
 def _text(result: mt.CallToolResult) -> str:
@@ -338,7 +340,7 @@ async def test_a_2026_host_is_asked_in_input_required_rounds(search: KeenServePr
         # A requestState Keen did not give this caller finds nothing.
         with pytest.raises(MCPError, match="Unknown or expired requestState"):
             await client.session.call_tool(
-                "call_tool",
+                "call_mcp_tool",
                 {"server": "everything", "tool": "echo", "arguments": {"message": "x"}},
                 input_responses={},
                 request_state="forged",

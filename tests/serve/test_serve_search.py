@@ -31,10 +31,10 @@ async def test_search_describe_call(tmp_path: Path, transport: str, era: str) ->
         async with opened as client:
             assert "search_tools" in (client.instructions or "")
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(tools) == {"search_tools", "describe_tools", "call_tool"}
+            assert set(tools) == {"search_tools", "describe_tools", "call_mcp_tool"}
             assert tools["search_tools"].annotations.read_only_hint is True
             assert tools["describe_tools"].annotations.read_only_hint is True
-            assert tools["call_tool"].annotations.read_only_hint is False
+            assert tools["call_mcp_tool"].annotations.read_only_hint is False
 
             found = read_json(
                 await client.call_tool("search_tools", {"query": "add two integers", "limit": 3})
@@ -47,20 +47,20 @@ async def test_search_describe_call(tmp_path: Path, transport: str, era: str) ->
             assert described["mcp__basic__add"]["inputSchema"]["required"] == ["a", "b"]
             assert "available_tools" in described["nope"]
             result = await client.call_tool(
-                "call_tool", {"server": "basic", "tool": "add", "arguments": {"a": 2, "b": 3}}
+                "call_mcp_tool", {"server": "basic", "tool": "add", "arguments": {"a": 2, "b": 3}}
             )
             assert not result.is_error and result.content[0].text == "5"
             # Unannotated (so destructive by the spec's defaults): the host approved it, it runs.
             failed = await client.call_tool(
-                "call_tool", {"server": "basic", "tool": "fail", "arguments": {"message": "boom"}}
+                "call_mcp_tool", {"server": "basic", "tool": "fail", "arguments": {"message": "boom"}}
             )
             assert failed.is_error and failed.content[0].text.endswith("boom")
             wrong = await client.call_tool(
-                "call_tool", {"server": "basic", "tool": "add", "arguments": {"a": "x"}}
+                "call_mcp_tool", {"server": "basic", "tool": "add", "arguments": {"a": "x"}}
             )
             assert wrong.is_error and read_json(wrong)["error"]["code"] == "invalid_arguments"
             missing = await client.call_tool(
-                "call_tool", {"server": "nosuch", "tool": "add", "arguments": {}}
+                "call_mcp_tool", {"server": "nosuch", "tool": "add", "arguments": {}}
             )
             assert missing.is_error and "not configured" in read_json(missing)["error"]["message"]
     finally:
@@ -110,6 +110,38 @@ async def test_search_names_the_servers_with_an_identical_tool(tmp_path: Path) -
         assert adds[0]["also_on_servers"] == [other], adds[0]
         for server in ("basic", "basic-copy"):
             result = await client.call_tool(
-                "call_tool", {"server": server, "tool": "add", "arguments": {"a": 2, "b": 3}}
+                "call_mcp_tool", {"server": server, "tool": "add", "arguments": {"a": 2, "b": 3}}
             )
             assert not result.is_error and result.content[0].text == "5", result
+
+
+async def test_search_mode_lists_the_one_search_and_call_tool(tmp_path: Path) -> None:
+    """The host gets the definitions a model in keen chat gets (keen.entry_tools), their input
+    is checked against the schemas it was shown, and ``call_tool``, search mode's name for the
+    call tool before the names were one, still runs a call (issue 25, item 3)."""
+    from keen.entry_tools import call_tool_definition, search_tool_definition
+
+    write_upstream(tmp_path, extra_tools=1)
+    async with connect("stdio", "session", home=tmp_path, serve_args=["--mode", "search"]) as client:
+        listed = {
+            t.name: t.model_dump(by_alias=True, exclude_none=True) for t in (await client.list_tools()).tools
+        }
+        search = search_tool_definition("mcp", kinds=False)
+        assert listed["search_tools"]["inputSchema"] == search["inputSchema"]
+        assert listed["search_tools"]["description"] == search["description"]
+        call = call_tool_definition("mcp", schema_reader="describe_tools")
+        assert listed["call_mcp_tool"]["inputSchema"] == call["inputSchema"]
+        assert listed["call_mcp_tool"]["description"] == call["description"]
+
+        old = await client.call_tool(
+            "call_tool", {"server": "basic", "tool": "add", "arguments": {"a": 1, "b": 2}}
+        )
+        assert not old.is_error and old.content[0].text == "3"
+        too_many = await client.call_tool("search_tools", {"query": "add", "limit": 500})
+        error = read_json(too_many)["error"]
+        assert too_many.is_error and error["code"] == "INVALID_ARGUMENTS"
+        assert error["message"].startswith(
+            "search_tools arguments at limit: 500 is greater than the maximum of 50"
+        )
+        no_tool = await client.call_tool("call_mcp_tool", {"server": "basic"})
+        assert no_tool.is_error and "'tool' is a required property" in read_json(no_tool)["error"]["message"]

@@ -93,7 +93,7 @@ def test_a_signal_stops_keen_serve_with_stdin_open_and_a_call_in_flight(
                 "id": 2,
                 "method": "tools/call",
                 "params": {
-                    "name": "call_tool",
+                    "name": "call_mcp_tool",
                     "arguments": {"server": "basic", "tool": "pid", "arguments": {}},
                 },
             },
@@ -106,7 +106,7 @@ def test_a_signal_stops_keen_serve_with_stdin_open_and_a_call_in_flight(
                 "id": 3,
                 "method": "tools/call",
                 "params": {
-                    "name": "call_tool",
+                    "name": "call_mcp_tool",
                     "arguments": {"server": "basic", "tool": "sleep", "arguments": {"seconds": 60}},
                 },
             },
@@ -139,13 +139,13 @@ async def _signal_mid_call(
     outcome: list[str] = []
     answered = anyio.Event()
     async with connect(KeenServeProcess(home, port=port), "session") as client:
-        pid = await client.call_tool("call_tool", {"server": "basic", "tool": "pid", "arguments": {}})
+        pid = await client.call_tool("call_mcp_tool", {"server": "basic", "tool": "pid", "arguments": {}})
         upstream = int(pid.content[0].text)  # type: ignore[union-attr]
 
         async def slow_call() -> None:
             try:
                 await client.call_tool(
-                    "call_tool", {"server": "basic", "tool": "sleep", "arguments": {"seconds": 60}}
+                    "call_mcp_tool", {"server": "basic", "tool": "sleep", "arguments": {"seconds": 60}}
                 )
                 outcome.append("answered")
             except MCPError as exc:

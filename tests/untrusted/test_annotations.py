@@ -56,9 +56,9 @@ async def _outcomes(config: Path, tool: str, tmp_path: Path) -> dict[str, Any]:
         for mode in ("read-only", "ask"):
             harness: Harness = rt.harness(mode=mode, approve=approve, workspace=tmp_path)
             try:
-                harness.begin_turn()
+                harness.begin_step()
                 await harness.call("search_tools", {"query": tool.replace("_", " ")})
-                harness.begin_turn()
+                harness.begin_step()
                 obs = await harness.call("call_mcp_tool", {"server": "ops", "tool": tool, "arguments": {}})
             finally:
                 harness.close()

@@ -119,7 +119,7 @@ async def test_keen_serve_hides_args_credentials(home: Path) -> None:
     with KeenServeProcess(home, ["--mode", "search"]) as proc:
         async with connect(proc, "session") as client:
             result = await client.call_tool(
-                "call_tool", {"server": "chatty", "tool": "leak", "arguments": {}}
+                "call_mcp_tool", {"server": "chatty", "tool": "leak", "arguments": {}}
             )
     text = json.dumps(result.model_dump(mode="json"))
     assert result.is_error and "upstream refused" in text, text

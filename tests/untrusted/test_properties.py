@@ -27,8 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
-from keen.mcpskills import generate_skill
-from keen.mcpskills._render import MAX_SKIPPED_LISTED, MAX_TABLE_ROWS
+from keen.mcpskills import MAX_SKIPPED_LISTED, MAX_TABLE_ROWS, generate_skill
 from keen.skills import SkillsConfig, discover
 
 _SEGMENTS = st.one_of(

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from keen._text import one_line
 from keen.agent.models import Message
 
 __all__ = ["RESULT_PREVIEW_CHARS", "CallRecord", "compact_turn", "record_text"]
@@ -35,8 +36,7 @@ class CallRecord:
 
 
 def _cut(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 def _label(record: CallRecord) -> str:

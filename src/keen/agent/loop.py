@@ -1,7 +1,7 @@
 """The turn loop of ``keen chat``: a model on top of the harness.
 
 One user turn (:meth:`Agent.run_turn`) is a series of steps. Each step asks the harness for
-the visible set (:meth:`keen.harness.Harness.begin_turn`, so search hits and schemas read
+the visible set (:meth:`keen.harness.Harness.begin_step`, so search hits and schemas read
 in one step become callable in the next), builds the system prompt (base + budgeted
 catalog), streams one model call, and runs every proposed tool call through the harness
 pipeline (validate > visibility > permission > hooks > execute > truncate > audit). A
@@ -198,6 +198,8 @@ class Agent:
         self.connect_command = connect_command
         self.denial_note = denial_note
         self.history: list[Message] = []
+        self.turns = 0
+        """User turns run so far (each is one or more model steps: ``Harness.step``)."""
         self.always: set[tuple[str, str]] = set()
         self.last_result: TurnResult | None = None
         self._prompt: tuple[Discovery, str, str] | None = None
@@ -244,7 +246,8 @@ class Agent:
         view = view or _Quiet()
         start = len(self.history)
         self.history.append(Message("user", text))
-        self.harness.log.emit("agent.user", turn=self.harness.turn + 1, text=text)
+        self.turns += 1
+        self.harness.log.emit("agent.user", turn=self.turns, step=self.harness.step + 1, text=text)
         result = TurnResult("", ok=False, steps=0, session_id=self.session_id)
         records: list[CallRecord] = []
         began = time.monotonic()
@@ -297,7 +300,7 @@ class Agent:
                 for call in done.tool_calls:
                     await self._run_call(call, view, result, records)
             finally:
-                self.harness.end_turn(step=result.steps)
+                self.harness.end_step(steps_in_turn=result.steps)
         result.error = f"stopped after {self.max_steps} steps without an answer (the step limit)"
         view.notice(result.error)
 
@@ -339,7 +342,7 @@ class Agent:
             raise ModelError(f"{self.model.name} ended its answer without finishing it; retry")
         self.harness.log.emit(
             "agent.model",
-            turn=self.harness.turn,
+            step=self.harness.step,
             content=done.content,
             tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in done.tool_calls],
             usage=done.usage,
@@ -349,7 +352,7 @@ class Agent:
 
     def _begin(self) -> list[dict[str, Any]]:
         """The harness's visible set for a step; remembers which server each MCP tool is on."""
-        tools = self.harness.begin_turn()
+        tools = self.harness.begin_step()
         catalog = self.harness.catalog
         for cap_id, entry in self.harness.visible.items():
             if catalog is not None and entry.kind == "tool" and cap_id in catalog:
@@ -398,7 +401,7 @@ class Agent:
         retry_in = self.reconnector.retry_in(server)
         self.harness.log.emit(
             "agent.reconnect",
-            turn=self.harness.turn,
+            step=self.harness.step,
             server=server,
             state=status.state.value,
             error=status.last_error,
@@ -421,7 +424,7 @@ class Agent:
             if status is not None and status.state is ServerState.CONNECTED:
                 # The visible set was computed while the server was down (its tools hidden):
                 # compute it again, so this call and the rest of the step see them.
-                self.harness.end_turn(step=result.steps, reconnected=server)
+                self.harness.end_step(steps_in_turn=result.steps, reconnected=server)
                 self._begin()
         # Arguments that were not a JSON object go as sent: the validate gate refuses them.
         obs = await self.harness.call(call.name, call.arguments if call.unparsed is None else call.unparsed)
@@ -449,7 +452,8 @@ class Agent:
         self.last_result = result
         self.harness.log.emit(
             "agent.turn",
-            turn=self.harness.turn,
+            turn=self.turns,
+            step=self.harness.step,
             ok=result.ok,
             steps=result.steps,
             answer=result.answer,
@@ -536,7 +540,7 @@ class Agent:
                     # (the request below offers it), so say only what is true here.
                     self._request(cap_id)
                     text = (
-                        f"{server}/{tool} is not among this turn's tools; it exists and the "
+                        f"{server}/{tool} is not among this step's tools; it exists and the "
                         f"{self.harness.mode} mode allows it: it is callable from your next "
                         "step, no search needed."
                     )
@@ -589,7 +593,7 @@ class Agent:
         """Note that the skills changed (after discovery or ``/skills reload``): the catalog
         and visible set are rebuilt from disk and the Manager at the next step."""
         self._prompt = None
-        self.harness.log.emit("agent.reload", turn=self.harness.turn)
+        self.harness.log.emit("agent.reload", step=self.harness.step)
 
     def set_mode(self, mode: PermissionMode) -> None:
         """Switch the permission mode (from the next step on)."""

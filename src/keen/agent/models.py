@@ -2,7 +2,7 @@
 
 A :class:`Model` turns a neutral history (:class:`Message`) plus MCP-shaped tool
 definitions (``{"name", "description", "inputSchema"}``, what
-:meth:`keen.harness.Harness.begin_turn` returns) into a stream of :data:`ModelEvent`:
+:meth:`keen.harness.Harness.begin_step` returns) into a stream of :data:`ModelEvent`:
 :class:`TextDelta` chunks as they arrive, then one :class:`ModelDone` with the whole
 answer, its tool calls, why the model stopped (:data:`StopReason`) and token usage. Each
 provider adapter (``keen.agent.providers``)

@@ -426,7 +426,7 @@ class SlashCommands:
             return
         table = Listing(
             [Col("name", "key"), Col("kind"), Col("why", "text")],
-            title=f"Visible set (turn {harness.turn}, mode {harness.mode})",
+            title=f"Visible set (step {harness.step}, mode {harness.mode})",
             whole="keen sessions show ID (in a shell)",
         )
         for entry in entries:

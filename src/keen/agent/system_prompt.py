@@ -1,7 +1,7 @@
 """The system prompt of ``keen chat``: a short base, the budgeted skills catalog, and nothing else.
 
 The tools themselves are not in the text: the visible set's definitions
-(:meth:`keen.harness.Harness.begin_turn`: the local tools, ``call_mcp_tool``,
+(:meth:`keen.harness.Harness.begin_step`: the local tools, ``call_mcp_tool``,
 ``search_tools``, ``load_skill``, and only the MCP tools the discovery policy made
 visible) go to the API's ``tools`` parameter. The catalog is one line per enabled skill
 (docs/architecture.md "The prompt catalog"), kept within a token budget that also counts
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from keen.capabilities import SEARCH_TOOL_NAME, budgeted_section
+from keen.capabilities import budgeted_section
 from keen.skills import Skill, discover
 from keen.tokens import TokenCounter
 
@@ -47,7 +47,6 @@ def build_system_prompt(
     *,
     budget: int = DEFAULT_PROMPT_BUDGET,
     counter: TokenCounter | None = None,
-    search_tool: str = "search_tools",
     skills: Sequence[Skill] | None = None,
 ) -> str:
     """The system prompt for one model call.
@@ -57,7 +56,6 @@ def build_system_prompt(
         tools: the offered tool definitions (MCP shape); they count against ``budget``.
         budget: tokens for the catalog plus ``tools``.
         counter: the token counter; default :func:`keen.tokens.token_counter`.
-        search_tool: the search tool's name as offered (the fold line names it).
         skills: the enabled skills, when the caller already discovered them (default: a
             scan of ``skills_root`` now).
 
@@ -75,5 +73,5 @@ def build_system_prompt(
         counter=counter,
         overhead=overhead,
     )
-    text = section.text.replace(f"`{SEARCH_TOOL_NAME}`", f"`{search_tool}`").strip()
+    text = section.text.strip()
     return f"{BASE_PROMPT}\n\n{text}" if text else BASE_PROMPT

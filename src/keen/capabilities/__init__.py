@@ -25,19 +25,13 @@ from typing import TYPE_CHECKING
 from keen._lazy import exports_from, lazy_module_attrs
 
 if TYPE_CHECKING:
-    from keen.capabilities.budget import (
-        SEARCH_TOOL_NAME,
-        BudgetedSection,
-        budgeted_section,
-        search_tool_definition,
-    )
+    from keen.capabilities.budget import BudgetedSection, budgeted_section
     from keen.capabilities.catalog import Catalog, PermissionMode, SearchFilter, SearchHit, tool_capability
     from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, Risk
     from keen.capabilities.names import MODEL_NAME_RE, capability_id, model_name, model_names
 
 __all__ = [
     "MODEL_NAME_RE",
-    "SEARCH_TOOL_NAME",
     "BudgetedSection",
     "Capability",
     "Catalog",
@@ -51,15 +45,11 @@ __all__ = [
     "capability_id",
     "model_name",
     "model_names",
-    "search_tool_definition",
     "tool_capability",
 ]
 
 _EXPORTS = {
-    **exports_from(
-        "keen.capabilities.budget",
-        ("SEARCH_TOOL_NAME", "BudgetedSection", "budgeted_section", "search_tool_definition"),
-    ),
+    **exports_from("keen.capabilities.budget", ("BudgetedSection", "budgeted_section")),
     **exports_from(
         "keen.capabilities.catalog",
         ("Catalog", "PermissionMode", "SearchFilter", "SearchHit", "tool_capability"),

@@ -1,9 +1,9 @@
-"""The MCP part of a system prompt within a token budget, and the ToolSearch tool definition.
+"""The MCP part of a system prompt within a token budget.
 
 :func:`budgeted_section` returns the skills section (one catalog line per enabled skill,
 as ``keen.skills.render_skills_section`` writes it) whose tokens, plus those of the
 tool definitions the caller sends with it (``overhead``: ``call_mcp_tool`` and
-``search_mcp_tools``), never exceed the budget. Steps, each taken only when the
+``search_tools``, :mod:`keen.entry_tools`), never exceed the budget. Steps, each taken only when the
 previous one does not fit:
 
 1. ``full``: the catalog unchanged.
@@ -12,7 +12,7 @@ previous one does not fit:
    cap no shorter than ``MIN_DESCRIPTION_CHARS``.
 3. ``folded``: the least useful MCP servers (fewest tools, then name; or the caller's
    ``usefulness`` scores, e.g. use counts) leave the list for one line that names as
-   many of them as fit and tells the model to find their tools with ``search_mcp_tools``;
+   many of them as fit and tells the model to find their tools with ``search_tools``;
    as few as needed are folded, and the kept lines get the longest cap that fits.
    User-written skills are folded last.
 4. ``empty``: not even the header and the fold line fit: ``""``.
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from keen.entry_tools import SEARCH_TOOL
 from keen.paths import WINDOWS_COLON
 from keen.skills import (
     MARKER_FILE,
@@ -43,50 +44,12 @@ from keen.tokens import TokenCounter, token_counter
 
 __all__ = [
     "MIN_DESCRIPTION_CHARS",
-    "SEARCH_TOOL_NAME",
     "BudgetedSection",
     "budgeted_section",
-    "search_tool_definition",
 ]
 
-SEARCH_TOOL_NAME = "search_mcp_tools"
 MIN_DESCRIPTION_CHARS = 24
 """Below this a description says little more than the name; folding costs less then."""
-
-_SEARCH_DESCRIPTION = (
-    "Search the tools of every connected MCP server (including servers not listed in the prompt) "
-    "for a task. Returns the best matches: server, tool, one-line summary and the path of the "
-    "tool's schema. Then read the schema and call call_mcp_tool."
-)
-
-
-def search_tool_definition(style: Literal["openai", "anthropic", "mcp"] = "openai") -> dict[str, Any]:
-    """The ``search_mcp_tools`` tool (``query``, optional ``k`` and ``server``) in the
-    shape an LLM API (``openai``: Chat Completions function; ``anthropic``: Messages
-    tool) or MCP ``tools/list`` (``mcp``) expects."""
-    schema = {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What the tool should do, in a few words."},
-            "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": "How many results (5)."},
-            "server": {"type": "string", "description": "Only this MCP server's tools."},
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    }
-    if style == "openai":
-        return {
-            "type": "function",
-            "function": {"name": SEARCH_TOOL_NAME, "description": _SEARCH_DESCRIPTION, "parameters": schema},
-        }
-    if style == "anthropic":
-        return {"name": SEARCH_TOOL_NAME, "description": _SEARCH_DESCRIPTION, "input_schema": schema}
-    return {
-        "name": SEARCH_TOOL_NAME,
-        "description": _SEARCH_DESCRIPTION,
-        "inputSchema": schema,
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
-    }
 
 
 @dataclass(frozen=True)
@@ -139,9 +102,7 @@ def _fold_line(names: Sequence[str], room: Callable[[str], bool], most: int) -> 
         listed = ", ".join(names[:shown])
         more = f" and {count - shown} more" if shown < count else ""
         body = f": {listed}{more}" if shown else ""
-        return (
-            f"- {count} more {noun} not listed for space{body}. Find their tools with `{SEARCH_TOOL_NAME}`."
-        )
+        return f"- {count} more {noun} not listed for space{body}. Find their tools with `{SEARCH_TOOL}`."
 
     if not room(line(0)):
         return None

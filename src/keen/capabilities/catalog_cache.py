@@ -1,6 +1,6 @@
 """The catalog of a running Manager, rebuilt each agent step only from what changed.
 
-An agent asks for the catalog at every step (:meth:`keen.harness.Harness.begin_turn`).
+An agent asks for the catalog at every step (:meth:`keen.harness.Harness.begin_step`).
 Built from scratch, that means rescanning the skills directory (every ``SKILL.md``
 frontmatter parsed) and making a descriptor of every tool of every connected server: about
 40 ms for 70 servers, 527 tools and 80 skills here, most of a step's own time

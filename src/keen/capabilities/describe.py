@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
+from keen import _text
 from keen.capabilities.descriptor import Capability, LoadedCapability, Risk
 from keen.capabilities.names import capability_id
 from keen.errors import KeenError, SkillError
 from keen.mcp.types import ServerInfo, Tool
-from keen.mcpskills._names import one_line
-from keen.mcpskills._render import describe_server
+from keen.mcpskills import describe_server
 from keen.skills import Skill, split_frontmatter
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def tool_capability(
     title = str(tool.get("title") or "")
     schema = tool.get("inputSchema") or {}
     params, param_text = _param_text(schema)
-    summary = one_line(description or title, SUMMARY_CHARS, first_sentence=False)
+    summary = _text.summary(description or title, SUMMARY_CHARS, sentence=False)
     full = json.dumps({"name": name, "description": description, "inputSchema": schema}, ensure_ascii=False)
     cap_id = capability_id("tool", name, server)
     holder: list[Capability] = []
@@ -131,7 +131,7 @@ def skill_capability(skill: Skill) -> Capability:
     def load() -> LoadedCapability:
         return LoadedCapability(cap, skill.read_body())
 
-    summary = one_line(skill.description, SUMMARY_CHARS, first_sentence=False)
+    summary = _text.summary(skill.description, SUMMARY_CHARS, sentence=False)
     try:
         size = skill.skill_md.stat().st_size
     except OSError:
@@ -192,7 +192,7 @@ def item_capability(
     summary = description or str(data.get("name", ""))
     if template:
         summary = f"URI template; read it with arguments {_template_variables(template)}. {summary}"
-    summary = one_line(summary, SUMMARY_CHARS, first_sentence=False)
+    summary = _text.summary(summary, SUMMARY_CHARS, sentence=False)
     full = json.dumps(data, ensure_ascii=False, default=str)
     holder: list[Capability] = []
 

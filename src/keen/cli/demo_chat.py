@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from keen._text import one_line
 from keen.cli._common import out
 
 if TYPE_CHECKING:
@@ -62,9 +63,8 @@ class _DemoView:
 
         from keen.cli._terminal import terminal_text
 
-        flat = " ".join(obs.text.split())
         style = "red" if obs.is_error else "green"
-        cut = flat[:_PREVIEW] + ("…" if len(flat) > _PREVIEW else "")
+        cut = one_line(obs.text, _PREVIEW + 1)
         out.print(Text.assemble("    ", ("-> ", style), terminal_text(cut)))
 
     def notice(self, line: str) -> None:

@@ -29,7 +29,7 @@ def prompt(
         typer.Option(
             "--budget",
             min=0,
-            help="Token budget for the whole MCP part (catalog + call_mcp_tool + search_mcp_tools); 0: none.",
+            help="Token budget for the whole MCP part (catalog + call_mcp_tool + search_tools); 0: none.",
         ),
     ] = 0,
 ) -> None:
@@ -102,14 +102,14 @@ def _budgeted(tokens: int, *, stats: bool, as_json: bool) -> None:
         fail(
             f"a budget of {tokens} tokens {held} the tool definitions ({section.overhead_tokens} tokens), "
             f"with no room for the skills header and one line; raise --budget to at least {least} "
-            f"(every server behind search_mcp_tools), or {whole} for the whole catalog"
+            f"(every server behind search_tools), or {whole} for the whole catalog"
         )
     if not stats:
         sys.stdout.write(section.text + "\n")
         return
     out.print(f"MCP part of the prompt: {section.tokens:,} of {tokens:,} tokens ({section.tokenizer})")
     out.print(f"  step: {section.step}; {len(section.listed)} skills listed, {len(section.folded)} folded")
-    out.print(f"  tool definitions (call_mcp_tool, search_mcp_tools): {section.overhead_tokens:,} tokens")
+    out.print(f"  tool definitions (call_mcp_tool, search_tools): {section.overhead_tokens:,} tokens")
 
 
 def _least_budget(low: int, enough: Callable[[int], bool]) -> int:

@@ -10,7 +10,6 @@ import typer
 
 from keen._redact import redact_url
 from keen.cli._common import fail, run
-from keen.trust import PinGuard
 
 if TYPE_CHECKING:
     from keen.serve import KeenServer
@@ -76,6 +75,7 @@ def serve(
         serve_stdio,
         tokens_from_env,
     )
+    from keen.trust import PinGuard
 
     if transport not in ("stdio", "http"):
         fail(f"unknown --transport {transport!r}; use stdio or http")

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from keen import paths
+from keen._text import one_line
 from keen.cli._common import fail, out, print_json, typer_app
 
 __all__ = ["app"]
@@ -29,16 +30,17 @@ def list_sessions(
     rows = []
     for path in sorted(paths.sessions_dir().glob("*.jsonl"), reverse=True):
         rebuilt = replay(path)
-        # A turn is what the person said (agent.user); each model step is a harness turn.
+        # A turn is what the person said (agent.user) and everything until the answer; a step
+        # is one model request. A session without a person (a library harness) has no turns.
         said = sum(1 for event in read_events(path) if event.get("type") == "agent.user")
         rows.append(
             {
                 "id": path.stem,
                 "started": rebuilt.start.get("ts"),
                 "mode": rebuilt.start.get("mode"),
-                "turns": said if said else len(rebuilt.turns),
-                "steps": len(rebuilt.turns),
-                "calls": sum(len(t.calls) for t in rebuilt.turns),
+                "turns": said,
+                "steps": len(rebuilt.steps),
+                "calls": sum(len(t.calls) for t in rebuilt.steps),
                 "replay_ok": rebuilt.ok,
             }
         )
@@ -96,7 +98,7 @@ def show(
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the replay as JSON.")] = False,
 ) -> None:
-    """Replay one session: each turn's visible set (checked against what was offered),
+    """Replay one session: each step's visible set (checked against what was offered),
     the capability diffs with their reasons, and every call with its outcome."""
     from keen.cli._terminal import terminal_text
     from keen.harness import read_events, replay, session_path
@@ -116,19 +118,19 @@ def show(
         f"workspace {rebuilt.start.get('workspace')}  replay {'ok' if rebuilt.ok else 'MISMATCH'}"
     ]
     # keen chat's own events: the user's message before its first step, the outcome after its last.
-    asked = {e.get("turn"): e for e in read_events(path) if e.get("type") == "agent.user"}
-    ended = {e.get("turn"): e for e in read_events(path) if e.get("type") == "agent.turn"}
+    # Keyed by step ("turn" held the step in logs written before steps were named so).
+    asked = {e.get("step", e.get("turn")): e for e in read_events(path) if e.get("type") == "agent.user"}
+    ended = {e.get("step", e.get("turn")): e for e in read_events(path) if e.get("type") == "agent.turn"}
 
     def flat(text: object) -> str:
-        words = " ".join(str(text or "").split())
-        return words[:_PREVIEW] + ("..." if len(words) > _PREVIEW else "")
+        return one_line(str(text or ""), _PREVIEW + 1)
 
-    for turn in rebuilt.turns:
-        if turn.turn in asked:
-            lines.append(f"user: {flat(asked[turn.turn].get('text'))}")
-        check = "matches offered" if turn.consistent else f"MISMATCH (offered {', '.join(turn.offered)})"
-        lines.append(f"turn {turn.turn}{'' if turn.ended else ' (not ended)'}: visible set {check}")
-        for d in turn.diffs:
+    for step in rebuilt.steps:
+        if step.step in asked:
+            lines.append(f"user: {flat(asked[step.step].get('text'))}")
+        check = "matches offered" if step.consistent else f"MISMATCH (offered {', '.join(step.offered)})"
+        lines.append(f"step {step.step}{'' if step.ended else ' (not ended)'}: visible set {check}")
+        for d in step.diffs:
             inputs = d.get("policy_inputs", {})
             lines.append(
                 f"  capability.diff  mode={inputs.get('permission_mode')} "
@@ -138,12 +140,12 @@ def show(
             lines += [f"    + {e['name']}  ({e['reason']})" for e in d.get("added", [])]
             lines += [f"    - {e['name']}  ({e['reason']})" for e in d.get("removed", [])]
             lines += [f"    ~ {e['name']}  ({e['reason']})" for e in d.get("changed", [])]
-        lines.append(f"  tools: {', '.join(turn.rebuilt)}")
-        if turn.skill_index:
-            lines.append(f"  skills: {', '.join(turn.skill_index)}")
-        if turn.handles:
-            lines.append(f"  resources: {', '.join(turn.handles)}")
-        for call in turn.calls:
+        lines.append(f"  tools: {', '.join(step.rebuilt)}")
+        if step.skill_index:
+            lines.append(f"  skills: {', '.join(step.skill_index)}")
+        if step.handles:
+            lines.append(f"  resources: {', '.join(step.handles)}")
+        for call in step.calls:
             result = call.get("result") or {}
             approval = call.get("approval")
             outcome = result.get("outcome", "no result (interrupted)")
@@ -154,11 +156,10 @@ def show(
                 lines.append(
                     f"    approval: {approval.get('decision')} by {approval.get('by')} ({approval.get('reason')})"
                 )
-            text = " ".join(str(result.get("text", "")).split())
-            if text:
-                lines.append(f"    {text[:_PREVIEW]}{'...' if len(text) > _PREVIEW else ''}")
-        if turn.turn in ended:
-            end = ended[turn.turn]
+            if text := flat(result.get("text")):
+                lines.append(f"    {text}")
+        if step.step in ended:
+            end = ended[step.step]
             outcome = "answer" if end.get("ok") else f"failed ({flat(end.get('error'))})"
             lines.append(f"{outcome}: {flat(end.get('answer'))}")
     for line in lines:

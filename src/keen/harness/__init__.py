@@ -1,6 +1,6 @@
-"""The harness: the visible set per turn, two gates, one pipeline, a replayable event log.
+"""The harness: the visible set per step (one model request), two gates, one pipeline, a replayable event log.
 
-- :class:`Harness` (``pipeline``): ``begin_turn()`` computes the visible set (logging a
+- :class:`Harness` (``pipeline``): ``begin_step()`` computes the visible set (logging a
   ``capability.diff``) and returns the tool definitions to offer; ``call(name, arguments)``
   runs validate > visibility > permission > pre-hooks > execute > truncate > post-hooks >
   audit and returns an :class:`Observation` (a refusal is an observation, not an error).
@@ -12,7 +12,7 @@ Imports only downward (capabilities, gateway, mcpskills, skills, mcp, shared lea
 import-linter contracts in pyproject.toml hold it to docs/architecture.md.
 """
 
-from keen.harness.events import EventLog, Replay, ReplayedTurn, read_events, replay, session_path
+from keen.harness.events import EventLog, Replay, ReplayedStep, read_events, replay, session_path
 from keen.harness.local import LocalToolError, Workspace
 from keen.harness.pipeline import Harness, Observation, PostHook, PreHook, Visibility
 from keen.harness.policy import Entry, PolicyInputs, Selection, permission, select
@@ -27,7 +27,7 @@ __all__ = [
     "PostHook",
     "PreHook",
     "Replay",
-    "ReplayedTurn",
+    "ReplayedStep",
     "Selection",
     "Visibility",
     "Workspace",

@@ -2,7 +2,7 @@
 
 :class:`ChangeLog` subscribes to the Manager's tool changes (``Manager.subscribe_changes``)
 and writes each as a ``capability.diff`` with ``source: "mcp.refresh"`` (attribution only:
-the visible set follows in the next turn's own diff), and, once per server and session, a
+the visible set follows in the next step's own diff), and, once per server and session, a
 ``capability.flags`` event naming the tools whose text raised flags (``keen.trust.flags``,
 escaped excerpts), so a replay shows what the model was offered.
 """
@@ -22,17 +22,17 @@ __all__ = ["ChangeLog"]
 
 
 class ChangeLog:
-    """Writes tool changes and first-seen flags to ``log``; ``turn()`` gives the current turn."""
+    """Writes tool changes and first-seen flags to ``log``; ``step()`` gives the current step."""
 
-    def __init__(self, log: EventLog, manager: Manager | None, turn: Callable[[], int]) -> None:
+    def __init__(self, log: EventLog, manager: Manager | None, step: Callable[[], int]) -> None:
         self.log = log
         self.manager = manager
-        self._turn = turn
+        self._step = step
         self._flagged: set[str] = set()
         self._unsubscribe = manager.subscribe_changes(self._changed) if manager is not None else None
 
     def _changed(self, change: ToolsChanged) -> None:
-        self.log.emit(**{**change.to_dict(), "turn": self._turn()})
+        self.log.emit(**{**change.to_dict(), "step": self._step()})
 
     def log_flags(self, connected: tuple[str, ...]) -> None:
         """A ``capability.flags`` event for each newly connected server with flagged tools."""
@@ -46,7 +46,7 @@ class ChangeLog:
         for server in fresh:
             if server in found:
                 flags = {tool: [f.to_dict() for f in fl] for tool, fl in sorted(found[server].items())}
-                self.log.emit("capability.flags", turn=self._turn(), server=server, flags=flags)
+                self.log.emit("capability.flags", step=self._step(), server=server, flags=flags)
 
     def close(self) -> None:
         """Stop listening (safe to call twice)."""

@@ -1,8 +1,8 @@
 """What the harness offers besides MCP tools, and what a call returns.
 
-- The entry tools every turn offers: ``search_tools`` (ToolSearch), ``load_skill`` and
-  ``call_mcp_tool``, with their input schemas; the local read tools are in
-  :mod:`keen.harness.local`.
+- The entry tools every step offers: ``search_tools`` (ToolSearch) and ``call_mcp_tool``
+  (defined once for every front end in :mod:`keen.entry_tools`), ``load_skill`` and
+  ``read_resource``; the local read tools are in :mod:`keen.harness.local`.
 - :class:`Observation`: one call's outcome as the model sees it.
 - The hook and visibility callback types the pipeline takes.
 """
@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from keen.capabilities import Capability, Risk, capability_id
+from keen.entry_tools import SEARCH_TOOL, call_tool_definition, search_tool_definition
 from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS
 from keen.mcp.types import ToolResult
 
 __all__ = [
     "DEFAULT_BUDGET",
     "DEFAULT_MAX_RESULT_CHARS",
-    "ENTRY_SCHEMAS",
+    "ENTRY_TOOLS",
     "GATE_CODES",
     "HANDLE_KINDS",
     "LOAD_SKILL",
@@ -30,10 +31,11 @@ __all__ = [
     "PostHook",
     "PreHook",
     "Visibility",
+    "entry_schema",
     "local_capability",
 ]
 
-SEARCH_TOOLS = "search_tools"
+SEARCH_TOOLS = SEARCH_TOOL
 LOAD_SKILL = "load_skill"
 READ_RESOURCE = "read_resource"
 HANDLE_KINDS = frozenset({"resource", "prompt"})
@@ -48,28 +50,7 @@ Visibility = Callable[[Capability, "str | None"], Awaitable["str | None"]]
 """Called with (capability, caller); returns None when the caller may use it, else why not."""
 
 
-ENTRY_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
-    SEARCH_TOOLS: (
-        "Search every connected MCP server's tools by what they do. Hits the current permission mode "
-        'allows become callable on the next turn. With kinds ["resource", "prompt"] it searches '
-        "the servers' resources and prompts instead; those hits join the resource index "
-        "(read them with read_resource).",
-        {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string"},
-                "k": {"type": "integer", "minimum": 1, "maximum": 20},
-                "kinds": {
-                    "type": "array",
-                    "items": {"enum": ["tool", "resource", "prompt"]},
-                    "minItems": 1,
-                    "uniqueItems": True,
-                },
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-    ),
+_OWN_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
     READ_RESOURCE: (
         "Read an MCP resource, or get an MCP prompt, listed in the resource index, by its name there. "
         "A prompt, or a resource template (a URI with {variables}), takes its arguments as an object "
@@ -93,20 +74,26 @@ ENTRY_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
             "additionalProperties": False,
         },
     ),
-    CALL_MCP_TOOL: (
-        "Call a visible MCP tool by server and tool name.",
-        {
-            "type": "object",
-            "properties": {
-                "server": {"type": "string"},
-                "tool": {"type": "string"},
-                "arguments": {"type": "object"},
-            },
-            "required": ["server", "tool"],
-            "additionalProperties": False,
-        },
-    ),
 }
+ENTRY_TOOLS = (SEARCH_TOOLS, READ_RESOURCE, LOAD_SKILL, CALL_MCP_TOOL)
+"""The tools every step offers besides the local read tools and the MCP tools."""
+
+
+def entry_schema(name: str) -> tuple[str, dict[str, Any]]:
+    """An entry tool's description and inputSchema: the search and call tools' shared
+    definitions (:mod:`keen.entry_tools`; the call tool names ``$KEEN_HOME/skills`` as it is
+    now), the harness's own for ``read_resource`` and ``load_skill``.
+
+    Raises:
+        KeyError: ``name`` is not an entry tool.
+    """
+    if name == SEARCH_TOOLS:
+        found = search_tool_definition("mcp")
+    elif name == CALL_MCP_TOOL:
+        found = call_tool_definition("mcp")
+    else:
+        return _OWN_SCHEMAS[name]
+    return found["description"], found["inputSchema"]
 
 
 GATE_CODES = {

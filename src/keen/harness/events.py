@@ -4,21 +4,25 @@ One JSON object a line, appended and flushed per event (a crash loses at most th
 being written; a torn last line is skipped on reading). Every string is redacted
 (:mod:`keen._redact`) before it is written. Event types:
 
-- ``session.start`` (mode, workspace), ``turn.start`` (``offered``: tool names given to the
+- ``session.start`` (mode, workspace), ``step.start`` (``offered``: tool names given to the
   model; ``skill_index``: skill names listed; ``handles``: resource and prompt names in
-  the resource index), ``turn.end``;
+  the resource index), ``step.end``; a step is one model request (``keen chat``'s turn, what
+  the user said and everything until the answer, is one or more steps: the agent's
+  ``agent.user`` and ``agent.turn`` events mark it). Every event of a step carries ``step``;
+  logs written before the rename say ``turn.start``, ``turn.end`` and ``turn`` and replay
+  the same;
 - ``capability.diff`` (``added``, ``removed``, ``changed`` with reasons, ``policy_inputs``),
-  written before the ``turn.start`` it explains; with ``source: "mcp.refresh"``, a server's
+  written before the ``step.start`` it explains; with ``source: "mcp.refresh"``, a server's
   tool list changed mid-session (``server``, ``reason``, tool names ``added``/``removed``,
   ``changed`` with the fields that differ, ``flags``): attribution only, the visible set
-  follows in the next turn's own diff;
+  follows in the next step's own diff;
 - ``capability.flags`` (``server``, ``flags``: tool -> flags with kind, field and an escaped
-  excerpt), once per server and session, before the turn whose catalog first has it;
+  excerpt), once per server and session, before the step whose catalog first has it;
 - ``call`` (name, arguments, caller), ``approval`` (decision, by), ``hook`` (a pre-hook's
   refusal, a post-hook's change), ``result`` (outcome, the gate that denied, a code, the
   text exactly as the model saw it, the pipeline stages passed in order).
 
-:func:`replay` rebuilds each turn's visible set from the diffs alone and checks it against
+:func:`replay` rebuilds each step's visible set from the diffs alone and checks it against
 the offered names.
 """
 
@@ -36,7 +40,7 @@ from typing import Any, TextIO
 from keen import paths
 from keen._redact import redactor
 
-__all__ = ["EventLog", "Replay", "ReplayedTurn", "new_session_id", "read_events", "replay", "session_path"]
+__all__ = ["EventLog", "Replay", "ReplayedStep", "new_session_id", "read_events", "replay", "session_path"]
 
 
 _INDEXED = ("skill", "resource", "prompt")
@@ -44,7 +48,7 @@ _INDEXED = ("skill", "resource", "prompt")
 
 
 _PLAIN = frozenset(
-    {"turn", "call_id", "outcome", "gate", "code", "stages", "truncated_chars", "decision", "by"}
+    {"step", "turn", "call_id", "outcome", "gate", "code", "stages", "truncated_chars", "decision", "by"}
 )
 
 
@@ -114,11 +118,11 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
 
 
 @dataclass
-class ReplayedTurn:
-    """One turn rebuilt from the log. ``visible``: id -> entry dict; ``consistent``: the
+class ReplayedStep:
+    """One step rebuilt from the log. ``visible``: id -> entry dict; ``consistent``: the
     rebuilt tool names equal the offered ones (and the skill and resource indexes too)."""
 
-    turn: int
+    step: int
     visible: dict[str, dict[str, Any]]
     offered: list[str]
     skill_index: list[str]
@@ -144,7 +148,7 @@ class ReplayedTurn:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "turn": self.turn,
+            "step": self.step,
             "consistent": self.consistent,
             "ended": self.ended,
             "offered": self.offered,
@@ -162,30 +166,31 @@ class Replay:
 
     session_id: str
     start: dict[str, Any]
-    turns: list[ReplayedTurn]
+    steps: list[ReplayedStep]
 
     @property
     def ok(self) -> bool:
-        """Every turn's rebuilt visible set equals what the model was offered."""
-        return all(t.consistent for t in self.turns)
+        """Every step's rebuilt visible set equals what the model was offered."""
+        return all(t.consistent for t in self.steps)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "session": self.session_id,
             "start": self.start,
             "ok": self.ok,
-            "turns": [t.to_dict() for t in self.turns],
+            "steps": [t.to_dict() for t in self.steps],
         }
 
 
 def replay(path: Path) -> Replay:
-    """Rebuild every turn's visible set from the log at ``path`` alone.
+    """Rebuild every step's visible set from the log at ``path`` alone (logs written before
+    steps were named so, with ``turn.start``/``turn.end``, too).
 
     Raises OSError when the file cannot be read.
     """
     visible: dict[str, dict[str, Any]] = {}
     pending: list[dict[str, Any]] = []
-    turns: list[ReplayedTurn] = []
+    steps: list[ReplayedStep] = []
     calls: dict[str, dict[str, Any]] = {}
     start: dict[str, Any] = {}
     session = path.stem
@@ -202,10 +207,10 @@ def replay(path: Path) -> Replay:
                 if entry["id"] in visible:
                     visible[entry["id"]] = {**visible[entry["id"]], "fingerprint": entry["after"]}
             pending.append(event)
-        elif kind == "turn.start":
-            turns.append(
-                ReplayedTurn(
-                    turn=int(event.get("turn", len(turns) + 1)),
+        elif kind in ("step.start", "turn.start"):
+            steps.append(
+                ReplayedStep(
+                    step=int(event.get("step", event.get("turn", len(steps) + 1))),
                     visible=dict(visible),
                     offered=list(event.get("offered", [])),
                     skill_index=list(event.get("skill_index", [])),
@@ -214,19 +219,19 @@ def replay(path: Path) -> Replay:
                 )
             )
             pending = []
-        elif kind == "turn.end" and turns:
-            turns[-1].ended = True
-        elif kind == "call" and turns:
+        elif kind in ("step.end", "turn.end") and steps:
+            steps[-1].ended = True
+        elif kind == "call" and steps:
             call = {
                 "id": event.get("call_id"),
                 "name": event.get("name"),
                 "arguments": event.get("arguments"),
             }
             calls[str(event.get("call_id"))] = call
-            turns[-1].calls.append(call)
+            steps[-1].calls.append(call)
         elif kind in ("approval", "result"):
             call = calls.get(str(event.get("call_id")))
             if call is not None:
                 keys = ("decision", "by", "reason") if kind == "approval" else ("outcome", "gate", "text")
                 call[kind] = {k: event.get(k) for k in keys}
-    return Replay(session, start, turns)
+    return Replay(session, start, steps)

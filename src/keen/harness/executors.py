@@ -88,14 +88,16 @@ async def ask(
 
 
 def search_catalog(
-    catalog: Catalog, mode: PermissionMode, requested: list[str], query: str, k: int, kinds: Iterable[str]
+    catalog: Catalog, mode: PermissionMode, requested: list[str], query: str, limit: int, kinds: Iterable[str]
 ) -> Output:
     """ToolSearch for the model: one line per hit saying whether it becomes callable (or joins
-    the resource index) next turn, and on which other servers an identical copy is; hits the
+    the resource index) next step, and on which other servers an identical copy is; hits the
     mode allows, and their copies, are appended to ``requested``. Raises ValueError for an
     empty query."""
     # The input schema allows only tool, resource and prompt.
-    hits = catalog.search(query, k, SearchFilter(mode=mode, kinds=cast("frozenset[Kind]", frozenset(kinds))))
+    hits = catalog.search(
+        query, limit, SearchFilter(mode=mode, kinds=cast("frozenset[Kind]", frozenset(kinds)))
+    )
     lines: list[str] = []
     for hit in hits:
         hidden = visibility(catalog.get(hit.id), mode)
@@ -104,10 +106,10 @@ def search_catalog(
             # call any of them; the hit last, so it wins a place under a tight budget.
             requested.extend(i for i in (*hit.copies, hit.id) if i not in requested)
         if hit.kind == "tool":
-            state = "callable next turn" if hidden is None else f"not available: {hidden}"
+            state = "callable next step" if hidden is None else f"not available: {hidden}"
             what = f"tool {hit.tool}, {hit.risk} risk"
         else:
-            state = "in the resource index next turn: read_resource"
+            state = "in the resource index next step: read_resource"
             what = f"{hit.kind} {hit.tool}"
         lines.append(
             f"- {hit.model_name} (server {hit.server}, {what}; {state}{_also_on(catalog, hit)}): {hit.summary}"
@@ -116,7 +118,7 @@ def search_catalog(
     if status:  # the model should know a second search may rank better in a moment
         lines.append(f"(note: {status})")
     return Output(
-        "\n".join(lines) or "(no tool matches; try other words)", more="search with fewer results (k)"
+        "\n".join(lines) or "(no tool matches; try other words)", more="search with fewer results (limit)"
     )
 
 

@@ -1,4 +1,4 @@
-"""The harness: one pipeline for every tool call, and the visible set per turn.
+"""The harness: one pipeline for every tool call, and the visible set per step.
 
 Each call, local or MCP, passes the one pipeline every front end's calls pass
 (:mod:`keen.calls`): validate > visibility > mcp_checks > pin_check > permission > pre-hooks >
@@ -8,7 +8,7 @@ execute > truncate > post-hooks > audit. The harness gives it the stages only it
 (:meth:`keen.gateway.Gateway.execute`). Who is asked about a call is the call's own
 :class:`~keen.calls.Approver`; nothing is swapped into the gateway. A refusal at any gate is
 an observation (an ``is_error`` :class:`Observation` saying why), never an exception that
-ends the turn.
+ends the step.
 
 Validation is split around the visibility gate: the call's shape (and a local tool's
 arguments) is checked first; the MCP checks (server, tool, inputSchema: ``Manager.check_call``,
@@ -18,9 +18,10 @@ through its errors. Every ``result`` event lists the stages the call passed, in 
 
 Two ways to decide visibility:
 
-- turns (an agent): :meth:`Harness.begin_turn` computes the visible set from the
+- steps (an agent; a step is one model request, docs/architecture.md "Names"):
+  :meth:`Harness.begin_step` computes the visible set from the
   discovery policy, and a call outside it is refused;
-- a ``visibility`` callback (``keen serve``): there are no turns; each call's capability is
+- a ``visibility`` callback (``keen serve``): there are no steps; each call's capability is
   looked up in the live catalog and the callback, given it and the ``caller``, says whether
   that caller may use it (the ``tool_descriptions`` extension: a fetched description
   authorizes the tool).
@@ -46,17 +47,17 @@ from keen.calls import (
     Refusal,
     Stage,
     cut_text,
-    parse_call_mcp_tool,
     shape,
 )
 from keen.capabilities import Capability, Catalog, PermissionMode, capability_id
+from keen.entry_tools import parse_call, parse_search
 from keen.errors import KeenError, ServerNotConfigured
 from keen.gateway import CALL_MCP_TOOL, Gateway, for_model
 from keen.harness.changes import ChangeLog
 from keen.harness.entries import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_RESULT_CHARS,
-    ENTRY_SCHEMAS,
+    ENTRY_TOOLS,
     GATE_CODES,
     HANDLE_KINDS,
     LOAD_SKILL,
@@ -66,6 +67,7 @@ from keen.harness.entries import (
     PostHook,
     PreHook,
     Visibility,
+    entry_schema,
     local_capability,
 )
 from keen.harness.events import EventLog, new_session_id, session_path
@@ -92,22 +94,22 @@ class Harness:
 
     Args:
         catalog_source: returns the live catalog (e.g. ``lambda: Catalog.from_manager(m, ...)``);
-            called at each :meth:`begin_turn`.
+            called at each :meth:`begin_step`.
         gateway: the MCP entry: its checks and its execute stage (its own ``approval`` is for
             calls made on it directly, never for the harness's).
         mode: the permission mode.
         approve: asked for calls the gate marks ``ask`` (``None``: such calls are denied),
             unless a call brings its own approver.
         workspace: the root of the local tools (plus ``$KEEN_HOME/skills``).
-        budget: tokens available for the schemas of requested MCP tools (until a turn
-            passes its own, see :meth:`begin_turn`).
+        budget: tokens available for the schemas of requested MCP tools (until a step
+            passes its own, see :meth:`begin_step`).
         max_result_chars: longer results are cut with a note saying how to get the rest.
         pre_hooks: run in order after the permission gate; the first to return a string
             denies the call with it.
         post_hooks: run in order on the truncated observation; each may replace it.
         session_id: default a new one; the log is ``$KEEN_HOME/sessions/<id>.jsonl``.
-        visibility: decide visibility per call instead of per turn (see the module
-            docstring); ``None`` uses the turns' visible sets.
+        visibility: decide visibility per call instead of per step (see the module
+            docstring); ``None`` uses the steps' visible sets.
         log_path: where the event log goes instead of the session's file.
         approved_by: who answers ``approve`` (logged with each decision): ``user``, or
             ``MCP host`` for a host that asked its own user before calling.
@@ -146,7 +148,7 @@ class Harness:
         self.session_id = session_id or new_session_id()
         self.visibility, self.approved_by, self.remedy_words = visibility, approved_by, remedy_words
         self.log = EventLog(log_path or session_path(self.session_id), self.session_id)
-        self.turn = 0
+        self.step = 0
         self.visible: dict[str, Entry] = {}
         self.catalog: Catalog | None = None
         self.requested: list[str] = []
@@ -157,10 +159,10 @@ class Harness:
         self._ids = itertools.count(1)
         self._base = {
             **{n: local_capability(n, d) for n, (d, _) in LOCAL_TOOLS.items()},
-            **{n: local_capability(n, d) for n, (d, _) in ENTRY_SCHEMAS.items()},
+            **{n: local_capability(n, entry_schema(n)[0]) for n in ENTRY_TOOLS},
         }
         self.log.emit("session.start", mode=mode, workspace=str(self.workspace.workspace), budget=budget)
-        self._changes = ChangeLog(self.log, gateway and gateway.manager, lambda: self.turn)
+        self._changes = ChangeLog(self.log, gateway and gateway.manager, lambda: self.step)
         self._pipeline = Pipeline(
             [
                 Stage("validate", self._validate),
@@ -176,7 +178,7 @@ class Harness:
             self._describe,
         )
 
-    # -- turns ------------------------------------------------------------------------------
+    # -- steps ------------------------------------------------------------------------------
 
     def _connected(self) -> tuple[str, ...]:
         manager = self.gateway.manager if self.gateway else None
@@ -194,12 +196,13 @@ class Harness:
             requested=tuple(self.requested),
         )
 
-    def begin_turn(self, *, context_budget: int | None = None) -> list[dict[str, Any]]:
-        """Compute this turn's visible set, log its diff and the offered names.
+    def begin_step(self, *, context_budget: int | None = None) -> list[dict[str, Any]]:
+        """Compute this step's visible set (before one model request), log its diff and the
+        offered names.
 
         Args:
             context_budget: tokens the model's context has left for MCP tool schemas this
-                turn (the agent measures its context); ``None`` keeps the last budget
+                step (the agent measures its context); ``None`` keeps the last budget
                 (at first the constructor's ``budget``).
 
         Returns:
@@ -213,7 +216,7 @@ class Harness:
             if context_budget < 0:
                 raise ValueError(f"context_budget must be >= 0 tokens, got {context_budget}")
             self.budget = context_budget
-        self.turn += 1
+        self.step += 1
         connected = self._connected()
         self._changes.log_flags(connected)
         self.catalog = catalog = self.catalog_source()
@@ -240,7 +243,7 @@ class Harness:
         }
         body = diff(self.visible, selection, gone)
         if any(body.values()):
-            self.log.emit("capability.diff", turn=self.turn, **body, policy_inputs=inputs.to_dict())
+            self.log.emit("capability.diff", step=self.step, **body, policy_inputs=inputs.to_dict())
         self.visible = selection.visible
         self._caps = {c.id: c for c in catalog if c.id in self.visible} | {
             c.id: c for c in self._base.values()
@@ -248,16 +251,16 @@ class Harness:
         self._by_name = {e.name: i for i, e in self.visible.items()}
         offered = sorted(e.name for e in self.visible.values() if e.kind == "tool")
         self.log.emit(
-            "turn.start",
-            turn=self.turn,
+            "step.start",
+            step=self.step,
             offered=offered,
             skill_index=sorted(e.name for e in self.visible.values() if e.kind == "skill"),
             handles=sorted(e.name for e in self.visible.values() if e.kind in HANDLE_KINDS),
         )
         return [self._definition(self.visible[self._by_name[n]]) for n in offered]
 
-    def end_turn(self, **data: Any) -> None:
-        self.log.emit("turn.end", turn=self.turn, **data)
+    def end_step(self, **data: Any) -> None:
+        self.log.emit("step.end", step=self.step, **data)
 
     def skill_index(self) -> str:
         """The skill index: one line per skill (name: summary), never a body."""
@@ -283,15 +286,15 @@ class Harness:
             self.touched.append(path)
 
     def set_mode(self, mode: PermissionMode) -> None:
-        """Switch the permission mode; the visible set follows at the next turn."""
-        self.log.emit("mode.change", turn=self.turn, before=self.mode, after=mode)
+        """Switch the permission mode; the visible set follows at the next step."""
+        self.log.emit("mode.change", step=self.step, before=self.mode, after=mode)
         self.mode = mode
 
     def _definition(self, entry: Entry) -> dict[str, Any]:
         if entry.name in LOCAL_TOOLS:
             description, schema = LOCAL_TOOLS[entry.name]
-        elif entry.name in ENTRY_SCHEMAS:
-            description, schema = ENTRY_SCHEMAS[entry.name]
+        elif entry.name in ENTRY_TOOLS:
+            description, schema = entry_schema(entry.name)
         else:
             loaded = self._caps[entry.id].load()
             description, schema = loaded.descriptor.summary, loaded.schema or {"type": "object"}
@@ -310,7 +313,7 @@ class Harness:
         """Run one tool call the model proposed through every stage. Never raises KeenError.
 
         Args:
-            name: a tool name offered this turn (or ``call_mcp_tool``).
+            name: a tool name offered this step (or ``call_mcp_tool``).
             arguments: its JSON object of arguments (``None``: ``{}``); anything else is
                 refused at validate, and text (arguments that did not parse) is told
                 whether it was JSON at all.
@@ -319,10 +322,10 @@ class Harness:
             approver: who the permission stage asks about this call, and how (default: the
                 harness's ``approve``, answered by ``approved_by``).
         """
-        call_id = f"{self.turn}.{next(self._ids)}"
+        call_id = f"{self.step}.{next(self._ids)}"
         arguments = {} if arguments is None else arguments
         who: dict[str, Any] = {"caller": caller} if caller else {}
-        self.log.emit("call", turn=self.turn, call_id=call_id, name=name, arguments=arguments, **who)
+        self.log.emit("call", step=self.step, call_id=call_id, name=name, arguments=arguments, **who)
         approver = approver or Approver(self.approve, self.approved_by)
         call = await self._pipeline.run(Call(name, arguments, approver, caller=caller, call_id=call_id))
         return call.shown or _observation(call)
@@ -354,25 +357,31 @@ class Harness:
         args: dict[str, Any] = dict(call.arguments)  # type: ignore[arg-type]
         name = call.name
         if name == CALL_MCP_TOOL:
-            parsed = parse_call_mcp_tool(args)
-            if parsed is None:
-                raise self._refuse(call, "validate", 'send {"server": ..., "tool": ..., "arguments": {...}}')
-            call.server, call.tool, args = parsed
+            try:
+                parsed = parse_call(args)
+            except ValueError as exc:
+                raise self._refuse(call, "validate", str(exc)) from None
+            call.server, call.tool, args = parsed.server, parsed.tool, parsed.arguments
             call.capability_id = capability_id("tool", call.tool, call.server)
         else:
             call.capability_id = self._by_name.get(name) or (
                 self._base[name].id if name in self._base else ""
             )
         call.arguments = args
-        if name in LOCAL_TOOLS or (name in ENTRY_SCHEMAS and name != CALL_MCP_TOOL):
+        if name == SEARCH_TOOLS:
             try:
-                jsonschema.validate(args, (LOCAL_TOOLS.get(name) or ENTRY_SCHEMAS[name])[1])
+                parse_search(args)
+            except ValueError as exc:
+                raise self._refuse(call, "validate", str(exc)) from None
+        elif name in LOCAL_TOOLS or name in (LOAD_SKILL, READ_RESOURCE):
+            try:
+                jsonschema.validate(args, (LOCAL_TOOLS.get(name) or entry_schema(name))[1])
             except jsonschema.ValidationError as exc:
                 raise self._refuse(call, "validate", f"invalid arguments: {exc.message}") from None
         return True
 
     async def _visibility(self, call: Call) -> bool:
-        """Only what this turn offered (or what the callback allows this caller)."""
+        """Only what this step offered (or what the callback allows this caller)."""
         name, args, server, tool = call.name, call.arguments, call.server, call.tool
         cap_id = call.capability_id
         if name == READ_RESOURCE and self.visibility is None and cap_id in self.visible:
@@ -429,7 +438,7 @@ class Harness:
         if asked or cap.server is not None:
             by = call.approver.by if asked else "policy"
             self.log.emit(
-                "approval", turn=self.turn, call_id=call.call_id, decision=verdict, by=by, reason=why
+                "approval", step=self.step, call_id=call.call_id, decision=verdict, by=by, reason=why
             )
         call.decision = "allowed" if verdict == "allow" else "denied"
         if verdict != "allow":
@@ -441,7 +450,7 @@ class Harness:
             if refusal := hook(call.capability_id, call.arguments):
                 self.log.emit(
                     "hook",
-                    turn=self.turn,
+                    step=self.step,
                     call_id=call.call_id,
                     stage="pre",
                     hook=hook_name(hook),
@@ -467,9 +476,10 @@ class Harness:
         try:
             if name == SEARCH_TOOLS:
                 assert self.catalog is not None
-                kinds = list(args.get("kinds") or ["tool"])
-                query, k = str(args["query"]), int(args.get("k", 5))
-                out = search_catalog(self.catalog, self.mode, self.requested, query, k, kinds)
+                wanted = parse_search(args)
+                out = search_catalog(
+                    self.catalog, self.mode, self.requested, wanted.query, wanted.limit, wanted.kinds
+                )
             elif name == LOAD_SKILL:
                 out = self._load_skill(str(args["name"]))
             else:
@@ -488,7 +498,7 @@ class Harness:
         if cap_id not in self.visible:
             raise LocalToolError(f"no skill {name!r} in the skill index; pick a name from the index")
         loaded = self._caps[cap_id].load()
-        self.log.emit("capability.loaded", turn=self.turn, id=cap_id)
+        self.log.emit("capability.loaded", step=self.step, id=cap_id)
         return Output(
             loaded.text,
             more=f"read_file the skill's SKILL.md at {self._caps[cap_id].location} with an offset",
@@ -514,7 +524,7 @@ class Harness:
             if after != obs:
                 self.log.emit(
                     "hook",
-                    turn=self.turn,
+                    step=self.step,
                     call_id=call.call_id,
                     stage="post",
                     hook=hook_name(hook),
@@ -533,7 +543,7 @@ class Harness:
             self.gateway.record(call)
         if call.cancelled:
             self.log.emit(
-                "result", turn=self.turn, call_id=call.call_id, capability=call.capability_id or call.name,
+                "result", step=self.step, call_id=call.call_id, capability=call.capability_id or call.name,
                 outcome="cancelled", code="cancelled", stages=call.stages, **who,
             )  # fmt: skip
             return
@@ -548,7 +558,7 @@ class Harness:
                 self.requested.append(cap_id)
         self.log.emit(
             "result",
-            turn=self.turn,
+            step=self.step,
             call_id=call.call_id,
             capability=cap_id,
             server=obs.server,

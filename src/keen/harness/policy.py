@@ -1,9 +1,9 @@
-"""The discovery policy: which capabilities a model sees this turn, and why.
+"""The discovery policy: which capabilities a model sees this step, and why.
 
 The rules are drawn in docs/architecture.md "The harness". Inputs (:class:`PolicyInputs`):
 the permission mode (``read-only`` | ``ask`` | ``auto``), the connected servers, the token budget for tool schemas, the touched paths, recent
 failures and what the model asked for (search hits, loaded skills). The policy is a pure
-function of the catalog and those inputs, so a turn's visible set can be explained and
+function of the catalog and those inputs, so a step's visible set can be explained and
 rebuilt:
 
 - base local tools (read-only) are always visible;
@@ -60,7 +60,7 @@ class PolicyInputs:
     """What the policy decided from (recorded with every ``capability.diff``).
 
     ``context_budget_remaining``: tokens the model's context has left for MCP tool schemas
-    this turn. ``touched_paths``: the latest paths the local tools read or listed, oldest
+    this step. ``touched_paths``: the latest paths the local tools read or listed, oldest
     first. ``requested``: capability ids the model asked for (search hits, calls), least
     recent first.
     """
@@ -125,8 +125,8 @@ def hidden_reason(cap: Capability | None, mode: PermissionMode, what: str) -> st
         if verdict == "deny":
             return f"{what} is hidden and may not run in {mode} mode: {why}; searching will not change that"
     return (
-        f"{what} is not among this turn's tools; use search_tools to find a tool "
-        "(hits the permission mode allows become callable on the next turn)."
+        f"{what} is not among this step's tools; use search_tools to find a tool "
+        "(hits the permission mode allows become callable on the next step)."
     )
 
 
@@ -168,7 +168,7 @@ def select(
     inputs: PolicyInputs,
     failures: Mapping[str, int],
 ) -> Selection:
-    """This turn's visible set.
+    """This step's visible set.
 
     Args:
         base: the local tools, always visible.

@@ -33,8 +33,8 @@ def why_hidden(
     server: str | None,
     tool: str | None,
 ) -> tuple[str, str | None]:
-    """A turn-mode visibility refusal's text and code, for a call by id (``call_mcp_tool``)
-    or by a name an earlier turn offered (``code`` is ``None`` unless the server is the trouble)."""
+    """A step-mode visibility refusal's text and code, for a call by id (``call_mcp_tool``)
+    or by a name an earlier step offered (``code`` is ``None`` unless the server is the trouble)."""
     try:
         known = catalog.get(cap_id or name) if catalog is not None else None
     except KeyError:

@@ -3,8 +3,10 @@
 ``generate_skill`` writes ``skills/mcp:<server>/`` (SKILL.md, marker, one schema per
 tool) atomically; ``delete_skill`` removes only Keen-managed dirs; ``sync_mcp_skills``
 applies the startup-sync table to a snapshot of every configured server. See
-docs/architecture.md "Generated skills" and "Startup sync". Names load on first use, so
-``keen.mcpskills._layout`` (the skills layout the gateway describes) costs nothing.
+docs/architecture.md "Generated skills" and "Startup sync". Every name another package uses
+is exported here; the ``_``-modules are this package's own. Names load on first use (PEP 562),
+so ``from keen.mcpskills import schema_path`` (the skills layout the call tool's description
+names) loads only that small module.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from typing import TYPE_CHECKING
 from keen._lazy import exports_from, lazy_module_attrs
 
 if TYPE_CHECKING:
-    from keen.mcpskills._layout import SCHEMAS_DIR, skill_name
+    from keen.mcpskills._layout import SCHEMAS_DIR, schema_path, skill_dir, skill_md_path, skill_name
     from keen.mcpskills._names import RejectedTool
-    from keen.mcpskills._render import FORMAT, MAX_TABLE_ROWS
+    from keen.mcpskills._render import FORMAT, MAX_SKIPPED_LISTED, MAX_TABLE_ROWS, describe_server
     from keen.mcpskills.generate import GenerationReport, delete_skill, generate_skill
     from keen.mcpskills.sync import (
         SYNC_STATE_FILE,
@@ -33,6 +35,7 @@ __all__ = [
     "FORMAT",
     "MANAGED_BY",
     "MARKER_FILE",
+    "MAX_SKIPPED_LISTED",
     "MAX_TABLE_ROWS",
     "SCHEMAS_DIR",
     "SYNC_STATE_FILE",
@@ -43,16 +46,24 @@ __all__ = [
     "SyncEntry",
     "SyncReport",
     "delete_skill",
+    "describe_server",
     "generate_skill",
+    "schema_path",
+    "skill_dir",
+    "skill_md_path",
     "skill_name",
     "sync_mcp_skills",
     "sync_server",
 ]
 
 _EXPORTS = {
-    **exports_from("keen.mcpskills._layout", ("SCHEMAS_DIR", "skill_name")),
+    **exports_from(
+        "keen.mcpskills._layout", ("SCHEMAS_DIR", "schema_path", "skill_dir", "skill_md_path", "skill_name")
+    ),
     **exports_from("keen.mcpskills._names", ("RejectedTool",)),
-    **exports_from("keen.mcpskills._render", ("FORMAT", "MAX_TABLE_ROWS")),
+    **exports_from(
+        "keen.mcpskills._render", ("FORMAT", "MAX_SKIPPED_LISTED", "MAX_TABLE_ROWS", "describe_server")
+    ),
     **exports_from("keen.skills.discover", ("MANAGED_BY", "MARKER_FILE")),
     **exports_from("keen.mcpskills.generate", ("GenerationReport", "delete_skill", "generate_skill")),
     **exports_from(

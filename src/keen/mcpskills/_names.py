@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-import re
 import unicodedata
 from dataclasses import dataclass
 
+from keen._text import unsafe_char
 from keen.mcpskills._layout import SCHEMAS_DIR
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
     "PlannedTool",
     "RejectedTool",
     "display_text",
-    "one_line",
     "plan_paths",
     "schema_relpath",
     "unsafe_char",
@@ -31,7 +30,6 @@ __all__ = [
 MAX_NAME_CHARS = 512
 # 255 bytes is the usual file-name limit (ext4, xfs, apfs); ".json" takes 5 of them.
 _MAX_SEGMENT_BYTES = 250
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|(?<=[。！？])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,13 +52,6 @@ class PlannedTool:
 
     name: str
     relpath: str
-
-
-def unsafe_char(ch: str) -> bool:
-    # Control, format (bidi overrides, zero-width), surrogates, private use, unassigned,
-    # and Unicode line/paragraph separators: none belongs in a file name or a table cell.
-    category = unicodedata.category(ch)
-    return category[0] == "C" or category in ("Zl", "Zp")
 
 
 def schema_relpath(name: str) -> str:
@@ -179,24 +170,3 @@ def display_text(text: str, limit: int = 80) -> str:
             out.append(ch)
     shown = "".join(out)
     return shown if len(text) <= limit else shown + "…"
-
-
-def one_line(text: str, limit: int = 120, *, first_sentence: bool = True) -> str:
-    """A one-line summary: first non-blank line, first sentence (when asked), whitespace
-    collapsed, control characters dropped, at most ``limit`` characters (ending in ``…``
-    when cut, at a word boundary when there is one in the second half)."""
-    line = next((ln for ln in text.splitlines() if ln.strip()), "")
-    # Only the head matters; bounding it keeps a 100 kB description cheap.
-    line = line[: limit * 4]
-    if not line.isprintable():
-        line = "".join(" " if unsafe_char(ch) else ch for ch in line)
-    line = " ".join(line.split())
-    if first_sentence:
-        line = _SENTENCE_END.split(line, maxsplit=1)[0].strip()
-    if len(line) <= limit:
-        return line
-    cut = line[: limit - 1]
-    space = cut.rfind(" ")
-    if space >= limit // 2:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:-") + "…"

@@ -16,15 +16,14 @@ from typing import Any
 
 import yaml
 
-from keen._text import shorten
+from keen import _text
+from keen._text import sentences, shorten, unsafe_char
 from keen.mcp.types import ServerInfo, Tool
 from keen.mcpskills._names import (
     MAX_NAME_CHARS,
     PlannedTool,
     RejectedTool,
     display_text,
-    one_line,
-    unsafe_char,
 )
 from keen.mcpskills.server_line import distinctive_terms, summary_from_terms, tools_by_coverage
 from keen.skills.discover import MANAGED_BY, MARKER_FILE, SKILL_FILE
@@ -111,7 +110,6 @@ _META = re.compile(
     r"|\b(?:written|intended|meant) for (?:an? )?(?:llm|ai|language model|agent|assistant)",
     re.IGNORECASE,
 )
-_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|(?<=[。！？])")
 
 
 def _lead(markdown: str) -> str:
@@ -128,10 +126,10 @@ def _lead(markdown: str) -> str:
 
 def _about(instructions: str) -> str:
     """The first opening sentence of ``instructions`` that says what the server does, or ``""``."""
-    for sentence in _SENTENCES.split(_lead(instructions)):
+    for sentence in sentences(_lead(instructions)):
         sentence = sentence.strip()
         if len(sentence) >= 8 and not _META.search(sentence):
-            return one_line(_plain(sentence), _ABOUT_CHARS)
+            return _text.summary(_plain(sentence), _ABOUT_CHARS)
     return ""
 
 
@@ -142,7 +140,7 @@ def _from_tools(descriptions: list[str]) -> str:
     alone read as if they were the whole server's ("Echoes back the input string.")."""
     parts: list[str] = []
     for text in descriptions:
-        sentence = one_line(text, _ABOUT_CHARS).rstrip(".")
+        sentence = _text.summary(text, _ABOUT_CHARS).rstrip(".")
         if not sentence or sentence.lower() in (p.lower() for p in parts):
             continue
         if len("; ".join([*parts, sentence])) > _ABOUT_CHARS:
@@ -176,7 +174,7 @@ def describe_server(
     ordered = tools_by_coverage(tool_names, terms) if terms else sorted(tool_names)
     if not about and terms:
         # Room for the first tool's name too: a line of words and no tool reads as a riddle.
-        first = one_line(ordered[0], 60, first_sentence=False)
+        first = _text.summary(ordered[0], 60, sentence=False)
         room = DESCRIPTION_CHARS - len(f". Tools: {first}, … ({len(tool_names)}).")
         about = summary_from_terms(terms, max(min(_ABOUT_CHARS, room), _MIN_ABOUT_CHARS))
     if not about and tool_descriptions:
@@ -185,9 +183,9 @@ def describe_server(
     # One_line drops invisible characters; escape_text makes an HTML comment visible too.
     about = escape_text(about)
     if not about and info:
-        label = one_line(info.title or "", _ABOUT_CHARS, first_sentence=False)
+        label = _text.summary(info.title or "", _ABOUT_CHARS, sentence=False)
         if not label and info.name and info.name != server:
-            label = one_line(info.name, _ABOUT_CHARS, first_sentence=False)
+            label = _text.summary(info.name, _ABOUT_CHARS, sentence=False)
         if label:
             about = f"{label} MCP server"
     text = about or f"The `{server}` MCP server"
@@ -199,11 +197,11 @@ def describe_server(
     tail = f" ({count})." if count > 1 else "."
     shown: list[str] = []
     for name in ordered:
-        candidate = ", ".join([*shown, one_line(name, 60, first_sentence=False)])
+        candidate = ", ".join([*shown, _text.summary(name, 60, sentence=False)])
         more = ", …" if len(shown) + 1 < count else ""
         if len(text) + len(" Tools: ") + len(candidate) + len(more) + len(tail) > DESCRIPTION_CHARS:
             break
-        shown.append(one_line(name, 60, first_sentence=False))
+        shown.append(_text.summary(name, 60, sentence=False))
     if not shown:
         return text + f" {count} tool{'s' if count != 1 else ''}."
     more = ", …" if len(shown) < count else ""
@@ -288,7 +286,7 @@ def render_skill_md(
     ]
     if info and (info.name or info.version):
         about = " ".join(x for x in (info.title or info.name, info.version) if x)
-        lines.append(f"The server calls itself: {one_line(about, 120, first_sentence=False)}.")
+        lines.append(f"The server calls itself: {_text.summary(about, 120, sentence=False)}.")
     if info and info.instructions and info.instructions.strip():
         text = escape_text(info.instructions.strip())  # hidden text shown, not obeyed unseen
         text = shorten(text, _INSTRUCTIONS_CHARS)
@@ -316,7 +314,7 @@ def render_skill_md(
         "|------|-------------|--------|",
     ]
     for tool, planned in tools[:MAX_TABLE_ROWS]:
-        summary = _cell(one_line(tool.description or tool.title or "", 120))
+        summary = _cell(_text.summary(tool.description or tool.title or ""))
         lines.append(f"| {display_text(tool.name, MAX_NAME_CHARS)} | {summary} | {_cell(planned.relpath)} |")
     omitted = len(tools) - MAX_TABLE_ROWS
     if omitted > 0:

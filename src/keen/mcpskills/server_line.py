@@ -25,11 +25,12 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
+from keen._text import first_sentence
+
 __all__ = ["distinctive_terms", "summary_from_terms", "tools_by_coverage"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 # Words that every kind of server uses: they say what a tool does to something, or that
 # it is a tool, never what the server is about. They still count in a two-word phrase
@@ -258,11 +259,6 @@ def _words(text: str) -> list[str]:
     return [w.lower() for part in parts for w in _WORD.findall(_CAMEL.sub(" ", part))]
 
 
-def _first_sentence(text: str) -> str:
-    head = " ".join(text.split())[:400]
-    return _SENTENCE_END.split(head, maxsplit=1)[0]
-
-
 def _grams(words: list[str], phrases: bool) -> list[tuple[str, ...]]:
     """Stemmed words of ``words`` that are not generic and, with ``phrases``, two-word
     phrases of them ("pull request", "pivot table", "knowledge graph"). Phrases come from
@@ -293,7 +289,7 @@ def distinctive_terms(
         seen: dict[tuple[str, ...], float] = {}
         for weight, words in (
             (2.0, _words(name)),
-            (1.0, [w.lower() for w in _WORD.findall(_first_sentence(description))][:_MAX_WORDS_PER_SENTENCE]),
+            (1.0, [w.lower() for w in _WORD.findall(first_sentence(description))][:_MAX_WORDS_PER_SENTENCE]),
         ):
             stems = _stem()(words) if words else []
             forms = dict(zip(stems, words, strict=True))

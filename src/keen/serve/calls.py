@@ -33,13 +33,15 @@ from typing import Any
 import mcp_types as mt
 from mcp.shared.dispatcher import ProgressFnT
 
+from keen._text import shorten
 from keen.calls import Approver, allow_all
 from keen.capabilities import Catalog
 from keen.errors import KeenError, Remedy, ServerDisconnected, ServerNotConfigured
-from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, Gateway, for_model
+from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, for_model
 from keen.harness import Harness, Observation, Visibility
 from keen.mcp.connection.relay import CALL_PEER, CallPeer
-from keen.mcp.manager import CALL_PROGRESS, Manager
+from keen.mcp.manager import CALL_PROGRESS
+from keen.runtime import Runtime
 
 __all__ = [
     "APPROVER",
@@ -111,7 +113,7 @@ def host_remedy_words(
         if isinstance(exc, ServerNotConfigured):
             # Its message gives the local configs.json path (for a person at this machine):
             # nothing a remote host's model can use, and not the host's business.
-            name = server if len(server) <= 64 else server[:64] + "…"
+            name = shorten(server, 65)
             return f'MCP server "{name}" is not configured in keen serve.' + words[Remedy.READ_SKILL]
         if exc.remedy is Remedy.RECONNECT:
             if isinstance(exc, ServerDisconnected):
@@ -132,8 +134,10 @@ user (keen serve does not ask again); given with each call."""
 class CallRouter:
     """Run remote callers' tool calls through one harness, audited in one log.
 
+    The harness is the session runtime's (:meth:`keen.runtime.Runtime.harness`, over its
+    gateway), made when ``keen serve`` opens the runtime (:meth:`open`).
+
     Args:
-        manager: the started Manager whose servers are served.
         catalog: returns the served capability catalog (cached by the caller; called per call).
         visibility: decides, per capability and caller, whether the caller may use it.
         audit_path: the event log's file.
@@ -145,7 +149,6 @@ class CallRouter:
 
     def __init__(
         self,
-        manager: Manager,
         catalog: Callable[[], Catalog],
         visibility: Visibility,
         audit_path: Path,
@@ -154,17 +157,33 @@ class CallRouter:
         mode: str = "search",
         retry_in: Callable[[str], float] | None = None,
     ) -> None:
-        self.gateway = Gateway(manager)
-        self.harness = Harness(
-            catalog,
-            self.gateway,
+        self.catalog, self.visibility, self.audit_path = catalog, visibility, audit_path
+        self.max_result_chars = max_result_chars
+        self.remedy_words = host_remedy_words(mode, retry_in)
+        self._harness: Harness | None = None
+
+    def open(self, runtime: Runtime) -> None:
+        """Make the harness over ``runtime`` (its gateway); its event log starts here."""
+        self._harness = runtime.harness(
             mode="ask",
             workspace=Path.cwd(),
-            max_result_chars=max_result_chars,
-            visibility=visibility,
-            log_path=audit_path,
-            remedy_words=host_remedy_words(mode, retry_in),
+            catalog=self.catalog,
+            max_result_chars=self.max_result_chars,
+            visibility=self.visibility,
+            log_path=self.audit_path,
+            remedy_words=self.remedy_words,
         )
+
+    @property
+    def harness(self) -> Harness:
+        """The harness every served call goes through.
+
+        Raises:
+            RuntimeError: the runtime is not open (``async with`` the server first).
+        """
+        if self._harness is None:
+            raise RuntimeError("keen serve's runtime is not open: enter the KeenServer first")
+        return self._harness
 
     async def call(
         self,
@@ -195,7 +214,8 @@ class CallRouter:
             CALL_PROGRESS.reset(token)
 
     def close(self) -> None:
-        self.harness.close()
+        if self._harness is not None:
+            self._harness.close()
 
 
 def call_result(obs: Observation) -> mt.CallToolResult:

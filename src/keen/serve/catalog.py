@@ -11,12 +11,12 @@ suffix, so it never collides with another tool and never changes between runs.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from keen._redact import redactor
+from keen._text import SUMMARY_CHARS, summary
 from keen.capabilities.names import capability_id, model_name, model_names
 from keen.mcp.types import Tool
 
@@ -26,29 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_NAME_CHARS", "ExposedTool", "ToolCatalog", "exposed_name", "minimal_description"]
 
 MAX_NAME_CHARS = 64
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
-_MINIMAL_CHARS = 160
-_INITIALS = re.compile(r"\(?(?:[a-z]\.)+")
-"""One letter and a period, or several (``e.g.``, ``i.e.``, ``(u.s.``)."""
-_ABBREVIATIONS = frozenset(
-    {
-        "etc.",
-        "vs.",
-        "cf.",
-        "approx.",
-        "incl.",
-        "resp.",
-        "no.",
-        "nos.",
-        "fig.",
-        "dr.",
-        "mr.",
-        "mrs.",
-        "ms.",
-        "st.",
-    }
-    | {"(etc.", "(cf.", "(approx.", "(incl.", "(resp.", "(vs."}
-)
 
 
 def exposed_name(server: str, tool: str) -> str:
@@ -57,25 +34,14 @@ def exposed_name(server: str, tool: str) -> str:
     return model_name(capability_id("tool", tool, server))
 
 
-def minimal_description(text: str, *, limit: int = _MINIMAL_CHARS) -> str:
+def minimal_description(text: str, *, limit: int = SUMMARY_CHARS) -> str:
     """The first sentence of ``text`` on one line, at most ``limit`` characters.
 
-    Enough to choose a tool, no parameters or examples (the extension's stage 1).
+    Enough to choose a tool, no parameters or examples (the extension's stage 1). The same
+    summary a generated SKILL.md's tool table gives (:func:`keen._text.summary`), never ending
+    inside an abbreviation ("e.g.").
     """
-    flat = " ".join((text or "").split())
-    first = flat
-    for end in _SENTENCE_END.finditer(flat):
-        # "e.g. a file", "Dr. Smith", "v. 2": a period that ends an abbreviation or an initial
-        # ends no sentence, nor one followed by a lower-case word.
-        word = flat[: end.start()].rsplit(" ", 1)[-1].lower()
-        following = flat[end.end() : end.end() + 1]
-        if word in _ABBREVIATIONS or _INITIALS.fullmatch(word) or following.islower():
-            continue
-        first = flat[: end.start()]
-        break
-    if len(first) > limit:
-        first = first[: limit - 1].rstrip() + "…"
-    return first
+    return summary(text, limit)
 
 
 @dataclass(frozen=True, slots=True)

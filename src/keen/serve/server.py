@@ -2,8 +2,10 @@
 
 Two tool surfaces (``mode``):
 
-- ``"search"``: three fixed tools, ``search_tools``, ``describe_tools`` and ``call_tool``,
-  with instructions that teach the workflow. Works with every MCP host.
+- ``"search"``: three fixed tools, ``search_tools``, ``describe_tools`` and ``call_mcp_tool``
+  (the search and call tools every front end offers, :mod:`keen.entry_tools`; ``call_tool``,
+  their old name here, is still accepted), with instructions that teach the workflow. Works
+  with every MCP host.
 - ``"extension"``: the ``tool_descriptions`` extension (``docs/serve.md``): every upstream
   tool in ``tools/list`` under its exposed name with a minimal description; the full ones
   come from ``resources/read`` of ``resource:///tool_descriptions?tools=a,b``, which
@@ -64,13 +66,25 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from keen import __version__, paths
 from keen._redact import redactor
+from keen._text import shorten
 from keen.capabilities import Capability, Catalog
+from keen.entry_tools import (
+    CALL_TOOL,
+    CALL_TOOL_ALIASES,
+    SEARCH_TOOL,
+    arguments_problem,
+    call_tool_definition,
+    parse_call,
+    parse_search,
+    search_tool_definition,
+)
 from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS
 from keen.mcp.connection.reconnect import Reconnector
 from keen.mcp.connection.relay import Relay
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
+from keen.runtime import Runtime, open_runtime
 from keen.serve import extension as ext
 from keen.serve.calls import APPROVER, CallRouter, call_result, error_result, host_remedy_words
 from keen.serve.catalog import ToolCatalog
@@ -124,7 +138,7 @@ _SEARCH_INSTRUCTIONS = (
     "Keen gives you the tools of many MCP servers without listing them all. Workflow: "
     "1) search_tools(query) to find candidate tools by what they do; "
     "2) describe_tools(names) to read the full description and inputSchema of the ones you pick; "
-    "3) call_tool(server, tool, arguments) with arguments that match that inputSchema exactly."
+    "3) call_mcp_tool(server, tool, arguments) with arguments that match that inputSchema exactly."
 )
 _EXTENSION_INSTRUCTIONS = (
     "This server uses progressive disclosure for tool descriptions. Pick a tool from tools/list; "
@@ -203,8 +217,8 @@ class KeenServer:
         self.max_sessions = max_sessions
         self.ready_wait = ready_wait
         self.reconnector = Reconnector(manager)
+        self.max_result_chars = max_result_chars
         self.router = CallRouter(
-            manager,
             self._capabilities,
             self._visible,
             audit_path if audit_path is not None else paths.logs_dir() / "serve-audit.jsonl",
@@ -224,15 +238,22 @@ class KeenServer:
         """(caller scope, request id) -> the cancel scope of that call while it runs."""
         self.notifier = ChangeNotifier(self._served_lists, interval=notify_interval)
         self._stack: contextlib.AsyncExitStack | None = None
+        self.runtime: Runtime | None = None
+        """The session runtime, while the server is entered."""
         self.server = self._build()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def __aenter__(self) -> KeenServer:
-        await self.manager.start()
-        if isinstance(self.store, RedisStore):
-            await self.store.ping()
         async with contextlib.AsyncExitStack() as stack:
+            # The same runtime every front end opens (keen.runtime): it starts the Manager and
+            # gives the gateway and the harness the calls go through; no skills are synced.
+            self.runtime = await stack.enter_async_context(
+                open_runtime(manager=self.manager, max_result_chars=self.max_result_chars)
+            )
+            if isinstance(self.store, RedisStore):
+                await self.store.ping()
+            self.router.open(self.runtime)
             # Any change of a tool list or of a server's state may change what we list.
             stack.callback(self.manager.subscribe_changes(self.notifier.poke))
             stack.callback(self.manager.subscribe(self.notifier.poke))
@@ -252,8 +273,7 @@ class KeenServer:
             self.notifier.close()
             if self._stack is not None:
                 stack, self._stack = self._stack, None
-                await stack.aclose()
-            await self.manager.aclose()
+                await stack.aclose()  # the runtime last: it closes the Manager
         finally:
             await self.store.aclose()
             self.router.close()
@@ -509,7 +529,7 @@ class KeenServer:
         found = self.listing().prompt(params.name)
         if found is None:
             self._audit("prompt.get", scope, None, params.name, "denied", "unknown_prompt")
-            shown = params.name if len(params.name) <= 200 else params.name[:200] + "..."
+            shown = shorten(params.name, 201)
             raise MCPError(
                 code=mt.INVALID_PARAMS,
                 message=f"Unknown prompt: {shown!r}; prompts/list names the prompts this server has",
@@ -752,63 +772,65 @@ class KeenServer:
         progress: ProgressFnT | None = None,
         peer: HostPeer | None = None,
     ) -> mt.CallToolResult:
-        if name == "call_tool":
-            server, tool = arguments.get("server"), arguments.get("tool")
-            if not isinstance(server, str) or not isinstance(tool, str):
-                return error_result(
-                    _bad_args('call_tool needs {"server": str, "tool": str, "arguments": {}}')
-                )
-            inner = arguments.get("arguments") or {}
-            await self.revive(servers=[server])
+        """Search mode's three tools; their input is checked against the schemas listed."""
+        if name == CALL_TOOL or name in CALL_TOOL_ALIASES:
+            try:
+                wanted = parse_call(arguments)
+            except ValueError as exc:
+                return error_result(_bad_args(str(exc)))
+            await self.revive(servers=[wanted.server])
             return call_result(
-                await self.router.call(server, tool, inner, caller=scope, progress=progress, peer=peer)
+                await self.router.call(
+                    wanted.server, wanted.tool, wanted.arguments, caller=scope, progress=progress, peer=peer
+                )
             )
-        if name == "search_tools":
+        if name == SEARCH_TOOL:
+            try:
+                query = parse_search(arguments, kinds=False)
+            except ValueError as exc:
+                return error_result(_bad_args(str(exc)))
             # Servers that went away come back in the background for later searches.
             self.reconnector.kick(self.reconnector.reconnectable_servers())
-        elif name == "describe_tools" and isinstance(names := arguments.get("names"), list):
-            await self.revive([str(n) for n in names[:20]])
-        catalog = self.catalog()
-        if name == "search_tools":
-            query = arguments.get("query")
-            limit = arguments.get("limit", 10)
-            if not isinstance(query, str) or not isinstance(limit, int) or isinstance(limit, bool):
-                return error_result(_bad_args('search_tools needs {"query": str, "limit": int}'))
-            # The searcher is CPU work: keep it off the event loop.
-            hits = await anyio.to_thread.run_sync(self.search, catalog, query, max(1, min(limit, 50)))
-            found = [
-                {
-                    "name": t.name,
-                    "server": t.server,
-                    "tool": t.tool.name,
-                    "description": t.minimal(),
-                    "read_only": t.read_only,
-                    # Identical tools elsewhere: call_tool takes any of these servers too.
-                    **({"also_on_servers": list(t.also_on)} if t.also_on else {}),
-                }
-                for t in hits
-            ]
-            connecting = self._connecting()
-            # Both can hold: servers still connecting, and the transformer's vectors encoding.
-            notes = [n for n in (connecting.pop("note", ""), getattr(self.search, "status", "")) if n]
-            held = self._held()
-            return _json_result(
-                {
-                    "tools": found,
-                    "total_tools": len(catalog),
-                    **connecting,
-                    **({"note": " ".join(notes)} if notes else {}),
-                    **({"held": held} if held else {}),
-                }
-            )
-        if name == "describe_tools":
-            names = arguments.get("names")
-            if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or not names:
-                return error_result(_bad_args('describe_tools needs {"names": ["server__tool", ...]}'))
-            body, _ = ext.describe(catalog, [str(n) for n in names][:20])
+            return await self._search(query.query, query.limit)
+        if name == _DESCRIBE_TOOLS:
+            if why := arguments_problem(_DESCRIBE_TOOLS, arguments, _DESCRIBE_SCHEMA):
+                return error_result(_bad_args(f'{why}; send {{"names": ["server__tool", ...]}}'))
+            names = [str(n) for n in arguments["names"]]
+            await self.revive(names)
+            body, _ = ext.describe(self.catalog(), names)
             return _json_result(body)
         return error_result(
-            _bad_args(f"unknown tool {name!r}; use search_tools, describe_tools or call_tool")
+            _bad_args(f"unknown tool {name!r}; use {SEARCH_TOOL}, {_DESCRIBE_TOOLS} or {CALL_TOOL}")
+        )
+
+    async def _search(self, query: str, limit: int) -> mt.CallToolResult:
+        catalog = self.catalog()
+        # The searcher is CPU work: keep it off the event loop.
+        hits = await anyio.to_thread.run_sync(self.search, catalog, query, limit)
+        found = [
+            {
+                "name": t.name,
+                "server": t.server,
+                "tool": t.tool.name,
+                "description": t.minimal(),
+                "read_only": t.read_only,
+                # Identical tools elsewhere: call_mcp_tool takes any of these servers too.
+                **({"also_on_servers": list(t.also_on)} if t.also_on else {}),
+            }
+            for t in hits
+        ]
+        connecting = self._connecting()
+        # Both can hold: servers still connecting, and the transformer's vectors encoding.
+        notes = [n for n in (connecting.pop("note", ""), getattr(self.search, "status", "")) if n]
+        held = self._held()
+        return _json_result(
+            {
+                "tools": found,
+                "total_tools": len(catalog),
+                **connecting,
+                **({"note": " ".join(notes)} if notes else {}),
+                **({"held": held} if held else {}),
+            }
         )
 
 
@@ -877,7 +899,7 @@ def _progress_to(ctx: ServerRequestContext[Any, Any], peer: HostPeer) -> Progres
 def _unknown_resource(uri: str) -> MCPError:
     """JSON-RPC ``-32602`` naming the URI in ``data.uri`` (MCP 2026-07-28, Resources, "Error
     Handling": a resource that does not exist)."""
-    shown = uri if len(uri) <= 200 else uri[:200] + "..."
+    shown = shorten(uri, 201)
     return MCPError(
         code=mt.INVALID_PARAMS,
         message=f"Resource not found: {shown!r}; resources/list names the resources this server has",
@@ -902,57 +924,33 @@ def _json_result(body: dict[str, Any]) -> mt.CallToolResult:
     )
 
 
+_DESCRIBE_TOOLS = "describe_tools"
+_DESCRIBE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "names": {
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 1,
+            "maxItems": 20,
+            "description": "Tool names as search_tools returned them",
+        }
+    },
+    "required": ["names"],
+    "additionalProperties": False,
+}
+
+
 _SEARCH_TOOLS = [
+    # The search and call tools are the ones every front end offers (keen.entry_tools); only
+    # describe_tools, which stands in for the skill files a host cannot read, is serve's own.
+    mt.Tool.model_validate(search_tool_definition("mcp", kinds=False)),
     mt.Tool(
-        name="search_tools",
-        description="Find tools across every connected MCP server by what they do. Returns names, "
-        "servers and one-line descriptions, best match first; also_on_servers lists other servers "
-        "with the identical tool (call_tool works on any of them).",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "What you want to do, in words"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-        annotations=mt.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    ),
-    mt.Tool(
-        name="describe_tools",
+        name=_DESCRIBE_TOOLS,
         description="Full descriptions and inputSchemas of tools found with search_tools (by name). "
-        "Read them before call_tool.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "names": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "minItems": 1,
-                    "maxItems": 20,
-                    "description": "Tool names as search_tools returned them",
-                }
-            },
-            "required": ["names"],
-            "additionalProperties": False,
-        },
+        "Read them before call_mcp_tool.",
+        input_schema=_DESCRIBE_SCHEMA,
         annotations=mt.ToolAnnotations(read_only_hint=True, open_world_hint=False),
     ),
-    mt.Tool(
-        name="call_tool",
-        description="Call a tool on a connected MCP server with arguments matching its inputSchema "
-        "(from describe_tools).",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "server": {"type": "string", "description": "The tool's server, as search_tools gave it"},
-                "tool": {"type": "string", "description": "The tool's own name on that server"},
-                "arguments": {"type": "object", "additionalProperties": True},
-            },
-            "required": ["server", "tool"],
-            "additionalProperties": False,
-        },
-        annotations=mt.ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
-    ),
+    mt.Tool.model_validate(call_tool_definition("mcp", schema_reader=_DESCRIBE_TOOLS)),
 ]

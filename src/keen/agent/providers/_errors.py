@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from keen._redact import redactor
+from keen._text import shorten
 from keen.agent.models import (
     ModelAuthFailed,
     ModelError,
@@ -100,7 +101,7 @@ def _not_a_stream(exc: json.JSONDecodeError, provider: str, where: str) -> Model
     """A 200 response whose event stream is not JSON, or ends in the middle of an object:
     what the provider sent (a proxy's page, a cut event) is named, redacted and cut short."""
     sent = redactor.redact(" ".join(exc.doc.split()))
-    sample = sent if len(sent) <= 80 else sent[:79] + "…"
+    sample = shorten(sent, 80)
     cut = exc.pos >= len(exc.doc.rstrip()) or exc.msg.startswith("Unterminated")
     what = "ended in the middle of an event" if cut else "sent an event that is not JSON"
     base = "http://host:port/v1" if provider == "openai" else "https://api.anthropic.com"

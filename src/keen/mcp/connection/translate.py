@@ -24,7 +24,7 @@ from mcp_types import (
 from pydantic import ValidationError
 
 from keen._redact import redactor
-from keen._text import one_line
+from keen._text import one_line, shorten
 from keen.errors import (
     AuthFailed,
     AuthRequired,
@@ -349,7 +349,7 @@ def _user_action(cause: MCPError, server: str, tool: str) -> UserActionRequired:
 
 
 def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text, limit)
 
 
 def _status(exc: httpx2.HTTPStatusError) -> int:

@@ -18,6 +18,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import methods as mt_methods
 from pydantic import ValidationError
 
+from keen._text import one_line
 from keen.mcp.listing.streams import StreamProxy
 
 __all__ = ["InvalidTool", "ToolListFilter", "WriteWatch"]
@@ -101,8 +102,7 @@ def _reason(exc: Exception) -> str:
         text = f"{where}: {first['msg']}"
     else:
         text = str(exc)
-    text = " ".join(text.split())
-    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
+    return one_line(text, _REASON_CHARS)
 
 
 class WriteWatch(StreamProxy):

@@ -35,6 +35,7 @@ from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 
+from keen._text import shorten
 from keen.errors import InvalidArguments
 from keen.mcp.listing._keywords import (
     PATTERN_BUDGET,
@@ -116,7 +117,7 @@ class ArgumentValidator:
             with bounded():
                 errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
         except PatternTooSlow as exc:
-            value = exc.value if len(exc.value) <= 40 else exc.value[:40] + "…"
+            value = shorten(exc.value, 41)
             raise InvalidArguments(
                 f'invalid arguments for "{self.server}/{tool.name}": matching {value!r} against the '
                 f"inputSchema pattern {exc.pattern!r} took over {PATTERN_BUDGET:g} s, so the call was not "

@@ -1,0 +1,64 @@
+"""The search tool and the call tool: one definition each, and their input checked against it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from keen.entry_tools import (
+    CALL_TOOL,
+    SEARCH_TOOL,
+    call_tool_definition,
+    parse_call,
+    parse_search,
+    search_tool_definition,
+)
+from keen.harness.entries import entry_schema
+
+
+def test_the_harness_offers_the_shared_definitions(keen_home: Path) -> None:
+    # One definition each: what a model in keen chat is offered is the shared one.
+    assert entry_schema(SEARCH_TOOL) == (
+        search_tool_definition("mcp")["description"],
+        search_tool_definition("mcp")["inputSchema"],
+    )
+    assert entry_schema(CALL_TOOL)[1] == call_tool_definition("mcp")["inputSchema"]
+    assert f"{keen_home / 'skills'}/mcp:<server>/SKILL.md" in entry_schema(CALL_TOOL)[0]
+
+
+def test_definition_shapes() -> None:
+    openai = search_tool_definition("openai")
+    assert openai["function"]["name"] == "search_tools"
+    assert search_tool_definition("anthropic")["input_schema"]["required"] == ["query"]
+    assert search_tool_definition("mcp")["annotations"]["readOnlyHint"] is True
+    assert "kinds" not in search_tool_definition("mcp", kinds=False)["inputSchema"]["properties"]
+    assert call_tool_definition("mcp")["annotations"]["destructiveHint"] is True
+    with pytest.raises(ValueError, match="openai, anthropic or mcp"):
+        search_tool_definition("gemini")  # type: ignore[arg-type]
+
+
+def test_search_input_is_checked_against_its_schema() -> None:
+    assert parse_search({"query": "add numbers"}).limit == 10
+    found = parse_search({"query": "notes", "limit": 3, "kinds": ["resource"]})
+    assert (found.query, found.limit, found.kinds) == ("notes", 3, ("resource",))
+    with pytest.raises(ValueError, match=r"search_tools arguments at limit: 0 is less than the minimum of 1"):
+        parse_search({"query": "x", "limit": 0})
+    with pytest.raises(ValueError, match=r"Additional properties are not allowed \('kinds' was unexpected\)"):
+        parse_search({"query": "x", "kinds": ["tool"]}, kinds=False)
+    with pytest.raises(ValueError, match='needs a "query" of a few words; it was blank'):
+        parse_search({"query": "   "})
+
+
+def test_call_input_is_checked_against_its_schema() -> None:
+    assert parse_call('{"server": "s", "tool": "t"}').arguments == {}
+    # Arguments sent as JSON text of an object, as some models send them.
+    assert parse_call({"server": "s", "tool": "t", "arguments": '{"a": 1}'}).arguments == {"a": 1}
+    with pytest.raises(ValueError, match=r"call_mcp_tool input is not valid JSON \(Expecting value\); send"):
+        parse_call("not json")
+    with pytest.raises(
+        ValueError, match=r"call_mcp_tool arguments at arguments: \[1\] is not of type 'object'"
+    ):
+        parse_call({"server": "s", "tool": "t", "arguments": "[1]"})
+    with pytest.raises(ValueError, match="call_mcp_tool arguments: 'tool' is a required property"):
+        parse_call({"server": "s"})

@@ -1,0 +1,57 @@
+"""One text module: a tool's summary is the same in SKILL.md and in ``keen serve``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers.mcpskills import NOW, status
+from keen._text import first_sentence, sentences, shorten, summary
+from keen.mcp.types import Tool
+from keen.mcpskills import generate_skill
+from keen.serve.catalog import ToolCatalog
+
+TRICKY = {
+    "abbreviation": (
+        "Search files, e.g. logs or configs. Slow on big trees.",
+        "Search files, e.g. logs or configs.",
+    ),
+    "initials": ("Query the U.S. census by county. Needs a FIPS code.", "Query the U.S. census by county."),
+    "version": ("Uses API v1.2 of the service. Deprecated soon.", "Uses API v1.2 of the service."),
+    "url": (
+        "Fetch https://example.com/a.b?x=1 and return it. Follows redirects.",
+        "Fetch https://example.com/a.b?x=1 and return it.",
+    ),
+    "no final period": ("Adds two numbers", "Adds two numbers"),
+    "lower case after": (
+        "Compare A vs. B side by side. needs two ids",
+        "Compare A vs. B side by side. needs two ids",
+    ),
+    "cjk": ("查询天气。返回温度。", "查询天气。"),
+    "newline": ("Create an issue.\n\nExamples: ...", "Create an issue."),
+    "exclamation": ("Run it! Then stop.", "Run it!"),
+    "long": ("word " * 60, "word " * 22 + "word…"),  # cut at a word, within 120 characters
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRICKY))
+def test_skill_md_and_keen_serve_give_the_same_summary(tmp_path: Path, name: str) -> None:
+    """Before, SKILL.md, server_line and keen serve each split sentences with their own regex:
+    "Uses API v1.2 of the service. Deprecated soon." and "e.g." read differently in each."""
+    description, expected = TRICKY[name]
+    tool = Tool(server="srv", name="t", description=description, input_schema={"type": "object"})
+    generate_skill(tmp_path, status("srv"), [tool], now=NOW, fsync=False)
+    skill_md = (tmp_path / "mcp:srv" / "SKILL.md").read_text(encoding="utf-8")
+    row = next(line for line in skill_md.splitlines() if line.startswith("| t |"))
+    in_skill_md = row.split(" | ")[1]
+    in_serve = ToolCatalog([tool]).tools()[0].minimal()  # "[<server>] <summary>"
+    assert in_serve == f"[srv] {in_skill_md}"
+    assert in_skill_md == summary(description) == expected.strip()
+
+
+def test_sentences_and_cuts() -> None:
+    assert sentences("One. Two e.g. three. Four") == ["One.", "Two e.g. three.", "Four"]
+    assert first_sentence("") == "" and summary(None) == ""
+    assert shorten("abcdef", 4) == "abc…" and shorten("abc", 4) == "abc"
+    assert shorten("alpha beta gamma", 12, at_word=True) == "alpha beta…"
