@@ -90,3 +90,22 @@ async def test_escape_through_the_harness_is_an_observation(
     unknown = await h.call("write_file", {"path": "x"})
     assert unknown.denied == "visibility"
     h.close()
+
+
+async def test_a_saved_sign_in_token_copied_into_the_workspace_is_redacted(
+    tree: tuple[Workspace, Path], keen_home: Path
+) -> None:
+    from mcp.shared.auth import OAuthToken
+
+    from keen.mcp.auth.store import FileTokenStore
+
+    token = "saved-access-token-3f9c1e7a5b"
+    await FileTokenStore("signed-in").set_tokens(OAuthToken(access_token=token, token_type="Bearer"))
+    ws, _ = tree
+    (ws.workspace / "notes.txt").write_text(f"token={token}\n", encoding="utf-8")
+    h = Harness(lambda: Catalog([], cache=False), None, workspace=ws.workspace)  # reads the saved sign-ins
+    h.begin_turn()
+    obs = await h.call("read_file", {"path": "notes.txt"})
+    assert not obs.is_error, obs.text
+    assert "token=" in obs.text and token not in obs.text
+    h.close()
