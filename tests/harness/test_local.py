@@ -95,12 +95,15 @@ async def test_escape_through_the_harness_is_an_observation(
 async def test_a_saved_sign_in_token_copied_into_the_workspace_is_redacted(
     tree: tuple[Workspace, Path], keen_home: Path
 ) -> None:
-    from mcp.shared.auth import OAuthToken
+    import json
 
-    from keen.mcp.auth.store import FileTokenStore
+    from keen import paths
 
+    # Saved by an earlier run (written here as the store writes it: this process never saw it).
     token = "saved-access-token-3f9c1e7a5b"
-    await FileTokenStore("signed-in").set_tokens(OAuthToken(access_token=token, token_type="Bearer"))
+    record = {"version": 1, "server": "signed-in", "tokens": {"access_token": token, "token_type": "Bearer"}}
+    paths.auth_dir().mkdir(parents=True, mode=0o700)
+    (paths.auth_dir() / "signed-in.json").write_text(json.dumps(record), encoding="utf-8")
     ws, _ = tree
     (ws.workspace / "notes.txt").write_text(f"token={token}\n", encoding="utf-8")
     h = Harness(lambda: Catalog([], cache=False), None, workspace=ws.workspace)  # reads the saved sign-ins
