@@ -61,9 +61,10 @@ FIRST_ANSWER_WAIT = 1.0
 """Seconds a session waits for its servers before its first model request: servers that
 take longer join while it answers (docs/chat.md "Startup")."""
 
-START_BEHIND_WAIT = 0.5
+START_BEHIND_WAIT = 2.0
 """Seconds after the first model call began when the servers start, if its answer has not
-begun by then (:class:`StartBehind`)."""
+begun by then (:class:`StartBehind`). Long enough for the request to go out on a loaded
+machine (the provider's SDK is imported first), short beside a model's time to answer."""
 
 SETTLE_SECONDS = 0.3
 """How long a burst of state changes may run before it is reported (seconds)."""
