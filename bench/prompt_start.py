@@ -11,7 +11,8 @@ interpreter at 292 skills (issue 26). Rows:
 - ``keen chat -p``'s first turn with a scripted model, up to the first model request (the
   process reports its CPU when the model is first asked, then exits), at each size: the
   prompt path of a chat, with no MCP server configured; the row says whether the MCP SDK
-  or the search stack was loaded by then;
+  or the search stack was loaded by then; once more at the first size with each skill's
+  server configured (the skills on disk cover the configuration, as on a second run);
 - the first ``keen prompt`` in a new ``KEEN_HOME`` (it writes the token-rank cache), once.
 
 Skills are generated without servers (``keen.mcpskills.generate_skill`` from the recorded
@@ -174,6 +175,30 @@ def _chat_runs(home: Path, script: Path, runs: int) -> tuple[list[float], dict[s
     return out, last
 
 
+def _configured_chat(source: Path, home: Path, script: Path, runs: int) -> dict[str, Any]:
+    """:func:`_chat_runs` in a copy of ``source`` (generated skills) with each skill's server
+    in configs.json; a fresh copy per run, as a run that starts servers syncs their skills."""
+    servers = sorted(
+        p.name.removeprefix("mcp:") for p in (source / "skills").iterdir() if p.name.startswith("mcp:")
+    )
+    config = {
+        "version": 1,
+        "servers": {name: {"command": PYTHON, "args": ["-c", "pass"]} for name in servers},
+    }
+    out: list[float] = []
+    last: dict[str, Any] = {}
+    for run in range(runs + 1):
+        if home.exists():
+            shutil.rmtree(home)
+        shutil.copytree(source / "skills", home / "skills", symlinks=True)
+        (home / "mcp").mkdir()
+        (home / "mcp" / "configs.json").write_text(json.dumps(config), encoding="utf-8")
+        cpu, last = _chat_runs(home, script, 1)
+        if run:  # the first one warms the file cache
+            out += cpu
+    return {**_stats(out), **last}
+
+
 def _stats(values: list[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
@@ -219,6 +244,12 @@ def bench(catalogs: list[Path], sizes: list[int], runs: int, budget: int) -> dic
             _cpu_runs([KEEN, "chat", "-m", f"scripted:{script}", "-p", "hello", "--timeout", "5"], env, 1)
             chat, last = _chat_runs(chat_home, script, runs)
             rows[f"keen chat -p to the first model request, {size} skills"] = {**_stats(chat), **last}
+        # The same at the first size with every skill's server configured (the skills on disk
+        # cover the configuration: a second run). Each server's command exits at once; the
+        # process reports and exits at the first model request, before a launch would matter.
+        rows[f"keen chat -p to the first model request, {first} configured servers, skills on disk"] = (
+            _configured_chat(homes[first], Path(tmp) / "configured", script, runs)
+        )
     return {
         "runs": runs,
         "budget": budget,
