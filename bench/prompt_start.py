@@ -191,6 +191,8 @@ def _configured_chat(source: Path, home: Path, script: Path, runs: int) -> dict[
         if home.exists():
             shutil.rmtree(home)
         shutil.copytree(source / "skills", home / "skills", symlinks=True)
+        if (source / "cache").is_dir():  # the token caches a second run finds
+            shutil.copytree(source / "cache", home / "cache")
         (home / "mcp").mkdir()
         (home / "mcp" / "configs.json").write_text(json.dumps(config), encoding="utf-8")
         cpu, last = _chat_runs(home, script, 1)
