@@ -102,6 +102,7 @@ bench: $(VENV)/.dev peers
 	$(PY) bench/refresh_latency.py
 	$(PY) bench/turn_overhead.py $(LIVEMCPBENCH)/tools.json
 	$(PY) bench/prompt_start.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM)
+	$(PY) bench/startup_many.py --servers 24 --chat 20 --repeat 3
 
 # The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.
 conformance: $(VENV)/.dev

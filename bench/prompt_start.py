@@ -7,10 +7,12 @@ interpreter at 292 skills (issue 26). Rows:
 
 - ``keen prompt --budget TOKENS`` at each ``--sizes`` count of generated skills;
 - the library's budgeted prompt (``keen.prompt.budgeted_prompt`` with
-  ``keen.gateway.tool_definition``, as a host program calls it) at the first size;
+  ``keen.gateway.tool_definition``, as a host program calls it) at each size;
 - ``keen chat -p``'s first turn with a scripted model, up to the first model request (the
-  process reports its CPU when the model is first asked, then exits): the prompt path of a
-  chat, with no MCP server configured;
+  process reports its CPU when the model is first asked, then exits), at each size: the
+  prompt path of a chat, with no MCP server configured; the row says whether the MCP SDK
+  or the search stack was loaded by then; once more at the first size with each skill's
+  server configured (the skills on disk cover the configuration, as on a second run);
 - the first ``keen prompt`` in a new ``KEEN_HOME`` (it writes the token-rank cache), once.
 
 Skills are generated without servers (``keen.mcpskills.generate_skill`` from the recorded
@@ -19,6 +21,10 @@ catalogs give 292 servers; larger counts replicate them under new names (``<name
 ...). The chat home holds the same ``SKILL.md`` files without the generated-skill marker:
 with no server configured, the startup sync would remove generated skills, never a
 person's own.
+
+Children run with Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` removed from their
+environment), as an installed Keen runs: otherwise each process compiles Keen's modules
+from source again, which is not Keen's cost.
 
 Usage: ``python bench/prompt_start.py [CATALOG ...] [--sizes 292,1393,3406] [--runs 5]
 [--budget 4000] [--json]``
@@ -73,7 +79,9 @@ async def first_request(self, messages, tools):
     usage = resource.getrusage(resource.RUSAGE_SELF)
     system = messages[0].content if messages else ""
     search = sorted({"bm25s", "numpy", "wordllama"} & set(sys.modules))
-    figures = {"cpu": usage.ru_utime + usage.ru_stime, "system_chars": len(system), "search_loaded": search}
+    sdk = sorted({"mcp", "mcp_types"} & set(sys.modules))
+    figures = {"cpu": usage.ru_utime + usage.ru_stime, "system_chars": len(system), "search_loaded": search,
+               "sdk_loaded": sdk}
     print(json.dumps(figures), flush=True)
     os._exit(0)
     yield  # an async generator, like the real stream
@@ -121,6 +129,12 @@ def _user_copies(source: Path, target: Path) -> None:
         shutil.copyfile(entry / "SKILL.md", target / entry.name / "SKILL.md")
 
 
+def _env(**extra: str) -> dict[str, str]:
+    """The children's environment: this one with the bytecode cache on (module doc)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, **extra}
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -143,7 +157,7 @@ def _cpu_runs(argv: list[str], env: dict[str, str], runs: int) -> list[float]:
 def _chat_runs(home: Path, script: Path, runs: int) -> tuple[list[float], dict[str, Any]]:
     """CPU seconds of ``keen chat -p`` up to its first model request, the system prompt's
     size and which search modules were loaded by then."""
-    env = {**os.environ, "KEEN_HOME": str(home)}
+    env = _env(KEEN_HOME=str(home))
     out: list[float] = []
     last: dict[str, Any] = {}
     for _ in range(runs):
@@ -159,6 +173,32 @@ def _chat_runs(home: Path, script: Path, runs: int) -> tuple[list[float], dict[s
         out.append(figures.pop("cpu"))
         last = figures
     return out, last
+
+
+def _configured_chat(source: Path, home: Path, script: Path, runs: int) -> dict[str, Any]:
+    """:func:`_chat_runs` in a copy of ``source`` (generated skills) with each skill's server
+    in configs.json; a fresh copy per run, as a run that starts servers syncs their skills."""
+    servers = sorted(
+        p.name.removeprefix("mcp:") for p in (source / "skills").iterdir() if p.name.startswith("mcp:")
+    )
+    config = {
+        "version": 1,
+        "servers": {name: {"command": PYTHON, "args": ["-c", "pass"]} for name in servers},
+    }
+    out: list[float] = []
+    last: dict[str, Any] = {}
+    for run in range(runs + 1):
+        if home.exists():
+            shutil.rmtree(home)
+        shutil.copytree(source / "skills", home / "skills", symlinks=True)
+        if (source / "cache").is_dir():  # the token caches a second run finds
+            shutil.copytree(source / "cache", home / "cache")
+        (home / "mcp").mkdir()
+        (home / "mcp" / "configs.json").write_text(json.dumps(config), encoding="utf-8")
+        cpu, last = _chat_runs(home, script, 1)
+        if run:  # the first one warms the file cache
+            out += cpu
+    return {**_stats(out), **last}
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -178,32 +218,40 @@ def bench(catalogs: list[Path], sizes: list[int], runs: int, budget: int) -> dic
             generated[size] = time.perf_counter() - started
             homes[size] = home
         first = sizes[0]
-        bare = _cpu_runs([PYTHON, "-c", "pass"], dict(os.environ), runs)
+        bare = _cpu_runs([PYTHON, "-c", "pass"], _env(), runs)
         rows["python -c pass"] = _stats(bare)
         cold_home = Path(tmp) / "cold"
         shutil.copytree(homes[first] / "skills", cold_home / "skills", symlinks=True)
-        env = {**os.environ, "KEEN_HOME": str(cold_home)}
+        env = _env(KEEN_HOME=str(cold_home))
         rows[f"first keen prompt --budget {budget}, {first} skills (new KEEN_HOME)"] = _stats(
             _cpu_runs([KEEN, "prompt", "--budget", str(budget)], env, 1)
         )
         for size in sizes:
-            env = {**os.environ, "KEEN_HOME": str(homes[size])}
+            env = _env(KEEN_HOME=str(homes[size]))
             argv = [KEEN, "prompt", "--budget", str(budget)]
             _cpu_runs(argv, env, 1)  # warms the file cache and $KEEN_HOME/cache
             rows[f"keen prompt --budget {budget}, {size} skills"] = _stats(_cpu_runs(argv, env, runs))
-        env = {**os.environ, "KEEN_HOME": str(homes[first])}
-        library = [PYTHON, "-c", LIBRARY, str(homes[first] / "skills"), str(budget)]
-        _cpu_runs(library, env, 1)
-        rows[f"library budgeted_prompt({budget}), {first} skills"] = _stats(_cpu_runs(library, env, runs))
-        chat_home = Path(tmp) / "chat"
-        _user_copies(homes[first] / "skills", chat_home / "skills")
+        for size in sizes:
+            env = _env(KEEN_HOME=str(homes[size]))
+            library = [PYTHON, "-c", LIBRARY, str(homes[size] / "skills"), str(budget)]
+            _cpu_runs(library, env, 1)
+            rows[f"library budgeted_prompt({budget}), {size} skills"] = _stats(_cpu_runs(library, env, runs))
         script = Path(tmp) / "script.jsonl"
         script.write_text(json.dumps({"content": "hello"}) + "\n", encoding="utf-8")
-        # A whole chat first, ended as usual: it writes the caches a real second start finds.
-        env = {**os.environ, "KEEN_HOME": str(chat_home)}
-        _cpu_runs([KEEN, "chat", "-m", f"scripted:{script}", "-p", "hello", "--timeout", "5"], env, 1)
-        chat, last = _chat_runs(chat_home, script, runs)
-        rows[f"keen chat -p to the first model request, {first} skills"] = {**_stats(chat), **last}
+        for size in sizes:
+            chat_home = Path(tmp) / f"chat-{size}"
+            _user_copies(homes[size] / "skills", chat_home / "skills")
+            # A whole chat first, ended as usual: it writes the caches a real second start finds.
+            env = _env(KEEN_HOME=str(chat_home))
+            _cpu_runs([KEEN, "chat", "-m", f"scripted:{script}", "-p", "hello", "--timeout", "5"], env, 1)
+            chat, last = _chat_runs(chat_home, script, runs)
+            rows[f"keen chat -p to the first model request, {size} skills"] = {**_stats(chat), **last}
+        # The same at the first size with every skill's server configured (the skills on disk
+        # cover the configuration: a second run). Each server's command exits at once; the
+        # process reports and exits at the first model request, before a launch would matter.
+        rows[f"keen chat -p to the first model request, {first} configured servers, skills on disk"] = (
+            _configured_chat(homes[first], Path(tmp) / "configured", script, runs)
+        )
     return {
         "runs": runs,
         "budget": budget,
@@ -239,7 +287,10 @@ def main() -> None:
     for label, f in figures["rows"].items():
         line = f"{f['min'] * 1000:7.1f} / {f['median'] * 1000:7.1f} / {f['max'] * 1000:7.1f} ms CPU"
         if "system_chars" in f:
-            line += f" (system prompt {f['system_chars']:,} chars; search modules loaded: {f['search_loaded'] or 'none'})"
+            line += (
+                f" (system prompt {f['system_chars']:,} chars; MCP SDK loaded: {f['sdk_loaded'] or 'no'}; "
+                f"search modules loaded: {f['search_loaded'] or 'none'})"
+            )
         if label != "python -c pass":
             beyond = f["median"] - bare
             line += f", {f['median'] / bare:5.1f}x the interpreter, +{beyond * 1000:.0f} ms"

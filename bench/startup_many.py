@@ -1,23 +1,27 @@
 """Many CPU-hungry stdio servers starting at once, with every default (issue: 30 real servers).
 
-Usage: python bench/startup_many.py [--servers 24] [--burn 1.5] [--chat 20]
+Usage: python bench/startup_many.py [--servers 24] [--burn 1.5] [--chat 20] [--repeat 3]
 
 Each server (``tests/servers/cpu_burn.py``) burns ``--burn`` seconds of its own CPU before it
 answers ``initialize``, as ``uvx``/``npx`` servers do. The Manager starts them with its
 defaults (``timeouts.connect`` 15 s, ``max_starting`` one per CPU); the figure is how many
 connected and when the last did.
 
-``--chat N`` then runs ``keen chat -p`` twice over N such servers against the fake
+``--chat N`` then runs ``keen chat -p`` over N such servers against the fake
 OpenAI-compatible endpoint of the tests (``tests/helpers/fake_llm.py``, on loopback): when
 its first model request arrived, counted from the process's start, on the first run (no
-skills on disk: every server is waited for) and the second (the skills of the first run on
-disk), beside how long ``keen --version`` takes to start. Prints; never asserts.
+skills on disk: every server is waited for) and on ``--repeat`` later runs (the skills of
+the first run on disk: the model is asked first, the servers start behind), as min /
+median / max, beside a bare interpreter (``python -c pass``) and ``keen --version`` timed
+the same way, and the machine's load average before and after (issue 27's target: the
+model asked within 1.5 s of start on the second run). Prints; never asserts.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -56,23 +60,40 @@ async def main(servers: int, burn: float) -> None:
     print_block("stdio servers starting at once, default settings", rows, notes)
 
 
-def chat(servers: int, burn: float) -> None:
+def _spread(values: list[float]) -> str:
+    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f} s"
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def chat(servers: int, burn: float, repeat: int) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     from helpers.fake_llm import KEY, FakeLLM, Reply
 
     rows: list[tuple[str, str]] = []
+    load_before = _load()
     with keen_home() as home:
         write_config(
             home, {f"burn{i:02d}": {"command": PYTHON, "args": [BURN, str(burn)]} for i in range(servers)}
         )
-        env = {**os.environ, "OPENAI_API_KEY": KEY}
-        began = time.monotonic()
-        subprocess.run([KEEN, "--version"], env=env, capture_output=True, check=True)
-        rows.append(
-            ("keen --version", f"{time.monotonic() - began:.2f} s (the interpreter and Keen's imports)")
-        )
-        with FakeLLM([Reply(text="one"), Reply(text="two")]) as fake:
-            for run in ("first", "second"):
+        # As an installed Keen runs: with its bytecode cached, not compiled again per process.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["OPENAI_API_KEY"] = KEY
+        for label, argv in (
+            ("python -c pass", [PYTHON, "-c", "pass"]),
+            ("keen --version", [KEEN, "--version"]),
+        ):
+            walls: list[float] = []
+            for _ in range(repeat + 1):
+                began = time.monotonic()
+                subprocess.run(argv, env=env, capture_output=True, check=True)
+                walls.append(time.monotonic() - began)
+            rows.append((label, f"{_spread(walls[1:])} wall (min / median / max of {repeat})"))
+        asked: dict[str, list[float]] = {"first": [], "second": []}
+        with FakeLLM([Reply(text="answer")] * (repeat + 1)) as fake:
+            for run in ["first"] + ["second"] * repeat:
                 began = time.monotonic()
                 done = subprocess.run(
                     [
@@ -85,6 +106,8 @@ def chat(servers: int, burn: float) -> None:
                         "openai:m",
                         "--base-url",
                         fake.url + "/v1",
+                        "--timeout",
+                        "300",  # the first run waits for every server: each later run has all skills
                     ],
                     env=env,
                     capture_output=True,
@@ -92,14 +115,30 @@ def chat(servers: int, burn: float) -> None:
                     check=False,
                 )
                 total = time.monotonic() - began
-                asked = fake.requests[-1].at - began if fake.requests else float("nan")
-                rows.append(
-                    (
-                        f"{run} run: model asked after",
-                        f"{asked:.2f} s (exit {done.returncode}, all done {total:.1f} s)",
+                if done.returncode != 0 or not fake.requests:
+                    raise SystemExit(
+                        f"startup_many: keen chat -p exited {done.returncode}: {done.stderr[-2000:]}"
                     )
+                asked[run].append(fake.requests[-1].at - began)
+                print(
+                    f"  {run} run: model asked after {asked[run][-1]:.2f} s, all done {total:.1f} s",
+                    flush=True,
                 )
-    print_block(f"keen chat -p over {servers} servers x {burn:g} s CPU", rows)
+    bare = float(rows[0][1].split(" / ")[1])
+    rows.append(("first run (no skills on disk): model asked after", f"{asked['first'][0]:.2f} s"))
+    second = statistics.median(asked["second"])
+    rows.append(
+        (
+            "later runs (skills on disk): model asked after",
+            f"{_spread(asked['second'])} (min / median / max of {repeat}), median {second / bare:.1f}x the "
+            f"bare interpreter, target 1.5 s: {'met' if second <= 1.5 else 'NOT MET'}",
+        )
+    )
+    print_block(
+        f"keen chat -p over {servers} servers x {burn:g} s CPU (wall from the process's start)",
+        rows,
+        [f"{os.cpu_count()} CPUs, load average (1/5/15 min) {load_before} before, {_load()} after"],
+    )
 
 
 if __name__ == "__main__":
@@ -109,8 +148,10 @@ if __name__ == "__main__":
     parser.add_argument(
         "--chat", type=int, default=0, metavar="N", help="also time keen chat -p over N servers"
     )
+    parser.add_argument("--repeat", type=int, default=3, help="keen chat -p runs with the skills on disk")
     args = parser.parse_args()
-    anyio.run(main, args.servers, args.burn)
+    if args.servers:
+        anyio.run(main, args.servers, args.burn)
     if args.chat:
         print()
-        chat(args.chat, args.burn)
+        chat(args.chat, args.burn, max(1, args.repeat))

@@ -130,6 +130,16 @@ def test_lower_layers_do_not_load_the_mcp_sdk(module: str) -> None:
     assert loaded == "[]"
 
 
+@pytest.mark.parametrize("module", ["keen.mcp.manager", "keen.runtime", "keen.agent.servers", "keen.agent"])
+def test_a_session_loads_the_mcp_sdk_only_when_it_starts_a_server(module: str) -> None:
+    # keen chat builds its first request with these loaded; the SDK (and its generated types,
+    # a second of CPU on a small machine) comes with the first server (docs/chat.md "Startup").
+    loaded = _fresh(
+        f"import sys, {module}; print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
+    )
+    assert loaded == "[]"
+
+
 def test_import_keen_paths_stays_small() -> None:
     bare = int(_fresh("import sys; print(len(sys.modules))"))
     with_paths = int(_fresh("import sys, keen.paths; print(len(sys.modules))"))

@@ -330,3 +330,35 @@ async def test_remedies_are_worded_for_the_model_and_raise_for_error_raises(
         assert caught.value.result is failed and caught.value.code == "remote_tool_error"
         ok = await rt.gateway.call("basic", "echo", {"text": "fine"})
         assert ok.raise_for_error() is ok
+
+
+async def test_a_runtime_opened_without_starting_lists_no_server_until_it_starts_them(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    path = write_config({"basic": IN_MEMORY})
+    manager = _manager(path, basic=make_basic_server())
+    async with open_runtime(manager=manager, start=False) as rt:
+        assert rt.servers_started is False
+        assert rt.manager.servers() == []  # nothing launched: keen chat asks its model meanwhile
+        async with anyio.create_task_group() as tg:  # two askers: one start, the other waits for it
+            tg.start_soon(rt.start_servers)
+            tg.start_soon(rt.start_servers)
+        assert rt.servers_started is True
+        status = await rt.manager.wait_attempt("basic", 30)
+        assert status.state is ServerState.CONNECTED
+        result = await rt.gateway.call("basic", "add", {"a": 40, "b": 2}, approval=allow_all)
+        assert result.text == "42"
+    assert rt.manager.servers()[0].state is not ServerState.CONNECTED  # closed with the runtime
+
+
+async def test_a_runtime_never_started_closes_without_starting_anything(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    path = write_config({"basic": IN_MEMORY})
+    manager = _manager(path, basic=make_basic_server())
+    async with open_runtime(manager=manager, start=False) as rt:
+        pass
+    assert rt.manager.servers() == []
+    with pytest.raises(ValueError, match=r"start=False\) cannot wait for discovery or sync"):
+        async with open_runtime(manager=_manager(path, basic=make_basic_server()), start=False, wait=5):
+            pass

@@ -14,17 +14,17 @@ package map and the data flow of a call are drawn in ``docs/architecture.md``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 
 from keen import paths
 from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS, Approval, Gateway
-from keen.mcp.auth import authorize_interactively
 from keen.mcp.config import HttpServerConfig, MCPConfig, OAuthAuth
 from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.manager import Manager, StatusObserver
@@ -93,6 +93,33 @@ class Runtime:
         self.sync_report: SyncReport | None = None
         self.live: LiveSkills | None = None
         self.sync_servers: frozenset[str] | None = None
+        self._start: Callable[[], Awaitable[Any]] | None = None
+        self._started = anyio.Event()
+        self._started.set()
+
+    @property
+    def servers_started(self) -> bool:
+        """True once the Manager started its servers (at once, unless the runtime was opened
+        with ``start=False``: then at :meth:`start_servers`)."""
+        return self._started.is_set()
+
+    async def start_servers(self) -> None:
+        """Start the Manager's servers, when :func:`open_runtime` was told ``start=False``;
+        returns once they were launched (each connects in the background, with the Manager's
+        bounded concurrency), at once when they already were. Safe to call from several
+        tasks: the others wait for the first.
+
+        Raises:
+            ConfigError: ``configs.json`` cannot be used.
+        """
+        start, self._start = self._start, None
+        if start is None:
+            await self._started.wait()
+            return
+        try:
+            await start()
+        finally:
+            self._started.set()
 
     async def wait_for_discovery(self, timeout: float, view: DiscoveryView | None = None) -> bool:
         """Wait up to ``timeout`` seconds for every server's first connection attempt.
@@ -185,6 +212,7 @@ async def open_runtime(
     elicitation: ElicitationCallback | None = None,
     elicitation_url: UrlElicitationCallback | None = None,
     live: bool | None = None,
+    start: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Open a session: start the Manager, wait for discovery, sync skills, build the Gateway.
 
@@ -217,6 +245,10 @@ async def open_runtime(
         live: keep each server's generated skill in line with its tools while the session
             runs (a change notice, an expired ``ttlMs`` or ``Manager.refresh_tools`` regenerates
             it; :class:`~keen.mcpskills.live.LiveSkills`). Default: on when ``sync`` is.
+        start: start the servers now. ``False`` leaves them (and the MCP SDK, about a second
+            of CPU to import on a small machine) until :meth:`Runtime.start_servers`: ``keen
+            chat`` sends its first model request from the skills on disk first (docs/chat.md
+            "Startup"). Until then the Manager lists no server. Needs ``wait=None`` and no ``sync``.
 
     Yields:
         The :class:`Runtime`.
@@ -224,7 +256,12 @@ async def open_runtime(
     Raises:
         ConfigError: ``configs.json`` is invalid (nothing was started).
         SkillError: the sync could not write a skill.
+        ValueError: ``start=False`` with ``wait`` or ``sync``.
     """
+    if not start and (wait is not None or sync):
+        raise ValueError(
+            "open_runtime(start=False) cannot wait for discovery or sync: the servers start later"
+        )
     root = skills_root or paths.skills_dir()
     async with contextlib.AsyncExitStack() as stack:
         own_config = manager is None and config is not None
@@ -234,11 +271,18 @@ async def open_runtime(
             manager.elicitation = elicitation
         if elicitation_url is not None:
             manager.elicitation_url = elicitation_url
-        await stack.enter_async_context(manager)
+        deferred: Callable[[], Awaitable[Any]] | None = None
+        if start:
+            await stack.enter_async_context(manager)
+        else:
+            deferred = await _host_later(stack, manager)
         for observer in observers:
             stack.callback(manager.subscribe(observer))
         gateway = Gateway(manager, approval=approval, audit=audit, max_result_chars=max_result_chars)
         runtime = Runtime(manager, gateway, root)
+        if deferred is not None:
+            runtime._start = deferred
+            runtime._started = anyio.Event()
         if own_config:
             # Not configs.json's servers: their skills are the only ones this session's sync touches.
             runtime.sync_servers = frozenset(manager.config.servers) | frozenset(manager.config.invalid)
@@ -249,6 +293,22 @@ async def open_runtime(
         if sync if live is None else live:
             runtime.live = await stack.enter_async_context(LiveSkills(manager, skills_root=root))
         yield runtime
+
+
+async def _host_later(stack: contextlib.AsyncExitStack, manager: Manager) -> Callable[[], Awaitable[Any]]:
+    """A function that starts ``manager`` in a task of its own, entered on ``stack``: the
+    Manager's task group is entered and left in one task (anyio requires it), whichever task
+    asks for the start; leaving ``stack`` closes it (or does nothing if it never started)."""
+    tg = await stack.enter_async_context(anyio.create_task_group())
+    closing = anyio.Event()
+    stack.callback(closing.set)  # unwound before the task group's exit, which waits for the host
+
+    async def host(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with manager:
+            task_status.started()
+            await closing.wait()
+
+    return lambda: tg.start(host, name="keen-mcp-manager")
 
 
 async def connect_server(
@@ -292,6 +352,8 @@ async def connect_server(
     config_entry = manager.config.servers.get(server)
     sign_in_error: KeenError | None = None
     if sign_in and isinstance(config_entry, HttpServerConfig) and isinstance(config_entry.auth, OAuthAuth):
+        from keen.mcp.auth import authorize_interactively  # with the MCP SDK: only when signing in
+
         try:
             await authorize_interactively(server, config_entry, on_authorization_url=on_authorization_url)
         except KeenError as exc:

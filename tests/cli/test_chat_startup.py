@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
+from shlex import quote as shlex_quote
+from typing import Any
 
 import pytest
 
@@ -109,3 +112,80 @@ def test_a_call_to_a_server_still_connecting_waits_for_it(home: Home) -> None:
     assert "slow: still connecting; the call waits for it" in run.stderr
     assert "slow: connected, 1 tools" in run.stderr
     assert fake.requests[2].body["messages"][-1]["content"] == "pong"
+
+
+# Runs `keen chat -p` with a scripted model and prints, when the model is first asked, whether
+# the MCP SDK was loaded and whether the server had been launched (it touches a file first).
+FIRST_REQUEST = """
+import json, os, sys
+from pathlib import Path
+from keen.agent.providers import scripted
+
+launched = Path(sys.argv[2])
+
+async def first_request(self, messages, tools):
+    seen = {"sdk": sorted(m for m in ("mcp", "mcp_types") if m in sys.modules),
+            "launched": launched.exists(), "system": messages[0].content}
+    print(json.dumps(seen), flush=True)
+    os._exit(0)
+    yield  # an async generator, like the real stream
+
+scripted.ScriptedModel.stream = first_request
+from keen.cli import main
+sys.argv = ["keen", "chat", "-m", "scripted:" + sys.argv[1], "-p", "hello"]
+main()
+"""
+
+
+def launch_marked(home: Home, name: str, launched: Path) -> None:
+    """Configure ``name``, a quick server whose launch leaves the file ``launched`` first."""
+    server = stdio_server("cpu_burn.py", "0")
+    command = f"touch {launched} && exec {' '.join(map(shlex_quote, [server['command'], *server['args']]))}"
+    home.write({name: {"transport": "stdio", "command": "/bin/sh", "args": ["-c", command]}})
+
+
+def first_request(home: Home, launched: Path) -> tuple[dict[str, Any], str]:
+    """Run ``keen chat -p`` with a scripted model until it is first asked: what it saw then
+    (``sdk``, ``launched``, ``system``), and the chat's stderr."""
+    script = home.keen_home.parent / "script.jsonl"
+    script.write_text(json.dumps({"content": "hi"}) + "\n", encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-c", FIRST_REQUEST, str(script), str(launched)],
+        env=home.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    assert lines, run.stderr
+    return json.loads(lines[-1]), run.stderr
+
+
+def test_with_the_skills_on_disk_the_model_is_asked_before_any_server_or_the_sdk_starts(
+    tmp_path: Path,
+) -> None:
+    home = make_home(tmp_path)
+    launched = tmp_path / "launched"
+    launch_marked(home, "quick", launched)
+    warm = home.keen("mcp", "sync", "--timeout", "60")  # the skills on disk, as an earlier run leaves them
+    assert warm.code == 0, str(warm)
+    assert launched.exists()
+    launched.unlink()
+    seen, stderr = first_request(home, launched)
+    assert seen["sdk"] == [], seen  # the MCP SDK loads with the first server, behind the request
+    assert seen["launched"] is False, stderr  # the server starts behind the request
+    assert "mcp:quick" in seen["system"]  # its catalog line, from the skill on disk
+    assert "still connecting (1 server): quick; answering with the skills on disk" in stderr
+
+
+def test_a_server_new_to_this_home_is_started_and_waited_for_before_the_model_is_asked(
+    tmp_path: Path,
+) -> None:
+    home = make_home(tmp_path)
+    launched = tmp_path / "launched"
+    launch_marked(home, "fresh", launched)
+    seen, stderr = first_request(home, launched)
+    # No skill on disk: the model would not know of it, so it is connected and synced first.
+    assert seen["launched"] is True, stderr
+    assert "mcp:fresh" in seen["system"], seen["system"]

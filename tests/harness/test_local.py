@@ -90,3 +90,25 @@ async def test_escape_through_the_harness_is_an_observation(
     unknown = await h.call("write_file", {"path": "x"})
     assert unknown.denied == "visibility"
     h.close()
+
+
+async def test_a_saved_sign_in_token_copied_into_the_workspace_is_redacted(
+    tree: tuple[Workspace, Path], keen_home: Path
+) -> None:
+    import json
+
+    from keen import paths
+
+    # Saved by an earlier run (written here as the store writes it: this process never saw it).
+    token = "saved-access-token-3f9c1e7a5b"
+    record = {"version": 1, "server": "signed-in", "tokens": {"access_token": token, "token_type": "Bearer"}}
+    paths.auth_dir().mkdir(parents=True, mode=0o700)
+    (paths.auth_dir() / "signed-in.json").write_text(json.dumps(record), encoding="utf-8")
+    ws, _ = tree
+    (ws.workspace / "notes.txt").write_text(f"token={token}\n", encoding="utf-8")
+    h = Harness(lambda: Catalog([], cache=False), None, workspace=ws.workspace)  # reads the saved sign-ins
+    h.begin_step()
+    obs = await h.call("read_file", {"path": "notes.txt"})
+    assert not obs.is_error, obs.text
+    assert "token=" in obs.text and token not in obs.text
+    h.close()

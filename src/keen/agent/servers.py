@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -36,6 +36,9 @@ from keen.skills.config import SkillsConfig
 from keen.tokens import token_counter
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from keen.agent.models import Message, Model, ModelEvent
     from keen.mcp.connection.reconnect import Reconnector
     from keen.mcpskills.sync import SyncEntry, SyncReport
     from keen.runtime import Runtime
@@ -43,9 +46,12 @@ if TYPE_CHECKING:
 __all__ = [
     "FIRST_ANSWER_WAIT",
     "SETTLE_SECONDS",
+    "START_BEHIND_WAIT",
     "JoinAsReady",
     "ServerWatch",
+    "StartBehind",
     "connecting_line",
+    "on_disk",
     "settle_first",
 ]
 
@@ -54,6 +60,11 @@ logger = logging.getLogger(__name__)
 FIRST_ANSWER_WAIT = 1.0
 """Seconds a session waits for its servers before its first model request: servers that
 take longer join while it answers (docs/chat.md "Startup")."""
+
+START_BEHIND_WAIT = 2.0
+"""Seconds after the first model call began when the servers start, if its answer has not
+begun by then (:class:`StartBehind`). Long enough for the request to go out on a loaded
+machine (the provider's SDK is imported first), short beside a model's time to answer."""
 
 SETTLE_SECONDS = 0.3
 """How long a burst of state changes may run before it is reported (seconds)."""
@@ -287,6 +298,109 @@ async def settle_first(
     settled = [s.name for s in manager.servers() if s.name not in pending]
     report = await sync_from_manager(manager, skills_root=runtime.skills_root, servers=settled)
     return pending, report
+
+
+def on_disk(runtime: Runtime) -> list[str] | None:
+    """The enabled servers of the configuration, when the skills on disk cover it: each has
+    its ``mcp:<server>`` skill (or an entry in the skills config, one that never connected),
+    and every generated skill on disk is a configured server's. Then a session can ask the
+    model first and start the servers behind (docs/chat.md "Startup"); ``None`` when not
+    (a server new to this Keen home, one removed since): the servers start first and the
+    sync runs before the model is asked, as on a first run.
+
+    Reads configs.json and the skills directory only; starts nothing.
+
+    Raises:
+        ConfigError: configs.json cannot be used.
+    """
+    from keen.skills.discover import MARKER_FILE
+
+    manager = runtime.manager
+    config = manager.config
+    if config.invalid:
+        return None  # the sync says what is wrong with them before the model is asked
+    root = runtime.skills_root
+    only = manager.only
+    enabled = [
+        name for name, entry in config.servers.items() if entry.enabled and (only is None or name in only)
+    ]
+    try:
+        listed = set(SkillsConfig.load(root / "config.json").names())
+    except KeenError:
+        return None
+    for name in enabled:
+        skill = f"mcp:{name}"
+        if skill not in listed and not any((root / d).exists() for d in paths.skill_dir_spellings(skill)):
+            return None
+    configured = {
+        spelling for name in config.servers for spelling in paths.skill_dir_spellings(f"mcp:{name}")
+    }
+    try:
+        entries = list(root.iterdir())
+    except FileNotFoundError:
+        entries = []
+    except OSError:
+        return None
+    for entry in entries:
+        # Dot entries are the versions a skill's link points at, never a skill themselves.
+        if entry.name.startswith(".") or entry.name in configured:
+            continue
+        if (entry / MARKER_FILE).is_file():
+            return None  # a generated skill of a server no longer configured: the sync removes it
+    return enabled
+
+
+class StartBehind:
+    """The session's model, starting the servers behind its first call: when its answer
+    begins, or :data:`START_BEHIND_WAIT` seconds after the call began (:meth:`deadline`, run
+    in the session's task group), whichever comes first. The first request is then not
+    slowed by the servers' launches (each an interpreter, ``npx``, ``uvx``) nor by loading
+    the MCP SDK, which starting a server needs.
+
+    Args:
+        model: the model (:class:`~keen.agent.models.Model`).
+        start: starts the servers (idempotent; :meth:`Runtime.start_servers` and what
+            follows it).
+    """
+
+    def __init__(self, model: Model, start: Callable[[], Awaitable[None]]) -> None:
+        self.model = model
+        self.name: str = model.name
+        self._start = start
+        self._asked = anyio.Event()
+        self._started = False
+        self._done = anyio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    async def start(self) -> None:
+        """Start the servers now, unless that is done; when it is under way, wait for it."""
+        if self._done.is_set():
+            return
+        if self._started:
+            await self._done.wait()
+            return
+        self._started = True
+        try:
+            await self._start()
+        finally:
+            self._done.set()
+
+    async def deadline(self, wait: float = START_BEHIND_WAIT) -> None:
+        """Start the servers ``wait`` seconds after the first model call began, if its
+        answer has not started them by then."""
+        await self._asked.wait()
+        await anyio.sleep(wait)
+        await self.start()
+
+    async def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
+        """The model's stream; its first event starts the servers first."""
+        self._asked.set()
+        async for event in self.model.stream(messages, tools):
+            await self.start()
+            yield event
+        await self.start()
 
 
 def _connecting(runtime: Runtime) -> list[str]:

@@ -111,12 +111,17 @@ def tool_capability(
     return cap
 
 
+_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _skill_paths(skill: Skill) -> tuple[str, ...]:
     """The optional ``paths`` frontmatter of a skill: glob patterns (relative to the
     workspace) of the files it is about, as one string or a list. Unreadable: none."""
     try:
         raw, _ = split_frontmatter(skill.read_text())
-        data = yaml.safe_load(raw) if raw else None
+        # libyaml's loader when PyYAML has it, as discovery reads frontmatter
+        # (keen.skills.discover): the same safe subset, parsed about ten times faster.
+        data = yaml.load(raw, Loader=_SAFE_LOADER) if raw else None
     except (SkillError, yaml.YAMLError):
         return ()
     value = data.get("paths") if isinstance(data, dict) else None

@@ -139,14 +139,22 @@ async def _one_shot(
     timeout: float,
     show: Callable[[TurnResult], None],
 ) -> TurnResult:
-    """One turn. The model is asked once the servers that start within a second are up
-    (docs/chat.md "Startup"); the others join as they arrive, and a call to one still
-    connecting waits for it. ``show`` prints the result as soon as the turn ends; then the
-    servers still connecting get up to ``timeout`` seconds in all, so their skills are on
-    disk for the next run."""
+    """One turn. When the skills on disk cover the configuration (a second run), the model is
+    asked first and the servers start behind its request; otherwise once the servers that
+    start within a second are up (docs/chat.md "Startup"). Servers still connecting join as
+    they arrive, and a call to one waits for it. ``show`` prints the result as soon as the
+    turn ends; then the servers still connecting get up to ``timeout`` seconds in all, so
+    their skills are on disk for the next run."""
     from keen.agent import Agent, accept_defaults, decline
     from keen.agent.models import close_model
-    from keen.agent.servers import FIRST_ANSWER_WAIT, JoinAsReady, connecting_line, settle_first
+    from keen.agent.servers import (
+        FIRST_ANSWER_WAIT,
+        JoinAsReady,
+        StartBehind,
+        connecting_line,
+        on_disk,
+        settle_first,
+    )
     from keen.mcp.connection.elicitation import ElicitAnswer
     from keen.runtime import open_runtime
 
@@ -169,23 +177,38 @@ async def _one_shot(
         return ElicitAnswer("decline")
 
     began = time.monotonic()
-    async with open_runtime(wait=None, live=True, elicitation=elicitor, elicitation_url=page) as rt:
+    async with open_runtime(
+        wait=None, live=True, elicitation=elicitor, elicitation_url=page, start=False
+    ) as rt:
 
         def failed(entry: SyncEntry) -> None:
             if not entry.enabled and entry.hint:
                 _server_failed(entry.server, entry.hint, entry.remedy, rt.manager)
 
-        # About a second after the command started, imports included (docs/chat.md "Startup").
-        first = max(0.0, min(FIRST_ANSWER_WAIT, timeout) - (time.monotonic() - STARTED))
-        pending, report = await settle_first(rt, first, new_wait=timeout)
-        for entry in report.entries:
-            failed(entry)
+        covered = on_disk(rt)
+        if covered is None:
+            await rt.start_servers()
+            # About a second after the command started, imports included (docs/chat.md "Startup").
+            first = max(0.0, min(FIRST_ANSWER_WAIT, timeout) - (time.monotonic() - STARTED))
+            pending, report = await settle_first(rt, first, new_wait=timeout)
+            for entry in report.entries:
+                failed(entry)
+        else:
+            pending = covered  # all of them: they start behind the first model request
         if pending:
             view.notice(connecting_line(pending))
         joiner = JoinAsReady(rt, pending, failed)
+        behind: StartBehind | None = None
+        if covered is not None:
+
+            async def start() -> None:
+                await rt.start_servers()
+                tg.start_soon(joiner.run)
+
+            behind = StartBehind(model, start)
         agent = Agent(
             rt,
-            model,
+            behind or model,
             mode=settings.mode,
             approver=approver,
             elicitor=elicitor,
@@ -194,18 +217,23 @@ async def _one_shot(
         )
         result: TurnResult | None = None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(joiner.run)
+            if behind is None:
+                tg.start_soon(joiner.run)
+            else:
+                tg.start_soon(behind.deadline)
             try:
                 result = await agent.run_turn(prompt, view)
             finally:
                 agent.close()
                 await close_model(model)
             show(result)
+            if behind is not None:
+                await behind.start()  # the turn ended before its answer began (a model error)
             if pending:
                 with anyio.move_on_after(max(0.0, timeout - (time.monotonic() - began))):
                     await joiner.done.wait()
             tg.cancel_scope.cancel()
-        if pending and not joiner.pending:
+        if (pending or covered is not None) and not joiner.pending:
             await rt.sync()  # the whole configuration once, as a run with no late server does
         assert result is not None  # run_turn returned (or raised through the task group)
         return result

@@ -36,8 +36,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from keen import paths
 from keen.calls import (
     Approval,
@@ -83,10 +81,23 @@ from keen.harness.policy import (
     select,
 )
 from keen.harness.refusals import not_in_catalog, why_hidden
-from keen.mcp.auth.store import register_saved_secrets
 from keen.mcp.types import ServerState
 
 __all__ = ["SEARCH_TOOLS", "Harness", "Observation", "PostHook", "PreHook", "Visibility"]
+
+
+def _register_saved_secrets() -> None:
+    """:func:`keen.mcp.auth.store.register_saved_secrets`, imported (with pydantic, which the
+    store's reader needs) only when a sign-in was saved: most sessions have none, and the
+    import would come before their first model request."""
+    try:
+        saved = any(paths.auth_dir().glob("*.json"))
+    except OSError:
+        saved = True  # let the store's own reader decide
+    if saved:
+        from keen.mcp.auth.store import register_saved_secrets
+
+        register_saved_secrets()
 
 
 class Harness:
@@ -141,7 +152,7 @@ class Harness:
         # Keen's own files (configs.json, sign-ins, logs) are not the model's to read, even
         # when KEEN_HOME lies in the workspace; tokens saved earlier are redacted if copied.
         self.workspace = Workspace(workspace, [paths.skills_dir()], private=[paths.keen_home()])
-        register_saved_secrets()
+        _register_saved_secrets()
         self.budget = budget
         self.max_result_chars = max_result_chars
         self.pre_hooks, self.post_hooks = list(pre_hooks), list(post_hooks)
@@ -374,6 +385,8 @@ class Harness:
             except ValueError as exc:
                 raise self._refuse(call, "validate", str(exc)) from None
         elif name in LOCAL_TOOLS or name in (LOAD_SKILL, READ_RESOURCE):
+            import jsonschema  # with the first call, not before a session's first model request
+
             try:
                 jsonschema.validate(args, (LOCAL_TOOLS.get(name) or entry_schema(name))[1])
             except jsonschema.ValidationError as exc:

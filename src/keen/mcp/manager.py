@@ -20,12 +20,10 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
-from mcp.client.session import ClientSession
-from mcp.shared.dispatcher import ProgressFnT
 
 from keen import paths
 from keen.errors import (
@@ -36,18 +34,14 @@ from keen.errors import (
     ToolNotFound,
     UserActionRequired,
 )
-from keen.mcp.calls.send import connected, listed_tool, not_connected, send_request, send_tool_call
-from keen.mcp.config.defaults import default_max_starting
+from keen.mcp.config.defaults import DEFAULT_REFRESH_INTERVAL, default_max_starting
 from keen.mcp.config.load import load_config, parse_config
 from keen.mcp.config.reload import EntryChange, misconfigured_status, no_longer_configured, with_entry_of
 from keen.mcp.config.servers import AuthFactory, HttpServerConfig, MCPConfig, StdioServerConfig
 from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.connection.memory import in_memory_transport
 from keen.mcp.connection.relay import CALL_PEER, Relay
-from keen.mcp.connection.server import ServerConnection
 from keen.mcp.listing.changes import ChangeObserver, ToolsChanged, diff_tools
-from keen.mcp.listing.tool_filter import InvalidTool
-from keen.mcp.listing.watch import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.types import (
     ServerInfo,
     ServerState,
@@ -56,6 +50,13 @@ from keen.mcp.types import (
     ToolResult,
     TransportFactory,
 )
+
+if TYPE_CHECKING:
+    from mcp.client.session import ClientSession
+    from mcp.shared.dispatcher import ProgressFnT
+
+    from keen.mcp.connection.server import ServerConnection
+    from keen.mcp.listing.tool_filter import InvalidTool
 
 __all__ = [
     "CALL_PROGRESS",
@@ -231,11 +232,7 @@ class Manager:
         # code (keen serve's, a library's) is not that file's.
         self._from_file = config is None
         self._logs_dir = logs_dir
-        if auth_factory is None:
-            from keen.mcp.auth import oauth_auth_factory
-
-            auth_factory = oauth_auth_factory()
-        self._auth_factory = auth_factory
+        self._auth_factory = auth_factory  # the OAuth one by default, made with the first connection
         self.only = only
         self._transports = dict(transports or {})
         self._connections: dict[str, ServerConnection] = {}
@@ -520,6 +517,8 @@ class Manager:
         """
         if not tool:
             raise ToolNotFound(f'no tool name given for MCP server "{name}"', server=name)
+        from keen.mcp.calls.send import listed_tool
+
         runtime = self._connected(name)
         found = listed_tool(runtime, tool)
         runtime.validator.validate(found, arguments)
@@ -565,6 +564,8 @@ class Manager:
         context's :data:`CALL_PROGRESS` does, if set. With a :attr:`relay`, what the server asks
         or logs during the call goes to the context's :data:`keen.mcp.connection.relay.CALL_PEER`.
         """
+        from keen.mcp.calls.send import send_tool_call
+
         arguments = {} if arguments is None else arguments
         if validate:
             self.check_call(name, tool, arguments)
@@ -619,6 +620,8 @@ class Manager:
     def _session(self, name: str, timeout: float | None) -> tuple[ServerConnection, ClientSession, float]:
         """The connected server's connection, its session and a request's time limit (seconds:
         ``timeout``, else the server's ``timeouts.call_tool``). Raises like :meth:`list_tools`."""
+        from keen.mcp.calls.send import not_connected
+
         runtime = self._connected(name)
         if runtime.session is None:
             raise not_connected(runtime)
@@ -627,6 +630,8 @@ class Manager:
     async def _request(
         self, name: str, what: str, timeout: float | None, send: Callable[[ClientSession], Awaitable[Any]]
     ) -> Any:
+        from keen.mcp.calls.send import send_request
+
         runtime, session, limit = self._session(name, timeout)
         return await send_request(runtime, session, what, limit, send)
 
@@ -753,6 +758,15 @@ class Manager:
     # -- helpers ----------------------------------------------------------------------------------
 
     def _new_connection(self, name: str, server: HttpServerConfig | StdioServerConfig) -> ServerConnection:
+        # Imported here, with the MCP SDK it needs (about a second of CPU on a small machine):
+        # a Manager that has not started a server yet (keen chat before its first model
+        # request) loads none of it.
+        from keen.mcp.connection.server import ServerConnection
+
+        if self._auth_factory is None:
+            from keen.mcp.auth import oauth_auth_factory
+
+            self._auth_factory = oauth_auth_factory()
         return ServerConnection(
             name,
             server,
@@ -787,4 +801,6 @@ class Manager:
         return runtime
 
     def _connected(self, name: str) -> ServerConnection:
+        from keen.mcp.calls.send import connected
+
         return connected(self._connection(name))

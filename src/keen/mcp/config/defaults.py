@@ -25,6 +25,7 @@ from keen.errors import ConfigError
 
 __all__ = [
     "BUILTIN_CONNECT_TIMEOUT",
+    "DEFAULT_REFRESH_INTERVAL",
     "TIMEOUT_ENV",
     "McpDefaults",
     "default_connect_timeout",
@@ -35,6 +36,9 @@ __all__ = [
 ]
 
 BUILTIN_CONNECT_TIMEOUT = 15.0
+DEFAULT_REFRESH_INTERVAL = 0.5
+"""Seconds: at most one re-list per server per interval, however many notices arrive (here,
+not in ``keen.mcp.listing.watch``, so the Manager's signature needs no MCP SDK import)."""
 TIMEOUT_ENV = "KEEN_MCP_TIMEOUT"
 _KEYS = ("timeout", "max_starting")
 _MORE_TIME = "to give it more time, "

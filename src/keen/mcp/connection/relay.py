@@ -29,11 +29,12 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Any, Protocol
-
-import mcp_types as mt
+from typing import TYPE_CHECKING, Any, Protocol
 
 from keen.mcp.connection.elicitation import check_url
+
+if TYPE_CHECKING:
+    import mcp_types as mt
 
 __all__ = ["CALL_PEER", "CallPeer", "Relay"]
 
@@ -116,6 +117,8 @@ class Relay:
 
     async def ask(self, server: str, request: mt.InputRequest) -> mt.InputResponse | mt.ErrorData:
         """Pass ``request`` to the peer whose call caused it; an error when there is none."""
+        import mcp_types as mt  # loaded by then: a server asks over the SDK's session
+
         if isinstance(request, mt.ElicitRequest) and isinstance(request.params, mt.ElicitRequestURLParams):
             problem = check_url(str(request.params.url))
             if problem is not None:
@@ -169,6 +172,7 @@ class Relay:
     def callbacks(self, server: str) -> dict[str, Any]:
         """``ClientSession`` keyword arguments: the sampling, elicitation and roots callbacks of
         ``server``'s session (the SDK advertises each capability because its callback is set)."""
+        import mcp_types as mt  # imported here, as the SDK is: a Manager connecting nothing loads neither
 
         async def sampling(_context: Any, params: mt.CreateMessageRequestParams) -> Any:
             return await self.ask(server, mt.CreateMessageRequest(params=params))

@@ -32,6 +32,7 @@ from mcp.client.subscriptions import ListenNotSupportedError, Subscription, Subs
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from keen.mcp.config.defaults import DEFAULT_REFRESH_INTERVAL
 from keen.mcp.listing.changes import RefreshReason, ToolsChanged
 
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ __all__ = ["DEFAULT_REFRESH_INTERVAL", "ListWatch", "listen_for_changes", "open_
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_REFRESH_INTERVAL = 0.5
-"""Seconds: at most one re-list per server per interval, however many notices arrive."""
 
 _RANK: dict[RefreshReason, int] = {"ttl": 0, "notification": 1, "reconnect": 2, "sync": 2, "refresh": 3}
 _LISTEN_BACKOFF_MAX = 60.0
