@@ -26,7 +26,7 @@ from helpers.fake_llm import FakeLLM, Reply
 from helpers.forkserver import script_args
 from helpers.tmux import Tmux
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e]
 
 PROMPT = r"^keen>"
 

@@ -119,6 +119,7 @@ def test_tools_search_without_skills(keen_home: Path) -> None:
     assert done.code == 2 and "keen mcp sync" in done.stderr and "keen demo --keep" in done.stderr
 
 
+@pytest.mark.e2e
 def test_tools_search_on_what_keen_demo_keep_leaves(keen_home: Path) -> None:
     """The line ``keen demo --keep`` ends with runs as printed: its KEEN_HOME holds the
     demo's generated skills, searchable with no server running."""
@@ -208,6 +209,7 @@ async def test_two_servers_the_tool_that_does_the_task_ranks_first_not_the_bette
     assert first[0]["tool"] == "add_note"  # the demo server's own tools still win their tasks
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_tools_index_encodes_once_then_reads_the_cache(demo_home: Path) -> None:
     first = keen_process("tools", "index")

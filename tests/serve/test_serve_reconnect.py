@@ -123,6 +123,7 @@ async def test_failed_reconnect_says_when_backs_off_then_recovers(
         assert "restart keen serve" in read_json(broken)["error"]["message"]
 
 
+@pytest.mark.e2e
 async def test_concurrent_calls_share_one_reconnect_over_http_extension_mode(tmp_path: Path) -> None:
     folder = launcher_upstream(tmp_path)
     with KeenServeProcess(tmp_path) as proc:

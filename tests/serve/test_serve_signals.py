@@ -30,7 +30,7 @@ from helpers.changing import wait_until as wait_until_async
 from helpers.loopback import alive, wait_until
 from helpers.serve import KEEN, KeenServeProcess, connect, free_port, serve_env, write_upstream
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"), pytest.mark.e2e]
 
 
 def _default_sigint() -> None:
