@@ -18,6 +18,7 @@ import pytest
 from fastmcp import FastMCP
 
 from helpers import server_script
+from helpers.forkserver import script_args
 from helpers.http_servers import make_basic_server
 from keen.errors import ApprovalDenied, ConfigError, RemoteToolError, ServerNotConfigured
 from keen.gateway import ApprovalRequest, allow_all
@@ -172,7 +173,9 @@ async def test_a_session_with_its_own_config_keeps_the_configured_servers_skills
     async with open_runtime(manager=_manager(path, basic=make_basic_server()), wait=30, sync=True):
         pass
     adhoc = {
-        "mcpServers": {"adhoc": {"command": sys.executable, "args": [str(server_script("basic_stdio"))]}}
+        "mcpServers": {
+            "adhoc": {"command": sys.executable, "args": script_args(str(server_script("basic_stdio")))}
+        }
     }
     async with open_runtime(config=adhoc, wait=30, sync=True) as rt:
         assert rt.sync_report is not None
@@ -190,7 +193,7 @@ async def test_a_session_with_its_own_config_and_only_some_servers_syncs_only_th
     path = write_config({"basic": IN_MEMORY})
     async with open_runtime(manager=_manager(path, basic=make_basic_server()), wait=30, sync=True):
         pass
-    stdio = {"command": sys.executable, "args": [str(server_script("basic_stdio"))]}
+    stdio = {"command": sys.executable, "args": script_args(str(server_script("basic_stdio")))}
     adhoc = {"mcpServers": {"adhoc": stdio, "basic": stdio}}
     async with open_runtime(config=adhoc, only={"adhoc"}, wait=30, sync=True) as rt:
         assert rt.sync_report is not None

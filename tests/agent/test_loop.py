@@ -335,15 +335,16 @@ async def test_a_reconnect_that_outlasts_the_wait_says_it_goes_on_in_the_backgro
     # now": the attempt was still running, and nothing would start another one.
     once = step(call(MCP, server="demo", tool="convert_units", arguments=MARATHON))
     model = world.script(*convert_script(world), once, step(content="The demo server is slow."))
-    timeouts = {"connect": 5, "list_tools": 0.5}
     async with (
-        world.runtime("demo", timeouts=timeouts) as rt,
+        world.runtime("demo", from_file=True) as rt,  # the healthy start: the default limits
         world.agent(rt, model) as agent,
         anyio.create_task_group() as tg,
     ):
         agent.reconnector.task_group = tg  # as the REPL does: the attempt outlives the wait
         agent.reconnect_wait = 1.0
         assert (await agent.run_turn("marathon?")).ok
+        # The attempt that hangs: a connect limit well past the 1 s wait, and short.
+        await world.retime(rt, "demo", {"connect": 2, "list_tools": 0.5})
         world.hang.touch()
         await kill_demo(world, rt)
         notices = Notices()

@@ -43,7 +43,7 @@ async def test_a_reconnect_outlasting_the_wait_is_told_then_its_end_follows(worl
     screen = StringIO()
     console = Console(file=screen, width=400, color_system=None)
     async with (
-        world.runtime("demo", timeouts={"connect": 5, "list_tools": 0.5}) as rt,
+        world.runtime("demo", from_file=True) as rt,  # the healthy start: the default limits
         world.agent(rt, model, connect_command="/mcp connect {server}") as agent,
     ):
         repl = Repl(rt, agent, console, Asker(console))
@@ -55,6 +55,8 @@ async def test_a_reconnect_outlasting_the_wait_is_told_then_its_end_follows(worl
             with anyio.fail_after(30):  # the watch follows changes once discovery was reported
                 while "MCP ready" not in screen.getvalue():  # noqa: ASYNC110 (a screen has no event)
                     await anyio.sleep(0.05)
+            # The attempt that hangs: a connect limit well past the 1 s wait, and short.
+            await world.retime(rt, "demo", {"connect": 2, "list_tools": 0.5})
             world.hang.touch()
             await kill_demo(world, rt)
             await repl.turn("again?")

@@ -23,9 +23,10 @@ import pytest
 from conftest import SERVERS
 from helpers.cli import REAL_KEEN as KEEN
 from helpers.fake_llm import FakeLLM, Reply
+from helpers.forkserver import script_args
 from helpers.tmux import Tmux
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e]
 
 PROMPT = r"^keen>"
 
@@ -118,7 +119,9 @@ def chat_server(notes: Path) -> dict[str, Any]:
     return {
         "transport": "stdio",
         "command": sys.executable,
-        "args": [str(SERVERS / "chat_tools.py")],
+        # Forked from the worker's warm process (tests/helpers/forkserver.py): the server is
+        # not what these tests watch, keen chat on a terminal is.
+        "args": script_args(str(SERVERS / "chat_tools.py")),
         "env": {"CHAT_TOOLS_LOG": str(notes), "SERVICE_TOKEN": SECRET},
         # The suite's own server, trusted for its annotations: these tests are about the REPL.
         "trust_annotations": True,

@@ -106,6 +106,7 @@ def test_a_broken_server_named_in_a_command_exits_2_with_its_fix(home: Home) -> 
     assert {t["name"] for t in ok.json()} >= {"echo", "add"}
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("text", "needle"),
     [

@@ -18,6 +18,8 @@ from helpers.cli import KEEN, Home, Run, make_home
 from helpers.fake_llm import FakeLLM, Reply
 from helpers.forkserver import launch_args
 
+pytestmark = pytest.mark.e2e
+
 SECRET = "sk-proj-Zq8vX2mN4bL6kJ9hG3fD1sA7pO5iU0yT"
 MODEL_KEY = "sk-test-model-key-5e4d3c2b1a0f9e8d7c6b"
 

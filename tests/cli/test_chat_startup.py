@@ -21,6 +21,8 @@ from conftest import stdio_server
 from helpers.cli import KEEN, Home, make_home
 from helpers.fake_llm import KEY, FakeLLM, Reply
 
+pytestmark = pytest.mark.e2e
+
 SLOW = 6.0  # seconds the slow server takes to answer initialize (asleep: no CPU)
 
 

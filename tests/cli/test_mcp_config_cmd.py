@@ -17,6 +17,7 @@ import pytest
 
 from conftest import SERVERS
 from helpers.cli import Home, make_home
+from helpers.forkserver import script_args
 from keen.mcp.config.hosts import host_file_candidates
 
 SECRET = "sk-test-4f1c9d0b7e"
@@ -37,16 +38,16 @@ def servers(home: Home) -> dict[str, dict[str, object]]:
 
 
 def test_add_remove_round_trip_with_a_real_server(home: Home) -> None:
-    script = str(SERVERS / "basic_stdio.py")
+    script = script_args(str(SERVERS / "basic_stdio.py"))  # forked from the warm process
     added = home.keen(
-        "mcp", "add", "basic", "--description", "Echo and add numbers", "--", sys.executable, script
+        "mcp", "add", "basic", "--description", "Echo and add numbers", "--", sys.executable, *script
     )
     assert added.code == 0, str(added)
     assert "added basic (stdio server" in added.stdout and "next: keen mcp tools basic" in added.stdout
     assert servers(home)["basic"] == {
         "transport": "stdio",
         "command": sys.executable,
-        "args": [script],
+        "args": script,
         "description": "Echo and add numbers",
     }
     assert stat.S_IMODE(home.config_path.stat().st_mode) == 0o600
@@ -286,7 +287,8 @@ def test_a_key_kept_as_a_variable_stays_one_and_an_unset_one_breaks_only_its_ser
     literal = "Authorization: Bearer ${KEEN_TEST_UNSET_KEY}"
     assert home.keen("mcp", "add", "docs", "--url", "https://mcp.example.com/mcp", "-H", literal).code == 0
     assert servers(home)["docs"]["auth"]["key"] == "${KEEN_TEST_UNSET_KEY}"  # never expanded into the file
-    assert home.keen("mcp", "add", "basic", "--", sys.executable, str(SERVERS / "basic_stdio.py")).code == 0
+    basic = script_args(str(SERVERS / "basic_stdio.py"))
+    assert home.keen("mcp", "add", "basic", "--", sys.executable, *basic).code == 0
     listed = {s["name"]: s for s in home.keen("mcp", "list", "--json", "--timeout", "30").json()}
     assert (
         listed["docs"]["state"] == "config_error"

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import SERVERS
 from helpers.cli import Home, make_home
+from helpers.forkserver import script_args
 
 SECRET = "sk-test-77c1e0a9f3"
 
@@ -136,14 +137,14 @@ def test_get_shows_the_entry_without_its_secrets(home: Home) -> None:
 
 
 def test_add_json_takes_an_mcp_servers_entry(home: Home) -> None:
-    script = str(SERVERS / "basic_stdio.py")
-    entry = {"command": sys.executable, "args": [script], "env": {"A": "1"}, "alwaysAllow": ["x"]}
+    script = script_args(str(SERVERS / "basic_stdio.py"))  # forked from the warm process
+    entry = {"command": sys.executable, "args": script, "env": {"A": "1"}, "alwaysAllow": ["x"]}
     run = home.keen("mcp", "add-json", "basic", json.dumps(entry))
     assert run.code == 0, str(run)
     assert servers(home)["basic"] == {
         "transport": "stdio",
         "command": sys.executable,
-        "args": [script],
+        "args": script,
         "env": {"A": "1"},
     }
     assert "alwaysAllow" in run.stderr  # dropped, and said so
@@ -164,7 +165,7 @@ def test_add_json_takes_an_mcp_servers_entry(home: Home) -> None:
 
 
 def test_disable_and_enable(home: Home) -> None:
-    home.write({"basic": {"command": sys.executable, "args": [str(SERVERS / "basic_stdio.py")]}})
+    home.write({"basic": {"command": sys.executable, "args": script_args(str(SERVERS / "basic_stdio.py"))}})
     off = home.keen("mcp", "disable", "basic")
     assert off.code == 0 and "disabled basic" in off.stdout, str(off)
     assert servers(home)["basic"]["enabled"] is False

@@ -1,5 +1,11 @@
 """`keen tools search` and `keen prompt --budget` over the demo server's generated skills,
-and a catalog from a live Manager (the demo server over stdio)."""
+and a catalog from a live Manager (the demo server over stdio).
+
+The commands run in this process (``helpers.cli.Home.keen``: the console script's own typer
+app, so one search model serves every run); the console script runs as its own process
+where the process is what the test shows: the line ``keen demo --keep`` prints, run as
+printed, and ``keen tools index`` reading the vectors a previous process wrote.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import KEEN
+from helpers.cli import KEEN, Home, Run
 from helpers.forkserver import launch_args
 from keen.capabilities import Catalog, SearchFilter
 from keen.mcp import Manager
@@ -31,7 +37,14 @@ DEMO = {
 WRITES = {"mcp__demo__add_note", "mcp__demo__delete_note"}
 
 
-def keen(*args: str) -> subprocess.CompletedProcess[str]:
+def keen(*args: str) -> Run:
+    """``keen ARGS`` in this process, on the ``KEEN_HOME`` the test set (the ``keen_home`` fixture)."""
+    keen_home = Path(os.environ["KEEN_HOME"])
+    return Home(keen_home, keen_home.parent / "user-home").keen(*args, columns=200)
+
+
+def keen_process(*args: str) -> Run:
+    """``keen ARGS`` as its own process (the console script, forked from the warm process)."""
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
     done = subprocess.run(
         [*KEEN, *args],
@@ -42,7 +55,7 @@ def keen(*args: str) -> subprocess.CompletedProcess[str]:
         stdin=subprocess.DEVNULL,
     )
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
-    return done
+    return Run(args, done.returncode, done.stdout, done.stderr)
 
 
 @pytest.fixture
@@ -62,12 +75,12 @@ async def demo_home(keen_home: Path, write_config) -> Path:
 @pytest.mark.anyio
 async def test_tools_search_on_the_demo_skills_with_no_server_running(demo_home: Path) -> None:
     done = keen("tools", "search", "convert miles to kilometers", "-k", "3", "--json")
-    assert done.returncode == 0, done.stderr
+    assert done.code == 0, done.stderr
     hits = json.loads(done.stdout)
     assert hits[0]["tool"] == "convert_units" and hits[0]["server"] == "demo"
     assert hits[0]["location"].endswith("mcp:demo/schemas/convert_units.json") and len(hits) == 3
     table = keen("tools", "search", "what time is it in Tokyo")
-    assert table.returncode == 0 and "current_time" in table.stdout
+    assert table.code == 0 and "current_time" in table.stdout
     ro = json.loads(keen("tools", "search", "remove a note", "--read-only", "--json", "-k", "8").stdout)
     assert ro and not {h["id"] for h in ro} & WRITES
 
@@ -75,10 +88,10 @@ async def test_tools_search_on_the_demo_skills_with_no_server_running(demo_home:
 @pytest.mark.anyio
 async def test_tools_search_errors_say_what_to_do(demo_home: Path) -> None:
     unknown = keen("tools", "search", "x", "--server", "nope")
-    assert unknown.returncode == 2 and "nope is not a configured server (configured: demo;" in unknown.stderr
+    assert unknown.code == 2 and "nope is not a configured server (configured: demo;" in unknown.stderr
     assert "`keen mcp add` adds one" in unknown.stderr
     empty = keen("tools", "search", "  ")
-    assert empty.returncode == 2 and "describe the task" in empty.stderr
+    assert empty.code == 2 and "describe the task" in empty.stderr
 
 
 @pytest.mark.anyio
@@ -88,9 +101,9 @@ async def test_tools_search_server_says_why_a_server_has_no_tools_or_searches_a_
     # '--server' answered "no generated skill for server X" both for a server whose skill was
     # only disabled (hidden from the model's catalog; its schemas are on disk) and for one
     # configured but never synced, with no word of `keen mcp sync`.
-    assert keen("skills", "disable", "mcp:demo").returncode == 0
+    assert keen("skills", "disable", "mcp:demo").code == 0
     hidden = keen("tools", "search", "convert miles to kilometers", "--server", "demo", "--json")
-    assert hidden.returncode == 0, hidden.stderr
+    assert hidden.code == 0, hidden.stderr
     assert json.loads(hidden.stdout)[0]["tool"] == "convert_units"
     assert "mcp:demo is disabled" in hidden.stderr and "keen skills enable mcp:demo" in hidden.stderr
     config = demo_home / "mcp" / "configs.json"
@@ -98,20 +111,21 @@ async def test_tools_search_server_says_why_a_server_has_no_tools_or_searches_a_
     data["servers"]["later"] = DEMO
     config.write_text(json.dumps(data))
     unsynced = keen("tools", "search", "x", "--server", "later")
-    assert unsynced.returncode == 2
+    assert unsynced.code == 2
     assert "later has no generated skill yet (run `keen mcp sync`" in unsynced.stderr, unsynced.stderr
 
 
 def test_tools_search_without_skills(keen_home: Path) -> None:
     done = keen("tools", "search", "anything")
-    assert done.returncode == 2 and "keen mcp sync" in done.stderr and "keen demo --keep" in done.stderr
+    assert done.code == 2 and "keen mcp sync" in done.stderr and "keen demo --keep" in done.stderr
 
 
+@pytest.mark.e2e
 def test_tools_search_on_what_keen_demo_keep_leaves(keen_home: Path) -> None:
     """The line ``keen demo --keep`` ends with runs as printed: its KEEN_HOME holds the
     demo's generated skills, searchable with no server running."""
-    demo = keen("demo", "--keep")
-    assert demo.returncode == 0, demo.stdout + demo.stderr
+    demo = keen_process("demo", "--keep")
+    assert demo.code == 0, demo.stdout + demo.stderr
     line = next(x for x in demo.stdout.splitlines() if x.startswith("kept "))
     command = line.split("to use its skills: ", 1)[1]
     kept = Path(shlex.split(command)[0].removeprefix("KEEN_HOME="))
@@ -146,13 +160,13 @@ async def test_prompt_budget(demo_home: Path) -> None:
     text = keen("prompt", "--budget", str(tight_budget)).stdout
     assert text.strip() == tight["text"].strip()
     stats = keen("prompt", "--budget", "10", "--stats")
-    assert stats.returncode == 2 and "cannot hold" in stats.stderr
+    assert stats.code == 2 and "cannot hold" in stats.stderr
     # The remedy names the budgets that work ("raise --budget" left the user guessing).
     found = re.search(r"raise --budget to at least (\d+) .*, or (\d+) for the whole catalog", stats.stderr)
     assert found, stats.stderr
     least, whole = int(found[1]), int(found[2])
-    assert keen("prompt", "--budget", str(least - 1)).returncode == 2
-    assert keen("prompt", "--budget", str(least)).returncode == 0
+    assert keen("prompt", "--budget", str(least - 1)).code == 2
+    assert keen("prompt", "--budget", str(least)).code == 0
     assert json.loads(keen("prompt", "--budget", str(whole - 1), "--json").stdout)["step"] != "full"
     assert json.loads(keen("prompt", "--budget", str(whole), "--json").stdout)["step"] == "full"
 
@@ -190,22 +204,23 @@ async def test_two_servers_the_tool_that_does_the_task_ranks_first_not_the_bette
         assert await manager.wait_ready(60)
         await sync_from_manager(manager)
     done = keen("tools", "search", "add two numbers", "-k", "3", "--json")
-    assert done.returncode == 0, done.stderr
+    assert done.code == 0, done.stderr
     assert json.loads(done.stdout)[0]["tool"] == "get-sum"
     first = json.loads(keen("tools", "search", "save a note", "-k", "1", "--json").stdout)
     assert first[0]["tool"] == "add_note"  # the demo server's own tools still win their tasks
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_tools_index_encodes_once_then_reads_the_cache(demo_home: Path) -> None:
-    first = keen("tools", "index")
-    assert first.returncode == 0, first.stderr
+    first = keen_process("tools", "index")
+    assert first.code == 0, first.stderr
     # The fixture's own search may have encoded some already (in this process, in the background).
     counts = re.search(
         r"indexed 8 tools of 1 servers in [\d.]+ s \((\d) encoded, (\d) from the cache\)", first.stdout
     )
     assert counts and int(counts[1]) + int(counts[2]) == 8, first.stdout
-    again = keen("tools", "index")
-    assert again.returncode == 0 and "(0 encoded, 8 from the cache)" in again.stdout, again.stdout
-    found = keen("tools", "search", "how many kilometres is a marathon", "--json", "-k", "1")
+    again = keen_process("tools", "index")
+    assert again.code == 0 and "(0 encoded, 8 from the cache)" in again.stdout, again.stdout
+    found = keen_process("tools", "search", "how many kilometres is a marathon", "--json", "-k", "1")
     assert "dense" in json.loads(found.stdout)[0]["signals"] and "note:" not in found.stderr

@@ -128,21 +128,45 @@ class World:
         }
         return {name: entry for name, entry in entries.items() if name in names}
 
+    @property
+    def config_path(self) -> Path:
+        """The configs.json of a runtime opened with ``from_file=True``."""
+        return self.home / "mcp" / "configs.json"
+
     @contextlib.asynccontextmanager
     async def runtime(
-        self, *servers: str, elicitation: Any = None, timeouts: dict[str, float] | None = None
+        self,
+        *servers: str,
+        elicitation: Any = None,
+        timeouts: dict[str, float] | None = None,
+        from_file: bool = False,
     ) -> AsyncIterator[Runtime]:
-        """A runtime over ``servers`` (``timeouts``: every server's ``timeouts`` entry)."""
+        """A runtime over ``servers`` (``timeouts``: every server's ``timeouts`` entry);
+        ``from_file``: read from :attr:`config_path`, so :meth:`retime` can change an entry."""
         entries = self.server_entries(set(servers))
         for entry in entries.values():
             if timeouts is not None:
                 entry["timeouts"] = timeouts
         config = {"version": 1, "servers": entries}
-        async with open_runtime(config=config, wait=60, sync=True, elicitation=elicitation) as rt:
+        source: dict[str, Any] = {"config": config}
+        if from_file:
+            self.config_path.parent.mkdir(parents=True, exist_ok=True)
+            self.config_path.write_text(json.dumps(config))
+            source = {"config_path": self.config_path}
+        async with open_runtime(**source, wait=60, sync=True, elicitation=elicitation) as rt:
             for name in servers:
                 status = rt.manager.status(name)
                 assert status.state is ServerState.CONNECTED, status
             yield rt
+
+    async def retime(self, rt: Runtime, server: str, timeouts: dict[str, float]) -> None:
+        """Give ``server`` these ``timeouts`` from its next connection attempt on (its open
+        session stays): a test's healthy start keeps a generous limit and only the attempt
+        meant to time out gets a short one."""
+        config = json.loads(self.config_path.read_text())
+        config["servers"][server]["timeouts"] = timeouts
+        self.config_path.write_text(json.dumps(config))
+        assert await rt.manager.reload_server(server) == "changed"
 
     @contextlib.asynccontextmanager
     async def agent(self, rt: Runtime, model: Any, **options: Any) -> AsyncIterator[Agent]:

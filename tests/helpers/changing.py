@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 
+from helpers.forkserver import script_args
 from helpers.loopback import free_port, stop, wait_listening
 
 __all__ = ["SCRIPT", "changing_http", "changing_stdio", "wait_until"]
@@ -28,7 +29,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "servers" / "changing_server.p
 
 def changing_stdio(*args: str) -> dict[str, Any]:
     """A configs.json entry that runs the changing server over stdio with ``args``."""
-    return {"transport": "stdio", "command": sys.executable, "args": [str(SCRIPT), "stdio", *args]}
+    return {"transport": "stdio", "command": sys.executable, "args": script_args(str(SCRIPT), "stdio", *args)}
 
 
 @contextmanager

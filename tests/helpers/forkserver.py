@@ -13,6 +13,12 @@ Only scripts whose process is not itself under test go through it (:data:`FORKED
 new interpreters, and so is ``keen`` where a terminal or its own start is under test
 (``REAL_KEEN`` in ``tests/helpers/cli.py``).
 
+The warm process also holds Keen's exact token counter, built once (``keen.tokens``: reading
+the o200k vocabulary and building tiktoken's encoder cost a forked ``keen`` about 0.6 s of
+CPU, most of a one-shot ``keen chat``): a child counts with it instead of building its own
+in a fresh ``KEEN_HOME``, and so writes no rank cache there. The cache's own behaviour is
+tested in ``tests/test_tokens.py``, and ``REAL_KEEN`` processes build it as users do.
+
 Run as ``python forkserver.py SOCKET``: it prints ``ready`` once listening.
 """
 
@@ -135,6 +141,22 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def _warm_token_counter() -> None:
+    """Build Keen's token counter here, for every child (module docstring); its rank cache
+    goes to a home of this process's own, never a test's (children get their own env)."""
+    from keen import tokens
+
+    saved = os.environ.get("KEEN_HOME")
+    os.environ["KEEN_HOME"] = os.path.join(os.getcwd(), "keen-home")
+    try:
+        tokens.token_counter()  # when it cannot be exact, each child tries (and says so) itself
+    finally:
+        if saved is None:
+            del os.environ["KEEN_HOME"]
+        else:
+            os.environ["KEEN_HOME"] = saved
+
+
 def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     fds = array.array("i")
     data, ancdata, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_SPACE(3 * fds.itemsize))
@@ -222,6 +244,7 @@ def serve(path: str) -> None:
     _die_with_parent()
     for name in PRELOAD:
         importlib.import_module(name)
+    _warm_token_counter()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(128)

@@ -5,6 +5,9 @@ of ``tests/servers/basic_stdio.py`` and stops it (SIGTERM, then SIGKILL) afterwa
 ``connect(target, era)`` opens an SDK ``Client``: ``target`` is a running process (HTTP)
 or ``"stdio"`` (the client launches its own ``keen serve`` over stdio); ``era`` is
 ``"session"`` (2025-11-25 handshake, ``Mcp-Session-Id``) or ``"stateless"`` (2026-07-28).
+``in_process(home, era)`` serves the same ``KeenServer`` from this process to an SDK client
+over the SDK's in-memory transport: for what ``keen serve`` decides and says, where the
+process and its transport are not what the test shows (its clock can then be the test's).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 from mcp.client.client import Client
@@ -29,6 +32,9 @@ from conftest import peer, stdio_server
 from helpers.forkserver import forked
 from helpers.loopback import free_port, stop, wait_listening
 
+if TYPE_CHECKING:
+    from keen.serve import KeenServer
+
 __all__ = [
     "ERAS",
     "INITIALIZE",
@@ -37,6 +43,7 @@ __all__ = [
     "KeenServeProcess",
     "connect",
     "free_port",
+    "in_process",
     "read_json",
     "serve_env",
     "write_everything",
@@ -176,6 +183,27 @@ async def connect(
     async with Client(params, mode=mode, cache=None) as client:
         _check_era(client, era)
         yield client
+
+
+@contextlib.asynccontextmanager
+async def in_process(
+    home: Path, era: str = "session", **options: Any
+) -> AsyncIterator[tuple[KeenServer, Client]]:
+    """``keen serve``'s server for ``home`` (``$home/mcp/configs.json``) in this process and an
+    SDK client of it in ``era`` over memory streams; ``options`` go to ``KeenServer`` (``mode``,
+    ``ready_wait``...). ``KEEN_HOME`` must already be ``home`` (``monkeypatch.setenv``): the
+    audit log and skills go where a ``keen serve`` started there puts them."""
+    from keen.mcp.manager import Manager
+    from keen.serve import KeenServer
+    from keen.trust import PinGuard
+
+    if os.environ.get("KEEN_HOME") != str(home):
+        raise AssertionError(f"set KEEN_HOME to {home} first (monkeypatch.setenv)")
+    keen = KeenServer(Manager(home / "mcp" / "configs.json", trust=PinGuard()), **options)
+    mode = "legacy" if era == "session" else "auto"
+    async with keen, Client(keen.server, mode=mode, cache=None) as client:
+        _check_era(client, era)
+        yield keen, client
 
 
 def _check_era(client: Client, era: str) -> None:

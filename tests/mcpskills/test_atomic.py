@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from helpers.mcpskills import NOW, simple_tools, status
 from keen.mcpskills import MARKER_FILE, ServerSnapshot, _swap, generate_skill, sync_mcp_skills
 from keen.skills import SkillsConfig
@@ -136,6 +138,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.e2e
 def test_sigkill_mid_generation_leaves_previous_skill(tmp_path: Path) -> None:
     root = tmp_path / "skills"
     generate_skill(root, status("srv"), simple_tools("srv", 40), now=NOW)

@@ -1,10 +1,12 @@
 """``keen serve`` reconnects an upstream server that went away, on demand (docs/serve.md
 "When an upstream server goes away"; :mod:`keen.mcp.connection.reconnect`).
 
-Real ``keen serve`` processes (stdio and HTTP) in front of the real ``basic_stdio.py``,
-started through a small launcher that counts its launches and refuses to start while a
-``down`` file exists: a crashed server is respawned by the next call that needs it, at most
-once per back-off window, and concurrent calls share one respawn.
+``keen serve``'s server in this process (``helpers.serve.in_process``: the back-off runs on
+the test's clock, so no test waits out a window) and a real ``keen serve`` HTTP process, in
+front of the real ``basic_stdio.py`` started through a small launcher that counts its
+launches and refuses to start while a ``down`` file exists: a crashed server is respawned by
+the next call that needs it, at most once per back-off window, and concurrent calls share one
+respawn.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import anyio
 import pytest
 
 from helpers.changing import changing_http
-from helpers.serve import BASIC, KeenServeProcess, connect, free_port, read_json, write_upstream
+from helpers.forkserver import script_args
+from helpers.serve import BASIC, KeenServeProcess, connect, free_port, in_process, read_json, write_upstream
 from keen.mcp.connection.reconnect import KICK_LIMIT, Reconnector
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
@@ -39,7 +42,7 @@ if os.path.exists(os.path.join(here, "down")):
     sys.exit(3)
 if os.path.exists(os.path.join(here, "slow")):
     time.sleep(1)
-os.execv(sys.executable, [sys.executable, sys.argv[1], "--tools", "0"])
+os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
 """
 
 
@@ -48,7 +51,12 @@ def launcher_upstream(home: Path, **extra: Any) -> Path:
     folder = home / "upstream"
     folder.mkdir()
     (folder / "launch.py").write_text(_LAUNCHER)
-    basic = {"transport": "stdio", "command": sys.executable, "args": [str(folder / "launch.py"), str(BASIC)]}
+    # The launcher execs basic_stdio.py forked from the worker's warm process (script_args).
+    basic = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [str(folder / "launch.py"), *script_args(str(BASIC), "--tools", "0")],
+    }
     write_upstream(home, extra={"basic": basic, **extra})
     return folder
 
@@ -62,9 +70,14 @@ def text(result: Any) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
 
 
-async def test_failed_reconnect_says_when_backs_off_then_recovers(tmp_path: Path) -> None:
+async def test_failed_reconnect_says_when_backs_off_then_recovers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = launcher_upstream(tmp_path, broken={"transport": "stdio", "command": "${KEEN_TEST_NO_SUCH_VAR}"})
-    async with connect("stdio", "session", home=tmp_path, serve_args=["--mode", "search"]) as client:
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    now = [100.0]
+    async with in_process(tmp_path, "session", mode="search") as (keen, client):
+        keen.reconnector.clock = lambda: now[0]
 
         async def call(tool: str, arguments: dict[str, Any] | None = None, server: str = "basic") -> Any:
             return await client.call_tool(
@@ -87,13 +100,13 @@ async def test_failed_reconnect_says_when_backs_off_then_recovers(tmp_path: Path
         again = await call("echo", {"text": "hi"})
         assert again.is_error and launches(folder) == 2
         (folder / "down").unlink()
-        await anyio.sleep(1.2)
+        now[0] += 1.2
         back = await call("echo", {"text": "hi"})
         assert not back.is_error, text(back)
         assert launches(folder) == 3 and text(await call("pid")) != text(first)
         # A success reset the back-off to 1 s: a crash after that is reconnected at once, and
         # calls that arrive together (during a slow start) share that one reconnect.
-        await anyio.sleep(1.1)
+        now[0] += 1.1
         await call("die")
         (folder / "slow").touch()
         results: list[Any] = []
@@ -111,6 +124,7 @@ async def test_failed_reconnect_says_when_backs_off_then_recovers(tmp_path: Path
         assert "restart keen serve" in read_json(broken)["error"]["message"]
 
 
+@pytest.mark.e2e
 async def test_concurrent_calls_share_one_reconnect_over_http_extension_mode(tmp_path: Path) -> None:
     folder = launcher_upstream(tmp_path)
     with KeenServeProcess(tmp_path) as proc:
@@ -143,9 +157,14 @@ async def test_concurrent_calls_share_one_reconnect_over_http_extension_mode(tmp
             assert int(text(await client.call_tool("mcp__basic__pid", {}))) != pid
 
 
-async def test_extension_mode_says_when_it_reconnects_and_a_description_read_does(tmp_path: Path) -> None:
+async def test_extension_mode_says_when_it_reconnects_and_a_description_read_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = launcher_upstream(tmp_path)
-    async with connect("stdio", "session", home=tmp_path, serve_args=["--mode", "extension"]) as client:
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    now = [100.0]
+    async with in_process(tmp_path, "session", mode="extension") as (keen, client):
+        keen.reconnector.clock = lambda: now[0]
         await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__die,mcp__basic__echo")
         (folder / "down").touch()
         died = await client.call_tool("mcp__basic__die", {})
@@ -156,7 +175,7 @@ async def test_extension_mode_says_when_it_reconnects_and_a_description_read_doe
         assert down["code"] == "server_disconnected", down
         assert "keen serve reconnects this server on a call made 1 s from now or later" in down["message"]
         (folder / "down").unlink()
-        await anyio.sleep(1.1)
+        now[0] += 1.1
         body = read_json(await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo"))
         assert "inputSchema" in body["mcp__basic__echo"], body
         assert launches(folder) == 3
@@ -190,12 +209,17 @@ async def test_backoff_doubles_up_to_its_cap_and_no_attempt_runs_inside_a_window
         assert not reconnector.reconnectable("basic")
 
 
-async def test_an_http_upstream_that_restarts_is_reconnected(tmp_path: Path) -> None:
+async def test_an_http_upstream_that_restarts_is_reconnected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     port = free_port()
     write_upstream(tmp_path, extra={"changing": {"url": f"http://127.0.0.1:{port}/mcp"}})
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    now = [100.0]
     with contextlib.ExitStack() as upstream:
         upstream.enter_context(changing_http(tmp_path, port=port))
-        async with connect("stdio", "session", home=tmp_path, serve_args=["--mode", "search"]) as client:
+        async with in_process(tmp_path, "session", mode="search") as (keen, client):
+            keen.reconnector.clock = lambda: now[0]
 
             async def echo(value: str) -> Any:
                 return await client.call_tool(
@@ -210,7 +234,7 @@ async def test_an_http_upstream_that_restarts_is_reconnected(tmp_path: Path) -> 
             # The advice is keen serve's own (it reconnects by itself), not the other front ends'.
             assert "restart" not in down["message"].lower() and "keen mcp" not in down["message"], down
             upstream.enter_context(changing_http(tmp_path, port=port))  # the same server is back
-            await anyio.sleep(1.1)  # past the back-off window of a failed attempt, if any
+            now[0] += 1.1  # past the back-off window of a failed attempt, if any
             back = await echo("three")
             assert not back.is_error and text(back) == "three", text(back)
 

@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from helpers import server_script
+from helpers.forkserver import script_args
 from helpers.loopback import wait_until
 from helpers.serve import KeenServeProcess, connect, write_everything, write_upstream
 
@@ -74,7 +75,11 @@ async def test_a_host_that_cancels_its_call_cancels_the_upstream_call(
     """Before, over HTTP the upstream call ran on to its end: a 2025-11-25 host's
     notifications/cancelled came in a POST of its own, which the stateless handler served
     apart from the call, and a 2026-07-28 host's closed connection went unnoticed."""
-    waiter = {"transport": "stdio", "command": sys.executable, "args": [str(server_script("cancel_stdio"))]}
+    waiter = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": script_args(str(server_script("cancel_stdio"))),
+    }
     write_upstream(tmp_path, extra={"c": waiter})
     mark = tmp_path / "mark"
     proc = KeenServeProcess(tmp_path, ["--mode", "search"]).start() if transport == "http" else None

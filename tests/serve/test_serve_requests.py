@@ -220,7 +220,11 @@ async def test_extension_mode_relays_too(tmp_path: Path) -> None:
 async def test_a_url_elicitations_completion_reaches_the_host_that_accepted_it(tmp_path: Path) -> None:
     """elicit_stdio.py's sign_in_and_report asks for a page (id sign-in-3), then reports an
     id it never asked under and sign-in-3 twice: the host hears of sign-in-3 once."""
-    elicit = {"transport": "stdio", "command": sys.executable, "args": [str(server_script("elicit_stdio"))]}
+    elicit = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": script_args(str(server_script("elicit_stdio"))),
+    }
     (tmp_path / "mcp").mkdir()
     (tmp_path / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": {"elicit": elicit}}))
     host, completed = Host("ada"), []

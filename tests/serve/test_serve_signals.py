@@ -25,10 +25,12 @@ import anyio.to_thread
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from helpers.loopback import alive
+from conftest import stdio_server
+from helpers.changing import wait_until as wait_until_async
+from helpers.loopback import alive, wait_until
 from helpers.serve import KEEN, KeenServeProcess, connect, free_port, serve_env, write_upstream
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"), pytest.mark.e2e]
 
 
 def _default_sigint() -> None:
@@ -50,6 +52,18 @@ def _answer(stdout: IO[bytes], request_id: int) -> dict[str, Any]:
     raise AssertionError(f"keen serve closed stdout before answering request {request_id}")
 
 
+def _upstream(home: Path) -> Path:
+    """``basic`` upstream, logging each ``sleep`` call as it starts; returns the log's path."""
+    log = home / "sleeps.log"
+    basic = stdio_server("basic_stdio.py", "--tools", "0", "--sleep-log", str(log))
+    write_upstream(home, extra={"basic": basic})
+    return log
+
+
+def _in_flight(log: Path) -> bool:
+    return log.exists() and "sleep 60" in log.read_text()
+
+
 def _assert_gone(upstream: int) -> None:
     """The upstream stdio server ``upstream`` (a pid) exits within 10 s."""
     deadline = time.monotonic() + 10
@@ -62,7 +76,7 @@ def _assert_gone(upstream: int) -> None:
 def test_a_signal_stops_keen_serve_with_stdin_open_and_a_call_in_flight(
     tmp_path: Path, signum: signal.Signals, code: int
 ) -> None:
-    write_upstream(tmp_path, extra_tools=0)
+    sleeps = _upstream(tmp_path)
     proc = subprocess.Popen(
         [KEEN, "serve", "--mode", "search"],
         env=serve_env(tmp_path),
@@ -111,7 +125,7 @@ def test_a_signal_stops_keen_serve_with_stdin_open_and_a_call_in_flight(
                 },
             },
         )
-        time.sleep(1.0)  # the call reaches the upstream server
+        assert wait_until(lambda: _in_flight(sleeps), 30), "the call never reached the upstream server"
         proc.send_signal(signum)
         try:
             proc.wait(timeout=30)
@@ -154,7 +168,7 @@ async def _signal_mid_call(
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(slow_call)
-            await anyio.sleep(1.0)  # the call reaches the upstream server
+            await wait_until_async(lambda: _in_flight(home / "sleeps.log"), "the call upstream", 30)
             proc.send_signal(signum)
             await anyio.to_thread.run_sync(proc.wait, 30)
             with anyio.fail_after(30):
@@ -166,7 +180,7 @@ async def _signal_mid_call(
 def test_a_signal_stops_keen_serve_http_cleanly_with_a_call_in_flight(
     tmp_path: Path, signum: signal.Signals, code: int
 ) -> None:
-    write_upstream(tmp_path, extra_tools=0)
+    _upstream(tmp_path)
     port = free_port()
     log = tmp_path / "serve.log"
     with log.open("wb") as out:

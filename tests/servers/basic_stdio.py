@@ -1,12 +1,14 @@
 """A well-behaved stdio MCP server for tests (official SDK ``MCPServer``).
 
-Usage: ``python basic_stdio.py [--tools N] [--name NAME] [--instructions TEXT]``
+Usage: ``python basic_stdio.py [--tools N] [--name NAME] [--instructions TEXT] [--sleep-log PATH]``
 
 Tools: ``echo(text)``, ``add(a, b)``, ``fail(message)`` (an ``isError`` result carrying
 ``message``), ``sleep(seconds)``, ``die()`` (writes ``fatal: die called`` to stderr, then
 ``os._exit(1)`` mid-call), ``env(name)`` (an environment variable's value, ``""`` if unset),
 ``cwd()``, ``pid()``; ``--tools N`` adds ``extra_0000`` ... ``extra_{N-1}``, each with a
 ~200-character description and a two-field schema, for size and paging tests.
+``--sleep-log PATH``: ``sleep`` writes a line to PATH as it starts, so a test can wait until a
+call is in flight upstream instead of guessing how long that takes.
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ def _extra_tool(index: int) -> Callable[[str, int], str]:
     return extra
 
 
-def build(n_extra_tools: int = 0, name: str = "basic-stdio", instructions: str | None = None) -> MCPServer:
+def build(
+    n_extra_tools: int = 0,
+    name: str = "basic-stdio",
+    instructions: str | None = None,
+    sleep_log: str | None = None,
+) -> MCPServer:
     server = MCPServer(name, instructions=instructions, version="1.0.0")
 
     @server.tool(description="Return the text unchanged.", annotations=ToolAnnotations(read_only_hint=True))
@@ -46,6 +53,8 @@ def build(n_extra_tools: int = 0, name: str = "basic-stdio", instructions: str |
 
     @server.tool(description="Sleep for the given number of seconds, then return 'slept <seconds>'.")
     async def sleep(seconds: float) -> str:
+        if sleep_log is not None:
+            await anyio.Path(sleep_log).write_text(f"sleep {seconds}\n", encoding="utf-8")
         await anyio.sleep(seconds)
         return f"slept {seconds}"
 
@@ -78,8 +87,9 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=0, help="extra generated tools")
     parser.add_argument("--name", default="basic-stdio")
     parser.add_argument("--instructions", default=None)
+    parser.add_argument("--sleep-log", default=None, help="sleep writes a line here as it starts")
     args = parser.parse_args()
-    build(args.tools, args.name, args.instructions).run("stdio")
+    build(args.tools, args.name, args.instructions, args.sleep_log).run("stdio")
 
 
 if __name__ == "__main__":

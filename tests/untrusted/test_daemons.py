@@ -24,9 +24,10 @@ from helpers.hostile import hostile_entry, keen_cli
 from helpers.loopback import alive, wait_until
 from helpers.serve import KeenServeProcess
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux's"
-)
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux's"),
+    pytest.mark.e2e,
+]
 
 
 @contextmanager

@@ -26,7 +26,7 @@ from helpers.hostile import hostile_entry
 from helpers.loopback import alive, wait_until
 from keen.mcp.connection.spawn import _setpriv
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"), pytest.mark.e2e]
 
 
 def _start_call(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:

@@ -19,6 +19,8 @@ import pytest
 
 from helpers.hostile import KEEN, CliRun, hostile_entry, keen_cli, keen_env
 
+pytestmark = pytest.mark.e2e
+
 OSC52 = "\x1b]52;c;SGVsbG8=\x07"
 CLEAR = "\x1b[2J\x1b[H"
 RED = "\x1b[31m"
