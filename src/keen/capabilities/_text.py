@@ -100,8 +100,14 @@ def split_identifier(name: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lowercase word tokens of ``text`` (identifiers split first), stopwords kept."""
-    return [w.lower() for w in _WORD.findall(split_identifier(text))]
+    """Lowercase word tokens of ``text`` (identifiers split first), stopwords kept.
+
+    The same words as ``_WORD.findall(split_identifier(text))``: a separator split on there
+    is never part of a word, and a case or digit boundary needs letters or digits on both
+    sides, so splitting at separators first changes nothing. One substitution over the
+    whole text is several times faster on a long description (the index tokenises every
+    tool's)."""
+    return [w.lower() for w in _WORD.findall(_CAMEL.sub(" ", text))]
 
 
 @functools.cache

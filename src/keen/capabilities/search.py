@@ -53,18 +53,20 @@ capability is never returned (not even as a count).
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import os
 import shutil
 import tempfile
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keen.capabilities._embed import NeighbourTerms, embedder, idf_weights, pool, token_ids
+from keen.capabilities._embed import NeighbourTerms, embedder, pool, token_ids, word_vectors
+from keen.capabilities._index import Columns, Doc, Lexical, doc_key, idf_rows, pool_rows, tokenise
 from keen.capabilities._query import search_query, value_kinds
 from keen.capabilities._text import split_identifier, stem_tokens
 from keen.capabilities.descriptor import Capability
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INDEX_FORMAT",
+    "MAX_INDEXES",
     "MAX_QUERY_CHARS",
     "NAME_REPEAT",
     "NEIGHBOUR_WEIGHT",
@@ -84,13 +87,21 @@ __all__ = [
     "ToolSearch",
     "dense_text",
     "embedder",
+    "forget",
     "server_trust",
 ]
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = 4
-"""Bumped when the cached index layout or its document text changes."""
+INDEX_FORMAT = 5
+"""Bumped when the cached index layout or its document text changes (folders of other
+formats are deleted when an index is saved)."""
+MAX_INDEXES = 4
+"""How many catalogs' index folders the cache keeps (the most recently used): a folder is
+written per tool list, and a session whose servers change would otherwise leave one per
+change behind."""
+_STALE_TEMP_S = 3600.0
+"""A half-written index folder older than this was left by a process that died: removed."""
 NAME_REPEAT = 2
 """How many times the split name counts in the lexical document (names are the densest signal)."""
 _MAX_DOC_CHARS = 2000
@@ -188,10 +199,10 @@ def _copy_groups(caps: Sequence[Capability]) -> np.ndarray:
     """Per capability, the position of the first identical one (itself when unique)."""
     import numpy as np
 
-    first: dict[str, int] = {}
+    first: dict[tuple[object, ...], int] = {}
     groups = np.empty(len(caps), dtype=np.int32)
     for i, cap in enumerate(caps):
-        key = json.dumps([cap.kind, cap.name, cap.title, cap.search_text, cap.params, cap.risk.to_dict()])
+        key = (cap.kind, cap.name, cap.title, cap.search_text, cap.params, cap.risk)
         groups[i] = first.setdefault(key, i)
     return groups
 
@@ -224,6 +235,7 @@ class ToolSearch:
         weights: SearchWeights,
         groups: np.ndarray | None = None,
         token_weights: np.ndarray | None = None,
+        neighbours: NeighbourTerms | None = None,
     ) -> None:
         import numpy as np
 
@@ -236,7 +248,7 @@ class ToolSearch:
         self.weights = weights
         # IDF per wordllama token id over this catalog (see _embed); all ones: a plain mean.
         self._token_weights = (
-            np.ones(embedder().embedding.shape[0], dtype=np.float32)
+            np.ones(word_vectors().embedding.shape[0], dtype=np.float32)
             if token_weights is None
             else token_weights
         )
@@ -250,6 +262,7 @@ class ToolSearch:
         self.dense: DenseVectors | None = None
         """The transformer signal, attached by the catalog (None: not used)."""
         self._dense_server_cache: tuple[np.ndarray, np.ndarray] | None = None
+        self._neighbour_terms = neighbours
 
     # -- building -------------------------------------------------------------
 
@@ -260,43 +273,46 @@ class ToolSearch:
         servers: dict[str, str],
         weights: SearchWeights | None = None,
     ) -> ToolSearch:
-        """Index ``caps`` (in this order) with their ``servers``' texts."""
-        import bm25s
+        """Index ``caps`` (in this order) with their ``servers``' texts. The documents this
+        process indexed for the last catalog are reused (:mod:`keen.capabilities._index`):
+        only new or changed ones are tokenised."""
+        with _build_lock:
+            return cls._assemble(caps, servers, _rows(caps, servers, None), weights)
+
+    @classmethod
+    def _assemble(
+        cls,
+        caps: Sequence[Capability],
+        servers: dict[str, str],
+        rows: tuple[Columns, Columns],
+        weights: SearchWeights | None,
+        neighbours: tuple[np.ndarray, list[str]] | None = None,
+    ) -> ToolSearch:
+        """The index of ``caps`` from their rows and their servers' rows."""
         import numpy as np
 
-        server_names = sorted(servers)
-        row = {name: i for i, name in enumerate(server_names)}
-        members: dict[str, list[str]] = {name: [] for name in server_names}
-        for cap in caps:
-            if cap.server in members:
-                members[cap.server].append(split_identifier(cap.name))
-        server_docs = [
-            [split_identifier(name), servers[name], " ".join(members[name])] for name in server_names
-        ]
-        bm25 = bm25s.BM25()
-        bm25_servers = bm25s.BM25()
-        with _quiet():
-            bm25.index([stem_tokens(lexical_text(c)) or [""] for c in caps] or [[""]], show_progress=False)
-            bm25_servers.index([stem_tokens(d) or [""] for d in server_docs] or [[""]], show_progress=False)
-        doc_server = np.array([row.get(c.server or "", -1) for c in caps], dtype=np.int32)
+        tool_rows, server_rows = rows
+        row = {name: i for i, name in enumerate(sorted(servers))}
+        bm25 = Lexical(tool_rows)
         # Token IDF over the tools' lexical text (their whole description, not only the
         # head that is embedded): a word every tool uses weighs little in any vector.
-        token_weights = idf_weights(token_ids([" ".join(lexical_text(c)) for c in caps]))
-        vectors = _vectors([semantic_text(c) for c in caps], token_weights)
-        server_vectors = _vectors(
-            [". ".join(p for p in d if p)[: _MAX_DOC_CHARS * 2] for d in server_docs], token_weights
-        )
-        return cls(
+        token_weights = idf_rows(tool_rows)
+        index = cls(
             [c.id for c in caps],
-            doc_server,
+            np.array([row.get(c.server or "", -1) for c in caps], dtype=np.int32),
             bm25,
-            bm25_servers,
-            vectors,
-            server_vectors,
+            Lexical(server_rows),
+            pool_rows(tool_rows, token_weights),
+            pool_rows(server_rows, token_weights),
             weights or SearchWeights(),
             _copy_groups(caps),
             token_weights,
+            NeighbourTerms(bm25.vocab_dict, *neighbours) if neighbours else NeighbourTerms(bm25.vocab_dict),
         )
+        index._rows = rows
+        return index
+
+    _rows: tuple[Columns, Columns] | None = None
 
     @classmethod
     def cached(
@@ -307,42 +323,61 @@ class ToolSearch:
         cache_root: Path | None,
         weights: SearchWeights | None = None,
     ) -> ToolSearch:
-        """The index for catalog hash ``key``: loaded from ``cache_root/<key>`` when there,
-        else built and saved there (``cache_root=None``: built, not saved). A cache that
+        """The index for catalog hash ``key``: built from the documents this process
+        indexed last (only new or changed ones tokenised), else loaded from
+        ``cache_root/v<format>-<key>`` when there, else built (reusing the rows of the
+        folder used last) and saved there; ``cache_root=None``: built, not saved. The
+        folder keeps :data:`MAX_INDEXES` catalogs, the most recently used. A folder that
         cannot be read is rebuilt; one that cannot be written is logged and skipped."""
         if cache_root is None:
             return cls.build(caps, servers, weights)
         folder = cache_root / f"v{INDEX_FORMAT}-{key.removeprefix('sha256:')[:32]}"
         ids = [c.id for c in caps]
-        if folder.is_dir():
+        with _build_lock:
+            index: ToolSearch | None = None
+            if _known_all(caps):
+                index = cls._assemble(caps, servers, _rows(caps, servers, None), weights)
+            elif folder.is_dir():
+                try:
+                    index = cls._load(folder, caps, servers, weights)
+                    if index.ids != ids:
+                        logger.debug("toolsearch cache %s holds other ids; rebuilding", folder)
+                        index = None
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
+            if index is None:
+                index = cls._assemble(
+                    caps, servers, _rows(caps, servers, _last_used(cache_root, folder)), weights
+                )
             try:
-                index = cls._load(folder, weights)
-                if index.ids == ids:
-                    return index
-                logger.debug("toolsearch cache %s holds other ids; rebuilding", folder)
-            except (OSError, ValueError, KeyError) as exc:
-                logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
-        index = cls.build(caps, servers, weights)
-        try:
-            index._save(folder)
-        except OSError as exc:
-            logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
-        return index
+                index._save(folder)
+                _evict(cache_root, folder)
+            except OSError as exc:
+                logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
+            return index
 
     def _save(self, folder: Path) -> None:
-        import numpy as np
-
+        """Write the index's rows to ``folder`` (renamed into place whole), or mark it used
+        when it is there already."""
+        assert self._rows is not None
+        if (folder / "meta.json").is_file():
+            with contextlib.suppress(OSError):
+                os.utime(folder)
+            return
+        if folder.exists():  # unreadable (see cached): replaced
+            shutil.rmtree(folder, ignore_errors=True)
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         try:
-            self._bm25.save(str(tmp / "bm25"), show_progress=False)
-            self._bm25_servers.save(str(tmp / "bm25_servers"), show_progress=False)
-            np.save(tmp / "vectors.npy", self._vectors.astype(np.float16))
-            np.save(tmp / "server_vectors.npy", self._server_vectors.astype(np.float16))
-            np.save(tmp / "doc_server.npy", self._doc_server)
-            np.save(tmp / "groups.npy", self._groups)
-            np.save(tmp / "token_weights.npy", self._token_weights)
-            (tmp / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
+            tool_rows, server_rows = self._rows
+            tool_rows.save(tmp / "tools.npz")
+            server_rows.save(tmp / "servers.npz")
+            neighbours = self._neighbours
+            meta = {
+                "ids": self.ids,
+                "neighbours": {"tokens": neighbours.tokens.tolist(), "stems": neighbours.stems},
+            }
+            (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
             try:
                 os.rename(tmp, folder)
             except OSError:
@@ -353,24 +388,29 @@ class ToolSearch:
                 shutil.rmtree(tmp, ignore_errors=True)
 
     @classmethod
-    def _load(cls, folder: Path, weights: SearchWeights | None) -> ToolSearch:
-        import bm25s
+    def _load(
+        cls, folder: Path, caps: Sequence[Capability], servers: dict[str, str], weights: SearchWeights | None
+    ) -> ToolSearch:
         import numpy as np
 
-        with _quiet():
-            bm25 = bm25s.BM25.load(str(folder / "bm25"), show_progress=False)
-            bm25_servers = bm25s.BM25.load(str(folder / "bm25_servers"), show_progress=False)
-        return cls(
-            json.loads((folder / "ids.json").read_text(encoding="utf-8")),
-            np.load(folder / "doc_server.npy"),
-            bm25,
-            bm25_servers,
-            np.load(folder / "vectors.npy").astype(np.float32),
-            np.load(folder / "server_vectors.npy").astype(np.float32),
-            weights or SearchWeights(),
-            np.load(folder / "groups.npy"),
-            np.load(folder / "token_weights.npy"),
-        )
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        tool_rows = Columns.load(folder / "tools.npz")
+        server_rows = Columns.load(folder / "servers.npz")
+        if (
+            len(tool_rows) != len(caps)
+            or len(server_rows) != len(servers)
+            or meta["ids"] != [c.id for c in caps]
+        ):
+            raise ValueError("rows for another catalog")
+        stored = meta["neighbours"]
+        tokens = np.asarray(stored["tokens"], dtype=np.int32)
+        stems = [str(s) for s in stored["stems"]]
+        if len(tokens) != len(stems):
+            raise ValueError("neighbour tokens and stems differ in number")
+        _remember(caps, servers, (tool_rows, server_rows))
+        with contextlib.suppress(OSError):
+            os.utime(folder)
+        return cls._assemble(caps, servers, (tool_rows, server_rows), weights, (tokens, stems))
 
     # -- querying -------------------------------------------------------------
 
@@ -384,10 +424,12 @@ class ToolSearch:
             return np.zeros(size, dtype=np.float32)
         return np.asarray(bm25.get_scores_from_ids(ids), dtype=np.float32)
 
-    @functools.cached_property
+    @property
     def _neighbours(self) -> NeighbourTerms:
-        """Built at the first query, not with the index (about 50 ms)."""
-        return NeighbourTerms(self._bm25.vocab_dict)
+        """The query-word neighbours among this index's terms (made with the index)."""
+        if self._neighbour_terms is None:
+            self._neighbour_terms = NeighbourTerms(self._bm25.vocab_dict)
+        return self._neighbour_terms
 
     def _expanded_lexical(self, query: str, tokens: list[str]) -> np.ndarray:
         """BM25 of ``tokens`` plus, for each neighbour of a query word, its BM25 times
@@ -530,13 +572,150 @@ class ToolSearch:
         return [i for i in members if i != position and (mask is None or bool(mask[i]))]
 
 
-@contextlib.contextmanager
-def _quiet():
-    """bm25s logs at DEBUG/INFO while indexing and loading; keep it out of CLI output."""
-    log = logging.getLogger("bm25s")
-    level = log.level
-    log.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
+# -- the rows this process indexed (keen.capabilities._index) ------------------------------
+
+_build_lock = threading.RLock()
+# Per capability (compared by value: a rebuilt catalog's unchanged tools are equal) and per
+# server text, the rows that hold its tokens: those of the last catalog indexed, so a
+# catalog that changed one server tokenises that server only. Replaced at every build:
+# bounded by one catalog.
+_known: dict[Capability, tuple[Columns, int]] = {}
+_known_servers: dict[Doc, tuple[Columns, int]] = {}
+
+
+def forget() -> None:
+    """Drop the rows this process keeps from its last index: the next one is loaded from the
+    cache folder or built as a new process would (benchmarks and tests use it)."""
+    with _build_lock:
+        _known.clear()
+        _known_servers.clear()
+
+
+def _tool_doc(cap: Capability) -> Doc:
+    lexical = lexical_text(cap)
+    return Doc(tuple(lexical), semantic_text(cap), " ".join(lexical))
+
+
+def _server_docs(caps: Sequence[Capability], servers: dict[str, str]) -> list[Doc]:
+    """Per server (sorted by name): its name, text and tool names, as one document."""
+    names = sorted(servers)
+    members: dict[str, list[str]] = {name: [] for name in names}
+    for cap in caps:
+        if cap.server in members:
+            members[cap.server].append(split_identifier(cap.name))
+    docs: list[Doc] = []
+    for name in names:
+        fields = (split_identifier(name), servers[name], " ".join(members[name]))
+        docs.append(Doc(fields, ". ".join(p for p in fields if p)[: _MAX_DOC_CHARS * 2], None))
+    return docs
+
+
+def _known_all(caps: Sequence[Capability]) -> bool:
+    return bool(caps) and all(c in _known for c in caps)
+
+
+def _gather(
+    items: Sequence[Any], known: dict[Any, tuple[Columns, int]], make: Any, seed: Columns | None
+) -> Columns:
+    """The rows of ``items`` in order: taken from ``known`` (the last build's rows), else
+    from ``seed`` (rows read from disk) by key, else tokenised now (``make``: item -> Doc)."""
+    import numpy as np
+
+    sources: dict[int, tuple[Columns, list[int], list[int]]] = {}
+    missing: list[int] = []
+    for pos, item in enumerate(items):
+        hit = known.get(item)
+        if hit is None:
+            missing.append(pos)
+            continue
+        entry = sources.setdefault(id(hit[0]), (hit[0], [], []))
+        entry[1].append(pos)
+        entry[2].append(hit[1])
+    if missing:
+        docs = [make(items[pos]) for pos in missing]
+        keys = [doc_key(d) for d in docs]
+        if seed is not None:
+            where = {seed.keys[i].tobytes(): i for i in range(len(seed))}
+            still: list[int] = []
+            for j, pos in enumerate(missing):
+                i = where.get(keys[j])
+                if i is None:
+                    still.append(j)
+                    continue
+                entry = sources.setdefault(id(seed), (seed, [], []))
+                entry[1].append(pos)
+                entry[2].append(i)
+        else:
+            still = list(range(len(missing)))
+        if still:
+            fresh = tokenise([docs[j] for j in still], [keys[j] for j in still])
+            sources[id(fresh)] = (fresh, [missing[j] for j in still], list(range(len(still))))
+    if not sources:
+        return tokenise([], [])
+    parts = [columns.take(np.asarray(rows, dtype=np.int64)) for columns, _, rows in sources.values()]
+    positions = np.concatenate([np.asarray(p, dtype=np.int64) for _, p, _ in sources.values()])
+    whole = Columns.concat(parts)
+    return whole if (positions == np.arange(len(items))).all() else whole.take(np.argsort(positions))
+
+
+def _rows(caps: Sequence[Capability], servers: dict[str, str], seed: Path | None) -> tuple[Columns, Columns]:
+    """The tools' and the servers' rows for this catalog (see :func:`_gather`); ``seed``:
+    an index folder whose rows may be reused. Remembered for the next build."""
+    seeds: tuple[Columns | None, Columns | None] = (None, None)
+    if seed is not None:
+        try:
+            seeds = (Columns.load(seed / "tools.npz"), Columns.load(seed / "servers.npz"))
+        except (OSError, ValueError, KeyError) as exc:
+            logger.debug("toolsearch: not reusing %s (%s)", seed, exc)
+    server_docs = _server_docs(caps, servers)
+    rows = (
+        _gather(caps, _known, _tool_doc, seeds[0]),
+        _gather(server_docs, _known_servers, lambda d: d, seeds[1]),
+    )
+    _remember(caps, servers, rows, server_docs)
+    return rows
+
+
+def _remember(
+    caps: Sequence[Capability],
+    servers: dict[str, str],
+    rows: tuple[Columns, Columns],
+    server_docs: list[Doc] | None = None,
+) -> None:
+    docs = _server_docs(caps, servers) if server_docs is None else server_docs
+    _known.clear()
+    _known.update((cap, (rows[0], i)) for i, cap in enumerate(caps))
+    _known_servers.clear()
+    _known_servers.update((doc, (rows[1], i)) for i, doc in enumerate(docs))
+
+
+def _index_folders(cache_root: Path) -> list[Path]:
+    """The index folders of this format under ``cache_root``, most recently used first."""
+    found: list[tuple[float, Path]] = []
+    with contextlib.suppress(OSError):
+        for entry in cache_root.iterdir():
+            if entry.name.startswith(f"v{INDEX_FORMAT}-"):
+                with contextlib.suppress(OSError):
+                    found.append((entry.stat().st_mtime, entry))
+    return [p for _, p in sorted(found, key=lambda x: -x[0])]
+
+
+def _last_used(cache_root: Path, other_than: Path) -> Path | None:
+    return next((p for p in _index_folders(cache_root) if p != other_than), None)
+
+
+def _evict(cache_root: Path, keep: Path) -> None:
+    """Delete index folders of other formats, those past the :data:`MAX_INDEXES` most
+    recently used (never ``keep``), and half-written ones left by a process that died."""
+    now = time.time()
+    for entry in list(cache_root.iterdir()):
+        name = entry.name
+        other_format = name.startswith("v") and "-" in name and not name.startswith(f"v{INDEX_FORMAT}-")
+        try:
+            stale = name.startswith(".v") and now - entry.stat().st_mtime > _STALE_TEMP_S
+        except OSError:
+            continue
+        if other_format or stale:
+            shutil.rmtree(entry, ignore_errors=True)
+    for old in [p for p in _index_folders(cache_root) if p != keep][MAX_INDEXES - 1 :]:
+        shutil.rmtree(old, ignore_errors=True)
