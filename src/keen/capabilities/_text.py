@@ -93,6 +93,7 @@ STOPWORDS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=65536)  # names, split again for every catalog that holds them
 def split_identifier(name: str) -> str:
     """``name`` with ``_ - . / :`` and case changes turned into spaces (``getPR_list`` ->
     ``get PR list``)."""

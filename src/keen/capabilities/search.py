@@ -53,6 +53,7 @@ capability is never returned (not even as a count).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -60,7 +61,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,6 +101,9 @@ MAX_INDEXES = 4
 """How many catalogs' index folders the cache keeps (the most recently used): a folder is
 written per tool list, and a session whose servers change would otherwise leave one per
 change behind."""
+_SEED_ABOVE = 256
+"""Documents new to this process above which the rows of the cache folder used last are
+read to find them, rather than tokenising them all."""
 _STALE_TEMP_S = 3600.0
 """A half-written index folder older than this was left by a process that died: removed."""
 NAME_REPEAT = 2
@@ -317,38 +321,34 @@ class ToolSearch:
     @classmethod
     def cached(
         cls,
-        key: str,
         caps: Sequence[Capability],
         servers: dict[str, str],
         cache_root: Path | None,
         weights: SearchWeights | None = None,
     ) -> ToolSearch:
-        """The index for catalog hash ``key``: built from the documents this process
-        indexed last (only new or changed ones tokenised), else loaded from
-        ``cache_root/v<format>-<key>`` when there, else built (reusing the rows of the
-        folder used last) and saved there; ``cache_root=None``: built, not saved. The
+        """The index of ``caps``: built from the documents this process indexed last (only
+        new or changed ones tokenised), else loaded from ``cache_root/v<format>-<key>`` (the
+        key: a hash of every document's text) when there, else built (reusing the rows of
+        the folder used last) and saved there; ``cache_root=None``: built, not saved. The
         folder keeps :data:`MAX_INDEXES` catalogs, the most recently used. A folder that
         cannot be read is rebuilt; one that cannot be written is logged and skipped."""
         if cache_root is None:
             return cls.build(caps, servers, weights)
-        folder = cache_root / f"v{INDEX_FORMAT}-{key.removeprefix('sha256:')[:32]}"
-        ids = [c.id for c in caps]
         with _build_lock:
+            tool_keys, known = _tool_keys(caps)
+            docs = _server_docs(caps, servers)
+            keys = (tool_keys, [doc_key(d) for d in docs])
+            folder = cache_root / _folder_name(keys[0], keys[1], caps)
             index: ToolSearch | None = None
-            if _known_all(caps):
-                index = cls._assemble(caps, servers, _rows(caps, servers, None), weights)
-            elif folder.is_dir():
+            if not known and folder.is_dir():  # a new process: the folder, not the rows in memory
                 try:
-                    index = cls._load(folder, caps, servers, weights)
-                    if index.ids != ids:
-                        logger.debug("toolsearch cache %s holds other ids; rebuilding", folder)
-                        index = None
+                    index = cls._load(folder, caps, servers, keys, weights)
                 except (OSError, ValueError, KeyError, TypeError) as exc:
                     logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
+                    shutil.rmtree(folder, ignore_errors=True)  # replaced by the rebuilt one
             if index is None:
-                index = cls._assemble(
-                    caps, servers, _rows(caps, servers, _last_used(cache_root, folder)), weights
-                )
+                rows = _rows(caps, servers, lambda: _last_used(cache_root, folder), keys)
+                index = cls._assemble(caps, servers, rows, weights)
             try:
                 index._save(folder)
                 _evict(cache_root, folder)
@@ -364,8 +364,6 @@ class ToolSearch:
             with contextlib.suppress(OSError):
                 os.utime(folder)
             return
-        if folder.exists():  # unreadable (see cached): replaced
-            shutil.rmtree(folder, ignore_errors=True)
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         try:
@@ -389,28 +387,32 @@ class ToolSearch:
 
     @classmethod
     def _load(
-        cls, folder: Path, caps: Sequence[Capability], servers: dict[str, str], weights: SearchWeights | None
+        cls,
+        folder: Path,
+        caps: Sequence[Capability],
+        servers: dict[str, str],
+        keys: tuple[list[bytes], list[bytes]],
+        weights: SearchWeights | None,
     ) -> ToolSearch:
+        """The index saved in ``folder``; raises ``ValueError`` (or ``OSError``,
+        ``KeyError``) when it is unreadable or holds other documents than ``keys``."""
         import numpy as np
 
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
         tool_rows = Columns.load(folder / "tools.npz")
         server_rows = Columns.load(folder / "servers.npz")
-        if (
-            len(tool_rows) != len(caps)
-            or len(server_rows) != len(servers)
-            or meta["ids"] != [c.id for c in caps]
-        ):
-            raise ValueError("rows for another catalog")
+        if [bytes(k) for k in tool_rows.keys] != keys[0] or [bytes(k) for k in server_rows.keys] != keys[1]:
+            raise ValueError("rows of other documents")
+        if meta["ids"] != [c.id for c in caps]:
+            raise ValueError("rows for other capability ids")
         stored = meta["neighbours"]
         tokens = np.asarray(stored["tokens"], dtype=np.int32)
         stems = [str(s) for s in stored["stems"]]
         if len(tokens) != len(stems):
             raise ValueError("neighbour tokens and stems differ in number")
-        _remember(caps, servers, (tool_rows, server_rows))
-        with contextlib.suppress(OSError):
-            os.utime(folder)
-        return cls._assemble(caps, servers, (tool_rows, server_rows), weights, (tokens, stems))
+        rows = (tool_rows, server_rows)
+        _remember(caps, rows)
+        return cls._assemble(caps, servers, rows, weights, (tokens, stems))
 
     # -- querying -------------------------------------------------------------
 
@@ -575,12 +577,13 @@ class ToolSearch:
 # -- the rows this process indexed (keen.capabilities._index) ------------------------------
 
 _build_lock = threading.RLock()
-# Per capability (compared by value: a rebuilt catalog's unchanged tools are equal) and per
-# server text, the rows that hold its tokens: those of the last catalog indexed, so a
-# catalog that changed one server tokenises that server only. Replaced at every build:
-# bounded by one catalog.
-_known: dict[Capability, tuple[Columns, int]] = {}
-_known_servers: dict[Doc, tuple[Columns, int]] = {}
+# The rows of the last catalog indexed, so a catalog that changed one server tokenises that
+# server only: per capability object (a catalog rebuilt by CatalogCache keeps the objects of
+# unchanged servers; identity, not equality: comparing 4,300 dataclasses by value costs
+# more than the rest of a refresh), and per row key (an equal document in a new object).
+# Replaced at every build: bounded by one catalog.
+_known: dict[int, tuple[Capability, Columns, int]] = {}
+_known_keys: dict[bytes, tuple[Columns, int]] = {}
 
 
 def forget() -> None:
@@ -588,7 +591,7 @@ def forget() -> None:
     cache folder or built as a new process would (benchmarks and tests use it)."""
     with _build_lock:
         _known.clear()
-        _known_servers.clear()
+        _known_keys.clear()
 
 
 def _tool_doc(cap: Capability) -> Doc:
@@ -610,46 +613,83 @@ def _server_docs(caps: Sequence[Capability], servers: dict[str, str]) -> list[Do
     return docs
 
 
-def _known_all(caps: Sequence[Capability]) -> bool:
-    return bool(caps) and all(c in _known for c in caps)
+def _folder_name(tool_keys: Sequence[bytes], server_keys: Sequence[bytes], caps: Sequence[Capability]) -> str:
+    digest = hashlib.sha256(b"".join(tool_keys))
+    digest.update(b"".join(server_keys))
+    digest.update(json.dumps([c.id for c in caps]).encode())
+    return f"v{INDEX_FORMAT}-{digest.hexdigest()[:32]}"
+
+
+def _tool_keys(caps: Sequence[Capability]) -> tuple[list[bytes], int]:
+    """Each capability's row key (from the last build's rows when it is the same object,
+    else hashed from its texts) and how many were found that way."""
+    keys: list[bytes] = []
+    known = 0
+    for cap in caps:
+        hit = _known.get(id(cap))
+        if hit is not None and hit[0] is cap:
+            keys.append(hit[1].keys[hit[2]].tobytes())
+            known += 1
+        else:
+            keys.append(doc_key(_tool_doc(cap)))
+    return keys, known
 
 
 def _gather(
-    items: Sequence[Any], known: dict[Any, tuple[Columns, int]], make: Any, seed: Columns | None
+    items: Sequence[Any],
+    make: Any,
+    seed: Callable[[], Columns | None],
+    keys: Sequence[bytes] | None,
+    by_object: bool,
 ) -> Columns:
-    """The rows of ``items`` in order: taken from ``known`` (the last build's rows), else
-    from ``seed`` (rows read from disk) by key, else tokenised now (``make``: item -> Doc)."""
+    """The rows of ``items`` in order: the last build's row of the same object (when
+    ``by_object``) or of the same key, else ``seed``'s (rows read from disk), else
+    tokenised now (``make``: item -> :class:`~keen.capabilities._index.Doc`; ``keys``:
+    the items' row keys when known)."""
     import numpy as np
 
     sources: dict[int, tuple[Columns, list[int], list[int]]] = {}
+
+    def add(columns: Columns, pos: int, row: int) -> None:
+        entry = sources.setdefault(id(columns), (columns, [], []))
+        entry[1].append(pos)
+        entry[2].append(row)
+
     missing: list[int] = []
     for pos, item in enumerate(items):
-        hit = known.get(item)
-        if hit is None:
-            missing.append(pos)
-            continue
-        entry = sources.setdefault(id(hit[0]), (hit[0], [], []))
-        entry[1].append(pos)
-        entry[2].append(hit[1])
-    if missing:
-        docs = [make(items[pos]) for pos in missing]
-        keys = [doc_key(d) for d in docs]
-        if seed is not None:
-            where = {seed.keys[i].tobytes(): i for i in range(len(seed))}
-            still: list[int] = []
-            for j, pos in enumerate(missing):
-                i = where.get(keys[j])
-                if i is None:
-                    still.append(j)
-                    continue
-                entry = sources.setdefault(id(seed), (seed, [], []))
-                entry[1].append(pos)
-                entry[2].append(i)
+        hit = _known.get(id(item)) if by_object else None
+        if hit is not None and hit[0] is item:
+            add(hit[1], pos, hit[2])
         else:
-            still = list(range(len(missing)))
+            missing.append(pos)
+    if missing:
+        docs = {pos: make(items[pos]) for pos in missing}
+        key_of = {pos: keys[pos] if keys is not None else doc_key(docs[pos]) for pos in missing}
+        still: list[int] = []
+        for pos in missing:
+            hit_key = _known_keys.get(key_of[pos])
+            if hit_key is not None:
+                add(hit_key[0], pos, hit_key[1])
+            else:
+                still.append(pos)
+        # Many documents new to this process (a new process, or a catalog switched): the
+        # rows of the folder used last may hold them (reading it costs what tokenising
+        # a few hundred documents does).
+        seeded = seed() if len(still) > _SEED_ABOVE else None
+        if seeded is not None:
+            where = {bytes(k): i for i, k in enumerate(seeded.keys)}
+            left: list[int] = []
+            for pos in still:
+                row = where.get(key_of[pos])
+                if row is None:
+                    left.append(pos)
+                else:
+                    add(seeded, pos, row)
+            still = left
         if still:
-            fresh = tokenise([docs[j] for j in still], [keys[j] for j in still])
-            sources[id(fresh)] = (fresh, [missing[j] for j in still], list(range(len(still))))
+            fresh = tokenise([docs[pos] for pos in still], [key_of[pos] for pos in still])
+            for row, pos in enumerate(still):
+                add(fresh, pos, row)
     if not sources:
         return tokenise([], [])
     parts = [columns.take(np.asarray(rows, dtype=np.int64)) for columns, _, rows in sources.values()]
@@ -658,35 +698,44 @@ def _gather(
     return whole if (positions == np.arange(len(items))).all() else whole.take(np.argsort(positions))
 
 
-def _rows(caps: Sequence[Capability], servers: dict[str, str], seed: Path | None) -> tuple[Columns, Columns]:
+def _rows(
+    caps: Sequence[Capability],
+    servers: dict[str, str],
+    seed: Callable[[], Path | None] | None,
+    keys: tuple[list[bytes], list[bytes]] | None = None,
+) -> tuple[Columns, Columns]:
     """The tools' and the servers' rows for this catalog (see :func:`_gather`); ``seed``:
-    an index folder whose rows may be reused. Remembered for the next build."""
-    seeds: tuple[Columns | None, Columns | None] = (None, None)
-    if seed is not None:
-        try:
-            seeds = (Columns.load(seed / "tools.npz"), Columns.load(seed / "servers.npz"))
-        except (OSError, ValueError, KeyError) as exc:
-            logger.debug("toolsearch: not reusing %s (%s)", seed, exc)
+    gives an index folder whose rows may be reused. Remembered for the next build."""
+    loaded: dict[str, Columns | None] = {}
+
+    def seeded(name: str) -> Columns | None:
+        if name not in loaded:
+            folder = seed() if seed is not None else None
+            loaded[name] = None
+            if folder is not None:
+                try:
+                    loaded[name] = Columns.load(folder / name)
+                except (OSError, ValueError, KeyError) as exc:
+                    logger.debug("toolsearch: not reusing %s (%s)", folder, exc)
+        return loaded[name]
+
     server_docs = _server_docs(caps, servers)
     rows = (
-        _gather(caps, _known, _tool_doc, seeds[0]),
-        _gather(server_docs, _known_servers, lambda d: d, seeds[1]),
+        _gather(caps, _tool_doc, lambda: seeded("tools.npz"), None if keys is None else keys[0], True),
+        _gather(
+            server_docs, lambda d: d, lambda: seeded("servers.npz"), None if keys is None else keys[1], False
+        ),
     )
-    _remember(caps, servers, rows, server_docs)
+    _remember(caps, rows)
     return rows
 
 
-def _remember(
-    caps: Sequence[Capability],
-    servers: dict[str, str],
-    rows: tuple[Columns, Columns],
-    server_docs: list[Doc] | None = None,
-) -> None:
-    docs = _server_docs(caps, servers) if server_docs is None else server_docs
+def _remember(caps: Sequence[Capability], rows: tuple[Columns, Columns]) -> None:
     _known.clear()
-    _known.update((cap, (rows[0], i)) for i, cap in enumerate(caps))
-    _known_servers.clear()
-    _known_servers.update((doc, (rows[1], i)) for i, doc in enumerate(docs))
+    _known.update((id(cap), (cap, rows[0], i)) for i, cap in enumerate(caps))
+    _known_keys.clear()
+    for columns in rows:
+        _known_keys.update((bytes(k), (columns, i)) for i, k in enumerate(columns.keys))
 
 
 def _index_folders(cache_root: Path) -> list[Path]:
