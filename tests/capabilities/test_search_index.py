@@ -19,7 +19,7 @@ from keen.capabilities import Catalog
 from keen.capabilities._index import Columns, Doc, Lexical, tokenise  # pyright: ignore[reportPrivateUsage]
 from keen.capabilities._text import stem_tokens  # pyright: ignore[reportPrivateUsage]
 from keen.capabilities.descriptor import Capability
-from keen.capabilities.search import INDEX_FORMAT, MAX_INDEXES, forget
+from keen.capabilities.search import INDEX_FORMAT, MAX_INDEXES, flush, forget
 from keen.mcp.types import Tool
 
 _SERVERS = {
@@ -147,6 +147,7 @@ def test_the_cache_keeps_the_most_recently_used_catalogs_and_drops_old_formats(t
     for i in range(MAX_INDEXES + 3):
         tools = dict(_SERVERS, extra=[Tool("extra", f"tool_{i}", f"Tool number {i}.", {})])
         _catalog(tools, tmp_path).index()
+    flush()  # folders are written and evicted in the background
     folders = sorted(p.name for p in tmp_path.iterdir())
     assert len(folders) == MAX_INDEXES
     assert all(name.startswith(f"v{INDEX_FORMAT}-") for name in folders)
@@ -161,6 +162,7 @@ def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     expected = _ids(_catalog(_SERVERS, tmp_path), "send an email")
+    flush()  # the folder is written in the background
     [folder] = [p for p in tmp_path.iterdir() if p.name.startswith("v")]
     if damage == "garbage":
         (folder / "tools.npz").write_bytes(b"not an npz file")

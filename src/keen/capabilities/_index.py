@@ -48,6 +48,8 @@ __all__ = [
 
 K1 = 1.5
 B = 0.75
+_POOL_BLOCK = 16384
+"""Token vectors gathered at once while pooling (16 MB of float32)."""
 _EMPTY = ""
 """The term of a document without words (as bm25s indexes it): it still has a length."""
 
@@ -341,13 +343,22 @@ def pool_rows(columns: Columns, weights: np.ndarray) -> np.ndarray:
     import numpy as np
 
     table = word_vectors().embedding
-    out = np.zeros((len(columns), DIM), dtype=np.float32)
-    ptr = columns.sem_ptr.tolist()
-    sem = columns.sem
-    for i in range(len(columns)):
-        start, end = ptr[i], ptr[i + 1]
-        if end > start:
-            ids = sem[start:end]
-            out[i] = weights[ids] @ table[ids]
+    n = len(columns)
+    out = np.zeros((n, DIM), dtype=np.float32)
+    ptr = columns.sem_ptr
+    sizes = np.diff(ptr)
+    # Rows of one length at a time, as a stack of (1 x L) @ (L x DIM) products: one call
+    # per length and block instead of one per row (a row's sum is the same product).
+    order = np.argsort(sizes, kind="stable")
+    bounds = np.flatnonzero(np.diff(sizes[order])) + 1
+    for group in np.split(order, bounds):
+        length = int(sizes[group[0]]) if len(group) else 0
+        if length == 0:
+            continue
+        step = max(1, _POOL_BLOCK // length)
+        for first in range(0, len(group), step):
+            rows = group[first : first + step]
+            ids = columns.sem[ptr[rows][:, None] + np.arange(length)]
+            out[rows] = np.matmul(weights[ids][:, None, :], table[ids])[:, 0, :]
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return np.divide(out, norms, out=np.zeros_like(out), where=norms > 1e-12)

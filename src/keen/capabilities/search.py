@@ -2,7 +2,7 @@
 
 Two signals, fused:
 
-- lexical: BM25 (``bm25s``, Lucene variant) over Snowball-stemmed words
+- lexical: BM25 (Lucene variant, as ``bm25s`` computes it) over Snowball-stemmed words
   (:mod:`keen.capabilities._text`) of each capability's name (split on case, ``_``,
   ``-``, ``.``, ``/``; counted ``NAME_REPEAT`` times), title, description and parameter
   descriptions; each query word's nearest catalog words in the embedding space count
@@ -41,10 +41,13 @@ one result: :meth:`ToolSearch.top` keeps the best-scoring copy and
 :meth:`ToolSearch.copies` names the others, so a result list does not spend its places
 on the same tool twice.
 
-The index is built once per catalog hash and cached under
-``$KEEN_HOME/cache/toolsearch/<hash>/`` (bm25s files, ``float16`` embeddings, the
-token weights); a reader
-of a half-written cache never exists because the directory is renamed into place.
+The index is assembled from rows per document (:mod:`keen.capabilities._index`): each
+tool and server text is tokenised once, and the next catalog of this process reuses the
+rows of its unchanged documents, so a refresh of one server tokenises that server only.
+The rows are cached under ``$KEEN_HOME/cache/toolsearch/v<format>-<key>/`` (``key``: a
+hash of every document's text), of which the :data:`MAX_INDEXES` most recently used are
+kept; a new process loads its catalog's folder, or reuses the rows of the folder used
+last. A reader of a half-written folder never exists because it is renamed into place.
 Results are candidates for the caller's visibility decision, never authorization; the
 caller's permission filter is applied before the top ``k`` is cut, so a filtered-out
 capability is never returned (not even as a count).
@@ -52,6 +55,7 @@ capability is never returned (not even as a count).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
@@ -88,6 +92,7 @@ __all__ = [
     "ToolSearch",
     "dense_text",
     "embedder",
+    "flush",
     "forget",
     "server_trust",
 ]
@@ -347,13 +352,9 @@ class ToolSearch:
                     logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
                     shutil.rmtree(folder, ignore_errors=True)  # replaced by the rebuilt one
             if index is None:
-                rows = _rows(caps, servers, lambda: _last_used(cache_root, folder), keys)
+                rows = _rows(caps, servers, lambda: _last_used(cache_root, folder), keys, docs)
                 index = cls._assemble(caps, servers, rows, weights)
-            try:
-                index._save(folder)
-                _evict(cache_root, folder)
-            except OSError as exc:
-                logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
+            _write_later(index, cache_root, folder)
             return index
 
     def _save(self, folder: Path) -> None:
@@ -588,10 +589,45 @@ _known_keys: dict[bytes, tuple[Columns, int]] = {}
 
 def forget() -> None:
     """Drop the rows this process keeps from its last index: the next one is loaded from the
-    cache folder or built as a new process would (benchmarks and tests use it)."""
+    cache folder or built as a new process would (benchmarks and tests use it). Waits for
+    the cache folders being written (:func:`flush`)."""
+    flush()
     with _build_lock:
         _known.clear()
         _known_keys.clear()
+
+
+_writes: list[threading.Thread] = []
+_writes_lock = threading.Lock()
+
+
+def _write_later(index: ToolSearch, cache_root: Path, folder: Path) -> None:
+    """Save ``index`` to ``folder`` and evict old folders on a background thread: the search
+    that needed the index does not wait for the disk (a folder is written whole and renamed
+    into place, so a reader never sees half of one; one left half-written by a process
+    killed meanwhile is removed later, see :func:`_evict`)."""
+
+    def write() -> None:
+        try:
+            index._save(folder)  # pyright: ignore[reportPrivateUsage]
+            _evict(cache_root, folder)
+        except OSError as exc:
+            logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
+
+    thread = threading.Thread(target=write, name="keen-toolsearch-save", daemon=True)
+    with _writes_lock:
+        _writes[:] = [t for t in _writes if t.is_alive()]
+        _writes.append(thread)
+    thread.start()
+
+
+@atexit.register
+def flush(timeout: float | None = 10.0) -> None:
+    """Wait (at most ``timeout`` seconds each) for the index folders being written."""
+    with _writes_lock:
+        pending = list(_writes)
+    for thread in pending:
+        thread.join(timeout)
 
 
 def _tool_doc(cap: Capability) -> Doc:
@@ -703,6 +739,7 @@ def _rows(
     servers: dict[str, str],
     seed: Callable[[], Path | None] | None,
     keys: tuple[list[bytes], list[bytes]] | None = None,
+    server_docs: list[Doc] | None = None,
 ) -> tuple[Columns, Columns]:
     """The tools' and the servers' rows for this catalog (see :func:`_gather`); ``seed``:
     gives an index folder whose rows may be reused. Remembered for the next build."""
@@ -719,7 +756,8 @@ def _rows(
                     logger.debug("toolsearch: not reusing %s (%s)", folder, exc)
         return loaded[name]
 
-    server_docs = _server_docs(caps, servers)
+    if server_docs is None:
+        server_docs = _server_docs(caps, servers)
     rows = (
         _gather(caps, _tool_doc, lambda: seeded("tools.npz"), None if keys is None else keys[0], True),
         _gather(
