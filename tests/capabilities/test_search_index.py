@@ -157,7 +157,7 @@ def test_the_cache_keeps_the_most_recently_used_catalogs_and_drops_old_formats(t
     assert last.index().ids
 
 
-@pytest.mark.parametrize("damage", ["garbage", "offsets", "meta"])
+@pytest.mark.parametrize("damage", ["garbage", "offsets", "meta", "assembled"])
 def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -171,6 +171,12 @@ def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
             arrays = {k: data[k] for k in data.files}
         arrays["term_ptr"] = arrays["term_ptr"] * 2
         with (folder / "tools.npz").open("wb") as handle:
+            np.savez(handle, **arrays)
+    elif damage == "assembled":  # the BM25 matrix's offsets past its values
+        with np.load(folder / "assembled.npz") as data:
+            arrays = {k: data[k] for k in data.files}
+        arrays["bm25_indptr"] = arrays["bm25_indptr"] + 1
+        with (folder / "assembled.npz").open("wb") as handle:
             np.savez(handle, **arrays)
     else:
         (folder / "meta.json").write_text(json.dumps({"ids": "not a list"}))

@@ -312,6 +312,40 @@ class Lexical:
         np.cumsum(df, out=self._indptr[1:])
         self._n = n_docs if n else 1
 
+    def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The assembled matrix and vocabulary as arrays named ``prefix``-something
+        (:meth:`from_arrays` reads them back)."""
+        import numpy as np
+
+        words = "\0".join(self.vocab_dict).encode()  # in column order (dicts keep it)
+        return {
+            f"{prefix}data": self._data,
+            f"{prefix}indices": self._indices,
+            f"{prefix}indptr": self._indptr,
+            f"{prefix}n": np.array([self._n], dtype=np.int64),
+            f"{prefix}words": np.frombuffer(words, dtype=np.uint8),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str) -> Lexical:
+        """The index :meth:`to_arrays` wrote. Raises ``ValueError`` or ``KeyError`` when the
+        arrays do not fit together."""
+        raw = arrays[f"{prefix}words"].tobytes().decode()
+        words = raw.split("\0") if raw or len(arrays[f"{prefix}indptr"]) == 2 else []
+        self = cls.__new__(cls)
+        self.vocab_dict = {w: i for i, w in enumerate(words)}
+        self._data = arrays[f"{prefix}data"]
+        self._indices = arrays[f"{prefix}indices"]
+        self._indptr = arrays[f"{prefix}indptr"]
+        self._n = int(arrays[f"{prefix}n"][0])
+        if len(self._indptr) != len(words) + 1 or int(self._indptr[-1]) != len(self._data):
+            raise ValueError("a keyword index whose offsets do not fit its vocabulary")
+        if len(self._indices) != len(self._data) or (
+            self._indices.size and int(self._indices.max()) >= self._n
+        ):
+            raise ValueError("a keyword index with documents out of range")
+        return self
+
     def get_scores_from_ids(self, ids: Sequence[int]) -> np.ndarray:
         """The BM25 score of every document for the query terms ``ids`` (columns; a term
         given twice counts twice)."""

@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keen.capabilities._embed import NeighbourTerms, embedder, pool, token_ids, word_vectors
+from keen.capabilities._embed import DIM, NeighbourTerms, embedder, pool, token_ids, word_vectors
 from keen.capabilities._index import Columns, Doc, Lexical, doc_key, idf_rows, pool_rows, tokenise
 from keen.capabilities._query import search_query, value_kinds
 from keen.capabilities._text import split_identifier, stem_tokens
@@ -360,6 +360,8 @@ class ToolSearch:
     def _save(self, folder: Path) -> None:
         """Write the index's rows to ``folder`` (renamed into place whole), or mark it used
         when it is there already."""
+        import numpy as np
+
         assert self._rows is not None
         if (folder / "meta.json").is_file():
             with contextlib.suppress(OSError):
@@ -371,6 +373,17 @@ class ToolSearch:
             tool_rows, server_rows = self._rows
             tool_rows.save(tmp / "tools.npz")
             server_rows.save(tmp / "servers.npz")
+            # The assembled index too: a new process loads it as it is (assembling it from
+            # the rows took several times as long as reading it).
+            with (tmp / "assembled.npz").open("wb") as handle:
+                np.savez(
+                    handle,
+                    vectors=self._vectors,
+                    server_vectors=self._server_vectors,
+                    token_weights=self._token_weights,
+                    **self._bm25.to_arrays("bm25_"),
+                    **self._bm25_servers.to_arrays("servers_"),
+                )
             neighbours = self._neighbours
             meta = {
                 "ids": self.ids,
@@ -412,8 +425,35 @@ class ToolSearch:
         if len(tokens) != len(stems):
             raise ValueError("neighbour tokens and stems differ in number")
         rows = (tool_rows, server_rows)
+        with np.load(folder / "assembled.npz") as data:
+            arrays = {k: data[k] for k in data.files}
+        bm25 = Lexical.from_arrays(arrays, "bm25_")
+        bm25_servers = Lexical.from_arrays(arrays, "servers_")
+        vectors, server_vectors = arrays["vectors"], arrays["server_vectors"]
+        token_weights = arrays["token_weights"]
+        if (
+            bm25._n != max(len(caps), 1)  # pyright: ignore[reportPrivateUsage]
+            or vectors.shape != (len(caps), DIM)
+            or server_vectors.shape != (len(servers), DIM)
+            or token_weights.shape != (word_vectors().embedding.shape[0],)
+        ):
+            raise ValueError("an assembled index of another size")
         _remember(caps, rows)
-        return cls._assemble(caps, servers, rows, weights, (tokens, stems))
+        row = {name: i for i, name in enumerate(sorted(servers))}
+        index = cls(
+            [c.id for c in caps],
+            np.array([row.get(c.server or "", -1) for c in caps], dtype=np.int32),
+            bm25,
+            bm25_servers,
+            vectors,
+            server_vectors,
+            weights or SearchWeights(),
+            _copy_groups(caps),
+            token_weights,
+            NeighbourTerms(bm25.vocab_dict, tokens, stems),
+        )
+        index._rows = rows
+        return index
 
     # -- querying -------------------------------------------------------------
 
@@ -599,6 +639,7 @@ def forget() -> None:
 
 _writes: list[threading.Thread] = []
 _writes_lock = threading.Lock()
+_one_writer = threading.Lock()
 
 
 def _write_later(index: ToolSearch, cache_root: Path, folder: Path) -> None:
@@ -608,11 +649,14 @@ def _write_later(index: ToolSearch, cache_root: Path, folder: Path) -> None:
     killed meanwhile is removed later, see :func:`_evict`)."""
 
     def write() -> None:
-        try:
-            index._save(folder)  # pyright: ignore[reportPrivateUsage]
-            _evict(cache_root, folder)
-        except OSError as exc:
-            logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
+        # One at a time: two evictions at once, each keeping its own folder, would delete
+        # more than either alone.
+        with _one_writer:
+            try:
+                index._save(folder)  # pyright: ignore[reportPrivateUsage]
+                _evict(cache_root, folder)
+            except OSError as exc:
+                logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
 
     thread = threading.Thread(target=write, name="keen-toolsearch-save", daemon=True)
     with _writes_lock:
