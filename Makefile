@@ -91,6 +91,7 @@ bench: $(VENV)/.dev peers
 		--queries $(QUERIES)/tasks.jsonl --queries $(QUERIES)/steps.jsonl -k 10
 	$(PY) bench/search.py --catalog $(LIVEMCPBENCH)/tools.json \
 		--queries $(QUERIES)/tasks.jsonl --queries $(QUERIES)/steps.jsonl -k 5 --level server
+	$(PY) bench/index_scale.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM)
 	$(PY) bench/footprint.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM) --budget 4000
 	$(PY) bench/serve_load.py
 	$(PY) bench/flags_fp.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM)

@@ -13,7 +13,9 @@ each a ``bench/catalog_server.py`` stdio process replaying its recorded tools, i
 - sync wall time: ``Manager.start()`` + ``wait_ready()`` + ``sync_from_manager()``, from
   start() until every skill is written (fsync on, as in real use), with its parts
   (all connected; skill generation, and the same skills written again with fsync off) and
-  the CPU seconds the server processes and Keen used;
+  the CPU seconds the server processes and Keen used, and Keen's peak resident memory
+  over the same span (``VmHWM``, reset through ``/proc/self/clear_refs`` before each
+  scenario; where that is unavailable, the process's lifetime peak);
 - ``prompt_stats()``: tokens with every tool definition inline vs Keen's skills section
   plus the ``call_mcp_tool`` definition, and the reduction; split into section header,
   catalog lines and gateway tool, and recounted with the skills dir written as
@@ -110,6 +112,28 @@ def _cpu(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _reset_peak_rss() -> bool:
+    """Reset this process's peak resident set (Linux ``/proc/self/clear_refs``, value 5),
+    so :func:`_peak_rss_mb` measures from here; whether it could."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident set in MB: ``VmHWM`` (since the last reset) where
+    ``/proc`` has it, else ``getrusage``'s lifetime peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _entry(path: Path, server: RecordedServer, impl: str) -> dict[str, Any]:
     return {
         "command": PYTHON,
@@ -165,6 +189,8 @@ async def scenario(
 
         manager = Manager(config, trust=PinGuard())
         manager.subscribe(observe)
+        rss_reset = _reset_peak_rss()
+        rss_before = _peak_rss_mb()
         children0, self0 = _cpu(resource.RUSAGE_CHILDREN), _cpu(resource.RUSAGE_SELF)
         t0 = time.perf_counter()
         await manager.start()
@@ -174,6 +200,7 @@ async def scenario(
             report = await sync_from_manager(manager)
             t_synced = time.perf_counter()
             self_sync = _cpu(resource.RUSAGE_SELF) - self0
+            rss_peak = _peak_rss_mb()
             statuses = manager.servers()
             no_fsync = _skills_without_fsync(manager, home / "skills-no-fsync")
         finally:
@@ -207,6 +234,9 @@ async def scenario(
             "generation_no_fsync_s": no_fsync,
             "server_cpu_s": children,
             "keen_cpu_s": self_sync,
+            "keen_peak_rss_mb": rss_peak,
+            "keen_rss_at_start_mb": rss_before,
+            "keen_peak_rss_since_start": rss_reset,
             "load_average_1m": os.getloadavg()[0],
             **stats.to_dict(),
             "reduction": stats.reduction,
@@ -389,6 +419,15 @@ def _report(fig: dict[str, Any]) -> None:
                 "CPU",
                 f"servers {sc['server_cpu_s']:.1f} s, Keen {sc['keen_cpu_s']:.1f} s "
                 f"on {fig['machine']['cpus']} CPUs (1-min load {sc['load_average_1m']:.2f} at the end)",
+            ),
+            (
+                "Keen peak RSS",
+                f"{sc['keen_peak_rss_mb']:.0f} MB during start + sync ("
+                + (
+                    f"{sc['keen_rss_at_start_mb']:.0f} MB when it began: the benchmark's own)"
+                    if sc["keen_peak_rss_since_start"]
+                    else "the process's lifetime peak: /proc/self/clear_refs unavailable)"
+                ),
             ),
         ]
         notes = [f"not connected: {name}: {why}" for name, why in list(sc["failed"].items())[:5]]

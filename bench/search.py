@@ -361,8 +361,10 @@ def _timed_build(
     """A catalog whose index and transformer vectors are ready: (catalog, seconds to the
     keyword + wordllama index, seconds until the vectors are ready too)."""
     from keen.capabilities.dense import shared_cache
+    from keen.capabilities.search import forget
 
     shared_cache.cache_clear()  # a new process's view: vectors come from disk or the encoder
+    forget()  # and the index from its cache folder, not from the rows of the last build
     catalog = build_catalog(paths, cache_dir)
     t = time.perf_counter()
     catalog.index(weights)

@@ -21,6 +21,7 @@ PROVIDED_BY = {
     "starlette": "mcp",
     "sse_starlette": "mcp",
     "numpy": "bm25s, wordllama",
+    "safetensors": "wordllama",
     "referencing": "jsonschema",
 }
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from keen.capabilities import Catalog, Risk, SearchFilter
+from keen.capabilities.search import flush
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import generate_skill
 
@@ -181,18 +182,21 @@ def test_disabled_skills_are_left_out(skills: Path) -> None:
 def test_index_is_cached_per_catalog_hash(skills: Path, keen_home: Path) -> None:
     first = Catalog.from_skills_dir(skills)
     first.search("weather", k=1)
+    flush()  # the index folder is written in the background
     cache = keen_home / "cache" / "toolsearch"
     assert len(list(cache.iterdir())) == 1
     again = Catalog.from_skills_dir(skills)
     assert again.hash == first.hash
     assert [h.id for h in again.search("merge", k=3)] == [h.id for h in first.search("merge", k=3)]
-    assert len(list(cache.iterdir())) == 1  # loaded, not rebuilt
+    flush()
+    assert len(list(cache.iterdir())) == 1  # the same catalog, the same folder
     _generate(
         skills, "weather", [*WEATHER, Tool("weather", "get_alerts", "Storm alerts.", {}, annotations=READ)]
     )
     changed = Catalog.from_skills_dir(skills)
     assert changed.hash != first.hash
     assert changed.search("storm alerts", k=1)[0].tool == "get_alerts"
+    flush()
     assert len(list(cache.iterdir())) == 2
 
 

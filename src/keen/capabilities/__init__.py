@@ -7,8 +7,8 @@
   way every run.
 - :class:`Catalog` (``catalog``): from generated skills on disk, a live Manager or tool
   lists; ``search(query, k, filter)`` and ``load(id)``.
-- ToolSearch (``search``): bm25s + wordllama, fused, offline, cached per catalog hash.
-  Imported on first search only (numpy, bm25s and wordllama load then).
+- ToolSearch (``search``): BM25 + wordllama, fused, offline, built from rows per document
+  (``_index``). Imported on first search only (numpy and wordllama's files load then).
 - The budgeted MCP section of a system prompt (``budget``).
 
 Names load on first use (PEP 562), so the budgeted prompt (``keen.capabilities.budget``)

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import logging
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +31,17 @@ from keen.capabilities._text import STOPWORDS, stem_words, words
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DIM", "NeighbourTerms", "embedder", "idf_weights", "pool", "token_ids"]
+__all__ = [
+    "DIM",
+    "NeighbourTerms",
+    "WordVectors",
+    "embedder",
+    "idf_weights",
+    "neighbour_candidates",
+    "pool",
+    "token_ids",
+    "word_vectors",
+]
 
 DIM = 256
 """Width of the vectors."""
@@ -57,15 +69,54 @@ def embedder() -> Any:
     return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
 
 
+@dataclass(frozen=True)
+class WordVectors:
+    """wordllama's tokenizer (no padding, no truncation) and its ``(32000, DIM)`` float32
+    token vectors: all that ToolSearch uses of the model."""
+
+    tokenizer: Any
+    embedding: np.ndarray
+
+
+@functools.cache
+def word_vectors() -> WordVectors:
+    """The tokenizer and token vectors of the installed wordllama wheel, read without
+    importing ``wordllama`` (its import alone took 0.5 to 1.2 s here: it loads its training
+    configuration), so a search in a new process is ready sooner. The same files
+    :func:`embedder` reads (``tests/capabilities/test_search_vectors.py`` compares them).
+
+    Raises ``FileNotFoundError`` when the wheel lacks its files (a broken install).
+    """
+    import numpy as np
+    from safetensors import safe_open
+    from tokenizers import Tokenizer
+
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the wordllama package is not installed; reinstall keen")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    tokenizer_file = root / "tokenizers" / "l2_supercat_tokenizer_config.json"
+    weights_file = root / "weights" / f"l2_supercat_{DIM}.safetensors"
+    for path in (tokenizer_file, weights_file):
+        if not path.is_file():
+            raise FileNotFoundError(f"wordllama's {path.name} is missing from {root}; reinstall keen")
+    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    with safe_open(str(weights_file), framework="np", device="cpu") as f:  # pyright: ignore[reportUnknownVariableType]
+        table = np.ascontiguousarray(f.get_tensor("embedding.weight").astype(np.float32))  # pyright: ignore[reportUnknownMemberType]
+    return WordVectors(tokenizer, table)
+
+
 def token_ids(texts: Sequence[str]) -> list[np.ndarray]:
     """The wordllama token ids of each of ``texts`` (``int32`` arrays, no padding)."""
     import numpy as np
 
-    tokenizer = embedder().tokenizer
+    tokenizer = word_vectors().tokenizer
     out: list[np.ndarray] = []
     for start in range(0, len(texts), _BATCH):
         for enc in tokenizer.encode_batch(list(texts[start : start + _BATCH]), add_special_tokens=False):
-            out.append(np.asarray(enc.ids[: sum(enc.attention_mask)], dtype=np.int32))
+            out.append(np.asarray(enc.ids, dtype=np.int32))
     return out
 
 
@@ -76,7 +127,7 @@ def idf_weights(docs: Sequence[np.ndarray]) -> np.ndarray:
     tools that use its synonyms."""
     import numpy as np
 
-    df = np.zeros(embedder().embedding.shape[0], dtype=np.float64)
+    df = np.zeros(word_vectors().embedding.shape[0], dtype=np.float64)
     if not docs:
         return np.ones(df.shape, dtype=np.float32)  # no catalog, no statistics: a plain mean
     for ids in docs:
@@ -90,7 +141,7 @@ def pool(docs: Sequence[np.ndarray], weights: np.ndarray) -> np.ndarray:
     the zero vector."""
     import numpy as np
 
-    table = embedder().embedding
+    table = word_vectors().embedding
     out = np.zeros((len(docs), DIM), dtype=np.float32)
     for i, ids in enumerate(docs):
         if ids.size:
@@ -100,30 +151,52 @@ def pool(docs: Sequence[np.ndarray], weights: np.ndarray) -> np.ndarray:
     return np.divide(out, norms, out=np.zeros_like(out), where=norms > 1e-12)
 
 
+@functools.cache
+def neighbour_candidates() -> tuple[np.ndarray, tuple[str, ...]]:
+    """The wordllama tokens that can be a query word's neighbour, in token id order: whole
+    lowercase words of three letters or more, not stopwords, with their stems. The same
+    for every catalog, so computed once per process (about 0.1 s: 16,000 words stemmed)."""
+    import numpy as np
+
+    tokens = word_vectors().tokenizer.get_vocab()
+    pairs = sorted(
+        (i, t[1:])
+        for t, i in tokens.items()
+        if t.startswith("\u2581") and _WHOLE_WORD.fullmatch(t[1:]) and t[1:] not in STOPWORDS
+    )
+    stems = stem_words([w for _, w in pairs])
+    return np.array([i for i, _ in pairs], dtype=np.int32), tuple(stems)
+
+
 class NeighbourTerms:
     """Query-word neighbours among the words of a BM25 index.
 
     ``vocab`` maps a BM25 term (a stemmed word) to its id. Candidates are the wordllama
     tokens that are whole lowercase words (three letters or more, not stopwords) whose stem
-    is in ``vocab``.
+    is in ``vocab`` (:func:`neighbour_candidates`); ``tokens`` and ``stems`` give them when
+    they are known already (a cached index keeps them: :attr:`tokens`, :attr:`stems`).
     """
 
-    def __init__(self, vocab: dict[str, int]) -> None:
+    def __init__(
+        self, vocab: dict[str, int], tokens: np.ndarray | None = None, stems: Sequence[str] | None = None
+    ) -> None:
         import numpy as np
 
-        tokens = embedder().tokenizer.get_vocab()
-        self._token = tokens
-        pairs = [
-            (i, t[1:])
-            for t, i in tokens.items()
-            if t.startswith("\u2581") and _WHOLE_WORD.fullmatch(t[1:]) and t[1:] not in STOPWORDS
-        ]
-        stems = stem_words([w for _, w in pairs])
-        keep = [(i, s) for (i, _), s in zip(pairs, stems, strict=True) if s in vocab]
-        self._terms = np.array([vocab[s] for _, s in keep], dtype=np.int64)
-        self._stems = [s for _, s in keep]
-        table = embedder().embedding
-        vectors = table[np.array([i for i, _ in keep], dtype=np.int64)] if keep else np.zeros((0, DIM))
+        if tokens is None or stems is None:
+            all_tokens, all_stems = neighbour_candidates()
+            keep = [j for j, s in enumerate(all_stems) if s in vocab]
+            tokens = all_tokens[np.array(keep, dtype=np.int64)]
+            stems = [all_stems[j] for j in keep]
+        keep = [j for j, s in enumerate(stems) if s in vocab]  # a cached list may hold more
+        self.tokens: np.ndarray = np.asarray(tokens, dtype=np.int32)[np.array(keep, dtype=np.int64)]
+        """The candidates' wordllama token ids."""
+        self.stems: list[str] = [stems[j] for j in keep]
+        """The candidates' stems (BM25 terms)."""
+        self._terms = np.array([vocab[s] for s in self.stems], dtype=np.int64)
+        self._stems = self.stems
+        table = word_vectors().embedding
+        self._tokenizer = word_vectors().tokenizer
+        vectors = table[self.tokens.astype(np.int64)] if self.stems else np.zeros((0, DIM))
         self._vectors = _unit(np.asarray(vectors, dtype=np.float32))
         self._table = table
         self._near: dict[int, list[tuple[int, float]]] = {}
@@ -134,7 +207,7 @@ class NeighbourTerms:
         query's own) or already taken for an earlier word; in the order found."""
         tokens: list[int] = []
         for word in dict.fromkeys(w for w in words(query) if w not in STOPWORDS):
-            token = self._token.get("\u2581" + word)
+            token = self._tokenizer.token_to_id("\u2581" + word)
             if token is not None:
                 tokens.append(token)
             if len(tokens) >= _MAX_WORDS:

@@ -93,6 +93,7 @@ STOPWORDS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=65536)  # names, split again for every catalog that holds them
 def split_identifier(name: str) -> str:
     """``name`` with ``_ - . / :`` and case changes turned into spaces (``getPR_list`` ->
     ``get PR list``)."""
@@ -100,8 +101,14 @@ def split_identifier(name: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lowercase word tokens of ``text`` (identifiers split first), stopwords kept."""
-    return [w.lower() for w in _WORD.findall(split_identifier(text))]
+    """Lowercase word tokens of ``text`` (identifiers split first), stopwords kept.
+
+    The same words as ``_WORD.findall(split_identifier(text))``: a separator split on there
+    is never part of a word, and a case or digit boundary needs letters or digits on both
+    sides, so splitting at separators first changes nothing. One substitution over the
+    whole text is several times faster on a long description (the index tokenises every
+    tool's)."""
+    return [w.lower() for w in _WORD.findall(_CAMEL.sub(" ", text))]
 
 
 @functools.cache

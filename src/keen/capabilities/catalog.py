@@ -325,7 +325,7 @@ class Catalog:
         if self._index is None or (weights is not None and weights != self._index.weights):
             # The vectors' thread starts first: loading the encoder overlaps the index load.
             dense = self._dense_vectors() if self._dense else None
-            index = ToolSearch.cached(self.hash, self._list, self.servers, self._cache_dir, weights)
+            index = ToolSearch.cached(self._list, self.servers, self._cache_dir, weights)
             index.dense = dense
             self._index = index
         return self._index

@@ -19,6 +19,7 @@ suffixes until every name is unique.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -58,6 +59,7 @@ def _hashed(cap_id: str, chars: int) -> str:
     return _readable(cap_id)[: _MAX - len(suffix)].rstrip("_") + suffix
 
 
+@functools.lru_cache(maxsize=65536)  # a catalog rebuilt per server change names the same ids again
 def model_name(cap_id: str) -> str:
     """The model tool name of one id, ignoring collisions (see :func:`model_names`)."""
     return cap_id if MODEL_NAME_RE.fullmatch(cap_id) else _hashed(cap_id, _HASH_CHARS)

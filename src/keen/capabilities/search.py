@@ -2,7 +2,7 @@
 
 Two signals, fused:
 
-- lexical: BM25 (``bm25s``, Lucene variant) over Snowball-stemmed words
+- lexical: BM25 (Lucene variant, as ``bm25s`` computes it) over Snowball-stemmed words
   (:mod:`keen.capabilities._text`) of each capability's name (split on case, ``_``,
   ``-``, ``.``, ``/``; counted ``NAME_REPEAT`` times), title, description and parameter
   descriptions; each query word's nearest catalog words in the embedding space count
@@ -41,10 +41,13 @@ one result: :meth:`ToolSearch.top` keeps the best-scoring copy and
 :meth:`ToolSearch.copies` names the others, so a result list does not spend its places
 on the same tool twice.
 
-The index is built once per catalog hash and cached under
-``$KEEN_HOME/cache/toolsearch/<hash>/`` (bm25s files, ``float16`` embeddings, the
-token weights); a reader
-of a half-written cache never exists because the directory is renamed into place.
+The index is assembled from rows per document (:mod:`keen.capabilities._index`): each
+tool and server text is tokenised once, and the next catalog of this process reuses the
+rows of its unchanged documents, so a refresh of one server tokenises that server only.
+The rows are cached under ``$KEEN_HOME/cache/toolsearch/v<format>-<key>/`` (``key``: a
+hash of every document's text), of which the :data:`MAX_INDEXES` most recently used are
+kept; a new process loads its catalog's folder, or reuses the rows of the folder used
+last. A reader of a half-written folder never exists because it is renamed into place.
 Results are candidates for the caller's visibility decision, never authorization; the
 caller's permission filter is applied before the top ``k`` is cut, so a filtered-out
 capability is never returned (not even as a count).
@@ -52,19 +55,23 @@ capability is never returned (not even as a count).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import functools
+import hashlib
 import json
 import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keen.capabilities._embed import NeighbourTerms, embedder, idf_weights, pool, token_ids
+from keen.capabilities._embed import DIM, NeighbourTerms, embedder, pool, token_ids, word_vectors
+from keen.capabilities._index import Columns, Doc, Lexical, doc_key, idf_rows, pool_rows, tokenise
 from keen.capabilities._query import search_query, value_kinds
 from keen.capabilities._text import split_identifier, stem_tokens
 from keen.capabilities.descriptor import Capability
@@ -76,6 +83,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INDEX_FORMAT",
+    "MAX_INDEXES",
     "MAX_QUERY_CHARS",
     "NAME_REPEAT",
     "NEIGHBOUR_WEIGHT",
@@ -84,13 +92,25 @@ __all__ = [
     "ToolSearch",
     "dense_text",
     "embedder",
+    "flush",
+    "forget",
     "server_trust",
 ]
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = 4
-"""Bumped when the cached index layout or its document text changes."""
+INDEX_FORMAT = 5
+"""Bumped when the cached index layout or its document text changes (folders of other
+formats are deleted when an index is saved)."""
+MAX_INDEXES = 4
+"""How many catalogs' index folders the cache keeps (the most recently used): a folder is
+written per tool list, and a session whose servers change would otherwise leave one per
+change behind."""
+_SEED_ABOVE = 256
+"""Documents new to this process above which the rows of the cache folder used last are
+read to find them, rather than tokenising them all."""
+_STALE_TEMP_S = 3600.0
+"""A half-written index folder older than this was left by a process that died: removed."""
 NAME_REPEAT = 2
 """How many times the split name counts in the lexical document (names are the densest signal)."""
 _MAX_DOC_CHARS = 2000
@@ -188,10 +208,10 @@ def _copy_groups(caps: Sequence[Capability]) -> np.ndarray:
     """Per capability, the position of the first identical one (itself when unique)."""
     import numpy as np
 
-    first: dict[str, int] = {}
+    first: dict[tuple[object, ...], int] = {}
     groups = np.empty(len(caps), dtype=np.int32)
     for i, cap in enumerate(caps):
-        key = json.dumps([cap.kind, cap.name, cap.title, cap.search_text, cap.params, cap.risk.to_dict()])
+        key = (cap.kind, cap.name, cap.title, cap.search_text, cap.params, cap.risk)
         groups[i] = first.setdefault(key, i)
     return groups
 
@@ -224,6 +244,7 @@ class ToolSearch:
         weights: SearchWeights,
         groups: np.ndarray | None = None,
         token_weights: np.ndarray | None = None,
+        neighbours: NeighbourTerms | None = None,
     ) -> None:
         import numpy as np
 
@@ -236,7 +257,7 @@ class ToolSearch:
         self.weights = weights
         # IDF per wordllama token id over this catalog (see _embed); all ones: a plain mean.
         self._token_weights = (
-            np.ones(embedder().embedding.shape[0], dtype=np.float32)
+            np.ones(word_vectors().embedding.shape[0], dtype=np.float32)
             if token_weights is None
             else token_weights
         )
@@ -250,6 +271,7 @@ class ToolSearch:
         self.dense: DenseVectors | None = None
         """The transformer signal, attached by the catalog (None: not used)."""
         self._dense_server_cache: tuple[np.ndarray, np.ndarray] | None = None
+        self._neighbour_terms = neighbours
 
     # -- building -------------------------------------------------------------
 
@@ -260,89 +282,114 @@ class ToolSearch:
         servers: dict[str, str],
         weights: SearchWeights | None = None,
     ) -> ToolSearch:
-        """Index ``caps`` (in this order) with their ``servers``' texts."""
-        import bm25s
+        """Index ``caps`` (in this order) with their ``servers``' texts. The documents this
+        process indexed for the last catalog are reused (:mod:`keen.capabilities._index`):
+        only new or changed ones are tokenised."""
+        with _build_lock:
+            return cls._assemble(caps, servers, _rows(caps, servers, None), weights)
+
+    @classmethod
+    def _assemble(
+        cls,
+        caps: Sequence[Capability],
+        servers: dict[str, str],
+        rows: tuple[Columns, Columns],
+        weights: SearchWeights | None,
+        neighbours: tuple[np.ndarray, list[str]] | None = None,
+    ) -> ToolSearch:
+        """The index of ``caps`` from their rows and their servers' rows."""
         import numpy as np
 
-        server_names = sorted(servers)
-        row = {name: i for i, name in enumerate(server_names)}
-        members: dict[str, list[str]] = {name: [] for name in server_names}
-        for cap in caps:
-            if cap.server in members:
-                members[cap.server].append(split_identifier(cap.name))
-        server_docs = [
-            [split_identifier(name), servers[name], " ".join(members[name])] for name in server_names
-        ]
-        bm25 = bm25s.BM25()
-        bm25_servers = bm25s.BM25()
-        with _quiet():
-            bm25.index([stem_tokens(lexical_text(c)) or [""] for c in caps] or [[""]], show_progress=False)
-            bm25_servers.index([stem_tokens(d) or [""] for d in server_docs] or [[""]], show_progress=False)
-        doc_server = np.array([row.get(c.server or "", -1) for c in caps], dtype=np.int32)
+        tool_rows, server_rows = rows
+        row = {name: i for i, name in enumerate(sorted(servers))}
+        bm25 = Lexical(tool_rows)
         # Token IDF over the tools' lexical text (their whole description, not only the
         # head that is embedded): a word every tool uses weighs little in any vector.
-        token_weights = idf_weights(token_ids([" ".join(lexical_text(c)) for c in caps]))
-        vectors = _vectors([semantic_text(c) for c in caps], token_weights)
-        server_vectors = _vectors(
-            [". ".join(p for p in d if p)[: _MAX_DOC_CHARS * 2] for d in server_docs], token_weights
-        )
-        return cls(
+        token_weights = idf_rows(tool_rows)
+        index = cls(
             [c.id for c in caps],
-            doc_server,
+            np.array([row.get(c.server or "", -1) for c in caps], dtype=np.int32),
             bm25,
-            bm25_servers,
-            vectors,
-            server_vectors,
+            Lexical(server_rows),
+            pool_rows(tool_rows, token_weights),
+            pool_rows(server_rows, token_weights),
             weights or SearchWeights(),
             _copy_groups(caps),
             token_weights,
+            NeighbourTerms(bm25.vocab_dict, *neighbours) if neighbours else NeighbourTerms(bm25.vocab_dict),
         )
+        index._rows = rows
+        return index
+
+    _rows: tuple[Columns, Columns] | None = None
 
     @classmethod
     def cached(
         cls,
-        key: str,
         caps: Sequence[Capability],
         servers: dict[str, str],
         cache_root: Path | None,
         weights: SearchWeights | None = None,
     ) -> ToolSearch:
-        """The index for catalog hash ``key``: loaded from ``cache_root/<key>`` when there,
-        else built and saved there (``cache_root=None``: built, not saved). A cache that
+        """The index of ``caps``: built from the documents this process indexed last (only
+        new or changed ones tokenised), else loaded from ``cache_root/v<format>-<key>`` (the
+        key: a hash of every document's text) when there, else built (reusing the rows of
+        the folder used last) and saved there; ``cache_root=None``: built, not saved. The
+        folder keeps :data:`MAX_INDEXES` catalogs, the most recently used. A folder that
         cannot be read is rebuilt; one that cannot be written is logged and skipped."""
         if cache_root is None:
             return cls.build(caps, servers, weights)
-        folder = cache_root / f"v{INDEX_FORMAT}-{key.removeprefix('sha256:')[:32]}"
-        ids = [c.id for c in caps]
-        if folder.is_dir():
-            try:
-                index = cls._load(folder, weights)
-                if index.ids == ids:
-                    return index
-                logger.debug("toolsearch cache %s holds other ids; rebuilding", folder)
-            except (OSError, ValueError, KeyError) as exc:
-                logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
-        index = cls.build(caps, servers, weights)
-        try:
-            index._save(folder)
-        except OSError as exc:
-            logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
-        return index
+        with _build_lock:
+            tool_keys, known = _tool_keys(caps)
+            docs = _server_docs(caps, servers)
+            keys = (tool_keys, [doc_key(d) for d in docs])
+            folder = cache_root / _folder_name(keys[0], keys[1], caps)
+            index: ToolSearch | None = None
+            if not known and folder.is_dir():  # a new process: the folder, not the rows in memory
+                try:
+                    index = cls._load(folder, caps, servers, keys, weights)
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
+                    shutil.rmtree(folder, ignore_errors=True)  # replaced by the rebuilt one
+            if index is None:
+                rows = _rows(caps, servers, lambda: _last_used(cache_root, folder), keys, docs)
+                index = cls._assemble(caps, servers, rows, weights)
+            _write_later(index, cache_root, folder)
+            return index
 
     def _save(self, folder: Path) -> None:
+        """Write the index's rows to ``folder`` (renamed into place whole), or mark it used
+        when it is there already."""
         import numpy as np
 
+        assert self._rows is not None
+        if (folder / "meta.json").is_file():
+            with contextlib.suppress(OSError):
+                os.utime(folder)
+            return
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         try:
-            self._bm25.save(str(tmp / "bm25"), show_progress=False)
-            self._bm25_servers.save(str(tmp / "bm25_servers"), show_progress=False)
-            np.save(tmp / "vectors.npy", self._vectors.astype(np.float16))
-            np.save(tmp / "server_vectors.npy", self._server_vectors.astype(np.float16))
-            np.save(tmp / "doc_server.npy", self._doc_server)
-            np.save(tmp / "groups.npy", self._groups)
-            np.save(tmp / "token_weights.npy", self._token_weights)
-            (tmp / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
+            tool_rows, server_rows = self._rows
+            tool_rows.save(tmp / "tools.npz")
+            server_rows.save(tmp / "servers.npz")
+            # The assembled index too: a new process loads it as it is (assembling it from
+            # the rows took several times as long as reading it).
+            with (tmp / "assembled.npz").open("wb") as handle:
+                np.savez(
+                    handle,
+                    vectors=self._vectors,
+                    server_vectors=self._server_vectors,
+                    token_weights=self._token_weights,
+                    **self._bm25.to_arrays("bm25_"),
+                    **self._bm25_servers.to_arrays("servers_"),
+                )
+            neighbours = self._neighbours
+            meta = {
+                "ids": self.ids,
+                "neighbours": {"tokens": neighbours.tokens.tolist(), "stems": neighbours.stems},
+            }
+            (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
             try:
                 os.rename(tmp, folder)
             except OSError:
@@ -353,24 +400,60 @@ class ToolSearch:
                 shutil.rmtree(tmp, ignore_errors=True)
 
     @classmethod
-    def _load(cls, folder: Path, weights: SearchWeights | None) -> ToolSearch:
-        import bm25s
+    def _load(
+        cls,
+        folder: Path,
+        caps: Sequence[Capability],
+        servers: dict[str, str],
+        keys: tuple[list[bytes], list[bytes]],
+        weights: SearchWeights | None,
+    ) -> ToolSearch:
+        """The index saved in ``folder``; raises ``ValueError`` (or ``OSError``,
+        ``KeyError``) when it is unreadable or holds other documents than ``keys``."""
         import numpy as np
 
-        with _quiet():
-            bm25 = bm25s.BM25.load(str(folder / "bm25"), show_progress=False)
-            bm25_servers = bm25s.BM25.load(str(folder / "bm25_servers"), show_progress=False)
-        return cls(
-            json.loads((folder / "ids.json").read_text(encoding="utf-8")),
-            np.load(folder / "doc_server.npy"),
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        tool_rows = Columns.load(folder / "tools.npz")
+        server_rows = Columns.load(folder / "servers.npz")
+        if [bytes(k) for k in tool_rows.keys] != keys[0] or [bytes(k) for k in server_rows.keys] != keys[1]:
+            raise ValueError("rows of other documents")
+        if meta["ids"] != [c.id for c in caps]:
+            raise ValueError("rows for other capability ids")
+        stored = meta["neighbours"]
+        tokens = np.asarray(stored["tokens"], dtype=np.int32)
+        stems = [str(s) for s in stored["stems"]]
+        if len(tokens) != len(stems):
+            raise ValueError("neighbour tokens and stems differ in number")
+        rows = (tool_rows, server_rows)
+        with np.load(folder / "assembled.npz") as data:
+            arrays = {k: data[k] for k in data.files}
+        bm25 = Lexical.from_arrays(arrays, "bm25_")
+        bm25_servers = Lexical.from_arrays(arrays, "servers_")
+        vectors, server_vectors = arrays["vectors"], arrays["server_vectors"]
+        token_weights = arrays["token_weights"]
+        if (
+            bm25._n != max(len(caps), 1)  # pyright: ignore[reportPrivateUsage]
+            or vectors.shape != (len(caps), DIM)
+            or server_vectors.shape != (len(servers), DIM)
+            or token_weights.shape != (word_vectors().embedding.shape[0],)
+        ):
+            raise ValueError("an assembled index of another size")
+        _remember(caps, rows)
+        row = {name: i for i, name in enumerate(sorted(servers))}
+        index = cls(
+            [c.id for c in caps],
+            np.array([row.get(c.server or "", -1) for c in caps], dtype=np.int32),
             bm25,
             bm25_servers,
-            np.load(folder / "vectors.npy").astype(np.float32),
-            np.load(folder / "server_vectors.npy").astype(np.float32),
+            vectors,
+            server_vectors,
             weights or SearchWeights(),
-            np.load(folder / "groups.npy"),
-            np.load(folder / "token_weights.npy"),
+            _copy_groups(caps),
+            token_weights,
+            NeighbourTerms(bm25.vocab_dict, tokens, stems),
         )
+        index._rows = rows
+        return index
 
     # -- querying -------------------------------------------------------------
 
@@ -384,10 +467,12 @@ class ToolSearch:
             return np.zeros(size, dtype=np.float32)
         return np.asarray(bm25.get_scores_from_ids(ids), dtype=np.float32)
 
-    @functools.cached_property
+    @property
     def _neighbours(self) -> NeighbourTerms:
-        """Built at the first query, not with the index (about 50 ms)."""
-        return NeighbourTerms(self._bm25.vocab_dict)
+        """The query-word neighbours among this index's terms (made with the index)."""
+        if self._neighbour_terms is None:
+            self._neighbour_terms = NeighbourTerms(self._bm25.vocab_dict)
+        return self._neighbour_terms
 
     def _expanded_lexical(self, query: str, tokens: list[str]) -> np.ndarray:
         """BM25 of ``tokens`` plus, for each neighbour of a query word, its BM25 times
@@ -530,13 +615,238 @@ class ToolSearch:
         return [i for i in members if i != position and (mask is None or bool(mask[i]))]
 
 
-@contextlib.contextmanager
-def _quiet():
-    """bm25s logs at DEBUG/INFO while indexing and loading; keep it out of CLI output."""
-    log = logging.getLogger("bm25s")
-    level = log.level
-    log.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
+# -- the rows this process indexed (keen.capabilities._index) ------------------------------
+
+_build_lock = threading.RLock()
+# The rows of the last catalog indexed, so a catalog that changed one server tokenises that
+# server only: per capability object (a catalog rebuilt by CatalogCache keeps the objects of
+# unchanged servers; identity, not equality: comparing 4,300 dataclasses by value costs
+# more than the rest of a refresh), and per row key (an equal document in a new object).
+# Replaced at every build: bounded by one catalog.
+_known: dict[int, tuple[Capability, Columns, int]] = {}
+_known_keys: dict[bytes, tuple[Columns, int]] = {}
+
+
+def forget() -> None:
+    """Drop the rows this process keeps from its last index: the next one is loaded from the
+    cache folder or built as a new process would (benchmarks and tests use it). Waits for
+    the cache folders being written (:func:`flush`)."""
+    flush()
+    with _build_lock:
+        _known.clear()
+        _known_keys.clear()
+
+
+_writes: list[threading.Thread] = []
+_writes_lock = threading.Lock()
+_one_writer = threading.Lock()
+
+
+def _write_later(index: ToolSearch, cache_root: Path, folder: Path) -> None:
+    """Save ``index`` to ``folder`` and evict old folders on a background thread: the search
+    that needed the index does not wait for the disk (a folder is written whole and renamed
+    into place, so a reader never sees half of one; one left half-written by a process
+    killed meanwhile is removed later, see :func:`_evict`)."""
+
+    def write() -> None:
+        # One at a time: two evictions at once, each keeping its own folder, would delete
+        # more than either alone.
+        with _one_writer:
+            try:
+                index._save(folder)  # pyright: ignore[reportPrivateUsage]
+                _evict(cache_root, folder)
+            except OSError as exc:
+                logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
+
+    thread = threading.Thread(target=write, name="keen-toolsearch-save", daemon=True)
+    with _writes_lock:
+        _writes[:] = [t for t in _writes if t.is_alive()]
+        _writes.append(thread)
+    thread.start()
+
+
+@atexit.register
+def flush(timeout: float | None = 10.0) -> None:
+    """Wait (at most ``timeout`` seconds each) for the index folders being written."""
+    with _writes_lock:
+        pending = list(_writes)
+    for thread in pending:
+        thread.join(timeout)
+
+
+def _tool_doc(cap: Capability) -> Doc:
+    lexical = lexical_text(cap)
+    return Doc(tuple(lexical), semantic_text(cap), " ".join(lexical))
+
+
+def _server_docs(caps: Sequence[Capability], servers: dict[str, str]) -> list[Doc]:
+    """Per server (sorted by name): its name, text and tool names, as one document."""
+    names = sorted(servers)
+    members: dict[str, list[str]] = {name: [] for name in names}
+    for cap in caps:
+        if cap.server in members:
+            members[cap.server].append(split_identifier(cap.name))
+    docs: list[Doc] = []
+    for name in names:
+        fields = (split_identifier(name), servers[name], " ".join(members[name]))
+        docs.append(Doc(fields, ". ".join(p for p in fields if p)[: _MAX_DOC_CHARS * 2], None))
+    return docs
+
+
+def _folder_name(tool_keys: Sequence[bytes], server_keys: Sequence[bytes], caps: Sequence[Capability]) -> str:
+    digest = hashlib.sha256(b"".join(tool_keys))
+    digest.update(b"".join(server_keys))
+    digest.update(json.dumps([c.id for c in caps]).encode())
+    return f"v{INDEX_FORMAT}-{digest.hexdigest()[:32]}"
+
+
+def _tool_keys(caps: Sequence[Capability]) -> tuple[list[bytes], int]:
+    """Each capability's row key (from the last build's rows when it is the same object,
+    else hashed from its texts) and how many were found that way."""
+    keys: list[bytes] = []
+    known = 0
+    for cap in caps:
+        hit = _known.get(id(cap))
+        if hit is not None and hit[0] is cap:
+            keys.append(hit[1].keys[hit[2]].tobytes())
+            known += 1
+        else:
+            keys.append(doc_key(_tool_doc(cap)))
+    return keys, known
+
+
+def _gather(
+    items: Sequence[Any],
+    make: Any,
+    seed: Callable[[], Columns | None],
+    keys: Sequence[bytes] | None,
+    by_object: bool,
+) -> Columns:
+    """The rows of ``items`` in order: the last build's row of the same object (when
+    ``by_object``) or of the same key, else ``seed``'s (rows read from disk), else
+    tokenised now (``make``: item -> :class:`~keen.capabilities._index.Doc`; ``keys``:
+    the items' row keys when known)."""
+    import numpy as np
+
+    sources: dict[int, tuple[Columns, list[int], list[int]]] = {}
+
+    def add(columns: Columns, pos: int, row: int) -> None:
+        entry = sources.setdefault(id(columns), (columns, [], []))
+        entry[1].append(pos)
+        entry[2].append(row)
+
+    missing: list[int] = []
+    for pos, item in enumerate(items):
+        hit = _known.get(id(item)) if by_object else None
+        if hit is not None and hit[0] is item:
+            add(hit[1], pos, hit[2])
+        else:
+            missing.append(pos)
+    if missing:
+        docs = {pos: make(items[pos]) for pos in missing}
+        key_of = {pos: keys[pos] if keys is not None else doc_key(docs[pos]) for pos in missing}
+        still: list[int] = []
+        for pos in missing:
+            hit_key = _known_keys.get(key_of[pos])
+            if hit_key is not None:
+                add(hit_key[0], pos, hit_key[1])
+            else:
+                still.append(pos)
+        # Many documents new to this process (a new process, or a catalog switched): the
+        # rows of the folder used last may hold them (reading it costs what tokenising
+        # a few hundred documents does).
+        seeded = seed() if len(still) > _SEED_ABOVE else None
+        if seeded is not None:
+            where = {bytes(k): i for i, k in enumerate(seeded.keys)}
+            left: list[int] = []
+            for pos in still:
+                row = where.get(key_of[pos])
+                if row is None:
+                    left.append(pos)
+                else:
+                    add(seeded, pos, row)
+            still = left
+        if still:
+            fresh = tokenise([docs[pos] for pos in still], [key_of[pos] for pos in still])
+            for row, pos in enumerate(still):
+                add(fresh, pos, row)
+    if not sources:
+        return tokenise([], [])
+    parts = [columns.take(np.asarray(rows, dtype=np.int64)) for columns, _, rows in sources.values()]
+    positions = np.concatenate([np.asarray(p, dtype=np.int64) for _, p, _ in sources.values()])
+    whole = Columns.concat(parts)
+    return whole if (positions == np.arange(len(items))).all() else whole.take(np.argsort(positions))
+
+
+def _rows(
+    caps: Sequence[Capability],
+    servers: dict[str, str],
+    seed: Callable[[], Path | None] | None,
+    keys: tuple[list[bytes], list[bytes]] | None = None,
+    server_docs: list[Doc] | None = None,
+) -> tuple[Columns, Columns]:
+    """The tools' and the servers' rows for this catalog (see :func:`_gather`); ``seed``:
+    gives an index folder whose rows may be reused. Remembered for the next build."""
+    loaded: dict[str, Columns | None] = {}
+
+    def seeded(name: str) -> Columns | None:
+        if name not in loaded:
+            folder = seed() if seed is not None else None
+            loaded[name] = None
+            if folder is not None:
+                try:
+                    loaded[name] = Columns.load(folder / name)
+                except (OSError, ValueError, KeyError) as exc:
+                    logger.debug("toolsearch: not reusing %s (%s)", folder, exc)
+        return loaded[name]
+
+    if server_docs is None:
+        server_docs = _server_docs(caps, servers)
+    rows = (
+        _gather(caps, _tool_doc, lambda: seeded("tools.npz"), None if keys is None else keys[0], True),
+        _gather(
+            server_docs, lambda d: d, lambda: seeded("servers.npz"), None if keys is None else keys[1], False
+        ),
+    )
+    _remember(caps, rows)
+    return rows
+
+
+def _remember(caps: Sequence[Capability], rows: tuple[Columns, Columns]) -> None:
+    _known.clear()
+    _known.update((id(cap), (cap, rows[0], i)) for i, cap in enumerate(caps))
+    _known_keys.clear()
+    for columns in rows:
+        _known_keys.update((bytes(k), (columns, i)) for i, k in enumerate(columns.keys))
+
+
+def _index_folders(cache_root: Path) -> list[Path]:
+    """The index folders of this format under ``cache_root``, most recently used first."""
+    found: list[tuple[float, Path]] = []
+    with contextlib.suppress(OSError):
+        for entry in cache_root.iterdir():
+            if entry.name.startswith(f"v{INDEX_FORMAT}-"):
+                with contextlib.suppress(OSError):
+                    found.append((entry.stat().st_mtime, entry))
+    return [p for _, p in sorted(found, key=lambda x: -x[0])]
+
+
+def _last_used(cache_root: Path, other_than: Path) -> Path | None:
+    return next((p for p in _index_folders(cache_root) if p != other_than), None)
+
+
+def _evict(cache_root: Path, keep: Path) -> None:
+    """Delete index folders of other formats, those past the :data:`MAX_INDEXES` most
+    recently used (never ``keep``), and half-written ones left by a process that died."""
+    now = time.time()
+    for entry in list(cache_root.iterdir()):
+        name = entry.name
+        other_format = name.startswith("v") and "-" in name and not name.startswith(f"v{INDEX_FORMAT}-")
+        try:
+            stale = name.startswith(".v") and now - entry.stat().st_mtime > _STALE_TEMP_S
+        except OSError:
+            continue
+        if other_format or stale:
+            shutil.rmtree(entry, ignore_errors=True)
+    for old in [p for p in _index_folders(cache_root) if p != keep][MAX_INDEXES - 1 :]:
+        shutil.rmtree(old, ignore_errors=True)

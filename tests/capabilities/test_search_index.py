@@ -1,0 +1,211 @@
+"""The search index kept per document: a refreshed server's tools are found while the other
+servers' rows are reused, a removed tool is gone, the cache folder stays bounded, and a
+damaged cache entry is rebuilt (keen.capabilities._index, keen.capabilities.search)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import pytest
+
+import keen.capabilities.search as search_module
+from keen.capabilities import Catalog
+from keen.capabilities._index import Columns, Doc, Lexical, tokenise  # pyright: ignore[reportPrivateUsage]
+from keen.capabilities._text import stem_tokens  # pyright: ignore[reportPrivateUsage]
+from keen.capabilities.descriptor import Capability
+from keen.capabilities.search import INDEX_FORMAT, MAX_INDEXES, flush, forget
+from keen.mcp.types import Tool
+
+_SERVERS = {
+    "weather": [
+        Tool("weather", "forecast", "Weather forecast for a city: rain, wind and temperature.", {}),
+        Tool("weather", "alerts", "Severe weather alerts for a region.", {}),
+    ],
+    "git": [
+        Tool("git", "git_commit", "Record staged changes in the repository with a message.", {}),
+        Tool("git", "git_log", "Show the commit history of a branch.", {}),
+    ],
+    "mail": [
+        Tool("mail", "send_email", "Send an email message to a recipient.", {}),
+        Tool("mail", "list_inbox", "List the messages in the inbox.", {}),
+    ],
+}
+_TEXTS = {"weather": "Weather data.", "git": "Git repositories.", "mail": "Electronic mail."}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rows() -> Iterator[None]:
+    """Each test starts as a new process would: no rows kept from another test."""
+    forget()
+    yield
+    forget()
+
+
+@pytest.fixture
+def tokenised(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The embedded text of every document the index tokenises (the real tokenise runs)."""
+    seen: list[str] = []
+
+    def spy(docs: Sequence[Doc], keys: Sequence[bytes] | None = None) -> Columns:
+        seen.extend(d.embedded for d in docs)
+        return tokenise(docs, keys)
+
+    monkeypatch.setattr(search_module, "tokenise", spy)
+    return seen
+
+
+def _catalog(
+    tools: dict[str, list[Tool]], cache_dir: Path, caps: dict[str, list[Capability]] | None = None
+) -> Catalog:
+    """A catalog of ``tools``; the descriptors of ``caps``' servers reused as CatalogCache reuses them."""
+    built: list[Capability] = []
+    for server, listed in tools.items():
+        if caps is not None and server in caps:
+            built += caps[server]
+        else:
+            built += list(Catalog.from_tools(listed, cache=False, dense=False))
+    return Catalog(built, {s: _TEXTS.get(s, "") for s in tools}, cache_dir=cache_dir, dense=False)
+
+
+def _by_server(catalog: Catalog) -> dict[str, list[Capability]]:
+    out: dict[str, list[Capability]] = {}
+    for cap in catalog:
+        out.setdefault(cap.server or "", []).append(cap)
+    return out
+
+
+def _ids(catalog: Catalog, query: str, k: int = 3) -> list[str]:
+    return [h.id for h in catalog.search(query, k=k)]
+
+
+def test_a_refreshed_servers_new_tool_is_found_and_only_its_documents_are_tokenised(
+    tmp_path: Path, tokenised: list[str]
+) -> None:
+    first = _catalog(_SERVERS, tmp_path)
+    assert _ids(first, "weather forecast for Paris")[0] == "mcp__weather__forecast"
+    tokenised.clear()
+    # The mail server refreshes: a new tool, and list_inbox is gone.
+    changed = dict(
+        _SERVERS, mail=[_SERVERS["mail"][0], Tool("mail", "archive_thread", "Archive a mail thread.", {})]
+    )
+    second = _catalog(changed, tmp_path, {s: c for s, c in _by_server(first).items() if s != "mail"})
+    assert _ids(second, "archive the mail thread")[0] == "mcp__mail__archive_thread"
+    assert "mcp__mail__list_inbox" not in second.index().ids
+    assert "mcp__mail__list_inbox" not in _ids(second, "list the messages in the inbox", k=6)
+    # Only the new tool and the mail server's own text (its tool names changed) were read again.
+    assert len(tokenised) == 2
+    assert any("archive thread" in text for text in tokenised)
+    assert _ids(second, "weather forecast for Paris")[0] == "mcp__weather__forecast"
+
+
+def test_a_new_process_reuses_the_rows_of_the_last_cache_folder(
+    tmp_path: Path, tokenised: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search_module, "_SEED_ABOVE", 0)  # a catalog this small would be tokenised again
+    _catalog(_SERVERS, tmp_path).index()
+    forget()  # as a new process
+    tokenised.clear()
+    changed = dict(
+        _SERVERS, git=[*_SERVERS["git"], Tool("git", "git_push", "Push commits to the remote.", {})]
+    )
+    catalog = _catalog(changed, tmp_path)
+    assert _ids(catalog, "push my commits to the remote")[0] == "mcp__git__git_push"
+    assert len(tokenised) == 2  # git_push and the git server's text
+    # The same catalog again in a new process: loaded from its folder, nothing tokenised.
+    forget()
+    tokenised.clear()
+    again = _catalog(changed, tmp_path)
+    assert _ids(again, "push my commits to the remote")[0] == "mcp__git__git_push"
+    assert tokenised == []
+
+
+def test_a_loaded_index_ranks_as_the_one_built_in_memory(tmp_path: Path) -> None:
+    queries = ["weather alerts", "send an email", "show the history of commits", "rain tomorrow"]
+    built = _catalog(_SERVERS, tmp_path)
+    fresh = [[(h.id, round(h.score, 5)) for h in built.search(q, k=6)] for q in queries]
+    forget()
+    loaded = _catalog(_SERVERS, tmp_path)
+    assert [[(h.id, round(h.score, 5)) for h in loaded.search(q, k=6)] for q in queries] == fresh
+    uncached = Catalog(list(built), dict(built.servers), cache=False, dense=False)
+    assert [[(h.id, round(h.score, 5)) for h in uncached.search(q, k=6)] for q in queries] == fresh
+
+
+def test_the_cache_keeps_the_most_recently_used_catalogs_and_drops_old_formats(tmp_path: Path) -> None:
+    old = tmp_path / f"v{INDEX_FORMAT - 1}-0123456789abcdef"
+    old.mkdir()
+    (old / "ids.json").write_text("[]")
+    stale = tmp_path / f".v{INDEX_FORMAT}-abandoned-x"
+    stale.mkdir()
+    an_hour_ago = time.time() - 7200
+    os.utime(stale, (an_hour_ago, an_hour_ago))
+    for i in range(MAX_INDEXES + 3):
+        tools = dict(_SERVERS, extra=[Tool("extra", f"tool_{i}", f"Tool number {i}.", {})])
+        _catalog(tools, tmp_path).index()
+    flush()  # folders are written and evicted in the background
+    folders = sorted(p.name for p in tmp_path.iterdir())
+    assert len(folders) == MAX_INDEXES
+    assert all(name.startswith(f"v{INDEX_FORMAT}-") for name in folders)
+    # The most recent catalog is one of them, and still loads.
+    forget()
+    last = _catalog(dict(_SERVERS, extra=[Tool("extra", f"tool_{MAX_INDEXES + 2}", "x", {})]), tmp_path)
+    assert last.index().ids
+
+
+@pytest.mark.parametrize("damage", ["garbage", "offsets", "meta", "assembled"])
+def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    expected = _ids(_catalog(_SERVERS, tmp_path), "send an email")
+    flush()  # the folder is written in the background
+    [folder] = [p for p in tmp_path.iterdir() if p.name.startswith("v")]
+    if damage == "garbage":
+        (folder / "tools.npz").write_bytes(b"not an npz file")
+    elif damage == "offsets":  # a readable file whose offsets do not fit its values
+        with np.load(folder / "tools.npz") as data:
+            arrays = {k: data[k] for k in data.files}
+        arrays["term_ptr"] = arrays["term_ptr"] * 2
+        with (folder / "tools.npz").open("wb") as handle:
+            np.savez(handle, **arrays)
+    elif damage == "assembled":  # the BM25 matrix's offsets past its values
+        with np.load(folder / "assembled.npz") as data:
+            arrays = {k: data[k] for k in data.files}
+        arrays["bm25_indptr"] = arrays["bm25_indptr"] + 1
+        with (folder / "assembled.npz").open("wb") as handle:
+            np.savez(handle, **arrays)
+    else:
+        (folder / "meta.json").write_text(json.dumps({"ids": "not a list"}))
+    forget()
+    with caplog.at_level("WARNING", logger="keen.capabilities.search"):
+        assert _ids(_catalog(_SERVERS, tmp_path), "send an email") == expected
+    assert "unreadable" in caplog.text
+    # Rebuilt in place: a new process now loads it without a warning.
+    forget()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="keen.capabilities.search"):
+        assert _ids(_catalog(_SERVERS, tmp_path), "send an email") == expected
+    assert "unreadable" not in caplog.text
+
+
+def test_keyword_scores_are_bm25s_lucene_scores() -> None:
+    texts = [
+        ["Weather forecast for a city", "rain wind and temperature forecast"],
+        ["Send an email message", "to a recipient"],
+        [],
+        ["List the files of a folder", "files and folders, recursively"],
+        ["forecast of the stock market"],
+    ]
+    rows = tokenise([Doc(t, " ".join(t), None) for t in texts])
+    ours = Lexical(rows)
+    reference = bm25s.BM25()
+    reference.index([stem_tokens(t) or [""] for t in texts], show_progress=False)
+    assert set(ours.vocab_dict) == set(reference.vocab_dict)
+    for query in (["forecast"], ["file", "folder"], ["email", "forecast", "forecast"], ["citi"]):
+        mine = ours.get_scores_from_ids([ours.vocab_dict[t] for t in query])
+        theirs = reference.get_scores_from_ids([reference.vocab_dict[t] for t in query])
+        assert np.array_equal(mine, theirs), query
