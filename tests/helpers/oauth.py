@@ -7,7 +7,13 @@ under uvicorn on ``127.0.0.1:<ephemeral port>`` in a thread. Knobs:
 * ``advertised_lifetime`` - the ``expires_in`` told to clients; ``server_lifetime`` - when
   the server really stops accepting an access token (seconds).
 * ``step_up_tool`` - ``tools/call`` of ``admin_task`` answers 403 ``insufficient_scope``
-  (scope ``read admin``) unless the token carries ``admin``.
+  (scope ``read admin``) unless the token carries ``admin``; ``step_up_listing`` - the same
+  for ``tools/list``; ``scope_never_enough`` - every signed-in request answers that 403,
+  whatever the token carries (a scope the account will never be granted).
+* ``modern_only`` - a server of the 2026-07-28 era alone: a signed-in POST without a
+  2026-07-28 ``MCP-Protocol-Version`` header (an ``initialize`` handshake) answers HTTP 400
+  with JSON-RPC -32020 "Missing MCP-Protocol-Version header", as the conformance package's
+  2026-07-28 servers do; ``eras`` records each signed-in POST's ``(method, header)``.
 * ``malformed_metadata`` - every ``/.well-known/`` document is broken JSON and the OAuth
   endpoints are not at their 2025-03-26 default paths either (as when the authorization
   server lives elsewhere), so nothing can be discovered.
@@ -48,6 +54,7 @@ from keen.mcp.auth import FileTokenStore, KeenOAuthProvider, create_oauth_auth
 from keen.mcp.config import HttpServerConfig, OAuthAuth
 
 __all__ = [
+    "MODERN_VERSION",
     "Browser",
     "OAuthTestServer",
     "RecordingProvider",
@@ -59,6 +66,9 @@ __all__ = [
     "serve_oauth",
     "text_of",
 ]
+
+
+MODERN_VERSION = "2026-07-28"
 
 
 class RecordingProvider(InMemoryOAuthProvider):
@@ -138,22 +148,38 @@ class _Guard:
         if owner.malformed_metadata and scope["path"] in ("/register", "/authorize", "/token"):
             await _send(send, 404, b"not here", [(b"content-type", b"text/plain")])
             return
-        if owner.step_up_tool and scope["method"] == "POST" and scope["path"] == owner.path:
+        guarded = owner.step_up_tool or owner.step_up_listing or owner.scope_never_enough or owner.modern_only
+        if guarded and scope["method"] == "POST" and scope["path"] == owner.path:
             body = b""
             more = True
             while more:
                 message = await receive()
                 body += message.get("body", b"")
                 more = message.get("more_body", False)
-            if _needs_admin(body) and "admin" not in owner.provider.scopes_of(_bearer(headers)):
-                challenge = (
-                    f'Bearer error="insufficient_scope", scope="read admin", '
-                    f'resource_metadata="{owner.base_url}/.well-known/oauth-protected-resource{owner.path}"'
-                )
-                await _send(
-                    send, 403, b'{"error": "insufficient_scope"}', [(b"www-authenticate", challenge.encode())]
-                )
-                return
+            request = _jsonrpc(body)
+            granted = owner.provider.scopes_of(_bearer(headers))
+            if granted:  # signed in: the app's own 401 comes first otherwise
+                version = headers.get("mcp-protocol-version")
+                owner.eras.append((str(request.get("method")), version))
+                if owner.modern_only and version != MODERN_VERSION:
+                    error = {"code": -32020, "message": "Missing MCP-Protocol-Version header"}
+                    reply = {"jsonrpc": "2.0", "id": request.get("id"), "error": error}
+                    await _send(
+                        send, 400, json.dumps(reply).encode(), [(b"content-type", b"application/json")]
+                    )
+                    return
+                if owner.scope_never_enough or (_needs_admin(owner, request) and "admin" not in granted):
+                    challenge = (
+                        f'Bearer error="insufficient_scope", scope="read admin", '
+                        f'resource_metadata="{owner.base_url}/.well-known/oauth-protected-resource{owner.path}"'
+                    )
+                    await _send(
+                        send,
+                        403,
+                        b'{"error": "insufficient_scope"}',
+                        [(b"www-authenticate", challenge.encode())],
+                    )
+                    return
             replayed = False
 
             async def replay() -> Message:
@@ -168,15 +194,20 @@ class _Guard:
         await self._app(scope, receive, send)
 
 
-def _needs_admin(body: bytes) -> bool:
+def _jsonrpc(body: bytes) -> dict[str, Any]:
     try:
         message = json.loads(body)
     except ValueError:
-        return False
-    return (
-        isinstance(message, dict)
-        and message.get("method") == "tools/call"
-        and message.get("params", {}).get("name") == "admin_task"
+        return {}
+    return message if isinstance(message, dict) else {}
+
+
+def _needs_admin(owner: OAuthTestServer, request: dict[str, Any]) -> bool:
+    method = request.get("method")
+    params = request.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    return (owner.step_up_tool and method == "tools/call" and name == "admin_task") or (
+        owner.step_up_listing and method == "tools/list"
     )
 
 
@@ -200,10 +231,14 @@ class OAuthTestServer:
     valid_scopes: list[str] = field(default_factory=lambda: ["read", "write", "admin"])
     registration: bool = True
     step_up_tool: bool = False
+    step_up_listing: bool = False
+    scope_never_enough: bool = False
+    modern_only: bool = False
     malformed_metadata: bool = False
     path: str = "/mcp"
     port: int = field(default_factory=free_port)
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    eras: list[tuple[str, str | None]] = field(default_factory=list)
     provider: RecordingProvider = field(init=False)
     _server: uvicorn.Server | None = field(default=None, init=False, repr=False)
     _thread: threading.Thread | None = field(default=None, init=False, repr=False)
