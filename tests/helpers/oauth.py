@@ -18,6 +18,9 @@ under uvicorn on ``127.0.0.1:<ephemeral port>`` in a thread. Knobs:
   endpoints are not at their 2025-03-26 default paths either (as when the authorization
   server lives elsewhere), so nothing can be discovered.
 * ``revoke_all()`` - what a user does in the provider's settings page.
+* ``move_to(other)`` - the resource moves to ``other``'s authorization server: its protected
+  resource metadata names that one (``authorization_servers``), tokens this server issued
+  are revoked, and tokens ``other`` issued are accepted (SEP-2352's migration).
 
 ``Browser`` replaces the human: it GETs the authorization URL (the server approves at
 once and redirects to Keen's loopback callback) and follows the redirect, over real
@@ -50,6 +53,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from helpers.loopback import free_port
+from keen.mcp._sdk_private import negotiate_auto
 from keen.mcp.auth import FileTokenStore, KeenOAuthProvider, create_oauth_auth
 from keen.mcp.config import HttpServerConfig, OAuthAuth
 
@@ -142,6 +146,20 @@ class _Guard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         query = scope.get("query_string", b"").decode("latin-1")
         owner.requests.append((scope["method"], scope["path"] + (f"?{query}" if query else ""), headers))
+        moved = owner.moved_to
+        if moved is not None and scope["path"] == f"/.well-known/oauth-protected-resource{owner.path}":
+            metadata = {
+                "resource": owner.url,
+                "authorization_servers": [moved.base_url + "/"],
+                "scopes_supported": owner.valid_scopes,
+                "bearer_methods_supported": ["header"],
+            }
+            await _send(send, 200, json.dumps(metadata).encode(), [(b"content-type", b"application/json")])
+            return
+        issued_there = moved.provider.access_tokens.get(_bearer(headers)) if moved is not None else None
+        if issued_there is not None:
+            # This resource server trusts the new authorization server's tokens.
+            owner.provider.access_tokens[issued_there.token] = issued_there
         if owner.malformed_metadata and scope["path"].startswith("/.well-known/"):
             await _send(send, 200, b'{"resource": "http://', [(b"content-type", b"application/json")])
             return
@@ -239,6 +257,7 @@ class OAuthTestServer:
     port: int = field(default_factory=free_port)
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     eras: list[tuple[str, str | None]] = field(default_factory=list)
+    moved_to: OAuthTestServer | None = None
     provider: RecordingProvider = field(init=False)
     _server: uvicorn.Server | None = field(default=None, init=False, repr=False)
     _thread: threading.Thread | None = field(default=None, init=False, repr=False)
@@ -294,6 +313,11 @@ class OAuthTestServer:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the OAuth test server did not start")
             time.sleep(0.01)
+
+    def move_to(self, other: OAuthTestServer) -> None:
+        """Hand this resource's authorization to ``other``'s authorization server (see the module doc)."""
+        self.moved_to = other
+        self.provider.revoke_all()
 
     def stop(self) -> None:
         if self._server is None or self._thread is None:
@@ -377,14 +401,18 @@ def background_auth(server: str, config: HttpServerConfig, **options: Any) -> Ke
     )
 
 
-async def list_tool_names(auth: httpx2.Auth, url: str) -> list[str]:
-    """initialize + tools/list over the SDK client with ``auth``, as the Manager does."""
+async def list_tool_names(auth: httpx2.Auth, url: str, *, negotiate: bool = False) -> list[str]:
+    """initialize + tools/list over the SDK client with ``auth``; with ``negotiate``, the era as
+    the Manager negotiates it (``server/discover``, else initialize) instead of initialize."""
     async with (
         httpx2.AsyncClient(auth=auth) as client,
         streamable_http_client(url, http_client=client) as (read, write),
         ClientSession(read, write) as session,
     ):
-        await session.initialize()
+        if negotiate:
+            await negotiate_auto(session)
+        else:
+            await session.initialize()
         return [tool.name for tool in (await session.list_tools()).tools]
 
 

@@ -4,11 +4,13 @@ The server (:class:`helpers.oauth.OAuthTestServer` with ``modern_only``) answers
 request without the 2026-07-28 ``MCP-Protocol-Version`` header with HTTP 400 / -32020, as the
 conformance package's servers do. Sign-in negotiates the era the way every connection does
 (``server/discover``, else ``initialize``), steps up when a request needs a wider scope, and
-stops after a bounded number of authorizations when the server never has enough.
+stops after a bounded number of authorizations when the server never has enough; a resource
+that moves to another authorization server is signed in there (SEP-2352).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -16,8 +18,16 @@ from typing import Any
 
 import pytest
 
-from helpers.oauth import MODERN_VERSION, Browser, free_port, oauth_config, serve_oauth
-from keen.errors import AuthFailed, Remedy
+from helpers.oauth import (
+    MODERN_VERSION,
+    Browser,
+    background_auth,
+    free_port,
+    list_tool_names,
+    oauth_config,
+    serve_oauth,
+)
+from keen.errors import AuthFailed, AuthRequired, Remedy
 from keen.mcp import Manager, ServerState
 from keen.mcp.auth import FileTokenStore, authorize_interactively, oauth_auth_factory
 from keen.mcp.auth.provider import MAX_AUTHORIZATIONS
@@ -89,3 +99,34 @@ async def test_a_server_that_never_has_enough_scope_stops_the_sign_in_after_boun
         assert {version for _, version in srv.eras} == {MODERN_VERSION}
         assert all(token.access_token not in str(refused.value) for token in srv.provider.issued)
         assert await FileTokenStore("demo").get_tokens() is not None  # the last grant is kept
+
+
+async def test_a_resource_that_moves_to_another_authorization_server_is_signed_in_there(
+    keen_home: Path,
+) -> None:
+    with serve_oauth(modern_only=True) as srv, serve_oauth() as new_home:
+        config = oauth_config(srv.url)
+        await authorize_interactively("demo", config, open_browser=Browser(), timeout=30)
+        assert len(srv.provider.clients) == 1
+        srv.move_to(new_home)
+
+        # The background connection cannot renew the sign-in at the old authorization server.
+        with pytest.RaisesGroup(
+            pytest.RaisesExc((AuthFailed, AuthRequired), match='MCP server "demo"'),
+            allow_unwrapped=True,
+            flatten_subgroups=True,
+        ):
+            await list_tool_names(background_auth("demo", config), srv.url, negotiate=True)
+        browser = Browser()
+        result = await authorize_interactively("demo", config, open_browser=browser, timeout=30)
+
+        assert result.signed_in
+        assert browser.visits[0].startswith(f"{new_home.base_url}/authorize?")
+        (registered,) = new_home.provider.clients.values()  # registered with the new one
+        assert registered.client_id != next(iter(srv.provider.clients))
+        saved = json.loads((keen_home / "mcp" / "auth" / "demo.json").read_text())
+        assert saved["authorization_server"]["token_endpoint"] == f"{new_home.base_url}/token"
+        assert saved["tokens"]["access_token"] == new_home.provider.issued[-1].access_token
+        listed = await list_tool_names(background_auth("demo", config), srv.url, negotiate=True)
+        assert listed == ["echo", "admin_task"]
+        assert srv.eras[-1] == ("tools/list", MODERN_VERSION)
