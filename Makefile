@@ -105,7 +105,8 @@ bench: $(VENV)/.dev peers
 	$(PY) bench/prompt_start.py $(LIVEMCPBENCH)/tools.json $(TOOLGYM)
 	$(PY) bench/startup_many.py --servers 24 --chat 20 --repeat 3
 
-# The official MCP conformance client scenarios (core + auth, 2025-11-25) against Keen's client.
+# The official MCP conformance client scenarios against Keen's client: core + auth at 2025-11-25
+# (0.1.16), and every client scenario the 2026-07-28 revision requires (0.2.0-alpha.12).
 conformance: $(VENV)/.dev
 	$(PY) tests/conformance/run.py
 

@@ -1,18 +1,24 @@
 """Load through ``keen serve --transport http`` vs FastMCP's proxy vs the upstream directly.
 
 50 concurrent MCP clients (the official SDK's ``Client``, handshake era), 200 ``tools/call``
-each, against one local upstream (FastMCP, ``echo``) reached three ways:
+each, against one local upstream (FastMCP) reached three ways. Every fourth call is
+``progress_echo`` with a progress token: the upstream sends 3 progress notifications during
+the call, which must reach the calling client (relayed with its own token); the others are
+``echo``. The targets:
 
 - direct: the upstream itself,
 - fastmcp-proxy: ``fastmcp.server.create_proxy(upstream)`` served over HTTP,
 - keen (memory) / keen (redis): ``keen serve --mode extension`` with each store; every
-  client reads ``resource:///tool_descriptions?tools=mcp__up__echo`` once (untimed), then calls.
+  client reads ``resource:///tool_descriptions?tools=mcp__up__echo,mcp__up__progress_echo`` once
+  (untimed), then calls.
 
 Each client makes one untimed warm-up call first, on every target.
 
-Prints calls/s, p50/p99 latency (ms), errors, and the ratios against the targets:
+Prints calls/s, p50/p99 latency (ms) over all calls, errors (a wrong result, or a progress
+call that did not receive its 3 notifications, counts as one), the progress notifications
+received, and the ratios against the targets:
 Keen calls/s >= FastMCP proxy's, Keen p99 <= 2x direct, 0 errors. Every loop is bounded
-(clients x calls, and a 600 s cap per target); every server listens on 127.0.0.1 and is
+(clients x calls, and a 300 s cap per target); every server listens on 127.0.0.1 and is
 stopped at the end. Usage: ``python bench/serve_load.py [--clients 50] [--calls 200]``.
 """
 
@@ -32,6 +38,7 @@ import anyio
 import httpx2
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
 
 from _common import PYTHON, percentiles, print_block, verdict, write_config
 
@@ -63,40 +70,78 @@ def _process(cmd: list[str], port: int, what: str, env: dict[str, str] | None = 
         stop(proc, group=True, grace=15)
 
 
+PROGRESS_EVERY = 4
+"""Every fourth call of a client is the progress-reporting tool."""
+PROGRESS_STEPS = 3
+
+
 async def _one_client(
-    url: str, tool: str, calls: int, describe: bool, lat: list[float], errors: list[str]
+    url: str,
+    prefix: str,
+    calls: int,
+    describe: bool,
+    lat: list[float],
+    errors: list[str],
+    progress: list[int],
 ) -> None:
+    echo, progress_echo = f"{prefix}echo", f"{prefix}progress_echo"
     try:
         async with (
             httpx2.AsyncClient(timeout=60) as http,
             Client(streamable_http_client(url, http_client=http), mode="legacy", cache=None) as client,
         ):
             if describe:
-                await client.read_resource(f"resource:///tool_descriptions?tools={tool}")
-            # One untimed warm-up call per client on every target (first-call costs are not load).
-            await client.call_tool(tool, {"text": "warm-up"})
+                await client.read_resource(f"resource:///tool_descriptions?tools={echo},{progress_echo}")
+            # One untimed warm-up call of each tool per client on every target (first-call costs are not load).
+            await client.call_tool(echo, {"text": "warm-up"})
+            await client.call_tool(progress_echo, {"text": "warm-up", "steps": 1}, progress_callback=_ignore)
             for i in range(calls):
+                seen: list[float] = []
+                on_progress = _collector(seen)
+                reports = i % PROGRESS_EVERY == PROGRESS_EVERY - 1
                 started = time.perf_counter()
                 try:
-                    result = await client.call_tool(tool, {"text": f"m{i}"})
+                    if reports:
+                        arguments = {"text": f"m{i}", "steps": PROGRESS_STEPS}
+                        result = await client.call_tool(
+                            progress_echo, arguments, progress_callback=on_progress
+                        )
+                    else:
+                        result = await client.call_tool(echo, {"text": f"m{i}"})
                 except Exception as exc:
                     errors.append(type(exc).__name__)
                     continue
                 lat.append(time.perf_counter() - started)
                 if result.is_error or result.content[0].text != f"m{i}":  # type: ignore[union-attr]
                     errors.append("wrong result")
+                if reports:
+                    progress.append(len(seen))
+                    if seen != [float(step) for step in range(1, PROGRESS_STEPS + 1)]:
+                        errors.append(f"progress {seen} of {PROGRESS_STEPS} steps")
     except Exception as exc:
         errors.append(f"client: {type(exc).__name__}: {exc}")
 
 
-async def _load(url: str, tool: str, clients: int, calls: int, describe: bool) -> dict[str, float]:
+def _collector(seen: list[float]) -> ProgressFnT:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    return on_progress
+
+
+async def _ignore(progress: float, total: float | None, message: str | None) -> None:
+    """The warm-up call's progress callback (its notifications are not counted)."""
+
+
+async def _load(url: str, prefix: str, clients: int, calls: int, describe: bool) -> dict[str, float]:
     lat: list[float] = []
     errors: list[str] = []
+    progress: list[int] = []
     started = time.perf_counter()
     with anyio.move_on_after(PHASE_CAP) as cap:
         async with anyio.create_task_group() as tg:
             for _ in range(clients):
-                tg.start_soon(_one_client, url, tool, calls, describe, lat, errors)
+                tg.start_soon(_one_client, url, prefix, calls, describe, lat, errors, progress)
     elapsed = time.perf_counter() - started
     cuts = percentiles(lat) if len(lat) >= 2 else {"p50": float("nan"), "p99": float("nan")}
     if errors:
@@ -107,6 +152,8 @@ async def _load(url: str, tool: str, clients: int, calls: int, describe: bool) -
         "p99": cuts["p99"] * 1000,
         "errors": float(len(errors)),
         "calls": float(len(lat)),
+        "progress_calls": float(len(progress)),
+        "progress_seen": float(sum(progress)),
         "capped": float(cap.cancelled_caught),
     }
 
@@ -121,12 +168,12 @@ def main() -> None:
         home = Path(tmp)
         up_port = free_port()
         with _process([PYTHON, LOAD_SERVERS, "upstream", str(up_port)], up_port, "upstream") as upstream:
-            results["direct"] = anyio.run(_load, upstream, "echo", args.clients, args.calls, False)
+            results["direct"] = anyio.run(_load, upstream, "", args.clients, args.calls, False)
             px_port = free_port()
             with _process(
                 [PYTHON, LOAD_SERVERS, "proxy", str(px_port), upstream], px_port, "fastmcp proxy"
             ) as proxy:
-                results["fastmcp-proxy"] = anyio.run(_load, proxy, "echo", args.clients, args.calls, False)
+                results["fastmcp-proxy"] = anyio.run(_load, proxy, "", args.clients, args.calls, False)
             write_config(home, {"up": {"transport": "streamable_http", "url": upstream}})
             env = {**os.environ, "KEEN_HOME": str(home)}
             env.pop("KEEN_SERVE_TOKEN", None)
@@ -149,9 +196,7 @@ def main() -> None:
                         "1000000",
                     ]
                     with _process(cmd, port, f"keen serve ({store})", env) as keen:
-                        results[label] = anyio.run(
-                            _load, keen, "mcp__up__echo", args.clients, args.calls, True
-                        )
+                        results[label] = anyio.run(_load, keen, "mcp__up__", args.clients, args.calls, True)
     _report(results, args.clients, args.calls)
 
 
@@ -161,7 +206,8 @@ def _report(results: dict[str, dict[str, float]], clients: int, calls: int) -> N
         (
             name,
             f"{r['calls_s']:8.1f} calls/s   p50 {r['p50']:7.2f} ms   p99 {r['p99']:7.2f} ms   "
-            f"errors {int(r['errors'])}   calls {int(r['calls'])}/{clients * calls}"
+            f"errors {int(r['errors'])}   calls {int(r['calls'])}/{clients * calls}   "
+            f"progress {int(r['progress_seen'])}/{int(r['progress_calls']) * PROGRESS_STEPS}"
             + (f" (stopped at the {PHASE_CAP:.0f} s cap)" if r["capped"] else ""),
         )
         for name, r in results.items()
@@ -181,7 +227,10 @@ def _report(results: dict[str, dict[str, float]], clients: int, calls: int) -> N
         f"p99 vs direct {proxy['p99'] / direct['p99']:.2f}x"
     )
     print_block(
-        f"keen serve load: {clients} clients x {calls} tools/call, loopback HTTP, handshake era", rows, notes
+        f"keen serve load: {clients} clients x {calls} tools/call (every {PROGRESS_EVERY}th reports "
+        f"progress {PROGRESS_STEPS}x), loopback HTTP, handshake era",
+        rows,
+        notes,
     )
 
 

@@ -1,6 +1,8 @@
 """Servers for ``bench/serve_load.py``, each on 127.0.0.1 only.
 
-``python load_servers.py upstream PORT``: a FastMCP server with ``echo(text)`` over Streamable HTTP.
+``python load_servers.py upstream PORT``: a FastMCP server over Streamable HTTP with ``echo(text)``
+and ``progress_echo(text, steps)``, which sends ``steps`` progress notifications (with the
+caller's progress token) before returning ``text``.
 ``python load_servers.py proxy PORT URL``: FastMCP's ``create_proxy(URL)`` over Streamable HTTP.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 import sys
 
 import uvicorn
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 from fastmcp.server import create_proxy
 
 
@@ -18,6 +20,12 @@ def upstream() -> FastMCP:
 
     @server.tool(description="Return the text unchanged.")
     def echo(text: str) -> str:
+        return text
+
+    @server.tool(description="Report progress `steps` times, then return the text unchanged.")
+    async def progress_echo(text: str, steps: int, ctx: Context) -> str:
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step}")
         return text
 
     return server

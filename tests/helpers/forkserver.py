@@ -74,6 +74,7 @@ FORKED = frozenset(
         "empty_stdio.py",
         "handshake_only.py",
         "log_stdio.py",
+        "no_result_type.py",
         "ask_stdio.py",
     }
 )

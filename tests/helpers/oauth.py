@@ -7,11 +7,20 @@ under uvicorn on ``127.0.0.1:<ephemeral port>`` in a thread. Knobs:
 * ``advertised_lifetime`` - the ``expires_in`` told to clients; ``server_lifetime`` - when
   the server really stops accepting an access token (seconds).
 * ``step_up_tool`` - ``tools/call`` of ``admin_task`` answers 403 ``insufficient_scope``
-  (scope ``read admin``) unless the token carries ``admin``.
+  (scope ``read admin``) unless the token carries ``admin``; ``step_up_listing`` - the same
+  for ``tools/list``; ``scope_never_enough`` - every signed-in request answers that 403,
+  whatever the token carries (a scope the account will never be granted).
+* ``modern_only`` - a server of the 2026-07-28 era alone: a signed-in POST without a
+  2026-07-28 ``MCP-Protocol-Version`` header (an ``initialize`` handshake) answers HTTP 400
+  with JSON-RPC -32020 "Missing MCP-Protocol-Version header", as the conformance package's
+  2026-07-28 servers do; ``eras`` records each signed-in POST's ``(method, header)``.
 * ``malformed_metadata`` - every ``/.well-known/`` document is broken JSON and the OAuth
   endpoints are not at their 2025-03-26 default paths either (as when the authorization
   server lives elsewhere), so nothing can be discovered.
 * ``revoke_all()`` - what a user does in the provider's settings page.
+* ``move_to(other)`` - the resource moves to ``other``'s authorization server: its protected
+  resource metadata names that one (``authorization_servers``), tokens this server issued
+  are revoked, and tokens ``other`` issued are accepted (SEP-2352's migration).
 
 ``Browser`` replaces the human: it GETs the authorization URL (the server approves at
 once and redirects to Keen's loopback callback) and follows the redirect, over real
@@ -46,8 +55,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from helpers.loopback import free_port
 from keen.mcp.auth import FileTokenStore, KeenOAuthProvider, create_oauth_auth
 from keen.mcp.config import HttpServerConfig, OAuthAuth
+from keen.mcp.connection.sdk_private import negotiate_auto
 
 __all__ = [
+    "MODERN_VERSION",
     "Browser",
     "OAuthTestServer",
     "RecordingProvider",
@@ -59,6 +70,9 @@ __all__ = [
     "serve_oauth",
     "text_of",
 ]
+
+
+MODERN_VERSION = "2026-07-28"
 
 
 class RecordingProvider(InMemoryOAuthProvider):
@@ -132,28 +146,58 @@ class _Guard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         query = scope.get("query_string", b"").decode("latin-1")
         owner.requests.append((scope["method"], scope["path"] + (f"?{query}" if query else ""), headers))
+        moved = owner.moved_to
+        if moved is not None and scope["path"] == f"/.well-known/oauth-protected-resource{owner.path}":
+            metadata = {
+                "resource": owner.url,
+                "authorization_servers": [moved.base_url + "/"],
+                "scopes_supported": owner.valid_scopes,
+                "bearer_methods_supported": ["header"],
+            }
+            await _send(send, 200, json.dumps(metadata).encode(), [(b"content-type", b"application/json")])
+            return
+        issued_there = moved.provider.access_tokens.get(_bearer(headers)) if moved is not None else None
+        if issued_there is not None:
+            # This resource server trusts the new authorization server's tokens.
+            owner.provider.access_tokens[issued_there.token] = issued_there
         if owner.malformed_metadata and scope["path"].startswith("/.well-known/"):
             await _send(send, 200, b'{"resource": "http://', [(b"content-type", b"application/json")])
             return
         if owner.malformed_metadata and scope["path"] in ("/register", "/authorize", "/token"):
             await _send(send, 404, b"not here", [(b"content-type", b"text/plain")])
             return
-        if owner.step_up_tool and scope["method"] == "POST" and scope["path"] == owner.path:
+        guarded = owner.step_up_tool or owner.step_up_listing or owner.scope_never_enough or owner.modern_only
+        if guarded and scope["method"] == "POST" and scope["path"] == owner.path:
             body = b""
             more = True
             while more:
                 message = await receive()
                 body += message.get("body", b"")
                 more = message.get("more_body", False)
-            if _needs_admin(body) and "admin" not in owner.provider.scopes_of(_bearer(headers)):
-                challenge = (
-                    f'Bearer error="insufficient_scope", scope="read admin", '
-                    f'resource_metadata="{owner.base_url}/.well-known/oauth-protected-resource{owner.path}"'
-                )
-                await _send(
-                    send, 403, b'{"error": "insufficient_scope"}', [(b"www-authenticate", challenge.encode())]
-                )
-                return
+            request = _jsonrpc(body)
+            granted = owner.provider.scopes_of(_bearer(headers))
+            if granted:  # signed in: the app's own 401 comes first otherwise
+                version = headers.get("mcp-protocol-version")
+                owner.eras.append((str(request.get("method")), version))
+                if owner.modern_only and version != MODERN_VERSION:
+                    error = {"code": -32020, "message": "Missing MCP-Protocol-Version header"}
+                    reply = {"jsonrpc": "2.0", "id": request.get("id"), "error": error}
+                    await _send(
+                        send, 400, json.dumps(reply).encode(), [(b"content-type", b"application/json")]
+                    )
+                    return
+                if owner.scope_never_enough or (_needs_admin(owner, request) and "admin" not in granted):
+                    challenge = (
+                        f'Bearer error="insufficient_scope", scope="read admin", '
+                        f'resource_metadata="{owner.base_url}/.well-known/oauth-protected-resource{owner.path}"'
+                    )
+                    await _send(
+                        send,
+                        403,
+                        b'{"error": "insufficient_scope"}',
+                        [(b"www-authenticate", challenge.encode())],
+                    )
+                    return
             replayed = False
 
             async def replay() -> Message:
@@ -168,15 +212,20 @@ class _Guard:
         await self._app(scope, receive, send)
 
 
-def _needs_admin(body: bytes) -> bool:
+def _jsonrpc(body: bytes) -> dict[str, Any]:
     try:
         message = json.loads(body)
     except ValueError:
-        return False
-    return (
-        isinstance(message, dict)
-        and message.get("method") == "tools/call"
-        and message.get("params", {}).get("name") == "admin_task"
+        return {}
+    return message if isinstance(message, dict) else {}
+
+
+def _needs_admin(owner: OAuthTestServer, request: dict[str, Any]) -> bool:
+    method = request.get("method")
+    params = request.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    return (owner.step_up_tool and method == "tools/call" and name == "admin_task") or (
+        owner.step_up_listing and method == "tools/list"
     )
 
 
@@ -200,10 +249,15 @@ class OAuthTestServer:
     valid_scopes: list[str] = field(default_factory=lambda: ["read", "write", "admin"])
     registration: bool = True
     step_up_tool: bool = False
+    step_up_listing: bool = False
+    scope_never_enough: bool = False
+    modern_only: bool = False
     malformed_metadata: bool = False
     path: str = "/mcp"
     port: int = field(default_factory=free_port)
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    eras: list[tuple[str, str | None]] = field(default_factory=list)
+    moved_to: OAuthTestServer | None = None
     provider: RecordingProvider = field(init=False)
     _server: uvicorn.Server | None = field(default=None, init=False, repr=False)
     _thread: threading.Thread | None = field(default=None, init=False, repr=False)
@@ -259,6 +313,11 @@ class OAuthTestServer:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the OAuth test server did not start")
             time.sleep(0.01)
+
+    def move_to(self, other: OAuthTestServer) -> None:
+        """Hand this resource's authorization to ``other``'s authorization server (see the module doc)."""
+        self.moved_to = other
+        self.provider.revoke_all()
 
     def stop(self) -> None:
         if self._server is None or self._thread is None:
@@ -342,14 +401,18 @@ def background_auth(server: str, config: HttpServerConfig, **options: Any) -> Ke
     )
 
 
-async def list_tool_names(auth: httpx2.Auth, url: str) -> list[str]:
-    """initialize + tools/list over the SDK client with ``auth``, as the Manager does."""
+async def list_tool_names(auth: httpx2.Auth, url: str, *, negotiate: bool = False) -> list[str]:
+    """initialize + tools/list over the SDK client with ``auth``; with ``negotiate``, the era as
+    the Manager negotiates it (``server/discover``, else initialize) instead of initialize."""
     async with (
         httpx2.AsyncClient(auth=auth) as client,
         streamable_http_client(url, http_client=client) as (read, write),
         ClientSession(read, write) as session,
     ):
-        await session.initialize()
+        if negotiate:
+            await negotiate_auto(session)
+        else:
+            await session.initialize()
         return [tool.name for tool in (await session.list_tools()).tools]
 
 

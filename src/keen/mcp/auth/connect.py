@@ -30,6 +30,7 @@ from keen.errors import (
     ServerDisconnected,
     exception_leaves,
 )
+from keen.mcp.connection.sdk_private import negotiate_auto
 from keen.mcp.auth.classify import classify_auth_failure
 from keen.mcp.auth.provider import (
     AUTHORIZATION_TIMEOUT,
@@ -70,7 +71,8 @@ async def authorize_interactively(
     """Sign in to an OAuth server from scratch; what ``keen mcp connect SERVER`` runs first.
 
     Clears the saved sign-in (keeping a pending step-up scope to ask for), then opens one
-    MCP session (initialize + the first tools/list page) with an interactive provider, so
+    MCP session (the server's era, negotiated as every connection does: ``server/discover``
+    for 2026-07-28, else ``initialize``; then the first tools/list page) with an interactive provider, so
     whichever request the server challenges starts the browser flow: the authorization
     URL goes to ``open_browser`` (and ``on_authorization_url``), the callback is awaited
     on ``config.auth.callback_port`` for up to ``timeout`` seconds, tokens are saved 0600.
@@ -119,7 +121,10 @@ async def authorize_interactively(
                     read, write, client_info=mt.Implementation(name="keen", version=__version__)
                 ) as session,
             ):
-                await session.initialize()
+                # The server's era, as every connection negotiates it (keen.mcp.connection.server):
+                # probe server/discover (2026-07-28), else the initialize handshake. A server
+                # of the new era alone refuses a bare initialize after the token exchange.
+                await negotiate_auto(session)
                 await session.list_tools()
     except Exception as exc:
         raise _sign_in_error(exc, server, config.url, auth, budget) from exc

@@ -64,6 +64,7 @@ from keen.mcp.config.servers import OAuthAuth
 __all__ = [
     "AUTHORIZATION_TIMEOUT",
     "CLIENT_NAME",
+    "MAX_AUTHORIZATIONS",
     "KeenOAuthProvider",
     "OpenBrowser",
     "ShowUrl",
@@ -76,6 +77,9 @@ logger = logging.getLogger(__name__)
 CLIENT_NAME = "Keen"
 AUTHORIZATION_TIMEOUT = 300.0
 """``keen mcp connect`` waits up to 5 minutes for the browser sign-in (docs/architecture.md "Servers and their states")."""
+MAX_AUTHORIZATIONS = 3
+"""Browser authorizations one interactive provider runs before giving up on a server that keeps
+answering 403 ``insufficient_scope``: the first sign-in and two step-ups."""
 
 OpenBrowser = Callable[[str], bool]
 """Opens the authorization URL; returns False when it could not (no browser)."""
@@ -166,6 +170,7 @@ class KeenOAuthProvider(OAuthClientProvider):
         self._had_token = False
         self._refresh_error: str | None = None
         self._discovery: list[str] = []
+        self._authorizations = 0
         self._callback_result: AuthorizationCodeResult | None = None
         redactor.add(cfg.client_secret)
 
@@ -191,34 +196,59 @@ class KeenOAuthProvider(OAuthClientProvider):
     async def _interactive_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        """The SDK's flow, observed (step-up, discovery attempts) and with its errors translated."""
-        flow = super()._auth_flow(request)
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                response = yield outgoing
-                if outgoing is request and response.status_code in (401, 403):
-                    self._step_up = _is_step_up(response)
-                    if self._step_up:
-                        self._forget_narrow_registration(extract_field_from_www_auth(response, "scope"))
-                elif "/.well-known/" in outgoing.url.path:
-                    attempt = f"{_bare(outgoing.url)} -> HTTP {response.status_code}"
-                    if attempt not in self._discovery:
-                        self._discovery.append(attempt)
-                outgoing = await flow.asend(response)
-        except StopAsyncIteration:
-            return
-        except KeenError as exc:
-            if isinstance(exc, AuthRequired | AuthFailed):
-                self.failure = exc
-            raise
-        except (OAuthFlowError, ValidationError) as exc:
-            no_metadata = self.context.oauth_metadata is None
-            error = flow_error(self.server, exc, no_metadata=no_metadata, discovery=self._discovery)
-            self.failure = error
-            raise error from exc
-        finally:
-            await flow.aclose()
+        """The SDK's flow, observed (step-up, discovery attempts) and with its errors translated.
+
+        The SDK re-authorizes once per request on 403 ``insufficient_scope``; a server that
+        still answers 403 after that gets another authorization with the wider scope, up to
+        :data:`MAX_AUTHORIZATIONS` in all (the MCP authorization spec's scope challenge
+        handling: clients bound these retries), then :class:`~keen.errors.AuthFailed`.
+        Passing that last 403 on instead would read as an era verdict to the
+        ``server/discover`` probe, which then falls back to a handshake the server refuses.
+        """
+        final: httpx2.Response | None = None
+        for _round in range(MAX_AUTHORIZATIONS):
+            final = None
+            flow = super()._auth_flow(request)
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    response = yield outgoing
+                    if outgoing is request:
+                        final = response
+                        if response.status_code in (401, 403):
+                            self._step_up = _is_step_up(response)
+                            if self._step_up:
+                                self._forget_narrow_registration(
+                                    extract_field_from_www_auth(response, "scope")
+                                )
+                    elif "/.well-known/" in outgoing.url.path:
+                        attempt = f"{_bare(outgoing.url)} -> HTTP {response.status_code}"
+                        if attempt not in self._discovery:
+                            self._discovery.append(attempt)
+                    outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                pass
+            except KeenError as exc:
+                if isinstance(exc, AuthRequired | AuthFailed):
+                    self.failure = exc
+                raise
+            except (OAuthFlowError, ValidationError) as exc:
+                no_metadata = self.context.oauth_metadata is None
+                error = flow_error(self.server, exc, no_metadata=no_metadata, discovery=self._discovery)
+                self.failure = error
+                raise error from exc
+            finally:
+                await flow.aclose()
+            if final is None or not _is_step_up(final):
+                return
+            if self._authorizations >= MAX_AUTHORIZATIONS:
+                break
+            # The next round's SDK flow meets the same 403 first and steps up with the union.
+            logger.debug("server %s: still short of scope after signing in; authorizing again", self.server)
+        assert final is not None  # every round that did not return saw a 403
+        await final.aread()
+        self.failure = error = self._step_up_refused(final)
+        raise error
 
     async def _background_flow(
         self, request: httpx2.Request
@@ -328,6 +358,7 @@ class KeenOAuthProvider(OAuthClientProvider):
         callback until it arrives; :meth:`_callback` hands the result to the SDK."""
         if not self.interactive:  # defensive: the background flow never reaches the SDK's redirect
             raise AuthRequired(sign_in_message(self.server), server=self.server)
+        self._authorizations += 1
         state = parse_qs(urlsplit(authorization_url).query).get("state", [""])[0]
         listener = CallbackListener(server=self.server, port=self._cfg.callback_port)
         await listener.open()
@@ -435,6 +466,20 @@ class KeenOAuthProvider(OAuthClientProvider):
         )
         logger.debug("server %s: step-up needed (scope %s)", self.server, challenged)
         return error
+
+    def _step_up_refused(self, response: httpx2.Response) -> AuthFailed:
+        challenged = extract_field_from_www_auth(response, "scope")
+        granted = self.context.current_tokens.scope if self.context.current_tokens else None
+        return AuthFailed(
+            f'MCP server "{self.server}" still needs more permission'
+            + (f" (scope: {redactor.redact(short(challenged))})" if challenged else "")
+            + f" after {self._authorizations} sign-ins"
+            + (f" that granted {redactor.redact(short(granted))}" if granted else "")
+            + "; the account may not be allowed that scope: ask the server's administrator, "
+            'or check "scopes" in the server\'s configs.json entry',
+            server=self.server,
+            remedy=Remedy.FIX_CONFIG,
+        )
 
     def _unauthorized(self, response: httpx2.Response) -> AuthRequired | AuthFailed:
         name = self.server

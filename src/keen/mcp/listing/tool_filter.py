@@ -6,6 +6,11 @@ and, with it, every tool of the server. :class:`ToolListFilter` sits on the sess
 streams: it notes the ids of outgoing ``tools/list`` requests and, in each answer that
 does not validate, drops the tools that do not validate on their own, recording each with
 the reason. The rest of the list reaches the SDK intact and stays usable.
+
+On the same read path, a 2026-07-28 result without ``resultType`` gets ``"complete"``: the
+protocol has clients read an absent ``resultType`` as ``complete`` (SEP-2322), while the
+SDK validates each result against that revision's schema, where the field is required, and
+would fail the request instead.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 import mcp_types as mt
 from mcp.shared.message import SessionMessage
 from mcp_types import methods as mt_methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from keen._text import one_line
@@ -59,6 +65,7 @@ class ToolListFilter:
     def incoming(self, item: Any) -> Any:
         if not isinstance(item, SessionMessage):
             return item
+        item = self._complete_by_default(item)
         message = item.message
         if not isinstance(message, mt.JSONRPCResponse | mt.JSONRPCError) or message.id not in self._pending:
             return item
@@ -79,6 +86,19 @@ class ToolListFilter:
             else:
                 self.invalid.append(InvalidTool(_name_of(tool), reason))
         fixed = mt.JSONRPCResponse(jsonrpc="2.0", id=message.id, result={**result, "tools": kept})
+        return SessionMessage(message=fixed, metadata=item.metadata)
+
+    def _complete_by_default(self, item: SessionMessage) -> SessionMessage:
+        message = item.message
+        if (
+            self.version not in MODERN_PROTOCOL_VERSIONS
+            or not isinstance(message, mt.JSONRPCResponse)
+            or "resultType" in message.result
+        ):
+            return item
+        fixed = mt.JSONRPCResponse(
+            jsonrpc="2.0", id=message.id, result={**message.result, "resultType": "complete"}
+        )
         return SessionMessage(message=fixed, metadata=item.metadata)
 
     def _valid(self, result: dict[str, Any]) -> str | None:
