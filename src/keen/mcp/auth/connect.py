@@ -30,7 +30,6 @@ from keen.errors import (
     ServerDisconnected,
     exception_leaves,
 )
-from keen.mcp.connection.sdk_private import negotiate_auto
 from keen.mcp.auth.classify import classify_auth_failure
 from keen.mcp.auth.provider import (
     AUTHORIZATION_TIMEOUT,
@@ -41,6 +40,7 @@ from keen.mcp.auth.provider import (
 )
 from keen.mcp.auth.store import FileTokenStore, TokenStore
 from keen.mcp.config.servers import AuthFactory, HttpServerConfig, OAuthAuth
+from keen.mcp.connection.sdk_private import negotiate_auto
 from keen.mcp.connection.translate import unreachable_message
 
 __all__ = ["SignInResult", "authorize_interactively", "oauth_auth_factory"]
