@@ -713,7 +713,7 @@ class KeenServer:
         await self.revive([params.name])
         exposed = self.catalog().get(params.name)
         if exposed is None and params.name in self._server_of:
-            return error_result(self._unavailable(*self._server_of[params.name]))
+            return error_result(self._unavailable(self._server_of[params.name][0]))
         if exposed is None:
             return error_result(
                 {
@@ -730,12 +730,10 @@ class KeenServer:
             return error_result(ext.description_required(exposed.name))
         return call_result(obs)
 
-    def _unavailable(self, server: str, tool: str) -> dict[str, Any]:
+    def _unavailable(self, server: str) -> dict[str, Any]:
         """Why a served tool of a server that is not connected (still) cannot be called."""
-        try:
-            self.manager.check_call(server, tool, {})
-        except KeenError as exc:
-            return {"error": {"code": exc.code, "message": self.remedy_words(exc, server)}}
+        if (trouble := self.manager.unavailable(server)) is not None:
+            return {"error": {"code": trouble.code, "message": self.remedy_words(trouble, server)}}
         return {"error": {"code": "server_disconnected", "message": f"{server} is not connected."}}
 
     def _held(self) -> list[str]:
