@@ -58,6 +58,8 @@ async def test_session_waits_syncs_and_calls_through_the_gateway(
         manager=manager, wait=30, sync=True, approval=approve, audit=audit.append, observers=[seen.append]
     ) as rt:
         assert rt.discovered is True
+        # One pin guard per session: what the listing showed is what a call is checked against.
+        assert rt.gateway.pins is rt.manager.trust
         assert [s.state for s in rt.manager.servers()] == [ServerState.CONNECTED] * 2
         assert rt.sync_report is not None
         assert {e.server: e.action for e in rt.sync_report.entries} == {

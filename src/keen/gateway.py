@@ -173,11 +173,13 @@ class Gateway:
         pins: PinGuard | None = None,
     ) -> None:
         self.manager = manager
-        pins = pins or getattr(manager, "pins", None)
         if pins is None:
             from keen.trust.pins import PinGuard
 
-            pins = PinGuard()
+            # The Manager's own guard when it has one: one in-memory view of the pins per
+            # session, so what the listing showed is what the call is checked against.
+            trust = manager.trust
+            pins = trust if isinstance(trust, PinGuard) else PinGuard()
         self.pins = pins
         self.approval = approval
         self.audit = audit
