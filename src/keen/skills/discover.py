@@ -32,6 +32,7 @@ description, name mismatch, unreadable or non-UTF-8 file, dangling symlink) beco
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import logging
 import re
@@ -39,8 +40,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from keen import paths
 from keen.errors import Remedy, SkillError
@@ -68,9 +67,6 @@ MARKER_FILE = ".keen-generated-mcp.json"
 MANAGED_BY = "keen-mcp"
 
 _NAME_RE = re.compile(r"[\w.:-]{1,128}")
-# libyaml's loader when PyYAML was built with it: the same safe subset of YAML, about ten
-# times faster than the pure-Python one (31 -> 3 ms for 292 skills' frontmatter).
-_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Frontmatter is a few lines; a file that opens a fence and never closes it within
 # this many bytes is broken, and reading further would only waste time.
 _MAX_FRONTMATTER_BYTES = 64 * 1024
@@ -195,10 +191,24 @@ def _read_frontmatter(skill_md: Path) -> str:
     raise ValueError("frontmatter is not closed: add a '---' line after the description")
 
 
+@functools.cache
+def _safe_loader() -> Any:
+    """libyaml's loader when PyYAML was built with it: the same safe subset of YAML, about ten
+    times faster than the pure-Python one (31 -> 3 ms for 292 skills' frontmatter). PyYAML is
+    imported here, at the first file read (about 15 ms): a scan that takes every skill from
+    :mod:`keen.skills.cache`'s store never imports it."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _parse_frontmatter(raw: str, dir_name: str) -> tuple[str, str]:
     """Validate parsed frontmatter; return ``(name, description)`` or raise ``ValueError``."""
+    loader = _safe_loader()
+    import yaml
+
     try:
-        data: Any = yaml.load(raw, Loader=_SafeLoader)
+        data: Any = yaml.load(raw, Loader=loader)
     except yaml.YAMLError as exc:
         where = ""
         mark = getattr(exc, "problem_mark", None)
