@@ -157,3 +157,17 @@ def test_a_broken_store_or_another_directorys_is_ignored(tmp_path: Path, keen_ho
         cache = DiscoveryCache(root)
         notes = cache.discover().get("notes")
         assert notes is not None and notes.description == "Notes of skills." and cache.stored == 0
+
+
+def test_a_skills_paths_are_read_once_and_kept_in_the_store(tmp_path: Path, keen_home: Path) -> None:
+    root = tmp_path / "skills"
+    (root / "style").mkdir(parents=True)
+    (root / "style" / "SKILL.md").write_text(
+        "---\nname: style\ndescription: House style.\npaths: [src/**/*.py, 7]\n---\nBody.\n", encoding="utf-8"
+    )
+    write_skill(root / "notes", "No paths.")
+    settle()
+    first = {s.name: s.paths for s in DiscoveryCache(root).discover().skills}
+    assert first == {"notes": (), "style": ("src/**/*.py", "7")}
+    again = DiscoveryCache(root)
+    assert {s.name: s.paths for s in again.discover().skills} == first and again.stored == 2

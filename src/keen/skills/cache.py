@@ -65,6 +65,8 @@ RACY_SECONDS = 0.05
 _Stat = tuple[int, ...] | None
 _Entry = tuple[str, _Stat, str, _Stat, _Stat]
 _STORE_FORMAT = "keen-skills/1"
+_Row = tuple[str, str, str, bool, tuple[str, ...]]
+"""A stored skill: its entry's stat data (``repr``), name, description, managed, paths."""
 
 
 def _stat(path: str, *, follow: bool = True) -> _Stat:
@@ -149,9 +151,9 @@ def store_file(skills_root: Path) -> Path:
     return paths.keen_home() / "cache" / f"skills-{digest}.json"
 
 
-def _read_store(root: Path) -> dict[str, tuple[str, str, str, bool]]:
-    """The stored skills of ``root`` by entry name: ``(stat key, name, description, managed)``;
-    empty when there is no store or it is not one of ``root``."""
+def _read_store(root: Path) -> dict[str, _Row]:
+    """The stored skills of ``root`` by entry name: ``(stat key, name, description, managed,
+    paths)``; empty when there is no store or it is not one of ``root``."""
     try:
         data: Any = json.loads(store_file(root).read_bytes())
     except (OSError, ValueError):
@@ -161,25 +163,31 @@ def _read_store(root: Path) -> dict[str, tuple[str, str, str, bool]]:
     skills: Any = data.get("skills")
     if not isinstance(skills, dict):
         return {}
-    found: dict[str, tuple[str, str, str, bool]] = {}
+    found: dict[str, _Row] = {}
     for entry, row in skills.items():  # pyright: ignore[reportUnknownVariableType]
         if (
             isinstance(row, list)
-            and len(row) == 4  # pyright: ignore[reportUnknownArgumentType]
+            and len(row) == 5  # pyright: ignore[reportUnknownArgumentType]
             and all(isinstance(v, str) for v in row[:3])  # pyright: ignore[reportUnknownVariableType]
             and isinstance(row[3], bool)
+            and isinstance(row[4], list)
+            and all(isinstance(p, str) for p in row[4])  # pyright: ignore[reportUnknownVariableType]
         ):
-            found[str(entry)] = (row[0], row[1], row[2], row[3])  # pyright: ignore[reportUnknownArgumentType]
+            found[str(entry)] = (row[0], row[1], row[2], row[3], tuple(row[4]))  # pyright: ignore[reportUnknownArgumentType]
     return found
 
 
-def _write_store(root: Path, rows: dict[str, tuple[str, str, str, bool]]) -> None:
+def _write_store(root: Path, rows: dict[str, _Row]) -> None:
     home = paths.keen_home()
     if not home.is_dir():  # a KEEN_HOME removed since (a temporary one): not created again
         return
     from keen._fs import atomic_write_bytes
 
-    data = {"format": _STORE_FORMAT, "root": str(root), "skills": {k: list(v) for k, v in rows.items()}}
+    data = {
+        "format": _STORE_FORMAT,
+        "root": str(root),
+        "skills": {k: [*v[:4], list(v[4])] for k, v in rows.items()},
+    }
     try:
         atomic_write_bytes(
             store_file(root), json.dumps(data, ensure_ascii=False).encode("utf-8"), fsync=False
@@ -208,7 +216,7 @@ class DiscoveryCache:
         self._state: SkillsDirState | None = None
         self._found: Discovery | None = None
         self._loaded: dict[str, tuple[_Entry, Skill | SkillProblem]] = {}
-        self._stored: dict[str, tuple[str, str, str, bool]] | None = None
+        self._stored: dict[str, _Row] | None = None
 
     def discover(self) -> Discovery:
         """The directory's skills: the same :class:`~keen.skills.Discovery` object as last
@@ -224,7 +232,7 @@ class DiscoveryCache:
         if self._stored is None:
             self._stored = _read_store(state.root) if self.store else {}
         stored = self._stored
-        rows: dict[str, tuple[str, str, str, bool]] = {}
+        rows: dict[str, _Row] = {}
 
         def load(entry: Path, config: SkillsConfig) -> Skill | SkillProblem:
             key, before = settled.get(entry.name), self._loaded.get(entry.name)
@@ -234,15 +242,23 @@ class DiscoveryCache:
                 result = before[1]
                 self.reused += 1
             elif key is not None and row is not None and row[0] == repr(key):
-                _, name, description, managed = row
-                result = Skill(name, description, entry, entry / SKILL_FILE, config.is_enabled(name), managed)
+                _, name, description, managed, patterns = row
+                result = Skill(
+                    name, description, entry, entry / SKILL_FILE, config.is_enabled(name), managed, patterns
+                )
                 self.stored += 1
             else:
                 result = load_dir(entry, config)
             if key is not None:  # only a settled entry may be reused by the next scan
                 loaded[entry.name] = (key, result)
                 if isinstance(result, Skill):
-                    rows[entry.name] = (repr(key), result.name, result.description, result.managed)
+                    rows[entry.name] = (
+                        repr(key),
+                        result.name,
+                        result.description,
+                        result.managed,
+                        result.paths,
+                    )
             if isinstance(result, Skill) and result.enabled != config.is_enabled(result.name):
                 result = replace(result, enabled=config.is_enabled(result.name))
             return result

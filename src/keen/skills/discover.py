@@ -80,6 +80,8 @@ class Skill:
     ``path``: absolute skill directory (symlinks not resolved). ``skill_md``:
     ``path / "SKILL.md"``. ``enabled``: from the skills config (absent = enabled).
     ``managed``: the directory holds the keen-mcp marker file (generated MCP skill).
+    ``paths``: the optional frontmatter ``paths``, glob patterns (relative to the workspace)
+    of the files the skill is about, given as one string or a list; empty when absent.
     """
 
     name: str
@@ -88,6 +90,7 @@ class Skill:
     skill_md: Path
     enabled: bool = True
     managed: bool = False
+    paths: tuple[str, ...] = ()
 
     def read_text(self) -> str:
         """The whole SKILL.md, read now. Raises ``SkillError`` if it cannot be read."""
@@ -202,8 +205,8 @@ def _safe_loader() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _parse_frontmatter(raw: str, dir_name: str) -> tuple[str, str]:
-    """Validate parsed frontmatter; return ``(name, description)`` or raise ``ValueError``."""
+def _parse_frontmatter(raw: str, dir_name: str) -> tuple[str, str, tuple[str, ...]]:
+    """Validate parsed frontmatter; return ``(name, description, paths)`` or raise ``ValueError``."""
     loader = _safe_loader()
     import yaml
 
@@ -233,7 +236,16 @@ def _parse_frontmatter(raw: str, dir_name: str) -> tuple[str, str]:
         raise ValueError("frontmatter 'description' must be a string; put it in quotes")
     if not isinstance(description, str) or not description.strip():
         raise ValueError("frontmatter needs a non-empty 'description' string saying when to use the skill")
-    return name, " ".join(description.split())
+    return name, " ".join(description.split()), _paths(data.get("paths"))
+
+
+def _paths(value: Any) -> tuple[str, ...]:
+    """The frontmatter's ``paths`` (one string or a list of them); anything else: none."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(p).strip() for p in value if isinstance(p, str | int) and str(p).strip())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
 
 def _is_managed(skill_dir: Path) -> bool:
@@ -266,7 +278,7 @@ def load_dir(skill_dir: Path, config: SkillsConfig) -> Skill | SkillProblem:
     skill_md = skill_dir / SKILL_FILE
     try:
         raw = _read_frontmatter(skill_md)
-        name, description = _parse_frontmatter(raw, name)
+        name, description, patterns = _parse_frontmatter(raw, name)
     except FileNotFoundError:
         return SkillProblem(
             name, skill_dir, f"no {SKILL_FILE} in the directory; add one or remove the directory"
@@ -284,6 +296,7 @@ def load_dir(skill_dir: Path, config: SkillsConfig) -> Skill | SkillProblem:
         skill_md=skill_md,
         enabled=config.is_enabled(name),
         managed=_is_managed(skill_dir),
+        paths=patterns,
     )
 
 
