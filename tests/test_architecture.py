@@ -193,3 +193,19 @@ def test_the_version_is_the_distribution_version() -> None:
     from importlib.metadata import version
 
     assert version("keen-code") == keen.__version__
+
+
+def test_a_session_builds_no_pydantic_validator_until_it_validates() -> None:
+    # keen chat imports these before its first model request, which validates none of their
+    # models when no server is configured: pydantic's defer_build keeps their validators
+    # (and pydantic's plugin scan of every installed distribution) for the first use.
+    built = _fresh(
+        "import pydantic, keen.runtime, keen.agent.servers, keen.trust.pinstore, keen.mcpskills.sync\n"
+        "def every(cls):\n"
+        "    for sub in cls.__subclasses__():\n"
+        "        yield sub\n"
+        "        yield from every(sub)\n"
+        "print(sorted({c.__qualname__ for c in every(pydantic.BaseModel) if c.__module__.startswith('keen.')"
+        " and c.__pydantic_complete__}))"
+    )
+    assert built == "[]"
