@@ -13,7 +13,10 @@ interpreter at 292 skills (issue 26). Rows:
   prompt path of a chat, with no MCP server configured; the row says whether the MCP SDK
   or the search stack was loaded by then; once more at the first size with each skill's
   server configured (the skills on disk cover the configuration, as on a second run);
-- the first ``keen prompt`` in a new ``KEEN_HOME`` (it writes the token-rank cache), once.
+- the first ``keen prompt`` in a new ``KEEN_HOME`` (it writes the token-rank cache), once;
+- the ``openai`` SDK's import and client (``openai.AsyncOpenAI``), beside the interpreter: the
+  CPU ``keen chat -m openai:...`` spends before its first request on top of the scripted
+  model's row, which is the provider's and not Keen's.
 
 Skills are generated without servers (``keen.mcpskills.generate_skill`` from the recorded
 tool lists, as ``tests/capabilities/test_budget.py`` does): the LiveMCPBench and ToolGym
@@ -220,6 +223,12 @@ def bench(catalogs: list[Path], sizes: list[int], runs: int, budget: int) -> dic
         first = sizes[0]
         bare = _cpu_runs([PYTHON, "-c", "pass"], _env(), runs)
         rows["python -c pass"] = _stats(bare)
+        sdk = [PYTHON, "-c", "import openai; openai.AsyncOpenAI(api_key='unused')"]
+        if subprocess.run([*sdk[:2], "import openai"], capture_output=True, check=False).returncode == 0:
+            _cpu_runs(sdk, _env(), 1)
+            rows["import openai + AsyncOpenAI() (the provider's SDK, not Keen)"] = _stats(
+                _cpu_runs(sdk, _env(), runs)
+            )
         cold_home = Path(tmp) / "cold"
         shutil.copytree(homes[first] / "skills", cold_home / "skills", symlinks=True)
         env = _env(KEEN_HOME=str(cold_home))
