@@ -211,11 +211,13 @@ def test_a_session_builds_no_pydantic_validator_until_it_validates() -> None:
     assert built == "[]"
 
 
-def test_a_session_imports_no_yaml_parser_or_regex_engine_before_it_needs_one() -> None:
+def test_a_session_imports_no_yaml_parser_regex_engine_or_rich_before_it_needs_one() -> None:
     # PyYAML parses a SKILL.md that changed (keen.skills.cache keeps the others) or writes a
-    # generated one; the regex module runs the grep tool: neither is needed to ask the model.
+    # generated one; the regex module runs the grep tool; rich prints what a front end shows:
+    # none is needed to ask the model (keen chat -p with no server configured loads none).
     loaded = _fresh(
         "import sys, keen.runtime, keen.agent, keen.agent.servers, keen.capabilities.describe\n"
-        "print(sorted({'yaml', 'regex'} & set(sys.modules)))"
+        "import keen.cli.chat_cmd\n"
+        "print(sorted({'yaml', 'regex', 'rich'} & set(sys.modules)))"
     )
     assert loaded == "[]"
