@@ -413,7 +413,12 @@ def token_counter() -> TokenCounter:
     if other is not None:
         ordered.append((other, str(other)))
     for path, source in ordered:
-        count = _cached_counter(path) or _load_o200k(str(path))
+        count = _cached_counter(path)
+        if count is None and _load_o200k(str(path)) is not None:
+            # The rank cache was written just now: count through the count cache too, so a
+            # new KEEN_HOME's first start already keeps its counts for the next one (the
+            # encoder built here is reused, functools.cache).
+            count = _cached_counter(path) or _load_o200k(str(path))
         if count is not None:
             return TokenCounter("tiktoken:o200k_base", count, source)
     return TokenCounter("estimate:bytes/4", _estimate)
