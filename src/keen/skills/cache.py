@@ -237,11 +237,12 @@ class DiscoveryCache:
         def load(entry: Path, config: SkillsConfig) -> Skill | SkillProblem:
             key, before = settled.get(entry.name), self._loaded.get(entry.name)
             row = stored.get(entry.name)
+            stamp = repr(key)  # how the store spells the stat data
             result: Skill | SkillProblem
             if key is not None and before is not None and before[0] == key:
                 result = before[1]
                 self.reused += 1
-            elif key is not None and row is not None and row[0] == repr(key):
+            elif key is not None and row is not None and row[0] == stamp:
                 _, name, description, managed, patterns = row
                 result = Skill(
                     name, description, entry, entry / SKILL_FILE, config.is_enabled(name), managed, patterns
@@ -253,7 +254,7 @@ class DiscoveryCache:
                 loaded[entry.name] = (key, result)
                 if isinstance(result, Skill):
                     rows[entry.name] = (
-                        repr(key),
+                        stamp,
                         result.name,
                         result.description,
                         result.managed,
