@@ -12,8 +12,12 @@ interpreter at 292 skills (issue 26). Rows:
   process reports its CPU when the model is first asked, then exits), at each size: the
   prompt path of a chat, with no MCP server configured; the row says whether the MCP SDK
   or the search stack was loaded by then; once more at the first size with each skill's
-  server configured (the skills on disk cover the configuration, as on a second run);
-- the first ``keen prompt`` in a new ``KEEN_HOME`` (it writes the token-rank cache), once.
+  server configured (the skills on disk cover the configuration, and the caches are those a
+  whole chat over it left, as on a second run);
+- the first ``keen prompt`` in a new ``KEEN_HOME`` (it writes the token-rank cache), once;
+- the ``openai`` SDK's import and client (``openai.AsyncOpenAI``), beside the interpreter: the
+  CPU ``keen chat -m openai:...`` spends before its first request on top of the scripted
+  model's row, which is the provider's and not Keen's.
 
 Skills are generated without servers (``keen.mcpskills.generate_skill`` from the recorded
 tool lists, as ``tests/capabilities/test_budget.py`` does): the LiveMCPBench and ToolGym
@@ -81,7 +85,7 @@ async def first_request(self, messages, tools):
     search = sorted({"bm25s", "numpy", "wordllama"} & set(sys.modules))
     sdk = sorted({"mcp", "mcp_types"} & set(sys.modules))
     figures = {"cpu": usage.ru_utime + usage.ru_stime, "system_chars": len(system), "search_loaded": search,
-               "sdk_loaded": sdk}
+               "sdk_loaded": sdk, "encoder_built": "tiktoken" in sys.modules}
     print(json.dumps(figures), flush=True)
     os._exit(0)
     yield  # an async generator, like the real stream
@@ -177,7 +181,10 @@ def _chat_runs(home: Path, script: Path, runs: int) -> tuple[list[float], dict[s
 
 def _configured_chat(source: Path, home: Path, script: Path, runs: int) -> dict[str, Any]:
     """:func:`_chat_runs` in a copy of ``source`` (generated skills) with each skill's server
-    in configs.json; a fresh copy per run, as a run that starts servers syncs their skills."""
+    in configs.json; a fresh copy per run, as a run that starts servers syncs their skills.
+    Each copy gets the caches a whole chat over the same configuration left (its token
+    counts of the chat's own texts), as a real second run finds them: without them every
+    run would build the token encoder for the texts ``keen prompt`` never counted."""
     servers = sorted(
         p.name.removeprefix("mcp:") for p in (source / "skills").iterdir() if p.name.startswith("mcp:")
     )
@@ -185,16 +192,28 @@ def _configured_chat(source: Path, home: Path, script: Path, runs: int) -> dict[
         "version": 1,
         "servers": {name: {"command": PYTHON, "args": ["-c", "pass"]} for name in servers},
     }
-    out: list[float] = []
-    last: dict[str, Any] = {}
-    for run in range(runs + 1):
+
+    def fresh(cache: Path) -> None:
         if home.exists():
             shutil.rmtree(home)
         shutil.copytree(source / "skills", home / "skills", symlinks=True)
-        if (source / "cache").is_dir():  # the token caches a second run finds
-            shutil.copytree(source / "cache", home / "cache")
+        if cache.is_dir():
+            shutil.copytree(cache, home / "cache")
         (home / "mcp").mkdir()
         (home / "mcp" / "configs.json").write_text(json.dumps(config), encoding="utf-8")
+
+    # A whole chat, ended as usual (each server exits at once and fails): it writes the caches.
+    fresh(source / "cache")
+    argv = [KEEN, "chat", "-m", f"scripted:{script}", "-p", "hello", "--timeout", "5"]
+    subprocess.run(argv, capture_output=True, env=_env(KEEN_HOME=str(home)), check=False)
+    warm = home.parent / f"{home.name}-cache"
+    if warm.exists():
+        shutil.rmtree(warm)
+    shutil.copytree(home / "cache", warm)
+    out: list[float] = []
+    last: dict[str, Any] = {}
+    for run in range(runs + 1):
+        fresh(warm)
         cpu, last = _chat_runs(home, script, 1)
         if run:  # the first one warms the file cache
             out += cpu
@@ -220,6 +239,12 @@ def bench(catalogs: list[Path], sizes: list[int], runs: int, budget: int) -> dic
         first = sizes[0]
         bare = _cpu_runs([PYTHON, "-c", "pass"], _env(), runs)
         rows["python -c pass"] = _stats(bare)
+        sdk = [PYTHON, "-c", "import openai; openai.AsyncOpenAI(api_key='unused')"]
+        if subprocess.run([*sdk[:2], "import openai"], capture_output=True, check=False).returncode == 0:
+            _cpu_runs(sdk, _env(), 1)
+            rows["import openai + AsyncOpenAI() (the provider's SDK, not Keen)"] = _stats(
+                _cpu_runs(sdk, _env(), runs)
+            )
         cold_home = Path(tmp) / "cold"
         shutil.copytree(homes[first] / "skills", cold_home / "skills", symlinks=True)
         env = _env(KEEN_HOME=str(cold_home))
@@ -289,7 +314,8 @@ def main() -> None:
         if "system_chars" in f:
             line += (
                 f" (system prompt {f['system_chars']:,} chars; MCP SDK loaded: {f['sdk_loaded'] or 'no'}; "
-                f"search modules loaded: {f['search_loaded'] or 'none'})"
+                f"search modules loaded: {f['search_loaded'] or 'none'}; token encoder built: "
+                f"{'yes' if f.get('encoder_built') else 'no'})"
             )
         if label != "python -c pass":
             beyond = f["median"] - bare

@@ -193,3 +193,31 @@ def test_the_version_is_the_distribution_version() -> None:
     from importlib.metadata import version
 
     assert version("keen-code") == keen.__version__
+
+
+def test_a_session_builds_no_pydantic_validator_until_it_validates() -> None:
+    # keen chat imports these before its first model request, which validates none of their
+    # models when no server is configured: pydantic's defer_build keeps their validators
+    # (and pydantic's plugin scan of every installed distribution) for the first use.
+    built = _fresh(
+        "import pydantic, keen.runtime, keen.agent.servers, keen.trust.pinstore, keen.mcpskills.sync\n"
+        "def every(cls):\n"
+        "    for sub in cls.__subclasses__():\n"
+        "        yield sub\n"
+        "        yield from every(sub)\n"
+        "print(sorted({c.__qualname__ for c in every(pydantic.BaseModel) if c.__module__.startswith('keen.')"
+        " and c.__pydantic_complete__}))"
+    )
+    assert built == "[]"
+
+
+def test_a_session_imports_no_yaml_parser_regex_engine_or_rich_before_it_needs_one() -> None:
+    # PyYAML parses a SKILL.md that changed (keen.skills.cache keeps the others) or writes a
+    # generated one; the regex module runs the grep tool; rich prints what a front end shows:
+    # none is needed to ask the model (keen chat -p with no server configured loads none).
+    loaded = _fresh(
+        "import sys, keen.runtime, keen.agent, keen.agent.servers, keen.capabilities.describe\n"
+        "import keen.cli.chat_cmd\n"
+        "print(sorted({'yaml', 'regex', 'rich'} & set(sys.modules)))"
+    )
+    assert loaded == "[]"

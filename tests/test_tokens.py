@@ -169,6 +169,20 @@ def test_counts_come_from_the_count_cache_and_a_corrupted_one_is_ignored(
         assert cache.read_bytes() == good, f"{why}: the cache was not written again"
 
 
+def test_the_first_start_in_a_new_keen_home_keeps_its_counts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    expected = _expected(monkeypatch, tmp_path)
+    assert not tokens.rank_cache_file().exists()
+    assert _counts() == expected  # builds the encoder and writes the rank cache
+    tokens._save_counts()  # pyright: ignore[reportPrivateUsage]  # what the process does at exit
+    # The next start counts the same texts without building an encoder.
+    load = tokens._load_o200k  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(tokens, "_load_o200k", lambda path: pytest.fail(f"built an encoder for {path}"))
+    assert _counts() == expected
+    monkeypatch.setattr(tokens, "_load_o200k", load)
+
+
 def test_counts_are_not_saved_into_a_keen_home_removed_since(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.text import Text
 
 __all__ = ["HUMAN_OUTPUT_CHARS", "cap", "cell", "human_result", "safe_json", "shell_word", "terminal_text"]
 
@@ -65,6 +66,9 @@ def _shell_escape(match: re.Match[str]) -> str:
 
 def cell(text: str | None, *, style: str = "") -> Text:
     """A table cell for server text: one line, escaped, printed literally (no markup, no emoji)."""
+    # rich is imported here, for a table: the MCP layer imports this module for shell_word.
+    from rich.text import Text
+
     return Text(terminal_text(text or "", one_line=True), style=style)
 
 

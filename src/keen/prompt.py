@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from keen import paths
 from keen.entry_tools import search_tool_definition
 from keen.mcpskills import SCHEMAS_DIR
-from keen.skills import Skill, catalog_line, discover, render_skills_section
+from keen.skills import Skill, catalog_line, render_skills_section
+from keen.skills.cache import DiscoveryCache
 from keen.tokens import TokenCounter, token_counter
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def skills_prompt(skills_root: Path | None = None, *, max_chars: int | None = No
     Raises:
         SkillError: the skills config is broken.
     """
-    found = discover(skills_root or paths.skills_dir())
+    found = DiscoveryCache(skills_root or paths.skills_dir()).discover()
     return render_skills_section(found.enabled, max_chars=max_chars)
 
 
@@ -99,7 +100,7 @@ def budgeted_prompt(
     from keen.capabilities import budgeted_section
 
     root = skills_root or paths.skills_dir()
-    found = discover(root)
+    found = DiscoveryCache(root).discover()
     return budgeted_section(
         found.enabled,
         budget,
@@ -186,7 +187,7 @@ def prompt_stats(
     """
     root = skills_root or paths.skills_dir()
     counter = counter or token_counter()
-    found = discover(root)
+    found = DiscoveryCache(root).discover()
     section = render_skills_section(found.enabled, max_chars=max_chars)
     catalog_tokens = counter.count(section) + sum(
         counter.count(json.dumps(tool, separators=(",", ":"))) for tool in tools

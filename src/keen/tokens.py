@@ -194,6 +194,25 @@ def _cached_payload(source: Path) -> tuple[bytes, int] | None:
     return payload, count
 
 
+def _header_matches(source: Path) -> bool:
+    """True when the rank cache's header says it was made from ``source`` as it is now (its
+    payload is not read: :func:`_cached_ranks` checks that before loading it)."""
+    try:
+        with rank_cache_file().open("rb") as handle:
+            header = json.loads(handle.readline(4096))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(header, dict):
+        return False
+    expected = _cache_header(source, b"", 0)
+    if expected is None:
+        return False
+    ignored = ("payload_sha256", "tokens")
+    return {k: v for k, v in header.items() if k not in ignored} == {  # pyright: ignore[reportUnknownVariableType, reportUnknownMemberType]
+        k: v for k, v in expected.items() if k not in ignored
+    }
+
+
 def _cached_ranks(source: Path) -> dict[bytes, int] | None:
     """The rank table cached from ``source``, or None when the cache is absent or does not
     match ``source`` and its own checksum (then it is never loaded)."""
@@ -360,10 +379,13 @@ def _cached_counter(path: Path) -> Callable[[str], int] | None:
         st = ranks.stat()
     except OSError:
         return None
-    # Checked once per state of the rank cache file: token_counter() is called often.
+    # Checked once per state of the rank cache file: token_counter() is called often. Only
+    # the header is read here (the payload's SHA-256 over 3 MB costs more than the counts):
+    # the payload is hashed when the encoder is built from it, at the first text not in the
+    # count cache, and one that does not match is then built again from the vocabulary.
     key = (str(path), str(ranks), st.st_ino, st.st_size, st.st_mtime_ns)
     if key not in _VERIFIED:
-        if _cached_payload(path) is None:
+        if not _header_matches(path):
             return None
         _VERIFIED.add(key)
     file = count_cache_file()
@@ -391,7 +413,12 @@ def token_counter() -> TokenCounter:
     if other is not None:
         ordered.append((other, str(other)))
     for path, source in ordered:
-        count = _cached_counter(path) or _load_o200k(str(path))
+        count = _cached_counter(path)
+        if count is None and _load_o200k(str(path)) is not None:
+            # The rank cache was written just now: count through the count cache too, so a
+            # new KEEN_HOME's first start already keeps its counts for the next one (the
+            # encoder built here is reused, functools.cache).
+            count = _cached_counter(path) or _load_o200k(str(path))
         if count is not None:
             return TokenCounter("tiktoken:o200k_base", count, source)
     return TokenCounter("estimate:bytes/4", _estimate)

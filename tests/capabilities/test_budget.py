@@ -247,3 +247,18 @@ def test_the_prompt_path_imports_no_mcp_sdk_pydantic_or_search(skills_292: Path,
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "LOADED []", done.stdout[-500:]
+
+
+@pytest.mark.parametrize("path", sorted(PROMPT_PATHS))
+def test_a_second_start_parses_no_skill_file(skills_292: Path, path: str) -> None:
+    """The skills a start read are kept (keen.skills.cache's store): the next start of the
+    same prompt path takes them from there and never imports a YAML parser."""
+    code = "import os, sys\n" + PROMPT_PATHS[path] + "\nprint('LOADED', 'yaml' in sys.modules)\n"
+    env = {**os.environ, "KEEN_HOME": str(skills_292.parent)}
+    runs = [
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        for _ in range(2)
+    ]
+    assert all(run.returncode == 0 for run in runs), [run.stderr for run in runs]
+    assert runs[1].stdout.splitlines()[-1] == "LOADED False", runs[1].stdout[-500:]
+    assert runs[0].stdout.splitlines()[:-1] == runs[1].stdout.splitlines()[:-1]

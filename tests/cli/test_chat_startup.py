@@ -127,7 +127,7 @@ launched = Path(sys.argv[2])
 
 async def first_request(self, messages, tools):
     seen = {"sdk": sorted(m for m in ("mcp", "mcp_types") if m in sys.modules),
-            "launched": launched.exists(), "system": messages[0].content}
+            "launched": launched.exists(), "system": messages[0].content, "yaml": "yaml" in sys.modules}
     print(json.dumps(seen), flush=True)
     os._exit(0)
     yield  # an async generator, like the real stream
@@ -179,6 +179,10 @@ def test_with_the_skills_on_disk_the_model_is_asked_before_any_server_or_the_sdk
     assert seen["launched"] is False, stderr  # the server starts behind the request
     assert "mcp:quick" in seen["system"]  # its catalog line, from the skill on disk
     assert "still connecting (1 server): quick; answering with the skills on disk" in stderr
+    # The next start takes the skills from the store the first one wrote (keen.skills.cache):
+    # it parses no SKILL.md, so it never imports a YAML parser before the request.
+    again, stderr = first_request(home, launched)
+    assert (again["yaml"], again["launched"], again["system"]) == (False, False, seen["system"]), stderr
 
 
 def test_a_server_new_to_this_home_is_started_and_waited_for_before_the_model_is_asked(

@@ -11,6 +11,8 @@ import json
 import os
 import re
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -526,3 +528,19 @@ def test_a_server_defined_twice_is_an_error_of_that_server_only(tmp_path: Path) 
     # Repeated keys elsewhere (inside an entry) are plain JSON's business, not a server's.
     path.write_text('{"version": 1, "servers": {"a": {"command": "x", "command": "y"}}}')
     assert isinstance(load_config(path).servers["a"], StdioServerConfig)
+
+
+def test_no_configs_json_validates_nothing(tmp_path: Path) -> None:
+    """A missing or empty configs.json is an empty config made without validation, so a
+    session with no servers never builds the models' validators (pydantic's defer_build)."""
+    (tmp_path / "empty.json").write_text("")
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom keen.mcp.config import MCPConfig, load_config\n"
+        "configs = [load_config(Path(sys.argv[1]) / name) for name in ('missing.json', 'empty.json')]\n"
+        "built = MCPConfig.__pydantic_complete__\n"
+        "print(built, configs == [MCPConfig(), MCPConfig()])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr

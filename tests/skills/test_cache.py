@@ -10,7 +10,7 @@ from pathlib import Path
 
 from helpers.skills import settle, write_skill
 from keen.skills import SkillsConfig
-from keen.skills.cache import DiscoveryCache, skills_dir_state
+from keen.skills.cache import DiscoveryCache, skills_dir_state, store_file
 
 
 def test_an_unchanged_directory_is_scanned_once(tmp_path: Path) -> None:
@@ -111,3 +111,63 @@ def test_a_change_reads_again_only_the_entries_that_changed(tmp_path: Path) -> N
         (f"Skill {'NUMBER' if i == 2 else 'number'} {i}.", i != 4) for i in range(6)
     ]
     assert second.get("s0") is first.get("s0") and second.get("s2") is not first.get("s2")
+
+
+def test_a_new_process_takes_unchanged_skills_from_the_store(tmp_path: Path, keen_home: Path) -> None:
+    root = tmp_path / "skills"
+    notes = write_skill(root / "notes", "House rules.")
+    write_skill(root / "review", "Review steps.")
+    settle()
+    first = DiscoveryCache(root)
+    assert [s.name for s in first.discover().skills] == ["notes", "review"] and first.stored == 0
+    assert store_file(root.absolute()).parent == keen_home / "cache"
+
+    # A new cache (as in a new process) takes both from the store, reading no SKILL.md...
+    again = DiscoveryCache(root)
+    assert again.discover().skills == first.discover().skills and (again.stored, again.scans) == (2, 1)
+    # ...while one that changed is read again, and the enabled flags come from the config now.
+    notes.write_text(notes.read_text(encoding="utf-8").replace("House", "Cabin"), encoding="utf-8")
+    with SkillsConfig.edit(root / "config.json") as config:
+        config.set_enabled("review", False)
+    settle()
+    changed = DiscoveryCache(root)
+    found = {s.name: (s.description, s.enabled) for s in changed.discover().skills}
+    assert found == {"notes": ("Cabin rules.", True), "review": ("Review steps.", False)}
+    assert changed.stored == 1
+
+    # Without the store (store=False) every file is read.
+    plain = DiscoveryCache(root, store=False)
+    assert plain.discover().skills == changed.discover().skills and plain.stored == 0
+
+
+def test_a_broken_store_or_another_directorys_is_ignored(tmp_path: Path, keen_home: Path) -> None:
+    root, other = tmp_path / "skills", tmp_path / "other"
+    for folder in (root, other):
+        write_skill(folder / "notes", f"Notes of {folder.name}.")
+    settle()
+    DiscoveryCache(root).discover()
+    store = store_file(root.absolute())
+    # The store of `root` under `other`'s name: same entry names, another directory.
+    shutil.copyfile(store, store_file(other.absolute()))
+    cache = DiscoveryCache(other)
+    notes = cache.discover().get("notes")
+    assert notes is not None and notes.description == "Notes of other." and cache.stored == 0
+    for broken in (b"", b"{", b'{"format": "keen-skills/1", "root": 1}', b"[]"):
+        store.write_bytes(broken)
+        cache = DiscoveryCache(root)
+        notes = cache.discover().get("notes")
+        assert notes is not None and notes.description == "Notes of skills." and cache.stored == 0
+
+
+def test_a_skills_paths_are_read_once_and_kept_in_the_store(tmp_path: Path, keen_home: Path) -> None:
+    root = tmp_path / "skills"
+    (root / "style").mkdir(parents=True)
+    (root / "style" / "SKILL.md").write_text(
+        "---\nname: style\ndescription: House style.\npaths: [src/**/*.py, 7]\n---\nBody.\n", encoding="utf-8"
+    )
+    write_skill(root / "notes", "No paths.")
+    settle()
+    first = {s.name: s.paths for s in DiscoveryCache(root).discover().skills}
+    assert first == {"notes": (), "style": ("src/**/*.py", "7")}
+    again = DiscoveryCache(root)
+    assert {s.name: s.paths for s in again.discover().skills} == first and again.stored == 2

@@ -28,7 +28,6 @@ import anyio
 
 from keen import paths
 from keen.agent.reconnect import when_words
-from keen.agent.slash import status_line
 from keen.errors import KeenError
 from keen.mcp.types import ServerState, ServerStatus
 from keen.mcpskills.startup import sync_from_manager
@@ -158,7 +157,7 @@ class ServerWatch:
                         "yellow",
                     )
                 else:
-                    self.notice(status_line(status), "red")
+                    self.notice(_status_line(status), "red")
             connected = [s for s in statuses if s.state is ServerState.CONNECTED]
             tools = sum(s.tool_count for s in connected)
             self.notice(
@@ -208,7 +207,7 @@ class ServerWatch:
         happens and the command that does it now (``then /mcp connect NAME`` after "exited
         unexpectedly" read as if the user had to); otherwise its error and fix."""
         if self.reconnector is None or not self.reconnector.reconnectable(status.name):
-            return status_line(status)
+            return _status_line(status)
         why = f" ({status.last_error})" if status.last_error else ""
         when = when_words(self.reconnector.retry_in(status.name))
         command = self.connect_command.format(server=status.name)
@@ -401,6 +400,14 @@ class StartBehind:
             await self.start()
             yield event
         await self.start()
+
+
+def _status_line(status: ServerStatus) -> str:
+    """:func:`keen.agent.slash.status_line`, imported when a server failed: the slash commands
+    import rich, which a chat need not load before its first model request."""
+    from keen.agent.slash import status_line
+
+    return status_line(status)
 
 
 def _connecting(runtime: Runtime) -> list[str]:

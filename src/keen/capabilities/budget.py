@@ -206,8 +206,15 @@ def budgeted_section(
     header = section_header(enabled) + f"Each skill's instructions are in {where}.\n"
     header_tokens = tokens(header)
 
+    lines: dict[tuple[str, int | None], str] = {}
+
     def line(skill: Skill, cap: int | None) -> str:
-        return f"- {skill.name}: {skill.description if cap is None else shorten(skill.description, cap)}\n"
+        # Each skill's line at each cap is made once: the cap's binary search asks again.
+        text = lines.get((skill.name, cap))
+        if text is None:
+            shown = skill.description if cap is None else shorten(skill.description, cap)
+            text = lines[(skill.name, cap)] = f"- {skill.name}: {shown}\n"
+        return text
 
     def render(kept: Sequence[Skill], cap: int | None, fold: str = "") -> str:
         return header + "".join(line(s, cap) for s in kept) + (fold + "\n" if fold else "")

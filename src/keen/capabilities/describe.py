@@ -13,15 +13,13 @@ import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
-
 from keen import _text
 from keen.capabilities.descriptor import Capability, LoadedCapability, Risk
 from keen.capabilities.names import capability_id
-from keen.errors import KeenError, SkillError
+from keen.errors import KeenError
 from keen.mcp.types import ServerInfo, Tool
 from keen.mcpskills import describe_server
-from keen.skills import Skill, split_frontmatter
+from keen.skills import Skill
 
 if TYPE_CHECKING:
     from keen.mcp import Manager
@@ -111,27 +109,6 @@ def tool_capability(
     return cap
 
 
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _skill_paths(skill: Skill) -> tuple[str, ...]:
-    """The optional ``paths`` frontmatter of a skill: glob patterns (relative to the
-    workspace) of the files it is about, as one string or a list. Unreadable: none."""
-    try:
-        raw, _ = split_frontmatter(skill.read_text())
-        # libyaml's loader when PyYAML has it, as discovery reads frontmatter
-        # (keen.skills.discover): the same safe subset, parsed about ten times faster.
-        data = yaml.load(raw, Loader=_SAFE_LOADER) if raw else None
-    except (SkillError, yaml.YAMLError):
-        return ()
-    value = data.get("paths") if isinstance(data, dict) else None
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        return ()
-    return tuple(str(p).strip() for p in value if isinstance(p, str | int) and str(p).strip())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-
-
 def skill_capability(skill: Skill) -> Capability:
     def load() -> LoadedCapability:
         return LoadedCapability(cap, skill.read_body())
@@ -153,7 +130,7 @@ def skill_capability(skill: Skill) -> Capability:
         tokens_full=math.ceil(size / 4),
         location=str(skill.skill_md),
         search_text=skill.description,
-        paths=_skill_paths(skill),
+        paths=skill.paths,
         _loader=load,
     )
     return cap

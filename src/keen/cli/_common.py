@@ -231,7 +231,9 @@ class _KeenTyper(typer.Typer):
 def typer_app(help: str, **options: Any) -> typer.Typer:
     """A command group with Keen's error boundary (:class:`KeenGroup`) and house defaults."""
     options.setdefault("no_args_is_help", True)
-    return _KeenTyper(help=help, cls=KeenGroup, **options)
+    options.setdefault("cls", KeenGroup)
+    options.setdefault("add_completion", False)  # a group or command built alone (keen.cli.COMMANDS)
+    return _KeenTyper(help=help, **options)
 
 
 def run(fn: Callable[[], Awaitable[T]]) -> T:

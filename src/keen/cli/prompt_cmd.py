@@ -85,7 +85,8 @@ def _check_fits(text: str, max_chars: int) -> None:
 
 
 def _budgeted(tokens: int, *, stats: bool, as_json: bool) -> None:
-    from keen.gateway import tool_definition
+    # keen.gateway.tool_definition is this function; the gateway's pipeline is not needed here.
+    from keen.entry_tools import call_tool_definition as tool_definition
     from keen.prompt import budgeted_prompt
 
     root = paths.skills_dir()

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-import regex
 
 from keen._redact import redactor
 
@@ -309,8 +308,11 @@ class Workspace:
         return Output(text + _late(budget), touched=(self.shown(top),))
 
     def _grep(self, budget: _Budget, pattern: str, path: str = ".", include: str = "*") -> Output:
+        # The regex module: re-compatible syntax (VERSION0), and a timeout per search. Imported
+        # at the first grep (about 15 ms), not with the harness a chat imports before it asks.
+        import regex
+
         try:
-            # The regex module: re-compatible syntax (VERSION0), and a timeout per search.
             compiled = regex.compile(pattern)
         except regex.error as exc:
             raise LocalToolError(f"invalid regular expression {pattern!r}: {exc}") from None

@@ -6,6 +6,10 @@ Both read leniently: the marker's identity (``managed_by``, ``server``) is all t
 a directory Keen's to replace or delete, so its other fields are optional and unknown
 ones are kept; a broken sync state is only logged, since losing it means no more than a
 sync-made disable looking like the user's.
+
+Each model builds its validator at its first use (pydantic's ``defer_build``), not when this
+module is imported: ``keen chat`` imports the sync before its first model request, which
+reads neither file.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ __all__ = ["AutoDisabled", "Marker", "SyncState", "ValidationError"]
 class Marker(BaseModel):
     """A generated skill's marker file; fields as ``generate_skill`` writes them."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     managed_by: Literal["keen-mcp"] = "keen-mcp"  # keen.skills.discover.MANAGED_BY
     server: str
@@ -49,12 +53,16 @@ class Marker(BaseModel):
 class AutoDisabled(BaseModel):
     """One skill the sync disabled: the user's value before (``None``: not set) and why."""
 
+    model_config = ConfigDict(defer_build=True)
+
     previous: StrictBool | None = None
     reason: str = ""
 
 
 class SyncState(BaseModel):
     """``skills/.keen-mcp-sync.json``: the skills the sync disabled, by skill name."""
+
+    model_config = ConfigDict(defer_build=True)
 
     format: Literal[1] = 1
     auto_disabled: dict[str, AutoDisabled] = Field(default_factory=dict)

@@ -14,8 +14,6 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-import yaml
-
 from keen import _text
 from keen._text import sentences, shorten, unsafe_char
 from keen.mcp.types import ServerInfo, Tool
@@ -211,7 +209,10 @@ def describe_server(
 
 def _yaml_scalar(value: str) -> str:
     """``value`` as a YAML scalar that ``yaml.safe_load`` reads back unchanged: plain when
-    that round-trips, else double-quoted (JSON string syntax is valid YAML)."""
+    that round-trips, else double-quoted (JSON string syntax is valid YAML). PyYAML is
+    imported here, when a skill is written: reading the catalog (describe_server) needs none."""
+    import yaml
+
     for candidate in (value, json.dumps(value, ensure_ascii=False)):
         if "\n" in candidate:
             continue

@@ -25,6 +25,14 @@ and parsing every file. When something changed, only the entries whose own stat 
 changed are read again; the others keep their :class:`~keen.skills.Skill` (with
 ``enabled`` taken from the config as it is now).
 
+What a scan read of each settled skill is also kept on disk, in
+``$KEEN_HOME/cache/skills-<digest of the directory>.json`` (:func:`store_file`), under the same
+stat data: a new process (``keen prompt``, a chat's first step) takes each skill whose stat data
+is the stored one from there, and reads and parses (with PyYAML) only the others. The stored
+name and description are what reading the file gave; a store that cannot be read, or was made
+for another directory, is ignored and written again, so it can cost time but never change a
+result.
+
 Timestamps have a granularity (one kernel tick, a few ms): a file written twice within one
 tick, keeping its size, would look unchanged. As git does for its index ("racy git"), a
 state in which any timestamp is less than :data:`RACY_SECONDS` older than the moment the
@@ -34,22 +42,31 @@ written is read again at the next call, until it is old enough to be trusted.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from keen import paths
 from keen.skills.config import SkillsConfig
 from keen.skills.discover import MARKER_FILE, SKILL_FILE, Discovery, Skill, SkillProblem, load_dir, scan
 
-__all__ = ["RACY_SECONDS", "DiscoveryCache", "SkillsDirState", "skills_dir_state"]
+__all__ = ["RACY_SECONDS", "DiscoveryCache", "SkillsDirState", "skills_dir_state", "store_file"]
+
+logger = logging.getLogger(__name__)
 
 RACY_SECONDS = 0.05
 """Timestamps this close to the time of the scan are not trusted (above one kernel tick: 4-10 ms)."""
 
 _Stat = tuple[int, ...] | None
 _Entry = tuple[str, _Stat, str, _Stat, _Stat]
+_STORE_FORMAT = "keen-skills/1"
+_Row = tuple[str, str, str, bool, tuple[str, ...]]
+"""A stored skill: its entry's stat data (``repr``), name, description, managed, paths."""
 
 
 def _stat(path: str, *, follow: bool = True) -> _Stat:
@@ -95,27 +112,11 @@ def skills_dir_state(skills_root: Path | None = None) -> SkillsDirState:
     # Taken before any stat: a timestamp written after it is by definition within the window.
     began_ns = time.time_ns()
     config = _stat(str(root / "config.json"))
-    entries: list[_Entry] = []
     try:
         listing = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
         listing = []
-    for entry in listing:
-        if entry.name.startswith("."):
-            continue
-        own = _stat(entry.path, follow=False)
-        target = ""
-        if entry.is_symlink():
-            try:
-                target = os.readlink(entry.path)
-            except OSError:
-                target = "?"
-        elif not entry.is_dir():
-            entries.append((entry.name, own, target, None, None))  # a plain file, e.g. config.json
-            continue
-        skill_md = _stat(os.path.join(entry.path, SKILL_FILE))
-        marker = _stat(os.path.join(entry.path, MARKER_FILE))
-        entries.append((entry.name, own, target, skill_md, marker))
+    entries = [_entry_key(entry) for entry in listing if not entry.name.startswith(".")]
     cutoff = began_ns - int(RACY_SECONDS * 1e9)
 
     def fresh(*stats: _Stat) -> bool:
@@ -127,23 +128,95 @@ def skills_dir_state(skills_root: Path | None = None) -> SkillsDirState:
     return SkillsDirState(root, config, tuple(entries), frozenset(racy))
 
 
+def _entry_key(entry: os.DirEntry[str]) -> _Entry:
+    """One entry's part of :class:`SkillsDirState`."""
+    own = _stat(entry.path, follow=False)
+    target = ""
+    if entry.is_symlink():
+        try:
+            target = os.readlink(entry.path)
+        except OSError:
+            target = "?"
+    elif not entry.is_dir():
+        return (entry.name, own, target, None, None)  # a plain file, e.g. config.json
+    skill_md = _stat(os.path.join(entry.path, SKILL_FILE))
+    marker = _stat(os.path.join(entry.path, MARKER_FILE))
+    return (entry.name, own, target, skill_md, marker)
+
+
+def store_file(skills_root: Path) -> Path:
+    """``$KEEN_HOME/cache/skills-<digest>.json``: what scans of the absolute ``skills_root``
+    read, by entry (module doc)."""
+    digest = hashlib.blake2b(os.fsencode(skills_root), digest_size=8).hexdigest()
+    return paths.keen_home() / "cache" / f"skills-{digest}.json"
+
+
+def _read_store(root: Path) -> dict[str, _Row]:
+    """The stored skills of ``root`` by entry name: ``(stat key, name, description, managed,
+    paths)``; empty when there is no store or it is not one of ``root``."""
+    try:
+        data: Any = json.loads(store_file(root).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != _STORE_FORMAT or data.get("root") != str(root):
+        return {}
+    skills: Any = data.get("skills")
+    if not isinstance(skills, dict):
+        return {}
+    found: dict[str, _Row] = {}
+    for entry, row in skills.items():  # pyright: ignore[reportUnknownVariableType]
+        if (
+            isinstance(row, list)
+            and len(row) == 5  # pyright: ignore[reportUnknownArgumentType]
+            and all(isinstance(v, str) for v in row[:3])  # pyright: ignore[reportUnknownVariableType]
+            and isinstance(row[3], bool)
+            and isinstance(row[4], list)
+            and all(isinstance(p, str) for p in row[4])  # pyright: ignore[reportUnknownVariableType]
+        ):
+            found[str(entry)] = (row[0], row[1], row[2], row[3], tuple(row[4]))  # pyright: ignore[reportUnknownArgumentType]
+    return found
+
+
+def _write_store(root: Path, rows: dict[str, _Row]) -> None:
+    home = paths.keen_home()
+    if not home.is_dir():  # a KEEN_HOME removed since (a temporary one): not created again
+        return
+    from keen._fs import atomic_write_bytes
+
+    data = {
+        "format": _STORE_FORMAT,
+        "root": str(root),
+        "skills": {k: [*v[:4], list(v[4])] for k, v in rows.items()},
+    }
+    try:
+        atomic_write_bytes(
+            store_file(root), json.dumps(data, ensure_ascii=False).encode("utf-8"), fsync=False
+        )
+    except OSError as exc:  # a read-only KEEN_HOME: the next start reads the files again
+        logger.debug("cannot write the skills store %s: %s", store_file(root), exc)
+
+
 class DiscoveryCache:
     """:func:`keen.skills.discover` of one skills directory, scanned again only when its
     :class:`SkillsDirState` changed.
 
     ``skills_root``: default ``paths.skills_dir()`` at each call. ``hits`` / ``scans``: how
     many calls reused the last result / scanned the directory; ``reused``: skill entries a
-    scan took from the previous one instead of reading them.
+    scan took from the previous one instead of reading them; ``stored``: skill entries a scan
+    took from the on-disk store (module doc; ``store=False``: none is read or written).
     """
 
-    def __init__(self, skills_root: Path | None = None) -> None:
+    def __init__(self, skills_root: Path | None = None, *, store: bool = True) -> None:
         self.skills_root = skills_root
+        self.store = store
         self.hits = 0
         self.scans = 0
         self.reused = 0
+        self.stored = 0
         self._state: SkillsDirState | None = None
         self._found: Discovery | None = None
         self._loaded: dict[str, tuple[_Entry, Skill | SkillProblem]] = {}
+        self._stored: dict[str, _Row] | None = None
 
     def discover(self) -> Discovery:
         """The directory's skills: the same :class:`~keen.skills.Discovery` object as last
@@ -156,16 +229,37 @@ class DiscoveryCache:
             return self._found
         settled = {e[0]: e for e in state.entries if e[0] not in state.racy}
         loaded: dict[str, tuple[_Entry, Skill | SkillProblem]] = {}
+        if self._stored is None:
+            self._stored = _read_store(state.root) if self.store else {}
+        stored = self._stored
+        rows: dict[str, _Row] = {}
 
         def load(entry: Path, config: SkillsConfig) -> Skill | SkillProblem:
             key, before = settled.get(entry.name), self._loaded.get(entry.name)
+            row = stored.get(entry.name)
+            stamp = repr(key)  # how the store spells the stat data
+            result: Skill | SkillProblem
             if key is not None and before is not None and before[0] == key:
                 result = before[1]
                 self.reused += 1
+            elif key is not None and row is not None and row[0] == stamp:
+                _, name, description, managed, patterns = row
+                result = Skill(
+                    name, description, entry, entry / SKILL_FILE, config.is_enabled(name), managed, patterns
+                )
+                self.stored += 1
             else:
                 result = load_dir(entry, config)
             if key is not None:  # only a settled entry may be reused by the next scan
                 loaded[entry.name] = (key, result)
+                if isinstance(result, Skill):
+                    rows[entry.name] = (
+                        stamp,
+                        result.name,
+                        result.description,
+                        result.managed,
+                        result.paths,
+                    )
             if isinstance(result, Skill) and result.enabled != config.is_enabled(result.name):
                 result = replace(result, enabled=config.is_enabled(result.name))
             return result
@@ -173,9 +267,14 @@ class DiscoveryCache:
         found = scan(state.root, SkillsConfig.load(state.root / "config.json"), load)
         self.scans += 1
         self._state, self._found, self._loaded = state, found, loaded
+        if self.store and rows != stored:
+            _write_store(state.root, rows)
+            self._stored = rows
         return found
 
     def clear(self) -> None:
-        """Forget the last scan: the next :meth:`discover` reads every entry."""
+        """Forget the last scan: the next :meth:`discover` reads every entry (the on-disk
+        store too, when it is used)."""
         self._state = self._found = None
         self._loaded = {}
+        self._stored = None

@@ -32,6 +32,7 @@ description, name mismatch, unreadable or non-UTF-8 file, dangling symlink) beco
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import logging
 import re
@@ -39,8 +40,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from keen import paths
 from keen.errors import Remedy, SkillError
@@ -68,9 +67,6 @@ MARKER_FILE = ".keen-generated-mcp.json"
 MANAGED_BY = "keen-mcp"
 
 _NAME_RE = re.compile(r"[\w.:-]{1,128}")
-# libyaml's loader when PyYAML was built with it: the same safe subset of YAML, about ten
-# times faster than the pure-Python one (31 -> 3 ms for 292 skills' frontmatter).
-_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Frontmatter is a few lines; a file that opens a fence and never closes it within
 # this many bytes is broken, and reading further would only waste time.
 _MAX_FRONTMATTER_BYTES = 64 * 1024
@@ -84,6 +80,8 @@ class Skill:
     ``path``: absolute skill directory (symlinks not resolved). ``skill_md``:
     ``path / "SKILL.md"``. ``enabled``: from the skills config (absent = enabled).
     ``managed``: the directory holds the keen-mcp marker file (generated MCP skill).
+    ``paths``: the optional frontmatter ``paths``, glob patterns (relative to the workspace)
+    of the files the skill is about, given as one string or a list; empty when absent.
     """
 
     name: str
@@ -92,6 +90,7 @@ class Skill:
     skill_md: Path
     enabled: bool = True
     managed: bool = False
+    paths: tuple[str, ...] = ()
 
     def read_text(self) -> str:
         """The whole SKILL.md, read now. Raises ``SkillError`` if it cannot be read."""
@@ -195,10 +194,24 @@ def _read_frontmatter(skill_md: Path) -> str:
     raise ValueError("frontmatter is not closed: add a '---' line after the description")
 
 
-def _parse_frontmatter(raw: str, dir_name: str) -> tuple[str, str]:
-    """Validate parsed frontmatter; return ``(name, description)`` or raise ``ValueError``."""
+@functools.cache
+def _safe_loader() -> Any:
+    """libyaml's loader when PyYAML was built with it: the same safe subset of YAML, about ten
+    times faster than the pure-Python one (31 -> 3 ms for 292 skills' frontmatter). PyYAML is
+    imported here, at the first file read (about 15 ms): a scan that takes every skill from
+    :mod:`keen.skills.cache`'s store never imports it."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _parse_frontmatter(raw: str, dir_name: str) -> tuple[str, str, tuple[str, ...]]:
+    """Validate parsed frontmatter; return ``(name, description, paths)`` or raise ``ValueError``."""
+    loader = _safe_loader()
+    import yaml
+
     try:
-        data: Any = yaml.load(raw, Loader=_SafeLoader)
+        data: Any = yaml.load(raw, Loader=loader)
     except yaml.YAMLError as exc:
         where = ""
         mark = getattr(exc, "problem_mark", None)
@@ -223,7 +236,16 @@ def _parse_frontmatter(raw: str, dir_name: str) -> tuple[str, str]:
         raise ValueError("frontmatter 'description' must be a string; put it in quotes")
     if not isinstance(description, str) or not description.strip():
         raise ValueError("frontmatter needs a non-empty 'description' string saying when to use the skill")
-    return name, " ".join(description.split())
+    return name, " ".join(description.split()), _paths(data.get("paths"))
+
+
+def _paths(value: Any) -> tuple[str, ...]:
+    """The frontmatter's ``paths`` (one string or a list of them); anything else: none."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(p).strip() for p in value if isinstance(p, str | int) and str(p).strip())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
 
 def _is_managed(skill_dir: Path) -> bool:
@@ -256,7 +278,7 @@ def load_dir(skill_dir: Path, config: SkillsConfig) -> Skill | SkillProblem:
     skill_md = skill_dir / SKILL_FILE
     try:
         raw = _read_frontmatter(skill_md)
-        name, description = _parse_frontmatter(raw, name)
+        name, description, patterns = _parse_frontmatter(raw, name)
     except FileNotFoundError:
         return SkillProblem(
             name, skill_dir, f"no {SKILL_FILE} in the directory; add one or remove the directory"
@@ -274,6 +296,7 @@ def load_dir(skill_dir: Path, config: SkillsConfig) -> Skill | SkillProblem:
         skill_md=skill_md,
         enabled=config.is_enabled(name),
         managed=_is_managed(skill_dir),
+        paths=patterns,
     )
 
 

@@ -2,7 +2,9 @@
 
 Written atomically with mode 0600 (:mod:`keen._fs`); read strictly: a broken, foreign or
 newer file is a ``ConfigError`` that says what to do, never silently an empty set of pins
-(which would re-trust everything on the next approval).
+(which would re-trust everything on the next approval). The models build their validators
+at their first use (pydantic's ``defer_build``): a session opens its pin store before its
+first model request, and reads pins only when a server connects or a call is made.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def _now() -> str:
 class ToolPin(BaseModel):
     """One pinned tool: its fingerprints and the definition they cover (kept for diffs)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     fingerprint: str
     body: str
@@ -57,7 +59,7 @@ class ToolPin(BaseModel):
 class PinFile(BaseModel):
     """``mcp/pins/<server>.json``: the pinned tools of one server, by name."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     version: int = PIN_FILE_VERSION
     server: str
@@ -70,7 +72,7 @@ class Review(BaseModel):
     by name (a name a server lists twice has two fingerprints). ``keen mcp trust`` pins only
     definitions whose fingerprint is here, so what is pinned is what a person saw."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     version: int = PIN_FILE_VERSION
     server: str

@@ -39,13 +39,13 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return MCPConfig()
+        return MCPConfig.model_construct()  # nothing to validate (servers.py's defer_build)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(
             f"cannot read {path}: {exc}; check the file's permissions and encoding", path=str(path)
         ) from exc
     if not text.strip():
-        return MCPConfig()  # an empty file (`touch configs.json`) is an empty config, as a missing one
+        return MCPConfig.model_construct()  # an empty file (`touch configs.json`): as a missing one
     return parse_config(text, source=str(path), environ=environ, strict=strict)
 
 
