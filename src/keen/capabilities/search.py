@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -70,8 +71,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keen.capabilities._embed import DIM, NeighbourTerms, embedder, pool, token_ids, word_vectors
-from keen.capabilities._index import Columns, Doc, Lexical, doc_key, idf_rows, pool_rows, tokenise
+from keen.capabilities._embed import (
+    DIM,
+    NeighbourTerms,
+    embedder,
+    neighbour_candidates,
+    pool,
+    token_ids,
+    word_vectors,
+)
+from keen.capabilities._index import (
+    Columns,
+    Doc,
+    Lexical,
+    Pooled,
+    doc_key,
+    idf_rows,
+    intern,
+    pool_parts,
+    repool,
+    token_df,
+    tokenise,
+    weight_parts,
+)
 from keen.capabilities._query import search_query, value_kinds
 from keen.capabilities._text import split_identifier, stem_tokens
 from keen.capabilities.descriptor import Capability
@@ -99,7 +121,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = 5
+INDEX_FORMAT = 6
 """Bumped when the cached index layout or its document text changes (folders of other
 formats are deleted when an index is saved)."""
 MAX_INDEXES = 4
@@ -204,15 +226,42 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", matrix, vector)
 
 
+def _copy_key(cap: Capability) -> tuple[object, ...]:
+    """What two identical capabilities share (everything the index and a result show)."""
+    return (cap.kind, cap.name, cap.title, cap.search_text, cap.params, cap.risk)
+
+
+# Per capability object, the hash of its copy key: a refresh keeps most objects, and hashing
+# 4,300 keys (their Risk dataclasses in Python) cost more than grouping them. Replaced at
+# every build: bounded by one catalog.
+_copy_hashes: dict[int, tuple[Capability, int]] = {}
+
+
 def _copy_groups(caps: Sequence[Capability]) -> np.ndarray:
     """Per capability, the position of the first identical one (itself when unique)."""
     import numpy as np
 
-    first: dict[tuple[object, ...], int] = {}
-    groups = np.empty(len(caps), dtype=np.int32)
-    for i, cap in enumerate(caps):
-        key = (cap.kind, cap.name, cap.title, cap.search_text, cap.params, cap.risk)
-        groups[i] = first.setdefault(key, i)
+    hashes: list[int] = []
+    kept: dict[int, tuple[Capability, int]] = {}
+    get = _copy_hashes.get
+    for cap in caps:
+        hit = get(id(cap))
+        value = hit[1] if hit is not None and hit[0] is cap else hash(_copy_key(cap))
+        kept[id(cap)] = (cap, value)
+        hashes.append(value)
+    _copy_hashes.clear()
+    _copy_hashes.update(kept)
+    n = len(caps)
+    if n == 0:
+        return np.empty(0, dtype=np.int32)
+    _, first, inverse = np.unique(np.array(hashes, dtype=np.int64), return_index=True, return_inverse=True)
+    groups = first[inverse].astype(np.int32)
+    # Equal hashes are nearly always equal keys; the few shared ones are compared in full
+    # (two different keys of one hash must not become copies).
+    shared = np.flatnonzero(np.bincount(groups, minlength=n)[groups] > 1)
+    exact: dict[tuple[object, ...], int] = {}
+    for i in shared.tolist():
+        groups[i] = exact.setdefault(_copy_key(caps[i]), i)
     return groups
 
 
@@ -286,7 +335,8 @@ class ToolSearch:
         process indexed for the last catalog are reused (:mod:`keen.capabilities._index`):
         only new or changed ones are tokenised."""
         with _build_lock:
-            return cls._assemble(caps, servers, _rows(caps, servers, None), weights)
+            rows, srcs = _rows(caps, servers, None)
+            return cls._assemble(caps, servers, rows, srcs, weights)
 
     @classmethod
     def _assemble(
@@ -294,29 +344,39 @@ class ToolSearch:
         caps: Sequence[Capability],
         servers: dict[str, str],
         rows: tuple[Columns, Columns],
+        srcs: tuple[np.ndarray | None, np.ndarray | None],
         weights: SearchWeights | None,
         neighbours: tuple[np.ndarray, list[str]] | None = None,
     ) -> ToolSearch:
-        """The index of ``caps`` from their rows and their servers' rows."""
+        """The index of ``caps`` from their rows and their servers' rows; ``srcs``: per
+        row, its row in the last index's rows (``-1``: not there), so what depends on the
+        whole catalog is updated from the last index by what changed (:func:`_parts`)."""
         import numpy as np
 
         tool_rows, server_rows = rows
         row = {name: i for i, name in enumerate(sorted(servers))}
-        bm25 = Lexical(tool_rows)
         # Token IDF over the tools' lexical text (their whole description, not only the
         # head that is embedded): a word every tool uses weighs little in any vector.
-        token_weights = idf_rows(tool_rows)
+        df = token_df(tool_rows)
+        token_weights = idf_rows(tool_rows, df)
+        a, g = weight_parts(len(tool_rows), df)
+        tools = _part(0, tool_rows, srcs[0], g)
+        servers_part = _part(1, server_rows, srcs[1], g)
+        global _last
+        _last = (tools, servers_part)
+        assert tools.pooled is not None and servers_part.pooled is not None
+        bm25 = tools.lexical
         index = cls(
             [c.id for c in caps],
             np.array([row.get(c.server or "", -1) for c in caps], dtype=np.int32),
             bm25,
-            Lexical(server_rows),
-            pool_rows(tool_rows, token_weights),
-            pool_rows(server_rows, token_weights),
+            servers_part.lexical,
+            tools.pooled.vectors(a),
+            servers_part.pooled.vectors(a),
             weights or SearchWeights(),
             _copy_groups(caps),
             token_weights,
-            NeighbourTerms(bm25.vocab_dict, *neighbours) if neighbours else NeighbourTerms(bm25.vocab_dict),
+            _neighbour_terms(bm25, neighbours),
         )
         index._rows = rows
         return index
@@ -342,7 +402,7 @@ class ToolSearch:
         with _build_lock:
             tool_keys, known = _tool_keys(caps)
             docs = _server_docs(caps, servers)
-            keys = (tool_keys, [doc_key(d) for d in docs])
+            keys = (tool_keys, _server_doc_keys(docs))
             folder = cache_root / _folder_name(keys[0], keys[1], caps)
             index: ToolSearch | None = None
             if not known and folder.is_dir():  # a new process: the folder, not the rows in memory
@@ -352,8 +412,8 @@ class ToolSearch:
                     logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
                     shutil.rmtree(folder, ignore_errors=True)  # replaced by the rebuilt one
             if index is None:
-                rows = _rows(caps, servers, lambda: _last_used(cache_root, folder), keys, docs)
-                index = cls._assemble(caps, servers, rows, weights)
+                rows, srcs = _rows(caps, servers, lambda: _last_used(cache_root, folder), keys, docs)
+                index = cls._assemble(caps, servers, rows, srcs, weights)
             _write_later(index, cache_root, folder)
             return index
 
@@ -433,12 +493,16 @@ class ToolSearch:
         token_weights = arrays["token_weights"]
         if (
             bm25._n != max(len(caps), 1)  # pyright: ignore[reportPrivateUsage]
+            or len(bm25._length) != max(len(tool_rows), 1)  # pyright: ignore[reportPrivateUsage]
+            or len(bm25_servers._length) != max(len(server_rows), 1)  # pyright: ignore[reportPrivateUsage]
             or vectors.shape != (len(caps), DIM)
             or server_vectors.shape != (len(servers), DIM)
             or token_weights.shape != (word_vectors().embedding.shape[0],)
         ):
             raise ValueError("an assembled index of another size")
         _remember(caps, rows)
+        global _last
+        _last = (_Part(tool_rows, bm25, None), _Part(server_rows, bm25_servers, None))
         row = {name: i for i, name in enumerate(sorted(servers))}
         index = cls(
             [c.id for c in caps],
@@ -450,7 +514,7 @@ class ToolSearch:
             weights or SearchWeights(),
             _copy_groups(caps),
             token_weights,
-            NeighbourTerms(bm25.vocab_dict, tokens, stems),
+            _neighbour_terms(bm25, (tokens, stems)),
         )
         index._rows = rows
         return index
@@ -623,8 +687,62 @@ _build_lock = threading.RLock()
 # unchanged servers; identity, not equality: comparing 4,300 dataclasses by value costs
 # more than the rest of a refresh), and per row key (an equal document in a new object).
 # Replaced at every build: bounded by one catalog.
-_known: dict[int, tuple[Capability, Columns, int]] = {}
+_known: dict[int, tuple[Capability, Columns, int, bytes]] = {}
 _known_keys: dict[bytes, tuple[Columns, int]] = {}
+
+
+@dataclass(eq=False)
+class _Part:
+    """What the last index assembled from its tools' or servers' rows: BM25's postings and
+    the pooled sums of word vectors (``None`` when the index was loaded: pooled again at the
+    next change)."""
+
+    rows: Columns
+    lexical: Lexical
+    pooled: Pooled | None
+
+
+# The last index's parts (tools, servers): the next catalog's are derived from them by what
+# changed. Replaced at every build: bounded by one catalog.
+_last: tuple[_Part, _Part] | None = None
+
+
+def _part(kind: int, rows: Columns, src: np.ndarray | None, g: np.ndarray) -> _Part:
+    """The parts of ``rows`` (``kind`` 0: tools, 1: servers): from the last index's by what
+    changed when ``src`` maps ``rows`` to its rows, else built whole."""
+    last = _last[kind] if _last is not None and src is not None else None
+    if last is None or src is None:
+        return _Part(rows, Lexical(rows), pool_parts(rows, g))
+    pooled = pool_parts(rows, g) if last.pooled is None else repool(last.pooled, src, rows, g)
+    return _Part(rows, last.lexical.refresh(src, rows), pooled)
+
+
+@functools.cache
+def _candidates() -> tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray]:
+    """The query-word neighbour candidates (:func:`~keen.capabilities._embed.
+    neighbour_candidates`) with their stems' term ids and their unit vectors."""
+    import numpy as np
+
+    tokens, stems = neighbour_candidates()
+    table = word_vectors().embedding
+    vectors = table[tokens.astype(np.int64)] if len(tokens) else np.zeros((0, DIM), dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 1e-12)
+    return tokens, stems, np.array(intern(list(stems)), dtype=np.int64), unit.astype(np.float32)
+
+
+def _neighbour_terms(bm25: Lexical, stored: tuple[np.ndarray, list[str]] | None) -> NeighbourTerms:
+    """The neighbours among ``bm25``'s terms: the ``stored`` candidates (a cached index's),
+    or those of every candidate whose stem the index holds (a vectorised look-up)."""
+    import numpy as np
+
+    if stored is not None:
+        return NeighbourTerms(bm25.vocab_dict, *stored)
+    tokens, stems, terms, unit = _candidates()
+    keep = np.flatnonzero(bm25.vocab_dict.holds(terms))
+    return NeighbourTerms.of(
+        bm25.vocab_dict, tokens[keep], [stems[j] for j in keep.tolist()], terms[keep], unit[keep]
+    )
 
 
 def forget() -> None:
@@ -632,12 +750,17 @@ def forget() -> None:
     cache folder or built as a new process would (benchmarks and tests use it). Waits for
     the cache folders being written (:func:`flush`)."""
     flush()
+    global _last
     with _build_lock:
         _known.clear()
         _known_keys.clear()
+        _last = None
 
 
-_writes: list[threading.Thread] = []
+_writes: list[tuple[threading.Thread, threading.Event]] = []
+_WRITE_DELAY_S = 2.0
+"""How long a new index waits before it is written to its cache folder (:func:`flush`
+writes at once; so does the process's exit)."""
 _writes_lock = threading.Lock()
 _one_writer = threading.Lock()
 
@@ -658,19 +781,30 @@ def _write_later(index: ToolSearch, cache_root: Path, folder: Path) -> None:
             except OSError as exc:
                 logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
 
-    thread = threading.Thread(target=write, name="keen-toolsearch-save", daemon=True)
+    hurry = threading.Event()
+
+    def later() -> None:
+        # Not at once: the search that needed this index runs now, and writing it (numpy
+        # savez, JSON) would compete for the GIL and a CPU with that search.
+        hurry.wait(_WRITE_DELAY_S)
+        write()
+
+    thread = threading.Thread(target=later, name="keen-toolsearch-save", daemon=True)
     with _writes_lock:
-        _writes[:] = [t for t in _writes if t.is_alive()]
-        _writes.append(thread)
+        _writes[:] = [(t, e) for t, e in _writes if t.is_alive()]
+        _writes.append((thread, hurry))
     thread.start()
 
 
 @atexit.register
 def flush(timeout: float | None = 10.0) -> None:
-    """Wait (at most ``timeout`` seconds each) for the index folders being written."""
+    """Write the index folders waiting to be written now, and wait (at most ``timeout``
+    seconds each) until they are."""
     with _writes_lock:
         pending = list(_writes)
-    for thread in pending:
+    for _, hurry in pending:
+        hurry.set()
+    for thread, _ in pending:
         thread.join(timeout)
 
 
@@ -679,13 +813,36 @@ def _tool_doc(cap: Capability) -> Doc:
     return Doc(tuple(lexical), semantic_text(cap), " ".join(lexical))
 
 
+_server_keys: dict[Doc, bytes] = {}
+
+
+def _server_doc_keys(docs: Sequence[Doc]) -> list[bytes]:
+    """The servers' row keys, kept per document: a server's text is thousands of
+    characters, hashed again for every catalog otherwise. Holds the last catalog's only."""
+    out: list[bytes] = []
+    used: dict[Doc, bytes] = {}
+    for doc in docs:
+        key = _server_keys.get(doc)
+        if key is None:
+            key = doc_key(doc)
+        used[doc] = key
+        out.append(key)
+    _server_keys.clear()
+    _server_keys.update(used)
+    return out
+
+
+_split_name = functools.lru_cache(maxsize=1 << 16)(split_identifier)
+"""A tool name split into words, kept: every catalog splits every tool's name again."""
+
+
 def _server_docs(caps: Sequence[Capability], servers: dict[str, str]) -> list[Doc]:
     """Per server (sorted by name): its name, text and tool names, as one document."""
     names = sorted(servers)
     members: dict[str, list[str]] = {name: [] for name in names}
     for cap in caps:
         if cap.server in members:
-            members[cap.server].append(split_identifier(cap.name))
+            members[cap.server].append(_split_name(cap.name))
     docs: list[Doc] = []
     for name in names:
         fields = (split_identifier(name), servers[name], " ".join(members[name]))
@@ -696,7 +853,7 @@ def _server_docs(caps: Sequence[Capability], servers: dict[str, str]) -> list[Do
 def _folder_name(tool_keys: Sequence[bytes], server_keys: Sequence[bytes], caps: Sequence[Capability]) -> str:
     digest = hashlib.sha256(b"".join(tool_keys))
     digest.update(b"".join(server_keys))
-    digest.update(json.dumps([c.id for c in caps]).encode())
+    digest.update("\n".join(c.id for c in caps).encode())
     return f"v{INDEX_FORMAT}-{digest.hexdigest()[:32]}"
 
 
@@ -708,7 +865,7 @@ def _tool_keys(caps: Sequence[Capability]) -> tuple[list[bytes], int]:
     for cap in caps:
         hit = _known.get(id(cap))
         if hit is not None and hit[0] is cap:
-            keys.append(hit[1].keys[hit[2]].tobytes())
+            keys.append(hit[3])
             known += 1
         else:
             keys.append(doc_key(_tool_doc(cap)))
@@ -721,14 +878,17 @@ def _gather(
     seed: Callable[[], Columns | None],
     keys: Sequence[bytes] | None,
     by_object: bool,
-) -> Columns:
+    last: Columns | None,
+) -> tuple[Columns, np.ndarray | None]:
     """The rows of ``items`` in order: the last build's row of the same object (when
     ``by_object``) or of the same key, else ``seed``'s (rows read from disk), else
     tokenised now (``make``: item -> :class:`~keen.capabilities._index.Doc`; ``keys``:
-    the items' row keys when known)."""
+    the items' row keys when known). With them, per row, its row in ``last`` (the last
+    index's rows of this kind; ``-1``: not from there), or ``None`` without ``last``."""
     import numpy as np
 
     sources: dict[int, tuple[Columns, list[int], list[int]]] = {}
+    src = np.full(len(items), -1, dtype=np.int64) if last is not None else None
 
     def add(columns: Columns, pos: int, row: int) -> None:
         entry = sources.setdefault(id(columns), (columns, [], []))
@@ -736,12 +896,25 @@ def _gather(
         entry[2].append(row)
 
     missing: list[int] = []
-    for pos, item in enumerate(items):
-        hit = _known.get(id(item)) if by_object else None
-        if hit is not None and hit[0] is item:
-            add(hit[1], pos, hit[2])
-        else:
-            missing.append(pos)
+    if by_object:
+        # The common case inline (a refresh reuses thousands of rows of the last index).
+        get = _known.get
+        from_last: tuple[list[int], list[int]] = ([], [])
+        for pos, item in enumerate(items):
+            hit = get(id(item))
+            if hit is None or hit[0] is not item:
+                missing.append(pos)
+            elif hit[1] is last:
+                from_last[0].append(pos)
+                from_last[1].append(hit[2])
+            else:
+                add(hit[1], pos, hit[2])
+        if from_last[0] and last is not None:
+            entry = sources.setdefault(id(last), (last, [], []))
+            entry[1].extend(from_last[0])
+            entry[2].extend(from_last[1])
+    else:
+        missing = list(range(len(items)))
     if missing:
         docs = {pos: make(items[pos]) for pos in missing}
         key_of = {pos: keys[pos] if keys is not None else doc_key(docs[pos]) for pos in missing}
@@ -771,11 +944,20 @@ def _gather(
             for row, pos in enumerate(still):
                 add(fresh, pos, row)
     if not sources:
-        return tokenise([], [])
+        return tokenise([], []), src
+    if src is not None and last is not None and id(last) in sources:
+        _, at, rows = sources[id(last)]
+        # A row of the last index stands for one row here; an equal document met again
+        # counts as new (its postings are added, not moved).
+        old = np.asarray(rows, dtype=np.int64)
+        _, first = np.unique(old, return_index=True)
+        src[np.asarray(at, dtype=np.int64)[first]] = old[first]
     parts = [columns.take(np.asarray(rows, dtype=np.int64)) for columns, _, rows in sources.values()]
     positions = np.concatenate([np.asarray(p, dtype=np.int64) for _, p, _ in sources.values()])
     whole = Columns.concat(parts)
-    return whole if (positions == np.arange(len(items))).all() else whole.take(np.argsort(positions))
+    if (positions == np.arange(len(items))).all():
+        return whole, src
+    return whole.take(np.argsort(positions)), src
 
 
 def _rows(
@@ -784,9 +966,10 @@ def _rows(
     seed: Callable[[], Path | None] | None,
     keys: tuple[list[bytes], list[bytes]] | None = None,
     server_docs: list[Doc] | None = None,
-) -> tuple[Columns, Columns]:
-    """The tools' and the servers' rows for this catalog (see :func:`_gather`); ``seed``:
-    gives an index folder whose rows may be reused. Remembered for the next build."""
+) -> tuple[tuple[Columns, Columns], tuple[np.ndarray | None, np.ndarray | None]]:
+    """The tools' and the servers' rows for this catalog (see :func:`_gather`), and where
+    each was in the last index's rows; ``seed``: gives an index folder whose rows may be
+    reused. Remembered for the next build."""
     loaded: dict[str, Columns | None] = {}
 
     def seeded(name: str) -> Columns | None:
@@ -802,22 +985,43 @@ def _rows(
 
     if server_docs is None:
         server_docs = _server_docs(caps, servers)
-    rows = (
-        _gather(caps, _tool_doc, lambda: seeded("tools.npz"), None if keys is None else keys[0], True),
-        _gather(
-            server_docs, lambda d: d, lambda: seeded("servers.npz"), None if keys is None else keys[1], False
-        ),
+    last = _last
+    tools, tool_src = _gather(
+        caps,
+        _tool_doc,
+        lambda: seeded("tools.npz"),
+        None if keys is None else keys[0],
+        True,
+        None if last is None else last[0].rows,
     )
+    servers_rows, server_src = _gather(
+        server_docs,
+        lambda d: d,
+        lambda: seeded("servers.npz"),
+        None if keys is None else keys[1],
+        False,
+        None if last is None else last[1].rows,
+    )
+    rows = (tools, servers_rows)
     _remember(caps, rows)
-    return rows
+    return rows, (tool_src, server_src)
 
 
 def _remember(caps: Sequence[Capability], rows: tuple[Columns, Columns]) -> None:
+    tools = rows[0]
+    keys = _key_list(tools)
     _known.clear()
-    _known.update((id(cap), (cap, rows[0], i)) for i, cap in enumerate(caps))
+    _known.update((id(cap), (cap, tools, i, keys[i])) for i, cap in enumerate(caps))
     _known_keys.clear()
     for columns in rows:
-        _known_keys.update((bytes(k), (columns, i)) for i, k in enumerate(columns.keys))
+        _known_keys.update((k, (columns, i)) for i, k in enumerate(_key_list(columns)))
+
+
+def _key_list(columns: Columns) -> list[bytes]:
+    """The rows' keys as ``bytes`` (one C pass, not one conversion per row)."""
+    import numpy as np
+
+    return columns.keys.view(np.dtype((np.void, 16))).ravel().tolist()
 
 
 def _index_folders(cache_root: Path) -> list[Path]:
