@@ -235,6 +235,8 @@ def _copy_key(cap: Capability) -> tuple[object, ...]:
 # 4,300 keys (their Risk dataclasses in Python) cost more than grouping them. Replaced at
 # every build: bounded by one catalog.
 _copy_hashes: dict[int, tuple[Capability, int]] = {}
+# Per copy, the first member of its group it was compared equal to (both objects kept).
+_copy_verified: dict[int, tuple[Capability, Capability]] = {}
 
 
 def _copy_groups(caps: Sequence[Capability]) -> np.ndarray:
@@ -259,9 +261,27 @@ def _copy_groups(caps: Sequence[Capability]) -> np.ndarray:
     # Equal hashes are nearly always equal keys; the few shared ones are compared in full
     # (two different keys of one hash must not become copies).
     shared = np.flatnonzero(np.bincount(groups, minlength=n)[groups] > 1)
-    exact: dict[tuple[object, ...], int] = {}
-    for i in shared.tolist():
-        groups[i] = exact.setdefault(_copy_key(caps[i]), i)
+    mismatched: list[int] = []
+    verified: dict[int, tuple[Capability, Capability]] = {}
+    seen = _copy_verified.get
+    for i, lead in zip(shared.tolist(), groups[shared].tolist(), strict=True):
+        if i == lead:
+            continue
+        cap, first = caps[i], caps[lead]
+        before = seen(id(cap))
+        if before is not None and before[0] is cap and before[1] is first:
+            verified[id(cap)] = before  # the same two objects compared equal last time
+        elif _copy_key(cap) == _copy_key(first):
+            verified[id(cap)] = (cap, first)
+        else:
+            mismatched.append(lead)
+    _copy_verified.clear()
+    _copy_verified.update(verified)
+    if mismatched:  # a collision: those groups are sorted out by their keys
+        exact: dict[tuple[object, ...], int] = {}
+        suspect = np.isin(groups, mismatched)
+        for i in np.flatnonzero(suspect).tolist():
+            groups[i] = exact.setdefault(_copy_key(caps[i]), i)
     return groups
 
 
@@ -313,10 +333,7 @@ class ToolSearch:
         # Copy group per document (see _copy_groups); members of groups with copies.
         self._groups = np.arange(len(ids), dtype=np.int32) if groups is None else groups
         shared = np.flatnonzero(np.bincount(self._groups, minlength=len(ids))[self._groups] > 1)
-        self._shared = shared
-        self._members: dict[int, list[int]] = {}
-        for i in shared.tolist():
-            self._members.setdefault(int(self._groups[i]), []).append(i)
+        self._shared = shared  # positions of the groups with copies, ascending
         self.dense: DenseVectors | None = None
         """The transformer signal, attached by the catalog (None: not used)."""
         self._dense_server_cache: tuple[np.ndarray, np.ndarray] | None = None
@@ -650,7 +667,7 @@ class ToolSearch:
         scores = self.scores(query, signals)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
-        if self._members:
+        if self._shared.size:
             scores = self._collapse(scores)
         k = min(k, len(self.ids))
         head = np.argpartition(-scores, k - 1)[:k] if k < len(self.ids) else np.arange(len(self.ids))
@@ -675,7 +692,8 @@ class ToolSearch:
     def copies(self, position: int, mask: np.ndarray | None = None) -> list[int]:
         """The positions of the other documents identical to the one at ``position``
         (only those ``mask`` allows), in catalog order; ``[]`` when it has none."""
-        members = self._members.get(int(self._groups[position]), [])
+        shared = self._shared
+        members = shared[self._groups[shared] == self._groups[position]].tolist()
         return [i for i in members if i != position and (mask is None or bool(mask[i]))]
 
 
