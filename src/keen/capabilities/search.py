@@ -232,11 +232,21 @@ def _copy_key(cap: Capability) -> tuple[object, ...]:
 
 
 # Per capability object, the hash of its copy key: a refresh keeps most objects, and hashing
-# 4,300 keys (their Risk dataclasses in Python) cost more than grouping them. Replaced at
-# every build: bounded by one catalog.
+# 4,300 keys (their Risk dataclasses in Python) cost more than grouping them. Entries are
+# added, not rebuilt (a refresh makes few new objects, and so few for the garbage collector
+# to scan); bounded by _bound.
 _copy_hashes: dict[int, tuple[Capability, int]] = {}
 # Per copy, the first member of its group it was compared equal to (both objects kept).
 _copy_verified: dict[int, tuple[Capability, Capability]] = {}
+
+
+def _bound(cache: dict[int, Any], caps: Sequence[Capability]) -> None:
+    """Keep a per-object cache to the objects of ``caps`` once it holds twice as many (the
+    entries of objects gone keep them alive until then)."""
+    if len(cache) > 2 * len(caps) + 64:
+        alive = {id(c) for c in caps}
+        for key in [k for k in cache if k not in alive]:
+            del cache[key]
 
 
 def _copy_groups(caps: Sequence[Capability]) -> np.ndarray:
@@ -244,16 +254,14 @@ def _copy_groups(caps: Sequence[Capability]) -> np.ndarray:
     import numpy as np
 
     hashes: list[int] = []
-    kept: dict[int, tuple[Capability, int]] = {}
     get = _copy_hashes.get
     for cap in caps:
         hit = get(id(cap))
-        value = hit[1] if hit is not None and hit[0] is cap else hash(_copy_key(cap))
-        kept[id(cap)] = (cap, value)
-        hashes.append(value)
-    _copy_hashes.clear()
-    _copy_hashes.update(kept)
+        if hit is None or hit[0] is not cap:
+            hit = _copy_hashes[id(cap)] = (cap, hash(_copy_key(cap)))
+        hashes.append(hit[1])
     n = len(caps)
+    _bound(_copy_hashes, caps)
     if n == 0:
         return np.empty(0, dtype=np.int32)
     _, first, inverse = np.unique(np.array(hashes, dtype=np.int64), return_index=True, return_inverse=True)
@@ -262,7 +270,6 @@ def _copy_groups(caps: Sequence[Capability]) -> np.ndarray:
     # (two different keys of one hash must not become copies).
     shared = np.flatnonzero(np.bincount(groups, minlength=n)[groups] > 1)
     mismatched: list[int] = []
-    verified: dict[int, tuple[Capability, Capability]] = {}
     seen = _copy_verified.get
     for i, lead in zip(shared.tolist(), groups[shared].tolist(), strict=True):
         if i == lead:
@@ -270,13 +277,12 @@ def _copy_groups(caps: Sequence[Capability]) -> np.ndarray:
         cap, first = caps[i], caps[lead]
         before = seen(id(cap))
         if before is not None and before[0] is cap and before[1] is first:
-            verified[id(cap)] = before  # the same two objects compared equal last time
-        elif _copy_key(cap) == _copy_key(first):
-            verified[id(cap)] = (cap, first)
+            continue  # the same two objects compared equal last time
+        if _copy_key(cap) == _copy_key(first):
+            _copy_verified[id(cap)] = (cap, first)
         else:
             mismatched.append(lead)
-    _copy_verified.clear()
-    _copy_verified.update(verified)
+    _bound(_copy_verified, caps)
     if mismatched:  # a collision: those groups are sorted out by their keys
         exact: dict[tuple[object, ...], int] = {}
         suspect = np.isin(groups, mismatched)
@@ -361,7 +367,7 @@ class ToolSearch:
         caps: Sequence[Capability],
         servers: dict[str, str],
         rows: tuple[Columns, Columns],
-        srcs: tuple[np.ndarray | None, np.ndarray | None],
+        srcs: tuple[_Since | None, _Since | None],
         weights: SearchWeights | None,
         neighbours: tuple[np.ndarray, list[str]] | None = None,
     ) -> ToolSearch:
@@ -703,10 +709,12 @@ _build_lock = threading.RLock()
 # The rows of the last catalog indexed, so a catalog that changed one server tokenises that
 # server only: per capability object (a catalog rebuilt by CatalogCache keeps the objects of
 # unchanged servers; identity, not equality: comparing 4,300 dataclasses by value costs
-# more than the rest of a refresh), and per row key (an equal document in a new object).
-# Replaced at every build: bounded by one catalog.
-_known: dict[int, tuple[Capability, Columns, int, bytes]] = {}
-_known_keys: dict[bytes, tuple[Columns, int]] = {}
+# more than the rest of a refresh: its key), and per row key (each kind's rows of the last
+# index, by key). The object entries are added and dropped, not rebuilt: a refresh makes
+# few new objects, so few for the garbage collector to scan (a full collection of a
+# 50,000-tool heap took longer than the refresh). Bounded by _bound and the last index.
+_known: dict[int, tuple[Capability, bytes]] = {}
+_known_rows: tuple[tuple[Columns, dict[bytes, int]], ...] = ()
 
 
 @dataclass(eq=False)
@@ -725,12 +733,13 @@ class _Part:
 _last: tuple[_Part, _Part] | None = None
 
 
-def _part(kind: int, rows: Columns, src: np.ndarray | None, g: np.ndarray) -> _Part:
+def _part(kind: int, rows: Columns, since: _Since | None, g: np.ndarray) -> _Part:
     """The parts of ``rows`` (``kind`` 0: tools, 1: servers): from the last index's by what
-    changed when ``src`` maps ``rows`` to its rows, else built whole."""
-    last = _last[kind] if _last is not None and src is not None else None
-    if last is None or src is None:
+    changed when ``since`` maps ``rows`` to its rows, else built whole."""
+    last = _last[kind] if _last is not None and since is not None else None
+    if last is None or since is None or since.base is not last.rows:
         return _Part(rows, Lexical(rows), pool_parts(rows, g))
+    src = since.src
     pooled = pool_parts(rows, g) if last.pooled is None else repool(last.pooled, src, rows, g)
     return _Part(rows, last.lexical.refresh(src, rows), pooled)
 
@@ -768,10 +777,10 @@ def forget() -> None:
     cache folder or built as a new process would (benchmarks and tests use it). Waits for
     the cache folders being written (:func:`flush`)."""
     flush()
-    global _last
+    global _last, _known_rows
     with _build_lock:
         _known.clear()
-        _known_keys.clear()
+        _known_rows = ()
         _last = None
 
 
@@ -883,7 +892,7 @@ def _tool_keys(caps: Sequence[Capability]) -> tuple[list[bytes], int]:
     for cap in caps:
         hit = _known.get(id(cap))
         if hit is not None and hit[0] is cap:
-            keys.append(hit[3])
+            keys.append(hit[1])
             known += 1
         else:
             keys.append(doc_key(_tool_doc(cap)))
@@ -896,17 +905,19 @@ def _gather(
     seed: Callable[[], Columns | None],
     keys: Sequence[bytes] | None,
     by_object: bool,
-    last: Columns | None,
-) -> tuple[Columns, np.ndarray | None]:
-    """The rows of ``items`` in order: the last build's row of the same object (when
-    ``by_object``) or of the same key, else ``seed``'s (rows read from disk), else
-    tokenised now (``make``: item -> :class:`~keen.capabilities._index.Doc`; ``keys``:
-    the items' row keys when known). With them, per row, its row in ``last`` (the last
-    index's rows of this kind; ``-1``: not from there), or ``None`` without ``last``."""
+    kind: int,
+) -> tuple[Columns, np.ndarray | None, Columns | None]:
+    """The rows of ``items`` in order: the last index's row (of this ``kind``: 0 tools, 1
+    servers) of the same object (when ``by_object``) or of the same key, else ``seed``'s
+    (rows read from disk), else tokenised now (``make``: item ->
+    :class:`~keen.capabilities._index.Doc`; ``keys``: the items' row keys when known). With
+    them, per row, its row in the last index's rows (``-1``: not from there), and those
+    rows (``None``, and no mapping, without a last index)."""
     import numpy as np
 
+    last, last_rows = _known_rows[kind] if len(_known_rows) > kind else (None, {})
     sources: dict[int, tuple[Columns, list[int], list[int]]] = {}
-    src = np.full(len(items), -1, dtype=np.int64) if last is not None else None
+    from_last: tuple[list[int], list[int]] = ([], [])
 
     def add(columns: Columns, pos: int, row: int) -> None:
         entry = sources.setdefault(id(columns), (columns, [], []))
@@ -916,21 +927,15 @@ def _gather(
     missing: list[int] = []
     if by_object:
         # The common case inline (a refresh reuses thousands of rows of the last index).
-        get = _known.get
-        from_last: tuple[list[int], list[int]] = ([], [])
+        get, row_of = _known.get, last_rows.get
         for pos, item in enumerate(items):
             hit = get(id(item))
-            if hit is None or hit[0] is not item:
+            row = row_of(hit[1]) if hit is not None and hit[0] is item else None
+            if row is None:
                 missing.append(pos)
-            elif hit[1] is last:
-                from_last[0].append(pos)
-                from_last[1].append(hit[2])
             else:
-                add(hit[1], pos, hit[2])
-        if from_last[0] and last is not None:
-            entry = sources.setdefault(id(last), (last, [], []))
-            entry[1].extend(from_last[0])
-            entry[2].extend(from_last[1])
+                from_last[0].append(pos)
+                from_last[1].append(row)
     else:
         missing = list(range(len(items)))
     if missing:
@@ -938,9 +943,10 @@ def _gather(
         key_of = {pos: keys[pos] if keys is not None else doc_key(docs[pos]) for pos in missing}
         still: list[int] = []
         for pos in missing:
-            hit_key = _known_keys.get(key_of[pos])
-            if hit_key is not None:
-                add(hit_key[0], pos, hit_key[1])
+            row = last_rows.get(key_of[pos])
+            if row is not None:
+                from_last[0].append(pos)
+                from_last[1].append(row)
             else:
                 still.append(pos)
         # Many documents new to this process (a new process, or a catalog switched): the
@@ -948,7 +954,7 @@ def _gather(
         # a few hundred documents does).
         seeded = seed() if len(still) > _SEED_ABOVE else None
         if seeded is not None:
-            where = {bytes(k): i for i, k in enumerate(seeded.keys)}
+            where = dict(zip(_key_list(seeded), range(len(seeded)), strict=True))
             left: list[int] = []
             for pos in still:
                 row = where.get(key_of[pos])
@@ -961,21 +967,23 @@ def _gather(
             fresh = tokenise([docs[pos] for pos in still], [key_of[pos] for pos in still])
             for row, pos in enumerate(still):
                 add(fresh, pos, row)
+    src = np.full(len(items), -1, dtype=np.int64) if last is not None else None
+    if from_last[0] and last is not None:
+        sources[id(last)] = (last, *from_last)
+        if src is not None:
+            # A row of the last index stands for one row here; an equal document met
+            # again counts as new (its postings are added, not moved).
+            old = np.asarray(from_last[1], dtype=np.int64)
+            _, first = np.unique(old, return_index=True)
+            src[np.asarray(from_last[0], dtype=np.int64)[first]] = old[first]
     if not sources:
-        return tokenise([], []), src
-    if src is not None and last is not None and id(last) in sources:
-        _, at, rows = sources[id(last)]
-        # A row of the last index stands for one row here; an equal document met again
-        # counts as new (its postings are added, not moved).
-        old = np.asarray(rows, dtype=np.int64)
-        _, first = np.unique(old, return_index=True)
-        src[np.asarray(at, dtype=np.int64)[first]] = old[first]
+        return tokenise([], []), src, last
     parts = [columns.take(np.asarray(rows, dtype=np.int64)) for columns, _, rows in sources.values()]
     positions = np.concatenate([np.asarray(p, dtype=np.int64) for _, p, _ in sources.values()])
     whole = Columns.concat(parts)
     if (positions == np.arange(len(items))).all():
-        return whole, src
-    return whole.take(np.argsort(positions)), src
+        return whole, src, last
+    return whole.take(np.argsort(positions)), src, last
 
 
 def _rows(
@@ -984,7 +992,7 @@ def _rows(
     seed: Callable[[], Path | None] | None,
     keys: tuple[list[bytes], list[bytes]] | None = None,
     server_docs: list[Doc] | None = None,
-) -> tuple[tuple[Columns, Columns], tuple[np.ndarray | None, np.ndarray | None]]:
+) -> tuple[tuple[Columns, Columns], tuple[_Since | None, _Since | None]]:
     """The tools' and the servers' rows for this catalog (see :func:`_gather`), and where
     each was in the last index's rows; ``seed``: gives an index folder whose rows may be
     reused. Remembered for the next build."""
@@ -1003,36 +1011,41 @@ def _rows(
 
     if server_docs is None:
         server_docs = _server_docs(caps, servers)
-    last = _last
-    tools, tool_src = _gather(
-        caps,
-        _tool_doc,
-        lambda: seeded("tools.npz"),
-        None if keys is None else keys[0],
-        True,
-        None if last is None else last[0].rows,
+    tools, tool_src, tool_base = _gather(
+        caps, _tool_doc, lambda: seeded("tools.npz"), None if keys is None else keys[0], True, 0
     )
-    servers_rows, server_src = _gather(
-        server_docs,
-        lambda d: d,
-        lambda: seeded("servers.npz"),
-        None if keys is None else keys[1],
-        False,
-        None if last is None else last[1].rows,
+    servers_rows, server_src, server_base = _gather(
+        server_docs, lambda d: d, lambda: seeded("servers.npz"), None if keys is None else keys[1], False, 1
     )
     rows = (tools, servers_rows)
     _remember(caps, rows)
-    return rows, (tool_src, server_src)
+    return rows, (
+        None if tool_src is None or tool_base is None else _Since(tool_base, tool_src),
+        None if server_src is None or server_base is None else _Since(server_base, server_src),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class _Since:
+    """Where each new row was in ``base`` (the last index's rows): ``src[i]``, or -1."""
+
+    base: Columns
+    src: np.ndarray
 
 
 def _remember(caps: Sequence[Capability], rows: tuple[Columns, Columns]) -> None:
-    tools = rows[0]
-    keys = _key_list(tools)
-    _known.clear()
-    _known.update((id(cap), (cap, tools, i, keys[i])) for i, cap in enumerate(caps))
-    _known_keys.clear()
-    for columns in rows:
-        _known_keys.update((k, (columns, i)) for i, k in enumerate(_key_list(columns)))
+    """Keep ``caps``' row keys and ``rows`` by key for the next build."""
+    global _known_rows
+    keys = _key_list(rows[0])
+    get = _known.get
+    for cap, key in zip(caps, keys, strict=True):
+        hit = get(id(cap))
+        if hit is None or hit[0] is not cap or hit[1] != key:
+            _known[id(cap)] = (cap, key)
+    _bound(_known, caps)
+    _known_rows = tuple(
+        (columns, dict(zip(_key_list(columns), range(len(columns)), strict=True))) for columns in rows
+    )
 
 
 def _key_list(columns: Columns) -> list[bytes]:
