@@ -306,3 +306,23 @@ def test_copies_are_grouped_by_their_whole_key_not_by_a_hash() -> None:
     groups = search_module._copy_groups(both)  # pyright: ignore[reportPrivateUsage]
     forecast = next(i for i, c in enumerate(both) if c.id == "mcp__weather__forecast")
     assert groups.tolist()[-1] == forecast
+
+
+def test_the_per_object_caches_stay_bounded_as_catalogs_come_and_go(tmp_path: Path) -> None:
+    # Each catalog is made of new descriptor objects (a server listed again): the caches
+    # kept per object drop the entries of objects gone once they hold twice the catalog.
+    for _ in range(6):
+        catalog = _catalog(_SERVERS, tmp_path)
+        assert _ids(catalog, "send an email")[0] == "mcp__mail__send_email"
+        n = len(catalog)
+        for cache in (search_module._known, search_module._copy_hashes):  # pyright: ignore[reportPrivateUsage]
+            assert len(cache) <= 2 * n + 64
+    many = {
+        f"s{i}": [Tool(f"s{i}", f"tool_{j}", f"Tool {j} of {i}.", {}) for j in range(20)] for i in range(8)
+    }
+    for _ in range(3):
+        catalog = _catalog(many, tmp_path)
+        catalog.index()
+        assert len(search_module._known) <= 2 * len(catalog) + 64  # pyright: ignore[reportPrivateUsage]
+    live = {id(c) for c in catalog}
+    assert live <= set(search_module._known)  # pyright: ignore[reportPrivateUsage]
