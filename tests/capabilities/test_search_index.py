@@ -320,9 +320,9 @@ def test_the_per_object_caches_stay_bounded_as_catalogs_come_and_go(tmp_path: Pa
     many = {
         f"s{i}": [Tool(f"s{i}", f"tool_{j}", f"Tool {j} of {i}.", {}) for j in range(20)] for i in range(8)
     }
-    for _ in range(3):
-        catalog = _catalog(many, tmp_path)
+    catalogs = [_catalog(many, tmp_path) for _ in range(3)]
+    for catalog in catalogs:
         catalog.index()
         assert len(search_module._known) <= 2 * len(catalog) + 64  # pyright: ignore[reportPrivateUsage]
-    live = {id(c) for c in catalog}
+    live = {id(c) for c in catalogs[-1]}
     assert live <= set(search_module._known)  # pyright: ignore[reportPrivateUsage]
