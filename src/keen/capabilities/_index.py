@@ -6,16 +6,18 @@ of its embedded text and the set of token ids of its lexical text (for the IDF w
 None of that depends on the other documents, so it is computed once per document
 (:func:`tokenise`) and kept in :class:`Columns`: flat arrays with an offset per
 document, one row per document, each row under a 16-byte key that is a hash of the texts
-it was made from (:func:`doc_key`). What depends on the whole catalog (BM25's IDF and
-average length, the IDF weights of the word vectors, the pooled vectors) is assembled
-from the rows in a few vectorised passes (:class:`Lexical`, :func:`pool_rows`): a
-catalog that differs from the last one by one server tokenises that server's documents
-and reassembles, instead of tokenising every tool again.
+it was made from (:func:`doc_key`). What depends on the whole catalog is kept so that a
+catalog that differs from the last one by one server tokenises that server's documents and
+updates the rest by what changed: BM25's postings are merged (:meth:`Lexical.refresh`) and
+its IDF and average length recomputed in one vectorised pass; the word vectors are kept as
+two sums per row (:class:`Pooled`, :func:`weight_parts`), of which only the new rows are
+pooled and the rows holding a token whose document frequency changed corrected
+(:func:`repool`).
 
 :class:`Lexical` is BM25 as ``bm25s`` computes it (Lucene variant: ``idf = ln(1 + (N -
 df + 0.5) / (df + 0.5))``, ``tf / (tf + k1 (1 - b + b dl / avgdl))``, ``k1`` 1.5, ``b``
 0.75; Kamphuis et al., ECIR 2020), with the same float types and the same score sums,
-built from the rows instead of from token lists.
+computed per query term from the postings instead of from token lists.
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ __all__ = [
     "idf_rows",
     "intern",
     "pool_parts",
-    "pool_rows",
     "repool",
     "term_words",
     "token_df",
@@ -585,14 +586,3 @@ def _pool(columns: Columns, weights: np.ndarray) -> np.ndarray:
             ids = columns.sem[ptr[rows][:, None] + np.arange(length)]
             out[rows] = np.matmul(weights[ids].transpose(0, 2, 1), table[ids])
     return out
-
-
-def pool_rows(columns: Columns, weights: np.ndarray) -> np.ndarray:
-    """Unit vectors ``(n, DIM)`` of the rows' embedded texts: their token vectors averaged
-    with ``weights`` (per token id), as :func:`keen.capabilities._embed.pool` computes
-    them."""
-    import numpy as np
-
-    out = _pool(columns, weights[:, None])[:, 0]
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 1e-12)
