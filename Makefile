@@ -88,6 +88,7 @@ bench: setup
 	$(PY) bench/startup.py
 	$(PY) bench/idle.py
 	$(PY) bench/call_overhead.py
+	$(PY) bench/call_cpu.py
 	$(PY) bench/mcpskills_generate.py $(LIVEMCPBENCH)/tools.json
 	$(PY) bench/livemcpbench_queries.py $(LIVEMCPBENCH)/all_annotations.json $(LIVEMCPBENCH)/tools.json $(QUERIES)
 	$(PY) bench/search.py --catalog bench/data/real_servers.ndjson --queries bench/queries/real_servers.jsonl \

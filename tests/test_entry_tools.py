@@ -62,3 +62,33 @@ def test_call_input_is_checked_against_its_schema() -> None:
         parse_call({"server": "s", "tool": "t", "arguments": "[1]"})
     with pytest.raises(ValueError, match="call_mcp_tool arguments: 'tool' is a required property"):
         parse_call({"server": "s"})
+
+
+def test_a_valid_call_builds_no_schema_validator_and_an_invalid_one_is_still_worded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jsonschema
+
+    real = jsonschema.Draft202012Validator
+    built: list[object] = []
+
+    def counting(schema: object) -> object:
+        built.append(schema)
+        return real(schema)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(jsonschema, "Draft202012Validator", counting)
+    # Every call a model or host makes passes the plain checks: no validator per call.
+    call = parse_call({"server": "s", "tool": "t", "arguments": {"a": [1, {"b": None}]}})
+    assert (call.server, call.tool, call.arguments) == ("s", "t", {"a": [1, {"b": None}]})
+    assert parse_call({"server": "s", "tool": "t"}).arguments == {}
+    assert built == []
+    # What fails them goes to jsonschema, which words the error.
+    for data, why in (
+        ({"server": "s", "tool": "t", "extra": 1}, r"Additional properties are not allowed \('extra'"),
+        ({"server": True, "tool": "t"}, r"at server: True is not of type 'string'"),
+        ({"server": "s", "tool": "t", "arguments": [1]}, r"at arguments: \[1\] is not of type 'object'"),
+        (["s", "t"], r"\['s', 't'\] is not of type 'object'"),
+    ):
+        with pytest.raises(ValueError, match=why):
+            parse_call(data)
+    assert len(built) == 4

@@ -95,6 +95,16 @@ _NUMBER = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
 _ADDRESS = re.compile(r"^(?:localhost|\d{1,3}(?:\.\d{1,3}){3})(?::\d{1,5})?$", re.IGNORECASE)
 
 
+_MEMO_CHARS = 1024
+"""Texts up to this long have their redaction remembered (:meth:`Redactor.redact`)."""
+_MEMO_ENTRIES = 4096
+"""The memo is emptied when it holds this many texts (bounded memory)."""
+
+
+def _keep_label(match: re.Match[str]) -> str:
+    return match.group(1) + REDACTED
+
+
 class Redactor:
     """Thread-safe set of known secrets plus pattern rules.
 
@@ -105,20 +115,39 @@ class Redactor:
 
     def __init__(self) -> None:
         self._secrets: set[str] = set()
+        self._longest_first: tuple[str, ...] = ()
         self._lock = threading.Lock()
+        # Text -> its redaction, for short texts: a call's server, tool and argument values
+        # are redacted for its call event, its result event and its audit record, and the
+        # next call sends the same ones. Emptied whenever a secret is added.
+        self._memo: dict[str, str] = {}
 
     def add(self, secret: str | None) -> None:
         if secret and len(secret) >= 4:
             with self._lock:
-                self._secrets.add(secret)
+                if secret not in self._secrets:
+                    self._secrets.add(secret)
+                    self._longest_first = tuple(sorted(self._secrets, key=len, reverse=True))
+                    self._memo = {}
 
     def redact(self, text: str) -> str:
         if not text:
             return text
-        text = self.redact_literals(text)
+        memo = self._memo
+        hit = memo.get(text)
+        if hit is not None:
+            return hit
+        out = self.redact_literals(text)
         for pattern in _PATTERNS:
-            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
-        return text
+            out = pattern.sub(_keep_label, out)
+        if len(text) <= _MEMO_CHARS:
+            with self._lock:
+                # Only into the memo it was computed for: a secret added meanwhile replaced it.
+                if memo is self._memo:
+                    if len(memo) >= _MEMO_ENTRIES:
+                        memo.clear()
+                    memo[text] = out
+        return out
 
     def redact_literals(self, text: str) -> str:
         """``text`` with only the registered secrets replaced (no pattern rules): for text
@@ -126,9 +155,7 @@ class Redactor:
         example that merely mentions ``api_key=``."""
         if not text:
             return text
-        with self._lock:
-            secrets = sorted(self._secrets, key=len, reverse=True)
-        for secret in secrets:
+        for secret in self._longest_first:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         return text

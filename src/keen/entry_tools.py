@@ -264,6 +264,26 @@ def parse_call(data: Any) -> CallArgs:
     if isinstance(data, dict) and isinstance(inner := data.get("arguments"), str):  # pyright: ignore[reportUnknownMemberType]
         with contextlib.suppress(ValueError):
             data = {**data, "arguments": json.loads(inner)}  # pyright: ignore[reportUnknownVariableType]
-    if (why := arguments_problem(CALL_TOOL, data, _CALL_SCHEMA)) is not None:
+    if (
+        not _plainly_valid_call(data)
+        and (why := arguments_problem(CALL_TOOL, data, _CALL_SCHEMA)) is not None
+    ):
         raise ValueError(f"{why}; send {shape}")
     return CallArgs(data["server"], data["tool"], dict(data.get("arguments") or {}))
+
+
+_CALL_KEYS = frozenset(_CALL_SCHEMA["properties"])
+
+
+def _plainly_valid_call(data: Any) -> bool:
+    """Whether ``data`` is valid against :data:`_CALL_SCHEMA` by the plain checks its few
+    keywords come to (an object of the three keys, two strings, an object): every call
+    passes here, and building a jsonschema validator per call cost more than the rest of
+    its checks. ``False`` also when in doubt: jsonschema then decides and words the error."""
+    return (
+        type(data) is dict
+        and data.keys() <= _CALL_KEYS
+        and type(data.get("server")) is str
+        and type(data.get("tool")) is str
+        and ("arguments" not in data or type(data["arguments"]) is dict)
+    )

@@ -14,6 +14,7 @@ import bm25s
 import numpy as np
 import pytest
 
+import keen.capabilities._index as index_module
 import keen.capabilities.search as search_module
 from keen.capabilities import Catalog
 from keen.capabilities._index import Columns, Doc, Lexical, tokenise  # pyright: ignore[reportPrivateUsage]
@@ -209,3 +210,119 @@ def test_keyword_scores_are_bm25s_lucene_scores() -> None:
         mine = ours.get_scores_from_ids([ours.vocab_dict[t] for t in query])
         theirs = reference.get_scores_from_ids([reference.vocab_dict[t] for t in query])
         assert np.array_equal(mine, theirs), query
+
+
+def _mail_refresh(tmp_path: Path) -> tuple[Catalog, dict[str, list[Tool]]]:
+    """The mail server refreshed (a new tool, list_inbox gone) after a first index, the
+    other servers' descriptors reused as CatalogCache reuses them."""
+    first = _catalog(_SERVERS, tmp_path)
+    first.index()
+    changed = dict(
+        _SERVERS, mail=[_SERVERS["mail"][0], Tool("mail", "archive_thread", "Archive a mail thread.", {})]
+    )
+    return _catalog(changed, tmp_path, {s: c for s, c in _by_server(first).items() if s != "mail"}), changed
+
+
+def test_a_refresh_pools_only_the_changed_rows_and_ranks_as_a_full_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pooled: list[int] = []
+    real_pool = index_module._pool  # pyright: ignore[reportPrivateUsage]
+
+    def spy(columns: Columns, weights: np.ndarray) -> np.ndarray:
+        pooled.append(len(columns))
+        return real_pool(columns, weights)
+
+    monkeypatch.setattr(index_module, "_pool", spy)
+    refreshed, changed = _mail_refresh(tmp_path)
+    pooled.clear()
+    index = refreshed.index()
+    # The new tool and the mail server's text; the other rows' sums were kept and corrected.
+    assert sum(pooled) == 2
+    forget()
+    full = Catalog(list(refreshed), dict(refreshed.servers), cache=False, dense=False).index()
+    assert full.ids == index.ids
+    queries = ["archive the mail thread", "weather forecast for Paris", "show the commit history", "rain"]
+    for query in queries:
+        mine, theirs = index.signals(query), full.signals(query)
+        assert np.array_equal(mine["lexical"], theirs["lexical"]), query  # BM25: bit for bit
+        for name in ("static", "server"):
+            assert np.allclose(mine[name], theirs[name], atol=1e-5), (query, name)
+        assert [i for i, _ in index.top(query, 6)] == [i for i, _ in full.top(query, 6)]
+    assert set(changed) == set(refreshed.servers)
+
+
+def test_a_refresh_with_many_changed_weights_pools_the_affected_rows_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "_CORRECTION_CELLS", 0)  # never correct: pool again
+    refreshed, _ = _mail_refresh(tmp_path)
+    index = refreshed.index()
+    forget()
+    full = Catalog(list(refreshed), dict(refreshed.servers), cache=False, dense=False).index()
+    assert np.allclose(index._vectors, full._vectors, atol=1e-6)  # pyright: ignore[reportPrivateUsage]
+    assert np.allclose(index._server_vectors, full._server_vectors, atol=1e-6)  # pyright: ignore[reportPrivateUsage]
+
+
+def test_merged_keyword_postings_score_as_a_fresh_index() -> None:
+    texts = [
+        ["Weather forecast for a city", "rain wind and temperature forecast"],
+        ["Send an email message", "to a recipient"],
+        [],
+        ["List the files of a folder", "files and folders, recursively"],
+        ["forecast of the stock market"],
+    ]
+    before = tokenise([Doc(t, " ".join(t), None) for t in texts])
+    # Row 1 is gone, row 3 moved up, and two new rows, one a word no row held before.
+    after_texts = [
+        texts[0],
+        ["Archive a mail thread", "email forecast"],
+        texts[2],
+        texts[3],
+        texts[4],
+        ["zyzzyva"],
+    ]
+    after = tokenise([Doc(t, " ".join(t), None) for t in after_texts])
+    src = np.array([0, -1, 2, 3, 4, -1], dtype=np.int64)
+    merged = Lexical(before).refresh(src, after)
+    fresh = Lexical(after)
+    assert set(merged.vocab_dict) == set(fresh.vocab_dict)
+    assert "recipient" not in merged.vocab_dict  # only the removed row held it
+    for term in fresh.vocab_dict:
+        ids = [merged.vocab_dict[term]]
+        assert np.array_equal(merged.get_scores_from_ids(ids), fresh.get_scores_from_ids(ids)), term
+
+
+def test_copies_are_grouped_by_their_whole_key_not_by_a_hash() -> None:
+    caps = list(Catalog.from_tools(_SERVERS["weather"] + _SERVERS["git"], cache=False, dense=False))
+    # Two different tools whose kept hashes collide stay apart; equal ones are one group.
+    search_module._copy_hashes.clear()  # pyright: ignore[reportPrivateUsage]
+    search_module._copy_hashes.update((id(c), (c, 7)) for c in caps)  # pyright: ignore[reportPrivateUsage]
+    groups = search_module._copy_groups(caps)  # pyright: ignore[reportPrivateUsage]
+    assert groups.tolist() == list(range(len(caps)))
+    twin = Catalog.from_tools([Tool("fork", "forecast", _SERVERS["weather"][0].description, {})], cache=False)
+    both = [*caps, *twin]
+    search_module._copy_hashes.clear()  # pyright: ignore[reportPrivateUsage]
+    groups = search_module._copy_groups(both)  # pyright: ignore[reportPrivateUsage]
+    forecast = next(i for i, c in enumerate(both) if c.id == "mcp__weather__forecast")
+    assert groups.tolist()[-1] == forecast
+
+
+def test_the_per_object_caches_stay_bounded_as_catalogs_come_and_go(tmp_path: Path) -> None:
+    # Each catalog is made of new descriptor objects (a server listed again): the caches
+    # kept per object drop the entries of objects gone once they hold twice the catalog.
+    for _ in range(6):
+        catalog = _catalog(_SERVERS, tmp_path)
+        assert _ids(catalog, "send an email")[0] == "mcp__mail__send_email"
+        n = len(catalog)
+        for cache in (search_module._known, search_module._copy_hashes):  # pyright: ignore[reportPrivateUsage]
+            assert len(cache) <= 2 * n + 64
+    many = {
+        f"s{i}": [Tool(f"s{i}", f"tool_{j}", f"Tool {j} of {i}.", {}) for j in range(20)] for i in range(8)
+    }
+    catalogs = [_catalog(many, tmp_path) for _ in range(3)]
+    for catalog in catalogs:
+        catalog.index()
+        assert len(search_module._known) <= 2 * len(catalog) + 64  # pyright: ignore[reportPrivateUsage]
+    live = {id(c) for c in catalogs[-1]}
+    assert live <= set(search_module._known)  # pyright: ignore[reportPrivateUsage]

@@ -21,7 +21,7 @@ import functools
 import importlib.util
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -178,7 +178,7 @@ class NeighbourTerms:
     """
 
     def __init__(
-        self, vocab: dict[str, int], tokens: np.ndarray | None = None, stems: Sequence[str] | None = None
+        self, vocab: Mapping[str, int], tokens: np.ndarray | None = None, stems: Sequence[str] | None = None
     ) -> None:
         import numpy as np
 
@@ -200,6 +200,31 @@ class NeighbourTerms:
         self._vectors = _unit(np.asarray(vectors, dtype=np.float32))
         self._table = table
         self._near: dict[int, list[tuple[int, float]]] = {}
+
+    @classmethod
+    def of(
+        cls,
+        vocab: Mapping[str, int],
+        tokens: np.ndarray,
+        stems: list[str],
+        terms: np.ndarray,
+        unit: np.ndarray,
+    ) -> NeighbourTerms:
+        """The neighbours when the caller has them already: candidates ``tokens`` whose
+        ``stems`` are all in ``vocab`` (as the term ids ``terms``), with their unit
+        vectors ``unit`` (a refreshed index looks them up in one vectorised pass)."""
+        import numpy as np
+
+        self = cls.__new__(cls)
+        self.tokens = np.asarray(tokens, dtype=np.int32)
+        self.stems = stems
+        self._terms = np.asarray(terms, dtype=np.int64)
+        self._stems = stems
+        self._tokenizer = word_vectors().tokenizer
+        self._vectors = unit
+        self._table = word_vectors().embedding
+        self._near = {}
+        return self
 
     def expand(self, query: str, exclude: set[str]) -> list[tuple[int, float]]:
         """``(term id, similarity)`` of the nearest index words of ``query``'s words: per

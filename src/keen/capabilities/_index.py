@@ -6,16 +6,18 @@ of its embedded text and the set of token ids of its lexical text (for the IDF w
 None of that depends on the other documents, so it is computed once per document
 (:func:`tokenise`) and kept in :class:`Columns`: flat arrays with an offset per
 document, one row per document, each row under a 16-byte key that is a hash of the texts
-it was made from (:func:`doc_key`). What depends on the whole catalog (BM25's IDF and
-average length, the IDF weights of the word vectors, the pooled vectors) is assembled
-from the rows in a few vectorised passes (:class:`Lexical`, :func:`pool_rows`): a
-catalog that differs from the last one by one server tokenises that server's documents
-and reassembles, instead of tokenising every tool again.
+it was made from (:func:`doc_key`). What depends on the whole catalog is kept so that a
+catalog that differs from the last one by one server tokenises that server's documents and
+updates the rest by what changed: BM25's postings are merged (:meth:`Lexical.refresh`) and
+its IDF and average length recomputed in one vectorised pass; the word vectors are kept as
+two sums per row (:class:`Pooled`, :func:`weight_parts`), of which only the new rows are
+pooled and the rows holding a token whose document frequency changed corrected
+(:func:`repool`).
 
 :class:`Lexical` is BM25 as ``bm25s`` computes it (Lucene variant: ``idf = ln(1 + (N -
 df + 0.5) / (df + 0.5))``, ``tf / (tf + k1 (1 - b + b dl / avgdl))``, ``k1`` 1.5, ``b``
 0.75; Kamphuis et al., ECIR 2020), with the same float types and the same score sums,
-built from the rows instead of from token lists.
+computed per query term from the postings instead of from token lists.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -38,12 +40,17 @@ __all__ = [
     "Columns",
     "Doc",
     "Lexical",
+    "Pooled",
+    "Vocab",
     "doc_key",
     "idf_rows",
     "intern",
-    "pool_rows",
+    "pool_parts",
+    "repool",
     "term_words",
+    "token_df",
     "tokenise",
+    "weight_parts",
 ]
 
 K1 = 1.5
@@ -275,10 +282,56 @@ def tokenise(docs: Sequence[Doc], keys: Sequence[bytes] | None = None) -> Column
     )
 
 
+class Vocab(Mapping[str, int]):
+    """The terms of a :class:`Lexical` index: term -> its process-wide id (:func:`intern`),
+    only the terms some row holds. A view over the index's document frequencies, so a
+    refresh builds no dictionary of every term."""
+
+    def __init__(self, df: np.ndarray) -> None:
+        self._df = df
+
+    def __getitem__(self, word: str) -> int:
+        i = _terms.get(word)
+        if i is None or i >= len(self._df) or not self._df[i]:
+            raise KeyError(word)
+        return i
+
+    def __contains__(self, word: object) -> bool:
+        i = _terms.get(word) if isinstance(word, str) else None
+        return i is not None and i < len(self._df) and bool(self._df[i])
+
+    def __iter__(self) -> Iterator[str]:
+        import numpy as np
+
+        words = _words
+        return (words[i] for i in np.flatnonzero(self._df).tolist())
+
+    def __len__(self) -> int:
+        import numpy as np
+
+        return int(np.count_nonzero(self._df))
+
+    def holds(self, ids: np.ndarray) -> np.ndarray:
+        """Whether each of the term ids ``ids`` is one of these terms (a boolean array)."""
+        import numpy as np
+
+        inside = ids < len(self._df)
+        out = np.zeros(len(ids), dtype=bool)
+        out[inside] = self._df[ids[inside]] > 0
+        return out
+
+
 class Lexical:
     """BM25 over the rows of a :class:`Columns` (the interface ToolSearch used of bm25s:
     :attr:`vocab_dict` and :meth:`get_scores_from_ids`). The vocabulary holds the terms
-    of these rows only, so a query word no document uses is not in it."""
+    of these rows only, so a query word no document uses is not in it.
+
+    The index keeps each term's postings (row, count) by process-wide term id, and each
+    term's IDF over all of them; a term's scores are computed when a query asks for it,
+    with bm25s's operations on the same float types, so they are bit for bit bm25s's.
+    :meth:`refresh` derives the index of a catalog that kept most rows of this one by
+    merging postings: a refresh costs the changed rows' postings plus a few passes over
+    flat arrays, not a sort of every posting (or, as bm25s would, every score again)."""
 
     def __init__(self, columns: Columns) -> None:
         import numpy as np
@@ -287,41 +340,76 @@ class Lexical:
         if n == 0:  # bm25s indexed one empty document for an empty catalog
             columns = tokenise([Doc([], "", None)], [b"\0" * 16])
         term_ids = columns.term_ids
-        used = np.zeros(len(_words), dtype=bool)
-        used[term_ids] = True
-        live = np.flatnonzero(used)
-        remap = np.cumsum(used) - 1
-        cols = remap[term_ids]
-        words = _words
-        self.vocab_dict: dict[str, int] = {words[g]: j for j, g in enumerate(live.tolist())}
-        """Term -> column."""
-        n_docs = len(columns)
-        rows = np.repeat(np.arange(n_docs, dtype=np.int64), np.diff(columns.term_ptr))
-        df = np.bincount(cols, minlength=len(live))
-        idf = np.log(1 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
-        lengths = columns.length.astype(np.int64)
-        avgdl = lengths.mean()
-        # As bm25s computes it, operation for operation (float64, stored as float32).
-        tf = columns.tf.astype(np.float32)
-        tfc = tf / (K1 * ((1 - B) + B * lengths[rows] / avgdl) + tf)
-        scores = (idf[cols] * tfc).astype(np.float32)
-        order = np.argsort(cols, kind="stable")
-        self._data = scores[order]
-        self._indices = rows[order].astype(np.int32)
-        self._indptr = np.zeros(len(live) + 1, dtype=np.int64)
-        np.cumsum(df, out=self._indptr[1:])
-        self._n = n_docs if n else 1
+        rows = np.repeat(np.arange(len(columns), dtype=np.int32), np.diff(columns.term_ptr))
+        order = np.argsort(term_ids, kind="stable")
+        self._finish(term_ids[order], rows[order], columns.tf[order], columns.length, n if n else 1)
 
-    def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
-        """The assembled matrix and vocabulary as arrays named ``prefix``-something
-        (:meth:`from_arrays` reads them back)."""
+    def _finish(
+        self, terms: np.ndarray, rows: np.ndarray, tf: np.ndarray, length: np.ndarray, n: int
+    ) -> None:
+        """Set the index from postings sorted by term."""
         import numpy as np
 
-        words = "\0".join(self.vocab_dict).encode()  # in column order (dicts keep it)
+        size = max(len(_words), int(terms[-1]) + 1 if terms.size else 0)
+        df = np.bincount(terms, minlength=size)
+        self._indptr = np.zeros(size + 1, dtype=np.int64)
+        np.cumsum(df, out=self._indptr[1:])
+        self._indices = rows.astype(np.int32, copy=False)
+        self._tf = tf.astype(np.float32, copy=False)
+        self._length = length.astype(np.int64, copy=False)
+        self._n = n
+        # As bm25s computes them (float64, stored as float32).
+        self._idf = np.log(1 + (len(self._length) - df + 0.5) / (df + 0.5)).astype(np.float32)
+        self._avgdl = self._length.mean()
+        self.vocab_dict = Vocab(df)
+        """Term -> id (process-wide)."""
+
+    def refresh(self, src: np.ndarray, columns: Columns) -> Lexical:
+        """The index of ``columns``, whose row ``i`` is this index's row ``src[i]`` (the
+        same document) or new (``-1``)."""
+        import numpy as np
+
+        n_old = len(self._length)
+        if len(columns) == 0:  # bm25s's one empty document
+            return Lexical(columns)
+        kept = src >= 0
+        new_of_old = np.full(n_old, -1, dtype=np.int64)
+        new_of_old[src[kept]] = np.flatnonzero(kept)
+        renumbered = new_of_old[self._indices]
+        stay = renumbered >= 0
+        terms = np.repeat(np.arange(len(self._indptr) - 1, dtype=np.int32), np.diff(self._indptr))[stay]
+        rows = renumbered[stay].astype(np.int32)
+        tf = self._tf[stay]
+        fresh = np.flatnonzero(~kept)
+        if fresh.size:
+            added = columns.take(fresh)
+            new_terms = added.term_ids
+            new_rows = np.repeat(fresh.astype(np.int32), np.diff(added.term_ptr))
+            order = np.argsort(new_terms, kind="stable")
+            new_terms, new_rows, new_tf = new_terms[order], new_rows[order], added.tf[order]
+            at = np.searchsorted(terms, new_terms, side="right")
+            terms = np.insert(terms, at, new_terms)
+            rows = np.insert(rows, at, new_rows)
+            tf = np.insert(tf, at, new_tf)
+        out = Lexical.__new__(Lexical)
+        out._finish(terms, rows, tf, columns.length, len(columns))  # pyright: ignore[reportPrivateUsage]
+        return out
+
+    def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The postings and vocabulary as arrays named ``prefix``-something
+        (:meth:`from_arrays` reads them back; terms as words, not process ids)."""
+        import numpy as np
+
+        df = np.diff(self._indptr)
+        live = np.flatnonzero(df)
+        words = "\0".join(_words[i] for i in live.tolist()).encode()
+        indptr = np.zeros(len(live) + 1, dtype=np.int64)
+        np.cumsum(df[live], out=indptr[1:])
         return {
-            f"{prefix}data": self._data,
             f"{prefix}indices": self._indices,
-            f"{prefix}indptr": self._indptr,
+            f"{prefix}tf": self._tf,
+            f"{prefix}indptr": indptr,
+            f"{prefix}length": self._length,
             f"{prefix}n": np.array([self._n], dtype=np.int64),
             f"{prefix}words": np.frombuffer(words, dtype=np.uint8),
         }
@@ -330,58 +418,161 @@ class Lexical:
     def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str) -> Lexical:
         """The index :meth:`to_arrays` wrote. Raises ``ValueError`` or ``KeyError`` when the
         arrays do not fit together."""
+        import numpy as np
+
         raw = arrays[f"{prefix}words"].tobytes().decode()
-        words = raw.split("\0") if raw or len(arrays[f"{prefix}indptr"]) == 2 else []
-        self = cls.__new__(cls)
-        self.vocab_dict = {w: i for i, w in enumerate(words)}
-        self._data = arrays[f"{prefix}data"]
-        self._indices = arrays[f"{prefix}indices"]
-        self._indptr = arrays[f"{prefix}indptr"]
-        self._n = int(arrays[f"{prefix}n"][0])
-        if len(self._indptr) != len(words) + 1 or int(self._indptr[-1]) != len(self._data):
+        indptr = arrays[f"{prefix}indptr"]
+        words = raw.split("\0") if raw or len(indptr) == 2 else []
+        indices, tf = arrays[f"{prefix}indices"], arrays[f"{prefix}tf"]
+        length, n = arrays[f"{prefix}length"], int(arrays[f"{prefix}n"][0])
+        if len(indptr) != len(words) + 1 or int(indptr[0]) != 0 or int(indptr[-1]) != len(indices):
             raise ValueError("a keyword index whose offsets do not fit its vocabulary")
-        if len(self._indices) != len(self._data) or (
-            self._indices.size and int(self._indices.max()) >= self._n
+        if (np.diff(indptr) <= 0).any() or len(tf) != len(indices):
+            raise ValueError("a keyword index whose offsets do not fit its vocabulary")
+        if n != max(len(length), 1) or (
+            indices.size and (int(indices.max()) >= len(length) or indices.min() < 0)
         ):
             raise ValueError("a keyword index with documents out of range")
+        ids = np.array(intern(words), dtype=np.int64)
+        order = np.argsort(ids, kind="stable")  # this process numbers the terms its own way
+        ptr, rows, counts = _take(indptr, order, indices, tf)
+        terms = np.repeat(ids[order], np.diff(ptr))
+        self = cls.__new__(cls)
+        self._finish(terms, rows, counts, length, n)
         return self
 
     def get_scores_from_ids(self, ids: Sequence[int]) -> np.ndarray:
-        """The BM25 score of every document for the query terms ``ids`` (columns; a term
-        given twice counts twice)."""
+        """The BM25 score of every document for the query terms ``ids`` (from
+        :attr:`vocab_dict`; a term given twice counts twice)."""
         import numpy as np
 
         scores = np.zeros(self._n, dtype=np.float32)
+        size = len(self._idf)
         for t in ids:
+            if not 0 <= t < size:
+                continue  # a term this index never held (interned since it was built)
             start, end = self._indptr[t], self._indptr[t + 1]
-            scores[self._indices[start:end]] += self._data[start:end]  # a document once per term
+            rows = self._indices[start:end]
+            tf = self._tf[start:end]
+            # bm25s's operations, in its order and types: float64, stored as float32.
+            tfc = tf / (K1 * ((1 - B) + B * self._length[rows] / self._avgdl) + tf)
+            scores[rows] += (self._idf[t] * tfc).astype(np.float32)  # a document once per term
         return scores
 
 
-def idf_rows(columns: Columns) -> np.ndarray:
+def token_df(columns: Columns) -> np.ndarray:
+    """Per wordllama token id, how many rows hold it in their IDF text."""
+    import numpy as np
+
+    return np.bincount(columns.lex, minlength=word_vectors().embedding.shape[0])
+
+
+def idf_rows(columns: Columns, df: np.ndarray | None = None) -> np.ndarray:
     """Per wordllama token id, :func:`keen.capabilities._embed.idf_weights` over the rows'
-    IDF ids (every row counts in ``N``: tools' rows, never servers')."""
+    IDF ids (every row counts in ``N``: tools' rows, never servers'; ``df``: their
+    :func:`token_df` when known)."""
     import numpy as np
 
     size = word_vectors().embedding.shape[0]
     if len(columns) == 0:
         return np.ones(size, dtype=np.float32)  # no catalog, no statistics: a plain mean
-    df = np.bincount(columns.lex, minlength=size).astype(np.float64)
-    return np.log((len(columns) + 1) / (np.maximum(df, 1.0) + 0.5)).astype(np.float32)
+    counts = (token_df(columns) if df is None else df).astype(np.float64)
+    return np.log((len(columns) + 1) / (np.maximum(counts, 1.0) + 0.5)).astype(np.float32)
 
 
-def pool_rows(columns: Columns, weights: np.ndarray) -> np.ndarray:
-    """Unit vectors ``(n, DIM)`` of the rows' embedded texts: their token vectors averaged
-    with ``weights`` (per token id), as :func:`keen.capabilities._embed.pool` computes
-    them."""
+def weight_parts(n: int, df: np.ndarray) -> tuple[float, np.ndarray]:
+    """:func:`idf_rows` of ``n`` rows as ``a - g``: ``a = ln(N + 1)`` is the same for every
+    token and ``g = ln(max(df, 1) + 0.5)`` per token. A row's pooled vector is then ``a``
+    times its plain sum of token vectors less its sum weighted by ``g`` (:class:`Pooled`),
+    so a change of ``N`` alone moves no sum, and a change of some tokens' ``df`` moves only
+    the sums of rows that hold them."""
+    import numpy as np
+
+    if n == 0:
+        return 1.0, np.zeros(word_vectors().embedding.shape[0], dtype=np.float32)
+    return float(np.log(n + 1)), np.log(np.maximum(df.astype(np.float64), 1.0) + 0.5).astype(np.float32)
+
+
+@dataclass(frozen=True, eq=False)
+class Pooled:
+    """Per row, the sum of its embedded text's token vectors (``plain``) and the sum
+    weighted by ``g`` (``weighted``; see :func:`weight_parts`)."""
+
+    plain: np.ndarray
+    weighted: np.ndarray
+    g: np.ndarray
+
+    def vectors(self, a: float) -> np.ndarray:
+        """The rows' unit vectors for the weights ``a - g`` (zero for an empty row)."""
+        import numpy as np
+
+        out = a * self.plain - self.weighted
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return np.divide(out, norms, out=np.zeros_like(out), where=norms > 1e-12)
+
+
+_CORRECTION_CELLS = 1 << 22
+"""Above this many (row, token) cells, rows whose tokens' weights changed are pooled again
+rather than corrected (16 MB of float32)."""
+
+
+def pool_parts(columns: Columns, g: np.ndarray) -> Pooled:
+    """The :class:`Pooled` sums of ``columns``' rows."""
+    import numpy as np
+
+    both = np.stack([np.ones_like(g), g], axis=1)
+    sums = _pool(columns, both)
+    return Pooled(sums[:, 0], sums[:, 1], g)
+
+
+def repool(old: Pooled, src: np.ndarray, columns: Columns, g: np.ndarray) -> Pooled:
+    """The :class:`Pooled` sums of ``columns``, whose row ``i`` is the row ``src[i]`` of
+    the rows ``old`` was pooled from (``-1``: new): new rows pooled, kept rows copied, and
+    those holding a token whose ``g`` changed corrected by the difference."""
+    import numpy as np
+
+    n = len(columns)
+    kept = np.flatnonzero(src >= 0)
+    fresh = np.flatnonzero(src < 0)
+    plain = np.empty((n, DIM), dtype=np.float32)
+    weighted = np.empty((n, DIM), dtype=np.float32)
+    plain[kept] = old.plain[src[kept]]
+    weighted[kept] = old.weighted[src[kept]]
+    if fresh.size:
+        added = pool_parts(columns.take(fresh), g)
+        plain[fresh] = added.plain
+        weighted[fresh] = added.weighted
+    changed = np.flatnonzero(g != old.g)
+    if changed.size and kept.size:
+        is_changed = np.zeros(len(g), dtype=bool)
+        is_changed[changed] = True
+        row_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(columns.sem_ptr))
+        hit = is_changed[columns.sem] & (src >= 0)[row_of]
+        rows, tokens = row_of[hit], columns.sem[hit]
+        if rows.size:
+            affected, local = np.unique(rows, return_inverse=True)
+            if len(affected) * len(changed) <= _CORRECTION_CELLS:
+                cells = local * len(changed) + np.searchsorted(changed, tokens)
+                counts = np.bincount(cells, minlength=len(affected) * len(changed))
+                counts = counts.reshape(len(affected), len(changed)).astype(np.float32)
+                delta = (g[changed] - old.g[changed])[:, None] * word_vectors().embedding[changed]
+                weighted[affected] += np.einsum("ij,jk->ik", counts, delta)
+            else:
+                weighted[affected] = _pool(columns.take(affected), g[:, None])[:, 0]
+    return Pooled(plain, weighted, g)
+
+
+def _pool(columns: Columns, weights: np.ndarray) -> np.ndarray:
+    """``(n, m, DIM)``: per row, its embedded text's token vectors summed with each of the
+    ``m`` columns of ``weights`` (per token id) as weights."""
     import numpy as np
 
     table = word_vectors().embedding
     n = len(columns)
-    out = np.zeros((n, DIM), dtype=np.float32)
+    out = np.zeros((n, weights.shape[1], DIM), dtype=np.float32)
     ptr = columns.sem_ptr
     sizes = np.diff(ptr)
-    # Rows of one length at a time, as a stack of (1 x L) @ (L x DIM) products: one call
+    # Rows of one length at a time, as a stack of (m x L) @ (L x DIM) products: one call
     # per length and block instead of one per row (a row's sum is the same product).
     order = np.argsort(sizes, kind="stable")
     bounds = np.flatnonzero(np.diff(sizes[order])) + 1
@@ -393,6 +584,5 @@ def pool_rows(columns: Columns, weights: np.ndarray) -> np.ndarray:
         for first in range(0, len(group), step):
             rows = group[first : first + step]
             ids = columns.sem[ptr[rows][:, None] + np.arange(length)]
-            out[rows] = np.matmul(weights[ids][:, None, :], table[ids])[:, 0, :]
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 1e-12)
+            out[rows] = np.matmul(weights[ids].transpose(0, 2, 1), table[ids])
+    return out

@@ -73,6 +73,8 @@ def model_names(ids: Iterable[str]) -> dict[str, str]:
     """
     ordered = sorted(set(ids))
     names = {i: model_name(i) for i in ordered}
+    if len(set(names.values())) == len(names):  # no clash (the rule): no grouping needed
+        return names
     chars = _HASH_CHARS
     while True:
         owners: dict[str, list[str]] = {}

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -70,8 +71,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keen.capabilities._embed import DIM, NeighbourTerms, embedder, pool, token_ids, word_vectors
-from keen.capabilities._index import Columns, Doc, Lexical, doc_key, idf_rows, pool_rows, tokenise
+from keen.capabilities._embed import (
+    DIM,
+    NeighbourTerms,
+    embedder,
+    neighbour_candidates,
+    pool,
+    token_ids,
+    word_vectors,
+)
+from keen.capabilities._index import (
+    Columns,
+    Doc,
+    Lexical,
+    Pooled,
+    doc_key,
+    idf_rows,
+    intern,
+    pool_parts,
+    repool,
+    token_df,
+    tokenise,
+    weight_parts,
+)
 from keen.capabilities._query import search_query, value_kinds
 from keen.capabilities._text import split_identifier, stem_tokens
 from keen.capabilities.descriptor import Capability
@@ -99,7 +121,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = 5
+INDEX_FORMAT = 6
 """Bumped when the cached index layout or its document text changes (folders of other
 formats are deleted when an index is saved)."""
 MAX_INDEXES = 4
@@ -204,15 +226,68 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", matrix, vector)
 
 
+def _copy_key(cap: Capability) -> tuple[object, ...]:
+    """What two identical capabilities share (everything the index and a result show)."""
+    return (cap.kind, cap.name, cap.title, cap.search_text, cap.params, cap.risk)
+
+
+# Per capability object, the hash of its copy key: a refresh keeps most objects, and hashing
+# 4,300 keys (their Risk dataclasses in Python) cost more than grouping them. Entries are
+# added, not rebuilt (a refresh makes few new objects, and so few for the garbage collector
+# to scan); bounded by _bound.
+_copy_hashes: dict[int, tuple[Capability, int]] = {}
+# Per copy, the first member of its group it was compared equal to (both objects kept).
+_copy_verified: dict[int, tuple[Capability, Capability]] = {}
+
+
+def _bound(cache: dict[int, Any], caps: Sequence[Capability]) -> None:
+    """Keep a per-object cache to the objects of ``caps`` once it holds twice as many (the
+    entries of objects gone keep them alive until then)."""
+    if len(cache) > 2 * len(caps) + 64:
+        alive = {id(c) for c in caps}
+        for key in [k for k in cache if k not in alive]:
+            del cache[key]
+
+
 def _copy_groups(caps: Sequence[Capability]) -> np.ndarray:
     """Per capability, the position of the first identical one (itself when unique)."""
     import numpy as np
 
-    first: dict[tuple[object, ...], int] = {}
-    groups = np.empty(len(caps), dtype=np.int32)
-    for i, cap in enumerate(caps):
-        key = (cap.kind, cap.name, cap.title, cap.search_text, cap.params, cap.risk)
-        groups[i] = first.setdefault(key, i)
+    hashes: list[int] = []
+    get = _copy_hashes.get
+    for cap in caps:
+        hit = get(id(cap))
+        if hit is None or hit[0] is not cap:
+            hit = _copy_hashes[id(cap)] = (cap, hash(_copy_key(cap)))
+        hashes.append(hit[1])
+    n = len(caps)
+    _bound(_copy_hashes, caps)
+    if n == 0:
+        return np.empty(0, dtype=np.int32)
+    _, first, inverse = np.unique(np.array(hashes, dtype=np.int64), return_index=True, return_inverse=True)
+    groups = first[inverse].astype(np.int32)
+    # Equal hashes are nearly always equal keys; the few shared ones are compared in full
+    # (two different keys of one hash must not become copies).
+    shared = np.flatnonzero(np.bincount(groups, minlength=n)[groups] > 1)
+    mismatched: list[int] = []
+    seen = _copy_verified.get
+    for i, lead in zip(shared.tolist(), groups[shared].tolist(), strict=True):
+        if i == lead:
+            continue
+        cap, first = caps[i], caps[lead]
+        before = seen(id(cap))
+        if before is not None and before[0] is cap and before[1] is first:
+            continue  # the same two objects compared equal last time
+        if _copy_key(cap) == _copy_key(first):
+            _copy_verified[id(cap)] = (cap, first)
+        else:
+            mismatched.append(lead)
+    _bound(_copy_verified, caps)
+    if mismatched:  # a collision: those groups are sorted out by their keys
+        exact: dict[tuple[object, ...], int] = {}
+        suspect = np.isin(groups, mismatched)
+        for i in np.flatnonzero(suspect).tolist():
+            groups[i] = exact.setdefault(_copy_key(caps[i]), i)
     return groups
 
 
@@ -264,10 +339,7 @@ class ToolSearch:
         # Copy group per document (see _copy_groups); members of groups with copies.
         self._groups = np.arange(len(ids), dtype=np.int32) if groups is None else groups
         shared = np.flatnonzero(np.bincount(self._groups, minlength=len(ids))[self._groups] > 1)
-        self._shared = shared
-        self._members: dict[int, list[int]] = {}
-        for i in shared.tolist():
-            self._members.setdefault(int(self._groups[i]), []).append(i)
+        self._shared = shared  # positions of the groups with copies, ascending
         self.dense: DenseVectors | None = None
         """The transformer signal, attached by the catalog (None: not used)."""
         self._dense_server_cache: tuple[np.ndarray, np.ndarray] | None = None
@@ -286,7 +358,8 @@ class ToolSearch:
         process indexed for the last catalog are reused (:mod:`keen.capabilities._index`):
         only new or changed ones are tokenised."""
         with _build_lock:
-            return cls._assemble(caps, servers, _rows(caps, servers, None), weights)
+            rows, srcs = _rows(caps, servers, None)
+            return cls._assemble(caps, servers, rows, srcs, weights)
 
     @classmethod
     def _assemble(
@@ -294,29 +367,39 @@ class ToolSearch:
         caps: Sequence[Capability],
         servers: dict[str, str],
         rows: tuple[Columns, Columns],
+        srcs: tuple[_Since | None, _Since | None],
         weights: SearchWeights | None,
         neighbours: tuple[np.ndarray, list[str]] | None = None,
     ) -> ToolSearch:
-        """The index of ``caps`` from their rows and their servers' rows."""
+        """The index of ``caps`` from their rows and their servers' rows; ``srcs``: per
+        row, its row in the last index's rows (``-1``: not there), so what depends on the
+        whole catalog is updated from the last index by what changed (:func:`_parts`)."""
         import numpy as np
 
         tool_rows, server_rows = rows
         row = {name: i for i, name in enumerate(sorted(servers))}
-        bm25 = Lexical(tool_rows)
         # Token IDF over the tools' lexical text (their whole description, not only the
         # head that is embedded): a word every tool uses weighs little in any vector.
-        token_weights = idf_rows(tool_rows)
+        df = token_df(tool_rows)
+        token_weights = idf_rows(tool_rows, df)
+        a, g = weight_parts(len(tool_rows), df)
+        tools = _part(0, tool_rows, srcs[0], g)
+        servers_part = _part(1, server_rows, srcs[1], g)
+        global _last
+        _last = (tools, servers_part)
+        assert tools.pooled is not None and servers_part.pooled is not None
+        bm25 = tools.lexical
         index = cls(
             [c.id for c in caps],
             np.array([row.get(c.server or "", -1) for c in caps], dtype=np.int32),
             bm25,
-            Lexical(server_rows),
-            pool_rows(tool_rows, token_weights),
-            pool_rows(server_rows, token_weights),
+            servers_part.lexical,
+            tools.pooled.vectors(a),
+            servers_part.pooled.vectors(a),
             weights or SearchWeights(),
             _copy_groups(caps),
             token_weights,
-            NeighbourTerms(bm25.vocab_dict, *neighbours) if neighbours else NeighbourTerms(bm25.vocab_dict),
+            _neighbour_terms(bm25, neighbours),
         )
         index._rows = rows
         return index
@@ -342,7 +425,7 @@ class ToolSearch:
         with _build_lock:
             tool_keys, known = _tool_keys(caps)
             docs = _server_docs(caps, servers)
-            keys = (tool_keys, [doc_key(d) for d in docs])
+            keys = (tool_keys, _server_doc_keys(docs))
             folder = cache_root / _folder_name(keys[0], keys[1], caps)
             index: ToolSearch | None = None
             if not known and folder.is_dir():  # a new process: the folder, not the rows in memory
@@ -352,8 +435,8 @@ class ToolSearch:
                     logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
                     shutil.rmtree(folder, ignore_errors=True)  # replaced by the rebuilt one
             if index is None:
-                rows = _rows(caps, servers, lambda: _last_used(cache_root, folder), keys, docs)
-                index = cls._assemble(caps, servers, rows, weights)
+                rows, srcs = _rows(caps, servers, lambda: _last_used(cache_root, folder), keys, docs)
+                index = cls._assemble(caps, servers, rows, srcs, weights)
             _write_later(index, cache_root, folder)
             return index
 
@@ -433,12 +516,16 @@ class ToolSearch:
         token_weights = arrays["token_weights"]
         if (
             bm25._n != max(len(caps), 1)  # pyright: ignore[reportPrivateUsage]
+            or len(bm25._length) != max(len(tool_rows), 1)  # pyright: ignore[reportPrivateUsage]
+            or len(bm25_servers._length) != max(len(server_rows), 1)  # pyright: ignore[reportPrivateUsage]
             or vectors.shape != (len(caps), DIM)
             or server_vectors.shape != (len(servers), DIM)
             or token_weights.shape != (word_vectors().embedding.shape[0],)
         ):
             raise ValueError("an assembled index of another size")
         _remember(caps, rows)
+        global _last
+        _last = (_Part(tool_rows, bm25, None), _Part(server_rows, bm25_servers, None))
         row = {name: i for i, name in enumerate(sorted(servers))}
         index = cls(
             [c.id for c in caps],
@@ -450,7 +537,7 @@ class ToolSearch:
             weights or SearchWeights(),
             _copy_groups(caps),
             token_weights,
-            NeighbourTerms(bm25.vocab_dict, tokens, stems),
+            _neighbour_terms(bm25, (tokens, stems)),
         )
         index._rows = rows
         return index
@@ -586,7 +673,7 @@ class ToolSearch:
         scores = self.scores(query, signals)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
-        if self._members:
+        if self._shared.size:
             scores = self._collapse(scores)
         k = min(k, len(self.ids))
         head = np.argpartition(-scores, k - 1)[:k] if k < len(self.ids) else np.arange(len(self.ids))
@@ -611,7 +698,8 @@ class ToolSearch:
     def copies(self, position: int, mask: np.ndarray | None = None) -> list[int]:
         """The positions of the other documents identical to the one at ``position``
         (only those ``mask`` allows), in catalog order; ``[]`` when it has none."""
-        members = self._members.get(int(self._groups[position]), [])
+        shared = self._shared
+        members = shared[self._groups[shared] == self._groups[position]].tolist()
         return [i for i in members if i != position and (mask is None or bool(mask[i]))]
 
 
@@ -621,10 +709,67 @@ _build_lock = threading.RLock()
 # The rows of the last catalog indexed, so a catalog that changed one server tokenises that
 # server only: per capability object (a catalog rebuilt by CatalogCache keeps the objects of
 # unchanged servers; identity, not equality: comparing 4,300 dataclasses by value costs
-# more than the rest of a refresh), and per row key (an equal document in a new object).
-# Replaced at every build: bounded by one catalog.
-_known: dict[int, tuple[Capability, Columns, int]] = {}
-_known_keys: dict[bytes, tuple[Columns, int]] = {}
+# more than the rest of a refresh: its key), and per row key (each kind's rows of the last
+# index, by key). The object entries are added and dropped, not rebuilt: a refresh makes
+# few new objects, so few for the garbage collector to scan (a full collection of a
+# 50,000-tool heap took longer than the refresh). Bounded by _bound and the last index.
+_known: dict[int, tuple[Capability, bytes]] = {}
+_known_rows: tuple[tuple[Columns, dict[bytes, int]], ...] = ()
+
+
+@dataclass(eq=False)
+class _Part:
+    """What the last index assembled from its tools' or servers' rows: BM25's postings and
+    the pooled sums of word vectors (``None`` when the index was loaded: pooled again at the
+    next change)."""
+
+    rows: Columns
+    lexical: Lexical
+    pooled: Pooled | None
+
+
+# The last index's parts (tools, servers): the next catalog's are derived from them by what
+# changed. Replaced at every build: bounded by one catalog.
+_last: tuple[_Part, _Part] | None = None
+
+
+def _part(kind: int, rows: Columns, since: _Since | None, g: np.ndarray) -> _Part:
+    """The parts of ``rows`` (``kind`` 0: tools, 1: servers): from the last index's by what
+    changed when ``since`` maps ``rows`` to its rows, else built whole."""
+    last = _last[kind] if _last is not None and since is not None else None
+    if last is None or since is None or since.base is not last.rows:
+        return _Part(rows, Lexical(rows), pool_parts(rows, g))
+    src = since.src
+    pooled = pool_parts(rows, g) if last.pooled is None else repool(last.pooled, src, rows, g)
+    return _Part(rows, last.lexical.refresh(src, rows), pooled)
+
+
+@functools.cache
+def _candidates() -> tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray]:
+    """The query-word neighbour candidates (:func:`~keen.capabilities._embed.
+    neighbour_candidates`) with their stems' term ids and their unit vectors."""
+    import numpy as np
+
+    tokens, stems = neighbour_candidates()
+    table = word_vectors().embedding
+    vectors = table[tokens.astype(np.int64)] if len(tokens) else np.zeros((0, DIM), dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 1e-12)
+    return tokens, stems, np.array(intern(list(stems)), dtype=np.int64), unit.astype(np.float32)
+
+
+def _neighbour_terms(bm25: Lexical, stored: tuple[np.ndarray, list[str]] | None) -> NeighbourTerms:
+    """The neighbours among ``bm25``'s terms: the ``stored`` candidates (a cached index's),
+    or those of every candidate whose stem the index holds (a vectorised look-up)."""
+    import numpy as np
+
+    if stored is not None:
+        return NeighbourTerms(bm25.vocab_dict, *stored)
+    tokens, stems, terms, unit = _candidates()
+    keep = np.flatnonzero(bm25.vocab_dict.holds(terms))
+    return NeighbourTerms.of(
+        bm25.vocab_dict, tokens[keep], [stems[j] for j in keep.tolist()], terms[keep], unit[keep]
+    )
 
 
 def forget() -> None:
@@ -632,12 +777,17 @@ def forget() -> None:
     cache folder or built as a new process would (benchmarks and tests use it). Waits for
     the cache folders being written (:func:`flush`)."""
     flush()
+    global _last, _known_rows
     with _build_lock:
         _known.clear()
-        _known_keys.clear()
+        _known_rows = ()
+        _last = None
 
 
-_writes: list[threading.Thread] = []
+_writes: list[tuple[threading.Thread, threading.Event]] = []
+_WRITE_DELAY_S = 2.0
+"""How long a new index waits before it is written to its cache folder (:func:`flush`
+writes at once; so does the process's exit)."""
 _writes_lock = threading.Lock()
 _one_writer = threading.Lock()
 
@@ -658,19 +808,30 @@ def _write_later(index: ToolSearch, cache_root: Path, folder: Path) -> None:
             except OSError as exc:
                 logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
 
-    thread = threading.Thread(target=write, name="keen-toolsearch-save", daemon=True)
+    hurry = threading.Event()
+
+    def later() -> None:
+        # Not at once: the search that needed this index runs now, and writing it (numpy
+        # savez, JSON) would compete for the GIL and a CPU with that search.
+        hurry.wait(_WRITE_DELAY_S)
+        write()
+
+    thread = threading.Thread(target=later, name="keen-toolsearch-save", daemon=True)
     with _writes_lock:
-        _writes[:] = [t for t in _writes if t.is_alive()]
-        _writes.append(thread)
+        _writes[:] = [(t, e) for t, e in _writes if t.is_alive()]
+        _writes.append((thread, hurry))
     thread.start()
 
 
 @atexit.register
 def flush(timeout: float | None = 10.0) -> None:
-    """Wait (at most ``timeout`` seconds each) for the index folders being written."""
+    """Write the index folders waiting to be written now, and wait (at most ``timeout``
+    seconds each) until they are."""
     with _writes_lock:
         pending = list(_writes)
-    for thread in pending:
+    for _, hurry in pending:
+        hurry.set()
+    for thread, _ in pending:
         thread.join(timeout)
 
 
@@ -679,13 +840,36 @@ def _tool_doc(cap: Capability) -> Doc:
     return Doc(tuple(lexical), semantic_text(cap), " ".join(lexical))
 
 
+_server_keys: dict[Doc, bytes] = {}
+
+
+def _server_doc_keys(docs: Sequence[Doc]) -> list[bytes]:
+    """The servers' row keys, kept per document: a server's text is thousands of
+    characters, hashed again for every catalog otherwise. Holds the last catalog's only."""
+    out: list[bytes] = []
+    used: dict[Doc, bytes] = {}
+    for doc in docs:
+        key = _server_keys.get(doc)
+        if key is None:
+            key = doc_key(doc)
+        used[doc] = key
+        out.append(key)
+    _server_keys.clear()
+    _server_keys.update(used)
+    return out
+
+
+_split_name = functools.lru_cache(maxsize=1 << 16)(split_identifier)
+"""A tool name split into words, kept: every catalog splits every tool's name again."""
+
+
 def _server_docs(caps: Sequence[Capability], servers: dict[str, str]) -> list[Doc]:
     """Per server (sorted by name): its name, text and tool names, as one document."""
     names = sorted(servers)
     members: dict[str, list[str]] = {name: [] for name in names}
     for cap in caps:
         if cap.server in members:
-            members[cap.server].append(split_identifier(cap.name))
+            members[cap.server].append(_split_name(cap.name))
     docs: list[Doc] = []
     for name in names:
         fields = (split_identifier(name), servers[name], " ".join(members[name]))
@@ -696,7 +880,7 @@ def _server_docs(caps: Sequence[Capability], servers: dict[str, str]) -> list[Do
 def _folder_name(tool_keys: Sequence[bytes], server_keys: Sequence[bytes], caps: Sequence[Capability]) -> str:
     digest = hashlib.sha256(b"".join(tool_keys))
     digest.update(b"".join(server_keys))
-    digest.update(json.dumps([c.id for c in caps]).encode())
+    digest.update("\n".join(c.id for c in caps).encode())
     return f"v{INDEX_FORMAT}-{digest.hexdigest()[:32]}"
 
 
@@ -708,7 +892,7 @@ def _tool_keys(caps: Sequence[Capability]) -> tuple[list[bytes], int]:
     for cap in caps:
         hit = _known.get(id(cap))
         if hit is not None and hit[0] is cap:
-            keys.append(hit[1].keys[hit[2]].tobytes())
+            keys.append(hit[1])
             known += 1
         else:
             keys.append(doc_key(_tool_doc(cap)))
@@ -721,14 +905,19 @@ def _gather(
     seed: Callable[[], Columns | None],
     keys: Sequence[bytes] | None,
     by_object: bool,
-) -> Columns:
-    """The rows of ``items`` in order: the last build's row of the same object (when
-    ``by_object``) or of the same key, else ``seed``'s (rows read from disk), else
-    tokenised now (``make``: item -> :class:`~keen.capabilities._index.Doc`; ``keys``:
-    the items' row keys when known)."""
+    kind: int,
+) -> tuple[Columns, np.ndarray | None, Columns | None]:
+    """The rows of ``items`` in order: the last index's row (of this ``kind``: 0 tools, 1
+    servers) of the same object (when ``by_object``) or of the same key, else ``seed``'s
+    (rows read from disk), else tokenised now (``make``: item ->
+    :class:`~keen.capabilities._index.Doc`; ``keys``: the items' row keys when known). With
+    them, per row, its row in the last index's rows (``-1``: not from there), and those
+    rows (``None``, and no mapping, without a last index)."""
     import numpy as np
 
+    last, last_rows = _known_rows[kind] if len(_known_rows) > kind else (None, {})
     sources: dict[int, tuple[Columns, list[int], list[int]]] = {}
+    from_last: tuple[list[int], list[int]] = ([], [])
 
     def add(columns: Columns, pos: int, row: int) -> None:
         entry = sources.setdefault(id(columns), (columns, [], []))
@@ -736,20 +925,28 @@ def _gather(
         entry[2].append(row)
 
     missing: list[int] = []
-    for pos, item in enumerate(items):
-        hit = _known.get(id(item)) if by_object else None
-        if hit is not None and hit[0] is item:
-            add(hit[1], pos, hit[2])
-        else:
-            missing.append(pos)
+    if by_object:
+        # The common case inline (a refresh reuses thousands of rows of the last index).
+        get, row_of = _known.get, last_rows.get
+        for pos, item in enumerate(items):
+            hit = get(id(item))
+            row = row_of(hit[1]) if hit is not None and hit[0] is item else None
+            if row is None:
+                missing.append(pos)
+            else:
+                from_last[0].append(pos)
+                from_last[1].append(row)
+    else:
+        missing = list(range(len(items)))
     if missing:
         docs = {pos: make(items[pos]) for pos in missing}
         key_of = {pos: keys[pos] if keys is not None else doc_key(docs[pos]) for pos in missing}
         still: list[int] = []
         for pos in missing:
-            hit_key = _known_keys.get(key_of[pos])
-            if hit_key is not None:
-                add(hit_key[0], pos, hit_key[1])
+            row = last_rows.get(key_of[pos])
+            if row is not None:
+                from_last[0].append(pos)
+                from_last[1].append(row)
             else:
                 still.append(pos)
         # Many documents new to this process (a new process, or a catalog switched): the
@@ -757,7 +954,7 @@ def _gather(
         # a few hundred documents does).
         seeded = seed() if len(still) > _SEED_ABOVE else None
         if seeded is not None:
-            where = {bytes(k): i for i, k in enumerate(seeded.keys)}
+            where = dict(zip(_key_list(seeded), range(len(seeded)), strict=True))
             left: list[int] = []
             for pos in still:
                 row = where.get(key_of[pos])
@@ -770,12 +967,23 @@ def _gather(
             fresh = tokenise([docs[pos] for pos in still], [key_of[pos] for pos in still])
             for row, pos in enumerate(still):
                 add(fresh, pos, row)
+    src = np.full(len(items), -1, dtype=np.int64) if last is not None else None
+    if from_last[0] and last is not None:
+        sources[id(last)] = (last, *from_last)
+        if src is not None:
+            # A row of the last index stands for one row here; an equal document met
+            # again counts as new (its postings are added, not moved).
+            old = np.asarray(from_last[1], dtype=np.int64)
+            _, first = np.unique(old, return_index=True)
+            src[np.asarray(from_last[0], dtype=np.int64)[first]] = old[first]
     if not sources:
-        return tokenise([], [])
+        return tokenise([], []), src, last
     parts = [columns.take(np.asarray(rows, dtype=np.int64)) for columns, _, rows in sources.values()]
     positions = np.concatenate([np.asarray(p, dtype=np.int64) for _, p, _ in sources.values()])
     whole = Columns.concat(parts)
-    return whole if (positions == np.arange(len(items))).all() else whole.take(np.argsort(positions))
+    if (positions == np.arange(len(items))).all():
+        return whole, src, last
+    return whole.take(np.argsort(positions)), src, last
 
 
 def _rows(
@@ -784,9 +992,10 @@ def _rows(
     seed: Callable[[], Path | None] | None,
     keys: tuple[list[bytes], list[bytes]] | None = None,
     server_docs: list[Doc] | None = None,
-) -> tuple[Columns, Columns]:
-    """The tools' and the servers' rows for this catalog (see :func:`_gather`); ``seed``:
-    gives an index folder whose rows may be reused. Remembered for the next build."""
+) -> tuple[tuple[Columns, Columns], tuple[_Since | None, _Since | None]]:
+    """The tools' and the servers' rows for this catalog (see :func:`_gather`), and where
+    each was in the last index's rows; ``seed``: gives an index folder whose rows may be
+    reused. Remembered for the next build."""
     loaded: dict[str, Columns | None] = {}
 
     def seeded(name: str) -> Columns | None:
@@ -802,22 +1011,48 @@ def _rows(
 
     if server_docs is None:
         server_docs = _server_docs(caps, servers)
-    rows = (
-        _gather(caps, _tool_doc, lambda: seeded("tools.npz"), None if keys is None else keys[0], True),
-        _gather(
-            server_docs, lambda d: d, lambda: seeded("servers.npz"), None if keys is None else keys[1], False
-        ),
+    tools, tool_src, tool_base = _gather(
+        caps, _tool_doc, lambda: seeded("tools.npz"), None if keys is None else keys[0], True, 0
     )
+    servers_rows, server_src, server_base = _gather(
+        server_docs, lambda d: d, lambda: seeded("servers.npz"), None if keys is None else keys[1], False, 1
+    )
+    rows = (tools, servers_rows)
     _remember(caps, rows)
-    return rows
+    return rows, (
+        None if tool_src is None or tool_base is None else _Since(tool_base, tool_src),
+        None if server_src is None or server_base is None else _Since(server_base, server_src),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class _Since:
+    """Where each new row was in ``base`` (the last index's rows): ``src[i]``, or -1."""
+
+    base: Columns
+    src: np.ndarray
 
 
 def _remember(caps: Sequence[Capability], rows: tuple[Columns, Columns]) -> None:
-    _known.clear()
-    _known.update((id(cap), (cap, rows[0], i)) for i, cap in enumerate(caps))
-    _known_keys.clear()
-    for columns in rows:
-        _known_keys.update((bytes(k), (columns, i)) for i, k in enumerate(columns.keys))
+    """Keep ``caps``' row keys and ``rows`` by key for the next build."""
+    global _known_rows
+    keys = _key_list(rows[0])
+    get = _known.get
+    for cap, key in zip(caps, keys, strict=True):
+        hit = get(id(cap))
+        if hit is None or hit[0] is not cap or hit[1] != key:
+            _known[id(cap)] = (cap, key)
+    _bound(_known, caps)
+    _known_rows = tuple(
+        (columns, dict(zip(_key_list(columns), range(len(columns)), strict=True))) for columns in rows
+    )
+
+
+def _key_list(columns: Columns) -> list[bytes]:
+    """The rows' keys as ``bytes`` (one C pass, not one conversion per row)."""
+    import numpy as np
+
+    return columns.keys.view(np.dtype((np.void, 16))).ravel().tolist()
 
 
 def _index_folders(cache_root: Path) -> list[Path]:
