@@ -25,6 +25,7 @@ are kept: an agent often asks the same thing twice.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import threading
@@ -69,6 +70,20 @@ QUERY_CACHE = 256
 """How many recent query vectors a process keeps (about 1.5 KB each)."""
 
 _TOKENIZER = Path(__file__).parent / "models" / "minilm" / "tokenizer.json"
+
+_lock = threading.Lock()
+_builders: list[threading.Thread] = []
+_builders_lock = threading.Lock()  # not _lock: an encoder is made while _lock is held
+
+
+@atexit.register
+def _join_builders() -> None:
+    """Wait for query graphs being built: an ONNX Runtime session still loading on a daemon
+    thread when the interpreter finalizes aborts the process (as in ``dense``)."""
+    with _builders_lock:
+        pending = list(_builders)
+    for thread in pending:
+        thread.join(timeout=10)
 
 
 @dataclass(frozen=True)
@@ -139,7 +154,11 @@ class SentenceEncoder:
         self._options = options
         self._model_path = files.model
         self._query_ready = threading.Event()
-        threading.Thread(target=self._build_query_session, name="keen-encoder-int8", daemon=True).start()
+        builder = threading.Thread(target=self._build_query_session, name="keen-encoder-int8", daemon=True)
+        with _builders_lock:
+            _builders[:] = [t for t in _builders if t.is_alive()]
+            _builders.append(builder)
+        builder.start()
 
     def _build_query_session(self) -> None:
         """Build the query graph (module docstring) from the file already checked: its
@@ -226,7 +245,6 @@ class SentenceEncoder:
         return np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 1e-12)
 
 
-_lock = threading.Lock()
 _state: dict[str, Any] = {}
 
 
