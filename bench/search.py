@@ -211,7 +211,8 @@ def anchor_rankers(catalog: Catalog) -> dict[str, Ranker]:
     dense = catalog.index().dense
     model = sentence_encoder()
     if dense is not None and dense.wait(None) and model is not None:
-        out["minilm"] = lambda q: by_cosine(dense.docs, model.encode_one(q))
+        # encode, not encode_one: the exact graph, and no query vector kept from Keen's run.
+        out["minilm"] = lambda q: by_cosine(dense.docs, model.encode([q])[0])
     return out
 
 

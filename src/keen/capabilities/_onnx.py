@@ -13,7 +13,7 @@ multiplies them with the activations quantized to int8 per block of ``block_size
 values along the inner dimension (``accuracy_level=4``), which keeps an outlier feature
 from costing the precision of the rest (one scale for a whole activation tensor, as
 ``onnxruntime.quantization.quantize_dynamic`` does, measured lower recall). Query vectors
-then differ from the exact ones by a cosine of about 1e-4 (docs/search.md).
+then keep a cosine of 0.999 or more to the exact ones (docs/search.md).
 
 The rewrite reads and writes the protobuf wire format directly (the ``onnx`` package is
 not a dependency): it parses only the model's graph, its nodes and the initializers it

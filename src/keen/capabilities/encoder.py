@@ -18,8 +18,8 @@ cost of about 4 ms of CPU before its length counts (docs/search.md, "Query laten
 Tools' texts are encoded by that exact graph; a query by a copy whose products run on
 the int8 values themselves (:func:`keen.capabilities._onnx.int8_matmuls`, built on a
 background thread once the exact one has loaded; until then, and when this ONNX Runtime
-lacks the operator, queries use the exact graph): 1.3 to 1.5 times faster, its vectors
-within a cosine of 1e-3 of the exact ones. The last :data:`QUERY_CACHE` query vectors
+lacks the operator, queries use the exact graph): 1.15 to 1.25 times faster, its vectors
+at a cosine of 0.999 or more to the exact ones. The last :data:`QUERY_CACHE` query vectors
 are kept: an agent often asks the same thing twice.
 """
 
