@@ -161,6 +161,16 @@ def test_a_query_vector_is_encoded_once_and_kept_read_only() -> None:
     assert again is not first and np.allclose(again, first)
 
 
+def test_a_model_without_int8_products_is_left_as_it_is() -> None:
+    from keen.capabilities._onnx import int8_matmuls
+
+    # ModelProto{ir_version: 8, graph: {node: [Relu(x) -> y]}}: nothing to rewrite.
+    node = b"\x0a\x01x\x12\x01y\x22\x04Relu"
+    graph = b"\x0a" + bytes([len(node)]) + node
+    model = b"\x08\x08\x3a" + bytes([len(graph)]) + graph
+    assert int8_matmuls(model) == (model, 0)
+
+
 @pytest.mark.parametrize("data", [b"\x0a\xff\xff", b"\x3a\x05abc", b"\x08\x01"])
 def test_a_malformed_model_is_refused_by_the_rewrite(data: bytes) -> None:
     from keen.capabilities._onnx import int8_matmuls
