@@ -134,11 +134,13 @@ QUERIES = [
 
 
 def test_queries_are_encoded_by_an_int8_graph_close_to_the_exact_one() -> None:
-    from keen.capabilities._onnx import int8_matmuls
+    from keen.capabilities._onnx import int8_graph
 
     data = encoder.model_files().model.read_bytes()
-    rewritten, replaced = int8_matmuls(data)
-    assert replaced == 36  # 6 layers: query, key, value, output, two feed-forward products
+    rewritten, replaced = int8_graph(data)
+    assert (
+        replaced == 38
+    )  # 6 layers x (query, key, value, output, two feed-forward products); word and position tables
     assert len(rewritten) != len(data)
     model = encoder.sentence_encoder()
     assert model is not None, encoder.unavailable_reason()
@@ -162,18 +164,18 @@ def test_a_query_vector_is_encoded_once_and_kept_read_only() -> None:
 
 
 def test_a_model_without_int8_products_is_left_as_it_is() -> None:
-    from keen.capabilities._onnx import int8_matmuls
+    from keen.capabilities._onnx import int8_graph
 
     # ModelProto{ir_version: 8, graph: {node: [Relu(x) -> y]}}: nothing to rewrite.
     node = b"\x0a\x01x\x12\x01y\x22\x04Relu"
     graph = b"\x0a" + bytes([len(node)]) + node
     model = b"\x08\x08\x3a" + bytes([len(graph)]) + graph
-    assert int8_matmuls(model) == (model, 0)
+    assert int8_graph(model) == (model, 0)
 
 
 @pytest.mark.parametrize("data", [b"\x0a\xff\xff", b"\x3a\x05abc", b"\x08\x01"])
 def test_a_malformed_model_is_refused_by_the_rewrite(data: bytes) -> None:
-    from keen.capabilities._onnx import int8_matmuls
+    from keen.capabilities._onnx import int8_graph
 
     with pytest.raises(ValueError, match=r"truncated|no graph"):
-        int8_matmuls(data)
+        int8_graph(data)
