@@ -186,13 +186,19 @@ def semantic_text(cap: Capability) -> str:
 
 
 def dense_text(cap: Capability) -> str:
-    """``cap``'s text for the transformer encoder: ``server: tool name. title.
+    """``cap``'s text for the transformer encoder: ``how to tool name with server: title.
     description`` (split names; the encoder reads the first :data:`~keen.capabilities.
-    encoder.MAX_TOKENS` word pieces)."""
+    encoder.MAX_TOKENS` word pieces).
+
+    Said as what a request asks for ("how to git diff staged with git: ..."), a tool's
+    name and server meet requests in their own form: on bench/search.py's even halves
+    recall@1 and MRR rose on both natural-request sets (recall@5 equal) against
+    ``server: tool name. title. description`` (docs/search.md)."""
     name = split_identifier(cap.name)
     server = split_identifier(cap.server or "")
-    head = ". ".join(p for p in (name, cap.title, cap.search_text[:400]) if p)
-    return f"{server}: {head}" if server else head
+    rest = ". ".join(p for p in (cap.title, cap.search_text[:400]) if p)
+    head = f"how to {name} with {server}" if server else f"how to {name}"
+    return f"{head}: {rest}" if rest else head
 
 
 def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
