@@ -193,7 +193,8 @@ def dense_text(cap: Capability) -> str:
     Said as what a request asks for ("how to git diff staged with git: ..."), a tool's
     name and server meet requests in their own form: on bench/search.py's even halves
     recall@1 and MRR rose on both natural-request sets (recall@5 equal) against
-    ``server: tool name. title. description`` (docs/search.md)."""
+    ``server: tool name. title. description``; the request is read as "how to <request>"
+    to match (recall@5 one request higher on both even halves; docs/search.md)."""
     name = split_identifier(cap.name)
     server = split_identifier(cap.server or "")
     rest = ". ".join(p for p in (cap.title, cap.search_text[:400]) if p)
@@ -513,7 +514,8 @@ class ToolSearch:
         qv = _vectors([query], self._token_weights)[0]
         qk = qv if kinds == query else _vectors([kinds], self._token_weights)[0]
         dense = self.dense if self.dense is not None and self.dense.ready else None
-        qd = dense.query_vector(kinds) if dense is not None else None
+        # The request in the tools' own form (dense_text: "how to <tool> with <server>: ...").
+        qd = dense.query_vector(f"how to {kinds}") if dense is not None else None
         out: dict[str, np.ndarray] = {
             "lexical": w.lexical * _standardise(self._expanded_lexical(query, tokens)),
             "static": w.semantic
