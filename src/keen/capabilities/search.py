@@ -33,7 +33,9 @@ gains the word "file": the task needs a tool that reads or writes files, not one
 the path's words); the tools' vectors (transformer and wordllama) and the servers'
 transformer vectors are compared with it through
 :func:`keen.capabilities._query.value_kinds` as well (each file name, URL, host name and
-quoted text replaced by its kind: ``md file``, ``web page``, ``web site``, ``text``).
+quoted text replaced by its kind: ``md file``, ``web page``, ``web site``, ``text``), and
+the transformer reads it as ``how to <request>``, the form of its tool texts
+(:func:`dense_text`).
 
 Identical capabilities on different servers (the same tool name, title, description,
 parameters and risk: one server configured twice, or a fork that changed nothing) are
@@ -515,7 +517,7 @@ class ToolSearch:
         qk = qv if kinds == query else _vectors([kinds], self._token_weights)[0]
         dense = self.dense if self.dense is not None and self.dense.ready else None
         # The request in the tools' own form (dense_text: "how to <tool> with <server>: ...").
-        qd = dense.query_vector(f"how to {kinds}") if dense is not None else None
+        qd = dense.query_vector(f"how to {kinds}" if kinds.strip() else kinds) if dense is not None else None
         out: dict[str, np.ndarray] = {
             "lexical": w.lexical * _standardise(self._expanded_lexical(query, tokens)),
             "static": w.semantic
