@@ -123,3 +123,59 @@ def test_cache_keys_ending_in_a_nul_byte_are_found_again(tmp_path: Path) -> None
     found = VectorCache(tmp_path, encoder.DIM).lookup(keys)  # a new process: read from disk
     assert all(v is not None for v in found)
     assert np.allclose(np.stack([v for v in found if v is not None]), vectors)
+
+
+QUERIES = [
+    "which files did I touch but not stage yet in my repo?",
+    "combine chapter1.pdf and chapter2.pdf into one file",
+    "what time is it in Tokyo",
+    "a",
+]
+
+
+def test_queries_are_encoded_by_an_int8_graph_close_to_the_exact_one() -> None:
+    from keen.capabilities._onnx import int8_graph
+
+    data = encoder.model_files().model.read_bytes()
+    rewritten, replaced = int8_graph(data)
+    assert (
+        replaced == 38
+    )  # 6 layers x (query, key, value, output, two feed-forward products); word and position tables
+    assert len(rewritten) != len(data)
+    model = encoder.sentence_encoder()
+    assert model is not None, encoder.unavailable_reason()
+    assert model.wait_query_graph(60) and model.query_graph == "int8"
+    exact = model.encode(QUERIES)  # tools' texts: the exact graph
+    fast = np.stack([model.encode_one(q) for q in QUERIES])
+    cosines = (exact * fast).sum(axis=1)
+    assert cosines.min() > 0.998 and cosines.max() < 1.0 - 1e-7  # close, and not the same graph
+    assert np.allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-4)
+
+
+def test_a_query_vector_is_encoded_once_and_kept_read_only() -> None:
+    model = encoder.sentence_encoder()
+    assert model is not None and model.wait_query_graph(60)
+    first = model.encode_one(QUERIES[0])
+    assert model.encode_one(QUERIES[0]) is first and not first.flags.writeable
+    for i in range(encoder.QUERY_CACHE):
+        model.encode_one(f"query number {i}")
+    again = model.encode_one(QUERIES[0])  # pushed out by newer queries: encoded again, equal
+    assert again is not first and np.allclose(again, first)
+
+
+def test_a_model_without_int8_products_is_left_as_it_is() -> None:
+    from keen.capabilities._onnx import int8_graph
+
+    # ModelProto{ir_version: 8, graph: {node: [Relu(x) -> y]}}: nothing to rewrite.
+    node = b"\x0a\x01x\x12\x01y\x22\x04Relu"
+    graph = b"\x0a" + bytes([len(node)]) + node
+    model = b"\x08\x08\x3a" + bytes([len(graph)]) + graph
+    assert int8_graph(model) == (model, 0)
+
+
+@pytest.mark.parametrize("data", [b"\x0a\xff\xff", b"\x3a\x05abc", b"\x08\x01"])
+def test_a_malformed_model_is_refused_by_the_rewrite(data: bytes) -> None:
+    from keen.capabilities._onnx import int8_graph
+
+    with pytest.raises(ValueError, match=r"truncated|no graph"):
+        int8_graph(data)
