@@ -46,6 +46,7 @@ __all__ = [
     "in_process",
     "read_json",
     "serve_env",
+    "stdio_params",
     "write_everything",
     "write_upstream",
 ]
@@ -94,6 +95,18 @@ def serve_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KEEN_SERVE_TOKEN")}
     env.update(KEEN_HOME=str(home), **extra)
     return env
+
+
+def stdio_params(home: Path, serve_args: list[str] | None = None) -> StdioServerParameters:
+    """How an SDK client starts ``keen serve --transport stdio`` for ``home`` (``serve_args``,
+    default ``--mode extension``): forked from the worker's warm process (``helpers.forkserver``),
+    the same console script on the client's pipes without the imports of a new interpreter."""
+    command, *forked_args = forked(KEEN)
+    return StdioServerParameters(
+        command=command,
+        args=[*forked_args, "serve", "--transport", "stdio", *(serve_args or ["--mode", "extension"])],
+        env=serve_env(home),
+    )
 
 
 @dataclass
@@ -174,13 +187,7 @@ async def connect(
             yield client
         return
     assert target == "stdio" and home is not None
-    command, *forked_args = forked(KEEN)
-    params = StdioServerParameters(
-        command=command,
-        args=[*forked_args, "serve", "--transport", "stdio", *(serve_args or ["--mode", "extension"])],
-        env=serve_env(home),
-    )
-    async with Client(params, mode=mode, cache=None) as client:
+    async with Client(stdio_params(home, serve_args), mode=mode, cache=None) as client:
         _check_era(client, era)
         yield client
 
