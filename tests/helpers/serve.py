@@ -13,9 +13,11 @@ process and its transport are not what the test shows (its clock can then be the
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -47,6 +49,7 @@ __all__ = [
     "read_json",
     "serve_env",
     "stdio_params",
+    "tls",
     "write_everything",
     "write_upstream",
 ]
@@ -69,6 +72,14 @@ INITIALIZE = {
     },
 }
 """A raw handshake-era (2025-11-25) ``initialize`` request."""
+
+
+@functools.cache
+def tls() -> ssl.SSLContext:
+    """httpx2's default TLS context, built once per process: every client built without one
+    loads the CA bundle again (about 70 ms of CPU), and the suite builds hundreds (their
+    requests go to 127.0.0.1 over plain HTTP; verification stays as httpx2 sets it)."""
+    return httpx2.create_ssl_context()
 
 
 def write_upstream(home: Path, *, extra_tools: int = 2, extra: dict[str, Any] | None = None) -> Path:
@@ -180,7 +191,7 @@ async def connect(
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         endpoint = url or (target.url if isinstance(target, KeenServeProcess) else "")
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            httpx2.AsyncClient(headers=headers, timeout=30, verify=tls()) as http,
             Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as client,
         ):
             _check_era(client, era)

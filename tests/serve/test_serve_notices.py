@@ -23,7 +23,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from helpers.changing import changing_http, wait_until
-from helpers.serve import KeenServeProcess, stdio_params, write_upstream
+from helpers.serve import KeenServeProcess, stdio_params, tls, write_upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +55,7 @@ async def host(target: KeenServeProcess | Path, era: str) -> AsyncIterator[Host]
     mode = "legacy" if era == "session" else "auto"
     if isinstance(target, KeenServeProcess):
         async with (
-            httpx2.AsyncClient(timeout=30) as http,
+            httpx2.AsyncClient(timeout=30, verify=tls()) as http,
             Client(
                 streamable_http_client(target.url, http_client=http),
                 mode=mode,
