@@ -1,5 +1,5 @@
 """``keen chat`` without a terminal: a clear error, nothing started; the REPL's lines around a
-reconnect, in-process (the REPL itself under a terminal: test_repl_tmux.py)."""
+reconnect, in-process (the REPL itself under a terminal: test_repl_tmux*.py)."""
 
 from __future__ import annotations
 

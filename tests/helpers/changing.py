@@ -36,12 +36,13 @@ def changing_stdio(*args: str) -> dict[str, Any]:
 def changing_http(log_dir: Path, *args: str, timeout: float = 30.0, port: int | None = None) -> Iterator[str]:
     """Run the changing server over streamable HTTP on 127.0.0.1 (``port``, default a free
     one: pass the same port again to restart it); yields its ``/mcp`` URL and stops it
-    (terminate, then kill) on exit."""
+    (terminate, then kill) on exit. Forked from the worker's warm process
+    (``helpers.forkserver``): the server is what the tests talk to, not a process under test."""
     port = port or free_port()
     log = log_dir / f"changing-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, str(SCRIPT), "http", "--port", str(port), *args],
+            [sys.executable, *script_args(str(SCRIPT), "http", "--port", str(port), *args)],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -13,9 +13,11 @@ process and its transport are not what the test shows (its clock can then be the
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -46,6 +48,8 @@ __all__ = [
     "in_process",
     "read_json",
     "serve_env",
+    "stdio_params",
+    "tls",
     "write_everything",
     "write_upstream",
 ]
@@ -68,6 +72,14 @@ INITIALIZE = {
     },
 }
 """A raw handshake-era (2025-11-25) ``initialize`` request."""
+
+
+@functools.cache
+def tls() -> ssl.SSLContext:
+    """httpx2's default TLS context, built once per process: every client built without one
+    loads the CA bundle again (about 70 ms of CPU), and the suite builds hundreds (their
+    requests go to 127.0.0.1 over plain HTTP; verification stays as httpx2 sets it)."""
+    return httpx2.create_ssl_context()
 
 
 def write_upstream(home: Path, *, extra_tools: int = 2, extra: dict[str, Any] | None = None) -> Path:
@@ -94,6 +106,18 @@ def serve_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KEEN_SERVE_TOKEN")}
     env.update(KEEN_HOME=str(home), **extra)
     return env
+
+
+def stdio_params(home: Path, serve_args: list[str] | None = None) -> StdioServerParameters:
+    """How an SDK client starts ``keen serve --transport stdio`` for ``home`` (``serve_args``,
+    default ``--mode extension``): forked from the worker's warm process (``helpers.forkserver``),
+    the same console script on the client's pipes without the imports of a new interpreter."""
+    command, *forked_args = forked(KEEN)
+    return StdioServerParameters(
+        command=command,
+        args=[*forked_args, "serve", "--transport", "stdio", *(serve_args or ["--mode", "extension"])],
+        env=serve_env(home),
+    )
 
 
 @dataclass
@@ -167,20 +191,14 @@ async def connect(
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         endpoint = url or (target.url if isinstance(target, KeenServeProcess) else "")
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            httpx2.AsyncClient(headers=headers, timeout=30, verify=tls()) as http,
             Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as client,
         ):
             _check_era(client, era)
             yield client
         return
     assert target == "stdio" and home is not None
-    command, *forked_args = forked(KEEN)
-    params = StdioServerParameters(
-        command=command,
-        args=[*forked_args, "serve", "--transport", "stdio", *(serve_args or ["--mode", "extension"])],
-        env=serve_env(home),
-    )
-    async with Client(params, mode=mode, cache=None) as client:
+    async with Client(stdio_params(home, serve_args), mode=mode, cache=None) as client:
         _check_era(client, era)
         yield client
 

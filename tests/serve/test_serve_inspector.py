@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.forkserver import forked
 from helpers.serve import KEEN, ROOT, KeenServeProcess, serve_env, write_upstream
 
 INSPECTOR_DIR = Path(os.environ.get("KEEN_INSPECTOR_DIR", ROOT / ".peers" / "inspector"))
@@ -121,7 +122,9 @@ def test_inspector_without_the_token_is_refused(http_extension: KeenServeProcess
 
 def test_inspector_search_mode_over_stdio(tmp_path: Path) -> None:
     write_upstream(tmp_path)
-    command = [KEEN, "serve", "--transport", "stdio", "--mode", "search"]
+    # Forked from the worker's warm process (tests/helpers/forkserver.py): what is tested is
+    # another client speaking to keen serve over stdio, not the interpreter's start.
+    command = [*forked(KEEN), "serve", "--transport", "stdio", "--mode", "search"]
     env_args = ["-e", f"KEEN_HOME={tmp_path}"]
     listed = inspector(tmp_path, *env_args, *command, "--method", "tools/list")
     assert {t["name"] for t in listed["tools"]} == {"search_tools", "describe_tools", "call_mcp_tool"}

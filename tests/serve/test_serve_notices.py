@@ -20,11 +20,10 @@ import httpx2
 import mcp_types as mt
 import pytest
 from mcp.client.client import Client
-from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from helpers.changing import changing_http, wait_until
-from helpers.serve import KEEN, KeenServeProcess, serve_env, write_upstream
+from helpers.serve import KeenServeProcess, stdio_params, tls, write_upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -56,7 +55,7 @@ async def host(target: KeenServeProcess | Path, era: str) -> AsyncIterator[Host]
     mode = "legacy" if era == "session" else "auto"
     if isinstance(target, KeenServeProcess):
         async with (
-            httpx2.AsyncClient(timeout=30) as http,
+            httpx2.AsyncClient(timeout=30, verify=tls()) as http,
             Client(
                 streamable_http_client(target.url, http_client=http),
                 mode=mode,
@@ -67,10 +66,9 @@ async def host(target: KeenServeProcess | Path, era: str) -> AsyncIterator[Host]
             found.client = client
             yield found
         return
-    params = StdioServerParameters(
-        command=KEEN, args=["serve", "--transport", "stdio", *SERVE_ARGS], env=serve_env(target)
-    )
-    async with Client(params, mode=mode, cache=None, message_handler=found.on_message) as client:
+    async with Client(
+        stdio_params(target, SERVE_ARGS), mode=mode, cache=None, message_handler=found.on_message
+    ) as client:
         found.client = client
         yield found
 

@@ -23,14 +23,13 @@ import httpx2
 import mcp_types as mt
 import pytest
 from mcp.client.client import Client
-from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from conftest import peer
 from helpers import server_script
 from helpers.forkserver import script_args
-from helpers.serve import KEEN, KeenServeProcess, serve_env, write_upstream
+from helpers.serve import KeenServeProcess, stdio_params, write_upstream
 
 pytestmark = [
     pytest.mark.anyio,
@@ -190,11 +189,7 @@ def _audit(proc: KeenServeProcess) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("era", ["session", "stateless"])
 async def test_elicitation_sampling_and_roots_reach_the_stdio_host(tmp_path: Path, era: str) -> None:
     host = Host("ada")
-    params = StdioServerParameters(
-        command=KEEN,
-        args=["serve", "--transport", "stdio", "--mode", "search"],
-        env=serve_env(_home(tmp_path, more=False)),
-    )
+    params = stdio_params(_home(tmp_path, more=False), ["--mode", "search"])
     # A 2026-07-28 host is asked in InputRequiredResult rounds, and gets the log levels it asks for.
     mode: Any = {"mode": "legacy"} if era == "session" else {"mode": "auto", "log_level": "info"}
     async with Client(params, cache=None, **mode, **host.callbacks()) as client:
@@ -204,11 +199,7 @@ async def test_elicitation_sampling_and_roots_reach_the_stdio_host(tmp_path: Pat
 
 async def test_extension_mode_relays_too(tmp_path: Path) -> None:
     host = Host("ada")
-    params = StdioServerParameters(
-        command=KEEN,
-        args=["serve", "--transport", "stdio", "--mode", "extension"],
-        env=serve_env(_home(tmp_path, more=False)),
-    )
+    params = stdio_params(_home(tmp_path, more=False), ["--mode", "extension"])
     name = "mcp__everything__trigger-elicitation-request"
     async with Client(params, mode="legacy", cache=None, **host.callbacks()) as client:
         await client.read_resource(f"resource:///tool_descriptions?tools={name}")
@@ -233,9 +224,7 @@ async def test_a_url_elicitations_completion_reaches_the_host_that_accepted_it(t
         if isinstance(message, mt.ElicitCompleteNotification):
             completed.append(message.params.elicitation_id)
 
-    params = StdioServerParameters(
-        command=KEEN, args=["serve", "--transport", "stdio", "--mode", "search"], env=serve_env(tmp_path)
-    )
+    params = stdio_params(tmp_path, ["--mode", "search"])
     async with Client(
         params, mode="legacy", cache=None, message_handler=notices, **host.callbacks()
     ) as client:

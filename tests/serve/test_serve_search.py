@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.forkserver import script_args
 from helpers.serve import BASIC, KeenServeProcess, connect, read_json, write_upstream
 
 pytestmark = pytest.mark.anyio
@@ -100,7 +101,7 @@ async def test_search_describe_call(tmp_path: Path, transport: str, era: str) ->
 async def test_search_names_the_servers_with_an_identical_tool(tmp_path: Path) -> None:
     """Two servers with the same tools: one result per tool, naming the other server, and
     call_tool runs on either."""
-    copy = {"transport": "stdio", "command": sys.executable, "args": [str(BASIC), "--tools", "2"]}
+    copy = {"transport": "stdio", "command": sys.executable, "args": script_args(str(BASIC), "--tools", "2")}
     write_upstream(tmp_path, extra_tools=2, extra={"basic-copy": copy})
     async with connect("stdio", "session", home=tmp_path, serve_args=["--mode", "search"]) as client:
         found = read_json(await client.call_tool("search_tools", {"query": "add two integers", "limit": 5}))

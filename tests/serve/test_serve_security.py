@@ -10,6 +10,7 @@ import anyio
 import httpx2
 import pytest
 
+from helpers.forkserver import forked
 from helpers.serve import (
     INITIALIZE,
     JSON_HEADERS,
@@ -131,12 +132,14 @@ async def test_authorization_expires_without_a_session_and_lasts_the_session(tmp
         assert not late.is_error, late
 
 
+# The refusals below run the console script as a process for its exit code and stderr, forked
+# from the worker's warm process (helpers.forkserver): the interpreter's start is not tested.
 def test_non_loopback_bind_needs_a_token(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="KEEN_SERVE_TOKEN"):
         HttpSecurity(host="0.0.0.0")
     assert HttpSecurity(host="0.0.0.0", tokens=["t"]).tokens == ["t"]
     done = subprocess.run(
-        [KEEN, "serve", "--transport", "http", "--host", "0.0.0.0", "--port", "1"],
+        [*forked(KEEN), "serve", "--transport", "http", "--host", "0.0.0.0", "--port", "1"],
         env=serve_env(tmp_path),
         capture_output=True,
         text=True,
@@ -184,7 +187,7 @@ def test_unreachable_redis_store_is_a_clear_error(tmp_path: Path) -> None:
     write_upstream(tmp_path)
     done = subprocess.run(
         [
-            KEEN,
+            *forked(KEEN),
             "serve",
             "--transport",
             "http",

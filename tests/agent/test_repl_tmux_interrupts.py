@@ -1,0 +1,88 @@
+"""``keen chat`` in a real terminal (tmux): Ctrl-C during a slow MCP call, a local tool
+and a streaming model answer, and the session going on after it (``helpers.chat_tmux``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from helpers.chat_tmux import Chat, call, say, search
+from helpers.fake_llm import FakeLLM, Reply
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e]
+
+
+def test_ctrl_c_cancels_a_slow_call_and_the_session_goes_on(tmux_chat: Callable[..., Chat]) -> None:
+    chat = tmux_chat([search("wait seconds"), call("slow", seconds=120), say("Still here.")])
+    t = chat.tmux
+    chat.ready()
+
+    at = chat.send("wait two minutes")
+    t.wait_for(r"-> chat/slow \{\"seconds\": 120\}", after=at)
+    t.send("C-c")
+    t.wait_for(r"\(cancelled\)\s+keen>[ \t]*$", after=at)
+
+    at = chat.send("are you there?")
+    t.wait_for(r"Still here\.", after=at)
+    at = chat.send("/mcp")
+    t.wait_for(r"^chat\s+stdio\s+none\s+connected", after=at)
+
+    # Ctrl-C with text clears the line; at an empty prompt it leaves, cleanly.
+    at = t.mark()
+    t.type("half a thought", enter=False)
+    t.wait_for(r"keen> half a thought", after=at)
+    t.send("C-c")
+    t.wait_for(r"^keen>[ \t]*$", after=at)
+    t.send("C-c")
+    assert t.exit_status() == 0
+    turns = [e for e in chat.sessions() if e["type"] == "agent.turn"]
+    assert [bool(e.get("cancelled")) for e in turns] == [True, False], turns
+
+
+def test_ctrl_c_cancels_a_grep_that_would_run_for_minutes(
+    tmux_chat: Callable[..., Chat], tmp_path: Path
+) -> None:
+    """A local tool runs in a worker thread: Ctrl-C ends its turn at once (issue 24: a
+    backtracking grep pinned the CPU and Keen ignored Ctrl-C)."""
+    (tmp_path / "slow.txt").write_text(("a" * 16 + "!\n") * 20_000)
+    grep = {"name": "grep", "arguments": {"pattern": "^(a|a)+$", "path": "slow.txt"}}
+    chat = tmux_chat([{"content": "", "tool_calls": [grep]}, say("Still here.")])
+    t = chat.tmux
+    chat.ready()
+    at = chat.send("search the slow file")
+    t.wait_for(r"-> grep ", after=at)
+    t.send("C-c")
+    t.wait_for(r"\(cancelled\)\s+keen>[ \t]*$", after=at, timeout=5)
+    at = chat.send("are you there?")
+    t.wait_for(r"Still here\.", after=at)
+    results = [e for e in chat.sessions() if e["type"] == "result"]
+    assert [r["outcome"] for r in results] == ["cancelled"], results
+
+
+def test_tokens_stream_as_they_come_and_ctrl_c_stops_the_model(tmux_chat: Callable[..., Chat]) -> None:
+    slow = "Counting slowly: one two three four five six seven eight nine ten eleven twelve."
+    with FakeLLM([Reply(text=slow, pause=0.5), Reply(text="Back again.")]) as fake:
+        chat = tmux_chat(
+            [],
+            model=["--model", "openai:fake-model", "--base-url", f"{fake.url}/v1"],
+            env={"OPENAI_API_KEY": "sk-fake-key-for-the-repl-tests"},
+        )
+        t = chat.tmux
+        chat.ready()
+        at = chat.send("count for me")
+        t.wait_for(r"Counting slowly: one", after=at)
+        assert "twelve" not in t.screen()[at:]  # shown while the model still writes
+        t.send("C-c")
+        t.wait_for(r"\(cancelled\)\s+keen>[ \t]*$", after=at)
+        at = chat.send("still there?")
+        t.wait_for(r"Back again\.\s+keen>[ \t]*$", after=at)
+        assert chat.leave() == 0
+        assert "twelve" not in t.screen()
+        assert len(fake.requests) == 2
+        # The cancelled turn stays in the conversation the model sees next.
+        second = json.dumps(fake.requests[1].body["messages"])
+        assert "count for me" in second and "still there?" in second
