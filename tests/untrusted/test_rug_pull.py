@@ -167,3 +167,44 @@ def test_trust_with_no_diff_shows_the_definitions_at_a_terminal_and_asks(tmp_pat
         assert pins.exists() is (answer == "y")
     pinned = json.loads(pins.read_text())["tools"]
     assert set(pinned) == {"search_notes", "export_notes"} and pinned["export_notes"]["reviewed"] is True
+
+
+def test_argument_errors_quote_only_the_pinned_definition(tmp_path: Path) -> None:
+    """A rug pull that moves its poison into the inputSchema (an enum) and a new tool: the
+    errors of an invalid call, of a call to the held tool and of a near miss of its name are
+    worded from what was pinned, in `keen mcp call` and in `keen serve`'s call_mcp_tool."""
+    home, spec = _home(tmp_path, {"tools": BENIGN})
+    assert keen_cli("mcp", "diff", "notes", keen_home=home).code == 0
+    assert keen_cli("mcp", "trust", "notes", keen_home=home).code == 0
+    enum = {"type": "object", "properties": {"q": {"enum": [POISON]}}, "required": ["q"]}
+    spec.write_text(
+        json.dumps(
+            {
+                "tools": [
+                    {"name": "search_notes", "description": "Search the notes.", "inputSchema": enum},
+                    {"name": "export_notes", "description": "Export.", "inputSchema": enum},
+                ]
+            }
+        )
+    )
+    for tool, args in (("search_notes", '{"q": 1}'), ("export_notes", '{"q": 1}'), ("export_note", "{}")):
+        run = keen_cli("mcp", "call", "notes", tool, "--args", args, "--yes", keen_home=home)
+        assert run.code != 0, run
+        assert MARK not in run.output and "export_notes" not in run.output.replace(
+            f"notes/{tool}", ""
+        ).replace(f'"{tool}"', ""), run
+
+    async def host() -> list[str]:
+        seen: list[str] = []
+        with KeenServeProcess(home, ["--mode", "search"]) as srch:
+            async with connect(srch, "session") as client:
+                for tool in ("search_notes", "export_notes", "export_note"):
+                    got = await client.call_tool(
+                        "call_mcp_tool", {"server": "notes", "tool": tool, "arguments": {"q": 1}}
+                    )
+                    seen.append(json.dumps(got.model_dump(mode="json")))
+        return seen
+
+    seen = anyio.run(host)
+    assert all(MARK not in text for text in seen), seen
+    assert "Did you mean: export_notes" not in seen[2], seen

@@ -48,12 +48,12 @@ def not_in_catalog(
     gateway: Gateway | None, words: RemedyWords, server: str | None, tool: str | None, args: dict[str, Any]
 ) -> tuple[str, str, str | None]:
     """Callback-mode refusal of a call whose capability the live catalog lacks: ``(gate, text,
-    code)``, the gateway's precise reason (server not configured, disconnected, no such
-    tool) at ``validate`` when there is one, else ``not served here`` at ``visibility``."""
-    if server is not None and tool is not None and gateway is not None:
-        try:
-            gateway.manager.check_call(server, tool, args)
-        except KeenError as exc:
-            return "validate", words(exc, server), exc.code
+    code)``: why the server cannot serve it (not configured, disabled, disconnected, signed
+    out) at ``validate`` when there is a reason, else ``not served here`` at ``visibility``."""
+    # Only the server's state: the mcp_checks stage is the one place check_call runs, and a
+    # tool outside the catalog must not have its schema quoted back through an error.
+    trouble = gateway.manager.unavailable(server) if server and tool and gateway else None
+    if trouble is not None:
+        return "validate", words(trouble, server or ""), trouble.code
     what = f"{server}/{tool}" if server else "this tool"
     return "visibility", f"{what} is not served here", None

@@ -508,6 +508,12 @@ class Manager:
         configured and enabled, connected, tool in the latest list, arguments valid against
         its inputSchema (docs/architecture.md "The data flow of one call").
 
+        With a trust (:meth:`view`), the tool is looked up and the arguments checked in what
+        a model or host was shown: a tool held for review is not found and a changed tool is
+        checked against its pinned inputSchema, so neither the error nor its "Did you mean"
+        quotes a definition nobody reviewed (MCP 2025-11-25, "Tools", security
+        considerations; README "Security: what Keen trusts").
+
         Returns:
             The tool, as listed.
 
@@ -520,9 +526,14 @@ class Manager:
         from keen.mcp.calls.send import listed_tool
 
         runtime = self._connected(name)
-        found = listed_tool(runtime, tool)
-        runtime.validator.validate(found, arguments)
-        return found
+        if self.trust is None:
+            found = listed_tool(runtime, tool)
+            runtime.validator.validate(found, arguments)
+            return found
+        shown = {t.name: t for t in self.view(name).tools}
+        checked = listed_tool(runtime, tool, shown)
+        runtime.validator.validate(checked, arguments)
+        return runtime.tools_by_name.get(tool, checked)
 
     def unavailable(self, name: str) -> KeenError | None:
         """Why server ``name`` cannot take a call now (the server checks of

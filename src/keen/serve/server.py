@@ -319,7 +319,7 @@ class KeenServer:
                 title=redactor.redact(t.tool.title) if t.tool.title else None,
                 description=t.minimal(),
                 input_schema=dict(_LOOSE_SCHEMA),
-                annotations=_annotations(t.tool.annotations),
+                annotations=_annotations(t.tool.annotations, trusted=t.tool.annotations_trusted),
             )
             for t in self.catalog().tools()
         ]
@@ -871,9 +871,19 @@ class _NotifyingServer(Server[Any]):
         return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
-def _annotations(raw: dict[str, Any] | None) -> mt.ToolAnnotations | None:
+# Hints that would let a host run a tool without asking; the spec's defaults are the safe side.
+_GRANTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+
+
+def _annotations(raw: dict[str, Any] | None, *, trusted: bool) -> mt.ToolAnnotations | None:
+    """The annotations passed on to a host. Annotations are claims (MCP 2025-11-25, "Tool
+    annotations": untrusted unless the server is trusted): for a server the user does not
+    trust them for (README "Security: what Keen trusts"), a hint that would grant is
+    reported as the spec's default instead, while a warning (``destructiveHint: true``) stays."""
     if not raw:
         return None
+    if not trusted:
+        raw = {k: (v if k not in _GRANTS or v == _GRANTS[k] else _GRANTS[k]) for k, v in raw.items()}
     try:
         return mt.ToolAnnotations.model_validate(raw)
     except ValueError:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -196,12 +196,14 @@ def connected(runtime: ServerConnection) -> ServerConnection:
     return runtime
 
 
-def listed_tool(runtime: ServerConnection, tool: str) -> Tool:
-    """``tool`` as the server's latest tools/list defines it. Raises ``ToolNotFound`` with
-    up to three close names."""
-    found = runtime.tools_by_name.get(tool)
+def listed_tool(runtime: ServerConnection, tool: str, shown: Mapping[str, Tool] | None = None) -> Tool:
+    """``tool`` as the server's latest tools/list defines it, or as ``shown`` (the trusted
+    view of that list) has it when given. Raises ``ToolNotFound`` with up to three close
+    names from the same place."""
+    tools = runtime.tools_by_name if shown is None else shown
+    found = tools.get(tool)
     if found is None:
-        close = difflib.get_close_matches(tool, list(runtime.tools_by_name), n=3)
+        close = difflib.get_close_matches(tool, list(tools), n=3)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise ToolNotFound(
             f'MCP server "{runtime.name}" has no tool "{tool}" in its latest tools/list.{hint}',

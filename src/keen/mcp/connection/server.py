@@ -248,7 +248,11 @@ class ServerConnection:
     async def run(self) -> None:
         """Owner loop: connect, serve, and reconnect only when asked (no automatic retry)."""
         self.running = True
-        self.finished = anyio.Event()
+        # A new event only for a new run: aclose() may already wait on this one (a Manager
+        # closed before the owner task began), and replacing it would leave that wait to its
+        # whole grace period.
+        if self.finished.is_set():
+            self.finished = anyio.Event()
         # A reconnect started during someone's call must not lend that call's peer to the
         # session's own tasks (they inherit this context): requests are routed by the relay.
         CALL_PEER.set(None)
@@ -506,7 +510,7 @@ class ServerConnection:
                 "server %s: re-listing tools (%s) failed, keeping the previous list: %s",
                 self.name,
                 reason,
-                redactor.redact(one_line(str(exc) or type(exc).__name__, 200)),
+                one_line(redactor.redact(str(exc) or type(exc).__name__), 200),
             )
             return None
         if self.session is not session:
@@ -601,9 +605,10 @@ class ServerConnection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
-            text = one_line(str(message), 120)
+            # Redacted before the cut: a cut secret no longer matches, and its head would survive.
+            text = one_line(redactor.redact(str(message)), 120)
             self._facts.stdout_garbage = text
-            logger.debug("server %s: transport error: %s", self.name, redactor.redact(text))
+            logger.debug("server %s: transport error: %s", self.name, text)
             return
         root = getattr(message, "root", message)
         method = getattr(root, "method", type(root).__name__)
@@ -632,5 +637,5 @@ class ServerConnection:
             "server %s: log %s: %s",
             self.name,
             params.level,
-            redactor.redact(one_line(str(params.data), 200)),
+            one_line(redactor.redact(str(params.data)), 200),
         )

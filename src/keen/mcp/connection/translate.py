@@ -357,4 +357,5 @@ def _status(exc: httpx2.HTTPStatusError) -> int:
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:
-    return one_line(str(exc) or type(exc).__name__, limit)
+    # Redacted before the cut: a cut secret no longer matches, and its head would survive.
+    return one_line(redactor.redact(str(exc) or type(exc).__name__), limit)
