@@ -178,3 +178,21 @@ def test_import_escapes_a_hostile_name_and_suggests_a_rename_that_works(tmp_path
     assert pasted.returncode == 0 and "imported" in pasted.stdout, pasted
     config = json.loads((keen_home / "mcp" / "configs.json").read_text(encoding="utf-8"))
     assert list(config["servers"]) == ["evil-52-c-SGVsbG8-2J-H-x"], config
+
+
+def test_one_shot_chat_redacts_known_secrets_in_the_answer(tmp_path: Path) -> None:
+    """A secret of Keen's config that the model repeats (a tool result or a page carried it)
+    is redacted in ``keen chat -p``'s answer, split across stream chunks or not, and in its
+    ``--json`` record, as the REPL and the session log redact it."""
+    secret = "tok_9f8e7d6c5b4a39281706ABCDEF"
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    entry = hostile_entry(tmp_path / "spec.json", {"tools": []}, env={"API_TOKEN": secret})
+    (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": {"notes": entry}}))
+    script = tmp_path / "script.jsonl"
+    script.write_text(json.dumps({"content": f"the token is {secret}, done"}) + "\n", encoding="utf-8")
+    for extra in ((), ("--json",)):
+        run = keen_cli("chat", "-p", "hi", "--model", f"scripted:{script}", *extra, keen_home=keen_home)
+        assert run.code == 0, run
+        assert secret not in run.output and secret[:12] not in run.output, run
+        assert "the token is" in run.stdout, run

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 import typer
 
+from keen._redact import redactor
 from keen.cli._common import EXIT_TOOL_ERROR, STARTED, err, fail, out, print_json, run
 from keen.cli._wording import with_remedy
 
@@ -50,16 +51,31 @@ class _OneShotView:
         self.stream = stream
         self.streamed = False
         self.notices: list[str] = []
+        self._held = ""
 
     def text(self, delta: str) -> None:
-        if self.stream:
+        if self.stream and delta:
+            # The model's text may carry what a page or a tool result put in it: known secrets
+            # redacted and the rest escaped, as the REPL does; the end that could begin a
+            # secret is held until the next chunk (or finish), so a split one is caught too.
+            pending = redactor.redact(self._held + delta)
+            keep = redactor.unsafe_tail(pending)
+            self._held = pending[len(pending) - keep :] if keep else ""
+            self._write(pending[: len(pending) - keep])
+            self.streamed = True
+
+    def finish(self) -> None:
+        """Print what :meth:`text` held back."""
+        held, self._held = self._held, ""
+        self._write(held)
+
+    @staticmethod
+    def _write(text: str) -> None:
+        if text:
             from keen.cli._terminal import terminal_text
 
-            # The model's text may carry what a page or a tool result put in it: escaped
-            # as the REPL does (each control character on its own, so chunks do not matter).
-            sys.stdout.write(terminal_text(delta))
+            sys.stdout.write(terminal_text(text))
             sys.stdout.flush()
-            self.streamed = True
 
     # Names, results and notices are the model's or a server's text: printed as rich Text,
     # so "[/x]" is literal instead of markup (an unmatched closing tag crashed the turn).
@@ -243,8 +259,10 @@ def _show(result: TurnResult, view: _OneShotView, as_json: bool) -> None:
     """The turn's outcome: the JSON record on stdout, or the answer's last newline, its error
     (unless a notice said it) and the session's id on stderr."""
     if as_json:
-        print_json(result.to_dict())
+        # Redaction swaps a string for a string: the record stays exact but for the secrets.
+        print_json(redactor.redact_json(result.to_dict()))
     else:
+        view.finish()
         if not result.answer.endswith("\n"):
             sys.stdout.write("\n")
         # A model error was already a notice line ("model error: ..."): not said twice.
