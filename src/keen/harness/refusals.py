@@ -49,11 +49,14 @@ def not_in_catalog(
 ) -> tuple[str, str, str | None]:
     """Callback-mode refusal of a call whose capability the live catalog lacks: ``(gate, text,
     code)``: why the server cannot serve it (not configured, disabled, disconnected, signed
-    out) at ``validate`` when there is a reason, else ``not served here`` at ``visibility``."""
-    # Only the server's state: the mcp_checks stage is the one place check_call runs, and a
-    # tool outside the catalog must not have its schema quoted back through an error.
-    trouble = gateway.manager.unavailable(server) if server and tool and gateway else None
-    if trouble is not None:
-        return "validate", words(trouble, server or ""), trouble.code
+    out, no such tool shown) at ``validate`` when there is a reason, else ``not served
+    here`` at ``visibility``."""
+    # The server's state and the tool's name only: the mcp_checks stage is the one place
+    # check_call runs, and a tool outside the catalog must not have its schema quoted back.
+    if server and tool and gateway:
+        try:
+            gateway.manager.find_tool(server, tool)
+        except KeenError as exc:
+            return "validate", words(exc, server), exc.code
     what = f"{server}/{tool}" if server else "this tool"
     return "visibility", f"{what} is not served here", None

@@ -523,17 +523,39 @@ class Manager:
         """
         if not tool:
             raise ToolNotFound(f'no tool name given for MCP server "{name}"', server=name)
+        runtime = self._connected(name)
+        found, checked = self._find_tool(runtime, tool)
+        if checked is not None:
+            runtime.validator.validate(checked, arguments)
+        return found
+
+    def find_tool(self, name: str, tool: str) -> Tool:
+        """The server checks of :meth:`check_call` and its tool lookup, without arguments.
+
+        Returns:
+            The tool, as listed.
+
+        Raises:
+            ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
+            AuthFailed, ToolNotFound: the first check that failed.
+        """
+        return self._find_tool(self._connected(name), tool)[0]
+
+    def _find_tool(self, runtime: ServerConnection, tool: str) -> tuple[Tool, Tool | None]:
+        """``(as listed, as shown)``; shown is ``None`` for a tool listed but not shown (held
+        for review, or pins that cannot be read): the pin check refuses it, and its arguments
+        are not checked against a schema nobody reviewed."""
         from keen.mcp.calls.send import listed_tool
 
-        runtime = self._connected(name)
         if self.trust is None:
             found = listed_tool(runtime, tool)
-            runtime.validator.validate(found, arguments)
-            return found
-        shown = {t.name: t for t in self.view(name).tools}
+            return found, found
+        shown = {t.name: t for t in self.view(runtime.name).tools}
+        live = runtime.tools_by_name.get(tool)
+        if live is not None and tool not in shown:
+            return live, None
         checked = listed_tool(runtime, tool, shown)
-        runtime.validator.validate(checked, arguments)
-        return runtime.tools_by_name.get(tool, checked)
+        return live or checked, checked
 
     def unavailable(self, name: str) -> KeenError | None:
         """Why server ``name`` cannot take a call now (the server checks of
