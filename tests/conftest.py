@@ -80,3 +80,7 @@ def _redactor_per_test() -> Iterator[None]:
     with redactor._lock:  # pyright: ignore[reportPrivateUsage]
         redactor._secrets.intersection_update(before)  # pyright: ignore[reportPrivateUsage]
         redactor._secrets.update(before)  # pyright: ignore[reportPrivateUsage]
+        # The redactor's derived state too: its longest-first order and its memo of redacted
+        # texts still held the removed secrets (a later test's message came out blanked).
+        redactor._longest_first = tuple(sorted(before, key=len, reverse=True))  # pyright: ignore[reportPrivateUsage]
+        redactor._memo = {}  # pyright: ignore[reportPrivateUsage]
