@@ -172,6 +172,17 @@ class Redactor:
             return [self.redact_json(v, patterns=patterns) for v in value]  # pyright: ignore[reportUnknownVariableType]
         return value
 
+    def stream(self, held: str, delta: str) -> tuple[str, str]:
+        """One chunk of streamed text, redacted: ``(to print now, to hold)``.
+
+        ``held`` is what the previous chunk held back; the end of ``held + delta`` that could
+        begin a secret (:meth:`unsafe_tail`) is held again, so a secret split across chunks
+        is redacted whole. Print what is held when the stream ends.
+        """
+        pending = self.redact(held + delta)
+        keep = self.unsafe_tail(pending)
+        return pending[: len(pending) - keep], pending[len(pending) - keep :] if keep else ""
+
     def unsafe_tail(self, text: str) -> int:
         """How many characters at the end of ``text`` could begin a registered secret.
 

@@ -66,10 +66,8 @@ class ConsoleView:
         if not delta:
             return
         self.streamed += delta
-        pending = redactor.redact(self._held + delta)
-        keep = redactor.unsafe_tail(pending)
-        self._held = pending[len(pending) - keep :] if keep else ""
-        self._print_text(pending[: len(pending) - keep])
+        now, self._held = redactor.stream(self._held, delta)
+        self._print_text(now)
 
     def _print_text(self, text: str) -> None:
         if text:

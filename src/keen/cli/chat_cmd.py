@@ -58,10 +58,8 @@ class _OneShotView:
             # The model's text may carry what a page or a tool result put in it: known secrets
             # redacted and the rest escaped, as the REPL does; the end that could begin a
             # secret is held until the next chunk (or finish), so a split one is caught too.
-            pending = redactor.redact(self._held + delta)
-            keep = redactor.unsafe_tail(pending)
-            self._held = pending[len(pending) - keep :] if keep else ""
-            self._write(pending[: len(pending) - keep])
+            now, self._held = redactor.stream(self._held, delta)
+            self._write(now)
             self.streamed = True
 
     def finish(self) -> None:
