@@ -64,6 +64,12 @@ async def test_search_describe_call(tmp_path: Path, transport: str, era: str) ->
                 "call_mcp_tool", {"server": "nosuch", "tool": "add", "arguments": {}}
             )
             assert missing.is_error and "not configured" in read_json(missing)["error"]["message"]
+            # Input that is not a call at all is refused by the pipeline's validate stage too,
+            # so the audit log has it (issue 25: one pipeline, parse included).
+            shapeless = await client.call_tool("call_mcp_tool", {"server": "basic", "arguments": {}})
+            error = read_json(shapeless)["error"]
+            assert shapeless.is_error and error["code"] == "invalid_arguments"
+            assert "'tool' is a required property" in error["message"]
     finally:
         if proc is not None:
             proc.stop()
@@ -74,6 +80,7 @@ async def test_search_describe_call(tmp_path: Path, transport: str, era: str) ->
         ("basic", "fail", "error", None, "tool_error"),
         ("basic", "add", "denied", "validate", "invalid_arguments"),
         ("nosuch", "add", "denied", "validate", "server_not_configured"),
+        (None, None, "denied", "validate", "invalid_arguments"),
     ]
     assert all(r["caller"] for r in records)
     # The calls that ran passed every stage of the pipeline; the host approved the write.
@@ -140,7 +147,7 @@ async def test_search_mode_lists_the_one_search_and_call_tool(tmp_path: Path) ->
         assert not old.is_error and old.content[0].text == "3"
         too_many = await client.call_tool("search_tools", {"query": "add", "limit": 500})
         error = read_json(too_many)["error"]
-        assert too_many.is_error and error["code"] == "INVALID_ARGUMENTS"
+        assert too_many.is_error and error["code"] == "invalid_arguments"
         assert error["message"].startswith(
             "search_tools arguments at limit: 500 is greater than the maximum of 50"
         )

@@ -12,12 +12,14 @@ Imports only downward (capabilities, gateway, mcpskills, skills, mcp, shared lea
 import-linter contracts in pyproject.toml hold it to docs/architecture.md.
 """
 
+from keen.harness.entries import GATE_CODES
 from keen.harness.events import EventLog, Replay, ReplayedStep, read_events, replay, session_path
 from keen.harness.local import LocalToolError, Workspace
 from keen.harness.pipeline import Harness, Observation, PostHook, PreHook, Visibility
 from keen.harness.policy import Entry, PolicyInputs, Selection, permission, select
 
 __all__ = [
+    "GATE_CODES",
     "Entry",
     "EventLog",
     "Harness",

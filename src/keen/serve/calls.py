@@ -200,15 +200,24 @@ class CallRouter:
         ``progress`` gets the upstream server's progress notifications for the call (the
         host's own progress token is the caller's to put on them); ``peer`` gets what the
         upstream asks and logs during it (:mod:`keen.serve.relay`)."""
+        wanted = {"server": server, "tool": tool, "arguments": arguments}
+        return await self.call_input(wanted, caller=caller, progress=progress, peer=peer)
+
+    async def call_input(
+        self,
+        call_input: Any,
+        *,
+        caller: str,
+        progress: ProgressFnT | None = None,
+        peer: CallPeer | None = None,
+    ) -> Observation:
+        """:meth:`call` for ``call_mcp_tool``'s input as the host sent it: the pipeline's
+        validate stage parses it, so input that is not a call is refused and audited like
+        any other refusal (docs/architecture.md, "One pipeline")."""
         # The harness and the gateway know nothing of either: the Manager reads them here.
         token, peer_token = CALL_PROGRESS.set(progress), CALL_PEER.set(peer)
         try:
-            return await self.harness.call(
-                CALL_MCP_TOOL,
-                {"server": server, "tool": tool, "arguments": arguments},
-                caller=caller,
-                approver=HOST_APPROVES,
-            )
+            return await self.harness.call(CALL_MCP_TOOL, call_input, caller=caller, approver=HOST_APPROVES)
         finally:
             CALL_PEER.reset(peer_token)
             CALL_PROGRESS.reset(token)

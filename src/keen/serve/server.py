@@ -74,12 +74,12 @@ from keen.entry_tools import (
     SEARCH_TOOL,
     arguments_problem,
     call_tool_definition,
-    parse_call,
     parse_search,
     search_tool_definition,
 )
 from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS
+from keen.harness import GATE_CODES
 from keen.mcp.connection.reconnect import Reconnector
 from keen.mcp.connection.relay import Relay
 from keen.mcp.manager import Manager
@@ -772,16 +772,11 @@ class KeenServer:
     ) -> mt.CallToolResult:
         """Search mode's three tools; their input is checked against the schemas listed."""
         if name == CALL_TOOL or name in CALL_TOOL_ALIASES:
-            try:
-                wanted = parse_call(arguments)
-            except ValueError as exc:
-                return error_result(_bad_args(str(exc)))
-            await self.revive(servers=[wanted.server])
-            return call_result(
-                await self.router.call(
-                    wanted.server, wanted.tool, wanted.arguments, caller=scope, progress=progress, peer=peer
-                )
-            )
+            if isinstance(server := arguments.get("server"), str):
+                await self.revive(servers=[server])
+            # Parsed by the pipeline, so a shapeless call is refused and audited there.
+            obs = await self.router.call_input(arguments, caller=scope, progress=progress, peer=peer)
+            return call_result(obs)
         if name == SEARCH_TOOL:
             try:
                 query = parse_search(arguments, kinds=False)
@@ -916,7 +911,7 @@ def _unknown_resource(uri: str) -> MCPError:
 
 
 def _bad_args(message: str) -> dict[str, Any]:
-    return {"error": {"code": "INVALID_ARGUMENTS", "message": message}}
+    return {"error": {"code": GATE_CODES["validate"], "message": message}}
 
 
 def _json_contents(uri: str, body: dict[str, Any]) -> mt.ReadResourceResult:
