@@ -440,7 +440,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--weights",
         default="",
-        help="fusion weights lexical,semantic,server[,dense,dense_server,static_with_dense,server_with_dense] (method study)",
+        help="fusion weights lexical,semantic,server[,dense,dense_server,static_with_dense] (method study)",
     )
     parser.add_argument(
         "--half",

@@ -178,22 +178,15 @@ class SearchWeights:
 
     With the transformer vectors ready (:mod:`keen.capabilities.dense`), ``dense`` weighs
     their cosine, ``dense_server`` that of the capability's server (the mean of its tools'
-    vectors; inside the server term), the static (wordllama) cosine counts ``static_with_dense`` times
-    ``semantic`` (the transformer carries most of what it did), and the server term counts
-    ``server_with_dense`` times ``server``.
-
-    The weights with the transformer were chosen on bench/search.py's even halves of both
-    natural-request sets with three vectors per tool (81 sets around the ones before) and
-    checked on the odd halves, which rose on both sets (docs/search.md); without it the
-    weights measured before it stay."""
+    vectors; inside the server term), and the static (wordllama) cosine counts ``static_with_dense`` times
+    ``semantic``: the transformer carries most of what it did."""
 
     lexical: float = 1.0
     semantic: float = 1.5
     server: float = 0.5
-    dense: float = 4.6
+    dense: float = 3.0
     dense_server: float = 2.0
-    static_with_dense: float = 2 / 9
-    server_with_dense: float = 2.0
+    static_with_dense: float = 1 / 3
 
 
 def _vectors(texts: Sequence[str], weights: np.ndarray) -> np.ndarray:
@@ -661,8 +654,7 @@ class ToolSearch:
             if dense is not None and qd is not None:
                 srv += w.dense_server * _standardise(_dot(self._dense_servers(dense), qd))
             srv = np.append(srv, 0.0)  # row -1: documents without a server
-            weight = w.server * (w.server_with_dense if qd is not None else 1.0)
-            out["server"] = weight * server_trust(n_servers) * srv[self._doc_server]
+            out["server"] = w.server * server_trust(n_servers) * srv[self._doc_server]
         return out
 
     def query_words(self, query: str) -> list[tuple[str, np.ndarray]]:
