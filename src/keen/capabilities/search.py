@@ -225,11 +225,16 @@ def dense_text(cap: Capability) -> str:
     recall@1 and MRR rose on both natural-request sets (recall@5 equal) against
     ``server: tool name. title. description``; the request is read as "how to <request>"
     to match (recall@5 one request higher on both even halves; docs/search.md)."""
+    head = _how_to(cap)
+    rest = ". ".join(p for p in (cap.title, cap.search_text[:400]) if p)
+    return f"{head}: {rest}" if rest else head
+
+
+def _how_to(cap: Capability) -> str:
+    """``how to <tool name> with <server>`` (split names; no server for a local skill)."""
     name = split_identifier(cap.name)
     server = split_identifier(cap.server or "")
-    rest = ". ".join(p for p in (cap.title, cap.search_text[:400]) if p)
-    head = f"how to {name} with {server}" if server else f"how to {name}"
-    return f"{head}: {rest}" if rest else head
+    return f"how to {name} with {server}" if server else f"how to {name}"
 
 
 DENSE_VIEWS = 3
@@ -239,19 +244,15 @@ DENSE_VIEWS = 3
 def dense_views(cap: Capability) -> tuple[str, str, str]:
     """``cap``'s :data:`DENSE_VIEWS` texts for the transformer: the whole text
     (:func:`dense_text`), its head (``how to tool name with server: title``) and its
-    description (the head when it has none). A query's cosine with a tool is the best of
-    the three.
+    description (``search_text``, with the parameters' descriptions, cut as in the whole
+    text; the head when it has none). A query's cosine with a tool is the best of the three.
 
     One vector of the whole text averages the head and the description: a request in the
     words of either matches it less than that part alone. With the best of the three,
     bench/search.py's even halves (where the method is tuned) rose on the real servers from
     recall@1 0.534 and @5 0.849 to 0.603 and 0.890 (docs/search.md, "Label audit" and
     after)."""
-    name = split_identifier(cap.name)
-    server = split_identifier(cap.server or "")
-    head = f"how to {name} with {server}" if server else f"how to {name}"
-    if cap.title:
-        head = f"{head}: {cap.title}"
+    head = f"{_how_to(cap)}: {cap.title}" if cap.title else _how_to(cap)
     return dense_text(cap), head, cap.search_text[:400] or head
 
 
