@@ -179,3 +179,53 @@ def test_a_malformed_model_is_refused_by_the_rewrite(data: bytes) -> None:
 
     with pytest.raises(ValueError, match=r"truncated|no graph"):
         int8_graph(data)
+
+
+def test_each_tool_has_three_vectors_and_its_best_cosine_counts(tmp_path: Path) -> None:
+    from keen.capabilities.search import DENSE_VIEWS, dense_views
+
+    cache = tmp_path / "cache" / "toolsearch"
+    catalog = Catalog.from_tools(TOOLS, cache_dir=cache)
+    assert catalog.wait_ready(60)
+    index = catalog.index()
+    dense = index.dense
+    assert dense is not None and dense.views == DENSE_VIEWS == 3
+    assert dense.all_docs.shape == (3 * len(TOOLS), encoder.DIM) and dense.total == len(TOOLS)
+    model = encoder.sentence_encoder()
+    assert model is not None and model.wait_query_graph(60)  # both queries below by one graph
+    texts = {cap.id: dense_views(cap) for cap in catalog}
+    # The whole text, its head and the description: three different vectors per tool.
+    for position, cap_id in enumerate(index.ids):
+        whole, head, description = texts[cap_id]
+        assert head.startswith("how to ") and description in whole and head in whole
+        expected = model.encode([whole, head, description])
+        got = dense.all_docs[[position, position + len(TOOLS), position + 2 * len(TOOLS)]]
+        assert np.allclose(got, expected, atol=1e-4), cap_id
+        assert np.allclose(dense.docs[position], expected[0], atol=1e-4)
+    # The signal is the z-score of each tool's best cosine of the three.
+    query = "move report.txt into the archive folder"
+    from keen.capabilities._query import search_query, value_kinds
+
+    vector = dense.query_vector(f"how to {value_kinds(search_query(query))}")
+    assert vector is not None
+    best = (dense.all_docs @ vector).reshape(3, -1).max(axis=0)
+    z = (best - best.mean()) / best.std()
+    signals = index.signals(query)
+    assert np.allclose(signals["dense"], index.weights.dense * z, atol=1e-3)
+    assert not np.allclose(best, dense.docs @ vector, atol=1e-3)  # not the whole text's alone
+    # A changed description re-encodes that tool's whole text and description, not its head.
+    shared_cache.cache_clear()
+    changed = [*TOOLS[:2], Tool("files", "move_file", "Move a file or folder to another path.", {})]
+    again = Catalog.from_tools(changed, cache_dir=cache)
+    assert again.index().dense is not None and again.index().dense.missing == 1  # pyright: ignore[reportOptionalMemberAccess]
+    assert again.wait_ready(60)
+    after = again.index().dense
+    assert after is not None
+    spot = again.index().ids.index("mcp__files__move_file")
+    before_spot = index.ids.index("mcp__files__move_file")
+    n = len(TOOLS)
+    assert np.allclose(after.all_docs[spot + n], dense.all_docs[before_spot + n], atol=1e-4)  # head
+    for view in (0, 2):
+        assert not np.allclose(
+            after.all_docs[spot + view * n], dense.all_docs[before_spot + view * n], atol=1e-3
+        )

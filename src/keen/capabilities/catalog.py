@@ -333,10 +333,14 @@ class Catalog:
     def _dense_vectors(self) -> DenseVectors:
         from keen.capabilities.dense import DenseVectors, shared_cache
         from keen.capabilities.encoder import MODEL_ID
-        from keen.capabilities.search import dense_text
+        from keen.capabilities.search import DENSE_VIEWS, dense_views
 
         folder = None if self._cache_dir is None else self._cache_dir.parent / "embeddings" / MODEL_ID
-        return DenseVectors([dense_text(c) for c in self._list], shared_cache(folder))
+        views = [dense_views(c) for c in self._list]
+        # View-major: every tool's whole text first (DenseVectors.docs), then the heads, then
+        # the descriptions.
+        texts = [texts[view] for view in range(DENSE_VIEWS) for texts in views]
+        return DenseVectors(texts, shared_cache(folder), views=DENSE_VIEWS)
 
     def search_status(self) -> str:
         """One line on how searches rank now: ``""`` when every signal is in use, else what

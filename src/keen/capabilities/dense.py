@@ -56,25 +56,39 @@ def shared_cache(folder: Path | None) -> VectorCache:
 
 
 class DenseVectors:
-    """The encoder's vectors of ``texts`` (one per document).
+    """The encoder's vectors of ``texts``: ``views`` texts per document, view-major (every
+    document's first text, then every document's second, ...).
+
+    ``total``, ``done`` and ``missing`` count documents (a document is done when all its
+    views are).
 
     Args:
-        texts: the documents' texts, in catalog order.
+        texts: the documents' texts, in catalog order, ``views`` blocks of them.
         cache: where vectors are looked up and stored.
         start: begin encoding what is missing at once (on a daemon thread).
+        views: texts per document.
+
+    Raises:
+        ValueError: ``texts`` is not ``views`` blocks of equal length.
     """
 
-    def __init__(self, texts: Sequence[str], cache: VectorCache, *, start: bool = True) -> None:
+    def __init__(
+        self, texts: Sequence[str], cache: VectorCache, *, start: bool = True, views: int = 1
+    ) -> None:
+        if views < 1 or len(texts) % views:
+            raise ValueError(f"{len(texts)} texts are not {views} views of the same documents")
         self._texts = list(texts)
         self._cache = cache
+        self.views = views
         # The cut changes the vector of a long text: it is part of the key.
         self._keys = [text_key(f"{_encoder.MODEL_ID}:{_encoder.MAX_TOKENS}", t) for t in self._texts]
         found = cache.lookup(self._keys)
         self._found = found
-        self.total = len(texts)
-        self.missing = sum(1 for v in found if v is None)
+        self.total = len(texts) // views
+        self.missing = self._missing_documents([v is not None for v in found])
         self.done = self.total - self.missing
         self._docs: np.ndarray | None = None
+        self._first: np.ndarray | None = None
         self._encoder: _encoder.SentenceEncoder | None = None
         self._ready = threading.Event()
         self._finished = threading.Event()  # ready, or given up (no encoder)
@@ -123,6 +137,11 @@ class DenseVectors:
 
     # -- work -----------------------------------------------------------------
 
+    def _missing_documents(self, have: Sequence[bool]) -> int:
+        """How many documents lack a vector of some view (``have``: per text)."""
+        n = self.total
+        return sum(1 for i in range(n) if not all(have[v * n + i] for v in range(self.views)))
+
     def _run(self) -> None:
         try:
             self._fill()
@@ -145,13 +164,13 @@ class DenseVectors:
             return
         if any(v is None for v in self._found):  # another catalog's thread may have encoded them
             self._found = self._cache.lookup(self._keys)
-            self.done = self.total - sum(1 for v in self._found if v is None)
-        todo = [i for i, v in enumerate(self._found) if v is None]
+            self.done = self.total - self._missing_documents([v is not None for v in self._found])
+        have = [v is not None for v in self._found]
+        todo = [i for i, present in enumerate(have) if not present]
         matrix = np.zeros((len(self._texts), _encoder.DIM), dtype=np.float32)
         for i, vector in enumerate(self._found):
             if vector is not None:
                 matrix[i] = vector
-        base = self.done  # readers (keen tools index's bar) poll done
         for start in range(0, len(todo), 256):
             if self._stop.is_set():
                 return
@@ -162,9 +181,12 @@ class DenseVectors:
             matrix[chunk] = vectors
             # Stored as it goes: an index stopped half-way keeps what it encoded.
             self._cache.store([self._keys[i] for i in chunk], vectors)
-            self.done = min(self.total, base + start + len(chunk))
+            for i in chunk:
+                have[i] = True
+            self.done = self.total - self._missing_documents(have)  # keen tools index's bar polls it
         self.done = self.total
         self._docs = matrix
+        self._first = matrix[: self.total]  # one view object: callers cache by identity
         self._encoder = model
         self._ready.set()
 
@@ -178,6 +200,14 @@ class DenseVectors:
 
     @property
     def docs(self) -> np.ndarray:
-        """``(n_docs, 384)`` unit vectors (only when :attr:`ready`)."""
+        """``(n_docs, 384)`` unit vectors of the documents' first view (only when
+        :attr:`ready`)."""
+        assert self._first is not None
+        return self._first
+
+    @property
+    def all_docs(self) -> np.ndarray:
+        """``(views * n_docs, 384)`` unit vectors of every view, view-major (only when
+        :attr:`ready`)."""
         assert self._docs is not None
         return self._docs
