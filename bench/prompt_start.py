@@ -312,6 +312,36 @@ def bench(catalogs: list[Path], sizes: list[int], runs: int, budget: int) -> dic
     }
 
 
+def _growth(rows: dict[str, dict[str, Any]], sizes: list[int], bare: float) -> list[tuple[str, str]]:
+    """For each row measured at every size: the CPU beyond the interpreter (median) per size,
+    and from each size to the next how much it grew beside how much the skills grew
+    (linear or better: the first ratio is at most the second, within 10% for noise)."""
+    if len(sizes) < 2:
+        return []
+    out: list[tuple[str, str]] = []
+    first = f", {sizes[0]} skills"
+    for label in rows:
+        if not label.endswith(first) or label.startswith("first"):
+            continue
+        stem = label.removesuffix(first)
+        found = [rows.get(f"{stem}, {size} skills") for size in sizes]
+        if any(f is None for f in found):
+            continue
+        beyond = [max(f["median"] - bare, 1e-9) for f in found if f is not None]
+        steps = [
+            f"x{b / a:.1f} for x{n / m:.1f} skills {'(linear or better)' if b / a <= n / m * 1.1 else '(WORSE THAN LINEAR)'}"
+            for a, b, m, n in zip(beyond, beyond[1:], sizes, sizes[1:], strict=False)
+        ]
+        figures = " / ".join(f"+{b * 1000:.0f}" for b in beyond)
+        out.append(
+            (
+                f"growth: {stem}",
+                f"{figures} ms at {' / '.join(f'{n:,}' for n in sizes)} skills; " + "; ".join(steps),
+            )
+        )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("catalogs", nargs="*", type=Path, help="LiveMCPBench tools.json / ToolGym .ndjson")
@@ -347,6 +377,7 @@ def main() -> None:
             if f"{sizes[0]} skills" in label and not label.startswith("first"):
                 line += f"  {verdict(beyond <= TARGET_S)}"
         rows.append((label, line))
+    rows += _growth(figures["rows"], sizes, bare)
     before, after = figures["load_average_before"], figures["load_average_after"]
     print_block(
         f"Prompt start (min / median / max of {figures['runs']} cold processes; target: +{TARGET_S * 1000:.0f} ms "

@@ -262,3 +262,24 @@ def test_a_second_start_parses_no_skill_file(skills_292: Path, path: str) -> Non
     assert all(run.returncode == 0 for run in runs), [run.stderr for run in runs]
     assert runs[1].stdout.splitlines()[-1] == "LOADED False", runs[1].stdout[-500:]
     assert runs[0].stdout.splitlines()[:-1] == runs[1].stdout.splitlines()[:-1]
+
+
+def test_tool_count_reads_the_whole_marker_and_counts_an_unreadable_one_as_zero(tmp_path: Path) -> None:
+    def skill(name: str) -> Skill:
+        path = tmp_path / name
+        path.mkdir()
+        return Skill(name, "d", path, path / "SKILL.md", managed=True)
+
+    big = skill("big")  # past one 64 KiB read: the count sits after the padding
+    (big.path / ".keen-generated-mcp.json").write_text(json.dumps({"pad": "x" * 200_000, "tool_count": 7}))
+    assert tool_count(big) == 7
+    assert tool_count(skill("missing")) == 0
+    (skill("broken").path / ".keen-generated-mcp.json").write_text("{not json")
+    (skill("latin").path / ".keen-generated-mcp.json").write_bytes(b'{"tool_count": 3, "x": "\xe9"}')
+    (skill("folder").path / ".keen-generated-mcp.json").mkdir()
+    (skill("listed").path / ".keen-generated-mcp.json").write_text("[1, 2]")
+    unreadable = [
+        Skill(n, "d", tmp_path / n, tmp_path / n / "SKILL.md")
+        for n in ("broken", "latin", "folder", "listed")
+    ]
+    assert [tool_count(s) for s in unreadable] == [0, 0, 0, 0]
