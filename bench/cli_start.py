@@ -3,10 +3,13 @@
 ``keen --version``, ``keen skills list``, ``keen skills show NAME`` and ``keen prompt``
 read only local files, so their start is import cost plus a little work. Each is run
 ``--runs`` times as a fresh process (the installed ``keen`` entry point, in a temporary
-KEEN_HOME holding one user skill and one generated ``mcp:`` skill); the figure is the
-median wall time, shown with the minimum, the median CPU time of the process (user + system:
-on a shared machine wall time also measures waiting for a core, CPU time does not) and
-beside ``python -c pass`` (the floor). The target is <= 150 ms per command. The module count of ``import keen.paths`` and whether
+KEEN_HOME holding one user skill and one generated ``mcp:`` skill), the commands taken in
+turn within each round so a change in the machine's load touches them alike. Each row
+prints the wall time and the CPU time of the process (user + system: on a shared machine
+wall time also measures waiting for a core, CPU time does not) as min / median / max over
+the runs, the median CPU as a ratio to ``python -c pass`` measured in the same run (the
+floor) and the CPU beyond it; the load average before and after closes the block. The
+target is <= 150 ms of wall time per command (median). The module count of ``import keen.paths`` and whether
 ``import keen.skills`` loads the MCP SDK are printed too (the layering the package map
 promises, seen at run time).
 
@@ -81,20 +84,39 @@ def _modules(statement: str) -> tuple[int, bool]:
     return int(count), sdk == "True"
 
 
+def _stats(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": median(values), "max": max(values)}
+
+
 def bench(runs: int) -> dict[str, Any]:
-    """Median and minimum seconds per command, and the import facts."""
+    """Wall and CPU seconds per command (min, median, max), the load, and the import facts."""
+    load_before = os.getloadavg()
     with keen_home() as home:
         _seed(home)
         for argv in COMMANDS.values():  # warm the OS file cache and .pyc files
             _time(argv, 1)
-        times = {label: _time(argv, runs) for label, argv in COMMANDS.items()}
+        times: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label in COMMANDS}
+        for _ in range(runs):  # interleaved: each round runs every command once
+            for label, argv in COMMANDS.items():
+                wall, cpu = _time(argv, 1)
+                times[label][0].extend(wall)
+                times[label][1].extend(cpu)
     paths_count, _ = _modules("import keen.paths")
     bare_count, _ = _modules("pass")
     skills_count, skills_sdk = _modules("import keen.skills")
     return {
         "runs": runs,
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "cpus": os.cpu_count(),
         "commands": {
-            label: {"median_s": median(wall), "min_s": min(wall), "cpu_median_s": median(cpu)}
+            label: {
+                "median_s": median(wall),
+                "min_s": min(wall),
+                "cpu_median_s": median(cpu),
+                "wall_s": _stats(wall),
+                "cpu_s": _stats(cpu),
+            }
             for label, (wall, cpu) in times.items()
         },
         "modules": {
@@ -115,21 +137,31 @@ def main() -> None:
     if args.json:
         print(json.dumps(figures, indent=2))
         return
-    floor = figures["commands"]["python -c pass"]["median_s"]
+    floor = figures["commands"]["python -c pass"]["cpu_s"]["median"]
+
+    def spread(f: dict[str, float]) -> str:
+        return f"{f['min'] * 1000:6.1f} / {f['median'] * 1000:6.1f} / {f['max'] * 1000:6.1f}"
+
     rows = []
     for label, f in figures["commands"].items():
-        line = (
-            f"{f['median_s'] * 1000:6.1f} ms median, {f['min_s'] * 1000:6.1f} ms min, "
-            f"{f['cpu_median_s'] * 1000:6.1f} ms CPU"
-        )
+        line = f"wall {spread(f['wall_s'])} ms, CPU {spread(f['cpu_s'])} ms"
         if label != "python -c pass":
-            line += f", +{(f['median_s'] - floor) * 1000:.0f} ms over python  {verdict(f['median_s'] <= TARGET_S)}"
+            cpu = f["cpu_s"]["median"]
+            line += (
+                f", CPU {cpu / floor:4.1f}x the interpreter, +{(cpu - floor) * 1000:.0f} ms"
+                f"  {verdict(f['median_s'] <= TARGET_S)}"
+            )
         rows.append((label, line))
     rows += [(label, str(value)) for label, value in figures["modules"].items()]
+    before, after = figures["load_average_before"], figures["load_average_after"]
     print_block(
-        f"CLI start ({figures['runs']} runs each, target <= {TARGET_S * 1000:.0f} ms)",
+        f"CLI start (min / median / max of {figures['runs']} runs each, interleaved; target <= "
+        f"{TARGET_S * 1000:.0f} ms wall, median)",
         rows,
-        [f"python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}"],
+        [
+            f"python {sys.version.split()[0]}, {figures['cpus']} CPUs, load average (1/5/15 min) "
+            f"{before[0]:.2f} {before[1]:.2f} {before[2]:.2f} before, {after[0]:.2f} {after[1]:.2f} {after[2]:.2f} after"
+        ],
     )
 
 

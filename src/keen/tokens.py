@@ -44,9 +44,7 @@ a little denser, so it runs ~10-25% low on them), and ``TokenCounter.name`` says
 from __future__ import annotations
 
 import atexit
-import base64
 import functools
-import gzip
 import hashlib
 import importlib.util
 import json
@@ -247,6 +245,10 @@ def _write_rank_cache(source: Path, ranks: dict[bytes, int]) -> None:
 def _read_ranks(path: str) -> dict[bytes, int] | None:
     """The rank table of the vocabulary at ``path`` (``.gz`` or plain), or ``None`` when
     the file does not hash to the official one."""
+    # Imported here: only a start without a valid rank cache parses the vocabulary.
+    import base64
+    import gzip
+
     try:
         data = Path(path).read_bytes()
         if path.endswith(".gz"):

@@ -252,8 +252,10 @@ def test_the_prompt_path_imports_no_mcp_sdk_pydantic_or_search(skills_292: Path,
 @pytest.mark.parametrize("path", sorted(PROMPT_PATHS))
 def test_a_second_start_parses_no_skill_file(skills_292: Path, path: str) -> None:
     """The skills a start read are kept (keen.skills.cache's store): the next start of the
-    same prompt path takes them from there and never imports a YAML parser."""
-    code = "import os, sys\n" + PROMPT_PATHS[path] + "\nprint('LOADED', 'yaml' in sys.modules)\n"
+    same prompt path takes them from there and never imports a YAML parser; nor the
+    vocabulary's parsers (gzip, base64: the token ranks come from their cache)."""
+    loaded = "sorted({'yaml', 'gzip', 'base64'} & set(sys.modules)) or False"
+    code = "import os, sys\n" + PROMPT_PATHS[path] + f"\nprint('LOADED', {loaded})\n"
     env = {**os.environ, "KEEN_HOME": str(skills_292.parent)}
     runs = [
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
@@ -262,3 +264,24 @@ def test_a_second_start_parses_no_skill_file(skills_292: Path, path: str) -> Non
     assert all(run.returncode == 0 for run in runs), [run.stderr for run in runs]
     assert runs[1].stdout.splitlines()[-1] == "LOADED False", runs[1].stdout[-500:]
     assert runs[0].stdout.splitlines()[:-1] == runs[1].stdout.splitlines()[:-1]
+
+
+def test_tool_count_reads_the_whole_marker_and_counts_an_unreadable_one_as_zero(tmp_path: Path) -> None:
+    def skill(name: str) -> Skill:
+        path = tmp_path / name
+        path.mkdir()
+        return Skill(name, "d", path, path / "SKILL.md", managed=True)
+
+    big = skill("big")  # past one 64 KiB read: the count sits after the padding
+    (big.path / ".keen-generated-mcp.json").write_text(json.dumps({"pad": "x" * 200_000, "tool_count": 7}))
+    assert tool_count(big) == 7
+    assert tool_count(skill("missing")) == 0
+    (skill("broken").path / ".keen-generated-mcp.json").write_text("{not json")
+    (skill("latin").path / ".keen-generated-mcp.json").write_bytes(b'{"tool_count": 3, "x": "\xe9"}')
+    (skill("folder").path / ".keen-generated-mcp.json").mkdir()
+    (skill("listed").path / ".keen-generated-mcp.json").write_text("[1, 2]")
+    unreadable = [
+        Skill(n, "d", tmp_path / n, tmp_path / n / "SKILL.md")
+        for n in ("broken", "latin", "folder", "listed")
+    ]
+    assert [tool_count(s) for s in unreadable] == [0, 0, 0, 0]

@@ -24,6 +24,7 @@ local, else an estimate) unless a counter is passed.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,10 +86,24 @@ class BudgetedSection:
 def tool_count(skill: Skill) -> int:
     """``tool_count`` from a generated skill's marker (0 for other skills or on error)."""
     try:
-        marker = json.loads((skill.path / MARKER_FILE).read_text(encoding="utf-8"))
+        marker = json.loads(_read_bytes(os.path.join(skill.path, MARKER_FILE)).decode("utf-8"))
         return int(marker.get("tool_count", 0))
     except (OSError, ValueError, TypeError, AttributeError):
         return 0
+
+
+def _read_bytes(path: str) -> bytes:
+    """The whole file at ``path``. A fold orders every server by its marker's tool count, so
+    this runs once per skill: plain descriptor reads cost half of ``Path.read_text`` (no
+    path object, no text layer; the bytes are decoded by the caller)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def _fold_line(names: Sequence[str], room: Callable[[str], bool], most: int) -> str | None:

@@ -5,160 +5,51 @@
 Each command's module is imported when that command runs (or ``keen --help`` lists it),
 and each command imports what it needs inside, so ``keen prompt`` loads none of the
 other commands and commands that touch no server (``--version``, ``skills``, ``prompt``)
-start without loading the MCP SDK.
+start without loading the MCP SDK. ``keen prompt`` with only its own options (no
+``--help``, no ``-v``, numbers as plain digits) runs without typer at all
+(:mod:`keen.cli._prompt`); every other command line goes through the typer application
+(``keen.cli.app``, built on first use).
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 import sys
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+from keen.cli._console import EXIT_KEEN_ERROR, debug_enabled
 
-from keen._version import __version__
-from keen.cli._common import EXIT_KEEN_ERROR, KeenGroup, debug_enabled, err, setup_logging, typer_app
+if TYPE_CHECKING:
+    from keen.cli._app import COMMANDS as COMMANDS
+    from keen.cli._app import app as app
 
 __all__ = ["COMMANDS", "app", "main"]
 
 
-def _command(module: str) -> Callable[[], typer.Typer]:
-    """A one-command app: ``keen.cli.<module>.register`` adds its command to it."""
+def __getattr__(name: str) -> Any:
+    # PEP 562: the typer application is built at its first use, not with this package.
+    if name in ("app", "COMMANDS"):
+        from keen.cli import _app
 
-    def build() -> typer.Typer:
-        single = typer_app("")
-        importlib.import_module(f"keen.cli.{module}").register(single)
-        return single
-
-    return build
-
-
-def _group(module: str) -> Callable[[], typer.Typer]:
-    """The group ``keen.cli.<module>.app``."""
-    return lambda: importlib.import_module(f"keen.cli.{module}").app
-
-
-@functools.cache
-def _mcp() -> typer.Typer:
-    """``keen mcp``: its own commands, then those of the modules that add to it (once: each
-    run of ``app`` builds its click group again)."""
-    from keen.cli import mcp_config_cmd, pins_cmd, watch_cmd
-    from keen.cli.mcp_cmd import app as mcp_app
-
-    pins_cmd.register(mcp_app)
-    mcp_config_cmd.register(mcp_app)
-    watch_cmd.register(mcp_app)
-    return mcp_app
-
-
-COMMANDS: dict[str, Callable[[], typer.Typer]] = {
-    "prompt": _command("prompt_cmd"),
-    "demo": _command("demo_cmd"),
-    "serve": _command("serve_cmd"),
-    "chat": _command("chat_cmd"),
-    "mcp": _mcp,
-    "sessions": _group("sessions_cmd"),
-    "skills": _group("skills_cmd"),
-    "tools": _group("tools_cmd"),
-}
-"""Each subcommand of ``keen``, in the order ``keen --help`` lists them, and how to build it:
-its module is imported only when the command is looked up (it runs, or the help lists it)."""
-
-
-class _Commands(MutableMapping[str, Any]):
-    """The root group's subcommands by name: every name of :data:`COMMANDS` is a key, and a
-    command is built when it is first read (typer also reads ``commands.keys()`` to suggest
-    a name for a typo, which builds nothing)."""
-
-    def __init__(self, built: Mapping[str, Any]) -> None:
-        self._built = dict(built)
-
-    def __getitem__(self, name: str) -> Any:
-        if name not in self._built:
-            if name not in COMMANDS:
-                raise KeyError(name)
-            command = typer.main.get_command(COMMANDS[name]())
-            command.name = name
-            self._built[name] = command
-        return self._built[name]
-
-    def __setitem__(self, name: str, command: Any) -> None:
-        self._built[name] = command
-
-    def __delitem__(self, name: str) -> None:
-        raise TypeError(f"keen's command {name!r} cannot be removed")
-
-    def __contains__(self, name: object) -> bool:
-        return name in COMMANDS or name in self._built
-
-    def __iter__(self) -> Iterator[str]:
-        yield from COMMANDS
-        yield from (name for name in self._built if name not in COMMANDS)
-
-    def __len__(self) -> int:
-        return len(COMMANDS.keys() | self._built.keys())
-
-
-class _LazyGroup(KeenGroup):
-    """The root group: a subcommand is built from :data:`COMMANDS` when it is first looked
-    up, so running one command imports only its own module (``keen prompt`` would otherwise
-    import every command module and turn every command's signature into click parameters,
-    about 200 ms of CPU on a small machine)."""
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.commands = _Commands(self.commands)
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        return list(self.commands)
-
-
-app = typer_app(
-    "Use many MCP servers from an LLM agent without drowning its prompt in tool schemas.",
-    name="keen",
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    epilog="Environment: KEEN_HOME (Keen's folder, default ~/.keen); KEEN_MCP_TIMEOUT (seconds each "
-    "MCP server has to start, default 15); KEEN_DEBUG=1 (a traceback instead of 'internal error').",
-    cls=_LazyGroup,
-)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(__version__)
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _root(
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "--verbose",
-            "-v",
-            help="Debug logging on stderr (secrets redacted); KEEN_DEBUG=1 adds tracebacks.",
-        ),
-    ] = False,
-    version: Annotated[
-        bool,
-        typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
-    ] = False,
-) -> None:
-    setup_logging(verbose)
+        return getattr(_app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
     """Console-script entry point: no traceback escapes unless KEEN_DEBUG=1."""
     try:
-        app(prog_name="keen")  # also under `python -m keen`
+        from keen.cli._prompt import run_alone
+
+        if not run_alone(sys.argv[1:]):
+            from keen.cli._app import app
+
+            app(prog_name="keen")  # also under `python -m keen`
     except SystemExit:
         raise
     except Exception as exc:
         if debug_enabled():
             raise
+        from keen.cli._console import err
+
         err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}", highlight=False)
         err.print("rerun with KEEN_DEBUG=1 for a traceback, and please report it")
         sys.exit(EXIT_KEEN_ERROR)

@@ -7,23 +7,29 @@ error (message on stderr, no traceback). Set ``KEEN_DEBUG=1`` for tracebacks.
 from __future__ import annotations
 
 import contextlib
-import logging
-import os
 import re
 import sys
-import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from keen._redact import RedactingFilter, redactor
+from keen.cli._console import (
+    EXIT_KEEN_ERROR,
+    EXIT_TOOL_ERROR,
+    STARTED,
+    debug_enabled,
+    err,
+    keen_home_problem,
+    out,
+    print_error,
+    print_json,
+    real_console,
+    setup_logging,
+)
 from keen.cli._wording import describe
 from keen.errors import KeenError, find_keen_error
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 __all__ = [
     "EXIT_KEEN_ERROR",
@@ -31,6 +37,7 @@ __all__ = [
     "STARTED",
     "KeenCommand",
     "KeenGroup",
+    "debug_enabled",
     "err",
     "fail",
     "json_object",
@@ -42,87 +49,12 @@ __all__ = [
     "typer_app",
 ]
 
-STARTED = time.monotonic()
-"""When this process began to run Keen's CLI (its first import): what "a second after start" counts from."""
-
-EXIT_TOOL_ERROR = 1
-EXIT_KEEN_ERROR = 2
-
-
-class _LazyConsole:
-    """A rich ``Console`` built on first use: importing rich costs ~20 ms that
-    ``keen --version`` and other quiet paths need not pay."""
-
-    def __init__(self, *, stderr: bool) -> None:
-        self._stderr = stderr
-        self._console: Console | None = None
-
-    def real(self) -> Console:
-        """The rich ``Console`` itself (built now if needed), for APIs that need the object."""
-        if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(stderr=self._stderr, soft_wrap=True)
-        return self._console
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real(), name)
-
-
-def real_console(console: Console) -> Console:
-    """``console`` as a real rich ``Console`` (``out`` and ``err`` are built lazily): what
-    ``rich.live.Live`` needs, since it enters the console as a context manager."""
-    return console.real() if isinstance(console, _LazyConsole) else console
-
-
-out = cast("Console", _LazyConsole(stderr=False))
-err = cast("Console", _LazyConsole(stderr=True))
-
 T = TypeVar("T")
-
-
-class _Formatter(logging.Formatter):
-    def __init__(self, verbose: bool) -> None:
-        super().__init__("%(levelname)s %(name)s: %(message)s")
-        self.verbose = verbose
-
-    def formatException(self, ei: Any) -> str:
-        # Tracebacks only in verbose mode; the message already says what went wrong.
-        return super().formatException(ei) if self.verbose else ""
-
-    def format(self, record: logging.LogRecord) -> str:
-        if not self.verbose:
-            record.exc_info = None
-            record.exc_text = None
-        from keen.cli._terminal import terminal_text
-
-        # Tracebacks quote server text too: redact and escape the whole record, not just msg.
-        return terminal_text(redactor.redact(super().format(record)))
-
-
-def setup_logging(verbose: bool) -> None:
-    """stderr logging through the redaction filter: debug with ``-v``, warnings otherwise.
-
-    The SDK logs transport faults (e.g. a server printing garbage) itself; Keen reports
-    them in the server's status, so SDK records are muted unless verbose.
-    """
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Formatter(verbose))
-    handler.addFilter(RedactingFilter())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if verbose else logging.WARNING)
-    for noisy in ("mcp", "httpx2", "httpcore2", "httpx", "httpcore"):
-        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.CRITICAL)
 
 
 def fail(message: str, code: int = EXIT_KEEN_ERROR) -> NoReturn:
     """Print ``message`` on stderr, literally and escaped (it may quote a server), and exit with ``code``."""
-    from rich.text import Text
-
-    from keen.cli._terminal import terminal_text
-
-    err.print(Text.assemble(("error:", "bold red"), " ", terminal_text(message)))
+    print_error(message)
     raise typer.Exit(code)
 
 
@@ -153,7 +85,7 @@ class KeenGroup(TyperGroup):
             raise typer.Exit(130) from None
         except OSError as exc:
             # KEEN_HOME pointing at a file, or a folder Keen cannot write: say so, not "internal".
-            if (home := _keen_home_problem(exc)) is None:
+            if (home := keen_home_problem(exc)) is None:
                 raise
             fail(
                 f"cannot use {exc.filename}: {exc.strerror or exc}; KEEN_HOME ({home}) must be a "
@@ -188,18 +120,6 @@ class KeenGroup(TyperGroup):
             with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
                 err.print(f"stopped by {exc}; MCP servers closed")
             raise typer.Exit(int(getattr(exc, "exit_code", EXIT_KEEN_ERROR))) from None
-
-
-def _keen_home_problem(exc: OSError) -> str | None:
-    """``KEEN_HOME`` when ``exc`` is about a path inside it (a file where a folder must be, no
-    permission), else None (any other OS error stays an internal one)."""
-    from keen import paths
-
-    if not exc.filename or not isinstance(exc, (NotADirectoryError, FileExistsError, PermissionError)):
-        return None
-    home = os.path.abspath(paths.keen_home())
-    where = os.path.abspath(os.fsdecode(exc.filename))
-    return home if where == home or where.startswith(home + os.sep) else None
 
 
 _USAGE_ARG = re.compile(r"([\[{])([a-z_][a-z0-9_]*)([\]}])(\.\.\.)?")
@@ -262,15 +182,3 @@ def json_object(text: str, what: str, example: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         fail(f"{what} must be a JSON object like {example}")
     return cast("dict[str, Any]", value)
-
-
-def print_json(data: Any) -> None:
-    """JSON on stdout, unstyled (for scripts); exact JSON, with terminal controls escaped."""
-    from keen.cli._terminal import safe_json
-
-    sys.stdout.write(safe_json(data) + "\n")
-    sys.stdout.flush()
-
-
-def debug_enabled() -> bool:
-    return os.environ.get("KEEN_DEBUG", "") not in ("", "0")

@@ -1,0 +1,137 @@
+"""What the CLI needs before (or without) typer: consoles, logging, exit codes, plain errors.
+
+``keen prompt`` runs without importing typer (:mod:`keen.cli._prompt`), so what it shares
+with every other command lives here; :mod:`keen.cli._common` re-exports each name, and
+``from keen.cli._common import ...`` keeps working everywhere else.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, Any, cast
+
+from keen._redact import RedactingFilter, redactor
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "EXIT_KEEN_ERROR",
+    "EXIT_TOOL_ERROR",
+    "STARTED",
+    "debug_enabled",
+    "err",
+    "keen_home_problem",
+    "out",
+    "print_error",
+    "print_json",
+    "real_console",
+    "setup_logging",
+]
+
+STARTED = time.monotonic()
+"""When this process began to run Keen's CLI (its first import): what "a second after start" counts from."""
+
+EXIT_TOOL_ERROR = 1
+EXIT_KEEN_ERROR = 2
+
+
+class _LazyConsole:
+    """A rich ``Console`` built on first use: importing rich costs ~20 ms that
+    ``keen --version`` and other quiet paths need not pay."""
+
+    def __init__(self, *, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def real(self) -> Console:
+        """The rich ``Console`` itself (built now if needed), for APIs that need the object."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr, soft_wrap=True)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+
+def real_console(console: Console) -> Console:
+    """``console`` as a real rich ``Console`` (``out`` and ``err`` are built lazily): what
+    ``rich.live.Live`` needs, since it enters the console as a context manager."""
+    return console.real() if isinstance(console, _LazyConsole) else console
+
+
+out = cast("Console", _LazyConsole(stderr=False))
+err = cast("Console", _LazyConsole(stderr=True))
+
+
+class _Formatter(logging.Formatter):
+    def __init__(self, verbose: bool) -> None:
+        super().__init__("%(levelname)s %(name)s: %(message)s")
+        self.verbose = verbose
+
+    def formatException(self, ei: Any) -> str:
+        # Tracebacks only in verbose mode; the message already says what went wrong.
+        return super().formatException(ei) if self.verbose else ""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if not self.verbose:
+            record.exc_info = None
+            record.exc_text = None
+        from keen.cli._terminal import terminal_text
+
+        # Tracebacks quote server text too: redact and escape the whole record, not just msg.
+        return terminal_text(redactor.redact(super().format(record)))
+
+
+def setup_logging(verbose: bool) -> None:
+    """stderr logging through the redaction filter: debug with ``-v``, warnings otherwise.
+
+    The SDK logs transport faults (e.g. a server printing garbage) itself; Keen reports
+    them in the server's status, so SDK records are muted unless verbose.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter(verbose))
+    handler.addFilter(RedactingFilter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    for noisy in ("mcp", "httpx2", "httpcore2", "httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.CRITICAL)
+
+
+def keen_home_problem(exc: OSError) -> str | None:
+    """``KEEN_HOME`` when ``exc`` is about a path inside it (a file where a folder must be, no
+    permission), else None (any other OS error stays an internal one)."""
+    from keen import paths
+
+    if not exc.filename or not isinstance(exc, (NotADirectoryError, FileExistsError, PermissionError)):
+        return None
+    home = os.path.abspath(paths.keen_home())
+    where = os.path.abspath(os.fsdecode(exc.filename))
+    return home if where == home or where.startswith(home + os.sep) else None
+
+
+def print_error(message: str) -> None:
+    """``error: <message>`` on stderr, the message literal and escaped (it may quote a server)."""
+    from rich.text import Text
+
+    from keen.cli._terminal import terminal_text
+
+    err.print(Text.assemble(("error:", "bold red"), " ", terminal_text(message)))
+
+
+def print_json(data: Any) -> None:
+    """JSON on stdout, unstyled (for scripts); exact JSON, with terminal controls escaped."""
+    from keen.cli._terminal import safe_json
+
+    sys.stdout.write(safe_json(data) + "\n")
+    sys.stdout.flush()
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("KEEN_DEBUG", "") not in ("", "0")

@@ -1,0 +1,215 @@
+"""``keen prompt``'s work, without typer: the skills section of the system prompt, and
+``--stats`` on its size.
+
+:mod:`keen.cli.prompt_cmd` declares the command's options for typer and calls :func:`show`.
+:func:`run_alone` runs the same :func:`show` for a command line of ``keen prompt`` with
+only its own options, written the plain way, before typer is imported: a budgeted prompt
+is then ready in the time it takes to build, not that plus importing typer and building
+its click command (issue 26: within 100 ms of CPU beyond the interpreter). Anything else
+(``--help``, ``-v``, ``--budget=N``, a repeated or unknown option, a number typer would
+parse differently, shell completion) returns False and goes through typer, so help,
+errors and completion stay typer's, byte for byte. The error boundary here is
+:class:`keen.cli._common.KeenGroup`'s, for what ``keen prompt`` can raise.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import IO, Any, NoReturn
+
+from keen import paths
+from keen.cli._console import (
+    EXIT_KEEN_ERROR,
+    err,
+    keen_home_problem,
+    out,
+    print_error,
+    print_json,
+    setup_logging,
+)
+
+__all__ = ["run_alone", "show"]
+
+_FLAGS = {"--stats": "stats", "--json": "as_json"}
+_NUMBERS = {"--budget": "budget_tokens", "--max-chars": "max_chars"}
+
+
+def fail(message: str, code: int = EXIT_KEEN_ERROR) -> NoReturn:
+    """``error: <message>`` on stderr and exit ``code`` (as ``keen.cli._common.fail``; a
+    ``SystemExit``, which typer passes on unchanged, so both paths exit alike)."""
+    print_error(message)
+    raise SystemExit(code)
+
+
+def show(*, stats: bool, as_json: bool, max_chars: int, budget_tokens: int) -> None:
+    """Print the skills section of the system prompt (from the skills on disk)."""
+    if budget_tokens:
+        _budgeted(budget_tokens, stats=stats, as_json=as_json)
+        return
+    from keen.prompt import prompt_stats, skills_prompt
+
+    budget = max_chars or None
+    if not stats:
+        text = skills_prompt(max_chars=budget)
+        if budget is not None:
+            _check_fits(text, budget)
+        if as_json:
+            print_json({"text": text, "chars": len(text)})
+        else:
+            sys.stdout.write(text + "\n")
+        return
+    from keen._tables import Col, Listing
+    from keen.entry_tools import call_tool_definition as tool_definition
+
+    root = paths.skills_dir()
+    figures = prompt_stats(root, tools=[tool_definition("openai", skills_dir=str(root))], max_chars=budget)
+    if as_json:
+        print_json(figures.to_dict())
+        return
+    table = Listing(
+        [Col("server", "key")]
+        + [Col(c, justify="right") for c in ("tools", "schema tokens", "catalog tokens")],
+        title=f"prompt size ({figures.tokenizer})",
+    )
+    for s in figures.servers:
+        table.add_row(s.name, str(s.tool_count), f"{s.schema_tokens:,}", f"{s.catalog_tokens:,}")
+    out.print(table)
+    out.print(f"every tool schema inline: {figures.all_schemas_tokens:,} tokens")
+    out.print(f"Keen catalog + call_mcp_tool: {figures.catalog_tokens:,} tokens")
+    out.print(f"reduction: {figures.reduction:.1%}")
+
+
+def _check_fits(text: str, max_chars: int) -> None:
+    """Fail when the budget left out every enabled skill: an empty catalog is no answer."""
+    from keen.prompt import skills_prompt
+    from keen.skills import discover
+
+    names = [skill.name for skill in discover(paths.skills_dir()).enabled]
+    if names and not any(f"- {name}" in text for name in names):
+        whole = len(skills_prompt())
+        fail(
+            f"--max-chars {max_chars} is too small for one catalog line (the whole catalog is "
+            f"{whole:,} characters); raise it"
+        )
+
+
+def _budgeted(tokens: int, *, stats: bool, as_json: bool) -> None:
+    # keen.gateway.tool_definition is this function; the gateway's pipeline is not needed here.
+    from keen.entry_tools import call_tool_definition as tool_definition
+    from keen.prompt import budgeted_prompt
+
+    root = paths.skills_dir()
+    call_tool = tool_definition("openai", skills_dir=str(root))
+    section = budgeted_prompt(tokens, root, call_tool=call_tool)
+    if as_json:
+        print_json({**section.to_dict(), "text": section.text})
+        return
+    if section.step == "empty" and (section.listed or section.folded):
+        held = "cannot hold even" if section.overhead_tokens > tokens else "holds only"
+        fits = lambda budget: budgeted_prompt(budget, root, call_tool=call_tool).step  # noqa: E731
+        least = _least_budget(tokens, lambda budget: fits(budget) != "empty")
+        whole = _least_budget(least, lambda budget: fits(budget) == "full")
+        fail(
+            f"a budget of {tokens} tokens {held} the tool definitions ({section.overhead_tokens} tokens), "
+            f"with no room for the skills header and one line; raise --budget to at least {least} "
+            f"(every server behind search_tools), or {whole} for the whole catalog"
+        )
+    if not stats:
+        sys.stdout.write(section.text + "\n")
+        return
+    out.print(f"MCP part of the prompt: {section.tokens:,} of {tokens:,} tokens ({section.tokenizer})")
+    out.print(f"  step: {section.step}; {len(section.listed)} skills listed, {len(section.folded)} folded")
+    out.print(f"  tool definitions (call_mcp_tool, search_tools): {section.overhead_tokens:,} tokens")
+
+
+def _least_budget(low: int, enough: Callable[[int], bool]) -> int:
+    """The smallest budget above ``low`` tokens that is ``enough`` (which grows with the
+    budget): doubled until it is, then bisected; a few dozen prompt builds at most."""
+    high = max(low, 64) * 2
+    while not enough(high):
+        if high > 10_000_000:
+            return high  # never reached for a real catalog; stops a runaway loop
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle, high)
+    return high
+
+
+def plain_options(args: Sequence[str]) -> dict[str, Any] | None:
+    """The options of ``keen prompt ARGS...`` (``args`` without the program name) when the
+    command line is ``prompt`` with only ``--stats``, ``--json``, ``--budget DIGITS`` and
+    ``--max-chars DIGITS``, each at most once; else None (typer parses it)."""
+    if not args or args[0] != "prompt":
+        return None
+    options: dict[str, Any] = {"stats": False, "as_json": False, "max_chars": 0, "budget_tokens": 0}
+    seen: set[str] = set()
+    rest = list(args[1:])
+    while rest:
+        option = rest.pop(0)
+        if option in seen:
+            return None
+        seen.add(option)
+        if option in _FLAGS:
+            options[_FLAGS[option]] = True
+        elif option in _NUMBERS and rest and rest[0].isascii() and rest[0].isdigit():
+            # Plain ASCII digits read the same with int() as with click's INT (and --budget's
+            # min=0 holds); "+5", " 5", "5_000" or "٥" go to typer.
+            options[_NUMBERS[option]] = int(rest.pop(0))
+        else:
+            return None
+    return options
+
+
+class _Pacified:
+    """A stream whose ``flush`` ignores a closed pipe, as click's ``PacifyFlushWrapper``:
+    ``keen prompt | head -1`` then exits 1 without a traceback at interpreter exit."""
+
+    def __init__(self, wrapped: IO[str]) -> None:
+        self._wrapped = wrapped
+
+    def flush(self) -> None:
+        try:
+            self._wrapped.flush()
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._wrapped, name)
+
+
+def run_alone(args: Sequence[str]) -> bool:
+    """Run ``keen ARGS`` here when it is a plain ``keen prompt`` (module doc) and return
+    True; else False, having done nothing. Exits as typer would: 2 on a Keen error (its
+    message on stderr), 130 on Ctrl-C, 1 on a closed stdout."""
+    options = plain_options(args)
+    if options is None or "_KEEN_COMPLETE" in os.environ:
+        return False
+    from keen.errors import KeenError
+
+    setup_logging(False)
+    try:
+        show(**options)
+    except KeenError as exc:
+        from keen.cli._wording import describe
+
+        fail(describe(exc))
+    except KeyboardInterrupt:
+        err.print("cancelled")
+        raise SystemExit(130) from None
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            sys.stdout = _Pacified(sys.stdout)  # type: ignore[assignment]
+            sys.stderr = _Pacified(sys.stderr)  # type: ignore[assignment]
+            raise SystemExit(1) from None
+        if (home := keen_home_problem(exc)) is None:
+            raise
+        fail(
+            f"cannot use {exc.filename}: {exc.strerror or exc}; KEEN_HOME ({home}) must be a "
+            "folder you can write (unset KEEN_HOME to use ~/.keen)"
+        )
+    return True

@@ -1,0 +1,173 @@
+"""``keen prompt`` with only its own options runs without typer (keen.cli._prompt), and says
+exactly what the typer command says: the same output, errors and exit codes; any other
+command line (help, -v, ``--budget=N``, a repeated or unknown option) is typer's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import Home, make_home
+from keen.cli._prompt import plain_options
+from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
+from keen.mcpskills import generate_skill
+
+NOW = datetime(2026, 1, 2, tzinfo=UTC)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Home:
+    """Twelve generated skills (1..12 tools each) and one a person wrote."""
+    made = make_home(tmp_path)
+    root = made.keen_home / "skills"
+    for i in range(1, 13):
+        server = f"server{i:02d}"
+        tools = [
+            Tool(server, f"tool{j}", f"Does thing {j} of {server} with care, in detail, at length.", {})
+            for j in range(i)
+        ]
+        status = ServerStatus(server, "stdio", "none", ServerState.CONNECTED, last_refresh_at=NOW)
+        info = ServerInfo(server, "1", None, f"{server} reads and writes the records of a shop.")
+        generate_skill(root, status, tools, info=info, now=NOW, fsync=False)
+    notes = root / "notes"
+    notes.mkdir()
+    (notes / "SKILL.md").write_text("---\nname: notes\ndescription: Keep short notes.\n---\nWrite notes.\n")
+    return made
+
+
+# Each command line beside what it shows: the whole catalog, a folded one, the JSON
+# record, the stats, and the errors a too-small budget or character cap gets.
+LINES = [
+    ("prompt",),
+    ("prompt", "--json"),
+    ("prompt", "--stats"),
+    ("prompt", "--stats", "--json"),
+    ("prompt", "--max-chars", "400"),
+    ("prompt", "--max-chars", "5"),
+    ("prompt", "--budget", "4000"),
+    ("prompt", "--budget", "620"),
+    ("prompt", "--json", "--budget", "620"),
+    ("prompt", "--budget", "620", "--stats"),
+    ("prompt", "--budget", "520"),
+    ("prompt", "--budget", "10"),
+    ("prompt", "--budget", "0"),
+    ("prompt", "--budget", "00620"),
+]
+
+
+def test_a_plain_prompt_prints_what_the_typer_command_prints(home: Home) -> None:
+    steps = set()
+    for args in LINES:
+        typer_run, alone = home.keen(*args), home.keen_process(*args)
+        assert (alone.code, alone.stdout, alone.stderr) == (
+            typer_run.code,
+            typer_run.stdout,
+            typer_run.stderr,
+        ), f"{typer_run}\n=== without typer:\n{alone}"
+        if "--json" in args and "--budget" in args:
+            steps.add(alone.json()["step"])
+    assert steps == {"folded"}, steps  # 620 tokens fold servers: that path is covered
+    assert [home.keen_process("prompt", "--budget", b).code for b in ("520", "10")] == [2, 2]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("prompt", "--help"),
+        ("prompt", "-v", "--budget", "620"),
+        ("prompt", "--budget=620"),
+        ("prompt", "--budget", "620", "--budget", "4000"),
+        ("prompt", "--budget", "-1"),
+        ("prompt", "--budget", "+620"),
+        ("prompt", "--budget"),
+        ("prompt", "--nope"),
+        ("prompt", "extra"),
+    ],
+)
+def test_every_other_command_line_is_typers(home: Home, args: tuple[str, ...]) -> None:
+    assert plain_options(args) is None
+    typer_run, process = home.keen(*args), home.keen_process(*args)
+    assert (process.code, process.stdout, process.stderr) == (
+        typer_run.code,
+        typer_run.stdout,
+        typer_run.stderr,
+    )
+
+
+def test_plain_options_reads_only_its_own_options() -> None:
+    assert plain_options(["prompt", "--json", "--budget", "4000", "--stats", "--max-chars", "07"]) == {
+        "stats": True,
+        "as_json": True,
+        "max_chars": 7,
+        "budget_tokens": 4000,
+    }
+    assert plain_options(["prompt"]) == {"stats": False, "as_json": False, "max_chars": 0, "budget_tokens": 0}
+    for other in (
+        ["skills", "list"],
+        [],
+        ["--version"],
+        ["prompt", "--budget", "٥"],
+        ["prompt", "--budget", "5_0"],
+    ):
+        assert plain_options(other) is None, other
+
+
+# Runs the console script's entry point in a new interpreter, then reports what it imported.
+_RUN = """
+import json, sys
+from keen.cli import main
+sys.argv = ["keen", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+print(json.dumps({"code": code, "typer": "typer" in sys.modules}), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "typer"),
+    [
+        (("prompt", "--budget", "4000"), False),
+        (("prompt", "--budget", "10"), False),
+        (("prompt", "--budget=4000"), True),
+        (("--version",), True),
+    ],
+)
+def test_keen_prompt_starts_without_typer(home: Home, args: tuple[str, ...], typer: bool) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, *args],
+        capture_output=True,
+        text=True,
+        env=home.env(),
+        timeout=60,
+        check=False,
+    )
+    figures = json.loads(done.stderr.strip().splitlines()[-1])
+    assert figures["typer"] is typer, (args, done.stderr)
+    assert figures["code"] == (2 if args[-1] == "10" else 0), done.stderr
+
+
+def test_completion_goes_through_typer(home: Home) -> None:
+    env = {
+        **home.env(),
+        "_KEEN_COMPLETE": "bash_complete",
+        "COMP_WORDS": "keen prompt --bu",
+        "COMP_CWORD": "2",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, "prompt", "--budget", "4000"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert json.loads(done.stderr.strip().splitlines()[-1])["typer"] is True, done.stderr
