@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from helpers.forkserver import forked
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "agent_eval.py"
 
@@ -71,9 +72,11 @@ def write_data(tmp: Path) -> tuple[Path, Path]:
 
 
 def run(mode: str, catalog: Path, annotations: Path) -> dict[str, Any]:
+    # The script forked from the worker's warm process (tests/helpers/forkserver.py): its
+    # figures are under test, not the interpreter's start.
     done = subprocess.run(
-        [sys.executable, str(BENCH), "--model", "scripted:annotations", "--mode", mode, "--json",
-         "--catalog", str(catalog), "--annotations", str(annotations)],
+        forked(str(BENCH), "--model", "scripted:annotations", "--mode", mode, "--json",
+               "--catalog", str(catalog), "--annotations", str(annotations)),
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

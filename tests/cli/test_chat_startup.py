@@ -10,7 +10,9 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from shlex import quote as shlex_quote
 from typing import Any
@@ -23,7 +25,14 @@ from helpers.fake_llm import KEY, FakeLLM, Reply
 
 pytestmark = pytest.mark.e2e
 
-SLOW = 6.0  # seconds the slow server takes to answer initialize (asleep: no CPU)
+QUIET = 1.0
+"""Seconds a held server stays held, once holding, with no model request allowed: the window
+in which a chat that did not wait for it would have asked the model (a second run, which
+does not wait, asks it about 0.5 s after its start on an idle machine)."""
+
+
+def hold_file(home: Home) -> Path:
+    return home.keen_home.parent / "hold-slow"
 
 
 @pytest.fixture
@@ -32,34 +41,72 @@ def home(tmp_path: Path) -> Home:
     home.write(
         {
             "quick": stdio_server("cpu_burn.py", "0"),
-            "slow": stdio_server("cpu_burn.py", "0", "--sleep", str(SLOW), timeouts={"connect": 30}),
+            # Held while its hold file exists (tests/servers/cpu_burn.py): the test decides
+            # when it comes up, so a loaded machine makes it neither early nor late.
+            "slow": stdio_server(
+                "cpu_burn.py", "0", "--hold", str(hold_file(home)), timeouts={"connect": 60}
+            ),
         }
     )
     return home
 
 
-def chat(home: Home, fake: FakeLLM, prompt: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    began = time.monotonic()
-    proc = subprocess.run(
-        [
-            *KEEN,
-            "chat",
-            "-p",
-            prompt,
-            "--json",
-            "--yes",
-            "--model",
-            "openai:m",
-            "--base-url",
-            fake.url + "/v1",
-        ],
-        env={**home.env(), "OPENAI_API_KEY": KEY},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    return proc, began
+def wait_for(condition: Callable[[], bool], what: str, limit: float = 60) -> None:
+    end = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < end, f"{what}: not within {limit} s"
+        time.sleep(0.01)
+
+
+class Chat:
+    """``keen chat -p PROMPT --json --yes`` against ``fake``, as a process whose stderr lines
+    are read as they come (``lines``), so a test can act on what it says while it runs."""
+
+    def __init__(self, home: Home, fake: FakeLLM, prompt: str) -> None:
+        self.began = time.monotonic()
+        self.proc = subprocess.Popen(
+            [
+                *KEEN,
+                "chat",
+                "-p",
+                prompt,
+                "--json",
+                "--yes",
+                "--model",
+                "openai:m",
+                "--base-url",
+                fake.url + "/v1",
+            ],
+            env={**home.env(), "OPENAI_API_KEY": KEY},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        self.lines.extend(self.proc.stderr)
+
+    def said(self, text: str) -> bool:
+        return any(text in line for line in list(self.lines))
+
+    def ended(self) -> bool:
+        return self.proc.poll() is not None
+
+    def end(self) -> subprocess.CompletedProcess[str]:
+        assert self.proc.stdout is not None
+        try:
+            out = self.proc.stdout.read()
+            self.proc.wait(timeout=120)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+        self._reader.join(10)
+        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, "".join(self.lines))
 
 
 def first_step_servers(home: Home, run: subprocess.CompletedProcess[str]) -> list[str]:
@@ -71,17 +118,34 @@ def first_step_servers(home: Home, run: subprocess.CompletedProcess[str]) -> lis
 
 
 def test_the_second_run_asks_the_model_before_the_slow_server_is_up(home: Home) -> None:
+    hold = hold_file(home)
+    held = hold.with_name(hold.name + ".held")
     with FakeLLM([Reply(text="first"), Reply(text="second")]) as fake:
-        first, began = chat(home, fake, "hello")
+        hold.touch()
+        chat = Chat(home, fake, "hello")
+        wait_for(lambda: held.exists() or chat.ended(), "the slow server holding")
+        # Run 1: neither server was known, so both are waited for: no request while the slow
+        # one is held, and the first one only after it is let go.
+        time.sleep(QUIET)
+        assert fake.requests == [], "the model was asked before the slow server was up"
+        released = time.monotonic()
+        hold.unlink()
+        first = chat.end()
         assert first.returncode == 0, first.stderr
-        # Run 1: neither server was known, so both were waited for, and both skills written.
         assert first_step_servers(home, first) == ["quick", "slow"], first.stderr
-        assert fake.requests[0].at - began >= SLOW
+        assert fake.requests[0].at >= released
         skills = home.keen_home / "skills"
         assert (skills / "mcp:quick" / "SKILL.md").exists() and (skills / "mcp:slow" / "SKILL.md").exists()
-        second, began = chat(home, fake, "hello again")
+        # Run 2: the slow server is held until the model has been asked.
+        hold.touch()
+        chat = Chat(home, fake, "hello again")
+        wait_for(lambda: len(fake.requests) == 2 or chat.ended(), "the second request")
+        hold.unlink()
+        second = chat.end()
     assert second.returncode == 0, second.stderr
-    print(f"\nkeen chat -p, second run: the model was asked {fake.requests[1].at - began:.2f} s after start")
+    print(
+        f"\nkeen chat -p, second run: the model was asked {fake.requests[1].at - chat.began:.2f} s after start"
+    )
     # Asked before the slow server was up (the old one-shot waited for every server).
     assert "slow" not in first_step_servers(home, second), second.stderr
     # The quick server is usually up within the first second; on a loaded machine it may be
@@ -105,8 +169,14 @@ def test_a_call_to_a_server_still_connecting_waits_for_it(home: Home) -> None:
         Reply(tool_calls=[{"name": "call_mcp_tool", "arguments": {"server": "slow", "tool": "ping"}}]),
         Reply(text="it said pong"),
     ]
+    hold = hold_file(home)
+    hold.touch()
     with FakeLLM(replies) as fake:
-        run, _ = chat(home, fake, "ping the slow server")
+        chat = Chat(home, fake, "ping the slow server")
+        # The slow server comes up only once the call waits for it.
+        wait_for(lambda: chat.said("the call waits for it") or chat.ended(), "the call waiting")
+        hold.unlink()
+        run = chat.end()
     assert run.returncode == 0, run.stderr
     record = json.loads(run.stdout)
     outcomes = [(c["name"], c["outcome"]) for c in record["tool_calls"]]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from helpers.forkserver import forked
 from keen import paths
 from keen.cli.skills_cmd import app
 from keen.skills import MARKER_FILE
@@ -158,13 +158,15 @@ def test_show_prints_skill_md(root: Path) -> None:
 def test_real_process_honours_keen_home(root: Path) -> None:
     env = {**os.environ, "KEEN_HOME": str(root.parent)}
     code = "from keen.cli.skills_cmd import app; app()"
+    # Forked from the worker's warm process (tests/helpers/forkserver.py): a process of its
+    # own with this environment, without a new interpreter's imports.
     ok = subprocess.run(
-        [sys.executable, "-c", code, "list", "--json"], env=env, capture_output=True, text=True, check=False
+        forked("-c", code, "list", "--json"), env=env, capture_output=True, text=True, check=False
     )
     assert ok.returncode == 0, ok.stderr
     assert [r["name"] for r in json.loads(ok.stdout)] == ["mcp:github", "notes"]
     bad = subprocess.run(
-        [sys.executable, "-c", code, "enable", "nope"], env=env, capture_output=True, text=True, check=False
+        forked("-c", code, "enable", "nope"), env=env, capture_output=True, text=True, check=False
     )
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: no skill named 'nope'") and "Traceback" not in bad.stderr

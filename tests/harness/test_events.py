@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
 
+from helpers.forkserver import forked
 from keen.capabilities import Capability, Risk
 from keen.cli import app
 from keen.harness import PolicyInputs, read_events, replay, select
@@ -36,9 +36,9 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 def test_the_log_survives_a_crash_mid_turn(keen_home: Path, tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("remember the milk\n")
-    done = subprocess.run(
-        [sys.executable, "-c", CRASH, str(tmp_path)], capture_output=True, text=True, timeout=120
-    )
+    # Forked from the worker's warm process (tests/helpers/forkserver.py): the launcher ends
+    # killed by the same SIGKILL; the log the dead process left is under test, not imports.
+    done = subprocess.run(forked("-c", CRASH, str(tmp_path)), capture_output=True, text=True, timeout=120)
     assert done.returncode == -9, done.stderr
     path = keen_home / "sessions" / "crashed.jsonl"
     kinds = [e["type"] for e in read_events(path)]

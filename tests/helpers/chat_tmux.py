@@ -1,6 +1,9 @@
 """``keen chat`` in a real terminal (tmux) for the ``tests/agent/test_repl_tmux*.py`` files.
 
-Each session runs the installed ``keen chat`` with a scripted model (``--model scripted:FILE``,
+Each session runs the installed ``keen chat`` (forked from the worker's warm process, as
+``helpers.cli.KEEN``: the pane's process is the launcher, which hands keen the terminal as
+its standard streams, forwards the SIGINT a Ctrl-C sends and ends as keen ends; the terminal,
+not keen's interpreter start, is what these tests show) with a scripted model (``--model scripted:FILE``,
 one JSON line per model call), a private ``KEEN_HOME`` and the FastMCP server
 ``tests/servers/chat_tools.py`` over stdio, types with ``tmux send-keys`` and reads the
 screen with ``capture-pane``. Waits are bounded (:data:`helpers.tmux.WAIT`); each tmux
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import SERVERS
-from helpers.cli import REAL_KEEN as KEEN
+from helpers.cli import KEEN
 from helpers.forkserver import script_args
 from helpers.tmux import Tmux
 

@@ -33,8 +33,8 @@ _SCRIPT = Path(sys.executable).with_name("keen")
 REAL_KEEN: list[str] = (
     [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from keen.cli import main; main()"]
 )
-"""The console script started as a new interpreter: for tests of the process itself (a
-terminal, its start-up cost)."""
+"""The console script started as a new interpreter: for tests of its own start (a terminal
+needs none: the fork server's launcher hands the child its terminal, ``helpers.chat_tmux``)."""
 KEEN: list[str] = forked(str(_SCRIPT)) if _SCRIPT.exists() else REAL_KEEN
 """The console script run in a fork of a warm process (``tests/helpers/forkserver.py``):
 the same script, streams, environment, signals and exit status, without the imports."""

@@ -10,8 +10,9 @@ script ends, stopped by the signals it sends (the launcher forwards them).
 
 Only scripts whose process is not itself under test go through it (:data:`FORKED`, through
 :func:`script_args`): daemons, environments, CPU burns and hostile servers are started as
-new interpreters, and so is ``keen`` where a terminal or its own start is under test
-(``REAL_KEEN`` in ``tests/helpers/cli.py``).
+new interpreters, and so is ``keen`` where its own start is under test (``REAL_KEEN`` in
+``tests/helpers/cli.py``). ``keen chat`` under tmux is forked too: the child gets the
+terminal as its standard streams, and the launcher forwards the SIGINT a Ctrl-C sends it.
 
 The warm process also holds Keen's exact token counter, built once (``keen.tokens``: reading
 the o200k vocabulary and building tiktoken's encoder cost a forked ``keen`` about 0.6 s of

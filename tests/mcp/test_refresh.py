@@ -255,20 +255,25 @@ async def test_ttl_expiry_relists(write_config: WriteConfig) -> None:
         assert change.added == ("quiet_one",) and change.reason == "ttl"
 
 
-async def test_a_slow_refresh_blocks_no_call(write_config: WriteConfig) -> None:
+async def test_a_slow_refresh_blocks_no_call(write_config: WriteConfig, tmp_path: Path) -> None:
     """While one server's re-list hangs on a slow tools/list, calls (to it and to another
     server) still complete: the re-list runs in that server's owner task, not in a caller's."""
+    hold = tmp_path / "hold-lists"  # the slow server's re-lists wait while it exists
     path = write_config(
-        {"slow": changing_stdio("--list-delay", "8"), "other": changing_stdio()},
+        {"slow": changing_stdio("--list-hold", str(hold)), "other": changing_stdio()},
     )
     async with Manager(path, trust=PinGuard()) as manager:
         changes = Changes(manager)
         assert await manager.wait_ready(60)
+        hold.touch()
         await manager.call_tool("slow", "mutate", {"op": "add", "name": "late"})
+        held = hold.with_name(hold.name + ".held")
+        await wait_until(held.exists, "the slow server's re-list to begin")
         for server in ("other", "slow"):
             result = await manager.call_tool(server, "echo", {"text": "still here"})
             assert result.text == "still here"
         assert not changes.events, "the slow re-list finished before the calls: the test proves nothing"
+        hold.unlink()
         change = await changes.next("the slow re-list", 0)
         assert change.added == ("late",)
 

@@ -53,9 +53,14 @@ async def test_many_cpu_hungry_servers_all_connect(
 async def test_a_queued_servers_time_limit_runs_from_its_own_launch(
     write_config: Callable[..., Path],
 ) -> None:
-    # One at a time, 5 x 0.4 s of CPU is more than 2 s in all: a limit counted from the start
-    # of discovery would fail the last ones.
-    path = write_config(burners(5, 0.4, timeouts={"connect": 2}))
+    # One at a time, 5 starts of 0.5 s each are more than 2 s in all: a limit counted from the
+    # start of discovery would fail the last ones. Each waits its 0.5 s asleep rather than
+    # burning CPU, so a loaded machine cannot stretch one start past its own 2 s limit.
+    sleepers = {
+        f"slow{i}": stdio_server("cpu_burn.py", "0", "--sleep", "0.5", timeouts={"connect": 2})
+        for i in range(5)
+    }
+    path = write_config(sleepers)
     async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         assert {s.name: s.last_error for s in manager.servers() if s.state is not ServerState.CONNECTED} == {}

@@ -155,6 +155,9 @@ def test_sigkill_mid_generation_leaves_previous_skill(tmp_path: Path) -> None:
             builds = [p for p in root.glob(".mcp:srv.*.tmp") if any((p / "schemas").glob("*.json"))]
             if builds:
                 break
+            # A short poll, not a spin: the loop would take a CPU from the child it waits on
+            # (its imports, then its writes) for the whole wait.
+            time.sleep(0.002)
         assert builds, "the child never started writing (or finished before it was seen)"
         child.send_signal(signal.SIGSTOP)  # freeze it mid-write, then look
         assert link.resolve() == old_version, "the swap happened before the kill: enlarge the tool list"

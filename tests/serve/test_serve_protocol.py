@@ -18,7 +18,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from helpers import server_script
 from helpers.loopback import redis_server, wait_until
-from helpers.serve import MODERN, KeenServeProcess, connect, read_json, write_upstream
+from helpers.serve import MODERN, KeenServeProcess, connect, in_process, read_json, write_upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -44,21 +44,26 @@ async def test_an_unsupported_version_gets_32022_and_the_client_retries_with_a_n
 
 
 @pytest.mark.parametrize("era", ["session", "stateless"])
-async def test_an_unknown_resource_is_32602_naming_the_uri(tmp_path: Path, era: str) -> None:
+async def test_an_unknown_resource_is_32602_naming_the_uri(
+    tmp_path: Path, era: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """MCP 2026-07-28 (SEP-2164): a resource that does not exist is -32602 with ``data.uri``;
-    before, the error had no data."""
+    before, the error had no data. (keen serve's server in this process, over memory streams.)"""
     write_upstream(tmp_path)
-    with KeenServeProcess(tmp_path) as proc:
-        async with connect(proc, era) as client:
-            with pytest.raises(MCPError, match=r"Resource not found: 'file:///nope\.txt'") as refused:
-                await client.read_resource("file:///nope.txt")
-            assert refused.value.code == -32602
-            assert refused.value.error.data == {"uri": "file:///nope.txt"}
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    async with in_process(tmp_path, era, mode="extension") as (_, client):
+        with pytest.raises(MCPError, match=r"Resource not found: 'file:///nope\.txt'") as refused:
+            await client.read_resource("file:///nope.txt")
+        assert refused.value.code == -32602
+        assert refused.value.error.data == {"uri": "file:///nope.txt"}
 
 
-async def test_search_tools_names_the_servers_still_connecting(tmp_path: Path) -> None:
+async def test_search_tools_names_the_servers_still_connecting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Before, ``search_tools`` answered from the servers connected so far without a word on
-    the one still starting, as if its tools did not exist."""
+    the one still starting, as if its tools did not exist. (keen serve's server in this
+    process, over memory streams.)"""
     hang = {
         "transport": "stdio",
         "command": sys.executable,
@@ -66,18 +71,18 @@ async def test_search_tools_names_the_servers_still_connecting(tmp_path: Path) -
         "timeouts": {"connect": 60},
     }
     write_upstream(tmp_path, extra={"slow": hang})
-    with KeenServeProcess(tmp_path, ["--mode", "search", "--ready-wait", "0.5"]) as proc:
-        async with connect(proc, "stateless") as client:
-            with anyio.fail_after(60):
-                while True:
-                    found = read_json(await client.call_tool("search_tools", {"query": "add two integers"}))
-                    # basic may still be starting too (then both are named), or its tools
-                    # still being indexed: search again until they are found.
-                    if found["tools"]:
-                        break
-                    assert "slow" in found["connecting_servers"], found
-                    assert set(found["connecting_servers"]) <= {"basic", "slow"}, found
-                    await anyio.sleep(0.05)  # a poll of another process's progress, bounded above
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    async with in_process(tmp_path, "stateless", mode="search", ready_wait=0.5) as (_, client):
+        with anyio.fail_after(60):
+            while True:
+                found = read_json(await client.call_tool("search_tools", {"query": "add two integers"}))
+                # basic may still be starting too (then both are named), or its tools
+                # still being indexed: search again until they are found.
+                if found["tools"]:
+                    break
+                assert "slow" in found["connecting_servers"], found
+                assert set(found["connecting_servers"]) <= {"basic", "slow"}, found
+                await anyio.sleep(0.05)  # a poll of the starts and the index, bounded above
     assert found["tools"][0]["name"] == "mcp__basic__add"
     assert found["connecting_servers"] == ["slow"]
     assert found["note"].startswith("1 upstream server is still connecting (slow): its tools are not")

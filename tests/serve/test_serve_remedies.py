@@ -4,7 +4,8 @@ The host's model has no skill files and cannot reconnect a server: a refusal say
 ``describe_tools`` / ``search_tools`` (search mode) or the ``tool_descriptions`` resource
 (extension mode), and a server that crashed says keen serve reconnects it on the next call,
 which it does (the stdio server is respawned).
-Real ``keen serve`` over stdio in front of ``tests/servers/basic_stdio.py``.
+``keen serve``'s server in this process, its host over memory streams (what it says is under
+test, not its transport), in front of ``tests/servers/basic_stdio.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from helpers.serve import connect, free_port, read_json, write_upstream
+from helpers.serve import free_port, in_process, read_json, write_upstream
 from keen.agent import slash
 from keen.cli import _wording
 from keen.errors import Remedy, ServerDisabled, ServerDisconnected
@@ -32,9 +33,12 @@ pytestmark = pytest.mark.anyio
 RECONNECTS = "keen serve reconnects this server on the next call to it"
 
 
-async def test_search_mode_errors_point_at_its_tools_and_a_crashed_server_comes_back(tmp_path: Path) -> None:
+async def test_search_mode_errors_point_at_its_tools_and_a_crashed_server_comes_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_upstream(tmp_path, extra_tools=0)
-    async with connect("stdio", "session", home=tmp_path, serve_args=["--mode", "search"]) as client:
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    async with in_process(tmp_path, "session", mode="search") as (_, client):
 
         async def call(tool: str, arguments: dict[str, object]) -> dict[str, str]:
             result = await client.call_tool(
@@ -75,9 +79,12 @@ def _text(result: Any) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
 
 
-async def test_extension_mode_errors_point_at_the_tool_descriptions_resource(tmp_path: Path) -> None:
+async def test_extension_mode_errors_point_at_the_tool_descriptions_resource(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_upstream(tmp_path, extra_tools=0)
-    async with connect("stdio", "stateless", home=tmp_path, serve_args=["--mode", "extension"]) as client:
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    async with in_process(tmp_path, "stateless", mode="extension") as (_, client):
         await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__add")
         wrong = await client.call_tool("mcp__basic__add", {"a": "x"})
         assert wrong.is_error

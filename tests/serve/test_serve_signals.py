@@ -7,6 +7,11 @@ tracebacks (``Exception in ASGI application``, the lifespan's ``CancelledError``
 Ctrl-C, wait its graceful timeout first. Here a real ``keen serve`` process has a 60 s
 upstream call in flight and gets the signal: it exits 130 / 143 in bounded time, prints no
 traceback, its upstream stdio server is stopped, and an HTTP caller gets a clear error.
+
+``keen serve`` is forked from the worker's warm process (``tests/helpers/forkserver.py``):
+the process the test starts is the launcher, which forwards SIGINT and SIGTERM to keen and
+ends as keen ended (the same exit status), with keen on its stdin and stdout; keen's signal
+handling is what is under test, not its interpreter's start.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 
 from conftest import stdio_server
 from helpers.changing import wait_until as wait_until_async
+from helpers.forkserver import forked
 from helpers.loopback import alive, wait_until
 from helpers.serve import KEEN, KeenServeProcess, connect, free_port, serve_env, write_upstream
 
@@ -78,7 +84,7 @@ def test_a_signal_stops_keen_serve_with_stdin_open_and_a_call_in_flight(
 ) -> None:
     sleeps = _upstream(tmp_path)
     proc = subprocess.Popen(
-        [KEEN, "serve", "--mode", "search"],
+        [*forked(KEEN), "serve", "--mode", "search"],
         env=serve_env(tmp_path),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -185,7 +191,7 @@ def test_a_signal_stops_keen_serve_http_cleanly_with_a_call_in_flight(
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [KEEN, "serve", "--transport", "http", "--port", str(port), "--mode", "search"],
+            [*forked(KEEN), "serve", "--transport", "http", "--port", str(port), "--mode", "search"],
             env=serve_env(tmp_path),
             stdin=subprocess.DEVNULL,
             stdout=out,

@@ -1,6 +1,6 @@
 """An MCP SDK server (``mcp.server.MCPServer``) whose tools change while a client runs.
 
-Usage: ``python changing_server.py stdio|http [--port N] [--legacy] [--ttl-ms N] [--list-delay S] [--variant N]``
+Usage: ``python changing_server.py stdio|http [--port N] [--legacy] [--ttl-ms N] [--list-hold PATH] [--variant N]``
 
 It serves both protocol eras (2026-07-28 and the 2025-11-25 handshake) unless ``--legacy``,
 which refuses ``server/discover`` the way a handshake-only server does. Its tools:
@@ -16,8 +16,9 @@ which refuses ``server/discover`` the way a handshake-only server does. Its tool
 - ``flood(count)``: sends ``count`` change announcements without changing anything.
 
 ``--ttl-ms N`` puts ``ttlMs: N`` on tools/list results (2026-07-28 caching hint);
-``--list-delay S`` makes every tools/list after the first take ``S`` seconds longer (a slow
-server); ``--variant 2`` starts with an extra tool ``extra`` and another ``echo`` description
+``--list-hold PATH`` holds every tools/list after the first while the file ``PATH`` exists
+(a slow server, for as long as the test wants: it removes the file), creating ``PATH.held``
+when one is held; ``--variant 2`` starts with an extra tool ``extra`` and another ``echo`` description
 (the same server "upgraded" between two runs).
 """
 
@@ -34,7 +35,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 LISTS = {"count": 0}
 
 
-def build(ttl_ms: int, list_delay: float = 0.0, variant: int = 1) -> MCPServer:
+def build(ttl_ms: int, list_hold: str = "", variant: int = 1) -> MCPServer:
     bus = InMemorySubscriptionBus()
     hints: dict[CacheableMethod, CacheHint] | None = (
         {"tools/list": CacheHint(ttl_ms=ttl_ms)} if ttl_ms else None
@@ -43,8 +44,12 @@ def build(ttl_ms: int, list_delay: float = 0.0, variant: int = 1) -> MCPServer:
     async def middleware(ctx: Any, call_next: Any) -> Any:
         if ctx.method == "tools/list":
             LISTS["count"] += 1
-            if list_delay and LISTS["count"] > 1:
-                await anyio.sleep(list_delay)
+            if list_hold and LISTS["count"] > 1:
+                hold = anyio.Path(list_hold)
+                await anyio.Path(list_hold + ".held").touch()  # tells the test a re-list is held
+                with anyio.move_on_after(120):  # bounded, should a test never remove it
+                    while await hold.exists():  # noqa: ASYNC110 (a file has no event to wait on)
+                        await anyio.sleep(0.01)
         return await call_next(ctx)
 
     server = MCPServer("changing", instructions="Tools that change.", subscriptions=bus, cache_hints=hints)
@@ -121,10 +126,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--legacy", action="store_true")
     parser.add_argument("--ttl-ms", type=int, default=0)
-    parser.add_argument("--list-delay", type=float, default=0.0)
+    parser.add_argument("--list-hold", default="")
     parser.add_argument("--variant", type=int, default=1)
     args = parser.parse_args()
-    server = build(args.ttl_ms, args.list_delay, args.variant)
+    server = build(args.ttl_ms, args.list_hold, args.variant)
     if args.transport == "stdio":
         from handshake_only import serve_stdio
 

@@ -1,8 +1,10 @@
 """A stdio MCP server that spends CPU before it answers, as ``uvx``/``npx`` servers do.
 
-Usage: ``python cpu_burn.py SECONDS [--sleep WALL]``: burns SECONDS of its own CPU time
-(process time, so a busy machine makes it take longer on the wall clock, as a real start-up
-would), sleeps WALL seconds (a server waiting on something else, costing no CPU), then
+Usage: ``python cpu_burn.py SECONDS [--sleep WALL] [--hold PATH]``: burns SECONDS of its own
+CPU time (process time, so a busy machine makes it take longer on the wall clock, as a real
+start-up would), sleeps WALL seconds (a server waiting on something else, costing no CPU),
+holds while the file PATH exists (touching ``PATH.held`` first, so a test knows it holds and
+decides when it comes up, instead of guessing a WALL long enough on a loaded machine), then
 answers ``initialize`` (``server/discover`` is refused with -32601, as a handshake-only
 server does), ``tools/list`` with one tool ``ping`` and ``tools/call`` of it. Standard
 library only, so the interpreter's own start stays small beside the burn.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 
 def burn(seconds: float) -> None:
@@ -49,6 +52,12 @@ def main() -> None:
     burn(float(sys.argv[1]) if len(sys.argv) > 1 else 1.5)
     if "--sleep" in sys.argv:
         time.sleep(float(sys.argv[sys.argv.index("--sleep") + 1]))
+    if "--hold" in sys.argv:
+        hold = Path(sys.argv[sys.argv.index("--hold") + 1])
+        hold.with_name(hold.name + ".held").touch()
+        end = time.monotonic() + 120  # a test that never releases it still ends
+        while hold.exists() and time.monotonic() < end:
+            time.sleep(0.01)
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -44,7 +44,8 @@ def main() -> None:
     status = json.loads(line) if line else {"signal": int(signal.SIGKILL)}
     if "signal" in status:
         signum = int(status["signal"])
-        signal.signal(signum, signal.SIG_DFL)
+        if signum not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
+            signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     os._exit(int(status.get("code", 1)))
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from helpers.cli import KEEN
+from helpers.forkserver import forked
 from helpers.mcpskills import status
 from keen.errors import SkillError
 from keen.mcp.types import ServerState
@@ -54,9 +54,10 @@ SYNCER = textwrap.dedent(
 
 
 def spawn(script: str, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
+    """``python -c script args`` as its own process, forked from the worker's warm process
+    (``tests/helpers/forkserver.py``): the locks between processes are under test, not
+    their imports."""
+    return subprocess.Popen(forked("-c", script, *args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 def test_concurrent_writers_in_several_processes_lose_no_update(keen_home: Path) -> None:

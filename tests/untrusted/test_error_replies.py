@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from helpers.hostile import hostile_entry, keen_cli
-from helpers.serve import KeenServeProcess, connect, read_json
+from helpers.serve import in_process, read_json
 
 REASON = "database is busy, try again in a minute"
 TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("busy", "ok")]
@@ -81,13 +81,17 @@ def test_keen_chat_keeps_the_session_after_a_32000_reply(tmp_path: Path) -> None
 
 
 @pytest.mark.anyio
-async def test_keen_serve_keeps_the_upstream_session_after_a_32000_reply(tmp_path: Path) -> None:
+async def test_keen_serve_keeps_the_upstream_session_after_a_32000_reply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home, starts = _home(tmp_path)
-    with KeenServeProcess(home) as proc:
-        async with connect(proc, "session") as client:
-            await client.read_resource("resource:///tool_descriptions?tools=mcp__h__busy,mcp__h__ok")
-            busy = await client.call_tool("mcp__h__busy", {})
-            ok = await client.call_tool("mcp__h__ok", {})
+    monkeypatch.setenv("KEEN_HOME", str(home))
+    # keen serve's server in this process, the host over memory streams: how it treats the
+    # upstream's reply is under test, not its transport.
+    async with in_process(home, "session", mode="extension") as (_, client):
+        await client.read_resource("resource:///tool_descriptions?tools=mcp__h__busy,mcp__h__ok")
+        busy = await client.call_tool("mcp__h__busy", {})
+        ok = await client.call_tool("mcp__h__ok", {})
     assert busy.is_error and REASON in json.dumps(read_json(busy)), busy
     assert not ok.is_error, ok
     assert _starts(starts) == 1, "the upstream server was started again: Keen dropped a live session"

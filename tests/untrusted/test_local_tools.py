@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from helpers.hostile import KEEN, CliRun, hostile_entry, keen_cli, keen_env
-from helpers.serve import KeenServeProcess, connect
+from helpers.serve import in_process
 
 OAUTH_TOKEN = "gho_oauthTokenForGithub7f3e9a1c"
 REFRESH_TOKEN = "ghr_refreshToken0d8b2c64e5"
@@ -205,14 +205,15 @@ def test_a_long_grep_ends_at_once_on_a_signal(world: World, signum: int) -> None
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["search", "extension"])
-async def test_keen_serve_offers_no_local_tools(world: World, mode: str) -> None:
-    """A host of ``keen serve`` reaches MCP tools only: no tool of it reads a file."""
-    with KeenServeProcess(world.keen_home, ["--mode", mode]) as proc:
-        async with connect(proc, "session") as client:
-            names = {tool.name for tool in (await client.list_tools()).tools}
-            result = await client.call_tool(
-                "read_file", {"path": str(world.keen_home / "mcp" / "configs.json")}
-            )
+async def test_keen_serve_offers_no_local_tools(
+    world: World, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host of ``keen serve`` reaches MCP tools only: no tool of it reads a file (its server
+    in this process, the host over memory streams: what it offers is under test)."""
+    monkeypatch.setenv("KEEN_HOME", str(world.keen_home))
+    async with in_process(world.keen_home, "session", mode=mode) as (_, client):
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("read_file", {"path": str(world.keen_home / "mcp" / "configs.json")})
     assert names and not names & {"read_file", "list_dir", "glob", "grep"}, names
     text = json.dumps(result.model_dump(mode="json"))
     assert result.is_error and ENV_KEY not in text and OAUTH_TOKEN not in text, text

@@ -20,13 +20,26 @@ from pathlib import Path
 import pytest
 
 from helpers import server_script
-from helpers.cli import REAL_KEEN as KEEN
 from helpers.cli import read_until
 from helpers.hostile import hostile_entry
 from helpers.loopback import alive, wait_until
 from keen.mcp.connection.spawn import _setpriv
 
 pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"), pytest.mark.e2e]
+
+KEEN = [
+    sys.executable,
+    "-c",
+    "import sys\n"
+    "from keen.mcp.connection import _stdio\n"
+    "_stdio.PROCESS_TERMINATION_TIMEOUT = _stdio.FORCE_KILL_TIMEOUT = 0.2\n"
+    "from keen.cli import main\n"
+    "main()",
+]
+"""``keen`` as a new interpreter (its signal handling and exit status are under test), with
+the waits of a server's stop lowered from 2 s each to 0.2 s: the server here outwaits both
+(it ignores EOF and SIGTERM), so each test waited them out, 4 s, before the SIGKILL that
+ends it. The escalation is the same, only shorter."""
 
 
 def _start_call(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:

@@ -3,7 +3,7 @@
 The call was already refused; here nothing the model or a host reads may carry the new
 definitions either: the generated skill (SKILL.md, schema files), ``keen prompt``'s catalog
 line, ``keen tools search``, and ``keen serve``'s tools/list, description reads and search
-(over loopback HTTP, with the official SDK client). They show the tools as pinned, and the
+(its server in this process, with the official SDK client over memory streams). They show the tools as pinned, and the
 held ones only as "N tools changed and are held for review: keen mcp diff SERVER".
 
 And ``keen mcp trust`` pins only what ``keen mcp diff`` showed: a server that lists one
@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from helpers.hostile import KEEN, files_containing, hostile_entry, keen_cli
-from helpers.serve import KeenServeProcess, connect, read_json
+from helpers.serve import in_process, read_json
 from helpers.tmux import Tmux
 
 MARK = "EXFIL-7f3a"
@@ -43,8 +44,11 @@ def _home(tmp_path: Path, spec: dict[str, Any]) -> tuple[Path, Path]:
     return home, tmp_path / "notes.json"
 
 
-def test_a_rug_pull_reaches_no_listing_a_model_or_host_reads(tmp_path: Path) -> None:
+def test_a_rug_pull_reaches_no_listing_a_model_or_host_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home, spec = _home(tmp_path, {"tools": BENIGN})
+    monkeypatch.setenv("KEEN_HOME", str(home))  # for keen serve's server in this process
     for step in (("mcp", "diff", "notes"), ("mcp", "trust", "notes")):
         run = keen_cli(*step, keen_home=home)
         assert run.code == 0, run
@@ -68,23 +72,23 @@ def test_a_rug_pull_reaches_no_listing_a_model_or_host_reads(tmp_path: Path) -> 
     assert MARK not in found.output and "export_notes" not in found.output
 
     async def host() -> list[str]:
+        # keen serve's server in this process, its hosts over memory streams: what it lists
+        # and reads is under test here, not its transport (tests/serve covers those).
         seen: list[str] = []
-        with KeenServeProcess(home, ["--mode", "extension"]) as ext:
-            async with connect(ext, "session") as client:
-                listed = await client.list_tools()
-                seen.append(json.dumps([t.model_dump(mode="json") for t in listed.tools]))
-                names = ",".join(t.name for t in listed.tools) + ",mcp__notes__export_notes"
-                read = await client.read_resource(f"resource:///tool_descriptions?tools={names}")
-                seen.append(json.dumps(read_json(read)))
-        with KeenServeProcess(home, ["--mode", "search"]) as srch:
-            async with connect(srch, "session") as client:
-                hits = await client.call_tool("search_tools", {"query": "export the notes"})
-                seen.append(json.dumps(read_json(hits)))
-                assert read_json(hits)["held"] == [HELD]
-                described = await client.call_tool(
-                    "describe_tools", {"names": ["mcp__notes__search_notes", "mcp__notes__export_notes"]}
-                )
-                seen.append(json.dumps(read_json(described)))
+        async with in_process(home, "session", mode="extension") as (_, client):
+            listed = await client.list_tools()
+            seen.append(json.dumps([t.model_dump(mode="json") for t in listed.tools]))
+            names = ",".join(t.name for t in listed.tools) + ",mcp__notes__export_notes"
+            read = await client.read_resource(f"resource:///tool_descriptions?tools={names}")
+            seen.append(json.dumps(read_json(read)))
+        async with in_process(home, "session", mode="search") as (_, client):
+            hits = await client.call_tool("search_tools", {"query": "export the notes"})
+            seen.append(json.dumps(read_json(hits)))
+            assert read_json(hits)["held"] == [HELD]
+            described = await client.call_tool(
+                "describe_tools", {"names": ["mcp__notes__search_notes", "mcp__notes__export_notes"]}
+            )
+            seen.append(json.dumps(read_json(described)))
         return seen
 
     seen = anyio.run(host)
@@ -169,11 +173,14 @@ def test_trust_with_no_diff_shows_the_definitions_at_a_terminal_and_asks(tmp_pat
     assert set(pinned) == {"search_notes", "export_notes"} and pinned["export_notes"]["reviewed"] is True
 
 
-def test_argument_errors_quote_only_the_pinned_definition(tmp_path: Path) -> None:
+def test_argument_errors_quote_only_the_pinned_definition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A rug pull that moves its poison into the inputSchema (an enum) and a new tool: the
     errors of an invalid call, of a call to the held tool and of a near miss of its name are
     worded from what was pinned, in `keen mcp call` and in `keen serve`'s call_mcp_tool."""
     home, spec = _home(tmp_path, {"tools": BENIGN})
+    monkeypatch.setenv("KEEN_HOME", str(home))  # for keen serve's server in this process
     assert keen_cli("mcp", "diff", "notes", keen_home=home).code == 0
     assert keen_cli("mcp", "trust", "notes", keen_home=home).code == 0
     enum = {"type": "object", "properties": {"q": {"enum": [POISON]}}, "required": ["q"]}
@@ -196,13 +203,12 @@ def test_argument_errors_quote_only_the_pinned_definition(tmp_path: Path) -> Non
 
     async def host() -> list[str]:
         seen: list[str] = []
-        with KeenServeProcess(home, ["--mode", "search"]) as srch:
-            async with connect(srch, "session") as client:
-                for tool in ("search_notes", "export_notes", "export_note"):
-                    got = await client.call_tool(
-                        "call_mcp_tool", {"server": "notes", "tool": tool, "arguments": {"q": 1}}
-                    )
-                    seen.append(json.dumps(got.model_dump(mode="json")))
+        async with in_process(home, "session", mode="search") as (_, client):
+            for tool in ("search_notes", "export_notes", "export_note"):
+                got = await client.call_tool(
+                    "call_mcp_tool", {"server": "notes", "tool": tool, "arguments": {"q": 1}}
+                )
+                seen.append(json.dumps(got.model_dump(mode="json")))
         return seen
 
     seen = anyio.run(host)
