@@ -688,16 +688,22 @@ class ToolSearch:
                 out.append((word, np.asarray(self._bm25.get_scores_from_ids([term])) > 0))
         return out
 
+    # Per index: the documents with a server (None: all of them), their servers' rows, and
+    # each server's document count (at least 1), for _server_means.
+    _server_rows: tuple[np.ndarray | None, np.ndarray, np.ndarray] | None = None
+
     def _server_means(self, scores: np.ndarray) -> np.ndarray:
         """Per server, the mean of its documents' ``scores`` (0 for a server without any)."""
         import numpy as np
 
-        n = len(self._server_vectors)
-        rows = self._doc_server >= 0
-        servers = self._doc_server[rows]
-        counts = np.bincount(servers, minlength=n)
-        sums = np.bincount(servers, weights=scores[rows], minlength=n)
-        return sums / np.maximum(counts, 1)
+        if self._server_rows is None:
+            rows = self._doc_server >= 0
+            servers = self._doc_server[rows]
+            counts = np.bincount(servers, minlength=len(self._server_vectors))
+            self._server_rows = (None if rows.all() else rows, servers, np.maximum(counts, 1))
+        rows, servers, counts = self._server_rows
+        weights = scores if rows is None else scores[rows]
+        return np.bincount(servers, weights=weights, minlength=counts.size) / counts
 
     def _dense_servers(self, dense: DenseVectors) -> np.ndarray:
         """Per server, the unit mean of its tools' transformer vectors (measured above a
