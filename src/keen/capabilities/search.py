@@ -688,20 +688,22 @@ class ToolSearch:
                 out.append((word, np.asarray(self._bm25.get_scores_from_ids([term])) > 0))
         return out
 
-    # Per index: the documents with a server (None: all of them), their servers' rows, and
-    # each server's document count (at least 1), for _server_means.
-    _server_rows: tuple[np.ndarray | None, np.ndarray, np.ndarray] | None = None
+    # For _server_means, per server-row array (kept while it is the index's): the documents
+    # with a server (None: all of them), their servers' rows, each server's count (>= 1).
+    _server_rows: tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray] | None = None
 
     def _server_means(self, scores: np.ndarray) -> np.ndarray:
         """Per server, the mean of its documents' ``scores`` (0 for a server without any)."""
         import numpy as np
 
-        if self._server_rows is None:
+        n = len(self._server_vectors)
+        kept = self._server_rows
+        if kept is None or kept[0] is not self._doc_server or kept[3].size != n:
             rows = self._doc_server >= 0
             servers = self._doc_server[rows]
-            counts = np.bincount(servers, minlength=len(self._server_vectors))
-            self._server_rows = (None if rows.all() else rows, servers, np.maximum(counts, 1))
-        rows, servers, counts = self._server_rows
+            counts = np.maximum(np.bincount(servers, minlength=n), 1)
+            kept = self._server_rows = (self._doc_server, None if rows.all() else rows, servers, counts)
+        _, rows, servers, counts = kept
         weights = scores if rows is None else scores[rows]
         return np.bincount(servers, weights=weights, minlength=counts.size) / counts
 
