@@ -229,3 +229,34 @@ def test_each_tool_has_three_vectors_and_its_best_cosine_counts(tmp_path: Path) 
         assert not np.allclose(
             after.all_docs[spot + view * n], dense.all_docs[before_spot + view * n], atol=1e-3
         )
+
+
+def test_the_server_term_counts_how_well_its_tools_match_on_average(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from keen.capabilities.search import server_trust
+
+    tools = [
+        *TOOLS,
+        Tool("git", "git_log", "Show the commit history of the repository.", {}),
+        Tool("files", "read_file", "Read the whole text of a file.", {}),
+    ]
+    servers = {"git": "Git repositories.", "time": "Clocks and time zones.", "files": "Local files."}
+    catalog = Catalog.from_tools(tools, servers, cache_dir=tmp_path / "cache" / "toolsearch")
+    assert catalog.wait_ready(60)
+    index = catalog.index()
+    query = "which files did I change since the last commit?"
+    signals = index.signals(query)
+    tools_score = signals["lexical"] + signals["static"] + signals["dense"]
+    of = [catalog.get(i).server for i in index.ids]
+    means = {s: float(np.mean([v for v, t in zip(tools_score, of, strict=True) if t == s])) for s in servers}
+    spread = np.array(list(means.values()))
+    z = {s: (m - spread.mean()) / spread.std() for s, m in means.items()}
+    expected = np.array([z[s] for s in of]) * index.weights.server_tools
+    expected *= index.weights.server * server_trust(len(means))
+    # The same search without the term: the server signal differs by exactly that.
+    without = Catalog.from_tools(tools, servers, cache_dir=tmp_path / "cache" / "toolsearch")
+    plain = without.index(replace(index.weights, server_tools=0.0))
+    assert plain.dense is not None and plain.dense.wait(60)
+    assert index.weights.server_tools > 0
+    assert np.allclose(signals["server"] - plain.signals(query)["server"], expected, atol=1e-4)

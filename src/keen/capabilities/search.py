@@ -23,7 +23,9 @@ capability as
 ``w_lex * lex + w_sem * sem + w_server * trust * (lex_server + sem_server)``
 (``trust``, :func:`server_trust`, shrinks the server signal on a few servers):
 a tool of a server that matches the task as a whole ranks above a same-named tool of
-an unrelated server (the server context of "tool-to-agent" retrieval). Weights are
+an unrelated server (the server context of "tool-to-agent" retrieval); with the
+transformer, the server term also counts the mean of its tools' fused scores
+(``SearchWeights.server_tools``). Weights are
 :class:`SearchWeights`; the defaults and the text fields were chosen on the
 even-numbered LiveMCPBench tasks and checked on the odd ones (``bench/search.py
 --half``).
@@ -179,7 +181,11 @@ class SearchWeights:
     With the transformer vectors ready (:mod:`keen.capabilities.dense`), ``dense`` weighs
     their cosine, ``dense_server`` that of the capability's server (the mean of its tools'
     vectors; inside the server term), and the static (wordllama) cosine counts ``static_with_dense`` times
-    ``semantic``: the transformer carries most of what it did."""
+    ``semantic``: the transformer carries most of what it did. ``server_tools`` weighs, inside
+    the server term and with the transformer only, how well the server's tools match the
+    request on average (the mean of their fused keyword, wordllama and transformer scores):
+    the server judged by what its tools as a whole do, the first stage of a two-stage
+    search folded into one score (docs/search.md, "Server term from its tools' scores")."""
 
     lexical: float = 1.0
     semantic: float = 1.5
@@ -187,6 +193,7 @@ class SearchWeights:
     dense: float = 3.0
     dense_server: float = 2.0
     static_with_dense: float = 1 / 3
+    server_tools: float = 0.5
 
 
 def _vectors(texts: Sequence[str], weights: np.ndarray) -> np.ndarray:
@@ -654,6 +661,9 @@ class ToolSearch:
             srv += _standardise(_dot(self._server_vectors, qv))
             if dense is not None and qd is not None:
                 srv += w.dense_server * _standardise(_dot(self._dense_servers(dense), qd))
+                if w.server_tools:  # the server as a whole: how well its tools match on average
+                    tools = out["lexical"] + out["static"] + out["dense"]
+                    srv += w.server_tools * _standardise(self._server_means(tools))
             srv = np.append(srv, 0.0)  # row -1: documents without a server
             out["server"] = w.server * server_trust(n_servers) * srv[self._doc_server]
         return out
@@ -677,6 +687,25 @@ class ToolSearch:
             if term is not None:
                 out.append((word, np.asarray(self._bm25.get_scores_from_ids([term])) > 0))
         return out
+
+    # For _server_means, per server-row array (kept while it is the index's): the documents
+    # with a server (None: all of them), their servers' rows, each server's count (>= 1).
+    _server_rows: tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray] | None = None
+
+    def _server_means(self, scores: np.ndarray) -> np.ndarray:
+        """Per server, the mean of its documents' ``scores`` (0 for a server without any)."""
+        import numpy as np
+
+        n = len(self._server_vectors)
+        kept = self._server_rows
+        if kept is None or kept[0] is not self._doc_server or kept[3].size != n:
+            rows = self._doc_server >= 0
+            servers = self._doc_server[rows]
+            counts = np.maximum(np.bincount(servers, minlength=n), 1)
+            kept = self._server_rows = (self._doc_server, None if rows.all() else rows, servers, counts)
+        _, rows, servers, counts = kept
+        weights = scores if rows is None else scores[rows]
+        return np.bincount(servers, weights=weights, minlength=counts.size) / counts
 
     def _dense_servers(self, dense: DenseVectors) -> np.ndarray:
         """Per server, the unit mean of its tools' transformer vectors (measured above a
