@@ -128,6 +128,11 @@ class ToolTrust(Protocol):
         """A key that changes when :meth:`shown` may change for the same tools."""
         ...
 
+    @property
+    def version(self) -> Hashable:
+        """Moves whenever a :meth:`stamp` asked was seen to change, for any server."""
+        ...
+
     def flagged(
         self,
         change: ToolsChanged,
@@ -474,6 +479,12 @@ class Manager:
         """A key that changes when :meth:`view` may change though the tool list did not (a pin
         file written by ``keen mcp trust`` in another process); ``None`` without trust."""
         return None if self.trust is None else self.trust.stamp(name)
+
+    def view_version(self) -> Hashable:
+        """A key that moves whenever :meth:`view_stamp` saw a change, for any server: one
+        value to key a cache of every server's view on, once the servers that matter were
+        stamped; ``None`` without trust."""
+        return None if self.trust is None else self.trust.version
 
     def list_resources(self, name: str) -> list[dict[str, Any]]:
         """The resources of the last connection's ``resources/list`` (all pages, wire shape:
