@@ -28,8 +28,8 @@ anyio.run(h.call, "list_dir", {"path": "."})
 h.end_step()
 h.begin_step()
 anyio.run(h.call, "read_file", {"path": "notes.txt"})
-h.log._file.write('{"seq": 99, "type": "res')  # a torn line: the process dies mid-write
-h.log._file.flush()
+torn = os.open(h.log.path, os.O_WRONLY | os.O_APPEND)
+os.write(torn, b'{"seq": 99, "type": "res')  # a torn line: the process dies mid-write
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
