@@ -42,13 +42,13 @@ _Stamp = tuple[int, int, int] | None
 
 
 class _Look:
-    """The pin files' stamps seen by one call, by path, while the call runs."""
+    """The pin files' stamps seen by one call, by store and server, while the call runs."""
 
     __slots__ = ("open", "stamps")
 
     def __init__(self) -> None:
         self.open = True
-        self.stamps: dict[Path, _Stamp] = {}
+        self.stamps: dict[tuple[PinStore, str], _Stamp] = {}
 
 
 _LOOK: ContextVar[_Look | None] = ContextVar("keen_pin_look", default=None)
@@ -212,8 +212,9 @@ class PinStore:
         path = self.path(pins.server)
         text = json.dumps(pins.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
         atomic_write_text(path, text, mode=0o600)
-        if (look := _LOOK.get()) is not None:
-            look.stamps.pop(path, None)  # written by this call: its next look stats it again
+        if (look := _LOOK.get()) is not None:  # written by this call: its next look stats it again
+            for key in [key for key in look.stamps if key[1] == pins.server]:
+                del look.stamps[key]
         return path
 
     def review_path(self, server: str) -> Path:
@@ -242,16 +243,15 @@ class PinStore:
     def stamp(self, server: str) -> _Stamp:
         """``(inode, size, mtime_ns)`` of the pin file, ``None`` if absent: a cheap change key
         (within :func:`one_look`, the first answer for this file)."""
-        path = self.path(server)
         look = _LOOK.get()
-        if look is not None and look.open and path in look.stamps:
-            return look.stamps[path]
+        if look is not None and look.open and (self, server) in look.stamps:
+            return look.stamps[self, server]
         try:
-            st = os.stat(path)
+            st = os.stat(self.path(server))
         except FileNotFoundError:
             stamp = None
         else:
             stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
         if look is not None and look.open:
-            look.stamps[path] = stamp
+            look.stamps[self, server] = stamp
         return stamp
