@@ -243,6 +243,8 @@ class Manager:
         self._connections: dict[str, ServerConnection] = {}
         self._misconfigured: dict[str, ServerStatus] = {}
         self._retired: list[ServerConnection] = []
+        self._shown_names: dict[str, tuple[ToolsView, dict[str, Tool]]] = {}
+        """Server -> its last view and that view's tools by name (:meth:`_find_tool`)."""
         self._reload_lock = anyio.Lock()
         self._observers: list[StatusObserver] = []
         self._change_observers: list[ChangeObserver] = []
@@ -561,7 +563,13 @@ class Manager:
         if self.trust is None:
             found = listed_tool(runtime, tool)
             return found, found
-        shown = {t.name: t for t in self.view(runtime.name).tools}
+        view = self.view(runtime.name)
+        cached = self._shown_names.get(runtime.name)
+        if cached is not None and cached[0] is view:  # the trust hands out one view until a change
+            shown = cached[1]
+        else:
+            shown = {t.name: t for t in view.tools}
+            self._shown_names[runtime.name] = (view, shown)
         live = runtime.tools_by_name.get(tool)
         if live is not None and tool not in shown:
             return live, None
