@@ -78,6 +78,30 @@ def test_the_log_survives_a_crash_mid_turn(keen_home: Path, tmp_path: Path) -> N
     assert missing.exit_code == 2 and "invalid session id" in missing.output
 
 
+def test_a_calls_events_are_written_together_as_it_runs(keen_home: Path, tmp_path: Path) -> None:
+    from typing import Any
+
+    import anyio
+
+    from keen.capabilities import Catalog
+    from keen.harness import Harness
+
+    (tmp_path / "notes.txt").write_text("x\n")
+    on_disk: list[list[str]] = []
+
+    def hook(capability: str, arguments: dict[str, Any]) -> None:
+        on_disk.append([e["type"] for e in read_events(h.log.path)])  # what a crash now would leave
+
+    h = Harness(lambda: Catalog.from_skills_dir(cache=False), None, workspace=tmp_path, pre_hooks=[hook])
+    h.begin_step()
+    obs = anyio.run(h.call, "read_file", {"path": "notes.txt"})
+    assert not obs.is_error, obs.text
+    # Before it runs, nothing of the call is written (nothing of it left Keen); then all of it.
+    assert on_disk == [["session.start", "capability.diff", "step.start"]]
+    assert [e["type"] for e in read_events(h.log.path)][-2:] == ["call", "result"]
+    h.close()
+
+
 def _tool(name: str, tokens: int, read_only: bool = True) -> Capability:
     risk = Risk.from_annotations({"readOnlyHint": read_only})
     return Capability(f"mcp__s__{name}", "tool", name, name, name, "s", risk, 1, tokens)
