@@ -154,9 +154,11 @@ def test_a_broken_pin_file_is_an_error_that_says_what_to_do(store: PinStore) -> 
         store.load("docs")
 
 
-def test_store_refuses_a_path_escaping_server_name(store: PinStore) -> None:
+@pytest.mark.parametrize("name", ["../../etc/x", "docs/../../../etc/x", "docs\nx", "x" * 65])
+def test_store_refuses_a_path_escaping_server_name(store: PinStore, name: str) -> None:
+    # A valid name at its start is not enough: the whole name must be one.
     with pytest.raises(ValueError, match="not a valid server name"):
-        store.path("../../etc/x")
+        store.path(name)
 
 
 def test_guard_pins_on_first_use_only_and_follows_file_changes(store: PinStore) -> None:

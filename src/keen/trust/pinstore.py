@@ -148,7 +148,7 @@ class PinStore:
         root = self.root
         path = self._paths.get((root, server))
         if path is None:  # built once per root and server: every call's pin check asks
-            if not SERVER_NAME_PATTERN.match(server):
+            if not SERVER_NAME_PATTERN.fullmatch(server):
                 raise ValueError(f"{server!r} is not a valid server name")
             path = self._paths[(root, server)] = root / f"{server}.json"
         return path
