@@ -380,8 +380,9 @@ class KeenServer:
         return ttl
 
     def _look(self, server: str) -> None:
-        """Look at ``server``'s pin file (a name that is no server's has none)."""
-        with contextlib.suppress(ValueError):
+        """Look at ``server``'s pin file; a name a host sent that is no configured server's
+        has none (and is never made into a path)."""
+        if server in self.manager.config.servers:
             self.manager.view_stamp(server)
 
     def _capabilities(self) -> Catalog:
