@@ -119,3 +119,19 @@ def test_budget_keeps_the_newest_requests_and_failures_hide_a_tool() -> None:
     assert "failed 3 times in a row" in failing.hidden["mcp__s__c"]
     offline = select(base, caps, names, PolicyInputs("auto", (), 1000, requested=("mcp__s__c",)), {})
     assert offline.hidden == {"mcp__s__c": "server s is not connected"}
+
+
+def test_a_call_ending_after_its_log_closed_is_not_failed_by_the_log(keen_home: Path, tmp_path: Path) -> None:
+    import anyio
+
+    from keen.capabilities import Catalog
+    from keen.harness import Harness
+
+    (tmp_path / "notes.txt").write_text("x\n")
+    h = Harness(lambda: Catalog.from_skills_dir(cache=False), None, workspace=tmp_path)
+    h.begin_step()
+    # A pre-hook closes the log mid-call (keen serve shutting down while a call runs): the
+    # call still ends with its observation, as when the audit could not be written.
+    h.pre_hooks.append(lambda capability, arguments: h.log.close())
+    obs = anyio.run(h.call, "read_file", {"path": "notes.txt"})
+    assert not obs.is_error and "x" in obs.text, obs.text

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 from collections.abc import Iterator
@@ -79,6 +80,8 @@ def _redacted(value: Any) -> Any:
         return [_redacted(v) for v in value]  # type: ignore[misc]
     return value
 
+
+logger = logging.getLogger(__name__)
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 """One encoder for every event (``json.dumps`` with options builds one per call)."""
@@ -147,7 +150,10 @@ class EventLog:
         if pending:
             text = "".join(pending)
             pending.clear()
-            self._write(text)
+            try:
+                self._write(text)
+            except (OSError, ValueError):  # closed or unwritable: the call goes on, as when its
+                logger.exception("could not write a call's events to %s", self.path)  # audit failed
 
     def _write(self, text: str) -> None:
         if self._fd < 0:
