@@ -20,6 +20,7 @@ __all__ = [
     "PYTHON",
     "TINY_SERVER",
     "keen_home",
+    "load_text",
     "median",
     "percentiles",
     "print_block",
@@ -63,6 +64,16 @@ def percentiles(values: Sequence[float]) -> dict[str, float]:
     """p50, p90 and p99 (inclusive linear interpolation) plus min and max."""
     cuts = statistics.quantiles(values, n=100, method="inclusive")
     return {"p50": cuts[49], "p90": cuts[89], "p99": cuts[98], "min": min(values), "max": max(values)}
+
+
+def load_text(before: Sequence[float], after: Sequence[float]) -> str:
+    """The machine's CPUs and its load averages (``os.getloadavg``: 1, 5, 15 min) before and
+    after a run, for the reader to judge how busy the machine was."""
+
+    def three(load: Sequence[float]) -> str:
+        return " ".join(f"{v:.2f}" for v in load)
+
+    return f"{os.cpu_count()} CPUs; load average (1 5 15 min) before {three(before)}, after {three(after)}"
 
 
 def verdict(ok: bool) -> str:

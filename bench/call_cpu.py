@@ -13,7 +13,7 @@ process; the servers are other processes) is each path's own:
 Each repetition times ``--calls`` calls of each path in turn (after 50 untimed calls each),
 and the figures are min / median / max of the per-call CPU over ``--repeat`` repetitions,
 with the ratios of the medians to the SDK's (target: ``keen serve`` within 1.3x) and the
-machine's 1-minute load average. Prints figures, never asserts.
+machine's load average before and after. Prints figures, never asserts.
 
 Usage: ``python bench/call_cpu.py [--calls 200] [--repeat 6] [--json]``
 """
@@ -34,7 +34,7 @@ from typing import Any
 import anyio
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from _common import DEMO_SERVER, PYTHON, keen_home, print_block, verdict, write_config
+from _common import DEMO_SERVER, PYTHON, keen_home, load_text, print_block, verdict, write_config
 from keen.mcp import Manager
 from keen.serve.server import KeenServer
 from keen.trust import PinGuard
@@ -47,6 +47,7 @@ TOOL, ARGUMENTS = "word_count", {"text": "the quick brown fox jumps over the laz
 
 
 async def bench(calls: int, repeat: int) -> dict[str, Any]:
+    load_before = os.getloadavg()
     with keen_home() as home, tempfile.TemporaryFile("w+", dir=home) as errlog:
         async with AsyncExitStack() as stack:
             manager = Manager(
@@ -98,7 +99,7 @@ async def bench(calls: int, repeat: int) -> dict[str, Any]:
         "manager_ratio": medians["manager"] / medians["sdk"],
         "serve_ratio": medians["serve"] / medians["sdk"],
         "cpus": os.cpu_count(),
-        "load_average_1m": os.getloadavg()[0],
+        "load_average": [load_before, os.getloadavg()],
     }
 
 
@@ -129,7 +130,10 @@ def main() -> None:
                 row("serve")
                 + f"  x{fig['serve_ratio']:.2f}   target <= x{SERVE_TARGET}: {verdict(fig['serve_ratio'] <= SERVE_TARGET)}",
             ),
-            ("machine", f"{fig['cpus']} CPUs, 1-min load average {fig['load_average_1m']:.2f} at the end"),
+            (
+                "machine",
+                load_text(*fig["load_average"]),
+            ),
         ],
     )
 

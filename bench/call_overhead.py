@@ -4,15 +4,17 @@ Two processes of the same stdio server: one owned by a Manager, one driven by a 
 ``mcp.ClientSession`` opened here. Each iteration makes one call through each path, in an
 order that alternates every iteration so neither path always runs first (warm caches,
 scheduler luck). After ``--warmup`` untimed calls each, ``--calls`` calls per path are
-timed with ``perf_counter_ns``. Reports p50/p90/p99 per path and the p50 overhead
-(target <= 5 %).
+timed with ``perf_counter_ns``, ``--repeat`` times over the same connections. Reports, as
+min / median / max over the repetitions, p50 and p99 per path and Keen's overhead on each
+against the SDK's in the same repetition (target: within 5 % at p50 and p99), with the
+machine's load average before and after.
 
 The default server is Keen's demo server (official SDK ``MCPServer``) calling
 ``word_count``, a cheap tool with an output schema; ``--server tiny`` uses
 ``bench/servers/tiny_stdio.py``'s ``echo`` (no SDK on the server side, so the client's share
 of each call is as large as it gets).
 
-Usage: ``python bench/call_overhead.py [--calls 1000] [--warmup 50] [--server demo|tiny] [--json]``
+Usage: ``python bench/call_overhead.py [--calls 1000] [--warmup 50] [--repeat 5] [--server demo|tiny] [--json]``
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 import time
 from contextlib import AsyncExitStack
@@ -33,6 +36,7 @@ from _common import (
     PYTHON,
     TINY_SERVER,
     keen_home,
+    load_text,
     percentiles,
     print_block,
     verdict,
@@ -52,6 +56,7 @@ SERVERS: dict[str, tuple[list[str], str, dict[str, Any]]] = {
 
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
+    load_before = os.getloadavg()
     server_args, tool, arguments = SERVERS[args.server]
     with keen_home() as home, tempfile.TemporaryFile("w+", dir=home) as errlog:
         async with AsyncExitStack() as stack:
@@ -87,55 +92,73 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             for _ in range(args.warmup):
                 await via_manager()
                 await via_sdk()
-            keen_ns: list[int] = []
-            sdk_ns: list[int] = []
-            for i in range(args.calls):
-                if i % 2 == 0:
-                    keen_ns.append(await via_manager())
-                    sdk_ns.append(await via_sdk())
-                else:
-                    sdk_ns.append(await via_sdk())
-                    keen_ns.append(await via_manager())
-    keen = percentiles([v / 1e6 for v in keen_ns])
-    sdk = percentiles([v / 1e6 for v in sdk_ns])
+            runs: list[dict[str, Any]] = []
+            for _ in range(args.repeat):
+                keen_ns: list[int] = []
+                sdk_ns: list[int] = []
+                for i in range(args.calls):
+                    if i % 2 == 0:
+                        keen_ns.append(await via_manager())
+                        sdk_ns.append(await via_sdk())
+                    else:
+                        sdk_ns.append(await via_sdk())
+                        keen_ns.append(await via_manager())
+                keen = percentiles([v / 1e6 for v in keen_ns])
+                sdk = percentiles([v / 1e6 for v in sdk_ns])
+                runs.append(
+                    {
+                        "manager_ms": keen,
+                        "sdk_ms": sdk,
+                        "p50_overhead": keen["p50"] / sdk["p50"] - 1,
+                        "p99_overhead": keen["p99"] / sdk["p99"] - 1,
+                    }
+                )
     return {
         "server": args.server,
         "tool": tool,
         "calls": args.calls,
         "warmup": args.warmup,
-        "manager_ms": keen,
-        "sdk_ms": sdk,
-        "p50_overhead": keen["p50"] / sdk["p50"] - 1,
-        "p50_overhead_ms": keen["p50"] - sdk["p50"],
+        "repeat": args.repeat,
+        "runs": runs,
         "cpus": os.cpu_count(),
-        "load_average_1m": os.getloadavg()[0],
+        "load_average": [load_before, os.getloadavg()],
     }
 
 
-def _row(stats: dict[str, float]) -> str:
-    return "   ".join(f"{key} {stats[key]:.3f}" for key in ("p50", "p90", "p99", "min", "max")) + "  (ms)"
+def _spread(values: list[float], fmt: str) -> str:
+    return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
 
 
 def report(fig: dict[str, Any]) -> None:
-    overhead = fig["p50_overhead"]
-    print_block(
-        "Keen call-overhead benchmark (bench/call_overhead.py)",
-        [
-            ("server / tool", f"{fig['server']} over stdio / {fig['tool']}"),
+    runs = fig["runs"]
+
+    def cut(path: str, key: str) -> list[float]:
+        return [r[path][key] for r in runs]
+
+    rows = [
+        ("server / tool", f"{fig['server']} over stdio / {fig['tool']}"),
+        (
+            "calls per path",
+            f"{fig['calls']} timed x {fig['repeat']} repetitions, alternating order, after "
+            f"{fig['warmup']} warm-up calls (min / median / max over the repetitions)",
+        ),
+    ]
+    for key in ("p50", "p99"):
+        rows.append((f"ClientSession {key} (ms)", _spread(cut("sdk_ms", key), "{:.3f}") + "  (baseline)"))
+        rows.append((f"Manager {key} (ms)", _spread(cut("manager_ms", key), "{:.3f}")))
+        over = [r[f"{key}_overhead"] for r in runs]
+        median = statistics.median(over)
+        rows.append(
             (
-                "calls per path",
-                f"{fig['calls']} timed, alternating order, after {fig['warmup']} warm-up calls",
-            ),
-            ("Manager.call_tool", _row(fig["manager_ms"])),
-            ("ClientSession.call_tool", _row(fig["sdk_ms"])),
-            (
-                "p50 overhead",
-                f"{overhead * 100:+.1f} % ({fig['p50_overhead_ms'] * 1000:+.0f} us per call)"
-                f"   target <= {OVERHEAD_TARGET * 100:.0f} %: {verdict(overhead <= OVERHEAD_TARGET)}",
-            ),
-            ("machine", f"{fig['cpus']} CPUs, 1-min load average {fig['load_average_1m']:.2f} at the end"),
-        ],
-    )
+                f"{key} overhead",
+                " / ".join(f"{v * 100:+.1f} %" for v in (min(over), median, max(over)))
+                + f"   ratio of the medians x{1 + median:.3f}"
+                + f"   target <= {OVERHEAD_TARGET * 100:.0f} %: {verdict(median <= OVERHEAD_TARGET)}",
+            )
+        )
+    before, after = fig["load_average"]
+    rows.append(("machine", load_text(before, after)))
+    print_block("Keen call-overhead benchmark (bench/call_overhead.py)", rows)
 
 
 def main() -> None:
@@ -144,13 +167,14 @@ def main() -> None:
     )
     parser.add_argument("--calls", type=int, default=1000, help="timed calls per path (default 1000)")
     parser.add_argument("--warmup", type=int, default=50, help="untimed calls per path first (default 50)")
+    parser.add_argument("--repeat", type=int, default=5, help="timed repetitions (default 5)")
     parser.add_argument(
         "--server", choices=sorted(SERVERS), default="demo", help="server program (default demo)"
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    if args.calls < 2:
-        parser.error("--calls must be at least 2")
+    if args.calls < 2 or args.repeat < 1:
+        parser.error("--calls must be at least 2 and --repeat at least 1")
     figures = anyio.run(bench, args)
     if args.json:
         print(json.dumps(figures, indent=2))

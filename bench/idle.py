@@ -19,10 +19,10 @@ Per run it measures:
   context switches of all its threads per second (wake-ups) and its CPU as a percentage of
   one core.
 
-Every figure is printed as min / median / max over ``--repeats`` runs, Keen's medians as a
+Every figure is printed as min / median / max over ``--repeat`` runs, Keen's medians as a
 ratio to the SDK's, with the machine's load average before and after. Prints; never asserts.
 
-Usage: ``python bench/idle.py [--servers 24] [--repeats 3] [--idle 3] [--json]``
+Usage: ``python bench/idle.py [--servers 24] [--repeat 3] [--idle 3] [--json]``
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any
 
 import anyio
 
-from _common import PYTHON, TINY_SERVER, keen_home, median, print_block, write_config
+from _common import PYTHON, TINY_SERVER, keen_home, load_text, median, print_block, write_config
 
 __all__ = ["main"]
 
@@ -198,7 +198,7 @@ def _ratio(keen: float, sdk: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", type=int, default=24)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeat", "--repeats", dest="repeats", type=int, default=3, help="runs per mode")
     parser.add_argument("--idle", type=float, default=3.0)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--child", choices=("sdk", "keen"), help=argparse.SUPPRESS)
@@ -217,7 +217,7 @@ def main() -> None:
         print(json.dumps({"servers": args.servers, "runs": runs, "load": [load_before, load_after]}))
         return
     rows = [
-        ("CPUs; load average (1 5 15 min)", f"{os.cpu_count()}; before {load_before}, after {load_after}"),
+        ("machine", load_text(load_before, load_after)),
         ("servers; repeats; idle window", f"{args.servers}; {args.repeats}; {args.idle:g} s"),
     ]
     for key, label, fmt in FIGURES:

@@ -19,7 +19,10 @@ call that did not receive its 3 notifications, counts as one), the progress noti
 received, and the ratios against the targets:
 Keen calls/s >= FastMCP proxy's, Keen p99 <= 2x direct, 0 errors. Every loop is bounded
 (clients x calls, and a 300 s cap per target); every server listens on 127.0.0.1 and is
-stopped at the end. Usage: ``python bench/serve_load.py [--clients 50] [--calls 200]``.
+stopped at the end. With ``--repeat N`` every target is loaded N times (in turn, so a busy
+moment of the machine hits each) and each figure is min / median / max over the runs, the
+ratios taken between medians; the machine's load average is printed before and after.
+Usage: ``python bench/serve_load.py [--clients 50] [--calls 200] [--repeat 1]``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,7 +44,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 
-from _common import PYTHON, percentiles, print_block, verdict, write_config
+from _common import PYTHON, load_text, percentiles, print_block, verdict, write_config
 
 HERE = Path(__file__).resolve().parent
 # The tests' loopback helpers (free ports, redis-server): one copy for tests and benchmarks.
@@ -162,70 +166,103 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=1, help="loads of every target (default 1)")
     args = parser.parse_args()
-    results: dict[str, dict[str, float]] = {}
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict[str, float]]] = {}
+
+    def load(label: str, url: str, prefix: str, describe: bool) -> None:
+        runs.setdefault(label, []).append(anyio.run(_load, url, prefix, args.clients, args.calls, describe))
+
     with tempfile.TemporaryDirectory(prefix="keen-bench-serve-") as tmp:
         home = Path(tmp)
         up_port = free_port()
         with _process([PYTHON, LOAD_SERVERS, "upstream", str(up_port)], up_port, "upstream") as upstream:
-            results["direct"] = anyio.run(_load, upstream, "", args.clients, args.calls, False)
-            px_port = free_port()
-            with _process(
-                [PYTHON, LOAD_SERVERS, "proxy", str(px_port), upstream], px_port, "fastmcp proxy"
-            ) as proxy:
-                results["fastmcp-proxy"] = anyio.run(_load, proxy, "", args.clients, args.calls, False)
             write_config(home, {"up": {"transport": "streamable_http", "url": upstream}})
             env = {**os.environ, "KEEN_HOME": str(home)}
             env.pop("KEEN_SERVE_TOKEN", None)
             env.pop("KEEN_SERVE_TOKENS", None)
             with redis_server(home) as redis_url:
-                for label, store in (("keen (memory)", "memory"), ("keen (redis)", redis_url)):
-                    port = free_port()
-                    cmd = [
-                        KEEN,
-                        "serve",
-                        "--transport",
-                        "http",
-                        "--port",
-                        str(port),
-                        "--mode",
-                        "extension",
-                        "--store",
-                        store,
-                        "--fetch-limit",
-                        "1000000",
-                    ]
-                    with _process(cmd, port, f"keen serve ({store})", env) as keen:
-                        results[label] = anyio.run(_load, keen, "mcp__up__", args.clients, args.calls, True)
-    _report(results, args.clients, args.calls)
+                for _ in range(max(1, args.repeat)):
+                    load("direct", upstream, "", False)
+                    px_port = free_port()
+                    with _process(
+                        [PYTHON, LOAD_SERVERS, "proxy", str(px_port), upstream], px_port, "fastmcp proxy"
+                    ) as proxy:
+                        load("fastmcp-proxy", proxy, "", False)
+                    for label, store in (("keen (memory)", "memory"), ("keen (redis)", redis_url)):
+                        port = free_port()
+                        cmd = [
+                            KEEN,
+                            "serve",
+                            "--transport",
+                            "http",
+                            "--port",
+                            str(port),
+                            "--mode",
+                            "extension",
+                            "--store",
+                            store,
+                            "--fetch-limit",
+                            "1000000",
+                        ]
+                        with _process(cmd, port, f"keen serve ({store})", env) as keen:
+                            load(label, keen, "mcp__up__", True)
+    _report(runs, args.clients, args.calls, (load_before, os.getloadavg()))
 
 
-def _report(results: dict[str, dict[str, float]], clients: int, calls: int) -> None:
-    direct, proxy = results["direct"], results["fastmcp-proxy"]
-    rows = [
-        (
-            name,
-            f"{r['calls_s']:8.1f} calls/s   p50 {r['p50']:7.2f} ms   p99 {r['p99']:7.2f} ms   "
-            f"errors {int(r['errors'])}   calls {int(r['calls'])}/{clients * calls}   "
-            f"progress {int(r['progress_seen'])}/{int(r['progress_calls']) * PROGRESS_STEPS}"
-            + (f" (stopped at the {PHASE_CAP:.0f} s cap)" if r["capped"] else ""),
+def _median(runs: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def _spread(runs: list[dict[str, float]], key: str, fmt: str) -> str:
+    values = [r[key] for r in runs]
+    return "/".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
+
+
+def _report(
+    runs: dict[str, list[dict[str, float]]],
+    clients: int,
+    calls: int,
+    loads: tuple[tuple[float, ...], tuple[float, ...]],
+) -> None:
+    rows = []
+    for name, r in runs.items():
+        capped = sum(int(x["capped"]) for x in r)
+        rows.append(
+            (
+                name,
+                f"calls/s {_spread(r, 'calls_s', '{:.1f}')}   p50 {_spread(r, 'p50', '{:.2f}')} ms   "
+                f"p99 {_spread(r, 'p99', '{:.2f}')} ms   errors {int(sum(x['errors'] for x in r))}   "
+                f"calls {int(sum(x['calls'] for x in r))}/{clients * calls * len(r)}   "
+                f"progress {int(sum(x['progress_seen'] for x in r))}/"
+                f"{int(sum(x['progress_calls'] for x in r)) * PROGRESS_STEPS}"
+                + (f" ({capped} run(s) stopped at the {PHASE_CAP:.0f} s cap)" if capped else ""),
+            )
         )
-        for name, r in results.items()
-    ]
-    notes = []
+    direct, proxy = runs["direct"], runs["fastmcp-proxy"]
+    notes = [f"min/median/max over {len(direct)} run(s) per target; ratios between medians"]
     for name in ("keen (memory)", "keen (redis)"):
-        r = results[name]
-        vs_proxy = r["calls_s"] / proxy["calls_s"] if proxy["calls_s"] else float("nan")
-        p99_vs_direct = r["p99"] / direct["p99"] if direct["p99"] else float("nan")
+        r = runs[name]
+        vs_proxy = (
+            _median(r, "calls_s") / _median(proxy, "calls_s") if _median(proxy, "calls_s") else float("nan")
+        )
+        vs_direct = (
+            _median(r, "calls_s") / _median(direct, "calls_s") if _median(direct, "calls_s") else float("nan")
+        )
+        p99_vs_direct = _median(r, "p99") / _median(direct, "p99") if _median(direct, "p99") else float("nan")
+        errors = sum(x["errors"] for x in r)
         notes.append(
             f"{name}: calls/s vs fastmcp-proxy {vs_proxy:.2f}x (target >= 1.00: {verdict(vs_proxy >= 1.0)}); "
+            f"calls/s vs direct {vs_direct:.2f}x; "
             f"p99 vs direct {p99_vs_direct:.2f}x (target <= 2.00: {verdict(p99_vs_direct <= 2.0)}); "
-            f"errors {int(r['errors'])} (target 0: {verdict(r['errors'] == 0)})"
+            f"errors {int(errors)} (target 0: {verdict(errors == 0)})"
         )
     notes.append(
-        f"fastmcp-proxy: calls/s vs direct {proxy['calls_s'] / direct['calls_s']:.2f}x; "
-        f"p99 vs direct {proxy['p99'] / direct['p99']:.2f}x"
+        f"fastmcp-proxy: calls/s vs direct {_median(proxy, 'calls_s') / _median(direct, 'calls_s'):.2f}x; "
+        f"p99 vs direct {_median(proxy, 'p99') / _median(direct, 'p99'):.2f}x"
     )
+    notes.append(f"machine: {load_text(*loads)}")
     print_block(
         f"keen serve load: {clients} clients x {calls} tools/call (every {PROGRESS_EVERY}th reports "
         f"progress {PROGRESS_STEPS}x), loopback HTTP, handshake era",

@@ -287,7 +287,17 @@ class Pipeline:
 
     async def run(self, call: Call) -> Call:
         """Pass ``call`` through every stage in order; a refusal or a failure stops it (the
-        shaping stages still run on a failure, so its text is cut too). Returns the call."""
+        shaping stages still run on a failure, so its text is cut too). Returns the call.
+
+        The stages share one look at each pin file (:func:`keen.trust.pinstore.one_look`)."""
+        # Imported here: ``keen prompt`` imports this module for the call tool's definition
+        # alone, and the pin store needs pydantic.
+        from keen.trust.pinstore import one_look
+
+        with one_look():
+            return await self._run(call)
+
+    async def _run(self, call: Call) -> Call:
         try:
             stopped = False
             for stage in self.stages:

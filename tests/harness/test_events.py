@@ -28,8 +28,8 @@ anyio.run(h.call, "list_dir", {"path": "."})
 h.end_step()
 h.begin_step()
 anyio.run(h.call, "read_file", {"path": "notes.txt"})
-h.log._file.write('{"seq": 99, "type": "res')  # a torn line: the process dies mid-write
-h.log._file.flush()
+torn = os.open(h.log.path, os.O_WRONLY | os.O_APPEND)
+os.write(torn, b'{"seq": 99, "type": "res')  # a torn line: the process dies mid-write
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
@@ -78,6 +78,30 @@ def test_the_log_survives_a_crash_mid_turn(keen_home: Path, tmp_path: Path) -> N
     assert missing.exit_code == 2 and "invalid session id" in missing.output
 
 
+def test_a_calls_events_are_written_together_as_it_runs(keen_home: Path, tmp_path: Path) -> None:
+    from typing import Any
+
+    import anyio
+
+    from keen.capabilities import Catalog
+    from keen.harness import Harness
+
+    (tmp_path / "notes.txt").write_text("x\n")
+    on_disk: list[list[str]] = []
+
+    def hook(capability: str, arguments: dict[str, Any]) -> None:
+        on_disk.append([e["type"] for e in read_events(h.log.path)])  # what a crash now would leave
+
+    h = Harness(lambda: Catalog.from_skills_dir(cache=False), None, workspace=tmp_path, pre_hooks=[hook])
+    h.begin_step()
+    obs = anyio.run(h.call, "read_file", {"path": "notes.txt"})
+    assert not obs.is_error, obs.text
+    # Before it runs, nothing of the call is written (nothing of it left Keen); then all of it.
+    assert on_disk == [["session.start", "capability.diff", "step.start"]]
+    assert [e["type"] for e in read_events(h.log.path)][-2:] == ["call", "result"]
+    h.close()
+
+
 def _tool(name: str, tokens: int, read_only: bool = True) -> Capability:
     risk = Risk.from_annotations({"readOnlyHint": read_only})
     return Capability(f"mcp__s__{name}", "tool", name, name, name, "s", risk, 1, tokens)
@@ -95,3 +119,19 @@ def test_budget_keeps_the_newest_requests_and_failures_hide_a_tool() -> None:
     assert "failed 3 times in a row" in failing.hidden["mcp__s__c"]
     offline = select(base, caps, names, PolicyInputs("auto", (), 1000, requested=("mcp__s__c",)), {})
     assert offline.hidden == {"mcp__s__c": "server s is not connected"}
+
+
+def test_a_call_ending_after_its_log_closed_is_not_failed_by_the_log(keen_home: Path, tmp_path: Path) -> None:
+    import anyio
+
+    from keen.capabilities import Catalog
+    from keen.harness import Harness
+
+    (tmp_path / "notes.txt").write_text("x\n")
+    h = Harness(lambda: Catalog.from_skills_dir(cache=False), None, workspace=tmp_path)
+    h.begin_step()
+    # A pre-hook closes the log mid-call (keen serve shutting down while a call runs): the
+    # call still ends with its observation, as when the audit could not be written.
+    h.pre_hooks.append(lambda capability, arguments: h.log.close())
+    obs = anyio.run(h.call, "read_file", {"path": "notes.txt"})
+    assert not obs.is_error and "x" in obs.text, obs.text

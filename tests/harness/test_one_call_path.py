@@ -163,3 +163,44 @@ async def test_a_refusal_names_the_servers_trouble_without_checking_the_call(
     assert obs.is_error and obs.denied == "visibility", obs.text
     assert "nope" in obs.text and "not configured" in obs.text, obs.text
     assert checks == []
+
+
+async def test_a_served_call_looks_at_its_own_pin_file_once(
+    write_config: Callable[[dict[str, Any]], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from keen import paths
+    from keen.mcp.types import Tool
+    from keen.serve.server import KeenServer
+    from keen.trust import PinStore, trust
+
+    names = ("one", "two", "three")
+    path = write_config({name: {**IN_MEMORY, "pinning": "quarantine"} for name in names})
+    transports = {n: in_memory_transport(make_basic_server()._mcp_server) for n in names}
+    manager = Manager(path, transports=transports, trust=PinGuard())
+    looked: list[str] = []
+    counting = False
+    real_stat = os.stat
+
+    def stat(target: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if counting and str(target).startswith(str(paths.pins_dir())):
+            looked.append(Path(target).name)
+        return real_stat(target, *args, **kwargs)
+
+    async with KeenServer(manager, mode="search", audit_path=tmp_path / "audit.jsonl") as served:
+        await manager.wait_ready(30)
+        for _ in range(2):  # the first pins the server's tools (trust on first use)
+            obs = await served.router.call("one", "echo", {"text": "hi"}, caller="stdio:test")
+            assert obs.text == "hi", obs.text
+        monkeypatch.setattr(os, "stat", stat)
+        counting = True
+        obs = await served.router.call("one", "echo", {"text": "again"}, caller="stdio:test")
+        counting = False
+        assert obs.text == "again" and looked == ["one.json"]
+        # A pin written elsewhere (keen mcp trust in another process) counts at the next call.
+        elsewhere = PinStore(tmp_path / "elsewhere")
+        trust("one", [Tool(server="one", name="echo", description="Another echo.")], store=elsewhere)
+        elsewhere.path("one").replace(PinStore().path("one"))
+        refused = await served.router.call("one", "echo", {"text": "x"}, caller="stdio:test")
+        assert refused.code == "tool_quarantined" and "keen mcp diff one" in refused.text, refused.text

@@ -154,9 +154,11 @@ def test_a_broken_pin_file_is_an_error_that_says_what_to_do(store: PinStore) -> 
         store.load("docs")
 
 
-def test_store_refuses_a_path_escaping_server_name(store: PinStore) -> None:
+@pytest.mark.parametrize("name", ["../../etc/x", "docs/../../../etc/x", "docs\nx", "x" * 65])
+def test_store_refuses_a_path_escaping_server_name(store: PinStore, name: str) -> None:
+    # A valid name at its start is not enough: the whole name must be one.
     with pytest.raises(ValueError, match="not a valid server name"):
-        store.path("../../etc/x")
+        store.path(name)
 
 
 def test_guard_pins_on_first_use_only_and_follows_file_changes(store: PinStore) -> None:
@@ -290,3 +292,26 @@ def test_trust_with_a_review_pins_only_the_definitions_it_holds(store: PinStore)
     store.save_review(shown)
     assert store.load_review("docs") == shown
     assert stat.S_IMODE(store.review_path("docs").stat().st_mode) == 0o600
+
+
+def test_one_look_stats_a_pin_file_once_and_sees_its_own_writes(store: PinStore, tmp_path: Path) -> None:
+    from keen.trust.pinstore import one_look
+
+    elsewhere = PinStore(tmp_path / "elsewhere")  # another process writes, then renames in place
+    trust("s", [tool("a", "first")], store=elsewhere)
+    store.root.mkdir(parents=True)
+    guard = PinGuard(store)
+    assert guard.stamp("s") is None
+    version = guard.version
+    with one_look():
+        assert store.stamp("s") is None
+        elsewhere.path("s").replace(store.path("s"))  # written during the call: the next one sees it
+        assert store.stamp("s") is None and guard.stamp("s") is None and guard.version == version
+        with one_look():  # an inner look shares the call's
+            assert store.stamp("s") is None
+    with one_look():
+        seen = guard.stamp("s")
+        assert seen is not None and guard.version == version + 1
+        trust("s", [tool("a", "second")], store=store)  # written by this call: looked at again
+        assert store.stamp("s") not in (None, seen)
+    assert guard.enforce("s", "a", [tool("a", "second")], "quarantine") is not None

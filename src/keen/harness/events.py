@@ -1,7 +1,11 @@
 """The session event log, ``$KEEN_HOME/sessions/<id>.jsonl``, and its replay.
 
-One JSON object a line, appended and flushed per event (a crash loses at most the line
-being written; a torn last line is skipped on reading). Every string is redacted
+One JSON object a line, appended with one ``write`` to the file (no buffer in the process
+to lose; a torn last line is skipped on reading). Events outside a call are written as they
+come. A call's events are written together (:meth:`EventLog.held`): those before it is sent
+in one ``write`` just before it is sent (:meth:`EventLog.release`), the rest in one when it
+ends, refused or not. So a crash loses at most the events of the calls in progress not yet
+sent (nothing of them left Keen) and the line being written. Every string is redacted
 (:mod:`keen._redact`) before it is written. Event types:
 
 - ``session.start`` (mode, workspace), ``step.start`` (``offered``: tool names given to the
@@ -28,14 +32,17 @@ the offered names.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import secrets
 from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from keen import paths
 from keen._redact import redactor
@@ -74,6 +81,16 @@ def _redacted(value: Any) -> Any:
     return value
 
 
+logger = logging.getLogger(__name__)
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+"""One encoder for every event (``json.dumps`` with options builds one per call)."""
+
+_HELD: ContextVar[dict[int, list[str]] | None] = ContextVar("keen_held_events", default=None)
+"""Lines held for the current call (:meth:`EventLog.held`), by log; per task, so concurrent
+calls (``keen serve``) hold their own."""
+
+
 class EventLog:
     """An append-only JSONL writer. ``path`` is created (mode 0600) with its folder."""
 
@@ -82,11 +99,11 @@ class EventLog:
         self.session_id = session_id
         self._seq = 0
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        self._file: TextIO = os.fdopen(fd, "a", encoding="utf-8")
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
 
     def emit(self, type: str, **data: Any) -> dict[str, Any]:
-        """Write one event (redacted) and flush it. Returns the event as written."""
+        """Write one event (redacted): at once, or with the call's others when a call holds
+        them (:meth:`held`). Returns the event as written."""
         self._seq += 1
         # Top-level keys are the harness's own field names; the fields in _PLAIN carry values the
         # harness makes itself (never user or server text): both skip the redaction pass.
@@ -97,12 +114,58 @@ class EventLog:
             "type": type,
             **{k: v if k in _PLAIN else _redacted(v) for k, v in data.items()},
         }
-        self._file.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
-        self._file.flush()
+        line = _ENCODER.encode(event) + "\n"
+        held = _HELD.get()
+        pending = held.get(id(self)) if held is not None else None
+        if pending is not None:
+            pending.append(line)
+        else:
+            self._write(line)
         return event
 
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the events this task emits in the block (one call's) and write them with one
+        ``write`` when it ends, however it ends (:meth:`release` writes them sooner)."""
+        outer = _HELD.get()
+        if outer is not None and id(self) in outer:  # already held by the call around
+            yield
+            return
+        pending: list[str] = []
+        token = _HELD.set({**(outer or {}), id(self): pending})
+        try:
+            yield
+        finally:
+            _HELD.reset(token)
+            self._flush(pending)
+
+    def release(self) -> None:
+        """Write what the current call holds now (before it is sent: the log shows every
+        call that left Keen, even if Keen dies during it)."""
+        held = _HELD.get()
+        if held is not None and (pending := held.get(id(self))):
+            self._flush(pending)
+
+    def _flush(self, pending: list[str]) -> None:
+        if pending:
+            text = "".join(pending)
+            pending.clear()
+            try:
+                self._write(text)
+            except (OSError, ValueError):  # closed or unwritable: the call goes on, as when its
+                logger.exception("could not write a call's events to %s", self.path)  # audit failed
+
+    def _write(self, text: str) -> None:
+        if self._fd < 0:
+            raise ValueError(f"the event log {self.path} is closed")
+        data = text.encode("utf-8")
+        while data:  # a regular file takes it whole; a short write is carried on, not lost
+            data = data[os.write(self._fd, data) :]
+
     def close(self) -> None:
-        self._file.close()
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
 
 
 def read_events(path: Path) -> Iterator[dict[str, Any]]:

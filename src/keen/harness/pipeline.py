@@ -336,9 +336,12 @@ class Harness:
         call_id = f"{self.step}.{next(self._ids)}"
         arguments = {} if arguments is None else arguments
         who: dict[str, Any] = {"caller": caller} if caller else {}
-        self.log.emit("call", step=self.step, call_id=call_id, name=name, arguments=arguments, **who)
-        approver = approver or Approver(self.approve, self.approved_by)
-        call = await self._pipeline.run(Call(name, arguments, approver, caller=caller, call_id=call_id))
+        # The call's events are written together: those before execute as it starts, the rest
+        # at the end (keen.harness.events).
+        with self.log.held():
+            self.log.emit("call", step=self.step, call_id=call_id, name=name, arguments=arguments, **who)
+            approver = approver or Approver(self.approve, self.approved_by)
+            call = await self._pipeline.run(Call(name, arguments, approver, caller=caller, call_id=call_id))
         return call.shown or _observation(call)
 
     def _lookup(self, cap_id: str, name: str) -> Capability | None:
@@ -474,6 +477,7 @@ class Harness:
 
     async def _execute(self, call: Call) -> bool:
         """MCP tools through the gateway; resource reads; ToolSearch, skills and local tools."""
+        self.log.release()  # the call and its approval are on disk before anything runs
         if call.mcp:
             assert self.gateway is not None
             return await self.gateway.execute(call)

@@ -128,6 +128,11 @@ class ToolTrust(Protocol):
         """A key that changes when :meth:`shown` may change for the same tools."""
         ...
 
+    @property
+    def version(self) -> Hashable:
+        """Moves whenever a :meth:`stamp` asked was seen to change, for any server."""
+        ...
+
     def flagged(
         self,
         change: ToolsChanged,
@@ -238,6 +243,8 @@ class Manager:
         self._connections: dict[str, ServerConnection] = {}
         self._misconfigured: dict[str, ServerStatus] = {}
         self._retired: list[ServerConnection] = []
+        self._shown_names: dict[str, tuple[ToolsView, dict[str, Tool]]] = {}
+        """Server -> its last view and that view's tools by name (:meth:`_find_tool`)."""
         self._reload_lock = anyio.Lock()
         self._observers: list[StatusObserver] = []
         self._change_observers: list[ChangeObserver] = []
@@ -475,6 +482,12 @@ class Manager:
         file written by ``keen mcp trust`` in another process); ``None`` without trust."""
         return None if self.trust is None else self.trust.stamp(name)
 
+    def view_version(self) -> Hashable:
+        """A key that moves whenever :meth:`view_stamp` saw a change, for any server: one
+        value to key a cache of every server's view on, once the servers that matter were
+        stamped; ``None`` without trust."""
+        return None if self.trust is None else self.trust.version
+
     def list_resources(self, name: str) -> list[dict[str, Any]]:
         """The resources of the last connection's ``resources/list`` (all pages, wire shape:
         ``uri``, ``name``, ``description``, ``mimeType``...); ``[]`` when the server does not
@@ -550,7 +563,13 @@ class Manager:
         if self.trust is None:
             found = listed_tool(runtime, tool)
             return found, found
-        shown = {t.name: t for t in self.view(runtime.name).tools}
+        view = self.view(runtime.name)
+        cached = self._shown_names.get(runtime.name)
+        if cached is not None and cached[0] is view:  # the trust hands out one view until a change
+            shown = cached[1]
+        else:
+            shown = {t.name: t for t in view.tools}
+            self._shown_names[runtime.name] = (view, shown)
         live = runtime.tools_by_name.get(tool)
         if live is not None and tool not in shown:
             return live, None

@@ -42,6 +42,7 @@ from keen.harness import Harness, Observation, Visibility
 from keen.mcp.connection.relay import CALL_PEER, CallPeer
 from keen.mcp.manager import CALL_PROGRESS
 from keen.runtime import Runtime
+from keen.trust.pinstore import one_look
 
 __all__ = [
     "APPROVER",
@@ -141,6 +142,7 @@ class CallRouter:
         catalog: returns the served capability catalog (cached by the caller; called per call).
         visibility: decides, per capability and caller, whether the caller may use it.
         audit_path: the event log's file.
+        look: looks at a server's pin file before a call to it (then ``catalog`` need not).
         max_result_chars: longer result text is cut with a note (the harness's truncation).
         mode: the served surface (``search`` or ``extension``): errors point the host's model
             at its tools for names and schemas.
@@ -153,11 +155,12 @@ class CallRouter:
         visibility: Visibility,
         audit_path: Path,
         *,
+        look: Callable[[str], object] | None = None,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         mode: str = "search",
         retry_in: Callable[[str], float] | None = None,
     ) -> None:
-        self.catalog, self.visibility, self.audit_path = catalog, visibility, audit_path
+        self.catalog, self.visibility, self.look, self.audit_path = catalog, visibility, look, audit_path
         self.max_result_chars = max_result_chars
         self.remedy_words = host_remedy_words(mode, retry_in)
         self._harness: Harness | None = None
@@ -217,7 +220,15 @@ class CallRouter:
         # The harness and the gateway know nothing of either: the Manager reads them here.
         token, peer_token = CALL_PROGRESS.set(progress), CALL_PEER.set(peer)
         try:
-            return await self.harness.call(CALL_MCP_TOOL, call_input, caller=caller, approver=HOST_APPROVES)
+            with one_look():
+                # The called server's pin file, looked at once for the whole call (its catalog
+                # lookup, checks and pin check): a trust given in another process counts now.
+                server = call_input.get("server") if isinstance(call_input, dict) else None
+                if self.look is not None and isinstance(server, str):
+                    self.look(server)
+                return await self.harness.call(
+                    CALL_MCP_TOOL, call_input, caller=caller, approver=HOST_APPROVES
+                )
         finally:
             CALL_PEER.reset(peer_token)
             CALL_PROGRESS.reset(token)

@@ -222,6 +222,7 @@ class KeenServer:
             self._capabilities,
             self._visible,
             audit_path if audit_path is not None else paths.logs_dir() / "serve-audit.jsonl",
+            look=self._look,
             max_result_chars=max_result_chars,
             mode=mode,
             retry_in=self.reconnector.retry_in,
@@ -292,12 +293,19 @@ class KeenServer:
 
     # -- the catalog --------------------------------------------------------------------------
 
-    def catalog(self) -> ToolCatalog:
-        """The exposed tools of every connected server; rebuilt only when a tool list changed."""
+    def catalog(self, servers: Sequence[str] | None = None) -> ToolCatalog:
+        """The exposed tools of every connected server; rebuilt only when a tool list or a
+        server's view changed.
+
+        Args:
+            servers: whose pin files to look at for a change made elsewhere (``keen mcp trust``
+                in another process): every connected server's by default (a listing); a call
+                looks at its own server's only, so its cost does not grow with the servers.
+        """
         versions = self.manager.tool_versions()  # asked per call: no status built per server
-        # A pin file written since (``keen mcp trust`` in another process) changes the view.
-        stamp = self.manager.view_stamp
-        key = tuple((name, at, count, stamp(name)) for name, at, count in versions)
+        for name in [name for name, _, _ in versions] if servers is None else servers:
+            self.manager.view_stamp(name)  # a pin file changed since moves the view version
+        key = (tuple(versions), self.manager.view_version())
         if self._catalog is None or key != self._catalog_key:
             tools = [t for name, _, _ in versions for t in self.manager.list_tools(name)]
             self._catalog, self._catalog_key = ToolCatalog(tools), key
@@ -371,8 +379,15 @@ class KeenServer:
             ttl = min(ttl, max(0, int(left)))
         return ttl
 
+    def _look(self, server: str) -> None:
+        """Look at ``server``'s pin file; a name a host sent that is no configured server's
+        has none (and is never made into a path)."""
+        if server in self.manager.config.servers:
+            self.manager.view_stamp(server)
+
     def _capabilities(self) -> Catalog:
-        return self.catalog().capabilities
+        # The harness's lookup for a call: the router looked at the called server's pins.
+        return self.catalog(()).capabilities
 
     async def _visible(self, cap: Capability, caller: str | None) -> str | None:
         """The harness's visibility gate for served calls (see :mod:`keen.serve.calls`)."""
@@ -380,7 +395,7 @@ class KeenServer:
             return "keen serve runs only the upstream servers' tools"
         if self.mode == "search":
             return None
-        exposed = self.catalog().find(cap.server, cap.name)
+        exposed = self.catalog(()).find(cap.server, cap.name)  # the router looked at its pins
         if exposed is None:
             return f"{cap.server}/{cap.name} is not served"
         if caller and await self.store.is_authorized(caller, exposed.name, self.auth_ttl_of(caller)):
@@ -711,7 +726,8 @@ class KeenServer:
         if self.mode == "search":
             return await self._search_tool(params.name, arguments, scope, progress, peer)
         await self.revive([params.name])
-        exposed = self.catalog().get(params.name)
+        known = self._server_of.get(params.name)
+        exposed = self.catalog(None if known is None else (known[0],)).get(params.name)
         if exposed is None and params.name in self._server_of:
             return error_result(self._unavailable(self._server_of[params.name][0]))
         if exposed is None:

@@ -535,8 +535,8 @@ def pinned_tool(server: str, data: dict[str, Any]) -> Tool:
 
 class PinGuard:
     """The pinning check for call paths: caches each server's comparison until its tool
-    list or its pin file changes (one ``stat`` per call), so a call does not canonicalize every
-    tool again.
+    list or its pin file changes (one ``stat`` per call: :func:`keen.trust.pinstore.one_look`),
+    so a call does not canonicalize every tool again.
 
     It is also the :class:`keen.mcp.ToolTrust` Keen gives every Manager it builds
     (:meth:`shown`, :meth:`stamp`, :meth:`flagged`): :mod:`keen.mcp` imports nothing of
@@ -550,6 +550,11 @@ class PinGuard:
         self.store = store or PinStore()
         self._cache: dict[str, tuple[tuple[Any, ...], tuple[Tool, ...], PinReport]] = {}
         self._views: dict[str, tuple[tuple[Any, ...], PinnedView, tuple[Tool, ...]]] = {}
+        self._seen: dict[str, tuple[int, int, int] | None] = {}
+        self.version = 0
+        """Moves each time this guard sees a pin file other than it last saw it (written by
+        ``keen mcp trust`` in another process, or on first use here): a cache of views
+        (``keen serve``'s catalog) keys on it instead of looking at every pin file."""
 
     policy = staticmethod(pinning_policy)
     """:func:`pinning_policy`, here so a caller holding a guard needs no other import."""
@@ -558,7 +563,7 @@ class PinGuard:
         """:func:`compare` of ``tools`` with the stored pins (cached). Raises ``ConfigError``."""
         # The Manager hands out the same (frozen) Tool objects until a re-list replaces them, so
         # their identities are the key; the cache keeps them alive, so an id is never reused.
-        key = (tuple(map(id, tools)), self.store.stamp(server))
+        key = (tuple(map(id, tools)), self.stamp(server))
         cached = self._cache.get(server)
         if cached is not None and cached[0] == key:
             return cached[2]
@@ -575,8 +580,13 @@ class PinGuard:
 
     def stamp(self, server: str) -> tuple[int, int, int] | None:
         """The pin file's change key (:meth:`PinStore.stamp`): :meth:`shown` may differ for the
-        same tools once it changes, e.g. after ``keen mcp trust`` in another process."""
-        return self.store.stamp(server)
+        same tools once it changes, e.g. after ``keen mcp trust`` in another process; a change
+        seen moves :attr:`version`."""
+        stamp = self.store.stamp(server)
+        if self._seen.get(server, 0) != stamp:  # 0: never looked (a stamp is a tuple or None)
+            self._seen[server] = stamp
+            self.version += 1
+        return stamp
 
     def flagged(
         self,
@@ -614,7 +624,7 @@ class PinGuard:
 
         Returns True when it wrote the pins, False when the server was already pinned.
         """
-        if self.store.stamp(server) is not None:
+        if self.stamp(server) is not None:
             return False
         trust(server, tools, store=self.store)
         logger.info("pinned %d tools of %s on first approval", len(tools), server)

@@ -5,12 +5,22 @@ newer file is a ``ConfigError`` that says what to do, never silently an empty se
 (which would re-trust everything on the next approval). The models build their validators
 at their first use (pydantic's ``defer_build``): a session opens its pin store before its
 first model request, and reads pins only when a server connects or a call is made.
+
+Whether a pin file changed is one ``stat`` (:meth:`PinStore.stamp`). Inside one call
+(:func:`one_look`, which :meth:`keen.calls.Pipeline.run` opens) every stage that asks gets
+the answer of the first ``stat``: a call's listing lookup, argument check, pin check and
+trust on first use look at the pin file once, not four times. A file another process
+writes meanwhile is seen by the next call, as it would be had it been written just after
+that one ``stat``; a pin file this process writes is looked at again at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,9 +34,44 @@ from keen.mcp.config import SERVER_NAME_PATTERN
 from keen.mcp.types import Tool
 from keen.trust.fingerprint import body_fingerprint, definition, fingerprint
 
-__all__ = ["PIN_FILE_VERSION", "PinFile", "PinStore", "Review", "ToolPin"]
+__all__ = ["PIN_FILE_VERSION", "PinFile", "PinStore", "Review", "ToolPin", "one_look"]
 
 PIN_FILE_VERSION = 1
+
+_Stamp = tuple[int, int, int] | None
+
+
+class _Look:
+    """The pin files' stamps seen by one call, by store and server, while the call runs."""
+
+    __slots__ = ("open", "stamps")
+
+    def __init__(self) -> None:
+        self.open = True
+        self.stamps: dict[tuple[PinStore, str], _Stamp] = {}
+
+
+_LOOK: ContextVar[_Look | None] = ContextVar("keen_pin_look", default=None)
+"""The current call's look (:func:`one_look`); ``None`` outside a call. A context variable:
+concurrent calls (``keen serve``) each have their own; a task started during a call and
+outliving it inherits a closed look, which remembers nothing."""
+
+
+@contextlib.contextmanager
+def one_look() -> Iterator[None]:
+    """Within the block, :meth:`PinStore.stamp` stats each pin file at most once (one call's
+    look at the pins); a block inside another shares the outer one's look."""
+    current = _LOOK.get()
+    if current is not None and current.open:
+        yield
+        return
+    look = _Look()
+    token = _LOOK.set(look)
+    try:
+        yield
+    finally:
+        look.open = False
+        _LOOK.reset(token)
 
 
 def _now() -> str:
@@ -103,7 +148,7 @@ class PinStore:
         root = self.root
         path = self._paths.get((root, server))
         if path is None:  # built once per root and server: every call's pin check asks
-            if not SERVER_NAME_PATTERN.match(server):
+            if not SERVER_NAME_PATTERN.fullmatch(server):
                 raise ValueError(f"{server!r} is not a valid server name")
             path = self._paths[(root, server)] = root / f"{server}.json"
         return path
@@ -167,6 +212,9 @@ class PinStore:
         path = self.path(pins.server)
         text = json.dumps(pins.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
         atomic_write_text(path, text, mode=0o600)
+        if (look := _LOOK.get()) is not None:  # written by this call: its next look stats it again
+            for key in [key for key in look.stamps if key[1] == pins.server]:
+                del look.stamps[key]
         return path
 
     def review_path(self, server: str) -> Path:
@@ -192,10 +240,18 @@ class PinStore:
             return None
         return review if review.server == server and review.version == PIN_FILE_VERSION else None
 
-    def stamp(self, server: str) -> tuple[int, int, int] | None:
-        """``(inode, size, mtime_ns)`` of the pin file, ``None`` if absent: a cheap change key."""
+    def stamp(self, server: str) -> _Stamp:
+        """``(inode, size, mtime_ns)`` of the pin file, ``None`` if absent: a cheap change key
+        (within :func:`one_look`, the first answer for this file)."""
+        look = _LOOK.get()
+        if look is not None and look.open and (self, server) in look.stamps:
+            return look.stamps[self, server]
         try:
             st = os.stat(self.path(server))
         except FileNotFoundError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
+            stamp = None
+        else:
+            stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if look is not None and look.open:
+            look.stamps[self, server] = stamp
+        return stamp
