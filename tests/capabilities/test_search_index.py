@@ -260,7 +260,9 @@ def test_a_refresh_with_many_changed_weights_pools_the_affected_rows_again(
     index = refreshed.index()
     forget()
     full = Catalog(list(refreshed), dict(refreshed.servers), cache=False, dense=False).index()
-    assert np.allclose(index._vectors, full._vectors, atol=1e-6)  # pyright: ignore[reportPrivateUsage]
+    for mine, theirs in ((index._pooled, full._pooled), (index._server_pooled, full._server_pooled)):  # pyright: ignore[reportPrivateUsage]
+        assert np.allclose(mine.plain, theirs.plain, atol=1e-6)
+        assert np.allclose(mine.weighted, theirs.weighted, atol=1e-5)
     assert np.allclose(index._server_vectors, full._server_vectors, atol=1e-6)  # pyright: ignore[reportPrivateUsage]
 
 
@@ -295,34 +297,24 @@ def test_merged_keyword_postings_score_as_a_fresh_index() -> None:
 
 def test_copies_are_grouped_by_their_whole_key_not_by_a_hash() -> None:
     caps = list(Catalog.from_tools(_SERVERS["weather"] + _SERVERS["git"], cache=False, dense=False))
-    # Two different tools whose kept hashes collide stay apart; equal ones are one group.
-    search_module._copy_hashes.clear()  # pyright: ignore[reportPrivateUsage]
-    search_module._copy_hashes.update((id(c), (c, 7)) for c in caps)  # pyright: ignore[reportPrivateUsage]
-    groups = search_module._copy_groups(caps)  # pyright: ignore[reportPrivateUsage]
+    # Two different tools whose hashes collide stay apart; equal ones are one group.
+    colliding = np.full(len(caps), 7, dtype=np.int64)
+    groups = search_module._copy_groups(caps, colliding)  # pyright: ignore[reportPrivateUsage]
     assert groups.tolist() == list(range(len(caps)))
     twin = Catalog.from_tools([Tool("fork", "forecast", _SERVERS["weather"][0].description, {})], cache=False)
     both = [*caps, *twin]
-    search_module._copy_hashes.clear()  # pyright: ignore[reportPrivateUsage]
-    groups = search_module._copy_groups(both)  # pyright: ignore[reportPrivateUsage]
+    groups = search_module._copy_groups(both, search_module._copy_hashes(both))  # pyright: ignore[reportPrivateUsage]
     forecast = next(i for i, c in enumerate(both) if c.id == "mcp__weather__forecast")
     assert groups.tolist()[-1] == forecast
 
 
-def test_the_per_object_caches_stay_bounded_as_catalogs_come_and_go(tmp_path: Path) -> None:
-    # Each catalog is made of new descriptor objects (a server listed again): the caches
-    # kept per object drop the entries of objects gone once they hold twice the catalog.
-    for _ in range(6):
+def test_the_process_keeps_only_the_last_catalogs_objects(tmp_path: Path) -> None:
+    # Each catalog is made of new descriptor objects (a server listed again): what the
+    # process keeps for the next refresh is the last catalog's, not every one seen.
+    for _ in range(3):
         catalog = _catalog(_SERVERS, tmp_path)
         assert _ids(catalog, "send an email")[0] == "mcp__mail__send_email"
-        n = len(catalog)
-        for cache in (search_module._known, search_module._copy_hashes):  # pyright: ignore[reportPrivateUsage]
-            assert len(cache) <= 2 * n + 64
-    many = {
-        f"s{i}": [Tool(f"s{i}", f"tool_{j}", f"Tool {j} of {i}.", {}) for j in range(20)] for i in range(8)
-    }
-    catalogs = [_catalog(many, tmp_path) for _ in range(3)]
-    for catalog in catalogs:
-        catalog.index()
-        assert len(search_module._known) <= 2 * len(catalog) + 64  # pyright: ignore[reportPrivateUsage]
-    live = {id(c) for c in catalogs[-1]}
-    assert live <= set(search_module._known)  # pyright: ignore[reportPrivateUsage]
+        last = search_module._last  # pyright: ignore[reportPrivateUsage]
+        assert last is not None
+        assert [id(c) for c in last.caps] == [id(c) for c in catalog]
+        assert len(last.tools.rows) == len(catalog)
