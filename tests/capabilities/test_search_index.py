@@ -318,3 +318,109 @@ def test_the_process_keeps_only_the_last_catalogs_objects(tmp_path: Path) -> Non
         assert last is not None
         assert [id(c) for c in last.caps] == [id(c) for c in catalog]
         assert len(last.tools.rows) == len(catalog)
+
+
+_VERBS = ["get", "list", "create", "delete", "update", "search", "send", "read", "convert", "export"]
+_NOUNS = ["file", "issue", "email", "event", "invoice", "image", "table", "ticket", "note", "user", "repo"]
+_ADJ = ["recent", "shared", "archived", "public", "draft", "remote", "local", "weekly"]
+
+
+def _synthetic(n_servers: int, seed: int) -> dict[str, list[Tool]]:
+    """``n_servers`` servers of 4 to 12 tools of overlapping words (a deterministic draw)."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, list[Tool]] = {}
+    for s in range(n_servers):
+        name = f"srv{s:03d}"
+        tools = []
+        for t in range(int(rng.integers(4, 13))):
+            verb, noun, adj = rng.choice(_VERBS), rng.choice(_NOUNS), rng.choice(_ADJ)
+            schema = {
+                "type": "object",
+                "properties": {"id": {"type": "string", "description": f"The {noun} id."}},
+            }
+            tools.append(
+                Tool(name, f"{verb}_{noun}_{t}", f"{verb.title()} a {adj} {noun} of server {s}.", schema)
+            )
+        out[name] = tools
+    return out
+
+
+def _fresh(catalog: Catalog) -> search_module.ToolSearch:
+    """A full build of ``catalog`` as a new process makes it, leaving this process's kept
+    index (the refreshes' base) as it was."""
+    kept = search_module._last  # pyright: ignore[reportPrivateUsage]
+    try:
+        forget()
+        return Catalog(list(catalog), dict(catalog.servers), cache=False, dense=False).index()
+    finally:
+        search_module._last = kept  # pyright: ignore[reportPrivateUsage]
+
+
+@pytest.mark.parametrize("max_runs", [4096, 0])  # 0: every splice gathers row by row
+def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_runs: int
+) -> None:
+    monkeypatch.setattr(index_module, "_MAX_RUNS", max_runs)
+    made: list[str] = []
+    real_doc = search_module._server_doc  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(search_module, "_server_doc", lambda n, t, m: made.append(n) or real_doc(n, t, m))
+    vectors: list[int] = []
+    real_vectors = index_module.Pooled.vectors
+    monkeypatch.setattr(
+        index_module.Pooled,
+        "vectors",
+        lambda self, a: vectors.append(len(self.plain)) or real_vectors(self, a),
+    )
+    tools = _synthetic(80, seed=7)
+    tools["copy"] = [Tool("copy", t.name, t.description, t.input_schema) for t in tools["srv001"]]
+    _TEXTS.update({s: f"Server {s}." for s in tools})
+    catalog = _catalog(tools, tmp_path)
+    catalog.index()
+    n_tools = len(catalog)
+    assert n_tools > 500
+    queries = ["send the weekly email", "delete an archived ticket", "export a table", "repo of server 12"]
+    steps: list[tuple[str, dict[str, list[Tool]]]] = [
+        (
+            "a tool added",
+            dict(tools, srv010=[*tools["srv010"], Tool("srv010", "zap_widget", "Zap a widget.", {})]),
+        ),
+        ("a tool gone", dict(tools, srv020=tools["srv020"][1:])),
+        ("a description changed", dict(tools, srv030=[Tool("srv030", "only", "Read a remote invoice.", {})])),
+        ("a server gone", {s: t for s, t in tools.items() if s != "srv040"}),
+        ("a server added", dict(tools, srv999=[Tool("srv999", "get_email", "Get a recent email.", {})])),
+        (
+            "a copy made",
+            dict(
+                tools, copy2=[Tool("copy2", t.name, t.description, t.input_schema) for t in tools["srv002"]]
+            ),
+        ),
+    ]
+    try:
+        for label, changed in steps:
+            unchanged = {
+                s: c for s, c in _by_server(catalog).items() if s in changed and changed[s] == tools.get(s)
+            }
+            made.clear()
+            vectors.clear()
+            refreshed = _catalog(changed, tmp_path, unchanged)
+            index = refreshed.index()
+            # Only the changed servers' documents were made again, and no tool vectors at all.
+            assert len(made) <= 2, (label, made)
+            assert all(v < n_tools for v in vectors), (label, vectors)
+            full = _fresh(refreshed)
+            assert index.ids == full.ids, label
+            assert index._groups.tolist() == full._groups.tolist(), label  # pyright: ignore[reportPrivateUsage]
+            for query in queries:
+                mine, theirs = index.signals(query), full.signals(query)
+                assert np.array_equal(mine["lexical"], theirs["lexical"]), (label, query)  # BM25 bit for bit
+                for name in ("static", "server"):
+                    assert np.allclose(mine[name], theirs[name], atol=1e-4), (label, query, name)
+                assert [i for i, _ in index.top(query, 10)] == [i for i, _ in full.top(query, 10)], (
+                    label,
+                    query,
+                )
+            catalog, tools = refreshed, changed
+    finally:
+        for s in list(_TEXTS):
+            if s not in ("weather", "git", "mail"):
+                del _TEXTS[s]
