@@ -195,7 +195,7 @@ class Catalog:
             logger.warning("catalog: duplicate capability ids kept once: %s", ", ".join(dupes[:5]))
         self.servers: dict[str, str] = dict(sorted((servers or {}).items()))
         self._names = model_names(self._caps)
-        self._by_name = {n: i for i, n in self._names.items()}
+        self._by_name = dict(zip(self._names.values(), self._names.keys(), strict=True))
         self._cache_dir = (cache_dir or paths.keen_home() / "cache" / "toolsearch") if cache else None
         self._dense = dense
         self._index: ToolSearch | None = None
