@@ -186,8 +186,12 @@ class Catalog:
     ) -> None:
         # C-level passes (attrgetter, zip): a catalog of one changed server is made again
         # whole, and at 50,000 tools a Python call per capability cost tens of ms.
-        caps = sorted(capabilities, key=_by_id)
+        caps = list(capabilities)
         ids = list(map(_by_id, caps))
+        # CatalogCache gives its servers' parts in id order: checked (one C pass), not sorted.
+        if not all(map(operator.lt, ids, ids[1:])):
+            caps.sort(key=_by_id)
+            ids = list(map(_by_id, caps))
         self._caps = dict(zip(ids, caps, strict=True))
         self._list = list(self._caps.values())
         if len(self._caps) != len(caps):
