@@ -443,7 +443,8 @@ class ToolSearch:
             index: ToolSearch | None = None
             folder: Path | None = None
             if _last is None:  # a new process: the folder, not the rows in memory
-                tool_keys = [doc_key(_tool_doc(c)) for c in caps]
+                tool_docs = [_tool_doc(c) for c in caps]
+                tool_keys = [doc_key(d) for d in tool_docs]
                 docs, names = _server_docs(caps, servers)
                 server_keys = _server_doc_keys(docs)
                 folder = cache_root / _folder_name(
@@ -458,7 +459,11 @@ class ToolSearch:
                 if index is None:
                     here = folder
                     plan = _plan(
-                        caps, servers, lambda: _last_used(cache_root, here), tool_keys, (docs, names)
+                        caps,
+                        servers,
+                        lambda: _last_used(cache_root, here),
+                        (tool_docs, tool_keys),
+                        (docs, names),
                     )
                     index = cls._assemble(caps, servers, plan, weights)
             else:
@@ -911,7 +916,7 @@ def _plan(
     caps: Sequence[Capability],
     servers: dict[str, str],
     seed: Callable[[], Path | None] | None,
-    tool_keys: list[bytes] | None = None,
+    tool_docs: tuple[list[Doc], list[bytes]] | None = None,
     server_docs: tuple[list[Doc], list[str]] | None = None,
 ) -> _Plan:
     """The rows of ``caps`` and their servers: from the last index (the same capability
@@ -944,8 +949,12 @@ def _plan(
         hit = last.by_object[at] == objects
         same[hit] = last.order[at[hit]]
     missing = np.flatnonzero(same < 0).tolist()
-    docs = {pos: _tool_doc(caps[pos]) for pos in missing}
-    keys = {pos: tool_keys[pos] if tool_keys is not None else doc_key(docs[pos]) for pos in missing}
+    if tool_docs is not None:  # made already (a new process keys every tool to find its folder)
+        docs = {pos: tool_docs[0][pos] for pos in missing}
+        keys = {pos: tool_docs[1][pos] for pos in missing}
+    else:
+        docs = {pos: _tool_doc(caps[pos]) for pos in missing}
+        keys = {pos: doc_key(docs[pos]) for pos in missing}
     tools = _fill(
         same.copy(),
         missing,
