@@ -19,7 +19,15 @@ background and cached per tool text: ``keen.capabilities.dense``):
   the cache folder of the last catalog (its other servers' rows reused);
 - ``warm load``: the index of an unchanged catalog loaded from its cache folder, and the
   first query after it (target 20 ms) and the median of the next ten;
-- ``peak RSS`` of the process.
+- ``peak RSS`` of the process, beside its peak right after the full build.
+
+The full build, the refresh and the first query also print the CPU time of the thread that
+ran them (``time.thread_time``: not the background writer's, nor other processes'), the
+figure the machine's load moves least.
+
+Each time figure is printed beside its ratio to the full build of the same size (the
+baseline, medians of the same processes), and with more than one size a last table gives
+each figure's growth from the smallest size to the largest beside the catalog's.
 
 With ``--dense-cache DIR`` (default ``.bench/cache/embeddings`` when it exists: the vector
 cache ``bench/search.py`` fills), the first size also times the refresh with the
@@ -32,6 +40,7 @@ Usage: ``python bench/index_scale.py [CATALOG ...] [--sizes 4311,20000,50000] [-
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import resource
@@ -125,13 +134,15 @@ def _child(paths: list[Path], size: int, dense_cache: Path | None) -> dict[str, 
     forget = _forget()
 
     servers = _catalog_servers(paths, size)
-    base = [tool_capability(name, t) for name, _, tools in servers for t in tools]
+    # In id order, as CatalogCache gives a catalog its servers' parts (each sorted once).
+    base = sorted((tool_capability(name, t) for name, _, tools in servers for t in tools), key=lambda c: c.id)
+    cut = bisect.bisect_left([c.id for c in base], "mcp__probe__")
     texts = {name: text for name, text, _ in servers} | {"probe": "A probe server."}
     out: dict[str, Any] = {"tools": len(base) + 1, "servers": len(texts)}
 
     def catalog(version: int, cache_dir: Path, dense: bool = False) -> Catalog:
-        probe = [tool_capability("probe", t) for t in _probe(version)]
-        return Catalog([*base, *probe], texts, cache_dir=cache_dir, dense=dense)
+        probe = sorted((tool_capability("probe", t) for t in _probe(version)), key=lambda c: c.id)
+        return Catalog([*base[:cut], *probe, *base[cut:]], texts, cache_dir=cache_dir, dense=dense)
 
     def found(cat: Catalog, version: int) -> bool:
         wanted = f"mcp__probe__zanzibarite_frobnicator_{version}"
@@ -139,14 +150,17 @@ def _child(paths: list[Path], size: int, dense_cache: Path | None) -> dict[str, 
 
     with tempfile.TemporaryDirectory(prefix="keen-bench-") as tmp:
         cache = Path(tmp) / "toolsearch"
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         first = catalog(0, cache)
         first.index()
         out["full_build_s"] = time.perf_counter() - t
-        t = time.perf_counter()
+        out["full_build_cpu_s"] = time.thread_time() - c
+        out["full_build_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        t, c = time.perf_counter(), time.thread_time()
         changed = catalog(1, cache)
         ok = found(changed, 1)
         out["refresh_ms"] = (time.perf_counter() - t) * 1000
+        out["refresh_cpu_ms"] = (time.thread_time() - c) * 1000
         out["refresh_found"] = ok
         forget()
         t = time.perf_counter()
@@ -159,9 +173,10 @@ def _child(paths: list[Path], size: int, dense_cache: Path | None) -> dict[str, 
         warm = catalog(2, cache)
         warm.index()
         out["warm_load_ms"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         warm.search(QUERIES[0], k=5)
         out["first_query_ms"] = (time.perf_counter() - t) * 1000
+        out["first_query_cpu_ms"] = (time.thread_time() - c) * 1000
         times = []
         for query in QUERIES[1:]:
             t = time.perf_counter()
@@ -208,6 +223,103 @@ def _stats(values: list[float]) -> str:
     return f"{min(values):.1f} / {statistics.median(values):.1f} / {max(values):.1f}"
 
 
+# (label, key, unit, scale, note): each time figure, printed beside its ratio to the cold
+# full build of the same size (its baseline, from the same processes).
+_FIGURES = [
+    ("refresh of one server", "refresh_ms", "ms", 1.0, "to the new tool found, target {refresh} ms"),
+    ("  its CPU (this thread)", "refresh_cpu_ms", "ms", 1.0, "against the full build's CPU"),
+    ("new process, one server changed", "new_process_refresh_ms", "ms", 1.0, "rows of the last cache folder"),
+    ("warm load", "warm_load_ms", "ms", 1.0, "cache folder"),
+    ("first query after it", "first_query_ms", "ms", 1.0, "target {query} ms"),
+    ("  its CPU (this thread)", "first_query_cpu_ms", "ms", 1.0, "against the full build's CPU"),
+    ("next queries (median of 10)", "next_query_ms", "ms", 1.0, ""),
+]
+
+
+def _rows(runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The printed rows of one size: min / median / max over its processes, each with its
+    ratio to the baseline's median."""
+    full = [r["full_build_s"] * 1000 for r in runs]
+    base = statistics.median(full)
+    rows = [("full build (baseline)", f"{_stats(full)} ms")]
+    if all("full_build_cpu_s" in r for r in runs):
+        rows.append(("  its CPU (this thread)", f"{_stats([r['full_build_cpu_s'] * 1000 for r in runs])} ms"))
+    for label, key, unit, scale, note in _FIGURES:
+        values = [r[key] * scale for r in runs]
+        # CPU figures against the full build's CPU: what the shared machine's load moves least.
+        cpu = key.endswith("_cpu_ms") and all("full_build_cpu_s" in r for r in runs)
+        ratio = statistics.median(values) / (
+            statistics.median([r["full_build_cpu_s"] * 1000 for r in runs]) if cpu else base
+        )
+        text = note.format(refresh=f"{REFRESH_TARGET_MS:.0f}", query=f"{FIRST_QUERY_TARGET_MS:.0f}")
+        found = {"refresh_ms": "refresh_found", "new_process_refresh_ms": "new_process_refresh_found"}.get(
+            key
+        )
+        missing = "  NOT FOUND" if found and not all(r[found] for r in runs) else ""
+        rows.append(
+            (
+                label,
+                f"{_stats(values)} {unit}  (x{ratio:.4f} of a full build; {text}){missing}".replace(
+                    "; )", ")"
+                ),
+            )
+        )
+    fig = runs[0]
+    full_rss = [r["full_build_rss_mb"] for r in runs]
+    peak = [r["peak_rss_mb"] for r in runs]
+    rows += [
+        (
+            "cache folder",
+            f"{fig['cache_folders']} catalogs kept, {statistics.median([r['cache_mb'] for r in runs]):.1f} MB",
+        ),
+        (
+            "peak RSS",
+            f"{_stats(peak)} MB  (x{statistics.median(peak) / statistics.median(full_rss):.2f} of the peak "
+            f"after the full build, {_stats(full_rss)} MB)",
+        ),
+        ("1-min load average", f"{_stats([r['load_average_1m'] for r in runs])} on {os.cpu_count()} CPUs"),
+    ]
+    if "dense_findable_ms" in fig:
+        rows.append(
+            (
+                "refresh, transformer on",
+                f"findable {_stats([r['dense_findable_ms'] for r in runs])} ms; its vector encoded and "
+                f"the transformer back {_stats([r['dense_ready_ms'] for r in runs])} ms",
+            )
+        )
+    elif "dense" in fig:
+        rows.append(("refresh, transformer on", fig["dense"]))
+    return rows
+
+
+def _growth(results: dict[int, list[dict[str, Any]]]) -> list[tuple[str, str]]:
+    """Each figure's median at the largest size over the smallest, beside the growth of the
+    catalog (linear: the same ratio; a refresh of one server should grow far less)."""
+    sizes = sorted(results)
+    small, large = results[sizes[0]], results[sizes[-1]]
+    tools = large[0]["tools"] / small[0]["tools"]
+    servers = large[0]["servers"] / small[0]["servers"]
+    rows = [("tools / servers", f"x{tools:.1f} / x{servers:.1f}")]
+    keys = [("full build (baseline)", "full_build_s"), *[(label, key) for label, key, *_ in _FIGURES]]
+    keys = [(label, key) for label, key in keys if all(key in r for r in small + large)]
+    keys.append(("peak RSS", "peak_rss_mb"))
+    for label, key in keys:
+        ratio = statistics.median([r[key] for r in large]) / statistics.median([r[key] for r in small])
+        rows.append(
+            (label, f"x{ratio:.1f} ({'linear or better' if ratio <= tools * 1.1 else 'WORSE than linear'})")
+        )
+    return rows
+
+
+def _print(title: str, rows: list[tuple[str, str]]) -> None:
+    print(title)
+    print("-" * len(title))
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"  {label.ljust(width)} : {value}")
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Search index build, refresh, load and memory at scale.")
     parser.add_argument(
@@ -248,55 +360,16 @@ def main() -> None:
         return
     for runs in results.values():
         fig = runs[0]
-        title = f"search index, {fig['tools']:,} tools on {fig['servers']} servers ({len(runs)} processes)"
-        print(title)
-        print("-" * len(title))
-        full = [r["full_build_s"] * 1000 for r in runs]
-        rows = [
-            ("full build (baseline)", f"{_stats(full)} ms"),
-            (
-                "refresh of one server",
-                f"{_stats([r['refresh_ms'] for r in runs])} ms to the new tool found "
-                f"(x{statistics.median([r['refresh_ms'] for r in runs]) / statistics.median(full):.3f} of a full build;"
-                f" target {REFRESH_TARGET_MS:.0f} ms at 293 servers)"
-                + ("" if all(r["refresh_found"] for r in runs) else "  NOT FOUND"),
-            ),
-            (
-                "new process, one server changed",
-                f"{_stats([r['new_process_refresh_ms'] for r in runs])} ms to the new tool found "
-                "(rows of the last cache folder reused)"
-                + ("" if all(r["new_process_refresh_found"] for r in runs) else "  NOT FOUND"),
-            ),
-            ("warm load", f"{_stats([r['warm_load_ms'] for r in runs])} ms (cache folder)"),
-            (
-                "first query after it",
-                f"{_stats([r['first_query_ms'] for r in runs])} ms (target {FIRST_QUERY_TARGET_MS:.0f} ms); "
-                f"next queries median {_stats([r['next_query_ms'] for r in runs])} ms",
-            ),
-            (
-                "cache folder",
-                f"{fig['cache_folders']} catalogs kept, {statistics.median([r['cache_mb'] for r in runs]):.1f} MB",
-            ),
-            ("peak RSS", f"{_stats([r['peak_rss_mb'] for r in runs])} MB"),
-            (
-                "1-min load average",
-                f"{_stats([r['load_average_1m'] for r in runs])} on {os.cpu_count()} CPUs",
-            ),
-        ]
-        if "dense_findable_ms" in fig:
-            rows.append(
-                (
-                    "refresh, transformer on",
-                    f"findable {_stats([r['dense_findable_ms'] for r in runs])} ms; its vector encoded and "
-                    f"the transformer back {_stats([r['dense_ready_ms'] for r in runs])} ms",
-                )
-            )
-        elif "dense" in fig:
-            rows.append(("refresh, transformer on", fig["dense"]))
-        width = max(len(label) for label, _ in rows)
-        for label, value in rows:
-            print(f"  {label.ljust(width)} : {value}")
-        print()
+        _print(
+            f"search index, {fig['tools']:,} tools on {fig['servers']} servers ({len(runs)} processes)",
+            _rows(runs),
+        )
+    if len(results) > 1:
+        sizes = sorted(results)
+        _print(
+            f"growth from {results[sizes[0]][0]['tools']:,} to {results[sizes[-1]][0]['tools']:,} tools (medians)",
+            _growth(results),
+        )
 
 
 if __name__ == "__main__":

@@ -260,7 +260,9 @@ def test_a_refresh_with_many_changed_weights_pools_the_affected_rows_again(
     index = refreshed.index()
     forget()
     full = Catalog(list(refreshed), dict(refreshed.servers), cache=False, dense=False).index()
-    assert np.allclose(index._vectors, full._vectors, atol=1e-6)  # pyright: ignore[reportPrivateUsage]
+    for mine, theirs in ((index._pooled, full._pooled), (index._server_pooled, full._server_pooled)):  # pyright: ignore[reportPrivateUsage]
+        assert np.allclose(mine.plain, theirs.plain, atol=1e-6)
+        assert np.allclose(mine.weighted, theirs.weighted, atol=1e-5)
     assert np.allclose(index._server_vectors, full._server_vectors, atol=1e-6)  # pyright: ignore[reportPrivateUsage]
 
 
@@ -295,34 +297,130 @@ def test_merged_keyword_postings_score_as_a_fresh_index() -> None:
 
 def test_copies_are_grouped_by_their_whole_key_not_by_a_hash() -> None:
     caps = list(Catalog.from_tools(_SERVERS["weather"] + _SERVERS["git"], cache=False, dense=False))
-    # Two different tools whose kept hashes collide stay apart; equal ones are one group.
-    search_module._copy_hashes.clear()  # pyright: ignore[reportPrivateUsage]
-    search_module._copy_hashes.update((id(c), (c, 7)) for c in caps)  # pyright: ignore[reportPrivateUsage]
-    groups = search_module._copy_groups(caps)  # pyright: ignore[reportPrivateUsage]
+    # Two different tools whose hashes collide stay apart; equal ones are one group.
+    colliding = np.full(len(caps), 7, dtype=np.int64)
+    groups = search_module._copy_groups(caps, colliding)  # pyright: ignore[reportPrivateUsage]
     assert groups.tolist() == list(range(len(caps)))
     twin = Catalog.from_tools([Tool("fork", "forecast", _SERVERS["weather"][0].description, {})], cache=False)
     both = [*caps, *twin]
-    search_module._copy_hashes.clear()  # pyright: ignore[reportPrivateUsage]
-    groups = search_module._copy_groups(both)  # pyright: ignore[reportPrivateUsage]
+    groups = search_module._copy_groups(both, search_module._copy_hashes(both))  # pyright: ignore[reportPrivateUsage]
     forecast = next(i for i, c in enumerate(both) if c.id == "mcp__weather__forecast")
     assert groups.tolist()[-1] == forecast
 
 
-def test_the_per_object_caches_stay_bounded_as_catalogs_come_and_go(tmp_path: Path) -> None:
-    # Each catalog is made of new descriptor objects (a server listed again): the caches
-    # kept per object drop the entries of objects gone once they hold twice the catalog.
-    for _ in range(6):
+def test_the_process_keeps_only_the_last_catalogs_objects(tmp_path: Path) -> None:
+    # Each catalog is made of new descriptor objects (a server listed again): what the
+    # process keeps for the next refresh is the last catalog's, not every one seen.
+    for _ in range(3):
         catalog = _catalog(_SERVERS, tmp_path)
         assert _ids(catalog, "send an email")[0] == "mcp__mail__send_email"
-        n = len(catalog)
-        for cache in (search_module._known, search_module._copy_hashes):  # pyright: ignore[reportPrivateUsage]
-            assert len(cache) <= 2 * n + 64
-    many = {
-        f"s{i}": [Tool(f"s{i}", f"tool_{j}", f"Tool {j} of {i}.", {}) for j in range(20)] for i in range(8)
-    }
-    catalogs = [_catalog(many, tmp_path) for _ in range(3)]
-    for catalog in catalogs:
-        catalog.index()
-        assert len(search_module._known) <= 2 * len(catalog) + 64  # pyright: ignore[reportPrivateUsage]
-    live = {id(c) for c in catalogs[-1]}
-    assert live <= set(search_module._known)  # pyright: ignore[reportPrivateUsage]
+        last = search_module._last  # pyright: ignore[reportPrivateUsage]
+        assert last is not None
+        assert [id(c) for c in last.caps] == [id(c) for c in catalog]
+        assert len(last.tools.rows) == len(catalog)
+
+
+_VERBS = ["get", "list", "create", "delete", "update", "search", "send", "read", "convert", "export"]
+_NOUNS = ["file", "issue", "email", "event", "invoice", "image", "table", "ticket", "note", "user", "repo"]
+_ADJ = ["recent", "shared", "archived", "public", "draft", "remote", "local", "weekly"]
+
+
+def _synthetic(n_servers: int, seed: int) -> dict[str, list[Tool]]:
+    """``n_servers`` servers of 4 to 12 tools of overlapping words (a deterministic draw)."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, list[Tool]] = {}
+    for s in range(n_servers):
+        name = f"srv{s:03d}"
+        tools = []
+        for t in range(int(rng.integers(4, 13))):
+            verb, noun, adj = rng.choice(_VERBS), rng.choice(_NOUNS), rng.choice(_ADJ)
+            schema = {
+                "type": "object",
+                "properties": {"id": {"type": "string", "description": f"The {noun} id."}},
+            }
+            tools.append(
+                Tool(name, f"{verb}_{noun}_{t}", f"{verb.title()} a {adj} {noun} of server {s}.", schema)
+            )
+        out[name] = tools
+    return out
+
+
+def _fresh(catalog: Catalog) -> search_module.ToolSearch:
+    """A full build of ``catalog`` as a new process makes it, leaving this process's kept
+    index (the refreshes' base) as it was."""
+    kept = search_module._last  # pyright: ignore[reportPrivateUsage]
+    try:
+        forget()
+        return Catalog(list(catalog), dict(catalog.servers), cache=False, dense=False).index()
+    finally:
+        search_module._last = kept  # pyright: ignore[reportPrivateUsage]
+
+
+@pytest.mark.parametrize("max_runs", [4096, 0])  # 0: every splice gathers row by row
+def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_runs: int
+) -> None:
+    monkeypatch.setattr(index_module, "_MAX_RUNS", max_runs)
+    made: list[str] = []
+    real_doc = search_module._server_doc  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(search_module, "_server_doc", lambda n, t, m: made.append(n) or real_doc(n, t, m))
+    vectors: list[int] = []
+    real_vectors = index_module.Pooled.vectors
+    monkeypatch.setattr(
+        index_module.Pooled,
+        "vectors",
+        lambda self, a: vectors.append(len(self.plain)) or real_vectors(self, a),
+    )
+    tools = _synthetic(80, seed=7)
+    tools["copy"] = [Tool("copy", t.name, t.description, t.input_schema) for t in tools["srv001"]]
+    _TEXTS.update({s: f"Server {s}." for s in tools})
+    catalog = _catalog(tools, tmp_path)
+    catalog.index()
+    n_tools = len(catalog)
+    assert n_tools > 500
+    queries = ["send the weekly email", "delete an archived ticket", "export a table", "repo of server 12"]
+    steps: list[tuple[str, dict[str, list[Tool]]]] = [
+        (
+            "a tool added",
+            dict(tools, srv010=[*tools["srv010"], Tool("srv010", "zap_widget", "Zap a widget.", {})]),
+        ),
+        ("a tool gone", dict(tools, srv020=tools["srv020"][1:])),
+        ("a description changed", dict(tools, srv030=[Tool("srv030", "only", "Read a remote invoice.", {})])),
+        ("a server gone", {s: t for s, t in tools.items() if s != "srv040"}),
+        ("a server added", dict(tools, srv999=[Tool("srv999", "get_email", "Get a recent email.", {})])),
+        (
+            "a copy made",
+            dict(
+                tools, copy2=[Tool("copy2", t.name, t.description, t.input_schema) for t in tools["srv002"]]
+            ),
+        ),
+    ]
+    try:
+        for label, changed in steps:
+            unchanged = {
+                s: c for s, c in _by_server(catalog).items() if s in changed and changed[s] == tools.get(s)
+            }
+            made.clear()
+            vectors.clear()
+            refreshed = _catalog(changed, tmp_path, unchanged)
+            index = refreshed.index()
+            # Only the changed servers' documents were made again, and no tool vectors at all.
+            assert len(made) <= 2, (label, made)
+            assert all(v < n_tools for v in vectors), (label, vectors)
+            full = _fresh(refreshed)
+            assert index.ids == full.ids, label
+            assert index._groups.tolist() == full._groups.tolist(), label  # pyright: ignore[reportPrivateUsage]
+            for query in queries:
+                mine, theirs = index.signals(query), full.signals(query)
+                assert np.array_equal(mine["lexical"], theirs["lexical"]), (label, query)  # BM25 bit for bit
+                for name in ("static", "server"):
+                    assert np.allclose(mine[name], theirs[name], atol=1e-4), (label, query, name)
+                assert [i for i, _ in index.top(query, 10)] == [i for i, _ in full.top(query, 10)], (
+                    label,
+                    query,
+                )
+            catalog, tools = refreshed, changed
+    finally:
+        for s in list(_TEXTS):
+            if s not in ("weather", "git", "mail"):
+                del _TEXTS[s]

@@ -65,7 +65,7 @@ def test_idf_pooling_ranks_by_the_word_that_tells_tools_apart() -> None:
     plain = pool(token_ids(texts), ones) @ pool(token_ids([query]), ones)[0]
     assert index.ids[int(np.argmax(plain))] != "mcp__weather__forecast"
     # Weighted by IDF over the catalog, those shared words count little: the weather tool wins.
-    weighted = index._vectors @ pool(token_ids([query]), index._token_weights)[0]  # pyright: ignore[reportPrivateUsage]
+    weighted = index._static_scores(pool(token_ids([query]), index._token_weights)[0])  # pyright: ignore[reportPrivateUsage]
     assert index.ids[int(np.argmax(weighted))] == "mcp__weather__forecast"
     assert catalog.search(query, k=1)[0].id == "mcp__weather__forecast"
 

@@ -23,7 +23,6 @@ computed per query term from the postings instead of from token lists.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +46,9 @@ __all__ = [
     "intern",
     "pool_parts",
     "repool",
+    "runs",
+    "splice",
+    "static_scores",
     "term_words",
     "token_df",
     "tokenise",
@@ -96,8 +98,12 @@ class Doc(NamedTuple):
 
 
 def doc_key(doc: Doc) -> bytes:
-    """The 16-byte key of ``doc``'s row: a hash of its texts."""
-    return hashlib.sha256(json.dumps([list(doc.lexical), doc.embedded, doc.idf]).encode()).digest()[:16]
+    """The 16-byte key of ``doc``'s row: a hash of its texts (each after its length, so no
+    text a server sends can make two documents' inputs equal; a new process hashes every
+    tool's, and JSON-escaping them took more than the hash)."""
+    parts = [*doc.lexical, doc.embedded, doc.idf or ""]
+    head = ",".join(map(str, map(len, parts))) + ("|-|" if doc.idf is None else "|+|")
+    return hashlib.blake2b((head + "".join(parts)).encode(), digest_size=16).digest()
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,6 +132,20 @@ class Columns:
         lex_ptr, lex = _take(self.lex_ptr, rows, self.lex)
         sem_ptr, sem = _take(self.sem_ptr, rows, self.sem)
         return Columns(self.keys[rows], term_ptr, term_ids, tf, self.length[rows], lex_ptr, lex, sem_ptr, sem)
+
+    def slice(self, start: int, stop: int) -> Columns:
+        """The rows ``start`` to ``stop`` (views of this one's arrays but the offsets)."""
+
+        def cut(ptr: np.ndarray, *flats: np.ndarray) -> list[np.ndarray]:
+            lo, hi = int(ptr[start]), int(ptr[stop])
+            return [ptr[start : stop + 1] - lo, *(f[lo:hi] for f in flats)]
+
+        term_ptr, term_ids, tf = cut(self.term_ptr, self.term_ids, self.tf)
+        lex_ptr, lex = cut(self.lex_ptr, self.lex)
+        sem_ptr, sem = cut(self.sem_ptr, self.sem)
+        return Columns(
+            self.keys[start:stop], term_ptr, term_ids, tf, self.length[start:stop], lex_ptr, lex, sem_ptr, sem
+        )
 
     @staticmethod
     def concat(parts: Sequence[Columns]) -> Columns:
@@ -232,6 +252,71 @@ def _take(ptr: np.ndarray, rows: np.ndarray, *flats: np.ndarray) -> list[np.ndar
     np.cumsum(sizes, out=new_ptr[1:])
     index = np.repeat(starts - new_ptr[:-1], sizes) + np.arange(int(new_ptr[-1]), dtype=np.int64)
     return [new_ptr, *(f[index] for f in flats)]
+
+
+_MAX_RUNS = 4096
+"""Above this many runs a splice gathers row by row (one fancy index) instead of by slices."""
+
+
+def runs(take: np.ndarray) -> list[tuple[int, int, int]] | None:
+    """``take`` (per new row, an old row, or ``-1``: the next of the added rows) as runs
+    ``(source, start, stop)``: ``source`` 0 for old rows, 1 for added ones, ``start:stop``
+    their rows there. A catalog that changed one server is three runs, whatever its size;
+    ``None`` when there are more than :data:`_MAX_RUNS`."""
+    import numpy as np
+
+    n = len(take)
+    if n == 0:
+        return []
+    old = take >= 0
+    cont = np.zeros(n, dtype=bool)
+    cont[1:] = (old[1:] & old[:-1] & (take[1:] == take[:-1] + 1)) | (~old[1:] & ~old[:-1])
+    starts = np.flatnonzero(~cont)
+    if len(starts) > _MAX_RUNS:
+        return None
+    added_before = np.cumsum(~old) - ~old  # added rows before each row
+    out: list[tuple[int, int, int]] = []
+    for first, end in zip(starts.tolist(), [*starts[1:].tolist(), n], strict=True):
+        if old[first]:
+            lo = int(take[first])
+            out.append((0, lo, lo + end - first))
+        else:
+            lo = int(added_before[first])
+            out.append((1, lo, lo + end - first))
+    return out
+
+
+def splice(old: Columns, take: np.ndarray, added: Columns) -> Columns:
+    """The rows ``take`` names: ``take[i]``, a row of ``old``, or ``-1``: the next row of
+    ``added`` (in order). By slices of the runs (:func:`runs`): a copy of the flat arrays,
+    not a gather of each row."""
+    import numpy as np
+
+    spans = runs(take)
+    if spans is None:
+        index = take.copy()
+        index[take < 0] = len(old) + np.arange(int((take < 0).sum()), dtype=np.int64)
+        return Columns.concat([old, added]).take(index)
+    if len(spans) == 1 and spans[0] == (0, 0, len(old)):
+        return old
+    return Columns.concat([(old, added)[src].slice(lo, hi) for src, lo, hi in spans] or [added.slice(0, 0)])
+
+
+def _splice_arrays(old: np.ndarray, take: np.ndarray, added: np.ndarray) -> np.ndarray:
+    """Rows of ``old`` and ``added`` as :func:`splice` takes them, for one 2-d array."""
+    import numpy as np
+
+    spans = runs(take)
+    if spans is None:
+        out = np.empty((len(take), *old.shape[1:]), dtype=old.dtype)
+        kept = take >= 0
+        out[kept] = old[take[kept]]
+        out[~kept] = added
+        return out
+    if len(spans) == 1 and spans[0] == (0, 0, len(old)):
+        return old
+    parts = [(old, added)[src][lo:hi] for src, lo, hi in spans]
+    return np.concatenate(parts) if parts else added[:0]
 
 
 def tokenise(docs: Sequence[Doc], keys: Sequence[bytes] | None = None) -> Columns:
@@ -496,10 +581,14 @@ def weight_parts(n: int, df: np.ndarray) -> tuple[float, np.ndarray]:
 @dataclass(frozen=True, eq=False)
 class Pooled:
     """Per row, the sum of its embedded text's token vectors (``plain``) and the sum
-    weighted by ``g`` (``weighted``; see :func:`weight_parts`)."""
+    weighted by ``g`` (``weighted``; see :func:`weight_parts`), and ``sq``: per row, in
+    float64, ``plain . plain``, ``plain . weighted`` and ``weighted . weighted``, so the
+    norm of ``a * plain - weighted`` for any ``a`` is three products, not a pass over the
+    sums (:meth:`inverse_norms`)."""
 
     plain: np.ndarray
     weighted: np.ndarray
+    sq: np.ndarray
     g: np.ndarray
 
     def vectors(self, a: float) -> np.ndarray:
@@ -509,6 +598,29 @@ class Pooled:
         out = a * self.plain - self.weighted
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return np.divide(out, norms, out=np.zeros_like(out), where=norms > 1e-12)
+
+    def inverse_norms(self, a: float) -> np.ndarray:
+        """Per row, one over the norm of ``a * plain - weighted`` (0 for an empty row): the
+        cosine of a row with a unit vector ``q`` is ``(a * plain . q - weighted . q)`` times
+        it (:func:`static_scores`), so a change of ``a`` (of the number of rows) costs a
+        pass over ``n`` numbers, not over ``n`` vectors."""
+        import numpy as np
+
+        pp, pw, ww = self.sq[:, 0], self.sq[:, 1], self.sq[:, 2]
+        squared = np.maximum(a * a * pp - 2.0 * a * pw + ww, 0.0)
+        norms = np.sqrt(squared)
+        return np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 1e-12).astype(np.float32)
+
+
+def _squares(plain: np.ndarray, weighted: np.ndarray) -> np.ndarray:
+    """:attr:`Pooled.sq` of rows (products accumulated in float64)."""
+    import numpy as np
+
+    out = np.empty((len(plain), 3), dtype=np.float64)
+    out[:, 0] = np.einsum("ij,ij->i", plain, plain, dtype=np.float64)
+    out[:, 1] = np.einsum("ij,ij->i", plain, weighted, dtype=np.float64)
+    out[:, 2] = np.einsum("ij,ij->i", weighted, weighted, dtype=np.float64)
+    return out
 
 
 _CORRECTION_CELLS = 1 << 22
@@ -522,44 +634,74 @@ def pool_parts(columns: Columns, g: np.ndarray) -> Pooled:
 
     both = np.stack([np.ones_like(g), g], axis=1)
     sums = _pool(columns, both)
-    return Pooled(sums[:, 0], sums[:, 1], g)
+    # Each its own contiguous array: later indexes copy them by slices, and a query reads
+    # them whole (one row of each 2 x 256 floats apart would halve the memory throughput).
+    plain, weighted = np.ascontiguousarray(sums[:, 0]), np.ascontiguousarray(sums[:, 1])
+    return Pooled(plain, weighted, _squares(plain, weighted), g)
 
 
-def repool(old: Pooled, src: np.ndarray, columns: Columns, g: np.ndarray) -> Pooled:
-    """The :class:`Pooled` sums of ``columns``, whose row ``i`` is the row ``src[i]`` of
-    the rows ``old`` was pooled from (``-1``: new): new rows pooled, kept rows copied, and
-    those holding a token whose ``g`` changed corrected by the difference."""
+def repool(old: Pooled, take: np.ndarray, columns: Columns, added: Columns, g: np.ndarray) -> Pooled:
+    """The :class:`Pooled` sums of ``columns`` (:func:`splice` of ``take`` and ``added``
+    over the rows ``old`` was pooled from): the added rows pooled, the old ones copied by
+    runs, and those holding a token whose ``g`` changed corrected by the difference."""
     import numpy as np
 
-    n = len(columns)
-    kept = np.flatnonzero(src >= 0)
-    fresh = np.flatnonzero(src < 0)
-    plain = np.empty((n, DIM), dtype=np.float32)
-    weighted = np.empty((n, DIM), dtype=np.float32)
-    plain[kept] = old.plain[src[kept]]
-    weighted[kept] = old.weighted[src[kept]]
-    if fresh.size:
-        added = pool_parts(columns.take(fresh), g)
-        plain[fresh] = added.plain
-        weighted[fresh] = added.weighted
+    fresh = pool_parts(added, g)
+    plain = _splice_arrays(old.plain, take, fresh.plain)
+    weighted = _splice_arrays(old.weighted, take, fresh.weighted)
+    sq = _splice_arrays(old.sq, take, fresh.sq)
     changed = np.flatnonzero(g != old.g)
-    if changed.size and kept.size:
+    from_old = take >= 0
+    if changed.size and from_old.any():
         is_changed = np.zeros(len(g), dtype=bool)
         is_changed[changed] = True
-        row_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(columns.sem_ptr))
-        hit = is_changed[columns.sem] & (src >= 0)[row_of]
-        rows, tokens = row_of[hit], columns.sem[hit]
+        hit = is_changed[columns.sem]
+        if hit.any():
+            # Only the hits' rows: a row per token of every row would be a pass of its own.
+            spots = np.flatnonzero(hit)
+            rows_hit = np.searchsorted(columns.sem_ptr, spots, side="right") - 1
+            keep = from_old[rows_hit]
+            rows, tokens = rows_hit[keep], columns.sem[spots[keep]]
+        else:
+            rows = tokens = np.zeros(0, dtype=np.int64)
         if rows.size:
+            if weighted is old.weighted:
+                weighted = weighted.copy()
+            if sq is old.sq:
+                sq = sq.copy()
             affected, local = np.unique(rows, return_inverse=True)
-            if len(affected) * len(changed) <= _CORRECTION_CELLS:
-                cells = local * len(changed) + np.searchsorted(changed, tokens)
-                counts = np.bincount(cells, minlength=len(affected) * len(changed))
-                counts = counts.reshape(len(affected), len(changed)).astype(np.float32)
-                delta = (g[changed] - old.g[changed])[:, None] * word_vectors().embedding[changed]
-                weighted[affected] += np.einsum("ij,jk->ik", counts, delta)
-            else:
+            if len(affected) * len(changed) > _CORRECTION_CELLS:
                 weighted[affected] = _pool(columns.take(affected), g[:, None])[:, 0]
-    return Pooled(plain, weighted, g)
+                sq[affected] = _squares(plain[affected], weighted[affected])
+            else:
+                delta = (g[changed] - old.g[changed])[:, None] * word_vectors().embedding[changed]
+                column = np.searchsorted(changed, tokens)
+                if 2 * len(affected) > len(columns):
+                    # Most rows hold a changed token (one every tool uses, as "a" or "the"):
+                    # one product over the whole array, no gather and scatter of the rows.
+                    cells = rows * len(changed) + column
+                    counts = np.bincount(cells, minlength=len(columns) * len(changed))
+                    weighted += counts.reshape(len(columns), len(changed)).astype(np.float32) @ delta
+                    sq[:, 1] = np.einsum("ij,ij->i", plain, weighted, dtype=np.float64)
+                    sq[:, 2] = np.einsum("ij,ij->i", weighted, weighted, dtype=np.float64)
+                else:
+                    cells = local * len(changed) + column
+                    counts = np.bincount(cells, minlength=len(affected) * len(changed))
+                    counts = counts.reshape(len(affected), len(changed)).astype(np.float32)
+                    weighted[affected] += counts @ delta
+                    sq[affected] = _squares(plain[affected], weighted[affected])
+    return Pooled(plain, weighted, sq, g)
+
+
+def static_scores(pooled: Pooled, a: float, inverse_norms: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Per row, the cosine of its vector for the weights ``a - g`` with the unit vector
+    ``query``: ``(a * plain . query - weighted . query) * inverse_norms``."""
+    import numpy as np
+
+    # einsum's own loop on this thread, not BLAS (see keen.capabilities.search._dot).
+    plain = np.einsum("ij,j->i", pooled.plain, query)
+    weighted = np.einsum("ij,j->i", pooled.weighted, query)
+    return (np.float32(a) * plain - weighted) * inverse_norms
 
 
 def _pool(columns: Columns, weights: np.ndarray) -> np.ndarray:

@@ -22,6 +22,7 @@ skill that is edited, swapped, enabled, disabled, added or removed is seen at th
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,11 @@ if TYPE_CHECKING:
     from keen.trust.pins import PinGuard
 
 __all__ = ["CatalogCache"]
+
+
+def _id_prefix(server: str) -> str:
+    """What every capability id of ``server`` begins with (keen.capabilities.names)."""
+    return f"mcp__{server}__"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +123,10 @@ class CatalogCache:
         if not changed and self._catalog is not None:
             self.reuses += 1
             return self._catalog
-        caps = [c for part in parts.values() for c in part.caps] + [c for _, c in self._local]
+        # In id order (each server's part sorted once, the servers by their ids' prefix), so
+        # the Catalog checks the order instead of sorting every capability again.
+        order = sorted(parts, key=_id_prefix)
+        caps = [c for name in order for c in parts[name].caps] + [c for _, c in self._local]
         self._catalog = Catalog(caps, {name: p.text for name, p in parts.items()}, **self.options)
         self.builds += 1
         return self._catalog
@@ -143,4 +152,5 @@ class CatalogCache:
         cached = self._servers.get(name)
         if cached is not None and cached.inputs == inputs:
             return cached
-        return _ServerPart(inputs, server_text(name, inputs[1], inputs[0]), server_capabilities(name, inputs))
+        caps = sorted(server_capabilities(name, inputs), key=operator.attrgetter("id"))
+        return _ServerPart(inputs, server_text(name, inputs[1], inputs[0]), caps)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import operator
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -71,8 +72,10 @@ def model_names(ids: Iterable[str]) -> dict[str, str]:
     Deterministic: the result for a set of ids does not depend on their order. Names are
     compared exactly (APIs treat names as case-sensitive).
     """
-    ordered = sorted(set(ids))
-    names = {i: model_name(i) for i in ordered}
+    ordered = list(ids)
+    if not all(map(operator.lt, ordered, ordered[1:])):  # a catalog's ids come sorted: checked, not sorted
+        ordered = sorted(set(ordered))
+    names = dict(zip(ordered, map(model_name, ordered), strict=True))  # C-level: 50,000 ids in a catalog
     if len(set(names.values())) == len(names):  # no clash (the rule): no grouping needed
         return names
     chars = _HASH_CHARS

@@ -98,6 +98,8 @@ from keen.capabilities._index import (
     intern,
     pool_parts,
     repool,
+    splice,
+    static_scores,
     token_df,
     tokenise,
     weight_parts,
@@ -131,7 +133,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = 6
+INDEX_FORMAT = 7
 """Bumped when the cached index layout or its document text changes (folders of other
 formats are deleted when an index is saved)."""
 MAX_INDEXES = 4
@@ -283,64 +285,53 @@ def _copy_key(cap: Capability) -> tuple[object, ...]:
     return (cap.kind, cap.name, cap.title, cap.search_text, cap.params, cap.risk)
 
 
-# Per capability object, the hash of its copy key: a refresh keeps most objects, and hashing
-# 4,300 keys (their Risk dataclasses in Python) cost more than grouping them. Entries are
-# added, not rebuilt (a refresh makes few new objects, and so few for the garbage collector
-# to scan); bounded by _bound.
-_copy_hashes: dict[int, tuple[Capability, int]] = {}
-# Per copy, the first member of its group it was compared equal to (both objects kept).
-_copy_verified: dict[int, tuple[Capability, Capability]] = {}
+def _copy_groups(
+    caps: Sequence[Capability],
+    hashes: np.ndarray,
+    same: np.ndarray | None = None,
+    last_groups: np.ndarray | None = None,
+) -> np.ndarray:
+    """Per capability, the position of the first identical one (itself when unique).
 
-
-def _bound(cache: dict[int, Any], caps: Sequence[Capability]) -> None:
-    """Keep a per-object cache to the objects of ``caps`` once it holds twice as many (the
-    entries of objects gone keep them alive until then)."""
-    if len(cache) > 2 * len(caps) + 64:
-        alive = {id(c) for c in caps}
-        for key in [k for k in cache if k not in alive]:
-            del cache[key]
-
-
-def _copy_groups(caps: Sequence[Capability]) -> np.ndarray:
-    """Per capability, the position of the first identical one (itself when unique)."""
+    ``hashes``: each one's :func:`_copy_key` hash. ``same`` (per capability, the row of the
+    same object in the last index, or -1) and ``last_groups`` (that index's groups): a
+    copy whose object and whose group's first member were in one group there is known
+    equal to it; only the others are compared in full (the last catalog's were)."""
     import numpy as np
 
-    hashes: list[int] = []
-    get = _copy_hashes.get
-    for cap in caps:
-        hit = get(id(cap))
-        if hit is None or hit[0] is not cap:
-            hit = _copy_hashes[id(cap)] = (cap, hash(_copy_key(cap)))
-        hashes.append(hit[1])
     n = len(caps)
-    _bound(_copy_hashes, caps)
     if n == 0:
         return np.empty(0, dtype=np.int32)
-    _, first, inverse = np.unique(np.array(hashes, dtype=np.int64), return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
     groups = first[inverse].astype(np.int32)
-    # Equal hashes are nearly always equal keys; the few shared ones are compared in full
-    # (two different keys of one hash must not become copies).
+    # Equal hashes are nearly always equal keys; the shared ones are compared in full (two
+    # different keys of one hash must not become copies), unless compared last time.
     shared = np.flatnonzero(np.bincount(groups, minlength=n)[groups] > 1)
-    mismatched: list[int] = []
-    seen = _copy_verified.get
-    for i, lead in zip(shared.tolist(), groups[shared].tolist(), strict=True):
-        if i == lead:
-            continue
-        cap, first = caps[i], caps[lead]
-        before = seen(id(cap))
-        if before is not None and before[0] is cap and before[1] is first:
-            continue  # the same two objects compared equal last time
-        if _copy_key(cap) == _copy_key(first):
-            _copy_verified[id(cap)] = (cap, first)
-        else:
-            mismatched.append(lead)
-    _bound(_copy_verified, caps)
+    members = shared[groups[shared] != shared]
+    leads = groups[members]
+    if same is not None and last_groups is not None and members.size:
+        was, lead_was = same[members], same[leads]
+        known = (was >= 0) & (lead_was >= 0)
+        known[known] = last_groups[was[known]] == last_groups[lead_was[known]]
+        members, leads = members[~known], leads[~known]
+    mismatched = [
+        lead
+        for i, lead in zip(members.tolist(), leads.tolist(), strict=True)
+        if _copy_key(caps[i]) != _copy_key(caps[lead])
+    ]
     if mismatched:  # a collision: those groups are sorted out by their keys
         exact: dict[tuple[object, ...], int] = {}
         suspect = np.isin(groups, mismatched)
         for i in np.flatnonzero(suspect).tolist():
             groups[i] = exact.setdefault(_copy_key(caps[i]), i)
     return groups
+
+
+def _copy_hashes(caps: Sequence[Capability]) -> np.ndarray:
+    """The hash of each capability's :func:`_copy_key`."""
+    import numpy as np
+
+    return np.fromiter((hash(_copy_key(c)) for c in caps), dtype=np.int64, count=len(caps))
 
 
 def _standardise(values: np.ndarray) -> np.ndarray:
@@ -366,7 +357,7 @@ class ToolSearch:
         doc_server: np.ndarray,
         bm25: Any,
         bm25_servers: Any,
-        vectors: np.ndarray,
+        static: tuple[Pooled, float],
         server_vectors: np.ndarray,
         weights: SearchWeights,
         groups: np.ndarray | None = None,
@@ -379,7 +370,10 @@ class ToolSearch:
         self._doc_server = doc_server  # server row per document, -1 for none
         self._bm25 = bm25
         self._bm25_servers = bm25_servers
-        self._vectors = vectors
+        # The tools' word vectors as their two sums (see _index.Pooled) and a = ln(N + 1):
+        # a refresh that changes N moves no vector, and none is made.
+        self._pooled, self._a = static
+        self._inverse_norms = static[0].inverse_norms(static[1])
         self._server_vectors = server_vectors
         self.weights = weights
         # IDF per wordllama token id over this catalog (see _embed); all ones: a plain mean.
@@ -392,6 +386,7 @@ class ToolSearch:
         self._groups = np.arange(len(ids), dtype=np.int32) if groups is None else groups
         shared = np.flatnonzero(np.bincount(self._groups, minlength=len(ids))[self._groups] > 1)
         self._shared = shared  # positions of the groups with copies, ascending
+        self._by_group: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.dense: DenseVectors | None = None
         """The transformer signal, attached by the catalog (None: not used)."""
         self._dense_server_cache: tuple[np.ndarray, np.ndarray] | None = None
@@ -410,53 +405,64 @@ class ToolSearch:
         process indexed for the last catalog are reused (:mod:`keen.capabilities._index`):
         only new or changed ones are tokenised."""
         with _build_lock:
-            rows, srcs = _rows(caps, servers, None)
-            return cls._assemble(caps, servers, rows, srcs, weights)
+            return cls._assemble(caps, servers, _plan(caps, servers, None), weights)
 
     @classmethod
     def _assemble(
         cls,
         caps: Sequence[Capability],
         servers: dict[str, str],
-        rows: tuple[Columns, Columns],
-        srcs: tuple[_Since | None, _Since | None],
+        plan: _Plan,
         weights: SearchWeights | None,
         neighbours: tuple[np.ndarray, list[str]] | None = None,
     ) -> ToolSearch:
-        """The index of ``caps`` from their rows and their servers' rows; ``srcs``: per
-        row, its row in the last index's rows (``-1``: not there), so what depends on the
-        whole catalog is updated from the last index by what changed (:func:`_parts`)."""
-        import numpy as np
-
-        tool_rows, server_rows = rows
-        row = {name: i for i, name in enumerate(sorted(servers))}
+        """The index of ``caps`` from the :class:`_Plan` of their rows: what depends on the
+        whole catalog is updated from the last index by what changed."""
+        global _last
+        last = _last if plan.based else None
+        tool_rows, server_rows = plan.tools.rows, plan.servers.rows
         # Token IDF over the tools' lexical text (their whole description, not only the
         # head that is embedded): a word every tool uses weighs little in any vector.
-        df = token_df(tool_rows)
+        df = token_df(tool_rows) if last is None else _df_after(last.tools, plan.tools)
         token_weights = idf_rows(tool_rows, df)
         a, g = weight_parts(len(tool_rows), df)
-        tools = _part(0, tool_rows, srcs[0], g)
-        servers_part = _part(1, server_rows, srcs[1], g)
-        global _last
-        _last = (tools, servers_part)
-        assert tools.pooled is not None and servers_part.pooled is not None
+        tools = _part(None if last is None else last.tools, plan.tools, g, df)
+        servers_part = _part(None if last is None else last.servers, plan.servers, g, None)
+        hashes = plan.hashes
+        groups = _copy_groups(caps, hashes, plan.same, None if last is None else last.groups)
+        _last = _Last(
+            list(caps),
+            *_object_table(caps),
+            tools,
+            servers_part,
+            plan.server_names,
+            plan.server_docs,
+            dict(servers),
+            plan.doc_server,
+            hashes,
+            groups,
+        )
         bm25 = tools.lexical
         index = cls(
-            [c.id for c in caps],
-            np.array([row.get(c.server or "", -1) for c in caps], dtype=np.int32),
+            plan.ids,
+            plan.doc_server,
             bm25,
             servers_part.lexical,
-            tools.pooled.vectors(a),
+            (tools.pooled, a),
             servers_part.pooled.vectors(a),
             weights or SearchWeights(),
-            _copy_groups(caps),
+            groups,
             token_weights,
             _neighbour_terms(bm25, neighbours),
         )
-        index._rows = rows
+        index._rows = (tool_rows, server_rows)
+        index._df = df
+        index._server_pooled = servers_part.pooled
         return index
 
     _rows: tuple[Columns, Columns] | None = None
+    _df: np.ndarray | None = None
+    _server_pooled: Pooled
 
     @classmethod
     def cached(
@@ -472,23 +478,47 @@ class ToolSearch:
         the folder used last) and saved there; ``cache_root=None``: built, not saved. The
         folder keeps :data:`MAX_INDEXES` catalogs, the most recently used. A folder that
         cannot be read is rebuilt; one that cannot be written is logged and skipped."""
+        import numpy as np
+
         if cache_root is None:
             return cls.build(caps, servers, weights)
         with _build_lock:
-            tool_keys, known = _tool_keys(caps)
-            docs = _server_docs(caps, servers)
-            keys = (tool_keys, _server_doc_keys(docs))
-            folder = cache_root / _folder_name(keys[0], keys[1], caps)
             index: ToolSearch | None = None
-            if not known and folder.is_dir():  # a new process: the folder, not the rows in memory
-                try:
-                    index = cls._load(folder, caps, servers, keys, weights)
-                except (OSError, ValueError, KeyError, TypeError) as exc:
-                    logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
-                    shutil.rmtree(folder, ignore_errors=True)  # replaced by the rebuilt one
-            if index is None:
-                rows, srcs = _rows(caps, servers, lambda: _last_used(cache_root, folder), keys, docs)
-                index = cls._assemble(caps, servers, rows, srcs, weights)
+            folder: Path | None = None
+            if _last is None:  # a new process: the folder, not the rows in memory
+                tool_docs = [_tool_doc(c) for c in caps]
+                tool_keys = [doc_key(d) for d in tool_docs]
+                docs, names = _server_docs(caps, servers)
+                server_keys = _server_doc_keys(docs)
+                folder = cache_root / _folder_name(
+                    b"".join(tool_keys), b"".join(server_keys), [c.id for c in caps]
+                )
+                if folder.is_dir():
+                    try:
+                        index = cls._load(folder, caps, servers, (tool_keys, server_keys), weights)
+                    except (OSError, ValueError, KeyError, TypeError) as exc:
+                        logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
+                        shutil.rmtree(folder, ignore_errors=True)  # replaced by the rebuilt one
+                if index is None:
+                    here = folder
+                    plan = _plan(
+                        caps,
+                        servers,
+                        lambda: _last_used(cache_root, here),
+                        (tool_docs, tool_keys),
+                        (docs, names),
+                    )
+                    index = cls._assemble(caps, servers, plan, weights)
+            else:
+                plan = _plan(caps, servers, lambda: _last_used(cache_root, None))
+                index = cls._assemble(caps, servers, plan, weights)
+            if folder is None:
+                assert index._rows is not None
+                folder = cache_root / _folder_name(
+                    np.ascontiguousarray(index._rows[0].keys).tobytes(),
+                    np.ascontiguousarray(index._rows[1].keys).tobytes(),
+                    index.ids,
+                )
             _write_later(index, cache_root, folder)
             return index
 
@@ -497,7 +527,7 @@ class ToolSearch:
         when it is there already."""
         import numpy as np
 
-        assert self._rows is not None
+        assert self._rows is not None and self._df is not None
         if (folder / "meta.json").is_file():
             with contextlib.suppress(OSError):
                 os.utime(folder)
@@ -509,13 +539,20 @@ class ToolSearch:
             tool_rows.save(tmp / "tools.npz")
             server_rows.save(tmp / "servers.npz")
             # The assembled index too: a new process loads it as it is (assembling it from
-            # the rows took several times as long as reading it).
+            # the rows took several times as long as reading it), and the sums of word
+            # vectors, so its first refresh pools only what changed.
+            servers_pooled = self._server_pooled
             with (tmp / "assembled.npz").open("wb") as handle:
                 np.savez(
                     handle,
-                    vectors=self._vectors,
-                    server_vectors=self._server_vectors,
-                    token_weights=self._token_weights,
+                    plain=self._pooled.plain,
+                    weighted=self._pooled.weighted,
+                    sq=self._pooled.sq,
+                    g=self._pooled.g,
+                    df=self._df,
+                    server_plain=servers_pooled.plain,
+                    server_weighted=servers_pooled.weighted,
+                    server_sq=servers_pooled.sq,
                     **self._bm25.to_arrays("bm25_"),
                     **self._bm25_servers.to_arrays("servers_"),
                 )
@@ -550,48 +587,75 @@ class ToolSearch:
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
         tool_rows = Columns.load(folder / "tools.npz")
         server_rows = Columns.load(folder / "servers.npz")
-        if [bytes(k) for k in tool_rows.keys] != keys[0] or [bytes(k) for k in server_rows.keys] != keys[1]:
+        if _key_list(tool_rows) != keys[0] or _key_list(server_rows) != keys[1]:
             raise ValueError("rows of other documents")
-        if meta["ids"] != [c.id for c in caps]:
+        ids = [c.id for c in caps]
+        if meta["ids"] != ids:
             raise ValueError("rows for other capability ids")
         stored = meta["neighbours"]
         tokens = np.asarray(stored["tokens"], dtype=np.int32)
         stems = [str(s) for s in stored["stems"]]
         if len(tokens) != len(stems):
             raise ValueError("neighbour tokens and stems differ in number")
-        rows = (tool_rows, server_rows)
         with np.load(folder / "assembled.npz") as data:
             arrays = {k: data[k] for k in data.files}
         bm25 = Lexical.from_arrays(arrays, "bm25_")
         bm25_servers = Lexical.from_arrays(arrays, "servers_")
-        vectors, server_vectors = arrays["vectors"], arrays["server_vectors"]
-        token_weights = arrays["token_weights"]
+        size = word_vectors().embedding.shape[0]
+        g, df = arrays["g"], arrays["df"]
+        pooled = Pooled(arrays["plain"], arrays["weighted"], arrays["sq"], g)
+        server_pooled = Pooled(arrays["server_plain"], arrays["server_weighted"], arrays["server_sq"], g)
+        n, n_servers = len(caps), len(server_rows)
         if (
-            bm25._n != max(len(caps), 1)  # pyright: ignore[reportPrivateUsage]
+            bm25._n != max(n, 1)  # pyright: ignore[reportPrivateUsage]
             or len(bm25._length) != max(len(tool_rows), 1)  # pyright: ignore[reportPrivateUsage]
-            or len(bm25_servers._length) != max(len(server_rows), 1)  # pyright: ignore[reportPrivateUsage]
-            or vectors.shape != (len(caps), DIM)
-            or server_vectors.shape != (len(servers), DIM)
-            or token_weights.shape != (word_vectors().embedding.shape[0],)
+            or len(bm25_servers._length) != max(n_servers, 1)  # pyright: ignore[reportPrivateUsage]
+            or pooled.plain.shape != (n, DIM)
+            or pooled.weighted.shape != (n, DIM)
+            or pooled.sq.shape != (n, 3)
+            or server_pooled.plain.shape != (n_servers, DIM)
+            or server_pooled.weighted.shape != (n_servers, DIM)
+            or server_pooled.sq.shape != (n_servers, 3)
+            or g.shape != (size,)
+            or df.shape != (size,)
+            or n_servers != len(servers)
         ):
             raise ValueError("an assembled index of another size")
-        _remember(caps, rows)
+        a, g_now = weight_parts(len(tool_rows), df)
+        if not np.array_equal(g, g_now):
+            raise ValueError("word weights that do not fit the document counts")
+        docs, names = _server_docs(caps, servers)
+        doc_server = _doc_servers(caps, names)
+        hashes = _copy_hashes(caps)
+        groups = _copy_groups(caps, hashes)
         global _last
-        _last = (_Part(tool_rows, bm25, None), _Part(server_rows, bm25_servers, None))
-        row = {name: i for i, name in enumerate(sorted(servers))}
+        _last = _Last(
+            list(caps),
+            *_object_table(caps),
+            _Part(tool_rows, bm25, pooled, df),
+            _Part(server_rows, bm25_servers, server_pooled),
+            names,
+            docs,
+            dict(servers),
+            doc_server,
+            hashes,
+            groups,
+        )
         index = cls(
-            [c.id for c in caps],
-            np.array([row.get(c.server or "", -1) for c in caps], dtype=np.int32),
+            ids,
+            doc_server,
             bm25,
             bm25_servers,
-            vectors,
-            server_vectors,
+            (pooled, a),
+            server_pooled.vectors(a),
             weights or SearchWeights(),
-            _copy_groups(caps),
-            token_weights,
+            groups,
+            idf_rows(tool_rows, df),
             _neighbour_terms(bm25, (tokens, stems)),
         )
-        index._rows = rows
+        index._rows = (tool_rows, server_rows)
+        index._df = df
+        index._server_pooled = server_pooled
         return index
 
     # -- querying -------------------------------------------------------------
@@ -652,7 +716,7 @@ class ToolSearch:
             "lexical": w.lexical * _standardise(self._expanded_lexical(query, tokens)),
             "static": w.semantic
             * (w.static_with_dense if qd is not None else 1.0)
-            * _standardise(_dot(self._vectors, qk)),
+            * _standardise(self._static_scores(qk)),
         }
         if dense is not None and qd is not None:
             out["dense"] = w.dense * _standardise(_best_view(dense, qd))
@@ -667,6 +731,10 @@ class ToolSearch:
             srv = np.append(srv, 0.0)  # row -1: documents without a server
             out["server"] = w.server * server_trust(n_servers) * srv[self._doc_server]
         return out
+
+    def _static_scores(self, query: np.ndarray) -> np.ndarray:
+        """Each tool's word-vector cosine with the unit vector ``query``."""
+        return static_scores(self._pooled, self._a, self._inverse_norms, query)
 
     def query_words(self, query: str) -> list[tuple[str, np.ndarray]]:
         """Each content word of ``query`` (as typed, lowercase; first 2,000 characters) that
@@ -762,12 +830,24 @@ class ToolSearch:
         order on a tie) set to ``-inf``."""
         import numpy as np
 
-        pos, grp = self._shared, self._groups[self._shared]
-        order = np.lexsort((pos, -scores[pos], grp))  # by group, best first, then catalog order
-        leads = np.ones(order.size, dtype=bool)
-        leads[1:] = grp[order[1:]] != grp[order[:-1]]
+        if self._by_group is None:
+            # The members by group, then catalog order: sorted once per index, not per query.
+            pos, grp = self._shared, self._groups[self._shared]
+            order = np.lexsort((pos, grp))
+            starts = np.flatnonzero(np.r_[True, grp[order][1:] != grp[order][:-1]])
+            self._by_group = (pos[order], starts, np.diff(np.r_[starts, order.size]))
+        members, starts, sizes = self._by_group
+        values = scores[members]
+        best = np.repeat(np.maximum.reduceat(values, starts), sizes)
+        group = np.repeat(np.arange(len(starts)), sizes)
+        # The lead of a group: its first member (in catalog order) with the best score.
+        top = np.flatnonzero(values == best)
+        first = np.ones(top.size, dtype=bool)
+        first[1:] = group[top[1:]] != group[top[:-1]]
+        lead = np.zeros(values.size, dtype=bool)
+        lead[top[first]] = True
         scores = scores.copy()
-        scores[pos[order[~leads]]] = -np.inf
+        scores[members[~lead]] = -np.inf
         return scores
 
     def copies(self, position: int, mask: np.ndarray | None = None) -> list[int]:
@@ -781,42 +861,392 @@ class ToolSearch:
 # -- the rows this process indexed (keen.capabilities._index) ------------------------------
 
 _build_lock = threading.RLock()
-# The rows of the last catalog indexed, so a catalog that changed one server tokenises that
-# server only: per capability object (a catalog rebuilt by CatalogCache keeps the objects of
-# unchanged servers; identity, not equality: comparing 4,300 dataclasses by value costs
-# more than the rest of a refresh: its key), and per row key (each kind's rows of the last
-# index, by key). The object entries are added and dropped, not rebuilt: a refresh makes
-# few new objects, so few for the garbage collector to scan (a full collection of a
-# 50,000-tool heap took longer than the refresh). Bounded by _bound and the last index.
-_known: dict[int, tuple[Capability, bytes]] = {}
-_known_rows: tuple[tuple[Columns, dict[bytes, int]], ...] = ()
 
 
 @dataclass(eq=False)
 class _Part:
-    """What the last index assembled from its tools' or servers' rows: BM25's postings and
-    the pooled sums of word vectors (``None`` when the index was loaded: pooled again at the
-    next change)."""
+    """What an index assembled from its tools' or servers' rows: BM25's postings and the
+    pooled sums of word vectors; ``df``: the tools' token document frequencies."""
 
     rows: Columns
     lexical: Lexical
-    pooled: Pooled | None
+    pooled: Pooled
+    df: np.ndarray | None = None
 
 
-# The last index's parts (tools, servers): the next catalog's are derived from them by what
-# changed. Replaced at every build: bounded by one catalog.
-_last: tuple[_Part, _Part] | None = None
+@dataclass(eq=False)
+class _Last:
+    """The last index of this process, kept whole so the next catalog's is derived from it
+    by what changed: its capability objects (kept alive, so an ``id()`` among
+    ``by_object`` is still theirs; identity, not equality: a catalog rebuilt by
+    CatalogCache keeps the objects of unchanged servers, and comparing 50,000 dataclasses
+    by value costs more than the rest of a refresh), ``by_object``: their ``id()`` values
+    sorted, ``order``: the row of each; the parts; per server (sorted by name) its
+    document and text; per tool its server row, copy-key hash and copy group. Replaced at
+    every build: bounded by one catalog."""
+
+    caps: list[Capability]
+    by_object: np.ndarray
+    order: np.ndarray
+    tools: _Part
+    servers: _Part
+    server_names: list[str]
+    server_docs: list[Doc]
+    server_texts: dict[str, str]
+    doc_server: np.ndarray
+    hashes: np.ndarray
+    groups: np.ndarray
 
 
-def _part(kind: int, rows: Columns, since: _Since | None, g: np.ndarray) -> _Part:
-    """The parts of ``rows`` (``kind`` 0: tools, 1: servers): from the last index's by what
-    changed when ``since`` maps ``rows`` to its rows, else built whole."""
-    last = _last[kind] if _last is not None and since is not None else None
-    if last is None or since is None or since.base is not last.rows:
-        return _Part(rows, Lexical(rows), pool_parts(rows, g))
-    src = since.src
-    pooled = pool_parts(rows, g) if last.pooled is None else repool(last.pooled, src, rows, g)
-    return _Part(rows, last.lexical.refresh(src, rows), pooled)
+_last: _Last | None = None
+
+
+def _object_table(caps: Sequence[Capability]) -> tuple[np.ndarray, np.ndarray]:
+    """``caps``' ``id()`` values sorted, and the position of each (see :class:`_Last`)."""
+    import numpy as np
+
+    objects = np.fromiter(map(id, caps), dtype=np.int64, count=len(caps))
+    order = np.argsort(objects, kind="stable")
+    return objects[order], order
+
+
+@dataclass(eq=False)
+class _Rows:
+    """One kind's rows for a new catalog: ``rows``, made of the last index's rows ``take``
+    (``-1``: the next of ``added``, in order) and ``src``: the same with each last row
+    standing for one new row only (an equal document met again counts as new: its postings
+    are added, not moved)."""
+
+    rows: Columns
+    take: np.ndarray
+    src: np.ndarray
+    added: Columns
+
+
+@dataclass(eq=False)
+class _Plan:
+    """What a catalog's index is assembled from (:func:`_plan`); ``based``: derived from
+    the last index (``take`` and ``src`` point into its rows)."""
+
+    ids: list[str]
+    tools: _Rows
+    servers: _Rows
+    server_names: list[str]
+    server_docs: list[Doc]
+    doc_server: np.ndarray
+    same: np.ndarray
+    hashes: np.ndarray
+    based: bool
+
+
+def _part(last: _Part | None, rows: _Rows, g: np.ndarray, df: np.ndarray | None) -> _Part:
+    """The parts of ``rows``: from ``last``'s by what changed, else built whole."""
+    if last is None:
+        return _Part(rows.rows, Lexical(rows.rows), pool_parts(rows.rows, g), df)
+    return _Part(
+        rows.rows,
+        last.lexical.refresh(rows.src, rows.rows),
+        repool(last.pooled, rows.take, rows.rows, rows.added, g),
+        df,
+    )
+
+
+def _df_after(last: _Part, rows: _Rows) -> np.ndarray:
+    """The tools' token document frequencies of ``rows`` from ``last``'s: less the rows gone,
+    plus those added or taken twice."""
+    import numpy as np
+
+    assert last.df is not None
+    size = len(last.df)
+    old = rows.take[rows.take >= 0]
+    uses = np.bincount(old, minlength=len(last.rows))
+    odd = np.flatnonzero(uses != 1)
+    df = last.df.astype(np.int64, copy=True)
+    if odd.size:
+        ptr, lex = _take_lex(last.rows, odd)
+        step = np.repeat((uses[odd] - 1).astype(np.int64), np.diff(ptr))
+        df += np.bincount(lex, weights=step, minlength=size).astype(np.int64)
+    if len(rows.added):
+        df += np.bincount(rows.added.lex, minlength=size)
+    return df
+
+
+def _take_lex(columns: Columns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The IDF token ids of ``rows`` with their offsets."""
+    part = columns.take(rows)
+    return part.lex_ptr, part.lex
+
+
+def _plan(
+    caps: Sequence[Capability],
+    servers: dict[str, str],
+    seed: Callable[[], Path | None] | None,
+    tool_docs: tuple[list[Doc], list[bytes]] | None = None,
+    server_docs: tuple[list[Doc], list[str]] | None = None,
+) -> _Plan:
+    """The rows of ``caps`` and their servers: from the last index (the same capability
+    object, or the same document key), else from the rows of the index folder ``seed``
+    gives (many documents new to this process), else tokenised now."""
+    import numpy as np
+
+    last = _last
+    n = len(caps)
+    ids = [c.id for c in caps]
+    loaded: dict[str, Columns | None] = {}
+
+    def seeded(name: str) -> Columns | None:
+        if name not in loaded:
+            folder = seed() if seed is not None else None
+            loaded[name] = None
+            if folder is not None:
+                try:
+                    loaded[name] = Columns.load(folder / name)
+                except (OSError, ValueError, KeyError) as exc:
+                    logger.debug("toolsearch: not reusing %s (%s)", folder, exc)
+        return loaded[name]
+
+    # The same objects as the last index's: a search of the sorted id() values, no lookup
+    # per capability in Python.
+    same = np.full(n, -1, dtype=np.int64)
+    if last is not None and n and len(last.by_object):
+        objects = np.fromiter(map(id, caps), dtype=np.int64, count=n)
+        at = np.minimum(np.searchsorted(last.by_object, objects), len(last.by_object) - 1)
+        hit = last.by_object[at] == objects
+        same[hit] = last.order[at[hit]]
+    missing = np.flatnonzero(same < 0).tolist()
+    if tool_docs is not None:  # made already (a new process keys every tool to find its folder)
+        docs = {pos: tool_docs[0][pos] for pos in missing}
+        keys = {pos: tool_docs[1][pos] for pos in missing}
+    else:
+        docs = {pos: _tool_doc(caps[pos]) for pos in missing}
+        keys = {pos: doc_key(docs[pos]) for pos in missing}
+    tools = _fill(
+        same.copy(),
+        missing,
+        docs,
+        keys,
+        None if last is None else last.tools.rows,
+        lambda: seeded("tools.npz"),
+    )
+    # Servers: the last index's document of every server none of whose tools changed.
+    names = sorted(servers)
+    doc_server = _doc_servers(caps, names, same, last)
+    if server_docs is not None:
+        sdocs = server_docs[0]
+    elif last is None:
+        sdocs = _server_docs(caps, servers)[0]
+    else:
+        sdocs = _server_docs_after(caps, servers, names, doc_server, same, last)
+    skeys = _server_doc_keys(sdocs)
+    server_take = np.full(len(names), -1, dtype=np.int64)
+    servers_rows = _fill(
+        server_take,
+        list(range(len(names))),
+        dict(enumerate(sdocs)),
+        dict(enumerate(skeys)),
+        None if last is None else last.servers.rows,
+        lambda: seeded("servers.npz"),
+    )
+    hashes = np.empty(n, dtype=np.int64)
+    kept = same >= 0
+    if last is not None:
+        hashes[kept] = last.hashes[same[kept]]
+    hashes[~kept] = _copy_hashes([caps[i] for i in missing])
+    return _Plan(ids, tools, servers_rows, names, sdocs, doc_server, same, hashes, last is not None)
+
+
+def _fill(
+    take: np.ndarray,
+    missing: list[int],
+    docs: dict[int, Doc],
+    keys: dict[int, bytes],
+    last: Columns | None,
+    seed: Callable[[], Columns | None],
+) -> _Rows:
+    """The rows of ``take`` (per row, a row of ``last``, or -1) with the ``missing`` ones
+    found in ``last`` by key, else in ``seed``'s rows (more than :data:`_SEED_ABOVE`
+    documents left), else tokenised."""
+    import numpy as np
+
+    if last is not None and missing:
+        where = _find_keys(last, [keys[pos] for pos in missing])
+        still = []
+        for pos in missing:
+            row = where.get(keys[pos])
+            if row is None:
+                still.append(pos)
+            else:
+                take[pos] = row
+        missing = still
+    pieces: dict[int, tuple[Columns, int]] = {}
+    seeded = seed() if len(missing) > _SEED_ABOVE else None
+    if seeded is not None:
+        where = _find_keys(seeded, [keys[pos] for pos in missing])
+        still = []
+        for pos in missing:
+            row = where.get(keys[pos])
+            if row is None:
+                still.append(pos)
+            else:
+                pieces[pos] = (seeded, row)
+        missing = still
+    if missing:
+        fresh = tokenise([docs[pos] for pos in missing], [keys[pos] for pos in missing])
+        for row, pos in enumerate(missing):
+            pieces[pos] = (fresh, row)
+    added = _in_order(pieces)
+    base = last if last is not None else tokenise([], [])
+    rows = splice(base, take, added)
+    src = take
+    taken = take[take >= 0]
+    if taken.size and int(np.bincount(taken).max()) > 1:
+        src = np.full(len(take), -1, dtype=np.int64)
+        at = np.flatnonzero(take >= 0)
+        _, first = np.unique(taken, return_index=True)
+        src[at[first]] = taken[first]
+    return _Rows(rows, take, src, added)
+
+
+def _in_order(pieces: dict[int, tuple[Columns, int]]) -> Columns:
+    """The rows ``pieces`` names (position -> its columns and row), by position."""
+    import numpy as np
+
+    if not pieces:
+        return tokenise([], [])
+    by_source: dict[int, tuple[Columns, list[int], list[int]]] = {}
+    for pos in sorted(pieces):
+        columns, row = pieces[pos]
+        entry = by_source.setdefault(id(columns), (columns, [], []))
+        entry[1].append(pos)
+        entry[2].append(row)
+    parts = [c.take(np.asarray(r, dtype=np.int64)) for c, _, r in by_source.values()]
+    positions = np.concatenate([np.asarray(p, dtype=np.int64) for _, p, _ in by_source.values()])
+    whole = Columns.concat(parts)
+    order = np.argsort(positions, kind="stable")
+    return whole if (order == np.arange(len(order))).all() else whole.take(order)
+
+
+def _find_keys(columns: Columns, wanted: list[bytes]) -> dict[bytes, int]:
+    """The first row of ``columns`` under each of the keys ``wanted`` that one holds: one
+    vectorised pass over the rows' keys, then the few candidates checked in full."""
+    import numpy as np
+
+    if not wanted or not len(columns):
+        return {}
+    keys = np.ascontiguousarray(columns.keys)
+    heads = keys.view(np.uint64)[:, 0]
+    want = np.frombuffer(b"".join(wanted), dtype=np.uint64).reshape(-1, 2)[:, 0]
+    wanted_set = set(wanted)
+    out: dict[bytes, int] = {}
+    for row in np.flatnonzero(np.isin(heads, want)).tolist():
+        key = keys[row].tobytes()
+        if key in wanted_set and key not in out:
+            out[key] = row
+    return out
+
+
+def _doc_servers(
+    caps: Sequence[Capability], names: list[str], same: np.ndarray | None = None, last: _Last | None = None
+) -> np.ndarray:
+    """Per capability, the row of its server among ``names`` (sorted; -1: none): the last
+    index's, renumbered, for the same objects."""
+    import numpy as np
+
+    row = {name: i for i, name in enumerate(names)}
+    out = np.full(len(caps), -1, dtype=np.int32)
+    if same is None or last is None:
+        todo: list[int] = list(range(len(caps)))
+    else:
+        kept = same >= 0
+        renumber = np.array([row.get(name, -1) for name in last.server_names] + [-1], dtype=np.int32)
+        out[kept] = renumber[last.doc_server[same[kept]]]
+        todo = np.flatnonzero(~kept).tolist()
+    for i in todo:
+        out[i] = row.get(caps[i].server or "", -1)
+    return out
+
+
+def _tool_doc(cap: Capability) -> Doc:
+    lexical = lexical_text(cap)
+    return Doc(tuple(lexical), semantic_text(cap), " ".join(lexical))
+
+
+_server_keys: dict[Doc, bytes] = {}
+
+
+def _server_doc_keys(docs: Sequence[Doc]) -> list[bytes]:
+    """The servers' row keys, kept per document: a server's text is thousands of
+    characters, hashed again for every catalog otherwise. Holds the last catalog's only."""
+    out: list[bytes] = []
+    used: dict[Doc, bytes] = {}
+    for doc in docs:
+        key = _server_keys.get(doc)
+        if key is None:
+            key = doc_key(doc)
+        used[doc] = key
+        out.append(key)
+    _server_keys.clear()
+    _server_keys.update(used)
+    return out
+
+
+_split_name = functools.lru_cache(maxsize=1 << 16)(split_identifier)
+"""A tool name split into words, kept: every catalog splits every tool's name again."""
+
+
+def _server_doc(name: str, text: str, members: list[str]) -> Doc:
+    fields = (split_identifier(name), text, " ".join(members))
+    return Doc(fields, ". ".join(p for p in fields if p)[: _MAX_DOC_CHARS * 2], None)
+
+
+def _server_docs(caps: Sequence[Capability], servers: dict[str, str]) -> tuple[list[Doc], list[str]]:
+    """Per server (sorted by name): its name, text and tool names, as one document; and the
+    names."""
+    names = sorted(servers)
+    members: dict[str, list[str]] = {name: [] for name in names}
+    for cap in caps:
+        if cap.server in members:
+            members[cap.server].append(_split_name(cap.name))
+    return [_server_doc(name, servers[name], members[name]) for name in names], names
+
+
+def _server_docs_after(
+    caps: Sequence[Capability],
+    servers: dict[str, str],
+    names: list[str],
+    doc_server: np.ndarray,
+    same: np.ndarray,
+    last: _Last,
+) -> list[Doc]:
+    """:func:`_server_docs`, with the last index's document of every server whose text is
+    the same and whose tools are the same objects (a server whose tool list changed, or
+    that lost a tool, is made again from its tools)."""
+    import numpy as np
+
+    row = {name: i for i, name in enumerate(names)}
+    dirty = np.zeros(len(names) + 1, dtype=bool)  # the last: capabilities without a server
+    dirty[doc_server[same < 0]] = True
+    gone = np.ones(len(last.caps), dtype=bool)
+    gone[same[same >= 0]] = False
+    renumber = np.array([row.get(name, -1) for name in last.server_names] + [-1], dtype=np.int32)
+    dirty[renumber[last.doc_server[gone]]] = True
+    before = dict(zip(last.server_names, last.server_docs, strict=True))
+    docs: list[Doc | None] = []
+    for i, name in enumerate(names):
+        doc = before.get(name)
+        if doc is None or dirty[i] or last.server_texts.get(name) != servers[name]:
+            dirty[i] = True
+            docs.append(None)
+        else:
+            docs.append(doc)
+    redo = np.flatnonzero(dirty[:-1])
+    if redo.size:
+        members: dict[int, list[str]] = {int(i): [] for i in redo.tolist()}
+        for pos in np.flatnonzero(np.isin(doc_server, redo)).tolist():
+            members[int(doc_server[pos])].append(_split_name(caps[pos].name))
+        for i, words in members.items():
+            docs[i] = _server_doc(names[i], servers[names[i]], words)
+    return [d for d in docs if d is not None]
 
 
 @functools.cache
@@ -852,10 +1282,8 @@ def forget() -> None:
     cache folder or built as a new process would (benchmarks and tests use it). Waits for
     the cache folders being written (:func:`flush`)."""
     flush()
-    global _last, _known_rows
+    global _last
     with _build_lock:
-        _known.clear()
-        _known_rows = ()
         _last = None
 
 
@@ -910,224 +1338,18 @@ def flush(timeout: float | None = 10.0) -> None:
         thread.join(timeout)
 
 
-def _tool_doc(cap: Capability) -> Doc:
-    lexical = lexical_text(cap)
-    return Doc(tuple(lexical), semantic_text(cap), " ".join(lexical))
-
-
-_server_keys: dict[Doc, bytes] = {}
-
-
-def _server_doc_keys(docs: Sequence[Doc]) -> list[bytes]:
-    """The servers' row keys, kept per document: a server's text is thousands of
-    characters, hashed again for every catalog otherwise. Holds the last catalog's only."""
-    out: list[bytes] = []
-    used: dict[Doc, bytes] = {}
-    for doc in docs:
-        key = _server_keys.get(doc)
-        if key is None:
-            key = doc_key(doc)
-        used[doc] = key
-        out.append(key)
-    _server_keys.clear()
-    _server_keys.update(used)
-    return out
-
-
-_split_name = functools.lru_cache(maxsize=1 << 16)(split_identifier)
-"""A tool name split into words, kept: every catalog splits every tool's name again."""
-
-
-def _server_docs(caps: Sequence[Capability], servers: dict[str, str]) -> list[Doc]:
-    """Per server (sorted by name): its name, text and tool names, as one document."""
-    names = sorted(servers)
-    members: dict[str, list[str]] = {name: [] for name in names}
-    for cap in caps:
-        if cap.server in members:
-            members[cap.server].append(_split_name(cap.name))
-    docs: list[Doc] = []
-    for name in names:
-        fields = (split_identifier(name), servers[name], " ".join(members[name]))
-        docs.append(Doc(fields, ". ".join(p for p in fields if p)[: _MAX_DOC_CHARS * 2], None))
-    return docs
-
-
-def _folder_name(tool_keys: Sequence[bytes], server_keys: Sequence[bytes], caps: Sequence[Capability]) -> str:
-    digest = hashlib.sha256(b"".join(tool_keys))
-    digest.update(b"".join(server_keys))
-    digest.update("\n".join(c.id for c in caps).encode())
+def _folder_name(tool_keys: bytes, server_keys: bytes, ids: Sequence[str]) -> str:
+    digest = hashlib.sha256(tool_keys)
+    digest.update(server_keys)
+    digest.update("\n".join(ids).encode())
     return f"v{INDEX_FORMAT}-{digest.hexdigest()[:32]}"
-
-
-def _tool_keys(caps: Sequence[Capability]) -> tuple[list[bytes], int]:
-    """Each capability's row key (from the last build's rows when it is the same object,
-    else hashed from its texts) and how many were found that way."""
-    keys: list[bytes] = []
-    known = 0
-    for cap in caps:
-        hit = _known.get(id(cap))
-        if hit is not None and hit[0] is cap:
-            keys.append(hit[1])
-            known += 1
-        else:
-            keys.append(doc_key(_tool_doc(cap)))
-    return keys, known
-
-
-def _gather(
-    items: Sequence[Any],
-    make: Any,
-    seed: Callable[[], Columns | None],
-    keys: Sequence[bytes] | None,
-    by_object: bool,
-    kind: int,
-) -> tuple[Columns, np.ndarray | None, Columns | None]:
-    """The rows of ``items`` in order: the last index's row (of this ``kind``: 0 tools, 1
-    servers) of the same object (when ``by_object``) or of the same key, else ``seed``'s
-    (rows read from disk), else tokenised now (``make``: item ->
-    :class:`~keen.capabilities._index.Doc`; ``keys``: the items' row keys when known). With
-    them, per row, its row in the last index's rows (``-1``: not from there), and those
-    rows (``None``, and no mapping, without a last index)."""
-    import numpy as np
-
-    last, last_rows = _known_rows[kind] if len(_known_rows) > kind else (None, {})
-    sources: dict[int, tuple[Columns, list[int], list[int]]] = {}
-    from_last: tuple[list[int], list[int]] = ([], [])
-
-    def add(columns: Columns, pos: int, row: int) -> None:
-        entry = sources.setdefault(id(columns), (columns, [], []))
-        entry[1].append(pos)
-        entry[2].append(row)
-
-    missing: list[int] = []
-    if by_object:
-        # The common case inline (a refresh reuses thousands of rows of the last index).
-        get, row_of = _known.get, last_rows.get
-        for pos, item in enumerate(items):
-            hit = get(id(item))
-            row = row_of(hit[1]) if hit is not None and hit[0] is item else None
-            if row is None:
-                missing.append(pos)
-            else:
-                from_last[0].append(pos)
-                from_last[1].append(row)
-    else:
-        missing = list(range(len(items)))
-    if missing:
-        docs = {pos: make(items[pos]) for pos in missing}
-        key_of = {pos: keys[pos] if keys is not None else doc_key(docs[pos]) for pos in missing}
-        still: list[int] = []
-        for pos in missing:
-            row = last_rows.get(key_of[pos])
-            if row is not None:
-                from_last[0].append(pos)
-                from_last[1].append(row)
-            else:
-                still.append(pos)
-        # Many documents new to this process (a new process, or a catalog switched): the
-        # rows of the folder used last may hold them (reading it costs what tokenising
-        # a few hundred documents does).
-        seeded = seed() if len(still) > _SEED_ABOVE else None
-        if seeded is not None:
-            where = dict(zip(_key_list(seeded), range(len(seeded)), strict=True))
-            left: list[int] = []
-            for pos in still:
-                row = where.get(key_of[pos])
-                if row is None:
-                    left.append(pos)
-                else:
-                    add(seeded, pos, row)
-            still = left
-        if still:
-            fresh = tokenise([docs[pos] for pos in still], [key_of[pos] for pos in still])
-            for row, pos in enumerate(still):
-                add(fresh, pos, row)
-    src = np.full(len(items), -1, dtype=np.int64) if last is not None else None
-    if from_last[0] and last is not None:
-        sources[id(last)] = (last, *from_last)
-        if src is not None:
-            # A row of the last index stands for one row here; an equal document met
-            # again counts as new (its postings are added, not moved).
-            old = np.asarray(from_last[1], dtype=np.int64)
-            _, first = np.unique(old, return_index=True)
-            src[np.asarray(from_last[0], dtype=np.int64)[first]] = old[first]
-    if not sources:
-        return tokenise([], []), src, last
-    parts = [columns.take(np.asarray(rows, dtype=np.int64)) for columns, _, rows in sources.values()]
-    positions = np.concatenate([np.asarray(p, dtype=np.int64) for _, p, _ in sources.values()])
-    whole = Columns.concat(parts)
-    if (positions == np.arange(len(items))).all():
-        return whole, src, last
-    return whole.take(np.argsort(positions)), src, last
-
-
-def _rows(
-    caps: Sequence[Capability],
-    servers: dict[str, str],
-    seed: Callable[[], Path | None] | None,
-    keys: tuple[list[bytes], list[bytes]] | None = None,
-    server_docs: list[Doc] | None = None,
-) -> tuple[tuple[Columns, Columns], tuple[_Since | None, _Since | None]]:
-    """The tools' and the servers' rows for this catalog (see :func:`_gather`), and where
-    each was in the last index's rows; ``seed``: gives an index folder whose rows may be
-    reused. Remembered for the next build."""
-    loaded: dict[str, Columns | None] = {}
-
-    def seeded(name: str) -> Columns | None:
-        if name not in loaded:
-            folder = seed() if seed is not None else None
-            loaded[name] = None
-            if folder is not None:
-                try:
-                    loaded[name] = Columns.load(folder / name)
-                except (OSError, ValueError, KeyError) as exc:
-                    logger.debug("toolsearch: not reusing %s (%s)", folder, exc)
-        return loaded[name]
-
-    if server_docs is None:
-        server_docs = _server_docs(caps, servers)
-    tools, tool_src, tool_base = _gather(
-        caps, _tool_doc, lambda: seeded("tools.npz"), None if keys is None else keys[0], True, 0
-    )
-    servers_rows, server_src, server_base = _gather(
-        server_docs, lambda d: d, lambda: seeded("servers.npz"), None if keys is None else keys[1], False, 1
-    )
-    rows = (tools, servers_rows)
-    _remember(caps, rows)
-    return rows, (
-        None if tool_src is None or tool_base is None else _Since(tool_base, tool_src),
-        None if server_src is None or server_base is None else _Since(server_base, server_src),
-    )
-
-
-@dataclass(frozen=True, eq=False)
-class _Since:
-    """Where each new row was in ``base`` (the last index's rows): ``src[i]``, or -1."""
-
-    base: Columns
-    src: np.ndarray
-
-
-def _remember(caps: Sequence[Capability], rows: tuple[Columns, Columns]) -> None:
-    """Keep ``caps``' row keys and ``rows`` by key for the next build."""
-    global _known_rows
-    keys = _key_list(rows[0])
-    get = _known.get
-    for cap, key in zip(caps, keys, strict=True):
-        hit = get(id(cap))
-        if hit is None or hit[0] is not cap or hit[1] != key:
-            _known[id(cap)] = (cap, key)
-    _bound(_known, caps)
-    _known_rows = tuple(
-        (columns, dict(zip(_key_list(columns), range(len(columns)), strict=True))) for columns in rows
-    )
 
 
 def _key_list(columns: Columns) -> list[bytes]:
     """The rows' keys as ``bytes`` (one C pass, not one conversion per row)."""
     import numpy as np
 
-    return columns.keys.view(np.dtype((np.void, 16))).ravel().tolist()
+    return np.ascontiguousarray(columns.keys).view(np.dtype((np.void, 16))).ravel().tolist()
 
 
 def _index_folders(cache_root: Path) -> list[Path]:
@@ -1141,7 +1363,7 @@ def _index_folders(cache_root: Path) -> list[Path]:
     return [p for _, p in sorted(found, key=lambda x: -x[0])]
 
 
-def _last_used(cache_root: Path, other_than: Path) -> Path | None:
+def _last_used(cache_root: Path, other_than: Path | None) -> Path | None:
     return next((p for p in _index_folders(cache_root) if p != other_than), None)
 
 
