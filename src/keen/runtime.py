@@ -25,20 +25,19 @@ import anyio.abc
 from keen import paths
 from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS, Approval, Gateway
-from keen.mcp.config import HttpServerConfig, MCPConfig, OAuthAuth
 from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.manager import Manager, StatusObserver
 from keen.mcp.types import ServerState, ServerStatus
 from keen.mcpskills.live import LiveSkills
 from keen.mcpskills.live import snapshot as live_snapshot
-from keen.mcpskills.startup import sync_from_manager
-from keen.mcpskills.sync import SyncEntry, SyncReport, sync_server
 from keen.skills.cache import DiscoveryCache
 from keen.trust import PinGuard
 
 if TYPE_CHECKING:
     from keen.capabilities import Catalog, PermissionMode
     from keen.harness import Harness
+    from keen.mcp.config import MCPConfig
+    from keen.mcpskills.sync import SyncEntry, SyncReport
 
 __all__ = ["ConnectOutcome", "DiscoveryView", "Runtime", "connect_server", "open_runtime"]
 
@@ -137,6 +136,10 @@ class Runtime:
         Returns the report, also kept as :attr:`sync_report`. Raises ``SkillError`` when a
         skill cannot be written.
         """
+        # The sync and its models (pydantic) load here, not with the runtime: `keen chat`
+        # builds its first prompt before any sync.
+        from keen.mcpskills.startup import sync_from_manager
+
         self.sync_report = await sync_from_manager(
             self.manager, skills_root=self.skills_root, force_enable=force_enable, servers=self.sync_servers
         )
@@ -351,6 +354,9 @@ async def connect_server(
     await manager.reload_server(server)
     config_entry = manager.config.servers.get(server)
     sign_in_error: KeenError | None = None
+    from keen.mcp.config import HttpServerConfig, OAuthAuth
+    from keen.mcpskills.sync import sync_server
+
     if sign_in and isinstance(config_entry, HttpServerConfig) and isinstance(config_entry.auth, OAuthAuth):
         from keen.mcp.auth import authorize_interactively  # with the MCP SDK: only when signing in
 

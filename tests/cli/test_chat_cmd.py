@@ -301,3 +301,56 @@ def test_keen_demo_ends_with_a_scripted_chat_session(tmp_path: Path) -> None:
     assert "A marathon (26.2 mi) is 42.16 km." in chat_part
     assert "approval asked: demo/add_note" in chat_part and "Saved it as a note" in chat_part
     assert "call_mcp_tool demo/convert_units" in chat_part and "characters read (not kept)" in chat_part
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["chat", "-p", "hi", "--help"],
+        ["chat", "-p", "hi", "-v"],
+        ["chat", "--prompt=hi"],
+        ["chat", "-p", "hi", "-p", "again"],
+        ["chat", "-p", "-x"],  # a value that looks like an option: typer decides
+        ["chat", "-p"],
+        ["chat", "-m", "scripted:x"],  # the interactive chat
+        ["chat", "-p", "hi", "--max-steps", "0"],
+        ["chat", "-p", "hi", "--timeout", "1.5"],
+        ["chat", "-p", "hi", "--timeout", "٥"],
+        ["chat", "-p", "hi", "--yes", "--deny"],
+        ["chat", "-p", "hi", "--unknown"],
+        ["prompt", "-p", "hi"],
+    ],
+)
+def test_only_a_plain_one_shot_command_line_skips_typer(args: list[str]) -> None:
+    from keen.cli._chat import plain_options
+
+    assert plain_options(args) is None  # typer parses these: its help, errors and completion
+
+
+def test_a_plain_one_shot_command_line_reads_as_typer_would() -> None:
+    from keen.cli._chat import plain_options
+
+    argv = ["chat", "-m", "scripted:s.jsonl", "--prompt", "", "-y", "--json", "--max-steps", "3"]
+    assert plain_options([*argv, "--timeout", "7", "--mode", "auto", "--base-url", "http://x"]) == {
+        "prompt": "",
+        "model": "scripted:s.jsonl",
+        "base_url": "http://x",
+        "mode": "auto",
+        "yes": True,
+        "deny": False,
+        "as_json": True,
+        "max_steps": 3,
+        "timeout": 7.0,
+    }
+
+
+def test_a_command_line_typer_parses_runs_the_same_turn(home: Home) -> None:
+    # `--timeout=5` is not a plain command line: typer parses it, and the turn is the same.
+    script = home.keen_home.parent / "script.jsonl"
+    script.write_text(json.dumps({"content": "same"}) + "\n", encoding="utf-8")
+    plain = home.keen_process("chat", "-m", f"scripted:{script}", "-p", "hi", "--timeout", "5")
+    typed = home.keen_process("chat", "-m", f"scripted:{script}", "-p", "hi", "--timeout=5")
+    assert (plain.code, plain.stdout) == (typed.code, typed.stdout) == (0, "same\n"), (str(plain), str(typed))
+    assert plain.stderr.replace(plain.stderr.split()[1], "ID") == typed.stderr.replace(
+        typed.stderr.split()[1], "ID"
+    )

@@ -197,7 +197,8 @@ launched = Path(sys.argv[2])
 
 async def first_request(self, messages, tools):
     seen = {"sdk": sorted(m for m in ("mcp", "mcp_types") if m in sys.modules),
-            "launched": launched.exists(), "system": messages[0].content, "yaml": "yaml" in sys.modules}
+            "launched": launched.exists(), "system": messages[0].content, "yaml": "yaml" in sys.modules,
+            "pydantic": "pydantic" in sys.modules, "typer": "typer" in sys.modules}
     print(json.dumps(seen), flush=True)
     os._exit(0)
     yield  # an async generator, like the real stream
@@ -265,3 +266,20 @@ def test_a_server_new_to_this_home_is_started_and_waited_for_before_the_model_is
     # No skill on disk: the model would not know of it, so it is connected and synced first.
     assert seen["launched"] is True, stderr
     assert "mcp:fresh" in seen["system"], seen["system"]
+
+
+def test_with_no_server_configured_the_model_is_asked_before_pydantic_or_typer_loads(
+    tmp_path: Path,
+) -> None:
+    # No configs.json: nothing to validate, so the config's, the pins' and the sync's models
+    # (pydantic, about 130 ms of CPU) stay unloaded until after the first request; a plain
+    # `keen chat -p` command line runs without typer (keen.cli._chat; issue 26).
+    home = make_home(tmp_path)
+    skill = home.keen_home / "skills" / "notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: notes\ndescription: Keeps the user's notes.\n---\nWrite notes down.\n", encoding="utf-8"
+    )
+    seen, stderr = first_request(home, tmp_path / "launched")
+    assert "notes" in seen["system"], seen["system"]  # the catalog was built from the skill on disk
+    assert (seen["pydantic"], seen["typer"]) == (False, False), stderr

@@ -30,7 +30,6 @@ from keen import paths
 from keen.agent.reconnect import when_words
 from keen.errors import KeenError
 from keen.mcp.types import ServerState, ServerStatus
-from keen.mcpskills.startup import sync_from_manager
 from keen.skills.config import SkillsConfig
 from keen.tokens import token_counter
 
@@ -295,6 +294,8 @@ async def settle_first(
     if not pending:
         return [], await runtime.sync()
     settled = [s.name for s in manager.servers() if s.name not in pending]
+    from keen.mcpskills.startup import sync_from_manager  # the sync's models: not before the prompt
+
     report = await sync_from_manager(manager, skills_root=runtime.skills_root, servers=settled)
     return pending, report
 
@@ -315,14 +316,19 @@ def on_disk(runtime: Runtime) -> list[str] | None:
     from keen.skills.discover import MARKER_FILE
 
     manager = runtime.manager
-    config = manager.config
-    if config.invalid:
-        return None  # the sync says what is wrong with them before the model is asked
     root = runtime.skills_root
     only = manager.only
-    enabled = [
-        name for name, entry in config.servers.items() if entry.enabled and (only is None or name in only)
-    ]
+    names: list[str] = []
+    if manager.no_config_file():
+        enabled: list[str] = []  # nothing to read (and no config models to import before the prompt)
+    else:
+        config = manager.config
+        if config.invalid:
+            return None  # the sync says what is wrong with them before the model is asked
+        names = list(config.servers)
+        enabled = [
+            name for name, entry in config.servers.items() if entry.enabled and (only is None or name in only)
+        ]
     try:
         listed = set(SkillsConfig.load(root / "config.json").names())
     except KeenError:
@@ -331,9 +337,7 @@ def on_disk(runtime: Runtime) -> list[str] | None:
         skill = f"mcp:{name}"
         if skill not in listed and not any((root / d).exists() for d in paths.skill_dir_spellings(skill)):
             return None
-    configured = {
-        spelling for name in config.servers for spelling in paths.skill_dir_spellings(f"mcp:{name}")
-    }
+    configured = {spelling for name in names for spelling in paths.skill_dir_spellings(f"mcp:{name}")}
     try:
         entries = list(root.iterdir())
     except FileNotFoundError:
@@ -477,6 +481,8 @@ class JoinAsReady:
                     wake[0] = anyio.Event()
                     continue
                 self.pending -= ready
+                from keen.mcpskills.startup import sync_from_manager
+
                 try:
                     report = await sync_from_manager(
                         manager, skills_root=self.runtime.skills_root, servers=ready

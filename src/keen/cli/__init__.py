@@ -7,7 +7,8 @@ and each command imports what it needs inside, so ``keen prompt`` loads none of 
 other commands and commands that touch no server (``--version``, ``skills``, ``prompt``)
 start without loading the MCP SDK. ``keen prompt`` with only its own options (no
 ``--help``, no ``-v``, numbers as plain digits) runs without typer at all
-(:mod:`keen.cli._prompt`); every other command line goes through the typer application
+(:mod:`keen.cli._prompt`), and so does ``keen chat -p PROMPT`` with only its own options
+(:mod:`keen.cli._chat`); every other command line goes through the typer application
 (``keen.cli.app``, built on first use).
 """
 
@@ -34,12 +35,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _chat_alone(args: list[str]) -> bool:
+    """``keen chat -p`` without typer when its command line is plain (:mod:`keen.cli._chat`)."""
+    if not args or args[0] != "chat":
+        return False
+    from keen.cli._chat import run_alone
+
+    return run_alone(args)
+
+
 def main() -> None:
     """Console-script entry point: no traceback escapes unless KEEN_DEBUG=1."""
     try:
         from keen.cli._prompt import run_alone
 
-        if not run_alone(sys.argv[1:]):
+        args = sys.argv[1:]
+        if not run_alone(args) and not _chat_alone(args):
             from keen.cli._app import app
 
             app(prog_name="keen")  # also under `python -m keen`

@@ -14,11 +14,12 @@ errors and completion stay typer's, byte for byte. The error boundary here is
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO, Any, NoReturn
+from typing import IO, Any, NoReturn, TypeVar
 
 from keen import paths
 from keen.cli._console import (
@@ -31,7 +32,9 @@ from keen.cli._console import (
     setup_logging,
 )
 
-__all__ = ["run_alone", "show"]
+__all__ = ["fail", "guarded", "run_alone", "show"]
+
+T = TypeVar("T")
 
 _FLAGS = {"--stats": "stats", "--json": "as_json"}
 _NUMBERS = {"--budget": "budget_tokens", "--max-chars": "max_chars"}
@@ -189,11 +192,20 @@ def run_alone(args: Sequence[str]) -> bool:
     options = plain_options(args)
     if options is None or "_KEEN_COMPLETE" in os.environ:
         return False
-    from keen.errors import KeenError
+    guarded(lambda: show(**options))
+    return True
+
+
+def guarded(fn: Callable[[], T]) -> T:
+    """``fn()`` behind the CLI's error boundary (:class:`keen.cli._common.KeenGroup`'s, for
+    a command run without typer), with logging set up as the root command does: a Keen
+    error (alone, or inside anyio's exception groups) is its message on stderr and exit 2,
+    Ctrl-C exits 130, SIGTERM/SIGHUP their codes, a closed stdout 1."""
+    from keen.errors import KeenError, find_keen_error
 
     setup_logging(False)
     try:
-        show(**options)
+        return fn()
     except KeenError as exc:
         from keen.cli._wording import describe
 
@@ -212,4 +224,22 @@ def run_alone(args: Sequence[str]) -> bool:
             f"cannot use {exc.filename}: {exc.strerror or exc}; KEEN_HOME ({home}) must be a "
             "folder you can write (unset KEEN_HOME to use ~/.keen)"
         )
-    return True
+    except BaseExceptionGroup as group:
+        keen = find_keen_error(group)
+        if keen is None:
+            if group.subgroup(KeyboardInterrupt) is not None:  # Ctrl-C raised inside a task group
+                err.print("cancelled")
+                raise SystemExit(130) from None
+            raise
+        from keen.cli._wording import describe
+
+        fail(describe(keen))
+    except Exception as exc:
+        # keen.cli._signals is imported by a command that ran a session; if it never was,
+        # nothing was signalled.
+        signalled = getattr(sys.modules.get("keen.cli._signals"), "Signalled", None)
+        if signalled is None or not isinstance(exc, signalled):
+            raise
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            err.print(f"stopped by {exc}; MCP servers closed")
+        raise SystemExit(int(getattr(exc, "exit_code", EXIT_KEEN_ERROR))) from None

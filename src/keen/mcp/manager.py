@@ -35,9 +35,7 @@ from keen.errors import (
     UserActionRequired,
 )
 from keen.mcp.config.defaults import DEFAULT_REFRESH_INTERVAL, default_max_starting
-from keen.mcp.config.load import load_config, parse_config
 from keen.mcp.config.reload import EntryChange, misconfigured_status, no_longer_configured, with_entry_of
-from keen.mcp.config.servers import AuthFactory, HttpServerConfig, MCPConfig, StdioServerConfig
 from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.connection.memory import in_memory_transport
 from keen.mcp.connection.relay import CALL_PEER, Relay
@@ -55,6 +53,7 @@ if TYPE_CHECKING:
     from mcp.client.session import ClientSession
     from mcp.shared.dispatcher import ProgressFnT
 
+    from keen.mcp.config.servers import AuthFactory, HttpServerConfig, MCPConfig, StdioServerConfig
     from keen.mcp.connection.server import ServerConnection
     from keen.mcp.listing.tool_filter import InvalidTool
 
@@ -230,9 +229,11 @@ class Manager:
         self.url_elicitation_wait = url_elicitation_wait
         self.elicitation_url = elicitation_url
         self.config_path = config_path or paths.mcp_config_path()
-        self._config = (
-            config if config is None or isinstance(config, MCPConfig) else parse_config(config, strict=False)
-        )
+        if isinstance(config, Mapping):  # another host's shape or configs.json data, not a model
+            from keen.mcp.config.load import parse_config
+
+            config = parse_config(config, strict=False)
+        self._config = config
         # Only a config read from configs.json is read again (reload_server): one given in
         # code (keen serve's, a library's) is not that file's.
         self._from_file = config is None
@@ -417,8 +418,23 @@ class Manager:
     def config(self) -> MCPConfig:
         """The loaded config (loads it on first use)."""
         if self._config is None:
+            from keen.mcp.config.load import load_config
+
             self._config = load_config(self.config_path, strict=False)
         return self._config
+
+    def no_config_file(self) -> bool:
+        """Whether this manager reads configs.json and finds none (or an empty one) without
+        having loaded it: no server is configured, known without importing the config's
+        validation models (``keen chat`` asks this before its first prompt)."""
+        if self._config is not None or not self._from_file:
+            return False
+        try:
+            return self.config_path.stat().st_size == 0
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False  # loading it says what is wrong
 
     def servers(self) -> list[ServerStatus]:
         """Status of every configured server: valid entries in config order, then the invalid
@@ -759,6 +775,8 @@ class Manager:
                 self._connection(name)  # raises the usual "not configured"
             return "unchanged"
         async with self._reload_lock:
+            from keen.mcp.config.load import load_config
+
             fresh = load_config(self.config_path, strict=False)
             entry, error = fresh.servers.get(name), fresh.invalid.get(name)
             runtime, broken = self._connections.get(name), self._misconfigured.get(name)
@@ -797,6 +815,8 @@ class Manager:
         ``keep_status`` keeps its config_error status."""
         if not keep_status:
             self._misconfigured.pop(name, None)
+            from keen.mcp.config.servers import MCPConfig
+
             self._config = with_entry_of(self.config, name, MCPConfig())
         runtime = self._connections.pop(name, None)
         if runtime is None:

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -31,14 +32,17 @@ from keen.errors import KeenError
 from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState, Tool
-from keen.mcpskills import _swap
-from keen.mcpskills.sync import ServerSnapshot, SyncEntry, sync_server
+
+if TYPE_CHECKING:
+    # The sync and its marker models (pydantic) load at the first write, not with this
+    # module: `keen chat` enters LiveSkills before its first prompt.
+    from keen.mcpskills.sync import ServerSnapshot, SyncEntry
 
 __all__ = ["LiveSkills", "SyncedObserver", "disk_tools", "snapshot"]
 
 logger = logging.getLogger(__name__)
 
-SyncedObserver = Callable[[ToolsChanged, SyncEntry | None], None]
+SyncedObserver = Callable[[ToolsChanged, "SyncEntry | None"], None]
 """Told each change once its skill was written (``entry``; ``None`` when writing failed)."""
 
 
@@ -51,6 +55,8 @@ def snapshot(manager: Manager, server: str) -> ServerSnapshot:
     entry = manager.config.servers.get(server)
     description = entry.description if entry is not None else None
     held = view.note if view is not None else ""
+    from keen.mcpskills.sync import ServerSnapshot
+
     return ServerSnapshot(status, tools, manager.server_info(server), invalid, description, held)
 
 
@@ -58,6 +64,8 @@ def disk_tools(skills_root: Path, server: str) -> list[Tool] | None:
     """The tools as ``server``'s generated skill on disk has them (from ``schemas/*.json``:
     name, title, description, inputSchema, annotations; no outputSchema), or ``None`` when
     there is no generated skill. Unreadable schema files are skipped."""
+    from keen.mcpskills import _swap
+
     current = _swap.inspect(skills_root, server)
     if current.kind not in ("link", "dir") or current.target is None:
         return None
@@ -150,6 +158,8 @@ class LiveSkills:
             logger.warning("live skills: %s not regenerated: %s", server, exc)
             return None
         root = self.skills_root
+        from keen.mcpskills.sync import sync_server
+
         try:
             entry = await anyio.to_thread.run_sync(
                 lambda: sync_server(snap, skills_root=root)  # reads config.json under the lock

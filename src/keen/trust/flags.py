@@ -35,7 +35,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import Tool
@@ -85,9 +85,35 @@ class Flag:
         }
 
 
+class _LazyPattern:
+    """A regular expression compiled at its first use, not when this module is imported:
+    the module is imported by every session that renders a skill (about 17 ms of CPU for its
+    patterns), and most never scan a tool. After the first use, the compiled pattern's
+    methods sit in the slots, so a call costs no more than on the pattern itself."""
+
+    __slots__ = ("_args", "finditer", "fullmatch", "match", "search", "sub")
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self._args = (pattern, flags)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for an unset slot: compile once, then fill every slot.
+        if name == "_args":
+            raise AttributeError(name)
+        compiled = re.compile(*self._args)
+        for attr in _LazyPattern.__slots__[1:]:
+            setattr(self, attr, getattr(compiled, attr))
+        return getattr(compiled, name)
+
+
+def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """``re.compile(pattern, flags)`` at the pattern's first use (:class:`_LazyPattern`)."""
+    return cast("re.Pattern[str]", _LazyPattern(pattern, flags))
+
+
 # -- escaping ----------------------------------------------------------------------------------
 
-_HTML_COMMENT_OPEN = re.compile(r"<!--")
+_HTML_COMMENT_OPEN = _compile(r"<!--")
 
 
 def _invisible(ch: str) -> bool:
@@ -132,7 +158,7 @@ _ANY = r"(?:all|any|every|the|your|my|its|these|those|prior|previous|above|earli
 
 _OVERRIDE: list[tuple[re.Pattern[str], str]] = [
     (
-        re.compile(
+        _compile(
             rf"\b(?:ignore|disregard|forget)s?\b{_ANY}"
             r"(?:instructions?|directions?|prompts?|rules|guidelines|guardrails|system\s+messages?|"
             r"safety\s+(?:checks?|policies|rules))\b",
@@ -141,7 +167,7 @@ _OVERRIDE: list[tuple[re.Pattern[str], str]] = [
         "tells the model to ignore instructions",
     ),
     (
-        re.compile(
+        _compile(
             rf"\b(?:override|bypass|overrule|supersede)s?\b{_ANY}"
             r"(?:instructions?|system\s+(?:prompts?|messages?)|guidelines|guardrails|"
             r"safety\s+(?:checks?|policies|rules))\b",
@@ -150,7 +176,7 @@ _OVERRIDE: list[tuple[re.Pattern[str], str]] = [
         "tells the model to override instructions",
     ),
     (
-        re.compile(
+        _compile(
             r"\b(?:(?:do\s+not|don'?t|never|without)\s+(?:tell(?:ing)?|inform(?:ing)?|notify(?:ing)?|"
             r"mention(?:ing)?|reveal(?:ing)?|alert(?:ing)?|let(?:ting)?)\s+(?:this\s+|that\s+|it\s+|anything\s+)?"
             r"(?:to\s+)?(?:the\s+)?user|(?:hide|conceal|keep)\s+(?:this|it|that)\s+(?:secret\s+)?from\s+the\s+user)\b",
@@ -159,7 +185,7 @@ _OVERRIDE: list[tuple[re.Pattern[str], str]] = [
         "tells the model to keep something from the user",
     ),
     (
-        re.compile(
+        _compile(
             r"\b(?:before|instead\s+of|rather\s+than|in\s+place\s+of)\s+(?:using|calling|invoking|running)?\s*"
             r"(?:any|all|every)\s+(?:other|another)\s+(?:mcp\s+)?(?:tools?|servers?|functions?)\b",
             _I,
@@ -167,7 +193,7 @@ _OVERRIDE: list[tuple[re.Pattern[str], str]] = [
         "tells the model to act before or instead of other tools",
     ),
     (
-        re.compile(
+        _compile(
             r"\b(?:never|do\s+not|don'?t)\s+(?:use|call|invoke)\s+(?:any\s+)?(?:the\s+)?(?:other|another)\s+"
             r"(?:mcp\s+)?(?:tools?|servers?)\b",
             _I,
@@ -175,16 +201,16 @@ _OVERRIDE: list[tuple[re.Pattern[str], str]] = [
         "tells the model not to use other tools",
     ),
     (
-        re.compile(r"<\s*/?\s*(?:important|system|instructions?|admin|override)\s*>", _I),
+        _compile(r"<\s*/?\s*(?:important|system|instructions?|admin|override)\s*>", _I),
         "carries a pseudo-system tag",
     ),
     (
-        re.compile(r"\byou\s+are\s+now\b|\bnew\s+(?:system\s+)?instructions\s*:", _I),
+        _compile(r"\byou\s+are\s+now\b|\bnew\s+(?:system\s+)?instructions\s*:", _I),
         "tries to redefine the model's role",
     ),
 ]
 
-_SECRET_FILES = re.compile(
+_SECRET_FILES = _compile(
     r"(?:~|\$HOME|%USERPROFILE%|/home/[\w.-]+|/root)?/?\.ssh\b(?:/[\w.-]*)?"
     r"|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?:\.pub)?"
     r"|(?<![\w/.-])\.env(?:\.[\w-]+)?(?![\w-])"
@@ -193,13 +219,13 @@ _SECRET_FILES = re.compile(
     r"|\b(?:mcp|claude_desktop_config)\.json\b|\.cursor/|\.gnupg\b|\bwallet\.dat\b",
     _I,
 )
-_SECRET_VERB = re.compile(
+_SECRET_VERB = _compile(
     r"\b(?:read|cat|open|send|forward|upload|post|transmit|exfiltrate|leak|include|append|attach|"
     r"embed|copy|paste|pass|collect|extract|dump|grab|print|output|contents?\s+of)\b",
     _I,
 )
 _SECRET_WINDOW = 80
-_SECRET_ASK = re.compile(
+_SECRET_ASK = _compile(
     r"\b(?:read|send|forward|upload|post|transmit|exfiltrate|leak|include|append|attach|embed|copy|"
     r"paste|pass|collect|extract|dump|grab)\b[^.;!?\n]{0,60}?"
     r"\b(?:the\s+user'?s?|all(?:\s+the)?|any|every|their|stored|saved)\s+(?:[\w-]+\s+){0,2}?"
@@ -222,10 +248,10 @@ def _secret_files(text: str) -> Iterator[tuple[int, int]]:
 
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e\u00ad\u034f"
 _BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
-_HIDDEN_CHARS = re.compile(
+_HIDDEN_CHARS = _compile(
     rf"[{_ZERO_WIDTH}{_BIDI}\U000e0000-\U000e007f\U000e0100-\U000e01ef\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+"
 )
-_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+_HTML_COMMENT = _compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 
 
 def _emoji_joiner(text: str, start: int, end: int) -> bool:
@@ -250,15 +276,15 @@ def _hidden(text: str) -> Iterator[tuple[int, int, str]]:
         yield match.start(), match.end(), "an HTML comment (invisible when rendered)"
 
 
-_DISTINCTIVE = re.compile(r"[_\-.]|[a-z][A-Z]")
+_DISTINCTIVE = _compile(r"[_\-.]|[a-z][A-Z]")
 
 
 def _distinctive(name: str) -> bool:
     return len(name) >= 4 and bool(_DISTINCTIVE.search(name.strip("_-.")))
 
 
-_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/-]*")
-_QUALIFIED = re.compile(r"(?:mcp__)?(?P<server>[A-Za-z0-9_-]+?)(?:[./:]|__)(?P<tool>[A-Za-z0-9_-]+)")
+_TOKEN = _compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/-]*")
+_QUALIFIED = _compile(r"(?:mcp__)?(?P<server>[A-Za-z0-9_-]+?)(?:[./:]|__)(?P<tool>[A-Za-z0-9_-]+)")
 _CURSOR = "mcp_tool_"  # Cursor's prefix: mcp_tool_<name>
 
 
@@ -293,7 +319,7 @@ def _split(text: str) -> _Split:
     return _Split({t: tuple(s) for t, s in places.items()}, frozenset(places), compound)
 
 
-_PREFER = re.compile(
+_PREFER = _compile(
     r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|in\s+preference\s+to|prefer(?:red)?\s+(?:over|to)|"
     r"replaces?|supersedes?|(?:do\s+not|don'?t|never)\s+(?:use|call)|not\s+the\s+one)\b",
     re.IGNORECASE,

@@ -40,10 +40,9 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from keen.errors import ConfigError, ToolNotFound, ToolQuarantined
-from keen.mcp.config import HttpServerConfig, StdioServerConfig
 from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import Tool
 from keen.trust.fingerprint import (
@@ -55,7 +54,13 @@ from keen.trust.fingerprint import (
     pretty_json,
 )
 from keen.trust.flags import escape_text, flag_change
-from keen.trust.pinstore import PIN_FILE_VERSION, PinFile, PinStore, Review, ToolPin
+from keen.trust.pinstore import PIN_FILE_VERSION, PinStore
+
+if TYPE_CHECKING:
+    # The config's and the pin files' models (pydantic) load when a pin file is read or
+    # written, not with this module: `keen chat` builds its first prompt without them.
+    from keen.mcp.config import HttpServerConfig, StdioServerConfig
+    from keen.trust.pinstore import PinFile, Review, ToolPin
 
 __all__ = [
     "PIN_FILE_VERSION",
@@ -79,6 +84,16 @@ __all__ = [
     "stricter_annotations",
     "trust",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: the pin files' models are this module's names too, loaded when first named.
+    if name in ("PinFile", "Review", "ToolPin"):
+        from keen.trust import _pinmodels
+
+        return getattr(_pinmodels, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 logger = logging.getLogger(__name__)
 
@@ -333,6 +348,8 @@ def trust(
         ToolQuarantined: a ``name@<hex>`` no longer matches (nothing is written).
         ConfigError: the existing pin file is broken.
     """
+    from keen.trust._pinmodels import PinFile, ToolPin  # pydantic: only when pinning
+
     store = store or PinStore()
     current = store.load(server)
     report = compare(server, tools, current)

@@ -2,9 +2,11 @@
 
 Written atomically with mode 0600 (:mod:`keen._fs`); read strictly: a broken, foreign or
 newer file is a ``ConfigError`` that says what to do, never silently an empty set of pins
-(which would re-trust everything on the next approval). The models build their validators
-at their first use (pydantic's ``defer_build``): a session opens its pin store before its
-first model request, and reads pins only when a server connects or a call is made.
+(which would re-trust everything on the next approval). The models (:class:`ToolPin`,
+:class:`PinFile`, :class:`Review`, pydantic) live in :mod:`keen.trust._pinmodels`, imported
+when a pin file is first read or written, and build their validators at their first use
+(``defer_build``): a session opens its pin store before its first model request, and reads
+pins only when a server connects or a call is made.
 
 Whether a pin file changed is one ``stat`` (:meth:`PinStore.stamp`). Inside one call
 (:func:`one_look`, which :meth:`keen.calls.Pipeline.run` opens) every stage that asks gets
@@ -21,22 +23,32 @@ import json
 import os
 from collections.abc import Iterator
 from contextvars import ContextVar
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from keen import paths
 from keen._fs import atomic_write_text
 from keen.errors import ConfigError
-from keen.mcp.config import SERVER_NAME_PATTERN
-from keen.mcp.types import Tool
-from keen.trust.fingerprint import body_fingerprint, definition, fingerprint
+from keen.mcp.types import SERVER_NAME_RE
+from keen.trust._pinformat import PIN_FILE_VERSION
+
+if TYPE_CHECKING:
+    from keen.trust._pinmodels import PinFile, Review, ToolPin
 
 __all__ = ["PIN_FILE_VERSION", "PinFile", "PinStore", "Review", "ToolPin", "one_look"]
 
-PIN_FILE_VERSION = 1
+_MODELS = ("PinFile", "Review", "ToolPin")
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: the pin files' models (pydantic) load when first named or a pin file is read,
+    # not with the store: `keen chat` opens its pin store before its first prompt.
+    if name in _MODELS:
+        from keen.trust import _pinmodels
+
+        return getattr(_pinmodels, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _Stamp = tuple[int, int, int] | None
 
@@ -74,64 +86,6 @@ def one_look() -> Iterator[None]:
         _LOOK.reset(token)
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-class ToolPin(BaseModel):
-    """One pinned tool: its fingerprints and the definition they cover (kept for diffs)."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    fingerprint: str
-    body: str
-    definition: dict[str, Any]
-    pinned_at: str = Field(default_factory=_now)
-    reviewed: bool = False
-    """Pinned by ``keen mcp trust`` (a person saw the definition), not on first use: only then
-    are its annotations taken as true (``keen.trust.pins.pinned_view``)."""
-
-    @classmethod
-    def of(cls, tool: Tool, *, reviewed: bool = False) -> ToolPin:
-        return cls(
-            fingerprint=fingerprint(tool),
-            body=body_fingerprint(tool),
-            definition=definition(tool),
-            reviewed=reviewed,
-        )
-
-
-class PinFile(BaseModel):
-    """``mcp/pins/<server>.json``: the pinned tools of one server, by name."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    version: int = PIN_FILE_VERSION
-    server: str
-    updated_at: str = Field(default_factory=_now)
-    tools: dict[str, ToolPin] = Field(default_factory=dict)
-
-
-class Review(BaseModel):
-    """``mcp/pins/reviews/<server>.json``: the live definitions ``keen mcp diff`` last showed,
-    by name (a name a server lists twice has two fingerprints). ``keen mcp trust`` pins only
-    definitions whose fingerprint is here, so what is pinned is what a person saw."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    version: int = PIN_FILE_VERSION
-    server: str
-    reviewed_at: str = Field(default_factory=_now)
-    tools: dict[str, list[str]] = Field(default_factory=dict)
-
-    @classmethod
-    def of(cls, server: str, tools: list[Tool]) -> Review:
-        shown: dict[str, list[str]] = {}
-        for tool in tools:
-            shown.setdefault(tool.name, []).append(fingerprint(tool))
-        return cls(server=server, tools=shown)
-
-
 class PinStore:
     """Pin files under ``root`` (default ``$KEEN_HOME/mcp/pins``, read at call time)."""
 
@@ -148,7 +102,7 @@ class PinStore:
         root = self.root
         path = self._paths.get((root, server))
         if path is None:  # built once per root and server: every call's pin check asks
-            if not SERVER_NAME_PATTERN.fullmatch(server):
+            if not SERVER_NAME_RE.fullmatch(server):
                 raise ValueError(f"{server!r} is not a valid server name")
             path = self._paths[(root, server)] = root / f"{server}.json"
         return path
@@ -187,6 +141,8 @@ class PinStore:
                 server=server,
                 field="version",
             )
+        from keen.trust._pinmodels import PinFile, ValidationError
+
         try:
             pins = PinFile.model_validate(raw)
         except ValidationError as exc:
@@ -232,6 +188,8 @@ class PinStore:
         """What ``keen mcp diff`` last showed of ``server``; ``None`` when it never ran, or its
         file is unreadable (then nothing counts as reviewed: run the diff again)."""
         path = self.review_path(server)
+        from keen.trust._pinmodels import Review, ValidationError
+
         try:
             review = Review.model_validate_json(path.read_bytes())
         except FileNotFoundError:

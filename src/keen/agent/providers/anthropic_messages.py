@@ -11,6 +11,7 @@ without a stop reason was cut: that is an error, not a complete answer. Retries 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
@@ -59,10 +60,8 @@ class AnthropicMessages:
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, max_retries: int = 2) -> None:
-        try:
-            import anthropic
-        except ImportError as exc:
-            raise missing_sdk("anthropic") from exc
+        if importlib.util.find_spec("anthropic") is None:
+            raise missing_sdk("anthropic")
         key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
         if not key:
             raise ModelNotConfigured(
@@ -73,11 +72,26 @@ class AnthropicMessages:
         self.model = model
         self.endpoint = base_url or DEFAULT_ENDPOINT
         self.retry = Retry(retries=max_retries)
-        self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0)
+        self._options: dict[str, Any] = {"api_key": key, "base_url": base_url}
+        self._sdk_client: Any = None
+
+    @property
+    def _client(self) -> Any:
+        """The SDK's client, built at the first request: the SDK (hundreds of ms of CPU to
+        import) loads after the session's system prompt is built, not when the model is
+        chosen (issue 26)."""
+        if self._sdk_client is None:
+            try:
+                import anthropic
+            except ImportError as exc:  # installed but broken: said as a missing SDK is
+                raise missing_sdk("anthropic") from exc
+            self._sdk_client = anthropic.AsyncAnthropic(**self._options, max_retries=0)
+        return self._sdk_client
 
     async def aclose(self) -> None:
-        """Close the SDK client's connections (in the event loop that used them)."""
-        await self._client.close()
+        """Close the SDK client's connections (in the event loop that used them), if one was built."""
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
     def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
         """Stream one message (see :class:`keen.agent.models.Model`)."""

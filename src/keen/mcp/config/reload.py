@@ -9,12 +9,14 @@ every other server as it was (docs/architecture.md "Servers and their states").
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from keen._redact import redactor
 from keen.errors import Remedy, ServerNotConfigured
-from keen.mcp.config.servers import MCPConfig
 from keen.mcp.types import ServerState, ServerStatus
+
+if TYPE_CHECKING:
+    from keen.mcp.config.servers import MCPConfig
 
 __all__ = ["EntryChange", "misconfigured_status", "no_longer_configured", "with_entry_of"]
 

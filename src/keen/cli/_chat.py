@@ -1,0 +1,385 @@
+"""``keen chat -p``'s one turn, without typer (:mod:`keen.cli.chat_cmd` declares the
+command's options for typer and calls :func:`one_shot`).
+
+:func:`run_alone` runs the same :func:`one_shot` for a command line of ``keen chat`` with
+``-p PROMPT`` and only its own options, written the plain way, before typer is imported:
+the first turn's prompt is then ready without importing typer and building its click
+command (about 80 ms of CPU; issue 26). Anything else (``--help``, ``-v``, ``--opt=value``,
+a repeated or unknown option, a value that begins with ``-``, a number typer would parse
+differently, the interactive chat, shell completion) returns False and goes through typer,
+so help, errors and completion stay typer's. The error boundary is
+:func:`keen.cli._prompt.guarded`, the CLI's own (:class:`keen.cli._common.KeenGroup`) for
+what this command can raise.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from keen._redact import redactor
+from keen.cli._console import EXIT_TOOL_ERROR, STARTED, err, out, print_json
+from keen.cli._prompt import fail, guarded
+from keen.cli._wording import with_remedy
+
+if TYPE_CHECKING:
+    from keen.agent import Model, TurnResult
+    from keen.agent.settings import ChatSettings
+    from keen.gateway import ApprovalRequest
+    from keen.harness import Observation
+    from keen.mcpskills.sync import SyncEntry
+
+__all__ = ["DEFAULT_DISCOVERY_TIMEOUT", "chosen_model", "one_shot", "plain_options", "run_alone"]
+
+DEFAULT_DISCOVERY_TIMEOUT = 60.0
+_NO_APPROVER = "(one-shot mode asks no one: rerun with --yes to approve such calls, or tell the user so)"
+_DENIED = "(the user denied such calls with --deny)"
+
+
+class _OneShotView:
+    """Streams the answer to stdout (unless JSON) and tool activity to stderr."""
+
+    def __init__(self, stream: bool) -> None:
+        self.stream = stream
+        self.streamed = False
+        self.notices: list[str] = []
+        self._held = ""
+
+    def text(self, delta: str) -> None:
+        if self.stream and delta:
+            # The model's text may carry what a page or a tool result put in it: known secrets
+            # redacted and the rest escaped, as the REPL does; the end that could begin a
+            # secret is held until the next chunk (or finish), so a split one is caught too.
+            now, self._held = redactor.stream(self._held, delta)
+            self._write(now)
+            self.streamed = True
+
+    def finish(self) -> None:
+        """Print what :meth:`text` held back."""
+        held, self._held = self._held, ""
+        self._write(held)
+
+    @staticmethod
+    def _write(text: str) -> None:
+        if text:
+            from keen.cli._terminal import terminal_text
+
+            sys.stdout.write(terminal_text(text))
+            sys.stdout.flush()
+
+    # Names, results and notices are the model's or a server's text: printed as rich Text,
+    # so "[/x]" is literal instead of markup (an unmatched closing tag crashed the turn).
+    def tool_call(self, name: str, arguments: dict[str, Any]) -> None:
+        from rich.text import Text
+
+        from keen.cli._terminal import terminal_text
+
+        shown = f"{arguments.get('server')}/{arguments.get('tool')}" if name == "call_mcp_tool" else name
+        err.print(Text(f"> {terminal_text(shown)}", style="dim"), highlight=False)
+
+    def observation(self, obs: Observation) -> None:
+        if obs.is_error:
+            from rich.text import Text
+
+            from keen.cli._terminal import terminal_text
+
+            err.print(Text(f"  {terminal_text(obs.text[:200])}", style="dim"), highlight=False)
+
+    def notice(self, line: str) -> None:
+        from rich.text import Text
+
+        from keen.cli._terminal import terminal_text
+
+        self.notices.append(line)
+        err.print(Text(terminal_text(line)), highlight=False)
+
+
+def _settings(model: str | None, base_url: str | None, mode: str | None) -> ChatSettings:
+    from keen.agent.settings import MODES, load_settings
+
+    if mode is not None and mode not in MODES:
+        fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    settings = load_settings().override(model=model, base_url=base_url, mode=mode)
+    if not settings.model:
+        fail(
+            "no model chosen; pass --model PROVIDER:NAME (e.g. openai:gpt-4.1-mini with OPENAI_API_KEY set, "
+            "or openai:llama3.1 --base-url http://127.0.0.1:11434/v1), or set model in "
+            f"{_settings_file()}"
+        )
+    return settings
+
+
+def _settings_file() -> Path:
+    from keen.agent.settings import settings_path
+
+    return settings_path()
+
+
+def _server_failed(server: str, hint: str, remedy: Any, manager: Any) -> None:
+    """One stderr line for a server that did not connect: its error and the command that fixes it."""
+    from rich.text import Text
+
+    from keen.cli._terminal import terminal_text
+    from keen.errors import KeenError
+
+    try:
+        why = manager.status(server).last_error
+    except KeenError:
+        why = ""
+    text = why or hint
+    err.print(
+        Text.assemble(
+            (f"server {server}:", "yellow"), " ", terminal_text(with_remedy(text, remedy, server=server))
+        )
+    )
+
+
+async def _one_shot(
+    model: Model,
+    settings: ChatSettings,
+    prompt: str,
+    view: _OneShotView,
+    *,
+    yes: bool,
+    max_steps: int,
+    timeout: float,
+    show: Callable[[TurnResult], None],
+) -> TurnResult:
+    """One turn. When the skills on disk cover the configuration (a second run), the model is
+    asked first and the servers start behind its request; otherwise once the servers that
+    start within a second are up (docs/chat.md "Startup"). Servers still connecting join as
+    they arrive, and a call to one waits for it. ``show`` prints the result as soon as the
+    turn ends; then the servers still connecting get up to ``timeout`` seconds in all, so
+    their skills are on disk for the next run."""
+    from keen.agent import Agent, accept_defaults, decline
+    from keen.agent.models import close_model
+    from keen.agent.servers import (
+        FIRST_ANSWER_WAIT,
+        JoinAsReady,
+        StartBehind,
+        connecting_line,
+        on_disk,
+        settle_first,
+    )
+    from keen.mcp.connection.elicitation import ElicitAnswer
+    from keen.runtime import open_runtime
+
+    async def approver(request: ApprovalRequest) -> Any:
+        return "yes" if yes else "no"
+
+    elicitor = accept_defaults if yes else decline
+
+    async def page(server: str, message: str, url: str) -> ElicitAnswer:
+        # Even --yes does not consent to a page: the person must open it (MCP URL mode).
+        from keen.cli._terminal import terminal_text
+
+        err.print(
+            f"{terminal_text(server, one_line=True)} asked you to open a page ({url}); a one-shot "
+            "run declines that. Run `keen chat` to go through it.",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        return ElicitAnswer("decline")
+
+    began = time.monotonic()
+    async with open_runtime(
+        wait=None, live=True, elicitation=elicitor, elicitation_url=page, start=False
+    ) as rt:
+
+        def failed(entry: SyncEntry) -> None:
+            if not entry.enabled and entry.hint:
+                _server_failed(entry.server, entry.hint, entry.remedy, rt.manager)
+
+        covered = on_disk(rt)
+        if covered is None:
+            await rt.start_servers()
+            # About a second after the command started, imports included (docs/chat.md "Startup").
+            first = max(0.0, min(FIRST_ANSWER_WAIT, timeout) - (time.monotonic() - STARTED))
+            pending, report = await settle_first(rt, first, new_wait=timeout)
+            for entry in report.entries:
+                failed(entry)
+        else:
+            pending = covered  # all of them: they start behind the first model request
+        if pending:
+            view.notice(connecting_line(pending))
+        joiner = JoinAsReady(rt, pending, failed)
+        behind: StartBehind | None = None
+        if covered is not None:
+
+            async def start() -> None:
+                await rt.start_servers()
+                tg.start_soon(joiner.run)
+
+            behind = StartBehind(model, start)
+        agent = Agent(
+            rt,
+            behind or model,
+            mode=settings.mode,
+            approver=approver,
+            elicitor=elicitor,
+            max_steps=max_steps,
+            denial_note="" if yes else _NO_APPROVER,
+        )
+        result: TurnResult | None = None
+        async with anyio.create_task_group() as tg:
+            if behind is None:
+                tg.start_soon(joiner.run)
+            else:
+                tg.start_soon(behind.deadline)
+            try:
+                result = await agent.run_turn(prompt, view)
+            finally:
+                agent.close()
+                await close_model(model)
+            show(result)
+            if behind is not None:
+                await behind.start()  # the turn ended before its answer began (a model error)
+            if pending:
+                with anyio.move_on_after(max(0.0, timeout - (time.monotonic() - began))):
+                    await joiner.done.wait()
+            tg.cancel_scope.cancel()
+        if (pending or covered is not None) and not joiner.pending:
+            await rt.sync()  # the whole configuration once, as a run with no late server does
+        assert result is not None  # run_turn returned (or raised through the task group)
+        return result
+
+
+def _show(result: TurnResult, view: _OneShotView, as_json: bool) -> None:
+    """The turn's outcome: the JSON record on stdout, or the answer's last newline, its error
+    (unless a notice said it) and the session's id on stderr."""
+    if as_json:
+        # Redaction swaps a string for a string: the record stays exact but for the secrets.
+        print_json(redactor.redact_json(result.to_dict()))
+    else:
+        view.finish()
+        if not result.answer.endswith("\n"):
+            sys.stdout.write("\n")
+        # A model error was already a notice line ("model error: ..."): not said twice.
+        if result.error and not any(result.error in line for line in view.notices):
+            from rich.text import Text
+
+            from keen.cli._terminal import terminal_text
+
+            err.print(Text.assemble(("error:", "bold red"), " ", terminal_text(result.error)))
+        err.print(f"[dim]session {result.session_id} (keen sessions show {result.session_id})[/]")
+    out.file.flush()
+    sys.stdout.flush()
+
+
+def _run(fn: Callable[[], Any]) -> Any:
+    """:func:`keen.cli._common.run` without typer: SIGTERM and SIGHUP cancel like Ctrl-C."""
+    from keen.cli._signals import run_until_signal
+
+    return run_until_signal(fn)
+
+
+def chosen_model(model: str | None, base_url: str | None, mode: str | None) -> tuple[ChatSettings, Model]:
+    """The chat's settings (config file, then the options) and its model, opened."""
+    from keen.agent import open_model
+
+    settings = _settings(model, base_url, mode)
+    assert settings.model is not None
+    return settings, open_model(settings.model, base_url=settings.base_url)
+
+
+def one_shot(
+    prompt: str,
+    *,
+    model: str | None,
+    base_url: str | None,
+    mode: str | None,
+    yes: bool,
+    as_json: bool,
+    max_steps: int,
+    timeout: float,
+) -> int:
+    """Run one turn (module doc of :mod:`keen.cli.chat_cmd`); returns the exit code."""
+    settings, chosen = chosen_model(model, base_url, mode)
+    view = _OneShotView(stream=not as_json)
+    result = _run(
+        lambda: _one_shot(
+            chosen,
+            settings,
+            prompt,
+            view,
+            yes=yes,
+            max_steps=max_steps,
+            timeout=timeout,
+            show=lambda done: _show(done, view, as_json),
+        )
+    )
+    return 0 if result.ok else EXIT_TOOL_ERROR
+
+
+_VALUES = {"-p": "prompt", "--prompt": "prompt", "-m": "model", "--model": "model"}
+_VALUES |= {"--base-url": "base_url", "--mode": "mode"}
+_FLAGS = {"-y": "yes", "--yes": "yes", "--deny": "deny", "--json": "as_json"}
+
+
+def plain_options(args: Sequence[str]) -> dict[str, Any] | None:
+    """The options of ``keen chat ARGS...`` (``args`` without the program name) when the
+    command line is ``chat -p PROMPT`` with only the command's own options, each once, as
+    separate words, no value beginning with ``-``, ``--max-steps`` and ``--timeout`` plain
+    ASCII digits, and no contradiction; else None (typer parses it, and says what is wrong)."""
+    if not args or args[0] != "chat":
+        return None
+    options: dict[str, Any] = {
+        "prompt": None,
+        "model": None,
+        "base_url": None,
+        "mode": None,
+        "yes": False,
+        "deny": False,
+        "as_json": False,
+        "max_steps": 20,
+        "timeout": DEFAULT_DISCOVERY_TIMEOUT,
+    }
+    seen: set[str] = set()
+    rest = list(args[1:])
+    while rest:
+        option = rest.pop(0)
+        key = _VALUES.get(option) or _FLAGS.get(option)
+        if option in ("--max-steps", "--timeout"):
+            key = option[2:].replace("-", "_")
+        if key is None or key in seen:
+            return None
+        seen.add(key)
+        if option in _FLAGS:
+            options[key] = True
+            continue
+        if not rest or rest[0].startswith("-"):
+            return None
+        value = rest.pop(0)
+        if key in ("max_steps", "timeout"):
+            # Plain ASCII digits read the same with int()/float() as with click's INT and
+            # FLOAT (and --max-steps's min=1 holds); anything else goes to typer.
+            if not (value.isascii() and value.isdigit()) or (key == "max_steps" and int(value) < 1):
+                return None
+            options[key] = int(value) if key == "max_steps" else float(value)
+        else:
+            options[key] = value
+    if options["prompt"] is None or (options["yes"] and options["deny"]):
+        return None
+    return options
+
+
+def run_alone(args: Sequence[str]) -> bool:
+    """Run ``keen ARGS`` here when it is a plain ``keen chat -p`` (module doc) and return
+    True; else False, having done nothing. Exits as typer would: 0, 1 when the turn failed,
+    2 on a Keen error (its message on stderr), 130 on Ctrl-C."""
+    import os
+
+    options = plain_options(args)
+    if options is None or "_KEEN_COMPLETE" in os.environ:
+        return False
+    del options["deny"]  # the default: refusing is what a one-shot run does without --yes
+    code = guarded(lambda: one_shot(**options))
+    if code:
+        raise SystemExit(code)
+    return True
