@@ -32,11 +32,13 @@ the offered names.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import logging
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -71,7 +73,25 @@ def session_path(session_id: str) -> Path:
     return paths.sessions_dir() / f"{session_id}.jsonl"
 
 
+_SCALARS = frozenset({int, float, bool, type(None)})
+"""Types that hold no text, so nothing to redact (exact types: a subclass may print otherwise)."""
+
+
 def _redacted(value: Any) -> Any:
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is str:
+        return redactor.redact(value)
+    if kind is dict:
+        redact = redactor.redact
+        return {
+            redact(k if type(k) is str else str(k)): v if type(v) in _SCALARS else _redacted(v)  # pyright: ignore[reportUnknownArgumentType]
+            for k, v in value.items()
+        }
+    if kind is list or kind is tuple:
+        return [v if type(v) in _SCALARS else _redacted(v) for v in value]
+    # Subclasses (a str enum, an OrderedDict) the same way, by what they are.
     if isinstance(value, str):
         return redactor.redact(value)
     if isinstance(value, dict):
@@ -81,10 +101,28 @@ def _redacted(value: Any) -> Any:
     return value
 
 
+_stamp: tuple[int, str] = (0, "")
+"""The last second :func:`_timestamp` formatted, and its text."""
+
+
+def _timestamp() -> str:
+    """Now, as ``datetime.now(UTC).isoformat()`` writes it (microseconds left out when 0);
+    the date and time of day are formatted once a second."""
+    global _stamp
+    seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
+    second, text = _stamp
+    if second != seconds:
+        text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _stamp = (seconds, text)
+    micros = nanos // 1000
+    return f"{text}.{micros:06d}+00:00" if micros else f"{text}+00:00"
+
+
 logger = logging.getLogger(__name__)
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-"""One encoder for every event (``json.dumps`` with options builds one per call)."""
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)
+"""One encoder for every event (``json.dumps`` with options builds one per call). No check for
+cycles: an event is a fresh copy (:func:`_redacted`), which a cycle would never have reached."""
 
 _HELD: ContextVar[dict[int, list[str]] | None] = ContextVar("keen_held_events", default=None)
 """Lines held for the current call (:meth:`EventLog.held`), by log; per task, so concurrent
@@ -105,15 +143,16 @@ class EventLog:
         """Write one event (redacted): at once, or with the call's others when a call holds
         them (:meth:`held`). Returns the event as written."""
         self._seq += 1
-        # Top-level keys are the harness's own field names; the fields in _PLAIN carry values the
-        # harness makes itself (never user or server text): both skip the redaction pass.
-        event = {
+        event: dict[str, Any] = {
             "seq": self._seq,
-            "ts": datetime.now(UTC).isoformat(),
+            "ts": _timestamp(),
             "session": self.session_id,
             "type": type,
-            **{k: v if k in _PLAIN else _redacted(v) for k, v in data.items()},
         }
+        # Top-level keys are the harness's own field names; the fields in _PLAIN carry values the
+        # harness makes itself (never user or server text): both skip the redaction pass.
+        for key, value in data.items():
+            event[key] = value if key in _PLAIN or builtins.type(value) in _SCALARS else _redacted(value)
         line = _ENCODER.encode(event) + "\n"
         held = _HELD.get()
         pending = held.get(id(self)) if held is not None else None
