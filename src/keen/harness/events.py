@@ -33,14 +33,14 @@ the offered names.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import json
 import logging
 import os
 import secrets
 import time
 from collections.abc import Iterator
-from contextvars import ContextVar
+from contextlib import AbstractContextManager
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -162,21 +162,10 @@ class EventLog:
             self._write(line)
         return event
 
-    @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
+    def held(self) -> AbstractContextManager[None]:
         """Hold the events this task emits in the block (one call's) and write them with one
         ``write`` when it ends, however it ends (:meth:`release` writes them sooner)."""
-        outer = _HELD.get()
-        if outer is not None and id(self) in outer:  # already held by the call around
-            yield
-            return
-        pending: list[str] = []
-        token = _HELD.set({**(outer or {}), id(self): pending})
-        try:
-            yield
-        finally:
-            _HELD.reset(token)
-            self._flush(pending)
+        return _Held(self)
 
     def release(self) -> None:
         """Write what the current call holds now (before it is sent: the log shows every
@@ -205,6 +194,30 @@ class EventLog:
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             os.close(fd)
+
+
+class _Held:
+    """:meth:`EventLog.held`'s block (a class: every call enters one, and a generator-based
+    context manager costs several times as much)."""
+
+    __slots__ = ("log", "pending", "token")
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+        self.pending: list[str] = []
+        self.token: Token[dict[int, list[str]] | None] | None = None
+
+    def __enter__(self) -> None:
+        outer = _HELD.get()
+        if outer is not None and id(self.log) in outer:  # already held by the call around
+            return
+        self.token = _HELD.set({**(outer or {}), id(self.log): self.pending})
+
+    def __exit__(self, *exc: object) -> None:
+        if self.token is not None:
+            _HELD.reset(self.token)
+            self.token = None
+            self.log._flush(self.pending)  # pyright: ignore[reportPrivateUsage]
 
 
 def read_events(path: Path) -> Iterator[dict[str, Any]]:
