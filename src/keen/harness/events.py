@@ -86,11 +86,20 @@ def _redacted(value: Any) -> Any:
     if kind is dict:
         redact = redactor.redact
         return {
-            redact(k if type(k) is str else str(k)): v if type(v) in _SCALARS else _redacted(v)  # pyright: ignore[reportUnknownArgumentType]
+            # Strings and scalars here, not one call deeper: most values are one or the other.
+            redact(k if type(k) is str else str(k)): redact(v)  # pyright: ignore[reportUnknownArgumentType]
+            if type(v) is str
+            else v
+            if type(v) in _SCALARS
+            else _redacted(v)
             for k, v in value.items()
         }
     if kind is list or kind is tuple:
-        return [v if type(v) in _SCALARS else _redacted(v) for v in value]
+        redact = redactor.redact
+        return [
+            redact(v) if type(v) is str else v if type(v) in _SCALARS else _redacted(v)  # pyright: ignore[reportUnknownArgumentType]
+            for v in value
+        ]
     # Subclasses (a str enum, an OrderedDict) the same way, by what they are.
     if isinstance(value, str):
         return redactor.redact(value)
@@ -151,8 +160,13 @@ class EventLog:
         }
         # Top-level keys are the harness's own field names; the fields in _PLAIN carry values the
         # harness makes itself (never user or server text): both skip the redaction pass.
+        redact = redactor.redact
         for key, value in data.items():
-            event[key] = value if key in _PLAIN or builtins.type(value) in _SCALARS else _redacted(value)
+            kind = builtins.type(value)
+            if key in _PLAIN or kind in _SCALARS:
+                event[key] = value
+            else:
+                event[key] = redact(value) if kind is str else _redacted(value)
         line = _ENCODER.encode(event) + "\n"
         held = _HELD.get()
         pending = held.get(id(self)) if held is not None else None
