@@ -15,6 +15,11 @@ and the figures are min / median / max of the per-call CPU over ``--repeat`` rep
 with the ratios of the medians to the SDK's (target: ``keen serve`` within 1.3x) and the
 machine's load average before and after. Prints figures, never asserts.
 
+CPU time on a loaded machine moves by tens of percent between runs, so each path's Python
+function calls per call (``sys.setprofile``: functions entered and coroutines resumed, the
+SDK's and the event loop's included, over 100 more calls) are printed too: a figure that
+hardly moves with the load, to compare two versions of Keen by.
+
 Usage: ``python bench/call_cpu.py [--calls 200] [--repeat 6] [--json]``
 """
 
@@ -24,6 +29,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -90,6 +96,7 @@ async def bench(calls: int, repeat: int) -> dict[str, Any]:
                     for _ in range(calls):
                         await call()
                     per_call[name].append((time.process_time() - start) / calls * 1e6)
+            python_calls = {name: await _python_calls(call) for name, call in paths.items()}
     medians = {name: statistics.median(values) for name, values in per_call.items()}
     return {
         "calls": calls,
@@ -98,9 +105,29 @@ async def bench(calls: int, repeat: int) -> dict[str, Any]:
         "median_us": medians,
         "manager_ratio": medians["manager"] / medians["sdk"],
         "serve_ratio": medians["serve"] / medians["sdk"],
+        "python_calls": python_calls,
         "cpus": os.cpu_count(),
         "load_average": [load_before, os.getloadavg()],
     }
+
+
+async def _python_calls(call: Callable[[], Awaitable[None]], calls: int = 100) -> float:
+    """Python functions entered (and coroutines resumed) per call, in this thread (the event
+    loop's: the transports' tasks are counted too)."""
+    count = 0
+
+    def counter(frame: Any, event: str, arg: Any) -> None:
+        nonlocal count
+        if event == "call":
+            count += 1
+
+    sys.setprofile(counter)
+    try:
+        for _ in range(calls):
+            await call()
+    finally:
+        sys.setprofile(None)
+    return count / calls
 
 
 def main() -> None:
@@ -129,6 +156,11 @@ def main() -> None:
                 "keen serve pipeline",
                 row("serve")
                 + f"  x{fig['serve_ratio']:.2f}   target <= x{SERVE_TARGET}: {verdict(fig['serve_ratio'] <= SERVE_TARGET)}",
+            ),
+            (
+                "Python calls per call",
+                " / ".join(f"{fig['python_calls'][n]:.0f}" for n in ("sdk", "manager", "serve"))
+                + "  (SDK / Manager / keen serve)",
             ),
             (
                 "machine",

@@ -37,6 +37,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -95,6 +96,10 @@ _AFTER = frozenset({"truncate", "post_hooks"})
 """Stages that shape what a call brought back: they run after a failed execute too."""
 
 _DEFAULT_HINT = "ask for less, e.g. with a narrower query or pagination arguments"
+
+_JSON = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(..., ensure_ascii=False)`` without building an encoder per call (``dumps``
+with any option does): every call's result is measured with it."""
 
 
 # -- who is asked, and how ----------------------------------------------------------------------
@@ -258,6 +263,10 @@ class Stage:
     gate: str | None = None
 
 
+_one_look: Callable[[], AbstractContextManager[None]] | None = None
+""":func:`keen.trust.pinstore.one_look`, once the first call imported it."""
+
+
 class Pipeline:
     """The stages a front end runs, kept in :data:`ORDER`, and its audit.
 
@@ -290,11 +299,14 @@ class Pipeline:
         shaping stages still run on a failure, so its text is cut too). Returns the call.
 
         The stages share one look at each pin file (:func:`keen.trust.pinstore.one_look`)."""
-        # Imported here: ``keen prompt`` imports this module for the call tool's definition
-        # alone, and the pin store needs pydantic.
-        from keen.trust.pinstore import one_look
+        global _one_look
+        if _one_look is None:
+            # Imported with the first call: ``keen prompt`` imports this module for the call
+            # tool's definition alone, and the pin store needs pydantic.
+            from keen.trust.pinstore import one_look
 
-        with one_look():
+            _one_look = one_look
+        with _one_look():
             return await self._run(call)
 
     async def _run(self, call: Call) -> Call:
@@ -445,7 +457,12 @@ def result_text(result: ToolResult, *, indent: int | None = None) -> str:
     """
     text = result.text
     if not text and result.structured_content is not None:
-        text = json.dumps(result.structured_content, indent=indent, ensure_ascii=False)
+        content = result.structured_content
+        text = (
+            _JSON.encode(content)
+            if indent is None
+            else json.dumps(content, indent=indent, ensure_ascii=False)
+        )
     return text
 
 
@@ -480,7 +497,7 @@ def shape(result: ToolResult, limit: int, hint: str | None = None) -> Shaped:
     text, cut = cut_text(text, limit, hint)
     structured = result.structured_content
     if structured is not None:
-        size = len(json.dumps(structured, ensure_ascii=False))
+        size = len(_JSON.encode(structured))
         if cut or len(text) + size > limit:
             structured = None
             if result.text:
@@ -523,6 +540,6 @@ def audit_record(call: Call) -> dict[str, Any]:
 
 def _redacted(arguments: Any) -> Any:
     try:
-        return json.loads(redactor.redact(json.dumps(arguments, ensure_ascii=False)))
+        return json.loads(redactor.redact(_JSON.encode(arguments)))
     except (TypeError, ValueError):
         return redactor.redact(repr(arguments))

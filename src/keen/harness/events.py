@@ -32,13 +32,15 @@ the offered names.
 
 from __future__ import annotations
 
-import contextlib
+import builtins
 import json
 import logging
 import os
 import secrets
+import time
 from collections.abc import Iterator
-from contextvars import ContextVar
+from contextlib import AbstractContextManager
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,7 +73,34 @@ def session_path(session_id: str) -> Path:
     return paths.sessions_dir() / f"{session_id}.jsonl"
 
 
+_SCALARS = frozenset({int, float, bool, type(None)})
+"""Types that hold no text, so nothing to redact (exact types: a subclass may print otherwise)."""
+
+
 def _redacted(value: Any) -> Any:
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is str:
+        return redactor.redact(value)
+    if kind is dict:
+        redact = redactor.redact
+        return {
+            # Strings and scalars here, not one call deeper: most values are one or the other.
+            redact(k if type(k) is str else str(k)): redact(v)  # pyright: ignore[reportUnknownArgumentType]
+            if type(v) is str
+            else v
+            if type(v) in _SCALARS
+            else _redacted(v)
+            for k, v in value.items()
+        }
+    if kind is list or kind is tuple:
+        redact = redactor.redact
+        return [
+            redact(v) if type(v) is str else v if type(v) in _SCALARS else _redacted(v)  # pyright: ignore[reportUnknownArgumentType]
+            for v in value
+        ]
+    # Subclasses (a str enum, an OrderedDict) the same way, by what they are.
     if isinstance(value, str):
         return redactor.redact(value)
     if isinstance(value, dict):
@@ -81,10 +110,28 @@ def _redacted(value: Any) -> Any:
     return value
 
 
+_stamp: tuple[int, str] = (0, "")
+"""The last second :func:`_timestamp` formatted, and its text."""
+
+
+def _timestamp() -> str:
+    """Now, as ``datetime.now(UTC).isoformat()`` writes it (microseconds left out when 0);
+    the date and time of day are formatted once a second."""
+    global _stamp
+    seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
+    second, text = _stamp
+    if second != seconds:
+        text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _stamp = (seconds, text)
+    micros = nanos // 1000
+    return f"{text}.{micros:06d}+00:00" if micros else f"{text}+00:00"
+
+
 logger = logging.getLogger(__name__)
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-"""One encoder for every event (``json.dumps`` with options builds one per call)."""
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)
+"""One encoder for every event (``json.dumps`` with options builds one per call). No check for
+cycles: an event is a fresh copy (:func:`_redacted`), which a cycle would never have reached."""
 
 _HELD: ContextVar[dict[int, list[str]] | None] = ContextVar("keen_held_events", default=None)
 """Lines held for the current call (:meth:`EventLog.held`), by log; per task, so concurrent
@@ -105,15 +152,21 @@ class EventLog:
         """Write one event (redacted): at once, or with the call's others when a call holds
         them (:meth:`held`). Returns the event as written."""
         self._seq += 1
-        # Top-level keys are the harness's own field names; the fields in _PLAIN carry values the
-        # harness makes itself (never user or server text): both skip the redaction pass.
-        event = {
+        event: dict[str, Any] = {
             "seq": self._seq,
-            "ts": datetime.now(UTC).isoformat(),
+            "ts": _timestamp(),
             "session": self.session_id,
             "type": type,
-            **{k: v if k in _PLAIN else _redacted(v) for k, v in data.items()},
         }
+        # Top-level keys are the harness's own field names; the fields in _PLAIN carry values the
+        # harness makes itself (never user or server text): both skip the redaction pass.
+        redact = redactor.redact
+        for key, value in data.items():
+            kind = builtins.type(value)
+            if key in _PLAIN or kind in _SCALARS:
+                event[key] = value
+            else:
+                event[key] = redact(value) if kind is str else _redacted(value)
         line = _ENCODER.encode(event) + "\n"
         held = _HELD.get()
         pending = held.get(id(self)) if held is not None else None
@@ -123,21 +176,10 @@ class EventLog:
             self._write(line)
         return event
 
-    @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
+    def held(self) -> AbstractContextManager[None]:
         """Hold the events this task emits in the block (one call's) and write them with one
         ``write`` when it ends, however it ends (:meth:`release` writes them sooner)."""
-        outer = _HELD.get()
-        if outer is not None and id(self) in outer:  # already held by the call around
-            yield
-            return
-        pending: list[str] = []
-        token = _HELD.set({**(outer or {}), id(self): pending})
-        try:
-            yield
-        finally:
-            _HELD.reset(token)
-            self._flush(pending)
+        return _Held(self)
 
     def release(self) -> None:
         """Write what the current call holds now (before it is sent: the log shows every
@@ -166,6 +208,30 @@ class EventLog:
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             os.close(fd)
+
+
+class _Held:
+    """:meth:`EventLog.held`'s block (a class: every call enters one, and a generator-based
+    context manager costs several times as much)."""
+
+    __slots__ = ("log", "pending", "token")
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+        self.pending: list[str] = []
+        self.token: Token[dict[int, list[str]] | None] | None = None
+
+    def __enter__(self) -> None:
+        outer = _HELD.get()
+        if outer is not None and id(self.log) in outer:  # already held by the call around
+            return
+        self.token = _HELD.set({**(outer or {}), id(self.log): self.pending})
+
+    def __exit__(self, *exc: object) -> None:
+        if self.token is not None:
+            _HELD.reset(self.token)
+            self.token = None
+            self.log._flush(self.pending)  # pyright: ignore[reportPrivateUsage]
 
 
 def read_events(path: Path) -> Iterator[dict[str, Any]]:

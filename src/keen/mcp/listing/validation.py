@@ -2,7 +2,15 @@
 
 jsonschema picks the draft from ``$schema`` and defaults to Draft 2020-12 (the MCP
 2025-11-25 default dialect). Compiling a validator costs far more than running it,
-so one is built per tool and reused until the tool list changes.
+so one is built per tool definition and reused until the tool list changes or the
+definition checked changes (a changed tool is checked against its pinned inputSchema until
+it is trusted, then against the new one).
+
+Most inputSchemas are plain: an object whose properties are typed and whose ``required``
+names must be there, nothing else (what FastMCP and pydantic write for plain parameters).
+For those, :func:`plain_check` answers "valid" in a few dictionary lookups; anything it
+cannot vouch for, and every invalid call, goes through jsonschema, whose errors are the ones
+reported. A call is never let through that jsonschema would refuse.
 
 Decision: a schema that is itself invalid, or uses a ``$ref``
 that cannot be resolved, or a ``$ref`` cycle that never reaches a type (jsonschema would
@@ -26,10 +34,18 @@ in linear time.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import regex
-from jsonschema import Draft202012Validator, validators
+from jsonschema import (
+    Draft4Validator,
+    Draft6Validator,
+    Draft7Validator,
+    Draft201909Validator,
+    Draft202012Validator,
+    validators,
+)
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 from referencing import Registry
@@ -46,7 +62,7 @@ from keen.mcp.listing._keywords import (
 )
 from keen.mcp.types import Tool
 
-__all__ = ["ArgumentValidator"]
+__all__ = ["ArgumentValidator", "plain_check"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +74,111 @@ _NO_RETRIEVAL: Registry[Any] = Registry()
 metaschemas, which jsonschema adds itself) can be referenced."""
 
 
+_ANNOTATIONS = frozenset(
+    {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"}
+)
+"""Keywords that never make an instance invalid (JSON Schema 2020-12 Validation, section 9)."""
+_PLAIN_TOP = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties", "$schema"}
+_PLAIN_DRAFTS = (
+    Draft4Validator,
+    Draft6Validator,
+    Draft7Validator,
+    Draft201909Validator,
+    Draft202012Validator,
+)
+"""Drafts in which ``type``, ``properties``, ``required`` and ``additionalProperties`` mean the
+same (Draft 3's ``required`` is a property's boolean: not plain)."""
+_JSON_TYPES: dict[str, frozenset[type]] = {
+    # Exact Python types: ``bool`` is no integer, and 1.0 (an integer to Draft 6 and later,
+    # not to Draft 4) is left to jsonschema.
+    "string": frozenset({str}),
+    "integer": frozenset({int}),
+    "number": frozenset({int, float}),
+    "boolean": frozenset({bool}),
+    "null": frozenset({type(None)}),
+    "object": frozenset({dict}),
+    "array": frozenset({list}),
+}
+_ANY = frozenset({object})
+"""A property any value satisfies (no ``type``, or ``true``)."""
+
+
+def _plain_types(subschema: Any, nested: bool = False) -> frozenset[type] | None:
+    """The Python types a property's subschema accepts, when it says no more than a type
+    (``type``, or ``anyOf`` of such, beside annotations); ``None`` when it says more."""
+    if subschema is True:
+        return _ANY
+    if not isinstance(subschema, dict):
+        return None
+    keys = subschema.keys() - _ANNOTATIONS  # pyright: ignore[reportUnknownMemberType]
+    if not keys:
+        return _ANY
+    if keys == {"type"}:
+        named: Any = subschema["type"]
+        names: list[Any] = named if isinstance(named, list) else [named]  # pyright: ignore[reportUnknownVariableType]
+        if not names or not all(isinstance(n, str) and n in _JSON_TYPES for n in names):
+            return None
+        return frozenset().union(*(_JSON_TYPES[n] for n in names))
+    if keys == {"anyOf"} and not nested and isinstance(subschema["anyOf"], list) and subschema["anyOf"]:
+        branches = [_plain_types(b, nested=True) for b in subschema["anyOf"]]  # pyright: ignore[reportUnknownVariableType]
+        if any(b is None for b in branches):
+            return None
+        if any(b is _ANY for b in branches):
+            return _ANY
+        return frozenset().union(*branches)  # pyright: ignore[reportArgumentType]
+    return None
+
+
+def plain_check(
+    schema: Any, cls: type[Any] = Draft202012Validator
+) -> Callable[[dict[str, Any]], bool] | None:
+    """A quick check for a plain object schema, or ``None`` when ``schema`` is not plain.
+
+    Plain: ``type`` object (or none), ``properties`` whose subschemas give only a ``type``
+    (or an ``anyOf`` of types), ``required``, ``additionalProperties`` true or false, and
+    annotations, under Draft 4 to 2020-12 (``cls``, as :func:`jsonschema.validators.validator_for`
+    picks it). The check returns True only for arguments jsonschema finds no error in; False
+    means "not sure": run the full validator, which says what is wrong.
+    """
+    if cls not in _PLAIN_DRAFTS or not isinstance(schema, dict) or schema.keys() - _PLAIN_TOP:  # pyright: ignore[reportUnknownMemberType]
+        return None
+    given: dict[str, Any] = schema  # pyright: ignore[reportUnknownVariableType]
+    if given.get("type", "object") != "object":
+        return None
+    extra = given.get("additionalProperties", True)
+    required: Any = given.get("required", [])
+    properties: Any = given.get("properties", {})
+    if not isinstance(extra, bool) or not isinstance(required, list) or not isinstance(properties, dict):
+        return None
+    wanted: tuple[str, ...] = tuple(required)  # pyright: ignore[reportUnknownArgumentType]
+    if not all(isinstance(name, str) for name in wanted):
+        return None
+    types: dict[str, frozenset[type]] = {}
+    for name, subschema in properties.items():  # pyright: ignore[reportUnknownVariableType]
+        accepted = _plain_types(subschema)
+        if accepted is None:
+            return None
+        types[str(name)] = accepted  # pyright: ignore[reportUnknownArgumentType]
+    closed = not extra
+
+    def check(arguments: dict[str, Any]) -> bool:
+        for name in wanted:
+            if name not in arguments:
+                return False
+        for name, value in arguments.items():
+            accepted = types.get(name)
+            if accepted is None:
+                if closed:
+                    return False
+            elif accepted is not _ANY and type(value) not in accepted:
+                return False
+        return True
+
+    return check
+
+
 class ArgumentValidator:
-    """Per-server cache of compiled validators keyed by tool name.
+    """Per-server cache of compiled validators keyed by tool name and its inputSchema.
 
     ``validate(tool, arguments)`` raises :class:`InvalidArguments` listing up to five
     ``(json_path, message)`` problems; ``reset(tools)`` drops validators for a new
@@ -69,14 +188,25 @@ class ArgumentValidator:
     def __init__(self, server: str) -> None:
         self.server = server
         self._cache: dict[str, Validator | None] = {}
+        # The inputSchema each cached validator was built from, and its plain check.
+        self._schemas: dict[str, Any] = {}
+        self._plain: dict[str, Callable[[dict[str, Any]], bool] | None] = {}
 
     def reset(self) -> None:
         self._cache.clear()
+        self._schemas.clear()
+        self._plain.clear()
 
     def _validator(self, tool: Tool) -> Validator | None:
-        if tool.name in self._cache:
-            return self._cache[tool.name]
         schema = tool.input_schema or {}
+        if tool.name in self._cache:
+            built = self._schemas[tool.name]
+            # The same tool name may be checked against another definition (its pinned one,
+            # then the live one once trusted): a validator is only good for its own schema.
+            if built is schema or built == schema:
+                return self._cache[tool.name]
+        self._schemas[tool.name] = schema
+        self._plain[tool.name] = None
         compiled: Validator | None
         try:
             cls = validators.validator_for(schema, default=Draft202012Validator)
@@ -91,6 +221,7 @@ class ArgumentValidator:
                 compiled = None
             else:
                 compiled = safe_validator_class(cls)(schema, registry=_NO_RETRIEVAL)
+                self._plain[tool.name] = plain_check(schema, cls)
         except SchemaError as exc:
             logger.warning(
                 "server %s tool %s: invalid inputSchema (%s); the server will validate",
@@ -112,6 +243,9 @@ class ArgumentValidator:
             )
         validator = self._validator(tool)
         if validator is None:
+            return
+        plain = self._plain.get(tool.name)
+        if plain is not None and plain(arguments):  # pyright: ignore[reportUnknownArgumentType]
             return
         try:
             with bounded():
