@@ -244,6 +244,10 @@ def test_the_server_term_counts_how_well_its_tools_match_on_average(tmp_path: Pa
     servers = {"git": "Git repositories.", "time": "Clocks and time zones.", "files": "Local files."}
     catalog = Catalog.from_tools(tools, servers, cache_dir=tmp_path / "cache" / "toolsearch")
     assert catalog.wait_ready(60)
+    # Both searches must read the same query vector: until the int8 query graph is built a
+    # query is encoded by the exact graph (and not remembered), after it by the int8 one.
+    model = encoder.sentence_encoder()
+    assert model is not None and model.wait_query_graph(60)
     index = catalog.index()
     query = "which files did I change since the last commit?"
     signals = index.signals(query)
