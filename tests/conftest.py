@@ -102,6 +102,32 @@ def _own_vector_cache(
         monkeypatch.setattr(dense, "shared_cache", _one_vector_cache)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_tls_context() -> Iterator[None]:
+    """httpx2's default TLS context built once per worker, not once per client.
+
+    Every httpx2 client built without a context of its own (Keen's model providers, the
+    SDK's, a test's) loads the CA bundle again: about 50 ms of CPU each, and the suite
+    builds hundreds, all talking plain HTTP to 127.0.0.1. The context is the one httpx2
+    builds (``httpcore2.default_ssl_context``), made on first use, one per ``_trust_env``
+    value; processes a test starts build their own."""
+    import ssl
+
+    import httpcore2
+
+    original = httpcore2.default_ssl_context
+    made: dict[bool, ssl.SSLContext] = {}
+
+    def default_ssl_context(*, _trust_env: bool = True) -> ssl.SSLContext:
+        if _trust_env not in made:
+            made[_trust_env] = original(_trust_env=_trust_env)
+        return made[_trust_env]
+
+    httpcore2.default_ssl_context = default_ssl_context
+    yield
+    httpcore2.default_ssl_context = original
+
+
 def peer(kind: str, name: str) -> str:
     """Path of an installed peer server binary (``kind`` is ``node`` or ``py``)."""
     path = PEERS / kind / ("node_modules/.bin" if kind == "node" else "bin") / name
