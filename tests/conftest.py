@@ -60,6 +60,74 @@ def stdio_server(script: str, *args: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "own_vector_cache: the test's catalogs keep the vector cache of their own KEEN_HOME"
+        " (tests of that cache), not the worker's shared one (`_one_vector_cache`)",
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_vector_cache() -> Iterator[Callable[[Path | None], Any]]:
+    """One in-memory transformer vector cache for every catalog this worker builds.
+
+    A catalog's vectors are cached by the hash of each tool's text (model id included),
+    so a vector is the same whichever test encodes it; but each test has its own
+    ``KEEN_HOME``, and so its own cache folder, and re-encoded the same tools (three
+    texts a tool) on every search: CPU spent for nothing on two cores. Tests of the cache
+    itself are marked ``own_vector_cache`` (:func:`_own_vector_cache`). Processes a test
+    starts build their own cache in its ``KEEN_HOME`` as users do."""
+    from keen.capabilities import dense, encoder
+    from keen.capabilities.vector_cache import VectorCache
+
+    original = dense.shared_cache
+    shared = VectorCache(None, encoder.DIM)
+    dense.shared_cache = lambda folder: shared  # type: ignore[assignment]
+    yield original
+    dense.shared_cache = original
+
+
+@pytest.fixture(autouse=True)
+def _own_vector_cache(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    _one_vector_cache: Callable[[Path | None], Any],
+) -> None:
+    """A test marked ``own_vector_cache`` gets the cache of its own folder back (the
+    product's :func:`keen.capabilities.dense.shared_cache`)."""
+    if request.node.get_closest_marker("own_vector_cache") is not None:
+        from keen.capabilities import dense
+
+        monkeypatch.setattr(dense, "shared_cache", _one_vector_cache)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_tls_context() -> Iterator[None]:
+    """httpx2's default TLS context built once per worker, not once per client.
+
+    Every httpx2 client built without a context of its own (Keen's model providers, the
+    SDK's, a test's) loads the CA bundle again: about 50 ms of CPU each, and the suite
+    builds hundreds, all talking plain HTTP to 127.0.0.1. The context is the one httpx2
+    builds (``httpcore2.default_ssl_context``), made on first use, one per ``_trust_env``
+    value; processes a test starts build their own."""
+    import ssl
+
+    import httpcore2
+
+    original = httpcore2.default_ssl_context
+    made: dict[bool, ssl.SSLContext] = {}
+
+    def default_ssl_context(*, _trust_env: bool = True) -> ssl.SSLContext:
+        if _trust_env not in made:
+            made[_trust_env] = original(_trust_env=_trust_env)
+        return made[_trust_env]
+
+    httpcore2.default_ssl_context = default_ssl_context
+    yield
+    httpcore2.default_ssl_context = original
+
+
 def peer(kind: str, name: str) -> str:
     """Path of an installed peer server binary (``kind`` is ``node`` or ``py``)."""
     path = PEERS / kind / ("node_modules/.bin" if kind == "node" else "bin") / name

@@ -122,6 +122,8 @@ def test_a_result_covers_its_identical_copies_and_recall_own_does_not(
         assert figures["recall@1_own"] == 0.0, level
 
 
+# bench/search.py times a cold build (a new process's view of the vector cache): its own cache.
+@pytest.mark.own_vector_cache
 def test_task_recall_unions_a_task_question_and_its_steps_across_query_files(
     bench: dict[str, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -28,6 +28,7 @@ from mcp_types import CallToolResult, PaginatedRequestParams, TextContent
 
 from helpers import server_script, stdio_entry, stdio_params
 from helpers.http_servers import make_basic_server, serve_http
+from helpers.serve import tls
 from keen.mcp.config import parse_config
 from mcp import ClientSession
 
@@ -244,7 +245,7 @@ async def test_http_basic_server_and_request_log() -> None:
     with serve_http(make_basic_server(instructions="http instructions")) as srv:
         assert srv.url.startswith("http://127.0.0.1:") and srv.url.endswith("/mcp") and str(srv) == srv.url
         async with (
-            httpx2.AsyncClient(headers={"X-Custom": "v1"}) as http,
+            httpx2.AsyncClient(headers={"X-Custom": "v1"}, verify=tls()) as http,
             http_session(srv.url, http) as session,
         ):
             init = await session.initialize()
@@ -262,7 +263,7 @@ async def test_http_basic_server_and_request_log() -> None:
 async def test_http_pagination_with_list_page_size() -> None:
     expected = (BASIC_TOOLS - {"die"}) | {f"extra_{i:04d}" for i in range(13)}
     with serve_http(make_basic_server(n_extra_tools=13, list_page_size=6)) as srv:
-        async with httpx2.AsyncClient() as http, http_session(srv.url, http) as session:
+        async with httpx2.AsyncClient(verify=tls()) as http, http_session(srv.url, http) as session:
             await session.initialize()
             names: list[str] = []
             cursor: str | None = None
@@ -297,7 +298,9 @@ async def test_http_api_key_401_and_success() -> None:
                 flatten_subgroups=True,
             ) as caught:
                 async with (
-                    httpx2.AsyncClient(headers=headers, event_hooks={"response": [hook]}) as http,
+                    httpx2.AsyncClient(
+                        headers=headers, event_hooks={"response": [hook]}, verify=tls()
+                    ) as http,
                     http_session(srv.url, http) as session,
                 ):
                     await session.initialize()
@@ -306,7 +309,7 @@ async def test_http_api_key_401_and_success() -> None:
         seen.clear()
         good = {"Authorization": "Bearer k-123456"}
         async with (
-            httpx2.AsyncClient(headers=good, event_hooks={"response": [hook]}) as http,
+            httpx2.AsyncClient(headers=good, event_hooks={"response": [hook]}, verify=tls()) as http,
             http_session(srv.url, http) as session,
         ):
             await session.initialize()
@@ -320,7 +323,7 @@ async def test_http_api_key_custom_header_raw_value() -> None:
         make_basic_server(), api_key="raw-key", api_key_header="X-API-Key", api_key_scheme=""
     ) as srv:
         async with (
-            httpx2.AsyncClient(headers={"X-API-Key": "raw-key"}) as http,
+            httpx2.AsyncClient(headers={"X-API-Key": "raw-key"}, verify=tls()) as http,
             http_session(srv.url, http) as s,
         ):
             await s.initialize()
@@ -332,7 +335,7 @@ async def test_http_api_key_custom_header_raw_value() -> None:
 async def test_http_stop_mid_session_then_restart_on_same_port() -> None:
     with serve_http(make_basic_server()) as srv:
         port = srv.port
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(verify=tls()) as http:
             async with http_session(srv.url, http) as session:
                 await session.initialize()
                 srv.stop()

@@ -17,6 +17,9 @@ from keen.capabilities import dense as dense_module
 from keen.capabilities.dense import shared_cache
 from keen.mcp.types import Tool
 
+# These tests are of the vector cache (its folder, what it holds when): not the worker's shared one.
+pytestmark = pytest.mark.own_vector_cache
+
 TOOLS = [
     Tool("git", "git_status", "Show the working tree status: staged, unstaged and untracked files.", {}),
     Tool("time", "get_current_time", "Get the current time in a given IANA timezone.", {}),

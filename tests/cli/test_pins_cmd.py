@@ -24,7 +24,7 @@ import pytest
 from fastmcp import FastMCP
 
 from helpers import stdio_entry
-from helpers.cli import KEEN
+from helpers.cli import KEEN, Home
 from helpers.http_servers import serve_http
 from keen.capabilities import Catalog
 from keen.errors import ToolQuarantined
@@ -184,25 +184,29 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             assert approvals == ["search", "find", "search"]
 
 
-async def test_trust_of_an_unknown_tool_and_an_unknown_server_fail_with_exit_2(
-    write_config: Callable[[dict[str, Any]], Path], keen_home: Path
+def test_trust_of_an_unknown_tool_and_an_unknown_server_fail_with_exit_2(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
 ) -> None:
+    # The commands' answers and exit codes only: in this process (typer's CliRunner, on the
+    # main thread: a command's event loop sets signal handlers); the console script's own
+    # exits are the test above's.
     docs = Docs()
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    home = Home(keen_home, user_home)
     with serve_http(docs.mcp) as srv:
         write_config({"docs": {"url": srv.url}})
-        unreviewed, first, bad_tool, bad_server = await anyio.to_thread.run_sync(
-            lambda: (
-                keen_cli(keen_home, "mcp", "trust", "docs"),
-                keen_cli(keen_home, "mcp", "diff", "docs"),
-                keen_cli(keen_home, "mcp", "trust", "docs", "nope"),
-                keen_cli(keen_home, "mcp", "diff", "ghost"),
-            )
+        unreviewed, first, bad_tool, bad_server = home.keen_many(
+            ("mcp", "trust", "docs"),
+            ("mcp", "diff", "docs"),
+            ("mcp", "trust", "docs", "nope"),
+            ("mcp", "diff", "ghost"),
         )
-    assert unreviewed.returncode == 2 and "run `keen mcp diff docs` first" in unreviewed.stderr
-    assert bad_tool.returncode == 2 and "lists no tool 'nope'" in bad_tool.stderr
+    assert unreviewed.code == 2 and "run `keen mcp diff docs` first" in unreviewed.stderr
+    assert bad_tool.code == 2 and "lists no tool 'nope'" in bad_tool.stderr
     assert not (keen_home / "mcp" / "pins" / "docs.json").exists()
-    assert bad_server.returncode == 2 and "not configured" in bad_server.stderr
-    assert first.returncode == 0 and "not pinned yet (policy quarantine); these 2 tools" in first.stdout
+    assert bad_server.code == 2 and "not configured" in bad_server.stderr
+    assert first.code == 0 and "not pinned yet (policy quarantine); these 2 tools" in first.stdout
     assert "Look a page up by its id." in first.stdout  # every definition trust would pin is shown
 
 

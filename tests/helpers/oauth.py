@@ -53,6 +53,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from helpers.loopback import free_port
+from helpers.serve import tls
 from keen.mcp.auth import FileTokenStore, KeenOAuthProvider, create_oauth_auth
 from keen.mcp.config import HttpServerConfig, OAuthAuth
 from keen.mcp.connection.sdk_private import negotiate_auto
@@ -356,7 +357,7 @@ class Browser:
 
     def __call__(self, url: str) -> bool:
         self.visits.append(url)
-        with httpx2.Client(timeout=30) as client:
+        with httpx2.Client(timeout=30, verify=tls()) as client:
             answer = client.get(url)
             location = answer.headers.get("location")
             if answer.status_code not in (302, 303, 307) or not location:
@@ -405,7 +406,7 @@ async def list_tool_names(auth: httpx2.Auth, url: str, *, negotiate: bool = Fals
     """initialize + tools/list over the SDK client with ``auth``; with ``negotiate``, the era as
     the Manager negotiates it (``server/discover``, else initialize) instead of initialize."""
     async with (
-        httpx2.AsyncClient(auth=auth) as client,
+        httpx2.AsyncClient(auth=auth, verify=tls()) as client,
         streamable_http_client(url, http_client=client) as (read, write),
         ClientSession(read, write) as session,
     ):
@@ -420,7 +421,7 @@ async def call_tools(auth: httpx2.Auth, url: str, *calls: tuple[str, dict[str, A
     """One session, several ``tools/call``s; each entry is the result or the exception raised."""
     outcomes: list[Any] = []
     async with (
-        httpx2.AsyncClient(auth=auth) as client,
+        httpx2.AsyncClient(auth=auth, verify=tls()) as client,
         streamable_http_client(url, http_client=client) as (read, write),
         ClientSession(read, write) as session,
     ):

@@ -21,7 +21,7 @@ import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from helpers.hostile import hostile_entry
-from helpers.serve import INITIALIZE, JSON_HEADERS, KeenServeProcess
+from helpers.serve import INITIALIZE, JSON_HEADERS, KeenServeProcess, tls
 
 OBJECT: dict[str, Any] = {"type": "object"}
 # Exponential backtracking in Python's re (and a timeout in the regex module) on "aaaa…!".
@@ -111,7 +111,7 @@ class Host:
 
     def __init__(self, proc: KeenServeProcess) -> None:
         self.url = proc.url
-        opened = httpx2.post(self.url, headers=JSON_HEADERS, json=INITIALIZE, timeout=30)
+        opened = httpx2.post(self.url, headers=JSON_HEADERS, json=INITIALIZE, timeout=30, verify=tls())
         assert opened.status_code == 200, opened.text
         self.headers = {
             **JSON_HEADERS,
@@ -123,11 +123,12 @@ class Host:
             headers=self.headers,
             json={"jsonrpc": "2.0", "method": "notifications/initialized"},
             timeout=30,
+            verify=tls(),
         )
 
     def rpc(self, method: str, params: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
         body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
-        response = httpx2.post(self.url, headers=self.headers, json=body, timeout=timeout)
+        response = httpx2.post(self.url, headers=self.headers, json=body, timeout=timeout, verify=tls())
         assert response.status_code == 200, response.text
         return dict(response.json()["result"])
 
@@ -205,7 +206,7 @@ def test_a_read_naming_too_many_tools_is_refused_at_once(extension: KeenServePro
 def test_a_deeply_nested_body_is_a_clean_refusal(extension: KeenServeProcess, body: bytes) -> None:
     host = Host(extension)
     for headers in (JSON_HEADERS, host.headers):
-        response = httpx2.post(extension.url, headers=headers, content=body, timeout=30)
+        response = httpx2.post(extension.url, headers=headers, content=body, timeout=30, verify=tls())
         # Before the fix: 500 Internal Server Error, and a RecursionError traceback in the log.
         assert response.status_code == 400, response.text
         assert response.json()["error"]["code"] in (-32700, -32600)
@@ -272,7 +273,7 @@ def test_an_unknown_protocol_version_header_is_named_in_the_refusal(
     params._meta lacked its envelope keys: true of a 2026-07-28 request, not of this one."""
     body = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}
     headers = {**JSON_HEADERS, "MCP-Protocol-Version": version}
-    response = httpx2.post(extension.url, headers=headers, json=body, timeout=30)
+    response = httpx2.post(extension.url, headers=headers, json=body, timeout=30, verify=tls())
     assert response.status_code == 400
     message = response.json()["error"]["message"]
     assert (

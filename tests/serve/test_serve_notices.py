@@ -209,7 +209,7 @@ async def test_search_mode_lists_the_same_tools_and_searches_the_new_one(home: P
             assert await found.names() == before
             assert found.notices == 0
         # Nothing is ever sent unprompted in search mode: no event stream to open.
-        response = httpx2.get(proc.url, headers={"Accept": "text/event-stream"})
+        response = httpx2.get(proc.url, headers={"Accept": "text/event-stream"}, verify=tls())
         assert response.status_code == 405
         assert response.headers["allow"] == "POST, DELETE"
 

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 
 from conftest import peer
 from helpers.changing import wait_until
-from helpers.serve import KeenServeProcess, connect, write_everything, write_upstream
+from helpers.serve import KeenServeProcess, connect, tls, write_everything, write_upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -147,7 +147,7 @@ async def test_hosts_are_told_when_the_resource_and_prompt_lists_change(tmp_path
     args = ["--mode", "extension", "--notify-interval", "0.2", "--ready-wait", "0"]
     with KeenServeProcess(tmp_path, args) as proc:
         async with (
-            httpx2.AsyncClient(timeout=30) as http,
+            httpx2.AsyncClient(timeout=30, verify=tls()) as http,
             Client(
                 streamable_http_client(proc.url, http_client=http),
                 mode="legacy" if era == "session" else "auto",

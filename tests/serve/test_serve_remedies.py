@@ -18,7 +18,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from helpers.serve import free_port, in_process, read_json, write_upstream
+from helpers.serve import free_port, in_process, read_json, tls, write_upstream
 from keen.agent import slash
 from keen.cli import _wording
 from keen.errors import Remedy, ServerDisabled, ServerDisconnected
@@ -104,7 +104,7 @@ def test_an_unreachable_server_gets_each_front_ends_own_advice(mode: str) -> Non
     with pytest.raises(
         httpx2.ConnectError, match="Connection refused"
     ) as refused:  # a real refusal, as the transport meets it
-        httpx2.post(f"http://127.0.0.1:{free_port()}/mcp", json={})
+        httpx2.post(f"http://127.0.0.1:{free_port()}/mcp", json={}, verify=tls())
     error = translate_call_error(ExceptionGroup("call", [refused.value]), server="h", tool="echo", timeout=5)
     assert isinstance(error, ServerDisconnected) and error.remedy is Remedy.RECONNECT, error
     assert error.message.startswith('MCP server "h" is unreachable'), error.message

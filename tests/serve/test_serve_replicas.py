@@ -13,7 +13,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from helpers.loopback import redis_server
-from helpers.serve import MODERN, KeenServeProcess, read_json, write_upstream
+from helpers.serve import MODERN, KeenServeProcess, read_json, tls, write_upstream
 
 pytestmark = pytest.mark.anyio
 TOKEN = "replica-token-0123456789"
@@ -43,7 +43,7 @@ def _rpc(
 
 def test_session_moves_between_replicas_and_survives_one(replicas) -> None:
     a, b = replicas
-    with httpx2.Client(timeout=30) as http:
+    with httpx2.Client(timeout=30, verify=tls()) as http:
         init = _rpc(
             http,
             a.url,
@@ -143,6 +143,7 @@ async def test_sdk_client_behind_round_robin_survives_a_replica(replicas, mode: 
             headers={"Authorization": f"Bearer {TOKEN}"},
             timeout=30,
             event_hooks={"request": [balancer.route]},
+            verify=tls(),
         ) as http,
         Client(streamable_http_client(a.url, http_client=http), mode=mode, cache=None) as client,
     ):

@@ -29,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 from conftest import peer
 from helpers import server_script
 from helpers.forkserver import script_args
-from helpers.serve import KeenServeProcess, stdio_params, write_upstream
+from helpers.serve import KeenServeProcess, stdio_params, tls, write_upstream
 
 pytestmark = [
     pytest.mark.anyio,
@@ -124,7 +124,7 @@ class Host:
 async def _http(proc: KeenServeProcess, era: str = "session", **kwargs: Any) -> AsyncIterator[Client]:
     mode = "legacy" if era == "session" else "auto"
     async with (
-        httpx2.AsyncClient(timeout=30) as http,
+        httpx2.AsyncClient(timeout=30, verify=tls()) as http,
         Client(streamable_http_client(proc.url, http_client=http), mode=mode, cache=None, **kwargs) as client,
     ):
         yield client

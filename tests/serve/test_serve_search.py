@@ -4,30 +4,42 @@ event log."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from mcp.client.client import Client
 
 from helpers.forkserver import script_args
-from helpers.serve import BASIC, KeenServeProcess, connect, read_json, write_upstream
+from helpers.serve import BASIC, KeenServeProcess, connect, in_process, read_json, write_upstream
 
 pytestmark = pytest.mark.anyio
 
 
+@contextlib.asynccontextmanager
+async def _in_memory(home: Path, era: str) -> AsyncIterator[Client]:
+    """A client of ``keen serve --mode search``'s server for ``home``, run in this process."""
+    async with in_process(home, era, mode="search") as (_, client):
+        yield client
+
+
+# The workflow is the same logic in both eras: it runs in this process; one `keen serve`
+# process over HTTP shows the command line's --mode search end to end (the eras over both
+# transports are the new_caller fixture's, tests/serve/conftest.py).
 @pytest.mark.parametrize(
     ("transport", "era"),
-    [("stdio", "session"), ("stdio", "stateless"), ("http", "session"), ("http", "stateless")],
+    [("memory", "session"), ("memory", "stateless"), ("http", "stateless")],
 )
-async def test_search_describe_call(tmp_path: Path, transport: str, era: str) -> None:
+async def test_search_describe_call(
+    tmp_path: Path, transport: str, era: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_upstream(tmp_path, extra_tools=5)
-    if transport == "http":
-        proc = KeenServeProcess(tmp_path, ["--mode", "search"]).start()
-        opened = connect(proc, era)
-    else:
-        proc = None
-        opened = connect("stdio", era, home=tmp_path, serve_args=["--mode", "search"])
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    proc = KeenServeProcess(tmp_path, ["--mode", "search"]).start() if transport == "http" else None
+    opened = connect(proc, era) if proc is not None else _in_memory(tmp_path, era)
     try:
         async with opened as client:
             assert "search_tools" in (client.instructions or "")

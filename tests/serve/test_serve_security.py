@@ -20,6 +20,7 @@ from helpers.serve import (
     connect,
     read_json,
     serve_env,
+    tls,
     write_upstream,
 )
 from keen.serve.http import HttpSecurity, is_loopback, tokens_from_env
@@ -39,7 +40,9 @@ def guarded(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _post(url: str, headers: dict[str, str], body: dict | None = None) -> httpx2.Response:
-    return httpx2.post(url, headers={**JSON_HEADERS, **headers}, json=body or INITIALIZE, timeout=30)
+    return httpx2.post(
+        url, headers={**JSON_HEADERS, **headers}, json=body or INITIALIZE, timeout=30, verify=tls()
+    )
 
 
 def test_foreign_host_header_is_refused(guarded: KeenServeProcess) -> None:
@@ -74,10 +77,12 @@ def test_session_needs_initialize_and_answers_only_its_owner(
     sid = _post(guarded.url, auth).headers["mcp-session-id"]
     assert _post(guarded.url, {**auth, "Mcp-Session-Id": sid}, call).status_code == 200
     # The session's event stream (change notices) needs an SSE accept and the owner's session.
-    assert httpx2.get(guarded.url, headers={**auth, "Mcp-Session-Id": sid}).status_code == 406
+    assert httpx2.get(guarded.url, headers={**auth, "Mcp-Session-Id": sid}, verify=tls()).status_code == 406
     sse = {**auth, "Accept": "text/event-stream"}
-    assert httpx2.get(guarded.url, headers={**sse, "Mcp-Session-Id": "f" * 32}).status_code == 404
-    assert httpx2.get(guarded.url, headers=sse).status_code == 400
+    assert (
+        httpx2.get(guarded.url, headers={**sse, "Mcp-Session-Id": "f" * 32}, verify=tls()).status_code == 404
+    )
+    assert httpx2.get(guarded.url, headers=sse, verify=tls()).status_code == 400
 
 
 async def test_description_fetches_are_rate_limited(guarded: KeenServeProcess) -> None:

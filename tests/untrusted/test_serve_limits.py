@@ -22,7 +22,7 @@ import httpx2
 import pytest
 
 from helpers.loopback import redis_server
-from helpers.serve import INITIALIZE, JSON_HEADERS, KeenServeProcess, write_upstream
+from helpers.serve import INITIALIZE, JSON_HEADERS, KeenServeProcess, tls, write_upstream
 
 TOKENS = ("limits-token-one-abcdefghijklmnop", "limits-token-two-abcdefghijklmnop")
 CAP = 4
@@ -49,7 +49,7 @@ def _headers(token: str | None, session: str | None = None) -> dict[str, str]:
 
 
 def _initialize(url: str, token: str | None) -> httpx2.Response:
-    return httpx2.post(url, headers=_headers(token), json=INITIALIZE, timeout=30)
+    return httpx2.post(url, headers=_headers(token), json=INITIALIZE, timeout=30, verify=tls())
 
 
 def _read(url: str, token: str | None, session: str) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def _read(url: str, token: str | None, session: str) -> dict[str, Any]:
         "method": "resources/read",
         "params": {"uri": "resource:///tool_descriptions?tools=mcp__basic__echo"},
     }
-    response = httpx2.post(url, headers=_headers(token, session), json=body, timeout=30)
+    response = httpx2.post(url, headers=_headers(token, session), json=body, timeout=30, verify=tls())
     assert response.status_code == 200, response.text
     result: dict[str, Any] = json.loads(response.json()["result"]["contents"][0]["text"])
     return result
@@ -88,7 +88,7 @@ def test_sessions_are_capped_per_token_and_reads_counted_per_token(tmp_path: Pat
         other = _initialize(proc.url, TOKENS[1])
         assert other.status_code == 200, other.text
         # Ending a session frees its place.
-        gone = httpx2.delete(proc.url, headers=_headers(TOKENS[0], opened[0]), timeout=30)
+        gone = httpx2.delete(proc.url, headers=_headers(TOKENS[0], opened[0]), timeout=30, verify=tls())
         assert gone.status_code == 200
         again = _initialize(proc.url, TOKENS[0])
         assert again.status_code == 200, again.text

@@ -19,6 +19,7 @@ import httpx2
 import pytest
 
 from helpers.oauth import free_port, serve_oauth
+from helpers.serve import tls
 from keen.errors import AuthFailed, Remedy
 from keen.mcp.auth import CALLBACK_PATH, DEFAULT_CALLBACK_PORT, CallbackListener, FileTokenStore, redirect_uri
 
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 async def _get(url: str) -> httpx2.Response:
-    async with httpx2.AsyncClient(timeout=10) as client:
+    async with httpx2.AsyncClient(timeout=10, verify=tls()) as client:
         return await client.get(url)
 
 

@@ -28,6 +28,7 @@ from helpers.oauth import (
     serve_oauth,
     text_of,
 )
+from helpers.serve import tls
 from keen.cli._wording import describe
 from keen.errors import AuthFailed, AuthRequired, Remedy
 from keen.mcp.auth import FileTokenStore, authorize_interactively, classify_auth_failure, create_oauth_auth
@@ -149,7 +150,7 @@ async def test_revoked_token_is_auth_failed_and_connect_recovers(keen_home: Path
         tokens = await FileTokenStore("demo").get_tokens()
         client = await FileTokenStore("demo").get_client_info()
         assert tokens is not None and tokens.refresh_token and client is not None
-        async with httpx2.AsyncClient() as http:  # the user revokes Keen at the provider
+        async with httpx2.AsyncClient(verify=tls()) as http:  # the user revokes Keen at the provider
             answer = await http.post(
                 f"{srv.base_url}/revoke",
                 data={"token": tokens.refresh_token, "client_id": client.client_id, "client_secret": ""},
