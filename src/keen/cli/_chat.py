@@ -8,8 +8,8 @@ command (about 80 ms of CPU; issue 26). Anything else (``--help``, ``-v``, ``--o
 a repeated or unknown option, a value that begins with ``-``, a number typer would parse
 differently, the interactive chat, shell completion) returns False and goes through typer,
 so help, errors and completion stay typer's. The error boundary is
-:func:`keen.cli._prompt.guarded`, the CLI's own (:class:`keen.cli._common.KeenGroup`) for
-what this command can raise.
+:func:`keen.cli._console.guarded`, the CLI's one (every command's, through
+:class:`keen.cli._common.KeenGroup`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from keen._redact import redactor
-from keen.cli._console import EXIT_TOOL_ERROR, STARTED, err, out, print_json
-from keen.cli._prompt import fail, guarded
+from keen.cli._console import EXIT_TOOL_ERROR, STARTED, err, fail, guarded, out, print_json
 from keen.cli._wording import with_remedy
 
 if TYPE_CHECKING:

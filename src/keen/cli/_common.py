@@ -6,9 +6,7 @@ error (message on stderr, no traceback). Set ``KEEN_DEBUG=1`` for tracebacks.
 
 from __future__ import annotations
 
-import contextlib
 import re
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TypeVar, cast
 
@@ -21,15 +19,13 @@ from keen.cli._console import (
     STARTED,
     debug_enabled,
     err,
-    keen_home_problem,
+    guarded,
     out,
     print_error,
     print_json,
     real_console,
     setup_logging,
 )
-from keen.cli._wording import describe
-from keen.errors import KeenError, find_keen_error
 
 __all__ = [
     "EXIT_KEEN_ERROR",
@@ -62,7 +58,8 @@ class KeenGroup(TyperGroup):
     """The CLI's one error boundary, wrapped around every command of every group.
 
     A ``KeenError`` (alone, or inside the exception groups anyio raises) becomes its
-    message on stderr and exit code 2, with no traceback; Ctrl-C exits 130.
+    message on stderr and exit code 2, with no traceback; Ctrl-C exits 130
+    (:func:`keen.cli._console.guarded`, the boundary commands run without typer share).
     """
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
@@ -77,28 +74,7 @@ class KeenGroup(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
-        except KeenError as exc:
-            fail(describe(exc))
-        except KeyboardInterrupt:
-            err.print("cancelled")
-            raise typer.Exit(130) from None
-        except OSError as exc:
-            # KEEN_HOME pointing at a file, or a folder Keen cannot write: say so, not "internal".
-            if (home := keen_home_problem(exc)) is None:
-                raise
-            fail(
-                f"cannot use {exc.filename}: {exc.strerror or exc}; KEEN_HOME ({home}) must be a "
-                "folder you can write (unset KEEN_HOME to use ~/.keen)"
-            )
-        except BaseExceptionGroup as group:
-            keen = find_keen_error(group)
-            if keen is None:
-                if group.subgroup(KeyboardInterrupt) is not None:  # Ctrl-C raised inside a task group
-                    err.print("cancelled")
-                    raise typer.Exit(130) from None
-                raise
-            fail(describe(keen))
+            return guarded(lambda: super(KeenGroup, self).invoke(ctx), set_up_logging=False)
         except Exception as exc:
             # click's NoSuchOption (typer may vendor click: matched by name): for --json, said
             # plainly instead of "No such option": this command prints no data.
@@ -113,13 +89,7 @@ class KeenGroup(TyperGroup):
                         f"{option} is not an option of keen mcp add; put the server's command after --: "
                         "keen mcp add NAME -- COMMAND [ARGS...]"
                     )
-            # keen.cli._signals is imported by run(); if it never was, nothing was signalled.
-            signalled = getattr(sys.modules.get("keen.cli._signals"), "Signalled", None)
-            if signalled is None or not isinstance(exc, signalled):
-                raise
-            with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
-                err.print(f"stopped by {exc}; MCP servers closed")
-            raise typer.Exit(int(getattr(exc, "exit_code", EXIT_KEEN_ERROR))) from None
+            raise
 
 
 _USAGE_ARG = re.compile(r"([\[{])([a-z_][a-z0-9_]*)([\]}])(\.\.\.)?")

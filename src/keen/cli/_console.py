@@ -7,11 +7,14 @@ with every other command lives here; :mod:`keen.cli._common` re-exports each nam
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from keen._redact import RedactingFilter, redactor
 
@@ -24,6 +27,8 @@ __all__ = [
     "STARTED",
     "debug_enabled",
     "err",
+    "fail",
+    "guarded",
     "keen_home_problem",
     "out",
     "print_error",
@@ -37,6 +42,8 @@ STARTED = time.monotonic()
 
 EXIT_TOOL_ERROR = 1
 EXIT_KEEN_ERROR = 2
+
+T = TypeVar("T")
 
 
 class _LazyConsole:
@@ -135,3 +142,81 @@ def print_json(data: Any) -> None:
 
 def debug_enabled() -> bool:
     return os.environ.get("KEEN_DEBUG", "") not in ("", "0")
+
+
+class _Pacified:
+    """A stream whose ``flush`` ignores a closed pipe, as click's ``PacifyFlushWrapper``:
+    ``keen prompt | head -1`` then exits 1 without a traceback at interpreter exit."""
+
+    def __init__(self, wrapped: IO[str]) -> None:
+        self._wrapped = wrapped
+
+    def flush(self) -> None:
+        try:
+            self._wrapped.flush()
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._wrapped, name)
+
+
+def fail(message: str, code: int = EXIT_KEEN_ERROR) -> NoReturn:
+    """``error: <message>`` on stderr and exit ``code`` (as ``keen.cli._common.fail``, for a
+    command run without typer; a ``SystemExit``, which click passes on unchanged, so both
+    paths exit alike)."""
+    print_error(message)
+    raise SystemExit(code)
+
+
+def guarded(fn: Callable[[], T], *, set_up_logging: bool = True) -> T:
+    """``fn()`` behind the CLI's one error boundary: every command's, through
+    :class:`keen.cli._common.KeenGroup`, and ``keen prompt``'s and ``keen chat -p``'s when
+    they run without typer. A Keen error (alone, or inside anyio's exception groups) is its
+    message on stderr and exit 2; Ctrl-C exits 130; SIGTERM/SIGHUP their codes; a closed
+    stdout 1; ``KEEN_HOME`` that cannot be used says so. ``set_up_logging``: set logging up
+    as the root command does (a command run without typer has no root command)."""
+    from keen.errors import KeenError, find_keen_error
+
+    if set_up_logging:
+        setup_logging(False)
+    try:
+        return fn()
+    except KeenError as exc:
+        from keen.cli._wording import describe
+
+        fail(describe(exc))
+    except KeyboardInterrupt:
+        err.print("cancelled")
+        raise SystemExit(130) from None
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            sys.stdout = _Pacified(sys.stdout)  # type: ignore[assignment]
+            sys.stderr = _Pacified(sys.stderr)  # type: ignore[assignment]
+            raise SystemExit(1) from None
+        if (home := keen_home_problem(exc)) is None:
+            raise
+        fail(
+            f"cannot use {exc.filename}: {exc.strerror or exc}; KEEN_HOME ({home}) must be a "
+            "folder you can write (unset KEEN_HOME to use ~/.keen)"
+        )
+    except BaseExceptionGroup as group:
+        keen = find_keen_error(group)
+        if keen is None:
+            if group.subgroup(KeyboardInterrupt) is not None:  # Ctrl-C raised inside a task group
+                err.print("cancelled")
+                raise SystemExit(130) from None
+            raise
+        from keen.cli._wording import describe
+
+        fail(describe(keen))
+    except Exception as exc:
+        # keen.cli._signals is imported by a command that ran a session; if it never was,
+        # nothing was signalled.
+        signalled = getattr(sys.modules.get("keen.cli._signals"), "Signalled", None)
+        if signalled is None or not isinstance(exc, signalled):
+            raise
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            err.print(f"stopped by {exc}; MCP servers closed")
+        raise SystemExit(int(getattr(exc, "exit_code", EXIT_KEEN_ERROR))) from None

@@ -8,43 +8,24 @@ is then ready in the time it takes to build, not that plus importing typer and b
 its click command (issue 26: within 100 ms of CPU beyond the interpreter). Anything else
 (``--help``, ``-v``, ``--budget=N``, a repeated or unknown option, a number typer would
 parse differently, shell completion) returns False and goes through typer, so help,
-errors and completion stay typer's, byte for byte. The error boundary here is
-:class:`keen.cli._common.KeenGroup`'s, for what ``keen prompt`` can raise.
+errors and completion stay typer's, byte for byte. The error boundary is the CLI's
+one, :func:`keen.cli._console.guarded`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO, Any, NoReturn, TypeVar
+from typing import Any
 
 from keen import paths
-from keen.cli._console import (
-    EXIT_KEEN_ERROR,
-    err,
-    keen_home_problem,
-    out,
-    print_error,
-    print_json,
-    setup_logging,
-)
+from keen.cli._console import fail, guarded, out, print_json
 
-__all__ = ["fail", "guarded", "run_alone", "show"]
-
-T = TypeVar("T")
+__all__ = ["run_alone", "show"]
 
 _FLAGS = {"--stats": "stats", "--json": "as_json"}
 _NUMBERS = {"--budget": "budget_tokens", "--max-chars": "max_chars"}
-
-
-def fail(message: str, code: int = EXIT_KEEN_ERROR) -> NoReturn:
-    """``error: <message>`` on stderr and exit ``code`` (as ``keen.cli._common.fail``; a
-    ``SystemExit``, which typer passes on unchanged, so both paths exit alike)."""
-    print_error(message)
-    raise SystemExit(code)
 
 
 def show(*, stats: bool, as_json: bool, max_chars: int, budget_tokens: int) -> None:
@@ -167,24 +148,6 @@ def plain_options(args: Sequence[str]) -> dict[str, Any] | None:
     return options
 
 
-class _Pacified:
-    """A stream whose ``flush`` ignores a closed pipe, as click's ``PacifyFlushWrapper``:
-    ``keen prompt | head -1`` then exits 1 without a traceback at interpreter exit."""
-
-    def __init__(self, wrapped: IO[str]) -> None:
-        self._wrapped = wrapped
-
-    def flush(self) -> None:
-        try:
-            self._wrapped.flush()
-        except OSError as exc:
-            if exc.errno != errno.EPIPE:
-                raise
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._wrapped, name)
-
-
 def run_alone(args: Sequence[str]) -> bool:
     """Run ``keen ARGS`` here when it is a plain ``keen prompt`` (module doc) and return
     True; else False, having done nothing. Exits as typer would: 2 on a Keen error (its
@@ -194,52 +157,3 @@ def run_alone(args: Sequence[str]) -> bool:
         return False
     guarded(lambda: show(**options))
     return True
-
-
-def guarded(fn: Callable[[], T]) -> T:
-    """``fn()`` behind the CLI's error boundary (:class:`keen.cli._common.KeenGroup`'s, for
-    a command run without typer), with logging set up as the root command does: a Keen
-    error (alone, or inside anyio's exception groups) is its message on stderr and exit 2,
-    Ctrl-C exits 130, SIGTERM/SIGHUP their codes, a closed stdout 1."""
-    from keen.errors import KeenError, find_keen_error
-
-    setup_logging(False)
-    try:
-        return fn()
-    except KeenError as exc:
-        from keen.cli._wording import describe
-
-        fail(describe(exc))
-    except KeyboardInterrupt:
-        err.print("cancelled")
-        raise SystemExit(130) from None
-    except OSError as exc:
-        if exc.errno == errno.EPIPE:
-            sys.stdout = _Pacified(sys.stdout)  # type: ignore[assignment]
-            sys.stderr = _Pacified(sys.stderr)  # type: ignore[assignment]
-            raise SystemExit(1) from None
-        if (home := keen_home_problem(exc)) is None:
-            raise
-        fail(
-            f"cannot use {exc.filename}: {exc.strerror or exc}; KEEN_HOME ({home}) must be a "
-            "folder you can write (unset KEEN_HOME to use ~/.keen)"
-        )
-    except BaseExceptionGroup as group:
-        keen = find_keen_error(group)
-        if keen is None:
-            if group.subgroup(KeyboardInterrupt) is not None:  # Ctrl-C raised inside a task group
-                err.print("cancelled")
-                raise SystemExit(130) from None
-            raise
-        from keen.cli._wording import describe
-
-        fail(describe(keen))
-    except Exception as exc:
-        # keen.cli._signals is imported by a command that ran a session; if it never was,
-        # nothing was signalled.
-        signalled = getattr(sys.modules.get("keen.cli._signals"), "Signalled", None)
-        if signalled is None or not isinstance(exc, signalled):
-            raise
-        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
-            err.print(f"stopped by {exc}; MCP servers closed")
-        raise SystemExit(int(getattr(exc, "exit_code", EXIT_KEEN_ERROR))) from None
