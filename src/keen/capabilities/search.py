@@ -1069,27 +1069,14 @@ def _fill(
     import numpy as np
 
     if last is not None and missing:
-        where = _find_keys(last, [keys[pos] for pos in missing])
-        still = []
-        for pos in missing:
-            row = where.get(keys[pos])
-            if row is None:
-                still.append(pos)
-            else:
-                take[pos] = row
-        missing = still
+        found, missing = _found_rows(last, missing, keys)
+        for pos, row in found.items():
+            take[pos] = row
     pieces: dict[int, tuple[Columns, int]] = {}
     seeded = seed() if len(missing) > _SEED_ABOVE else None
     if seeded is not None:
-        where = _find_keys(seeded, [keys[pos] for pos in missing])
-        still = []
-        for pos in missing:
-            row = where.get(keys[pos])
-            if row is None:
-                still.append(pos)
-            else:
-                pieces[pos] = (seeded, row)
-        missing = still
+        found, missing = _found_rows(seeded, missing, keys)
+        pieces.update((pos, (seeded, row)) for pos, row in found.items())
     if missing:
         fresh = tokenise([docs[pos] for pos in missing], [keys[pos] for pos in missing])
         for row, pos in enumerate(missing):
@@ -1124,6 +1111,23 @@ def _in_order(pieces: dict[int, tuple[Columns, int]]) -> Columns:
     whole = Columns.concat(parts)
     order = np.argsort(positions, kind="stable")
     return whole if (order == np.arange(len(order))).all() else whole.take(order)
+
+
+def _found_rows(
+    columns: Columns, missing: list[int], keys: dict[int, bytes]
+) -> tuple[dict[int, int], list[int]]:
+    """Of the positions ``missing``, those whose key (``keys``) a row of ``columns`` holds, with
+    that row, and the positions still missing, in their order."""
+    where = _find_keys(columns, [keys[pos] for pos in missing])
+    found: dict[int, int] = {}
+    still: list[int] = []
+    for pos in missing:
+        row = where.get(keys[pos])
+        if row is None:
+            still.append(pos)
+        else:
+            found[pos] = row
+    return found, still
 
 
 def _find_keys(columns: Columns, wanted: list[bytes]) -> dict[bytes, int]:
