@@ -1,6 +1,6 @@
 """The search index kept per document: a refreshed server's tools are found while the other
 servers' rows are reused, a removed tool is gone, the cache folder stays bounded, and a
-damaged cache entry is rebuilt (keen.capabilities._index, keen.capabilities.search)."""
+damaged cache entry is rebuilt (keen.capabilities._index, _refresh, _index_cache)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ import bm25s
 import numpy as np
 import pytest
 
+import keen.capabilities._documents as documents_module
 import keen.capabilities._index as index_module
+import keen.capabilities._refresh as refresh_module
 import keen.capabilities.search as search_module
 from keen.capabilities import Catalog
 from keen.capabilities._index import Columns, Doc, Lexical, tokenise  # pyright: ignore[reportPrivateUsage]
@@ -57,7 +59,7 @@ def tokenised(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.extend(d.embedded for d in docs)
         return tokenise(docs, keys)
 
-    monkeypatch.setattr(search_module, "tokenise", spy)
+    monkeypatch.setattr(refresh_module, "tokenise", spy)
     return seen
 
 
@@ -108,7 +110,7 @@ def test_a_refreshed_servers_new_tool_is_found_and_only_its_documents_are_tokeni
 def test_a_new_process_reuses_the_rows_of_the_last_cache_folder(
     tmp_path: Path, tokenised: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(search_module, "_SEED_ABOVE", 0)  # a catalog this small would be tokenised again
+    monkeypatch.setattr(refresh_module, "_SEED_ABOVE", 0)  # a catalog this small would be tokenised again
     _catalog(_SERVERS, tmp_path).index()
     forget()  # as a new process
     tokenised.clear()
@@ -182,13 +184,13 @@ def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
     else:
         (folder / "meta.json").write_text(json.dumps({"ids": "not a list"}))
     forget()
-    with caplog.at_level("WARNING", logger="keen.capabilities.search"):
+    with caplog.at_level("WARNING", logger="keen.capabilities._index_cache"):
         assert _ids(_catalog(_SERVERS, tmp_path), "send an email") == expected
     assert "unreadable" in caplog.text
     # Rebuilt in place: a new process now loads it without a warning.
     forget()
     caplog.clear()
-    with caplog.at_level("WARNING", logger="keen.capabilities.search"):
+    with caplog.at_level("WARNING", logger="keen.capabilities._index_cache"):
         assert _ids(_catalog(_SERVERS, tmp_path), "send an email") == expected
     assert "unreadable" not in caplog.text
 
@@ -260,7 +262,11 @@ def test_a_refresh_with_many_changed_weights_pools_the_affected_rows_again(
     index = refreshed.index()
     forget()
     full = Catalog(list(refreshed), dict(refreshed.servers), cache=False, dense=False).index()
-    for mine, theirs in ((index._pooled, full._pooled), (index._server_pooled, full._server_pooled)):  # pyright: ignore[reportPrivateUsage]
+    parts, full_parts = index._parts, full._parts  # pyright: ignore[reportPrivateUsage]
+    for mine, theirs in (
+        (parts.tools.pooled, full_parts.tools.pooled),
+        (parts.servers.pooled, full_parts.servers.pooled),
+    ):
         assert np.allclose(mine.plain, theirs.plain, atol=1e-6)
         assert np.allclose(mine.weighted, theirs.weighted, atol=1e-5)
     assert np.allclose(index._server_vectors, full._server_vectors, atol=1e-6)  # pyright: ignore[reportPrivateUsage]
@@ -299,11 +305,11 @@ def test_copies_are_grouped_by_their_whole_key_not_by_a_hash() -> None:
     caps = list(Catalog.from_tools(_SERVERS["weather"] + _SERVERS["git"], cache=False, dense=False))
     # Two different tools whose hashes collide stay apart; equal ones are one group.
     colliding = np.full(len(caps), 7, dtype=np.int64)
-    groups = search_module._copy_groups(caps, colliding)  # pyright: ignore[reportPrivateUsage]
+    groups = refresh_module.copy_groups(caps, colliding)
     assert groups.tolist() == list(range(len(caps)))
     twin = Catalog.from_tools([Tool("fork", "forecast", _SERVERS["weather"][0].description, {})], cache=False)
     both = [*caps, *twin]
-    groups = search_module._copy_groups(both, search_module._copy_hashes(both))  # pyright: ignore[reportPrivateUsage]
+    groups = refresh_module.copy_groups(both, refresh_module.copy_hashes(both))
     forecast = next(i for i, c in enumerate(both) if c.id == "mcp__weather__forecast")
     assert groups.tolist()[-1] == forecast
 
@@ -314,7 +320,7 @@ def test_the_process_keeps_only_the_last_catalogs_objects(tmp_path: Path) -> Non
     for _ in range(3):
         catalog = _catalog(_SERVERS, tmp_path)
         assert _ids(catalog, "send an email")[0] == "mcp__mail__send_email"
-        last = search_module._last  # pyright: ignore[reportPrivateUsage]
+        last = refresh_module.last_index()
         assert last is not None
         assert [id(c) for c in last.caps] == [id(c) for c in catalog]
         assert len(last.tools.rows) == len(catalog)
@@ -348,12 +354,12 @@ def _synthetic(n_servers: int, seed: int) -> dict[str, list[Tool]]:
 def _fresh(catalog: Catalog) -> search_module.ToolSearch:
     """A full build of ``catalog`` as a new process makes it, leaving this process's kept
     index (the refreshes' base) as it was."""
-    kept = search_module._last  # pyright: ignore[reportPrivateUsage]
+    kept = refresh_module.last_index()
     try:
         forget()
         return Catalog(list(catalog), dict(catalog.servers), cache=False, dense=False).index()
     finally:
-        search_module._last = kept  # pyright: ignore[reportPrivateUsage]
+        refresh_module.remember(kept)
 
 
 @pytest.mark.parametrize("max_runs", [4096, 0])  # 0: every splice gathers row by row
@@ -362,8 +368,14 @@ def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
 ) -> None:
     monkeypatch.setattr(index_module, "_MAX_RUNS", max_runs)
     made: list[str] = []
-    real_doc = search_module._server_doc  # pyright: ignore[reportPrivateUsage]
-    monkeypatch.setattr(search_module, "_server_doc", lambda n, t, m: made.append(n) or real_doc(n, t, m))
+    real_doc = documents_module.server_doc
+
+    def spy_doc(name: str, text: str, members: list[str]) -> Doc:
+        made.append(name)
+        return real_doc(name, text, members)
+
+    monkeypatch.setattr(documents_module, "server_doc", spy_doc)  # a whole catalog's documents
+    monkeypatch.setattr(refresh_module, "server_doc", spy_doc)  # a refresh's changed servers
     vectors: list[int] = []
     real_vectors = index_module.Pooled.vectors
     monkeypatch.setattr(

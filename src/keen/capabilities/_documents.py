@@ -1,0 +1,129 @@
+"""The documents of the search index: what text each capability and each server contributes.
+
+A tool contributes three texts: its lexical fields for BM25 (:func:`lexical_text`), its head
+for the static word vectors (:func:`semantic_text`) and its views for the transformer
+(:func:`dense_views`); a server contributes its name, its text (catalog description,
+instructions) and its tools' names as one document (:func:`server_docs`). Which fields go
+where, and why, was measured with ``bench/search.py`` (docs/search.md).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from keen.capabilities._index import Doc
+from keen.capabilities._text import split_identifier
+from keen.capabilities.descriptor import Capability
+
+__all__ = [
+    "DENSE_VIEWS",
+    "MAX_DOC_CHARS",
+    "NAME_REPEAT",
+    "dense_text",
+    "dense_views",
+    "lexical_text",
+    "semantic_text",
+    "server_doc",
+    "server_docs",
+    "split_name",
+    "tool_doc",
+]
+
+NAME_REPEAT = 2
+"""How many times the split name counts in the lexical document (names are the densest signal)."""
+MAX_DOC_CHARS = 2000
+"""A tool's description counts up to this many characters in its lexical document (a
+server's text up to twice as many)."""
+
+
+def lexical_text(cap: Capability) -> list[str]:
+    """The fields of ``cap``'s lexical document. Parameter names stay out: they are
+    generic (``query``, ``id``, ``path``) and cost recall (bench/search.py); their
+    descriptions are part of ``search_text``."""
+    name = split_identifier(cap.name)
+    return [*([name] * NAME_REPEAT), cap.title, cap.search_text[:MAX_DOC_CHARS]]
+
+
+def semantic_text(cap: Capability) -> str:
+    """``cap``'s text for the embedding: split server name, split tool name (twice),
+    title and one-line summary.
+
+    Static embeddings are averages of word vectors: the long tail of a description or of
+    parameter descriptions dilutes them (measured with bench/search.py: recall@5 drops
+    about 3 points with the full text), so only the head goes in; BM25 gets the rest.
+    The server name places the tool among its siblings (tool-to-agent retrieval: a tool
+    embedded with its server)."""
+    name = split_identifier(cap.name)
+    server = split_identifier(cap.server or "")
+    return ". ".join(p for p in (server, name, name, cap.title, cap.summary) if p)
+
+
+def dense_text(cap: Capability) -> str:
+    """``cap``'s text for the transformer encoder: ``how to tool name with server: title.
+    description`` (split names; the encoder reads the first :data:`~keen.capabilities.
+    encoder.MAX_TOKENS` word pieces).
+
+    Said as what a request asks for ("how to git diff staged with git: ..."), a tool's
+    name and server meet requests in their own form: on bench/search.py's even halves
+    recall@1 and MRR rose on both natural-request sets (recall@5 equal) against
+    ``server: tool name. title. description``; the request is read as "how to <request>"
+    to match (recall@5 one request higher on both even halves; docs/search.md)."""
+    head = _how_to(cap)
+    rest = ". ".join(p for p in (cap.title, cap.search_text[:400]) if p)
+    return f"{head}: {rest}" if rest else head
+
+
+def _how_to(cap: Capability) -> str:
+    """``how to <tool name> with <server>`` (split names; no server for a local skill)."""
+    name = split_identifier(cap.name)
+    server = split_identifier(cap.server or "")
+    return f"how to {name} with {server}" if server else f"how to {name}"
+
+
+DENSE_VIEWS = 3
+"""Transformer vectors per tool (:func:`dense_views`)."""
+
+
+def dense_views(cap: Capability) -> tuple[str, str, str]:
+    """``cap``'s :data:`DENSE_VIEWS` texts for the transformer: the whole text
+    (:func:`dense_text`), its head (``how to tool name with server: title``) and its
+    description (``search_text``, with the parameters' descriptions, cut as in the whole
+    text; the head when it has none). A query's cosine with a tool is the best of the three.
+
+    One vector of the whole text averages the head and the description: a request in the
+    words of either matches it less than that part alone. With the best of the three,
+    bench/search.py's even halves (where the method is tuned) rose on the real servers from
+    recall@1 0.534 and @5 0.849 to 0.603 and 0.890 (docs/search.md, "Label audit" and
+    after)."""
+    head = f"{_how_to(cap)}: {cap.title}" if cap.title else _how_to(cap)
+    return dense_text(cap), head, cap.search_text[:400] or head
+
+
+def tool_doc(cap: Capability) -> Doc:
+    """``cap``'s document: its lexical fields, its embedded text and the text its IDF
+    weights are counted over."""
+    lexical = lexical_text(cap)
+    return Doc(tuple(lexical), semantic_text(cap), " ".join(lexical))
+
+
+split_name = functools.lru_cache(maxsize=1 << 16)(split_identifier)
+"""A tool name split into words, kept: every catalog splits every tool's name again."""
+
+
+def server_doc(name: str, text: str, members: list[str]) -> Doc:
+    """The document of server ``name``: its split name, its ``text`` and its tools' split
+    names ``members``."""
+    fields = (split_identifier(name), text, " ".join(members))
+    return Doc(fields, ". ".join(p for p in fields if p)[: MAX_DOC_CHARS * 2], None)
+
+
+def server_docs(caps: Sequence[Capability], servers: dict[str, str]) -> tuple[list[Doc], list[str]]:
+    """Per server (sorted by name): its name, text and tool names, as one document; and the
+    names."""
+    names = sorted(servers)
+    members: dict[str, list[str]] = {name: [] for name in names}
+    for cap in caps:
+        if cap.server in members:
+            members[cap.server].append(split_name(cap.name))
+    return [server_doc(name, servers[name], members[name]) for name in names], names

@@ -1,0 +1,335 @@
+"""Search indexes kept on disk: ``$KEEN_HOME/cache/toolsearch/v<format>-<key>/``.
+
+A folder holds one catalog's index: its rows per document (``tools.npz``,
+``servers.npz``), the index assembled from them (``assembled.npz``: BM25's postings and
+statistics, the sums of word vectors, the token document frequencies) and ``meta.json``
+(the capability ids, the query-word neighbours). ``key`` is a hash of every document's
+text and every id, so a catalog's folder is found without reading any. A new process
+loads its catalog's folder whole, or, when there is none, builds the index reusing the
+rows of the folder used last (:mod:`keen.capabilities._refresh`); a folder is written on a
+background thread, whole, and renamed into place, so a reader never sees half of one. The
+:data:`MAX_INDEXES` most recently used folders are kept; those of other formats and
+half-written ones left by a process that died are deleted.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from keen.capabilities import _refresh
+from keen.capabilities._documents import server_docs, tool_doc
+from keen.capabilities._embed import DIM, word_vectors
+from keen.capabilities._index import Columns, Lexical, Pooled, doc_key, idf_rows, weight_parts
+from keen.capabilities._refresh import Assembled, IndexPart, LastIndex
+from keen.capabilities.descriptor import Capability
+
+__all__ = ["INDEX_FORMAT", "MAX_INDEXES", "cached", "flush", "forget"]
+
+logger = logging.getLogger(__name__)
+
+INDEX_FORMAT = 7
+"""Bumped when the cached index layout or its document text changes (folders of other
+formats are deleted when an index is saved)."""
+MAX_INDEXES = 4
+"""How many catalogs' index folders the cache keeps (the most recently used): a folder is
+written per tool list, and a session whose servers change would otherwise leave one per
+change behind."""
+_STALE_TEMP_S = 3600.0
+"""A half-written index folder older than this was left by a process that died: removed."""
+
+
+def cached(caps: Sequence[Capability], servers: dict[str, str], cache_root: Path) -> Assembled:
+    """The index of ``caps``: built from the documents this process indexed last (only new
+    or changed ones tokenised), else loaded from ``cache_root/v<format>-<key>`` when there,
+    else built (reusing the rows of the folder used last) and saved there. The folder keeps
+    :data:`MAX_INDEXES` catalogs, the most recently used. A folder that cannot be read is
+    rebuilt; one that cannot be written is logged and skipped."""
+    import numpy as np
+
+    with _refresh.build_lock:
+        index: Assembled | None = None
+        folder: Path | None = None
+        if _refresh.last_index() is None:  # a new process: the folder, not the rows in memory
+            tool_docs = [tool_doc(c) for c in caps]
+            tool_keys = [doc_key(d) for d in tool_docs]
+            docs, names = server_docs(caps, servers)
+            server_keys = _refresh.server_doc_keys(docs)
+            folder = cache_root / _folder_name(
+                b"".join(tool_keys), b"".join(server_keys), [c.id for c in caps]
+            )
+            if folder.is_dir():
+                try:
+                    index = _load(folder, caps, servers, (tool_keys, server_keys))
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
+                    shutil.rmtree(folder, ignore_errors=True)  # replaced by the rebuilt one
+            if index is None:
+                here = folder
+                plan = _refresh.plan(
+                    caps,
+                    servers,
+                    lambda: _last_used(cache_root, here),
+                    (tool_docs, tool_keys),
+                    (docs, names),
+                )
+                index = _refresh.assemble(caps, servers, plan)
+        else:
+            plan = _refresh.plan(caps, servers, lambda: _last_used(cache_root, None))
+            index = _refresh.assemble(caps, servers, plan)
+        if folder is None:
+            folder = cache_root / _folder_name(
+                np.ascontiguousarray(index.tools.rows.keys).tobytes(),
+                np.ascontiguousarray(index.servers.rows.keys).tobytes(),
+                index.ids,
+            )
+        _write_later(index, cache_root, folder)
+        return index
+
+
+def _save(index: Assembled, folder: Path) -> None:
+    """Write ``index`` to ``folder`` (renamed into place whole), or mark it used when it is
+    there already."""
+    import numpy as np
+
+    df = index.tools.df
+    assert df is not None  # the tools' part carries the document frequencies
+    if (folder / "meta.json").is_file():
+        with contextlib.suppress(OSError):
+            os.utime(folder)
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        tools, servers = index.tools, index.servers
+        tools.rows.save(tmp / "tools.npz")
+        servers.rows.save(tmp / "servers.npz")
+        # The assembled index too: a new process loads it as it is (assembling it from the
+        # rows took several times as long as reading it), and the sums of word vectors, so
+        # its first refresh pools only what changed.
+        arrays: dict[str, Any] = {
+            "plain": tools.pooled.plain,
+            "weighted": tools.pooled.weighted,
+            "sq": tools.pooled.sq,
+            "g": tools.pooled.g,
+            "df": df,
+            "server_plain": servers.pooled.plain,
+            "server_weighted": servers.pooled.weighted,
+            "server_sq": servers.pooled.sq,
+            **tools.lexical.to_arrays("bm25_"),
+            **servers.lexical.to_arrays("servers_"),
+        }
+        with (tmp / "assembled.npz").open("wb") as handle:
+            np.savez(handle, **arrays)
+        neighbours = index.neighbours
+        meta = {
+            "ids": index.ids,
+            "neighbours": {"tokens": neighbours.tokens.tolist(), "stems": neighbours.stems},
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        try:
+            os.rename(tmp, folder)
+        except OSError:
+            if not folder.is_dir():  # lost the race to another writer: theirs is as good
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _load(
+    folder: Path,
+    caps: Sequence[Capability],
+    servers: dict[str, str],
+    keys: tuple[list[bytes], list[bytes]],
+) -> Assembled:
+    """The index saved in ``folder``; raises ``ValueError`` (or ``OSError``, ``KeyError``)
+    when it is unreadable or holds other documents than ``keys``."""
+    import numpy as np
+
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    tool_rows = Columns.load(folder / "tools.npz")
+    server_rows = Columns.load(folder / "servers.npz")
+    if _key_list(tool_rows) != keys[0] or _key_list(server_rows) != keys[1]:
+        raise ValueError("rows of other documents")
+    ids = [c.id for c in caps]
+    if meta["ids"] != ids:
+        raise ValueError("rows for other capability ids")
+    stored = meta["neighbours"]
+    tokens = np.asarray(stored["tokens"], dtype=np.int32)
+    stems = [str(s) for s in stored["stems"]]
+    if len(tokens) != len(stems):
+        raise ValueError("neighbour tokens and stems differ in number")
+    with np.load(folder / "assembled.npz") as data:
+        arrays = {k: data[k] for k in data.files}
+    bm25 = Lexical.from_arrays(arrays, "bm25_")
+    bm25_servers = Lexical.from_arrays(arrays, "servers_")
+    size = word_vectors().embedding.shape[0]
+    g, df = arrays["g"], arrays["df"]
+    pooled = Pooled(arrays["plain"], arrays["weighted"], arrays["sq"], g)
+    server_pooled = Pooled(arrays["server_plain"], arrays["server_weighted"], arrays["server_sq"], g)
+    n, n_servers = len(caps), len(server_rows)
+    if (
+        bm25._n != max(n, 1)  # pyright: ignore[reportPrivateUsage]
+        or len(bm25._length) != max(len(tool_rows), 1)  # pyright: ignore[reportPrivateUsage]
+        or len(bm25_servers._length) != max(n_servers, 1)  # pyright: ignore[reportPrivateUsage]
+        or pooled.plain.shape != (n, DIM)
+        or pooled.weighted.shape != (n, DIM)
+        or pooled.sq.shape != (n, 3)
+        or server_pooled.plain.shape != (n_servers, DIM)
+        or server_pooled.weighted.shape != (n_servers, DIM)
+        or server_pooled.sq.shape != (n_servers, 3)
+        or g.shape != (size,)
+        or df.shape != (size,)
+        or n_servers != len(servers)
+    ):
+        raise ValueError("an assembled index of another size")
+    a, g_now = weight_parts(len(tool_rows), df)
+    if not np.array_equal(g, g_now):
+        raise ValueError("word weights that do not fit the document counts")
+    docs, names = server_docs(caps, servers)
+    doc_server = _refresh.doc_servers(caps, names)
+    hashes = _refresh.copy_hashes(caps)
+    groups = _refresh.copy_groups(caps, hashes)
+    tools = IndexPart(tool_rows, bm25, pooled, df)
+    servers_part = IndexPart(server_rows, bm25_servers, server_pooled)
+    _refresh.remember(
+        LastIndex(
+            list(caps),
+            *_refresh.object_table(caps),
+            tools,
+            servers_part,
+            names,
+            docs,
+            dict(servers),
+            doc_server,
+            hashes,
+            groups,
+        )
+    )
+    return Assembled(
+        ids,
+        doc_server,
+        tools,
+        servers_part,
+        a,
+        idf_rows(tool_rows, df),
+        groups,
+        _refresh.neighbour_terms(bm25, (tokens, stems)),
+    )
+
+
+def forget() -> None:
+    """Drop the rows this process keeps from its last index: the next one is loaded from the
+    cache folder or built as a new process would (benchmarks and tests use it). Waits for
+    the cache folders being written (:func:`flush`)."""
+    flush()
+    _refresh.forget_last()
+
+
+_writes: list[tuple[threading.Thread, threading.Event]] = []
+_WRITE_DELAY_S = 2.0
+"""How long a new index waits before it is written to its cache folder (:func:`flush`
+writes at once; so does the process's exit)."""
+_writes_lock = threading.Lock()
+_one_writer = threading.Lock()
+
+
+def _write_later(index: Assembled, cache_root: Path, folder: Path) -> None:
+    """Save ``index`` to ``folder`` and evict old folders on a background thread: the search
+    that needed the index does not wait for the disk (a folder is written whole and renamed
+    into place, so a reader never sees half of one; one left half-written by a process
+    killed meanwhile is removed later, see :func:`_evict`)."""
+
+    def write() -> None:
+        # One at a time: two evictions at once, each keeping its own folder, would delete
+        # more than either alone.
+        with _one_writer:
+            try:
+                _save(index, folder)
+                _evict(cache_root, folder)
+            except OSError as exc:
+                logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
+
+    hurry = threading.Event()
+
+    def later() -> None:
+        # Not at once: the search that needed this index runs now, and writing it (numpy
+        # savez, JSON) would compete for the GIL and a CPU with that search.
+        hurry.wait(_WRITE_DELAY_S)
+        write()
+
+    thread = threading.Thread(target=later, name="keen-toolsearch-save", daemon=True)
+    with _writes_lock:
+        _writes[:] = [(t, e) for t, e in _writes if t.is_alive()]
+        _writes.append((thread, hurry))
+    thread.start()
+
+
+@atexit.register
+def flush(timeout: float | None = 10.0) -> None:
+    """Write the index folders waiting to be written now, and wait (at most ``timeout``
+    seconds each) until they are."""
+    with _writes_lock:
+        pending = list(_writes)
+    for _, hurry in pending:
+        hurry.set()
+    for thread, _ in pending:
+        thread.join(timeout)
+
+
+def _folder_name(tool_keys: bytes, server_keys: bytes, ids: Sequence[str]) -> str:
+    digest = hashlib.sha256(tool_keys)
+    digest.update(server_keys)
+    digest.update("\n".join(ids).encode())
+    return f"v{INDEX_FORMAT}-{digest.hexdigest()[:32]}"
+
+
+def _key_list(columns: Columns) -> list[bytes]:
+    """The rows' keys as ``bytes`` (one C pass, not one conversion per row)."""
+    import numpy as np
+
+    return np.ascontiguousarray(columns.keys).view(np.dtype((np.void, 16))).ravel().tolist()
+
+
+def _index_folders(cache_root: Path) -> list[Path]:
+    """The index folders of this format under ``cache_root``, most recently used first."""
+    found: list[tuple[float, Path]] = []
+    with contextlib.suppress(OSError):
+        for entry in cache_root.iterdir():
+            if entry.name.startswith(f"v{INDEX_FORMAT}-"):
+                with contextlib.suppress(OSError):
+                    found.append((entry.stat().st_mtime, entry))
+    return [p for _, p in sorted(found, key=lambda x: -x[0])]
+
+
+def _last_used(cache_root: Path, other_than: Path | None) -> Path | None:
+    return next((p for p in _index_folders(cache_root) if p != other_than), None)
+
+
+def _evict(cache_root: Path, keep: Path) -> None:
+    """Delete index folders of other formats, those past the :data:`MAX_INDEXES` most
+    recently used (never ``keep``), and half-written ones left by a process that died."""
+    now = time.time()
+    for entry in list(cache_root.iterdir()):
+        name = entry.name
+        other_format = name.startswith("v") and "-" in name and not name.startswith(f"v{INDEX_FORMAT}-")
+        try:
+            stale = name.startswith(".v") and now - entry.stat().st_mtime > _STALE_TEMP_S
+        except OSError:
+            continue
+        if other_format or stale:
+            shutil.rmtree(entry, ignore_errors=True)
+    for old in [p for p in _index_folders(cache_root) if p != keep][MAX_INDEXES - 1 :]:
+        shutil.rmtree(old, ignore_errors=True)
