@@ -1,10 +1,14 @@
 """Idle and sync cost of holding N stdio servers: Keen against the bare MCP SDK.
 
 Each run is a fresh child process (threads and caches of one run never reach the next) in
-one of two modes, over the same ``bench/servers/tiny_stdio.py`` servers:
+one of three modes, over the same ``bench/servers/tiny_stdio.py`` servers:
 
 - ``sdk``: the MCP SDK alone, one ``stdio_client`` + ``ClientSession`` per server
-  (initialize, tools/list), each server's stderr into a file of its own;
+  (initialize, tools/list), each server's stderr into a file of its own: the handshake
+  era only;
+- ``sdk auto``: the SDK as it connects to a server of either protocol era, as Keen does:
+  ``mcp.client.client.Client(stdio_client(...), mode="auto")`` (``server/discover`` first,
+  the initialize handshake when the server does not answer it), then tools/list;
 - ``keen``: ``keen.runtime.open_runtime(wait=..., sync=True)``: the Manager connects every
   server (stderr copied to ``logs/<server>.stderr.log``), then the startup sync writes
   their skills.
@@ -31,6 +35,7 @@ Usage: ``python bench/idle.py [--servers 24] [--repeat 3] [--idle 3] [--json]``
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -104,7 +109,8 @@ def _servers(n: int) -> dict[str, dict[str, Any]]:
     return {f"s{i:03d}": {"command": PYTHON, "args": [TINY_SERVER, "--name", f"s{i:03d}"]} for i in range(n)}
 
 
-async def _child_sdk(n: int, idle: float) -> dict[str, float]:
+async def _child_sdk(n: int, idle: float, *, auto: bool = False) -> dict[str, float]:
+    from mcp.client.client import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     from mcp import ClientSession
@@ -118,6 +124,14 @@ async def _child_sdk(n: int, idle: float) -> dict[str, float]:
             nonlocal ready
             params = StdioServerParameters(command=entry["command"], args=entry["args"])
             with open(Path(tmp) / f"{name}.stderr.log", "w", encoding="utf-8") as errlog:  # noqa: ASYNC230 (as the SDK is used)
+                if auto:  # both protocol eras, as Keen connects: server/discover, else initialize
+                    async with Client(stdio_client(params, errlog=errlog), mode="auto") as client:
+                        await client.list_tools()
+                        ready += 1
+                        if ready == n:
+                            all_ready.set()
+                        await stop.wait()
+                    return
                 async with (
                     stdio_client(params, errlog=errlog) as (read, write),
                     ClientSession(read, write) as s,
@@ -209,16 +223,21 @@ def main() -> None:
     parser.add_argument("--repeat", "--repeats", dest="repeats", type=int, default=3, help="runs per mode")
     parser.add_argument("--idle", type=float, default=3.0)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--child", choices=("sdk", "keen"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("sdk", "sdk-auto", "keen"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        run = _child_sdk if args.child == "sdk" else _child_keen
-        print(json.dumps(anyio.run(run, args.servers, args.idle)))
+        if args.child == "keen":
+            figures = anyio.run(_child_keen, args.servers, args.idle)
+        else:
+            figures = anyio.run(
+                functools.partial(_child_sdk, auto=args.child == "sdk-auto"), args.servers, args.idle
+            )
+        print(json.dumps(figures))
         return
     load_before = os.getloadavg()
-    runs: dict[str, list[dict[str, float]]] = {"sdk": [], "keen": []}
+    runs: dict[str, list[dict[str, float]]] = {"sdk": [], "sdk-auto": [], "keen": []}
     for _ in range(args.repeats):
-        for mode in ("sdk", "keen"):  # interleaved: a busy moment of the machine hits both
+        for mode in runs:  # interleaved: a busy moment of the machine hits each
             runs[mode].append(_run_child(mode, args.servers, args.idle))
     load_after = os.getloadavg()
     if args.json:
@@ -230,12 +249,14 @@ def main() -> None:
     ]
     for key, label, fmt in FIGURES:
         sdk = [r[key] for r in runs["sdk"]]
+        auto = [r[key] for r in runs["sdk-auto"]]
         keen = [r[key] for r in runs["keen"]]
         rows.append(
             (
                 label,
-                f"Keen {_spread(keen, fmt)}  SDK {_spread(sdk, fmt)}  (min / median / max)"
-                f"  ratio of medians {_ratio(median(keen), median(sdk))}",
+                f"Keen {_spread(keen, fmt)}  SDK {_spread(sdk, fmt)}  SDK auto {_spread(auto, fmt)}"
+                f"  (min / median / max)  ratio of medians to SDK {_ratio(median(keen), median(sdk))},"
+                f" to SDK auto {_ratio(median(keen), median(auto))}",
             )
         )
     print_block(f"{args.servers} stdio servers held: Keen (open_runtime, sync) vs the bare MCP SDK", rows)
