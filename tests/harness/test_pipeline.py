@@ -5,6 +5,7 @@ turn), approval through the permission gate, truncation, and no secret in the lo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -67,6 +68,25 @@ class Session:
 async def session(
     keen_home: Path, write_config: Callable[..., Path], tmp_path: Path
 ) -> AsyncIterator[Session]:
+    """Keen's demo server alone, for the tests that use no other."""
+    async with _session(keen_home, write_config, tmp_path, everything=False) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def full_session(
+    keen_home: Path, write_config: Callable[..., Path], tmp_path: Path
+) -> AsyncIterator[Session]:
+    """The demo server and server-everything: only for the tests that call the npm server,
+    which costs a node start and, at the end, the SDK's wait for a stdio server to exit."""
+    async with _session(keen_home, write_config, tmp_path, everything=True) as opened:
+        yield opened
+
+
+@contextlib.asynccontextmanager
+async def _session(
+    keen_home: Path, write_config: Callable[..., Path], tmp_path: Path, *, everything: bool
+) -> AsyncIterator[Session]:
     skills = keen_home / "skills"
     write_skill(skills, "test-fix", "Fix failing tests (reproduce, locate, fix, rerun).", TEST_FIX_BODY)
     write_skill(skills, "code-review", "Review a change before it lands.", REVIEW_BODY)
@@ -74,28 +94,29 @@ async def session(
     (workspace / "tests").mkdir(parents=True)
     (workspace / "tests" / "test_button.py").write_text("def test_label():\n    assert label() == 'Save'\n")
     pidfile = tmp_path / "demo.pid"
-    config = write_config(
-        {
-            DEMO: {
-                "transport": "stdio",
-                "command": sys.executable,
-                "args": launch_args("-c", _SHIM, str(pidfile)),
-                "env": {"KEEN_HOME": str(keen_home), "DEMO_TOKEN": SECRET},
-                "trust_annotations": True,  # the demo server: Keen's own
-            },
-            # Trusted for its annotations: these tests are about the gates, and a readOnlyHint
-            # grants a call only from such a server (tests/untrusted/test_annotations.py).
-            "everything": {
-                "command": peer("node", "mcp-server-everything"),
-                "args": ["stdio"],
-                "trust_annotations": True,
-            },
+    servers: dict[str, Any] = {
+        DEMO: {
+            "transport": "stdio",
+            "command": sys.executable,
+            "args": launch_args("-c", _SHIM, str(pidfile)),
+            "env": {"KEEN_HOME": str(keen_home), "DEMO_TOKEN": SECRET},
+            "trust_annotations": True,  # the demo server: Keen's own
+        },
+    }
+    if everything:
+        # Trusted for its annotations: these tests are about the gates, and a readOnlyHint
+        # grants a call only from such a server (tests/untrusted/test_annotations.py).
+        servers["everything"] = {
+            "command": peer("node", "mcp-server-everything"),
+            "args": ["stdio"],
+            "trust_annotations": True,
         }
-    )
+    config = write_config(servers)
     async with Manager(config, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         assert manager.status(DEMO).state is ServerState.CONNECTED
-        assert manager.status("everything").state is ServerState.CONNECTED
+        if everything:
+            assert manager.status("everything").state is ServerState.CONNECTED
         yield Session(manager, keen_home, workspace, pidfile)
 
 
@@ -135,8 +156,8 @@ async def test_skills_are_not_preloaded(session: Session) -> None:
     assert missing.is_error and "no skill 'deploy'" in missing.text
 
 
-async def test_read_only_hides_write_tools_and_search_returns_none_of_them(session: Session) -> None:
-    h = session.harness(mode="read-only")
+async def test_read_only_hides_write_tools_and_search_returns_none_of_them(full_session: Session) -> None:
+    h = full_session.harness(mode="read-only")
     h.begin_step()
     found = await h.call("search_tools", {"query": "add write delete a note", "limit": 10})
     assert "search_notes" in found.text or "list_notes" in found.text
@@ -223,14 +244,14 @@ async def test_search_is_not_authorization(session: Session) -> None:
     assert events(h, "result")[-1]["outcome"] == "denied"
 
 
-async def test_the_permission_gate_asks_the_calls_approver(session: Session) -> None:
+async def test_the_permission_gate_asks_the_calls_approver(full_session: Session) -> None:
     asked: list[ApprovalRequest] = []
 
     def approve(request: ApprovalRequest) -> bool:
         asked.append(request)
         return len(asked) > 1  # no the first time, yes the second
 
-    h = session.harness(mode="ask", approve=approve)
+    h = full_session.harness(mode="ask", approve=approve)
     h.begin_step()
     await h.call("search_tools", {"query": "toggle simulated logging"})
     assert "mcp__everything__toggle-simulated-logging" in names(h.begin_step())
@@ -258,9 +279,9 @@ async def test_the_permission_gate_asks_the_calls_approver(session: Session) -> 
     assert len(asked) == 2
 
 
-async def test_large_results_are_cut_with_a_note(session: Session) -> None:
-    (session.workspace / "big.txt").write_text("\n".join(f"line {i}" for i in range(5000)))
-    h = session.harness(mode="ask", approve=lambda _: True, max_result_chars=500)
+async def test_large_results_are_cut_with_a_note(full_session: Session) -> None:
+    (full_session.workspace / "big.txt").write_text("\n".join(f"line {i}" for i in range(5000)))
+    h = full_session.harness(mode="ask", approve=lambda _: True, max_result_chars=500)
     h.begin_step()
     read = await h.call("read_file", {"path": "big.txt"})
     assert read.truncated_chars > 0 and "read_file on big.txt with a later offset" in read.text
@@ -271,10 +292,10 @@ async def test_large_results_are_cut_with_a_note(session: Session) -> None:
     assert events(h, "result")[-1]["text"] == echoed.text, "the log keeps the text as the model saw it"
 
 
-async def test_call_mcp_tool_takes_arguments_sent_as_json_text(session: Session) -> None:
+async def test_call_mcp_tool_takes_arguments_sent_as_json_text(full_session: Session) -> None:
     # Some models send call_mcp_tool's "arguments" object as a JSON string: the gateway's
     # handle_tool_call took it, the harness (keen chat's path) refused the same call.
-    h = session.harness(mode="auto")
+    h = full_session.harness(mode="auto")
     h.begin_step()
     await h.call("search_tools", {"query": "echo back the input message"})
     h.begin_step()
@@ -285,10 +306,10 @@ async def test_call_mcp_tool_takes_arguments_sent_as_json_text(session: Session)
     assert broken.denied == "validate" and '"arguments": {...}' in broken.text
 
 
-async def test_a_cancelled_call_is_audited_as_cancelled(session: Session) -> None:
+async def test_a_cancelled_call_is_audited_as_cancelled(full_session: Session) -> None:
     # A host that cancels a running call (a timeout, Ctrl-C) left a `call` event with no
     # `result`: the audit could not tell a cancelled call from a crash mid-write.
-    h = session.harness(mode="auto")
+    h = full_session.harness(mode="auto")
     h.begin_step()
     await h.call("search_tools", {"query": "long running operation with progress updates"})
     await h.call("search_tools", {"query": "echo back the input message"})

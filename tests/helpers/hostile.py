@@ -31,6 +31,7 @@ __all__ = [
     "hostile_entry",
     "keen_cli",
     "keen_env",
+    "keen_here",
 ]
 
 KEEN: list[str] = _cli.KEEN
@@ -141,6 +142,15 @@ def keen_cli(
         proc.stdout.decode("utf-8", "replace"),
         proc.stderr.decode("utf-8", "replace"),
     )
+
+
+def keen_here(*args: str, keen_home: Path) -> CliRun:
+    """Run ``keen ARGS`` in this process (typer's ``CliRunner``, the same ``app`` the console
+    script runs; stdin is not a terminal) with ``KEEN_HOME``, ``HOME`` as :func:`keen_cli`
+    sets them: for what a command says and writes, where its process is not under test. It
+    costs no process, and the search model and vector cache are the worker's (built once)."""
+    run = _cli.Home(keen_home, keen_home.parent).keen(*args)
+    return CliRun(tuple(args), run.code, run.stdout, run.stderr)
 
 
 def files_containing(root: Path, needle: str) -> list[Path]:

@@ -205,12 +205,13 @@ async def connect(
 
 @contextlib.asynccontextmanager
 async def in_process(
-    home: Path, era: str = "session", **options: Any
+    home: Path, era: str = "session", *, message_handler: Any = None, **options: Any
 ) -> AsyncIterator[tuple[KeenServer, Client]]:
     """``keen serve``'s server for ``home`` (``$home/mcp/configs.json``) in this process and an
     SDK client of it in ``era`` over memory streams; ``options`` go to ``KeenServer`` (``mode``,
-    ``ready_wait``...). ``KEEN_HOME`` must already be ``home`` (``monkeypatch.setenv``): the
-    audit log and skills go where a ``keen serve`` started there puts them."""
+    ``ready_wait``...), ``message_handler`` to the client (the notifications it gets).
+    ``KEEN_HOME`` must already be ``home`` (``monkeypatch.setenv``): the audit log and skills
+    go where a ``keen serve`` started there puts them."""
     from keen.mcp.manager import Manager
     from keen.serve import KeenServer
     from keen.trust import PinGuard
@@ -219,7 +220,7 @@ async def in_process(
         raise AssertionError(f"set KEEN_HOME to {home} first (monkeypatch.setenv)")
     keen = KeenServer(Manager(home / "mcp" / "configs.json", trust=PinGuard()), **options)
     mode = "legacy" if era == "session" else "auto"
-    async with keen, Client(keen.server, mode=mode, cache=None) as client:
+    async with keen, Client(keen.server, mode=mode, cache=None, message_handler=message_handler) as client:
         _check_era(client, era)
         yield keen, client
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp.client.client import Client
 
-from helpers.serve import KeenServeProcess, connect, write_upstream
+from helpers.serve import KeenServeProcess, connect, in_process, write_upstream
 
 TOKENS = [f"test-token-{i:03d}-{'x' * 8}" for i in range(200)]
 
@@ -35,6 +35,10 @@ _tokens = itertools.cycle(TOKENS)
 
 @pytest.fixture(params=["http", "stdio"])
 def transport(request: pytest.FixtureRequest) -> str:
+    """How ``new_caller`` reaches ``keen serve``: ``http`` (the module's process), ``stdio``
+    (a process per caller) or, where a module asks for it, ``memory`` (``keen serve``'s
+    server in this process per caller, over the SDK's memory streams: the same session as
+    over stdio, without a process and its start; ``helpers.serve.in_process``)."""
     return str(request.param)
 
 
@@ -49,11 +53,16 @@ Caller = Callable[[], contextlib.AbstractAsyncContextManager[Client]]
 @pytest.fixture
 def new_caller(transport: str, era: str, serve_home: Path, request: pytest.FixtureRequest) -> Caller:
     """Opens a fresh caller: a new session (session era), a new bearer principal (stateless
-    era over HTTP) or a new ``keen serve`` process (stdio)."""
+    era over HTTP), a new ``keen serve`` process (stdio) or server (memory)."""
+    if transport == "memory":
+        request.getfixturevalue("monkeypatch").setenv("KEEN_HOME", str(serve_home))
 
     @contextlib.asynccontextmanager
     async def open_caller() -> AsyncIterator[Client]:
-        if transport == "stdio":
+        if transport == "memory":
+            async with in_process(serve_home, era, mode="extension") as (_, client):
+                yield client
+        elif transport == "stdio":
             async with connect("stdio", era, home=serve_home) as client:
                 yield client
         else:

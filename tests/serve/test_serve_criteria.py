@@ -1,5 +1,8 @@
 """The eight conformance criteria of the tool_descriptions extension (its section 9), each its
-own test, over HTTP and stdio, in the 2025-11-25 session era and the 2026-07-28 stateless era."""
+own test, over HTTP (a ``keen serve`` process) and over the SDK's memory streams (its server
+in this process, one per caller as a stdio host gets: stdio's framing and process are tested
+in test_serve_notices.py and test_serve_requests.py), in the 2025-11-25 session era and the
+2026-07-28 stateless era."""
 
 from __future__ import annotations
 
@@ -10,6 +13,12 @@ from mcp.client.client import Client
 from helpers.serve import read_json
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["http", "memory"])
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
 
 LOOSE = {"type": "object", "additionalProperties": True}
 RESOURCE = "resource:///tool_descriptions"

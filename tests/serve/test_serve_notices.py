@@ -4,7 +4,9 @@ The upstream is the real changing server (``tests/servers/changing_server.py``) 
 streamable HTTP; the test changes its tools through its own ``mutate`` tool, from a client
 of its own. ``keen serve`` runs as a real process (``--mode extension``); the hosts are SDK
 clients over HTTP or stdio, in the 2025-11-25 era (``notifications/tools/list_changed`` on
-the session's stream) or the 2026-07-28 era (``subscriptions/listen``).
+the session's stream) or the 2026-07-28 era (``subscriptions/listen``). What keen serve
+decides alone (how few notices a flood makes, the ttl it lists with) is checked against its
+server in this process, over memory streams (``helpers.serve.in_process``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from helpers.changing import changing_http, wait_until
-from helpers.serve import KeenServeProcess, stdio_params, tls, write_upstream
+from helpers.serve import KeenServeProcess, in_process, stdio_params, tls, write_upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -49,10 +51,19 @@ class Host:
 
 
 @contextlib.asynccontextmanager
-async def host(target: KeenServeProcess | Path, era: str) -> AsyncIterator[Host]:
-    """A host over HTTP (``target`` a process) or stdio (``target`` the KEEN_HOME)."""
+async def host(target: KeenServeProcess | Path, era: str, *, memory: bool = False) -> AsyncIterator[Host]:
+    """A host over HTTP (``target`` a process), stdio (``target`` the KEEN_HOME) or, with
+    ``memory``, of ``keen serve``'s server for that KEEN_HOME run in this process (memory
+    streams, ``helpers.serve.in_process``: ``KEEN_HOME`` must be set to it)."""
     found = Host()
     mode = "legacy" if era == "session" else "auto"
+    if memory:
+        assert isinstance(target, Path)
+        options = {"mode": "extension", "notify_interval": INTERVAL}
+        async with in_process(target, era, message_handler=found.on_message, **options) as (_, client):
+            found.client = client
+            yield found
+        return
     if isinstance(target, KeenServeProcess):
         async with (
             httpx2.AsyncClient(timeout=30, verify=tls()) as http,
@@ -158,31 +169,35 @@ async def test_stateless_host_hears_on_subscriptions_listen(
             proc.stop()
 
 
-async def test_a_flood_of_upstream_changes_yields_few_notices(home: Path, upstream: str) -> None:
+async def test_a_flood_of_upstream_changes_yields_few_notices(
+    home: Path, upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # How many notices keen serve sends is its own decision: its server runs in this process
+    # (the transports' delivery of a notice is the two tests above).
+    monkeypatch.setenv("KEEN_HOME", str(home))
     count = 25
-    with KeenServeProcess(home, args=SERVE_ARGS) as proc:
-        async with host(proc, "session") as found, changer(upstream) as up:
-            await _served(found, "mcp__changing__t0")
-            # The upstreams' first connections were changes too (hosts may have listed before):
-            # let those notices settle, then count from there.
-            await anyio.sleep(INTERVAL * 5)
-            settled = found.notices
-            # Upstream notices that change nothing keen serve lists reach no host.
-            await up.call_tool("flood", {"count": 30})
-            await anyio.sleep(INTERVAL * 5)
-            assert found.notices == settled
-            start = time.monotonic()
-            for i in range(count):
-                await up.call_tool("mutate", {"op": "add", "name": f"t{i}"})
-            wanted = {f"mcp__changing__t{i}" for i in range(count)}
+    async with host(home, "session", memory=True) as found, changer(upstream) as up:
+        await _served(found, "mcp__changing__t0")
+        # The upstreams' first connections were changes too (hosts may have listed before):
+        # let those notices settle, then count from there.
+        await anyio.sleep(INTERVAL * 5)
+        settled = found.notices
+        # Upstream notices that change nothing keen serve lists reach no host.
+        await up.call_tool("flood", {"count": 30})
+        await anyio.sleep(INTERVAL * 5)
+        assert found.notices == settled
+        start = time.monotonic()
+        for i in range(count):
+            await up.call_tool("mutate", {"op": "add", "name": f"t{i}"})
+        wanted = {f"mcp__changing__t{i}" for i in range(count)}
 
-            async def all_listed() -> bool:
-                return found.notices > settled and wanted <= await found.names()
+        async def all_listed() -> bool:
+            return found.notices > settled and wanted <= await found.names()
 
-            await eventually(all_listed, "a notice and every added tool", 30)
-            # Let any trailing round finish, then bound what the hosts got.
-            await anyio.sleep(INTERVAL * 4)
-            elapsed = time.monotonic() - start
+        await eventually(all_listed, "a notice and every added tool", 30)
+        # Let any trailing round finish, then bound what the hosts got.
+        await anyio.sleep(INTERVAL * 4)
+        elapsed = time.monotonic() - start
     # Each round waits INTERVAL before it compares: at most one notice per INTERVAL.
     told = found.notices - settled
     assert 1 <= told <= elapsed / INTERVAL + 1
@@ -214,13 +229,15 @@ async def test_search_mode_lists_the_same_tools_and_searches_the_new_one(home: P
         assert response.headers["allow"] == "POST, DELETE"
 
 
-async def test_tools_list_ttl_is_bounded_by_the_upstream_ttl(tmp_path: Path) -> None:
+async def test_tools_list_ttl_is_bounded_by_the_upstream_ttl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))  # keen serve's server in this process
     with changing_http(tmp_path, "--ttl-ms", "1500") as url:
         write_upstream(tmp_path, extra={"changing": {"transport": "streamable_http", "url": url}})
-        with KeenServeProcess(tmp_path, args=SERVE_ARGS) as proc:
-            async with host(proc, "stateless") as found:
-                client = found.client
-                assert client is not None
-                await _served(found, "mcp__changing__none")
-                listed = await client.list_tools()
+        async with host(tmp_path, "stateless", memory=True) as found:
+            client = found.client
+            assert client is not None
+            await _served(found, "mcp__changing__none")
+            listed = await client.list_tools()
     assert listed.ttl_ms is not None and 0 <= listed.ttl_ms <= 1500

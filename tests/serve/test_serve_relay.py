@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from conftest import peer
 from helpers import server_script
 from helpers.forkserver import script_args
 from helpers.loopback import wait_until
@@ -30,9 +31,24 @@ LONG = {
 }
 
 
+def _waiter() -> dict[str, object]:
+    """``tests/servers/cancel_stdio.py``: its ``wait`` tool writes when it starts and when it
+    is cancelled to the file its arguments name (one per test, so one server serves all)."""
+    return {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": script_args(str(server_script("cancel_stdio"))),
+    }
+
+
 @pytest.fixture(scope="module")
 def search(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeenServeProcess]:
-    with KeenServeProcess(write_everything(tmp_path_factory.mktemp("relay")), ["--mode", "search"]) as proc:
+    """``keen serve --mode search`` over HTTP in front of server-everything and the waiter,
+    shared by the module's HTTP tests (each opens its own host, session or principal)."""
+    home = tmp_path_factory.mktemp("relay")
+    everything = {"transport": "stdio", "command": peer("node", "mcp-server-everything"), "args": ["stdio"]}
+    write_upstream(home, extra={"everything": everything, "c": _waiter()})
+    with KeenServeProcess(home, ["--mode", "search"]) as proc:
         yield proc
 
 
@@ -70,31 +86,20 @@ async def test_progress_reaches_the_stdio_host(tmp_path: Path, era: str) -> None
     ("transport", "era"), [(t, e) for t in ("http", "stdio") for e in ("session", "stateless")]
 )
 async def test_a_host_that_cancels_its_call_cancels_the_upstream_call(
-    tmp_path: Path, transport: str, era: str
+    tmp_path: Path, transport: str, era: str, request: pytest.FixtureRequest
 ) -> None:
     """Before, over HTTP the upstream call ran on to its end: a 2025-11-25 host's
     notifications/cancelled came in a POST of its own, which the stateless handler served
     apart from the call, and a 2026-07-28 host's closed connection went unnoticed."""
-    waiter = {
-        "transport": "stdio",
-        "command": sys.executable,
-        "args": script_args(str(server_script("cancel_stdio"))),
-    }
-    write_upstream(tmp_path, extra={"c": waiter})
     mark = tmp_path / "mark"
-    proc = KeenServeProcess(tmp_path, ["--mode", "search"]).start() if transport == "http" else None
-    try:
-        opened = (
-            connect(proc, era)
-            if proc
-            else connect("stdio", era, home=tmp_path, serve_args=["--mode", "search"])
-        )
-        async with opened as client, anyio.create_task_group() as tg:
-            call = {"server": "c", "tool": "wait", "arguments": {"path": str(mark)}}
-            tg.start_soon(client.call_tool, "call_mcp_tool", call)
-            assert await anyio.to_thread.run_sync(wait_until, mark.exists, 30)
-            tg.cancel_scope.cancel()
-        assert await anyio.to_thread.run_sync(wait_until, lambda: mark.read_text() == "cancelled", 10)
-    finally:
-        if proc is not None:
-            proc.stop()
+    if transport == "http":
+        opened = connect(request.getfixturevalue("search"), era)
+    else:
+        write_upstream(tmp_path, extra={"c": _waiter()})
+        opened = connect("stdio", era, home=tmp_path, serve_args=["--mode", "search"])
+    async with opened as client, anyio.create_task_group() as tg:
+        call = {"server": "c", "tool": "wait", "arguments": {"path": str(mark)}}
+        tg.start_soon(client.call_tool, "call_mcp_tool", call)
+        assert await anyio.to_thread.run_sync(wait_until, mark.exists, 30)
+        tg.cancel_scope.cancel()
+    assert await anyio.to_thread.run_sync(wait_until, lambda: mark.read_text() == "cancelled", 10)

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import pytest
 
-from helpers.hostile import KEEN, files_containing, hostile_entry, keen_cli
+from helpers.hostile import KEEN, files_containing, hostile_entry, keen_cli, keen_here
 from helpers.serve import in_process, read_json
 from helpers.tmux import Tmux
 
@@ -50,11 +50,11 @@ def test_a_rug_pull_reaches_no_listing_a_model_or_host_reads(
     home, spec = _home(tmp_path, {"tools": BENIGN})
     monkeypatch.setenv("KEEN_HOME", str(home))  # for keen serve's server in this process
     for step in (("mcp", "diff", "notes"), ("mcp", "trust", "notes")):
-        run = keen_cli(*step, keen_home=home)
+        run = keen_here(*step, keen_home=home)
         assert run.code == 0, run
     spec.write_text(json.dumps({"tools": PULLED}))  # the rug pull
 
-    synced = keen_cli("mcp", "sync", keen_home=home)
+    synced = keen_here("mcp", "sync", keen_home=home)
     assert synced.code == 0, synced
     skills = home / "skills"
     assert files_containing(skills, MARK) == []
@@ -64,10 +64,10 @@ def test_a_rug_pull_reaches_no_listing_a_model_or_host_reads(
     assert schema["description"] == "Search the notes."  # as pinned
     assert not (skills / "mcp:notes" / "schemas" / "export_notes.json").exists()
 
-    prompt = keen_cli("prompt", keen_home=home)
+    prompt = keen_here("prompt", keen_home=home)
     assert prompt.code == 0, prompt
     assert MARK not in prompt.output and HELD in prompt.stdout
-    found = keen_cli("tools", "search", "export notes id_rsa", "--json", keen_home=home)
+    found = keen_here("tools", "search", "export notes id_rsa", "--json", keen_home=home)
     assert found.code == 0, found
     assert MARK not in found.output and "export_notes" not in found.output
 
@@ -98,7 +98,7 @@ def test_a_rug_pull_reaches_no_listing_a_model_or_host_reads(
 
     # Once the user reviewed and accepted them, the skill shows them at once.
     for step in (("mcp", "diff", "notes"), ("mcp", "trust", "notes")):
-        run = keen_cli(*step, keen_home=home)
+        run = keen_here(*step, keen_home=home)
         assert run.code == 0, run
     skill_md = (skills / "mcp:notes" / "SKILL.md").read_text()
     assert HELD not in skill_md and "export_notes" in skill_md
@@ -111,24 +111,24 @@ def test_trust_pins_only_the_definitions_the_diff_showed(tmp_path: Path) -> None
     home, _spec = _home(tmp_path, {"tools_cycle": [BENIGN, PULLED], "tools_cycle_state": str(state)})
     pins = home / "mcp" / "pins" / "notes.json"
 
-    shown = keen_cli("mcp", "diff", "notes", keen_home=home)
+    shown = keen_here("mcp", "diff", "notes", keen_home=home)
     assert shown.code == 0 and "Search the notes." in shown.stdout and MARK not in shown.stdout, shown
-    swapped = keen_cli("mcp", "trust", "notes", keen_home=home)
+    swapped = keen_here("mcp", "trust", "notes", keen_home=home)
     assert swapped.code != 0, swapped
     assert "differs from the one `keen mcp diff notes` showed" in swapped.stderr, swapped
     assert not pins.exists()
 
     # Trust with no diff to bind to, and no terminal to show one on, pins nothing either.
     (home / "mcp" / "pins" / "reviews" / "notes.json").unlink()
-    blind = keen_cli("mcp", "trust", "notes", keen_home=home)
+    blind = keen_here("mcp", "trust", "notes", keen_home=home)
     assert blind.code == 2 and "run `keen mcp diff notes` first" in blind.stderr, blind
     assert not pins.exists()
 
     # A server that lists the same definitions to both gets exactly those pinned.
     state.write_text("0")
     steady, _ = _home(tmp_path / "steady", {"tools": BENIGN})
-    assert keen_cli("mcp", "diff", "notes", keen_home=steady).code == 0
-    trusted = keen_cli("mcp", "trust", "notes", keen_home=steady)
+    assert keen_here("mcp", "diff", "notes", keen_home=steady).code == 0
+    trusted = keen_here("mcp", "trust", "notes", keen_home=steady)
     assert trusted.code == 0, trusted
     pinned = json.loads((steady / "mcp" / "pins" / "notes.json").read_text())["tools"]
     assert pinned["search_notes"]["definition"]["description"] == "Search the notes."
@@ -138,9 +138,10 @@ def test_trust_pins_only_the_definitions_the_diff_showed(tmp_path: Path) -> None
 def test_the_model_is_told_a_tool_is_held_but_never_its_new_text(tmp_path: Path) -> None:
     """The refusal of a held tool reaches the model: it says where to review, not what changed."""
     home, spec = _home(tmp_path, {"tools": BENIGN})
-    assert keen_cli("mcp", "diff", "notes", keen_home=home).code == 0
-    assert keen_cli("mcp", "trust", "notes", keen_home=home).code == 0
+    assert keen_here("mcp", "diff", "notes", keen_home=home).code == 0
+    assert keen_here("mcp", "trust", "notes", keen_home=home).code == 0
     spec.write_text(json.dumps({"tools": PULLED}))
+    # The console script as a process: its exit status and stderr are what a host reads.
     refused = keen_cli(
         "mcp", "call", "notes", "search_notes", "--args", '{"q": "x"}', "--yes", keen_home=home
     )
@@ -181,8 +182,8 @@ def test_argument_errors_quote_only_the_pinned_definition(
     worded from what was pinned, in `keen mcp call` and in `keen serve`'s call_mcp_tool."""
     home, spec = _home(tmp_path, {"tools": BENIGN})
     monkeypatch.setenv("KEEN_HOME", str(home))  # for keen serve's server in this process
-    assert keen_cli("mcp", "diff", "notes", keen_home=home).code == 0
-    assert keen_cli("mcp", "trust", "notes", keen_home=home).code == 0
+    assert keen_here("mcp", "diff", "notes", keen_home=home).code == 0
+    assert keen_here("mcp", "trust", "notes", keen_home=home).code == 0
     enum = {"type": "object", "properties": {"q": {"enum": [POISON]}}, "required": ["q"]}
     spec.write_text(
         json.dumps(
@@ -195,7 +196,7 @@ def test_argument_errors_quote_only_the_pinned_definition(
         )
     )
     for tool, args in (("search_notes", '{"q": 1}'), ("export_notes", '{"q": 1}'), ("export_note", "{}")):
-        run = keen_cli("mcp", "call", "notes", tool, "--args", args, "--yes", keen_home=home)
+        run = keen_here("mcp", "call", "notes", tool, "--args", args, "--yes", keen_home=home)
         assert run.code != 0, run
         assert MARK not in run.output and "export_notes" not in run.output.replace(
             f"notes/{tool}", ""
