@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import bm25s
@@ -432,6 +432,52 @@ def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
                     query,
                 )
             catalog, tools = refreshed, changed
+    finally:
+        for s in list(_TEXTS):
+            if s not in ("weather", "git", "mail"):
+                del _TEXTS[s]
+
+
+def test_a_new_process_derives_a_changed_catalog_from_the_last_folder_as_a_fresh_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pooled: list[int] = []
+    real_pool = index_module._pool  # pyright: ignore[reportPrivateUsage]
+
+    def spy(columns: Columns, weights: np.ndarray) -> np.ndarray:
+        pooled.append(len(columns))
+        return real_pool(columns, weights)
+
+    monkeypatch.setattr(index_module, "_pool", spy)
+    tools = _synthetic(60, seed=11)
+    _TEXTS.update({s: f"Server {s}." for s in tools})
+    try:
+        _catalog(tools, tmp_path).index()
+        steps: list[Callable[[dict[str, list[Tool]]], dict[str, list[Tool]]]] = [
+            lambda t: dict(t, srv010=[*t["srv010"], Tool("srv010", "zap_widget", "Zap a widget.", {})]),
+            lambda t: dict(t, srv020=t["srv020"][1:]),
+            lambda t: {s: tools for s, tools in t.items() if s != "srv040"},
+            lambda t: dict(t, srv030=[Tool("srv030", "only", "Read a remote invoice.", {})]),
+        ]
+        queries = ["send the weekly email", "zap a widget", "read a remote invoice", "repo of server 12"]
+        for step in steps:
+            changed = tools = step(tools)
+            flush()  # the last catalog's folder written, then forgotten: a new process
+            forget()
+            pooled.clear()
+            catalog = _catalog(changed, tmp_path)  # new objects, as a new process has
+            index = catalog.index()
+            # The changed server's rows pooled (its new tool, its text): not every row.
+            assert sum(pooled) <= 2, pooled
+            full = _fresh(catalog)
+            assert index.ids == full.ids
+            assert index._groups.tolist() == full._groups.tolist()  # pyright: ignore[reportPrivateUsage]
+            for query in queries:
+                mine, theirs = index.signals(query), full.signals(query)
+                assert np.array_equal(mine["lexical"], theirs["lexical"]), query  # BM25 bit for bit
+                for name in ("static", "server"):
+                    assert np.allclose(mine[name], theirs[name], atol=1e-4), (query, name)
+                assert [i for i, _ in index.top(query, 10)] == [i for i, _ in full.top(query, 10)], query
     finally:
         for s in list(_TEXTS):
             if s not in ("weather", "git", "mail"):
