@@ -482,3 +482,23 @@ def test_a_new_process_derives_a_changed_catalog_from_the_last_folder_as_a_fresh
         for s in list(_TEXTS):
             if s not in ("weather", "git", "mail"):
                 del _TEXTS[s]
+
+
+def test_row_keys_and_folder_names_tell_apart_fields_that_join_to_the_same_text(tmp_path: Path) -> None:
+    import dataclasses
+
+    from keen.capabilities import _index_cache
+
+    [cap] = list(Catalog.from_tools([Tool("mail", "send", "Send a message.", {})], cache=False, dense=False))
+    moved = dataclasses.replace(cap, title=cap.title + cap.summary[:1], summary=cap.summary[1:])
+    assert cap.title + cap.summary == moved.title + moved.summary
+    keys = documents_module.tool_keys([cap, moved, cap])
+    assert keys[0] != keys[1]
+    assert keys[0] == keys[2]  # a key per content, not per position
+    assert len(keys[0]) == 16
+    servers = {"mail": "Electronic mail."}
+    name = _index_cache._folder_name  # pyright: ignore[reportPrivateUsage]
+    assert name([cap], servers) != name([moved], servers)
+    assert name([cap], servers) != name([cap], {"mail": "Electronic mail!"})
+    assert name([cap], servers) == name([cap], dict(servers))
+    assert name([cap], servers).startswith(f"v{INDEX_FORMAT}-")
