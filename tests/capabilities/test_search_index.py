@@ -225,17 +225,23 @@ def _mail_refresh(tmp_path: Path) -> tuple[Catalog, dict[str, list[Tool]]]:
     return _catalog(changed, tmp_path, {s: c for s, c in _by_server(first).items() if s != "mail"}), changed
 
 
-def test_a_refresh_pools_only_the_changed_rows_and_ranks_as_a_full_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pooled: list[int] = []
+@pytest.fixture
+def pooled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of rows of every pooling of word vectors (the real pooling runs)."""
+    seen: list[int] = []
     real_pool = index_module._pool  # pyright: ignore[reportPrivateUsage]
 
     def spy(columns: Columns, weights: np.ndarray) -> np.ndarray:
-        pooled.append(len(columns))
+        seen.append(len(columns))
         return real_pool(columns, weights)
 
     monkeypatch.setattr(index_module, "_pool", spy)
+    return seen
+
+
+def test_a_refresh_pools_only_the_changed_rows_and_ranks_as_a_full_build(
+    tmp_path: Path, pooled: list[int]
+) -> None:
     refreshed, changed = _mail_refresh(tmp_path)
     pooled.clear()
     index = refreshed.index()
@@ -439,16 +445,8 @@ def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
 
 
 def test_a_new_process_derives_a_changed_catalog_from_the_last_folder_as_a_fresh_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, pooled: list[int]
 ) -> None:
-    pooled: list[int] = []
-    real_pool = index_module._pool  # pyright: ignore[reportPrivateUsage]
-
-    def spy(columns: Columns, weights: np.ndarray) -> np.ndarray:
-        pooled.append(len(columns))
-        return real_pool(columns, weights)
-
-    monkeypatch.setattr(index_module, "_pool", spy)
     tools = _synthetic(60, seed=11)
     _TEXTS.update({s: f"Server {s}." for s in tools})
     try:
