@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import bm25s
@@ -225,17 +225,23 @@ def _mail_refresh(tmp_path: Path) -> tuple[Catalog, dict[str, list[Tool]]]:
     return _catalog(changed, tmp_path, {s: c for s, c in _by_server(first).items() if s != "mail"}), changed
 
 
-def test_a_refresh_pools_only_the_changed_rows_and_ranks_as_a_full_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pooled: list[int] = []
+@pytest.fixture
+def pooled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of rows of every pooling of word vectors (the real pooling runs)."""
+    seen: list[int] = []
     real_pool = index_module._pool  # pyright: ignore[reportPrivateUsage]
 
     def spy(columns: Columns, weights: np.ndarray) -> np.ndarray:
-        pooled.append(len(columns))
+        seen.append(len(columns))
         return real_pool(columns, weights)
 
     monkeypatch.setattr(index_module, "_pool", spy)
+    return seen
+
+
+def test_a_refresh_pools_only_the_changed_rows_and_ranks_as_a_full_build(
+    tmp_path: Path, pooled: list[int]
+) -> None:
     refreshed, changed = _mail_refresh(tmp_path)
     pooled.clear()
     index = refreshed.index()
@@ -436,3 +442,61 @@ def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
         for s in list(_TEXTS):
             if s not in ("weather", "git", "mail"):
                 del _TEXTS[s]
+
+
+def test_a_new_process_derives_a_changed_catalog_from_the_last_folder_as_a_fresh_build(
+    tmp_path: Path, pooled: list[int]
+) -> None:
+    tools = _synthetic(60, seed=11)
+    _TEXTS.update({s: f"Server {s}." for s in tools})
+    try:
+        _catalog(tools, tmp_path).index()
+        steps: list[Callable[[dict[str, list[Tool]]], dict[str, list[Tool]]]] = [
+            lambda t: dict(t, srv010=[*t["srv010"], Tool("srv010", "zap_widget", "Zap a widget.", {})]),
+            lambda t: dict(t, srv020=t["srv020"][1:]),
+            lambda t: {s: tools for s, tools in t.items() if s != "srv040"},
+            lambda t: dict(t, srv030=[Tool("srv030", "only", "Read a remote invoice.", {})]),
+        ]
+        queries = ["send the weekly email", "zap a widget", "read a remote invoice", "repo of server 12"]
+        for step in steps:
+            changed = tools = step(tools)
+            flush()  # the last catalog's folder written, then forgotten: a new process
+            forget()
+            pooled.clear()
+            catalog = _catalog(changed, tmp_path)  # new objects, as a new process has
+            index = catalog.index()
+            # The changed server's rows pooled (its new tool, its text): not every row.
+            assert sum(pooled) <= 2, pooled
+            full = _fresh(catalog)
+            assert index.ids == full.ids
+            assert index._groups.tolist() == full._groups.tolist()  # pyright: ignore[reportPrivateUsage]
+            for query in queries:
+                mine, theirs = index.signals(query), full.signals(query)
+                assert np.array_equal(mine["lexical"], theirs["lexical"]), query  # BM25 bit for bit
+                for name in ("static", "server"):
+                    assert np.allclose(mine[name], theirs[name], atol=1e-4), (query, name)
+                assert [i for i, _ in index.top(query, 10)] == [i for i, _ in full.top(query, 10)], query
+    finally:
+        for s in list(_TEXTS):
+            if s not in ("weather", "git", "mail"):
+                del _TEXTS[s]
+
+
+def test_row_keys_and_folder_names_tell_apart_fields_that_join_to_the_same_text(tmp_path: Path) -> None:
+    import dataclasses
+
+    from keen.capabilities import _index_cache
+
+    [cap] = list(Catalog.from_tools([Tool("mail", "send", "Send a message.", {})], cache=False, dense=False))
+    moved = dataclasses.replace(cap, title=cap.title + cap.summary[:1], summary=cap.summary[1:])
+    assert cap.title + cap.summary == moved.title + moved.summary
+    keys = documents_module.tool_keys([cap, moved, cap])
+    assert keys[0] != keys[1]
+    assert keys[0] == keys[2]  # a key per content, not per position
+    assert len(keys[0]) == 16
+    servers = {"mail": "Electronic mail."}
+    name = _index_cache._folder_name  # pyright: ignore[reportPrivateUsage]
+    assert name([cap], servers) != name([moved], servers)
+    assert name([cap], servers) != name([cap], {"mail": "Electronic mail!"})
+    assert name([cap], servers) == name([cap], dict(servers))
+    assert name([cap], servers).startswith(f"v{INDEX_FORMAT}-")

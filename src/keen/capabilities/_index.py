@@ -72,14 +72,39 @@ _terms_lock = threading.Lock()
 def intern(words: Sequence[str]) -> list[int]:
     """The process-wide id of each of ``words`` (new words get the next ids)."""
     with _terms_lock:
-        out: list[int] = []
-        for word in words:
-            i = _terms.get(word)
-            if i is None:
-                i = _terms[word] = len(_words)
-                _words.append(word)
-            out.append(i)
-        return out
+        out: list[int | None] = list(map(_terms.get, words))  # known words: one C loop
+        if None in out:
+            for at, word in enumerate(words):
+                if out[at] is None:
+                    i = _terms.get(word)
+                    if i is None:
+                        i = _terms[word] = len(_words)
+                        _words.append(word)
+                    out[at] = i
+        return out  # pyright: ignore[reportReturnType]
+
+
+_stored: tuple[bytes, bool, np.ndarray] | None = None
+"""The last stored vocabulary read (:func:`_stored_terms`) and its ids."""
+
+
+def _stored_terms(raw: bytes, some: bool) -> np.ndarray:
+    """The process-wide ids of a stored vocabulary: words joined by NUL, as
+    :meth:`Columns.save` and :meth:`Lexical.to_arrays` write them (``some``: it holds a
+    word, so no bytes are the one empty word). A cache folder holds the same words twice
+    (the rows' and the keyword index's, each in id order), so the second is not looked up
+    again: a word's id never changes in a process."""
+    import numpy as np
+
+    global _stored
+    last = _stored
+    if last is not None and last[0] == raw and (raw or last[1] == some):
+        return last[2]
+    words = raw.decode().split("\0") if raw or some else []
+    ids = np.array(intern(words), dtype=np.int64)
+    ids.flags.writeable = False
+    _stored = (raw, some, ids)
+    return ids
 
 
 def term_words() -> list[str]:
@@ -208,13 +233,14 @@ class Columns:
 
         with np.load(path) as data:
             arrays = {k: data[k] for k in data.files}
-        raw = arrays.pop("words").tobytes().decode()
-        words = raw.split("\0") if arrays["term_ids"].size else []
-        mapping = np.array(intern(words), dtype=np.int32)
+        raw = arrays.pop("words").tobytes()
+        mapping = _stored_terms(raw, bool(arrays["term_ids"].size))
         local = arrays.pop("term_ids")
         if local.size and (local.min() < 0 or local.max() >= len(mapping)):
             raise ValueError("term ids outside the stored words")
-        columns = cls(term_ids=mapping[local] if local.size else local.astype(np.int32), **arrays)
+        columns = cls(
+            term_ids=mapping[local].astype(np.int32) if local.size else local.astype(np.int32), **arrays
+        )
         columns.check()
         return columns
 
@@ -505,12 +531,12 @@ class Lexical:
         arrays do not fit together."""
         import numpy as np
 
-        raw = arrays[f"{prefix}words"].tobytes().decode()
+        raw = arrays[f"{prefix}words"].tobytes()
         indptr = arrays[f"{prefix}indptr"]
-        words = raw.split("\0") if raw or len(indptr) == 2 else []
+        ids = _stored_terms(raw, len(indptr) == 2)
         indices, tf = arrays[f"{prefix}indices"], arrays[f"{prefix}tf"]
         length, n = arrays[f"{prefix}length"], int(arrays[f"{prefix}n"][0])
-        if len(indptr) != len(words) + 1 or int(indptr[0]) != 0 or int(indptr[-1]) != len(indices):
+        if len(indptr) != len(ids) + 1 or int(indptr[0]) != 0 or int(indptr[-1]) != len(indices):
             raise ValueError("a keyword index whose offsets do not fit its vocabulary")
         if (np.diff(indptr) <= 0).any() or len(tf) != len(indices):
             raise ValueError("a keyword index whose offsets do not fit its vocabulary")
@@ -518,7 +544,6 @@ class Lexical:
             indices.size and (int(indices.max()) >= len(length) or indices.min() < 0)
         ):
             raise ValueError("a keyword index with documents out of range")
-        ids = np.array(intern(words), dtype=np.int64)
         order = np.argsort(ids, kind="stable")  # this process numbers the terms its own way
         ptr, rows, counts = _take(indptr, order, indices, tf)
         terms = np.repeat(ids[order], np.diff(ptr))

@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from keen.capabilities import _refresh
-from keen.capabilities._documents import server_docs, tool_doc
+from keen.capabilities._documents import MAX_DOC_CHARS, server_docs
+from keen.capabilities._documents import tool_keys as tool_row_keys
 from keen.capabilities._embed import DIM, word_vectors
-from keen.capabilities._index import Columns, Lexical, Pooled, doc_key, idf_rows, weight_parts
+from keen.capabilities._index import Columns, Doc, Lexical, Pooled, idf_rows, weight_parts
 from keen.capabilities._refresh import Assembled, IndexPart, LastIndex
 from keen.capabilities.descriptor import Capability
 
@@ -39,7 +40,7 @@ __all__ = ["INDEX_FORMAT", "MAX_INDEXES", "cached", "flush", "forget"]
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = 7
+INDEX_FORMAT = 8
 """Bumped when the cached index layout or its document text changes (folders of other
 formats are deleted when an index is saved)."""
 MAX_INDEXES = 4
@@ -56,46 +57,52 @@ def cached(caps: Sequence[Capability], servers: dict[str, str], cache_root: Path
     else built (reusing the rows of the folder used last) and saved there. The folder keeps
     :data:`MAX_INDEXES` catalogs, the most recently used. A folder that cannot be read is
     rebuilt; one that cannot be written is logged and skipped."""
-    import numpy as np
 
     with _refresh.build_lock:
         index: Assembled | None = None
         folder: Path | None = None
         if _refresh.last_index() is None:  # a new process: the folder, not the rows in memory
-            tool_docs = [tool_doc(c) for c in caps]
-            tool_keys = [doc_key(d) for d in tool_docs]
+            folder = cache_root / _folder_name(caps, servers)
             docs, names = server_docs(caps, servers)
-            server_keys = _refresh.server_doc_keys(docs)
-            folder = cache_root / _folder_name(
-                b"".join(tool_keys), b"".join(server_keys), [c.id for c in caps]
-            )
             if folder.is_dir():
                 try:
-                    index = _load(folder, caps, servers, (tool_keys, server_keys))
+                    index = _load(folder, caps, servers, (docs, names))
                 except (OSError, ValueError, KeyError, TypeError) as exc:
                     logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
                     shutil.rmtree(folder, ignore_errors=True)  # replaced by the rebuilt one
             if index is None:
+                # Derived from the folder used last as from this process's last index: its
+                # rows found by key, only what changed tokenised and pooled.
                 here = folder
+                base = _base(_last_used(cache_root, here))
                 plan = _refresh.plan(
                     caps,
                     servers,
-                    lambda: _last_used(cache_root, here),
-                    (tool_docs, tool_keys),
+                    None if base is not None else lambda: _last_used(cache_root, here),
+                    tool_row_keys(caps),
                     (docs, names),
+                    base,
                 )
                 index = _refresh.assemble(caps, servers, plan)
         else:
             plan = _refresh.plan(caps, servers, lambda: _last_used(cache_root, None))
             index = _refresh.assemble(caps, servers, plan)
-        if folder is None:
-            folder = cache_root / _folder_name(
-                np.ascontiguousarray(index.tools.rows.keys).tobytes(),
-                np.ascontiguousarray(index.servers.rows.keys).tobytes(),
-                index.ids,
-            )
-        _write_later(index, cache_root, folder)
+        _write_later(index, cache_root, folder, caps, servers)
         return index
+
+
+def _base(folder: Path | None) -> LastIndex | None:
+    """The index saved in ``folder`` to derive a new catalog's from by its rows' keys
+    (:func:`keen.capabilities._refresh.keyed_index`); None when there is none or it is
+    unreadable (the catalog's index is then built reusing what rows can be read)."""
+    if folder is None:
+        return None
+    try:
+        _, tools, servers = _read(folder)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        logger.debug("toolsearch: not deriving from %s (%s)", folder, exc)
+        return None
+    return _refresh.keyed_index(tools, servers)
 
 
 def _save(index: Assembled, folder: Path) -> None:
@@ -148,29 +155,15 @@ def _save(index: Assembled, folder: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _load(
-    folder: Path,
-    caps: Sequence[Capability],
-    servers: dict[str, str],
-    keys: tuple[list[bytes], list[bytes]],
-) -> Assembled:
-    """The index saved in ``folder``; raises ``ValueError`` (or ``OSError``, ``KeyError``)
-    when it is unreadable or holds other documents than ``keys``."""
+def _read(folder: Path) -> tuple[dict[str, Any], IndexPart, IndexPart]:
+    """The index saved in ``folder``: its ``meta.json`` and the tools' and servers' parts.
+    Raises ``ValueError`` (or ``OSError``, ``KeyError``, ``TypeError``) when it is
+    unreadable or its parts do not fit together."""
     import numpy as np
 
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     tool_rows = Columns.load(folder / "tools.npz")
     server_rows = Columns.load(folder / "servers.npz")
-    if _key_list(tool_rows) != keys[0] or _key_list(server_rows) != keys[1]:
-        raise ValueError("rows of other documents")
-    ids = [c.id for c in caps]
-    if meta["ids"] != ids:
-        raise ValueError("rows for other capability ids")
-    stored = meta["neighbours"]
-    tokens = np.asarray(stored["tokens"], dtype=np.int32)
-    stems = [str(s) for s in stored["stems"]]
-    if len(tokens) != len(stems):
-        raise ValueError("neighbour tokens and stems differ in number")
     with np.load(folder / "assembled.npz") as data:
         arrays = {k: data[k] for k in data.files}
     bm25 = Lexical.from_arrays(arrays, "bm25_")
@@ -179,10 +172,10 @@ def _load(
     g, df = arrays["g"], arrays["df"]
     pooled = Pooled(arrays["plain"], arrays["weighted"], arrays["sq"], g)
     server_pooled = Pooled(arrays["server_plain"], arrays["server_weighted"], arrays["server_sq"], g)
-    n, n_servers = len(caps), len(server_rows)
+    n, n_servers = len(tool_rows), len(server_rows)
     if (
         bm25._n != max(n, 1)  # pyright: ignore[reportPrivateUsage]
-        or len(bm25._length) != max(len(tool_rows), 1)  # pyright: ignore[reportPrivateUsage]
+        or len(bm25._length) != max(n, 1)  # pyright: ignore[reportPrivateUsage]
         or len(bm25_servers._length) != max(n_servers, 1)  # pyright: ignore[reportPrivateUsage]
         or pooled.plain.shape != (n, DIM)
         or pooled.weighted.shape != (n, DIM)
@@ -192,18 +185,42 @@ def _load(
         or server_pooled.sq.shape != (n_servers, 3)
         or g.shape != (size,)
         or df.shape != (size,)
-        or n_servers != len(servers)
+        or len(meta["ids"]) != n
     ):
         raise ValueError("an assembled index of another size")
-    a, g_now = weight_parts(len(tool_rows), df)
-    if not np.array_equal(g, g_now):
+    if not np.array_equal(g, weight_parts(n, df)[1]):
         raise ValueError("word weights that do not fit the document counts")
-    docs, names = server_docs(caps, servers)
+    return meta, IndexPart(tool_rows, bm25, pooled, df), IndexPart(server_rows, bm25_servers, server_pooled)
+
+
+def _load(
+    folder: Path,
+    caps: Sequence[Capability],
+    servers: dict[str, str],
+    docs: tuple[list[Doc], list[str]],
+) -> Assembled:
+    """The index saved in ``folder`` (named by :func:`_folder_name` of ``caps`` and
+    ``servers``; ``docs``: the servers' documents and names); raises ``ValueError`` (or
+    ``OSError``, ``KeyError``) when it is unreadable or of other capabilities."""
+    import numpy as np
+
+    meta, tools, servers_part = _read(folder)
+    ids = [c.id for c in caps]
+    if meta["ids"] != ids:
+        raise ValueError("rows for other capability ids")
+    if len(servers_part.rows) != len(servers):
+        raise ValueError("an assembled index of another size")
+    stored = meta["neighbours"]
+    tokens = np.asarray(stored["tokens"], dtype=np.int32)
+    stems = [str(s) for s in stored["stems"]]
+    if len(tokens) != len(stems):
+        raise ValueError("neighbour tokens and stems differ in number")
+    assert tools.df is not None  # _read gives the tools' part its document frequencies
+    a = weight_parts(len(tools.rows), tools.df)[0]
+    names = docs[1]
     doc_server = _refresh.doc_servers(caps, names)
     hashes = _refresh.copy_hashes(caps)
     groups = _refresh.copy_groups(caps, hashes)
-    tools = IndexPart(tool_rows, bm25, pooled, df)
-    servers_part = IndexPart(server_rows, bm25_servers, server_pooled)
     _refresh.remember(
         LastIndex(
             list(caps),
@@ -211,7 +228,7 @@ def _load(
             tools,
             servers_part,
             names,
-            docs,
+            docs[0],
             dict(servers),
             doc_server,
             hashes,
@@ -224,9 +241,9 @@ def _load(
         tools,
         servers_part,
         a,
-        idf_rows(tool_rows, df),
+        idf_rows(tools.rows, tools.df),
         groups,
-        _refresh.neighbour_terms(bm25, (tokens, stems)),
+        _refresh.neighbour_terms(tools.lexical, (tokens, stems)),
     )
 
 
@@ -246,21 +263,31 @@ _writes_lock = threading.Lock()
 _one_writer = threading.Lock()
 
 
-def _write_later(index: Assembled, cache_root: Path, folder: Path) -> None:
-    """Save ``index`` to ``folder`` and evict old folders on a background thread: the search
-    that needed the index does not wait for the disk (a folder is written whole and renamed
-    into place, so a reader never sees half of one; one left half-written by a process
-    killed meanwhile is removed later, see :func:`_evict`)."""
+def _write_later(
+    index: Assembled,
+    cache_root: Path,
+    folder: Path | None,
+    caps: Sequence[Capability],
+    servers: dict[str, str],
+) -> None:
+    """Save ``index`` (of ``caps`` and ``servers``) to ``folder`` (None: named there, by
+    :func:`_folder_name`) and evict old folders on a background thread: the search that
+    needed the index waits neither for the disk nor for hashing the catalog (a folder is
+    written whole and renamed into place, so a reader never sees half of one; one left
+    half-written by a process killed meanwhile is removed later, see :func:`_evict`)."""
+    caps = list(caps)  # as they are now: the caller's list may change meanwhile
+    servers = dict(servers)
 
     def write() -> None:
         # One at a time: two evictions at once, each keeping its own folder, would delete
         # more than either alone.
         with _one_writer:
             try:
-                _save(index, folder)
-                _evict(cache_root, folder)
+                target = folder if folder is not None else cache_root / _folder_name(caps, servers)
+                _save(index, target)
+                _evict(cache_root, target)
             except OSError as exc:
-                logger.warning("cannot cache the tool search index in %s: %s", folder, exc)
+                logger.warning("cannot cache the tool search index in %s: %s", cache_root, exc)
 
     hurry = threading.Event()
 
@@ -289,18 +316,32 @@ def flush(timeout: float | None = 10.0) -> None:
         thread.join(timeout)
 
 
-def _folder_name(tool_keys: bytes, server_keys: bytes, ids: Sequence[str]) -> str:
-    digest = hashlib.sha256(tool_keys)
-    digest.update(server_keys)
-    digest.update("\n".join(ids).encode())
-    return f"v{INDEX_FORMAT}-{digest.hexdigest()[:32]}"
-
-
-def _key_list(columns: Columns) -> list[bytes]:
-    """The rows' keys as ``bytes`` (one C pass, not one conversion per row)."""
+def _folder_name(caps: Sequence[Capability], servers: dict[str, str]) -> str:
+    """The folder of ``caps``' index with ``servers``' texts: a hash of every field a
+    document is made from (those :func:`~keen.capabilities._documents.tool_keys` hashes
+    per tool, and each server's name and text) and of the ids, in order. Hashed field by
+    field (each field's lengths, then its values joined), not per tool: a new process names
+    the folder of its catalog before it reads it, and a key per tool cost six times as
+    much at 20,000 tools."""
     import numpy as np
 
-    return np.ascontiguousarray(columns.keys).view(np.dtype((np.void, 16))).ravel().tolist()
+    digest = hashlib.sha256()  # SHA-NI: twice blake2b's throughput here
+    names = sorted(servers)
+    fields: list[list[str]] = [
+        [c.id for c in caps],
+        [c.name for c in caps],
+        [c.server or "" for c in caps],
+        [c.title for c in caps],
+        [c.summary for c in caps],
+        [c.search_text[:MAX_DOC_CHARS] for c in caps],
+        names,
+        [servers[name] for name in names],
+    ]
+    for values in fields:
+        # The lengths make the joined values unambiguous (no separator a text could hold).
+        digest.update(np.fromiter(map(len, values), dtype=np.int64, count=len(values)).tobytes())
+        digest.update("".join(values).encode("utf-8", "surrogatepass"))
+    return f"v{INDEX_FORMAT}-{digest.hexdigest()[:32]}"
 
 
 def _index_folders(cache_root: Path) -> list[Path]:

@@ -56,6 +56,7 @@ __all__ = [
     "copy_hashes",
     "doc_servers",
     "forget_last",
+    "keyed_index",
     "last_index",
     "neighbour_terms",
     "object_table",
@@ -204,6 +205,19 @@ def forget_last() -> None:
         _last = None
 
 
+def keyed_index(tools: IndexPart, servers: IndexPart) -> LastIndex:
+    """An index to derive the next one from by its rows' keys only (it has no capability
+    objects): a cache folder's, read by a new process whose catalog has no folder of its
+    own, so that only what changed is tokenised and pooled (the rows of the servers that
+    did not change keep their vector sums, as in a refresh within one process)."""
+    import numpy as np
+
+    none = np.zeros(0, dtype=np.int64)
+    return LastIndex(
+        [], none, none, tools, servers, [], [], {}, none.astype(np.int32), none, none.astype(np.int32)
+    )
+
+
 def object_table(caps: Sequence[Capability]) -> tuple[np.ndarray, np.ndarray]:
     """``caps``' ``id()`` values sorted, and the position of each (see :class:`LastIndex`)."""
     import numpy as np
@@ -228,8 +242,8 @@ class _Rows:
 
 @dataclass(eq=False)
 class Plan:
-    """What a catalog's index is assembled from (:func:`plan`); ``based``: derived from
-    the last index (``take`` and ``src`` point into its rows)."""
+    """What a catalog's index is assembled from (:func:`plan`); ``last``: the index it is
+    derived from (``take`` and ``src`` point into its rows), or None: built whole."""
 
     ids: list[str]
     tools: _Rows
@@ -239,7 +253,7 @@ class Plan:
     doc_server: np.ndarray
     same: np.ndarray
     hashes: np.ndarray
-    based: bool
+    last: LastIndex | None
 
 
 def _part(last: IndexPart | None, rows: _Rows, g: np.ndarray, df: np.ndarray | None) -> IndexPart:
@@ -284,15 +298,20 @@ def plan(
     caps: Sequence[Capability],
     servers: dict[str, str],
     seed: Callable[[], Path | None] | None,
-    tool_docs: tuple[list[Doc], list[bytes]] | None = None,
+    tool_keys: list[bytes] | None = None,
     server_docs: tuple[list[Doc], list[str]] | None = None,
+    base: LastIndex | None = None,
 ) -> Plan:
     """The rows of ``caps`` and their servers: from the last index (the same capability
     object, or the same document key), else from the rows of the index folder ``seed``
-    gives (many documents new to this process), else tokenised now."""
+    gives (many documents new to this process), else tokenised now. ``tool_keys``: every
+    tool's row key (:func:`~keen.capabilities._documents.tool_keys`), when made already;
+    ``server_docs``: the servers' documents and names, when made already; ``base``: the
+    index to derive from in place of this process's last (a cache folder's, loaded by a
+    new process: :func:`keyed_index`)."""
     import numpy as np
 
-    last = _last
+    last = _last if base is None else base
     n = len(caps)
     ids = [c.id for c in caps]
     loaded: dict[str, Columns | None] = {}
@@ -317,16 +336,14 @@ def plan(
         hit = last.by_object[at] == objects
         same[hit] = last.order[at[hit]]
     missing = np.flatnonzero(same < 0).tolist()
-    if tool_docs is not None:  # made already (a new process keys every tool to find its folder)
-        docs = {pos: tool_docs[0][pos] for pos in missing}
-        keys = {pos: tool_docs[1][pos] for pos in missing}
+    if tool_keys is not None:  # made already (a new process keys every tool to find its folder)
+        keys = {pos: tool_keys[pos] for pos in missing}
     else:
-        docs = {pos: tool_doc(caps[pos]) for pos in missing}
-        keys = {pos: doc_key(docs[pos]) for pos in missing}
+        keys = dict(zip(missing, _documents.tool_keys([caps[pos] for pos in missing]), strict=True))
     tools = _fill(
         same.copy(),
         missing,
-        docs,
+        lambda pos: tool_doc(caps[pos]),
         keys,
         None if last is None else last.tools.rows,
         lambda: seeded("tools.npz"),
@@ -345,7 +362,7 @@ def plan(
     servers_rows = _fill(
         server_take,
         list(range(len(names))),
-        dict(enumerate(sdocs)),
+        sdocs.__getitem__,
         dict(enumerate(skeys)),
         None if last is None else last.servers.rows,
         lambda: seeded("servers.npz"),
@@ -355,13 +372,13 @@ def plan(
     if last is not None:
         hashes[kept] = last.hashes[same[kept]]
     hashes[~kept] = copy_hashes([caps[i] for i in missing])
-    return Plan(ids, tools, servers_rows, names, sdocs, doc_server, same, hashes, last is not None)
+    return Plan(ids, tools, servers_rows, names, sdocs, doc_server, same, hashes, last)
 
 
 def _fill(
     take: np.ndarray,
     missing: list[int],
-    docs: dict[int, Doc],
+    doc: Callable[[int], Doc],
     keys: dict[int, bytes],
     last: Columns | None,
     seed: Callable[[], Columns | None],
@@ -381,7 +398,7 @@ def _fill(
         found, missing = _found_rows(seeded, missing, keys)
         pieces.update((pos, (seeded, row)) for pos, row in found.items())
     if missing:
-        fresh = tokenise([docs[pos] for pos in missing], [keys[pos] for pos in missing])
+        fresh = tokenise([doc(pos) for pos in missing], [keys[pos] for pos in missing])
         for row, pos in enumerate(missing):
             pieces[pos] = (fresh, row)
     added = _in_order(pieces)
@@ -572,7 +589,7 @@ def assemble(
     whole catalog is updated from the last index by what changed, and the result kept as
     the last index. Call with :data:`build_lock` held."""
     global _last
-    last = _last if plan.based else None
+    last = plan.last
     tool_rows = plan.tools.rows
     # Token IDF over the tools' lexical text (their whole description, not only the
     # head that is embedded): a word every tool uses weighs little in any vector.
