@@ -72,17 +72,20 @@ def covered_servers(
         listed = set(SkillsConfig.load(root / "config.json").names())
     except KeenError:
         return None
-    for name in enabled:
-        skill = f"mcp:{name}"
-        if skill not in listed and not any((root / d).exists() for d in paths.skill_dir_spellings(skill)):
-            return None
-    configured = {spelling for name, _ in servers for spelling in paths.skill_dir_spellings(f"mcp:{name}")}
     try:
         entries = list(root.iterdir())
     except FileNotFoundError:
         entries = []
     except OSError:
         return None
+    present = {entry.name for entry in entries}
+    for name in enabled:
+        skill = f"mcp:{name}"
+        # One listing instead of a stat per spelling; exists() still follows a symlink.
+        spellings = [d for d in paths.skill_dir_spellings(skill) if d in present]
+        if skill not in listed and not any((root / d).exists() for d in spellings):
+            return None
+    configured = {spelling for name, _ in servers for spelling in paths.skill_dir_spellings(f"mcp:{name}")}
     for entry in entries:
         # Dot entries are the versions a skill's link points at, never a skill themselves.
         if entry.name.startswith(".") or entry.name in configured:
