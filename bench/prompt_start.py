@@ -6,8 +6,10 @@ same run and as a ratio to it; the target is a prompt within 100 ms of CPU beyon
 interpreter at 292 skills (issue 26). Rows:
 
 - ``keen prompt --budget TOKENS`` at each ``--sizes`` count of generated skills;
-- the library's budgeted prompt (``keen.prompt.budgeted_prompt`` with
-  ``keen.gateway.tool_definition``, as a host program calls it) at each size;
+- the library's budgeted prompt (``keen.prompt.budgeted_prompt``, as the README's host
+  program calls it: its default ``call_mcp_tool`` definition is
+  ``keen.entry_tools.call_tool_definition``'s, the one ``keen.gateway.tool_definition``
+  gives, without importing the gateway) at each size;
 - ``keen chat -p``'s first turn with a scripted model, twice: up to its system prompt first
   built (``prompt ready``: the catalog within its budget, what issue 26 asks to be ready
   within 100 ms) and up to the first model request (``first request``: the process reports
@@ -74,10 +76,9 @@ NOW = datetime(2026, 1, 2, tzinfo=UTC)
 LIBRARY = """
 import sys
 from pathlib import Path
-from keen.gateway import tool_definition
 from keen.prompt import budgeted_prompt
 root = Path(sys.argv[1])
-section = budgeted_prompt(int(sys.argv[2]), root, call_tool=tool_definition("openai", skills_dir=str(root)))
+section = budgeted_prompt(int(sys.argv[2]), root)  # call_mcp_tool's definition for root by default
 assert section.text, section.step
 """
 
