@@ -162,3 +162,48 @@ def test_plan_leaves_a_broken_skills_config_to_the_session(keen_home: Path) -> N
     (keen_home / "skills").mkdir()
     (keen_home / "skills" / "config.json").write_text("{not json", encoding="utf-8")
     assert plan("hello") is None
+
+
+async def test_an_error_opening_the_session_after_the_early_request_is_the_same_as_without(
+    world: World,
+) -> None:
+    from keen.agent.settings import ChatSettings
+    from keen.cli._chat import _one_shot, _OneShotView  # pyright: ignore[reportPrivateUsage]
+    from keen.errors import find_keen_error
+
+    first = await planned(world)
+    # configs.json broken between the early request and the session's start: the chat's
+    # error boundary gets the same error as when nothing was sent early.
+    world.config_path.write_text("{broken", encoding="utf-8")
+
+    async def outcome(early: FirstRequest | None) -> BaseException:
+        with FakeLLM([Reply(text="early answer")]) as fake:
+            model = open_model("openai:fake", base_url=fake.url + "/v1")
+            try:
+                await _one_shot(
+                    model,
+                    ChatSettings(model="openai:fake"),
+                    "hello",
+                    _OneShotView(stream=False),
+                    yes=False,
+                    max_steps=2,
+                    timeout=5,
+                    show=lambda _: None,
+                    first=early,
+                )
+            except Exception as exc:
+                return exc
+            finally:
+                await close_model(model)
+        raise AssertionError("the session opened over a broken configs.json")
+
+    def shape(exc: BaseException) -> Any:
+        if isinstance(exc, BaseExceptionGroup):
+            return [type(exc).__name__, [shape(e) for e in exc.exceptions]]
+        return type(exc).__name__
+
+    without, early = await outcome(None), await outcome(first)
+    assert shape(early) == shape(without)  # not wrapped once more by the early request's task group
+    found = find_keen_error(early)
+    assert found is not None and "invalid JSON at line 1, column 2" in found.message
+    assert found.message == getattr(find_keen_error(without), "message", None)

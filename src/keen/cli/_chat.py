@@ -166,18 +166,25 @@ async def _one_shot(
     from keen.agent.first import EarlyModel
 
     early = EarlyModel(model, first)
+    failed: Exception | None = None
+    result: TurnResult | None = None
     async with anyio.create_task_group() as tg:
         early.start(tg)
         # The request goes out now (the task runs to its first wait on the network) and the
         # runtime is imported and opened while the model answers.
         await anyio.lowlevel.checkpoint()
         try:
-            return await _session(
+            result = await _session(
                 early, model, settings, prompt, view, yes=yes, max_steps=max_steps, timeout=timeout, show=show
             )
+        except Exception as exc:
+            failed = exc  # raised as itself below, not inside this task group's exception group
         finally:
             tg.cancel_scope.cancel()
-    raise AssertionError("unreachable")  # the task group returns or raises above
+    if failed is not None:
+        raise failed
+    assert result is not None
+    return result
 
 
 async def _session(
