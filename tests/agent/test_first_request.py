@@ -102,6 +102,7 @@ async def early_turn(world: World, fake: FakeLLM, first: FirstRequest, before: A
     """The session's turn with the first request sent early (as ``keen chat -p`` does)."""
     model = open_model("openai:fake", base_url=fake.url + "/v1")
     notices = Notices()
+    result: Any = None
     try:
         early = EarlyModel(model, first)
         async with anyio.create_task_group() as tg:

@@ -360,11 +360,17 @@ def one_shot(
     timeout: float,
 ) -> int:
     """Run one turn (module doc of :mod:`keen.cli.chat_cmd`); returns the exit code."""
+    from keen.agent import open_model
     from keen.agent.first import plan
 
-    settings, chosen = chosen_model(model, base_url, mode)
+    settings = _settings(model, base_url, mode)
+    assert settings.model is not None
+    # The prompt from the skills on disk, before the provider's module, the event loop and
+    # the runtime load (docs/chat.md "Startup"); a model that cannot be opened still fails
+    # before anything is printed or sent.
+    first = plan(prompt)
+    chosen = open_model(settings.model, base_url=settings.base_url)
     view = _OneShotView(stream=not as_json)
-    first = plan(prompt)  # before the event loop and the runtime: the prompt from the skills on disk
     result = _run(
         lambda: _one_shot(
             chosen,
