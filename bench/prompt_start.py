@@ -6,8 +6,10 @@ same run and as a ratio to it; the target is a prompt within 100 ms of CPU beyon
 interpreter at 292 skills (issue 26). Rows:
 
 - ``keen prompt --budget TOKENS`` at each ``--sizes`` count of generated skills;
-- the library's budgeted prompt (``keen.prompt.budgeted_prompt`` with
-  ``keen.gateway.tool_definition``, as a host program calls it) at each size;
+- the library's budgeted prompt (``keen.prompt.budgeted_prompt``, as the README's host
+  program calls it: its default ``call_mcp_tool`` definition is
+  ``keen.entry_tools.call_tool_definition``'s, the one ``keen.gateway.tool_definition``
+  gives, without importing the gateway) at each size;
 - ``keen chat -p``'s first turn with a scripted model, twice: up to its system prompt first
   built (``prompt ready``: the catalog within its budget, what issue 26 asks to be ready
   within 100 ms) and up to the first model request (``first request``: the process reports
@@ -74,25 +76,26 @@ NOW = datetime(2026, 1, 2, tzinfo=UTC)
 LIBRARY = """
 import sys
 from pathlib import Path
-from keen.gateway import tool_definition
 from keen.prompt import budgeted_prompt
 root = Path(sys.argv[1])
-section = budgeted_prompt(int(sys.argv[2]), root, call_tool=tool_definition("openai", skills_dir=str(root)))
+section = budgeted_prompt(int(sys.argv[2]), root)  # call_mcp_tool's definition for root by default
 assert section.text, section.step
 """
 
 # Runs `keen chat -p` and reports this process's CPU when its system prompt is first built
-# (the prompt ready) and when the model is first asked (the first request).
+# (the prompt ready) and when the model is first asked (the first request). It imports only
+# what the first request needs anyway (the system prompt's module, the scripted model), so
+# the figures are the chat's: the turn loop, the runtime and the rest load when it does.
 CHAT = """
 import json, os, resource, sys
-from keen.agent import loop
+from keen.agent import system_prompt
 from keen.agent.providers import scripted
 
 def cpu():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
-build = loop.build_system_prompt
+build = system_prompt.build_system_prompt
 ready = []
 
 def build_system_prompt(*args, **kwargs):
@@ -101,7 +104,7 @@ def build_system_prompt(*args, **kwargs):
         ready.append(cpu())
     return text
 
-loop.build_system_prompt = build_system_prompt
+system_prompt.build_system_prompt = build_system_prompt  # before keen.agent.loop imports it
 
 async def first_request(self, messages, tools):
     now = cpu()

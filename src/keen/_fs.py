@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, fsync: boo
 
     Raises ``OSError`` from the filesystem; the target is untouched on failure.
     """
+    import tempfile  # at the first write: reading processes (a prompt) need not load it (shutil, bz2...)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

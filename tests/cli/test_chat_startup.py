@@ -198,7 +198,9 @@ launched = Path(sys.argv[2])
 async def first_request(self, messages, tools):
     seen = {"sdk": sorted(m for m in ("mcp", "mcp_types") if m in sys.modules),
             "launched": launched.exists(), "system": messages[0].content, "yaml": "yaml" in sys.modules,
-            "pydantic": "pydantic" in sys.modules, "typer": "typer" in sys.modules}
+            "pydantic": "pydantic" in sys.modules, "typer": "typer" in sys.modules,
+            "runtime": sorted(m for m in ("keen.runtime", "keen.harness.pipeline", "keen.agent.loop")
+                              if m in sys.modules)}
     print(json.dumps(seen), flush=True)
     os._exit(0)
     yield  # an async generator, like the real stream
@@ -220,9 +222,17 @@ def launch_marked(home: Home, name: str, launched: Path) -> None:
 def first_request(home: Home, launched: Path) -> tuple[dict[str, Any], str]:
     """Run ``keen chat -p`` with a scripted model until it is first asked: what it saw then
     (``sdk``, ``launched``, ``system``), and the chat's stderr."""
+    run = asked(home, launched)
+    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    assert lines, run.stderr
+    return json.loads(lines[-1]), run.stderr
+
+
+def asked(home: Home, launched: Path) -> subprocess.CompletedProcess[str]:
+    """:func:`first_request`'s process, whether it asked the model or not."""
     script = home.keen_home.parent / "script.jsonl"
     script.write_text(json.dumps({"content": "hi"}) + "\n", encoding="utf-8")
-    run = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", FIRST_REQUEST, str(script), str(launched)],
         env=home.env(),
         capture_output=True,
@@ -230,9 +240,6 @@ def first_request(home: Home, launched: Path) -> tuple[dict[str, Any], str]:
         timeout=120,
         check=False,
     )
-    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
-    assert lines, run.stderr
-    return json.loads(lines[-1]), run.stderr
 
 
 def test_with_the_skills_on_disk_the_model_is_asked_before_any_server_or_the_sdk_starts(
@@ -283,3 +290,74 @@ def test_with_no_server_configured_the_model_is_asked_before_pydantic_or_typer_l
     seen, stderr = first_request(home, tmp_path / "launched")
     assert "notes" in seen["system"], seen["system"]  # the catalog was built from the skill on disk
     assert (seen["pydantic"], seen["typer"]) == (False, False), stderr
+
+
+def whole_chat(home: Home) -> subprocess.CompletedProcess[str]:
+    """One whole ``keen chat -p`` with a scripted model, as a first run in a home."""
+    script = home.keen_home.parent / "whole.jsonl"
+    script.write_text(json.dumps({"content": "hi"}) + "\n", encoding="utf-8")
+    return subprocess.run(
+        [*KEEN, "chat", "-m", f"scripted:{script}", "-p", "hello", "--timeout", "60"],
+        env=home.env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_second_run_asks_the_model_before_the_runtime_or_the_config_models_load(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    launched = tmp_path / "launched"
+    launch_marked(home, "quick", launched)
+    first = whole_chat(home)  # validates configs.json and syncs the skill: what a second run finds
+    assert first.returncode == 0, first.stderr
+    launched.unlink()
+    seen, stderr = first_request(home, launched)
+    # The prompt came from the skills on disk and configs.json read as plain JSON: no
+    # pydantic, no runtime, harness or turn loop, no server launched when the model was asked.
+    assert (seen["pydantic"], seen["runtime"], seen["sdk"], seen["launched"]) == (False, [], [], False), (
+        stderr
+    )
+    assert "mcp:quick" in seen["system"]
+    # The whole session after it runs as ever: the server still starts and joins.
+    again = whole_chat(home)
+    assert again.returncode == 0, again.stderr
+    assert launched.exists()
+    assert "still connecting (1 server): quick; answering with the skills on disk" in again.stderr
+
+
+def test_a_config_broken_since_the_last_run_gives_its_error_before_the_model_is_asked(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    launched = tmp_path / "launched"
+    launch_marked(home, "quick", launched)
+    assert whole_chat(home).returncode == 0
+    text = home.config_path.read_text()
+    home.config_path.write_text(text.replace('"servers"', '"servers" "', 1))  # invalid JSON now
+    run = asked(home, launched)
+    assert run.returncode == 2, run.stderr
+    assert not [line for line in run.stdout.splitlines() if line.startswith("{")], "the model was asked"
+    assert re.search(
+        r"configs\.json: invalid JSON at line \d+, column \d+: .*; fix the syntax there", run.stderr
+    )
+    # The same words as any other command that reads it.
+    listed = home.keen_process("mcp", "list")
+    assert listed.code == 2
+    assert run.stderr.strip().splitlines()[-1] == listed.stderr.strip().splitlines()[-1]
+
+
+def test_an_entry_broken_since_the_last_run_is_reported_and_the_rest_answers(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    launched = tmp_path / "launched"
+    launch_marked(home, "quick", launched)
+    assert whole_chat(home).returncode == 0
+    config = json.loads(home.config_path.read_text())
+    config["servers"]["pigeon"] = {"transport": "carrier-pigeon"}
+    home.config_path.write_text(json.dumps(config))
+    launched.unlink()
+    seen, stderr = first_request(home, launched)
+    # Not the validated text: validated in full first, and the servers start before the
+    # model is asked, with the broken entry's error said, as on any run that finds one.
+    assert "server pigeon:" in stderr and "transport 'carrier-pigeon' is not supported" in stderr, stderr
+    assert seen["launched"] is True, stderr

@@ -313,44 +313,16 @@ def on_disk(runtime: Runtime) -> list[str] | None:
     Raises:
         ConfigError: configs.json cannot be used.
     """
-    from keen.skills.discover import MARKER_FILE
+    from keen.agent.first import covered_servers
 
     manager = runtime.manager
-    root = runtime.skills_root
-    only = manager.only
-    names: list[str] = []
-    if manager.no_config_file():
-        enabled: list[str] = []  # nothing to read (and no config models to import before the prompt)
-    else:
+    servers: list[tuple[str, bool]] = []
+    if not manager.no_config_file():  # else nothing to read (and no config models before the prompt)
         config = manager.config
         if config.invalid:
             return None  # the sync says what is wrong with them before the model is asked
-        names = list(config.servers)
-        enabled = [
-            name for name, entry in config.servers.items() if entry.enabled and (only is None or name in only)
-        ]
-    try:
-        listed = set(SkillsConfig.load(root / "config.json").names())
-    except KeenError:
-        return None
-    for name in enabled:
-        skill = f"mcp:{name}"
-        if skill not in listed and not any((root / d).exists() for d in paths.skill_dir_spellings(skill)):
-            return None
-    configured = {spelling for name in names for spelling in paths.skill_dir_spellings(f"mcp:{name}")}
-    try:
-        entries = list(root.iterdir())
-    except FileNotFoundError:
-        entries = []
-    except OSError:
-        return None
-    for entry in entries:
-        # Dot entries are the versions a skill's link points at, never a skill themselves.
-        if entry.name.startswith(".") or entry.name in configured:
-            continue
-        if (entry / MARKER_FILE).is_file():
-            return None  # a generated skill of a server no longer configured: the sync removes it
-    return enabled
+        servers = [(name, entry.enabled) for name, entry in config.servers.items()]
+    return covered_servers(runtime.skills_root, servers, manager.only)
 
 
 class StartBehind:

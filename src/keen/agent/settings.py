@@ -17,7 +17,6 @@ Command-line options win over the file.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast, get_args
@@ -70,11 +69,15 @@ def load_settings(path: Path | None = None) -> ChatSettings:
     """
     path = path or settings_path()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return ChatSettings()
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"cannot read {path}: {exc}", path=path) from exc
+    import tomllib  # only with a file to parse: a chat without one builds its prompt without it
+
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path} is not valid TOML ({exc}); fix it or delete it", path=path) from exc
     keyish = [k for k in data if "key" in k.lower() or "token" in k.lower() or "secret" in k.lower()]

@@ -26,8 +26,8 @@ from keen._lazy import exports_from, lazy_module_attrs
 
 if TYPE_CHECKING:
     from keen.capabilities.budget import BudgetedSection, budgeted_section
-    from keen.capabilities.catalog import Catalog, PermissionMode, SearchFilter, SearchHit, tool_capability
-    from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, Risk
+    from keen.capabilities.catalog import Catalog, SearchFilter, SearchHit, tool_capability
+    from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, PermissionMode, Risk
     from keen.capabilities.names import MODEL_NAME_RE, capability_id, model_name, model_names
 
 __all__ = [
@@ -52,9 +52,11 @@ _EXPORTS = {
     **exports_from("keen.capabilities.budget", ("BudgetedSection", "budgeted_section")),
     **exports_from(
         "keen.capabilities.catalog",
-        ("Catalog", "PermissionMode", "SearchFilter", "SearchHit", "tool_capability"),
+        ("Catalog", "SearchFilter", "SearchHit", "tool_capability"),
     ),
-    **exports_from("keen.capabilities.descriptor", ("Capability", "Kind", "LoadedCapability", "Risk")),
+    **exports_from(
+        "keen.capabilities.descriptor", ("Capability", "Kind", "LoadedCapability", "PermissionMode", "Risk")
+    ),
     **exports_from(
         "keen.capabilities.names", ("MODEL_NAME_RE", "capability_id", "model_name", "model_names")
     ),

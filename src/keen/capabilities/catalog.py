@@ -26,7 +26,7 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from keen import paths
 from keen.capabilities.describe import (
@@ -37,7 +37,7 @@ from keen.capabilities.describe import (
     skill_capability,
     tool_capability,
 )
-from keen.capabilities.descriptor import Capability, Kind, LoadedCapability
+from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, PermissionMode
 from keen.capabilities.names import model_names
 from keen.errors import SkillError
 from keen.mcp.types import ServerState, Tool
@@ -62,8 +62,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _by_id = operator.attrgetter("id")
-
-PermissionMode = Literal["read-only", "ask", "auto"]
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from keen._redact import redactor
 from keen.cli._console import EXIT_TOOL_ERROR, STARTED, err, fail, guarded, out, print_json
 from keen.cli._wording import with_remedy
 
 if TYPE_CHECKING:
     from keen.agent import Model, TurnResult
+    from keen.agent.first import FirstRequest
     from keen.agent.settings import ChatSettings
     from keen.gateway import ApprovalRequest
     from keen.harness import Observation
@@ -148,13 +147,61 @@ async def _one_shot(
     max_steps: int,
     timeout: float,
     show: Callable[[TurnResult], None],
+    first: FirstRequest | None = None,
 ) -> TurnResult:
-    """One turn. When the skills on disk cover the configuration (a second run), the model is
+    """One turn, its first request sent before the runtime opens when ``first`` was built
+    (:mod:`keen.agent.first`; the session's own first request, when it asks the same).
+    When the skills on disk cover the configuration (a second run), the model is
     asked first and the servers start behind its request; otherwise once the servers that
     start within a second are up (docs/chat.md "Startup"). Servers still connecting join as
     they arrive, and a call to one waits for it. ``show`` prints the result as soon as the
     turn ends; then the servers still connecting get up to ``timeout`` seconds in all, so
     their skills are on disk for the next run."""
+    import anyio
+
+    if first is None:
+        return await _session(
+            model, model, settings, prompt, view, yes=yes, max_steps=max_steps, timeout=timeout, show=show
+        )
+    from keen.agent.first import EarlyModel
+
+    early = EarlyModel(model, first)
+    failed: Exception | None = None
+    result: TurnResult | None = None
+    async with anyio.create_task_group() as tg:
+        early.start(tg)
+        # The request goes out now (the task runs to its first wait on the network) and the
+        # runtime is imported and opened while the model answers.
+        await anyio.lowlevel.checkpoint()
+        try:
+            result = await _session(
+                early, model, settings, prompt, view, yes=yes, max_steps=max_steps, timeout=timeout, show=show
+            )
+        except Exception as exc:
+            failed = exc  # raised as itself below, not inside this task group's exception group
+        finally:
+            tg.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    assert result is not None
+    return result
+
+
+async def _session(
+    model: Model,
+    closing: Model,
+    settings: ChatSettings,
+    prompt: str,
+    view: _OneShotView,
+    *,
+    yes: bool,
+    max_steps: int,
+    timeout: float,
+    show: Callable[[TurnResult], None],
+) -> TurnResult:
+    """:func:`_one_shot`'s session: ``model`` asks, ``closing`` is closed at the end."""
+    import anyio
+
     from keen.agent import Agent, accept_defaults, decline
     from keen.agent.models import close_model
     from keen.agent.servers import (
@@ -196,6 +243,7 @@ async def _one_shot(
                 _server_failed(entry.server, entry.hint, entry.remedy, rt.manager)
 
         covered = on_disk(rt)
+        _remember_config(rt)
         if covered is None:
             await rt.start_servers()
             # About a second after the command started, imports included (docs/chat.md "Startup").
@@ -235,7 +283,7 @@ async def _one_shot(
                 result = await agent.run_turn(prompt, view)
             finally:
                 agent.close()
-                await close_model(model)
+                await close_model(closing)
             show(result)
             if behind is not None:
                 await behind.start()  # the turn ended before its answer began (a model error)
@@ -247,6 +295,19 @@ async def _one_shot(
             await rt.sync()  # the whole configuration once, as a run with no late server does
         assert result is not None  # run_turn returned (or raised through the task group)
         return result
+
+
+def _remember_config(rt: Any) -> None:
+    """Record configs.json as valid when its full validation (by :func:`on_disk`) found it
+    so: the next start reads its servers before the prompt without the validation models
+    (:mod:`keen.mcp.config.validated`)."""
+    manager = rt.manager
+    if manager.no_config_file():
+        return
+    from keen.mcp.config.validated import remember_valid
+
+    config = manager.config
+    remember_valid(manager.config_path, {n: e.enabled for n, e in config.servers.items()}, config.invalid)
 
 
 def _show(result: TurnResult, view: _OneShotView, as_json: bool) -> None:
@@ -299,7 +360,16 @@ def one_shot(
     timeout: float,
 ) -> int:
     """Run one turn (module doc of :mod:`keen.cli.chat_cmd`); returns the exit code."""
-    settings, chosen = chosen_model(model, base_url, mode)
+    from keen.agent import open_model
+    from keen.agent.first import plan
+
+    settings = _settings(model, base_url, mode)
+    assert settings.model is not None
+    # The prompt from the skills on disk, before the provider's module, the event loop and
+    # the runtime load (docs/chat.md "Startup"); a model that cannot be opened still fails
+    # before anything is printed or sent.
+    first = plan(prompt)
+    chosen = open_model(settings.model, base_url=settings.base_url)
     view = _OneShotView(stream=not as_json)
     result = _run(
         lambda: _one_shot(
@@ -311,6 +381,7 @@ def one_shot(
             max_steps=max_steps,
             timeout=timeout,
             show=lambda done: _show(done, view, as_json),
+            first=first,
         )
     )
     return 0 if result.ok else EXIT_TOOL_ERROR

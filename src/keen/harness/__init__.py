@@ -8,15 +8,23 @@
 - The workspace-confined local tools ``read_file``, ``list_dir``, ``glob``, ``grep`` (``local``).
 - The session log ``$KEEN_HOME/sessions/<id>.jsonl`` and :func:`replay` (``events``).
 
+Names load on first use (PEP 562): ``keen chat`` reads the first step's tool definitions
+(``definitions``) before the pipeline, the gateway and anyio are imported.
+
 Imports only downward (capabilities, gateway, mcpskills, skills, mcp, shared leaves); the
 import-linter contracts in pyproject.toml hold it to docs/architecture.md.
 """
 
-from keen.harness.entries import GATE_CODES
-from keen.harness.events import EventLog, Replay, ReplayedStep, read_events, replay, session_path
-from keen.harness.local import LocalToolError, Workspace
-from keen.harness.pipeline import Harness, Observation, PostHook, PreHook, Visibility
-from keen.harness.policy import Entry, PolicyInputs, Selection, permission, select
+from typing import TYPE_CHECKING
+
+from keen._lazy import exports_from, lazy_module_attrs
+
+if TYPE_CHECKING:
+    from keen.harness.entries import GATE_CODES
+    from keen.harness.events import EventLog, Replay, ReplayedStep, read_events, replay, session_path
+    from keen.harness.local import LocalToolError, Workspace
+    from keen.harness.pipeline import Harness, Observation, PostHook, PreHook, Visibility
+    from keen.harness.policy import Entry, PolicyInputs, Selection, permission, select
 
 __all__ = [
     "GATE_CODES",
@@ -39,3 +47,15 @@ __all__ = [
     "select",
     "session_path",
 ]
+
+_EXPORTS = {
+    **exports_from("keen.harness.entries", ("GATE_CODES",)),
+    **exports_from(
+        "keen.harness.events", ("EventLog", "Replay", "ReplayedStep", "read_events", "replay", "session_path")
+    ),
+    **exports_from("keen.harness.local", ("LocalToolError", "Workspace")),
+    **exports_from("keen.harness.pipeline", ("Harness", "Observation", "PostHook", "PreHook", "Visibility")),
+    **exports_from("keen.harness.policy", ("Entry", "PolicyInputs", "Selection", "permission", "select")),
+}
+
+__getattr__, __dir__ = lazy_module_attrs(__name__, _EXPORTS)

@@ -2,7 +2,8 @@
 
 - The entry tools every step offers: ``search_tools`` (ToolSearch) and ``call_mcp_tool``
   (defined once for every front end in :mod:`keen.entry_tools`), ``load_skill`` and
-  ``read_resource``; the local read tools are in :mod:`keen.harness.local`.
+  ``read_resource``; their definitions, and the local read tools', are data in
+  :mod:`keen.harness.definitions`.
 - :class:`Observation`: one call's outcome as the model sees it.
 - The hook and visibility callback types the pipeline takes.
 """
@@ -14,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from keen.capabilities import Capability, Risk, capability_id
-from keen.entry_tools import SEARCH_TOOL, call_tool_definition, search_tool_definition
-from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS
+from keen.gateway import DEFAULT_MAX_RESULT_CHARS
+from keen.harness.definitions import ENTRY_TOOLS, LOAD_SKILL, READ_RESOURCE, SEARCH_TOOLS, entry_schema
 from keen.mcp.types import ToolResult
 
 __all__ = [
@@ -35,9 +36,6 @@ __all__ = [
     "local_capability",
 ]
 
-SEARCH_TOOLS = SEARCH_TOOL
-LOAD_SKILL = "load_skill"
-READ_RESOURCE = "read_resource"
 HANDLE_KINDS = frozenset({"resource", "prompt"})
 """Capabilities listed in the resource index and read with ``read_resource``, not offered as tools."""
 DEFAULT_BUDGET = 8_000
@@ -48,52 +46,6 @@ PostHook = Callable[["Observation"], "Observation"]
 """Called with the truncated observation; returns it, possibly changed."""
 Visibility = Callable[[Capability, "str | None"], Awaitable["str | None"]]
 """Called with (capability, caller); returns None when the caller may use it, else why not."""
-
-
-_OWN_SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
-    READ_RESOURCE: (
-        "Read an MCP resource, or get an MCP prompt, listed in the resource index, by its name there. "
-        "A prompt, or a resource template (a URI with {variables}), takes its arguments as an object "
-        "of strings.",
-        {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string"},
-                "arguments": {"type": "object", "additionalProperties": {"type": "string"}},
-            },
-            "required": ["name"],
-            "additionalProperties": False,
-        },
-    ),
-    LOAD_SKILL: (
-        "Load a skill's full instructions (SKILL.md body) by name from the skill index.",
-        {
-            "type": "object",
-            "properties": {"name": {"type": "string"}},
-            "required": ["name"],
-            "additionalProperties": False,
-        },
-    ),
-}
-ENTRY_TOOLS = (SEARCH_TOOLS, READ_RESOURCE, LOAD_SKILL, CALL_MCP_TOOL)
-"""The tools every step offers besides the local read tools and the MCP tools."""
-
-
-def entry_schema(name: str) -> tuple[str, dict[str, Any]]:
-    """An entry tool's description and inputSchema: the search and call tools' shared
-    definitions (:mod:`keen.entry_tools`; the call tool names ``$KEEN_HOME/skills`` as it is
-    now), the harness's own for ``read_resource`` and ``load_skill``.
-
-    Raises:
-        KeyError: ``name`` is not an entry tool.
-    """
-    if name == SEARCH_TOOLS:
-        found = search_tool_definition("mcp")
-    elif name == CALL_MCP_TOOL:
-        found = call_tool_definition("mcp")
-    else:
-        return _OWN_SCHEMAS[name]
-    return found["description"], found["inputSchema"]
 
 
 GATE_CODES = {

@@ -38,6 +38,7 @@ from typing import Any
 import anyio.to_thread
 
 from keen._redact import redactor
+from keen.harness.definitions import LOCAL_TOOLS
 
 __all__ = ["LOCAL_TOOLS", "LocalToolError", "Output", "Workspace"]
 
@@ -125,52 +126,6 @@ class Output:
     text: str
     more: str = "ask for less, e.g. a narrower path or pattern"
     touched: tuple[str, ...] = ()
-
-
-def _schema(properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(required),
-        "additionalProperties": False,
-    }
-
-
-_PATH = {"type": "string", "description": "Path relative to the workspace (or inside the skills directory)"}
-
-LOCAL_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
-    "read_file": (
-        "Read a text file in the workspace or the skills directory (SKILL.md, schema files). "
-        "Lines are numbered from 1; use offset and limit to page through a long file.",
-        _schema(
-            {
-                "path": _PATH,
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)"},
-                "limit": {"type": "integer", "minimum": 1, "description": "How many lines"},
-            },
-            ["path"],
-        ),
-    ),
-    "list_dir": (
-        "List a directory of the workspace or the skills directory (directories end with /).",
-        _schema({"path": _PATH}, []),
-    ),
-    "glob": (
-        "Find files by glob pattern (e.g. **/*.py) under a directory of the workspace.",
-        _schema({"pattern": {"type": "string"}, "path": _PATH}, ["pattern"]),
-    ),
-    "grep": (
-        "Search file contents with a regular expression; prints path:line: text for each match.",
-        _schema(
-            {
-                "pattern": {"type": "string", "description": "Python regular expression"},
-                "path": _PATH,
-                "include": {"type": "string", "description": "Only files whose name matches this glob"},
-            },
-            ["pattern"],
-        ),
-    ),
-}
 
 
 class Workspace:

@@ -52,6 +52,7 @@ from keen.entry_tools import parse_call, parse_search
 from keen.errors import KeenError, ServerNotConfigured
 from keen.gateway import CALL_MCP_TOOL, Gateway, for_model
 from keen.harness.changes import ChangeLog
+from keen.harness.definitions import offered_definition
 from keen.harness.entries import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_RESULT_CHARS,
@@ -302,13 +303,10 @@ class Harness:
         self.mode = mode
 
     def _definition(self, entry: Entry) -> dict[str, Any]:
-        if entry.name in LOCAL_TOOLS:
-            description, schema = LOCAL_TOOLS[entry.name]
-        elif entry.name in ENTRY_TOOLS:
-            description, schema = entry_schema(entry.name)
-        else:
-            loaded = self._caps[entry.id].load()
-            description, schema = loaded.descriptor.summary, loaded.schema or {"type": "object"}
+        if entry.name in LOCAL_TOOLS or entry.name in ENTRY_TOOLS:
+            return offered_definition(entry.name)  # as keen chat's first request has them
+        loaded = self._caps[entry.id].load()
+        description, schema = loaded.descriptor.summary, loaded.schema or {"type": "object"}
         return {"name": entry.name, "description": description, "inputSchema": schema}
 
     def close(self) -> None:

@@ -31,7 +31,6 @@ description, name mismatch, unreadable or non-UTF-8 file, dangling symlink) beco
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import logging
@@ -142,6 +141,8 @@ class Discovery:
         names = [s.name for s in self.skills] + [p.name for p in self.problems]
         if f"mcp:{name}" in names:
             return f"mcp:{name}"
+        import difflib  # only for a name not found
+
         close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
         return close[0] if close else None
 

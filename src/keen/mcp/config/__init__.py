@@ -8,6 +8,8 @@
 * :mod:`~keen.mcp.config.edit`: ``keen mcp import|add|remove|enable|disable`` edits.
 * :mod:`~keen.mcp.config.secrets`: every secret an entry holds goes to the redactor.
 * :mod:`~keen.mcp.config.reload`: one server's entry read again (``Manager.reload_server``).
+* :mod:`~keen.mcp.config.validated`: the servers' names and ``enabled`` flags without the
+  validation models, for a text that validated before (``keen chat``'s first request).
 
 Names load on first use: importing this package does not import the MCP SDK.
 """
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
         save_config,
         validate_config,
     )
+    from keen.mcp.config.validated import known_servers, remember_valid
 
 __all__ = [
     "SERVER_NAME_PATTERN",
@@ -69,6 +72,7 @@ __all__ = [
     "import_into_config",
     "import_mcp_file",
     "import_mcp_servers",
+    "known_servers",
     "load_config",
     "misconfigured_status",
     "more_time_advice",
@@ -77,6 +81,7 @@ __all__ = [
     "parse_config",
     "read_json",
     "register_server_secrets",
+    "remember_valid",
     "remove_server",
     "repeated_keys",
     "save_config",
@@ -127,6 +132,7 @@ _EXPORTS = {
         ("EntryChange", "misconfigured_status", "no_longer_configured", "with_entry_of"),
     ),
     **exports_from("keen.mcp.config.secrets", ("register_server_secrets", "secret_name")),
+    **exports_from("keen.mcp.config.validated", ("known_servers", "remember_valid")),
 }
 
 __getattr__, __dir__ = lazy_module_attrs(__name__, _EXPORTS)

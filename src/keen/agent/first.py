@@ -1,0 +1,193 @@
+"""A session's first model request, sent before its runtime opens (docs/chat.md "Startup").
+
+When the skills on disk cover the configuration (a second run: each enabled server has its
+``mcp:<server>`` skill, and no generated skill is left of a server no longer configured),
+the first step's request depends only on them: the system prompt is the base text and the
+budgeted catalog of the skills on disk, and the tools are the ones every new session's
+first step offers (:func:`keen.harness.definitions.first_step_tools`). :func:`plan` builds
+that request from configs.json read without its validation models
+(:func:`keen.mcp.config.known_servers`), the skills directory and the token budget, before
+the runtime, the harness, the MCP SDK or the search stack is imported;
+:class:`EarlyModel` sends it, and the session's runtime opens while the model answers.
+
+The session then runs as ever: when its first step asks the model for exactly that request
+(the same messages and tools), :class:`EarlyModel` hands it the answer already under way;
+otherwise (the skills changed meanwhile, the full validation found a broken entry) the
+early answer is dropped and the model is asked again. A tool call in the answer runs in the
+session, so it waits for the runtime.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from keen import paths
+from keen.agent.models import Message, Model, ModelEvent
+from keen.errors import KeenError
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+__all__ = ["EarlyModel", "FirstRequest", "covered_servers", "plan"]
+
+
+@dataclass(frozen=True)
+class FirstRequest:
+    """A first model request built before the runtime.
+
+    Attributes:
+        messages: the system prompt and the user's message.
+        tools: the first step's tool definitions.
+        servers: the enabled servers, whose skills on disk the prompt shows.
+    """
+
+    messages: list[Message]
+    tools: list[dict[str, Any]]
+    servers: list[str]
+
+
+def covered_servers(
+    root: Path, servers: Sequence[tuple[str, bool]], only: frozenset[str] | set[str] | None = None
+) -> list[str] | None:
+    """The enabled ``servers`` (``(name, enabled)`` of a valid configuration), when the
+    skills under ``root`` cover them: each has its ``mcp:<server>`` skill (or an entry in the
+    skills config, one that never connected), and every generated skill on disk is a
+    configured server's; ``None`` when not (a server new to this Keen home, one removed
+    since). Reads the skills directory only.
+
+    Args:
+        root: the skills directory.
+        servers: every configured server and whether it is enabled, in configuration order.
+        only: the servers a session was limited to, if any.
+    """
+    from keen.skills.config import SkillsConfig
+    from keen.skills.discover import MARKER_FILE
+
+    enabled = [name for name, on in servers if on and (only is None or name in only)]
+    try:
+        listed = set(SkillsConfig.load(root / "config.json").names())
+    except KeenError:
+        return None
+    try:
+        entries = list(root.iterdir())
+    except FileNotFoundError:
+        entries = []
+    except OSError:
+        return None
+    present = {entry.name for entry in entries}
+    for name in enabled:
+        skill = f"mcp:{name}"
+        # One listing instead of a stat per spelling; exists() still follows a symlink.
+        spellings = [d for d in paths.skill_dir_spellings(skill) if d in present]
+        if skill not in listed and not any((root / d).exists() for d in spellings):
+            return None
+    configured = {spelling for name, _ in servers for spelling in paths.skill_dir_spellings(f"mcp:{name}")}
+    for entry in entries:
+        # Dot entries are the versions a skill's link points at, never a skill themselves.
+        if entry.name.startswith(".") or entry.name in configured:
+            continue
+        if (entry / MARKER_FILE).is_file():
+            return None  # a generated skill of a server no longer configured: the sync removes it
+    return enabled
+
+
+def plan(
+    prompt: str,
+    *,
+    skills_root: Path | None = None,
+    config_path: Path | None = None,
+    budget: int | None = None,
+) -> FirstRequest | None:
+    """The first request of a new session asked ``prompt``, when it can be built before the
+    runtime (module doc); else ``None``, and the session builds it as it always did.
+
+    Args:
+        prompt: the user's first message.
+        skills_root: the skills directory; default ``$KEEN_HOME/skills``.
+        config_path: configs.json; default ``$KEEN_HOME/mcp/configs.json``.
+        budget: tokens for the catalog plus the tools (the session's ``prompt_budget``);
+            default :data:`keen.agent.system_prompt.DEFAULT_PROMPT_BUDGET`.
+    """
+    from keen.mcp.config.validated import known_servers
+
+    root = skills_root or paths.skills_dir()
+    servers = known_servers(config_path or paths.mcp_config_path())
+    if servers is None:
+        return None  # validated first, as ever: its errors come before anything else
+    covered = covered_servers(root, servers)
+    if covered is None:
+        return None
+    from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt
+    from keen.harness.definitions import first_step_tools
+    from keen.skills.cache import DiscoveryCache
+
+    tools = first_step_tools()
+    try:
+        found = DiscoveryCache(root).discover()
+        text = build_system_prompt(
+            root, tools, budget=DEFAULT_PROMPT_BUDGET if budget is None else budget, skills=found.enabled
+        )
+    except KeenError:
+        return None  # the session says what is wrong with the skills, as it always did
+    return FirstRequest([Message("system", text), Message("user", prompt)], tools, covered)
+
+
+class EarlyModel:
+    """A model whose first call was made before anyone asked for it (module doc).
+
+    :meth:`send` (run in a task group that outlives the session) streams ``first`` from
+    ``model`` into a buffer; the first :meth:`stream` call with the same messages and tools
+    reads the buffer (and the call's error, if it failed), any other call asks ``model``.
+    Every other attribute is ``model``'s.
+
+    Args:
+        model: the session's model.
+        first: the request to send early.
+    """
+
+    def __init__(self, model: Model, first: FirstRequest) -> None:
+        import anyio
+
+        self.model = model
+        self.name: str = model.name
+        self.first = first
+        self._send, self._receive = anyio.create_memory_object_stream[ModelEvent](math.inf)
+        self._error: BaseException | None = None
+        self._claimed = False
+        self._scope = anyio.CancelScope()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    async def send(self) -> None:
+        """Ask the model now and keep its answer for :meth:`stream`."""
+        with self._scope, self._send:
+            try:
+                async for event in self.model.stream(self.first.messages, self.first.tools):
+                    await self._send.send(event)
+            except Exception as exc:  # the session's stream raises it, as the model would have
+                self._error = exc
+
+    def start(self, task_group: TaskGroup) -> None:
+        """Start :meth:`send` in ``task_group``."""
+        task_group.start_soon(self.send)
+
+    async def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
+        """The early answer when this is the first call and asks what was sent early; else the model's."""
+        if not self._claimed:
+            self._claimed = True
+            if messages == self.first.messages and tools == self.first.tools:
+                async with self._receive:
+                    async for event in self._receive:
+                        yield event
+                if self._error is not None:
+                    raise self._error
+                return
+            self._scope.cancel()  # asked for something else: the early answer is not this one
+            self._receive.close()
+        async for event in self.model.stream(messages, tools):
+            yield event

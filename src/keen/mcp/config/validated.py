@@ -1,0 +1,135 @@
+"""configs.json's servers without its validation models, when that very text validated before.
+
+Validating configs.json imports pydantic and builds its models: about 250 ms of CPU with
+292 servers, which ``keen chat`` would spend before its first model request only to learn
+the servers' names and whether each is enabled. After a full validation
+(:func:`keen.mcp.config.load_config`) found every entry valid, :func:`remember_valid`
+records a digest of the file's text; while the text stays the same, :func:`known_servers`
+reads the names and ``enabled`` flags with ``json`` alone. The file is validated in full
+later all the same (the Manager loads it when the servers start): this is only what a
+prompt needs, early.
+
+A text whose digest is not recorded (new, edited, never validated, or one whose validation
+found a broken entry) is not read here: the caller validates it first, so a broken
+configuration gives the same error as ever, before anything else happens. Text with
+``${VAR}`` is never recorded, as its meaning depends on the environment; the digest covers
+Keen's version and the validation rules' module, so an upgrade validates again.
+
+The record is ``$KEEN_HOME/cache/configs-valid.json``: the digest and nothing of the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from keen import paths
+from keen._fs import atomic_write_json
+from keen._version import __version__
+
+__all__ = ["known_servers", "remember_valid"]
+
+_RECORD = "configs-valid.json"
+
+
+def _record_path() -> Path:
+    return paths.keen_home() / "cache" / _RECORD
+
+
+def _digest(path: Path, text: str) -> str | None:
+    """The record's key for ``text`` read from ``path``, or None when it may not be recorded."""
+    if "${" in text:
+        return None
+    try:
+        rules = (Path(__file__).with_name("servers.py")).stat()
+    except OSError:
+        return None
+    seed = f"{__version__}\0{rules.st_size}:{rules.st_mtime_ns}\0{path.absolute()}\0"
+    return hashlib.sha256(seed.encode() + text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _servers(text: str) -> list[tuple[str, bool]] | None:
+    """Names and ``enabled`` flags of configs.json's text read as plain JSON, in file order;
+    None when it is not plainly that shape (the validation says what it is)."""
+    try:
+        raw: Any = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(raw, dict):
+        return None
+    servers: Any = raw.get("servers", {})  # pyright: ignore[reportUnknownMemberType]
+    if not isinstance(servers, dict):
+        return None
+    out: list[tuple[str, bool]] = []
+    for name, entry in servers.items():  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(entry, Mapping):
+            return None
+        enabled: Any = entry.get("enabled", True)  # pyright: ignore[reportUnknownMemberType]
+        if not isinstance(enabled, bool):
+            return None  # "true", 1...: as the validation reads them, not guessed here
+        out.append((str(name), enabled))  # pyright: ignore[reportUnknownArgumentType]
+    return out
+
+
+def known_servers(path: Path) -> list[tuple[str, bool]] | None:
+    """Each server of configs.json at ``path`` and whether it is enabled, in file order,
+    read without validating, when a full validation of the same text found every entry
+    valid (module doc); ``[]`` for a missing or empty file (no servers).
+
+    Returns:
+        ``None`` when the text must be validated first: never recorded, changed since, or
+        unreadable.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.strip():
+        return []
+    key = _digest(path, text)
+    if key is None:
+        return None
+    try:
+        record = json.loads(_record_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("digest") != key:  # pyright: ignore[reportUnknownMemberType]
+        return None
+    return _servers(text)
+
+
+def remember_valid(path: Path, servers: Mapping[str, bool], invalid: Mapping[str, str]) -> bool:
+    """Record configs.json at ``path`` as valid when its full validation gave ``servers``
+    (name -> enabled, every entry valid) and nothing ``invalid``, and its text says the same
+    now (it is read again: an edit since is not recorded).
+
+    Returns:
+        Whether it was recorded. Never raises: a cache that cannot be written only means
+        the next start validates first.
+    """
+    if invalid:
+        return False
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    key = _digest(path, text)
+    if key is None or _servers(text) != list(servers.items()):
+        return False
+    record = _record_path()
+    try:
+        if json.loads(record.read_text(encoding="utf-8")).get("digest") == key:
+            return True
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(record, {"digest": key}, fsync=False)
+    except OSError:
+        return False
+    return True

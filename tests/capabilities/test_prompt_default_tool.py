@@ -1,0 +1,60 @@
+"""``keen.prompt.budgeted_prompt`` without ``call_tool``: the ``call_mcp_tool`` definition
+``keen prompt`` and ``keen.gateway.tool_definition`` give for the same skills directory, and
+a host that only builds its prompt imports no gateway (issue 26: the library's prompt)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from keen.gateway import tool_definition
+from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
+from keen.mcpskills import generate_skill
+from keen.prompt import budgeted_prompt
+
+NOW = datetime(2026, 1, 2, tzinfo=UTC)
+
+
+def skills(root: Path, count: int) -> Path:
+    for n in range(count):
+        server = f"server-{n}"
+        tools = [
+            Tool(
+                server,
+                f"tool_{t}",
+                f"Does thing {t} of server {n} with care and at length.",
+                {"type": "object"},
+            )
+            for t in range(3)
+        ]
+        status = ServerStatus(server, "stdio", "none", ServerState.CONNECTED, last_refresh_at=NOW)
+        generate_skill(root, status, tools, info=ServerInfo(server, "1", None, None), now=NOW, fsync=False)
+    return root
+
+
+def test_the_default_call_tool_is_the_gateways_for_the_same_directory(tmp_path: Path) -> None:
+    root = skills(tmp_path / "skills", 40)
+    fixed = budgeted_prompt(0, root).overhead_tokens  # the two tool definitions
+    steps = set()
+    for budget in (fixed + 120, fixed + 400, 20_000):
+        default = budgeted_prompt(budget, root)
+        given = budgeted_prompt(budget, root, call_tool=tool_definition("openai", skills_dir=str(root)))
+        assert default == given, budget
+        steps.add(default.step)
+    assert {"folded", "full"} <= steps, steps
+
+
+def test_a_host_building_its_prompt_imports_no_gateway(tmp_path: Path) -> None:
+    root = skills(tmp_path / "skills", 3)
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom keen.prompt import budgeted_prompt\n"
+        f"section = budgeted_prompt(4000, Path({str(root)!r}))\n"
+        "print(section.step, sorted(m for m in ('keen.gateway', 'keen.calls', 'anyio') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "KEEN_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["full", "[]"], done.stdout
