@@ -202,6 +202,8 @@ def _warm_encoder() -> None:
     loaded = encoder.sentence_encoder()  # when it cannot load, each child tries (and says so) itself
     if loaded is not None:
         loaded.wait_query_graph(60)
+        # and its builder thread gone, so no lock it might hold is copied into a child held
+        encoder._join_builders()  # pyright: ignore[reportPrivateUsage]
     else:
         encoder.reset()
 
