@@ -85,14 +85,22 @@ def _counts() -> list[int]:
 
 def _expected(monkeypatch: pytest.MonkeyPatch, home: Path) -> list[int]:
     """Counts by tiktoken over the bundled vocabulary, read directly (no cache)."""
-    import tiktoken
-
     for var in ("KEEN_TOKENIZER_FILE", "TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KEEN_HOME", str(home))
     bundled = tokens.bundled_o200k_file()
     assert bundled is not None
-    ranks = tokens._read_ranks(str(bundled))  # pyright: ignore[reportPrivateUsage]
+    return list(_reference_counts(str(bundled)))
+
+
+@functools.cache
+def _reference_counts(bundled: str) -> tuple[int, ...]:
+    """:data:`TEXTS` counted by an encoder built here from the file itself; once per module
+    (reading the vocabulary and building the encoder cost about 0.45 s of CPU, and each
+    test of the caches needs the same reference)."""
+    import tiktoken
+
+    ranks = tokens._read_ranks(bundled)  # pyright: ignore[reportPrivateUsage]
     assert ranks is not None
     reference = tiktoken.Encoding(
         name="o200k_base",
@@ -100,7 +108,7 @@ def _expected(monkeypatch: pytest.MonkeyPatch, home: Path) -> list[int]:
         mergeable_ranks=ranks,
         special_tokens=tokens.O200K_SPECIAL_TOKENS,
     )
-    return [len(reference.encode_ordinary(text)) for text in TEXTS]
+    return tuple(len(reference.encode_ordinary(text)) for text in TEXTS)
 
 
 def _corruptions(good: bytes) -> dict[str, bytes]:

@@ -232,24 +232,28 @@ async def test_scripted_model_replays_a_stop_reason(tmp_path: Path) -> None:
         open_model(f"scripted:{script}")
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_choosing_a_model_loads_its_sdk_only_at_the_first_request(provider: str, keys: None) -> None:
+def test_choosing_a_model_loads_its_sdk_only_at_the_first_request(keys: None) -> None:
     # keen chat builds its system prompt after choosing the model: the SDK (hundreds of ms of
-    # CPU to import) loads with the first request, not before the prompt (issue 26).
-    with FakeLLM([Reply(text="hi")]) as fake:
-        base = fake.url + "/v1" if provider == "openai" else fake.url
+    # CPU to import) loads with the first request, not before the prompt (issue 26). Both
+    # providers in one new interpreter (each one's SDK is absent until its own first request).
+    with FakeLLM([Reply(text="hi"), Reply(text="hi")]) as fake:
         code = (
             "import asyncio, sys\n"
             "from keen.agent import Message, open_model\n"
-            f"model = open_model({provider + ':m'!r}, base_url={base!r})\n"
-            f"print({provider!r} in sys.modules)\n"
-            "async def turn():\n"
+            "async def turn(model):\n"
             "    text = [e.text async for e in model.stream([Message('user', 'x')], []) if hasattr(e, 'text')]\n"
             "    await model.aclose()\n"
             "    return ''.join(text)\n"
-            f"print(asyncio.run(turn()), {provider!r} in sys.modules)\n"
         )
+        for provider in ("openai", "anthropic"):
+            base = fake.url + "/v1" if provider == "openai" else fake.url
+            code += (
+                f"model = open_model({provider + ':m'!r}, base_url={base!r})\n"
+                f"print({provider!r} in sys.modules)\n"
+                f"print(asyncio.run(turn(model)), {provider!r} in sys.modules)\n"
+            )
         done = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
         )
-    assert done.stdout.split() == ["False", "hi", "True"], done.stderr
+    assert done.stdout.split() == ["False", "hi", "True"] * 2, done.stderr
+    assert [r.path for r in fake.requests] == ["/v1/chat/completions", "/v1/messages"]

@@ -14,7 +14,7 @@ new interpreters, and so is ``keen`` where its own start is under test (``REAL_K
 ``tests/helpers/cli.py``). ``keen chat`` under tmux is forked too: the child gets the
 terminal as its standard streams, and the launcher forwards the SIGINT a Ctrl-C sends it.
 
-The warm process also holds Keen's exact token counter, built once (``keen.tokens``: reading
+The warm process also holds the search model, loaded once (:func:`_warm_encoder`), and Keen's exact token counter, built once (``keen.tokens``: reading
 the o200k vocabulary and building tiktoken's encoder cost a forked ``keen`` about 0.6 s of
 CPU, most of a one-shot ``keen chat``): a child counts with it instead of building its own
 in a fresh ``KEEN_HOME``, and so writes no rank cache there. The cache's own behaviour is
@@ -63,6 +63,37 @@ PRELOAD = (
     "keen.agent.providers",
     "keen.demo.server",
     "openai",
+    # What a forked `keen chat` (and most other commands) imported on top of the above:
+    # about 0.5 s of CPU in each child, with bytecode cached (prompt_toolkit, numpy, the
+    # search stack, the skills sync, MCP auth, jsonschema, yaml).
+    "keen.cli._app",
+    "keen.cli._prompt",
+    "keen.agent.repl",
+    "keen.agent.slash",
+    "keen.agent.providers.scripted",
+    "keen.capabilities.search",
+    "keen.capabilities.dense",
+    "keen.capabilities.encoder",
+    "keen.mcpskills.startup",
+    "keen.mcp.auth.connect",
+    "keen.mcp.calls.send",
+    "keen.mcp.config.importer",
+    "keen.mcp.connection.server",
+    "keen.mcp.listing.watch",
+    "prompt_toolkit.shortcuts",
+    "jsonschema",
+    "yaml",
+    # FastMCP, which some test servers are written with (its package imports its server
+    # lazily: about 0.7 s of CPU in each such server).
+    "fastmcp.server.server",
+    "fastmcp.server.context",
+    "fastmcp.server.elicitation",
+    "fastmcp.server.sessions",
+    "fastmcp.server.middleware.dereference",
+    "fastmcp.server.providers.prefab_synthesis",
+    "fastmcp.server.transforms.catalog",
+    "fastmcp.apps.app",
+    "griffe",
 )
 
 FORKED = frozenset(
@@ -159,6 +190,24 @@ def _warm_token_counter() -> None:
             os.environ["KEEN_HOME"] = saved
 
 
+def _warm_encoder() -> None:
+    """Load the search model (and its int8 query graph) here, for every child: about 1.1 s
+    of CPU that each forked ``keen`` building a catalog spent again. Its ONNX sessions run
+    on the calling thread (one intra- and inter-op thread, ``keen.capabilities.encoder``),
+    so a fork inherits a usable copy; nothing is encoded here, so the tokenizer's thread
+    pool never starts before a fork. Loading it stays tested where it is under test
+    (``tests/capabilities``) and in every process started as a new interpreter."""
+    from keen.capabilities import encoder
+
+    loaded = encoder.sentence_encoder()  # when it cannot load, each child tries (and says so) itself
+    if loaded is not None:
+        loaded.wait_query_graph(60)
+        # and its builder thread gone, so no lock it might hold is copied into a child held
+        encoder._join_builders()  # pyright: ignore[reportPrivateUsage]
+    else:
+        encoder.reset()
+
+
 def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     fds = array.array("i")
     data, ancdata, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_SPACE(3 * fds.itemsize))
@@ -247,6 +296,7 @@ def serve(path: str) -> None:
     for name in PRELOAD:
         importlib.import_module(name)
     _warm_token_counter()
+    _warm_encoder()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(128)
