@@ -242,6 +242,7 @@ class Manager:
         self.only = only
         self._transports = dict(transports or {})
         self._connections: dict[str, ServerConnection] = {}
+        self._moves = 0  # see tools_version()
         self._misconfigured: dict[str, ServerStatus] = {}
         self._retired: list[ServerConnection] = []
         self._shown_names: dict[str, tuple[ToolsView, dict[str, Tool]]] = {}
@@ -272,6 +273,7 @@ class Manager:
             self._misconfigured[name] = misconfigured_status(name, message, config.invalid_kinds.get(name))
         for name, server in config.servers.items():
             self._connections[name] = self._new_connection(name, server)
+            self._moved()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._started = True
@@ -450,6 +452,13 @@ class Manager:
             for name, rt in self._connections.items()
             if rt.state is ServerState.CONNECTED
         ]
+
+    def tools_version(self) -> int:
+        """A number that moves whenever any server's tool list, connection state or config
+        entry changes, or a server is added or dropped: what a cache of every server's tools
+        keys on (with :meth:`view_version`), in constant time, for a caller that asks on every
+        call (``keen serve``); :meth:`tool_versions` says which servers are connected."""
+        return self._moves
 
     def status(self, name: str) -> ServerStatus:
         """Status of one server.
@@ -788,6 +797,7 @@ class Manager:
             # The config and the dicts change together, with no await between: a call or a
             # status query sees the old server or the new one, never half of each.
             self._config = with_entry_of(self.config, name, fresh)
+            self._moved()
             if error is not None:
                 status = misconfigured_status(name, error, fresh.invalid_kinds.get(name))
                 self._misconfigured[name] = status
@@ -819,6 +829,7 @@ class Manager:
 
             self._config = with_entry_of(self.config, name, MCPConfig())
         runtime = self._connections.pop(name, None)
+        self._moved()
         if runtime is None:
             return
         runtime.retire()
@@ -852,7 +863,11 @@ class Manager:
             on_tools=self._notify_changes,
             refresh_interval=self._refresh_interval,
             launches=self._launches,
+            on_moved=self._moved,
         )
+
+    def _moved(self) -> None:
+        self._moves += 1
 
     def _connection(self, name: str) -> ServerConnection:
         runtime = self._connections.get(name)
