@@ -246,6 +246,7 @@ class Manager:
         self._misconfigured: dict[str, ServerStatus] = {}
         self._retired: list[ServerConnection] = []
         self._shown_names: dict[str, tuple[ToolsView, dict[str, Tool]]] = {}
+        self._views: dict[str, tuple[list[Tool], Any, Hashable, ToolsView]] = {}
         """Server -> its last view and that view's tools by name (:meth:`_find_tool`)."""
         self._reload_lock = anyio.Lock()
         self._observers: list[StatusObserver] = []
@@ -498,9 +499,18 @@ class Manager:
         changed definitions as they were pinned, new ones held, annotations trusted only where
         the user said so), or as listed without trust. Raises like :meth:`list_tools`."""
         runtime = self._connected(name)
-        if self.trust is None:
+        trust = self.trust
+        if trust is None:
             return ListedView(name, tuple(runtime.tools))
-        return self.trust.shown(name, runtime.tools, runtime.config)
+        # By ToolTrust's contract the view follows the tools, the config and the stamp alone:
+        # asked on every call, it is made again only when one of them moved.
+        tools, config, stamp = runtime.tools, runtime.config, trust.stamp(name)
+        cached = self._views.get(name)
+        if cached is not None and cached[0] is tools and cached[1] is config and cached[2] == stamp:
+            return cached[3]
+        view = trust.shown(name, tools, config)
+        self._views[name] = (tools, config, stamp, view)  # holds the list: its id is not reused
+        return view
 
     def view_stamp(self, name: str) -> Hashable:
         """A key that changes when :meth:`view` may change though the tool list did not (a pin
