@@ -1,17 +1,23 @@
 """CPU per call: ``keen serve``'s pipeline and ``Manager.call_tool`` against the raw SDK.
 
-Three paths to the same tool of the same stdio server (Keen's demo server, ``word_count``),
-in one process, so the client's CPU time (``time.process_time``: every thread of this
-process; the servers are other processes) is each path's own:
+Paths to the same tool of the same stdio server (Keen's demo server, ``word_count``), in
+one process, so the client's CPU time (``time.process_time``: every thread of this process;
+the servers are other processes) is each path's own:
 
-- ``ClientSession.call_tool``: the MCP SDK alone, on a session opened here (the baseline);
+- ``ClientSession.call_tool``: the MCP SDK alone, on a session opened here that negotiates
+  the protocol era as Keen's Manager does (``server/discover``, else ``initialize``: the
+  SDK's ``Client(mode="auto")``), so both speak the same era (the baseline; with the demo
+  server 2026-07-28, whose requests carry the client's info and capabilities in ``_meta``);
+- the same on a session opened with ``initialize`` alone (the 2025-11-25 handshake era),
+  for reference;
 - ``Manager.call_tool``: Keen's MCP client (its own stdio transport, argument checks);
 - ``keen serve``: a served ``tools/call`` as :class:`keen.serve.server.KeenServer` runs it
   (``router.call``: the harness's pipeline, validate, visibility, permission, pin check,
   execute, truncate, the audit log written), without the HTTP layer in front.
 
-Each repetition times ``--calls`` calls of each path in turn (after 50 untimed calls each),
-and the figures are min / median / max of the per-call CPU over ``--repeat`` repetitions,
+Each repetition makes ``--calls`` rounds of one call of each path (after 50 untimed calls
+each), the order reversed every round so a change in the machine's load falls on every path
+alike, and the figures are min / median / max of the per-call CPU over ``--repeat`` repetitions,
 with the ratios of the medians to the SDK's (target: ``keen serve`` within 1.3x) and the
 machine's load average before and after. Prints figures, never asserts.
 
@@ -42,6 +48,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from _common import DEMO_SERVER, PYTHON, keen_home, load_text, print_block, verdict, write_config
 from keen.mcp import Manager
+from keen.mcp.connection.sdk_private import negotiate_auto
 from keen.serve.server import KeenServer
 from keen.trust import PinGuard
 from mcp import ClientSession
@@ -64,13 +71,21 @@ async def bench(calls: int, repeat: int) -> dict[str, Any]:
             )
             await manager.wait_ready(60)
             params = StdioServerParameters(command=PYTHON, args=DEMO_SERVER, env=dict(os.environ))
-            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-            session = await stack.enter_async_context(ClientSession(read, write))
-            await session.initialize()
-            await session.list_tools()
+            sessions: dict[str, ClientSession] = {}
+            for era in ("same", "legacy"):
+                read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+                session = sessions[era] = await stack.enter_async_context(ClientSession(read, write))
+                await (negotiate_auto(session) if era == "same" else session.initialize())
+                await session.list_tools()
+            eras = {era: str(session.protocol_version) for era, session in sessions.items()}
+            eras["keen"] = str(manager.server_info("bench").protocol_version)  # type: ignore[union-attr]
 
             async def sdk() -> None:
-                result = await session.call_tool(TOOL, ARGUMENTS)
+                result = await sessions["same"].call_tool(TOOL, ARGUMENTS)
+                assert not result.is_error
+
+            async def sdk_legacy() -> None:
+                result = await sessions["legacy"].call_tool(TOOL, ARGUMENTS)
                 assert not result.is_error
 
             async def keen_manager() -> None:
@@ -83,6 +98,7 @@ async def bench(calls: int, repeat: int) -> dict[str, Any]:
 
             paths: dict[str, Callable[[], Awaitable[None]]] = {
                 "sdk": sdk,
+                "sdk_legacy": sdk_legacy,
                 "manager": keen_manager,
                 "serve": keen_serve,
             }
@@ -90,19 +106,27 @@ async def bench(calls: int, repeat: int) -> dict[str, Any]:
                 for _ in range(50):
                     await call()
             per_call: dict[str, list[float]] = {name: [] for name in paths}
+            order = list(paths.items())
             for _ in range(repeat):
-                for name, call in paths.items():
-                    start = time.process_time()
-                    for _ in range(calls):
+                spent = dict.fromkeys(paths, 0)
+                for i in range(calls):
+                    # One call of each path in turn, the order reversed every round: the load
+                    # of a shared machine moves each path's figure alike.
+                    for name, call in order if i % 2 == 0 else order[::-1]:
+                        start = time.process_time_ns()
                         await call()
-                    per_call[name].append((time.process_time() - start) / calls * 1e6)
+                        spent[name] += time.process_time_ns() - start
+                for name in paths:
+                    per_call[name].append(spent[name] / calls / 1e3)
             python_calls = {name: await _python_calls(call) for name, call in paths.items()}
     medians = {name: statistics.median(values) for name, values in per_call.items()}
     return {
         "calls": calls,
         "repeat": repeat,
+        "eras": eras,
         "cpu_us": per_call,
         "median_us": medians,
+        "legacy_ratio": medians["sdk_legacy"] / medians["sdk"],
         "manager_ratio": medians["manager"] / medians["sdk"],
         "serve_ratio": medians["serve"] / medians["sdk"],
         "python_calls": python_calls,
@@ -150,7 +174,15 @@ def main() -> None:
         [
             ("server / tool", f"demo over stdio / {TOOL}"),
             ("calls", f"{fig['calls']} per path, {fig['repeat']} repetitions (min / median / max)"),
-            ("ClientSession.call_tool", row("sdk") + "  (baseline)"),
+            (
+                "protocol era",
+                f"{fig['eras']['keen']} (Keen and the baseline); the reference: {fig['eras']['legacy']}",
+            ),
+            ("ClientSession.call_tool", row("sdk") + "  (baseline: the same era as Keen)"),
+            (
+                "  the same, 2025-11-25 era",
+                row("sdk_legacy") + f"  x{fig['legacy_ratio']:.2f}  (reference: another protocol era)",
+            ),
             ("Manager.call_tool", row("manager") + f"  x{fig['manager_ratio']:.2f}"),
             (
                 "keen serve pipeline",
@@ -159,8 +191,8 @@ def main() -> None:
             ),
             (
                 "Python calls per call",
-                " / ".join(f"{fig['python_calls'][n]:.0f}" for n in ("sdk", "manager", "serve"))
-                + "  (SDK / Manager / keen serve)",
+                " / ".join(f"{fig['python_calls'][n]:.0f}" for n in ("sdk", "sdk_legacy", "manager", "serve"))
+                + "  (SDK / SDK 2025-11-25 / Manager / keen serve)",
             ),
             (
                 "machine",

@@ -1,7 +1,10 @@
 """Call-overhead benchmark: ``Manager.call_tool`` against the raw SDK.
 
 Two processes of the same stdio server: one owned by a Manager, one driven by a plain
-``mcp.ClientSession`` opened here. Each iteration makes one call through each path, in an
+``mcp.ClientSession`` opened here, which negotiates the protocol era as the Manager does
+(``server/discover``, else ``initialize``: the SDK's ``Client(mode="auto")``), so both paths
+speak the same era (``--sdk-era legacy``: the baseline session uses ``initialize`` alone, the
+2025-11-25 era, for reference). Each iteration makes one call through each path, in an
 order that alternates every iteration so neither path always runs first (warm caches,
 scheduler luck). After ``--warmup`` untimed calls each, ``--calls`` calls per path are
 timed with ``perf_counter_ns``, ``--repeat`` times over the same connections. Reports, as
@@ -14,7 +17,7 @@ The default server is Keen's demo server (official SDK ``MCPServer``) calling
 ``bench/servers/tiny_stdio.py``'s ``echo`` (no SDK on the server side, so the client's share
 of each call is as large as it gets).
 
-Usage: ``python bench/call_overhead.py [--calls 1000] [--warmup 50] [--repeat 5] [--server demo|tiny] [--json]``
+Usage: ``python bench/call_overhead.py [--calls 1000] [--warmup 50] [--repeat 5] [--server demo|tiny] [--sdk-era same|legacy] [--json]``
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from _common import (
     write_config,
 )
 from keen.mcp import Manager, ServerState
+from keen.mcp.connection.sdk_private import negotiate_auto
 from keen.trust import PinGuard
 from mcp import ClientSession
 
@@ -72,8 +76,13 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             params = StdioServerParameters(command=PYTHON, args=server_args, env=dict(os.environ))
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
             session = await stack.enter_async_context(ClientSession(read, write))
-            await session.initialize()
+            await (session.initialize() if args.sdk_era == "legacy" else negotiate_auto(session))
             await session.list_tools()  # the same warm tool cache the Manager has
+            info = manager.server_info("bench")
+            eras = {
+                "keen": str(info.protocol_version if info else None),
+                "sdk": str(session.protocol_version),
+            }
 
             async def via_manager() -> int:
                 start = time.perf_counter_ns()
@@ -116,6 +125,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "server": args.server,
         "tool": tool,
+        "eras": eras,
         "calls": args.calls,
         "warmup": args.warmup,
         "repeat": args.repeat,
@@ -137,6 +147,7 @@ def report(fig: dict[str, Any]) -> None:
 
     rows = [
         ("server / tool", f"{fig['server']} over stdio / {fig['tool']}"),
+        ("protocol era", f"Manager {fig['eras']['keen']}, ClientSession {fig['eras']['sdk']}"),
         (
             "calls per path",
             f"{fig['calls']} timed x {fig['repeat']} repetitions, alternating order, after "
@@ -170,6 +181,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions (default 5)")
     parser.add_argument(
         "--server", choices=sorted(SERVERS), default="demo", help="server program (default demo)"
+    )
+    parser.add_argument(
+        "--sdk-era",
+        choices=["same", "legacy"],
+        default="same",
+        help="the baseline session's protocol era: the Manager's (default) or 2025-11-25",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()

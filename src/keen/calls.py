@@ -368,9 +368,16 @@ class CheckCall:
 def pinning_policy(manager: Manager, server: str) -> Any:
     """The server's pinning policy; :mod:`keen.trust.pins` is imported on the first call
     (``keen prompt`` imports the gateway for its definition alone)."""
-    from keen.trust.pins import pinning_policy as policy
+    global _pinning_policy
+    if _pinning_policy is None:
+        from keen.trust.pins import pinning_policy as policy
 
-    return policy(manager.config.servers[server])
+        _pinning_policy = policy
+    return _pinning_policy(manager.config.servers[server])
+
+
+_pinning_policy: Callable[[Any], Any] | None = None
+""":func:`keen.trust.pins.pinning_policy`, once the first call imported it."""
 
 
 class PinCheck:

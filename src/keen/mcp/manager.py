@@ -242,9 +242,11 @@ class Manager:
         self.only = only
         self._transports = dict(transports or {})
         self._connections: dict[str, ServerConnection] = {}
+        self._moves = 0  # see tools_version()
         self._misconfigured: dict[str, ServerStatus] = {}
         self._retired: list[ServerConnection] = []
         self._shown_names: dict[str, tuple[ToolsView, dict[str, Tool]]] = {}
+        self._views: dict[str, tuple[list[Tool], Any, Hashable, ToolsView]] = {}
         """Server -> its last view and that view's tools by name (:meth:`_find_tool`)."""
         self._reload_lock = anyio.Lock()
         self._observers: list[StatusObserver] = []
@@ -272,6 +274,7 @@ class Manager:
             self._misconfigured[name] = misconfigured_status(name, message, config.invalid_kinds.get(name))
         for name, server in config.servers.items():
             self._connections[name] = self._new_connection(name, server)
+            self._moved()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._started = True
@@ -451,6 +454,13 @@ class Manager:
             if rt.state is ServerState.CONNECTED
         ]
 
+    def tools_version(self) -> int:
+        """A number that moves whenever any server's tool list, connection state or config
+        entry changes, or a server is added or dropped: what a cache of every server's tools
+        keys on (with :meth:`view_version`), in constant time, for a caller that asks on every
+        call (``keen serve``); :meth:`tool_versions` says which servers are connected."""
+        return self._moves
+
     def status(self, name: str) -> ServerStatus:
         """Status of one server.
 
@@ -489,9 +499,18 @@ class Manager:
         changed definitions as they were pinned, new ones held, annotations trusted only where
         the user said so), or as listed without trust. Raises like :meth:`list_tools`."""
         runtime = self._connected(name)
-        if self.trust is None:
+        trust = self.trust
+        if trust is None:
             return ListedView(name, tuple(runtime.tools))
-        return self.trust.shown(name, runtime.tools, runtime.config)
+        # By ToolTrust's contract the view follows the tools, the config and the stamp alone:
+        # asked on every call, it is made again only when one of them moved.
+        tools, config, stamp = runtime.tools, runtime.config, trust.stamp(name)
+        cached = self._views.get(name)
+        if cached is not None and cached[0] is tools and cached[1] is config and cached[2] == stamp:
+            return cached[3]
+        view = trust.shown(name, tools, config)
+        self._views[name] = (tools, config, stamp, view)  # holds the list: its id is not reused
+        return view
 
     def view_stamp(self, name: str) -> Hashable:
         """A key that changes when :meth:`view` may change though the tool list did not (a pin
@@ -788,6 +807,7 @@ class Manager:
             # The config and the dicts change together, with no await between: a call or a
             # status query sees the old server or the new one, never half of each.
             self._config = with_entry_of(self.config, name, fresh)
+            self._moved()
             if error is not None:
                 status = misconfigured_status(name, error, fresh.invalid_kinds.get(name))
                 self._misconfigured[name] = status
@@ -819,6 +839,7 @@ class Manager:
 
             self._config = with_entry_of(self.config, name, MCPConfig())
         runtime = self._connections.pop(name, None)
+        self._moved()
         if runtime is None:
             return
         runtime.retire()
@@ -852,7 +873,11 @@ class Manager:
             on_tools=self._notify_changes,
             refresh_interval=self._refresh_interval,
             launches=self._launches,
+            on_moved=self._moved,
         )
+
+    def _moved(self) -> None:
+        self._moves += 1
 
     def _connection(self, name: str) -> ServerConnection:
         runtime = self._connections.get(name)

@@ -302,13 +302,18 @@ class KeenServer:
                 in another process): every connected server's by default (a listing); a call
                 looks at its own server's only, so its cost does not grow with the servers.
         """
-        versions = self.manager.tool_versions()  # asked per call: no status built per server
-        for name in [name for name, _, _ in versions] if servers is None else servers:
-            self.manager.view_stamp(name)  # a pin file changed since moves the view version
-        key = (tuple(versions), self.manager.view_version())
+        manager = self.manager
+        if servers is None:
+            servers = [name for name, _, _ in manager.tool_versions()]
+        for name in servers:
+            manager.view_stamp(name)  # a pin file changed since moves the view version
+        # Two counters, not a look at every server: a call costs the same at 1 server or 300.
+        key = (manager.tools_version(), manager.view_version())
         if self._catalog is None or key != self._catalog_key:
-            tools = [t for name, _, _ in versions for t in self.manager.list_tools(name)]
-            self._catalog, self._catalog_key = ToolCatalog(tools), key
+            names = [name for name, _, _ in manager.tool_versions()]
+            self._catalog = ToolCatalog([t for name in names for t in manager.list_tools(name)])
+            # After the build: listing a server may see its pin file for the first time.
+            self._catalog_key = (manager.tools_version(), manager.view_version())
             self._server_of.update((t.name, (t.server, t.tool.name)) for t in self._catalog.tools())
         return self._catalog
 

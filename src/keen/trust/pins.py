@@ -178,6 +178,17 @@ class PinReport:
     checks: tuple[ToolCheck, ...] = field(default_factory=tuple)
     reviewed: dict[str, bool] = field(default_factory=lambda: dict[str, bool]())
     """Pinned name -> whether ``keen mcp trust`` pinned it (:attr:`ToolPin.reviewed`)."""
+    _by_name: dict[str, ToolCheck] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # :meth:`check` answers every call's pin check: one lookup, not a scan of the list.
+        by_name: dict[str, ToolCheck] = {}
+        for c in self.checks:
+            if c.status != "removed" and (
+                c.name not in by_name or (c.quarantined and not by_name[c.name].quarantined)
+            ):
+                by_name[c.name] = c
+        object.__setattr__(self, "_by_name", by_name)
 
     def by_status(self, status: ToolStatus) -> list[ToolCheck]:
         return [c for c in self.checks if c.status == status]
@@ -192,8 +203,7 @@ class PinReport:
         A server that lists one name twice with different definitions gets the quarantined
         one: which of the two a call would run is the server's choice, not Keen's.
         """
-        found = [c for c in self.checks if c.name == tool and c.status != "removed"]
-        return next((c for c in found if c.quarantined), found[0] if found else None)
+        return self._by_name.get(tool)
 
     def to_dict(self) -> dict[str, Any]:
         counts = {s: len(self.by_status(s)) for s in ("trusted", "renamed", "changed", "new", "removed")}

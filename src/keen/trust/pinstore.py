@@ -18,11 +18,10 @@ that one ``stat``; a pin file this process writes is looked at again at once.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-from collections.abc import Iterator
-from contextvars import ContextVar
+from contextlib import AbstractContextManager
+from contextvars import ContextVar, Token
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,21 +68,34 @@ concurrent calls (``keen serve``) each have their own; a task started during a c
 outliving it inherits a closed look, which remembers nothing."""
 
 
-@contextlib.contextmanager
-def one_look() -> Iterator[None]:
+def one_look() -> AbstractContextManager[None]:
     """Within the block, :meth:`PinStore.stamp` stats each pin file at most once (one call's
     look at the pins); a block inside another shares the outer one's look."""
-    current = _LOOK.get()
-    if current is not None and current.open:
-        yield
-        return
-    look = _Look()
-    token = _LOOK.set(look)
-    try:
-        yield
-    finally:
-        look.open = False
-        _LOOK.reset(token)
+    return _OneLook()
+
+
+class _OneLook:
+    """:func:`one_look`'s block (a class: every call enters two, and a generator-based
+    context manager costs several times as much)."""
+
+    __slots__ = ("look", "token")
+
+    def __init__(self) -> None:
+        self.look: _Look | None = None
+        self.token: Token[_Look | None] | None = None
+
+    def __enter__(self) -> None:
+        current = _LOOK.get()
+        if current is not None and current.open:
+            return
+        self.look = _Look()
+        self.token = _LOOK.set(self.look)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.token is not None and self.look is not None:
+            self.look.open = False
+            _LOOK.reset(self.token)
+            self.token = self.look = None
 
 
 class PinStore:

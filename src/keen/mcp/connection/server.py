@@ -66,6 +66,10 @@ def _ignore(_status: ServerStatus) -> None:
     """The status callback of a retired runtime."""
 
 
+def _nothing() -> None:
+    """The ``on_moved`` callback of a connection nobody counts."""
+
+
 class ServerConnection:
     """State and owner task of one configured server. Not public: the Manager wraps it."""
 
@@ -84,8 +88,13 @@ class ServerConnection:
         on_tools: ChangeObserver | None = None,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
         launches: anyio.CapacityLimiter | None = None,
+        on_moved: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
+        self._moved = on_moved or _nothing
+        """Told whenever :attr:`state` or :attr:`tools` is set: a cache of what every server
+        lists (``keen serve``'s catalog) keys on the Manager's count of these instead of
+        looking at every server per call."""
         self._launches = launches
         self._elicitation = elicitation
         self._elicitation_url = elicitation_url
@@ -174,6 +183,7 @@ class ServerConnection:
     def _set(self, state: ServerState, error: str | None = None) -> None:
         changed = state != self.state or (error is not None and error != self.last_error)
         self.state = state
+        self._moved()
         if error is not None:
             self.last_error = redactor.redact(error)
         if changed:
@@ -208,6 +218,7 @@ class ServerConnection:
         """
         register_server_secrets(config)
         self.config = config
+        self._moved()  # what its tools look like through the pins follows the entry
         if self.state is ServerState.CONNECTING and self._connect_scope is not None:
             # An attempt with the old entry (a hung command the user just fixed) would hold
             # the reconnect until its own timeout: end it now, the next one takes the new entry.
@@ -527,6 +538,7 @@ class ServerConnection:
         self.tools_by_name = {t.name: t for t in tools}
         self.validator.reset()
         self.last_refresh_at = datetime.now(UTC)
+        self._moved()
         if change:
             logger.debug("server %s: tools changed: %s", self.name, change.summary())
             if count_changed:
@@ -556,6 +568,7 @@ class ServerConnection:
         self.tools_by_name = {t.name: t for t in tools}
         self.validator.reset()
         self.session = session
+        self._moved()
         self.last_connected_at = self.last_refresh_at = now
         for tool in tools:
             logger.debug("server %s: tool %s: %s", self.name, tool.name, one_line(tool.description, 80))
