@@ -43,6 +43,7 @@ __all__ = [
     "JSON_HEADERS",
     "MODERN",
     "KeenServeProcess",
+    "PostsAnswered",
     "connect",
     "free_port",
     "in_process",
@@ -174,6 +175,30 @@ class KeenServeProcess:
         self.stop()
 
 
+class PostsAnswered:
+    """The POSTs an HTTP client sent and the responses to them it has read whole (httpx2
+    event hooks; pass to :func:`connect`). A test that cancels a call waits for
+    :meth:`all_read` before it closes the client: a reply that reaches the SDK's HTTP client
+    after it closed makes it raise ``ClosedResourceError``/``BrokenResourceError`` from its
+    exit, a race of the client's own teardown, not of the server."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.read = 0
+
+    async def on_request(self, request: httpx2.Request) -> None:
+        if request.method == "POST":
+            self.sent += 1
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        if response.request.method == "POST":
+            await response.aread()  # the whole reply, before the SDK takes it
+            self.read += 1
+
+    def all_read(self) -> bool:
+        return self.read >= self.sent
+
+
 @contextlib.asynccontextmanager
 async def connect(
     target: KeenServeProcess | str,
@@ -183,15 +208,18 @@ async def connect(
     home: Path | None = None,
     serve_args: list[str] | None = None,
     url: str | None = None,
+    posts: PostsAnswered | None = None,
 ) -> AsyncIterator[Client]:
-    """An SDK client of ``keen serve`` in ``era`` (``"session"`` or ``"stateless"``)."""
+    """An SDK client of ``keen serve`` in ``era`` (``"session"`` or ``"stateless"``);
+    ``posts`` counts its POSTs and their replies (HTTP only)."""
     # The stateless era through the real negotiation: server/discover, then 2026-07-28.
     mode = "legacy" if era == "session" else "auto"
     if isinstance(target, KeenServeProcess) or url is not None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         endpoint = url or (target.url if isinstance(target, KeenServeProcess) else "")
+        hooks = {} if posts is None else {"request": [posts.on_request], "response": [posts.on_response]}
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=30, verify=tls()) as http,
+            httpx2.AsyncClient(headers=headers, timeout=30, verify=tls(), event_hooks=hooks) as http,
             Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as client,
         ):
             _check_era(client, era)
