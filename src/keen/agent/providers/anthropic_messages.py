@@ -28,6 +28,7 @@ from keen.agent.models import (
 )
 from keen.agent.providers._errors import missing_sdk
 from keen.agent.providers._retry import Attempt, Retry, with_retries
+from keen.agent.providers._sdk_client import LazySdkClient
 from keen.agent.providers._shapes import anthropic_messages, anthropic_tools, tool_call
 
 __all__ = ["AnthropicMessages"]
@@ -72,26 +73,16 @@ class AnthropicMessages:
         self.model = model
         self.endpoint = base_url or DEFAULT_ENDPOINT
         self.retry = Retry(retries=max_retries)
-        self._options: dict[str, Any] = {"api_key": key, "base_url": base_url}
-        self._sdk_client: Any = None
+        self._sdk = LazySdkClient("anthropic", "AsyncAnthropic", {"api_key": key, "base_url": base_url})
 
     @property
     def _client(self) -> Any:
-        """The SDK's client, built at the first request: the SDK (hundreds of ms of CPU to
-        import) loads after the session's system prompt is built, not when the model is
-        chosen (issue 26)."""
-        if self._sdk_client is None:
-            try:
-                import anthropic
-            except ImportError as exc:  # installed but broken: said as a missing SDK is
-                raise missing_sdk("anthropic") from exc
-            self._sdk_client = anthropic.AsyncAnthropic(**self._options, max_retries=0)
-        return self._sdk_client
+        """The SDK's client, built at the first request (:class:`LazySdkClient`)."""
+        return self._sdk.get()
 
     async def aclose(self) -> None:
         """Close the SDK client's connections (in the event loop that used them), if one was built."""
-        if self._sdk_client is not None:
-            await self._sdk_client.close()
+        await self._sdk.aclose()
 
     def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
         """Stream one message (see :class:`keen.agent.models.Model`)."""
