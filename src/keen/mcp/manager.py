@@ -246,8 +246,10 @@ class Manager:
         self._misconfigured: dict[str, ServerStatus] = {}
         self._retired: list[ServerConnection] = []
         self._shown_names: dict[str, tuple[ToolsView, dict[str, Tool]]] = {}
-        self._views: dict[str, tuple[list[Tool], Any, Hashable, ToolsView]] = {}
         """Server -> its last view and that view's tools by name (:meth:`_find_tool`)."""
+        self._views: dict[str, tuple[list[Tool], Any, Hashable, ToolsView]] = {}
+        """Server -> the tools, config entry and pin stamp its last view was made from, and
+        that view (:meth:`view`)."""
         self._reload_lock = anyio.Lock()
         self._observers: list[StatusObserver] = []
         self._change_observers: list[ChangeObserver] = []
