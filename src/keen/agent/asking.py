@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.text import Text
 
 from keen._terminal import terminal_text
+from keen._text import one_line
 from keen.agent.form import MISSING, FormError, check_content, form_fields
 from keen.mcp.connection.elicitation import ElicitAnswer
 
@@ -129,7 +130,7 @@ class Asker:
             Text.assemble(("Allow ", "bold yellow"), (terminal_text(where, one_line=True), "bold"), "?")
         )
         if request.description:
-            self._show(request.description.strip().splitlines()[0][:200], "dim")
+            self._show(one_line(request.description.strip().splitlines()[0], 200), "dim")
         self._show(request.arguments_json())
         try:
             answer = await self._choose(f"[y]es / [n]o / [a]lways for {where} this session: ", _APPROVAL)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from keen._text import one_line
 from keen.capabilities import encoder as _encoder
 from keen.capabilities.vector_cache import VectorCache, text_key
 
@@ -146,7 +147,7 @@ class DenseVectors:
         try:
             self._fill()
         except Exception as exc:  # a background failure must not end the session: rank without it
-            self.failed = " ".join(str(exc).split())[:200] or type(exc).__name__
+            self.failed = one_line(str(exc), 200) or type(exc).__name__
             logger.warning("transformer indexing failed (%s); searching with wordllama", self.failed)
         finally:
             self._finished.set()

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from keen._text import one_line
 from keen.capabilities._onnx import int8_graph
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ class SentenceEncoder:
         # An older onnxruntime without 8-bit MatMulNBits raises its own exception types:
         # queries then keep the exact graph, which is only slower.
         except Exception as exc:
-            logger.info("queries use the exact encoder graph (%s)", " ".join(str(exc).split())[:200])
+            logger.info("queries use the exact encoder graph (%s)", one_line(str(exc), 200))
         finally:
             self._query_ready.set()
 
@@ -267,7 +268,7 @@ def sentence_encoder() -> SentenceEncoder | None:
             # file it cannot parse: any failure to load means "rank without it", said once.
             except Exception as exc:
                 _state["encoder"] = None
-                _state["reason"] = " ".join(str(exc).split())[:200] or type(exc).__name__
+                _state["reason"] = one_line(str(exc), 200) or type(exc).__name__
                 logger.warning(
                     "the transformer encoder is unavailable (%s); searching with wordllama", _state["reason"]
                 )

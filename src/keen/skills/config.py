@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from keen._fs import atomic_write_json
+from keen._text import shorten
 from keen.errors import SkillError
 from keen.skills.lock import locked
 
@@ -74,7 +75,7 @@ class SkillsConfig:
             (json.dumps(str(k)), json.dumps(v)) for k, v in enabled.items() if not isinstance(v, bool)
         )
         if wrong:
-            shown = ", ".join(f"{name}: {value[:40]}" for name, value in wrong[:5])
+            shown = ", ".join(f"{name}: {shorten(value, 40)}" for name, value in wrong[:5])
             more = f" and {len(wrong) - 5} more" if len(wrong) > 5 else ""
             raise SkillError(
                 f'{path}: "is_enabled" values must be true or false (JSON booleans); fix {shown}{more}'

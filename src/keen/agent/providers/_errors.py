@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from keen._redact import redactor
-from keen._text import shorten
+from keen._text import one_line, shorten
 from keen.agent.models import (
     ModelAuthFailed,
     ModelError,
@@ -94,7 +94,7 @@ def _error_body(exc: BaseException) -> dict[str, Any]:
 def _detail(exc: BaseException) -> str:
     message = str(_error_body(exc).get("message", ""))
     message = message or str(getattr(exc, "message", "") or exc)
-    return redactor.redact(" ".join(message.split()))[:300]
+    return one_line(redactor.redact(message), 300)
 
 
 def _not_a_stream(exc: json.JSONDecodeError, provider: str, where: str) -> ModelError:
