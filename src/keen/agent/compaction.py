@@ -17,6 +17,7 @@ from typing import Any
 
 from keen._text import one_line
 from keen.agent.models import Message
+from keen.entry_tools import CALL_TOOL
 
 __all__ = ["RESULT_PREVIEW_CHARS", "CallRecord", "compact_turn", "record_text"]
 
@@ -41,9 +42,9 @@ def _cut(text: str, limit: int) -> str:
 
 def _label(record: CallRecord) -> str:
     args = record.arguments
-    if record.name == "call_mcp_tool":
+    if record.name == CALL_TOOL:
         inner = json.dumps(args.get("arguments", {}), ensure_ascii=False, sort_keys=True)
-        return f"call_mcp_tool {args.get('server')}/{args.get('tool')} {_cut(inner, ARGUMENT_PREVIEW_CHARS)}"
+        return f"{CALL_TOOL} {args.get('server')}/{args.get('tool')} {_cut(inner, ARGUMENT_PREVIEW_CHARS)}"
     if record.name == "load_skill":
         return f"load_skill {args.get('name')}"
     shown = json.dumps(args, ensure_ascii=False, sort_keys=True)

@@ -76,10 +76,12 @@ class ConsoleView:
 
     def tool_call(self, name: str, arguments: dict[str, Any]) -> None:
         """One line per proposed call: the MCP server/tool for ``call_mcp_tool``."""
+        from keen.entry_tools import CALL_TOOL  # loaded by then: the model saw its definition
+
         self._end_line()
         shown = name
         args: Any = arguments
-        if name == "call_mcp_tool" and isinstance(arguments.get("server"), str):
+        if name == CALL_TOOL and isinstance(arguments.get("server"), str):
             shown = f"{arguments.get('server')}/{arguments.get('tool')}"
             args = arguments.get("arguments", {})
         payload = one_line(redactor.redact(json.dumps(args, ensure_ascii=False, default=str)), CALL_PREVIEW)

@@ -76,17 +76,19 @@ class _OneShotView:
         from rich.text import Text
 
         from keen.cli._terminal import terminal_text
+        from keen.entry_tools import CALL_TOOL
 
-        shown = f"{arguments.get('server')}/{arguments.get('tool')}" if name == "call_mcp_tool" else name
+        shown = f"{arguments.get('server')}/{arguments.get('tool')}" if name == CALL_TOOL else name
         err.print(Text(f"> {terminal_text(shown)}", style="dim"), highlight=False)
 
     def observation(self, obs: Observation) -> None:
         if obs.is_error:
             from rich.text import Text
 
+            from keen._text import shorten
             from keen.cli._terminal import terminal_text
 
-            err.print(Text(f"  {terminal_text(obs.text[:200])}", style="dim"), highlight=False)
+            err.print(Text(f"  {terminal_text(shorten(obs.text, 200))}", style="dim"), highlight=False)
 
     def notice(self, line: str) -> None:
         from rich.text import Text

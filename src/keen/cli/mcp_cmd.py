@@ -260,6 +260,7 @@ def _audit(event: dict[str, Any], text: str, *, approver: str) -> None:
     import logging
     import secrets as token
 
+    from keen.entry_tools import CALL_TOOL
     from keen.harness.events import EventLog, new_session_id
 
     try:
@@ -275,7 +276,7 @@ def _audit(event: dict[str, Any], text: str, *, approver: str) -> None:
         log.emit(
             "call",
             call_id=call_id,
-            name="call_mcp_tool",
+            name=CALL_TOOL,
             arguments={"server": server, "tool": tool, "arguments": event.get("arguments", {})},
             caller="cli",
         )
