@@ -51,7 +51,7 @@ logger = logging.getLogger(__name__)
 
 
 async def send_tool_call(
-    runtime: ServerConnection,
+    connection: ServerConnection,
     session: ClientSession,
     tool: str,
     arguments: dict[str, Any],
@@ -70,17 +70,17 @@ async def send_tool_call(
     ``RemoteProtocolError``, ``InvalidArguments``, ``ToolNotFound`` or ``ToolChanged``.
     """
     try:
-        return await _send_tool_call(runtime, session, tool, arguments, limit, progress, relist)
+        return await _send_tool_call(connection, session, tool, arguments, limit, progress, relist)
     except UserActionRequired as error:
-        if not await pages_done(runtime, error, *pages):
+        if not await pages_done(connection, error, *pages):
             raise
-    if runtime.session is None:  # it went away while the person was at the page
-        raise not_connected(runtime)
-    return await _send_tool_call(runtime, runtime.session, tool, arguments, limit, progress, relist)
+    if connection.session is None:  # it went away while the person was at the page
+        raise not_connected(connection)
+    return await _send_tool_call(connection, connection.session, tool, arguments, limit, progress, relist)
 
 
 async def _send_tool_call(
-    runtime: ServerConnection,
+    connection: ServerConnection,
     session: ClientSession,
     tool: str,
     arguments: dict[str, Any],
@@ -88,34 +88,34 @@ async def _send_tool_call(
     progress: ProgressFnT | None,
     relist: Callable[[], Awaitable[ToolsChanged | None]],
 ) -> ToolResult:
-    name = runtime.name
-    uri = runtime.descriptions_uri
+    name = connection.name
+    uri = connection.descriptions_uri
     send = partial(call_tool_any_era, session, tool, arguments, read_timeout_seconds=limit)
     try:
         raw = await call_with_relist(
             partial(send, progress_callback=progress, descriptions_uri=uri),
             relist=relist,
-            current=lambda: runtime.tools_by_name.get(tool),
-            before=runtime.tools_by_name.get(tool),
+            current=lambda: connection.tools_by_name.get(tool),
+            before=connection.tools_by_name.get(tool),
             server=name,
             tool=tool,
         )
     except Exception as exc:
         error = translate_call_error(
-            exc, server=name, tool=tool, timeout=limit, http_status=runtime.http_status
+            exc, server=name, tool=tool, timeout=limit, http_status=connection.http_status
         )
-        if runtime.config.auth_type == "oauth" and not isinstance(error, CallTimeout | InvalidArguments):
+        if connection.config.auth_type == "oauth" and not isinstance(error, CallTimeout | InvalidArguments):
             # The OAuth provider knows why (e.g. a step-up: the tool needs a wider scope).
             found = classify_auth_failure(
                 exc,
                 server=name,
-                auth=runtime.auth,
-                status_code=runtime.http_status if runtime.http_status in AUTH_STATUSES else None,
+                auth=connection.auth,
+                status_code=connection.http_status if connection.http_status in AUTH_STATUSES else None,
             )
             if found is not None:
                 error = found
         if isinstance(error, ServerDisconnected):
-            runtime.connection_lost(error.message)
+            connection.connection_lost(error.message)
         raise error from exc
     data = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
     return ToolResult(
@@ -128,7 +128,7 @@ async def _send_tool_call(
 
 
 async def send_request(
-    runtime: ServerConnection,
+    connection: ServerConnection,
     session: ClientSession,
     what: str,
     limit: float,
@@ -142,15 +142,15 @@ async def send_request(
             return await send(session)
     except Exception as exc:
         error = translate_call_error(
-            exc, server=runtime.name, tool=what, timeout=limit, http_status=runtime.http_status
+            exc, server=connection.name, tool=what, timeout=limit, http_status=connection.http_status
         )
         if isinstance(error, ServerDisconnected):
-            runtime.connection_lost(error.message)
+            connection.connection_lost(error.message)
         raise error from exc
 
 
 async def pages_done(
-    runtime: ServerConnection, error: UserActionRequired, ask: UrlElicitationCallback | None, wait: float
+    connection: ServerConnection, error: UserActionRequired, ask: UrlElicitationCallback | None, wait: float
 ) -> bool:
     """Whether a call that met ``error`` (``-32042``) may be sent once more now.
 
@@ -164,17 +164,19 @@ async def pages_done(
         to track (pages without ids, a 2026-07-28 session, which has no such notice), no
         ``ask``, a page not accepted (or ``ask`` failed), or the time ran out.
     """
-    tracker, ids = runtime.elicitations, error.elicitation_ids
-    if tracker is None or not ids or not runtime.completion_notices:
+    tracker, ids = connection.elicitations, error.elicitation_ids
+    if tracker is None or not ids or not connection.completion_notices:
         return False
     tracker.expect(ids)
     if ask is None:
         return False
     for (message, url), elicitation_id in zip(error.pages, ids, strict=True):
         try:
-            answer = await ask(runtime.name, message, url)
+            answer = await ask(connection.name, message, url)
         except Exception as exc:  # a broken front end must not break the call's error
-            logger.warning("%s: the URL elicitation callback failed (%s)", runtime.name, type(exc).__name__)
+            logger.warning(
+                "%s: the URL elicitation callback failed (%s)", connection.name, type(exc).__name__
+            )
             return False
         if answer.action != "accept":
             return False
@@ -182,44 +184,44 @@ async def pages_done(
     return await tracker.wait(ids, wait)
 
 
-def connected(runtime: ServerConnection) -> ServerConnection:
-    """``runtime`` when its server is enabled and connected. Raises ``ServerDisabled``, or
+def connected(connection: ServerConnection) -> ServerConnection:
+    """``connection`` when its server is enabled and connected. Raises ``ServerDisabled``, or
     :func:`not_connected`'s error."""
-    if not runtime.config.enabled:
+    if not connection.config.enabled:
         raise ServerDisabled(
-            f'MCP server "{runtime.name}" is disabled in configs.json ("enabled": false)',
-            server=runtime.name,
+            f'MCP server "{connection.name}" is disabled in configs.json ("enabled": false)',
+            server=connection.name,
             remedy=Remedy.ENABLE_SERVER,
         )
-    if runtime.state is not ServerState.CONNECTED or runtime.session is None:
-        raise not_connected(runtime)
-    return runtime
+    if connection.state is not ServerState.CONNECTED or connection.session is None:
+        raise not_connected(connection)
+    return connection
 
 
-def listed_tool(runtime: ServerConnection, tool: str, shown: Mapping[str, Tool] | None = None) -> Tool:
+def listed_tool(connection: ServerConnection, tool: str, shown: Mapping[str, Tool] | None = None) -> Tool:
     """``tool`` as the server's latest tools/list defines it, or as ``shown`` (the trusted
     view of that list) has it when given. Raises ``ToolNotFound`` with up to three close
     names from the same place."""
-    tools = runtime.tools_by_name if shown is None else shown
+    tools = connection.tools_by_name if shown is None else shown
     found = tools.get(tool)
     if found is None:
         close = difflib.get_close_matches(tool, list(tools), n=3)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise ToolNotFound(
-            f'MCP server "{runtime.name}" has no tool "{tool}" in its latest tools/list.{hint}',
-            server=runtime.name,
+            f'MCP server "{connection.name}" has no tool "{tool}" in its latest tools/list.{hint}',
+            server=connection.name,
             tool=tool,
             remedy=Remedy.READ_SKILL,
         )
     return found
 
 
-def not_connected(runtime: ServerConnection) -> MCPServerError:
+def not_connected(connection: ServerConnection) -> MCPServerError:
     """The error a request to a server that is not connected meets, by its state, with the
     remedy its status gives."""
-    name, state = runtime.name, runtime.state
-    detail = f" Last error: {runtime.last_error}" if runtime.last_error else ""
-    remedy = runtime.status().remedy
+    name, state = connection.name, connection.state
+    detail = f" Last error: {connection.last_error}" if connection.last_error else ""
+    remedy = connection.status().remedy
     if state is ServerState.AUTH_REQUIRED:
         return AuthRequired(f"{sign_in_message(name)}.{detail}", server=name, remedy=remedy)
     if state is ServerState.AUTH_FAILED:
