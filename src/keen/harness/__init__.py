@@ -2,8 +2,9 @@
 
 - :class:`Harness` (``pipeline``): ``begin_step()`` computes the visible set (logging a
   ``capability.diff``) and returns the tool definitions to offer; ``call(name, arguments)``
-  runs validate > visibility > permission > pre-hooks > execute > truncate > post-hooks >
-  audit and returns an :class:`Observation` (a refusal is an observation, not an error).
+  runs the stages of :data:`keen.calls.ORDER` (validate > visibility > mcp_checks > pin_check >
+  permission > pre_hooks > execute > truncate > post_hooks > audit) and returns an
+  :class:`Observation` (a refusal is an observation, not an error).
 - The discovery policy and the permission gate (``policy``).
 - The workspace-confined local tools ``read_file``, ``list_dir``, ``glob``, ``grep`` (``local``).
 - The session log ``$KEEN_HOME/sessions/<id>.jsonl`` and :func:`replay` (``events``).
