@@ -4,8 +4,9 @@ One user turn (:meth:`Agent.run_turn`) is a series of steps. Each step asks the 
 the visible set (:meth:`keen.harness.Harness.begin_step`, so search hits and schemas read
 in one step become callable in the next), builds the system prompt (base + budgeted
 catalog), streams one model call, and runs every proposed tool call through the harness
-pipeline (validate > visibility > permission > hooks > execute > truncate > audit). A
-denial or a tool error is an observation the model reads, never an exception. The turn
+pipeline (:data:`keen.calls.ORDER`: validate > visibility > mcp_checks > pin_check > permission >
+hooks > execute > truncate > audit). A denial or a tool error is an observation the model
+reads, never an exception. The turn
 ends when the model answers without tool calls, or at the step limit; then its tool
 traffic is compacted (:mod:`keen.agent.compaction`). An answer that did not finish (cut at
 the output token limit, filtered, refused) is said so, never taken for a complete one, and
