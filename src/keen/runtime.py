@@ -28,8 +28,8 @@ from keen.gateway import DEFAULT_MAX_RESULT_CHARS, Approval, Gateway
 from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.manager import Manager, StatusObserver
 from keen.mcp.types import ServerState, ServerStatus
-from keen.mcpskills.live import LiveSkills
-from keen.mcpskills.live import snapshot as live_snapshot
+from keen.mcpskills import LiveSkills
+from keen.mcpskills import snapshot as live_snapshot
 from keen.skills.cache import DiscoveryCache
 from keen.trust import PinGuard
 
@@ -138,7 +138,7 @@ class Runtime:
         """
         # The sync and its models (pydantic) load here, not with the runtime: `keen chat`
         # builds its first prompt before any sync.
-        from keen.mcpskills.startup import sync_from_manager
+        from keen.mcpskills import sync_from_manager
 
         self.sync_report = await sync_from_manager(
             self.manager, skills_root=self.skills_root, force_enable=force_enable, servers=self.sync_servers

@@ -294,7 +294,7 @@ async def settle_first(
     if not pending:
         return [], await runtime.sync()
     settled = [s.name for s in manager.servers() if s.name not in pending]
-    from keen.mcpskills.startup import sync_from_manager  # the sync's models: not before the prompt
+    from keen.mcpskills import sync_from_manager  # the sync's models: not before the prompt
 
     report = await sync_from_manager(manager, skills_root=runtime.skills_root, servers=settled)
     return pending, report
@@ -453,7 +453,7 @@ class JoinAsReady:
                     wake[0] = anyio.Event()
                     continue
                 self.pending -= ready
-                from keen.mcpskills.startup import sync_from_manager
+                from keen.mcpskills import sync_from_manager
 
                 try:
                     report = await sync_from_manager(

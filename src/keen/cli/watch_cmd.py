@@ -61,7 +61,7 @@ def _diff_against_disk(manager: Manager, root: Path, server: str) -> ToolsChange
     """
     from keen.mcp.listing.changes import diff_tools
     from keen.mcp.types import ServerState
-    from keen.mcpskills.live import disk_tools
+    from keen.mcpskills import disk_tools
 
     status = manager.status(server)
     if status.state is not ServerState.CONNECTED or not status.enabled:
@@ -75,7 +75,7 @@ def _diff_against_disk(manager: Manager, root: Path, server: str) -> ToolsChange
 async def _write_skill(manager: Manager, root: Path, server: str) -> SyncEntry:
     import anyio
 
-    from keen.mcpskills.live import snapshot
+    from keen.mcpskills import snapshot
     from keen.mcpskills.sync import sync_server
 
     snap = snapshot(manager, server)
@@ -193,7 +193,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
 
     from keen import paths
     from keen.cli._live import status_table
-    from keen.mcpskills.live import LiveSkills
+    from keen.mcpskills import LiveSkills
     from keen.runtime import open_runtime
 
     root = paths.skills_dir()

@@ -15,9 +15,18 @@ if TYPE_CHECKING:
     from keen.mcp.connection.reconnect import Reconnector
     from keen.mcp.listing.changes import ChangeObserver, ToolChange, ToolsChanged
     from keen.mcp.manager import Manager, StatusObserver, ToolsView, ToolTrust, in_memory_transport
-    from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool, ToolResult
+    from keen.mcp.types import (
+        SERVER_NAME_RE,
+        ServerInfo,
+        ServerState,
+        ServerStatus,
+        Tool,
+        ToolResult,
+        tools_hash,
+    )
 
 __all__ = [
+    "SERVER_NAME_RE",
     "ChangeObserver",
     "MCPConfig",
     "Manager",
@@ -35,6 +44,7 @@ __all__ = [
     "in_memory_transport",
     "load_config",
     "parse_config",
+    "tools_hash",
 ]
 
 _EXPORTS = {
@@ -44,7 +54,10 @@ _EXPORTS = {
         "keen.mcp.manager", ("Manager", "StatusObserver", "ToolTrust", "ToolsView", "in_memory_transport")
     ),
     **exports_from("keen.mcp.connection.reconnect", ("Reconnector",)),
-    **exports_from("keen.mcp.types", ("ServerInfo", "ServerState", "ServerStatus", "Tool", "ToolResult")),
+    **exports_from(
+        "keen.mcp.types",
+        ("SERVER_NAME_RE", "ServerInfo", "ServerState", "ServerStatus", "Tool", "ToolResult", "tools_hash"),
+    ),
 }
 
 __getattr__, __dir__ = lazy_module_attrs(__name__, _EXPORTS)

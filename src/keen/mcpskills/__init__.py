@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from keen.mcpskills._names import RejectedTool
     from keen.mcpskills._render import FORMAT, MAX_SKIPPED_LISTED, MAX_TABLE_ROWS, describe_server
     from keen.mcpskills.generate import GenerationReport, delete_skill, generate_skill
+    from keen.mcpskills.live import LiveSkills, disk_tools, snapshot
+    from keen.mcpskills.startup import sync_from_manager
     from keen.mcpskills.sync import (
         SYNC_STATE_FILE,
         ServerSnapshot,
@@ -40,6 +42,7 @@ __all__ = [
     "SCHEMAS_DIR",
     "SYNC_STATE_FILE",
     "GenerationReport",
+    "LiveSkills",
     "RejectedTool",
     "ServerSnapshot",
     "SyncAction",
@@ -47,11 +50,14 @@ __all__ = [
     "SyncReport",
     "delete_skill",
     "describe_server",
+    "disk_tools",
     "generate_skill",
     "schema_path",
     "skill_dir",
     "skill_md_path",
     "skill_name",
+    "snapshot",
+    "sync_from_manager",
     "sync_mcp_skills",
     "sync_server",
 ]
@@ -66,6 +72,8 @@ _EXPORTS = {
     ),
     **exports_from("keen.skills.discover", ("MANAGED_BY", "MARKER_FILE")),
     **exports_from("keen.mcpskills.generate", ("GenerationReport", "delete_skill", "generate_skill")),
+    **exports_from("keen.mcpskills.live", ("LiveSkills", "disk_tools", "snapshot")),
+    **exports_from("keen.mcpskills.startup", ("sync_from_manager",)),
     **exports_from(
         "keen.mcpskills.sync",
         (

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from keen._redact import redactor
 from keen._text import one_line
 from keen.errors import SkillError
-from keen.mcp.types import SERVER_NAME_RE, ServerInfo, ServerStatus, Tool, tools_hash
+from keen.mcp import SERVER_NAME_RE, ServerInfo, ServerStatus, Tool, tools_hash
 from keen.mcpskills import _swap
 from keen.mcpskills._layout import skill_name
 from keen.mcpskills._models import Marker

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from keen._fs import atomic_write_bytes
 from keen._redact import redactor
 from keen.errors import Remedy, SkillError
-from keen.mcp.types import SERVER_NAME_RE, ServerInfo, ServerState, ServerStatus, Tool
+from keen.mcp import SERVER_NAME_RE, ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import _swap
 from keen.mcpskills._layout import server_of_dir
 from keen.mcpskills._models import AutoDisabled, SyncState, ValidationError

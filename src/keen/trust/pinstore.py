@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from keen import paths
 from keen._fs import atomic_write_text
 from keen.errors import ConfigError
-from keen.mcp.types import SERVER_NAME_RE
+from keen.mcp import SERVER_NAME_RE
 from keen.trust._pinformat import PIN_FILE_VERSION
 
 if TYPE_CHECKING:
