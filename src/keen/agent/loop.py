@@ -58,8 +58,7 @@ from keen.agent.unfinished import CUT_CALLS, UNFINISHED, not_run
 from keen.capabilities import PermissionMode, capability_id
 from keen.errors import KeenError
 from keen.gateway import CALL_MCP_TOOL, ApprovalRequest
-from keen.harness import Harness, Observation
-from keen.harness.policy import visibility
+from keen.harness import Harness, Observation, visibility
 from keen.mcp.connection.elicitation import ElicitationCallback
 from keen.mcp.connection.reconnect import Reconnector
 from keen.mcp.types import ServerState, ServerStatus

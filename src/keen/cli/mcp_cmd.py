@@ -261,7 +261,7 @@ def _audit(event: dict[str, Any], text: str, *, approver: str) -> None:
     import secrets as token
 
     from keen.entry_tools import CALL_TOOL
-    from keen.harness.events import EventLog, new_session_id
+    from keen.harness import EventLog, new_session_id
 
     try:
         log = EventLog(paths.logs_dir() / "cli-audit.jsonl", new_session_id())

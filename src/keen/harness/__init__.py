@@ -22,10 +22,18 @@ from keen._lazy import exports_from, lazy_module_attrs
 
 if TYPE_CHECKING:
     from keen.harness.entries import GATE_CODES
-    from keen.harness.events import EventLog, Replay, ReplayedStep, read_events, replay, session_path
+    from keen.harness.events import (
+        EventLog,
+        Replay,
+        ReplayedStep,
+        new_session_id,
+        read_events,
+        replay,
+        session_path,
+    )
     from keen.harness.local import LocalToolError, Workspace
     from keen.harness.pipeline import Harness, Observation, PostHook, PreHook, Visibility
-    from keen.harness.policy import Entry, PolicyInputs, Selection, permission, select
+    from keen.harness.policy import Entry, PolicyInputs, Selection, permission, select, visibility
 
 __all__ = [
     "GATE_CODES",
@@ -42,21 +50,26 @@ __all__ = [
     "Selection",
     "Visibility",
     "Workspace",
+    "new_session_id",
     "permission",
     "read_events",
     "replay",
     "select",
     "session_path",
+    "visibility",
 ]
 
 _EXPORTS = {
     **exports_from("keen.harness.entries", ("GATE_CODES",)),
     **exports_from(
-        "keen.harness.events", ("EventLog", "Replay", "ReplayedStep", "read_events", "replay", "session_path")
+        "keen.harness.events",
+        ("EventLog", "Replay", "ReplayedStep", "new_session_id", "read_events", "replay", "session_path"),
     ),
     **exports_from("keen.harness.local", ("LocalToolError", "Workspace")),
     **exports_from("keen.harness.pipeline", ("Harness", "Observation", "PostHook", "PreHook", "Visibility")),
-    **exports_from("keen.harness.policy", ("Entry", "PolicyInputs", "Selection", "permission", "select")),
+    **exports_from(
+        "keen.harness.policy", ("Entry", "PolicyInputs", "Selection", "permission", "select", "visibility")
+    ),
 }
 
 __getattr__, __dir__ = lazy_module_attrs(__name__, _EXPORTS)
