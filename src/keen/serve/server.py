@@ -3,9 +3,8 @@
 Two tool surfaces (``mode``):
 
 - ``"search"``: three fixed tools, ``search_tools``, ``describe_tools`` and ``call_mcp_tool``
-  (the search and call tools every front end offers, :mod:`keen.entry_tools`; ``call_tool``,
-  their old name here, is still accepted), with instructions that teach the workflow. Works
-  with every MCP host.
+  (:mod:`keen.serve.search`), with instructions that teach the workflow. Works with every
+  MCP host.
 - ``"extension"``: the ``tool_descriptions`` extension (``docs/serve.md``): every upstream
   tool in ``tools/list`` under its exposed name with a minimal description; the full ones
   come from ``resources/read`` of ``resource:///tool_descriptions?tools=a,b``, which
@@ -24,7 +23,8 @@ it handlers. Every call goes through :class:`keen.serve.calls.CallRouter`: the h
 pipeline (visibility per caller, the host as approver, truncation, the audit log).
 
 Tool names are the capability catalog's model names (``mcp__<server>__<tool>``), the same
-names an agent's harness offers and ToolSearch returns (:mod:`keen.serve.catalog`).
+names an agent's harness offers and ToolSearch returns (:mod:`keen.serve.catalog`); what is
+served is kept up to date with the upstream servers by :class:`keen.serve.served.ServedTools`.
 
 When an upstream server's tools change, extension mode's ``tools/list`` changes with them:
 :class:`keen.serve.notify.ChangeNotifier` tells every connected host (``listChanged: true``),
@@ -49,7 +49,6 @@ import logging
 import secrets
 import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -65,31 +64,19 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from keen import __version__, paths
-from keen._redact import redactor
 from keen._text import shorten
-from keen.capabilities import Capability, Catalog
-from keen.entry_tools import (
-    CALL_TOOL,
-    CALL_TOOL_ALIASES,
-    SEARCH_TOOL,
-    arguments_problem,
-    call_tool_definition,
-    parse_search,
-    search_tool_definition,
-)
+from keen.capabilities import Capability
 from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS
-from keen.harness import GATE_CODES
 from keen.mcp.connection.reconnect import Reconnector
 from keen.mcp.connection.relay import Relay
 from keen.mcp.manager import Manager
-from keen.mcp.types import ServerState
 from keen.runtime import Runtime, open_runtime
 from keen.serve import extension as ext
 from keen.serve.calls import APPROVER, CallRouter, call_result, error_result, host_remedy_words
 from keen.serve.catalog import ToolCatalog
 from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, digest
-from keen.serve.passthrough import Listing, exposed_uri, upstream_uri
+from keen.serve.passthrough import exposed_uri, upstream_uri
 from keen.serve.relay import (
     CHANNEL_KEY,
     HOST_KEY,
@@ -102,7 +89,8 @@ from keen.serve.relay import (
     log_levels,
 )
 from keen.serve.rounds import Rounds, RoundsChannel
-from keen.serve.search import CapabilitySearch, SearchFn
+from keen.serve.search import SEARCH_INSTRUCTIONS, SEARCH_TOOLS, CapabilitySearch, SearchFn, SearchMode
+from keen.serve.served import ServedTools
 from keen.serve.store import (
     DEFAULT_AUTH_TTL,
     DEFAULT_MAX_SESSIONS,
@@ -126,20 +114,12 @@ PRINCIPAL_KEY = "keen.principal"
 token's principal (``token:<id>``), or its address when no token is configured
 (``address:<ip>``). Limits are kept per principal, so a new session does not reset them."""
 
-_LOOSE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
 DEFAULT_READY_WAIT = 15.0
 _FOR_THE_CONNECTION = 10 * 365 * 24 * 3600.0
 """An authorization in a stdio connection's scope: it ends with the connection (the process)."""
-_TOOLS_TTL_MS = 10_000
 _MAX_LOG_LEVELS = 10_000
 """Hosts whose ``logging/setLevel`` is remembered (the oldest is forgotten first)."""
 
-_SEARCH_INSTRUCTIONS = (
-    "Keen gives you the tools of many MCP servers without listing them all. Workflow: "
-    "1) search_tools(query) to find candidate tools by what they do; "
-    "2) describe_tools(names) to read the full description and inputSchema of the ones you pick; "
-    "3) call_mcp_tool(server, tool, arguments) with arguments that match that inputSchema exactly."
-)
 _EXTENSION_INSTRUCTIONS = (
     "This server uses progressive disclosure for tool descriptions. Pick a tool from tools/list; "
     "before calling it, read resource:///tool_descriptions?tools=TOOL_NAME (comma-separate several) "
@@ -218,22 +198,20 @@ class KeenServer:
         self.ready_wait = ready_wait
         self.reconnector = Reconnector(manager)
         self.max_result_chars = max_result_chars
+        self.served = ServedTools(manager, self.reconnector)
+        """The served tools and lists, kept up to date with the upstream servers."""
         self.router = CallRouter(
-            self._capabilities,
+            self.served.capabilities,
             self._visible,
             audit_path if audit_path is not None else paths.logs_dir() / "serve-audit.jsonl",
-            look=self._look,
+            look=self.served.look,
             max_result_chars=max_result_chars,
             mode=mode,
             retry_in=self.reconnector.retry_in,
         )
         self.remedy_words = host_remedy_words(mode, self.reconnector.retry_in)
+        self.search_mode = SearchMode(self.served, self.router, self.search)
         self.stdio_scope = f"stdio:{secrets.token_hex(8)}"
-        self._catalog: ToolCatalog | None = None
-        self._catalog_key: tuple[Any, ...] = ()
-        self._server_of: dict[str, tuple[str, str]] = {}
-        """Exposed name -> (server, tool) of every tool ever served: a gone server's tools
-        still name the server to reconnect."""
         self._ready = False
         self._inflight: dict[tuple[str, str], anyio.CancelScope] = {}
         """(caller scope, request id) -> the cancel scope of that call while it runs."""
@@ -294,105 +272,24 @@ class KeenServer:
     # -- the catalog --------------------------------------------------------------------------
 
     def catalog(self, servers: Sequence[str] | None = None) -> ToolCatalog:
-        """The exposed tools of every connected server; rebuilt only when a tool list or a
-        server's view changed.
-
-        Args:
-            servers: whose pin files to look at for a change made elsewhere (``keen mcp trust``
-                in another process): every connected server's by default (a listing); a call
-                looks at its own server's only, so its cost does not grow with the servers.
-        """
-        manager = self.manager
-        if servers is None:
-            servers = [name for name, _, _ in manager.tool_versions()]
-        for name in servers:
-            manager.view_stamp(name)  # a pin file changed since moves the view version
-        # Two counters, not a look at every server: a call costs the same at 1 server or 300.
-        key = (manager.tools_version(), manager.view_version())
-        if self._catalog is None or key != self._catalog_key:
-            names = [name for name, _, _ in manager.tool_versions()]
-            self._catalog = ToolCatalog([t for name in names for t in manager.list_tools(name)])
-            # After the build: listing a server may see its pin file for the first time.
-            self._catalog_key = (manager.tools_version(), manager.view_version())
-            self._server_of.update((t.name, (t.server, t.tool.name)) for t in self._catalog.tools())
-        return self._catalog
-
-    async def revive(self, names: Sequence[str] = (), *, servers: Sequence[str] = ()) -> None:
-        """Reconnect the servers these exposed tool ``names`` (and ``servers``) are on, if
-        they went away (:mod:`keen.mcp.connection.reconnect`); bounded, never raises."""
-        wanted = [*servers, *(self._server_of[n][0] for n in names if n in self._server_of)]
-        if wanted:
-            await self.reconnector.ensure(wanted)
-
-    def listed_tools(self) -> list[mt.Tool]:
-        """Extension mode's ``tools/list``: every exposed tool, minimal description, loose schema."""
-        return [
-            mt.Tool(
-                name=t.name,
-                title=redactor.redact(t.tool.title) if t.tool.title else None,
-                description=t.minimal(),
-                input_schema=dict(_LOOSE_SCHEMA),
-                annotations=_annotations(t.tool.annotations, trusted=t.tool.annotations_trusted),
-            )
-            for t in self.catalog().tools()
-        ]
+        """The exposed tools of every connected server (:meth:`ServedTools.catalog`)."""
+        return self.served.catalog(servers)
 
     def _served_lists(self) -> Mapping[str, str]:
         # What a host would see. Search mode sends no notices (it has no event stream): its
         # tools are constant and its hosts re-list prompts and resources when they need them.
         if self.mode == "search":
             return {}
-        listing = self.listing()
+        listing = self.served.listing()
 
         def dumped(items: Sequence[Any]) -> str:
             return digest([i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in items])
 
         return {
-            "tools": dumped(self.listed_tools()),
+            "tools": dumped(self.served.listed_tools()),
             "resources": dumped([*listing.resources, *listing.templates]),
             "prompts": dumped(listing.prompts),
         }
-
-    def listing(self) -> Listing:
-        """The connected upstream servers' prompts, resources and templates, namespaced
-        (:mod:`keen.serve.passthrough`); built from the Manager's last lists."""
-        lists: dict[str, tuple[list[dict[str, Any]], ...]] = {}
-        for status in self.manager.servers():
-            if status.state is ServerState.CONNECTED:
-                name = status.name
-                lists[name] = (
-                    self.manager.list_resources(name),
-                    self.manager.list_resource_templates(name),
-                    self.manager.list_prompts(name),
-                )
-        return Listing.build(lists)
-
-    def tools_ttl_ms(self) -> int:
-        """``ttlMs`` for ``tools/list``: 10 s, or less when an upstream list goes stale sooner.
-
-        A host caching our list longer than an upstream allows would miss the change that
-        Keen's own re-list at that upstream's expiry finds (MCP 2026-07-28, "Caching").
-        """
-        ttl = _TOOLS_TTL_MS
-        now = datetime.now(UTC)
-        for status in self.manager.servers():
-            # ttlMs 0 ("immediately stale") schedules no re-list: that server's notices do.
-            if status.state is not ServerState.CONNECTED or not status.list_ttl_ms:
-                continue
-            refreshed = status.last_refresh_at or now
-            left = status.list_ttl_ms - (now - refreshed).total_seconds() * 1000
-            ttl = min(ttl, max(0, int(left)))
-        return ttl
-
-    def _look(self, server: str) -> None:
-        """Look at ``server``'s pin file; a name a host sent that is no configured server's
-        has none (and is never made into a path)."""
-        if server in self.manager.config.servers:
-            self.manager.view_stamp(server)
-
-    def _capabilities(self) -> Catalog:
-        # The harness's lookup for a call: the router looked at the called server's pins.
-        return self.catalog(()).capabilities
 
     async def _visible(self, cap: Capability, caller: str | None) -> str | None:
         """The harness's visibility gate for served calls (see :mod:`keen.serve.calls`)."""
@@ -400,7 +297,7 @@ class KeenServer:
             return "keen serve runs only the upstream servers' tools"
         if self.mode == "search":
             return None
-        exposed = self.catalog(()).find(cap.server, cap.name)  # the router looked at its pins
+        exposed = self.served.catalog(()).find(cap.server, cap.name)  # the router looked at its pins
         if exposed is None:
             return f"{cap.server}/{cap.name} is not served"
         if caller and await self.store.is_authorized(caller, exposed.name, self.auth_ttl_of(caller)):
@@ -460,7 +357,7 @@ class KeenServer:
             version=__version__,
             title="Keen",
             description="Progressive disclosure for many MCP servers",
-            instructions=_EXTENSION_INSTRUCTIONS if extension else _SEARCH_INSTRUCTIONS,
+            instructions=_EXTENSION_INSTRUCTIONS if extension else SEARCH_INSTRUCTIONS,
             # The list is the same for every caller: shareable. A read authorizes: never cached.
             cache_hints={
                 "tools/list": CacheHint(ttl_ms=10_000, scope="public"),
@@ -507,11 +404,11 @@ class KeenServer:
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
         if self.mode == "search":
-            return mt.ListToolsResult(tools=_SEARCH_TOOLS)
+            return mt.ListToolsResult(tools=SEARCH_TOOLS)
         await self.wait_ready()
         # A server that went away comes back in the background; its return is a change notice.
         self.reconnector.kick(self.reconnector.reconnectable_servers())
-        return mt.ListToolsResult(tools=self.listed_tools(), ttl_ms=self.tools_ttl_ms())
+        return mt.ListToolsResult(tools=self.served.listed_tools(), ttl_ms=self.served.tools_ttl_ms())
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
@@ -526,27 +423,27 @@ class KeenServer:
             )
         ]
         return mt.ListResourcesResult(
-            resources=[*(own if self.mode == "extension" else []), *self.listing().resources]
+            resources=[*(own if self.mode == "extension" else []), *self.served.listing().resources]
         )
 
     async def _list_resource_templates(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourceTemplatesResult:
         await self.wait_ready()
-        return mt.ListResourceTemplatesResult(resource_templates=self.listing().templates)
+        return mt.ListResourceTemplatesResult(resource_templates=self.served.listing().templates)
 
     async def _list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListPromptsResult:
         await self.wait_ready()
-        return mt.ListPromptsResult(prompts=self.listing().prompts)
+        return mt.ListPromptsResult(prompts=self.served.listing().prompts)
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: mt.GetPromptRequestParams
     ) -> mt.GetPromptResult:
         scope = self.caller_scope(ctx)
         await self.wait_ready()
-        found = self.listing().prompt(params.name)
+        found = self.served.listing().prompt(params.name)
         if found is None:
             self._audit("prompt.get", scope, None, params.name, "denied", "unknown_prompt")
             shown = shorten(params.name, 201)
@@ -555,7 +452,7 @@ class KeenServer:
                 message=f"Unknown prompt: {shown!r}; prompts/list names the prompts this server has",
             )
         server, prompt = found
-        await self.revive(servers=[server])
+        await self.served.revive(servers=[server])
         try:
             raw = await self.manager.get_prompt(server, prompt, dict(params.arguments or {}))
         except KeenError as exc:
@@ -569,13 +466,13 @@ class KeenServer:
         only when its server listed it or a template of that server's matches it."""
         found = upstream_uri(uri)
         await self.wait_ready()
-        if found is None or not self.listing().readable(*found):
+        if found is None or not self.served.listing().readable(*found):
             self._audit(
                 "resource.read", scope, found[0] if found else None, uri, "denied", "unknown_resource"
             )
             raise _unknown_resource(uri)
         server, inner = found
-        await self.revive(servers=[server])
+        await self.served.revive(servers=[server])
         try:
             contents = await self.manager.read_resource(server, inner)
         except KeenError as exc:
@@ -612,8 +509,8 @@ class KeenServer:
             logger.info("description fetch rate limit hit by %s", principal)
             return _json_contents(uri, ext.rate_limited(self.fetch_limit, self.fetch_window))
         await self.wait_ready()
-        await self.revive(names)
-        body, found = ext.describe(self.catalog(), names)
+        await self.served.revive(names)
+        body, found = ext.describe(self.served.catalog(), names)
         await self.store.authorize(scope, found, self.auth_ttl_of(scope))
         return _json_contents(uri, body)
 
@@ -729,12 +626,12 @@ class KeenServer:
         await self.wait_ready()
         progress = _progress_to(ctx, peer)
         if self.mode == "search":
-            return await self._search_tool(params.name, arguments, scope, progress, peer)
-        await self.revive([params.name])
-        known = self._server_of.get(params.name)
-        exposed = self.catalog(None if known is None else (known[0],)).get(params.name)
-        if exposed is None and params.name in self._server_of:
-            return error_result(self._unavailable(self._server_of[params.name][0]))
+            return await self.search_mode.call(params.name, arguments, scope, progress, peer)
+        await self.served.revive([params.name])
+        known = self.served.server_of(params.name)
+        exposed = self.served.catalog(None if known is None else (known,)).get(params.name)
+        if exposed is None and known is not None:
+            return error_result(self._unavailable(known))
         if exposed is None:
             return error_result(
                 {
@@ -756,96 +653,6 @@ class KeenServer:
         if (trouble := self.manager.unavailable(server)) is not None:
             return {"error": {"code": trouble.code, "message": self.remedy_words(trouble, server)}}
         return {"error": {"code": "server_disconnected", "message": f"{server} is not connected."}}
-
-    def _held(self) -> list[str]:
-        """Per connected server with tools held for review (changed or new since pinned), the
-        pins' one line about them: the only thing a host learns of those tools."""
-        lines: list[str] = []
-        for status in self.manager.servers():
-            if status.state is ServerState.CONNECTED:
-                with contextlib.suppress(KeenError):
-                    if note := self.manager.view(status.name).note:
-                        lines.append(note)
-        return lines
-
-    # -- search mode --------------------------------------------------------------------------
-
-    def _connecting(self) -> dict[str, Any]:
-        """``search_tools``'s word on servers still connecting, whose tools it cannot search
-        yet (empty when none is): their names and what to do."""
-        names = [s.name for s in self.manager.servers() if s.state is ServerState.CONNECTING]
-        if not names:
-            return {}
-        count = f"{len(names)} upstream server{'s are' if len(names) > 1 else ' is'}"
-        return {
-            "connecting_servers": names,
-            "note": f"{count} still connecting ({', '.join(names)}): {'their' if len(names) > 1 else 'its'} "
-            "tools are not in these results yet; search again in a few seconds.",
-        }
-
-    async def _search_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any],
-        scope: str,
-        progress: ProgressFnT | None = None,
-        peer: HostPeer | None = None,
-    ) -> mt.CallToolResult:
-        """Search mode's three tools; their input is checked against the schemas listed."""
-        if name == CALL_TOOL or name in CALL_TOOL_ALIASES:
-            if isinstance(server := arguments.get("server"), str):
-                await self.revive(servers=[server])
-            # Parsed by the pipeline, so a shapeless call is refused and audited there.
-            obs = await self.router.call_input(arguments, caller=scope, progress=progress, peer=peer)
-            return call_result(obs)
-        if name == SEARCH_TOOL:
-            try:
-                query = parse_search(arguments, kinds=False)
-            except ValueError as exc:
-                return error_result(_bad_args(str(exc)))
-            # Servers that went away come back in the background for later searches.
-            self.reconnector.kick(self.reconnector.reconnectable_servers())
-            return await self._search(query.query, query.limit)
-        if name == _DESCRIBE_TOOLS:
-            if why := arguments_problem(_DESCRIBE_TOOLS, arguments, _DESCRIBE_SCHEMA):
-                return error_result(_bad_args(f'{why}; send {{"names": ["server__tool", ...]}}'))
-            names = [str(n) for n in arguments["names"]]
-            await self.revive(names)
-            body, _ = ext.describe(self.catalog(), names)
-            return _json_result(body)
-        return error_result(
-            _bad_args(f"unknown tool {name!r}; use {SEARCH_TOOL}, {_DESCRIBE_TOOLS} or {CALL_TOOL}")
-        )
-
-    async def _search(self, query: str, limit: int) -> mt.CallToolResult:
-        catalog = self.catalog()
-        # The searcher is CPU work: keep it off the event loop.
-        hits = await anyio.to_thread.run_sync(self.search, catalog, query, limit)
-        found = [
-            {
-                "name": t.name,
-                "server": t.server,
-                "tool": t.tool.name,
-                "description": t.minimal(),
-                "read_only": t.read_only,
-                # Identical tools elsewhere: call_mcp_tool takes any of these servers too.
-                **({"also_on_servers": list(t.also_on)} if t.also_on else {}),
-            }
-            for t in hits
-        ]
-        connecting = self._connecting()
-        # Both can hold: servers still connecting, and the transformer's vectors encoding.
-        notes = [n for n in (connecting.pop("note", ""), getattr(self.search, "status", "")) if n]
-        held = self._held()
-        return _json_result(
-            {
-                "tools": found,
-                "total_tools": len(catalog),
-                **connecting,
-                **({"note": " ".join(notes)} if notes else {}),
-                **({"held": held} if held else {}),
-            }
-        )
 
 
 class _NotifyingServer(Server[Any]):
@@ -887,25 +694,6 @@ class _NotifyingServer(Server[Any]):
         return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
-# Hints that would let a host run a tool without asking; the spec's defaults are the safe side.
-_GRANTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
-
-
-def _annotations(raw: dict[str, Any] | None, *, trusted: bool) -> mt.ToolAnnotations | None:
-    """The annotations passed on to a host. Annotations are claims (MCP 2025-11-25, "Tool
-    annotations": untrusted unless the server is trusted): for a server the user does not
-    trust them for (README "Security: what Keen trusts"), a hint that would grant is
-    reported as the spec's default instead, while a warning (``destructiveHint: true``) stays."""
-    if not raw:
-        return None
-    if not trusted:
-        raw = {k: (v if k not in _GRANTS or v == _GRANTS[k] else _GRANTS[k]) for k, v in raw.items()}
-    try:
-        return mt.ToolAnnotations.model_validate(raw)
-    except ValueError:
-        return None
-
-
 def _progress_to(ctx: ServerRequestContext[Any, Any], peer: HostPeer) -> ProgressFnT:
     """Relays an upstream call's progress to the host, on the host's own progress token (a
     no-op when the host's request carried none), on the call's channel when it has one."""
@@ -931,50 +719,7 @@ def _unknown_resource(uri: str) -> MCPError:
     )
 
 
-def _bad_args(message: str) -> dict[str, Any]:
-    return {"error": {"code": GATE_CODES["validate"], "message": message}}
-
-
 def _json_contents(uri: str, body: dict[str, Any]) -> mt.ReadResourceResult:
     return mt.ReadResourceResult(
         contents=[mt.TextResourceContents(uri=uri, mime_type="application/json", text=json.dumps(body))]
     )
-
-
-def _json_result(body: dict[str, Any]) -> mt.CallToolResult:
-    return mt.CallToolResult(
-        content=[mt.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
-        structured_content=body,
-    )
-
-
-_DESCRIBE_TOOLS = "describe_tools"
-_DESCRIBE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "names": {
-            "type": "array",
-            "items": {"type": "string"},
-            "minItems": 1,
-            "maxItems": 20,
-            "description": "Tool names as search_tools returned them",
-        }
-    },
-    "required": ["names"],
-    "additionalProperties": False,
-}
-
-
-_SEARCH_TOOLS = [
-    # The search and call tools are the ones every front end offers (keen.entry_tools); only
-    # describe_tools, which stands in for the skill files a host cannot read, is serve's own.
-    mt.Tool.model_validate(search_tool_definition("mcp", kinds=False)),
-    mt.Tool(
-        name=_DESCRIBE_TOOLS,
-        description="Full descriptions and inputSchemas of tools found with search_tools (by name). "
-        "Read them before call_mcp_tool.",
-        input_schema=_DESCRIBE_SCHEMA,
-        annotations=mt.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    ),
-    mt.Tool.model_validate(call_tool_definition("mcp", schema_reader=_DESCRIBE_TOOLS)),
-]

@@ -1,0 +1,164 @@
+"""What ``keen serve`` serves, kept up to date with the upstream servers.
+
+:class:`ServedTools` holds the exposed tools (:class:`~keen.serve.catalog.ToolCatalog`),
+rebuilt only when a tool list or a server's view changed; extension mode's ``tools/list``
+and its ``ttlMs``; the upstream prompts, resources and templates passed through
+(:mod:`keen.serve.passthrough`); and the reconnection of a server that went away when a
+request names one of its tools (:mod:`keen.mcp.connection.reconnect`). The request
+handlers live in :mod:`keen.serve.server`; search mode's three tools in
+:mod:`keen.serve.search`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as mt
+
+from keen._redact import redactor
+from keen.mcp.types import ServerState
+from keen.serve.catalog import ToolCatalog
+from keen.serve.passthrough import Listing
+
+if TYPE_CHECKING:
+    from keen.capabilities import Catalog
+    from keen.mcp.connection.reconnect import Reconnector
+    from keen.mcp.manager import Manager
+
+__all__ = ["TOOLS_TTL_MS", "ServedTools"]
+
+TOOLS_TTL_MS = 10_000
+"""``ttlMs`` of extension mode's ``tools/list`` when no upstream list goes stale sooner."""
+
+_LOOSE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
+
+# Hints that would let a host run a tool without asking; the spec's defaults are the safe side.
+_GRANTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+
+
+class ServedTools:
+    """The served tools and lists of one ``keen serve``, built from the Manager's last lists.
+
+    Args:
+        manager: the upstream servers' connections.
+        reconnector: brings back a server that went away (bounded, at most once per
+            back-off window).
+    """
+
+    def __init__(self, manager: Manager, reconnector: Reconnector) -> None:
+        self.manager = manager
+        self.reconnector = reconnector
+        self._catalog: ToolCatalog | None = None
+        self._catalog_key: tuple[Any, ...] = ()
+        self._server_of: dict[str, str] = {}
+        """Exposed name -> server of every tool ever served: a gone server's tools still
+        name the server to reconnect."""
+
+    def catalog(self, servers: Sequence[str] | None = None) -> ToolCatalog:
+        """The exposed tools of every connected server; rebuilt only when a tool list or a
+        server's view changed.
+
+        Args:
+            servers: whose pin files to look at for a change made elsewhere (``keen mcp trust``
+                in another process): every connected server's by default (a listing); a call
+                looks at its own server's only, so its cost does not grow with the servers.
+        """
+        manager = self.manager
+        if servers is None:
+            servers = [name for name, _, _ in manager.tool_versions()]
+        for name in servers:
+            manager.view_stamp(name)  # a pin file changed since moves the view version
+        # Two counters, not a look at every server: a call costs the same at 1 server or 300.
+        key = (manager.tools_version(), manager.view_version())
+        if self._catalog is None or key != self._catalog_key:
+            names = [name for name, _, _ in manager.tool_versions()]
+            self._catalog = ToolCatalog([t for name in names for t in manager.list_tools(name)])
+            # After the build: listing a server may see its pin file for the first time.
+            self._catalog_key = (manager.tools_version(), manager.view_version())
+            self._server_of.update((t.name, t.server) for t in self._catalog.tools())
+        return self._catalog
+
+    def capabilities(self) -> Catalog:
+        """The capability catalog of the served tools, for the harness's lookup of a call
+        (the router looked at the called server's pins already)."""
+        return self.catalog(()).capabilities
+
+    def server_of(self, name: str) -> str | None:
+        """The server of the exposed tool ``name`` if it was ever served, even while that
+        server is gone; None for a name never served."""
+        return self._server_of.get(name)
+
+    def look(self, server: str) -> None:
+        """Look at ``server``'s pin file; a name a host sent that is no configured server's
+        has none (and is never made into a path)."""
+        if server in self.manager.config.servers:
+            self.manager.view_stamp(server)
+
+    async def revive(self, names: Sequence[str] = (), *, servers: Sequence[str] = ()) -> None:
+        """Reconnect the servers these exposed tool ``names`` (and ``servers``) are on, if
+        they went away (:mod:`keen.mcp.connection.reconnect`); bounded, never raises."""
+        wanted = [*servers, *(s for n in names if (s := self._server_of.get(n)) is not None)]
+        if wanted:
+            await self.reconnector.ensure(wanted)
+
+    def listed_tools(self) -> list[mt.Tool]:
+        """Extension mode's ``tools/list``: every exposed tool, minimal description, loose schema."""
+        return [
+            mt.Tool(
+                name=t.name,
+                title=redactor.redact(t.tool.title) if t.tool.title else None,
+                description=t.minimal(),
+                input_schema=dict(_LOOSE_SCHEMA),
+                annotations=host_annotations(t.tool.annotations, trusted=t.tool.annotations_trusted),
+            )
+            for t in self.catalog().tools()
+        ]
+
+    def listing(self) -> Listing:
+        """The connected upstream servers' prompts, resources and templates, namespaced
+        (:mod:`keen.serve.passthrough`); built from the Manager's last lists."""
+        lists: dict[str, tuple[list[dict[str, Any]], ...]] = {}
+        for status in self.manager.servers():
+            if status.state is ServerState.CONNECTED:
+                name = status.name
+                lists[name] = (
+                    self.manager.list_resources(name),
+                    self.manager.list_resource_templates(name),
+                    self.manager.list_prompts(name),
+                )
+        return Listing.build(lists)
+
+    def tools_ttl_ms(self) -> int:
+        """``ttlMs`` for ``tools/list``: :data:`TOOLS_TTL_MS`, or less when an upstream list
+        goes stale sooner.
+
+        A host caching our list longer than an upstream allows would miss the change that
+        Keen's own re-list at that upstream's expiry finds (MCP 2026-07-28, "Caching").
+        """
+        ttl = TOOLS_TTL_MS
+        now = datetime.now(UTC)
+        for status in self.manager.servers():
+            # ttlMs 0 ("immediately stale") schedules no re-list: that server's notices do.
+            if status.state is not ServerState.CONNECTED or not status.list_ttl_ms:
+                continue
+            refreshed = status.last_refresh_at or now
+            left = status.list_ttl_ms - (now - refreshed).total_seconds() * 1000
+            ttl = min(ttl, max(0, int(left)))
+        return ttl
+
+
+def host_annotations(raw: dict[str, Any] | None, *, trusted: bool) -> mt.ToolAnnotations | None:
+    """The annotations passed on to a host. Annotations are claims (MCP 2025-11-25, "Tool
+    annotations": untrusted unless the server is trusted): for a server the user does not
+    trust them for (README "Security: what Keen trusts"), a hint that would grant is
+    reported as the spec's default instead, while a warning (``destructiveHint: true``) stays."""
+    if not raw:
+        return None
+    if not trusted:
+        raw = {k: (v if k not in _GRANTS or v == _GRANTS[k] else _GRANTS[k]) for k, v in raw.items()}
+    try:
+        return mt.ToolAnnotations.model_validate(raw)
+    except ValueError:
+        return None
