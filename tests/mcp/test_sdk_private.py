@@ -6,6 +6,7 @@ failing at a user's first 2026-07-28 connection or input round.
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import inspect
 import pathlib
@@ -31,19 +32,45 @@ def test_each_private_name_keeps_the_shape_keen_calls() -> None:
     assert isinstance(_sdk_private.DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, int)
     transport = _sdk_private.in_memory_transport_class()
     assert hasattr(transport, "__aenter__") or hasattr(transport, "connect"), transport
+    assert list(inspect.signature(_sdk_private.parse_stdio_line).parameters) == ["line"]
+    parsed = _sdk_private.parse_stdio_line('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    assert type(parsed).__name__ == "SessionMessage", parsed
+    assert isinstance(_sdk_private.parse_stdio_line("not json"), Exception)
 
 
-def test_no_other_keen_module_imports_a_private_sdk_module() -> None:
-    offenders = [
-        str(path.relative_to(SRC))
-        for path in SRC.rglob("*.py")
-        if path.name != "sdk_private.py"
-        and any(
-            line.lstrip().startswith(("from mcp.", "import mcp."))
-            and any(part.startswith("_") for part in line.split()[1].split(".")[1:])
-            for line in path.read_text(encoding="utf-8").splitlines()
-        )
+def _private_sdk_imports(source: str) -> list[str]:
+    """The SDK modules or names an import in ``source`` reaches that start with ``_``."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "mcp":
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names if a.name.split(".")[0] == "mcp"]
+        else:
+            continue
+        found += [n for n in names if any(part.startswith("_") for part in n.split(".")[1:])]
+    return found
+
+
+def test_the_private_import_check_sees_private_modules_and_private_names() -> None:
+    assert _private_sdk_imports("from mcp.client._probe import negotiate_auto") == [
+        "mcp.client._probe",
+        "mcp.client._probe.negotiate_auto",
     ]
-    assert offenders == [], (
+    assert _private_sdk_imports("def f():\n    from mcp.client.stdio import _parse_line\n") == [
+        "mcp.client.stdio._parse_line"
+    ]
+    assert _private_sdk_imports("import mcp.client._memory\nfrom mcp.client.stdio import stdio_client") == [
+        "mcp.client._memory"
+    ]
+
+
+def test_no_other_keen_module_imports_a_private_sdk_module_or_name() -> None:
+    offenders = {
+        str(path.relative_to(SRC)): found
+        for path in SRC.rglob("*.py")
+        if path.name != "sdk_private.py" and (found := _private_sdk_imports(path.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}, (
         f"import the SDK's private names through keen.mcp.connection.sdk_private: {offenders}"
     )

@@ -9,7 +9,8 @@ Here the process is started by ``subprocess.Popen`` in one thread kept for the p
 (:class:`_Spawner`: not a pool's, whose retiring would fire the servers' death signal), its exit is watched
 by the event loop through a pidfd (``pidfd_open(2)``, Linux 5.3) and its pipes through
 asyncio's pipe transports (epoll): no thread per server. The rest is the SDK's transport:
-newline-delimited JSON-RPC messages parsed by the SDK's ``_parse_line``, stdout drained
+newline-delimited JSON-RPC messages parsed as the SDK's stdio client parses them
+(:func:`keen.mcp.connection.sdk_private.parse_stdio_line`), stdout drained
 while shutting down, and the shutdown sequence of the MCP specification (2025-11-25,
 "Lifecycle" > "Shutdown"): close stdin, wait, SIGTERM to the server's process group, wait,
 SIGKILL (the SDK's ``terminate_posix_process_tree``), every wait bounded and shielded from
@@ -262,7 +263,7 @@ class _Pipes:
         self.pair = (self._read, self._write)
 
     async def stdout_reader(self) -> None:
-        from mcp.client.stdio import _parse_line  # pyright: ignore[reportPrivateUsage]
+        from keen.mcp.connection.sdk_private import parse_stdio_line
 
         server = self._server
         decoder = codecs.getincrementaldecoder(server.encoding)(errors=server.encoding_error_handler)
@@ -274,7 +275,7 @@ class _Pipes:
                     buffer = lines.pop()
                     for line in lines:
                         try:
-                            await self._to_session.send(_parse_line(line))
+                            await self._to_session.send(parse_stdio_line(line))
                         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                             return  # the session is gone; the drain below remains
         except (ConnectionError, OSError):

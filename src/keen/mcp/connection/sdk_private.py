@@ -1,13 +1,16 @@
 """The MCP SDK's private names Keen uses, imported here and nowhere else.
 
-The SDK (``mcp`` 2.3) keeps three pieces Keen needs outside its public API:
+The SDK (``mcp`` 2.3) keeps four pieces Keen needs outside its public API:
 
 * ``mcp.client._probe.negotiate_auto``: the ``server/discover`` probe with fallback to the
   ``initialize`` handshake that ``Client(mode="auto")`` runs, used on a session Keen opens
   itself (it needs the session for its own message handlers and headers);
 * ``mcp.client._input_required.run_input_required_driver`` and its default round limit: the
   2026-07-28 ``InputRequiredResult`` rounds of a request;
-* ``mcp.client._memory.InMemoryTransport``: the in-process transport of ``Client(server)``.
+* ``mcp.client._memory.InMemoryTransport``: the in-process transport of ``Client(server)``;
+* ``mcp.client.stdio._parse_line``: one line of a stdio server's stdout as the SDK's stdio
+  client reads it (a JSON-RPC message, or the exception the session is given), used by
+  Keen's own stdio reader (:mod:`keen.mcp.connection._stdio`).
 
 They were read from the SDK version in :data:`SDK_READ`; ``tests/mcp/test_sdk_private.py``
 fails when the installed SDK's minor version differs or a name moves, so an upgrade re-reads
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from mcp.client._input_required import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, run_input_required_driver
 from mcp.client._probe import negotiate_auto
+from mcp.client.stdio import _parse_line as parse_stdio_line  # pyright: ignore[reportPrivateUsage]
 
 if TYPE_CHECKING:
     from mcp.client._memory import InMemoryTransport
@@ -29,6 +33,7 @@ __all__ = [
     "SDK_READ",
     "in_memory_transport_class",
     "negotiate_auto",
+    "parse_stdio_line",
     "run_input_required_driver",
 ]
 
