@@ -11,7 +11,6 @@ timeout: a hang fails the test instead of stalling the run.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,10 +163,10 @@ def test_a_backtracking_schema_pattern_is_refused_in_bounded_time(
     search: KeenServeProcess, tool: str, arguments: dict[str, Any]
 ) -> None:
     host = Host(search)
-    started = time.monotonic()
     # Before the fix, re.search froze keen serve's event loop for every client: this timed out.
+    # The bound is the call's timeout and the "took over" below (the check's own deadline), not
+    # a wall-clock figure, which a loaded machine stretches past any fixed limit.
     refused = host.call("call_mcp_tool", {"server": "h", "tool": tool, "arguments": arguments}, timeout=20)
-    assert time.monotonic() - started < 10
     assert refused["isError"] and refused["structuredContent"]["error"]["code"] == "invalid_arguments"
     message = refused["structuredContent"]["error"]["message"]
     assert "took over" in message and "was not sent" in message and "shorter or simpler value" in message
@@ -180,13 +179,13 @@ def test_a_backtracking_schema_pattern_is_refused_in_bounded_time(
 
 
 def test_a_read_naming_too_many_tools_is_refused_at_once(extension: KeenServeProcess) -> None:
+    # These complexity tests are bounded by each request's timeout (30 s): the behaviours they
+    # guard against took minutes. No wall-clock assertion: a loaded machine stretches any.
     host = Host(extension)
     names = ",".join(f"nope{i}" for i in range(200_000))
-    started = time.monotonic()
     # Before the fix: a quadratic de-duplication on the event loop (minutes), then a body
     # listing every served tool once per unknown name.
     read = host.rpc("resources/read", {"uri": f"resource:///tool_descriptions?tools={names}"}, timeout=30)
-    assert time.monotonic() - started < 10
     body = json.loads(read["contents"][0]["text"])
     assert body["error"]["code"] == "TOO_MANY_TOOLS"
     assert "200000 tools" in body["error"]["message"] and "at most 100" in body["error"]["message"]
@@ -236,9 +235,7 @@ def test_a_long_argument_of_many_short_words_is_audited_in_linear_time(search: K
     scanned from each word start to the end, so 200 kB of "a.a.a..." took minutes, on the
     event loop (before the fix this call timed out and keen serve answered nobody)."""
     host = Host(search)
-    started = time.monotonic()
     result = host.call("call_mcp_tool", {"server": "h", "tool": "t0", "arguments": {"q": "a." * 100_000}})
-    assert time.monotonic() - started < 10
     assert _text(result) == "ok"
     audit = (search.home / "logs" / "serve-audit.jsonl").read_text()
     assert "a." * 1000 in audit  # logged, and nothing in it taken for a secret
@@ -249,9 +246,7 @@ def test_unique_items_of_many_objects_are_checked_in_linear_time(search: KeenSer
     minutes on the event loop before the fix."""
     host = Host(search)
     items: list[Any] = [{"n": i} for i in range(20_000)]
-    started = time.monotonic()
     result = host.call("call_mcp_tool", {"server": "h", "tool": "tag", "arguments": {"items": items}})
-    assert time.monotonic() - started < 10
     assert _text(result) == "ok"
     # Still JSON's equality: 1.0 is 1, key order does not count, true is not 1.
     for twins in ([{"n": 1, "m": [1]}, {"m": [1.0], "n": 1}], [*items[:50], {"n": 7.0}]):
