@@ -80,7 +80,7 @@ async def test_a_server_waiting_its_turn_stops_at_once(
             while not any(log.exists() and "started" in log.read_text() for log in logs):  # noqa: ASYNC110 (a file has no event)
                 await anyio.sleep(0.05)
         began = time.monotonic()
-    assert time.monotonic() - began < 8  # neither waited out the 60 s
+    assert time.monotonic() - began < 30  # neither waited out the 60 s (a loaded machine stretches the rest)
     errors = sorted(manager.status(name).last_error for name in ("one", "two"))
     assert [("waiting for its turn" in e) for e in errors].count(True) == 1, errors
 
