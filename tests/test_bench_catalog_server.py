@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from helpers.forkserver import launch_args
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
 
@@ -115,9 +116,12 @@ def catalogs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _replay(catalog: Path, server: str, *extra: str) -> dict[str, Any]:
+    """A config entry running the replay server in a fork of the worker's warm process
+    (``tests/helpers/forkserver.py``: its SDK already imported, about 1.5 s of CPU a server
+    otherwise): what it sends is under test here, not its interpreter's start."""
     return {
         "command": sys.executable,
-        "args": [REPLAY, "--catalog", str(catalog), "--server", server, *extra],
+        "args": launch_args(REPLAY, "--catalog", str(catalog), "--server", server, *extra),
     }
 
 

@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, PaginatedRequestParams, TextContent
 
 from helpers import server_script, stdio_entry, stdio_params
+from helpers.forkserver import launch_args
 from helpers.http_servers import make_basic_server, serve_http
 from helpers.serve import tls
 from keen.mcp.config import parse_config
@@ -56,6 +57,12 @@ async def stdio_session(
         ClientSession(read, write, message_handler=handler) as session,
     ):
         yield session
+
+
+# The timeouts the MCP SDK gives its own HTTP client (create_mcp_http_client: 30 s, 300 s to
+# read a stream): with httpx2's default 5 s read timeout a loaded machine ended a response
+# stream before its answer, and the call failed "SSE stream ended without a response".
+MCP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 
 @asynccontextmanager
@@ -203,7 +210,11 @@ async def test_garbage_then_serve_still_works(errlog: TextIO) -> None:
             if len(stream_errors) == 3:
                 all_seen.set()
 
-    async with stdio_session(stdio_params("garbage_stdout", "--then-serve"), errlog, handler) as session:
+    # Forked from the worker's warm process (its SDK imported: about 1.5 s of CPU in a new
+    # interpreter); the garbage it prints is written to the same pipe either way.
+    garbage = str(server_script("garbage_stdout"))
+    params = StdioServerParameters(command=sys.executable, args=launch_args(garbage, "--then-serve"))
+    async with stdio_session(params, errlog, handler) as session:
         init = await session.initialize()
         assert init.server_info.name == "garbage-then-serve"
         assert text_of(await session.call_tool("echo", {"text": "ok"})) == "ok"
@@ -245,7 +256,7 @@ async def test_http_basic_server_and_request_log() -> None:
     with serve_http(make_basic_server(instructions="http instructions")) as srv:
         assert srv.url.startswith("http://127.0.0.1:") and srv.url.endswith("/mcp") and str(srv) == srv.url
         async with (
-            httpx2.AsyncClient(headers={"X-Custom": "v1"}, verify=tls()) as http,
+            httpx2.AsyncClient(headers={"X-Custom": "v1"}, verify=tls(), timeout=MCP_TIMEOUT) as http,
             http_session(srv.url, http) as session,
         ):
             init = await session.initialize()
@@ -263,7 +274,10 @@ async def test_http_basic_server_and_request_log() -> None:
 async def test_http_pagination_with_list_page_size() -> None:
     expected = (BASIC_TOOLS - {"die"}) | {f"extra_{i:04d}" for i in range(13)}
     with serve_http(make_basic_server(n_extra_tools=13, list_page_size=6)) as srv:
-        async with httpx2.AsyncClient(verify=tls()) as http, http_session(srv.url, http) as session:
+        async with (
+            httpx2.AsyncClient(verify=tls(), timeout=MCP_TIMEOUT) as http,
+            http_session(srv.url, http) as session,
+        ):
             await session.initialize()
             names: list[str] = []
             cursor: str | None = None
@@ -299,7 +313,7 @@ async def test_http_api_key_401_and_success() -> None:
             ) as caught:
                 async with (
                     httpx2.AsyncClient(
-                        headers=headers, event_hooks={"response": [hook]}, verify=tls()
+                        headers=headers, event_hooks={"response": [hook]}, verify=tls(), timeout=MCP_TIMEOUT
                     ) as http,
                     http_session(srv.url, http) as session,
                 ):
@@ -309,7 +323,9 @@ async def test_http_api_key_401_and_success() -> None:
         seen.clear()
         good = {"Authorization": "Bearer k-123456"}
         async with (
-            httpx2.AsyncClient(headers=good, event_hooks={"response": [hook]}, verify=tls()) as http,
+            httpx2.AsyncClient(
+                headers=good, event_hooks={"response": [hook]}, verify=tls(), timeout=MCP_TIMEOUT
+            ) as http,
             http_session(srv.url, http) as session,
         ):
             await session.initialize()
@@ -323,7 +339,7 @@ async def test_http_api_key_custom_header_raw_value() -> None:
         make_basic_server(), api_key="raw-key", api_key_header="X-API-Key", api_key_scheme=""
     ) as srv:
         async with (
-            httpx2.AsyncClient(headers={"X-API-Key": "raw-key"}, verify=tls()) as http,
+            httpx2.AsyncClient(headers={"X-API-Key": "raw-key"}, verify=tls(), timeout=MCP_TIMEOUT) as http,
             http_session(srv.url, http) as s,
         ):
             await s.initialize()
@@ -335,7 +351,7 @@ async def test_http_api_key_custom_header_raw_value() -> None:
 async def test_http_stop_mid_session_then_restart_on_same_port() -> None:
     with serve_http(make_basic_server()) as srv:
         port = srv.port
-        async with httpx2.AsyncClient(verify=tls()) as http:
+        async with httpx2.AsyncClient(verify=tls(), timeout=MCP_TIMEOUT) as http:
             async with http_session(srv.url, http) as session:
                 await session.initialize()
                 srv.stop()

@@ -17,6 +17,30 @@ from keen import tokens
 
 LIVEMCPBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "livemcpbench" / "tools.json"
 
+_READ_RANKS = tokens._read_ranks  # pyright: ignore[reportPrivateUsage]
+_PARSED: dict[str, dict[bytes, int]] = {}
+
+
+def _read_ranks_once(path: str) -> dict[bytes, int] | None:
+    """``keen.tokens._read_ranks``, run for real once per process for the bundled vocabulary
+    and then answered with a copy of that table: the parse is a pure function of the file
+    (about 0.5 s of CPU), and the tests of the caches below rebuild from it up to nine times
+    each. Any other file is read for real every time."""
+    bundled = tokens.bundled_o200k_file()
+    if bundled is None or path != str(bundled):
+        return _READ_RANKS(path)
+    if path not in _PARSED:
+        ranks = _READ_RANKS(path)
+        if ranks is None:
+            return None
+        _PARSED[path] = ranks
+    return dict(_PARSED[path])
+
+
+@pytest.fixture(autouse=True)
+def _vocabulary_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "_read_ranks", _read_ranks_once)
+
 
 def test_the_default_counter_is_exact_without_any_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
@@ -71,10 +95,12 @@ TEXTS = [
 ]
 
 
-def _counts() -> list[int]:
-    """Counts by a counter built now (not the one this process built before)."""
+def _counts(*, new_encoder: bool = True) -> list[int]:
+    """Counts by a counter built now (not the one this process built before); with
+    ``new_encoder=False`` the encoder this process built is kept (only the caches' files
+    are read again: the tests of the count cache, whose rank cache does not change)."""
     load = tokens._load_o200k  # pyright: ignore[reportPrivateUsage]
-    if isinstance(load, functools._lru_cache_wrapper):  # pyright: ignore[reportPrivateUsage]  # not while a test replaced it
+    if new_encoder and isinstance(load, functools._lru_cache_wrapper):  # pyright: ignore[reportPrivateUsage]  # not while a test replaced it
         load.cache_clear()
     tokens._COUNT_CACHES.clear()  # pyright: ignore[reportPrivateUsage]
     tokens._VERIFIED.clear()  # pyright: ignore[reportPrivateUsage]
@@ -172,7 +198,7 @@ def test_counts_come_from_the_count_cache_and_a_corrupted_one_is_ignored(
     monkeypatch.setattr(tokens, "_load_o200k", load)
     for why, data in _corruptions(good).items():
         cache.write_bytes(data)
-        assert _counts() == expected, why
+        assert _counts(new_encoder=False) == expected, why
         tokens._save_counts()  # pyright: ignore[reportPrivateUsage]
         assert cache.read_bytes() == good, f"{why}: the cache was not written again"
 

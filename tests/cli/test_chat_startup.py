@@ -22,6 +22,7 @@ import pytest
 from conftest import stdio_server
 from helpers.cli import KEEN, Home, make_home
 from helpers.fake_llm import KEY, FakeLLM, Reply
+from helpers.forkserver import forked
 
 pytestmark = pytest.mark.e2e
 
@@ -219,21 +220,26 @@ def launch_marked(home: Home, name: str, launched: Path) -> None:
     home.write({name: {"transport": "stdio", "command": "/bin/sh", "args": ["-c", command]}})
 
 
-def first_request(home: Home, launched: Path) -> tuple[dict[str, Any], str]:
+def first_request(home: Home, launched: Path, *, fresh: bool = True) -> tuple[dict[str, Any], str]:
     """Run ``keen chat -p`` with a scripted model until it is first asked: what it saw then
-    (``sdk``, ``launched``, ``system``), and the chat's stderr."""
-    run = asked(home, launched)
+    (``sdk``, ``launched``, ``system``), and the chat's stderr. ``fresh``: as a new
+    interpreter, for what it had imported by then; else forked from the worker's warm
+    process (``helpers.forkserver``), where only what it did and said is under test."""
+    run = asked(home, launched, fresh=fresh)
     lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
     assert lines, run.stderr
     return json.loads(lines[-1]), run.stderr
 
 
-def asked(home: Home, launched: Path) -> subprocess.CompletedProcess[str]:
+def asked(home: Home, launched: Path, *, fresh: bool = True) -> subprocess.CompletedProcess[str]:
     """:func:`first_request`'s process, whether it asked the model or not."""
     script = home.keen_home.parent / "script.jsonl"
     script.write_text(json.dumps({"content": "hi"}) + "\n", encoding="utf-8")
+    args = [FIRST_REQUEST, str(script), str(launched)]
+    # A forked one skips the imports (the MCP SDK's alone cost a start that connects a
+    # server about 1.5 s of CPU) and so cannot say which ones the chat made before asking.
     return subprocess.run(
-        [sys.executable, "-c", FIRST_REQUEST, str(script), str(launched)],
+        [sys.executable, "-c", *args] if fresh else forked("-c", *args),
         env=home.env(),
         capture_output=True,
         text=True,
@@ -269,7 +275,7 @@ def test_a_server_new_to_this_home_is_started_and_waited_for_before_the_model_is
     home = make_home(tmp_path)
     launched = tmp_path / "launched"
     launch_marked(home, "fresh", launched)
-    seen, stderr = first_request(home, launched)
+    seen, stderr = first_request(home, launched, fresh=False)
     # No skill on disk: the model would not know of it, so it is connected and synced first.
     assert seen["launched"] is True, stderr
     assert "mcp:fresh" in seen["system"], seen["system"]
@@ -335,7 +341,7 @@ def test_a_config_broken_since_the_last_run_gives_its_error_before_the_model_is_
     assert whole_chat(home).returncode == 0
     text = home.config_path.read_text()
     home.config_path.write_text(text.replace('"servers"', '"servers" "', 1))  # invalid JSON now
-    run = asked(home, launched)
+    run = asked(home, launched, fresh=False)
     assert run.returncode == 2, run.stderr
     assert not [line for line in run.stdout.splitlines() if line.startswith("{")], "the model was asked"
     assert re.search(
@@ -356,7 +362,7 @@ def test_an_entry_broken_since_the_last_run_is_reported_and_the_rest_answers(tmp
     config["servers"]["pigeon"] = {"transport": "carrier-pigeon"}
     home.config_path.write_text(json.dumps(config))
     launched.unlink()
-    seen, stderr = first_request(home, launched)
+    seen, stderr = first_request(home, launched, fresh=False)
     # Not the validated text: validated in full first, and the servers start before the
     # model is asked, with the broken entry's error said, as on any run that finds one.
     assert "server pigeon:" in stderr and "transport 'carrier-pigeon' is not supported" in stderr, stderr

@@ -1,6 +1,7 @@
 """``keen``'s subcommands are built when they are looked up (``keen.cli.COMMANDS``): running
-one command imports only its own module, while ``keen --help`` still lists every command
-with its help line and each command's own ``--help`` works."""
+one command imports only its own module (``keen prompt``'s new interpreters, which check
+that, are in tests/cli/test_prompt_without_typer.py), while ``keen --help`` still lists
+every command with its help line and each command's own ``--help`` works."""
 
 from __future__ import annotations
 
@@ -39,26 +40,6 @@ def _modules(tmp_path: Path, *args: str) -> list[str]:
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stderr.strip().splitlines()[-1])
-
-
-@pytest.mark.parametrize(
-    ("args", "own"),
-    [
-        # A plain `keen prompt` runs without typer (keen.cli._prompt), so without its typer command.
-        (("prompt", "--budget", "4000"), []),
-        (("prompt", "--budget=4000"), ["keen.cli.prompt_cmd"]),
-    ],
-)
-def test_keen_prompt_imports_no_other_command_module(
-    tmp_path: Path, args: tuple[str, ...], own: list[str]
-) -> None:
-    skill = tmp_path / "home" / "skills" / "notes"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: notes\ndescription: Keep notes.\n---\nbody\n")
-    loaded = _modules(tmp_path, *args)
-    commands = [m for m in loaded if m.endswith("_cmd")]
-    assert commands == own, loaded
-    assert "keen.cli._prompt" in loaded, loaded
 
 
 def test_keen_help_lists_every_command_with_its_help_line(tmp_path: Path) -> None:

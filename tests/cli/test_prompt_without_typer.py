@@ -117,7 +117,8 @@ def test_plain_options_reads_only_its_own_options() -> None:
         assert plain_options(other) is None, other
 
 
-# Runs the console script's entry point in a new interpreter, then reports what it imported.
+# Runs the console script's entry point in a new interpreter, then reports what it imported:
+# typer, and Keen's CLI modules.
 _RUN = """
 import json, sys
 from keen.cli import main
@@ -128,20 +129,25 @@ except SystemExit as exc:
     code = exc.code
 else:
     code = 0
-print(json.dumps({"code": code, "typer": "typer" in sys.modules}), file=sys.stderr)
+cli = sorted(m for m in sys.modules if m.startswith("keen.cli."))
+print(json.dumps({"code": code, "typer": "typer" in sys.modules, "cli": cli}), file=sys.stderr)
 """
 
 
 @pytest.mark.parametrize(
-    ("args", "typer"),
+    ("args", "typer", "own"),
     [
-        (("prompt", "--budget", "4000"), False),
-        (("prompt", "--budget", "10"), False),
-        (("prompt", "--budget=4000"), True),
-        (("--version",), True),
+        # A plain `keen prompt` runs without typer (keen.cli._prompt), so without its typer
+        # command module or any other command's (keen.cli.COMMANDS are built when looked up).
+        (("prompt", "--budget", "4000"), False, []),
+        (("prompt", "--budget", "10"), False, []),
+        (("prompt", "--budget=4000"), True, ["keen.cli.prompt_cmd"]),
+        (("--version",), True, None),
     ],
 )
-def test_keen_prompt_starts_without_typer(home: Home, args: tuple[str, ...], typer: bool) -> None:
+def test_keen_prompt_starts_without_typer(
+    home: Home, args: tuple[str, ...], typer: bool, own: list[str] | None
+) -> None:
     done = subprocess.run(
         [sys.executable, "-c", _RUN, *args],
         capture_output=True,
@@ -153,6 +159,10 @@ def test_keen_prompt_starts_without_typer(home: Home, args: tuple[str, ...], typ
     figures = json.loads(done.stderr.strip().splitlines()[-1])
     assert figures["typer"] is typer, (args, done.stderr)
     assert figures["code"] == (2 if args[-1] == "10" else 0), done.stderr
+    if own is not None:
+        loaded = figures["cli"]
+        assert [m for m in loaded if m.endswith("_cmd")] == own, loaded
+        assert "keen.cli._prompt" in loaded, loaded
 
 
 def test_completion_goes_through_typer(home: Home) -> None:

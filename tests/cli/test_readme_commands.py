@@ -11,15 +11,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers.cli import make_home
+from helpers.cli import KEEN, make_home
 
 BIN = Path(sys.executable).parent
 
 
 def keen(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "keen"), *args], env=env, capture_output=True, text=True, timeout=60, check=False
-    )
+    """The console script forked from the worker's warm process (``helpers.cli.KEEN``) with
+    ``env``: the commands it records and the demo server it starts are under test, and that
+    server starts as a new interpreter from the recorded command; ``keen``'s own start is not
+    (tests/cli/test_install.py runs the README's lines with the installed script)."""
+    return subprocess.run([*KEEN, *args], env=env, capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_the_demo_server_added_in_the_venv_answers_from_a_shell_without_it(tmp_path: Path) -> None:

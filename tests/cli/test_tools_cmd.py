@@ -121,11 +121,17 @@ def test_tools_search_without_skills(keen_home: Path) -> None:
 
 
 @pytest.mark.e2e
-def test_tools_search_on_what_keen_demo_keep_leaves(keen_home: Path) -> None:
-    """The line ``keen demo --keep`` ends with runs as printed: its KEEN_HOME holds the
-    demo's generated skills, searchable with no server running."""
+def test_keen_demo_keep_ends_with_a_scripted_chat_and_its_line_searches_the_skills(keen_home: Path) -> None:
+    """``keen demo --keep`` tells the whole story down to a scripted chat session, and the
+    line it ends with runs as printed: its KEEN_HOME holds the demo's generated skills,
+    searchable with no server running. (One run of ``keen demo`` for both: it starts the
+    demo server as a new interpreter and syncs it, about 4 s of CPU.)"""
     demo = keen_process("demo", "--keep")
     assert demo.code == 0, demo.stdout + demo.stderr
+    chat_part = demo.stdout.split("7. keen chat", 1)[1]
+    assert "A marathon (26.2 mi) is 42.16 km." in chat_part
+    assert "approval asked: demo/add_note" in chat_part and "Saved it as a note" in chat_part
+    assert "call_mcp_tool demo/convert_units" in chat_part and "characters read (not kept)" in chat_part
     line = next(x for x in demo.stdout.splitlines() if x.startswith("kept "))
     command = line.split("to use its skills: ", 1)[1]
     kept = Path(shlex.split(command)[0].removeprefix("KEEN_HOME="))

@@ -85,8 +85,9 @@ class Home:
         env.update(self._ours(columns))
         return env
 
-    def keen(self, *args: str, columns: int = 250) -> Run:
-        """Run ``keen ARGS`` in this process (CliRunner), on a terminal ``columns`` wide."""
+    def keen(self, *args: str, columns: int = 250, env: dict[str, str] | None = None) -> Run:
+        """Run ``keen ARGS`` in this process (CliRunner), on a terminal ``columns`` wide, with
+        ``env`` on top of this home's variables (every other ``KEEN_*`` unset)."""
         from keen.cli import _common, app
 
         unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("KEEN_")}
@@ -96,7 +97,7 @@ class Home:
         for console in (_common.out, _common.err):
             console._console = None  # type: ignore[attr-defined]
         try:
-            result = CliRunner().invoke(app, list(args), env={**unset, **self._ours(columns)})
+            result = CliRunner().invoke(app, list(args), env={**unset, **self._ours(columns), **(env or {})})
         finally:
             root.handlers[:], root.level = handlers, level  # setup_logging replaced them
         run = Run(tuple(args), result.exit_code, result.stdout, result.stderr)

@@ -59,6 +59,7 @@ from keen.mcp.config import HttpServerConfig, OAuthAuth
 from keen.mcp.connection.sdk_private import negotiate_auto
 
 __all__ = [
+    "MCP_TIMEOUT",
     "MODERN_VERSION",
     "Browser",
     "OAuthTestServer",
@@ -402,11 +403,17 @@ def background_auth(server: str, config: HttpServerConfig, **options: Any) -> Ke
     )
 
 
+MCP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+"""The timeouts the MCP SDK gives its own HTTP client (``create_mcp_http_client``): with
+httpx2's default 5 s read timeout a loaded machine can end a response stream before its
+answer ("SSE stream ended without a response")."""
+
+
 async def list_tool_names(auth: httpx2.Auth, url: str, *, negotiate: bool = False) -> list[str]:
     """initialize + tools/list over the SDK client with ``auth``; with ``negotiate``, the era as
     the Manager negotiates it (``server/discover``, else initialize) instead of initialize."""
     async with (
-        httpx2.AsyncClient(auth=auth, verify=tls()) as client,
+        httpx2.AsyncClient(auth=auth, verify=tls(), timeout=MCP_TIMEOUT) as client,
         streamable_http_client(url, http_client=client) as (read, write),
         ClientSession(read, write) as session,
     ):
@@ -421,7 +428,7 @@ async def call_tools(auth: httpx2.Auth, url: str, *calls: tuple[str, dict[str, A
     """One session, several ``tools/call``s; each entry is the result or the exception raised."""
     outcomes: list[Any] = []
     async with (
-        httpx2.AsyncClient(auth=auth, verify=tls()) as client,
+        httpx2.AsyncClient(auth=auth, verify=tls(), timeout=MCP_TIMEOUT) as client,
         streamable_http_client(url, http_client=client) as (read, write),
         ClientSession(read, write) as session,
     ):

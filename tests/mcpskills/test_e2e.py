@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.forkserver import script_args
 from helpers.http_servers import make_basic_server, serve_http
 from keen import paths
 from keen._redact import redactor
@@ -46,13 +47,11 @@ async def test_sync_from_real_servers(tmp_path: Path, monkeypatch: pytest.Monkey
                 "basic": {
                     "transport": "stdio",
                     "command": sys.executable,
-                    "args": [
-                        str(SERVERS / "basic_stdio.py"),
-                        "--tools",
-                        "3",
-                        "--instructions",
-                        "Echo and add.",
-                    ],
+                    # Forked from the worker's warm process (tests/helpers/forkserver.py):
+                    # a real stdio server whose interpreter's start is not under test.
+                    "args": script_args(
+                        str(SERVERS / "basic_stdio.py"), "--tools", "3", "--instructions", "Echo and add."
+                    ),
                 },
                 "crashy": {
                     "transport": "stdio",
