@@ -110,6 +110,8 @@ async def _session(
             "command": peer("node", "mcp-server-everything"),
             "args": ["stdio"],
             "trust_annotations": True,
+            # The 15 s default connect limit is a healthy start's: a loaded machine took longer.
+            "timeouts": {"connect": 60},
         }
     config = write_config(servers)
     async with Manager(config, trust=PinGuard()) as manager:

@@ -82,10 +82,13 @@ async def manager(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Man
     home = tmp_path_factory.mktemp("resources") / "keen-home"
     config = home / "mcp" / "configs.json"
     config.parent.mkdir(parents=True)
+    # The 15 s default connect limit is a healthy start's, not what is tested: a loaded
+    # machine (load 19 on 2 CPUs) took longer to start server-everything.
+    slow_start = {"timeouts": {"connect": 60}}
     servers = {
-        "everything": {"command": peer("node", "mcp-server-everything"), "args": ["stdio"]},
+        "everything": {"command": peer("node", "mcp-server-everything"), "args": ["stdio"], **slow_start},
         "paged": IN_MEMORY,
-        "time": {"command": peer("py", "mcp-server-time")},
+        "time": {"command": peer("py", "mcp-server-time"), **slow_start},
     }
     config.write_text(json.dumps({"version": 1, "servers": servers}))
     with pytest.MonkeyPatch.context() as patch:
@@ -93,7 +96,7 @@ async def manager(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Man
         async with Manager(
             config, transports={"paged": in_memory_transport(paged_server()._mcp_server)}, trust=PinGuard()
         ) as m:
-            assert await m.wait_ready(60)
+            assert await m.wait_ready(90)
             assert all(s.state is ServerState.CONNECTED for s in m.servers()), [
                 s.last_error for s in m.servers()
             ]
