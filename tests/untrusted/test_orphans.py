@@ -72,7 +72,8 @@ def _start_call(tmp_path: Path, keen: list[str] = KEEN) -> tuple[subprocess.Pope
         stderr=subprocess.PIPE,
     )
     log = home / "logs" / "h.stderr.log"
-    started = wait_until(lambda: log.exists() and "call started" in log.read_text(), 30)
+    # A bound, not a pause: a new interpreter's keen under load 19 needed more than 30 s.
+    started = wait_until(lambda: log.exists() and "call started" in log.read_text(), 90)
     if not started:
         proc.kill()
         pytest.fail(f"the call never reached the server: {proc.communicate(timeout=10)}")
