@@ -27,6 +27,9 @@ OBJECT: dict[str, Any] = {"type": "object"}
 # Exponential backtracking in Python's re (and a timeout in the regex module) on "aaaa…!".
 SLOW = "^(a|a)+$"
 SECRET = "tok-upstream-7d1e0c94b2"
+BOUNDED = 20
+"""Seconds within which a request that would backtrack or loop for minutes is answered: a
+healthy run takes well under one; 10 failed at load 19 on 2 CPUs (10.4 s)."""
 
 
 def _text(result: dict[str, Any]) -> str:
@@ -167,7 +170,7 @@ def test_a_backtracking_schema_pattern_is_refused_in_bounded_time(
     started = time.monotonic()
     # Before the fix, re.search froze keen serve's event loop for every client: this timed out.
     refused = host.call("call_mcp_tool", {"server": "h", "tool": tool, "arguments": arguments}, timeout=20)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < BOUNDED
     assert refused["isError"] and refused["structuredContent"]["error"]["code"] == "invalid_arguments"
     message = refused["structuredContent"]["error"]["message"]
     assert "took over" in message and "was not sent" in message and "shorter or simpler value" in message
@@ -186,7 +189,7 @@ def test_a_read_naming_too_many_tools_is_refused_at_once(extension: KeenServePro
     # Before the fix: a quadratic de-duplication on the event loop (minutes), then a body
     # listing every served tool once per unknown name.
     read = host.rpc("resources/read", {"uri": f"resource:///tool_descriptions?tools={names}"}, timeout=30)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < BOUNDED
     body = json.loads(read["contents"][0]["text"])
     assert body["error"]["code"] == "TOO_MANY_TOOLS"
     assert "200000 tools" in body["error"]["message"] and "at most 100" in body["error"]["message"]
@@ -238,7 +241,7 @@ def test_a_long_argument_of_many_short_words_is_audited_in_linear_time(search: K
     host = Host(search)
     started = time.monotonic()
     result = host.call("call_mcp_tool", {"server": "h", "tool": "t0", "arguments": {"q": "a." * 100_000}})
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < BOUNDED
     assert _text(result) == "ok"
     audit = (search.home / "logs" / "serve-audit.jsonl").read_text()
     assert "a." * 1000 in audit  # logged, and nothing in it taken for a secret
@@ -251,7 +254,7 @@ def test_unique_items_of_many_objects_are_checked_in_linear_time(search: KeenSer
     items: list[Any] = [{"n": i} for i in range(20_000)]
     started = time.monotonic()
     result = host.call("call_mcp_tool", {"server": "h", "tool": "tag", "arguments": {"items": items}})
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < BOUNDED
     assert _text(result) == "ok"
     # Still JSON's equality: 1.0 is 1, key order does not count, true is not 1.
     for twins in ([{"n": 1, "m": [1]}, {"m": [1.0], "n": 1}], [*items[:50], {"n": 7.0}]):
