@@ -232,6 +232,9 @@ async def test_scripted_model_replays_a_stop_reason(tmp_path: Path) -> None:
         open_model(f"scripted:{script}")
 
 
+# A new interpreter importing both SDKs: seconds on an idle machine, past the suite's 120 s
+# limit at load 19 on 2 CPUs.
+@pytest.mark.timeout(300)
 def test_choosing_a_model_loads_its_sdk_only_at_the_first_request(keys: None) -> None:
     # keen chat builds its system prompt after choosing the model: the SDK (hundreds of ms of
     # CPU to import) loads with the first request, not before the prompt (issue 26). Both

@@ -16,8 +16,19 @@ from helpers.chat_tmux import PROMPT, SECRET, Chat, call, say, search
 pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e]
 
 
-def test_startup_reports_failures_and_slash_commands_work(tmux_chat: Callable[..., Chat]) -> None:
-    chat = tmux_chat([say("Hello Bob, from the greet skill.")], broken=True)
+def test_startup_slash_commands_and_a_configured_secret_kept_off_the_screen_history_and_log(
+    tmux_chat: Callable[..., Chat],
+) -> None:
+    """One session (a keen chat, its server and a terminal cost about 2 s of CPU to start):
+    the start with a failing server, the slash commands and completion, then a call that
+    carries a configured secret."""
+    script = [
+        say("Hello Bob, from the greet skill."),
+        search("write a note"),
+        call("note", text=f"token {SECRET}"),
+        say(f"Saved {SECRET}."),
+    ]
+    chat = tmux_chat(script, broken=True)
     skill = chat.keen_home / "skills" / "greet"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: greet\ndescription: Greet someone.\n---\nSay hello to $1.\n")
@@ -80,6 +91,14 @@ def test_startup_reports_failures_and_slash_commands_work(tmux_chat: Callable[..
     at = chat.send("/mcp:chat")
     t.wait_for(r"Activated skill mcp:chat: it stays in the conversation", after=at)
 
+    # A configured secret (the chat server's env) in a call's arguments and in the answer.
+    at = chat.send("save my token")
+    t.wait_for(r'"text": "token \[REDACTED\]"', after=at)  # the approval question
+    t.wait_for(r"this session:[ \t]*$", after=at)
+    t.type("y")
+    t.wait_for(r"<- noted: token \[REDACTED\]", after=at)
+    t.wait_for(r"Saved", after=at)
+
     chat.send("/exit")
     assert t.exit_status() == 0
     activations = [e for e in chat.sessions() if e["type"] == "agent.activate"]
@@ -87,19 +106,6 @@ def test_startup_reports_failures_and_slash_commands_work(tmux_chat: Callable[..
     history = chat.keen_home / "history"
     assert stat.S_IMODE(history.stat().st_mode) == 0o600
     assert "/greet Bob" in history.read_text()
-
-
-def test_a_configured_secret_never_reaches_the_screen_history_or_log(tmux_chat: Callable[..., Chat]) -> None:
-    chat = tmux_chat([search("write a note"), call("note", text=f"token {SECRET}"), say(f"Saved {SECRET}.")])
-    t = chat.tmux
-    chat.ready()
-    at = chat.send("save my token")
-    t.wait_for(r'"text": "token \[REDACTED\]"', after=at)  # the approval question
-    t.wait_for(r"this session:[ \t]*$", after=at)
-    t.type("y")
-    t.wait_for(r"<- noted: token \[REDACTED\]", after=at)
-    t.wait_for(r"Saved", after=at)
-    assert chat.leave() == 0
     assert chat.notes.read_text() == f"token {SECRET}\n"  # the server got the real value
     assert SECRET not in t.screen()
     assert SECRET not in (chat.keen_home / "history").read_text()

@@ -13,7 +13,10 @@ from helpers.chat_tmux import Chat, call, say, search
 pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e]
 
 
-def test_approval_yes_no_always(tmux_chat: Callable[..., Chat]) -> None:
+def test_approval_an_elicitation_form_and_a_page_to_open(tmux_chat: Callable[..., Chat]) -> None:
+    """One session (a keen chat, its server and a terminal cost about 2 s of CPU to start):
+    the approval question (yes, no, Ctrl-C, always), then an elicitation form with defaults,
+    then a page to open."""
     chat = tmux_chat(
         [
             search("write a note"),
@@ -25,6 +28,18 @@ def test_approval_yes_no_always(tmux_chat: Callable[..., Chat]) -> None:
             call("note", text="third"),
             call("note", text="fourth"),
             say("Noted both."),
+            search("book a table"),
+            call("book_table"),
+            say("Booked."),
+            call("book_table"),
+            say("As you wish."),
+            call("book_table"),
+            say("Never mind."),
+            search("connect account"),
+            call("connect_account"),
+            say("Connected."),
+            call("connect_account"),
+            say("Not now."),
         ]
     )
     t = chat.tmux
@@ -61,25 +76,7 @@ def test_approval_yes_no_always(tmux_chat: Callable[..., Chat]) -> None:
     assert t.count(r'^\s+"text": "fourth"$') == 0
     assert t.count(r"Allow chat/note\?") == 4
 
-    assert chat.leave() == 0
-    assert chat.notes.read_text().splitlines() == ["first", "third", "fourth"]
-
-
-def test_elicitation_form_with_defaults(tmux_chat: Callable[..., Chat]) -> None:
-    chat = tmux_chat(
-        [
-            search("book a table"),
-            call("book_table"),
-            say("Booked."),
-            call("book_table"),
-            say("As you wish."),
-            call("book_table"),
-            say("Never mind."),
-        ]
-    )
-    t = chat.tmux
-    chat.ready()
-
+    # An elicitation form: the schema's defaults pre-filled, a bad entry asked again.
     at = chat.send("book a table")
     t.wait_for(r"Server chat asks:\s+Details for the booking\?", after=at)
     t.wait_for(r"Time \(1\) 18:00, 2\) 20:00\)", after=at)
@@ -115,22 +112,7 @@ def test_elicitation_form_with_defaults(tmux_chat: Callable[..., Chat]) -> None:
     t.send("C-c")
     t.wait_for(r"<- booking cancel\s+Never mind\.", after=at)
 
-    assert chat.leave() == 0
-
-
-def test_a_page_to_open_shows_its_host_and_url_and_asks_first(tmux_chat: Callable[..., Chat]) -> None:
-    chat = tmux_chat(
-        [
-            search("connect account"),
-            call("connect_account"),
-            say("Connected."),
-            call("connect_account"),
-            say("Not now."),
-        ]
-    )
-    t = chat.tmux
-    chat.ready()
-
+    # A page to open: its host and URL shown, opening it asked first.
     at = chat.send("connect my account")
     t.wait_for(r"Server chat asks you to open a page:\s+Sign in to Example Cloud", after=at)
     t.wait_for(r"host: auth\.example\.com", after=at)
@@ -154,3 +136,4 @@ def test_a_page_to_open_shows_its_host_and_url_and_asks_first(tmux_chat: Callabl
     t.wait_for(r"<- connect decline\s+Not now\.", after=at)
 
     assert chat.leave() == 0
+    assert chat.notes.read_text().splitlines() == ["first", "third", "fourth"]

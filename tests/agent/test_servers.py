@@ -21,7 +21,8 @@ pytestmark = pytest.mark.anyio
 IN_MEMORY = {"transport": "stdio", "command": "unused-in-memory"}
 
 
-async def wait_until(check: Callable[[], bool], seconds: float = 20) -> None:
+async def wait_until(check: Callable[[], bool], seconds: float = 60) -> None:
+    # A bound, not a pause (a healthy run returns at once): discovery took over 20 s at load 19.
     with anyio.fail_after(seconds):
         while not check():  # noqa: ASYNC110 (polls state that has no event)
             await anyio.sleep(0.05)

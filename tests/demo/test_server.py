@@ -1,4 +1,9 @@
-"""keen-demo over real stdio (``python -m keen.demo.server``), driven by the MCP SDK client."""
+"""keen-demo over real stdio (``python -m keen.demo.server``), driven by the MCP SDK client.
+
+:func:`test_tools_time_units_and_word_count` starts the server from its configs.json entry as
+a user's Keen does; the notes tests fork it from the worker's warm process
+(``tests/helpers/forkserver.py``: the same module on the same pipes, without an interpreter
+start of about 1.5 s of CPU each), since what they show is the server's notes file."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import pytest
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, TextContent
 
+from helpers.forkserver import launch_args
 from keen.demo import SERVER_NAME, demo_server_entry
 from keen.demo.server import INSTRUCTIONS
 from keen.demo.units import UnitError, convert, supported_units_text
@@ -49,9 +55,12 @@ def corrupt_notes(home: Path) -> Path:
 
 
 @asynccontextmanager
-async def demo_session(home: Path, errlog: TextIO) -> AsyncIterator[ClientSession]:
+async def demo_session(home: Path, errlog: TextIO, *, forked: bool = True) -> AsyncIterator[ClientSession]:
+    """A client session of keen-demo: forked (module docstring), or with ``forked=False``
+    started as its configs.json entry says."""
     entry = demo_server_entry(home)
-    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=entry["env"])
+    args = launch_args("-m", "keen.demo.server") if forked else entry["args"]
+    params = StdioServerParameters(command=entry["command"], args=args, env=entry["env"])
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
@@ -79,7 +88,7 @@ def test_demo_entry_is_valid_config(home: Path) -> None:
 
 @pytest.mark.anyio
 async def test_tools_time_units_and_word_count(home: Path, errlog: TextIO) -> None:
-    async with demo_session(home, errlog) as session:
+    async with demo_session(home, errlog, forked=False) as session:
         init = session.initialize_result
         assert init is not None and init.server_info.name == "keen-demo" and init.instructions == INSTRUCTIONS
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from helpers.forkserver import launch_args
 from keen import paths
 from keen.capabilities import Catalog
 from keen.demo import demo_server_entry
@@ -33,7 +34,11 @@ FRONTEND_BODY = "Check the accessibility semantics before you update a snapshot.
 
 @pytest.fixture
 async def manager(keen_home: Path, write_config: Callable[..., Path]) -> AsyncIterator[Manager]:
-    config = write_config({DEMO: demo_server_entry(keen_home)})
+    # keen-demo forked from the worker's warm process (tests/helpers/forkserver.py): the hooks
+    # and gates are under test here, not the demo server's interpreter start (about 1.5 s of
+    # CPU each; tests/demo/test_server.py starts it from its configs.json entry).
+    entry = {**demo_server_entry(keen_home), "args": launch_args("-m", "keen.demo.server")}
+    config = write_config({DEMO: entry})
     async with Manager(config, trust=PinGuard()) as m:
         assert await m.wait_ready(60)
         assert m.status(DEMO).state is ServerState.CONNECTED

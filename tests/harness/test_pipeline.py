@@ -110,6 +110,8 @@ async def _session(
             "command": peer("node", "mcp-server-everything"),
             "args": ["stdio"],
             "trust_annotations": True,
+            # The 15 s default connect limit is a healthy start's: a loaded machine took longer.
+            "timeouts": {"connect": 60},
         }
     config = write_config(servers)
     async with Manager(config, trust=PinGuard()) as manager:
@@ -398,7 +400,9 @@ async def test_the_runtime_opens_a_harness(
     from keen.demo import demo_server_entry
     from keen.runtime import open_runtime
 
-    config = write_config({DEMO: demo_server_entry(keen_home)})
+    # Forked (tests/helpers/forkserver.py): the runtime is under test, not the demo's start.
+    entry = {**demo_server_entry(keen_home), "args": launch_args("-m", "keen.demo.server")}
+    config = write_config({DEMO: entry})
     async with open_runtime(config_path=config, wait=60, sync=True) as rt:
         h = rt.harness(mode="read-only", workspace=tmp_path)
         assert rt.gateway.approval is None, "a harness lends the gateway no approval"

@@ -5,6 +5,7 @@ server-everything (npm) and a paginating FastMCP server in memory."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -67,21 +68,44 @@ def paged_server() -> FastMCP:
     return server
 
 
-@pytest.fixture
-async def manager(keen_home: Path, write_config: Callable[..., Path]) -> AsyncIterator[Manager]:
-    config = write_config(
-        {
-            "everything": {"command": peer("node", "mcp-server-everything"), "args": ["stdio"]},
-            "paged": IN_MEMORY,
-            "time": {"command": peer("py", "mcp-server-time")},
-        }
-    )
-    async with Manager(
-        config, transports={"paged": in_memory_transport(paged_server()._mcp_server)}, trust=PinGuard()
-    ) as m:
-        assert await m.wait_ready(60)
-        assert all(s.state is ServerState.CONNECTED for s in m.servers()), [s.last_error for s in m.servers()]
-        yield m
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module scope, so that one :func:`manager` serves every test of the module."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def manager(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Manager]:
+    """One Manager for the module: server-everything (node) and mcp-server-time (a new
+    interpreter) start once, not once a test (about 2.5 s of CPU each time). The tests only
+    list and read from it; each has its own KEEN_HOME (:func:`_own_home`) for its harness."""
+    home = tmp_path_factory.mktemp("resources") / "keen-home"
+    config = home / "mcp" / "configs.json"
+    config.parent.mkdir(parents=True)
+    # The 15 s default connect limit is a healthy start's, not what is tested: a loaded
+    # machine (load 19 on 2 CPUs) took longer to start server-everything.
+    slow_start = {"timeouts": {"connect": 60}}
+    servers = {
+        "everything": {"command": peer("node", "mcp-server-everything"), "args": ["stdio"], **slow_start},
+        "paged": IN_MEMORY,
+        "time": {"command": peer("py", "mcp-server-time"), **slow_start},
+    }
+    config.write_text(json.dumps({"version": 1, "servers": servers}))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KEEN_HOME", str(home))
+        async with Manager(
+            config, transports={"paged": in_memory_transport(paged_server()._mcp_server)}, trust=PinGuard()
+        ) as m:
+            assert await m.wait_ready(90)
+            assert all(s.state is ServerState.CONNECTED for s in m.servers()), [
+                s.last_error for s in m.servers()
+            ]
+            yield m
+
+
+@pytest.fixture(autouse=True)
+def _own_home(keen_home: Path) -> Path:
+    return keen_home
 
 
 async def test_the_manager_lists_every_page_of_resources_and_prompts(manager: Manager) -> None:

@@ -24,12 +24,30 @@ from typing import Any
 
 from conftest import SERVERS
 from helpers.cli import KEEN
-from helpers.forkserver import script_args
+from helpers.forkserver import forked, script_args
 from helpers.tmux import Tmux
 
 __all__ = ["PROMPT", "SECRET", "Chat", "call", "chat_server", "chat_sessions", "say", "search"]
 
 PROMPT = r"^keen>"
+
+_SKEWED = """
+import os, time
+from keen.mcp.connection import reconnect
+
+def _clock(path=os.environ.pop("CHAT_TEST_CLOCK")):
+    try:
+        with open(path) as skew:
+            return time.monotonic() + float(skew.read() or 0)
+    except (OSError, ValueError):
+        return time.monotonic()
+
+reconnect.Reconnector.__init__.__kwdefaults__["clock"] = _clock
+from keen.cli import main
+main()
+"""
+"""``keen`` whose reconnect back-off runs on a clock the test moves on: monotonic time plus
+the seconds written in the file ``$CHAT_TEST_CLOCK`` (``Reconnector`` takes a clock)."""
 
 
 def call(tool: str, **arguments: Any) -> dict[str, Any]:
@@ -46,7 +64,8 @@ def say(text: str) -> dict[str, Any]:
 
 
 class Chat:
-    """A ``keen chat`` session under tmux and the files around it."""
+    """A ``keen chat`` session under tmux and the files around it; with ``clock`` (a file),
+    its reconnect back-off runs on a clock the test moves on (:meth:`advance`)."""
 
     def __init__(
         self,
@@ -56,6 +75,7 @@ class Chat:
         *,
         model: list[str] | None = None,
         env: dict[str, str] | None = None,
+        clock: Path | None = None,
     ) -> None:
         self.root = root
         self.keen_home = root / "keen-home"
@@ -75,7 +95,18 @@ class Chat:
         }
         (root / "home").mkdir()
         model = model or ["--model", f"scripted:{script_path}"]
-        self.tmux = Tmux([*KEEN, "chat", *model], env=env, cwd=root)
+        keen = KEEN
+        self.clock = clock
+        if clock is not None:  # reconnect windows pass when the test says (:meth:`advance`)
+            clock.write_text("0")
+            env["CHAT_TEST_CLOCK"] = str(clock)
+            keen = forked("-c", _SKEWED)
+        self.tmux = Tmux([*keen, "chat", *model], env=env, cwd=root)
+
+    def advance(self, seconds: float) -> None:
+        """Move the session's reconnect clock on by ``seconds`` (a session made with ``clock``)."""
+        assert self.clock is not None, "made without a clock"
+        self.clock.write_text(str(float(self.clock.read_text()) + seconds))
 
     def ready(self, servers: int = 1) -> None:
         """Wait for the prompt and for background discovery to report."""

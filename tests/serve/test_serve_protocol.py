@@ -8,6 +8,7 @@ SDK's ``Client`` as the host, in both protocol eras.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -23,24 +24,31 @@ from helpers.serve import MODERN, KeenServeProcess, connect, in_process, read_js
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeenServeProcess]:
+    """``keen serve --transport http`` with its defaults, once for the module (no test changes it)."""
+    home = tmp_path_factory.mktemp("protocol")
+    write_upstream(home)
+    with KeenServeProcess(home) as proc:
+        yield proc
+
+
 async def test_an_unsupported_version_gets_32022_and_the_client_retries_with_a_named_one(
-    tmp_path: Path,
+    served: KeenServeProcess,
 ) -> None:
     """Before, a 400 with -32600 and id null: an SDK client took Keen for a server of the old
     era and fell back to ``initialize`` instead of retrying at a version Keen serves."""
-    write_upstream(tmp_path)
-    with KeenServeProcess(tmp_path) as proc:
-        async with connect(proc, "stateless") as client:
-            with pytest.raises(MCPError, match="unsupported MCP-Protocol-Version '2099-01-01'") as refused:
-                await client.session.send_discover("2099-01-01")
-            assert refused.value.code == -32022
-            data = UnsupportedProtocolVersionErrorData.model_validate(refused.value.error.data)
-            assert data.requested == "2099-01-01"
-            # What the SDK's negotiation does with it: the newest version both sides speak.
-            mutual = [v for v in MODERN_PROTOCOL_VERSIONS if v in data.supported]
-            assert mutual[-1] == MODERN
-            found = await client.session.send_discover(mutual[-1])
-            assert MODERN in found["supportedVersions"]
+    async with connect(served, "stateless") as client:
+        with pytest.raises(MCPError, match="unsupported MCP-Protocol-Version '2099-01-01'") as refused:
+            await client.session.send_discover("2099-01-01")
+        assert refused.value.code == -32022
+        data = UnsupportedProtocolVersionErrorData.model_validate(refused.value.error.data)
+        assert data.requested == "2099-01-01"
+        # What the SDK's negotiation does with it: the newest version both sides speak.
+        mutual = [v for v in MODERN_PROTOCOL_VERSIONS if v in data.supported]
+        assert mutual[-1] == MODERN
+        found = await client.session.send_discover(mutual[-1])
+        assert MODERN in found["supportedVersions"]
 
 
 @pytest.mark.parametrize("era", ["session", "stateless"])
@@ -88,12 +96,11 @@ async def test_search_tools_names_the_servers_still_connecting(
     assert found["note"].startswith("1 upstream server is still connecting (slow): its tools are not")
 
 
-def test_http_start_up_says_where_it_listens(tmp_path: Path) -> None:
+def test_http_start_up_says_where_it_listens(served: KeenServeProcess, tmp_path: Path) -> None:
     """Before, ``keen serve --transport http`` printed nothing until it was stopped."""
+    line = f"keen serve: listening on {served.url} (extension mode, store memory, 1 upstream server)"
+    assert wait_until(lambda: line in served.log(), 15), served.log()
     write_upstream(tmp_path)
-    with KeenServeProcess(tmp_path) as proc:
-        line = f"keen serve: listening on {proc.url} (extension mode, store memory, 1 upstream server)"
-        assert wait_until(lambda: line in proc.log(), 15), proc.log()
     with redis_server(tmp_path) as url, KeenServeProcess(tmp_path, ["--store", url]) as proc:
         line = f"keen serve: listening on {proc.url} (search mode, store {url}, 1 upstream server)"
         assert wait_until(lambda: line in proc.log(), 15), proc.log()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx2
 import pytest
@@ -20,14 +19,30 @@ TOKEN = "replica-token-0123456789"
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
+ENV = {"KEEN_SERVE_TOKEN": TOKEN}
+
+
+@pytest.fixture(scope="module")
+def survivor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeenServeProcess]:
+    """Redis and replica B, once for the module: each test kills only A (B is the replica
+    that survives, and nothing a test leaves in the store is seen by the next: every test
+    opens its own session)."""
+    home = tmp_path_factory.mktemp("replicas")
+    write_upstream(home)
+    with redis_server(home) as url, KeenServeProcess(home, _args(url), ENV) as b:
+        yield b
+
+
+def _args(url: str) -> list[str]:
+    return ["--mode", "extension", "--store", url]
+
+
 @pytest.fixture
-def replicas(tmp_path: Path) -> Iterator[tuple[KeenServeProcess, KeenServeProcess]]:
-    write_upstream(tmp_path)
-    with redis_server(tmp_path) as url:
-        args = ["--mode", "extension", "--store", url]
-        env = {"KEEN_SERVE_TOKEN": TOKEN}
-        with KeenServeProcess(tmp_path, args, env) as a, KeenServeProcess(tmp_path, args, env) as b:
-            yield a, b
+def replicas(survivor: KeenServeProcess) -> Iterator[tuple[KeenServeProcess, KeenServeProcess]]:
+    """A new replica A beside the module's B, on the same Redis (A is killed by the test)."""
+    url = survivor.args[survivor.args.index("--store") + 1]
+    with KeenServeProcess(survivor.home, _args(url), ENV) as a:
+        yield a, survivor
 
 
 def _rpc(

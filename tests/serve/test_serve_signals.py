@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 from conftest import stdio_server
 from helpers.changing import wait_until as wait_until_async
 from helpers.forkserver import forked
-from helpers.loopback import alive, wait_until
+from helpers.loopback import alive, wait_listening, wait_until
 from helpers.serve import KEEN, KeenServeProcess, connect, free_port, serve_env, write_upstream
 
 pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"), pytest.mark.e2e]
@@ -72,10 +70,7 @@ def _in_flight(log: Path) -> bool:
 
 def _assert_gone(upstream: int) -> None:
     """The upstream stdio server ``upstream`` (a pid) exits within 10 s."""
-    deadline = time.monotonic() + 10
-    while alive(upstream) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(upstream), "the upstream stdio server outlived keen serve"
+    assert wait_until(lambda: not alive(upstream), 10), "the upstream stdio server outlived keen serve"
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -199,15 +194,7 @@ def test_a_signal_stops_keen_serve_http_cleanly_with_a_call_in_flight(
             preexec_fn=_default_sigint,
         )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "keen serve did not listen within 60 s"
-                time.sleep(0.05)
+        wait_listening(port, proc, "keen serve", timeout=60, log=log.read_text)
         upstream, caller_got = anyio.run(_signal_mid_call, proc, port, signum, tmp_path)
         output = log.read_text()
         assert proc.returncode == code, output

@@ -145,7 +145,7 @@ _TERMINAL_UNSAFE |= {"\u061c", "\u200e", "\u200f", "\u2028", "\u2029"} | {
 _TERMINAL_UNSAFE |= {chr(c) for c in range(0x2066, 0x206A)}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(), data=JSON)
 def test_terminal_rendering_never_passes_a_control_and_json_stays_exact(text: str, data: Any) -> None:
     from keen.cli._terminal import cell, human_result, safe_json, terminal_text

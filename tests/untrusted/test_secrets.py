@@ -89,6 +89,9 @@ def home(tmp_path: Path) -> Path:
 ENV = {"UPSTREAM_CRED": STDIO_SECRET, "URL_TOKEN": QUERY_SECRET, "USER_PASS": USER_SECRET}
 
 
+# Thirteen keen processes, each starting hostile servers: well under a minute on an idle
+# machine, past the suite's 120 s limit at load 19 on 2 CPUs.
+@pytest.mark.timeout(300)
 def test_no_secret_in_any_output_or_file(home: Path, tmp_path: Path) -> None:
     assert keen_cli("mcp", "sync", keen_home=home, env=ENV).code == 0  # mcp:chatty now exists
     # chatty breaks: the next sync writes its (stderr-quoting) last_error into the marker.
