@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from keen.capabilities import Catalog
-from keen.harness import Harness, LocalToolError, Workspace
+from keen.harness import Harness, LocalToolError, Workspace, local
 
 pytestmark = pytest.mark.anyio
 
@@ -112,3 +112,18 @@ async def test_a_saved_sign_in_token_copied_into_the_workspace_is_redacted(
     assert not obs.is_error, obs.text
     assert "token=" in obs.text and token not in obs.text
     h.close()
+
+
+def test_a_backtracking_pattern_is_refused_and_a_walk_out_of_time_stops(
+    tree: tuple[Workspace, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pattern's own limit refuses it; the walk's deadline ending during the same search
+    stops the walk with what it found. Which of the two is decided by the limit the search
+    was given, not by the clock after it (on a loaded machine both had passed)."""
+    ws, _outside = tree
+    (ws.workspace / "evil.txt").write_text("a" * 40 + "!\n", encoding="utf-8")
+    with pytest.raises(LocalToolError, match=r"backtracks without end"):
+        ws.run("grep", {"pattern": "^(a|a)+$", "path": "evil.txt"})
+    monkeypatch.setattr(local, "WALK_SECONDS", 0.3)
+    stopped = ws.run("grep", {"pattern": "^(a|a)+$", "path": "evil.txt"})
+    assert stopped.text.startswith("(no match)") and "[stopped after 0.3 s;" in stopped.text

@@ -290,10 +290,15 @@ class Workspace:
             for n, line in enumerate(lines, 1):
                 if budget.over():
                     break
+                limit = min(PATTERN_SECONDS, max(budget.left(), 0.001))
                 try:
-                    found = compiled.search(line, timeout=min(PATTERN_SECONDS, max(budget.left(), 0.001)))
+                    found = compiled.search(line, timeout=limit)
                 except TimeoutError:
-                    if budget.over():
+                    if limit < PATTERN_SECONDS:
+                        # The walk's deadline ran out during this search, not the pattern's own
+                        # limit: the walk stops with what it found. Decided by which limit was
+                        # given, not by the clock after it, which a loaded machine moves on.
+                        budget.expired = True
                         break
                     raise LocalToolError(
                         f"the pattern {pattern!r} took more than {PATTERN_SECONDS:g} s on line {n} of {shown}: "
