@@ -900,6 +900,15 @@ class Manager:
         return runtime
 
     def _connected(self, name: str) -> ServerConnection:
+        runtime = self._connections.get(name)
+        if (
+            runtime is not None
+            and runtime.state is ServerState.CONNECTED
+            and runtime.session is not None
+            and runtime.config.enabled
+            and name not in self._misconfigured
+        ):
+            return runtime  # asked several times per call: the usual answer without a call more
         from keen.mcp.calls.send import connected
 
         return connected(self._connection(name))
