@@ -317,39 +317,41 @@ class Pipeline:
             from keen.trust.pinstore import one_look
 
             _one_look = one_look
-        with _one_look():
-            return await self._run(call)
-
-    async def _run(self, call: Call) -> Call:
-        try:
-            stopped = False
-            passed = call.stages
-            for name, run, gate, after, execute in self._plan:
-                if stopped and (call.denied or not after):
-                    continue
-                if execute:
-                    passed.append(name)  # entered: a cancellation here is audited so
-                try:
-                    ran = await run(call)
-                except Refusal as refusal:
-                    call.denied, call.code, call.is_error, stopped = refusal.gate, refusal.code, True, True
-                    call.text = f"Denied ({refusal.gate}): {refusal.text}"
-                    continue
-                except KeenError as exc:
-                    call.error, call.code, call.is_error, stopped = exc, exc.code, True, True
-                    call.denied = gate
-                    if self.describe is not None:
-                        said = self.describe(call, exc)
-                        call.text = f"Denied ({gate}): {said}" if gate else f"Error: {said}"
-                    continue
-                if ran is not False and not execute:
-                    passed.append(name)
-        except anyio.get_cancelled_exc_class():
-            call.cancelled = True
+        with _one_look():  # the loop is here, not one coroutine deeper: resumed at every step
+            try:
+                stopped = False
+                passed = call.stages
+                for name, run, gate, after, execute in self._plan:
+                    if stopped and (call.denied or not after):
+                        continue
+                    if execute:
+                        passed.append(name)  # entered: a cancellation here is audited so
+                    try:
+                        ran = await run(call)
+                    except Refusal as refusal:
+                        call.denied, call.code, call.is_error, stopped = (
+                            refusal.gate,
+                            refusal.code,
+                            True,
+                            True,
+                        )
+                        call.text = f"Denied ({refusal.gate}): {refusal.text}"
+                        continue
+                    except KeenError as exc:
+                        call.error, call.code, call.is_error, stopped = exc, exc.code, True, True
+                        call.denied = gate
+                        if self.describe is not None:
+                            said = self.describe(call, exc)
+                            call.text = f"Denied ({gate}): {said}" if gate else f"Error: {said}"
+                        continue
+                    if ran is not False and not execute:
+                        passed.append(name)
+            except anyio.get_cancelled_exc_class():
+                call.cancelled = True
+                self._audit(call)
+                raise
             self._audit(call)
-            raise
-        self._audit(call)
-        return call
+            return call
 
     def _audit(self, call: Call) -> None:
         call.stages.append("audit")
