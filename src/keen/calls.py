@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from keen._json import encoder
 from keen._redact import redactor
 from keen.errors import ApprovalDenied, KeenError
 from keen.mcp.types import Tool, ToolResult
@@ -97,9 +98,9 @@ _AFTER = frozenset({"truncate", "post_hooks"})
 
 _DEFAULT_HINT = "ask for less, e.g. with a narrower query or pagination arguments"
 
-_JSON = json.JSONEncoder(ensure_ascii=False)
-"""``json.dumps(..., ensure_ascii=False)`` without building an encoder per call (``dumps``
-with any option does): every call's result is measured with it."""
+_json = encoder()
+"""``json.dumps(..., ensure_ascii=False)`` with one encoder for every call (:mod:`keen._json`):
+every call's structured result is measured with it."""
 
 
 # -- who is asked, and how ----------------------------------------------------------------------
@@ -221,7 +222,8 @@ class Call:
     cancelled: bool = False
     stages: list[str] = field(default_factory=lambda: list[str]())
     started: float = field(default_factory=time.perf_counter)
-    at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+    started_at: float = field(default_factory=time.time)
+    """When the call began (seconds since the epoch); :attr:`at` is its text."""
 
     @property
     def mcp(self) -> bool:
@@ -236,6 +238,11 @@ class Call:
         if self.denied:
             return "denied"
         return "error" if self.is_error else "ok"
+
+    @property
+    def at(self) -> str:
+        """When the call began, ISO 8601 in UTC (formatted only when an audit record asks)."""
+        return datetime.fromtimestamp(self.started_at, UTC).isoformat()
 
     def seconds(self) -> float:
         return time.perf_counter() - self.started
@@ -293,6 +300,10 @@ class Pipeline:
             raise ValueError(f"stages must be distinct names from {ORDER[:-1]}, got {names}")
         self.stages = sorted(stages, key=lambda s: ORDER.index(s.name))
         self.audit, self.describe = audit, describe
+        # What the loop of every call asks of each stage, worked out once.
+        self._plan = tuple(
+            (s.name, s.run, s.gate, s.name in _AFTER, s.name == "execute") for s in self.stages
+        )
 
     async def run(self, call: Call) -> Call:
         """Pass ``call`` through every stage in order; a refusal or a failure stops it (the
@@ -306,38 +317,41 @@ class Pipeline:
             from keen.trust.pinstore import one_look
 
             _one_look = one_look
-        with _one_look():
-            return await self._run(call)
-
-    async def _run(self, call: Call) -> Call:
-        try:
-            stopped = False
-            for stage in self.stages:
-                if stopped and (call.denied or stage.name not in _AFTER):
-                    continue
-                if stage.name == "execute":
-                    call.stages.append(stage.name)  # entered: a cancellation here is audited so
-                try:
-                    ran = await stage.run(call)
-                except Refusal as refusal:
-                    call.denied, call.code, call.is_error, stopped = refusal.gate, refusal.code, True, True
-                    call.text = f"Denied ({refusal.gate}): {refusal.text}"
-                    continue
-                except KeenError as exc:
-                    call.error, call.code, call.is_error, stopped = exc, exc.code, True, True
-                    call.denied = stage.gate
-                    if self.describe is not None:
-                        said = self.describe(call, exc)
-                        call.text = f"Denied ({stage.gate}): {said}" if stage.gate else f"Error: {said}"
-                    continue
-                if ran is not False and stage.name != "execute":
-                    call.stages.append(stage.name)
-        except anyio.get_cancelled_exc_class():
-            call.cancelled = True
+        with _one_look():  # the loop is here, not one coroutine deeper: resumed at every step
+            try:
+                stopped = False
+                passed = call.stages
+                for name, run, gate, after, execute in self._plan:
+                    if stopped and (call.denied or not after):
+                        continue
+                    if execute:
+                        passed.append(name)  # entered: a cancellation here is audited so
+                    try:
+                        ran = await run(call)
+                    except Refusal as refusal:
+                        call.denied, call.code, call.is_error, stopped = (
+                            refusal.gate,
+                            refusal.code,
+                            True,
+                            True,
+                        )
+                        call.text = f"Denied ({refusal.gate}): {refusal.text}"
+                        continue
+                    except KeenError as exc:
+                        call.error, call.code, call.is_error, stopped = exc, exc.code, True, True
+                        call.denied = gate
+                        if self.describe is not None:
+                            said = self.describe(call, exc)
+                            call.text = f"Denied ({gate}): {said}" if gate else f"Error: {said}"
+                        continue
+                    if ran is not False and not execute:
+                        passed.append(name)
+            except anyio.get_cancelled_exc_class():
+                call.cancelled = True
+                self._audit(call)
+                raise
             self._audit(call)
-            raise
-        self._audit(call)
-        return call
+            return call
 
     def _audit(self, call: Call) -> None:
         call.stages.append("audit")
@@ -465,11 +479,7 @@ def result_text(result: ToolResult, *, indent: int | None = None) -> str:
     text = result.text
     if not text and result.structured_content is not None:
         content = result.structured_content
-        text = (
-            _JSON.encode(content)
-            if indent is None
-            else json.dumps(content, indent=indent, ensure_ascii=False)
-        )
+        text = _json(content) if indent is None else json.dumps(content, indent=indent, ensure_ascii=False)
     return text
 
 
@@ -504,7 +514,7 @@ def shape(result: ToolResult, limit: int, hint: str | None = None) -> Shaped:
     text, cut = cut_text(text, limit, hint)
     structured = result.structured_content
     if structured is not None:
-        size = len(_JSON.encode(structured))
+        size = len(_json(structured))
         if cut or len(text) + size > limit:
             structured = None
             if result.text:
@@ -547,6 +557,6 @@ def audit_record(call: Call) -> dict[str, Any]:
 
 def _redacted(arguments: Any) -> Any:
     try:
-        return json.loads(redactor.redact(_JSON.encode(arguments)))
-    except (TypeError, ValueError):
+        return json.loads(redactor.redact(_json(arguments)))
+    except (TypeError, ValueError, RecursionError):  # not JSON, or cyclic
         return redactor.redact(repr(arguments))

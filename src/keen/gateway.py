@@ -213,7 +213,8 @@ class Gateway:
 
     def record(self, call: Call) -> None:
         """The ``audit`` stage's record of an MCP call, to the ``audit`` callback."""
-        logger.debug("call_mcp_tool %s/%s: %s", call.server, call.tool, call.outcome)
+        if logger.isEnabledFor(logging.DEBUG):  # every call passes here: no arguments made for nothing
+            logger.debug("call_mcp_tool %s/%s: %s", call.server, call.tool, call.outcome)
         if self.audit is not None:
             self.audit(audit_record(call))
 

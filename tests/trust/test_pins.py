@@ -315,3 +315,35 @@ def test_one_look_stats_a_pin_file_once_and_sees_its_own_writes(store: PinStore,
         trust("s", [tool("a", "second")], store=store)  # written by this call: looked at again
         assert store.stamp("s") not in (None, seen)
     assert guard.enforce("s", "a", [tool("a", "second")], "quarantine") is not None
+
+
+def test_a_pin_file_another_process_writes_is_seen_by_the_next_look(
+    keen_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pin file's path is remembered between calls, its state never: a pin file that
+    another process (``keen mcp trust``) writes counts at the next look, and a KEEN_HOME
+    moved between calls is looked in, not the one the path was first made under."""
+    import subprocess
+    import sys
+
+    from keen.trust.pinstore import one_look
+
+    guard = PinGuard()  # pins under $KEEN_HOME, as a session's
+    with one_look():
+        assert guard.stamp("docs") is None
+    version = guard.version
+    script = (
+        "from keen.mcp.types import Tool; from keen.trust.pins import trust; "
+        "trust('docs', [Tool(server='docs', name='a', description='Another a.')])"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    with one_look():
+        seen = guard.stamp("docs")
+    assert seen is not None and guard.version == version + 1
+    with pytest.raises(ToolQuarantined, match='the tool "docs/a" changed since it was pinned'):
+        guard.enforce("docs", "a", [tool("a")], "quarantine")
+    moved = tmp_path / "moved"
+    monkeypatch.setenv("KEEN_HOME", str(moved))
+    with one_look():
+        assert guard.stamp("docs") is None  # the new home has no pins: nothing is quarantined
+    assert guard.enforce("docs", "a", [tool("a")], "quarantine") is None

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from keen import paths
+from keen._json import encoder
 from keen._redact import redactor
 
 __all__ = ["EventLog", "Replay", "ReplayedStep", "new_session_id", "read_events", "replay", "session_path"]
@@ -129,9 +130,9 @@ def _timestamp() -> str:
 
 logger = logging.getLogger(__name__)
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)
-"""One encoder for every event (``json.dumps`` with options builds one per call). No check for
-cycles: an event is a fresh copy (:func:`_redacted`), which a cycle would never have reached."""
+_encode = encoder(default=str)
+"""One encoder for every event (:mod:`keen._json`). No check for cycles: an event is a fresh
+copy (:func:`_redacted`), which a cycle would never have reached."""
 
 _HELD: ContextVar[dict[int, list[str]] | None] = ContextVar("keen_held_events", default=None)
 """Lines held for the current call (:meth:`EventLog.held`), by log; per task, so concurrent
@@ -145,36 +146,39 @@ class EventLog:
         self.path = path
         self.session_id = session_id
         self._seq = 0
+        self._session_json = f'"session": {_encode(session_id)}'
+        self._heads: dict[str, str] = {}
+        """Event type -> the line's text from the session to the type (see :meth:`emit`)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
 
-    def emit(self, type: str, **data: Any) -> dict[str, Any]:
+    def emit(self, type: str, **data: Any) -> None:
         """Write one event (redacted): at once, or with the call's others when a call holds
-        them (:meth:`held`). Returns the event as written."""
+        them (:meth:`held`). ``seq``, ``ts``, ``session`` and ``type`` come first; ``data``'s
+        keys are the harness's own field names, never those four."""
         self._seq += 1
-        event: dict[str, Any] = {
-            "seq": self._seq,
-            "ts": _timestamp(),
-            "session": self.session_id,
-            "type": type,
-        }
         # Top-level keys are the harness's own field names; the fields in _PLAIN carry values the
-        # harness makes itself (never user or server text): both skip the redaction pass.
+        # harness makes itself (never user or server text): both skip the redaction pass. The
+        # kwargs dict is this call's own, so its values are replaced in place, not copied.
         redact = redactor.redact
         for key, value in data.items():
             kind = builtins.type(value)
-            if key in _PLAIN or kind in _SCALARS:
-                event[key] = value
-            else:
-                event[key] = redact(value) if kind is str else _redacted(value)
-        line = _ENCODER.encode(event) + "\n"
+            if kind in _SCALARS or key in _PLAIN:
+                continue
+            data[key] = redact(value) if kind is str else _redacted(value)
+        # The head is formatted by hand (the session's and the type's JSON made once), and the
+        # encoder sees only the fields: the same line json.dumps(event) writes, for less work.
+        head = self._heads.get(type)
+        if head is None:
+            head = self._heads[type] = f', {self._session_json}, "type": {_encode(type)}'
+        body = _encode(data)
+        line = f'{{"seq": {self._seq}, "ts": "{_timestamp()}"{head}{", " + body[1:] if data else "}"}\n'
         held = _HELD.get()
         pending = held.get(id(self)) if held is not None else None
         if pending is not None:
             pending.append(line)
         else:
             self._write(line)
-        return event
 
     def held(self) -> AbstractContextManager[None]:
         """Hold the events this task emits in the block (one call's) and write them with one

@@ -11,7 +11,6 @@ the same task (anyio task groups must be exited by the task that entered them).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
@@ -660,17 +659,21 @@ class Manager:
             self.check_call(name, tool, arguments)
         runtime, session, limit = self._session(name, timeout)
         progress = progress if progress is not None else CALL_PROGRESS.get()
-        with self.relay.calling(name, CALL_PEER.get()) if self.relay else contextlib.nullcontext():
-            return await send_tool_call(
-                runtime,
-                session,
-                tool,
-                arguments,
-                limit=limit,
-                progress=progress,
-                relist=partial(self.refresh_tools, name),
-                pages=(self.elicitation_url, self.url_elicitation_wait),
-            )
+        sending = send_tool_call(
+            runtime,
+            session,
+            tool,
+            arguments,
+            limit=limit,
+            progress=progress,
+            relist=partial(self.refresh_tools, name),
+            pages=(self.elicitation_url, self.url_elicitation_wait),
+        )
+        peer = CALL_PEER.get()
+        if self.relay is None or peer is None:
+            return await sending  # nobody to relay to: no block to enter (most calls)
+        with self.relay.calling(name, peer):
+            return await sending
 
     async def wait_user_action(self, error: UserActionRequired, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the server to report every page of ``error``
@@ -900,6 +903,15 @@ class Manager:
         return runtime
 
     def _connected(self, name: str) -> ServerConnection:
+        runtime = self._connections.get(name)
+        if (
+            runtime is not None
+            and runtime.state is ServerState.CONNECTED
+            and runtime.session is not None
+            and runtime.config.enabled
+            and name not in self._misconfigured
+        ):
+            return runtime  # asked several times per call: the usual answer without a call more
         from keen.mcp.calls.send import connected
 
         return connected(self._connection(name))

@@ -26,7 +26,7 @@ that refused it and the stages it passed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +188,7 @@ class CallRouter:
             raise RuntimeError("keen serve's runtime is not open: enter the KeenServer first")
         return self._harness
 
-    async def call(
+    def call(
         self,
         server: str,
         tool: str,
@@ -197,14 +197,17 @@ class CallRouter:
         caller: str,
         progress: ProgressFnT | None = None,
         peer: CallPeer | None = None,
-    ) -> Observation:
-        """One call through the pipeline; refusals and failures are observations, never raised.
+    ) -> Coroutine[Any, Any, Observation]:
+        """One call through the pipeline (await it); refusals and failures are observations,
+        never raised.
 
         ``progress`` gets the upstream server's progress notifications for the call (the
         host's own progress token is the caller's to put on them); ``peer`` gets what the
         upstream asks and logs during it (:mod:`keen.serve.relay`)."""
+        # :meth:`call_input`'s coroutine itself, not one awaiting it: a coroutine less to
+        # resume at every step of the call.
         wanted = {"server": server, "tool": tool, "arguments": arguments}
-        return await self.call_input(wanted, caller=caller, progress=progress, peer=peer)
+        return self.call_input(wanted, caller=caller, progress=progress, peer=peer)
 
     async def call_input(
         self,

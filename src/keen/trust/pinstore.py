@@ -50,6 +50,8 @@ def __getattr__(name: str) -> Any:
 
 
 _Stamp = tuple[int, int, int] | None
+_UNSEEN = object()
+"""Not stamped yet in this look (a stamp may be ``None``: no pin file)."""
 
 
 class _Look:
@@ -104,6 +106,9 @@ class PinStore:
     def __init__(self, root: Path | None = None) -> None:
         self._root = root
         self._paths: dict[tuple[Path, str], Path] = {}
+        self._files: dict[str, tuple[Path, str]] = {}
+        """Server -> (the root it was under, its pin file's path as text): what
+        :meth:`stamp` stats on every call, made once per root."""
 
     @property
     def root(self) -> Path:
@@ -214,10 +219,19 @@ class PinStore:
         """``(inode, size, mtime_ns)`` of the pin file, ``None`` if absent: a cheap change key
         (within :func:`one_look`, the first answer for this file)."""
         look = _LOOK.get()
-        if look is not None and look.open and (self, server) in look.stamps:
-            return look.stamps[self, server]
+        if look is not None and look.open:
+            seen = look.stamps.get((self, server), _UNSEEN)
+            if seen is not _UNSEEN:
+                return seen  # pyright: ignore[reportReturnType]
+        root = self.root  # read at every call: KEEN_HOME may move between them
+        known = self._files.get(server)
+        if known is not None and known[0] is root:
+            file = known[1]
+        else:
+            file = os.fspath(self.path(server))
+            self._files[server] = (root, file)
         try:
-            st = os.stat(self.path(server))
+            st = os.stat(file)
         except FileNotFoundError:
             stamp = None
         else:

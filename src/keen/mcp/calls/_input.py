@@ -55,17 +55,27 @@ async def call_tool(
             allow_input_required=True,
         )
 
-    raw = await _rounds(session, send)
+    # The first round is sent here, not through send(): most calls have no other, and each
+    # coroutine between the caller and the SDK is resumed at every step of the call.
+    raw = await session.call_tool(
+        tool,
+        arguments,
+        read_timeout_seconds=read_timeout_seconds,
+        progress_callback=progress_callback,
+        allow_input_required=True,
+    )
+    if isinstance(raw, mt.InputRequiredResult):
+        raw = await _rounds(session, raw, send)
     if descriptions_uri is not None and description_required(raw):
         await fetch_descriptions(session, descriptions_uri, [tool])
-        raw = await _rounds(session, send)
+        raw = await send(None, None)
+        if isinstance(raw, mt.InputRequiredResult):
+            raw = await _rounds(session, raw, send)
     return raw
 
 
-async def _rounds(session: ClientSession, send: Any) -> mt.CallToolResult:
-    first = await send(None, None)
-    if not isinstance(first, mt.InputRequiredResult):
-        return first
+async def _rounds(session: ClientSession, first: mt.InputRequiredResult, send: Any) -> mt.CallToolResult:
+    """The rounds after ``first`` asked for input, answered with the session's callbacks."""
 
     async def dispatch(key: str, request: mt.InputRequest) -> mt.InputResponse | mt.ErrorData:
         meta = request.params.meta if request.params else None
