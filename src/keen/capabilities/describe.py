@@ -80,7 +80,7 @@ def tool_capability(
     title = str(tool.get("title") or "")
     schema = tool.get("inputSchema") or {}
     params, param_text = _param_text(schema)
-    summary = _text.summary(description or title, SUMMARY_CHARS, sentence=False)
+    summary = _text.summary(description or title, SUMMARY_CHARS)
     full = json.dumps({"name": name, "description": description, "inputSchema": schema}, ensure_ascii=False)
     cap_id = capability_id("tool", name, server)
     holder: list[Capability] = []
