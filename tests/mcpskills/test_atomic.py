@@ -196,6 +196,9 @@ def test_unchanged_run_also_cleans_debris(tmp_path: Path) -> None:
     link_tmp.symlink_to(half.name)
     other = root / ".mcp:srvx.0123456789ab.tmp"  # another server's build: not ours to touch
     other.mkdir()
+    # Server "srv.x"'s build starts with this one's prefix (".mcp:srv."): not ours either.
+    dotted = root / ".mcp:srv.x.0123456789ab.tmp"
+    dotted.mkdir()
     report = generate_skill(root, status("srv"), simple_tools("srv", 3), now=NOW)
     assert report.action == "unchanged"
-    assert not half.exists() and not os.path.lexists(link_tmp) and other.is_dir()
+    assert not half.exists() and not os.path.lexists(link_tmp) and other.is_dir() and dotted.is_dir()

@@ -25,6 +25,7 @@ writers hold the lock. A plain managed dir from an older layout is migrated with
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import re
@@ -93,7 +94,10 @@ def link_path(root: Path, server: str) -> Path:
     return root / _layout.skill_dir(server)
 
 
+@functools.lru_cache(maxsize=4096)
 def _version_re(server: str) -> re.Pattern[str]:
+    # Cached: compiled once per server, not at each sync (re's own cache holds 512 patterns,
+    # fewer than the servers of a large configuration, so it kept recompiling them).
     return re.compile(
         rf"\.{re.escape(_layout.skill_dir(server))}\.[0-9a-f]{{12}}(?P<suffix>\.tmp|\.link|\.old)?"
     )
@@ -255,6 +259,9 @@ def cleanup(root: Path, server: str, *, keep: str | None, grace: float = RETIRED
     build dir matches the same pattern. Failures are logged and retried next time.
     """
     pattern = _version_re(server)
+    # Every name the pattern matches starts so: the other servers' entries in the folder
+    # (two per server) are passed over without a regex match each.
+    prefix = f".{_layout.skill_dir(server)}."
     removed: list[str] = []
     try:
         entries = list(os.scandir(root))
@@ -262,6 +269,8 @@ def cleanup(root: Path, server: str, *, keep: str | None, grace: float = RETIRED
         return removed
     cutoff = time.time() - grace
     for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
         match = pattern.fullmatch(entry.name)
         if entry.name == keep or match is None:
             continue
