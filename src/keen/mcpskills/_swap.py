@@ -25,7 +25,6 @@ writers hold the lock. A plain managed dir from an older layout is migrated with
 from __future__ import annotations
 
 import ctypes
-import functools
 import logging
 import os
 import re
@@ -94,13 +93,18 @@ def link_path(root: Path, server: str) -> Path:
     return root / _layout.skill_dir(server)
 
 
-@functools.lru_cache(maxsize=4096)
-def _version_re(server: str) -> re.Pattern[str]:
-    # Cached: compiled once per server, not at each sync (re's own cache holds 512 patterns,
-    # fewer than the servers of a large configuration, so it kept recompiling them).
-    return re.compile(
-        rf"\.{re.escape(_layout.skill_dir(server))}\.[0-9a-f]{{12}}(?P<suffix>\.tmp|\.link|\.old)?"
-    )
+_VERSIONED = re.compile(r"\.(?P<dir>.+)\.[0-9a-f]{12}(?P<suffix>\.tmp|\.link|\.old)?")
+"""A name Keen gives a version of some server's skill: ``.<skill dir>.<12 hex>[.tmp|.link|.old]``
+(the hex and suffix end the name, so ``dir`` is the whole skill dir name)."""
+
+
+def _versioned(server: str, name: str) -> re.Match[str] | None:
+    """``name``'s match when it is one of ``server``'s version names, else ``None``. One
+    pattern for every server: compiling one per server cost more than the rest of the
+    skill's publication (re's own cache holds 512 patterns, fewer than a large
+    configuration's servers)."""
+    match = _VERSIONED.fullmatch(name)
+    return match if match is not None and match.group("dir") == _layout.skill_dir(server) else None
 
 
 def read_marker(skill_dir: Path, server: str) -> Marker | None:
@@ -118,7 +122,7 @@ def inspect(root: Path, server: str) -> Current:
     path = link_path(root, server)
     if path.is_symlink():
         target = os.readlink(path)
-        match = _version_re(server).fullmatch(target)
+        match = _versioned(server, target)
         if match is None or match.group("suffix"):
             return Current(
                 "unmanaged", path, reason=f"it is a symlink to {target!r}, which Keen did not create"
@@ -258,9 +262,8 @@ def cleanup(root: Path, server: str, *, keep: str | None, grace: float = RETIRED
     Only names Keen creates are touched. Call it with the lock held: a concurrent writer's
     build dir matches the same pattern. Failures are logged and retried next time.
     """
-    pattern = _version_re(server)
-    # Every name the pattern matches starts so: the other servers' entries in the folder
-    # (two per server) are passed over without a regex match each.
+    # Every name of this server's versions starts so: the other servers' entries in the
+    # folder (two per server) are passed over without a regex match each.
     prefix = f".{_layout.skill_dir(server)}."
     removed: list[str] = []
     try:
@@ -271,7 +274,7 @@ def cleanup(root: Path, server: str, *, keep: str | None, grace: float = RETIRED
     for entry in entries:
         if not entry.name.startswith(prefix):
             continue
-        match = pattern.fullmatch(entry.name)
+        match = _versioned(server, entry.name)
         if entry.name == keep or match is None:
             continue
         if match.group("suffix") in (None, ".old") and grace > 0:
