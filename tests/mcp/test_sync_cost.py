@@ -4,6 +4,8 @@ A session that connects only stdio servers imports neither jsonschema (with ``re
 ``referencing``: the argument validator, loaded by the first call that is checked) nor the
 OAuth sign-in modules and the SDK's OAuth client (loaded by the first OAuth
 server). Each is CPU of every start (``bench/idle.py``): 0.1-0.3 s on a small machine.
+The environment a stdio server inherits is filtered from Keen's once, not per server,
+and filtered again when Keen's changes.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from helpers.hostile import hostile_entry
+from keen.mcp.config.servers import StdioServerConfig
+from keen.mcp.connection.spawn import server_environment
 
 _SCRIPT = """
 import json, sys
@@ -76,3 +82,24 @@ def test_connecting_stdio_servers_loads_no_validator_and_no_oauth(
     assert "keen.mcp.auth.connect" not in seen["called"], seen
     assert "$.text" in seen["refused"] and "is not of type 'string'" in seen["refused"], seen
     assert seen["text"] == "echoed"
+
+
+def test_the_passed_environment_follows_every_change_of_keen_s_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a server inherits is kept between starts while os.environ stays the same: a
+    # variable set, changed or removed since must show at the next start all the same.
+    cfg = StdioServerConfig(transport="stdio", command="server", env={"GIVEN": "entry"})
+    monkeypatch.setenv("LC_TIME", "C")
+    monkeypatch.delenv("TZ", raising=False)
+    first = server_environment(cfg)
+    assert first["LC_TIME"] == "C" and "TZ" not in first and first["GIVEN"] == "entry"
+    first["LC_TIME"] = "changed by the caller"  # a caller's copy: the next start gets its own
+    assert server_environment(cfg)["LC_TIME"] == "C"
+    monkeypatch.setenv("TZ", "UTC")
+    monkeypatch.setenv("LC_TIME", "de_DE.UTF-8")
+    monkeypatch.setenv("KEEN_NOT_PASSED", "x")
+    second = server_environment(cfg)
+    assert second["TZ"] == "UTC" and second["LC_TIME"] == "de_DE.UTF-8" and "KEEN_NOT_PASSED" not in second
+    monkeypatch.delenv("LC_TIME")
+    monkeypatch.setenv("LC_ALL", "() { exported bash function; }")  # never passed
+    third = server_environment(cfg)
+    assert "LC_TIME" not in third and "LC_ALL" not in third and third["TZ"] == "UTC"
