@@ -30,6 +30,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -262,35 +263,35 @@ def cleanup(root: Path, server: str, *, keep: str | None, grace: float = RETIRED
     Only names Keen creates are touched. Call it with the lock held: a concurrent writer's
     build dir matches the same pattern. Failures are logged and retried next time.
     """
-    # Every name of this server's versions starts so: the other servers' entries in the
-    # folder (two per server) are passed over without a regex match each.
+    # Every name of this server's versions starts so. The folder holds two entries per
+    # server and this runs for each server written: the names are listed and filtered in C
+    # (os.listdir, str.startswith), not stepped through as DirEntry objects one by one.
     prefix = f".{_layout.skill_dir(server)}."
     removed: list[str] = []
     try:
-        entries = list(os.scandir(root))
+        names = [name for name in os.listdir(root) if name.startswith(prefix)]
     except FileNotFoundError:
         return removed
     cutoff = time.time() - grace
-    for entry in entries:
-        if not entry.name.startswith(prefix):
+    for name in names:
+        match = _versioned(server, name)
+        if name == keep or match is None:
             continue
-        match = _versioned(server, entry.name)
-        if entry.name == keep or match is None:
-            continue
-        if match.group("suffix") in (None, ".old") and grace > 0:
-            try:
-                if entry.stat(follow_symlinks=False).st_mtime > cutoff:
-                    continue
-            except FileNotFoundError:
-                continue
+        path = os.path.join(root, name)
         try:
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
+            info = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if match.group("suffix") in (None, ".old") and grace > 0 and info.st_mtime > cutoff:
+            continue
+        try:
+            if stat.S_ISDIR(info.st_mode):
+                shutil.rmtree(path)
             else:
-                os.unlink(entry.path)
-            removed.append(entry.name)
+                os.unlink(path)
+            removed.append(name)
         except OSError as exc:
-            logger.warning("could not delete %s: %s; Keen retries at the next sync", entry.path, exc)
+            logger.warning("could not delete %s: %s; Keen retries at the next sync", path, exc)
     return removed
 
 
