@@ -95,9 +95,9 @@ class _Blocked:
         clock = time.perf_counter
         blocked = self
 
-        def timed(handle: asyncio.Handle) -> None:
+        def timed(self: asyncio.Handle) -> None:  # a method of Handle: named as one
             start = clock()
-            original(handle)
+            original(self)
             took = clock() - start
             if took > blocked.worst:
                 blocked.worst = took
