@@ -30,7 +30,7 @@ from keen.errors import InvalidArguments
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
 
-WATCHED = ("jsonschema", "keen.mcp.listing.validation", "keen.mcp.auth.connect")
+WATCHED = ("jsonschema", "keen.mcp.listing.validation", "keen.mcp.auth.connect", "keen.mcp.auth.classify")
 
 def loaded():
     return sorted(name for name in WATCHED if name in sys.modules)
@@ -79,7 +79,10 @@ def test_connecting_stdio_servers_loads_no_validator_and_no_oauth(
     assert seen["connected"] == [], seen
     # The first checked call loads the validator, which refuses what the schema does not allow.
     assert "jsonschema" in seen["called"] and "keen.mcp.listing.validation" in seen["called"], seen
-    assert "keen.mcp.auth.connect" not in seen["called"], seen
+    # A call to a server without OAuth loads no OAuth module either.
+    assert "keen.mcp.auth.connect" not in seen["called"] and "keen.mcp.auth.classify" not in seen["called"], (
+        seen
+    )
     assert "$.text" in seen["refused"] and "is not of type 'string'" in seen["refused"], seen
     assert seen["text"] == "echoed"
 
