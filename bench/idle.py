@@ -20,8 +20,12 @@ Per run it measures:
   children import the SDK's client modules (``mcp.client.stdio``, ``mcp.ClientSession``)
   before the start, so the SDK's import is in neither figure and Keen's own modules, and
   whatever more of the SDK it loads, are in Keen's;
-- loop blocked: the longest gap a 1 ms ticker task saw in the event loop meanwhile (a
-  process spawn done on the loop shows here);
+- loop blocked: the longest single step the event loop ran meanwhile (one callback: a
+  task's step, a timer, an I/O callback; a process spawn done on the loop shows here),
+  timed around each step. A 1 ms ticker task measured this before: its own wake-ups cost
+  about 85 ms of CPU per second of wall time on a 2-CPU machine, counted in the sync CPU of
+  whichever mode took longer (Keen, which starts ``max_starting`` servers at a time, took
+  4.5x the SDK's wall time at 70 servers), where timing a step costs under a microsecond;
 - idle: once everything is up, over ``--idle`` seconds: the threads the process holds, the
   context switches of all its threads per second (wake-ups) and its CPU as a percentage of
   one core.
@@ -35,6 +39,8 @@ Usage: ``python bench/idle.py [--servers 24] [--repeat 3] [--idle 3] [--json]``
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import functools
 import json
 import os
@@ -51,7 +57,6 @@ from _common import PYTHON, TINY_SERVER, keen_home, load_text, median, print_blo
 
 __all__ = ["main"]
 
-TICK = 0.001
 CONNECT_WAIT = 120.0
 
 
@@ -75,20 +80,33 @@ def _switches() -> tuple[int, int]:
     return threads, total
 
 
-class _Ticker:
-    """The longest gap between 1 ms sleeps: how long the event loop was held at most."""
+class _Blocked:
+    """The longest single step of the asyncio event loop while the block runs: how long the
+    loop was held at once. Every callback the loop runs (a task's step, a timer, a reader)
+    goes through ``asyncio.events.Handle._run``, which is wrapped to time it; nothing wakes
+    the process to measure (a ticker task would, and its CPU would count as the child's)."""
 
     def __init__(self) -> None:
         self.worst = 0.0
-        self.running = True
+        self._original: Any = None
 
-    async def run(self) -> None:
-        last = time.perf_counter()
-        while self.running:
-            await anyio.sleep(TICK)
-            now = time.perf_counter()
-            self.worst = max(self.worst, now - last - TICK)
-            last = now
+    def __enter__(self) -> _Blocked:
+        original = self._original = asyncio.events.Handle._run  # pyright: ignore[reportPrivateUsage]
+        clock = time.perf_counter
+        blocked = self
+
+        def timed(self: asyncio.Handle) -> None:  # a method of Handle: named as one
+            start = clock()
+            original(self)
+            took = clock() - start
+            if took > blocked.worst:
+                blocked.worst = took
+
+        asyncio.events.Handle._run = timed  # pyright: ignore[reportPrivateUsage]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        asyncio.events.Handle._run = self._original  # pyright: ignore[reportPrivateUsage]
 
 
 async def _idle(seconds: float) -> dict[str, float]:
@@ -115,7 +133,6 @@ async def _child_sdk(n: int, idle: float, *, auto: bool = False) -> dict[str, fl
 
     from mcp import ClientSession
 
-    ticker = _Ticker()
     ready = 0
     all_ready, stop = anyio.Event(), anyio.Event()
     with tempfile.TemporaryDirectory(prefix="keen-bench-sdk-") as tmp:
@@ -144,15 +161,14 @@ async def _child_sdk(n: int, idle: float, *, auto: bool = False) -> dict[str, fl
                     await stop.wait()
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(ticker.run)
-            cpu0, t0 = _cpu(), time.perf_counter()
-            for name, entry in _servers(n).items():
-                tg.start_soon(hold, name, entry)
-            with anyio.fail_after(CONNECT_WAIT):
-                await all_ready.wait()
-            figures = {"sync_cpu_s": _cpu() - cpu0, "sync_wall_s": time.perf_counter() - t0}
-            ticker.running = False
-            figures["loop_blocked_ms"] = 1000 * ticker.worst
+            with _Blocked() as blocked:
+                cpu0, t0 = _cpu(), time.perf_counter()
+                for name, entry in _servers(n).items():
+                    tg.start_soon(hold, name, entry)
+                with anyio.fail_after(CONNECT_WAIT):
+                    await all_ready.wait()
+                figures = {"sync_cpu_s": _cpu() - cpu0, "sync_wall_s": time.perf_counter() - t0}
+            figures["loop_blocked_ms"] = 1000 * blocked.worst
             figures.update(await _idle(idle))
             stop.set()
     return figures
@@ -167,20 +183,20 @@ async def _child_keen(n: int, idle: float) -> dict[str, float]:
     from keen.runtime import open_runtime
     from mcp import ClientSession  # noqa: F401
 
-    ticker = _Ticker()
     with keen_home() as home:
         path = write_config(home, _servers(n))
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ticker.run)
-            cpu0, t0 = _cpu(), time.perf_counter()
-            async with open_runtime(config_path=path, wait=CONNECT_WAIT, sync=True) as runtime:
+        async with contextlib.AsyncExitStack() as stack:
+            with _Blocked() as blocked:
+                cpu0, t0 = _cpu(), time.perf_counter()
+                runtime = await stack.enter_async_context(
+                    open_runtime(config_path=path, wait=CONNECT_WAIT, sync=True)
+                )
                 figures = {"sync_cpu_s": _cpu() - cpu0, "sync_wall_s": time.perf_counter() - t0}
-                ticker.running = False
-                figures["loop_blocked_ms"] = 1000 * ticker.worst
-                down = [s.name for s in runtime.manager.servers() if s.state is not ServerState.CONNECTED]
-                if down:
-                    raise SystemExit(f"not connected: {down[:5]}")
-                figures.update(await _idle(idle))
+            figures["loop_blocked_ms"] = 1000 * blocked.worst
+            down = [s.name for s in runtime.manager.servers() if s.state is not ServerState.CONNECTED]
+            if down:
+                raise SystemExit(f"not connected: {down[:5]}")
+            figures.update(await _idle(idle))
     return figures
 
 

@@ -196,6 +196,31 @@ def test_unchanged_run_also_cleans_debris(tmp_path: Path) -> None:
     link_tmp.symlink_to(half.name)
     other = root / ".mcp:srvx.0123456789ab.tmp"  # another server's build: not ours to touch
     other.mkdir()
+    # Server "srv.x"'s build starts with this one's prefix (".mcp:srv."): not ours either.
+    dotted = root / ".mcp:srv.x.0123456789ab.tmp"
+    dotted.mkdir()
     report = generate_skill(root, status("srv"), simple_tools("srv", 3), now=NOW)
     assert report.action == "unchanged"
-    assert not half.exists() and not os.path.lexists(link_tmp) and other.is_dir()
+    assert not half.exists() and not os.path.lexists(link_tmp) and other.is_dir() and dotted.is_dir()
+
+
+@pytest.mark.parametrize(
+    ("name", "server", "suffix"),
+    [
+        (".mcp:srv.0123456789ab", "srv", None),
+        (".mcp:srv.0123456789ab.tmp", "srv", ".tmp"),
+        (".mcp:srv.x.0123456789ab.old", "srv.x", ".old"),
+        (".mcp:srv.x.0123456789ab.old", "srv", "no match"),  # server "srv.x"'s, not "srv"'s
+        (".mcp:srv.0123456789ab.link", "srv.0123456789ab", "no match"),
+        (".mcp:srv.0123456789AB", "srv", "no match"),  # Keen writes lowercase hex
+        (".mcp:srv.0123456789ab.tmp.old", "srv", "no match"),
+        ("mcp:srv.0123456789ab", "srv", "no match"),
+        (".mcp:srvx.0123456789ab", "srv", "no match"),
+    ],
+)
+def test_version_names_belong_to_one_server(name: str, server: str, suffix: str | None) -> None:
+    match = _swap._versioned(server, name)  # pyright: ignore[reportPrivateUsage]
+    if suffix == "no match":
+        assert match is None
+    else:
+        assert match is not None and match.group("suffix") == suffix

@@ -30,6 +30,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -93,10 +94,18 @@ def link_path(root: Path, server: str) -> Path:
     return root / _layout.skill_dir(server)
 
 
-def _version_re(server: str) -> re.Pattern[str]:
-    return re.compile(
-        rf"\.{re.escape(_layout.skill_dir(server))}\.[0-9a-f]{{12}}(?P<suffix>\.tmp|\.link|\.old)?"
-    )
+_VERSIONED = re.compile(r"\.(?P<dir>.+)\.[0-9a-f]{12}(?P<suffix>\.tmp|\.link|\.old)?")
+"""A name Keen gives a version of some server's skill: ``.<skill dir>.<12 hex>[.tmp|.link|.old]``
+(the hex and suffix end the name, so ``dir`` is the whole skill dir name)."""
+
+
+def _versioned(server: str, name: str) -> re.Match[str] | None:
+    """``name``'s match when it is one of ``server``'s version names, else ``None``. One
+    pattern for every server: compiling one per server cost more than the rest of the
+    skill's publication (re's own cache holds 512 patterns, fewer than a large
+    configuration's servers)."""
+    match = _VERSIONED.fullmatch(name)
+    return match if match is not None and match.group("dir") == _layout.skill_dir(server) else None
 
 
 def read_marker(skill_dir: Path, server: str) -> Marker | None:
@@ -114,7 +123,7 @@ def inspect(root: Path, server: str) -> Current:
     path = link_path(root, server)
     if path.is_symlink():
         target = os.readlink(path)
-        match = _version_re(server).fullmatch(target)
+        match = _versioned(server, target)
         if match is None or match.group("suffix"):
             return Current(
                 "unmanaged", path, reason=f"it is a symlink to {target!r}, which Keen did not create"
@@ -254,31 +263,35 @@ def cleanup(root: Path, server: str, *, keep: str | None, grace: float = RETIRED
     Only names Keen creates are touched. Call it with the lock held: a concurrent writer's
     build dir matches the same pattern. Failures are logged and retried next time.
     """
-    pattern = _version_re(server)
+    # Every name of this server's versions starts so. The folder holds two entries per
+    # server and this runs for each server written: the names are listed and filtered in C
+    # (os.listdir, str.startswith), not stepped through as DirEntry objects one by one.
+    prefix = f".{_layout.skill_dir(server)}."
     removed: list[str] = []
     try:
-        entries = list(os.scandir(root))
+        names = [name for name in os.listdir(root) if name.startswith(prefix)]
     except FileNotFoundError:
         return removed
     cutoff = time.time() - grace
-    for entry in entries:
-        match = pattern.fullmatch(entry.name)
-        if entry.name == keep or match is None:
+    for name in names:
+        match = _versioned(server, name)
+        if name == keep or match is None:
             continue
-        if match.group("suffix") in (None, ".old") and grace > 0:
-            try:
-                if entry.stat(follow_symlinks=False).st_mtime > cutoff:
-                    continue
-            except FileNotFoundError:
-                continue
+        path = os.path.join(root, name)
         try:
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
+            info = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if match.group("suffix") in (None, ".old") and grace > 0 and info.st_mtime > cutoff:
+            continue
+        try:
+            if stat.S_ISDIR(info.st_mode):
+                shutil.rmtree(path)
             else:
-                os.unlink(entry.path)
-            removed.append(entry.name)
+                os.unlink(path)
+            removed.append(name)
         except OSError as exc:
-            logger.warning("could not delete %s: %s; Keen retries at the next sync", entry.path, exc)
+            logger.warning("could not delete %s: %s; Keen retries at the next sync", path, exc)
     return removed
 
 

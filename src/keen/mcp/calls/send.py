@@ -36,7 +36,6 @@ from keen.errors import (
     ToolNotFound,
     UserActionRequired,
 )
-from keen.mcp.auth import classify_auth_failure
 from keen.mcp.calls._input import call_tool as call_tool_any_era
 from keen.mcp.calls._stale import call_with_relist
 from keen.mcp.connection.elicitation import UrlElicitationCallback
@@ -106,6 +105,10 @@ async def _send_tool_call(
         )
         if connection.config.auth_type == "oauth" and not isinstance(error, CallTimeout | InvalidArguments):
             # The OAuth provider knows why (e.g. a step-up: the tool needs a wider scope).
+            # Imported here: the OAuth modules (and the SDK's OAuth client) are nothing a
+            # session without an OAuth server loads.
+            from keen.mcp.auth import classify_auth_failure
+
             found = classify_auth_failure(
                 exc,
                 server=name,

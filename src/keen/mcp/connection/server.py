@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
@@ -49,9 +49,11 @@ from keen.mcp.listing.streams import EOFWatch
 from keen.mcp.listing.tool_descriptions import with_full_descriptions
 from keen.mcp.listing.tool_filter import InvalidTool, ToolListFilter, WriteWatch
 from keen.mcp.listing.tool_pages import list_all_tools
-from keen.mcp.listing.validation import ArgumentValidator
 from keen.mcp.listing.watch import DEFAULT_REFRESH_INTERVAL, ListWatch, listen_for_changes, open_subscription
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool, TransportFactory
+
+if TYPE_CHECKING:
+    from keen.mcp.listing.validation import ArgumentValidator
 
 __all__ = ["ServerConnection"]
 
@@ -115,7 +117,7 @@ class ServerConnection:
         self.last_error = "" if config.enabled else _DISABLED
         self.last_connected_at: datetime | None = None
         self.last_refresh_at: datetime | None = None
-        self.validator = ArgumentValidator(name)
+        self._validator: ArgumentValidator | None = None
         self.http_status: int | None = None
         self.descriptions_uri: str | None = None
         self.auth: httpx2.Auth | None = None
@@ -147,6 +149,22 @@ class ServerConnection:
         self.list_ttl_ms: int | None = None
         self.cache_scope: str | None = None
         register_server_secrets(config)
+
+    @property
+    def validator(self) -> ArgumentValidator:
+        """The server's argument validator, made at the first call that needs it: jsonschema
+        (with ``regex`` and ``referencing``, 0.1-0.3 s of CPU to import) is loaded by the
+        first call, not by connecting."""
+        if self._validator is None:
+            from keen.mcp.listing.validation import ArgumentValidator
+
+            self._validator = ArgumentValidator(self.name)
+        return self._validator
+
+    def _reset_validator(self) -> None:
+        # A new tool list: validators built from the old definitions go.
+        if self._validator is not None:
+            self._validator.reset()
 
     # -- status ---------------------------------------------------------------------------------------
 
@@ -536,7 +554,7 @@ class ServerConnection:
         count_changed = len(tools) != len(self.tools)
         self.tools = tools
         self.tools_by_name = {t.name: t for t in tools}
-        self.validator.reset()
+        self._reset_validator()
         self.last_refresh_at = datetime.now(UTC)
         self._moved()
         if change:
@@ -566,7 +584,7 @@ class ServerConnection:
         )
         self.tools = tools
         self.tools_by_name = {t.name: t for t in tools}
-        self.validator.reset()
+        self._reset_validator()
         self.session = session
         self._moved()
         self.last_connected_at = self.last_refresh_at = now
