@@ -2,7 +2,8 @@
 
 A folder holds one catalog's index: its rows per document (``tools.npz``,
 ``servers.npz``), the index assembled from them (``assembled.npz``: BM25's postings and
-statistics, the sums of word vectors, the token document frequencies) and ``meta.json``
+statistics, the sums of word vectors with the weights they were pooled with and the
+products that correct them, the token document frequencies) and ``meta.json``
 (the capability ids, the query-word neighbours). ``key`` is a hash of every document's
 text and every id, so a catalog's folder is found without reading any. A new process
 loads its catalog's folder whole, or, when there is none, builds the index reusing the
@@ -34,13 +35,14 @@ from keen.capabilities._documents import tool_keys as tool_row_keys
 from keen.capabilities._embed import DIM, word_vectors
 from keen.capabilities._index import Columns, Doc, Lexical, Pooled, idf_rows, weight_parts
 from keen.capabilities._refresh import Assembled, IndexPart, LastIndex
+from keen.capabilities._sums import load_sums
 from keen.capabilities.descriptor import Capability
 
 __all__ = ["INDEX_FORMAT", "MAX_INDEXES", "cached", "flush", "forget"]
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = 8
+INDEX_FORMAT = 9
 """Bumped when the cached index layout or its document text changes (folders of other
 formats are deleted when an index is saved)."""
 MAX_INDEXES = 4
@@ -125,15 +127,14 @@ def _save(index: Assembled, folder: Path) -> None:
         # The assembled index too: a new process loads it as it is (assembling it from the
         # rows took several times as long as reading it), and the sums of word vectors, so
         # its first refresh pools only what changed.
+        spliced = servers.spliced
         arrays: dict[str, Any] = {
-            "plain": tools.pooled.plain,
-            "weighted": tools.pooled.weighted,
-            "sq": tools.pooled.sq,
-            "g": tools.pooled.g,
+            **tools.sums.arrays(),
+            "g": tools.sums.g,
             "df": df,
-            "server_plain": servers.pooled.plain,
-            "server_weighted": servers.pooled.weighted,
-            "server_sq": servers.pooled.sq,
+            "server_plain": spliced.plain,
+            "server_weighted": spliced.weighted,
+            "server_sq": spliced.sq,
             **tools.lexical.to_arrays("bm25_"),
             **servers.lexical.to_arrays("servers_"),
         }
@@ -170,16 +171,12 @@ def _read(folder: Path) -> tuple[dict[str, Any], IndexPart, IndexPart]:
     bm25_servers = Lexical.from_arrays(arrays, "servers_")
     size = word_vectors().embedding.shape[0]
     g, df = arrays["g"], arrays["df"]
-    pooled = Pooled(arrays["plain"], arrays["weighted"], arrays["sq"], g)
     server_pooled = Pooled(arrays["server_plain"], arrays["server_weighted"], arrays["server_sq"], g)
     n, n_servers = len(tool_rows), len(server_rows)
     if (
         bm25._n != max(n, 1)  # pyright: ignore[reportPrivateUsage]
         or len(bm25._length) != max(n, 1)  # pyright: ignore[reportPrivateUsage]
         or len(bm25_servers._length) != max(n_servers, 1)  # pyright: ignore[reportPrivateUsage]
-        or pooled.plain.shape != (n, DIM)
-        or pooled.weighted.shape != (n, DIM)
-        or pooled.sq.shape != (n, 3)
         or server_pooled.plain.shape != (n_servers, DIM)
         or server_pooled.weighted.shape != (n_servers, DIM)
         or server_pooled.sq.shape != (n_servers, 3)
@@ -190,7 +187,8 @@ def _read(folder: Path) -> tuple[dict[str, Any], IndexPart, IndexPart]:
         raise ValueError("an assembled index of another size")
     if not np.array_equal(g, weight_parts(n, df)[1]):
         raise ValueError("word weights that do not fit the document counts")
-    return meta, IndexPart(tool_rows, bm25, pooled, df), IndexPart(server_rows, bm25_servers, server_pooled)
+    sums = load_sums(arrays, tool_rows, g)
+    return meta, IndexPart(tool_rows, bm25, sums, df), IndexPart(server_rows, bm25_servers, server_pooled)
 
 
 def _load(
