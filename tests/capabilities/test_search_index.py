@@ -162,7 +162,7 @@ def test_the_cache_keeps_the_most_recently_used_catalogs_and_drops_old_formats(t
     assert last.index().ids
 
 
-@pytest.mark.parametrize("damage", ["garbage", "offsets", "meta", "assembled"])
+@pytest.mark.parametrize("damage", ["garbage", "offsets", "meta", "assembled", "sums"])
 def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -181,6 +181,12 @@ def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
         with np.load(folder / "assembled.npz") as data:
             arrays = {k: data[k] for k in data.files}
         arrays["bm25_indptr"] = arrays["bm25_indptr"] + 1
+        with (folder / "assembled.npz").open("wb") as handle:
+            np.savez(handle, **arrays)
+    elif damage == "sums":  # the tools' vector sums of another type (read into a buffer of rows)
+        with np.load(folder / "assembled.npz") as data:
+            arrays = {k: data[k] for k in data.files}
+        arrays["plain"] = arrays["plain"].astype(np.float64)
         with (folder / "assembled.npz").open("wb") as handle:
             np.savez(handle, **arrays)
     else:

@@ -25,9 +25,10 @@ import shutil
 import tempfile
 import threading
 import time
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from keen.capabilities import _refresh
 from keen.capabilities._documents import MAX_DOC_CHARS, server_docs
@@ -35,8 +36,11 @@ from keen.capabilities._documents import tool_keys as tool_row_keys
 from keen.capabilities._embed import DIM, word_vectors
 from keen.capabilities._index import Columns, Doc, Lexical, Pooled, idf_rows, weight_parts
 from keen.capabilities._refresh import Assembled, IndexPart, LastIndex
-from keen.capabilities._sums import load_sums
+from keen.capabilities._sums import load_sums, spare_rows
 from keen.capabilities.descriptor import Capability
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["INDEX_FORMAT", "MAX_INDEXES", "cached", "flush", "forget"]
 
@@ -49,6 +53,8 @@ MAX_INDEXES = 4
 """How many catalogs' index folders the cache keeps (the most recently used): a folder is
 written per tool list, and a session whose servers change would otherwise leave one per
 change behind."""
+_READ_PIECE = 1 << 22
+"""Bytes read at once into an array's buffer (:func:`_with_room`)."""
 _STALE_TEMP_S = 3600.0
 """A half-written index folder older than this was left by a process that died: removed."""
 
@@ -165,8 +171,12 @@ def _read(folder: Path) -> tuple[dict[str, Any], IndexPart, IndexPart]:
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     tool_rows = Columns.load(folder / "tools.npz")
     server_rows = Columns.load(folder / "servers.npz")
+    roomy = ("plain", "weighted")
     with np.load(folder / "assembled.npz") as data:
-        arrays = {k: data[k] for k in data.files}
+        arrays = {k: data[k] for k in data.files if k not in roomy}
+    # The tools' sums read into buffers with room for the rows a refresh appends: grown
+    # later, each would be copied whole (2 x 51 MB at 50,000 tools) by the first refresh.
+    arrays |= _with_room(folder / "assembled.npz", roomy, spare_rows(len(tool_rows)))
     bm25 = Lexical.from_arrays(arrays, "bm25_")
     bm25_servers = Lexical.from_arrays(arrays, "servers_")
     size = word_vectors().embedding.shape[0]
@@ -189,6 +199,43 @@ def _read(folder: Path) -> tuple[dict[str, Any], IndexPart, IndexPart]:
         raise ValueError("word weights that do not fit the document counts")
     sums = load_sums(arrays, tool_rows, g)
     return meta, IndexPart(tool_rows, bm25, sums, df), IndexPart(server_rows, bm25_servers, server_pooled)
+
+
+def _with_room(path: Path, names: Sequence[str], rows: int) -> dict[str, np.ndarray]:
+    """The 2-d float32 arrays ``names`` of the ``.npz`` at ``path`` (as ``np.savez`` writes
+    them: uncompressed), each read into the first rows of a buffer of ``rows`` rows (more
+    when it holds more). Raises ``ValueError`` (or ``OSError``, ``KeyError``) when one is
+    missing, unreadable or not such an array."""
+    import numpy as np
+
+    out: dict[str, np.ndarray] = {}
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as exc:
+        raise ValueError(f"{path.name}: {exc}") from exc
+    with archive:
+        for name in names:
+            with archive.open(f"{name}.npy") as handle:
+                version = np.lib.format.read_magic(handle)  # pyright: ignore[reportUnknownMemberType]
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)  # pyright: ignore[reportUnknownMemberType]
+                else:
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)  # pyright: ignore[reportUnknownMemberType]
+                if fortran or dtype != np.dtype(np.float32) or len(shape) != 2:
+                    raise ValueError(f"{name}: not a 2-d float32 array")
+                buffer = np.empty((max(rows, shape[0]), shape[1]), dtype=np.float32)
+                # Read in place by pieces: no bytes object of the whole array between
+                # (numpy's stubs give ndarray no buffer protocol).
+                view = memoryview(buffer[: shape[0]]).cast("B")  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
+                got = 0
+                while got < view.nbytes:
+                    piece = handle.read(min(_READ_PIECE, view.nbytes - got))
+                    if not piece:
+                        raise ValueError(f"{name}: shorter than its header says")
+                    view[got : got + len(piece)] = piece
+                    got += len(piece)
+                out[name] = buffer
+    return out
 
 
 def _load(

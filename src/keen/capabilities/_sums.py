@@ -37,7 +37,16 @@ from keen.capabilities._index import Columns, inverse_norms, pool_with_dots, squ
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["CELLS_PER_ROW", "TOMBSTONES", "SumStore", "ToolSums", "build_sums", "load_sums", "refresh_sums"]
+__all__ = [
+    "CELLS_PER_ROW",
+    "TOMBSTONES",
+    "SumStore",
+    "ToolSums",
+    "build_sums",
+    "load_sums",
+    "refresh_sums",
+    "spare_rows",
+]
 
 TOMBSTONES = 0.25
 """The share of a store's rows no longer used above which a refresh pools its rows again
@@ -84,13 +93,19 @@ class SumStore:
         occ_ptr: np.ndarray,
         dots: tuple[np.ndarray, np.ndarray],
     ) -> SumStore:
-        """A store whose rows are these arrays, as they are (no room to spare: the first
-        row appended grows it)."""
+        """A store whose rows are ``sq``'s, in these arrays as they are (``plain`` and
+        ``weighted`` may have more rows: room for rows appended later)."""
+        import numpy as np
+
         self = cls.__new__(cls)
         self.g0 = g0
-        self.plain, self.weighted, self.sq, self.occ_ptr = plain, weighted, sq, occ_ptr
+        self.used = len(sq)
+        self.plain, self.weighted = plain, weighted
+        self.sq = np.empty((len(plain), 3), dtype=np.float64)
+        self.sq[: self.used] = sq
+        self.occ_ptr = np.zeros(len(plain) + 1, dtype=np.int64)
+        self.occ_ptr[: self.used + 1] = occ_ptr
         self.pe, self.we = dots
-        self.used = len(plain)
         return self
 
     @property
@@ -245,12 +260,17 @@ class ToolSums:
         }
 
 
-def _store_of(columns: Columns, g: np.ndarray, spare: float = _SPARE) -> SumStore:
+def spare_rows(n: int) -> int:
+    """The rows of a store made for ``n`` rows: room for :data:`_SPARE` more."""
+    return n + int(n * _SPARE) + 16
+
+
+def _store_of(columns: Columns, g: np.ndarray) -> SumStore:
     """A store of ``columns``' rows pooled with ``g``, with room for more."""
     import numpy as np
 
     n = len(columns)
-    store = SumStore(g, n + int(n * spare) + 16, len(columns.sem) + int(len(columns.sem) * spare) + 256)
+    store = SumStore(g, spare_rows(n), len(columns.sem) + int(len(columns.sem) * _SPARE) + 256)
     if n:
         plain, weighted, dots = pool_with_dots(columns, g)
         store.append(plain, weighted, squares(plain, weighted), np.diff(columns.sem_ptr), dots)
@@ -303,15 +323,19 @@ def refresh_sums(
 
 def load_sums(arrays: dict[str, np.ndarray], columns: Columns, g: np.ndarray) -> ToolSums:
     """The sums :meth:`ToolSums.arrays` wrote for ``columns``' rows, with the weights
-    ``g``. Raises ``ValueError`` when the arrays do not fit ``columns``."""
+    ``g`` (``plain`` and ``weighted`` may hold more rows, unused: room to append to,
+    :func:`spare_rows`). Raises ``ValueError`` when the arrays do not fit ``columns``."""
     import numpy as np
 
     n, n_occ = len(columns), len(columns.sem)
     plain, weighted, sq, g0 = arrays["plain"], arrays["weighted"], arrays["sq"], arrays["g0"]
     pe, we = arrays["pe"], arrays["we"]
     if (
-        plain.shape != (n, DIM)
-        or weighted.shape != (n, DIM)
+        plain.shape[1:] != (DIM,)
+        or len(plain) < n
+        or weighted.shape != plain.shape
+        or plain.dtype != np.float32
+        or weighted.dtype != np.float32
         or sq.shape != (n, 3)
         or g0.shape != g.shape
         or pe.shape != (n_occ,)
@@ -320,8 +344,8 @@ def load_sums(arrays: dict[str, np.ndarray], columns: Columns, g: np.ndarray) ->
         raise ValueError("vector sums of another size")
     store = SumStore.holding(
         g0.astype(np.float32),
-        np.ascontiguousarray(plain, dtype=np.float32),
-        np.ascontiguousarray(weighted, dtype=np.float32),
+        plain,
+        weighted,
         sq.astype(np.float64),
         columns.sem_ptr.astype(np.int64),
         (pe.astype(np.float32), we.astype(np.float32)),
