@@ -394,7 +394,8 @@ def test_a_refreshed_index_saved_and_loaded_ranks_as_it_did(tmp_path: Path) -> N
         flush()
         forget()  # a new process: the refreshed catalog's folder, loaded
         loaded = _catalog(changed, tmp_path).index()
-        assert loaded._parts.tools.sums.rows is None  # pyright: ignore[reportPrivateUsage]
+        kept = loaded._parts.tools.sums  # pyright: ignore[reportPrivateUsage]
+        assert kept.rows is None and kept.cells == sums.cells  # in order, the correction kept
         for query in queries:
             mine, theirs = loaded.signals(query), refreshed.signals(query)
             for name in ("lexical", "static", "server"):

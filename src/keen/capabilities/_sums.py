@@ -229,14 +229,25 @@ class ToolSums:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The sums in position order, as :func:`load_sums` reads them: ``plain``,
-        ``weighted`` (by ``g0``), ``sq`` (the store's products), ``g0``, ``pe``, ``we``."""
+        ``weighted`` (by ``g0``), ``sq`` (the store's products), ``g0``, ``pe``, ``we``,
+        and this index's corrected products (``sq_now``) and correction (``fix_*``), so a
+        load needs no scan for the tokens whose weight moved."""
         import numpy as np
 
+        fix = self.fix
+        empty = np.zeros(0, dtype=np.int64)
+        own = {
+            "sq_now": self.sq,
+            "fix_pos": empty if fix is None else fix.pos,
+            "fix_col": empty if fix is None else fix.col,
+            "fix_weight": empty.astype(np.float64) if fix is None else fix.weight,
+            "fix_tokens": empty if fix is None else fix.tokens,
+        }
         store = self.store
         if self.rows is None:
             n = len(self)
             end = int(store.occ_ptr[n])
-            return {
+            return own | {
                 "plain": store.plain[:n],
                 "weighted": store.weighted[:n],
                 "sq": store.sq[:n],
@@ -250,7 +261,7 @@ class ToolSums:
         ptr = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(sizes, out=ptr[1:])
         index = np.repeat(starts - ptr[:-1], sizes) + np.arange(int(ptr[-1]), dtype=np.int64)
-        return {
+        return own | {
             "plain": store.plain[rows],
             "weighted": store.weighted[rows],
             "sq": store.sq[rows],
@@ -350,16 +361,19 @@ def load_sums(arrays: dict[str, np.ndarray], columns: Columns, g: np.ndarray) ->
         columns.sem_ptr.astype(np.int64),
         (pe.astype(np.float32), we.astype(np.float32)),
     )
-    changed = np.flatnonzero(g != store.g0)
-    spots = np.zeros(0, dtype=np.int64)
-    if changed.size:
-        is_changed = np.zeros(len(g), dtype=bool)
-        is_changed[changed] = True
-        spots = np.flatnonzero(is_changed[columns.sem])
-    rows = np.arange(n, dtype=np.int64)
-    own = store.sq[:n].copy()
-    fix = _correct(store, rows, columns, g, changed, spots, own)
-    return ToolSums(store, n, None, g, own if fix is not None else store.sq[:n], fix)
+    now = arrays["sq_now"].astype(np.float64)
+    pos, col = arrays["fix_pos"].astype(np.int64), arrays["fix_col"].astype(np.int64)
+    weight, tokens = arrays["fix_weight"].astype(np.float64), arrays["fix_tokens"].astype(np.int64)
+    if (
+        now.shape != (n, 3)
+        or not len(pos) == len(col) == len(weight)
+        or (len(pos) and (pos.min() < 0 or pos.max() >= n or col.min() < 0 or col.max() >= len(tokens)))
+        or (len(tokens) and (tokens.min() < 0 or tokens.max() >= len(g)))
+        or (np.diff(pos) < 0).any()
+    ):
+        raise ValueError("a vector sums' correction that does not fit its rows")
+    fix = _Fix(pos, col, weight, tokens) if len(pos) else None
+    return ToolSums(store, n, None, g, now, fix)
 
 
 def _correct(
