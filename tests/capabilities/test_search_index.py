@@ -4,6 +4,7 @@ damaged cache entry is rebuilt (keen.capabilities._index, _refresh, _index_cache
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -17,6 +18,7 @@ import pytest
 import keen.capabilities._documents as documents_module
 import keen.capabilities._index as index_module
 import keen.capabilities._refresh as refresh_module
+import keen.capabilities._sums as sums_module
 import keen.capabilities.search as search_module
 from keen.capabilities import Catalog
 from keen.capabilities._index import Columns, Doc, Lexical, tokenise  # pyright: ignore[reportPrivateUsage]
@@ -160,7 +162,7 @@ def test_the_cache_keeps_the_most_recently_used_catalogs_and_drops_old_formats(t
     assert last.index().ids
 
 
-@pytest.mark.parametrize("damage", ["garbage", "offsets", "meta", "assembled"])
+@pytest.mark.parametrize("damage", ["garbage", "offsets", "meta", "assembled", "sums"])
 def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -179,6 +181,12 @@ def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
         with np.load(folder / "assembled.npz") as data:
             arrays = {k: data[k] for k in data.files}
         arrays["bm25_indptr"] = arrays["bm25_indptr"] + 1
+        with (folder / "assembled.npz").open("wb") as handle:
+            np.savez(handle, **arrays)
+    elif damage == "sums":  # the tools' vector sums of another type (read into a buffer of rows)
+        with np.load(folder / "assembled.npz") as data:
+            arrays = {k: data[k] for k in data.files}
+        arrays["plain"] = arrays["plain"].astype(np.float64)
         with (folder / "assembled.npz").open("wb") as handle:
             np.savez(handle, **arrays)
     else:
@@ -231,9 +239,9 @@ def pooled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     real_pool = index_module._pool  # pyright: ignore[reportPrivateUsage]
 
-    def spy(columns: Columns, weights: np.ndarray) -> np.ndarray:
+    def spy(columns: Columns, weights: np.ndarray, dots: np.ndarray | None = None) -> np.ndarray:
         seen.append(len(columns))
-        return real_pool(columns, weights)
+        return real_pool(columns, weights, dots)
 
     monkeypatch.setattr(index_module, "_pool", spy)
     return seen
@@ -260,22 +268,143 @@ def test_a_refresh_pools_only_the_changed_rows_and_ranks_as_a_full_build(
     assert set(changed) == set(refreshed.servers)
 
 
-def test_a_refresh_with_many_changed_weights_pools_the_affected_rows_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _same_ranking(
+    index: search_module.ToolSearch, full: search_module.ToolSearch, queries: list[str]
 ) -> None:
-    monkeypatch.setattr(index_module, "_CORRECTION_CELLS", 0)  # never correct: pool again
-    refreshed, _ = _mail_refresh(tmp_path)
-    index = refreshed.index()
-    forget()
-    full = Catalog(list(refreshed), dict(refreshed.servers), cache=False, dense=False).index()
-    parts, full_parts = index._parts, full._parts  # pyright: ignore[reportPrivateUsage]
-    for mine, theirs in (
-        (parts.tools.pooled, full_parts.tools.pooled),
-        (parts.servers.pooled, full_parts.servers.pooled),
-    ):
-        assert np.allclose(mine.plain, theirs.plain, atol=1e-6)
-        assert np.allclose(mine.weighted, theirs.weighted, atol=1e-5)
-    assert np.allclose(index._server_vectors, full._server_vectors, atol=1e-6)  # pyright: ignore[reportPrivateUsage]
+    """``index`` ranks as ``full``: BM25 bit for bit, the other signals to float32's
+    precision, the same top 10."""
+    assert index.ids == full.ids
+    for query in queries:
+        mine, theirs = index.signals(query), full.signals(query)
+        assert np.array_equal(mine["lexical"], theirs["lexical"]), query
+        for name in ("static", "server"):
+            assert np.allclose(mine[name], theirs[name], atol=1e-4), (query, name)
+        assert [i for i, _ in index.top(query, 10)] == [i for i, _ in full.top(query, 10)], query
+
+
+def test_a_refresh_appends_its_rows_and_leaves_every_other_row_where_it_was(tmp_path: Path) -> None:
+    tools = _synthetic(40, seed=3)
+    _TEXTS.update({s: f"Server {s}." for s in tools})
+    queries = ["send the weekly email", "zap a widget", "delete an archived ticket", "repo of server 12"]
+    try:
+        first_catalog = _catalog(tools, tmp_path)
+        first = first_catalog.index()
+        before = {q: first.signals(q)["static"].copy() for q in queries}
+        sums = first._parts.tools.sums  # pyright: ignore[reportPrivateUsage]
+        store, used = sums.store, sums.used
+        kept_plain = store.plain[:used].copy()
+        kept_weighted = store.weighted[:used].copy()
+        # srv010 gains a tool and srv020 loses one: one row appended, one left unused.
+        changed = dict(
+            tools,
+            srv010=[*tools["srv010"], Tool("srv010", "zap_widget", "Zap a widget.", {})],
+            srv020=tools["srv020"][1:],
+        )
+        unchanged = {s: c for s, c in _by_server(first_catalog).items() if changed[s] == tools[s]}
+        catalog = _catalog(changed, tmp_path, unchanged)
+        index = catalog.index()
+        after = index._parts.tools.sums  # pyright: ignore[reportPrivateUsage]
+        assert after.store is store  # the same buffers: nothing copied
+        assert after.used == used + 1 and after.tombstones == 1
+        assert after.rows is not None
+        by_id = dict(zip(first.ids, range(len(first.ids)), strict=True))
+        for position, cap_id in enumerate(index.ids):
+            if cap_id in by_id:  # an unchanged tool keeps its row number
+                assert after.rows[position] == by_id[cap_id], cap_id
+        assert after.rows[index.ids.index("mcp__srv010__zap_widget")] == used
+        # The rows the first index reads were not written, and it still ranks as it did.
+        assert np.array_equal(store.plain[:used], kept_plain)
+        assert np.array_equal(store.weighted[:used], kept_weighted)
+        for query in queries:
+            assert np.array_equal(first.signals(query)["static"], before[query]), query
+        assert after.cells > 0  # the weights moved ("a" is in more documents): corrected
+        _same_ranking(index, _fresh(catalog), queries)
+    finally:
+        for s in list(_TEXTS):
+            if s not in ("weather", "git", "mail"):
+                del _TEXTS[s]
+
+
+@pytest.mark.parametrize("limit", ["tombstones", "corrections"])
+def test_a_refresh_past_the_limits_pools_a_compact_store_that_ranks_as_a_fresh_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pooled: list[int], limit: str
+) -> None:
+    tools = _synthetic(40, seed=5)
+    _TEXTS.update({s: f"Server {s}." for s in tools})
+    queries = ["send the weekly email", "read a remote invoice", "export a table", "repo of server 3"]
+    try:
+        catalog = _catalog(tools, tmp_path)
+        first = catalog.index()._parts.tools.sums  # pyright: ignore[reportPrivateUsage]
+        # Three refreshes under the limit: rows appended and dropped in the same store.
+        steps = [
+            lambda t: dict(t, srv010=[*t["srv010"], Tool("srv010", "zap_widget", "Zap a widget.", {})]),
+            lambda t: dict(t, srv020=t["srv020"][2:]),
+            lambda t: dict(t, srv030=[Tool("srv030", "only", "Read a remote invoice.", {})]),
+        ]
+        for step in steps:
+            changed = step(tools)
+            unchanged = {s: c for s, c in _by_server(catalog).items() if changed.get(s) == tools.get(s)}
+            catalog, tools = _catalog(changed, tmp_path, unchanged), changed
+            sums = catalog.index()._parts.tools.sums  # pyright: ignore[reportPrivateUsage]
+            assert sums.store is first.store
+        assert sums.tombstones > 0 and sums.cells > 0
+        _same_ranking(catalog.index(), _fresh(catalog), queries)
+        # Past a limit, the next refresh pools every row again into a new, compact store.
+        if limit == "tombstones":
+            monkeypatch.setattr(sums_module, "TOMBSTONES", sums.tombstones / (sums.used + 2))
+        else:
+            monkeypatch.setattr(sums_module, "CELLS_PER_ROW", sums.cells / len(sums) / 2)
+        changed = dict(tools, srv035=tools["srv035"][1:])
+        unchanged = {s: c for s, c in _by_server(catalog).items() if changed.get(s) == tools.get(s)}
+        catalog = _catalog(changed, tmp_path, unchanged)
+        pooled.clear()
+        index = catalog.index()
+        compact = index._parts.tools.sums  # pyright: ignore[reportPrivateUsage]
+        assert compact.store is not first.store
+        assert compact.rows is None and compact.fix is None and compact.tombstones == 0
+        assert len(catalog) in pooled  # every tool's row pooled with the current weights
+        full = _fresh(catalog)
+        _same_ranking(index, full, queries)
+        # Pooled as a full build pools: the static scores are the full build's bit for bit.
+        for query in queries:
+            assert np.array_equal(index.signals(query)["static"], full.signals(query)["static"]), query
+    finally:
+        for s in list(_TEXTS):
+            if s not in ("weather", "git", "mail"):
+                del _TEXTS[s]
+
+
+def test_a_refreshed_index_saved_and_loaded_ranks_as_it_did(tmp_path: Path) -> None:
+    tools = _synthetic(30, seed=9)
+    _TEXTS.update({s: f"Server {s}." for s in tools})
+    queries = ["send the weekly email", "zap a widget", "export a table"]
+    try:
+        first = _catalog(tools, tmp_path)
+        first.index()
+        changed = dict(
+            tools,
+            srv010=[*tools["srv010"], Tool("srv010", "zap_widget", "Zap a widget.", {})],
+            srv011=tools["srv011"][1:],
+        )
+        unchanged = {s: c for s, c in _by_server(first).items() if changed.get(s) == tools.get(s)}
+        refreshed_catalog = _catalog(changed, tmp_path, unchanged)
+        refreshed = refreshed_catalog.index()
+        sums = refreshed._parts.tools.sums  # pyright: ignore[reportPrivateUsage]
+        assert sums.rows is not None and sums.cells > 0  # rows out of order, weights corrected
+        flush()
+        forget()  # a new process: the refreshed catalog's folder, loaded
+        loaded = _catalog(changed, tmp_path).index()
+        kept = loaded._parts.tools.sums  # pyright: ignore[reportPrivateUsage]
+        assert kept.rows is None and kept.cells == sums.cells  # in order, the correction kept
+        for query in queries:
+            mine, theirs = loaded.signals(query), refreshed.signals(query)
+            for name in ("lexical", "static", "server"):
+                assert np.allclose(mine[name], theirs[name], atol=1e-6), (query, name)
+        _same_ranking(loaded, _fresh(refreshed_catalog), queries)
+    finally:
+        for s in list(_TEXTS):
+            if s not in ("weather", "git", "mail"):
+                del _TEXTS[s]
 
 
 def test_merged_keyword_postings_score_as_a_fresh_index() -> None:
@@ -368,11 +497,17 @@ def _fresh(catalog: Catalog) -> search_module.ToolSearch:
         refresh_module.remember(kept)
 
 
-@pytest.mark.parametrize("max_runs", [4096, 0])  # 0: every splice gathers row by row
+# max_runs 0: every splice gathers row by row; tombstones 0.02: the store is compacted when
+# a server goes, and the refreshes after it start from the compact store.
+@pytest.mark.parametrize(("max_runs", "tombstones"), [(4096, 0.25), (0, 0.25), (4096, 0.02)])
 def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_runs: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_runs: int, tombstones: float
 ) -> None:
     monkeypatch.setattr(index_module, "_MAX_RUNS", max_runs)
+    monkeypatch.setattr(sums_module, "TOMBSTONES", tombstones)
+    # Only the dropped rows compact the store here: these servers' few words are in every
+    # row, so the corrections would pass their own limit (tested on its own above).
+    monkeypatch.setattr(sums_module, "CELLS_PER_ROW", float("inf"))
     made: list[str] = []
     real_doc = documents_module.server_doc
 
@@ -413,6 +548,7 @@ def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
             ),
         ),
     ]
+    stores = [catalog.index()._parts.tools.sums.store]  # pyright: ignore[reportPrivateUsage]
     try:
         for label, changed in steps:
             unchanged = {
@@ -425,6 +561,7 @@ def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
             # Only the changed servers' documents were made again, and no tool vectors at all.
             assert len(made) <= 2, (label, made)
             assert all(v < n_tools for v in vectors), (label, vectors)
+            stores.append(index._parts.tools.sums.store)  # pyright: ignore[reportPrivateUsage]
             full = _fresh(refreshed)
             assert index.ids == full.ids, label
             assert index._groups.tolist() == full._groups.tolist(), label  # pyright: ignore[reportPrivateUsage]
@@ -438,6 +575,11 @@ def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
                     query,
                 )
             catalog, tools = refreshed, changed
+        # The rows stay in one store, but for the compaction when the dropped rows pass the
+        # limit (a server of 4 to 12 tools gone, after 6 other rows dropped, passes 2%).
+        compactions = sum(a is not b for a, b in itertools.pairwise(stores))
+        assert compactions == (0 if tombstones == 0.25 else 1), stores
+        assert stores[1] is stores[0]
     finally:
         for s in list(_TEXTS):
             if s not in ("weather", "git", "mail"):

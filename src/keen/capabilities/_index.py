@@ -44,11 +44,13 @@ __all__ = [
     "doc_key",
     "idf_rows",
     "intern",
+    "inverse_norms",
     "pool_parts",
+    "pool_with_dots",
     "repool",
     "runs",
     "splice",
-    "static_scores",
+    "squares",
     "term_words",
     "token_df",
     "tokenise",
@@ -609,7 +611,7 @@ class Pooled:
     weighted by ``g`` (``weighted``; see :func:`weight_parts`), and ``sq``: per row, in
     float64, ``plain . plain``, ``plain . weighted`` and ``weighted . weighted``, so the
     norm of ``a * plain - weighted`` for any ``a`` is three products, not a pass over the
-    sums (:meth:`inverse_norms`)."""
+    sums (:func:`inverse_norms`)."""
 
     plain: np.ndarray
     weighted: np.ndarray
@@ -624,21 +626,23 @@ class Pooled:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return np.divide(out, norms, out=np.zeros_like(out), where=norms > 1e-12)
 
-    def inverse_norms(self, a: float) -> np.ndarray:
-        """Per row, one over the norm of ``a * plain - weighted`` (0 for an empty row): the
-        cosine of a row with a unit vector ``q`` is ``(a * plain . q - weighted . q)`` times
-        it (:func:`static_scores`), so a change of ``a`` (of the number of rows) costs a
-        pass over ``n`` numbers, not over ``n`` vectors."""
-        import numpy as np
 
-        pp, pw, ww = self.sq[:, 0], self.sq[:, 1], self.sq[:, 2]
-        squared = np.maximum(a * a * pp - 2.0 * a * pw + ww, 0.0)
-        norms = np.sqrt(squared)
-        return np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 1e-12).astype(np.float32)
+def inverse_norms(sq: np.ndarray, a: float) -> np.ndarray:
+    """Per row of products ``sq`` (:attr:`Pooled.sq`), one over the norm of ``a * plain -
+    weighted`` (0 for an empty row): the cosine of a row with a unit vector ``q`` is ``(a *
+    plain . q - weighted . q)`` times it (:meth:`keen.capabilities._sums.ToolSums.
+    static_scores`), so a change of ``a`` (of the number of rows) costs a pass over ``n``
+    numbers, not over ``n`` vectors."""
+    import numpy as np
+
+    pp, pw, ww = sq[:, 0], sq[:, 1], sq[:, 2]
+    squared = np.maximum(a * a * pp - 2.0 * a * pw + ww, 0.0)
+    norms = np.sqrt(squared)
+    return np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 1e-12).astype(np.float32)
 
 
-def _squares(plain: np.ndarray, weighted: np.ndarray) -> np.ndarray:
-    """:attr:`Pooled.sq` of rows (products accumulated in float64)."""
+def squares(plain: np.ndarray, weighted: np.ndarray) -> np.ndarray:
+    """:attr:`Pooled.sq` of rows: ``P.P``, ``P.W``, ``W.W`` (accumulated in float64)."""
     import numpy as np
 
     out = np.empty((len(plain), 3), dtype=np.float64)
@@ -662,7 +666,7 @@ def pool_parts(columns: Columns, g: np.ndarray) -> Pooled:
     # Each its own contiguous array: later indexes copy them by slices, and a query reads
     # them whole (one row of each 2 x 256 floats apart would halve the memory throughput).
     plain, weighted = np.ascontiguousarray(sums[:, 0]), np.ascontiguousarray(sums[:, 1])
-    return Pooled(plain, weighted, _squares(plain, weighted), g)
+    return Pooled(plain, weighted, squares(plain, weighted), g)
 
 
 def repool(old: Pooled, take: np.ndarray, columns: Columns, added: Columns, g: np.ndarray) -> Pooled:
@@ -697,7 +701,7 @@ def repool(old: Pooled, take: np.ndarray, columns: Columns, added: Columns, g: n
             affected, local = np.unique(rows, return_inverse=True)
             if len(affected) * len(changed) > _CORRECTION_CELLS:
                 weighted[affected] = _pool(columns.take(affected), g[:, None])[:, 0]
-                sq[affected] = _squares(plain[affected], weighted[affected])
+                sq[affected] = squares(plain[affected], weighted[affected])
             else:
                 delta = (g[changed] - old.g[changed])[:, None] * word_vectors().embedding[changed]
                 column = np.searchsorted(changed, tokens)
@@ -714,24 +718,27 @@ def repool(old: Pooled, take: np.ndarray, columns: Columns, added: Columns, g: n
                     counts = np.bincount(cells, minlength=len(affected) * len(changed))
                     counts = counts.reshape(len(affected), len(changed)).astype(np.float32)
                     weighted[affected] += counts @ delta
-                    sq[affected] = _squares(plain[affected], weighted[affected])
+                    sq[affected] = squares(plain[affected], weighted[affected])
     return Pooled(plain, weighted, sq, g)
 
 
-def static_scores(pooled: Pooled, a: float, inverse_norms: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Per row, the cosine of its vector for the weights ``a - g`` with the unit vector
-    ``query``: ``(a * plain . query - weighted . query) * inverse_norms``."""
+def pool_with_dots(columns: Columns, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The plain and ``g``-weighted sums of ``columns``' rows (as :func:`pool_parts`) and
+    ``(occurrences, 2)``: per token of each row's embedded text (``columns.sem``), the dot
+    product of its vector with the row's plain and weighted sum (what
+    :mod:`keen.capabilities._sums` corrects a row's products with when ``g`` moves)."""
     import numpy as np
 
-    # einsum's own loop on this thread, not BLAS (see keen.capabilities.search._dot).
-    plain = np.einsum("ij,j->i", pooled.plain, query)
-    weighted = np.einsum("ij,j->i", pooled.weighted, query)
-    return (np.float32(a) * plain - weighted) * inverse_norms
+    both = np.stack([np.ones_like(g), g], axis=1)
+    dots = np.zeros((len(columns.sem), 2), dtype=np.float32)
+    sums = _pool(columns, both, dots)
+    return np.ascontiguousarray(sums[:, 0]), np.ascontiguousarray(sums[:, 1]), dots
 
 
-def _pool(columns: Columns, weights: np.ndarray) -> np.ndarray:
+def _pool(columns: Columns, weights: np.ndarray, dots: np.ndarray | None = None) -> np.ndarray:
     """``(n, m, DIM)``: per row, its embedded text's token vectors summed with each of the
-    ``m`` columns of ``weights`` (per token id) as weights."""
+    ``m`` columns of ``weights`` (per token id) as weights. ``dots`` (``(occurrences,
+    m)``, given): filled with each token vector's dot product with its row's ``m`` sums."""
     import numpy as np
 
     table = word_vectors().embedding
@@ -750,6 +757,11 @@ def _pool(columns: Columns, weights: np.ndarray) -> np.ndarray:
         step = max(1, _POOL_BLOCK // length)
         for first in range(0, len(group), step):
             rows = group[first : first + step]
-            ids = columns.sem[ptr[rows][:, None] + np.arange(length)]
-            out[rows] = np.matmul(weights[ids].transpose(0, 2, 1), table[ids])
+            spots = ptr[rows][:, None] + np.arange(length)
+            ids = columns.sem[spots]
+            vectors = table[ids]
+            sums = np.matmul(weights[ids].transpose(0, 2, 1), vectors)
+            out[rows] = sums
+            if dots is not None:  # (rows, length, DIM) @ (rows, DIM, m)
+                dots[spots] = np.matmul(vectors, sums.transpose(0, 2, 1))
     return out

@@ -2,7 +2,8 @@
 
 A folder holds one catalog's index: its rows per document (``tools.npz``,
 ``servers.npz``), the index assembled from them (``assembled.npz``: BM25's postings and
-statistics, the sums of word vectors, the token document frequencies) and ``meta.json``
+statistics, the sums of word vectors with the weights they were pooled with and the
+products that correct them, the token document frequencies) and ``meta.json``
 (the capability ids, the query-word neighbours). ``key`` is a hash of every document's
 text and every id, so a catalog's folder is found without reading any. A new process
 loads its catalog's folder whole, or, when there is none, builds the index reusing the
@@ -24,9 +25,10 @@ import shutil
 import tempfile
 import threading
 import time
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from keen.capabilities import _refresh
 from keen.capabilities._documents import MAX_DOC_CHARS, server_docs
@@ -34,19 +36,25 @@ from keen.capabilities._documents import tool_keys as tool_row_keys
 from keen.capabilities._embed import DIM, word_vectors
 from keen.capabilities._index import Columns, Doc, Lexical, Pooled, idf_rows, weight_parts
 from keen.capabilities._refresh import Assembled, IndexPart, LastIndex
+from keen.capabilities._sums import load_sums, spare_rows
 from keen.capabilities.descriptor import Capability
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["INDEX_FORMAT", "MAX_INDEXES", "cached", "flush", "forget"]
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = 8
+INDEX_FORMAT = 9
 """Bumped when the cached index layout or its document text changes (folders of other
 formats are deleted when an index is saved)."""
 MAX_INDEXES = 4
 """How many catalogs' index folders the cache keeps (the most recently used): a folder is
 written per tool list, and a session whose servers change would otherwise leave one per
 change behind."""
+_READ_PIECE = 1 << 22
+"""Bytes read at once into an array's buffer (:func:`_with_room`)."""
 _STALE_TEMP_S = 3600.0
 """A half-written index folder older than this was left by a process that died: removed."""
 
@@ -125,15 +133,14 @@ def _save(index: Assembled, folder: Path) -> None:
         # The assembled index too: a new process loads it as it is (assembling it from the
         # rows took several times as long as reading it), and the sums of word vectors, so
         # its first refresh pools only what changed.
+        spliced = servers.spliced
         arrays: dict[str, Any] = {
-            "plain": tools.pooled.plain,
-            "weighted": tools.pooled.weighted,
-            "sq": tools.pooled.sq,
-            "g": tools.pooled.g,
+            **tools.sums.arrays(),
+            "g": tools.sums.g,
             "df": df,
-            "server_plain": servers.pooled.plain,
-            "server_weighted": servers.pooled.weighted,
-            "server_sq": servers.pooled.sq,
+            "server_plain": spliced.plain,
+            "server_weighted": spliced.weighted,
+            "server_sq": spliced.sq,
             **tools.lexical.to_arrays("bm25_"),
             **servers.lexical.to_arrays("servers_"),
         }
@@ -164,22 +171,22 @@ def _read(folder: Path) -> tuple[dict[str, Any], IndexPart, IndexPart]:
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     tool_rows = Columns.load(folder / "tools.npz")
     server_rows = Columns.load(folder / "servers.npz")
+    roomy = ("plain", "weighted")
     with np.load(folder / "assembled.npz") as data:
-        arrays = {k: data[k] for k in data.files}
+        arrays = {k: data[k] for k in data.files if k not in roomy}
+    # The tools' sums read into buffers with room for the rows a refresh appends: grown
+    # later, each would be copied whole (2 x 51 MB at 50,000 tools) by the first refresh.
+    arrays |= _with_room(folder / "assembled.npz", roomy, spare_rows(len(tool_rows)))
     bm25 = Lexical.from_arrays(arrays, "bm25_")
     bm25_servers = Lexical.from_arrays(arrays, "servers_")
     size = word_vectors().embedding.shape[0]
     g, df = arrays["g"], arrays["df"]
-    pooled = Pooled(arrays["plain"], arrays["weighted"], arrays["sq"], g)
     server_pooled = Pooled(arrays["server_plain"], arrays["server_weighted"], arrays["server_sq"], g)
     n, n_servers = len(tool_rows), len(server_rows)
     if (
         bm25._n != max(n, 1)  # pyright: ignore[reportPrivateUsage]
         or len(bm25._length) != max(n, 1)  # pyright: ignore[reportPrivateUsage]
         or len(bm25_servers._length) != max(n_servers, 1)  # pyright: ignore[reportPrivateUsage]
-        or pooled.plain.shape != (n, DIM)
-        or pooled.weighted.shape != (n, DIM)
-        or pooled.sq.shape != (n, 3)
         or server_pooled.plain.shape != (n_servers, DIM)
         or server_pooled.weighted.shape != (n_servers, DIM)
         or server_pooled.sq.shape != (n_servers, 3)
@@ -190,7 +197,45 @@ def _read(folder: Path) -> tuple[dict[str, Any], IndexPart, IndexPart]:
         raise ValueError("an assembled index of another size")
     if not np.array_equal(g, weight_parts(n, df)[1]):
         raise ValueError("word weights that do not fit the document counts")
-    return meta, IndexPart(tool_rows, bm25, pooled, df), IndexPart(server_rows, bm25_servers, server_pooled)
+    sums = load_sums(arrays, tool_rows, g)
+    return meta, IndexPart(tool_rows, bm25, sums, df), IndexPart(server_rows, bm25_servers, server_pooled)
+
+
+def _with_room(path: Path, names: Sequence[str], rows: int) -> dict[str, np.ndarray]:
+    """The 2-d float32 arrays ``names`` of the ``.npz`` at ``path`` (as ``np.savez`` writes
+    them: uncompressed), each read into the first rows of a buffer of ``rows`` rows (more
+    when it holds more). Raises ``ValueError`` (or ``OSError``, ``KeyError``) when one is
+    missing, unreadable or not such an array."""
+    import numpy as np
+
+    out: dict[str, np.ndarray] = {}
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as exc:
+        raise ValueError(f"{path.name}: {exc}") from exc
+    with archive:
+        for name in names:
+            with archive.open(f"{name}.npy") as handle:
+                version = np.lib.format.read_magic(handle)  # pyright: ignore[reportUnknownMemberType]
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)  # pyright: ignore[reportUnknownMemberType]
+                else:
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)  # pyright: ignore[reportUnknownMemberType]
+                if fortran or dtype != np.dtype(np.float32) or len(shape) != 2:
+                    raise ValueError(f"{name}: not a 2-d float32 array")
+                buffer = np.empty((max(rows, shape[0]), shape[1]), dtype=np.float32)
+                # Read in place by pieces: no bytes object of the whole array between
+                # (numpy's stubs give ndarray no buffer protocol).
+                view = memoryview(buffer[: shape[0]]).cast("B")  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
+                got = 0
+                while got < view.nbytes:
+                    piece = handle.read(min(_READ_PIECE, view.nbytes - got))
+                    if not piece:
+                        raise ValueError(f"{name}: shorter than its header says")
+                    view[got : got + len(piece)] = piece
+                    got += len(piece)
+                out[name] = buffer
+    return out
 
 
 def _load(

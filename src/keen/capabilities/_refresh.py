@@ -39,6 +39,7 @@ from keen.capabilities._index import (
     tokenise,
     weight_parts,
 )
+from keen.capabilities._sums import ToolSums, build_sums, refresh_sums
 from keen.capabilities.descriptor import Capability
 
 if TYPE_CHECKING:
@@ -151,12 +152,26 @@ build_lock = threading.RLock()
 @dataclass(eq=False)
 class IndexPart:
     """What an index assembled from its tools' or servers' rows: BM25's postings and the
-    pooled sums of word vectors; ``df``: the tools' token document frequencies."""
+    pooled sums of word vectors (the tools' under row numbers that last, the servers'
+    spliced: :mod:`keen.capabilities._sums`); ``df``: the tools' token document
+    frequencies."""
 
     rows: Columns
     lexical: Lexical
-    pooled: Pooled
+    pooled: Pooled | ToolSums
     df: np.ndarray | None = None
+
+    @property
+    def sums(self) -> ToolSums:
+        """The tools' vector sums."""
+        assert isinstance(self.pooled, ToolSums), "the servers' part has no ToolSums"
+        return self.pooled
+
+    @property
+    def spliced(self) -> Pooled:
+        """The servers' vector sums."""
+        assert isinstance(self.pooled, Pooled), "the tools' part keeps ToolSums"
+        return self.pooled
 
 
 @dataclass(eq=False)
@@ -257,15 +272,18 @@ class Plan:
 
 
 def _part(last: IndexPart | None, rows: _Rows, g: np.ndarray, df: np.ndarray | None) -> IndexPart:
-    """The parts of ``rows``: from ``last``'s by what changed, else built whole."""
+    """The parts of ``rows``: from ``last``'s by what changed, else built whole. The tools'
+    part (``df`` given) keeps its vector sums under row numbers that last
+    (:mod:`keen.capabilities._sums`); the servers' (a few thousand rows) are spliced."""
+    tools = df is not None
     if last is None:
-        return IndexPart(rows.rows, Lexical(rows.rows), pool_parts(rows.rows, g), df)
-    return IndexPart(
-        rows.rows,
-        last.lexical.refresh(rows.src, rows.rows),
-        repool(last.pooled, rows.take, rows.rows, rows.added, g),
-        df,
-    )
+        pooled: Pooled | ToolSums = build_sums(rows.rows, g) if tools else pool_parts(rows.rows, g)
+        return IndexPart(rows.rows, Lexical(rows.rows), pooled, df)
+    if tools:
+        pooled = refresh_sums(last.sums, rows.take, rows.rows, rows.added, g)
+    else:
+        pooled = repool(last.spliced, rows.take, rows.rows, rows.added, g)
+    return IndexPart(rows.rows, last.lexical.refresh(rows.src, rows.rows), pooled, df)
 
 
 def _df_after(last: IndexPart, rows: _Rows) -> np.ndarray:

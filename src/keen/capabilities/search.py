@@ -77,7 +77,6 @@ from keen.capabilities._documents import (
     semantic_text,
 )
 from keen.capabilities._embed import embedder, pool, token_ids
-from keen.capabilities._index import static_scores
 from keen.capabilities._index_cache import INDEX_FORMAT, MAX_INDEXES, flush, forget
 from keen.capabilities._query import search_query, value_kinds
 from keen.capabilities._text import stem_tokens
@@ -203,11 +202,11 @@ class ToolSearch:
         self._doc_server = parts.doc_server  # server row per document, -1 for none
         self._bm25 = parts.tools.lexical
         self._bm25_servers = parts.servers.lexical
-        # The tools' word vectors as their two sums (see _index.Pooled) and a = ln(N + 1):
-        # a refresh that changes N moves no vector, and none is made.
-        self._pooled, self._a = parts.tools.pooled, parts.a
+        # The tools' word vectors as their two sums (see _index.Pooled, _sums) and a =
+        # ln(N + 1): a refresh that changes N moves no vector, and none is made.
+        self._pooled, self._a = parts.tools.sums, parts.a
         self._inverse_norms = self._pooled.inverse_norms(self._a)
-        self._server_vectors = parts.servers.pooled.vectors(parts.a)
+        self._server_vectors = parts.servers.spliced.vectors(parts.a)
         self.weights = weights or SearchWeights()
         # IDF per wordllama token id over this catalog (see _embed).
         self._token_weights = parts.token_weights
@@ -319,7 +318,7 @@ class ToolSearch:
 
     def _static_scores(self, query: np.ndarray) -> np.ndarray:
         """Each tool's word-vector cosine with the unit vector ``query``."""
-        return static_scores(self._pooled, self._a, self._inverse_norms, query)
+        return self._pooled.static_scores(self._a, self._inverse_norms, query)
 
     def query_words(self, query: str) -> list[tuple[str, np.ndarray]]:
         """Each content word of ``query`` (as typed, lowercase; first 2,000 characters) that
