@@ -217,3 +217,24 @@ def test_skills_whose_stat_changed_but_not_their_text_are_read_but_not_parsed_ag
     settle()
     assert cache.discover().get("notes") == changed.discover().get("notes")
     assert (cache.reused, cache.unparsed) == (1, 1)
+
+
+def test_a_rewritten_marker_alone_is_read_again_from_a_new_process(tmp_path: Path, keen_home: Path) -> None:
+    """The sync rewrites a generated skill's marker at each refresh (its status and time):
+    a new process reads that marker again, and takes the rest from the store."""
+    root = tmp_path / "skills"
+    write_skill(root / "gen", "Generated.")
+    marker = root / "gen" / MARKER_FILE
+    marker.write_text('{"managed_by": "keen-mcp", "tool_count": 3}', encoding="utf-8")
+    settle()
+    DiscoveryCache(root).discover()
+    marker.write_text('{"managed_by": "keen-mcp", "tool_count": 4}', encoding="utf-8")
+    settle()
+    again = DiscoveryCache(root)
+    gen = again.discover().get("gen")
+    assert gen is not None and (gen.description, gen.managed, gen.tool_count) == ("Generated.", True, 4)
+    assert (again.stored, again.markers, again.unparsed) == (1, 1, 0)
+    marker.write_text('{"managed_by": "someone else"}', encoding="utf-8")  # no longer Keen's
+    settle()
+    gen = DiscoveryCache(root).discover().get("gen")
+    assert gen is not None and (gen.managed, gen.tool_count) == (False, 0)

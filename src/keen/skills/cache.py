@@ -33,7 +33,7 @@ and marker's tool count are what reading the files gave, beside a digest (BLAKE2
 frontmatter text they were parsed from: a skill whose stat data changed but whose frontmatter
 did not (the sync rewrote its marker, the folder was copied, the file saved again unchanged)
 has its files read but is not parsed again, so a start that finds its store keeps PyYAML
-unloaded. A store that cannot be read, or was made for another directory, is ignored and
+unloaded; when only the marker's stat data changed, only the marker is read. A store that cannot be read, or was made for another directory, is ignored and
 written again, so it can cost time but never change a result.
 
 Timestamps have a granularity (one kernel tick, a few ms): a file written twice within one
@@ -64,6 +64,7 @@ from keen.skills.discover import (
     Skill,
     SkillProblem,
     load_dir,
+    read_marker,
     scan,
 )
 
@@ -77,9 +78,10 @@ RACY_SECONDS = 0.05
 _Stat = tuple[int, ...] | None
 _Entry = tuple[str, _Stat, str, _Stat, _Stat]
 _STORE_FORMAT = "keen-skills/2"
-_Row = tuple[str, str, str, bool, tuple[str, ...], int, str]
-"""A stored skill: its entry's stat data (``repr``), name, description, managed, paths, tool
-count, and the digest of its frontmatter text (:func:`_frontmatter_digest`)."""
+_Row = tuple[str, str, str, bool, tuple[str, ...], int, str, str]
+"""A stored skill: its entry's stat data but the marker's (``repr``), name, description,
+managed, paths, tool count, the digest of its frontmatter text (:func:`_frontmatter_digest`)
+and its marker's stat data (``repr``)."""
 
 
 def _stat(path: str, *, follow: bool = True) -> _Stat:
@@ -191,15 +193,16 @@ def _read_store(root: Path) -> dict[str, _Row]:
     for entry, row in skills.items():  # pyright: ignore[reportUnknownVariableType]
         if (
             isinstance(row, list)
-            and len(row) == 7  # pyright: ignore[reportUnknownArgumentType]
+            and len(row) == 8  # pyright: ignore[reportUnknownArgumentType]
             and all(isinstance(v, str) for v in row[:3])  # pyright: ignore[reportUnknownVariableType]
             and isinstance(row[3], bool)
             and isinstance(row[4], list)
             and all(isinstance(p, str) for p in row[4])  # pyright: ignore[reportUnknownVariableType]
             and type(row[5]) is int
             and isinstance(row[6], str)
+            and isinstance(row[7], str)
         ):
-            found[str(entry)] = (row[0], row[1], row[2], row[3], tuple(row[4]), row[5], row[6])  # pyright: ignore[reportUnknownArgumentType]
+            found[str(entry)] = (row[0], row[1], row[2], row[3], tuple(row[4]), row[5], row[6], row[7])  # pyright: ignore[reportUnknownArgumentType]
     return found
 
 
@@ -231,7 +234,8 @@ class DiscoveryCache:
     scan took from the previous one instead of reading them; ``stored``: skill entries a scan
     took from the on-disk store (module doc; ``store=False``: none is read or written);
     ``unparsed``: skill entries read again whose frontmatter was the one kept (the previous
-    scan's or the store's), so it was not parsed again.
+    scan's or the store's), so it was not parsed again; ``markers``: skill entries taken from
+    the store but for their marker file, the only part whose stat data changed, read again.
     """
 
     def __init__(self, skills_root: Path | None = None, *, store: bool = True) -> None:
@@ -242,6 +246,7 @@ class DiscoveryCache:
         self.reused = 0
         self.stored = 0
         self.unparsed = 0
+        self.markers = 0
         self._state: SkillsDirState | None = None
         self._found: Discovery | None = None
         self._loaded: dict[str, tuple[_Entry, Skill | SkillProblem, str]] = {}
@@ -266,14 +271,18 @@ class DiscoveryCache:
         def load(entry: Path, config: SkillsConfig) -> Skill | SkillProblem:
             name = entry.name
             key, before, row = settled.get(name), self._loaded.get(name), stored.get(name)
-            stamp = repr(key)  # how the store spells the stat data
+            # How the store spells the stat data: the marker's apart (the sync rewrites it).
+            stamp, marker_stamp = (repr(key[:4]), repr(key[4])) if key is not None else ("", "")
             result: Skill | SkillProblem
             digest = ""
             if key is not None and before is not None and before[0] == key:
                 _, result, digest = before
                 self.reused += 1
             elif key is not None and row is not None and row[0] == stamp:
-                _, skill_name, description, managed, patterns, tools, digest = row
+                _, skill_name, description, managed, patterns, tools, digest, marker = row
+                if marker != marker_stamp:  # only the marker changed: SKILL.md is as stored
+                    managed, tools = read_marker(entry)
+                    self.markers += 1
                 result = Skill(
                     skill_name,
                     description,
@@ -313,6 +322,7 @@ class DiscoveryCache:
                         result.paths,
                         result.tool_count or 0,
                         digest,
+                        marker_stamp,
                     )
             if isinstance(result, Skill) and result.enabled != config.is_enabled(result.name):
                 result = replace(result, enabled=config.is_enabled(result.name))

@@ -56,6 +56,7 @@ __all__ = [
     "discover",
     "load_dir",
     "load_skill",
+    "read_marker",
     "scan",
     "split_frontmatter",
     "valid_skill_name",
@@ -255,7 +256,7 @@ def _paths(value: Any) -> tuple[str, ...]:
     return tuple(str(p).strip() for p in value if isinstance(p, str | int) and str(p).strip())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
 
-def _read_marker(skill_dir: Path) -> tuple[bool, int]:
+def read_marker(skill_dir: Path) -> tuple[bool, int]:
     """Whether ``skill_dir`` holds the keen-mcp marker file (managed) and the tool count it
     records (0 when it has none)."""
     marker = skill_dir / MARKER_FILE
@@ -318,7 +319,7 @@ def load_dir(
         return SkillProblem(name, skill_dir, f"cannot read {SKILL_FILE}: {exc.strerror or exc}")
     except ValueError as exc:
         return SkillProblem(name, skill_dir, str(exc))
-    managed, tools = _read_marker(skill_dir)
+    managed, tools = read_marker(skill_dir)
     return Skill(
         name=name,
         description=description,
