@@ -23,6 +23,7 @@ local, else an estimate) unless a counter is passed.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -213,7 +214,9 @@ def budgeted_section(
 
     if not enabled:
         return result("", "full", [], [], None)
-    if tokens.within([section_header(enabled), *(catalog_line(s) + "\n" for s in enabled)], room) is not None:
+    # Lines are made as they are counted: past the room, the rest are never made.
+    whole = itertools.chain((section_header(enabled),), (catalog_line(s) + "\n" for s in enabled))
+    if tokens.within(whole, room) is not None:
         full = render_skills_section(enabled)
         exact = counter.count(full)
         if exact <= room:

@@ -191,18 +191,23 @@ def _read_store(root: Path) -> dict[str, _Row]:
         return {}
     found: dict[str, _Row] = {}
     for entry, row in skills.items():  # pyright: ignore[reportUnknownVariableType]
+        # Checked field by field, without a generator per row: this runs once per skill at
+        # every start.
+        if not isinstance(row, list) or len(row) != 8:  # pyright: ignore[reportUnknownArgumentType]
+            continue
+        stamp, name, description, managed, patterns, tools, digest, marker = row  # pyright: ignore[reportUnknownVariableType]
         if (
-            isinstance(row, list)
-            and len(row) == 8  # pyright: ignore[reportUnknownArgumentType]
-            and all(isinstance(v, str) for v in row[:3])  # pyright: ignore[reportUnknownVariableType]
-            and isinstance(row[3], bool)
-            and isinstance(row[4], list)
-            and all(isinstance(p, str) for p in row[4])  # pyright: ignore[reportUnknownVariableType]
-            and type(row[5]) is int
-            and isinstance(row[6], str)
-            and isinstance(row[7], str)
+            type(stamp) is str
+            and type(name) is str
+            and type(description) is str
+            and type(managed) is bool
+            and type(patterns) is list
+            and (not patterns or all(type(p) is str for p in patterns))  # pyright: ignore[reportUnknownVariableType]
+            and type(tools) is int
+            and type(digest) is str
+            and type(marker) is str
         ):
-            found[str(entry)] = (row[0], row[1], row[2], row[3], tuple(row[4]), row[5], row[6], row[7])  # pyright: ignore[reportUnknownArgumentType]
+            found[str(entry)] = (stamp, name, description, managed, tuple(patterns), tools, digest, marker)  # pyright: ignore[reportUnknownArgumentType]
     return found
 
 
