@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import hashlib
 import importlib.util
 import json
 import logging
@@ -56,7 +55,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from keen import paths
+from keen import _digest, paths
 from keen._fs import atomic_write_bytes
 
 __all__ = [
@@ -171,7 +170,7 @@ def _cache_header(source: Path, payload: bytes, count: int) -> dict[str, object]
         "source_size": st.st_size,
         "source_mtime_ns": st.st_mtime_ns,
         "tokens": count,
-        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+        "payload_sha256": _digest.sha256(payload).hexdigest(),
     }
 
 
@@ -256,7 +255,7 @@ def _read_ranks(path: str) -> dict[bytes, int] | None:
             data = gzip.decompress(data)
     except (OSError, EOFError, gzip.BadGzipFile):
         return None
-    if hashlib.sha256(data).hexdigest() != O200K_SHA256:
+    if _digest.sha256(data).hexdigest() != O200K_SHA256:
         return None
     # The .tiktoken format, parsed as tiktoken.load.load_tiktoken_bpe does: that function
     # takes only a path and copies every file it reads into tiktoken's cache directory.
@@ -307,7 +306,7 @@ def _read_counts(file: Path) -> dict[bytes, int]:
         "format": _COUNTS_FORMAT,
         "python_marshal": marshal.version,
         "vocabulary_sha256": O200K_SHA256,
-        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+        "payload_sha256": _digest.sha256(payload).hexdigest(),
     }
     if not isinstance(header, dict) or {k: header.get(k) for k in expected} != expected:  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         return {}
@@ -329,7 +328,7 @@ class _CountCache:
         self._count: Callable[[str], int] | None = None
 
     def count(self, text: str) -> int:
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = _digest.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         tokens = self.known.get(key)
         if tokens is None:
             if self._count is None:
@@ -352,7 +351,7 @@ class _CountCache:
             "format": _COUNTS_FORMAT,
             "python_marshal": marshal.version,
             "vocabulary_sha256": O200K_SHA256,
-            "payload_sha256": hashlib.sha256(payload).hexdigest(),
+            "payload_sha256": _digest.sha256(payload).hexdigest(),
             "counts": len(kept),
         }
         try:

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from helpers.skills import settle, write_skill
-from keen.skills import SkillsConfig
+from keen.skills import MARKER_FILE, SkillsConfig
 from keen.skills.cache import DiscoveryCache, skills_dir_state, store_file
 
 
@@ -152,7 +152,7 @@ def test_a_broken_store_or_another_directorys_is_ignored(tmp_path: Path, keen_ho
     cache = DiscoveryCache(other)
     notes = cache.discover().get("notes")
     assert notes is not None and notes.description == "Notes of other." and cache.stored == 0
-    for broken in (b"", b"{", b'{"format": "keen-skills/1", "root": 1}', b"[]"):
+    for broken in (b"", b"{", b'{"format": "keen-skills/2", "root": 1}', b"[]"):
         store.write_bytes(broken)
         cache = DiscoveryCache(root)
         notes = cache.discover().get("notes")
@@ -171,3 +171,70 @@ def test_a_skills_paths_are_read_once_and_kept_in_the_store(tmp_path: Path, keen
     assert first == {"notes": (), "style": ("src/**/*.py", "7")}
     again = DiscoveryCache(root)
     assert {s.name: s.paths for s in again.discover().skills} == first and again.stored == 2
+
+
+def test_skills_whose_stat_changed_but_not_their_text_are_read_but_not_parsed_again(
+    tmp_path: Path, keen_home: Path
+) -> None:
+    """The store keeps a digest of each skill's frontmatter text: a skills folder copied back
+    in place (every inode and ctime new, as a restore does; the sync rewrites a generated
+    skill's marker on every refresh) is read again but not parsed again, while a changed
+    frontmatter or marker is still seen."""
+    root = tmp_path / "skills"
+    notes = write_skill(root / "notes", "House rules.")
+    write_skill(root / "gen", "Generated.")
+    marker = root / "gen" / MARKER_FILE
+    marker.write_text('{"managed_by": "keen-mcp", "tool_count": 3}', encoding="utf-8")
+    settle()
+    first = DiscoveryCache(root).discover()
+    assert {s.name: (s.managed, s.tool_count) for s in first.skills} == {
+        "gen": (True, 3),
+        "notes": (False, 0),
+    }
+
+    def copied_back() -> DiscoveryCache:
+        shutil.copytree(root, tmp_path / "copy", symlinks=True)
+        shutil.rmtree(root)
+        (tmp_path / "copy").rename(root)
+        settle()
+        return DiscoveryCache(root)  # a new process's
+
+    again = copied_back()
+    assert again.discover().skills == first.skills
+    assert (again.stored, again.unparsed) == (0, 2)
+
+    notes.write_text(notes.read_text(encoding="utf-8").replace("House", "Cabin"), encoding="utf-8")
+    marker.write_text('{"managed_by": "keen-mcp", "tool_count": 5}', encoding="utf-8")
+    changed = copied_back()
+    found = {s.name: (s.description, s.tool_count) for s in changed.discover().skills}
+    assert found == {"gen": ("Generated.", 5), "notes": ("Cabin rules.", 0)}
+    assert (changed.stored, changed.unparsed) == (0, 1)  # notes' new text was parsed
+
+    # The same within one process: a file saved again unchanged is read, not parsed.
+    cache = DiscoveryCache(root, store=False)
+    cache.discover()
+    notes.write_text(notes.read_text(encoding="utf-8"), encoding="utf-8")
+    settle()
+    assert cache.discover().get("notes") == changed.discover().get("notes")
+    assert (cache.reused, cache.unparsed) == (1, 1)
+
+
+def test_a_rewritten_marker_alone_is_read_again_from_a_new_process(tmp_path: Path, keen_home: Path) -> None:
+    """The sync rewrites a generated skill's marker at each refresh (its status and time):
+    a new process reads that marker again, and takes the rest from the store."""
+    root = tmp_path / "skills"
+    write_skill(root / "gen", "Generated.")
+    marker = root / "gen" / MARKER_FILE
+    marker.write_text('{"managed_by": "keen-mcp", "tool_count": 3}', encoding="utf-8")
+    settle()
+    DiscoveryCache(root).discover()
+    marker.write_text('{"managed_by": "keen-mcp", "tool_count": 4}', encoding="utf-8")
+    settle()
+    again = DiscoveryCache(root)
+    gen = again.discover().get("gen")
+    assert gen is not None and (gen.description, gen.managed, gen.tool_count) == ("Generated.", True, 4)
+    assert (again.stored, again.markers, again.unparsed) == (1, 1, 0)
+    marker.write_text('{"managed_by": "someone else"}', encoding="utf-8")  # no longer Keen's
+    settle()
+    gen = DiscoveryCache(root).discover().get("gen")
+    assert gen is not None and (gen.managed, gen.tool_count) == (False, 0)

@@ -23,6 +23,7 @@ local, else an estimate) unless a counter is passed.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -84,7 +85,11 @@ class BudgetedSection:
 
 
 def tool_count(skill: Skill) -> int:
-    """``tool_count`` from a generated skill's marker (0 for other skills or on error)."""
+    """``tool_count`` from a generated skill's marker (0 for other skills or on error):
+    :attr:`Skill.tool_count <keen.skills.Skill>`, which discovery read with the marker (and
+    ``keen.skills.cache`` keeps in its store), else the marker file, read now."""
+    if skill.tool_count is not None:
+        return skill.tool_count
     try:
         marker = json.loads(_read_bytes(os.path.join(skill.path, MARKER_FILE)).decode("utf-8"))
         return int(marker.get("tool_count", 0))
@@ -94,8 +99,8 @@ def tool_count(skill: Skill) -> int:
 
 def _read_bytes(path: str) -> bytes:
     """The whole file at ``path``. A fold orders every server by its marker's tool count, so
-    this runs once per skill: plain descriptor reads cost half of ``Path.read_text`` (no
-    path object, no text layer; the bytes are decoded by the caller)."""
+    this runs once per skill made without discovery: plain descriptor reads cost half of
+    ``Path.read_text`` (no path object, no text layer; the bytes are decoded by the caller)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         chunks: list[bytes] = []
@@ -209,7 +214,9 @@ def budgeted_section(
 
     if not enabled:
         return result("", "full", [], [], None)
-    if tokens.within([section_header(enabled), *(catalog_line(s) + "\n" for s in enabled)], room) is not None:
+    # Lines are made as they are counted: past the room, the rest are never made.
+    whole = itertools.chain((section_header(enabled),), (catalog_line(s) + "\n" for s in enabled))
+    if tokens.within(whole, room) is not None:
         full = render_skills_section(enabled)
         exact = counter.count(full)
         if exact <= room:

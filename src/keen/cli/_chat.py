@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keen._redact import redactor
 from keen.cli._console import EXIT_TOOL_ERROR, STARTED, err, fail, guarded, out, print_json
 from keen.cli._wording import with_remedy
 
@@ -53,6 +52,9 @@ class _OneShotView:
             # The model's text may carry what a page or a tool result put in it: known secrets
             # redacted and the rest escaped, as the REPL does; the end that could begin a
             # secret is held until the next chunk (or finish), so a split one is caught too.
+            # (keen._redact is imported at the first text: not before the prompt is built.)
+            from keen._redact import redactor
+
             now, self._held = redactor.stream(self._held, delta)
             self._write(now)
             self.streamed = True
@@ -317,6 +319,8 @@ def _show(result: TurnResult, view: _OneShotView, as_json: bool) -> None:
     (unless a notice said it) and the session's id on stderr."""
     if as_json:
         # Redaction swaps a string for a string: the record stays exact but for the secrets.
+        from keen._redact import redactor
+
         print_json(redactor.redact_json(result.to_dict()))
     else:
         view.finish()

@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
-from keen._redact import RedactingFilter, redactor
-
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from keen._redact import RedactingFilter
 
 __all__ = [
     "EXIT_KEEN_ERROR",
@@ -89,10 +89,28 @@ class _Formatter(logging.Formatter):
         if not self.verbose:
             record.exc_info = None
             record.exc_text = None
+        from keen._redact import redactor
         from keen.cli._terminal import terminal_text
 
         # Tracebacks quote server text too: redact and escape the whole record, not just msg.
         return terminal_text(redactor.redact(super().format(record)))
+
+
+class _RedactingFilter(logging.Filter):
+    """:class:`keen._redact.RedactingFilter`, made at the first record: the redactor's
+    patterns cost about 5 ms of CPU to import and compile, which a command that logs
+    nothing (``keen prompt``, a chat's first turn: issue 26) need not pay."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._filter: RedactingFilter | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._filter is None:
+            from keen._redact import RedactingFilter
+
+            self._filter = RedactingFilter()
+        return self._filter.filter(record)
 
 
 def setup_logging(verbose: bool) -> None:
@@ -103,7 +121,7 @@ def setup_logging(verbose: bool) -> None:
     """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_Formatter(verbose))
-    handler.addFilter(RedactingFilter())
+    handler.addFilter(_RedactingFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.WARNING)

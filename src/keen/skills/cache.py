@@ -21,17 +21,20 @@ What the state holds, and why each part is needed:
   editor's save-by-rename or a swap changes the inode.
 
 Costs ``3 + 1`` system calls per skill (about 1 ms for 80 skills here) instead of opening
-and parsing every file. When something changed, only the entries whose own stat data
+and parsing every file; the scan that follows takes its listing from the state. When something changed, only the entries whose own stat data
 changed are read again; the others keep their :class:`~keen.skills.Skill` (with
 ``enabled`` taken from the config as it is now).
 
 What a scan read of each settled skill is also kept on disk, in
 ``$KEEN_HOME/cache/skills-<digest of the directory>.json`` (:func:`store_file`), under the same
 stat data: a new process (``keen prompt``, a chat's first step) takes each skill whose stat data
-is the stored one from there, and reads and parses (with PyYAML) only the others. The stored
-name and description are what reading the file gave; a store that cannot be read, or was made
-for another directory, is ignored and written again, so it can cost time but never change a
-result.
+is the stored one from there, and reads only the others. The stored name, description, paths
+and marker's tool count are what reading the files gave, beside a digest (BLAKE2b) of the
+frontmatter text they were parsed from: a skill whose stat data changed but whose frontmatter
+did not (the sync rewrote its marker, the folder was copied, the file saved again unchanged)
+has its files read but is not parsed again, so a start that finds its store keeps PyYAML
+unloaded; when only the marker's stat data changed, only the marker is read. A store that cannot be read, or was made for another directory, is ignored and
+written again, so it can cost time but never change a result.
 
 Timestamps have a granularity (one kernel tick, a few ms): a file written twice within one
 tick, keeping its size, would look unchanged. As git does for its index ("racy git"), a
@@ -42,18 +45,28 @@ written is read again at the next call, until it is old enough to be trusted.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
+import stat
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from keen import paths
+from keen import _digest, paths
 from keen.skills.config import SkillsConfig
-from keen.skills.discover import MARKER_FILE, SKILL_FILE, Discovery, Skill, SkillProblem, load_dir, scan
+from keen.skills.discover import (
+    MARKER_FILE,
+    SKILL_FILE,
+    Discovery,
+    Parsed,
+    Skill,
+    SkillProblem,
+    load_dir,
+    read_marker,
+    scan,
+)
 
 __all__ = ["RACY_SECONDS", "DiscoveryCache", "SkillsDirState", "skills_dir_state", "store_file"]
 
@@ -64,9 +77,11 @@ RACY_SECONDS = 0.05
 
 _Stat = tuple[int, ...] | None
 _Entry = tuple[str, _Stat, str, _Stat, _Stat]
-_STORE_FORMAT = "keen-skills/1"
-_Row = tuple[str, str, str, bool, tuple[str, ...]]
-"""A stored skill: its entry's stat data (``repr``), name, description, managed, paths."""
+_STORE_FORMAT = "keen-skills/2"
+_Row = tuple[str, str, str, bool, tuple[str, ...], int, str, str]
+"""A stored skill: its entry's stat data but the marker's (``repr``), name, description,
+managed, paths, tool count, the digest of its frontmatter text (:func:`_frontmatter_digest`)
+and its marker's stat data (``repr``)."""
 
 
 def _stat(path: str, *, follow: bool = True) -> _Stat:
@@ -144,10 +159,21 @@ def _entry_key(entry: os.DirEntry[str]) -> _Entry:
     return (entry.name, own, target, skill_md, marker)
 
 
+def _frontmatter_digest(raw: str) -> str:
+    """What a stored row keeps of the frontmatter text it was parsed from."""
+    return _digest.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _is_listed(entry: _Entry) -> bool:
+    """An entry :func:`keen.skills.discover.scan` loads: a folder or a symlink."""
+    own = entry[1]
+    return own is not None and (stat.S_ISDIR(own[2]) or stat.S_ISLNK(own[2]))
+
+
 def store_file(skills_root: Path) -> Path:
     """``$KEEN_HOME/cache/skills-<digest>.json``: what scans of the absolute ``skills_root``
     read, by entry (module doc)."""
-    digest = hashlib.blake2b(os.fsencode(skills_root), digest_size=8).hexdigest()
+    digest = _digest.blake2b(os.fsencode(skills_root), digest_size=8).hexdigest()
     return paths.keen_home() / "cache" / f"skills-{digest}.json"
 
 
@@ -165,15 +191,23 @@ def _read_store(root: Path) -> dict[str, _Row]:
         return {}
     found: dict[str, _Row] = {}
     for entry, row in skills.items():  # pyright: ignore[reportUnknownVariableType]
+        # Checked field by field, without a generator per row: this runs once per skill at
+        # every start.
+        if not isinstance(row, list) or len(row) != 8:  # pyright: ignore[reportUnknownArgumentType]
+            continue
+        stamp, name, description, managed, patterns, tools, digest, marker = row  # pyright: ignore[reportUnknownVariableType]
         if (
-            isinstance(row, list)
-            and len(row) == 5  # pyright: ignore[reportUnknownArgumentType]
-            and all(isinstance(v, str) for v in row[:3])  # pyright: ignore[reportUnknownVariableType]
-            and isinstance(row[3], bool)
-            and isinstance(row[4], list)
-            and all(isinstance(p, str) for p in row[4])  # pyright: ignore[reportUnknownVariableType]
+            type(stamp) is str
+            and type(name) is str
+            and type(description) is str
+            and type(managed) is bool
+            and type(patterns) is list
+            and (not patterns or all(type(p) is str for p in patterns))  # pyright: ignore[reportUnknownVariableType]
+            and type(tools) is int
+            and type(digest) is str
+            and type(marker) is str
         ):
-            found[str(entry)] = (row[0], row[1], row[2], row[3], tuple(row[4]))  # pyright: ignore[reportUnknownArgumentType]
+            found[str(entry)] = (stamp, name, description, managed, tuple(patterns), tools, digest, marker)  # pyright: ignore[reportUnknownArgumentType]
     return found
 
 
@@ -186,7 +220,7 @@ def _write_store(root: Path, rows: dict[str, _Row]) -> None:
     data = {
         "format": _STORE_FORMAT,
         "root": str(root),
-        "skills": {k: [*v[:4], list(v[4])] for k, v in rows.items()},
+        "skills": {k: [*v[:4], list(v[4]), *v[5:]] for k, v in rows.items()},
     }
     try:
         atomic_write_bytes(
@@ -203,7 +237,10 @@ class DiscoveryCache:
     ``skills_root``: default ``paths.skills_dir()`` at each call. ``hits`` / ``scans``: how
     many calls reused the last result / scanned the directory; ``reused``: skill entries a
     scan took from the previous one instead of reading them; ``stored``: skill entries a scan
-    took from the on-disk store (module doc; ``store=False``: none is read or written).
+    took from the on-disk store (module doc; ``store=False``: none is read or written);
+    ``unparsed``: skill entries read again whose frontmatter was the one kept (the previous
+    scan's or the store's), so it was not parsed again; ``markers``: skill entries taken from
+    the store but for their marker file, the only part whose stat data changed, read again.
     """
 
     def __init__(self, skills_root: Path | None = None, *, store: bool = True) -> None:
@@ -213,9 +250,11 @@ class DiscoveryCache:
         self.scans = 0
         self.reused = 0
         self.stored = 0
+        self.unparsed = 0
+        self.markers = 0
         self._state: SkillsDirState | None = None
         self._found: Discovery | None = None
-        self._loaded: dict[str, tuple[_Entry, Skill | SkillProblem]] = {}
+        self._loaded: dict[str, tuple[_Entry, Skill | SkillProblem, str]] = {}
         self._stored: dict[str, _Row] | None = None
 
     def discover(self) -> Discovery:
@@ -228,43 +267,74 @@ class DiscoveryCache:
             self.hits += 1
             return self._found
         settled = {e[0]: e for e in state.entries if e[0] not in state.racy}
-        loaded: dict[str, tuple[_Entry, Skill | SkillProblem]] = {}
+        loaded: dict[str, tuple[_Entry, Skill | SkillProblem, str]] = {}
         if self._stored is None:
             self._stored = _read_store(state.root) if self.store else {}
         stored = self._stored
         rows: dict[str, _Row] = {}
 
         def load(entry: Path, config: SkillsConfig) -> Skill | SkillProblem:
-            key, before = settled.get(entry.name), self._loaded.get(entry.name)
-            row = stored.get(entry.name)
-            stamp = repr(key)  # how the store spells the stat data
+            name = entry.name
+            key, before, row = settled.get(name), self._loaded.get(name), stored.get(name)
+            # How the store spells the stat data: the marker's apart (the sync rewrites it).
+            stamp, marker_stamp = (repr(key[:4]), repr(key[4])) if key is not None else ("", "")
             result: Skill | SkillProblem
+            digest = ""
             if key is not None and before is not None and before[0] == key:
-                result = before[1]
+                _, result, digest = before
                 self.reused += 1
             elif key is not None and row is not None and row[0] == stamp:
-                _, name, description, managed, patterns = row
+                _, skill_name, description, managed, patterns, tools, digest, marker = row
+                if marker != marker_stamp:  # only the marker changed: SKILL.md is as stored
+                    managed, tools = read_marker(entry)
+                    self.markers += 1
                 result = Skill(
-                    name, description, entry, entry / SKILL_FILE, config.is_enabled(name), managed, patterns
+                    skill_name,
+                    description,
+                    entry,
+                    entry / SKILL_FILE,
+                    config.is_enabled(skill_name),
+                    managed,
+                    patterns,
+                    tools,
                 )
                 self.stored += 1
             else:
-                result = load_dir(entry, config)
+                # What parsing gave for this entry's frontmatter before, by its text's digest.
+                kept: dict[str, Parsed] = {}
+                if before is not None and isinstance(before[1], Skill):
+                    kept[before[2]] = (before[1].name, before[1].description, before[1].paths)
+                if row is not None:
+                    kept[row[6]] = (row[1], row[2], row[4])
+
+                def known(raw: str) -> Parsed | None:
+                    nonlocal digest
+                    digest = _frontmatter_digest(raw)
+                    parsed = kept.get(digest)
+                    if parsed is not None:
+                        self.unparsed += 1
+                    return parsed
+
+                result = load_dir(entry, config, known=known)
             if key is not None:  # only a settled entry may be reused by the next scan
-                loaded[entry.name] = (key, result)
+                loaded[name] = (key, result, digest)
                 if isinstance(result, Skill):
-                    rows[entry.name] = (
+                    rows[name] = (
                         stamp,
                         result.name,
                         result.description,
                         result.managed,
                         result.paths,
+                        result.tool_count or 0,
+                        digest,
+                        marker_stamp,
                     )
             if isinstance(result, Skill) and result.enabled != config.is_enabled(result.name):
                 result = replace(result, enabled=config.is_enabled(result.name))
             return result
 
-        found = scan(state.root, SkillsConfig.load(state.root / "config.json"), load)
+        listing = [e[0] for e in state.entries if _is_listed(e)]
+        found = scan(state.root, SkillsConfig.load(state.root / "config.json"), load, listing)
         self.scans += 1
         self._state, self._found, self._loaded = state, found, loaded
         if self.store and rows != stored:

@@ -34,8 +34,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,11 +50,13 @@ __all__ = [
     "MARKER_FILE",
     "SKILL_FILE",
     "Discovery",
+    "Parsed",
     "Skill",
     "SkillProblem",
     "discover",
     "load_dir",
     "load_skill",
+    "read_marker",
     "safe_loader",
     "scan",
     "split_frontmatter",
@@ -82,6 +85,9 @@ class Skill:
     ``managed``: the directory holds the keen-mcp marker file (generated MCP skill).
     ``paths``: the optional frontmatter ``paths``, glob patterns (relative to the workspace)
     of the files the skill is about, given as one string or a list; empty when absent.
+    ``tool_count``: the ``tool_count`` its marker file records (a generated skill: its
+    server's tools; 0 without one), read with the marker at discovery; ``None`` for a skill
+    made without discovery, whose marker was not read.
     """
 
     name: str
@@ -91,6 +97,7 @@ class Skill:
     enabled: bool = True
     managed: bool = False
     paths: tuple[str, ...] = ()
+    tool_count: int | None = None
 
     def read_text(self) -> str:
         """The whole SKILL.md, read now. Raises ``SkillError`` if it cannot be read."""
@@ -250,24 +257,45 @@ def _paths(value: Any) -> tuple[str, ...]:
     return tuple(str(p).strip() for p in value if isinstance(p, str | int) and str(p).strip())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
 
-def _is_managed(skill_dir: Path) -> bool:
+def read_marker(skill_dir: Path) -> tuple[bool, int]:
+    """Whether ``skill_dir`` holds the keen-mcp marker file (managed) and the tool count it
+    records (0 when it has none)."""
     marker = skill_dir / MARKER_FILE
     try:
-        data: Any = json.loads(marker.read_text(encoding="utf-8"))
+        data: Any = json.loads(marker.read_bytes().decode("utf-8"))
     except FileNotFoundError:
-        return False
+        return False, 0
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         # Not managed means the generator will never delete it: the safe reading.
         logger.warning(
             "skill dir %s: unreadable %s (%s); treating it as user-owned", skill_dir, MARKER_FILE, exc
         )
-        return False
-    return isinstance(data, dict) and data.get("managed_by") == MANAGED_BY
+        return False, 0
+    if not isinstance(data, dict):
+        return False, 0
+    try:
+        tools = int(data.get("tool_count", 0))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    except (ValueError, TypeError):
+        tools = 0
+    return data.get("managed_by") == MANAGED_BY, tools  # pyright: ignore[reportUnknownMemberType]
 
 
-def load_dir(skill_dir: Path, config: SkillsConfig) -> Skill | SkillProblem:
+Parsed = tuple[str, str, tuple[str, ...]]
+"""What a skill's frontmatter gives: its name, description (one line) and ``paths``."""
+
+
+def load_dir(
+    skill_dir: Path, config: SkillsConfig, *, known: Callable[[str], Parsed | None] | None = None
+) -> Skill | SkillProblem:
     """Load one skill directory (``skill_dir`` already absolute): a usable skill (its
-    ``enabled`` from ``config``) or the problem that keeps it out."""
+    ``enabled`` from ``config``) or the problem that keeps it out.
+
+    ``known``: given the frontmatter text read from ``SKILL.md``, what parsing that same
+    text (in the same directory) gave before, or ``None``: ``keen.skills.cache`` passes one
+    so that a file whose stat data changed but whose frontmatter did not (a copied skills
+    folder, a file saved again unchanged) is not parsed again.
+    """
+
     name = skill_dir.name
     if not valid_skill_name(name):
         return SkillProblem(
@@ -280,7 +308,8 @@ def load_dir(skill_dir: Path, config: SkillsConfig) -> Skill | SkillProblem:
     skill_md = skill_dir / SKILL_FILE
     try:
         raw = _read_frontmatter(skill_md)
-        name, description, patterns = _parse_frontmatter(raw, name)
+        parsed = known(raw) if known is not None else None
+        name, description, patterns = parsed or _parse_frontmatter(raw, name)
     except FileNotFoundError:
         return SkillProblem(
             name, skill_dir, f"no {SKILL_FILE} in the directory; add one or remove the directory"
@@ -291,14 +320,16 @@ def load_dir(skill_dir: Path, config: SkillsConfig) -> Skill | SkillProblem:
         return SkillProblem(name, skill_dir, f"cannot read {SKILL_FILE}: {exc.strerror or exc}")
     except ValueError as exc:
         return SkillProblem(name, skill_dir, str(exc))
+    managed, tools = read_marker(skill_dir)
     return Skill(
         name=name,
         description=description,
         path=skill_dir,
         skill_md=skill_md,
         enabled=config.is_enabled(name),
-        managed=_is_managed(skill_dir),
+        managed=managed,
         paths=patterns,
+        tool_count=tools,
     )
 
 
@@ -329,25 +360,36 @@ def discover(skills_root: Path | None = None, *, config: SkillsConfig | None = N
 
 
 def scan(
-    root: Path, config: SkillsConfig, load: Callable[[Path, SkillsConfig], Skill | SkillProblem]
+    root: Path,
+    config: SkillsConfig,
+    load: Callable[[Path, SkillsConfig], Skill | SkillProblem],
+    listing: Sequence[str] | None = None,
 ) -> Discovery:
     """:func:`discover` of the absolute ``root`` with ``config``, loading each skill entry
     with ``load(entry, config)`` (``keen.skills.cache`` passes one that reuses the skills
-    whose files did not change). Raises ``SkillError`` when ``root`` cannot be listed."""
-    try:
-        entries = sorted(root.iterdir(), key=lambda p: p.name)
-    except FileNotFoundError:
-        return Discovery()
-    except OSError as exc:
-        raise SkillError(f"cannot list the skills directory {root}: {exc.strerror or exc}; check it") from exc
+    whose files did not change). ``listing``: the names of ``root``'s folders and symlinks,
+    not starting with ``.``, sorted, when the caller has just listed it (the cache has);
+    else ``root`` is listed here. Raises ``SkillError`` when ``root`` cannot be listed."""
+    if listing is None:
+        try:
+            with os.scandir(root) as found:
+                listing = sorted(
+                    entry.name
+                    for entry in found
+                    # plain files such as config.json are skipped; links are followed by load
+                    if not entry.name.startswith(".") and (entry.is_symlink() or entry.is_dir())
+                )
+        except FileNotFoundError:
+            return Discovery()
+        except OSError as exc:
+            raise SkillError(
+                f"cannot list the skills directory {root}: {exc.strerror or exc}; check it"
+            ) from exc
     skills: list[Skill] = []
     problems: list[SkillProblem] = []
     names: set[str] = set()
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        if not entry.is_symlink() and not entry.is_dir():
-            continue  # plain files such as config.json
+    for entry_name in listing:
+        entry = root / entry_name
         loaded = load(entry, config)
         if isinstance(loaded, Skill) and loaded.name in names:
             # Both spellings of one name (mcp:x and its Windows form mcp_x) side by side.

@@ -20,13 +20,13 @@ The record is ``$KEEN_HOME/cache/configs-valid.json``: the digest and nothing of
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from keen import paths
+from keen._digest import sha256
 from keen._fs import atomic_write_json
 from keen._version import __version__
 
@@ -48,7 +48,7 @@ def _digest(path: Path, text: str) -> str | None:
     except OSError:
         return None
     seed = f"{__version__}\0{rules.st_size}:{rules.st_mtime_ns}\0{path.absolute()}\0"
-    return hashlib.sha256(seed.encode() + text.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256(seed.encode() + text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _servers(text: str) -> list[tuple[str, bool]] | None:
