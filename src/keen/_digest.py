@@ -1,7 +1,7 @@
 """BLAKE2b and SHA-256 without importing :mod:`hashlib` where CPython has them built in.
 
 ``import hashlib`` loads OpenSSL's ``_hashlib`` first, about 3.5 ms of CPU at each start
-(about a tenth of the 100 ms a usable prompt may cost, issue 26); the prompt's caches only
+(about a tenth of the 100 ms a usable prompt may cost, ``bench/prompt_start.py``); the prompt's caches only
 hash with BLAKE2b and SHA-256, which CPython also builds as its own modules (``_blake2``,
 and ``_sha256``, called ``_sha2`` from Python 3.12). The digests are the same algorithms,
 so they are byte for byte :mod:`hashlib`'s; when a build lacks those modules, hashlib's

@@ -4,7 +4,7 @@ command's options for typer and calls :func:`one_shot`).
 :func:`run_alone` runs the same :func:`one_shot` for a command line of ``keen chat`` with
 ``-p PROMPT`` and only its own options, written the plain way, before typer is imported:
 the first turn's prompt is then ready without importing typer and building its click
-command (about 80 ms of CPU; issue 26). Anything else (``--help``, ``-v``, ``--opt=value``,
+command (about 80 ms of CPU). Anything else (``--help``, ``-v``, ``--opt=value``,
 a repeated or unknown option, a value that begins with ``-``, a number typer would parse
 differently, the interactive chat, shell completion) returns False and goes through typer,
 so help, errors and completion stay typer's. The error boundary is

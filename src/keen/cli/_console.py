@@ -99,7 +99,7 @@ class _Formatter(logging.Formatter):
 class _RedactingFilter(logging.Filter):
     """:class:`keen._redact.RedactingFilter`, made at the first record: the redactor's
     patterns cost about 5 ms of CPU to import and compile, which a command that logs
-    nothing (``keen prompt``, a chat's first turn: issue 26) need not pay."""
+    nothing (``keen prompt``, a chat's first turn) need not pay."""
 
     def __init__(self) -> None:
         super().__init__()

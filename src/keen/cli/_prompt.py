@@ -5,7 +5,7 @@
 :func:`run_alone` runs the same :func:`show` for a command line of ``keen prompt`` with
 only its own options, written the plain way, before typer is imported: a budgeted prompt
 is then ready in the time it takes to build, not that plus importing typer and building
-its click command (issue 26: within 100 ms of CPU beyond the interpreter). Anything else
+its click command (within 100 ms of CPU beyond the interpreter: ``bench/prompt_start.py``). Anything else
 (``--help``, ``-v``, ``--budget=N``, a repeated or unknown option, a number typer would
 parse differently, shell completion) returns False and goes through typer, so help,
 errors and completion stay typer's, byte for byte. The error boundary is the CLI's
