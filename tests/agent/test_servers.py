@@ -109,6 +109,47 @@ async def test_a_server_that_goes_away_is_reported_with_when_keen_brings_it_back
     assert line.endswith("; Keen reconnects it at the next call to it; `/mcp connect chat` does it now"), line
 
 
+async def test_a_server_that_goes_away_again_right_after_a_told_reconnect_is_reported_again(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # The watch took a told state as reported only when it next woke (SETTLE_SECONDS later):
+    # a server reconnected by a call and gone again before then was back in the state the
+    # watch had printed, so its second going away was never said (keen chat under tmux).
+    from conftest import stdio_server
+    from keen.errors import KeenError
+    from keen.mcp.connection.reconnect import Reconnector
+    from keen.mcp.types import ServerState
+
+    path = write_config(
+        {"chat": stdio_server("chat_tools.py", env={"CHAT_TOOLS_LOG": str(keen_home / "notes")})}
+    )
+    lines: list[tuple[str, str]] = []
+
+    def gone() -> int:
+        return sum(line.startswith("chat: disconnected") for line, _ in lines)
+
+    async with open_runtime(config_path=path) as rt:
+        watch = ServerWatch(
+            rt, lambda line, style: lines.append((line, style)), reconnector=Reconnector(rt.manager)
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch.run, 30.0)
+            await wait_until(lambda: any(line.startswith("MCP ready") for line, _ in lines))
+            with pytest.raises(KeenError, match='MCP server "chat" went away during "crash"'):
+                await rt.manager.call_tool("chat", "crash", {})
+            await wait_until(lambda: gone() == 1)
+            # As keen chat's on-demand reconnect does: it prints its own line and tells the watch.
+            status = await rt.manager.refresh("chat")
+            assert status.state is ServerState.CONNECTED, status.last_error
+            watch.told(status)
+            with pytest.raises(KeenError, match='MCP server "chat" went away during "crash"'):
+                await rt.manager.call_tool("chat", "crash", {})
+            await wait_until(lambda: gone() == 2)
+            tg.cancel_scope.cancel()
+        watch.close()
+    assert not [line for line, _ in lines if line.startswith("chat: connected")], lines
+
+
 async def test_a_server_still_connecting_when_discovery_ends_is_told_and_followed(
     keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
 ) -> None:

@@ -106,8 +106,9 @@ class ServerWatch:
         self.lock = anyio.Lock()
         self._reported: dict[str, ServerState] = {}
         self._changed: set[str] = set()
-        self._told: dict[str, ServerState] = {}
-        self._tools_changed = False
+        self._resync = False
+        """Sync the skills at the next wake-up even with no state to report (a tool list
+        changed, or a state someone else reported)."""
         self._wake = anyio.Event()
         self._unsubscribe: list[Callable[[], None]] = []
 
@@ -168,12 +169,17 @@ class ServerWatch:
         """Take every server's current state as already reported (call it holding :attr:`lock`)."""
         self._reported = {s.name: s.state for s in self.runtime.manager.servers()}
         self._changed.clear()
-        self._told.clear()
 
     def told(self, status: ServerStatus) -> None:
         """Someone else printed ``status``'s state (an on-demand reconnect): the watch syncs
-        the skills for it as usual but prints no line of its own for that state."""
-        self._told[status.name] = status.state
+        the skills for it as usual but prints no line of its own for that state.
+
+        The state counts as reported at once, not when the watch next wakes: a server that
+        reconnects and goes away again within :data:`SETTLE_SECONDS` is back in the state the
+        watch printed before, and its going away is still news."""
+        self._reported[status.name] = status.state
+        self._resync = True
+        self._wake.set()
 
     def _on_status(self, status: ServerStatus) -> None:
         self.catalog_stale = True
@@ -189,13 +195,11 @@ class ServerWatch:
             await anyio.sleep(SETTLE_SECONDS)
             async with self.lock:
                 news = self._news()
-                resync, self._tools_changed = self._tools_changed, False
+                resync, self._resync = self._resync, False
                 if not news and not resync:
                     continue
                 await self._sync()  # regenerates the skill of a server whose tools changed
                 for status in news:
-                    if self._told.pop(status.name, None) is status.state:
-                        continue
                     if status.state is ServerState.CONNECTED:
                         self.notice(f"{status.name}: connected, {status.tool_count} tools", "dim")
                     else:
@@ -239,7 +243,7 @@ class ServerWatch:
         ``+added``, ``-removed``, ``~changed (fields)``, and the tools flagged for review;
         the skills are synced again in the background."""
         self.catalog_stale = True
-        self._tools_changed = True
+        self._resync = True
         self._wake.set()
         parts = [f"+{name}" for name in getattr(change, "added", ())]
         parts += [f"-{name}" for name in getattr(change, "removed", ())]
