@@ -280,12 +280,12 @@ class Manager:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._started = True
-        for runtime in self._connections.values():
-            if runtime.config.enabled and (self.only is None or runtime.name in self.only):
-                self._tg.start_soon(runtime.run, name=f"keen-mcp-owner-{runtime.name}")
+        for connection in self._connections.values():
+            if connection.config.enabled and (self.only is None or connection.name in self.only):
+                self._tg.start_soon(connection.run, name=f"keen-mcp-owner-{connection.name}")
             else:
-                runtime.settled.set()
-                runtime.finished.set()
+                connection.settled.set()
+                connection.finished.set()
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until every server's first connection attempt has ended.
@@ -298,8 +298,8 @@ class Manager:
         """
         with anyio.move_on_after(timeout):
             # A snapshot: reload_server may add or drop a server while this waits.
-            for runtime in list(self._connections.values()):
-                await runtime.settled.wait()
+            for connection in list(self._connections.values()):
+                await connection.settled.wait()
             return True
         return False
 
@@ -314,9 +314,9 @@ class Manager:
         Raises:
             ServerNotConfigured, ServerMisconfigured: no usable server by that name.
         """
-        runtime = self._connection(name)
+        connection = self._connection(name)
         if timeout is None:
-            timeout = runtime.config.timeouts.connect + runtime.config.timeouts.list_tools
+            timeout = connection.config.timeouts.connect + connection.config.timeouts.list_tools
         changed = anyio.Event()
 
         def observe(status: ServerStatus) -> None:
@@ -326,9 +326,9 @@ class Manager:
         unsubscribe = self.subscribe(observe)
         try:
             with anyio.move_on_after(timeout):
-                if not runtime.settled.is_set():
-                    await runtime.settled.wait()  # its first attempt (perhaps not begun yet)
-                elif runtime.state is ServerState.CONNECTING:
+                if not connection.settled.is_set():
+                    await connection.settled.wait()  # its first attempt (perhaps not begun yet)
+                elif connection.state is ServerState.CONNECTING:
                     await changed.wait()
         finally:
             unsubscribe()
@@ -345,17 +345,17 @@ class Manager:
             return
         self._closed = True
         tg = self._tg
-        runtimes = [*self._connections.values(), *self._retired]
-        for runtime in runtimes:
-            runtime.stop()
+        connections = [*self._connections.values(), *self._retired]
+        for connection in connections:
+            connection.stop()
         # Shielded: a cancelled caller (Ctrl-C, SIGTERM) still gives the owners their bounded
         # time to close sessions and stop server processes.
         with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_GRACE):
-            for runtime in runtimes:
-                await runtime.finished.wait()
+            for connection in connections:
+                await connection.finished.wait()
         # Exit the task group outside those scopes: cancel scopes must unwind in LIFO order.
         # Its exit waits for every owner even when the caller is cancelled.
-        if not all(rt.finished.is_set() for rt in runtimes):
+        if not all(conn.finished.is_set() for conn in connections):
             tg.cancel_scope.cancel()
         await tg.__aexit__(None, None, None)
 
@@ -404,11 +404,11 @@ class Manager:
     def with_flags(self, change: ToolsChanged) -> ToolsChanged:
         """``change`` with the flags its added and changed tools raise (:meth:`ToolTrust.flagged`;
         none without trust), other connected servers' tools serving as the shadowing index."""
-        runtime = self._connections.get(change.server)
-        if runtime is None or self.trust is None:
+        connection = self._connections.get(change.server)
+        if connection is None or self.trust is None:
             return change
-        others = {n: list(rt.tools) for n, rt in self._connections.items() if n != change.server}
-        return self.trust.flagged(change, runtime.tools_by_name, others)
+        others = {n: list(conn.tools) for n, conn in self._connections.items() if n != change.server}
+        return self.trust.flagged(change, connection.tools_by_name, others)
 
     def _notify(self, status: ServerStatus) -> None:
         for observer in list(self._observers):
@@ -444,16 +444,16 @@ class Manager:
     def servers(self) -> list[ServerStatus]:
         """Status of every configured server: valid entries in config order, then the invalid
         ones (state ``config_error``)."""
-        return [rt.status() for rt in self._connections.values()] + list(self._misconfigured.values())
+        return [conn.status() for conn in self._connections.values()] + list(self._misconfigured.values())
 
     def tool_versions(self) -> list[tuple[str, datetime | None, int]]:
         """``(name, last tools/list, tool count)`` of each connected server, in config order:
         what a cache of their tools keys on, for a caller that asks on every call (``keen
         serve``), without building every server's :class:`ServerStatus` (:meth:`servers`)."""
         return [
-            (name, rt.last_refresh_at, len(rt.tools))
-            for name, rt in self._connections.items()
-            if rt.state is ServerState.CONNECTED
+            (name, conn.last_refresh_at, len(conn.tools))
+            for name, conn in self._connections.items()
+            if conn.state is ServerState.CONNECTED
         ]
 
     def tools_version(self) -> int:
@@ -500,13 +500,13 @@ class Manager:
         """The server's live tools as the trust shows them (:meth:`ToolTrust.shown`; Keen's:
         changed definitions as they were pinned, new ones held, annotations trusted only where
         the user said so), or as listed without trust. Raises like :meth:`list_tools`."""
-        runtime = self._connected(name)
+        connection = self._connected(name)
         trust = self.trust
         if trust is None:
-            return ListedView(name, tuple(runtime.tools))
+            return ListedView(name, tuple(connection.tools))
         # By ToolTrust's contract the view follows the tools, the config and the stamp alone:
         # asked on every call, it is made again only when one of them moved.
-        tools, config, stamp = runtime.tools, runtime.config, trust.stamp(name)
+        tools, config, stamp = connection.tools, connection.config, trust.stamp(name)
         cached = self._views.get(name)
         if cached is not None and cached[0] is tools and cached[1] is config and cached[2] == stamp:
             return cached[3]
@@ -573,10 +573,10 @@ class Manager:
         """
         if not tool:
             raise ToolNotFound(f'no tool name given for MCP server "{name}"', server=name)
-        runtime = self._connected(name)
-        found, checked = self._find_tool(runtime, tool)
+        connection = self._connected(name)
+        found, checked = self._find_tool(connection, tool)
         if checked is not None:
-            runtime.validator.validate(checked, arguments)
+            connection.validator.validate(checked, arguments)
         return found
 
     def find_tool(self, name: str, tool: str) -> Tool:
@@ -591,26 +591,26 @@ class Manager:
         """
         return self._find_tool(self._connected(name), tool)[0]
 
-    def _find_tool(self, runtime: ServerConnection, tool: str) -> tuple[Tool, Tool | None]:
+    def _find_tool(self, connection: ServerConnection, tool: str) -> tuple[Tool, Tool | None]:
         """``(as listed, as shown)``; shown is ``None`` for a tool listed but not shown (held
         for review, or pins that cannot be read): the pin check refuses it, and its arguments
         are not checked against a schema nobody reviewed."""
         from keen.mcp.calls.send import listed_tool
 
         if self.trust is None:
-            found = listed_tool(runtime, tool)
+            found = listed_tool(connection, tool)
             return found, found
-        view = self.view(runtime.name)
-        cached = self._shown_names.get(runtime.name)
+        view = self.view(connection.name)
+        cached = self._shown_names.get(connection.name)
         if cached is not None and cached[0] is view:  # the trust hands out one view until a change
             shown = cached[1]
         else:
             shown = {t.name: t for t in view.tools}
-            self._shown_names[runtime.name] = (view, shown)
-        live = runtime.tools_by_name.get(tool)
+            self._shown_names[connection.name] = (view, shown)
+        live = connection.tools_by_name.get(tool)
         if live is not None and tool not in shown:
             return live, None
-        checked = listed_tool(runtime, tool, shown)
+        checked = listed_tool(connection, tool, shown)
         return live or checked, checked
 
     def unavailable(self, name: str) -> KeenError | None:
@@ -658,10 +658,10 @@ class Manager:
         arguments = {} if arguments is None else arguments
         if validate:
             self.check_call(name, tool, arguments)
-        runtime, session, limit = self._session(name, timeout)
+        connection, session, limit = self._session(name, timeout)
         progress = progress if progress is not None else CALL_PROGRESS.get()
         sending = send_tool_call(
-            runtime,
+            connection,
             session,
             tool,
             arguments,
@@ -715,18 +715,22 @@ class Manager:
         ``timeout``, else the server's ``timeouts.call_tool``). Raises like :meth:`list_tools`."""
         from keen.mcp.calls.send import not_connected
 
-        runtime = self._connected(name)
-        if runtime.session is None:
-            raise not_connected(runtime)
-        return runtime, runtime.session, timeout if timeout is not None else runtime.config.timeouts.call_tool
+        connection = self._connected(name)
+        if connection.session is None:
+            raise not_connected(connection)
+        return (
+            connection,
+            connection.session,
+            timeout if timeout is not None else connection.config.timeouts.call_tool,
+        )
 
     async def _request(
         self, name: str, what: str, timeout: float | None, send: Callable[[ClientSession], Awaitable[Any]]
     ) -> Any:
         from keen.mcp.calls.send import send_request
 
-        runtime, session, limit = self._session(name, timeout)
-        return await send_request(runtime, session, what, limit, send)
+        connection, session, limit = self._session(name, timeout)
+        return await send_request(connection, session, what, limit, send)
 
     async def refresh(self, name: str, *, interactive: bool = False) -> ServerStatus:
         """Reconnect ``name`` and relist its tools (a disabled server too: a refresh is a
@@ -745,12 +749,14 @@ class Manager:
         """
         if name in self._misconfigured:
             return self._misconfigured[name]  # reload_server() takes the entry once it is fixed
-        runtime = self._connection(name)
+        connection = self._connection(name)
         if self._tg is None:
             raise RuntimeError("Manager.refresh() needs a started Manager")
-        if runtime.finished.is_set() or (runtime.state is ServerState.CONFIGURED and not runtime.running):
-            self._tg.start_soon(runtime.run, name=f"keen-mcp-owner-{name}")
-        return await runtime.refresh(interactive=interactive)
+        if connection.finished.is_set() or (
+            connection.state is ServerState.CONFIGURED and not connection.running
+        ):
+            self._tg.start_soon(connection.run, name=f"keen-mcp-owner-{name}")
+        return await connection.refresh(interactive=interactive)
 
     async def refresh_tools(self, name: str) -> ToolsChanged | None:
         """List ``name``'s tools again now, over its open session (no reconnect), and tell the
@@ -766,15 +772,15 @@ class Manager:
         """
         if name in self._misconfigured:
             return None
-        runtime = self._connection(name)
-        watch = runtime.watch
-        if watch is None or runtime.state is not ServerState.CONNECTED:
-            before = list(runtime.tools)
+        connection = self._connection(name)
+        watch = connection.watch
+        if watch is None or connection.state is not ServerState.CONNECTED:
+            before = list(connection.tools)
             status = await self.refresh(name)
             if status.state is not ServerState.CONNECTED:
                 return None
             return diff_tools(
-                name, before, runtime.tools, "reconnect", protocol_version=status.protocol_version
+                name, before, connection.tools, "reconnect", protocol_version=status.protocol_version
             )
         return await watch.request_and_wait()
 
@@ -804,9 +810,9 @@ class Manager:
 
             fresh = load_config(self.config_path, strict=False)
             entry, error = fresh.servers.get(name), fresh.invalid.get(name)
-            runtime, broken = self._connections.get(name), self._misconfigured.get(name)
+            connection, broken = self._connections.get(name), self._misconfigured.get(name)
             if entry is None and error is None:
-                if runtime is None and broken is None:
+                if connection is None and broken is None:
                     self._connection(name)  # raises the usual "not configured"
                 await self._drop(name)
                 raise no_longer_configured(name, self.config_path)
@@ -822,18 +828,18 @@ class Manager:
                     self._notify(status)
                 return "invalid"
             assert entry is not None
-            if runtime is not None and runtime.config == entry:
+            if connection is not None and connection.config == entry:
                 return "unchanged"
             logger.debug("server %s: its configs.json entry changed or is new", name)
-            if runtime is not None:
-                runtime.reconfigure(entry)
-                self._notify(runtime.status())
+            if connection is not None:
+                connection.reconfigure(entry)
+                self._notify(connection.status())
                 return "changed"
             self._misconfigured.pop(name, None)
-            runtime = self._connections[name] = self._new_connection(name, entry)
-            runtime.settled.set()  # not started: wait_ready() does not wait for it (as in start())
-            runtime.finished.set()
-            self._notify(runtime.status())
+            connection = self._connections[name] = self._new_connection(name, entry)
+            connection.settled.set()  # not started: wait_ready() does not wait for it (as in start())
+            connection.finished.set()
+            self._notify(connection.status())
             return "changed" if broken is not None else "added"
 
     async def _drop(self, name: str, *, keep_status: bool = False) -> None:
@@ -844,15 +850,15 @@ class Manager:
             from keen.mcp.config.servers import MCPConfig
 
             self._config = with_entry_of(self.config, name, MCPConfig())
-        runtime = self._connections.pop(name, None)
+        connection = self._connections.pop(name, None)
         self._moved()
-        if runtime is None:
+        if connection is None:
             return
-        runtime.retire()
-        if runtime.running:
-            self._retired.append(runtime)  # aclose() still waits for it
+        connection.retire()
+        if connection.running:
+            self._retired.append(connection)  # aclose() still waits for it
             with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_GRACE):
-                await runtime.finished.wait()
+                await connection.finished.wait()
 
     # -- helpers ----------------------------------------------------------------------------------
 
@@ -884,7 +890,7 @@ class Manager:
         self._moves += 1
 
     def _connection(self, name: str) -> ServerConnection:
-        runtime = self._connections.get(name)
+        connection = self._connections.get(name)
         broken = self._misconfigured.get(name)
         if broken is not None:
             raise ServerMisconfigured(
@@ -892,25 +898,25 @@ class Manager:
                 server=name,
                 remedy=Remedy.FIX_CONFIG,
             )
-        if runtime is None:
+        if connection is None:
             known = ", ".join([*self._connections, *self._misconfigured]) or "none"
             raise ServerNotConfigured(
                 f'MCP server "{name}" is not configured (configured: {known}); add it to {self.config_path} '
                 "or check the name.",
                 server=name,
             )
-        return runtime
+        return connection
 
     def _connected(self, name: str) -> ServerConnection:
-        runtime = self._connections.get(name)
+        connection = self._connections.get(name)
         if (
-            runtime is not None
-            and runtime.state is ServerState.CONNECTED
-            and runtime.session is not None
-            and runtime.config.enabled
+            connection is not None
+            and connection.state is ServerState.CONNECTED
+            and connection.session is not None
+            and connection.config.enabled
             and name not in self._misconfigured
         ):
-            return runtime  # asked several times per call: the usual answer without a call more
+            return connection  # asked several times per call: the usual answer without a call more
         from keen.mcp.calls.send import connected
 
         return connected(self._connection(name))

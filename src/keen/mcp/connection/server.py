@@ -65,7 +65,7 @@ _DISABLED = 'disabled in configs.json ("enabled": false)'
 
 
 def _ignore(_status: ServerStatus) -> None:
-    """The status callback of a retired runtime."""
+    """The status callback of a retired connection."""
 
 
 def _nothing() -> None:
