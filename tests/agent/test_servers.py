@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -12,8 +13,10 @@ import pytest
 
 from helpers.http_servers import make_basic_server
 from keen.agent.servers import ServerWatch
+from keen.errors import KeenError
 from keen.mcp import Manager, in_memory_transport
-from keen.runtime import open_runtime
+from keen.mcp.types import ServerState
+from keen.runtime import Runtime, open_runtime
 from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
@@ -74,16 +77,14 @@ async def test_discovery_reports_failures_then_tool_changes_resync(
         watch.close()
 
 
-async def test_a_server_that_goes_away_is_reported_with_when_keen_brings_it_back(
+@contextlib.asynccontextmanager
+async def crashed_chat(
     keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
-) -> None:
-    # The line read 'chat: disconnected: MCP server "chat" exited unexpectedly; last stderr:
-    # fatal: crash called; then /mcp connect chat', as if the user had to reconnect it, while
-    # the session reconnects it at the next call that needs it.
+) -> AsyncIterator[tuple[Runtime, ServerWatch, list[tuple[str, str]]]]:
+    """A runtime with the ``chat`` server and a watch that follows it, once a call made the
+    server crash and the watch said so: ``(runtime, watch, the watch's lines)``."""
     from conftest import stdio_server
-    from keen.errors import KeenError
     from keen.mcp.connection.reconnect import Reconnector
-    from keen.mcp.types import ServerState
 
     path = write_config(
         {"chat": stdio_server("chat_tools.py", env={"CHAT_TOOLS_LOG": str(keen_home / "notes")})}
@@ -96,11 +97,29 @@ async def test_a_server_that_goes_away_is_reported_with_when_keen_brings_it_back
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch.run, 30.0)
             await wait_until(lambda: any(line.startswith("MCP ready") for line, _ in lines))
-            with pytest.raises(KeenError, match='MCP server "chat" went away during "crash"'):
-                await rt.manager.call_tool("chat", "crash", {})
-            await wait_until(lambda: any(line.startswith("chat: disconnected") for line, _ in lines))
+            await crash(rt)
+            await wait_until(lambda: gone(lines) == 1)
+            yield rt, watch, lines
             tg.cancel_scope.cancel()
         watch.close()
+
+
+async def crash(rt: Runtime) -> None:
+    with pytest.raises(KeenError, match='MCP server "chat" went away during "crash"'):
+        await rt.manager.call_tool("chat", "crash", {})
+
+
+def gone(lines: list[tuple[str, str]]) -> int:
+    return sum(line.startswith("chat: disconnected") for line, _ in lines)
+
+
+async def test_a_server_that_goes_away_is_reported_with_when_keen_brings_it_back(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # The line read 'chat: disconnected: MCP server "chat" exited unexpectedly; last stderr:
+    # fatal: crash called; then /mcp connect chat', as if the user had to reconnect it, while
+    # the session reconnects it at the next call that needs it.
+    async with crashed_chat(keen_home, write_config) as (rt, _watch, lines):
         assert rt.manager.status("chat").state is ServerState.DISCONNECTED
     [(line, style)] = [entry for entry in lines if entry[0].startswith("chat: disconnected")]
     assert style == "red"
@@ -115,38 +134,13 @@ async def test_a_server_that_goes_away_again_right_after_a_told_reconnect_is_rep
     # The watch took a told state as reported only when it next woke (SETTLE_SECONDS later):
     # a server reconnected by a call and gone again before then was back in the state the
     # watch had printed, so its second going away was never said (keen chat under tmux).
-    from conftest import stdio_server
-    from keen.errors import KeenError
-    from keen.mcp.connection.reconnect import Reconnector
-    from keen.mcp.types import ServerState
-
-    path = write_config(
-        {"chat": stdio_server("chat_tools.py", env={"CHAT_TOOLS_LOG": str(keen_home / "notes")})}
-    )
-    lines: list[tuple[str, str]] = []
-
-    def gone() -> int:
-        return sum(line.startswith("chat: disconnected") for line, _ in lines)
-
-    async with open_runtime(config_path=path) as rt:
-        watch = ServerWatch(
-            rt, lambda line, style: lines.append((line, style)), reconnector=Reconnector(rt.manager)
-        )
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch.run, 30.0)
-            await wait_until(lambda: any(line.startswith("MCP ready") for line, _ in lines))
-            with pytest.raises(KeenError, match='MCP server "chat" went away during "crash"'):
-                await rt.manager.call_tool("chat", "crash", {})
-            await wait_until(lambda: gone() == 1)
-            # As keen chat's on-demand reconnect does: it prints its own line and tells the watch.
-            status = await rt.manager.refresh("chat")
-            assert status.state is ServerState.CONNECTED, status.last_error
-            watch.told(status)
-            with pytest.raises(KeenError, match='MCP server "chat" went away during "crash"'):
-                await rt.manager.call_tool("chat", "crash", {})
-            await wait_until(lambda: gone() == 2)
-            tg.cancel_scope.cancel()
-        watch.close()
+    async with crashed_chat(keen_home, write_config) as (rt, watch, lines):
+        # As keen chat's on-demand reconnect does: it prints its own line and tells the watch.
+        status = await rt.manager.refresh("chat")
+        assert status.state is ServerState.CONNECTED, status.last_error
+        watch.told(status)
+        await crash(rt)
+        await wait_until(lambda: gone(lines) == 2)
     assert not [line for line, _ in lines if line.startswith("chat: connected")], lines
 
 
@@ -183,7 +177,6 @@ async def test_a_session_started_with_no_servers_follows_one_connected_later(
     # With no servers at the start, the watch said "restart keen chat" and stopped listening:
     # a server added to configs.json and connected with /mcp connect was never followed.
     from conftest import stdio_server
-    from keen.errors import KeenError
 
     path = write_config({})
     lines: list[tuple[str, str]] = []
