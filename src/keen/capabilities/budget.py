@@ -24,8 +24,6 @@ local, else an estimate) unless a counter is passed.
 from __future__ import annotations
 
 import itertools
-import json
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,10 +32,10 @@ from typing import Any, Literal
 from keen.entry_tools import SEARCH_TOOL
 from keen.paths import WINDOWS_COLON
 from keen.skills import (
-    MARKER_FILE,
     SKILL_FILE,
     Skill,
     catalog_line,
+    read_marker,
     render_skills_section,
     section_header,
     shorten,
@@ -87,28 +85,11 @@ class BudgetedSection:
 def tool_count(skill: Skill) -> int:
     """``tool_count`` from a generated skill's marker (0 for other skills or on error):
     :attr:`Skill.tool_count <keen.skills.Skill>`, which discovery read with the marker (and
-    ``keen.skills.cache`` keeps in its store), else the marker file, read now."""
+    ``keen.skills.cache`` keeps in its store), else the marker file, read now
+    (:func:`keen.skills.read_marker`, as discovery reads it)."""
     if skill.tool_count is not None:
         return skill.tool_count
-    try:
-        marker = json.loads(_read_bytes(os.path.join(skill.path, MARKER_FILE)).decode("utf-8"))
-        return int(marker.get("tool_count", 0))
-    except (OSError, ValueError, TypeError, AttributeError):
-        return 0
-
-
-def _read_bytes(path: str) -> bytes:
-    """The whole file at ``path``. A fold orders every server by its marker's tool count, so
-    this runs once per skill made without discovery: plain descriptor reads cost half of
-    ``Path.read_text`` (no path object, no text layer; the bytes are decoded by the caller)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        chunks: list[bytes] = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
+    return read_marker(skill.path)[1]
 
 
 def _fold_line(names: Sequence[str], room: Callable[[str], bool], most: int) -> str | None:

@@ -27,6 +27,7 @@ from keen.skills.discover import (
     SkillProblem,
     discover,
     load_skill,
+    read_marker,
     split_frontmatter,
     valid_skill_name,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "discover",
     "load_skill",
     "omitted_line",
+    "read_marker",
     "render_catalog",
     "render_skills_section",
     "section_header",
