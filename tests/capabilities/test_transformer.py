@@ -184,7 +184,7 @@ def test_a_malformed_model_is_refused_by_the_rewrite(data: bytes) -> None:
         int8_graph(data)
 
 
-def test_each_tool_has_three_vectors_and_its_best_cosine_counts(tmp_path: Path) -> None:
+def test_each_tool_has_four_vectors_and_its_best_cosine_counts(tmp_path: Path) -> None:
     from keen.capabilities.search import DENSE_VIEWS, dense_views
 
     cache = tmp_path / "cache" / "toolsearch"
@@ -192,31 +192,34 @@ def test_each_tool_has_three_vectors_and_its_best_cosine_counts(tmp_path: Path) 
     assert catalog.wait_ready(60)
     index = catalog.index()
     dense = index.dense
-    assert dense is not None and dense.views == DENSE_VIEWS == 3
-    assert dense.all_docs.shape == (3 * len(TOOLS), encoder.DIM) and dense.total == len(TOOLS)
+    assert dense is not None and dense.views == DENSE_VIEWS == 4
+    assert dense.all_docs.shape == (4 * len(TOOLS), encoder.DIM) and dense.total == len(TOOLS)
     model = encoder.sentence_encoder()
     assert model is not None and model.wait_query_graph(60)  # both queries below by one graph
     texts = {cap.id: dense_views(cap) for cap in catalog}
-    # The whole text, its head and the description: three different vectors per tool.
+    # The whole text, its head, the description and the head in everyday verbs: four
+    # vectors per tool (the last is the head's when the name has no verb of the table).
+    n = len(TOOLS)
     for position, cap_id in enumerate(index.ids):
-        whole, head, description = texts[cap_id]
+        whole, head, description, said = texts[cap_id]
         assert head.startswith("how to ") and description in whole and head in whole
-        expected = model.encode([whole, head, description])
-        got = dense.all_docs[[position, position + len(TOOLS), position + 2 * len(TOOLS)]]
+        expected = model.encode([whole, head, description, said])
+        got = dense.all_docs[[position + view * n for view in range(4)]]
         assert np.allclose(got, expected, atol=1e-4), cap_id
         assert np.allclose(dense.docs[position], expected[0], atol=1e-4)
-    # The signal is the z-score of each tool's best cosine of the three.
+    # The signal is the z-score of each tool's best cosine of the four.
     query = "move report.txt into the archive folder"
     from keen.capabilities._query import search_query, value_kinds
 
     vector = dense.query_vector(f"how to {value_kinds(search_query(query))}")
     assert vector is not None
-    best = (dense.all_docs @ vector).reshape(3, -1).max(axis=0)
+    best = (dense.all_docs @ vector).reshape(4, -1).max(axis=0)
     z = (best - best.mean()) / best.std()
     signals = index.signals(query)
     assert np.allclose(signals["dense"], index.weights.dense * z, atol=1e-3)
     assert not np.allclose(best, dense.docs @ vector, atol=1e-3)  # not the whole text's alone
-    # A changed description re-encodes that tool's whole text and description, not its head.
+    # A changed description re-encodes that tool's whole text and description, not its head
+    # nor its head in everyday verbs.
     shared_cache.cache_clear()
     changed = [*TOOLS[:2], Tool("files", "move_file", "Move a file or folder to another path.", {})]
     again = Catalog.from_tools(changed, cache_dir=cache)
@@ -226,12 +229,46 @@ def test_each_tool_has_three_vectors_and_its_best_cosine_counts(tmp_path: Path) 
     assert after is not None
     spot = again.index().ids.index("mcp__files__move_file")
     before_spot = index.ids.index("mcp__files__move_file")
-    n = len(TOOLS)
-    assert np.allclose(after.all_docs[spot + n], dense.all_docs[before_spot + n], atol=1e-4)  # head
+    for view in (1, 3):  # the head and the head in everyday verbs
+        assert np.allclose(after.all_docs[spot + view * n], dense.all_docs[before_spot + view * n], atol=1e-4)
     for view in (0, 2):
         assert not np.allclose(
             after.all_docs[spot + view * n], dense.all_docs[before_spot + view * n], atol=1e-3
         )
+
+
+def test_a_request_in_everyday_verbs_meets_the_name_said_in_them(tmp_path: Path) -> None:
+    from keen.capabilities._query import search_query, value_kinds
+    from keen.capabilities.search import dense_views, name_phrases
+
+    tools = [
+        Tool("notes", "delete_note", "Delete a note by its id.", {}),
+        Tool("notes", "archive_note", "Archive a note so that it no longer shows in the list.", {}),
+        Tool("notes", "list_notes", "List the notes of a notebook.", {}),
+    ]
+    catalog = Catalog.from_tools(tools, cache_dir=tmp_path / "cache" / "toolsearch")
+    assert catalog.wait_ready(60)
+    index = catalog.index()
+    dense = index.dense
+    assert dense is not None
+    delete = catalog.get("mcp__notes__delete_note")
+    assert name_phrases(delete) == "remove note, drop note"
+    assert dense_views(delete)[3] == "how to delete note with notes (remove note, drop note)"
+    archive = catalog.get("mcp__notes__archive_note")  # no verb of the table: the head again
+    assert name_phrases(archive) == "" and dense_views(archive)[3] == dense_views(archive)[1]
+    # "drop" is the request's word, not the tool's: the name said in everyday verbs meets it
+    # best of the four texts, and that cosine is the one the signal counts.
+    query = "drop the shopping note"
+    vector = dense.query_vector(f"how to {value_kinds(search_query(query))}")
+    assert vector is not None
+    cosines = (dense.all_docs @ vector).reshape(4, -1)
+    spot = index.ids.index(delete.id)
+    assert cosines[3, spot] > cosines[:3, spot].max() + 0.02
+    best = cosines.max(axis=0)
+    assert np.allclose(
+        index.signals(query)["dense"], index.weights.dense * (best - best.mean()) / best.std(), atol=1e-3
+    )
+    assert catalog.search(query, k=1)[0].id == delete.id
 
 
 def test_the_server_term_counts_how_well_its_tools_match_on_average(tmp_path: Path) -> None:

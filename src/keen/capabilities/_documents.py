@@ -21,9 +21,11 @@ __all__ = [
     "DENSE_VIEWS",
     "MAX_DOC_CHARS",
     "NAME_REPEAT",
+    "VERB_SYNONYMS",
     "dense_text",
     "dense_views",
     "lexical_text",
+    "name_phrases",
     "semantic_text",
     "server_doc",
     "server_docs",
@@ -83,23 +85,87 @@ def _how_to(cap: Capability) -> str:
     return f"how to {name} with {server}" if server else f"how to {name}"
 
 
-DENSE_VIEWS = 3
+DENSE_VIEWS = 4
 """Transformer vectors per tool (:func:`dense_views`)."""
 
+VERB_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "list": ("show", "get all"),
+    "get": ("show", "fetch", "find"),
+    "create": ("make", "new", "add"),
+    "delete": ("remove", "drop"),
+    "remove": ("delete", "drop"),
+    "read": ("open", "show", "view"),
+    "write": ("save", "store"),
+    "update": ("change", "edit", "modify"),
+    "edit": ("change", "modify"),
+    "search": ("find", "look up"),
+    "find": ("search", "look up"),
+    "add": ("insert", "create", "put"),
+    "move": ("put", "relocate"),
+    "set": ("change", "configure"),
+    "query": ("ask", "look up"),
+    "execute": ("run",),
+    "run": ("execute",),
+    "fetch": ("get", "download"),
+    "open": ("read", "view"),
+    "insert": ("add", "put"),
+    "merge": ("combine", "join"),
+    "split": ("divide", "break up"),
+    "convert": ("turn into", "transform"),
+    "extract": ("pull out", "get"),
+    "send": ("post", "submit"),
+    "check": ("verify", "see"),
+    "watch": ("monitor", "follow"),
+    "copy": ("duplicate",),
+    "rename": ("change the name of",),
+    "navigate": ("go to", "open"),
+    "click": ("press",),
+    "upload": ("attach",),
+    "export": ("save as",),
+    "crawl": ("scrape all pages",),
+    "scrape": ("grab",),
+}
+"""Everyday words for the verbs tool names are made of (a general table, the same for every
+catalog): :func:`name_phrases` says a tool's name with them."""
 
-def dense_views(cap: Capability) -> tuple[str, str, str]:
+
+def name_phrases(cap: Capability) -> str:
+    """``cap``'s name said with everyday verbs: each word of the split name found in
+    :data:`VERB_SYNONYMS` gives its synonyms, each followed by the name's other words
+    (``list_directory`` -> ``show directory, get all directory``); ``""`` when no word of
+    the name is in the table."""
+    words = split_identifier(cap.name).split()
+    synonyms = [s for word in words for s in VERB_SYNONYMS.get(word.lower(), ())]
+    if not synonyms:
+        return ""
+    rest = " ".join(word for word in words if word.lower() not in VERB_SYNONYMS)
+    return ", ".join(f"{synonym} {rest}".strip() for synonym in synonyms)
+
+
+def dense_views(cap: Capability) -> tuple[str, str, str, str]:
     """``cap``'s :data:`DENSE_VIEWS` texts for the transformer: the whole text
-    (:func:`dense_text`), its head (``how to tool name with server: title``) and its
+    (:func:`dense_text`), its head (``how to tool name with server: title``), its
     description (``search_text``, with the parameters' descriptions, cut as in the whole
-    text; the head when it has none). A query's cosine with a tool is the best of the three.
+    text; the head when it has none) and its head with the name said in everyday verbs
+    (``how to list directory with filesystem (show directory, get all directory): title``,
+    :func:`name_phrases`; the head when the name has no verb of the table). A query's
+    cosine with a tool is the best of the four.
 
     One vector of the whole text averages the head and the description: a request in the
-    words of either matches it less than that part alone. With the best of the three,
-    bench/search.py's even halves (where the method is tuned) rose on the real servers from
-    recall@1 0.534 and @5 0.849 to 0.603 and 0.890 (docs/search.md, "Label audit" and
-    after)."""
+    words of either matches it less than that part alone. With the best of the three first
+    views, bench/search.py's even halves (where the method is tuned) rose on the real
+    servers from recall@1 0.534 and @5 0.849 to 0.603 and 0.890; the fourth meets a request
+    that asks for the tool's action in other words ("remove", "show") and was lower in no
+    figure of either half of either natural-request set, with LiveMCPBench's task questions
+    up (docs/search.md, "Fourth round on the real servers' misses")."""
     head = f"{_how_to(cap)}: {cap.title}" if cap.title else _how_to(cap)
-    return dense_text(cap), head, cap.search_text[:400] or head
+    phrases = name_phrases(cap)
+    if phrases:
+        said = f"{_how_to(cap)} ({phrases})"
+        said = f"{said}: {cap.title}" if cap.title else said
+    else:
+        said = head
+    return dense_text(cap), head, cap.search_text[:400] or head, said
 
 
 def tool_doc(cap: Capability) -> Doc:

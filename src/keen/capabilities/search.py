@@ -37,11 +37,13 @@ transformer vectors are compared with it through
 :func:`keen.capabilities._query.value_kinds` as well (each file name, URL, host name and
 quoted text replaced by its kind: ``md file``, ``web page``, ``web site``, ``text``), and
 the transformer reads it as ``how to <request>``, the form of its tool texts
-(:func:`dense_text`). Each tool has three transformer vectors (:func:`dense_views`: the
-whole text, its head ``how to <tool> with <server>: <title>``, and its description), and
-the best of their three cosines counts: a request that names what the tool does meets the
-head, one that says it the way the description does meets that, without either diluting
-the other.
+(:func:`dense_text`). Each tool has four transformer vectors (:func:`dense_views`: the
+whole text, its head ``how to <tool> with <server>: <title>``, its description, and its
+head with the name said in everyday verbs, ``how to list directory with filesystem (show
+directory, get all directory)``), and the best of their four cosines counts: a request that
+names what the tool does meets the head, one that says it the way the description does
+meets that, one that says the action in other words meets the last, without any diluting
+the others.
 
 Identical capabilities on different servers (the same tool name, title, description,
 parameters and risk: one server configured twice, or a fork that changed nothing) are
@@ -74,6 +76,7 @@ from keen.capabilities._documents import (
     dense_text,
     dense_views,
     lexical_text,
+    name_phrases,
     semantic_text,
 )
 from keen.capabilities._embed import embedder, pool, token_ids
@@ -104,6 +107,7 @@ __all__ = [
     "flush",
     "forget",
     "lexical_text",
+    "name_phrases",
     "semantic_text",
     "server_trust",
 ]
