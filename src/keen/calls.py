@@ -409,7 +409,8 @@ class PinCheck:
     async def __call__(self, call: Call) -> bool:
         if call.server is None or call.tool is None:
             return False
-        policy = pinning_policy(self.manager, call.server)
+        # The guard's own policy function: no lazy import to go through (the guard is here).
+        policy = self.pins.policy(self.manager.config.servers[call.server])
         tools = self.manager.live_tools(call.server)
         pin = self.pins.enforce(call.server, call.tool, tools, policy)
         if pin is not None:  # a check is made only against pins (enforce: None when there are none)
