@@ -151,4 +151,4 @@ def _redactor_per_test() -> Iterator[None]:
         # The redactor's derived state too: its longest-first order and its memo of redacted
         # texts still held the removed secrets (a later test's message came out blanked).
         redactor._longest_first = tuple(sorted(before, key=len, reverse=True))  # pyright: ignore[reportPrivateUsage]
-        redactor._memo = {}  # pyright: ignore[reportPrivateUsage]
+        redactor.memo = {}

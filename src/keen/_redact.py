@@ -117,10 +117,13 @@ class Redactor:
         self._secrets: set[str] = set()
         self._longest_first: tuple[str, ...] = ()
         self._lock = threading.Lock()
-        # Text -> its redaction, for short texts: a call's server, tool and argument values
-        # are redacted for its call event, its result event and its audit record, and the
-        # next call sends the same ones. Emptied whenever a secret is added.
-        self._memo: dict[str, str] = {}
+        self.memo: dict[str, str] = {}
+        """Short texts redacted before, and their redaction: a call's server, tool and
+        argument values are redacted for its call event, its result event and its audit
+        record, and the next call sends the same ones. A caller redacting many short strings
+        (an event's fields) looks each up here first and calls :meth:`redact` only on a miss,
+        a call less per string. Replaced by an empty one whenever a secret is added (an older
+        one would not redact it), so read it again for each batch; never write to it."""
 
     def add(self, secret: str | None) -> None:
         if secret and len(secret) >= 4:
@@ -128,12 +131,12 @@ class Redactor:
                 if secret not in self._secrets:
                     self._secrets.add(secret)
                     self._longest_first = tuple(sorted(self._secrets, key=len, reverse=True))
-                    self._memo = {}
+                    self.memo = {}
 
     def redact(self, text: str) -> str:
         if not text:
             return text
-        memo = self._memo
+        memo = self.memo
         hit = memo.get(text)
         if hit is not None:
             return hit
@@ -143,7 +146,7 @@ class Redactor:
         if len(text) <= _MEMO_CHARS:
             with self._lock:
                 # Only into the memo it was computed for: a secret added meanwhile replaced it.
-                if memo is self._memo:
+                if memo is self.memo:
                     if len(memo) >= _MEMO_ENTRIES:
                         memo.clear()
                     memo[text] = out

@@ -202,6 +202,9 @@ class Call:
     pinning: tuple[Any, Sequence[Tool]] | None = None
     """The server's pinning policy and the live tools the pin check compared: what the
     execute stage pins on the first approved call of a never-pinned server."""
+    pinned: bool = False
+    """The pin check compared the tool with the server's pins: the server is pinned, so the
+    execute stage has nothing to pin on first use (and need not look at the pins again)."""
     decision: str | None = None
     """``allowed`` or ``denied`` once the permission stage decided."""
     result: ToolResult | None = None
@@ -406,11 +409,14 @@ class PinCheck:
     async def __call__(self, call: Call) -> bool:
         if call.server is None or call.tool is None:
             return False
-        policy = pinning_policy(self.manager, call.server)
+        # The guard's own policy function: no lazy import to go through (the guard is here).
+        policy = self.pins.policy(self.manager.config.servers[call.server])
         tools = self.manager.live_tools(call.server)
         pin = self.pins.enforce(call.server, call.tool, tools, policy)
-        if pin is not None and pin.status != "trusted":
-            call.pin = pin.status
+        if pin is not None:  # a check is made only against pins (enforce: None when there are none)
+            call.pinned = True
+            if pin.status != "trusted":
+                call.pin = pin.status
         call.pinning = (policy, tools)
         return True
 

@@ -201,11 +201,12 @@ class Gateway:
         if call.server is None or call.tool is None:
             return False
         server, tool = call.server, call.tool
-        policy, tools = call.pinning or (
-            pinning_policy(self.manager, server),
-            self.manager.live_tools(server),
-        )
-        self.pins.approved(server, tools, policy)
+        if not call.pinned:  # a pinned server (the usual call) has nothing to pin on first use
+            policy, tools = call.pinning or (
+                pinning_policy(self.manager, server),
+                self.manager.live_tools(server),
+            )
+            self.pins.approved(server, tools, policy)
         result = await self.manager.call_tool(server, tool, call.arguments, validate=False)
         call.result, call.is_error = result, result.is_error
         call.code = "tool_error" if result.is_error else None

@@ -78,54 +78,47 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 """Types that hold no text, so nothing to redact (exact types: a subclass may print otherwise)."""
 
 
-def _redacted(value: Any) -> Any:
+def _redacted(value: Any, memo: dict[str, str] | None = None) -> Any:
+    """A copy of ``value`` with every string redacted; ``memo`` is :attr:`Redactor.memo`, read
+    once per event: a string redacted before is looked up there without a call more."""
+    if memo is None:
+        memo = redactor.memo
     kind = type(value)
     if kind in _SCALARS:
         return value
     if kind is str:
-        return redactor.redact(value)
+        return memo.get(value) or redactor.redact(value)
     if kind is dict:
-        redact = redactor.redact
+        redact, known = redactor.redact, memo.get
         return {
             # Strings and scalars here, not one call deeper: most values are one or the other.
-            redact(k if type(k) is str else str(k)): redact(v)  # pyright: ignore[reportUnknownArgumentType]
+            # ``known(x) or redact(x)``: a miss (None) and an empty text ("") both ask redact.
+            (known(k) or redact(k)) if type(k) is str else redact(str(k)): (known(v) or redact(v))  # pyright: ignore[reportUnknownArgumentType]
             if type(v) is str
             else v
             if type(v) in _SCALARS
-            else _redacted(v)
+            else _redacted(v, memo)
             for k, v in value.items()
         }
     if kind is list or kind is tuple:
-        redact = redactor.redact
+        redact, known = redactor.redact, memo.get
         return [
-            redact(v) if type(v) is str else v if type(v) in _SCALARS else _redacted(v)  # pyright: ignore[reportUnknownArgumentType]
+            (known(v) or redact(v)) if type(v) is str else v if type(v) in _SCALARS else _redacted(v, memo)  # pyright: ignore[reportUnknownArgumentType]
             for v in value
         ]
     # Subclasses (a str enum, an OrderedDict) the same way, by what they are.
     if isinstance(value, str):
         return redactor.redact(value)
     if isinstance(value, dict):
-        return {redactor.redact(str(k)): _redacted(v) for k, v in value.items()}  # type: ignore[misc]
+        return {redactor.redact(str(k)): _redacted(v, memo) for k, v in value.items()}  # type: ignore[misc]
     if isinstance(value, list | tuple):
-        return [_redacted(v) for v in value]  # type: ignore[misc]
+        return [_redacted(v, memo) for v in value]  # type: ignore[misc]
     return value
 
 
 _stamp: tuple[int, str] = (0, "")
-"""The last second :func:`_timestamp` formatted, and its text."""
-
-
-def _timestamp() -> str:
-    """Now, as ``datetime.now(UTC).isoformat()`` writes it (microseconds left out when 0);
-    the date and time of day are formatted once a second."""
-    global _stamp
-    seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
-    second, text = _stamp
-    if second != seconds:
-        text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        _stamp = (seconds, text)
-    micros = nanos // 1000
-    return f"{text}.{micros:06d}+00:00" if micros else f"{text}+00:00"
+"""The last second an event's ``ts`` formatted, and its text: the date and time of day are
+formatted once a second (:meth:`EventLog.emit`)."""
 
 
 logger = logging.getLogger(__name__)
@@ -158,21 +151,34 @@ class EventLog:
         keys are the harness's own field names, never those four."""
         self._seq += 1
         # Top-level keys are the harness's own field names; the fields in _PLAIN carry values the
-        # harness makes itself (never user or server text): both skip the redaction pass. The
+        # harness makes itself (never user or server text): both skip the redaction pass, the
+        # plain fields left out by one set difference (in C) instead of a test per field. The
         # kwargs dict is this call's own, so its values are replaced in place, not copied.
-        redact = redactor.redact
-        for key, value in data.items():
+        redact, memo = redactor.redact, redactor.memo
+        for key in data.keys() - _PLAIN:
+            value = data[key]
             kind = builtins.type(value)
-            if kind in _SCALARS or key in _PLAIN:
-                continue
-            data[key] = redact(value) if kind is str else _redacted(value)
+            if kind is str:
+                data[key] = memo.get(value) or redact(value)
+            elif kind not in _SCALARS:
+                data[key] = _redacted(value, memo)
         # The head is formatted by hand (the session's and the type's JSON made once), and the
         # encoder sees only the fields: the same line json.dumps(event) writes, for less work.
         head = self._heads.get(type)
         if head is None:
             head = self._heads[type] = f', {self._session_json}, "type": {_encode(type)}'
         body = _encode(data)
-        line = f'{{"seq": {self._seq}, "ts": "{_timestamp()}"{head}{", " + body[1:] if data else "}"}\n'
+        # ts: now, as datetime.now(UTC).isoformat() writes it (microseconds left out when 0),
+        # made here, not one call deeper: every event passes.
+        global _stamp
+        seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
+        second, ts = _stamp
+        if second != seconds:
+            ts = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            _stamp = (seconds, ts)
+        micros = nanos // 1000
+        ts = f"{ts}.{micros:06d}+00:00" if micros else f"{ts}+00:00"
+        line = f'{{"seq": {self._seq}, "ts": "{ts}"{head}{", " + body[1:] if data else "}"}\n'
         held = _HELD.get()
         pending = held.get(id(self)) if held is not None else None
         if pending is not None:
