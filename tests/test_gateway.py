@@ -4,7 +4,8 @@ audit events, and the tool definitions for LLM APIs. Real stdio servers througho
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +30,32 @@ from keen.trust import PinGuard
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-async def manager(write_config: Callable[..., Path]):  # type: ignore[no-untyped-def]
-    path = write_config(
-        {
-            "local": stdio_server("basic_stdio.py", trust_annotations=True),
-            "claims": stdio_server("basic_stdio.py"),
-            "off": stdio_server("basic_stdio.py", enabled=False),
-            "gone": {"transport": "stdio", "command": "keen-no-such-binary"},
-        }
-    )
-    async with Manager(path, trust=PinGuard()) as m:
-        assert await m.wait_ready(20)
-        yield m
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module scope, so that one :func:`manager` serves every test of the module."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def manager(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Manager]:
+    """One Manager for the module, in its own KEEN_HOME (set for every test that uses it):
+    its servers start once, not once a test. The tests only call through it; none
+    reconnects, stops or reconfigures a server."""
+    home = tmp_path_factory.mktemp("gateway") / "keen-home"
+    path = home / "mcp" / "configs.json"
+    path.parent.mkdir(parents=True)
+    servers = {
+        "local": stdio_server("basic_stdio.py", trust_annotations=True),
+        "claims": stdio_server("basic_stdio.py"),
+        "off": stdio_server("basic_stdio.py", enabled=False),
+        "gone": {"transport": "stdio", "command": "keen-no-such-binary"},
+    }
+    path.write_text(json.dumps({"version": 1, "servers": servers}))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KEEN_HOME", str(home))
+        async with Manager(path, trust=PinGuard()) as m:
+            assert await m.wait_ready(20)
+            yield m
 
 
 class Recorder:
@@ -150,13 +164,20 @@ async def test_handle_tool_call_parses_model_input(manager: Manager) -> None:
         assert result.is_error and '"server"' in result.text
 
 
-async def test_disabled_skill_stays_callable_while_connected(manager: Manager, keen_home: Path) -> None:
-    config = SkillsConfig.load(keen_home / "skills" / "config.json")
+async def test_disabled_skill_stays_callable_while_connected(manager: Manager) -> None:
+    # The manager's home, which KEEN_HOME names for this test too (the module's manager).
+    path = Path(os.environ["KEEN_HOME"]) / "skills" / "config.json"
+    assert path.parent.parent == manager.config_path.parent.parent
+    config = SkillsConfig.load(path)
     config.set_enabled("mcp:local", False)
     config.save()
-    assert (
-        await Gateway(manager, approval=allow_all).call("local", "echo", {"text": "still"})
-    ).text == "still"
+    try:
+        assert (
+            await Gateway(manager, approval=allow_all).call("local", "echo", {"text": "still"})
+        ).text == "still"
+    finally:
+        config.set_enabled("mcp:local", True)
+        config.save()
 
 
 async def test_audit_redacts_known_secrets(manager: Manager) -> None:

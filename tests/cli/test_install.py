@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+from helpers.forkserver import forked
 from keen import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +50,17 @@ def test_the_readme_lines_after_make_demo_run_as_written(tmp_path: Path) -> None
     assert after and any(line.startswith("keen ") for line in after)
     if not (ROOT / ".venv" / "bin" / "activate").is_file():
         raise AssertionError("no .venv in the clone: run make demo (or make test) first")
-    script = "set -e\n" + "\n".join(after) + "\n"
+    # `keen` is the console script the activated PATH finds (its path is printed and checked
+    # below), run in a fork of the worker's warm process (helpers.forkserver): the lines, the
+    # shell, its PATH and environment and the demo server keen starts from the command it
+    # records are under test, not keen's interpreter start (a new interpreter each: about
+    # 1 s of CPU, six times; `python -m keen` above and tests/untrusted start it for real).
+    launcher = shlex.join(forked("keen")[:-1])
+    wrapper = (
+        'keen() { local script; script=$(type -P keen) || { echo "keen is not on PATH" >&2; return 127; }\n'
+        f'  echo "keen is $script"; {launcher} "$script" "$@"; }}\n'
+    )
+    script = "set -e\n" + wrapper + "\n".join(after) + "\n"
     shell = subprocess.run(
         ["bash", "-c", script],
         cwd=ROOT,
@@ -58,6 +70,7 @@ def test_the_readme_lines_after_make_demo_run_as_written(tmp_path: Path) -> None
         timeout=180,
     )
     assert shell.returncode == 0, shell.stdout + shell.stderr
+    assert f"keen is {ROOT / '.venv' / 'bin' / 'keen'}\n" in shell.stdout  # what activate put on PATH
     assert "No MCP servers configured" in shell.stdout
     assert "keen mcp add NAME" in shell.stdout and "keen mcp import --detect" in shell.stdout
     assert "added demo" in shell.stdout and "- mcp:demo: " in shell.stdout

@@ -129,14 +129,19 @@ def test_a_replaced_version_is_kept_for_a_reader_that_resolved_it(tmp_path: Path
     assert read_one_version(resolved) == " v0" and read_one_version(link) == " v2"
 
 
+# The writer loads tests/helpers/mcpskills.py as a module of its own, not through the
+# helpers package, whose __init__ imports the MCP SDK (about 0.9 s of CPU in a new
+# interpreter) that neither the builders nor generate_skill use.
 CHILD = textwrap.dedent(
     """
+    import importlib.util
     import sys
     from pathlib import Path
-    sys.path.insert(0, sys.argv[2])
-    from helpers.mcpskills import NOW, realistic_tools, status
+    spec = importlib.util.spec_from_file_location("mcpskills_builders", sys.argv[2])
+    builders = sys.modules["mcpskills_builders"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builders)
     from keen.mcpskills import generate_skill
-    generate_skill(Path(sys.argv[1]), status("srv"), realistic_tools("srv", 5000), now=NOW)
+    generate_skill(Path(sys.argv[1]), builders.status("srv"), builders.realistic_tools("srv", 5000), now=builders.NOW)
     """
 )
 
@@ -149,7 +154,13 @@ def test_sigkill_mid_generation_leaves_previous_skill(tmp_path: Path) -> None:
     old_version = link.resolve()
     old_tree = {p: p.read_bytes() for p in old_version.rglob("*") if p.is_file()}
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(root), str(Path(__file__).resolve().parents[1])]
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            str(root),
+            str(Path(__file__).resolve().parents[1] / "helpers" / "mcpskills.py"),
+        ]
     )
     builds: list[Path] = []
     try:
