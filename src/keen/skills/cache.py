@@ -257,12 +257,18 @@ class DiscoveryCache:
         self._loaded: dict[str, tuple[_Entry, Skill | SkillProblem, str]] = {}
         self._stored: dict[str, _Row] | None = None
 
-    def discover(self) -> Discovery:
+    def discover(self, state: SkillsDirState | None = None) -> Discovery:
         """The directory's skills: the same :class:`~keen.skills.Discovery` object as last
         time while nothing discovery reads changed, else a scan that reads again only the
         entries whose stat data changed. Raises ``SkillError`` like
-        :func:`keen.skills.discover` (nothing is cached then)."""
-        state = skills_dir_state(self.skills_root)
+        :func:`keen.skills.discover` (nothing is cached then).
+
+        Args:
+            state: the directory's :func:`skills_dir_state` when the caller has just taken
+                it (``keen.agent.first`` reads it too); default: taken now.
+        """
+        if state is None:
+            state = skills_dir_state(self.skills_root)
         if self._found is not None and state.unchanged_since(self._state):
             self.hits += 1
             return self._found
