@@ -16,11 +16,13 @@ import pytest
 from helpers.agent_world import Notices, World
 from helpers.fake_llm import KEY, FakeLLM, Reply
 from keen.agent import open_model
-from keen.agent.first import EarlyModel, FirstRequest, plan
+from keen.agent.first import EarlyModel, FirstRequest, covered_servers, plan
 from keen.agent.models import close_model
 from keen.harness.definitions import first_step_tools
 from keen.mcp.config import known_servers, remember_valid
 from keen.runtime import Runtime
+from keen.skills import MARKER_FILE, SkillsConfig
+from keen.skills.cache import skills_dir_state
 
 pytestmark = pytest.mark.anyio
 
@@ -208,3 +210,48 @@ async def test_an_error_opening_the_session_after_the_early_request_is_the_same_
     found = find_keen_error(early)
     assert found is not None and "invalid JSON at line 1, column 2" in found.message
     assert found.message == getattr(find_keen_error(without), "message", None)
+
+
+def skill_folder(root: Path, folder: str, *, generated: bool) -> Path:
+    path = root / folder
+    path.mkdir(parents=True)
+    (path / "SKILL.md").write_text(f"---\nname: {folder}\ndescription: x\n---\n", encoding="utf-8")
+    if generated:
+        (path / MARKER_FILE).write_text("{}", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["own-listing", "plan's-state"])
+def test_covered_servers_reads_the_skills_directory_as_it_is(tmp_path: Path, shared: bool) -> None:
+    # plan() hands covered_servers the state discovery then reuses (one listing and stat of
+    # each skill); the answers are the same as from a listing of its own.
+    root = tmp_path / "skills"
+
+    def covered(servers: list[tuple[str, bool]]) -> list[str] | None:
+        return covered_servers(root, servers, state=skills_dir_state(root) if shared else None)
+
+    assert covered([]) == [] and covered([("a", True)]) is None  # no skills directory yet
+    skill_folder(root, "mcp:a", generated=True)
+    skill_folder(root, "notes", generated=False)  # a person's own skill never blocks
+    assert covered([("a", True), ("b", False)]) == ["a"]  # a disabled server needs no skill
+    assert covered([("a", True), ("b", True)]) is None
+    SkillsConfig(root / "config.json", {"is_enabled": {"mcp:b": True}}).save()
+    assert covered([("a", True), ("b", True)]) == ["a", "b"]  # known to the skills config
+    # The other platform's spelling of a name counts (a directory copied from Windows).
+    skill_folder(root, "mcp_c", generated=True)
+    assert covered([("a", True), ("b", True), ("c", True)]) == ["a", "b", "c"]
+    # A generated skill of a server no longer configured: the sync must remove it first.
+    skill_folder(root, "mcp:gone", generated=True)
+    assert covered([("a", True), ("b", True), ("c", True)]) is None
+    assert covered([("a", True), ("b", True), ("c", True), ("gone", False)]) == ["a", "b", "c"]
+    # A link (as the sync writes a skill) counts while its target exists, with or without
+    # the files discovery reads; a dangling one does not.
+    version = skill_folder(root, ".mcp:d.1", generated=True)
+    (root / "mcp:d").symlink_to(version.name)
+    servers = [("a", True), ("b", True), ("c", True), ("gone", False), ("d", True)]
+    assert covered(servers) == ["a", "b", "c", "d"]
+    for name in ("SKILL.md", MARKER_FILE):
+        (version / name).unlink()
+    assert covered(servers) == ["a", "b", "c", "d"]
+    version.rmdir()
+    assert covered(servers) is None

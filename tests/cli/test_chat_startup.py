@@ -200,7 +200,8 @@ async def first_request(self, messages, tools):
     seen = {"sdk": sorted(m for m in ("mcp", "mcp_types") if m in sys.modules),
             "launched": launched.exists(), "system": messages[0].content, "yaml": "yaml" in sys.modules,
             "pydantic": "pydantic" in sys.modules, "typer": "typer" in sys.modules,
-            "deferred": sorted(m for m in ("hashlib", "keen._redact") if m in sys.modules),
+            "deferred": sorted(m for m in ("hashlib", "keen._redact", "keen.capabilities.descriptor",
+                                           "anyio.from_thread") if m in sys.modules),
             "runtime": sorted(m for m in ("keen.runtime", "keen.harness.pipeline", "keen.agent.loop")
                               if m in sys.modules)}
     print(json.dumps(seen), flush=True)
@@ -268,8 +269,10 @@ def test_with_the_skills_on_disk_the_model_is_asked_before_any_server_or_the_sdk
     # it parses no SKILL.md, so it never imports a YAML parser before the request.
     again, stderr = first_request(home, launched)
     assert (again["yaml"], again["launched"], again["system"]) == (False, False, seen["system"]), stderr
-    # Nor OpenSSL's hashlib (keen._digest) or the log redactor (imported at the first record
-    # or answer text), which are not needed before the request.
+    # Nor OpenSSL's hashlib (keen._digest), the log redactor (imported at the first record
+    # or answer text), the capability descriptors (the settings' permission modes come from
+    # keen.capabilities.modes) or anyio's thread bridge (a question to the user needs it,
+    # keen.cli._signals.ask_cancellably), which are not needed before the request.
     assert again["deferred"] == [], again
 
 
@@ -300,7 +303,7 @@ def test_with_no_server_configured_the_model_is_asked_before_pydantic_or_typer_l
     seen, stderr = first_request(home, tmp_path / "launched")
     assert "notes" in seen["system"], seen["system"]  # the catalog was built from the skill on disk
     assert (seen["pydantic"], seen["typer"]) == (False, False), stderr
-    assert seen["deferred"] == [], seen  # nor OpenSSL's hashlib or the log redactor
+    assert seen["deferred"] == [], seen  # nor hashlib, the log redactor, the descriptors, from_thread
 
 
 def whole_chat(home: Home) -> subprocess.CompletedProcess[str]:

@@ -8,8 +8,11 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from helpers.skills import settle, write_skill
 from keen.skills import MARKER_FILE, SkillsConfig
+from keen.skills import cache as cache_module
 from keen.skills.cache import DiscoveryCache, skills_dir_state, store_file
 
 
@@ -238,3 +241,37 @@ def test_a_rewritten_marker_alone_is_read_again_from_a_new_process(tmp_path: Pat
     settle()
     gen = DiscoveryCache(root).discover().get("gen")
     assert gen is not None and (gen.managed, gen.tool_count) == (False, 0)
+
+
+def test_the_state_is_the_same_looked_up_by_name_in_the_open_directory_or_by_whole_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On POSIX each entry is looked up relative to the open skills directory (dir_fd); the
+    # whole-path lookups (Windows) must see exactly the same: folders, a generated skill's
+    # link and its version, a dangling link, a link to a folder without SKILL.md, files.
+    root = tmp_path / "skills"
+    write_skill(root / "notes", "House rules.")
+    version = write_skill(root / ".mcp:gh.1", "GitHub.").parent
+    (version / MARKER_FILE).write_text("{}", encoding="utf-8")
+    (root / "mcp:gh").symlink_to(version.name)
+    (root / "dangling").symlink_to("nowhere")
+    (root / "empty").mkdir()
+    (root / "bare").symlink_to("empty")
+    (root / "stray.txt").write_text("not a skill", encoding="utf-8")
+    SkillsConfig(root / "config.json", {"is_enabled": {"notes": False}}).save()
+    by_name = skills_dir_state(root)
+    monkeypatch.setattr(cache_module, "_AT_DIR", False)
+    by_path = skills_dir_state(root)
+    assert (by_path.config, by_path.entries) == (by_name.config, by_name.entries)
+    kinds = {
+        name: (target, md is not None, marker is not None) for name, _, target, md, marker in by_name.entries
+    }
+    assert kinds == {
+        "bare": ("empty", False, False),
+        "config.json": ("", False, False),
+        "dangling": ("nowhere", False, False),
+        "empty": ("", False, False),
+        "mcp:gh": (".mcp:gh.1", True, True),
+        "notes": ("", True, False),
+        "stray.txt": ("", False, False),
+    }

@@ -20,6 +20,8 @@ session, so it waits for the runtime.
 from __future__ import annotations
 
 import math
+import os
+import stat
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,8 @@ from keen.errors import KeenError
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
+
+    from keen.skills.cache import SkillsDirState
 
 __all__ = ["EarlyModel", "FirstRequest", "covered_servers", "plan"]
 
@@ -51,7 +55,11 @@ class FirstRequest:
 
 
 def covered_servers(
-    root: Path, servers: Sequence[tuple[str, bool]], only: frozenset[str] | set[str] | None = None
+    root: Path,
+    servers: Sequence[tuple[str, bool]],
+    only: frozenset[str] | set[str] | None = None,
+    *,
+    state: SkillsDirState | None = None,
 ) -> list[str] | None:
     """The enabled ``servers`` (``(name, enabled)`` of a valid configuration), when the
     skills under ``root`` cover them: each has its ``mcp:<server>`` skill (or an entry in the
@@ -63,36 +71,60 @@ def covered_servers(
         root: the skills directory.
         servers: every configured server and whether it is enabled, in configuration order.
         only: the servers a session was limited to, if any.
+        state: ``root``'s :class:`~keen.skills.cache.SkillsDirState` when the caller just
+            took it (:func:`plan` hands the same one to discovery); default: taken now.
     """
+    from keen.skills.cache import skills_dir_state
     from keen.skills.config import SkillsConfig
-    from keen.skills.discover import MARKER_FILE
 
     enabled = [name for name, on in servers if on and (only is None or name in only)]
     try:
         listed = set(SkillsConfig.load(root / "config.json").names())
     except KeenError:
         return None
-    try:
-        entries = list(root.iterdir())
-    except FileNotFoundError:
-        entries = []
-    except OSError:
+    if state is None:
+        state = skills_dir_state(root)
+    if not state.entries and _unlistable(root):
         return None
-    present = {entry.name for entry in entries}
+    # The state has each entry's lstat and the stat (links followed) of its SKILL.md and
+    # marker file: what this asks of them, with no system call of its own.
+    entries = {entry[0]: entry for entry in state.entries}
     for name in enabled:
         skill = f"mcp:{name}"
-        # One listing instead of a stat per spelling; exists() still follows a symlink.
-        spellings = [d for d in paths.skill_dir_spellings(skill) if d in present]
-        if skill not in listed and not any((root / d).exists() for d in spellings):
+        if skill in listed:
+            continue
+        spellings = [entries[d] for d in paths.skill_dir_spellings(skill) if d in entries]
+        if not any(_exists(root, entry) for entry in spellings):
             return None
     configured = {spelling for name, _ in servers for spelling in paths.skill_dir_spellings(f"mcp:{name}")}
-    for entry in entries:
-        # Dot entries are the versions a skill's link points at, never a skill themselves.
-        if entry.name.startswith(".") or entry.name in configured:
-            continue
-        if (entry / MARKER_FILE).is_file():
-            return None  # a generated skill of a server no longer configured: the sync removes it
+    for name, _, _, _, marker in state.entries:
+        # A generated skill of a server no longer configured: the sync removes it.
+        if name not in configured and marker is not None and stat.S_ISREG(marker[2]):
+            return None
     return enabled
+
+
+def _exists(root: Path, entry: tuple[Any, ...]) -> bool:
+    """Whether a :class:`~keen.skills.cache.SkillsDirState` entry exists, a symlink's
+    target followed (:meth:`pathlib.Path.exists`)."""
+    name, own, target, skill_md, marker = entry
+    if own is None:
+        return False  # gone since it was listed
+    if not target or skill_md is not None or marker is not None:
+        return True  # not a link (its lstat is its stat), or a file was found through it
+    return os.path.exists(root / name)  # a link to a folder without those files, or dangling
+
+
+def _unlistable(root: Path) -> bool:
+    """An empty :class:`~keen.skills.cache.SkillsDirState` is a missing or empty directory,
+    or one that cannot be listed: True for the last."""
+    try:
+        os.listdir(root)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return False
 
 
 def plan(
@@ -118,16 +150,18 @@ def plan(
     servers = known_servers(config_path or paths.mcp_config_path())
     if servers is None:
         return None  # validated first, as ever: its errors come before anything else
-    covered = covered_servers(root, servers)
+    from keen.skills.cache import DiscoveryCache, skills_dir_state
+
+    state = skills_dir_state(root)  # one listing and stat of each skill, for both
+    covered = covered_servers(root, servers, state=state)
     if covered is None:
         return None
     from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt
     from keen.harness.definitions import first_step_tools
-    from keen.skills.cache import DiscoveryCache
 
     tools = first_step_tools()
     try:
-        found = DiscoveryCache(root).discover()
+        found = DiscoveryCache(root).discover(state)
         text = build_system_prompt(
             root, tools, budget=DEFAULT_PROMPT_BUDGET if budget is None else budget, skills=found.enabled
         )

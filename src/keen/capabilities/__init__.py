@@ -27,7 +27,8 @@ from keen._lazy import exports_from, lazy_module_attrs
 if TYPE_CHECKING:
     from keen.capabilities.budget import BudgetedSection, budgeted_section
     from keen.capabilities.catalog import Catalog, SearchFilter, SearchHit, tool_capability
-    from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, PermissionMode, Risk
+    from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, Risk
+    from keen.capabilities.modes import PermissionMode
     from keen.capabilities.names import MODEL_NAME_RE, capability_id, model_name, model_names
 
 __all__ = [
@@ -54,9 +55,8 @@ _EXPORTS = {
         "keen.capabilities.catalog",
         ("Catalog", "SearchFilter", "SearchHit", "tool_capability"),
     ),
-    **exports_from(
-        "keen.capabilities.descriptor", ("Capability", "Kind", "LoadedCapability", "PermissionMode", "Risk")
-    ),
+    **exports_from("keen.capabilities.descriptor", ("Capability", "Kind", "LoadedCapability", "Risk")),
+    **exports_from("keen.capabilities.modes", ("PermissionMode",)),
     **exports_from(
         "keen.capabilities.names", ("MODEL_NAME_RE", "capability_id", "model_name", "model_names")
     ),

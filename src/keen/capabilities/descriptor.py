@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from keen.capabilities.modes import PermissionMode
+
 __all__ = ["Capability", "Kind", "LoadedCapability", "PermissionMode", "Risk"]
 
 Kind = Literal["tool", "skill", "resource", "prompt"]
-PermissionMode = Literal["read-only", "ask", "auto"]
-"""What a session lets the model do without asking (docs/architecture.md "The harness")."""
 
 
 @dataclass(frozen=True, slots=True)

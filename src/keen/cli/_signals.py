@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import anyio
-import anyio.from_thread
 import anyio.lowlevel
 
 __all__ = ["Signalled", "ask_cancellably", "confirm_line", "run_until_signal"]
@@ -72,6 +71,8 @@ async def ask_cancellably(ask: Callable[[], bool]) -> bool:
     The event loop keeps running meanwhile, so SIGTERM, SIGHUP and Ctrl-C cancel the wait;
     the abandoned thread cannot keep the process alive. An exception in ``ask`` is a no.
     """
+    import anyio.from_thread  # here, not with the module: a chat's first request never asks
+
     answer: list[bool] = []
     done = anyio.Event()
     token = anyio.lowlevel.current_token()

@@ -45,11 +45,13 @@ written is read again at the next call, until it is old enough to be trusted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -84,12 +86,33 @@ managed, paths, tool count, the digest of its frontmatter text (:func:`_frontmat
 and its marker's stat data (``repr``)."""
 
 
-def _stat(path: str, *, follow: bool = True) -> _Stat:
+def _stat(path: str, *, follow: bool = True, dir_fd: int | None = None) -> _Stat:
     try:
-        st = os.stat(path, follow_symlinks=follow)
+        st = os.stat(path, follow_symlinks=follow, dir_fd=dir_fd)
     except OSError:
         return None
     return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+_AT_DIR = {os.open, os.stat, os.readlink} <= os.supports_dir_fd
+"""Whether entries can be looked up relative to the open skills directory (POSIX; not on
+Windows): the kernel then walks one or two path components per lookup instead of the whole
+path, about a third less CPU for the three lookups per skill."""
+
+
+@contextlib.contextmanager
+def _open_dir(root: Path) -> Iterator[int | None]:
+    """``root`` opened for lookups relative to it (``dir_fd``), or None where that is not
+    supported or it cannot be opened (the lookups then take whole paths)."""
+    fd: int | None = None
+    if _AT_DIR:
+        with contextlib.suppress(OSError):
+            fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +154,8 @@ def skills_dir_state(skills_root: Path | None = None) -> SkillsDirState:
         listing = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
         listing = []
-    entries = [_entry_key(entry) for entry in listing if not entry.name.startswith(".")]
+    with _open_dir(root) as fd:
+        entries = [_entry_key(entry, fd) for entry in listing if not entry.name.startswith(".")]
     cutoff = began_ns - int(RACY_SECONDS * 1e9)
 
     def fresh(*stats: _Stat) -> bool:
@@ -143,19 +167,22 @@ def skills_dir_state(skills_root: Path | None = None) -> SkillsDirState:
     return SkillsDirState(root, config, tuple(entries), frozenset(racy))
 
 
-def _entry_key(entry: os.DirEntry[str]) -> _Entry:
-    """One entry's part of :class:`SkillsDirState`."""
-    own = _stat(entry.path, follow=False)
+def _entry_key(entry: os.DirEntry[str], fd: int | None = None) -> _Entry:
+    """One entry's part of :class:`SkillsDirState`; ``fd``: its directory, open
+    (:func:`_open_dir`), to look it up by name, else by its whole path."""
+    # Relative to fd a POSIX path ("name/SKILL.md"); else the platform's own.
+    path, sep = (entry.name, "/") if fd is not None else (entry.path, os.sep)
+    own = _stat(path, follow=False, dir_fd=fd)
     target = ""
     if entry.is_symlink():
         try:
-            target = os.readlink(entry.path)
+            target = os.readlink(path, dir_fd=fd)
         except OSError:
             target = "?"
     elif not entry.is_dir():
         return (entry.name, own, target, None, None)  # a plain file, e.g. config.json
-    skill_md = _stat(os.path.join(entry.path, SKILL_FILE))
-    marker = _stat(os.path.join(entry.path, MARKER_FILE))
+    skill_md = _stat(f"{path}{sep}{SKILL_FILE}", dir_fd=fd)
+    marker = _stat(f"{path}{sep}{MARKER_FILE}", dir_fd=fd)
     return (entry.name, own, target, skill_md, marker)
 
 
@@ -257,12 +284,18 @@ class DiscoveryCache:
         self._loaded: dict[str, tuple[_Entry, Skill | SkillProblem, str]] = {}
         self._stored: dict[str, _Row] | None = None
 
-    def discover(self) -> Discovery:
+    def discover(self, state: SkillsDirState | None = None) -> Discovery:
         """The directory's skills: the same :class:`~keen.skills.Discovery` object as last
         time while nothing discovery reads changed, else a scan that reads again only the
         entries whose stat data changed. Raises ``SkillError`` like
-        :func:`keen.skills.discover` (nothing is cached then)."""
-        state = skills_dir_state(self.skills_root)
+        :func:`keen.skills.discover` (nothing is cached then).
+
+        Args:
+            state: the directory's :func:`skills_dir_state` when the caller has just taken
+                it (``keen.agent.first`` reads it too); default: taken now.
+        """
+        if state is None:
+            state = skills_dir_state(self.skills_root)
         if self._found is not None and state.unchanged_since(self._state):
             self.hits += 1
             return self._found
