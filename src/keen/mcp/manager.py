@@ -246,7 +246,9 @@ class Manager:
         self._misconfigured: dict[str, ServerStatus] = {}
         self._retired: list[ServerConnection] = []
         self._shown_names: dict[str, tuple[ToolsView, dict[str, Tool]]] = {}
-        """Server -> its last view and that view's tools by name (:meth:`_find_tool`)."""
+        """Server -> its last view and that view's tools by name (:meth:`_shown_by_name`)."""
+        self._live: dict[str, tuple[list[Tool], tuple[Tool, ...]]] = {}
+        """Server -> its connection's tool list and that list as a tuple (:meth:`live_tools`)."""
         self._views: dict[str, tuple[list[Tool], Any, Hashable, ToolsView]] = {}
         """Server -> the tools, config entry and pin stamp its last view was made from, and
         that view (:meth:`view`)."""
@@ -490,11 +492,35 @@ class Manager:
         """
         return list(self.view(name).tools)
 
-    def live_tools(self, name: str) -> list[Tool]:
+    def live_tools(self, name: str) -> tuple[Tool, ...]:
         """The last successful tools/list as the server sent it, pins or not: for the pin
         check itself and for ``keen mcp diff``/``trust``, never for a model. Raises like
-        :meth:`list_tools`."""
-        return list(self._connected(name).tools)
+        :meth:`list_tools`.
+
+        The same tuple until a re-list replaces the list, so a cache of what follows from
+        the tools (the pin check's comparison) keys on its identity, and a call costs the
+        same whatever the server's tool count."""
+        return self._live_tuple(self._connected(name))
+
+    def _live_tuple(self, connection: ServerConnection) -> tuple[Tool, ...]:
+        # A re-list or a reconnect replaces the connection's list wholesale (never changes it
+        # in place): the tuple is made once per list, not once per call.
+        tools = connection.tools
+        cached = self._live.get(connection.name)
+        if cached is not None and cached[0] is tools:
+            return cached[1]
+        frozen = tuple(tools)
+        self._live[connection.name] = (tools, frozen)  # holds the list: its id is not reused
+        return frozen
+
+    def shown_tool(self, name: str, tool: str) -> Tool | None:
+        """``tool`` as :meth:`list_tools` shows it (a changed tool as it was pinned), or
+        ``None`` when it is not shown (not listed, or held for review); looked up by name, not
+        by walking the list. Raises like :meth:`list_tools`."""
+        connection = self._connected(name)
+        if self.trust is None:
+            return connection.tools_by_name.get(tool)
+        return self._shown_by_name(connection.name).get(tool)
 
     def view(self, name: str) -> ToolsView:
         """The server's live tools as the trust shows them (:meth:`ToolTrust.shown`; Keen's:
@@ -503,7 +529,7 @@ class Manager:
         connection = self._connected(name)
         trust = self.trust
         if trust is None:
-            return ListedView(name, tuple(connection.tools))
+            return ListedView(name, self._live_tuple(connection))
         # By ToolTrust's contract the view follows the tools, the config and the stamp alone:
         # asked on every call, it is made again only when one of them moved.
         tools, config, stamp = connection.tools, connection.config, trust.stamp(name)
@@ -600,18 +626,22 @@ class Manager:
         if self.trust is None:
             found = listed_tool(connection, tool)
             return found, found
-        view = self.view(connection.name)
-        cached = self._shown_names.get(connection.name)
-        if cached is not None and cached[0] is view:  # the trust hands out one view until a change
-            shown = cached[1]
-        else:
-            shown = {t.name: t for t in view.tools}
-            self._shown_names[connection.name] = (view, shown)
+        shown = self._shown_by_name(connection.name)
         live = connection.tools_by_name.get(tool)
         if live is not None and tool not in shown:
             return live, None
         checked = listed_tool(connection, tool, shown)
         return live or checked, checked
+
+    def _shown_by_name(self, name: str) -> dict[str, Tool]:
+        """The tools of :meth:`view` by name, made again only when the view is another."""
+        view = self.view(name)
+        cached = self._shown_names.get(name)
+        if cached is not None and cached[0] is view:  # the trust hands out one view until a change
+            return cached[1]
+        shown = {t.name: t for t in view.tools}
+        self._shown_names[name] = (view, shown)
+        return shown
 
     def unavailable(self, name: str) -> KeenError | None:
         """Why server ``name`` cannot take a call now (the server checks of
