@@ -564,7 +564,8 @@ def pinned_tool(server: str, data: dict[str, Any]) -> Tool:
 class PinGuard:
     """The pinning check for call paths: caches each server's comparison until its tool
     list or its pin file changes (one ``stat`` per call: :func:`keen.trust.pinstore.one_look`),
-    so a call does not canonicalize every tool again.
+    so a call does not canonicalize every tool again. The tool list is known by the identity
+    of the tuple the Manager hands out per listing, so a call's check does not walk it.
 
     It is also the :class:`keen.mcp.ToolTrust` Keen gives every Manager it builds
     (:meth:`shown`, :meth:`stamp`, :meth:`flagged`): :mod:`keen.mcp` imports nothing of
@@ -591,10 +592,15 @@ class PinGuard:
         """:func:`compare` of ``tools`` with the stored pins (cached). Raises ``ConfigError``."""
         stamp = self.stamp(server)  # one stat per call: a pin written elsewhere counts at once
         cached = self._cache.get(server)
-        if cached is not None and cached[1] == stamp and _same_tools(cached[0], tools):
+        if (
+            cached is not None
+            and cached[1] == stamp
+            and (cached[0] is tools or _same_tools(cached[0], tools))
+        ):
             return cached[2]
         report = compare(server, tools, self.store.load(server))
-        self._cache[server] = (_held(tools), stamp, report)
+        # The Manager's tuple itself; a copy of any other sequence (a list may change in place).
+        self._cache[server] = (tools if isinstance(tools, tuple) else tuple(tools), stamp, report)
         return report
 
     def shown(
@@ -643,11 +649,11 @@ class PinGuard:
             cached is not None
             and cached[0] is report
             and cached[2] == options
-            and _same_tools(cached[1], tools)
+            and (cached[1] is tools or _same_tools(cached[1], tools))
         ):
             return cached[3]
         view = pinned_view(server, tools, report, policy, trust_annotations=trust_annotations)
-        self._views[server] = (report, _held(tools), options, view)
+        self._views[server] = (report, tools if isinstance(tools, tuple) else tuple(tools), options, view)
         return view
 
     def first_use(self, server: str, tools: Sequence[Tool]) -> bool:
@@ -711,17 +717,15 @@ class PinGuard:
         return {c.name for c in report.quarantined} if report.pinned else set()
 
 
-def _held(tools: Sequence[Tool]) -> tuple[Tool, ...]:
-    """``tools`` as a cache holds them: the caller's tuple itself (the Manager's, the same
-    object until a re-list replaces it), else a copy the caller cannot change in place."""
-    return tools if isinstance(tools, tuple) else tuple(tools)
-
-
 def _same_tools(held: tuple[Tool, ...], tools: Sequence[Tool]) -> bool:
-    """Whether ``tools`` are the (frozen) Tool objects ``held``: at once when they are the
-    same tuple, as every call's pin check passes (:meth:`keen.mcp.Manager.live_tools`), else
-    object by object. The cache keeps ``held`` alive, so no id is reused meanwhile."""
-    return held is tools or (len(held) == len(tools) and all(map(operator.is_, held, tools)))
+    """Whether ``tools`` are the (frozen) Tool objects ``held``. A tuple is the Manager's
+    (:meth:`keen.mcp.Manager.live_tools`: one per listing, which a call's pin check and the
+    Manager's view both pass), so it is ``held`` itself or another listing: never walked.
+    Another sequence (a caller's list, which may change in place) is compared object by
+    object; the cache keeps ``held`` alive, so no id is reused meanwhile."""
+    if isinstance(tools, tuple):
+        return held is tools
+    return len(held) == len(tools) and all(map(operator.is_, held, tools))
 
 
 def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
