@@ -435,8 +435,7 @@ class Approve:
     async def __call__(self, call: Call) -> bool:
         assert call.server is not None and call.tool is not None and call.found is not None
         server, tool = call.server, call.tool
-        shown = next((t for t in self.manager.list_tools(server) if t.name == tool), None)
-        shown = shown or replace(call.found, annotations_trusted=False)
+        shown = self.manager.shown_by_name(server).get(tool) or replace(call.found, annotations_trusted=False)
         request = ApprovalRequest(
             server, tool, call.arguments, shown.description, shown.annotations, shown.annotations_trusted
         )

@@ -62,7 +62,7 @@ async def _live_tools(
         manager = rt.manager
         manager.status(server)  # ServerNotConfigured before any waiting
         await rt.wait_for_discovery(timeout, functools.partial(connecting_view, enabled=live))
-        tools = manager.live_tools(server)  # what the server sends, not the pinned view
+        tools = list(manager.live_tools(server))  # what the server sends, not the pinned view
         policy = pinning_policy(manager.config.servers[server])
         others = _pinned_names(list(manager.config.servers), server)
         done = await pin(tools, others) if pin is not None else None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -245,8 +245,10 @@ class Manager:
         self._moves = 0  # see tools_version()
         self._misconfigured: dict[str, ServerStatus] = {}
         self._retired: list[ServerConnection] = []
-        self._shown_names: dict[str, tuple[ToolsView, dict[str, Tool]]] = {}
-        """Server -> its last view and that view's tools by name (:meth:`_find_tool`)."""
+        self._shown_names: dict[str, tuple[ToolsView, Mapping[str, Tool]]] = {}
+        """Server -> its last view and that view's tools by name (:meth:`shown_by_name`)."""
+        self._live: dict[str, tuple[list[Tool], tuple[Tool, ...]]] = {}
+        """Server -> its connection's tool list and that list as a tuple (:meth:`live_tools`)."""
         self._views: dict[str, tuple[list[Tool], Any, Hashable, ToolsView]] = {}
         """Server -> the tools, config entry and pin stamp its last view was made from, and
         that view (:meth:`view`)."""
@@ -490,11 +492,35 @@ class Manager:
         """
         return list(self.view(name).tools)
 
-    def live_tools(self, name: str) -> list[Tool]:
+    def live_tools(self, name: str) -> tuple[Tool, ...]:
         """The last successful tools/list as the server sent it, pins or not: for the pin
         check itself and for ``keen mcp diff``/``trust``, never for a model. Raises like
-        :meth:`list_tools`."""
-        return list(self._connected(name).tools)
+        :meth:`list_tools`.
+
+        The same tuple until a re-list replaces the list, so a cache of what follows from
+        the tools (the pin check's comparison) keys on its identity, and a call costs the
+        same whatever the server's tool count."""
+        # A re-list or a reconnect replaces the connection's list wholesale (never changes it
+        # in place): the tuple is made once per list, not once per call.
+        tools = self._connected(name).tools
+        cached = self._live.get(name)
+        if cached is not None and cached[0] is tools:
+            return cached[1]
+        frozen = tuple(tools)
+        self._live[name] = (tools, frozen)  # holds the list: its id is not reused
+        return frozen
+
+    def shown_by_name(self, name: str) -> Mapping[str, Tool]:
+        """The tools :meth:`list_tools` shows (a changed tool as it was pinned; none held for
+        review) by name: what finds one tool as shown without walking the list. Made again
+        only when :meth:`view` is another. Raises like :meth:`list_tools`."""
+        view = self.view(name)
+        cached = self._shown_names.get(name)
+        if cached is not None and cached[0] is view:  # the trust hands out one view until a change
+            return cached[1]
+        shown = MappingProxyType({t.name: t for t in view.tools})
+        self._shown_names[name] = (view, shown)
+        return shown
 
     def view(self, name: str) -> ToolsView:
         """The server's live tools as the trust shows them (:meth:`ToolTrust.shown`; Keen's:
@@ -503,14 +529,15 @@ class Manager:
         connection = self._connected(name)
         trust = self.trust
         if trust is None:
-            return ListedView(name, tuple(connection.tools))
+            return ListedView(name, self.live_tools(name))
         # By ToolTrust's contract the view follows the tools, the config and the stamp alone:
         # asked on every call, it is made again only when one of them moved.
         tools, config, stamp = connection.tools, connection.config, trust.stamp(name)
         cached = self._views.get(name)
         if cached is not None and cached[0] is tools and cached[1] is config and cached[2] == stamp:
             return cached[3]
-        view = trust.shown(name, tools, config)
+        # The tuple the pin check passes too: the trust's caches key on its identity.
+        view = trust.shown(name, self.live_tools(name), config)
         self._views[name] = (tools, config, stamp, view)  # holds the list: its id is not reused
         return view
 
@@ -600,13 +627,7 @@ class Manager:
         if self.trust is None:
             found = listed_tool(connection, tool)
             return found, found
-        view = self.view(connection.name)
-        cached = self._shown_names.get(connection.name)
-        if cached is not None and cached[0] is view:  # the trust hands out one view until a change
-            shown = cached[1]
-        else:
-            shown = {t.name: t for t in view.tools}
-            self._shown_names[connection.name] = (view, shown)
+        shown = self.shown_by_name(connection.name)
         live = connection.tools_by_name.get(tool)
         if live is not None and tool not in shown:
             return live, None

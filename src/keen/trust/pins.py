@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -563,7 +564,8 @@ def pinned_tool(server: str, data: dict[str, Any]) -> Tool:
 class PinGuard:
     """The pinning check for call paths: caches each server's comparison until its tool
     list or its pin file changes (one ``stat`` per call: :func:`keen.trust.pinstore.one_look`),
-    so a call does not canonicalize every tool again.
+    so a call does not canonicalize every tool again. The tool list is known by the identity
+    of the tuple the Manager hands out per listing, so a call's check does not walk it.
 
     It is also the :class:`keen.mcp.ToolTrust` Keen gives every Manager it builds
     (:meth:`shown`, :meth:`stamp`, :meth:`flagged`): :mod:`keen.mcp` imports nothing of
@@ -575,8 +577,8 @@ class PinGuard:
 
     def __init__(self, store: PinStore | None = None) -> None:
         self.store = store or PinStore()
-        self._cache: dict[str, tuple[tuple[Any, ...], tuple[Tool, ...], PinReport]] = {}
-        self._views: dict[str, tuple[tuple[Any, ...], PinnedView, tuple[Tool, ...]]] = {}
+        self._cache: dict[str, tuple[tuple[Tool, ...], tuple[int, int, int] | None, PinReport]] = {}
+        self._views: dict[str, tuple[PinReport | None, tuple[Tool, ...], tuple[Any, ...], PinnedView]] = {}
         self._seen: dict[str, tuple[int, int, int] | None] = {}
         self.version = 0
         """Moves each time this guard sees a pin file other than it last saw it (written by
@@ -588,14 +590,17 @@ class PinGuard:
 
     def report(self, server: str, tools: Sequence[Tool]) -> PinReport:
         """:func:`compare` of ``tools`` with the stored pins (cached). Raises ``ConfigError``."""
-        # The Manager hands out the same (frozen) Tool objects until a re-list replaces them, so
-        # their identities are the key; the cache keeps them alive, so an id is never reused.
-        key = (tuple(map(id, tools)), self.stamp(server))
+        stamp = self.stamp(server)  # one stat per call: a pin written elsewhere counts at once
         cached = self._cache.get(server)
-        if cached is not None and cached[0] == key:
+        if (
+            cached is not None
+            and cached[1] == stamp
+            and (cached[0] is tools or _same_tools(cached[0], tools))
+        ):
             return cached[2]
         report = compare(server, tools, self.store.load(server))
-        self._cache[server] = (key, tuple(tools), report)
+        # The Manager's tuple itself; a copy of any other sequence (a list may change in place).
+        self._cache[server] = (tools if isinstance(tools, tuple) else tuple(tools), stamp, report)
         return report
 
     def shown(
@@ -638,12 +643,17 @@ class PinGuard:
                 return PinnedView(server, error=exc.message)
         # Cached while the report is the same object (the cache keeps it alive): readers
         # get the same Tool objects until something changed, as from the Manager.
-        key = (report, tuple(map(id, tools)), policy, trust_annotations)
+        options = (policy, trust_annotations)
         cached = self._views.get(server)
-        if cached is not None and cached[0][0] is report and cached[0][1:] == key[1:]:
-            return cached[1]
+        if (
+            cached is not None
+            and cached[0] is report
+            and cached[2] == options
+            and (cached[1] is tools or _same_tools(cached[1], tools))
+        ):
+            return cached[3]
         view = pinned_view(server, tools, report, policy, trust_annotations=trust_annotations)
-        self._views[server] = (key, view, tuple(tools))
+        self._views[server] = (report, tools if isinstance(tools, tuple) else tuple(tools), options, view)
         return view
 
     def first_use(self, server: str, tools: Sequence[Tool]) -> bool:
@@ -705,6 +715,17 @@ class PinGuard:
             return set()
         report = self.report(server, tools)
         return {c.name for c in report.quarantined} if report.pinned else set()
+
+
+def _same_tools(held: tuple[Tool, ...], tools: Sequence[Tool]) -> bool:
+    """Whether ``tools`` are the (frozen) Tool objects ``held``. A tuple is the Manager's
+    (:meth:`keen.mcp.Manager.live_tools`: one per listing, which a call's pin check and the
+    Manager's view both pass), so it is ``held`` itself or another listing: never walked.
+    Another sequence (a caller's list, which may change in place) is compared object by
+    object; the cache keeps ``held`` alive, so no id is reused meanwhile."""
+    if isinstance(tools, tuple):
+        return held is tools
+    return len(held) == len(tools) and all(map(operator.is_, held, tools))
 
 
 def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
