@@ -4,6 +4,7 @@ damaged cache entry is rebuilt (keen.capabilities._index, _refresh, _index_cache
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -642,3 +643,97 @@ def test_row_keys_and_folder_names_tell_apart_fields_that_join_to_the_same_text(
     assert name([cap], servers) != name([cap], {"mail": "Electronic mail!"})
     assert name([cap], servers) == name([cap], dict(servers))
     assert name([cap], servers).startswith(f"v{INDEX_FORMAT}-")
+
+
+def _caps_of(server: str, tools: list[Tool]) -> list[Capability]:
+    """``server``'s descriptors in id order, as CatalogCache keeps a server's part."""
+    made = list(Catalog.from_tools(tools, cache=False, dense=False))
+    return sorted((c for c in made if c.server == server), key=lambda c: c.id)
+
+
+def test_a_catalog_with_servers_replaced_is_the_whole_catalog_and_its_index_matches_no_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tokenised: list[str]
+) -> None:
+    tools = _synthetic(40, seed=13)
+    _TEXTS.update({s: f"Server {s}." for s in tools})
+    queries = ["send the weekly email", "zap a widget", "get a recent email", "repo of server 12"]
+    try:
+        first = _catalog(tools, tmp_path)
+        first.index()
+        srv010 = [*tools["srv010"], Tool("srv010", "zap_widget", "Zap a widget.", {})]
+        added = [Tool("srv999", "get_email", "Get a recent email.", {})]
+        replaced = first.with_servers(
+            {
+                "srv010": ("Server srv010, now zapping.", _caps_of("srv010", srv010)),
+                "srv020": None,
+                "srv999": ("Server srv999.", _caps_of("srv999", added)),
+            }
+        )
+        kept = [c for c in first if c.server not in ("srv010", "srv020")]
+        texts = {s: t for s, t in first.servers.items() if s != "srv020"}
+        texts |= {"srv010": "Server srv010, now zapping.", "srv999": "Server srv999."}
+        whole = Catalog(
+            [*kept, *_caps_of("srv010", srv010), *_caps_of("srv999", added)], texts, cache=False, dense=False
+        )
+        assert [c.id for c in replaced] == [c.id for c in whole]
+        assert list(replaced.servers.items()) == list(whole.servers.items())  # sorted, as made whole
+        assert dict(replaced.names) == dict(whole.names)
+        assert len(replaced) == len(whole) and "mcp__srv020__" not in "".join(c.id for c in replaced)
+        assert replaced.get(whole.names["mcp__srv999__get_email"]).id == "mcp__srv999__get_email"
+        assert all(replaced.get(c.id) is c for c in replaced)
+        assert replaced.hash == whole.hash
+        # Its index is derived from the last one by position: no object matched, only the
+        # replaced servers' new documents tokenised (their tools and their texts).
+        monkeypatch.setattr(refresh_module, "object_table", _no_object_table)
+        tokenised.clear()
+        index = replaced.index()
+        assert len(tokenised) == 4, tokenised  # zap_widget, get_email, srv010's and srv999's texts
+        assert _ids(replaced, "zap a widget", k=1) == ["mcp__srv010__zap_widget"]
+        monkeypatch.undo()
+        _same_ranking(index, _fresh(replaced), queries)
+    finally:
+        for s in list(_TEXTS):
+            if s not in ("weather", "git", "mail"):
+                del _TEXTS[s]
+
+
+def _no_object_table(caps: Sequence[Capability]) -> tuple[np.ndarray, np.ndarray]:
+    raise AssertionError("the index matched the catalog's objects one by one")
+
+
+def test_a_catalog_with_servers_replaced_is_made_whole_when_ids_nest_or_names_clash(tmp_path: Path) -> None:
+    # "a"'s ids run holds "a__b"'s ("mcp__a__b__..." sorts among "mcp__a__..."), and a new
+    # tool of "s" is named what an older one's id projects to: both are placed again.
+    clash = "mcp__s__x_y_" + hashlib.sha256(b"mcp__s__x.y").hexdigest()[:8]
+    tools = {
+        "a": [Tool("a", "zeta", "Zeta of a.", {}), Tool("a", "alpha", "Alpha of a.", {})],
+        "a__b": [Tool("a__b", "mid", "Mid of a b.", {})],
+        "s": [Tool("s", "x.y", "A dotted tool.", {})],
+    }
+    first = Catalog(
+        [c for s, t in tools.items() for c in _caps_of(s, t)], {s: s for s in tools}, cache_dir=tmp_path
+    )
+    assert first.names["mcp__s__x.y"] == clash
+    changes: list[dict[str, tuple[str, list[Capability]] | None]] = [
+        {"a": ("a", _caps_of("a", [*tools["a"], Tool("a", "b__zz", "Deep.", {})]))},
+        {"s": ("s", _caps_of("s", [*tools["s"], Tool("s", clash.removeprefix("mcp__s__"), "Clash.", {})]))},
+        {"a__b": None, "a": None},
+    ]
+    expected = [
+        ["mcp__a__alpha", "mcp__a__b__mid", "mcp__a__b__zz", "mcp__a__zeta", "mcp__s__x.y"],
+        ["mcp__a__alpha", "mcp__a__b__mid", "mcp__a__b__zz", "mcp__a__zeta", "mcp__s__x.y", clash],
+        ["mcp__s__x.y", clash],
+    ]
+    catalog = first
+    for change, ids in zip(changes, expected, strict=True):
+        catalog = catalog.with_servers(change)
+        assert [c.id for c in catalog] == ids
+        # The same catalog as made whole from the same descriptors and texts.
+        whole = Catalog(list(catalog), dict(catalog.servers), cache=False, dense=False)
+        assert [c.id for c in whole] == ids
+        assert dict(catalog.names) == dict(whole.names)
+        assert [h.id for h in catalog.search("dotted tool", k=3)] == [
+            h.id for h in whole.search("dotted tool", k=3)
+        ]
+    assert catalog.names["mcp__s__x.y"] != clash  # the clash resolved as model_names resolves it
+    assert catalog.names[clash] == clash

@@ -50,6 +50,7 @@ __all__ = [
     "IndexPart",
     "LastIndex",
     "Plan",
+    "Since",
     "assemble",
     "build",
     "build_lock",
@@ -186,8 +187,6 @@ class LastIndex:
     every build: bounded by one catalog."""
 
     caps: list[Capability]
-    by_object: np.ndarray
-    order: np.ndarray
     tools: IndexPart
     servers: IndexPart
     server_names: list[str]
@@ -196,6 +195,29 @@ class LastIndex:
     doc_server: np.ndarray
     hashes: np.ndarray
     groups: np.ndarray
+    source: Sequence[Capability] | None = None
+    """The sequence the index was made of (identity: a :class:`Since` that names it gives
+    each position's row without matching any object)."""
+    _objects: tuple[np.ndarray, np.ndarray] | None = None
+
+    def objects(self) -> tuple[np.ndarray, np.ndarray]:
+        """``by_object`` and ``order`` (see the class): made when first asked for, as a
+        catalog derived by :class:`Since` never needs them."""
+        if self._objects is None:
+            self._objects = object_table(self.caps)
+        return self._objects
+
+
+@dataclass(frozen=True, eq=False)
+class Since:
+    """Where a catalog's capabilities came from: ``caps``, an earlier catalog's sequence
+    (never modified), and per position of the new one, the position of the same object
+    in it, or -1 (:meth:`keen.capabilities.Catalog.with_servers` knows it from the
+    servers it replaced). When the last index was made of ``caps``, the new one's rows
+    are found from it with no pass over the objects."""
+
+    caps: Sequence[Capability]
+    same: np.ndarray
 
 
 _last: LastIndex | None = None
@@ -228,9 +250,7 @@ def keyed_index(tools: IndexPart, servers: IndexPart) -> LastIndex:
     import numpy as np
 
     none = np.zeros(0, dtype=np.int64)
-    return LastIndex(
-        [], none, none, tools, servers, [], [], {}, none.astype(np.int32), none, none.astype(np.int32)
-    )
+    return LastIndex([], tools, servers, [], [], {}, none.astype(np.int32), none, none.astype(np.int32))
 
 
 def object_table(caps: Sequence[Capability]) -> tuple[np.ndarray, np.ndarray]:
@@ -319,6 +339,7 @@ def plan(
     tool_keys: list[bytes] | None = None,
     server_docs: tuple[list[Doc], list[str]] | None = None,
     base: LastIndex | None = None,
+    since: Since | None = None,
 ) -> Plan:
     """The rows of ``caps`` and their servers: from the last index (the same capability
     object, or the same document key), else from the rows of the index folder ``seed``
@@ -326,7 +347,8 @@ def plan(
     tool's row key (:func:`~keen.capabilities._documents.tool_keys`), when made already;
     ``server_docs``: the servers' documents and names, when made already; ``base``: the
     index to derive from in place of this process's last (a cache folder's, loaded by a
-    new process: :func:`keyed_index`)."""
+    new process: :func:`keyed_index`); ``since``: where ``caps`` came from, when the last
+    index was made of that (:class:`Since`)."""
     import numpy as np
 
     last = _last if base is None else base
@@ -345,14 +367,18 @@ def plan(
                     logger.debug("toolsearch: not reusing %s (%s)", folder, exc)
         return loaded[name]
 
-    # The same objects as the last index's: a search of the sorted id() values, no lookup
-    # per capability in Python.
-    same = np.full(n, -1, dtype=np.int64)
-    if last is not None and n and len(last.by_object):
-        objects = np.fromiter(map(id, caps), dtype=np.int64, count=n)
-        at = np.minimum(np.searchsorted(last.by_object, objects), len(last.by_object) - 1)
-        hit = last.by_object[at] == objects
-        same[hit] = last.order[at[hit]]
+    if last is not None and since is not None and last.source is since.caps and len(since.same) == n:
+        same = since.same.copy()  # the catalog says which objects it kept, and where
+    else:
+        # The same objects as the last index's: a search of the sorted id() values, no
+        # lookup per capability in Python.
+        same = np.full(n, -1, dtype=np.int64)
+        if last is not None and n and last.caps:
+            by_object, order = last.objects()
+            objects = np.fromiter(map(id, caps), dtype=np.int64, count=n)
+            at = np.minimum(np.searchsorted(by_object, objects), len(by_object) - 1)
+            hit = by_object[at] == objects
+            same[hit] = order[at[hit]]
     missing = np.flatnonzero(same < 0).tolist()
     if tool_keys is not None:  # made already (a new process keys every tool to find its folder)
         keys = {pos: tool_keys[pos] for pos in missing}
@@ -618,7 +644,6 @@ def assemble(
     groups = copy_groups(caps, plan.hashes, plan.same, None if last is None else last.groups)
     _last = LastIndex(
         list(caps),
-        *object_table(caps),
         tools,
         servers_part,
         plan.server_names,
@@ -627,6 +652,7 @@ def assemble(
         plan.doc_server,
         plan.hashes,
         groups,
+        caps,
     )
     return Assembled(
         plan.ids,
@@ -640,8 +666,9 @@ def assemble(
     )
 
 
-def build(caps: Sequence[Capability], servers: dict[str, str]) -> Assembled:
+def build(caps: Sequence[Capability], servers: dict[str, str], since: Since | None = None) -> Assembled:
     """The index of ``caps`` (in this order) with their ``servers``' texts, derived from the
-    last index of this process: only new or changed documents are tokenised."""
+    last index of this process: only new or changed documents are tokenised (``since``:
+    where ``caps`` came from, :class:`Since`)."""
     with build_lock:
-        return assemble(caps, servers, plan(caps, servers, None))
+        return assemble(caps, servers, plan(caps, servers, None, since=since))
