@@ -499,13 +499,18 @@ def _fresh(catalog: Catalog) -> search_module.ToolSearch:
 
 
 # max_runs 0: every splice gathers row by row; tombstones 0.02: the store is compacted when
-# a server goes, and the refreshes after it start from the compact store.
-@pytest.mark.parametrize(("max_runs", "tombstones"), [(4096, 0.25), (0, 0.25), (4096, 0.02)])
+# a server goes, and the refreshes after it start from the compact store; dense_cells 0: the
+# corrections' products summed over pairs of cells, not as a table of positions by tokens.
+@pytest.mark.parametrize(
+    ("max_runs", "tombstones", "dense_cells"),
+    [(4096, 0.25, 1 << 22), (0, 0.25, 1 << 22), (4096, 0.02, 1 << 22), (4096, 0.25, 0)],
+)
 def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_runs: int, tombstones: float
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_runs: int, tombstones: float, dense_cells: int
 ) -> None:
     monkeypatch.setattr(index_module, "_MAX_RUNS", max_runs)
     monkeypatch.setattr(sums_module, "TOMBSTONES", tombstones)
+    monkeypatch.setattr(sums_module, "_DENSE_CELLS", dense_cells)
     # Only the dropped rows compact the store here: these servers' few words are in every
     # row, so the corrections would pass their own limit (tested on its own above).
     monkeypatch.setattr(sums_module, "CELLS_PER_ROW", float("inf"))
