@@ -428,13 +428,59 @@ def test_merged_keyword_postings_score_as_a_fresh_index() -> None:
     ]
     after = tokenise([Doc(t, " ".join(t), None) for t in after_texts])
     src = np.array([0, -1, 2, 3, 4, -1], dtype=np.int64)
-    merged = Lexical(before).refresh(src, after)
+    merged = Lexical(before).refresh(src, after, before)
     fresh = Lexical(after)
     assert set(merged.vocab_dict) == set(fresh.vocab_dict)
     assert "recipient" not in merged.vocab_dict  # only the removed row held it
     for term in fresh.vocab_dict:
         ids = [merged.vocab_dict[term]]
         assert np.array_equal(merged.get_scores_from_ids(ids), fresh.get_scores_from_ids(ids)), term
+
+
+def _same_scores(index: Lexical, fresh: Lexical) -> None:
+    """``index`` scores every term, alone and with others, as ``fresh`` does, bit for bit."""
+    assert set(index.vocab_dict) == set(fresh.vocab_dict)
+    terms = [fresh.vocab_dict[t] for t in fresh.vocab_dict]
+    for term in terms:
+        assert np.array_equal(index.get_scores_from_ids([term]), fresh.get_scores_from_ids([term]))
+    assert np.array_equal(index.get_scores_from_ids(terms * 2), fresh.get_scores_from_ids(terms * 2))
+
+
+def test_keyword_rows_keep_their_number_across_refreshes_and_score_as_fresh_indexes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Limits a few dozen documents stay under for six refreshes (the default is a quarter).
+    monkeypatch.setattr(index_module, "LEXICAL_TOMBSTONES", 0.6)
+    monkeypatch.setattr(index_module, "LEXICAL_APPENDED", 0.6)
+    rng = np.random.default_rng(17)
+    words = [f"{v} {n}" for v in _VERBS for n in _NOUNS]
+    docs = [list(rng.choice(words, size=int(rng.integers(1, 4)))) for _ in range(40)]
+    rows = tokenise([Doc(d, " ".join(d), None) for d in docs])
+    index = first = Lexical(rows)
+    for step in range(6):
+        # A document dropped, one moved (dropped and added again), two added, one new word.
+        keep = [i for i in range(len(docs)) if i not in (step, 2 * step + 5)]
+        new_docs = [[f"{words[step]} zyzzyva{step}"], docs[2 * step + 5], [words[3 * step]]]
+        after_docs = [docs[i] for i in keep[:10]] + new_docs + [docs[i] for i in keep[10:]]
+        after = tokenise([Doc(d, " ".join(d), None) for d in after_docs])
+        src = np.array(keep[:10] + [-1] * len(new_docs) + keep[10:], dtype=np.int64)
+        index = index.refresh(src, after, rows)
+        # The first segment is shared, not copied; only the rows added are appended.
+        assert index._indices is first._indices  # pyright: ignore[reportPrivateUsage]
+        fresh = Lexical(after)
+        _same_scores(index, fresh)
+        assert index.documents == len(after_docs)
+        # Saved and read back, it is the compact index of its documents.
+        _same_scores(Lexical.from_arrays(index.to_arrays("x_"), "x_"), fresh)
+        docs, rows = after_docs, after
+    # Past the share of rows dropped, the next refresh builds the index again compact.
+    monkeypatch.setattr(index_module, "LEXICAL_TOMBSTONES", 0.25)
+    keep = list(range(len(docs) // 2))
+    after = tokenise([Doc(docs[i], " ".join(docs[i]), None) for i in keep])
+    compact = index.refresh(np.array(keep, dtype=np.int64), after, rows)
+    assert compact._indices is not first._indices  # pyright: ignore[reportPrivateUsage]
+    assert compact._rows is None  # pyright: ignore[reportPrivateUsage]
+    _same_scores(compact, Lexical(after))
 
 
 def test_copies_are_grouped_by_their_whole_key_not_by_a_hash() -> None:

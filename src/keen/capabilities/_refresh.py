@@ -303,7 +303,7 @@ def _part(last: IndexPart | None, rows: _Rows, g: np.ndarray, df: np.ndarray | N
         pooled = refresh_sums(last.sums, rows.take, rows.rows, rows.added, g)
     else:
         pooled = repool(last.spliced, rows.take, rows.rows, rows.added, g)
-    return IndexPart(rows.rows, last.lexical.refresh(rows.src, rows.rows), pooled, df)
+    return IndexPart(rows.rows, last.lexical.refresh(rows.src, rows.rows, last.rows), pooled, df)
 
 
 def _df_after(last: IndexPart, rows: _Rows) -> np.ndarray:
