@@ -213,11 +213,13 @@ class Since:
     """Where a catalog's capabilities came from: ``caps``, an earlier catalog's sequence
     (never modified), and per position of the new one, the position of the same object
     in it, or -1 (:meth:`keen.capabilities.Catalog.with_servers` knows it from the
-    servers it replaced). When the last index was made of ``caps``, the new one's rows
+    servers it replaced), and the new one's ids. When the last index was made of ``caps``, the new one's rows
     are found from it with no pass over the objects."""
 
     caps: Sequence[Capability]
     same: np.ndarray
+    ids: list[str]
+    """The new catalog's ids, in its order."""
 
 
 _last: LastIndex | None = None
@@ -353,7 +355,7 @@ def plan(
 
     last = _last if base is None else base
     n = len(caps)
-    ids = [c.id for c in caps]
+    ids = since.ids if since is not None and len(since.ids) == n else [c.id for c in caps]
     loaded: dict[str, Columns | None] = {}
 
     def seeded(name: str) -> Columns | None:
@@ -403,9 +405,17 @@ def plan(
         sdocs = _server_docs_after(caps, servers, names, doc_server, same, last)
     skeys = server_doc_keys(sdocs)
     server_take = np.full(len(names), -1, dtype=np.int64)
+    server_missing = list(range(len(names)))
+    if last is not None and last.server_docs:
+        # A server whose document is the last index's (the same object) keeps its row: no
+        # lookup by key of every server.
+        was = {id(doc): row for row, doc in enumerate(last.server_docs)}
+        found = np.fromiter((was.get(id(doc), -1) for doc in sdocs), dtype=np.int64, count=len(sdocs))
+        server_take[:] = found
+        server_missing = np.flatnonzero(found < 0).tolist()
     servers_rows = _fill(
         server_take,
-        list(range(len(names))),
+        server_missing,
         sdocs.__getitem__,
         dict(enumerate(skeys)),
         None if last is None else last.servers.rows,

@@ -336,7 +336,8 @@ class Catalog:
         out_ids: list[str] = []
         same: list[np.ndarray] = []
         start = 0
-        names, by_name = dict(self._names), dict(self._by_name)
+        # copy(), not dict(): a dict that lost keys is copied whole, not entry by entry.
+        names, by_name = self._names.copy(), self._by_name.copy()
         plain = self._plain_names
         for lo, hi, new, new_ids in spans:
             caps += self._list[start:lo]
@@ -359,7 +360,7 @@ class Catalog:
         out_ids += ids[start:]
         same.append(np.arange(start, len(ids), dtype=np.int64))
         out._list, out._ids = caps, out_ids
-        out._caps = dict(self._caps)
+        out._caps = self._caps.copy()
         for lo, hi, new, new_ids in spans:
             for cap_id in ids[lo:hi]:
                 del out._caps[cap_id]
@@ -372,7 +373,7 @@ class Catalog:
         out.servers = servers if servers.keys() == self.servers.keys() else dict(sorted(servers.items()))
         out._cache_dir, out._dense = self._cache_dir, self._dense
         out._index, out._hash, out._masks = None, None, {}
-        out._since = _refresh.Since(self._list, np.concatenate(same))
+        out._since = _refresh.Since(self._list, np.concatenate(same), out_ids)
         return out
 
     # -- reading --------------------------------------------------------------
