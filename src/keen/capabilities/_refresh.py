@@ -13,6 +13,7 @@ The last index is kept (:class:`LastIndex`, one per process, replaced at every b
 
 from __future__ import annotations
 
+import bisect
 import functools
 import logging
 import threading
@@ -403,21 +404,24 @@ def plan(
         sdocs = _documents.server_docs(caps, servers)[0]
     else:
         sdocs = _server_docs_after(caps, servers, names, doc_server, same, last)
-    skeys = server_doc_keys(sdocs)
     server_take = np.full(len(names), -1, dtype=np.int64)
     server_missing = list(range(len(names)))
     if last is not None and last.server_docs:
         # A server whose document is the last index's (the same object) keeps its row: no
-        # lookup by key of every server.
-        was = {id(doc): row for row, doc in enumerate(last.server_docs)}
-        found = np.fromiter((was.get(id(doc), -1) for doc in sdocs), dtype=np.int64, count=len(sdocs))
+        # key made, no lookup by key of every server.
+        if sdocs == last.server_docs:  # the same objects: a comparison that stops at identity
+            found = np.arange(len(sdocs), dtype=np.int64)
+        else:
+            was = {id(doc): row for row, doc in enumerate(last.server_docs)}
+            found = np.fromiter((was.get(id(doc), -1) for doc in sdocs), dtype=np.int64, count=len(sdocs))
         server_take[:] = found
         server_missing = np.flatnonzero(found < 0).tolist()
+    skeys = server_doc_keys([sdocs[i] for i in server_missing])
     servers_rows = _fill(
         server_take,
         server_missing,
         sdocs.__getitem__,
-        dict(enumerate(skeys)),
+        dict(zip(server_missing, skeys, strict=True)),
         None if last is None else last.servers.rows,
         lambda: seeded("servers.npz"),
     )
@@ -533,17 +537,23 @@ def doc_servers(
     index's, renumbered, for the same objects."""
     import numpy as np
 
-    row = {name: i for i, name in enumerate(names)}
     out = np.full(len(caps), -1, dtype=np.int32)
     if same is None or last is None:
         todo: list[int] = list(range(len(caps)))
     else:
         kept = same >= 0
-        renumber = np.array([row.get(name, -1) for name in last.server_names] + [-1], dtype=np.int32)
-        out[kept] = renumber[last.doc_server[same[kept]]]
+        if names == last.server_names:  # the same servers: the same rows
+            out[kept] = last.doc_server[same[kept]]
+        else:
+            row = {name: i for i, name in enumerate(names)}
+            renumber = np.array([row.get(name, -1) for name in last.server_names] + [-1], dtype=np.int32)
+            out[kept] = renumber[last.doc_server[same[kept]]]
         todo = np.flatnonzero(~kept).tolist()
     for i in todo:
-        out[i] = row.get(caps[i].server or "", -1)
+        # names is sorted: a search, not a dictionary of every server per catalog.
+        server = caps[i].server or ""
+        at = bisect.bisect_left(names, server)
+        out[i] = at if at < len(names) and names[at] == server else -1
     return out
 
 
@@ -579,22 +589,33 @@ def _server_docs_after(
     that lost a tool, is made again from its tools)."""
     import numpy as np
 
-    row = {name: i for i, name in enumerate(names)}
     dirty = np.zeros(len(names) + 1, dtype=bool)  # the last: capabilities without a server
     dirty[doc_server[same < 0]] = True
     gone = np.ones(len(last.caps), dtype=bool)
     gone[same[same >= 0]] = False
-    renumber = np.array([row.get(name, -1) for name in last.server_names] + [-1], dtype=np.int32)
-    dirty[renumber[last.doc_server[gone]]] = True
-    before = dict(zip(last.server_names, last.server_docs, strict=True))
-    docs: list[Doc | None] = []
-    for i, name in enumerate(names):
-        doc = before.get(name)
-        if doc is None or dirty[i] or last.server_texts.get(name) != servers[name]:
-            dirty[i] = True
-            docs.append(None)
-        else:
-            docs.append(doc)
+    docs: list[Doc | None]
+    if names == last.server_names and len(last.server_docs) == len(names):
+        # The same servers (a refresh of some): the same rows, and their texts compared as
+        # one dictionary (a comparison that stops at identity for the unchanged ones).
+        dirty[last.doc_server[gone]] = True
+        if servers != last.server_texts:
+            dirty[:-1] |= np.fromiter(
+                (last.server_texts.get(name) != servers[name] for name in names), dtype=bool, count=len(names)
+            )
+        docs = [None if dirty[i] else doc for i, doc in enumerate(last.server_docs)]
+    else:
+        row = {name: i for i, name in enumerate(names)}
+        renumber = np.array([row.get(name, -1) for name in last.server_names] + [-1], dtype=np.int32)
+        dirty[renumber[last.doc_server[gone]]] = True
+        before = dict(zip(last.server_names, last.server_docs, strict=True))
+        docs = []
+        for i, name in enumerate(names):
+            doc = before.get(name)
+            if doc is None or dirty[i] or last.server_texts.get(name) != servers[name]:
+                dirty[i] = True
+                docs.append(None)
+            else:
+                docs.append(doc)
     redo = np.flatnonzero(dirty[:-1])
     if redo.size:
         members: dict[int, list[str]] = {int(i): [] for i in redo.tolist()}
