@@ -146,3 +146,39 @@ async def test_a_tool_list_change_and_the_swapped_skill_show_at_the_next_turn(
         await wait_until(lambda: link.resolve() != before, "the regenerated mcp:basic skill")
         assert "(8)." in agent.system_prompt([])
         agent.close()
+
+
+async def test_a_servers_new_tool_list_replaces_its_part_of_the_last_catalog(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from keen.capabilities import Catalog
+
+    derived: list[set[str]] = []
+    with_servers = Catalog.with_servers
+
+    def spy(self: Catalog, changed: Any) -> Catalog:
+        derived.append(set(changed))
+        return with_servers(self, changed)
+
+    monkeypatch.setattr(Catalog, "with_servers", spy)
+    path = write_config({"basic": IN_MEMORY})
+    server = make_basic_server()
+    transports = {"basic": in_memory_transport(server._mcp_server)}
+    async with Manager(path, transports=transports, trust=PinGuard()) as manager:
+        await manager.wait_ready(30)
+        source = CatalogCache(manager, cache=False, dense=False)
+        first = source()
+        assert capability_id("tool", "weather", "basic") not in first
+
+        def weather(city: str) -> str:
+            return f"sunny in {city}"
+
+        server.tool(weather, name="weather", description="Weather for a city.")
+        await manager.refresh_tools("basic")
+        catalog = source()
+        # The last catalog with the refreshed server's part replaced, equal to one made whole.
+        assert derived == [{"basic"}] and source.builds == 2
+        whole = Catalog.from_manager(manager, cache=False, dense=False)
+        assert [c.id for c in catalog] == [c.id for c in whole]
+        assert dict(catalog.names) == dict(whole.names) and catalog.servers == whole.servers
+        assert catalog.get(capability_id("tool", "weather", "basic")).summary == "Weather for a city."

@@ -4,6 +4,7 @@ damaged cache entry is rebuilt (keen.capabilities._index, _refresh, _index_cache
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -427,13 +428,59 @@ def test_merged_keyword_postings_score_as_a_fresh_index() -> None:
     ]
     after = tokenise([Doc(t, " ".join(t), None) for t in after_texts])
     src = np.array([0, -1, 2, 3, 4, -1], dtype=np.int64)
-    merged = Lexical(before).refresh(src, after)
+    merged = Lexical(before).refresh(src, after, before)
     fresh = Lexical(after)
     assert set(merged.vocab_dict) == set(fresh.vocab_dict)
     assert "recipient" not in merged.vocab_dict  # only the removed row held it
     for term in fresh.vocab_dict:
         ids = [merged.vocab_dict[term]]
         assert np.array_equal(merged.get_scores_from_ids(ids), fresh.get_scores_from_ids(ids)), term
+
+
+def _same_scores(index: Lexical, fresh: Lexical) -> None:
+    """``index`` scores every term, alone and with others, as ``fresh`` does, bit for bit."""
+    assert set(index.vocab_dict) == set(fresh.vocab_dict)
+    terms = [fresh.vocab_dict[t] for t in fresh.vocab_dict]
+    for term in terms:
+        assert np.array_equal(index.get_scores_from_ids([term]), fresh.get_scores_from_ids([term]))
+    assert np.array_equal(index.get_scores_from_ids(terms * 2), fresh.get_scores_from_ids(terms * 2))
+
+
+def test_keyword_rows_keep_their_number_across_refreshes_and_score_as_fresh_indexes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Limits a few dozen documents stay under for six refreshes (the default is a quarter).
+    monkeypatch.setattr(index_module, "LEXICAL_TOMBSTONES", 0.6)
+    monkeypatch.setattr(index_module, "LEXICAL_APPENDED", 0.6)
+    rng = np.random.default_rng(17)
+    words = [f"{v} {n}" for v in _VERBS for n in _NOUNS]
+    docs = [list(rng.choice(words, size=int(rng.integers(1, 4)))) for _ in range(40)]
+    rows = tokenise([Doc(d, " ".join(d), None) for d in docs])
+    index = first = Lexical(rows)
+    for step in range(6):
+        # A document dropped, one moved (dropped and added again), two added, one new word.
+        keep = [i for i in range(len(docs)) if i not in (step, 2 * step + 5)]
+        new_docs = [[f"{words[step]} zyzzyva{step}"], docs[2 * step + 5], [words[3 * step]]]
+        after_docs = [docs[i] for i in keep[:10]] + new_docs + [docs[i] for i in keep[10:]]
+        after = tokenise([Doc(d, " ".join(d), None) for d in after_docs])
+        src = np.array(keep[:10] + [-1] * len(new_docs) + keep[10:], dtype=np.int64)
+        index = index.refresh(src, after, rows)
+        # The first segment is shared, not copied; only the rows added are appended.
+        assert index._indices is first._indices  # pyright: ignore[reportPrivateUsage]
+        fresh = Lexical(after)
+        _same_scores(index, fresh)
+        assert index.documents == len(after_docs)
+        # Saved and read back, it is the compact index of its documents.
+        _same_scores(Lexical.from_arrays(index.to_arrays("x_"), "x_"), fresh)
+        docs, rows = after_docs, after
+    # Past the share of rows dropped, the next refresh builds the index again compact.
+    monkeypatch.setattr(index_module, "LEXICAL_TOMBSTONES", 0.25)
+    keep = list(range(len(docs) // 2))
+    after = tokenise([Doc(docs[i], " ".join(docs[i]), None) for i in keep])
+    compact = index.refresh(np.array(keep, dtype=np.int64), after, rows)
+    assert compact._indices is not first._indices  # pyright: ignore[reportPrivateUsage]
+    assert compact._rows is None  # pyright: ignore[reportPrivateUsage]
+    _same_scores(compact, Lexical(after))
 
 
 def test_copies_are_grouped_by_their_whole_key_not_by_a_hash() -> None:
@@ -498,13 +545,18 @@ def _fresh(catalog: Catalog) -> search_module.ToolSearch:
 
 
 # max_runs 0: every splice gathers row by row; tombstones 0.02: the store is compacted when
-# a server goes, and the refreshes after it start from the compact store.
-@pytest.mark.parametrize(("max_runs", "tombstones"), [(4096, 0.25), (0, 0.25), (4096, 0.02)])
+# a server goes, and the refreshes after it start from the compact store; dense_cells 0: the
+# corrections' products summed over pairs of cells, not as a table of positions by tokens.
+@pytest.mark.parametrize(
+    ("max_runs", "tombstones", "dense_cells"),
+    [(4096, 0.25, 1 << 22), (0, 0.25, 1 << 22), (4096, 0.02, 1 << 22), (4096, 0.25, 0)],
+)
 def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_runs: int, tombstones: float
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_runs: int, tombstones: float, dense_cells: int
 ) -> None:
     monkeypatch.setattr(index_module, "_MAX_RUNS", max_runs)
     monkeypatch.setattr(sums_module, "TOMBSTONES", tombstones)
+    monkeypatch.setattr(sums_module, "_DENSE_CELLS", dense_cells)
     # Only the dropped rows compact the store here: these servers' few words are in every
     # row, so the corrections would pass their own limit (tested on its own above).
     monkeypatch.setattr(sums_module, "CELLS_PER_ROW", float("inf"))
@@ -642,3 +694,97 @@ def test_row_keys_and_folder_names_tell_apart_fields_that_join_to_the_same_text(
     assert name([cap], servers) != name([cap], {"mail": "Electronic mail!"})
     assert name([cap], servers) == name([cap], dict(servers))
     assert name([cap], servers).startswith(f"v{INDEX_FORMAT}-")
+
+
+def _caps_of(server: str, tools: list[Tool]) -> list[Capability]:
+    """``server``'s descriptors in id order, as CatalogCache keeps a server's part."""
+    made = list(Catalog.from_tools(tools, cache=False, dense=False))
+    return sorted((c for c in made if c.server == server), key=lambda c: c.id)
+
+
+def test_a_catalog_with_servers_replaced_is_the_whole_catalog_and_its_index_matches_no_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tokenised: list[str]
+) -> None:
+    tools = _synthetic(40, seed=13)
+    _TEXTS.update({s: f"Server {s}." for s in tools})
+    queries = ["send the weekly email", "zap a widget", "get a recent email", "repo of server 12"]
+    try:
+        first = _catalog(tools, tmp_path)
+        first.index()
+        srv010 = [*tools["srv010"], Tool("srv010", "zap_widget", "Zap a widget.", {})]
+        added = [Tool("srv999", "get_email", "Get a recent email.", {})]
+        replaced = first.with_servers(
+            {
+                "srv010": ("Server srv010, now zapping.", _caps_of("srv010", srv010)),
+                "srv020": None,
+                "srv999": ("Server srv999.", _caps_of("srv999", added)),
+            }
+        )
+        kept = [c for c in first if c.server not in ("srv010", "srv020")]
+        texts = {s: t for s, t in first.servers.items() if s != "srv020"}
+        texts |= {"srv010": "Server srv010, now zapping.", "srv999": "Server srv999."}
+        whole = Catalog(
+            [*kept, *_caps_of("srv010", srv010), *_caps_of("srv999", added)], texts, cache=False, dense=False
+        )
+        assert [c.id for c in replaced] == [c.id for c in whole]
+        assert list(replaced.servers.items()) == list(whole.servers.items())  # sorted, as made whole
+        assert dict(replaced.names) == dict(whole.names)
+        assert len(replaced) == len(whole) and "mcp__srv020__" not in "".join(c.id for c in replaced)
+        assert replaced.get(whole.names["mcp__srv999__get_email"]).id == "mcp__srv999__get_email"
+        assert all(replaced.get(c.id) is c for c in replaced)
+        assert replaced.hash == whole.hash
+        # Its index is derived from the last one by position: no object matched, only the
+        # replaced servers' new documents tokenised (their tools and their texts).
+        monkeypatch.setattr(refresh_module, "object_table", _no_object_table)
+        tokenised.clear()
+        index = replaced.index()
+        assert len(tokenised) == 4, tokenised  # zap_widget, get_email, srv010's and srv999's texts
+        assert _ids(replaced, "zap a widget", k=1) == ["mcp__srv010__zap_widget"]
+        monkeypatch.undo()
+        _same_ranking(index, _fresh(replaced), queries)
+    finally:
+        for s in list(_TEXTS):
+            if s not in ("weather", "git", "mail"):
+                del _TEXTS[s]
+
+
+def _no_object_table(caps: Sequence[Capability]) -> tuple[np.ndarray, np.ndarray]:
+    raise AssertionError("the index matched the catalog's objects one by one")
+
+
+def test_a_catalog_with_servers_replaced_is_made_whole_when_ids_nest_or_names_clash(tmp_path: Path) -> None:
+    # "a"'s ids run holds "a__b"'s ("mcp__a__b__..." sorts among "mcp__a__..."), and a new
+    # tool of "s" is named what an older one's id projects to: both are placed again.
+    clash = "mcp__s__x_y_" + hashlib.sha256(b"mcp__s__x.y").hexdigest()[:8]
+    tools = {
+        "a": [Tool("a", "zeta", "Zeta of a.", {}), Tool("a", "alpha", "Alpha of a.", {})],
+        "a__b": [Tool("a__b", "mid", "Mid of a b.", {})],
+        "s": [Tool("s", "x.y", "A dotted tool.", {})],
+    }
+    first = Catalog(
+        [c for s, t in tools.items() for c in _caps_of(s, t)], {s: s for s in tools}, cache_dir=tmp_path
+    )
+    assert first.names["mcp__s__x.y"] == clash
+    changes: list[dict[str, tuple[str, list[Capability]] | None]] = [
+        {"a": ("a", _caps_of("a", [*tools["a"], Tool("a", "b__zz", "Deep.", {})]))},
+        {"s": ("s", _caps_of("s", [*tools["s"], Tool("s", clash.removeprefix("mcp__s__"), "Clash.", {})]))},
+        {"a__b": None, "a": None},
+    ]
+    expected = [
+        ["mcp__a__alpha", "mcp__a__b__mid", "mcp__a__b__zz", "mcp__a__zeta", "mcp__s__x.y"],
+        ["mcp__a__alpha", "mcp__a__b__mid", "mcp__a__b__zz", "mcp__a__zeta", "mcp__s__x.y", clash],
+        ["mcp__s__x.y", clash],
+    ]
+    catalog = first
+    for change, ids in zip(changes, expected, strict=True):
+        catalog = catalog.with_servers(change)
+        assert [c.id for c in catalog] == ids
+        # The same catalog as made whole from the same descriptors and texts.
+        whole = Catalog(list(catalog), dict(catalog.servers), cache=False, dense=False)
+        assert [c.id for c in whole] == ids
+        assert dict(catalog.names) == dict(whole.names)
+        assert [h.id for h in catalog.search("dotted tool", k=3)] == [
+            h.id for h in whole.search("dotted tool", k=3)
+        ]
+    assert catalog.names["mcp__s__x.y"] != clash  # the clash resolved as model_names resolves it
+    assert catalog.names[clash] == clash

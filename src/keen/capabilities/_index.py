@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "LEXICAL_APPENDED",
+    "LEXICAL_TOMBSTONES",
     "Columns",
     "Doc",
     "Lexical",
@@ -442,9 +444,17 @@ class Lexical:
     The index keeps each term's postings (row, count) by process-wide term id, and each
     term's IDF over all of them; a term's scores are computed when a query asks for it,
     with bm25s's operations on the same float types, so they are bit for bit bm25s's.
-    :meth:`refresh` derives the index of a catalog that kept most rows of this one by
-    merging postings: a refresh costs the changed rows' postings plus a few passes over
-    flat arrays, not a sort of every posting (or, as bm25s would, every score again)."""
+
+    Rows keep their number for as long as they live, as the tools' vector sums do
+    (:mod:`keen.capabilities._sums`): :meth:`refresh` derives the index of a catalog that
+    kept most rows of this one by appending the new rows' postings to a small second
+    segment (sorted by term) and leaving the dropped rows' postings in place as tombstones,
+    with a map from each document to its row; the document frequencies are updated by the
+    rows gone and added, and the IDF and the average length recomputed from them. So a
+    refresh costs the changed rows and a pass over the terms, not over every posting. A
+    query scores the rows of both segments (each row is in one) and takes each
+    document's. Past :data:`LEXICAL_TOMBSTONES` of the rows dropped, or a second segment
+    past :data:`LEXICAL_APPENDED` of the first, the index is built again compact."""
 
     def __init__(self, columns: Columns) -> None:
         import numpy as np
@@ -460,7 +470,7 @@ class Lexical:
     def _finish(
         self, terms: np.ndarray, rows: np.ndarray, tf: np.ndarray, length: np.ndarray, n: int
     ) -> None:
-        """Set the index from postings sorted by term."""
+        """Set the index from postings sorted by term (row = document)."""
         import numpy as np
 
         size = max(len(_words), int(terms[-1]) + 1 if terms.size else 0)
@@ -471,58 +481,114 @@ class Lexical:
         self._tf = tf.astype(np.float32, copy=False)
         self._length = length.astype(np.int64, copy=False)
         self._n = n
-        # As bm25s computes them (float64, stored as float32).
-        self._idf = np.log(1 + (len(self._length) - df + 0.5) / (df + 0.5)).astype(np.float32)
-        self._avgdl = self._length.mean()
+        self._rows: np.ndarray | None = None
+        """Each document's row (None: row = document)."""
+        self._extra = _no_extra()
+        self._set_stats(df, len(self._length), int(self._length.sum()))
+
+    def _set_stats(self, df: np.ndarray, n: int, total_length: int) -> None:
+        """IDF and average length of ``n`` documents with these document frequencies and
+        the sum of their lengths."""
+        import numpy as np
+
+        self._df = df
+        # As bm25s computes them (float64, stored as float32); the mean of integer lengths
+        # is their exact sum over their number, as numpy's mean of them is.
+        self._idf = np.log(1 + (n - df + 0.5) / (df + 0.5)).astype(np.float32)
+        self._avgdl = np.float64(total_length) / np.float64(n)
+        self._total_length = total_length
         self.vocab_dict = Vocab(df)
         """Term -> id (process-wide)."""
 
-    def refresh(self, src: np.ndarray, columns: Columns) -> Lexical:
-        """The index of ``columns``, whose row ``i`` is this index's row ``src[i]`` (the
-        same document) or new (``-1``)."""
+    @property
+    def documents(self) -> int:
+        """The documents scored (a catalog's positions; 1 for an empty catalog)."""
+        return self._n
+
+    def refresh(self, src: np.ndarray, columns: Columns, old: Columns) -> Lexical:
+        """The index of ``columns``, whose document ``i`` is this index's document ``src[i]``
+        (the same document, of this index's rows ``old``) or new (``-1``)."""
         import numpy as np
 
-        n_old = len(self._length)
-        if len(columns) == 0:  # bm25s's one empty document
+        n_old = len(old)
+        if len(columns) == 0 or n_old == 0 or self._n != n_old:  # bm25s's one empty document
             return Lexical(columns)
         kept = src >= 0
-        new_of_old = np.full(n_old, -1, dtype=np.int64)
-        new_of_old[src[kept]] = np.flatnonzero(kept)
-        renumbered = new_of_old[self._indices]
-        stay = renumbered >= 0
-        terms = np.repeat(np.arange(len(self._indptr) - 1, dtype=np.int32), np.diff(self._indptr))[stay]
-        rows = renumbered[stay].astype(np.int32)
-        tf = self._tf[stay]
         fresh = np.flatnonzero(~kept)
-        if fresh.size:
-            added = columns.take(fresh)
-            new_terms = added.term_ids
-            new_rows = np.repeat(fresh.astype(np.int32), np.diff(added.term_ptr))
-            order = np.argsort(new_terms, kind="stable")
-            new_terms, new_rows, new_tf = new_terms[order], new_rows[order], added.tf[order]
-            at = np.searchsorted(terms, new_terms, side="right")
-            terms = np.insert(terms, at, new_terms)
-            rows = np.insert(rows, at, new_rows)
-            tf = np.insert(tf, at, new_tf)
+        added = columns.take(fresh)
+        store = len(self._length)
+        extra_terms, extra_rows, extra_tf = self._extra
+        if store + len(fresh) - len(columns) > LEXICAL_TOMBSTONES * (store + len(fresh)) or len(
+            extra_terms
+        ) + len(added.term_ids) > LEXICAL_APPENDED * max(len(self._indices), 1):
+            return Lexical(columns)  # compact again
+        old_rows = self._rows if self._rows is not None else np.arange(n_old, dtype=np.int64)
+        live = int(np.count_nonzero(kept))
+        rows = np.empty(len(columns), dtype=np.int64)
+        rows[kept] = old_rows[src[kept]]
+        rows[fresh] = store + np.arange(len(fresh), dtype=np.int64)
+        gone = np.ones(n_old, dtype=bool)
+        gone[src[kept]] = False
+        dropped = old.take(np.flatnonzero(gone))
+        size = max(len(_words), len(self._df))
+        df = np.zeros(size, dtype=np.int64)
+        df[: len(self._df)] = self._df
+        df -= np.bincount(dropped.term_ids, minlength=size)
+        df += np.bincount(added.term_ids, minlength=size)
+        total = self._total_length - int(dropped.length.sum()) + int(added.length.sum())
+        new_terms = added.term_ids
+        new_rows = np.repeat(rows[fresh].astype(np.int32), np.diff(added.term_ptr))
+        terms = np.concatenate([extra_terms, new_terms])
+        order = np.argsort(terms, kind="stable")
         out = Lexical.__new__(Lexical)
-        out._finish(terms, rows, tf, columns.length, len(columns))  # pyright: ignore[reportPrivateUsage]
+        out._indptr, out._indices, out._tf = self._indptr, self._indices, self._tf
+        out._length = np.concatenate([self._length, added.length.astype(np.int64)])
+        out._n = len(columns)
+        out._rows = rows
+        out._extra = (
+            terms[order],
+            np.concatenate([extra_rows, new_rows])[order],
+            np.concatenate([extra_tf, added.tf.astype(np.float32)])[order],
+        )
+        out._set_stats(df, live + len(fresh), total)
         return out
 
+    def _postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every live posting as (term, document, count), sorted by term."""
+        import numpy as np
+
+        terms = np.repeat(np.arange(len(self._indptr) - 1, dtype=np.int64), np.diff(self._indptr))
+        rows, tf = self._indices.astype(np.int64), self._tf
+        if self._rows is None:
+            return terms, rows, tf
+        extra_terms, extra_rows, extra_tf = self._extra
+        terms = np.concatenate([terms, extra_terms.astype(np.int64)])
+        rows = np.concatenate([rows, extra_rows.astype(np.int64)])
+        tf = np.concatenate([tf, extra_tf])
+        document = np.full(len(self._length), -1, dtype=np.int64)
+        document[self._rows] = np.arange(len(self._rows), dtype=np.int64)
+        docs = document[rows]
+        live = docs >= 0
+        order = np.argsort(terms[live], kind="stable")
+        return terms[live][order], docs[live][order], tf[live][order]
+
     def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
-        """The postings and vocabulary as arrays named ``prefix``-something
+        """The postings and vocabulary as arrays named ``prefix``-something, by document
         (:meth:`from_arrays` reads them back; terms as words, not process ids)."""
         import numpy as np
 
-        df = np.diff(self._indptr)
+        terms, rows, tf = self._postings()
+        df = np.bincount(terms, minlength=len(self._df)) if terms.size else np.zeros(0, dtype=np.int64)
         live = np.flatnonzero(df)
         words = "\0".join(_words[i] for i in live.tolist()).encode()
         indptr = np.zeros(len(live) + 1, dtype=np.int64)
         np.cumsum(df[live], out=indptr[1:])
+        length = self._length if self._rows is None else self._length[self._rows]
         return {
-            f"{prefix}indices": self._indices,
-            f"{prefix}tf": self._tf,
+            f"{prefix}indices": rows.astype(np.int32),
+            f"{prefix}tf": tf.astype(np.float32),
             f"{prefix}indptr": indptr,
-            f"{prefix}length": self._length,
+            f"{prefix}length": length,
             f"{prefix}n": np.array([self._n], dtype=np.int64),
             f"{prefix}words": np.frombuffer(words, dtype=np.uint8),
         }
@@ -558,18 +624,41 @@ class Lexical:
         :attr:`vocab_dict`; a term given twice counts twice)."""
         import numpy as np
 
-        scores = np.zeros(self._n, dtype=np.float32)
+        scores = np.zeros(len(self._length), dtype=np.float32)
+        extra_terms, extra_rows, extra_tf = self._extra
         size = len(self._idf)
+        main = len(self._indptr) - 1
         for t in ids:
             if not 0 <= t < size:
                 continue  # a term this index never held (interned since it was built)
-            start, end = self._indptr[t], self._indptr[t + 1]
-            rows = self._indices[start:end]
-            tf = self._tf[start:end]
-            # bm25s's operations, in its order and types: float64, stored as float32.
-            tfc = tf / (K1 * ((1 - B) + B * self._length[rows] / self._avgdl) + tf)
-            scores[rows] += (self._idf[t] * tfc).astype(np.float32)  # a document once per term
-        return scores
+            segments = []
+            if t < main:
+                start, end = self._indptr[t], self._indptr[t + 1]
+                segments.append((self._indices[start:end], self._tf[start:end]))
+            if len(extra_terms):
+                lo, hi = np.searchsorted(extra_terms, [t, t + 1])
+                if hi > lo:
+                    segments.append((extra_rows[lo:hi], extra_tf[lo:hi]))
+            for rows, tf in segments:  # a row is in one segment: once per term
+                # bm25s's operations, in its order and types: float64, stored as float32.
+                tfc = tf / (K1 * ((1 - B) + B * self._length[rows] / self._avgdl) + tf)
+                scores[rows] += (self._idf[t] * tfc).astype(np.float32)
+        return scores if self._rows is None else scores[self._rows]
+
+
+LEXICAL_TOMBSTONES = 0.25
+"""The share of a keyword index's rows no longer used above which a refresh builds it
+again compact."""
+LEXICAL_APPENDED = 0.25
+"""The postings of the rows appended since a keyword index was built, as a share of its
+first segment's, above which a refresh builds it again compact."""
+
+
+def _no_extra() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An empty second segment of postings: terms, rows, counts."""
+    import numpy as np
+
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
 
 
 def token_df(columns: Columns) -> np.ndarray:

@@ -35,7 +35,7 @@ from keen.capabilities._documents import MAX_DOC_CHARS, server_docs
 from keen.capabilities._documents import tool_keys as tool_row_keys
 from keen.capabilities._embed import DIM, word_vectors
 from keen.capabilities._index import Columns, Doc, Lexical, Pooled, idf_rows, weight_parts
-from keen.capabilities._refresh import Assembled, IndexPart, LastIndex
+from keen.capabilities._refresh import Assembled, IndexPart, LastIndex, Since
 from keen.capabilities._sums import load_sums, spare_rows
 from keen.capabilities.descriptor import Capability
 
@@ -59,12 +59,15 @@ _STALE_TEMP_S = 3600.0
 """A half-written index folder older than this was left by a process that died: removed."""
 
 
-def cached(caps: Sequence[Capability], servers: dict[str, str], cache_root: Path) -> Assembled:
+def cached(
+    caps: Sequence[Capability], servers: dict[str, str], cache_root: Path, since: Since | None = None
+) -> Assembled:
     """The index of ``caps``: built from the documents this process indexed last (only new
     or changed ones tokenised), else loaded from ``cache_root/v<format>-<key>`` when there,
     else built (reusing the rows of the folder used last) and saved there. The folder keeps
     :data:`MAX_INDEXES` catalogs, the most recently used. A folder that cannot be read is
-    rebuilt; one that cannot be written is logged and skipped."""
+    rebuilt; one that cannot be written is logged and skipped. ``since``: where ``caps``
+    came from (:class:`~keen.capabilities._refresh.Since`)."""
 
     with _refresh.build_lock:
         index: Assembled | None = None
@@ -93,7 +96,7 @@ def cached(caps: Sequence[Capability], servers: dict[str, str], cache_root: Path
                 )
                 index = _refresh.assemble(caps, servers, plan)
         else:
-            plan = _refresh.plan(caps, servers, lambda: _last_used(cache_root, None))
+            plan = _refresh.plan(caps, servers, lambda: _last_used(cache_root, None), since=since)
             index = _refresh.assemble(caps, servers, plan)
         _write_later(index, cache_root, folder, caps, servers)
         return index
@@ -269,7 +272,6 @@ def _load(
     _refresh.remember(
         LastIndex(
             list(caps),
-            *_refresh.object_table(caps),
             tools,
             servers_part,
             names,
@@ -278,6 +280,7 @@ def _load(
             doc_server,
             hashes,
             groups,
+            caps,
         )
     )
     return Assembled(

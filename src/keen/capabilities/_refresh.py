@@ -13,6 +13,7 @@ The last index is kept (:class:`LastIndex`, one per process, replaced at every b
 
 from __future__ import annotations
 
+import bisect
 import functools
 import logging
 import threading
@@ -50,6 +51,7 @@ __all__ = [
     "IndexPart",
     "LastIndex",
     "Plan",
+    "Since",
     "assemble",
     "build",
     "build_lock",
@@ -186,8 +188,6 @@ class LastIndex:
     every build: bounded by one catalog."""
 
     caps: list[Capability]
-    by_object: np.ndarray
-    order: np.ndarray
     tools: IndexPart
     servers: IndexPart
     server_names: list[str]
@@ -196,6 +196,31 @@ class LastIndex:
     doc_server: np.ndarray
     hashes: np.ndarray
     groups: np.ndarray
+    source: Sequence[Capability] | None = None
+    """The sequence the index was made of (identity: a :class:`Since` that names it gives
+    each position's row without matching any object)."""
+    _objects: tuple[np.ndarray, np.ndarray] | None = None
+
+    def objects(self) -> tuple[np.ndarray, np.ndarray]:
+        """``by_object`` and ``order`` (see the class): made when first asked for, as a
+        catalog derived by :class:`Since` never needs them."""
+        if self._objects is None:
+            self._objects = object_table(self.caps)
+        return self._objects
+
+
+@dataclass(frozen=True, eq=False)
+class Since:
+    """Where a catalog's capabilities came from: ``caps``, an earlier catalog's sequence
+    (never modified), and per position of the new one, the position of the same object
+    in it, or -1 (:meth:`keen.capabilities.Catalog.with_servers` knows it from the
+    servers it replaced), and the new one's ids. When the last index was made of ``caps``, the new one's rows
+    are found from it with no pass over the objects."""
+
+    caps: Sequence[Capability]
+    same: np.ndarray
+    ids: list[str]
+    """The new catalog's ids, in its order."""
 
 
 _last: LastIndex | None = None
@@ -228,9 +253,7 @@ def keyed_index(tools: IndexPart, servers: IndexPart) -> LastIndex:
     import numpy as np
 
     none = np.zeros(0, dtype=np.int64)
-    return LastIndex(
-        [], none, none, tools, servers, [], [], {}, none.astype(np.int32), none, none.astype(np.int32)
-    )
+    return LastIndex([], tools, servers, [], [], {}, none.astype(np.int32), none, none.astype(np.int32))
 
 
 def object_table(caps: Sequence[Capability]) -> tuple[np.ndarray, np.ndarray]:
@@ -283,7 +306,7 @@ def _part(last: IndexPart | None, rows: _Rows, g: np.ndarray, df: np.ndarray | N
         pooled = refresh_sums(last.sums, rows.take, rows.rows, rows.added, g)
     else:
         pooled = repool(last.spliced, rows.take, rows.rows, rows.added, g)
-    return IndexPart(rows.rows, last.lexical.refresh(rows.src, rows.rows), pooled, df)
+    return IndexPart(rows.rows, last.lexical.refresh(rows.src, rows.rows, last.rows), pooled, df)
 
 
 def _df_after(last: IndexPart, rows: _Rows) -> np.ndarray:
@@ -319,6 +342,7 @@ def plan(
     tool_keys: list[bytes] | None = None,
     server_docs: tuple[list[Doc], list[str]] | None = None,
     base: LastIndex | None = None,
+    since: Since | None = None,
 ) -> Plan:
     """The rows of ``caps`` and their servers: from the last index (the same capability
     object, or the same document key), else from the rows of the index folder ``seed``
@@ -326,12 +350,13 @@ def plan(
     tool's row key (:func:`~keen.capabilities._documents.tool_keys`), when made already;
     ``server_docs``: the servers' documents and names, when made already; ``base``: the
     index to derive from in place of this process's last (a cache folder's, loaded by a
-    new process: :func:`keyed_index`)."""
+    new process: :func:`keyed_index`); ``since``: where ``caps`` came from, when the last
+    index was made of that (:class:`Since`)."""
     import numpy as np
 
     last = _last if base is None else base
     n = len(caps)
-    ids = [c.id for c in caps]
+    ids = since.ids if since is not None and len(since.ids) == n else [c.id for c in caps]
     loaded: dict[str, Columns | None] = {}
 
     def seeded(name: str) -> Columns | None:
@@ -345,14 +370,18 @@ def plan(
                     logger.debug("toolsearch: not reusing %s (%s)", folder, exc)
         return loaded[name]
 
-    # The same objects as the last index's: a search of the sorted id() values, no lookup
-    # per capability in Python.
-    same = np.full(n, -1, dtype=np.int64)
-    if last is not None and n and len(last.by_object):
-        objects = np.fromiter(map(id, caps), dtype=np.int64, count=n)
-        at = np.minimum(np.searchsorted(last.by_object, objects), len(last.by_object) - 1)
-        hit = last.by_object[at] == objects
-        same[hit] = last.order[at[hit]]
+    if last is not None and since is not None and last.source is since.caps and len(since.same) == n:
+        same = since.same.copy()  # the catalog says which objects it kept, and where
+    else:
+        # The same objects as the last index's: a search of the sorted id() values, no
+        # lookup per capability in Python.
+        same = np.full(n, -1, dtype=np.int64)
+        if last is not None and n and last.caps:
+            by_object, order = last.objects()
+            objects = np.fromiter(map(id, caps), dtype=np.int64, count=n)
+            at = np.minimum(np.searchsorted(by_object, objects), len(by_object) - 1)
+            hit = by_object[at] == objects
+            same[hit] = order[at[hit]]
     missing = np.flatnonzero(same < 0).tolist()
     if tool_keys is not None:  # made already (a new process keys every tool to find its folder)
         keys = {pos: tool_keys[pos] for pos in missing}
@@ -375,13 +404,24 @@ def plan(
         sdocs = _documents.server_docs(caps, servers)[0]
     else:
         sdocs = _server_docs_after(caps, servers, names, doc_server, same, last)
-    skeys = server_doc_keys(sdocs)
     server_take = np.full(len(names), -1, dtype=np.int64)
+    server_missing = list(range(len(names)))
+    if last is not None and last.server_docs:
+        # A server whose document is the last index's (the same object) keeps its row: no
+        # key made, no lookup by key of every server.
+        if sdocs == last.server_docs:  # the same objects: a comparison that stops at identity
+            found = np.arange(len(sdocs), dtype=np.int64)
+        else:
+            was = {id(doc): row for row, doc in enumerate(last.server_docs)}
+            found = np.fromiter((was.get(id(doc), -1) for doc in sdocs), dtype=np.int64, count=len(sdocs))
+        server_take[:] = found
+        server_missing = np.flatnonzero(found < 0).tolist()
+    skeys = server_doc_keys([sdocs[i] for i in server_missing])
     servers_rows = _fill(
         server_take,
-        list(range(len(names))),
+        server_missing,
         sdocs.__getitem__,
-        dict(enumerate(skeys)),
+        dict(zip(server_missing, skeys, strict=True)),
         None if last is None else last.servers.rows,
         lambda: seeded("servers.npz"),
     )
@@ -497,17 +537,23 @@ def doc_servers(
     index's, renumbered, for the same objects."""
     import numpy as np
 
-    row = {name: i for i, name in enumerate(names)}
     out = np.full(len(caps), -1, dtype=np.int32)
     if same is None or last is None:
         todo: list[int] = list(range(len(caps)))
     else:
         kept = same >= 0
-        renumber = np.array([row.get(name, -1) for name in last.server_names] + [-1], dtype=np.int32)
-        out[kept] = renumber[last.doc_server[same[kept]]]
+        if names == last.server_names:  # the same servers: the same rows
+            out[kept] = last.doc_server[same[kept]]
+        else:
+            row = {name: i for i, name in enumerate(names)}
+            renumber = np.array([row.get(name, -1) for name in last.server_names] + [-1], dtype=np.int32)
+            out[kept] = renumber[last.doc_server[same[kept]]]
         todo = np.flatnonzero(~kept).tolist()
     for i in todo:
-        out[i] = row.get(caps[i].server or "", -1)
+        # names is sorted: a search, not a dictionary of every server per catalog.
+        server = caps[i].server or ""
+        at = bisect.bisect_left(names, server)
+        out[i] = at if at < len(names) and names[at] == server else -1
     return out
 
 
@@ -543,22 +589,33 @@ def _server_docs_after(
     that lost a tool, is made again from its tools)."""
     import numpy as np
 
-    row = {name: i for i, name in enumerate(names)}
     dirty = np.zeros(len(names) + 1, dtype=bool)  # the last: capabilities without a server
     dirty[doc_server[same < 0]] = True
     gone = np.ones(len(last.caps), dtype=bool)
     gone[same[same >= 0]] = False
-    renumber = np.array([row.get(name, -1) for name in last.server_names] + [-1], dtype=np.int32)
-    dirty[renumber[last.doc_server[gone]]] = True
-    before = dict(zip(last.server_names, last.server_docs, strict=True))
-    docs: list[Doc | None] = []
-    for i, name in enumerate(names):
-        doc = before.get(name)
-        if doc is None or dirty[i] or last.server_texts.get(name) != servers[name]:
-            dirty[i] = True
-            docs.append(None)
-        else:
-            docs.append(doc)
+    docs: list[Doc | None]
+    if names == last.server_names and len(last.server_docs) == len(names):
+        # The same servers (a refresh of some): the same rows, and their texts compared as
+        # one dictionary (a comparison that stops at identity for the unchanged ones).
+        dirty[last.doc_server[gone]] = True
+        if servers != last.server_texts:
+            dirty[:-1] |= np.fromiter(
+                (last.server_texts.get(name) != servers[name] for name in names), dtype=bool, count=len(names)
+            )
+        docs = [None if dirty[i] else doc for i, doc in enumerate(last.server_docs)]
+    else:
+        row = {name: i for i, name in enumerate(names)}
+        renumber = np.array([row.get(name, -1) for name in last.server_names] + [-1], dtype=np.int32)
+        dirty[renumber[last.doc_server[gone]]] = True
+        before = dict(zip(last.server_names, last.server_docs, strict=True))
+        docs = []
+        for i, name in enumerate(names):
+            doc = before.get(name)
+            if doc is None or dirty[i] or last.server_texts.get(name) != servers[name]:
+                dirty[i] = True
+                docs.append(None)
+            else:
+                docs.append(doc)
     redo = np.flatnonzero(dirty[:-1])
     if redo.size:
         members: dict[int, list[str]] = {int(i): [] for i in redo.tolist()}
@@ -618,7 +675,6 @@ def assemble(
     groups = copy_groups(caps, plan.hashes, plan.same, None if last is None else last.groups)
     _last = LastIndex(
         list(caps),
-        *object_table(caps),
         tools,
         servers_part,
         plan.server_names,
@@ -627,6 +683,7 @@ def assemble(
         plan.doc_server,
         plan.hashes,
         groups,
+        caps,
     )
     return Assembled(
         plan.ids,
@@ -640,8 +697,9 @@ def assemble(
     )
 
 
-def build(caps: Sequence[Capability], servers: dict[str, str]) -> Assembled:
+def build(caps: Sequence[Capability], servers: dict[str, str], since: Since | None = None) -> Assembled:
     """The index of ``caps`` (in this order) with their ``servers``' texts, derived from the
-    last index of this process: only new or changed documents are tokenised."""
+    last index of this process: only new or changed documents are tokenised (``since``:
+    where ``caps`` came from, :class:`Since`)."""
     with build_lock:
-        return assemble(caps, servers, plan(caps, servers, None))
+        return assemble(caps, servers, plan(caps, servers, None, since=since))

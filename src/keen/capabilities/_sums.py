@@ -413,17 +413,22 @@ def _correct(
     cross = 2.0 * np.bincount(pos, weights=d * store.we[occ], minlength=n)
     # One cell per position and token (a token held twice counts twice), in order.
     key = pos * m + col
+    vectors = word_vectors().embedding[tokens]
+    gram = (vectors @ vectors.T).astype(np.float64)
     if n * m <= _DENSE_CELLS:
+        # |sum d E|^2 of every position at once: its cells' weights as a row of an n x m
+        # table, times the tokens' Gram matrix (a product of m x m per position, no pair
+        # of cells gathered).
         counts = np.bincount(key, minlength=n * m)
+        table = counts.reshape(n, m) * delta
+        sq[:, 2] += cross + np.einsum("ij,ij->i", table @ gram, table)
         cells = np.flatnonzero(counts)
-        times = counts[cells]
-    else:
-        cells, times = np.unique(key, return_counts=True)
+        cell_pos, cell_col = cells // m, cells % m
+        return _Fix(cell_pos, cell_col, table.ravel()[cells], tokens)
+    cells, times = np.unique(key, return_counts=True)
     cell_pos, cell_col = cells // m, cells % m
     weight = times * delta[cell_col]
     # |sum d E|^2 over the pairs of cells within each position (positions ascending: runs).
-    vectors = word_vectors().embedding[tokens]
-    gram = (vectors @ vectors.T).astype(np.float64)
     starts = np.flatnonzero(np.r_[True, cell_pos[1:] != cell_pos[:-1]])
     sizes = np.diff(np.r_[starts, len(cells)])
     each = np.repeat(sizes, sizes)  # per cell, its position's count

@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import json
@@ -38,12 +39,13 @@ from keen.capabilities.describe import (
     tool_capability,
 )
 from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, PermissionMode
-from keen.capabilities.names import model_names
+from keen.capabilities.names import model_name, resolve_names
 from keen.errors import SkillError
 from keen.mcp.types import ServerState, Tool
 from keen.skills import MARKER_FILE, Skill, discover, split_frontmatter
 
 if TYPE_CHECKING:
+    from keen.capabilities._refresh import Since
     from keen.capabilities.dense import DenseVectors
     from keen.capabilities.search import SearchWeights, ToolSearch
     from keen.mcp import Manager
@@ -195,14 +197,17 @@ class Catalog:
         if len(self._caps) != len(caps):
             dupes = sorted({a for a, b in itertools.pairwise(ids) if a == b})
             logger.warning("catalog: duplicate capability ids kept once: %s", ", ".join(dupes[:5]))
+            ids = list(self._caps)
+        self._ids = ids
         self.servers: dict[str, str] = dict(sorted((servers or {}).items()))
-        self._names = model_names(self._caps)
+        self._names, self._plain_names = resolve_names(ids)
         self._by_name = dict(zip(self._names.values(), self._names.keys(), strict=True))
         self._cache_dir = (cache_dir or paths.keen_home() / "cache" / "toolsearch") if cache else None
         self._dense = dense
         self._index: ToolSearch | None = None
         self._hash: str | None = None
         self._masks: dict[SearchFilter, Any] = {}
+        self._since: Since | None = None
 
     # -- construction ---------------------------------------------------------
 
@@ -279,13 +284,105 @@ class Catalog:
             caps += local_capabilities(discover(skills_root).enabled)
         return cls(caps, servers, **options)
 
+    def with_servers(self, changed: Mapping[str, tuple[str, Sequence[Capability]] | None]) -> Catalog:
+        """This catalog with each server of ``changed`` replaced: by its text and its
+        capabilities (each id beginning ``mcp__<server>__``, in id order, each once), or
+        removed (None). The same catalog as :class:`Catalog` makes of the resulting
+        capabilities and texts, with this one's options, at a cost of the servers changed:
+        the other servers' entries (ids, model names) are kept, not made again, and the
+        search index is derived from this one's by position (a server is one run of ids),
+        not by matching every capability. Made whole when that does not hold (a server
+        whose ids hold another's, a clash of model names, a list out of order)."""
+        import numpy as np
+
+        from keen.capabilities import _refresh
+
+        ids = self._ids
+        spans: list[tuple[int, int, list[Capability], list[str]]] | None = []
+        prefixes = sorted((f"mcp__{name}__", name) for name in changed)
+        # A server's ids are one run of this sorted list, unless another's lie in it (a
+        # server named like "a__b" beside "a"): then every id is placed again.
+        if any(b.startswith(a) for (a, _), (b, _) in itertools.pairwise(prefixes)):
+            spans = None
+        for prefix, name in prefixes if spans is not None else ():
+            end = prefix[:-1] + chr(ord("_") + 1)  # the first string past the prefix's range
+            lo, hi = bisect.bisect_left(ids, prefix), bisect.bisect_left(ids, end)
+            entry = changed[name]
+            new = list(entry[1]) if entry is not None else []
+            new_ids = list(map(_by_id, new))
+            if not (
+                all(cap.server == name for cap in self._list[lo:hi])
+                and all(map(operator.lt, new_ids, new_ids[1:]))
+                and (not new_ids or (new_ids[0] >= prefix and new_ids[-1] < end))
+            ):
+                spans = None
+                break
+            spans.append((lo, hi, new, new_ids))  # pyright: ignore[reportOptionalMemberAccess]
+        servers = dict(self.servers)
+        for name, entry in changed.items():
+            if entry is None:
+                servers.pop(name, None)
+            else:
+                servers[name] = entry[0]
+        options = {"cache_dir": self._cache_dir, "cache": self._cache_dir is not None, "dense": self._dense}
+        if spans is None:
+            kept = [
+                c for c in self._list if c.server not in changed or not c.id.startswith(f"mcp__{c.server}__")
+            ]
+            added = [c for entry in changed.values() if entry is not None for c in entry[1]]
+            return Catalog([*kept, *added], servers, **options)
+        out = Catalog.__new__(Catalog)
+        caps: list[Capability] = []
+        out_ids: list[str] = []
+        same: list[np.ndarray] = []
+        start = 0
+        # copy(), not dict(): a dict that lost keys is copied whole, not entry by entry.
+        names, by_name = self._names.copy(), self._by_name.copy()
+        plain = self._plain_names
+        for lo, hi, new, new_ids in spans:
+            caps += self._list[start:lo]
+            caps += new
+            out_ids += ids[start:lo]
+            out_ids += new_ids
+            same += [np.arange(start, lo, dtype=np.int64), np.full(len(new), -1, dtype=np.int64)]
+            start = hi
+            if plain:
+                for cap_id in ids[lo:hi]:
+                    del by_name[names.pop(cap_id)]
+                for cap_id in new_ids:
+                    name = model_name(cap_id)
+                    if name in by_name:  # a clash: every name is resolved again
+                        plain = False
+                        break
+                    names[cap_id] = name
+                    by_name[name] = cap_id
+        caps += self._list[start:]
+        out_ids += ids[start:]
+        same.append(np.arange(start, len(ids), dtype=np.int64))
+        out._list, out._ids = caps, out_ids
+        out._caps = self._caps.copy()
+        for lo, hi, new, new_ids in spans:
+            for cap_id in ids[lo:hi]:
+                del out._caps[cap_id]
+            out._caps.update(zip(new_ids, new, strict=True))
+        if plain:
+            out._names, out._plain_names, out._by_name = names, True, by_name
+        else:
+            out._names, out._plain_names = resolve_names(out_ids)
+            out._by_name = dict(zip(out._names.values(), out._names.keys(), strict=True))
+        out.servers = servers if servers.keys() == self.servers.keys() else dict(sorted(servers.items()))
+        out._cache_dir, out._dense = self._cache_dir, self._dense
+        out._index, out._hash, out._masks = None, None, {}
+        out._since = _refresh.Since(self._list, np.concatenate(same), out_ids)
+        return out
+
     # -- reading --------------------------------------------------------------
 
     def __len__(self) -> int:
         return len(self._caps)
 
     def __iter__(self) -> Iterator[Capability]:
-        return iter(self._caps.values())
+        return iter(self._list)
 
     def __contains__(self, cap_id: object) -> bool:
         return cap_id in self._caps
@@ -315,7 +412,7 @@ class Catalog:
         """``sha256:<hex>`` of everything the search index is built from."""
         if self._hash is None:
             digest = hashlib.sha256()
-            for cap in self._caps.values():
+            for cap in self._list:
                 digest.update(json.dumps([cap.id, cap.title, cap.search_text, cap.params]).encode())
             digest.update(json.dumps(self.servers, sort_keys=True).encode())
             self._hash = "sha256:" + digest.hexdigest()
@@ -333,7 +430,7 @@ class Catalog:
         if self._index is None or (weights is not None and weights != self._index.weights):
             # The vectors' thread starts first: loading the encoder overlaps the index load.
             dense = self._dense_vectors() if self._dense else None
-            index = ToolSearch.cached(self._list, self.servers, self._cache_dir, weights)
+            index = ToolSearch.cached(self._list, self.servers, self._cache_dir, weights, since=self._since)
             index.dense = dense
             self._index = index
         return self._index

@@ -114,21 +114,31 @@ class CatalogCache:
             changed = changed or self._servers.get(status.name) is not part
             parts[status.name] = part
         changed = changed or parts.keys() != self._servers.keys()
-        self._servers = parts
+        before, self._servers = self._servers, parts
+        local_changed = False
         if self.skills is not None:
             found = self.skills.discover()
             if found is not self._found:
                 self._local = self._local_skills(found)
-                self._found, changed = found, True
+                self._found, changed, local_changed = found, True, True
         if not changed and self._catalog is not None:
             self.reuses += 1
+            return self._catalog
+        self.builds += 1
+        if self._catalog is not None and not local_changed:
+            # The last catalog with the servers that changed replaced: the others' entries
+            # and search rows are kept, not made again (Catalog.with_servers).
+            replaced: dict[str, tuple[str, list[Capability]] | None] = {
+                name: (part.text, part.caps) for name, part in parts.items() if before.get(name) is not part
+            }
+            replaced.update((name, None) for name in before.keys() - parts.keys())
+            self._catalog = self._catalog.with_servers(replaced)
             return self._catalog
         # In id order (each server's part sorted once, the servers by their ids' prefix), so
         # the Catalog checks the order instead of sorting every capability again.
         order = sorted(parts, key=_id_prefix)
         caps = [c for name in order for c in parts[name].caps] + [c for _, c in self._local]
         self._catalog = Catalog(caps, {name: p.text for name, p in parts.items()}, **self.options)
-        self.builds += 1
         return self._catalog
 
     def _local_skills(self, found: Discovery) -> list[tuple[Skill, Capability]]:

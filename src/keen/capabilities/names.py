@@ -26,7 +26,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-__all__ = ["MODEL_NAME_RE", "capability_id", "model_name", "model_names"]
+__all__ = ["MODEL_NAME_RE", "capability_id", "model_name", "model_names", "resolve_names"]
 
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """Tool names every LLM API accepts (OpenAI function-name rule)."""
@@ -72,12 +72,21 @@ def model_names(ids: Iterable[str]) -> dict[str, str]:
     Deterministic: the result for a set of ids does not depend on their order. Names are
     compared exactly (APIs treat names as case-sensitive).
     """
+    return resolve_names(ids)[0]
+
+
+def resolve_names(ids: Iterable[str]) -> tuple[dict[str, str], bool]:
+    """:func:`model_names` of ``ids``, and whether every name is its id's own
+    :func:`model_name` (no two ids met on one name): then the names of a set that differs
+    by a few ids are these with theirs added, as long as none meets another
+    (:meth:`keen.capabilities.Catalog.with_servers` patches them instead of naming every id
+    again)."""
     ordered = list(ids)
     if not all(map(operator.lt, ordered, ordered[1:])):  # a catalog's ids come sorted: checked, not sorted
         ordered = sorted(set(ordered))
     names = dict(zip(ordered, map(model_name, ordered), strict=True))  # C-level: 50,000 ids in a catalog
     if len(set(names.values())) == len(names):  # no clash (the rule): no grouping needed
-        return names
+        return names, True
     chars = _HASH_CHARS
     while True:
         owners: dict[str, list[str]] = {}
@@ -85,7 +94,7 @@ def model_names(ids: Iterable[str]) -> dict[str, str]:
             owners.setdefault(names[i], []).append(i)
         clashes = {n: group for n, group in owners.items() if len(group) > 1}
         if not clashes:
-            return names
+            return names, False
         chars += 4
         for name, group in clashes.items():
             for i in group:

@@ -88,7 +88,7 @@ from keen.capabilities.descriptor import Capability
 if TYPE_CHECKING:
     import numpy as np
 
-    from keen.capabilities._refresh import Assembled
+    from keen.capabilities._refresh import Assembled, Since
     from keen.capabilities.dense import DenseVectors
 
 __all__ = [
@@ -245,13 +245,17 @@ class ToolSearch:
         servers: dict[str, str],
         cache_root: Path | None,
         weights: SearchWeights | None = None,
+        *,
+        since: Since | None = None,
     ) -> ToolSearch:
         """The index of ``caps``, as :meth:`build` makes it, or loaded from its folder under
         ``cache_root`` and saved there (:mod:`keen.capabilities._index_cache`);
-        ``cache_root=None``: built, not saved."""
+        ``cache_root=None``: built, not saved. ``since``: where ``caps`` came from (an
+        earlier catalog's list, position by position), so the index is derived from that
+        one's without matching every capability."""
         if cache_root is None:
-            return cls.build(caps, servers, weights)
-        return cls(_index_cache.cached(caps, servers, cache_root), weights)
+            return cls(_refresh.build(caps, servers, since), weights)
+        return cls(_index_cache.cached(caps, servers, cache_root, since), weights)
 
     # -- querying -------------------------------------------------------------
 
