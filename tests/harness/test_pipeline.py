@@ -64,29 +64,41 @@ class Session:
         )
 
 
-@pytest.fixture
-async def session(
-    keen_home: Path, write_config: Callable[..., Path], tmp_path: Path
-) -> AsyncIterator[Session]:
-    """Keen's demo server alone, for the tests that use no other."""
-    async with _session(keen_home, write_config, tmp_path, everything=False) as opened:
-        yield opened
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module scope, so that one :func:`everything_session` serves the tests that need it."""
+    return "asyncio"
 
 
 @pytest.fixture
-async def full_session(
-    keen_home: Path, write_config: Callable[..., Path], tmp_path: Path
-) -> AsyncIterator[Session]:
-    """The demo server and server-everything: only for the tests that call the npm server,
-    which costs a node start and, at the end, the SDK's wait for a stdio server to exit."""
-    async with _session(keen_home, write_config, tmp_path, everything=True) as opened:
+async def session(keen_home: Path, tmp_path: Path) -> AsyncIterator[Session]:
+    """Keen's demo server alone, for the tests that use no other (some kill it)."""
+    async with _session(keen_home, tmp_path, everything=False) as opened:
         yield opened
+
+
+@pytest.fixture(scope="module")
+async def everything_session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Session]:
+    """The demo server and server-everything, started once for the module: a node start (and,
+    at the end, the SDK's wait for a stdio server to exit) costs about 0.7 s of CPU. The
+    tests that use it (:func:`full_session`) only search and call; none kills a server."""
+    root = tmp_path_factory.mktemp("pipeline-everything")
+    home = root / "keen-home"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KEEN_HOME", str(home))
+        async with _session(home, root, everything=True) as opened:
+            yield opened
+
+
+@pytest.fixture
+def full_session(everything_session: Session, keen_home: Path) -> Session:
+    """:func:`everything_session`, with this test's own ``KEEN_HOME`` (``keen_home``) for its
+    harness's event log."""
+    return everything_session
 
 
 @contextlib.asynccontextmanager
-async def _session(
-    keen_home: Path, write_config: Callable[..., Path], tmp_path: Path, *, everything: bool
-) -> AsyncIterator[Session]:
+async def _session(keen_home: Path, tmp_path: Path, *, everything: bool) -> AsyncIterator[Session]:
     skills = keen_home / "skills"
     write_skill(skills, "test-fix", "Fix failing tests (reproduce, locate, fix, rerun).", TEST_FIX_BODY)
     write_skill(skills, "code-review", "Review a change before it lands.", REVIEW_BODY)
@@ -113,7 +125,9 @@ async def _session(
             # The 15 s default connect limit is a healthy start's: a loaded machine took longer.
             "timeouts": {"connect": 60},
         }
-    config = write_config(servers)
+    config = keen_home / "mcp" / "configs.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"version": 1, "servers": servers}, indent=2))
     async with Manager(config, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         assert manager.status(DEMO).state is ServerState.CONNECTED

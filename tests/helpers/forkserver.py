@@ -3,7 +3,7 @@
 Importing the MCP SDK costs a test server about a second of CPU, and the suite starts
 hundreds of them: most of its time on two CPUs. :func:`launch_args` turns a test server's
 command line into one for ``tests/servers/launch.py``, which asks this process (one per
-pytest worker, started on first use, SDK already imported) to fork a child that runs the
+pytest run, started on first use, SDK already imported) to fork a child that runs the
 script on the launcher's own standard streams, environment and working directory. What a
 client sees is unchanged: a process it started, speaking MCP on its pipes, ending as the
 script ends, stopped by the signals it sends (the launcher forwards them).
@@ -20,7 +20,10 @@ CPU, most of a one-shot ``keen chat``): a child counts with it instead of buildi
 in a fresh ``KEEN_HOME``, and so writes no rank cache there. The cache's own behaviour is
 tested in ``tests/test_tokens.py``, and ``REAL_KEEN`` processes build it as users do.
 
-Run as ``python forkserver.py SOCKET``: it prints ``ready`` once listening.
+One fork server serves a whole ``pytest -n`` run (:func:`_shared`): its warm-up (the imports,
+the model, the counter: about 6 s of CPU) is paid once, not once per worker. Run as
+``python forkserver.py SOCKET OWNER_PID``: it prints ``ready`` once listening and serves
+until the process ``OWNER_PID`` ends.
 """
 
 from __future__ import annotations
@@ -144,23 +147,60 @@ def forked(script: str, *args: str) -> list[str]:
 def _socket() -> str:
     with _lock:
         proc: subprocess.Popen[bytes] | None = _state.get("proc")
-        if proc is None or proc.poll() is not None:
+        if "path" in _state and (proc is None or proc.poll() is None):
+            return str(_state["path"])
+        run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        if run is None:  # one pytest process: its own fork server, gone with it
             folder = tempfile.mkdtemp(prefix="keen-fork-")
-            path = os.path.join(folder, "s")
-            proc = subprocess.Popen(
-                [sys.executable, str(HERE), path],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                cwd=folder,
-            )
-            assert proc.stdout is not None
-            line = proc.stdout.readline()  # bounded: the process exits (EOF) if it cannot start
-            if line.strip() != b"ready":
-                raise RuntimeError(f"the test fork server did not start (exit {proc.wait()})")
-            _state.update(proc=proc, path=path)
+            proc = _start(folder, os.getpid())
             atexit.register(shutil.rmtree, folder, True)
             atexit.register(proc.kill)  # runs first: atexit is last in, first out
+            _state.update(proc=proc, path=os.path.join(folder, "s"))
+        else:
+            _state.update(path=_shared(run))
         return str(_state["path"])
+
+
+def _shared(run: str) -> str:
+    """The socket of the fork server shared by every worker of the xdist run ``run``: the
+    first worker to ask starts it; it serves until the run's controller (the workers'
+    parent) exits, whichever worker started it (xdist shuts idle workers down early)."""
+    import fcntl
+
+    folder = os.path.join(tempfile.gettempdir(), f"keen-fork-{run}")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "s")
+    ready = os.path.join(folder, "ready")
+    with open(os.path.join(folder, "lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker starting it: wait for its "ready"
+        try:
+            with open(ready) as mark:
+                os.kill(int(mark.read()), 0)
+            return path
+        except (OSError, ValueError):  # not started yet (or gone): start it
+            pass
+        proc = _start(folder, os.getppid())
+        _state["server"] = proc  # kept: it outlives this worker, and is never waited for here
+        with open(ready, "w") as mark:
+            mark.write(str(proc.pid))
+    return path
+
+
+def _start(folder: str, owner: int) -> subprocess.Popen[bytes]:
+    """Start the fork server listening on ``folder``/s, serving while ``owner`` lives; return
+    once it is ready."""
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE), os.path.join(folder, "s"), str(owner)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        cwd=folder,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # bounded: the process exits (EOF) if it cannot start
+    proc.stdout.close()
+    if line.strip() != b"ready":
+        raise RuntimeError(f"the test fork server did not start (exit {proc.wait()})")
+    return proc
 
 
 # -- the fork server itself ------------------------------------------------------
@@ -288,11 +328,14 @@ def _run_child(request: dict[str, Any], fds: list[int], keep: list[int]) -> None
         os._exit(code)
 
 
-def serve(path: str) -> None:
-    """Listen on ``path`` and fork a child per launcher until this process is killed."""
+def serve(path: str, owner: int) -> None:
+    """Listen on ``path`` and fork a child per launcher until the process ``owner`` ends (the
+    pytest process, or an xdist run's controller: :func:`_shared`) or this one is killed."""
     import importlib
 
-    _die_with_parent()
+    if owner == os.getppid():
+        _die_with_parent()
+    gone = os.pidfd_open(owner)  # readable once ``owner`` has ended
     for name in PRELOAD:
         importlib.import_module(name)
     _warm_token_counter()
@@ -308,10 +351,14 @@ def serve(path: str) -> None:
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     selector.register(wake_r, selectors.EVENT_READ)
+    selector.register(gone, selectors.EVENT_READ)
     children: dict[int, socket.socket] = {}
     print("ready", flush=True)
     while True:
         for key, _events in selector.select():
+            if key.fileobj == gone:
+                shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+                return
             if key.fileobj is listener:
                 conn, _ = listener.accept()
                 try:
@@ -323,6 +370,7 @@ def serve(path: str) -> None:
                     listener.fileno(),
                     wake_r.fileno(),
                     wake_w.fileno(),
+                    gone,
                     *(c.fileno() for c in children.values()),
                 ]
                 pid = os.fork()
@@ -368,4 +416,4 @@ def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector) 
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], int(sys.argv[2]))

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 
 from conftest import peer
 from helpers.changing import wait_until
-from helpers.serve import KeenServeProcess, connect, tls, write_everything, write_upstream
+from helpers.serve import MODERN, KeenServeProcess, connect, tls, write_everything, write_upstream
 
 pytestmark = pytest.mark.anyio
 
@@ -127,10 +127,11 @@ async def test_search_mode_passes_them_through_without_change_notices(
         assert got.messages[0].content.text == "This is a simple prompt without arguments."  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("era", ["session", "stateless"])
-async def test_hosts_are_told_when_the_resource_and_prompt_lists_change(tmp_path: Path, era: str) -> None:
-    """server-everything starts only once ``go`` exists, after the host listed without it:
-    its arrival changes what keen serve lists, and the host is told (before, nothing was)."""
+async def test_hosts_are_told_when_the_resource_and_prompt_lists_change(tmp_path: Path) -> None:
+    """server-everything starts only once ``go`` exists, after a host of each era listed
+    without it: its arrival changes what keen serve lists, and both hosts are told (before,
+    nothing was): the 2025-11-25 host by list_changed notices on its session, the 2026-07-28
+    host on its subscriptions/listen stream. One keen serve and one server-everything for both."""
     go = tmp_path / "go"
     command = (
         f'while [ ! -e "{go}" ]; do sleep 0.05; done; exec "{peer("node", "mcp-server-everything")}" stdio'
@@ -150,27 +151,30 @@ async def test_hosts_are_told_when_the_resource_and_prompt_lists_change(tmp_path
             httpx2.AsyncClient(timeout=30, verify=tls()) as http,
             Client(
                 streamable_http_client(proc.url, http_client=http),
-                mode="legacy" if era == "session" else "auto",
+                mode="legacy",
                 cache=None,
                 message_handler=on_message,
-            ) as client,
+            ) as session_host,
+            Client(
+                streamable_http_client(proc.url, http_client=http), mode="auto", cache=None
+            ) as modern_host,
         ):
-            assert DOC not in [r.uri for r in (await client.list_resources()).resources]
-            if era == "session":
+            assert session_host.protocol_version == "2025-11-25"
+            assert modern_host.protocol_version == MODERN
+            for client in (session_host, modern_host):
+                assert DOC not in [r.uri for r in (await client.list_resources()).resources]
+            async with modern_host.listen(resources_list_changed=True, prompts_list_changed=True) as sub:
                 go.touch()
-                await wait_until(lambda: len(told) >= 2, "both list_changed notices", 30)
-                assert sorted(told) == [
-                    "notifications/prompts/list_changed",
-                    "notifications/resources/list_changed",
+                with anyio.fail_after(30):
+                    events = [await sub.__aiter__().__anext__(), await sub.__aiter__().__anext__()]
+            assert sorted(type(e).__name__ for e in events) == ["PromptsListChanged", "ResourcesListChanged"]
+            await wait_until(lambda: len(told) >= 2, "both list_changed notices", 30)
+            assert sorted(told) == [
+                "notifications/prompts/list_changed",
+                "notifications/resources/list_changed",
+            ]
+            for client in (session_host, modern_host):
+                assert DOC in [r.uri for r in (await client.list_resources()).resources]
+                assert "mcp__everything__simple-prompt" in [
+                    p.name for p in (await client.list_prompts()).prompts
                 ]
-            else:
-                async with client.listen(resources_list_changed=True, prompts_list_changed=True) as sub:
-                    go.touch()
-                    with anyio.fail_after(30):
-                        events = [await sub.__aiter__().__anext__(), await sub.__aiter__().__anext__()]
-                assert sorted(type(e).__name__ for e in events) == [
-                    "PromptsListChanged",
-                    "ResourcesListChanged",
-                ]
-            assert DOC in [r.uri for r in (await client.list_resources()).resources]
-            assert "mcp__everything__simple-prompt" in [p.name for p in (await client.list_prompts()).prompts]

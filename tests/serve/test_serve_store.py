@@ -4,15 +4,24 @@ always carry a TTL."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
-import redis.asyncio as aioredis
 
 from helpers.loopback import redis_server
 from keen.serve.store import MemoryStore, RedisStore, open_store
 
 pytestmark = pytest.mark.anyio
+
+
+def raw_client(url: str) -> Any:
+    """A plain Redis client of ``url``, to look at the keys the store wrote. The Redis client
+    is imported here, not with the module: every xdist worker imports every test module, and
+    only the one running these tests needs it (about 0.7 s of CPU each)."""
+    import redis.asyncio as aioredis
+
+    return aioredis.Redis.from_url(url, decode_responses=True)
 
 
 class Clock:
@@ -71,7 +80,7 @@ async def test_redis_store_keys_all_expire(tmp_path: Path) -> None:
     with redis_server(tmp_path) as url:
         store = open_store(url)
         assert isinstance(store, RedisStore)
-        raw = aioredis.Redis.from_url(url, decode_responses=True)
+        raw = raw_client(url)
         try:
             await store.create_session("s1", {"principal": "p"}, ttl=30)
             await store.authorize("session:s1", ["a"], ttl=20)
@@ -109,7 +118,7 @@ async def test_renew_keeps_a_scopes_live_authorizations_and_not_its_lapsed_ones(
     assert "session:none" not in memory._auth
     with redis_server(tmp_path) as url:
         redis = RedisStore(url)
-        raw = aioredis.Redis.from_url(url, decode_responses=True)
+        raw = raw_client(url)
         try:
             await redis.authorize("session:s", ["a"], ttl=0.5)
             await redis.renew("session:s", 30)
@@ -151,7 +160,7 @@ async def test_memory_store_caps_open_sessions_per_owner() -> None:
 async def test_redis_store_caps_open_sessions_per_owner(tmp_path: Path) -> None:
     with redis_server(tmp_path) as url:
         store = RedisStore(url)
-        raw = aioredis.Redis.from_url(url, decode_responses=True)
+        raw = raw_client(url)
         try:
             opened = [
                 await store.open_session(f"s{i}", {"principal": "p"}, 0.6, owner="a", limit=2)
