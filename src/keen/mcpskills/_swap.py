@@ -33,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import posixpath
 import re
 import secrets
 import shutil
@@ -189,24 +190,28 @@ def _sync_filesystem(path: Path) -> None:
 
 def write_tree(build_dir: Path, files: Iterable[tuple[str, bytes]], *, fsync: bool) -> int:
     """Create ``build_dir`` and write ``(relative path, bytes)`` files into it; return the count.
+    Paths are normalized POSIX paths inside ``build_dir`` (:func:`keen.mcpskills._names.plan_paths`).
 
     Files are created exclusively (``O_EXCL | O_NOFOLLOW``), mode 0644. With ``fsync``
     the filesystem is flushed once at the end, so the later swap publishes data that
     survives a power cut (crash consistency), not only a killed process.
     """
     build_dir.mkdir(mode=0o755)
-    known = {build_dir}
+    made = {""}  # folders made, as relative POSIX paths ("" is build_dir itself)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     count = 0
     for rel, data in files:
-        path = build_dir / rel
-        parent = path.parent
-        if parent not in known:
-            missing = [p for p in (parent, *parent.parents) if p not in known and build_dir in p.parents]
-            for folder in reversed(missing):
-                folder.mkdir(mode=0o755)
-                known.add(folder)
-        fd = os.open(path, flags, 0o644)
+        folder = posixpath.dirname(rel)
+        if folder not in made:
+            # Each missing level, outermost first, by name: walking Path.parents of every
+            # new folder up to the filesystem root cost more than writing the skill.
+            parts = folder.split("/")
+            for depth in range(1, len(parts) + 1):
+                sub = "/".join(parts[:depth])
+                if sub not in made:
+                    (build_dir / sub).mkdir(mode=0o755)
+                    made.add(sub)
+        fd = os.open(build_dir / rel, flags, 0o644)
         try:
             view = memoryview(data)
             while view:
