@@ -26,6 +26,8 @@ Per run it measures:
   about 85 ms of CPU per second of wall time on a 2-CPU machine, counted in the sync CPU of
   whichever mode took longer (Keen, which starts ``max_starting`` servers at a time, took
   4.5x the SDK's wall time at 70 servers), where timing a step costs under a microsecond;
+- peak RSS: the child's peak resident set (``ru_maxrss``) when sync ends, its imports
+  included (both children import the SDK's client modules first);
 - idle: once everything is up, over ``--idle`` seconds: the threads the process holds, the
   context switches of all its threads per second (wake-ups) and its CPU as a percentage of
   one core.
@@ -66,6 +68,11 @@ CONNECT_WAIT = 120.0
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident set so far, in MiB (getrusage(2): ``ru_maxrss`` in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _switches() -> tuple[int, int]:
@@ -171,6 +178,7 @@ async def _child_sdk(n: int, idle: float, *, auto: bool = False) -> dict[str, fl
                 with anyio.fail_after(CONNECT_WAIT):
                     await all_ready.wait()
                 figures = {"sync_cpu_s": _cpu() - cpu0, "sync_wall_s": time.perf_counter() - t0}
+            figures["peak_rss_mb"] = _peak_rss_mb()
             figures["loop_blocked_ms"] = 1000 * blocked.worst
             figures.update(await _idle(idle))
             stop.set()
@@ -195,6 +203,7 @@ async def _child_keen(n: int, idle: float) -> dict[str, float]:
                     open_runtime(config_path=path, wait=CONNECT_WAIT, sync=True)
                 )
                 figures = {"sync_cpu_s": _cpu() - cpu0, "sync_wall_s": time.perf_counter() - t0}
+            figures["peak_rss_mb"] = _peak_rss_mb()
             figures["loop_blocked_ms"] = 1000 * blocked.worst
             down = [s.name for s in runtime.manager.servers() if s.state is not ServerState.CONNECTED]
             if down:
@@ -223,6 +232,7 @@ def _run_child(mode: str, n: int, idle: float) -> dict[str, float]:
 FIGURES = [
     ("sync_cpu_s", "sync CPU (s)", "{:.3f}"),
     ("sync_wall_s", "sync wall (s)", "{:.2f}"),
+    ("peak_rss_mb", "peak RSS at sync's end (MiB)", "{:.1f}"),
     ("loop_blocked_ms", "loop blocked, worst (ms)", "{:.1f}"),
     ("threads", "threads, idle", "{:.0f}"),
     ("wakeups_per_s", "wake-ups/s, idle", "{:.1f}"),

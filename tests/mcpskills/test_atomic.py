@@ -15,6 +15,8 @@ import sys
 import textwrap
 import threading
 import time
+from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -235,3 +237,50 @@ def test_version_names_belong_to_one_server(name: str, server: str, suffix: str 
         assert match is None
     else:
         assert match is not None and match.group("suffix") == suffix
+
+
+def test_a_sync_flushes_once_and_swaps_only_after_the_flush(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many servers' skills, one ``syncfs``: every new version and every rewritten marker is
+    complete on disk at the flush, and no link or marker has moved yet (a power cut before
+    it leaves the old skills; after it, the new ones are whole)."""
+    root = tmp_path / "skills"
+    servers = [f"srv{i}" for i in range(6)]
+    flushes: list[tuple[list[str], dict[str, str], dict[str, str]]] = []  # builds, links, markers
+    real_flush = _swap._sync_filesystem  # pyright: ignore[reportPrivateUsage]
+
+    def flush_and_look(path: Path) -> None:
+        builds = sorted(p.name for p in root.glob(".mcp:*.tmp") if (p / "SKILL.md").is_file())
+        links = {s: os.readlink(root / f"mcp:{s}") for s in servers if os.path.lexists(root / f"mcp:{s}")}
+        markers = {
+            s: json.loads((root / f"mcp:{s}" / MARKER_FILE).read_bytes())["last_successful_refresh"]
+            for s in links
+        }
+        flushes.append((builds, links, markers))
+        real_flush(path)
+
+    monkeypatch.setattr(_swap, "_sync_filesystem", flush_and_look)
+
+    def sync(tag: str, refreshed: datetime) -> list[str]:
+        snaps = [
+            ServerSnapshot(replace(status(s), last_refresh_at=refreshed), simple_tools(s, 3, tag=tag))
+            for s in servers
+        ]
+        return [e.action for e in sync_mcp_skills(snaps, skills_root=root, now=NOW).entries]
+
+    assert sync(" v0", NOW) == ["generated"] * 6
+    assert len(flushes) == 1 and len(flushes[0][0]) == 6 and flushes[0][1] == {}
+    first = {s: os.readlink(root / f"mcp:{s}") for s in servers}
+
+    assert sync(" v1", NOW) == ["generated"] * 6
+    assert len(flushes) == 2 and len(flushes[1][0]) == 6 and flushes[1][1] == first
+    assert all(os.readlink(root / f"mcp:{s}") != first[s] for s in servers)
+
+    later = NOW + timedelta(hours=1)
+    assert sync(" v1", later) == ["unchanged"] * 6  # only the markers' refresh time changes
+    assert len(flushes) == 3 and set(flushes[2][2].values()) == {"2026-05-21T12:00:00Z"}
+    for s in servers:
+        marker = json.loads((root / f"mcp:{s}" / MARKER_FILE).read_bytes())
+        assert marker["last_successful_refresh"] == "2026-05-21T13:00:00Z"
+    assert not list(root.glob("*/.*.tmp")), "a marker's temporary file was left behind"

@@ -20,6 +20,12 @@ with. Later writers delete retired versions once the grace has passed. Dot-prefi
 old version; the ``.tmp`` debris is removed by the next writer, which is safe because
 writers hold the lock. A plain managed dir from an older layout is migrated with
 ``renameat2(RENAME_EXCHANGE)`` where the kernel offers it, else two renames.
+
+The startup sync writes many servers' skills at once through one :class:`Batch`: the skills
+dir is listed once, every new version (and every rewritten marker) is flushed by one
+``syncfs`` before any link or marker is swapped in, and the links' directory by one fsync
+after the last swap; old versions are deleted only after that. The order of what reaches
+the disk is the same as for one skill, so a power cut leaves every skill whole (old or new).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import posixpath
 import re
 import secrets
 import shutil
@@ -46,8 +53,10 @@ from keen.skills.lock import LOCK_FILE, locked
 __all__ = [
     "LOCK_FILE",
     "RETIRED_GRACE_SECONDS",
+    "Batch",
     "Current",
     "cleanup",
+    "discard",
     "inspect",
     "link_path",
     "locked",
@@ -181,24 +190,28 @@ def _sync_filesystem(path: Path) -> None:
 
 def write_tree(build_dir: Path, files: Iterable[tuple[str, bytes]], *, fsync: bool) -> int:
     """Create ``build_dir`` and write ``(relative path, bytes)`` files into it; return the count.
+    Paths are normalized POSIX paths inside ``build_dir`` (:func:`keen.mcpskills._names.plan_paths`).
 
     Files are created exclusively (``O_EXCL | O_NOFOLLOW``), mode 0644. With ``fsync``
     the filesystem is flushed once at the end, so the later swap publishes data that
     survives a power cut (crash consistency), not only a killed process.
     """
     build_dir.mkdir(mode=0o755)
-    known = {build_dir}
+    made = {""}  # folders made, as relative POSIX paths ("" is build_dir itself)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     count = 0
     for rel, data in files:
-        path = build_dir / rel
-        parent = path.parent
-        if parent not in known:
-            missing = [p for p in (parent, *parent.parents) if p not in known and build_dir in p.parents]
-            for folder in reversed(missing):
-                folder.mkdir(mode=0o755)
-                known.add(folder)
-        fd = os.open(path, flags, 0o644)
+        folder = posixpath.dirname(rel)
+        if folder not in made:
+            # Each missing level, outermost first, by name: walking Path.parents of every
+            # new folder up to the filesystem root cost more than writing the skill.
+            parts = folder.split("/")
+            for depth in range(1, len(parts) + 1):
+                sub = "/".join(parts[:depth])
+                if sub not in made:
+                    (build_dir / sub).mkdir(mode=0o755)
+                    made.add(sub)
+        fd = os.open(build_dir / rel, flags, 0o644)
         try:
             view = memoryview(data)
             while view:
@@ -224,10 +237,9 @@ def _exchange(a: Path, b: Path) -> bool:
     return True
 
 
-def publish(root: Path, server: str, build_dir: Path, current: Current, *, fsync: bool) -> Path:
-    """Make the complete ``build_dir`` the skill: rename it to its versioned name, point
-    ``mcp:<server>`` at it in one ``os.replace``, then delete older versions and debris.
-    ``current`` must be managed or absent (the caller checked). Returns the versioned dir."""
+def _swap_in(root: Path, server: str, build_dir: Path, current: Current) -> Path:
+    """Rename the complete ``build_dir`` to its versioned name and point ``mcp:<server>`` at
+    it in one ``os.replace``; returns the versioned dir (not yet durable: fsync ``root``)."""
     final = build_dir.with_name(build_dir.name.removesuffix(".tmp"))
     os.rename(build_dir, final)
     link = link_path(root, server)
@@ -243,18 +255,162 @@ def publish(root: Path, server: str, build_dir: Path, current: Current, *, fsync
             os.rename(tmp_link, link)
     else:
         os.replace(tmp_link, link)
-    if fsync:
-        _fsync_dir(root)
+    return final
+
+
+def _retire(root: Path, server: str, final: Path, current: Current, names: Iterable[str] | None) -> None:
+    """After the swap is durable: start the replaced version's grace, delete old debris."""
     retired = current.target if current.kind == "link" else final.with_name(final.name + ".old")
     if retired is not None and retired.is_dir():
         # Start its grace now: readers may have resolved it an instant before the swap.
         os.utime(retired)
-    cleanup(root, server, keep=final.name)
+    cleanup(root, server, keep=final.name, names=names)
+
+
+def publish(root: Path, server: str, build_dir: Path, current: Current, *, fsync: bool) -> Path:
+    """Make the complete ``build_dir`` the skill: rename it to its versioned name, point
+    ``mcp:<server>`` at it in one ``os.replace``, then delete older versions and debris.
+    ``current`` must be managed or absent (the caller checked). Returns the versioned dir."""
+    final = _swap_in(root, server, build_dir, current)
+    if fsync:
+        _fsync_dir(root)
+    _retire(root, server, final, current, None)
     return final
 
 
-def cleanup(root: Path, server: str, *, keep: str | None, grace: float = RETIRED_GRACE_SECONDS) -> list[str]:
+def discard(root: Path, server: str) -> None:
+    """After a failed build or swap: keep whatever the link points to now (old or, if the
+    swap got through, new) and delete the rest of this server's debris."""
+    now_current = inspect(root, server)
+    cleanup(root, server, keep=now_current.target.name if now_current.target else None)
+
+
+class Batch:
+    """Several servers' skills written as one (the startup sync; module doc).
+
+    Builds and markers handed to it are swapped in by :meth:`commit`, after one flush of
+    the filesystem for all of them. Use it holding the lock, from one thread, and commit
+    before the lock is released: the listing taken at the start is then the whole truth
+    (every writer holds the lock), less what the batch itself writes.
+    """
+
+    def __init__(self, root: Path, *, fsync: bool) -> None:
+        self.root = root
+        self.fsync = fsync
+        self._builds: list[tuple[str, Path, Current]] = []
+        self._markers: list[tuple[str, Path, Path]] = []
+        # One listing for every server, taken before any build dir of this batch exists
+        # (a build listed here would be deleted as debris): listing the folder for each
+        # server written was quadratic in servers.
+        self._names: dict[str, list[str]] = {}
+        try:
+            listed = os.listdir(root)
+        except FileNotFoundError:
+            listed = []
+        for name in listed:
+            match = _VERSIONED.fullmatch(name)
+            if match is not None:
+                self._names.setdefault(match.group("dir"), []).append(name)
+
+    def names(self, server: str) -> list[str]:
+        """``server``'s version and debris names as listed when the batch began."""
+        return self._names.get(_layout.skill_dir(server), [])
+
+    def add_build(self, server: str, build_dir: Path, current: Current) -> None:
+        """Swap the complete ``build_dir`` in at :meth:`commit` (``current`` as :func:`publish`)."""
+        self._builds.append((server, build_dir, current))
+
+    def add_marker(self, server: str, current: Current, changes: dict[str, Any]) -> bool:
+        """Write the marker of a managed skill with ``changes`` applied beside it now, and
+        replace the marker at :meth:`commit`; False when nothing changed or not managed.
+        Raises ``OSError`` (nothing replaced)."""
+        if current.target is None or current.marker is None:
+            return False
+        updated = current.marker.updated(changes)
+        if updated == current.marker:
+            return False
+        target = current.target / MARKER_FILE
+        tmp = target.with_name(f".{MARKER_FILE}.{secrets.token_hex(6)}.tmp")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(tmp, flags, 0o644)
+        try:
+            view = memoryview(dump_json(updated.as_json()))
+            while view:
+                view = view[os.write(fd, view) :]
+        except BaseException:
+            os.close(fd)
+            os.unlink(tmp)
+            raise
+        os.close(fd)
+        self._markers.append((server, tmp, target))
+        return True
+
+    def commit(self) -> dict[str, OSError]:
+        """Swap in everything added: one ``syncfs`` (with ``fsync``), every marker and link
+        replaced, one fsync of the skills dir, then old versions retired and debris deleted.
+        Returns the servers whose swap failed (their previous version stays, their debris
+        is deleted), with the error."""
+        builds, self._builds = self._builds, []
+        markers, self._markers = self._markers, []
+        failed: dict[str, OSError] = {}
+        if not builds and not markers:
+            return failed
+        if self.fsync:
+            try:
+                _sync_filesystem(self.root)
+            except OSError as exc:
+                for server, tmp, _ in markers:
+                    _unlink_quietly(tmp)
+                    failed[server] = exc
+                for server, _, _ in builds:
+                    failed[server] = exc
+                    discard(self.root, server)
+                return failed
+        for server, tmp, target in markers:
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                _unlink_quietly(tmp)
+                failed[server] = exc
+        swapped: list[tuple[str, Path, Current]] = []
+        for server, build_dir, current in builds:
+            try:
+                swapped.append((server, _swap_in(self.root, server, build_dir, current), current))
+            except OSError as exc:
+                failed[server] = exc
+                discard(self.root, server)
+        if self.fsync and swapped:
+            try:
+                _fsync_dir(self.root)
+            except OSError as exc:
+                for server, _, _ in swapped:
+                    failed[server] = exc
+                    discard(self.root, server)
+                return failed
+        for server, final, current in swapped:
+            _retire(self.root, server, final, current, self.names(server))
+        return failed
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError as exc:
+        logger.warning("could not delete %s: %s", path, exc)
+
+
+def cleanup(
+    root: Path,
+    server: str,
+    *,
+    keep: str | None,
+    grace: float = RETIRED_GRACE_SECONDS,
+    names: Iterable[str] | None = None,
+) -> list[str]:
     """Delete Keen's ``.mcp:<server>.<hex>[.tmp|.link|.old]`` entries but ``keep``; return the names.
+
+    ``names``: the entries to consider, from a listing taken under the same hold of the
+    lock (:meth:`Batch.names`); default: ``root`` is listed now.
 
     Build debris (``.tmp`` dirs, ``.link`` symlinks) goes at once: no reader ever saw it. A
     retired version (a complete versioned dir or a migrated ``.old`` dir) goes only once
@@ -268,10 +424,11 @@ def cleanup(root: Path, server: str, *, keep: str | None, grace: float = RETIRED
     # (os.listdir, str.startswith), not stepped through as DirEntry objects one by one.
     prefix = f".{_layout.skill_dir(server)}."
     removed: list[str] = []
-    try:
-        names = [name for name in os.listdir(root) if name.startswith(prefix)]
-    except FileNotFoundError:
-        return removed
+    if names is None:
+        try:
+            names = [name for name in os.listdir(root) if name.startswith(prefix)]
+        except FileNotFoundError:
+            return removed
     cutoff = time.time() - grace
     for name in names:
         match = _versioned(server, name)

@@ -141,6 +141,7 @@ def generate_skill(
     invalid: Sequence[tuple[str, str]] = (),
     description: str | None = None,
     held: str = "",
+    batch: _swap.Batch | None = None,
 ) -> GenerationReport:
     """Write or refresh ``skills_root/mcp:<status.name>/`` from ``tools``.
 
@@ -158,6 +159,9 @@ def generate_skill(
     description (the catalog line) instead of one derived from the server.
     ``held``: the pins' note on tools held for review (``keen.trust.pins.PinnedView.note``),
     added to the catalog line and to SKILL.md; those tools are not in ``tools``.
+    ``batch``: the startup sync's batch (call with its lock held): the new version or
+    marker is written now and swapped in by the batch's ``commit``, which reports a
+    failed swap; ``fsync`` is then the batch's.
 
     Raises ``SkillError`` for an invalid server name, or when ``mcp:<server>`` exists but
     is not managed by Keen (it is never overwritten); ``OSError`` from the filesystem, with
@@ -219,8 +223,13 @@ def generate_skill(
             and current.marker.source_hash == source
             and (current.target / SKILL_FILE).is_file()
         ):
-            _swap.update_marker(current, state_fields, fsync=fsync)
-            _swap.cleanup(skills_root, server, keep=current.target.name)
+            names = None
+            if batch is None:
+                _swap.update_marker(current, state_fields, fsync=fsync)
+            else:
+                batch.add_marker(server, current, state_fields)
+                names = batch.names(server)
+            _swap.cleanup(skills_root, server, keep=current.target.name, names=names)
             logger.debug("mcp:%s unchanged (%d tools, %s)", server, len(tools), hashed[:19])
             return GenerationReport(action="unchanged", **report_args)
         marker = Marker(
@@ -264,15 +273,18 @@ def generate_skill(
                 shown,
                 more,
             )
-        _swap.cleanup(skills_root, server, keep=current.target.name if current.target else None)
+        if batch is None:  # a batch deletes debris after its swap, from its one listing
+            _swap.cleanup(skills_root, server, keep=current.target.name if current.target else None)
         build = _swap.new_build_dir(skills_root, server)
         try:
-            _swap.write_tree(build, files(), fsync=fsync)
-            _swap.publish(skills_root, server, build, current, fsync=fsync)
+            _swap.write_tree(build, files(), fsync=fsync and batch is None)
+            if batch is None:
+                _swap.publish(skills_root, server, build, current, fsync=fsync)
+            else:
+                batch.add_build(server, build, current)
         except BaseException:
             # Keep whatever the link points to now (old or, if the swap got through, new).
-            now_current = _swap.inspect(skills_root, server)
-            _swap.cleanup(skills_root, server, keep=now_current.target.name if now_current.target else None)
+            _swap.discard(skills_root, server)
             raise
     logger.debug(
         "mcp:%s generated (%d tools, %d rejected, %s)", server, len(tools), len(rejected), hashed[:19]

@@ -74,10 +74,11 @@ class ToolListFilter:
             return item
         result = message.result
         tools = result.get("tools")
-        if not isinstance(tools, list) or self._valid({**result, "tools": []}) is not None:
-            return item  # the page itself is broken: the SDK reports that
-        if self._valid(result) is None:
+        # The whole page first: a valid one (nearly every page) is then validated once here.
+        if not isinstance(tools, list) or self._valid(result) is None:
             return item
+        if self._valid({**result, "tools": []}) is not None:
+            return item  # the page itself is broken: the SDK reports that
         kept: list[Any] = []
         for tool in tools:  # pyright: ignore[reportUnknownVariableType]
             reason = self._valid({"tools": [tool]})
