@@ -47,6 +47,7 @@ prints one object with keys ``recall@1``, ``recall@3``, ``recall@<K>``, ``mrr``,
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import statistics
@@ -451,7 +452,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--cache", type=Path, default=Path(".bench/cache"), help="index and vector cache (.bench/cache)"
     )
-    parser.add_argument("--cold", action="store_true", help="time a build from an empty cache first")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="time a build from an empty cache first; the warm build then reads that cache",
+    )
     parser.add_argument(
         "--anchors", action="store_true", help="also rank with plain bm25s, wordllama, MiniLM"
     )
@@ -468,16 +473,21 @@ def main(argv: list[str] | None = None) -> None:
         if not path.is_file():
             raise SystemExit(f"search: {path} does not exist")
     weights = SearchWeights(*map(float, args.weights.split(","))) if args.weights else None
+    cache_dir = args.cache
     if args.cold:
-        with tempfile.TemporaryDirectory(prefix="keen-bench-") as scratch:
-            _, cold_lexical, cold_s = _timed_build(args.catalog, Path(scratch), weights)
+        # The warm build reads the cache this cold build filled: a cache left in args.cache by
+        # an older index format would make "warm" a second cold build.
+        scratch = tempfile.TemporaryDirectory(prefix="keen-bench-")
+        atexit.register(scratch.cleanup)
+        cache_dir = Path(scratch.name)
+        _, cold_lexical, cold_s = _timed_build(args.catalog, cache_dir, weights)
         first = (
             f"cold {cold_s:.2f} s (keywords + wordllama {cold_lexical:.2f} s, then the transformer vectors)"
         )
     else:
-        _, _, first_s = _timed_build(args.catalog, args.cache, weights)
-        first = f"first {first_s:.2f} s (cache of earlier runs in {args.cache}; --cold times an empty one)"
-    catalog, warm_lexical, warm_s = _timed_build(args.catalog, args.cache, weights)
+        _, _, first_s = _timed_build(args.catalog, cache_dir, weights)
+        first = f"first {first_s:.2f} s (cache of earlier runs in {cache_dir}; --cold times an empty one)"
+    catalog, warm_lexical, warm_s = _timed_build(args.catalog, cache_dir, weights)
     build = {"first": first, "warm_s": warm_s, "warm_lexical_s": warm_lexical}
     anchors = anchor_rankers(catalog) if args.anchors else {}
     unions: Unions = {}
