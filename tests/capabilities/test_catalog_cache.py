@@ -182,3 +182,38 @@ async def test_a_servers_new_tool_list_replaces_its_part_of_the_last_catalog(
         assert [c.id for c in catalog] == [c.id for c in whole]
         assert dict(catalog.names) == dict(whole.names) and catalog.servers == whole.servers
         assert catalog.get(capability_id("tool", "weather", "basic")).summary == "Weather for a city."
+
+
+async def test_a_refresh_whose_catalog_failed_is_taken_in_by_the_next_call(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build that raises keeps nothing of what it was made from: the next call compares
+    with the servers of the last catalog that was made, so the change still reaches it."""
+    from keen.capabilities import Catalog
+
+    with_servers = Catalog.with_servers
+    failures = [RuntimeError("the disk went away")]
+
+    def fails_once(self: Catalog, changed: Any) -> Catalog:
+        if failures:
+            raise failures.pop()
+        return with_servers(self, changed)
+
+    monkeypatch.setattr(Catalog, "with_servers", fails_once)
+    path = write_config({"basic": IN_MEMORY})
+    server = make_basic_server()
+    transports = {"basic": in_memory_transport(server._mcp_server)}
+    async with Manager(path, transports=transports, trust=PinGuard()) as manager:
+        await manager.wait_ready(30)
+        source = CatalogCache(manager, cache=False, dense=False)
+        source()
+
+        def weather(city: str) -> str:
+            return f"sunny in {city}"
+
+        server.tool(weather, name="weather", description="Weather for a city.")
+        await manager.refresh_tools("basic")
+        with pytest.raises(RuntimeError, match="the disk went away"):
+            source()
+        catalog = source()
+        assert capability_id("tool", "weather", "basic") in catalog

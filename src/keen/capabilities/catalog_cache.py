@@ -114,13 +114,12 @@ class CatalogCache:
             changed = changed or self._servers.get(status.name) is not part
             parts[status.name] = part
         changed = changed or parts.keys() != self._servers.keys()
-        before, self._servers = self._servers, parts
-        local_changed = False
+        found, local, local_changed = self._found, self._local, False
         if self.skills is not None:
             found = self.skills.discover()
             if found is not self._found:
-                self._local = self._local_skills(found)
-                self._found, changed, local_changed = found, True, True
+                local = self._local_skills(found)
+                changed = local_changed = True
         if not changed and self._catalog is not None:
             self.reuses += 1
             return self._catalog
@@ -128,18 +127,23 @@ class CatalogCache:
         if self._catalog is not None and not local_changed:
             # The last catalog with the servers that changed replaced: the others' entries
             # and search rows are kept, not made again (Catalog.with_servers).
+            before = self._servers
             replaced: dict[str, tuple[str, list[Capability]] | None] = {
                 name: (part.text, part.caps) for name, part in parts.items() if before.get(name) is not part
             }
             replaced.update((name, None) for name in before.keys() - parts.keys())
-            self._catalog = self._catalog.with_servers(replaced)
-            return self._catalog
-        # In id order (each server's part sorted once, the servers by their ids' prefix), so
-        # the Catalog checks the order instead of sorting every capability again.
-        order = sorted(parts, key=_id_prefix)
-        caps = [c for name in order for c in parts[name].caps] + [c for _, c in self._local]
-        self._catalog = Catalog(caps, {name: p.text for name, p in parts.items()}, **self.options)
-        return self._catalog
+            catalog = self._catalog.with_servers(replaced)
+        else:
+            # In id order (each server's part sorted once, the servers by their ids' prefix),
+            # so the Catalog checks the order instead of sorting every capability again.
+            order = sorted(parts, key=_id_prefix)
+            caps = [c for name in order for c in parts[name].caps] + [c for _, c in local]
+            catalog = Catalog(caps, {name: p.text for name, p in parts.items()}, **self.options)
+        # Kept only with the catalog made from them: were the parts kept before a build that
+        # raised, the next call would diff against servers its catalog never took in, and a
+        # refresh of one server (with_servers) would leave the missed change out.
+        self._servers, self._found, self._local, self._catalog = parts, found, local, catalog
+        return catalog
 
     def _local_skills(self, found: Discovery) -> list[tuple[Skill, Capability]]:
         """A capability per enabled local (non-MCP) skill; a skill the discovery cache kept
