@@ -59,6 +59,10 @@ a pass over them)."""
 _DENSE_CELLS = 1 << 22
 """Up to this many (position, token) pairs, cells are counted in one ``bincount`` table
 rather than by a sort."""
+_DENSE_PRODUCT = 1 << 27
+"""The most multiply-adds the table's product with the tokens' Gram matrix may take
+(positions x tokens squared); past it the pairs of cells within each position, a few per
+row, cost less than a table whose tokens are many (one large server's refresh)."""
 _SPARE = 0.25
 """A store's room for rows appended later, as a share of its rows (grown by this share
 when full: amortised, each row copied a bounded number of times)."""
@@ -415,7 +419,7 @@ def _correct(
     key = pos * m + col
     vectors = word_vectors().embedding[tokens]
     gram = (vectors @ vectors.T).astype(np.float64)
-    if n * m <= _DENSE_CELLS:
+    if n * m <= _DENSE_CELLS and n * m * m <= _DENSE_PRODUCT:
         # |sum d E|^2 of every position at once: its cells' weights as a row of an n x m
         # table, times the tokens' Gram matrix (a product of m x m per position, no pair
         # of cells gathered).
