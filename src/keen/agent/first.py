@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import os
-import stat
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,33 +85,18 @@ def covered_servers(
         state = skills_dir_state(root)
     if not state.entries and _unlistable(root):
         return None
-    # The state has each entry's lstat and the stat (links followed) of its SKILL.md and
-    # marker file: what this asks of them, with no system call of its own.
-    entries = {entry[0]: entry for entry in state.entries}
-    for name in enabled:
-        skill = f"mcp:{name}"
-        if skill in listed:
-            continue
-        spellings = [entries[d] for d in paths.skill_dir_spellings(skill) if d in entries]
-        if not any(_exists(root, entry) for entry in spellings):
-            return None
+    # Each skill the config does not list must be on disk under one of its spellings (one
+    # pass over the entries for all of them).
+    wanted = {f"mcp:{name}" for name in enabled} - listed
+    spellings = {skill: paths.skill_dir_spellings(skill) for skill in wanted}
+    present = state.existing(d for ds in spellings.values() for d in ds)
+    if any(present.isdisjoint(ds) for ds in spellings.values()):
+        return None
     configured = {spelling for name, _ in servers for spelling in paths.skill_dir_spellings(f"mcp:{name}")}
-    for name, _, _, _, marker in state.entries:
-        # A generated skill of a server no longer configured: the sync removes it.
-        if name not in configured and marker is not None and stat.S_ISREG(marker[2]):
-            return None
+    # A generated skill of a server no longer configured: the sync removes it.
+    if any(name not in configured for name in state.generated()):
+        return None
     return enabled
-
-
-def _exists(root: Path, entry: tuple[Any, ...]) -> bool:
-    """Whether a :class:`~keen.skills.cache.SkillsDirState` entry exists, a symlink's
-    target followed (:meth:`pathlib.Path.exists`)."""
-    name, own, target, skill_md, marker = entry
-    if own is None:
-        return False  # gone since it was listed
-    if not target or skill_md is not None or marker is not None:
-        return True  # not a link (its lstat is its stat), or a file was found through it
-    return os.path.exists(root / name)  # a link to a folder without those files, or dangling
 
 
 def _unlistable(root: Path) -> bool:

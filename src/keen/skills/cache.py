@@ -51,7 +51,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -139,6 +139,35 @@ class SkillsDirState:
     def unchanged_since(self, other: SkillsDirState | None) -> bool:
         """True when ``other`` was taken of the same directory, both are settled and equal."""
         return other is not None and self.settled and other.settled and self == other
+
+    def existing(self, names: Iterable[str]) -> set[str]:
+        """Those of ``names`` whose entry exists, a symlink's target followed as
+        :meth:`pathlib.Path.exists` does: from the stat data, with a system call only for a
+        link to a folder without ``SKILL.md`` or marker file, or a dangling one.
+
+        Args:
+            names: entry names (``mcp:<server>`` spellings, skill names).
+
+        Returns:
+            The subset of ``names`` that exist.
+        """
+        wanted = set(names)
+        found: set[str] = set()
+        for name, own, target, skill_md, marker in self.entries:
+            if name not in wanted or own is None:  # None: gone since it was listed
+                continue
+            if not target or skill_md is not None or marker is not None:
+                found.add(name)  # not a link (its lstat is its stat), or a file was found through it
+            elif os.path.exists(self.root / name):
+                found.add(name)
+        return found
+
+    def generated(self) -> list[str]:
+        """The names of the entries that hold a marker file, a regular file (the keen-mcp
+        marker of a generated skill), in name order."""
+        return [
+            name for name, _, _, _, marker in self.entries if marker is not None and stat.S_ISREG(marker[2])
+        ]
 
 
 def skills_dir_state(skills_root: Path | None = None) -> SkillsDirState:
