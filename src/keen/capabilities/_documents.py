@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 from keen.capabilities._index import Doc
 from keen.capabilities._text import split_identifier
@@ -88,43 +89,45 @@ def _how_to(cap: Capability) -> str:
 DENSE_VIEWS = 4
 """Transformer vectors per tool (:func:`dense_views`)."""
 
-VERB_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "list": ("show", "get all"),
-    "get": ("show", "fetch", "find"),
-    "create": ("make", "new", "add"),
-    "delete": ("remove", "drop"),
-    "remove": ("delete", "drop"),
-    "read": ("open", "show", "view"),
-    "write": ("save", "store"),
-    "update": ("change", "edit", "modify"),
-    "edit": ("change", "modify"),
-    "search": ("find", "look up"),
-    "find": ("search", "look up"),
-    "add": ("insert", "create", "put"),
-    "move": ("put", "relocate"),
-    "set": ("change", "configure"),
-    "query": ("ask", "look up"),
-    "execute": ("run",),
-    "run": ("execute",),
-    "fetch": ("get", "download"),
-    "open": ("read", "view"),
-    "insert": ("add", "put"),
-    "merge": ("combine", "join"),
-    "split": ("divide", "break up"),
-    "convert": ("turn into", "transform"),
-    "extract": ("pull out", "get"),
-    "send": ("post", "submit"),
-    "check": ("verify", "see"),
-    "watch": ("monitor", "follow"),
-    "copy": ("duplicate",),
-    "rename": ("change the name of",),
-    "navigate": ("go to", "open"),
-    "click": ("press",),
-    "upload": ("attach",),
-    "export": ("save as",),
-    "crawl": ("scrape all pages",),
-    "scrape": ("grab",),
-}
+VERB_SYNONYMS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "list": ("show", "get all"),
+        "get": ("show", "fetch", "find"),
+        "create": ("make", "new", "add"),
+        "delete": ("remove", "drop"),
+        "remove": ("delete", "drop"),
+        "read": ("open", "show", "view"),
+        "write": ("save", "store"),
+        "update": ("change", "edit", "modify"),
+        "edit": ("change", "modify"),
+        "search": ("find", "look up"),
+        "find": ("search", "look up"),
+        "add": ("insert", "create", "put"),
+        "move": ("put", "relocate"),
+        "set": ("change", "configure"),
+        "query": ("ask", "look up"),
+        "execute": ("run",),
+        "run": ("execute",),
+        "fetch": ("get", "download"),
+        "open": ("read", "view"),
+        "insert": ("add", "put"),
+        "merge": ("combine", "join"),
+        "split": ("divide", "break up"),
+        "convert": ("turn into", "transform"),
+        "extract": ("pull out", "get"),
+        "send": ("post", "submit"),
+        "check": ("verify", "see"),
+        "watch": ("monitor", "follow"),
+        "copy": ("duplicate",),
+        "rename": ("change the name of",),
+        "navigate": ("go to", "open"),
+        "click": ("press",),
+        "upload": ("attach",),
+        "export": ("save as",),
+        "crawl": ("scrape all pages",),
+        "scrape": ("grab",),
+    }
+)
 """Everyday words for the verbs tool names are made of (a general table, the same for every
 catalog): :func:`name_phrases` says a tool's name with them."""
 

@@ -292,7 +292,15 @@ class Catalog:
         the other servers' entries (ids, model names) are kept, not made again, and the
         search index is derived from this one's by position (a server is one run of ids),
         not by matching every capability. Made whole when that does not hold (a server
-        whose ids hold another's, a clash of model names, a list out of order)."""
+        whose ids hold another's, a clash of model names, a list out of order).
+
+        Args:
+            changed: server name -> ``(its catalog text, its capabilities)``, or None for a
+                server gone.
+
+        Returns:
+            A new :class:`Catalog`; this one is not changed.
+        """
         import numpy as np
 
         from keen.capabilities import _refresh

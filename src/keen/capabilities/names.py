@@ -80,7 +80,14 @@ def resolve_names(ids: Iterable[str]) -> tuple[dict[str, str], bool]:
     :func:`model_name` (no two ids met on one name): then the names of a set that differs
     by a few ids are these with theirs added, as long as none meets another
     (:meth:`keen.capabilities.Catalog.with_servers` patches them instead of naming every id
-    again)."""
+    again).
+
+    Args:
+        ids: capability ids, sorted or not.
+
+    Returns:
+        ``(id -> model name, whether every name is its id's own)``.
+    """
     ordered = list(ids)
     if not all(map(operator.lt, ordered, ordered[1:])):  # a catalog's ids come sorted: checked, not sorted
         ordered = sorted(set(ordered))

@@ -232,11 +232,13 @@ class ToolSearch:
         caps: Sequence[Capability],
         servers: dict[str, str],
         weights: SearchWeights | None = None,
+        *,
+        since: Since | None = None,
     ) -> ToolSearch:
         """Index ``caps`` (in this order) with their ``servers``' texts. The documents this
         process indexed for the last catalog are reused (:mod:`keen.capabilities._refresh`):
-        only new or changed ones are tokenised."""
-        return cls(_refresh.build(caps, servers), weights)
+        only new or changed ones are tokenised. ``since``: as for :meth:`cached`."""
+        return cls(_refresh.build(caps, servers, since), weights)
 
     @classmethod
     def cached(
@@ -254,7 +256,7 @@ class ToolSearch:
         earlier catalog's list, position by position), so the index is derived from that
         one's without matching every capability."""
         if cache_root is None:
-            return cls(_refresh.build(caps, servers, since), weights)
+            return cls.build(caps, servers, weights, since=since)
         return cls(_index_cache.cached(caps, servers, cache_root, since), weights)
 
     # -- querying -------------------------------------------------------------

@@ -513,7 +513,17 @@ class Manager:
     def shown_by_name(self, name: str) -> Mapping[str, Tool]:
         """The tools :meth:`list_tools` shows (a changed tool as it was pinned; none held for
         review) by name: what finds one tool as shown without walking the list. Made again
-        only when :meth:`view` is another. Raises like :meth:`list_tools`."""
+        only when :meth:`view` is another.
+
+        Args:
+            name: the server.
+
+        Returns:
+            A read-only mapping of tool name to the tool as shown.
+
+        Raises:
+            Like :meth:`list_tools`.
+        """
         view = self.view(name)
         cached = self._shown_names.get(name)
         if cached is not None and cached[0] is view:  # the trust hands out one view until a change
