@@ -59,3 +59,17 @@ def test_long_texts_are_not_remembered(runs: list[str]) -> None:
     redactor.redact(text)
     redactor.redact(text)
     assert len(runs) == 2 * len(redact_module._PATTERNS)  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_memo_read_before_a_secret_came_no_longer_answers_for_it() -> None:
+    """An event's fields are looked up in the memo read at its start: a secret added midway
+    must not leave that memo handing out a text redacted without it."""
+    redactor = Redactor()
+    text = "the word opensesame99 here"
+    assert redactor.redact(text) == text
+    memo = redactor.memo  # as EventLog.emit holds it for one event
+    assert memo.get(text) == text
+    redactor.add("opensesame99")
+    assert memo.get(text) is None
+    assert redactor.redact(text) == f"the word {REDACTED} here"
+    assert text not in memo  # the stale memo is never written again

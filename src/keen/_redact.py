@@ -122,8 +122,9 @@ class Redactor:
         argument values are redacted for its call event, its result event and its audit
         record, and the next call sends the same ones. A caller redacting many short strings
         (an event's fields) looks each up here first and calls :meth:`redact` only on a miss,
-        a call less per string. Replaced by an empty one whenever a secret is added (an older
-        one would not redact it), so read it again for each batch; never write to it."""
+        a call less per string. Emptied and replaced whenever a secret is added (an older one
+        would not redact it), so a batch that read it before the secret came misses from then
+        on; never write to it."""
 
     def add(self, secret: str | None) -> None:
         if secret and len(secret) >= 4:
@@ -131,7 +132,11 @@ class Redactor:
                 if secret not in self._secrets:
                     self._secrets.add(secret)
                     self._longest_first = tuple(sorted(self._secrets, key=len, reverse=True))
-                    self.memo = {}
+                    # Emptied in place too: a caller midway through a batch holds the old
+                    # memo, whose texts were redacted without this secret; it then misses
+                    # and calls redact, which never writes into a memo replaced since.
+                    stale, self.memo = self.memo, {}
+                    stale.clear()
 
     def redact(self, text: str) -> str:
         if not text:
