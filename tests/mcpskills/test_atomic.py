@@ -6,6 +6,7 @@ process killed mid-generation leaves the previous complete skill.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -22,7 +23,9 @@ from pathlib import Path
 import pytest
 
 from helpers.mcpskills import NOW, simple_tools, status
+from keen.mcp.types import ServerState
 from keen.mcpskills import MARKER_FILE, ServerSnapshot, _swap, generate_skill, sync_mcp_skills
+from keen.mcpskills import sync as sync_module
 from keen.skills import SkillsConfig
 
 SWAPS = 60
@@ -284,3 +287,113 @@ def test_a_sync_flushes_once_and_swaps_only_after_the_flush(
         marker = json.loads((root / f"mcp:{s}" / MARKER_FILE).read_bytes())
         assert marker["last_successful_refresh"] == "2026-05-21T13:00:00Z"
     assert not list(root.glob("*/.*.tmp")), "a marker's temporary file was left behind"
+
+
+def _fsync_dir_fails_once(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Make the next fsync of a directory fail with EIO (a dying disk), after the swap."""
+    real = _swap._fsync_dir  # pyright: ignore[reportPrivateUsage]
+    failed: list[Path] = []
+
+    def fail_once(path: Path) -> None:
+        if not failed:
+            failed.append(path)
+            raise OSError(errno.EIO, "Input/output error")
+        real(path)
+
+    monkeypatch.setattr(_swap, "_fsync_dir", fail_once)
+    return failed
+
+
+def _age(path: Path) -> None:
+    """Make ``path`` look retired long ago (past the grace), as a version replaced last week is."""
+    past = time.time() - _swap.RETIRED_GRACE_SECONDS - 3600
+    os.utime(path, (past, past))
+
+
+def test_a_failed_folder_fsync_after_the_swap_keeps_the_replaced_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The startup sync's batch: the links are swapped, then the skills dir's fsync fails. The
+    link on disk may still name the old version, and a reader may be inside it: it stays (and
+    gets its grace), only build debris goes, and the entry says the new skill is live but not
+    confirmed on disk."""
+    root = tmp_path / "skills"
+    link = root / "mcp:srv"
+    first = sync_mcp_skills(
+        [ServerSnapshot(status("srv"), simple_tools("srv", 3, tag=" v0"))], skills_root=root, now=NOW
+    )
+    assert first.entries[0].action == "generated"
+    old = link.resolve()
+    _age(old)
+    failed = _fsync_dir_fails_once(monkeypatch)
+    snap = ServerSnapshot(status("srv"), simple_tools("srv", 3, tag=" v1"))
+    entry = sync_mcp_skills([snap], skills_root=root, now=NOW).entries[0]
+    assert failed == [root]
+    assert read_one_version(link) == " v1"
+    assert read_one_version(old) == " v0", "the replaced version was deleted before the link was durable"
+    assert entry.action == "error" and "published but not confirmed on disk" in entry.error
+    assert entry.skill_path == str(link)
+    assert old.stat().st_mtime > time.time() - _swap.RETIRED_GRACE_SECONDS, "its grace was not started"
+    assert not [p for p in root.iterdir() if p.name.endswith((".tmp", ".link"))]
+
+
+def test_a_failed_folder_fsync_after_publish_keeps_the_replaced_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same fault on the one-skill path (``generate_skill`` -> ``publish``)."""
+    root = tmp_path / "skills"
+    link = root / "mcp:srv"
+    generate_skill(root, status("srv"), simple_tools("srv", 3, tag=" v0"), now=NOW)
+    old = link.resolve()
+    _age(old)
+    _fsync_dir_fails_once(monkeypatch)
+    with pytest.raises(OSError, match="Input/output error") as raised:
+        generate_skill(root, status("srv"), simple_tools("srv", 3, tag=" v1"), now=NOW)
+    assert read_one_version(link) == " v1"
+    assert read_one_version(old) == " v0", "the replaced version was deleted before the link was durable"
+    assert raised.value.errno == errno.EIO and "published but not confirmed on disk" in str(raised.value)
+    assert not [p for p in root.iterdir() if p.name.endswith((".tmp", ".link"))]
+
+
+def _tmp_files(root: Path) -> list[str]:
+    return sorted(
+        os.path.relpath(os.path.join(folder, name), root)
+        for folder, _, names in os.walk(root)
+        for name in names
+        if name.endswith(".tmp")
+    )
+
+
+@pytest.mark.parametrize("where", ["entry", "flush"])
+def test_an_interrupted_sync_leaves_no_marker_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A Ctrl-C after the batch wrote the markers' temporary files (inside the live version
+    dirs, where no cleanup looks) and before they were swapped in: ``entry``, while the sync
+    goes on to the next server; ``flush``, in the flush that precedes the swap."""
+    root = tmp_path / "skills"
+    servers = ["srv0", "srv1", "srv2"]
+    snaps = [ServerSnapshot(status(s), simple_tools(s, 3)) for s in servers]
+    assert [e.action for e in sync_mcp_skills(snaps, skills_root=root, now=NOW).entries] == ["generated"] * 3
+    markers = {s: (root / f"mcp:{s}" / MARKER_FILE).read_bytes() for s in servers}
+    if where == "entry":
+        real_mark = sync_module._mark  # pyright: ignore[reportPrivateUsage]
+
+        def mark_then_interrupt(server: str, *args: object) -> None:
+            real_mark(server, *args)  # pyright: ignore[reportArgumentType]
+            if server == "srv1":
+                raise KeyboardInterrupt("interrupted after srv1's marker")
+
+        monkeypatch.setattr(sync_module, "_mark", mark_then_interrupt)
+    else:
+
+        def interrupt(path: Path) -> None:
+            raise KeyboardInterrupt("interrupted in the flush")
+
+        monkeypatch.setattr(_swap, "_sync_filesystem", interrupt)
+    down = [ServerSnapshot(status(s, ServerState.DISCONNECTED, last_error="gone")) for s in servers]
+    with pytest.raises(KeyboardInterrupt, match="interrupted"):
+        sync_mcp_skills(down, skills_root=root, now=NOW)
+    assert _tmp_files(root) == []
+    # Nothing was committed: every marker is the one the first sync wrote.
+    assert {s: (root / f"mcp:{s}" / MARKER_FILE).read_bytes() for s in servers} == markers

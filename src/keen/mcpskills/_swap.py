@@ -21,11 +21,20 @@ old version; the ``.tmp`` debris is removed by the next writer, which is safe be
 writers hold the lock. A plain managed dir from an older layout is migrated with
 ``renameat2(RENAME_EXCHANGE)`` where the kernel offers it, else two renames.
 
-The startup sync writes many servers' skills at once through one :class:`Batch`: the skills
-dir is listed once, every new version (and every rewritten marker) is flushed by one
-``syncfs`` before any link or marker is swapped in, and the links' directory by one fsync
-after the last swap; old versions are deleted only after that. The order of what reaches
-the disk is the same as for one skill, so a power cut leaves every skill whole (old or new).
+If that last fsync of the skills dir fails, the new version is live but not known to be
+on disk: the replaced version is retired (kept for its grace) rather than deleted, only the
+build debris goes, and :class:`NotDurableError` says so.
+
+The startup sync writes many servers' skills through one :class:`Batch`, committed twice
+(``keen.mcpskills.sync``): first the new versions, then the status markers that changed.
+Each commit flushes what it wrote with one ``syncfs`` before any link or marker is swapped
+in, and, when it swapped links, the skills dir with one fsync after the last swap; old
+versions are retired only after that. The order of what reaches the disk is the same as for
+one skill, so a power cut leaves every skill whole (old or new). A marker is replaced by a
+rename inside its version dir: atomic (a reader sees the old or the new marker), but that
+dir is not fsynced afterwards, so a power cut may bring back the old marker (as with
+:func:`keen._fs.atomic_write_bytes` without ``fsync``). :meth:`Batch.abort` deletes what a
+batch wrote but did not commit (marker temporary files inside live version dirs included).
 """
 
 from __future__ import annotations
@@ -55,6 +64,7 @@ __all__ = [
     "RETIRED_GRACE_SECONDS",
     "Batch",
     "Current",
+    "NotDurableError",
     "cleanup",
     "discard",
     "inspect",
@@ -75,6 +85,21 @@ logger = logging.getLogger(__name__)
 RETIRED_GRACE_SECONDS = 60.0
 
 Kind = Literal["absent", "link", "dir", "dangling", "unmanaged"]
+
+
+class NotDurableError(OSError):
+    """The new version is published (the link points to it) but the fsync of the skills dir
+    that makes the link survive a power cut failed. The replaced version is kept (retired,
+    deleted by a later writer after its grace), so nothing a reader or the old link needs is gone."""
+
+    def __init__(self, server: str, cause: OSError) -> None:
+        super().__init__(
+            cause.errno,
+            f"the new skill for {server} is published but not confirmed on disk ({cause}): "
+            "a power cut before the next successful write may bring back the previous version; "
+            "check the disk holding the skills directory and run the sync again",
+        )
+        self.server = server
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,22 +283,44 @@ def _swap_in(root: Path, server: str, build_dir: Path, current: Current) -> Path
     return final
 
 
-def _retire(root: Path, server: str, final: Path, current: Current, names: Iterable[str] | None) -> None:
-    """After the swap is durable: start the replaced version's grace, delete old debris."""
+def _retire(
+    root: Path,
+    server: str,
+    final: Path,
+    current: Current,
+    names: Iterable[str] | None,
+    *,
+    durable: bool = True,
+) -> None:
+    """After the swap: start the replaced version's grace, delete old debris. Not
+    ``durable`` (the skills dir's fsync failed): only build debris goes, since the link on
+    disk may still name an older version."""
     retired = current.target if current.kind == "link" else final.with_name(final.name + ".old")
-    if retired is not None and retired.is_dir():
-        # Start its grace now: readers may have resolved it an instant before the swap.
-        os.utime(retired)
-    cleanup(root, server, keep=final.name, names=names)
+    try:
+        if retired is not None and retired.is_dir():
+            # Start its grace now: readers may have resolved it an instant before the swap.
+            os.utime(retired)
+    except OSError as exc:
+        if durable:
+            raise
+        logger.warning("could not stamp %s as retired: %s", retired, exc)
+    cleanup(root, server, keep=final.name, names=names, debris_only=not durable)
 
 
 def publish(root: Path, server: str, build_dir: Path, current: Current, *, fsync: bool) -> Path:
     """Make the complete ``build_dir`` the skill: rename it to its versioned name, point
     ``mcp:<server>`` at it in one ``os.replace``, then delete older versions and debris.
-    ``current`` must be managed or absent (the caller checked). Returns the versioned dir."""
+    ``current`` must be managed or absent (the caller checked). Returns the versioned dir.
+
+    Raises :class:`NotDurableError` when the skills dir's fsync fails after the swap (the
+    new version is live, the replaced one kept); other ``OSError`` before the swap."""
     final = _swap_in(root, server, build_dir, current)
     if fsync:
-        _fsync_dir(root)
+        try:
+            _fsync_dir(root)
+        except OSError as exc:
+            _retire(root, server, final, current, None, durable=False)
+            raise NotDurableError(server, exc) from exc
     _retire(root, server, final, current, None)
     return final
 
@@ -345,13 +392,37 @@ class Batch:
         self._markers.append((server, tmp, target))
         return True
 
+    def abort(self) -> None:
+        """Drop everything added and not committed: delete the marker temporary files
+        (they sit inside live version dirs, where no cleanup looks) and the pending builds.
+        Safe to call after :meth:`commit` (then nothing is pending) and more than once."""
+        builds, self._builds = self._builds, []
+        markers, self._markers = self._markers, []
+        for _, tmp, _ in markers:
+            _unlink_quietly(tmp)
+        for server, _, _ in builds:
+            discard(self.root, server)
+
     def commit(self) -> dict[str, OSError]:
         """Swap in everything added: one ``syncfs`` (with ``fsync``), every marker and link
         replaced, one fsync of the skills dir, then old versions retired and debris deleted.
         Returns the servers whose swap failed (their previous version stays, their debris
-        is deleted), with the error."""
+        is deleted), with the error; a :class:`NotDurableError` for a server whose new
+        version is live but whose link's fsync failed (its replaced version is kept)."""
         builds, self._builds = self._builds, []
         markers, self._markers = self._markers, []
+        try:
+            return self._commit(builds, markers)
+        except BaseException:
+            # Interrupted mid-way: no marker temporary file may stay inside a live version.
+            for _, tmp, _ in markers:
+                if os.path.lexists(tmp):
+                    _unlink_quietly(tmp)
+            raise
+
+    def _commit(
+        self, builds: list[tuple[str, Path, Current]], markers: list[tuple[str, Path, Path]]
+    ) -> dict[str, OSError]:
         failed: dict[str, OSError] = {}
         if not builds and not markers:
             return failed
@@ -383,9 +454,11 @@ class Batch:
             try:
                 _fsync_dir(self.root)
             except OSError as exc:
-                for server, _, _ in swapped:
-                    failed[server] = exc
-                    discard(self.root, server)
+                # The links are swapped: each new version is live, but the old links may be
+                # what the disk holds. Keep the replaced versions (retired), delete debris only.
+                for server, final, current in swapped:
+                    failed[server] = NotDurableError(server, exc)
+                    _retire(self.root, server, final, current, self.names(server), durable=False)
                 return failed
         for server, final, current in swapped:
             _retire(self.root, server, final, current, self.names(server))
@@ -406,6 +479,7 @@ def cleanup(
     keep: str | None,
     grace: float = RETIRED_GRACE_SECONDS,
     names: Iterable[str] | None = None,
+    debris_only: bool = False,
 ) -> list[str]:
     """Delete Keen's ``.mcp:<server>.<hex>[.tmp|.link|.old]`` entries but ``keep``; return the names.
 
@@ -415,7 +489,8 @@ def cleanup(
     Build debris (``.tmp`` dirs, ``.link`` symlinks) goes at once: no reader ever saw it. A
     retired version (a complete versioned dir or a migrated ``.old`` dir) goes only once
     it was retired (its mtime, stamped by :func:`publish`) more than ``grace`` seconds ago,
-    so a reader still inside it finishes; ``grace=0`` deletes it now.
+    so a reader still inside it finishes; ``grace=0`` deletes it now. ``debris_only``: no
+    version is deleted, whatever its age (after a swap whose fsync failed).
     Only names Keen creates are touched. Call it with the lock held: a concurrent writer's
     build dir matches the same pattern. Failures are logged and retried next time.
     """
@@ -439,7 +514,9 @@ def cleanup(
             info = os.lstat(path)
         except FileNotFoundError:
             continue
-        if match.group("suffix") in (None, ".old") and grace > 0 and info.st_mtime > cutoff:
+        if match.group("suffix") in (None, ".old") and (
+            debris_only or (grace > 0 and info.st_mtime > cutoff)
+        ):
             continue
         try:
             if stat.S_ISDIR(info.st_mode):

@@ -165,7 +165,9 @@ def generate_skill(
 
     Raises ``SkillError`` for an invalid server name, or when ``mcp:<server>`` exists but
     is not managed by Keen (it is never overwritten); ``OSError`` from the filesystem, with
-    the previous version left in place.
+    the previous version left in place; ``keen.mcpskills._swap.NotDurableError`` (an
+    ``OSError``) when the new version is live but the skills dir could not be flushed after
+    the swap (the previous version is kept on disk).
     """
     server = status.name
     _check_server(server)
@@ -282,6 +284,8 @@ def generate_skill(
                 _swap.publish(skills_root, server, build, current, fsync=fsync)
             else:
                 batch.add_build(server, build, current)
+        except _swap.NotDurableError:
+            raise  # published; publish kept the replaced version and deleted only debris
         except BaseException:
             # Keep whatever the link points to now (old or, if the swap got through, new).
             _swap.discard(skills_root, server)

@@ -314,6 +314,12 @@ def _sync_one(
                 str(exc),
             )
         return SyncEntry(server, status.state.value, "error", config.is_enabled(name), "", None, [], str(exc))
+    if isinstance(report, _swap.NotDurableError):
+        # Live but maybe not on disk: say so, and point at the skill that is there.
+        error = redactor.redact(str(report))
+        return SyncEntry(
+            server, status.state.value, "error", config.is_enabled(name), _DISK_HINT, link, [], error
+        )
     if isinstance(report, OSError):
         error = redactor.redact(f"cannot write the skill for {server}: {report}")
         return SyncEntry(
@@ -462,25 +468,32 @@ def sync_mcp_skills(
         # flags, and the markers of the servers not written, as a second batch.
         batch = _swap.Batch(skills_root, fsync=fsync)
         ordered = [seen[server] for server in sorted(seen)]
-        outcomes = {
-            s.status.name: _generate(s, skills_root, now, fsync, batch) for s in ordered if _generates(s)
-        }
-        outcomes.update(batch.commit())
-        entries = [
-            _entry(
-                s,
-                skills_root,
-                skills_config,
-                auto,
-                s.status.name in force_enable,
-                now,
-                fsync,
-                outcomes.get(s.status.name),
-                batch,
-            )
-            for s in ordered
-        ]
-        for server, exc in batch.commit().items():
+        try:
+            outcomes = {
+                s.status.name: _generate(s, skills_root, now, fsync, batch) for s in ordered if _generates(s)
+            }
+            outcomes.update(batch.commit())
+            entries = [
+                _entry(
+                    s,
+                    skills_root,
+                    skills_config,
+                    auto,
+                    s.status.name in force_enable,
+                    now,
+                    fsync,
+                    outcomes.get(s.status.name),
+                    batch,
+                )
+                for s in ordered
+            ]
+            marker_failures = batch.commit()
+        except BaseException:
+            # Anything (a bug, Ctrl-C, a cancelled task) between a write and its commit: the
+            # batch's marker temporary files sit inside live skill dirs, where no cleanup looks.
+            batch.abort()
+            raise
+        for server, exc in marker_failures.items():
             logger.warning("could not update the marker of %s: %s", skill_name(server), exc)
         for server in _stale_servers(skills_root, skills_config, auto, set(seen)):
             entries.append(_remove_one(skills_root, server, skills_config, auto))
