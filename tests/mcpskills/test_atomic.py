@@ -352,6 +352,7 @@ def test_a_failed_folder_fsync_after_publish_keeps_the_replaced_version(
     assert read_one_version(link) == " v1"
     assert read_one_version(old) == " v0", "the replaced version was deleted before the link was durable"
     assert raised.value.errno == errno.EIO and "published but not confirmed on disk" in str(raised.value)
+    assert str(raised.value).count("Errno") == 1, raised.value  # the cause's text, not its errno again
     assert not [p for p in root.iterdir() if p.name.endswith((".tmp", ".link"))]
 
 

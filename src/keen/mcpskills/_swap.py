@@ -95,7 +95,7 @@ class NotDurableError(OSError):
     def __init__(self, server: str, cause: OSError) -> None:
         super().__init__(
             cause.errno,
-            f"the new skill for {server} is published but not confirmed on disk ({cause}): "
+            f"the new skill for {server} is published but not confirmed on disk ({cause.strerror or cause}): "
             "a power cut before the next successful write may bring back the previous version; "
             "check the disk holding the skills directory and run the sync again",
         )
