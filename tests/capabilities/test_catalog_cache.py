@@ -148,6 +148,30 @@ async def test_a_tool_list_change_and_the_swapped_skill_show_at_the_next_turn(
         agent.close()
 
 
+@asynccontextmanager
+async def _basic_cache(
+    write_config: Callable[[dict[str, Any]], Path],
+) -> AsyncIterator[tuple[Manager, Any, CatalogCache]]:
+    """A Manager over one in-memory basic server (pins kept), that server, and a CatalogCache
+    of the Manager without a disk cache or transformer."""
+    path = write_config({"basic": IN_MEMORY})
+    server = make_basic_server()
+    transports = {"basic": in_memory_transport(server._mcp_server)}
+    async with Manager(path, transports=transports, trust=PinGuard()) as manager:
+        await manager.wait_ready(30)
+        yield manager, server, CatalogCache(manager, cache=False, dense=False)
+
+
+async def _add_weather(manager: Manager, server: Any) -> None:
+    """The server gains a ``weather`` tool and the Manager lists it again."""
+
+    def weather(city: str) -> str:
+        return f"sunny in {city}"
+
+    server.tool(weather, name="weather", description="Weather for a city.")
+    await manager.refresh_tools("basic")
+
+
 async def test_a_servers_new_tool_list_replaces_its_part_of_the_last_catalog(
     keen_home: Path, write_config: Callable[[dict[str, Any]], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -161,20 +185,10 @@ async def test_a_servers_new_tool_list_replaces_its_part_of_the_last_catalog(
         return with_servers(self, changed)
 
     monkeypatch.setattr(Catalog, "with_servers", spy)
-    path = write_config({"basic": IN_MEMORY})
-    server = make_basic_server()
-    transports = {"basic": in_memory_transport(server._mcp_server)}
-    async with Manager(path, transports=transports, trust=PinGuard()) as manager:
-        await manager.wait_ready(30)
-        source = CatalogCache(manager, cache=False, dense=False)
+    async with _basic_cache(write_config) as (manager, server, source):
         first = source()
         assert capability_id("tool", "weather", "basic") not in first
-
-        def weather(city: str) -> str:
-            return f"sunny in {city}"
-
-        server.tool(weather, name="weather", description="Weather for a city.")
-        await manager.refresh_tools("basic")
+        await _add_weather(manager, server)
         catalog = source()
         # The last catalog with the refreshed server's part replaced, equal to one made whole.
         assert derived == [{"basic"}] and source.builds == 2
@@ -200,19 +214,9 @@ async def test_a_refresh_whose_catalog_failed_is_taken_in_by_the_next_call(
         return with_servers(self, changed)
 
     monkeypatch.setattr(Catalog, "with_servers", fails_once)
-    path = write_config({"basic": IN_MEMORY})
-    server = make_basic_server()
-    transports = {"basic": in_memory_transport(server._mcp_server)}
-    async with Manager(path, transports=transports, trust=PinGuard()) as manager:
-        await manager.wait_ready(30)
-        source = CatalogCache(manager, cache=False, dense=False)
+    async with _basic_cache(write_config) as (manager, server, source):
         source()
-
-        def weather(city: str) -> str:
-            return f"sunny in {city}"
-
-        server.tool(weather, name="weather", description="Weather for a city.")
-        await manager.refresh_tools("basic")
+        await _add_weather(manager, server)
         with pytest.raises(RuntimeError, match="the disk went away"):
             source()
         catalog = source()
