@@ -382,21 +382,6 @@ class CheckCall:
         return True
 
 
-def pinning_policy(manager: Manager, server: str) -> Any:
-    """The server's pinning policy; :mod:`keen.trust.pins` is imported on the first call
-    (``keen prompt`` imports the gateway for its definition alone)."""
-    global _pinning_policy
-    if _pinning_policy is None:
-        from keen.trust.pins import pinning_policy as policy
-
-        _pinning_policy = policy
-    return _pinning_policy(manager.config.servers[server])
-
-
-_pinning_policy: Callable[[Any], Any] | None = None
-""":func:`keen.trust.pins.pinning_policy`, once the first call imported it."""
-
-
 class PinCheck:
     """``pin_check``: the tool's definition is the pinned one (``keen.trust.pins``): a new or
     changed tool of a pinned server is refused under ``quarantine`` (``ToolQuarantined``)."""
@@ -409,7 +394,7 @@ class PinCheck:
     async def __call__(self, call: Call) -> bool:
         if call.server is None or call.tool is None:
             return False
-        # The guard's own policy function: no lazy import to go through (the guard is here).
+        # The one route to the policy: execute pins on first use with what this stage decided.
         policy = self.pins.policy(self.manager.config.servers[call.server])
         tools = self.manager.live_tools(call.server)
         pin = self.pins.enforce(call.server, call.tool, tools, policy)
