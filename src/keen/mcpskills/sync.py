@@ -10,6 +10,9 @@ connected, in ``force_enable``            generate/refresh and enable (a manual 
 ``"enabled": false`` in configs.json      disable; files kept
 disconnected, configured, connecting      disable; files kept, marker status updated
 auth_required / auth_failed               same, with the remedy ``Remedy.SIGN_IN``
+config_error                              same, with the remedy ``Remedy.FIX_CONFIG``
+connected, lists no tools                 disable (marker status ``no_tools``)
+an invalid server name                    reported, nothing on disk touched
 not in the snapshots any more             forget in skills config, delete the managed dir;
                                           a user's own ``mcp:<x>`` dir is kept and reported
 ========================================  ===============================================
