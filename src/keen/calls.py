@@ -394,9 +394,11 @@ class PinCheck:
     async def __call__(self, call: Call) -> bool:
         if call.server is None or call.tool is None:
             return False
-        # The one route to the policy: execute pins on first use with what this stage decided.
-        policy = self.pins.policy(self.manager.config.servers[call.server])
+        # What the Manager holds first, then the guard: the call goes down once, not back and
+        # forth. The one route to the policy: execute pins on first use with what this decided.
         tools = self.manager.live_tools(call.server)
+        config = self.manager.config.servers[call.server]
+        policy = self.pins.policy(config)
         pin = self.pins.enforce(call.server, call.tool, tools, policy)
         if pin is not None:  # a check is made only against pins (enforce: None when there are none)
             call.pinned = True
