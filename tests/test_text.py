@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from helpers.mcpskills import NOW, status
-from keen._text import first_sentence, sentences, shorten, summary
+from keen._text import first_sentence, sentences, shorten, some_of, summary
 from keen.mcp.types import Tool
 from keen.mcpskills import generate_skill
 from keen.serve.catalog import ToolCatalog
@@ -55,3 +55,16 @@ def test_sentences_and_cuts() -> None:
     assert first_sentence("") == "" and summary(None) == ""
     assert shorten("abcdef", 4) == "abc…" and shorten("abc", 4) == "abc"
     assert shorten("alpha beta gamma", 12, at_word=True) == "alpha beta…"
+
+
+def test_a_long_list_is_named_in_part_and_counted() -> None:
+    said: list[int] = []
+
+    def say(n: int) -> str:
+        said.append(n)
+        return f"#{n}"
+
+    assert some_of(range(20_000), 3, "; ", say) == "#0; #1; #2; and 19997 more"
+    assert said == [0, 1, 2]  # only what is named is put into words
+    assert some_of(["a", "b"], 2) == "a, b" and some_of(["a", "b", "c"], 2) == "a, b, and 1 more"
+    assert some_of([], 3) == ""

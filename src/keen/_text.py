@@ -1,12 +1,14 @@
-"""Text made short: cut to a length, on one line, its first sentence. The one way every layer
-does it (a leaf: imports nothing of Keen), so a tool's summary reads the same in SKILL.md, the
-capability catalog and ``keen serve``.
+"""Text made short: cut to a length, on one line, its first sentence, a long list named in
+part. The one way every layer does it (a leaf: imports nothing of Keen), so a tool's summary
+reads the same in SKILL.md, the capability catalog and ``keen serve``.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 __all__ = [
     "ELLIPSIS",
@@ -15,9 +17,12 @@ __all__ = [
     "one_line",
     "sentences",
     "shorten",
+    "some_of",
     "summary",
     "unsafe_char",
 ]
+
+_T = TypeVar("_T")
 
 ELLIPSIS = "…"
 SUMMARY_CHARS = 120
@@ -75,6 +80,25 @@ def shorten(text: str, limit: int, *, at_word: bool = False) -> str:
     if (space := cut.rfind(" ")) >= limit // 2:
         cut = cut[:space]
     return cut.rstrip(" ,;:-") + ELLIPSIS
+
+
+def some_of(items: Sequence[_T], limit: int, sep: str = ", ", say: Callable[[_T], str] = str) -> str:
+    """The first ``limit`` of ``items`` joined by ``sep``, then how many are left out: a long
+    list said in one line of a message (``"a; b; c; and 2 more"`` with ``sep="; "``).
+
+    Args:
+        items: what is named, in order (only the first ``limit`` are put into words, so a
+            list of 20,000 costs what a list of ``limit`` does).
+        limit: how many to name at the most.
+        sep: what stands between two of them, and before ``and N more``.
+        say: the words for one item.
+
+    Returns:
+        The named items, and ``{sep}and N more`` when ``N`` were left out.
+    """
+    shown = sep.join(say(item) for item in items[:limit])
+    left = len(items) - limit
+    return f"{shown}{sep}and {left} more" if left > 0 else shown
 
 
 def one_line(text: str | None, limit: int) -> str:

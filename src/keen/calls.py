@@ -382,21 +382,6 @@ class CheckCall:
         return True
 
 
-def pinning_policy(manager: Manager, server: str) -> Any:
-    """The server's pinning policy; :mod:`keen.trust.pins` is imported on the first call
-    (``keen prompt`` imports the gateway for its definition alone)."""
-    global _pinning_policy
-    if _pinning_policy is None:
-        from keen.trust.pins import pinning_policy as policy
-
-        _pinning_policy = policy
-    return _pinning_policy(manager.config.servers[server])
-
-
-_pinning_policy: Callable[[Any], Any] | None = None
-""":func:`keen.trust.pins.pinning_policy`, once the first call imported it."""
-
-
 class PinCheck:
     """``pin_check``: the tool's definition is the pinned one (``keen.trust.pins``): a new or
     changed tool of a pinned server is refused under ``quarantine`` (``ToolQuarantined``)."""
@@ -409,9 +394,11 @@ class PinCheck:
     async def __call__(self, call: Call) -> bool:
         if call.server is None or call.tool is None:
             return False
-        # The guard's own policy function: no lazy import to go through (the guard is here).
-        policy = self.pins.policy(self.manager.config.servers[call.server])
+        # What the Manager holds first, then the guard: the call goes down once, not back and
+        # forth. The one route to the policy: execute pins on first use with what this decided.
         tools = self.manager.live_tools(call.server)
+        config = self.manager.config.servers[call.server]
+        policy = self.pins.policy(config)
         pin = self.pins.enforce(call.server, call.tool, tools, policy)
         if pin is not None:  # a check is made only against pins (enforce: None when there are none)
             call.pinned = True

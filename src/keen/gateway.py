@@ -45,7 +45,6 @@ from keen.calls import (
     allow_all,
     allow_read_only,
     audit_record,
-    pinning_policy,
     result_text,
     shape,
 )
@@ -202,8 +201,9 @@ class Gateway:
             return False
         server, tool = call.server, call.tool
         if not call.pinned:  # a pinned server (the usual call) has nothing to pin on first use
+            # What the pin check decided; without that stage, the same guard's policy.
             policy, tools = call.pinning or (
-                pinning_policy(self.manager, server),
+                self.pins.policy(self.manager.config.servers[server]),
                 self.manager.live_tools(server),
             )
             self.pins.approved(server, tools, policy)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from keen import paths
+from keen._text import some_of
 from keen.agent.reconnect import when_words
 from keen.errors import KeenError
 from keen.mcp.types import ServerState, ServerStatus
@@ -412,7 +413,7 @@ def _known(runtime: Runtime) -> set[str]:
 
 def connecting_line(names: list[str], limit: int = 8) -> str:
     """The one line naming the servers still connecting when a session starts answering."""
-    shown = ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    shown = some_of(names, limit)
     count = f"{len(names)} server{'s' if len(names) != 1 else ''}"
     return (
         f"still connecting ({count}): {shown}; answering with the skills on disk meanwhile, and each "

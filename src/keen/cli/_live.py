@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from keen._text import some_of
 from keen.cli._common import err, real_console
 from keen.cli._terminal import cell
 from keen.cli._wording import remedy_text
@@ -93,11 +94,10 @@ def status_table(
 
 def flag_text(server: str, flags: dict[str, list[str]], limit: int = 3) -> Text:
     """``docs: 2 tools flagged: fetch (override, secrets), ...; review: keen mcp diff docs``."""
-    shown = ", ".join(f"{name} ({', '.join(kinds)})" for name, kinds in list(flags.items())[:limit])
-    more = f", and {len(flags) - limit} more" if len(flags) > limit else ""
+    shown = some_of(list(flags.items()), limit, say=lambda flag: f"{flag[0]} ({', '.join(flag[1])})")
     count = f"{len(flags)} tool{'s' if len(flags) != 1 else ''} flagged"
     text = Text.assemble(
-        cell(server), ": ", (count, "bold red"), ": ", cell(shown + more), f"; review: keen mcp diff {server}"
+        cell(server), ": ", (count, "bold red"), ": ", cell(shown), f"; review: keen mcp diff {server}"
     )
     # Wrapped at words under the table, even on a soft-wrapping console (the CLI's).
     text.no_wrap, text.overflow = False, "fold"

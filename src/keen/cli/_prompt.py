@@ -22,7 +22,7 @@ from typing import Any
 from keen import paths
 from keen.cli._console import fail, guarded, out, print_json
 
-__all__ = ["run_alone", "show"]
+__all__ = ["print_stats", "run_alone", "show"]
 
 _FLAGS = {"--stats": "stats", "--json": "as_json"}
 _NUMBERS = {"--budget": "budget_tokens", "--max-chars": "max_chars"}
@@ -33,7 +33,7 @@ def show(*, stats: bool, as_json: bool, max_chars: int, budget_tokens: int) -> N
     if budget_tokens:
         _budgeted(budget_tokens, stats=stats, as_json=as_json)
         return
-    from keen.prompt import prompt_stats, skills_prompt
+    from keen.prompt import skills_prompt
 
     budget = max_chars or None
     if not stats:
@@ -45,11 +45,18 @@ def show(*, stats: bool, as_json: bool, max_chars: int, budget_tokens: int) -> N
         else:
             sys.stdout.write(text + "\n")
         return
+    print_stats(max_chars=budget, as_json=as_json)
+
+
+def print_stats(*, max_chars: int | None = None, as_json: bool = False) -> None:
+    """``keen prompt --stats`` (and the demo's step 5): per server, its tools' schemas inline
+    against its catalog line, then the whole prompt both ways, for the skills on disk."""
     from keen._tables import Col, Listing
     from keen.entry_tools import call_tool_definition as tool_definition
+    from keen.prompt import prompt_stats
 
     root = paths.skills_dir()
-    figures = prompt_stats(root, tools=[tool_definition("openai", skills_dir=str(root))], max_chars=budget)
+    figures = prompt_stats(root, tools=[tool_definition("openai", skills_dir=str(root))], max_chars=max_chars)
     if as_json:
         print_json(figures.to_dict())
         return

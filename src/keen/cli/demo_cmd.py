@@ -90,12 +90,11 @@ async def _story(timeout: float) -> None:
     from rich.rule import Rule
     from rich.text import Text
 
-    from keen._tables import Col, Listing
     from keen.cli._live import connecting_view, status_table
+    from keen.cli._prompt import print_stats
     from keen.cli._terminal import cell, terminal_text
-    from keen.gateway import tool_definition
     from keen.mcp.types import ServerState
-    from keen.prompt import prompt_stats, skills_prompt
+    from keen.prompt import skills_prompt
     from keen.runtime import open_runtime
 
     audit: list[dict[str, Any]] = []
@@ -137,20 +136,7 @@ async def _story(timeout: float) -> None:
         out.print(skills_prompt(), markup=False, highlight=False)
 
         out.print(Rule("5. prompt size: every tool schema inline vs Keen"))
-        root = paths.skills_dir()
-        stats = prompt_stats(root, tools=[tool_definition("openai", skills_dir=str(root))])
-        table = Listing(
-            [Col("server", "key")]
-            + [Col(c, justify="right") for c in ("tools", "schemas inline", "catalog line")],
-            title=f"tokens ({stats.tokenizer})",
-        )
-        for s in stats.servers:
-            table.add_row(s.name, str(s.tool_count), f"{s.schema_tokens:,}", f"{s.catalog_tokens:,}")
-        out.print(table)
-        out.print(
-            f"all schemas: {stats.all_schemas_tokens:,} tokens; Keen (catalog + call_mcp_tool): "
-            f"{stats.catalog_tokens:,} tokens; reduction {stats.reduction:.1%}"
-        )
+        print_stats()
 
         out.print(Rule("6. calls through call_mcp_tool (checked, approved, audited)"))
         calls = [

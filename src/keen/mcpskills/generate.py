@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from keen._redact import redactor
-from keen._text import one_line
+from keen._text import one_line, some_of
 from keen.errors import SkillError
 from keen.mcp import SERVER_NAME_RE, ServerInfo, ServerStatus, Tool, tools_hash
 from keen.mcpskills import _swap
@@ -266,14 +266,11 @@ def generate_skill(
 
         if rejected:
             # One line per server, however many tools: 20,000 bad names are one warning.
-            shown = "; ".join(f"{r.display} ({r.reason})" for r in rejected[:3])
-            more = f"; and {len(rejected) - 3} more" if len(rejected) > 3 else ""
             logger.warning(
-                "mcp:%s: no schema for %d tool(s), listed in its SKILL.md: %s%s",
+                "mcp:%s: no schema for %d tool(s), listed in its SKILL.md: %s",
                 server,
                 len(rejected),
-                shown,
-                more,
+                some_of(rejected, 3, "; ", lambda r: f"{r.display} ({r.reason})"),
             )
         if batch is None:  # a batch deletes debris after its swap, from its one listing
             _swap.cleanup(skills_root, server, keep=current.target.name if current.target else None)

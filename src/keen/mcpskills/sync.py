@@ -10,6 +10,9 @@ connected, in ``force_enable``            generate/refresh and enable (a manual 
 ``"enabled": false`` in configs.json      disable; files kept
 disconnected, configured, connecting      disable; files kept, marker status updated
 auth_required / auth_failed               same, with the remedy ``Remedy.SIGN_IN``
+config_error                              same, with the remedy ``Remedy.FIX_CONFIG``
+connected, lists no tools                 disable (marker status ``no_tools``)
+an invalid server name                    reported, nothing on disk touched
 not in the snapshots any more             forget in skills config, delete the managed dir;
                                           a user's own ``mcp:<x>`` dir is kept and reported
 ========================================  ===============================================
@@ -221,15 +224,26 @@ _Outcome = GenerationReport | SkillError | OSError
 """What writing one server's skill came to: its report, or why it failed."""
 
 
-def _generates(snap: ServerSnapshot) -> bool:
-    """Does the sync write this server's skill (the rules of the module doc)?"""
+_Step = Literal["bad_name", "off", "down", "no_tools", "write"]
+"""What the sync does for one server: report an invalid name and touch nothing; disable
+(server disabled in configs.json, not connected, or connected with no tools); or write
+its skill."""
+
+
+def _plan(snap: ServerSnapshot) -> _Step:
+    """The rules of the module doc for one server, decided once: pure, so the batch knows
+    which skills it writes (``"write"``) before any entry is made, and :func:`_entry` acts
+    on the same answer."""
     status = snap.status
-    return (
-        SERVER_NAME_RE.fullmatch(status.name) is not None
-        and status.enabled
-        and status.state == ServerState.CONNECTED
-        and bool(snap.tools or snap.invalid)
-    )
+    if not SERVER_NAME_RE.fullmatch(status.name):
+        return "bad_name"
+    if not status.enabled:
+        return "off"
+    if status.state != ServerState.CONNECTED:
+        return "down"
+    if not snap.tools and not snap.invalid:
+        return "no_tools"
+    return "write"
 
 
 def _generate(
@@ -254,6 +268,7 @@ def _generate(
 
 def _sync_one(
     snap: ServerSnapshot,
+    step: _Step,
     root: Path,
     config: SkillsConfig,
     auto: _AutoDisabled,
@@ -263,11 +278,12 @@ def _sync_one(
     outcome: _Outcome | None = None,
     batch: _swap.Batch | None = None,
 ) -> SyncEntry:
-    """``outcome``: the skill already written (:func:`sync_mcp_skills`), else it is written here."""
+    """``step``: :func:`_plan`'s answer for a valid name. ``outcome``: the skill already
+    written (:func:`sync_mcp_skills`), else it is written here."""
     status = snap.status
     server, name = status.name, skill_name(status.name)
     link = str(_swap.link_path(root, server))
-    if not status.enabled:
+    if step == "off":
         auto.disable(config, name, "server disabled in configs.json")
         current = _swap.inspect(root, server)
         _mark(server, current, {"configured": True, "status": "disabled"}, fsync, batch)
@@ -276,7 +292,7 @@ def _sync_one(
             server, status.state.value, "disabled", False, hint, link if current.managed else None
         )
     reason = redactor.redact(status.last_error)
-    if status.state != ServerState.CONNECTED:
+    if step == "down":
         auto.disable(config, name, status.state.value)
         current = _swap.inspect(root, server)
         changes = {
@@ -290,7 +306,7 @@ def _sync_one(
         return SyncEntry(
             server, status.state.value, "disabled", False, hint, path, error=reason, remedy=remedy
         )
-    if not snap.tools and not snap.invalid:
+    if step == "no_tools":
         # No catalog line telling the model to read an empty skill.
         auto.disable(config, name, "no tools")
         current = _swap.inspect(root, server)
@@ -418,7 +434,8 @@ def _entry(
     batch: _swap.Batch | None = None,
 ) -> SyncEntry:
     server, status = snap.status.name, snap.status
-    if not SERVER_NAME_RE.fullmatch(server):
+    step = _plan(snap)
+    if step == "bad_name":
         # An invalid name has no skill directory to mark: report it, touch nothing on disk.
         if status.state == ServerState.CONFIG_ERROR:  # the Manager's reason and fix, as for any broken entry
             hint, remedy = _failure_hint(status)
@@ -428,7 +445,7 @@ def _entry(
             )
         error = f"{server!r} is not a valid server name; rename it in configs.json"
         return SyncEntry(server, status.state.value, "error", False, "", None, [], error)
-    entry = _sync_one(snap, root, config, auto, force, now, fsync, outcome, batch)
+    entry = _sync_one(snap, step, root, config, auto, force, now, fsync, outcome, batch)
     logger.debug("sync mcp:%s: %s -> %s (enabled=%s)", server, entry.state, entry.action, entry.enabled)
     return entry
 
@@ -470,7 +487,9 @@ def sync_mcp_skills(
         ordered = [seen[server] for server in sorted(seen)]
         try:
             outcomes = {
-                s.status.name: _generate(s, skills_root, now, fsync, batch) for s in ordered if _generates(s)
+                s.status.name: _generate(s, skills_root, now, fsync, batch)
+                for s in ordered
+                if _plan(s) == "write"
             }
             outcomes.update(batch.commit())
             entries = [

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from keen._fs import atomic_write_json
-from keen._text import shorten
+from keen._text import shorten, some_of
 from keen.errors import SkillError
 from keen.skills.lock import locked
 
@@ -75,10 +75,9 @@ class SkillsConfig:
             (json.dumps(str(k)), json.dumps(v)) for k, v in enabled.items() if not isinstance(v, bool)
         )
         if wrong:
-            shown = ", ".join(f"{name}: {shorten(value, 40)}" for name, value in wrong[:5])
-            more = f" and {len(wrong) - 5} more" if len(wrong) > 5 else ""
+            shown = some_of(wrong, 5, say=lambda pair: f"{pair[0]}: {shorten(pair[1], 40)}")
             raise SkillError(
-                f'{path}: "is_enabled" values must be true or false (JSON booleans); fix {shown}{more}'
+                f'{path}: "is_enabled" values must be true or false (JSON booleans); fix {shown}'
             )
         return cls(path, data)
 

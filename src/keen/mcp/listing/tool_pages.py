@@ -17,6 +17,7 @@ import mcp_types as mt
 from mcp.client.session import ClientSession
 
 from keen._redact import redactor
+from keen._text import some_of
 from keen.errors import RemoteProtocolError
 from keen.mcp.listing.tool_filter import InvalidTool, ToolListFilter
 from keen.mcp.types import Tool
@@ -93,14 +94,12 @@ async def list_all_tools(session: ClientSession, server: str, tool_filter: ToolL
 def _report(server: str, invalid: list[InvalidTool], duplicates: list[str]) -> None:
     # One line per server for each kind, however many: a flood is one warning.
     if invalid:
-        shown = "; ".join(f"{t.name!r} ({t.reason})" for t in invalid[:3])
-        more = f"; and {len(invalid) - 3} more" if len(invalid) > 3 else ""
+        shown = some_of(invalid, 3, "; ", lambda t: f"{t.name!r} ({t.reason})")
         logger.warning(
-            "server %s: skipped %d invalid tool(s) from tools/list, the others are usable: %s%s",
+            "server %s: skipped %d invalid tool(s) from tools/list, the others are usable: %s",
             server,
             len(invalid),
             redactor.redact(shown),
-            more,
         )
     if duplicates:
         logger.warning(
