@@ -134,28 +134,35 @@ async def _count(call: Call, monkeypatch: pytest.MonkeyPatch) -> None:
     entered: dict[str, int] = {}
     for server in SIZES:
         CountingList.walks = 0
-        lines = 0
+        rounds: list[int] = []
+        for _ in range(3):  # the fewest lines of three rounds: see below
+            lines = 0
 
-        def trace(frame: FrameType, event: str, arg: Any) -> Any:
-            nonlocal lines
-            lines += event == "line"
-            return trace
+            def trace(frame: FrameType, event: str, arg: Any) -> Any:
+                nonlocal lines
+                lines += event == "line"
+                return trace
 
-        previous = sys.gettrace()  # a debugger's or coverage's tracer comes back after
-        sys.settrace(trace)
-        try:
-            for _ in range(10):
-                assert await call(server, _last(server), "x") == "x"
-        finally:
-            sys.settrace(previous)
+            previous = sys.gettrace()  # a debugger's or coverage's tracer comes back after
+            sys.settrace(trace)
+            try:
+                for _ in range(10):
+                    assert await call(server, _last(server), "x") == "x"
+            finally:
+                sys.settrace(previous)
+            rounds.append(lines)
         assert CountingList.walks == 0, (
-            f"{server}: the tool list was walked {CountingList.walks} times in 10 calls"
+            f"{server}: the tool list was walked {CountingList.walks} times in 30 calls"
         )
-        entered[server] = lines
+        # The tracer sees every task of this thread's loop (the in-memory server, keen
+        # serve's own tasks), and a loaded machine lets more of those run inside a round;
+        # they only ever add lines, so the fewest of three rounds is the calls' own count.
+        entered[server] = min(rounds)
     assert compares == []  # the comparison is the cached one: nothing changed
     # The same Python lines per call at 30 and 300 tools: a loop over the tools (a search
-    # by name) would run 270 more lines per call, 2,700 in 10 calls.
-    assert abs(entered["many"] - entered["few"]) < 100, entered
+    # by name) would run 270 more lines per call, 2,700 in 10 calls; the margin leaves room
+    # for another task's lines that land in every round.
+    assert abs(entered["many"] - entered["few"]) < 1000, entered
 
 
 async def test_a_relist_with_changed_tools_is_seen_by_the_next_calls_pin_check(
