@@ -494,9 +494,10 @@ class ServerConnection:
             watch.request("notification")
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch.run, name=f"keen-mcp-watch-{self.name}")
-            tg.start_soon(
-                listen_for_changes, session, watch, subscription, name=f"keen-mcp-listen-{self.name}"
-            )
+            if subscription is not None:  # else nothing to follow: no task only to return
+                tg.start_soon(
+                    listen_for_changes, session, watch, subscription, name=f"keen-mcp-listen-{self.name}"
+                )
             self.watch = watch
             try:
                 while not (self._stopping or self._refresh_requested or self._eof):
