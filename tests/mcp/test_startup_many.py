@@ -99,18 +99,19 @@ async def test_wait_attempt_waits_for_a_server_waiting_its_turn(write_config: Ca
 async def test_quick_starts_overlap_past_one_per_cpu(
     write_config: Callable[..., Path], tmp_path: Path
 ) -> None:
-    # Quick servers first: each ends within its quick share, so the default bound grows; then
+    # Quick servers first: each ends within its quick share (10 s of a 200 s limit: a loaded
+    # machine stays well inside it), so the default bound grows; then
     # servers that hold before answering, each touching its own ``.held`` file: more of them
     # hold at once than one per CPU. A fixed bound of one per CPU never lets that happen.
     base = default_max_starting()
     quick = {
-        f"a{i:02d}": stdio_server("cpu_burn.py", "0", timeouts={"connect": 100}) for i in range(2 * base)
+        f"a{i:02d}": stdio_server("cpu_burn.py", "0", timeouts={"connect": 200}) for i in range(2 * base)
     }
     holds = [tmp_path / f"hold{i:02d}" for i in range(base + 1)]
     for hold in holds:
         hold.touch()
     held = {
-        f"b{i:02d}": stdio_server("cpu_burn.py", "0", "--hold", str(hold), timeouts={"connect": 100})
+        f"b{i:02d}": stdio_server("cpu_burn.py", "0", "--hold", str(hold), timeouts={"connect": 200})
         for i, hold in enumerate(holds)
     }
     path = write_config(quick | held)
