@@ -24,7 +24,7 @@ Per run it measures:
   task's step, a timer, an I/O callback; a process spawn done on the loop shows here),
   timed around each step. A 1 ms ticker task measured this before: its own wake-ups cost
   about 85 ms of CPU per second of wall time on a 2-CPU machine, counted in the sync CPU of
-  whichever mode took longer (Keen, which starts ``max_starting`` servers at a time, took
+  whichever mode took longer (Keen, which then started one server per CPU at a time, took
   4.5x the SDK's wall time at 70 servers), where timing a step costs under a microsecond;
 - peak RSS: the child's peak resident set (``ru_maxrss``) when sync ends, its imports
   included (both children import the SDK's client modules first);
@@ -38,7 +38,10 @@ ratio to the SDK's, with the machine's load average before and after. Prints; ne
 Children run with Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` removed from their
 environment), as ``bench/prompt_start.py``'s do.
 
-Usage: ``python bench/idle.py [--servers 24] [--repeat 3] [--idle 3] [--json]``
+``--max-starting N`` runs Keen with ``[mcp] max_starting = N`` in config.toml (a fixed bound;
+``0``: none) instead of its default bound, which grows while starts are quick.
+
+Usage: ``python bench/idle.py [--servers 24] [--repeat 3] [--idle 3] [--max-starting N] [--json]``
 """
 
 from __future__ import annotations
@@ -185,7 +188,7 @@ async def _child_sdk(n: int, idle: float, *, auto: bool = False) -> dict[str, fl
     return figures
 
 
-async def _child_keen(n: int, idle: float) -> dict[str, float]:
+async def _child_keen(n: int, idle: float, max_starting: int | None = None) -> dict[str, float]:
     # The SDK's client modules, loaded before the clock starts as the sdk child loads them:
     # importing the SDK is the same cost in both, and not what this compares.
     from mcp.client.stdio import stdio_client  # noqa: F401
@@ -196,6 +199,8 @@ async def _child_keen(n: int, idle: float) -> dict[str, float]:
 
     with keen_home() as home:
         path = write_config(home, _servers(n))
+        if max_starting is not None:  # else Keen's default
+            (home / "config.toml").write_text(f"[mcp]\nmax_starting = {max_starting}\n", encoding="utf-8")
         async with contextlib.AsyncExitStack() as stack:
             with _Blocked() as blocked:
                 cpu0, t0 = _cpu(), time.perf_counter()
@@ -212,12 +217,13 @@ async def _child_keen(n: int, idle: float) -> dict[str, float]:
     return figures
 
 
-def _run_child(mode: str, n: int, idle: float) -> dict[str, float]:
+def _run_child(mode: str, n: int, idle: float, max_starting: int | None = None) -> dict[str, float]:
     # Bytecode cached, as an installed Keen runs: compiling Keen's lazily imported modules from
     # source (PYTHONDONTWRITEBYTECODE is set on some machines) is not Keen's cost.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     done = subprocess.run(
-        [PYTHON, __file__, "--child", mode, "--servers", str(n), "--idle", str(idle)],
+        [PYTHON, __file__, "--child", mode, "--servers", str(n), "--idle", str(idle)]
+        + ([] if max_starting is None else ["--max-starting", str(max_starting)]),
         env=env,
         capture_output=True,
         text=True,
@@ -256,11 +262,16 @@ def main() -> None:
     parser.add_argument("--repeat", "--repeats", dest="repeats", type=int, default=3, help="runs per mode")
     parser.add_argument("--idle", type=float, default=3.0)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--max-starting",
+        type=int,
+        help="Keen's [mcp] max_starting (0: no bound; default: Keen's own default)",
+    )
     parser.add_argument("--child", choices=("sdk", "sdk-auto", "keen"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         if args.child == "keen":
-            figures = anyio.run(_child_keen, args.servers, args.idle)
+            figures = anyio.run(_child_keen, args.servers, args.idle, args.max_starting)
         else:
             figures = anyio.run(
                 functools.partial(_child_sdk, auto=args.child == "sdk-auto"), args.servers, args.idle
@@ -271,7 +282,7 @@ def main() -> None:
     runs: dict[str, list[dict[str, float]]] = {"sdk": [], "sdk-auto": [], "keen": []}
     for _ in range(args.repeats):
         for mode in runs:  # interleaved: a busy moment of the machine hits each
-            runs[mode].append(_run_child(mode, args.servers, args.idle))
+            runs[mode].append(_run_child(mode, args.servers, args.idle, args.max_starting))
     load_after = os.getloadavg()
     if args.json:
         print(json.dumps({"servers": args.servers, "runs": runs, "load": [load_before, load_after]}))

@@ -4,7 +4,8 @@ Usage: python bench/startup_many.py [--servers 24] [--burn 1.5] [--chat 20] [--r
 
 Each server (``tests/servers/cpu_burn.py``) burns ``--burn`` seconds of its own CPU before it
 answers ``initialize``, as ``uvx``/``npx`` servers do. The Manager starts them with its
-defaults (``timeouts.connect`` 15 s, ``max_starting`` one per CPU); the figure is how many
+defaults (``timeouts.connect`` 15 s; one start per CPU, more only while starts are quick, which
+these are not); the figure is how many
 connected and when the last did.
 
 ``--chat N`` then runs ``keen chat -p`` over N such servers against the fake

@@ -1,6 +1,7 @@
 """Many stdio servers starting at once (docs/architecture.md "Servers and their states"):
-the Manager starts at most ``max_starting`` at a time, the others wait their turn, and
-each server's ``timeouts.connect`` runs from its own launch, not from the start of discovery.
+the Manager starts at most ``max_starting`` at a time (by default one per CPU, more while
+starts prove quick: ``keen.mcp.connection.starts``), the others wait their turn, and each
+server's ``timeouts.connect`` runs from its own launch, not from the start of discovery.
 
 ``test_many_cpu_hungry_servers_all_connect`` is an end-to-end test of the whole claim on
 this machine: 24 real subprocess servers that each burn CPU before answering ``initialize``,
@@ -22,6 +23,7 @@ import pytest
 from conftest import stdio_server
 from keen.mcp import Manager, ServerState
 from keen.mcp.config.defaults import TIMEOUT_ENV, default_max_starting
+from keen.mcp.connection.starts import GROWTH, QUICK_SHARE, StartSlots
 from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
@@ -92,3 +94,108 @@ async def test_wait_attempt_waits_for_a_server_waiting_its_turn(write_config: Ca
         assert status.state is ServerState.CONNECTED, status.last_error
         # A server that is not connecting is answered at once.
         assert (await manager.wait_attempt("burn01", 0.01)).state is ServerState.CONNECTED
+
+
+async def test_quick_starts_overlap_past_one_per_cpu(
+    write_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    # Quick servers first: each ends within its quick share (10 s of a 200 s limit: a loaded
+    # machine stays well inside it), so the default bound grows; then
+    # servers that hold before answering, each touching its own ``.held`` file: more of them
+    # hold at once than one per CPU. A fixed bound of one per CPU never lets that happen.
+    base = default_max_starting()
+    quick = {
+        f"a{i:02d}": stdio_server("cpu_burn.py", "0", timeouts={"connect": 200}) for i in range(2 * base)
+    }
+    holds = [tmp_path / f"hold{i:02d}" for i in range(base + 1)]
+    for hold in holds:
+        hold.touch()
+    held = {
+        f"b{i:02d}": stdio_server("cpu_burn.py", "0", "--hold", str(hold), timeouts={"connect": 200})
+        for i, hold in enumerate(holds)
+    }
+    path = write_config(quick | held)
+    marks = [hold.with_name(hold.name + ".held") for hold in holds]
+    async with Manager(path, trust=PinGuard()) as manager:
+        try:
+            with anyio.fail_after(60):  # at one per CPU it never comes: the test fails here
+                while sum(mark.exists() for mark in marks) <= base:  # noqa: ASYNC110 (a file has no event)
+                    await anyio.sleep(0.05)
+        finally:
+            for hold in holds:
+                hold.unlink()
+        assert await manager.wait_ready(60)
+        assert {s.name: s.last_error for s in manager.servers() if s.state is not ServerState.CONNECTED} == {}
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_the_bound_grows_with_quick_starts_and_halves_with_a_slow_one() -> None:
+    clock = _Clock()
+    slots = StartSlots(2, grow=True, clock=clock)
+    limit = 10.0  # quick within 0.5 s
+    first = [await slots.turn(limit) for _ in range(2)]
+    clock.now += limit * QUICK_SHARE / 2
+    for turn in first:
+        turn.end()
+    assert slots.bound == 4
+    turns = [await slots.turn(limit) for _ in range(4)]  # four at once, none waits
+    assert slots.running == 4
+    clock.now += limit * QUICK_SHARE * 2
+    turns[0].end()  # slow: the bound halves, never below the base
+    assert slots.bound == 2
+    for turn in turns[1:]:
+        turn.end()
+    assert slots.bound == 2
+    for _ in range(20):
+        (await slots.turn(limit)).end()
+    assert slots.bound == 2 * GROWTH  # capped
+
+
+async def test_a_fixed_bound_does_not_grow() -> None:
+    clock = _Clock()
+    slots = StartSlots(2, clock=clock)
+    for _ in range(5):
+        (await slots.turn(10.0)).end()
+    assert slots.bound == 2
+
+
+async def test_a_start_past_its_quick_share_holds_the_rest_to_the_base() -> None:
+    # A costly start already running is not shared out among cheap ones let in past the base.
+    clock = _Clock()
+    slots = StartSlots(2, grow=True, clock=clock)
+    for _ in range(4):
+        (await slots.turn(10.0)).end()
+    assert slots.bound == 6
+    costly = await slots.turn(10.0)
+    clock.now += 1.0  # past its 0.5 s
+    second = await slots.turn(10.0)  # within the base: let in
+    got: list[object] = []
+    async with anyio.create_task_group() as tg:
+
+        async def third() -> None:
+            got.append(await slots.turn(10.0))
+
+        tg.start_soon(third)
+        await anyio.wait_all_tasks_blocked()
+        assert got == [] and slots.running == 2  # waits, although the bound is 6
+        costly.end()
+        await anyio.wait_all_tasks_blocked()
+        assert len(got) == 1
+    second.end()
+
+
+async def test_a_turn_given_up_while_waiting_leaves_the_queue() -> None:
+    slots = StartSlots(1)
+    first = await slots.turn(10.0)
+    with anyio.move_on_after(0.05):
+        await slots.turn(10.0)
+    first.end()
+    assert slots.running == 0
+    (await slots.turn(10.0)).end()

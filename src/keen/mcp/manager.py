@@ -33,11 +33,12 @@ from keen.errors import (
     ToolNotFound,
     UserActionRequired,
 )
-from keen.mcp.config.defaults import DEFAULT_REFRESH_INTERVAL, default_max_starting
+from keen.mcp.config.defaults import DEFAULT_REFRESH_INTERVAL, default_max_starting, load_defaults
 from keen.mcp.config.reload import EntryChange, misconfigured_status, no_longer_configured, with_entry_of
 from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
 from keen.mcp.connection.memory import in_memory_transport
 from keen.mcp.connection.relay import CALL_PEER, Relay
+from keen.mcp.connection.starts import StartSlots
 from keen.mcp.listing.changes import ChangeObserver, ToolsChanged, diff_tools
 from keen.mcp.types import (
     ServerInfo,
@@ -181,12 +182,13 @@ class Manager:
             required) waits, once the person accepted its pages through ``elicitation_url``,
             for the server to report them done before it is sent once more; past that it
             raises ``UserActionRequired``.
-        max_starting: how many stdio servers start at once (default: config.toml's
-            ``[mcp] max_starting``, else the number of CPUs:
-            :func:`keen.mcp.config.defaults.default_max_starting`); the others wait their turn, and each server's
-            ``timeouts.connect`` runs from its own launch. Starting a server costs CPU
-            (an interpreter, ``npx``, ``uvx``): thirty started together on two CPUs all
-            finish late. ``0``: no bound. HTTP servers are not bounded.
+        max_starting: how many stdio servers start at once, a fixed bound (default: config.toml's
+            ``[mcp] max_starting``, else one per CPU, growing up to four per CPU while
+            starts end within a twentieth of their connect limit: :mod:`keen.mcp.connection.starts`);
+            the others wait their turn, and each server's ``timeouts.connect`` runs from its
+            own launch. Starting a server costs CPU (an interpreter, ``npx``, ``uvx``): thirty
+            started together on two CPUs all finish late. ``0``: no bound. HTTP servers are
+            not bounded.
         trust: required: what vets each server's tools before :meth:`list_tools` shows them
             and flags the tools of a change (:class:`ToolTrust`). Keen's front ends pass
             ``keen.trust.PinGuard()`` (pins in ``$KEEN_HOME/mcp/pins``: a changed tool is
@@ -256,9 +258,11 @@ class Manager:
         self._observers: list[StatusObserver] = []
         self._change_observers: list[ChangeObserver] = []
         self._refresh_interval = refresh_interval
+        # The default bound grows while starts prove cheap; one the caller or config.toml sets is kept.
+        grow = max_starting is None and load_defaults().max_starting is None
         if max_starting is None:
             max_starting = default_max_starting()
-        self._launches = anyio.CapacityLimiter(max_starting) if max_starting > 0 else None
+        self._launches = StartSlots(max_starting, grow=grow) if max_starting > 0 else None
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
         self._closed = False

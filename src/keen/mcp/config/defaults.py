@@ -5,7 +5,7 @@
 
     [mcp]
     timeout = 30        # seconds each server has to start and answer initialize (default 15)
-    max_starting = 4    # stdio servers started at once (default: the number of CPUs)
+    max_starting = 4    # stdio servers started at once (default: one per CPU, more while starts are quick)
 
 ``KEEN_MCP_TIMEOUT`` (seconds) wins over the file, and a server's own ``timeouts.connect`` in
 configs.json wins over both. The other keys of config.toml are ``keen chat``'s
@@ -47,7 +47,8 @@ _MORE_TIME = "to give it more time, "
 @dataclass(frozen=True)
 class McpDefaults:
     """``timeout``: the connect limit a server without its own ``timeouts.connect`` gets;
-    ``max_starting``: how many stdio servers start at once (``None``: one per CPU)."""
+    ``max_starting``: how many stdio servers start at once (``None``: one per CPU, more while
+    starts are quick: :mod:`keen.mcp.connection.starts`)."""
 
     timeout: float = BUILTIN_CONNECT_TIMEOUT
     max_starting: int | None = None

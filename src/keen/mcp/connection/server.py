@@ -42,6 +42,7 @@ from keen.mcp.connection.elicitation import (
 from keen.mcp.connection.relay import CALL_PEER, Relay
 from keen.mcp.connection.sdk_private import negotiate_auto
 from keen.mcp.connection.spawn import stdio_transport
+from keen.mcp.connection.starts import StartSlots, StartTurn
 from keen.mcp.connection.translate import ConnectFacts, classify_connect_failure, sign_in_message
 from keen.mcp.listing.changes import ChangeObserver, RefreshReason, ToolsChanged, diff_tools
 from keen.mcp.listing.resources import list_prompts, list_resource_templates, list_resources
@@ -89,7 +90,7 @@ class ServerConnection:
         relay: Callable[[], Relay | None] = lambda: None,
         on_tools: ChangeObserver | None = None,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
-        launches: anyio.CapacityLimiter | None = None,
+        launches: StartSlots | None = None,
         on_moved: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
@@ -436,37 +437,30 @@ class ServerConnection:
         self._session_ended()
 
     async def _launch_slot(self, cfg: HttpServerConfig | StdioServerConfig) -> Callable[[], None] | None:
-        """Wait for a start slot (stdio servers, when the Manager bounds them); returns the
+        """Wait for a turn to start (stdio servers, when the Manager bounds them); returns the
         function that gives it back (idempotent), or ``None`` when stopped while waiting.
 
         Starting a stdio server costs CPU (an interpreter, ``npx``, ``uvx``): started all at
-        once on a small machine, every one of them finishes late, past its time limit. Its
-        ``timeouts.connect`` runs from its own launch, so waiting here does not count.
-        HTTP servers and in-process transports cost Keen little: they start at once.
+        once on a small machine, every one of them finishes late, past its time limit
+        (:mod:`keen.mcp.connection.starts`). Its ``timeouts.connect`` runs from its own
+        launch, so waiting here does not count. HTTP servers and in-process transports cost
+        Keen little: they start at once.
         """
-        limiter = self._launches
+        slots = self._launches
         if self._stopping:
             return None
-        if limiter is None or self._transport is not None or not isinstance(cfg, StdioServerConfig):
+        if slots is None or self._transport is not None or not isinstance(cfg, StdioServerConfig):
             return lambda: None
-        acquired = False
+        turn: StartTurn | None = None
         with anyio.CancelScope() as self._connect_scope:  # stop() and reconfigure() cancel the wait
-            await limiter.acquire()
-            acquired = True
+            turn = await slots.turn(cfg.timeouts.connect)
         self._connect_scope = None
-        if not acquired:
+        if turn is None:
             return None
         if self._stopping or self._superseded:
-            limiter.release()
+            turn.cancel()
             return None
-        held = [True]
-
-        def release() -> None:
-            if held[0]:
-                held[0] = False
-                limiter.release()
-
-        return release
+        return turn.end
 
     def _session_ended(self) -> None:
         if self._stopping:
@@ -500,9 +494,10 @@ class ServerConnection:
             watch.request("notification")
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch.run, name=f"keen-mcp-watch-{self.name}")
-            tg.start_soon(
-                listen_for_changes, session, watch, subscription, name=f"keen-mcp-listen-{self.name}"
-            )
+            if subscription is not None:  # else nothing to follow: no task only to return
+                tg.start_soon(
+                    listen_for_changes, session, watch, subscription, name=f"keen-mcp-listen-{self.name}"
+                )
             self.watch = watch
             try:
                 while not (self._stopping or self._refresh_requested or self._eof):
