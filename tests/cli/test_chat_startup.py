@@ -201,7 +201,7 @@ async def first_request(self, messages, tools):
             "launched": launched.exists(), "system": messages[0].content, "yaml": "yaml" in sys.modules,
             "pydantic": "pydantic" in sys.modules, "typer": "typer" in sys.modules,
             "deferred": sorted(m for m in ("hashlib", "keen._redact", "keen.capabilities.descriptor",
-                                           "anyio.from_thread") if m in sys.modules),
+                                           "anyio", "anyio.from_thread") if m in sys.modules),
             "runtime": sorted(m for m in ("keen.runtime", "keen.harness.pipeline", "keen.agent.loop")
                               if m in sys.modules)}
     print(json.dumps(seen), flush=True)
@@ -271,8 +271,9 @@ def test_with_the_skills_on_disk_the_model_is_asked_before_any_server_or_the_sdk
     assert (again["yaml"], again["launched"], again["system"]) == (False, False, seen["system"]), stderr
     # Nor OpenSSL's hashlib (keen._digest), the log redactor (imported at the first record
     # or answer text), the capability descriptors (the settings' permission modes come from
-    # keen.capabilities.modes) or anyio's thread bridge (a question to the user needs it,
-    # keen.cli._signals.ask_cancellably), which are not needed before the request.
+    # keen.capabilities.modes) or anyio at all (the request goes out on asyncio's own loop,
+    # keen.cli._chat._run_early; the session and its signal watch import it behind it),
+    # which are not needed before the request.
     assert again["deferred"] == [], again
 
 
