@@ -105,16 +105,15 @@ async def early_turn(world: World, fake: FakeLLM, first: FirstRequest, before: A
     model = open_model("openai:fake", base_url=fake.url + "/v1")
     notices = Notices()
     result: Any = None
+    early = EarlyModel(model, first)
+    early.start()
     try:
-        early = EarlyModel(model, first)
-        async with anyio.create_task_group() as tg:
-            early.start(tg)
-            async with world.runtime("demo") as rt, world.agent(rt, early) as agent:
-                if before is not None:
-                    before()
-                result = await agent.run_turn("hello", notices)
-            tg.cancel_scope.cancel()
+        async with world.runtime("demo") as rt, world.agent(rt, early) as agent:
+            if before is not None:
+                before()
+            result = await agent.run_turn("hello", notices)
     finally:
+        await early.stop()
         await close_model(model)
     return result, notices
 
@@ -167,37 +166,43 @@ def test_plan_leaves_a_broken_skills_config_to_the_session(keen_home: Path) -> N
     assert plan("hello") is None
 
 
-async def test_an_error_opening_the_session_after_the_early_request_is_the_same_as_without(
-    world: World,
-) -> None:
+def test_an_error_opening_the_session_after_the_early_request_is_the_same_as_without(world: World) -> None:
+    # Run as `keen chat -p` runs its turn (_run, or _run_early when the request was built
+    # early): each starts its own event loop, so this test is not itself async.
     from keen.agent.settings import ChatSettings
-    from keen.cli._chat import _one_shot, _OneShotView  # pyright: ignore[reportPrivateUsage]
+    from keen.cli._chat import _one_shot, _OneShotView, _run, _run_early  # pyright: ignore[reportPrivateUsage]
     from keen.errors import find_keen_error
 
-    first = await planned(world)
+    first = anyio.run(planned, world)
     # configs.json broken between the early request and the session's start: the chat's
     # error boundary gets the same error as when nothing was sent early.
     world.config_path.write_text("{broken", encoding="utf-8")
 
-    async def outcome(early: FirstRequest | None) -> BaseException:
+    def outcome(planned: FirstRequest | None) -> BaseException:
         with FakeLLM([Reply(text="early answer")]) as fake:
             model = open_model("openai:fake", base_url=fake.url + "/v1")
+            early = None if planned is None else EarlyModel(model, planned)
+
+            async def turn() -> Any:
+                try:
+                    return await _one_shot(
+                        model,
+                        ChatSettings(model="openai:fake"),
+                        "hello",
+                        _OneShotView(stream=False),
+                        yes=False,
+                        max_steps=2,
+                        timeout=5,
+                        show=lambda _: None,
+                        early=early,
+                    )
+                finally:
+                    await close_model(model)
+
             try:
-                await _one_shot(
-                    model,
-                    ChatSettings(model="openai:fake"),
-                    "hello",
-                    _OneShotView(stream=False),
-                    yes=False,
-                    max_steps=2,
-                    timeout=5,
-                    show=lambda _: None,
-                    first=early,
-                )
+                _run(turn) if early is None else _run_early(early, turn)
             except Exception as exc:
                 return exc
-            finally:
-                await close_model(model)
         raise AssertionError("the session opened over a broken configs.json")
 
     def shape(exc: BaseException) -> Any:
@@ -205,8 +210,8 @@ async def test_an_error_opening_the_session_after_the_early_request_is_the_same_
             return [type(exc).__name__, [shape(e) for e in exc.exceptions]]
         return type(exc).__name__
 
-    without, early = await outcome(None), await outcome(first)
-    assert shape(early) == shape(without)  # not wrapped once more by the early request's task group
+    without, early = outcome(None), outcome(first)
+    assert shape(early) == shape(without)  # not wrapped once more by the early request's task
     found = find_keen_error(early)
     assert found is not None and "invalid JSON at line 1, column 2" in found.message
     assert found.message == getattr(find_keen_error(without), "message", None)

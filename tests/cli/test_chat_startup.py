@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -201,7 +202,7 @@ async def first_request(self, messages, tools):
             "launched": launched.exists(), "system": messages[0].content, "yaml": "yaml" in sys.modules,
             "pydantic": "pydantic" in sys.modules, "typer": "typer" in sys.modules,
             "deferred": sorted(m for m in ("hashlib", "keen._redact", "keen.capabilities.descriptor",
-                                           "anyio.from_thread") if m in sys.modules),
+                                           "anyio", "anyio.from_thread") if m in sys.modules),
             "runtime": sorted(m for m in ("keen.runtime", "keen.harness.pipeline", "keen.agent.loop")
                               if m in sys.modules)}
     print(json.dumps(seen), flush=True)
@@ -271,8 +272,9 @@ def test_with_the_skills_on_disk_the_model_is_asked_before_any_server_or_the_sdk
     assert (again["yaml"], again["launched"], again["system"]) == (False, False, seen["system"]), stderr
     # Nor OpenSSL's hashlib (keen._digest), the log redactor (imported at the first record
     # or answer text), the capability descriptors (the settings' permission modes come from
-    # keen.capabilities.modes) or anyio's thread bridge (a question to the user needs it,
-    # keen.cli._signals.ask_cancellably), which are not needed before the request.
+    # keen.capabilities.modes) or anyio at all (the request goes out on asyncio's own loop,
+    # keen.cli._chat._run_early; the session and its signal watch import it behind it),
+    # which are not needed before the request.
     assert again["deferred"] == [], again
 
 
@@ -375,3 +377,32 @@ def test_an_entry_broken_since_the_last_run_is_reported_and_the_rest_answers(tmp
     # model is asked, with the broken entry's error said, as on any run that finds one.
     assert "server pigeon:" in stderr and "transport 'carrier-pigeon' is not supported" in stderr, stderr
     assert seen["launched"] is True, stderr
+
+
+def test_sigterm_while_the_early_answer_streams_ends_the_chat_as_ever(home: Home) -> None:
+    # The early request goes out on asyncio's own loop before anyio and the signal watch
+    # load (keen.cli._chat._run_early); once the session runs, SIGTERM ends the chat as it
+    # ends any command (keen.cli._signals): the turn cancelled, the servers closed, exit 143.
+    hold = hold_file(home)
+    held = hold.with_name(hold.name + ".held")
+    # A first run writes the skills and records configs.json as valid: the next one sends
+    # its request early.
+    with FakeLLM([Reply(text="first"), Reply(text="a long and slow answer " * 40, pause=0.1)]) as fake:
+        first = Chat(home, fake, "hello").end()
+        assert first.returncode == 0, first.stderr
+        held.unlink(missing_ok=True)  # the slow server touched it in passing
+        hold.touch()
+        try:
+            # A slow answer (a pause after each streamed piece): the servers start behind
+            # it, and the held one says so while the turn is still streaming.
+            chat = Chat(home, fake, "hello again")
+            wait_for(lambda: held.exists() or chat.ended(), "the servers started behind the answer")
+            assert not chat.ended(), chat.end().stderr
+            chat.proc.send_signal(signal.SIGTERM)
+            run = chat.end()
+        finally:
+            hold.unlink()
+    assert run.returncode == 143, run.stderr
+    assert "answering with the skills on disk" in run.stderr  # the early path
+    assert "stopped by SIGTERM; MCP servers closed" in run.stderr
+    assert len(fake.requests) == 2  # the early request was the second run's only one

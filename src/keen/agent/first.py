@@ -19,7 +19,6 @@ session, so it waits for the runtime.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -31,8 +30,6 @@ from keen.agent.models import Message, Model, ModelEvent
 from keen.errors import KeenError
 
 if TYPE_CHECKING:
-    from anyio.abc import TaskGroup
-
     from keen.skills.cache import SkillsDirState
 
 __all__ = ["EarlyModel", "FirstRequest", "covered_servers", "plan"]
@@ -157,10 +154,14 @@ def plan(
 class EarlyModel:
     """A model whose first call was made before anyone asked for it (module doc).
 
-    :meth:`send` (run in a task group that outlives the session) streams ``first`` from
-    ``model`` into a buffer; the first :meth:`stream` call with the same messages and tools
-    reads the buffer (and the call's error, if it failed), any other call asks ``model``.
-    Every other attribute is ``model``'s.
+    :meth:`start` runs :meth:`send` as a task of the running asyncio loop: it streams
+    ``first`` from ``model`` into a buffer; the first :meth:`stream` call with the same
+    messages and tools reads the buffer (and the call's error, if it failed), any other call
+    cancels it and asks ``model``. :meth:`stop` ends it. Every other attribute is ``model``'s.
+
+    It uses asyncio itself, not anyio (whose import costs about 25 ms of CPU): ``keen chat
+    -p`` sends the request before it imports anyio and opens the session (Keen's event loop
+    is always asyncio's: ``anyio.run``'s default backend).
 
     Args:
         model: the session's model.
@@ -168,44 +169,56 @@ class EarlyModel:
     """
 
     def __init__(self, model: Model, first: FirstRequest) -> None:
-        import anyio
+        import asyncio
 
         self.model = model
         self.name: str = model.name
         self.first = first
-        self._send, self._receive = anyio.create_memory_object_stream[ModelEvent](math.inf)
+        self._events: asyncio.Queue[ModelEvent | None] = asyncio.Queue()  # None: the answer ended
         self._error: BaseException | None = None
         self._claimed = False
-        self._scope = anyio.CancelScope()
+        self._task: asyncio.Task[None] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
 
     async def send(self) -> None:
         """Ask the model now and keep its answer for :meth:`stream`."""
-        with self._scope, self._send:
-            try:
-                async for event in self.model.stream(self.first.messages, self.first.tools):
-                    await self._send.send(event)
-            except Exception as exc:  # the session's stream raises it, as the model would have
-                self._error = exc
+        try:
+            async for event in self.model.stream(self.first.messages, self.first.tools):
+                self._events.put_nowait(event)
+        except Exception as exc:  # the session's stream raises it, as the model would have
+            self._error = exc
+        finally:
+            self._events.put_nowait(None)
 
-    def start(self, task_group: TaskGroup) -> None:
-        """Start :meth:`send` in ``task_group``."""
-        task_group.start_soon(self.send)
+    def start(self) -> None:
+        """Start :meth:`send` as a task of the running asyncio loop: the request goes out
+        at the caller's next wait (the task runs to its first wait on the network)."""
+        import asyncio
+
+        self._task = asyncio.get_running_loop().create_task(self.send(), name="keen-early-request")
+
+    async def stop(self) -> None:
+        """Cancel :meth:`send` if it is still under way, and wait for it to end."""
+        import asyncio
+
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.wait([task])
 
     async def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
         """The early answer when this is the first call and asks what was sent early; else the model's."""
         if not self._claimed:
             self._claimed = True
             if messages == self.first.messages and tools == self.first.tools:
-                async with self._receive:
-                    async for event in self._receive:
-                        yield event
+                while (event := await self._events.get()) is not None:
+                    yield event
                 if self._error is not None:
                     raise self._error
                 return
-            self._scope.cancel()  # asked for something else: the early answer is not this one
-            self._receive.close()
+            if self._task is not None:  # asked for something else: the early answer is not this one
+                self._task.cancel()
         async for event in self.model.stream(messages, tools):
             yield event

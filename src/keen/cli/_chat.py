@@ -25,7 +25,7 @@ from keen.cli._wording import with_remedy
 
 if TYPE_CHECKING:
     from keen.agent import Model, TurnResult
-    from keen.agent.first import FirstRequest
+    from keen.agent.first import EarlyModel
     from keen.agent.settings import ChatSettings
     from keen.gateway import ApprovalRequest
     from keen.harness import Observation
@@ -151,44 +151,27 @@ async def _one_shot(
     max_steps: int,
     timeout: float,
     show: Callable[[TurnResult], None],
-    first: FirstRequest | None = None,
+    early: EarlyModel | None = None,
 ) -> TurnResult:
-    """One turn, its first request sent before the runtime opens when ``first`` was built
-    (:mod:`keen.agent.first`; the session's own first request, when it asks the same).
-    When the skills on disk cover the configuration (a second run), the model is
-    asked first and the servers start behind its request; otherwise once the servers that
-    start within a second are up (docs/chat.md "Startup"). Servers still connecting join as
-    they arrive, and a call to one waits for it. ``show`` prints the result as soon as the
-    turn ends; then the servers still connecting get up to ``timeout`` seconds in all, so
-    their skills are on disk for the next run."""
-    import anyio
-
-    if first is None:
-        return await _session(
-            model, model, settings, prompt, view, yes=yes, max_steps=max_steps, timeout=timeout, show=show
-        )
-    from keen.agent.first import EarlyModel
-
-    early = EarlyModel(model, first)
-    failed: Exception | None = None
-    result: TurnResult | None = None
-    async with anyio.create_task_group() as tg:
-        early.start(tg)
-        # The request goes out now (the task runs to its first wait on the network) and the
-        # runtime is imported and opened while the model answers.
-        await anyio.lowlevel.checkpoint()
-        try:
-            result = await _session(
-                early, model, settings, prompt, view, yes=yes, max_steps=max_steps, timeout=timeout, show=show
-            )
-        except Exception as exc:
-            failed = exc  # raised as itself below, not inside this task group's exception group
-        finally:
-            tg.cancel_scope.cancel()
-    if failed is not None:
-        raise failed
-    assert result is not None
-    return result
+    """One turn, its first request sent before the runtime opens when it was built
+    (``early``, started by :func:`_run_early`; :mod:`keen.agent.first`: the session's own
+    first request, when it asks the same). When the skills on disk cover the configuration
+    (a second run), the model is asked first and the servers start behind its request;
+    otherwise once the servers that start within a second are up (docs/chat.md "Startup").
+    Servers still connecting join as they arrive, and a call to one waits for it. ``show``
+    prints the result as soon as the turn ends; then the servers still connecting get up to
+    ``timeout`` seconds in all, so their skills are on disk for the next run."""
+    return await _session(
+        early or model,
+        model,
+        settings,
+        prompt,
+        view,
+        yes=yes,
+        max_steps=max_steps,
+        timeout=timeout,
+        show=show,
+    )
 
 
 async def _session(
@@ -345,6 +328,28 @@ def _run(fn: Callable[[], Any]) -> Any:
     return run_until_signal(fn)
 
 
+def _run_early(early: EarlyModel, fn: Callable[[], Any]) -> Any:
+    """:func:`_run` for a turn whose first request was built (``early``): it is sent first,
+    in asyncio's own loop (``asyncio.run``: what ``anyio.run`` runs by default), and anyio
+    (about 25 ms of CPU to import; not needed for the request), the signal watch and
+    ``fn`` (the session) load and run while the model answers. ``early`` is stopped when
+    ``fn`` ends, however it ends."""
+    import asyncio
+
+    async def main() -> Any:
+        early.start()
+        try:
+            # The request goes out now: its task runs to its first wait on the network.
+            await asyncio.sleep(0)
+            from keen.cli._signals import until_signal
+
+            return await until_signal(fn)
+        finally:
+            await early.stop()
+
+    return asyncio.run(main())
+
+
 def chosen_model(model: str | None, base_url: str | None, mode: str | None) -> tuple[ChatSettings, Model]:
     """The chat's settings (config file, then the options) and its model, opened."""
     from keen.agent import open_model
@@ -367,7 +372,7 @@ def one_shot(
 ) -> int:
     """Run one turn (module doc of :mod:`keen.cli.chat_cmd`); returns the exit code."""
     from keen.agent import open_model
-    from keen.agent.first import plan
+    from keen.agent.first import EarlyModel, plan
 
     settings = _settings(model, base_url, mode)
     assert settings.model is not None
@@ -377,8 +382,10 @@ def one_shot(
     first = plan(prompt)
     chosen = open_model(settings.model, base_url=settings.base_url)
     view = _OneShotView(stream=not as_json)
-    result = _run(
-        lambda: _one_shot(
+    early = None if first is None else EarlyModel(chosen, first)
+
+    async def turn() -> TurnResult:
+        return await _one_shot(
             chosen,
             settings,
             prompt,
@@ -387,9 +394,10 @@ def one_shot(
             max_steps=max_steps,
             timeout=timeout,
             show=lambda done: _show(done, view, as_json),
-            first=first,
+            early=early,
         )
-    )
+
+    result = _run(turn) if early is None else _run_early(early, turn)
     return 0 if result.ok else EXIT_TOOL_ERROR
 
 

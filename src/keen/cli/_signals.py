@@ -9,6 +9,10 @@ as a shell reports a process a signal ended. SIGKILL cannot be caught: see
 
 A question to the user (``ask_cancellably``) waits in a daemon thread, so a signal that
 arrives while Keen waits for an answer still ends the command at once.
+
+anyio is imported when a function here runs, not with the module: ``keen chat -p`` sends
+its first model request on asyncio's own loop and only then enters :func:`until_signal`
+(``keen.cli._chat``), so anyio's import (about 25 ms of CPU) is not paid before it.
 """
 
 from __future__ import annotations
@@ -21,10 +25,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-import anyio
-import anyio.lowlevel
-
-__all__ = ["Signalled", "ask_cancellably", "confirm_line", "run_until_signal"]
+__all__ = ["Signalled", "ask_cancellably", "confirm_line", "run_until_signal", "until_signal"]
 
 T = TypeVar("T")
 
@@ -42,24 +43,30 @@ class Signalled(Exception):
 
 def run_until_signal(fn: Callable[[], Awaitable[T]]) -> T:
     """``anyio.run(fn)``, cancelled by SIGTERM or SIGHUP; then raises :class:`Signalled`."""
+    import anyio
+
+    return anyio.run(until_signal, fn)
+
+
+async def until_signal(fn: Callable[[], Awaitable[T]]) -> T:
+    """``await fn()`` in the running event loop, cancelled by SIGTERM or SIGHUP; then
+    raises :class:`Signalled` (:func:`run_until_signal` in a loop already running)."""
+    import anyio
+
     received: list[int] = []
     outcome: list[T] = []
+    async with anyio.create_task_group() as tg:
 
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
+        async def watch() -> None:
+            with anyio.open_signal_receiver(*_SIGNALS) as signals:
+                async for signum in signals:
+                    received.append(int(signum))
+                    tg.cancel_scope.cancel()
+                    return
 
-            async def watch() -> None:
-                with anyio.open_signal_receiver(*_SIGNALS) as signals:
-                    async for signum in signals:
-                        received.append(int(signum))
-                        tg.cancel_scope.cancel()
-                        return
-
-            tg.start_soon(watch)
-            outcome.append(await fn())
-            tg.cancel_scope.cancel()
-
-    anyio.run(main)
+        tg.start_soon(watch)
+        outcome.append(await fn())
+        tg.cancel_scope.cancel()
     if received:
         raise Signalled(received[0])
     return outcome[0]
@@ -72,6 +79,7 @@ async def ask_cancellably(ask: Callable[[], bool]) -> bool:
     the abandoned thread cannot keep the process alive. An exception in ``ask`` is a no.
     """
     import anyio.from_thread  # here, not with the module: a chat's first request never asks
+    import anyio.lowlevel
 
     answer: list[bool] = []
     done = anyio.Event()
