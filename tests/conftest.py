@@ -68,6 +68,16 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before the first test, wait for the fork server if collection started it: it warms
+    up while the rest is collected instead of holding collection up
+    (``tests/helpers/forkserver.py``)."""
+    if "_keen_test_forkserver" in sys.modules and not session.config.option.collectonly:
+        from helpers.forkserver import wait_warm
+
+        wait_warm()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _one_vector_cache() -> Iterator[Callable[[Path | None], Any]]:
     """One in-memory transformer vector cache for every catalog this worker builds.
