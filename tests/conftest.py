@@ -66,6 +66,18 @@ def pytest_configure(config: pytest.Config) -> None:
         "own_vector_cache: the test's catalogs keep the vector cache of their own KEEN_HOME"
         " (tests of that cache), not the worker's shared one (`_one_vector_cache`)",
     )
+    config.addinivalue_line(
+        "markers",
+        "slow_file: the file's few tests take long (a terminal, real processes, a type checker):"
+        " xdist hands it out first, so that it does not end the run alone (`pytest_collection_modifyitems`)",
+    )
+    # xdist's --dist loadfile hands files out in the order its workers collected them, or by
+    # default reordered by their number of tests (most first). That put the files of one or
+    # two long tests (tmux sessions, the README install, 24 servers starting) last, where
+    # one worker still ran one of them for up to 20 s after the others had finished. The
+    # order is ours instead: `slow_file` files first, then the rest by number of tests.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -76,6 +88,20 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         from helpers.forkserver import wait_warm
 
         wait_warm()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker, order whole files as the run hands them out: ``slow_file`` files
+    first, then by number of tests, most first (xdist's own order); a file's tests keep
+    their order. A run without xdist keeps the collection order."""
+    if not hasattr(config, "workerinput"):
+        return
+    files: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.path, []).append(item)
+    slow = {path for path, tests in files.items() if any(t.get_closest_marker("slow_file") for t in tests)}
+    order = sorted(files, key=lambda path: (path not in slow, -len(files[path])))
+    items[:] = [item for path in order for item in files[path]]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -24,7 +24,7 @@ from keen.mcp import Manager, ServerState
 from keen.mcp.config.defaults import TIMEOUT_ENV, default_max_starting
 from keen.trust import PinGuard
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
 
 
 def burners(count: int, seconds: float, **extra: Any) -> dict[str, Any]:
