@@ -8,6 +8,7 @@ saying so instead of skipping.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -78,6 +79,70 @@ def pytest_configure(config: pytest.Config) -> None:
     # order is ours instead: `slow_file` files first, then the rest by number of tests.
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
+        _one_worker_compiles_first(config)
+
+
+_COLLECT_LOCK = "TESTS_COLLECT_LOCK"  # not KEEN_*: Keen reads those
+_collect_lock = pytest.StashKey[int]()
+
+
+def _one_worker_compiles_first(config: pytest.Config) -> None:
+    """In an xdist controller, when nothing is compiled yet (a fresh clone: uv installs no
+    bytecode), let one worker collect before the others.
+
+    Every worker imports every test module; with no bytecode cached, each compiled the same
+    packages and rewrote the same test modules' asserts, side by side: about 10 CPU-s a
+    worker instead of 4. Here gw0 collects alone and writes the caches, the others wait on a
+    lock this process holds until a worker's collection ends, then collect from the cache.
+    With bytecode cached (any run after the first) nothing waits."""
+    import fcntl
+    import importlib.util
+    import tempfile
+
+    if sys.dont_write_bytecode:  # the first worker would write nothing the others could read
+        return
+    origins = [spec.origin for spec in map(importlib.util.find_spec, ("keen", "mcp")) if spec and spec.origin]
+    if all(os.path.exists(importlib.util.cache_from_source(origin)) for origin in origins):
+        return
+    fd, path = tempfile.mkstemp(prefix="keen-collect-")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    config.stash[_collect_lock] = fd
+    config.add_cleanup(lambda: os.unlink(path))
+    os.environ[_COLLECT_LOCK] = path  # the workers, started after this, inherit it
+
+
+def _release_collect_lock(config: pytest.Config) -> None:
+    fd = config.stash.get(_collect_lock, None)
+    if fd is not None:
+        del config.stash[_collect_lock]
+        os.close(fd)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """A worker has collected (and cached what it compiled): the others may go on."""
+    _release_collect_lock(node.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    _release_collect_lock(node.config)  # the first worker died collecting: never hold the rest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """An xdist worker other than gw0 waits here for the lock of :func:`_one_worker_compiles_first`."""
+    workerinput: dict[str, Any] | None = getattr(session.config, "workerinput", None)
+    if workerinput is None:
+        return
+    path = os.environ.pop(_COLLECT_LOCK, None)  # not passed on to the processes tests start
+    if path is None or workerinput.get("workerid") == "gw0":
+        return
+    import fcntl
+
+    with open(path, "rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
