@@ -8,6 +8,7 @@ saying so instead of skipping.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -66,6 +67,106 @@ def pytest_configure(config: pytest.Config) -> None:
         "own_vector_cache: the test's catalogs keep the vector cache of their own KEEN_HOME"
         " (tests of that cache), not the worker's shared one (`_one_vector_cache`)",
     )
+    config.addinivalue_line(
+        "markers",
+        "slow_file: the file's few tests take long (a terminal, real processes, a type checker):"
+        " xdist hands it out first, so that it does not end the run alone (`pytest_collection_modifyitems`)",
+    )
+    # xdist's --dist loadfile hands files out in the order its workers collected them, or by
+    # default reordered by their number of tests (most first). That put the files of one or
+    # two long tests (tmux sessions, the README install, 24 servers starting) last, where
+    # one worker still ran one of them for up to 20 s after the others had finished. The
+    # order is ours instead: `slow_file` files first, then the rest by number of tests.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+    if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
+        _one_worker_compiles_first(config)
+
+
+_COLLECT_LOCK = "TESTS_COLLECT_LOCK"  # not KEEN_*: Keen reads those
+_collect_lock = pytest.StashKey[int]()
+
+
+def _one_worker_compiles_first(config: pytest.Config) -> None:
+    """In an xdist controller, when nothing is compiled yet (a fresh clone: uv installs no
+    bytecode), let one worker collect before the others.
+
+    Every worker imports every test module; with no bytecode cached, each compiled the same
+    packages and rewrote the same test modules' asserts, side by side: about 10 CPU-s a
+    worker instead of 4. Here gw0 collects alone and writes the caches, the others wait on a
+    lock this process holds until a worker's collection ends, then collect from the cache.
+    With bytecode cached (any run after the first) nothing waits."""
+    import fcntl
+    import importlib.util
+    import tempfile
+
+    if sys.dont_write_bytecode:  # the first worker would write nothing the others could read
+        return
+    origins = [spec.origin for spec in map(importlib.util.find_spec, ("keen", "mcp")) if spec and spec.origin]
+    if all(os.path.exists(importlib.util.cache_from_source(origin)) for origin in origins):
+        return
+    fd, path = tempfile.mkstemp(prefix="keen-collect-")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    config.stash[_collect_lock] = fd
+    config.add_cleanup(lambda: os.unlink(path))
+    os.environ[_COLLECT_LOCK] = path  # the workers, started after this, inherit it
+
+
+def _release_collect_lock(config: pytest.Config) -> None:
+    fd = config.stash.get(_collect_lock, None)
+    if fd is not None:
+        del config.stash[_collect_lock]
+        os.close(fd)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """A worker has collected (and cached what it compiled): the others may go on."""
+    _release_collect_lock(node.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    _release_collect_lock(node.config)  # the first worker died collecting: never hold the rest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """An xdist worker other than gw0 waits here for the lock of :func:`_one_worker_compiles_first`."""
+    workerinput: dict[str, Any] | None = getattr(session.config, "workerinput", None)
+    if workerinput is None:
+        return
+    path = os.environ.pop(_COLLECT_LOCK, None)  # not passed on to the processes tests start
+    if path is None or workerinput.get("workerid") == "gw0":
+        return
+    import fcntl
+
+    with open(path, "rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before the first test, wait for the fork server if collection started it: it warms
+    up while the rest is collected instead of holding collection up
+    (``tests/helpers/forkserver.py``)."""
+    if "_keen_test_forkserver" in sys.modules and not session.config.option.collectonly:
+        from helpers.forkserver import wait_warm
+
+        wait_warm()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker, order whole files as the run hands them out: ``slow_file`` files
+    first, then by number of tests, most first (xdist's own order); a file's tests keep
+    their order. A run without xdist keeps the collection order."""
+    if not hasattr(config, "workerinput"):
+        return
+    files: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.path, []).append(item)
+    slow = {path for path, tests in files.items() if any(t.get_closest_marker("slow_file") for t in tests)}
+    order = sorted(files, key=lambda path: (path not in slow, -len(files[path])))
+    items[:] = [item for path in order for item in files[path]]
 
 
 @pytest.fixture(scope="session", autouse=True)

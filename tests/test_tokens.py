@@ -15,6 +15,8 @@ import pytest
 from helpers.cli import make_home
 from keen import tokens
 
+pytestmark = pytest.mark.slow_file
+
 LIVEMCPBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "livemcpbench" / "tools.json"
 
 _READ_RANKS = tokens._read_ranks  # pyright: ignore[reportPrivateUsage]

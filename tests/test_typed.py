@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import keen
+
+pytestmark = pytest.mark.slow_file
 
 PROGRAM = """
 from keen import GatewayResult, open_runtime

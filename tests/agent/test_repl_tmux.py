@@ -13,7 +13,7 @@ import pytest
 
 from helpers.chat_tmux import PROMPT, SECRET, Chat, call, say, search
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e]
+pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e, pytest.mark.slow_file]
 
 
 def test_startup_slash_commands_and_a_configured_secret_kept_off_the_screen_history_and_log(

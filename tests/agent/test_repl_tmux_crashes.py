@@ -11,7 +11,7 @@ import pytest
 
 from helpers.chat_tmux import Chat, call, say, search
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e]
+pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e, pytest.mark.slow_file]
 
 
 def test_a_server_that_crashes_is_reported_once_and_reconnected_by_command_call_or_skill(

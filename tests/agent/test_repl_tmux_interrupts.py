@@ -13,7 +13,7 @@ import pytest
 from helpers.chat_tmux import Chat, call, say, search
 from helpers.fake_llm import FakeLLM, Reply
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e]
+pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e, pytest.mark.slow_file]
 
 
 def test_ctrl_c_cancels_a_slow_call_and_a_runaway_grep_and_the_session_goes_on(

@@ -10,7 +10,7 @@ import pytest
 
 from helpers.chat_tmux import Chat, call, say, search
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e]
+pytestmark = [pytest.mark.timeout(180), pytest.mark.e2e, pytest.mark.slow_file]
 
 
 def test_approval_an_elicitation_form_and_a_page_to_open(tmux_chat: Callable[..., Chat]) -> None:

@@ -19,7 +19,7 @@ from keen.mcp.types import ServerState
 from keen.runtime import Runtime, open_runtime
 from keen.trust import PinGuard
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
 
 IN_MEMORY = {"transport": "stdio", "command": "unused-in-memory"}
 

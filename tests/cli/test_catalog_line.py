@@ -10,6 +10,8 @@ import pytest
 from helpers import stdio_entry
 from helpers.cli import Home, make_home
 
+pytestmark = pytest.mark.slow_file
+
 MINE = "Scratch notes and arithmetic for the team's demos"
 
 

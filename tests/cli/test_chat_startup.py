@@ -25,7 +25,7 @@ from helpers.cli import KEEN, Home, make_home
 from helpers.fake_llm import KEY, FakeLLM, Reply
 from helpers.forkserver import forked
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow_file]
 
 QUIET = 1.0
 """Seconds a held server stays held, once holding, with no model request allowed: the window

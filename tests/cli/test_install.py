@@ -10,8 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers.forkserver import forked
 from keen import __version__
+
+pytestmark = pytest.mark.slow_file
 
 ROOT = Path(__file__).resolve().parents[2]
 

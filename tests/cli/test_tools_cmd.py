@@ -27,6 +27,8 @@ from keen.mcp import Manager
 from keen.mcpskills.startup import sync_from_manager
 from keen.trust import PinGuard
 
+pytestmark = pytest.mark.slow_file
+
 # Keen's own demo server: trusted for its annotations (its readOnlyHint is true).
 DEMO = {
     "transport": "stdio",

@@ -21,9 +21,12 @@ in a fresh ``KEEN_HOME``, and so writes no rank cache there. The cache's own beh
 tested in ``tests/test_tokens.py``, and ``REAL_KEEN`` processes build it as users do.
 
 One fork server serves a whole ``pytest -n`` run (:func:`_shared`): its warm-up (the imports,
-the model, the counter: about 6 s of CPU) is paid once, not once per worker. Run as
-``python forkserver.py SOCKET OWNER_PID``: it prints ``ready`` once listening and serves
-until the process ``OWNER_PID`` ends.
+the model, the counter: about 6 s of CPU) is paid once, not once per worker. It is started
+without waiting for it: the workers go on collecting while it warms up, and wait for it
+only before their first test (:func:`wait_warm`, from ``tests/conftest.py``); a launcher
+waits too. Run as ``python forkserver.py SOCKET OWNER_PID LOCK_FD``: it holds an exclusive
+``flock`` on the file ``warming`` beside ``SOCKET`` (inherited as ``LOCK_FD``) until it
+listens, and serves until the process ``OWNER_PID`` ends.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORKED", "forked", "launch_args", "script_args"]
+__all__ = ["FORKED", "forked", "launch_args", "script_args", "wait_warm"]
 
 HERE = Path(__file__).resolve()
 LAUNCH = HERE.parents[1] / "servers" / "launch.py"
@@ -161,6 +164,21 @@ def _socket() -> str:
         return str(_state["path"])
 
 
+def wait_warm() -> None:
+    """Return once this process's fork server (if one was asked for) has warmed up and
+    listens: each worker's tests then start as they did when the server was waited for at
+    its start. Raises ``RuntimeError`` if it ended without listening."""
+    import fcntl
+
+    path = _state.get("path")
+    if path is None:
+        return
+    with open(os.path.join(os.path.dirname(path), "warming"), "rb") as warming:
+        fcntl.flock(warming, fcntl.LOCK_SH)  # held exclusively by the server until it listens
+    if not os.path.exists(path):
+        raise RuntimeError(f"the test fork server did not start: nothing listens at {path}")
+
+
 def _shared(run: str) -> str:
     """The socket of the fork server shared by every worker of the xdist run ``run``: the
     first worker to ask starts it; it serves until the run's controller (the workers'
@@ -170,37 +188,41 @@ def _shared(run: str) -> str:
     folder = os.path.join(tempfile.gettempdir(), f"keen-fork-{run}")
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "s")
-    ready = os.path.join(folder, "ready")
+    started = os.path.join(folder, "pid")
     with open(os.path.join(folder, "lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker starting it: wait for its "ready"
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker starting it: wait for its "pid"
         try:
-            with open(ready) as mark:
+            with open(started) as mark:
                 os.kill(int(mark.read()), 0)
             return path
         except (OSError, ValueError):  # not started yet (or gone): start it
             pass
         proc = _start(folder, os.getppid())
         _state["server"] = proc  # kept: it outlives this worker, and is never waited for here
-        with open(ready, "w") as mark:
+        with open(started, "w") as mark:
             mark.write(str(proc.pid))
     return path
 
 
 def _start(folder: str, owner: int) -> subprocess.Popen[bytes]:
-    """Start the fork server listening on ``folder``/s, serving while ``owner`` lives; return
-    once it is ready."""
-    proc = subprocess.Popen(
-        [sys.executable, str(HERE), os.path.join(folder, "s"), str(owner)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        cwd=folder,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # bounded: the process exits (EOF) if it cannot start
-    proc.stdout.close()
-    if line.strip() != b"ready":
-        raise RuntimeError(f"the test fork server did not start (exit {proc.wait()})")
-    return proc
+    """Start the fork server listening on ``folder``/s, serving while ``owner`` lives, and
+    return at once: it warms up holding an exclusive lock on ``folder``/warming, taken here
+    before it starts (so no launcher can come first) and handed to it as an inherited file
+    descriptor (an ``flock`` belongs to the open file, not to the process that took it)."""
+    import fcntl
+
+    fd = os.open(os.path.join(folder, "warming"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return subprocess.Popen(
+            [sys.executable, str(HERE), os.path.join(folder, "s"), str(owner), str(fd)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # it outlives the worker: it must not hold a pipe open
+            cwd=folder,
+            pass_fds=(fd,),
+        )
+    finally:
+        os.close(fd)  # the server's copy keeps the lock until it listens (or exits)
 
 
 # -- the fork server itself ------------------------------------------------------
@@ -328,9 +350,11 @@ def _run_child(request: dict[str, Any], fds: list[int], keep: list[int]) -> None
         os._exit(code)
 
 
-def serve(path: str, owner: int) -> None:
+def serve(path: str, owner: int, warming: int) -> None:
     """Listen on ``path`` and fork a child per launcher until the process ``owner`` ends (the
-    pytest process, or an xdist run's controller: :func:`_shared`) or this one is killed."""
+    pytest process, or an xdist run's controller: :func:`_shared`) or this one is killed.
+    The file descriptor ``warming`` holds the lock launchers wait on: it is closed (the
+    lock released) once ``path`` listens, before any child is forked."""
     import importlib
 
     if owner == os.getppid():
@@ -353,7 +377,7 @@ def serve(path: str, owner: int) -> None:
     selector.register(wake_r, selectors.EVENT_READ)
     selector.register(gone, selectors.EVENT_READ)
     children: dict[int, socket.socket] = {}
-    print("ready", flush=True)
+    os.close(warming)  # launchers and workers waiting on the lock go on
     while True:
         for key, _events in selector.select():
             if key.fileobj == gone:
@@ -416,4 +440,4 @@ def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector) 
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], int(sys.argv[2]))
+    serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

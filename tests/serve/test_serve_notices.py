@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from helpers.changing import changing_http, wait_until
 from helpers.serve import KeenServeProcess, in_process, stdio_params, tls, write_upstream
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
 
 INTERVAL = 0.3
 SERVE_ARGS = ["--mode", "extension", "--notify-interval", str(INTERVAL)]

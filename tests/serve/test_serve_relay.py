@@ -22,7 +22,7 @@ from helpers.forkserver import script_args
 from helpers.loopback import wait_until
 from helpers.serve import KeenServeProcess, PostsAnswered, connect, write_everything, write_upstream
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
 
 LONG = {
     "server": "everything",

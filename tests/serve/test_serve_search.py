@@ -16,7 +16,7 @@ from mcp.client.client import Client
 from helpers.forkserver import script_args
 from helpers.serve import BASIC, KeenServeProcess, connect, in_process, read_json, write_upstream
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
 
 
 @contextlib.asynccontextmanager

@@ -34,7 +34,11 @@ from helpers.forkserver import forked
 from helpers.loopback import alive, wait_listening, wait_until
 from helpers.serve import KEEN, KeenServeProcess, connect, free_port, serve_env, write_upstream
 
-pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"), pytest.mark.e2e]
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
+    pytest.mark.e2e,
+    pytest.mark.slow_file,
+]
 
 
 def _default_sigint() -> None:

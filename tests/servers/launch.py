@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -26,8 +27,17 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signa
 
 def main() -> None:
     path, script, *args = sys.argv[1:]
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.connect(path)
+    try:
+        # The fork server holds this file's lock exclusively while it warms up (it is
+        # started without waiting for it): wait for it to listen.
+        with open(os.path.join(os.path.dirname(path), "warming"), "rb") as warming:
+            fcntl.flock(warming, fcntl.LOCK_SH)
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(path)
+    except OSError as exc:
+        sys.exit(
+            f"launch.py: the test fork server at {path} is not running ({exc}); it ends with its pytest run"
+        )
     request = json.dumps({"script": script, "args": args, "env": dict(os.environ), "cwd": os.getcwd()})
     fds = array.array("i", [0, 1, 2])
     conn.sendmsg([request.encode() + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])

@@ -25,7 +25,11 @@ from helpers.hostile import hostile_entry
 from helpers.loopback import alive, wait_until
 from keen.mcp.connection.spawn import _setpriv
 
-pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"), pytest.mark.e2e]
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
+    pytest.mark.e2e,
+    pytest.mark.slow_file,
+]
 
 _CODE = (
     "import sys\n"

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,6 +30,8 @@ from hypothesis import strategies as st
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import MAX_SKIPPED_LISTED, MAX_TABLE_ROWS, generate_skill
 from keen.skills import SkillsConfig, discover
+
+pytestmark = pytest.mark.slow_file
 
 _SEGMENTS = st.one_of(
     st.sampled_from(["..", ".", "", "a", "A", "x.json", "~", "\\", "\x00", "\u202e", "CON", " "]),

@@ -19,7 +19,7 @@ import pytest
 
 from helpers.hostile import KEEN, CliRun, hostile_entry, keen_cli, keen_env
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow_file]
 
 OSC52 = "\x1b]52;c;SGVsbG8=\x07"
 CLEAR = "\x1b[2J\x1b[H"
