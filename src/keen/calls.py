@@ -223,7 +223,7 @@ class Call:
     """The gate that refused the call (nothing was sent), None when none did."""
     error: KeenError | None = None
     cancelled: bool = False
-    stages: list[str] = field(default_factory=lambda: list[str]())
+    stages: list[str] = field(default_factory=list[str])  # made in C: no Python frame per call
     started: float = field(default_factory=time.perf_counter)
     started_at: float = field(default_factory=time.time)
     """When the call began (seconds since the epoch); :attr:`at` is its text."""

@@ -86,6 +86,35 @@ async def test_a_served_call_checks_once(
     router.close()
 
 
+async def test_a_visibility_callback_may_answer_without_an_awaitable(
+    counted: tuple[Runtime, list[tuple[str, str]]], tmp_path: Path
+) -> None:
+    """keen serve's search mode knows at once that every upstream tool is visible: a plain
+    callback's answer is used as it is, a hidden tool refused at visibility, nothing sent."""
+    rt, checks = counted
+    asked: list[tuple[str, str | None]] = []
+
+    def visible(cap: Capability, caller: str | None) -> str | None:
+        asked.append((cap.name, caller))
+        return None if cap.name == "add" else f"{cap.name} is not for {caller}"
+
+    router = CallRouter(
+        lambda: Catalog.from_manager(rt.manager, cache=False), visible, tmp_path / "audit.jsonl"
+    )
+    router.open(rt)
+    obs = await router.call("basic", "add", {"a": 2, "b": 3}, caller="stdio:test")
+    assert not obs.is_error and obs.text == "5", obs.text
+    hidden = await router.call("basic", "echo", {"text": "hi"}, caller="stdio:test")
+    assert hidden.denied == "visibility" and hidden.text == "Denied (visibility): echo is not for stdio:test"
+    assert asked == [("add", "stdio:test"), ("echo", "stdio:test")] and checks == [("basic", "add")]
+    results = [e for e in read_events(tmp_path / "audit.jsonl") if e["type"] == "result"]
+    assert [(e["tool"], e["outcome"], e["gate"]) for e in results] == [
+        ("add", "ok", None),
+        ("echo", "denied", "visibility"),
+    ]
+    router.close()
+
+
 async def test_a_library_call_checks_once(counted: tuple[Runtime, list[tuple[str, str]]]) -> None:
     rt, checks = counted
     result = await rt.gateway.call("basic", "add", {"a": 1, "b": 1})

@@ -394,8 +394,9 @@ class Harness:
                 raise self._refuse(call, "validate", f"invalid arguments: {exc.message}") from None
         return True
 
-    async def _visibility(self, call: Call) -> bool:
-        """Only what this step offered (or what the callback allows this caller)."""
+    def _visibility(self, call: Call) -> bool | Awaitable[bool]:
+        """Only what this step offered (or what the callback allows this caller); awaited only
+        when the callback's answer has to be."""
         name, args, server, tool = call.name, call.arguments, call.server, call.tool
         cap_id = call.capability_id
         if name == READ_RESOURCE and self.visibility is None and cap_id in self.visible:
@@ -416,9 +417,10 @@ class Harness:
                 call.capability_id = ""
                 raise self._refuse(call, gate, why, code)
             call.capability_id = cap.id
-            if hidden := await self.visibility(cap, call.caller):
-                call.server, call.tool = cap.server, cap.name
-                raise self._refuse(call, "visibility", hidden)
+            hidden = self.visibility(cap, call.caller)
+            if hidden is not None and hidden.__class__ is not str:  # an awaitable answer
+                return self._visible_after(call, cap, hidden)  # pyright: ignore[reportArgumentType]  (checked: not a str)
+            return self._visible(call, cap, hidden)  # pyright: ignore[reportArgumentType]  (checked: a str or None)
         else:
             cap = self._caps.get(cap_id)
             if cap_id not in self.visible or cap is None:
@@ -428,6 +430,18 @@ class Harness:
                 call.capability_id = cap_id or name
                 raise self._refuse(call, "visibility", why, code)
             call.capability_id = cap_id
+        return self._visible(call, cap, None)
+
+    async def _visible_after(self, call: Call, cap: Capability, answer: Awaitable[str | None]) -> bool:
+        return self._visible(call, cap, await answer)
+
+    def _visible(self, call: Call, cap: Capability, hidden: str | None) -> bool:
+        """The rest of the visibility gate once the capability is known (``hidden``: why the
+        callback hides it from this caller, None when it does not)."""
+        if hidden:
+            call.server, call.tool = cap.server, cap.name
+            raise self._refuse(call, "visibility", hidden)
+        server, tool = call.server, call.tool
         if server is not None and cap.server is not None and (cap.server, cap.name) != (server, tool):
             # Ids join server and tool with "__", so a/b__c and a__b/c are both mcp__a__b__c and
             # the catalog holds one of them: never run that one for a call that named the other.
