@@ -223,7 +223,7 @@ class Call:
     """The gate that refused the call (nothing was sent), None when none did."""
     error: KeenError | None = None
     cancelled: bool = False
-    stages: list[str] = field(default_factory=lambda: list[str]())
+    stages: list[str] = field(default_factory=list[str])  # made in C: no Python frame per call
     started: float = field(default_factory=time.perf_counter)
     started_at: float = field(default_factory=time.time)
     """When the call began (seconds since the epoch); :attr:`at` is its text."""
@@ -266,10 +266,14 @@ class Stage:
     error raised in it refuses the call at (``None``: the call failed there).
 
     ``run`` returns ``False`` when the stage has nothing to do for this call (a local tool at
-    ``mcp_checks``): the call is not recorded as having passed it."""
+    ``mcp_checks``): the call is not recorded as having passed it. It may be a plain function
+    (a stage that never waits: its answer is used as it is) or return an awaitable of that
+    answer (a coroutine function, or a function that hands back a coroutine only for the
+    calls that wait): every call passes every stage, and a coroutine made, started and
+    finished for a stage that never waits is work for nothing."""
 
     name: str
-    run: Callable[[Call], Awaitable[bool | None]]
+    run: Callable[[Call], bool | Awaitable[bool | None] | None]
     gate: str | None = None
 
 
@@ -330,7 +334,9 @@ class Pipeline:
                     if execute:
                         passed.append(name)  # entered: a cancellation here is audited so
                     try:
-                        ran = await run(call)
+                        ran = run(call)
+                        if ran is not None and ran.__class__ is not bool:  # an awaitable: wait for it
+                            ran = await ran  # pyright: ignore[reportGeneralTypeIssues]  (checked: not a bool)
                     except Refusal as refusal:
                         call.denied, call.code, call.is_error, stopped = (
                             refusal.gate,
@@ -375,7 +381,7 @@ class CheckCall:
     def __init__(self, manager: Manager) -> None:
         self.manager = manager
 
-    async def __call__(self, call: Call) -> bool:
+    def __call__(self, call: Call) -> bool:
         if call.server is None or call.tool is None:
             return False
         call.found = self.manager.check_call(call.server, call.tool, call.arguments)
@@ -391,7 +397,7 @@ class PinCheck:
     def __init__(self, manager: Manager, pins: PinGuard) -> None:
         self.manager, self.pins = manager, pins
 
-    async def __call__(self, call: Call) -> bool:
+    def __call__(self, call: Call) -> bool:
         if call.server is None or call.tool is None:
             return False
         # What the Manager holds first, then the guard: the call goes down once, not back and

@@ -225,7 +225,7 @@ class Gateway:
             stages.append(Stage("truncate", self._truncate))
         return Pipeline(stages, self.record)
 
-    async def _truncate(self, call: Call) -> bool:
+    def _truncate(self, call: Call) -> bool:
         if call.result is None:
             return False
         shaped = shape(call.result, self.max_result_chars)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from helpers.http_servers import make_basic_server
-from keen.calls import ApprovalRequest, Approver, Call, Pipeline, Stage
+from keen.calls import ApprovalRequest, Approver, Call, Pipeline, Refusal, Stage
 from keen.capabilities import Capability, Catalog
 from keen.errors import ApprovalDenied
 from keen.gateway import allow_all
@@ -86,6 +86,35 @@ async def test_a_served_call_checks_once(
     router.close()
 
 
+async def test_a_visibility_callback_may_answer_without_an_awaitable(
+    counted: tuple[Runtime, list[tuple[str, str]]], tmp_path: Path
+) -> None:
+    """keen serve's search mode knows at once that every upstream tool is visible: a plain
+    callback's answer is used as it is, a hidden tool refused at visibility, nothing sent."""
+    rt, checks = counted
+    asked: list[tuple[str, str | None]] = []
+
+    def visible(cap: Capability, caller: str | None) -> str | None:
+        asked.append((cap.name, caller))
+        return None if cap.name == "add" else f"{cap.name} is not for {caller}"
+
+    router = CallRouter(
+        lambda: Catalog.from_manager(rt.manager, cache=False), visible, tmp_path / "audit.jsonl"
+    )
+    router.open(rt)
+    obs = await router.call("basic", "add", {"a": 2, "b": 3}, caller="stdio:test")
+    assert not obs.is_error and obs.text == "5", obs.text
+    hidden = await router.call("basic", "echo", {"text": "hi"}, caller="stdio:test")
+    assert hidden.denied == "visibility" and hidden.text == "Denied (visibility): echo is not for stdio:test"
+    assert asked == [("add", "stdio:test"), ("echo", "stdio:test")] and checks == [("basic", "add")]
+    results = [e for e in read_events(tmp_path / "audit.jsonl") if e["type"] == "result"]
+    assert [(e["tool"], e["outcome"], e["gate"]) for e in results] == [
+        ("add", "ok", None),
+        ("echo", "denied", "visibility"),
+    ]
+    router.close()
+
+
 async def test_a_library_call_checks_once(counted: tuple[Runtime, list[tuple[str, str]]]) -> None:
     rt, checks = counted
     result = await rt.gateway.call("basic", "add", {"a": 1, "b": 1})
@@ -148,6 +177,50 @@ async def test_the_pipeline_keeps_the_one_order() -> None:
         Pipeline([stage("validate"), stage("validate")], audited.append)
     with pytest.raises(ValueError, match="stages must be distinct names"):
         Pipeline([stage("send")], audited.append)
+
+
+async def test_a_stage_may_be_a_plain_function_or_hand_back_what_to_await() -> None:
+    """A stage that never waits runs as a plain function (no coroutine per call); one that
+    waits only sometimes hands back an awaitable then; both refuse and fail like any stage."""
+    ran: list[str] = []
+
+    def validate(call: Call) -> bool:
+        ran.append("validate")
+        return True
+
+    def mcp_checks(call: Call) -> bool:
+        ran.append("mcp_checks")
+        return False  # nothing to do for this call: not recorded as passed
+
+    async def waited(call: Call) -> bool:
+        ran.append("permission (awaited)")
+        return True
+
+    def permission(call: Call) -> Any:
+        return waited(call) if call.arguments.get("wait") else True
+
+    def execute(call: Call) -> bool:
+        ran.append("execute")
+        if call.arguments.get("refuse"):
+            raise Refusal("pre_hooks", "no, by a plain stage")
+        return True
+
+    stages = [
+        Stage("execute", execute),
+        Stage("permission", permission),
+        Stage("mcp_checks", mcp_checks, gate="validate"),
+        Stage("validate", validate),
+    ]
+    pipeline = Pipeline(stages, lambda call: None)
+    call = await pipeline.run(Call("t", {"wait": True}))
+    assert ran == ["validate", "mcp_checks", "permission (awaited)", "execute"]
+    assert call.stages == ["validate", "permission", "execute", "audit"] and not call.is_error
+    ran.clear()
+    call = await pipeline.run(Call("t", {}))
+    assert ran == ["validate", "mcp_checks", "execute"] and call.stages[-1] == "audit"
+    refused = await pipeline.run(Call("t", {"refuse": True}))
+    assert refused.denied == "pre_hooks" and refused.text == "Denied (pre_hooks): no, by a plain stage"
+    assert refused.stages == ["validate", "permission", "execute", "audit"]
 
 
 async def test_a_refusal_names_the_servers_trouble_without_checking_the_call(

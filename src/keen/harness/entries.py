@@ -44,8 +44,9 @@ PreHook = Callable[[str, dict[str, Any]], str | None]
 """Called with (capability id, arguments) before execution; a returned string denies the call."""
 PostHook = Callable[["Observation"], "Observation"]
 """Called with the truncated observation; returns it, possibly changed."""
-Visibility = Callable[[Capability, "str | None"], Awaitable["str | None"]]
-"""Called with (capability, caller); returns None when the caller may use it, else why not."""
+Visibility = Callable[[Capability, "str | None"], "str | Awaitable[str | None] | None"]
+"""Called with (capability, caller); returns (or resolves to) None when the caller may use
+it, else why not. A callback that knows at once answers without an awaitable: every call asks."""
 
 
 GATE_CODES = {

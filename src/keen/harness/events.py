@@ -200,10 +200,13 @@ class EventLog:
 
     def _flush(self, pending: list[str]) -> None:
         if pending:
-            text = "".join(pending)
+            data = "".join(pending).encode("utf-8")
             pending.clear()
             try:
-                self._write(text)
+                if self._fd < 0:
+                    raise ValueError(f"the event log {self.path} is closed")
+                while data:  # as _write does, here: every call flushes twice
+                    data = data[os.write(self._fd, data) :]
             except (OSError, ValueError):  # closed or unwritable: the call goes on, as when its
                 logger.exception("could not write a call's events to %s", self.path)  # audit failed
 

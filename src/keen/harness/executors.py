@@ -31,6 +31,7 @@ __all__ = [
     "ask",
     "contents_text",
     "hook_name",
+    "known_answer",
     "prompt_text",
     "read_handle",
     "search_catalog",
@@ -66,6 +67,15 @@ def server_trouble(manager: Manager, name: str, server: str | None) -> MCPServer
     return trouble if isinstance(trouble, _SERVER_ERRORS) else None
 
 
+def known_answer(approver: Approver) -> tuple[str, str] | None:
+    """:func:`ask`'s answer when it is known without asking (an approver whose callback is
+    :func:`keen.calls.allow_all`: keen serve's host approves every call it sends), so no
+    request is built and nothing is awaited; ``None`` when the approver must be asked."""
+    if approver.ask is allow_all:
+        return "allow", f"approved by the {approver.by}"
+    return None
+
+
 async def ask(
     approver: Approver,
     cap: Capability,
@@ -76,10 +86,9 @@ async def ask(
     """Ask the call's ``approver`` about it: ``("allow" | "deny", reason)``. Nobody to ask,
     or a callback that raises, is a no."""
     who = approver.by
-    if approver.ask is allow_all:
-        # Its answer is known without a request (keen serve's host approves every call it
-        # sends): none is built for it.
-        return "allow", f"approved by the {who}"
+    known = known_answer(approver)
+    if known is not None:
+        return known
     # The capability's risk is Keen's own judgement (claims of untrusted servers already
     # discounted: Risk.from_annotations), so its hints are trusted as they stand.
     request = ApprovalRequest(

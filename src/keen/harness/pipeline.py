@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -70,7 +70,7 @@ from keen.harness.entries import (
     local_capability,
 )
 from keen.harness.events import EventLog, new_session_id, session_path
-from keen.harness.executors import ask, hook_name, read_handle, search_catalog
+from keen.harness.executors import ask, hook_name, known_answer, read_handle, search_catalog
 from keen.harness.local import LOCAL_TOOLS, LocalToolError, Output, Workspace
 from keen.harness.policy import (
     TOUCHED_WINDOW,
@@ -361,7 +361,7 @@ class Harness:
     def _refuse(self, call: Call, gate: str, text: str, code: str | None = None) -> Refusal:
         return Refusal(gate, text, code or GATE_CODES[gate])
 
-    async def _validate(self, call: Call) -> bool:
+    def _validate(self, call: Call) -> bool:
         """The call's shape: an object of arguments; ``call_mcp_tool``'s input parsed; a local
         tool's arguments against its schema."""
         if not isinstance(call.arguments, dict):
@@ -394,8 +394,9 @@ class Harness:
                 raise self._refuse(call, "validate", f"invalid arguments: {exc.message}") from None
         return True
 
-    async def _visibility(self, call: Call) -> bool:
-        """Only what this step offered (or what the callback allows this caller)."""
+    def _visibility(self, call: Call) -> bool | Awaitable[bool]:
+        """Only what this step offered (or what the callback allows this caller); awaited only
+        when the callback's answer has to be."""
         name, args, server, tool = call.name, call.arguments, call.server, call.tool
         cap_id = call.capability_id
         if name == READ_RESOURCE and self.visibility is None and cap_id in self.visible:
@@ -416,9 +417,10 @@ class Harness:
                 call.capability_id = ""
                 raise self._refuse(call, gate, why, code)
             call.capability_id = cap.id
-            if hidden := await self.visibility(cap, call.caller):
-                call.server, call.tool = cap.server, cap.name
-                raise self._refuse(call, "visibility", hidden)
+            hidden = self.visibility(cap, call.caller)
+            if hidden is not None and hidden.__class__ is not str:  # an awaitable answer
+                return self._visible_after(call, cap, hidden)  # pyright: ignore[reportArgumentType]  (checked: not a str)
+            return self._visible(call, cap, hidden)  # pyright: ignore[reportArgumentType]  (checked: a str or None)
         else:
             cap = self._caps.get(cap_id)
             if cap_id not in self.visible or cap is None:
@@ -428,6 +430,18 @@ class Harness:
                 call.capability_id = cap_id or name
                 raise self._refuse(call, "visibility", why, code)
             call.capability_id = cap_id
+        return self._visible(call, cap, None)
+
+    async def _visible_after(self, call: Call, cap: Capability, answer: Awaitable[str | None]) -> bool:
+        return self._visible(call, cap, await answer)
+
+    def _visible(self, call: Call, cap: Capability, hidden: str | None) -> bool:
+        """The rest of the visibility gate once the capability is known (``hidden``: why the
+        callback hides it from this caller, None when it does not)."""
+        if hidden:
+            call.server, call.tool = cap.server, cap.name
+            raise self._refuse(call, "visibility", hidden)
+        server, tool = call.server, call.tool
         if server is not None and cap.server is not None and (cap.server, cap.name) != (server, tool):
             # Ids join server and tool with "__", so a/b__c and a__b/c are both mcp__a__b__c and
             # the catalog holds one of them: never run that one for a call that named the other.
@@ -442,13 +456,26 @@ class Harness:
         call.capability = cap
         return True
 
-    async def _permission(self, call: Call) -> bool:
-        """The second gate: the mode's verdict, and the call's approver when the mode says ask."""
+    def _permission(self, call: Call) -> bool | Awaitable[bool]:
+        """The second gate: the mode's verdict, and the call's approver when the mode says ask
+        (awaited only when its answer is not known without asking: :func:`known_answer`)."""
         cap: Capability = call.capability
         verdict, why = permission(cap, self.mode)
-        asked = verdict == "ask"
-        if asked:
-            verdict, why = await ask(call.approver, cap, call.server, call.tool, call.arguments)
+        if verdict == "ask":
+            known = known_answer(call.approver)
+            if known is None:
+                return self._ask(call, cap)
+            verdict, why = known
+            return self._decided(call, cap, verdict, why, asked=True)
+        return self._decided(call, cap, verdict, why, asked=False)
+
+    async def _ask(self, call: Call, cap: Capability) -> bool:
+        verdict, why = await ask(call.approver, cap, call.server, call.tool, call.arguments)
+        return self._decided(call, cap, verdict, why, asked=True)
+
+    def _decided(self, call: Call, cap: Capability, verdict: str, why: str, *, asked: bool) -> bool:
+        """The permission gate's verdict: logged (an asked call's, and every MCP call's),
+        recorded on the call, and a refusal raised when it is not ``allow``."""
         if asked or cap.server is not None:
             by = call.approver.by if asked else "policy"
             self.log.emit(
@@ -459,7 +486,7 @@ class Harness:
             raise self._refuse(call, "permission", why)
         return True
 
-    async def _pre_hooks(self, call: Call) -> bool:
+    def _pre_hooks(self, call: Call) -> bool:
         for hook in self.pre_hooks:
             if refusal := hook(call.capability_id, call.arguments):
                 self.log.emit(
@@ -473,12 +500,20 @@ class Harness:
                 raise self._refuse(call, "hook", refusal)
         return True
 
-    async def _execute(self, call: Call) -> bool:
-        """MCP tools through the gateway; resource reads; ToolSearch, skills and local tools."""
+    def _execute(self, call: Call) -> Awaitable[bool]:
+        """MCP tools through the gateway; resource reads; ToolSearch, skills and local tools.
+
+        Returns the gateway's execute itself for an MCP call (awaited by the pipeline: a
+        coroutine less to resume at every step of the call)."""
         self.log.release()  # the call and its approval are on disk before anything runs
-        if call.mcp:
+        if call.server is not None and call.tool is not None:  # an MCP call (Call.mcp)
             assert self.gateway is not None
-            return await self.gateway.execute(call)
+            return self.gateway.execute(call)
+        return self._execute_here(call)
+
+    async def _execute_here(self, call: Call) -> bool:
+        """:meth:`_execute` of what the harness runs itself: resource reads, ToolSearch,
+        skills and local tools."""
         cap: Capability = call.capability
         if cap.kind in HANDLE_KINDS:
             call.server = cap.server
@@ -519,7 +554,7 @@ class Harness:
             more=f"read_file the skill's SKILL.md at {self._caps[cap_id].location} with an offset",
         )
 
-    async def _truncate(self, call: Call) -> bool:
+    def _truncate(self, call: Call) -> bool:
         """Past ``max_result_chars`` the text is cut with a note on how to get the rest; an MCP
         result is shaped as every front end's is (:func:`keen.calls.shape`)."""
         if call.result is not None:
@@ -532,7 +567,7 @@ class Harness:
             call.text, call.truncated_chars = cut_text(call.text, self.max_result_chars, call.hint)
         return True
 
-    async def _post_hooks(self, call: Call) -> bool:
+    def _post_hooks(self, call: Call) -> bool:
         obs = _observation(call)
         for hook in self.post_hooks:
             after = hook(obs)
@@ -554,7 +589,8 @@ class Harness:
         """The ``result`` event (the text exactly as the model saw it, the stages passed), the
         tool's failure count, and the gateway's record of an MCP call that reached its checks."""
         who: dict[str, Any] = {"caller": call.caller} if call.caller else {}
-        if call.mcp and "mcp_checks" in call.stages and self.gateway is not None:
+        mcp = call.server is not None and call.tool is not None  # Call.mcp, without a call more
+        if mcp and "mcp_checks" in call.stages and self.gateway is not None:
             self.gateway.record(call)
         if call.cancelled:
             self.log.emit(

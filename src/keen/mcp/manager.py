@@ -33,6 +33,7 @@ from keen.errors import (
     ToolNotFound,
     UserActionRequired,
 )
+from keen.mcp import calls as mcp_calls  # its names load (with the SDK) at their first use
 from keen.mcp.config.defaults import DEFAULT_REFRESH_INTERVAL, default_max_starting, load_defaults
 from keen.mcp.config.reload import EntryChange, misconfigured_status, no_longer_configured, with_entry_of
 from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
@@ -636,8 +637,9 @@ class Manager:
         """``(as listed, as shown)``; shown is ``None`` for a tool listed but not shown (held
         for review, or pins that cannot be read): the pin check refuses it, and its arguments
         are not checked against a schema nobody reviewed."""
-        from keen.mcp.calls.send import listed_tool
-
+        # The package's lazy name, not a `from ... import` here: that costs about a microsecond
+        # on every call, and every call's check comes here.
+        listed_tool = mcp_calls.listed_tool
         if self.trust is None:
             found = listed_tool(connection, tool)
             return found, found
@@ -688,14 +690,12 @@ class Manager:
         context's :data:`CALL_PROGRESS` does, if set. With a :attr:`relay`, what the server asks
         or logs during the call goes to the context's :data:`keen.mcp.connection.relay.CALL_PEER`.
         """
-        from keen.mcp.calls.send import send_tool_call
-
         arguments = {} if arguments is None else arguments
         if validate:
             self.check_call(name, tool, arguments)
         connection, session, limit = self._session(name, timeout)
         progress = progress if progress is not None else CALL_PROGRESS.get()
-        sending = send_tool_call(
+        sending = mcp_calls.send_tool_call(
             connection,
             session,
             tool,
@@ -748,11 +748,9 @@ class Manager:
     def _session(self, name: str, timeout: float | None) -> tuple[ServerConnection, ClientSession, float]:
         """The connected server's connection, its session and a request's time limit (seconds:
         ``timeout``, else the server's ``timeouts.call_tool``). Raises like :meth:`list_tools`."""
-        from keen.mcp.calls.send import not_connected
-
         connection = self._connected(name)
         if connection.session is None:
-            raise not_connected(connection)
+            raise mcp_calls.not_connected(connection)
         return (
             connection,
             connection.session,

@@ -229,9 +229,8 @@ class CallRouter:
                 server = call_input.get("server") if isinstance(call_input, dict) else None
                 if self.look is not None and isinstance(server, str):
                     self.look(server)
-                return await self.harness.call(
-                    CALL_MCP_TOOL, call_input, caller=caller, approver=HOST_APPROVES
-                )
+                harness = self._harness if self._harness is not None else self.harness  # (raises)
+                return await harness.call(CALL_MCP_TOOL, call_input, caller=caller, approver=HOST_APPROVES)
         finally:
             CALL_PEER.reset(peer_token)
             CALL_PROGRESS.reset(token)

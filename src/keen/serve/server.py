@@ -48,7 +48,7 @@ import json
 import logging
 import secrets
 import warnings
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -291,8 +291,10 @@ class KeenServer:
             "prompts": dumped(listing.prompts),
         }
 
-    async def _visible(self, cap: Capability, caller: str | None) -> str | None:
-        """The harness's visibility gate for served calls (see :mod:`keen.serve.calls`)."""
+    def _visible(self, cap: Capability, caller: str | None) -> str | Awaitable[str | None] | None:
+        """The harness's visibility gate for served calls (see :mod:`keen.serve.calls`): the
+        answer itself where it is known at once (search mode: every upstream tool), else what
+        to await for it (extension mode asks the authorization store)."""
         if cap.server is None or cap.kind != "tool":
             return "keen serve runs only the upstream servers' tools"
         if self.mode == "search":
@@ -300,9 +302,14 @@ class KeenServer:
         exposed = self.served.catalog(()).find(cap.server, cap.name)  # the router looked at its pins
         if exposed is None:
             return f"{cap.server}/{cap.name} is not served"
-        if caller and await self.store.is_authorized(caller, exposed.name, self.auth_ttl_of(caller)):
+        return self._authorized(exposed.name, caller)
+
+    async def _authorized(self, name: str, caller: str | None) -> str | None:
+        """Extension mode's visibility: ``caller`` fetched the description of the exposed tool
+        ``name`` (and the authorization has not lapsed)."""
+        if caller and await self.store.is_authorized(caller, name, self.auth_ttl_of(caller)):
             return None
-        return f"fetch {ext.RESOURCE_URI}?tools={exposed.name} before calling {exposed.name}"
+        return f"fetch {ext.RESOURCE_URI}?tools={name} before calling {name}"
 
     # -- scopes -------------------------------------------------------------------------------
 
