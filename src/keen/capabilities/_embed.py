@@ -113,6 +113,8 @@ def token_ids(texts: Sequence[str]) -> list[np.ndarray]:
     import numpy as np
 
     tokenizer = word_vectors().tokenizer
+    if len(texts) == 1:  # a query: encode_batch would hand it to the tokenizer's thread pool
+        return [np.asarray(tokenizer.encode(texts[0], add_special_tokens=False).ids, dtype=np.int32)]
     out: list[np.ndarray] = []
     for start in range(0, len(texts), _BATCH):
         for enc in tokenizer.encode_batch(list(texts[start : start + _BATCH]), add_special_tokens=False):

@@ -238,7 +238,11 @@ class SentenceEncoder:
     def _run(self, texts: list[str], session: Any = None) -> np.ndarray:
         import numpy as np
 
-        encodings = self._tokenizer.encode_batch(texts)
+        # One text (a query) by encode: encode_batch hands even one to the tokenizer's thread
+        # pool, whose wake-up costs more than the text.
+        encodings = (
+            [self._tokenizer.encode(texts[0])] if len(texts) == 1 else self._tokenizer.encode_batch(texts)
+        )
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         (hidden,) = (session or self._session).run(

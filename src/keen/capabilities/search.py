@@ -219,6 +219,7 @@ class ToolSearch:
         shared = np.flatnonzero(np.bincount(self._groups, minlength=len(self.ids))[self._groups] > 1)
         self._shared = shared  # positions of the groups with copies, ascending
         self._by_group: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._copy_members: dict[int, list[int]] | None = None  # group -> its positions (copies)
         self.dense: DenseVectors | None = None
         """The transformer signal, attached by the catalog (None: not used)."""
         self._dense_server_cache: tuple[np.ndarray, np.ndarray] | None = None
@@ -447,6 +448,14 @@ class ToolSearch:
     def copies(self, position: int, mask: np.ndarray | None = None) -> list[int]:
         """The positions of the other documents identical to the one at ``position``
         (only those ``mask`` allows), in catalog order; ``[]`` when it has none."""
-        shared = self._shared
-        members = shared[self._groups[shared] == self._groups[position]].tolist()
-        return [i for i in members if i != position and (mask is None or bool(mask[i]))]
+        if not self._shared.size:
+            return []
+        if self._copy_members is None:
+            # Per group with copies, its positions in catalog order: made once per index, so a
+            # search's hits each find their copies without a pass over every copy.
+            members: dict[int, list[int]] = {}
+            for group, pos in zip(self._groups[self._shared].tolist(), self._shared.tolist(), strict=True):
+                members.setdefault(group, []).append(pos)
+            self._copy_members = members
+        found = self._copy_members.get(int(self._groups[position]), ())
+        return [i for i in found if i != position and (mask is None or bool(mask[i]))]
