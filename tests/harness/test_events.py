@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -135,3 +136,23 @@ def test_a_call_ending_after_its_log_closed_is_not_failed_by_the_log(keen_home: 
     h.pre_hooks.append(lambda capability, arguments: h.log.close())
     obs = anyio.run(h.call, "read_file", {"path": "notes.txt"})
     assert not obs.is_error and "x" in obs.text, obs.text
+
+
+def test_a_file_name_with_bad_bytes_is_logged_and_read_back_as_sent(keen_home: Path, tmp_path: Path) -> None:
+    import anyio
+
+    from keen.capabilities import Catalog
+    from keen.harness import Harness
+
+    # A library host names a file the way Python decodes one with bytes that are not UTF-8
+    # (os.fsdecode: a lone surrogate). The call runs, and its events are written and read
+    # back with the name as it was sent, not dropped by the log's write failing.
+    name = os.fsdecode(b"notes\xff.txt")
+    (tmp_path / name).write_text("x\n")
+    h = Harness(lambda: Catalog.from_skills_dir(cache=False), None, workspace=tmp_path)
+    h.begin_step()
+    obs = anyio.run(h.call, "read_file", {"path": name})
+    assert not obs.is_error and "x" in obs.text, obs.text
+    h.close()
+    calls = [e for e in read_events(h.log.path) if e["type"] == "call"]
+    assert [c["arguments"] for c in calls] == [{"path": name}], calls

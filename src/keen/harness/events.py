@@ -127,6 +127,11 @@ _encode = encoder(default=str)
 """One encoder for every event (:mod:`keen._json`). No check for cycles: an event is a fresh
 copy (:func:`_redacted`), which a cycle would never have reached."""
 
+_LONE_SURROGATES = "backslashreplace"
+"""How a lone surrogate (a host's ``os.fsdecode`` of a file name's bad bytes, kept by
+``ensure_ascii=False``) is written: as ``\\udcff``, which is that character's JSON escape, so
+the line stays UTF-8 and reads back as it was sent, instead of failing the call's write."""
+
 _HELD: ContextVar[dict[int, list[str]] | None] = ContextVar("keen_held_events", default=None)
 """Lines held for the current call (:meth:`EventLog.held`), by log; per task, so concurrent
 calls (``keen serve``) hold their own."""
@@ -200,11 +205,12 @@ class EventLog:
 
     def _flush(self, pending: list[str]) -> None:
         if pending:
-            data = "".join(pending).encode("utf-8")
+            text = "".join(pending)
             pending.clear()
             try:
                 if self._fd < 0:
                     raise ValueError(f"the event log {self.path} is closed")
+                data = text.encode("utf-8", _LONE_SURROGATES)
                 while data:  # as _write does, here: every call flushes twice
                     data = data[os.write(self._fd, data) :]
             except (OSError, ValueError):  # closed or unwritable: the call goes on, as when its
@@ -213,7 +219,7 @@ class EventLog:
     def _write(self, text: str) -> None:
         if self._fd < 0:
             raise ValueError(f"the event log {self.path} is closed")
-        data = text.encode("utf-8")
+        data = text.encode("utf-8", _LONE_SURROGATES)
         while data:  # a regular file takes it whole; a short write is carried on, not lost
             data = data[os.write(self._fd, data) :]
 
