@@ -23,7 +23,7 @@ import pytest
 from conftest import stdio_server
 from keen.mcp import Manager, ServerState
 from keen.mcp.config.defaults import TIMEOUT_ENV, default_max_starting
-from keen.mcp.connection.starts import GROWTH, QUICK_SHARE, StartSlots
+from keen.mcp.connection.starts import GROWTH, QUICK_MOST, QUICK_SHARE, StartSlots
 from keen.trust import PinGuard
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
@@ -199,3 +199,18 @@ async def test_a_turn_given_up_while_waiting_leaves_the_queue() -> None:
     first.end()
     assert slots.running == 0
     (await slots.turn(10.0)).end()
+
+
+async def test_a_long_connect_limit_does_not_make_a_slow_start_quick() -> None:
+    # A limit raised for a slow first `uvx` install (120 s) would count a 3 s start as quick
+    # by its share alone (6 s); a start is quick within 0.75 s at most.
+    clock = _Clock()
+    slots = StartSlots(2, grow=True, clock=clock)
+    turn = await slots.turn(120.0)
+    clock.now += 3.0
+    turn.end()
+    assert slots.bound == 2
+    turn = await slots.turn(120.0)
+    clock.now += QUICK_MOST / 2
+    turn.end()
+    assert slots.bound == 3

@@ -183,9 +183,10 @@ class Manager:
             required) waits, once the person accepted its pages through ``elicitation_url``,
             for the server to report them done before it is sent once more; past that it
             raises ``UserActionRequired``.
-        max_starting: how many stdio servers start at once, a fixed bound (default: config.toml's
-            ``[mcp] max_starting``, else one per CPU, growing up to four per CPU while
-            starts end within a twentieth of their connect limit: :mod:`keen.mcp.connection.starts`);
+        max_starting: how many stdio servers start at once; a given bound is fixed (default:
+            config.toml's ``[mcp] max_starting``, else one per CPU (at least two), growing up
+            to four times that while starts end within a twentieth of their connect limit,
+            0.75 s at most: :mod:`keen.mcp.connection.starts`);
             the others wait their turn, and each server's ``timeouts.connect`` runs from its
             own launch. Starting a server costs CPU (an interpreter, ``npx``, ``uvx``): thirty
             started together on two CPUs all finish late. ``0``: no bound. HTTP servers are

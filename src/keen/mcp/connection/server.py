@@ -460,7 +460,16 @@ class ServerConnection:
         if self._stopping or self._superseded:
             turn.cancel()
             return None
-        return turn.end
+
+        def give_back() -> None:
+            # A start stopped or superseded midway says nothing of what a start costs: it
+            # neither grows nor shrinks the bound.
+            if self._stopping or self._superseded:
+                turn.cancel()
+            else:
+                turn.end()
+
+        return give_back
 
     def _session_ended(self) -> None:
         if self._stopping:

@@ -2,15 +2,15 @@
 
 Starting a stdio server costs CPU (an interpreter, ``npx``, ``uvx``): thirty started together
 on two CPUs each finish late, past their connect limits. So starts take turns, one per CPU
-at once by default. Held to that bound, many *cheap* starts are slow for nothing: 292 tiny
+(at least two) at once by default. Held to that bound, many *cheap* starts are slow for nothing: 292 tiny
 servers took about twice the MCP SDK's wall time (all started at once), and Keen's event loop
 woke for each of their messages one by one instead of taking them in batches.
 
 So the default bound grows while starts prove cheap. A start's wall time bounds its CPU time
 from above, its children's included (the server a ``uvx`` or ``npx`` launcher starts): a start
-that ended within :data:`QUICK_SHARE` of its connect limit cost at most that much CPU. Each
-such start raises the bound by one, up to :data:`GROWTH` times the base; one that took longer
-halves it, never below the base. Beyond the base a start is let in only while every start
+that ended within :data:`QUICK_SHARE` of its connect limit (and :data:`QUICK_MOST` at most)
+cost at most that much CPU. Each such start raises the bound by one, up to :data:`GROWTH`
+times the base; one that took longer halves it, never below the base. Beyond the base a start is let in only while every start
 in flight is still within its own quick share: a costly start already running is not shared
 out among a stream of cheap ones. A configured bound (``max_starting``) stays fixed.
 
@@ -26,11 +26,15 @@ from collections.abc import Callable
 import anyio
 import anyio.lowlevel
 
-__all__ = ["GROWTH", "QUICK_SHARE", "StartSlots", "StartTurn"]
+__all__ = ["GROWTH", "QUICK_MOST", "QUICK_SHARE", "StartSlots", "StartTurn"]
 
 QUICK_SHARE = 1 / 20
 """The share of its connect limit within which a start counts as quick: 0.75 s of the default
 15 s, far enough from the limit that a bound which keeps starts near it keeps them well inside."""
+
+QUICK_MOST = 0.75
+"""Seconds: a start that took longer is never quick, whatever its limit (a limit raised for a
+slow first ``uvx`` install would otherwise count a 6 s start as cheap)."""
 
 GROWTH = 4
 """How far past its base a growing bound goes (4x the CPUs): should a burst of costly starts be
@@ -38,15 +42,24 @@ let in together after cheap ones, each takes at most that many times its own cos
 
 
 class StartTurn:
-    """One server's turn to start: hold it from launch until its tool list is in (or it failed)."""
+    """One server's turn to start: hold it from launch until its tool list is in (or it failed).
 
-    __slots__ = ("_slots", "began", "granted", "quick")
+    Attributes:
+        quick: seconds within which this start counts as quick (:data:`QUICK_SHARE` of its
+            connect limit, at most :data:`QUICK_MOST`).
+        began: the clock's reading when the turn was granted; ``None`` while it waits.
+        granted: set when the turn is granted.
+        abandoned: its waiter was cancelled before the turn came; the queue skips it.
+    """
+
+    __slots__ = ("_slots", "abandoned", "began", "granted", "quick")
 
     def __init__(self, slots: StartSlots, quick: float) -> None:
         self._slots = slots
         self.quick = quick
         self.began: float | None = None
         self.granted = anyio.Event()
+        self.abandoned = False
 
     def end(self) -> None:
         """The start is over (connected or failed): give the turn back, judging how long it
@@ -85,12 +98,20 @@ class StartSlots:
         return len(self._running)
 
     async def turn(self, connect_limit: float) -> StartTurn:
-        """Wait for a turn to start a server whose connect limit is ``connect_limit`` seconds.
+        """Wait for a turn to start a server.
 
         Cancelled while waiting, it leaves the queue (a turn granted meanwhile is given back).
+
+        Args:
+            connect_limit: the server's connect limit, seconds (``timeouts.connect``).
+
+        Returns:
+            The granted turn: :meth:`StartTurn.end` when the start is over,
+            :meth:`StartTurn.cancel` when it was stopped before it said anything of its cost.
         """
         await anyio.lowlevel.checkpoint_if_cancelled()
-        turn = StartTurn(self, connect_limit * QUICK_SHARE)
+        turn = StartTurn(self, min(connect_limit * QUICK_SHARE, QUICK_MOST))
+        self._drop_abandoned()
         if not self._waiting and self._admits(self._clock()):
             self._begin(turn)
             return turn
@@ -99,11 +120,15 @@ class StartSlots:
             await turn.granted.wait()
         except BaseException:
             if turn.began is None:
-                self._waiting.remove(turn)
+                turn.abandoned = True  # skipped when its place comes: no O(n) removal each
             else:
                 turn.cancel()
             raise
         return turn
+
+    def _drop_abandoned(self) -> None:
+        while self._waiting and self._waiting[0].abandoned:
+            self._waiting.popleft()
 
     def _admits(self, now: float) -> bool:
         held = len(self._running)
@@ -127,7 +152,9 @@ class StartSlots:
                 self.bound = min(self._cap, self.bound + 1)
             else:
                 self.bound = max(self.base, self.bound // 2)
+        self._drop_abandoned()
         while self._waiting and self._admits(now):
             waiter = self._waiting.popleft()
             self._begin(waiter)
             waiter.granted.set()
+            self._drop_abandoned()
