@@ -415,7 +415,7 @@ def _growth(rows: dict[str, dict[str, Any]], sizes: list[int], bare: float) -> l
             said = "  (linear or better)"
         elif excess <= spread:
             said = (
-                f"  RISES by {excess * 1000:.0f} ms at the last size, within the runs' spread "
+                f"  RISES by {excess * 1000:.0f} ms at a larger size, within the runs' spread "
                 f"({spread * 1000:.0f} ms): no verdict at this load"
             )
         else:

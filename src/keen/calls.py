@@ -223,7 +223,7 @@ class Call:
     """The gate that refused the call (nothing was sent), None when none did."""
     error: KeenError | None = None
     cancelled: bool = False
-    stages: list[str] = field(default_factory=list[str])  # made in C: no Python frame per call
+    stages: list[str] = field(default_factory=list)  # made in C: no Python frame per call
     started: float = field(default_factory=time.perf_counter)
     started_at: float = field(default_factory=time.time)
     """When the call began (seconds since the epoch); :attr:`at` is its text."""
@@ -270,7 +270,9 @@ class Stage:
     (a stage that never waits: its answer is used as it is) or return an awaitable of that
     answer (a coroutine function, or a function that hands back a coroutine only for the
     calls that wait): every call passes every stage, and a coroutine made, started and
-    finished for a stage that never waits is work for nothing."""
+    finished for a stage that never waits is work for nothing. The pipeline tells the two
+    apart by type: a ``bool`` or ``None`` is the answer, anything else is awaited, so a plain
+    ``run`` returns exactly ``True``, ``False`` or ``None``."""
 
     name: str
     run: Callable[[Call], bool | Awaitable[bool | None] | None]

@@ -46,7 +46,8 @@ PostHook = Callable[["Observation"], "Observation"]
 """Called with the truncated observation; returns it, possibly changed."""
 Visibility = Callable[[Capability, "str | None"], "str | Awaitable[str | None] | None"]
 """Called with (capability, caller); returns (or resolves to) None when the caller may use
-it, else why not. A callback that knows at once answers without an awaitable: every call asks."""
+it, else why not. A callback that knows at once answers without an awaitable: every call asks.
+The answer is told apart by type: ``None`` or a ``str`` is used as it is, anything else awaited."""
 
 
 GATE_CODES = {

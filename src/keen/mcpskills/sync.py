@@ -231,9 +231,9 @@ its skill."""
 
 
 def _plan(snap: ServerSnapshot) -> _Step:
-    """The rules of the module doc for one server, decided once: pure, so the batch knows
-    which skills it writes (``"write"``) before any entry is made, and :func:`_entry` acts
-    on the same answer."""
+    """The rules of the module doc for one server, written once: pure (a snapshot is
+    frozen), so the batch asks it which skills it writes (``"write"``) before any entry is
+    made, and :func:`_entry` asks it again and gets the same answer."""
     status = snap.status
     if not SERVER_NAME_RE.fullmatch(status.name):
         return "bad_name"
