@@ -161,32 +161,6 @@ async def _one_shot(
     Servers still connecting join as they arrive, and a call to one waits for it. ``show``
     prints the result as soon as the turn ends; then the servers still connecting get up to
     ``timeout`` seconds in all, so their skills are on disk for the next run."""
-    return await _session(
-        early or model,
-        model,
-        settings,
-        prompt,
-        view,
-        yes=yes,
-        max_steps=max_steps,
-        timeout=timeout,
-        show=show,
-    )
-
-
-async def _session(
-    model: Model,
-    closing: Model,
-    settings: ChatSettings,
-    prompt: str,
-    view: _OneShotView,
-    *,
-    yes: bool,
-    max_steps: int,
-    timeout: float,
-    show: Callable[[TurnResult], None],
-) -> TurnResult:
-    """:func:`_one_shot`'s session: ``model`` asks, ``closing`` is closed at the end."""
     import anyio
 
     from keen.agent import Agent, accept_defaults, decline
@@ -201,6 +175,8 @@ async def _session(
     )
     from keen.mcp.connection.elicitation import ElicitAnswer
     from keen.runtime import open_runtime
+
+    asking = early or model  # the early answer, when there is one; the session closes model
 
     async def approver(request: ApprovalRequest) -> Any:
         return "yes" if yes else "no"
@@ -250,10 +226,10 @@ async def _session(
                 await rt.start_servers()
                 tg.start_soon(joiner.run)
 
-            behind = StartBehind(model, start)
+            behind = StartBehind(asking, start)
         agent = Agent(
             rt,
-            behind or model,
+            behind or asking,
             mode=settings.mode,
             approver=approver,
             elicitor=elicitor,
@@ -270,7 +246,7 @@ async def _session(
                 result = await agent.run_turn(prompt, view)
             finally:
                 agent.close()
-                await close_model(closing)
+                await close_model(model)
             show(result)
             if behind is not None:
                 await behind.start()  # the turn ended before its answer began (a model error)
