@@ -506,7 +506,7 @@ class Harness:
         Returns the gateway's execute itself for an MCP call (awaited by the pipeline: a
         coroutine less to resume at every step of the call)."""
         self.log.release()  # the call and its approval are on disk before anything runs
-        if call.server is not None and call.tool is not None:  # an MCP call (Call.mcp)
+        if call.mcp:
             assert self.gateway is not None
             return self.gateway.execute(call)
         return self._execute_here(call)
@@ -589,8 +589,7 @@ class Harness:
         """The ``result`` event (the text exactly as the model saw it, the stages passed), the
         tool's failure count, and the gateway's record of an MCP call that reached its checks."""
         who: dict[str, Any] = {"caller": call.caller} if call.caller else {}
-        mcp = call.server is not None and call.tool is not None  # Call.mcp, without a call more
-        if mcp and "mcp_checks" in call.stages and self.gateway is not None:
+        if call.mcp and "mcp_checks" in call.stages and self.gateway is not None:
             self.gateway.record(call)
         if call.cancelled:
             self.log.emit(
