@@ -208,11 +208,7 @@ class EventLog:
             text = "".join(pending)
             pending.clear()
             try:
-                if self._fd < 0:
-                    raise ValueError(f"the event log {self.path} is closed")
-                data = text.encode("utf-8", _LONE_SURROGATES)
-                while data:  # as _write does, here: every call flushes twice
-                    data = data[os.write(self._fd, data) :]
+                self._write(text)
             except (OSError, ValueError):  # closed or unwritable: the call goes on, as when its
                 logger.exception("could not write a call's events to %s", self.path)  # audit failed
 
