@@ -176,7 +176,7 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """``matrix @ vector`` on this thread: ``np.vecdot``, one dot product per row. Not
     ``@``: for 4,000 x 256 a multithreaded BLAS spends more waking its threads than
     computing (measured here, on 2 busy cores: ``@`` p50 12 ms per search, einsum under 1
-    ms); and vecdot took 0.72 to 0.87 of einsum's loop's time (docs/search.md, "Query
+    ms); and vecdot took 0.5 to 0.9 of the time of einsum's loop (docs/search.md, "Query
     latency")."""
     import numpy as np
 
