@@ -269,10 +269,10 @@ class NeighbourTerms:
                 near[token] = hit
         new = [t for t in dict.fromkeys(tokens) if t not in near]
         if new:
-            # One matrix product for all the new words: (candidates, words). einsum, not
-            # BLAS: see search._dot (threads woken for a small product cost more).
+            # One product for all the new words: (candidates, words). vecdot, not BLAS:
+            # see search._dot (threads woken for a small product cost more).
             query = _unit(np.asarray(self._table[new], dtype=np.float32))
-            sims = np.einsum("ij,kj->ik", self._vectors, query)
+            sims = np.vecdot(self._vectors[:, None, :], query[None, :, :])
             for token, column in zip(new, sims.T, strict=True):
                 hits = np.flatnonzero(column >= _MIN_SIMILARITY)
                 hits = hits[np.argsort(-column[hits], kind="stable")][:_SHORTLIST]

@@ -235,6 +235,12 @@ class SentenceEncoder:
                     self._queries.popitem(last=False)
         return vector
 
+    def forget_queries(self) -> None:
+        """Forget the query vectors :meth:`encode_one` keeps, so the next query is encoded
+        again (``bench/search.py`` times two searches of each request, each as a new one)."""
+        with self._queries_lock:
+            self._queries.clear()
+
     def _run(self, texts: list[str], session: Any = None) -> np.ndarray:
         import numpy as np
 
