@@ -35,6 +35,11 @@ Per run it measures:
 Every figure is printed as min / median / max over ``--repeat`` runs, Keen's medians as a
 ratio to the SDK's, with the machine's load average before and after. Prints; never asserts.
 
+Every child freezes the objects its imports made out of the cyclic collector's walks
+(``gc.freeze``): Keen's when its first Manager starts, as the ``keen`` command asks
+(``keen.freeze_at_first_start``), the SDK's after its imports, so a full collection walking
+some 100,000 import-time objects during the connect storm is in neither figure.
+
 Children run with Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` removed from their
 environment), as ``bench/prompt_start.py``'s do.
 
@@ -50,6 +55,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import gc
 import json
 import os
 import resource
@@ -146,6 +152,10 @@ async def _child_sdk(n: int, idle: float, *, auto: bool = False) -> dict[str, fl
 
     from mcp import ClientSession
 
+    # As the keen child's Manager does when it starts (the keen command asks it to:
+    # keen._gcfreeze): the objects the imports made are frozen out of the collector's walks,
+    # so neither child's sync pays for walking its imports and the two stay comparable.
+    gc.freeze()
     ready = 0
     all_ready, stop = anyio.Event(), anyio.Event()
     with tempfile.TemporaryDirectory(prefix="keen-bench-sdk-") as tmp:
@@ -193,9 +203,12 @@ async def _child_keen(n: int, idle: float, max_starting: int | None = None) -> d
     # importing the SDK is the same cost in both, and not what this compares.
     from mcp.client.stdio import stdio_client  # noqa: F401
 
+    from keen import freeze_at_first_start
     from keen.mcp import ServerState
     from keen.runtime import open_runtime
     from mcp import ClientSession  # noqa: F401
+
+    freeze_at_first_start()  # as the keen command does (the sdk children freeze too)
 
     with keen_home() as home:
         path = write_config(home, _servers(n))

@@ -17,6 +17,7 @@ from keen._lazy import exports_from, lazy_module_attrs
 from keen._version import __version__
 
 if TYPE_CHECKING:
+    from keen._gcfreeze import freeze_at_first_start
     from keen.errors import (
         ApprovalDenied,
         AuthFailed,
@@ -79,6 +80,7 @@ _EXPORTS: dict[str, str] = {
     ),
     **exports_from("keen.mcpskills.startup", ("sync_from_manager",)),
     **exports_from("keen.runtime", ("Runtime", "connect_server", "open_runtime")),
+    **exports_from("keen._gcfreeze", ("freeze_at_first_start",)),
     **exports_from("keen.prompt", ("prompt_stats", "skills_prompt")),
     **exports_from("keen.skills", ("SkillsConfig", "activate", "discover")),
 }
@@ -119,6 +121,7 @@ __all__ = [
     "activate",
     "connect_server",
     "discover",
+    "freeze_at_first_start",
     "open_runtime",
     "prompt_stats",
     "skills_prompt",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from keen._gcfreeze import freeze_at_first_start
 from keen.cli._console import EXIT_KEEN_ERROR, debug_enabled
 
 if TYPE_CHECKING:
@@ -46,6 +47,9 @@ def _chat_alone(args: list[str]) -> bool:
 
 def main() -> None:
     """Console-script entry point: no traceback escapes unless KEEN_DEBUG=1."""
+    # The process is Keen's own: the objects its imports made live as long as it, so the
+    # first Manager's start may freeze them out of the collector's walks (keen._gcfreeze).
+    freeze_at_first_start()
     try:
         from keen.cli._prompt import run_alone
 

@@ -11,7 +11,6 @@ the same task (anyio task groups must be exited by the task that entered them).
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
@@ -26,6 +25,7 @@ import anyio
 import anyio.abc
 
 from keen import paths
+from keen._gcfreeze import freeze_if_asked
 from keen.errors import (
     KeenError,
     Remedy,
@@ -78,28 +78,6 @@ StatusObserver = Callable[[ServerStatus], None]
 """Called (in the event loop, synchronously) with the new status on every state change."""
 
 _STOP_GRACE = 10.0
-
-_frozen = False
-"""Whether :func:`_freeze_startup_objects` ran in this process."""
-
-
-def _freeze_startup_objects() -> None:
-    """Move the objects alive now (the imported modules, their classes and functions, the
-    loaded config) to the collector's permanent generation (``gc.freeze``), once per process.
-
-    Connecting many servers allocates enough for the cyclic collector's full collection to
-    run, and that collection walks every tracked object: about 100,000 of them after the MCP
-    SDK and Keen are imported, 60-70 ms of CPU in one step of the event loop, the longest
-    step of a sync, and at 292 servers it ran twice (``bench/idle.py``). Objects alive when
-    the first Manager starts live as long as the process, so frozen, they are no longer
-    walked; a cycle among them that is already garbage stays in memory (refcounting still
-    frees everything else). Later Managers freeze nothing more.
-    """
-    global _frozen
-    if not _frozen:
-        _frozen = True
-        gc.freeze()
-
 
 CALL_PROGRESS: ContextVar[ProgressFnT | None] = ContextVar("keen_call_progress", default=None)
 """The progress callback of the calls made in this context when :meth:`Manager.call_tool`
@@ -308,7 +286,7 @@ class Manager:
         for name, server in config.servers.items():
             self._connections[name] = self._new_connection(name, server)
             self._moved()
-        _freeze_startup_objects()
+        freeze_if_asked()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._started = True

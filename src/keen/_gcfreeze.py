@@ -1,0 +1,42 @@
+"""The cyclic collector during a connect storm: what imports made, frozen once, where asked.
+
+Connecting many servers allocates enough for the collector's full collection to run, and
+that collection walks every tracked object: about 100,000 of them once the MCP SDK and
+Keen are imported, 60-70 ms of CPU in one step of the event loop, the longest step of a
+sync (``bench/idle.py``; twice at 292 servers). :func:`gc.freeze` moves the objects alive
+at that moment to a permanent generation that collections skip.
+
+It acts on the whole process: a cycle among the frozen objects that becomes garbage later
+is never collected (reference counting still frees everything else). So a library must not
+do it behind its host's back: Keen freezes only when asked, once, when the first
+:class:`~keen.mcp.Manager` starts (its configuration loaded, its connections built). The
+``keen`` command asks (the process is Keen's own, and its imported modules live as long as
+it); a host application that connects many servers may ask too, by calling
+:func:`freeze_at_first_start` before it opens the runtime.
+"""
+
+from __future__ import annotations
+
+import gc
+
+__all__ = ["freeze_at_first_start", "freeze_if_asked"]
+
+_asked = False
+_frozen = False
+
+
+def freeze_at_first_start() -> None:
+    """Ask for :func:`gc.freeze` when the first Manager of this process starts.
+
+    Process-wide, and once: see the module docstring for what it costs a host.
+    """
+    global _asked
+    _asked = True
+
+
+def freeze_if_asked() -> None:
+    """Run :func:`gc.freeze` if :func:`freeze_at_first_start` was called and it has not run yet."""
+    global _frozen
+    if _asked and not _frozen:
+        _frozen = True
+        gc.freeze()
