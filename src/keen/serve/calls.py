@@ -141,7 +141,8 @@ class CallRouter:
         catalog: returns the served capability catalog (cached by the caller; called per call).
         visibility: decides, per capability and caller, whether the caller may use it.
         audit_path: the event log's file.
-        look: looks at a server's pin file before a call to it (then ``catalog`` need not).
+        look: looks at a server's pin file before a call to it (then ``catalog`` need not):
+            the harness's ``look``, asked inside the call's one look at the pins.
         max_result_chars: longer result text is cut with a note (the harness's truncation).
         mode: the served surface (``search`` or ``extension``): errors point the host's model
             at its tools for names and schemas.

@@ -73,7 +73,7 @@ outliving it inherits a closed look, which remembers nothing."""
 
 class _OneLook:
     """:func:`one_look`'s block (a class, and :func:`one_look` is the class itself: every
-    call enters two, and a generator-based context manager, or a function making the
+    call enters one, and a generator-based context manager, or a function making the
     block, costs more)."""
 
     __slots__ = ("look", "token")
