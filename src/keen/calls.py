@@ -398,21 +398,38 @@ class PinCheck:
 
     def __init__(self, manager: Manager, pins: PinGuard) -> None:
         self.manager, self.pins = manager, pins
+        self._passed: dict[tuple[str, str], tuple[Sequence[Tool], object, object, Any, bool]] = {}
+        """(server, tool) -> the live tools, the server's config entry and the pin file's
+        stamp of the last check that passed quietly (trusted, or no pins yet), its policy,
+        and whether the server was pinned: a call with the same three passes the same way
+        without the comparison being asked again (:meth:`__call__`)."""
 
     def __call__(self, call: Call) -> bool:
-        if call.server is None or call.tool is None:
+        server, tool = call.server, call.tool
+        if server is None or tool is None:
             return False
         # What the Manager holds first, then the guard: the call goes down once, not back and
         # forth. The one route to the policy: execute pins on first use with what this decided.
-        tools = self.manager.live_tools(call.server)
-        config = self.manager.config.servers[call.server]
+        tools = self.manager.live_tools(server)
+        config = self.manager.config.servers[server]
+        # The pin file is looked at on every call (one stat per call, shared by the call's
+        # stages): a pin written elsewhere, a re-list (a new tuple) or a config reload (a new
+        # entry) is a new key, so the very next call is compared again.
+        stamp = self.pins.stamp(server)
+        key = (server, tool)
+        passed = self._passed.get(key)
+        if passed is not None and passed[0] is tools and passed[1] is config and passed[2] == stamp:
+            call.pinned, call.pinning = passed[4], (passed[3], tools)
+            return True
         policy = self.pins.policy(config)
-        pin = self.pins.enforce(call.server, call.tool, tools, policy)
+        pin = self.pins.enforce(server, tool, tools, policy)
         if pin is not None:  # a check is made only against pins (enforce: None when there are none)
             call.pinned = True
             if pin.status != "trusted":
                 call.pin = pin.status
         call.pinning = (policy, tools)
+        if call.pin is None:  # a warned or held tool goes the long way each time (its warning)
+            self._passed[key] = (tools, config, stamp, policy, call.pinned)
         return True
 
 

@@ -126,6 +126,10 @@ class Harness:
         approved_by: who answers ``approve`` (logged with each decision): ``user``, or
             ``MCP host`` for a host that asked its own user before calling.
         remedy_words: an error's text for the model, its remedy worded (``gateway.for_model``).
+        look: with ``visibility``, looks at a server's pin file before a call to it looks the
+            capability up (``keen serve``: a catalog keyed on the pins' version then sees a
+            pin written in another process on that very call); within the call's one look
+            at the pins (:func:`keen.trust.pinstore.one_look`), so later stages stat no more.
     """
 
     def __init__(
@@ -145,6 +149,7 @@ class Harness:
         log_path: Path | None = None,
         approved_by: str = "user",
         remedy_words: Callable[[KeenError, str], str] = for_model,
+        look: Callable[[str], object] | None = None,
     ) -> None:
         self.catalog_source = catalog_source
         self.gateway = gateway
@@ -159,6 +164,7 @@ class Harness:
         self.pre_hooks, self.post_hooks = list(pre_hooks), list(post_hooks)
         self.session_id = session_id or new_session_id()
         self.visibility, self.approved_by, self.remedy_words = visibility, approved_by, remedy_words
+        self.look = look
         self.log = EventLog(log_path or session_path(self.session_id), self.session_id)
         self.step = 0
         self.visible: dict[str, Entry] = {}
@@ -169,6 +175,12 @@ class Harness:
         self._caps: dict[str, Capability] = {}
         self._by_name: dict[str, str] = {}
         self._ids = itertools.count(1)
+        self._verdicts: dict[str, tuple[Capability, PermissionMode, Approver, str, str, bool]] = {}
+        """Capability id -> the permission gate's last verdict known without asking, with the
+        capability, mode and approver it was for (:meth:`_permission`)."""
+        self._found: tuple[Catalog, str, Capability] | None = None
+        """The last capability the visibility callback's lookup found, the catalog and id it
+        was found in (:meth:`_lookup`)."""
         self._base = {
             **{n: local_capability(n, d) for n, (d, _) in LOCAL_TOOLS.items()},
             **{n: local_capability(n, entry_schema(n)[0]) for n in ENTRY_TOOLS},
@@ -347,12 +359,18 @@ class Harness:
         if name in self._base and name != CALL_MCP_TOOL:
             return self._base[name]
         catalog = self.catalog = self.catalog_source()
+        found = self._found
+        if found is not None and found[0] is catalog and found[1] == cap_id:  # the same tool again
+            return found[2]
         for key in (cap_id, name if name != CALL_MCP_TOOL else ""):
             if key:
                 try:
-                    return catalog.get(key)  # an id, or a model tool name
+                    cap = catalog.get(key)  # an id, or a model tool name
                 except KeyError:
-                    pass
+                    continue
+                if key == cap_id:  # a catalog is never changed in place: a new one is a new object
+                    self._found = (catalog, cap_id, cap)
+                return cap
         return None
 
     def _describe(self, call: Call, exc: KeenError) -> str:
@@ -411,6 +429,8 @@ class Harness:
                     f"no resource or prompt {wanted!r} in the resource index; search_tools finds them",
                 )
         if self.visibility is not None:
+            if self.look is not None and server is not None:
+                self.look(server)
             cap = self._lookup(cap_id, name)
             if cap is None:  # the gateway's precise reason when there is one
                 gate, why, code = not_in_catalog(self.gateway, self.remedy_words, server, tool, args)
@@ -460,14 +480,23 @@ class Harness:
         """The second gate: the mode's verdict, and the call's approver when the mode says ask
         (awaited only when its answer is not known without asking: :func:`known_answer`)."""
         cap: Capability = call.capability
-        verdict, why = permission(cap, self.mode)
-        if verdict == "ask":
-            known = known_answer(call.approver)
+        mode, approver = self.mode, call.approver
+        # The verdict depends on the capability (its risk), the mode and the approver alone,
+        # never on the arguments: the last one known without asking is kept per capability
+        # id, and used while all three are the same objects (a catalog rebuilt after a
+        # re-list or a pin change has new capabilities; set_mode a new mode).
+        seen = self._verdicts.get(cap.id)
+        if seen is not None and seen[0] is cap and seen[1] == mode and seen[2] is approver:
+            return self._decided(call, cap, seen[3], seen[4], asked=seen[5])
+        verdict, why = permission(cap, mode)
+        asked = verdict == "ask"
+        if asked:
+            known = known_answer(approver)
             if known is None:
                 return self._ask(call, cap)
             verdict, why = known
-            return self._decided(call, cap, verdict, why, asked=True)
-        return self._decided(call, cap, verdict, why, asked=False)
+        self._verdicts[cap.id] = (cap, mode, approver, verdict, why, asked)
+        return self._decided(call, cap, verdict, why, asked=asked)
 
     async def _ask(self, call: Call, cap: Capability) -> bool:
         verdict, why = await ask(call.approver, cap, call.server, call.tool, call.arguments)

@@ -42,7 +42,6 @@ from keen.harness import Harness, Observation, Visibility
 from keen.mcp.connection.relay import CALL_PEER, CallPeer
 from keen.mcp.manager import CALL_PROGRESS
 from keen.runtime import Runtime
-from keen.trust.pinstore import one_look
 
 __all__ = [
     "APPROVER",
@@ -142,7 +141,8 @@ class CallRouter:
         catalog: returns the served capability catalog (cached by the caller; called per call).
         visibility: decides, per capability and caller, whether the caller may use it.
         audit_path: the event log's file.
-        look: looks at a server's pin file before a call to it (then ``catalog`` need not).
+        look: looks at a server's pin file before a call to it (then ``catalog`` need not):
+            the harness's ``look``, asked inside the call's one look at the pins.
         max_result_chars: longer result text is cut with a note (the harness's truncation).
         mode: the served surface (``search`` or ``extension``): errors point the host's model
             at its tools for names and schemas.
@@ -175,6 +175,7 @@ class CallRouter:
             visibility=self.visibility,
             log_path=self.audit_path,
             remedy_words=self.remedy_words,
+            look=self.look,
         )
 
     @property
@@ -223,14 +224,11 @@ class CallRouter:
         # The harness and the gateway know nothing of either: the Manager reads them here.
         token, peer_token = CALL_PROGRESS.set(progress), CALL_PEER.set(peer)
         try:
-            with one_look():
-                # The called server's pin file, looked at once for the whole call (its catalog
-                # lookup, checks and pin check): a trust given in another process counts now.
-                server = call_input.get("server") if isinstance(call_input, dict) else None
-                if self.look is not None and isinstance(server, str):
-                    self.look(server)
-                harness = self._harness if self._harness is not None else self.harness  # (raises)
-                return await harness.call(CALL_MCP_TOOL, call_input, caller=caller, approver=HOST_APPROVES)
+            # The called server's pin file is looked at once for the whole call (its catalog
+            # lookup, checks and pin check), by the harness (its ``look``): a trust given in
+            # another process counts now.
+            harness = self._harness if self._harness is not None else self.harness  # (raises)
+            return await harness.call(CALL_MCP_TOOL, call_input, caller=caller, approver=HOST_APPROVES)
         finally:
             CALL_PEER.reset(peer_token)
             CALL_PROGRESS.reset(token)

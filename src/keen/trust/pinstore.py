@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from contextvars import ContextVar, Token
 from pathlib import Path
@@ -70,15 +71,10 @@ concurrent calls (``keen serve``) each have their own; a task started during a c
 outliving it inherits a closed look, which remembers nothing."""
 
 
-def one_look() -> AbstractContextManager[None]:
-    """Within the block, :meth:`PinStore.stamp` stats each pin file at most once (one call's
-    look at the pins); a block inside another shares the outer one's look."""
-    return _OneLook()
-
-
 class _OneLook:
-    """:func:`one_look`'s block (a class: every call enters two, and a generator-based
-    context manager costs several times as much)."""
+    """:func:`one_look`'s block (a class, and :func:`one_look` is the class itself: every
+    call enters one, and a generator-based context manager, or a function making the
+    block, costs more)."""
 
     __slots__ = ("look", "token")
 
@@ -98,6 +94,11 @@ class _OneLook:
             self.look.open = False
             _LOOK.reset(self.token)
             self.token = self.look = None
+
+
+one_look: Callable[[], AbstractContextManager[None]] = _OneLook
+"""Within the block, :meth:`PinStore.stamp` stats each pin file at most once (one call's
+look at the pins); a block inside another shares the outer one's look."""
 
 
 class PinStore:
