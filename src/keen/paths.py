@@ -1,7 +1,6 @@
 """Where Keen keeps its files (docs/architecture.md "Files on disk").
 
-Every path derives from ``KEEN_HOME`` (default ``~/.keen``), read at call time (from
-``os.environ``'s own table on POSIX, :data:`_ENVIRON`) so
+Every path derives from ``KEEN_HOME`` (default ``~/.keen``), read at call time so
 tests and the demo can point it at a temporary directory.
 """
 
@@ -31,31 +30,12 @@ WINDOWS_COLON = "_"
 systems do not allow ``:`` in a name (``mcp:github`` -> ``mcp_github``)."""
 
 
-_ENVIRON: dict[bytes, bytes] | None = getattr(os.environ, "_data", None) if os.name == "posix" else None
-"""``os.environ``'s own table on POSIX (names and values as bytes), read directly:
-``os.environ.get`` reads it through four Python calls, decoding on the way, and
-:func:`keen_home` runs on every call (its pin file's look). Every change made through
-``os.environ`` is made to this table, so it is never stale; without it (Windows, or
-another implementation) ``os.environ`` is read."""
-
-
 def keen_home() -> Path:
     """``$KEEN_HOME`` if set and non-empty, else ``~/.keen``."""
-    if _ENVIRON is not None:
-        raw = _ENVIRON.get(b"KEEN_HOME")
-        if raw:
-            return _raw_home(raw)
-    else:
-        value = os.environ.get("KEEN_HOME")
-        if value:
-            return _home(value, None, None)
+    value = os.environ.get("KEEN_HOME")
+    if value:
+        return _home(value, None, None)
     return _home(None, os.environ.get("HOME"), os.environ.get("USERPROFILE"))
-
-
-@functools.lru_cache(maxsize=16)
-def _raw_home(raw: bytes) -> Path:
-    # Decoded as os.environ decodes it (the file system encoding, surrogateescape).
-    return _home(os.fsdecode(raw), None, None)
 
 
 @functools.lru_cache(maxsize=64)
