@@ -88,28 +88,24 @@ def _redacted(value: Any, memo: dict[str, str] | None = None) -> Any:
         return value
     if kind is str:
         return memo.get(value) or redactor.redact(value)
-    if kind is dict or kind is list or kind is tuple:
-        # Strings and scalars here, not one call deeper: most values are one or the other.
-        # ``known(x) or redact(x)``: a miss (None) and an empty text ("") both ask redact. A
-        # loop, not a comprehension: on Python 3.11 a comprehension is a function call more.
+    if kind is dict:
         redact, known = redactor.redact, memo.get
-        out: Any
-        if kind is dict:
-            out = {}
-            for k, v in value.items():
-                key = (known(k) or redact(k)) if type(k) is str else redact(str(k))
-                of = type(v)
-                out[key] = (
-                    (known(v) or redact(v)) if of is str else v if of in _SCALARS else _redacted(v, memo)
-                )
-        else:
-            out = []
-            for v in value:
-                of = type(v)
-                out.append(
-                    (known(v) or redact(v)) if of is str else v if of in _SCALARS else _redacted(v, memo)
-                )
-        return out
+        return {
+            # Strings and scalars here, not one call deeper: most values are one or the other.
+            # ``known(x) or redact(x)``: a miss (None) and an empty text ("") both ask redact.
+            (known(k) or redact(k)) if type(k) is str else redact(str(k)): (known(v) or redact(v))  # pyright: ignore[reportUnknownArgumentType]
+            if type(v) is str
+            else v
+            if type(v) in _SCALARS
+            else _redacted(v, memo)
+            for k, v in value.items()
+        }
+    if kind is list or kind is tuple:
+        redact, known = redactor.redact, memo.get
+        return [
+            (known(v) or redact(v)) if type(v) is str else v if type(v) in _SCALARS else _redacted(v, memo)  # pyright: ignore[reportUnknownArgumentType]
+            for v in value
+        ]
     # Subclasses (a str enum, an OrderedDict) the same way, by what they are.
     if isinstance(value, str):
         return redactor.redact(value)
