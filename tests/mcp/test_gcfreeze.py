@@ -55,5 +55,7 @@ def test_the_first_manager_start_freezes_only_when_asked(mode: str) -> None:
 def test_the_keen_command_asks() -> None:
     script = "import keen.cli, keen._gcfreeze as g, sys; sys.argv = ['keen', '--version']\n"
     script += "try:\n    keen.cli.main()\nexcept SystemExit:\n    pass\nprint(g._asked)"
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
     assert done.stdout.strip().splitlines()[-1] == "True"
