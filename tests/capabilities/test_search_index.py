@@ -676,6 +676,67 @@ def test_a_new_process_derives_a_changed_catalog_from_the_last_folder_as_a_fresh
                 del _TEXTS[s]
 
 
+def test_a_new_process_takes_unchanged_servers_rows_by_their_digest_and_keys_only_the_changed_server(
+    tmp_path: Path, tokenised: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from keen.capabilities import _index_cache
+
+    keyed: list[str] = []
+    real_keys = documents_module.tool_keys
+
+    def spy(caps: Sequence[Capability]) -> list[bytes]:
+        keyed.extend(c.id for c in caps)
+        return real_keys(caps)
+
+    monkeypatch.setattr(documents_module, "tool_keys", spy)
+    monkeypatch.setattr(_index_cache, "tool_row_keys", spy)
+    tools = _synthetic(30, seed=17)
+    _TEXTS.update({s: f"Server {s}." for s in tools})
+    try:
+        _catalog(tools, tmp_path).index()
+        flush()
+        [folder] = [p for p in tmp_path.iterdir() if p.name.startswith(f"v{INDEX_FORMAT}-")]
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        assert sorted(meta["blocks"]) == sorted(tools)  # one digest per server, with its tools' runs
+        assert meta["server_names"] == sorted(tools)
+        starts = sorted(span[0] for _, spans in meta["blocks"].values() for span in spans)
+        assert starts[0] == 0 and len(starts) == len(tools)  # each server's tools one run, in id order
+        srv007 = [*tools["srv007"], Tool("srv007", "zap_widget", "Zap a widget of server 7.", {})]
+        changed = dict(tools, srv007=srv007)
+        forget()  # a new process: new objects, the last folder on disk
+        keyed.clear()
+        tokenised.clear()
+        catalog = _catalog(changed, tmp_path)
+        index = catalog.index()
+        # Only the changed server's tools were keyed, and only its new tool and its own text
+        # tokenised: every other server's rows were taken by one digest.
+        assert sorted(keyed) == sorted(f"mcp__srv007__{t.name}" for t in srv007)
+        assert len(tokenised) == 2
+        assert any("zap widget" in text for text in tokenised)
+        full = _fresh(catalog)
+        assert index.ids == full.ids
+        for query in ["zap a widget", "send the weekly email", "repo of server 12"]:
+            mine, theirs = index.signals(query), full.signals(query)
+            assert np.array_equal(mine["lexical"], theirs["lexical"]), query  # BM25 bit for bit
+            for name in ("static", "server"):
+                assert np.allclose(mine[name], theirs[name], atol=1e-4), (query, name)
+            assert [i for i, _ in index.top(query, 10)] == [i for i, _ in full.top(query, 10)], query
+        # A server's text changed: its tools keep their rows by key, its own row is made again.
+        flush()
+        forget()
+        keyed.clear()
+        tokenised.clear()
+        _TEXTS["srv012"] = "Server srv012, now with a longer text."
+        again = _catalog(changed, tmp_path)
+        again.index()
+        assert sorted(keyed) == sorted(f"mcp__srv012__{t.name}" for t in changed["srv012"])
+        assert len(tokenised) == 1  # the server's document
+    finally:
+        for s in list(_TEXTS):
+            if s not in ("weather", "git", "mail"):
+                del _TEXTS[s]
+
+
 def test_row_keys_and_folder_names_tell_apart_fields_that_join_to_the_same_text(tmp_path: Path) -> None:
     import dataclasses
 

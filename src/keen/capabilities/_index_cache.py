@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from keen.capabilities import _refresh
-from keen.capabilities._documents import MAX_DOC_CHARS, server_docs
+from keen.capabilities._documents import MAX_DOC_CHARS, server_blocks, server_docs
 from keen.capabilities._documents import tool_keys as tool_row_keys
 from keen.capabilities._embed import DIM, word_vectors
 from keen.capabilities._index import Columns, Doc, Lexical, Pooled, idf_rows, weight_parts
@@ -85,14 +85,15 @@ def cached(
                 # Derived from the folder used last as from this process's last index: its
                 # rows found by key, only what changed tokenised and pooled.
                 here = folder
-                base = _base(_last_used(cache_root, here))
+                base, found = _base(_last_used(cache_root, here), caps, servers, names)
                 plan = _refresh.plan(
                     caps,
                     servers,
                     None if base is not None else lambda: _last_used(cache_root, here),
-                    tool_row_keys(caps),
+                    None if base is not None else tool_row_keys(caps),
                     (docs, names),
                     base,
+                    found=found,
                 )
                 index = _refresh.assemble(caps, servers, plan)
         else:
@@ -102,23 +103,72 @@ def cached(
         return index
 
 
-def _base(folder: Path | None) -> LastIndex | None:
+def _base(
+    folder: Path | None, caps: Sequence[Capability], servers: dict[str, str], names: list[str]
+) -> tuple[LastIndex | None, tuple[np.ndarray, np.ndarray] | None]:
     """The index saved in ``folder`` to derive a new catalog's from by its rows' keys
-    (:func:`keen.capabilities._refresh.keyed_index`); None when there is none or it is
-    unreadable (the catalog's index is then built reusing what rows can be read)."""
+    (:func:`keen.capabilities._refresh.keyed_index`), and the rows of it already known for
+    ``caps`` and their servers (``names``, sorted): those of every server whose block digest
+    is the folder's (:func:`_rows_by_block`). None when there is none or it is unreadable
+    (the catalog's index is then built reusing what rows can be read)."""
     if folder is None:
-        return None
+        return None, None
     try:
-        _, tools, servers = _read(folder)
+        meta, tools, server_part = _read(folder)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         logger.debug("toolsearch: not deriving from %s (%s)", folder, exc)
+        return None, None
+    found = _rows_by_block(meta, caps, servers, names, len(tools.rows))
+    return _refresh.keyed_index(tools, server_part), found
+
+
+def _rows_by_block(
+    meta: dict[str, Any], caps: Sequence[Capability], servers: dict[str, str], names: list[str], rows: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per tool of ``caps`` and per server of ``names``, its row in the folder whose
+    ``meta.json`` is ``meta`` (of ``rows`` tool rows), or -1: every server whose digest
+    (:func:`~keen.capabilities._documents.server_blocks`) is the one stored there keeps its
+    tools' rows in order, and its own row; the other tools are keyed and looked up. None
+    when the folder stored no digests (an index saved without them) or they do not fit it."""
+    import numpy as np
+
+    stored, stored_names = meta.get("blocks"), meta.get("server_names")
+    if not isinstance(stored, dict) or not isinstance(stored_names, list):
         return None
-    return _refresh.keyed_index(tools, servers)
+    tools = np.full(len(caps), -1, dtype=np.int64)
+    server_rows = np.full(len(names), -1, dtype=np.int64)
+    was_row = {name: row for row, name in enumerate(stored_names)}
+    row_of = {name: row for row, name in enumerate(names)}
+    try:
+        for name, (digest, spans) in server_blocks(caps, servers).items():
+            was = stored.get(name)
+            if not was or was[0] != digest:
+                continue
+            if spans:
+                here, there = _positions(spans), _positions(was[1])
+                if len(here) != len(there) or int(there.max()) >= rows or int(there.min()) < 0:
+                    return None
+                tools[here] = there
+            if name in row_of and name in was_row:
+                server_rows[row_of[name]] = was_row[name]
+    except (TypeError, ValueError, IndexError):  # digests of another layout
+        return None
+    return tools, server_rows
 
 
-def _save(index: Assembled, folder: Path) -> None:
-    """Write ``index`` to ``folder`` (renamed into place whole), or mark it used when it is
-    there already."""
+def _positions(spans: Sequence[Sequence[int]]) -> np.ndarray:
+    """The positions of the ``(start, end)`` runs ``spans``, in order."""
+    import numpy as np
+
+    return np.concatenate([np.arange(int(a), int(b), dtype=np.int64) for a, b in spans])
+
+
+def _save(index: Assembled, folder: Path, caps: Sequence[Capability], servers: dict[str, str]) -> None:
+    """Write ``index`` (of ``caps`` and ``servers``) to ``folder`` (renamed into place
+    whole), or mark it used when it is there already. Its ``meta.json`` keeps the
+    catalog's per-server digests and tool runs (:func:`~keen.capabilities._documents.
+    server_blocks`) and the servers' names, so that a new process whose catalog changed
+    some servers takes the others' rows by digest (:func:`_rows_by_block`)."""
     import numpy as np
 
     df = index.tools.df
@@ -127,16 +177,17 @@ def _save(index: Assembled, folder: Path) -> None:
         with contextlib.suppress(OSError):
             os.utime(folder)
         return
+    blocks, server_names = server_blocks(caps, servers), sorted(servers)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
-        tools, servers = index.tools, index.servers
+        tools, server_part = index.tools, index.servers
         tools.rows.save(tmp / "tools.npz")
-        servers.rows.save(tmp / "servers.npz")
+        server_part.rows.save(tmp / "servers.npz")
         # The assembled index too: a new process loads it as it is (assembling it from the
         # rows took several times as long as reading it), and the sums of word vectors, so
         # its first refresh pools only what changed.
-        spliced = servers.spliced
+        spliced = server_part.spliced
         arrays: dict[str, Any] = {
             **tools.sums.arrays(),
             "g": tools.sums.g,
@@ -145,7 +196,7 @@ def _save(index: Assembled, folder: Path) -> None:
             "server_weighted": spliced.weighted,
             "server_sq": spliced.sq,
             **tools.lexical.to_arrays("bm25_"),
-            **servers.lexical.to_arrays("servers_"),
+            **server_part.lexical.to_arrays("servers_"),
         }
         with (tmp / "assembled.npz").open("wb") as handle:
             np.savez(handle, **arrays)
@@ -153,6 +204,8 @@ def _save(index: Assembled, folder: Path) -> None:
         meta = {
             "ids": index.ids,
             "neighbours": {"tokens": neighbours.tokens.tolist(), "stems": neighbours.stems},
+            "blocks": blocks,
+            "server_names": server_names,
         }
         (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         try:
@@ -332,7 +385,7 @@ def _write_later(
         with _one_writer:
             try:
                 target = folder if folder is not None else cache_root / _folder_name(caps, servers)
-                _save(index, target)
+                _save(index, target, caps, servers)
                 _evict(cache_root, target)
             except OSError as exc:
                 logger.warning("cannot cache the tool search index in %s: %s", cache_root, exc)
