@@ -397,10 +397,12 @@ def test_a_refreshed_index_saved_and_loaded_ranks_as_it_did(tmp_path: Path) -> N
         loaded = _catalog(changed, tmp_path).index()
         kept = loaded._parts.tools.sums  # pyright: ignore[reportPrivateUsage]
         assert kept.rows is None and kept.cells == sums.cells  # in order, the correction kept
+        assert kept.folded is not None and sums.folded is None  # a load folds a P - W once
         for query in queries:
             mine, theirs = loaded.signals(query), refreshed.signals(query)
-            for name in ("lexical", "static", "server"):
-                assert np.allclose(mine[name], theirs[name], atol=1e-6), (query, name)
+            # The folded sums round once more: static scores equal to a few float32 units.
+            for name, atol in (("lexical", 1e-6), ("static", 1e-5), ("server", 1e-6)):
+                assert np.allclose(mine[name], theirs[name], atol=atol), (query, name)
         _same_ranking(loaded, _fresh(refreshed_catalog), queries)
     finally:
         for s in list(_TEXTS):

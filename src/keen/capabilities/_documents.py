@@ -236,22 +236,26 @@ def server_blocks(
         [c.summary for c in caps],
         heads,
     ]
-    lengths = np.array([np.fromiter(map(len, values), dtype=np.int64, count=n) for values in fields]).T.copy()
-    joined = ["".join(parts) for parts in zip(*fields, strict=True)]
+    lengths = np.array([np.fromiter(map(len, values), dtype=np.int64, count=n) for values in fields])
     out: dict[str, tuple[str, list[tuple[int, int]]]] = {}
-    for name in {*runs, *servers}:
+    for name in sorted({*runs, *servers}):
         spans = runs.get(name, [])
         text = servers.get(name)
         count = sum(b - a for a, b in spans)
         head = f"{len(name)},{-1 if text is None else len(text)},{count}|{name}{text or ''}"
         digest = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
+        # Field by field (each field's lengths, then its values joined): a join per field
+        # and server, not per tool.
         if len(spans) == 1:
             ((a, b),) = spans
-            digest.update(lengths[a:b].tobytes())
-            digest.update("".join(joined[a:b]).encode("utf-8", "surrogatepass"))
+            digest.update(lengths[:, a:b].tobytes())
+            for values in fields:
+                digest.update("".join(values[a:b]).encode("utf-8", "surrogatepass"))
         elif spans:
-            digest.update(np.concatenate([lengths[a:b] for a, b in spans]).tobytes())
-            digest.update("".join(t for a, b in spans for t in joined[a:b]).encode("utf-8", "surrogatepass"))
+            digest.update(np.concatenate([lengths[:, a:b] for a, b in spans], axis=1).tobytes())
+            for values in fields:
+                joined = "".join(v for a, b in spans for v in values[a:b])
+                digest.update(joined.encode("utf-8", "surrogatepass"))
         out[name] = (digest.hexdigest(), spans)
     return out
 

@@ -559,11 +559,16 @@ def doc_servers(
             renumber = np.array([row.get(name, -1) for name in last.server_names] + [-1], dtype=np.int32)
             out[kept] = renumber[last.doc_server[same[kept]]]
         todo = np.flatnonzero(~kept).tolist()
+    # names is sorted: a search, not a dictionary of every server per catalog; each server
+    # met searched once (a load places every tool, thousands per server name).
+    met: dict[str, int] = {}
     for i in todo:
-        # names is sorted: a search, not a dictionary of every server per catalog.
         server = caps[i].server or ""
-        at = bisect.bisect_left(names, server)
-        out[i] = at if at < len(names) and names[at] == server else -1
+        row = met.get(server)
+        if row is None:
+            at = bisect.bisect_left(names, server)
+            row = met[server] = at if at < len(names) and names[at] == server else -1
+        out[i] = row
     return out
 
 
