@@ -739,6 +739,33 @@ def test_a_new_process_takes_unchanged_servers_rows_by_their_digest_and_keys_onl
                 del _TEXTS[s]
 
 
+def test_a_refresh_after_a_warm_load_takes_the_neighbour_candidates_from_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _catalog(_SERVERS, tmp_path)
+    first.index()
+    flush()
+    [folder] = [p for p in tmp_path.iterdir() if p.name.startswith(f"v{INDEX_FORMAT}-")]
+    stored = json.loads((folder / "meta.json").read_text(encoding="utf-8"))["candidates"]
+    tokens, stems = refresh_module.known_candidates() or ([], ())
+    assert stored["tokens"] == list(tokens) and stored["stems"] == list(stems)
+    # A new process: nothing of the candidates known, none may be stemmed again.
+    forget()
+    refresh_module._candidates.cache_clear()  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(refresh_module, "_stored_candidates", None)
+    stemmed: list[int] = []
+    monkeypatch.setattr(refresh_module, "neighbour_candidates", lambda: stemmed.append(1) or ([], ()))
+    loaded = _catalog(_SERVERS, tmp_path)
+    loaded.index()
+    changed = dict(
+        _SERVERS, mail=[*_SERVERS["mail"], Tool("mail", "archive_thread", "Archive a mail thread.", {})]
+    )
+    refreshed = _catalog(changed, tmp_path, {s: c for s, c in _by_server(loaded).items() if s != "mail"})
+    assert _ids(refreshed, "archive the mail thread")[0] == "mcp__mail__archive_thread"
+    assert stemmed == []
+    assert refreshed.index()._neighbours.stems  # pyright: ignore[reportPrivateUsage]
+
+
 def test_row_keys_and_folder_names_tell_apart_fields_that_join_to_the_same_text(tmp_path: Path) -> None:
     import dataclasses
 

@@ -177,6 +177,7 @@ def _save(index: Assembled, folder: Path, blocks: _Blocks, server_names: list[st
 
     df = index.tools.df
     assert df is not None  # the tools' part carries the document frequencies
+    candidates = _refresh.known_candidates()
     if (folder / "meta.json").is_file():
         with contextlib.suppress(OSError):
             os.utime(folder)
@@ -207,6 +208,13 @@ def _save(index: Assembled, folder: Path, blocks: _Blocks, server_names: list[st
         meta = {
             "ids": index.ids,
             "neighbours": {"tokens": neighbours.tokens.tolist(), "stems": neighbours.stems},
+            # Every candidate too (the same for every catalog): a process that loads this
+            # folder then stems none of them for its first refresh.
+            **(
+                {}
+                if candidates is None
+                else {"candidates": {"tokens": candidates[0].tolist(), "stems": list(candidates[1])}}
+            ),
             "blocks": blocks,
             "server_names": server_names,
         }
@@ -319,6 +327,11 @@ def _load(
     stems = [str(s) for s in stored["stems"]]
     if len(tokens) != len(stems):
         raise ValueError("neighbour tokens and stems differ in number")
+    every = meta.get("candidates")
+    if isinstance(every, dict) and _refresh.known_candidates() is None:
+        _refresh.seed_candidates(
+            np.asarray(every["tokens"], dtype=np.int32), [str(s) for s in every["stems"]]
+        )
     assert tools.df is not None  # _read gives the tools' part its document frequencies
     a = weight_parts(len(tools.rows), tools.df)[0]
     tools.pooled = tools.sums.folded_for(a)  # one array per query until the next refresh

@@ -60,11 +60,13 @@ __all__ = [
     "doc_servers",
     "forget_last",
     "keyed_index",
+    "known_candidates",
     "last_index",
     "neighbour_terms",
     "object_table",
     "plan",
     "remember",
+    "seed_candidates",
     "server_doc_keys",
 ]
 
@@ -641,13 +643,33 @@ def _server_docs_after(
     return [d for d in docs if d is not None]
 
 
+_stored_candidates: tuple[np.ndarray, tuple[str, ...]] | None = None
+
+
+def seed_candidates(tokens: np.ndarray, stems: Sequence[str]) -> None:
+    """Take the neighbour candidates (:func:`~keen.capabilities._embed.neighbour_candidates`)
+    as a cache folder stored them, so this process does not stem them again (about 0.2 s of
+    a new process's first refresh after a warm load). Ignored once they are known."""
+    global _stored_candidates
+    if _stored_candidates is None and len(tokens) == len(stems):
+        _stored_candidates = (tokens, tuple(stems))
+
+
+def known_candidates() -> tuple[np.ndarray, tuple[str, ...]] | None:
+    """The neighbour candidates when this process has them (computed or seeded), else None."""
+    if _stored_candidates is not None:
+        return _stored_candidates
+    return neighbour_candidates() if _candidates.cache_info().currsize else None
+
+
 @functools.cache
 def _candidates() -> tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray]:
     """The query-word neighbour candidates (:func:`~keen.capabilities._embed.
-    neighbour_candidates`) with their stems' term ids and their unit vectors."""
+    neighbour_candidates`, or those a cache folder stored: :func:`seed_candidates`) with
+    their stems' term ids and their unit vectors."""
     import numpy as np
 
-    tokens, stems = neighbour_candidates()
+    tokens, stems = _stored_candidates if _stored_candidates is not None else neighbour_candidates()
     table = word_vectors().embedding
     vectors = table[tokens.astype(np.int64)] if len(tokens) else np.zeros((0, DIM), dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
