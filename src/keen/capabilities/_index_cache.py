@@ -4,10 +4,13 @@ A folder holds one catalog's index: its rows per document (``tools.npz``,
 ``servers.npz``), the index assembled from them (``assembled.npz``: BM25's postings and
 statistics, the sums of word vectors with the weights they were pooled with and the
 products that correct them, the token document frequencies) and ``meta.json``
-(the capability ids, the query-word neighbours). ``key`` is a hash of every document's
-text and every id, so a catalog's folder is found without reading any. A new process
-loads its catalog's folder whole, or, when there is none, builds the index reusing the
-rows of the folder used last (:mod:`keen.capabilities._refresh`); a folder is written on a
+(the capability ids, the query-word neighbours and every candidate, each server's digest
+and its tools' runs of positions: :func:`~keen.capabilities._documents.server_blocks`).
+``key`` is a hash of those digests and runs (so of every field a document is made from
+and every id), so a catalog's folder is found without reading any. A new process loads
+its catalog's folder whole, or, when there is none, derives the index from the folder
+used last: every server whose digest is the same takes its rows from there, the others'
+are found by key or tokenised (:mod:`keen.capabilities._refresh`); a folder is written on a
 background thread, whole, and renamed into place, so a reader never sees half of one. The
 :data:`MAX_INDEXES` most recently used folders are kept; those of other formats and
 half-written ones left by a process that died are deleted.
