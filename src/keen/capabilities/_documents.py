@@ -28,6 +28,7 @@ __all__ = [
     "lexical_text",
     "name_phrases",
     "semantic_text",
+    "server_blocks",
     "server_doc",
     "server_docs",
     "split_name",
@@ -195,6 +196,67 @@ def tool_keys(caps: Sequence[Capability]) -> list[bytes]:
         head = f"{len(name)},{len(server)},{len(title)},{len(summary)},{len(text)}|"
         data = f"{head}{name}{server}{title}{summary}{text}".encode("utf-8", "surrogatepass")
         out.append(blake(data, digest_size=16).digest())
+    return out
+
+
+def server_blocks(
+    caps: Sequence[Capability], servers: Mapping[str, str]
+) -> dict[str, tuple[str, list[tuple[int, int]]]]:
+    """Per server (``""``: capabilities without one), a digest of its text and of every field
+    its tools' rows are made from, and where its tools are in ``caps``.
+
+    The digest covers the server's name and text (``servers``; none told apart from an
+    empty one) and, for each of its tools in order, the fields :func:`tool_keys` hashes and
+    the id, each tool's field lengths first (no text a server sends can make two blocks'
+    inputs equal). Two catalogs whose blocks of one server have one digest have that
+    server's tool rows in the same order and its server row the same, so a new process
+    takes them from a cache folder by comparing one digest per server (one hash per server,
+    not per tool; every field is still read once).
+
+    Returns:
+        ``{server: (digest as 64 hex digits, runs)}``, ``runs`` the ``(start, end)`` position
+        ranges of its tools in ``caps``, ascending (one run when ``caps`` is in id order).
+    """
+    import numpy as np
+
+    owner = [cap.server or "" for cap in caps]
+    n = len(owner)
+    runs: dict[str, list[tuple[int, int]]] = {}
+    start = 0
+    for end in [i for i in range(1, n) if owner[i] != owner[i - 1]] + [n]:
+        if n:
+            runs.setdefault(owner[start], []).append((start, end))
+        start = end
+    heads = [cap.search_text[:MAX_DOC_CHARS] for cap in caps]
+    fields = [
+        [c.id for c in caps],
+        [c.name for c in caps],
+        owner,
+        [c.title for c in caps],
+        [c.summary for c in caps],
+        heads,
+    ]
+    lengths = np.array([np.fromiter(map(len, values), dtype=np.int64, count=n) for values in fields])
+    out: dict[str, tuple[str, list[tuple[int, int]]]] = {}
+    for name in sorted({*runs, *servers}):
+        spans = runs.get(name, [])
+        text = servers.get(name)
+        count = sum(b - a for a, b in spans)
+        head = f"{len(name)},{-1 if text is None else len(text)},{count}|{name}{text or ''}"
+        digest = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
+        # Field by field (each field's lengths, then its values joined): a join per field
+        # and server, not per tool.
+        if len(spans) == 1:
+            ((a, b),) = spans
+            digest.update(lengths[:, a:b].tobytes())
+            for values in fields:
+                digest.update("".join(values[a:b]).encode("utf-8", "surrogatepass"))
+        elif spans:
+            digest.update(np.concatenate([lengths[:, a:b] for a, b in spans], axis=1).tobytes())
+            for values in fields:
+                joined = "".join(v for a, b in spans for v in values[a:b])
+                digest.update(joined.encode("utf-8", "surrogatepass"))
+        out[name] = (digest.hexdigest(), spans)
     return out
 
 

@@ -4,10 +4,13 @@ A folder holds one catalog's index: its rows per document (``tools.npz``,
 ``servers.npz``), the index assembled from them (``assembled.npz``: BM25's postings and
 statistics, the sums of word vectors with the weights they were pooled with and the
 products that correct them, the token document frequencies) and ``meta.json``
-(the capability ids, the query-word neighbours). ``key`` is a hash of every document's
-text and every id, so a catalog's folder is found without reading any. A new process
-loads its catalog's folder whole, or, when there is none, builds the index reusing the
-rows of the folder used last (:mod:`keen.capabilities._refresh`); a folder is written on a
+(the capability ids, the query-word neighbours and every candidate, each server's digest
+and its tools' runs of positions: :func:`~keen.capabilities._documents.server_blocks`).
+``key`` is a hash of those digests and runs (so of every field a document is made from
+and every id), so a catalog's folder is found without reading any. A new process loads
+its catalog's folder whole, or, when there is none, derives the index from the folder
+used last: every server whose digest is the same takes its rows from there, the others'
+are found by key or tokenised (:mod:`keen.capabilities._refresh`); a folder is written on a
 background thread, whole, and renamed into place, so a reader never sees half of one. The
 :data:`MAX_INDEXES` most recently used folders are kept; those of other formats and
 half-written ones left by a process that died are deleted.
@@ -31,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from keen.capabilities import _refresh
-from keen.capabilities._documents import MAX_DOC_CHARS, server_docs
+from keen.capabilities._documents import server_blocks, server_docs
 from keen.capabilities._documents import tool_keys as tool_row_keys
 from keen.capabilities._embed import DIM, word_vectors
 from keen.capabilities._index import Columns, Doc, Lexical, Pooled, idf_rows, weight_parts
@@ -53,6 +56,8 @@ MAX_INDEXES = 4
 """How many catalogs' index folders the cache keeps (the most recently used): a folder is
 written per tool list, and a session whose servers change would otherwise leave one per
 change behind."""
+_Blocks = dict[str, tuple[str, list[tuple[int, int]]]]
+"""Per server, its digest and its tools' runs (:func:`~keen.capabilities._documents.server_blocks`)."""
 _READ_PIECE = 1 << 22
 """Bytes read at once into an array's buffer (:func:`_with_room`)."""
 _STALE_TEMP_S = 3600.0
@@ -72,8 +77,10 @@ def cached(
     with _refresh.build_lock:
         index: Assembled | None = None
         folder: Path | None = None
+        blocks: _Blocks | None = None
         if _refresh.last_index() is None:  # a new process: the folder, not the rows in memory
-            folder = cache_root / _folder_name(caps, servers)
+            blocks = server_blocks(caps, servers)
+            folder = cache_root / _folder_name(caps, servers, blocks)
             docs, names = server_docs(caps, servers)
             if folder.is_dir():
                 try:
@@ -85,44 +92,95 @@ def cached(
                 # Derived from the folder used last as from this process's last index: its
                 # rows found by key, only what changed tokenised and pooled.
                 here = folder
-                base = _base(_last_used(cache_root, here))
+                base, found = _base(_last_used(cache_root, here), caps, blocks, names)
                 plan = _refresh.plan(
                     caps,
                     servers,
                     None if base is not None else lambda: _last_used(cache_root, here),
-                    tool_row_keys(caps),
+                    None if base is not None else tool_row_keys(caps),
                     (docs, names),
                     base,
+                    found=found,
                 )
                 index = _refresh.assemble(caps, servers, plan)
         else:
             plan = _refresh.plan(caps, servers, lambda: _last_used(cache_root, None), since=since)
             index = _refresh.assemble(caps, servers, plan)
-        _write_later(index, cache_root, folder, caps, servers)
+        _write_later(index, cache_root, folder, caps, servers, blocks)
         return index
 
 
-def _base(folder: Path | None) -> LastIndex | None:
+def _base(
+    folder: Path | None, caps: Sequence[Capability], blocks: _Blocks, names: list[str]
+) -> tuple[LastIndex | None, tuple[np.ndarray, np.ndarray] | None]:
     """The index saved in ``folder`` to derive a new catalog's from by its rows' keys
-    (:func:`keen.capabilities._refresh.keyed_index`); None when there is none or it is
-    unreadable (the catalog's index is then built reusing what rows can be read)."""
+    (:func:`keen.capabilities._refresh.keyed_index`), and the rows of it already known for
+    ``caps`` and their servers (``names``, sorted): those of every server whose block digest
+    (``blocks``) is the folder's (:func:`_rows_by_block`). None when there is none or it is unreadable
+    (the catalog's index is then built reusing what rows can be read)."""
     if folder is None:
-        return None
+        return None, None
     try:
-        _, tools, servers = _read(folder)
+        meta, tools, server_part = _read(folder)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         logger.debug("toolsearch: not deriving from %s (%s)", folder, exc)
+        return None, None
+    found = _rows_by_block(meta, len(caps), blocks, names, len(tools.rows))
+    return _refresh.keyed_index(tools, server_part), found
+
+
+def _rows_by_block(
+    meta: dict[str, Any], n: int, blocks: _Blocks, names: list[str], rows: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per tool of a catalog of ``n`` (its ``blocks``: :func:`~keen.capabilities._documents.
+    server_blocks`) and per server of ``names``, its row in the folder whose ``meta.json``
+    is ``meta`` (of ``rows`` tool rows), or -1: every server whose digest is the one stored there keeps its
+    tools' rows in order, and its own row; the other tools are keyed and looked up. None
+    when the folder stored no digests (an index saved without them) or they do not fit it."""
+    import numpy as np
+
+    stored, stored_names = meta.get("blocks"), meta.get("server_names")
+    if not isinstance(stored, dict) or not isinstance(stored_names, list):
         return None
-    return _refresh.keyed_index(tools, servers)
+    tools = np.full(n, -1, dtype=np.int64)
+    server_rows = np.full(len(names), -1, dtype=np.int64)
+    was_row = {name: row for row, name in enumerate(stored_names)}
+    row_of = {name: row for row, name in enumerate(names)}
+    try:
+        for name, (digest, spans) in blocks.items():
+            was = stored.get(name)
+            if not was or was[0] != digest:
+                continue
+            if spans:
+                here, there = _positions(spans), _positions(was[1])
+                if len(here) != len(there) or int(there.max()) >= rows or int(there.min()) < 0:
+                    return None
+                tools[here] = there
+            if name in row_of and name in was_row:
+                server_rows[row_of[name]] = was_row[name]
+    except (TypeError, ValueError, IndexError):  # digests of another layout
+        return None
+    return tools, server_rows
 
 
-def _save(index: Assembled, folder: Path) -> None:
+def _positions(spans: Sequence[Sequence[int]]) -> np.ndarray:
+    """The positions of the ``(start, end)`` runs ``spans``, in order."""
+    import numpy as np
+
+    return np.concatenate([np.arange(int(a), int(b), dtype=np.int64) for a, b in spans])
+
+
+def _save(index: Assembled, folder: Path, blocks: _Blocks, server_names: list[str]) -> None:
     """Write ``index`` to ``folder`` (renamed into place whole), or mark it used when it is
-    there already."""
+    there already. Its ``meta.json`` keeps its catalog's per-server digests and tool runs
+    (``blocks``: :func:`~keen.capabilities._documents.server_blocks`) and its servers'
+    names (sorted: the servers' rows), so that a new process whose catalog changed some
+    servers takes the others' rows by digest (:func:`_rows_by_block`)."""
     import numpy as np
 
     df = index.tools.df
     assert df is not None  # the tools' part carries the document frequencies
+    candidates = _refresh.known_candidates()
     if (folder / "meta.json").is_file():
         with contextlib.suppress(OSError):
             os.utime(folder)
@@ -130,13 +188,13 @@ def _save(index: Assembled, folder: Path) -> None:
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
-        tools, servers = index.tools, index.servers
+        tools, server_part = index.tools, index.servers
         tools.rows.save(tmp / "tools.npz")
-        servers.rows.save(tmp / "servers.npz")
+        server_part.rows.save(tmp / "servers.npz")
         # The assembled index too: a new process loads it as it is (assembling it from the
         # rows took several times as long as reading it), and the sums of word vectors, so
         # its first refresh pools only what changed.
-        spliced = servers.spliced
+        spliced = server_part.spliced
         arrays: dict[str, Any] = {
             **tools.sums.arrays(),
             "g": tools.sums.g,
@@ -145,7 +203,7 @@ def _save(index: Assembled, folder: Path) -> None:
             "server_weighted": spliced.weighted,
             "server_sq": spliced.sq,
             **tools.lexical.to_arrays("bm25_"),
-            **servers.lexical.to_arrays("servers_"),
+            **server_part.lexical.to_arrays("servers_"),
         }
         with (tmp / "assembled.npz").open("wb") as handle:
             np.savez(handle, **arrays)
@@ -153,6 +211,15 @@ def _save(index: Assembled, folder: Path) -> None:
         meta = {
             "ids": index.ids,
             "neighbours": {"tokens": neighbours.tokens.tolist(), "stems": neighbours.stems},
+            # Every candidate too (the same for every catalog): a process that loads this
+            # folder then stems none of them for its first refresh.
+            **(
+                {}
+                if candidates is None
+                else {"candidates": {"tokens": candidates[0].tolist(), "stems": list(candidates[1])}}
+            ),
+            "blocks": blocks,
+            "server_names": server_names,
         }
         (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         try:
@@ -263,8 +330,14 @@ def _load(
     stems = [str(s) for s in stored["stems"]]
     if len(tokens) != len(stems):
         raise ValueError("neighbour tokens and stems differ in number")
+    every = meta.get("candidates")
+    if isinstance(every, dict) and _refresh.known_candidates() is None:
+        _refresh.seed_candidates(
+            np.asarray(every["tokens"], dtype=np.int32), [str(s) for s in every["stems"]]
+        )
     assert tools.df is not None  # _read gives the tools' part its document frequencies
     a = weight_parts(len(tools.rows), tools.df)[0]
+    tools.pooled = tools.sums.folded_for(a)  # one array per query until the next refresh
     names = docs[1]
     doc_server = _refresh.doc_servers(caps, names)
     hashes = _refresh.copy_hashes(caps)
@@ -317,9 +390,11 @@ def _write_later(
     folder: Path | None,
     caps: Sequence[Capability],
     servers: dict[str, str],
+    blocks: _Blocks | None,
 ) -> None:
-    """Save ``index`` (of ``caps`` and ``servers``) to ``folder`` (None: named there, by
-    :func:`_folder_name`) and evict old folders on a background thread: the search that
+    """Save ``index`` (of ``caps`` and ``servers``, whose :func:`~keen.capabilities.
+    _documents.server_blocks` are ``blocks`` when made already) to ``folder`` (None: named
+    there, by :func:`_folder_name`) and evict old folders on a background thread: the search that
     needed the index waits neither for the disk nor for hashing the catalog (a folder is
     written whole and renamed into place, so a reader never sees half of one; one left
     half-written by a process killed meanwhile is removed later, see :func:`_evict`)."""
@@ -331,8 +406,9 @@ def _write_later(
         # more than either alone.
         with _one_writer:
             try:
-                target = folder if folder is not None else cache_root / _folder_name(caps, servers)
-                _save(index, target)
+                made = server_blocks(caps, servers) if blocks is None else blocks
+                target = folder if folder is not None else cache_root / _folder_name(caps, servers, made)
+                _save(index, target, made, sorted(servers))
                 _evict(cache_root, target)
             except OSError as exc:
                 logger.warning("cannot cache the tool search index in %s: %s", cache_root, exc)
@@ -364,31 +440,19 @@ def flush(timeout: float | None = 10.0) -> None:
         thread.join(timeout)
 
 
-def _folder_name(caps: Sequence[Capability], servers: dict[str, str]) -> str:
-    """The folder of ``caps``' index with ``servers``' texts: a hash of every field a
-    document is made from (those :func:`~keen.capabilities._documents.tool_keys` hashes
-    per tool, and each server's name and text) and of the ids, in order. Hashed field by
-    field (each field's lengths, then its values joined), not per tool: a new process names
-    the folder of its catalog before it reads it, and a key per tool cost six times as
-    much at 20,000 tools."""
-    import numpy as np
-
-    digest = hashlib.sha256()  # SHA-NI: twice blake2b's throughput here
-    names = sorted(servers)
-    fields: list[list[str]] = [
-        [c.id for c in caps],
-        [c.name for c in caps],
-        [c.server or "" for c in caps],
-        [c.title for c in caps],
-        [c.summary for c in caps],
-        [c.search_text[:MAX_DOC_CHARS] for c in caps],
-        names,
-        [servers[name] for name in names],
-    ]
-    for values in fields:
-        # The lengths make the joined values unambiguous (no separator a text could hold).
-        digest.update(np.fromiter(map(len, values), dtype=np.int64, count=len(values)).tobytes())
-        digest.update("".join(values).encode("utf-8", "surrogatepass"))
+def _folder_name(
+    caps: Sequence[Capability],
+    servers: dict[str, str],
+    blocks: dict[str, tuple[str, list[tuple[int, int]]]] | None = None,
+) -> str:
+    """The folder of ``caps``' index with ``servers``' texts: a hash of every server's
+    block digest and its tools' runs (``blocks``, :func:`~keen.capabilities._documents.
+    server_blocks`, made when not given), so every field a document is made from, each
+    server's name and text and the ids, in order. A hash per server, not per tool: a new
+    process names the folder of its catalog before it reads it, and the same digests find
+    the rows of the folder used last when there is none (:func:`_rows_by_block`)."""
+    blocks = server_blocks(caps, servers) if blocks is None else blocks
+    digest = hashlib.sha256(json.dumps(sorted(blocks.items())).encode("utf-8", "surrogatepass"))
     return f"v{INDEX_FORMAT}-{digest.hexdigest()[:32]}"
 
 

@@ -60,11 +60,13 @@ __all__ = [
     "doc_servers",
     "forget_last",
     "keyed_index",
+    "known_candidates",
     "last_index",
     "neighbour_terms",
     "object_table",
     "plan",
     "remember",
+    "seed_candidates",
     "server_doc_keys",
 ]
 
@@ -343,6 +345,7 @@ def plan(
     server_docs: tuple[list[Doc], list[str]] | None = None,
     base: LastIndex | None = None,
     since: Since | None = None,
+    found: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Plan:
     """The rows of ``caps`` and their servers: from the last index (the same capability
     object, or the same document key), else from the rows of the index folder ``seed``
@@ -351,7 +354,10 @@ def plan(
     ``server_docs``: the servers' documents and names, when made already; ``base``: the
     index to derive from in place of this process's last (a cache folder's, loaded by a
     new process: :func:`keyed_index`); ``since``: where ``caps`` came from, when the last
-    index was made of that (:class:`Since`)."""
+    index was made of that (:class:`Since`); ``found``: per tool and per server (sorted by
+    name), its row in ``base`` already known (-1: not known; a new process knows those of
+    every server whose digest is the folder's: :func:`~keen.capabilities._documents.
+    server_blocks`), so only the others are keyed and looked up."""
     import numpy as np
 
     last = _last if base is None else base
@@ -382,13 +388,16 @@ def plan(
             at = np.minimum(np.searchsorted(by_object, objects), len(by_object) - 1)
             hit = by_object[at] == objects
             same[hit] = order[at[hit]]
-    missing = np.flatnonzero(same < 0).tolist()
+    take = same.copy()
+    if found is not None:
+        take[same < 0] = found[0][same < 0]
+    missing = np.flatnonzero(take < 0).tolist()
     if tool_keys is not None:  # made already (a new process keys every tool to find its folder)
         keys = {pos: tool_keys[pos] for pos in missing}
     else:
         keys = dict(zip(missing, _documents.tool_keys([caps[pos] for pos in missing]), strict=True))
     tools = _fill(
-        same.copy(),
+        take,
         missing,
         lambda pos: tool_doc(caps[pos]),
         keys,
@@ -410,12 +419,15 @@ def plan(
         # A server whose document is the last index's (the same object) keeps its row: no
         # key made, no lookup by key of every server.
         if sdocs == last.server_docs:  # the same objects: a comparison that stops at identity
-            found = np.arange(len(sdocs), dtype=np.int64)
+            same_doc = np.arange(len(sdocs), dtype=np.int64)
         else:
             was = {id(doc): row for row, doc in enumerate(last.server_docs)}
-            found = np.fromiter((was.get(id(doc), -1) for doc in sdocs), dtype=np.int64, count=len(sdocs))
-        server_take[:] = found
-        server_missing = np.flatnonzero(found < 0).tolist()
+            same_doc = np.fromiter((was.get(id(doc), -1) for doc in sdocs), dtype=np.int64, count=len(sdocs))
+        server_take[:] = same_doc
+        server_missing = np.flatnonzero(same_doc < 0).tolist()
+    elif found is not None:
+        server_take[:] = found[1]
+        server_missing = np.flatnonzero(server_take < 0).tolist()
     skeys = server_doc_keys([sdocs[i] for i in server_missing])
     servers_rows = _fill(
         server_take,
@@ -429,7 +441,7 @@ def plan(
     kept = same >= 0
     if last is not None:
         hashes[kept] = last.hashes[same[kept]]
-    hashes[~kept] = copy_hashes([caps[i] for i in missing])
+    hashes[~kept] = copy_hashes([caps[i] for i in np.flatnonzero(~kept).tolist()])
     return Plan(ids, tools, servers_rows, names, sdocs, doc_server, same, hashes, last)
 
 
@@ -549,11 +561,16 @@ def doc_servers(
             renumber = np.array([row.get(name, -1) for name in last.server_names] + [-1], dtype=np.int32)
             out[kept] = renumber[last.doc_server[same[kept]]]
         todo = np.flatnonzero(~kept).tolist()
+    # names is sorted: a search, not a dictionary of every server per catalog; each server
+    # met searched once (a load places every tool, thousands per server name).
+    met: dict[str, int] = {}
     for i in todo:
-        # names is sorted: a search, not a dictionary of every server per catalog.
         server = caps[i].server or ""
-        at = bisect.bisect_left(names, server)
-        out[i] = at if at < len(names) and names[at] == server else -1
+        row = met.get(server)
+        if row is None:
+            at = bisect.bisect_left(names, server)
+            row = met[server] = at if at < len(names) and names[at] == server else -1
+        out[i] = row
     return out
 
 
@@ -626,13 +643,33 @@ def _server_docs_after(
     return [d for d in docs if d is not None]
 
 
+_stored_candidates: tuple[np.ndarray, tuple[str, ...]] | None = None
+
+
+def seed_candidates(tokens: np.ndarray, stems: Sequence[str]) -> None:
+    """Take the neighbour candidates (:func:`~keen.capabilities._embed.neighbour_candidates`)
+    as a cache folder stored them, so this process does not stem them again (about 0.2 s of
+    a new process's first refresh after a warm load). Ignored once they are known."""
+    global _stored_candidates
+    if _stored_candidates is None and len(tokens) == len(stems):
+        _stored_candidates = (tokens, tuple(stems))
+
+
+def known_candidates() -> tuple[np.ndarray, tuple[str, ...]] | None:
+    """The neighbour candidates when this process has them (computed or seeded), else None."""
+    if _stored_candidates is not None:
+        return _stored_candidates
+    return neighbour_candidates() if _candidates.cache_info().currsize else None
+
+
 @functools.cache
 def _candidates() -> tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray]:
     """The query-word neighbour candidates (:func:`~keen.capabilities._embed.
-    neighbour_candidates`) with their stems' term ids and their unit vectors."""
+    neighbour_candidates`, or those a cache folder stored: :func:`seed_candidates`) with
+    their stems' term ids and their unit vectors."""
     import numpy as np
 
-    tokens, stems = neighbour_candidates()
+    tokens, stems = _stored_candidates if _stored_candidates is not None else neighbour_candidates()
     table = word_vectors().embedding
     vectors = table[tokens.astype(np.int64)] if len(tokens) else np.zeros((0, DIM), dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
