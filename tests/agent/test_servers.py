@@ -87,7 +87,15 @@ async def crashed_chat(
     from keen.mcp.connection.reconnect import Reconnector
 
     path = write_config(
-        {"chat": stdio_server("chat_tools.py", env={"CHAT_TOOLS_LOG": str(keen_home / "notes")})}
+        {
+            "chat": stdio_server(
+                "chat_tools.py",
+                env={"CHAT_TOOLS_LOG": str(keen_home / "notes")},
+                # A bound, not a pause: at load 34 the forked server took over the default
+                # 15 s to answer initialize, and the test then saw a failed start, not a crash.
+                timeouts={"connect": 60},
+            )
+        }
     )
     lines: list[tuple[str, str]] = []
     async with open_runtime(config_path=path) as rt:
