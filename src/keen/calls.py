@@ -412,16 +412,19 @@ class PinCheck:
         # forth. The one route to the policy: execute pins on first use with what this decided.
         tools = self.manager.live_tools(server)
         config = self.manager.config.servers[server]
+        policy = self.pins.policy(config)
+        if policy == "off":  # no pin is read or written for it: its file is not looked at
+            call.pinning = (policy, tools)
+            return True
         # The pin file is looked at on every call (one stat per call, shared by the call's
         # stages): a pin written elsewhere, a re-list (a new tuple) or a config reload (a new
-        # entry) is a new key, so the very next call is compared again.
+        # entry, and with it the policy) is a new key, so the very next call is compared again.
         stamp = self.pins.stamp(server)
         key = (server, tool)
         passed = self._passed.get(key)
         if passed is not None and passed[0] is tools and passed[1] is config and passed[2] == stamp:
             call.pinned, call.pinning = passed[4], (passed[3], tools)
             return True
-        policy = self.pins.policy(config)
         pin = self.pins.enforce(server, tool, tools, policy)
         if pin is not None:  # a check is made only against pins (enforce: None when there are none)
             call.pinned = True

@@ -878,3 +878,29 @@ def test_a_catalog_with_servers_replaced_is_made_whole_when_ids_nest_or_names_cl
         ]
     assert catalog.names["mcp__s__x.y"] != clash  # the clash resolved as model_names resolves it
     assert catalog.names[clash] == clash
+
+
+def test_stored_neighbour_candidates_this_vocabulary_cannot_hold_are_computed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _catalog(_SERVERS, tmp_path)
+    first.index()
+    flush()
+    [folder] = [p for p in tmp_path.iterdir() if p.name.startswith(f"v{INDEX_FORMAT}-")]
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    meta["candidates"]["tokens"][0] = 10**9  # a damaged or foreign folder of the same format
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    # A new process: the candidates come from the folder.
+    forget()
+    refresh_module._candidates.cache_clear()  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(refresh_module, "_stored_candidates", None)
+    loaded = _catalog(_SERVERS, tmp_path)
+    loaded.index()
+    seeded = refresh_module.known_candidates()
+    assert seeded is not None and int(seeded[0][0]) == 10**9  # what the test is about was read
+    changed = dict(
+        _SERVERS, mail=[*_SERVERS["mail"], Tool("mail", "archive_thread", "Archive a mail thread.", {})]
+    )
+    refreshed = _catalog(changed, tmp_path, {s: c for s, c in _by_server(loaded).items() if s != "mail"})
+    assert _ids(refreshed, "archive the mail thread")[0] == "mcp__mail__archive_thread"
+    assert refreshed.index()._neighbours.stems  # pyright: ignore[reportPrivateUsage]

@@ -671,6 +671,10 @@ def _candidates() -> tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray]:
 
     tokens, stems = _stored_candidates if _stored_candidates is not None else neighbour_candidates()
     table = word_vectors().embedding
+    if len(tokens) and (int(tokens.min()) < 0 or int(tokens.max()) >= len(table)):
+        # A folder's stored candidates that this vocabulary cannot hold (a damaged or foreign
+        # folder of the same format): computed again, not an IndexError at every refresh.
+        tokens, stems = neighbour_candidates()
     vectors = table[tokens.astype(np.int64)] if len(tokens) else np.zeros((0, DIM), dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 1e-12)

@@ -207,11 +207,12 @@ def describe_server(
     return f"{text} {label}: {', '.join(shown)}{more}{tail}"
 
 
-# A value of these characters, opening with a letter, with no ": " or " #" and not ending in
-# a space or ":", reads back as itself when written plain: in block context nothing in it
-# is an indicator, and an implicit type starting with a letter is only a bool or null word
-# (YAML 1.1, as PyYAML's resolver reads it), which _YAML_WORDS holds in any letter case.
-_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9 _.,;:()/+?!'\"-]*")
+# A value of printable ASCII opening with a letter, with no ": " or " #" and not ending in
+# a space or ":", reads back as itself when written plain: in block context nothing after
+# its first character is an indicator then (flow indicators, "&", "*", "`", "|" and the
+# rest only open a scalar), and an implicit type starting with a letter is only a bool or
+# null word (YAML 1.1, as PyYAML's resolver reads it), which _YAML_WORDS holds in any case.
+_PLAIN = re.compile(r"[A-Za-z][ -~]*")
 _YAML_WORDS = frozenset({"yes", "no", "y", "n", "true", "false", "on", "off", "null"})
 
 

@@ -218,7 +218,12 @@ class PinStore:
 
     def stamp(self, server: str) -> _Stamp:
         """``(inode, size, mtime_ns)`` of the pin file, ``None`` if absent: a cheap change key
-        (within :func:`one_look`, the first answer for this file)."""
+        (within :func:`one_look`, the first answer for this file).
+
+        Raises:
+            ConfigError: the file cannot be looked at (a pins folder without permission, a
+                file where a folder should be).
+        """
         look = _LOOK.get()
         if look is not None and look.open:
             seen = look.stamps.get((self, server), _UNSEEN)
@@ -235,6 +240,14 @@ class PinStore:
             st = os.stat(file)
         except FileNotFoundError:
             stamp = None
+        except OSError as exc:  # as load() says it: a pins folder that cannot be read
+            folder = os.path.dirname(file)
+            raise ConfigError(
+                f"cannot look at pin file {file} ({exc.strerror}); Keen keeps its pins in {folder}: "
+                "make it a folder Keen can read and write",
+                path=file,
+                server=server,
+            ) from exc
         else:
             stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
         if look is not None and look.open:
