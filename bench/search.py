@@ -568,7 +568,7 @@ def main(argv: list[str] | None = None) -> None:
                 _anchor_table(rows, args.k)
             for h, fig in halves.items():
                 cells = ", ".join(f"recall@{c} {fig[f'recall@{c}']:.3f}" for c in sorted({1, 3, args.k}))
-                print(f"  keen, {h} half    : {cells}, MRR {fig['mrr']:.3f} ({fig['queries']} queries)")
+                print(f"  keen, {h + ' half':<13}: {cells}, MRR {fig['mrr']:.3f} ({fig['queries']} queries)")
             if lines:
                 print(
                     "  line quality (MiniLM ranks servers by ...): "
