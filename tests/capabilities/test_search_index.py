@@ -739,31 +739,47 @@ def test_a_new_process_takes_unchanged_servers_rows_by_their_digest_and_keys_onl
                 del _TEXTS[s]
 
 
-def test_a_refresh_after_a_warm_load_takes_the_neighbour_candidates_from_the_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    first = _catalog(_SERVERS, tmp_path)
-    first.index()
+def _saved_folder(tmp_path: Path) -> Path:
+    """The cache folder of ``_SERVERS``' index, built and written in ``tmp_path``."""
+    _catalog(_SERVERS, tmp_path).index()
     flush()
     [folder] = [p for p in tmp_path.iterdir() if p.name.startswith(f"v{INDEX_FORMAT}-")]
-    stored = json.loads((folder / "meta.json").read_text(encoding="utf-8"))["candidates"]
-    tokens, stems = refresh_module.known_candidates() or ([], ())
-    assert stored["tokens"] == list(tokens) and stored["stems"] == list(stems)
-    # A new process: nothing of the candidates known, none may be stemmed again.
+    return folder
+
+
+def _as_a_new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget this process's last index and every neighbour candidate it knows."""
     forget()
     refresh_module._candidates.cache_clear()  # pyright: ignore[reportPrivateUsage]
     monkeypatch.setattr(refresh_module, "_stored_candidates", None)
-    stemmed: list[int] = []
-    monkeypatch.setattr(refresh_module, "neighbour_candidates", lambda: stemmed.append(1) or ([], ()))
-    loaded = _catalog(_SERVERS, tmp_path)
-    loaded.index()
+
+
+def _refreshed_with_a_new_mail_tool(loaded: Catalog, tmp_path: Path) -> Catalog:
+    """``loaded`` refreshed with one new tool on the mail server, which it finds first."""
     changed = dict(
         _SERVERS, mail=[*_SERVERS["mail"], Tool("mail", "archive_thread", "Archive a mail thread.", {})]
     )
     refreshed = _catalog(changed, tmp_path, {s: c for s, c in _by_server(loaded).items() if s != "mail"})
     assert _ids(refreshed, "archive the mail thread")[0] == "mcp__mail__archive_thread"
-    assert stemmed == []
     assert refreshed.index()._neighbours.stems  # pyright: ignore[reportPrivateUsage]
+    return refreshed
+
+
+def test_a_refresh_after_a_warm_load_takes_the_neighbour_candidates_from_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _saved_folder(tmp_path)
+    stored = json.loads((folder / "meta.json").read_text(encoding="utf-8"))["candidates"]
+    tokens, stems = refresh_module.known_candidates() or ([], ())
+    assert stored["tokens"] == list(tokens) and stored["stems"] == list(stems)
+    # A new process: nothing of the candidates known, none may be stemmed again.
+    _as_a_new_process(monkeypatch)
+    stemmed: list[int] = []
+    monkeypatch.setattr(refresh_module, "neighbour_candidates", lambda: stemmed.append(1) or ([], ()))
+    loaded = _catalog(_SERVERS, tmp_path)
+    loaded.index()
+    _refreshed_with_a_new_mail_tool(loaded, tmp_path)
+    assert stemmed == []
 
 
 def test_row_keys_and_folder_names_tell_apart_fields_that_join_to_the_same_text(tmp_path: Path) -> None:
@@ -883,24 +899,14 @@ def test_a_catalog_with_servers_replaced_is_made_whole_when_ids_nest_or_names_cl
 def test_stored_neighbour_candidates_this_vocabulary_cannot_hold_are_computed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = _catalog(_SERVERS, tmp_path)
-    first.index()
-    flush()
-    [folder] = [p for p in tmp_path.iterdir() if p.name.startswith(f"v{INDEX_FORMAT}-")]
+    folder = _saved_folder(tmp_path)
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     meta["candidates"]["tokens"][0] = 10**9  # a damaged or foreign folder of the same format
     (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     # A new process: the candidates come from the folder.
-    forget()
-    refresh_module._candidates.cache_clear()  # pyright: ignore[reportPrivateUsage]
-    monkeypatch.setattr(refresh_module, "_stored_candidates", None)
+    _as_a_new_process(monkeypatch)
     loaded = _catalog(_SERVERS, tmp_path)
     loaded.index()
     seeded = refresh_module.known_candidates()
     assert seeded is not None and int(seeded[0][0]) == 10**9  # what the test is about was read
-    changed = dict(
-        _SERVERS, mail=[*_SERVERS["mail"], Tool("mail", "archive_thread", "Archive a mail thread.", {})]
-    )
-    refreshed = _catalog(changed, tmp_path, {s: c for s, c in _by_server(loaded).items() if s != "mail"})
-    assert _ids(refreshed, "archive the mail thread")[0] == "mcp__mail__archive_thread"
-    assert refreshed.index()._neighbours.stems  # pyright: ignore[reportPrivateUsage]
+    _refreshed_with_a_new_mail_tool(loaded, tmp_path)
