@@ -6,15 +6,15 @@ Keen are imported, 60-70 ms of CPU in one step of the event loop, the longest st
 sync (``bench/idle.py``; twice at 292 servers). :func:`gc.freeze` moves the objects alive
 at that moment to a permanent generation that collections skip.
 
-It acts on the whole process: a cycle among the frozen objects that becomes garbage later
-is never collected (reference counting still frees everything else). Among them are the
-first connection object of each server configured at that start: one that a reload or a
-removal replaces stays in memory if it sits in a cycle (at most one per server). So a library must not
-do it behind its host's back: Keen freezes only when asked, once, when the first
+It acts on the whole process: a cycle among the frozen objects that becomes garbage later is
+never collected (reference counting still frees everything else). Among them are the first
+connection object of each server configured at that start: one that a reload or a removal
+replaces stays in memory if it sits in a cycle (at most one per server). So a library must
+not do it behind its host's back: Keen freezes only when asked, once, when the first
 :class:`~keen.mcp.Manager` starts (its configuration loaded, its connections built). The
 ``keen`` command asks (the process is Keen's own, and its imported modules live as long as
-it, as do most of its configured connections); a host application that connects many servers may ask too, by calling
-:func:`freeze_at_first_start` before it opens the runtime.
+it, as do most of its configured connections); a host application that connects many servers
+may ask too, by calling :func:`freeze_at_first_start` before it opens the runtime.
 """
 
 from __future__ import annotations

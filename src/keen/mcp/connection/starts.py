@@ -1,18 +1,20 @@
 """How many stdio servers start at once (docs/architecture.md "Servers and their states").
 
-Starting a stdio server costs CPU (an interpreter, ``npx``, ``uvx``): thirty started together
-on two CPUs each finish late, past their connect limits. So starts take turns, one per CPU
-(at least two) at once by default. Held to that bound, many *cheap* starts are slow for nothing: 292 tiny
-servers took about twice the MCP SDK's wall time (all started at once), and Keen's event loop
-woke for each of their messages one by one instead of taking them in batches.
+Starting a stdio server costs CPU (an interpreter, ``npx``, ``uvx``): thirty started
+together on two CPUs each finish late, past their connect limits. So starts take turns, one
+per CPU (at least two) at once by default. Held to that bound, many *cheap* starts are slow
+for nothing: 292 tiny servers took about twice the MCP SDK's wall time (all started at
+once), and Keen's event loop woke for each of their messages one by one instead of taking
+them in batches.
 
 So the default bound grows while starts prove cheap. A start's wall time bounds its CPU time
-from above, its children's included (the server a ``uvx`` or ``npx`` launcher starts): a start
-that ended within :data:`QUICK_SHARE` of its connect limit (and :data:`QUICK_MOST` at most)
-cost at most that much CPU. Each such start raises the bound by one, up to :data:`GROWTH`
-times the base; one that took longer halves it, never below the base. Beyond the base a start is let in only while every start
-in flight is still within its own quick share: a costly start already running is not shared
-out among a stream of cheap ones. A configured bound (``max_starting``) stays fixed.
+from above, its children's included (the server a ``uvx`` or ``npx`` launcher starts): a
+start that ended within :data:`QUICK_SHARE` of its connect limit (and :data:`QUICK_MOST` at
+most) cost at most that much CPU. Each such start raises the bound by one, up to
+:data:`GROWTH` times the base; one that took longer halves it, never below the base. Beyond
+the base a start is let in only while every start in flight is still within its own quick
+share: a costly start already running is not shared out among a stream of cheap ones. A
+configured bound (``max_starting``) stays fixed.
 
 Turns are given in the order they were asked for.
 """
