@@ -88,7 +88,8 @@ class DenseVectors:
         self.total = len(texts) // views
         self.missing = self._missing_documents([v is not None for v in found])
         self.done = self.total - self.missing
-        self._docs: np.ndarray | None = None
+        self._distinct: np.ndarray | None = None
+        self._rows: np.ndarray | None = None
         self._first: np.ndarray | None = None
         self._encoder: _encoder.SentenceEncoder | None = None
         self._ready = threading.Event()
@@ -186,8 +187,8 @@ class DenseVectors:
                 have[i] = True
             self.done = self.total - self._missing_documents(have)  # keen tools index's bar polls it
         self.done = self.total
-        self._docs = matrix
-        self._first = matrix[: self.total]  # one view object: callers cache by identity
+        self._distinct, self._rows = _distinct_rows(matrix, self._keys)
+        self._first = matrix[: self.total].copy()  # one object: callers cache by identity
         self._encoder = model
         self._ready.set()
 
@@ -207,8 +208,42 @@ class DenseVectors:
         return self._first
 
     @property
+    def distinct(self) -> np.ndarray:
+        """``(n_distinct, 384)`` unit vectors, one per distinct text (only when
+        :attr:`ready`): identical texts have one vector (their cache key is the same), and
+        a query's products over these are what :attr:`rows` spreads to every text."""
+        assert self._distinct is not None
+        return self._distinct
+
+    @property
+    def rows(self) -> np.ndarray:
+        """``(views * n_docs,)`` per text, view-major, its row in :attr:`distinct` (only
+        when :attr:`ready`)."""
+        assert self._rows is not None
+        return self._rows
+
+    @property
     def all_docs(self) -> np.ndarray:
         """``(views * n_docs, 384)`` unit vectors of every view, view-major (only when
-        :attr:`ready`)."""
-        assert self._docs is not None
-        return self._docs
+        :attr:`ready`); a new array on every call (:attr:`distinct` by :attr:`rows`)."""
+        return self.distinct[self.rows]
+
+
+def _distinct_rows(matrix: np.ndarray, keys: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``matrix`` (one per text) with distinct ``keys``, first occurrences in
+    order, and per text the row of its key among them. At 4,310 tools 2,248 of the 17,240
+    view texts repeat another (a name said in no other verbs makes the fourth view the
+    head; forks repeat whole tools): a query's product over the distinct rows reads 13%
+    fewer bytes for the same cosines (docs/search.md, "Query latency")."""
+    import numpy as np
+
+    row_of: dict[bytes, int] = {}
+    firsts: list[int] = []
+    rows = np.empty(len(keys), dtype=np.intp)
+    for i, key in enumerate(keys):
+        row = row_of.get(key)
+        if row is None:
+            row = row_of[key] = len(firsts)
+            firsts.append(i)
+        rows[i] = row
+    return matrix[firsts], rows
