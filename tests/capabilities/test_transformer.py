@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -317,3 +317,32 @@ def test_the_server_term_counts_how_well_its_tools_match_on_average(tmp_path: Pa
     assert plain.dense is not None and plain.dense.wait(60)
     assert index.weights.server_tools > 0
     assert np.allclose(signals["server"] - plain.signals(query)["server"], expected, atol=1e-4)
+
+
+def test_a_repeated_text_is_encoded_stored_and_multiplied_once(tmp_path: Path) -> None:
+    from keen.capabilities.dense import DenseVectors
+    from keen.capabilities.vector_cache import VectorCache
+
+    class RecordingCache(VectorCache):
+        """A vector cache that remembers the keys it was asked to store."""
+
+        stored: list[bytes]
+
+        def store(self, keys: Sequence[bytes], vectors: np.ndarray) -> None:
+            self.stored = [*getattr(self, "stored", []), *keys]
+            super().store(keys, vectors)
+
+    move, status = "how to move file with files: Move File", "how to git status with git: Git Status"
+    # Two documents, two views each, view-major: the second document's second view repeats
+    # the first document's text, as a name in no other verbs repeats the head.
+    texts = [move, status, move, move]
+    cache = RecordingCache(tmp_path, encoder.DIM)
+    dense = DenseVectors(texts, cache, views=2)
+    assert dense.wait(60), dense.status()
+    assert len(cache.stored) == len(set(cache.stored)) == 2
+    assert dense.distinct.shape == (2, encoder.DIM)
+    assert dense.rows.tolist() == [0, 1, 0, 0]
+    model = encoder.sentence_encoder()
+    assert model is not None
+    assert np.allclose(dense.all_docs, model.encode(texts), atol=1e-4)
+    assert np.allclose(dense.docs, model.encode([move, status]), atol=1e-4)

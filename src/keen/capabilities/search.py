@@ -167,8 +167,9 @@ def _vectors(texts: Sequence[str], weights: np.ndarray) -> np.ndarray:
 
 
 def _best_view(dense: DenseVectors, query: np.ndarray) -> np.ndarray:
-    """Per tool, the best cosine of ``query`` with its :data:`DENSE_VIEWS` vectors."""
-    cosines = _dot(dense.all_docs, query)
+    """Per tool, the best cosine of ``query`` with its :data:`DENSE_VIEWS` vectors (each
+    distinct text's once: :attr:`~keen.capabilities.dense.DenseVectors.distinct`)."""
+    cosines = _dot(dense.distinct, query)[dense.rows]
     return cosines.reshape(dense.views, -1).max(axis=0) if dense.views > 1 else cosines
 
 
