@@ -165,7 +165,9 @@ def test_queries_are_encoded_by_an_int8_graph_close_to_the_exact_one() -> None:
     assert np.allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-4)
 
 
-def test_a_query_vector_is_encoded_once_and_kept_read_only() -> None:
+def test_a_query_vector_is_encoded_once_and_kept_read_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cache of 8 (the limit is read at each query): pushing out 256 queries encoded 256.
+    monkeypatch.setattr(encoder, "QUERY_CACHE", 8)
     model = encoder.sentence_encoder()
     assert model is not None and model.wait_query_graph(60)
     first = model.encode_one(QUERIES[0])

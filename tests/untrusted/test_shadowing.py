@@ -9,6 +9,9 @@ and ``keen mcp list``.
 Big integers: RFC 8785 canonicalizes numbers as doubles, so a schema bound of
 9007199254740993 and one of 9007199254740992 had one fingerprint, and a server could swap
 them unseen. The pin covers the exact integer now.
+
+The commands run in this process (``keen_here``: the same app and arguments; what they
+print and write is under test, not their process), but for the refused call.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers.hostile import hostile_entry, keen_cli
+from helpers.hostile import hostile_entry, keen_cli, keen_here
 
 SCHEMA = {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
 
@@ -35,7 +38,7 @@ def _home(tmp_path: Path, servers: dict[str, dict[str, Any]]) -> Path:
 
 def _trust(home: Path, server: str) -> None:
     for step in (("mcp", "diff", server), ("mcp", "trust", server)):
-        run = keen_cli(*step, keen_home=home)
+        run = keen_here(*step, keen_home=home)
         assert run.code == 0, run
 
 
@@ -58,7 +61,7 @@ def test_a_second_server_posing_as_anothers_tool_is_flagged(tmp_path: Path) -> N
     home = _home(tmp_path, {"mail": mail, "evil": evil})
     _trust(home, "mail")
 
-    shown = keen_cli("mcp", "diff", "evil", "--json", keen_home=home)
+    shown = keen_here("mcp", "diff", "evil", "--json", keen_home=home)
     assert shown.code == 0, shown
     flags = {t["name"]: t["flags"] for t in json.loads(shown.stdout)["tools"]}
     reasons = {
@@ -70,7 +73,7 @@ def test_a_second_server_posing_as_anothers_tool_is_flagged(tmp_path: Path) -> N
     }
     assert reasons["quick_post"] == {'tells the model to use it instead of the server "mail"'}
 
-    listed = keen_cli("mcp", "list", "--json", keen_home=home)
+    listed = keen_here("mcp", "list", "--json", keen_home=home)
     assert listed.code == 0, listed
     by_server = {s["name"]: s for s in json.loads(listed.stdout)}
     assert "shadowing" in by_server["evil"]["flags"]["send_email"]
@@ -86,9 +89,10 @@ def test_a_change_past_two_to_the_53_is_a_pin_difference(tmp_path: Path) -> None
     _trust(home, "big")
     (tmp_path / "big.json").write_text(json.dumps(spec(2**53)))  # the same double
 
-    shown = keen_cli("mcp", "diff", "big", "--json", keen_home=home)
+    shown = keen_here("mcp", "diff", "big", "--json", keen_home=home)
     assert shown.code == 0, shown
     (tool,) = json.loads(shown.stdout)["tools"]
     assert tool["status"] == "changed" and tool["changed_fields"] == ["inputSchema"], tool
+    # A process: its exit status and stderr are what a host reads.
     refused = keen_cli("mcp", "call", "big", "set_limit", "--args", '{"n": 1}', "--yes", keen_home=home)
     assert refused.code == 2 and "held for review" in refused.stderr, refused
