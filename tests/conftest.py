@@ -83,6 +83,38 @@ def pytest_configure(config: pytest.Config) -> None:
         _one_worker_compiles_first(config)
 
 
+# Files that one xdist worker runs together (`pytest_xdist_make_scheduler`), by what they
+# load in the worker's own process: the tests that talk to the anthropic SDK in-process
+# (importing it costs about 1.9 s of CPU on top of the MCP SDK); each file on a worker of
+# its own paid it once more.
+SAME_WORKER = {
+    "anthropic SDK": (
+        "tests/agent/test_provider_behaviour.py",
+        "tests/agent/test_loop_providers.py",
+        "tests/agent/test_providers.py",
+        "tests/cli/test_chat_cmd.py",
+    ),
+}
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadfile``, xdist's own file scheduling, except that the files of each
+    :data:`SAME_WORKER` group are one unit of work, handed to one worker."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    unit = {path: f"same worker: {name}" for name, paths in SAME_WORKER.items() for path in paths}
+
+    class Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return unit.get(path, path)
+
+    return Scheduling(config, log)
+
+
 _COLLECT_LOCK = "TESTS_COLLECT_LOCK"  # not KEEN_*: Keen reads those
 _collect_lock = pytest.StashKey[int]()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import stdio_entry
-from helpers.cli import Home, make_home
+from helpers.cli import Home, Run, make_home
 
 pytestmark = pytest.mark.slow_file
 
@@ -16,7 +16,8 @@ MINE = "Scratch notes and arithmetic for the team's demos"
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
+def synced(tmp_path_factory: pytest.TempPathFactory) -> tuple[Home, Run]:
+    """The module's home and its first ``keen mcp sync --json`` (the three servers started once)."""
     home = make_home(tmp_path_factory.mktemp("catalog"))
     home.write(
         {
@@ -27,7 +28,12 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
     )
     sync = home.keen("mcp", "sync", "--json", "--timeout", "30")
     assert sync.code == 0, str(sync)
-    return home
+    return home, sync
+
+
+@pytest.fixture(scope="module")
+def home(synced: tuple[Home, Run]) -> Home:
+    return synced[0]
 
 
 def test_config_description_is_the_catalog_line(home: Home) -> None:
@@ -49,12 +55,13 @@ def test_max_chars_too_small_for_one_line_is_an_error(home: Home) -> None:
     assert roomy.code == 0 and "- mcp:described:" in roomy.stdout
 
 
-def test_a_server_with_no_tools_is_shown_and_gets_no_catalog_line(home: Home) -> None:
+def test_a_server_with_no_tools_is_shown_and_gets_no_catalog_line(synced: tuple[Home, Run]) -> None:
+    home, first_sync = synced
     listed = {s["name"]: s for s in home.keen("mcp", "list", "--json", "--timeout", "30").json()}
     empty = listed["empty"]
     assert empty["state"] == "connected" and empty["tool_count"] == 0
     assert "lists no tools" in empty["last_error"] and "JIRA_API_TOKEN is not set" in empty["last_error"]
-    sync = home.keen("mcp", "sync", "--json", "--timeout", "30").json()
+    sync = first_sync.json()  # the module's sync: the servers are not started a third time for it
     entry = {e["server"]: e for e in sync["servers"]}["empty"]
     assert entry["action"] == "disabled" and not entry["enabled"]
     assert "lists no tools" in entry["hint"] and "JIRA_API_TOKEN" in entry["hint"]

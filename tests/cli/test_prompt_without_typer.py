@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -20,10 +19,14 @@ from keen.mcpskills import generate_skill
 NOW = datetime(2026, 1, 2, tzinfo=UTC)
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Home:
-    """Twelve generated skills (1..12 tools each) and one a person wrote."""
-    made = make_home(tmp_path)
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    """Twelve generated skills (1..12 tools each) and one a person wrote; one home for the
+    module, which only reads it. A new interpreter's first ``keen prompt`` in a home builds
+    the token counter from the bundled vocabulary and leaves its caches there (about 0.6 s of
+    CPU, ``tests/test_tokens.py`` tests them); the later ones here read them, as a user's
+    later starts do: what these tests show (the output, the modules imported) is the same."""
+    made = make_home(tmp_path_factory.mktemp("prompt"))
     root = made.keen_home / "skills"
     for i in range(1, 13):
         server = f"server{i:02d}"

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from helpers.cli import KEEN, Home, Run
@@ -60,9 +61,7 @@ def keen_process(*args: str) -> Run:
     return Run(args, done.returncode, done.stdout, done.stderr)
 
 
-@pytest.fixture
-async def demo_home(keen_home: Path, write_config) -> Path:
-    config = write_config({"demo": DEMO})
+async def _sync_demo(config: Path) -> None:
     async with Manager(config, trust=PinGuard()) as manager:
         assert await manager.wait_ready(60)
         live = Catalog.from_manager(manager)
@@ -71,6 +70,25 @@ async def demo_home(keen_home: Path, write_config) -> Path:
         assert hits and not {h.id for h in hits} & WRITES
         assert live.load("mcp__demo__convert_units").schema["type"] == "object"
         await sync_from_manager(manager)
+
+
+@pytest.fixture(scope="module")
+def synced_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``KEEN_HOME`` with the demo server configured and synced, once for the module."""
+    home = tmp_path_factory.mktemp("demo") / "keen-home"
+    config = home / "mcp" / "configs.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"version": 1, "servers": {"demo": DEMO}}, indent=2))
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("KEEN_HOME", str(home))
+        anyio.run(_sync_demo, config)
+    return home
+
+
+@pytest.fixture
+def demo_home(keen_home: Path, synced_demo: Path) -> Path:
+    """The test's own ``KEEN_HOME``, a copy of the module's synced one (the tests change it)."""
+    shutil.copytree(synced_demo, keen_home, dirs_exist_ok=True)
     return keen_home
 
 

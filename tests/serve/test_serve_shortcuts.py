@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from helpers.forkserver import launch_args
 from keen.calls import Approver, allow_all
 from keen.gateway import CALL_MCP_TOOL
 from keen.harness import Observation, read_events
@@ -30,7 +31,9 @@ from keen.trust.pins import trust
 
 pytestmark = pytest.mark.anyio
 
-DEMO = {"command": sys.executable, "args": ["-m", "keen.demo.server"]}
+# Forked from the warm process (tests/helpers/forkserver.py): the demo server's calls are
+# under test here, not its interpreter's start (about 1 s of CPU each of the three).
+DEMO = {"command": sys.executable, "args": launch_args("-m", "keen.demo.server")}
 WORDS = {"text": "one two three"}
 
 
