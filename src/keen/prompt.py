@@ -12,13 +12,13 @@ definitions are read back from the generated schema files, so no server is conta
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from keen import paths
+from keen._log import LazyLogger
 from keen.entry_tools import call_tool_definition, search_tool_definition
 from keen.mcpskills import SCHEMAS_DIR
 from keen.skills import Skill, catalog_line, render_skills_section
@@ -38,7 +38,8 @@ __all__ = [
     "skills_prompt",
 ]
 
-logger = logging.getLogger(__name__)
+# logging is imported only when something is logged (keen._log).
+logger = LazyLogger(__name__)
 
 
 def skills_prompt(skills_root: Path | None = None, *, max_chars: int | None = None) -> str:
