@@ -9,6 +9,7 @@ a lower layer loads nothing above it.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -138,6 +139,53 @@ def test_a_session_loads_the_mcp_sdk_only_when_it_starts_a_server(module: str) -
         f"import sys, {module}; print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
     )
     assert loaded == "[]"
+
+
+def test_a_hosts_budgeted_prompt_imports_no_logging_when_nothing_goes_wrong(tmp_path: Path) -> None:
+    # keen.prompt's path logs only when a file cannot be read or written (keen._log): a
+    # host's second start (the token caches written by the first) builds its prompt without
+    # importing logging, and a warning still reaches logging when one is due.
+    skill = tmp_path / "skills" / "notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: notes\ndescription: Keeps notes.\n---\nBody.\n", encoding="utf-8"
+    )
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from keen.prompt import budgeted_prompt\n"
+        f"section = budgeted_prompt(4000, Path({str(tmp_path / 'skills')!r}))\n"
+        "assert 'notes' in section.text, section.text\n"
+        "print('logging' in sys.modules)"
+    )
+    env = {**os.environ, "KEEN_HOME": str(tmp_path / "home")}
+    for start in ("first", "second"):
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+            env=env,
+            timeout=60,
+        )
+        if start == "second":
+            assert done.stdout.strip() == "False", done.stderr
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import logging, keen.tokens as t\n"
+            "logging.basicConfig(level=logging.WARNING, format='%(name)s %(levelname)s %(message)s')\n"
+            "t.logger.warning('seen %s', 1)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert shown.stderr.strip() == "keen.tokens WARNING seen 1"
 
 
 def test_import_keen_paths_stays_small() -> None:

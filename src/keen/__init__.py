@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from keen.gateway import CALL_MCP_TOOL, ApprovalRequest, Gateway, GatewayResult, tool_definition
     from keen.mcp import Manager, ServerInfo, ServerState, ServerStatus, Tool, ToolResult
     from keen.mcpskills.startup import sync_from_manager
-    from keen.prompt import prompt_stats, skills_prompt
+    from keen.prompt import skills_prompt
+    from keen.prompt_cost import prompt_stats
     from keen.runtime import Runtime, connect_server, open_runtime
     from keen.skills import SkillsConfig, activate, discover
 
@@ -81,7 +82,8 @@ _EXPORTS: dict[str, str] = {
     **exports_from("keen.mcpskills.startup", ("sync_from_manager",)),
     **exports_from("keen.runtime", ("Runtime", "connect_server", "open_runtime")),
     **exports_from("keen._gcfreeze", ("freeze_at_first_start",)),
-    **exports_from("keen.prompt", ("prompt_stats", "skills_prompt")),
+    **exports_from("keen.prompt", ("skills_prompt",)),
+    **exports_from("keen.prompt_cost", ("prompt_stats",)),
     **exports_from("keen.skills", ("SkillsConfig", "activate", "discover")),
 }
 

@@ -1,32 +1,30 @@
-"""The skills section of a system prompt and what it costs (``keen prompt [--stats]``).
+"""The skills section of a system prompt within a token budget (``keen prompt``, a host's
+:func:`budgeted_prompt`).
 
-The comparison of ``--stats``: with every MCP tool inline, an LLM API receives one tool
-definition per tool (OpenAI function shape: name, description, parameters = the
-inputSchema). With Keen it receives the catalog section (one line per enabled skill)
-plus the tool definitions the host sends beside it (the one ``call_mcp_tool``
-definition, passed in as data so this module stays below the gateway). Both sides cover
-the same servers: those whose generated ``mcp:<server>`` skill is enabled. Tool
-definitions are read back from the generated schema files, so no server is contacted.
+The tool definitions sent beside it (the one ``call_mcp_tool`` definition) are passed in as
+data, so this module stays below the gateway. ``keen prompt --stats``'s comparison with
+every tool inline (:func:`prompt_stats`, :class:`PromptStats`, :class:`ServerFootprint`,
+:func:`openai_tool_json`) lives in :mod:`keen.prompt_cost` and is re-exported here lazily
+(PEP 562), so building a prompt does not define its classes.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from keen import paths
+from keen._lazy import exports_from, lazy_module_attrs
 from keen.entry_tools import call_tool_definition, search_tool_definition
-from keen.mcpskills import SCHEMAS_DIR
-from keen.skills import Skill, catalog_line, render_skills_section
+from keen.skills import render_skills_section
 from keen.skills.cache import DiscoveryCache
 from keen.tokens import TokenCounter, token_counter
 
 if TYPE_CHECKING:
     from keen.capabilities import BudgetedSection
+    from keen.prompt_cost import PromptStats, ServerFootprint, openai_tool_json, prompt_stats
 
 __all__ = [
     "PromptStats",
@@ -38,7 +36,10 @@ __all__ = [
     "skills_prompt",
 ]
 
-logger = logging.getLogger(__name__)
+__getattr__, __dir__ = lazy_module_attrs(
+    __name__,
+    exports_from("keen.prompt_cost", ("PromptStats", "ServerFootprint", "openai_tool_json", "prompt_stats")),
+)
 
 
 def skills_prompt(skills_root: Path | None = None, *, max_chars: int | None = None) -> str:
@@ -114,112 +115,3 @@ def budgeted_prompt(
         overhead=mcp_tool_definitions(call_tool),
         usefulness=usefulness,
     )
-
-
-def openai_tool_json(name: str, description: str, input_schema: dict[str, Any]) -> str:
-    """One tool definition as an LLM API receives it (OpenAI Chat Completions shape)."""
-    definition = {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": input_schema or {"type": "object"},
-        },
-    }
-    return json.dumps(definition, ensure_ascii=False, separators=(",", ":"))
-
-
-@dataclass(frozen=True)
-class ServerFootprint:
-    name: str
-    tool_count: int
-    schema_tokens: int
-    catalog_tokens: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "tool_count": self.tool_count,
-            "schema_tokens": self.schema_tokens,
-            "catalog_tokens": self.catalog_tokens,
-        }
-
-
-@dataclass(frozen=True)
-class PromptStats:
-    """``all_schemas_tokens``: every tool definition inline; ``catalog_tokens``: the skills
-    section plus the ``call_mcp_tool`` definition; ``reduction``: 1 - catalog/all (0..1)."""
-
-    all_schemas_tokens: int
-    catalog_tokens: int
-    tokenizer: str
-    servers: list[ServerFootprint] = field(default_factory=lambda: list[ServerFootprint]())
-
-    @property
-    def reduction(self) -> float:
-        if self.all_schemas_tokens <= 0:
-            return 0.0
-        return 1.0 - self.catalog_tokens / self.all_schemas_tokens
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "all_schemas_tokens": self.all_schemas_tokens,
-            "catalog_tokens": self.catalog_tokens,
-            "reduction": round(self.reduction, 4),
-            "tokenizer": self.tokenizer,
-            "servers": [s.to_dict() for s in self.servers],
-        }
-
-
-def prompt_stats(
-    skills_root: Path | None = None,
-    *,
-    tools: Sequence[Mapping[str, Any]],
-    counter: TokenCounter | None = None,
-    max_chars: int | None = None,
-) -> PromptStats:
-    """Measure the prompt with every enabled MCP server's tools inline vs Keen's catalog.
-
-    Args:
-        skills_root: the skills directory; default ``paths.skills_dir()``.
-        tools: the tool definitions sent beside the catalog, as the LLM API receives them,
-            e.g. ``[keen.gateway.tool_definition("openai", skills_dir=str(root))]``.
-        counter: the token counter; default :func:`keen.tokens.token_counter`.
-        max_chars: character budget for the catalog section (``None``: no budget).
-
-    Returns:
-        The figures, in tokens of ``counter``.
-    """
-    root = skills_root or paths.skills_dir()
-    counter = counter or token_counter()
-    found = DiscoveryCache(root).discover()
-    section = render_skills_section(found.enabled, max_chars=max_chars)
-    catalog_tokens = counter.count(section) + sum(
-        counter.count(json.dumps(tool, separators=(",", ":"))) for tool in tools
-    )
-    servers: list[ServerFootprint] = []
-    total = 0
-    for skill in found.enabled:
-        if not skill.managed or not skill.name.startswith("mcp:"):
-            continue
-        definitions = list(_tool_definitions(skill))
-        tokens = sum(counter.count(d) for d in definitions)
-        total += tokens
-        servers.append(
-            ServerFootprint(
-                skill.name.removeprefix("mcp:"), len(definitions), tokens, counter.count(catalog_line(skill))
-            )
-        )
-    return PromptStats(total, catalog_tokens, counter.name, servers)
-
-
-def _tool_definitions(skill: Skill) -> Iterator[str]:
-    for path in sorted((skill.path / SCHEMAS_DIR).rglob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            logger.warning("skipping unreadable schema %s: %s", path, exc)
-            continue
-        yield openai_tool_json(
-            str(data.get("name", path.stem)), str(data.get("description", "")), data.get("inputSchema") or {}
-        )

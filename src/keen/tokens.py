@@ -47,7 +47,6 @@ import atexit
 import functools
 import importlib.util
 import json
-import logging
 import marshal
 import math
 import os
@@ -57,6 +56,7 @@ from pathlib import Path
 
 from keen import _digest, paths
 from keen._fs import atomic_write_bytes
+from keen._log import LazyLogger
 
 __all__ = [
     "MAX_CACHED_COUNTS",
@@ -95,7 +95,8 @@ _COUNTS_FORMAT = "keen-o200k-counts/1"
 MAX_CACHED_COUNTS = 200_000
 """Counts kept in :func:`count_cache_file` (about 30 bytes each); the oldest go first."""
 
-logger = logging.getLogger(__name__)
+# logging is imported only when something is logged (keen._log).
+logger = LazyLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ def print_stats(*, max_chars: int | None = None, as_json: bool = False) -> None:
     against its catalog line, then the whole prompt both ways, for the skills on disk."""
     from keen._tables import Col, Listing
     from keen.entry_tools import call_tool_definition as tool_definition
-    from keen.prompt import prompt_stats
+    from keen.prompt_cost import prompt_stats
 
     root = paths.skills_dir()
     figures = prompt_stats(root, tools=[tool_definition("openai", skills_dir=str(root))], max_chars=max_chars)

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import stat
 import time
@@ -57,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from keen import _digest, paths
+from keen._log import LazyLogger
 from keen.skills.config import SkillsConfig
 from keen.skills.discover import (
     MARKER_FILE,
@@ -72,7 +72,8 @@ from keen.skills.discover import (
 
 __all__ = ["RACY_SECONDS", "DiscoveryCache", "SkillsDirState", "skills_dir_state", "store_file"]
 
-logger = logging.getLogger(__name__)
+# logging is imported only when something is logged (keen._log).
+logger = LazyLogger(__name__)
 
 RACY_SECONDS = 0.05
 """Timestamps this close to the time of the scan are not trusted (above one kernel tick: 4-10 ms)."""

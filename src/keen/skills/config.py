@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,6 @@ from keen.errors import SkillError
 from keen.skills.lock import locked
 
 __all__ = ["SkillsConfig"]
-
-logger = logging.getLogger(__name__)
 
 
 class SkillsConfig:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from keen import paths
+from keen._log import LazyLogger
 from keen.errors import Remedy, SkillError
 from keen.skills.config import SkillsConfig
 
@@ -63,7 +63,8 @@ __all__ = [
     "valid_skill_name",
 ]
 
-logger = logging.getLogger(__name__)
+# logging is imported only when something is logged (keen._log).
+logger = LazyLogger(__name__)
 
 SKILL_FILE = "SKILL.md"
 MARKER_FILE = ".keen-generated-mcp.json"
