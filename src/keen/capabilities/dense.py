@@ -171,6 +171,7 @@ class DenseVectors:
         rows, firsts = _distinct_rows(self._keys)
         have = [self._found[i] is not None for i in firsts]
         todo = [row for row, present in enumerate(have) if not present]
+        text_rows = rows.tolist()  # per text, its distinct row: for the progress count below
         matrix = np.zeros((len(firsts), _encoder.DIM), dtype=np.float32)
         for row, i in enumerate(firsts):
             vector = self._found[i]
@@ -189,7 +190,7 @@ class DenseVectors:
             for row in chunk:
                 have[row] = True
             # keen tools index's bar polls it
-            self.done = self.total - self._missing_documents([have[row] for row in rows.tolist()])
+            self.done = self.total - self._missing_documents([have[row] for row in text_rows])
         self.done = self.total
         self._distinct, self._rows = matrix, rows
         self._first = matrix[rows[: self.total]]  # one object: callers cache by identity
