@@ -95,7 +95,8 @@ async def test_a_server_waiting_its_turn_stops_at_once(
 
 
 async def test_wait_attempt_waits_for_a_server_waiting_its_turn(write_config: Callable[..., Path]) -> None:
-    path = write_config(burners(2, 0.3))
+    # Each start takes 0.3 s asleep (no CPU): burn01 waits for burn00's turn to end.
+    path = write_config(burners(2, 0, "--sleep", "0.3"))
     async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
         status = await manager.wait_attempt("burn01")
         assert status.state is ServerState.CONNECTED, status.last_error
