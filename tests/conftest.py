@@ -81,6 +81,24 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.loadscopereorder = False
     if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
         _one_worker_compiles_first(config)
+        _workers_forked(config)
+
+
+def _workers_forked(config: pytest.Config) -> None:
+    """In an xdist controller (``-n N``): start the workers as forks of the fork server
+    (``tests/helpers/forkserver.py``: :func:`~helpers.forkserver.worker_python`), which has
+    imported what every worker would import again before collecting. ``KEEN_TEST_NO_FORK=1``
+    starts them as new interpreters."""
+    tx = config.getoption("tx")
+    if os.environ.get("KEEN_TEST_NO_FORK") or not tx or any(spec != "popen" for spec in tx):
+        return
+    import uuid
+
+    from tests.helpers.forkserver import worker_python
+
+    if config.option.testrunuid is None:  # the run's id names its fork server
+        config.option.testrunuid = uuid.uuid4().hex
+    config.option.tx = [f"popen//python={worker_python(config.option.testrunuid)}"] * len(tx)
 
 
 # Files that one xdist worker runs together (`pytest_xdist_make_scheduler`), by what they

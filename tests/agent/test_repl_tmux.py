@@ -75,11 +75,12 @@ def test_startup_slash_commands_and_a_configured_secret_kept_off_the_screen_hist
     at = chat.send("/nonsense")
     t.wait_for(r"unknown command /nonsense: no such command or skill; /help lists both", after=at)
 
-    # Tab completes a command.
+    # Tab completes a command (typed at the open prompt, as ``chat.send`` types).
+    chat.idle()
     at = t.mark()
     t.type("/sea", enter=False)
     t.send("Tab")
-    t.wait_for(r"keen> /search[ \t]*$", after=at)
+    t.wait_for(r"^keen> /search[ \t]*$", after=at)
     t.send("C-u")
 
     # /SKILL ARGS: the skill body, arguments substituted, stays in the conversation; ARGS is the turn.

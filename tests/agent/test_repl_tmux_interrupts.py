@@ -54,10 +54,13 @@ def test_ctrl_c_cancels_a_slow_call_and_a_runaway_grep_and_the_session_goes_on(
     at = chat.send("are you there?")
     t.wait_for(r"Still here after the grep\.", after=at)
 
-    # Ctrl-C with text clears the line; at an empty prompt it leaves, cleanly.
+    # Ctrl-C with text clears the line; at an empty prompt it leaves, cleanly. Typed only once
+    # the prompt is open: keys typed while the answer is still being printed are echoed by the
+    # terminal (not yet in raw mode), and the prompt is then drawn to the right of that echo.
+    chat.idle()
     at = t.mark()
     t.type("half a thought", enter=False)
-    t.wait_for(r"keen> half a thought", after=at)
+    t.wait_for(r"^keen> half a thought", after=at)
     t.send("C-c")
     t.wait_for(r"^keen>[ \t]*$", after=at)
     t.send("C-c")

@@ -21,10 +21,11 @@ in a fresh ``KEEN_HOME``, and so writes no rank cache there. The cache's own beh
 tested in ``tests/test_tokens.py``, and ``REAL_KEEN`` processes build it as users do.
 
 One fork server serves a whole ``pytest -n`` run (:func:`_shared`): its warm-up (the imports,
-the model, the counter: about 6 s of CPU) is paid once, not once per worker. It is started
-without waiting for it: the workers go on collecting while it warms up, and wait for it
-only before their first test (:func:`wait_warm`, from ``tests/conftest.py``); a launcher
-waits too. Run as ``python forkserver.py SOCKET OWNER_PID LOCK_FD``: it holds an exclusive
+the model, the counter: about 4 s of CPU) is paid once, not once per worker. The xdist
+controller starts it and has the workers themselves forked from it (:func:`worker_python`:
+each collects with the SDK and Keen already imported, instead of importing them again). A
+process that starts it does not wait for it; a launcher waits until it listens, and so does
+a worker before its first test (:func:`wait_warm`, from ``tests/conftest.py``). Run as ``python forkserver.py SOCKET OWNER_PID LOCK_FD``: it holds an exclusive
 ``flock`` on the file ``warming`` beside ``SOCKET`` (inherited as ``LOCK_FD``) until it
 listens, and serves until the process ``OWNER_PID`` ends.
 """
@@ -47,7 +48,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORKED", "forked", "launch_args", "script_args", "wait_warm"]
+__all__ = ["FORKED", "forked", "launch_args", "script_args", "wait_warm", "worker_python"]
 
 HERE = Path(__file__).resolve()
 LAUNCH = HERE.parents[1] / "servers" / "launch.py"
@@ -179,10 +180,22 @@ def wait_warm() -> None:
         raise RuntimeError(f"the test fork server did not start: nothing listens at {path}")
 
 
-def _shared(run: str) -> str:
+def worker_python(run: str) -> str:
+    """In an xdist controller: the ``python`` of a ``popen`` worker spec (execnet appends
+    ``-u -c BOOTSTRAP``) that forks the worker from the fork server of the run ``run``,
+    started here. Every worker imported the MCP SDK, Keen and the libraries the test modules
+    import (about 2.5 s of CPU each, before its first test); forked, it finds them imported."""
+    import shlex
+
+    path = _shared(run, os.getpid())
+    return shlex.join([sys.executable, "-S", str(LAUNCH), path])
+
+
+def _shared(run: str, owner: int | None = None) -> str:
     """The socket of the fork server shared by every worker of the xdist run ``run``: the
-    first worker to ask starts it; it serves until the run's controller (the workers'
-    parent) exits, whichever worker started it (xdist shuts idle workers down early)."""
+    controller starts it (:func:`worker_python`), or else the first worker to ask; it serves
+    until the run's controller (``owner``, by default this worker's parent) exits, whichever
+    process started it (xdist shuts idle workers down early)."""
     import fcntl
 
     folder = os.path.join(tempfile.gettempdir(), f"keen-fork-{run}")
@@ -197,7 +210,7 @@ def _shared(run: str) -> str:
             return path
         except (OSError, ValueError):  # not started yet (or gone): start it
             pass
-        proc = _start(folder, os.getppid())
+        proc = _start(folder, os.getppid() if owner is None else owner)
         _state["server"] = proc  # kept: it outlives this worker, and is never waited for here
         with open(started, "w") as mark:
             mark.write(str(proc.pid))

@@ -3,11 +3,14 @@ the Manager starts at most ``max_starting`` at a time (by default one per CPU, m
 starts prove quick: ``keen.mcp.connection.starts``), the others wait their turn, and each
 server's ``timeouts.connect`` runs from its own launch, not from the start of discovery.
 
-``test_many_cpu_hungry_servers_all_connect`` is an end-to-end test of the whole claim on
-this machine: 24 real subprocess servers that each burn CPU before answering ``initialize``,
-with the default start bound, on a time scale a fifth of the real one (0.3 s of CPU each
-against a 3 s connect limit, the ratio of 1.5 s against the default 15 s) so that the
-test costs 7 s of CPU, not 36.
+``test_many_cpu_hungry_servers_all_connect`` is an end-to-end test of the whole claim: 24
+real subprocess servers that each need a CPU for a while before answering ``initialize``,
+with the default start bound, on a time scale a fifth of the real one (0.3 s each against a
+3 s connect limit, the ratio of 1.5 s against the default 15 s). The CPUs they need are lock
+files, as many as the bound's base counts CPUs (``cpu_burn.py --cpus``): the servers queue for
+them as CPU-bound starts share real CPUs, without burning 7 s of real CPU, and without load
+from outside the test stretching a start past its limit (it did, burning real CPU, at a load
+of 3 on two CPUs).
 """
 
 from __future__ import annotations
@@ -29,19 +32,23 @@ from keen.trust import PinGuard
 pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
 
 
-def burners(count: int, seconds: float, **extra: Any) -> dict[str, Any]:
-    return {f"burn{i:02d}": stdio_server("cpu_burn.py", str(seconds), **extra) for i in range(count)}
+def burners(count: int, seconds: float, *args: str, **extra: Any) -> dict[str, Any]:
+    return {f"burn{i:02d}": stdio_server("cpu_burn.py", str(seconds), *args, **extra) for i in range(count)}
 
 
 @pytest.mark.timeout(240)
 async def test_many_cpu_hungry_servers_all_connect(
-    write_config: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+    write_config: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # End to end, with the default start bound: all started at once on a 2-CPU machine, 24
     # servers of 1.5 s each took 18 s of wall time and most missed the default 15 s limit.
     # Scaled by a fifth (module docstring): all at once, 24 x 0.3 s on 2 CPUs is 3.6 s > 3 s.
     monkeypatch.setenv(TIMEOUT_ENV, "3")
-    path = write_config(burners(24, 0.3))
+    cpus = tmp_path / "cpus"
+    cpus.mkdir()
+    for i in range(default_max_starting()):
+        (cpus / f"cpu{i}").touch()
+    path = write_config(burners(24, 0.3, "--cpus", str(cpus)))
     began = time.monotonic()
     async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(200)
@@ -49,7 +56,7 @@ async def test_many_cpu_hungry_servers_all_connect(
         failed = {s.name: s.last_error for s in manager.servers() if s.state is not ServerState.CONNECTED}
         assert not failed
         assert all(manager.list_tools(s.name)[0].name == "ping" for s in manager.servers())
-    print(f"\n24 servers x 0.3 s CPU, max_starting={default_max_starting()}: all connected in {took:.1f} s")
+    print(f"\n24 servers x 0.3 s each, max_starting={default_max_starting()}: all connected in {took:.1f} s")
 
 
 async def test_a_queued_servers_time_limit_runs_from_its_own_launch(
@@ -88,7 +95,8 @@ async def test_a_server_waiting_its_turn_stops_at_once(
 
 
 async def test_wait_attempt_waits_for_a_server_waiting_its_turn(write_config: Callable[..., Path]) -> None:
-    path = write_config(burners(2, 0.3))
+    # Each start takes 0.3 s asleep (no CPU): burn01 waits for burn00's turn to end.
+    path = write_config(burners(2, 0, "--sleep", "0.3"))
     async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
         status = await manager.wait_attempt("burn01")
         assert status.state is ServerState.CONNECTED, status.last_error

@@ -1,8 +1,11 @@
 """A stdio MCP server that spends CPU before it answers, as ``uvx``/``npx`` servers do.
 
-Usage: ``python cpu_burn.py SECONDS [--sleep WALL] [--hold PATH]``: burns SECONDS of its own
-CPU time (process time, so a busy machine makes it take longer on the wall clock, as a real
-start-up would), sleeps WALL seconds (a server waiting on something else, costing no CPU),
+Usage: ``python cpu_burn.py SECONDS [--sleep WALL] [--hold PATH] [--cpus DIR]``: burns SECONDS
+of its own CPU time (process time, so a busy machine makes it take longer on the wall clock, as
+a real start-up would), or with ``--cpus`` holds one of the lock files ``DIR/cpu*`` for SECONDS
+of wall time instead (a start on a machine of as many CPUs as there are files, other processes
+left out: servers started together queue for them, as CPU-bound starts share real CPUs, but
+load from outside the test does not stretch a start), sleeps WALL seconds (a server waiting on something else, costing no CPU),
 holds while the file PATH exists (touching ``PATH.held`` first, so a test knows it holds and
 decides when it comes up, instead of guessing a WALL long enough on a loaded machine), then
 answers ``initialize`` (``server/discover`` is refused with -32601, as a handshake-only
@@ -12,6 +15,7 @@ library only, so the interpreter's own start stays small beside the burn.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import sys
 import time
@@ -23,6 +27,22 @@ def burn(seconds: float) -> None:
     end = time.process_time() + seconds
     while time.process_time() < end:
         pass
+
+
+def use_a_cpu(folder: Path, seconds: float) -> None:
+    """Hold one free ``folder/cpu*`` lock file for ``seconds`` (polling for one while all are
+    held: the first to find one free takes it)."""
+    files = sorted(folder.glob("cpu*"))
+    while True:
+        for path in files:
+            with open(path, "rb") as cpu:
+                try:
+                    fcntl.flock(cpu, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                time.sleep(seconds)
+                return
+        time.sleep(0.005)
 
 
 def answer(message: dict) -> dict | None:
@@ -49,7 +69,11 @@ def answer(message: dict) -> dict | None:
 
 
 def main() -> None:
-    burn(float(sys.argv[1]) if len(sys.argv) > 1 else 1.5)
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 1.5
+    if "--cpus" in sys.argv:
+        use_a_cpu(Path(sys.argv[sys.argv.index("--cpus") + 1]), seconds)
+    else:
+        burn(seconds)
     if "--sleep" in sys.argv:
         time.sleep(float(sys.argv[sys.argv.index("--sleep") + 1]))
     if "--hold" in sys.argv:

@@ -27,6 +27,8 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signa
 
 def main() -> None:
     path, script, *args = sys.argv[1:]
+    if script == "-u":  # an xdist worker: execnet's `-u -c BOOTSTRAP` (it writes unbuffered itself)
+        script, *args = args
     try:
         # The fork server holds this file's lock exclusively while it warms up (it is
         # started without waiting for it): wait for it to listen.
