@@ -156,3 +156,30 @@ def test_a_file_name_with_bad_bytes_is_logged_and_read_back_as_sent(keen_home: P
     h.close()
     calls = [e for e in read_events(h.log.path) if e["type"] == "call"]
     assert [c["arguments"] for c in calls] == [{"path": name}], calls
+
+
+def test_every_string_of_an_event_is_redacted_at_any_depth_and_after_a_secret_is_added(tmp_path: Path) -> None:
+    from keen._redact import REDACTED, redactor
+    from keen.harness.events import EventLog
+
+    # The event is encoded without a redacted copy made first: each string, keys and values
+    # at any depth, a value JSON has no type for (written as its text), is redacted as it is
+    # encoded, and a string written before a secret became known is redacted from then on.
+    secret = "sk-" + os.urandom(8).hex()
+    log = EventLog(tmp_path / "events.jsonl", "s")
+    nested = {"outer": [{"value": f"token {secret}"}, (secret, 3, None, True)], secret: 1.5}
+    log.emit("call", arguments=nested, path=Path(secret), note=secret)  # not a secret yet
+    redactor.add(secret)
+    log.emit("call", arguments=nested, path=Path(secret), note=secret)
+    log.emit("result", text=f"Bearer {'b' * 12}", items={"k": [f"?token={'c' * 8}"]})
+    log.close()
+    text = (tmp_path / "events.jsonl").read_text()
+    first, second, third = read_events(tmp_path / "events.jsonl")
+    assert first["note"] == secret and first["arguments"]["outer"][1][0] == secret  # written as sent
+    assert secret not in text.split("\n", 1)[1], text
+    assert second["arguments"] == {
+        "outer": [{"value": f"token {REDACTED}"}, [REDACTED, 3, None, True]],
+        REDACTED: 1.5,
+    }
+    assert (second["path"], second["note"]) == (REDACTED, REDACTED)
+    assert third["text"] == f"Bearer {REDACTED}" and third["items"] == {"k": [f"?token={REDACTED}"]}

@@ -32,13 +32,13 @@ the offered names.
 
 from __future__ import annotations
 
-import builtins
 import json
+import json.encoder
 import logging
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
@@ -57,11 +57,6 @@ _INDEXED = ("skill", "resource", "prompt")
 """Kinds listed in an index (skills, resource handles), not offered as tools."""
 
 
-_PLAIN = frozenset(
-    {"step", "turn", "call_id", "outcome", "gate", "code", "stages", "truncated_chars", "decision", "by"}
-)
-
-
 def new_session_id() -> str:
     """``20261123T141500Z-1a2b3c``: sortable by start time, unique."""
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
@@ -74,46 +69,38 @@ def session_path(session_id: str) -> Path:
     return paths.sessions_dir() / f"{session_id}.jsonl"
 
 
-_SCALARS = frozenset({int, float, bool, type(None)})
-"""Types that hold no text, so nothing to redact (exact types: a subclass may print otherwise)."""
+_MEMO_CHARS = 1024
+"""Strings up to this long have their redacted JSON text remembered (:class:`_Quoted`)."""
+_MEMO_ENTRIES = 4096
+"""The memo is emptied when it holds this many strings (bounded memory)."""
 
 
-def _redacted(value: Any, memo: dict[str, str] | None = None) -> Any:
-    """A copy of ``value`` with every string redacted; ``memo`` is :attr:`Redactor.memo`, read
-    once per event: a string redacted before is looked up there without a call more."""
-    if memo is None:
-        memo = redactor.memo
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is str:
-        return memo.get(value) or redactor.redact(value)
-    if kind is dict:
-        redact, known = redactor.redact, memo.get
-        return {
-            # Strings and scalars here, not one call deeper: most values are one or the other.
-            # ``known(x) or redact(x)``: a miss (None) and an empty text ("") both ask redact.
-            (known(k) or redact(k)) if type(k) is str else redact(str(k)): (known(v) or redact(v))  # pyright: ignore[reportUnknownArgumentType]
-            if type(v) is str
-            else v
-            if type(v) in _SCALARS
-            else _redacted(v, memo)
-            for k, v in value.items()
-        }
-    if kind is list or kind is tuple:
-        redact, known = redactor.redact, memo.get
-        return [
-            (known(v) or redact(v)) if type(v) is str else v if type(v) in _SCALARS else _redacted(v, memo)  # pyright: ignore[reportUnknownArgumentType]
-            for v in value
-        ]
-    # Subclasses (a str enum, an OrderedDict) the same way, by what they are.
-    if isinstance(value, str):
-        return redactor.redact(value)
-    if isinstance(value, dict):
-        return {redactor.redact(str(k)): _redacted(v, memo) for k, v in value.items()}  # type: ignore[misc]
-    if isinstance(value, list | tuple):
-        return [_redacted(v, memo) for v in value]  # type: ignore[misc]
-    return value
+class _Quoted(dict[str, str]):
+    """A string -> its redacted JSON text (quotes included), made on a miss.
+
+    Event lines are encoded with this as the encoder's string function
+    (``_Quoted().__getitem__``, :func:`keen._json.encoder`): every string of an event, keys
+    and values at any depth, is redacted as it is encoded, without a copy of the event made
+    first, and a string seen before (a call's server, tool and argument values; a field's
+    name) costs one lookup in C, no Python call. Made again whenever the redactor's memo is
+    replaced (a secret added: :meth:`keen._redact.Redactor.add`), so no text redacted without
+    a secret is used once it is known."""
+
+    __slots__ = ()
+
+    def __missing__(self, text: str) -> str:
+        quoted = _basestring(redactor.redact(text))
+        if len(text) <= _MEMO_CHARS:
+            if len(self) >= _MEMO_ENTRIES:
+                self.clear()
+            self[text] = quoted
+        return quoted
+
+
+def _line_encoder() -> tuple[dict[str, str], Callable[[Any], str]]:
+    """The redactor's memo now, and an encoder of event fields that redacts every string as
+    the redactor stands with that memo (:class:`_Quoted`)."""
+    return redactor.memo, encoder(default=str, quote=_Quoted().__getitem__)
 
 
 _stamp: tuple[int, str] = (0, "")
@@ -124,8 +111,15 @@ formatted once a second (:meth:`EventLog.emit`)."""
 logger = logging.getLogger(__name__)
 
 _encode = encoder(default=str)
-"""One encoder for every event (:mod:`keen._json`). No check for cycles: an event is a fresh
-copy (:func:`_redacted`), which a cycle would never have reached."""
+"""The JSON text of names Keen makes (the session id, an event's type), unredacted."""
+
+_basestring: Callable[[str], str] = json.encoder.encode_basestring  # pyright: ignore[reportAssignmentType]
+"""A string's JSON text (``ensure_ascii=False``)."""
+
+_lines = _line_encoder()
+"""The redactor's memo when the event encoder was made, and the encoder (:meth:`EventLog.emit`
+makes both again when the memo was replaced). No check for cycles: a cyclic value raises
+``RecursionError`` (an event is the harness's own fields, made fresh for it)."""
 
 _LONE_SURROGATES = "backslashreplace"
 """How a lone surrogate (a host's ``os.fsdecode`` of a file name's bad bytes, kept by
@@ -155,24 +149,18 @@ class EventLog:
         them (:meth:`held`). ``seq``, ``ts``, ``session`` and ``type`` come first; ``data``'s
         keys are the harness's own field names, never those four."""
         self._seq += 1
-        # Top-level keys are the harness's own field names; the fields in _PLAIN carry values the
-        # harness makes itself (never user or server text): both skip the redaction pass, the
-        # plain fields left out by one set difference (in C) instead of a test per field. The
-        # kwargs dict is this call's own, so its values are replaced in place, not copied.
-        redact, memo = redactor.redact, redactor.memo
-        for key in data.keys() - _PLAIN:
-            value = data[key]
-            kind = builtins.type(value)
-            if kind is str:
-                data[key] = memo.get(value) or redact(value)
-            elif kind not in _SCALARS:
-                data[key] = _redacted(value, memo)
-        # The head is formatted by hand (the session's and the type's JSON made once), and the
-        # encoder sees only the fields: the same line json.dumps(event) writes, for less work.
+        # Every string (field names too) is redacted as the encoder meets it (_Quoted): no
+        # copy of the fields is made first. The head is formatted by hand (the session's and
+        # the type's JSON made once), and the encoder sees only the fields: the same line
+        # json.dumps(event) writes with each string redacted, for less work.
+        global _lines
+        memo, encode = _lines
+        if memo is not redactor.memo:  # a secret was added since: nothing redacted before counts
+            _lines = memo, encode = _line_encoder()
         head = self._heads.get(type)
         if head is None:
             head = self._heads[type] = f', {self._session_json}, "type": {_encode(type)}'
-        body = _encode(data)
+        body = encode(data)
         # ts: now, as datetime.now(UTC).isoformat() writes it (microseconds left out when 0),
         # made here, not one call deeper: every event passes.
         global _stamp
