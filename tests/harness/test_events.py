@@ -158,7 +158,9 @@ def test_a_file_name_with_bad_bytes_is_logged_and_read_back_as_sent(keen_home: P
     assert [c["arguments"] for c in calls] == [{"path": name}], calls
 
 
-def test_every_string_of_an_event_is_redacted_at_any_depth_and_after_a_secret_is_added(tmp_path: Path) -> None:
+def test_every_string_of_an_event_is_redacted_at_any_depth_and_after_a_secret_is_added(
+    tmp_path: Path,
+) -> None:
     from keen._redact import REDACTED, redactor
     from keen.harness.events import EventLog
 
