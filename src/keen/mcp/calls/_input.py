@@ -11,7 +11,7 @@ the session serves both eras.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 import mcp_types as mt
 from mcp.client.session import ClientRequestContext, ClientSession
@@ -66,7 +66,7 @@ async def call_tool(
     )
 
 
-def finished(raw: Any, descriptions_uri: str | None) -> bool:
+def finished(raw: Any, descriptions_uri: str | None) -> TypeGuard[mt.CallToolResult]:
     """The first round's answer ``raw`` is the call's result: no input asked for, no tool
     description required (most calls). Otherwise :func:`finish` the call."""
     if isinstance(raw, mt.InputRequiredResult):
