@@ -185,3 +185,43 @@ def test_every_string_of_an_event_is_redacted_at_any_depth_and_after_a_secret_is
     }
     assert (second["path"], second["note"]) == (REDACTED, REDACTED)
     assert third["text"] == f"Bearer {REDACTED}" and third["items"] == {"k": [f"?token={REDACTED}"]}
+
+
+def test_a_verdict_in_the_calls_line_and_an_approval_line_read_alike(keen_home: Path) -> None:
+    from keen.harness import approvals
+
+    # The permission gate's verdict is written in the call's own line; logs written before
+    # (and keen mcp call's) have an approval line of its own after the call: replay, keen
+    # sessions show and approvals() read both shapes.
+    path = keen_home / "sessions" / "both.jsonl"
+    path.parent.mkdir(parents=True)
+    head = {"session": "both", "ts": "2026-11-27T10:00:00+00:00"}
+    lines: list[dict[str, object]] = [
+        {"type": "session.start", "mode": "ask", "workspace": "/w"},
+        {"type": "step.start", "step": 1, "offered": [], "skill_index": [], "handles": []},
+        {"type": "call", "step": 1, "call_id": "1.1", "name": "call_mcp_tool", "arguments": {"n": 1}},
+        {"type": "approval", "step": 1, "call_id": "1.1", "decision": "deny", "by": "user", "reason": "old"},
+        {
+            "type": "result",
+            "step": 1,
+            "call_id": "1.1",
+            "outcome": "denied",
+            "gate": "permission",
+            "text": "no",
+        },
+        {"type": "call", "step": 1, "call_id": "1.2", "name": "call_mcp_tool", "arguments": {"n": 2}}
+        | {"decision": "allow", "by": "MCP host", "reason": "new"},
+        {"type": "result", "step": 1, "call_id": "1.2", "outcome": "ok", "gate": None, "text": "done"},
+    ]
+    path.write_text("".join(json.dumps({"seq": i, **head, **e}) + "\n" for i, e in enumerate(lines, 1)))
+    calls = replay(path).steps[0].calls
+    assert [c["approval"] for c in calls] == [
+        {"decision": "deny", "by": "user", "reason": "old"},
+        {"decision": "allow", "by": "MCP host", "reason": "new"},
+    ]
+    assert [(a["call_id"], a["decision"]) for a in approvals(read_events(path))] == [
+        ("1.1", "deny"),
+        ("1.2", "allow"),
+    ]
+    shown = CliRunner().invoke(app, ["sessions", "show", "both"]).output
+    assert "approval: deny by user (old)" in shown and "approval: allow by MCP host (new)" in shown, shown

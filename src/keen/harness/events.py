@@ -22,9 +22,12 @@ sent (nothing of them left Keen) and the line being written. Every string is red
   follows in the next step's own diff;
 - ``capability.flags`` (``server``, ``flags``: tool -> flags with kind, field and an escaped
   excerpt), once per server and session, before the step whose catalog first has it;
-- ``call`` (name, arguments, caller), ``approval`` (decision, by), ``hook`` (a pre-hook's
-  refusal, a post-hook's change), ``result`` (outcome, the gate that denied, a code, the
-  text exactly as the model saw it, the pipeline stages passed in order).
+- ``call`` (name, arguments, caller, and the permission gate's verdict when it gave one:
+  decision, by, reason), ``hook`` (a pre-hook's refusal, a post-hook's change), ``result``
+  (outcome, the gate that denied, a code, the text exactly as the model saw it, the pipeline
+  stages passed in order). Logs written before the verdict joined the call's line (and
+  ``keen mcp call``'s) have it in an ``approval`` event (decision, by, reason) after the
+  call: :func:`replay` and :func:`approvals` read both.
 
 :func:`replay` rebuilds each step's visible set from the diffs alone and checks it against
 the offered names.
@@ -38,7 +41,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
@@ -50,7 +53,16 @@ from keen import paths
 from keen._json import encoder
 from keen._redact import redactor
 
-__all__ = ["EventLog", "Replay", "ReplayedStep", "new_session_id", "read_events", "replay", "session_path"]
+__all__ = [
+    "EventLog",
+    "Replay",
+    "ReplayedStep",
+    "approvals",
+    "new_session_id",
+    "read_events",
+    "replay",
+    "session_path",
+]
 
 
 _INDEXED = ("skill", "resource", "prompt")
@@ -126,9 +138,19 @@ _LONE_SURROGATES = "backslashreplace"
 ``ensure_ascii=False``) is written: as ``\\udcff``, which is that character's JSON escape, so
 the line stays UTF-8 and reads back as it was sent, instead of failing the call's write."""
 
-_HELD: ContextVar[dict[int, list[str]] | None] = ContextVar("keen_held_events", default=None)
+_HELD: ContextVar[dict[int, list[Any]] | None] = ContextVar("keen_held_events", default=None)
 """Lines held for the current call (:meth:`EventLog.held`), by log; per task, so concurrent
-calls (``keen serve``) hold their own."""
+calls (``keen serve``) hold their own. The first may be the call's first event, not yet
+written (an :class:`_Opening`)."""
+
+
+class _Opening:
+    """A call's first event kept open (:meth:`EventLog.opening`): its type and fields."""
+
+    __slots__ = ("data", "type")
+
+    def __init__(self, type: str, data: dict[str, Any]) -> None:
+        self.type, self.data = type, data
 
 
 class EventLog:
@@ -148,6 +170,10 @@ class EventLog:
         """Write one event (redacted): at once, or with the call's others when a call holds
         them (:meth:`held`). ``seq``, ``ts``, ``session`` and ``type`` come first; ``data``'s
         keys are the harness's own field names, never those four."""
+        held = _HELD.get()
+        pending = held.get(id(self)) if held is not None else None
+        if pending and pending[0].__class__ is _Opening:  # the call's first event goes first
+            self._open(pending)
         self._seq += 1
         # Every string (field names too) is redacted as the encoder meets it (_Quoted): no
         # copy of the fields is made first. The head is formatted by hand (the session's and
@@ -160,6 +186,11 @@ class EventLog:
         head = self._heads.get(type)
         if head is None:
             head = self._heads[type] = f', {self._session_json}, "type": {_encode(type)}'
+        # A call's id is Keen's own and new with each call: written by hand, not redacted (a
+        # redaction pass for nothing) nor remembered (it would crowd out what repeats).
+        call_id = data.pop("call_id", None)
+        if call_id is not None:
+            head = f'{head}, "call_id": {_encode(call_id)}'
         body = encode(data)
         # ts: now, as datetime.now(UTC).isoformat() writes it (microseconds left out when 0),
         # made here, not one call deeper: every event passes.
@@ -172,12 +203,37 @@ class EventLog:
         micros = nanos // 1000
         ts = f"{ts}.{micros:06d}+00:00" if micros else f"{ts}+00:00"
         line = f'{{"seq": {self._seq}, "ts": "{ts}"{head}{", " + body[1:] if data else "}"}\n'
-        held = _HELD.get()
-        pending = held.get(id(self)) if held is not None else None
         if pending is not None:
             pending.append(line)
         else:
             self._write(line)
+
+    def opening(self, type: str, **data: Any) -> None:
+        """Begin the current call's events with this one, kept open for :meth:`annotate`
+        until the call's next event, its :meth:`release` or its end, whichever comes first:
+        then written as :meth:`emit` writes it (its ``seq`` and ``ts`` are that moment's).
+        Outside a call that holds its events, or after its first, it is emitted at once."""
+        held = _HELD.get()
+        pending = held.get(id(self)) if held is not None else None
+        if pending is None or pending:
+            self.emit(type, **data)
+            return
+        pending.append(_Opening(type, data))
+
+    def annotate(self, **fields: Any) -> bool:
+        """Add ``fields`` to the current call's first event (:meth:`opening`) if it is not
+        written yet; False when there is none to add them to (then say them in an event of
+        their own)."""
+        held = _HELD.get()
+        pending = held.get(id(self)) if held is not None else None
+        if pending and pending[0].__class__ is _Opening:
+            pending[0].data.update(fields)
+            return True
+        return False
+
+    def _open(self, pending: list[Any]) -> None:
+        opening: _Opening = pending.pop(0)
+        self.emit(opening.type, **opening.data)
 
     def held(self) -> AbstractContextManager[None]:
         """Hold the events this task emits in the block (one call's) and write them with one
@@ -191,8 +247,10 @@ class EventLog:
         if held is not None and (pending := held.get(id(self))):
             self._flush(pending)
 
-    def _flush(self, pending: list[str]) -> None:
+    def _flush(self, pending: list[Any]) -> None:
         if pending:
+            if pending[0].__class__ is _Opening:
+                self._open(pending)
             text = "".join(pending)
             pending.clear()
             try:
@@ -221,8 +279,8 @@ class _Held:
 
     def __init__(self, log: EventLog) -> None:
         self.log = log
-        self.pending: list[str] = []
-        self.token: Token[dict[int, list[str]] | None] | None = None
+        self.pending: list[Any] = []
+        self.token: Token[dict[int, list[Any]] | None] | None = None
 
     def __enter__(self) -> None:
         outer = _HELD.get()
@@ -247,6 +305,18 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                 continue
             if isinstance(event, dict):
                 yield event  # type: ignore[misc]
+
+
+def approvals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The permission gate's verdicts in a log's events, in order, each as ``call_id``,
+    ``decision``, ``by`` and ``reason``: from a ``call`` line that carries them, and from an
+    ``approval`` line (the shape of logs written before the verdict joined the call's line,
+    and of ``keen mcp call``'s)."""
+    return [
+        {k: event.get(k) for k in ("call_id", "decision", "by", "reason")}
+        for event in events
+        if event.get("type") == "approval" or (event.get("type") == "call" and "decision" in event)
+    ]
 
 
 @dataclass
@@ -359,6 +429,8 @@ def replay(path: Path) -> Replay:
                 "name": event.get("name"),
                 "arguments": event.get("arguments"),
             }
+            if "decision" in event:  # the permission gate's verdict in the call's own line
+                call["approval"] = {k: event.get(k) for k in ("decision", "by", "reason")}
             calls[str(event.get("call_id"))] = call
             steps[-1].calls.append(call)
         elif kind in ("approval", "result"):
