@@ -144,6 +144,10 @@ calls (``keen serve``) hold their own. The first may be the call's first event, 
 written (an :class:`_Opening`)."""
 
 
+_NO_ID: Any = object()
+"""An event without a ``call_id`` (:meth:`EventLog.emit`)."""
+
+
 class _Opening:
     """A call's first event kept open (:meth:`EventLog.opening`): its type and fields."""
 
@@ -188,8 +192,8 @@ class EventLog:
             head = self._heads[type] = f', {self._session_json}, "type": {_encode(type)}'
         # A call's id is Keen's own and new with each call: written by hand, not redacted (a
         # redaction pass for nothing) nor remembered (it would crowd out what repeats).
-        call_id = data.pop("call_id", None)
-        if call_id is not None:
+        call_id = data.pop("call_id", _NO_ID)
+        if call_id is not _NO_ID:
             head = f'{head}, "call_id": {_encode(call_id)}'
         body = encode(data)
         # ts: now, as datetime.now(UTC).isoformat() writes it (microseconds left out when 0),
