@@ -194,7 +194,8 @@ class EventLog:
         # redaction pass for nothing) nor remembered (it would crowd out what repeats).
         call_id = data.pop("call_id", _NO_ID)
         if call_id is not _NO_ID:
-            head = f'{head}, "call_id": {_encode(call_id)}'
+            call_id = _basestring(call_id) if call_id.__class__ is str else _encode(call_id)
+            head = f'{head}, "call_id": {call_id}'
         body = encode(data)
         # ts: now, as datetime.now(UTC).isoformat() writes it (microseconds left out when 0),
         # made here, not one call deeper: every event passes.
