@@ -156,3 +156,72 @@ def test_a_file_name_with_bad_bytes_is_logged_and_read_back_as_sent(keen_home: P
     h.close()
     calls = [e for e in read_events(h.log.path) if e["type"] == "call"]
     assert [c["arguments"] for c in calls] == [{"path": name}], calls
+
+
+def test_every_string_of_an_event_is_redacted_at_any_depth_and_after_a_secret_is_added(
+    tmp_path: Path,
+) -> None:
+    from keen._redact import REDACTED, redactor
+    from keen.harness.events import EventLog
+
+    # The event is encoded without a redacted copy made first: each string, keys and values
+    # at any depth, a value JSON has no type for (written as its text), is redacted as it is
+    # encoded, and a string written before a secret became known is redacted from then on.
+    secret = "sk-" + os.urandom(8).hex()
+    log = EventLog(tmp_path / "events.jsonl", "s")
+    nested = {"outer": [{"value": f"token {secret}"}, (secret, 3, None, True)], secret: 1.5}
+    log.emit("call", arguments=nested, path=Path(secret), note=secret)  # not a secret yet
+    redactor.add(secret)
+    log.emit("call", arguments=nested, path=Path(secret), note=secret)
+    log.emit("result", text=f"Bearer {'b' * 12}", items={"k": [f"?token={'c' * 8}"]})
+    log.close()
+    text = (tmp_path / "events.jsonl").read_text()
+    first, second, third = read_events(tmp_path / "events.jsonl")
+    assert first["note"] == secret and first["arguments"]["outer"][1][0] == secret  # written as sent
+    assert secret not in text.split("\n", 1)[1], text
+    assert second["arguments"] == {
+        "outer": [{"value": f"token {REDACTED}"}, [REDACTED, 3, None, True]],
+        REDACTED: 1.5,
+    }
+    assert (second["path"], second["note"]) == (REDACTED, REDACTED)
+    assert third["text"] == f"Bearer {REDACTED}" and third["items"] == {"k": [f"?token={REDACTED}"]}
+
+
+def test_a_verdict_in_the_calls_line_and_an_approval_line_read_alike(keen_home: Path) -> None:
+    from keen.harness import approvals
+
+    # The permission gate's verdict is written in the call's own line; logs written before
+    # (and keen mcp call's) have an approval line of its own after the call: replay, keen
+    # sessions show and approvals() read both shapes.
+    path = keen_home / "sessions" / "both.jsonl"
+    path.parent.mkdir(parents=True)
+    head = {"session": "both", "ts": "2026-11-27T10:00:00+00:00"}
+    lines: list[dict[str, object]] = [
+        {"type": "session.start", "mode": "ask", "workspace": "/w"},
+        {"type": "step.start", "step": 1, "offered": [], "skill_index": [], "handles": []},
+        {"type": "call", "step": 1, "call_id": "1.1", "name": "call_mcp_tool", "arguments": {"n": 1}},
+        {"type": "approval", "step": 1, "call_id": "1.1", "decision": "deny", "by": "user", "reason": "old"},
+        {
+            "type": "result",
+            "step": 1,
+            "call_id": "1.1",
+            "outcome": "denied",
+            "gate": "permission",
+            "text": "no",
+        },
+        {"type": "call", "step": 1, "call_id": "1.2", "name": "call_mcp_tool", "arguments": {"n": 2}}
+        | {"decision": "allow", "by": "MCP host", "reason": "new"},
+        {"type": "result", "step": 1, "call_id": "1.2", "outcome": "ok", "gate": None, "text": "done"},
+    ]
+    path.write_text("".join(json.dumps({"seq": i, **head, **e}) + "\n" for i, e in enumerate(lines, 1)))
+    calls = replay(path).steps[0].calls
+    assert [c["approval"] for c in calls] == [
+        {"decision": "deny", "by": "user", "reason": "old"},
+        {"decision": "allow", "by": "MCP host", "reason": "new"},
+    ]
+    assert [(a["call_id"], a["decision"]) for a in approvals(read_events(path))] == [
+        ("1.1", "deny"),
+        ("1.2", "allow"),
+    ]
+    shown = CliRunner().invoke(app, ["sessions", "show", "both"]).output
+    assert "approval: deny by user (old)" in shown and "approval: allow by MCP host (new)" in shown, shown

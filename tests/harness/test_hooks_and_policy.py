@@ -17,7 +17,7 @@ from keen import paths
 from keen.capabilities import Catalog
 from keen.demo import demo_server_entry
 from keen.gateway import Gateway
-from keen.harness import Harness, Observation, read_events, replay
+from keen.harness import Harness, Observation, approvals, read_events, replay
 from keen.mcp import Manager
 from keen.mcp.types import ServerState
 from keen.trust import PinGuard
@@ -100,13 +100,14 @@ async def test_a_pre_hook_denies_a_call_with_an_observation_and_nothing_runs(
     assert denied.is_error and denied.denied == "hook" and denied.code == "hook_denied"
     assert denied.text == "Denied (hook): notes must not hold passwords; leave the password out"
     assert "wifi" not in await notes(h), "a denied call never reaches the server"
-    # The permission gate ran first (approval logged), then the hooks, in order.
+    # The permission gate ran first (its verdict in the call's line), then the hooks, in order.
     events = [e for e in log(h) if e.get("call_id") == denied.call_id]
-    assert [e["type"] for e in events] == ["call", "approval", "hook", "result"]
-    assert (events[2]["stage"], events[2]["hook"].rsplit(".", 1)[-1]) == ("pre", "no_secrets_in_notes")
-    assert events[2]["denied"] == "notes must not hold passwords; leave the password out"
-    assert events[3]["stages"] == ["validate", "visibility", "mcp_checks", "pin_check", "permission", "audit"]
-    assert events[3]["gate"] == "hook" and events[3]["outcome"] == "denied"
+    assert [e["type"] for e in events] == ["call", "hook", "result"]
+    assert (events[0]["decision"], events[0]["by"]) == ("allow", "user")
+    assert (events[1]["stage"], events[1]["hook"].rsplit(".", 1)[-1]) == ("pre", "no_secrets_in_notes")
+    assert events[1]["denied"] == "notes must not hold passwords; leave the password out"
+    assert events[2]["stages"] == ["validate", "visibility", "mcp_checks", "pin_check", "permission", "audit"]
+    assert events[2]["gate"] == "hook" and events[2]["outcome"] == "denied"
     # A call the hooks let through runs; hooks never see calls an earlier gate refused.
     ok = await h.call(ADD, {"title": "milk", "body": "buy milk"})
     assert not ok.is_error and "milk" in await notes(h)
@@ -190,7 +191,7 @@ async def test_the_permission_gate_refuses_what_the_mode_forbids_even_when_visib
     refused = await h.call(DELETE, {"note_id": 1})
     assert refused.denied == "permission" and refused.code == "approval_denied"
     assert "auto mode forbids destructive tools" in refused.text
-    approval = [e for e in log(h) if e["type"] == "approval"][-1]
+    approval = approvals(log(h))[-1]
     assert (approval["decision"], approval["by"]) == ("deny", "policy")
     assert DELETE not in offered(h.begin_step())
     gone = [e for e in log(h) if e["type"] == "capability.diff"][-1]["removed"]

@@ -19,7 +19,7 @@ from keen.calls import ApprovalRequest, Approver, Call, Pipeline, Refusal, Stage
 from keen.capabilities import Capability, Catalog
 from keen.errors import ApprovalDenied
 from keen.gateway import allow_all
-from keen.harness import read_events
+from keen.harness import approvals, read_events
 from keen.mcp import Manager, in_memory_transport
 from keen.runtime import Runtime, open_runtime
 from keen.serve.calls import CallRouter
@@ -153,8 +153,8 @@ async def test_a_harness_call_brings_its_own_approver(
     assert denied.denied == "permission" and "no one to ask" in denied.text
     ran = await h.call("call_mcp_tool", call, approver=Approver(allow_all, "the test"))
     assert ran.denied is None and ran.is_error and ran.text == "The tool reported an error: m"
-    approvals = [e for e in read_events(h.log.path) if e["type"] == "approval"]
-    assert [(e["decision"], e["by"]) for e in approvals] == [("deny", "user"), ("allow", "the test")]
+    approved = approvals(read_events(h.log.path))
+    assert [(e["decision"], e["by"]) for e in approved] == [("deny", "user"), ("allow", "the test")]
     h.close()
 
 

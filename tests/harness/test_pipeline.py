@@ -24,7 +24,7 @@ from keen import paths
 from keen.capabilities import Catalog
 from keen.errors import ApprovalDenied
 from keen.gateway import ApprovalRequest, Gateway
-from keen.harness import Harness, read_events, replay
+from keen.harness import Harness, approvals, read_events, replay
 from keen.mcp import Manager
 from keen.mcp.types import ServerState
 from keen.trust import PinGuard
@@ -277,7 +277,10 @@ async def test_the_permission_gate_asks_the_calls_approver(full_session: Session
     assert not ran.is_error and "logging" in ran.text.lower(), ran.text
     assert [r.tool for r in asked] == ["toggle-simulated-logging"] * 2
     assert asked[0].annotations and asked[0].annotations["level"] == "medium"
-    assert [(e["decision"], e["by"]) for e in events(h, "approval")] == [("deny", "user"), ("allow", "user")]
+    assert [(e["decision"], e["by"]) for e in approvals(read_events(h.log.path))] == [
+        ("deny", "user"),
+        ("allow", "user"),
+    ]
     # Read-only tools need no approval; schema-invalid calls stop at validate.
     await h.call("search_tools", {"query": "echo back the input message"})
     h.begin_step()

@@ -15,6 +15,7 @@ from mcp.client.client import Client
 
 from helpers.forkserver import script_args
 from helpers.serve import BASIC, KeenServeProcess, connect, in_process, read_json, write_upstream
+from keen.harness import approvals
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
 
@@ -108,10 +109,10 @@ async def test_search_describe_call(
         "post_hooks",
         "audit",
     ]
-    approvals = [e for e in events if e["type"] == "approval"]
+    approved = approvals(events)
     # basic annotates add readOnlyHint, but keen serve's config does not trust its annotations:
     # the claim grants nothing, so the host approved both calls.
-    assert [(a["decision"], a["by"], a["reason"]) for a in approvals] == [
+    assert [(a["decision"], a["by"], a["reason"]) for a in approved] == [
         ("allow", "MCP host", "approved by the MCP host"),
         ("allow", "MCP host", "approved by the MCP host"),
     ]

@@ -21,7 +21,7 @@ import pytest
 from helpers.forkserver import launch_args
 from keen.calls import Approver, allow_all
 from keen.gateway import CALL_MCP_TOOL
-from keen.harness import Observation, read_events
+from keen.harness import Observation, approvals, read_events
 from keen.mcp import Manager
 from keen.serve.calls import HOST_APPROVES
 from keen.serve.server import KeenServer
@@ -133,7 +133,7 @@ async def test_a_permission_change_counts_at_the_next_call(
         allowed = await add(HOST_APPROVES)
         assert not allowed.is_error, allowed.text
 
-    decided = [(e["decision"], e["by"]) for e in read_events(audit) if e["type"] == "approval"]
+    decided = [(e["decision"], e["by"]) for e in approvals(read_events(audit))]
     assert decided == [
         ("allow", "MCP host"),
         ("allow", "MCP host"),

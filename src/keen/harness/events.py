@@ -22,9 +22,12 @@ sent (nothing of them left Keen) and the line being written. Every string is red
   follows in the next step's own diff;
 - ``capability.flags`` (``server``, ``flags``: tool -> flags with kind, field and an escaped
   excerpt), once per server and session, before the step whose catalog first has it;
-- ``call`` (name, arguments, caller), ``approval`` (decision, by), ``hook`` (a pre-hook's
-  refusal, a post-hook's change), ``result`` (outcome, the gate that denied, a code, the
-  text exactly as the model saw it, the pipeline stages passed in order).
+- ``call`` (name, arguments, caller, and the permission gate's verdict when it gave one:
+  decision, by, reason), ``hook`` (a pre-hook's refusal, a post-hook's change), ``result``
+  (outcome, the gate that denied, a code, the text exactly as the model saw it, the pipeline
+  stages passed in order). Logs written before the verdict joined the call's line (and
+  ``keen mcp call``'s) have it in an ``approval`` event (decision, by, reason) after the
+  call: :func:`replay` and :func:`approvals` read both.
 
 :func:`replay` rebuilds each step's visible set from the diffs alone and checks it against
 the offered names.
@@ -32,13 +35,13 @@ the offered names.
 
 from __future__ import annotations
 
-import builtins
 import json
+import json.encoder
 import logging
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
@@ -50,16 +53,20 @@ from keen import paths
 from keen._json import encoder
 from keen._redact import redactor
 
-__all__ = ["EventLog", "Replay", "ReplayedStep", "new_session_id", "read_events", "replay", "session_path"]
+__all__ = [
+    "EventLog",
+    "Replay",
+    "ReplayedStep",
+    "approvals",
+    "new_session_id",
+    "read_events",
+    "replay",
+    "session_path",
+]
 
 
 _INDEXED = ("skill", "resource", "prompt")
 """Kinds listed in an index (skills, resource handles), not offered as tools."""
-
-
-_PLAIN = frozenset(
-    {"step", "turn", "call_id", "outcome", "gate", "code", "stages", "truncated_chars", "decision", "by"}
-)
 
 
 def new_session_id() -> str:
@@ -74,46 +81,38 @@ def session_path(session_id: str) -> Path:
     return paths.sessions_dir() / f"{session_id}.jsonl"
 
 
-_SCALARS = frozenset({int, float, bool, type(None)})
-"""Types that hold no text, so nothing to redact (exact types: a subclass may print otherwise)."""
+_MEMO_CHARS = 1024
+"""Strings up to this long have their redacted JSON text remembered (:class:`_Quoted`)."""
+_MEMO_ENTRIES = 4096
+"""The memo is emptied when it holds this many strings (bounded memory)."""
 
 
-def _redacted(value: Any, memo: dict[str, str] | None = None) -> Any:
-    """A copy of ``value`` with every string redacted; ``memo`` is :attr:`Redactor.memo`, read
-    once per event: a string redacted before is looked up there without a call more."""
-    if memo is None:
-        memo = redactor.memo
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is str:
-        return memo.get(value) or redactor.redact(value)
-    if kind is dict:
-        redact, known = redactor.redact, memo.get
-        return {
-            # Strings and scalars here, not one call deeper: most values are one or the other.
-            # ``known(x) or redact(x)``: a miss (None) and an empty text ("") both ask redact.
-            (known(k) or redact(k)) if type(k) is str else redact(str(k)): (known(v) or redact(v))  # pyright: ignore[reportUnknownArgumentType]
-            if type(v) is str
-            else v
-            if type(v) in _SCALARS
-            else _redacted(v, memo)
-            for k, v in value.items()
-        }
-    if kind is list or kind is tuple:
-        redact, known = redactor.redact, memo.get
-        return [
-            (known(v) or redact(v)) if type(v) is str else v if type(v) in _SCALARS else _redacted(v, memo)  # pyright: ignore[reportUnknownArgumentType]
-            for v in value
-        ]
-    # Subclasses (a str enum, an OrderedDict) the same way, by what they are.
-    if isinstance(value, str):
-        return redactor.redact(value)
-    if isinstance(value, dict):
-        return {redactor.redact(str(k)): _redacted(v, memo) for k, v in value.items()}  # type: ignore[misc]
-    if isinstance(value, list | tuple):
-        return [_redacted(v, memo) for v in value]  # type: ignore[misc]
-    return value
+class _Quoted(dict[str, str]):
+    """A string -> its redacted JSON text (quotes included), made on a miss.
+
+    Event lines are encoded with this as the encoder's string function
+    (``_Quoted().__getitem__``, :func:`keen._json.encoder`): every string of an event, keys
+    and values at any depth, is redacted as it is encoded, without a copy of the event made
+    first, and a string seen before (a call's server, tool and argument values; a field's
+    name) costs one lookup in C, no Python call. Made again whenever the redactor's memo is
+    replaced (a secret added: :meth:`keen._redact.Redactor.add`), so no text redacted without
+    a secret is used once it is known."""
+
+    __slots__ = ()
+
+    def __missing__(self, text: str) -> str:
+        quoted = _basestring(redactor.redact(text))
+        if len(text) <= _MEMO_CHARS:
+            if len(self) >= _MEMO_ENTRIES:
+                self.clear()
+            self[text] = quoted
+        return quoted
+
+
+def _line_encoder() -> tuple[dict[str, str], Callable[[Any], str]]:
+    """The redactor's memo now, and an encoder of event fields that redacts every string as
+    the redactor stands with that memo (:class:`_Quoted`)."""
+    return redactor.memo, encoder(default=str, quote=_Quoted().__getitem__)
 
 
 _stamp: tuple[int, str] = (0, "")
@@ -124,17 +123,38 @@ formatted once a second (:meth:`EventLog.emit`)."""
 logger = logging.getLogger(__name__)
 
 _encode = encoder(default=str)
-"""One encoder for every event (:mod:`keen._json`). No check for cycles: an event is a fresh
-copy (:func:`_redacted`), which a cycle would never have reached."""
+"""The JSON text of names Keen makes (the session id, an event's type), unredacted."""
+
+_basestring: Callable[[str], str] = json.encoder.encode_basestring  # pyright: ignore[reportAssignmentType]
+"""A string's JSON text (``ensure_ascii=False``)."""
+
+_lines = _line_encoder()
+"""The redactor's memo when the event encoder was made, and the encoder (:meth:`EventLog.emit`
+makes both again when the memo was replaced). No check for cycles: a cyclic value raises
+``RecursionError`` (an event is the harness's own fields, made fresh for it)."""
 
 _LONE_SURROGATES = "backslashreplace"
 """How a lone surrogate (a host's ``os.fsdecode`` of a file name's bad bytes, kept by
 ``ensure_ascii=False``) is written: as ``\\udcff``, which is that character's JSON escape, so
 the line stays UTF-8 and reads back as it was sent, instead of failing the call's write."""
 
-_HELD: ContextVar[dict[int, list[str]] | None] = ContextVar("keen_held_events", default=None)
+_HELD: ContextVar[dict[int, list[Any]] | None] = ContextVar("keen_held_events", default=None)
 """Lines held for the current call (:meth:`EventLog.held`), by log; per task, so concurrent
-calls (``keen serve``) hold their own."""
+calls (``keen serve``) hold their own. The first may be the call's first event, not yet
+written (an :class:`_Opening`)."""
+
+
+_NO_ID: Any = object()
+"""An event without a ``call_id`` (:meth:`EventLog.emit`)."""
+
+
+class _Opening:
+    """A call's first event kept open (:meth:`EventLog.opening`): its type and fields."""
+
+    __slots__ = ("data", "type")
+
+    def __init__(self, type: str, data: dict[str, Any]) -> None:
+        self.type, self.data = type, data
 
 
 class EventLog:
@@ -154,25 +174,29 @@ class EventLog:
         """Write one event (redacted): at once, or with the call's others when a call holds
         them (:meth:`held`). ``seq``, ``ts``, ``session`` and ``type`` come first; ``data``'s
         keys are the harness's own field names, never those four."""
+        held = _HELD.get()
+        pending = held.get(id(self)) if held is not None else None
+        if pending and pending[0].__class__ is _Opening:  # the call's first event goes first
+            self._open(pending)
         self._seq += 1
-        # Top-level keys are the harness's own field names; the fields in _PLAIN carry values the
-        # harness makes itself (never user or server text): both skip the redaction pass, the
-        # plain fields left out by one set difference (in C) instead of a test per field. The
-        # kwargs dict is this call's own, so its values are replaced in place, not copied.
-        redact, memo = redactor.redact, redactor.memo
-        for key in data.keys() - _PLAIN:
-            value = data[key]
-            kind = builtins.type(value)
-            if kind is str:
-                data[key] = memo.get(value) or redact(value)
-            elif kind not in _SCALARS:
-                data[key] = _redacted(value, memo)
-        # The head is formatted by hand (the session's and the type's JSON made once), and the
-        # encoder sees only the fields: the same line json.dumps(event) writes, for less work.
+        # Every string (field names too) is redacted as the encoder meets it (_Quoted): no
+        # copy of the fields is made first. The head is formatted by hand (the session's and
+        # the type's JSON made once), and the encoder sees only the fields: the same line
+        # json.dumps(event) writes with each string redacted, for less work.
+        global _lines
+        memo, encode = _lines
+        if memo is not redactor.memo:  # a secret was added since: nothing redacted before counts
+            _lines = memo, encode = _line_encoder()
         head = self._heads.get(type)
         if head is None:
             head = self._heads[type] = f', {self._session_json}, "type": {_encode(type)}'
-        body = _encode(data)
+        # A call's id is Keen's own and new with each call: written by hand, not redacted (a
+        # redaction pass for nothing) nor remembered (it would crowd out what repeats).
+        call_id = data.pop("call_id", _NO_ID)
+        if call_id is not _NO_ID:
+            call_id = _basestring(call_id) if call_id.__class__ is str else _encode(call_id)
+            head = f'{head}, "call_id": {call_id}'
+        body = encode(data)
         # ts: now, as datetime.now(UTC).isoformat() writes it (microseconds left out when 0),
         # made here, not one call deeper: every event passes.
         global _stamp
@@ -184,12 +208,37 @@ class EventLog:
         micros = nanos // 1000
         ts = f"{ts}.{micros:06d}+00:00" if micros else f"{ts}+00:00"
         line = f'{{"seq": {self._seq}, "ts": "{ts}"{head}{", " + body[1:] if data else "}"}\n'
-        held = _HELD.get()
-        pending = held.get(id(self)) if held is not None else None
         if pending is not None:
             pending.append(line)
         else:
             self._write(line)
+
+    def opening(self, type: str, **data: Any) -> None:
+        """Begin the current call's events with this one, kept open for :meth:`annotate`
+        until the call's next event, its :meth:`release` or its end, whichever comes first:
+        then written as :meth:`emit` writes it (its ``seq`` and ``ts`` are that moment's).
+        Outside a call that holds its events, or after its first, it is emitted at once."""
+        held = _HELD.get()
+        pending = held.get(id(self)) if held is not None else None
+        if pending is None or pending:
+            self.emit(type, **data)
+            return
+        pending.append(_Opening(type, data))
+
+    def annotate(self, **fields: Any) -> bool:
+        """Add ``fields`` to the current call's first event (:meth:`opening`) if it is not
+        written yet; False when there is none to add them to (then say them in an event of
+        their own)."""
+        held = _HELD.get()
+        pending = held.get(id(self)) if held is not None else None
+        if pending and pending[0].__class__ is _Opening:
+            pending[0].data.update(fields)
+            return True
+        return False
+
+    def _open(self, pending: list[Any]) -> None:
+        opening: _Opening = pending.pop(0)
+        self.emit(opening.type, **opening.data)
 
     def held(self) -> AbstractContextManager[None]:
         """Hold the events this task emits in the block (one call's) and write them with one
@@ -203,8 +252,10 @@ class EventLog:
         if held is not None and (pending := held.get(id(self))):
             self._flush(pending)
 
-    def _flush(self, pending: list[str]) -> None:
+    def _flush(self, pending: list[Any]) -> None:
         if pending:
+            if pending[0].__class__ is _Opening:
+                self._open(pending)
             text = "".join(pending)
             pending.clear()
             try:
@@ -233,8 +284,8 @@ class _Held:
 
     def __init__(self, log: EventLog) -> None:
         self.log = log
-        self.pending: list[str] = []
-        self.token: Token[dict[int, list[str]] | None] | None = None
+        self.pending: list[Any] = []
+        self.token: Token[dict[int, list[Any]] | None] | None = None
 
     def __enter__(self) -> None:
         outer = _HELD.get()
@@ -259,6 +310,18 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                 continue
             if isinstance(event, dict):
                 yield event  # type: ignore[misc]
+
+
+def approvals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The permission gate's verdicts in a log's events, in order, each as ``call_id``,
+    ``decision``, ``by`` and ``reason``: from a ``call`` line that carries them, and from an
+    ``approval`` line (the shape of logs written before the verdict joined the call's line,
+    and of ``keen mcp call``'s)."""
+    return [
+        {k: event.get(k) for k in ("call_id", "decision", "by", "reason")}
+        for event in events
+        if event.get("type") == "approval" or (event.get("type") == "call" and "decision" in event)
+    ]
 
 
 @dataclass
@@ -371,6 +434,8 @@ def replay(path: Path) -> Replay:
                 "name": event.get("name"),
                 "arguments": event.get("arguments"),
             }
+            if "decision" in event:  # the permission gate's verdict in the call's own line
+                call["approval"] = {k: event.get(k) for k in ("decision", "by", "reason")}
             calls[str(event.get("call_id"))] = call
             steps[-1].calls.append(call)
         elif kind in ("approval", "result"):

@@ -17,8 +17,8 @@ decided here:
   user has approved.
 
 The audit is the harness's event log, one JSON object a line (``$KEEN_HOME/logs/
-serve-audit.jsonl`` by default, 0600, secrets redacted): per call a ``call`` event, an
-``approval`` event, any ``hook`` events and a ``result`` event with the caller
+serve-audit.jsonl`` by default, 0600, secrets redacted): per call a ``call`` event with the
+permission verdict in it, any ``hook`` events and a ``result`` event with the caller
 (``session:<id>``, ``principal:<id>`` or ``stdio:<id>``), server, tool, outcome, the gate
 that refused it and the stages it passed.
 """
