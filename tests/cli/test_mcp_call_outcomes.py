@@ -16,6 +16,7 @@ import pytest
 
 from helpers.cli import KEEN, Home, make_home, read_until
 from helpers.hostile import hostile_entry
+from keen.harness import approvals
 
 SECRET = "sk-live-audit-5d1f0e9a7c"
 TOOLS = [
@@ -66,14 +67,15 @@ def test_every_call_is_audited_like_the_harness_records_one(home: Home) -> None:
     home.keen("mcp", "call", "h", "broken", "--yes")
     home.keen("mcp", "call", "h", "ok")  # stdin is not a terminal: refused, nothing sent
     events = audit(home)
-    assert [e["type"] for e in events] == ["session.start", "call", "approval", "result"] * 3
-    first = events[:4]
+    assert [e["type"] for e in events] == ["session.start", "call", "result"] * 3
+    first = events[:3]
     assert first[1]["name"] == "call_mcp_tool" and first[1]["arguments"]["tool"] == "ok"
-    assert first[2]["decision"] == "allow" and first[2]["by"] == "--yes"
-    assert (first[3]["outcome"], first[3]["text"], first[3]["server"]) == ("ok", "ok", "h")
-    assert first[1]["call_id"] == first[2]["call_id"] == first[3]["call_id"]
-    assert (events[7]["outcome"], events[7]["code"]) == ("error", "remote_protocol_error")
-    assert (events[10]["decision"], events[11]["outcome"]) == ("deny", "denied")
+    assert first[1]["decision"] == "allow" and first[1]["by"] == "--yes"
+    assert (first[2]["outcome"], first[2]["text"], first[2]["server"]) == ("ok", "ok", "h")
+    assert first[1]["call_id"] == first[2]["call_id"]
+    assert (events[5]["outcome"], events[5]["code"]) == ("error", "remote_protocol_error")
+    assert (events[7]["decision"], events[8]["outcome"]) == ("deny", "denied")
+    assert [a["decision"] for a in approvals(events)] == ["allow", "allow", "deny"]
     assert SECRET not in (home.keen_home / "logs" / "cli-audit.jsonl").read_text()
 
 

@@ -158,7 +158,7 @@ def call(
 
     Printed results are escaped (no terminal control sequences) and cut at 64,000
     characters; --json and --output give the whole result. Each call is recorded in
-    $KEEN_HOME/logs/cli-audit.jsonl (call, approval and result events, secrets redacted)."""
+    $KEEN_HOME/logs/cli-audit.jsonl (call and result events, secrets redacted)."""
     from rich.text import Text
 
     from keen.cli._signals import ask_cancellably, confirm_line
@@ -254,7 +254,8 @@ def call(
 
 def _audit(event: dict[str, Any], text: str, *, approver: str) -> None:
     """Append one ``keen mcp call`` to ``$KEEN_HOME/logs/cli-audit.jsonl`` as the harness's
-    event log records a call (``keen.harness.events``: ``call``, ``approval``, ``result``),
+    event log records a call (``keen.harness.events``: ``call`` with the permission verdict,
+    then ``result``),
     from the gateway's audit event; a log that cannot be written is a warning, not a failure
     of the call that already ran."""
     import logging
@@ -271,6 +272,9 @@ def _audit(event: dict[str, Any], text: str, *, approver: str) -> None:
     call_id = "cli_" + token.token_hex(4)
     server, tool = event["server"], event["tool"]
     decision = event.get("decision")
+    # The verdict is written in the call's own line, as the harness writes it.
+    verdict = {"allowed": "allow", "denied": "deny"}.get(decision or "")
+    said = {"decision": verdict, "by": approver} if verdict else {}
     try:
         log.emit("session.start", mode="cli", workspace=str(Path.cwd()), front_end="keen mcp call")
         log.emit(
@@ -279,10 +283,8 @@ def _audit(event: dict[str, Any], text: str, *, approver: str) -> None:
             name=CALL_TOOL,
             arguments={"server": server, "tool": tool, "arguments": event.get("arguments", {})},
             caller="cli",
+            **said,
         )
-        if decision in ("allowed", "denied"):
-            verdict = "allow" if decision == "allowed" else "deny"
-            log.emit("approval", call_id=call_id, decision=verdict, by=approver)
         outcome = {"tool_error": "error", "error": "denied" if decision == "denied" else "error"}
         log.emit(
             "result",

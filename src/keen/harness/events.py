@@ -25,8 +25,8 @@ sent (nothing of them left Keen) and the line being written. Every string is red
 - ``call`` (name, arguments, caller, and the permission gate's verdict when it gave one:
   decision, by, reason), ``hook`` (a pre-hook's refusal, a post-hook's change), ``result``
   (outcome, the gate that denied, a code, the text exactly as the model saw it, the pipeline
-  stages passed in order). Logs written before the verdict joined the call's line (and
-  ``keen mcp call``'s) have it in an ``approval`` event (decision, by, reason) after the
+  stages passed in order). Logs written before the verdict joined the call's line have it
+  in an ``approval`` event (decision, by, reason) after the
   call: :func:`replay` and :func:`approvals` read both.
 
 :func:`replay` rebuilds each step's visible set from the diffs alone and checks it against
@@ -315,8 +315,7 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
 def approvals(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The permission gate's verdicts in a log's events, in order, each as ``call_id``,
     ``decision``, ``by`` and ``reason``: from a ``call`` line that carries them, and from an
-    ``approval`` line (the shape of logs written before the verdict joined the call's line,
-    and of ``keen mcp call``'s)."""
+    ``approval`` line (the shape of logs written before the verdict joined the call's line)."""
     return [
         {k: event.get(k) for k in ("call_id", "decision", "by", "reason")}
         for event in events
