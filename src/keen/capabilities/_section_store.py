@@ -22,6 +22,7 @@ import atexit
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,17 @@ MAX_SECTIONS = 16
 
 _FORMAT = "keen-prompt-section/1"
 
-_CODE = ("keen.capabilities.budget", "keen.skills.catalog", "keen._text")
-"""The modules whose code decides a section's text: a change to one is a new key."""
+_CODE = (
+    "keen.capabilities.budget",
+    "keen.skills.catalog",
+    "keen._text",
+    "keen.entry_tools",
+    "keen.paths",
+    "keen.tokens",
+)
+"""The modules whose code decides a section (the searches, the lines, ``shorten``, the search
+tool's name and the folder spelling the lines use, how tokens are counted): a change to one
+is a new key."""
 
 # The fields of a BudgetedSection and the types a stored one must have.
 _FIELDS: dict[str, tuple[type, ...]] = {
@@ -65,8 +75,6 @@ def store_dir() -> Path:
 
 def _code_stamp() -> list[list[int]]:
     """Size and modification time (ns) of each module of :data:`_CODE`, as loaded."""
-    import sys
-
     stamp: list[list[int]] = []
     for name in _CODE:
         module = sys.modules.get(name)
