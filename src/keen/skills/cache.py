@@ -33,7 +33,11 @@ and marker's tool count are what reading the files gave, beside a digest (BLAKE2
 frontmatter text they were parsed from: a skill whose stat data changed but whose frontmatter
 did not (the sync rewrote its marker, the folder was copied, the file saved again unchanged)
 has its files read but is not parsed again, so a start that finds its store keeps PyYAML
-unloaded; when only the marker's stat data changed, only the marker is read. A store that cannot be read, or was made for another directory, is ignored and
+unloaded; when only the marker's stat data changed, only the marker is read. Those files are
+read by name in the open skills directory, the frontmatter from one read of the file's head
+(:func:`keen.skills.discover.frontmatter_at`), which costs about a third of the usual
+path-by-path read (:func:`keen.skills.discover.load_dir`, still used when that head does
+not give the stored frontmatter). A store that cannot be read, or was made for another directory, is ignored and
 written again, so it can cost time but never change a result.
 
 Timestamps have a granularity (one kernel tick, a few ms): a file written twice within one
