@@ -324,9 +324,17 @@ class _CountCache:
     def __init__(self, file: Path, vocabulary: str) -> None:
         self.file = file
         self.vocabulary = vocabulary
-        self.known = _read_counts(file)
         self.added = 0
+        self._known: dict[bytes, int] | None = None
         self._count: Callable[[str], int] | None = None
+
+    @property
+    def known(self) -> dict[bytes, int]:
+        """The counts by digest, read from the file at the first count: a start that counts
+        nothing (its prompt section from keen.capabilities' store) never reads it."""
+        if self._known is None:
+            self._known = _read_counts(self.file)
+        return self._known
 
     def count(self, text: str) -> int:
         key = _digest.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

@@ -292,3 +292,57 @@ def test_tool_count_reads_the_whole_marker_and_counts_an_unreadable_one_as_zero(
         for n in ("broken", "latin", "folder", "listed")
     ]
     assert [tool_count(s) for s in unreadable] == [0, 0, 0, 0]
+
+
+def test_a_section_comes_from_the_store_while_its_inputs_are_the_same(
+    tmp_path: Path, keen_home: Path
+) -> None:
+    """A section computed once is kept (keen.capabilities._section_store): a new process
+    with the same skills, budget, overhead and counter takes it from the store; any change
+    of an input computes it again, and a store that is not one is ignored."""
+    from keen.capabilities import _section_store
+
+    def skill(name: str, description: str, tools: int = 3) -> Skill:
+        path = tmp_path / name
+        return Skill(name, description, path, path / "SKILL.md", managed=True, tool_count=tools)
+
+    skills = [
+        skill(f"mcp:s{i}", f"Server number {i} does things with files and notes. " * 3) for i in range(12)
+    ]
+    overhead = [json.dumps({"name": "call_mcp_tool", "inputSchema": {}})]
+    first = budgeted_section(skills, 400, overhead=overhead)
+    assert first.step in ("compact", "folded") and first.text
+    computed = budgeted_section(skills, 400, overhead=overhead, counter=token_counter())
+    assert first == computed  # through the store or not, the same section
+    _section_store.save_sections()
+    [file] = _section_store.store_dir().glob("*.json")
+
+    def new_process() -> None:
+        _section_store._made.clear()  # what this process computed: a new one starts without it
+
+    # Changed on disk, the stored section is what a new start returns: it was not computed.
+    stored = json.loads(file.read_text(encoding="utf-8"))
+    stored["section"]["text"] = "- stored\n"
+    file.write_text(json.dumps(stored), encoding="utf-8")
+    new_process()
+    again = budgeted_section(skills, 400, overhead=overhead)
+    assert again.text == "- stored\n" and (again.step, again.listed, again.folded) == (
+        first.step,
+        first.listed,
+        first.folded,
+    )
+    # Any input changed: computed again.
+    for changed in (
+        {"skills": [*skills[:-1], skill("mcp:s11", "Another description of what server eleven does.")]},
+        {"skills": [*skills[:-1], skill("mcp:s11", skills[-1].description, tools=4)]},
+        {"budget": 401},
+        {"overhead": [*overhead, "{}"]},
+    ):
+        args: dict[str, Any] = {"skills": skills, "budget": 400, "overhead": overhead, **changed}
+        made = budgeted_section(args.pop("skills"), args.pop("budget"), **args)
+        assert made.text != "- stored\n" and made.text.startswith(section_header(skills))
+    # A store file that is not a section's is ignored.
+    for broken in ("{not json", json.dumps({**stored, "section": {**stored["section"], "tokens": "12"}})):
+        file.write_text(broken, encoding="utf-8")
+        new_process()
+        assert budgeted_section(skills, 400, overhead=overhead) == first

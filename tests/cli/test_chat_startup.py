@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from shlex import quote as shlex_quote
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 
 from conftest import stdio_server
-from helpers.cli import KEEN, Home, make_home
+from helpers.cli import KEEN, REAL_KEEN, Home, make_home
 from helpers.fake_llm import KEY, FakeLLM, Reply
 from helpers.forkserver import forked
 
@@ -204,7 +205,10 @@ async def first_request(self, messages, tools):
             "deferred": sorted(m for m in ("hashlib", "keen._redact", "keen.capabilities.descriptor",
                                            "anyio", "anyio.from_thread") if m in sys.modules),
             "runtime": sorted(m for m in ("keen.runtime", "keen.harness.pipeline", "keen.agent.loop")
-                              if m in sys.modules)}
+                              if m in sys.modules),
+            # tempfile loads with the first file Keen writes (keen._fs)
+            "written": "tempfile" in sys.modules,
+            "section_computed": bool(getattr(sys.modules.get("keen.capabilities._section_store"), "_made", 0))}
     print(json.dumps(seen), flush=True)
     os._exit(0)
     yield  # an async generator, like the real stream
@@ -308,12 +312,14 @@ def test_with_no_server_configured_the_model_is_asked_before_pydantic_or_typer_l
     assert seen["deferred"] == [], seen  # nor hashlib, the log redactor, the descriptors, from_thread
 
 
-def whole_chat(home: Home) -> subprocess.CompletedProcess[str]:
-    """One whole ``keen chat -p`` with a scripted model, as a first run in a home."""
+def whole_chat(home: Home, *, keen: Sequence[str] = KEEN) -> subprocess.CompletedProcess[str]:
+    """One whole ``keen chat -p`` with a scripted model, as a first run in a home. ``keen``:
+    the command (default: forked from a warm process, whose exit runs no ``atexit`` hook:
+    ``REAL_KEEN`` for a run that writes the caches kept at exit, keen.tokens')."""
     script = home.keen_home.parent / "whole.jsonl"
     script.write_text(json.dumps({"content": "hi"}) + "\n", encoding="utf-8")
     return subprocess.run(
-        [*KEEN, "chat", "-m", f"scripted:{script}", "-p", "hello", "--timeout", "60"],
+        [*keen, "chat", "-m", f"scripted:{script}", "-p", "hello", "--timeout", "60"],
         env=home.env(),
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -406,3 +412,30 @@ def test_sigterm_while_the_early_answer_streams_ends_the_chat_as_ever(home: Home
     assert "answering with the skills on disk" in run.stderr  # the early path
     assert "stopped by SIGTERM; MCP servers closed" in run.stderr
     assert len(fake.requests) == 2  # the early request was the second run's only one
+
+
+def test_a_second_run_over_skills_copied_in_place_writes_nothing_before_the_model_is_asked(
+    tmp_path: Path,
+) -> None:
+    # The skills folder copied back in place (every inode and ctime new: a restore, or what
+    # bench/prompt_start.py's configured rows start from) leaves the skills store's stat data
+    # stale: the early request reads each skill's frontmatter again but writes no store before
+    # it (the session's scan writes it), and the budgeted section, whose inputs are the same,
+    # comes from the section store the first run left (keen.capabilities._section_store).
+    home = make_home(tmp_path)
+    launched = tmp_path / "launched"
+    launch_marked(home, "quick", launched)
+    for _ in range(2):  # a first run, and a second over the skill it wrote: the caches settled
+        warm = whole_chat(home, keen=REAL_KEEN)
+        assert warm.returncode == 0, warm.stderr
+    skills = home.keen_home / "skills"
+    shutil.copytree(skills, tmp_path / "copy", symlinks=True)
+    shutil.rmtree(skills)
+    (tmp_path / "copy").rename(skills)
+    time.sleep(0.1)  # past the skills store's racy window (keen.skills.cache.RACY_SECONDS)
+    seen, stderr = first_request(home, launched)
+    assert "mcp:quick" in seen["system"], stderr
+    assert (seen["written"], seen["section_computed"], seen["yaml"]) == (False, False, False), stderr
+    again = whole_chat(home)  # the session wrote the store: the next start takes every skill from it
+    assert again.returncode == 0, again.stderr
+    assert first_request(home, launched)[0]["system"] == seen["system"]

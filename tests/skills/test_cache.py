@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers.skills import settle, write_skill
-from keen.skills import MARKER_FILE, SkillsConfig
+from keen.skills import MARKER_FILE, SkillsConfig, discover
 from keen.skills import cache as cache_module
 from keen.skills.cache import DiscoveryCache, skills_dir_state, store_file
 
@@ -220,6 +220,56 @@ def test_skills_whose_stat_changed_but_not_their_text_are_read_but_not_parsed_ag
     settle()
     assert cache.discover().get("notes") == changed.discover().get("notes")
     assert (cache.reused, cache.unparsed) == (1, 1)
+
+
+def test_a_copied_folder_reads_each_frontmatter_as_a_full_scan_does(tmp_path: Path, keen_home: Path) -> None:
+    """A skill whose stat data changed is read by name in the open skills directory, its
+    frontmatter from one read of the file's head; whatever the layout (a BOM and CRLF lines,
+    a frontmatter longer than that read, a fence as the file's last line without a newline,
+    a line that is a fence only once its Unicode whitespace is stripped), a new process
+    finds what a full scan finds, and parses nothing again."""
+    root = tmp_path / "skills"
+    texts = {
+        "crlf": "\ufeff---\r\nname: crlf\r\ndescription: Windows lines.\r\n---\r\nBody.\r\n",
+        "long": f"---\nname: long\ndescription: {'word ' * 3000}end.\n---\nBody.\n",
+        "eof": "---\nname: eof\ndescription: Fence at the end.\n---",
+        "nbsp": "---\nname: nbsp\ndescription: Closed early.\n---\u00a0\ndescription: not this\n---\nBody.\n",
+    }
+    for name, text in texts.items():
+        (root / name).mkdir(parents=True)
+        (root / name / "SKILL.md").write_bytes(text.encode("utf-8"))
+    (root / "eof" / MARKER_FILE).write_text('{"managed_by": "keen-mcp", "tool_count": 2}', encoding="utf-8")
+    settle()
+    full = discover(root)
+    assert sorted(s.name for s in full.skills) == sorted(texts) and not full.problems
+    assert DiscoveryCache(root).discover().skills == full.skills
+    shutil.copytree(root, tmp_path / "copy", symlinks=True)
+    shutil.rmtree(root)
+    (tmp_path / "copy").rename(root)
+    settle()
+    again = DiscoveryCache(root)
+    assert again.discover().skills == discover(root).skills
+    assert [(s.description[:14], s.managed, s.tool_count) for s in again.discover().skills] == [
+        ("Windows lines.", False, 0),
+        ("Fence at the e", True, 2),
+        ("word word word", False, 0),
+        ("Closed early.", False, 0),
+    ]
+    assert (again.stored, again.unparsed) == (0, 4)
+
+
+def test_a_cache_that_does_not_save_reads_the_store_and_leaves_it_to_the_next(
+    tmp_path: Path, keen_home: Path
+) -> None:
+    root = tmp_path / "skills"
+    write_skill(root / "notes", "House rules.")
+    settle()
+    found = DiscoveryCache(root, save=False).discover()
+    assert [s.name for s in found.skills] == ["notes"] and not store_file(root.absolute()).exists()
+    DiscoveryCache(root).discover()
+    assert store_file(root.absolute()).is_file()
+    reader = DiscoveryCache(root, save=False)
+    assert reader.discover().skills == found.skills and reader.stored == 1
 
 
 def test_a_rewritten_marker_alone_is_read_again_from_a_new_process(tmp_path: Path, keen_home: Path) -> None:

@@ -142,7 +142,8 @@ def plan(
 
     tools = first_step_tools()
     try:
-        found = DiscoveryCache(root).discover(state)
+        # The store is not written here: the session's own scan writes it, after the request.
+        found = DiscoveryCache(root, save=False).discover(state)
         text = build_system_prompt(
             root, tools, budget=DEFAULT_PROMPT_BUDGET if budget is None else budget, skills=found.enabled
         )

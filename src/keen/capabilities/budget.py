@@ -23,12 +23,14 @@ local, else an estimate) unless a counter is passed.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from keen.capabilities import _section_store
 from keen.entry_tools import SEARCH_TOOL
 from keen.paths import WINDOWS_COLON
 from keen.skills import (
@@ -167,8 +169,42 @@ def budgeted_section(
     """
     if budget < 0:
         raise ValueError("the token budget must be >= 0")
-    counter = counter or token_counter()
     enabled = sorted((s for s in skills if s.enabled), key=lambda s: s.name)
+    if counter is not None or usefulness is not None or any(s.tool_count is None for s in enabled):
+        # A caller's own counter or scores, or a tool count read from a marker now: computed.
+        return _section(enabled, budget, skills_root, counter or token_counter(), overhead, usefulness)
+    counter = token_counter()
+    # The same inputs gave this section before (keen.capabilities._section_store).
+    key = _section_store.section_key(
+        [
+            budget,
+            list(overhead),
+            None if skills_root is None else str(skills_root),
+            counter.name,
+            counter.source,
+            [
+                [s.name, s.description, str(s.path), str(s.skill_md), s.managed, list(s.paths), s.tool_count]
+                for s in enabled
+            ],
+        ]
+    )
+    stored = _section_store.stored_section(key)
+    if stored is not None:
+        return BudgetedSection(**stored)
+    section = _section(enabled, budget, skills_root, counter, overhead, None)
+    _section_store.keep_section(key, dataclasses.asdict(section))
+    return section
+
+
+def _section(
+    enabled: list[Skill],
+    budget: int,
+    skills_root: Path | None,
+    counter: TokenCounter,
+    overhead: Sequence[str],
+    usefulness: Mapping[str, float] | None,
+) -> BudgetedSection:
+    """:func:`budgeted_section` of the enabled skills, sorted by name, computed."""
     fixed = sum(counter.count(text) for text in overhead)
     tokens = _LineTokens(counter)
     room = budget - fixed

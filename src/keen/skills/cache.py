@@ -33,7 +33,11 @@ and marker's tool count are what reading the files gave, beside a digest (BLAKE2
 frontmatter text they were parsed from: a skill whose stat data changed but whose frontmatter
 did not (the sync rewrote its marker, the folder was copied, the file saved again unchanged)
 has its files read but is not parsed again, so a start that finds its store keeps PyYAML
-unloaded; when only the marker's stat data changed, only the marker is read. A store that cannot be read, or was made for another directory, is ignored and
+unloaded; when only the marker's stat data changed, only the marker is read. Those files are
+read by name in the open skills directory, the frontmatter from one read of the file's head
+(:func:`keen.skills.discover.frontmatter_at`), which costs about a third of the usual
+path-by-path read (:func:`keen.skills.discover.load_dir`, still used when that head does
+not give the stored frontmatter). A store that cannot be read, or was made for another directory, is ignored and
 written again, so it can cost time but never change a result.
 
 Timestamps have a granularity (one kernel tick, a few ms): a file written twice within one
@@ -65,6 +69,7 @@ from keen.skills.discover import (
     Parsed,
     Skill,
     SkillProblem,
+    frontmatter_at,
     load_dir,
     read_marker,
     scan,
@@ -216,9 +221,11 @@ def _entry_key(entry: os.DirEntry[str], fd: int | None = None) -> _Entry:
     return (entry.name, own, target, skill_md, marker)
 
 
-def _frontmatter_digest(raw: str) -> str:
-    """What a stored row keeps of the frontmatter text it was parsed from."""
-    return _digest.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+def _frontmatter_digest(raw: str | bytes) -> str:
+    """What a stored row keeps of the frontmatter text it was parsed from (``bytes``: that
+    text encoded, as :func:`keen.skills.discover.frontmatter_at` reads it)."""
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    return _digest.blake2b(data, digest_size=16).hexdigest()
 
 
 def _is_listed(entry: _Entry) -> bool:
@@ -294,15 +301,19 @@ class DiscoveryCache:
     ``skills_root``: default ``paths.skills_dir()`` at each call. ``hits`` / ``scans``: how
     many calls reused the last result / scanned the directory; ``reused``: skill entries a
     scan took from the previous one instead of reading them; ``stored``: skill entries a scan
-    took from the on-disk store (module doc; ``store=False``: none is read or written);
-    ``unparsed``: skill entries read again whose frontmatter was the one kept (the previous
-    scan's or the store's), so it was not parsed again; ``markers``: skill entries taken from
-    the store but for their marker file, the only part whose stat data changed, read again.
+    took from the on-disk store (module doc; ``store=False``: none is read or written;
+    ``save=False``: it is read, never written, for a caller whose work is followed by another
+    cache's scan of the same directory, which writes it: ``keen.agent.first``, whose session
+    scans after the first request went out); ``unparsed``: skill entries read again whose
+    frontmatter was the one kept (the previous scan's or the store's), so it was not parsed
+    again; ``markers``: skill entries taken from the store but for their marker file, the
+    only part whose stat data changed, read again.
     """
 
-    def __init__(self, skills_root: Path | None = None, *, store: bool = True) -> None:
+    def __init__(self, skills_root: Path | None = None, *, store: bool = True, save: bool = True) -> None:
         self.skills_root = skills_root
         self.store = store
+        self.save = save
         self.hits = 0
         self.scans = 0
         self.reused = 0
@@ -346,11 +357,24 @@ class DiscoveryCache:
             if key is not None and before is not None and before[0] == key:
                 _, result, digest = before
                 self.reused += 1
-            elif key is not None and row is not None and row[0] == stamp:
+            elif (
+                key is not None
+                and row is not None
+                and (
+                    (as_stored := row[0] == stamp)
+                    # Its stat data changed (copied, the sync's swap) but not its frontmatter:
+                    # what parsing that same text gave is the row's.
+                    or (
+                        fd is not None
+                        and (raw := frontmatter_at(name, fd)) is not None
+                        and _frontmatter_digest(raw) == row[6]
+                    )
+                )
+            ):
                 _, skill_name, description, managed, patterns, tools, digest, marker = row
-                if marker != marker_stamp:  # only the marker changed: SKILL.md is as stored
-                    managed, tools = read_marker(entry)
-                    self.markers += 1
+                if marker != marker_stamp:  # the marker changed (the sync rewrites it): read it
+                    managed, tools = read_marker(entry, dir_fd=fd)
+                    self.markers += as_stored
                 result = Skill(
                     skill_name,
                     description,
@@ -361,7 +385,10 @@ class DiscoveryCache:
                     patterns,
                     tools,
                 )
-                self.stored += 1
+                if as_stored:
+                    self.stored += 1
+                else:
+                    self.unparsed += 1
             else:
                 # What parsing gave for this entry's frontmatter before, by its text's digest.
                 kept: dict[str, Parsed] = {}
@@ -397,10 +424,13 @@ class DiscoveryCache:
             return result
 
         listing = [e[0] for e in state.entries if _is_listed(e)]
-        found = scan(state.root, SkillsConfig.load(state.root / "config.json"), load, listing)
+        config = SkillsConfig.load(state.root / "config.json")
+        # Entries read again are looked up by name in the open directory (as the state was).
+        with _open_dir(state.root) as fd:
+            found = scan(state.root, config, load, listing)
         self.scans += 1
         self._state, self._found, self._loaded = state, found, loaded
-        if self.store and rows != stored:
+        if self.store and self.save and rows != stored:
             _write_store(state.root, rows)
             self._stored = rows
         return found

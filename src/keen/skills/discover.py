@@ -54,6 +54,7 @@ __all__ = [
     "Skill",
     "SkillProblem",
     "discover",
+    "frontmatter_at",
     "load_dir",
     "load_skill",
     "read_marker",
@@ -74,6 +75,9 @@ _NAME_RE = re.compile(r"[\w.:-]{1,128}")
 # Frontmatter is a few lines; a file that opens a fence and never closes it within
 # this many bytes is broken, and reading further would only waste time.
 _MAX_FRONTMATTER_BYTES = 64 * 1024
+# One read of a skill's files (frontmatter_at, read_marker with a dir_fd): a generated
+# skill's frontmatter and marker are well under it.
+_READ_BYTES = 8192
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,41 @@ def _read_frontmatter(skill_md: Path) -> str:
     raise ValueError("frontmatter is not closed: add a '---' line after the description")
 
 
+def frontmatter_at(name: str, dir_fd: int) -> bytes | None:
+    """The frontmatter block of ``<name>/SKILL.md`` relative to the open directory
+    ``dir_fd``, as bytes (the lines between the opening ``---`` line and the next one, as
+    :func:`_read_frontmatter` returns them, encoded), from one read of the file's first
+    :data:`_READ_BYTES`; None when it is not found there (the file is missing or unreadable,
+    has no frontmatter, or its frontmatter is longer): the caller reads it the usual way.
+
+    Lines are split at ``\n`` and a fence is a line that is ``---`` once its ASCII
+    whitespace is stripped: a stricter rule than :func:`_read_frontmatter`'s (which strips
+    any Unicode whitespace), so what it returns can only be what that function reads when
+    it equals a text that function read before (``keen.skills.cache`` compares digests:
+    such a text holds no line that either rule takes for a fence).
+    """
+    try:
+        fd = os.open(f"{name}/{SKILL_FILE}", os.O_RDONLY, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        head = os.read(fd, _READ_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    first = head.find(b"\n")
+    if first < 0 or head[:first].strip() != b"---":
+        return None
+    start = at = first + 1
+    while (end := head.find(b"\n", at)) >= 0:
+        if head[at:end].strip() == b"---":
+            return head[start:at]
+        at = end + 1
+    return None  # not closed within the read (or the last line has no newline): read it in full
+
+
 @functools.cache
 def safe_loader() -> Any:
     """libyaml's loader when PyYAML was built with it: the same safe subset of YAML, about ten
@@ -258,12 +297,35 @@ def _paths(value: Any) -> tuple[str, ...]:
     return tuple(str(p).strip() for p in value if isinstance(p, str | int) and str(p).strip())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
 
-def read_marker(skill_dir: Path) -> tuple[bool, int]:
-    """Whether ``skill_dir`` holds the keen-mcp marker file (managed) and the tool count it
-    records (0 when it has none)."""
-    marker = skill_dir / MARKER_FILE
+def _read_at(path: str, dir_fd: int) -> bytes:
+    """The whole file at ``path`` relative to the open directory ``dir_fd``: one ``open``
+    and as many ``read`` calls as its size takes, without a Python file object."""
+    fd = os.open(path, os.O_RDONLY, dir_fd=dir_fd)
     try:
-        data: Any = json.loads(marker.read_bytes().decode("utf-8"))
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, _READ_BYTES):
+            chunks.append(chunk)
+            if len(chunk) < _READ_BYTES:
+                break
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_marker(skill_dir: Path, *, dir_fd: int | None = None) -> tuple[bool, int]:
+    """Whether ``skill_dir`` holds the keen-mcp marker file (managed) and the tool count it
+    records (0 when it has none).
+
+    ``dir_fd``: ``skill_dir``'s parent, open, when the caller has it (``keen.skills.cache``):
+    the marker is then looked up by name relative to it, the same file for less CPU.
+    """
+    try:
+        raw = (
+            (skill_dir / MARKER_FILE).read_bytes()
+            if dir_fd is None
+            else _read_at(f"{skill_dir.name}/{MARKER_FILE}", dir_fd)
+        )
+        data: Any = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         return False, 0
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
