@@ -8,12 +8,13 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from helpers.forkserver import forked
 from keen.capabilities import Capability, Risk
 from keen.cli import app
-from keen.harness import PolicyInputs, read_events, replay, select
+from keen.harness import PolicyInputs, approvals, read_events, replay, select
 from keen.harness.policy import Entry
 
 CRASH = """
@@ -188,10 +189,8 @@ def test_every_string_of_an_event_is_redacted_at_any_depth_and_after_a_secret_is
 
 
 def test_a_verdict_in_the_calls_line_and_an_approval_line_read_alike(keen_home: Path) -> None:
-    from keen.harness import approvals
-
     # The permission gate's verdict is written in the call's own line; logs written before
-    # (and keen mcp call's) have an approval line of its own after the call: replay, keen
+    # have an approval line of its own after the call: replay, keen
     # sessions show and approvals() read both shapes.
     path = keen_home / "sessions" / "both.jsonl"
     path.parent.mkdir(parents=True)
@@ -225,3 +224,61 @@ def test_a_verdict_in_the_calls_line_and_an_approval_line_read_alike(keen_home: 
     ]
     shown = CliRunner().invoke(app, ["sessions", "show", "both"]).output
     assert "approval: deny by user (old)" in shown and "approval: allow by MCP host (new)" in shown, shown
+
+
+def test_a_secret_that_is_a_common_word_leaves_the_logs_own_words_readable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from keen._redact import REDACTED, Redactor
+    from keen.harness import events
+    from keen.harness.events import EventLog
+
+    # A server's env value registered as a secret may be an everyday word. The field names
+    # and the harness's own values (a call's id, the verdict and who gave it, an outcome)
+    # stay as written, so the log and its readers still say what happened; the same word in
+    # what the model or a server sent is redacted.
+    words = Redactor()
+    for word in ("allow", "user", "server", "1.1"):
+        words.add(word)
+    monkeypatch.setattr(events, "redactor", words)
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path, "s")
+    with log.held():
+        log.opening("call", step=1, call_id="1.1", name="t", arguments={"server": "user"})
+        assert log.annotate(decision="allow", by="user", reason="the user said allow")
+        log.emit("result", step=1, call_id="1.1", outcome="ok", server="gh", text="server ok")
+    log.close()
+    call, result = read_events(path)
+    assert (call["call_id"], call["decision"], call["by"]) == ("1.1", "allow", "user"), call
+    assert call["arguments"] == {REDACTED: REDACTED} and call["reason"] == f"the {REDACTED} said {REDACTED}"
+    assert (result["call_id"], result["outcome"], result["server"], result["text"]) == (
+        "1.1",
+        "ok",
+        "gh",
+        f"{REDACTED} ok",
+    )
+    assert [a["decision"] for a in approvals(read_events(path))] == ["allow"]
+
+
+def test_a_calls_line_is_its_arguments_as_proposed_and_is_written_with_the_rest_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from keen.harness.events import EventLog
+
+    # The call's line is kept open for the verdict, but its fields are taken when the call
+    # is proposed: a hook that changes a nested argument later does not rewrite it.
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path, "s")
+    arguments = {"query": {"q": "as proposed"}}
+    with log.held():
+        log.opening("call", call_id="1.1", name="t", arguments=arguments)
+        arguments["query"]["q"] = "changed by a hook"
+        log.annotate(decision="allow", by="policy")
+    assert [e["arguments"] for e in read_events(path)] == [{"query": {"q": "as proposed"}}]
+    # A log closed before the call's end (keen serve shutting down): the block still ends
+    # without raising, the lost write said in the log, never in the call.
+    with log.held():
+        log.opening("call", call_id="1.2", name="t", arguments={})
+        log.close()
+    assert "could not write a call's events" in caplog.text
+    assert [e["call_id"] for e in read_events(path)] == ["1.1"]

@@ -144,17 +144,36 @@ calls (``keen serve``) hold their own. The first may be the call's first event, 
 written (an :class:`_Opening`)."""
 
 
-_NO_ID: Any = object()
-"""An event without a ``call_id`` (:meth:`EventLog.emit`)."""
-
-
 class _Opening:
-    """A call's first event kept open (:meth:`EventLog.opening`): its type and fields."""
+    """A call's first event kept open (:meth:`EventLog.opening`): its type and its fields'
+    JSON (:func:`_fields`), the verdict added by :meth:`EventLog.annotate`."""
 
-    __slots__ = ("data", "type")
+    __slots__ = ("fields", "type")
 
-    def __init__(self, type: str, data: dict[str, Any]) -> None:
-        self.type, self.data = type, data
+    def __init__(self, type: str, fields: str) -> None:
+        self.type, self.fields = type, fields
+
+
+_PLAIN = frozenset(
+    {"step", "turn", "call_id", "outcome", "gate", "code", "stages", "truncated_chars", "decision", "by"}
+)
+"""Fields whose values the harness makes itself (never user or server text: a call's id, a
+verdict, an outcome): written as they are, like every field's name. A secret that happens to
+be a common word ("allow", "user", "server") then still leaves the log readable."""
+
+
+def _fields(data: dict[str, Any]) -> str:
+    """The JSON text of ``data``'s fields without the braces: each name, and each value of a
+    :data:`_PLAIN` field, as it is; every string of the other values redacted as the encoder
+    meets it (:class:`_Quoted`)."""
+    global _lines
+    memo, encode = _lines
+    if memo is not redactor.memo:  # a secret was added since: nothing redacted before counts
+        _lines = memo, encode = _line_encoder()
+    return ", ".join(
+        f"{_basestring(name)}: {_encode(value) if name in _PLAIN else encode(value)}"
+        for name, value in data.items()
+    )
 
 
 class EventLog:
@@ -178,25 +197,21 @@ class EventLog:
         pending = held.get(id(self)) if held is not None else None
         if pending and pending[0].__class__ is _Opening:  # the call's first event goes first
             self._open(pending)
+        line = self._line(type, _fields(data))
+        if pending is not None:
+            pending.append(line)
+        else:
+            self._write(line)
+
+    def _line(self, type: str, fields: str) -> str:
+        """The line of an event of ``type`` whose fields' JSON (no braces) is ``fields``: the
+        next ``seq`` and the time now."""
         self._seq += 1
-        # Every string (field names too) is redacted as the encoder meets it (_Quoted): no
-        # copy of the fields is made first. The head is formatted by hand (the session's and
-        # the type's JSON made once), and the encoder sees only the fields: the same line
-        # json.dumps(event) writes with each string redacted, for less work.
-        global _lines
-        memo, encode = _lines
-        if memo is not redactor.memo:  # a secret was added since: nothing redacted before counts
-            _lines = memo, encode = _line_encoder()
+        # The head is formatted by hand (the session's and the type's JSON made once): the
+        # same line json.dumps(event) writes with each string redacted, for less work.
         head = self._heads.get(type)
         if head is None:
             head = self._heads[type] = f', {self._session_json}, "type": {_encode(type)}'
-        # A call's id is Keen's own and new with each call: written by hand, not redacted (a
-        # redaction pass for nothing) nor remembered (it would crowd out what repeats).
-        call_id = data.pop("call_id", _NO_ID)
-        if call_id is not _NO_ID:
-            call_id = _basestring(call_id) if call_id.__class__ is str else _encode(call_id)
-            head = f'{head}, "call_id": {call_id}'
-        body = encode(data)
         # ts: now, as datetime.now(UTC).isoformat() writes it (microseconds left out when 0),
         # made here, not one call deeper: every event passes.
         global _stamp
@@ -207,23 +222,20 @@ class EventLog:
             _stamp = (seconds, ts)
         micros = nanos // 1000
         ts = f"{ts}.{micros:06d}+00:00" if micros else f"{ts}+00:00"
-        line = f'{{"seq": {self._seq}, "ts": "{ts}"{head}{", " + body[1:] if data else "}"}\n'
-        if pending is not None:
-            pending.append(line)
-        else:
-            self._write(line)
+        return f'{{"seq": {self._seq}, "ts": "{ts}"{head}{", " + fields if fields else ""}}}\n'
 
     def opening(self, type: str, **data: Any) -> None:
         """Begin the current call's events with this one, kept open for :meth:`annotate`
         until the call's next event, its :meth:`release` or its end, whichever comes first:
-        then written as :meth:`emit` writes it (its ``seq`` and ``ts`` are that moment's).
-        Outside a call that holds its events, or after its first, it is emitted at once."""
+        then written as :meth:`emit` writes it (its ``seq`` and ``ts`` are that moment's; its
+        fields are encoded now, as they are at this moment). Outside a call that holds its
+        events, or after its first, it is emitted at once."""
         held = _HELD.get()
         pending = held.get(id(self)) if held is not None else None
         if pending is None or pending:
             self.emit(type, **data)
             return
-        pending.append(_Opening(type, data))
+        pending.append(_Opening(type, _fields(data)))
 
     def annotate(self, **fields: Any) -> bool:
         """Add ``fields`` to the current call's first event (:meth:`opening`) if it is not
@@ -232,13 +244,18 @@ class EventLog:
         held = _HELD.get()
         pending = held.get(id(self)) if held is not None else None
         if pending and pending[0].__class__ is _Opening:
-            pending[0].data.update(fields)
+            opening: _Opening = pending[0]
+            more = _fields(fields)
+            opening.fields = (
+                f"{opening.fields}, {more}" if opening.fields and more else opening.fields or more
+            )
             return True
         return False
 
     def _open(self, pending: list[Any]) -> None:
-        opening: _Opening = pending.pop(0)
-        self.emit(opening.type, **opening.data)
+        """The call's first event, kept open, made its line in its place (written first)."""
+        opening: _Opening = pending[0]
+        pending[0] = self._line(opening.type, opening.fields)
 
     def held(self) -> AbstractContextManager[None]:
         """Hold the events this task emits in the block (one call's) and write them with one
@@ -254,7 +271,7 @@ class EventLog:
 
     def _flush(self, pending: list[Any]) -> None:
         if pending:
-            if pending[0].__class__ is _Opening:
+            if pending[0].__class__ is _Opening:  # written with the rest, in the one write
                 self._open(pending)
             text = "".join(pending)
             pending.clear()
