@@ -208,8 +208,16 @@ def test_a_verdict_in_the_calls_line_and_an_approval_line_read_alike(keen_home: 
             "gate": "permission",
             "text": "no",
         },
-        {"type": "call", "step": 1, "call_id": "1.2", "name": "call_mcp_tool", "arguments": {"n": 2}}
-        | {"decision": "allow", "by": "MCP host", "reason": "new"},
+        {
+            "type": "call",
+            "step": 1,
+            "call_id": "1.2",
+            "name": "call_mcp_tool",
+            "arguments": {"n": 2},
+            "decision": "allow",
+            "by": "MCP host",
+            "reason": "new",
+        },
         {"type": "result", "step": 1, "call_id": "1.2", "outcome": "ok", "gate": None, "text": "done"},
     ]
     path.write_text("".join(json.dumps({"seq": i, **head, **e}) + "\n" for i, e in enumerate(lines, 1)))
