@@ -170,10 +170,21 @@ def _fields(data: dict[str, Any]) -> str:
     memo, encode = _lines
     if memo is not redactor.memo:  # a secret was added since: nothing redacted before counts
         _lines = memo, encode = _line_encoder()
-    return ", ".join(
-        f"{_basestring(name)}: {_encode(value) if name in _PLAIN else encode(value)}"
-        for name, value in data.items()
-    )
+    # A loop, not a generator: every event passes, and a generator is resumed per field.
+    # Names and plain strings and ints are written by C functions; the rest by an encoder.
+    parts: list[str] = []
+    for name, value in data.items():
+        kind = value.__class__
+        if name not in _PLAIN:
+            text = encode(value)
+        elif kind is str:
+            text = _basestring(value)
+        elif kind is int:
+            text = str(value)
+        else:
+            text = _encode(value)
+        parts.append(f"{_basestring(name)}: {text}")
+    return ", ".join(parts)
 
 
 class EventLog:
