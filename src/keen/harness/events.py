@@ -6,7 +6,8 @@ come. A call's events are written together (:meth:`EventLog.held`): those before
 in one ``write`` just before it is sent (:meth:`EventLog.release`), the rest in one when it
 ends, refused or not. So a crash loses at most the events of the calls in progress not yet
 sent (nothing of them left Keen) and the line being written. Every string is redacted
-(:mod:`keen._redact`) before it is written. Event types:
+(:mod:`keen._redact`) before it is written, except the field names and the values Keen
+makes itself (:data:`_PLAIN`: a call's id, a verdict, an outcome). Event types:
 
 - ``session.start`` (mode, workspace), ``step.start`` (``offered``: tool names given to the
   model; ``skill_index``: skill names listed; ``handles``: resource and prompt names in
@@ -91,10 +92,10 @@ class _Quoted(dict[str, str]):
     """A string -> its redacted JSON text (quotes included), made on a miss.
 
     Event lines are encoded with this as the encoder's string function
-    (``_Quoted().__getitem__``, :func:`keen._json.encoder`): every string of an event, keys
-    and values at any depth, is redacted as it is encoded, without a copy of the event made
-    first, and a string seen before (a call's server, tool and argument values; a field's
-    name) costs one lookup in C, no Python call. Made again whenever the redactor's memo is
+    (``_Quoted().__getitem__``, :func:`keen._json.encoder`): every string of a field's value,
+    keys and values at any depth, is redacted as it is encoded, without a copy of the event
+    made first, and a string seen before (a call's server, tool and argument values) costs
+    one lookup in C, no Python call. Made again whenever the redactor's memo is
     replaced (a secret added: :meth:`keen._redact.Redactor.add`), so no text redacted without
     a secret is used once it is known."""
 
