@@ -11,7 +11,7 @@ the session serves both eras.
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import Any
 
 import mcp_types as mt
 from mcp.client.session import ClientRequestContext, ClientSession
@@ -20,7 +20,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from keen.mcp.connection.sdk_private import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, run_input_required_driver
 from keen.mcp.listing.tool_descriptions import description_required, fetch_descriptions
 
-__all__ = ["call_tool", "finish", "finished"]
+__all__ = ["call_tool"]
 
 
 async def call_tool(
@@ -44,49 +44,6 @@ async def call_tool(
         InputRequiredRoundsExceededError: the server kept asking (more than 10 rounds).
     """
 
-    # The first round is sent here, not through a helper: most calls have no other, and each
-    # coroutine between the caller and the SDK is resumed at every step of the call.
-    raw = await session.call_tool(
-        tool,
-        arguments,
-        read_timeout_seconds=read_timeout_seconds,
-        progress_callback=progress_callback,
-        allow_input_required=True,
-    )
-    if finished(raw, descriptions_uri):
-        return raw
-    return await finish(
-        session,
-        tool,
-        arguments,
-        raw,
-        read_timeout_seconds=read_timeout_seconds,
-        progress_callback=progress_callback,
-        descriptions_uri=descriptions_uri,
-    )
-
-
-def finished(raw: Any, descriptions_uri: str | None) -> TypeGuard[mt.CallToolResult]:
-    """The first round's answer ``raw`` is the call's result: no input asked for, no tool
-    description required (most calls). Otherwise :func:`finish` the call."""
-    if isinstance(raw, mt.InputRequiredResult):
-        return False
-    return descriptions_uri is None or not description_required(raw)
-
-
-async def finish(
-    session: ClientSession,
-    tool: str,
-    arguments: dict[str, Any],
-    raw: Any,
-    *,
-    read_timeout_seconds: float | None,
-    progress_callback: ProgressFnT | None = None,
-    descriptions_uri: str | None = None,
-) -> mt.CallToolResult:
-    """The rest of :func:`call_tool` after its first round answered ``raw`` (sent by the
-    caller: the same request :func:`call_tool` sends first). Raises as :func:`call_tool`."""
-
     async def send(responses: mt.InputResponses | None, state: str | None) -> Any:
         return await session.call_tool(
             tool,
@@ -98,6 +55,15 @@ async def finish(
             allow_input_required=True,
         )
 
+    # The first round is sent here, not through send(): most calls have no other, and each
+    # coroutine between the caller and the SDK is resumed at every step of the call.
+    raw = await session.call_tool(
+        tool,
+        arguments,
+        read_timeout_seconds=read_timeout_seconds,
+        progress_callback=progress_callback,
+        allow_input_required=True,
+    )
     if isinstance(raw, mt.InputRequiredResult):
         raw = await _rounds(session, raw, send)
     if descriptions_uri is not None and description_required(raw):

@@ -37,7 +37,7 @@ from keen.errors import Remedy, ToolChanged, ToolNotFound, exception_leaves
 from keen.mcp.listing.changes import ToolsChanged, diff_tools
 from keen.mcp.types import Tool
 
-__all__ = ["call_with_relist", "definition_changes", "resend_if_stale", "stale_refusal"]
+__all__ = ["call_with_relist", "definition_changes", "stale_refusal"]
 
 _X_MCP_HEADER = "x-mcp-header"
 
@@ -100,37 +100,16 @@ async def call_with_relist(
     try:
         raw = await send()
     except Exception as exc:
-        return await resend_if_stale(
-            exc, send=send, relist=relist, current=current, before=before, server=server, tool=tool
-        )
+        if before is None or stale_refusal(exc, tool) is None:
+            raise
+        if await relist() is None:
+            raise  # no fresh list to judge by: the server's own refusal stands
+        _check_unchanged(before, current(), server, tool)
+        return await send()
     if before is None or stale_refusal(raw, tool) is None:
         return raw
-    return await resend_if_stale(
-        raw, send=send, relist=relist, current=current, before=before, server=server, tool=tool
-    )
-
-
-async def resend_if_stale(
-    outcome: Exception | mt.CallToolResult,
-    *,
-    send: Callable[[], Awaitable[mt.CallToolResult]],
-    relist: Callable[[], Awaitable[ToolsChanged | None]],
-    current: Callable[[], Tool | None],
-    before: Tool | None,
-    server: str,
-    tool: str,
-) -> mt.CallToolResult:
-    """:func:`call_with_relist` after ``send()``'s first ``outcome`` (its result, or the
-    exception it raised: then call this in the ``except`` block), for a caller that sent the
-    first one itself. Returns the result, or raises as :func:`call_with_relist`."""
-    if before is None or stale_refusal(outcome, tool) is None:
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
-    if await relist() is None:  # no fresh list to judge by: the server's own answer stands
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
+    if await relist() is None:
+        return raw
     _check_unchanged(before, current(), server, tool)
     return await send()
 

@@ -37,8 +37,7 @@ from keen.errors import (
     UserActionRequired,
 )
 from keen.mcp.calls._input import call_tool as call_tool_any_era
-from keen.mcp.calls._input import finish, finished
-from keen.mcp.calls._stale import resend_if_stale, stale_refusal
+from keen.mcp.calls._stale import call_with_relist
 from keen.mcp.connection.elicitation import UrlElicitationCallback
 from keen.mcp.connection.server import ServerConnection
 from keen.mcp.connection.translate import AUTH_STATUSES, sign_in_message, translate_call_error
@@ -90,38 +89,16 @@ async def _send_tool_call(
 ) -> ToolResult:
     name = connection.name
     uri = connection.descriptions_uri
-    before = connection.tools_by_name.get(tool)
+    send = partial(call_tool_any_era, session, tool, arguments, read_timeout_seconds=limit)
     try:
-        # The stale-list check of keen.mcp.calls._stale.call_with_relist and the rounds of
-        # keen.mcp.calls._input.call_tool, with the first round sent here: most calls have no
-        # other, and each coroutine between the caller and the SDK is resumed at every step.
-        try:
-            raw = await session.call_tool(
-                tool,
-                arguments,
-                read_timeout_seconds=limit,
-                progress_callback=progress,
-                allow_input_required=True,
-            )
-            if not finished(raw, uri):
-                raw = await finish(
-                    session,
-                    tool,
-                    arguments,
-                    raw,
-                    read_timeout_seconds=limit,
-                    progress_callback=progress,
-                    descriptions_uri=uri,
-                )
-        except Exception as exc:
-            raw = await resend_if_stale(
-                exc, **_relist(connection, session, tool, arguments, limit, progress, relist, before)
-            )
-        else:
-            if before is not None and stale_refusal(raw, tool) is not None:
-                raw = await resend_if_stale(
-                    raw, **_relist(connection, session, tool, arguments, limit, progress, relist, before)
-                )
+        raw = await call_with_relist(
+            partial(send, progress_callback=progress, descriptions_uri=uri),
+            relist=relist,
+            current=lambda: connection.tools_by_name.get(tool),
+            before=connection.tools_by_name.get(tool),
+            server=name,
+            tool=tool,
+        )
     except Exception as exc:
         error = translate_call_error(
             exc, server=name, tool=tool, timeout=limit, http_status=connection.http_status
@@ -151,35 +128,6 @@ async def _send_tool_call(
         structured_content=data.get("structuredContent"),
         is_error=bool(raw.is_error),
     )
-
-
-def _relist(
-    connection: ServerConnection,
-    session: ClientSession,
-    tool: str,
-    arguments: dict[str, Any],
-    limit: float,
-    progress: ProgressFnT | None,
-    relist: Callable[[], Awaitable[ToolsChanged | None]],
-    before: Tool | None,
-) -> dict[str, Any]:
-    """What :func:`keen.mcp.calls._stale.resend_if_stale` needs of a call (the rare path)."""
-    return {
-        "send": partial(
-            call_tool_any_era,
-            session,
-            tool,
-            arguments,
-            read_timeout_seconds=limit,
-            progress_callback=progress,
-            descriptions_uri=connection.descriptions_uri,
-        ),
-        "relist": relist,
-        "current": lambda: connection.tools_by_name.get(tool),
-        "before": before,
-        "server": connection.name,
-        "tool": tool,
-    }
 
 
 async def send_request(
