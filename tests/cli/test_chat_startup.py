@@ -25,6 +25,7 @@ from conftest import stdio_server
 from helpers.cli import KEEN, REAL_KEEN, Home, make_home
 from helpers.fake_llm import KEY, FakeLLM, Reply
 from helpers.forkserver import forked
+from helpers.skills import settle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow_file]
 
@@ -432,7 +433,7 @@ def test_a_second_run_over_skills_copied_in_place_writes_nothing_before_the_mode
     shutil.copytree(skills, tmp_path / "copy", symlinks=True)
     shutil.rmtree(skills)
     (tmp_path / "copy").rename(skills)
-    time.sleep(0.1)  # past the skills store's racy window (keen.skills.cache.RACY_SECONDS)
+    settle()  # past the skills store's racy window
     seen, stderr = first_request(home, launched)
     assert "mcp:quick" in seen["system"], stderr
     assert (seen["written"], seen["section_computed"], seen["yaml"]) == (False, False, False), stderr
