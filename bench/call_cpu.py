@@ -21,6 +21,11 @@ alike, and the figures are min / median / max of the per-call CPU over ``--repea
 with the ratios of the medians to the SDK's (target: ``keen serve`` within 1.3x) and the
 machine's load average before and after. Prints figures, never asserts.
 
+Each path's CPU is split into user and system time too (``getrusage``, read around each call
+outside the ``process_time`` window: a call's system calls, its socket or pipe reads and
+writes, epoll, the event log's writes, are the system part), with the garbage collections
+that ran during its calls (``gc.callbacks``), per thousand calls.
+
 CPU time on a loaded machine moves by tens of percent between runs, so each path's Python
 function calls per call (``sys.setprofile``: functions entered and coroutines resumed, the
 SDK's and the event loop's included, over 100 more calls) are printed too: a figure that
@@ -32,8 +37,10 @@ Usage: ``python bench/call_cpu.py [--calls 200] [--repeat 6] [--json]``
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -56,6 +63,7 @@ from mcp import ClientSession
 __all__ = ["bench", "main"]
 
 SERVE_TARGET = 1.3
+_ORDER = ("sdk", "sdk_legacy", "manager", "serve")
 TOOL, ARGUMENTS = "word_count", {"text": "the quick brown fox jumps over the lazy dog"}
 
 
@@ -106,18 +114,39 @@ async def bench(calls: int, repeat: int) -> dict[str, Any]:
                 for _ in range(50):
                     await call()
             per_call: dict[str, list[float]] = {name: [] for name in paths}
+            user: dict[str, list[float]] = {name: [] for name in paths}
+            system: dict[str, list[float]] = {name: [] for name in paths}
+            collected = dict.fromkeys(paths, 0)
+            collections = [0]
+
+            def counted(phase: str, info: dict[str, Any]) -> None:
+                if phase == "start":
+                    collections[0] += 1
+
             order = list(paths.items())
-            for _ in range(repeat):
-                spent = dict.fromkeys(paths, 0)
-                for i in range(calls):
-                    # One call of each path in turn, the order reversed every round: the load
-                    # of a shared machine moves each path's figure alike.
-                    for name, call in order if i % 2 == 0 else order[::-1]:
-                        start = time.process_time_ns()
-                        await call()
-                        spent[name] += time.process_time_ns() - start
-                for name in paths:
-                    per_call[name].append(spent[name] / calls / 1e3)
+            gc.callbacks.append(counted)
+            try:
+                for _ in range(repeat):
+                    spent = dict.fromkeys(paths, 0)
+                    split = {name: [0.0, 0.0] for name in paths}
+                    for i in range(calls):
+                        # One call of each path in turn, the order reversed every round: the load
+                        # of a shared machine moves each path's figure alike.
+                        for name, call in order if i % 2 == 0 else order[::-1]:
+                            before, seen = resource.getrusage(resource.RUSAGE_SELF), collections[0]
+                            start = time.process_time_ns()
+                            await call()
+                            spent[name] += time.process_time_ns() - start
+                            after = resource.getrusage(resource.RUSAGE_SELF)
+                            split[name][0] += after.ru_utime - before.ru_utime
+                            split[name][1] += after.ru_stime - before.ru_stime
+                            collected[name] += collections[0] - seen
+                    for name in paths:
+                        per_call[name].append(spent[name] / calls / 1e3)
+                        user[name].append(split[name][0] / calls * 1e6)
+                        system[name].append(split[name][1] / calls * 1e6)
+            finally:
+                gc.callbacks.remove(counted)
             python_calls = {name: await _python_calls(call) for name, call in paths.items()}
     medians = {name: statistics.median(values) for name, values in per_call.items()}
     return {
@@ -126,6 +155,9 @@ async def bench(calls: int, repeat: int) -> dict[str, Any]:
         "eras": eras,
         "cpu_us": per_call,
         "median_us": medians,
+        "user_us": {name: statistics.median(values) for name, values in user.items()},
+        "system_us": {name: statistics.median(values) for name, values in system.items()},
+        "gc_per_1000": {name: count * 1000 / (calls * repeat) for name, count in collected.items()},
         "legacy_ratio": medians["sdk_legacy"] / medians["sdk"],
         "manager_ratio": medians["manager"] / medians["sdk"],
         "serve_ratio": medians["serve"] / medians["sdk"],
@@ -191,8 +223,17 @@ def main() -> None:
             ),
             (
                 "Python calls per call",
-                " / ".join(f"{fig['python_calls'][n]:.0f}" for n in ("sdk", "sdk_legacy", "manager", "serve"))
+                " / ".join(f"{fig['python_calls'][n]:.0f}" for n in _ORDER)
                 + "  (SDK / SDK 2025-11-25 / Manager / keen serve)",
+            ),
+            (
+                "user + system per call",
+                " / ".join(f"{fig['user_us'][n]:.0f}+{fig['system_us'][n]:.0f}" for n in _ORDER)
+                + " us  (medians; SDK / SDK 2025-11-25 / Manager / keen serve)",
+            ),
+            (
+                "GC runs per 1000 calls",
+                " / ".join(f"{fig['gc_per_1000'][n]:.1f}" for n in _ORDER),
             ),
             (
                 "machine",
