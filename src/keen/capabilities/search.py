@@ -186,12 +186,17 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
 
 def _standardise(values: np.ndarray) -> np.ndarray:
     """``values`` as z-scores (0 where they are all equal, or empty)."""
+    import numpy as np
+
     if values.size == 0:
         return values
-    spread = float(values.std())
+    # values.std()'s own steps (the mean, the deviations, the root of their mean square), so
+    # the mean and the deviations are computed once, not again for the z-scores: the same bits.
+    centred = values - values.mean()
+    spread = float(np.sqrt(np.mean(np.square(centred))))
     if spread <= 1e-9:
         return values * 0.0
-    return (values - float(values.mean())) / spread
+    return centred / spread
 
 
 class ToolSearch:
@@ -279,12 +284,9 @@ class ToolSearch:
     def _expanded_lexical(self, query: str, tokens: list[str]) -> np.ndarray:
         """BM25 of ``tokens`` plus, for each neighbour of a query word, its BM25 times
         ``NEIGHBOUR_WEIGHT`` times its similarity."""
-        import numpy as np
-
-        scores = self._lexical(self._bm25, tokens, len(self.ids))
+        scores = self._lexical(self._bm25, tokens, len(self.ids))  # a new array: added to in place
         for term, similarity in self._neighbours.expand(query, set(tokens)):
-            extra = np.asarray(self._bm25.get_scores_from_ids([term]), dtype=np.float32)
-            scores = scores + (NEIGHBOUR_WEIGHT * similarity) * extra
+            self._bm25.add_scores(scores, term, NEIGHBOUR_WEIGHT * similarity)
         return scores
 
     def signals(self, query: str) -> dict[str, np.ndarray]:
@@ -339,8 +341,6 @@ class ToolSearch:
         """Each content word of ``query`` (as typed, lowercase; first 2,000 characters) that
         the catalog uses, with a boolean array of the documents whose text holds it: what
         a search result's one-line why names."""
-        import numpy as np
-
         from keen.capabilities._text import STOPWORDS, stem_words, words
 
         vocab = self._bm25.vocab_dict
@@ -352,7 +352,7 @@ class ToolSearch:
             seen.add(word)
             term = vocab.get(stem_words([word])[0])
             if term is not None:
-                out.append((word, np.asarray(self._bm25.get_scores_from_ids([term])) > 0))
+                out.append((word, self._bm25.holding(term)))
         return out
 
     # For _server_means, per server-row array (kept while it is the index's): the documents
