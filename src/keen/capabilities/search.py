@@ -80,6 +80,7 @@ from keen.capabilities._documents import (
     semantic_text,
 )
 from keen.capabilities._embed import embedder, pool, token_ids
+from keen.capabilities._helper import dot_halves, helpers
 from keen.capabilities._index_cache import INDEX_FORMAT, MAX_INDEXES, flush, forget
 from keen.capabilities._query import search_query, value_kinds
 from keen.capabilities._text import stem_tokens
@@ -169,7 +170,7 @@ def _vectors(texts: Sequence[str], weights: np.ndarray) -> np.ndarray:
 def _best_view(dense: DenseVectors, query: np.ndarray) -> np.ndarray:
     """Per tool, the best cosine of ``query`` with its :data:`DENSE_VIEWS` vectors (each
     distinct text's once: :attr:`~keen.capabilities.dense.DenseVectors.distinct`)."""
-    cosines = _dot(dense.distinct, query)[dense.rows]
+    cosines = dot_halves(dense.distinct, query)[dense.rows]
     return cosines.reshape(dense.views, -1).max(axis=0) if dense.views > 1 else cosines
 
 
@@ -296,7 +297,6 @@ class ToolSearch:
         import numpy as np
 
         w = self.weights
-        n_servers = len(self._server_vectors)
         cut = query[:MAX_QUERY_CHARS]
         # A query that is nothing but data (a hash, a tool named by its UUID) still ranks by
         # it: dropping it all would leave nothing to rank by, and an arbitrary order.
@@ -308,30 +308,49 @@ class ToolSearch:
         # _query.value_kinds); keywords and the servers' word vectors read the values (their
         # kinds there measured lower on the even halves, docs/search.md).
         kinds = value_kinds(query)
-        qv = _vectors([query], self._token_weights)[0]
-        qk = qv if kinds == query else _vectors([kinds], self._token_weights)[0]
         dense = self.dense if self.dense is not None and self.dense.ready else None
-        # The request in the tools' own form (dense_text: "how to <tool> with <server>: ...").
-        qd = dense.query_vector(f"how to {kinds}" if kinds.strip() else kinds) if dense is not None else None
+        if dense is not None:
+            # The request in the tools' own form (dense_text: "how to <tool> with <server>: ..."),
+            # encoded on this thread (outside the GIL) while a helper scores the signals that
+            # do not need its vector (_helper: the same bits, sooner with a CPU free).
+            words_part = helpers().submit(self._word_signals, query, kinds, tokens)
+            qd = dense.query_vector(f"how to {kinds}" if kinds.strip() else kinds)
+            lexical, static, srv = words_part.result()
+        else:
+            qd = None
+            lexical, static, srv = self._word_signals(query, kinds, tokens)
         out: dict[str, np.ndarray] = {
-            "lexical": w.lexical * _standardise(self._expanded_lexical(query, tokens)),
-            "static": w.semantic
-            * (w.static_with_dense if qd is not None else 1.0)
-            * _standardise(self._static_scores(qk)),
+            "lexical": w.lexical * lexical,
+            "static": w.semantic * (w.static_with_dense if qd is not None else 1.0) * static,
         }
         if dense is not None and qd is not None:
             out["dense"] = w.dense * _standardise(_best_view(dense, qd))
-        if n_servers and w.server:
-            srv = _standardise(self._lexical(self._bm25_servers, tokens, n_servers))
-            srv += _standardise(_dot(self._server_vectors, qv))
+        if srv is not None:
             if dense is not None and qd is not None:
                 srv += w.dense_server * _standardise(_dot(self._dense_servers(dense), qd))
                 if w.server_tools:  # the server as a whole: how well its tools match on average
                     tools = out["lexical"] + out["static"] + out["dense"]
                     srv += w.server_tools * _standardise(self._server_means(tools))
             srv = np.append(srv, 0.0)  # row -1: documents without a server
-            out["server"] = w.server * server_trust(n_servers) * srv[self._doc_server]
+            out["server"] = w.server * server_trust(len(self._server_vectors)) * srv[self._doc_server]
         return out
+
+    def _word_signals(
+        self, query: str, kinds: str, tokens: list[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The z-scores of the signals that need no transformer vector: keywords (``tokens``,
+        with neighbours), the tools' word vectors (of ``kinds``), and the servers' keyword
+        and word-vector z-scores summed (None without servers or a server weight)."""
+        qv = _vectors([query], self._token_weights)[0]
+        qk = qv if kinds == query else _vectors([kinds], self._token_weights)[0]
+        lexical = _standardise(self._expanded_lexical(query, tokens))
+        static = _standardise(self._static_scores(qk))
+        n_servers = len(self._server_vectors)
+        if not (n_servers and self.weights.server):
+            return lexical, static, None
+        srv = _standardise(self._lexical(self._bm25_servers, tokens, n_servers))
+        srv += _standardise(_dot(self._server_vectors, qv))
+        return lexical, static, srv
 
     def _static_scores(self, query: np.ndarray) -> np.ndarray:
         """Each tool's word-vector cosine with the unit vector ``query``."""
