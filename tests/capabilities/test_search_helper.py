@@ -4,11 +4,13 @@ child gets helpers of its own."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import numpy as np
 import pytest
 
-from keen.capabilities._helper import SPLIT_ROWS, dot_halves
+from keen.capabilities._helper import HELPERS, SPLIT_ROWS, beside, dot_halves, helpers
 
 
 @pytest.mark.parametrize("rows", [1, SPLIT_ROWS - 1, SPLIT_ROWS, 2 * SPLIT_ROWS + 1])
@@ -40,3 +42,47 @@ def test_a_forked_child_splits_products_with_helpers_of_its_own() -> None:
         answer = pipe.read()
     os.waitpid(pid, 0)
     assert answer == b"same"
+
+
+def test_work_no_helper_has_started_runs_on_the_calling_thread_once() -> None:
+    release = threading.Event()
+    started = threading.Barrier(HELPERS + 1)
+
+    def hold() -> None:
+        started.wait(timeout=10)
+        release.wait(timeout=10)
+
+    busy = [helpers().submit(hold) for _ in range(HELPERS)]
+    started.wait(timeout=10)  # every helper is inside hold(): none can take more work
+    ran: list[int] = []
+    try:
+        result = beside(lambda: ran.append(threading.get_ident()) or "done")
+        assert result() == "done"
+    finally:
+        release.set()
+        for future in busy:
+            future.result(timeout=10)
+    assert ran == [threading.get_ident()]
+    time.sleep(0.05)  # a cancelled call left in the queue must not run after all
+    assert len(ran) == 1
+
+
+def test_work_a_helper_started_gives_its_result_and_its_exception() -> None:
+    started = threading.Event()
+
+    def name() -> str:
+        started.set()
+        return threading.current_thread().name
+
+    def fail() -> None:
+        started.set()
+        raise LookupError("no such term")
+
+    result = beside(name)
+    assert started.wait(timeout=10)  # a helper runs it: the result is the helper's
+    assert result().startswith("keen-search")
+    started.clear()
+    failed = beside(fail)
+    assert started.wait(timeout=10)
+    with pytest.raises(LookupError, match="no such term"):
+        failed()

@@ -6,22 +6,29 @@ with every view's vector (``np.vecdot``, bound by memory). With a second CPU fre
 keyword and word-vector signals (which do not need the query's transformer vector) run on
 a helper while the calling thread encodes, and half of the views' product runs on a
 helper while the calling thread does the other half. Each value is computed by the same
-operations on the same data either way, so the scores are the same bits; on a machine
-whose CPUs are all busy the work is the same and the hand-overs cost about 0.3 to 0.5 ms
-of CPU a search (docs/search.md, "Signals beside the encoder").
+operations on the same data either way, so the scores are the same bits.
+
+On a machine whose CPUs are all busy a helper thread may not be scheduled for several
+milliseconds: the calling thread never waits for work no helper has started, it takes the
+work back and does it itself (:func:`beside`), so the wait is bounded by a helper's share
+(about 1.5 ms of CPU at 4,310 tools) and the cost is the hand-over (about 0.3 ms of CPU a
+search; docs/search.md, "Signals beside the encoder").
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["HELPERS", "SPLIT_ROWS", "dot_halves", "helpers"]
+__all__ = ["HELPERS", "SPLIT_ROWS", "beside", "dot_halves", "helpers"]
+
+T = TypeVar("T")
 
 HELPERS = 2
 """Helper threads per process: two searches at once (``keen serve``'s hosts) each find one
@@ -55,6 +62,20 @@ def helpers() -> ThreadPoolExecutor:
         return _pool
 
 
+def beside(work: Callable[[], T]) -> Callable[[], T]:
+    """Start ``work`` on a helper thread; the function returned gives its result: the
+    helper's, waited for, when a helper has started it, else ``work()`` run on the calling
+    thread (the queued call cancelled first, so it runs once). Exceptions are ``work``'s."""
+    future = helpers().submit(work)
+
+    def result() -> T:
+        if future.cancel():  # no helper took it yet: the CPUs are busy, do it here
+            return work()
+        return future.result()
+
+    return result
+
+
 def dot_halves(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """``np.vecdot(matrix, vector)`` (one float32 dot product per row, no BLAS threads), the
     first half of the rows on a helper thread when ``matrix`` has :data:`SPLIT_ROWS` rows
@@ -66,7 +87,7 @@ def dot_halves(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
         return np.vecdot(matrix, vector)
     half = len(matrix) // 2
     out = np.empty(len(matrix), dtype=np.result_type(matrix, vector))
-    first = helpers().submit(np.vecdot, matrix[:half], vector, out=out[:half])
+    first = beside(lambda: np.vecdot(matrix[:half], vector, out=out[:half]))
     np.vecdot(matrix[half:], vector, out=out[half:])
-    first.result()
+    first()
     return out

@@ -80,7 +80,7 @@ from keen.capabilities._documents import (
     semantic_text,
 )
 from keen.capabilities._embed import embedder, pool, token_ids
-from keen.capabilities._helper import dot_halves, helpers
+from keen.capabilities._helper import beside, dot_halves
 from keen.capabilities._index_cache import INDEX_FORMAT, MAX_INDEXES, flush, forget
 from keen.capabilities._query import search_query, value_kinds
 from keen.capabilities._text import stem_tokens
@@ -313,9 +313,9 @@ class ToolSearch:
             # The request in the tools' own form (dense_text: "how to <tool> with <server>: ..."),
             # encoded on this thread (outside the GIL) while a helper scores the signals that
             # do not need its vector (_helper: the same bits, sooner with a CPU free).
-            words_part = helpers().submit(self._word_signals, query, kinds, tokens)
+            words_part = beside(lambda: self._word_signals(query, kinds, tokens))
             qd = dense.query_vector(f"how to {kinds}" if kinds.strip() else kinds)
-            lexical, static, srv = words_part.result()
+            lexical, static, srv = words_part()
         else:
             qd = None
             lexical, static, srv = self._word_signals(query, kinds, tokens)
