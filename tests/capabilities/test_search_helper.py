@@ -4,8 +4,11 @@ child gets helpers of its own."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,3 +89,22 @@ def test_work_a_helper_started_gives_its_result_and_its_exception() -> None:
     assert started.wait(timeout=10)
     with pytest.raises(LookupError, match="no such term"):
         failed()
+
+
+def test_a_search_at_interpreter_exit_does_its_work_itself(tmp_path: Path) -> None:
+    script = tmp_path / "late.py"
+    script.write_text(
+        "import atexit\n"
+        "import numpy as np\n"
+        "from keen.capabilities._helper import SPLIT_ROWS, beside, dot_halves\n"
+        "matrix = np.ones((2 * SPLIT_ROWS, 4), dtype=np.float32)\n"
+        "vector = np.ones(4, dtype=np.float32)\n"
+        "dot_halves(matrix, vector)  # the helpers are running\n"
+        "@atexit.register\n"
+        "def late() -> None:  # after threading's shutdown: no new helper work\n"
+        "    print(float(dot_halves(matrix, vector).sum()), beside(lambda: 'here')())\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(float(2 * SPLIT_ROWS * 4)), "here"]

@@ -65,8 +65,13 @@ def helpers() -> ThreadPoolExecutor:
 def beside(work: Callable[[], T]) -> Callable[[], T]:
     """Start ``work`` on a helper thread; the function returned gives its result: the
     helper's, waited for, when a helper has started it, else ``work()`` run on the calling
-    thread (the queued call cancelled first, so it runs once). Exceptions are ``work``'s."""
-    future = helpers().submit(work)
+    thread (the queued call cancelled first, so it runs once). Exceptions are ``work``'s.
+    Once the interpreter is shutting down (no new threads: an ``atexit`` handler's search)
+    ``work`` runs on the calling thread."""
+    try:
+        future = helpers().submit(work)
+    except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
+        return work
 
     def result() -> T:
         if future.cancel():  # no helper took it yet: the CPUs are busy, do it here
