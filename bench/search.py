@@ -49,7 +49,11 @@ the top 100) and whose latency is printed beside it. ``--json`` prints one objec
 ``recall@1``, ``recall@3``, ``recall@<K>``, ``mrr``, ``p50_ms``, ``p99_ms``,
 ``cpu_p50_ms`` (at ``SEARCH_LIMIT``), ``p50_ms@100``, ``p99_ms@100``, ``cpu_p50_ms@100``,
 ``tools``, ``queries`` (and the extras). ``p50_ms`` is the search tool's ``k`` since
-2026-11-27; before, it was ``k`` = 100 (now ``p50_ms@100``).
+2026-11-27; before, it was ``k`` = 100 (now ``p50_ms@100``). ``thread_cpu_p50_ms`` (printed
+as ``calling thread``) is the CPU of the searching thread alone at ``SEARCH_LIMIT``: a search
+hands part of its work to helper threads (``keen.capabilities._helper``), so on a machine
+with a CPU free for them its wall time is about this, while on one whose CPUs are all busy it
+is about ``cpu_p50_ms`` or more.
 """
 
 from __future__ import annotations
@@ -264,6 +268,7 @@ def evaluate(
     cpu: list[float] = []
     product_latencies: list[float] = []
     product_cpu: list[float] = []
+    product_thread: list[float] = []
     all_hits: list[bool] = []
     shares: list[float] = []
     tasks: dict[str, tuple[list[list[str]], set[str]]] = {}
@@ -279,10 +284,12 @@ def evaluate(
         for call, wall, used in calls[::-1] if number % 2 else calls:  # each goes first in turn
             if product is not None:
                 _new_request()
-            t, c = time.perf_counter(), time.process_time()
+            t, c, own_cpu = time.perf_counter(), time.process_time(), time.thread_time()
             result = call(item["query"])
             wall.append((time.perf_counter() - t) * 1000)
             used.append((time.process_time() - c) * 1000)
+            if call is product:
+                product_thread.append((time.thread_time() - own_cpu) * 1000)
             if call is rank:
                 covers = result
         # Each result covers its own id and its copies (their servers at --level server).
@@ -332,6 +339,7 @@ def evaluate(
         "p50_ms": product_ms[49],
         "p99_ms": product_ms[98],
         "cpu_p50_ms": statistics.median(product_cpu or cpu),
+        "thread_cpu_p50_ms": statistics.median(product_thread) if product_thread else None,
         f"p50_ms@{DEPTH}": cuts_ms[49],
         f"p99_ms@{DEPTH}": cuts_ms[98],
         f"cpu_p50_ms@{DEPTH}": statistics.median(cpu),
@@ -397,6 +405,11 @@ def _report(fig: dict[str, Any], args: argparse.Namespace, queries: Path) -> Non
         f"{fig[f'cpu_p50_ms@{DEPTH}']:.2f} at k={DEPTH} (all threads; 1-min load average "
         f"{fig['load_average_1m']:.1f} on {os.cpu_count()} CPUs)"
     )
+    if fig["thread_cpu_p50_ms"] is not None:
+        print(
+            f"  calling thread   : {fig['thread_cpu_p50_ms']:.2f} ms CPU p50 per query at k={SEARCH_LIMIT} (the "
+            "search's own thread, without its helpers: about the wall time with a CPU free for them)"
+        )
     if fig["unknown_targets"]:
         print(f"  note: {fig['unknown_targets']} listed tools are not in the catalogs (never found)")
 

@@ -439,6 +439,34 @@ def test_merged_keyword_postings_score_as_a_fresh_index() -> None:
         assert np.array_equal(merged.get_scores_from_ids(ids), fresh.get_scores_from_ids(ids)), term
 
 
+def test_a_terms_added_scores_and_holders_are_its_full_scores() -> None:
+    texts = [
+        ["Weather forecast for a city", "rain wind and temperature forecast"],
+        ["Send an email message", "to a recipient"],
+        [],
+        ["List the files of a folder", "files and folders, recursively"],
+        ["forecast of the stock market"],
+    ]
+    before = tokenise([Doc(t, " ".join(t), None) for t in texts])
+    after_texts = [texts[0], texts[2], texts[3], texts[4], ["email forecast zyzzyva"]]
+    after = tokenise([Doc(t, " ".join(t), None) for t in after_texts])
+    # A refreshed index (rows mapped to documents, a dropped row's postings left in place) and
+    # a fresh one: each term's sparse addition and holders match the dense scores bit for bit.
+    merged = Lexical(before).refresh(np.array([0, 2, 3, 4, -1], dtype=np.int64), after, before)
+    assert merged._rows is not None  # pyright: ignore[reportPrivateUsage]
+    base = np.linspace(0.0, 2.0, len(after_texts), dtype=np.float32)
+    for index in (merged, Lexical(after)):
+        for word in index.vocab_dict:
+            term = index.vocab_dict[word]
+            full = index.get_scores_from_ids([term])
+            for weight in (0.3, 0.27 * 0.61):
+                scores = base.copy()
+                index.add_scores(scores, term, weight)
+                assert np.array_equal(scores, base + weight * full), (word, weight)
+            assert np.array_equal(index.holding(term), full > 0), word
+            assert index.holding(term).any(), word
+
+
 def _same_scores(index: Lexical, fresh: Lexical) -> None:
     """``index`` scores every term, alone and with others, as ``fresh`` does, bit for bit."""
     assert set(index.vocab_dict) == set(fresh.vocab_dict)

@@ -442,8 +442,9 @@ class Lexical:
     of these rows only, so a query word no document uses is not in it.
 
     The index keeps each term's postings (row, count) by process-wide term id, and each
-    term's IDF over all of them; a term's scores are computed when a query asks for it,
-    with bm25s's operations on the same float types, so they are bit for bit bm25s's.
+    term's IDF over all of them; a term's scores are computed when a query first asks for it,
+    with bm25s's operations on the same float types, so they are bit for bit bm25s's, and
+    kept with the index (:meth:`add_scores` and :meth:`holding` read them for one term).
 
     Rows keep their number for as long as they live, as the tools' vector sums do
     (:mod:`keen.capabilities._sums`): :meth:`refresh` derives the index of a catalog that
@@ -499,6 +500,8 @@ class Lexical:
         self._total_length = total_length
         self.vocab_dict = Vocab(df)
         """Term -> id (process-wide)."""
+        # Per term asked for, its rows and their scores (see _scored); these statistics' own.
+        self._by_term: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
 
     @property
     def documents(self) -> int:
@@ -625,25 +628,75 @@ class Lexical:
         import numpy as np
 
         scores = np.zeros(len(self._length), dtype=np.float32)
-        extra_terms, extra_rows, extra_tf = self._extra
-        size = len(self._idf)
-        main = len(self._indptr) - 1
         for t in ids:
-            if not 0 <= t < size:
-                continue  # a term this index never held (interned since it was built)
+            for rows, values in self._scored(t):  # a row is in one segment: once per term
+                scores[rows] += values
+        return scores if self._rows is None else scores[self._rows]
+
+    def add_scores(self, scores: np.ndarray, term: int, weight: float) -> None:
+        """Add ``weight`` times the BM25 score of ``term`` to the documents' ``scores``
+        (float32, in place): ``scores + weight * get_scores_from_ids([term])`` bit for bit
+        (with ``weight`` as float32; a document without the term adds 0), made over the
+        documents that hold the term only."""
+        import numpy as np
+
+        factor = np.float32(weight)
+        for rows, values in self._scored(term):
+            docs = rows if self._rows is None else self._documents()[rows]
+            live = docs >= 0
+            docs = docs[live]
+            scores[docs] = scores[docs] + factor * values[live]
+
+    def holding(self, term: int) -> np.ndarray:
+        """Per document, whether its text holds ``term`` (``get_scores_from_ids([term]) >
+        0``, without scoring every document)."""
+        import numpy as np
+
+        held = np.zeros(len(self._length), dtype=bool)
+        for rows, values in self._scored(term):
+            held[rows] = values > 0
+        return held if self._rows is None else held[self._rows]
+
+    def _documents(self) -> np.ndarray:
+        """Per row, its document (-1 for a row no document uses any more)."""
+        import numpy as np
+
+        if self._row_documents is None:
+            assert self._rows is not None
+            document = np.full(len(self._length), -1, dtype=np.int64)
+            document[self._rows] = np.arange(len(self._rows), dtype=np.int64)
+            self._row_documents = document
+        return self._row_documents
+
+    _row_documents: np.ndarray | None = None
+
+    def _scored(self, t: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The rows that hold term ``t`` and their BM25 scores for it (float32), per
+        segment; computed on the term's first query and kept (at most one float32 per
+        posting of the index), since a query's terms recur across an agent's searches
+        (bench/search.py's 230 requests: 0.1 to 0.2 ms of each search's keyword scores)."""
+        import numpy as np
+
+        known = self._by_term.get(t)
+        if known is not None:
+            return known
+        out: list[tuple[np.ndarray, np.ndarray]] = []
+        if 0 <= t < len(self._idf):  # else a term this index never held (interned since)
+            extra_terms, extra_rows, extra_tf = self._extra
             segments = []
-            if t < main:
+            if t < len(self._indptr) - 1:
                 start, end = self._indptr[t], self._indptr[t + 1]
                 segments.append((self._indices[start:end], self._tf[start:end]))
             if len(extra_terms):
                 lo, hi = np.searchsorted(extra_terms, [t, t + 1])
                 if hi > lo:
                     segments.append((extra_rows[lo:hi], extra_tf[lo:hi]))
-            for rows, tf in segments:  # a row is in one segment: once per term
+            for rows, tf in segments:
                 # bm25s's operations, in its order and types: float64, stored as float32.
                 tfc = tf / (K1 * ((1 - B) + B * self._length[rows] / self._avgdl) + tf)
-                scores[rows] += (self._idf[t] * tfc).astype(np.float32)
-        return scores if self._rows is None else scores[self._rows]
+                out.append((rows, (self._idf[t] * tfc).astype(np.float32)))
+        self._by_term[t] = out
+        return out
 
 
 LEXICAL_TOMBSTONES = 0.25

@@ -56,7 +56,9 @@ documents' texts: :mod:`keen.capabilities._documents`): each tool and server tex
 tokenised once, and the next catalog of this process is derived from the last index by
 what changed (:mod:`keen.capabilities._refresh`), so a refresh of one server tokenises that
 server only. Indexes are kept under ``$KEEN_HOME/cache/toolsearch/`` for the next process
-(:mod:`keen.capabilities._index_cache`).
+(:mod:`keen.capabilities._index_cache`). While the calling thread encodes a request, a
+helper thread scores its keywords and word vectors, and half of the views' product runs on a
+helper (:mod:`keen.capabilities._helper`): the same numbers, sooner when a CPU is free.
 Results are candidates for the caller's visibility decision, never authorization; the
 caller's permission filter is applied before the top ``k`` is cut, so a filtered-out
 capability is never returned (not even as a count).
@@ -80,6 +82,7 @@ from keen.capabilities._documents import (
     semantic_text,
 )
 from keen.capabilities._embed import embedder, pool, token_ids
+from keen.capabilities._helper import beside, dot_halves
 from keen.capabilities._index_cache import INDEX_FORMAT, MAX_INDEXES, flush, forget
 from keen.capabilities._query import search_query, value_kinds
 from keen.capabilities._text import stem_tokens
@@ -169,7 +172,7 @@ def _vectors(texts: Sequence[str], weights: np.ndarray) -> np.ndarray:
 def _best_view(dense: DenseVectors, query: np.ndarray) -> np.ndarray:
     """Per tool, the best cosine of ``query`` with its :data:`DENSE_VIEWS` vectors (each
     distinct text's once: :attr:`~keen.capabilities.dense.DenseVectors.distinct`)."""
-    cosines = _dot(dense.distinct, query)[dense.rows]
+    cosines = dot_halves(dense.distinct, query)[dense.rows]
     return cosines.reshape(dense.views, -1).max(axis=0) if dense.views > 1 else cosines
 
 
@@ -186,12 +189,17 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
 
 def _standardise(values: np.ndarray) -> np.ndarray:
     """``values`` as z-scores (0 where they are all equal, or empty)."""
+    import numpy as np
+
     if values.size == 0:
         return values
-    spread = float(values.std())
+    # values.std()'s own steps (the mean, the deviations, the root of their mean square), so
+    # the mean and the deviations are computed once, not again for the z-scores: the same bits.
+    centred = values - values.mean()
+    spread = float(np.sqrt(np.mean(np.square(centred))))
     if spread <= 1e-9:
         return values * 0.0
-    return (values - float(values.mean())) / spread
+    return centred / spread
 
 
 class ToolSearch:
@@ -279,12 +287,9 @@ class ToolSearch:
     def _expanded_lexical(self, query: str, tokens: list[str]) -> np.ndarray:
         """BM25 of ``tokens`` plus, for each neighbour of a query word, its BM25 times
         ``NEIGHBOUR_WEIGHT`` times its similarity."""
-        import numpy as np
-
-        scores = self._lexical(self._bm25, tokens, len(self.ids))
+        scores = self._lexical(self._bm25, tokens, len(self.ids))  # a new array: added to in place
         for term, similarity in self._neighbours.expand(query, set(tokens)):
-            extra = np.asarray(self._bm25.get_scores_from_ids([term]), dtype=np.float32)
-            scores = scores + (NEIGHBOUR_WEIGHT * similarity) * extra
+            self._bm25.add_scores(scores, term, NEIGHBOUR_WEIGHT * similarity)
         return scores
 
     def signals(self, query: str) -> dict[str, np.ndarray]:
@@ -294,7 +299,6 @@ class ToolSearch:
         import numpy as np
 
         w = self.weights
-        n_servers = len(self._server_vectors)
         cut = query[:MAX_QUERY_CHARS]
         # A query that is nothing but data (a hash, a tool named by its UUID) still ranks by
         # it: dropping it all would leave nothing to rank by, and an arbitrary order.
@@ -306,30 +310,49 @@ class ToolSearch:
         # _query.value_kinds); keywords and the servers' word vectors read the values (their
         # kinds there measured lower on the even halves, docs/search.md).
         kinds = value_kinds(query)
-        qv = _vectors([query], self._token_weights)[0]
-        qk = qv if kinds == query else _vectors([kinds], self._token_weights)[0]
         dense = self.dense if self.dense is not None and self.dense.ready else None
-        # The request in the tools' own form (dense_text: "how to <tool> with <server>: ...").
-        qd = dense.query_vector(f"how to {kinds}" if kinds.strip() else kinds) if dense is not None else None
+        if dense is not None:
+            # The request in the tools' own form (dense_text: "how to <tool> with <server>: ..."),
+            # encoded on this thread (outside the GIL) while a helper scores the signals that
+            # do not need its vector (_helper: the same bits, sooner with a CPU free).
+            words_part = beside(lambda: self._word_signals(query, kinds, tokens))
+            qd = dense.query_vector(f"how to {kinds}" if kinds.strip() else kinds)
+            lexical, static, srv = words_part()
+        else:
+            qd = None
+            lexical, static, srv = self._word_signals(query, kinds, tokens)
         out: dict[str, np.ndarray] = {
-            "lexical": w.lexical * _standardise(self._expanded_lexical(query, tokens)),
-            "static": w.semantic
-            * (w.static_with_dense if qd is not None else 1.0)
-            * _standardise(self._static_scores(qk)),
+            "lexical": w.lexical * lexical,
+            "static": w.semantic * (w.static_with_dense if qd is not None else 1.0) * static,
         }
         if dense is not None and qd is not None:
             out["dense"] = w.dense * _standardise(_best_view(dense, qd))
-        if n_servers and w.server:
-            srv = _standardise(self._lexical(self._bm25_servers, tokens, n_servers))
-            srv += _standardise(_dot(self._server_vectors, qv))
+        if srv is not None:
             if dense is not None and qd is not None:
                 srv += w.dense_server * _standardise(_dot(self._dense_servers(dense), qd))
                 if w.server_tools:  # the server as a whole: how well its tools match on average
                     tools = out["lexical"] + out["static"] + out["dense"]
                     srv += w.server_tools * _standardise(self._server_means(tools))
             srv = np.append(srv, 0.0)  # row -1: documents without a server
-            out["server"] = w.server * server_trust(n_servers) * srv[self._doc_server]
+            out["server"] = w.server * server_trust(len(self._server_vectors)) * srv[self._doc_server]
         return out
+
+    def _word_signals(
+        self, query: str, kinds: str, tokens: list[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The z-scores of the signals that need no transformer vector: keywords (``tokens``,
+        with neighbours), the tools' word vectors (of ``kinds``), and the servers' keyword
+        and word-vector z-scores summed (None without servers or a server weight)."""
+        qv = _vectors([query], self._token_weights)[0]
+        qk = qv if kinds == query else _vectors([kinds], self._token_weights)[0]
+        lexical = _standardise(self._expanded_lexical(query, tokens))
+        static = _standardise(self._static_scores(qk))
+        n_servers = len(self._server_vectors)
+        if not (n_servers and self.weights.server):
+            return lexical, static, None
+        srv = _standardise(self._lexical(self._bm25_servers, tokens, n_servers))
+        srv += _standardise(_dot(self._server_vectors, qv))
+        return lexical, static, srv
 
     def _static_scores(self, query: np.ndarray) -> np.ndarray:
         """Each tool's word-vector cosine with the unit vector ``query``."""
@@ -339,8 +362,6 @@ class ToolSearch:
         """Each content word of ``query`` (as typed, lowercase; first 2,000 characters) that
         the catalog uses, with a boolean array of the documents whose text holds it: what
         a search result's one-line why names."""
-        import numpy as np
-
         from keen.capabilities._text import STOPWORDS, stem_words, words
 
         vocab = self._bm25.vocab_dict
@@ -352,7 +373,7 @@ class ToolSearch:
             seen.add(word)
             term = vocab.get(stem_words([word])[0])
             if term is not None:
-                out.append((word, np.asarray(self._bm25.get_scores_from_ids([term])) > 0))
+                out.append((word, self._bm25.holding(term)))
         return out
 
     # For _server_means, per server-row array (kept while it is the index's): the documents
