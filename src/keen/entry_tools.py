@@ -19,8 +19,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from keen.mcpskills import schema_path, skill_md_path
 
@@ -195,8 +194,9 @@ def call_tool_definition(
     return _shaped(CALL_TOOL, description, _CALL_SCHEMA, style, read_only=False)
 
 
-@dataclass(frozen=True)
-class SearchArgs:
+# Named tuples, not frozen dataclasses: this module loads with every prompt (the budget
+# counts the definitions above), and a frozen dataclass compiles six methods as it is made.
+class SearchArgs(NamedTuple):
     """``search_tools``'s input, checked."""
 
     query: str
@@ -204,13 +204,12 @@ class SearchArgs:
     kinds: tuple[str, ...] = ("tool",)
 
 
-@dataclass(frozen=True)
-class CallArgs:
+class CallArgs(NamedTuple):
     """``call_mcp_tool``'s input, checked."""
 
     server: str
     tool: str
-    arguments: dict[str, Any] = field(default_factory=lambda: dict[str, Any]())
+    arguments: dict[str, Any]
 
 
 def arguments_problem(name: str, data: Any, schema: dict[str, Any]) -> str | None:

@@ -193,7 +193,7 @@ def test_a_call_to_a_server_still_connecting_waits_for_it(home: Home) -> None:
 # Runs `keen chat -p` with a scripted model and prints, when the model is first asked, whether
 # the MCP SDK was loaded and whether the server had been launched (it touches a file first).
 FIRST_REQUEST = """
-import json, os, sys
+import gc, json, os, sys
 from pathlib import Path
 from keen.agent.providers import scripted
 
@@ -209,7 +209,8 @@ async def first_request(self, messages, tools):
                               if m in sys.modules),
             # tempfile loads with the first file Keen writes (keen._fs)
             "written": "tempfile" in sys.modules,
-            "section_computed": bool(getattr(sys.modules.get("keen.capabilities._section_store"), "_made", 0))}
+            "section_computed": bool(getattr(sys.modules.get("keen.capabilities._section_store"), "_made", 0)),
+            "collector": gc.isenabled()}
     print(json.dumps(seen), flush=True)
     os._exit(0)
     yield  # an async generator, like the real stream
@@ -290,8 +291,9 @@ def test_a_server_new_to_this_home_is_started_and_waited_for_before_the_model_is
     launched = tmp_path / "launched"
     launch_marked(home, "fresh", launched)
     seen, stderr = first_request(home, launched, fresh=False)
-    # No skill on disk: the model would not know of it, so it is connected and synced first.
-    assert seen["launched"] is True, stderr
+    # No skill on disk: the model would not know of it, so it is connected and synced first,
+    # the collector running meanwhile (it waits only for a request built before the session).
+    assert (seen["launched"], seen["collector"]) == (True, True), stderr
     assert "mcp:fresh" in seen["system"], seen["system"]
 
 
@@ -344,6 +346,7 @@ def test_a_second_run_asks_the_model_before_the_runtime_or_the_config_models_loa
         stderr
     )
     assert "mcp:quick" in seen["system"]
+    assert seen["collector"] is False  # paused until the request is out (keen._gcfreeze)
     # The whole session after it runs as ever: the server still starts and joins.
     again = whole_chat(home)
     assert again.returncode == 0, again.stderr
@@ -440,3 +443,55 @@ def test_a_second_run_over_skills_copied_in_place_writes_nothing_before_the_mode
     again = whole_chat(home)  # the session wrote the store: the next start takes every skill from it
     assert again.returncode == 0, again.stderr
     assert first_request(home, launched)[0]["system"] == seen["system"]
+
+
+# Runs a whole `keen chat -p` with a scripted model and prints whether the cyclic collector
+# ran when the model was first asked and when the session's Manager started.
+COLLECTOR = """
+import gc, json, sys
+import keen._gcfreeze
+from keen.agent.providers import scripted
+
+seen = {}
+stream = scripted.ScriptedModel.stream
+freeze = keen._gcfreeze.freeze_if_asked
+
+def first_request(self, messages, tools):
+    seen.setdefault("request", gc.isenabled())
+    return stream(self, messages, tools)
+
+def manager_start():
+    seen.setdefault("manager", gc.isenabled())
+    freeze()
+
+scripted.ScriptedModel.stream = first_request
+keen._gcfreeze.freeze_if_asked = manager_start  # before keen.mcp.manager imports it
+from keen.cli import main
+sys.argv = ["keen", "chat", "-m", "scripted:" + sys.argv[1], "-p", "hello", "--timeout", "60"]
+try:
+    main()
+finally:
+    print(json.dumps({**seen, "end": gc.isenabled()}), flush=True)
+"""
+
+
+def test_the_collector_waits_for_the_early_request_and_runs_in_the_session(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    launch_marked(home, "quick", tmp_path / "launched")
+    assert whole_chat(home).returncode == 0  # the skills on disk: the next run asks early
+    script = tmp_path / "collector.jsonl"
+    script.write_text(json.dumps({"content": "hi"}) + "\n", encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-c", COLLECTOR, str(script)],
+        env=home.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "answering with the skills on disk" in run.stderr  # the early path
+    seen = json.loads(run.stdout.splitlines()[-1])
+    # Paused while the request was built (keen._gcfreeze), running again once it was out:
+    # when the session's Manager started, and after the command.
+    assert seen == {"request": False, "manager": True, "end": True}, run.stderr

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from keen import paths
 from keen.agent.models import Message, Model, ModelEvent
@@ -35,9 +34,9 @@ if TYPE_CHECKING:
 __all__ = ["EarlyModel", "FirstRequest", "covered_servers", "plan"]
 
 
-@dataclass(frozen=True)
-class FirstRequest:
-    """A first model request built before the runtime.
+class FirstRequest(NamedTuple):
+    """A first model request built before the runtime (a named tuple: made before the
+    request, where a frozen dataclass would compile six methods as its module loads).
 
     Attributes:
         messages: the system prompt and the user's message.

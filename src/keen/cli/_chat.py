@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from keen._gcfreeze import pause_collection, resume_collection
 from keen.cli._console import EXIT_TOOL_ERROR, STARTED, err, fail, guarded, out, print_json
 from keen.cli._wording import with_remedy
 
@@ -317,6 +318,7 @@ def _run_early(early: EarlyModel, fn: Callable[[], Any]) -> Any:
         try:
             # The request goes out now: its task runs to its first wait on the network.
             await asyncio.sleep(0)
+            resume_collection()
             from keen.cli._signals import until_signal
 
             return await until_signal(fn)
@@ -347,33 +349,40 @@ def one_shot(
     timeout: float,
 ) -> int:
     """Run one turn (module doc of :mod:`keen.cli.chat_cmd`); returns the exit code."""
-    from keen.agent import open_model
-    from keen.agent.first import EarlyModel, plan
+    # The collector waits until the first request is out (keen._gcfreeze), however this ends.
+    pause_collection()
+    try:
+        from keen.agent import open_model
+        from keen.agent.first import EarlyModel, plan
 
-    settings = _settings(model, base_url, mode)
-    assert settings.model is not None
-    # The prompt from the skills on disk, before the provider's module, the event loop and
-    # the runtime load (docs/chat.md "Startup"); a model that cannot be opened still fails
-    # before anything is printed or sent.
-    first = plan(prompt)
-    chosen = open_model(settings.model, base_url=settings.base_url)
-    view = _OneShotView(stream=not as_json)
-    early = None if first is None else EarlyModel(chosen, first)
+        settings = _settings(model, base_url, mode)
+        assert settings.model is not None
+        # The prompt from the skills on disk, before the provider's module, the event loop and
+        # the runtime load (docs/chat.md "Startup"); a model that cannot be opened still fails
+        # before anything is printed or sent.
+        first = plan(prompt)
+        chosen = open_model(settings.model, base_url=settings.base_url)
+        view = _OneShotView(stream=not as_json)
+        early = None if first is None else EarlyModel(chosen, first)
+        if early is None:
+            resume_collection()  # the session builds its first request itself, as ever
 
-    async def turn() -> TurnResult:
-        return await _one_shot(
-            chosen,
-            settings,
-            prompt,
-            view,
-            yes=yes,
-            max_steps=max_steps,
-            timeout=timeout,
-            show=lambda done: _show(done, view, as_json),
-            early=early,
-        )
+        async def turn() -> TurnResult:
+            return await _one_shot(
+                chosen,
+                settings,
+                prompt,
+                view,
+                yes=yes,
+                max_steps=max_steps,
+                timeout=timeout,
+                show=lambda done: _show(done, view, as_json),
+                early=early,
+            )
 
-    result = _run(turn) if early is None else _run_early(early, turn)
+        result = _run(turn) if early is None else _run_early(early, turn)
+    finally:
+        resume_collection()
     return 0 if result.ok else EXIT_TOOL_ERROR
 
 
