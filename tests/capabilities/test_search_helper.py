@@ -4,10 +4,10 @@ child gets helpers of its own."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -28,23 +28,32 @@ def test_the_split_product_is_one_vecdot_bit_for_bit(rows: int) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
 def test_a_forked_child_splits_products_with_helpers_of_its_own() -> None:
+    from keen.capabilities import _helper
+
     rng = np.random.default_rng(0)
     matrix = rng.standard_normal((2 * SPLIT_ROWS, 16)).astype(np.float32)
     vector = rng.standard_normal(16).astype(np.float32)
     expected = dot_halves(matrix, vector)  # the parent's helpers are running now
+    parent_pool = helpers()
     read, write = os.pipe()
-    pid = os.fork()
+    # Forked while another thread of the parent could hold the pool's lock: held here.
+    with _helper._lock:
+        pid = os.fork()
     if pid == 0:  # pragma: no cover - the child reports through the pipe
         os.close(read)
+        signal.alarm(20)  # a child stuck on the parent's lock or pool dies: no answer
+        pool = helpers()
+        # The parent's pool has no threads here: work submitted to it would never run.
+        on = pool.submit(lambda: threading.current_thread().name).result(timeout=10)
         same = np.array_equal(dot_halves(matrix, vector), expected)
-        os.write(write, b"same" if same else b"different")
+        answer = f"{pool is not parent_pool} {on.startswith('keen-search')} {same}"
+        os.write(write, answer.encode())
         os._exit(0)
     os.close(write)
     with os.fdopen(read, "rb") as pipe:
-        # A child that reused the parent's pool would wait for workers it does not have.
         answer = pipe.read()
     os.waitpid(pid, 0)
-    assert answer == b"same"
+    assert answer == b"True True True"
 
 
 def test_work_no_helper_has_started_runs_on_the_calling_thread_once() -> None:
@@ -66,7 +75,11 @@ def test_work_no_helper_has_started_runs_on_the_calling_thread_once() -> None:
         for future in busy:
             future.result(timeout=10)
     assert ran == [threading.get_ident()]
-    time.sleep(0.05)  # a cancelled call left in the queue must not run after all
+    # Once every helper is inside a later call, the cancelled one has left the queue: it
+    # must not have run after all.
+    met = threading.Barrier(HELPERS)
+    for later in [helpers().submit(met.wait, 10) for _ in range(HELPERS)]:
+        later.result(timeout=10)
     assert len(ran) == 1
 
 

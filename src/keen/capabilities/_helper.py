@@ -34,17 +34,18 @@ HELPERS = 2
 """Helper threads per process: two searches at once (``keen serve``'s hosts) each find one
 free, and neither waits for the other's."""
 SPLIT_ROWS = 8192
-"""Products over fewer rows run whole on the calling thread: below about 6 MB of float32
-rows (a few hundred tools' views) the product takes a fraction of a millisecond, less
-than handing half of it over is worth."""
+"""Products over fewer rows run whole on the calling thread: below 12.6 MB of float32 rows
+of 384 (about 2,000 tools' views; 342 tools have 1,251 rows) the product takes about a
+millisecond or less, not enough for handing half of it over to be worth it."""
 
 _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
 
 
 def _forget_in_child() -> None:
-    """A forked child has none of its parent's threads: it starts helpers of its own (a pool
-    whose workers are gone would take work and never do it)."""
+    """A forked child has none of its parent's threads: it starts helpers of its own (the
+    parent's pool, whose workers are gone, would run nothing in parallel, and its lock may
+    have been held by another of the parent's threads at the fork)."""
     global _pool, _lock
     _pool, _lock = None, threading.Lock()
 
@@ -67,10 +68,15 @@ def beside(work: Callable[[], T]) -> Callable[[], T]:
     helper's, waited for, when a helper has started it, else ``work()`` run on the calling
     thread (the queued call cancelled first, so it runs once). Exceptions are ``work``'s.
     Once the interpreter is shutting down (no new threads: an ``atexit`` handler's search)
-    ``work`` runs on the calling thread."""
+    ``work`` runs on the calling thread.
+
+    ``work`` must be safe to run twice (a search's parts compute values and write only
+    their own output, the same bits each time): when the system cannot start a new thread,
+    the executor raises after queueing the call, which a helper already running may then
+    run as well as the calling thread."""
     try:
         future = helpers().submit(work)
-    except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
+    except RuntimeError:  # after interpreter shutdown, or no new thread could be started
         return work
 
     def result() -> T:

@@ -502,6 +502,8 @@ class Lexical:
         """Term -> id (process-wide)."""
         # Per term asked for, its rows and their scores (see _scored); these statistics' own.
         self._by_term: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+        self._row_documents: np.ndarray | None = None
+        """Per row, its document (-1: no document uses the row any more); see :meth:`_documents`."""
 
     @property
     def documents(self) -> int:
@@ -568,9 +570,7 @@ class Lexical:
         terms = np.concatenate([terms, extra_terms.astype(np.int64)])
         rows = np.concatenate([rows, extra_rows.astype(np.int64)])
         tf = np.concatenate([tf, extra_tf])
-        document = np.full(len(self._length), -1, dtype=np.int64)
-        document[self._rows] = np.arange(len(self._rows), dtype=np.int64)
-        docs = document[rows]
+        docs = self._documents()[rows]
         live = docs >= 0
         order = np.argsort(terms[live], kind="stable")
         return terms[live][order], docs[live][order], tf[live][order]
@@ -668,12 +668,11 @@ class Lexical:
             self._row_documents = document
         return self._row_documents
 
-    _row_documents: np.ndarray | None = None
-
     def _scored(self, t: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """The rows that hold term ``t`` and their BM25 scores for it (float32), per
-        segment; computed on the term's first query and kept (at most one float32 per
-        posting of the index), since a query's terms recur across an agent's searches
+        segment; computed on the term's first query and kept (one float32 per posting of the
+        term, plus about 400 bytes of objects per term: bounded by the index's vocabulary,
+        about 8 MB if every term of 4,310 tools' 19,409 were asked for), since a query's terms recur across an agent's searches
         (bench/search.py's 230 requests: 0.1 to 0.2 ms of each search's keyword scores)."""
         import numpy as np
 
