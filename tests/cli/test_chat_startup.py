@@ -495,3 +495,20 @@ def test_the_collector_waits_for_the_early_request_and_runs_in_the_session(tmp_p
     # Paused while the request was built (keen._gcfreeze), running again once it was out:
     # when the session's Manager started, and after the command.
     assert seen == {"request": False, "manager": True, "end": True}, run.stderr
+
+
+def test_the_collector_runs_again_when_the_turn_fails_before_any_request(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    missing = tmp_path / "no-such-script.jsonl"  # the model cannot be opened: the turn fails
+    run = subprocess.run(
+        [sys.executable, "-c", COLLECTOR, str(missing)],
+        env=home.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode != 0
+    assert "no-such-script.jsonl" in run.stderr, run.stderr
+    seen = json.loads(run.stdout.splitlines()[-1])
+    assert seen == {"end": True}, run.stderr
