@@ -12,8 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import ROOT, peer
 from helpers.forkserver import forked
+
+pytestmark = pytest.mark.slow_file
 
 
 def _snippets() -> list[str]:

@@ -16,6 +16,8 @@ from helpers.cli import make_home
 from keen.agent.asking import Asker
 from keen.agent.repl import Repl
 
+pytestmark = pytest.mark.slow_file
+
 
 def test_without_a_terminal_the_repl_says_to_use_one_shot_mode(tmp_path: Path) -> None:
     home = make_home(tmp_path)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
-
-from mcp.client.stdio import StdioServerParameters
+from typing import TYPE_CHECKING, Any
 
 from helpers.forkserver import script_args
+
+if TYPE_CHECKING:  # imported where used: the xdist controller imports this package (the fork
+    # server's module) before it starts the fork server, and the MCP SDK cost it 1 s of CPU
+    from mcp.client.stdio import StdioServerParameters
 
 __all__ = ["SERVERS_DIR", "server_script", "stdio_entry", "stdio_params"]
 
@@ -33,6 +35,8 @@ def stdio_params(
     name: str, *args: str, env: dict[str, str] | None = None, cwd: str | Path | None = None
 ) -> StdioServerParameters:
     """SDK parameters that run ``tests/servers/<name>.py`` with this interpreter."""
+    from mcp.client.stdio import StdioServerParameters
+
     return StdioServerParameters(
         command=sys.executable, args=script_args(str(server_script(name)), *args), env=env, cwd=cwd
     )

@@ -18,6 +18,8 @@ import pytest
 
 from helpers.hostile import CliRun, files_containing, hostile_entry, keen_cli
 
+pytestmark = pytest.mark.slow_file
+
 STDIO_SECRET = "tok-stdio-5e8a1f93c2"
 QUERY_SECRET = "qtok-0b7d44e1a9"
 USER_SECRET = "upass-6c2f90ad17"

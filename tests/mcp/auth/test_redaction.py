@@ -27,7 +27,7 @@ from keen.mcp.auth import authorize_interactively, oauth_auth_factory
 from keen.mcp.config import HttpServerConfig
 from keen.trust import PinGuard
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
 
 
 class _Collect(logging.Handler):
