@@ -475,13 +475,9 @@ finally:
 """
 
 
-def test_the_collector_waits_for_the_early_request_and_runs_in_the_session(tmp_path: Path) -> None:
-    home = make_home(tmp_path)
-    launch_marked(home, "quick", tmp_path / "launched")
-    assert whole_chat(home).returncode == 0  # the skills on disk: the next run asks early
-    script = tmp_path / "collector.jsonl"
-    script.write_text(json.dumps({"content": "hi"}) + "\n", encoding="utf-8")
-    run = subprocess.run(
+def _collector_chat(home: Home, script: Path) -> subprocess.CompletedProcess[str]:
+    """``keen chat -p`` under :data:`COLLECTOR` with the scripted model ``script``."""
+    return subprocess.run(
         [sys.executable, "-c", COLLECTOR, str(script)],
         env=home.env(),
         capture_output=True,
@@ -489,6 +485,15 @@ def test_the_collector_waits_for_the_early_request_and_runs_in_the_session(tmp_p
         timeout=120,
         check=False,
     )
+
+
+def test_the_collector_waits_for_the_early_request_and_runs_in_the_session(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    launch_marked(home, "quick", tmp_path / "launched")
+    assert whole_chat(home).returncode == 0  # the skills on disk: the next run asks early
+    script = tmp_path / "collector.jsonl"
+    script.write_text(json.dumps({"content": "hi"}) + "\n", encoding="utf-8")
+    run = _collector_chat(home, script)
     assert run.returncode == 0, run.stderr
     assert "answering with the skills on disk" in run.stderr  # the early path
     seen = json.loads(run.stdout.splitlines()[-1])
@@ -500,14 +505,7 @@ def test_the_collector_waits_for_the_early_request_and_runs_in_the_session(tmp_p
 def test_the_collector_runs_again_when_the_turn_fails_before_any_request(tmp_path: Path) -> None:
     home = make_home(tmp_path)
     missing = tmp_path / "no-such-script.jsonl"  # the model cannot be opened: the turn fails
-    run = subprocess.run(
-        [sys.executable, "-c", COLLECTOR, str(missing)],
-        env=home.env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run = _collector_chat(home, missing)
     assert run.returncode != 0
     assert "no-such-script.jsonl" in run.stderr, run.stderr
     seen = json.loads(run.stdout.splitlines()[-1])
