@@ -204,15 +204,24 @@ def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
     assert "unreadable" not in caplog.text
 
 
+_KEYWORD_TEXTS: list[list[str]] = [
+    ["Weather forecast for a city", "rain wind and temperature forecast"],
+    ["Send an email message", "to a recipient"],
+    [],
+    ["List the files of a folder", "files and folders, recursively"],
+    ["forecast of the stock market"],
+]
+"""Five documents' texts for the keyword index's own tests (one empty)."""
+
+
+def _keyword_rows(texts: list[list[str]]) -> Columns:
+    """The keyword index's rows of documents with these texts."""
+    return tokenise([Doc(t, " ".join(t), None) for t in texts])
+
+
 def test_keyword_scores_are_bm25s_lucene_scores() -> None:
-    texts = [
-        ["Weather forecast for a city", "rain wind and temperature forecast"],
-        ["Send an email message", "to a recipient"],
-        [],
-        ["List the files of a folder", "files and folders, recursively"],
-        ["forecast of the stock market"],
-    ]
-    rows = tokenise([Doc(t, " ".join(t), None) for t in texts])
+    texts = _KEYWORD_TEXTS
+    rows = _keyword_rows(texts)
     ours = Lexical(rows)
     reference = bm25s.BM25()
     reference.index([stem_tokens(t) or [""] for t in texts], show_progress=False)
@@ -411,14 +420,8 @@ def test_a_refreshed_index_saved_and_loaded_ranks_as_it_did(tmp_path: Path) -> N
 
 
 def test_merged_keyword_postings_score_as_a_fresh_index() -> None:
-    texts = [
-        ["Weather forecast for a city", "rain wind and temperature forecast"],
-        ["Send an email message", "to a recipient"],
-        [],
-        ["List the files of a folder", "files and folders, recursively"],
-        ["forecast of the stock market"],
-    ]
-    before = tokenise([Doc(t, " ".join(t), None) for t in texts])
+    texts = _KEYWORD_TEXTS
+    before = _keyword_rows(texts)
     # Row 1 is gone, row 3 moved up, and two new rows, one a word no row held before.
     after_texts = [
         texts[0],
@@ -428,7 +431,7 @@ def test_merged_keyword_postings_score_as_a_fresh_index() -> None:
         texts[4],
         ["zyzzyva"],
     ]
-    after = tokenise([Doc(t, " ".join(t), None) for t in after_texts])
+    after = _keyword_rows(after_texts)
     src = np.array([0, -1, 2, 3, 4, -1], dtype=np.int64)
     merged = Lexical(before).refresh(src, after, before)
     fresh = Lexical(after)
@@ -440,16 +443,10 @@ def test_merged_keyword_postings_score_as_a_fresh_index() -> None:
 
 
 def test_a_terms_added_scores_and_holders_are_its_full_scores() -> None:
-    texts = [
-        ["Weather forecast for a city", "rain wind and temperature forecast"],
-        ["Send an email message", "to a recipient"],
-        [],
-        ["List the files of a folder", "files and folders, recursively"],
-        ["forecast of the stock market"],
-    ]
-    before = tokenise([Doc(t, " ".join(t), None) for t in texts])
+    texts = _KEYWORD_TEXTS
+    before = _keyword_rows(texts)
     after_texts = [texts[0], texts[2], texts[3], texts[4], ["email forecast zyzzyva"]]
-    after = tokenise([Doc(t, " ".join(t), None) for t in after_texts])
+    after = _keyword_rows(after_texts)
     # A refreshed index (rows mapped to documents, a dropped row's postings left in place) and
     # a fresh one: each term's sparse addition and holders match the dense scores bit for bit.
     merged = Lexical(before).refresh(np.array([0, 2, 3, 4, -1], dtype=np.int64), after, before)
