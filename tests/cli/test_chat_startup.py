@@ -244,11 +244,17 @@ def asked(home: Home, launched: Path, *, fresh: bool = True) -> subprocess.Compl
     """:func:`first_request`'s process, whether it asked the model or not."""
     script = home.keen_home.parent / "script.jsonl"
     script.write_text(json.dumps({"content": "hi"}) + "\n", encoding="utf-8")
-    args = [FIRST_REQUEST, str(script), str(launched)]
     # A forked one skips the imports (the MCP SDK's alone cost a start that connects a
     # server about 1.5 s of CPU) and so cannot say which ones the chat made before asking.
+    return python_c(home, FIRST_REQUEST, str(script), str(launched), fresh=fresh)
+
+
+def python_c(home: Home, source: str, *args: str, fresh: bool = True) -> subprocess.CompletedProcess[str]:
+    """``python -c source args`` in ``home``'s environment, its output captured: a new
+    interpreter (``fresh``) or forked from the worker's warm process."""
+    argv = ["-c", source, *args]
     return subprocess.run(
-        [sys.executable, "-c", *args] if fresh else forked("-c", *args),
+        [sys.executable, *argv] if fresh else forked(*argv),
         env=home.env(),
         capture_output=True,
         text=True,
@@ -475,25 +481,13 @@ finally:
 """
 
 
-def _collector_chat(home: Home, script: Path) -> subprocess.CompletedProcess[str]:
-    """``keen chat -p`` under :data:`COLLECTOR` with the scripted model ``script``."""
-    return subprocess.run(
-        [sys.executable, "-c", COLLECTOR, str(script)],
-        env=home.env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 def test_the_collector_waits_for_the_early_request_and_runs_in_the_session(tmp_path: Path) -> None:
     home = make_home(tmp_path)
     launch_marked(home, "quick", tmp_path / "launched")
     assert whole_chat(home).returncode == 0  # the skills on disk: the next run asks early
     script = tmp_path / "collector.jsonl"
     script.write_text(json.dumps({"content": "hi"}) + "\n", encoding="utf-8")
-    run = _collector_chat(home, script)
+    run = python_c(home, COLLECTOR, str(script))
     assert run.returncode == 0, run.stderr
     assert "answering with the skills on disk" in run.stderr  # the early path
     seen = json.loads(run.stdout.splitlines()[-1])
@@ -505,7 +499,7 @@ def test_the_collector_waits_for_the_early_request_and_runs_in_the_session(tmp_p
 def test_the_collector_runs_again_when_the_turn_fails_before_any_request(tmp_path: Path) -> None:
     home = make_home(tmp_path)
     missing = tmp_path / "no-such-script.jsonl"  # the model cannot be opened: the turn fails
-    run = _collector_chat(home, missing)
+    run = python_c(home, COLLECTOR, str(missing))
     assert run.returncode != 0
     assert "no-such-script.jsonl" in run.stderr, run.stderr
     seen = json.loads(run.stdout.splitlines()[-1])
