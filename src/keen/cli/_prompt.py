@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from keen import paths
+from keen._gcfreeze import pause_collection
 from keen.cli._console import fail, guarded, out, print_json
 
 __all__ = ["print_stats", "run_alone", "show"]
@@ -162,5 +163,9 @@ def run_alone(args: Sequence[str]) -> bool:
     options = plain_options(args)
     if options is None or "_KEEN_COMPLETE" in os.environ:
         return False
+    # What this process makes (modules, classes, the skills, the prompt) lives until it
+    # exits: the collector's walks over it (about 17 from here) would free next to nothing
+    # (keen._gcfreeze). Never resumed: the process ends with the command.
+    pause_collection()
     guarded(lambda: show(**options))
     return True
