@@ -12,9 +12,20 @@ handlers and ``caplog`` see them as ever.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["LazyLogger"]
+__all__ = ["LazyLogger", "before_first_record"]
+
+_hooks: list[Callable[[], None]] = []
+
+
+def before_first_record(hook: Callable[[], None]) -> None:
+    """Run ``hook`` once, when a :class:`LazyLogger` is first used (before its record is
+    made): ``keen prompt`` sets the CLI's logging up there instead of importing
+    :mod:`logging` at its start. Only records made through a ``LazyLogger`` run it: a caller
+    whose other code logs through :mod:`logging` directly sets logging up at once."""
+    _hooks.append(hook)
 
 
 class LazyLogger:
@@ -30,6 +41,8 @@ class LazyLogger:
         self.name = name
 
     def __getattr__(self, attribute: str) -> Any:
+        while _hooks:
+            _hooks.pop(0)()
         import logging
 
         return getattr(logging.getLogger(self.name), attribute)

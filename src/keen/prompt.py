@@ -20,7 +20,7 @@ from keen._lazy import exports_from, lazy_module_attrs
 from keen.entry_tools import call_tool_definition, search_tool_definition
 from keen.skills import render_skills_section
 from keen.skills.cache import DiscoveryCache
-from keen.tokens import TokenCounter, token_counter
+from keen.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from keen.capabilities import BudgetedSection
@@ -111,7 +111,7 @@ def budgeted_prompt(
         found.enabled,
         budget,
         skills_root=root.absolute(),
-        counter=counter or token_counter(),
+        counter=counter,
         overhead=mcp_tool_definitions(call_tool),
         usefulness=usefulness,
     )

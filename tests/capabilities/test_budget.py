@@ -346,3 +346,22 @@ def test_a_section_comes_from_the_store_while_its_inputs_are_the_same(
         file.write_text(broken, encoding="utf-8")
         new_process()
         assert budgeted_section(skills, 400, overhead=overhead) == first
+
+
+def test_budgeted_prompt_keeps_its_section_for_the_next_start(skills_292: Path, keen_home: Path) -> None:
+    """``budgeted_prompt`` without a counter of the caller's goes through the section store
+    (``keen prompt`` and a host's prompt at every start): the next process with the same
+    skills takes the section from there, and it is the one computed with the default counter."""
+    from keen.capabilities import _section_store
+
+    computed = budgeted_prompt(4000, skills_292, counter=token_counter())
+    first = budgeted_prompt(4000, skills_292)
+    assert first == computed
+    _section_store.save_sections()
+    [file] = _section_store.store_dir().glob("*.json")
+    stored = json.loads(file.read_text(encoding="utf-8"))
+    assert stored["section"]["text"] == computed.text
+    stored["section"]["text"] = "- stored\n"
+    file.write_text(json.dumps(stored), encoding="utf-8")
+    _section_store._made.clear()  # what this process computed: a new one starts without it
+    assert budgeted_prompt(4000, skills_292).text == "- stored\n"

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -184,3 +185,33 @@ def test_completion_goes_through_typer(home: Home) -> None:
         check=False,
     )
     assert json.loads(done.stderr.strip().splitlines()[-1])["typer"] is True, done.stderr
+
+
+def test_a_warning_on_the_way_is_logged_as_the_root_command_logs_it(tmp_path: Path) -> None:
+    """Without typer, logging is set up at the first record (keen._log), not at the start: a
+    prompt built without trouble does not import logging, and a warning on the way is
+    printed through the CLI's handler, as typer's root command sets it up."""
+    made = make_home(tmp_path)
+    skill = made.keen_home / "skills" / "notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: notes\ndescription: Keep short notes.\n---\nWrite notes.\n")
+
+    def fresh() -> subprocess.CompletedProcess[str]:
+        # A new interpreter (the console script's forks start warm, with logging imported).
+        script = _RUN + "print('logging' in sys.modules, file=sys.stderr)\n"
+        return subprocess.run(
+            [sys.executable, "-c", script, "prompt"],
+            capture_output=True,
+            text=True,
+            env=made.env(),
+            timeout=60,
+            check=True,
+        )
+
+    quiet = fresh()
+    assert quiet.stderr.strip().splitlines()[-1] == "False", quiet.stderr
+    (skill / ".keen-generated-mcp.json").write_text("{not json")
+    alone, typer_run = fresh(), made.keen("prompt")
+    warning = f"WARNING keen.skills.discover: skill dir {skill}: unreadable .keen-generated-mcp.json ("
+    assert alone.stderr.startswith(warning), alone.stderr
+    assert alone.stdout == typer_run.stdout and "- notes: Keep short notes." in alone.stdout

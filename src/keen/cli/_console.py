@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import sys
 import time
@@ -18,8 +17,6 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-    from keen._redact import RedactingFilter
 
 __all__ = [
     "EXIT_KEEN_ERROR",
@@ -76,57 +73,17 @@ out = cast("Console", _LazyConsole(stderr=False))
 err = cast("Console", _LazyConsole(stderr=True))
 
 
-class _Formatter(logging.Formatter):
-    def __init__(self, verbose: bool) -> None:
-        super().__init__("%(levelname)s %(name)s: %(message)s")
-        self.verbose = verbose
-
-    def formatException(self, ei: Any) -> str:
-        # Tracebacks only in verbose mode; the message already says what went wrong.
-        return super().formatException(ei) if self.verbose else ""
-
-    def format(self, record: logging.LogRecord) -> str:
-        if not self.verbose:
-            record.exc_info = None
-            record.exc_text = None
-        from keen._redact import redactor
-        from keen.cli._terminal import terminal_text
-
-        # Tracebacks quote server text too: redact and escape the whole record, not just msg.
-        return terminal_text(redactor.redact(super().format(record)))
-
-
-class _RedactingFilter(logging.Filter):
-    """:class:`keen._redact.RedactingFilter`, made at the first record: the redactor's
-    patterns cost about 5 ms of CPU to import and compile, which a command that logs
-    nothing (``keen prompt``, a chat's first turn) need not pay."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._filter: RedactingFilter | None = None
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self._filter is None:
-            from keen._redact import RedactingFilter
-
-            self._filter = RedactingFilter()
-        return self._filter.filter(record)
-
-
 def setup_logging(verbose: bool) -> None:
-    """stderr logging through the redaction filter: debug with ``-v``, warnings otherwise.
+    """stderr logging through the redaction filter: debug with ``-v``, warnings otherwise
+    (:func:`keen.cli._logging.setup_logging`, where ``logging`` is imported: a command that
+    logs nothing, ``keen prompt``, need not import it).
 
     The SDK logs transport faults (e.g. a server printing garbage) itself; Keen reports
     them in the server's status, so SDK records are muted unless verbose.
     """
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Formatter(verbose))
-    handler.addFilter(_RedactingFilter())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if verbose else logging.WARNING)
-    for noisy in ("mcp", "httpx2", "httpcore2", "httpx", "httpcore"):
-        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.CRITICAL)
+    from keen.cli._logging import setup_logging as set_up
+
+    set_up(verbose)
 
 
 def keen_home_problem(exc: OSError) -> str | None:

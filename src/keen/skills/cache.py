@@ -85,11 +85,11 @@ RACY_SECONDS = 0.05
 
 _Stat = tuple[int, ...] | None
 _Entry = tuple[str, _Stat, str, _Stat, _Stat]
-_STORE_FORMAT = "keen-skills/2"
+_STORE_FORMAT = "keen-skills/3"
 _Row = tuple[str, str, str, bool, tuple[str, ...], int, str, str]
-"""A stored skill: its entry's stat data but the marker's (``repr``), name, description,
-managed, paths, tool count, the digest of its frontmatter text (:func:`_frontmatter_digest`)
-and its marker's stat data (``repr``)."""
+"""A stored skill: its entry's stat data but the marker's (:func:`_stamps`), name,
+description, managed, paths, tool count, the digest of its frontmatter text
+(:func:`_frontmatter_digest`) and its marker's stat data."""
 
 
 def _stat(path: str, *, follow: bool = True, dir_fd: int | None = None) -> _Stat:
@@ -230,6 +230,21 @@ def _frontmatter_digest(raw: str | bytes) -> str:
     return _digest.blake2b(data, digest_size=16).hexdigest()
 
 
+_HEX = "%x %x %x %x %x %x"
+
+
+def _stamps(entry: _Entry) -> tuple[str, str]:
+    """How the store spells an entry's stat data (:data:`_Entry`): its own ``lstat``, link
+    target and ``SKILL.md`` stat in one string, the marker's in another (the sync rewrites the
+    marker alone). The numbers in hex, each stat with one format: the ``repr`` of the tuples
+    cost about 10 µs a skill at every start, and a JSON list of them more to parse back."""
+    _, own, target, skill_md, marker = entry
+    return (
+        f"{'-' if own is None else _HEX % own}|{target}|{'-' if skill_md is None else _HEX % skill_md}",
+        "-" if marker is None else _HEX % marker,
+    )
+
+
 def _is_listed(entry: _Entry) -> bool:
     """An entry :func:`keen.skills.discover.scan` loads: a folder or a symlink."""
     own = entry[1]
@@ -353,7 +368,7 @@ class DiscoveryCache:
             name = entry.name
             key, before, row = settled.get(name), self._loaded.get(name), stored.get(name)
             # How the store spells the stat data: the marker's apart (the sync rewrites it).
-            stamp, marker_stamp = (repr(key[:4]), repr(key[4])) if key is not None else ("", "")
+            stamp, marker_stamp = _stamps(key) if key is not None else ("", "")
             result: Skill | SkillProblem
             digest = ""
             if key is not None and before is not None and before[0] == key:
