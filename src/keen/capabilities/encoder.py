@@ -9,9 +9,9 @@ never ranks anything: :func:`sentence_encoder` then returns ``None`` and says wh
 (wordllama) instead. Nothing is downloaded, ever; ``onnxruntime`` and ``tokenizers`` run
 it, no torch.
 
-Two ONNX sessions per process, one intra-op thread each (more threads cost more in
-wake-ups than they save on 10-token inputs, and background indexing on one thread leaves
-the other core to the agent). The file stores its weights as int8 with a scale (a
+Two ONNX sessions per process: the tools' texts on one intra-op thread (background indexing
+leaves the other core to the agent), queries on :data:`QUERY_THREADS` threads that do not
+spin, after the first. The file stores its weights as int8 with a scale (a
 ``Cast`` and a ``Mul`` before each ``MatMul``), which ONNX Runtime folds into float32
 constants when the session loads: every text then reads about 42 MB of weights, a fixed
 cost of about 4 ms of CPU before its length counts (docs/search.md, "Query latency").
@@ -49,6 +49,7 @@ __all__ = [
     "MODEL_SHA256",
     "QUERY_BLOCK",
     "QUERY_CACHE",
+    "QUERY_THREADS",
     "TOKENIZER_SHA256",
     "ModelFiles",
     "SentenceEncoder",
@@ -74,6 +75,12 @@ QUERY_BLOCK = 128
 (:func:`~keen.capabilities._onnx.int8_graph`). 128 encodes a query 1.2 times as fast as 32
 (paired, 5.3 against 6.4 ms of CPU) with the same rankings on bench/search.py's natural
 requests within one request's rank (docs/search.md, "Query latency")."""
+QUERY_THREADS = 2
+"""Intra-op threads of the query graph's session, which do not spin: a query's products split
+over two threads take about 2 ms less of the calling thread's CPU at 4,310 tools (the same
+vectors bit for bit) for about 1 ms more of the process's; a product shard no thread has
+taken is done by the calling thread, so a busy machine encodes as on one thread (docs/search.md,
+"Query latency"). Made after the process's first query (:meth:`SentenceEncoder.encode_one`)."""
 QUERY_CACHE = 256
 """How many recent query vectors a process keeps (about 1.5 KB each)."""
 
@@ -154,6 +161,7 @@ class SentenceEncoder:
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(files.model), options, providers=["CPUExecutionProvider"])
         self._query_session: Any = None  # the int8 graph for queries, once built
+        self._query_bytes: bytes | None = None  # that graph, until its threaded session is made
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._queries_lock = threading.Lock()
         self.query_graph = "exact"
@@ -182,6 +190,7 @@ class SentenceEncoder:
                 self._query_session = ort.InferenceSession(
                     rewritten, self._options, providers=["CPUExecutionProvider"]
                 )
+                self._query_bytes = rewritten if QUERY_THREADS > 1 else None
                 self.query_graph = "int8"
         # An older onnxruntime without 8-bit MatMulNBits raises its own exception types:
         # queries then keep the exact graph, which is only slower.
@@ -189,6 +198,39 @@ class SentenceEncoder:
             logger.info("queries use the exact encoder graph (%s)", one_line(str(exc), 200))
         finally:
             self._query_ready.set()
+
+    def _thread_query_session(self) -> None:
+        """After this process's first query by the int8 graph, build the same graph's session
+        on :data:`QUERY_THREADS` threads in the background and use it from then on (the same
+        vectors bit for bit). Not before: a process that has ONNX Runtime's worker thread
+        when it forks leaves its child hung (the tests' fork server loads the encoder and forks
+        without encoding a query)."""
+        with _builders_lock:
+            data, self._query_bytes = self._query_bytes, None
+            if data is None:
+                return
+
+            def build() -> None:
+                import onnxruntime as ort
+
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = QUERY_THREADS
+                options.inter_op_num_threads = 1
+                options.log_severity_level = 3
+                # The second thread sleeps between a query's products instead of spinning, so it
+                # takes no CPU from the searches around it on a busy machine.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                try:
+                    self._query_session = ort.InferenceSession(
+                        data, options, providers=["CPUExecutionProvider"]
+                    )
+                except Exception as exc:  # onnxruntime's own types: the one-thread session stays
+                    logger.info("queries keep one encoder thread (%s)", one_line(str(exc), 200))
+
+            thread = threading.Thread(target=build, name="keen-encoder-threads", daemon=True)
+            _builders[:] = [t for t in _builders if t.is_alive()]
+            _builders.append(thread)
+            thread.start()
 
     def wait_query_graph(self, timeout: float | None = None) -> bool:
         """Wait at most ``timeout`` seconds until the query graph is settled (int8, or the
@@ -228,7 +270,9 @@ class SentenceEncoder:
         session = self._query_session or self._session
         vector = self._run([text], session)[0]
         vector.flags.writeable = False
-        if session is self._query_session:  # an exact vector is not kept: the int8 one follows
+        if self._query_bytes is not None:
+            self._thread_query_session()
+        if session is not self._session:  # an exact vector is not kept: the int8 one follows
             with self._queries_lock:
                 self._queries[text] = vector
                 while len(self._queries) > QUERY_CACHE:
