@@ -57,8 +57,9 @@ tokenised once, and the next catalog of this process is derived from the last in
 what changed (:mod:`keen.capabilities._refresh`), so a refresh of one server tokenises that
 server only. Indexes are kept under ``$KEEN_HOME/cache/toolsearch/`` for the next process
 (:mod:`keen.capabilities._index_cache`). While the calling thread encodes a request, a
-helper thread scores its keywords and word vectors, and half of the views' product runs on a
-helper (:mod:`keen.capabilities._helper`): the same numbers, sooner when a CPU is free.
+helper thread scores its keywords and word vectors and finds the query words the why lines
+name, and half of the views' product runs on a helper (:mod:`keen.capabilities._helper`):
+the same numbers, sooner when a CPU is free.
 Results are candidates for the caller's visibility decision, never authorization; the
 caller's permission filter is applied before the top ``k`` is cut, so a filtered-out
 capability is never returned (not even as a count).
