@@ -11,7 +11,7 @@ it, no torch.
 
 Two ONNX sessions per process: the tools' texts on one intra-op thread (background indexing
 leaves the other core to the agent), queries on :data:`QUERY_THREADS` threads that do not
-spin, after the first. The file stores its weights as int8 with a scale (a
+spin, from the process's second query. The file stores its weights as int8 with a scale (a
 ``Cast`` and a ``Mul`` before each ``MatMul``), which ONNX Runtime folds into float32
 constants when the session loads: every text then reads about 42 MB of weights, a fixed
 cost of about 4 ms of CPU before its length counts (docs/search.md, "Query latency").
@@ -50,6 +50,7 @@ __all__ = [
     "QUERY_BLOCK",
     "QUERY_CACHE",
     "QUERY_THREADS",
+    "THREADED_AFTER",
     "TOKENIZER_SHA256",
     "ModelFiles",
     "SentenceEncoder",
@@ -80,7 +81,11 @@ QUERY_THREADS = 2
 over two threads take about 2 ms less of the calling thread's CPU at 4,310 tools (the same
 vectors bit for bit) for about 1 ms more of the process's; a product shard no thread has
 taken is done by the calling thread, so a busy machine encodes as on one thread (docs/search.md,
-"Query latency"). Made after the process's first query (:meth:`SentenceEncoder.encode_one`)."""
+"Query latency"). Its session is made on a background thread at the process's
+:data:`THREADED_AFTER`-th query (about 0.3 s of CPU: the graph made again from the file,
+rather than 23 MB of it kept meanwhile); queries before it use the one-thread session."""
+THREADED_AFTER = 2
+"""The query (by the int8 graph) that starts building the threaded session."""
 QUERY_CACHE = 256
 """How many recent query vectors a process keeps (about 1.5 KB each)."""
 
@@ -161,7 +166,7 @@ class SentenceEncoder:
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(files.model), options, providers=["CPUExecutionProvider"])
         self._query_session: Any = None  # the int8 graph for queries, once built
-        self._query_bytes: bytes | None = None  # that graph, until its threaded session is made
+        self._int8_queries = 0  # queries encoded by the int8 graph (THREADED_AFTER)
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._queries_lock = threading.Lock()
         self.query_graph = "exact"
@@ -176,21 +181,25 @@ class SentenceEncoder:
             _builders.append(builder)
         builder.start()
 
+    def _int8_bytes(self) -> tuple[bytes, int]:
+        """The query graph (module docstring) made from the file already checked: its bytes
+        are hashed again, so a file replaced since is never used; and how many nodes were
+        replaced. Raises ``ValueError`` when the file changed or cannot be parsed."""
+        data = self._model_path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != MODEL_SHA256:
+            raise ValueError(f"{self._model_path} changed since it was loaded")
+        return int8_graph(data, block_size=QUERY_BLOCK)
+
     def _build_query_session(self) -> None:
-        """Build the query graph (module docstring) from the file already checked: its
-        bytes are hashed again, so a file replaced since is never used."""
+        """Build the query graph's session on one thread."""
         import onnxruntime as ort
 
         try:
-            data = self._model_path.read_bytes()
-            if hashlib.sha256(data).hexdigest() != MODEL_SHA256:
-                raise ValueError(f"{self._model_path} changed since it was loaded")
-            rewritten, replaced = int8_graph(data, block_size=QUERY_BLOCK)
+            rewritten, replaced = self._int8_bytes()
             if replaced:
                 self._query_session = ort.InferenceSession(
                     rewritten, self._options, providers=["CPUExecutionProvider"]
                 )
-                self._query_bytes = rewritten if QUERY_THREADS > 1 else None
                 self.query_graph = "int8"
         # An older onnxruntime without 8-bit MatMulNBits raises its own exception types:
         # queries then keep the exact graph, which is only slower.
@@ -199,38 +208,26 @@ class SentenceEncoder:
         finally:
             self._query_ready.set()
 
-    def _thread_query_session(self) -> None:
-        """After this process's first query by the int8 graph, build the same graph's session
-        on :data:`QUERY_THREADS` threads in the background and use it from then on (the same
-        vectors bit for bit). Not before: a process that has ONNX Runtime's worker thread
-        when it forks leaves its child hung (the tests' fork server loads the encoder and forks
-        without encoding a query)."""
-        with _builders_lock:
-            data, self._query_bytes = self._query_bytes, None
-            if data is None:
+    def _build_threaded_session(self) -> None:
+        """Build the query graph's session on :data:`QUERY_THREADS` threads that do not spin
+        and use it from then on (the same vectors bit for bit); the one-thread session stays
+        when it cannot be built."""
+        import onnxruntime as ort
+
+        try:
+            rewritten, replaced = self._int8_bytes()
+            if not replaced:
                 return
-
-            def build() -> None:
-                import onnxruntime as ort
-
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = QUERY_THREADS
-                options.inter_op_num_threads = 1
-                options.log_severity_level = 3
-                # The second thread sleeps between a query's products instead of spinning, so it
-                # takes no CPU from the searches around it on a busy machine.
-                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                try:
-                    self._query_session = ort.InferenceSession(
-                        data, options, providers=["CPUExecutionProvider"]
-                    )
-                except Exception as exc:  # onnxruntime's own types: the one-thread session stays
-                    logger.info("queries keep one encoder thread (%s)", one_line(str(exc), 200))
-
-            thread = threading.Thread(target=build, name="keen-encoder-threads", daemon=True)
-            _builders[:] = [t for t in _builders if t.is_alive()]
-            _builders.append(thread)
-            thread.start()
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = QUERY_THREADS
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            # The second thread sleeps between a query's products instead of spinning, so it
+            # takes no CPU from the searches around it on a busy machine.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            self._query_session = ort.InferenceSession(rewritten, options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime's own types, or the file changed
+            logger.info("queries keep one encoder thread (%s)", one_line(str(exc), 200))
 
     def wait_query_graph(self, timeout: float | None = None) -> bool:
         """Wait at most ``timeout`` seconds until the query graph is settled (int8, or the
@@ -270,13 +267,25 @@ class SentenceEncoder:
         session = self._query_session or self._session
         vector = self._run([text], session)[0]
         vector.flags.writeable = False
-        if self._query_bytes is not None:
-            self._thread_query_session()
         if session is not self._session:  # an exact vector is not kept: the int8 one follows
             with self._queries_lock:
                 self._queries[text] = vector
                 while len(self._queries) > QUERY_CACHE:
                     self._queries.popitem(last=False)
+                self._int8_queries += 1
+                count = self._int8_queries
+            if count == THREADED_AFTER and QUERY_THREADS > 1:
+                # Not when the encoder loads: a process that has ONNX Runtime's worker thread
+                # when it forks leaves its child hung (the tests' fork server loads the encoder
+                # and forks without encoding a query); not after the first query, so a one-shot
+                # search's exit does not wait for the build.
+                builder = threading.Thread(
+                    target=self._build_threaded_session, name="keen-encoder-threads", daemon=True
+                )
+                with _builders_lock:
+                    _builders[:] = [t for t in _builders if t.is_alive()]
+                    _builders.append(builder)
+                builder.start()
         return vector
 
     def forget_queries(self) -> None:
