@@ -494,11 +494,11 @@ class Catalog:
         hits: list[SearchHit] = []
         index = self.index()
         mask = None if filter is None else self._mask(filter)
-        signals = index.signals(query)
+        # The query words for the why lines are found beside the encoder, with the signals.
+        signals, matched = index.signals_and_words(query)
         top = index.top(query, k, mask, signals=signals)
         if not top:
             return hits
-        matched = index.query_words(query)
         # Each signal's and each query word's values at the hits' positions, taken once for
         # all of them: a search of 100 results indexed every array 100 times.
         at = np.fromiter((position for position, _ in top), dtype=np.int64, count=len(top))

@@ -9,9 +9,9 @@ never ranks anything: :func:`sentence_encoder` then returns ``None`` and says wh
 (wordllama) instead. Nothing is downloaded, ever; ``onnxruntime`` and ``tokenizers`` run
 it, no torch.
 
-Two ONNX sessions per process, one intra-op thread each (more threads cost more in
-wake-ups than they save on 10-token inputs, and background indexing on one thread leaves
-the other core to the agent). The file stores its weights as int8 with a scale (a
+Two ONNX sessions per process: the tools' texts on one intra-op thread (background indexing
+leaves the other core to the agent), queries on :data:`QUERY_THREADS` threads that do not
+spin, from the process's second query. The file stores its weights as int8 with a scale (a
 ``Cast`` and a ``Mul`` before each ``MatMul``), which ONNX Runtime folds into float32
 constants when the session loads: every text then reads about 42 MB of weights, a fixed
 cost of about 4 ms of CPU before its length counts (docs/search.md, "Query latency").
@@ -49,6 +49,8 @@ __all__ = [
     "MODEL_SHA256",
     "QUERY_BLOCK",
     "QUERY_CACHE",
+    "QUERY_THREADS",
+    "THREADED_AFTER",
     "TOKENIZER_SHA256",
     "ModelFiles",
     "SentenceEncoder",
@@ -74,6 +76,16 @@ QUERY_BLOCK = 128
 (:func:`~keen.capabilities._onnx.int8_graph`). 128 encodes a query 1.2 times as fast as 32
 (paired, 5.3 against 6.4 ms of CPU) with the same rankings on bench/search.py's natural
 requests within one request's rank (docs/search.md, "Query latency")."""
+QUERY_THREADS = 2
+"""Intra-op threads of the query graph's session, which do not spin: a query's products split
+over two threads take about 2 ms less of the calling thread's CPU at 4,310 tools (the same
+vectors bit for bit) for about 1 ms more of the process's; a product shard no thread has
+taken is done by the calling thread, so a busy machine encodes as on one thread (docs/search.md,
+"Query latency"). Its session is made on a background thread at the process's
+:data:`THREADED_AFTER`-th query (about 0.3 s of CPU: the graph made again from the file,
+rather than 23 MB of it kept meanwhile); queries before it use the one-thread session."""
+THREADED_AFTER = 2
+"""The query (by the int8 graph) that starts building the threaded session."""
 QUERY_CACHE = 256
 """How many recent query vectors a process keeps (about 1.5 KB each)."""
 
@@ -154,6 +166,7 @@ class SentenceEncoder:
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(files.model), options, providers=["CPUExecutionProvider"])
         self._query_session: Any = None  # the int8 graph for queries, once built
+        self._int8_queries = 0  # queries encoded by the int8 graph (THREADED_AFTER)
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._queries_lock = threading.Lock()
         self.query_graph = "exact"
@@ -168,16 +181,21 @@ class SentenceEncoder:
             _builders.append(builder)
         builder.start()
 
+    def _int8_bytes(self) -> tuple[bytes, int]:
+        """The query graph (module docstring) made from the file already checked: its bytes
+        are hashed again, so a file replaced since is never used; and how many nodes were
+        replaced. Raises ``ValueError`` when the file changed or cannot be parsed."""
+        data = self._model_path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != MODEL_SHA256:
+            raise ValueError(f"{self._model_path} changed since it was loaded")
+        return int8_graph(data, block_size=QUERY_BLOCK)
+
     def _build_query_session(self) -> None:
-        """Build the query graph (module docstring) from the file already checked: its
-        bytes are hashed again, so a file replaced since is never used."""
+        """Build the query graph's session on one thread."""
         import onnxruntime as ort
 
         try:
-            data = self._model_path.read_bytes()
-            if hashlib.sha256(data).hexdigest() != MODEL_SHA256:
-                raise ValueError(f"{self._model_path} changed since it was loaded")
-            rewritten, replaced = int8_graph(data, block_size=QUERY_BLOCK)
+            rewritten, replaced = self._int8_bytes()
             if replaced:
                 self._query_session = ort.InferenceSession(
                     rewritten, self._options, providers=["CPUExecutionProvider"]
@@ -189,6 +207,27 @@ class SentenceEncoder:
             logger.info("queries use the exact encoder graph (%s)", one_line(str(exc), 200))
         finally:
             self._query_ready.set()
+
+    def _build_threaded_session(self) -> None:
+        """Build the query graph's session on :data:`QUERY_THREADS` threads that do not spin
+        and use it from then on (the same vectors bit for bit); the one-thread session stays
+        when it cannot be built."""
+        import onnxruntime as ort
+
+        try:
+            rewritten, replaced = self._int8_bytes()
+            if not replaced:
+                return
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = QUERY_THREADS
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            # The second thread sleeps between a query's products instead of spinning, so it
+            # takes no CPU from the searches around it on a busy machine.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            self._query_session = ort.InferenceSession(rewritten, options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime's own types, or the file changed
+            logger.info("queries keep one encoder thread (%s)", one_line(str(exc), 200))
 
     def wait_query_graph(self, timeout: float | None = None) -> bool:
         """Wait at most ``timeout`` seconds until the query graph is settled (int8, or the
@@ -228,11 +267,25 @@ class SentenceEncoder:
         session = self._query_session or self._session
         vector = self._run([text], session)[0]
         vector.flags.writeable = False
-        if session is self._query_session:  # an exact vector is not kept: the int8 one follows
+        if session is not self._session:  # an exact vector is not kept: the int8 one follows
             with self._queries_lock:
                 self._queries[text] = vector
                 while len(self._queries) > QUERY_CACHE:
                     self._queries.popitem(last=False)
+                self._int8_queries += 1
+                count = self._int8_queries
+            if count == THREADED_AFTER and QUERY_THREADS > 1:
+                # Not when the encoder loads: a process that has ONNX Runtime's worker thread
+                # when it forks leaves its child hung (the tests' fork server loads the encoder
+                # and forks without encoding a query); not after the first query, so a one-shot
+                # search's exit does not wait for the build.
+                builder = threading.Thread(
+                    target=self._build_threaded_session, name="keen-encoder-threads", daemon=True
+                )
+                with _builders_lock:
+                    _builders[:] = [t for t in _builders if t.is_alive()]
+                    _builders.append(builder)
+                builder.start()
         return vector
 
     def forget_queries(self) -> None:
@@ -255,10 +308,16 @@ class SentenceEncoder:
             ["last_hidden_state"],
             {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
         )
-        weights = mask[..., None].astype(np.float32)
-        pooled = (np.asarray(hidden, dtype=np.float32) * weights).sum(axis=1) / np.maximum(
-            weights.sum(axis=1), 1.0
-        )
+        if len(texts) == 1:
+            # One text has no padding: every weight is 1, and the masked mean below is this sum
+            # divided by the count, the same bits in two numpy calls instead of six.
+            hidden = np.asarray(hidden, dtype=np.float32)
+            pooled = hidden.sum(axis=1) / np.float32(max(hidden.shape[1], 1))
+        else:
+            weights = mask[..., None].astype(np.float32)
+            pooled = (np.asarray(hidden, dtype=np.float32) * weights).sum(axis=1) / np.maximum(
+                weights.sum(axis=1), 1.0
+            )
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 1e-12)
 
