@@ -22,6 +22,12 @@ lacks the operator, queries use the exact graph), activations quantized per bloc
 :data:`QUERY_BLOCK` values: about 1.3 times faster (paired: 5.3 against 7.1 ms of CPU),
 its vectors at a cosine of 0.997 or more to the exact ones. The last :data:`QUERY_CACHE` query vectors
 are kept: an agent often asks the same thing twice.
+
+A process that has loaded the encoder and forks: the child may encode (a product shard no
+pool thread takes is run by the calling thread), but must end with ``os._exit``, as
+:mod:`multiprocessing`'s forked workers do; a normal interpreter exit in the child never
+returns from ONNX Runtime's teardown of the sessions it inherited, with one query thread or
+two alike (docs/search.md, "Query latency").
 """
 
 from __future__ import annotations
