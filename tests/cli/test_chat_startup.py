@@ -204,7 +204,8 @@ async def first_request(self, messages, tools):
             "launched": launched.exists(), "system": messages[0].content, "yaml": "yaml" in sys.modules,
             "pydantic": "pydantic" in sys.modules, "typer": "typer" in sys.modules,
             "deferred": sorted(m for m in ("hashlib", "keen._redact", "keen.capabilities.descriptor",
-                                           "anyio", "anyio.from_thread") if m in sys.modules),
+                                           "anyio", "anyio.from_thread", "keen.agent.model_events")
+                               if m in sys.modules),
             "runtime": sorted(m for m in ("keen.runtime", "keen.harness.pipeline", "keen.agent.loop")
                               if m in sys.modules),
             # tempfile loads with the first file Keen writes (keen._fs)
@@ -286,7 +287,7 @@ def test_with_the_skills_on_disk_the_model_is_asked_before_any_server_or_the_sdk
     # or answer text), the capability descriptors (the settings' permission modes come from
     # keen.capabilities.modes) or anyio at all (the request goes out on asyncio's own loop,
     # keen.cli._chat._run_early; the session and its signal watch import it behind it),
-    # which are not needed before the request.
+    # nor the answer's events (keen.agent.model_events), which are not needed before the request.
     assert again["deferred"] == [], again
 
 
@@ -318,7 +319,7 @@ def test_with_no_server_configured_the_model_is_asked_before_pydantic_or_typer_l
     seen, stderr = first_request(home, tmp_path / "launched")
     assert "notes" in seen["system"], seen["system"]  # the catalog was built from the skill on disk
     assert (seen["pydantic"], seen["typer"]) == (False, False), stderr
-    assert seen["deferred"] == [], seen  # nor hashlib, the log redactor, the descriptors, from_thread
+    assert seen["deferred"] == [], seen  # nor hashlib, the redactor, the descriptors, anyio, the events
 
 
 def whole_chat(home: Home, *, keen: Sequence[str] = KEEN) -> subprocess.CompletedProcess[str]:

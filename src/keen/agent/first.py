@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from keen import paths
-from keen.agent.models import Message, Model, ModelEvent
+from keen.agent.models import Message, Model
 from keen.errors import KeenError
 
 if TYPE_CHECKING:
+    from keen.agent.model_events import ModelEvent
     from keen.skills.cache import SkillsDirState
 
 __all__ = ["EarlyModel", "FirstRequest", "covered_servers", "plan"]

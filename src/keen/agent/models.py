@@ -24,9 +24,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from keen._lazy import exports_from, lazy_module_attrs
 from keen.errors import KeenError
+
+if TYPE_CHECKING:
+    from keen.agent.model_events import STOP_REASONS, ModelDone, ModelEvent, StopReason, TextDelta, ToolCall
 
 __all__ = [
     "STOP_REASONS",
@@ -49,67 +53,9 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant", "tool"]
 
-StopReason = Literal["end", "tool_calls", "length", "context", "content_filter", "refusal", "pause"]
-"""Why a model call ended, in both APIs' terms (OpenAI ``finish_reason``; Anthropic
-``stop_reason``):
 
-- ``end``: the answer is complete (``stop``; ``end_turn``, ``stop_sequence``);
-- ``tool_calls``: it asks for tool calls (``tool_calls``; ``tool_use``);
-- ``length``: cut at the output token limit, so incomplete (``length``; ``max_tokens``);
-- ``context``: the conversation filled the model's context window, so incomplete, and
-  sending more would not help (Anthropic ``model_context_window_exceeded``);
-- ``content_filter``: the provider's filter withheld the rest (``content_filter``);
-- ``refusal``: the model declined to go on (``refusal``);
-- ``pause``: the provider paused a long turn; sending it back continues it (``pause_turn``).
-"""
-STOP_REASONS: tuple[StopReason, ...] = (
-    "end",
-    "tool_calls",
-    "length",
-    "context",
-    "content_filter",
-    "refusal",
-    "pause",
-)
-"""Every :data:`StopReason`, in that order."""
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call the model proposed: ``id`` (the provider's, echoed in the result),
-    the tool ``name`` as offered, and its JSON ``arguments`` (a dict, possibly empty).
-
-    ``unparsed`` is the arguments' text as the model sent it when that was not a JSON
-    object (then ``arguments`` is ``{}``): the call goes to the harness with that text, so
-    its validate gate refuses it and says why, and the history sends ``{}`` back in the
-    call's place (an API accepts only an object there)."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    unparsed: str | None = None
-
-
-@dataclass(frozen=True)
-class TextDelta:
-    """A chunk of the model's answer, in arrival order."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ModelDone:
-    """The end of one model call: the whole ``content``, its ``tool_calls``, ``usage``
-    (``prompt_tokens``, ``completion_tokens``; as the provider reported them, or counted
-    locally by the scripted model) and why it ended (``stop``, :data:`StopReason`)."""
-
-    content: str
-    tool_calls: list[ToolCall] = field(default_factory=lambda: list[ToolCall]())
-    usage: dict[str, int] = field(default_factory=lambda: dict[str, int]())
-    stop: StopReason = "end"
-
-
-ModelEvent = TextDelta | ModelDone
+def _no_tool_calls() -> list[ToolCall]:
+    return []
 
 
 @dataclass
@@ -130,7 +76,7 @@ class Message:
 
     role: Role
     content: str
-    tool_calls: list[ToolCall] = field(default_factory=lambda: list[ToolCall]())
+    tool_calls: list[ToolCall] = field(default_factory=_no_tool_calls)
     tool_call_id: str | None = None
     name: str | None = None
     kind: str = ""
@@ -210,3 +156,15 @@ class ScriptExhausted(ModelError):
     """A ``scripted:`` model was asked for more answers than its file holds."""
 
     code = "script_exhausted"
+
+
+# The answer's events are made once a model answers: their module (three frozen dataclasses,
+# about 10 million instructions to make) loads at first use, after a chat's first request
+# is out (docs/architecture.md "Prompt start").
+__getattr__, __dir__ = lazy_module_attrs(
+    __name__,
+    exports_from(
+        "keen.agent.model_events",
+        ("STOP_REASONS", "ModelDone", "ModelEvent", "StopReason", "TextDelta", "ToolCall"),
+    ),
+)

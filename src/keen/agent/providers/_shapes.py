@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from keen.agent.models import Message, ToolCall
+from keen.agent.models import Message
+
+if TYPE_CHECKING:
+    from keen.agent.model_events import ToolCall
 
 __all__ = [
     "anthropic_messages",
@@ -50,6 +53,8 @@ def tool_call(call_id: str, name: str, raw: str) -> ToolCall:
     parameters; a tool that needs some is then refused by argument validation, naming
     them); text that is not a JSON object (not JSON, an array, a string) is kept as
     ``unparsed`` for the harness to refuse."""
+    from keen.agent.model_events import ToolCall  # made when an answer arrives
+
     if not raw.strip():
         return ToolCall(call_id, name, {})
     try:

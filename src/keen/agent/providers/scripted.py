@@ -18,24 +18,35 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from keen.agent.models import (
-    STOP_REASONS,
-    Message,
-    ModelDone,
-    ModelEvent,
-    ModelNotConfigured,
-    ScriptExhausted,
-    TextDelta,
-    ToolCall,
-)
+from keen.agent.models import Message, ModelNotConfigured, ScriptExhausted
 from keen.agent.providers._shapes import openai_messages, openai_tools
 from keen.tokens import token_counter
+
+if TYPE_CHECKING:
+    from keen.agent.model_events import ModelDone, ModelEvent, StopReason
 
 __all__ = ["ScriptedModel", "parse_script"]
 
 _CHUNK = 16
+# StopReason's values (keen.agent.model_events.STOP_REASONS, whose module loads with the
+# answer's first event, after a chat's first request is out).
+_STOP_REASONS = ("end", "tool_calls", "length", "context", "content_filter", "refusal", "pause")
+
+
+class _Line(NamedTuple):
+    """One script line, checked: its content, tool calls ``(id, name, arguments)`` and stop."""
+
+    content: str
+    calls: list[tuple[str, str, dict[str, Any]]]
+    stop: StopReason
+
+    def answer(self, usage: dict[str, int] | None = None) -> ModelDone:
+        from keen.agent.model_events import ModelDone, ToolCall
+
+        calls = [ToolCall(*call) for call in self.calls]
+        return ModelDone(self.content, calls, usage or {}, self.stop)
 
 
 def parse_script(text: str, source: str) -> list[ModelDone]:
@@ -44,7 +55,12 @@ def parse_script(text: str, source: str) -> list[ModelDone]:
     Raises:
         ModelNotConfigured: a line is not JSON of the documented shape (the message names it).
     """
-    answers: list[ModelDone] = []
+    return [line.answer() for line in _script_lines(text, source)]
+
+
+def _script_lines(text: str, source: str) -> list[_Line]:
+    """:func:`parse_script`'s lines, checked, before any answer is made."""
+    answers: list[_Line] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -60,7 +76,7 @@ def parse_script(text: str, source: str) -> list[ModelDone]:
                 f'{where}: expected {{"content": str, "tool_calls": [...]}}; fix the script',
                 provider="scripted",
             )
-        calls: list[ToolCall] = []
+        calls: list[tuple[str, str, dict[str, Any]]] = []
         for i, call in enumerate(data.get("tool_calls") or []):  # type: ignore[union-attr]
             if not isinstance(call, dict) or not isinstance(call.get("name"), str):
                 raise ModelNotConfigured(
@@ -72,13 +88,14 @@ def parse_script(text: str, source: str) -> list[ModelDone]:
                 raise ModelNotConfigured(
                     f"{where}: tool call {i + 1}'s arguments must be an object", provider="scripted"
                 )
-            calls.append(ToolCall(f"call_{len(answers) + 1}_{i + 1}", str(call["name"]), dict(arguments)))  # type: ignore[arg-type]
+            calls.append((f"call_{len(answers) + 1}_{i + 1}", str(call["name"]), dict(arguments)))  # type: ignore[arg-type]
         stop = data.get("stop", "end")  # type: ignore[union-attr]
-        if stop not in STOP_REASONS:
+        if stop not in _STOP_REASONS:
             raise ModelNotConfigured(
-                f"{where}: stop must be one of {', '.join(STOP_REASONS)}; fix the script", provider="scripted"
+                f"{where}: stop must be one of {', '.join(_STOP_REASONS)}; fix the script",
+                provider="scripted",
             )
-        answers.append(ModelDone(str(data.get("content", "")), calls, stop=stop))  # type: ignore[arg-type]
+        answers.append(_Line(str(data.get("content", "")), calls, stop))  # type: ignore[arg-type]
     return answers
 
 
@@ -102,7 +119,9 @@ class ScriptedModel:
                 f"cannot read the script {path} ({exc.strerror or exc}); pass --model scripted:FILE with a JSON-lines file",
                 provider="scripted",
             ) from exc
-        self.answers = parse_script(text, str(path))
+        # Checked now (a broken script fails before anything is sent); each answer's events
+        # are made when it is asked for.
+        self.answers = _script_lines(text, str(path))
         self.calls = 0
         self._count = token_counter().count
 
@@ -119,7 +138,9 @@ class ScriptedModel:
         request = json.dumps(
             {"messages": openai_messages(messages), "tools": openai_tools(tools)}, ensure_ascii=False
         )
+        from keen.agent.model_events import TextDelta
+
         for start in range(0, len(answer.content), _CHUNK):
             yield TextDelta(answer.content[start : start + _CHUNK])
         usage = {"prompt_tokens": self._count(request), "completion_tokens": self._count(answer.content)}
-        yield ModelDone(answer.content, list(answer.tool_calls), usage, answer.stop)
+        yield answer.answer(usage)
