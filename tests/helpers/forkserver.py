@@ -312,6 +312,21 @@ def _freeze() -> None:
     gc.freeze()
 
 
+def _warm_word_vectors() -> None:
+    """Read the keyword index's word vectors and its neighbour candidates here, for every
+    child: about 0.25 s of CPU (the wordllama table, 16,000 words stemmed) that each forked
+    ``keen`` spent again at its first search (``keen serve --mode search``, ``keen tools
+    search``). Both are the same for every catalog and kept for the process; reading them
+    parallelises nothing, so no tokenizer thread pool is started before a fork. A new
+    process reads them as users' do (``tests/capabilities/test_search_index.py`` runs the
+    folder-seeded path as one)."""
+    from keen.capabilities import _embed, _refresh
+
+    with contextlib.suppress(OSError):  # a broken install: each child says so itself
+        _embed.word_vectors()
+        _refresh._candidates()  # pyright: ignore[reportPrivateUsage]
+
+
 def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     fds = array.array("i")
     data, ancdata, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_SPACE(3 * fds.itemsize))
@@ -449,6 +464,7 @@ def serve(path: str, owner: int, warming: int) -> None:
     build_commands()  # keen's click commands, which typer builds on each run of its app
     _warm_token_counter()
     _warm_encoder()
+    _warm_word_vectors()
     _freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
