@@ -33,9 +33,17 @@ _rows: list[dict[str, Any]] = []
 
 
 def _cpu() -> float:
+    return _own() + _children()
+
+
+def _own() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
+
+
+def _children() -> float:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return children.ru_utime + children.ru_stime
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -47,13 +55,15 @@ def pytest_collection(session: pytest.Session) -> Iterator[None]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    start, before = time.time(), _cpu()
+    start, own, children = time.time(), _own(), _children()
     yield
+    children = _children() - children
     _rows.append(
         {
             "test": item.nodeid,
             "file": item.nodeid.split("::")[0],
-            "cpu": _cpu() - before,
+            "cpu": _own() - own + children,
+            "children": children,
             "start": start,
             "end": time.time(),
             "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
@@ -81,11 +91,13 @@ def report(folder: Path, top: int = 30) -> str:
             else:
                 totals[row["file"]] += row["cpu"]
     own: dict[str, float] = defaultdict(float)
+    waited: dict[str, float] = defaultdict(float)
     forked: dict[str, float] = defaultdict(float)
     kinds: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     by_id = {row["test"]: row["file"] for row in tests}
     for row in tests:
         own[row["file"]] += row["cpu"]
+        waited[row["file"]] += row.get("children", 0.0)
     unattributed = 0.0
     workers = {
         int(path.stem.rsplit("-", 1)[1]): path.stem.split("-")[1] for path in folder.glob("pytest-*.jsonl")
@@ -123,20 +135,26 @@ def report(folder: Path, top: int = 30) -> str:
         script = row["script"] + (" " + row["args"][0] if row["script"] == "keen" and row["args"] else "")
         kinds[file][script].append(row["cpu"])
     files = sorted(own.keys() | forked.keys(), key=lambda f: -(own[f] + forked[f]))
-    lines = [f"{'CPU-s':>7} {'tests':>7} {'forked':>7}  file  (forked children: what, count, CPU-s)"]
+    lines = [
+        f"{'CPU-s':>7} {'tests':>7} {'(their':>7} {'forked':>7}  file  (forked children: what, count, CPU-s)",
+        f"{'':>7} {'':>7} {'procs)':>7}",
+    ]
     for file in files[:top]:
         what = ", ".join(
             f"{name} x{len(cpus)} {sum(cpus):.1f}"
             for name, cpus in sorted(kinds[file].items(), key=lambda kv: -sum(kv[1]))[:3]
         )
-        lines.append(f"{own[file] + forked[file]:7.1f} {own[file]:7.1f} {forked[file]:7.1f}  {file}  {what}")
+        lines.append(
+            f"{own[file] + forked[file]:7.1f} {own[file]:7.1f} {waited[file]:7.1f} {forked[file]:7.1f}  {file}  {what}"
+        )
     all_forked = [cpu for k in kinds.values() for cpus in k.values() for cpu in cpus]
     by_kind: dict[str, list[float]] = defaultdict(list)
     for k in kinds.values():
         for name, cpus in k.items():
             by_kind[name].extend(cpus)
     lines.append(
-        f"files: {len(files)}; tests' processes {sum(own.values()):.1f} CPU-s, forked children"
+        f"files: {len(files)}; tests' processes {sum(own.values()):.1f} CPU-s (the processes they started"
+        f" and waited for: {sum(waited.values()):.1f}), forked children"
         f" {sum(all_forked):.1f} CPU-s in {len(all_forked)} runs, unattributed forked {unattributed:.1f},"
         f" collections {totals['(collection)']:.1f},"
         f" pytest processes in total {totals['(process total)']:.1f}"

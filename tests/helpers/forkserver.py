@@ -100,6 +100,10 @@ PRELOAD = (
     "fastmcp.server.providers.prefab_synthesis",
     "fastmcp.server.transforms.catalog",
     "fastmcp.apps.app",
+    # A FastMCP server's session-state store, made at its first request (about 0.3 s of CPU
+    # a server: py-key-value and its pydantic adapter).
+    "key_value.aio.adapters.pydantic",
+    "key_value.aio.stores.memory",
     "griffe",
 )
 
