@@ -20,6 +20,8 @@ CPU, most of a one-shot ``keen chat``): a child counts with it instead of buildi
 in a fresh ``KEEN_HOME``, and so writes no rank cache there. The cache's own behaviour is
 tested in ``tests/test_tokens.py``, and ``REAL_KEEN`` processes build it as users do.
 
+With ``TESTS_CPU_LOG`` set, it writes each child's CPU there (``tests/helpers/cputime.py``).
+
 One fork server serves a whole ``pytest -n`` run (:func:`_shared`): its warm-up (the imports,
 the model, the counter: about 4 s of CPU) is paid once, not once per worker. The xdist
 controller starts it and has the workers themselves forked from it (:func:`worker_python`:
