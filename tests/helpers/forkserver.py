@@ -20,6 +20,8 @@ CPU, most of a one-shot ``keen chat``): a child counts with it instead of buildi
 in a fresh ``KEEN_HOME``, and so writes no rank cache there. The cache's own behaviour is
 tested in ``tests/test_tokens.py``, and ``REAL_KEEN`` processes build it as users do.
 
+With ``TESTS_CPU_LOG`` set, it writes each child's CPU there (``tests/helpers/cputime.py``).
+
 One fork server serves a whole ``pytest -n`` run (:func:`_shared`): its warm-up (the imports,
 the model, the counter: about 4 s of CPU) is paid once, not once per worker. The xdist
 controller starts it and has the workers themselves forked from it (:func:`worker_python`:
@@ -100,6 +102,10 @@ PRELOAD = (
     "fastmcp.server.providers.prefab_synthesis",
     "fastmcp.server.transforms.catalog",
     "fastmcp.apps.app",
+    # A FastMCP server's session-state store, made at its first request (about 0.3 s of CPU
+    # a server: py-key-value and its pydantic adapter).
+    "key_value.aio.adapters.pydantic",
+    "key_value.aio.stores.memory",
     "griffe",
 )
 
@@ -217,6 +223,15 @@ def _shared(run: str, owner: int | None = None) -> str:
     return path
 
 
+# glibc's malloc asks for transparent huge pages (madvise) for what it maps: the search
+# model's weights, most of this process's 390 MB, then take 2 MB pages. A fork copies the
+# page tables and a child's exit tears its copy down, both in proportion to the pages mapped:
+# medians of 21 forks of the warm process, 12.3 -> 5.4 ms in the parent and 16.9 -> 8.2 ms of
+# CPU in a child that exits at once (glibc >= 2.35; older ones ignore the tunable). The suite
+# forks about 580 children and its workers.
+_HUGE_PAGES = "glibc.malloc.hugetlb=1"
+
+
 def _start(folder: str, owner: int) -> subprocess.Popen[bytes]:
     """Start the fork server listening on ``folder``/s, serving while ``owner`` lives, and
     return at once: it warms up holding an exclusive lock on ``folder``/warming, taken here
@@ -233,6 +248,10 @@ def _start(folder: str, owner: int) -> subprocess.Popen[bytes]:
             stdout=subprocess.DEVNULL,  # it outlives the worker: it must not hold a pipe open
             cwd=folder,
             pass_fds=(fd,),
+            env={
+                **os.environ,
+                "GLIBC_TUNABLES": ":".join(filter(None, (os.environ.get("GLIBC_TUNABLES"), _HUGE_PAGES))),
+            },
         )
     finally:
         os.close(fd)  # the server's copy keeps the lock until it listens (or exits)
@@ -281,6 +300,38 @@ def _warm_encoder() -> None:
         encoder._join_builders()  # pyright: ignore[reportPrivateUsage]
     else:
         encoder.reset()
+
+
+def _freeze() -> None:
+    """Move what the warm-up made to the collector's permanent generation, once it is done.
+
+    Every child and xdist worker inherits those objects (the SDK, Keen, their libraries: some
+    hundred thousand), and each full collection in a child walked them all again: in a worker,
+    about 0.17 s of CPU a collection, 1.21 CPU-s over five files' tests against 0.17 frozen. A
+    walk also writes each object's header, copying the page it lies on into the child. They
+    live as long as the process, as imports do; what the tests make is collected as before
+    (a ``keen`` child freezes its own at its first Manager start, as the command does).
+    No collection first: it took 0.12 s of the warm-up the workers wait for, to free next
+    to nothing that the warm-up made.
+    """
+    import gc
+
+    gc.freeze()
+
+
+def _warm_word_vectors() -> None:
+    """Read the keyword index's word vectors and its neighbour candidates here, for every
+    child: about 0.25 s of CPU (the wordllama table, 16,000 words stemmed) that each forked
+    ``keen`` spent again at its first search (``keen serve --mode search``, ``keen tools
+    search``). Both are the same for every catalog and kept for the process; reading them
+    parallelises nothing, so no tokenizer thread pool is started before a fork. A new
+    process reads them as users' do (``tests/capabilities/test_search_index.py`` runs the
+    folder-seeded path as one)."""
+    from keen.capabilities import _embed, _refresh
+
+    with contextlib.suppress(OSError):  # a broken install: each child says so itself
+        _embed.word_vectors()
+        _refresh._candidates()  # pyright: ignore[reportPrivateUsage]
 
 
 def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
@@ -363,6 +414,46 @@ def _run_child(request: dict[str, Any], fds: list[int], keep: list[int]) -> None
         os._exit(code)
 
 
+_CPU_LOG = os.environ.get("TESTS_CPU_LOG")
+"""A folder where the fork server writes each child's CPU (``tests/helpers/cputime.py``)."""
+_started: dict[int, dict[str, Any]] = {}
+
+
+def _cpu_entry(request: dict[str, Any], pid: int, conn: socket.socket) -> dict[str, Any]:
+    """What :func:`_log_cpu` says of a child: what it ran and for which test (the test's
+    variables, when the process that asked for it passed them on; else the launcher's
+    ancestors, from which ``tests/helpers/cputime.py`` finds the test or worker)."""
+    import struct
+    import time
+
+    launcher = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+    parents: list[int] = []
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        while launcher > 1 and len(parents) < 8:
+            with open(f"/proc/{launcher}/stat") as stat:
+                launcher = int(stat.read().rsplit(")", 1)[1].split()[1])
+            parents.append(launcher)
+    env = request["env"]
+    return {
+        "pid": pid,
+        "parents": parents,
+        "script": os.path.basename(request["script"]),
+        "args": [arg[:80] for arg in request["args"][:3]],
+        "test": env.get("PYTEST_CURRENT_TEST", ""),
+        "worker": env.get("PYTEST_XDIST_WORKER", ""),
+        "start": time.time(),
+    }
+
+
+def _log_cpu(entry: dict[str, Any], usage: Any) -> None:
+    import time
+
+    entry.update(cpu=usage.ru_utime + usage.ru_stime, system=usage.ru_stime, faults=usage.ru_minflt)
+    entry["end"] = time.time()
+    with open(os.path.join(str(_CPU_LOG), f"forkserver-{os.getpid()}.jsonl"), "a") as log:
+        log.write(json.dumps(entry) + "\n")
+
+
 def serve(path: str, owner: int, warming: int) -> None:
     """Listen on ``path`` and fork a child per launcher until the process ``owner`` ends (the
     pytest process, or an xdist run's controller: :func:`_shared`) or this one is killed.
@@ -370,13 +461,18 @@ def serve(path: str, owner: int, warming: int) -> None:
     lock released) once ``path`` listens, before any child is forked."""
     import importlib
 
+    from keen.cli._app import build_commands
+
     if owner == os.getppid():
         _die_with_parent()
     gone = os.pidfd_open(owner)  # readable once ``owner`` has ended
     for name in PRELOAD:
         importlib.import_module(name)
+    build_commands()  # keen's click commands, which typer builds on each run of its app
     _warm_token_counter()
     _warm_encoder()
+    _warm_word_vectors()
+    _freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(128)
@@ -417,6 +513,8 @@ def serve(path: str, owner: int, warming: int) -> None:
                 for fd in fds:
                     os.close(fd)
                 children[pid] = conn
+                if _CPU_LOG:
+                    _started[pid] = _cpu_entry(request, pid, conn)
                 conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
                 selector.register(conn, selectors.EVENT_READ, pid)
             elif key.fileobj is wake_r:
@@ -433,11 +531,14 @@ def serve(path: str, owner: int, warming: int) -> None:
 def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
+        entry = _started.pop(pid, None)
+        if entry is not None:
+            _log_cpu(entry, usage)
         conn = children.pop(pid, None)
         if conn is None:
             continue
