@@ -143,6 +143,21 @@ def test_a_new_process_takes_unchanged_skills_from_the_store(tmp_path: Path, kee
     assert plain.discover().skills == changed.discover().skills and plain.stored == 0
 
 
+def test_a_link_whose_target_is_not_utf8_is_stored_and_taken_back(tmp_path: Path, keen_home: Path) -> None:
+    # A target path of bytes that are not UTF-8 reads as lone surrogates, which the store's
+    # UTF-8 cannot hold as they are.
+    target = Path(os.fsdecode(bytes(tmp_path) + b"/real\xff")) / "notes"
+    write_skill(target, "Notes kept elsewhere.")
+    root = tmp_path / "skills"
+    root.mkdir()
+    (root / "notes").symlink_to(target, target_is_directory=True)
+    settle()
+    first = DiscoveryCache(root)
+    assert [s.description for s in first.discover().skills] == ["Notes kept elsewhere."]
+    again = DiscoveryCache(root)
+    assert again.discover().skills == first.discover().skills and again.stored == 1
+
+
 def test_a_broken_store_or_another_directorys_is_ignored(tmp_path: Path, keen_home: Path) -> None:
     root, other = tmp_path / "skills", tmp_path / "other"
     for folder in (root, other):
@@ -155,7 +170,7 @@ def test_a_broken_store_or_another_directorys_is_ignored(tmp_path: Path, keen_ho
     cache = DiscoveryCache(other)
     notes = cache.discover().get("notes")
     assert notes is not None and notes.description == "Notes of other." and cache.stored == 0
-    for broken in (b"", b"{", b'{"format": "keen-skills/2", "root": 1}', b"[]"):
+    for broken in (b"", b"{", b'{"format": "keen-skills/3", "root": 1}', b"[]"):
         store.write_bytes(broken)
         cache = DiscoveryCache(root)
         notes = cache.discover().get("notes")

@@ -239,6 +239,10 @@ def _stamps(entry: _Entry) -> tuple[str, str]:
     marker alone). The numbers in hex, each stat with one format: the ``repr`` of the tuples
     cost about 10 µs a skill at every start, and a JSON list of them more to parse back."""
     _, own, target, skill_md, marker = entry
+    if target and not target.isascii():
+        # A link's target is the file system's bytes: one that is not UTF-8 holds lone
+        # surrogates, which the store's UTF-8 cannot hold; its repr can.
+        target = repr(target)
     return (
         f"{'-' if own is None else _HEX % own}|{target}|{'-' if skill_md is None else _HEX % skill_md}",
         "-" if marker is None else _HEX % marker,
