@@ -215,3 +215,24 @@ def test_a_warning_on_the_way_is_logged_as_the_root_command_logs_it(tmp_path: Pa
     warning = f"WARNING keen.skills.discover: skill dir {skill}: unreadable .keen-generated-mcp.json ("
     assert alone.stderr.startswith(warning), alone.stderr
     assert alone.stdout == typer_run.stdout and "- notes: Keep short notes." in alone.stdout
+
+
+def test_a_budget_too_small_to_hold_anything_keeps_no_section_of_its_probes(tmp_path: Path) -> None:
+    """The error for a budget too small looks for the least budget that would do, building
+    the prompt at a few dozen budgets: none of those is kept in the section store, whose
+    few places belong to the budgets prompts are built at."""
+    made = make_home(tmp_path)
+    skill = made.keen_home / "skills" / "notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: notes\ndescription: Keep short notes.\n---\nWrite notes.\n")
+    sections = made.keen_home / "cache" / "prompt-sections"
+
+    built = made.keen_process("prompt", "--budget", "4000")
+    assert built.code == 0, built
+    kept = sorted(sections.iterdir())
+    assert len(kept) == 1, kept
+    refused = made.keen_process("prompt", "--budget", "5")
+    assert refused.code != 0 and "raise --budget to at least" in refused.stderr, refused
+    after = sorted(sections.iterdir())
+    # The 4000 tokens' section is still there, beside the one asked for (5), and no probe's.
+    assert set(kept) < set(after) and len(after) == 2, after

@@ -407,6 +407,12 @@ def _run_child(request: dict[str, Any], fds: list[int], keep: list[int]) -> None
 
             traceback.print_exc()
             code = 1
+        # What the interpreter runs at exit, as the real script's process would (Keen saves
+        # its token counts and prompt sections there); os._exit below skips the rest of a
+        # finalization the fork's inherited state cannot go through.
+        import atexit
+
+        atexit._run_exitfuncs()  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):

@@ -102,7 +102,12 @@ def _budgeted(tokens: int, *, stats: bool, as_json: bool) -> None:
         return
     if section.step == "empty" and (section.listed or section.folded):
         held = "cannot hold even" if section.overhead_tokens > tokens else "holds only"
-        fits = lambda budget: budgeted_prompt(budget, root, call_tool=call_tool).step  # noqa: E731
+        from keen.tokens import token_counter
+
+        # The probes are computed, never kept: passing a counter skips the section store,
+        # whose few places belong to the budgets the prompt is really built at.
+        counter = token_counter()
+        fits = lambda budget: budgeted_prompt(budget, root, call_tool=call_tool, counter=counter).step  # noqa: E731
         least = _least_budget(tokens, lambda budget: fits(budget) != "empty")
         whole = _least_budget(least, lambda budget: fits(budget) == "full")
         fail(
