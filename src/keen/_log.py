@@ -12,12 +12,19 @@ handlers and ``caplog`` see them as ever.
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 __all__ = ["LazyLogger", "before_first_record"]
 
 _hooks: list[Callable[[], None]] = []
+_hooks_lock = _thread.RLock()  # _thread: threading is what this module leaves unimported
+_pending = False
+"""Hooks were given and have not all finished: a log call's one check on its way."""
+_depth = 0
+"""How deep :func:`_run_hooks` is in the thread holding the lock (a hook that logs)."""
 
 
 def before_first_record(hook: Callable[[], None]) -> None:
@@ -25,7 +32,10 @@ def before_first_record(hook: Callable[[], None]) -> None:
     made): ``keen prompt`` sets the CLI's logging up there instead of importing
     :mod:`logging` at its start. Only records made through a ``LazyLogger`` run it: a caller
     whose other code logs through :mod:`logging` directly sets logging up at once."""
-    _hooks.append(hook)
+    global _pending
+    with _hooks_lock:
+        _hooks.append(hook)
+        _pending = True
 
 
 class LazyLogger:
@@ -41,8 +51,27 @@ class LazyLogger:
         self.name = name
 
     def __getattr__(self, attribute: str) -> Any:
-        while _hooks:
-            _hooks.pop(0)()
+        if _pending:
+            _run_hooks()
         import logging
 
         return getattr(logging.getLogger(self.name), attribute)
+
+
+def _run_hooks() -> None:
+    """Run the hooks :func:`before_first_record` was given, once each. Another thread's first
+    record waits until they have run (logging is set up before it is made); a hook that logs
+    runs the ones after it first (each is taken off before it runs); a hook that fails leaves
+    the record to logging's defaults rather than raising out of the caller's log call."""
+    global _pending, _depth
+    with _hooks_lock:
+        _depth += 1
+        try:
+            while _hooks:
+                hook = _hooks.pop(0)
+                with contextlib.suppress(Exception):  # a log call must not raise; the record goes out
+                    hook()
+        finally:
+            _depth -= 1
+            if not _depth and not _hooks:
+                _pending = False
