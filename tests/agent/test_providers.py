@@ -5,6 +5,7 @@ that never quote the key. Plus the scripted provider and ``open_model``'s own er
 
 from __future__ import annotations
 
+import json
 import shlex
 import socket
 import subprocess
@@ -229,6 +230,16 @@ async def test_scripted_model_replays_a_stop_reason(tmp_path: Path) -> None:
     assert (await collect(model))[1].stop == "end"
     script.write_text('{"content": "x", "stop": "truncated"}\n')
     with pytest.raises(ModelNotConfigured, match="line 1: stop must be one of end, tool_calls, length"):
+        open_model(f"scripted:{script}")
+    # Every stop reason a model may give is one a script may replay (the scripted model
+    # checks its script before the answers' module loads, with its own copy of the names).
+    from keen.agent.model_events import STOP_REASONS
+
+    for stop in STOP_REASONS:
+        script.write_text(json.dumps({"content": "x", "stop": stop}) + "\n")
+        assert (await collect(open_model(f"scripted:{script}")))[1].stop == stop
+    script.write_text('{"content": "x", "stop": "truncated"}\n')
+    with pytest.raises(ModelNotConfigured, match=", ".join(STOP_REASONS) + "; fix the script"):
         open_model(f"scripted:{script}")
 
 

@@ -11,7 +11,8 @@ it, no torch.
 
 Two ONNX sessions per process: the tools' texts on one intra-op thread (background indexing
 leaves the other core to the agent), queries on :data:`QUERY_THREADS` threads that do not
-spin, from the process's second query. The file stores its weights as int8 with a scale (a
+spin, once built (its build starts after the process's second query encoded by the int8
+graph; about 0.3 s later it serves the next). The file stores its weights as int8 with a scale (a
 ``Cast`` and a ``Mul`` before each ``MatMul``), which ONNX Runtime folds into float32
 constants when the session loads: every text then reads about 42 MB of weights, a fixed
 cost of about 4 ms of CPU before its length counts (docs/search.md, "Query latency").
