@@ -181,6 +181,39 @@ def test_a_query_vector_is_encoded_once_and_kept_read_only(monkeypatch: pytest.M
     assert fresh is not again and np.array_equal(fresh, again)
 
 
+@pytest.mark.usefixtures("fresh_encoder")
+def test_queries_move_to_the_threaded_session_after_the_second_with_the_same_vectors() -> None:
+    model = encoder.sentence_encoder()
+    assert model is not None and model.wait_query_graph(60)
+    one_thread = model._query_session  # pyright: ignore[reportPrivateUsage]
+    before = [model.encode_one(q) for q in QUERIES]  # the second starts the threaded build
+    encoder._join_builders()  # pyright: ignore[reportPrivateUsage]
+    threaded = model._query_session  # pyright: ignore[reportPrivateUsage]
+    assert threaded is not one_thread
+    assert threaded.get_session_options().intra_op_num_threads == encoder.QUERY_THREADS
+    model.forget_queries()
+    after = [model.encode_one(q) for q in QUERIES]  # encoded again, by the threaded session
+    assert all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+@pytest.mark.usefixtures("fresh_encoder")
+def test_a_threaded_session_that_cannot_be_built_leaves_queries_on_one_thread(tmp_path: Path) -> None:
+    copy = tmp_path / "model.onnx"
+    shutil.copyfile(encoder.model_files().model, copy)
+    files = encoder.ModelFiles(copy, encoder.model_files().tokenizer)
+    encoder.reset(files)
+    model = encoder.sentence_encoder()
+    assert model is not None and model.wait_query_graph(60) and model.query_graph == "int8"
+    one_thread = model._query_session  # pyright: ignore[reportPrivateUsage]
+    first = model.encode_one(QUERIES[0])
+    copy.write_bytes(b"not the model any more")  # its hash is checked again before the build
+    model.encode_one(QUERIES[1])  # the second: the build starts, and fails
+    encoder._join_builders()  # pyright: ignore[reportPrivateUsage]
+    assert model._query_session is one_thread  # pyright: ignore[reportPrivateUsage]
+    model.forget_queries()
+    assert np.array_equal(model.encode_one(QUERIES[0]), first)
+
+
 def test_a_model_without_int8_products_is_left_as_it_is() -> None:
     from keen.capabilities._onnx import int8_graph
 
