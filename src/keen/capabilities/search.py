@@ -232,8 +232,7 @@ class ToolSearch:
         self._groups = parts.groups
         shared = np.flatnonzero(np.bincount(self._groups, minlength=len(self.ids))[self._groups] > 1)
         self._shared = shared  # positions of the groups with copies, ascending
-        self._by_group: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._member_group: np.ndarray | None = None  # for _collapse, made by its first call
+        self._by_group: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         if shared.size:  # made with the index, not by its first search (2 ms at 50k tools)
             self._group_table()
         self.dense: DenseVectors | None = None
@@ -473,12 +472,9 @@ class ToolSearch:
         order on a tie) set to ``-inf``."""
         import numpy as np
 
-        members, starts, sizes, _ = self._group_table()
+        members, starts, sizes, _, group = self._group_table()
         values = scores[members]
         best = np.repeat(np.maximum.reduceat(values, starts), sizes)
-        if self._member_group is None:  # each member's group number: the index's, not the query's
-            self._member_group = np.repeat(np.arange(len(starts)), sizes)
-        group = self._member_group
         # The lead of a group: its first member (in catalog order) with the best score.
         top = np.flatnonzero(values == best)
         first = np.ones(top.size, dtype=bool)
@@ -489,9 +485,10 @@ class ToolSearch:
         scores[members[~lead]] = -np.inf
         return scores
 
-    def _group_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _group_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The documents with copies by group, then catalog order (``members``), where each
-        group starts in it and its size, and the groups' ids in that order (ascending):
+        group starts in it and its size, the groups' ids in that order (ascending), and each
+        member's group number (its place in that order):
         sorted once per index in C, not per query, and never walked in Python (at 50k tools
         a per-group dict took tens of milliseconds of a refresh's first search)."""
         import numpy as np
@@ -501,7 +498,14 @@ class ToolSearch:
             order = np.lexsort((pos, grp))
             starts = np.flatnonzero(np.r_[True, grp[order][1:] != grp[order][:-1]])
             members = pos[order]
-            self._by_group = (members, starts, np.diff(np.r_[starts, order.size]), grp[order][starts])
+            sizes = np.diff(np.r_[starts, order.size])
+            self._by_group = (
+                members,
+                starts,
+                sizes,
+                grp[order][starts],
+                np.repeat(np.arange(starts.size), sizes),
+            )
         return self._by_group
 
     def copies(self, position: int, mask: np.ndarray | None = None) -> list[int]:
@@ -509,7 +513,7 @@ class ToolSearch:
         (only those ``mask`` allows), in catalog order; ``[]`` when it has none."""
         if not self._shared.size:
             return []
-        members, starts, sizes, keys = self._group_table()
+        members, starts, sizes, keys, _ = self._group_table()
         group = self._groups[position]
         at = int(keys.searchsorted(group))
         if at == keys.size or keys[at] != group:
