@@ -38,7 +38,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -113,6 +113,16 @@ def _join_builders() -> None:
         thread.join(timeout=10)
 
 
+def _build_beside(build: Callable[[], None], name: str) -> None:
+    """Run ``build`` (a session's build) on a daemon thread that :func:`_join_builders`
+    waits for at exit."""
+    builder = threading.Thread(target=build, name=name, daemon=True)
+    with _builders_lock:
+        _builders[:] = [t for t in _builders if t.is_alive()]
+        _builders.append(builder)
+    builder.start()
+
+
 @dataclass(frozen=True)
 class ModelFiles:
     """Where the two files are; tests point these at copies to corrupt them."""
@@ -182,11 +192,7 @@ class SentenceEncoder:
         self._options = options
         self._model_path = files.model
         self._query_ready = threading.Event()
-        builder = threading.Thread(target=self._build_query_session, name="keen-encoder-int8", daemon=True)
-        with _builders_lock:
-            _builders[:] = [t for t in _builders if t.is_alive()]
-            _builders.append(builder)
-        builder.start()
+        _build_beside(self._build_query_session, "keen-encoder-int8")
 
     def _int8_bytes(self) -> tuple[bytes, int]:
         """The query graph (module docstring) made from the file already checked: its bytes
@@ -286,13 +292,7 @@ class SentenceEncoder:
                 # when it forks leaves its child hung (the tests' fork server loads the encoder
                 # and forks without encoding a query); not after the first query, so a one-shot
                 # search's exit does not wait for the build.
-                builder = threading.Thread(
-                    target=self._build_threaded_session, name="keen-encoder-threads", daemon=True
-                )
-                with _builders_lock:
-                    _builders[:] = [t for t in _builders if t.is_alive()]
-                    _builders.append(builder)
-                builder.start()
+                _build_beside(self._build_threaded_session, "keen-encoder-threads")
         return vector
 
     def forget_queries(self) -> None:
