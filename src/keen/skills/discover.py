@@ -368,7 +368,7 @@ def load_dir(
         return SkillProblem(name, skill_dir, "symlink points to a missing directory; fix or remove the link")
     if not skill_dir.is_dir():
         return SkillProblem(name, skill_dir, "not a directory")
-    skill_md = skill_dir / SKILL_FILE
+    skill_md = paths.child(skill_dir, SKILL_FILE)
     try:
         raw = _read_frontmatter(skill_md)
         parsed = known(raw) if known is not None else None
@@ -452,7 +452,7 @@ def scan(
     problems: list[SkillProblem] = []
     names: set[str] = set()
     for entry_name in listing:
-        entry = root / entry_name
+        entry = paths.child(root, entry_name)
         loaded = load(entry, config)
         if isinstance(loaded, Skill) and loaded.name in names:
             # Both spellings of one name (mcp:x and its Windows form mcp_x) side by side.
