@@ -71,7 +71,9 @@ SKILL_FILE = "SKILL.md"
 MARKER_FILE = ".keen-generated-mcp.json"
 MANAGED_BY = "keen-mcp"
 
-_NAME_RE = re.compile(r"[\w.:-]{1,128}")
+# Compiled at its first use (re's own cache): a start that takes every skill from the store
+# checks no name.
+_NAME_RE = r"[\w.:-]{1,128}"
 # Frontmatter is a few lines; a file that opens a fence and never closes it within
 # this many bytes is broken, and reading further would only waste time.
 _MAX_FRONTMATTER_BYTES = 64 * 1024
@@ -162,7 +164,7 @@ class Discovery:
 
 def valid_skill_name(name: str) -> bool:
     """True when ``name`` is a legal skill name (letters, digits, ``_ . : -``; not starting with ``.``)."""
-    return bool(_NAME_RE.fullmatch(name)) and not name.startswith(".")
+    return bool(re.fullmatch(_NAME_RE, name)) and not name.startswith(".")
 
 
 def split_frontmatter(text: str) -> tuple[str | None, str]:
