@@ -28,9 +28,11 @@ ELLIPSIS = "…"
 SUMMARY_CHARS = 120
 """How long a tool's one-line summary is, wherever it is shown (SKILL.md, ``keen serve``)."""
 
-_BOUNDARY = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
+# Patterns compiled at their first use (re's own cache), not as this module loads: every
+# start imports it (the skills config's messages), few split a sentence (1.9 M instructions).
+_BOUNDARY = r"(?<=[.!?])\s+|(?<=[。！？])\s*"
 """Where a sentence may end: ``.``, ``!`` or ``?`` and a space, or a CJK full stop."""
-_INITIALS = re.compile(r"[(\[\"'`]?(?:[A-Za-z]\.)+")
+_INITIALS = r"[(\[\"'`]?(?:[A-Za-z]\.)+"
 """One letter and a period, or several (``e.g.``, ``i.e.``, ``(U.S.``)."""
 _ABBREVIATIONS = frozenset(
     {
@@ -113,7 +115,7 @@ def _ends_sentence(line: str, end: re.Match[str]) -> bool:
         return True
     word = line[: end.start()].rsplit(" ", 1)[-1].lower()
     following = line[end.end() : end.end() + 1]
-    if word.lstrip(_OPENING) in _ABBREVIATIONS or _INITIALS.fullmatch(word):
+    if word.lstrip(_OPENING) in _ABBREVIATIONS or re.fullmatch(_INITIALS, word):
         return False
     return bool(following) and not following.islower()
 
@@ -129,7 +131,7 @@ def sentences(text: str) -> list[str]:
     line = " ".join(text.split())
     out: list[str] = []
     start = 0
-    for end in _BOUNDARY.finditer(line):
+    for end in re.finditer(_BOUNDARY, line):
         if end.start() > start and end.end() < len(line) and _ends_sentence(line, end):
             out.append(line[start : end.start()].strip())
             start = end.end()

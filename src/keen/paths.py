@@ -14,6 +14,7 @@ from pathlib import Path
 __all__ = [
     "WINDOWS_COLON",
     "auth_dir",
+    "child",
     "keen_home",
     "logs_dir",
     "mcp_config_path",
@@ -49,6 +50,23 @@ def _home(value: str | None, home: str | None, profile: str | None) -> Path:
     # Windows): every pin lookup, log and skill path of every call starts here.
     del home, profile  # the cache key only: Path.home() reads them
     return Path(value).expanduser() if value else Path.home() / ".keen"
+
+
+_CHILD = getattr(Path, "_make_child_relpath", None)
+
+
+def child(parent: Path, name: str) -> Path:
+    """``parent / name`` for ``name`` a single entry name (no separator, not ``.`` or
+    ``..``: an ``os.scandir`` entry's name, ``SKILL.md``), the same path object.
+
+    pathlib's own join for the entries of a listed directory (what ``Path.iterdir``
+    uses), where one exists: ``parent / name`` parses ``name`` as a path and joins the
+    parts again, about 4 µs on CPython 3.11 against 0.5, twice per skill at every start
+    (``keen.skills.discover.scan`` and the store's rows). Elsewhere, ``parent / name``.
+    """
+    if _CHILD is None:
+        return parent / name
+    return _CHILD(parent, name)
 
 
 def mcp_config_path() -> Path:

@@ -33,7 +33,8 @@ from keen.skills.discover import load_skill
 
 __all__ = ["activate", "activation_message", "split_arguments", "substitute"]
 
-_PLACEHOLDER = re.compile(r"\$\{KEEN_SKILL_DIR\}|\$ARGUMENTS(?![A-Za-z0-9_])|\$([1-9][0-9]*)")
+# Compiled at the first activation (re's own cache), not with keen.skills at every start.
+_PLACEHOLDER = r"\$\{KEEN_SKILL_DIR\}|\$ARGUMENTS(?![A-Za-z0-9_])|\$([1-9][0-9]*)"
 
 
 def split_arguments(arguments: str) -> list[str]:
@@ -67,7 +68,7 @@ def substitute(body: str, arguments: str, skill_dir: Path) -> str:
         index = int(match.group(1))
         return positional[index - 1] if index <= len(positional) else ""
 
-    result = _PLACEHOLDER.sub(replace, body)
+    result = re.sub(_PLACEHOLDER, replace, body)
     if arguments and not used_arguments:
         result = f"{result.rstrip()}\n\nARGUMENTS: {arguments}"
     return result

@@ -400,7 +400,7 @@ class DiscoveryCache:
                     skill_name,
                     description,
                     entry,
-                    entry / SKILL_FILE,
+                    paths.child(entry, SKILL_FILE),
                     config.is_enabled(skill_name),
                     managed,
                     patterns,

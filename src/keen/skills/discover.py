@@ -71,7 +71,9 @@ SKILL_FILE = "SKILL.md"
 MARKER_FILE = ".keen-generated-mcp.json"
 MANAGED_BY = "keen-mcp"
 
-_NAME_RE = re.compile(r"[\w.:-]{1,128}")
+# Compiled at its first use (re's own cache): a start that takes every skill from the store
+# checks no name.
+_NAME_RE = r"[\w.:-]{1,128}"
 # Frontmatter is a few lines; a file that opens a fence and never closes it within
 # this many bytes is broken, and reading further would only waste time.
 _MAX_FRONTMATTER_BYTES = 64 * 1024
@@ -162,7 +164,7 @@ class Discovery:
 
 def valid_skill_name(name: str) -> bool:
     """True when ``name`` is a legal skill name (letters, digits, ``_ . : -``; not starting with ``.``)."""
-    return bool(_NAME_RE.fullmatch(name)) and not name.startswith(".")
+    return bool(re.fullmatch(_NAME_RE, name)) and not name.startswith(".")
 
 
 def split_frontmatter(text: str) -> tuple[str | None, str]:
@@ -368,7 +370,7 @@ def load_dir(
         return SkillProblem(name, skill_dir, "symlink points to a missing directory; fix or remove the link")
     if not skill_dir.is_dir():
         return SkillProblem(name, skill_dir, "not a directory")
-    skill_md = skill_dir / SKILL_FILE
+    skill_md = paths.child(skill_dir, SKILL_FILE)
     try:
         raw = _read_frontmatter(skill_md)
         parsed = known(raw) if known is not None else None
@@ -452,7 +454,7 @@ def scan(
     problems: list[SkillProblem] = []
     names: set[str] = set()
     for entry_name in listing:
-        entry = root / entry_name
+        entry = paths.child(root, entry_name)
         loaded = load(entry, config)
         if isinstance(loaded, Skill) and loaded.name in names:
             # Both spellings of one name (mcp:x and its Windows form mcp_x) side by side.

@@ -38,13 +38,14 @@ __all__ = [
     "tool_call",
 ]
 
-_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_-]")
+# Compiled at the first tool name shaped (re's own cache), after the prompt is built.
+_NOT_IN_NAMES = r"[^A-Za-z0-9_-]"
 
 
 def api_name(name: str) -> str:
     """``name`` as both APIs take it in a history: characters outside ``[A-Za-z0-9_-]`` as
     ``_``, at most 64 (Keen's own names are already so, and unchanged)."""
-    return _NOT_IN_NAMES.sub("_", name)[:64] or "_"
+    return re.sub(_NOT_IN_NAMES, "_", name)[:64] or "_"
 
 
 def tool_call(call_id: str, name: str, raw: str) -> ToolCall:

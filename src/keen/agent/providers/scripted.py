@@ -123,7 +123,6 @@ class ScriptedModel:
         # are made when it is asked for.
         self.answers = _script_lines(text, str(path))
         self.calls = 0
-        self._count = token_counter().count
 
     async def stream(self, messages: list[Message], tools: list[dict[str, Any]]) -> AsyncIterator[ModelEvent]:
         """Yield the next answer's content in chunks, then the answer (see :class:`~keen.agent.models.Model`)."""
@@ -142,5 +141,7 @@ class ScriptedModel:
 
         for start in range(0, len(answer.content), _CHUNK):
             yield TextDelta(answer.content[start : start + _CHUNK])
-        usage = {"prompt_tokens": self._count(request), "completion_tokens": self._count(answer.content)}
+        # The counter is looked up with the usage, after the request: not when the model opens.
+        count = token_counter().count
+        usage = {"prompt_tokens": count(request), "completion_tokens": count(answer.content)}
         yield answer.answer(usage)
