@@ -69,7 +69,7 @@ from keen.harness.entries import (
     entry_schema,
     local_capability,
 )
-from keen.harness.events import EventLog, new_session_id, session_path
+from keen.harness.events import EventLog, LineShape, new_session_id, session_path
 from keen.harness.executors import ask, hook_name, known_answer, read_handle, search_catalog
 from keen.harness.local import LOCAL_TOOLS, LocalToolError, Output, Workspace
 from keen.harness.policy import (
@@ -178,6 +178,9 @@ class Harness:
         self._verdicts: dict[str, tuple[Capability, PermissionMode, Approver, str, str, bool]] = {}
         """Capability id -> the permission gate's last verdict known without asking, with the
         capability, mode and approver it was for (:meth:`_permission`)."""
+        self._shapes: dict[tuple[Any, ...], LineShape] = {}
+        """A call's lines' fixed fields (:meth:`_shape`): the step, the tool, the caller, a
+        verdict, an outcome and the stages passed are the same for every call of a tool."""
         self._found: tuple[Catalog, str, Capability] | None = None
         """The last capability the visibility callback's lookup found, the catalog and id it
         was found in (:meth:`_lookup`)."""
@@ -345,15 +348,31 @@ class Harness:
         """
         call_id = f"{self.step}.{next(self._ids)}"
         arguments = {} if arguments is None else arguments
-        who: dict[str, Any] = {"caller": caller} if caller else {}
+        step = self.step
+        shape = self._shapes.get(("call", step, name, caller))
+        if shape is None:
+            who: dict[str, Any] = {"caller": caller} if caller else {}
+            shape = self._shape(
+                ("call", step, name, caller),
+                ("call_id", "arguments"),
+                step=step, call_id="", name=name, arguments=None, **who,
+            )  # fmt: skip
         # The call's events are written together: those before execute as it starts, the rest
         # at the end (keen.harness.events).
         with self.log.held():
             # The permission gate's verdict joins this line (annotate): one line less per call.
-            self.log.opening("call", step=self.step, call_id=call_id, name=name, arguments=arguments, **who)
+            self.log.opening_fields("call", shape.fields(call_id, arguments))
             approver = approver or Approver(self.approve, self.approved_by)
             call = await self._pipeline.run(Call(name, arguments, approver, caller=caller, call_id=call_id))
         return call.shown or _observation(call)
+
+    def _shape(self, key: tuple[Any, ...], varying: tuple[str, ...], **data: Any) -> LineShape:
+        """A line's shape, kept under ``key`` (every fixed value of it) for the next call with
+        the same; at most :data:`_SHAPES` kept (callers and steps come and go)."""
+        if len(self._shapes) >= _SHAPES:
+            self._shapes.clear()
+        shape = self._shapes[key] = LineShape(varying, **data)
+        return shape
 
     def _lookup(self, cap_id: str, name: str) -> Capability | None:
         """The capability a call names, from the live catalog (``visibility`` callback mode)."""
@@ -508,7 +527,10 @@ class Harness:
         recorded on the call, and a refusal raised when it is not ``allow``."""
         if asked or cap.server is not None:
             by = call.approver.by if asked else "policy"
-            if not self.log.annotate(decision=verdict, by=by, reason=why):  # the call's line was written
+            shape = self._shapes.get(("verdict", verdict, by, why))
+            if shape is None:
+                shape = self._shape(("verdict", verdict, by, why), (), decision=verdict, by=by, reason=why)
+            if not self.log.annotate_fields(shape.fields()):  # the call's line was written
                 self.log.emit(
                     "approval", step=self.step, call_id=call.call_id, decision=verdict, by=by, reason=why
                 )
@@ -619,7 +641,7 @@ class Harness:
     def _audit(self, call: Call) -> None:
         """The ``result`` event (the text exactly as the model saw it, the stages passed), the
         tool's failure count, and the gateway's record of an MCP call that reached its checks."""
-        who: dict[str, Any] = {"caller": call.caller} if call.caller else {}
+        who: dict[str, Any] = {"caller": call.caller} if call.caller else _NOBODY
         if call.mcp and "mcp_checks" in call.stages and self.gateway is not None:
             self.gateway.record(call)
         if call.cancelled:
@@ -637,21 +659,36 @@ class Harness:
                 # Used: the newest under a tight budget (policy: most recent request or use).
                 self.requested.remove(cap_id)
                 self.requested.append(cap_id)
-        self.log.emit(
-            "result",
-            step=self.step,
-            call_id=call.call_id,
-            capability=cap_id,
-            server=obs.server,
-            tool=obs.tool,
-            outcome="denied" if obs.denied else ("error" if obs.is_error else "ok"),
-            gate=obs.denied,
-            code=obs.code,
-            text=obs.text,
-            truncated_chars=obs.truncated_chars,
-            stages=call.stages,
-            **who,
-        )
+        outcome = "denied" if obs.denied else ("error" if obs.is_error else "ok")
+        key = (
+            "result", self.step, cap_id, obs.server, obs.tool, outcome, obs.denied, obs.code,
+            obs.truncated_chars, tuple(call.stages), call.caller,
+        )  # fmt: skip
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._shape(
+                key,
+                ("call_id", "text"),
+                step=self.step,
+                call_id="",
+                capability=cap_id,
+                server=obs.server,
+                tool=obs.tool,
+                outcome=outcome,
+                gate=obs.denied,
+                code=obs.code,
+                text="",
+                truncated_chars=obs.truncated_chars,
+                stages=call.stages,
+                **who,
+            )
+        self.log.emit_fields("result", shape.fields(call.call_id, obs.text))
+
+
+_SHAPES = 256
+_NOBODY: dict[str, Any] = {}
+"""The fields of a call without a caller (never written to)."""
+"""Line shapes a harness keeps (:meth:`Harness._shape`): a served process sees many callers."""
 
 
 def _observation(call: Call) -> Observation:
