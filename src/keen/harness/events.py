@@ -245,6 +245,7 @@ class LineShape:
 
     def _make(self) -> None:
         memo = redactor.memo  # before encoding: a secret added meanwhile makes it again
+        _encoders()  # the event encoder as of this memo, for fields() until it changes
         pieces: list[str] = []
         text, first = "", True
         for name, value in self._data.items():
@@ -258,11 +259,13 @@ class LineShape:
         self._pieces, self._tail, self._memo = tuple(pieces), text, memo
 
     def fields(self, *values: Any) -> str:
-        """The line's fields' JSON (no braces) with ``values`` for the varying fields, each
-        written as :meth:`EventLog.emit` writes it."""
+        """The line's fields' JSON (no braces) with ``values`` for the varying fields (one
+        each, in their order), each written as :meth:`EventLog.emit` writes it."""
         if self._memo is not redactor.memo:
-            self._make()
-        encode, quote = _encoders()
+            self._make()  # and with it the event encoder
+        if not values:
+            return self._tail
+        _, encode, quote = _lines  # made for this memo or a newer one (_make)
         out = ""
         for piece, value, plain in zip(self._pieces, values, self._plain, strict=True):
             kind = value.__class__
