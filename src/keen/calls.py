@@ -41,7 +41,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from types import FunctionType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 
@@ -527,10 +527,12 @@ def cut_text(text: str, limit: int, hint: str | None = None) -> tuple[str, int]:
     return text[:limit] + note, cut
 
 
-@dataclass(frozen=True, slots=True)
-class Shaped:
+class Shaped(NamedTuple):
     """A result as a model or host gets it: ``text`` within the limit (with its notes),
-    ``structured`` only when its JSON fits beside the text, ``cut`` characters cut."""
+    ``structured`` only when its JSON fits beside the text, ``cut`` characters cut.
+
+    A named tuple, not a frozen dataclass: every call makes one, and a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__``."""
 
     text: str
     structured: Any

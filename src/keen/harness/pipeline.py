@@ -404,16 +404,16 @@ class Harness:
         tool's arguments against its schema."""
         if not isinstance(call.arguments, dict):
             raise self._refuse(call, "validate", _not_an_object(call.arguments))
-        args: dict[str, Any] = dict(call.arguments)  # type: ignore[arg-type]
         name = call.name
         if name == CALL_MCP_TOOL:
             try:
-                parsed = parse_call(args)
+                parsed = parse_call(call.arguments)  # never changes it; its arguments a copy
             except ValueError as exc:
                 raise self._refuse(call, "validate", str(exc)) from None
             call.server, call.tool, args = parsed.server, parsed.tool, parsed.arguments
             call.capability_id = capability_id("tool", call.tool, call.server)
         else:
+            args: dict[str, Any] = dict(call.arguments)  # type: ignore[arg-type]
             call.capability_id = self._by_name.get(name) or (
                 self._base[name].id if name in self._base else ""
             )
