@@ -145,10 +145,10 @@ _LONE_SURROGATES = "backslashreplace"
 ``ensure_ascii=False``) is written: as ``\\udcff``, which is that character's JSON escape, so
 the line stays UTF-8 and reads back as it was sent, instead of failing the call's write."""
 
-_HELD: ContextVar[dict[int, list[Any]] | None] = ContextVar("keen_held_events", default=None)
-"""Lines held for the current call (:meth:`EventLog.held`), by log; per task, so concurrent
-calls (``keen serve``) hold their own. The first may be the call's first event, not yet
-written (an :class:`_Opening`)."""
+_HELD: ContextVar[dict[EventLog, list[Any]] | None] = ContextVar("keen_held_events", default=None)
+"""Lines held for the current call (:meth:`EventLog.held`), by log (an EventLog hashes by its
+identity); per task, so concurrent calls (``keen serve``) hold their own. The first may be
+the call's first event, not yet written (an :class:`_Opening`)."""
 
 
 class _Opening:
@@ -304,7 +304,7 @@ class EventLog:
         """:meth:`emit` of fields whose JSON (no braces) is made already: by
         :meth:`LineShape.fields`, redacted as :meth:`emit` redacts."""
         held = _HELD.get()
-        pending = held.get(id(self)) if held is not None else None
+        pending = held.get(self) if held is not None else None
         if pending and pending[0].__class__ is _Opening:  # the call's first event goes first
             self._open(pending)
         line = self._line(type, fields)
@@ -347,7 +347,7 @@ class EventLog:
         """:meth:`opening` of fields whose JSON (no braces) is made already
         (:meth:`LineShape.fields`)."""
         held = _HELD.get()
-        pending = held.get(id(self)) if held is not None else None
+        pending = held.get(self) if held is not None else None
         if pending is None or pending:
             self.emit_fields(type, fields)
             return
@@ -363,7 +363,7 @@ class EventLog:
         """:meth:`annotate` with the fields' JSON (no braces) made already
         (:meth:`LineShape.fields`)."""
         held = _HELD.get()
-        pending = held.get(id(self)) if held is not None else None
+        pending = held.get(self) if held is not None else None
         if pending and pending[0].__class__ is _Opening:
             opening: _Opening = pending[0]
             opening.fields = (
@@ -386,7 +386,7 @@ class EventLog:
         """Write what the current call holds now (before it is sent: the log shows every
         call that left Keen, even if Keen dies during it)."""
         held = _HELD.get()
-        if held is not None and (pending := held.get(id(self))):
+        if held is not None and (pending := held.get(self)):
             self._flush(pending)
 
     def _flush(self, pending: list[Any]) -> None:
@@ -422,13 +422,13 @@ class _Held:
     def __init__(self, log: EventLog) -> None:
         self.log = log
         self.pending: list[Any] = []
-        self.token: Token[dict[int, list[Any]] | None] | None = None
+        self.token: Token[dict[EventLog, list[Any]] | None] | None = None
 
     def __enter__(self) -> None:
         outer = _HELD.get()
-        if outer is not None and id(self.log) in outer:  # already held by the call around
+        if outer is not None and self.log in outer:  # already held by the call around
             return
-        self.token = _HELD.set({**(outer or {}), id(self.log): self.pending})
+        self.token = _HELD.set({**(outer or {}), self.log: self.pending})
 
     def __exit__(self, *exc: object) -> None:
         if self.token is not None:
