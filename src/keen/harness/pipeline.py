@@ -175,9 +175,12 @@ class Harness:
         self._caps: dict[str, Capability] = {}
         self._by_name: dict[str, str] = {}
         self._ids = itertools.count(1)
-        self._verdicts: dict[str, tuple[Capability, PermissionMode, Approver, str, str, bool]] = {}
+        self._verdicts: dict[
+            str, tuple[Capability, PermissionMode, Approver, str, str, bool, LineShape | None]
+        ] = {}
         """Capability id -> the permission gate's last verdict known without asking, with the
-        capability, mode and approver it was for (:meth:`_permission`)."""
+        capability, mode and approver it was for, and an allowed logged verdict's fields'
+        shape (:meth:`_permission`)."""
         self._shapes: dict[tuple[Any, ...], LineShape] = {}
         """A call's lines' fixed fields (:meth:`_shape`): the step, the tool, the caller, a
         verdict, an outcome and the stages passed are the same for every call of a tool."""
@@ -507,6 +510,10 @@ class Harness:
         # re-list or a pin change has new capabilities; set_mode a new mode).
         seen = self._verdicts.get(cap.id)
         if seen is not None and seen[0] is cap and seen[1] == mode and seen[2] is approver:
+            said = seen[6]
+            if said is not None and self.log.annotate_fields(said.fields()):  # allowed, as before
+                call.decision = "allowed"
+                return True
             return self._decided(call, cap, seen[3], seen[4], asked=seen[5])
         verdict, why = permission(cap, mode)
         asked = verdict == "ask"
@@ -515,7 +522,14 @@ class Harness:
             if known is None:
                 return self._ask(call, cap)
             verdict, why = known
-        self._verdicts[cap.id] = (cap, mode, approver, verdict, why, asked)
+        # An allowed verdict that is logged: its fields' shape kept with it, for the calls
+        # that are allowed the same way again (_decided's work in one step).
+        said = (
+            self._said(verdict, approver.by if asked else "policy", why)
+            if verdict == "allow" and (asked or cap.server is not None)
+            else None
+        )
+        self._verdicts[cap.id] = (cap, mode, approver, verdict, why, asked, said)
         return self._decided(call, cap, verdict, why, asked=asked)
 
     async def _ask(self, call: Call, cap: Capability) -> bool:
@@ -527,10 +541,9 @@ class Harness:
         recorded on the call, and a refusal raised when it is not ``allow``."""
         if asked or cap.server is not None:
             by = call.approver.by if asked else "policy"
-            shape = self._shapes.get(("verdict", verdict, by, why))
-            if shape is None:
-                shape = self._shape(("verdict", verdict, by, why), (), decision=verdict, by=by, reason=why)
-            if not self.log.annotate_fields(shape.fields()):  # the call's line was written
+            if not self.log.annotate_fields(
+                self._said(verdict, by, why).fields()
+            ):  # the call's line was written
                 self.log.emit(
                     "approval", step=self.step, call_id=call.call_id, decision=verdict, by=by, reason=why
                 )
@@ -538,6 +551,13 @@ class Harness:
         if verdict != "allow":
             raise self._refuse(call, "permission", why)
         return True
+
+    def _said(self, verdict: str, by: str, why: str) -> LineShape:
+        """The shape of a verdict's fields in the call's line (``decision``, ``by``, ``reason``)."""
+        shape = self._shapes.get(("verdict", verdict, by, why))
+        if shape is None:
+            shape = self._shape(("verdict", verdict, by, why), (), decision=verdict, by=by, reason=why)
+        return shape
 
     def _pre_hooks(self, call: Call) -> bool:
         for hook in self.pre_hooks:
