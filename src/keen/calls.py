@@ -40,7 +40,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from types import FunctionType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 
@@ -279,6 +280,13 @@ class Stage:
     gate: str | None = None
 
 
+def _callable(run: Callable[[Call], Any]) -> Callable[[Call], Any]:
+    """``run`` itself, or the bound ``__call__`` of an object whose class defines one in Python."""
+    if isinstance(type(run).__dict__.get("__call__"), FunctionType):
+        return run.__call__
+    return run
+
+
 _one_look: Callable[[], AbstractContextManager[None]] | None = None
 """:func:`keen.trust.pinstore.one_look`, once the first call imported it."""
 
@@ -309,9 +317,11 @@ class Pipeline:
             raise ValueError(f"stages must be distinct names from {ORDER[:-1]}, got {names}")
         self.stages = sorted(stages, key=lambda s: ORDER.index(s.name))
         self.audit, self.describe = audit, describe
-        # What the loop of every call asks of each stage, worked out once.
+        # What the loop of every call asks of each stage, worked out once; a stage object
+        # with a Python ``__call__`` (CheckCall, PinCheck) is called through its bound method,
+        # not through the type's call slot, which looks ``__call__`` up at every call.
         self._plan = tuple(
-            (s.name, s.run, s.gate, s.name in _AFTER, s.name == "execute") for s in self.stages
+            (s.name, _callable(s.run), s.gate, s.name in _AFTER, s.name == "execute") for s in self.stages
         )
 
     async def run(self, call: Call) -> Call:
@@ -329,14 +339,18 @@ class Pipeline:
         with _one_look():  # the loop is here, not one coroutine deeper: resumed at every step
             try:
                 stopped = False
-                passed = call.stages
+                passed = call.stages.append
                 for name, run, gate, after, execute in self._plan:
                     if stopped and (call.denied or not after):
                         continue
                     if execute:
-                        passed.append(name)  # entered: a cancellation here is audited so
+                        passed(name)  # entered: a cancellation here is audited so
                     try:
                         ran = run(call)
+                        if ran is True:  # most stages, most calls
+                            if not execute:
+                                passed(name)
+                            continue
                         if ran is not None and ran.__class__ is not bool:  # an awaitable: wait for it
                             ran = await ran  # pyright: ignore[reportGeneralTypeIssues]  (checked: not a bool)
                     except Refusal as refusal:
@@ -356,7 +370,7 @@ class Pipeline:
                             call.text = f"Denied ({gate}): {said}" if gate else f"Error: {said}"
                         continue
                     if ran is not False and not execute:
-                        passed.append(name)
+                        passed(name)
             except anyio.get_cancelled_exc_class():
                 call.cancelled = True
                 self._audit(call)
@@ -513,10 +527,12 @@ def cut_text(text: str, limit: int, hint: str | None = None) -> tuple[str, int]:
     return text[:limit] + note, cut
 
 
-@dataclass(frozen=True, slots=True)
-class Shaped:
+class Shaped(NamedTuple):
     """A result as a model or host gets it: ``text`` within the limit (with its notes),
-    ``structured`` only when its JSON fits beside the text, ``cut`` characters cut."""
+    ``structured`` only when its JSON fits beside the text, ``cut`` characters cut.
+
+    A named tuple, not a frozen dataclass: every call makes one, and a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__``."""
 
     text: str
     structured: Any

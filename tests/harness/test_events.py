@@ -290,3 +290,86 @@ def test_a_calls_line_is_its_arguments_as_proposed_and_is_written_with_the_rest_
         log.close()
     assert "could not write a call's events" in caplog.text
     assert [e["call_id"] for e in read_events(path)] == ["1.1"]
+
+
+def test_a_line_shape_writes_what_emit_writes_and_redacts_a_secret_learnt_after_it_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from keen._redact import REDACTED, Redactor
+    from keen.harness import events
+    from keen.harness.events import EventLog, LineShape
+
+    # A repeated call's line is made from a shape (its fixed fields' JSON made once): the
+    # same text as emit's for the same fields, Keen's own values as they are, every other
+    # string redacted at any depth; a secret learnt after the shape was made is redacted in
+    # its fixed fields too from then on.
+    words = Redactor()
+    monkeypatch.setattr(events, "redactor", words)
+    secret = "sk-" + os.urandom(8).hex()
+    fixed: dict[str, object] = {"step": 0, "server": secret, "stages": ["validate", secret], "gate": None}
+    shape = LineShape(("call_id", "arguments"), call_id="", **fixed, arguments=None)
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path, "s")
+    values: list[object] = [{"q": [secret, 1, None, 2.5]}, secret, None, 7, [secret]]
+    for value in values:
+        log.emit_fields("call", shape.fields("0.1", value))
+        log.emit("call", call_id="0.1", **fixed, arguments=value)
+    words.add(secret)
+    log.emit_fields("call", shape.fields(secret, {"q": secret}))
+    log.close()
+    lines = path.read_text().splitlines()
+    for shaped, emitted in zip(lines[0 : 2 * len(values) : 2], lines[1 : 2 * len(values) : 2], strict=True):
+        assert shaped.split('"session"')[1] == emitted.split('"session"')[1]
+    last = json.loads(lines[-1])
+    assert last["server"] == REDACTED and last["arguments"] == {"q": REDACTED}, last
+    assert last["stages"] == ["validate", secret] and last["call_id"] == secret  # Keen's own values
+    with pytest.raises(ValueError, match="must be fields of the line"):
+        LineShape(("text", "call_id"), call_id="", text="")
+
+
+def test_a_harness_keeps_a_calls_line_shapes_per_caller_and_outcome_and_forgets_them_for_a_secret(
+    keen_home: Path, tmp_path: Path
+) -> None:
+    import anyio
+
+    from keen._redact import REDACTED, redactor
+    from keen.capabilities import Catalog
+    from keen.harness import Harness
+
+    # The fixed fields of a call's lines (the step, the caller, the outcome, the stages)
+    # are kept per their values: a refused call after an allowed one, or another caller,
+    # writes its own; a caller name that becomes a secret is redacted from the next call on.
+    (tmp_path / "notes.txt").write_text("x\n")
+    secret = "caller-" + os.urandom(6).hex()
+    h = Harness(lambda: Catalog.from_skills_dir(cache=False), None, workspace=tmp_path)
+    h.begin_step()
+
+    async def calls() -> None:
+        await h.call("read_file", {"path": "notes.txt"}, caller=secret)
+        await h.call("read_file", {"path": "notes.txt"}, caller=secret)
+        await h.call("read_file", {"path": "missing.txt"}, caller=secret)
+        await h.call("read_file", {"path": "notes.txt"}, caller="other")
+        await h.call("read_file", [1], caller="other")  # refused at validate
+        redactor.add(secret)
+        await h.call("read_file", {"path": "notes.txt"}, caller=secret)
+
+    anyio.run(calls)
+    h.close()
+    events = [e for e in read_events(h.log.path) if e["type"] in ("call", "result")]
+    results = [e for e in events if e["type"] == "result"]
+    assert [(r["call_id"], r["outcome"], r["caller"]) for r in results] == [
+        ("1.1", "ok", secret),
+        ("1.2", "ok", secret),
+        ("1.3", "error", secret),
+        ("1.4", "ok", "other"),
+        ("1.5", "denied", "other"),
+        ("1.6", "ok", REDACTED),
+    ]
+    assert results[4]["gate"] == "validate" and results[4]["stages"] == ["audit"], results[4]
+    assert results[0]["stages"] == results[5]["stages"] and "execute" in results[0]["stages"]
+    assert [c["arguments"] for c in events if c["type"] == "call"][2:5] == [
+        {"path": "missing.txt"},
+        {"path": "notes.txt"},
+        [1],
+    ]
+    assert events[-2]["caller"] == REDACTED and secret not in h.log.path.read_text().splitlines()[-1]

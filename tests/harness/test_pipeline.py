@@ -430,3 +430,25 @@ async def test_the_runtime_opens_a_harness(
         assert not now.is_error and "UTC" in now.text, now.text
         h.close()
     assert replay(h.log.path).ok
+
+
+def test_a_calls_observation_is_the_dataclass_made_with_every_field_of_the_call() -> None:
+    from dataclasses import FrozenInstanceError, fields
+
+    from keen.calls import Call
+    from keen.harness import Observation
+    from keen.harness.pipeline import _observation  # pyright: ignore[reportPrivateUsage]
+
+    # The observation is made without the frozen dataclass's __init__ (one object.__setattr__
+    # per field): it must be the same object, every field set, still frozen.
+    call = Call("call_mcp_tool", {}, call_id="0.1", server="s", tool="t", capability_id="mcp__s__t")
+    call.text, call.is_error, call.code, call.truncated_chars = "cut", True, "tool_error", 3
+    obs = _observation(call)
+    made = Observation(
+        "0.1", "call_mcp_tool", "cut", is_error=True, denied=None, truncated_chars=3,
+        capability="mcp__s__t", code="tool_error", server="s", tool="t", raw=None,
+    )  # fmt: skip
+    assert obs == made and hash(obs) == hash(made) and repr(obs) == repr(made)
+    assert set(vars(obs)) == {f.name for f in fields(Observation)}
+    with pytest.raises(FrozenInstanceError, match="cannot assign to field 'text'"):
+        obs.text = "x"  # type: ignore[misc]

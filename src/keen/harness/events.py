@@ -56,6 +56,7 @@ from keen._redact import redactor
 
 __all__ = [
     "EventLog",
+    "LineShape",
     "Replay",
     "ReplayedStep",
     "approvals",
@@ -110,11 +111,16 @@ class _Quoted(dict[str, str]):
         return quoted
 
 
-def _line_encoder() -> tuple[dict[str, str], Callable[[Any], str]]:
-    """The redactor's memo now, and an encoder of event fields that redacts every string as
-    the redactor stands with that memo (:class:`_Quoted`)."""
-    return redactor.memo, encoder(default=str, quote=_Quoted().__getitem__)
+def _line_encoder() -> tuple[dict[str, str], Callable[[Any], str], Callable[[str], str]]:
+    """The redactor's memo now, an encoder of event fields that redacts every string as the
+    redactor stands with that memo (:class:`_Quoted`), and that encoder's string function
+    (a string field's redacted JSON text, without the encoder's own call around it)."""
+    quote = _Quoted().__getitem__
+    return redactor.memo, encoder(default=str, quote=quote), quote
 
+
+_DIGITS = tuple(f"{n:03d}" for n in range(1000))
+"""0 to 999 as three digits: an event's microseconds are two of them."""
 
 _stamp: tuple[int, str] = (0, "")
 """The last second an event's ``ts`` formatted, and its text: the date and time of day are
@@ -139,10 +145,10 @@ _LONE_SURROGATES = "backslashreplace"
 ``ensure_ascii=False``) is written: as ``\\udcff``, which is that character's JSON escape, so
 the line stays UTF-8 and reads back as it was sent, instead of failing the call's write."""
 
-_HELD: ContextVar[dict[int, list[Any]] | None] = ContextVar("keen_held_events", default=None)
-"""Lines held for the current call (:meth:`EventLog.held`), by log; per task, so concurrent
-calls (``keen serve``) hold their own. The first may be the call's first event, not yet
-written (an :class:`_Opening`)."""
+_HELD: ContextVar[dict[EventLog, list[Any]] | None] = ContextVar("keen_held_events", default=None)
+"""Lines held for the current call (:meth:`EventLog.held`), by log (an EventLog hashes by its
+identity); per task, so concurrent calls (``keen serve``) hold their own. The first may be
+the call's first event, not yet written (an :class:`_Opening`)."""
 
 
 class _Opening:
@@ -163,29 +169,116 @@ verdict, an outcome): written as they are, like every field's name. A secret tha
 be a common word ("allow", "user", "server") then still leaves the log readable."""
 
 
+_NAMES: dict[str, str] = {}
+"""A field's name -> its JSON text and the separator after it (names are the harness's own,
+a few dozen: never redacted)."""
+
+
 def _fields(data: dict[str, Any]) -> str:
     """The JSON text of ``data``'s fields without the braces: each name, and each value of a
     :data:`_PLAIN` field, as it is; every string of the other values redacted as the encoder
     meets it (:class:`_Quoted`)."""
     global _lines
-    memo, encode = _lines
+    memo, encode, quote = _lines
     if memo is not redactor.memo:  # a secret was added since: nothing redacted before counts
-        _lines = memo, encode = _line_encoder()
+        _lines = memo, encode, quote = _line_encoder()
     # A loop, not a generator: every event passes, and a generator is resumed per field.
-    # Names and plain strings and ints are written by C functions; the rest by an encoder.
+    # Most of an event's values are a string, an int or None: their JSON text is what the
+    # encoder would write, made without a call of the encoder (each costs about as much as
+    # the rest of the field); lists and objects go through it.
     parts: list[str] = []
     for name, value in data.items():
+        head = _NAMES.get(name)
+        if head is None:
+            head = _NAMES[name] = f"{_basestring(name)}: "
         kind = value.__class__
-        if name not in _PLAIN:
-            text = encode(value)
-        elif kind is str:
-            text = _basestring(value)
+        if kind is str:
+            text = _basestring(value) if name in _PLAIN else quote(value)
+        elif value is None:
+            text = "null"
         elif kind is int:
             text = str(value)
         else:
-            text = _encode(value)
-        parts.append(f"{_basestring(name)}: {text}")
+            text = _encode(value) if name in _PLAIN else encode(value)
+        parts.append(head + text)
     return ", ".join(parts)
+
+
+def _encoders() -> tuple[Callable[[Any], str], Callable[[str], str]]:
+    """The event encoder and its string function, as the redactor stands now (made again
+    when a secret was added since: nothing redacted before counts)."""
+    global _lines
+    memo, encode, quote = _lines
+    if memo is not redactor.memo:
+        _lines = memo, encode, quote = _line_encoder()
+    return encode, quote
+
+
+class LineShape:
+    """An event's fields with all but ``varying`` fixed: the fixed fields' JSON is made once
+    (as :meth:`EventLog.emit` makes it: each name and each :data:`_PLAIN` value as it is,
+    every other string redacted), and :meth:`fields` puts each call's values between.
+
+    A repeated call writes lines that differ in a few fields (its id, its arguments, its
+    result's text): a front end keeps a shape per set of fixed values and gives
+    :meth:`EventLog.emit_fields` (or :meth:`EventLog.opening_fields`) what :meth:`fields`
+    makes, the same text :meth:`EventLog.emit` would write for the same fields. The fixed
+    part is made again whenever the redactor learnt a secret since it was made.
+
+    Args:
+        varying: the names of the fields given to :meth:`fields`, in the order they are in
+            ``data``.
+        data: every field in the line's order (the varying ones' values are not used).
+    """
+
+    __slots__ = ("_data", "_memo", "_pieces", "_plain", "_tail", "_varying")
+
+    def __init__(self, varying: tuple[str, ...], **data: Any) -> None:
+        if [name for name in data if name in varying] != list(varying):
+            raise ValueError(f"varying fields {varying} must be fields of the line, in its order")
+        self._data, self._varying = data, varying
+        self._plain = tuple(name in _PLAIN for name in varying)
+        self._memo: dict[str, str] | None = None
+        self._pieces: tuple[str, ...] = ()
+        self._tail = ""
+        self._make()
+
+    def _make(self) -> None:
+        memo = redactor.memo  # before encoding: a secret added meanwhile makes it again
+        _encoders()  # the event encoder as of this memo, for fields() until it changes
+        pieces: list[str] = []
+        text, first = "", True
+        for name, value in self._data.items():
+            head = f"{'' if first else ', '}{_basestring(name)}: "
+            first = False
+            if name in self._varying:
+                pieces.append(text + head)
+                text = ""
+            else:
+                text += head + _fields({name: value})[len(_NAMES[name]) :]
+        self._pieces, self._tail, self._memo = tuple(pieces), text, memo
+
+    def fields(self, *values: Any) -> str:
+        """The line's fields' JSON (no braces) with ``values`` for the varying fields (one
+        each, in their order), each written as :meth:`EventLog.emit` writes it."""
+        if self._memo is not redactor.memo:
+            self._make()  # and with it the event encoder
+        if not values:
+            return self._tail
+        _, encode, quote = _lines  # made for this memo or a newer one (_make)
+        out = ""
+        for piece, value, plain in zip(self._pieces, values, self._plain, strict=True):
+            kind = value.__class__
+            if kind is str:
+                text = _basestring(value) if plain else quote(value)
+            elif value is None:
+                text = "null"
+            elif kind is int:
+                text = str(value)
+            else:
+                text = _encode(value) if plain else encode(value)
+            out += piece + text
+        return out + self._tail
 
 
 class EventLog:
@@ -205,11 +298,16 @@ class EventLog:
         """Write one event (redacted): at once, or with the call's others when a call holds
         them (:meth:`held`). ``seq``, ``ts``, ``session`` and ``type`` come first; ``data``'s
         keys are the harness's own field names, never those four."""
+        self.emit_fields(type, _fields(data))
+
+    def emit_fields(self, type: str, fields: str) -> None:
+        """:meth:`emit` of fields whose JSON (no braces) is made already: by
+        :meth:`LineShape.fields`, redacted as :meth:`emit` redacts."""
         held = _HELD.get()
-        pending = held.get(id(self)) if held is not None else None
+        pending = held.get(self) if held is not None else None
         if pending and pending[0].__class__ is _Opening:  # the call's first event goes first
             self._open(pending)
-        line = self._line(type, _fields(data))
+        line = self._line(type, fields)
         if pending is not None:
             pending.append(line)
         else:
@@ -233,7 +331,8 @@ class EventLog:
             ts = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
             _stamp = (seconds, ts)
         micros = nanos // 1000
-        ts = f"{ts}.{micros:06d}+00:00" if micros else f"{ts}+00:00"
+        # The six digits from a table of three (a format spec is parsed at every use).
+        ts = f"{ts}.{_DIGITS[micros // 1000]}{_DIGITS[micros % 1000]}+00:00" if micros else f"{ts}+00:00"
         return f'{{"seq": {self._seq}, "ts": "{ts}"{head}{", " + fields if fields else ""}}}\n'
 
     def opening(self, type: str, **data: Any) -> None:
@@ -242,22 +341,31 @@ class EventLog:
         then written as :meth:`emit` writes it (its ``seq`` and ``ts`` are that moment's; its
         fields are encoded now, as they are at this moment). Outside a call that holds its
         events, or after its first, it is emitted at once."""
+        self.opening_fields(type, _fields(data))
+
+    def opening_fields(self, type: str, fields: str) -> None:
+        """:meth:`opening` of fields whose JSON (no braces) is made already
+        (:meth:`LineShape.fields`)."""
         held = _HELD.get()
-        pending = held.get(id(self)) if held is not None else None
+        pending = held.get(self) if held is not None else None
         if pending is None or pending:
-            self.emit(type, **data)
+            self.emit_fields(type, fields)
             return
-        pending.append(_Opening(type, _fields(data)))
+        pending.append(_Opening(type, fields))
 
     def annotate(self, **fields: Any) -> bool:
         """Add ``fields`` to the current call's first event (:meth:`opening`) if it is not
         written yet; False when there is none to add them to (then say them in an event of
         their own)."""
+        return self.annotate_fields(_fields(fields))
+
+    def annotate_fields(self, more: str) -> bool:
+        """:meth:`annotate` with the fields' JSON (no braces) made already
+        (:meth:`LineShape.fields`)."""
         held = _HELD.get()
-        pending = held.get(id(self)) if held is not None else None
+        pending = held.get(self) if held is not None else None
         if pending and pending[0].__class__ is _Opening:
             opening: _Opening = pending[0]
-            more = _fields(fields)
             opening.fields = (
                 f"{opening.fields}, {more}" if opening.fields and more else opening.fields or more
             )
@@ -278,7 +386,7 @@ class EventLog:
         """Write what the current call holds now (before it is sent: the log shows every
         call that left Keen, even if Keen dies during it)."""
         held = _HELD.get()
-        if held is not None and (pending := held.get(id(self))):
+        if held is not None and (pending := held.get(self)):
             self._flush(pending)
 
     def _flush(self, pending: list[Any]) -> None:
@@ -314,13 +422,13 @@ class _Held:
     def __init__(self, log: EventLog) -> None:
         self.log = log
         self.pending: list[Any] = []
-        self.token: Token[dict[int, list[Any]] | None] | None = None
+        self.token: Token[dict[EventLog, list[Any]] | None] | None = None
 
     def __enter__(self) -> None:
         outer = _HELD.get()
-        if outer is not None and id(self.log) in outer:  # already held by the call around
+        if outer is not None and self.log in outer:  # already held by the call around
             return
-        self.token = _HELD.set({**(outer or {}), id(self.log): self.pending})
+        self.token = _HELD.set({**(outer or {}), self.log: self.pending})
 
     def __exit__(self, *exc: object) -> None:
         if self.token is not None:

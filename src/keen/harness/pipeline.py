@@ -69,7 +69,7 @@ from keen.harness.entries import (
     entry_schema,
     local_capability,
 )
-from keen.harness.events import EventLog, new_session_id, session_path
+from keen.harness.events import EventLog, LineShape, new_session_id, session_path
 from keen.harness.executors import ask, hook_name, known_answer, read_handle, search_catalog
 from keen.harness.local import LOCAL_TOOLS, LocalToolError, Output, Workspace
 from keen.harness.policy import (
@@ -175,9 +175,15 @@ class Harness:
         self._caps: dict[str, Capability] = {}
         self._by_name: dict[str, str] = {}
         self._ids = itertools.count(1)
-        self._verdicts: dict[str, tuple[Capability, PermissionMode, Approver, str, str, bool]] = {}
+        self._verdicts: dict[
+            str, tuple[Capability, PermissionMode, Approver, str, str, bool, LineShape | None]
+        ] = {}
         """Capability id -> the permission gate's last verdict known without asking, with the
-        capability, mode and approver it was for (:meth:`_permission`)."""
+        capability, mode and approver it was for, and an allowed logged verdict's fields'
+        shape (:meth:`_permission`)."""
+        self._shapes: dict[tuple[Any, ...], LineShape] = {}
+        """A call's lines' fixed fields (:meth:`_shape`): the step, the tool, the caller, a
+        verdict, an outcome and the stages passed are the same for every call of a tool."""
         self._found: tuple[Catalog, str, Capability] | None = None
         """The last capability the visibility callback's lookup found, the catalog and id it
         was found in (:meth:`_lookup`)."""
@@ -345,15 +351,31 @@ class Harness:
         """
         call_id = f"{self.step}.{next(self._ids)}"
         arguments = {} if arguments is None else arguments
-        who: dict[str, Any] = {"caller": caller} if caller else {}
+        step = self.step
+        shape = self._shapes.get(("call", step, name, caller))
+        if shape is None:
+            who: dict[str, Any] = {"caller": caller} if caller else {}
+            shape = self._shape(
+                ("call", step, name, caller),
+                ("call_id", "arguments"),
+                step=step, call_id="", name=name, arguments=None, **who,
+            )  # fmt: skip
         # The call's events are written together: those before execute as it starts, the rest
         # at the end (keen.harness.events).
         with self.log.held():
             # The permission gate's verdict joins this line (annotate): one line less per call.
-            self.log.opening("call", step=self.step, call_id=call_id, name=name, arguments=arguments, **who)
+            self.log.opening_fields("call", shape.fields(call_id, arguments))
             approver = approver or Approver(self.approve, self.approved_by)
             call = await self._pipeline.run(Call(name, arguments, approver, caller=caller, call_id=call_id))
         return call.shown or _observation(call)
+
+    def _shape(self, key: tuple[Any, ...], varying: tuple[str, ...], **data: Any) -> LineShape:
+        """A line's shape, kept under ``key`` (every fixed value of it) for the next call with
+        the same; at most :data:`_SHAPES` kept (callers and steps come and go)."""
+        if len(self._shapes) >= _SHAPES:
+            self._shapes.clear()
+        shape = self._shapes[key] = LineShape(varying, **data)
+        return shape
 
     def _lookup(self, cap_id: str, name: str) -> Capability | None:
         """The capability a call names, from the live catalog (``visibility`` callback mode)."""
@@ -385,16 +407,16 @@ class Harness:
         tool's arguments against its schema."""
         if not isinstance(call.arguments, dict):
             raise self._refuse(call, "validate", _not_an_object(call.arguments))
-        args: dict[str, Any] = dict(call.arguments)  # type: ignore[arg-type]
         name = call.name
         if name == CALL_MCP_TOOL:
             try:
-                parsed = parse_call(args)
+                parsed = parse_call(call.arguments)  # never changes it; its arguments a copy
             except ValueError as exc:
                 raise self._refuse(call, "validate", str(exc)) from None
             call.server, call.tool, args = parsed.server, parsed.tool, parsed.arguments
             call.capability_id = capability_id("tool", call.tool, call.server)
         else:
+            args: dict[str, Any] = dict(call.arguments)  # type: ignore[arg-type]
             call.capability_id = self._by_name.get(name) or (
                 self._base[name].id if name in self._base else ""
             )
@@ -488,6 +510,10 @@ class Harness:
         # re-list or a pin change has new capabilities; set_mode a new mode).
         seen = self._verdicts.get(cap.id)
         if seen is not None and seen[0] is cap and seen[1] == mode and seen[2] is approver:
+            said = seen[6]
+            if said is not None and self.log.annotate_fields(said.fields()):  # allowed, as before
+                call.decision = "allowed"
+                return True
             return self._decided(call, cap, seen[3], seen[4], asked=seen[5])
         verdict, why = permission(cap, mode)
         asked = verdict == "ask"
@@ -496,7 +522,14 @@ class Harness:
             if known is None:
                 return self._ask(call, cap)
             verdict, why = known
-        self._verdicts[cap.id] = (cap, mode, approver, verdict, why, asked)
+        # An allowed verdict that is logged: its fields' shape kept with it, for the calls
+        # that are allowed the same way again (_decided's work in one step).
+        said = (
+            self._said(verdict, approver.by if asked else "policy", why)
+            if verdict == "allow" and (asked or cap.server is not None)
+            else None
+        )
+        self._verdicts[cap.id] = (cap, mode, approver, verdict, why, asked, said)
         return self._decided(call, cap, verdict, why, asked=asked)
 
     async def _ask(self, call: Call, cap: Capability) -> bool:
@@ -508,7 +541,9 @@ class Harness:
         recorded on the call, and a refusal raised when it is not ``allow``."""
         if asked or cap.server is not None:
             by = call.approver.by if asked else "policy"
-            if not self.log.annotate(decision=verdict, by=by, reason=why):  # the call's line was written
+            if not self.log.annotate_fields(
+                self._said(verdict, by, why).fields()
+            ):  # the call's line was written
                 self.log.emit(
                     "approval", step=self.step, call_id=call.call_id, decision=verdict, by=by, reason=why
                 )
@@ -516,6 +551,13 @@ class Harness:
         if verdict != "allow":
             raise self._refuse(call, "permission", why)
         return True
+
+    def _said(self, verdict: str, by: str, why: str) -> LineShape:
+        """The shape of a verdict's fields in the call's line (``decision``, ``by``, ``reason``)."""
+        shape = self._shapes.get(("verdict", verdict, by, why))
+        if shape is None:
+            shape = self._shape(("verdict", verdict, by, why), (), decision=verdict, by=by, reason=why)
+        return shape
 
     def _pre_hooks(self, call: Call) -> bool:
         for hook in self.pre_hooks:
@@ -619,13 +661,13 @@ class Harness:
     def _audit(self, call: Call) -> None:
         """The ``result`` event (the text exactly as the model saw it, the stages passed), the
         tool's failure count, and the gateway's record of an MCP call that reached its checks."""
-        who: dict[str, Any] = {"caller": call.caller} if call.caller else {}
         if call.mcp and "mcp_checks" in call.stages and self.gateway is not None:
             self.gateway.record(call)
         if call.cancelled:
             self.log.emit(
                 "result", step=self.step, call_id=call.call_id, capability=call.capability_id or call.name,
-                outcome="cancelled", code="cancelled", stages=call.stages, **who,
+                outcome="cancelled", code="cancelled", stages=call.stages,
+                **({"caller": call.caller} if call.caller else {}),
             )  # fmt: skip
             return
         obs = call.shown = call.shown or _observation(call)
@@ -637,40 +679,55 @@ class Harness:
                 # Used: the newest under a tight budget (policy: most recent request or use).
                 self.requested.remove(cap_id)
                 self.requested.append(cap_id)
-        self.log.emit(
-            "result",
-            step=self.step,
-            call_id=call.call_id,
-            capability=cap_id,
-            server=obs.server,
-            tool=obs.tool,
-            outcome="denied" if obs.denied else ("error" if obs.is_error else "ok"),
-            gate=obs.denied,
-            code=obs.code,
-            text=obs.text,
-            truncated_chars=obs.truncated_chars,
-            stages=call.stages,
-            **who,
-        )
+        outcome = "denied" if obs.denied else ("error" if obs.is_error else "ok")
+        key = (
+            "result", self.step, cap_id, obs.server, obs.tool, outcome, obs.denied, obs.code,
+            obs.truncated_chars, tuple(call.stages), call.caller,
+        )  # fmt: skip
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._shape(
+                key,
+                ("call_id", "text"),
+                step=self.step,
+                call_id="",
+                capability=cap_id,
+                server=obs.server,
+                tool=obs.tool,
+                outcome=outcome,
+                gate=obs.denied,
+                code=obs.code,
+                text="",
+                truncated_chars=obs.truncated_chars,
+                stages=call.stages,
+                **({"caller": call.caller} if call.caller else {}),
+            )
+        self.log.emit_fields("result", shape.fields(call.call_id, obs.text))
+
+
+_SHAPES = 256
+"""Line shapes a harness keeps (:meth:`Harness._shape`): a served process sees many callers."""
 
 
 def _observation(call: Call) -> Observation:
     """What the model sees of a call: what the post-hooks made of it, or the call as it stands."""
     if isinstance(call.shown, Observation):
         return call.shown
-    return Observation(
-        call.call_id,
-        call.name,
-        call.text,
-        is_error=call.is_error,
-        denied=call.denied,
-        truncated_chars=call.truncated_chars,
-        capability=call.capability_id,
-        code=call.code,
-        server=call.server,
-        tool=call.tool,
-        raw=call.result if call.unchanged else None,
-    )
+    # Every call makes one, and the frozen dataclass's __init__ sets each field through
+    # object.__setattr__ (a call each, a third of the harness's object-making per call). The
+    # same fields put in the new object's __dict__ directly make the same object: the
+    # dataclass has no __post_init__, and its fields are these (tests/harness/test_pipeline.py).
+    obs = _new(Observation)
+    fields = obs.__dict__
+    fields["call_id"], fields["name"], fields["text"] = call.call_id, call.name, call.text
+    fields["is_error"], fields["denied"] = call.is_error, call.denied
+    fields["truncated_chars"], fields["capability"] = call.truncated_chars, call.capability_id
+    fields["code"], fields["server"], fields["tool"] = call.code, call.server, call.tool
+    fields["raw"] = call.result if call.unchanged else None
+    return obs
+
+
+_new = object.__new__
 
 
 def _not_an_object(arguments: Any) -> str:

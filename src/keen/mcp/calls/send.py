@@ -21,8 +21,10 @@ from functools import partial
 from typing import Any
 
 import anyio
+import mcp_types as mt
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
+from pydantic_core import to_jsonable_python
 
 from keen.errors import (
     AuthFailed,
@@ -44,7 +46,15 @@ from keen.mcp.connection.translate import AUTH_STATUSES, sign_in_message, transl
 from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import ServerState, Tool, ToolResult
 
-__all__ = ["connected", "listed_tool", "not_connected", "pages_done", "send_request", "send_tool_call"]
+__all__ = [
+    "connected",
+    "listed_tool",
+    "not_connected",
+    "pages_done",
+    "send_request",
+    "send_tool_call",
+    "wire_parts",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -120,14 +130,33 @@ async def _send_tool_call(
         if isinstance(error, ServerDisconnected):
             connection.connection_lost(error.message)
         raise error from exc
-    data = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+    content, structured = wire_parts(raw)
     return ToolResult(
-        server=name,
-        tool=tool,
-        content=data.get("content", []),
-        structured_content=data.get("structuredContent"),
-        is_error=bool(raw.is_error),
+        server=name, tool=tool, content=content, structured_content=structured, is_error=bool(raw.is_error)
     )
+
+
+def wire_parts(raw: mt.CallToolResult) -> tuple[list[dict[str, Any]], Any]:
+    """A result's ``content`` blocks and ``structuredContent`` in wire shape: what
+    ``raw.model_dump(by_alias=True, mode="json", exclude_none=True)`` has under those keys
+    (``None`` for no structured content), made for less.
+
+    Every call's result passes here, and dumping the whole result model cost about as much as
+    the rest of Keen's call path: a text block with no annotations and no ``_meta`` (most
+    results' only block) is its type and text, the structured content is converted as the
+    dump converts a value of no declared type (:func:`pydantic_core.to_jsonable_python`), and
+    a result with any other block is dumped whole as before."""
+    blocks = raw.content
+    for block in blocks:
+        if block.__class__ is not _TEXT or block.annotations is not None or block.meta is not None:  # pyright: ignore[reportAttributeAccessIssue]
+            data = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+            return data.get("content", []), data.get("structuredContent")
+    content = [{"type": "text", "text": block.text} for block in blocks]  # pyright: ignore[reportAttributeAccessIssue]
+    structured = raw.structured_content
+    return content, None if structured is None else to_jsonable_python(structured)
+
+
+_TEXT = mt.TextContent
 
 
 async def send_request(

@@ -37,6 +37,14 @@ class StreamProxy:
     ) -> bool | None:
         return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
 
+    @property
+    def last_context(self) -> Any:
+        """The inner stream's ``last_context`` (the sender's context of the last message, on
+        the SDK's own context streams), ``None`` when it keeps none. The dispatcher asks for
+        it at every message: answered here, not by :meth:`__getattr__`, whose failed lookup
+        on a plain memory stream raised and caught an ``AttributeError`` each time."""
+        return getattr(self._inner, "last_context", None)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 

@@ -1,0 +1,37 @@
+"""A call's result in wire shape is what dumping the whole result model gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as mt
+import pytest
+
+from keen.mcp.calls.send import wire_parts
+
+_TEXT = {"type": "text", "text": 'caf\u00e9 "q"\n'}
+_RESULTS: list[dict[str, Any]] = [
+    {"content": [_TEXT], "isError": False},
+    {
+        "content": [_TEXT, {"type": "text", "text": ""}],
+        "structuredContent": {"a": [1, 2.5, None, True], "b": {"c": None}},
+    },
+    {"content": [], "structuredContent": {}},
+    {"content": [{**_TEXT, "annotations": {"audience": ["user"], "priority": 0.5}}]},
+    {"content": [{**_TEXT, "_meta": {"k": "v"}}], "isError": True},
+    {"content": [_TEXT, {"type": "image", "data": "aGk=", "mimeType": "image/png"}]},
+    {"content": [{"type": "resource_link", "uri": "file:///x", "name": "x"}], "structuredContent": {"n": 1}},
+    {"content": [{"type": "resource", "resource": {"uri": "file:///x", "text": "hi"}}]},
+    {"content": [_TEXT], "structuredContent": {"when": "2026-11-27T00:00:00Z"}, "_meta": {"m": 1}},
+]
+
+
+@pytest.mark.parametrize("wire", _RESULTS)
+def test_a_results_content_and_structured_content_are_what_the_whole_dump_gives(wire: dict[str, Any]) -> None:
+    raw = mt.CallToolResult.model_validate(wire)
+    dumped = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+    content, structured = wire_parts(raw)
+    assert (content, structured) == (dumped.get("content", []), dumped.get("structuredContent"))
+    # Fresh containers: a front end changing them does not change the SDK's result object.
+    if structured is not None:
+        assert structured is not raw.structured_content
