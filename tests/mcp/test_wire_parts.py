@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as mt
+import pydantic
 import pytest
 
 from keen.mcp.calls.send import wire_parts
@@ -35,3 +36,31 @@ def test_a_results_content_and_structured_content_are_what_the_whole_dump_gives(
     # Fresh containers: a front end changing them does not change the SDK's result object.
     if structured is not None:
         assert structured is not raw.structured_content
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"content": [], "structuredContent": {"p": NaN, "q": Infinity, "r": [-Infinity, 1.5]}}',
+        '{"content": [{"type": "text", "text": "x"}], "structuredContent": {"p": NaN}}',
+    ],
+)
+def test_nan_and_infinities_a_server_sent_become_null_as_the_dump_makes_them(text: str) -> None:
+    # pydantic's JSON parser takes NaN and Infinity off the wire; the JSON-mode dump writes
+    # them as null, and the text a model reads must stay valid JSON.
+    raw = mt.CallToolResult.model_validate_json(text)
+    dumped = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+    content, structured = wire_parts(raw)
+    assert (content, structured) == (dumped.get("content", []), dumped.get("structuredContent"))
+    assert structured is not None and structured["p"] is None
+
+
+def test_a_model_inside_structured_content_leaves_out_its_none_fields_as_the_dump_does() -> None:
+    # A server in the same process may put a model in the structured content.
+    class Inner(pydantic.BaseModel):
+        a: int | None = None
+        b_c: int = 1
+
+    raw = mt.CallToolResult(content=[], structuredContent={"m": Inner()})
+    dumped = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
+    assert wire_parts(raw)[1] == dumped["structuredContent"] == {"m": {"b_c": 1}}

@@ -153,7 +153,11 @@ def wire_parts(raw: mt.CallToolResult) -> tuple[list[dict[str, Any]], Any]:
             return data.get("content", []), data.get("structuredContent")
     content = [{"type": "text", "text": block.text} for block in blocks]  # pyright: ignore[reportAttributeAccessIssue]
     structured = raw.structured_content
-    return content, None if structured is None else to_jsonable_python(structured)
+    if structured is None:
+        return content, None
+    # As the JSON-mode dump converts it: NaN and infinities (which pydantic's JSON parser
+    # accepts on the wire) become null, and a nested model leaves out its None fields.
+    return content, to_jsonable_python(structured, exclude_none=True, inf_nan_mode="null")
 
 
 _TEXT = mt.TextContent
