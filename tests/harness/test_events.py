@@ -373,3 +373,40 @@ def test_a_harness_keeps_a_calls_line_shapes_per_caller_and_outcome_and_forgets_
         [1],
     ]
     assert events[-2]["caller"] == REDACTED and secret not in h.log.path.read_text().splitlines()[-1]
+
+
+def test_a_line_shape_with_varying_fields_refuses_to_be_written_without_their_values() -> None:
+    from keen.harness.events import LineShape
+
+    # Only the fixed tail, without its head, is not a JSON line: a missing value is an error.
+    shape = LineShape(("call_id",), call_id="", x=1)
+    with pytest.raises(ValueError, match="zip"):
+        shape.fields()
+    assert LineShape((), x=1).fields() == '"x": 1'
+
+
+def test_a_harness_keeps_no_line_shape_for_a_long_name_a_host_sent(keen_home: Path, tmp_path: Path) -> None:
+    import anyio
+
+    from keen.capabilities import Catalog
+    from keen.harness import Harness
+
+    # A host may send a tool name or a caller of any length: its lines are written as any
+    # other's, but no shape holds on to it afterwards.
+    (tmp_path / "notes.txt").write_text("x\n")
+    long = "n" * 5000
+    h = Harness(lambda: Catalog.from_skills_dir(cache=False), None, workspace=tmp_path)
+    h.begin_step()
+
+    async def calls() -> None:
+        await h.call(long, {}, caller="host")
+        await h.call("read_file", {"path": "notes.txt"}, caller=long)
+        await h.call("read_file", {"path": "notes.txt"}, caller="host")
+
+    anyio.run(calls)
+    h.close()
+    events = [e for e in read_events(h.log.path) if e["type"] in ("call", "result")]
+    assert [e["name"] for e in events if e["type"] == "call"] == [long, "read_file", "read_file"]
+    assert [e.get("caller") for e in events if e["type"] == "result"] == ["host", long, "host"]
+    kept = [value for key in h._shapes for value in key if isinstance(value, str)]  # pyright: ignore[reportPrivateUsage]
+    assert "host" in kept and all(len(value) <= 1024 for value in kept), [len(v) for v in kept]

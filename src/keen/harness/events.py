@@ -263,7 +263,7 @@ class LineShape:
         each, in their order), each written as :meth:`EventLog.emit` writes it."""
         if self._memo is not redactor.memo:
             self._make()  # and with it the event encoder
-        if not values:
+        if not values and not self._pieces:
             return self._tail
         _, encode, quote = _lines  # made for this memo or a newer one (_make)
         out = ""

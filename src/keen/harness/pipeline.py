@@ -371,10 +371,14 @@ class Harness:
 
     def _shape(self, key: tuple[Any, ...], varying: tuple[str, ...], **data: Any) -> LineShape:
         """A line's shape, kept under ``key`` (every fixed value of it) for the next call with
-        the same; at most :data:`_SHAPES` kept (callers and steps come and go)."""
-        if len(self._shapes) >= _SHAPES:
-            self._shapes.clear()
-        shape = self._shapes[key] = LineShape(varying, **data)
+        the same; at most :data:`_SHAPES` kept (callers and steps come and go), and none
+        whose fixed strings are long (a host or a model may send a name of any length: kept,
+        it would hold on to it until the next clear)."""
+        shape = LineShape(varying, **data)
+        if all(value.__class__ is not str or len(value) <= _KEPT_CHARS for value in key):
+            if len(self._shapes) >= _SHAPES:
+                self._shapes.clear()
+            self._shapes[key] = shape
         return shape
 
     def _lookup(self, cap_id: str, name: str) -> Capability | None:
@@ -699,7 +703,7 @@ class Harness:
                 code=obs.code,
                 text="",
                 truncated_chars=obs.truncated_chars,
-                stages=call.stages,
+                stages=key[9],  # a copy: the shape may be made again later, from this
                 **({"caller": call.caller} if call.caller else {}),
             )
         self.log.emit_fields("result", shape.fields(call.call_id, obs.text))
@@ -707,6 +711,8 @@ class Harness:
 
 _SHAPES = 256
 """Line shapes a harness keeps (:meth:`Harness._shape`): a served process sees many callers."""
+_KEPT_CHARS = 1024
+"""The longest fixed string (a name, a caller) of a line shape a harness keeps."""
 
 
 def _observation(call: Call) -> Observation:
