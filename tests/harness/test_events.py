@@ -410,3 +410,38 @@ def test_a_harness_keeps_no_line_shape_for_a_long_name_a_host_sent(keen_home: Pa
     assert [e.get("caller") for e in events if e["type"] == "result"] == ["host", long, "host"]
     kept = [value for key in h._shapes for value in key if isinstance(value, str)]  # pyright: ignore[reportPrivateUsage]
     assert "host" in kept and all(len(value) <= 1024 for value in kept), [len(v) for v in kept]
+
+
+def test_a_secret_learnt_while_a_call_waits_is_redacted_from_its_held_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from keen._redact import REDACTED, Redactor
+    from keen.harness import events
+    from keen.harness.events import EventLog
+
+    # The call's line is encoded when proposed and written when sent; a secret the user
+    # gives meanwhile (in the approval, an elicitation) must not reach the file in clear.
+    words = Redactor()
+    monkeypatch.setattr(events, "redactor", words)
+    secret = "tok-" + os.urandom(6).hex()
+    log = EventLog(tmp_path / "events.jsonl", "s")
+    with log.held():
+        log.opening("call", call_id=secret, name="t", arguments={"q": [secret, 2.5, None]}, step=1)
+        words.add(secret)  # while the call waits for its approval
+        log.annotate(decision="allow", by="user")
+        log.emit("note", text=f"about {secret}", stages=["validate"])
+    log.emit("after", text=secret)
+    log.close()
+    text = (tmp_path / "events.jsonl").read_text()
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert secret not in text.replace('"call_id": "' + secret, ""), text  # Keen's own id stays
+    assert lines[0]["arguments"] == {"q": [REDACTED, 2.5, None]} and lines[0]["call_id"] == secret
+    assert (lines[0]["decision"], lines[0]["by"], lines[0]["step"]) == ("allow", "user", 1)
+    assert lines[1]["text"] == f"about {REDACTED}" and lines[1]["stages"] == ["validate"]
+    assert [line["seq"] for line in lines] == [1, 2, 3] and lines[2]["text"] == REDACTED
+    # Encoded again, a line reads as the one emit writes now, seq and time aside.
+    again = EventLog(tmp_path / "again.jsonl", "s")
+    again.emit("note", text=f"about {secret}", stages=["validate"])
+    again.close()
+    written = (tmp_path / "again.jsonl").read_text()
+    assert written.split('"session"')[1] == text.splitlines(keepends=True)[1].split('"session"')[1]

@@ -145,10 +145,22 @@ _LONE_SURROGATES = "backslashreplace"
 ``ensure_ascii=False``) is written: as ``\\udcff``, which is that character's JSON escape, so
 the line stays UTF-8 and reads back as it was sent, instead of failing the call's write."""
 
-_HELD: ContextVar[dict[EventLog, list[Any]] | None] = ContextVar("keen_held_events", default=None)
+_HELD: ContextVar[dict[EventLog, _Pending] | None] = ContextVar("keen_held_events", default=None)
 """Lines held for the current call (:meth:`EventLog.held`), by log (an EventLog hashes by its
 identity); per task, so concurrent calls (``keen serve``) hold their own. The first may be
 the call's first event, not yet written (an :class:`_Opening`)."""
+
+
+class _Pending(list[Any]):
+    """A call's held lines (:class:`_Held`) and the redactor's memo when the call began: a
+    secret learnt while the call waits (an approval, an elicitation) replaces the memo, and
+    the lines encoded before it are then encoded again before they are written."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memo = redactor.memo
 
 
 class _Opening:
@@ -339,7 +351,8 @@ class EventLog:
         """Begin the current call's events with this one, kept open for :meth:`annotate`
         until the call's next event, its :meth:`release` or its end, whichever comes first:
         then written as :meth:`emit` writes it (its ``seq`` and ``ts`` are that moment's; its
-        fields are encoded now, as they are at this moment). Outside a call that holds its
+        fields are encoded now, as they are at this moment, and again when written if a
+        secret was learnt meanwhile). Outside a call that holds its
         events, or after its first, it is emitted at once."""
         self.opening_fields(type, _fields(data))
 
@@ -389,10 +402,12 @@ class EventLog:
         if held is not None and (pending := held.get(self)):
             self._flush(pending)
 
-    def _flush(self, pending: list[Any]) -> None:
+    def _flush(self, pending: _Pending) -> None:
         if pending:
             if pending[0].__class__ is _Opening:  # written with the rest, in the one write
                 self._open(pending)
+            if pending.memo is not redactor.memo:
+                pending[:] = [self._redacted_again(line) for line in pending]
             text = "".join(pending)
             pending.clear()
             try:
@@ -406,6 +421,15 @@ class EventLog:
         data = text.encode("utf-8", _LONE_SURROGATES)
         while data:  # a regular file takes it whole; a short write is carried on, not lost
             data = data[os.write(self._fd, data) :]
+
+    def _redacted_again(self, line: str) -> str:
+        """``line`` (one of :meth:`_line`'s) with its fields encoded again as they would be
+        now: redacted with every secret known now, its ``seq``, ``ts`` and head as they were."""
+        event = json.loads(line)
+        seq, ts, session, type = event.pop("seq"), event.pop("ts"), event.pop("session"), event.pop("type")
+        fields = _fields(event)
+        head = f'"seq": {seq}, "ts": {_encode(ts)}, "session": {_encode(session)}, "type": {_encode(type)}'
+        return f"{{{head}{', ' + fields if fields else ''}}}\n"
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -421,8 +445,8 @@ class _Held:
 
     def __init__(self, log: EventLog) -> None:
         self.log = log
-        self.pending: list[Any] = []
-        self.token: Token[dict[EventLog, list[Any]] | None] | None = None
+        self.pending: _Pending = _Pending()
+        self.token: Token[dict[EventLog, _Pending] | None] | None = None
 
     def __enter__(self) -> None:
         outer = _HELD.get()
