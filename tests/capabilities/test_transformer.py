@@ -381,3 +381,36 @@ def test_a_repeated_text_is_encoded_stored_and_multiplied_once(tmp_path: Path) -
     assert model is not None
     assert np.allclose(dense.all_docs, model.encode(texts), atol=1e-4)
     assert np.allclose(dense.docs, model.encode([move, status]), atol=1e-4)
+
+
+def test_a_refreshed_catalog_makes_texts_and_keys_only_for_the_refreshed_servers_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import keen.capabilities.search as search_module
+    from keen.capabilities import tool_capability
+
+    # A refresh of one server (Catalog.with_servers) takes the other tools' transformer
+    # texts and cache keys from the catalog it was made from: the same as a whole catalog
+    # makes, and the new tool ranked by the transformer once its vector is there.
+    cache = tmp_path / "cache" / "toolsearch"
+    first = Catalog.from_tools(TOOLS, cache_dir=cache)
+    assert first.wait_ready(60)
+    made: list[str] = []
+    views = search_module.dense_views
+    monkeypatch.setattr(search_module, "dense_views", lambda cap: made.append(cap.id) or views(cap))
+    new = Tool("files", "copy_file", "Copy a file to another path, leaving the original.", {})
+    caps = sorted((tool_capability("files", t.to_dict()) for t in (TOOLS[2], new)), key=lambda c: c.id)
+    second = first.with_servers({"files": (first.servers.get("files", ""), caps)})
+    assert second.wait_ready(60)
+    assert sorted(made) == ["mcp__files__copy_file", "mcp__files__move_file"]  # the refreshed server's
+    whole = Catalog.from_tools([*TOOLS, new], cache_dir=cache)
+    a, b = second.index().dense, whole.index().dense
+    assert a is not None and b is not None and second.index().ids == whole.index().ids
+    assert a._texts == b._texts and a._keys == b._keys  # pyright: ignore[reportPrivateUsage]
+    assert second.search("duplicate a file, keeping the first one", k=1)[0].id == "mcp__files__copy_file"
+    # A refresh of the refresh keeps them too.
+    made.clear()
+    third = second.with_servers(
+        {"time": (second.servers.get("time", ""), [tool_capability("time", TOOLS[1].to_dict())])}
+    )
+    assert third.wait_ready(60) and made == ["mcp__time__get_current_time"]

@@ -208,6 +208,10 @@ class Catalog:
         self._hash: str | None = None
         self._masks: dict[SearchFilter, Any] = {}
         self._since: Since | None = None
+        self._dense_texts: list[tuple[tuple[str, ...], tuple[bytes, ...]]] | None = None
+        """Per capability, its transformer texts and their cache keys (:meth:`_dense_vectors`)."""
+        self._dense_last: list[tuple[tuple[str, ...], tuple[bytes, ...]]] | None = None
+        """The catalog's this one was made from (:meth:`with_servers`), by ``_since``'s positions."""
 
     # -- construction ---------------------------------------------------------
 
@@ -382,6 +386,7 @@ class Catalog:
         out._cache_dir, out._dense = self._cache_dir, self._dense
         out._index, out._hash, out._masks = None, None, {}
         out._since = _refresh.Since(self._list, np.concatenate(same), out_ids)
+        out._dense_texts, out._dense_last = None, self._dense_texts
         return out
 
     # -- reading --------------------------------------------------------------
@@ -446,14 +451,24 @@ class Catalog:
     def _dense_vectors(self) -> DenseVectors:
         from keen.capabilities.dense import DenseVectors, shared_cache
         from keen.capabilities.encoder import MODEL_ID
-        from keen.capabilities.search import DENSE_VIEWS, dense_views
+        from keen.capabilities.search import DENSE_VIEWS
 
         folder = None if self._cache_dir is None else self._cache_dir.parent / "embeddings" / MODEL_ID
-        views = [dense_views(c) for c in self._list]
+        # A refreshed catalog (with_servers) takes the texts and keys of the capabilities it
+        # kept from the catalog it was made from, by position: making them again for every
+        # tool cost a refresh at 293 servers about 100 ms before the new tool was findable.
+        since, last = self._since, self._dense_last
+        if last is not None and since is not None:
+            same = since.same.tolist()
+            parts = [last[j] if j >= 0 else _dense_part(c) for j, c in zip(same, self._list, strict=True)]
+        else:
+            parts = [_dense_part(c) for c in self._list]
+        self._dense_texts, self._dense_last = parts, None
         # View-major: every tool's whole text first (DenseVectors.docs), then the heads, then
         # the descriptions.
-        texts = [texts[view] for view in range(DENSE_VIEWS) for texts in views]
-        return DenseVectors(texts, shared_cache(folder), views=DENSE_VIEWS)
+        texts = [part[0][view] for view in range(DENSE_VIEWS) for part in parts]
+        keys = [part[1][view] for view in range(DENSE_VIEWS) for part in parts]
+        return DenseVectors(texts, shared_cache(folder), views=DENSE_VIEWS, keys=keys)
 
     def search_status(self) -> str:
         """One line on how searches rank now: ``""`` when every signal is in use, else what
@@ -527,6 +542,16 @@ class Catalog:
                 )
             )
         return hits
+
+
+def _dense_part(cap: Capability) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
+    """``cap``'s transformer texts (:func:`keen.capabilities.search.dense_views`) and their
+    keys in the embedding cache (:func:`keen.capabilities.dense.dense_key`)."""
+    from keen.capabilities.dense import dense_key
+    from keen.capabilities.search import dense_views
+
+    views = dense_views(cap)
+    return views, tuple(map(dense_key, views))
 
 
 def explain(cap: Capability, signals: Mapping[str, float], words: Sequence[str]) -> str:

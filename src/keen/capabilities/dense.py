@@ -26,7 +26,7 @@ from keen.capabilities.vector_cache import VectorCache, text_key
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DenseVectors", "shared_cache"]
+__all__ = ["DenseVectors", "dense_key", "shared_cache"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,16 @@ logger = logging.getLogger(__name__)
 # connecting one by one) would otherwise encode the same new tools on several threads.
 _encoding = threading.Lock()
 _running: weakref.WeakSet[DenseVectors] = weakref.WeakSet()
+
+
+def dense_key(text: str) -> bytes:
+    """``text``'s key in the embedding cache (:func:`keen.capabilities.vector_cache.text_key`
+    of this model; the cut at the encoder's token limit changes a long text's vector, so
+    it is part of the key)."""
+    return text_key(_KEY_MODEL, text)
+
+
+_KEY_MODEL = f"{_encoder.MODEL_ID}:{_encoder.MAX_TOKENS}"
 
 
 @atexit.register
@@ -68,21 +78,31 @@ class DenseVectors:
         cache: where vectors are looked up and stored.
         start: begin encoding what is missing at once (on a daemon thread).
         views: texts per document.
+        keys: each text's :func:`dense_key`, when the caller has them already (a refreshed
+            catalog keeps those of the tools it kept).
 
     Raises:
-        ValueError: ``texts`` is not ``views`` blocks of equal length.
+        ValueError: ``texts`` is not ``views`` blocks of equal length, or ``keys`` is not
+            one per text.
     """
 
     def __init__(
-        self, texts: Sequence[str], cache: VectorCache, *, start: bool = True, views: int = 1
+        self,
+        texts: Sequence[str],
+        cache: VectorCache,
+        *,
+        start: bool = True,
+        views: int = 1,
+        keys: Sequence[bytes] | None = None,
     ) -> None:
         if views < 1 or len(texts) % views:
             raise ValueError(f"{len(texts)} texts are not {views} views of the same documents")
         self._texts = list(texts)
         self._cache = cache
         self.views = views
-        # The cut changes the vector of a long text: it is part of the key.
-        self._keys = [text_key(f"{_encoder.MODEL_ID}:{_encoder.MAX_TOKENS}", t) for t in self._texts]
+        self._keys = list(map(dense_key, self._texts)) if keys is None else list(keys)
+        if len(self._keys) != len(self._texts):
+            raise ValueError(f"{len(self._keys)} keys for {len(self._texts)} texts")
         found = cache.lookup(self._keys)
         self._found = found
         self.total = len(texts) // views
