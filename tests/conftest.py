@@ -203,6 +203,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         from helpers.forkserver import wait_warm
 
         wait_warm()
+    # What collection made (every test module, item and fixture definition: they live as long
+    # as the session) out of the collector's sight, as the fork server does with its warm-up:
+    # each full collection during the tests walked them all again. In a worker over
+    # tests/capabilities and tests/mcpskills (-n 2), the collector's CPU 0.99 -> 0.62 s.
+    import gc
+
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
