@@ -104,8 +104,8 @@ def _old_tmp_dirs_deleted_early(config: pytest.Config) -> None:
 
     from _pytest.pathlib import LOCK_TIMEOUT, cleanup_numbered_dir
 
-    factory = config._tmp_path_factory  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownVariableType]
-    if config.option.basetemp or config.getini("tmp_path_retention_policy") == "none":
+    factory = getattr(config, "_tmp_path_factory", None)  # none with -p no:tmpdir
+    if factory is None or config.option.basetemp or config.getini("tmp_path_retention_policy") == "none":
         return  # pytest deletes nothing old then (keep 0 locks nothing: left to pytest)
     basetemp: Path = factory.getbasetemp()  # pyright: ignore[reportUnknownMemberType]
     keep = int(config.getini("tmp_path_retention_count"))
