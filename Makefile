@@ -66,9 +66,12 @@ peers: $(PEERS)/node/.installed $(PEERS)/py/.installed $(PEERS)/inspector/.insta
 demo: $(VENV)/.base
 	$(VENV)/bin/keen demo
 
-# Four workers on the CI machine's 2 cores: much of a test's time is waiting on a server, a
-# model fake or a terminal (2 workers: 414 s, 4: 311 s, same tree, idle machine). A file's tests
-# stay on one worker, since some modules share servers and state through module-scoped fixtures.
+# Six workers on the CI machine's 2 cores: much of a test's time is waiting on a server, a
+# model fake or a terminal (2 workers: 414 s, 4: 311 s, same tree, idle machine, an earlier
+# suite). With four, both CPUs were busy 1.58-1.76 of the time on average; with six, 1.91
+# (the suite's CPU in a cgroup sampled every 0.5 s, its CPU share raised over the other
+# users' load; figures in README "Development"). A file's tests stay on one worker, since
+# some modules share servers and state through module-scoped fixtures.
 # The installs run side by side: most of their time is the network and unpacking.
 setup:
 	$(MAKE) -j4 --no-print-directory $(VENV)/.dev peers
@@ -79,7 +82,7 @@ setup:
 # process the tests start for the modules it imports. The caches are git-ignored.
 test: setup
 	$(MAKE) --no-print-directory $(VENV)/.tests-compiled
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 4 --dist loadfile
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 6 --dist loadfile
 
 # A fresh clone's first run compiled Keen's and the tests' modules, and rewrote the test
 # modules' asserts (pytest's own cached bytecode), inside the run: one worker collected alone

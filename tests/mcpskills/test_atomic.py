@@ -145,7 +145,20 @@ CHILD = textwrap.dedent(
     spec = importlib.util.spec_from_file_location("mcpskills_builders", sys.argv[2])
     builders = sys.modules["mcpskills_builders"] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builders)
+    import os
+    import signal
     from keen.mcpskills import generate_skill
+    real_write, writes = os.write, 0
+    def write(fd, data):
+        # The 100th write: half of it lands, then this process stops itself, to be killed
+        # there by the test (killed inside a file's write, with others written before it).
+        global writes
+        writes += 1
+        if writes == 100:
+            real_write(fd, bytes(data[: len(data) // 2]))
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return real_write(fd, data)
+    os.write = write
     generate_skill(Path(sys.argv[1]), builders.status("srv"), builders.realistic_tools("srv", 5000), now=builders.NOW)
     """
 )
@@ -167,18 +180,13 @@ def test_sigkill_mid_generation_leaves_previous_skill(tmp_path: Path) -> None:
             str(Path(__file__).resolve().parents[1] / "helpers" / "mcpskills.py"),
         ]
     )
-    builds: list[Path] = []
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and child.poll() is None:
-            builds = [p for p in root.glob(".mcp:srv.*.tmp") if any((p / "schemas").glob("*.json"))]
-            if builds:
-                break
-            # A short poll, not a spin: the loop would take a CPU from the child it waits on
-            # (its imports, then its writes) for the whole wait.
-            time.sleep(0.002)
-        assert builds, "the child never started writing (or finished before it was seen)"
-        child.send_signal(signal.SIGSTOP)  # freeze it mid-write, then look
+        # The child stops itself mid-write (CHILD): waited for as an event, not polled for, so
+        # a loaded machine cannot let it finish unseen between two looks.
+        _pid, stopped = os.waitpid(child.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(stopped), f"the child ended before its 100th write: status {stopped}"
+        builds = [p for p in root.glob(".mcp:srv.*.tmp") if any((p / "schemas").glob("*.json"))]
+        assert builds, "the child stopped before writing a schema"
         assert link.resolve() == old_version, "the swap happened before the kill: enlarge the tool list"
         assert read_whole_skill(link) == 40
         child.send_signal(signal.SIGKILL)
