@@ -23,6 +23,7 @@ PROVIDED_BY = {
     "numpy": "bm25s, wordllama",
     "safetensors": "wordllama",
     "referencing": "jsonschema",
+    "pydantic_core": "pydantic",  # pydantic pins its exact version
 }
 # Standard-library modules of other CPython versions, imported under a version check
 # (sys.stdlib_module_names lists the running interpreter's only).
