@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers.forkserver import forked
+from keen._redact import REDACTED, Redactor
 from keen.capabilities import Capability, Risk
 from keen.cli import app
 from keen.harness import PolicyInputs, approvals, read_events, replay, select
@@ -292,19 +293,25 @@ def test_a_calls_line_is_its_arguments_as_proposed_and_is_written_with_the_rest_
     assert [e["call_id"] for e in read_events(path)] == ["1.1"]
 
 
-def test_a_line_shape_writes_what_emit_writes_and_redacts_a_secret_learnt_after_it_was_made(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from keen._redact import REDACTED, Redactor
+@pytest.fixture
+def words(monkeypatch: pytest.MonkeyPatch) -> Redactor:
+    """The event log's redactor, fresh for the test: the secrets it learns stay in it."""
     from keen.harness import events
+
+    fresh = Redactor()
+    monkeypatch.setattr(events, "redactor", fresh)
+    return fresh
+
+
+def test_a_line_shape_writes_what_emit_writes_and_redacts_a_secret_learnt_after_it_was_made(
+    tmp_path: Path, words: Redactor
+) -> None:
     from keen.harness.events import EventLog, LineShape
 
     # A repeated call's line is made from a shape (its fixed fields' JSON made once): the
     # same text as emit's for the same fields, Keen's own values as they are, every other
     # string redacted at any depth; a secret learnt after the shape was made is redacted in
     # its fixed fields too from then on.
-    words = Redactor()
-    monkeypatch.setattr(events, "redactor", words)
     secret = "sk-" + os.urandom(8).hex()
     fixed: dict[str, object] = {"step": 0, "server": secret, "stages": ["validate", secret], "gate": None}
     shape = LineShape(("call_id", "arguments"), call_id="", **fixed, arguments=None)
@@ -413,16 +420,12 @@ def test_a_harness_keeps_no_line_shape_for_a_long_name_a_host_sent(keen_home: Pa
 
 
 def test_a_secret_learnt_while_a_call_waits_is_redacted_from_its_held_lines(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, words: Redactor
 ) -> None:
-    from keen._redact import REDACTED, Redactor
-    from keen.harness import events
     from keen.harness.events import EventLog
 
     # The call's line is encoded when proposed and written when sent; a secret the user
     # gives meanwhile (in the approval, an elicitation) must not reach the file in clear.
-    words = Redactor()
-    monkeypatch.setattr(events, "redactor", words)
     secret = "tok-" + os.urandom(6).hex()
     log = EventLog(tmp_path / "events.jsonl", "s")
     with log.held():
