@@ -105,10 +105,12 @@ def _old_tmp_dirs_deleted_early(config: pytest.Config) -> None:
     from _pytest.pathlib import LOCK_TIMEOUT, cleanup_numbered_dir
 
     factory = getattr(config, "_tmp_path_factory", None)  # none with -p no:tmpdir
-    if factory is None or config.option.basetemp or config.getini("tmp_path_retention_policy") == "none":
-        return  # pytest deletes nothing old then (keep 0 locks nothing: left to pytest)
-    basetemp: Path = factory.getbasetemp()  # pyright: ignore[reportUnknownMemberType]
     keep = int(config.getini("tmp_path_retention_count"))
+    if factory is None or config.option.basetemp or config.getini("tmp_path_retention_policy") == "none":
+        return  # pytest deletes nothing old then
+    if keep == 0:  # pytest then makes this run's folder without a lock: left to pytest's end
+        return
+    basetemp: Path = factory.getbasetemp()  # pyright: ignore[reportUnknownMemberType]
     dead_before = basetemp.stat().st_mtime - LOCK_TIMEOUT
     args = (basetemp.parent, "pytest-", keep, dead_before)
     threading.Thread(target=cleanup_numbered_dir, args=args, name="old tmp_path dirs", daemon=True).start()

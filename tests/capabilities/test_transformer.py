@@ -414,3 +414,26 @@ def test_a_refreshed_catalog_makes_texts_and_keys_only_for_the_refreshed_servers
         {"time": (second.servers.get("time", ""), [tool_capability("time", TOOLS[1].to_dict())])}
     )
     assert third.wait_ready(60) and made == ["mcp__time__get_current_time"]
+
+
+def test_refreshes_back_to_back_make_texts_only_for_their_servers_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import keen.capabilities.search as search_module
+    from keen.capabilities import tool_capability
+
+    # Servers' lists arriving one after another: each refresh is made from the last before
+    # its index is asked for; the last one still takes the other tools' texts and keys.
+    first = Catalog.from_tools(TOOLS, cache_dir=tmp_path / "cache" / "toolsearch")
+    assert first.wait_ready(60)
+    made: list[str] = []
+    views = search_module.dense_views
+    monkeypatch.setattr(search_module, "dense_views", lambda cap: made.append(cap.id) or views(cap))
+    second = first.with_servers({"time": ("", [tool_capability("time", TOOLS[1].to_dict())])})
+    third = second.with_servers({"git": ("", [tool_capability("git", TOOLS[0].to_dict())])})
+    assert third.wait_ready(60)
+    assert sorted(made) == ["mcp__git__git_status", "mcp__time__get_current_time"]
+    whole = Catalog.from_tools(TOOLS, cache_dir=tmp_path / "cache" / "toolsearch")
+    a, b = third.index().dense, whole.index().dense
+    assert a is not None and b is not None
+    assert a._keys == b._keys  # pyright: ignore[reportPrivateUsage]

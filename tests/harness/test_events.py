@@ -448,3 +448,31 @@ def test_a_secret_learnt_while_a_call_waits_is_redacted_from_its_held_lines(
     again.close()
     written = (tmp_path / "again.jsonl").read_text()
     assert written.split('"session"')[1] == text.splitlines(keepends=True)[1].split('"session"')[1]
+
+
+def test_a_held_line_too_deep_to_read_again_is_still_written_redacted(
+    tmp_path: Path, words: Redactor
+) -> None:
+    from keen.harness.events import EventLog
+
+    # Arguments nested deeper than the line can be read back: the secret learnt meanwhile
+    # is replaced in the line's text, and the call's lines are written, not raised.
+    secret = "tok-" + os.urandom(6).hex()
+    scratch = EventLog(tmp_path / "scratch.jsonl", "s")
+    for depth in range(1000, 0, -10):  # the deepest the encoder takes at this stack depth
+        deep: object = secret
+        for _ in range(depth):
+            deep = [deep]
+        try:
+            scratch.emit("probe", arguments=deep)
+        except RecursionError:
+            continue
+        break
+    scratch.close()
+    log = EventLog(tmp_path / "events.jsonl", "s")
+    with log.held():
+        log.opening("call", call_id="1.1", name="t", arguments=deep)
+        words.add(secret)
+    log.close()
+    text = (tmp_path / "events.jsonl").read_text()
+    assert secret not in text and REDACTED in text and text.count("\n") == 1

@@ -210,7 +210,7 @@ class Catalog:
         self._since: Since | None = None
         self._dense_texts: list[tuple[tuple[str, ...], tuple[bytes, ...]]] | None = None
         """Per capability, its transformer texts and their cache keys (:meth:`_dense_vectors`)."""
-        self._dense_last: list[tuple[tuple[str, ...], tuple[bytes, ...]]] | None = None
+        self._dense_last: list[tuple[tuple[str, ...], tuple[bytes, ...]] | None] | None = None
         """The catalog's this one was made from (:meth:`with_servers`), by ``_since``'s positions."""
 
     # -- construction ---------------------------------------------------------
@@ -386,7 +386,13 @@ class Catalog:
         out._cache_dir, out._dense = self._cache_dir, self._dense
         out._index, out._hash, out._masks = None, None, {}
         out._since = _refresh.Since(self._list, np.concatenate(same), out_ids)
-        out._dense_texts, out._dense_last = None, self._dense_texts
+        last = self._dense_texts
+        if last is None and self._dense_last is not None and self._since is not None:
+            # Made from a catalog whose vectors were never asked for (refreshes back to
+            # back): its parts are its parent's, through its own positions.
+            parent = self._dense_last
+            last = [parent[j] if j >= 0 else None for j in self._since.same.tolist()]
+        out._dense_texts, out._dense_last = None, last
         return out
 
     # -- reading --------------------------------------------------------------
@@ -458,9 +464,14 @@ class Catalog:
         # kept from the catalog it was made from, by position: making them again for every
         # tool cost a refresh at 293 servers about 100 ms before the new tool was findable.
         since, last = self._since, self._dense_last
-        if last is not None and since is not None:
+        if self._dense_texts is not None:  # the index made again (other weights)
+            parts = self._dense_texts
+        elif last is not None and since is not None:
             same = since.same.tolist()
-            parts = [last[j] if j >= 0 else _dense_part(c) for j, c in zip(same, self._list, strict=True)]
+            parts = [
+                kept if j >= 0 and (kept := last[j]) is not None else _dense_part(c)
+                for j, c in zip(same, self._list, strict=True)
+            ]
         else:
             parts = [_dense_part(c) for c in self._list]
         self._dense_texts, self._dense_last = parts, None

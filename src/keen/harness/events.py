@@ -408,6 +408,7 @@ class EventLog:
                 self._open(pending)
             if pending.memo is not redactor.memo:
                 pending[:] = [self._redacted_again(line) for line in pending]
+                pending.memo = redactor.memo  # lines held after a release are encoded as of now
             text = "".join(pending)
             pending.clear()
             try:
@@ -424,7 +425,18 @@ class EventLog:
 
     def _redacted_again(self, line: str) -> str:
         """``line`` (one of :meth:`_line`'s) with its fields encoded again as they would be
-        now: redacted with every secret known now, its ``seq``, ``ts`` and head as they were."""
+        now: redacted with every secret known now, its ``seq``, ``ts`` and head as they were.
+        A line that cannot be read and encoded again (nested deeper than the encoder goes)
+        has the secrets replaced in its text instead: the call's lines are written, whatever
+        they hold. Known limits: a new secret that holds an older one leaves its own ends in
+        the line (the older one was replaced when the line was encoded), and two keys of an
+        object that were both secrets are one key when read again."""
+        try:
+            return self._encoded_again(line)
+        except (ValueError, RecursionError):
+            return redactor.redact(line)
+
+    def _encoded_again(self, line: str) -> str:
         event = json.loads(line)
         seq, ts, session, type = event.pop("seq"), event.pop("ts"), event.pop("session"), event.pop("type")
         fields = _fields(event)
