@@ -190,30 +190,31 @@ def _fields(data: dict[str, Any]) -> str:
     """The JSON text of ``data``'s fields without the braces: each name, and each value of a
     :data:`_PLAIN` field, as it is; every string of the other values redacted as the encoder
     meets it (:class:`_Quoted`)."""
-    global _lines
-    memo, encode, quote = _lines
-    if memo is not redactor.memo:  # a secret was added since: nothing redacted before counts
-        _lines = memo, encode, quote = _line_encoder()
+    encode, quote = _encoders()
     # A loop, not a generator: every event passes, and a generator is resumed per field.
-    # Most of an event's values are a string, an int or None: their JSON text is what the
-    # encoder would write, made without a call of the encoder (each costs about as much as
-    # the rest of the field); lists and objects go through it.
     parts: list[str] = []
     for name, value in data.items():
         head = _NAMES.get(name)
         if head is None:
             head = _NAMES[name] = f"{_basestring(name)}: "
-        kind = value.__class__
-        if kind is str:
-            text = _basestring(value) if name in _PLAIN else quote(value)
-        elif value is None:
-            text = "null"
-        elif kind is int:
-            text = str(value)
-        else:
-            text = _encode(value) if name in _PLAIN else encode(value)
-        parts.append(head + text)
+        parts.append(head + _value(value, name in _PLAIN, encode, quote))
     return ", ".join(parts)
+
+
+def _value(value: Any, plain: bool, encode: Callable[[Any], str], quote: Callable[[str], str]) -> str:
+    """A field's value as JSON text: as it is when ``plain`` (:data:`_PLAIN`), else every
+    string in it redacted (``encode``, ``quote``: :func:`_encoders`). Most of an event's
+    values are a string, an int or None: their JSON text is what the encoder would write,
+    made without a call of the encoder (each costs about as much as the rest of the field);
+    lists and objects go through it."""
+    kind = value.__class__
+    if kind is str:
+        return _basestring(value) if plain else quote(value)
+    if value is None:
+        return "null"
+    if kind is int:
+        return str(value)
+    return _encode(value) if plain else encode(value)
 
 
 def _encoders() -> tuple[Callable[[Any], str], Callable[[str], str]]:
@@ -280,16 +281,7 @@ class LineShape:
         _, encode, quote = _lines  # made for this memo or a newer one (_make)
         out = ""
         for piece, value, plain in zip(self._pieces, values, self._plain, strict=True):
-            kind = value.__class__
-            if kind is str:
-                text = _basestring(value) if plain else quote(value)
-            elif value is None:
-                text = "null"
-            elif kind is int:
-                text = str(value)
-            else:
-                text = _encode(value) if plain else encode(value)
-            out += piece + text
+            out += piece + _value(value, plain, encode, quote)
         return out + self._tail
 
 
@@ -331,9 +323,7 @@ class EventLog:
         self._seq += 1
         # The head is formatted by hand (the session's and the type's JSON made once): the
         # same line json.dumps(event) writes with each string redacted, for less work.
-        head = self._heads.get(type)
-        if head is None:
-            head = self._heads[type] = f', {self._session_json}, "type": {_encode(type)}'
+        head = self._heads.get(type) or self._head(type)
         # ts: now, as datetime.now(UTC).isoformat() writes it (microseconds left out when 0),
         # made here, not one call deeper: every event passes.
         global _stamp
@@ -346,6 +336,11 @@ class EventLog:
         # The six digits from a table of three (a format spec is parsed at every use).
         ts = f"{ts}.{_DIGITS[micros // 1000]}{_DIGITS[micros % 1000]}+00:00" if micros else f"{ts}+00:00"
         return f'{{"seq": {self._seq}, "ts": "{ts}"{head}{", " + fields if fields else ""}}}\n'
+
+    def _head(self, type: str) -> str:
+        """A line's text from the session to the type (kept in :attr:`_heads`)."""
+        head = self._heads[type] = f', {self._session_json}, "type": {_encode(type)}'
+        return head
 
     def opening(self, type: str, **data: Any) -> None:
         """Begin the current call's events with this one, kept open for :meth:`annotate`
@@ -437,11 +432,12 @@ class EventLog:
             return redactor.redact(line)
 
     def _encoded_again(self, line: str) -> str:
-        event = json.loads(line)
-        seq, ts, session, type = event.pop("seq"), event.pop("ts"), event.pop("session"), event.pop("type")
+        event = json.loads(line)  # this log's line: its session is this log's
+        seq, ts, type = event.pop("seq"), event.pop("ts"), event.pop("type")
+        del event["session"]
         fields = _fields(event)
-        head = f'"seq": {seq}, "ts": {_encode(ts)}, "session": {_encode(session)}, "type": {_encode(type)}'
-        return f"{{{head}{', ' + fields if fields else ''}}}\n"
+        head = self._heads.get(type) or self._head(type)
+        return f'{{"seq": {seq}, "ts": "{ts}"{head}{", " + fields if fields else ""}}}\n'
 
     def close(self) -> None:
         if self._fd >= 0:
