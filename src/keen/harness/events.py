@@ -158,9 +158,9 @@ class _Pending(list[Any]):
 
     __slots__ = ("memo",)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.memo = redactor.memo
+    memo: dict[str, str]
+    """Set by whoever makes one (:class:`_Held`): no ``__init__`` of its own, so a call's
+    list is made by the list type alone."""
 
 
 class _Opening:
@@ -278,10 +278,15 @@ class LineShape:
             self._make()  # and with it the event encoder
         if not values and not self._pieces:
             return self._tail
+        pieces, plain = self._pieces, self._plain
+        if len(values) != len(pieces):
+            raise ValueError(f"the line has {len(pieces)} varying fields; {len(values)} values were given")
         _, encode, quote = _lines  # made for this memo or a newer one (_make)
+        # Not zip(..., strict=True): every line of every call passes here, and zip with a
+        # keyword is made through the type's generic call.
         out = ""
-        for piece, value, plain in zip(self._pieces, values, self._plain, strict=True):
-            out += piece + _value(value, plain, encode, quote)
+        for i, value in enumerate(values):
+            out += pieces[i] + _value(value, plain[i], encode, quote)
         return out + self._tail
 
 
@@ -453,7 +458,8 @@ class _Held:
 
     def __init__(self, log: EventLog) -> None:
         self.log = log
-        self.pending: _Pending = _Pending()
+        self.pending = pending = _Pending()
+        pending.memo = redactor.memo
         self.token: Token[dict[EventLog, _Pending] | None] | None = None
 
     def __enter__(self) -> None:

@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Se
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -532,7 +531,12 @@ class Manager:
         Raises:
             Like :meth:`list_tools`.
         """
-        view = self.view(name)
+        return self._shown_by_name(self._connected(name))
+
+    def _shown_by_name(self, connection: ServerConnection) -> Mapping[str, Tool]:
+        """:meth:`shown_by_name` of a connected server's connection (a call's checks have it)."""
+        view = self._view(connection)
+        name = connection.name
         cached = self._shown_names.get(name)
         if cached is not None and cached[0] is view:  # the trust hands out one view until a change
             return cached[1]
@@ -544,7 +548,11 @@ class Manager:
         """The server's live tools as the trust shows them (:meth:`ToolTrust.shown`; Keen's:
         changed definitions as they were pinned, new ones held, annotations trusted only where
         the user said so), or as listed without trust. Raises like :meth:`list_tools`."""
-        connection = self._connected(name)
+        return self._view(self._connected(name))
+
+    def _view(self, connection: ServerConnection) -> ToolsView:
+        """:meth:`view` of a connected server's connection (a call's checks have it)."""
+        name = connection.name
         trust = self.trust
         if trust is None:
             return ListedView(name, self.live_tools(name))
@@ -646,7 +654,7 @@ class Manager:
         if self.trust is None:
             found = listed_tool(connection, tool)
             return found, found
-        shown = self.shown_by_name(connection.name)
+        shown = self._shown_by_name(connection)
         live = connection.tools_by_name.get(tool)
         if live is not None and tool not in shown:
             return live, None
@@ -705,7 +713,7 @@ class Manager:
             arguments,
             limit=limit,
             progress=progress,
-            relist=partial(self.refresh_tools, name),
+            relist=self.refresh_tools,
             pages=(self.elicitation_url, self.url_elicitation_wait),
         )
         peer = CALL_PEER.get()

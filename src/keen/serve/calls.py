@@ -222,7 +222,11 @@ class CallRouter:
         validate stage parses it, so input that is not a call is refused and audited like
         any other refusal (docs/architecture.md, "One pipeline")."""
         # The harness and the gateway know nothing of either: the Manager reads them here.
-        token, peer_token = CALL_PROGRESS.set(progress), CALL_PEER.set(peer)
+        # Each is set only when the context does not hold that value already (a call without
+        # progress or a peer, in a context without them): a set and its reset copy the
+        # context's mapping, and the call sees the same value either way.
+        token = CALL_PROGRESS.set(progress) if CALL_PROGRESS.get() is not progress else None
+        peer_token = CALL_PEER.set(peer) if CALL_PEER.get() is not peer else None
         try:
             # The called server's pin file is looked at once for the whole call (its catalog
             # lookup, checks and pin check), by the harness (its ``look``): a trust given in
@@ -230,8 +234,10 @@ class CallRouter:
             harness = self._harness if self._harness is not None else self.harness  # (raises)
             return await harness.call(CALL_MCP_TOOL, call_input, caller=caller, approver=HOST_APPROVES)
         finally:
-            CALL_PEER.reset(peer_token)
-            CALL_PROGRESS.reset(token)
+            if peer_token is not None:
+                CALL_PEER.reset(peer_token)
+            if token is not None:
+                CALL_PROGRESS.reset(token)
 
     def close(self) -> None:
         if self._harness is not None:

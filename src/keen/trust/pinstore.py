@@ -78,16 +78,17 @@ class _OneLook:
 
     __slots__ = ("look", "token")
 
-    def __init__(self) -> None:
-        self.look: _Look | None = None
-        self.token: Token[_Look | None] | None = None
+    look: _Look | None
+    token: Token[_Look | None] | None
+    # No __init__: both are set when the block is entered (a call's Python frame less).
 
     def __enter__(self) -> None:
         current = _LOOK.get()
         if current is not None and current.open:
+            self.token = self.look = None  # the block around's look: nothing to end here
             return
-        self.look = _Look()
-        self.token = _LOOK.set(self.look)
+        self.look = look = _Look()
+        self.token = _LOOK.set(look)
 
     def __exit__(self, *exc: object) -> None:
         if self.token is not None and self.look is not None:

@@ -11,6 +11,7 @@ the session serves both eras.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import mcp_types as mt
@@ -44,17 +45,6 @@ async def call_tool(
         InputRequiredRoundsExceededError: the server kept asking (more than 10 rounds).
     """
 
-    async def send(responses: mt.InputResponses | None, state: str | None) -> Any:
-        return await session.call_tool(
-            tool,
-            arguments,
-            read_timeout_seconds=read_timeout_seconds,
-            progress_callback=progress_callback,
-            input_responses=responses,
-            request_state=state,
-            allow_input_required=True,
-        )
-
     # The first round is sent here, not through send(): most calls have no other, and each
     # coroutine between the caller and the SDK is resumed at every step of the call.
     raw = await session.call_tool(
@@ -64,6 +54,13 @@ async def call_tool(
         progress_callback=progress_callback,
         allow_input_required=True,
     )
+    if not isinstance(raw, mt.InputRequiredResult) and (
+        descriptions_uri is None or not description_required(raw)
+    ):
+        return raw  # most calls: no function made for the rounds they never have
+    send = partial(
+        _send, session, tool, arguments, read_timeout_seconds=read_timeout_seconds, progress=progress_callback
+    )
     if isinstance(raw, mt.InputRequiredResult):
         raw = await _rounds(session, raw, send)
     if descriptions_uri is not None and description_required(raw):
@@ -72,6 +69,28 @@ async def call_tool(
         if isinstance(raw, mt.InputRequiredResult):
             raw = await _rounds(session, raw, send)
     return raw
+
+
+async def _send(
+    session: ClientSession,
+    tool: str,
+    arguments: dict[str, Any],
+    responses: mt.InputResponses | None,
+    state: str | None,
+    *,
+    read_timeout_seconds: float | None,
+    progress: ProgressFnT | None,
+) -> Any:
+    """A round of ``tools/call`` carrying the answers to the last round's requests."""
+    return await session.call_tool(
+        tool,
+        arguments,
+        read_timeout_seconds=read_timeout_seconds,
+        progress_callback=progress,
+        input_responses=responses,
+        request_state=state,
+        allow_input_required=True,
+    )
 
 
 async def _rounds(session: ClientSession, first: mt.InputRequiredResult, send: Any) -> mt.CallToolResult:

@@ -25,9 +25,9 @@ skills, catalogs and ``keen serve``'s hosts hear of the change too) and:
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as mt
 from mcp.shared.exceptions import MCPError
@@ -37,7 +37,7 @@ from keen.errors import Remedy, ToolChanged, ToolNotFound, exception_leaves
 from keen.mcp.listing.changes import ToolsChanged, diff_tools
 from keen.mcp.types import Tool
 
-__all__ = ["call_with_relist", "definition_changes", "stale_refusal"]
+__all__ = ["Listing", "call_with_relist", "definition_changes", "stale_refusal"]
 
 _X_MCP_HEADER = "x-mcp-header"
 
@@ -81,36 +81,48 @@ def definition_changes(before: Tool, after: Tool) -> tuple[str, ...]:
     return change.changed[0].fields if change.changed else ()
 
 
+class Listing(Protocol):
+    """Where a call's tool is defined: the server's name and its latest tools/list by name
+    (a re-list replaces the mapping, so it is read again after one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tools_by_name(self) -> Mapping[str, Tool]: ...
+
+
 async def call_with_relist(
     send: Callable[[], Awaitable[mt.CallToolResult]],
     *,
-    relist: Callable[[], Awaitable[ToolsChanged | None]],
-    current: Callable[[], Tool | None],
-    before: Tool | None,
-    server: str,
+    relist: Callable[[str], Awaitable[ToolsChanged | None]],
+    listing: Listing,
     tool: str,
 ) -> mt.CallToolResult:
-    """``send()`` the call; on a stale-view refusal re-list once and resend once (module docstring).
+    """``send()`` the call; on a stale-view refusal re-list once (``relist(server)``) and
+    resend once (module docstring). ``listing`` is the server's connection: the tool as
+    listed before the call, and after the re-list.
 
     Raises:
         ToolNotFound: the re-list no longer has the tool.
         ToolChanged: its definition changed since Keen listed it.
         Exception: ``send``'s own error otherwise (also when the re-list failed).
     """
+    before = listing.tools_by_name.get(tool)
     try:
         raw = await send()
     except Exception as exc:
         if before is None or stale_refusal(exc, tool) is None:
             raise
-        if await relist() is None:
+        if await relist(listing.name) is None:
             raise  # no fresh list to judge by: the server's own refusal stands
-        _check_unchanged(before, current(), server, tool)
+        _check_unchanged(before, listing.tools_by_name.get(tool), listing.name, tool)
         return await send()
     if before is None or stale_refusal(raw, tool) is None:
         return raw
-    if await relist() is None:
+    if await relist(listing.name) is None:
         return raw
-    _check_unchanged(before, current(), server, tool)
+    _check_unchanged(before, listing.tools_by_name.get(tool), listing.name, tool)
     return await send()
 
 

@@ -67,12 +67,13 @@ async def send_tool_call(
     *,
     limit: float,
     progress: ProgressFnT | None,
-    relist: Callable[[], Awaitable[ToolsChanged | None]],
+    relist: Callable[[str], Awaitable[ToolsChanged | None]],
     pages: tuple[UrlElicitationCallback | None, float] = (None, 0.0),
 ) -> ToolResult:
     """``tools/call`` of an already checked call on ``session`` (``limit``: seconds).
 
-    A refusal that says the tool list is stale re-lists once (``relist``) and resends once
+    A refusal that says the tool list is stale re-lists once (``relist``, given the server's
+    name) and resends once
     (:mod:`keen.mcp.calls._stale`). A ``-32042`` is sent once more when :func:`pages_done` says so
     (``pages``: who is asked, seconds to wait). Raises ``CallTimeout``,
     ``ServerDisconnected``, ``AuthFailed``, ``AuthRequired``, ``UserActionRequired``,
@@ -95,20 +96,22 @@ async def _send_tool_call(
     arguments: dict[str, Any],
     limit: float,
     progress: ProgressFnT | None,
-    relist: Callable[[], Awaitable[ToolsChanged | None]],
+    relist: Callable[[str], Awaitable[ToolsChanged | None]],
 ) -> ToolResult:
     name = connection.name
-    uri = connection.descriptions_uri
-    send = partial(call_tool_any_era, session, tool, arguments, read_timeout_seconds=limit)
+    # One partial, and the connection itself for the tool's definition before and after a
+    # re-list: every call passes here, and each closure or partial more is made per call.
+    send = partial(
+        call_tool_any_era,
+        session,
+        tool,
+        arguments,
+        read_timeout_seconds=limit,
+        progress_callback=progress,
+        descriptions_uri=connection.descriptions_uri,
+    )
     try:
-        raw = await call_with_relist(
-            partial(send, progress_callback=progress, descriptions_uri=uri),
-            relist=relist,
-            current=lambda: connection.tools_by_name.get(tool),
-            before=connection.tools_by_name.get(tool),
-            server=name,
-            tool=tool,
-        )
+        raw = await call_with_relist(send, relist=relist, listing=connection, tool=tool)
     except Exception as exc:
         error = translate_call_error(
             exc, server=name, tool=tool, timeout=limit, http_status=connection.http_status
