@@ -337,6 +337,9 @@ class _StdinStream:
         self._broken = False
 
     async def send(self, message: SessionMessage) -> None:
+        # A cancelled sender stops here, as at a memory stream's send; a live one does not
+        # yield a step of the loop for nothing (a full pipe makes it wait below).
+        await anyio.lowlevel.checkpoint_if_cancelled()
         if self._closed:
             raise anyio.ClosedResourceError
         if self._broken:
