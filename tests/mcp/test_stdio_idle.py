@@ -18,11 +18,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from helpers.hostile import hostile_entry
+from keen.errors import ServerDisconnected
 from keen.mcp import Manager, ServerState
 from keen.mcp.connection._stdio import pidfd_supported
+from keen.mcp.connection.spawn import _setpriv  # pyright: ignore[reportPrivateUsage]
 from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
@@ -100,6 +103,10 @@ async def test_a_server_is_started_off_the_event_loops_thread(
 
     spec = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
     path = write_config({"s": hostile_entry(tmp_path / "s.json", spec)})
+    # Asked once per process, before the first start, whether setpriv knows --pdeathsig:
+    # not a server's start, and done here so that the test's outcome does not hang on
+    # whether another test in this process started a server first.
+    _setpriv()
     monkeypatch.setattr(subprocess, "Popen", recording)
     async with Manager(path, trust=PinGuard()) as manager:
         assert await manager.wait_ready(30)
@@ -127,3 +134,40 @@ async def test_tool_versions_name_the_connected_servers_and_their_lists(
         assert versions[0][1] == manager.status("two").last_refresh_at is not None
         await manager.refresh_tools("two")
         assert manager.tool_versions()[0][1] == manager.status("two").last_refresh_at != versions[0][1]
+
+
+async def test_a_write_to_a_server_that_closed_its_stdin_ends_the_call(
+    write_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    # The server lives on but reads nothing (it closed its stdin before its tool list came):
+    # the write fails, and the call ends with the connection instead of waiting for an
+    # answer that cannot come.
+    spec = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "close_stdin_at_list": True}
+    path = write_config({"deaf": hostile_entry(tmp_path / "deaf.json", spec)})
+    async with Manager(path, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(30)
+        assert manager.status("deaf").state is ServerState.CONNECTED, manager.status("deaf").last_error
+        with anyio.fail_after(30), pytest.raises(ServerDisconnected, match="went away"):
+            await manager.call_tool("deaf", "t", {})
+        assert manager.status("deaf").state is ServerState.DISCONNECTED
+
+
+async def test_a_log_folder_removed_meanwhile_is_made_again(
+    write_config: Callable[..., Path], keen_home: Path, tmp_path: Path
+) -> None:
+    # The folder is checked once per process; a start after it was deleted still gets its log.
+    spec = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "stderr_at_start": "second run"}
+    path = write_config({"s": hostile_entry(tmp_path / "s.json", spec)})
+    async with Manager(path, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(30)
+        logs = keen_home / "logs"
+        assert (logs / "s.stderr.log").is_file()
+        for item in logs.iterdir():
+            item.unlink()
+        logs.rmdir()
+        status = await manager.refresh("s")
+        assert status.state is ServerState.CONNECTED, status.last_error
+    # Read once the Manager has stopped the server and its copy read the pipe to its end.
+    log = (keen_home / "logs" / "s.stderr.log").read_text(encoding="utf-8")
+    assert "--- keen: starting s" in log and "second run" in log, log
+    assert (keen_home / "logs").stat().st_mode & 0o777 == 0o700

@@ -14,6 +14,7 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
      "exit_on_call": {"tool": 3},        # exit with this code instead of answering
      "hang_on_call": ["tool"],           # never answer these calls
      "ignore_eof": false,                # keep running after stdin closes
+     "close_stdin_at_list": false,       # at tools/list, close stdin, answer, then stay
      "ignore_signals": false,            # ignore SIGTERM, SIGHUP and SIGINT
      "exit_at_start": 3,                 # write stderr_at_start, then exit with this code
      "pidfile": "/path",                 # write os.getpid() here at start
@@ -144,7 +145,11 @@ def main() -> None:
                 result["instructions"] = spec["instructions"]
             _send({"jsonrpc": "2.0", "id": rid, "result": result})
         elif method == "tools/list":
+            if spec.get("close_stdin_at_list"):
+                os.close(0)  # alive, deaf: the client's next write fails
             _send({"jsonrpc": "2.0", "id": rid, "result": {"tools": _listing(spec)}})
+            if spec.get("close_stdin_at_list"):
+                _park()
         elif method == "tools/call":
             name = params.get("name", "")
             if spec.get("stderr_on_call"):

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from keen.errors import ConfigError
-from keen.mcp.config.importer import import_mcp_servers
 from keen.mcp.config.servers import MCPConfig, read_json, validate_config
 
 __all__ = ["load_config", "parse_config"]
@@ -91,6 +90,9 @@ def parse_config(
 
 def _from_mcp_servers(raw: Mapping[str, Any], *, source: str) -> dict[str, Any]:
     """``{"mcpServers": {...}}`` as configs.json data; a refused entry is a ConfigError."""
+    # Imported for this shape only: reading configs.json (every session) needs none of it.
+    from keen.mcp.config.importer import import_mcp_servers
+
     result = import_mcp_servers(dict(raw), source=source)
     for name, reason in result.refused:
         raise ConfigError(f"{source}: server {name!r}: {reason}", path=source, server=name)

@@ -237,29 +237,52 @@ def _watching_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
+_made: set[Path] = set()
+"""Log folders this process made or found and set to 0700: every server's start checked its
+folder again, two system calls and their path handling each, for one folder."""
+
+
+def _log_folder(folder: Path) -> None:
+    """Make ``folder`` (0700) unless this process did already; an older Keen's 0755 is made 0700."""
+    if folder in _made:
+        return
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if stat.S_IMODE(folder.stat().st_mode) & 0o077:
+        with contextlib.suppress(OSError):  # an older Keen made it 0755; one not ours stays
+            folder.chmod(0o700)
+    _made.add(folder)
+
+
 def _open_log(path: Path) -> TextIO | None:
     """``path`` opened for appending: 0600 in a 0700 folder, a symlink never followed, a log
     past ``MAX_LOG_BYTES`` started afresh. ``None`` (the server runs without a log file; its
     last lines stay in memory for errors) when it cannot be opened."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if stat.S_IMODE(path.parent.stat().st_mode) & 0o077:
-            with contextlib.suppress(OSError):  # an older Keen made it 0755; one not ours stays
-                path.parent.chmod(0o700)
-        with contextlib.suppress(FileNotFoundError):
-            info = path.lstat()
-            if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode) or info.st_size > MAX_LOG_BYTES:
-                path.unlink()
         try:
-            fd = os.open(path, _APPEND, 0o600)
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
-            path.unlink()  # a symlink planted since the check above
-            fd = os.open(path, _APPEND | os.O_EXCL, 0o600)
+            _log_folder(path.parent)
+            return _open_in(path)
+        except FileNotFoundError:
+            _made.discard(path.parent)  # removed since this process made it: make it again
+            _log_folder(path.parent)
+            return _open_in(path)
     except OSError as exc:
         logger.warning("cannot open the stderr log %s: %s; the server runs without it", path, exc)
         return None
+
+
+def _open_in(path: Path) -> TextIO:
+    """``path`` opened for appending in its (existing) folder: see :func:`_open_log`."""
+    with contextlib.suppress(FileNotFoundError):
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode) or info.st_size > MAX_LOG_BYTES:
+            path.unlink()
+    try:
+        fd = os.open(path, _APPEND, 0o600)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        path.unlink()  # a symlink planted since the check above
+        fd = os.open(path, _APPEND | os.O_EXCL, 0o600)
     if hasattr(os, "fchmod"):
         os.fchmod(fd, 0o600)  # a log an older Keen created 0644
     return os.fdopen(fd, "a", encoding="utf-8")

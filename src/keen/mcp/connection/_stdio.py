@@ -10,7 +10,8 @@ Here the process is started by ``subprocess.Popen`` in one thread kept for the p
 by the event loop through a pidfd (``pidfd_open(2)``, Linux 5.3) and its pipes through
 asyncio's pipe transports (epoll): no thread per server. The rest is the SDK's transport:
 newline-delimited JSON-RPC messages parsed as the SDK's stdio client parses them
-(:func:`keen.mcp.connection.sdk_private.parse_stdio_line`), stdout drained
+(:func:`keen.mcp.connection.sdk_private.parse_stdio_line`) and written as it writes them
+(but by the sending task itself, not through a writer task: :class:`_StdinStream`), stdout drained
 while shutting down, and the shutdown sequence of the MCP specification (2025-11-25,
 "Lifecycle" > "Shutdown"): close stdin, wait, SIGTERM to the server's process group, wait,
 SIGKILL (the SDK's ``terminate_posix_process_tree``), every wait bounded and shielded from
@@ -39,6 +40,7 @@ from typing import Any, TextIO, TypeVar
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client.stdio import (
     FORCE_KILL_TIMEOUT,
     PROCESS_TERMINATION_TIMEOUT,
@@ -54,7 +56,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_WRITER_FLUSH_TIMEOUT = 0.5  # as the SDK: time to flush accepted messages before stdin closes
 _KILL_REAP_TIMEOUT = 2.0
 _CHUNK = 65536
 
@@ -199,7 +200,6 @@ async def spawned_stdio_client(server: StdioServerParameters, errlog: TextIO) ->
     pipes = _Pipes(server, reader, write_transport, protocol)
     async with anyio.create_task_group() as tg:
         tg.start_soon(pipes.stdout_reader)
-        tg.start_soon(pipes.stdin_writer)
         try:
             yield pipes.pair
         finally:
@@ -242,8 +242,13 @@ class _WriteProtocol(asyncio.Protocol):
 
 
 class _Pipes:
-    """The two memory streams a ``ClientSession`` reads and writes, bridged to the pipes by
-    two tasks (as the SDK's ``stdio_client`` does it)."""
+    """The two streams a ``ClientSession`` reads and writes, bridged to the pipes.
+
+    Read: one task parses the server's stdout into a memory stream (as the SDK's
+    ``stdio_client`` does). Write: :class:`_StdinStream` writes each message to the pipe as
+    the session sends it, where the SDK hands it to a second task through a memory stream:
+    that hand-off cost every message two or three more steps of the event loop, and with
+    servers started a few at a time each step was a loop iteration of its own."""
 
     def __init__(
         self,
@@ -254,11 +259,8 @@ class _Pipes:
     ) -> None:
         self._server = server
         self._reader = reader
-        self._write_transport = write_transport
-        self._protocol = protocol
         self._to_session, self._read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        self._write, self._from_session = anyio.create_memory_object_stream[SessionMessage](0)
-        self._writer_done = anyio.Event()
+        self._write = _StdinStream(server, write_transport, protocol, self._to_session)
         self._shutting_down = False
         self.pair = (self._read, self._write)
 
@@ -268,14 +270,22 @@ class _Pipes:
         server = self._server
         decoder = codecs.getincrementaldecoder(server.encoding)(errors=server.encoding_error_handler)
         buffer = ""
+        to_session = self._to_session
         try:
-            async with self._to_session:
+            async with to_session:
                 while data := await self._reader.read(_CHUNK):
                     lines = (buffer + decoder.decode(data)).split("\n")
                     buffer = lines.pop()
                     for line in lines:
+                        message = parse_stdio_line(line)
                         try:
-                            await self._to_session.send(parse_stdio_line(line))
+                            # Straight to a session already waiting for it: no step of the
+                            # loop in between. Else wait for it (send yields; so does a read
+                            # of an empty pipe: a chatty server cannot hold the loop).
+                            try:
+                                to_session.send_nowait(message)
+                            except anyio.WouldBlock:
+                                await to_session.send(message)
                         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                             return  # the session is gone; the drain below remains
         except (ConnectionError, OSError):
@@ -291,34 +301,71 @@ class _Pipes:
             while await self._reader.read(_CHUNK):
                 pass
 
-    async def stdin_writer(self) -> None:
-        server = self._server
-        try:
-            async with self._from_session:
-                async for message in self._from_session:
-                    json = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    if self._write_transport.is_closing():
-                        raise BrokenPipeError("the MCP server's stdin is closed")
-                    self._write_transport.write(
-                        (json + "\n").encode(server.encoding, server.encoding_error_handler)
-                    )
-                    await self._protocol.drain()
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            # The server may still be alive: end the read side so a request does not hang.
-            await self._to_session.aclose()
-        finally:
-            self._writer_done.set()
-
     async def shutdown(self) -> None:
-        """Stop traffic; give the writer a moment to flush what it accepted."""
+        """Stop traffic. What was sent is in the pipe transport's buffer, which closing it
+        (:func:`_stop`) flushes before the pipe closes."""
         self._shutting_down = True
         self._read.close()  # the reader goes on to drain stdout
         self._write.close()
-        with anyio.move_on_after(_WRITER_FLUSH_TIMEOUT):
-            await self._writer_done.wait()
-        for stream in (self._read, self._write, self._to_session, self._from_session):
+        for stream in (self._read, self._to_session):
             await stream.aclose()
         await anyio.lowlevel.checkpoint()
+
+
+class _StdinStream:
+    """The session's write stream: :meth:`send` writes the message, one JSON line, to the
+    server's stdin and waits while the pipe is full (as the SDK's writer task waits).
+
+    A write that fails (the server closed its stdin, or exited) ends the read side too, so
+    a request waiting for its answer ends instead of hanging, and every later send raises
+    ``BrokenResourceError``, as a send to the SDK's ended writer does; after :meth:`close`,
+    ``ClosedResourceError``."""
+
+    def __init__(
+        self,
+        server: StdioServerParameters,
+        transport: asyncio.WriteTransport,
+        protocol: _WriteProtocol,
+        to_session: MemoryObjectSendStream[Any],
+    ) -> None:
+        self._encoding = server.encoding
+        self._errors = server.encoding_error_handler
+        self._transport = transport
+        self._protocol = protocol
+        self._to_session = to_session
+        self._closed = False
+        self._broken = False
+
+    async def send(self, message: SessionMessage) -> None:
+        # A cancelled sender stops here, as at a memory stream's send; a live one does not
+        # yield a step of the loop for nothing (a full pipe makes it wait below).
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._broken:
+            raise anyio.BrokenResourceError
+        json = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        try:
+            if self._transport.is_closing():
+                raise BrokenPipeError("the MCP server's stdin is closed")
+            self._transport.write((json + "\n").encode(self._encoding, self._errors))
+            await self._protocol.drain()
+        except OSError:
+            # The server may still be alive: end the read side so a request does not hang.
+            self._broken = True
+            await self._to_session.aclose()
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> _StdinStream:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self.close()
 
 
 async def _stop(

@@ -31,7 +31,6 @@ from keen._version import __version__
 from keen.errors import AuthRequired, Remedy
 from keen.mcp.config.secrets import register_server_secrets
 from keen.mcp.config.servers import AuthFactory, HttpServerConfig, OAuthAuth, StdioServerConfig
-from keen.mcp.connection._http import http_transport
 from keen.mcp.connection._stderr import StderrCopy
 from keen.mcp.connection.elicitation import (
     ElicitationCallback,
@@ -354,6 +353,10 @@ class ServerConnection:
                     assert stderr.errlog is not None
                     streams = await stack.enter_async_context(stdio_transport(cfg, stderr.errlog))
                 else:
+                    # Here, not with this module: a session of stdio servers loads none of
+                    # the SDK's HTTP and SSE clients.
+                    from keen.mcp.connection._http import http_transport
+
                     self.auth = self._oauth(cfg, facts)
                     streams = await stack.enter_async_context(
                         http_transport(cfg, facts, self.auth, self._saw_status)
@@ -592,8 +595,9 @@ class ServerConnection:
         self.session = session
         self._moved()
         self.last_connected_at = self.last_refresh_at = now
-        for tool in tools:
-            logger.debug("server %s: tool %s: %s", self.name, tool.name, one_line(tool.description, 80))
+        if logger.isEnabledFor(logging.DEBUG):  # each line's text is made before logging looks
+            for tool in tools:
+                logger.debug("server %s: tool %s: %s", self.name, tool.name, one_line(tool.description, 80))
         note = ""
         if not tools and not self.invalid_tools:
             # Servers without credentials often start fine and list nothing (and say why on stderr).
