@@ -107,6 +107,45 @@ PRELOAD = (
     "key_value.aio.adapters.pydantic",
     "key_value.aio.stores.memory",
     "griffe",
+    # What Keen imports after its start (behind the first request, at a first server's
+    # connect or HTTP client, at a first log record), that most forked `keen` children went
+    # on to import each (the modules each child added to the warm ones, logged over the
+    # heavy CLI and serve test files): the turn loop and its prompt, the CLI's logging,
+    # signals and terminal, the config and pin models, httpx2's HTTP/1.1 stack, filelock.
+    "anyio._core._signals",
+    "filelock",
+    "httpcore2",
+    "truststore",
+    "regex",
+    "rich._emoji_codes",
+    "typer._click.decorators",
+    "keen.agent.compaction",
+    "keen.agent.elicitation",
+    "keen.agent.first",
+    "keen.agent.loop",
+    "keen.agent.model_events",
+    "keen.agent.settings",
+    "keen.agent.system_prompt",
+    "keen.agent.unfinished",
+    "keen.capabilities._section_store",
+    "keen.capabilities.budget",
+    "keen.capabilities.catalog_cache",
+    "keen.cli._live",
+    "keen.cli._logging",
+    "keen.cli._signals",
+    "keen.cli._terminal",
+    "keen.mcp.config.load",
+    "keen.mcp.config.validated",
+    "keen.mcp.connection._stdio",
+    "keen.mcp.listing._keywords",
+    "keen.mcp.listing.validation",
+    "keen.trust._pinmodels",
+    # and what a forked `keen serve --transport http` imported on top: uvicorn's HTTP/1.1 and
+    # websocket protocols (its "auto" choices here) and its lifespan.
+    "encodings.utf_16_be",
+    "uvicorn.lifespan.on",
+    "uvicorn.protocols.http.h11_impl",
+    "uvicorn.protocols.websockets.websockets_sansio_impl",
 )
 
 FORKED = frozenset(
@@ -302,6 +341,62 @@ def _warm_encoder() -> None:
         encoder.reset()
 
 
+def _warm_mcp_session() -> None:
+    """Run one MCP session here, in memory, before any fork: ``tests/servers/basic_stdio.py``'s
+    server and the SDK's client (handshake, ``tools/list``, two calls). What the SDK and
+    pydantic build at a session's first messages (validators, serializers, the session
+    machinery's first-use state) is then built once, not again in every forked test server
+    and ``keen`` child that speaks MCP. Nothing a test looks at is kept: the server and the
+    client are gone when it returns, and no thread is left running (a fork copies only the
+    calling thread, so one holding a lock would leave it held in every child)."""
+    import threading
+
+    import anyio
+
+    from mcp import Client
+
+    sys.path.insert(0, str(HERE.parents[1] / "servers"))
+    try:
+        import basic_stdio  # pyright: ignore[reportMissingImports]
+    finally:
+        sys.path.pop(0)
+
+    async def session() -> None:
+        async with Client(basic_stdio.build()) as client:
+            await client.list_tools()
+            await client.call_tool("echo", {"text": "warm"})
+            await client.call_tool("add", {"a": 1, "b": 2})
+
+    with contextlib.suppress(Exception):  # a broken SDK: each child says so itself
+        anyio.run(session)
+    sys.modules.pop("basic_stdio", None)  # the script runs as __main__ in a child, as ever
+    if threading.active_count() != 1:
+        raise RuntimeError(f"threads left by the warm-up: {threading.enumerate()}")
+
+
+def _warm_tls_context() -> None:
+    """httpx2's default TLS context built here once, for every child, as
+    ``tests/conftest.py`` (``_one_tls_context``) does for the workers: each HTTP client a
+    forked ``keen`` builds without a context of its own (a model provider's, an HTTP MCP
+    transport's) loaded the CA bundle again, about 50 ms of CPU, to talk plain HTTP to
+    127.0.0.1. The context is the one httpx2 builds, one per ``_trust_env`` value; a child
+    whose environment names its own CA file or folder (``SSL_CERT_FILE``, ``SSL_CERT_DIR``)
+    gets a context built from it, as httpx2 would build it."""
+    import ssl
+
+    import httpcore2
+
+    original = httpcore2.default_ssl_context
+    made = {trust: original(_trust_env=trust) for trust in (True, False)}
+
+    def default_ssl_context(*, _trust_env: bool = True) -> ssl.SSLContext:
+        if _trust_env and (os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR")):
+            return original(_trust_env=_trust_env)
+        return made[_trust_env]
+
+    httpcore2.default_ssl_context = default_ssl_context
+
+
 def _freeze() -> None:
     """Move what the warm-up made to the collector's permanent generation, once it is done.
 
@@ -478,6 +573,8 @@ def serve(path: str, owner: int, warming: int) -> None:
     _warm_token_counter()
     _warm_encoder()
     _warm_word_vectors()
+    _warm_mcp_session()
+    _warm_tls_context()
     _freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
