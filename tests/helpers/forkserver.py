@@ -370,6 +370,11 @@ def _warm_mcp_session() -> None:
     with contextlib.suppress(Exception):  # a broken SDK: each child says so itself
         anyio.run(session)
     sys.modules.pop("basic_stdio", None)  # the script runs as __main__ in a child, as ever
+    # AnyIO's worker threads (the stdio streams' file reads) are told to stop as its loop
+    # closes, and may still be ending when it has returned.
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(30)
     if threading.active_count() != 1:
         raise RuntimeError(f"threads left by the warm-up: {threading.enumerate()}")
 
