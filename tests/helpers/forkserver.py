@@ -383,23 +383,46 @@ def _warm_tls_context() -> None:
     """httpx2's default TLS context built here once, for every child, as
     ``tests/conftest.py`` (``_one_tls_context``) does for the workers: each HTTP client a
     forked ``keen`` builds without a context of its own (a model provider's, an HTTP MCP
-    transport's) loaded the CA bundle again, about 50 ms of CPU, to talk plain HTTP to
-    127.0.0.1. The context is the one httpx2 builds, one per ``_trust_env`` value; a child
-    whose environment names its own CA file or folder (``SSL_CERT_FILE``, ``SSL_CERT_DIR``)
-    gets a context built from it, as httpx2 would build it."""
+    transport's) loaded the CA bundle again, about 50-100 ms of CPU, to talk plain HTTP to
+    127.0.0.1. The context is the one httpx2 builds from its inputs: ``_trust_env`` and, when
+    it is true, the ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` it reads (``httpcore2._ssl``); a
+    child whose environment gives other values builds its own, as httpx2 would."""
     import ssl
 
     import httpcore2
 
     original = httpcore2.default_ssl_context
-    made = {trust: original(_trust_env=trust) for trust in (True, False)}
+
+    def inputs(trust: bool) -> tuple[bool, str | None, str | None]:
+        if not trust:
+            return (False, None, None)
+        return (True, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+    made = {inputs(trust): original(_trust_env=trust) for trust in (True, False)}
 
     def default_ssl_context(*, _trust_env: bool = True) -> ssl.SSLContext:
-        if _trust_env and (os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR")):
-            return original(_trust_env=_trust_env)
-        return made[_trust_env]
+        key = inputs(_trust_env)
+        if key not in made:
+            made[key] = original(_trust_env=_trust_env)
+        return made[key]
 
     httpcore2.default_ssl_context = default_ssl_context
+
+
+def _warm_flag_patterns() -> None:
+    """Compile the tool-text flag patterns here (``keen.trust.flags``), for every child: each
+    is compiled at its first use, which every forked ``keen`` that pinned or listed a tool
+    reached again (``re`` work in about one child in three, the largest own cost left in
+    a ``keen mcp`` child after its imports). The compiled patterns are the ones that first
+    use makes, put where it puts them."""
+    from keen.trust import flags
+
+    lazy = flags._LazyPattern  # pyright: ignore[reportPrivateUsage]
+    for value in vars(flags).values():  # each pattern, and the (pattern, reason) rule lists
+        for item in value if isinstance(value, list) else [value]:  # pyright: ignore[reportUnknownVariableType]
+            for pattern in item if isinstance(item, tuple) else (item,):  # pyright: ignore[reportUnknownVariableType]
+                if isinstance(pattern, lazy):
+                    pattern.search  # noqa: B018 - the first use compiles it  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def _freeze() -> None:
@@ -580,6 +603,7 @@ def serve(path: str, owner: int, warming: int) -> None:
     _warm_word_vectors()
     _warm_mcp_session()
     _warm_tls_context()
+    _warm_flag_patterns()
     _freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
