@@ -425,6 +425,26 @@ def _warm_flag_patterns() -> None:
                     pattern.search  # noqa: B018 - the first use compiles it  # pyright: ignore[reportAttributeAccessIssue]
 
 
+def _warm_models() -> None:
+    """Build the validators of Keen's pydantic models here, for every child: Keen defers
+    each one to its first use (pydantic's ``defer_build``: the config's, the pins', the skill
+    marker's), which nearly every forked ``keen`` reached again (configs.json's validation
+    alone was the largest own cost left in a ``keen serve`` child after its imports). The
+    validators are the ones that first use builds; deferring them stays tested where it is
+    under test, in new interpreters (``tests/test_architecture.py``, ``tests/mcp/test_config.py``)."""
+    import pydantic
+
+    def every(cls: type[pydantic.BaseModel]) -> list[type[pydantic.BaseModel]]:
+        found: list[type[pydantic.BaseModel]] = []
+        for sub in cls.__subclasses__():
+            found += [sub, *every(sub)]
+        return found
+
+    for model in every(pydantic.BaseModel):
+        if model.__module__.startswith("keen.") and not model.__pydantic_complete__:
+            model.model_rebuild(raise_errors=False)
+
+
 def _freeze() -> None:
     """Move what the warm-up made to the collector's permanent generation, once it is done.
 
@@ -604,6 +624,7 @@ def serve(path: str, owner: int, warming: int) -> None:
     _warm_mcp_session()
     _warm_tls_context()
     _warm_flag_patterns()
+    _warm_models()
     _freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
