@@ -107,6 +107,45 @@ PRELOAD = (
     "key_value.aio.adapters.pydantic",
     "key_value.aio.stores.memory",
     "griffe",
+    # What Keen imports after its start (behind the first request, at a first server's
+    # connect or HTTP client, at a first log record), that most forked `keen` children went
+    # on to import each (the modules each child added to the warm ones, logged over the
+    # heavy CLI and serve test files): the turn loop and its prompt, the CLI's logging,
+    # signals and terminal, the config and pin models, httpx2's HTTP/1.1 stack, filelock.
+    "anyio._core._signals",
+    "filelock",
+    "httpcore2",
+    "truststore",
+    "regex",
+    "rich._emoji_codes",
+    "typer._click.decorators",
+    "keen.agent.compaction",
+    "keen.agent.elicitation",
+    "keen.agent.first",
+    "keen.agent.loop",
+    "keen.agent.model_events",
+    "keen.agent.settings",
+    "keen.agent.system_prompt",
+    "keen.agent.unfinished",
+    "keen.capabilities._section_store",
+    "keen.capabilities.budget",
+    "keen.capabilities.catalog_cache",
+    "keen.cli._live",
+    "keen.cli._logging",
+    "keen.cli._signals",
+    "keen.cli._terminal",
+    "keen.mcp.config.load",
+    "keen.mcp.config.validated",
+    "keen.mcp.connection._stdio",
+    "keen.mcp.listing._keywords",
+    "keen.mcp.listing.validation",
+    "keen.trust._pinmodels",
+    # and what a forked `keen serve --transport http` imported on top: uvicorn's HTTP/1.1 and
+    # websocket protocols (its "auto" choices here) and its lifespan.
+    "encodings.utf_16_be",
+    "uvicorn.lifespan.on",
+    "uvicorn.protocols.http.h11_impl",
+    "uvicorn.protocols.websockets.websockets_sansio_impl",
 )
 
 FORKED = frozenset(
@@ -302,6 +341,110 @@ def _warm_encoder() -> None:
         encoder.reset()
 
 
+def _warm_mcp_session() -> None:
+    """Run one MCP session here, in memory, before any fork: ``tests/servers/basic_stdio.py``'s
+    server and the SDK's client (handshake, ``tools/list``, two calls). What the SDK and
+    pydantic build at a session's first messages (validators, serializers, the session
+    machinery's first-use state) is then built once, not again in every forked test server
+    and ``keen`` child that speaks MCP. Nothing a test looks at is kept: the server and the
+    client are gone when it returns, and no thread is left running (a fork copies only the
+    calling thread, so one holding a lock would leave it held in every child)."""
+    import threading
+
+    import anyio
+
+    from mcp import Client
+
+    sys.path.insert(0, str(HERE.parents[1] / "servers"))
+    try:
+        import basic_stdio  # pyright: ignore[reportMissingImports]
+    finally:
+        sys.path.pop(0)
+
+    async def session() -> None:
+        async with Client(basic_stdio.build()) as client:
+            await client.list_tools()
+            await client.call_tool("echo", {"text": "warm"})
+            await client.call_tool("add", {"a": 1, "b": 2})
+
+    with contextlib.suppress(Exception):  # a broken SDK: each child says so itself
+        anyio.run(session)
+    sys.modules.pop("basic_stdio", None)  # the script runs as __main__ in a child, as ever
+    # The server runs its plain (sync) tools in AnyIO worker threads, told to stop as the
+    # loop closes: one may still be ending when anyio.run has returned.
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(30)
+    if threading.active_count() != 1:
+        raise RuntimeError(f"threads left by the warm-up: {threading.enumerate()}")
+
+
+def _warm_tls_context() -> None:
+    """httpx2's default TLS context built here once, for every child, as
+    ``tests/conftest.py`` (``_one_tls_context``) does for the workers: each HTTP client a
+    forked ``keen`` builds without a context of its own (a model provider's, an HTTP MCP
+    transport's) loaded the CA bundle again, about 50-100 ms of CPU, to talk plain HTTP to
+    127.0.0.1. The context is the one httpx2 builds from its inputs: ``_trust_env`` and, when
+    it is true, the ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` it reads (``httpcore2._ssl``); a
+    child whose environment gives other values builds its own, as httpx2 would."""
+    import ssl
+
+    import httpcore2
+
+    original = httpcore2.default_ssl_context
+
+    def inputs(trust: bool) -> tuple[bool, str | None, str | None]:
+        if not trust:
+            return (False, None, None)
+        return (True, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+    made = {inputs(trust): original(_trust_env=trust) for trust in (True, False)}
+
+    def default_ssl_context(*, _trust_env: bool = True) -> ssl.SSLContext:
+        key = inputs(_trust_env)
+        if key not in made:
+            made[key] = original(_trust_env=_trust_env)
+        return made[key]
+
+    httpcore2.default_ssl_context = default_ssl_context
+
+
+def _warm_flag_patterns() -> None:
+    """Compile the tool-text flag patterns here (``keen.trust.flags``), for every child: each
+    is compiled at its first use, which every forked ``keen`` that pinned or listed a tool
+    reached again (189 of the 505 ``re.compile`` calls profiled in 63 forked ``keen``
+    children over three CLI test files). The compiled patterns are the ones that first use
+    makes, put where it puts them."""
+    from keen.trust import flags
+
+    lazy = flags._LazyPattern  # pyright: ignore[reportPrivateUsage]
+    for value in vars(flags).values():  # each pattern, and the (pattern, reason) rule lists
+        for item in value if isinstance(value, list) else [value]:  # pyright: ignore[reportUnknownVariableType]
+            for pattern in item if isinstance(item, tuple) else (item,):  # pyright: ignore[reportUnknownVariableType]
+                if isinstance(pattern, lazy):
+                    pattern.search  # noqa: B018 - the first use compiles it  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def _warm_models() -> None:
+    """Build the validators of Keen's pydantic models here, for every child: Keen defers
+    each one to its first use (pydantic's ``defer_build``: the config's, the pins', the skill
+    marker's), which nearly every forked ``keen`` reached again (about 5 ms for configs.json's
+    alone, 13 ms for all of them, in a warm process). The
+    validators are the ones that first use builds; deferring them stays tested where it is
+    under test, in new interpreters (``tests/test_architecture.py``, ``tests/mcp/test_config.py``)."""
+    import pydantic
+
+    def every(cls: type[pydantic.BaseModel]) -> list[type[pydantic.BaseModel]]:
+        found: list[type[pydantic.BaseModel]] = []
+        for sub in cls.__subclasses__():
+            found += [sub, *every(sub)]
+        return found
+
+    for model in every(pydantic.BaseModel):
+        if model.__module__.startswith("keen.") and not model.__pydantic_complete__:
+            model.model_rebuild(raise_errors=False)
+
+
 def _freeze() -> None:
     """Move what the warm-up made to the collector's permanent generation, once it is done.
 
@@ -478,6 +621,10 @@ def serve(path: str, owner: int, warming: int) -> None:
     _warm_token_counter()
     _warm_encoder()
     _warm_word_vectors()
+    _warm_mcp_session()
+    _warm_tls_context()
+    _warm_flag_patterns()
+    _warm_models()
     _freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)

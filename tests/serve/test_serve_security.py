@@ -112,27 +112,33 @@ async def test_stateless_era_without_tokens_shares_one_anonymous_principal(tmp_p
         assert refused.is_error
 
 
+TTL = 3
+"""``--auth-ttl`` (seconds) in the expiry test below."""
+
+
 async def test_authorization_expires_without_a_session_and_lasts_the_session(tmp_path: Path) -> None:
     """--auth-ttl bounds the stateless era's authorizations, which belong to no session; a
     handshake-era session's and a stdio connection's last as long as it (the extension's
     section 5.1.3). Before, --auth-ttl expired them inside a live session."""
     write_upstream(tmp_path)
-    with KeenServeProcess(tmp_path, ["--mode", "extension", "--auth-ttl", "1"]) as proc:
+    # The TTL must outlast a fetch and the call after it on a loaded machine (1 s did not at
+    # load 20: the call just after the fetch was refused); the sleeps wait, they use no CPU.
+    with KeenServeProcess(tmp_path, ["--mode", "extension", "--auth-ttl", str(TTL)]) as proc:
         for era, lapses in (("session", False), ("stateless", True)):
             async with connect(proc, era) as client:
                 await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
                 assert not (await client.call_tool("mcp__basic__echo", {"text": "now"})).is_error
-                await anyio.sleep(1.3)  # past --auth-ttl: the expiry under test
+                await anyio.sleep(TTL + 0.3)  # past --auth-ttl: the expiry under test
                 late = await client.call_tool("mcp__basic__echo", {"text": "late"})
                 if lapses:
                     assert read_json(late)["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
                 else:
                     assert not late.is_error, late
     async with connect(
-        "stdio", "session", home=tmp_path, serve_args=["--mode", "extension", "--auth-ttl", "1"]
+        "stdio", "session", home=tmp_path, serve_args=["--mode", "extension", "--auth-ttl", str(TTL)]
     ) as client:
         await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
-        await anyio.sleep(1.3)
+        await anyio.sleep(TTL + 0.3)
         late = await client.call_tool("mcp__basic__echo", {"text": "late"})
         assert not late.is_error, late
 
