@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
@@ -85,6 +85,40 @@ def _files(root: Path) -> set[str]:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(server=SERVER, tools=TOOLS, info=INFO)
+# What the search reaches only now and then, every run: names that climb out or are absolute,
+# terminal controls and bidirectional marks, and text that YAML would read as structure.
+@example(
+    server="s",
+    tools=[
+        ("../../outside/evil", "climbs", {}, None),
+        ("a/../../../outside", "climbs", {}, None),
+        ("..", "parent", {}, None),
+        ("/etc/passwd", "absolute", {}, None),
+        ("x\\..\\..\\y", "backslashes", {}, None),
+    ],
+    info=None,
+)
+@example(
+    server="s",
+    tools=[
+        (
+            "red\x1b[31m",
+            "bell\x07 title\x1b]0;t\x07 rtl\u202e sep\u2028 del\x7f",
+            {"type": "object"},
+            "t\x1bx",
+        ),
+        ("nul\x00", "tab\tnew\nline\rcr", {}, None),
+    ],
+    info=ServerInfo(name="n\x1b[2J", version="1", title="t\u202et", instructions="i\x1b[0m\x00"),
+)
+@example(
+    server="s",
+    tools=[
+        ("yaml", "key: value # not a comment\n---\nname: mcp:evil", {}, "- item"),
+        ("quotes", "'single' \"double\" [list] {map} &anchor *alias !tag | > %", {}, None),
+    ],
+    info=ServerInfo(name="n", version="1", title="name: mcp:evil", instructions="---\ndescription: |\n  x"),
+)
 def test_any_tool_list_makes_a_contained_parseable_bounded_skill(
     server: str, tools: list[tuple[str, str, dict[str, Any], str | None]], info: ServerInfo | None
 ) -> None:
