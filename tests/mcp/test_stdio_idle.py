@@ -10,21 +10,27 @@ held every other server's messages until the child had exec'd.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import resource
 import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as mt
 import pytest
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.message import SessionMessage
 
 from helpers.hostile import hostile_entry
-from keen.errors import ServerDisconnected
+from keen.errors import InvalidArguments, ServerDisconnected
 from keen.mcp import Manager, ServerState
-from keen.mcp.connection._stdio import pidfd_supported
+from keen.mcp.connection._stdio import pidfd_supported, spawned_stdio_client
 from keen.mcp.connection.spawn import _setpriv  # pyright: ignore[reportPrivateUsage]
 from keen.trust import PinGuard
 
@@ -150,6 +156,50 @@ async def test_a_write_to_a_server_that_closed_its_stdin_ends_the_call(
         with anyio.fail_after(30), pytest.raises(ServerDisconnected, match="went away"):
             await manager.call_tool("deaf", "t", {})
         assert manager.status("deaf").state is ServerState.DISCONNECTED
+
+
+async def test_a_write_failing_before_the_loop_polls_ends_the_read_side(tmp_path: Path) -> None:
+    # The server closes its stdin while the loop is busy elsewhere: the next write fails
+    # inside asyncio's transport, which tells the protocol only a step later. The read side
+    # must end at that send, not when the request times out.
+    marker = tmp_path / "deaf"
+    child = (
+        "import os, sys, time; sys.stdin.buffer.readline(); os.close(0); "
+        f"open({str(marker)!r}, 'w').close(); time.sleep(60)"
+    )
+    server = StdioServerParameters(command=sys.executable, args=["-c", child])
+    request = functools.partial(mt.JSONRPCRequest, jsonrpc="2.0", method="tools/call", params={"name": "t"})
+    with (tmp_path / "err.log").open("w") as errlog:
+        async with spawned_stdio_client(server, errlog) as (read, write):
+            await write.send(SessionMessage(message=request(id=1)))
+            for _ in range(1000):  # blocks the loop on purpose: no poll sees the close
+                if marker.exists():
+                    break
+                time.sleep(0.01)  # noqa: ASYNC251 (the loop must not run meanwhile)
+            assert marker.exists(), "the child never closed its stdin"
+            await write.send(SessionMessage(message=request(id=2)))
+            with anyio.fail_after(10), pytest.raises(anyio.EndOfStream):
+                await read.receive()
+            with pytest.raises(anyio.BrokenResourceError):
+                await write.send(SessionMessage(message=request(id=3)))
+
+
+async def test_arguments_that_are_not_json_text_are_refused_and_the_server_stays(
+    write_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    # A lone surrogate parses from JSON ("\\ud800") but cannot be written as UTF-8: Keen's
+    # own failure to send, worded as the caller's arguments, not as the server's answer.
+    spec = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    path = write_config({"s": hostile_entry(tmp_path / "s.json", spec)})
+    async with Manager(path, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(30)
+        with anyio.fail_after(30), pytest.raises(InvalidArguments, match="cannot be sent as JSON") as caught:
+            await manager.call_tool("s", "t", {"x": "abc\ud800"})
+        assert caught.value.tool == "t"
+        assert manager.status("s").state is ServerState.CONNECTED
+        with anyio.fail_after(30):
+            result = await manager.call_tool("s", "t", {"x": "abc"})
+        assert not result.is_error
 
 
 async def test_a_log_folder_removed_meanwhile_is_made_again(

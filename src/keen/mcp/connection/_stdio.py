@@ -349,6 +349,12 @@ class _StdinStream:
             if self._transport.is_closing():
                 raise BrokenPipeError("the MCP server's stdin is closed")
             self._transport.write((json + "\n").encode(self._encoding, self._errors))
+            if self._transport.is_closing():
+                # asyncio's pipe transport takes a failed write (EPIPE: the server closed
+                # its stdin since the loop last polled) as fatal inside write() and tells
+                # the protocol only at a later step: without this the read side stays
+                # open and the request waits for its timeout.
+                raise BrokenPipeError("the MCP server's stdin is closed")
             await self._protocol.drain()
         except OSError:
             # The server may still be alive: end the read side so a request does not hang.

@@ -22,6 +22,7 @@ from mcp_types import (
     URL_ELICITATION_REQUIRED,
 )
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from keen._redact import redactor
 from keen._text import one_line, shorten
@@ -287,6 +288,19 @@ def translate_call_error(
             f'MCP server "{server}" answered "{tool}" with JSON-RPC error {cause.code}: {detail}',
             server=server,
             tool=tool,
+        )
+    if isinstance(cause, PydanticSerializationError | UnicodeEncodeError):
+        # Keen could not write the request (a lone surrogate such as "\\ud800" is no Unicode
+        # text, so no JSON; a library caller's object JSON has no form for): the server
+        # never saw it and the connection stays up.
+        return InvalidArguments(
+            redactor.redact(
+                f'the arguments for "{tool}" on MCP server "{server}" cannot be sent as JSON '
+                f"({_short(cause)}); send Unicode text and JSON values only"
+            ),
+            server=server,
+            tool=tool,
+            errors=[("$", "not JSON text")],
         )
     if isinstance(cause, httpx2.HTTPError | OSError):
         # What to do is the remedy's, worded by each front end: keen serve reconnects by
