@@ -26,7 +26,7 @@ import pytest
 from conftest import stdio_server
 from keen.mcp import Manager, ServerState
 from keen.mcp.config.defaults import TIMEOUT_ENV, default_max_starting
-from keen.mcp.connection.starts import GROWTH, QUICK_MOST, QUICK_SHARE, StartSlots
+from keen.mcp.connection.starts import GROWTH, QUICK_MOST, QUICK_SHARE, RECHECK, StartSlots, StartTurn
 from keen.trust import PinGuard
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
@@ -177,7 +177,7 @@ async def test_a_fixed_bound_does_not_grow() -> None:
 async def test_a_start_past_its_quick_share_holds_the_rest_to_the_base() -> None:
     # A costly start already running is not shared out among cheap ones let in past the base.
     clock = _Clock()
-    slots = StartSlots(2, grow=True, clock=clock)
+    slots = StartSlots(2, grow=True, clock=clock, cpu_busy=lambda: 1.0)  # it works the CPUs
     for _ in range(4):
         (await slots.turn(10.0)).end()
     assert slots.bound == 6
@@ -197,6 +197,28 @@ async def test_a_start_past_its_quick_share_holds_the_rest_to_the_base() -> None
         await anyio.wait_all_tasks_blocked()
         assert len(got) == 1
     second.end()
+
+
+async def test_starts_waiting_with_the_cpus_idle_no_longer_hold_the_rest_back() -> None:
+    # Two servers hanging at initialize hold both turns past their quick share. With the CPUs
+    # idle they are set aside and the waiters go in; with the CPUs busy they keep their turns.
+    for busy, let_in in ((0.0, True), (1.0, False)):
+        clock = _Clock()
+        slots = StartSlots(2, grow=True, clock=clock, cpu_busy=lambda busy=busy: busy, cpus=2)
+        hanging = [await slots.turn(10.0) for _ in range(2)]
+        clock.now += 1.0  # past their 0.5 s
+        got: list[StartTurn] = []
+        with anyio.move_on_after(RECHECK * 8):
+            got.append(await slots.turn(10.0))
+            got.append(await slots.turn(10.0))
+        assert (len(got) == 2) is let_in, (busy, got)
+        assert slots.running == 2  # the two let in, or the two hanging still holding their turns
+        for turn in hanging:
+            turn.end()  # set aside: their end neither grows nor shrinks the bound
+        assert slots.bound == 2
+        for turn in got:
+            turn.end()
+        assert slots.running == 0
 
 
 async def test_a_turn_given_up_while_waiting_leaves_the_queue() -> None:

@@ -16,11 +16,22 @@ the base a start is let in only while every start in flight is still within its 
 share: a costly start already running is not shared out among a stream of cheap ones. A
 configured bound (``max_starting``) stays fixed.
 
+A start's wall time says nothing of its cost once it waits: a server hanging at initialize, or
+waiting on the network, holds its turn for its whole connect limit while using no CPU, and
+with one turn per CPU two such servers held every other start back for that long. So while
+starts wait behind turns all past their quick share, the first waiter looks at the machine's
+CPUs every :data:`RECHECK` seconds (Linux ``/proc/stat``): when at least :data:`IDLE_CPUS` of
+them were idle since its last look, the starts past their quick share are set aside as
+waiting, not working. They hold no turn from then on, their end neither grows nor shrinks
+the bound, and the waiters go in by the rules above. The default bound only; elsewhere (no
+``/proc/stat``) the bound is as above.
+
 Turns are given in the order they were asked for.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -28,7 +39,16 @@ from collections.abc import Callable
 import anyio
 import anyio.lowlevel
 
-__all__ = ["GROWTH", "QUICK_MOST", "QUICK_SHARE", "StartSlots", "StartTurn"]
+__all__ = [
+    "GROWTH",
+    "IDLE_CPUS",
+    "QUICK_MOST",
+    "QUICK_SHARE",
+    "RECHECK",
+    "StartSlots",
+    "StartTurn",
+    "cpu_busy_share",
+]
 
 QUICK_SHARE = 1 / 20
 """The share of its connect limit within which a start counts as quick: 0.75 s of the default
@@ -41,6 +61,40 @@ slow first ``uvx`` install would otherwise count a 6 s start as cheap)."""
 GROWTH = 4
 """How far past its base a growing bound goes (4x the CPUs): should a burst of costly starts be
 let in together after cheap ones, each takes at most that many times its own cost."""
+
+
+RECHECK = 0.25
+"""Seconds between the first waiter's looks at the CPUs while every start in flight is past its
+quick share."""
+
+IDLE_CPUS = 0.75
+"""CPUs that must have been idle since the last look to let one more start in past the bound."""
+
+
+def cpu_busy_share() -> Callable[[], float | None]:
+    """A reader of the machine's busy share of CPU time since its previous call.
+
+    Returns:
+        A function returning the share (0 to 1) of all CPUs' time spent busy (not idle or
+        waiting on I/O, ``/proc/stat``'s first line) since it was last called, ``None`` at its
+        first call or where ``/proc/stat`` cannot be read.
+    """
+    last: list[int] = []
+
+    def busy() -> float | None:
+        try:
+            with open("/proc/stat", "rb") as stat:
+                fields = [int(x) for x in stat.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        total, idle = sum(fields), sum(fields[3:5])
+        share = None
+        if last and total > last[0]:
+            share = 1 - (idle - last[1]) / (total - last[0])
+        last[:] = (total, idle)
+        return share
+
+    return busy
 
 
 class StartTurn:
@@ -81,9 +135,20 @@ class StartSlots:
         grow: let the bound grow past ``base`` while starts are quick (the default bound);
             ``False``: ``base`` is fixed (a configured one).
         clock: seconds, monotonic (tests give their own).
+        cpu_busy: the busy share of the CPUs since its previous call, or ``None`` when
+            unknown (:func:`cpu_busy_share`; tests give their own); with ``grow`` only.
+        cpus: the machine's CPUs, to turn that share into idle CPUs.
     """
 
-    def __init__(self, base: int, *, grow: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        base: int,
+        *,
+        grow: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+        cpu_busy: Callable[[], float | None] | None = None,
+        cpus: int | None = None,
+    ) -> None:
         if base < 1:
             raise ValueError(f"a start bound must be at least 1, not {base}")
         self.base = base
@@ -93,6 +158,13 @@ class StartSlots:
         self._clock = clock
         self._running: set[StartTurn] = set()
         self._waiting: deque[StartTurn] = deque()
+        self._busy = (cpu_busy or cpu_busy_share()) if grow else None
+        self._cpus = cpus or os.cpu_count() or 1
+        self._idle: set[StartTurn] = set()
+        """Starts set aside as waiting on something other than the CPUs (:meth:`_look`)."""
+        self._looked_at = -RECHECK * 4  # seconds (time.monotonic): the CPUs' share is since then
+        self._looker: StartTurn | None = None
+        """The waiter that looks at the CPUs (the first in the queue when it went to sleep)."""
 
     @property
     def running(self) -> int:
@@ -119,14 +191,52 @@ class StartSlots:
             return turn
         self._waiting.append(turn)
         try:
-            await turn.granted.wait()
+            while turn.began is None:
+                if self._busy is not None and self._looker is None:
+                    self._looker = turn
+                if self._looker is turn:
+                    with anyio.move_on_after(RECHECK):
+                        await turn.granted.wait()
+                    if turn.began is None:
+                        self._look()
+                else:
+                    await turn.granted.wait()
+                    if turn.began is None:  # woken to take over the looks, not granted
+                        turn.granted = anyio.Event()
         except BaseException:
             if turn.began is None:
                 turn.abandoned = True  # skipped when its place comes: no O(n) removal each
             else:
                 turn.cancel()
             raise
+        finally:
+            if self._looker is turn:
+                self._looker = None
+                self._wake_looker()
         return turn
+
+    def _look(self) -> None:
+        """When the CPUs were idle enough since the last look, set aside the starts past
+        their quick share (waiting, not working: they hold no turn from now on) and let
+        waiters in by the bound (module docstring)."""
+        assert self._busy is not None
+        busy = self._busy()
+        now = time.monotonic()
+        stale, self._looked_at = now - self._looked_at > 2 * RECHECK, now
+        self._drop_abandoned()
+        if stale or not self._waiting or busy is None or (1 - busy) * self._cpus < IDLE_CPUS:
+            return
+        now = self._clock()
+        for turn in [t for t in self._running if t.began is not None and now - t.began > t.quick]:
+            self._running.discard(turn)
+            self._idle.add(turn)
+        self._admit(now)
+
+    def _wake_looker(self) -> None:
+        # The next waiter takes over the looks; one waiter at a time wakes for them.
+        self._drop_abandoned()
+        if self._busy is not None and self._waiting:
+            self._waiting[0].granted.set()
 
     def _drop_abandoned(self) -> None:
         while self._waiting and self._waiting[0].abandoned:
@@ -145,6 +255,10 @@ class StartSlots:
         self._running.add(turn)
 
     def _end(self, turn: StartTurn, *, judge: bool) -> None:
+        if turn in self._idle:
+            # Set aside as waiting: how long it took says nothing of a start's CPU.
+            self._idle.discard(turn)
+            return
         if turn not in self._running:
             return
         self._running.discard(turn)
@@ -154,6 +268,9 @@ class StartSlots:
                 self.bound = min(self._cap, self.bound + 1)
             else:
                 self.bound = max(self.base, self.bound // 2)
+        self._admit(now)
+
+    def _admit(self, now: float) -> None:
         self._drop_abandoned()
         while self._waiting and self._admits(now):
             waiter = self._waiting.popleft()
