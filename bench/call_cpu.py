@@ -60,24 +60,31 @@ from keen.serve.server import KeenServer
 from keen.trust import PinGuard
 from mcp import ClientSession
 
-__all__ = ["bench", "main"]
+__all__ = ["bench", "main", "served_demo"]
 
 SERVE_TARGET = 1.3
 _ORDER = ("sdk", "sdk_legacy", "manager", "serve")
 TOOL, ARGUMENTS = "word_count", {"text": "the quick brown fox jumps over the lazy dog"}
 
 
+async def served_demo(stack: AsyncExitStack, home: Path) -> tuple[Manager, KeenServer]:
+    """A Manager connected to the demo server and a ``keen serve`` (search mode) over it,
+    both closed with ``stack``: what each path of this bench and ``bench/call_grind.py`` calls."""
+    manager = Manager(
+        write_config(home, {"bench": {"command": PYTHON, "args": DEMO_SERVER}}), trust=PinGuard()
+    )
+    served = await stack.enter_async_context(
+        KeenServer(manager, mode="search", audit_path=Path(home) / "serve-audit.jsonl")
+    )
+    await manager.wait_ready(60)
+    return manager, served
+
+
 async def bench(calls: int, repeat: int) -> dict[str, Any]:
     load_before = os.getloadavg()
     with keen_home() as home, tempfile.TemporaryFile("w+", dir=home) as errlog:
         async with AsyncExitStack() as stack:
-            manager = Manager(
-                write_config(home, {"bench": {"command": PYTHON, "args": DEMO_SERVER}}), trust=PinGuard()
-            )
-            served = await stack.enter_async_context(
-                KeenServer(manager, mode="search", audit_path=Path(home) / "serve-audit.jsonl")
-            )
-            await manager.wait_ready(60)
+            manager, served = await served_demo(stack, home)
             params = StdioServerParameters(command=PYTHON, args=DEMO_SERVER, env=dict(os.environ))
             sessions: dict[str, ClientSession] = {}
             for era in ("same", "legacy"):

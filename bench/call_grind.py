@@ -41,17 +41,14 @@ from typing import Any
 import anyio
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from _common import DEMO_SERVER, PYTHON, keen_home, print_block, write_config
-from keen.mcp import Manager
+from _common import DEMO_SERVER, PYTHON, keen_home, print_block
+from call_cpu import ARGUMENTS, TOOL, served_demo
 from keen.mcp.connection.sdk_private import negotiate_auto
-from keen.serve.server import KeenServer
-from keen.trust import PinGuard
 from mcp import ClientSession
 
 __all__ = ["main", "measure"]
 
 PATHS = ("sdk", "manager", "serve")
-TOOL, ARGUMENTS = "word_count", {"text": "the quick brown fox jumps over the lazy dog"}
 _COUNTED = {"allocations": "_PyObject_Malloc", "tracked": "_PyObject_GC_Link"}
 
 
@@ -59,13 +56,7 @@ async def _child(path: str, calls: int, canned: bool) -> None:
     """One path's calls in this process (run under callgrind by :func:`measure`)."""
     with keen_home() as home, tempfile.TemporaryFile("w+", dir=home) as errlog:
         async with AsyncExitStack() as stack:
-            manager = Manager(
-                write_config(home, {"bench": {"command": PYTHON, "args": DEMO_SERVER}}), trust=PinGuard()
-            )
-            served = await stack.enter_async_context(
-                KeenServer(manager, mode="search", audit_path=Path(home) / "serve-audit.jsonl")
-            )
-            await manager.wait_ready(60)
+            manager, served = await served_demo(stack, home)
             params = StdioServerParameters(command=PYTHON, args=DEMO_SERVER, env=dict(os.environ))
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
             session = await stack.enter_async_context(ClientSession(read, write))
