@@ -38,6 +38,7 @@ import array
 import atexit
 import contextlib
 import json
+import logging
 import os
 import selectors
 import shutil
@@ -361,19 +362,29 @@ def _warm_mcp_session() -> None:
     finally:
         sys.path.pop(0)
 
+    # The SDK's server sets up logging as it is made (``logging.basicConfig`` at INFO with a
+    # rich handler): put the root logger back, or every forked child would start with it.
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+
     async def session() -> None:
         async with Client(basic_stdio.build()) as client:
             await client.list_tools()
             await client.call_tool("echo", {"text": "warm"})
             await client.call_tool("add", {"a": 1, "b": 2})
 
-    with contextlib.suppress(Exception):  # a broken SDK: each child says so itself
-        anyio.run(session)
+    try:
+        with contextlib.suppress(Exception):  # a broken SDK: each child says so itself
+            anyio.run(session)
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
     sys.modules.pop("basic_stdio", None)  # the script runs as __main__ in a child, as ever
     # The server runs its plain (sync) tools in AnyIO worker threads, told to stop as the
     # loop closes: one may still be ending when anyio.run has returned.
     for thread in threading.enumerate():
-        if thread is not threading.main_thread():
+        # A _DummyThread (a native thread that called into Python) cannot be joined.
+        if thread is not threading.main_thread() and not isinstance(thread, threading._DummyThread):  # pyright: ignore[reportPrivateUsage]
             thread.join(30)
     if threading.active_count() != 1:
         raise RuntimeError(f"threads left by the warm-up: {threading.enumerate()}")

@@ -101,13 +101,15 @@ def _files(root: Path) -> set[str]:
 @example(
     server="s",
     tools=[
+        ("red\x1b[31m", "a name with a control is refused", {}, None),
         (
-            "red\x1b[31m",
+            "red",
             "bell\x07 title\x1b]0;t\x07 rtl\u202e sep\u2028 del\x7f",
             {"type": "object"},
             "t\x1bx",
         ),
-        ("nul\x00", "tab\tnew\nline\rcr", {}, None),
+        ("nul\x00", "a name with NUL is refused", {}, None),
+        ("nul", "tab\tnew\nline\rcr", {}, "sep\u2028del\x7f"),
     ],
     info=ServerInfo(name="n\x1b[2J", version="1", title="t\u202et", instructions="i\x1b[0m\x00"),
 )
