@@ -42,7 +42,12 @@ from keen.mcp.calls._input import call_tool as call_tool_any_era
 from keen.mcp.calls._stale import call_with_relist
 from keen.mcp.connection.elicitation import UrlElicitationCallback
 from keen.mcp.connection.server import ServerConnection
-from keen.mcp.connection.translate import AUTH_STATUSES, sign_in_message, translate_call_error
+from keen.mcp.connection.translate import (
+    AUTH_STATUSES,
+    sign_in_message,
+    translate_call_error,
+    unsendable_arguments,
+)
 from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import ServerState, Tool, ToolResult
 
@@ -113,7 +118,7 @@ async def _send_tool_call(
     try:
         raw = await call_with_relist(send, relist=relist, listing=connection, tool=tool)
     except Exception as exc:
-        error = translate_call_error(
+        error = unsendable_arguments(exc, arguments, server=name, tool=tool) or translate_call_error(
             exc, server=name, tool=tool, timeout=limit, http_status=connection.http_status
         )
         if connection.config.auth_type == "oauth" and not isinstance(error, CallTimeout | InvalidArguments):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 from dataclasses import dataclass
+from typing import Any
 
 import httpx2
 from mcp.shared.exceptions import MCPError
@@ -22,7 +23,7 @@ from mcp_types import (
     URL_ELICITATION_REQUIRED,
 )
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, to_json
 
 from keen._redact import redactor
 from keen._text import one_line, shorten
@@ -52,6 +53,7 @@ __all__ = [
     "sign_in_message",
     "translate_call_error",
     "unreachable_message",
+    "unsendable_arguments",
     "went_away",
 ]
 
@@ -235,6 +237,32 @@ def auth_status_error(
     )
 
 
+def unsendable_arguments(
+    exc: BaseException, arguments: Any, *, server: str, tool: str
+) -> InvalidArguments | None:
+    """``InvalidArguments`` when a ``tools/call`` failed because the caller's own arguments
+    cannot be written as JSON (a lone surrogate such as ``"\\ud800"`` parses from JSON text
+    but is no Unicode; a library caller's object has no JSON form): the server never saw the
+    request and the connection stays up. ``None`` for every other failure, a request the
+    server's own data made unsendable included (that is :func:`translate_call_error`'s)."""
+    cause = root_cause(exc)
+    if not isinstance(cause, PydanticSerializationError | UnicodeEncodeError):
+        return None
+    try:
+        to_json(arguments)
+    except (PydanticSerializationError, ValueError) as unsendable:
+        return InvalidArguments(
+            redactor.redact(
+                f'the arguments for "{tool}" on MCP server "{server}" cannot be sent as JSON '
+                f"({_short(unsendable)}); send Unicode text and JSON values only"
+            ),
+            server=server,
+            tool=tool,
+            errors=[("$", "not JSON text")],
+        )
+    return None
+
+
 def translate_call_error(
     exc: BaseException,
     *,
@@ -288,19 +316,6 @@ def translate_call_error(
             f'MCP server "{server}" answered "{tool}" with JSON-RPC error {cause.code}: {detail}',
             server=server,
             tool=tool,
-        )
-    if isinstance(cause, PydanticSerializationError | UnicodeEncodeError):
-        # Keen could not write the request (a lone surrogate such as "\\ud800" is no Unicode
-        # text, so no JSON; a library caller's object JSON has no form for): the server
-        # never saw it and the connection stays up.
-        return InvalidArguments(
-            redactor.redact(
-                f'the arguments for "{tool}" on MCP server "{server}" cannot be sent as JSON '
-                f"({_short(cause)}); send Unicode text and JSON values only"
-            ),
-            server=server,
-            tool=tool,
-            errors=[("$", "not JSON text")],
         )
     if isinstance(cause, httpx2.HTTPError | OSError):
         # What to do is the remedy's, worded by each front end: keen serve reconnects by
