@@ -221,8 +221,9 @@ class StartSlots:
         waiters in by the bound (module docstring)."""
         assert self._busy is not None
         busy = self._busy()
-        now = time.monotonic()
-        stale, self._looked_at = now - self._looked_at > 2 * RECHECK, now
+        # Real seconds, not the injected clock: the CPUs' share is over real time.
+        looked = time.monotonic()
+        stale, self._looked_at = looked - self._looked_at > 2 * RECHECK, looked
         self._drop_abandoned()
         if stale or not self._waiting or busy is None or (1 - busy) * self._cpus < IDLE_CPUS:
             return

@@ -250,7 +250,7 @@ def unsendable_arguments(
         return None
     try:
         to_json(arguments)
-    except (PydanticSerializationError, ValueError) as unsendable:
+    except ValueError as unsendable:  # PydanticSerializationError is one
         return InvalidArguments(
             redactor.redact(
                 f'the arguments for "{tool}" on MCP server "{server}" cannot be sent as JSON '
