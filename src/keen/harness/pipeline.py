@@ -583,7 +583,7 @@ class Harness:
         Returns the gateway's execute itself for an MCP call (awaited by the pipeline: a
         coroutine less to resume at every step of the call)."""
         self.log.release()  # the call and its approval are on disk before anything runs
-        if call.server is not None and call.tool is not None:  # call.mcp, without its property call
+        if call.mcp:
             assert self.gateway is not None
             return self.gateway.execute(call)
         return self._execute_here(call)
@@ -665,8 +665,7 @@ class Harness:
     def _audit(self, call: Call) -> None:
         """The ``result`` event (the text exactly as the model saw it, the stages passed), the
         tool's failure count, and the gateway's record of an MCP call that reached its checks."""
-        mcp = call.server is not None and call.tool is not None  # call.mcp, without its property call
-        if mcp and "mcp_checks" in call.stages and self.gateway is not None:
+        if call.mcp and "mcp_checks" in call.stages and self.gateway is not None:
             self.gateway.record(call)
         if call.cancelled:
             self.log.emit(
