@@ -51,7 +51,7 @@ one result: :meth:`ToolSearch.top` keeps the best-scoring copy and
 :meth:`ToolSearch.copies` names the others, so a result list does not spend its places
 on the same tool twice.
 
-The index is assembled from rows per document (:mod:`keen.capabilities._index`; the
+The index is assembled from rows per document (:mod:`keen.capabilities._rows`; the
 documents' texts: :mod:`keen.capabilities._documents`): each tool and server text is
 tokenised once, and the next catalog of this process is derived from the last index by
 what changed (:mod:`keen.capabilities._refresh`), so a refresh of one server tokenises that
@@ -220,7 +220,7 @@ class ToolSearch:
         self._doc_server = parts.doc_server  # server row per document, -1 for none
         self._bm25 = parts.tools.lexical
         self._bm25_servers = parts.servers.lexical
-        # The tools' word vectors as their two sums (see _index.Pooled, _sums) and a =
+        # The tools' word vectors as their two sums (see _pooling.Pooled, _sums) and a =
         # ln(N + 1): a refresh that changes N moves no vector, and none is made.
         self._pooled, self._a = parts.tools.sums, parts.a
         self._inverse_norms = self._pooled.inverse_norms(self._a)
