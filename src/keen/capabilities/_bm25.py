@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from keen.capabilities._rows import Columns, Doc, Vocab, _stored_terms, _take, _words, tokenise
+from keen.capabilities._rows import Columns, Doc, Vocab, gather_ragged, stored_terms, term_words, tokenise
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,9 +30,10 @@ B = 0.75
 
 
 class Lexical:
-    """BM25 over the rows of a :class:`Columns` (the interface ToolSearch used of bm25s:
-    :attr:`vocab_dict` and :meth:`get_scores_from_ids`). The vocabulary holds the terms
-    of these rows only, so a query word no document uses is not in it.
+    """BM25 over the rows of a :class:`~keen.capabilities._rows.Columns` (the interface
+    ToolSearch used of bm25s: :attr:`vocab_dict` and :meth:`get_scores_from_ids`). The
+    vocabulary holds the terms of these rows only, so a query word no document uses is not
+    in it.
 
     The index keeps each term's postings (row, count) by process-wide term id, and each
     term's IDF over all of them; a term's scores are computed when a query first asks for it,
@@ -67,7 +68,7 @@ class Lexical:
         """Set the index from postings sorted by term (row = document)."""
         import numpy as np
 
-        size = max(len(_words), int(terms[-1]) + 1 if terms.size else 0)
+        size = max(len(term_words()), int(terms[-1]) + 1 if terms.size else 0)
         df = np.bincount(terms, minlength=size)
         self._indptr = np.zeros(size + 1, dtype=np.int64)
         np.cumsum(df, out=self._indptr[1:])
@@ -128,7 +129,7 @@ class Lexical:
         gone = np.ones(n_old, dtype=bool)
         gone[src[kept]] = False
         dropped = old.take(np.flatnonzero(gone))
-        size = max(len(_words), len(self._df))
+        size = max(len(term_words()), len(self._df))
         df = np.zeros(size, dtype=np.int64)
         df[: len(self._df)] = self._df
         df -= np.bincount(dropped.term_ids, minlength=size)
@@ -176,7 +177,8 @@ class Lexical:
         terms, rows, tf = self._postings()
         df = np.bincount(terms, minlength=len(self._df)) if terms.size else np.zeros(0, dtype=np.int64)
         live = np.flatnonzero(df)
-        words = "\0".join(_words[i] for i in live.tolist()).encode()
+        known = term_words()
+        words = "\0".join(known[i] for i in live.tolist()).encode()
         indptr = np.zeros(len(live) + 1, dtype=np.int64)
         np.cumsum(df[live], out=indptr[1:])
         length = self._length if self._rows is None else self._length[self._rows]
@@ -197,7 +199,7 @@ class Lexical:
 
         raw = arrays[f"{prefix}words"].tobytes()
         indptr = arrays[f"{prefix}indptr"]
-        ids = _stored_terms(raw, len(indptr) == 2)
+        ids = stored_terms(raw, len(indptr) == 2)
         indices, tf = arrays[f"{prefix}indices"], arrays[f"{prefix}tf"]
         length, n = arrays[f"{prefix}length"], int(arrays[f"{prefix}n"][0])
         if len(indptr) != len(ids) + 1 or int(indptr[0]) != 0 or int(indptr[-1]) != len(indices):
@@ -209,7 +211,7 @@ class Lexical:
         ):
             raise ValueError("a keyword index with documents out of range")
         order = np.argsort(ids, kind="stable")  # this process numbers the terms its own way
-        ptr, rows, counts = _take(indptr, order, indices, tf)
+        ptr, rows, counts = gather_ragged(indptr, order, indices, tf)
         terms = np.repeat(ids[order], np.diff(ptr))
         self = cls.__new__(cls)
         self._finish(terms, rows, counts, length, n)

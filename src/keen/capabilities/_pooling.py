@@ -133,9 +133,10 @@ def pool_parts(columns: Columns, g: np.ndarray) -> Pooled:
 
 
 def repool(old: Pooled, take: np.ndarray, columns: Columns, added: Columns, g: np.ndarray) -> Pooled:
-    """The :class:`Pooled` sums of ``columns`` (:func:`splice` of ``take`` and ``added``
-    over the rows ``old`` was pooled from): the added rows pooled, the old ones copied by
-    runs, and those holding a token whose ``g`` changed corrected by the difference."""
+    """The :class:`Pooled` sums of ``columns`` (:func:`~keen.capabilities._rows.splice` of
+    ``take`` and ``added`` over the rows ``old`` was pooled from): the added rows pooled,
+    the old ones copied by runs, and those holding a token whose ``g`` changed corrected by
+    the difference."""
     import numpy as np
 
     fresh = pool_parts(added, g)

@@ -35,9 +35,11 @@ __all__ = [
     "Doc",
     "Vocab",
     "doc_key",
+    "gather_ragged",
     "intern",
     "runs",
     "splice",
+    "stored_terms",
     "term_words",
     "tokenise",
 ]
@@ -68,15 +70,15 @@ def intern(words: Sequence[str]) -> list[int]:
 
 
 _stored: tuple[bytes, bool, np.ndarray] | None = None
-"""The last stored vocabulary read (:func:`_stored_terms`) and its ids."""
+"""The last stored vocabulary read (:func:`stored_terms`) and its ids."""
 
 
-def _stored_terms(raw: bytes, some: bool) -> np.ndarray:
+def stored_terms(raw: bytes, some: bool) -> np.ndarray:
     """The process-wide ids of a stored vocabulary: words joined by NUL, as
-    :meth:`Columns.save` and :meth:`Lexical.to_arrays` write them (``some``: it holds a
-    word, so no bytes are the one empty word). A cache folder holds the same words twice
-    (the rows' and the keyword index's, each in id order), so the second is not looked up
-    again: a word's id never changes in a process."""
+    :meth:`Columns.save` and :meth:`keen.capabilities._bm25.Lexical.to_arrays` write them
+    (``some``: it holds a word, so no bytes are the one empty word). A cache folder holds
+    the same words twice (the rows' and the keyword index's, each in id order), so the
+    second is not looked up again: a word's id never changes in a process."""
     import numpy as np
 
     global _stored
@@ -136,9 +138,9 @@ class Columns:
 
     def take(self, rows: np.ndarray) -> Columns:
         """The rows ``rows`` (an index array), in that order."""
-        term_ptr, term_ids, tf = _take(self.term_ptr, rows, self.term_ids, self.tf)
-        lex_ptr, lex = _take(self.lex_ptr, rows, self.lex)
-        sem_ptr, sem = _take(self.sem_ptr, rows, self.sem)
+        term_ptr, term_ids, tf = gather_ragged(self.term_ptr, rows, self.term_ids, self.tf)
+        lex_ptr, lex = gather_ragged(self.lex_ptr, rows, self.lex)
+        sem_ptr, sem = gather_ragged(self.sem_ptr, rows, self.sem)
         return Columns(self.keys[rows], term_ptr, term_ids, tf, self.length[rows], lex_ptr, lex, sem_ptr, sem)
 
     def slice(self, start: int, stop: int) -> Columns:
@@ -217,7 +219,7 @@ class Columns:
         with np.load(path) as data:
             arrays = {k: data[k] for k in data.files}
         raw = arrays.pop("words").tobytes()
-        mapping = _stored_terms(raw, bool(arrays["term_ids"].size))
+        mapping = stored_terms(raw, bool(arrays["term_ids"].size))
         local = arrays.pop("term_ids")
         if local.size and (local.min() < 0 or local.max() >= len(mapping)):
             raise ValueError("term ids outside the stored words")
@@ -251,7 +253,7 @@ class Columns:
                 raise ValueError("word vector ids outside the vocabulary")
 
 
-def _take(ptr: np.ndarray, rows: np.ndarray, *flats: np.ndarray) -> list[np.ndarray]:
+def gather_ragged(ptr: np.ndarray, rows: np.ndarray, *flats: np.ndarray) -> list[np.ndarray]:
     """Ragged gather: the new offsets, then each of ``flats`` restricted to ``rows``."""
     import numpy as np
 
@@ -360,7 +362,7 @@ def tokenise(docs: Sequence[Doc], keys: Sequence[bytes] | None = None) -> Column
 
 
 class Vocab(Mapping[str, int]):
-    """The terms of a :class:`Lexical` index: term -> its process-wide id (:func:`intern`),
+    """The terms of a :class:`~keen.capabilities._bm25.Lexical` index: term -> its process-wide id (:func:`intern`),
     only the terms some row holds. A view over the index's document frequencies, so a
     refresh builds no dictionary of every term."""
 
