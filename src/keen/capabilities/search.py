@@ -7,7 +7,7 @@ Two signals, fused:
   ``-``, ``.``, ``/``; counted ``NAME_REPEAT`` times), title, description and parameter
   descriptions; each query word's nearest catalog words in the embedding space count
   too, at ``NEIGHBOUR_WEIGHT`` times their similarity (``railway`` also matches
-  ``train``; :class:`~keen.capabilities._embed.NeighbourTerms`);
+  ``train``; :class:`~keen.capabilities._neighbours.NeighbourTerms`);
 - semantic: cosine similarity of static word embeddings (``wordllama`` 0.4.0.post1,
   the 256-d ``l2_supercat`` weights and tokenizer shipped inside its wheel, loaded with
   downloads disabled: no network, no torch) of the server name, the tool name and the
@@ -122,7 +122,7 @@ MAX_QUERY_CHARS = 2000
 with the query's length (a 1 MB query took 2.4 s here), which a host of ``keen serve``
 could otherwise spend for every other host."""
 NEIGHBOUR_WEIGHT = 0.3
-"""How much a query word's neighbour (:class:`~keen.capabilities._embed.NeighbourTerms`)
+"""How much a query word's neighbour (:class:`~keen.capabilities._neighbours.NeighbourTerms`)
 counts in BM25 against the word itself, times their similarity."""
 
 
