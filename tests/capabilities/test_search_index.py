@@ -1,6 +1,6 @@
 """The search index kept per document: a refreshed server's tools are found while the other
 servers' rows are reused, a removed tool is gone, the cache folder stays bounded, and a
-damaged cache entry is rebuilt (keen.capabilities._index, _refresh, _index_cache)."""
+damaged cache entry is rebuilt (keen.capabilities._rows, _bm25, _pooling, _refresh, _index_cache)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,16 @@ import bm25s
 import numpy as np
 import pytest
 
+import keen.capabilities._bm25 as bm25_module
 import keen.capabilities._documents as documents_module
-import keen.capabilities._index as index_module
+import keen.capabilities._pooling as pooling_module
 import keen.capabilities._refresh as refresh_module
+import keen.capabilities._rows as rows_module
 import keen.capabilities._sums as sums_module
 import keen.capabilities.search as search_module
 from keen.capabilities import Catalog
-from keen.capabilities._index import Columns, Doc, Lexical, tokenise  # pyright: ignore[reportPrivateUsage]
+from keen.capabilities._bm25 import Lexical  # pyright: ignore[reportPrivateUsage]
+from keen.capabilities._rows import Columns, Doc, tokenise  # pyright: ignore[reportPrivateUsage]
 from keen.capabilities._text import stem_tokens  # pyright: ignore[reportPrivateUsage]
 from keen.capabilities.descriptor import Capability
 from keen.capabilities.search import INDEX_FORMAT, MAX_INDEXES, flush, forget
@@ -247,13 +250,13 @@ def _mail_refresh(tmp_path: Path) -> tuple[Catalog, dict[str, list[Tool]]]:
 def pooled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of rows of every pooling of word vectors (the real pooling runs)."""
     seen: list[int] = []
-    real_pool = index_module._pool  # pyright: ignore[reportPrivateUsage]
+    real_pool = pooling_module._pool  # pyright: ignore[reportPrivateUsage]
 
     def spy(columns: Columns, weights: np.ndarray, dots: np.ndarray | None = None) -> np.ndarray:
         seen.append(len(columns))
         return real_pool(columns, weights, dots)
 
-    monkeypatch.setattr(index_module, "_pool", spy)
+    monkeypatch.setattr(pooling_module, "_pool", spy)
     return seen
 
 
@@ -477,8 +480,8 @@ def test_keyword_rows_keep_their_number_across_refreshes_and_score_as_fresh_inde
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Limits a few dozen documents stay under for six refreshes (the default is a quarter).
-    monkeypatch.setattr(index_module, "LEXICAL_TOMBSTONES", 0.6)
-    monkeypatch.setattr(index_module, "LEXICAL_APPENDED", 0.6)
+    monkeypatch.setattr(bm25_module, "LEXICAL_TOMBSTONES", 0.6)
+    monkeypatch.setattr(bm25_module, "LEXICAL_APPENDED", 0.6)
     rng = np.random.default_rng(17)
     words = [f"{v} {n}" for v in _VERBS for n in _NOUNS]
     docs = [list(rng.choice(words, size=int(rng.integers(1, 4)))) for _ in range(40)]
@@ -501,7 +504,7 @@ def test_keyword_rows_keep_their_number_across_refreshes_and_score_as_fresh_inde
         _same_scores(Lexical.from_arrays(index.to_arrays("x_"), "x_"), fresh)
         docs, rows = after_docs, after
     # Past the share of rows dropped, the next refresh builds the index again compact.
-    monkeypatch.setattr(index_module, "LEXICAL_TOMBSTONES", 0.25)
+    monkeypatch.setattr(bm25_module, "LEXICAL_TOMBSTONES", 0.25)
     keep = list(range(len(docs) // 2))
     after = tokenise([Doc(docs[i], " ".join(docs[i]), None) for i in keep])
     compact = index.refresh(np.array(keep, dtype=np.int64), after, rows)
@@ -593,7 +596,7 @@ def _fresh(catalog: Catalog) -> search_module.ToolSearch:
 def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_runs: int, tombstones: float, dense_cells: int
 ) -> None:
-    monkeypatch.setattr(index_module, "_MAX_RUNS", max_runs)
+    monkeypatch.setattr(rows_module, "_MAX_RUNS", max_runs)
     monkeypatch.setattr(sums_module, "TOMBSTONES", tombstones)
     monkeypatch.setattr(sums_module, "_DENSE_CELLS", dense_cells)
     # Only the dropped rows compact the store here: these servers' few words are in every
@@ -609,9 +612,9 @@ def test_refreshes_at_scale_rank_as_fresh_builds_and_touch_only_what_changed(
     monkeypatch.setattr(documents_module, "server_doc", spy_doc)  # a whole catalog's documents
     monkeypatch.setattr(refresh_module, "server_doc", spy_doc)  # a refresh's changed servers
     vectors: list[int] = []
-    real_vectors = index_module.Pooled.vectors
+    real_vectors = pooling_module.Pooled.vectors
     monkeypatch.setattr(
-        index_module.Pooled,
+        pooling_module.Pooled,
         "vectors",
         lambda self, a: vectors.append(len(self.plain)) or real_vectors(self, a),
     )

@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import keen.capabilities._embed as embed_module  # pyright: ignore[reportPrivateUsage]
+import keen.capabilities._neighbours as neighbours_module  # pyright: ignore[reportPrivateUsage]
 from keen.capabilities import Catalog
 from keen.capabilities._embed import (  # pyright: ignore[reportPrivateUsage]
-    NeighbourTerms,
     embedder,
     idf_weights,
     pool,
     token_ids,
 )
+from keen.capabilities._neighbours import NeighbourTerms  # pyright: ignore[reportPrivateUsage]
 from keen.capabilities._text import stem_tokens  # pyright: ignore[reportPrivateUsage]
 from keen.capabilities.search import semantic_text
 from keen.mcp.types import Tool
@@ -110,7 +110,7 @@ def test_the_neighbour_cache_stays_bounded_and_answers_alike(monkeypatch: pytest
     index = Catalog.from_tools(_DEPARTURES, cache=False).index()
     queries = ["railway departures", "when does my aircraft leave", "coach to the airport", "railway"]
     fresh = [NeighbourTerms(index._bm25.vocab_dict).expand(q, set()) for q in queries]  # pyright: ignore[reportPrivateUsage]
-    monkeypatch.setattr(embed_module, "_CACHED_TOKENS", 3)
+    monkeypatch.setattr(neighbours_module, "_CACHED_TOKENS", 3)
     small = NeighbourTerms(index._bm25.vocab_dict)  # pyright: ignore[reportPrivateUsage]
     assert [small.expand(q, set()) for q in queries] == fresh
     assert len(small._near) <= 3 + 4  # pyright: ignore[reportPrivateUsage]  # cleared when full

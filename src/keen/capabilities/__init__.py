@@ -8,7 +8,8 @@
 - :class:`Catalog` (``catalog``): from generated skills on disk, a live Manager or tool
   lists; ``search(query, k, filter)`` and ``load(id)``.
 - ToolSearch (``search``): BM25 + wordllama, fused, offline, built from rows per document
-  (``_index``). Imported on first search only (numpy and wordllama's files load then).
+  (``_rows``; the keyword index ``_bm25``, the pooled word vectors ``_pooling``). Imported
+  on first search only (numpy and wordllama's files load then).
 - The budgeted MCP section of a system prompt (``budget``).
 
 Names load on first use (PEP 562), so the budgeted prompt (``keen.capabilities.budget``)

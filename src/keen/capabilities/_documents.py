@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
-from keen.capabilities._index import Doc
+from keen.capabilities._rows import Doc
 from keen.capabilities._text import split_identifier
 from keen.capabilities.descriptor import Capability
 

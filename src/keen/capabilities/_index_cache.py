@@ -34,11 +34,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from keen.capabilities import _refresh
+from keen.capabilities._bm25 import Lexical
 from keen.capabilities._documents import server_blocks, server_docs
 from keen.capabilities._documents import tool_keys as tool_row_keys
 from keen.capabilities._embed import DIM, word_vectors
-from keen.capabilities._index import Columns, Doc, Lexical, Pooled, idf_rows, weight_parts
+from keen.capabilities._pooling import Pooled, idf_rows, weight_parts
 from keen.capabilities._refresh import Assembled, IndexPart, LastIndex, Since
+from keen.capabilities._rows import Columns, Doc
 from keen.capabilities._sums import load_sums, spare_rows
 from keen.capabilities.descriptor import Capability
 

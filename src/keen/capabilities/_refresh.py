@@ -1,6 +1,6 @@
 """A catalog's search index, assembled from this process's last one by what changed.
 
-An index is made of rows per document (:mod:`keen.capabilities._index`; the documents:
+An index is made of rows per document (:mod:`keen.capabilities._rows`; the documents:
 :mod:`keen.capabilities._documents`) and of what depends on the whole catalog: BM25's
 postings and statistics, the pooled sums of word vectors, the token document frequencies
 and IDF weights, the copy groups of identical capabilities. :func:`plan` finds each
@@ -23,23 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from keen.capabilities import _documents
+from keen.capabilities._bm25 import Lexical
 from keen.capabilities._documents import server_doc, split_name, tool_doc
-from keen.capabilities._embed import DIM, NeighbourTerms, neighbour_candidates, word_vectors
-from keen.capabilities._index import (
-    Columns,
-    Doc,
-    Lexical,
-    Pooled,
-    doc_key,
-    idf_rows,
-    intern,
-    pool_parts,
-    repool,
-    splice,
-    token_df,
-    tokenise,
-    weight_parts,
-)
+from keen.capabilities._embed import DIM, word_vectors
+from keen.capabilities._neighbours import NeighbourTerms, neighbour_candidates
+from keen.capabilities._pooling import Pooled, idf_rows, pool_parts, repool, token_df, weight_parts
+from keen.capabilities._rows import Columns, Doc, doc_key, intern, splice, tokenise
 from keen.capabilities._sums import ToolSums, build_sums, refresh_sums
 from keen.capabilities.descriptor import Capability
 
@@ -148,7 +137,7 @@ def copy_hashes(caps: Sequence[Capability]) -> np.ndarray:
     return np.fromiter((hash(_copy_key(c)) for c in caps), dtype=np.int64, count=len(caps))
 
 
-# -- the rows this process indexed (keen.capabilities._index) ------------------------------
+# -- the rows this process indexed (keen.capabilities._rows) -------------------------------
 
 build_lock = threading.RLock()
 
@@ -647,7 +636,7 @@ _stored_candidates: tuple[np.ndarray, tuple[str, ...]] | None = None
 
 
 def seed_candidates(tokens: np.ndarray, stems: Sequence[str]) -> None:
-    """Take the neighbour candidates (:func:`~keen.capabilities._embed.neighbour_candidates`)
+    """Take the neighbour candidates (:func:`~keen.capabilities._neighbours.neighbour_candidates`)
     as a cache folder stored them, so this process does not stem them again (about 0.2 s of
     a new process's first refresh after a warm load). Ignored once they are known."""
     global _stored_candidates
@@ -664,7 +653,7 @@ def known_candidates() -> tuple[np.ndarray, tuple[str, ...]] | None:
 
 @functools.cache
 def _candidates() -> tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray]:
-    """The query-word neighbour candidates (:func:`~keen.capabilities._embed.
+    """The query-word neighbour candidates (:func:`~keen.capabilities._neighbours.
     neighbour_candidates`, or those a cache folder stored: :func:`seed_candidates`) with
     their stems' term ids and their unit vectors."""
     import numpy as np

@@ -1,6 +1,6 @@
 """The tools' word-vector sums under row numbers that last, so a refresh writes only what changed.
 
-Each tool's static vector is ``a * P - W`` (:func:`keen.capabilities._index.weight_parts`:
+Each tool's static vector is ``a * P - W`` (:func:`keen.capabilities._pooling.weight_parts`:
 ``P`` its plain sum of token vectors, ``W`` its sum weighted by ``g = ln(max(df, 1) + 0.5)``).
 A refresh of one server changes the document frequency of that server's tokens, so ``g``
 moves for a few dozen tokens, among them words nearly every tool holds ("a", "the"), and
@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from keen.capabilities._embed import DIM, word_vectors
-from keen.capabilities._index import Columns, inverse_norms, pool_with_dots, squares
+from keen.capabilities._pooling import inverse_norms, pool_with_dots, squares
+from keen.capabilities._rows import Columns
 
 if TYPE_CHECKING:
     import numpy as np
@@ -225,7 +226,7 @@ class ToolSums:
 
     def inverse_norms(self, a: float) -> np.ndarray:
         """Per position, one over the norm of ``a * P - W`` (0 for an empty row):
-        :func:`keen.capabilities._index.inverse_norms`."""
+        :func:`keen.capabilities._pooling.inverse_norms`."""
         return inverse_norms(self.sq, a)
 
     def static_scores(self, a: float, inverse_norms: np.ndarray, query: np.ndarray) -> np.ndarray:

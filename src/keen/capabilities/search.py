@@ -7,7 +7,7 @@ Two signals, fused:
   ``-``, ``.``, ``/``; counted ``NAME_REPEAT`` times), title, description and parameter
   descriptions; each query word's nearest catalog words in the embedding space count
   too, at ``NEIGHBOUR_WEIGHT`` times their similarity (``railway`` also matches
-  ``train``; :class:`~keen.capabilities._embed.NeighbourTerms`);
+  ``train``; :class:`~keen.capabilities._neighbours.NeighbourTerms`);
 - semantic: cosine similarity of static word embeddings (``wordllama`` 0.4.0.post1,
   the 256-d ``l2_supercat`` weights and tokenizer shipped inside its wheel, loaded with
   downloads disabled: no network, no torch) of the server name, the tool name and the
@@ -51,7 +51,7 @@ one result: :meth:`ToolSearch.top` keeps the best-scoring copy and
 :meth:`ToolSearch.copies` names the others, so a result list does not spend its places
 on the same tool twice.
 
-The index is assembled from rows per document (:mod:`keen.capabilities._index`; the
+The index is assembled from rows per document (:mod:`keen.capabilities._rows`; the
 documents' texts: :mod:`keen.capabilities._documents`): each tool and server text is
 tokenised once, and the next catalog of this process is derived from the last index by
 what changed (:mod:`keen.capabilities._refresh`), so a refresh of one server tokenises that
@@ -122,7 +122,7 @@ MAX_QUERY_CHARS = 2000
 with the query's length (a 1 MB query took 2.4 s here), which a host of ``keen serve``
 could otherwise spend for every other host."""
 NEIGHBOUR_WEIGHT = 0.3
-"""How much a query word's neighbour (:class:`~keen.capabilities._embed.NeighbourTerms`)
+"""How much a query word's neighbour (:class:`~keen.capabilities._neighbours.NeighbourTerms`)
 counts in BM25 against the word itself, times their similarity."""
 
 
@@ -220,7 +220,7 @@ class ToolSearch:
         self._doc_server = parts.doc_server  # server row per document, -1 for none
         self._bm25 = parts.tools.lexical
         self._bm25_servers = parts.servers.lexical
-        # The tools' word vectors as their two sums (see _index.Pooled, _sums) and a =
+        # The tools' word vectors as their two sums (see _pooling.Pooled, _sums) and a =
         # ln(N + 1): a refresh that changes N moves no vector, and none is made.
         self._pooled, self._a = parts.tools.sums, parts.a
         self._inverse_norms = self._pooled.inverse_norms(self._a)
