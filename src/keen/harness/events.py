@@ -122,9 +122,11 @@ def _line_encoder() -> tuple[dict[str, str], Callable[[Any], str], Callable[[str
 _DIGITS = tuple(f"{n:03d}" for n in range(1000))
 """0 to 999 as three digits: an event's microseconds are two of them."""
 
-_stamp: tuple[int, str] = (0, "")
-"""The last second an event's ``ts`` formatted, and its text: the date and time of day are
-formatted once a second (:meth:`EventLog.emit`)."""
+_time_ns = time.time_ns
+
+_stamp: tuple[int, str] = (-(10**18), "")
+"""The start of the last second an event's ``ts`` formatted (nanoseconds since the epoch),
+and its text: the date and time of day are formatted once a second (:meth:`EventLog.emit`)."""
 
 
 logger = logging.getLogger(__name__)
@@ -145,32 +147,18 @@ _LONE_SURROGATES = "backslashreplace"
 ``ensure_ascii=False``) is written: as ``\\udcff``, which is that character's JSON escape, so
 the line stays UTF-8 and reads back as it was sent, instead of failing the call's write."""
 
-_HELD: ContextVar[dict[EventLog, _Pending] | None] = ContextVar("keen_held_events", default=None)
-"""Lines held for the current call (:meth:`EventLog.held`), by log (an EventLog hashes by its
-identity); per task, so concurrent calls (``keen serve``) hold their own. The first may be
-the call's first event, not yet written (an :class:`_Opening`)."""
+_HELD: ContextVar[_Held | None] = ContextVar("keen_held_events", default=None)
+"""The innermost block holding the current call's lines (:meth:`EventLog.held`); per task, so
+concurrent calls (``keen serve``) hold their own. A block holds one log's lines; a block of
+another log the task holds too is its ``outer`` (:func:`_held`)."""
 
 
-class _Pending(list[Any]):
-    """A call's held lines (:class:`_Held`) and the redactor's memo when the call began: a
-    secret learnt while the call waits (an approval, an elicitation) replaces the memo, and
-    the lines encoded before it are then encoded again before they are written."""
-
-    __slots__ = ("memo",)
-
-    memo: dict[str, str]
-    """Set by whoever makes one (:class:`_Held`): no ``__init__`` of its own, so a call's
-    list is made by the list type alone."""
-
-
-class _Opening:
-    """A call's first event kept open (:meth:`EventLog.opening`): its type and its fields'
-    JSON (:func:`_fields`), the verdict added by :meth:`EventLog.annotate`."""
-
-    __slots__ = ("fields", "type")
-
-    def __init__(self, type: str, fields: str) -> None:
-        self.type, self.fields = type, fields
+def _held(log: EventLog) -> _Held | None:
+    """The block holding ``log``'s lines in this task, if one does."""
+    block = _HELD.get()
+    while block is not None and block.log is not log:
+        block = block.outer
+    return block
 
 
 _PLAIN = frozenset(
@@ -276,14 +264,19 @@ class LineShape:
         each, in their order), each written as :meth:`EventLog.emit` writes it."""
         if self._memo is not redactor.memo:
             self._make()  # and with it the event encoder
-        if not values and not self._pieces:
-            return self._tail
         pieces, plain = self._pieces, self._plain
         if len(values) != len(pieces):
             raise ValueError(f"the line has {len(pieces)} varying fields; {len(values)} values were given")
+        if not pieces:
+            return self._tail
         _, encode, quote = _lines  # made for this memo or a newer one (_make)
-        # Not zip(..., strict=True): every line of every call passes here, and zip with a
-        # keyword is made through the type's generic call.
+        if len(pieces) == 2:  # a call's lines (its id, and its arguments or its result's text)
+            first, second = values
+            return (
+                f"{pieces[0]}{_value(first, plain[0], encode, quote)}"
+                f"{pieces[1]}{_value(second, plain[1], encode, quote)}{self._tail}"
+            )
+        # Not zip(..., strict=True): zip with a keyword is made through the type's generic call.
         out = ""
         for i, value in enumerate(values):
             out += pieces[i] + _value(value, plain[i], encode, quote)
@@ -312,15 +305,13 @@ class EventLog:
     def emit_fields(self, type: str, fields: str) -> None:
         """:meth:`emit` of fields whose JSON (no braces) is made already: by
         :meth:`LineShape.fields`, redacted as :meth:`emit` redacts."""
-        held = _HELD.get()
-        pending = held.get(self) if held is not None else None
-        if pending and pending[0].__class__ is _Opening:  # the call's first event goes first
-            self._open(pending)
-        line = self._line(type, fields)
-        if pending is not None:
-            pending.append(line)
-        else:
-            self._write(line)
+        block = _held(self)
+        if block is None:
+            self._write(self._line(type, fields))
+            return
+        if block.type:  # the call's first event goes first
+            self._open(block)
+        block.lines.append(self._line(type, fields))
 
     def _line(self, type: str, fields: str) -> str:
         """The line of an event of ``type`` whose fields' JSON (no braces) is ``fields``: the
@@ -332,15 +323,19 @@ class EventLog:
         # ts: now, as datetime.now(UTC).isoformat() writes it (microseconds left out when 0),
         # made here, not one call deeper: every event passes.
         global _stamp
-        seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
-        second, ts = _stamp
-        if second != seconds:
+        now = _time_ns()
+        start, ts = _stamp
+        nanos = now - start  # within the second: a small int, cheap to divide (now is not)
+        if not 0 <= nanos < 1_000_000_000:
+            seconds = now // 1_000_000_000
             ts = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-            _stamp = (seconds, ts)
+            start = seconds * 1_000_000_000
+            _stamp, nanos = (start, ts), now - start
         micros = nanos // 1000
         # The six digits from a table of three (a format spec is parsed at every use).
-        ts = f"{ts}.{_DIGITS[micros // 1000]}{_DIGITS[micros % 1000]}+00:00" if micros else f"{ts}+00:00"
-        return f'{{"seq": {self._seq}, "ts": "{ts}"{head}{", " + fields if fields else ""}}}\n'
+        fraction = f".{_DIGITS[micros // 1000]}{_DIGITS[micros % 1000]}" if micros else ""
+        comma = ", " if fields else ""
+        return f'{{"seq": {self._seq}, "ts": "{ts}{fraction}+00:00"{head}{comma}{fields}}}\n'
 
     def _head(self, type: str) -> str:
         """A line's text from the session to the type (kept in :attr:`_heads`)."""
@@ -359,12 +354,11 @@ class EventLog:
     def opening_fields(self, type: str, fields: str) -> None:
         """:meth:`opening` of fields whose JSON (no braces) is made already
         (:meth:`LineShape.fields`)."""
-        held = _HELD.get()
-        pending = held.get(self) if held is not None else None
-        if pending is None or pending:
+        block = _held(self)
+        if block is None or block.type or block.lines:
             self.emit_fields(type, fields)
             return
-        pending.append(_Opening(type, fields))
+        block.type, block.fields = type, fields
 
     def annotate(self, **fields: Any) -> bool:
         """Add ``fields`` to the current call's first event (:meth:`opening`) if it is not
@@ -375,42 +369,49 @@ class EventLog:
     def annotate_fields(self, more: str) -> bool:
         """:meth:`annotate` with the fields' JSON (no braces) made already
         (:meth:`LineShape.fields`)."""
-        held = _HELD.get()
-        pending = held.get(self) if held is not None else None
-        if pending and pending[0].__class__ is _Opening:
-            opening: _Opening = pending[0]
-            opening.fields = (
-                f"{opening.fields}, {more}" if opening.fields and more else opening.fields or more
-            )
-            return True
-        return False
+        block = _held(self)
+        if block is None or not block.type:
+            return False
+        fields = block.fields
+        block.fields = f"{fields}, {more}" if fields and more else fields or more
+        return True
 
-    def _open(self, pending: list[Any]) -> None:
-        """The call's first event, kept open, made its line in its place (written first)."""
-        opening: _Opening = pending[0]
-        pending[0] = self._line(opening.type, opening.fields)
+    def _open(self, block: _Held) -> None:
+        """The call's first event, kept open, made its line (the block's first: any other
+        event of the call opens it before it is held)."""
+        block.lines.append(self._line(block.type, block.fields))
+        block.type = ""
 
-    def held(self) -> AbstractContextManager[None]:
+    def held(self, type: str = "", fields: str = "") -> AbstractContextManager[None]:
         """Hold the events this task emits in the block (one call's) and write them with one
-        ``write`` when it ends, however it ends (:meth:`release` writes them sooner)."""
-        return _Held(self)
+        ``write`` when it ends, however it ends (:meth:`release` writes them sooner).
+
+        Args:
+            type: the call's first event, kept open as :meth:`opening_fields` keeps it
+                (``""``: none yet).
+            fields: that event's fields' JSON, no braces (:meth:`LineShape.fields`).
+        """
+        block = _new(_Held)
+        block.log, block.type, block.fields, block.lines, block.memo = self, type, fields, [], redactor.memo
+        return block
 
     def release(self) -> None:
         """Write what the current call holds now (before it is sent: the log shows every
         call that left Keen, even if Keen dies during it)."""
-        held = _HELD.get()
-        if held is not None and (pending := held.get(self)):
-            self._flush(pending)
+        block = _held(self)
+        if block is not None:
+            self._flush(block)
 
-    def _flush(self, pending: _Pending) -> None:
-        if pending:
-            if pending[0].__class__ is _Opening:  # written with the rest, in the one write
-                self._open(pending)
-            if pending.memo is not redactor.memo:
-                pending[:] = [self._redacted_again(line) for line in pending]
-                pending.memo = redactor.memo  # lines held after a release are encoded as of now
-            text = "".join(pending)
-            pending.clear()
+    def _flush(self, block: _Held) -> None:
+        if block.type:  # written with the rest, in the one write
+            self._open(block)
+        lines = block.lines
+        if lines:
+            if block.memo is not redactor.memo:
+                lines[:] = [self._redacted_again(line) for line in lines]
+                block.memo = redactor.memo  # lines held after a release are encoded as of now
+            text = "".join(lines)
+            lines.clear()
             try:
                 self._write(text)
             except (OSError, ValueError):  # closed or unwritable: the call goes on, as when its
@@ -420,8 +421,10 @@ class EventLog:
         if self._fd < 0:
             raise ValueError(f"the event log {self.path} is closed")
         data = text.encode("utf-8", _LONE_SURROGATES)
-        while data:  # a regular file takes it whole; a short write is carried on, not lost
-            data = data[os.write(self._fd, data) :]
+        written = os.write(self._fd, data)
+        while written < len(data):  # a regular file takes it whole; a short write is carried on
+            data = data[written:]
+            written = os.write(self._fd, data)
 
     def _redacted_again(self, line: str) -> str:
         """``line`` (one of :meth:`_line`'s) with its fields encoded again as they would be
@@ -452,27 +455,43 @@ class EventLog:
 
 class _Held:
     """:meth:`EventLog.held`'s block (a class: every call enters one, and a generator-based
-    context manager costs several times as much)."""
+    context manager costs several times as much): the call's first event while it is kept
+    open (``type``, empty once it is a line, and ``fields``), the lines made after it
+    (``lines``), and the redactor's memo when they were encoded (``memo``): a secret learnt
+    while the call waits (an approval, an elicitation) replaces the memo, and the lines
+    encoded before it are then encoded again before they are written. ``outer``: the block
+    around it while it is entered (another log's: a log's lines are held by one block)."""
 
-    __slots__ = ("log", "pending", "token")
+    __slots__ = ("fields", "lines", "log", "memo", "outer", "token", "type")
 
-    def __init__(self, log: EventLog) -> None:
-        self.log = log
-        self.pending = pending = _Pending()
-        pending.memo = redactor.memo
-        self.token: Token[dict[EventLog, _Pending] | None] | None = None
+    log: EventLog
+    type: str
+    fields: str
+    lines: list[str]
+    memo: dict[str, str]
+    outer: _Held | None
+    token: Token[_Held | None] | None
+    # No __init__: EventLog.held sets the first five (every call makes one, and a Python
+    # __init__ is a frame more), __enter__ the last two.
 
     def __enter__(self) -> None:
         outer = _HELD.get()
-        if outer is not None and self.log in outer:  # already held by the call around
+        if _held(self.log) is not None:  # already held by the call around
+            self.token = None
+            if self.type:
+                self.log.opening_fields(self.type, self.fields)
             return
-        self.token = _HELD.set({**(outer or {}), self.log: self.pending})
+        self.outer = outer
+        self.token = _HELD.set(self)
 
     def __exit__(self, *exc: object) -> None:
         if self.token is not None:
             _HELD.reset(self.token)
-            self.token = None
-            self.log._flush(self.pending)  # pyright: ignore[reportPrivateUsage]
+            self.token = self.outer = None
+            self.log._flush(self)  # pyright: ignore[reportPrivateUsage]
+
+
+_new = object.__new__
 
 
 def read_events(path: Path) -> Iterator[dict[str, Any]]:

@@ -361,10 +361,9 @@ class Harness:
                 step=step, call_id="", name=name, arguments=None, **who,
             )  # fmt: skip
         # The call's events are written together: those before execute as it starts, the rest
-        # at the end (keen.harness.events).
-        with self.log.held():
-            # The permission gate's verdict joins this line (annotate): one line less per call.
-            self.log.opening_fields("call", shape.fields(call_id, arguments))
+        # at the end (keen.harness.events); the call's own line is kept open for the
+        # permission gate's verdict (annotate): one line less per call.
+        with self.log.held("call", shape.fields(call_id, arguments)):
             approver = approver or Approver(self.approve, self.approved_by)
             call = await self._pipeline.run(Call(name, arguments, approver, caller=caller, call_id=call_id))
         return call.shown or _observation(call)
