@@ -8,7 +8,6 @@ reported as warnings on stderr, never on stdout, so ``list --json`` stays parsea
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -27,11 +26,6 @@ app = typer_app("List, enable, disable and show skills (user-written and generat
 NameArg = Annotated[str, typer.Argument(help="Skill name, e.g. mcp:github (see `keen skills list`).")]
 
 
-def _warn_problems(found: Discovery) -> None:
-    for problem in found.problems:
-        typer.echo(f"warning: {problem} ({problem.path})", err=True)
-
-
 def _check_known(found: Discovery, name: str) -> None:
     """Exit 2 unless ``name`` is a discovered skill or a broken one (which still exists on disk)."""
     if found.get(name) is None and found.problem(name) is None:
@@ -45,55 +39,10 @@ def list_skills(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list instead of a table.")] = False,
 ) -> None:
     """List skills with their enabled state, whether Keen manages them, and their directory."""
-    from keen.skills import discover
+    # The work is keen.cli._skills', which also runs a plain `keen skills list` without typer.
+    from keen.cli._skills import list_skills as show
 
-    found = discover()
-    _warn_problems(found)
-    if as_json:
-        rows = [
-            {
-                "name": s.name,
-                "description": s.description,
-                "enabled": s.enabled,
-                "path": str(s.path),
-                "managed": s.managed,
-            }
-            for s in found.skills
-        ]
-        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-        return
-    from rich.console import Console
-
-    from keen._tables import Col, Listing
-    from keen.cli._terminal import cell
-
-    console = Console(highlight=False)
-    if not found.skills:
-        console.print(f"No skills in {paths.skills_dir()}.", markup=False)
-        return
-    # Each path is the skills folder (the title) and the name, unless a skill lives elsewhere:
-    # shown when there is room, as is everything in --json.
-    table = Listing(
-        [
-            Col("Name", "key"),
-            Col("Enabled"),
-            Col("Managed", drop=1),
-            Col("Description", "text", min_width=30),
-            Col("Path", drop=2),
-        ],
-        title=f"Skills in {paths.skills_dir()}",
-        whole="keen skills list --json",
-    )
-    for s in found.skills:
-        # Text cells: "[draft]" or ":office:" in a description print literally, controls escaped.
-        table.add_row(
-            cell(s.name),
-            "yes" if s.enabled else "no",
-            "yes" if s.managed else "no",
-            cell(s.description),
-            cell(str(s.path)),
-        )
-    console.print(table)
+    show(as_json=as_json)
 
 
 def _set_enabled(name: str, value: bool) -> None:

@@ -1,0 +1,164 @@
+"""``keen skills list`` and ``keen skills list --json`` run without typer (keen.cli._skills)
+and print exactly what the typer command prints: the same table, JSON, warnings and exit
+codes; any other command line (help, -v, a repeated or unknown option) is typer's. A
+plain listing loads neither typer nor the MCP SDK, pydantic or logging, and the JSON one
+not rich either."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import Home, make_home
+from keen.cli._skills import plain_json
+from keen.skills import MARKER_FILE
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    """A generated skill, one a person wrote (its description looks like markup), one
+    disabled, and two broken ones: no frontmatter, and a folder whose name holds a
+    terminal's colour code (it reaches the warning as it is)."""
+    made = make_home(tmp_path_factory.mktemp("skills"))
+    root = made.keen_home / "skills"
+    texts = {
+        "mcp:github": "---\nname: mcp:github\ndescription: Use the `github` MCP server.\n---\n",
+        "notes": "---\ndescription: '[draft] Take notes :office:.'\n---\nWrite $1.\n",
+        "old": "---\ndescription: An old skill.\n---\n",
+        "broken": "no frontmatter here\n",
+        "bad\x1b[31mname": "---\ndescription: Coloured.\n---\n",
+    }
+    for name, text in texts.items():
+        (root / name).mkdir(parents=True)
+        (root / name / "SKILL.md").write_text(text, encoding="utf-8")
+    (root / "mcp:github" / MARKER_FILE).write_text(json.dumps({"managed_by": "keen-mcp", "server": "github"}))
+    (root / "config.json").write_text('{"is_enabled": {"old": false}}', encoding="utf-8")
+    return made
+
+
+@pytest.mark.parametrize("args", [("skills", "list"), ("skills", "list", "--json")])
+def test_a_plain_listing_prints_what_the_typer_command_prints(home: Home, args: tuple[str, ...]) -> None:
+    typer_run, alone = home.keen(*args), home.keen_process(*args)
+    assert (alone.code, alone.stdout, alone.stderr) == (
+        typer_run.code,
+        typer_run.stdout,
+        typer_run.stderr,
+    ), f"{typer_run}\n=== without typer:\n{alone}"
+    assert alone.code == 0 and "warning: skill 'broken' skipped" in alone.stderr, alone
+    # click's echo takes colour codes out of text written to what is not a terminal: so does this.
+    assert "\x1b" not in alone.stderr and "bad[31m" not in alone.stderr and "badname" in alone.stderr
+
+
+@pytest.mark.parametrize("args", [("skills", "list"), ("skills", "list", "--json")])
+def test_a_broken_skills_config_is_the_same_error_both_ways(tmp_path: Path, args: tuple[str, ...]) -> None:
+    made = make_home(tmp_path)
+    (made.keen_home / "skills").mkdir()
+    (made.keen_home / "skills" / "config.json").write_text("{not json", encoding="utf-8")
+    typer_run, alone = made.keen(*args), made.keen_process(*args)
+    assert alone.code == 2 and alone.stderr.startswith("error: "), alone
+    assert (alone.code, alone.stdout, alone.stderr) == (typer_run.code, typer_run.stdout, typer_run.stderr)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("skills", "list", "--help"),
+        ("skills", "list", "-v"),
+        ("skills", "list", "--json", "--json"),
+        ("skills", "list", "--nope"),
+        ("skills", "list", "extra"),
+        ("skills", "--help"),
+    ],
+)
+def test_every_other_command_line_is_typers(home: Home, args: tuple[str, ...]) -> None:
+    assert plain_json(args) is None
+    typer_run, process = home.keen(*args), home.keen_process(*args)
+    assert (process.code, process.stdout, process.stderr) == (
+        typer_run.code,
+        typer_run.stdout,
+        typer_run.stderr,
+    )
+
+
+def test_plain_json_reads_only_its_own_option() -> None:
+    assert plain_json(["skills", "list"]) is False
+    assert plain_json(["skills", "list", "--json"]) is True
+    for other in (
+        ["skills"],
+        ["skills", "show", "notes"],
+        ["prompt"],
+        [],
+        ["list"],
+        ["skills", "list", "--JSON"],
+    ):
+        assert plain_json(other) is None, other
+
+
+# Runs the console script's entry point in a new interpreter (the test processes' forks
+# start with everything imported), then reports which of the modules it imported.
+_RUN = """
+import json, sys
+from keen.cli import main
+sys.argv = ["keen", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+names = ("typer", "rich", "mcp", "pydantic", "logging")
+seen = {name: name in sys.modules for name in names}
+cli = sorted(m for m in sys.modules if m.startswith("keen.cli."))
+print(json.dumps({"code": code, "seen": seen, "cli": cli}), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "kept_off"),
+    [
+        (("skills", "list"), {"typer", "mcp", "pydantic", "logging"}),
+        (("skills", "list", "--json"), {"typer", "rich", "mcp", "pydantic", "logging"}),
+    ],
+)
+def test_keen_skills_list_imports_only_what_it_shows(
+    tmp_path: Path, args: tuple[str, ...], kept_off: set[str]
+) -> None:
+    # Skills without trouble: a broken one is logged (at debug level), which sets logging up.
+    made = make_home(tmp_path)
+    for name in ("notes", "todo"):
+        (made.keen_home / "skills" / name).mkdir(parents=True)
+        (made.keen_home / "skills" / name / "SKILL.md").write_text(f"---\ndescription: {name}.\n---\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, *args],
+        capture_output=True,
+        text=True,
+        env=made.env(),
+        timeout=60,
+        check=False,
+    )
+    figures = json.loads(done.stderr.strip().splitlines()[-1])
+    assert figures["code"] == 0, done.stderr
+    loaded = {name for name, seen in figures["seen"].items() if seen}
+    assert not loaded & kept_off, (args, loaded, done.stderr)
+    assert [m for m in figures["cli"] if m.endswith("_cmd")] == [], figures["cli"]
+    assert "keen.cli._skills" in figures["cli"], figures["cli"]
+    if "--json" not in args:
+        assert "rich" in loaded, loaded  # the table is rich's
+
+
+def test_help_still_goes_through_typer(home: Home) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, "skills", "list", "--help"],
+        capture_output=True,
+        text=True,
+        env=home.env(),
+        timeout=60,
+        check=False,
+    )
+    figures = json.loads(done.stderr.strip().splitlines()[-1])
+    assert figures["seen"]["typer"] is True and "keen.cli.skills_cmd" in figures["cli"], done.stderr
+    assert "Usage: keen skills list" in done.stdout, done.stdout
