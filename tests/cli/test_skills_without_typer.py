@@ -1,8 +1,8 @@
 """``keen skills list`` and ``keen skills list --json`` run without typer (keen.cli._skills)
 and print exactly what the typer command prints: the same table, JSON, warnings and exit
 codes; any other command line (help, -v, a repeated or unknown option) is typer's. A
-plain listing loads neither typer nor the MCP SDK, pydantic or logging, and the JSON one
-not rich either."""
+plain listing loads neither typer nor the MCP SDK, pydantic or logging (nor PyYAML, once the
+skills store holds what it reads), and the JSON one not rich either."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import Home, make_home
+from helpers.skills import settle
 from keen.cli._skills import plain_json
 from keen.skills import MARKER_FILE
 
@@ -51,6 +52,25 @@ def test_a_plain_listing_prints_what_the_typer_command_prints(home: Home, args: 
     assert alone.code == 0 and "warning: skill 'broken' skipped" in alone.stderr, alone
     # click's echo takes colour codes out of text written to what is not a terminal: so does this.
     assert "\x1b" not in alone.stderr and "bad[31m" not in alone.stderr and "badname" in alone.stderr
+
+
+def test_an_unreadable_marker_is_warned_about_at_every_listing(tmp_path: Path) -> None:
+    """What a listing reads comes from the skills store when the files are as stored, but a
+    skill whose marker cannot be read is read again, and its warning printed, every time."""
+    made = make_home(tmp_path)
+    skill = made.keen_home / "skills" / "notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\ndescription: Keep short notes.\n---\n", encoding="utf-8")
+    (skill / MARKER_FILE).write_text("{not json", encoding="utf-8")
+    settle()
+    runs = [made.keen_process("skills", "list", "--json") for _ in range(3)]
+    assert all(
+        run.stderr.startswith(f"WARNING keen.skills.discover: skill dir {skill}: unreadable") for run in runs
+    )
+    assert all(
+        (run.code, run.stdout, run.stderr) == (runs[0].code, runs[0].stdout, runs[0].stderr) for run in runs
+    )
+    assert [row["managed"] for row in runs[-1].json()] == [False]
 
 
 @pytest.mark.parametrize("args", [("skills", "list"), ("skills", "list", "--json")])
@@ -110,7 +130,7 @@ except SystemExit as exc:
     code = exc.code
 else:
     code = 0
-names = ("typer", "rich", "mcp", "pydantic", "logging")
+names = ("typer", "rich", "mcp", "pydantic", "logging", "yaml")
 seen = {name: name in sys.modules for name in names}
 cli = sorted(m for m in sys.modules if m.startswith("keen.cli."))
 print(json.dumps({"code": code, "seen": seen, "cli": cli}), file=sys.stderr)
@@ -120,8 +140,8 @@ print(json.dumps({"code": code, "seen": seen, "cli": cli}), file=sys.stderr)
 @pytest.mark.parametrize(
     ("args", "kept_off"),
     [
-        (("skills", "list"), {"typer", "mcp", "pydantic", "logging"}),
-        (("skills", "list", "--json"), {"typer", "rich", "mcp", "pydantic", "logging"}),
+        (("skills", "list"), {"typer", "mcp", "pydantic", "logging", "yaml"}),
+        (("skills", "list", "--json"), {"typer", "rich", "mcp", "pydantic", "logging", "yaml"}),
     ],
 )
 def test_keen_skills_list_imports_only_what_it_shows(
@@ -132,20 +152,30 @@ def test_keen_skills_list_imports_only_what_it_shows(
     for name in ("notes", "todo"):
         (made.keen_home / "skills" / name).mkdir(parents=True)
         (made.keen_home / "skills" / name / "SKILL.md").write_text(f"---\ndescription: {name}.\n---\n")
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN, *args],
-        capture_output=True,
-        text=True,
-        env=made.env(),
-        timeout=60,
-        check=False,
-    )
-    figures = json.loads(done.stderr.strip().splitlines()[-1])
-    assert figures["code"] == 0, done.stderr
-    loaded = {name for name, seen in figures["seen"].items() if seen}
-    assert not loaded & kept_off, (args, loaded, done.stderr)
-    assert [m for m in figures["cli"] if m.endswith("_cmd")] == [], figures["cli"]
-    assert "keen.cli._skills" in figures["cli"], figures["cli"]
+
+    def run() -> tuple[set[str], list[str], str]:
+        done = subprocess.run(
+            [sys.executable, "-c", _RUN, *args],
+            capture_output=True,
+            text=True,
+            env=made.env(),
+            timeout=60,
+            check=False,
+        )
+        figures = json.loads(done.stderr.strip().splitlines()[-1])
+        assert figures["code"] == 0, done.stderr
+        return {name for name, seen in figures["seen"].items() if seen}, figures["cli"], done.stderr
+
+    # A run parses each SKILL.md (PyYAML) and stores what it read (keen.skills.cache) once the
+    # files are older than the store's racy window; the runs after take them from there.
+    first, _, _ = run()
+    assert "yaml" in first, first
+    settle()
+    run()
+    loaded, cli, stderr = run()
+    assert not loaded & kept_off, (args, loaded, stderr)
+    assert [m for m in cli if m.endswith("_cmd")] == [], cli
+    assert "keen.cli._skills" in cli, cli
     if "--json" not in args:
         assert "rich" in loaded, loaded  # the table is rich's
 

@@ -49,9 +49,11 @@ def list_skills(*, as_json: bool) -> None:
     Raises:
         SkillError: the skills config cannot be read (the caller's error boundary words it).
     """
-    from keen.skills import discover
+    from keen.skills.cache import DiscoveryCache
 
-    found = discover()
+    # What discovery reads, from keen.skills.cache's store for each skill whose files are
+    # as they were stored (the same result; PyYAML then stays unloaded), else read again.
+    found = DiscoveryCache(paths.skills_dir()).discover()
     for problem in found.problems:
         _echo(f"warning: {problem} ({problem.path})", sys.stderr)
     if as_json:
