@@ -1,8 +1,9 @@
-"""``keen skills list`` and ``keen skills list --json`` run without typer (keen.cli._skills)
-and print exactly what the typer command prints: the same table, JSON, warnings and exit
-codes; any other command line (help, -v, a repeated or unknown option) is typer's. A
+"""``keen skills list [--json]`` and ``keen skills show NAME [--json]`` run without typer
+(keen.cli._skills) and print exactly what the typer commands print: the same table, JSON,
+SKILL.md, warnings, errors and exit codes; any other command line (help, -v, a repeated or
+unknown option) is typer's. A
 plain listing loads neither typer nor the MCP SDK, pydantic or logging (nor PyYAML, once the
-skills store holds what it reads), and the JSON one not rich either."""
+skills store holds what it reads), and the JSON listing and a skill's text not rich either."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from helpers.cli import Home, make_home
 from helpers.skills import settle
-from keen.cli._skills import plain_json
+from keen.cli._skills import plain_options
 from keen.skills import MARKER_FILE
 
 
@@ -52,6 +53,34 @@ def test_a_plain_listing_prints_what_the_typer_command_prints(home: Home, args: 
     assert alone.code == 0 and "warning: skill 'broken' skipped" in alone.stderr, alone
     # click's echo takes colour codes out of text written to what is not a terminal: so does this.
     assert "\x1b" not in alone.stderr and "bad[31m" not in alone.stderr and "badname" in alone.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("skills", "show", "notes"),
+        ("skills", "show", "notes", "--json"),
+        ("skills", "show", "--json", "mcp:github"),
+        ("skills", "show", "broken"),
+        ("skills", "show", "broken", "--json"),
+        ("skills", "show", "note"),
+        ("skills", "show", "nothing-like-it"),
+        ("skills", "show", ""),
+    ],
+)
+def test_a_plain_show_prints_what_the_typer_command_prints(home: Home, args: tuple[str, ...]) -> None:
+    typer_run, alone = home.keen(*args), home.keen_process(*args)
+    assert (alone.code, alone.stdout, alone.stderr) == (
+        typer_run.code,
+        typer_run.stdout,
+        typer_run.stderr,
+    ), f"{typer_run}\n=== without typer:\n{alone}"
+    expected = {"notes": 0, "mcp:github": 0, "broken": 0}.get(
+        args[-1] if args[-1] != "--json" else args[2], 2
+    )
+    assert alone.code == expected, alone
+    if args[2] == "note":
+        assert "did you mean notes?" in alone.stderr, alone
 
 
 def test_an_unreadable_marker_is_warned_about_at_every_listing(tmp_path: Path) -> None:
@@ -92,10 +121,16 @@ def test_a_broken_skills_config_is_the_same_error_both_ways(tmp_path: Path, args
         ("skills", "list", "--nope"),
         ("skills", "list", "extra"),
         ("skills", "--help"),
+        ("skills", "show", "--help"),
+        ("skills", "show", "notes", "-v"),
+        ("skills", "show", "notes", "old"),
+        ("skills", "show", "-x"),
+        ("skills", "show"),
+        ("skills", "show", "notes", "--json", "--json"),
     ],
 )
 def test_every_other_command_line_is_typers(home: Home, args: tuple[str, ...]) -> None:
-    assert plain_json(args) is None
+    assert plain_options(args) is None
     typer_run, process = home.keen(*args), home.keen_process(*args)
     assert (process.code, process.stdout, process.stderr) == (
         typer_run.code,
@@ -104,18 +139,25 @@ def test_every_other_command_line_is_typers(home: Home, args: tuple[str, ...]) -
     )
 
 
-def test_plain_json_reads_only_its_own_option() -> None:
-    assert plain_json(["skills", "list"]) is False
-    assert plain_json(["skills", "list", "--json"]) is True
+def test_plain_options_reads_only_the_commands_own_options() -> None:
+    assert plain_options(["skills", "list"]) == {"command": "list", "as_json": False}
+    assert plain_options(["skills", "list", "--json"]) == {"command": "list", "as_json": True}
+    assert plain_options(["skills", "show", "--json", "x"]) == {
+        "command": "show",
+        "name": "x",
+        "as_json": True,
+    }
+    assert plain_options(["skills", "show", "x"]) == {"command": "show", "name": "x", "as_json": False}
     for other in (
         ["skills"],
-        ["skills", "show", "notes"],
+        ["skills", "enable", "notes"],
         ["prompt"],
         [],
         ["list"],
         ["skills", "list", "--JSON"],
+        ["skills", "show", "--", "x"],
     ):
-        assert plain_json(other) is None, other
+        assert plain_options(other) is None, other
 
 
 # Runs the console script's entry point in a new interpreter (the test processes' forks
@@ -142,6 +184,7 @@ print(json.dumps({"code": code, "seen": seen, "cli": cli}), file=sys.stderr)
     [
         (("skills", "list"), {"typer", "mcp", "pydantic", "logging", "yaml"}),
         (("skills", "list", "--json"), {"typer", "rich", "mcp", "pydantic", "logging", "yaml"}),
+        (("skills", "show", "notes"), {"typer", "rich", "mcp", "pydantic", "logging", "yaml"}),
     ],
 )
 def test_keen_skills_list_imports_only_what_it_shows(
@@ -176,7 +219,7 @@ def test_keen_skills_list_imports_only_what_it_shows(
     assert not loaded & kept_off, (args, loaded, stderr)
     assert [m for m in cli if m.endswith("_cmd")] == [], cli
     assert "keen.cli._skills" in cli, cli
-    if "--json" not in args:
+    if args[1] == "list" and "--json" not in args:
         assert "rich" in loaded, loaded  # the table is rich's
 
 
