@@ -9,20 +9,29 @@ order that alternates every iteration so neither path always runs first (warm ca
 scheduler luck). After ``--warmup`` untimed calls each, ``--calls`` calls per path are
 timed with ``perf_counter_ns``, ``--repeat`` times over the same connections. Reports, as
 min / median / max over the repetitions, p50 and p99 per path and Keen's overhead on each
-against the SDK's in the same repetition (target: within 5 % at p50 and p99), with the
-machine's load average before and after.
+against the SDK's in the same repetition (target: within 5 % at p50 and p99), then p50 and
+p99 over every timed call of all repetitions together (a repetition's p99 rests on its
+slowest 1 %: 20 calls at the default 2,000, which one busy moment of a shared machine
+moves by more than 5 %), the same of the CPU time this process spent in each call
+(``time.process_time_ns``: what Keen's own code, its allocations and the collector add to a
+call, without the waits for a core that make most of a loaded machine's tail), the cyclic
+collector's passes that ran inside each path's timed
+calls (``gc.callbacks``: how many per generation, their total and longest duration; a pass
+runs in whichever call's allocations cross the collector's threshold, and a full one walks
+every object of the process), and the machine's load average before and after.
 
 The default server is Keen's demo server (official SDK ``MCPServer``) calling
 ``word_count``, a cheap tool with an output schema; ``--server tiny`` uses
 ``bench/servers/tiny_stdio.py``'s ``echo`` (no SDK on the server side, so the client's share
 of each call is as large as it gets).
 
-Usage: ``python bench/call_overhead.py [--calls 1000] [--warmup 50] [--repeat 5] [--server demo|tiny] [--sdk-era same|legacy] [--json]``
+Usage: ``python bench/call_overhead.py [--calls 2000] [--warmup 50] [--repeat 5] [--server demo|tiny] [--sdk-era same|legacy] [--json]``
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -59,7 +68,33 @@ SERVERS: dict[str, tuple[list[str], str, dict[str, Any]]] = {
 }
 
 
+class _Passes:
+    """The collector's passes (``gc.callbacks``) that run while a path's timed call runs,
+    by path and generation: ``{path: {generation: [milliseconds, ...]}}``."""
+
+    def __init__(self) -> None:
+        self.path: str | None = None
+        self.seen: dict[str, dict[int, list[float]]] = {"keen": {}, "sdk": {}}
+        self._started = 0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter_ns()
+        elif self.path is not None:
+            took = (time.perf_counter_ns() - self._started) / 1e6
+            self.seen[self.path].setdefault(info["generation"], []).append(took)
+
+
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
+    passes = _Passes()
+    gc.callbacks.append(passes)
+    try:
+        return await _bench(args, passes)
+    finally:
+        gc.callbacks.remove(passes)
+
+
+async def _bench(args: argparse.Namespace, passes: _Passes) -> dict[str, Any]:
     load_before = os.getloadavg()
     server_args, tool, arguments = SERVERS[args.server]
     with keen_home() as home, tempfile.TemporaryFile("w+", dir=home) as errlog:
@@ -84,24 +119,39 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                 "sdk": str(session.protocol_version),
             }
 
+            cpu: dict[str, list[int]] = {"keen": [], "sdk": []}
+
             async def via_manager() -> int:
+                passes.path = "keen"
+                cpu_start = time.process_time_ns()
                 start = time.perf_counter_ns()
                 result = await manager.call_tool("bench", tool, arguments)
                 elapsed = time.perf_counter_ns() - start
+                cpu["keen"].append(time.process_time_ns() - cpu_start)
+                passes.path = None
                 assert not result.is_error, result.text
                 return elapsed
 
             async def via_sdk() -> int:
+                passes.path = "sdk"
+                cpu_start = time.process_time_ns()
                 start = time.perf_counter_ns()
                 result = await session.call_tool(tool, arguments)
                 elapsed = time.perf_counter_ns() - start
+                cpu["sdk"].append(time.process_time_ns() - cpu_start)
+                passes.path = None
                 assert not result.is_error
                 return elapsed
 
             for _ in range(args.warmup):
                 await via_manager()
                 await via_sdk()
+            for seen in passes.seen.values():
+                seen.clear()  # only the timed calls' passes are reported
+            for kept in cpu.values():
+                kept.clear()
             runs: list[dict[str, Any]] = []
+            every: dict[str, list[float]] = {"keen": [], "sdk": []}
             for _ in range(args.repeat):
                 keen_ns: list[int] = []
                 sdk_ns: list[int] = []
@@ -112,6 +162,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                     else:
                         sdk_ns.append(await via_sdk())
                         keen_ns.append(await via_manager())
+                every["keen"] += [v / 1e6 for v in keen_ns]
+                every["sdk"] += [v / 1e6 for v in sdk_ns]
                 keen = percentiles([v / 1e6 for v in keen_ns])
                 sdk = percentiles([v / 1e6 for v in sdk_ns])
                 runs.append(
@@ -130,6 +182,18 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "warmup": args.warmup,
         "repeat": args.repeat,
         "runs": runs,
+        "pooled_ms": {"manager": percentiles(every["keen"]), "sdk": percentiles(every["sdk"])},
+        "pooled_cpu_ms": {
+            "manager": percentiles([v / 1e6 for v in cpu["keen"]]),
+            "sdk": percentiles([v / 1e6 for v in cpu["sdk"]]),
+        },
+        "gc_passes": {
+            path: {
+                str(generation): {"count": len(took), "total_ms": sum(took), "longest_ms": max(took)}
+                for generation, took in sorted(seen.items())
+            }
+            for path, seen in (("manager", passes.seen["keen"]), ("sdk", passes.seen["sdk"]))
+        },
         "cpus": os.cpu_count(),
         "load_average": [load_before, os.getloadavg()],
     }
@@ -167,6 +231,23 @@ def report(fig: dict[str, Any]) -> None:
                 + f"   target <= {OVERHEAD_TARGET * 100:.0f} %: {verdict(median <= OVERHEAD_TARGET)}",
             )
         )
+    for label, pooled in (("", fig["pooled_ms"]), ("client CPU ", fig["pooled_cpu_ms"])):
+        for key in ("p50", "p99"):
+            keen, sdk = pooled["manager"][key], pooled["sdk"][key]
+            rows.append(
+                (
+                    f"{label}{key} of all calls",
+                    f"ClientSession {sdk:.3f} ms, Manager {keen:.3f} ms: {(keen / sdk - 1) * 100:+.1f} %"
+                    f"  ({fig['calls'] * fig['repeat']} calls per path)",
+                )
+            )
+    for path, label in (("sdk", "ClientSession"), ("manager", "Manager")):
+        seen = fig["gc_passes"][path]
+        text = ", ".join(
+            f"gen {g}: {p['count']} ({p['total_ms']:.1f} ms, longest {p['longest_ms']:.1f})"
+            for g, p in seen.items()
+        )
+        rows.append((f"collector in {label} calls", text or "no pass"))
     before, after = fig["load_average"]
     rows.append(("machine", load_text(before, after)))
     print_block("Keen call-overhead benchmark (bench/call_overhead.py)", rows)
@@ -176,7 +257,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description="Compare Manager.call_tool with the raw SDK ClientSession.call_tool (figures, not assertions)."
     )
-    parser.add_argument("--calls", type=int, default=1000, help="timed calls per path (default 1000)")
+    parser.add_argument(
+        "--calls", type=int, default=2000, help="timed calls per path and repetition (default 2000)"
+    )
     parser.add_argument("--warmup", type=int, default=50, help="untimed calls per path first (default 50)")
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions (default 5)")
     parser.add_argument(

@@ -308,6 +308,31 @@ def test_a_rewritten_marker_alone_is_read_again_from_a_new_process(tmp_path: Pat
     assert gen is not None and (gen.managed, gen.tool_count) == (False, 0)
 
 
+def test_a_marker_that_is_not_keens_is_read_again_by_every_new_process(
+    tmp_path: Path, keen_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A skill whose marker cannot be read is not stored: each new process reads it again
+    and logs its warning again, as reading every file does, while the others come from the
+    store."""
+    root = tmp_path / "skills"
+    write_skill(root / "gen", "Generated.")
+    write_skill(root / "notes", "House rules.")
+    (root / "gen" / MARKER_FILE).write_text("{not json", encoding="utf-8")
+    settle()
+    stored = []
+    for _ in range(2):
+        caplog.clear()
+        cache = DiscoveryCache(root)
+        gen = cache.discover().get("gen")
+        assert gen is not None and not gen.managed
+        assert [r.getMessage() for r in caplog.records if "unreadable" in r.getMessage()] == [
+            f"skill dir {root.absolute() / 'gen'}: unreadable {MARKER_FILE} (Expecting property name "
+            "enclosed in double quotes: line 1 column 2 (char 1)); treating it as user-owned"
+        ], caplog.records
+        stored.append(cache.stored)
+    assert stored == [0, 1]  # notes, from the store the first process wrote
+
+
 def test_the_state_is_the_same_looked_up_by_name_in_the_open_directory_or_by_whole_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

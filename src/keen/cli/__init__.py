@@ -7,9 +7,9 @@ and each command imports what it needs inside, so ``keen prompt`` loads none of 
 other commands and commands that touch no server (``--version``, ``skills``, ``prompt``)
 start without loading the MCP SDK. ``keen prompt`` with only its own options (no
 ``--help``, no ``-v``, numbers as plain digits) runs without typer at all
-(:mod:`keen.cli._prompt`), and so does ``keen chat -p PROMPT`` with only its own options
-(:mod:`keen.cli._chat`); every other command line goes through the typer application
-(``keen.cli.app``, built on first use).
+(:mod:`keen.cli._prompt`), and so do ``keen chat -p PROMPT`` with only its own options
+(:mod:`keen.cli._chat`) and ``keen skills list [--json]`` (:mod:`keen.cli._skills`); every
+other command line goes through the typer application (``keen.cli.app``, built on first use).
 """
 
 from __future__ import annotations
@@ -36,12 +36,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _chat_alone(args: list[str]) -> bool:
-    """``keen chat -p`` without typer when its command line is plain (:mod:`keen.cli._chat`)."""
-    if not args or args[0] != "chat":
+def _alone(args: list[str]) -> bool:
+    """Run the command line without typer when it is one of those that can (module doc) and
+    return True; else False, having done nothing. Each is looked at only by its command's
+    first word, so another command imports none of their modules."""
+    command = args[0] if args else None
+    if command == "prompt":
+        from keen.cli._prompt import run_alone
+    elif command == "chat":
+        from keen.cli._chat import run_alone
+    elif command == "skills":
+        from keen.cli._skills import run_alone
+    else:
         return False
-    from keen.cli._chat import run_alone
-
     return run_alone(args)
 
 
@@ -51,10 +58,7 @@ def main() -> None:
     # first Manager's start may freeze them out of the collector's walks (keen._gcfreeze).
     freeze_at_first_start()
     try:
-        from keen.cli._prompt import run_alone
-
-        args = sys.argv[1:]
-        if not run_alone(args) and not _chat_alone(args):
+        if not _alone(sys.argv[1:]):
             from keen.cli._app import app
 
             app(prog_name="keen")  # also under `python -m keen`

@@ -8,17 +8,13 @@ reported as warnings on stderr, never on stdout, so ``list --json`` stays parsea
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from keen import paths
-from keen.cli._common import fail, print_json, typer_app
+from keen.cli._common import typer_app
 from keen.errors import SkillError
-
-if TYPE_CHECKING:
-    from keen.skills import Discovery
 
 __all__ = ["app"]
 
@@ -27,76 +23,19 @@ app = typer_app("List, enable, disable and show skills (user-written and generat
 NameArg = Annotated[str, typer.Argument(help="Skill name, e.g. mcp:github (see `keen skills list`).")]
 
 
-def _warn_problems(found: Discovery) -> None:
-    for problem in found.problems:
-        typer.echo(f"warning: {problem} ({problem.path})", err=True)
-
-
-def _check_known(found: Discovery, name: str) -> None:
-    """Exit 2 unless ``name`` is a discovered skill or a broken one (which still exists on disk)."""
-    if found.get(name) is None and found.problem(name) is None:
-        meant = found.closest(name)
-        hint = f"did you mean {meant}?" if meant else "run `keen skills list` to see the skills"
-        fail(f"no skill named {name!r} in {paths.skills_dir()}; {hint}")
-
-
 @app.command("list")
 def list_skills(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list instead of a table.")] = False,
 ) -> None:
     """List skills with their enabled state, whether Keen manages them, and their directory."""
-    from keen.skills import discover
+    # The work is keen.cli._skills', which also runs a plain `keen skills list` without typer.
+    from keen.cli._skills import list_skills as show
 
-    found = discover()
-    _warn_problems(found)
-    if as_json:
-        rows = [
-            {
-                "name": s.name,
-                "description": s.description,
-                "enabled": s.enabled,
-                "path": str(s.path),
-                "managed": s.managed,
-            }
-            for s in found.skills
-        ]
-        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-        return
-    from rich.console import Console
-
-    from keen._tables import Col, Listing
-    from keen.cli._terminal import cell
-
-    console = Console(highlight=False)
-    if not found.skills:
-        console.print(f"No skills in {paths.skills_dir()}.", markup=False)
-        return
-    # Each path is the skills folder (the title) and the name, unless a skill lives elsewhere:
-    # shown when there is room, as is everything in --json.
-    table = Listing(
-        [
-            Col("Name", "key"),
-            Col("Enabled"),
-            Col("Managed", drop=1),
-            Col("Description", "text", min_width=30),
-            Col("Path", drop=2),
-        ],
-        title=f"Skills in {paths.skills_dir()}",
-        whole="keen skills list --json",
-    )
-    for s in found.skills:
-        # Text cells: "[draft]" or ":office:" in a description print literally, controls escaped.
-        table.add_row(
-            cell(s.name),
-            "yes" if s.enabled else "no",
-            "yes" if s.managed else "no",
-            cell(s.description),
-            cell(str(s.path)),
-        )
-    console.print(table)
+    show(as_json=as_json)
 
 
 def _set_enabled(name: str, value: bool) -> None:
+    from keen.cli._skills import check_known
     from keen.skills import SkillsConfig, discover
 
     path = paths.skills_config_path()
@@ -104,7 +43,7 @@ def _set_enabled(name: str, value: bool) -> None:
         # Under the skills-dir lock: a running `keen chat` may be saving it too.
         with SkillsConfig.edit(path) as config:
             found = discover(path.parent, config=config)
-            _check_known(found, name)
+            check_known(found, name)
             problem = found.problem(name)
             config.set_enabled(name, value)
     except OSError as exc:
@@ -134,36 +73,7 @@ def show(
     ] = False,
 ) -> None:
     """Print a skill's SKILL.md as it is on disk (frontmatter included), control characters escaped."""
-    from keen.cli._terminal import terminal_text
-    from keen.skills import SKILL_FILE, discover
+    # keen.cli._skills' work, which also runs a plain `keen skills show NAME` without typer.
+    from keen.cli._skills import show_skill
 
-    found = discover()
-    _check_known(found, name)
-    skill = found.get(name)
-    problem = None
-    if skill is not None:
-        text = skill.read_text()
-    else:
-        problem = found.problem(name)
-        if problem is None:  # unreachable after _check_known; keeps the type checker exact
-            fail(f"no skill named {name!r}")
-        typer.echo(f"warning: {problem}", err=True)
-        try:
-            text = (problem.path / SKILL_FILE).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            fail(f"cannot show skill {name!r}: {problem.message}")
-    if as_json:
-        path = skill.path if skill is not None else problem.path if problem is not None else None
-        print_json(
-            {
-                "name": name,
-                "description": skill.description if skill is not None else None,
-                "enabled": skill.enabled if skill is not None else None,
-                "managed": skill.managed if skill is not None else None,
-                "path": str(path) if path is not None else None,
-                "text": text,
-            }
-        )
-        return
-    text = terminal_text(text)
-    typer.echo(text, nl=not text.endswith("\n"))
+    show_skill(name, as_json=as_json)

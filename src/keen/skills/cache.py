@@ -38,7 +38,10 @@ read by name in the open skills directory, the frontmatter from one read of the 
 (:func:`keen.skills.discover.frontmatter_at`), which costs about a third of the usual
 path-by-path read (:func:`keen.skills.discover.load_dir`, still used when that head does
 not give the stored frontmatter). A store that cannot be read, or was made for another directory, is ignored and
-written again, so it can cost time but never change a result.
+written again, so it can cost time but never change a result. A skill whose marker file is
+there but not Keen's (unreadable, or another tool's) is not stored: every new process reads
+it again, so the warning an unreadable marker gets is logged at every start, as a full scan
+logs it.
 
 Timestamps have a granularity (one kernel tick, a few ms): a file written twice within one
 tick, keeping its size, would look unchanged. As git does for its index ("racy git"), a
@@ -429,7 +432,9 @@ class DiscoveryCache:
                 result = load_dir(entry, config, known=known)
             if key is not None:  # only a settled entry may be reused by the next scan
                 loaded[name] = (key, result, digest)
-                if isinstance(result, Skill):
+                # A marker there but not Keen's (unreadable, or another tool's) is not stored:
+                # every new process reads it again, so its warning is logged at every start.
+                if isinstance(result, Skill) and (result.managed or marker_stamp == "-"):
                     rows[name] = (
                         stamp,
                         result.name,
