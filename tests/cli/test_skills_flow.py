@@ -95,6 +95,9 @@ def test_skills_list_prompt_and_stats(home: Home) -> None:
 
 
 def test_disable_is_kept_and_connect_enables(home: Home) -> None:
+    # Synced here too: under xdist's default distribution this test may share no worker,
+    # and so no module-scoped home, with the tests above.
+    assert home.keen("mcp", "sync", "--json").code == 0
     assert home.keen("skills", "disable", "mcp:basic").code == 0
     home.keen("mcp", "sync", "--json")
     assert "mcp:basic" not in home.keen("prompt").stdout  # an explicit disable survives a sync
