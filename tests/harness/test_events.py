@@ -476,3 +476,105 @@ def test_a_held_line_too_deep_to_read_again_is_still_written_redacted(
     log.close()
     text = (tmp_path / "events.jsonl").read_text()
     assert secret not in text and REDACTED in text and text.count("\n") == 1
+
+
+def test_a_call_held_with_its_shape_is_redacted_for_a_secret_learnt_once_it_is_held(
+    tmp_path: Path, words: Redactor
+) -> None:
+    from keen.harness.events import EventLog, LineShape
+
+    # held() reads the redactor's memo before it encodes the call's line: a secret learnt
+    # from then on (while the call waits for an approval, or from another thread) has the
+    # line encoded again before it is written.
+    secret = "tok-" + os.urandom(8).hex()
+    shape = LineShape(("call_id", "arguments"), step=0, call_id="", name="t", arguments=None)
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path, "s")
+    with log.held("call", shape, "0.1", {"token": secret}):
+        words.add(secret)
+    with log.held("call", shape, "0.2", {"token": secret}):
+        pass
+
+    class LearntWhileEncoded:
+        """Learns a second secret while the call's line is encoded (``str`` is the event
+        encoder's fallback): as a secret added by another thread at that moment would be."""
+
+        def __str__(self) -> str:
+            words.add(second)
+            return "value"
+
+    second = "tok-" + os.urandom(8).hex()
+    with log.held("call", shape, "0.3", {"token": second, "other": LearntWhileEncoded()}):
+        pass
+    log.close()
+    assert secret not in path.read_text() and second not in path.read_text()
+    assert [e["arguments"] for e in read_events(path)] == [
+        {"token": REDACTED},
+        {"token": REDACTED},
+        {"token": REDACTED, "other": "value"},
+    ]
+
+
+def test_two_logs_held_in_one_task_keep_each_logs_order_and_lose_no_line(tmp_path: Path) -> None:
+    import anyio
+
+    from keen.harness.events import EventLog, LineShape
+
+    # A block holds one log's lines; a block of another log inside it links the one around.
+    # A task made inside the inner block keeps it in its context: after that block ends, its
+    # events of the outer log still join the outer block (written in their order), and its
+    # events of the inner log are written at once, never appended to the ended block.
+    one, two = EventLog(tmp_path / "one.jsonl", "a"), EventLog(tmp_path / "two.jsonl", "b")
+    shape = LineShape(("call_id",), step=0, call_id="")
+
+    async def main() -> None:
+        inner_ended = anyio.Event()
+
+        async def late() -> None:
+            await inner_ended.wait()
+            one.emit("result", call_id="late")
+            two.emit("result", call_id="after")
+
+        with one.held("call", shape, "1"):
+            one.emit("note", call_id="1")
+            async with anyio.create_task_group() as tg:
+                with two.held("call", shape, "2"):
+                    tg.start_soon(late)  # the task's context is copied here, the block in it
+                    two.emit("note", call_id="2")
+                    with two.held("call", shape, "2.1"):  # the same log again: joins the block
+                        pass
+                inner_ended.set()
+            one.emit("note", call_id="end")
+
+    anyio.run(main)
+    one.close()
+    two.close()
+    first = list(read_events(tmp_path / "one.jsonl"))
+    assert [(e["type"], e["call_id"]) for e in first] == [
+        ("call", "1"),
+        ("note", "1"),
+        ("result", "late"),
+        ("note", "end"),
+    ]
+    assert [e["seq"] for e in first] == sorted(e["seq"] for e in first)
+    second = [(e["type"], e["call_id"]) for e in read_events(tmp_path / "two.jsonl")]
+    assert second == [("call", "2"), ("note", "2"), ("call", "2.1"), ("result", "after")]
+
+
+def test_a_short_write_is_carried_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from keen.harness.events import EventLog
+
+    # os.write may take part of what it is given (a pipe, a full disk's last blocks): the
+    # rest is written after it, nothing lost or written twice.
+    real = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real(fd, bytes(data[:7])))
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path, "s")
+    with log.held():
+        log.opening("call", call_id="1.1", name="t", arguments={"text": "é" * 40})
+        log.emit("result", call_id="1.1", outcome="ok", text="done")
+    log.emit("note", text="after")
+    monkeypatch.undo()
+    log.close()
+    assert [e["type"] for e in read_events(path)] == ["call", "result", "note"]
+    assert [e["seq"] for e in read_events(path)] == [1, 2, 3]

@@ -187,7 +187,7 @@ def repool(old: Pooled, take: np.ndarray, columns: Columns, added: Columns, g: n
 
 
 def _splice_arrays(old: np.ndarray, take: np.ndarray, added: np.ndarray) -> np.ndarray:
-    """Rows of ``old`` and ``added`` as :func:`splice` takes them, for one 2-d array."""
+    """Rows of ``old`` and ``added`` as :func:`keen.capabilities._rows.splice` takes them, for one 2-d array."""
     import numpy as np
 
     spans = runs(take)

@@ -124,9 +124,10 @@ _DIGITS = tuple(f"{n:03d}" for n in range(1000))
 
 _time_ns = time.time_ns
 
-_stamp: tuple[int, str] = (-(10**18), "")
+_stamp: tuple[int, str] = (-(10**20), "")
 """The start of the last second an event's ``ts`` formatted (nanoseconds since the epoch),
-and its text: the date and time of day are formatted once a second (:meth:`EventLog.emit`)."""
+and its text: the date and time of day are formatted once a second (:meth:`EventLog.emit`).
+The first start lies outside ``datetime``'s range, so no clock's second is taken for it."""
 
 
 logger = logging.getLogger(__name__)
@@ -156,7 +157,8 @@ another log the task holds too is its ``outer`` (:func:`_held`)."""
 def _held(log: EventLog) -> _Held | None:
     """The block holding ``log``'s lines in this task, if one does."""
     block = _HELD.get()
-    while block is not None and block.log is not log:
+    # A block without its token has ended: a task made inside it still sees it in its context.
+    while block is not None and (block.log is not log or block.token is None):
         block = block.outer
     return block
 
@@ -382,17 +384,24 @@ class EventLog:
         block.lines.append(self._line(block.type, block.fields))
         block.type = ""
 
-    def held(self, type: str = "", fields: str = "") -> AbstractContextManager[None]:
+    def held(
+        self, type: str = "", shape: LineShape | None = None, *values: Any
+    ) -> AbstractContextManager[None]:
         """Hold the events this task emits in the block (one call's) and write them with one
         ``write`` when it ends, however it ends (:meth:`release` writes them sooner).
 
         Args:
             type: the call's first event, kept open as :meth:`opening_fields` keeps it
                 (``""``: none yet).
-            fields: that event's fields' JSON, no braces (:meth:`LineShape.fields`).
+            shape: that event's line shape; its fields are :meth:`LineShape.fields` of
+                ``values``, encoded here, after the redactor's memo is read: a secret learnt
+                from then on has the line encoded again before it is written.
+            *values: the shape's varying values, in its order.
         """
+        memo = redactor.memo  # before the line is encoded, never after (see above)
+        fields = shape.fields(*values) if shape is not None else ""
         block = _new(_Held)
-        block.log, block.type, block.fields, block.lines, block.memo = self, type, fields, [], redactor.memo
+        block.log, block.type, block.fields, block.lines, block.memo = self, type, fields, [], memo
         return block
 
     def release(self) -> None:
@@ -487,7 +496,9 @@ class _Held:
     def __exit__(self, *exc: object) -> None:
         if self.token is not None:
             _HELD.reset(self.token)
-            self.token = self.outer = None
+            # outer stays: a task made inside this block keeps it in its context and must
+            # still find the blocks around it (its lines then keep their order).
+            self.token = None
             self.log._flush(self)  # pyright: ignore[reportPrivateUsage]
 
 

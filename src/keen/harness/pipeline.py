@@ -363,7 +363,7 @@ class Harness:
         # The call's events are written together: those before execute as it starts, the rest
         # at the end (keen.harness.events); the call's own line is kept open for the
         # permission gate's verdict (annotate): one line less per call.
-        with self.log.held("call", shape.fields(call_id, arguments)):
+        with self.log.held("call", shape, call_id, arguments):
             approver = approver or Approver(self.approve, self.approved_by)
             call = await self._pipeline.run(Call(name, arguments, approver, caller=caller, call_id=call_id))
         return call.shown or _observation(call)
