@@ -54,10 +54,11 @@ import anyio
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from _common import DEMO_SERVER, PYTHON, keen_home, load_text, print_block, verdict, write_config
+from keen import paths
 from keen.mcp import Manager
 from keen.mcp.connection.sdk_private import negotiate_auto
 from keen.serve.server import KeenServer
-from keen.trust import PinGuard
+from keen.trust import PinGuard, PinStore
 from mcp import ClientSession
 
 __all__ = ["bench", "main", "served_demo"]
@@ -71,7 +72,8 @@ async def served_demo(stack: AsyncExitStack, home: Path) -> tuple[Manager, KeenS
     """A Manager connected to the demo server and a ``keen serve`` (search mode) over it,
     both closed with ``stack``: what each path of this bench and ``bench/call_grind.py`` calls."""
     manager = Manager(
-        write_config(home, {"bench": {"command": PYTHON, "args": DEMO_SERVER}}), trust=PinGuard()
+        write_config(home, {"bench": {"command": PYTHON, "args": DEMO_SERVER}}),
+        trust=PinGuard(PinStore(paths.pins_dir())),  # as keen serve makes it
     )
     served = await stack.enter_async_context(
         KeenServer(manager, mode="search", audit_path=Path(home) / "serve-audit.jsonl")

@@ -54,9 +54,10 @@ from _common import (
     verdict,
     write_config,
 )
+from keen import paths
 from keen.mcp import Manager, ServerState
 from keen.mcp.connection.sdk_private import negotiate_auto
-from keen.trust import PinGuard
+from keen.trust import PinGuard, PinStore
 from mcp import ClientSession
 
 __all__ = ["bench", "main", "report"]
@@ -101,7 +102,8 @@ async def _bench(args: argparse.Namespace, passes: _Passes) -> dict[str, Any]:
         async with AsyncExitStack() as stack:
             manager = await stack.enter_async_context(
                 Manager(
-                    write_config(home, {"bench": {"command": PYTHON, "args": server_args}}), trust=PinGuard()
+                    write_config(home, {"bench": {"command": PYTHON, "args": server_args}}),
+                    trust=PinGuard(PinStore(paths.pins_dir())),  # as keen serve makes it
                 )
             )
             await manager.wait_ready(60)

@@ -367,3 +367,25 @@ async def test_a_runtime_never_started_closes_without_starting_anything(
     with pytest.raises(ValueError, match=r"start=False\) cannot wait for discovery or sync"):
         async with open_runtime(manager=_manager(path, basic=make_basic_server()), start=False, wait=5):
             pass
+
+
+async def test_a_runtime_keeps_the_pins_folder_it_opened_with(
+    keen_home: Path,
+    write_config: Callable[[dict[str, Any]], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Found once, as the skills' folder: every call looks at a pin file, and reading
+    # KEEN_HOME at each look cost more than the look's stat. A pin written there (by
+    # `keen mcp trust` in another process, say) is what the runtime's calls see.
+    write_config({"basic": IN_MEMORY})
+    async with open_runtime(start=False) as rt:
+        guard = rt.manager.trust
+        assert isinstance(guard, PinGuard)
+        monkeypatch.setenv("KEEN_HOME", str(tmp_path / "elsewhere"))
+        assert guard.store.path("basic") == keen_home / "mcp" / "pins" / "basic.json"
+        assert guard.stamp("basic") is None  # no pin yet: nothing under the runtime's folder
+        pin = keen_home / "mcp" / "pins" / "basic.json"
+        pin.parent.mkdir(parents=True)
+        pin.write_text("{}")
+        assert guard.stamp("basic") is not None  # the file under the folder it opened with

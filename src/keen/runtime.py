@@ -31,7 +31,7 @@ from keen.mcp.types import ServerState, ServerStatus
 from keen.mcpskills import LiveSkills
 from keen.mcpskills import snapshot as live_snapshot
 from keen.skills.cache import DiscoveryCache
-from keen.trust import PinGuard
+from keen.trust import PinGuard, PinStore
 
 if TYPE_CHECKING:
     from keen.capabilities import Catalog, PermissionMode
@@ -269,7 +269,10 @@ async def open_runtime(
     async with contextlib.AsyncExitStack() as stack:
         own_config = manager is None and config is not None
         if manager is None:
-            manager = Manager(config_path, config=config, only=only, trust=PinGuard())
+            # The pins' folder found once, as the skills' root above: a store without a root
+            # reads KEEN_HOME at every call's look at the pins.
+            pins = PinGuard(PinStore(paths.pins_dir()))
+            manager = Manager(config_path, config=config, only=only, trust=pins)
         if elicitation is not None:
             manager.elicitation = elicitation
         if elicitation_url is not None:

@@ -65,6 +65,7 @@ def serve(
     ),
 ) -> None:
     """Serve the configured MCP servers to any MCP host with progressive disclosure."""
+    from keen import paths
     from keen.mcp.manager import Manager
     from keen.serve import (
         HttpSecurity,
@@ -75,7 +76,7 @@ def serve(
         serve_stdio,
         tokens_from_env,
     )
-    from keen.trust import PinGuard
+    from keen.trust import PinGuard, PinStore
 
     if transport not in ("stdio", "http"):
         fail(f"unknown --transport {transport!r}; use stdio or http")
@@ -113,8 +114,12 @@ def serve(
         # the config, raising ConfigError for an unusable file), and a start that fails
         # before serving must leave no session.start in it.
         try:
+            # The pins' folder found once: a store without a root reads KEEN_HOME at every
+            # call's look at the pins (os.environ's Python layers, a missing variable's
+            # KeyError: 8,000 to 24,000 instructions a call), and a server's KEEN_HOME is
+            # the one it started with.
             keen = KeenServer(
-                Manager(config, trust=PinGuard()),
+                Manager(config, trust=PinGuard(PinStore(paths.pins_dir()))),
                 mode=mode,  # type: ignore[arg-type]
                 store=state,
                 audit_path=audit_log,
