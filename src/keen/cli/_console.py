@@ -26,6 +26,7 @@ __all__ = [
     "err",
     "fail",
     "guarded",
+    "guarded_reader",
     "keen_home_problem",
     "out",
     "print_error",
@@ -195,3 +196,24 @@ def guarded(fn: Callable[[], T], *, set_up_logging: bool = True) -> T:
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
             err.print(f"stopped by {exc}; MCP servers closed")
         raise SystemExit(int(getattr(exc, "exit_code", EXIT_KEEN_ERROR))) from None
+
+
+def guarded_reader(fn: Callable[[], object]) -> None:
+    """``fn()`` as a command run without typer that only reads and prints (``keen prompt``,
+    ``keen skills list`` and ``show``): behind :func:`guarded`, with the collector paused and
+    logging set up only at the first record a Keen module logs.
+
+    What such a process makes (modules, classes, what it prints) lives until it exits, so
+    the collector's walks over it would free next to nothing (:mod:`keen._gcfreeze`; it is
+    never resumed: the process ends with the command). A run without trouble logs nothing,
+    so logging is not even imported (:mod:`keen._log`).
+    """
+    from keen._gcfreeze import pause_collection
+    from keen._log import before_first_record
+
+    pause_collection()
+    if "logging" in sys.modules:
+        setup_logging(False)
+    else:
+        before_first_record(lambda: setup_logging(False))
+    guarded(fn, set_up_logging=False)

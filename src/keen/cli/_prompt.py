@@ -20,9 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from keen import paths
-from keen._gcfreeze import pause_collection
-from keen._log import before_first_record
-from keen.cli._console import fail, guarded, out, print_json, setup_logging
+from keen.cli._console import fail, guarded_reader, out, print_json
 
 __all__ = ["print_stats", "run_alone", "show"]
 
@@ -169,15 +167,5 @@ def run_alone(args: Sequence[str]) -> bool:
     options = plain_options(args)
     if options is None or "_KEEN_COMPLETE" in os.environ:
         return False
-    # What this process makes (modules, classes, the skills, the prompt) lives until it
-    # exits: the collector's walks over it (about 17 from here) would free next to nothing
-    # (keen._gcfreeze). Never resumed: the process ends with the command.
-    pause_collection()
-    # Logging is set up as the root command sets it up, at the first record a Keen module
-    # logs (keen._log): a prompt built without trouble logs none, so logging is not imported.
-    if "logging" in sys.modules:
-        setup_logging(False)
-    else:
-        before_first_record(lambda: setup_logging(False))
-    guarded(lambda: show(**options), set_up_logging=False)
+    guarded_reader(lambda: show(**options))
     return True

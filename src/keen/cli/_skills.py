@@ -22,9 +22,7 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from keen import paths
-from keen._gcfreeze import pause_collection
-from keen._log import before_first_record
-from keen.cli._console import fail, guarded, print_json, setup_logging
+from keen.cli._console import fail, guarded_reader, print_json
 
 if TYPE_CHECKING:
     from keen.skills import Discovery
@@ -193,18 +191,8 @@ def run_alone(args: Sequence[str]) -> bool:
     options = plain_options(args)
     if options is None or "_KEEN_COMPLETE" in os.environ:
         return False
-    # What this process makes (modules, classes, the listing) lives until it exits: the
-    # collector's walks over it would free next to nothing (keen._gcfreeze; about 2 % of the
-    # command's instructions). Never resumed: the process ends with the command.
-    pause_collection()
-    # Logging is set up as the root command sets it up, at the first record a Keen module
-    # logs (keen._log): a listing read without trouble logs none, so logging is not imported.
-    if "logging" in sys.modules:
-        setup_logging(False)
-    else:
-        before_first_record(lambda: setup_logging(False))
     if options["command"] == "list":
-        guarded(lambda: list_skills(as_json=options["as_json"]), set_up_logging=False)
+        guarded_reader(lambda: list_skills(as_json=options["as_json"]))
     else:
-        guarded(lambda: show_skill(options["name"], as_json=options["as_json"]), set_up_logging=False)
+        guarded_reader(lambda: show_skill(options["name"], as_json=options["as_json"]))
     return True
