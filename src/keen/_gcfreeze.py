@@ -24,7 +24,7 @@ live as long as the process, and small acyclic values that reference counting fr
 collector's walks over them (about 20 young collections and 2 older ones from the command's
 start at 292 skills, 4-5 ms of CPU) free next to nothing and only delay the request. The
 young objects are walked once when it resumes, behind the request. A plain ``keen prompt``
-and ``keen skills list``, run without typer, pause it for their whole run, for the same
+and ``keen skills list`` and ``show``, run without typer, pause it for their whole run, for the same
 reason (``keen.cli._prompt``, ``keen.cli._skills``). Only the ``keen`` command pauses: a
 library caller's process is its host's.
 """

@@ -24,7 +24,8 @@ from keen.skills import MARKER_FILE
 def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
     """A generated skill, one a person wrote (its description looks like markup), one
     disabled, and two broken ones: no frontmatter, and a folder whose name holds a
-    terminal's colour code (it reaches the warning as it is)."""
+    terminal's colour code (the warning shows it escaped), and a description holding a C1
+    control and a bidi mark (escaped in --json)."""
     made = make_home(tmp_path_factory.mktemp("skills"))
     root = made.keen_home / "skills"
     texts = {
@@ -33,6 +34,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
         "old": "---\ndescription: An old skill.\n---\n",
         "broken": "no frontmatter here\n",
         "bad\x1b[31mname": "---\ndescription: Coloured.\n---\n",
+        "marks": '---\ndescription: "C1 \\u009b31m and \\u202e reversed"\n---\n',
     }
     for name, text in texts.items():
         (root / name).mkdir(parents=True)
@@ -51,8 +53,9 @@ def test_a_plain_listing_prints_what_the_typer_command_prints(home: Home, args: 
         typer_run.stderr,
     ), f"{typer_run}\n=== without typer:\n{alone}"
     assert alone.code == 0 and "warning: skill 'broken' skipped" in alone.stderr, alone
-    # click's echo takes colour codes out of text written to what is not a terminal: so does this.
-    assert "\x1b" not in alone.stderr and "bad[31m" not in alone.stderr and "badname" in alone.stderr
+    # A folder's name is escaped wherever the warning shows it, on a terminal or not.
+    assert "\x1b" not in alone.stderr and "bad\\x1b[31mname)" in alone.stderr  # its path too
+    assert "\u009b" not in alone.stdout and "\u202e" not in alone.stdout
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ other commands and commands that touch no server (``--version``, ``skills``, ``p
 start without loading the MCP SDK. ``keen prompt`` with only its own options (no
 ``--help``, no ``-v``, numbers as plain digits) runs without typer at all
 (:mod:`keen.cli._prompt`), and so do ``keen chat -p PROMPT`` with only its own options
-(:mod:`keen.cli._chat`) and ``keen skills list [--json]`` (:mod:`keen.cli._skills`); every
+(:mod:`keen.cli._chat`) and ``keen skills list [--json]`` and ``keen skills show NAME [--json]``
+(:mod:`keen.cli._skills`); every
 other command line goes through the typer application (``keen.cli.app``, built on first use).
 """
 

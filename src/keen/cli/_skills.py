@@ -14,7 +14,6 @@ completion stay typer's, byte for byte. The error boundary is the CLI's one,
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -22,6 +21,7 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from keen import paths
+from keen._terminal import safe_json, terminal_text
 from keen.cli._console import fail, guarded_reader, print_json
 
 if TYPE_CHECKING:
@@ -76,7 +76,9 @@ def list_skills(*, as_json: bool) -> None:
     """
     found = _discover()
     for problem in found.problems:
-        _echo(f"warning: {problem} ({problem.path})", sys.stderr)
+        # The folder's name is the skill's: any text a person or a tool wrote (escaped, as a
+        # terminal must never act on it).
+        _echo(f"warning: {problem} ({terminal_text(str(problem.path))})", sys.stderr)
     if as_json:
         rows = [
             {
@@ -88,7 +90,8 @@ def list_skills(*, as_json: bool) -> None:
             }
             for s in found.skills
         ]
-        _echo(json.dumps(rows, indent=2, ensure_ascii=False), sys.stdout)
+        # DEL, C1 controls and bidi marks of a hand-written SKILL.md escaped as well.
+        _echo(safe_json(rows), sys.stdout)
         return
     from rich.console import Console
 
