@@ -4,15 +4,12 @@ command line (help, -v, ``--budget=N``, a repeated or unknown option) is typer's
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from helpers.cli import Home, make_home
+from helpers.cli import FreshRun, Home, fresh_keen, make_home
 from keen.cli._prompt import plain_options
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import generate_skill
@@ -121,23 +118,6 @@ def test_plain_options_reads_only_its_own_options() -> None:
         assert plain_options(other) is None, other
 
 
-# Runs the console script's entry point in a new interpreter, then reports what it imported:
-# typer, and Keen's CLI modules.
-_RUN = """
-import json, sys
-from keen.cli import main
-sys.argv = ["keen", *sys.argv[1:]]
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-cli = sorted(m for m in sys.modules if m.startswith("keen.cli."))
-print(json.dumps({"code": code, "typer": "typer" in sys.modules, "cli": cli}), file=sys.stderr)
-"""
-
-
 @pytest.mark.parametrize(
     ("args", "typer", "own"),
     [
@@ -152,19 +132,11 @@ print(json.dumps({"code": code, "typer": "typer" in sys.modules, "cli": cli}), f
 def test_keen_prompt_starts_without_typer(
     home: Home, args: tuple[str, ...], typer: bool, own: list[str] | None
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN, *args],
-        capture_output=True,
-        text=True,
-        env=home.env(),
-        timeout=60,
-        check=False,
-    )
-    figures = json.loads(done.stderr.strip().splitlines()[-1])
-    assert figures["typer"] is typer, (args, done.stderr)
-    assert figures["code"] == (2 if args[-1] == "10" else 0), done.stderr
+    done = fresh_keen(home.env(), *args)
+    assert ("typer" in done.loaded) is typer, (args, done.stderr)
+    assert done.code == (2 if args[-1] == "10" else 0), done.stderr
     if own is not None:
-        loaded = figures["cli"]
+        loaded = done.cli
         assert [m for m in loaded if m.endswith("_cmd")] == own, loaded
         assert "keen.cli._prompt" in loaded, loaded
 
@@ -176,15 +148,8 @@ def test_completion_goes_through_typer(home: Home) -> None:
         "COMP_WORDS": "keen prompt --bu",
         "COMP_CWORD": "2",
     }
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN, "prompt", "--budget", "4000"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    assert json.loads(done.stderr.strip().splitlines()[-1])["typer"] is True, done.stderr
+    done = fresh_keen(env, "prompt", "--budget", "4000")
+    assert "typer" in done.loaded, done.stderr
 
 
 def test_a_warning_on_the_way_is_logged_as_the_root_command_logs_it(tmp_path: Path) -> None:
@@ -196,20 +161,14 @@ def test_a_warning_on_the_way_is_logged_as_the_root_command_logs_it(tmp_path: Pa
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: notes\ndescription: Keep short notes.\n---\nWrite notes.\n")
 
-    def fresh() -> subprocess.CompletedProcess[str]:
+    def fresh() -> FreshRun:
         # A new interpreter (the console script's forks start warm, with logging imported).
-        script = _RUN + "print('logging' in sys.modules, file=sys.stderr)\n"
-        return subprocess.run(
-            [sys.executable, "-c", script, "prompt"],
-            capture_output=True,
-            text=True,
-            env=made.env(),
-            timeout=60,
-            check=True,
-        )
+        done = fresh_keen(made.env(), "prompt")
+        assert done.code == 0, done.stderr
+        return done
 
     quiet = fresh()
-    assert quiet.stderr.strip().splitlines()[-1] == "False", quiet.stderr
+    assert "logging" not in quiet.loaded, quiet.stderr
     (skill / ".keen-generated-mcp.json").write_text("{not json")
     alone, typer_run = fresh(), made.keen("prompt")
     warning = f"WARNING keen.skills.discover: skill dir {skill}: unreadable .keen-generated-mcp.json ("

@@ -8,13 +8,11 @@ skills store holds what it reads), and the JSON listing and a skill's text not r
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers.cli import Home, make_home
+from helpers.cli import Home, fresh_keen, make_home
 from helpers.skills import settle
 from keen.cli._skills import plain_options
 from keen.skills import MARKER_FILE
@@ -163,25 +161,6 @@ def test_plain_options_reads_only_the_commands_own_options() -> None:
         assert plain_options(other) is None, other
 
 
-# Runs the console script's entry point in a new interpreter (the test processes' forks
-# start with everything imported), then reports which of the modules it imported.
-_RUN = """
-import json, sys
-from keen.cli import main
-sys.argv = ["keen", *sys.argv[1:]]
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-names = ("typer", "rich", "mcp", "pydantic", "logging", "yaml")
-seen = {name: name in sys.modules for name in names}
-cli = sorted(m for m in sys.modules if m.startswith("keen.cli."))
-print(json.dumps({"code": code, "seen": seen, "cli": cli}), file=sys.stderr)
-"""
-
-
 @pytest.mark.parametrize(
     ("args", "kept_off"),
     [
@@ -199,18 +178,10 @@ def test_keen_skills_list_imports_only_what_it_shows(
         (made.keen_home / "skills" / name).mkdir(parents=True)
         (made.keen_home / "skills" / name / "SKILL.md").write_text(f"---\ndescription: {name}.\n---\n")
 
-    def run() -> tuple[set[str], list[str], str]:
-        done = subprocess.run(
-            [sys.executable, "-c", _RUN, *args],
-            capture_output=True,
-            text=True,
-            env=made.env(),
-            timeout=60,
-            check=False,
-        )
-        figures = json.loads(done.stderr.strip().splitlines()[-1])
-        assert figures["code"] == 0, done.stderr
-        return {name for name, seen in figures["seen"].items() if seen}, figures["cli"], done.stderr
+    def run() -> tuple[frozenset[str], list[str], str]:
+        done = fresh_keen(made.env(), *args)
+        assert done.code == 0, done.stderr
+        return done.loaded, done.cli, done.stderr
 
     # A run parses each SKILL.md (PyYAML) and stores what it read (keen.skills.cache) once the
     # files are older than the store's racy window; the runs after take them from there.
@@ -227,14 +198,6 @@ def test_keen_skills_list_imports_only_what_it_shows(
 
 
 def test_help_still_goes_through_typer(home: Home) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN, "skills", "list", "--help"],
-        capture_output=True,
-        text=True,
-        env=home.env(),
-        timeout=60,
-        check=False,
-    )
-    figures = json.loads(done.stderr.strip().splitlines()[-1])
-    assert figures["seen"]["typer"] is True and "keen.cli.skills_cmd" in figures["cli"], done.stderr
+    done = fresh_keen(home.env(), "skills", "list", "--help")
+    assert "typer" in done.loaded and "keen.cli.skills_cmd" in done.cli, done.stderr
     assert "Usage: keen skills list" in done.stdout, done.stdout

@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from helpers.forkserver import forked
 
-__all__ = ["KEEN", "REAL_KEEN", "Home", "Run", "make_home", "read_until"]
+__all__ = ["KEEN", "REAL_KEEN", "FreshRun", "Home", "Run", "fresh_keen", "make_home", "read_until"]
 
 _SCRIPT = Path(sys.executable).with_name("keen")
 REAL_KEEN: list[str] = (
@@ -150,3 +150,51 @@ def read_until(fd: int, needle: bytes, timeout: float) -> bytes:
             except OSError:
                 break
     return seen
+
+
+# The console script's entry point in a new interpreter (the fork server's children start
+# with everything imported), reporting on its last stderr line its exit code, which of the
+# watched modules it imported, and Keen's CLI modules.
+_FRESH = """
+import json, sys
+from keen.cli import main
+sys.argv = ["keen", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+watched = ("typer", "rich", "mcp", "pydantic", "logging", "yaml")
+cli = sorted(m for m in sys.modules if m.startswith("keen.cli."))
+report = {"code": code, "loaded": [m for m in watched if m in sys.modules], "cli": cli}
+print(json.dumps(report), file=sys.stderr)
+"""
+
+
+@dataclass(frozen=True)
+class FreshRun:
+    """What :func:`fresh_keen` saw: the exit code, which of typer, rich, mcp, pydantic,
+    logging and yaml were imported, the ``keen.cli.*`` modules imported (sorted), and the
+    output (stderr ends with the report line)."""
+
+    code: int | str | None
+    loaded: frozenset[str]
+    cli: list[str]
+    stdout: str
+    stderr: str
+
+
+def fresh_keen(env: dict[str, str], *args: str) -> FreshRun:
+    """``keen ARGS`` through its entry point in a new interpreter, with ``env``: what a
+    command imports can only be seen from a cold start."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FRESH, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    return FreshRun(report["code"], frozenset(report["loaded"]), report["cli"], done.stdout, done.stderr)
