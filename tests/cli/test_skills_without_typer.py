@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import Home, fresh_keen, make_home
+from helpers.cli import Home, Run, fresh_keen, make_home
 from helpers.skills import settle
 from keen.cli._skills import plain_options
 from keen.skills import MARKER_FILE
@@ -42,14 +42,21 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
     return made
 
 
-@pytest.mark.parametrize("args", [("skills", "list"), ("skills", "list", "--json")])
-def test_a_plain_listing_prints_what_the_typer_command_prints(home: Home, args: tuple[str, ...]) -> None:
+def _as_typer_prints(home: Home, args: tuple[str, ...]) -> Run:
+    """``keen ARGS`` run by the console script (without typer, when it can) after the typer
+    command's run of it: the same exit code, stdout and stderr, which it returns."""
     typer_run, alone = home.keen(*args), home.keen_process(*args)
     assert (alone.code, alone.stdout, alone.stderr) == (
         typer_run.code,
         typer_run.stdout,
         typer_run.stderr,
     ), f"{typer_run}\n=== without typer:\n{alone}"
+    return alone
+
+
+@pytest.mark.parametrize("args", [("skills", "list"), ("skills", "list", "--json")])
+def test_a_plain_listing_prints_what_the_typer_command_prints(home: Home, args: tuple[str, ...]) -> None:
+    alone = _as_typer_prints(home, args)
     assert alone.code == 0 and "warning: skill 'broken' skipped" in alone.stderr, alone
     # A folder's name is escaped wherever the warning shows it, on a terminal or not.
     assert "\x1b" not in alone.stderr and "bad\\x1b[31mname)" in alone.stderr  # its path too
@@ -70,12 +77,7 @@ def test_a_plain_listing_prints_what_the_typer_command_prints(home: Home, args: 
     ],
 )
 def test_a_plain_show_prints_what_the_typer_command_prints(home: Home, args: tuple[str, ...]) -> None:
-    typer_run, alone = home.keen(*args), home.keen_process(*args)
-    assert (alone.code, alone.stdout, alone.stderr) == (
-        typer_run.code,
-        typer_run.stdout,
-        typer_run.stderr,
-    ), f"{typer_run}\n=== without typer:\n{alone}"
+    alone = _as_typer_prints(home, args)
     expected = {"notes": 0, "mcp:github": 0, "broken": 0}.get(
         args[-1] if args[-1] != "--json" else args[2], 2
     )
