@@ -58,7 +58,6 @@ import os
 import stat
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -446,7 +445,7 @@ class DiscoveryCache:
                         marker_stamp,
                     )
             if isinstance(result, Skill) and result.enabled != config.is_enabled(result.name):
-                result = replace(result, enabled=config.is_enabled(result.name))
+                result = result._replace(enabled=config.is_enabled(result.name))
             return result
 
         listing = [e[0] for e in state.entries if _is_listed(e)]
