@@ -50,8 +50,9 @@ state was taken is *unsettled*: it never counts as unchanged, so a file that was
 written is read again at the next call, until it is old enough to be trusted.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: typing.NamedTuple compiles each field's
+# annotation when it is a string (about 1.6 million instructions a field), and this module
+# loads with every prompt.
 import contextlib
 import json
 import os
@@ -146,7 +147,7 @@ class SkillsDirState(NamedTuple):
     def settled(self) -> bool:
         return not self.racy
 
-    def unchanged_since(self, other: SkillsDirState | None) -> bool:
+    def unchanged_since(self, other: "SkillsDirState | None") -> bool:
         """True when ``other`` was taken of the same directory, both are settled and equal."""
         return other is not None and self.settled and other.settled and self == other
 
