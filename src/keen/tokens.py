@@ -51,12 +51,12 @@ import marshal
 import math
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from keen import _digest, paths
 from keen._fs import atomic_write_bytes
 from keen._log import LazyLogger
+from keen._record import FrozenRecord
 
 __all__ = [
     "MAX_CACHED_COUNTS",
@@ -99,9 +99,8 @@ MAX_CACHED_COUNTS = 200_000
 logger = LazyLogger(__name__)
 
 
-@dataclass(frozen=True)
-class TokenCounter:
-    """``count(text) -> int`` tokens.
+class TokenCounter(FrozenRecord):
+    """``count(text) -> int`` tokens (a frozen dataclass, :mod:`keen._record`).
 
     Attributes:
         name: ``tiktoken:o200k_base`` (exact) or ``estimate:bytes/4``.
@@ -112,7 +111,13 @@ class TokenCounter:
 
     name: str
     count: Callable[[str], int]
-    source: str = ""
+    source: str
+
+    _fields = ("name", "count", "source")
+    __match_args__ = _fields
+
+    def __init__(self, name: str, count: Callable[[str], int], source: str = "") -> None:
+        self._set(name=name, count=count, source=source)
 
     @property
     def exact(self) -> bool:

@@ -10,6 +10,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from helpers.cli import KEEN
 from keen.gateway import tool_definition
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import generate_skill
@@ -49,9 +50,20 @@ def test_the_default_call_tool_is_the_gateways_for_the_same_directory(tmp_path: 
 
 def test_a_host_building_its_prompt_imports_no_gateway(tmp_path: Path) -> None:
     # Nor what only a call or a log record needs: hashlib (OpenSSL's, about 3.5 ms: the
-    # caches hash with CPython's own BLAKE2b and SHA-256, keen._digest) and the redactor.
+    # caches hash with CPython's own BLAKE2b and SHA-256, keen._digest) and the redactor;
+    # nor dataclasses with inspect (about 40 million instructions: the path's records are
+    # keen._record's), nor copy (the search tool's schema is copied as JSON).
     root = skills(tmp_path / "skills", 3)
-    unloaded = ("keen.gateway", "keen.calls", "anyio", "hashlib", "keen._redact")
+    unloaded = (
+        "keen.gateway",
+        "keen.calls",
+        "anyio",
+        "hashlib",
+        "keen._redact",
+        "dataclasses",
+        "inspect",
+        "copy",
+    )
     code = (
         "import sys\nfrom pathlib import Path\nfrom keen.prompt import budgeted_prompt\n"
         f"section = budgeted_prompt(4000, Path({str(root)!r}))\n"
@@ -61,3 +73,32 @@ def test_a_host_building_its_prompt_imports_no_gateway(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["full", "[]"], done.stdout
+
+
+def test_the_librarys_prompt_is_keen_prompts_byte_for_byte(tmp_path: Path) -> None:
+    # keen prompt --budget prints the section the library gives a host, one newline added,
+    # whether the section was computed (the first start) or read from its store (the next).
+    root = skills(tmp_path / "skills", 40)
+    env = {**os.environ, "KEEN_HOME": str(tmp_path)}
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom keen.prompt import budgeted_prompt\n"
+        "sys.stdout.write(budgeted_prompt(int(sys.argv[2]), Path(sys.argv[1])).text)\n"
+    )
+    fixed = budgeted_prompt(0, root).overhead_tokens
+    for budget in (fixed + 120, fixed + 400, 20_000):
+        for _ in ("computed", "stored"):
+            library = subprocess.run(
+                [sys.executable, "-c", code, str(root), str(budget)],
+                capture_output=True,
+                env=env,
+                timeout=120,
+                check=True,
+            )
+            command = subprocess.run(
+                [*KEEN, "prompt", "--budget", str(budget)],
+                capture_output=True,
+                env=env,
+                timeout=120,
+                check=True,
+            )
+            assert library.stdout and command.stdout == library.stdout + b"\n", budget

@@ -23,13 +23,12 @@ local, else an estimate) unless a counter is passed.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from keen._record import FrozenRecord
 from keen.capabilities import _section_store
 from keen.entry_tools import SEARCH_TOOL
 from keen.paths import WINDOWS_COLON
@@ -54,12 +53,12 @@ MIN_DESCRIPTION_CHARS = 24
 """Below this a description says little more than the name; folding costs less then."""
 
 
-@dataclass(frozen=True)
-class BudgetedSection:
+class BudgetedSection(FrozenRecord):
     """What :func:`budgeted_section` produced. ``text``: the section (``""`` or ending in
     ``\\n``); ``tokens``: its tokens plus the overhead's; ``step``: ``full``, ``compact``,
     ``folded`` or ``empty``; ``listed``: skills with a line; ``folded``: skills folded
-    into the search line; ``description_cap``: the cut applied (``None``: none)."""
+    into the search line; ``description_cap``: the cut applied (``None``: none). A frozen
+    dataclass (:mod:`keen._record`; each list new when not given)."""
 
     text: str
     tokens: int
@@ -67,9 +66,47 @@ class BudgetedSection:
     overhead_tokens: int
     step: Literal["full", "compact", "folded", "empty"]
     tokenizer: str
-    listed: list[str] = field(default_factory=lambda: list[str]())
-    folded: list[str] = field(default_factory=lambda: list[str]())
-    description_cap: int | None = None
+    listed: list[str]
+    folded: list[str]
+    description_cap: int | None
+
+    _fields = (
+        "text",
+        "tokens",
+        "budget",
+        "overhead_tokens",
+        "step",
+        "tokenizer",
+        "listed",
+        "folded",
+        "description_cap",
+    )
+    _new_lists = ("listed", "folded")
+    __match_args__ = _fields
+
+    def __init__(
+        self,
+        text: str,
+        tokens: int,
+        budget: int,
+        overhead_tokens: int,
+        step: Literal["full", "compact", "folded", "empty"],
+        tokenizer: str,
+        listed: list[str] | None = None,
+        folded: list[str] | None = None,
+        description_cap: int | None = None,
+    ) -> None:
+        self._set(
+            text=text,
+            tokens=tokens,
+            budget=budget,
+            overhead_tokens=overhead_tokens,
+            step=step,
+            tokenizer=tokenizer,
+            listed=[] if listed is None else listed,
+            folded=[] if folded is None else folded,
+            description_cap=description_cap,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -192,7 +229,7 @@ def budgeted_section(
     if stored is not None:
         return BudgetedSection(**stored)
     section = _section(enabled, budget, skills_root, counter, overhead, None)
-    _section_store.keep_section(key, dataclasses.asdict(section))
+    _section_store.keep_section(key, section._asdict())
     return section
 
 

@@ -50,15 +50,15 @@ state was taken is *unsettled*: it never counts as unchanged, so a file that was
 written is read again at the next call, until it is old enough to be trusted.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: typing.NamedTuple compiles each field's
+# annotation when it is a string, and the first such compile in a process costs about 11
+# million instructions (0.25 a field after it); this module loads with every prompt.
 import contextlib
 import json
 import os
 import stat
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -147,7 +147,7 @@ class SkillsDirState(NamedTuple):
     def settled(self) -> bool:
         return not self.racy
 
-    def unchanged_since(self, other: SkillsDirState | None) -> bool:
+    def unchanged_since(self, other: "SkillsDirState | None") -> bool:
         """True when ``other`` was taken of the same directory, both are settled and equal."""
         return other is not None and self.settled and other.settled and self == other
 
@@ -446,7 +446,7 @@ class DiscoveryCache:
                         marker_stamp,
                     )
             if isinstance(result, Skill) and result.enabled != config.is_enabled(result.name):
-                result = replace(result, enabled=config.is_enabled(result.name))
+                result = result._replace(enabled=config.is_enabled(result.name))
             return result
 
         listing = [e[0] for e in state.entries if _is_listed(e)]

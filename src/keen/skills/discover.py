@@ -36,12 +36,12 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from keen import paths
 from keen._log import LazyLogger
+from keen._record import FrozenRecord
 from keen.errors import Remedy, SkillError
 from keen.skills.config import SkillsConfig
 
@@ -82,9 +82,8 @@ _MAX_FRONTMATTER_BYTES = 64 * 1024
 _READ_BYTES = 8192
 
 
-@dataclass(frozen=True)
-class Skill:
-    """One usable skill.
+class Skill(FrozenRecord):
+    """One usable skill (a frozen dataclass, :mod:`keen._record`).
 
     ``name``: the skill's name (= its directory name). ``description``: one line.
     ``path``: absolute skill directory (symlinks not resolved). ``skill_md``:
@@ -101,10 +100,35 @@ class Skill:
     description: str
     path: Path
     skill_md: Path
-    enabled: bool = True
-    managed: bool = False
-    paths: tuple[str, ...] = ()
-    tool_count: int | None = None
+    enabled: bool
+    managed: bool
+    paths: tuple[str, ...]
+    tool_count: int | None
+
+    _fields = ("name", "description", "path", "skill_md", "enabled", "managed", "paths", "tool_count")
+    __match_args__ = _fields
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        path: Path,
+        skill_md: Path,
+        enabled: bool = True,
+        managed: bool = False,
+        paths: tuple[str, ...] = (),
+        tool_count: int | None = None,
+    ) -> None:
+        self._set(
+            name=name,
+            description=description,
+            path=path,
+            skill_md=skill_md,
+            enabled=enabled,
+            managed=managed,
+            paths=paths,
+            tool_count=tool_count,
+        )
 
     def read_text(self) -> str:
         """The whole SKILL.md, read now. Raises ``SkillError`` if it cannot be read."""
@@ -121,24 +145,37 @@ class Skill:
         return body
 
 
-@dataclass(frozen=True)
-class SkillProblem:
-    """A skill directory that could not be loaded: ``name`` (directory name), ``path``, ``message``."""
+class SkillProblem(FrozenRecord):
+    """A skill directory that could not be loaded: ``name`` (directory name), ``path``,
+    ``message`` (a frozen dataclass, :mod:`keen._record`)."""
 
     name: str
     path: Path
     message: str
 
+    _fields = ("name", "path", "message")
+    __match_args__ = _fields
+
+    def __init__(self, name: str, path: Path, message: str) -> None:
+        self._set(name=name, path=path, message=message)
+
     def __str__(self) -> str:
         return f"skill {self.name!r} skipped: {self.message}"
 
 
-@dataclass(frozen=True)
-class Discovery:
-    """Result of :func:`discover`: usable ``skills`` and skipped ``problems``, both sorted by name."""
+class Discovery(FrozenRecord):
+    """Result of :func:`discover`: usable ``skills`` and skipped ``problems``, both sorted by
+    name (a frozen dataclass, :mod:`keen._record`; each list new when not given)."""
 
-    skills: list[Skill] = field(default_factory=lambda: list[Skill]())
-    problems: list[SkillProblem] = field(default_factory=lambda: list[SkillProblem]())
+    skills: list[Skill]
+    problems: list[SkillProblem]
+
+    _fields = ("skills", "problems")
+    _new_lists = ("skills", "problems")
+    __match_args__ = _fields
+
+    def __init__(self, skills: list[Skill] | None = None, problems: list[SkillProblem] | None = None) -> None:
+        self._set(skills=[] if skills is None else skills, problems=[] if problems is None else problems)
 
     def get(self, name: str) -> Skill | None:
         return next((s for s in self.skills if s.name == name), None)

@@ -16,7 +16,7 @@ only the MCP sync took it, so processes of an older Keen still exclude each othe
 from __future__ import annotations
 
 import contextlib
-import threading
+from _thread import _local  # threading.local itself, without importing threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +26,7 @@ __all__ = ["LOCK_FILE", "locked"]
 
 LOCK_FILE = ".keen-mcp.lock"
 _LOCK_POLL_SECONDS = 0.05
-_held = threading.local()
+_held = _local()  # per thread: the roots this thread holds (re-entrant)
 
 
 @contextlib.contextmanager

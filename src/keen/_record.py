@@ -1,0 +1,113 @@
+"""Frozen records: what ``@dataclass(frozen=True)`` gives a class, without importing
+:mod:`dataclasses` on a prompt's path.
+
+Importing :mod:`dataclasses` imports :mod:`inspect` (with ``ast``, ``dis``, ``tokenize``):
+about 40 million instructions, and each frozen dataclass compiles six methods from source as
+it is made (about 4 million each), together about 30% of what ``keen prompt`` and a host's
+``keen.prompt.budgeted_prompt`` did beyond the interpreter (docs/architecture.md "Prompt
+start"). The few public records made on that path (``Skill``, ``SkillProblem``,
+``Discovery``, ``TokenCounter``, ``BudgetedSection``) subclass :class:`FrozenRecord`
+instead: their ``__init__`` is written in the class (compiled once, into the bytecode cache)
+and this base gives what the decorator would (``__repr__``, ``__eq__``, ``__hash__``,
+assignment refused with :class:`dataclasses.FrozenInstanceError`). They stay dataclasses to
+anyone who asks: ``__dataclass_fields__`` and ``__dataclass_params__`` are made at their
+first look-up, by :func:`dataclasses.dataclass` over the same declaration, so
+:func:`dataclasses.is_dataclass`, :func:`~dataclasses.fields`,
+:func:`~dataclasses.replace`, :func:`~dataclasses.asdict` and a ``@dataclass`` subclass work
+as before (``tests/test_record.py`` compares each record with its dataclass twin).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Self
+
+__all__ = ["FrozenRecord"]
+
+
+class _DataclassView:
+    """``__dataclass_fields__`` / ``__dataclass_params__`` of a record, made at the first
+    look-up (module doc) and then kept on the record's class."""
+
+    def __init__(self, attr: str) -> None:
+        self.attr = attr
+
+    def __get__(self, instance: object, owner: type[Any]) -> Any:
+        # The record class that declares the fields: ``owner`` or the one it subclasses.
+        owner = next(c for c in owner.__mro__ if "_fields" in c.__dict__)
+        if owner is FrozenRecord:
+            raise AttributeError(self.attr)
+        import dataclasses
+
+        defaults = owner.__init__.__defaults__ or ()
+        fields: tuple[str, ...] = owner._fields
+        namespace: dict[str, Any] = {
+            "__annotations__": {name: owner.__annotations__[name] for name in fields},
+            "__module__": owner.__module__,
+            "__qualname__": owner.__qualname__,
+            "__doc__": owner.__doc__,
+        }
+        for name, default in zip(fields[len(fields) - len(defaults) :], defaults, strict=True):
+            new_list = name in owner._new_lists
+            namespace[name] = dataclasses.field(default_factory=list) if new_list else default
+        twin: Any = dataclasses.dataclass(frozen=True)(type(owner.__name__, (), namespace))
+        type.__setattr__(owner, "__dataclass_fields__", twin.__dataclass_fields__)
+        type.__setattr__(owner, "__dataclass_params__", twin.__dataclass_params__)
+        return owner.__dict__[self.attr]
+
+
+class FrozenRecord:
+    """Base of a frozen record (module doc). A subclass declares its fields as annotations,
+    lists them in ``_fields`` (and ``__match_args__``), writes ``__init__`` with the fields
+    as parameters in that order (defaults as the dataclass would have them; a list field new
+    per instance, ``default_factory=list``, defaults to ``None`` and is named in
+    ``_new_lists``) and stores them with :meth:`_set`."""
+
+    __slots__ = ()
+    _fields: ClassVar[tuple[str, ...]] = ()
+    _new_lists: ClassVar[tuple[str, ...]] = ()
+    __dataclass_fields__: ClassVar[Any] = _DataclassView("__dataclass_fields__")
+    __dataclass_params__: ClassVar[Any] = _DataclassView("__dataclass_params__")
+
+    def _set(self, **values: Any) -> None:
+        """Store the fields' values (``__init__`` only: assignment is refused afterwards)."""
+        self.__dict__.update(values)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple([getattr(self, name) for name in self._fields])
+
+    def _replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (:func:`dataclasses.replace` without importing it)."""
+        values = {name: getattr(self, name) for name in self._fields}
+        values.update(changes)
+        return type(self)(**values)
+
+    def _asdict(self) -> dict[str, Any]:
+        """The fields by name, lists copied (as :func:`dataclasses.asdict` gives them for
+        fields of strings, numbers and lists of those)."""
+        return {name: list(v) if isinstance(v := getattr(self, name), list) else v for name in self._fields}
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
+        return f"{type(self).__qualname__}({body})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # pyright: ignore[reportAttributeAccessIssue]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if "_fields" in type(self).__dict__ or name in self._fields:
+            import dataclasses
+
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if "_fields" in type(self).__dict__ or name in self._fields:
+            import dataclasses
+
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super().__delattr__(name)

@@ -1,0 +1,175 @@
+"""The frozen records of the prompt's path (``keen._record``) behave as the frozen dataclasses
+they were: each is compared with a twin declared as before, with ``@dataclass(frozen=True)``."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from keen.capabilities import BudgetedSection
+from keen.skills import Discovery, Skill, SkillProblem
+from keen.tokens import TokenCounter
+
+
+@dataclass(frozen=True)
+class Skill0:
+    name: str
+    description: str
+    path: Path
+    skill_md: Path
+    enabled: bool = True
+    managed: bool = False
+    paths: tuple[str, ...] = ()
+    tool_count: int | None = None
+
+
+@dataclass(frozen=True)
+class SkillProblem0:
+    name: str
+    path: Path
+    message: str
+
+
+@dataclass(frozen=True)
+class Discovery0:
+    skills: list[Skill] = field(default_factory=lambda: list[Skill]())
+    problems: list[SkillProblem] = field(default_factory=lambda: list[SkillProblem]())
+
+
+@dataclass(frozen=True)
+class TokenCounter0:
+    name: str
+    count: Callable[[str], int]
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class BudgetedSection0:
+    text: str
+    tokens: int
+    budget: int
+    overhead_tokens: int
+    step: Literal["full", "compact", "folded", "empty"]
+    tokenizer: str
+    listed: list[str] = field(default_factory=lambda: list[str]())
+    folded: list[str] = field(default_factory=lambda: list[str]())
+    description_cap: int | None = None
+
+
+SKILL = ("notes", "Keeps notes.", Path("/s/notes"), Path("/s/notes/SKILL.md"))
+CASES: list[tuple[type[Any], type[Any], tuple[Any, ...], dict[str, Any]]] = [
+    (Skill, Skill0, SKILL, {}),
+    (Skill, Skill0, SKILL, {"enabled": False, "managed": True, "paths": ("*.md",), "tool_count": 3}),
+    (SkillProblem, SkillProblem0, ("bad", Path("/s/bad"), "not a directory"), {}),
+    (Discovery, Discovery0, (), {}),
+    (Discovery, Discovery0, ([Skill(*SKILL)],), {"problems": [SkillProblem("b", Path("/b"), "m")]}),
+    (TokenCounter, TokenCounter0, ("estimate:bytes/4", len), {}),
+    (TokenCounter, TokenCounter0, ("tiktoken:o200k_base", len, "a file"), {}),
+    (BudgetedSection, BudgetedSection0, ("", 0, 10, 5, "empty", "estimate:bytes/4"), {}),
+    (
+        BudgetedSection,
+        BudgetedSection0,
+        ("## Skills\n", 9, 10, 5, "folded", "t"),
+        {"listed": ["a"], "folded": ["b", "c"], "description_cap": 24},
+    ),
+]
+
+
+def _renamed(text: str, record: type[Any], twin: type[Any]) -> str:
+    return text.replace(twin.__qualname__, record.__qualname__)
+
+
+@pytest.mark.parametrize(("record", "twin", "args", "kwargs"), CASES)
+def test_a_record_behaves_as_its_dataclass_twin(
+    record: type[Any], twin: type[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    ours, theirs = record(*args, **kwargs), twin(*args, **kwargs)
+    assert repr(ours) == _renamed(repr(theirs), record, twin)
+    values = tuple(getattr(theirs, f.name) for f in dataclasses.fields(theirs))
+    assert tuple(getattr(ours, f.name) for f in dataclasses.fields(theirs)) == values
+    assert ours == record(*args, **kwargs)
+    assert ours != theirs  # another class, as two dataclasses never compare equal
+    assert (ours == 1) is False
+    try:
+        expected: int | None = hash(values)
+    except TypeError:
+        expected = None
+    if expected is None:
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(ours)
+    else:
+        assert hash(ours) == hash(theirs) == expected
+    assert record.__match_args__ == twin.__match_args__
+    # Frozen: the same error and message for a field, and for a name that is not one.
+    for name in (dataclasses.fields(theirs)[0].name, "other"):
+        with pytest.raises(dataclasses.FrozenInstanceError, match=f"cannot assign to field '{name}'"):
+            setattr(ours, name, 1)
+        with pytest.raises(dataclasses.FrozenInstanceError, match=f"cannot delete field '{name}'"):
+            delattr(ours, name)
+    # What dataclasses' own functions see.
+    assert dataclasses.is_dataclass(record) and dataclasses.is_dataclass(record(*args, **kwargs))
+    got = [
+        (f.name, f.type, f.default, f.default_factory is dataclasses.MISSING)
+        for f in dataclasses.fields(ours)
+    ]
+    want = [
+        (f.name, f.type, f.default, f.default_factory is dataclasses.MISSING)
+        for f in dataclasses.fields(twin)
+    ]
+    assert got == want
+    assert record.__dataclass_params__.frozen and record.__dataclass_params__.eq
+    assert dataclasses.asdict(ours) == dataclasses.asdict(theirs)
+    if record is BudgetedSection:  # its fields: strings, numbers and lists of strings
+        assert ours._asdict() == dataclasses.asdict(theirs)
+    first = dataclasses.fields(theirs)[0].name
+    changed = dataclasses.replace(ours, **{first: getattr(theirs, first)})
+    assert changed == ours and changed is not ours
+    assert ours._replace() == ours
+    # Made again the same way: the constructor's parameters and defaults are the dataclass's.
+    ours_sig, theirs_sig = inspect.signature(record), inspect.signature(twin)
+    assert [(p.name, p.kind) for p in ours_sig.parameters.values()] == [
+        (p.name, p.kind) for p in theirs_sig.parameters.values()
+    ]
+    assert pickle.loads(pickle.dumps(ours)) == ours
+    assert copy.deepcopy(ours) == ours and copy.copy(ours) == ours
+
+
+def test_each_list_a_record_makes_is_its_own() -> None:
+    one, two = Discovery(), Discovery()
+    one.skills.append(Skill(*SKILL))
+    assert two.skills == [] and one.skills != two.skills
+    section = BudgetedSection("", 0, 1, 0, "empty", "t")
+    section.listed.append("x")
+    assert BudgetedSection("", 0, 1, 0, "empty", "t").listed == []
+
+
+def test_a_dataclass_may_subclass_a_record() -> None:
+    @dataclass(frozen=True)
+    class Ranked(Skill):
+        rank: int = 0
+
+    ranked = Ranked(*SKILL, rank=2)  # pyright: ignore[reportCallIssue]: pyright sees only rank
+    assert [f.name for f in dataclasses.fields(ranked)][-2:] == ["tool_count", "rank"]
+    assert ranked.rank == 2 and ranked.name == "notes"
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'rank'"):
+        ranked.rank = 3  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def test_a_plain_subclass_keeps_its_own_attributes_assignable() -> None:
+    class Noted(SkillProblem):
+        pass
+
+    noted = Noted("a", Path("/a"), "m")
+    noted.extra = 1  # pyright: ignore[reportAttributeAccessIssue]
+    assert noted.extra == 1  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'name'"):
+        noted.name = "b"  # pyright: ignore[reportAttributeAccessIssue]
+    assert dataclasses.is_dataclass(Noted)
