@@ -21,7 +21,7 @@ waiting on the network, holds its turn for its whole connect limit while using n
 with one turn per CPU two such servers held every other start back for that long. So while
 starts wait for a turn, the first waiter looks every :data:`LOOK` seconds at what each start in
 flight did since the previous look (Linux ``/proc``: its process's threads and its
-descendants', :func:`keen.mcp.connection.cpu_use.process_trees`). One whose processes were
+descendants', :class:`keen.mcp.connection.cpu_use.ProcessTrees`). One whose processes were
 on a CPU or waiting for one less than :data:`ASLEEP` of the time is asleep, waiting on
 something other than the CPUs: it is set aside, holding no turn, and the waiters go in by the
 rules above; should it be seen working again, it takes its turn back (over the bound until
@@ -44,7 +44,7 @@ from collections.abc import Callable, Collection
 import anyio
 import anyio.lowlevel
 
-from keen.mcp.connection.cpu_use import TreeUse, cpu_busy_share, process_trees
+from keen.mcp.connection.cpu_use import ProcessTrees, TreeUse, cpu_busy_share
 
 __all__ = [
     "ASLEEP",
@@ -140,7 +140,8 @@ class StartSlots:
             own); with ``grow`` only.
         cpus: the machine's CPUs, to turn that share into idle CPUs.
         trees: the use of the given processes and their descendants, those it can read
-            (:func:`~keen.mcp.connection.cpu_use.process_trees`; tests give their own).
+            (a :class:`~keen.mcp.connection.cpu_use.ProcessTrees` of its own; tests give
+            their own); with ``grow`` only.
     """
 
     def __init__(
@@ -151,7 +152,7 @@ class StartSlots:
         clock: Callable[[], float] = time.monotonic,
         cpu_busy: Callable[[], float | None] | None = None,
         cpus: int | None = None,
-        trees: Callable[[Collection[int]], dict[int, TreeUse]] = process_trees,
+        trees: Callable[[Collection[int]], dict[int, TreeUse]] | None = None,
     ) -> None:
         if base < 1:
             raise ValueError(f"a start bound must be at least 1, not {base}")
@@ -164,7 +165,7 @@ class StartSlots:
         self._waiting: deque[StartTurn] = deque()
         self._grow = grow
         self._busy = (cpu_busy or cpu_busy_share()) if grow else None
-        self._trees = trees
+        self._trees = trees or ProcessTrees()
         self._cpus = cpus or os.cpu_count() or 1
         self._asleep: set[StartTurn] = set()
         """Starts set aside as waiting on something other than the CPUs (:meth:`_look`)."""
