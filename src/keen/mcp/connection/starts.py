@@ -25,8 +25,10 @@ descendants', :class:`keen.mcp.connection.cpu_use.ProcessTrees`). One whose proc
 on a CPU or waiting for one less than :data:`ASLEEP` of the time is asleep, waiting on
 something other than the CPUs: it is set aside, holding no turn, and the waiters go in by the
 rules above; should it be seen working again, it takes its turn back (over the bound until
-enough starts end). A start set aside is judged at its end by the CPU its processes used, not
-its wall time. A start whose processes cannot be read (no ``/proc``, not yet launched) is
+enough starts end). The first time a start is set aside it is judged by the CPU its processes
+used so far, not by its wall time: within its quick share the bound grows by one (a stream of
+sleepers goes in at once, not one turn per look), past it the bound halves; its end moves the
+bound no more. A start whose processes cannot be read (no ``/proc``, not yet launched) is
 judged by the machine instead: past its quick share, it is set aside once at least
 :data:`IDLE_CPUS` of the CPUs were idle since the last look (``/proc/stat``). The default bound
 only; elsewhere the bound is as above.
