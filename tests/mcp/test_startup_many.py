@@ -352,3 +352,20 @@ def test_a_launchers_reading_counts_its_childs_cpu() -> None:
     assert list(use) == [parent.pid]
     ran, _ = use[parent.pid]
     assert ran >= 0.2e9  # the child's CPU: the launcher alone used far less
+
+
+async def test_servers_hanging_at_initialize_hold_no_turn_while_the_cpus_read_busy(
+    write_config: Callable[..., Path],
+) -> None:
+    # Two servers hanging at initialize take both turns of a bound of two, for a 200 s limit.
+    # The machine reads busy (other work on it), so the CPUs' idle share never sets them aside:
+    # their own processes, read asleep, do, and the third server gets its turn.
+    hang = stdio_server("hang_init.py", timeouts={"connect": 200})
+    quick = stdio_server("cpu_burn.py", "0", timeouts={"connect": 200})
+    path = write_config({"hang0": hang, "hang1": hang, "quick": quick})
+    slots = StartSlots(2, grow=True, cpu_busy=lambda: 1.0, cpus=2)
+    async with Manager(path, start_slots=slots, trust=PinGuard()) as manager:
+        with anyio.fail_after(100):  # else it waits out their 200 s
+            status = await manager.wait_attempt("quick")
+        assert status.state is ServerState.CONNECTED, status.last_error
+        assert [manager.status(f"hang{i}").state for i in range(2)] == [ServerState.CONNECTING] * 2
