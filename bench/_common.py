@@ -10,10 +10,10 @@ import os
 import statistics
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 __all__ = [
     "DEMO_SERVER",
@@ -24,6 +24,7 @@ __all__ = [
     "median",
     "percentiles",
     "print_block",
+    "sdk_hold",
     "verdict",
     "write_config",
 ]
@@ -54,6 +55,41 @@ def write_config(home: Path, servers: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"version": 1, "servers": servers}, indent=2), encoding="utf-8")
     return path
+
+
+async def sdk_hold(
+    entry: dict[str, Any], errlog: TextIO, ready: Callable[[], None], stop: Any, *, auto: bool = False
+) -> None:
+    """Connect to one stdio server with the bare MCP SDK, call ``ready()`` once its tools are
+    listed, then hold the session until ``stop`` (an ``anyio.Event``) is set.
+
+    Args:
+        entry: the server's configs.json entry (``command``, ``args``).
+        errlog: where the server's stderr goes (the SDK's ``errlog``).
+        ready: called once, after ``initialize`` and ``tools/list``.
+        stop: the session is held until it is set.
+        auto: connect as Keen does to a server of either protocol era,
+            ``mcp.client.client.Client(..., mode="auto")`` (``server/discover`` first, the
+            initialize handshake when the server does not answer it); else
+            ``ClientSession.initialize`` (the handshake era only).
+    """
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from mcp import ClientSession
+
+    params = StdioServerParameters(command=entry["command"], args=entry["args"])
+    if auto:
+        async with Client(stdio_client(params, errlog=errlog), mode="auto") as client:
+            await client.list_tools()
+            ready()
+            await stop.wait()
+        return
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        await session.list_tools()
+        ready()
+        await stop.wait()
 
 
 def median(values: Sequence[float]) -> float:

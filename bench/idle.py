@@ -67,7 +67,7 @@ from typing import Any
 
 import anyio
 
-from _common import PYTHON, TINY_SERVER, keen_home, load_text, median, print_block, write_config
+from _common import PYTHON, TINY_SERVER, keen_home, load_text, median, print_block, sdk_hold, write_config
 
 __all__ = ["main"]
 
@@ -147,10 +147,11 @@ def _servers(n: int) -> dict[str, dict[str, Any]]:
 
 
 async def _child_sdk(n: int, idle: float, *, auto: bool = False) -> dict[str, float]:
-    from mcp.client.client import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    # The SDK's modules sdk_hold uses, imported before the clock starts (as in the keen child).
+    from mcp.client.client import Client  # noqa: F401
+    from mcp.client.stdio import stdio_client  # noqa: F401
 
-    from mcp import ClientSession
+    from mcp import ClientSession  # noqa: F401
 
     # As the keen child's Manager does when it starts (the keen command asks it to:
     # keen._gcfreeze): the objects the imports made are frozen out of the collector's walks,
@@ -160,28 +161,15 @@ async def _child_sdk(n: int, idle: float, *, auto: bool = False) -> dict[str, fl
     all_ready, stop = anyio.Event(), anyio.Event()
     with tempfile.TemporaryDirectory(prefix="keen-bench-sdk-") as tmp:
 
-        async def hold(name: str, entry: dict[str, Any]) -> None:
+        def one_ready() -> None:
             nonlocal ready
-            params = StdioServerParameters(command=entry["command"], args=entry["args"])
+            ready += 1
+            if ready == n:
+                all_ready.set()
+
+        async def hold(name: str, entry: dict[str, Any]) -> None:
             with open(Path(tmp) / f"{name}.stderr.log", "w", encoding="utf-8") as errlog:  # noqa: ASYNC230 (as the SDK is used)
-                if auto:  # both protocol eras, as Keen connects: server/discover, else initialize
-                    async with Client(stdio_client(params, errlog=errlog), mode="auto") as client:
-                        await client.list_tools()
-                        ready += 1
-                        if ready == n:
-                            all_ready.set()
-                        await stop.wait()
-                    return
-                async with (
-                    stdio_client(params, errlog=errlog) as (read, write),
-                    ClientSession(read, write) as s,
-                ):
-                    await s.initialize()
-                    await s.list_tools()
-                    ready += 1
-                    if ready == n:
-                        all_ready.set()
-                    await stop.wait()
+                await sdk_hold(entry, errlog, one_ready, stop, auto=auto)
 
         async with anyio.create_task_group() as tg:
             with _Blocked() as blocked:

@@ -8,7 +8,13 @@ Measures, through the public Manager API:
   they are still connecting when it is measured and cannot shorten it);
 - the same figure for the slowest healthy server connected alone, in its own Manager;
 - their ratio (target <= 1.3x): discovery runs servers in parallel, so many servers should
-  cost about as much as the slowest one.
+  cost about as much as the slowest one;
+- the floor, measured in the same run (each of its runs right after one of Keen's): the same
+  20 servers started all at once by the bare MCP SDK (``_common.sdk_hold``, as
+  ``bench/idle.py``'s SDK auto side connects), time to every healthy one's tools listed, and
+  Keen's figure as a ratio to it. Keen bounds how many stdio servers start at once
+  (docs/architecture.md "Servers and their states"); the SDK starts them all together, which
+  on two CPUs is the fastest these sleeping servers can come up.
 
 The healthy servers are ``bench/servers/tiny_stdio.py`` with initialize delays spread
 from ``--min-delay`` to ``--max-delay`` (a server's own start-up work), so the ratio
@@ -25,14 +31,26 @@ import argparse
 import json
 import os
 import resource
+import tempfile
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
 
-from _common import DEMO_SERVER, PYTHON, TINY_SERVER, keen_home, median, print_block, verdict, write_config
+from _common import (
+    DEMO_SERVER,
+    PYTHON,
+    TINY_SERVER,
+    keen_home,
+    median,
+    print_block,
+    sdk_hold,
+    verdict,
+    write_config,
+)
 from keen.mcp import Manager, ServerState, ServerStatus
 from keen.trust import PinGuard
 
@@ -115,6 +133,37 @@ async def _measure(servers: dict[str, Any], healthy: set[str], hanging: set[str]
         )
 
 
+async def _measure_sdk(servers: dict[str, Any], healthy: set[str]) -> tuple[float, float]:
+    """The floor: every server of ``servers`` started at once by the bare MCP SDK; returns
+    (seconds until every ``healthy`` one has listed its tools, this process's CPU seconds
+    meanwhile)."""
+    connected: set[str] = set()
+    took = cpu = 0.0
+    done, stop = anyio.Event(), anyio.Event()
+    with tempfile.TemporaryDirectory(prefix="keen-bench-sdk-") as tmp:
+
+        async def hold(name: str, entry: dict[str, Any]) -> None:
+            def ready() -> None:
+                connected.add(name)
+                if connected >= healthy:
+                    done.set()
+
+            with open(Path(tmp) / f"{name}.stderr.log", "w", encoding="utf-8") as errlog:  # noqa: ASYNC230 (as the SDK is used)
+                await sdk_hold(entry, errlog, ready, stop, auto=True)
+
+        async with anyio.create_task_group() as tg:
+            own0 = resource.getrusage(resource.RUSAGE_SELF)
+            t0 = time.perf_counter()
+            for name, entry in servers.items():
+                tg.start_soon(hold, name, entry)
+            with anyio.fail_after(RUN_DEADLINE):
+                await done.wait()
+            took = time.perf_counter() - t0
+            cpu = _cpu(resource.getrusage(resource.RUSAGE_SELF)) - _cpu(own0)
+            tg.cancel_scope.cancel()  # the hanging ones never get there
+    return took, cpu
+
+
 def _cpu(usage: resource.struct_rusage) -> float:
     return usage.ru_utime + usage.ru_stime
 
@@ -135,7 +184,11 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     servers = {**hang, **healthy}
     slowest_name = f"healthy-{n_healthy - 1:02d}"
 
-    runs = [await _measure(servers, set(healthy), set(hang)) for _ in range(args.runs)]
+    runs: list[RunFigures] = []
+    sdk: list[tuple[float, float]] = []
+    for _ in range(args.runs):  # alternated: a busy moment of the machine hits both
+        runs.append(await _measure(servers, set(healthy), set(hang)))
+        sdk.append(await _measure_sdk(servers, set(healthy)))
     solo = [
         await _measure({slowest_name: healthy[slowest_name]}, {slowest_name}, set())
         for _ in range(args.solo_runs)
@@ -152,6 +205,10 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "all_healthy_s": all_healthy,
         "slowest_alone_s": slowest_alone,
         "ratio": all_healthy / slowest_alone,
+        "sdk_all_healthy_s": median([took for took, _ in sdk]),
+        "sdk_cpu_s": median([cpu for _, cpu in sdk]),
+        "sdk_ratio": all_healthy / median([took for took, _ in sdk]),
+        "sdk_runs": [{"all_healthy_s": took, "cpu_s": cpu} for took, cpu in sdk],
         "aclose_s": median([r.aclose_s for r in runs]),
         "first_healthy_s": median([r.first_healthy_s for r in runs]),
         "keen_cpu_s": median([r.keen_cpu_s for r in runs]),
@@ -193,6 +250,12 @@ def report(fig: dict[str, Any]) -> None:
                 f"{fig['ratio']:.2f}x   target <= {RATIO_TARGET}x: {verdict(fig['ratio'] <= RATIO_TARGET)}",
             ),
             (
+                "the bare SDK, all at once",
+                f"{_ms(fig['sdk_all_healthy_s'])}   [{', '.join(_ms(r['all_healthy_s']) for r in fig['sdk_runs'])}]"
+                f"   (the floor; its CPU {_ms(fig['sdk_cpu_s'])})",
+            ),
+            ("ratio to the SDK", f"{fig['sdk_ratio']:.2f}x"),
+            (
                 "hanging still connecting",
                 f"{[r['hanging_still_connecting'] for r in runs]} (of {fig['hanging']}, per run)",
             ),
@@ -210,7 +273,8 @@ def report(fig: dict[str, Any]) -> None:
         ],
         notes=[
             f"medians over {len(runs)} runs of all {fig['servers']} servers and {len(solo)} solo runs of the",
-            "slowest healthy server (its own Manager); times run from start() to the observer's CONNECTED event.",
+            "slowest healthy server (its own Manager); times run from start() to the observer's CONNECTED event;",
+            "the SDK's runs alternate with Keen's, from its first start to the last healthy tools/list answer.",
         ],
     )
 

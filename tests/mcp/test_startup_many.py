@@ -15,8 +15,10 @@ of 3 on two CPUs).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,8 @@ import pytest
 from conftest import stdio_server
 from keen.mcp import Manager, ServerState
 from keen.mcp.config.defaults import TIMEOUT_ENV, default_max_starting
-from keen.mcp.connection.starts import GROWTH, QUICK_MOST, QUICK_SHARE, RECHECK, StartSlots, StartTurn
+from keen.mcp.connection.cpu_use import TreeUse, process_trees
+from keen.mcp.connection.starts import GROWTH, LOOK, QUICK_MOST, QUICK_SHARE, StartSlots, StartTurn
 from keen.trust import PinGuard
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
@@ -49,14 +52,25 @@ async def test_many_cpu_hungry_servers_all_connect(
     for i in range(default_max_starting()):
         (cpus / f"cpu{i}").touch()
     path = write_config(burners(24, 0.3, "--cpus", str(cpus)))
+    # The lock files stand for CPUs: a server waiting for one, or holding one, stands for a
+    # start on a CPU or in its queue, which is what the bound reads of a real start's
+    # processes. So their processes read as working all the time (else, asleep on the files,
+    # they would rightly be set aside).
+    slots = StartSlots(default_max_starting(), grow=True, trees=_always_working)
     began = time.monotonic()
-    async with Manager(path, trust=PinGuard()) as manager:
+    async with Manager(path, start_slots=slots, trust=PinGuard()) as manager:
         assert await manager.wait_ready(200)
         took = time.monotonic() - began
         failed = {s.name: s.last_error for s in manager.servers() if s.state is not ServerState.CONNECTED}
         assert not failed
         assert all(manager.list_tools(s.name)[0].name == "ping" for s in manager.servers())
     print(f"\n24 servers x 0.3 s each, max_starting={default_max_starting()}: all connected in {took:.1f} s")
+
+
+def _always_working(pids: Collection[int]) -> dict[int, TreeUse]:
+    """Every process on a CPU or in its queue since the machine started."""
+    now = time.monotonic_ns()
+    return dict.fromkeys(pids, (now, 0))
 
 
 async def test_a_queued_servers_time_limit_runs_from_its_own_launch(
@@ -200,15 +214,16 @@ async def test_a_start_past_its_quick_share_holds_the_rest_to_the_base() -> None
 
 
 async def test_starts_waiting_with_the_cpus_idle_no_longer_hold_the_rest_back() -> None:
-    # Two servers hanging at initialize hold both turns past their quick share. With the CPUs
-    # idle they are set aside and the waiters go in; with the CPUs busy they keep their turns.
+    # Two servers hanging at initialize, their processes not read (never launched() here),
+    # hold both turns past their quick share. With the CPUs idle they are set aside and the
+    # waiters go in; with the CPUs busy they keep their turns.
     for busy, let_in in ((0.0, True), (1.0, False)):
         clock = _Clock()
         slots = StartSlots(2, grow=True, clock=clock, cpu_busy=lambda busy=busy: busy, cpus=2)
         hanging = [await slots.turn(10.0) for _ in range(2)]
         clock.now += 1.0  # past their 0.5 s
         got: list[StartTurn] = []
-        with anyio.move_on_after(RECHECK * 8):
+        with anyio.move_on_after(LOOK * 8):
             got.append(await slots.turn(10.0))
             got.append(await slots.turn(10.0))
         assert (len(got) == 2) is let_in, (busy, got)
@@ -244,3 +259,113 @@ async def test_a_long_connect_limit_does_not_make_a_slow_start_quick() -> None:
     clock.now += QUICK_MOST / 2
     turn.end()
     assert slots.bound == 3
+
+
+class _Processes:
+    """What each process has done: the bound's reader of the servers' processes."""
+
+    def __init__(self) -> None:
+        self.use: dict[int, TreeUse] = {}
+
+    def work(self, pid: int, seconds: float) -> None:
+        ran, waited = self.use.get(pid, (0, 0))
+        self.use[pid] = (ran + int(seconds * 1e9), waited)
+
+    def __call__(self, pids: Collection[int]) -> dict[int, TreeUse]:
+        return {pid: self.use[pid] for pid in pids if pid in self.use}
+
+
+async def test_a_start_asleep_gives_its_turn_back_and_takes_it_again_when_it_works() -> None:
+    clock, procs = _Clock(), _Processes()
+    slots = StartSlots(2, grow=True, clock=clock, trees=procs, cpu_busy=lambda: 1.0)
+    first, second = await slots.turn(10.0), await slots.turn(10.0)  # quick within 0.5 s
+    first.launched(101)
+    second.launched(102)
+    got: list[StartTurn] = []
+    async with anyio.create_task_group() as tg:
+
+        async def third() -> None:
+            got.append(await slots.turn(10.0))
+
+        tg.start_soon(third)
+        await anyio.wait_all_tasks_blocked()
+        clock.now = 0.1  # both start up: on a CPU, or queued for one, a third of the time and more
+        procs.work(101, 0.03)
+        procs.work(102, 0.1)
+        slots.look()
+        assert (slots.running, slots.asleep, got) == (2, 0, [])
+        clock.now = 0.2  # the first sleeps (a server waiting on the network); the second works
+        procs.work(102, 0.1)
+        slots.look()
+        await anyio.wait_all_tasks_blocked()
+        assert len(got) == 1 and (slots.running, slots.asleep) == (2, 1)
+        assert slots.bound == 3  # it used 0.03 s of CPU before it slept: cheap, one more at once
+    clock.now = 0.3  # the first works again: it takes its turn back, over the bound
+    procs.work(101, 0.05)
+    procs.work(102, 0.1)
+    slots.look()
+    assert (slots.running, slots.asleep) == (3, 0)
+    first.end()  # judged when set aside: its end does not move the bound
+    assert slots.bound == 3
+    second.end()  # 0.3 s of wall time: quick
+    assert slots.bound == 4
+    got[0].end()
+    assert slots.running == slots.asleep == 0
+
+
+async def test_a_start_that_slept_after_a_costly_start_up_halves_the_bound() -> None:
+    clock, procs = _Clock(), _Processes()
+    slots = StartSlots(1, grow=True, clock=clock, trees=procs, cpu_busy=lambda: 1.0)
+    for _ in range(3):
+        (await slots.turn(10.0)).end()
+    assert slots.bound == 4
+    costly = await slots.turn(10.0)
+    costly.launched(7)
+    clock.now = 1.0
+    procs.work(7, 0.8)  # 0.8 s of CPU (past its 0.5 s), then it waits on the network
+    slots.look()
+    clock.now = 1.5
+    slots.look()
+    assert (slots.running, slots.asleep, slots.bound) == (0, 1, 2)
+    costly.end()
+    assert slots.bound == 2
+
+
+def test_a_launchers_reading_counts_its_childs_cpu() -> None:
+    # As ``npx`` or ``uvx`` start the server as their child: the parent only waits for it.
+    child = (
+        "import sys, time\n"
+        "end = time.process_time() + 0.2\n"
+        "while time.process_time() < end:\n"
+        "    pass\n"
+        "print('burnt', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    launcher = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
+    with subprocess.Popen(
+        [sys.executable, "-c", launcher], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as parent:
+        assert parent.stdout is not None and parent.stdin is not None
+        assert parent.stdout.readline() == "burnt\n"
+        use = process_trees([parent.pid, 2**22 + 1])  # the second is no process: left out
+        parent.stdin.close()
+    assert list(use) == [parent.pid]
+    ran, _ = use[parent.pid]
+    assert ran >= 0.2e9  # the child's CPU: the launcher alone used far less
+
+
+async def test_servers_hanging_at_initialize_hold_no_turn_while_the_cpus_read_busy(
+    write_config: Callable[..., Path],
+) -> None:
+    # Two servers hanging at initialize take both turns of a bound of two, for a 200 s limit.
+    # The machine reads busy (other work on it), so the CPUs' idle share never sets them aside:
+    # their own processes, read asleep, do, and the third server gets its turn.
+    hang = stdio_server("hang_init.py", timeouts={"connect": 200})
+    quick = stdio_server("cpu_burn.py", "0", timeouts={"connect": 200})
+    path = write_config({"hang0": hang, "hang1": hang, "quick": quick})
+    slots = StartSlots(2, grow=True, cpu_busy=lambda: 1.0, cpus=2)
+    async with Manager(path, start_slots=slots, trust=PinGuard()) as manager:
+        with anyio.fail_after(100):  # else it waits out their 200 s
+            status = await manager.wait_attempt("quick")
+        assert status.state is ServerState.CONNECTED, status.last_error
+        assert [manager.status(f"hang{i}").state for i in range(2)] == [ServerState.CONNECTING] * 2

@@ -186,11 +186,14 @@ class Manager:
         max_starting: how many stdio servers start at once; a given bound is fixed (default:
             config.toml's ``[mcp] max_starting``, else one per CPU (at least two), growing up
             to four times that while starts end within a twentieth of their connect limit,
-            0.75 s at most: :mod:`keen.mcp.connection.starts`);
+            0.75 s at most, a start whose processes sleep holding no turn:
+            :mod:`keen.mcp.connection.starts`);
             the others wait their turn, and each server's ``timeouts.connect`` runs from its
             own launch. Starting a server costs CPU (an interpreter, ``npx``, ``uvx``): thirty
             started together on two CPUs all finish late. ``0``: no bound. HTTP servers are
             not bounded.
+        start_slots: the bound itself, in place of ``max_starting``'s (one with its own clock
+            and readers of the CPUs and the servers' processes: tests).
         trust: required: what vets each server's tools before :meth:`list_tools` shows them
             and flags the tools of a change (:class:`ToolTrust`). Keen's front ends pass
             ``keen.trust.PinGuard()`` (pins in ``$KEEN_HOME/mcp/pins``: a changed tool is
@@ -224,6 +227,7 @@ class Manager:
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
         url_elicitation_wait: float = 600.0,
         max_starting: int | None = None,
+        start_slots: StartSlots | None = None,
         trust: ToolTrust | None,
         relay: Relay | None = None,
     ) -> None:
@@ -264,7 +268,7 @@ class Manager:
         grow = max_starting is None and load_defaults().max_starting is None
         if max_starting is None:
             max_starting = default_max_starting()
-        self._launches = StartSlots(max_starting, grow=grow) if max_starting > 0 else None
+        self._launches = start_slots or (StartSlots(max_starting, grow=grow) if max_starting > 0 else None)
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
         self._closed = False

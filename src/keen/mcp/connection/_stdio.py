@@ -171,9 +171,12 @@ def _spawn(
 
 
 @contextlib.asynccontextmanager
-async def spawned_stdio_client(server: StdioServerParameters, errlog: TextIO) -> AsyncIterator[Any]:
+async def spawned_stdio_client(
+    server: StdioServerParameters, errlog: TextIO, launched: Callable[[int], None] | None = None
+) -> AsyncIterator[Any]:
     """The SDK's ``stdio_client(server, errlog)``, with the process started in the spawner
-    thread and watched by the event loop (see the module docstring)."""
+    thread and watched by the event loop (see the module docstring); ``launched`` is given the
+    process id once it is started (not called where the SDK's own ``stdio_client`` runs)."""
     loop = _running_loop()
     if loop is None or not pidfd_supported():
         async with stdio_client(server, errlog=errlog) as streams:
@@ -182,6 +185,8 @@ async def spawned_stdio_client(server: StdioServerParameters, errlog: TextIO) ->
     env = get_default_environment() | (server.env or {})
     started = _spawner.submit(_spawn, server.command, list(server.args), env, server.cwd, errlog)
     popen = await _started(started)
+    if launched is not None:
+        launched(popen.pid)
     child: _Child | None = None
     read_transport: asyncio.BaseTransport | None = None
     write_transport: asyncio.WriteTransport | None = None

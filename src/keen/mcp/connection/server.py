@@ -139,6 +139,8 @@ class ServerConnection:
         self.invalid_tools: list[InvalidTool] = []
         """Tools of the latest listing that the MCP schema rejects: skipped, the rest usable."""
         self._connect_scope: anyio.CancelScope | None = None
+        self._turn: StartTurn | None = None
+        """This attempt's turn to start, when the Manager bounds starts."""
         self._superseded = False  # reconfigure() ended the attempt in progress
         self._facts = ConnectFacts(name, config.transport, config.auth_type)
         self._on_tools = on_tools
@@ -351,7 +353,9 @@ class ServerConnection:
                     )
                     self._stderr = stderr
                     assert stderr.errlog is not None
-                    streams = await stack.enter_async_context(stdio_transport(cfg, stderr.errlog))
+                    streams = await stack.enter_async_context(
+                        stdio_transport(cfg, stderr.errlog, self._launched)
+                    )
                 else:
                     # Here, not with this module: a session of stdio servers loads none of
                     # the SDK's HTTP and SSE clients.
@@ -455,6 +459,7 @@ class ServerConnection:
         if slots is None or self._transport is not None or not isinstance(cfg, StdioServerConfig):
             return lambda: None
         turn: StartTurn | None = None
+        self._turn = None
         with anyio.CancelScope() as self._connect_scope:  # stop() and reconfigure() cancel the wait
             turn = await slots.turn(cfg.timeouts.connect)
         self._connect_scope = None
@@ -463,6 +468,7 @@ class ServerConnection:
         if self._stopping or self._superseded:
             turn.cancel()
             return None
+        self._turn = turn
 
         def give_back() -> None:
             # A start stopped or superseded midway says nothing of what a start costs: it
@@ -473,6 +479,11 @@ class ServerConnection:
                 turn.end()
 
         return give_back
+
+    def _launched(self, pid: int) -> None:
+        # The start bound reads what this server's processes do (keen.mcp.connection.starts).
+        if self._turn is not None:
+            self._turn.launched(pid)
 
     def _session_ended(self) -> None:
         if self._stopping:

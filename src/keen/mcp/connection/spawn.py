@@ -30,7 +30,7 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from keen._redact import register_value
@@ -194,10 +194,13 @@ def beside_keen(command: str, env: dict[str, str]) -> str:
     return shutil.which(command, path=os.path.dirname(sys.executable)) or command
 
 
-def stdio_transport(cfg: StdioServerConfig, errlog: TextIO) -> Any:
+def stdio_transport(
+    cfg: StdioServerConfig, errlog: TextIO, launched: Callable[[int], None] | None = None
+) -> Any:
     """The stdio transport for ``cfg``, started through :func:`server_command` (so on Linux
     the server dies with Keen) with :func:`server_environment`; the server's stderr goes to
-    ``errlog`` (a real file). On Linux, the process is started off the event loop and watched
+    ``errlog`` (a real file), and ``launched`` is given its process id once it is started
+    (where Keen starts it itself). On Linux, the process is started off the event loop and watched
     without a thread (:mod:`keen.mcp.connection._stdio`; elsewhere the SDK's ``stdio_client``), and what
     the server daemonized is stopped with it (:mod:`keen.mcp.connection._orphans`)."""
     from mcp.client.stdio import StdioServerParameters
@@ -210,4 +213,4 @@ def stdio_transport(cfg: StdioServerConfig, errlog: TextIO) -> Any:
     params = StdioServerParameters(
         command=command, args=args, env=env, cwd=cfg.cwd, encoding_error_handler="replace"
     )
-    return orphans_stopped(spawned_stdio_client(params, errlog), token)
+    return orphans_stopped(spawned_stdio_client(params, errlog, launched), token)

@@ -19,12 +19,19 @@ configured bound (``max_starting``) stays fixed.
 A start's wall time says nothing of its cost once it waits: a server hanging at initialize, or
 waiting on the network, holds its turn for its whole connect limit while using no CPU, and
 with one turn per CPU two such servers held every other start back for that long. So while
-starts wait behind turns all past their quick share, the first waiter looks at the machine's
-CPUs every :data:`RECHECK` seconds (Linux ``/proc/stat``): when at least :data:`IDLE_CPUS` of
-them were idle since its last look, the starts past their quick share are set aside as
-waiting, not working. They hold no turn from then on, their end neither grows nor shrinks
-the bound, and the waiters go in by the rules above. The default bound only; elsewhere (no
-``/proc/stat``) the bound is as above.
+starts wait for a turn, the first waiter looks every :data:`LOOK` seconds at what each start in
+flight did since the previous look (Linux ``/proc``: its process's threads and its
+descendants', :class:`keen.mcp.connection.cpu_use.ProcessTrees`). One whose processes were
+on a CPU or waiting for one less than :data:`ASLEEP` of the time is asleep, waiting on
+something other than the CPUs: it is set aside, holding no turn, and the waiters go in by the
+rules above; should it be seen working again, it takes its turn back (over the bound until
+enough starts end). The first time a start is set aside it is judged by the CPU its processes
+used so far, not by its wall time: within its quick share the bound grows by one (a stream of
+sleepers goes in at once, not one turn per look), past it the bound halves; its end moves the
+bound no more. A start whose processes cannot be read (no ``/proc``, not yet launched) is
+judged by the machine instead: past its quick share, it is set aside once at least
+:data:`IDLE_CPUS` of the CPUs were idle since the last look (``/proc/stat``). The default bound
+only; elsewhere the bound is as above.
 
 Turns are given in the order they were asked for.
 """
@@ -34,20 +41,22 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import anyio
 import anyio.lowlevel
 
+from keen.mcp.connection.cpu_use import ProcessTrees, TreeUse, cpu_busy_share
+
 __all__ = [
+    "ASLEEP",
     "GROWTH",
     "IDLE_CPUS",
+    "LOOK",
     "QUICK_MOST",
     "QUICK_SHARE",
-    "RECHECK",
     "StartSlots",
     "StartTurn",
-    "cpu_busy_share",
 ]
 
 QUICK_SHARE = 1 / 20
@@ -62,39 +71,19 @@ GROWTH = 4
 """How far past its base a growing bound goes (4x the CPUs): should a burst of costly starts be
 let in together after cheap ones, each takes at most that many times its own cost."""
 
+LOOK = 0.05
+"""Seconds between the first waiter's looks at the starts in flight."""
 
-RECHECK = 0.25
-"""Seconds between the first waiter's looks at the CPUs while every start in flight is past its
-quick share."""
+ASLEEP = 0.1
+"""The share of the time since the last look below which a start's processes, on a CPU or
+waiting for one, count as asleep. A start that works, however many share the CPUs, is on one
+or in their queue nearly all the time."""
 
 IDLE_CPUS = 0.75
-"""CPUs that must have been idle since the last look to let one more start in past the bound."""
+"""CPUs that must have been idle since the last look to set aside the starts that cannot be
+read and are past their quick share."""
 
-
-def cpu_busy_share() -> Callable[[], float | None]:
-    """A reader of the machine's busy share of CPU time since its previous call.
-
-    Returns:
-        A function returning the share (0 to 1) of all CPUs' time spent busy (not idle or
-        waiting on I/O, ``/proc/stat``'s first line) since it was last called, ``None`` at its
-        first call or where ``/proc/stat`` cannot be read.
-    """
-    last: list[int] = []
-
-    def busy() -> float | None:
-        try:
-            with open("/proc/stat", "rb") as stat:
-                fields = [int(x) for x in stat.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        total, idle = sum(fields), sum(fields[3:5])
-        share = None
-        if last and total > last[0]:
-            share = 1 - (idle - last[1]) / (total - last[0])
-        last[:] = (total, idle)
-        return share
-
-    return busy
+_NS = 1e9
 
 
 class StartTurn:
@@ -106,9 +95,10 @@ class StartTurn:
         began: the clock's reading when the turn was granted; ``None`` while it waits.
         granted: set when the turn is granted.
         abandoned: its waiter was cancelled before the turn came; the queue skips it.
+        pid: the server's process, once launched (:meth:`launched`).
     """
 
-    __slots__ = ("_slots", "abandoned", "began", "granted", "quick")
+    __slots__ = ("_judged", "_seen", "_slots", "abandoned", "began", "granted", "pid", "quick")
 
     def __init__(self, slots: StartSlots, quick: float) -> None:
         self._slots = slots
@@ -116,6 +106,17 @@ class StartTurn:
         self.began: float | None = None
         self.granted = anyio.Event()
         self.abandoned = False
+        self.pid: int | None = None
+        self._seen: tuple[float, TreeUse] | None = None
+        """(clock, its processes' use) at the last look."""
+        self._judged = False
+        """Its cost has moved the bound already (when first set aside)."""
+
+    def launched(self, pid: int) -> None:
+        """The server's process is started: from now on its CPU use says whether it works
+        (module docstring)."""
+        self.pid = pid
+        self._seen = (self._slots._clock(), (0, 0))
 
     def end(self) -> None:
         """The start is over (connected or failed): give the turn back, judging how long it
@@ -132,12 +133,17 @@ class StartSlots:
 
     Args:
         base: starts always allowed at once (the CPUs, or the configured ``max_starting``).
-        grow: let the bound grow past ``base`` while starts are quick (the default bound);
-            ``False``: ``base`` is fixed (a configured one).
+        grow: let the bound grow past ``base`` while starts are quick, and set aside the
+            starts that are asleep (the default bound); ``False``: ``base`` is fixed (a
+            configured one).
         clock: seconds, monotonic (tests give their own).
         cpu_busy: the busy share of the CPUs since its previous call, or ``None`` when
-            unknown (:func:`cpu_busy_share`; tests give their own); with ``grow`` only.
+            unknown (:func:`~keen.mcp.connection.cpu_use.cpu_busy_share`; tests give their
+            own); with ``grow`` only.
         cpus: the machine's CPUs, to turn that share into idle CPUs.
+        trees: the use of the given processes and their descendants, those it can read
+            (a :class:`~keen.mcp.connection.cpu_use.ProcessTrees` of its own; tests give
+            their own); with ``grow`` only.
     """
 
     def __init__(
@@ -148,6 +154,7 @@ class StartSlots:
         clock: Callable[[], float] = time.monotonic,
         cpu_busy: Callable[[], float | None] | None = None,
         cpus: int | None = None,
+        trees: Callable[[Collection[int]], dict[int, TreeUse]] | None = None,
     ) -> None:
         if base < 1:
             raise ValueError(f"a start bound must be at least 1, not {base}")
@@ -158,18 +165,25 @@ class StartSlots:
         self._clock = clock
         self._running: set[StartTurn] = set()
         self._waiting: deque[StartTurn] = deque()
+        self._grow = grow
         self._busy = (cpu_busy or cpu_busy_share()) if grow else None
+        self._trees = trees or ProcessTrees()
         self._cpus = cpus or os.cpu_count() or 1
-        self._idle: set[StartTurn] = set()
+        self._asleep: set[StartTurn] = set()
         """Starts set aside as waiting on something other than the CPUs (:meth:`_look`)."""
-        self._looked_at = -RECHECK * 4  # seconds (time.monotonic): the CPUs' share is since then
+        self._looked_at = -LOOK * 4  # seconds (time.monotonic): the CPUs' share is since then
         self._looker: StartTurn | None = None
-        """The waiter that looks at the CPUs (the first in the queue when it went to sleep)."""
+        """The waiter that looks at the starts (the first in the queue when it went to sleep)."""
 
     @property
     def running(self) -> int:
         """Starts holding a turn now."""
         return len(self._running)
+
+    @property
+    def asleep(self) -> int:
+        """Starts in flight set aside as asleep, holding no turn."""
+        return len(self._asleep)
 
     async def turn(self, connect_limit: float) -> StartTurn:
         """Wait for a turn to start a server.
@@ -180,8 +194,9 @@ class StartSlots:
             connect_limit: the server's connect limit, seconds (``timeouts.connect``).
 
         Returns:
-            The granted turn: :meth:`StartTurn.end` when the start is over,
-            :meth:`StartTurn.cancel` when it was stopped before it said anything of its cost.
+            The granted turn: :meth:`StartTurn.launched` with the server's process id, then
+            :meth:`StartTurn.end` when the start is over, :meth:`StartTurn.cancel` when it
+            was stopped before it said anything of its cost.
         """
         await anyio.lowlevel.checkpoint_if_cancelled()
         turn = StartTurn(self, min(connect_limit * QUICK_SHARE, QUICK_MOST))
@@ -192,13 +207,13 @@ class StartSlots:
         self._waiting.append(turn)
         try:
             while turn.began is None:
-                if self._busy is not None and self._looker is None:
+                if self._grow and self._looker is None:
                     self._looker = turn
                 if self._looker is turn:
-                    with anyio.move_on_after(RECHECK):
+                    with anyio.move_on_after(LOOK):
                         await turn.granted.wait()
                     if turn.began is None:
-                        self._look()
+                        self.look()
                 else:
                     await turn.granted.wait()
                     if turn.began is None:  # woken to take over the looks, not granted
@@ -215,28 +230,60 @@ class StartSlots:
                 self._wake_looker()
         return turn
 
-    def _look(self) -> None:
-        """When the CPUs were idle enough since the last look, set aside the starts past
-        their quick share (waiting, not working: they hold no turn from now on) and let
-        waiters in by the bound (module docstring)."""
-        assert self._busy is not None
+    def look(self) -> None:
+        """Set aside the starts in flight that are asleep, give back their turns to those
+        seen working again, and let waiters in by the bound (module docstring). Called by the
+        first waiter every :data:`LOOK` seconds; a no-op for a fixed bound."""
+        if not self._grow:
+            return
+        now = self._clock()
+        flight = [t for t in (*self._running, *self._asleep) if t.pid is not None]
+        uses = self._trees([t.pid for t in flight if t.pid is not None]) if flight else {}
+        for turn in flight:
+            use, seen = uses.get(turn.pid or 0), turn._seen
+            if use is None or seen is None:
+                continue
+            turn._seen = (now, use)
+            if now <= seen[0]:
+                continue
+            # A descendant that ended takes its time out of the sum: no less than nothing.
+            active = max(0, use[0] + use[1] - seen[1][0] - seen[1][1]) / _NS
+            if active < ASLEEP * (now - seen[0]):
+                if turn in self._running:
+                    self._running.discard(turn)
+                    self._asleep.add(turn)
+                    if not turn._judged:
+                        # What its start-up cost before it fell asleep: a cheap one lets one
+                        # more in at once now, not only when its sleep is over.
+                        turn._judged = True
+                        self._judge(use[0] / _NS <= turn.quick)
+            elif turn in self._asleep:
+                self._asleep.discard(turn)
+                self._running.add(turn)
+        self._look_at_cpus(now)
+        self._admit(now)
+
+    def _look_at_cpus(self, now: float) -> None:
+        # Starts whose processes cannot be read: past their quick share, set aside when the
+        # machine's CPUs were idle enough since the last look.
+        unread = [t for t in self._running if t._seen is None and t.began is not None]
+        if self._busy is None or not unread:
+            return
         busy = self._busy()
         # Real seconds, not the injected clock: the CPUs' share is over real time.
         looked = time.monotonic()
-        stale, self._looked_at = looked - self._looked_at > 2 * RECHECK, looked
-        self._drop_abandoned()
-        if stale or not self._waiting or busy is None or (1 - busy) * self._cpus < IDLE_CPUS:
+        stale, self._looked_at = looked - self._looked_at > 2 * LOOK + 0.15, looked
+        if stale or busy is None or (1 - busy) * self._cpus < IDLE_CPUS:
             return
-        now = self._clock()
-        for turn in [t for t in self._running if t.began is not None and now - t.began > t.quick]:
-            self._running.discard(turn)
-            self._idle.add(turn)
-        self._admit(now)
+        for turn in unread:
+            if turn.began is not None and now - turn.began > turn.quick:
+                self._running.discard(turn)
+                self._asleep.add(turn)
 
     def _wake_looker(self) -> None:
         # The next waiter takes over the looks; one waiter at a time wakes for them.
         self._drop_abandoned()
-        if self._busy is not None and self._waiting:
+        if self._grow and self._waiting:
             self._waiting[0].granted.set()
 
     def _drop_abandoned(self) -> None:
@@ -256,20 +303,27 @@ class StartSlots:
         self._running.add(turn)
 
     def _end(self, turn: StartTurn, *, judge: bool) -> None:
-        if turn in self._idle:
-            # Set aside as waiting: how long it took says nothing of a start's CPU.
-            self._idle.discard(turn)
+        if turn in self._asleep:
+            # Judged when it was set aside (or, set aside unread, not at all): how long it
+            # took says nothing of its cost.
+            self._asleep.discard(turn)
+            self._admit(self._clock())
             return
         if turn not in self._running:
             return
         self._running.discard(turn)
         now = self._clock()
-        if judge and self._cap > self.base and turn.began is not None:
-            if now - turn.began <= turn.quick:
-                self.bound = min(self._cap, self.bound + 1)
-            else:
-                self.bound = max(self.base, self.bound // 2)
+        if judge and not turn._judged and turn.began is not None:
+            self._judge(now - turn.began <= turn.quick)
         self._admit(now)
+
+    def _judge(self, quick: bool) -> None:
+        if self._cap <= self.base:
+            return
+        if quick:
+            self.bound = min(self._cap, self.bound + 1)
+        else:
+            self.bound = max(self.base, self.bound // 2)
 
     def _admit(self, now: float) -> None:
         self._drop_abandoned()

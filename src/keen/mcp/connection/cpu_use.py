@@ -1,0 +1,135 @@
+"""What the machine's CPUs, and a started server's processes, are doing (Linux ``/proc``,
+proc(5)): the readings the start bound goes by (:mod:`keen.mcp.connection.starts`).
+
+Both readers return ``None`` (or leave a process out) where ``/proc`` cannot be read, so
+elsewhere the bound goes by wall time alone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Collection
+
+__all__ = ["ProcessTrees", "TreeUse", "cpu_busy_share", "process_trees"]
+
+TreeUse = tuple[int, int]
+"""A process tree's (nanoseconds run on a CPU, nanoseconds waited on a run queue), summed
+over every thread of the process and of its descendants, since they started."""
+
+
+def cpu_busy_share() -> Callable[[], float | None]:
+    """A reader of the machine's busy share of CPU time since its previous call.
+
+    Returns:
+        A function returning the share (0 to 1) of all CPUs' time spent busy (not idle or
+        waiting on I/O, ``/proc/stat``'s first line) since it was last called, ``None`` at its
+        first call or where ``/proc/stat`` cannot be read.
+    """
+    last: list[int] = []
+
+    def busy() -> float | None:
+        try:
+            with open("/proc/stat", "rb") as stat:
+                fields = [int(x) for x in stat.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        total, idle = sum(fields), sum(fields[3:5])
+        share = None
+        if last and total > last[0]:
+            share = 1 - (idle - last[1]) / (total - last[0])
+        last[:] = (total, idle)
+        return share
+
+    return busy
+
+
+def _threads_use(pid: int) -> TreeUse | None:
+    # /proc/PID/schedstat is the main thread's alone: a node or uv process works in others.
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    ran = waited = 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as stat:
+                fields = stat.read().split()
+            ran, waited = ran + int(fields[0]), waited + int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended meanwhile
+    return ran, waited
+
+
+class ProcessTrees:
+    """A reader of process trees' CPU use (:meth:`__call__`), keeping each process's parent
+    once read: a look every few hundredths of a second reads only the processes new since."""
+
+    def __init__(self) -> None:
+        self._parents: dict[int, int] = {}
+
+    def _parents_above(self, above: int) -> dict[int, int]:
+        """Every process's parent, for the processes whose id is above ``above`` (all of them
+        when the ids wrapped round since: ``/proc/loadavg``'s last field is the newest id)."""
+        try:
+            with open("/proc/loadavg", "rb") as loadavg:
+                newest = int(loadavg.read().split()[-1])
+        except (OSError, ValueError, IndexError):
+            newest = 0
+        if newest < above:
+            above = 0
+        known, parents = self._parents, {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or (pid := int(name)) <= above:
+                continue
+            parent = known.get(pid)
+            if parent is None:
+                try:
+                    with open(f"/proc/{name}/stat", "rb") as stat:
+                        text = stat.read()
+                    # The command name may hold spaces and parentheses: the fields follow the last ")".
+                    parent = int(text[text.rindex(b")") + 2 :].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+            parents[pid] = parent
+        # The processes gone are forgotten (an id used again is read again).
+        self._parents = parents
+        return parents
+
+    def __call__(self, pids: Collection[int]) -> dict[int, TreeUse]:
+        """The CPU use of each process of ``pids`` together with its descendants (a ``uvx`` or
+        ``npx`` launcher's server is its child).
+
+        A child's id is above its parent's until the ids wrap round, so only the processes
+        newer than the oldest of ``pids`` are looked at for descendants: a few, when those are
+        the servers starting now, rather than every process of the machine.
+
+        Args:
+            pids: the processes (servers started by Keen, still running).
+
+        Returns:
+            ``{pid: (ns run, ns waited on a run queue)}`` for each of ``pids`` that could be
+            read (a process gone, or no ``/proc``: left out).
+        """
+        if not pids:
+            return {}
+        own = {pid: use for pid in pids if (use := _threads_use(pid)) is not None}
+        if not own:
+            return {}
+        try:
+            parents = self._parents_above(min(own))
+        except OSError:
+            return own
+        totals = {pid: list(use) for pid, use in own.items()}
+        for pid, parent in parents.items():
+            seen = 0
+            while parent not in totals and parent in parents and seen < 64:  # up to a leader, if any
+                parent, seen = parents[parent], seen + 1
+            if parent in totals and pid not in totals and (use := _threads_use(pid)) is not None:
+                totals[parent][0] += use[0]
+                totals[parent][1] += use[1]
+        return {pid: (ran, waited) for pid, (ran, waited) in totals.items()}
+
+
+def process_trees(pids: Collection[int]) -> dict[int, TreeUse]:
+    """:meth:`ProcessTrees.__call__` once, without keeping what it read."""
+    return ProcessTrees()(pids)
