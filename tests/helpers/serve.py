@@ -240,13 +240,17 @@ async def in_process(
     ``ready_wait``...), ``message_handler`` to the client (the notifications it gets).
     ``KEEN_HOME`` must already be ``home`` (``monkeypatch.setenv``): the audit log and skills
     go where a ``keen serve`` started there puts them."""
+    from keen import paths
     from keen.mcp.manager import Manager
     from keen.serve import KeenServer
-    from keen.trust import PinGuard
+    from keen.trust import PinGuard, PinStore
 
     if os.environ.get("KEEN_HOME") != str(home):
         raise AssertionError(f"set KEEN_HOME to {home} first (monkeypatch.setenv)")
-    keen = KeenServer(Manager(home / "mcp" / "configs.json", trust=PinGuard()), **options)
+    # The pins' folder rooted at start, as `keen serve` roots it (keen.cli.serve_cmd): a
+    # store without a root would read KEEN_HOME at every call, which the real server never does.
+    pins = PinGuard(PinStore(paths.pins_dir()))
+    keen = KeenServer(Manager(home / "mcp" / "configs.json", trust=pins), **options)
     mode = "legacy" if era == "session" else "auto"
     async with keen, Client(keen.server, mode=mode, cache=None, message_handler=message_handler) as client:
         _check_era(client, era)
