@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import inspect
 import pickle
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,7 +157,7 @@ def test_a_dataclass_may_subclass_a_record() -> None:
     class Ranked(Skill):
         rank: int = 0
 
-    ranked = Ranked(*SKILL, rank=2)  # pyright: ignore[reportCallIssue]: pyright sees only rank
+    ranked = Ranked(*SKILL, rank=2)
     assert [f.name for f in dataclasses.fields(ranked)][-2:] == ["tool_count", "rank"]
     assert ranked.rank == 2 and ranked.name == "notes"
     with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'rank'"):
@@ -173,3 +174,37 @@ def test_a_plain_subclass_keeps_its_own_attributes_assignable() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'name'"):
         noted.name = "b"  # pyright: ignore[reportAttributeAccessIssue]
     assert dataclasses.is_dataclass(Noted)
+
+
+def test_replace_as_python_3_13_asks_it() -> None:
+    # copy.replace (3.13) calls __replace__, which a dataclass defines there.
+    skill = Skill(*SKILL)
+    changed = skill.__replace__(enabled=False)
+    assert (changed.enabled, changed.name, skill.enabled) == (False, "notes", True)
+
+
+def test_threads_first_asking_for_the_fields_all_get_the_same_ones() -> None:
+    # Each thread's first look-up may build a twin; all must get the one kept.
+    from keen._record import FrozenRecord
+
+    class Pair(FrozenRecord):
+        left: int
+        right: int
+        _fields = ("left", "right")
+
+        def __init__(self, left: int, right: int) -> None:
+            self._set(left=left, right=right)
+
+    start, seen = threading.Barrier(8), list[tuple[object, object]]()
+
+    def ask() -> None:
+        start.wait()
+        seen.append((Pair.__dataclass_fields__, Pair.__dataclass_params__))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    kept = (Pair.__dataclass_fields__, Pair.__dataclass_params__)
+    assert all(a is kept[0] and b is kept[1] for a, b in seen)

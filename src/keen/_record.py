@@ -19,9 +19,13 @@ as before (``tests/test_record.py`` compares each record with its dataclass twin
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+import _thread
+from typing import Any, ClassVar, Self, dataclass_transform
 
 __all__ = ["FrozenRecord"]
+
+# A lock from ``_thread``: the ``threading`` module is not imported on a prompt's path.
+_SETTING = _thread.allocate_lock()
 
 
 class _DataclassView:
@@ -50,11 +54,16 @@ class _DataclassView:
             new_list = name in owner._new_lists
             namespace[name] = dataclasses.field(default_factory=list) if new_list else default
         twin: Any = dataclasses.dataclass(frozen=True)(type(owner.__name__, (), namespace))
-        type.__setattr__(owner, "__dataclass_fields__", twin.__dataclass_fields__)
-        type.__setattr__(owner, "__dataclass_params__", twin.__dataclass_params__)
+        # Threads looking up at once may each build a twin: the first pair set is the one
+        # every caller gets, so fields and params come from one twin and keep their identity.
+        with _SETTING:
+            if "__dataclass_fields__" not in owner.__dict__:
+                type.__setattr__(owner, "__dataclass_params__", twin.__dataclass_params__)
+                type.__setattr__(owner, "__dataclass_fields__", twin.__dataclass_fields__)
         return owner.__dict__[self.attr]
 
 
+@dataclass_transform(frozen_default=True)
 class FrozenRecord:
     """Base of a frozen record (module doc). A subclass declares its fields as annotations,
     lists them in ``_fields`` (and ``__match_args__``), writes ``__init__`` with the fields
@@ -80,6 +89,10 @@ class FrozenRecord:
         values = {name: getattr(self, name) for name in self._fields}
         values.update(changes)
         return type(self)(**values)
+
+    def __replace__(self, /, **changes: Any) -> Self:
+        """:func:`copy.replace` (Python 3.13), as a dataclass answers it."""
+        return self._replace(**changes)
 
     def _asdict(self) -> dict[str, Any]:
         """The fields by name, lists copied (as :func:`dataclasses.asdict` gives them for

@@ -111,7 +111,7 @@ class TokenCounter(FrozenRecord):
 
     name: str
     count: Callable[[str], int]
-    source: str
+    source: str = ""
 
     _fields = ("name", "count", "source")
     __match_args__ = _fields

@@ -100,10 +100,12 @@ class Skill(FrozenRecord):
     description: str
     path: Path
     skill_md: Path
-    enabled: bool
-    managed: bool
-    paths: tuple[str, ...]
-    tool_count: int | None
+    # The defaults in the body too: what a type checker reads (dataclass_transform), as
+    # __init__ takes them.
+    enabled: bool = True
+    managed: bool = False
+    paths: tuple[str, ...] = ()
+    tool_count: int | None = None
 
     _fields = ("name", "description", "path", "skill_md", "enabled", "managed", "paths", "tool_count")
     __match_args__ = _fields

@@ -185,12 +185,12 @@ async def spawned_stdio_client(
     env = get_default_environment() | (server.env or {})
     started = _spawner.submit(_spawn, server.command, list(server.args), env, server.cwd, errlog)
     popen = await _started(started)
-    if launched is not None:
-        launched(popen.pid)
     child: _Child | None = None
     read_transport: asyncio.BaseTransport | None = None
     write_transport: asyncio.WriteTransport | None = None
     try:
+        if launched is not None:
+            launched(popen.pid)  # inside: whatever it raises, the process is stopped
         child = _Child(popen, loop)
         assert popen.stdin is not None and popen.stdout is not None
         reader = asyncio.StreamReader()

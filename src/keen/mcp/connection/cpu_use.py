@@ -14,7 +14,11 @@ __all__ = ["ProcessTrees", "TreeUse", "cpu_busy_share", "process_trees"]
 
 TreeUse = tuple[int, int]
 """A process tree's (nanoseconds run on a CPU, nanoseconds waited on a run queue), summed
-over every thread of the process and of its descendants, since they started."""
+over the process and its descendants alive at the reading, since they started: the run time
+of each process counts its ended threads and the children it reaped (``/proc/PID/stat``),
+the wait its live threads' (``schedstat``) only."""
+
+_TICK_NS = 1_000_000_000 // (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 
 
 def cpu_busy_share() -> Callable[[], float | None]:
@@ -43,6 +47,32 @@ def cpu_busy_share() -> Callable[[], float | None]:
     return busy
 
 
+def _schedstat_counts() -> bool:
+    """Whether this kernel keeps run and wait times per thread: without ``schedstat`` (a
+    kernel built without sched_info, or one that reads zeros) every start would read asleep,
+    so the trees are then not read at all and the bound goes by the CPUs' idle share."""
+    try:
+        with open("/proc/self/schedstat", "rb") as stat:
+            return int(stat.read().split()[0]) > 0  # this process has run: zero means not kept
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def _stat_ran(pid: int) -> int | None:
+    # utime + stime + cutime + cstime (proc(5) fields 14-17): every thread of the process, those
+    # ended included, and the children it reaped, in clock ticks. A launcher running short
+    # children one after another, or a process of short threads, is working: summed over the
+    # threads alive at each look, what ended would drop out and the start would read asleep.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read()
+        # The command name may hold spaces and parentheses: the fields follow the last ")".
+        fields = text[text.rindex(b")") + 2 :].split()
+        return sum(int(x) for x in fields[11:15]) * _TICK_NS
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _threads_use(pid: int) -> TreeUse | None:
     # /proc/PID/schedstat is the main thread's alone: a node or uv process works in others.
     try:
@@ -57,7 +87,10 @@ def _threads_use(pid: int) -> TreeUse | None:
             ran, waited = ran + int(fields[0]), waited + int(fields[1])
         except (OSError, ValueError, IndexError):
             continue  # the thread ended meanwhile
-    return ran, waited
+    # The tick count is the whole process's (ended threads, reaped children) to 10 ms; the
+    # threads' sum is exact to the nanosecond for those alive: the larger is the nearer.
+    counted = _stat_ran(pid)
+    return max(ran, counted or 0), waited
 
 
 class ProcessTrees:
@@ -66,6 +99,7 @@ class ProcessTrees:
 
     def __init__(self) -> None:
         self._parents: dict[int, int] = {}
+        self._counts: bool | None = None  # whether schedstat is kept, asked at the first look
 
     def _parents_above(self, above: int) -> dict[int, int]:
         """Every process's parent, for the processes whose id is above ``above`` (all of them
@@ -108,9 +142,14 @@ class ProcessTrees:
 
         Returns:
             ``{pid: (ns run, ns waited on a run queue)}`` for each of ``pids`` that could be
-            read (a process gone, or no ``/proc``: left out).
+            read (a process gone, or no ``/proc``: left out; none where the kernel keeps no
+            ``schedstat``).
         """
         if not pids:
+            return {}
+        if self._counts is None:
+            self._counts = _schedstat_counts()
+        if not self._counts:
             return {}
         own = {pid: use for pid in pids if (use := _threads_use(pid)) is not None}
         if not own:

@@ -20,15 +20,15 @@ A start's wall time says nothing of its cost once it waits: a server hanging at 
 waiting on the network, holds its turn for its whole connect limit while using no CPU, and
 with one turn per CPU two such servers held every other start back for that long. So while
 starts wait for a turn, the first waiter looks every :data:`LOOK` seconds at what each start in
-flight did since the previous look (Linux ``/proc``: its process's threads and its
-descendants', :class:`keen.mcp.connection.cpu_use.ProcessTrees`). One whose processes were
+flight did since the previous look (Linux ``/proc``: its process and its descendants, their
+ended threads and reaped children included, :class:`keen.mcp.connection.cpu_use.ProcessTrees`). One whose processes were
 on a CPU or waiting for one less than :data:`ASLEEP` of the time is asleep, waiting on
 something other than the CPUs: it is set aside, holding no turn, and the waiters go in by the
 rules above; should it be seen working again, it takes its turn back (over the bound until
 enough starts end). The first time a start is set aside it is judged by the CPU its processes
 used so far, not by its wall time: within its quick share the bound grows by one (a stream of
 sleepers goes in at once, not one turn per look), past it the bound halves; its end moves the
-bound no more. A start whose processes cannot be read (no ``/proc``, not yet launched) is
+bound no more. A start whose processes cannot be read (no ``/proc`` or no ``schedstat``, not yet launched) is
 judged by the machine instead: past its quick share, it is set aside once at least
 :data:`IDLE_CPUS` of the CPUs were idle since the last look (``/proc/stat``). The default bound
 only; elsewhere the bound is as above.
