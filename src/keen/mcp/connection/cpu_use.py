@@ -87,10 +87,7 @@ def _threads_use(pid: int) -> TreeUse | None:
             ran, waited = ran + int(fields[0]), waited + int(fields[1])
         except (OSError, ValueError, IndexError):
             continue  # the thread ended meanwhile
-    # The tick count is the whole process's (ended threads, reaped children) to 10 ms; the
-    # threads' sum is exact to the nanosecond for those alive: the larger is the nearer.
-    counted = _stat_ran(pid)
-    return max(ran, counted or 0), waited
+    return ran, waited
 
 
 class ProcessTrees:
@@ -100,6 +97,25 @@ class ProcessTrees:
     def __init__(self) -> None:
         self._parents: dict[int, int] = {}
         self._counts: bool | None = None  # whether schedstat is kept, asked at the first look
+        # Per process: (run time counted, its live threads' schedstat sum, its stat ticks in ns).
+        self._last: dict[int, tuple[int, int, int]] = {}
+        self._now: dict[int, tuple[int, int, int]] = {}
+
+    def _use(self, pid: int) -> TreeUse | None:
+        # Two readings of one run time: the live threads' schedstat sum, exact but losing a
+        # thread's time when it ends, and the stat ticks, which keep ended threads and reaped
+        # children but lose up to a tick a field. The count grows by the larger of their two
+        # changes since the last look, each against its own last value, so it never goes
+        # back: switching from one reading to the other would read a working start asleep.
+        threads = _threads_use(pid)
+        if threads is None:
+            return None
+        exact, waited = threads
+        ticks = _stat_ran(pid) or 0
+        last = self._last.get(pid)
+        ran = max(exact, ticks) if last is None else last[0] + max(0, exact - last[1], ticks - last[2])
+        self._now[pid] = (ran, exact, ticks)
+        return ran, waited
 
     def _parents_above(self, above: int) -> dict[int, int]:
         """Every process's parent, for the processes whose id is above ``above`` (all of them
@@ -151,7 +167,14 @@ class ProcessTrees:
             self._counts = _schedstat_counts()
         if not self._counts:
             return {}
-        own = {pid: use for pid in pids if (use := _threads_use(pid)) is not None}
+        self._now = {}
+        try:
+            return self._trees(pids)
+        finally:
+            self._last = self._now  # the processes gone are forgotten
+
+    def _trees(self, pids: Collection[int]) -> dict[int, TreeUse]:
+        own = {pid: use for pid in pids if (use := self._use(pid)) is not None}
         if not own:
             return {}
         try:
@@ -163,7 +186,7 @@ class ProcessTrees:
             seen = 0
             while parent not in totals and parent in parents and seen < 64:  # up to a leader, if any
                 parent, seen = parents[parent], seen + 1
-            if parent in totals and pid not in totals and (use := _threads_use(pid)) is not None:
+            if parent in totals and pid not in totals and (use := self._use(pid)) is not None:
                 totals[parent][0] += use[0]
                 totals[parent][1] += use[1]
         return {pid: (ran, waited) for pid, (ran, waited) in totals.items()}
