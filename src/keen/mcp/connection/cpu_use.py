@@ -58,17 +58,22 @@ def _schedstat_counts() -> bool:
         return False
 
 
+def _stat_fields(pid: int | str) -> list[bytes]:
+    """``/proc/PID/stat``'s fields from the third (``state``) on: proc(5)'s field n is at
+    n - 3. Raises OSError (the process is gone) or ValueError (no command name)."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        text = stat.read()
+    # The command name may hold spaces and parentheses: the fields follow the last ")".
+    return text[text.rindex(b")") + 2 :].split()
+
+
 def _stat_ran(pid: int) -> int | None:
     # utime + stime + cutime + cstime (proc(5) fields 14-17): every thread of the process, those
     # ended included, and the children it reaped, in clock ticks. A launcher running short
     # children one after another, or a process of short threads, is working: summed over the
     # threads alive at each look, what ended would drop out and the start would read asleep.
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            text = stat.read()
-        # The command name may hold spaces and parentheses: the fields follow the last ")".
-        fields = text[text.rindex(b")") + 2 :].split()
-        return sum(int(x) for x in fields[11:15]) * _TICK_NS
+        return sum(int(x) for x in _stat_fields(pid)[11:15]) * _TICK_NS
     except (OSError, ValueError, IndexError):
         return None
 
@@ -134,10 +139,7 @@ class ProcessTrees:
             parent = known.get(pid)
             if parent is None:
                 try:
-                    with open(f"/proc/{name}/stat", "rb") as stat:
-                        text = stat.read()
-                    # The command name may hold spaces and parentheses: the fields follow the last ")".
-                    parent = int(text[text.rindex(b")") + 2 :].split()[1])
+                    parent = int(_stat_fields(name)[1])  # ppid, field 4
                 except (OSError, ValueError, IndexError):
                     continue
             parents[pid] = parent
