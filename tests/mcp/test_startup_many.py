@@ -28,7 +28,7 @@ import pytest
 from conftest import stdio_server
 from keen.mcp import Manager, ServerState
 from keen.mcp.config.defaults import TIMEOUT_ENV, default_max_starting
-from keen.mcp.connection.cpu_use import TreeUse, process_trees
+from keen.mcp.connection.cpu_use import ProcessTrees, TreeUse, process_trees
 from keen.mcp.connection.starts import ASLEEP, GROWTH, LOOK, QUICK_MOST, QUICK_SHARE, StartSlots, StartTurn
 from keen.trust import PinGuard
 
@@ -372,9 +372,10 @@ def test_work_done_in_pieces_that_end_reads_as_working(pieces: str) -> None:
     with subprocess.Popen([sys.executable, "-c", _PIECES[pieces]]) as worker:
         try:
             time.sleep(0.2)  # past the interpreter's own start
-            before, began = process_trees([worker.pid])[worker.pid], time.monotonic()
+            trees = ProcessTrees()  # one reader, kept between looks as the start bound keeps it
+            before, began = trees([worker.pid])[worker.pid], time.monotonic()
             time.sleep(0.5)
-            after, ended = process_trees([worker.pid])[worker.pid], time.monotonic()
+            after, ended = trees([worker.pid])[worker.pid], time.monotonic()
         finally:
             worker.kill()
     active = (after[0] + after[1] - before[0] - before[1]) / 1e9

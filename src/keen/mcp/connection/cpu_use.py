@@ -102,9 +102,10 @@ class ProcessTrees:
     def __init__(self) -> None:
         self._parents: dict[int, int] = {}
         self._counts: bool | None = None  # whether schedstat is kept, asked at the first look
-        # Per process: (run time counted, its live threads' schedstat sum, its stat ticks in ns).
-        self._last: dict[int, tuple[int, int, int]] = {}
-        self._now: dict[int, tuple[int, int, int]] = {}
+        # Per process: (run time counted, its live threads' schedstat sum, its stat ticks in ns,
+        # run-queue wait counted, its live threads' wait).
+        self._last: dict[int, tuple[int, int, int, int, int]] = {}
+        self._now: dict[int, tuple[int, int, int, int, int]] = {}
 
     def _use(self, pid: int) -> TreeUse | None:
         # Two readings of one run time: the live threads' schedstat sum, exact but losing a
@@ -115,11 +116,16 @@ class ProcessTrees:
         threads = _threads_use(pid)
         if threads is None:
             return None
-        exact, waited = threads
+        exact, queued = threads
         ticks = _stat_ran(pid) or 0
         last = self._last.get(pid)
-        ran = max(exact, ticks) if last is None else last[0] + max(0, exact - last[1], ticks - last[2])
-        self._now[pid] = (ran, exact, ticks)
+        if last is None:
+            ran, waited = max(exact, ticks), queued
+        else:
+            # The wait is the live threads' only: an ended child's is lost, never taken back.
+            ran = last[0] + max(0, exact - last[1], ticks - last[2])
+            waited = last[3] + max(0, queued - last[4])
+        self._now[pid] = (ran, exact, ticks, waited, queued)
         return ran, waited
 
     def _parents_above(self, above: int) -> dict[int, int]:
