@@ -53,6 +53,7 @@ __all__ = [
     "KeenServeProcess",
     "PostsAnswered",
     "ServedHttp",
+    "basic_in_memory",
     "connect",
     "free_port",
     "http_in_process",
@@ -242,9 +243,22 @@ async def connect(
         yield client
 
 
-def _keen_server(home: Path, options: dict[str, Any]) -> KeenServer:
+def basic_in_memory(extra_tools: int = 2) -> dict[str, Any]:
+    """``transports`` for :func:`in_process` that reach the ``basic`` server of
+    :func:`write_upstream` in this process (``tests/servers/basic_stdio.py``'s own ``build``,
+    over memory streams) instead of a process per server: for tests of what keen serve says,
+    where the upstream's process shows nothing. Its ``die`` would end this process: not for
+    tests that call it."""
+    from keen.mcp.connection.memory import in_memory_transport
+    from servers.basic_stdio import build
+
+    return {"basic": in_memory_transport(build(extra_tools))}
+
+
+def _keen_server(home: Path, options: dict[str, Any], transports: dict[str, Any] | None = None) -> KeenServer:
     """``keen serve``'s server for ``home`` as the CLI builds it (keen.cli.serve_cmd);
-    ``options`` go to ``KeenServer``."""
+    ``options`` go to ``KeenServer``, ``transports`` to its ``Manager`` (configured servers
+    reached another way: ``keen.mcp.connection.memory.in_memory_transport``)."""
     from keen import paths
     from keen.mcp.manager import Manager
     from keen.serve import KeenServer
@@ -255,7 +269,8 @@ def _keen_server(home: Path, options: dict[str, Any]) -> KeenServer:
     # The pins' folder rooted at start, as `keen serve` roots it (keen.cli.serve_cmd): a
     # store without a root would read KEEN_HOME at every call, which the real server never does.
     pins = PinGuard(PinStore(paths.pins_dir()))
-    return KeenServer(Manager(home / "mcp" / "configs.json", trust=pins), **options)
+    manager = Manager(home / "mcp" / "configs.json", trust=pins, transports=transports)
+    return KeenServer(manager, **options)
 
 
 @dataclass
@@ -350,14 +365,20 @@ def http_in_thread(
 
 @contextlib.asynccontextmanager
 async def in_process(
-    home: Path, era: str = "session", *, message_handler: Any = None, **options: Any
+    home: Path,
+    era: str = "session",
+    *,
+    message_handler: Any = None,
+    transports: dict[str, Any] | None = None,
+    **options: Any,
 ) -> AsyncIterator[tuple[KeenServer, Client]]:
     """``keen serve``'s server for ``home`` (``$home/mcp/configs.json``) in this process and an
     SDK client of it in ``era`` over memory streams; ``options`` go to ``KeenServer`` (``mode``,
-    ``ready_wait``...), ``message_handler`` to the client (the notifications it gets).
+    ``ready_wait``...), ``message_handler`` to the client (the notifications it gets),
+    ``transports`` to its ``Manager`` (:func:`basic_in_memory`).
     ``KEEN_HOME`` must already be ``home`` (``monkeypatch.setenv``): the audit log and skills
     go where a ``keen serve`` started there puts them."""
-    keen = _keen_server(home, options)
+    keen = _keen_server(home, options, transports)
     mode = "legacy" if era == "session" else "auto"
     async with keen, Client(keen.server, mode=mode, cache=None, message_handler=message_handler) as client:
         _check_era(client, era)
