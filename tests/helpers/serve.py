@@ -8,6 +8,12 @@ or ``"stdio"`` (the client launches its own ``keen serve`` over stdio); ``era`` 
 ``in_process(home, era)`` serves the same ``KeenServer`` from this process to an SDK client
 over the SDK's in-memory transport: for what ``keen serve`` decides and says, where the
 process and its transport are not what the test shows (its clock can then be the test's).
+``http_in_process(home)`` serves it over Streamable HTTP on a free 127.0.0.1 port from this
+event loop, as ``keen serve --transport http`` does (``keen.serve.serve_http``: the same app,
+bearer check and caller scopes), and ``http_in_thread(home)`` from a thread of its own, for
+tests that make blocking requests: where the process adds nothing to what a test shows, and
+so that its store's clock can be the test's (``MemoryStore(clock=...)``) instead of a TTL
+waited out in real time.
 """
 
 from __future__ import annotations
@@ -20,11 +26,13 @@ import signal
 import ssl
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import httpx2
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
@@ -35,7 +43,7 @@ from helpers.forkserver import forked
 from helpers.loopback import free_port, stop, wait_listening
 
 if TYPE_CHECKING:
-    from keen.serve import KeenServer
+    from keen.serve import KeenServer, Store
 
 __all__ = [
     "ERAS",
@@ -44,8 +52,12 @@ __all__ = [
     "MODERN",
     "KeenServeProcess",
     "PostsAnswered",
+    "ServedHttp",
+    "basic_in_memory",
     "connect",
     "free_port",
+    "http_in_process",
+    "http_in_thread",
     "in_process",
     "read_json",
     "serve_env",
@@ -201,7 +213,7 @@ class PostsAnswered:
 
 @contextlib.asynccontextmanager
 async def connect(
-    target: KeenServeProcess | str,
+    target: KeenServeProcess | ServedHttp | str,
     era: str,
     *,
     token: str | None = None,
@@ -214,9 +226,9 @@ async def connect(
     ``posts`` counts its POSTs and their replies (HTTP only)."""
     # The stateless era through the real negotiation: server/discover, then 2026-07-28.
     mode = "legacy" if era == "session" else "auto"
-    if isinstance(target, KeenServeProcess) or url is not None:
+    if isinstance(target, (KeenServeProcess, ServedHttp)) or url is not None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        endpoint = url or (target.url if isinstance(target, KeenServeProcess) else "")
+        endpoint = url or (target.url if isinstance(target, (KeenServeProcess, ServedHttp)) else "")
         hooks = {} if posts is None else {"request": [posts.on_request], "response": [posts.on_response]}
         async with (
             httpx2.AsyncClient(headers=headers, timeout=30, verify=tls(), event_hooks=hooks) as http,
@@ -231,15 +243,22 @@ async def connect(
         yield client
 
 
-@contextlib.asynccontextmanager
-async def in_process(
-    home: Path, era: str = "session", *, message_handler: Any = None, **options: Any
-) -> AsyncIterator[tuple[KeenServer, Client]]:
-    """``keen serve``'s server for ``home`` (``$home/mcp/configs.json``) in this process and an
-    SDK client of it in ``era`` over memory streams; ``options`` go to ``KeenServer`` (``mode``,
-    ``ready_wait``...), ``message_handler`` to the client (the notifications it gets).
-    ``KEEN_HOME`` must already be ``home`` (``monkeypatch.setenv``): the audit log and skills
-    go where a ``keen serve`` started there puts them."""
+def basic_in_memory(extra_tools: int = 2) -> dict[str, Any]:
+    """``transports`` for :func:`in_process` that reach the ``basic`` server of
+    :func:`write_upstream` in this process (``tests/servers/basic_stdio.py``'s own ``build``,
+    over memory streams) instead of a process per server: for tests of what keen serve says,
+    where the upstream's process shows nothing. Its ``die`` would end this process: not for
+    tests that call it."""
+    from keen.mcp.connection.memory import in_memory_transport
+    from servers.basic_stdio import build
+
+    return {"basic": in_memory_transport(build(extra_tools))}
+
+
+def _keen_server(home: Path, options: dict[str, Any], transports: dict[str, Any] | None = None) -> KeenServer:
+    """``keen serve``'s server for ``home`` as the CLI builds it (keen.cli.serve_cmd);
+    ``options`` go to ``KeenServer``, ``transports`` to its ``Manager`` (configured servers
+    reached another way: ``keen.mcp.connection.memory.in_memory_transport``)."""
     from keen import paths
     from keen.mcp.manager import Manager
     from keen.serve import KeenServer
@@ -250,7 +269,116 @@ async def in_process(
     # The pins' folder rooted at start, as `keen serve` roots it (keen.cli.serve_cmd): a
     # store without a root would read KEEN_HOME at every call, which the real server never does.
     pins = PinGuard(PinStore(paths.pins_dir()))
-    keen = KeenServer(Manager(home / "mcp" / "configs.json", trust=pins), **options)
+    manager = Manager(home / "mcp" / "configs.json", trust=pins, transports=transports)
+    return KeenServer(manager, **options)
+
+
+@dataclass
+class ServedHttp:
+    """``keen serve``'s HTTP front served from this process (:func:`http_in_process`,
+    :func:`http_in_thread`): ``url`` is its endpoint, ``keen`` the server behind it."""
+
+    home: Path
+    keen: KeenServer
+    url: str
+
+
+@contextlib.asynccontextmanager
+async def http_in_process(
+    home: Path, *, tokens: tuple[str, ...] = (), store: Store | None = None, **options: Any
+) -> AsyncIterator[ServedHttp]:
+    """``keen serve --transport http`` for ``home`` in this event loop: ``keen.serve.serve_http``
+    on a free 127.0.0.1 port, ``tokens`` its bearer tokens (as ``KEEN_SERVE_TOKENS``), ``store``
+    its state (default memory; ``MemoryStore(clock=...)`` moves its time), ``options`` for
+    ``KeenServer`` (``mode``, ``auth_ttl``, ``fetch_limit``...). Yields once it listens and its
+    upstream servers' first connection attempts ended; on exit it is cancelled and shuts
+    down as a ``keen serve`` given SIGTERM does. ``KEEN_HOME`` must be ``home``."""
+    from keen.serve import HttpSecurity, serve_http
+
+    keen = _keen_server(home, {**options, "store": store})
+    ready = anyio.Event()
+    urls: list[str] = []
+
+    def on_ready(url: str) -> None:
+        urls.append(url)
+        ready.set()
+
+    async def serve() -> None:
+        try:
+            await serve_http(keen, HttpSecurity(tokens=list(tokens)), 0, on_ready=on_ready)
+        finally:
+            ready.set()  # a start that failed ends the wait below, which says so
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        with anyio.fail_after(60):
+            await ready.wait()
+        if not urls:
+            raise RuntimeError("keen serve (in this process) stopped before it listened")
+        # Its upstream servers' first connection attempts ended: what a test asks first finds
+        # their tools, as a keen serve process started before the test does by then.
+        if not await keen.manager.wait_ready(60):
+            raise RuntimeError(f"keen serve's upstream servers did not settle: {keen.manager.servers()}")
+        yield ServedHttp(home, keen, urls[0])
+        tg.cancel_scope.cancel()
+
+
+@contextlib.contextmanager
+def http_in_thread(
+    home: Path, *, tokens: tuple[str, ...] = (), store: Store | None = None, **options: Any
+) -> Iterator[ServedHttp]:
+    """:func:`http_in_process` in a thread with its own event loop, for a test that makes
+    blocking requests (``httpx2.post``) from its own; stopped on exit, and what failed in
+    the thread raised here."""
+    started = threading.Event()
+    stopping = threading.Event()
+    served: list[ServedHttp] = []
+    failed: list[BaseException] = []
+
+    async def main() -> None:
+        async with http_in_process(home, tokens=tokens, store=store, **options) as server:
+            served.append(server)
+            started.set()
+            await anyio.to_thread.run_sync(stopping.wait)
+
+    def run() -> None:
+        try:
+            anyio.run(main)
+        except BaseException as exc:  # raised again in the test's thread below
+            failed.append(exc)
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=run, name="keen-serve-http", daemon=True)
+    thread.start()
+    started.wait(90)
+    try:
+        if not served:
+            raise RuntimeError("keen serve (in a thread) did not listen") from (failed or [None])[0]
+        yield served[0]
+    finally:
+        stopping.set()
+        thread.join(60)
+    if failed:
+        raise RuntimeError("keen serve (in a thread) failed") from failed[0]
+
+
+@contextlib.asynccontextmanager
+async def in_process(
+    home: Path,
+    era: str = "session",
+    *,
+    message_handler: Any = None,
+    transports: dict[str, Any] | None = None,
+    **options: Any,
+) -> AsyncIterator[tuple[KeenServer, Client]]:
+    """``keen serve``'s server for ``home`` (``$home/mcp/configs.json``) in this process and an
+    SDK client of it in ``era`` over memory streams; ``options`` go to ``KeenServer`` (``mode``,
+    ``ready_wait``...), ``message_handler`` to the client (the notifications it gets),
+    ``transports`` to its ``Manager`` (:func:`basic_in_memory`).
+    ``KEEN_HOME`` must already be ``home`` (``monkeypatch.setenv``): the audit log and skills
+    go where a ``keen serve`` started there puts them."""
+    keen = _keen_server(home, options, transports)
     mode = "legacy" if era == "session" else "auto"
     async with keen, Client(keen.server, mode=mode, cache=None, message_handler=message_handler) as client:
         _check_era(client, era)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp.client.client import Client
 
-from helpers.serve import KeenServeProcess, connect, in_process, write_upstream
+from helpers.serve import KeenServeProcess, basic_in_memory, connect, in_process, write_upstream
 
 TOKENS = [f"test-token-{i:03d}-{'x' * 8}" for i in range(200)]
 
@@ -38,7 +38,8 @@ def transport(request: pytest.FixtureRequest) -> str:
     """How ``new_caller`` reaches ``keen serve``: ``http`` (the module's process), ``stdio``
     (a process per caller) or, where a module asks for it, ``memory`` (``keen serve``'s
     server in this process per caller, over the SDK's memory streams: the same session as
-    over stdio, without a process and its start; ``helpers.serve.in_process``)."""
+    over stdio, without a process and its start; ``helpers.serve.in_process``; its
+    ``basic`` upstream in this process too, ``helpers.serve.basic_in_memory``)."""
     return str(request.param)
 
 
@@ -60,7 +61,9 @@ def new_caller(transport: str, era: str, serve_home: Path, request: pytest.Fixtu
     @contextlib.asynccontextmanager
     async def open_caller() -> AsyncIterator[Client]:
         if transport == "memory":
-            async with in_process(serve_home, era, mode="extension") as (_, client):
+            # The upstream in this process too: the caller's server is what is under test.
+            transports = basic_in_memory()
+            async with in_process(serve_home, era, mode="extension", transports=transports) as (_, client):
                 yield client
         elif transport == "stdio":
             async with connect("stdio", era, home=serve_home) as client:

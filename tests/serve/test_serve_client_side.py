@@ -8,31 +8,49 @@ import contextlib
 import re
 from pathlib import Path
 
-import anyio
 import pytest
 
-from helpers.serve import KeenServeProcess, write_upstream
+from helpers.serve import http_in_process, write_upstream
 from keen.errors import InvalidArguments
 from keen.gateway import Gateway, allow_all
 from keen.mcp.config import MCPConfig
 from keen.mcp.manager import Manager
+from keen.serve.store import MemoryStore
 from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_manager_reads_full_descriptions_and_calls(tmp_path: Path, keen_home: Path) -> None:
+class Clock:
+    """The front's store clock (seconds), moved by the test instead of waited out."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_manager_reads_full_descriptions_and_calls(
+    tmp_path: Path, keen_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     inner = tmp_path / "inner"
     inner.mkdir()
     write_upstream(inner)
     # Over HTTP in the 2026-07-28 era: no session, so --auth-ttl bounds the authorization
-    # (a stdio connection's lasts as long as the connection).
-    front = KeenServeProcess(inner, ["--mode", "extension", "--auth-ttl", "1"]).start()
-    config = MCPConfig.model_validate(
-        {"version": 1, "servers": {"front": {"transport": "streamable_http", "url": front.url}}}
-    )
+    # (a stdio connection's lasts as long as the connection). The front is keen serve's HTTP
+    # front in this process (helpers.serve.http_in_process), its store on the test's clock;
+    # its KEEN_HOME is the inner one only while it starts (its pins, audit log and skills).
+    clock = Clock()
     async with contextlib.AsyncExitStack() as stack:
-        stack.callback(front.stop)
+        monkeypatch.setenv("KEEN_HOME", str(inner))
+        front = await stack.enter_async_context(
+            http_in_process(inner, store=MemoryStore(clock=clock), mode="extension", auth_ttl=1)
+        )
+        monkeypatch.setenv("KEEN_HOME", str(keen_home))
+        config = MCPConfig.model_validate(
+            {"version": 1, "servers": {"front": {"transport": "streamable_http", "url": front.url}}}
+        )
         manager = await stack.enter_async_context(Manager(config=config, trust=PinGuard()))
         assert await manager.wait_ready(60)
         tools = {t.name: t for t in manager.list_tools("front")}
@@ -44,7 +62,7 @@ async def test_manager_reads_full_descriptions_and_calls(tmp_path: Path, keen_ho
         first = await gateway.call("front", "mcp__basic__add", {"a": 2, "b": 2})
         assert not first.is_error and first.text == "4"
         # The front's authorization (1 s) lapses; the Manager refetches and retries once.
-        await anyio.sleep(1.3)
+        clock.now += 1.3
         again = await gateway.call("front", "mcp__basic__add", {"a": 3, "b": 3})
         assert not again.is_error and again.text == "6"
         # Keen's own checks now use the full schema.

@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import anyio
 import httpx2
 import pytest
 from mcp.client.client import Client
@@ -20,12 +19,14 @@ from helpers.serve import (
     MODERN,
     KeenServeProcess,
     connect,
+    http_in_process,
     read_json,
     serve_env,
     tls,
     write_upstream,
 )
 from keen.serve.http import HttpSecurity, is_loopback, tokens_from_env
+from keen.serve.store import MemoryStore
 
 pytestmark = pytest.mark.anyio
 TOKEN = "sec-token-abcdefghijklmnop"
@@ -99,10 +100,14 @@ async def test_description_fetches_are_rate_limited(guarded: KeenServeProcess) -
     assert bodies[3]["error"]["code"] == "RATE_LIMITED"
 
 
-async def test_stateless_era_without_tokens_shares_one_anonymous_principal(tmp_path: Path) -> None:
-    """The documented behaviour: on loopback with no token, stateless callers share authorization."""
+async def test_stateless_era_without_tokens_shares_one_anonymous_principal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The documented behaviour: on loopback with no token, stateless callers share
+    authorization. ``keen serve``'s HTTP front in this process (``helpers.serve.http_in_process``)."""
     write_upstream(tmp_path)
-    with KeenServeProcess(tmp_path) as proc:
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    async with http_in_process(tmp_path, mode="extension") as proc:
         async with connect(proc, "stateless") as first:
             await first.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
         async with connect(proc, "stateless") as second:
@@ -114,39 +119,48 @@ async def test_stateless_era_without_tokens_shares_one_anonymous_principal(tmp_p
         assert refused.is_error
 
 
+class Clock:
+    """The server's store clock (seconds), moved by the test instead of waited out."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 TTL = 3
 """``--auth-ttl`` (seconds) in the expiry test below."""
 
 
-async def test_authorization_expires_without_a_session_and_lasts_the_session(tmp_path: Path) -> None:
+async def test_authorization_expires_without_a_session_and_lasts_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """--auth-ttl bounds the stateless era's authorizations, which belong to no session; a
     handshake-era session's and a stdio connection's last as long as it (the extension's
-    section 5.1.3). Before, --auth-ttl expired them inside a live session."""
+    section 5.1.3). Before, --auth-ttl expired them inside a live session.
+
+    ``keen serve``'s HTTP front runs in this process (``helpers.serve.http_in_process``: the
+    same app, bearer check and caller scopes) with its store on a clock the test moves past
+    the TTL; the stdio connection's scope is that of a session over memory streams (no HTTP
+    request: ``KeenServer.caller_scope``), on the same server."""
     write_upstream(tmp_path)
-    # The TTL must outlast a fetch and the call after it on a loaded machine (1 s did not at
-    # load 20: the call just after the fetch was refused); the sleeps wait, they use no CPU.
-    # The three clients wait out the TTL side by side (each its own connection and
-    # authorization): one wait of the test's wall time instead of three.
-    serve_args = ["--mode", "extension", "--auth-ttl", str(TTL)]
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    clock = Clock()
     late: dict[str, CallToolResult] = {}
-
-    async def fetch_wait_call(client: Client, name: str) -> None:
-        await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
-        if name != "stdio":
+    async with (
+        http_in_process(tmp_path, store=MemoryStore(clock=clock), mode="extension", auth_ttl=TTL) as served,
+        connect(served, "session") as session,
+        connect(served, "stateless") as stateless,
+        Client(served.keen.server, mode="legacy", cache=None) as stdio,
+    ):
+        clients = {"session": session, "stateless": stateless, "stdio": stdio}
+        for client in clients.values():
+            await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
             assert not (await client.call_tool("mcp__basic__echo", {"text": "now"})).is_error
-        await anyio.sleep(TTL + 0.3)  # past --auth-ttl: the expiry under test
-        late[name] = await client.call_tool("mcp__basic__echo", {"text": "late"})
-
-    with KeenServeProcess(tmp_path, serve_args) as proc:
-        async with (
-            connect(proc, "session") as session,
-            connect(proc, "stateless") as stateless,
-            connect("stdio", "session", home=tmp_path, serve_args=serve_args) as stdio,
-            anyio.create_task_group() as tg,
-        ):
-            tg.start_soon(fetch_wait_call, session, "session")
-            tg.start_soon(fetch_wait_call, stateless, "stateless")
-            tg.start_soon(fetch_wait_call, stdio, "stdio")
+        clock.now += TTL + 0.3  # past --auth-ttl: the expiry under test
+        for name, client in clients.items():
+            late[name] = await client.call_tool("mcp__basic__echo", {"text": "late"})
     assert read_json(late["stateless"])["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
     assert not late["session"].is_error, late["session"]
     assert not late["stdio"].is_error, late["stdio"]

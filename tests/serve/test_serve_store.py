@@ -3,6 +3,7 @@ always carry a TTL."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,16 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class Later:
+    """Real time (seconds since the epoch) plus ``ahead``, which the test moves forward."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.ahead
 
 
 async def test_memory_store_expires_everything() -> None:
@@ -78,8 +89,11 @@ async def test_delete_session_drops_its_authorizations() -> None:
 
 async def test_redis_store_keys_all_expire(tmp_path: Path) -> None:
     with redis_server(tmp_path) as url:
-        store = open_store(url)
-        assert isinstance(store, RedisStore)
+        opened = open_store(url)
+        assert isinstance(opened, RedisStore)
+        await opened.aclose()
+        later = Later()
+        store = RedisStore(url, clock=later)
         raw = raw_client(url)
         try:
             await store.create_session("s1", {"principal": "p"}, ttl=30)
@@ -96,7 +110,7 @@ async def test_redis_store_keys_all_expire(tmp_path: Path) -> None:
             assert len(keys - {short}) == 3, keys
             for key in keys - {short}:
                 assert await raw.pttl(key) > 0, key
-            await anyio.sleep(0.5)  # past the short ttl (Redis keeps its own clock)
+            later.ahead = 0.5  # past the short ttl on the store's clock (Redis keeps its own)
             assert not await store.is_authorized("principal:x", "b", ttl=1)
             assert await store.delete_session("s1")
             assert not await store.is_authorized("session:s1", "a", ttl=20)

@@ -7,6 +7,10 @@ a raw HTTP host on loopback opens sessions in a bounded loop: past ``--max-sessi
 gets HTTP 429 with a message saying what to do, another token is not affected, ending a
 session frees its place, and a new session keeps the caller's read count. With no token
 configured, the caller is its address. Both stores: memory and Redis.
+
+``keen serve``'s HTTP front runs in a thread of this process (``helpers.serve.http_in_thread``:
+the same app, bearer check and caller scopes as the console script's); the Redis store reads
+a clock that starts the test early in a rate window instead of waiting for one.
 """
 
 from __future__ import annotations
@@ -22,25 +26,42 @@ import httpx2
 import pytest
 
 from helpers.loopback import redis_server
-from helpers.serve import INITIALIZE, JSON_HEADERS, KeenServeProcess, tls, write_upstream
-
-# The Redis tests may wait up to 20 s for a fresh rate window (`_whole_window`): handed out
-# first, so that such a wait never ends the run alone.
-pytestmark = pytest.mark.slow_file
+from helpers.serve import INITIALIZE, JSON_HEADERS, ServedHttp, http_in_thread, tls, write_upstream
+from keen.serve.store import MemoryStore, RedisStore
 
 TOKENS = ("limits-token-one-abcdefghijklmnop", "limits-token-two-abcdefghijklmnop")
 CAP = 4
 FETCHES = 3
 
 
+class WindowStart:
+    """The Redis store's clock: real time, moved so that the test starts a second into a 60 s
+    rate window. The store counts in fixed windows (``int(now // 60)``) and reads that straddle
+    a boundary start a new count; the test waited up to 20 s for a fresh window before. The
+    memory store's window starts at the caller's first read (``MemoryStore.hit``)."""
+
+    def __init__(self) -> None:
+        self.shift = 1.0 - time.time() % 60
+
+    def __call__(self) -> float:
+        return time.time() + self.shift
+
+
 @contextlib.contextmanager
-def _serve(tmp_path: Path, store: str, env: dict[str, str]) -> Iterator[KeenServeProcess]:
+def _serve(
+    tmp_path: Path, store: str, tokens: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[ServedHttp]:
     write_upstream(tmp_path)
-    limits = ["--max-sessions", str(CAP), "--fetch-limit", str(FETCHES)]
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
     with contextlib.ExitStack() as stack:
-        spec = stack.enter_context(redis_server(tmp_path)) if store == "redis" else "memory"
-        args = ["--mode", "extension", "--store", spec, *limits]
-        yield stack.enter_context(KeenServeProcess(tmp_path, args, env))
+        state: MemoryStore | RedisStore = MemoryStore()
+        if store == "redis":
+            state = RedisStore(stack.enter_context(redis_server(tmp_path)), clock=WindowStart())
+        yield stack.enter_context(
+            http_in_thread(
+                tmp_path, tokens=tokens, store=state, mode="extension", max_sessions=CAP, fetch_limit=FETCHES
+            )
+        )
 
 
 def _headers(token: str | None, session: str | None = None) -> dict[str, str]:
@@ -69,22 +90,11 @@ def _read(url: str, token: str | None, session: str) -> dict[str, Any]:
     return result
 
 
-def _whole_window(store: str) -> None:
-    """Start the reads early in a 60 s rate window: the Redis store counts in fixed windows
-    (``int(now // 60)``), and reads that straddle a boundary start a new count. The memory
-    store's window starts at the caller's first read (``MemoryStore.hit``): nothing to wait
-    for (the wait was up to 20 s, most of this file's time, and when it came last it ended
-    the suite's run on one worker)."""
-    if store != "redis":
-        return
-    left = 60 - time.time() % 60
-    if left < 20:
-        time.sleep(left + 0.05)
-
-
 @pytest.mark.parametrize("store", ["memory", "redis"])
-def test_sessions_are_capped_per_token_and_reads_counted_per_token(tmp_path: Path, store: str) -> None:
-    with _serve(tmp_path, store, {"KEEN_SERVE_TOKENS": ",".join(TOKENS)}) as proc:
+def test_sessions_are_capped_per_token_and_reads_counted_per_token(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _serve(tmp_path, store, TOKENS, monkeypatch) as proc:
         answers = [_initialize(proc.url, TOKENS[0]) for _ in range(CAP + 6)]
         opened = [r.headers["mcp-session-id"] for r in answers if r.status_code == 200]
         refused = [r for r in answers if r.status_code != 200]
@@ -103,7 +113,6 @@ def test_sessions_are_capped_per_token_and_reads_counted_per_token(tmp_path: Pat
         assert again.status_code == 200, again.text
         # The read limit is the caller's: a new session does not start a new count.
         first = other.headers["mcp-session-id"]
-        _whole_window(store)
         reads = [_read(proc.url, TOKENS[1], first) for _ in range(FETCHES)]
         assert all("mcp__basic__echo" in r for r in reads), reads
         fresh = _initialize(proc.url, TOKENS[1]).headers["mcp-session-id"]
@@ -113,12 +122,13 @@ def test_sessions_are_capped_per_token_and_reads_counted_per_token(tmp_path: Pat
 
 
 @pytest.mark.parametrize("store", ["memory", "redis"])
-def test_without_a_token_the_caller_is_its_address(tmp_path: Path, store: str) -> None:
-    with _serve(tmp_path, store, {}) as proc:
+def test_without_a_token_the_caller_is_its_address(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _serve(tmp_path, store, (), monkeypatch) as proc:
         answers = [_initialize(proc.url, None) for _ in range(CAP + 2)]
         assert [r.status_code for r in answers] == [200] * CAP + [429] * 2
         sessions = [r.headers["mcp-session-id"] for r in answers[:CAP]]
-        _whole_window(store)
         reads = [_read(proc.url, None, sid) for sid in sessions[:FETCHES]]
         assert all("mcp__basic__echo" in r for r in reads), reads
         assert _read(proc.url, None, sessions[FETCHES])["error"]["code"] == "RATE_LIMITED"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 __all__ = [
@@ -219,13 +219,17 @@ class RedisStore:
     Args:
         url: ``redis://[user:password@]host:port/db``.
         prefix: key prefix, so several deployments can share one Redis.
+        clock: seconds since the epoch, read for the authorizations' expiry times and the
+            rate windows (``int(now // window)``); tests may pass their own. The keys' own
+            expiry is Redis's clock.
     """
 
-    def __init__(self, url: str, *, prefix: str = _PREFIX) -> None:
+    def __init__(self, url: str, *, prefix: str = _PREFIX, clock: Callable[[], float] = time.time) -> None:
         import redis.asyncio as aioredis
 
         self._redis: Any = aioredis.Redis.from_url(url, decode_responses=True)
         self._prefix = prefix
+        self._clock = clock
 
     async def ping(self) -> None:
         """Raise ``redis.exceptions.ConnectionError`` when the server cannot be reached."""
@@ -278,7 +282,7 @@ class RedisStore:
         if not names:
             return
         key = self._k("auth", scope)
-        until = time.time() + ttl
+        until = self._clock() + ttl
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.hset(key, mapping=dict.fromkeys(names, f"{until:.3f}"))
             pipe.pexpire(key, _ms(ttl), gt=True)
@@ -288,7 +292,7 @@ class RedisStore:
     async def is_authorized(self, scope: str, tool: str, ttl: float) -> bool:
         key = self._k("auth", scope)
         raw = await self._redis.hget(key, tool)
-        now = time.time()
+        now = self._clock()
         if raw is None or float(raw) <= now:
             return False
         async with self._redis.pipeline(transaction=False) as pipe:
@@ -300,7 +304,7 @@ class RedisStore:
     async def renew(self, scope: str, ttl: float) -> None:
         key = self._k("auth", scope)
         granted = await self._redis.hgetall(key)
-        now = time.time()
+        now = self._clock()
         live = {t: f"{max(float(u), now + ttl):.3f}" for t, u in granted.items() if float(u) > now}
         if not live:
             return
@@ -310,7 +314,7 @@ class RedisStore:
             await pipe.execute()
 
     async def hit(self, key: str, window: float) -> int:
-        bucket = self._k("rate", f"{key}:{int(time.time() // window)}")
+        bucket = self._k("rate", f"{key}:{int(self._clock() // window)}")
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.incr(bucket)
             pipe.pexpire(bucket, _ms(window) + 1000)
