@@ -77,11 +77,13 @@ def _always_working(pids: Collection[int]) -> dict[int, TreeUse]:
 async def test_a_queued_servers_time_limit_runs_from_its_own_launch(
     write_config: Callable[..., Path],
 ) -> None:
-    # One at a time, 5 starts of 0.5 s each are more than 2 s in all: a limit counted from the
-    # start of discovery would fail the last ones. Each waits its 0.5 s asleep rather than
-    # burning CPU, so a loaded machine cannot stretch one start past its own 2 s limit.
+    # One at a time, 5 starts of 1.2 s each are more than 5 s in all: a limit counted from the
+    # start of discovery would fail the last ones. Each waits its 1.2 s asleep rather than
+    # burning CPU, and its own 5 s limit leaves it 3.8 s for the rest of its start (an
+    # interpreter, a handshake): a 2 s limit over 0.5 s asleep failed a start at a load of 20
+    # on two CPUs.
     sleepers = {
-        f"slow{i}": stdio_server("cpu_burn.py", "0", "--sleep", "0.5", timeouts={"connect": 2})
+        f"slow{i}": stdio_server("cpu_burn.py", "0", "--sleep", "1.2", timeouts={"connect": 5})
         for i in range(5)
     }
     path = write_config(sleepers)
@@ -89,7 +91,7 @@ async def test_a_queued_servers_time_limit_runs_from_its_own_launch(
         assert await manager.wait_ready(60)
         assert {s.name: s.last_error for s in manager.servers() if s.state is not ServerState.CONNECTED} == {}
         launched = sorted(s.last_connected_at for s in manager.servers() if s.last_connected_at)
-    assert (launched[-1] - launched[0]).total_seconds() > 1.2  # they did take turns
+    assert (launched[-1] - launched[0]).total_seconds() > 4 * 1.2  # they did take turns
 
 
 async def test_a_server_waiting_its_turn_stops_at_once(
@@ -225,8 +227,9 @@ async def test_starts_waiting_with_the_cpus_idle_no_longer_hold_the_rest_back() 
         clock.now += 1.0  # past their 0.5 s
         got: list[StartTurn] = []
         # Real time: the CPUs' share is read over it, and a look more than 0.25 s after the
-        # one before is stale (a loaded machine's late wake-up), so the window allows several.
-        with anyio.move_on_after(LOOK * 40):
+        # one before is stale (a loaded machine's late wake-up). Let in: waited for as long as
+        # a loaded machine takes to give two looks in a row; kept out: over a window of several.
+        with anyio.move_on_after(60 if let_in else LOOK * 40):
             got.append(await slots.turn(10.0))
             got.append(await slots.turn(10.0))
         assert (len(got) == 2) is let_in, (busy, got)
