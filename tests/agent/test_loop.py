@@ -343,8 +343,9 @@ async def test_a_reconnect_that_outlasts_the_wait_says_it_goes_on_in_the_backgro
         agent.reconnector.task_group = tg  # as the REPL does: the attempt outlives the wait
         agent.reconnect_wait = 1.0
         assert (await agent.run_turn("marathon?")).ok
-        # The attempt that hangs: a connect limit well past the 1 s wait, and short.
-        await world.retime(rt, "demo", {"connect": 2, "list_tools": 0.5})
+        # The attempt that hangs: a connect limit well past the 1 s wait (5 s past it for a
+        # loaded machine's late wake-up, which could spend the 1 s left), and short.
+        await world.retime(rt, "demo", {"connect": 6, "list_tools": 0.5})
         world.hang.touch()
         await kill_demo(world, rt)
         notices = Notices()
