@@ -124,10 +124,11 @@ async def test_wait_attempt_waits_for_a_server_waiting_its_turn(write_config: Ca
 async def test_quick_starts_overlap_past_one_per_cpu(
     write_config: Callable[..., Path], tmp_path: Path
 ) -> None:
-    # Quick servers first: each ends within its quick share (10 s of a 200 s limit: a loaded
-    # machine stays well inside it), so the default bound grows; then
-    # servers that hold before answering, each touching its own ``.held`` file: more of them
-    # hold at once than one per CPU. A fixed bound of one per CPU never lets that happen.
+    # Quick servers first: each that ends within its quick share (0.75 s at most, QUICK_MOST,
+    # whatever its 200 s limit) grows the default bound; then servers that hold before
+    # answering, each touching its own ``.held`` file: more of them hold at once than one per
+    # CPU, as the bound grew, or as the holding ones read asleep and were set aside (a loaded
+    # machine may make the quick ones slow). A fixed bound of one per CPU never lets that happen.
     base = default_max_starting()
     quick = {
         f"a{i:02d}": stdio_server("cpu_burn.py", "0", timeouts={"connect": 200}) for i in range(2 * base)
