@@ -273,8 +273,22 @@ async def test_cancelling_a_turn_keeps_the_session(world: World) -> None:
         return "yes"
 
     async with world.runtime("basic") as rt, world.agent(rt, model, approver=approver) as agent:
-        with anyio.move_on_after(3) as scope:
-            await agent.run_turn("sleep a while")
+        # Cancelled once the model has asked for the 30 s sleep (in the history before it runs),
+        # not after a fixed 3 s, which a loaded machine could spend before: the sleep would be
+        # left to the next turn's script.
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(agent.run_turn, "sleep a while")
+
+                def asked() -> bool:
+                    return any(
+                        c.arguments.get("tool") == "sleep" for m in agent.history for c in m.tool_calls
+                    )
+
+                with anyio.fail_after(60):
+                    while not asked():  # noqa: ASYNC110 (the history has no event)
+                        await anyio.sleep(0.05)
+                scope.cancel()
         assert scope.cancelled_caught
         cancelled = agent.last_result
         assert cancelled is not None and cancelled.cancelled
