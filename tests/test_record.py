@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import pytest
 
+from keen._record import FrozenRecord
 from keen.capabilities import BudgetedSection
 from keen.skills import Discovery, Skill, SkillProblem
 from keen.tokens import TokenCounter
@@ -208,3 +209,71 @@ def test_threads_first_asking_for_the_fields_all_get_the_same_ones() -> None:
         thread.join()
     kept = (Pair.__dataclass_fields__, Pair.__dataclass_params__)
     assert all(a is kept[0] and b is kept[1] for a, b in seen)
+
+
+class _Slotted(FrozenRecord):
+    __slots__ = ("left", "right")
+    left: int
+    right: list[int]
+    _fields = ("left", "right")
+    __match_args__ = _fields
+
+    def __init__(self, left: int, right: list[int] | None = None) -> None:
+        self._set(left=left, right=[] if right is None else right)
+
+
+@dataclass(frozen=True, slots=True)
+class _Slotted0:
+    left: int
+    right: list[int] = field(default_factory=lambda: list[int]())
+
+
+def test_a_record_declaring_slots_behaves_as_a_slotted_dataclass() -> None:
+    # Its fields are stored in its slots (it has no __dict__ to store them in).
+    ours, theirs = _Slotted(1, [2]), _Slotted0(1, [2])
+    assert repr(ours) == _renamed(repr(theirs), _Slotted, _Slotted0)
+    assert (ours.left, ours.right) == (theirs.left, theirs.right) == (1, [2])
+    assert not hasattr(ours, "__dict__") and not hasattr(theirs, "__dict__")
+    assert ours == _Slotted(1, [2]) and ours != _Slotted(1)
+    assert _Slotted(3).right == [] and _Slotted(3).right is not _Slotted(3).right
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'left'"):
+        ours.left = 2  # pyright: ignore[reportAttributeAccessIssue]
+    assert [f.name for f in dataclasses.fields(ours)] == [f.name for f in dataclasses.fields(theirs)]
+    assert dataclasses.replace(ours, left=5) == _Slotted(5, [2])
+    assert dataclasses.asdict(ours) == dataclasses.asdict(theirs)
+    for same in (pickle.loads(pickle.dumps(ours)), copy.copy(ours), copy.deepcopy(ours)):
+        assert same == ours and same.right == [2]
+    assert pickle.loads(pickle.dumps(theirs)) == theirs  # as the dataclass does
+
+
+class _Ranked(Skill):
+    __slots__ = ("rank",)
+    # A slot cannot have a default in the class body (Python refuses both): in __init__ only.
+    rank: int  # pyright: ignore[reportGeneralTypeIssues]
+    _fields = (*Skill._fields, "rank")
+    __match_args__ = _fields
+
+    def __init__(self, *args: Any, rank: int = 0) -> None:
+        super().__init__(*args)
+        self._set(rank=rank)
+
+
+def test_a_subclass_may_hold_a_new_field_in_a_slot() -> None:
+    # Stored in the record's __dict__, the value would be hidden by the slot's descriptor.
+    ranked = _Ranked(*SKILL, rank=2)
+    assert (ranked.rank, ranked.name, ranked.enabled) == (2, "notes", True)
+    assert repr(ranked).endswith("tool_count=None, rank=2)")
+    assert pickle.loads(pickle.dumps(ranked)) == ranked == copy.deepcopy(ranked)
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'rank'"):
+        ranked.rank = 3  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def test_a_record_whose_slots_leave_out_a_field_is_refused_where_it_is_declared() -> None:
+    # With no __dict__ and no slot, the field could not be stored: said at once, by name.
+    with pytest.raises(TypeError, match=r"record .*Half: .* no slot for the field\(s\) right"):
+
+        class Half(FrozenRecord):  # pyright: ignore[reportUnusedClass]
+            __slots__ = ("left",)
+            left: int
+            right: int = 0
+            _fields = ("left", "right")

@@ -20,6 +20,7 @@ as before (``tests/test_record.py`` compares each record with its dataclass twin
 from __future__ import annotations
 
 import _thread
+from types import MemberDescriptorType  # imported by typing already
 from typing import Any, ClassVar, Self, dataclass_transform
 
 __all__ = ["FrozenRecord"]
@@ -69,17 +70,47 @@ class FrozenRecord:
     lists them in ``_fields`` (and ``__match_args__``), writes ``__init__`` with the fields
     as parameters in that order (defaults as the dataclass would have them; a list field new
     per instance, ``default_factory=list``, defaults to ``None`` and is named in
-    ``_new_lists``) and stores them with :meth:`_set`."""
+    ``_new_lists``) and stores them with :meth:`_set`. A record may declare ``__slots__``, as
+    ``@dataclass(frozen=True, slots=True)`` would: its fields are then stored in the slots;
+    without a ``__dict__``, a field with no slot raises TypeError where the class is declared."""
 
     __slots__ = ()
     _fields: ClassVar[tuple[str, ...]] = ()
     _new_lists: ClassVar[tuple[str, ...]] = ()
+    _slotted: ClassVar[bool] = False
     __dataclass_fields__: ClassVar[Any] = _DataclassView("__dataclass_fields__")
     __dataclass_params__: ClassVar[Any] = _DataclassView("__dataclass_params__")
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A field declared in ``__slots__`` is a descriptor on the class that shadows the
+        # instance's ``__dict__``: stored there, its value would never be read back. Such a
+        # record sets its fields one by one, through the slots, as a frozen dataclass does.
+        slots = {name for name in cls._fields if isinstance(getattr(cls, name, None), MemberDescriptorType)}
+        if not cls.__dictoffset__ and (stray := [n for n in cls._fields if n not in slots]):
+            raise TypeError(
+                f"record {cls.__qualname__}: its instances have no __dict__ and no slot for the"
+                f" field(s) {', '.join(stray)}: name them in __slots__ too (without a default in"
+                " the class body) or leave __slots__ out"
+            )
+        cls._slotted = bool(slots)
+
     def _set(self, **values: Any) -> None:
         """Store the fields' values (``__init__`` only: assignment is refused afterwards)."""
-        self.__dict__.update(values)
+        if self._slotted:
+            for name, value in values.items():
+                object.__setattr__(self, name, value)
+        else:
+            self.__dict__.update(values)
+
+    def __setstate__(self, state: Any) -> None:
+        """Restore a pickled or copied record: its ``__dict__``, or its slots' values
+        (``(None, {slot: value})``, as :meth:`object.__getstate__` gives them), set past
+        the refused assignment, as ``@dataclass(frozen=True, slots=True)`` restores them."""
+        own, slotted = state if isinstance(state, tuple) else (state, None)
+        for values in (own, slotted):
+            for name, value in (values or {}).items():
+                object.__setattr__(self, name, value)
 
     def _values(self) -> tuple[Any, ...]:
         return tuple([getattr(self, name) for name in self._fields])

@@ -273,8 +273,22 @@ async def test_cancelling_a_turn_keeps_the_session(world: World) -> None:
         return "yes"
 
     async with world.runtime("basic") as rt, world.agent(rt, model, approver=approver) as agent:
-        with anyio.move_on_after(3) as scope:
-            await agent.run_turn("sleep a while")
+        # Cancelled once the model has asked for the 30 s sleep (in the history before it runs),
+        # not after a fixed 3 s, which a loaded machine could spend before: the sleep would be
+        # left to the next turn's script.
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(agent.run_turn, "sleep a while")
+
+                def asked() -> bool:
+                    return any(
+                        c.arguments.get("tool") == "sleep" for m in agent.history for c in m.tool_calls
+                    )
+
+                with anyio.fail_after(60):
+                    while not asked():  # noqa: ASYNC110 (the history has no event)
+                        await anyio.sleep(0.05)
+                scope.cancel()
         assert scope.cancelled_caught
         cancelled = agent.last_result
         assert cancelled is not None and cancelled.cancelled
@@ -343,8 +357,9 @@ async def test_a_reconnect_that_outlasts_the_wait_says_it_goes_on_in_the_backgro
         agent.reconnector.task_group = tg  # as the REPL does: the attempt outlives the wait
         agent.reconnect_wait = 1.0
         assert (await agent.run_turn("marathon?")).ok
-        # The attempt that hangs: a connect limit well past the 1 s wait, and short.
-        await world.retime(rt, "demo", {"connect": 2, "list_tools": 0.5})
+        # The attempt that hangs: a connect limit well past the 1 s wait (5 s past it for a
+        # loaded machine's late wake-up, which could spend the 1 s left), and short.
+        await world.retime(rt, "demo", {"connect": 6, "list_tools": 0.5})
         world.hang.touch()
         await kill_demo(world, rt)
         notices = Notices()

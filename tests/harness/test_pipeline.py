@@ -333,8 +333,16 @@ async def test_a_cancelled_call_is_audited_as_cancelled(full_session: Session) -
     await h.call("search_tools", {"query": "long running operation with progress updates"})
     await h.call("search_tools", {"query": "echo back the input message"})
     h.begin_step()
-    with anyio.move_on_after(1) as scope:
-        await h.call("mcp__everything__trigger-long-running-operation", {"duration": 30, "steps": 3})
+    long = "mcp__everything__trigger-long-running-operation"
+    # Cancelled once it runs (its `call` event is on disk as execute starts), however long a
+    # loaded machine takes to get it there: a fixed second could end it before execute.
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(h.call, long, {"duration": 30, "steps": 3})
+            with anyio.fail_after(60):
+                while not any(e["name"] == long for e in events(h, "call")):  # noqa: ASYNC110 (a file has no event)
+                    await anyio.sleep(0.05)
+            scope.cancel()
     assert scope.cancelled_caught
     result = events(h, "result")[-1]
     assert result["capability"] == "mcp__everything__trigger-long-running-operation"

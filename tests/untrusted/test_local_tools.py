@@ -149,9 +149,9 @@ def test_a_backtracking_pattern_and_a_fifo_do_not_hang_grep(world: World) -> Non
         [("grep", {"pattern": "pasted", "path": "."}), ("read_file", {"path": "pipe"})],
         "done",
     )
-    started = time.monotonic()
-    run, record = world.chat(model)
-    assert time.monotonic() - started < 30, run
+    # A hang is caught by the run's own limit (keen_cli's RUN_TIMEOUT): the run is not timed
+    # here, a loaded machine stretches a whole `keen chat`.
+    _, record = world.chat(model)
     slow, walked, fifo = record["tool_calls"]
     assert slow["outcome"] == "error" and "backtracks" in slow["text"], slow
     assert walked["outcome"] == "ok" and "notes.txt:1:" in walked["text"], walked
