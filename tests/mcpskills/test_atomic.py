@@ -297,6 +297,32 @@ def test_a_sync_flushes_once_and_swaps_only_after_the_flush(
     assert not list(root.glob("*/.*.tmp")), "a marker's temporary file was left behind"
 
 
+def test_a_name_taken_before_a_new_skill_is_linked_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new skill's link is made in place, never put over what took its name since the
+    sync looked (a user's own file there): that server's swap fails and says so, the file
+    stays as it was, and the other servers' skills are written."""
+    root = tmp_path / "skills"
+    real_flush = _swap._sync_filesystem  # pyright: ignore[reportPrivateUsage]
+    planted = root / "mcp:srv1"
+
+    def plant_then_flush(path: Path) -> None:
+        planted.write_text("the user's own\n", encoding="utf-8")
+        real_flush(path)
+
+    monkeypatch.setattr(_swap, "_sync_filesystem", plant_then_flush)
+    snaps = [ServerSnapshot(status(s), simple_tools(s, 2)) for s in ("srv0", "srv1", "srv2")]
+    report = sync_mcp_skills(snaps, skills_root=root, now=NOW)
+
+    assert [e.action for e in report.entries] == ["generated", "error", "generated"]
+    assert "exists" in report.entries[1].error
+    assert not planted.is_symlink() and planted.read_text(encoding="utf-8") == "the user's own\n"
+    # No build debris; the complete version it never linked goes with a later writer, past its grace.
+    assert not [p for p in root.glob(".mcp:srv1.*") if p.name.endswith((".tmp", ".link"))]
+    assert all((root / f"mcp:{s}" / "SKILL.md").is_file() for s in ("srv0", "srv2"))
+
+
 def _fsync_dir_fails_once(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Make the next fsync of a directory fail with EIO (a dying disk), after the swap."""
     real = _swap._fsync_dir  # pyright: ignore[reportPrivateUsage]

@@ -10,7 +10,8 @@ On disk, for server ``github``::
 ``rename(2)`` cannot replace a non-empty directory, and two renames leave a moment with
 no skill at all. So a new version is written into a ``.tmp`` dir beside the link, made
 durable (one ``syncfs`` when asked), renamed to its versioned name, and then
-the link is replaced with ``os.replace`` of a fresh symlink: a reader opening
+the link is replaced with ``os.replace`` of a fresh symlink (a skill not there yet gets
+its link made in place by ``symlink(2)``, which fails if the name was taken): a reader opening
 ``mcp:github/...`` resolves either the old or the new version, both complete. The old
 version is stamped with its retirement time (its mtime) and kept for ``RETIRED_GRACE_SECONDS``:
 a reader that resolved the link just before the swap (an agent that read SKILL.md and then
@@ -155,7 +156,12 @@ def inspect(root: Path, server: str) -> Current:
     """Classify ``root/mcp:<server>``; see :class:`Current`. Never follows a link that
     points outside ``root`` or at a name Keen does not create."""
     path = link_path(root, server)
-    if path.is_symlink():
+    # One lstat per name looked at: what is_symlink, exists and is_dir asked in turn (a
+    # stat each, and the sync inspects every server's skill).
+    mode = _lstat_mode(path)
+    if mode is None:
+        return Current("absent", path)
+    if stat.S_ISLNK(mode):
         target = os.readlink(path)
         match = _versioned(server, target)
         if match is None or match.group("suffix"):
@@ -163,22 +169,29 @@ def inspect(root: Path, server: str) -> Current:
                 "unmanaged", path, reason=f"it is a symlink to {target!r}, which Keen did not create"
             )
         versioned = root / target
-        if not versioned.is_symlink() and versioned.is_dir():
+        target_mode = _lstat_mode(versioned)
+        if target_mode is not None and stat.S_ISDIR(target_mode):
             marker = read_marker(versioned, server)
             if marker is None:
                 return Current("unmanaged", path, reason=f"{versioned} has no keen-mcp {MARKER_FILE}")
             return Current("link", path, versioned, marker)
-        if not os.path.lexists(versioned):
+        if target_mode is None:
             return Current("dangling", path)
         return Current("unmanaged", path, reason=f"{versioned} is not a directory")
-    if not path.exists():
-        return Current("absent", path)
-    if path.is_dir():
+    if stat.S_ISDIR(mode):
         marker = read_marker(path, server)
         if marker is None:
             return Current("unmanaged", path, reason=f"it has no {MARKER_FILE} saying managed_by keen-mcp")
         return Current("dir", path, path, marker)
     return Current("unmanaged", path, reason="it is not a directory")
+
+
+def _lstat_mode(path: Path) -> int | None:
+    """``path``'s own mode (a link not followed), or ``None`` when nothing is there."""
+    try:
+        return os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def new_build_dir(root: Path, server: str) -> Path:
@@ -225,6 +238,8 @@ def write_tree(build_dir: Path, files: Iterable[tuple[str, bytes]], *, fsync: bo
     made = {""}  # folders made, as relative POSIX paths ("" is build_dir itself)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     count = 0
+    # Paths joined as strings: a Path built and parsed per file cost as much as its write.
+    base = os.fspath(build_dir) + os.sep
     for rel, data in files:
         folder = posixpath.dirname(rel)
         if folder not in made:
@@ -234,9 +249,9 @@ def write_tree(build_dir: Path, files: Iterable[tuple[str, bytes]], *, fsync: bo
             for depth in range(1, len(parts) + 1):
                 sub = "/".join(parts[:depth])
                 if sub not in made:
-                    (build_dir / sub).mkdir(mode=0o755)
+                    os.mkdir(base + sub, 0o755)
                     made.add(sub)
-        fd = os.open(build_dir / rel, flags, 0o644)
+        fd = os.open(base + rel, flags, 0o644)
         try:
             view = memoryview(data)
             while view:
@@ -268,6 +283,11 @@ def _swap_in(root: Path, server: str, build_dir: Path, current: Current) -> Path
     final = build_dir.with_name(build_dir.name.removesuffix(".tmp"))
     os.rename(build_dir, final)
     link = link_path(root, server)
+    if current.kind == "absent":
+        # Nothing to replace: the link is made in place, at once whole (symlink(2) creates
+        # it with its target, and fails if anything took the name meanwhile).
+        os.symlink(final.name, link)
+        return final
     tmp_link = final.with_name(final.name + ".link")
     os.symlink(final.name, tmp_link)
     if current.kind == "dir":
@@ -295,7 +315,8 @@ def _retire(
     """After the swap: start the replaced version's grace, delete old debris. Not
     ``durable`` (the skills dir's fsync failed): only build debris goes, since the link on
     disk may still name an older version."""
-    retired = current.target if current.kind == "link" else final.with_name(final.name + ".old")
+    # What the swap replaced: the link's old version, or a migrated plain dir (now .old).
+    retired = {"link": current.target, "dir": final.with_name(final.name + ".old")}.get(current.kind)
     try:
         if retired is not None and retired.is_dir():
             # Start its grace now: readers may have resolved it an instant before the swap.
