@@ -253,8 +253,8 @@ class _Ranked(Skill):
     _fields = (*Skill._fields, "rank")
     __match_args__ = _fields
 
-    def __init__(self, *args: Any, rank: int = 0) -> None:
-        super().__init__(*args)
+    def __init__(self, *args: Any, rank: int = 0, **fields: Any) -> None:
+        super().__init__(*args, **fields)
         self._set(rank=rank)
 
 
@@ -266,6 +266,39 @@ def test_a_subclass_may_hold_a_new_field_in_a_slot() -> None:
     assert pickle.loads(pickle.dumps(ranked)) == ranked == copy.deepcopy(ranked)
     with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'rank'"):
         ranked.rank = 3  # pyright: ignore[reportAttributeAccessIssue]
+    # The fields it inherits are annotated in Skill, not in _Ranked's own __annotations__.
+    assert [f.name for f in dataclasses.fields(ranked)] == list(_Ranked._fields)
+    assert dataclasses.replace(ranked, rank=3) == _Ranked(*SKILL, rank=3)
+    assert dataclasses.asdict(ranked)["rank"] == 2 and dataclasses.asdict(ranked)["name"] == "notes"
+
+
+def test_a_plain_subclass_adding_a_field_is_a_dataclass_too() -> None:
+    class Tagged(Skill):
+        # Its default is given in __init__, as _Ranked's is.
+        tag: str  # pyright: ignore[reportGeneralTypeIssues]
+        _fields = (*Skill._fields, "tag")
+        __match_args__ = _fields
+
+        def __init__(self, *args: Any, tag: str = "", **fields: Any) -> None:
+            super().__init__(*args, **fields)
+            self._set(tag=tag)
+
+    # Skill's fields asked first: set on Skill, they must not be what Tagged's look-up finds.
+    assert "tag" not in {f.name for f in dataclasses.fields(Skill(*SKILL))}
+    tagged = Tagged(*SKILL, tag="x")
+    assert [f.name for f in dataclasses.fields(tagged)] == list(Tagged._fields)
+    assert dataclasses.asdict(tagged)["tag"] == "x"
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_a_slotted_record_pickles_at_every_protocol(protocol: int) -> None:
+    # Protocols 0 and 1 refuse a class with __slots__ and object's own __getstate__.
+    for record, twin in ((_Slotted(1, [2]), _Slotted0(1, [2])), (_Ranked(*SKILL, rank=2), None)):
+        assert pickle.loads(pickle.dumps(record, protocol)) == record
+        if twin is not None:
+            assert pickle.loads(pickle.dumps(twin, protocol)) == twin  # as the dataclass does
+    plain = Skill(*SKILL)
+    assert pickle.loads(pickle.dumps(plain, protocol)) == plain
 
 
 def test_a_record_whose_slots_leave_out_a_field_is_refused_where_it_is_declared() -> None:

@@ -42,11 +42,17 @@ class _DataclassView:
         if owner is FrozenRecord:
             raise AttributeError(self.attr)
         import dataclasses
+        import inspect  # imported by dataclasses already
 
         defaults = owner.__init__.__defaults__ or ()
         fields: tuple[str, ...] = owner._fields
+        # A subclass's own ``__annotations__`` hold only the fields it adds: the ones it
+        # inherits are annotated in the classes above it.
+        annotations: dict[str, Any] = {}
+        for cls in reversed(owner.__mro__):
+            annotations.update(inspect.get_annotations(cls))
         namespace: dict[str, Any] = {
-            "__annotations__": {name: owner.__annotations__[name] for name in fields},
+            "__annotations__": {name: annotations[name] for name in fields},
             "__module__": owner.__module__,
             "__qualname__": owner.__qualname__,
             "__doc__": owner.__doc__,
@@ -58,7 +64,7 @@ class _DataclassView:
         # Threads looking up at once may each build a twin: the first pair set is the one
         # every caller gets, so fields and params come from one twin and keep their identity.
         with _SETTING:
-            if "__dataclass_fields__" not in owner.__dict__:
+            if isinstance(owner.__dict__["__dataclass_fields__"], _DataclassView):
                 type.__setattr__(owner, "__dataclass_params__", twin.__dataclass_params__)
                 type.__setattr__(owner, "__dataclass_fields__", twin.__dataclass_fields__)
         return owner.__dict__[self.attr]
@@ -94,6 +100,11 @@ class FrozenRecord:
                 " the class body) or leave __slots__ out"
             )
         cls._slotted = bool(slots)
+        if "_fields" in cls.__dict__:
+            # Its own views: the fields a parent record's view already set on the parent's
+            # class would otherwise be what a look-up on this one finds first.
+            cls.__dataclass_fields__ = _DataclassView("__dataclass_fields__")
+            cls.__dataclass_params__ = _DataclassView("__dataclass_params__")
 
     def _set(self, **values: Any) -> None:
         """Store the fields' values (``__init__`` only: assignment is refused afterwards)."""
@@ -102,6 +113,12 @@ class FrozenRecord:
                 object.__setattr__(self, name, value)
         else:
             self.__dict__.update(values)
+
+    def __getstate__(self) -> Any:
+        """What :meth:`object.__getstate__` gives (``__dict__``, or ``(None, {slot: value})``
+        for a record with slots), written out here: pickle's protocols 0 and 1 refuse a class
+        with ``__slots__`` that inherits ``object``'s, where a slotted dataclass pickles."""
+        return object.__getstate__(self)
 
     def __setstate__(self, state: Any) -> None:
         """Restore a pickled or copied record: its ``__dict__``, or its slots' values
