@@ -359,6 +359,8 @@ def http_in_thread(
     finally:
         stopping.set()
         thread.join(60)
+    if thread.is_alive():  # still serving: its port and upstreams would outlive the test
+        raise RuntimeError("keen serve (in a thread) did not stop within 60 s")
     if failed:
         raise RuntimeError("keen serve (in a thread) failed") from failed[0]
 

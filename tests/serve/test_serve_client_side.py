@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,16 @@ class Clock:
         return self.now
 
 
+class GrantsCounted(MemoryStore):
+    """The front's store, counting the authorizations it grants (one per description read)."""
+
+    grants = 0
+
+    async def authorize(self, scope: str, tools: Iterable[str], ttl: float) -> None:
+        self.grants += 1
+        await super().authorize(scope, tools, ttl)
+
+
 async def test_manager_reads_full_descriptions_and_calls(
     tmp_path: Path, keen_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -42,10 +53,11 @@ async def test_manager_reads_full_descriptions_and_calls(
     # front in this process (helpers.serve.http_in_process), its store on the test's clock;
     # its KEEN_HOME is the inner one only while it starts (its pins, audit log and skills).
     clock = Clock()
+    store = GrantsCounted(clock=clock)
     async with contextlib.AsyncExitStack() as stack:
         monkeypatch.setenv("KEEN_HOME", str(inner))
         front = await stack.enter_async_context(
-            http_in_process(inner, store=MemoryStore(clock=clock), mode="extension", auth_ttl=1)
+            http_in_process(inner, store=store, mode="extension", auth_ttl=1)
         )
         monkeypatch.setenv("KEEN_HOME", str(keen_home))
         config = MCPConfig.model_validate(
@@ -62,9 +74,11 @@ async def test_manager_reads_full_descriptions_and_calls(
         first = await gateway.call("front", "mcp__basic__add", {"a": 2, "b": 2})
         assert not first.is_error and first.text == "4"
         # The front's authorization (1 s) lapses; the Manager refetches and retries once.
+        granted = store.grants
         clock.now += 1.3
         again = await gateway.call("front", "mcp__basic__add", {"a": 3, "b": 3})
         assert not again.is_error and again.text == "6"
+        assert store.grants == granted + 1  # the lapse was seen: one description read again
         # Keen's own checks now use the full schema.
         with pytest.raises(
             InvalidArguments,

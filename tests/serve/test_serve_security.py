@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from mcp.client.client import Client
@@ -164,6 +165,26 @@ async def test_authorization_expires_without_a_session_and_lasts_the_session(
     assert read_json(late["stateless"])["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
     assert not late["session"].is_error, late["session"]
     assert not late["stdio"].is_error, late["stdio"]
+
+
+async def test_the_console_script_passes_its_session_cap_and_auth_ttl(tmp_path: Path) -> None:
+    """``--max-sessions`` and ``--auth-ttl`` as the console script reads them: the tests of
+    both limits build the server in this process, so only this one shows the options reach
+    it. A caller's second session is refused (``--max-sessions 1``); a stateless
+    authorization is refused once 1 s has passed without a call (each call renews it), where
+    the default TTL would keep it for an hour."""
+    write_upstream(tmp_path)
+    with KeenServeProcess(
+        tmp_path, ["--mode", "extension", "--max-sessions", "1", "--auth-ttl", "1"]
+    ) as proc:
+        answers = [_post(proc.url, {"MCP-Protocol-Version": "2025-11-25"}) for _ in range(2)]
+        assert [r.status_code for r in answers] == [200, 429], [r.text for r in answers]
+        assert "--max-sessions" in answers[1].text
+        async with connect(proc, "stateless") as client:
+            await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
+            await anyio.sleep(1.5)  # the real process's TTL, in real time: what is tested
+            late = await client.call_tool("mcp__basic__echo", {"text": "late"})
+    assert read_json(late)["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
 
 
 # The refusals below run the console script as a process for its exit code and stderr, forked

@@ -35,16 +35,21 @@ FETCHES = 3
 
 
 class WindowStart:
-    """The Redis store's clock: real time, moved so that the test starts a second into a 60 s
-    rate window. The store counts in fixed windows (``int(now // 60)``) and reads that straddle
-    a boundary start a new count; the test waited up to 20 s for a fresh window before. The
-    memory store's window starts at the caller's first read (``MemoryStore.hit``)."""
+    """The Redis store's clock: real time, moved at its first reading (the first description
+    read: sessions are timed by Redis's own clock) to a second into a 60 s rate window, so
+    the reads have 59 s however long the servers took to start. The store counts in fixed
+    windows (``int(now // 60)``) and reads that straddle a boundary start a new count; the
+    test waited up to 20 s for a fresh window before. The memory store's window starts at the
+    caller's first read (``MemoryStore.hit``)."""
 
     def __init__(self) -> None:
-        self.shift = 1.0 - time.time() % 60
+        self.shift: float | None = None
 
     def __call__(self) -> float:
-        return time.time() + self.shift
+        now = time.time()
+        if self.shift is None:
+            self.shift = 1.0 - now % 60
+        return now + self.shift
 
 
 @contextlib.contextmanager
