@@ -286,7 +286,14 @@ def _swap_in(root: Path, server: str, build_dir: Path, current: Current) -> Path
     if current.kind == "absent":
         # Nothing to replace: the link is made in place, at once whole (symlink(2) creates
         # it with its target, and fails if anything took the name meanwhile).
-        os.symlink(final.name, link)
+        try:
+            os.symlink(final.name, link)
+        except OSError:
+            # No reader can have resolved the version: back to a build dir, which the
+            # caller's discard deletes at once (a versioned dir would wait out a grace, and
+            # past it no sync would come back to it while the name stays taken).
+            os.rename(final, build_dir)
+            raise
         return final
     tmp_link = final.with_name(final.name + ".link")
     os.symlink(final.name, tmp_link)
