@@ -272,6 +272,29 @@ def test_a_subclass_may_hold_a_new_field_in_a_slot() -> None:
     assert dataclasses.asdict(ranked)["rank"] == 2 and dataclasses.asdict(ranked)["name"] == "notes"
 
 
+@dataclass(frozen=True)
+class _Ranked0(Skill0):
+    rank: int = 0
+
+
+def test_a_subclass_keeps_the_defaults_of_the_fields_it_passes_on() -> None:
+    # _Ranked's __init__ takes Skill's fields through *args/**fields and its own as a keyword.
+    def defaults(cls: type) -> dict[str, Any]:
+        return {
+            f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory
+            for f in dataclasses.fields(cls)
+        }
+
+    assert defaults(_Ranked) == defaults(_Ranked0)
+
+    @dataclass(frozen=True)
+    class Extra(_Ranked):
+        extra: int = 0
+
+    made = Extra(*SKILL, rank=1, extra=3)
+    assert (made.rank, made.extra, made.enabled) == (1, 3, True)
+
+
 def test_a_plain_subclass_adding_a_field_is_a_dataclass_too() -> None:
     class Tagged(Skill):
         # Its default is given in __init__, as _Ranked's is.

@@ -44,7 +44,6 @@ class _DataclassView:
         import dataclasses
         import inspect  # imported by dataclasses already
 
-        defaults = owner.__init__.__defaults__ or ()
         fields: tuple[str, ...] = owner._fields
         # A subclass's own ``__annotations__`` hold only the fields it adds: the ones it
         # inherits are annotated in the classes above it.
@@ -57,9 +56,27 @@ class _DataclassView:
             "__qualname__": owner.__qualname__,
             "__doc__": owner.__doc__,
         }
-        for name, default in zip(fields[len(fields) - len(defaults) :], defaults, strict=True):
-            new_list = name in owner._new_lists
-            namespace[name] = dataclasses.field(default_factory=list) if new_list else default
+        # Defaults by name, from ``__init__``'s parameters (keyword-only ones included); a
+        # field it passes on through ``*args``/``**fields`` has the default the record above
+        # gives it.
+        params = inspect.signature(owner.__init__).parameters
+        above = next((c for c in owner.__mro__[1:] if "_fields" in c.__dict__), FrozenRecord)
+        inherited = {} if above is FrozenRecord else above.__dataclass_fields__
+        for name in fields:
+            param = params.get(name)
+            if param is not None and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                if param.default is not param.empty:
+                    new_list = name in owner._new_lists
+                    namespace[name] = dataclasses.field(default_factory=list) if new_list else param.default
+            elif name in inherited:
+                field = inherited[name]
+                if (
+                    field.default is not dataclasses.MISSING
+                    or field.default_factory is not dataclasses.MISSING
+                ):
+                    namespace[name] = dataclasses.field(
+                        default=field.default, default_factory=field.default_factory
+                    )
         twin: Any = dataclasses.dataclass(frozen=True)(type(owner.__name__, (), namespace))
         # Threads looking up at once may each build a twin: the first pair set is the one
         # every caller gets, so fields and params come from one twin and keep their identity.
