@@ -73,8 +73,11 @@ async def test_manager_reads_full_descriptions_and_calls(
         gateway = Gateway(manager, approval=allow_all)
         first = await gateway.call("front", "mcp__basic__add", {"a": 2, "b": 2})
         assert not first.is_error and first.text == "4"
-        # The front's authorization (1 s) lapses; the Manager refetches and retries once.
+        # Within the front's authorization (1 s), a call reads no description again.
         granted = store.grants
+        assert (await gateway.call("front", "mcp__basic__add", {"a": 1, "b": 1})).text == "2"
+        assert store.grants == granted
+        # It lapses; the Manager refetches and retries once.
         clock.now += 1.3
         again = await gateway.call("front", "mcp__basic__add", {"a": 3, "b": 3})
         assert not again.is_error and again.text == "6"

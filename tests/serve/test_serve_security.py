@@ -171,19 +171,21 @@ async def test_the_console_script_passes_its_session_cap_and_auth_ttl(tmp_path: 
     """``--max-sessions`` and ``--auth-ttl`` as the console script reads them: the tests of
     both limits build the server in this process, so only this one shows the options reach
     it. A caller's second session is refused (``--max-sessions 1``); a stateless
-    authorization is refused once 1 s has passed without a call (each call renews it), where
-    the default TTL would keep it for an hour."""
+    authorization lets a call through at once and is refused once 3 s have passed without a
+    call (each call renews it), where the default TTL would keep it for an hour."""
     write_upstream(tmp_path)
-    with KeenServeProcess(
-        tmp_path, ["--mode", "extension", "--max-sessions", "1", "--auth-ttl", "1"]
-    ) as proc:
+    args = ["--mode", "extension", "--max-sessions", "1", "--auth-ttl", str(TTL)]
+    with KeenServeProcess(tmp_path, args) as proc:
         answers = [_post(proc.url, {"MCP-Protocol-Version": "2025-11-25"}) for _ in range(2)]
         assert [r.status_code for r in answers] == [200, 429], [r.text for r in answers]
         assert "--max-sessions" in answers[1].text
         async with connect(proc, "stateless") as client:
-            await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
-            await anyio.sleep(1.5)  # the real process's TTL, in real time: what is tested
+            read = await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
+            assert "mcp__basic__echo" in str(read)
+            now = await client.call_tool("mcp__basic__echo", {"text": "now"})
+            await anyio.sleep(TTL + 0.5)  # the real process's TTL, in real time: what is tested
             late = await client.call_tool("mcp__basic__echo", {"text": "late"})
+    assert not now.is_error, now
     assert read_json(late)["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
 
 
