@@ -53,6 +53,7 @@ __all__ = [
     "KeenServeProcess",
     "PostsAnswered",
     "ServedHttp",
+    "StoreClock",
     "basic_in_memory",
     "connect",
     "free_port",
@@ -226,9 +227,9 @@ async def connect(
     ``posts`` counts its POSTs and their replies (HTTP only)."""
     # The stateless era through the real negotiation: server/discover, then 2026-07-28.
     mode = "legacy" if era == "session" else "auto"
-    if isinstance(target, (KeenServeProcess, ServedHttp)) or url is not None:
+    if not isinstance(target, str) or url is not None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        endpoint = url or (target.url if isinstance(target, (KeenServeProcess, ServedHttp)) else "")
+        endpoint = url or ("" if isinstance(target, str) else target.url)
         hooks = {} if posts is None else {"request": [posts.on_request], "response": [posts.on_response]}
         async with (
             httpx2.AsyncClient(headers=headers, timeout=30, verify=tls(), event_hooks=hooks) as http,
@@ -271,6 +272,17 @@ def _keen_server(home: Path, options: dict[str, Any], transports: dict[str, Any]
     pins = PinGuard(PinStore(paths.pins_dir()))
     manager = Manager(home / "mcp" / "configs.json", trust=pins, transports=transports)
     return KeenServer(manager, **options)
+
+
+class StoreClock:
+    """A store's clock (``MemoryStore(clock=...)``, ``RedisStore(clock=...)``), in seconds:
+    ``now``, moved by the test instead of a TTL or window waited out in real time."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @dataclass

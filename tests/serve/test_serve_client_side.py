@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.serve import http_in_process, write_upstream
+from helpers.serve import StoreClock, http_in_process, write_upstream
 from keen.errors import InvalidArguments
 from keen.gateway import Gateway, allow_all
 from keen.mcp.config import MCPConfig
@@ -22,21 +22,11 @@ from keen.trust import PinGuard
 pytestmark = pytest.mark.anyio
 
 
-class Clock:
-    """The front's store clock (seconds), moved by the test instead of waited out."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class GrantsKept(MemoryStore):
     """The front's store, keeping the clock's time of each authorization it grants (one per
     description read)."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: StoreClock) -> None:
         super().__init__(clock=clock)
         self.clock = clock
         self.granted_at: list[float] = []
@@ -56,7 +46,7 @@ async def test_manager_reads_full_descriptions_and_calls(
     # (a stdio connection's lasts as long as the connection). The front is keen serve's HTTP
     # front in this process (helpers.serve.http_in_process), its store on the test's clock;
     # its KEEN_HOME is the inner one only while it starts (its pins, audit log and skills).
-    clock = Clock()
+    clock = StoreClock()
     store = GrantsKept(clock)
     async with contextlib.AsyncExitStack() as stack:
         monkeypatch.setenv("KEEN_HOME", str(inner))

@@ -19,6 +19,7 @@ from helpers.serve import (
     KEEN,
     MODERN,
     KeenServeProcess,
+    StoreClock,
     connect,
     http_in_process,
     read_json,
@@ -120,16 +121,6 @@ async def test_stateless_era_without_tokens_shares_one_anonymous_principal(
         assert refused.is_error
 
 
-class Clock:
-    """The server's store clock (seconds), moved by the test instead of waited out."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 TTL = 3
 """``--auth-ttl`` (seconds) in the expiry test below."""
 
@@ -147,7 +138,7 @@ async def test_authorization_expires_without_a_session_and_lasts_the_session(
     request: ``KeenServer.caller_scope``), on the same server."""
     write_upstream(tmp_path)
     monkeypatch.setenv("KEEN_HOME", str(tmp_path))
-    clock = Clock()
+    clock = StoreClock()
     late: dict[str, CallToolResult] = {}
     async with (
         http_in_process(tmp_path, store=MemoryStore(clock=clock), mode="extension", auth_ttl=TTL) as served,

@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from helpers.loopback import redis_server
+from helpers.serve import StoreClock
 from keen.serve.store import MemoryStore, RedisStore, open_store
 
 pytestmark = pytest.mark.anyio
@@ -25,14 +26,6 @@ def raw_client(url: str) -> Any:
     return aioredis.Redis.from_url(url, decode_responses=True)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class Later:
     """Real time (seconds since the epoch) plus ``ahead``, which the test moves forward."""
 
@@ -44,7 +37,7 @@ class Later:
 
 
 async def test_memory_store_expires_everything() -> None:
-    clock = Clock()
+    clock = StoreClock()
     store = MemoryStore(clock=clock)
     await store.create_session("s1", {"principal": "p"}, ttl=10)
     await store.authorize("session:s1", ["a", "b"], ttl=5)
@@ -63,7 +56,7 @@ async def test_memory_store_expires_everything() -> None:
 
 
 async def test_memory_store_rate_window_and_bounded_growth() -> None:
-    clock = Clock()
+    clock = StoreClock()
     store = MemoryStore(clock=clock)
     assert [await store.hit("k", 60) for _ in range(3)] == [1, 2, 3]
     clock.now += 61
@@ -122,7 +115,7 @@ async def test_redis_store_keys_all_expire(tmp_path: Path) -> None:
 
 async def test_renew_keeps_a_scopes_live_authorizations_and_not_its_lapsed_ones(tmp_path: Path) -> None:
     """What keeps a session's authorizations as long as the session (each of its requests)."""
-    clock = Clock()
+    clock = StoreClock()
     memory = MemoryStore(clock=clock)
     await memory.authorize("session:s", ["a"], ttl=5)
     await memory.authorize("session:s", ["gone"], ttl=1)
@@ -159,7 +152,7 @@ def test_open_store_rejects_unknown() -> None:
 
 
 async def test_memory_store_caps_open_sessions_per_owner() -> None:
-    clock = Clock()
+    clock = StoreClock()
     store = MemoryStore(clock=clock)
     opened = [await store.open_session(f"s{i}", {}, 10, owner="a", limit=2) for i in range(4)]
     assert opened == [True, True, False, False]
