@@ -98,6 +98,12 @@ async def test_a_start_is_remembered_from_launch_to_its_tool_list(
     assert order(last["stuck"], 0.5) > order(last["sleeper"], 15.0) > order(None, 15.0)
     assert order(last["closed_on"], 60) > order(last["sleeper"], 15.0)
 
+    # Stopped unfinished where a start of the same launch finished before: more likely
+    # stopped early than hung, and the record of the finished one is kept.
+    times = StartTimes()
+    times.remember("sleeper", _stdio(path, "sleeper"), None)
+    assert times.last("sleeper", _stdio(path, "sleeper")) == last["sleeper"]
+
 
 async def test_a_changed_launch_forgets_the_record(
     write_config: Callable[..., Path], keen_home: Path

@@ -5,9 +5,10 @@ what a start is expected to take is what the same server's last start took. A st
 from its turn's grant (its launch follows at once) until its tool list is in, the span it
 holds a turn and the span a caller waits for it; a start that reached its connect limit is
 remembered as that long, so the bound can tell it timed out, and one stopped after its launch
-before its tools were listed (Keen closed first) as unfinished, endless. A start that failed
-any other way, or stopped before its launch, says nothing of how long one takes: its record
-stays as it was.
+before its tools were listed (Keen closed first, the user stopped it) as unfinished, endless,
+unless a start of the same launch finished before: then it was more likely stopped early than
+hung, and that record is kept. A start that failed any other way, or stopped before its
+launch, says nothing of how long one takes: its record stays as it was.
 
 The record is ``$KEEN_HOME/cache/start-times.json`` (docs/architecture.md "Files on disk"),
 by server name, each with a digest of its launch definition (:func:`launch_key`): a changed
@@ -104,7 +105,10 @@ class StartTimes:
 
     def remember(self, name: str, config: StdioServerConfig, seconds: float | None) -> None:
         """Record that ``name``'s start, launched by ``config``, took ``seconds`` (to its tool
-        list, or to its connect limit when it reached it); ``None``: it was stopped unfinished."""
+        list, or to its connect limit when it reached it); ``None``: it was stopped unfinished
+        (kept only where no start of the same launch finished before)."""
+        if seconds is None and self.last(name, config) not in (None, math.inf):
+            return
         self._new[name] = {
             "launch": launch_key(config),
             "seconds": None if seconds is None else round(seconds, 3),
