@@ -26,6 +26,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -84,7 +85,7 @@ class StartTimes:
         clock: wall-clock seconds, to drop the least recently started servers first.
     """
 
-    def __init__(self, path: Path | None = None, *, clock: Any = time.time) -> None:
+    def __init__(self, path: Path | None = None, *, clock: Callable[[], float] = time.time) -> None:
         self.path = path or paths.keen_home() / "cache" / RECORD_NAME
         self._clock = clock
         self._read: dict[str, dict[str, Any]] | None = None

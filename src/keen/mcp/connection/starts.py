@@ -41,9 +41,10 @@ instead of behind every faster one. A server with no record (new, or its launch 
 goes first: a first start is often the slowest (a package to fetch). One whose last start
 did not finish, reaching its connect limit or stopped before its tools were listed, goes
 last: it is expected to give nothing, and should it hang while working it holds its turn
-for its whole limit. Ties keep the order they asked in. The starts asked for together (the Manager's owners, begun in one
-go) are ordered among themselves: a turn is granted only after the asking task yielded
-once, so the first ones asked do not go in before the others are queued.
+for its whole limit. Ties keep the order they asked in. The starts asked for together (the
+Manager's owners, begun in one go) are ordered among themselves: a turn is granted only
+after the asking task yielded once, so the first ones asked do not go in before the others
+are queued.
 """
 
 from __future__ import annotations
@@ -231,9 +232,9 @@ class StartSlots:
 
         Args:
             connect_limit: the server's connect limit, seconds (``timeouts.connect``).
-            last: seconds its last start took, from launch to its tool list (or to its
+            last: seconds its last start took, from its turn to its tool list (or to its
                 connect limit, when it reached it; ``math.inf`` when stopped unfinished);
-                ``None`` when unknown.
+                ``None`` when unknown (:meth:`keen.mcp.connection.start_times.StartTimes.last`).
 
         Returns:
             The granted turn: :meth:`StartTurn.launched` with the server's process id, then
