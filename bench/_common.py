@@ -35,13 +35,15 @@ DEMO_SERVER = ["-m", "keen.demo.server"]
 
 
 @contextmanager
-def keen_home() -> Iterator[Path]:
-    """A fresh temporary ``KEEN_HOME`` for the block (restores the previous value after)."""
+def keen_home(reuse: Path | None = None) -> Iterator[Path]:
+    """A fresh temporary ``KEEN_HOME`` for the block, or ``reuse`` (a home an outer block made,
+    kept with what earlier runs left in it); restores the previous value after."""
     previous = os.environ.get("KEEN_HOME")
     with tempfile.TemporaryDirectory(prefix="keen-bench-") as tmp:
-        os.environ["KEEN_HOME"] = tmp
+        home = reuse or Path(tmp)
+        os.environ["KEEN_HOME"] = str(home)
         try:
-            yield Path(tmp)
+            yield home
         finally:
             if previous is None:
                 os.environ.pop("KEEN_HOME", None)

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
     from keen.mcp.config.servers import AuthFactory, HttpServerConfig, MCPConfig, OAuthAuth, StdioServerConfig
     from keen.mcp.connection.server import ServerConnection
+    from keen.mcp.connection.start_times import StartTimes
     from keen.mcp.listing.tool_filter import InvalidTool
 
 __all__ = [
@@ -269,6 +270,9 @@ class Manager:
         if max_starting is None:
             max_starting = default_max_starting()
         self._launches = start_slots or (StartSlots(max_starting, grow=grow) if max_starting > 0 else None)
+        self._start_times: StartTimes | None = None
+        """How long each stdio server's last start took (the bound lets the longest in first),
+        made with the first connection; written at :meth:`aclose`."""
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
         self._closed = False
@@ -371,6 +375,8 @@ class Manager:
         if not all(conn.finished.is_set() for conn in connections):
             tg.cancel_scope.cancel()
         await tg.__aexit__(None, None, None)
+        if self._start_times is not None:
+            self._start_times.save()
 
     async def __aenter__(self) -> Manager:
         await self.start()
@@ -915,9 +921,12 @@ class Manager:
         # a Manager that has not started a server yet (keen chat before its first model
         # request) loads none of it.
         from keen.mcp.connection.server import ServerConnection
+        from keen.mcp.connection.start_times import StartTimes
 
         if self._auth_factory is None:
             self._auth_factory = _oauth_on_first_use()
+        if self._start_times is None and self._launches is not None:
+            self._start_times = StartTimes()
         return ServerConnection(
             name,
             server,
@@ -931,6 +940,7 @@ class Manager:
             on_tools=self._notify_changes,
             refresh_interval=self._refresh_interval,
             launches=self._launches,
+            start_times=self._start_times,
             on_moved=self._moved,
         )
 

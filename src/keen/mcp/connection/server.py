@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +42,7 @@ from keen.mcp.connection.elicitation import (
 from keen.mcp.connection.relay import CALL_PEER, Relay
 from keen.mcp.connection.sdk_private import negotiate_auto
 from keen.mcp.connection.spawn import stdio_transport
+from keen.mcp.connection.start_times import StartTimes
 from keen.mcp.connection.starts import StartSlots, StartTurn
 from keen.mcp.connection.translate import ConnectFacts, classify_connect_failure, sign_in_message
 from keen.mcp.listing.changes import ChangeObserver, RefreshReason, ToolsChanged, diff_tools
@@ -90,6 +92,7 @@ class ServerConnection:
         on_tools: ChangeObserver | None = None,
         refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
         launches: StartSlots | None = None,
+        start_times: StartTimes | None = None,
         on_moved: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
@@ -98,6 +101,10 @@ class ServerConnection:
         lists (``keen serve``'s catalog) keys on the Manager's count of these instead of
         looking at every server per call."""
         self._launches = launches
+        self._start_times = start_times
+        """How long this server's last start took, for its place in the queue; told of this one."""
+        self._turn_began: float | None = None
+        """``time.monotonic()`` when this start's turn was granted; ``None`` without a turn."""
         self._elicitation = elicitation
         self._elicitation_url = elicitation_url
         self._relay = relay
@@ -413,10 +420,13 @@ class ServerConnection:
                             self.resources = await list_resources(self.name, session, caps)
                             self.resource_templates = await list_resource_templates(self.name, session, caps)
                             self.prompts = await list_prompts(self.name, session, caps)
+                        self._start_took(cfg)  # all listed: this start is over
                     except Exception as exc:
                         # Report before unwinding: stopping a hung stdio server takes seconds,
                         # which the next server in line need not wait for.
                         self._fail(exc, facts)
+                        if isinstance(exc, TimeoutError) and facts.phase == "initialize":
+                            self._start_took(cfg)  # its connect limit: remembered as timed out
                         slot()
                         raise
                 self._connect_scope = None
@@ -454,14 +464,17 @@ class ServerConnection:
         Keen little: they start at once.
         """
         slots = self._launches
+        self._turn_began = None
         if self._stopping:
             return None
         if slots is None or self._transport is not None or not isinstance(cfg, StdioServerConfig):
             return lambda: None
         turn: StartTurn | None = None
         self._turn = None
+        times = self._start_times
+        last = times.last(self.name, cfg) if times is not None else None
         with anyio.CancelScope() as self._connect_scope:  # stop() and reconfigure() cancel the wait
-            turn = await slots.turn(cfg.timeouts.connect)
+            turn = await slots.turn(cfg.timeouts.connect, last)
         self._connect_scope = None
         if turn is None:
             return None
@@ -469,16 +482,27 @@ class ServerConnection:
             turn.cancel()
             return None
         self._turn = turn
+        self._turn_began = time.monotonic()
 
         def give_back() -> None:
             # A start stopped or superseded midway says nothing of what a start costs: it
             # neither grows nor shrinks the bound.
             if self._stopping or self._superseded:
                 turn.cancel()
+                if self._stopping and turn.pid is not None:
+                    self._start_took(cfg, finished=False)  # launched, stopped before its tools
             else:
                 turn.end()
+            self._turn_began = None
 
         return give_back
+
+    def _start_took(self, cfg: HttpServerConfig | StdioServerConfig, *, finished: bool = True) -> None:
+        # From the turn's grant to now: what the next start of this launch is expected to take.
+        began, times = self._turn_began, self._start_times
+        self._turn_began = None  # told once per start
+        if began is not None and times is not None and isinstance(cfg, StdioServerConfig):
+            times.remember(self.name, cfg, time.monotonic() - began if finished else None)
 
     def _launched(self, pid: int) -> None:
         # The start bound reads what this server's processes do (keen.mcp.connection.starts).

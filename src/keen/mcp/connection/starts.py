@@ -33,14 +33,26 @@ judged by the machine instead: past its quick share, it is set aside once at lea
 :data:`IDLE_CPUS` of the CPUs were idle since the last look (``/proc/stat``). The default bound
 only; elsewhere the bound is as above.
 
-Turns are given in the order they were asked for.
+Turns go to the longest start first (longest processing time first, the classic rule for
+finishing a set of jobs early on a few machines): a waiter says how long its server's last
+start took (:mod:`keen.mcp.connection.start_times`), and the one expected to take longest
+is let in first, so the slowest server's own wait (its sleep, its install) begins at once
+instead of behind every faster one. A server with no record (new, or its launch changed)
+goes first: a first start is often the slowest (a package to fetch). One whose last start
+did not finish, reaching its connect limit or stopped before its tools were listed, goes
+last: it is expected to give nothing, and should it hang while working it holds its turn
+for its whole limit. Ties keep the order they asked in. The starts asked for together (the
+Manager's owners, begun in one go) are ordered among themselves: a turn is granted only
+after the asking task yielded once, so the first ones asked do not go in before the others
+are queued.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Collection
 
 import anyio
@@ -57,6 +69,7 @@ __all__ = [
     "QUICK_SHARE",
     "StartSlots",
     "StartTurn",
+    "order",
 ]
 
 QUICK_SHARE = 1 / 20
@@ -84,6 +97,24 @@ IDLE_CPUS = 0.75
 read and are past their quick share."""
 
 _NS = 1e9
+
+
+def order(last: float | None, connect_limit: float) -> tuple[int, float]:
+    """Where a waiter goes in the queue, smallest first (module docstring): a start with no
+    record, then one remembered to take ``last`` seconds before one remembered shorter, and
+    one whose last start did not finish last of all.
+
+    Args:
+        last: seconds the server's last start took (``math.inf``: it did not finish),
+            ``None`` when unknown.
+        connect_limit: its connect limit now, seconds: a last start as long is one that
+            timed out (one raised since lets that start count as merely long).
+    """
+    if last is None:
+        return (-1, 0.0)
+    if last >= connect_limit:
+        return (2, 0.0)
+    return (0, -last)
 
 
 class StartTurn:
@@ -164,7 +195,9 @@ class StartSlots:
         self._cap = base * GROWTH if grow else base
         self._clock = clock
         self._running: set[StartTurn] = set()
-        self._waiting: deque[StartTurn] = deque()
+        self._waiting: list[tuple[tuple[int, float], int, StartTurn]] = []
+        """A heap of (order, arrival, waiter): the longest expected start first (:func:`order`)."""
+        self._arrivals = itertools.count()
         self._grow = grow
         self._busy = (cpu_busy or cpu_busy_share()) if grow else None
         self._trees = trees or ProcessTrees()
@@ -181,17 +214,27 @@ class StartSlots:
         return len(self._running)
 
     @property
+    def waiting(self) -> int:
+        """Starts waiting for a turn (those given up while waiting included until their place
+        comes)."""
+        return len(self._waiting)
+
+    @property
     def asleep(self) -> int:
         """Starts in flight set aside as asleep, holding no turn."""
         return len(self._asleep)
 
-    async def turn(self, connect_limit: float) -> StartTurn:
-        """Wait for a turn to start a server.
+    async def turn(self, connect_limit: float, last: float | None = None) -> StartTurn:
+        """Wait for a turn to start a server; the longest expected start goes first (module
+        docstring), and the task always yields once before its turn is granted.
 
         Cancelled while waiting, it leaves the queue (a turn granted meanwhile is given back).
 
         Args:
             connect_limit: the server's connect limit, seconds (``timeouts.connect``).
+            last: seconds its last start took, from its turn to its tool list (or to its
+                connect limit, when it reached it; ``math.inf`` when stopped unfinished);
+                ``None`` when unknown (:meth:`keen.mcp.connection.start_times.StartTimes.last`).
 
         Returns:
             The granted turn: :meth:`StartTurn.launched` with the server's process id, then
@@ -200,12 +243,11 @@ class StartSlots:
         """
         await anyio.lowlevel.checkpoint_if_cancelled()
         turn = StartTurn(self, min(connect_limit * QUICK_SHARE, QUICK_MOST))
-        self._drop_abandoned()
-        if not self._waiting and self._admits(self._clock()):
-            self._begin(turn)
-            return turn
-        self._waiting.append(turn)
+        heapq.heappush(self._waiting, (order(last, connect_limit), next(self._arrivals), turn))
         try:
+            # Those asked in the same go queue up too before any is let in: the longest first.
+            await anyio.lowlevel.checkpoint()
+            self._admit(self._clock())
             while turn.began is None:
                 if self._grow and self._looker is None:
                     self._looker = turn
@@ -284,11 +326,11 @@ class StartSlots:
         # The next waiter takes over the looks; one waiter at a time wakes for them.
         self._drop_abandoned()
         if self._grow and self._waiting:
-            self._waiting[0].granted.set()
+            self._waiting[0][2].granted.set()
 
     def _drop_abandoned(self) -> None:
-        while self._waiting and self._waiting[0].abandoned:
-            self._waiting.popleft()
+        while self._waiting and self._waiting[0][2].abandoned:
+            heapq.heappop(self._waiting)
 
     def _admits(self, now: float) -> bool:
         held = len(self._running)
@@ -328,7 +370,7 @@ class StartSlots:
     def _admit(self, now: float) -> None:
         self._drop_abandoned()
         while self._waiting and self._admits(now):
-            waiter = self._waiting.popleft()
+            waiter = heapq.heappop(self._waiting)[2]
             self._begin(waiter)
             waiter.granted.set()
             self._drop_abandoned()

@@ -1,0 +1,161 @@
+"""How long each stdio server's last start took, remembered across runs.
+
+The start bound lets the longest expected start in first (:mod:`keen.mcp.connection.starts`);
+what a start is expected to take is what the same server's last start took. A start is timed
+from its turn's grant (its launch follows at once) until its tool list is in, the span it
+holds a turn and the span a caller waits for it; a start that reached its connect limit is
+remembered as that long, so the bound can tell it timed out, and one stopped after its launch
+before its tools were listed (Keen closed first, the user stopped it) as unfinished, endless,
+unless a start of the same launch finished before: then it was more likely stopped early than
+hung, and that record is kept. A start that failed any other way, or stopped before its
+launch, says nothing of how long one takes: its record stays as it was.
+
+The record is ``$KEEN_HOME/cache/start-times.json`` (docs/architecture.md "Files on disk"),
+by server name, each with a digest of its launch definition (:func:`launch_key`): a changed
+command, argument, ``cwd`` or set of environment variable names forgets it. Neither an
+environment value nor a credential in the arguments goes into the digest, so it reveals
+none and a rotated token keeps the record. Read once, when the first start asks; written
+at the Manager's close, merged with what another process wrote meanwhile, atomically, at
+most :data:`MOST_SERVERS` entries (the least recently started dropped first). A record that
+cannot be read or written only means starts go in the order asked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+from keen import paths
+from keen._digest import blake2b
+from keen._fs import atomic_write_json
+from keen._redact import looks_secret
+from keen.mcp.config.secrets import arg_secrets
+from keen.mcp.config.servers import StdioServerConfig
+
+__all__ = ["MOST_SERVERS", "RECORD_NAME", "StartTimes", "launch_key"]
+
+logger = logging.getLogger(__name__)
+
+RECORD_NAME = "start-times.json"
+"""The record's file name in ``$KEEN_HOME/cache``."""
+
+MOST_SERVERS = 2048
+"""Servers the record keeps at most: about 150 kB, read once per Manager."""
+
+_VERSION = 1
+_HIDDEN = "\0secret\0"
+
+
+def launch_key(config: StdioServerConfig) -> str:
+    """A digest of what launches ``config``'s server: its command, arguments, ``cwd``,
+    ``inherit_env`` and the names of its environment variables.
+
+    Values that may be credentials are taken out of the arguments first (those the
+    arguments' own words name, :func:`keen.mcp.config.secrets.arg_secrets`, and any
+    environment value written into them), and environment values are left out entirely:
+    the digest can be guessed back to none of them.
+
+    Returns:
+        32 hex digits (BLAKE2b, 16 bytes).
+    """
+    hidden = sorted(
+        {*arg_secrets(config.args), *(v for v in config.env.values() if looks_secret(v))},
+        key=len,
+        reverse=True,
+    )
+    args: list[str] = []
+    for arg in config.args:
+        for secret in hidden:
+            arg = arg.replace(secret, _HIDDEN)
+        args.append(arg)
+    launch = [config.command, args, config.cwd, config.inherit_env, sorted(config.env)]
+    return blake2b(json.dumps(launch).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+class StartTimes:
+    """The servers' last start times (module docstring); one per Manager.
+
+    Args:
+        path: the record; default ``$KEEN_HOME/cache/start-times.json`` as ``KEEN_HOME`` is now.
+        clock: wall-clock seconds, to drop the least recently started servers first.
+    """
+
+    def __init__(self, path: Path | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        self.path = path or paths.keen_home() / "cache" / RECORD_NAME
+        self._clock = clock
+        self._read: dict[str, dict[str, Any]] | None = None
+        self._new: dict[str, dict[str, Any]] = {}
+        """What this process measured, by server: written at :meth:`save`."""
+
+    def last(self, name: str, config: StdioServerConfig) -> float | None:
+        """Seconds ``name``'s last start took with this launch definition: ``math.inf`` when
+        it did not finish, ``None`` when unknown (never started, started otherwise, or the
+        record unreadable)."""
+        entry = self._new.get(name) or self._entries().get(name)
+        if entry is None or entry.get("launch") != launch_key(config):
+            return None
+        seconds = entry.get("seconds")
+        if seconds is None and entry.get("finished") is False:
+            return math.inf
+        return float(seconds) if isinstance(seconds, (int, float)) and seconds >= 0 else None
+
+    def remember(self, name: str, config: StdioServerConfig, seconds: float | None) -> None:
+        """Record that ``name``'s start, launched by ``config``, took ``seconds`` (to its tool
+        list, or to its connect limit when it reached it); ``None``: it was stopped unfinished
+        (kept only where no start of the same launch finished before)."""
+        if seconds is None and self.last(name, config) not in (None, math.inf):
+            return
+        self._new[name] = {
+            "launch": launch_key(config),
+            "seconds": None if seconds is None else round(seconds, 3),
+            "finished": seconds is not None,
+            "at": round(self._clock()),
+        }
+
+    def save(self) -> None:
+        """Write what was measured, merged into the record as it is on disk now; never raises
+        (a record not written only means the next run orders starts as asked)."""
+        if not self._new:
+            return
+        entries = {**self._load(), **self._new}
+        if len(entries) > MOST_SERVERS:
+            newest = sorted(entries.items(), key=lambda item: _at(item[1]), reverse=True)
+            entries = dict(newest[:MOST_SERVERS])
+        try:
+            atomic_write_json(self.path, {"version": _VERSION, "servers": entries}, fsync=False)
+        except OSError as exc:
+            logger.debug("start times not written to %s: %r", self.path, exc)
+            return
+        self._read = entries
+        self._new = {}
+
+    def _entries(self) -> dict[str, dict[str, Any]]:
+        if self._read is None:
+            self._read = self._load()
+        return self._read
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        try:
+            data: Any = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != _VERSION:  # pyright: ignore[reportUnknownMemberType]
+            return {}
+        servers: Any = data.get("servers")  # pyright: ignore[reportUnknownMemberType]
+        if not isinstance(servers, dict):
+            return {}
+        return {
+            str(name): cast("dict[str, Any]", entry)
+            for name, entry in cast("dict[Any, Any]", servers).items()
+            if isinstance(entry, dict)
+        }
+
+
+def _at(entry: dict[str, Any]) -> float:
+    at = entry.get("at")
+    return float(at) if isinstance(at, (int, float)) else 0.0

@@ -1,0 +1,204 @@
+"""Which stdio server starts first (docs/architecture.md "Servers and their states"): the one
+whose last start took longest, as ``$KEEN_HOME/cache/start-times.json`` remembers it
+(``keen.mcp.connection.start_times``), then those with no record, then those whose last start
+reached its connect limit; the record forgets a server whose launch changed and holds no
+secret of its config.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+import pytest
+
+from conftest import stdio_server
+from keen.mcp import Manager, ServerState, ServerStatus
+from keen.mcp.config.load import load_config
+from keen.mcp.config.servers import StdioServerConfig
+from keen.mcp.connection.start_times import RECORD_NAME, StartTimes, launch_key
+from keen.mcp.connection.starts import StartSlots, StartTurn, order
+from keen.trust import PinGuard
+
+pytestmark = pytest.mark.anyio
+
+
+def _stdio(path: Path, name: str) -> StdioServerConfig:
+    server = load_config(path).servers[name]
+    assert isinstance(server, StdioServerConfig)
+    return server
+
+
+async def _connect_order(path: Path) -> list[str]:
+    """The order the servers of ``path`` connect in, one start at a time."""
+    connected: list[str] = []
+
+    def observe(status: ServerStatus) -> None:
+        if status.state is ServerState.CONNECTED:
+            connected.append(status.name)
+
+    async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
+        manager.subscribe(observe)
+        assert await manager.wait_ready(120)
+        failed = {s.name: s.last_error for s in manager.servers() if s.state is not ServerState.CONNECTED}
+        assert failed == {}
+    return connected
+
+
+async def test_a_remembered_slow_server_starts_before_faster_ones_asked_earlier(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # In config order: one remembered quick, one never started, one remembered slow and one
+    # whose last start timed out. One start at a time: the order they connect in is the order
+    # of their turns.
+    server = stdio_server("cpu_burn.py", "0", timeouts={"connect": 15})
+    names = ["quick", "new", "slow", "timed_out"]
+    path = write_config({name: {**server, "env": {"WHO": name}} for name in names})
+    times = StartTimes()
+    times.remember("quick", _stdio(path, "quick"), 0.2)
+    times.remember("slow", _stdio(path, "slow"), 4.0)
+    times.remember("timed_out", _stdio(path, "timed_out"), 15.3)
+    times.save()
+
+    assert await _connect_order(path) == ["new", "slow", "quick", "timed_out"]
+
+
+async def test_a_start_is_remembered_from_launch_to_its_tool_list(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    path = write_config(
+        {
+            "sleeper": stdio_server("cpu_burn.py", "0", "--sleep", "0.4"),
+            "stuck": stdio_server("hang_init.py", timeouts={"connect": 0.5}),
+            "closed_on": stdio_server("hang_init.py", timeouts={"connect": 60}),
+        }
+    )
+    log = keen_home / "logs" / "closed_on.stderr.log"
+    async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
+        for name in ("sleeper", "stuck"):
+            await manager.wait_attempt(name, 60)
+        with anyio.fail_after(60):  # the last one is launched (it says so on stderr), then Keen closes
+            while not (log.exists() and "started" in log.read_text()):  # noqa: ASYNC110 (a file has no event)
+                await anyio.sleep(0.05)
+        assert manager.status("sleeper").state is ServerState.CONNECTED
+        assert manager.status("stuck").state is not ServerState.CONNECTED
+    record = json.loads((keen_home / "cache" / RECORD_NAME).read_text())["servers"]
+    assert set(record) == {"sleeper", "stuck", "closed_on"}
+    last = {name: StartTimes().last(name, _stdio(path, name)) for name in record}
+    assert last["sleeper"] is not None and last["sleeper"] >= 0.4  # its own sleep is part of its start
+    assert last["stuck"] is not None and last["stuck"] >= 0.5  # its connect limit: it timed out
+    assert last["closed_on"] == math.inf  # launched, never finished
+    # Those two go last, after a server with no record and one that finished.
+    assert order(last["stuck"], 0.5) > order(last["sleeper"], 15.0) > order(None, 15.0)
+    assert order(last["closed_on"], 60) > order(last["sleeper"], 15.0)
+
+    # Stopped unfinished where a start of the same launch finished before: more likely
+    # stopped early than hung, and the record of the finished one is kept.
+    times = StartTimes()
+    times.remember("sleeper", _stdio(path, "sleeper"), None)
+    assert times.last("sleeper", _stdio(path, "sleeper")) == last["sleeper"]
+
+
+async def test_a_changed_launch_forgets_the_record(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    entry = stdio_server("cpu_burn.py", "0", env={"MODE": "a"})
+    path = write_config({"one": entry})
+    async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(120)
+        assert manager.status("one").state is ServerState.CONNECTED
+    assert StartTimes().last("one", _stdio(path, "one")) is not None
+
+    changed: dict[str, dict[str, Any]] = {
+        "another command": {**entry, "command": entry["command"] + "-other"},
+        "another argument": {**entry, "args": [*entry["args"], "--sleep", "0"]},
+        "another variable": {**entry, "env": {"MODE": "a", "DEBUG": "1"}},
+        "another folder": {**entry, "cwd": str(keen_home)},
+    }
+    for why, new in changed.items():
+        assert StartTimes().last("one", _stdio(write_config({"one": new}), "one")) is None, why
+    # A value of a variable is not part of the launch: the record holds.
+    assert (
+        StartTimes().last("one", _stdio(write_config({"one": {**entry, "env": {"MODE": "b"}}}), "one"))
+        is not None
+    )
+
+
+async def test_the_record_holds_no_secret_of_the_config(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    secrets = ("tok-env-4f9a1c2e7b", "key-arg-8d3e6b0a51", "pw-flag-2c7f9e1d44")
+
+    def entry(env_secret: str, arg_secret: str, flag_secret: str) -> dict[str, Any]:
+        server = stdio_server("cpu_burn.py", "0")
+        return {
+            **server,
+            "args": [*server["args"], "--api-key", arg_secret, f"--password={flag_secret}"],
+            "env": {"API_TOKEN": env_secret},
+        }
+
+    path = write_config({"private": entry(*secrets)})
+    async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(120)
+        assert manager.status("private").state is ServerState.CONNECTED
+    text = (keen_home / "cache" / RECORD_NAME).read_text()
+    assert "private" in text
+    for secret in secrets:
+        assert secret not in text
+    # Its digest carries nothing of them either: other secrets give the same one.
+    rotated = _stdio(
+        write_config({"private": entry("tok-env-0000000000", "key-arg-111111", "pw-222222")}), "private"
+    )
+    assert launch_key(rotated) == launch_key(_stdio(write_config({"private": entry(*secrets)}), "private"))
+    assert StartTimes().last("private", rotated) is not None
+
+
+async def test_turns_go_to_the_longest_expected_start_first() -> None:
+    slots = StartSlots(1)
+    holder = await slots.turn(10.0)
+    granted: list[str] = []
+
+    async def wait(name: str, last: float | None, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        task_status.started()  # the task goes on until turn() has queued it and yields
+        turn: StartTurn = await slots.turn(10.0, last)
+        granted.append(name)
+        turn.end()
+
+    queue = [
+        ("timed_out", 10.5),
+        ("unfinished", math.inf),
+        ("quick", 0.1),
+        ("new", None),
+        ("slow", 3.0),
+        ("middle", 1.0),
+    ]
+    async with anyio.create_task_group() as tg:
+        for name, last in queue:  # queued in this order, as a config lists them
+            await tg.start(wait, name, last)
+        assert slots.waiting == len(queue)
+        holder.end()
+    assert granted == ["new", "slow", "middle", "quick", "timed_out", "unfinished"]
+
+
+async def test_starts_asked_in_one_go_are_ordered_among_themselves() -> None:
+    # Nothing waits and nothing runs: the first asked would have gone straight in before the
+    # others were queued.
+    slots = StartSlots(1)
+    granted: list[str] = []
+
+    async def wait(name: str, last: float | None) -> None:
+        turn = await slots.turn(10.0, last)
+        granted.append(name)
+        await anyio.lowlevel.checkpoint()
+        turn.end()
+
+    async with anyio.create_task_group() as tg:
+        for name, last in [("quick", 0.1), ("slow", 2.0)]:
+            tg.start_soon(wait, name, last)
+    assert granted == ["slow", "quick"]
