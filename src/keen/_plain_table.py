@@ -21,7 +21,7 @@ import builtins
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import IO, Literal, NamedTuple
+from typing import IO, Literal
 
 __all__ = ["KEY_SLACK", "MIN_TEXT", "Col", "console_layout", "write_listing"]
 
@@ -34,8 +34,15 @@ _BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
 _STD_STREAMS = (0, 1, 2)  # rich sizes the console from the first standard stream that is a terminal
 
 
-class Col(NamedTuple):
+Kind = Literal["key", "value", "text"]
+Justify = Literal["default", "left", "center", "right", "full"]
+
+
+class Col:
     """One column of a listing (:class:`keen._tables.Listing`, :func:`write_listing`).
+
+    A plain class: a dataclass or a ``typing.NamedTuple`` costs more to define (the
+    dataclasses import; annotations compiled as forward references) than this module's job.
 
     Attributes:
         header: The column's heading.
@@ -48,12 +55,29 @@ class Col(NamedTuple):
         min_width: A ``text`` column's narrowest width before other columns are hidden.
     """
 
-    header: str
-    kind: Literal["key", "value", "text"] = "value"
-    lines: int = 2
-    drop: int = 0
-    justify: Literal["default", "left", "center", "right", "full"] = "left"
-    min_width: int = MIN_TEXT
+    __slots__ = ("drop", "header", "justify", "kind", "lines", "min_width")
+
+    def __init__(
+        self,
+        header: str,
+        kind: Kind = "value",
+        lines: int = 2,
+        drop: int = 0,
+        justify: Justify = "left",
+        min_width: int = MIN_TEXT,
+    ) -> None:
+        self.header = header
+        self.kind: Kind = kind
+        self.lines = lines
+        self.drop = drop
+        self.justify: Justify = justify
+        self.min_width = min_width
+
+    def __repr__(self) -> str:
+        return (
+            f"Col({self.header!r}, {self.kind!r}, lines={self.lines}, drop={self.drop}, "
+            f"justify={self.justify!r}, min_width={self.min_width})"
+        )
 
 
 def console_layout(file: IO[str], environ: Mapping[str, str] | None = None) -> tuple[bool, int] | None:
