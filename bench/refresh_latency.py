@@ -18,10 +18,11 @@ arrival (counted by the session's ``ListWatch``, read every 10 ms), not while th
 call runs. In the
 handshake era the notices go out on the call's own channel before its result, so the two
 windows match. A ``subscriptions/listen`` stream is a stream of its own (MCP 2026-07-28,
-"Subscriptions": it "delivers notifications until the client cancels it", and on stdio
-"this ordering is defined per subscription ID and not per channel"), not ordered with the
-call's result: the SDK server buffers the events and writes them from the listen request's
-task, so most arrive after the call has returned (the bare SDK client sees the same).
+"Subscriptions": it "delivers notifications until the client cancels it"; the only order
+it sets is within a subscription, the acknowledgment first, "defined per subscription ID and
+not per channel" on stdio), nothing orders its events with the call's result: the SDK
+server buffers them and writes them from the listen request's task, so most arrive after
+the call has returned (the bare SDK client sees the same).
 
 Usage: ``python bench/refresh_latency.py [--rounds 30] [--json]``
 """
