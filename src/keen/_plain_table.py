@@ -1,28 +1,24 @@
-"""A listing written without rich, byte for byte as rich would print it, when every one of
-its texts is printable ASCII (one cell a character).
+"""A listing written without rich, byte for byte as rich would print it, when its layout is
+plain: every cell on one line at its whole width.
 
 Importing rich's console and table costs more than the rest of a ``keen skills list``
-(about 165 of its 307 million instructions with two skills; ``bench/cli_start.py``).
-:func:`write_listing` lays the listing out as :class:`keen._tables.Listing` printed by
-rich's ``Console`` does: the narrow-terminal hiding of columns, each column as wide as its
-widest cell, two spaces apart, a table wider than the terminal narrowed by its one text
-column (rich's ``Table._collapse_widths``), whose cells are wrapped at words, folded and
-cut to their line budget with an ellipsis (``rich._wrap.divide_line``, ``Clip.fit``); the
-title and the header bold, a rule of ``─`` under the header, the note on what was left
-out dim and wrapped. Whether it is styled and how wide it is comes from what rich's
-``Console`` reads (the environment variables and the standard streams). Anything else
-(another platform, an encoding that is not UTF, Jupyter, text of other widths, a key rich
-folds, two text columns to narrow, markup or emoji codes in the title) returns False and
-the caller prints with rich. ``tests/test_plain_table.py`` holds it to rich's output in
+(about 165 of its 307 million instructions; ``bench/cli_start.py``). When the listing's
+every text is printable ASCII (one cell a character), and the widest layout of the columns
+left after the narrow-terminal hiding (:class:`keen._tables.Listing`) fits, rich wraps,
+folds and cuts nothing: each column is as wide as its widest cell, two spaces apart, the
+title and the header bold, a rule of ``─`` under the header, the note on what was hidden
+dim. :func:`write_listing` writes exactly that, having decided what rich's ``Console``
+would (terminal or not, styled or not, how wide) from the same environment variables and
+descriptors; anything else (another platform, an encoding that is not UTF, Jupyter, a
+layout that wraps, text of other widths, markup or emoji codes in the title) returns False
+and the caller prints with rich. ``tests/test_plain_table.py`` holds it to rich's output in
 real terminals and pipes.
 """
 
 from __future__ import annotations
 
 import builtins
-import itertools
 import os
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, Literal
@@ -35,8 +31,6 @@ KEY_SLACK = 24
 """A key wider than the terminal less this many cells folds, so its row keeps some text."""
 
 _BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
-_ELLIPSIS = "…"
-_WORD = re.compile(r"\s*\S+\s*")  # rich._wrap's word: leading and trailing whitespace included
 _STD_STREAMS = (0, 1, 2)  # rich sizes the console from the first standard stream that is a terminal
 
 
@@ -142,8 +136,8 @@ def write_listing(
     environ: Mapping[str, str] | None = None,
 ) -> bool:
     """Write the listing to ``file`` (stdout) as :class:`keen._tables.Listing` printed by a
-    default rich ``Console`` would, when this module follows its layout (module doc); else
-    write nothing and return False.
+    default rich ``Console`` would, when its layout is plain (module doc); else write
+    nothing and return False.
 
     Args:
         columns: The columns, in order.
@@ -151,7 +145,7 @@ def write_listing(
             (:func:`keen._terminal.terminal_text` with ``one_line``).
         title: A title above the table (left-aligned), or None.
         whole: Where the whole of every row is, named in the note printed when a column is
-            hidden or a text cut.
+            hidden.
         file: Where to write; ``sys.stdout`` when None.
         environ: The environment rich reads (``os.environ`` when None).
 
@@ -195,35 +189,12 @@ def write_listing(
         shown.remove(droppable.pop())
     widths = {i: max([len(columns[i].header)] + [len(row[i]) for row in rows]) for i in shown}
     table_width = sum(widths.values()) + 2 * (len(shown) - 1)
-    excess = table_width - width
-    if excess > 0:
-        # rich's Table narrows the columns it may wrap (texts) by the excess, the widest
-        # first (Table._collapse_widths); with one, that one, while it keeps a cell.
-        texts = [i for i in shown if columns[i].kind == "text"]
-        if len(texts) != 1 or columns[texts[0]].justify != "left":
-            return False
-        narrowed = texts[0]
-        padding = 0 if narrowed == shown[-1] else 1
-        if excess >= widths[narrowed] + padding or widths[narrowed] - excess < len(columns[narrowed].header):
-            return False  # rich narrows every column, or wraps the header
-        widths[narrowed] -= excess
-        table_width = width
-    if title is not None and len(title) > table_width:
-        return False  # rich wraps the title
-    cells: list[list[list[str]]] = []
-    cut = False
-    for row in rows:
-        cells.append([])
-        for i in shown:
-            shown_lines, was_cut = (
-                _clip(row[i], widths[i], columns[i].lines) if columns[i].kind == "text" else ([row[i]], False)
-            )
-            cells[-1].append(shown_lines)
-            cut = cut or was_cut
+    if table_width > width or (title is not None and len(title) > table_width):
+        return False  # rich would wrap or cut
     hidden = [columns[i].header for i in range(len(columns)) if i not in shown]
-    left_out = [f"{', '.join(hidden)} hidden"] if hidden else []
-    left_out += ["long text cut"] if cut else []
-    note = ", ".join(left_out) + (f"; see {whole}" if whole and left_out else "")
+    note = f"{', '.join(hidden)} hidden" + (f"; see {whole}" if whole else "") if hidden else ""
+    if len(note) > width:
+        return False  # rich wraps the note at words
 
     def styled_as(text: str, code: str) -> str:
         return f"{code}{text}{_RESET}" if styled else text
@@ -237,68 +208,9 @@ def write_listing(
     head = [styled_as(fit(columns[i].header, i), _BOLD) for i in shown]
     lines.append(f"{styled_as(' ', _BOLD)} ".join(head))
     lines.append("─" * table_width)
-    for row in cells:
-        for n in range(max(len(cell) for cell in row)):
-            lines.append(
-                "  ".join(
-                    fit(cell[n] if n < len(cell) else "", i) for i, cell in zip(shown, row, strict=True)
-                )
-            )
-    if note:  # wrapped at words, each line styled on its own
-        lines += [styled_as(line, _DIM) for line in _wrap(note, width)]
+    lines += ["  ".join(fit(row[i], i) for i in shown) for row in rows]
+    if note:
+        lines.append(styled_as(note, _DIM))
     out.write("\n".join(lines) + "\n")
     out.flush()
     return True
-
-
-def _wrap(text: str, width: int) -> list[str]:
-    """``text`` (one line of single-cell characters) wrapped at ``width`` as rich's
-    ``Text.wrap`` with ``overflow="fold"`` does (``rich._wrap.divide_line``): a word goes to
-    the next line when it does not fit, a word wider than a line is folded, and the
-    whitespace a line ends with is kept up to the width."""
-    breaks: list[int] = []
-    offset = 0
-    position = 0
-    while (match := _WORD.match(text, position)) is not None:
-        start, position = match.span()
-        word = match.group()
-        length = len(word.rstrip())
-        if width - offset >= length:
-            offset += len(word)
-        elif length > width:
-            chunks = [word[k : k + width] for k in range(0, len(word), width)]
-            for k, chunk in enumerate(chunks):
-                if start:
-                    breaks.append(start)
-                if k == len(chunks) - 1:
-                    offset = len(chunk)
-                else:
-                    start += len(chunk)
-        elif offset and start:
-            breaks.append(start)
-            offset = len(word)
-    edges = [0, *breaks, len(text)]
-    lines = []
-    for begin, end in itertools.pairwise(edges):
-        line = text[begin:end]
-        if len(line) > width:  # Text.rstrip_end: trailing whitespace past the width goes
-            spaces = len(line) - len(line.rstrip())
-            line = line[: len(line) - min(spaces, len(line) - width)]
-        lines.append(line[:width])
-    return lines
-
-
-def _clip(text: str, width: int, budget: int) -> tuple[list[str], bool]:
-    """A text cell's lines at ``width`` and whether it was cut, as
-    :meth:`keen._tables.Clip.fit` makes them (no tail): at most ``budget`` lines, the last
-    ending in an ellipsis when more would follow."""
-    lines = _wrap(text, max(width, 1))
-    budget = max(budget or 2, 1)
-    if len(lines) <= budget:
-        return lines, False
-    lines = lines[:budget]
-    last = lines[-1].rstrip() + _ELLIPSIS
-    if len(last) > width:
-        last = last[: width - 1] + _ELLIPSIS
-    lines[-1] = last
-    return lines, True

@@ -3,7 +3,7 @@
 SKILL.md, warnings, errors and exit codes; any other command line (help, -v, a repeated or
 unknown option) is typer's. A
 plain listing loads neither typer nor the MCP SDK, pydantic or logging (nor PyYAML, once the
-skills store holds what it reads), nor rich for a table of ASCII text, the JSON listing
+skills store holds what it reads), nor rich for a table that wraps nothing, the JSON listing
 or a skill's text."""
 
 from __future__ import annotations
@@ -167,8 +167,8 @@ def test_plain_options_reads_only_the_commands_own_options() -> None:
 @pytest.mark.parametrize(
     ("args", "kept_off"),
     [
-        # The table too (keen._plain_table writes what rich would for ASCII text;
-        # tests/test_plain_table.py).
+        # The table too, in a pipe (keen._plain_table writes what rich would when its layout
+        # wraps nothing; tests/test_plain_table.py).
         (("skills", "list"), {"typer", "rich", "mcp", "pydantic", "logging", "yaml"}),
         (("skills", "list", "--json"), {"typer", "rich", "mcp", "pydantic", "logging", "yaml"}),
         (("skills", "show", "notes"), {"typer", "rich", "mcp", "pydantic", "logging", "yaml"}),
