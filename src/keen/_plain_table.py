@@ -21,7 +21,7 @@ import builtins
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import IO, Literal
+from typing import IO, Literal, NamedTuple
 
 __all__ = ["KEY_SLACK", "MIN_TEXT", "Col", "console_layout", "write_listing"]
 
@@ -34,15 +34,8 @@ _BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
 _STD_STREAMS = (0, 1, 2)  # rich sizes the console from the first standard stream that is a terminal
 
 
-Kind = Literal["key", "value", "text"]
-Justify = Literal["default", "left", "center", "right", "full"]
-
-
-class Col:
+class Col(NamedTuple):
     """One column of a listing (:class:`keen._tables.Listing`, :func:`write_listing`).
-
-    A plain class: a dataclass or a ``typing.NamedTuple`` costs more to define (the
-    dataclasses import; annotations compiled as forward references) than this module's job.
 
     Attributes:
         header: The column's heading.
@@ -55,29 +48,12 @@ class Col:
         min_width: A ``text`` column's narrowest width before other columns are hidden.
     """
 
-    __slots__ = ("drop", "header", "justify", "kind", "lines", "min_width")
-
-    def __init__(
-        self,
-        header: str,
-        kind: Kind = "value",
-        lines: int = 2,
-        drop: int = 0,
-        justify: Justify = "left",
-        min_width: int = MIN_TEXT,
-    ) -> None:
-        self.header = header
-        self.kind: Kind = kind
-        self.lines = lines
-        self.drop = drop
-        self.justify: Justify = justify
-        self.min_width = min_width
-
-    def __repr__(self) -> str:
-        return (
-            f"Col({self.header!r}, {self.kind!r}, lines={self.lines}, drop={self.drop}, "
-            f"justify={self.justify!r}, min_width={self.min_width})"
-        )
+    header: str
+    kind: Literal["key", "value", "text"] = "value"
+    lines: int = 2
+    drop: int = 0
+    justify: Literal["default", "left", "center", "right", "full"] = "left"
+    min_width: int = MIN_TEXT
 
 
 def console_layout(file: IO[str], environ: Mapping[str, str] | None = None) -> tuple[bool, int] | None:
