@@ -24,7 +24,8 @@ those two pieces are here; widths, wrapping and borders stay rich's own.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from rich import box
 from rich.cells import cell_len
@@ -33,16 +34,42 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from keen._plain_table import KEY_SLACK, MIN_TEXT, Col
-
 if TYPE_CHECKING:
+    from rich.console import JustifyMethod
     from rich.containers import Lines
 
 __all__ = ["Clip", "Col", "Listing", "error_in_row"]
 
 ELLIPSIS = "…"
+MIN_TEXT = 24
+"""The width a text column is given before other columns are hidden to make room."""
 MIN_HEAD = 16
 """A text shows at least this many characters before its tail, or the tail is cut too."""
+KEY_SLACK = 24
+"""A key wider than the terminal less this many cells folds, so its row keeps some text."""
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column of a :class:`Listing`.
+
+    Attributes:
+        header: The column's heading.
+        kind: ``key`` (identifies the row: whole, one line), ``value`` (short: one line) or
+            ``text`` (free text: at most ``lines`` lines, cut with an ellipsis).
+        lines: The line budget of a ``text`` column.
+        drop: 0 for a column always shown; on a narrow terminal the column with the
+            highest rank is hidden first (the last of equal ranks first).
+        justify: ``left`` or ``right`` (numbers).
+        min_width: A ``text`` column's narrowest width before other columns are hidden.
+    """
+
+    header: str
+    kind: Literal["key", "value", "text"] = "value"
+    lines: int = 2
+    drop: int = 0
+    justify: JustifyMethod = "left"
+    min_width: int = MIN_TEXT
 
 
 class Clip:

@@ -25,10 +25,9 @@ from keen._terminal import safe_json, terminal_text
 from keen.cli._console import fail, guarded_reader, print_json
 
 if TYPE_CHECKING:
-    from keen._plain_table import Col
     from keen.skills import Discovery
 
-__all__ = ["check_known", "list_skills", "plain_options", "print_table", "run_alone", "show_skill"]
+__all__ = ["check_known", "list_skills", "plain_options", "run_alone", "show_skill"]
 
 # click.echo's pattern: what it strips from text written to a stream that is not a terminal.
 _ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
@@ -94,50 +93,38 @@ def list_skills(*, as_json: bool) -> None:
         # DEL, C1 controls and bidi marks of a hand-written SKILL.md escaped as well.
         _echo(safe_json(rows), sys.stdout)
         return
+    from rich.console import Console
+
+    from keen._tables import Col, Listing
+    from keen.cli._terminal import cell
+
+    console = Console(highlight=False)
     if not found.skills:
-        from rich.console import Console
-
-        Console(highlight=False).print(f"No skills in {paths.skills_dir()}.", markup=False)
+        console.print(f"No skills in {paths.skills_dir()}.", markup=False)
         return
-    from keen._plain_table import Col, write_listing
-
     # Each path is the skills folder (the title) and the name, unless a skill lives elsewhere:
     # shown when there is room, as is everything in --json.
-    columns = [
-        Col("Name", "key"),
-        Col("Enabled"),
-        Col("Managed", drop=1),
-        Col("Description", "text", min_width=30),
-        Col("Path", drop=2),
-    ]
-    title, whole = f"Skills in {paths.skills_dir()}", "keen skills list --json"
-    # Text cells: "[draft]" or ":office:" in a description print literally, controls escaped.
-    rows = [
+    table = Listing(
         [
-            terminal_text(s.name, one_line=True),
+            Col("Name", "key"),
+            Col("Enabled"),
+            Col("Managed", drop=1),
+            Col("Description", "text", min_width=30),
+            Col("Path", drop=2),
+        ],
+        title=f"Skills in {paths.skills_dir()}",
+        whole="keen skills list --json",
+    )
+    for s in found.skills:
+        # Text cells: "[draft]" or ":office:" in a description print literally, controls escaped.
+        table.add_row(
+            cell(s.name),
             "yes" if s.enabled else "no",
             "yes" if s.managed else "no",
-            terminal_text(s.description or "", one_line=True),
-            terminal_text(str(s.path), one_line=True),
-        ]
-        for s in found.skills
-    ]
-    # rich, the bigger part of this command's start, loads only for a layout it must make.
-    if not write_listing(columns, rows, title=title, whole=whole):
-        print_table(columns, rows, title=title, whole=whole)
-
-
-def print_table(columns: list[Col], rows: list[list[str]], *, title: str, whole: str) -> None:
-    """The listing printed by rich (:class:`keen._tables.Listing`), whatever its layout."""
-    from rich.console import Console
-    from rich.text import Text
-
-    from keen._tables import Listing
-
-    table = Listing(columns, title=title, whole=whole)
-    for row in rows:
-        table.add_row(*(Text(value) for value in row))
-    Console(highlight=False).print(table)
+            cell(s.description),
+            cell(str(s.path)),
+        )
+    console.print(table)
 
 
 def show_skill(name: str, *, as_json: bool) -> None:
