@@ -13,6 +13,17 @@ requests it answered until they stop. Target: the skill follows within 1 s (p99)
 flood costs at most one re-list per ``refresh_interval`` (0.5 s) while it lasts, plus the
 leading and the trailing one.
 
+"While it lasts" is while notices reach Keen, from the call's start to the last notice's
+arrival (counted by the session's ``ListWatch``, read every 10 ms), not while the ``flood``
+call runs. In the
+handshake era the notices go out on the call's own channel before its result, so the two
+windows match. A ``subscriptions/listen`` stream is a stream of its own (MCP 2026-07-28,
+"Subscriptions": it "delivers notifications until the client cancels it"; the only order
+it sets is within a subscription, the acknowledgment first, "defined per subscription ID and
+not per channel" on stdio), nothing orders its events with the call's result: the SDK
+server buffers them and writes them from the listen request's task, so most arrive after
+the call has returned (the bare SDK client sees the same).
+
 Usage: ``python bench/refresh_latency.py [--rounds 30] [--json]``
 """
 
@@ -79,23 +90,43 @@ async def _era(legacy: bool, rounds: int) -> dict[str, Any]:
                     skill_ms.append((synced[n_synced] - start) * 1000)
                     await anyio.sleep(INTERVAL)  # past the debounce window: each round starts clean
             before = await _lists(manager)
-            start = time.perf_counter()
-            await manager.call_tool("bench", "flood", {"count": 1000}, validate=False)
-            flood_s = time.perf_counter() - start
-            counts = [await _lists(manager)]
-            while len(counts) < 3 or counts[-1] != counts[-3]:
-                await anyio.sleep(0.4)
-                counts.append(await _lists(manager))
+            watch = manager._connections["bench"].watch  # pyright: ignore[reportPrivateUsage]
+            assert watch is not None, "the bench server is connected"
+            arrivals: list[float] = []  # when the notice count grew (10 ms resolution)
+
+            async def follow_notices() -> None:
+                seen = watch.notices
+                while True:
+                    await anyio.sleep(0.01)
+                    if watch.notices != seen:
+                        seen = watch.notices
+                        arrivals.append(time.perf_counter())
+
+            notices_before = watch.notices
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(follow_notices)
+                start = time.perf_counter()
+                await manager.call_tool("bench", "flood", {"count": 1000}, validate=False)
+                call_s = time.perf_counter() - start
+                counts = [await _lists(manager)]
+                while len(counts) < 3 or counts[-1] != counts[-3]:
+                    await anyio.sleep(0.4)
+                    counts.append(await _lists(manager))
+                tg.cancel_scope.cancel()
             relists = counts[-1] - before
+            notices = watch.notices - notices_before
+            # The first arrival is seen up to 10 ms late: the window starts at the call instead.
+            flood_s = (arrivals[-1] if arrivals else start) - start
     return {
         "era": version,
         "event_ms": percentiles(event_ms),
         "skill_ms": percentiles(skill_ms),
-        "flood_notices": 1000,
+        "flood_notices": notices,
+        "flood_call_seconds": call_s,
         "flood_seconds": flood_s,
         "flood_relists": relists,
         # The first notice re-lists at once, the last one's trailing re-list comes after it,
-        # and in between at most one per interval.
+        # and in between at most one per interval while the notices arrive.
         "flood_relists_bound": int(2 + flood_s / INTERVAL),
     }
 
@@ -126,7 +157,8 @@ def main() -> None:
             ),
             (
                 "flood of 1,000 notices",
-                f"{r['flood_relists']} re-lists in {r['flood_seconds']:.2f} s "
+                f"{r['flood_relists']} re-lists, {r['flood_notices']} notices over "
+                f"{r['flood_seconds']:.2f} s (the call {r['flood_call_seconds']:.2f} s) "
                 f"(bound {r['flood_relists_bound']}) {verdict(r['flood_relists'] <= r['flood_relists_bound'])}",
             ),
         ]

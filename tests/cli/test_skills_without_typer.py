@@ -203,3 +203,17 @@ def test_help_still_goes_through_typer(home: Home) -> None:
     done = fresh_keen(home.env(), "skills", "list", "--help")
     assert "typer" in done.loaded and "keen.cli.skills_cmd" in done.cli, done.stderr
     assert "Usage: keen skills list" in done.stdout, done.stdout
+
+
+def test_the_title_shows_the_skills_folder_as_it_is_named(tmp_path: Path) -> None:
+    """A folder's name is text, not markup nor an emoji code: ``[b]`` and ``:office:`` in the
+    path are printed as written (rich's console made the rest of the title bold and put an
+    office building in it)."""
+    made = make_home(tmp_path / "team:office:[b]notes")
+    skill = made.keen_home / "skills" / "notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\ndescription: Keep short notes.\n---\n", encoding="utf-8")
+    done = fresh_keen({**made.env(), "COLUMNS": "250"}, "skills", "list")
+    assert done.code == 0, done.stderr
+    assert f"Skills in {made.keen_home / 'skills'}" in done.stdout, done.stdout
+    assert "\U0001f3e2" not in done.stdout

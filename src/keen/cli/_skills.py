@@ -98,9 +98,11 @@ def list_skills(*, as_json: bool) -> None:
     from keen._tables import Col, Listing
     from keen.cli._terminal import cell
 
-    console = Console(highlight=False)
+    # The title and the message name a folder, printed as named: no markup, no emoji codes
+    # (nor rich's table of emoji codes to load, 4% of this command's instructions).
+    console = Console(highlight=False, markup=False, emoji=False)
     if not found.skills:
-        console.print(f"No skills in {paths.skills_dir()}.", markup=False)
+        console.print(f"No skills in {paths.skills_dir()}.")
         return
     # Each path is the skills folder (the title) and the name, unless a skill lives elsewhere:
     # shown when there is room, as is everything in --json.
