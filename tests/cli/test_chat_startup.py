@@ -473,7 +473,9 @@ def manager_start():
     freeze()
 
 scripted.ScriptedModel.stream = first_request
-keen._gcfreeze.freeze_if_asked = manager_start  # before keen.mcp.manager imports it
+keen._gcfreeze.freeze_if_asked = manager_start  # before keen.mcp.manager imports it, or
+if "keen.mcp.manager" in sys.modules:  # where it has (forked from a warm process)
+    sys.modules["keen.mcp.manager"].freeze_if_asked = manager_start
 from keen.cli import main
 sys.argv = ["keen", "chat", "-m", "scripted:" + sys.argv[1], "-p", "hello", "--timeout", "60"]
 try:
@@ -489,7 +491,9 @@ def test_the_collector_waits_for_the_early_request_and_runs_in_the_session(tmp_p
     assert whole_chat(home).returncode == 0  # the skills on disk: the next run asks early
     script = tmp_path / "collector.jsonl"
     script.write_text(json.dumps({"content": "hi"}) + "\n", encoding="utf-8")
-    run = python_c(home, COLLECTOR, str(script))
+    # Forked from the worker's warm process: what is imported is not under test here, and a
+    # new interpreter importing the MCP SDK to connect the server cost about 2.5 s of CPU.
+    run = python_c(home, COLLECTOR, str(script), fresh=False)
     assert run.returncode == 0, run.stderr
     assert "answering with the skills on disk" in run.stderr  # the early path
     seen = json.loads(run.stdout.splitlines()[-1])
@@ -501,7 +505,7 @@ def test_the_collector_waits_for_the_early_request_and_runs_in_the_session(tmp_p
 def test_the_collector_runs_again_when_the_turn_fails_before_any_request(tmp_path: Path) -> None:
     home = make_home(tmp_path)
     missing = tmp_path / "no-such-script.jsonl"  # the model cannot be opened: the turn fails
-    run = python_c(home, COLLECTOR, str(missing))
+    run = python_c(home, COLLECTOR, str(missing), fresh=False)
     assert run.returncode != 0
     assert "no-such-script.jsonl" in run.stderr, run.stderr
     seen = json.loads(run.stdout.splitlines()[-1])
