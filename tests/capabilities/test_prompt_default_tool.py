@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from helpers.cli import KEEN
+from helpers.forkserver import forked
 from keen.gateway import tool_definition
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import generate_skill
@@ -87,8 +88,10 @@ def test_the_librarys_prompt_is_keen_prompts_byte_for_byte(tmp_path: Path) -> No
     fixed = budgeted_prompt(0, root).overhead_tokens
     for budget in (fixed + 120, fixed + 400, 20_000):
         for _ in ("computed", "stored"):
+            # The host forked from the worker's warm process, as `keen` is: their output is
+            # under test, not what a new interpreter imports (the test above) nor its start.
             library = subprocess.run(
-                [sys.executable, "-c", code, str(root), str(budget)],
+                forked("-c", code, str(root), str(budget)),
                 capture_output=True,
                 env=env,
                 timeout=120,
