@@ -181,12 +181,12 @@ def wire_parts(raw: mt.CallToolResult) -> tuple[list[dict[str, Any]], Any]:
     results' only block) is its type and text, the structured content is converted as the
     dump converts a value of no declared type (:func:`pydantic_core.to_jsonable_python`), and
     a result with any other block is dumped whole as before."""
-    blocks = raw.content
-    for block in blocks:
+    content: list[dict[str, Any]] = []
+    for block in raw.content:  # one pass, no comprehension's frame: most results have one block
         if block.__class__ is not _TEXT or block.annotations is not None or block.meta is not None:  # pyright: ignore[reportAttributeAccessIssue]
             data = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
             return data.get("content", []), data.get("structuredContent")
-    content = [{"type": "text", "text": block.text} for block in blocks]  # pyright: ignore[reportAttributeAccessIssue]
+        content.append({"type": "text", "text": block.text})  # pyright: ignore[reportAttributeAccessIssue]
     structured = raw.structured_content
     if structured is None:
         return content, None
