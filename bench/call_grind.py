@@ -1,9 +1,11 @@
-"""Instructions and allocations per call under callgrind: ``keen serve``'s pipeline and
-``Manager.call_tool`` against the raw SDK, the paths of ``bench/call_cpu.py``.
+"""Instructions and allocations per call under callgrind: ``keen serve``'s pipeline,
+``Manager.call_tool`` and the library's ``Gateway.call`` (approved with ``allow_all``, the
+server pinned on its first call) against the raw SDK, the paths of ``bench/call_cpu.py``
+and the library's.
 
 CPU time on a shared machine moves by tens of percent between runs; the instructions the
 client process runs per call hardly move (a few thousand in 1.7 million, from how the event
-loop's iterations fall), so two versions of Keen are compared by them. Each path runs in
+loop's iterations fall; up to 15,000 between runs at times), so two versions of Keen are compared by them. Each path runs in
 its own process under ``valgrind --tool=callgrind`` (the servers are other processes, not
 counted), with instrumentation switched on (``callgrind_control -i on``) only around
 ``--calls`` calls after 50 untimed ones. Printed per call: the instructions and their ratio
@@ -19,7 +21,7 @@ Known bias: keen serve's event lines format their date once a wall-clock second;
 valgrind's slowdown that is about once a call (about 11,600 instructions a real run does
 not have).
 
-Usage: ``python bench/call_grind.py [--calls 300] [--paths sdk,manager,serve] [--canned]``
+Usage: ``python bench/call_grind.py [--calls 300] [--paths sdk,manager,gateway,serve] [--canned]``
 (needs ``valgrind``; a run takes a minute or two).
 """
 
@@ -43,12 +45,13 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from _common import DEMO_SERVER, PYTHON, keen_home, print_block
 from call_cpu import ARGUMENTS, TOOL, served_demo
+from keen.gateway import Gateway, allow_all
 from keen.mcp.connection.sdk_private import negotiate_auto
 from mcp import ClientSession
 
 __all__ = ["main", "measure"]
 
-PATHS = ("sdk", "manager", "serve")
+PATHS = ("sdk", "manager", "gateway", "serve")
 _COUNTED = {"allocations": "_PyObject_Malloc", "tracked": "_PyObject_GC_Link"}
 
 
@@ -69,13 +72,21 @@ async def _child(path: str, calls: int, canned: bool) -> None:
             async def keen_manager() -> None:
                 assert not (await manager.call_tool("bench", TOOL, ARGUMENTS)).is_error
 
+            gateway = Gateway(manager, approval=allow_all)  # the library's call, approved by the host
+
+            async def keen_gateway() -> None:
+                assert not (await gateway.call("bench", TOOL, ARGUMENTS)).is_error
+
             async def keen_serve() -> None:
                 obs = await served.router.call("bench", TOOL, ARGUMENTS, caller="bench")
                 assert not obs.is_error, obs.text
 
-            call: Callable[[], Awaitable[None]] = {"sdk": sdk, "manager": keen_manager, "serve": keen_serve}[
-                path
-            ]
+            call: Callable[[], Awaitable[None]] = {
+                "sdk": sdk,
+                "manager": keen_manager,
+                "gateway": keen_gateway,
+                "serve": keen_serve,
+            }[path]
             for _ in range(50):
                 await call()
             if canned:
@@ -154,7 +165,9 @@ def measure(path: str, calls: int, canned: bool) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description="Instructions and allocations per call under callgrind.")
     parser.add_argument("--calls", type=int, default=300, help="calls counted per path (default 300)")
-    parser.add_argument("--paths", default=",".join(PATHS), help="comma-separated: sdk, manager, serve")
+    parser.add_argument(
+        "--paths", default=",".join(PATHS), help="comma-separated: sdk, manager, gateway, serve"
+    )
     parser.add_argument(
         "--canned", action="store_true", help="tools/call answered at once (Keen's code alone)"
     )

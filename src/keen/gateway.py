@@ -183,6 +183,9 @@ class Gateway:
         self.approval = approval
         self.audit = audit
         self.max_result_chars = max_result_chars
+        self._pipelines: dict[bool, tuple[Manager, PinGuard, Pipeline]] = {}
+        """Shaped or not -> the Manager and guard its pipeline was made for, and that pipeline
+        (:meth:`_pipeline`)."""
 
     # -- the stages the gateway gives the pipeline --------------------------------------------
 
@@ -220,10 +223,19 @@ class Gateway:
             self.audit(audit_record(call))
 
     def _pipeline(self, *, shaped: bool) -> Pipeline:
+        """The library's pipeline, made once per Gateway (and again should ``manager`` or
+        ``pins`` be set to another): its stages hold nothing of one call, and the pin check
+        keeps a tool's last quiet pass for the next call (:class:`keen.calls.PinCheck`), which
+        a pipeline made per call would lose at every call."""
+        kept = self._pipelines.get(shaped)
+        if kept is not None and kept[0] is self.manager and kept[1] is self.pins:
+            return kept[2]
         stages = [*self.checks(), Stage("permission", Approve(self.manager)), Stage("execute", self.execute)]
         if shaped:
             stages.append(Stage("truncate", self._truncate))
-        return Pipeline(stages, self.record)
+        pipeline = Pipeline(stages, self.record)
+        self._pipelines[shaped] = (self.manager, self.pins, pipeline)
+        return pipeline
 
     def _truncate(self, call: Call) -> bool:
         if call.result is None:

@@ -25,7 +25,7 @@ from tests.helpers.changing import changing_http, changing_stdio, wait_until
 from tests.helpers.cli import KEEN
 
 from keen.capabilities import Catalog
-from keen.errors import ToolQuarantined
+from keen.errors import InvalidArguments, ToolNotFound, ToolQuarantined
 from keen.gateway import allow_all
 from keen.harness.events import read_events, replay
 from keen.mcp import Manager, ServerState, in_memory_transport
@@ -33,6 +33,7 @@ from keen.mcp.listing.changes import ToolChange, ToolsChanged, diff_tools
 from keen.mcp.types import Tool
 from keen.runtime import open_runtime
 from keen.trust import PinGuard
+from keen.trust.pins import trust as trust_tools
 
 pytestmark = pytest.mark.anyio
 
@@ -219,6 +220,46 @@ async def test_add_change_remove_follow_live(write_config: WriteConfig, keen_hom
             ([], [], [{"tool": "weather_lookup", "fields": ["description"]}]),
             ([], ["weather_lookup"], []),
         ]
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+async def test_a_calls_kept_checks_follow_a_tool_list_that_changed(
+    write_config: WriteConfig, pinned: bool
+) -> None:
+    # A repeated call's tool lookup and quick argument check are kept per tool and made
+    # again after a re-list, and after a pin written: the reshaped tool's new inputSchema
+    # types "mode" (before it, an extra property the schema allowed); a pinned server's
+    # calls are checked against the pinned definition until the new one is trusted; the
+    # removed tool is not found.
+    entry = {**changing_stdio(), **({"pinning": "quarantine"} if pinned else {})}
+    path = write_config({"changing": entry})
+    guard = PinGuard()
+    async with Manager(path, trust=guard) as manager:
+        await manager.wait_ready(60)
+
+        def pin() -> None:
+            trust_tools("changing", manager.live_tools("changing"), store=guard.store)
+
+        await manager.call_tool("changing", "mutate", {"op": "add", "name": "shaped", "quiet": True})
+        await manager.refresh_tools("changing")
+        if pinned:
+            pin()
+        loose = {"text": "hi", "mode": 5}
+        for _ in range(2):  # the second call takes the kept checks
+            assert (await manager.call_tool("changing", "shaped", loose)).text == "hi"
+        await manager.call_tool("changing", "mutate", {"op": "reshape", "name": "shaped", "quiet": True})
+        await manager.refresh_tools("changing")
+        assert "mode" in manager.live_tools("changing")[-1].input_schema["properties"]
+        if pinned:  # checked against the pinned inputSchema, without "mode", until trusted
+            assert (await manager.call_tool("changing", "shaped", loose)).text == "hi"
+            pin()
+        with pytest.raises(InvalidArguments, match=r"5 is not of type 'string'"):
+            await manager.call_tool("changing", "shaped", loose)
+        assert (await manager.call_tool("changing", "shaped", {"text": "hi", "mode": "m"})).text == "hi"
+        await manager.call_tool("changing", "mutate", {"op": "remove", "name": "shaped", "quiet": True})
+        await manager.refresh_tools("changing")
+        with pytest.raises(ToolNotFound, match='no tool "shaped"'):
+            await manager.call_tool("changing", "shaped", {"text": "hi"})
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])

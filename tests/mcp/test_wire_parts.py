@@ -64,3 +64,35 @@ def test_a_model_inside_structured_content_leaves_out_its_none_fields_as_the_dum
     raw = mt.CallToolResult(content=[], structuredContent={"m": Inner()})
     dumped = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
     assert wire_parts(raw)[1] == dumped["structuredContent"] == {"m": {"b_c": 1}}
+
+
+@pytest.mark.parametrize(
+    ("content", "structured", "is_error"),
+    [([], None, False), ([_TEXT], {"a": [1, None]}, True), ([_TEXT, _TEXT], None, True)],
+)
+def test_a_calls_tool_result_is_the_dataclass_made_with_every_field(
+    content: list[dict[str, Any]], structured: Any, is_error: bool
+) -> None:
+    from dataclasses import FrozenInstanceError, fields
+
+    from keen.mcp.calls.send import _tool_result  # pyright: ignore[reportPrivateUsage]
+    from keen.mcp.types import ToolResult
+
+    # Made without the frozen dataclass's __init__ (its slots set directly): the same object,
+    # every field set, still frozen; a field added to ToolResult fails the last assertion.
+    made = _tool_result("s", "t", content, structured, is_error)
+    given = ToolResult(
+        server="s", tool="t", content=content, structured_content=structured, is_error=is_error
+    )
+    assert made == given and repr(made) == repr(given) and type(made) is ToolResult
+    assert made.content is content and made.structured_content is structured
+    with pytest.raises(FrozenInstanceError, match="cannot assign to field 'tool'"):
+        made.tool = "x"  # type: ignore[misc]
+    assert [f.name for f in fields(ToolResult)] == [
+        "server",
+        "tool",
+        "content",
+        "structured_content",
+        "is_error",
+    ]
+    assert ToolResult.__slots__ == ("server", "tool", "content", "structured_content", "is_error")

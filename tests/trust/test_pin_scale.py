@@ -202,3 +202,28 @@ async def test_a_relist_with_changed_tools_is_seen_by_the_next_calls_pin_check(
         finally:  # the module's server as the other tests know it
             server.remove_tool("t150")
             _add_echo(server, 150)
+
+
+async def test_a_repeated_gateway_call_keeps_its_pin_checks_quiet_pass(
+    upstream: dict[str, MCPServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The library's calls share one pipeline, so the pin check's last quiet pass is there for
+    # the next call of the same tool (a pipeline made per call compared every call with the
+    # pins); a pin written meanwhile (a new stamp of the pin file) is compared again.
+    compared: list[str] = []
+    real = PinGuard.enforce
+
+    def enforce(self: PinGuard, server: str, tool: str, *args: Any, **kwargs: Any) -> Any:
+        compared.append(tool)
+        return real(self, server, tool, *args, **kwargs)
+
+    monkeypatch.setattr(PinGuard, "enforce", enforce)
+    async with _front("gateway", upstream, tmp_path) as (manager, call):
+        # The first finds no pins and pins on first use, the second compares with those pins,
+        # the next two pass as kept.
+        for text in ("a", "b", "c", "d"):
+            assert await call("few", "t001", text) == text
+        assert compared == ["t001", "t001"]
+        pins_module.trust("few", manager.live_tools("few"), store=PinStore(), by_user=True)
+        assert await call("few", "t001", "e") == "e"
+        assert compared == ["t001", "t001", "t001"]

@@ -79,6 +79,11 @@ StatusObserver = Callable[[ServerStatus], None]
 
 _STOP_GRACE = 10.0
 
+_Plan = tuple[Tool, Tool | None, Callable[[dict[str, Any]], bool] | None]
+"""What a call of one tool looks up (:meth:`Manager._check`): the tool as listed, as shown
+(``None``: held, its arguments not checked), and the quick check of its arguments
+(:meth:`keen.mcp.listing.validation.ArgumentValidator.quick_check`)."""
+
 CALL_PROGRESS: ContextVar[ProgressFnT | None] = ContextVar("keen_call_progress", default=None)
 """The progress callback of the calls made in this context when :meth:`Manager.call_tool`
 is given none: a front end that serves calls for someone (``keen serve`` for its host)
@@ -261,6 +266,9 @@ class Manager:
         self._views: dict[str, tuple[list[Tool], Any, Hashable, ToolsView]] = {}
         """Server -> the tools, config entry and pin stamp its last view was made from, and
         that view (:meth:`view`)."""
+        self._plans: dict[str, tuple[Mapping[str, Tool] | None, Mapping[str, Tool], dict[str, _Plan]]] = {}
+        """Server -> the tools as shown and as listed its calls' plans were made from, and
+        the plans by tool (:meth:`_check`)."""
         self._reload_lock = anyio.Lock()
         self._observers: list[StatusObserver] = []
         self._change_observers: list[ChangeObserver] = []
@@ -636,9 +644,33 @@ class Manager:
         """
         if not tool:
             raise ToolNotFound(f'no tool name given for MCP server "{name}"', server=name)
-        connection = self._connected(name)
-        found, checked = self._find_tool(connection, tool)
-        if checked is not None:
+        return self._check(self._connected(name), tool, arguments)
+
+    def _check(self, connection: ServerConnection, tool: str, arguments: Any) -> Tool:
+        """:meth:`check_call` past the server checks, on the connected server's connection.
+
+        What a call of ``tool`` looks up (the tool as listed and as shown, the quick check of
+        its arguments) depends only on the server's tools as listed and as shown, so it is
+        kept per tool (a :data:`_Plan`) with the two mappings it was made from: a re-list
+        replaces ``tools_by_name`` and a new view (a pin written, a config entry set) makes
+        a new shown mapping, and either makes every plan of the server again. A tool not
+        found is never kept: its ``ToolNotFound`` is raised each time.
+        """
+        name = connection.name
+        shown = self._shown_by_name(connection) if self.trust is not None else None
+        live = connection.tools_by_name
+        kept = self._plans.get(name)
+        if kept is None or kept[0] is not shown or kept[1] is not live:
+            kept = self._plans[name] = (shown, live, {})
+        plan = kept[2].get(tool)
+        if plan is None:
+            found, checked = self._find_tool(connection, tool, shown)
+            quick = connection.validator.quick_check(checked) if checked is not None else None
+            plan = kept[2][tool] = (found, checked, quick)
+        found, checked, quick = plan
+        # The quick check says True only where validate would pass; anything else (an
+        # invalid call among them) is validated in full, with its errors.
+        if checked is not None and (quick is None or arguments.__class__ is not dict or not quick(arguments)):
             connection.validator.validate(checked, arguments)
         return found
 
@@ -652,19 +684,23 @@ class Manager:
             ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
             AuthFailed, ToolNotFound: the first check that failed.
         """
-        return self._find_tool(self._connected(name), tool)[0]
+        connection = self._connected(name)
+        shown = self._shown_by_name(connection) if self.trust is not None else None
+        return self._find_tool(connection, tool, shown)[0]
 
-    def _find_tool(self, connection: ServerConnection, tool: str) -> tuple[Tool, Tool | None]:
+    def _find_tool(
+        self, connection: ServerConnection, tool: str, shown: Mapping[str, Tool] | None
+    ) -> tuple[Tool, Tool | None]:
         """``(as listed, as shown)``; shown is ``None`` for a tool listed but not shown (held
         for review, or pins that cannot be read): the pin check refuses it, and its arguments
-        are not checked against a schema nobody reviewed."""
+        are not checked against a schema nobody reviewed. ``shown``: the trust's tools by name
+        (:meth:`_shown_by_name`), ``None`` without a trust."""
         # The package's lazy name, not a `from ... import` here: that costs about a microsecond
         # on every call, and every call's check comes here.
         listed_tool = mcp_calls.listed_tool
-        if self.trust is None:
+        if shown is None:
             found = listed_tool(connection, tool)
             return found, found
-        shown = self._shown_by_name(connection)
         live = connection.tools_by_name.get(tool)
         if live is not None and tool not in shown:
             return live, None
@@ -712,16 +748,19 @@ class Manager:
         or logs during the call goes to the context's :data:`keen.mcp.connection.relay.CALL_PEER`.
         """
         arguments = {} if arguments is None else arguments
+        if validate and not tool:
+            raise ToolNotFound(f'no tool name given for MCP server "{name}"', server=name)
+        # One lookup of the server for the checks and the send (nothing waits between them).
+        connection = self._connected(name)
         if validate:
-            self.check_call(name, tool, arguments)
-        connection, session, limit = self._session(name, timeout)
+            self._check(connection, tool, arguments)
         progress = progress if progress is not None else CALL_PROGRESS.get()
         sending = mcp_calls.send_tool_call(
             connection,
-            session,
+            connection.session,  # pyright: ignore[reportArgumentType]  # not None: _connected checks it
             tool,
             arguments,
-            limit=limit,
+            limit=timeout if timeout is not None else connection.config.timeouts.call_tool,
             progress=progress,
             relist=self.refresh_tools,
             pages=(self.elicitation_url, self.url_elicitation_wait),

@@ -139,9 +139,36 @@ async def _send_tool_call(
             connection.connection_lost(error.message)
         raise error from exc
     content, structured = wire_parts(raw)
-    return ToolResult(
-        server=name, tool=tool, content=content, structured_content=structured, is_error=bool(raw.is_error)
-    )
+    return _tool_result(name, tool, content, structured, bool(raw.is_error))
+
+
+def _tool_result(
+    server: str, tool: str, content: list[dict[str, Any]], structured: Any, is_error: bool
+) -> ToolResult:
+    """``ToolResult(server=..., tool=..., ...)`` made without its frozen dataclass's ``__init__``.
+
+    Every call makes one, and that ``__init__``, called with keywords, cost about as much as
+    the rest of the result's handling (its arguments gathered into a dict, each field set
+    through ``object.__setattr__``). Its slots' own setters make the same object: the
+    dataclass has no ``__post_init__``, and its fields are these five
+    (tests/mcp/test_wire_parts.py)."""
+    result = _new(ToolResult)
+    _set_server(result, server)
+    _set_tool(result, tool)
+    _set_content(result, content)
+    _set_structured(result, structured)
+    _set_is_error(result, is_error)
+    return result
+
+
+_new = object.__new__
+# The slots' member descriptors: setting through them is what the frozen class forbids only
+# by its __setattr__, which they do not go through.
+_set_server = ToolResult.server.__set__  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+_set_tool = ToolResult.tool.__set__  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+_set_content = ToolResult.content.__set__  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+_set_structured = ToolResult.structured_content.__set__  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+_set_is_error = ToolResult.is_error.__set__  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
 
 
 def wire_parts(raw: mt.CallToolResult) -> tuple[list[dict[str, Any]], Any]:
@@ -154,12 +181,12 @@ def wire_parts(raw: mt.CallToolResult) -> tuple[list[dict[str, Any]], Any]:
     results' only block) is its type and text, the structured content is converted as the
     dump converts a value of no declared type (:func:`pydantic_core.to_jsonable_python`), and
     a result with any other block is dumped whole as before."""
-    blocks = raw.content
-    for block in blocks:
+    content: list[dict[str, Any]] = []
+    for block in raw.content:  # one pass, no comprehension's frame: most results have one block
         if block.__class__ is not _TEXT or block.annotations is not None or block.meta is not None:  # pyright: ignore[reportAttributeAccessIssue]
             data = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
             return data.get("content", []), data.get("structuredContent")
-    content = [{"type": "text", "text": block.text} for block in blocks]  # pyright: ignore[reportAttributeAccessIssue]
+        content.append({"type": "text", "text": block.text})  # pyright: ignore[reportAttributeAccessIssue]
     structured = raw.structured_content
     if structured is None:
         return content, None

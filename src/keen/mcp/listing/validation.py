@@ -177,6 +177,11 @@ def plain_check(
     return check
 
 
+def _anything(arguments: dict[str, Any]) -> bool:
+    """The quick check of a schema Keen does not check (the server validates)."""
+    return True
+
+
 class ArgumentValidator:
     """Per-server cache of compiled validators keyed by tool name and its inputSchema.
 
@@ -232,6 +237,16 @@ class ArgumentValidator:
             compiled = None
         self._cache[tool.name] = compiled
         return compiled
+
+    def quick_check(self, tool: Tool) -> Callable[[dict[str, Any]], bool] | None:
+        """A check of an object's fields that says True only where :meth:`validate` would
+        pass ``tool``'s arguments (an object), so a caller may skip it then: the plain check
+        of its inputSchema (:func:`plain_check`), a check that passes everything when the
+        schema is not checked by Keen at all (invalid, or beyond bounded time), or ``None``
+        when there is no quick check (every call validated in full)."""
+        if self._validator(tool) is None:
+            return _anything
+        return self._plain.get(tool.name)
 
     def validate(self, tool: Tool, arguments: Any) -> None:
         if not isinstance(arguments, dict):
