@@ -222,22 +222,25 @@ async def test_add_change_remove_follow_live(write_config: WriteConfig, keen_hom
         ]
 
 
-@pytest.mark.parametrize("pinned", [False, True])
+@pytest.mark.parametrize("trust", ["none", "pins", "pinned"])
 async def test_a_calls_kept_checks_follow_a_tool_list_that_changed(
-    write_config: WriteConfig, pinned: bool
+    write_config: WriteConfig, trust: str
 ) -> None:
     # A repeated call's tool lookup and quick argument check are kept per tool and made
     # again after a re-list, and after a pin written: the reshaped tool's new inputSchema
     # types "mode" (before it, an extra property the schema allowed); a pinned server's
     # calls are checked against the pinned definition until the new one is trusted; the
-    # removed tool is not found.
+    # removed tool is not found. Without a trust (a library Manager) the tools as shown are
+    # the tools as listed: only the new listing tells the kept checks they are old.
+    pinned = trust == "pinned"
     entry = {**changing_stdio(), **({"pinning": "quarantine"} if pinned else {})}
     path = write_config({"changing": entry})
-    guard = PinGuard()
+    guard = PinGuard() if trust != "none" else None
     async with Manager(path, trust=guard) as manager:
         await manager.wait_ready(60)
 
         def pin() -> None:
+            assert guard is not None
             trust_tools("changing", manager.live_tools("changing"), store=guard.store)
 
         await manager.call_tool("changing", "mutate", {"op": "add", "name": "shaped", "quiet": True})

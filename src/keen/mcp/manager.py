@@ -945,6 +945,9 @@ class Manager:
             self._config = with_entry_of(self.config, name, MCPConfig())
         connection = self._connections.pop(name, None)
         self._moved()
+        # Its tools, views and call plans: made again should a server of that name come back.
+        for kept in (self._plans, self._views, self._live, self._shown_names):
+            kept.pop(name, None)
         if connection is None:
             return
         connection.retire()
