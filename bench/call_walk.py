@@ -1,4 +1,4 @@
-"""Walk one tool call's arguments through Keen's code, as issue 25 measures it.
+"""Walk one tool call's arguments through Keen's code, files entered and climbs back up.
 
 An agent (``keen.agent.Agent`` on an open runtime, ``ask`` mode, an approver that says yes)
 runs one ``call_mcp_tool`` call to a tool that is not read-only on an in-process FastMCP

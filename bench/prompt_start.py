@@ -3,7 +3,7 @@
 Each figure is the CPU time (user + system) of a fresh process, repeated ``--runs`` times
 and printed as min / median / max, beside a bare interpreter (``python -c pass``) from the
 same run and as a ratio to it; the target is a prompt within 100 ms of CPU beyond the
-interpreter at 292 skills (issue 26). Rows:
+interpreter at 292 skills. Rows:
 
 - ``keen prompt --budget TOKENS`` at each ``--sizes`` count of generated skills;
 - the library's budgeted prompt (``keen.prompt.budgeted_prompt``, as the README's host
@@ -12,7 +12,7 @@ interpreter at 292 skills (issue 26). Rows:
   gives, without importing the gateway) at each size, and the CPU of that call alone,
   measured in the process after its imports (the part that grows with the skills);
 - ``keen chat -p``'s first turn with a scripted model, twice: up to its system prompt first
-  built (``prompt ready``: the catalog within its budget, what issue 26 asks to be ready
+  built (``prompt ready``: the catalog within its budget, what is to be ready
   within 100 ms) and up to the first model request (``first request``: the process reports
   its CPU when the model is first asked, then exits), at each size: the prompt path of a
   chat, with no MCP server configured; the row says whether the MCP SDK or the search
@@ -28,7 +28,7 @@ Each row's sizes are measured in turns (one run of each size per round), so a ch
 load weighs on all of them alike. With three sizes or more, a ``growth`` line per figure
 gives its CPU beyond the interpreter at each size (each size's fastest run) and the
 marginal cost per 1,000 more skills from each size to the next: linear or better when that
-cost does not rise (issue 26 asks for growth linear in skills; :func:`_growth` says why the
+cost does not rise (the target is growth linear in skills; :func:`_growth` says why the
 fastest run).
 
 Skills are generated without servers (``keen.mcpskills.generate_skill`` from the recorded

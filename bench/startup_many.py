@@ -14,7 +14,7 @@ its first model request arrived, counted from the process's start, on the first 
 skills on disk: every server is waited for) and on ``--repeat`` later runs (the skills of
 the first run on disk: the model is asked first, the servers start behind), as min /
 median / max, beside a bare interpreter (``python -c pass``) and ``keen --version`` timed
-the same way, and the machine's load average before and after (issue 27's target: the
+the same way, and the machine's load average before and after (the target: the
 model asked within 1.5 s of start on the second run). Prints; never asserts.
 """
 

@@ -248,7 +248,7 @@ async def test_scripted_model_replays_a_stop_reason(tmp_path: Path) -> None:
 @pytest.mark.timeout(300)
 def test_choosing_a_model_loads_its_sdk_only_at_the_first_request(keys: None) -> None:
     # keen chat builds its system prompt after choosing the model: the SDK (hundreds of ms of
-    # CPU to import) loads with the first request, not before the prompt (issue 26). Both
+    # CPU to import) loads with the first request, not before the prompt. Both
     # providers in one new interpreter (each one's SDK is absent until its own first request).
     with FakeLLM([Reply(text="hi"), Reply(text="hi")]) as fake:
         code = (

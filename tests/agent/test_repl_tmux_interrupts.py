@@ -20,8 +20,8 @@ def test_ctrl_c_cancels_a_slow_call_and_a_runaway_grep_and_the_session_goes_on(
     tmux_chat: Callable[..., Chat], tmp_path: Path
 ) -> None:
     """One session (a keen chat, its server and a terminal cost about 2 s of CPU to start):
-    Ctrl-C during a slow MCP call, then during a local tool's backtracking grep (issue 24:
-    it pinned the CPU and Keen ignored Ctrl-C; a local tool runs in a worker thread, so
+    Ctrl-C during a slow MCP call, then during a local tool's backtracking grep
+    (it pinned the CPU and Keen ignored Ctrl-C; a local tool runs in a worker thread, so
     Ctrl-C ends its turn at once), then at the prompt."""
     (tmp_path / "slow.txt").write_text(("a" * 16 + "!\n") * 20_000)
     grep = {"name": "grep", "arguments": {"pattern": "^(a|a)+$", "path": "slow.txt"}}

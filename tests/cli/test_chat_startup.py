@@ -309,7 +309,7 @@ def test_with_no_server_configured_the_model_is_asked_before_pydantic_or_typer_l
 ) -> None:
     # No configs.json: nothing to validate, so the config's, the pins' and the sync's models
     # (pydantic, about 130 ms of CPU) stay unloaded until after the first request; a plain
-    # `keen chat -p` command line runs without typer (keen.cli._chat; issue 26).
+    # `keen chat -p` command line runs without typer (keen.cli._chat).
     home = make_home(tmp_path)
     skill = home.keen_home / "skills" / "notes"
     skill.mkdir(parents=True)

@@ -1,5 +1,5 @@
 """``keen serve`` keeps what a call needs between calls, and a changed tool list is still seen
-by the very next call (docs/serve.md; issue 26 item 4: per-call work cached per tool version).
+by the very next call (docs/serve.md: per-call work cached per tool version).
 
 The upstream is the real changing server (``tests/servers/changing_server.py``) over stdio,
 started by the Manager; its tools change through its own ``mutate`` tool, called through

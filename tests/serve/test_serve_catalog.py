@@ -58,7 +58,7 @@ def test_minimal_description_is_one_short_sentence() -> None:
     ],
 )
 def test_minimal_description_never_ends_inside_an_abbreviation(text: str, first: str) -> None:
-    """Before, "Search files, e.g." was the whole minimal description (issue 28, item 5)."""
+    """Before, "Search files, e.g." was the whole minimal description."""
     assert minimal_description(text) == first
 
 

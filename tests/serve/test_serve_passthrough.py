@@ -1,4 +1,4 @@
-"""Upstream prompts and resources pass through ``keen serve`` (issue 28, item 3).
+"""Upstream prompts and resources pass through ``keen serve`` (docs/serve.md).
 
 Real processes: server-everything (the npm reference server, stdio) and ``basic`` upstream of
 ``keen serve --transport http``, the SDK's ``Client`` as the host, both protocol eras.

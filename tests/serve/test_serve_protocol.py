@@ -1,4 +1,4 @@
-"""``keen serve`` answers the protocol the way the specification words it (issue 28, item 4),
+"""``keen serve`` answers the protocol the way the specification words it (docs/serve.md),
 and says where it listens when it starts (item 7).
 
 Real processes: ``keen serve --transport http`` on 127.0.0.1 in front of stdio servers, the

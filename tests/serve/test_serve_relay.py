@@ -1,4 +1,4 @@
-"""What an upstream server tells during a call reaches the host that made it (issue 28, item 2).
+"""What an upstream server tells during a call reaches the host that made it (docs/serve.md).
 
 server-everything's ``trigger-long-running-operation`` reports progress at each step; the
 host (the SDK's ``Client``) asks for it with its own progress token. Before, ``keen serve``

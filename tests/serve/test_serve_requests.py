@@ -1,5 +1,5 @@
-"""What an upstream server asks or logs during a call reaches the host that made it (issue 28,
-items 1 and 2).
+"""What an upstream server asks or logs during a call reaches the host that made it
+(docs/serve.md).
 
 Real processes: server-everything (stdio, twice) and ``log_stdio.py`` upstream of ``keen
 serve``, the SDK's ``Client`` as host(s). Before, Keen advertised neither elicitation nor

@@ -78,7 +78,7 @@ async def test_search_describe_call(
             )
             assert missing.is_error and "not configured" in read_json(missing)["error"]["message"]
             # Input that is not a call at all is refused by the pipeline's validate stage too,
-            # so the audit log has it (issue 25: one pipeline, parse included).
+            # so the audit log has it (one pipeline, parse included: docs/architecture.md).
             shapeless = await client.call_tool("call_mcp_tool", {"server": "basic", "arguments": {}})
             error = read_json(shapeless)["error"]
             assert shapeless.is_error and error["code"] == "invalid_arguments"
@@ -139,7 +139,7 @@ async def test_search_names_the_servers_with_an_identical_tool(tmp_path: Path) -
 async def test_search_mode_lists_the_one_search_and_call_tool(tmp_path: Path) -> None:
     """The host gets the definitions a model in keen chat gets (keen.entry_tools), their input
     is checked against the schemas it was shown, and ``call_tool``, search mode's name for the
-    call tool before the names were one, still runs a call (issue 25, item 3)."""
+    call tool before the names were one, still runs a call (docs/architecture.md "Names")."""
     from keen.entry_tools import call_tool_definition, search_tool_definition
 
     write_upstream(tmp_path, extra_tools=1)

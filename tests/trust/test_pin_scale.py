@@ -1,4 +1,4 @@
-"""A call's pin check does not grow with its server's tool count (issue 26 item 4).
+"""A call's pin check does not grow with its server's tool count (docs/architecture.md).
 
 The servers are real MCP servers in this process (the SDK's in-memory transport), with 30
 and 300 tools; the calls go through the Gateway's pipeline (checks, pin check, permission,
