@@ -202,3 +202,40 @@ async def test_starts_asked_in_one_go_are_ordered_among_themselves() -> None:
         for name, last in [("quick", 0.1), ("slow", 2.0)]:
             tg.start_soon(wait, name, last)
     assert granted == ["slow", "quick"]
+
+
+async def test_a_waiter_woken_to_look_before_it_waits_looks_at_its_pace() -> None:
+    # The looker leaves in the very tick a newcomer (at the top of the queue) is still at
+    # turn()'s first yield: the newcomer is woken to take over the looks before it waits.
+    looks = 0
+
+    class Counting(StartSlots):
+        def look(self) -> None:
+            nonlocal looks
+            looks += 1
+            super().look()
+
+    slots = Counting(1, grow=True, cpu_busy=lambda: None, cpus=2, trees=lambda pids: {})
+    holder = await slots.turn(10.0)
+    looker_scope = anyio.CancelScope()
+
+    async def looker(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+        with looker_scope:
+            task_status.started()
+            await slots.turn(10.0, 1.0)
+
+    async def newcomer() -> None:
+        (await slots.turn(10.0, None)).end()
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(looker)
+        with anyio.fail_after(10):
+            while looks < 1:  # noqa: ASYNC110 (it is the looker once it has looked)
+                await anyio.sleep(0.01)
+        tg.start_soon(newcomer)  # it queues and yields once, in the next tick
+        looker_scope.cancel()  # the looker leaves in that same tick, waking the newcomer
+        before = looks
+        for _ in range(100):  # it looks once every LOOK seconds, not at each turn of the loop
+            await anyio.lowlevel.checkpoint()
+        assert looks - before < 50
+        holder.end()

@@ -252,6 +252,10 @@ class StartSlots:
                 if self._grow and self._looker is None:
                     self._looker = turn
                 if self._looker is turn:
+                    if turn.granted.is_set():
+                        # Woken to take over the looks before it got here (the looker left
+                        # while it yielded above): a set event would end every wait at once.
+                        turn.granted = anyio.Event()
                     with anyio.move_on_after(LOOK):
                         await turn.granted.wait()
                     if turn.began is None:
