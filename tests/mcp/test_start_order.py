@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from conftest import stdio_server
 from keen.mcp import Manager, ServerState, ServerStatus
 from keen.mcp.config.load import load_config
 from keen.mcp.config.servers import StdioServerConfig
-from keen.mcp.connection.start_times import RECORD_NAME, StartTimes, launch_key
+from keen.mcp.connection.start_times import MOST_BYTES, MOST_SERVERS, RECORD_NAME, StartTimes, launch_key
 from keen.mcp.connection.starts import StartSlots, StartTurn, order
 from keen.trust import PinGuard
 
@@ -239,3 +241,73 @@ async def test_a_waiter_woken_to_look_before_it_waits_looks_at_its_pace() -> Non
             await anyio.lowlevel.checkpoint()
         assert looks - before < 50
         holder.end()
+
+
+def _record(path: Path, servers: dict[str, Any], huge: str = "") -> None:
+    text = json.dumps({"version": 1, "servers": servers})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text.replace('"HUGE"', huge))
+
+
+async def test_a_corrupt_record_entry_is_dropped_never_raised(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    path = write_config({"one": stdio_server("cpu_burn.py", "0")})
+    config = _stdio(path, "one")
+    key = launch_key(config)
+    record = keen_home / "cache" / RECORD_NAME
+    huge = "1" + "0" * 400  # an integer no float holds
+    bad_seconds: list[Any] = [float("nan"), float("inf"), -1, True, "5", [1], "HUGE"]
+    for seconds in bad_seconds:
+        _record(record, {"one": {"launch": key, "seconds": seconds, "finished": True, "at": 1}}, huge)
+        times = StartTimes()
+        assert times.last("one", config) is None, seconds
+        times.remember("one", config, None)  # consults the record too
+    # Over MOST_SERVERS entries, one with an 'at' no float holds: save() sorts them by it.
+    others = {f"x{i}": {"launch": "0", "seconds": 1, "finished": True, "at": 1} for i in range(MOST_SERVERS)}
+    _record(record, {"one": {"launch": key, "seconds": 1, "finished": True, "at": "HUGE"}, **others}, huge)
+    times = StartTimes()
+    times.remember("new", config, 1.0)
+    times.save()
+    assert StartTimes().last("new", config) == 1.0
+
+    # The Manager reads it as it starts its servers: the server connects, nothing raises.
+    _record(record, {"one": {"launch": key, "seconds": "HUGE", "finished": True, "at": 1}}, huge)
+    async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(120)
+        assert manager.status("one").state is ServerState.CONNECTED
+
+
+def test_a_record_that_is_no_regular_file_is_not_read(
+    keen_home: Path, write_config: Callable[..., Path]
+) -> None:
+    config = _stdio(write_config({"one": stdio_server("cpu_burn.py", "0")}), "one")
+    good = json.dumps(
+        {
+            "version": 1,
+            "servers": {"one": {"launch": launch_key(config), "seconds": 2, "finished": True, "at": 1}},
+        }
+    )
+    target = keen_home / "elsewhere.json"
+    target.write_text(good)
+    record = keen_home / "cache" / RECORD_NAME
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.symlink_to(target)
+    assert StartTimes().last("one", config) is None
+    record.unlink()
+    record.write_text(good + " " * MOST_BYTES)
+    assert StartTimes().last("one", config) is None
+    record.unlink()
+
+    # A FIFO: opened to read, it would wait for a writer, the event loop with it.
+    os.mkfifo(record)
+    read: list[float | None] = []
+    reader = threading.Thread(target=lambda: read.append(StartTimes().last("one", config)), daemon=True)
+    reader.start()
+    reader.join(30)
+    blocked = reader.is_alive()
+    if blocked:  # release the old code's reader
+        os.close(os.open(record, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(30)
+    assert not blocked
+    assert read == [None]

@@ -32,12 +32,12 @@ from typing import Any, cast
 
 from keen import paths
 from keen._digest import blake2b
-from keen._fs import atomic_write_json
+from keen._fs import atomic_write_json, read_regular
 from keen._redact import looks_secret
 from keen.mcp.config.secrets import arg_secrets
 from keen.mcp.config.servers import StdioServerConfig
 
-__all__ = ["MOST_SERVERS", "RECORD_NAME", "StartTimes", "launch_key"]
+__all__ = ["MOST_BYTES", "MOST_SERVERS", "RECORD_NAME", "StartTimes", "launch_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,9 @@ RECORD_NAME = "start-times.json"
 
 MOST_SERVERS = 2048
 """Servers the record keeps at most: about 150 kB, read once per Manager."""
+
+MOST_BYTES = 4_000_000
+"""A record larger than this is not read (at :data:`MOST_SERVERS` entries it is far smaller)."""
 
 _VERSION = 1
 _HIDDEN = "\0secret\0"
@@ -99,10 +102,8 @@ class StartTimes:
         entry = self._new.get(name) or self._entries().get(name)
         if entry is None or entry.get("launch") != launch_key(config):
             return None
-        seconds = entry.get("seconds")
-        if seconds is None and entry.get("finished") is False:
-            return math.inf
-        return float(seconds) if isinstance(seconds, (int, float)) and seconds >= 0 else None
+        seconds = entry["seconds"]
+        return math.inf if seconds is None else seconds
 
     def remember(self, name: str, config: StdioServerConfig, seconds: float | None) -> None:
         """Record that ``name``'s start, launched by ``config``, took ``seconds`` (to its tool
@@ -141,21 +142,53 @@ class StartTimes:
 
     def _load(self) -> dict[str, dict[str, Any]]:
         try:
-            data: Any = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data: Any = json.loads(read_regular(self.path, MOST_BYTES))
+        except (OSError, ValueError, RecursionError) as exc:
+            logger.debug("start times not read from %s: %r", self.path, exc)
             return {}
         if not isinstance(data, dict) or data.get("version") != _VERSION:  # pyright: ignore[reportUnknownMemberType]
             return {}
         servers: Any = data.get("servers")  # pyright: ignore[reportUnknownMemberType]
         if not isinstance(servers, dict):
             return {}
-        return {
-            str(name): cast("dict[str, Any]", entry)
-            for name, entry in cast("dict[Any, Any]", servers).items()
-            if isinstance(entry, dict)
-        }
+        entries: dict[str, dict[str, Any]] = {}
+        for name, entry in cast("dict[Any, Any]", servers).items():
+            valid = _valid(entry)
+            if valid is not None:
+                entries[str(name)] = valid
+        return entries
+
+
+def _valid(entry: Any) -> dict[str, Any] | None:
+    """``entry`` as :meth:`StartTimes.remember` writes it, or ``None`` when any field is not:
+    a record edited by hand or by another version is dropped entry by entry, never raises."""
+    if not isinstance(entry, dict):
+        return None
+    entry = cast("dict[str, Any]", entry)
+    launch, seconds, finished, at = (entry.get(k) for k in ("launch", "seconds", "finished", "at"))
+    if not isinstance(launch, str) or not isinstance(finished, bool):
+        return None
+    if seconds is None:
+        if finished:
+            return None
+    elif (seconds := _number(seconds)) is None:
+        return None
+    if (at := _number(at)) is None:
+        return None
+    return {"launch": launch, "seconds": seconds, "finished": finished, "at": at}
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a finite, non-negative number of seconds; ``None`` for anything else (a
+    bool, a string, NaN, an infinity, an integer too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 def _at(entry: dict[str, Any]) -> float:
-    at = entry.get("at")
-    return float(at) if isinstance(at, (int, float)) else 0.0
+    return entry["at"]
