@@ -65,7 +65,7 @@ async def test_a_remembered_slow_server_starts_before_faster_ones_asked_earlier(
     times = StartTimes()
     times.remember("quick", _stdio(path, "quick"), 0.2)
     times.remember("slow", _stdio(path, "slow"), 4.0)
-    times.remember("timed_out", _stdio(path, "timed_out"), 15.3)
+    times.remember("timed_out", _stdio(path, "timed_out"), 15.3, timed_out=True)
     times.save()
 
     assert await _connect_order(path) == ["new", "slow", "quick", "timed_out"]
@@ -97,8 +97,8 @@ async def test_a_start_is_remembered_from_launch_to_its_tool_list(
     assert last["stuck"] is not None and last["stuck"] >= 0.5  # its connect limit: it timed out
     assert last["closed_on"] == math.inf  # launched, never finished
     # Those two go last, after a server with no record and one that finished.
-    assert order(last["stuck"], 0.5) > order(last["sleeper"], 15.0) > order(None, 15.0)
-    assert order(last["closed_on"], 60) > order(last["sleeper"], 15.0)
+    assert order(last["stuck"]) > order(last["sleeper"]) > order(None)
+    assert order(last["closed_on"]) > order(last["sleeper"])
 
     # Stopped unfinished where a start of the same launch finished before: more likely
     # stopped early than hung, and the record of the finished one is kept.
@@ -173,19 +173,20 @@ async def test_turns_go_to_the_longest_expected_start_first() -> None:
         turn.end()
 
     queue = [
-        ("timed_out", 10.5),
+        ("timed_out", math.inf),
         ("unfinished", math.inf),
         ("quick", 0.1),
         ("new", None),
         ("slow", 3.0),
         ("middle", 1.0),
+        ("slower_than_its_limit", 10.5),  # finished, past its connect limit: still the longest
     ]
     async with anyio.create_task_group() as tg:
         for name, last in queue:  # queued in this order, as a config lists them
             await tg.start(wait, name, last)
         assert slots.waiting == len(queue)
         holder.end()
-    assert granted == ["new", "slow", "middle", "quick", "timed_out", "unfinished"]
+    assert granted == ["new", "slower_than_its_limit", "slow", "middle", "quick", "timed_out", "unfinished"]
 
 
 async def test_starts_asked_in_one_go_are_ordered_among_themselves() -> None:
@@ -311,3 +312,39 @@ def test_a_record_that_is_no_regular_file_is_not_read(
         reader.join(30)
     assert not blocked
     assert read == [None]
+
+
+async def test_a_start_that_finished_past_its_connect_limit_goes_first_not_last(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # Its initialize is answered at once, its tools/list after longer than its connect limit:
+    # it finished, the longest start known, and goes first among the known ones next time.
+    limit = 0.3
+    path = write_config(
+        {
+            "slow_lister": stdio_server(
+                "cpu_burn.py",
+                "0",
+                "--list-sleep",
+                str(limit * 2),
+                timeouts={"connect": limit, "list_tools": 60},
+            ),
+            "stuck": stdio_server("hang_init.py", timeouts={"connect": limit}),
+        }
+    )
+    async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
+        for name in ("slow_lister", "stuck"):
+            await manager.wait_attempt(name, 60)
+        assert manager.status("slow_lister").state is ServerState.CONNECTED
+        assert manager.status("stuck").state is not ServerState.CONNECTED
+    record = json.loads((keen_home / "cache" / RECORD_NAME).read_text())["servers"]
+    assert record["slow_lister"]["finished"] is True
+    assert record["stuck"]["finished"] is False
+    slow = StartTimes().last("slow_lister", _stdio(path, "slow_lister"))
+    assert slow is not None and limit * 2 <= slow < math.inf
+    stuck = StartTimes().last("stuck", _stdio(path, "stuck"))
+    assert order(slow) < order(slow / 2) < order(stuck)
+
+    # A connect limit raised past the time it timed out after: that start counts as merely long.
+    raised = _stdio(write_config({"stuck": stdio_server("hang_init.py", timeouts={"connect": 60})}), "stuck")
+    assert StartTimes().last("stuck", raised) == record["stuck"]["seconds"]

@@ -3,9 +3,11 @@
 The start bound lets the longest expected start in first (:mod:`keen.mcp.connection.starts`);
 what a start is expected to take is what the same server's last start took. A start is timed
 from its turn's grant (its launch follows at once) until its tool list is in, the span it
-holds a turn and the span a caller waits for it; a start that reached its connect limit is
-remembered as that long, so the bound can tell it timed out, and one stopped after its launch
-before its tools were listed (Keen closed first, the user stopped it) as unfinished, endless,
+holds a turn and the span a caller waits for it. A start that reached a limit (its connect
+limit at ``initialize``, its list limit while listing) is remembered as timed out, unfinished,
+with how long it ran: expected to give nothing, unless the connect limit was raised past that
+since (then it counts as merely long). One stopped after its launch before its tools were
+listed (Keen closed first, the user stopped it) is remembered as unfinished too, endless,
 unless a start of the same launch finished before: then it was more likely stopped early than
 hung, and that record is kept. A start that failed any other way, or stopped before its
 launch, says nothing of how long one takes: its record stays as it was.
@@ -97,24 +99,30 @@ class StartTimes:
 
     def last(self, name: str, config: StdioServerConfig) -> float | None:
         """Seconds ``name``'s last start took with this launch definition: ``math.inf`` when
-        it did not finish, ``None`` when unknown (never started, started otherwise, or the
-        record unreadable)."""
+        it did not finish (timed out, or stopped unfinished), ``None`` when unknown (never
+        started, started otherwise, or the record unreadable). A start that timed out after
+        fewer seconds than ``config``'s connect limit now (raised since) counts as that long."""
         entry = self._new.get(name) or self._entries().get(name)
         if entry is None or entry.get("launch") != launch_key(config):
             return None
         seconds = entry["seconds"]
-        return math.inf if seconds is None else seconds
+        if seconds is None or (not entry["finished"] and seconds >= config.timeouts.connect):
+            return math.inf
+        return seconds
 
-    def remember(self, name: str, config: StdioServerConfig, seconds: float | None) -> None:
-        """Record that ``name``'s start, launched by ``config``, took ``seconds`` (to its tool
-        list, or to its connect limit when it reached it); ``None``: it was stopped unfinished
-        (kept only where no start of the same launch finished before)."""
+    def remember(
+        self, name: str, config: StdioServerConfig, seconds: float | None, *, timed_out: bool = False
+    ) -> None:
+        """Record that ``name``'s start, launched by ``config``, took ``seconds`` to its tool
+        list; with ``timed_out``, that it reached a limit after ``seconds`` (unfinished);
+        ``None``: it was stopped unfinished (kept only where no start of the same launch
+        finished before)."""
         if seconds is None and self.last(name, config) not in (None, math.inf):
             return
         self._new[name] = {
             "launch": launch_key(config),
             "seconds": None if seconds is None else round(seconds, 3),
-            "finished": seconds is not None,
+            "finished": seconds is not None and not timed_out,
             "at": round(self._clock()),
         }
 
