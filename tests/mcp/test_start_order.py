@@ -348,3 +348,18 @@ async def test_a_start_that_finished_past_its_connect_limit_goes_first_not_last(
     # A connect limit raised past the time it timed out after: that start counts as merely long.
     raised = _stdio(write_config({"stuck": stdio_server("hang_init.py", timeouts={"connect": 60})}), "stuck")
     assert StartTimes().last("stuck", raised) == record["stuck"]["seconds"]
+
+
+def test_two_processes_saving_keep_the_later_measure(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    config = _stdio(write_config({"one": stdio_server("cpu_burn.py", "0")}), "one")
+    long_lived = StartTimes(clock=lambda: 100.0)  # a keen serve measured it first...
+    long_lived.remember("one", config, 9.0)
+    later = StartTimes(clock=lambda: 200.0)  # ...a keen chat measured it later and closed first
+    later.remember("one", config, 1.0)
+    later.remember("two", config, 2.0)
+    later.save()
+    long_lived.save()  # the keen serve closes last
+    assert StartTimes().last("one", config) == 1.0
+    assert StartTimes().last("two", config) == 2.0

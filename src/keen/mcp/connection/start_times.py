@@ -17,7 +17,8 @@ by server name, each with a digest of its launch definition (:func:`launch_key`)
 command, argument, ``cwd`` or set of environment variable names forgets it. Neither an
 environment value nor a credential in the arguments goes into the digest, so it reveals
 none and a rotated token keeps the record. Read once, when the first start asks; written
-at the Manager's close, merged with what another process wrote meanwhile, atomically, at
+at the Manager's close, merged with what another process wrote meanwhile (per server, the
+start measured last wins), atomically, at
 most :data:`MOST_SERVERS` entries (the least recently started dropped first). A record that
 cannot be read or written only means starts go in the order asked.
 """
@@ -131,7 +132,12 @@ class StartTimes:
         (a record not written only means the next run orders starts as asked)."""
         if not self._new:
             return
-        entries = {**self._load(), **self._new}
+        entries = self._load()
+        for name, entry in self._new.items():
+            # Another process may have measured the same server later (a keen chat while a
+            # long-lived keen serve runs): the later measure wins, not the later writer.
+            if name not in entries or _at(entries[name]) <= _at(entry):
+                entries[name] = entry
         if len(entries) > MOST_SERVERS:
             newest = sorted(entries.items(), key=lambda item: _at(item[1]), reverse=True)
             entries = dict(newest[:MOST_SERVERS])
