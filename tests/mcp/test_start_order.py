@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,7 @@ from conftest import stdio_server
 from keen.mcp import Manager, ServerState, ServerStatus
 from keen.mcp.config.load import load_config
 from keen.mcp.config.servers import StdioServerConfig
-from keen.mcp.connection.start_times import MOST_BYTES, MOST_SERVERS, RECORD_NAME, StartTimes, launch_key
+from keen.mcp.connection.start_times import KEY_NAME, MOST_BYTES, MOST_SERVERS, RECORD_NAME, StartTimes
 from keen.mcp.connection.starts import StartSlots, StartTurn, order
 from keen.trust import PinGuard
 
@@ -157,7 +158,9 @@ async def test_the_record_holds_no_secret_of_the_config(
     rotated = _stdio(
         write_config({"private": entry("tok-env-0000000000", "key-arg-111111", "pw-222222")}), "private"
     )
-    assert launch_key(rotated) == launch_key(_stdio(write_config({"private": entry(*secrets)}), "private"))
+    assert StartTimes().launch_key(rotated) == StartTimes().launch_key(
+        _stdio(write_config({"private": entry(*secrets)}), "private")
+    )
     assert StartTimes().last("private", rotated) is not None
 
 
@@ -255,7 +258,7 @@ async def test_a_corrupt_record_entry_is_dropped_never_raised(
 ) -> None:
     path = write_config({"one": stdio_server("cpu_burn.py", "0")})
     config = _stdio(path, "one")
-    key = launch_key(config)
+    key = StartTimes().launch_key(config)
     record = keen_home / "cache" / RECORD_NAME
     huge = "1" + "0" * 400  # an integer no float holds
     bad_seconds: list[Any] = [float("nan"), float("inf"), -1, True, "5", [1], "HUGE"]
@@ -286,7 +289,9 @@ def test_a_record_that_is_no_regular_file_is_not_read(
     good = json.dumps(
         {
             "version": 1,
-            "servers": {"one": {"launch": launch_key(config), "seconds": 2, "finished": True, "at": 1}},
+            "servers": {
+                "one": {"launch": StartTimes().launch_key(config), "seconds": 2, "finished": True, "at": 1}
+            },
         }
     )
     target = keen_home / "elsewhere.json"
@@ -363,3 +368,27 @@ def test_two_processes_saving_keep_the_later_measure(
     long_lived.save()  # the keen serve closes last
     assert StartTimes().last("one", config) == 1.0
     assert StartTimes().last("two", config) == 2.0
+
+
+def test_the_launch_digest_is_keyed_per_home_and_private(
+    write_config: Callable[..., Path], keen_home: Path, tmp_path: Path
+) -> None:
+    # A credential no rule finds (a short flag's value) stays in the digest: without this
+    # home's key, a guess of it cannot be checked against the record.
+    server = stdio_server("cpu_burn.py", "0")
+    config = _stdio(write_config({"one": {**server, "args": [*server["args"], "-t", "s3cr3t-0d9f"]}}), "one")
+
+    def saved(record: Path) -> str:
+        times = StartTimes(record)
+        times.remember("one", config, 1.0)
+        times.save()
+        assert stat.S_IMODE(record.stat().st_mode) == 0o600
+        return json.loads(record.read_text())["servers"]["one"]["launch"]
+
+    here, elsewhere = keen_home / "cache" / RECORD_NAME, tmp_path / "other-home" / "cache" / RECORD_NAME
+    digest = saved(here)
+    assert saved(elsewhere) != digest  # another home, another key
+    key = here.with_name(KEY_NAME)
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert saved(here) == digest  # the key is kept: the record holds across runs
+    assert StartTimes().last("one", config) == 1.0
