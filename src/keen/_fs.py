@@ -13,7 +13,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write_bytes", "atomic_write_json", "atomic_write_text"]
+__all__ = ["atomic_write_bytes", "atomic_write_json", "atomic_write_text", "read_regular"]
+
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, fsync: bool = True) -> None:
@@ -51,3 +59,35 @@ def atomic_write_json(path: Path, data: Any, *, mode: int = 0o644, fsync: bool =
     """Write ``data`` as indented JSON (UTF-8, trailing newline) atomically."""
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     atomic_write_text(path, text, mode=mode, fsync=fsync)
+
+
+def read_regular(path: Path, most: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``most`` of them.
+
+    Opened without following a final symlink and without blocking (a FIFO opens at once,
+    then is refused by its type), so a reader on an event loop never waits on a writer.
+
+    Raises:
+        OSError: ``path`` cannot be opened, is not a regular file (a symlink, FIFO, device
+            or socket) or holds more than ``most`` bytes.
+    """
+    import stat  # only where a file is read this way
+
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if info.st_size > most:
+            raise OSError(f"{path} holds {info.st_size} bytes, more than {most}")
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= most and (chunk := os.read(fd, 1 << 16)):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > most:  # it grew since fstat
+            raise OSError(f"{path} holds more than {most} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

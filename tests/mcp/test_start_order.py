@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,7 +25,7 @@ from conftest import stdio_server
 from keen.mcp import Manager, ServerState, ServerStatus
 from keen.mcp.config.load import load_config
 from keen.mcp.config.servers import StdioServerConfig
-from keen.mcp.connection.start_times import RECORD_NAME, StartTimes, launch_key
+from keen.mcp.connection.start_times import KEY_NAME, MOST_BYTES, MOST_SERVERS, RECORD_NAME, StartTimes
 from keen.mcp.connection.starts import StartSlots, StartTurn, order
 from keen.trust import PinGuard
 
@@ -63,7 +66,7 @@ async def test_a_remembered_slow_server_starts_before_faster_ones_asked_earlier(
     times = StartTimes()
     times.remember("quick", _stdio(path, "quick"), 0.2)
     times.remember("slow", _stdio(path, "slow"), 4.0)
-    times.remember("timed_out", _stdio(path, "timed_out"), 15.3)
+    times.remember("timed_out", _stdio(path, "timed_out"), 15.3, timed_out=True)
     times.save()
 
     assert await _connect_order(path) == ["new", "slow", "quick", "timed_out"]
@@ -95,8 +98,8 @@ async def test_a_start_is_remembered_from_launch_to_its_tool_list(
     assert last["stuck"] is not None and last["stuck"] >= 0.5  # its connect limit: it timed out
     assert last["closed_on"] == math.inf  # launched, never finished
     # Those two go last, after a server with no record and one that finished.
-    assert order(last["stuck"], 0.5) > order(last["sleeper"], 15.0) > order(None, 15.0)
-    assert order(last["closed_on"], 60) > order(last["sleeper"], 15.0)
+    assert order(last["stuck"]) > order(last["sleeper"]) > order(None)
+    assert order(last["closed_on"]) > order(last["sleeper"])
 
     # Stopped unfinished where a start of the same launch finished before: more likely
     # stopped early than hung, and the record of the finished one is kept.
@@ -155,7 +158,9 @@ async def test_the_record_holds_no_secret_of_the_config(
     rotated = _stdio(
         write_config({"private": entry("tok-env-0000000000", "key-arg-111111", "pw-222222")}), "private"
     )
-    assert launch_key(rotated) == launch_key(_stdio(write_config({"private": entry(*secrets)}), "private"))
+    assert StartTimes().launch_key(rotated) == StartTimes().launch_key(
+        _stdio(write_config({"private": entry(*secrets)}), "private")
+    )
     assert StartTimes().last("private", rotated) is not None
 
 
@@ -171,19 +176,20 @@ async def test_turns_go_to_the_longest_expected_start_first() -> None:
         turn.end()
 
     queue = [
-        ("timed_out", 10.5),
+        ("timed_out", math.inf),
         ("unfinished", math.inf),
         ("quick", 0.1),
         ("new", None),
         ("slow", 3.0),
         ("middle", 1.0),
+        ("slower_than_its_limit", 10.5),  # finished, past its connect limit: still the longest
     ]
     async with anyio.create_task_group() as tg:
         for name, last in queue:  # queued in this order, as a config lists them
             await tg.start(wait, name, last)
         assert slots.waiting == len(queue)
         holder.end()
-    assert granted == ["new", "slow", "middle", "quick", "timed_out", "unfinished"]
+    assert granted == ["new", "slower_than_its_limit", "slow", "middle", "quick", "timed_out", "unfinished"]
 
 
 async def test_starts_asked_in_one_go_are_ordered_among_themselves() -> None:
@@ -202,3 +208,187 @@ async def test_starts_asked_in_one_go_are_ordered_among_themselves() -> None:
         for name, last in [("quick", 0.1), ("slow", 2.0)]:
             tg.start_soon(wait, name, last)
     assert granted == ["slow", "quick"]
+
+
+async def test_a_waiter_woken_to_look_before_it_waits_looks_at_its_pace() -> None:
+    # The looker leaves in the very tick a newcomer (at the top of the queue) is still at
+    # turn()'s first yield: the newcomer is woken to take over the looks before it waits.
+    looks = 0
+
+    class Counting(StartSlots):
+        def look(self) -> None:
+            nonlocal looks
+            looks += 1
+            super().look()
+
+    slots = Counting(1, grow=True, cpu_busy=lambda: None, cpus=2, trees=lambda pids: {})
+    holder = await slots.turn(10.0)
+    looker_scope = anyio.CancelScope()
+
+    async def looker(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+        with looker_scope:
+            task_status.started()
+            await slots.turn(10.0, 1.0)
+
+    async def newcomer() -> None:
+        (await slots.turn(10.0, None)).end()
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(looker)
+        with anyio.fail_after(10):
+            while looks < 1:  # noqa: ASYNC110 (it is the looker once it has looked)
+                await anyio.sleep(0.01)
+        tg.start_soon(newcomer)  # it queues and yields once, in the next tick
+        looker_scope.cancel()  # the looker leaves in that same tick, waking the newcomer
+        before = looks
+        for _ in range(100):  # it looks once every LOOK seconds, not at each turn of the loop
+            await anyio.lowlevel.checkpoint()
+        assert looks - before < 50
+        holder.end()
+
+
+def _record(path: Path, servers: dict[str, Any], huge: str = "") -> None:
+    text = json.dumps({"version": 1, "servers": servers})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text.replace('"HUGE"', huge))
+
+
+async def test_a_corrupt_record_entry_is_dropped_never_raised(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    path = write_config({"one": stdio_server("cpu_burn.py", "0")})
+    config = _stdio(path, "one")
+    key = StartTimes().launch_key(config)
+    record = keen_home / "cache" / RECORD_NAME
+    huge = "1" + "0" * 400  # an integer no float holds
+    bad_seconds: list[Any] = [float("nan"), float("inf"), -1, True, "5", [1], "HUGE"]
+    for seconds in bad_seconds:
+        _record(record, {"one": {"launch": key, "seconds": seconds, "finished": True, "at": 1}}, huge)
+        times = StartTimes()
+        assert times.last("one", config) is None, seconds
+        times.remember("one", config, None)  # consults the record too
+    # Over MOST_SERVERS entries, one with an 'at' no float holds: save() sorts them by it.
+    others = {f"x{i}": {"launch": "0", "seconds": 1, "finished": True, "at": 1} for i in range(MOST_SERVERS)}
+    _record(record, {"one": {"launch": key, "seconds": 1, "finished": True, "at": "HUGE"}, **others}, huge)
+    times = StartTimes()
+    times.remember("new", config, 1.0)
+    times.save()
+    assert StartTimes().last("new", config) == 1.0
+
+    # The Manager reads it as it starts its servers: the server connects, nothing raises.
+    _record(record, {"one": {"launch": key, "seconds": "HUGE", "finished": True, "at": 1}}, huge)
+    async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(120)
+        assert manager.status("one").state is ServerState.CONNECTED
+
+
+def test_a_record_that_is_no_regular_file_is_not_read(
+    keen_home: Path, write_config: Callable[..., Path]
+) -> None:
+    config = _stdio(write_config({"one": stdio_server("cpu_burn.py", "0")}), "one")
+    good = json.dumps(
+        {
+            "version": 1,
+            "servers": {
+                "one": {"launch": StartTimes().launch_key(config), "seconds": 2, "finished": True, "at": 1}
+            },
+        }
+    )
+    target = keen_home / "elsewhere.json"
+    target.write_text(good)
+    record = keen_home / "cache" / RECORD_NAME
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.symlink_to(target)
+    assert StartTimes().last("one", config) is None
+    record.unlink()
+    record.write_text(good + " " * MOST_BYTES)
+    assert StartTimes().last("one", config) is None
+    record.unlink()
+
+    # A FIFO: opened to read, it would wait for a writer, the event loop with it.
+    os.mkfifo(record)
+    read: list[float | None] = []
+    reader = threading.Thread(target=lambda: read.append(StartTimes().last("one", config)), daemon=True)
+    reader.start()
+    reader.join(30)
+    blocked = reader.is_alive()
+    if blocked:  # release the old code's reader
+        os.close(os.open(record, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(30)
+    assert not blocked
+    assert read == [None]
+
+
+async def test_a_start_that_finished_past_its_connect_limit_goes_first_not_last(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # Its initialize is answered at once, its tools/list after longer than its connect limit:
+    # it finished, the longest start known, and goes first among the known ones next time.
+    limit = 0.3
+    path = write_config(
+        {
+            "slow_lister": stdio_server(
+                "cpu_burn.py",
+                "0",
+                "--list-sleep",
+                str(limit * 2),
+                timeouts={"connect": limit, "list_tools": 60},
+            ),
+            "stuck": stdio_server("hang_init.py", timeouts={"connect": limit}),
+        }
+    )
+    async with Manager(path, max_starting=1, trust=PinGuard()) as manager:
+        for name in ("slow_lister", "stuck"):
+            await manager.wait_attempt(name, 60)
+        assert manager.status("slow_lister").state is ServerState.CONNECTED
+        assert manager.status("stuck").state is not ServerState.CONNECTED
+    record = json.loads((keen_home / "cache" / RECORD_NAME).read_text())["servers"]
+    assert record["slow_lister"]["finished"] is True
+    assert record["stuck"]["finished"] is False
+    slow = StartTimes().last("slow_lister", _stdio(path, "slow_lister"))
+    assert slow is not None and limit * 2 <= slow < math.inf
+    stuck = StartTimes().last("stuck", _stdio(path, "stuck"))
+    assert order(slow) < order(slow / 2) < order(stuck)
+
+    # A connect limit raised past the time it timed out after: that start counts as merely long.
+    raised = _stdio(write_config({"stuck": stdio_server("hang_init.py", timeouts={"connect": 60})}), "stuck")
+    assert StartTimes().last("stuck", raised) == record["stuck"]["seconds"]
+
+
+def test_two_processes_saving_keep_the_later_measure(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    config = _stdio(write_config({"one": stdio_server("cpu_burn.py", "0")}), "one")
+    long_lived = StartTimes(clock=lambda: 100.0)  # a keen serve measured it first...
+    long_lived.remember("one", config, 9.0)
+    later = StartTimes(clock=lambda: 200.0)  # ...a keen chat measured it later and closed first
+    later.remember("one", config, 1.0)
+    later.remember("two", config, 2.0)
+    later.save()
+    long_lived.save()  # the keen serve closes last
+    assert StartTimes().last("one", config) == 1.0
+    assert StartTimes().last("two", config) == 2.0
+
+
+def test_the_launch_digest_is_keyed_per_home_and_private(
+    write_config: Callable[..., Path], keen_home: Path, tmp_path: Path
+) -> None:
+    # A credential no rule finds (a short flag's value) stays in the digest: without this
+    # home's key, a guess of it cannot be checked against the record.
+    server = stdio_server("cpu_burn.py", "0")
+    config = _stdio(write_config({"one": {**server, "args": [*server["args"], "-t", "s3cr3t-0d9f"]}}), "one")
+
+    def saved(record: Path) -> str:
+        times = StartTimes(record)
+        times.remember("one", config, 1.0)
+        times.save()
+        assert stat.S_IMODE(record.stat().st_mode) == 0o600
+        return json.loads(record.read_text())["servers"]["one"]["launch"]
+
+    here, elsewhere = keen_home / "cache" / RECORD_NAME, tmp_path / "other-home" / "cache" / RECORD_NAME
+    digest = saved(here)
+    assert saved(elsewhere) != digest  # another home, another key
+    key = here.with_name(KEY_NAME)
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert saved(here) == digest  # the key is kept: the record holds across runs
+    assert StartTimes().last("one", config) == 1.0

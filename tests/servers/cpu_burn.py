@@ -1,6 +1,7 @@
 """A stdio MCP server that spends CPU before it answers, as ``uvx``/``npx`` servers do.
 
-Usage: ``python cpu_burn.py SECONDS [--sleep WALL] [--hold PATH] [--cpus DIR]``: burns SECONDS
+Usage: ``python cpu_burn.py SECONDS [--sleep WALL] [--hold PATH] [--cpus DIR] [--list-sleep WALL]``:
+burns SECONDS
 of its own CPU time (process time, so a busy machine makes it take longer on the wall clock, as
 a real start-up would), or with ``--cpus`` holds one of the lock files ``DIR/cpu*`` for SECONDS
 of wall time instead (a start on a machine of as many CPUs as there are files, other processes
@@ -9,7 +10,7 @@ load from outside the test does not stretch a start), sleeps WALL seconds (a ser
 holds while the file PATH exists (touching ``PATH.held`` first, so a test knows it holds and
 decides when it comes up, instead of guessing a WALL long enough on a loaded machine), then
 answers ``initialize`` (``server/discover`` is refused with -32601, as a handshake-only
-server does), ``tools/list`` with one tool ``ping`` and ``tools/call`` of it. Standard
+server does), ``tools/list`` with one tool ``ping`` (after ``--list-sleep`` WALL seconds) and ``tools/call`` of it. Standard
 library only, so the interpreter's own start stays small beside the burn.
 """
 
@@ -85,7 +86,10 @@ def main() -> None:
     for line in sys.stdin:
         if not line.strip():
             continue
-        reply = answer(json.loads(line))
+        message = json.loads(line)
+        if message.get("method") == "tools/list" and "--list-sleep" in sys.argv:
+            time.sleep(float(sys.argv[sys.argv.index("--list-sleep") + 1]))
+        reply = answer(message)
         if reply is not None:
             sys.stdout.write(json.dumps(reply) + "\n")
             sys.stdout.flush()

@@ -425,8 +425,8 @@ class ServerConnection:
                         # Report before unwinding: stopping a hung stdio server takes seconds,
                         # which the next server in line need not wait for.
                         self._fail(exc, facts)
-                        if isinstance(exc, TimeoutError) and facts.phase == "initialize":
-                            self._start_took(cfg)  # its connect limit: remembered as timed out
+                        if isinstance(exc, TimeoutError):
+                            self._start_took(cfg, timed_out=True)  # reached a limit: unfinished
                         slot()
                         raise
                 self._connect_scope = None
@@ -497,12 +497,15 @@ class ServerConnection:
 
         return give_back
 
-    def _start_took(self, cfg: HttpServerConfig | StdioServerConfig, *, finished: bool = True) -> None:
+    def _start_took(
+        self, cfg: HttpServerConfig | StdioServerConfig, *, finished: bool = True, timed_out: bool = False
+    ) -> None:
         # From the turn's grant to now: what the next start of this launch is expected to take.
         began, times = self._turn_began, self._start_times
         self._turn_began = None  # told once per start
         if began is not None and times is not None and isinstance(cfg, StdioServerConfig):
-            times.remember(self.name, cfg, time.monotonic() - began if finished else None)
+            took = time.monotonic() - began if finished else None
+            times.remember(self.name, cfg, took, timed_out=timed_out)
 
     def _launched(self, pid: int) -> None:
         # The start bound reads what this server's processes do (keen.mcp.connection.starts).

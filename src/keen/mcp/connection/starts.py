@@ -39,7 +39,7 @@ start took (:mod:`keen.mcp.connection.start_times`), and the one expected to tak
 is let in first, so the slowest server's own wait (its sleep, its install) begins at once
 instead of behind every faster one. A server with no record (new, or its launch changed)
 goes first: a first start is often the slowest (a package to fetch). One whose last start
-did not finish, reaching its connect limit or stopped before its tools were listed, goes
+did not finish, reaching a limit (to connect, to list) or stopped before its tools were listed, goes
 last: it is expected to give nothing, and should it hang while working it holds its turn
 for its whole limit. Ties keep the order they asked in. The starts asked for together (the
 Manager's owners, begun in one go) are ordered among themselves: a turn is granted only
@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import os
 import time
 from collections.abc import Callable, Collection
@@ -99,20 +100,19 @@ read and are past their quick share."""
 _NS = 1e9
 
 
-def order(last: float | None, connect_limit: float) -> tuple[int, float]:
+def order(last: float | None) -> tuple[int, float]:
     """Where a waiter goes in the queue, smallest first (module docstring): a start with no
     record, then one remembered to take ``last`` seconds before one remembered shorter, and
-    one whose last start did not finish last of all.
+    one whose last start did not finish (timed out or stopped) last of all.
 
     Args:
         last: seconds the server's last start took (``math.inf``: it did not finish),
-            ``None`` when unknown.
-        connect_limit: its connect limit now, seconds: a last start as long is one that
-            timed out (one raised since lets that start count as merely long).
+            ``None`` when unknown
+            (:meth:`keen.mcp.connection.start_times.StartTimes.last`).
     """
     if last is None:
         return (-1, 0.0)
-    if last >= connect_limit:
+    if math.isinf(last):
         return (2, 0.0)
     return (0, -last)
 
@@ -232,8 +232,8 @@ class StartSlots:
 
         Args:
             connect_limit: the server's connect limit, seconds (``timeouts.connect``).
-            last: seconds its last start took, from its turn to its tool list (or to its
-                connect limit, when it reached it; ``math.inf`` when stopped unfinished);
+            last: seconds its last start took, from its turn to its tool list
+                (``math.inf`` when it timed out or was stopped unfinished);
                 ``None`` when unknown (:meth:`keen.mcp.connection.start_times.StartTimes.last`).
 
         Returns:
@@ -243,7 +243,7 @@ class StartSlots:
         """
         await anyio.lowlevel.checkpoint_if_cancelled()
         turn = StartTurn(self, min(connect_limit * QUICK_SHARE, QUICK_MOST))
-        heapq.heappush(self._waiting, (order(last, connect_limit), next(self._arrivals), turn))
+        heapq.heappush(self._waiting, (order(last), next(self._arrivals), turn))
         try:
             # Those asked in the same go queue up too before any is let in: the longest first.
             await anyio.lowlevel.checkpoint()
@@ -252,6 +252,10 @@ class StartSlots:
                 if self._grow and self._looker is None:
                     self._looker = turn
                 if self._looker is turn:
+                    if turn.granted.is_set():
+                        # Woken to take over the looks before it got here (the looker left
+                        # while it yielded above): a set event would end every wait at once.
+                        turn.granted = anyio.Event()
                     with anyio.move_on_after(LOOK):
                         await turn.granted.wait()
                     if turn.began is None:
