@@ -13,7 +13,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write_bytes", "atomic_write_json", "atomic_write_text", "read_regular"]
+__all__ = [
+    "FileTooLarge",
+    "NotRegularFile",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "read_regular",
+]
 
 _READ_FLAGS = (
     os.O_RDONLY
@@ -61,6 +68,14 @@ def atomic_write_json(path: Path, data: Any, *, mode: int = 0o644, fsync: bool =
     atomic_write_text(path, text, mode=mode, fsync=fsync)
 
 
+class NotRegularFile(OSError):
+    """:func:`read_regular`'s path is a symlink, FIFO, device, socket or directory."""
+
+
+class FileTooLarge(OSError):
+    """:func:`read_regular`'s file holds more bytes than it was asked to read."""
+
+
 def read_regular(path: Path, most: int) -> bytes:
     """The bytes of the regular file ``path``, at most ``most`` of them.
 
@@ -68,8 +83,10 @@ def read_regular(path: Path, most: int) -> bytes:
     then is refused by its type), so a reader on an event loop never waits on a writer.
 
     Raises:
-        OSError: ``path`` cannot be opened, is not a regular file (a symlink, FIFO, device
-            or socket) or holds more than ``most`` bytes.
+        NotRegularFile: ``path`` is not a regular file (a FIFO, device, socket or directory;
+            a final symlink fails to open instead, as the plain ``OSError`` below).
+        FileTooLarge: it holds more than ``most`` bytes, or grew past them while read.
+        OSError: ``path`` cannot be opened or read.
     """
     import stat  # only where a file is read this way
 
@@ -77,9 +94,9 @@ def read_regular(path: Path, most: int) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"{path} is not a regular file")
+            raise NotRegularFile(f"{path} is not a regular file")
         if info.st_size > most:
-            raise OSError(f"{path} holds {info.st_size} bytes, more than {most}")
+            raise FileTooLarge(f"{path} holds {info.st_size} bytes, more than {most}")
         os.set_blocking(fd, True)
         chunks: list[bytes] = []
         size = 0
@@ -87,7 +104,7 @@ def read_regular(path: Path, most: int) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
         if size > most:  # it grew since fstat
-            raise OSError(f"{path} holds more than {most} bytes")
+            raise FileTooLarge(f"{path} holds more than {most} bytes")
         return b"".join(chunks)
     finally:
         os.close(fd)

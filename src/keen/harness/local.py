@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import os
-import stat
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -37,6 +36,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from keen._fs import FileTooLarge, NotRegularFile, read_regular
 from keen._redact import redactor
 from keen.harness.definitions import LOCAL_TOOLS
 
@@ -50,9 +50,6 @@ PATTERN_SECONDS = 1.0
 """A grep pattern that takes longer than this on one line is refused (catastrophic backtracking)."""
 WALK_SECONDS = 10.0
 """A glob or grep stops after this long and returns what it found, with a note."""
-_OPEN_FLAGS = (
-    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_NOFOLLOW", 0)
-)
 
 
 class LocalToolError(Exception):
@@ -84,31 +81,18 @@ def _within(real: Path, dirs: Sequence[Path]) -> bool:
 def _read_regular(path: Path, shown: str) -> bytes:
     """The bytes of the regular file ``path`` (at most ``MAX_FILE_BYTES``). Raises
     LocalToolError for anything else: a FIFO or device opened non-blocking returns at once
-    and is refused by its type, a symlink swapped in after the path was resolved is not followed."""
+    and is refused by its type, a symlink swapped in after the path was resolved is not
+    followed (:func:`keen._fs.read_regular`)."""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        return read_regular(path, MAX_FILE_BYTES)
+    except NotRegularFile:
+        raise LocalToolError(
+            f"{shown!r} is not a regular file (a FIFO, device or socket); it is not read"
+        ) from None
+    except FileTooLarge:
+        raise _too_big(shown) from None
     except OSError as exc:
         raise LocalToolError(f"{shown!r} cannot be opened ({exc.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise LocalToolError(
-                f"{shown!r} is not a regular file (a FIFO, device or socket); it is not read"
-            )
-        if info.st_size > MAX_FILE_BYTES:
-            raise _too_big(shown)
-        if hasattr(os, "O_NONBLOCK"):
-            os.set_blocking(fd, True)
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_FILE_BYTES and (chunk := os.read(fd, 1 << 16)):
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > MAX_FILE_BYTES:  # it grew since fstat
-            raise _too_big(shown)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _too_big(shown: str) -> LocalToolError:
