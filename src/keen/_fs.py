@@ -97,7 +97,8 @@ def read_regular(path: Path, most: int) -> bytes:
             raise NotRegularFile(f"{path} is not a regular file")
         if info.st_size > most:
             raise FileTooLarge(f"{path} holds {info.st_size} bytes, more than {most}")
-        os.set_blocking(fd, True)
+        if _READ_FLAGS & getattr(os, "O_NONBLOCK", 0):  # opened so: reads may block now
+            os.set_blocking(fd, True)
         chunks: list[bytes] = []
         size = 0
         while size <= most and (chunk := os.read(fd, 1 << 16)):

@@ -392,3 +392,27 @@ def test_the_launch_digest_is_keyed_per_home_and_private(
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
     assert saved(here) == digest  # the key is kept: the record holds across runs
     assert StartTimes().last("one", config) == 1.0
+
+
+@pytest.mark.parametrize("damage", ["short", "long", "symlink", "empty"])
+def test_a_damaged_key_is_replaced_and_then_kept(
+    write_config: Callable[..., Path], keen_home: Path, tmp_path: Path, damage: str
+) -> None:
+    # A key file of another length (an editor's newline, a write cut short) or a symlink is
+    # replaced once, by a key the next runs read: the record holds again from that run on.
+    config = _stdio(write_config({"one": stdio_server("cpu_burn.py", "0")}), "one")
+    record = keen_home / "cache" / RECORD_NAME
+    key = record.with_name(KEY_NAME)
+    key.parent.mkdir(parents=True, exist_ok=True)
+    if damage == "symlink":
+        (tmp_path / "elsewhere").write_bytes(os.urandom(32))
+        key.symlink_to(tmp_path / "elsewhere")
+    else:
+        key.write_bytes({"short": os.urandom(16), "long": os.urandom(32) + b"\n", "empty": b""}[damage])
+    first = StartTimes(record)
+    first.remember("one", config, 2.5)
+    first.save()
+    assert not key.is_symlink() and len(key.read_bytes()) == 32
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert StartTimes(record).last("one", config) == 2.5  # a new process, the same key
+    assert not [p.name for p in key.parent.iterdir() if p.name.startswith(f".{KEY_NAME}.")]  # no part left

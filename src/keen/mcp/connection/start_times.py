@@ -30,6 +30,7 @@ cannot be read or written only means starts go in the order asked.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import math
@@ -41,7 +42,7 @@ from typing import Any, cast
 
 from keen import paths
 from keen._digest import blake2b
-from keen._fs import atomic_write_text, read_regular
+from keen._fs import FileTooLarge, NotRegularFile, atomic_write_text, read_regular
 from keen._redact import looks_secret
 from keen.mcp.config.secrets import arg_secrets
 from keen.mcp.config.servers import StdioServerConfig
@@ -201,34 +202,64 @@ class StartTimes:
 
 
 def _home_key(path: Path) -> bytes:
-    """The key in ``path``, made (random, mode 0600, exclusively: a process making it at the
-    same time reads the one that won) where there is none."""
+    """The key in ``path``, made (random, mode 0600) where there is none.
+
+    A new key is written to a file of its own and then linked in at ``path``, which fails
+    where one is there already: no process reads a key half written, and processes making
+    one at the same time all end with the one that was linked first. A file there of
+    another length, or that is not a regular file, is damaged: it is replaced. Where the key
+    can be neither read nor made (a read-only home, a full disk), this process uses a key of
+    its own: no record matches, and nothing is raised.
+    """
     for _ in range(2):
         try:
             key = read_regular(path, _KEY_BYTES)
             if len(key) == _KEY_BYTES:
                 return key
-            path.unlink()  # short: a write that did not finish
+            damaged = True
         except FileNotFoundError:
-            pass
+            damaged = False
+        except (FileTooLarge, NotRegularFile):
+            damaged = True
         except OSError as exc:
-            logger.debug("start-times key not read from %s: %r", path, exc)
-            break
-        key = os.urandom(_KEY_BYTES)
+            if exc.errno != errno.ELOOP:  # a symlink there: damaged as well
+                logger.debug("start-times key not read from %s: %r", path, exc)
+                break
+            damaged = True
         try:
+            if damaged:
+                path.unlink(missing_ok=True)
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            key = os.urandom(_KEY_BYTES)
+            _link_new(path, key)
         except FileExistsError:
-            continue  # another process made it first: read it
+            continue  # another process linked its key first: read it
         except OSError as exc:
             logger.debug("start-times key not made at %s: %r", path, exc)
             break
-        try:
-            os.write(fd, key)
-        finally:
-            os.close(fd)
         return key
     return os.urandom(_KEY_BYTES)
+
+
+def _link_new(path: Path, data: bytes) -> None:
+    """Write ``data`` to a new file beside ``path`` (0600), then link it in at ``path``.
+
+    Raises:
+        FileExistsError: ``path`` exists.
+        OSError: the file could not be written whole or linked.
+    """
+    part = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        try:
+            written = os.write(fd, data)
+        finally:
+            os.close(fd)
+        if written != len(data):
+            raise OSError(errno.ENOSPC, f"{len(data) - written} bytes of the key not written", str(part))
+        os.link(part, path)
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def _valid(entry: Any) -> dict[str, Any] | None:
