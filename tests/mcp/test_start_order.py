@@ -359,7 +359,8 @@ def test_two_processes_saving_keep_the_later_measure(
     write_config: Callable[..., Path], keen_home: Path
 ) -> None:
     config = _stdio(write_config({"one": stdio_server("cpu_burn.py", "0")}), "one")
-    long_lived = StartTimes(clock=lambda: 100.0)  # a keen serve measured it first...
+    times = [100.0, 300.0]  # a keen serve measured it first (and closes at 300)...
+    long_lived = StartTimes(clock=lambda: times.pop(0) if len(times) > 1 else times[0])
     long_lived.remember("one", config, 9.0)
     later = StartTimes(clock=lambda: 200.0)  # ...a keen chat measured it later and closed first
     later.remember("one", config, 1.0)
@@ -416,3 +417,17 @@ def test_a_damaged_key_is_replaced_and_then_kept(
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
     assert StartTimes(record).last("one", config) == 2.5  # a new process, the same key
     assert not [p.name for p in key.parent.iterdir() if p.name.startswith(f".{KEY_NAME}.")]  # no part left
+
+
+def test_a_measure_dated_in_the_future_does_not_outlive_the_next(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # A run whose clock was set to 2100 saved its measure; the next runs' measures replace it.
+    config = _stdio(write_config({"one": stdio_server("cpu_burn.py", "0")}), "one")
+    wrong = StartTimes(clock=lambda: 4_102_444_800.0)  # 2100-01-01
+    wrong.remember("one", config, 30.0)
+    wrong.save()
+    later = StartTimes()
+    later.remember("one", config, 2.0)
+    later.save()
+    assert StartTimes().last("one", config) == 2.0

@@ -162,8 +162,10 @@ class StartTimes:
         entries = self._load()
         for name, entry in self._new.items():
             # Another process may have measured the same server later (a keen chat while a
-            # long-lived keen serve runs): the later measure wins, not the later writer.
-            if name not in entries or _at(entries[name]) <= _at(entry):
+            # long-lived keen serve runs): the later measure wins, not the later writer; one
+            # dated after now (a clock set wrong, a hand edit) would win for ever: it loses.
+            there = _at(entries[name]) if name in entries else None
+            if there is None or there <= _at(entry) or there > self._clock():
                 entries[name] = entry
         if len(entries) > MOST_SERVERS:
             newest = sorted(entries.items(), key=lambda item: _at(item[1]), reverse=True)
