@@ -247,6 +247,42 @@ async def test_a_waiter_woken_to_look_before_it_waits_looks_at_its_pace() -> Non
         holder.end()
 
 
+async def test_a_waiter_left_when_the_looker_and_the_one_it_woke_stop_together_is_looked_for() -> None:
+    # Two waiters stopped in one tick (an aclose, a reload): the looker, and the waiter it
+    # woke to take over the looks as it left. The third waiter takes them over.
+    looks = 0
+
+    class Counting(StartSlots):
+        def look(self) -> None:
+            nonlocal looks
+            looks += 1
+            super().look()
+
+    slots = Counting(1, grow=True, cpu_busy=lambda: None, cpus=2, trees=lambda pids: {})
+    holder = await slots.turn(10.0)
+    scopes = {name: anyio.CancelScope() for name in "ABC"}
+
+    async def waiter(name: str, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        with scopes[name]:
+            task_status.started()
+            await slots.turn(10.0, 1.0)
+
+    async with anyio.create_task_group() as tg:
+        for name in "ABC":
+            await tg.start(waiter, name)
+        with anyio.fail_after(10):
+            while looks < 1:  # noqa: ASYNC110 (A is the looker once it has looked)
+                await anyio.sleep(0.01)
+        scopes["A"].cancel()
+        scopes["B"].cancel()
+        before = looks
+        with anyio.fail_after(10):
+            while looks == before:  # noqa: ASYNC110 (C looks once it has taken the looks over)
+                await anyio.sleep(0.01)
+        assert slots.waiting == 1
+        holder.end()
+
+
 def _record(path: Path, servers: dict[str, Any], huge: str = "") -> None:
     text = json.dumps({"version": 1, "servers": servers})
     path.parent.mkdir(parents=True, exist_ok=True)

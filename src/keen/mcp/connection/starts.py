@@ -274,6 +274,10 @@ class StartSlots:
             if self._looker is turn:
                 self._looker = None
                 self._wake_looker()
+            elif self._looker is None and turn.began is None:
+                # Perhaps the waiter woken to take over the looks, stopped in the same tick
+                # as the looker: wake the next, or none would look until another start asks.
+                self._wake_looker()
         return turn
 
     def look(self) -> None:
