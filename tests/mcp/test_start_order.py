@@ -467,3 +467,19 @@ def test_a_measure_dated_in_the_future_does_not_outlive_the_next(
     later.remember("one", config, 2.0)
     later.save()
     assert StartTimes().last("one", config) == 2.0
+
+
+def test_a_start_that_reached_its_list_limit_goes_last_until_a_limit_is_raised(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # It timed out while listing, after fewer seconds than its connect limit: still a timeout.
+    def config(list_tools: float) -> StdioServerConfig:
+        entry = stdio_server("cpu_burn.py", "0", timeouts={"connect": 15, "list_tools": list_tools})
+        return _stdio(write_config({"one": entry}), "one")
+
+    times = StartTimes()
+    times.remember("one", config(5), 6.2, timed_out=True)
+    times.save()
+    assert StartTimes().last("one", config(5)) == math.inf
+    assert order(StartTimes().last("one", config(5))) > order(3.0)
+    assert StartTimes().last("one", config(30)) == 6.2  # its list limit raised since

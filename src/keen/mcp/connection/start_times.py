@@ -5,8 +5,8 @@ what a start is expected to take is what the same server's last start took. A st
 from its turn's grant (its launch follows at once) until its tool list is in, the span it
 holds a turn and the span a caller waits for it. A start that reached a limit (its connect
 limit at ``initialize``, its list limit while listing) is remembered as timed out, unfinished,
-with how long it ran: expected to give nothing, unless the connect limit was raised past that
-since (then it counts as merely long). One stopped after its launch before its tools were
+with how long it ran and the two limits then: expected to give nothing, unless either limit
+was raised since (then it counts as merely long). One stopped after its launch before its tools were
 listed (Keen closed first, the user stopped it) is remembered as unfinished too, endless,
 unless a start of the same launch finished before: then it was more likely stopped early than
 hung, and that record is kept. A start that failed any other way, or stopped before its
@@ -128,14 +128,20 @@ class StartTimes:
     def last(self, name: str, config: StdioServerConfig) -> float | None:
         """Seconds ``name``'s last start took with this launch definition: ``math.inf`` when
         it did not finish (timed out, or stopped unfinished), ``None`` when unknown (never
-        started, started otherwise, or the record unreadable). A start that timed out after
-        fewer seconds than ``config``'s connect limit now (raised since) counts as that long."""
+        started, started otherwise, or the record unreadable). A start that timed out counts as
+        as long as it ran when ``config`` raised its connect or list limit since."""
         entry = self._new.get(name) or self._entries().get(name)
         if entry is None or entry.get("launch") != self.launch_key(config):
             return None
         seconds = entry["seconds"]
-        if seconds is None or (not entry["finished"] and seconds >= config.timeouts.connect):
+        if seconds is None:
             return math.inf
+        if not entry["finished"]:
+            # Timed out: it will again unless a limit was raised since (then it counts as long).
+            limits = entry.get("limits")
+            now = (config.timeouts.connect, config.timeouts.list_tools)
+            if limits is None or not any(new > old for new, old in zip(now, limits, strict=True)):
+                return math.inf
         return seconds
 
     def remember(
@@ -153,6 +159,8 @@ class StartTimes:
             "finished": seconds is not None and not timed_out,
             "at": round(self._clock()),
         }
+        if timed_out and seconds is not None:  # the limits it reached one of
+            self._new[name]["limits"] = [config.timeouts.connect, config.timeouts.list_tools]
 
     def save(self) -> None:
         """Write what was measured, merged into the record as it is on disk now; never raises
@@ -280,12 +288,18 @@ def _valid(entry: Any) -> dict[str, Any] | None:
         return None
     if (at := _number(at)) is None:
         return None
-    return {
+    valid: dict[str, Any] = {
         "launch": launch,
         "seconds": seconds,
         "finished": finished,
         "at": int(at) if at.is_integer() else at,
     }
+    limits = entry.get("limits")
+    if isinstance(limits, list):
+        numbers = [_number(n) for n in cast("list[Any]", limits)]
+        if len(numbers) == 2 and None not in numbers:
+            valid["limits"] = numbers
+    return valid
 
 
 def _number(value: Any) -> float | None:
