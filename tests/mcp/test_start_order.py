@@ -210,18 +210,20 @@ async def test_starts_asked_in_one_go_are_ordered_among_themselves() -> None:
     assert granted == ["slow", "quick"]
 
 
+class CountingSlots(StartSlots):
+    """Start slots that count their looks at the starts in flight."""
+
+    looks = 0
+
+    def look(self) -> None:
+        self.looks += 1
+        super().look()
+
+
 async def test_a_waiter_woken_to_look_before_it_waits_looks_at_its_pace() -> None:
     # The looker leaves in the very tick a newcomer (at the top of the queue) is still at
     # turn()'s first yield: the newcomer is woken to take over the looks before it waits.
-    looks = 0
-
-    class Counting(StartSlots):
-        def look(self) -> None:
-            nonlocal looks
-            looks += 1
-            super().look()
-
-    slots = Counting(1, grow=True, cpu_busy=lambda: None, cpus=2, trees=lambda pids: {})
+    slots = CountingSlots(1, grow=True, cpu_busy=lambda: None, cpus=2, trees=lambda pids: {})
     holder = await slots.turn(10.0)
     looker_scope = anyio.CancelScope()
 
@@ -236,29 +238,21 @@ async def test_a_waiter_woken_to_look_before_it_waits_looks_at_its_pace() -> Non
     async with anyio.create_task_group() as tg:
         await tg.start(looker)
         with anyio.fail_after(10):
-            while looks < 1:  # noqa: ASYNC110 (it is the looker once it has looked)
+            while slots.looks < 1:  # noqa: ASYNC110 (it is the looker once it has looked)
                 await anyio.sleep(0.01)
         tg.start_soon(newcomer)  # it queues and yields once, in the next tick
         looker_scope.cancel()  # the looker leaves in that same tick, waking the newcomer
-        before = looks
+        before = slots.looks
         for _ in range(100):  # it looks once every LOOK seconds, not at each turn of the loop
             await anyio.lowlevel.checkpoint()
-        assert looks - before < 50
+        assert slots.looks - before < 50
         holder.end()
 
 
 async def test_a_waiter_left_when_the_looker_and_the_one_it_woke_stop_together_is_looked_for() -> None:
     # Two waiters stopped in one tick (an aclose, a reload): the looker, and the waiter it
     # woke to take over the looks as it left. The third waiter takes them over.
-    looks = 0
-
-    class Counting(StartSlots):
-        def look(self) -> None:
-            nonlocal looks
-            looks += 1
-            super().look()
-
-    slots = Counting(1, grow=True, cpu_busy=lambda: None, cpus=2, trees=lambda pids: {})
+    slots = CountingSlots(1, grow=True, cpu_busy=lambda: None, cpus=2, trees=lambda pids: {})
     holder = await slots.turn(10.0)
     scopes = {name: anyio.CancelScope() for name in "ABC"}
 
@@ -271,13 +265,13 @@ async def test_a_waiter_left_when_the_looker_and_the_one_it_woke_stop_together_i
         for name in "ABC":
             await tg.start(waiter, name)
         with anyio.fail_after(10):
-            while looks < 1:  # noqa: ASYNC110 (A is the looker once it has looked)
+            while slots.looks < 1:  # noqa: ASYNC110 (A is the looker once it has looked)
                 await anyio.sleep(0.01)
         scopes["A"].cancel()
         scopes["B"].cancel()
-        before = looks
+        before = slots.looks
         with anyio.fail_after(10):
-            while looks == before:  # noqa: ASYNC110 (C looks once it has taken the looks over)
+            while slots.looks == before:  # noqa: ASYNC110 (C looks once it has taken the looks over)
                 await anyio.sleep(0.01)
         assert slots.waiting == 1
         holder.end()
