@@ -79,6 +79,12 @@ StatusObserver = Callable[[ServerStatus], None]
 
 _STOP_GRACE = 10.0
 
+
+def _name_given(name: str, tool: str) -> None:
+    if not tool:
+        raise ToolNotFound(f'no tool name given for MCP server "{name}"', server=name)
+
+
 _Plan = tuple[Tool, Tool | None, Callable[[dict[str, Any]], bool] | None]
 """What a call of one tool looks up (:meth:`Manager._check`): the tool as listed, as shown
 (``None``: held, its arguments not checked), and the quick check of its arguments
@@ -642,8 +648,7 @@ class Manager:
             ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
             AuthFailed, ToolNotFound, InvalidArguments: the first check that failed.
         """
-        if not tool:
-            raise ToolNotFound(f'no tool name given for MCP server "{name}"', server=name)
+        _name_given(name, tool)
         return self._check(self._connected(name), tool, arguments)
 
     def _check(self, connection: ServerConnection, tool: str, arguments: Any) -> Tool:
@@ -748,19 +753,20 @@ class Manager:
         or logs during the call goes to the context's :data:`keen.mcp.connection.relay.CALL_PEER`.
         """
         arguments = {} if arguments is None else arguments
-        if validate and not tool:
-            raise ToolNotFound(f'no tool name given for MCP server "{name}"', server=name)
+        if validate:
+            _name_given(name, tool)
         # One lookup of the server for the checks and the send (nothing waits between them).
         connection = self._connected(name)
         if validate:
             self._check(connection, tool, arguments)
+        session, limit = self._session_of(connection, timeout)
         progress = progress if progress is not None else CALL_PROGRESS.get()
         sending = mcp_calls.send_tool_call(
             connection,
-            connection.session,  # pyright: ignore[reportArgumentType]  # not None: _connected checks it
+            session,
             tool,
             arguments,
-            limit=timeout if timeout is not None else connection.config.timeouts.call_tool,
+            limit=limit,
             progress=progress,
             relist=self.refresh_tools,
             pages=(self.elicitation_url, self.url_elicitation_wait),
@@ -809,13 +815,14 @@ class Manager:
         """The connected server's connection, its session and a request's time limit (seconds:
         ``timeout``, else the server's ``timeouts.call_tool``). Raises like :meth:`list_tools`."""
         connection = self._connected(name)
+        return (connection, *self._session_of(connection, timeout))
+
+    @staticmethod
+    def _session_of(connection: ServerConnection, timeout: float | None) -> tuple[ClientSession, float]:
+        """``connection``'s session and a request's time limit, as :meth:`_session` gives them."""
         if connection.session is None:
             raise mcp_calls.not_connected(connection)
-        return (
-            connection,
-            connection.session,
-            timeout if timeout is not None else connection.config.timeouts.call_tool,
-        )
+        return connection.session, timeout if timeout is not None else connection.config.timeouts.call_tool
 
     async def _request(
         self, name: str, what: str, timeout: float | None, send: Callable[[ClientSession], Awaitable[Any]]
