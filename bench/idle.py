@@ -19,7 +19,11 @@ Per run it measures:
   start until every server is connected (and, for Keen, the skills are written); both
   children import the SDK's client modules (``mcp.client.stdio``, ``mcp.ClientSession``)
   before the start, so the SDK's import is in neither figure and Keen's own modules, and
-  whatever more of the SDK it loads, are in Keen's;
+  whatever more of the SDK it loads, are in Keen's. The SDK children import all they use
+  before the clock; so that the two compare alike, a fourth mode, ``keen, imports before``,
+  first imports every module a Keen sync loaded in its window (the list taken from the
+  first ``keen`` run), then starts the clock: its sync CPU excludes its imports as the
+  SDK's does, and the ``keen`` row, beside it, counts them. Both are printed;
 - loop blocked: the longest single step the event loop ran meanwhile (one callback: a
   task's step, a timer, an I/O callback; a process spawn done on the loop shows here),
   timed around each step. A 1 ms ticker task measured this before: its own wake-ups cost
@@ -56,10 +60,12 @@ import asyncio
 import contextlib
 import functools
 import gc
+import importlib
 import json
 import os
 import resource
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -186,7 +192,9 @@ async def _child_sdk(n: int, idle: float, *, auto: bool = False) -> dict[str, fl
     return figures
 
 
-async def _child_keen(n: int, idle: float, max_starting: int | None = None) -> dict[str, float]:
+async def _child_keen(
+    n: int, idle: float, max_starting: int | None = None, preload: list[str] | None = None
+) -> dict[str, Any]:
     # The SDK's client modules, loaded before the clock starts as the sdk child loads them:
     # importing the SDK is the same cost in both, and not what this compares.
     from mcp.client.stdio import stdio_client  # noqa: F401
@@ -196,7 +204,11 @@ async def _child_keen(n: int, idle: float, max_starting: int | None = None) -> d
     from keen.runtime import open_runtime
     from mcp import ClientSession  # noqa: F401
 
+    for module in preload or []:  # what a sync loads, imported before the clock as the SDK's are
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
     freeze_at_first_start()  # as the keen command does (the sdk children freeze too)
+    before = set(sys.modules)
 
     with keen_home() as home:
         path = write_config(home, _servers(n))
@@ -208,7 +220,11 @@ async def _child_keen(n: int, idle: float, max_starting: int | None = None) -> d
                 runtime = await stack.enter_async_context(
                     open_runtime(config_path=path, wait=CONNECT_WAIT, sync=True)
                 )
-                figures = {"sync_cpu_s": _cpu() - cpu0, "sync_wall_s": time.perf_counter() - t0}
+                figures: dict[str, Any] = {
+                    "sync_cpu_s": _cpu() - cpu0,
+                    "sync_wall_s": time.perf_counter() - t0,
+                }
+            figures["imported"] = sorted(set(sys.modules) - before)
             figures["peak_rss_mb"] = _peak_rss_mb()
             figures["loop_blocked_ms"] = 1000 * blocked.worst
             down = [s.name for s in runtime.manager.servers() if s.state is not ServerState.CONNECTED]
@@ -218,13 +234,16 @@ async def _child_keen(n: int, idle: float, max_starting: int | None = None) -> d
     return figures
 
 
-def _run_child(mode: str, n: int, idle: float, max_starting: int | None = None) -> dict[str, float]:
+def _run_child(
+    mode: str, n: int, idle: float, max_starting: int | None = None, preload: list[str] | None = None
+) -> dict[str, Any]:
     # Bytecode cached, as an installed Keen runs: compiling Keen's lazily imported modules from
     # source (PYTHONDONTWRITEBYTECODE is set on some machines) is not Keen's cost.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     done = subprocess.run(
         [PYTHON, __file__, "--child", mode, "--servers", str(n), "--idle", str(idle)]
-        + ([] if max_starting is None else ["--max-starting", str(max_starting)]),
+        + ([] if max_starting is None else ["--max-starting", str(max_starting)])
+        + (["--preload", ",".join(preload)] if preload else []),
         env=env,
         capture_output=True,
         text=True,
@@ -269,10 +288,12 @@ def main() -> None:
         help="Keen's [mcp] max_starting (0: no bound; default: Keen's own default)",
     )
     parser.add_argument("--child", choices=("sdk", "sdk-auto", "keen"), help=argparse.SUPPRESS)
+    parser.add_argument("--preload", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         if args.child == "keen":
-            figures = anyio.run(_child_keen, args.servers, args.idle, args.max_starting)
+            preload = [m for m in args.preload.split(",") if m]
+            figures = anyio.run(_child_keen, args.servers, args.idle, args.max_starting, preload)
         else:
             figures = anyio.run(
                 functools.partial(_child_sdk, auto=args.child == "sdk-auto"), args.servers, args.idle
@@ -280,10 +301,17 @@ def main() -> None:
         print(json.dumps(figures))
         return
     load_before = os.getloadavg()
-    runs: dict[str, list[dict[str, float]]] = {"sdk": [], "sdk-auto": [], "keen": []}
+    runs: dict[str, list[dict[str, Any]]] = {"sdk": [], "sdk-auto": [], "keen": [], "keen-preloaded": []}
+    preload: list[str] = []
     for _ in range(args.repeats):
         for mode in runs:  # interleaved: a busy moment of the machine hits each
-            runs[mode].append(_run_child(mode, args.servers, args.idle, args.max_starting))
+            if mode == "keen-preloaded":
+                figures = _run_child("keen", args.servers, args.idle, args.max_starting, preload)
+            else:
+                figures = _run_child(mode, args.servers, args.idle, args.max_starting)
+            if mode == "keen" and not preload:
+                preload = figures["imported"]
+            runs[mode].append(figures)
     load_after = os.getloadavg()
     if args.json:
         print(json.dumps({"servers": args.servers, "runs": runs, "load": [load_before, load_after]}))
@@ -292,18 +320,30 @@ def main() -> None:
         ("machine", load_text(load_before, load_after)),
         ("servers; repeats; idle window", f"{args.servers}; {args.repeats}; {args.idle:g} s"),
     ]
+    rows.append(
+        (
+            "imports in the window",
+            f"Keen: {len(preload)} modules loaded during its first sync (in the Keen row; the SDK's"
+            " and Keen's are imported before the clock in the SDK rows and the 'imports before' row)",
+        )
+    )
     for key, label, fmt in FIGURES:
         sdk = [r[key] for r in runs["sdk"]]
         auto = [r[key] for r in runs["sdk-auto"]]
-        keen = [r[key] for r in runs["keen"]]
-        rows.append(
-            (
-                label,
-                f"Keen {_spread(keen, fmt)}  SDK {_spread(sdk, fmt)}  SDK auto {_spread(auto, fmt)}"
-                f"  (min / median / max)  ratio of medians to SDK {_ratio(median(keen), median(sdk))},"
-                f" to SDK auto {_ratio(median(keen), median(auto))}",
-            )
+        # The imports before the clock change the sync's figures; the idle ones they leave alone.
+        modes = [("keen", "Keen")] + (
+            [("keen-preloaded", "Keen, imports before")] if key.startswith("sync") else []
         )
+        for mode, name in modes:
+            keen = [r[key] for r in runs[mode]]
+            rows.append(
+                (
+                    f"{label}, {name}" if mode != "keen" else label,
+                    f"{name} {_spread(keen, fmt)}  SDK {_spread(sdk, fmt)}  SDK auto {_spread(auto, fmt)}"
+                    f"  (min / median / max)  ratio of medians to SDK {_ratio(median(keen), median(sdk))},"
+                    f" to SDK auto {_ratio(median(keen), median(auto))}",
+                )
+            )
     print_block(f"{args.servers} stdio servers held: Keen (open_runtime, sync) vs the bare MCP SDK", rows)
 
 

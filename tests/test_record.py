@@ -16,7 +16,8 @@ from typing import Any, Literal
 import pytest
 
 from keen._record import FrozenRecord
-from keen.capabilities import BudgetedSection
+from keen.agent.settings import ChatSettings
+from keen.capabilities import BudgetedSection, PermissionMode
 from keen.skills import Discovery, Skill, SkillProblem
 from keen.tokens import TokenCounter
 
@@ -66,6 +67,13 @@ class BudgetedSection0:
     description_cap: int | None = None
 
 
+@dataclass(frozen=True)
+class ChatSettings0:
+    model: str | None = None
+    base_url: str | None = None
+    mode: PermissionMode = "ask"
+
+
 SKILL = ("notes", "Keeps notes.", Path("/s/notes"), Path("/s/notes/SKILL.md"))
 CASES: list[tuple[type[Any], type[Any], tuple[Any, ...], dict[str, Any]]] = [
     (Skill, Skill0, SKILL, {}),
@@ -76,6 +84,8 @@ CASES: list[tuple[type[Any], type[Any], tuple[Any, ...], dict[str, Any]]] = [
     (TokenCounter, TokenCounter0, ("estimate:bytes/4", len), {}),
     (TokenCounter, TokenCounter0, ("tiktoken:o200k_base", len, "a file"), {}),
     (BudgetedSection, BudgetedSection0, ("", 0, 10, 5, "empty", "estimate:bytes/4"), {}),
+    (ChatSettings, ChatSettings0, (), {}),
+    (ChatSettings, ChatSettings0, ("openai:m", "http://127.0.0.1:1/v1"), {"mode": "auto"}),
     (
         BudgetedSection,
         BudgetedSection0,

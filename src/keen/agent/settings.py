@@ -17,11 +17,11 @@ Command-line options win over the file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast, get_args
 
 from keen import paths
+from keen._record import FrozenRecord
 from keen.capabilities import PermissionMode
 from keen.errors import KeenError
 
@@ -41,18 +41,35 @@ class SettingsError(KeenError):
         self.path = path
 
 
-@dataclass(frozen=True)
-class ChatSettings:
+class ChatSettings(FrozenRecord):
     """What ``keen chat`` runs with. ``model``: ``provider:name`` or None (not chosen yet);
-    ``base_url``: an OpenAI-compatible endpoint or None; ``mode``: the permission mode."""
+    ``base_url``: an OpenAI-compatible endpoint or None; ``mode``: the permission mode.
+    A frozen dataclass (:mod:`keen._record`: made on ``keen chat``'s way to its first
+    request, where the decorator would compile its methods at every start)."""
 
-    model: str | None = None
-    base_url: str | None = None
-    mode: PermissionMode = "ask"
+    model: str | None
+    base_url: str | None
+    mode: PermissionMode
+
+    _fields = ("model", "base_url", "mode")
+    __match_args__ = _fields
+
+    def __init__(
+        self, model: str | None = None, base_url: str | None = None, mode: PermissionMode = "ask"
+    ) -> None:
+        self._set(model=model, base_url=base_url, mode=mode)
 
     def override(self, **values: Any) -> ChatSettings:
-        """A copy with the given non-None values (command-line options) replacing these."""
-        return replace(self, **{k: v for k, v in values.items() if v is not None})
+        """A copy with the given non-None values (command-line options) replacing these.
+
+        Raises:
+            TypeError: a name that is not a field, as :func:`dataclasses.replace` raises it.
+        """
+        unknown = sorted(set(values) - set(self._fields))
+        if unknown:
+            raise TypeError(f"ChatSettings.__init__() got an unexpected keyword argument {unknown[0]!r}")
+        current = {name: getattr(self, name) for name in self._fields}
+        return ChatSettings(**{**current, **{k: v for k, v in values.items() if v is not None}})
 
 
 def settings_path() -> Path:
