@@ -65,11 +65,7 @@ class ChatSettings(FrozenRecord):
         Raises:
             TypeError: a name that is not a field, as :func:`dataclasses.replace` raises it.
         """
-        unknown = sorted(set(values) - set(self._fields))
-        if unknown:
-            raise TypeError(f"ChatSettings.__init__() got an unexpected keyword argument {unknown[0]!r}")
-        current = {name: getattr(self, name) for name in self._fields}
-        return ChatSettings(**{**current, **{k: v for k, v in values.items() if v is not None}})
+        return self._replace(**{k: v for k, v in values.items() if v is not None})
 
 
 def settings_path() -> Path:
