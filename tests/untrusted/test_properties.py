@@ -83,7 +83,7 @@ def _files(root: Path) -> set[str]:
     return found
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(server=SERVER, tools=TOOLS, info=INFO)
 # What the search reaches only now and then, every run: names that climb out or are absolute,
 # terminal controls and bidirectional marks, and text that YAML would read as structure.
@@ -184,7 +184,7 @@ _TERMINAL_UNSAFE |= {"\u061c", "\u200e", "\u200f", "\u2028", "\u2029"} | {
 _TERMINAL_UNSAFE |= {chr(c) for c in range(0x2066, 0x206A)}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(), data=JSON)
 def test_terminal_rendering_never_passes_a_control_and_json_stays_exact(text: str, data: Any) -> None:
     from keen.cli._terminal import cell, human_result, safe_json, terminal_text
