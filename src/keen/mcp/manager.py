@@ -487,13 +487,15 @@ class Manager:
     def view_stamp(self, name: str) -> Hashable:
         """A key that changes when :meth:`view` may change though the tool list did not (a pin
         file written by ``keen mcp trust`` in another process); ``None`` without trust."""
-        return self._tool_views.stamp(name)
+        trust = self._tool_views.trust  # read here, not through ToolViews.stamp: asked per served call
+        return None if trust is None else trust.stamp(name)
 
     def view_version(self) -> Hashable:
         """A key that moves whenever :meth:`view_stamp` saw a change, for any server: one
         value to key a cache of every server's view on, once the servers that matter were
         stamped; ``None`` without trust."""
-        return self._tool_views.version()
+        trust = self._tool_views.trust
+        return None if trust is None else trust.version
 
     def list_resources(self, name: str) -> list[dict[str, Any]]:
         """The resources of the last connection's ``resources/list`` (all pages, wire shape:
