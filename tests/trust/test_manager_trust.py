@@ -6,11 +6,13 @@ The Manager shows each server's tools through the ``trust`` it was given
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from mcp.server.mcpserver import MCPServer
 
+from keen.errors import InvalidArguments
 from keen.mcp import Manager, in_memory_transport
 from keen.mcp.listing.changes import ToolsChanged
 from keen.trust import PinGuard
@@ -65,3 +67,53 @@ async def test_pins_hold_a_new_tool_and_trust_none_shows_the_list_as_sent(keen_h
         assert pinned.view_stamp("docs") == store.stamp("docs") is not None
         flagged = pinned.with_flags(change)
         assert "override" in flagged.flags["helper"], flagged.flags
+
+
+async def test_a_pin_written_between_two_calls_is_seen_by_the_second(keen_home: Path) -> None:
+    # The view, its tools by name and the call plans are kept per server while the trust's
+    # stamp holds: a pin written (here, as `keen mcp trust` in another process would) must
+    # make all three again, with no re-list in between.
+    store = PinStore(keen_home / "mcp" / "pins")
+    async with Manager(
+        config=CONFIG, transports={"docs": in_memory_transport(_server())}, trust=PinGuard(store)
+    ) as pinned:
+        assert await pinned.wait_ready(30)
+        trust("docs", [t for t in pinned.live_tools("docs") if t.name == "search"], store=store)
+        # Held: found as listed, its arguments left to the pin check (no schema nobody reviewed).
+        assert pinned.check_call("docs", "helper", {"q": 5}).name == "helper"
+        assert pinned.check_call("docs", "search", {"q": "x"}).name == "search"
+        assert "helper" not in pinned.shown_by_name("docs")
+        version = pinned.view_version()
+        tools = pinned.live_tools("docs")
+
+        trust("docs", list(tools), store=store)  # the held tool reviewed and pinned
+
+        assert pinned.live_tools("docs") is tools  # no re-list: only the stamp moved
+        with pytest.raises(InvalidArguments, match=r'"docs/helper": \$\.q: 5 is not of type'):
+            pinned.check_call("docs", "helper", {"q": 5})
+        assert "helper" in pinned.shown_by_name("docs")
+        assert [t.name for t in pinned.list_tools("docs")] == ["search", "helper"]
+        assert pinned.view_version() != version
+
+
+async def test_a_reloaded_entry_is_seen_by_the_next_view(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # The view is kept per config entry too: an entry reloaded from configs.json (pinning
+    # turned off) shows the held tool at once, over the session still open.
+    store = PinStore(keen_home / "mcp" / "pins")
+    path = write_config({"docs": {"command": "unused", "pinning": "quarantine"}})
+    async with Manager(path, transports={"docs": in_memory_transport(_server())}, trust=PinGuard(store)) as m:
+        assert await m.wait_ready(30)
+        trust("docs", [t for t in m.live_tools("docs") if t.name == "search"], store=store)
+        assert [t.name for t in m.list_tools("docs")] == ["search"]
+        assert m.check_call("docs", "helper", {"q": 5}).name == "helper"  # held: not checked
+        tools = m.live_tools("docs")
+
+        write_config({"docs": {"command": "unused", "pinning": "off"}})
+        assert await m.reload_server("docs") == "changed"
+
+        assert m.live_tools("docs") is tools
+        assert [t.name for t in m.list_tools("docs")] == ["search", "helper"]
+        with pytest.raises(InvalidArguments, match=r'"docs/helper": \$\.q: 5 is not of type'):
+            m.check_call("docs", "helper", {"q": 5})

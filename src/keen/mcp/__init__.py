@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from keen.mcp.config import MCPConfig, load_config, parse_config
     from keen.mcp.connection.reconnect import Reconnector
     from keen.mcp.listing.changes import ChangeObserver, ToolChange, ToolsChanged
-    from keen.mcp.manager import Manager, StatusObserver, ToolsView, ToolTrust, in_memory_transport
+    from keen.mcp.listing.views import ToolsView, ToolTrust
+    from keen.mcp.manager import Manager, StatusObserver, in_memory_transport
     from keen.mcp.types import (
         SERVER_NAME_RE,
         ServerInfo,
@@ -50,9 +51,8 @@ __all__ = [
 _EXPORTS = {
     **exports_from("keen.mcp.listing.changes", ("ChangeObserver", "ToolChange", "ToolsChanged")),
     **exports_from("keen.mcp.config", ("MCPConfig", "load_config", "parse_config")),
-    **exports_from(
-        "keen.mcp.manager", ("Manager", "StatusObserver", "ToolTrust", "ToolsView", "in_memory_transport")
-    ),
+    **exports_from("keen.mcp.listing.views", ("ToolTrust", "ToolsView")),
+    **exports_from("keen.mcp.manager", ("Manager", "StatusObserver", "in_memory_transport")),
     **exports_from("keen.mcp.connection.reconnect", ("Reconnector",)),
     **exports_from(
         "keen.mcp.types",

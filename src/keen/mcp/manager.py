@@ -3,7 +3,10 @@
 ``Manager`` owns one background owner task per configured server. ``start()``
 returns at once; discovery runs in the background with per-server timeouts, so one
 slow or broken server never delays the others. Calls go to the session the owner
-published; failures come back as :mod:`keen.errors` types.
+published; failures come back as :mod:`keen.errors` types. Each server's tools as listed
+and as shown, and the checks of a call's tool and arguments, are its
+:class:`~keen.mcp.listing.views.ToolViews`' (the Manager finds the connected server and
+hands it over).
 
 Use it as ``async with Manager(path, trust=PinGuard()) as m:`` (:class:`ToolTrust`) or call ``start()`` and ``aclose()`` from
 the same task (anyio task groups must be exited by the task that entered them).
@@ -12,13 +15,12 @@ the same task (anyio task groups must be exited by the task that entered them).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -30,7 +32,6 @@ from keen.errors import (
     Remedy,
     ServerMisconfigured,
     ServerNotConfigured,
-    ToolNotFound,
     UserActionRequired,
 )
 from keen.mcp import calls as mcp_calls  # its names load (with the SDK) at their first use
@@ -41,6 +42,14 @@ from keen.mcp.connection.memory import in_memory_transport
 from keen.mcp.connection.relay import CALL_PEER, Relay
 from keen.mcp.connection.starts import StartSlots
 from keen.mcp.listing.changes import ChangeObserver, ToolsChanged, diff_tools
+from keen.mcp.listing.views import (
+    HeldTool,
+    ListedView,
+    ToolsView,
+    ToolTrust,
+    ToolViews,
+    tool_name_given,
+)
 from keen.mcp.types import (
     ServerInfo,
     ServerState,
@@ -80,91 +89,11 @@ StatusObserver = Callable[[ServerStatus], None]
 _STOP_GRACE = 10.0
 
 
-def _name_given(name: str, tool: str) -> None:
-    if not tool:
-        raise ToolNotFound(f'no tool name given for MCP server "{name}"', server=name)
-
-
-_Plan = tuple[Tool, Tool | None, Callable[[dict[str, Any]], bool] | None]
-"""What a call of one tool looks up (:meth:`Manager._check`): the tool as listed, as shown
-(``None``: held, its arguments not checked), and the quick check of its arguments
-(:meth:`keen.mcp.listing.validation.ArgumentValidator.quick_check`)."""
-
 CALL_PROGRESS: ContextVar[ProgressFnT | None] = ContextVar("keen_call_progress", default=None)
 """The progress callback of the calls made in this context when :meth:`Manager.call_tool`
 is given none: a front end that serves calls for someone (``keen serve`` for its host)
 sets it around a call that passes through layers that know nothing of progress (the
 harness, the gateway)."""
-
-
-class HeldTool(Protocol):
-    """A tool held back from a view (:class:`keen.trust.pins.ToolCheck` is Keen's)."""
-
-    @property
-    def name(self) -> str: ...
-
-
-class ToolsView(Protocol):
-    """What a model or host may read of one server's tools (:meth:`Manager.view`)."""
-
-    @property
-    def tools(self) -> Sequence[Tool]:
-        """The listing to show."""
-        ...
-
-    @property
-    def held(self) -> Sequence[HeldTool]:
-        """Tools held back for review: none of them is in :attr:`tools` as it is now."""
-        ...
-
-    @property
-    def note(self) -> str:
-        """One line on what is held and how to review it; ``""`` when nothing is."""
-        ...
-
-
-class ToolTrust(Protocol):
-    """What vets the tools servers list before anyone reads them: given to a :class:`Manager`.
-
-    Keen's is :class:`keen.trust.pins.PinGuard` (pinned definitions, flags on changed tool
-    text); the trust package sits above this one and uses it, so the Manager is handed it
-    instead of importing it (docs/architecture.md "Package map").
-    """
-
-    def shown(
-        self, server: str, tools: Sequence[Tool], config: HttpServerConfig | StdioServerConfig
-    ) -> ToolsView:
-        """What a model or host may read of ``server``'s live ``tools`` under its ``config``."""
-        ...
-
-    def stamp(self, server: str) -> Hashable:
-        """A key that changes when :meth:`shown` may change for the same tools."""
-        ...
-
-    @property
-    def version(self) -> Hashable:
-        """Moves whenever a :meth:`stamp` asked was seen to change, for any server."""
-        ...
-
-    def flagged(
-        self,
-        change: ToolsChanged,
-        tools_by_name: Mapping[str, Tool],
-        others: Mapping[str, Iterable[str | Tool]],
-    ) -> ToolsChanged:
-        """``change`` with the flags its added and changed tools raise; ``others``: the other
-        servers' tools (the shadowing index)."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class ListedView:
-    """The tools as the server listed them: the view of a Manager built with ``trust=None``."""
-
-    server: str
-    tools: tuple[Tool, ...] = ()
-    held: tuple[HeldTool, ...] = ()
-    note: str = ""
 
 
 class Manager:
@@ -243,7 +172,8 @@ class Manager:
         trust: ToolTrust | None,
         relay: Relay | None = None,
     ) -> None:
-        self.trust = trust
+        self._tool_views = ToolViews(trust)
+        """Each server's tools as listed and as shown, and its calls' plans."""
         self.relay = relay
         self.elicitation = elicitation
         self.url_elicitation_wait = url_elicitation_wait
@@ -265,16 +195,6 @@ class Manager:
         self._moves = 0  # see tools_version()
         self._misconfigured: dict[str, ServerStatus] = {}
         self._retired: list[ServerConnection] = []
-        self._shown_names: dict[str, tuple[ToolsView, Mapping[str, Tool]]] = {}
-        """Server -> its last view and that view's tools by name (:meth:`shown_by_name`)."""
-        self._live: dict[str, tuple[list[Tool], tuple[Tool, ...]]] = {}
-        """Server -> its connection's tool list and that list as a tuple (:meth:`live_tools`)."""
-        self._views: dict[str, tuple[list[Tool], Any, Hashable, ToolsView]] = {}
-        """Server -> the tools, config entry and pin stamp its last view was made from, and
-        that view (:meth:`view`)."""
-        self._plans: dict[str, tuple[Mapping[str, Tool] | None, Mapping[str, Tool], dict[str, _Plan]]] = {}
-        """Server -> the tools as shown and as listed its calls' plans were made from, and
-        the plans by tool (:meth:`_check`)."""
         self._reload_lock = anyio.Lock()
         self._observers: list[StatusObserver] = []
         self._change_observers: list[ChangeObserver] = []
@@ -453,6 +373,15 @@ class Manager:
     # -- queries ----------------------------------------------------------------------------------
 
     @property
+    def trust(self) -> ToolTrust | None:
+        """What vets each server's tools (the ``trust`` given); ``None``: the tools as listed."""
+        return self._tool_views.trust
+
+    @trust.setter
+    def trust(self, trust: ToolTrust | None) -> None:
+        self._tool_views.trust = trust
+
+    @property
     def config(self) -> MCPConfig:
         """The loaded config (loads it on first use)."""
         if self._config is None:
@@ -530,16 +459,8 @@ class Manager:
 
         The same tuple until a re-list replaces the list, so a cache of what follows from
         the tools (the pin check's comparison) keys on its identity, and a call costs the
-        same whatever the server's tool count."""
-        # A re-list or a reconnect replaces the connection's list wholesale (never changes it
-        # in place): the tuple is made once per list, not once per call.
-        tools = self._connected(name).tools
-        cached = self._live.get(name)
-        if cached is not None and cached[0] is tools:
-            return cached[1]
-        frozen = tuple(tools)
-        self._live[name] = (tools, frozen)  # holds the list: its id is not reused
-        return frozen
+        same whatever the server's tool count (:meth:`ToolViews.live`)."""
+        return self._tool_views.live(self._connected(name))
 
     def shown_by_name(self, name: str) -> Mapping[str, Tool]:
         """The tools :meth:`list_tools` shows (a changed tool as it was pinned; none held for
@@ -555,52 +476,26 @@ class Manager:
         Raises:
             Like :meth:`list_tools`.
         """
-        return self._shown_by_name(self._connected(name))
-
-    def _shown_by_name(self, connection: ServerConnection) -> Mapping[str, Tool]:
-        """:meth:`shown_by_name` of a connected server's connection (a call's checks have it)."""
-        view = self._view(connection)
-        name = connection.name
-        cached = self._shown_names.get(name)
-        if cached is not None and cached[0] is view:  # the trust hands out one view until a change
-            return cached[1]
-        shown = MappingProxyType({t.name: t for t in view.tools})
-        self._shown_names[name] = (view, shown)
-        return shown
+        return self._tool_views.shown_by_name(self._connected(name))
 
     def view(self, name: str) -> ToolsView:
         """The server's live tools as the trust shows them (:meth:`ToolTrust.shown`; Keen's:
         changed definitions as they were pinned, new ones held, annotations trusted only where
         the user said so), or as listed without trust. Raises like :meth:`list_tools`."""
-        return self._view(self._connected(name))
-
-    def _view(self, connection: ServerConnection) -> ToolsView:
-        """:meth:`view` of a connected server's connection (a call's checks have it)."""
-        name = connection.name
-        trust = self.trust
-        if trust is None:
-            return ListedView(name, self.live_tools(name))
-        # By ToolTrust's contract the view follows the tools, the config and the stamp alone:
-        # asked on every call, it is made again only when one of them moved.
-        tools, config, stamp = connection.tools, connection.config, trust.stamp(name)
-        cached = self._views.get(name)
-        if cached is not None and cached[0] is tools and cached[1] is config and cached[2] == stamp:
-            return cached[3]
-        # The tuple the pin check passes too: the trust's caches key on its identity.
-        view = trust.shown(name, self.live_tools(name), config)
-        self._views[name] = (tools, config, stamp, view)  # holds the list: its id is not reused
-        return view
+        return self._tool_views.view(self._connected(name))
 
     def view_stamp(self, name: str) -> Hashable:
         """A key that changes when :meth:`view` may change though the tool list did not (a pin
         file written by ``keen mcp trust`` in another process); ``None`` without trust."""
-        return None if self.trust is None else self.trust.stamp(name)
+        trust = self._tool_views.trust  # read here, not through ToolViews.stamp: asked per served call
+        return None if trust is None else trust.stamp(name)
 
     def view_version(self) -> Hashable:
         """A key that moves whenever :meth:`view_stamp` saw a change, for any server: one
         value to key a cache of every server's view on, once the servers that matter were
         stamped; ``None`` without trust."""
-        return None if self.trust is None else self.trust.version
+        trust = self._tool_views.trust
+        return None if trust is None else trust.version
 
     def list_resources(self, name: str) -> list[dict[str, Any]]:
         """The resources of the last connection's ``resources/list`` (all pages, wire shape:
@@ -648,36 +543,8 @@ class Manager:
             ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
             AuthFailed, ToolNotFound, InvalidArguments: the first check that failed.
         """
-        _name_given(name, tool)
-        return self._check(self._connected(name), tool, arguments)
-
-    def _check(self, connection: ServerConnection, tool: str, arguments: Any) -> Tool:
-        """:meth:`check_call` past the server checks, on the connected server's connection.
-
-        What a call of ``tool`` looks up (the tool as listed and as shown, the quick check of
-        its arguments) depends only on the server's tools as listed and as shown, so it is
-        kept per tool (a :data:`_Plan`) with the two mappings it was made from: a re-list
-        replaces ``tools_by_name`` and a new view (a pin written, a config entry set) makes
-        a new shown mapping, and either makes every plan of the server again. A tool not
-        found is never kept: its ``ToolNotFound`` is raised each time.
-        """
-        name = connection.name
-        shown = self._shown_by_name(connection) if self.trust is not None else None
-        live = connection.tools_by_name
-        kept = self._plans.get(name)
-        if kept is None or kept[0] is not shown or kept[1] is not live:
-            kept = self._plans[name] = (shown, live, {})
-        plan = kept[2].get(tool)
-        if plan is None:
-            found, checked = self._find_tool(connection, tool, shown)
-            quick = connection.validator.quick_check(checked) if checked is not None else None
-            plan = kept[2][tool] = (found, checked, quick)
-        found, checked, quick = plan
-        # The quick check says True only where validate would pass; anything else (an
-        # invalid call among them) is validated in full, with its errors.
-        if checked is not None and (quick is None or arguments.__class__ is not dict or not quick(arguments)):
-            connection.validator.validate(checked, arguments)
-        return found
+        tool_name_given(name, tool)
+        return self._tool_views.check(self._connected(name), tool, arguments)
 
     def find_tool(self, name: str, tool: str) -> Tool:
         """The server checks of :meth:`check_call` and its tool lookup, without arguments.
@@ -689,28 +556,7 @@ class Manager:
             ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
             AuthFailed, ToolNotFound: the first check that failed.
         """
-        connection = self._connected(name)
-        shown = self._shown_by_name(connection) if self.trust is not None else None
-        return self._find_tool(connection, tool, shown)[0]
-
-    def _find_tool(
-        self, connection: ServerConnection, tool: str, shown: Mapping[str, Tool] | None
-    ) -> tuple[Tool, Tool | None]:
-        """``(as listed, as shown)``; shown is ``None`` for a tool listed but not shown (held
-        for review, or pins that cannot be read): the pin check refuses it, and its arguments
-        are not checked against a schema nobody reviewed. ``shown``: the trust's tools by name
-        (:meth:`_shown_by_name`), ``None`` without a trust."""
-        # The package's lazy name, not a `from ... import` here: that costs about a microsecond
-        # on every call, and every call's check comes here.
-        listed_tool = mcp_calls.listed_tool
-        if shown is None:
-            found = listed_tool(connection, tool)
-            return found, found
-        live = connection.tools_by_name.get(tool)
-        if live is not None and tool not in shown:
-            return live, None
-        checked = listed_tool(connection, tool, shown)
-        return live or checked, checked
+        return self._tool_views.find(self._connected(name), tool)
 
     def unavailable(self, name: str) -> KeenError | None:
         """Why server ``name`` cannot take a call now (the server checks of
@@ -754,11 +600,11 @@ class Manager:
         """
         arguments = {} if arguments is None else arguments
         if validate:
-            _name_given(name, tool)
+            tool_name_given(name, tool)
         # One lookup of the server for the checks and the send (nothing waits between them).
         connection = self._connected(name)
         if validate:
-            self._check(connection, tool, arguments)
+            self._tool_views.check(connection, tool, arguments)
         session, limit = self._session_of(connection, timeout)
         progress = progress if progress is not None else CALL_PROGRESS.get()
         sending = mcp_calls.send_tool_call(
@@ -953,8 +799,7 @@ class Manager:
         connection = self._connections.pop(name, None)
         self._moved()
         # Its tools, views and call plans: made again should a server of that name come back.
-        for kept in (self._plans, self._views, self._live, self._shown_names):
-            kept.pop(name, None)
+        self._tool_views.forget(name)
         if connection is None:
             return
         connection.retire()

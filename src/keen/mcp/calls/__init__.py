@@ -13,14 +13,12 @@ from typing import TYPE_CHECKING
 from keen._lazy import exports_from, lazy_module_attrs
 
 if TYPE_CHECKING:
-    from keen.mcp.calls.send import connected, listed_tool, not_connected, send_request, send_tool_call
+    from keen.mcp.calls.send import connected, not_connected, send_request, send_tool_call
 
-__all__ = ["connected", "listed_tool", "not_connected", "send_request", "send_tool_call"]
+__all__ = ["connected", "not_connected", "send_request", "send_tool_call"]
 
 _EXPORTS = {
-    **exports_from(
-        "keen.mcp.calls.send", ("connected", "listed_tool", "not_connected", "send_request", "send_tool_call")
-    ),
+    **exports_from("keen.mcp.calls.send", ("connected", "not_connected", "send_request", "send_tool_call")),
 }
 
 __getattr__, __dir__ = lazy_module_attrs(__name__, _EXPORTS)

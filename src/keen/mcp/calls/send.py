@@ -1,7 +1,8 @@
 """Requests over a server's published session, and what their failures become.
 
 The Manager checks a call (configured, enabled, connected, known tool, valid arguments;
-the middle two here: :func:`connected`, :func:`listed_tool`) and picks the session; this
+the server checks here: :func:`connected`; the tool and its arguments:
+:class:`keen.mcp.listing.views.ToolViews`) and picks the session; this
 module sends the request on it and turns every failure into
 a :mod:`keen.errors` type at one place: the SDK's, translated by :mod:`keen.mcp.connection.translate`,
 an OAuth server's refusal refined by its provider (a step-up needs a wider scope), and a
@@ -14,9 +15,8 @@ person accepted every page and the server reported each done (:func:`pages_done`
 
 from __future__ import annotations
 
-import difflib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -35,7 +35,6 @@ from keen.errors import (
     Remedy,
     ServerDisabled,
     ServerDisconnected,
-    ToolNotFound,
     UserActionRequired,
 )
 from keen.mcp.calls._input import call_tool as call_tool_any_era
@@ -49,11 +48,10 @@ from keen.mcp.connection.translate import (
     unsendable_arguments,
 )
 from keen.mcp.listing.changes import ToolsChanged
-from keen.mcp.types import ServerState, Tool, ToolResult
+from keen.mcp.types import ServerState, ToolResult
 
 __all__ = [
     "connected",
-    "listed_tool",
     "not_connected",
     "pages_done",
     "send_request",
@@ -267,24 +265,6 @@ def connected(connection: ServerConnection) -> ServerConnection:
     if connection.state is not ServerState.CONNECTED or connection.session is None:
         raise not_connected(connection)
     return connection
-
-
-def listed_tool(connection: ServerConnection, tool: str, shown: Mapping[str, Tool] | None = None) -> Tool:
-    """``tool`` as the server's latest tools/list defines it, or as ``shown`` (the trusted
-    view of that list) has it when given. Raises ``ToolNotFound`` with up to three close
-    names from the same place."""
-    tools = connection.tools_by_name if shown is None else shown
-    found = tools.get(tool)
-    if found is None:
-        close = difflib.get_close_matches(tool, list(tools), n=3)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise ToolNotFound(
-            f'MCP server "{connection.name}" has no tool "{tool}" in its latest tools/list.{hint}',
-            server=connection.name,
-            tool=tool,
-            remedy=Remedy.READ_SKILL,
-        )
-    return found
 
 
 def not_connected(connection: ServerConnection) -> MCPServerError:

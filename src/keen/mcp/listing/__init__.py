@@ -9,6 +9,8 @@ and the argument validator compiled from the listed schemas.
 * :mod:`~keen.mcp.listing.changes`: what changed between two listings (``capability.diff``).
 * :mod:`~keen.mcp.listing.validation`: arguments checked against a listed ``inputSchema``.
 * :mod:`~keen.mcp.listing.streams`: the base of the session-stream proxies.
+* :mod:`~keen.mcp.listing.views`: each server's tools as listed and as the trust shows
+  them, and the per-tool plans of its calls' checks (:class:`ToolViews`, the Manager's).
 """
 
 from __future__ import annotations
@@ -35,6 +37,16 @@ if TYPE_CHECKING:
     from keen.mcp.listing.tool_filter import InvalidTool, ToolListFilter, WriteWatch
     from keen.mcp.listing.tool_pages import list_all_tools
     from keen.mcp.listing.validation import ArgumentValidator
+    from keen.mcp.listing.views import (
+        HeldTool,
+        ListedServer,
+        ListedView,
+        ToolsView,
+        ToolTrust,
+        ToolViews,
+        listed_tool,
+        tool_name_given,
+    )
     from keen.mcp.listing.watch import (
         DEFAULT_REFRESH_INTERVAL,
         ListWatch,
@@ -47,13 +59,19 @@ __all__ = [
     "ArgumentValidator",
     "ChangeObserver",
     "EOFWatch",
+    "HeldTool",
     "InvalidTool",
     "ListWatch",
+    "ListedServer",
+    "ListedView",
     "RefreshReason",
     "StreamProxy",
     "ToolChange",
     "ToolListFilter",
+    "ToolTrust",
+    "ToolViews",
     "ToolsChanged",
+    "ToolsView",
     "WriteWatch",
     "description_required",
     "diff_tools",
@@ -62,8 +80,10 @@ __all__ = [
     "list_prompts",
     "list_resource_templates",
     "list_resources",
+    "listed_tool",
     "listen_for_changes",
     "open_subscription",
+    "tool_name_given",
     "with_full_descriptions",
 ]
 
@@ -83,6 +103,19 @@ _EXPORTS = {
     **exports_from("keen.mcp.listing.tool_filter", ("InvalidTool", "ToolListFilter", "WriteWatch")),
     **exports_from("keen.mcp.listing.tool_pages", ("list_all_tools",)),
     **exports_from("keen.mcp.listing.validation", ("ArgumentValidator",)),
+    **exports_from(
+        "keen.mcp.listing.views",
+        (
+            "HeldTool",
+            "ListedServer",
+            "ListedView",
+            "ToolTrust",
+            "ToolViews",
+            "ToolsView",
+            "listed_tool",
+            "tool_name_given",
+        ),
+    ),
     **exports_from(
         "keen.mcp.listing.watch",
         ("DEFAULT_REFRESH_INTERVAL", "ListWatch", "listen_for_changes", "open_subscription"),
