@@ -57,14 +57,15 @@ async def test_forget_makes_every_answer_of_that_server_again(keen_home: Path) -
         listed = Listed("docs", m.config.servers["docs"], list(m.live_tools("docs")))
     views = ToolViews(PinGuard(PinStore(keen_home / "mcp" / "pins")))
 
-    live, shown = views.live(listed), views.shown_by_name(listed)
+    live, view, shown = views.live(listed), views.view(listed), views.shown_by_name(listed)
     assert views.check(listed, "search", {"q": "x"}).name == "search"
-    assert views.live(listed) is live and views.shown_by_name(listed) is shown  # kept
+    assert views.live(listed) is live and views.view(listed) is view and views.shown_by_name(listed) is shown
 
     views.forget("other")  # another server's forget leaves this one's answers
-    assert views.live(listed) is live and views.shown_by_name(listed) is shown
+    assert views.live(listed) is live and views.view(listed) is view and views.shown_by_name(listed) is shown
 
     views.forget("docs")
     again, shown_again = views.live(listed), views.shown_by_name(listed)
     assert again is not live and again == live
+    assert views.view(listed) is not view  # the view is made again, not only its mapping
     assert shown_again is not shown and dict(shown_again) == dict(shown)

@@ -187,9 +187,10 @@ class ToolViews:
       found is never kept (its ``ToolNotFound`` is raised each time).
 
     :meth:`forget` clears all four for one server: the Manager calls it when it drops a
-    server (gone from configs.json, or its entry invalid now), so a server of that name that
-    comes back starts from nothing. The trust's ``version`` keys no cache here: it is what a
-    caller's cache of every server's view keys on (:meth:`version`).
+    server (gone from configs.json, or its entry invalid now). A server of that name that comes
+    back has a new connection whose lists miss every key anyway: what this saves is the
+    memory a dropped server's tools would hold. The trust's ``version`` keys no cache here: it is what a
+    caller's cache of every server's view keys on (``Manager.view_version``).
 
     Args:
         trust: what vets each server's tools (:class:`ToolTrust`), or ``None``: the tools as
@@ -255,14 +256,6 @@ class ToolViews:
         shown = MappingProxyType({t.name: t for t in view.tools})
         self._shown[name] = (view, shown)
         return shown
-
-    def stamp(self, name: str) -> Hashable:
-        """The trust's :meth:`ToolTrust.stamp` of server ``name``; ``None`` without a trust."""
-        return None if self.trust is None else self.trust.stamp(name)
-
-    def version(self) -> Hashable:
-        """The trust's :attr:`ToolTrust.version`; ``None`` without a trust."""
-        return None if self.trust is None else self.trust.version
 
     def check(self, server: ListedServer, tool: str, arguments: Any) -> Tool:
         """Look ``tool`` up and check ``arguments`` against its ``inputSchema``, in what a model
