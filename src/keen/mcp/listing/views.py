@@ -187,10 +187,11 @@ class ToolViews:
       found is never kept (its ``ToolNotFound`` is raised each time).
 
     :meth:`forget` clears all four for one server: the Manager calls it when it drops a
-    server (gone from configs.json, or its entry invalid now). A server of that name that comes
-    back has a new connection whose lists miss every key anyway: what this saves is the
-    memory a dropped server's tools would hold. The trust's ``version`` keys no cache here: it is what a
-    caller's cache of every server's view keys on (``Manager.view_version``).
+    server (gone from configs.json, or its entry invalid now). A server of that name that
+    comes back has a new connection whose lists miss every key anyway: what this saves is
+    the memory a dropped server's tools would hold. The trust's ``version`` keys no cache
+    here: it is what a caller's cache of every server's view keys on
+    (``Manager.view_version``).
 
     Args:
         trust: what vets each server's tools (:class:`ToolTrust`), or ``None``: the tools as
