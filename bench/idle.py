@@ -208,6 +208,7 @@ async def _child_keen(
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
     freeze_at_first_start()  # as the keen command does (the sdk children freeze too)
+    writing = _time_skill_writing()
     before = set(sys.modules)
 
     with keen_home() as home:
@@ -224,6 +225,8 @@ async def _child_keen(
                     "sync_cpu_s": _cpu() - cpu0,
                     "sync_wall_s": time.perf_counter() - t0,
                 }
+            figures["skills_write_cpu_s"] = writing[0]
+            figures["sync_less_write_cpu_s"] = figures["sync_cpu_s"] - writing[0]
             figures["imported"] = sorted(set(sys.modules) - before)
             figures["peak_rss_mb"] = _peak_rss_mb()
             figures["loop_blocked_ms"] = 1000 * blocked.worst
@@ -232,6 +235,31 @@ async def _child_keen(
                 raise SystemExit(f"not connected: {down[:5]}")
             figures.update(await _idle(idle))
     return figures
+
+
+def _time_skill_writing() -> list[float]:
+    """Wrap the startup sync's skill writers (``keen.mcpskills.startup`` calls them on a
+    worker thread) so that the CPU of the thread running them is summed into the returned
+    one-element list: the part of Keen's sync that writes files, which the SDK has no
+    counterpart of (``time.thread_time``, that thread only)."""
+    from keen.mcpskills import startup
+
+    spent = [0.0]
+
+    def timed(write: Any) -> Any:
+        @functools.wraps(write)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return write(*args, **kwargs)
+            finally:
+                spent[0] += time.thread_time() - start
+
+        return run
+
+    startup.sync_mcp_skills = timed(startup.sync_mcp_skills)  # pyright: ignore[reportAttributeAccessIssue]
+    startup.sync_server = timed(startup.sync_server)  # pyright: ignore[reportAttributeAccessIssue]
+    return spent
 
 
 def _run_child(
@@ -258,6 +286,10 @@ def _run_child(
 FIGURES = [
     ("sync_cpu_s", "sync CPU (s)", "{:.3f}"),
     ("sync_wall_s", "sync wall (s)", "{:.2f}"),
+    # Keen only: its sync's CPU split into writing the skills (no SDK counterpart) and the
+    # rest (connecting, listing, checking, pinning), the latter beside the SDK's whole sync.
+    ("skills_write_cpu_s", "skill writing CPU (s)", "{:.3f}"),
+    ("sync_less_write_cpu_s", "sync CPU less skill writing (s)", "{:.3f}"),
     ("peak_rss_mb", "peak RSS at sync's end (MiB)", "{:.1f}"),
     ("loop_blocked_ms", "loop blocked, worst (ms)", "{:.1f}"),
     ("threads", "threads, idle", "{:.0f}"),
@@ -328,11 +360,23 @@ def main() -> None:
         )
     )
     for key, label, fmt in FIGURES:
-        sdk = [r[key] for r in runs["sdk"]]
-        auto = [r[key] for r in runs["sdk-auto"]]
+        if key == "skills_write_cpu_s":  # nothing to compare it with
+            for mode, name in (("keen", "Keen"), ("keen-preloaded", "Keen, imports before")):
+                keen = [r[key] for r in runs[mode]]
+                per = 1000 * median(keen) / args.servers
+                rows.append(
+                    (
+                        f"{label}, {name}" if mode != "keen" else label,
+                        f"{name} {_spread(keen, fmt)}  (min / median / max; {per:.2f} ms a server;"
+                        " the SDK writes nothing)",
+                    )
+                )
+            continue
+        sdk = [r["sync_cpu_s" if key == "sync_less_write_cpu_s" else key] for r in runs["sdk"]]
+        auto = [r["sync_cpu_s" if key == "sync_less_write_cpu_s" else key] for r in runs["sdk-auto"]]
         # The imports before the clock change the sync's figures; the idle ones they leave alone.
         modes = [("keen", "Keen")] + (
-            [("keen-preloaded", "Keen, imports before")] if key.startswith("sync") else []
+            [("keen-preloaded", "Keen, imports before")] if key.startswith(("sync", "skills")) else []
         )
         for mode, name in modes:
             keen = [r[key] for r in runs[mode]]
