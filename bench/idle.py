@@ -296,6 +296,8 @@ FIGURES = [
     ("wakeups_per_s", "wake-ups/s, idle", "{:.1f}"),
     ("idle_cpu_pct", "CPU % of a core, idle", "{:.2f}"),
 ]
+BASELINE: dict[str, str | None] = {"skills_write_cpu_s": None, "sync_less_write_cpu_s": "sync_cpu_s"}
+"""The SDK figure a Keen figure is printed beside when it is not its own key (``None``: none)."""
 
 
 def _spread(values: list[float], fmt: str) -> str:
@@ -360,33 +362,26 @@ def main() -> None:
         )
     )
     for key, label, fmt in FIGURES:
-        if key == "skills_write_cpu_s":  # nothing to compare it with
-            for mode, name in (("keen", "Keen"), ("keen-preloaded", "Keen, imports before")):
-                keen = [r[key] for r in runs[mode]]
-                per = 1000 * median(keen) / args.servers
-                rows.append(
-                    (
-                        f"{label}, {name}" if mode != "keen" else label,
-                        f"{name} {_spread(keen, fmt)}  (min / median / max; {per:.2f} ms a server;"
-                        " the SDK writes nothing)",
-                    )
-                )
-            continue
-        sdk = [r["sync_cpu_s" if key == "sync_less_write_cpu_s" else key] for r in runs["sdk"]]
-        auto = [r["sync_cpu_s" if key == "sync_less_write_cpu_s" else key] for r in runs["sdk-auto"]]
+        baseline = BASELINE.get(key, key)
+        sdk = [r[baseline] for r in runs["sdk"]] if baseline else []
+        auto = [r[baseline] for r in runs["sdk-auto"]] if baseline else []
         # The imports before the clock change the sync's figures; the idle ones they leave alone.
         modes = [("keen", "Keen")] + (
             [("keen-preloaded", "Keen, imports before")] if key.startswith(("sync", "skills")) else []
         )
         for mode, name in modes:
             keen = [r[key] for r in runs[mode]]
-            rows.append(
-                (
-                    f"{label}, {name}" if mode != "keen" else label,
-                    f"{name} {_spread(keen, fmt)}  SDK {_spread(sdk, fmt)}  SDK auto {_spread(auto, fmt)}"
-                    f"  (min / median / max)  ratio of medians to SDK {_ratio(median(keen), median(sdk))},"
-                    f" to SDK auto {_ratio(median(keen), median(auto))}",
+            if baseline:
+                beside = (
+                    f"SDK {_spread(sdk, fmt)}  SDK auto {_spread(auto, fmt)}  (min / median / max)"
+                    f"  ratio of medians to SDK {_ratio(median(keen), median(sdk))},"
+                    f" to SDK auto {_ratio(median(keen), median(auto))}"
                 )
+            else:
+                per = 1000 * median(keen) / args.servers
+                beside = f"(min / median / max; {per:.2f} ms a server; the SDK has no counterpart)"
+            rows.append(
+                (f"{label}, {name}" if mode != "keen" else label, f"{name} {_spread(keen, fmt)}  {beside}")
             )
     print_block(f"{args.servers} stdio servers held: Keen (open_runtime, sync) vs the bare MCP SDK", rows)
 
