@@ -85,14 +85,17 @@ class VectorCache:
     def lookup(self, keys: Sequence[bytes]) -> list[np.ndarray | None]:
         """The vector of each key (float16), or ``None`` when it is not cached."""
         with self._lock:
-            if any(k not in self._vectors for k in keys):
+            get = self._vectors.get
+            found = list(map(get, keys))  # one pass over the keys, in C
+            missing = [i for i, vector in enumerate(found) if vector is None]
+            if missing:  # another process may have written them: only those looked up again
                 self._read_shards()
-            found: list[np.ndarray | None] = []
-            for key in keys:
-                vector = self._vectors.get(key)
+                for i in missing:
+                    found[i] = get(keys[i])
+            recent = self._vectors.move_to_end
+            for key, vector in zip(keys, found, strict=True):
                 if vector is not None:
-                    self._vectors.move_to_end(key)
-                found.append(vector)
+                    recent(key)
             return found
 
     def __len__(self) -> int:
