@@ -416,6 +416,43 @@ def test_a_refreshed_catalog_makes_texts_and_keys_only_for_the_refreshed_servers
     assert third.wait_ready(60) and made == ["mcp__time__get_current_time"]
 
 
+def test_with_the_encoder_loaded_a_refresh_starts_its_vectors_after_its_keyword_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from keen.capabilities import tool_capability
+    from keen.capabilities.search import ToolSearch
+
+    # The vectors' thread gathers every cached vector in Python: started first, it held the
+    # GIL while a refresh's keyword index was made, and the new tool was findable later.
+    # With the encoder still to load, it starts first, so that the load overlaps the index.
+    cache = tmp_path / "cache" / "toolsearch"
+    order: list[str] = []
+    cached, start = ToolSearch.cached, dense_module.DenseVectors.start
+
+    def index(*args: object, **kwargs: object) -> ToolSearch:
+        order.append("keyword index")
+        return cached(*args, **kwargs)  # pyright: ignore[reportArgumentType]
+
+    def vectors(self: dense_module.DenseVectors) -> None:
+        order.append("vectors")
+        start(self)
+
+    monkeypatch.setattr(ToolSearch, "cached", staticmethod(index))
+    monkeypatch.setattr(dense_module.DenseVectors, "start", vectors)
+    encoder.reset()  # nothing loaded yet in this process
+    first = Catalog.from_tools(TOOLS, cache_dir=cache)
+    assert first.wait_ready(60)
+    assert order[:2] == ["vectors", "keyword index"], order
+    order.clear()
+    new = Tool("files", "copy_file", "Copy a file to another path, leaving the original.", {})
+    caps = sorted((tool_capability("files", t.to_dict()) for t in (TOOLS[2], new)), key=lambda c: c.id)
+    second = first.with_servers({"files": (first.servers.get("files", ""), caps)})
+    assert second.search("duplicate a file, keeping the first one", k=1)[0].id == "mcp__files__copy_file"
+    assert order[:2] == ["keyword index", "vectors"], order
+    assert second.wait_ready(60)
+    assert "dense" in second.search("duplicate a file, keeping the first one", k=1)[0].signals
+
+
 def test_refreshes_back_to_back_make_texts_only_for_their_servers_tools(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -447,14 +447,24 @@ class Catalog:
         from keen.capabilities.search import ToolSearch
 
         if self._index is None or (weights is not None and weights != self._index.weights):
-            # The vectors' thread starts first: loading the encoder overlaps the index load.
-            dense = self._dense_vectors() if self._dense else None
+            # With the encoder still to load, the vectors' thread starts first: loading it
+            # overlaps the index load. Once it is loaded (a refresh), the thread starts after:
+            # its Python work (the cached vectors gathered into a matrix) held the GIL while
+            # the keyword index was refreshed, and the new tool was findable later.
+            dense, loaded = None, False
+            if self._dense:
+                from keen.capabilities import encoder
+
+                loaded = encoder.tried()
+                dense = self._dense_vectors(start=not loaded)
             index = ToolSearch.cached(self._list, self.servers, self._cache_dir, weights, since=self._since)
             index.dense = dense
             self._index = index
+            if dense is not None and loaded:
+                dense.start()
         return self._index
 
-    def _dense_vectors(self) -> DenseVectors:
+    def _dense_vectors(self, *, start: bool = True) -> DenseVectors:
         from keen.capabilities.dense import DenseVectors, shared_cache
         from keen.capabilities.encoder import MODEL_ID
         from keen.capabilities.search import DENSE_VIEWS
@@ -479,7 +489,7 @@ class Catalog:
         # the descriptions.
         texts = [part[0][view] for view in range(DENSE_VIEWS) for part in parts]
         keys = [part[1][view] for view in range(DENSE_VIEWS) for part in parts]
-        return DenseVectors(texts, shared_cache(folder), views=DENSE_VIEWS, keys=keys)
+        return DenseVectors(texts, shared_cache(folder), start=start, views=DENSE_VIEWS, keys=keys)
 
     def search_status(self) -> str:
         """One line on how searches rank now: ``""`` when every signal is in use, else what

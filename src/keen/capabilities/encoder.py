@@ -64,6 +64,7 @@ __all__ = [
     "model_files",
     "reset",
     "sentence_encoder",
+    "tried",
     "unavailable_reason",
 ]
 
@@ -349,6 +350,12 @@ def sentence_encoder() -> SentenceEncoder | None:
                     "the transformer encoder is unavailable (%s); searching with wordllama", _state["reason"]
                 )
         return _state["encoder"]
+
+
+def tried() -> bool:
+    """Whether :func:`sentence_encoder` has been called in this process (loaded or not), so
+    a next call returns at once."""
+    return "encoder" in _state
 
 
 def unavailable_reason() -> str:
