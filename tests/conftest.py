@@ -251,10 +251,9 @@ class _HypothesisConstantsAtFirstDraw:
     every local module (Keen's and the tests': their source parsed; 0.20 to 0.25 s of CPU
     measured in a worker) when the items hold a property test, so that the first one is not
     charged for it. Every xdist worker collects every file and so paid it, six times a run,
-    though one or two workers run the property tests.
-    Here it is left to the first draw, which reads them anyway
-    (``hypothesis.internal.conjecture.providers._get_local_constants``): the same
-    constants, read only where a property test runs."""
+    though one or two workers run the property tests. Here it is left to the first draw,
+    which reads them anyway (``hypothesis.internal.conjecture.providers.
+    _get_local_constants``): the same constants, read only where a property test runs."""
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_collection_modifyitems(self) -> Iterator[None]:

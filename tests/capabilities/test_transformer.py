@@ -439,10 +439,15 @@ def test_with_the_encoder_loaded_a_refresh_starts_its_vectors_after_its_keyword_
 
     monkeypatch.setattr(ToolSearch, "cached", staticmethod(index))
     monkeypatch.setattr(dense_module.DenseVectors, "start", vectors)
-    encoder.reset()  # nothing loaded yet in this process
-    first = Catalog.from_tools(TOOLS, cache_dir=cache)
+    # The first catalog as in a process that has not loaded the encoder yet; the process's
+    # own encoder stays loaded (`fresh_encoder` is for the tests of a load itself).
+    with monkeypatch.context() as first_start:
+        first_start.setattr(encoder, "tried", lambda: False)
+        first = Catalog.from_tools(TOOLS, cache_dir=cache)
+        first.index()
     assert first.wait_ready(60)
     assert order[:2] == ["vectors", "keyword index"], order
+    assert encoder.tried()
     order.clear()
     new = Tool("files", "copy_file", "Copy a file to another path, leaving the original.", {})
     caps = sorted((tool_capability("files", t.to_dict()) for t in (TOOLS[2], new)), key=lambda c: c.id)
