@@ -184,6 +184,40 @@ async def test_a_write_failing_before_the_loop_polls_ends_the_read_side(tmp_path
                 await write.send(SessionMessage(message=request(id=3)))
 
 
+async def test_a_message_of_many_reads_and_messages_sharing_a_read_arrive_whole(tmp_path: Path) -> None:
+    # One 3 MB line (about fifty reads of the pipe, with characters of two to four UTF-8
+    # bytes cut at the reads' edges), then three messages in one write, the last one's
+    # newline written apart: each arrives once, whole, in order.
+    child = """
+import json, sys
+out = sys.stdout.buffer
+text = ("caf\\u00e9 \\u20ac \\U0001d11e " * 150_000)[:3_000_000]
+def message(i, t):
+    return json.dumps({"jsonrpc": "2.0", "id": i, "result": {"t": t}}, ensure_ascii=False).encode()
+out.write(message(1, text) + b"\\n" + message(2, "a") + b"\\n" + message(3, "\\u00e9") + b"\\n")
+out.write(message(4, "last"))
+out.flush()
+out.write(b"\\n")
+out.flush()
+sys.stdin.buffer.read()
+"""
+    server = StdioServerParameters(command=sys.executable, args=["-c", child])
+    expected = {1: ("caf\u00e9 \u20ac \U0001d11e " * 150_000)[:3_000_000], 2: "a", 3: "\u00e9", 4: "last"}
+    with (tmp_path / "err.log").open("w") as errlog:
+        async with spawned_stdio_client(server, errlog) as (read, _write):
+            got: dict[int, str] = {}
+            with anyio.fail_after(30):
+                while len(got) < len(expected):
+                    item = await read.receive()
+                    assert isinstance(item, SessionMessage), item
+                    message = item.message
+                    assert isinstance(message, mt.JSONRPCResponse), message
+                    assert isinstance(message.id, int) and message.id not in got, message.id
+                    got[message.id] = message.result["t"]
+    assert list(got) == [1, 2, 3, 4]
+    assert got == expected
+
+
 async def test_arguments_that_are_not_json_text_are_refused_and_the_server_stays(
     write_config: Callable[..., Path], tmp_path: Path
 ) -> None:

@@ -274,13 +274,24 @@ class _Pipes:
 
         server = self._server
         decoder = codecs.getincrementaldecoder(server.encoding)(errors=server.encoding_error_handler)
-        buffer = ""
+        # The unfinished line's pieces, joined once its newline comes: a message of many
+        # chunks (a large result) is scanned once, not again with every chunk read.
+        pending: list[str] = []
         to_session = self._to_session
         try:
             async with to_session:
                 while data := await self._reader.read(_CHUNK):
-                    lines = (buffer + decoder.decode(data)).split("\n")
-                    buffer = lines.pop()
+                    text = decoder.decode(data)
+                    if "\n" not in text:
+                        pending.append(text)
+                        continue
+                    lines = text.split("\n")
+                    if pending:
+                        pending.append(lines[0])
+                        lines[0] = "".join(pending)
+                        pending.clear()
+                    if rest := lines.pop():
+                        pending.append(rest)
                     for line in lines:
                         message = parse_stdio_line(line)
                         try:
