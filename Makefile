@@ -110,6 +110,7 @@ bench: setup
 	$(PY) bench/idle.py
 	$(PY) bench/call_overhead.py
 	$(PY) bench/call_cpu.py
+	$(PY) bench/large_result.py
 	$(PY) bench/mcpskills_generate.py $(LIVEMCPBENCH)/tools.json
 	$(PY) bench/livemcpbench_queries.py $(LIVEMCPBENCH)/all_annotations.json $(LIVEMCPBENCH)/tools.json $(QUERIES)
 	$(PY) bench/search.py --catalog bench/data/real_servers.ndjson --queries bench/queries/real_servers.jsonl \

@@ -1,0 +1,95 @@
+"""CPU of a call whose result is large, by its size: does reading it grow with its size?
+
+A stdio server sends each message as one line of JSON-RPC, so a result of 16 MB arrives as
+one line read from the pipe in about 250 reads of 64 KB. A reader that scans what it has
+gathered again at each read costs in proportion to the square of the size; one that
+scans each read once, in proportion to the size.
+
+Each run calls ``text_of_size`` of ``bench/servers/tiny_stdio.py --sized`` (standard library
+only: the server's own CPU is not measured) through ``Manager.call_tool`` (Keen's stdio
+transport, the SDK's session and result model) at each size, the sizes in turns, and
+measures this process's CPU (``time.process_time``: every thread; the server is another
+process) per call: min / median / max over ``--repeat`` calls of each size, the median per
+MB, and the growth from the smallest to the largest size as a ratio of the per-MB figures
+(about 1 when the cost is proportional to the size; 16 when it is proportional to its
+square between 1 and 16 MB). Prints figures, never asserts.
+
+Usage: ``python bench/large_result.py [--sizes 1,4,16] [--repeat 5] [--json]`` (sizes in MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+import anyio
+
+from _common import PYTHON, TINY_SERVER, keen_home, load_text, print_block, write_config
+from keen.mcp import Manager
+from keen.trust import PinGuard
+
+MB = 1 << 20
+
+
+async def _measure(sizes: list[float], repeat: int) -> dict[float, list[float]]:
+    cpu: dict[float, list[float]] = {size: [] for size in sizes}
+    with keen_home() as home:
+        path = write_config(home, {"tiny": {"command": PYTHON, "args": [TINY_SERVER, "--sized"]}})
+        async with Manager(path, trust=PinGuard()) as manager:
+            if not await manager.wait_ready(60):
+                raise SystemExit(f"the server did not connect: {manager.status('tiny').last_error}")
+            await manager.call_tool("tiny", "text_of_size", {"bytes": MB})  # warm: first-call work
+            for turn in range(repeat):
+                order = sizes if turn % 2 == 0 else sizes[::-1]
+                for size in order:
+                    start = time.process_time()
+                    result = await manager.call_tool("tiny", "text_of_size", {"bytes": int(size * MB)})
+                    cpu[size].append(time.process_time() - start)
+                    if result.is_error or not result.content:
+                        raise SystemExit(f"the call of {size} MB failed: {result}")
+    return cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Client CPU of a call by the size of its result.")
+    parser.add_argument("--sizes", default="1,4,16", help="result sizes in MB, comma-separated")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    sizes = sorted(float(x) for x in args.sizes.split(","))
+    before = os.getloadavg()
+    cpu = anyio.run(_measure, sizes, args.repeat)
+    after = os.getloadavg()
+    medians = {size: statistics.median(values) for size, values in cpu.items()}
+    per_mb = {size: medians[size] / size for size in sizes}
+    growth = per_mb[sizes[-1]] / per_mb[sizes[0]]
+    if args.json:
+        print(json.dumps({"cpu_s": cpu, "per_mb_s": per_mb, "growth": growth, "load": [before, after]}))
+        return
+    rows = [
+        (
+            f"{size:g} MB result",
+            f"CPU {min(cpu[size]) * 1000:7.1f} / {medians[size] * 1000:7.1f} / {max(cpu[size]) * 1000:7.1f} ms"
+            f"   {per_mb[size] * 1000:5.1f} ms per MB",
+        )
+        for size in sizes
+    ]
+    rows.append(
+        (
+            "growth per MB",
+            f"x{growth:.2f} from {sizes[0]:g} to {sizes[-1]:g} MB (x1 when the cost is proportional to"
+            f" the size; x{sizes[-1] / sizes[0]:g} when to its square)",
+        )
+    )
+    print_block(
+        f"Manager.call_tool, one stdio result of each size, client CPU (min / median / max of {args.repeat})",
+        rows,
+        [load_text(before, after)],
+    )
+
+
+if __name__ == "__main__":
+    main()
