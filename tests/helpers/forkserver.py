@@ -51,7 +51,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORKED", "forked", "launch_args", "script_args", "wait_warm", "worker_python"]
+__all__ = ["FORKED", "forked", "launch_args", "run_folder", "script_args", "wait_warm", "worker_python"]
 
 HERE = Path(__file__).resolve()
 LAUNCH = HERE.parents[1] / "servers" / "launch.py"
@@ -237,6 +237,15 @@ def worker_python(run: str) -> str:
     return shlex.join([sys.executable, "-S", str(LAUNCH), path])
 
 
+def run_folder(run: str) -> str:
+    """The folder of the xdist run ``run``'s fork server (made here when missing): its socket
+    and lock files, and what the run's workers share on disk. The fork server deletes it
+    when the run's controller exits."""
+    folder = os.path.join(tempfile.gettempdir(), f"keen-fork-{run}")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
 def _shared(run: str, owner: int | None = None) -> str:
     """The socket of the fork server shared by every worker of the xdist run ``run``: the
     controller starts it (:func:`worker_python`), or else the first worker to ask; it serves
@@ -244,8 +253,7 @@ def _shared(run: str, owner: int | None = None) -> str:
     process started it (xdist shuts idle workers down early)."""
     import fcntl
 
-    folder = os.path.join(tempfile.gettempdir(), f"keen-fork-{run}")
-    os.makedirs(folder, exist_ok=True)
+    folder = run_folder(run)
     path = os.path.join(folder, "s")
     started = os.path.join(folder, "pid")
     with open(os.path.join(folder, "lock"), "w") as lock:
