@@ -238,12 +238,10 @@ def worker_python(run: str) -> str:
 
 
 def run_folder(run: str) -> str:
-    """The folder of the xdist run ``run``'s fork server (made here when missing): its socket
-    and lock files, and what the run's workers share on disk. The fork server deletes it
-    when the run's controller exits."""
-    folder = os.path.join(tempfile.gettempdir(), f"keen-fork-{run}")
-    os.makedirs(folder, exist_ok=True)
-    return folder
+    """The folder of the xdist run ``run``'s fork server: its socket and lock files, and
+    what the run's workers share on disk. The run's controller deletes it as it ends
+    (``tests/conftest.py``)."""
+    return os.path.join(tempfile.gettempdir(), f"keen-fork-{run}")
 
 
 def _shared(run: str, owner: int | None = None) -> str:
@@ -254,6 +252,7 @@ def _shared(run: str, owner: int | None = None) -> str:
     import fcntl
 
     folder = run_folder(run)
+    os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "s")
     started = os.path.join(folder, "pid")
     with open(os.path.join(folder, "lock"), "w") as lock:
