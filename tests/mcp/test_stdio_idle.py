@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import resource
 import subprocess
@@ -30,6 +31,7 @@ from mcp.shared.message import SessionMessage
 from helpers.hostile import hostile_entry
 from keen.errors import InvalidArguments, ServerDisconnected
 from keen.mcp import Manager, ServerState
+from keen.mcp.connection import _stdio
 from keen.mcp.connection._stdio import pidfd_supported, spawned_stdio_client
 from keen.mcp.connection.spawn import _setpriv  # pyright: ignore[reportPrivateUsage]
 from keen.trust import PinGuard
@@ -216,6 +218,61 @@ sys.stdin.buffer.read()
                     got[message.id] = message.result["t"]
     assert list(got) == [1, 2, 3, 4]
     assert got == expected
+
+
+async def test_a_message_longer_than_the_bound_ends_the_stream_with_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 3 MB of one line against a bound of 1 MB: the session is told why, its stream ends, and
+    # the message written after the line's end never arrives (nothing kept past the bound).
+    monkeypatch.setattr(_stdio, "MAX_MESSAGE_CHARS", 1_000_000)
+    child = """
+import json, sys
+out = sys.stdout.buffer
+out.write(b'{"jsonrpc": "2.0", "id": 1, "result": {"t": "' + b"x" * 3_000_000 + b'"}}\\n')
+out.write(json.dumps({"jsonrpc": "2.0", "id": 2, "result": {}}).encode() + b"\\n")
+out.flush()
+sys.stdin.buffer.read()
+"""
+    server = StdioServerParameters(command=sys.executable, args=["-c", child])
+    with (tmp_path / "err.log").open("w") as errlog:
+        async with spawned_stdio_client(server, errlog) as (read, _write):
+            with anyio.fail_after(30):
+                first = await read.receive()
+                assert isinstance(first, _stdio.MessageTooLarge), first
+                assert "more than the 1,000,000 Keen reads of a message" in str(first)
+                with pytest.raises(anyio.EndOfStream):
+                    await read.receive()
+
+
+async def test_a_result_longer_than_the_bound_fails_its_call_and_the_log_says_why(
+    write_config: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(_stdio, "MAX_MESSAGE_CHARS", 1_000_000)
+    spec = {
+        "tools": [{"name": "big", "inputSchema": {"type": "object"}}],
+        "results": {"big": {"content": [{"type": "text", "text": "y" * 2_000_000}]}},
+    }
+    path = write_config({"flood": hostile_entry(tmp_path / "flood.json", spec)})
+    caplog.set_level(logging.WARNING, logger="keen.mcp.connection.server")
+    async with Manager(path, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(30)
+        why = "more than the 1,000,000 Keen reads of a message; Keen closed its connection"
+        with (
+            anyio.fail_after(30),
+            pytest.raises(ServerDisconnected, match=f'"flood" went away during "big": .*{why}'),
+        ):
+            await manager.call_tool("flood", "big", {})
+        # The status says what Keen did, not that the server exited.
+        status = manager.status("flood")
+        assert status.state is ServerState.DISCONNECTED and why in str(status.last_error), status
+    assert any(
+        "server flood: it sent" in r.getMessage() and "Keen closed its connection" in r.getMessage()
+        for r in caplog.records
+    ), caplog.text
 
 
 async def test_arguments_that_are_not_json_text_are_refused_and_the_server_stays(

@@ -134,7 +134,7 @@ async def _send_tool_call(
             if found is not None:
                 error = found
         if isinstance(error, ServerDisconnected):
-            connection.connection_lost(error.message)
+            error = _lost(connection, error)
         raise error from exc
     content, structured = wire_parts(raw)
     return _tool_result(name, tool, content, structured, bool(raw.is_error))
@@ -214,8 +214,23 @@ async def send_request(
             exc, server=connection.name, tool=what, timeout=limit, http_status=connection.http_status
         )
         if isinstance(error, ServerDisconnected):
-            connection.connection_lost(error.message)
+            error = _lost(connection, error)
         raise error from exc
+
+
+def _lost(connection: ServerConnection, error: ServerDisconnected) -> ServerDisconnected:
+    """``error``, with why Keen itself ended the session when it did
+    (:attr:`ServerConnection.closed_why`: the session's message handler records it before the
+    session sees its stream end), recorded as the connection's loss."""
+    if connection.closed_why:
+        error = ServerDisconnected(
+            f"{error.message}: {connection.closed_why}",
+            server=error.server,
+            tool=error.tool,
+            remedy=error.remedy,
+        )
+    connection.connection_lost(error.message)
+    return error
 
 
 async def pages_done(

@@ -50,7 +50,7 @@ from mcp.client.stdio import (
 )
 from mcp.shared.message import SessionMessage
 
-__all__ = ["pidfd_supported", "spawned_stdio_client"]
+__all__ = ["MAX_MESSAGE_CHARS", "MessageTooLarge", "pidfd_supported", "spawned_stdio_client"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +58,15 @@ T = TypeVar("T")
 
 _KILL_REAP_TIMEOUT = 2.0
 _CHUNK = 65536
+MAX_MESSAGE_CHARS = 100_000_000
+"""The most characters of one message (one line of stdout) Keen keeps while it waits for its
+end: a server that sends more without a newline has its connection closed, so an endless line
+cannot take the host's memory."""
+
+
+class MessageTooLarge(ValueError):
+    """A server sent more than :data:`MAX_MESSAGE_CHARS` of one message: handed to the session
+    as its transport error, then the stream ends."""
 
 
 @functools.cache
@@ -277,6 +286,7 @@ class _Pipes:
         # The unfinished line's pieces, joined once its newline comes: a message of many
         # chunks (a large result) is scanned once, not again with every chunk read.
         pending: list[str] = []
+        pending_chars = 0
         to_session = self._to_session
         try:
             async with to_session:
@@ -284,14 +294,20 @@ class _Pipes:
                     text = decoder.decode(data)
                     if "\n" not in text:
                         pending.append(text)
+                        pending_chars += len(text)
+                        if pending_chars > MAX_MESSAGE_CHARS:
+                            await self._too_large(pending_chars)
+                            return  # the session sees its stream end; the drain below remains
                         continue
                     lines = text.split("\n")
                     if pending:
                         pending.append(lines[0])
                         lines[0] = "".join(pending)
                         pending.clear()
+                    pending_chars = 0
                     if rest := lines.pop():
                         pending.append(rest)
+                        pending_chars = len(rest)
                     for line in lines:
                         message = parse_stdio_line(line)
                         try:
@@ -309,6 +325,15 @@ class _Pipes:
                 logger.exception("Reading from the MCP server's stdout failed mid-session")
         finally:
             await self._drain()
+
+    async def _too_large(self, chars: int) -> None:
+        """Tell the session why its stream ends (:class:`MessageTooLarge`)."""
+        reason = (
+            f"it sent {chars:,} characters of one message without its end, more than the"
+            f" {MAX_MESSAGE_CHARS:,} Keen reads of a message; Keen closed its connection"
+        )
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._to_session.send(MessageTooLarge(reason))
 
     async def _drain(self) -> None:
         # Read and drop what the server still writes, so it never blocks on a full pipe

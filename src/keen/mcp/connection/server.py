@@ -141,6 +141,9 @@ class ServerConnection:
         self._pending_waiters: list[anyio.Event] = []
         self._attempt_waiters: list[anyio.Event] = []
         self._eof = False
+        self.closed_why = ""
+        """Why Keen itself ended the current session (a message over the stdio bound,
+        :data:`keen.mcp.connection._stdio.MAX_MESSAGE_CHARS`), else ``""``."""
         self._stderr: StderrCopy | None = None
         self._tool_filter = ToolListFilter()
         self.invalid_tools: list[InvalidTool] = []
@@ -298,6 +301,7 @@ class ServerConnection:
             while not self._stopping:
                 self._refresh_requested = False
                 self._eof = False
+                self.closed_why = ""
                 # Waiters registered before this attempt began are answered when it ends.
                 self._attempt_waiters, self._pending_waiters = self._pending_waiters, []
                 try:
@@ -516,6 +520,9 @@ class ServerConnection:
         if self._stopping:
             self._set(ServerState.DISCONNECTED, "")
         elif self._eof and not self._refresh_requested:
+            if self.closed_why:
+                self._set(ServerState.DISCONNECTED, f'MCP server "{self.name}": {self.closed_why}')
+                return
             tail = self._stderr_tail()
             how = (
                 "exited unexpectedly"
@@ -682,6 +689,12 @@ class ServerConnection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
+            from keen.mcp.connection._stdio import MessageTooLarge  # only the stdio transport sends it
+
+            if isinstance(message, MessageTooLarge):  # Keen's own words: the session ends next
+                self.closed_why = str(message)
+                logger.warning("server %s: %s", self.name, message)
+                return
             # Redacted before the cut: a cut secret no longer matches, and its head would survive.
             text = one_line(redactor.redact(str(message)), 120)
             self._facts.stdout_garbage = text
