@@ -275,6 +275,21 @@ async def test_a_result_longer_than_the_bound_fails_its_call_and_the_log_says_wh
     ), caplog.text
 
 
+async def test_a_tool_list_longer_than_the_bound_fails_the_connect_and_its_status_says_why(
+    write_config: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_stdio, "MAX_MESSAGE_CHARS", 1_000_000)
+    spec = {"tools": [{"name": "t", "description": "z" * 2_000_000, "inputSchema": {"type": "object"}}]}
+    path = write_config({"flood": hostile_entry(tmp_path / "flood.json", spec)})
+    async with Manager(path, trust=PinGuard()) as manager:
+        await manager.wait_ready(30)
+        status = manager.status("flood")
+    assert status.state is ServerState.DISCONNECTED, status
+    assert "more than the 1,000,000 Keen reads of a message; Keen closed its connection" in str(
+        status.last_error
+    ), status.last_error
+
+
 async def test_arguments_that_are_not_json_text_are_refused_and_the_server_stays(
     write_config: Callable[..., Path], tmp_path: Path
 ) -> None:

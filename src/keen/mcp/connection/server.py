@@ -536,6 +536,8 @@ class ServerConnection:
         self.session = None
         facts.stderr_tail = self._stderr_tail()
         state, message = classify_connect_failure(exc, facts)
+        if self.closed_why:  # Keen ended the session itself: that, not how it looked from here
+            state, message = ServerState.DISCONNECTED, f'MCP server "{self.name}": {self.closed_why}'
         logger.debug("server %s: connection failed: %r", self.name, exc)
         self._set(state, message)
         self._settle()
