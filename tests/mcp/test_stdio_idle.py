@@ -41,6 +41,17 @@ pytestmark = pytest.mark.anyio
 _HIGH_FD = 1100
 
 
+@pytest.fixture(params=["pidfd", "thread"])
+def exit_watch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How the transport learns that a server exited: through a pidfd (Linux 5.3 and later), or,
+    as where there is none (macOS), a thread waiting for it."""
+    if request.param == "thread":
+        monkeypatch.setattr(_stdio, "pidfd_supported", lambda: False)
+    elif not pidfd_supported():
+        pytest.fail("no pidfd here (Linux 5.3 or later has it): this machine cannot run the pidfd case")
+    return str(request.param)
+
+
 @contextlib.contextmanager
 def _descriptors_below(fd: int) -> Iterator[None]:
     """Every descriptor number below ``fd`` in use for the block, so the next ones are higher."""
@@ -80,7 +91,9 @@ async def test_stderr_is_copied_from_a_pipe_past_descriptor_1024(
     assert "hello from a high descriptor" in log and "called with a high descriptor" in log, log
 
 
-async def test_servers_stderr_costs_no_thread(write_config: Callable[..., Path], tmp_path: Path) -> None:
+async def test_servers_stderr_costs_no_thread(
+    write_config: Callable[..., Path], tmp_path: Path, exit_watch: str
+) -> None:
     def threads() -> int:
         # AnyIO's idle worker threads (any to_thread call leaves some for 10 s) hold no server.
         return sum(t.name != "AnyIO worker thread" for t in threading.enumerate())
@@ -94,9 +107,8 @@ async def test_servers_stderr_costs_no_thread(write_config: Callable[..., Path],
         assert all(s.state is ServerState.CONNECTED for s in manager.servers()), manager.servers()
         held = threads() - before
     # One thread of the process starts every server (it is there from the first one on).
-    # Where there is no pidfd, the SDK's transport runs, and Python 3.11's asyncio waits for
-    # each child in a thread of its own.
-    assert held <= (1 if pidfd_supported() else servers), [t.name for t in threading.enumerate()]
+    # Where there is no pidfd, one thread more per server waits for its exit.
+    assert held <= (1 if exit_watch == "pidfd" else 1 + servers), [t.name for t in threading.enumerate()]
 
 
 async def test_a_server_is_started_off_the_event_loops_thread(
@@ -186,7 +198,9 @@ async def test_a_write_failing_before_the_loop_polls_ends_the_read_side(tmp_path
                 await write.send(SessionMessage(message=request(id=3)))
 
 
-async def test_a_message_of_many_reads_and_messages_sharing_a_read_arrive_whole(tmp_path: Path) -> None:
+async def test_a_message_of_many_reads_and_messages_sharing_a_read_arrive_whole(
+    tmp_path: Path, exit_watch: str
+) -> None:
     # One 3 MB line (about fifty reads of the pipe, with characters of two to four UTF-8
     # bytes cut at the reads' edges), then three messages in one write, the last one's
     # newline written apart: each arrives once, whole, in order.
@@ -221,7 +235,7 @@ sys.stdin.buffer.read()
 
 
 async def test_a_message_longer_than_the_bound_ends_the_stream_with_why(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exit_watch: str
 ) -> None:
     # 3 MB of one line against a bound of 1 MB: the session is told why, its stream ends, and
     # the message written after the line's end never arrives (nothing kept past the bound).
@@ -250,6 +264,7 @@ async def test_a_result_longer_than_the_bound_fails_its_call_and_the_log_says_wh
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
+    exit_watch: str,
 ) -> None:
     monkeypatch.setattr(_stdio, "MAX_MESSAGE_CHARS", 1_000_000)
     spec = {
@@ -288,6 +303,32 @@ async def test_a_tool_list_longer_than_the_bound_fails_the_connect_and_its_statu
     assert "more than the 1,000,000 Keen reads of a message; Keen closed its connection" in str(
         status.last_error
     ), status.last_error
+
+
+async def test_a_server_that_exits_mid_call_is_seen_gone_and_a_stopped_one_leaves_no_process(
+    write_config: Callable[..., Path], tmp_path: Path, exit_watch: str
+) -> None:
+    spec = {
+        "tools": [{"name": n, "inputSchema": {"type": "object"}} for n in ("t", "bye")],
+        "exit_on_call": {"bye": 3},
+    }
+    pidfile = tmp_path / "pid"
+    path = write_config(
+        {
+            "gone": hostile_entry(tmp_path / "gone.json", spec),
+            "kept": hostile_entry(tmp_path / "kept.json", {**spec, "pidfile": str(pidfile)}),
+        }
+    )
+    async with Manager(path, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(30)
+        assert not (await manager.call_tool("gone", "t", {})).is_error
+        with anyio.fail_after(30), pytest.raises(ServerDisconnected, match='"gone" went away during "bye"'):
+            await manager.call_tool("gone", "bye", {})
+        assert not (await manager.call_tool("kept", "t", {})).is_error
+        pid = int(pidfile.read_text())
+    # Stopped with the Manager: its process is gone, reaped (no zombie left to signal).
+    with pytest.raises(ProcessLookupError, match="No such process"):
+        os.kill(pid, 0)
 
 
 async def test_arguments_that_are_not_json_text_are_refused_and_the_server_stays(

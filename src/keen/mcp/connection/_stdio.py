@@ -17,7 +17,11 @@ while shutting down, and the shutdown sequence of the MCP specification (2025-11
 SIGKILL (the SDK's ``terminate_posix_process_tree``), every wait bounded and shielded from
 cancellation so a cancelled caller never leaks a live server.
 
-Elsewhere (no pidfd, not asyncio), the SDK's own ``stdio_client`` runs.
+Where there is no pidfd (macOS, Linux before 5.3) the same transport runs, the exit waited
+for by one thread per server (:class:`_Child`), as asyncio's child watcher does on Python 3.11;
+so a large message is read in linear time and bounded there too (the SDK's reader scans what
+it has gathered again at every read, and keeps it without a bound). On Windows, and under an
+event loop other than asyncio's, the SDK's own ``stdio_client`` runs.
 """
 
 from __future__ import annotations
@@ -89,7 +93,9 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 class _Child:
-    """A started server: its ``Popen``, its exit watched by the event loop through a pidfd.
+    """A started server: its ``Popen``, its exit watched by the event loop through a pidfd, or
+    where there is none (macOS, Linux before 5.3) by a thread waiting for it, as asyncio's own
+    child watcher does on Python 3.11.
 
     Has what the SDK's ``terminate_posix_process_tree`` reads (``pid``, ``returncode``)."""
 
@@ -98,8 +104,17 @@ class _Child:
         self.pid = popen.pid
         self.exited = anyio.Event()
         self._loop = loop
-        self._pidfd = os.pidfd_open(popen.pid)
-        loop.add_reader(self._pidfd, self._on_exit)
+        self._pidfd = -1
+        if pidfd_supported():
+            self._pidfd = os.pidfd_open(popen.pid)
+            loop.add_reader(self._pidfd, self._on_exit)
+        else:
+            threading.Thread(target=self._wait, name=f"keen-stdio-exit-{popen.pid}", daemon=True).start()
+
+    def _wait(self) -> None:
+        self.popen.wait()
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            self._loop.call_soon_threadsafe(self.close)
 
     @property
     def returncode(self) -> int | None:
@@ -187,7 +202,7 @@ async def spawned_stdio_client(
     thread and watched by the event loop (see the module docstring); ``launched`` is given the
     process id once it is started (not called where the SDK's own ``stdio_client`` runs)."""
     loop = _running_loop()
-    if loop is None or not pidfd_supported():
+    if loop is None or sys.platform == "win32":  # no pipe transports on Windows' proactor loop
         async with stdio_client(server, errlog=errlog) as streams:
             yield streams
         return
