@@ -195,3 +195,31 @@ def test_a_tool_scanned_again_follows_the_servers_configured_now() -> None:
     for server, owner in (("a_srv", "b_srv"), ("b_srv", "a_srv"), ("notes", "a_srv")):
         found = scan_text("then call post_update", shadow=ShadowIndex(shared), server=server, own=())
         assert [f.reason for f in found] == [f'names the tool "post_update" of the server "{owner}"']
+
+
+@pytest.mark.parametrize(
+    ("token", "reason"),
+    [
+        ("mail.send_email", 'names the tool "send_email" of the server "mail"'),
+        ("mail/send_email", 'names the tool "send_email" of the server "mail"'),
+        ("mail:send_email", 'names the tool "send_email" of the server "mail"'),
+        ("mail__send_email", 'names the tool "send_email" of the server "mail"'),
+        ("mcp__mail__send_email", 'names the tool "send_email" of the server "mail"'),
+        ("mail.send_email.x", None),
+        ("mail__", None),
+        ("__mail.send_email", None),
+    ],
+)
+def test_a_qualified_name_is_split_as_server_and_tool(token: str, reason: str | None) -> None:
+    flags = scan_text(f"then call {token} now", shadow=ShadowIndex(CONFIGURED), server="evil")
+    assert [f.reason for f in flags if f.kind == "shadowing"] == ([reason] if reason else [])
+
+
+def test_a_long_underscored_token_before_a_qualified_name_is_scanned_whole() -> None:
+    # A token of underscores with a stray dot at its end made the qualified-name split
+    # backtrack over every "__" (quadratic); the name after it is still found, in place.
+    junk = "_" * 100_000 + ".x"
+    text = f"see {junk} and mail.send_email"
+    flags = scan_text(text, shadow=ShadowIndex(CONFIGURED), server="evil")
+    start = text.index("mail.send_email")
+    assert [(f.kind, f.start, f.end) for f in flags] == [("shadowing", start, start + len("mail.send_email"))]

@@ -284,7 +284,8 @@ def _distinctive(name: str) -> bool:
 
 
 _TOKEN = _compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/-]*")
-_QUALIFIED = _compile(r"(?:mcp__)?(?P<server>[A-Za-z0-9_-]+?)(?:[./:]|__)(?P<tool>[A-Za-z0-9_-]+)")
+_NAME = _compile(r"[A-Za-z0-9_-]+")
+_MCP_PREFIX = "mcp__"  # Claude Code's mcp__<server>__<tool>
 _CURSOR = "mcp_tool_"  # Cursor's prefix: mcp_tool_<name>
 
 
@@ -421,12 +422,37 @@ class ShadowIndex:
             other = self._other_owner(name, server)
             if other is not None:
                 return f'names the tool "{name}" of the server "{other}"'
-        qualified = _QUALIFIED.fullmatch(token) if _compound(token) else None
+        qualified = _qualified(token) if _compound(token) else None
         if qualified is not None:
-            other, tool = qualified.group("server"), qualified.group("tool")
+            other, tool = qualified
             if other != server and tool in self.tools.get(other, ()):
                 return f'names the tool "{tool}" of the server "{other}"'
         return None
+
+
+def _qualified(token: str) -> tuple[str, str] | None:
+    """``token`` as ``(server, tool)`` when it reads ``[mcp__]server<sep>tool``, else None.
+
+    ``sep`` is one of ``.``, ``/``, ``:`` or ``__``; both names are ``[A-Za-z0-9_-]+``; the
+    server is the shortest that fits, as the regular expression
+    ``(?:mcp__)?(?P<server>[A-Za-z0-9_-]+?)(?:[./:]|__)(?P<tool>[A-Za-z0-9_-]+)`` would
+    fullmatch it. Split by hand: that expression backtracks over every ``__`` of a token
+    with a stray ``.`` at its end, quadratic in the token (16,000 characters: 2 s).
+    """
+    for start in (len(_MCP_PREFIX), 0) if token.startswith(_MCP_PREFIX) else (0,):
+        body = token[start:]
+        # The tool holds none of ./:, so the separator is the first of them when there is one.
+        cut = min((i for i in (body.find("."), body.find("/"), body.find(":")) if i >= 0), default=-1)
+        if cut >= 0:
+            server, tool = body[:cut], body[cut + 1 :]
+        else:
+            cut = body.find("__", 1)
+            if cut < 0:
+                continue
+            server, tool = body[:cut], body[cut + 2 :]
+        if _NAME.fullmatch(server) and _NAME.fullmatch(tool):
+            return server, tool
+    return None
 
 
 def _prefers(text: str, start: int, end: int | None = None) -> bool:
