@@ -57,6 +57,14 @@ def test_sentences_and_cuts() -> None:
     assert shorten("alpha beta gamma", 12, at_word=True) == "alpha beta…"
 
 
+def test_a_long_text_is_split_whole_each_abbreviation_kept_in_its_sentence() -> None:
+    # 60,000 sentences in one line (a server's instructions can be that long): each is one
+    # sentence, "e.g." and "Dr." end none of them, a lower-case word after a period goes on.
+    one = "See e.g. the logs of Dr. Who. then more. Done!"
+    text = " ".join([one] * 20_000)
+    assert sentences(text) == ["See e.g. the logs of Dr. Who. then more.", "Done!"] * 20_000
+
+
 def test_a_long_list_is_named_in_part_and_counted() -> None:
     said: list[int] = []
 

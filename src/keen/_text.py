@@ -113,7 +113,9 @@ def _ends_sentence(line: str, end: re.Match[str]) -> bool:
     an initial (``e.g. a file``, ``Dr. Smith``), and not before a lower-case word."""
     if line[end.start() - 1] in "。！？":
         return True
-    word = line[: end.start()].rsplit(" ", 1)[-1].lower()
+    # The word before the boundary, found from it backwards: slicing the line up to it for
+    # each boundary was quadratic in a long text (a server's instructions of 400 kB: 1.3 s).
+    word = line[line.rfind(" ", 0, end.start()) + 1 : end.start()].lower()
     following = line[end.end() : end.end() + 1]
     if word.lstrip(_OPENING) in _ABBREVIATIONS or re.fullmatch(_INITIALS, word):
         return False
