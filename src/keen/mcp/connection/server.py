@@ -521,7 +521,7 @@ class ServerConnection:
             self._set(ServerState.DISCONNECTED, "")
         elif self._eof and not self._refresh_requested:
             if self.closed_why:
-                self._set(ServerState.DISCONNECTED, f'MCP server "{self.name}": {self.closed_why}')
+                self._set(ServerState.DISCONNECTED, self._closed_by_keen())
                 return
             tail = self._stderr_tail()
             how = (
@@ -532,12 +532,16 @@ class ServerConnection:
             msg = f'MCP server "{self.name}" {how}'
             self._set(ServerState.DISCONNECTED, msg + (f"; last stderr: {tail}" if tail else ""))
 
+    def _closed_by_keen(self) -> str:
+        """The status message of a session Keen ended itself (:attr:`closed_why`)."""
+        return f'MCP server "{self.name}": {self.closed_why}'
+
     def _fail(self, exc: BaseException, facts: ConnectFacts) -> None:
         self.session = None
         facts.stderr_tail = self._stderr_tail()
         state, message = classify_connect_failure(exc, facts)
         if self.closed_why:  # Keen ended the session itself: that, not how it looked from here
-            state, message = ServerState.DISCONNECTED, f'MCP server "{self.name}": {self.closed_why}'
+            state, message = ServerState.DISCONNECTED, self._closed_by_keen()
         logger.debug("server %s: connection failed: %r", self.name, exc)
         self._set(state, message)
         self._settle()
