@@ -52,6 +52,13 @@ def exit_watch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     return str(request.param)
 
 
+@pytest.fixture
+def bound_1mb(monkeypatch: pytest.MonkeyPatch) -> int:
+    """The stdio transport's bound on one message set to a million characters for the test."""
+    monkeypatch.setattr(_stdio, "MAX_MESSAGE_CHARS", 1_000_000)
+    return 1_000_000
+
+
 @contextlib.contextmanager
 def _descriptors_below(fd: int) -> Iterator[None]:
     """Every descriptor number below ``fd`` in use for the block, so the next ones are higher."""
@@ -235,11 +242,10 @@ sys.stdin.buffer.read()
 
 
 async def test_a_message_longer_than_the_bound_ends_the_stream_with_why(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exit_watch: str
+    tmp_path: Path, bound_1mb: int, exit_watch: str
 ) -> None:
     # 3 MB of one line against a bound of 1 MB: the session is told why, its stream ends, and
     # the message written after the line's end never arrives (nothing kept past the bound).
-    monkeypatch.setattr(_stdio, "MAX_MESSAGE_CHARS", 1_000_000)
     child = """
 import json, sys
 out = sys.stdout.buffer
@@ -262,11 +268,10 @@ sys.stdin.buffer.read()
 async def test_a_result_longer_than_the_bound_fails_its_call_and_the_log_says_why(
     write_config: Callable[..., Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    bound_1mb: int,
     caplog: pytest.LogCaptureFixture,
     exit_watch: str,
 ) -> None:
-    monkeypatch.setattr(_stdio, "MAX_MESSAGE_CHARS", 1_000_000)
     spec = {
         "tools": [{"name": "big", "inputSchema": {"type": "object"}}],
         "results": {"big": {"content": [{"type": "text", "text": "y" * 2_000_000}]}},
@@ -291,9 +296,8 @@ async def test_a_result_longer_than_the_bound_fails_its_call_and_the_log_says_wh
 
 
 async def test_a_tool_list_longer_than_the_bound_fails_the_connect_and_its_status_says_why(
-    write_config: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    write_config: Callable[..., Path], tmp_path: Path, bound_1mb: int
 ) -> None:
-    monkeypatch.setattr(_stdio, "MAX_MESSAGE_CHARS", 1_000_000)
     spec = {"tools": [{"name": "t", "description": "z" * 2_000_000, "inputSchema": {"type": "object"}}]}
     path = write_config({"flood": hostile_entry(tmp_path / "flood.json", spec)})
     async with Manager(path, trust=PinGuard()) as manager:
