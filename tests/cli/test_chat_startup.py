@@ -191,7 +191,9 @@ def test_a_call_to_a_server_still_connecting_waits_for_it(home: Home) -> None:
 
 
 # Runs `keen chat -p` with a scripted model and prints, when the model is first asked, whether
-# the MCP SDK was loaded and whether the server had been launched (it touches a file first).
+# the MCP SDK was loaded, whether the server had been launched (it touches a file first: a
+# server's own start, which a loaded machine can delay past the chat's first wait) and how many
+# child processes the chat had started (the server's, the moment Keen spawned it).
 FIRST_REQUEST = """
 import gc, json, os, sys
 from pathlib import Path
@@ -199,9 +201,21 @@ from keen.agent.providers import scripted
 
 launched = Path(sys.argv[2])
 
+def children():
+    count = 0
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path("/proc", entry, "stat").read_text() if entry.isdigit() else ""
+        except OSError:  # gone meanwhile
+            continue
+        if stat and int(stat.rpartition(")")[2].split()[1]) == os.getpid():
+            count += 1
+    return count
+
 async def first_request(self, messages, tools):
     seen = {"sdk": sorted(m for m in ("mcp", "mcp_types") if m in sys.modules),
-            "launched": launched.exists(), "system": messages[0].content, "yaml": "yaml" in sys.modules,
+            "launched": launched.exists(), "children": children(),
+            "system": messages[0].content, "yaml": "yaml" in sys.modules,
             "pydantic": "pydantic" in sys.modules, "typer": "typer" in sys.modules,
             "deferred": sorted(m for m in ("hashlib", "keen._redact", "keen.capabilities.descriptor",
                                            "anyio", "anyio.from_thread", "keen.agent.model_events")
@@ -276,7 +290,7 @@ def test_with_the_skills_on_disk_the_model_is_asked_before_any_server_or_the_sdk
     launched.unlink()
     seen, stderr = first_request(home, launched)
     assert seen["sdk"] == [], seen  # the MCP SDK loads with the first server, behind the request
-    assert seen["launched"] is False, stderr  # the server starts behind the request
+    assert (seen["launched"], seen["children"]) == (False, 0), stderr  # the server starts behind the request
     assert "mcp:quick" in seen["system"]  # its catalog line, from the skill on disk
     assert "still connecting (1 server): quick; answering with the skills on disk" in stderr
     # The next start takes the skills from the store the first one wrote (keen.skills.cache):
@@ -349,9 +363,13 @@ def test_a_second_run_asks_the_model_before_the_runtime_or_the_config_models_loa
     seen, stderr = first_request(home, launched)
     # The prompt came from the skills on disk and configs.json read as plain JSON: no
     # pydantic, no runtime, harness or turn loop, no server launched when the model was asked.
-    assert (seen["pydantic"], seen["runtime"], seen["sdk"], seen["launched"]) == (False, [], [], False), (
-        stderr
-    )
+    assert (seen["pydantic"], seen["runtime"], seen["sdk"], seen["launched"], seen["children"]) == (
+        False,
+        [],
+        [],
+        False,
+        0,
+    ), stderr
     assert "mcp:quick" in seen["system"]
     assert seen["collector"] is False  # paused until the request is out (keen._gcfreeze)
     # The whole session after it runs as ever: the server still starts and joins.
@@ -393,7 +411,7 @@ def test_an_entry_broken_since_the_last_run_is_reported_and_the_rest_answers(tmp
     # Not the validated text: validated in full first, and the servers start before the
     # model is asked, with the broken entry's error said, as on any run that finds one.
     assert "server pigeon:" in stderr and "transport 'carrier-pigeon' is not supported" in stderr, stderr
-    assert seen["launched"] is True, stderr
+    assert seen["children"] == 1, stderr  # the server's process, whether it has run yet or not
 
 
 def test_sigterm_while_the_early_answer_streams_ends_the_chat_as_ever(home: Home) -> None:
