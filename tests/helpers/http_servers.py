@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 import uvicorn
@@ -141,6 +142,10 @@ class HttpServer:
     path: str = "/mcp"
     transport: str = "http"
     """``http`` (Streamable HTTP) or ``sse`` (the deprecated HTTP+SSE transport; path ``/sse``)."""
+    app_options: dict[str, Any] = field(default_factory=dict[str, Any])
+    """More keyword arguments of FastMCP's ``http_app`` (``json_response=True``)."""
+    wrap: Callable[[ASGIApp], ASGIApp] | None = None
+    """ASGI middleware around the MCP app, inside the API-key check (gzip, a handshake-only era)."""
     port: int = 0
     requests: list[RecordedRequest] = field(default_factory=list)
     _server: uvicorn.Server | None = field(default=None, repr=False)
@@ -181,7 +186,10 @@ class HttpServer:
         sock.set_inheritable(True)
         self.port = sock.getsockname()[1]
         # A fresh Starlette app per start: the MCP session manager runs once per instance.
-        app = _RequireApiKey(self.mcp.http_app(path=self.path, transport=self.transport), self)  # type: ignore[arg-type]
+        app: ASGIApp = self.mcp.http_app(path=self.path, transport=self.transport, **self.app_options)  # type: ignore[arg-type]
+        if self.wrap is not None:
+            app = self.wrap(app)
+        app = _RequireApiKey(app, self)
         config = uvicorn.Config(
             app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1, ws="none"
         )
@@ -250,9 +258,12 @@ def serve_http(
     api_key_scheme: str = "Bearer",
     path: str = "/mcp",
     transport: str = "http",
+    app_options: dict[str, Any] | None = None,
+    wrap: Callable[[ASGIApp], ASGIApp] | None = None,
 ) -> Iterator[HttpServer]:
     """Run ``mcp`` over Streamable HTTP (``transport="sse"``: HTTP+SSE, serve it at ``path="/sse"``)
-    on 127.0.0.1 for the ``with`` block; see the module doc."""
+    on 127.0.0.1 for the ``with`` block; see the module doc and :class:`HttpServer`'s
+    ``app_options`` and ``wrap``."""
     server = HttpServer(
         mcp,
         api_key=api_key,
@@ -260,6 +271,8 @@ def serve_http(
         api_key_scheme=api_key_scheme,
         path=path,
         transport=transport,
+        app_options=app_options or {},
+        wrap=wrap,
     )
     server.start()
     try:

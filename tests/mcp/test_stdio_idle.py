@@ -31,7 +31,7 @@ from mcp.shared.message import SessionMessage
 from helpers.hostile import hostile_entry
 from keen.errors import InvalidArguments, ServerDisconnected
 from keen.mcp import Manager, ServerState
-from keen.mcp.connection import _stdio
+from keen.mcp.connection import _stdio, message_size
 from keen.mcp.connection._stdio import pidfd_supported, spawned_stdio_client
 from keen.mcp.connection.spawn import _setpriv  # pyright: ignore[reportPrivateUsage]
 from keen.trust import PinGuard
@@ -54,8 +54,9 @@ def exit_watch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.fixture
 def bound_1mb(monkeypatch: pytest.MonkeyPatch) -> int:
-    """The stdio transport's bound on one message set to a million characters for the test."""
-    monkeypatch.setattr(_stdio, "MAX_MESSAGE_CHARS", 1_000_000)
+    """The bound on one message (``keen.mcp.connection.message_size``) set to a million
+    characters for the test."""
+    monkeypatch.setattr(message_size, "MAX_MESSAGE_SIZE", 1_000_000)
     return 1_000_000
 
 
@@ -259,7 +260,7 @@ sys.stdin.buffer.read()
         async with spawned_stdio_client(server, errlog) as (read, _write):
             with anyio.fail_after(30):
                 first = await read.receive()
-                assert isinstance(first, _stdio.MessageTooLarge), first
+                assert isinstance(first, message_size.MessageTooLarge), first
                 assert "more than the 1,000,000 Keen reads of a message" in str(first)
                 with pytest.raises(anyio.EndOfStream):
                     await read.receive()

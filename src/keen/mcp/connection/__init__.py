@@ -4,6 +4,7 @@
 * :mod:`~keen.mcp.connection.spawn` (with ``_stdio``, ``_orphans``, ``_stderr``): stdio
   servers started off the event loop, stopped with their daemons, stderr copied redacted.
 * ``_http``: Streamable HTTP and HTTP+SSE; :mod:`~keen.mcp.connection.memory`: in-process servers.
+* :mod:`~keen.mcp.connection.message_size`: how much of one message Keen reads, on every transport.
 * :mod:`~keen.mcp.connection.translate`: SDK, OS and httpx2 exceptions become Keen's.
 * :mod:`~keen.mcp.connection.elicitation`, :mod:`~keen.mcp.connection.relay`: a server's
   questions and log messages during a call, passed to whoever made it.

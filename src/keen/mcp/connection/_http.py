@@ -7,6 +7,10 @@ An ``api_key`` server gets its header on every request; an ``oauth`` server, the
 ``httpx2.Auth`` its owner built. The SDK reports an HTTP 401 as a bare ``MCPError -32603``
 without the status, so a response hook records the MCP endpoint's status and
 ``WWW-Authenticate`` challenge for the error translation (:mod:`keen.mcp.connection.translate`).
+
+One message is bounded (:mod:`keen.mcp.connection.message_size`): a server-sent event by the
+SDK's ``max_sse_event_size``, a JSON response's body by :class:`BoundedJsonBody`, set on it
+by the same response hook.
 """
 
 from __future__ import annotations
@@ -20,9 +24,55 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from keen.mcp.config.servers import HttpServerConfig
+from keen.mcp.connection import message_size
 from keen.mcp.connection.translate import ConnectFacts
 
-__all__ = ["http_transport"]
+__all__ = ["BoundedJsonBody", "JsonBodyTooLarge", "http_transport"]
+
+
+class JsonBodyTooLarge(httpx2.StreamError):
+    """A JSON response's body went over :data:`~keen.mcp.connection.message_size.MAX_MESSAGE_SIZE`
+    bytes (an ``httpx2.StreamError``: the SDK answers the request with it, and the session goes on)."""
+
+
+class BoundedJsonBody(httpx2.AsyncByteStream):
+    """A JSON response's body, decoded, that raises :class:`JsonBodyTooLarge` once it passes
+    :data:`~keen.mcp.connection.message_size.MAX_MESSAGE_SIZE` bytes.
+
+    The bound counts the decoded bytes, what reading the body keeps: a few kilobytes of gzip
+    can decode to gigabytes. httpx2 decodes them itself, through a response made over the
+    raw stream with the same ``Content-Encoding``; the response this replaces the stream of
+    has that header removed, so nothing is decoded twice.
+    """
+
+    def __init__(self, response: httpx2.Response) -> None:
+        encoding = response.headers.get_list("content-encoding")
+        self._decoding = httpx2.Response(
+            response.status_code,
+            headers=[("content-encoding", value) for value in encoding],
+            stream=response.stream,
+        )
+        self._limit = message_size.MAX_MESSAGE_SIZE
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in self._decoding.aiter_bytes():
+            size += len(chunk)
+            if size > self._limit:
+                raise JsonBodyTooLarge(
+                    f"{message_size.JSON_BODY_TOO_LARGE}{self._limit:,} bytes, more than Keen reads of one message"
+                )
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._decoding.aclose()
+
+
+def _bound_json_body(response: httpx2.Response) -> None:
+    if response.headers.get("content-type", "").lower().startswith("application/json"):
+        response.stream = BoundedJsonBody(response)
+        if "content-encoding" in response.headers:
+            del response.headers["content-encoding"]
 
 
 @contextlib.asynccontextmanager
@@ -41,6 +91,7 @@ async def http_transport(
 
     async def on_response(response: httpx2.Response) -> None:
         if str(response.request.url).split("?", 1)[0].rstrip("/") == endpoint:
+            _bound_json_body(response)
             on_status(response.status_code)
             facts.http_status = response.status_code
             facts.www_authenticate = response.headers.get("www-authenticate")
@@ -74,5 +125,10 @@ async def http_transport(
         event_hooks={"response": [on_response]},
         timeout=httpx2.Timeout(cfg.timeouts.connect, read=read_timeout),
     )
-    async with client, streamable_http_client(cfg.url, http_client=client) as streams:
+    async with (
+        client,
+        streamable_http_client(
+            cfg.url, http_client=client, max_sse_event_size=message_size.MAX_MESSAGE_SIZE
+        ) as streams,
+    ):
         yield streams

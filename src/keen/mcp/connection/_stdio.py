@@ -54,7 +54,9 @@ from mcp.client.stdio import (
 )
 from mcp.shared.message import SessionMessage
 
-__all__ = ["MAX_MESSAGE_CHARS", "MessageTooLarge", "pidfd_supported", "spawned_stdio_client"]
+from keen.mcp.connection import message_size
+
+__all__ = ["pidfd_supported", "spawned_stdio_client"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,15 +64,6 @@ T = TypeVar("T")
 
 _KILL_REAP_TIMEOUT = 2.0
 _CHUNK = 65536
-MAX_MESSAGE_CHARS = 100_000_000
-"""The most characters of one message (one line of stdout) Keen keeps while it waits for its
-end: a server that sends more without a newline has its connection closed, so an endless line
-cannot take the host's memory."""
-
-
-class MessageTooLarge(ValueError):
-    """A server sent more than :data:`MAX_MESSAGE_CHARS` of one message: handed to the session
-    as its transport error, then the stream ends."""
 
 
 @functools.cache
@@ -310,7 +303,7 @@ class _Pipes:
                     if "\n" not in text:
                         pending.append(text)
                         pending_chars += len(text)
-                        if pending_chars > MAX_MESSAGE_CHARS:
+                        if pending_chars > message_size.MAX_MESSAGE_SIZE:
                             await self._too_large(pending_chars)
                             return  # the session sees its stream end; the drain below remains
                         continue
@@ -342,13 +335,13 @@ class _Pipes:
             await self._drain()
 
     async def _too_large(self, chars: int) -> None:
-        """Tell the session why its stream ends (:class:`MessageTooLarge`)."""
+        """Tell the session why its stream ends (:class:`~keen.mcp.connection.message_size.MessageTooLarge`)."""
         reason = (
             f"it sent {chars:,} characters of one message without its end, more than the"
-            f" {MAX_MESSAGE_CHARS:,} Keen reads of a message; Keen closed its connection"
+            f" {message_size.MAX_MESSAGE_SIZE:,} Keen reads of a message; Keen closed its connection"
         )
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await self._to_session.send(MessageTooLarge(reason))
+            await self._to_session.send(message_size.MessageTooLarge(reason))
 
     async def _drain(self) -> None:
         # Read and drop what the server still writes, so it never blocks on a full pipe

@@ -39,6 +39,7 @@ from keen.mcp.connection.elicitation import (
     UrlElicitationCallback,
     sdk_callback,
 )
+from keen.mcp.connection.message_size import MessageTooLarge
 from keen.mcp.connection.relay import CALL_PEER, Relay
 from keen.mcp.connection.sdk_private import negotiate_auto
 from keen.mcp.connection.spawn import stdio_transport
@@ -143,7 +144,7 @@ class ServerConnection:
         self._eof = False
         self.closed_why = ""
         """Why Keen itself ended the current session (a message over the stdio bound,
-        :data:`keen.mcp.connection._stdio.MAX_MESSAGE_CHARS`), else ``""``."""
+        :data:`keen.mcp.connection.message_size.MAX_MESSAGE_SIZE`), else ``""``."""
         self._stderr: StderrCopy | None = None
         self._tool_filter = ToolListFilter()
         self.invalid_tools: list[InvalidTool] = []
@@ -695,9 +696,7 @@ class ServerConnection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
-            from keen.mcp.connection._stdio import MessageTooLarge  # only the stdio transport sends it
-
-            if isinstance(message, MessageTooLarge):  # Keen's own words: the session ends next
+            if isinstance(message, MessageTooLarge):  # Keen's own words (stdio): the session ends next
                 self.closed_why = str(message)
                 logger.warning("server %s: %s", self.name, message)
                 return

@@ -19,6 +19,7 @@ from mcp_types import (
     CONNECTION_CLOSED,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    PARSE_ERROR,
     REQUEST_TIMEOUT,
     URL_ELICITATION_REQUIRED,
 )
@@ -41,6 +42,7 @@ from keen.errors import (
     exception_leaves,
 )
 from keen.mcp.config.defaults import more_time_advice, split_advice
+from keen.mcp.connection import message_size
 from keen.mcp.connection.elicitation import check_url
 from keen.mcp.types import ServerState
 
@@ -49,6 +51,7 @@ __all__ = [
     "ConnectFacts",
     "auth_status_error",
     "classify_connect_failure",
+    "over_message_bound",
     "root_cause",
     "sign_in_message",
     "translate_call_error",
@@ -79,6 +82,23 @@ def went_away(cause: MCPError) -> bool:
     if cause.code != CONNECTION_CLOSED or cause.error.data is not None:
         return False
     return cause.message.startswith(_SDK_CLOSED)
+
+
+def over_message_bound(cause: MCPError) -> bool:
+    """Whether ``cause`` answers a request whose response passed Keen's bound on one message
+    (:mod:`keen.mcp.connection.message_size`): a server-sent event, as the SDK words it, or a
+    JSON body, as Keen does. Only that request failed; the session goes on.
+    """
+    if cause.error.data is not None:
+        return False
+    if cause.code == CONNECTION_CLOSED:
+        return cause.message.startswith(message_size.SSE_EVENT_TOO_LARGE)
+    return cause.code == PARSE_ERROR and message_size.JSON_BODY_TOO_LARGE in cause.message
+
+
+def _too_large_words(server: str, during: str) -> str:
+    limit = message_size.MAX_MESSAGE_SIZE
+    return f'MCP server "{server}" sent more {during} than Keen reads of one message ({limit:,} bytes)'
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -151,6 +171,10 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         return ServerState.DISCONNECTED, (
             f'MCP server "{name}" answered HTTP {f.http_status} at {f.url}; check the url (it must be the MCP '
             "endpoint, often ending in /mcp) and the server's logs"
+        )
+    if isinstance(cause, MCPError) and over_message_bound(cause):
+        return ServerState.DISCONNECTED, (
+            f"{_too_large_words(name, f'during {f.phase}')}; check the server's version and logs"
         )
     if isinstance(cause, MCPError) and went_away(cause):
         how = "exited" if f.transport == "stdio" else "closed the connection"
@@ -292,6 +316,11 @@ def translate_call_error(
         # A server writes this message: bounded before it reaches an error, a log or a model.
         # Redacted before it is cut, so no secret survives in halves.
         detail = _cut(redactor.redact(cause.message), _DETAIL_CHARS)
+        if over_message_bound(cause):
+            words = _too_large_words(server, f'for "{tool}"')
+            return RemoteProtocolError(
+                f"{words}; ask the tool for less (a smaller page, range or file)", server=server, tool=tool
+            )
         if went_away(cause):
             return ServerDisconnected(
                 f'MCP server "{server}" went away during "{tool}"',
