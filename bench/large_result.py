@@ -14,16 +14,30 @@ MB, and the growth from the smallest to the largest size as a ratio of the per-M
 (about 1 when the cost is proportional to the size; 16 when it is proportional to its
 square between 1 and 16 MB). Prints figures, never asserts.
 
-Usage: ``python bench/large_result.py [--sizes 1,4,16] [--repeat 5] [--json]`` (sizes in MB).
+Each transport runs in turn (``--transports``): ``stdio``; ``events``, a Streamable HTTP
+server of the 2025-11-25 era that answers in server-sent events (``bench/servers/sized_http.py``,
+the MCP SDK's own server, on 127.0.0.1); ``json``, the same answering with JSON bodies; and
+``gzip``, those compressed. Over HTTP the server's process is apart too; this process's
+CPU includes its HTTP client (httpx2) and, for ``gzip``, the decompression. Until Keen set
+its own bound on one message, the SDK's 1 MiB an event failed ``events`` at 1 MB.
+
+Usage: ``python bench/large_result.py [--sizes 1,4,16] [--repeat 5] [--transports stdio,events,json,gzip]
+[--json]`` (sizes in MB).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
+import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -32,12 +46,41 @@ from keen.mcp import Manager
 from keen.trust import PinGuard
 
 MB = 1 << 20
+SIZED_HTTP = str(Path(__file__).resolve().parent / "servers" / "sized_http.py")
+TRANSPORTS = {
+    "stdio": "one stdio result",
+    "events": "one Streamable HTTP result in a server-sent event",
+    "json": "one Streamable HTTP result as a JSON body",
+    "gzip": "one Streamable HTTP result as a gzipped JSON body",
+}
 
 
-async def _measure(sizes: list[float], repeat: int) -> dict[float, list[float]]:
+@contextlib.contextmanager
+def _server(transport: str) -> Iterator[dict[str, Any]]:
+    """The configs.json entry of the server for ``transport``, running for the block."""
+    if transport == "stdio":
+        yield {"command": PYTHON, "args": [TINY_SERVER, "--sized"]}
+        return
+    flags = {"events": [], "json": ["--json"], "gzip": ["--json", "--gzip"]}[transport]
+    with tempfile.TemporaryDirectory(prefix="keen-bench-http-") as tmp:
+        port_file = Path(tmp) / "port"
+        process = subprocess.Popen([PYTHON, SIZED_HTTP, str(port_file), *flags], stdin=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while not port_file.exists() or not port_file.read_text():
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"the HTTP server for {transport} did not start")
+                time.sleep(0.05)
+            yield {"transport": "streamable_http", "url": f"http://127.0.0.1:{port_file.read_text()}/mcp"}
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+async def _measure(sizes: list[float], repeat: int, entry: dict[str, Any]) -> dict[float, list[float]]:
     cpu: dict[float, list[float]] = {size: [] for size in sizes}
     with keen_home() as home:
-        path = write_config(home, {"tiny": {"command": PYTHON, "args": [TINY_SERVER, "--sized"]}})
+        path = write_config(home, {"tiny": entry})
         async with Manager(path, trust=PinGuard()) as manager:
             if not await manager.wait_ready(60):
                 raise SystemExit(f"the server did not connect: {manager.status('tiny').last_error}")
@@ -57,17 +100,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Client CPU of a call by the size of its result.")
     parser.add_argument("--sizes", default="1,4,16", help="result sizes in MB, comma-separated")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--transports", default=",".join(TRANSPORTS), help="of " + ", ".join(TRANSPORTS))
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sizes = sorted(float(x) for x in args.sizes.split(","))
+    for transport in args.transports.split(","):
+        if transport not in TRANSPORTS:
+            raise SystemExit(f"unknown transport {transport!r}: use {', '.join(TRANSPORTS)}")
+        with _server(transport) as entry:
+            _report(transport, sizes, args.repeat, entry, as_json=args.json)
+
+
+def _report(transport: str, sizes: list[float], repeat: int, entry: dict[str, Any], *, as_json: bool) -> None:
     before = os.getloadavg()
-    cpu = anyio.run(_measure, sizes, args.repeat)
+    cpu = anyio.run(_measure, sizes, repeat, entry)
     after = os.getloadavg()
     medians = {size: statistics.median(values) for size, values in cpu.items()}
     per_mb = {size: medians[size] / size for size in sizes}
     growth = per_mb[sizes[-1]] / per_mb[sizes[0]]
-    if args.json:
-        print(json.dumps({"cpu_s": cpu, "per_mb_s": per_mb, "growth": growth, "load": [before, after]}))
+    if as_json:
+        record = {
+            "transport": transport,
+            "cpu_s": cpu,
+            "per_mb_s": per_mb,
+            "growth": growth,
+            "load": [before, after],
+        }
+        print(json.dumps(record))
         return
     rows = [
         (
@@ -85,7 +144,7 @@ def main() -> None:
         )
     )
     print_block(
-        f"Manager.call_tool, one stdio result of each size, client CPU (min / median / max of {args.repeat})",
+        f"Manager.call_tool, {TRANSPORTS[transport]} of each size, client CPU (min / median / max of {repeat})",
         rows,
         [load_text(before, after)],
     )
