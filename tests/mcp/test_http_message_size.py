@@ -7,6 +7,7 @@ up, and a compressed JSON body is bounded by what it decodes to. Real FastMCP se
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from helpers.http_servers import serve_http
-from keen.errors import RemoteProtocolError
+from keen.errors import RemoteProtocolError, ServerDisconnected
 from keen.mcp import Manager, ServerState
 from keen.mcp.connection import message_size
 from keen.trust import PinGuard
@@ -174,3 +175,33 @@ async def test_a_tool_list_over_the_bound_says_so_in_the_status(
             assert status.last_error.startswith(
                 'MCP server "sized" sent more during list_tools than Keen reads of one message (1,000,000 bytes)'
             ), status.last_error
+
+
+async def test_an_http_sse_event_over_the_sdks_fixed_limit_says_why_the_session_ended(
+    write_config: Callable[..., Path],
+) -> None:
+    # The deprecated HTTP+SSE transport: every message on one stream, whose reader (the SDK's
+    # sse_client) keeps 1 MiB an event with no setting, and ends the session past it.
+    with serve_http(sized_server(), path="/sse", transport="sse") as srv:
+        path = write_config({"legacy": {"transport": "sse", "url": srv.url}})
+        async with Manager(path, trust=PinGuard()) as manager:
+            assert await manager.wait_ready(20), manager.status("legacy").last_error
+            # Events of 600 KB each (the text and its structuredContent copy), more than the
+            # limit in all: each event is counted on its own.
+            for _ in range(3):
+                assert (
+                    await manager.call_tool("legacy", "text_of_size", {"n": 300_000})
+                ).text == "x" * 300_000
+            why = (
+                r"it sent an event of more than 1,048,576 bytes, more than the HTTP\+SSE transport reads "
+                r'\(the MCP SDK\'s fixed limit\); use "transport": "streamable_http" if the server offers it$'
+            )
+            with pytest.raises(
+                ServerDisconnected, match=r'^MCP server "legacy" went away during "text_of_size": ' + why
+            ):
+                await manager.call_tool("legacy", "text_of_size", {"n": 2 * MB})
+            status = manager.status("legacy")
+            assert status.state is ServerState.DISCONNECTED
+            # The call's words first, the session's end's ("MCP server "legacy": it sent ...") once
+            # its owner task has seen it: each says why.
+            assert re.search(why, status.last_error), status.last_error

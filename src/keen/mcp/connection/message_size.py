@@ -14,7 +14,8 @@ way its transport allows:
   has a response of its own, so only the call fails (``RemoteProtocolError``, saying why),
   and the session goes on.
 * HTTP+SSE (deprecated): the SDK's ``sse_client`` keeps its own 1 MiB an event, with no
-  setting; every message comes on one stream, so a larger one ends the session.
+  setting; every message comes on one stream, so a larger one ends the session, and the
+  call and the server's status say why (``keen.mcp.connection._http.LegacyEventWatch``).
 
 The limit is far above what a model can use of one result (a result is cut for the model,
 docs/architecture.md "The data flow of one call"); the MCP SDK's own default for one event,

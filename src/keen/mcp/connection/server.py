@@ -375,7 +375,7 @@ class ServerConnection:
 
                     self.auth = self._oauth(cfg, facts)
                     streams = await stack.enter_async_context(
-                        http_transport(cfg, facts, self.auth, self._saw_status)
+                        http_transport(cfg, facts, self.auth, self._saw_status, self._closing_because)
                     )
                 read, write = streams
                 tool_filter = self._tool_filter = ToolListFilter()
@@ -532,6 +532,12 @@ class ServerConnection:
             )
             msg = f'MCP server "{self.name}" {how}'
             self._set(ServerState.DISCONNECTED, msg + (f"; last stderr: {tail}" if tail else ""))
+
+    def _closing_because(self, why: str) -> None:
+        """Record why the session is about to end (a message over a bound), before its end
+        reaches a waiting call (:attr:`closed_why`), and log it."""
+        self.closed_why = why
+        logger.warning("server %s: %s", self.name, why)
 
     def _closed_by_keen(self) -> str:
         """The status message of a session Keen ended itself (:attr:`closed_why`)."""
@@ -697,8 +703,7 @@ class ServerConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
             if isinstance(message, MessageTooLarge):  # Keen's own words (stdio): the session ends next
-                self.closed_why = str(message)
-                logger.warning("server %s: %s", self.name, message)
+                self._closing_because(str(message))
                 return
             # Redacted before the cut: a cut secret no longer matches, and its head would survive.
             text = one_line(redactor.redact(str(message)), 120)
