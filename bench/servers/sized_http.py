@@ -16,8 +16,8 @@ bytes, as ``tiny_stdio.py --sized`` does (its result also carries the text again
 from __future__ import annotations
 
 import argparse
-import json
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,55 +25,15 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from starlette.middleware.gzip import GZipMiddleware
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from helpers.http_servers import handshake_only
+
 _PATTERN = "caf\u00e9 \u20ac \U0001d11e ok "
 
 
 def _text_of_size(size: int) -> str:
     encoded = (_PATTERN * (size // len(_PATTERN.encode()) + 1)).encode()[: max(size, 0)]
     return encoded.decode("utf-8", "ignore")
-
-
-def _handshake_only(app: Any) -> Any:
-    """Answer ``server/discover`` with -32601 before the SDK sees it; pass the rest on."""
-
-    async def serve(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await app(scope, receive, send)
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        request = json.loads(body or b"null")
-        if isinstance(request, dict) and request.get("method") == "server/discover":
-            error = {
-                "jsonrpc": "2.0",
-                "id": request.get("id"),
-                "error": {"code": -32601, "message": "Method not found"},
-            }
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [(b"content-type", b"application/json")],
-                }
-            )
-            await send({"type": "http.response.body", "body": json.dumps(error).encode()})
-            return
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await app(scope, replay, send)
-
-    return serve
 
 
 def main() -> None:
@@ -99,7 +59,7 @@ def main() -> None:
     # Connections wait in the socket's backlog until uvicorn accepts them: the port can be
     # told before it serves.
     Path(args.port_file).write_text(str(sock.getsockname()[1]))
-    config = uvicorn.Config(_handshake_only(app), log_level="warning", lifespan="on", ws="none")
+    config = uvicorn.Config(handshake_only(app), log_level="warning", lifespan="on", ws="none")
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -6,7 +6,6 @@ up, and a compressed JSON body is bounded by what it decodes to. Real FastMCP se
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,7 @@ from fastmcp import FastMCP
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from helpers.http_servers import serve_http
+from helpers.http_servers import handshake_only, serve_http
 from keen.errors import RemoteProtocolError, ServerDisconnected
 from keen.mcp import Manager, ServerState
 from keen.mcp.connection import message_size
@@ -36,50 +35,6 @@ def sized_server(description: str = "Text of n characters.") -> FastMCP:
         return "x" * n
 
     return server
-
-
-def handshake_only(app: ASGIApp) -> ASGIApp:
-    """Answer ``server/discover`` with -32601, as the npm reference servers do: the client
-    falls back to ``initialize`` and the 2025-11-25 era, whose answers are event streams."""
-
-    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await app(scope, receive, send)
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        request = json.loads(body)
-        if isinstance(request, dict) and request.get("method") == "server/discover":
-            error = {
-                "jsonrpc": "2.0",
-                "id": request["id"],
-                "error": {"code": -32601, "message": "Method not found"},
-            }
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [(b"content-type", b"application/json")],
-                }
-            )
-            await send({"type": "http.response.body", "body": json.dumps(error).encode()})
-            return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await app(scope, replay, send)
-
-    return serve
 
 
 def recording_encodings(seen: list[str]) -> Callable[[ASGIApp], ASGIApp]:
