@@ -143,8 +143,9 @@ class ServerConnection:
         self._attempt_waiters: list[anyio.Event] = []
         self._eof = False
         self.closed_why = ""
-        """Why Keen itself ended the current session (a message over the stdio bound,
-        :data:`keen.mcp.connection.message_size.MAX_MESSAGE_SIZE`), else ``""``."""
+        """Why the current session ended, or is about to, on a message over a bound
+        (:mod:`keen.mcp.connection.message_size`: Keen's on stdio, the SDK's fixed one on
+        HTTP+SSE), else ``""``."""
         self._stderr: StderrCopy | None = None
         self._tool_filter = ToolListFilter()
         self.invalid_tools: list[InvalidTool] = []
@@ -522,7 +523,7 @@ class ServerConnection:
             self._set(ServerState.DISCONNECTED, "")
         elif self._eof and not self._refresh_requested:
             if self.closed_why:
-                self._set(ServerState.DISCONNECTED, self._closed_by_keen())
+                self._set(ServerState.DISCONNECTED, self._closed_over_bound())
                 return
             tail = self._stderr_tail()
             how = (
@@ -539,16 +540,16 @@ class ServerConnection:
         self.closed_why = why
         logger.warning("server %s: %s", self.name, why)
 
-    def _closed_by_keen(self) -> str:
-        """The status message of a session Keen ended itself (:attr:`closed_why`)."""
+    def _closed_over_bound(self) -> str:
+        """The status message of a session ended on a message over a bound (:attr:`closed_why`)."""
         return f'MCP server "{self.name}": {self.closed_why}'
 
     def _fail(self, exc: BaseException, facts: ConnectFacts) -> None:
         self.session = None
         facts.stderr_tail = self._stderr_tail()
         state, message = classify_connect_failure(exc, facts)
-        if self.closed_why:  # Keen ended the session itself: that, not how it looked from here
-            state, message = ServerState.DISCONNECTED, self._closed_by_keen()
+        if self.closed_why:  # it ended on a message over a bound: that, not how it looked from here
+            state, message = ServerState.DISCONNECTED, self._closed_over_bound()
         logger.debug("server %s: connection failed: %r", self.name, exc)
         self._set(state, message)
         self._settle()
