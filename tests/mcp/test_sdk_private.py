@@ -7,6 +7,7 @@ failing at a user's first 2026-07-28 connection or input round.
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.metadata
 import inspect
 import pathlib
@@ -82,3 +83,23 @@ def test_no_other_keen_module_imports_a_private_sdk_module_or_name() -> None:
     assert offenders == {}, (
         f"import the SDK's private names through keen.mcp.connection.sdk_private: {offenders}"
     )
+
+
+def test_the_sdks_limits_keen_words_are_the_ones_it_applies() -> None:
+    """Keen names the size where a message stops being read (keen.mcp.connection.message_size):
+    on HTTP+SSE the SDK's own fixed limit, which ``sse_client`` does not let a caller set; on
+    Streamable HTTP Keen's, through ``max_sse_event_size``, whose failure Keen recognises by
+    the SDK's words."""
+    from mcp.client.sse import sse_client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import sse_within_origin  # pyright: ignore[reportPrivateUsage]
+
+    from keen.mcp.connection._http import LEGACY_EVENT_LIMIT
+    from keen.mcp.connection.message_size import SSE_EVENT_TOO_LARGE
+
+    assert inspect.signature(sse_within_origin).parameters["max_event_size"].default == LEGACY_EVENT_LIMIT
+    assert "max_event_size" not in inspect.signature(sse_client).parameters
+    assert "max_sse_event_size" in inspect.signature(streamable_http_client).parameters
+    source = inspect.getsource(importlib.import_module("mcp.client.streamable_http"))
+    assert 'f"SSE stream failed: {exc}"' in source, "the SDK words a failed event stream otherwise now"
+    assert SSE_EVENT_TOO_LARGE.startswith("SSE stream failed: ")
