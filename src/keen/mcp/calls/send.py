@@ -219,9 +219,10 @@ async def send_request(
 
 
 def _lost(connection: ServerConnection, error: ServerDisconnected) -> ServerDisconnected:
-    """``error``, with why Keen itself ended the session when it did
-    (:attr:`ServerConnection.closed_why`: the session's message handler records it before the
-    session sees its stream end), recorded as the connection's loss."""
+    """``error``, with why the session ended when it ended on a message over a bound
+    (:attr:`ServerConnection.closed_why`: recorded before the session sees its stream end, by
+    its message handler on stdio, by the response hook on HTTP+SSE), recorded as the
+    connection's loss."""
     if connection.closed_why:
         error = ServerDisconnected(
             f"{error.message}: {connection.closed_why}",
