@@ -13,23 +13,233 @@ SDK's ``max_sse_event_size``, a JSON response's body by :class:`BoundedJsonBody`
 by the same response hook. The HTTP+SSE transport's stream keeps the SDK's fixed 1 MiB an
 event; :class:`LegacyEventWatch` sees an event pass it first, so the connection can say why
 it ends.
+
+A request Keen gave up on (its time ran out, or its caller went away) has its HTTP exchange
+ended (:class:`Exchanges`). The SDK does that itself only in the 2026-07-28 era; in the
+handshake era it sends ``notifications/cancelled`` and goes on reading the POST's answer,
+which nobody waits for any more: a server that never answers, or keeps the stream open with
+keep-alive comments, held one pooled connection per such call (100 of them and no request
+got a connection: the session ended), and one whose headers never came ended the whole
+session when the read timeout passed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import anyio
 import httpx2
+import mcp_types as mt
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from keen.mcp.config.servers import HttpServerConfig
 from keen.mcp.connection import message_size
 from keen.mcp.connection.translate import ConnectFacts
+from keen.mcp.listing.streams import StreamProxy
 
-__all__ = ["LEGACY_EVENT_LIMIT", "BoundedJsonBody", "JsonBodyTooLarge", "LegacyEventWatch", "http_transport"]
+__all__ = [
+    "LEGACY_EVENT_LIMIT",
+    "AbandonedJsonBody",
+    "AbandonedSseStream",
+    "BoundedJsonBody",
+    "Exchanges",
+    "JsonBodyTooLarge",
+    "LegacyEventWatch",
+    "http_transport",
+]
+
+_ABANDONED = "Keen gave up on this request (it timed out or its caller went away)"
+
+
+class AbandonedSseStream(httpx2.SSEError):
+    """The answer to a request Keen gave up on, as an event stream, ended by Keen (an
+    ``httpx2.SSEError``: the SDK answers the request with it, and the session goes on)."""
+
+
+class AbandonedJsonBody(httpx2.StreamError):
+    """The answer to a request Keen gave up on, as a JSON body, ended by Keen (an
+    ``httpx2.StreamError``: the SDK answers the request with it, and the session goes on)."""
+
+
+class _Exchange:
+    """One POST and its answer, until its body is read or closed."""
+
+    def __init__(self, request: httpx2.Request) -> None:
+        self.request = request
+        self.abandoned = False
+        self._scope: anyio.CancelScope | None = None
+        self._id: Any = None
+        self._parsed = False
+
+    def request_id(self) -> Any:
+        """The JSON-RPC id of the request this POST carries, ``None`` for a notification or a
+        response. Parsed only when some request is given up on, not for every POST."""
+        if not self._parsed:
+            self._parsed = True
+            try:
+                body = json.loads(self.request.content)
+            except ValueError:
+                body = None
+            if isinstance(body, dict) and "method" in body:
+                self._id = body.get("id")  # pyright: ignore[reportUnknownMemberType]
+        return self._id
+
+    def guard(self) -> anyio.CancelScope:
+        """A scope for one wait on the server (the answer's head, or a chunk of its body),
+        cancelled when the exchange is abandoned. One a wait: a scope is entered only once,
+        and none may span the body's ``yield``."""
+        scope = self._scope = anyio.CancelScope()
+        if self.abandoned:
+            scope.cancel()
+        return scope
+
+    def abandon(self) -> None:
+        self.abandoned = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+
+class _AbandonableBody(httpx2.AsyncByteStream):
+    """An answer's body that ends, raising ``error``, once its exchange is abandoned."""
+
+    def __init__(
+        self,
+        inner: httpx2.AsyncByteStream,
+        exchange: _Exchange,
+        error: type[Exception],
+        done: Callable[[], None],
+    ) -> None:
+        self._inner = inner
+        self._exchange = exchange
+        self._error = error
+        self._done = done
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunks = self._inner.__aiter__()
+        exchange = self._exchange
+        try:
+            while True:
+                chunk = b""
+                with exchange.guard():
+                    try:
+                        chunk = await chunks.__anext__()
+                    except StopAsyncIteration:
+                        return
+                if exchange.abandoned:
+                    raise self._error(_ABANDONED)
+                yield chunk
+        finally:
+            self._done()
+
+    async def aclose(self) -> None:
+        self._done()
+        await self._inner.aclose()
+
+
+class Exchanges:
+    """The POSTs of one Streamable HTTP connection still in flight, so that the exchange of a
+    request Keen gave up on can be ended (:meth:`abandon`) without ending the session.
+
+    The SDK ends a request's POST itself only in the 2026-07-28 era (closing the stream is
+    the cancellation there); in the handshake era its ``notifications/cancelled`` is the
+    signal (MCP 2025-11-25 "Cancellation") and the POST went on, its answer read for nobody.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[_Exchange, None] = {}
+
+    def abandon(self, request_id: Any) -> None:
+        """End the exchange of request ``request_id`` (none when it already ended)."""
+        if request_id is None:
+            return
+        for exchange in list(self._open):
+            if exchange.request_id() == request_id:
+                exchange.abandon()
+
+    def client(self, **options: Any) -> httpx2.AsyncClient:
+        """An ``httpx2.AsyncClient(**options)`` whose POSTs can be abandoned."""
+        return _Client(self, **options)
+
+    def cancels(self, write: Any) -> StreamProxy:
+        """``write`` (a session's write stream), abandoning the exchange of every request the
+        session sends ``notifications/cancelled`` for, once it is sent."""
+        return _CancelWatch(write, self)
+
+    async def send(
+        self, client: httpx2.AsyncClient, request: httpx2.Request, **options: Any
+    ) -> httpx2.Response:
+        """``client``'s own ``send`` of ``request``, ended when its request is abandoned."""
+        exchange = _Exchange(request)
+        self._open[exchange] = None
+
+        def done() -> None:
+            self._open.pop(exchange, None)
+
+        response: httpx2.Response | None = None
+        try:
+            with exchange.guard():
+                response = await httpx2.AsyncClient.send(client, request, **options)
+            if exchange.abandoned or response is None:
+                if response is not None:
+                    await response.aclose()
+                # Given up before the answer began. The SDK has no way to end a POST but its
+                # answer: an event stream that fails at once, read by nobody (the request's
+                # waiter is gone), ends it as one given up on later does.
+                response = httpx2.Response(
+                    200,
+                    headers={"content-type": "text/event-stream"},
+                    request=request,
+                    stream=httpx2.ByteStream(b""),
+                )
+        except BaseException:
+            done()
+            raise
+        kind = response.headers.get("content-type", "").lower()
+        if not isinstance(response.stream, httpx2.AsyncByteStream):
+            done()  # not this client's kind of answer
+            return response
+        if kind.startswith("text/event-stream"):
+            error: type[Exception] = AbandonedSseStream
+        elif kind.startswith("application/json"):
+            error = AbandonedJsonBody
+        else:
+            done()  # not read as an answer: nothing to end
+            return response
+        response.stream = _AbandonableBody(response.stream, exchange, error, done)
+        return response
+
+
+class _Client(httpx2.AsyncClient):
+    """An ``httpx2.AsyncClient`` whose POSTs are :class:`Exchanges`'."""
+
+    def __init__(self, exchanges: Exchanges, **options: Any) -> None:
+        super().__init__(**options)
+        self._exchanges = exchanges
+
+    async def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:  # pyright: ignore[reportIncompatibleMethodOverride]
+        if request.method != "POST":
+            return await super().send(request, **options)
+        return await self._exchanges.send(self, request, **options)
+
+
+class _CancelWatch(StreamProxy):
+    def __init__(self, inner: Any, exchanges: Exchanges) -> None:
+        super().__init__(inner)
+        self._exchanges = exchanges
+
+    async def send(self, item: Any) -> None:
+        await self._inner.send(item)
+        message = getattr(item, "message", None)
+        if (
+            isinstance(message, mt.JSONRPCNotification)
+            and message.method == "notifications/cancelled"
+            and isinstance(message.params, dict)
+        ):
+            self._exchanges.abandon(message.params.get("requestId"))  # pyright: ignore[reportUnknownMemberType]
 
 
 class JsonBodyTooLarge(httpx2.StreamError):
@@ -202,7 +412,8 @@ async def http_transport(
         ) as streams:
             yield streams
         return
-    client = httpx2.AsyncClient(
+    exchanges = Exchanges()
+    client = exchanges.client(
         headers=headers,
         auth=auth,
         event_hooks={"response": [on_response]},
@@ -214,4 +425,5 @@ async def http_transport(
             cfg.url, http_client=client, max_sse_event_size=message_size.MAX_MESSAGE_SIZE
         ) as streams,
     ):
-        yield streams
+        read, write = streams
+        yield read, exchanges.cancels(write)

@@ -1,0 +1,118 @@
+"""A Streamable HTTP call Keen gave up on ends its HTTP exchange, in the handshake era too
+(``keen.mcp.connection._http.Exchanges``).
+
+A real FastMCP server on 127.0.0.1 in the 2025-11-25 era, whose ``stall`` tool is answered by
+middleware that never finishes: no answer at all, an event stream of keep-alive comments, or a
+JSON body one byte at a time. The call ends at ``timeouts.call_tool`` with a ``CallTimeout``;
+the server then sees its client go (before, the POST stayed open for nobody: one pooled
+connection per such call until the session ended, or the session ended when the read timeout
+passed), and the session goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+from fastmcp import FastMCP
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from helpers.http_servers import handshake_only, serve_http
+from keen.errors import CallTimeout
+from keen.mcp import Manager, ServerState
+from keen.trust import PinGuard
+
+pytestmark = pytest.mark.anyio
+
+
+def echo_server() -> FastMCP:
+    server = FastMCP("stalling")
+
+    @server.tool(description="Return the text unchanged.")
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool(description="Never finishes (answered by the middleware).")
+    def stall() -> str:
+        return "unreachable"
+
+    return server
+
+
+async def _never_finish(how: str, send: Send) -> None:
+    if how == "silent":
+        await anyio.sleep_forever()
+    kind = b"text/event-stream" if how == "pings" else b"application/json"
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", kind)]})
+    chunk = b": keep-alive\n\n" if how == "pings" else b" "
+    while True:
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await anyio.sleep(0.1)
+
+
+def stalling(how: str, gone: threading.Event) -> Callable[[ASGIApp], ASGIApp]:
+    """Middleware answering ``tools/call`` of ``stall`` as ``how`` says, forever; ``gone`` is
+    set when the client closes that exchange."""
+
+    def wrap(app: ASGIApp) -> ASGIApp:
+        async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http" or scope["method"] != "POST":
+                await app(scope, receive, send)
+                return
+            body = b""
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            request = json.loads(body)
+            if request.get("method") == "tools/call" and request["params"]["name"] == "stall":
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_never_finish, how, send)
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    gone.set()
+                    tg.cancel_scope.cancel()
+                return
+            replayed = False
+
+            async def replay() -> Message:
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await app(scope, replay, send)
+
+        return serve
+
+    return lambda app: wrap(handshake_only(app))
+
+
+@pytest.mark.parametrize("how", ["silent", "pings", "trickle"])
+async def test_a_call_given_up_on_ends_its_exchange_and_the_session_goes_on(
+    write_config: Callable[..., Path], how: str
+) -> None:
+    gone = threading.Event()
+    with serve_http(echo_server(), wrap=stalling(how, gone)) as srv:
+        entry = {"transport": "streamable_http", "url": srv.url, "timeouts": {"call_tool": 1}}
+        async with Manager(write_config({"stalling": entry}), trust=PinGuard()) as manager:
+            assert await manager.wait_ready(20), manager.status("stalling").last_error
+            assert manager.status("stalling").protocol_version == "2025-11-25"
+            with pytest.raises(
+                CallTimeout,
+                match=r'^"stalling/stall" did not finish within 1 s and was cancelled; retry, or raise',
+            ):
+                await manager.call_tool("stalling", "stall", {})
+            # The exchange is closed by Keen, not left open until a read timeout (300 s).
+            assert await anyio.to_thread.run_sync(gone.wait, 20), (
+                "the server never saw the client give up the exchange"
+            )
+            status = manager.status("stalling")
+            assert status.state is ServerState.CONNECTED, status.last_error
+            assert (await manager.call_tool("stalling", "echo", {"text": "after"})).text == "after"
