@@ -48,6 +48,7 @@ from keen.mcp.types import ServerState
 
 __all__ = [
     "AUTH_STATUSES",
+    "SESSION_GONE_STATUS",
     "ConnectFacts",
     "auth_status_error",
     "classify_connect_failure",
@@ -82,6 +83,11 @@ def went_away(cause: MCPError) -> bool:
     if cause.code != CONNECTION_CLOSED or cause.error.data is not None:
         return False
     return cause.message.startswith(_SDK_CLOSED)
+
+
+SESSION_GONE_STATUS = 404
+"""A Streamable HTTP server answers a request of a session it no longer has with 404, and the
+client must start a new session (MCP 2025-11-25 "Transports > Session Management")."""
 
 
 def over_message_bound(cause: MCPError) -> bool:
@@ -324,6 +330,17 @@ def translate_call_error(
         if went_away(cause):
             return ServerDisconnected(
                 f'MCP server "{server}" went away during "{tool}"',
+                server=server,
+                tool=tool,
+                remedy=Remedy.RECONNECT,
+            )
+        if http_status == SESSION_GONE_STATUS and cause.code not in (METHOD_NOT_FOUND, INVALID_PARAMS):
+            # The server restarted or ended the session: every later request would fail the
+            # same way until a new one begins. (A 404 may also carry a -32601, which a server
+            # is free to answer with that status: that one is the request's own.)
+            return ServerDisconnected(
+                f'MCP server "{server}" no longer knows Keen\'s session (HTTP 404 to "{tool}"): it '
+                "restarted or ended it; reconnect to start a new one",
                 server=server,
                 tool=tool,
                 remedy=Remedy.RECONNECT,
