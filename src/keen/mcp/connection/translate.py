@@ -17,7 +17,9 @@ import httpx2
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CONNECTION_CLOSED,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     REQUEST_TIMEOUT,
@@ -52,6 +54,7 @@ __all__ = [
     "ConnectFacts",
     "auth_status_error",
     "classify_connect_failure",
+    "http_answer_fault",
     "over_message_bound",
     "root_cause",
     "sign_in_message",
@@ -84,6 +87,49 @@ def went_away(cause: MCPError) -> bool:
         return False
     return cause.message.startswith(_SDK_CLOSED)
 
+
+def http_answer_fault(cause: MCPError, target: str, http_status: int | None) -> tuple[str, str] | None:
+    """What was wrong with a Streamable HTTP answer the SDK could not read as one, and what to
+    do: ``("answered TARGET with content type 'text/html', not JSON or an event stream",
+    advice)``; ``None`` when ``cause`` is not one of the SDK's own words for such an answer
+    (``mcp.client.streamable_http``: an unexpected content type, an error status without a
+    JSON-RPC error, a body or event that is no JSON-RPC message, a redirect not followed).
+
+    ``target`` names the request (``"TOOL"`` in quotes, ``initialize``); the phrase fits after
+    ``MCP server "NAME"``. ``http_status``: the last status the MCP endpoint answered with.
+    """
+    if cause.error.data is not None:
+        return None
+    message = cause.message
+    if cause.code == INVALID_REQUEST and message.startswith(_SDK_CONTENT_TYPE):
+        kind = message.removeprefix(_SDK_CONTENT_TYPE).strip()
+        shown = f"content type {_cut(kind, 80)!r}" if kind else "no content type"
+        return (
+            f"answered {target} with {shown}, not JSON or an event stream",
+            "check that the url is its MCP endpoint (often ending in /mcp) and the server's logs",
+        )
+    if cause.code == INVALID_REQUEST and message.startswith(_SDK_REDIRECT):
+        location = message.removeprefix(_SDK_REDIRECT).split(" not followed", 1)[0]
+        advice = (
+            "use its https url: a proxy in front of it likely does not tell it the request came over https"
+            if "downgrade" in message
+            else "if that is the same server, put that url in configs.json"
+        )
+        return f"redirected {target} to {_cut(location, 300)}, which Keen does not follow", advice
+    if cause.code == INTERNAL_ERROR and message == _SDK_ERROR_STATUS:
+        status = f"HTTP {http_status}" if http_status is not None and http_status >= 400 else "an HTTP error"
+        return f"answered {target} with {status} and no JSON-RPC error", "check the server's logs"
+    if cause.code == PARSE_ERROR and message.startswith(_SDK_UNPARSED):
+        return f"answered {target} with something that is not a JSON-RPC 2.0 message", (
+            "check the server's version and logs"
+        )
+    return None
+
+
+_SDK_CONTENT_TYPE = "Unexpected content type:"
+_SDK_REDIRECT = "Redirect to "
+_SDK_ERROR_STATUS = "Server returned an error response"
+_SDK_UNPARSED = ("Failed to parse JSON response: ", "Failed to parse SSE message: ")
 
 SESSION_GONE_STATUS = 404
 """A Streamable HTTP server answers a request of a session it no longer has with 404, and the
@@ -159,7 +205,7 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         hint = ""
         if f.stdout_garbage:
             hint = f" (it printed non-JSON on stdout: {f.stdout_garbage!r}; stdio servers must log to stderr)"
-        what = {"list_tools": "tools/list", "initialize": "initialize"}.get(f.phase, "connect")
+        what = _request_of(f.phase)
         return ServerState.DISCONNECTED, (
             f'MCP server "{name}" did not answer {what} within {f.timeout:g} s{hint}; check that it starts and '
             f"speaks MCP; {more_time_advice('list_tools' if f.phase == 'list_tools' else 'connect')}"
@@ -182,6 +228,11 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         return ServerState.DISCONNECTED, (
             f"{_too_large_words(name, f'during {f.phase}')}; check the server's version and logs"
         )
+    if isinstance(cause, MCPError) and (
+        fault := http_answer_fault(cause, _request_of(f.phase), f.http_status)
+    ):
+        what, advice = fault
+        return ServerState.DISCONNECTED, f'MCP server "{name}" {what}; {advice}'
     if isinstance(cause, MCPError) and went_away(cause):
         how = "exited" if f.transport == "stdio" else "closed the connection"
         return ServerState.DISCONNECTED, (
@@ -197,6 +248,11 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
             f'MCP server "{name}" broke the MCP protocol during {f.phase}: {_short(cause)}; check its version'
         )
     return ServerState.DISCONNECTED, f'MCP server "{name}" failed during {f.phase}: {_short(cause)}'
+
+
+def _request_of(phase: str) -> str:
+    """The request a connect phase sends, as an error names it."""
+    return {"list_tools": "tools/list", "initialize": "initialize"}.get(phase, phase)
 
 
 def _classify_auth(f: ConnectFacts) -> tuple[ServerState, str]:
@@ -344,6 +400,13 @@ def translate_call_error(
                 server=server,
                 tool=tool,
                 remedy=Remedy.RECONNECT,
+            )
+        if fault := http_answer_fault(cause, f'"{tool}"', http_status):
+            what, advice = fault
+            return RemoteProtocolError(
+                redactor.redact(f'MCP server "{server}" {what}; {advice}'),
+                server=server,
+                tool=tool,
             )
         if cause.code == INVALID_PARAMS:
             return InvalidArguments(

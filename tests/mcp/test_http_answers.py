@@ -1,0 +1,141 @@
+"""A Streamable HTTP answer the SDK cannot read as an MCP one (a web page, no content type, an
+error status without a JSON-RPC error, a JSON-RPC batch, a redirect to another origin) fails
+its call with words that say what came and what to do, names no secret, and the session goes
+on; at connect, the server's status says the same (``translate.http_answer_fault``).
+
+Before, each read as the server's own JSON-RPC error ('answered "tool" with JSON-RPC error
+-32600: Unexpected content type: text/html'; -32603 "Server returned an error response" with
+no status). A real FastMCP server on 127.0.0.1, behind middleware that answers one tool (or
+every request) as the case says.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import FastMCP
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from helpers.http_servers import handshake_only, serve_http
+from keen.errors import RemoteProtocolError
+from keen.mcp import Manager, ServerState
+from keen.trust import PinGuard
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-answers-7f3e9a1c5b2d"
+
+
+def echo_server() -> FastMCP:
+    server = FastMCP("answers")
+
+    @server.tool(description="Return the text unchanged.")
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool(description="Answered by the middleware.")
+    def odd() -> str:
+        return "unreachable"
+
+    return server
+
+
+ANSWERS: dict[str, tuple[int, list[tuple[bytes, bytes]], bytes]] = {
+    "web page": (200, [(b"content-type", b"text/html")], b"<html>Sign in</html>"),
+    "no content type": (200, [], b"hello"),
+    "error page": (502, [(b"content-type", b"text/html")], b"<html>Bad gateway " + KEY.encode() + b"</html>"),
+    "batch": (200, [(b"content-type", b"application/json")], b"[]"),
+    "redirect": (307, [(b"location", b"http://127.0.0.2:9/elsewhere")], b""),
+}
+
+
+def answering(case: str, *, everything: bool = False) -> Callable[[ASGIApp], ASGIApp]:
+    """Middleware answering ``tools/call`` of ``odd`` (every POST when ``everything``) with
+    ``ANSWERS[case]``; the rest reaches the MCP app in the handshake era."""
+    status, headers, content = ANSWERS[case]
+
+    def wrap(app: ASGIApp) -> ASGIApp:
+        async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http" or scope["method"] != "POST":
+                await app(scope, receive, send)
+                return
+            body = b""
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            request = json.loads(body)
+            if everything or (request.get("method") == "tools/call" and request["params"]["name"] == "odd"):
+                if case == "batch" and "id" in request:  # the answer, in a batch of one
+                    answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}}
+                    content_now = json.dumps([answer]).encode()
+                else:
+                    content_now = content
+                await send({"type": "http.response.start", "status": status, "headers": headers})
+                await send({"type": "http.response.body", "body": content_now})
+                return
+            replayed = False
+
+            async def replay() -> Message:
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await app(scope, replay, send)
+
+        return serve
+
+    return lambda app: wrap(handshake_only(app))
+
+
+def entry(url: str) -> dict[str, Any]:
+    return {"transport": "streamable_http", "url": url, "auth": {"type": "api_key", "key": KEY}}
+
+
+CALL_ERRORS = {
+    "web page": r"answered \"odd\" with content type 'text/html', not JSON or an event stream; check that the url "
+    r"is its MCP endpoint \(often ending in /mcp\) and the server's logs$",
+    "no content type": r"answered \"odd\" with no content type, not JSON or an event stream; check that the url",
+    "error page": r"answered \"odd\" with HTTP 502 and no JSON-RPC error; check the server's logs$",
+    "batch": r"answered \"odd\" with something that is not a JSON-RPC 2\.0 message; check the server's version "
+    r"and logs$",
+    "redirect": r"redirected \"odd\" to http://127\.0\.0\.2:9/elsewhere, which Keen does not follow; if that is the "
+    r"same server, put that url in configs\.json$",
+}
+
+
+@pytest.mark.parametrize("case", sorted(CALL_ERRORS))
+async def test_an_answer_that_is_no_mcp_answer_says_what_came_and_the_session_goes_on(
+    write_config: Callable[..., Path], case: str
+) -> None:
+    with serve_http(echo_server(), wrap=answering(case), api_key=KEY) as srv:
+        async with Manager(write_config({"answers": entry(srv.url)}), trust=PinGuard()) as manager:
+            assert await manager.wait_ready(20), manager.status("answers").last_error
+            assert manager.status("answers").protocol_version == "2025-11-25"
+            with pytest.raises(
+                RemoteProtocolError, match=r'^MCP server "answers" ' + CALL_ERRORS[case]
+            ) as failed:
+                await manager.call_tool("answers", "odd", {})
+            assert KEY not in str(failed.value)
+            status = manager.status("answers")
+            assert status.state is ServerState.CONNECTED, status.last_error
+            assert (await manager.call_tool("answers", "echo", {"text": "after"})).text == "after"
+
+
+async def test_a_url_that_serves_a_web_page_says_so_at_connect(write_config: Callable[..., Path]) -> None:
+    with serve_http(echo_server(), wrap=answering("web page", everything=True), api_key=KEY) as srv:
+        async with Manager(write_config({"answers": entry(srv.url)}), trust=PinGuard()) as manager:
+            await manager.wait_ready(20)
+            status = manager.status("answers")
+            assert status.state is ServerState.DISCONNECTED
+            assert status.last_error.startswith(
+                "MCP server \"answers\" answered initialize with content type 'text/html', not JSON or an event "
+                "stream; check that the url is its MCP endpoint"
+            ), status.last_error
