@@ -420,7 +420,7 @@ class ServerConnection:
                         facts.phase, facts.timeout = "list_tools", cfg.timeouts.list_tools
                         with anyio.fail_after(cfg.timeouts.list_tools):
                             subscription = await open_subscription(stack, session, self.name)
-                            tools = await self._list_full(session)
+                            tools = await self._list_full(session, facts)
                             # Only for servers that advertise them; a failure leaves them empty.
                             caps = session.server_capabilities
                             self.resources = await list_resources(self.name, session, caps)
@@ -578,8 +578,9 @@ class ServerConnection:
                 self.watch = None
                 tg.cancel_scope.cancel()
 
-    async def _list_full(self, session: ClientSession) -> list[Tool]:
-        pages = await list_all_tools(session, self.name, self._tool_filter)
+    async def _list_full(self, session: ClientSession, facts: ConnectFacts | None = None) -> list[Tool]:
+        on_page = None if facts is None else facts.listed_pages
+        pages = await list_all_tools(session, self.name, self._tool_filter, on_page)
         self.list_ttl_ms, self.cache_scope, self.invalid_tools = (
             pages.ttl_ms,
             pages.cache_scope,

@@ -177,8 +177,14 @@ class ConnectFacts:
     has_token: bool = False
     stderr_tail: str = ""
     stdout_garbage: str = ""
+    pages: int = 0
+    """tools/list pages that named a next one, while the listing goes on (``0`` otherwise)."""
     command: str = ""
     url: str = ""
+
+    def listed_pages(self, count: int) -> None:
+        """``count`` tools/list pages came, the last naming a next one."""
+        self.pages = count
 
 
 def classify_connect_failure(exc: BaseException, facts: ConnectFacts) -> tuple[ServerState, str]:
@@ -201,6 +207,12 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         isinstance(cause, httpx2.HTTPStatusError) and _status(cause) in AUTH_STATUSES
     ):
         return _classify_auth(f)
+    if isinstance(cause, TimeoutError) and f.phase == "list_tools" and f.pages:
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}" sent {f.pages:,} tools/list pages in {f.timeout:g} s, each naming a next one, '
+            "and no last; its pagination may be broken: check its version and logs; if it does list that many "
+            f"tools, {more_time_advice('list_tools')}"
+        )
     if isinstance(cause, TimeoutError):
         hint = ""
         if f.stdout_garbage:
@@ -247,6 +259,8 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         return ServerState.DISCONNECTED, (
             f'MCP server "{name}" broke the MCP protocol during {f.phase}: {_short(cause)}; check its version'
         )
+    if isinstance(cause, MCPServerError):  # Keen's own words about this server (a broken listing)
+        return ServerState.DISCONNECTED, cause.message
     return ServerState.DISCONNECTED, f'MCP server "{name}" failed during {f.phase}: {_short(cause)}'
 
 

@@ -11,13 +11,14 @@ are folded into one pair: the whole list is as fresh as its stalest page.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import mcp_types as mt
 from mcp.client.session import ClientSession
 
 from keen._redact import redactor
-from keen._text import some_of
+from keen._text import shorten, some_of
 from keen.errors import RemoteProtocolError
 from keen.mcp.listing.tool_filter import InvalidTool, ToolListFilter
 from keen.mcp.types import Tool
@@ -46,9 +47,16 @@ class ToolPages:
     invalid: list[InvalidTool]
 
 
-async def list_all_tools(session: ClientSession, server: str, tool_filter: ToolListFilter) -> ToolPages:
+async def list_all_tools(
+    session: ClientSession,
+    server: str,
+    tool_filter: ToolListFilter,
+    on_page: Callable[[int], None] | None = None,
+) -> ToolPages:
     """List every ``tools/list`` page of ``session`` (``tool_filter`` sees the raw pages and
-    drops the invalid tools). Raises ``RemoteProtocolError`` for broken pagination."""
+    drops the invalid tools). ``on_page`` hears how many pages came so far after each page
+    that names a next one, and ``0`` at the last (a caller's time limit can then say the
+    listing did not end, not that nothing came). Raises ``RemoteProtocolError`` for broken pagination."""
     tools: list[Tool] = []
     seen_names: set[str] = set()
     seen_cursors: set[str] = set()
@@ -72,6 +80,8 @@ async def list_all_tools(session: ClientSession, server: str, tool_filter: ToolL
             tools.append(to_tool(server, raw))
         cursor = page.next_cursor
         if not cursor:
+            if on_page is not None:
+                on_page(0)  # the listing ended
             invalid = list(tool_filter.invalid)
             _report(server, invalid, duplicates)
             return ToolPages(
@@ -82,10 +92,13 @@ async def list_all_tools(session: ClientSession, server: str, tool_filter: ToolL
             )
         if cursor in seen_cursors:
             raise RemoteProtocolError(
-                f'MCP server "{server}" repeated tools/list cursor {cursor!r}; its pagination is broken',
+                f'MCP server "{server}" repeated tools/list cursor {shorten(repr(cursor), 80)}: its '
+                "pagination is broken; check its version and logs",
                 server=server,
             )
         seen_cursors.add(cursor)
+        if on_page is not None:
+            on_page(len(seen_cursors))
     raise RemoteProtocolError(
         f'MCP server "{server}" sent more than {MAX_PAGES} tools/list pages', server=server
     )
