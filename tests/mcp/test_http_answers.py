@@ -1,7 +1,8 @@
 """A Streamable HTTP answer the SDK cannot read as an MCP one (a web page, no content type, an
 error status without a JSON-RPC error, a JSON-RPC batch, a redirect to another origin) fails
 its call with words that say what came and what to do, names no secret, and the session goes
-on; at connect, the server's status says the same (``translate.http_answer_fault``).
+on; at connect, the server's status says the same (``translate.http_answer_fault``). A JSON
+answer under an id Keen never sent is its POST's request's, as one in an event stream is.
 
 Before, each read as the server's own JSON-RPC error ('answered "tool" with JSON-RPC error
 -32600: Unexpected content type: text/html'; -32603 "Server returned an error response" with
@@ -50,6 +51,7 @@ ANSWERS: dict[str, tuple[int, list[tuple[bytes, bytes]], bytes]] = {
     "error page": (502, [(b"content-type", b"text/html")], b"<html>Bad gateway " + KEY.encode() + b"</html>"),
     "batch": (200, [(b"content-type", b"application/json")], b"[]"),
     "redirect": (307, [(b"location", b"http://127.0.0.2:9/elsewhere")], b""),
+    "other id": (200, [(b"content-type", b"application/json")], b""),
 }
 
 
@@ -74,6 +76,12 @@ def answering(case: str, *, everything: bool = False) -> Callable[[ASGIApp], ASG
                 if case == "batch" and "id" in request:  # the answer, in a batch of one
                     answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}}
                     content_now = json.dumps([answer]).encode()
+                elif case == "other id":  # the right answer, under an id Keen never sent
+                    result = {
+                        "content": [{"type": "text", "text": "odd"}],
+                        "structuredContent": {"result": "odd"},
+                    }
+                    content_now = json.dumps({"jsonrpc": "2.0", "id": 1_000_000, "result": result}).encode()
                 else:
                     content_now = content
                 await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -139,3 +147,15 @@ async def test_a_url_that_serves_a_web_page_says_so_at_connect(write_config: Cal
                 "MCP server \"answers\" answered initialize with content type 'text/html', not JSON or an event "
                 "stream; check that the url is its MCP endpoint"
             ), status.last_error
+
+
+async def test_a_json_answer_under_another_id_reaches_its_call(write_config: Callable[..., Path]) -> None:
+    """As the SDK does for an answer in an event stream: a POST's answer is its request's.
+    Before, the call waited out its whole ``timeouts.call_tool`` and said to raise it."""
+    with serve_http(echo_server(), wrap=answering("other id"), api_key=KEY) as srv:
+        config = entry(srv.url) | {"timeouts": {"call_tool": 5}}
+        async with Manager(write_config({"answers": config}), trust=PinGuard()) as manager:
+            assert await manager.wait_ready(20), manager.status("answers").last_error
+            assert manager.status("answers").protocol_version == "2025-11-25"
+            result = await manager.call_tool("answers", "odd", {})
+            assert result.text == "odd" and not result.is_error

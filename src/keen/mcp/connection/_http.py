@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
@@ -51,6 +52,10 @@ __all__ = [
     "LegacyEventWatch",
     "http_transport",
 ]
+
+_EXCHANGE: ContextVar[_Exchange | None] = ContextVar("keen_http_exchange", default=None)
+"""The exchange whose POST the current task sends: the SDK reads a POST's answer in the task
+that sent it, and its read stream hands each message's sender's context to the reader."""
 
 _ABANDONED = "Keen gave up on this request (it timed out or its caller went away)"
 
@@ -164,6 +169,14 @@ class Exchanges:
         """An ``httpx2.AsyncClient(**options)`` whose POSTs can be abandoned."""
         return _Client(self, **options)
 
+    def answers(self, read: Any) -> StreamProxy:
+        """``read`` (a session's read stream), each answer a POST's JSON body carried given the
+        id of the request that POST sent, as the SDK does for an answer in an event stream.
+
+        A JSON body with another id went to no request (or to another one), and the request
+        waited out its whole ``timeouts.call_tool`` to fail as one that took too long."""
+        return _AnswerIds(read)
+
     def cancels(self, write: Any) -> StreamProxy:
         """``write`` (a session's write stream), abandoning the exchange of every request the
         session sends ``notifications/cancelled`` for, once it is sent."""
@@ -175,6 +188,7 @@ class Exchanges:
         """``client``'s own ``send`` of ``request``, ended when its request is abandoned."""
         exchange = _Exchange(request)
         self._open[exchange] = None
+        _EXCHANGE.set(exchange)  # this POST's own task: its answer is read here
 
         def done() -> None:
             self._open.pop(exchange, None)
@@ -224,6 +238,29 @@ class _Client(httpx2.AsyncClient):
         if request.method != "POST":
             return await super().send(request, **options)
         return await self._exchanges.send(self, request, **options)
+
+
+class _AnswerIds(StreamProxy):
+    async def receive(self) -> Any:
+        item = await self._inner.receive()
+        message = getattr(item, "message", None)
+        if isinstance(message, mt.JSONRPCResponse | mt.JSONRPCError):
+            context = getattr(self._inner, "last_context", None)
+            exchange = context.get(_EXCHANGE) if context is not None else None
+            if exchange is not None:
+                request_id = exchange.request_id()
+                if request_id is not None and message.id != request_id:
+                    message.id = request_id
+        return item
+
+    def __aiter__(self) -> _AnswerIds:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
 
 
 class _CancelWatch(StreamProxy):
@@ -426,4 +463,4 @@ async def http_transport(
         ) as streams,
     ):
         read, write = streams
-        yield read, exchanges.cancels(write)
+        yield exchanges.answers(read), exchanges.cancels(write)
