@@ -2,7 +2,8 @@
 error status without a JSON-RPC error, a JSON-RPC batch, a redirect to another origin) fails
 its call with words that say what came and what to do, names no secret, and the session goes
 on; at connect, the server's status says the same (``translate.http_answer_fault``). A JSON
-answer under an id Keen never sent is its POST's request's, as one in an event stream is.
+answer under an id Keen never sent is its POST's request's, as one in an event stream is; an
+answer httpx2 cannot read (a 200 KB header block) ends the session, saying why.
 
 Before, each read as the server's own JSON-RPC error ('answered "tool" with JSON-RPC error
 -32600: Unexpected content type: text/html'; -32603 "Server returned an error response" with
@@ -22,7 +23,7 @@ from fastmcp import FastMCP
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from helpers.http_servers import handshake_only, serve_http
-from keen.errors import RemoteProtocolError
+from keen.errors import RemoteProtocolError, ServerDisconnected
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
 
@@ -52,6 +53,7 @@ ANSWERS: dict[str, tuple[int, list[tuple[bytes, bytes]], bytes]] = {
     "batch": (200, [(b"content-type", b"application/json")], b"[]"),
     "redirect": (307, [(b"location", b"http://127.0.0.2:9/elsewhere")], b""),
     "other id": (200, [(b"content-type", b"application/json")], b""),
+    "huge header": (200, [(b"content-type", b"application/json"), (b"x-filler", b"f" * 200_000)], b"{}"),
 }
 
 
@@ -159,3 +161,26 @@ async def test_a_json_answer_under_another_id_reaches_its_call(write_config: Cal
             assert manager.status("answers").protocol_version == "2025-11-25"
             result = await manager.call_tool("answers", "odd", {})
             assert result.text == "odd" and not result.is_error
+
+
+async def test_an_answer_that_breaks_http_ends_the_session_saying_why(
+    write_config: Callable[..., Path],
+) -> None:
+    """httpx2 cannot read a header block of 200 KB; the SDK then ends the session. The call and
+    the status say why (before: only 'went away during "odd"')."""
+    with serve_http(echo_server(), wrap=answering("huge header"), api_key=KEY) as srv:
+        async with Manager(write_config({"answers": entry(srv.url)}), trust=PinGuard()) as manager:
+            assert await manager.wait_ready(20), manager.status("answers").last_error
+            why = (
+                r"its HTTP answer to a request could not be read \(Receive buffer too long: a malformed answer, "
+                r"headers longer than httpx2 reads, or a connection closed without one\), and the MCP SDK ends "
+                r"the session on that; check the server's logs and any proxy in front of it"
+            )
+            with pytest.raises(
+                ServerDisconnected, match=r'^MCP server "answers" went away during "odd": ' + why
+            ):
+                await manager.call_tool("answers", "odd", {})
+            status = manager.status("answers")
+            assert status.state is ServerState.DISCONNECTED
+            assert status.last_error.endswith("check the server's logs and any proxy in front of it")
+            assert KEY not in status.last_error

@@ -37,6 +37,7 @@ import mcp_types as mt
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from keen._text import one_line
 from keen.mcp.config.servers import HttpServerConfig
 from keen.mcp.connection import message_size
 from keen.mcp.connection.translate import ConnectFacts
@@ -154,8 +155,9 @@ class Exchanges:
     signal (MCP 2025-11-25 "Cancellation") and the POST went on, its answer read for nobody.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_broken: Callable[[str], None] = lambda why: None) -> None:
         self._open: dict[_Exchange, None] = {}
+        self._on_broken = on_broken
 
     def abandon(self, request_id: Any) -> None:
         """End the exchange of request ``request_id`` (none when it already ended)."""
@@ -209,6 +211,16 @@ class Exchanges:
                     request=request,
                     stream=httpx2.ByteStream(b""),
                 )
+        except httpx2.ProtocolError as exc:
+            # The SDK ends the session on it (its POST task raises): say why first, or the
+            # call and the status say only that the server went away.
+            done()
+            self._on_broken(
+                f"its HTTP answer to a request could not be read ({one_line(str(exc) or type(exc).__name__, 200)}:"
+                " a malformed answer, headers longer than httpx2 reads, or a connection closed without one),"
+                " and the MCP SDK ends the session on that; check the server's logs and any proxy in front of it"
+            )
+            raise
         except BaseException:
             done()
             raise
@@ -403,13 +415,15 @@ async def http_transport(
     facts: ConnectFacts,
     auth: httpx2.Auth | None,
     on_status: Callable[[int], None],
-    on_too_large: Callable[[str], None] = lambda why: None,
+    on_ending: Callable[[str], None] = lambda why: None,
 ) -> AsyncIterator[Any]:
     """The read and write streams of a streamable HTTP (or HTTP+SSE) connection to ``cfg.url``.
 
-    ``facts`` and ``on_status`` hear each status the MCP endpoint answers with; on the
-    HTTP+SSE transport, ``on_too_large`` hears why the session is about to end when an event
-    passes :data:`LEGACY_EVENT_LIMIT` (:class:`LegacyEventWatch`). The read timeout is at
+    ``facts`` and ``on_status`` hear each status the MCP endpoint answers with. ``on_ending``
+    hears why the session is about to end: on the HTTP+SSE transport, an event past
+    :data:`LEGACY_EVENT_LIMIT` (:class:`LegacyEventWatch`); on Streamable HTTP, an answer that
+    broke HTTP (``httpx2.ProtocolError``: a header block past httpx2's limit, a connection
+    closed without an answer), on which the SDK ends the session. The read timeout is at
     least 300 s (a long call streams its result), else ``timeouts.call_tool``.
     """
     headers = dict(cfg.headers)
@@ -421,7 +435,7 @@ async def http_transport(
         if str(response.request.url).split("?", 1)[0].rstrip("/") == endpoint:
             _bound_json_body(response)
             if cfg.transport == "sse":
-                _watch_legacy_events(response, on_too_large)
+                _watch_legacy_events(response, on_ending)
             on_status(response.status_code)
             facts.http_status = response.status_code
             facts.www_authenticate = response.headers.get("www-authenticate")
@@ -449,7 +463,7 @@ async def http_transport(
         ) as streams:
             yield streams
         return
-    exchanges = Exchanges()
+    exchanges = Exchanges(on_ending)
     client = exchanges.client(
         headers=headers,
         auth=auth,

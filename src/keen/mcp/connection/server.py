@@ -535,7 +535,8 @@ class ServerConnection:
             self._set(ServerState.DISCONNECTED, msg + (f"; last stderr: {tail}" if tail else ""))
 
     def _closing_because(self, why: str) -> None:
-        """Record why the session is about to end (a message over a bound), before its end
+        """Record why the session is about to end (a message over a bound, an HTTP answer that
+        broke the protocol), before its end
         reaches a waiting call (:attr:`closed_why`), and log it."""
         self.closed_why = why
         logger.warning("server %s: %s", self.name, why)
