@@ -736,9 +736,10 @@ class ServerConnection:
     async def _on_log(self, params: mt.LoggingMessageNotificationParams) -> None:
         if self._session_relay is not None:
             await self._session_relay.log(self.name, params)
-        logger.debug(
-            "server %s: log %s: %s",
-            self.name,
-            params.level,
-            one_line(redactor.redact(str(params.data)), 200),
-        )
+        if logger.isEnabledFor(logging.DEBUG):  # the line's text is made only to be logged
+            logger.debug(
+                "server %s: log %s: %s",
+                self.name,
+                params.level,
+                one_line(redactor.redact(str(params.data)), 200),
+            )
