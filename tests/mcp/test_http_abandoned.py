@@ -51,7 +51,7 @@ async def _never_finish(how: str, send: Send) -> None:
     chunk = b": keep-alive\n\n" if how == "pings" else b" "
     while True:
         await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await anyio.sleep(0.1)
+        await anyio.sleep(0.5)
 
 
 def stalling(how: str, gone: threading.Event) -> Callable[[ASGIApp], ASGIApp]:
@@ -113,6 +113,35 @@ async def test_a_call_given_up_on_ends_its_exchange_and_the_session_goes_on(
             assert await anyio.to_thread.run_sync(gone.wait, 20), (
                 "the server never saw the client give up the exchange"
             )
+            status = manager.status("stalling")
+            assert status.state is ServerState.CONNECTED, status.last_error
+            assert (await manager.call_tool("stalling", "echo", {"text": "after"})).text == "after"
+
+
+async def test_more_calls_given_up_on_at_once_than_the_pool_holds_leave_the_session_up(
+    write_config: Callable[..., Path],
+) -> None:
+    """httpx2's pool holds 100 connections to a server: 120 calls kept open at once all end at
+    their time limit, and the session still answers. Before, the calls past the pool waited
+    for a connection until ``timeouts.connect`` and the session ended ('went away')."""
+    gone = threading.Event()
+    with serve_http(echo_server(), wrap=stalling("pings", gone)) as srv:
+        entry = {"transport": "streamable_http", "url": srv.url, "timeouts": {"call_tool": 2, "connect": 5}}
+        async with Manager(write_config({"stalling": entry}), trust=PinGuard()) as manager:
+            assert await manager.wait_ready(20), manager.status("stalling").last_error
+            errors: list[BaseException] = []
+
+            async def call() -> None:
+                try:
+                    await manager.call_tool("stalling", "stall", {})
+                except Exception as exc:
+                    errors.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(120):
+                    tg.start_soon(call)
+            assert len(errors) == 120
+            assert all(isinstance(error, CallTimeout) for error in errors), {str(e) for e in errors}
             status = manager.status("stalling")
             assert status.state is ServerState.CONNECTED, status.last_error
             assert (await manager.call_tool("stalling", "echo", {"text": "after"})).text == "after"

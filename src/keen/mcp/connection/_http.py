@@ -281,14 +281,16 @@ class _CancelWatch(StreamProxy):
         self._exchanges = exchanges
 
     async def send(self, item: Any) -> None:
-        await self._inner.send(item)
         message = getattr(item, "message", None)
         if (
             isinstance(message, mt.JSONRPCNotification)
             and message.method == "notifications/cancelled"
             and isinstance(message.params, dict)
         ):
+            # Ended before the frame is sent: its pooled connection is then free for the frame
+            # itself (with every connection held by such answers, no frame could go out).
             self._exchanges.abandon(message.params.get("requestId"))  # pyright: ignore[reportUnknownMemberType]
+        await self._inner.send(item)
 
 
 class JsonBodyTooLarge(httpx2.StreamError):
@@ -468,7 +470,10 @@ async def http_transport(
         headers=headers,
         auth=auth,
         event_hooks={"response": [on_response]},
-        timeout=httpx2.Timeout(cfg.timeouts.connect, read=read_timeout),
+        # No wait for a pooled connection of its own: a request waits as long as its caller
+        # does (its call's time limit ends the wait, Exchanges), not timeouts.connect, past
+        # which httpx2 raised in the SDK's POST task and the session ended.
+        timeout=httpx2.Timeout(cfg.timeouts.connect, read=read_timeout, pool=None),
     )
     async with (
         client,
