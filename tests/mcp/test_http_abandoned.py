@@ -1,5 +1,5 @@
 """A Streamable HTTP call Keen gave up on ends its HTTP exchange, in the handshake era too
-(``keen.mcp.connection._http.Exchanges``).
+(``keen.mcp.connection._http_exchanges.Exchanges``).
 
 A real FastMCP server on 127.0.0.1 in the 2025-11-25 era, whose ``stall`` tool is answered by
 middleware that never finishes: no answer at all, an event stream of keep-alive comments, or a

@@ -94,7 +94,7 @@ def test_the_sdks_limits_keen_words_are_the_ones_it_applies() -> None:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import sse_within_origin  # pyright: ignore[reportPrivateUsage]
 
-    from keen.mcp.connection._http import LEGACY_EVENT_LIMIT
+    from keen.mcp.connection._http_bounds import LEGACY_EVENT_LIMIT
     from keen.mcp.connection.message_size import SSE_EVENT_TOO_LARGE
 
     assert inspect.signature(sse_within_origin).parameters["max_event_size"].default == LEGACY_EVENT_LIMIT

@@ -3,7 +3,8 @@
 * :mod:`~keen.mcp.connection.server`: ``ServerConnection``, the owner task of one server.
 * :mod:`~keen.mcp.connection.spawn` (with ``_stdio``, ``_orphans``, ``_stderr``): stdio
   servers started off the event loop, stopped with their daemons, stderr copied redacted.
-* ``_http``: Streamable HTTP and HTTP+SSE; :mod:`~keen.mcp.connection.memory`: in-process servers.
+* ``_http``: Streamable HTTP and HTTP+SSE (``_http_bounds``: one message bounded;
+  ``_http_exchanges``: a POST given up on ended); :mod:`~keen.mcp.connection.memory`: in-process servers.
 * :mod:`~keen.mcp.connection.message_size`: how much of one message Keen reads, on every transport.
 * :mod:`~keen.mcp.connection.translate`: SDK, OS and httpx2 exceptions become Keen's.
 * :mod:`~keen.mcp.connection.elicitation`, :mod:`~keen.mcp.connection.relay`: a server's

@@ -10,12 +10,12 @@ way its transport allows:
   session ends (:class:`MessageTooLarge`) and the call waiting on it fails as
   ``ServerDisconnected``, saying why.
 * Streamable HTTP: the bytes of one server-sent event (the SDK's ``max_sse_event_size``),
-  or of a JSON response's body once decoded (``keen.mcp.connection._http``); each request
+  or of a JSON response's body once decoded (``keen.mcp.connection._http_bounds``); each request
   has a response of its own, so only the call fails (``RemoteProtocolError``, saying why),
   and the session goes on.
 * HTTP+SSE (deprecated): the SDK's ``sse_client`` keeps its own 1 MiB an event, with no
   setting; every message comes on one stream, so a larger one ends the session, and the
-  call and the server's status say why (``keen.mcp.connection._http.LegacyEventWatch``).
+  call and the server's status say why (``keen.mcp.connection._http_bounds.LegacyEventWatch``).
 
 The limit is far above what a model can use of one result (a result is cut for the model,
 docs/architecture.md "The data flow of one call"); the MCP SDK's own default for one event,
@@ -34,7 +34,7 @@ SSE_EVENT_TOO_LARGE = "SSE stream failed: Server-sent event exceeded the "
 (``mcp.client.streamable_http``, over httpx2's ``SSEError``)."""
 
 JSON_BODY_TOO_LARGE = "a JSON response of more than "
-"""How Keen words a JSON body over the bound (``keen.mcp.connection._http``); the SDK puts
+"""How Keen words a JSON body over the bound (``keen.mcp.connection._http_bounds``); the SDK puts
 it after ``Failed to parse JSON response: ``."""
 
 

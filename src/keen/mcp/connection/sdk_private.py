@@ -14,7 +14,7 @@ The SDK (``mcp`` 2.3) keeps four pieces Keen needs outside its public API:
 * the bytes of one event the SDK's HTTP+SSE client reads, the default ``max_event_size`` of
   ``mcp.shared._httpx_utils.sse_within_origin`` (its ``sse_client`` passes none), and the
   event parser it reads with, httpx2's ``_sse._SSEParser``: Keen runs the same parser, with
-  the same limit, beside it, to say why such a session ended (``keen.mcp.connection._http``).
+  the same limit, beside it, to say why such a session ended (``keen.mcp.connection._http_bounds``).
 
 They were read from the SDK version in :data:`SDK_READ`; ``tests/mcp/test_sdk_private.py``
 fails when the installed SDK's minor version differs or a name moves, so an upgrade re-reads
