@@ -26,7 +26,7 @@ from mcp.server.mcpserver import MCPServer
 from starlette.middleware.gzip import GZipMiddleware
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from helpers.http_servers import handshake_only
+from servers.handshake_only import handshake_only_http
 
 _PATTERN = "caf\u00e9 \u20ac \U0001d11e ok "
 
@@ -59,7 +59,7 @@ def main() -> None:
     # Connections wait in the socket's backlog until uvicorn accepts them: the port can be
     # told before it serves.
     Path(args.port_file).write_text(str(sock.getsockname()[1]))
-    config = uvicorn.Config(handshake_only(app), log_level="warning", lifespan="on", ws="none")
+    config = uvicorn.Config(handshake_only_http(app), log_level="warning", lifespan="on", ws="none")
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -34,9 +34,9 @@ import uvicorn
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["HttpServer", "RecordedRequest", "handshake_only", "make_basic_server", "serve_http"]
+__all__ = ["HttpServer", "RecordedRequest", "make_basic_server", "serve_http"]
 
 _START_TIMEOUT = 15.0
 _STOP_TIMEOUT = 10.0
@@ -89,50 +89,6 @@ def _extra_tool(index: int) -> Callable[[str, int], str]:
         return f"extra_{index:04d}:{query}:{limit}"
 
     return extra
-
-
-def handshake_only(app: ASGIApp) -> ASGIApp:
-    """Answer ``server/discover`` with -32601, as the npm reference servers do: the client
-    falls back to ``initialize`` and the 2025-11-25 era, whose answers are event streams."""
-
-    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await app(scope, receive, send)
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        request = json.loads(body)
-        if isinstance(request, dict) and request.get("method") == "server/discover":
-            error = {
-                "jsonrpc": "2.0",
-                "id": request["id"],
-                "error": {"code": -32601, "message": "Method not found"},
-            }
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [(b"content-type", b"application/json")],
-                }
-            )
-            await send({"type": "http.response.body", "body": json.dumps(error).encode()})
-            return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await app(scope, replay, send)
-
-    return serve
 
 
 @dataclass(frozen=True)

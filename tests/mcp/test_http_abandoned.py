@@ -21,10 +21,11 @@ import pytest
 from fastmcp import FastMCP
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from helpers.http_servers import handshake_only, serve_http
+from helpers.http_servers import serve_http
 from keen.errors import CallTimeout
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
+from servers.handshake_only import handshake_only_http
 
 pytestmark = pytest.mark.anyio
 
@@ -91,7 +92,7 @@ def stalling(how: str, gone: threading.Event) -> Callable[[ASGIApp], ASGIApp]:
 
         return serve
 
-    return lambda app: wrap(handshake_only(app))
+    return lambda app: wrap(handshake_only_http(app))
 
 
 @pytest.mark.parametrize("how", ["silent", "pings", "trickle"])

@@ -22,10 +22,11 @@ import pytest
 from fastmcp import FastMCP
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from helpers.http_servers import handshake_only, serve_http
+from helpers.http_servers import serve_http
 from keen.errors import RemoteProtocolError, ServerDisconnected
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
+from servers.handshake_only import handshake_only_http
 
 pytestmark = pytest.mark.anyio
 
@@ -102,7 +103,7 @@ def answering(case: str, *, everything: bool = False) -> Callable[[ASGIApp], ASG
 
         return serve
 
-    return lambda app: wrap(handshake_only(app))
+    return lambda app: wrap(handshake_only_http(app))
 
 
 def entry(url: str) -> dict[str, Any]:

@@ -16,11 +16,12 @@ from fastmcp import FastMCP
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from helpers.http_servers import handshake_only, serve_http
+from helpers.http_servers import serve_http
 from keen.errors import RemoteProtocolError, ServerDisconnected
 from keen.mcp import Manager, ServerState
 from keen.mcp.connection import message_size
 from keen.trust import PinGuard
+from servers.handshake_only import handshake_only_http
 
 pytestmark = pytest.mark.anyio
 
@@ -60,7 +61,7 @@ async def manager_for(write_config: Callable[..., Path], url: str) -> Manager:
 
 
 async def test_a_result_of_three_megabytes_arrives_in_one_event(write_config: Callable[..., Path]) -> None:
-    with serve_http(sized_server(), wrap=handshake_only) as srv:
+    with serve_http(sized_server(), wrap=handshake_only_http) as srv:
         async with await manager_for(write_config, srv.url) as manager:
             assert await manager.wait_ready(20), manager.status("sized").last_error
             assert manager.status("sized").protocol_version == "2025-11-25"
@@ -75,7 +76,7 @@ async def test_an_event_over_the_bound_fails_its_call_and_the_session_goes_on(
     write_config: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(message_size, "MAX_MESSAGE_SIZE", MB)
-    with serve_http(sized_server(), wrap=handshake_only) as srv:
+    with serve_http(sized_server(), wrap=handshake_only_http) as srv:
         async with await manager_for(write_config, srv.url) as manager:
             assert await manager.wait_ready(20), manager.status("sized").last_error
             with pytest.raises(
@@ -98,7 +99,7 @@ async def test_a_gzipped_json_body_is_bounded_by_what_it_decodes_to(
 
     def wrap(app: ASGIApp) -> ASGIApp:
         zipped = recording_encodings(encodings)(GZipMiddleware(app, minimum_size=1000))
-        return handshake_only(zipped) if era == "2025-11-25" else zipped
+        return handshake_only_http(zipped) if era == "2025-11-25" else zipped
 
     options: dict[str, Any] = {"json_response": True}
     with serve_http(sized_server(), app_options=options, wrap=wrap) as srv:
@@ -122,7 +123,7 @@ async def test_a_tool_list_over_the_bound_says_so_in_the_status(
     write_config: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(message_size, "MAX_MESSAGE_SIZE", MB)
-    with serve_http(sized_server(description="d" * (2 * MB)), wrap=handshake_only) as srv:
+    with serve_http(sized_server(description="d" * (2 * MB)), wrap=handshake_only_http) as srv:
         async with await manager_for(write_config, srv.url) as manager:
             await manager.wait_ready(20)
             status = manager.status("sized")
@@ -132,8 +133,15 @@ async def test_a_tool_list_over_the_bound_says_so_in_the_status(
             ), status.last_error
 
 
+@pytest.mark.parametrize(
+    "n",
+    [
+        524_400,  # the text and its structuredContent copy: an event just over 1 MiB
+        2 * MB,
+    ],
+)
 async def test_an_http_sse_event_over_the_sdks_fixed_limit_says_why_the_session_ended(
-    write_config: Callable[..., Path],
+    write_config: Callable[..., Path], caplog: pytest.LogCaptureFixture, n: int
 ) -> None:
     # The deprecated HTTP+SSE transport: every message on one stream, whose reader (the SDK's
     # sse_client) keeps 1 MiB an event with no setting, and ends the session past it.
@@ -147,6 +155,7 @@ async def test_an_http_sse_event_over_the_sdks_fixed_limit_says_why_the_session_
                 assert (
                     await manager.call_tool("legacy", "text_of_size", {"n": 300_000})
                 ).text == "x" * 300_000
+            assert "it sent an event" not in caplog.text  # nothing said of a session going on
             why = (
                 r"it sent an event of more than 1,048,576 bytes, more than the HTTP\+SSE transport reads "
                 r'\(the MCP SDK\'s fixed limit\); use "transport": "streamable_http" if the server offers it$'
@@ -154,7 +163,10 @@ async def test_an_http_sse_event_over_the_sdks_fixed_limit_says_why_the_session_
             with pytest.raises(
                 ServerDisconnected, match=r'^MCP server "legacy" went away during "text_of_size": ' + why
             ):
-                await manager.call_tool("legacy", "text_of_size", {"n": 2 * MB})
+                await manager.call_tool("legacy", "text_of_size", {"n": n})
+            assert re.search(r"WARNING .*server legacy: " + why.rstrip("$"), caplog.text, re.MULTILINE), (
+                caplog.text
+            )
             status = manager.status("legacy")
             assert status.state is ServerState.DISCONNECTED
             # The call's words first, the session's end's ("MCP server "legacy": it sent ...") once

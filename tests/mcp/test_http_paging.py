@@ -16,9 +16,10 @@ import pytest
 from fastmcp import FastMCP
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from helpers.http_servers import handshake_only, serve_http
+from helpers.http_servers import serve_http
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
+from servers.handshake_only import handshake_only_http
 
 pytestmark = pytest.mark.anyio
 
@@ -66,7 +67,7 @@ def paging(next_cursor: Callable[[int], str]) -> Callable[[ASGIApp], ASGIApp]:
 
         return serve
 
-    return lambda app: wrap(handshake_only(app))
+    return lambda app: wrap(handshake_only_http(app))
 
 
 async def status_with(write_config: Callable[..., Path], next_cursor: Callable[[int], str]) -> str:

@@ -13,16 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from helpers.http_servers import handshake_only, make_basic_server, serve_http
+from helpers.http_servers import make_basic_server, serve_http
 from keen.errors import Remedy, ServerDisconnected
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
+from servers.handshake_only import handshake_only_http
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_a_restarted_server_makes_the_call_say_reconnect(write_config: Callable[..., Path]) -> None:
-    with serve_http(make_basic_server(), wrap=handshake_only) as srv:
+    with serve_http(make_basic_server(), wrap=handshake_only_http) as srv:
         entry = {"transport": "streamable_http", "url": srv.url}
         async with Manager(write_config({"web": entry}), trust=PinGuard()) as manager:
             assert await manager.wait_ready(20), manager.status("web").last_error

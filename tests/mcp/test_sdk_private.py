@@ -13,6 +13,9 @@ import inspect
 import pathlib
 import re
 
+import httpx2
+import pytest
+
 from keen.mcp.connection import sdk_private as _sdk_private
 
 SRC = pathlib.Path(_sdk_private.__file__).resolve().parents[2]
@@ -94,12 +97,21 @@ def test_the_sdks_limits_keen_words_are_the_ones_it_applies() -> None:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import sse_within_origin  # pyright: ignore[reportPrivateUsage]
 
-    from keen.mcp.connection._http_bounds import LEGACY_EVENT_LIMIT
+    from keen.mcp.connection import message_size
     from keen.mcp.connection.message_size import SSE_EVENT_TOO_LARGE
 
-    assert inspect.signature(sse_within_origin).parameters["max_event_size"].default == LEGACY_EVENT_LIMIT
+    limit = _sdk_private.sse_transport_max_event_size()
+    assert limit == inspect.signature(sse_within_origin).parameters["max_event_size"].default == 1024 * 1024
     assert "max_event_size" not in inspect.signature(sse_client).parameters
+    # httpx2's parser, as Keen makes it, fails where the SDK's reader does: past the limit.
+    parser = _sdk_private.sse_event_parser(10)
+    assert len(list(parser.decode("data: 0123\n\n"))) == 1  # its line of 10 bytes: at the limit, read
+    with pytest.raises(httpx2.SSEError, match="exceeded the 10 byte limit"):
+        list(_sdk_private.sse_event_parser(10).decode("data: 0123456789\n"))
     assert "max_sse_event_size" in inspect.signature(streamable_http_client).parameters
     source = inspect.getsource(importlib.import_module("mcp.client.streamable_http"))
     assert 'f"SSE stream failed: {exc}"' in source, "the SDK words a failed event stream otherwise now"
+    assert f'f"{message_size.SDK_JSON_BODY_FAILED}{{exc}}"' in source, (
+        "the SDK words an unread JSON body otherwise now"
+    )
     assert SSE_EVENT_TOO_LARGE.startswith("SSE stream failed: ")

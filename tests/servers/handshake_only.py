@@ -1,13 +1,16 @@
-"""Serve an SDK server over stdio in the 2025-11-25 handshake era only.
+"""Serve an SDK server in the 2025-11-25 handshake era only (stdio, or HTTP as an ASGI app).
 
 The SDK's server decides the era from a client's first request and serves 2026-07-28 to
 a client that probes ``server/discover``. A handshake-only server answers that probe with
 -32601 (method not found), as the npm reference servers do; :func:`serve_stdio` does so
 before the SDK sees the request, so the client falls back to ``initialize``.
+:func:`handshake_only_http` does the same for a server over Streamable HTTP (an ASGI app),
+for the tests and ``bench/servers/sized_http.py``.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -16,7 +19,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import METHOD_NOT_FOUND, ErrorData, JSONRPCError, JSONRPCRequest
 
-__all__ = ["refuse_discover", "serve_stdio"]
+__all__ = ["handshake_only_http", "refuse_discover", "serve_stdio"]
 
 
 async def serve_stdio(server: MCPServer | Any, *, handshake_only: bool = True, options: Any = None) -> None:
@@ -47,3 +50,47 @@ async def refuse_discover(read: Any, write: Any, send: Any) -> None:
                 await write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error)))
                 continue
             await send.send(item)
+
+
+def handshake_only_http(app: Any) -> Any:
+    """Answer ``server/discover`` with -32601, as the npm reference servers do: the client
+    falls back to ``initialize`` and the 2025-11-25 era, whose answers are event streams."""
+
+    async def serve(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = json.loads(body)
+        if isinstance(request, dict) and request.get("method") == "server/discover":
+            error = {
+                "jsonrpc": "2.0",
+                "id": request["id"],
+                "error": {"code": -32601, "message": "Method not found"},
+            }
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
+            await send({"type": "http.response.body", "body": json.dumps(error).encode()})
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await app(scope, replay, send)
+
+    return serve

@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from keen.mcp.config.servers import HttpServerConfig
 from keen.mcp.connection import message_size
-from keen.mcp.connection._http_bounds import bound_json_body, watch_legacy_events
+from keen.mcp.connection._http_bounds import bound_json_body, watch_sse_transport_events
 from keen.mcp.connection._http_exchanges import Exchanges
 from keen.mcp.connection.translate import ConnectFacts
 
@@ -44,7 +44,7 @@ async def http_transport(
 
     ``facts`` and ``on_status`` hear each status the MCP endpoint answers with. ``on_ending``
     hears why the session is about to end: on the HTTP+SSE transport, an event past
-    :data:`~keen.mcp.connection._http_bounds.LEGACY_EVENT_LIMIT` (:class:`~keen.mcp.connection._http_bounds.LegacyEventWatch`); on Streamable HTTP, an answer that
+    the SDK's limit there (:class:`~keen.mcp.connection._http_bounds.HttpSseEventWatch`); on Streamable HTTP, an answer that
     broke HTTP (``httpx2.ProtocolError``: a header block past httpx2's limit, a connection
     closed without an answer), on which the SDK ends the session. The read timeout is at
     least 300 s (a long call streams its result), else ``timeouts.call_tool``.
@@ -58,7 +58,7 @@ async def http_transport(
         if str(response.request.url).split("?", 1)[0].rstrip("/") == endpoint:
             bound_json_body(response)
             if cfg.transport == "sse":
-                watch_legacy_events(response, on_ending)
+                watch_sse_transport_events(response, on_ending)
             on_status(response.status_code)
             facts.http_status = response.status_code
             facts.www_authenticate = response.headers.get("www-authenticate")

@@ -10,19 +10,19 @@ session ends.
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import AsyncIterator, Callable
 
 import httpx2
 
-from keen.mcp.connection import message_size
+from keen.mcp.connection import message_size, sdk_private
 
 __all__ = [
-    "LEGACY_EVENT_LIMIT",
     "BoundedJsonBody",
+    "HttpSseEventWatch",
     "JsonBodyTooLarge",
-    "LegacyEventWatch",
     "bound_json_body",
-    "watch_legacy_events",
+    "watch_sse_transport_events",
 ]
 
 
@@ -64,77 +64,62 @@ class BoundedJsonBody(httpx2.AsyncByteStream):
         await self._decoding.aclose()
 
 
-LEGACY_EVENT_LIMIT = 1024 * 1024
-"""The bytes of one event the SDK's ``sse_client`` reads (``mcp.shared._httpx_utils.sse_within_origin``'s
-``max_event_size``, which ``sse_client`` does not set): past it, its reader raises httpx2's
-``SSEError`` and the session ends."""
-
-
-class LegacyEventWatch(httpx2.AsyncByteStream):
+class HttpSseEventWatch(httpx2.AsyncByteStream):
     """The HTTP+SSE transport's event stream, passed on unchanged, that calls ``on_too_large``
-    (once) when an event passes :data:`LEGACY_EVENT_LIMIT`, before the SDK's reader sees it.
+    (once) when an event passes the SDK's limit on that transport, before the SDK's reader
+    fails on it and ends the session.
 
-    It counts as httpx2's event decoder does (``httpx2._sse``): the bytes of an event's lines
-    without their line ends, comment lines (``:``) left out, and the unfinished line's bytes
-    so far; a blank line ends the event. A CR alone as a line end (rare) is not one here: such
-    an event counts larger, never smaller, than the SDK's count.
+    It runs the parser the SDK's reader runs, httpx2's, with the same limit
+    (:func:`~keen.mcp.connection.sdk_private.sse_event_parser`,
+    :func:`~keen.mcp.connection.sdk_private.sse_transport_max_event_size`), over the stream's
+    text decoded as httpx2 decodes it (the response's charset, else UTF-8, errors replaced):
+    both see the same event pass the limit at the same read.
     """
 
-    def __init__(self, stream: httpx2.AsyncByteStream, on_too_large: Callable[[str], None]) -> None:
+    def __init__(
+        self, stream: httpx2.AsyncByteStream, charset: str, on_too_large: Callable[[str], None]
+    ) -> None:
         self._stream = stream
-        self._on_too_large: Callable[[str], None] | None = on_too_large
-        self._event = 0  # bytes of the current event's finished lines
-        self._line = 0  # bytes of the unfinished line so far
-        self._comment: bool | None = None  # whether it is a comment (None: no byte of it yet)
-        self._last_cr = False  # whether its last byte is a CR (a CRLF cut between two reads)
+        self._limit = sdk_private.sse_transport_max_event_size()
+        self._parser: sdk_private.EventParser | None = sdk_private.sse_event_parser(self._limit)
+        try:
+            self._text = codecs.getincrementaldecoder(charset)(errors="replace")
+        except LookupError:  # a charset Python does not know: httpx2 falls back to UTF-8 too
+            self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._on_too_large = on_too_large
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._stream:
-            if self._on_too_large is not None:
-                self._count(chunk)
+            if self._parser is not None:
+                self._watch(self._parser, chunk)
             yield chunk
 
     async def aclose(self) -> None:
         await self._stream.aclose()
 
-    def _count(self, chunk: bytes) -> None:
-        start = 0
-        while (end := chunk.find(b"\n", start)) != -1:
-            self._add(chunk[start:end])
-            length = self._line - self._last_cr
-            if length == 0:
-                self._event = 0  # a blank line: the event ends
-            elif not self._comment:
-                self._event += length
-            self._line, self._comment, self._last_cr = 0, None, False
-            start = end + 1
-        self._add(chunk[start:])
-        if self._event + self._line > LEGACY_EVENT_LIMIT and self._on_too_large is not None:
+    def _watch(self, parser: sdk_private.EventParser, chunk: bytes) -> None:
+        try:
+            for _event in parser.decode(self._text.decode(chunk)):
+                pass  # read for its size only: the SDK's reader handles it
+        except httpx2.SSEError:
+            self._parser = None
             self._on_too_large(
-                f"it sent an event of more than {LEGACY_EVENT_LIMIT:,} bytes, more than the HTTP+SSE"
-                ' transport reads (the MCP SDK\'s fixed limit); use "transport": "streamable_http" if'
-                " the server offers it"
+                f"it sent an event of more than {self._limit:,} bytes, more than the HTTP+SSE transport"
+                ' reads (the MCP SDK\'s fixed limit); use "transport": "streamable_http" if the server offers it'
             )
-            self._on_too_large = None
-
-    def _add(self, piece: bytes) -> None:
-        if piece:
-            if self._comment is None:
-                self._comment = piece.startswith(b":")
-            self._line += len(piece)
-            self._last_cr = piece.endswith(b"\r")
 
 
-def watch_legacy_events(response: httpx2.Response, on_too_large: Callable[[str], None]) -> None:
+def watch_sse_transport_events(response: httpx2.Response, on_too_large: Callable[[str], None]) -> None:
+    """Put an HTTP+SSE event stream (``response``) behind :class:`HttpSseEventWatch`; leave
+    anything else as it is. A compressed stream is left to the SDK's words too."""
     content_type = response.headers.get("content-type", "").lower()
-    # A compressed stream's bytes are not the event's: it is left to the SDK's words.
     stream = response.stream
     if (
         content_type.startswith("text/event-stream")
         and "content-encoding" not in response.headers
         and isinstance(stream, httpx2.AsyncByteStream)
     ):
-        response.stream = LegacyEventWatch(stream, on_too_large)
+        response.stream = HttpSseEventWatch(stream, response.charset_encoding or "utf-8", on_too_large)
 
 
 def bound_json_body(response: httpx2.Response) -> None:

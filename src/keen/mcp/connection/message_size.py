@@ -15,7 +15,7 @@ way its transport allows:
   and the session goes on.
 * HTTP+SSE (deprecated): the SDK's ``sse_client`` keeps its own 1 MiB an event, with no
   setting; every message comes on one stream, so a larger one ends the session, and the
-  call and the server's status say why (``keen.mcp.connection._http_bounds.LegacyEventWatch``).
+  call and the server's status say why (``keen.mcp.connection._http_bounds.HttpSseEventWatch``).
 
 The limit is far above what a model can use of one result (a result is cut for the model,
 docs/architecture.md "The data flow of one call"); the MCP SDK's own default for one event,
@@ -24,7 +24,13 @@ docs/architecture.md "The data flow of one call"); the MCP SDK's own default for
 
 from __future__ import annotations
 
-__all__ = ["JSON_BODY_TOO_LARGE", "MAX_MESSAGE_SIZE", "SSE_EVENT_TOO_LARGE", "MessageTooLarge"]
+__all__ = [
+    "JSON_BODY_TOO_LARGE",
+    "MAX_MESSAGE_SIZE",
+    "SDK_JSON_BODY_FAILED",
+    "SSE_EVENT_TOO_LARGE",
+    "MessageTooLarge",
+]
 
 MAX_MESSAGE_SIZE = 100_000_000
 """The most of one message Keen reads: characters of a stdio line, bytes of an HTTP one."""
@@ -34,8 +40,11 @@ SSE_EVENT_TOO_LARGE = "SSE stream failed: Server-sent event exceeded the "
 (``mcp.client.streamable_http``, over httpx2's ``SSEError``)."""
 
 JSON_BODY_TOO_LARGE = "a JSON response of more than "
-"""How Keen words a JSON body over the bound (``keen.mcp.connection._http_bounds``); the SDK puts
-it after ``Failed to parse JSON response: ``."""
+"""How Keen words a JSON body over the bound (``keen.mcp.connection._http_bounds``)."""
+
+SDK_JSON_BODY_FAILED = "Failed to parse JSON response: "
+"""What the MCP SDK puts before the error of a JSON body it could not read
+(``mcp.client.streamable_http``), :data:`JSON_BODY_TOO_LARGE` included."""
 
 
 class MessageTooLarge(ValueError):

@@ -145,7 +145,9 @@ def over_message_bound(cause: MCPError) -> bool:
         return False
     if cause.code == CONNECTION_CLOSED:
         return cause.message.startswith(message_size.SSE_EVENT_TOO_LARGE)
-    return cause.code == PARSE_ERROR and message_size.JSON_BODY_TOO_LARGE in cause.message
+    return cause.code == PARSE_ERROR and cause.message.startswith(
+        message_size.SDK_JSON_BODY_FAILED + message_size.JSON_BODY_TOO_LARGE
+    )
 
 
 def _too_large_words(server: str, during: str) -> str:
