@@ -19,13 +19,13 @@ from pathlib import Path
 import anyio
 import pytest
 from fastmcp import FastMCP
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from helpers.http_servers import serve_http
 from keen.errors import CallTimeout
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
-from servers.handshake_only import handshake_only_http
+from servers.handshake_only import handshake_only_http, read_request, replaying
 
 pytestmark = pytest.mark.anyio
 
@@ -64,12 +64,7 @@ def stalling(how: str, gone: threading.Event) -> Callable[[ASGIApp], ASGIApp]:
             if scope["type"] != "http" or scope["method"] != "POST":
                 await app(scope, receive, send)
                 return
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
+            body = await read_request(receive)
             request = json.loads(body)
             if request.get("method") == "tools/call" and request["params"]["name"] == "stall":
                 async with anyio.create_task_group() as tg:
@@ -79,16 +74,7 @@ def stalling(how: str, gone: threading.Event) -> Callable[[ASGIApp], ASGIApp]:
                     gone.set()
                     tg.cancel_scope.cancel()
                 return
-            replayed = False
-
-            async def replay() -> Message:
-                nonlocal replayed
-                if replayed:
-                    return await receive()
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            await app(scope, replay, send)
+            await app(scope, replaying(body, receive), send)
 
         return serve
 

@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 from fastmcp import FastMCP
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from helpers.http_servers import serve_http
 from keen.errors import RemoteProtocolError, ServerDisconnected
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
-from servers.handshake_only import handshake_only_http
+from servers.handshake_only import handshake_only_http, read_request, replaying
 
 pytestmark = pytest.mark.anyio
 
@@ -68,12 +68,7 @@ def answering(case: str, *, everything: bool = False) -> Callable[[ASGIApp], ASG
             if scope["type"] != "http" or scope["method"] != "POST":
                 await app(scope, receive, send)
                 return
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
+            body = await read_request(receive)
             request = json.loads(body)
             if everything or (request.get("method") == "tools/call" and request["params"]["name"] == "odd"):
                 if case == "batch" and "id" in request:  # the answer, in a batch of one
@@ -90,16 +85,7 @@ def answering(case: str, *, everything: bool = False) -> Callable[[ASGIApp], ASG
                 await send({"type": "http.response.start", "status": status, "headers": headers})
                 await send({"type": "http.response.body", "body": content_now})
                 return
-            replayed = False
-
-            async def replay() -> Message:
-                nonlocal replayed
-                if replayed:
-                    return await receive()
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            await app(scope, replay, send)
+            await app(scope, replaying(body, receive), send)
 
         return serve
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 from fastmcp import FastMCP
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from helpers.http_servers import serve_http
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
-from servers.handshake_only import handshake_only_http
+from servers.handshake_only import handshake_only_http, read_request, replaying
 
 pytestmark = pytest.mark.anyio
 
@@ -33,12 +33,7 @@ def paging(next_cursor: Callable[[int], str]) -> Callable[[ASGIApp], ASGIApp]:
             if scope["type"] != "http" or scope["method"] != "POST":
                 await app(scope, receive, send)
                 return
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
+            body = await read_request(receive)
             request = json.loads(body)
             if request.get("method") == "tools/list":
                 page = int((request.get("params") or {}).get("cursor") or 0)
@@ -54,16 +49,7 @@ def paging(next_cursor: Callable[[int], str]) -> Callable[[ASGIApp], ASGIApp]:
                 )
                 await send({"type": "http.response.body", "body": answer})
                 return
-            replayed = False
-
-            async def replay() -> Message:
-                nonlocal replayed
-                if replayed:
-                    return await receive()
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            await app(scope, replay, send)
+            await app(scope, replaying(body, receive), send)
 
         return serve
 

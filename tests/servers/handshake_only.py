@@ -19,7 +19,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import METHOD_NOT_FOUND, ErrorData, JSONRPCError, JSONRPCRequest
 
-__all__ = ["handshake_only_http", "refuse_discover", "serve_stdio"]
+__all__ = ["handshake_only_http", "read_request", "refuse_discover", "replaying", "serve_stdio"]
 
 
 async def serve_stdio(server: MCPServer | Any, *, handshake_only: bool = True, options: Any = None) -> None:
@@ -60,12 +60,7 @@ def handshake_only_http(app: Any) -> Any:
         if scope["type"] != "http" or scope["method"] != "POST":
             await app(scope, receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_request(receive)
         request = json.loads(body)
         if isinstance(request, dict) and request.get("method") == "server/discover":
             error = {
@@ -82,15 +77,31 @@ def handshake_only_http(app: Any) -> Any:
             )
             await send({"type": "http.response.body", "body": json.dumps(error).encode()})
             return
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await app(scope, replay, send)
+        await app(scope, replaying(body, receive), send)
 
     return serve
+
+
+async def read_request(receive: Any) -> bytes:
+    """The whole body of an ASGI HTTP request, read from ``receive``."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+def replaying(body: bytes, receive: Any) -> Any:
+    """An ASGI ``receive`` that gives ``body`` (read already, :func:`read_request`) once,
+    then whatever ``receive`` gives (a disconnect)."""
+    replayed = False
+
+    async def replay() -> Any:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay

@@ -23,7 +23,7 @@ import httpx2
 import mcp_types as mt
 
 from keen._text import one_line
-from keen.mcp.listing.streams import StreamProxy
+from keen.mcp.listing.streams import ReadStreamProxy, StreamProxy
 
 __all__ = ["AbandonedJsonBody", "AbandonedSseStream", "Exchanges"]
 
@@ -225,7 +225,7 @@ class _Client(httpx2.AsyncClient):
         return await self._exchanges.send(self, request, **options)
 
 
-class _AnswerIds(StreamProxy):
+class _AnswerIds(ReadStreamProxy):
     async def receive(self) -> Any:
         item = await self._inner.receive()
         message = getattr(item, "message", None)
@@ -237,15 +237,6 @@ class _AnswerIds(StreamProxy):
                 if request_id is not None and message.id != request_id:
                     message.id = request_id
         return item
-
-    def __aiter__(self) -> _AnswerIds:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
 
 
 class _CancelWatch(StreamProxy):

@@ -13,7 +13,7 @@ from typing import Any, Self
 
 import anyio
 
-__all__ = ["EOFWatch", "StreamProxy"]
+__all__ = ["EOFWatch", "ReadStreamProxy", "StreamProxy"]
 
 
 class StreamProxy:
@@ -49,7 +49,24 @@ class StreamProxy:
         return getattr(self._inner, name)
 
 
-class EOFWatch(StreamProxy):
+class ReadStreamProxy(StreamProxy):
+    """A proxy of a read stream: ``async for`` goes through :meth:`receive`, which
+    subclasses override to watch what the session reads."""
+
+    async def receive(self) -> Any:
+        return await self._inner.receive()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+
+class EOFWatch(ReadStreamProxy):
     """Read-stream proxy that reports the end of the stream (server exit, connection closed).
 
     The SDK's dispatcher treats EOF as a closed connection but tells no one outside;
@@ -69,12 +86,3 @@ class EOFWatch(StreamProxy):
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_eof()
             raise
-
-    def __aiter__(self) -> EOFWatch:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
