@@ -55,6 +55,12 @@ ANSWERS: dict[str, tuple[int, list[tuple[bytes, bytes]], bytes]] = {
     "redirect": (307, [(b"location", b"http://127.0.0.2:9/elsewhere")], b""),
     "other id": (200, [(b"content-type", b"application/json")], b""),
     "huge header": (200, [(b"content-type", b"application/json"), (b"x-filler", b"f" * 200_000)], b"{}"),
+    # A server's own error sent with a 404: the request's, not a session gone.
+    "not found": (
+        404,
+        [(b"content-type", b"application/json")],
+        b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32002, "message": "Resource not found"}}',
+    ),
 }
 
 
@@ -105,6 +111,7 @@ CALL_ERRORS = {
     r"and logs$",
     "redirect": r"redirected \"odd\" to http://127\.0\.0\.2:9/elsewhere, which Keen does not follow; if that is the "
     r"same server, put that url in configs\.json$",
+    "not found": r"answered \"odd\" with JSON-RPC error -32002: Resource not found$",
 }
 
 

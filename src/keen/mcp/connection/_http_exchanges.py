@@ -56,12 +56,19 @@ class _Exchange:
 
     def request_id(self) -> Any:
         """The JSON-RPC id of the request this POST carries, ``None`` for a notification or a
-        response. Parsed only when some request is given up on, not for every POST."""
+        response (or a body that cannot be read). Parsed once, when first asked: for its
+        answer's id, or when some request is given up on."""
         if not self._parsed:
             self._parsed = True
             try:
-                body = json.loads(self.request.content)
-            except ValueError:
+                try:
+                    content = self.request.content
+                except httpx2.RequestNotRead:
+                    # A redirect the SDK follows (same origin, 307/308) is built over the first
+                    # request's body stream, not its bytes: read it (an in-memory stream).
+                    content = self.request.read()
+                body = json.loads(content)
+            except (ValueError, RuntimeError, httpx2.StreamError):
                 body = None
             if isinstance(body, dict) and "method" in body:
                 self._id = body.get("id")  # pyright: ignore[reportUnknownMemberType]

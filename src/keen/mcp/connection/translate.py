@@ -136,6 +136,10 @@ SESSION_GONE_STATUS = 404
 client must start a new session (MCP 2025-11-25 "Transports > Session Management")."""
 
 
+_SESSION_GONE_CODES = frozenset({INVALID_REQUEST, -32001})
+"""The JSON-RPC codes a 404 to a session's request comes with when the session is gone."""
+
+
 def over_message_bound(cause: MCPError) -> bool:
     """Whether ``cause`` answers a request whose response passed Keen's bound on one message
     (:mod:`keen.mcp.connection.message_size`): a server-sent event, as the SDK words it, or a
@@ -406,10 +410,13 @@ def translate_call_error(
                 tool=tool,
                 remedy=Remedy.RECONNECT,
             )
-        if http_status == SESSION_GONE_STATUS and cause.code not in (METHOD_NOT_FOUND, INVALID_PARAMS):
-            # The server restarted or ended the session: every later request would fail the
-            # same way until a new one begins. (A 404 may also carry a -32601, which a server
-            # is free to answer with that status: that one is the request's own.)
+        if http_status == SESSION_GONE_STATUS and cause.code in _SESSION_GONE_CODES:
+            # The server restarted or ended the session (MCP 2025-11-25 "Session Management":
+            # it answers that session's requests with HTTP 404): every later request would fail
+            # the same way until a new one begins. Only with -32600 (the SDK's own "Session
+            # terminated", or the server's "Session not found") or -32001 (the TypeScript
+            # SDK's): a server's own error sent with a 404 (a -32002 "Resource not found", a
+            # -32601) is the request's own.
             return ServerDisconnected(
                 f'MCP server "{server}" no longer knows Keen\'s session (HTTP 404 to "{tool}"): it '
                 "restarted or ended it; reconnect to start a new one",
