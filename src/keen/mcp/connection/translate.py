@@ -100,7 +100,9 @@ def http_answer_fault(cause: MCPError, target: str, http_status: int | None) -> 
     """
     if cause.error.data is not None:
         return None
-    message = cause.message
+    # Server-sent text (a content type, a location) is redacted before it is cut: a cut secret
+    # no longer matches, and its head would survive.
+    message = redactor.redact(cause.message)
     if cause.code == INVALID_REQUEST and message.startswith(_SDK_CONTENT_TYPE):
         kind = message.removeprefix(_SDK_CONTENT_TYPE).strip()
         shown = f"content type {_cut(kind, 80)!r}" if kind else "no content type"
@@ -112,7 +114,7 @@ def http_answer_fault(cause: MCPError, target: str, http_status: int | None) -> 
         location = message.removeprefix(_SDK_REDIRECT).split(" not followed", 1)[0]
         advice = (
             "use its https url: a proxy in front of it likely does not tell it the request came over https"
-            if "downgrade" in message
+            if "downgrade" in message.split(" not followed", 1)[-1]
             else "if that is the same server, put that url in configs.json"
         )
         return f"redirected {target} to {_cut(location, 300)}, which Keen does not follow", advice

@@ -92,7 +92,7 @@ async def list_all_tools(
             )
         if cursor in seen_cursors:
             raise RemoteProtocolError(
-                f'MCP server "{server}" repeated tools/list cursor {shorten(repr(cursor), 80)}: its '
+                f'MCP server "{server}" repeated tools/list cursor {shorten(repr(redactor.redact(cursor)), 80)}: its '
                 "pagination is broken; check its version and logs",
                 server=server,
             )
