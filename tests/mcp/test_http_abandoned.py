@@ -11,21 +11,21 @@ passed), and the session goes on.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from fastmcp import FastMCP
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Send
 
 from helpers.http_servers import serve_http
 from keen.errors import CallTimeout
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
-from servers.handshake_only import handshake_only_http, read_request, replaying
+from servers.handshake_only import answering_posts
 
 pytestmark = pytest.mark.anyio
 
@@ -59,26 +59,18 @@ def stalling(how: str, gone: threading.Event) -> Callable[[ASGIApp], ASGIApp]:
     """Middleware answering ``tools/call`` of ``stall`` as ``how`` says, forever; ``gone`` is
     set when the client closes that exchange."""
 
-    def wrap(app: ASGIApp) -> ASGIApp:
-        async def serve(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] != "http" or scope["method"] != "POST":
-                await app(scope, receive, send)
-                return
-            body = await read_request(receive)
-            request = json.loads(body)
-            if request.get("method") == "tools/call" and request["params"]["name"] == "stall":
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(_never_finish, how, send)
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    gone.set()
-                    tg.cancel_scope.cancel()
-                return
-            await app(scope, replaying(body, receive), send)
+    async def respond(request: Any, receive: Receive, send: Send) -> bool:
+        if request.get("method") == "tools/call" and request["params"]["name"] == "stall":
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_never_finish, how, send)
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                gone.set()
+                tg.cancel_scope.cancel()
+            return True
+        return False
 
-        return serve
-
-    return lambda app: wrap(handshake_only_http(app))
+    return answering_posts(respond)
 
 
 @pytest.mark.parametrize("how", ["silent", "pings", "trickle"])

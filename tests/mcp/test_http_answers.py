@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 from fastmcp import FastMCP
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Send
 
 from helpers.http_servers import serve_http
 from keen.errors import RemoteProtocolError, ServerDisconnected
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
-from servers.handshake_only import handshake_only_http, read_request, replaying
+from servers.handshake_only import answering_posts
 
 pytestmark = pytest.mark.anyio
 
@@ -69,33 +69,25 @@ def answering(case: str, *, everything: bool = False) -> Callable[[ASGIApp], ASG
     ``ANSWERS[case]``; the rest reaches the MCP app in the handshake era."""
     status, headers, content = ANSWERS[case]
 
-    def wrap(app: ASGIApp) -> ASGIApp:
-        async def serve(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] != "http" or scope["method"] != "POST":
-                await app(scope, receive, send)
-                return
-            body = await read_request(receive)
-            request = json.loads(body)
-            if everything or (request.get("method") == "tools/call" and request["params"]["name"] == "odd"):
-                if case == "batch" and "id" in request:  # the answer, in a batch of one
-                    answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}}
-                    content_now = json.dumps([answer]).encode()
-                elif case == "other id":  # the right answer, under an id Keen never sent
-                    result = {
-                        "content": [{"type": "text", "text": "odd"}],
-                        "structuredContent": {"result": "odd"},
-                    }
-                    content_now = json.dumps({"jsonrpc": "2.0", "id": 1_000_000, "result": result}).encode()
-                else:
-                    content_now = content
-                await send({"type": "http.response.start", "status": status, "headers": headers})
-                await send({"type": "http.response.body", "body": content_now})
-                return
-            await app(scope, replaying(body, receive), send)
+    async def respond(request: Any, receive: Receive, send: Send) -> bool:
+        if everything or (request.get("method") == "tools/call" and request["params"]["name"] == "odd"):
+            if case == "batch" and "id" in request:  # the answer, in a batch of one
+                answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}}
+                content_now = json.dumps([answer]).encode()
+            elif case == "other id":  # the right answer, under an id Keen never sent
+                result = {
+                    "content": [{"type": "text", "text": "odd"}],
+                    "structuredContent": {"result": "odd"},
+                }
+                content_now = json.dumps({"jsonrpc": "2.0", "id": 1_000_000, "result": result}).encode()
+            else:
+                content_now = content
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": content_now})
+            return True
+        return False
 
-        return serve
-
-    return lambda app: wrap(handshake_only_http(app))
+    return answering_posts(respond)
 
 
 def entry(url: str) -> dict[str, Any]:

@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastmcp import FastMCP
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Send
 
 from helpers.http_servers import serve_http
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
-from servers.handshake_only import handshake_only_http, read_request, replaying
+from servers.handshake_only import answering_posts
 
 pytestmark = pytest.mark.anyio
 
@@ -28,32 +29,24 @@ def paging(next_cursor: Callable[[int], str]) -> Callable[[ASGIApp], ASGIApp]:
     """Middleware answering tools/list page ``n`` (cursor ``str(n)``, none for the first) with
     one tool and ``nextCursor`` ``next_cursor(n)``, for ever."""
 
-    def wrap(app: ASGIApp) -> ASGIApp:
-        async def serve(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] != "http" or scope["method"] != "POST":
-                await app(scope, receive, send)
-                return
-            body = await read_request(receive)
-            request = json.loads(body)
-            if request.get("method") == "tools/list":
-                page = int((request.get("params") or {}).get("cursor") or 0)
-                tool = {"name": f"tool_{page}", "inputSchema": {"type": "object"}}
-                result = {"tools": [tool], "nextCursor": next_cursor(page)}
-                answer = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 200,
-                        "headers": [(b"content-type", b"application/json")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": answer})
-                return
-            await app(scope, replaying(body, receive), send)
+    async def respond(request: Any, receive: Receive, send: Send) -> bool:
+        if request.get("method") == "tools/list":
+            page = int((request.get("params") or {}).get("cursor") or 0)
+            tool = {"name": f"tool_{page}", "inputSchema": {"type": "object"}}
+            result = {"tools": [tool], "nextCursor": next_cursor(page)}
+            answer = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
+            await send({"type": "http.response.body", "body": answer})
+            return True
+        return False
 
-        return serve
-
-    return lambda app: wrap(handshake_only_http(app))
+    return answering_posts(respond)
 
 
 async def status_with(write_config: Callable[..., Path], next_cursor: Callable[[int], str]) -> str:

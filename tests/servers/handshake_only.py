@@ -19,7 +19,14 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import METHOD_NOT_FOUND, ErrorData, JSONRPCError, JSONRPCRequest
 
-__all__ = ["handshake_only_http", "read_request", "refuse_discover", "replaying", "serve_stdio"]
+__all__ = [
+    "answering_posts",
+    "handshake_only_http",
+    "read_request",
+    "refuse_discover",
+    "replaying",
+    "serve_stdio",
+]
 
 
 async def serve_stdio(server: MCPServer | Any, *, handshake_only: bool = True, options: Any = None) -> None:
@@ -105,3 +112,23 @@ def replaying(body: bytes, receive: Any) -> Any:
         return {"type": "http.request", "body": body, "more_body": False}
 
     return replay
+
+
+def answering_posts(answer: Any) -> Any:
+    """ASGI middleware for a handshake-era test server over HTTP whose POSTs some test
+    answers itself: ``await answer(request, receive, send)`` (``request`` the parsed JSON-RPC
+    body) returns True when it answered; the rest reaches the MCP app, in the 2025-11-25 era
+    (:func:`handshake_only_http`)."""
+
+    def wrap(app: Any) -> Any:
+        async def serve(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http" or scope["method"] != "POST":
+                await app(scope, receive, send)
+                return
+            body = await read_request(receive)
+            if not await answer(json.loads(body), receive, send):
+                await app(scope, replaying(body, receive), send)
+
+        return serve
+
+    return lambda app: wrap(handshake_only_http(app))
