@@ -1,14 +1,15 @@
 """A Streamable HTTP answer the SDK cannot read as an MCP one (a web page, no content type, an
-error status without a JSON-RPC error, a JSON-RPC batch, a redirect to another origin) fails
-its call with words that say what came and what to do, names no secret, and the session goes
-on; at connect, the server's status says the same (``translate.http_answer_fault``). A JSON
-answer under an id Keen never sent is its POST's request's, as one in an event stream is; an
-answer httpx2 cannot read (a 200 KB header block) ends the session, saying why.
+error status without a JSON-RPC error, a JSON-RPC batch, a redirect to another origin, a
+JSON body or event stream that breaks off, a JSON body that does not decode) fails its call
+with words that say what came and what to do, names no secret, and the session goes on; at
+connect, the server's status says the same (``translate.http_answer_fault``). A JSON answer
+under an id Keen never sent is its POST's request's, as one in an event stream is; an answer
+httpx2 cannot read (a 200 KB header block) ends the session, saying why.
 
 Before, each read as the server's own JSON-RPC error ('answered "tool" with JSON-RPC error
 -32600: Unexpected content type: text/html'; -32603 "Server returned an error response" with
-no status). A real FastMCP server on 127.0.0.1, behind middleware that answers one tool (or
-every request) as the case says.
+no status); an answer that broke off ended the session as "went away". A real FastMCP server
+on 127.0.0.1, behind middleware that answers one tool (or every request) as the case says.
 """
 
 from __future__ import annotations
@@ -55,6 +56,19 @@ ANSWERS: dict[str, tuple[int, list[tuple[bytes, bytes]], bytes]] = {
     "redirect": (307, [(b"location", b"http://127.0.0.2:9/elsewhere")], b""),
     "other id": (200, [(b"content-type", b"application/json")], b""),
     "huge header": (200, [(b"content-type", b"application/json"), (b"x-filler", b"f" * 200_000)], b"{}"),
+    # The connection closes after 26 of the 1,000 bytes its header promised.
+    "cut body": (
+        200,
+        [(b"content-type", b"application/json"), (b"content-length", b"1000")],
+        b'{"jsonrpc": "2.0", "id": 3',
+    ),
+    "cut events": (
+        200,
+        [(b"content-type", b"text/event-stream"), (b"content-length", b"1000")],
+        b"event: message\ndata: {",
+    ),
+    "accepted": (202, [], b""),
+    "bad gzip": (200, [(b"content-type", b"application/json"), (b"content-encoding", b"gzip")], b"not gzip"),
     # A server's own error sent with a 404: the request's, not a session gone.
     "not found": (
         404,
@@ -104,6 +118,14 @@ CALL_ERRORS = {
     "redirect": r"redirected \"odd\" to http://127\.0\.0\.2:9/elsewhere, which Keen does not follow; if that is the "
     r"same server, put that url in configs\.json$",
     "not found": r"answered \"odd\" with JSON-RPC error -32002: Resource not found$",
+    "cut body": r"broke off its answer to \"odd\": the connection ended before its JSON body did \(.+\); "
+    r"retry, and if it recurs check the server's logs and any proxy in front of it$",
+    "cut events": r"broke off its answer to \"odd\": the event stream ended before the answer came; "
+    r"retry, and if it recurs check the server's logs and any proxy in front of it$",
+    "accepted": r"answered \"odd\" with 202 Accepted, which carries no answer; check the server's version and "
+    r"logs$",
+    "bad gzip": r"answered \"odd\" with a JSON body that could not be decoded \(.+\); check the server's logs "
+    r"and any proxy in front of it$",
 }
 
 
@@ -125,16 +147,25 @@ async def test_an_answer_that_is_no_mcp_answer_says_what_came_and_the_session_go
             assert (await manager.call_tool("answers", "echo", {"text": "after"})).text == "after"
 
 
-async def test_a_url_that_serves_a_web_page_says_so_at_connect(write_config: Callable[..., Path]) -> None:
-    with serve_http(echo_server(), wrap=answering("web page", everything=True), api_key=KEY) as srv:
+CONNECT_ERRORS = {
+    "web page": "answered initialize with content type 'text/html', not JSON or an event stream; check that the "
+    "url is its MCP endpoint",
+    "cut body": "broke off its answer to initialize: the connection ended before its JSON body did (",
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONNECT_ERRORS))
+async def test_a_url_whose_answers_are_no_mcp_answers_says_so_at_connect(
+    write_config: Callable[..., Path], case: str
+) -> None:
+    with serve_http(echo_server(), wrap=answering(case, everything=True), api_key=KEY) as srv:
         async with Manager(write_config({"answers": entry(srv.url)}), trust=PinGuard()) as manager:
             await manager.wait_ready(20)
             status = manager.status("answers")
             assert status.state is ServerState.DISCONNECTED
-            assert status.last_error.startswith(
-                "MCP server \"answers\" answered initialize with content type 'text/html', not JSON or an event "
-                "stream; check that the url is its MCP endpoint"
-            ), status.last_error
+            assert status.last_error.startswith(f'MCP server "answers" {CONNECT_ERRORS[case]}'), (
+                status.last_error
+            )
 
 
 async def test_a_json_answer_under_another_id_reaches_its_call(write_config: Callable[..., Path]) -> None:

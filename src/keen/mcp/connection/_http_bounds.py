@@ -1,4 +1,5 @@
-"""One message of an HTTP transport, bounded (:mod:`keen.mcp.connection.message_size`).
+"""One message of an HTTP transport, bounded (:mod:`keen.mcp.connection.message_size`), and a
+JSON body that does not arrive whole failing only its request.
 
 On Streamable HTTP, Keen's bound: a server-sent event through the SDK's
 ``max_sse_event_size`` (set by ``keen.mcp.connection._http``), a JSON response's body by
@@ -6,6 +7,12 @@ On Streamable HTTP, Keen's bound: a server-sent event through the SDK's
 the HTTP+SSE transport, the SDK's own fixed limit an event, which a caller cannot set:
 :class:`HttpSseEventWatch` sees an event pass it first, so the connection can say why the
 session ends.
+
+A JSON response's body that breaks off (the connection closed or failed mid-body) or cannot
+be decoded raised an ``httpx2`` error the SDK does not catch there: its POST task failed and
+the whole session ended, "went away". :class:`BoundedJsonBody` raises it as an
+``httpx2.StreamError`` instead, which the SDK answers the request with (its
+``Failed to parse JSON response: ...``), and the session goes on.
 """
 
 from __future__ import annotations
@@ -15,20 +22,36 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx2
 
+from keen._text import one_line
 from keen.mcp.connection import message_size, sdk_private
 
 __all__ = [
+    "JSON_BODY_BROKEN",
+    "JSON_BODY_UNDECODABLE",
     "BoundedJsonBody",
     "HttpSseEventWatch",
+    "JsonBodyBroken",
     "JsonBodyTooLarge",
     "bound_json_body",
     "watch_sse_transport_events",
 ]
 
+JSON_BODY_BROKEN = "the connection ended before its JSON body did"
+"""How Keen words a JSON body that broke off (:class:`JsonBodyBroken`)."""
+
+JSON_BODY_UNDECODABLE = "a JSON body that could not be decoded"
+"""How Keen words a JSON body its ``Content-Encoding`` does not decode (:class:`JsonBodyBroken`)."""
+
 
 class JsonBodyTooLarge(httpx2.StreamError):
     """A JSON response's body went over :data:`~keen.mcp.connection.message_size.MAX_MESSAGE_SIZE`
     bytes (an ``httpx2.StreamError``: the SDK answers the request with it, and the session goes on)."""
+
+
+class JsonBodyBroken(httpx2.StreamError):
+    """A JSON response's body that did not arrive whole: the connection closed, failed or
+    timed out mid-body, or its ``Content-Encoding`` did not decode (an ``httpx2.StreamError``:
+    the SDK answers the request with it, and the session goes on)."""
 
 
 class BoundedJsonBody(httpx2.AsyncByteStream):
@@ -38,7 +61,8 @@ class BoundedJsonBody(httpx2.AsyncByteStream):
     The bound counts the decoded bytes, what reading the body keeps: a few kilobytes of gzip
     can decode to gigabytes. httpx2 decodes them itself, through a response made over the
     raw stream with the same ``Content-Encoding``; the response this replaces the stream of
-    has that header removed, so nothing is decoded twice.
+    has that header removed, so nothing is decoded twice. A body that breaks off or does not
+    decode raises :class:`JsonBodyBroken`.
     """
 
     def __init__(self, response: httpx2.Response) -> None:
@@ -52,7 +76,16 @@ class BoundedJsonBody(httpx2.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         size = 0
-        async for chunk in self._decoding.aiter_bytes():
+        chunks = self._decoding.aiter_bytes()
+        while True:
+            try:
+                chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                return
+            except httpx2.TransportError as exc:
+                raise JsonBodyBroken(f"{JSON_BODY_BROKEN} ({_why(exc)})") from exc
+            except httpx2.DecodingError as exc:
+                raise JsonBodyBroken(f"{JSON_BODY_UNDECODABLE} ({_why(exc)})") from exc
             size += len(chunk)
             if size > self._limit:
                 raise JsonBodyTooLarge(
@@ -62,6 +95,10 @@ class BoundedJsonBody(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._decoding.aclose()
+
+
+def _why(exc: Exception) -> str:
+    return one_line(str(exc) or type(exc).__name__, 200)
 
 
 class HttpSseEventWatch(httpx2.AsyncByteStream):

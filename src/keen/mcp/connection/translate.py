@@ -45,6 +45,7 @@ from keen.errors import (
 )
 from keen.mcp.config.defaults import more_time_advice, split_advice
 from keen.mcp.connection import message_size
+from keen.mcp.connection._http_bounds import JSON_BODY_BROKEN, JSON_BODY_UNDECODABLE
 from keen.mcp.connection.elicitation import check_url
 from keen.mcp.types import ServerState
 
@@ -65,14 +66,11 @@ __all__ = [
 ]
 
 
-_SDK_CLOSED = (
-    "Connection closed",
-    "SSE stream failed: ",
-    "SSE stream ended",
-    "server answered a request with 202 Accepted",
-)
-"""How the SDK words the ``-32000`` it raises itself when a transport ends under a request
-(``mcp.shared.jsonrpc_dispatcher``, ``mcp.client.streamable_http``)."""
+_SDK_CLOSED = "Connection closed"
+"""How the SDK words the ``-32000`` it raises itself when a session's transport ends under a
+request (``mcp.shared.jsonrpc_dispatcher``). Its other ``-32000`` words, a Streamable HTTP
+request's own answer stream that ended or failed (``mcp.client.streamable_http``), fail only
+that request: :func:`http_answer_fault`."""
 
 
 def went_away(cause: MCPError) -> bool:
@@ -93,7 +91,10 @@ def http_answer_fault(cause: MCPError, target: str, http_status: int | None) -> 
     do: ``("answered TARGET with content type 'text/html', not JSON or an event stream",
     advice)``; ``None`` when ``cause`` is not one of the SDK's own words for such an answer
     (``mcp.client.streamable_http``: an unexpected content type, an error status without a
-    JSON-RPC error, a body or event that is no JSON-RPC message, a redirect not followed).
+    JSON-RPC error, a body or event that is no JSON-RPC message, a redirect not followed, a
+    202 to a request, an answer's event stream that ended or failed first) or for a JSON
+    body that broke off or did not decode (``keen.mcp.connection._http_bounds``). Each fails
+    its request only: the session goes on.
 
     ``target`` names the request (``"TOOL"`` in quotes, ``initialize``); the phrase fits after
     ``MCP server "NAME"``. ``http_status``: the last status the MCP endpoint answered with.
@@ -121,6 +122,26 @@ def http_answer_fault(cause: MCPError, target: str, http_status: int | None) -> 
     if cause.code == INTERNAL_ERROR and message == _SDK_ERROR_STATUS:
         status = f"HTTP {http_status}" if http_status is not None and http_status >= 400 else "an HTTP error"
         return f"answered {target} with {status} and no JSON-RPC error", "check the server's logs"
+    if cause.code == INVALID_REQUEST and message == _SDK_ACCEPTED:
+        return (
+            f"answered {target} with 202 Accepted, which carries no answer",
+            "check the server's version and logs",
+        )
+    # A request's own answer that broke off: a proxy's or the network's hiccup, or a server
+    # that went down (then the next request says so); the session is not ended for it.
+    if cause.code == CONNECTION_CLOSED and message.startswith(_SDK_STREAM_ENDED):
+        return f"broke off its answer to {target}: the event stream ended before the answer came", _BROKE_OFF
+    if cause.code == CONNECTION_CLOSED and message.startswith(_SDK_STREAM_FAILED):
+        detail = _cut(message.removeprefix(_SDK_STREAM_FAILED), 200)
+        return f"broke off its answer to {target}: its event stream could not be read ({detail})", _BROKE_OFF
+    if cause.code == PARSE_ERROR and message.startswith(_SDK_JSON_BROKEN):
+        detail = message.removeprefix(_SDK_JSON_BROKEN)
+        return f"broke off its answer to {target}: {JSON_BODY_BROKEN}{_cut(detail, 200)}", _BROKE_OFF
+    if cause.code == PARSE_ERROR and message.startswith(_SDK_JSON_UNDECODABLE):
+        detail = message.removeprefix(_SDK_JSON_UNDECODABLE)
+        return f"answered {target} with {JSON_BODY_UNDECODABLE}{_cut(detail, 200)}", (
+            "check the server's logs and any proxy in front of it"
+        )
     if cause.code == PARSE_ERROR and message.startswith(_SDK_UNPARSED):
         return f"answered {target} with something that is not a JSON-RPC 2.0 message", (
             "check the server's version and logs"
@@ -132,6 +153,13 @@ _SDK_CONTENT_TYPE = "Unexpected content type:"
 _SDK_REDIRECT = "Redirect to "
 _SDK_ERROR_STATUS = "Server returned an error response"
 _SDK_UNPARSED = ("Failed to parse JSON response: ", "Failed to parse SSE message: ")
+_SDK_ACCEPTED = "server answered a request with 202 Accepted"
+# "SSE stream ended without a response", "... and reconnection attempts were exhausted"
+_SDK_STREAM_ENDED = "SSE stream ended"
+_SDK_STREAM_FAILED = "SSE stream failed: "
+_SDK_JSON_BROKEN = message_size.SDK_JSON_BODY_FAILED + JSON_BODY_BROKEN
+_SDK_JSON_UNDECODABLE = message_size.SDK_JSON_BODY_FAILED + JSON_BODY_UNDECODABLE
+_BROKE_OFF = "retry, and if it recurs check the server's logs and any proxy in front of it"
 
 SESSION_GONE_STATUS = 404
 """A Streamable HTTP server answers a request of a session it no longer has with 404, and the
