@@ -45,3 +45,30 @@ async def test_a_40_mb_line_is_read_in_linear_time() -> None:
     lines = await _read_all([big, b'{"next": true}\n'])
     assert time.process_time() - started < 8
     assert [len(line) for line in lines] == [len(big), 15]
+
+
+async def test_a_line_past_the_limit_is_dropped_with_a_warning_and_the_next_is_read(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Unbounded, a host's line without an end took the process's memory."""
+    read_fd, write_fd = os.pipe()
+    chunks = [b'{"small": 1}\n', b"x" * 300_000, b"y" * 300_000 + b"\n", b'{"after": 2}\n', b"z" * 1_000]
+
+    def write() -> None:
+        with os.fdopen(write_fd, "wb") as pipe:
+            for chunk in chunks:
+                pipe.write(chunk)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        with caplog.at_level("WARNING", logger="keen.serve"):
+            lines = [line async for line in StdinLines(read_fd, limit=200_000)]
+    finally:
+        writer.join(30)
+        os.close(read_fd)
+    assert lines == ['{"small": 1}\n', '{"after": 2}\n', "z" * 1_000]
+    assert [r.getMessage() for r in caplog.records] == [
+        "the host sent a message of more than 200,000 bytes, more than keen serve reads of one message: it was "
+        "dropped, and its request gets no answer"
+    ]

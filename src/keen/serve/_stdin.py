@@ -7,6 +7,11 @@ for as long as the host kept stdin open. Here a daemon thread reads the descript
 hands each line to the event loop; the async side is cancellable at any time, and the
 abandoned thread cannot keep the process alive.
 
+One message is bounded as a server's is (:data:`keen.mcp.connection.message_size.MAX_MESSAGE_SIZE`):
+a host's line past it is dropped up to its newline, with a warning on the ``keen.serve``
+logger (stderr, the host's log of this server), and the lines after it are served. Unbounded,
+one line without an end took the process's memory.
+
 As the SDK does for the streams it claims, fd 0 points at the null device while Keen
 serves, so nothing else in the process (or a child that inherits it) reads the host's
 messages; it is restored on exit.
@@ -15,6 +20,7 @@ messages; it is restored on exit.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
@@ -24,9 +30,13 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from keen.mcp.connection.message_size import MAX_MESSAGE_SIZE
+
 __all__ = ["claimed_stdin"]
 
 _CHUNK = 65536
+
+logger = logging.getLogger("keen.serve")
 
 
 def _dup_above_std(fd: int) -> int:
@@ -39,10 +49,14 @@ def _dup_above_std(fd: int) -> int:
 
 class StdinLines:
     """The lines of descriptor ``fd`` as an async iterator (``async for line in ...``), each
-    with its newline, decoded as UTF-8 (undecodable bytes replaced), as the SDK reads them."""
+    with its newline, decoded as UTF-8 (undecodable bytes replaced), as the SDK reads them.
 
-    def __init__(self, fd: int) -> None:
+    A line of more than ``limit`` bytes is dropped (up to its newline), with a warning.
+    """
+
+    def __init__(self, fd: int, limit: int = MAX_MESSAGE_SIZE) -> None:
         self.fd = fd
+        self.limit = limit
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
@@ -50,23 +64,36 @@ class StdinLines:
     async def _lines(self) -> AsyncIterator[str]:
         send, receive = anyio.create_memory_object_stream[str](1)
         token = anyio.lowlevel.current_token()
-        fd = self.fd
+        fd, limit = self.fd, self.limit
 
         def pump() -> None:
             # A line grows in a bytearray and only each new chunk is searched for its end:
             # re-joining and re-splitting the whole pending line per 64 kB chunk was quadratic
             # (a 20 MB message took 10 s to read, 80 MB 100 s).
             pending = bytearray()
+            dropping = False  # past the limit: read up to the line's end, keeping nothing
             try:
                 while chunk := os.read(fd, _CHUNK):
                     start = 0
                     while (end := chunk.find(b"\n", start)) != -1:
-                        pending += chunk[start : end + 1]
-                        text = pending.decode("utf-8", "replace")
+                        if dropping:
+                            dropping = False
+                        else:
+                            pending += chunk[start : end + 1]
+                            text = pending.decode("utf-8", "replace")
+                            anyio.from_thread.run(send.send, text, token=token)
                         pending.clear()
-                        anyio.from_thread.run(send.send, text, token=token)
                         start = end + 1
-                    pending += chunk[start:]
+                    if not dropping:
+                        pending += chunk[start:]
+                        if len(pending) > limit:
+                            pending.clear()
+                            dropping = True
+                            logger.warning(
+                                "the host sent a message of more than %s bytes, more than keen serve reads of "
+                                "one message: it was dropped, and its request gets no answer",
+                                f"{limit:,}",
+                            )
                 if pending:
                     anyio.from_thread.run(send.send, pending.decode("utf-8", "replace"), token=token)
             except (OSError, RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
