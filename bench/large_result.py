@@ -21,8 +21,12 @@ the MCP SDK's own server, on 127.0.0.1); ``json``, the same answering with JSON 
 CPU includes its HTTP client (httpx2) and, for ``gzip``, the decompression. Until Keen set
 its own bound on one message, the SDK's 1 MiB an event failed ``events`` at 1 MB.
 
+``host`` is the other way: one message a host sends ``keen serve`` over stdio, read as
+``keen serve`` reads its stdin (``keen.serve._stdin.StdinLines`` on a pipe, a thread of this
+process writing it; its CPU is counted too, in proportion to the size).
+
 Usage: ``python bench/large_result.py [--sizes 1,4,16] [--repeat 5] [--transports stdio,events,json,gzip]
-[--json]`` (sizes in MB).
+[--json]`` (sizes in MB; transports of stdio, events, json, gzip, host).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import os
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +57,7 @@ TRANSPORTS = {
     "events": "one Streamable HTTP result in a server-sent event",
     "json": "one Streamable HTTP result as a JSON body",
     "gzip": "one Streamable HTTP result as a gzipped JSON body",
+    "host": "one host message read by keen serve over stdio",
 }
 
 
@@ -60,6 +66,9 @@ def _server(transport: str) -> Iterator[dict[str, Any]]:
     """The configs.json entry of the server for ``transport``, running for the block."""
     if transport == "stdio":
         yield {"command": PYTHON, "args": [TINY_SERVER, "--sized"]}
+        return
+    if transport == "host":
+        yield {}
         return
     flags = {"events": [], "json": ["--json"], "gzip": ["--json", "--gzip"]}[transport]
     with tempfile.TemporaryDirectory(prefix="keen-bench-http-") as tmp:
@@ -96,6 +105,32 @@ async def _measure(sizes: list[float], repeat: int, entry: dict[str, Any]) -> di
     return cpu
 
 
+async def _measure_host(sizes: list[float], repeat: int) -> dict[float, list[float]]:
+    from keen.serve._stdin import StdinLines
+
+    cpu: dict[float, list[float]] = {size: [] for size in sizes}
+    for turn in range(repeat):
+        for size in sizes if turn % 2 == 0 else sizes[::-1]:
+            text = "a" * int(size * MB)
+            message = json.dumps({"jsonrpc": "2.0", "method": "notifications/x", "params": {"t": text}})
+            read_fd, write_fd = os.pipe()
+
+            def write(data: bytes = message.encode() + b"\n", fd: int = write_fd) -> None:
+                with os.fdopen(fd, "wb") as pipe:
+                    pipe.write(data)
+
+            writer = threading.Thread(target=write, daemon=True)
+            start = time.process_time()
+            writer.start()
+            lines = [line async for line in StdinLines(read_fd)]
+            writer.join()
+            cpu[size].append(time.process_time() - start)
+            os.close(read_fd)
+            if len(lines) != 1 or len(lines[0]) != len(message) + 1:
+                raise SystemExit(f"the {size} MB message was not read whole")
+    return cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Client CPU of a call by the size of its result.")
     parser.add_argument("--sizes", default="1,4,16", help="result sizes in MB, comma-separated")
@@ -113,7 +148,11 @@ def main() -> None:
 
 def _report(transport: str, sizes: list[float], repeat: int, entry: dict[str, Any], *, as_json: bool) -> None:
     before = os.getloadavg()
-    cpu = anyio.run(_measure, sizes, repeat, entry)
+    cpu = (
+        anyio.run(_measure_host, sizes, repeat)
+        if transport == "host"
+        else anyio.run(_measure, sizes, repeat, entry)
+    )
     after = os.getloadavg()
     medians = {size: statistics.median(values) for size, values in cpu.items()}
     per_mb = {size: medians[size] / size for size in sizes}
@@ -130,7 +169,7 @@ def _report(transport: str, sizes: list[float], repeat: int, entry: dict[str, An
         return
     rows = [
         (
-            f"{size:g} MB result",
+            f"{size:g} MB {'message' if transport == 'host' else 'result'}",
             f"CPU {min(cpu[size]) * 1000:7.1f} / {medians[size] * 1000:7.1f} / {max(cpu[size]) * 1000:7.1f} ms"
             f"   {per_mb[size] * 1000:5.1f} ms per MB",
         )
@@ -143,8 +182,9 @@ def _report(transport: str, sizes: list[float], repeat: int, entry: dict[str, An
             f" the size; x{sizes[-1] / sizes[0]:g} when to its square)",
         )
     )
+    who = "keen serve's stdin" if transport == "host" else "Manager.call_tool"
     print_block(
-        f"Manager.call_tool, {TRANSPORTS[transport]} of each size, client CPU (min / median / max of {repeat})",
+        f"{who}, {TRANSPORTS[transport]} of each size, client CPU (min / median / max of {repeat})",
         rows,
         [load_text(before, after)],
     )

@@ -1,11 +1,12 @@
 """``keen serve``'s stdin reader (:mod:`keen.serve._stdin`) on a real pipe: lines come out
-whole and in order, undecodable bytes replaced, and a long line is read in linear time."""
+whole and in order, undecodable bytes replaced, and a line past the bound is dropped. That a
+long line is read in time linear in its size is a figure ``bench/large_result.py
+--transports host`` prints (a test asserted CPU time under 8 s for 40 MB)."""
 
 from __future__ import annotations
 
 import os
 import threading
-import time
 
 import pytest
 
@@ -34,17 +35,6 @@ async def _read_all(chunks: list[bytes]) -> list[str]:
 async def test_lines_come_out_whole_across_chunks() -> None:
     lines = await _read_all([b'{"a":', b' 1}\n{"b"', b": 2}\n\n", b"\xff tail"])
     assert lines == ['{"a": 1}\n', '{"b": 2}\n', "\n", "\ufffd tail"]
-
-
-async def test_a_40_mb_line_is_read_in_linear_time() -> None:
-    """Before the fix each 64 kB chunk re-joined and re-split the whole pending line: a 40 MB
-    message took tens of seconds, during which no other message was read."""
-    big = b'{"jsonrpc": "2.0", "x": "' + b"a" * 40_000_000 + b'"}\n'
-    # CPU time, not wall time: a loaded machine stretches the one, not the other.
-    started = time.process_time()
-    lines = await _read_all([big, b'{"next": true}\n'])
-    assert time.process_time() - started < 8
-    assert [len(line) for line in lines] == [len(big), 15]
 
 
 async def test_a_line_past_the_limit_is_dropped_with_a_warning_and_the_next_is_read(
