@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from fastmcp import FastMCP
 from starlette.types import ASGIApp, Receive, Send
@@ -26,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Send
 from helpers.http_servers import serve_http
 from keen.errors import RemoteProtocolError, ServerDisconnected
 from keen.mcp import Manager, ServerState
+from keen.mcp.connection._http_exchanges import _Exchange  # pyright: ignore[reportPrivateUsage]
 from keen.trust import PinGuard
 from servers.handshake_only import answering_posts
 
@@ -178,6 +180,34 @@ async def test_a_json_answer_under_another_id_reaches_its_call(write_config: Cal
             assert manager.status("answers").protocol_version == "2025-11-25"
             result = await manager.call_tool("answers", "odd", {})
             assert result.text == "odd" and not result.is_error
+
+
+@pytest.mark.parametrize(
+    ("body", "request_id"),
+    [
+        (
+            b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"a":"'
+            + b"x" * 100_000
+            + b'"}}}',
+            7,
+        ),
+        (b'{"jsonrpc":"2.0","id":"a\\"b","method":"ping"}', 'a"b'),
+        (b'{"jsonrpc":"2.0","id":-12,"method":"ping"}', -12),
+        (b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}', 3),  # not the SDK's form: parsed whole
+        (b'{"method": "ping", "id": "late", "jsonrpc": "2.0"}', "late"),
+        (b'{"jsonrpc":"2.0","method":"notifications/initialized"}', None),
+        (b'{"jsonrpc":"2.0","id":4,"result":{}}', None),  # a response Keen sends: no request's
+        (b"not json", None),
+    ],
+)
+def test_a_posts_request_id_is_read_from_its_head_or_else_its_whole_body(
+    body: bytes, request_id: object
+) -> None:
+    """The id of the request a POST carries (for its JSON answer's id, and to end it when given
+    up on): from the head of the SDK's compact JSON, so that a call's megabytes of arguments
+    are not parsed again; any other form parsed whole."""
+    exchange = _Exchange(httpx2.Request("POST", "http://127.0.0.1/mcp", content=body))
+    assert exchange.request_id() == request_id
 
 
 async def test_an_answer_that_breaks_http_ends_the_session_saying_why(
