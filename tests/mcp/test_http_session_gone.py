@@ -4,22 +4,36 @@ the call fails as ``ServerDisconnected`` saying to reconnect, the server is mark
 disconnected, and a reconnect works. Before, every call failed as a ``RemoteProtocolError``
 ("answered with JSON-RPC error -32600: Session not found") while the server stayed
 "connected". A real FastMCP server on 127.0.0.1 in the handshake era, which keeps sessions.
+
+A server that stops in the middle of a call fails that call only, saying what came; the next
+call finds it gone, and it is marked disconnected (both eras).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
+from fastmcp import FastMCP
 
 from helpers.http_servers import make_basic_server, serve_http
-from keen.errors import Remedy, ServerDisconnected
+from keen.errors import Remedy, RemoteProtocolError, ServerDisconnected
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
 from servers.handshake_only import handshake_only_http
 
 pytestmark = pytest.mark.anyio
+
+BROKEN_CALL = {
+    # Its answer's event stream had begun: it breaks off.
+    "2025-11-25": 'broke off its answer to "hold": the event stream ended before the answer came; retry, and if '
+    "it recurs check the server's logs and any proxy in front of it",
+    # A JSON answer not begun yet: uvicorn answers 500 as it stops.
+    "2026-07-28": 'answered "hold" with HTTP 500 and no JSON-RPC error; check the server\'s logs',
+}
 
 
 async def test_a_restarted_server_makes_the_call_say_reconnect(write_config: Callable[..., Path]) -> None:
@@ -44,3 +58,51 @@ async def test_a_restarted_server_makes_the_call_say_reconnect(write_config: Cal
             status = await manager.refresh("web")
             assert status.state is ServerState.CONNECTED, status.last_error
             assert (await manager.call_tool("web", "echo", {"text": "again"})).text == "again"
+
+
+def holding_server(started: threading.Event) -> FastMCP:
+    server = FastMCP("holding")
+
+    @server.tool(description="Return the text unchanged.")
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool(description="Say it began, then wait 30 s.")
+    async def hold() -> str:
+        started.set()
+        await anyio.sleep(30)
+        return "held"
+
+    return server
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_server_that_stops_mid_call_breaks_that_call_and_the_next_says_it_went_away(
+    write_config: Callable[..., Path], era: str
+) -> None:
+    """Only that call fails, saying what came (an answer that broke off looks the same as a
+    proxy's hiccup, so it says to retry); the next call finds the server gone, and the server
+    is marked disconnected."""
+    started = threading.Event()
+    wrap = handshake_only_http if era == "2025-11-25" else None
+    with serve_http(holding_server(started), wrap=wrap) as srv:
+        entry = {"transport": "streamable_http", "url": srv.url}
+        async with Manager(write_config({"web": entry}), trust=PinGuard()) as manager:
+            assert await manager.wait_ready(20), manager.status("web").last_error
+            assert manager.status("web").protocol_version == era
+            failed: list[BaseException] = []
+
+            async def call() -> None:
+                try:
+                    await manager.call_tool("web", "hold", {})
+                except RemoteProtocolError as exc:
+                    failed.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                assert await anyio.to_thread.run_sync(started.wait, 20)
+                await anyio.to_thread.run_sync(srv.stop)
+            assert [str(e) for e in failed] == [f'MCP server "web" {BROKEN_CALL[era]}']
+            with pytest.raises(ServerDisconnected, match=r'^MCP server "web" went away during "echo"'):
+                await manager.call_tool("web", "echo", {"text": "again"})
+            assert manager.status("web").state is ServerState.DISCONNECTED
