@@ -201,9 +201,9 @@ async def test_a_write_failing_before_the_loop_polls_ends_the_read_side(tmp_path
             assert marker.exists(), "the child never closed its stdin"
             await write.send(SessionMessage(message=request(id=2)))
             # anyio's end-of-stream errors carry no message: match says so.
-            with anyio.fail_after(10), pytest.raises(anyio.EndOfStream, match="^$"):
+            with anyio.fail_after(10), pytest.raises(anyio.EndOfStream, match=r"^$"):
                 await read.receive()
-            with pytest.raises(anyio.BrokenResourceError, match="^$"):
+            with pytest.raises(anyio.BrokenResourceError, match=r"^$"):
                 await write.send(SessionMessage(message=request(id=3)))
 
 
@@ -263,7 +263,7 @@ sys.stdin.buffer.read()
                 first = await read.receive()
                 assert isinstance(first, message_size.MessageTooLarge), first
                 assert "more than the 1,000,000 Keen reads of a message" in str(first)
-                with pytest.raises(anyio.EndOfStream, match="^$"):
+                with pytest.raises(anyio.EndOfStream, match=r"^$"):
                     await read.receive()
 
 
