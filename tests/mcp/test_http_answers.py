@@ -15,7 +15,8 @@ on 127.0.0.1, behind middleware that answers one tool (or every request) as the 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import re
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,15 @@ from fastmcp import FastMCP
 from starlette.types import ASGIApp, Receive, Send
 
 from helpers.http_servers import serve_http
+from keen._redact import register_value
 from keen.errors import RemoteProtocolError, ServerDisconnected
 from keen.mcp import Manager, ServerState
+from keen.mcp.connection._http_bounds import (
+    JSON_BODY_BROKEN,
+    JSON_BODY_STALLED,
+    BoundedJsonBody,
+    JsonBodyBroken,
+)
 from keen.mcp.connection._http_exchanges import _Exchange  # pyright: ignore[reportPrivateUsage]
 from keen.trust import PinGuard
 from servers.handshake_only import answering_posts
@@ -110,6 +118,11 @@ def entry(url: str) -> dict[str, Any]:
     return {"transport": "streamable_http", "url": url, "auth": {"type": "api_key", "key": KEY}}
 
 
+BROKE_OFF = (
+    r"it may have taken effect, so check before repeating a call that changes something; if it recurs, check "
+    r"the server's logs and any proxy in front of it$"
+)
+
 CALL_ERRORS = {
     "web page": r"answered \"odd\" with content type 'text/html', not JSON or an event stream; check that the url "
     r"is its MCP endpoint \(often ending in /mcp\) and the server's logs$",
@@ -121,9 +134,9 @@ CALL_ERRORS = {
     r"same server, put that url in configs\.json$",
     "not found": r"answered \"odd\" with JSON-RPC error -32002: Resource not found$",
     "cut body": r"broke off its answer to \"odd\": the connection ended before its JSON body did \(.+\); "
-    r"retry, and if it recurs check the server's logs and any proxy in front of it$",
+    + BROKE_OFF,
     "cut events": r"broke off its answer to \"odd\": the event stream ended before the answer came; "
-    r"retry, and if it recurs check the server's logs and any proxy in front of it$",
+    + BROKE_OFF,
     "accepted": r"answered \"odd\" with 202 Accepted, which carries no answer; check the server's version and "
     r"logs$",
     "bad gzip": r"answered \"odd\" with a JSON body that could not be decoded \(.+\); check the server's logs "
@@ -180,6 +193,36 @@ async def test_a_json_answer_under_another_id_reaches_its_call(write_config: Cal
             assert manager.status("answers").protocol_version == "2025-11-25"
             result = await manager.call_tool("answers", "odd", {})
             assert result.text == "odd" and not result.is_error
+
+
+class _BreaksOff(httpx2.AsyncByteStream):
+    """A body whose connection fails after its first bytes with ``error`` (as httpx2 raises it)."""
+
+    def __init__(self, error: Exception) -> None:
+        self._error = error
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield b'{"jsonrpc": "2.0", '
+        raise self._error
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [
+        (httpx2.RemoteProtocolError("illegal chunk header: b'" + "x" * 140 + KEY + "'"), JSON_BODY_BROKEN),
+        (httpx2.ReadError("reset"), JSON_BODY_BROKEN),
+        (httpx2.ReadTimeout(""), JSON_BODY_STALLED),
+    ],
+)
+async def test_a_json_body_that_breaks_off_says_how_and_names_no_secret(error: Exception, words: str) -> None:
+    """httpx2's words can carry the server's bytes: redacted before they are cut (a cut secret
+    no longer matches, and its head would survive)."""
+    register_value(KEY)
+    response = httpx2.Response(200, headers={"content-type": "application/json"}, stream=_BreaksOff(error))
+    with pytest.raises(JsonBodyBroken, match=f"^{re.escape(words)} \\(") as broken:
+        async for _chunk in BoundedJsonBody(response):
+            pass
+    assert KEY[:12] not in str(broken.value)
 
 
 @pytest.mark.parametrize(

@@ -29,8 +29,9 @@ pytestmark = pytest.mark.anyio
 
 BROKEN_CALL = {
     # Its answer's event stream had begun: it breaks off.
-    "2025-11-25": 'broke off its answer to "hold": the event stream ended before the answer came; retry, and if '
-    "it recurs check the server's logs and any proxy in front of it",
+    "2025-11-25": 'broke off its answer to "hold": the event stream ended before the answer came; it may have '
+    "taken effect, so check before repeating a call that changes something; if it recurs, check the server's "
+    "logs and any proxy in front of it",
     # A JSON answer not begun yet: uvicorn answers 500 as it stops.
     "2026-07-28": 'answered "hold" with HTTP 500 and no JSON-RPC error; check the server\'s logs',
 }
@@ -103,6 +104,12 @@ async def test_a_server_that_stops_mid_call_breaks_that_call_and_the_next_says_i
                 assert await anyio.to_thread.run_sync(started.wait, 20)
                 await anyio.to_thread.run_sync(srv.stop)
             assert [str(e) for e in failed] == [f'MCP server "web" {BROKEN_CALL[era]}']
-            with pytest.raises(ServerDisconnected, match=r'^MCP server "web" went away during "echo"'):
+            with pytest.raises(
+                ServerDisconnected,
+                match=r'^MCP server "web" went away during "echo": it no longer accepts connections \(.+\); check '
+                r"that it is running$",
+            ):
                 await manager.call_tool("web", "echo", {"text": "again"})
-            assert manager.status("web").state is ServerState.DISCONNECTED
+            status = manager.status("web")
+            assert status.state is ServerState.DISCONNECTED
+            assert "it no longer accepts connections" in status.last_error

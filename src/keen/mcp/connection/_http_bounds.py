@@ -22,11 +22,13 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx2
 
+from keen._redact import redactor
 from keen._text import one_line
 from keen.mcp.connection import message_size, sdk_private
 
 __all__ = [
     "JSON_BODY_BROKEN",
+    "JSON_BODY_STALLED",
     "JSON_BODY_UNDECODABLE",
     "BoundedJsonBody",
     "HttpSseEventWatch",
@@ -39,6 +41,10 @@ __all__ = [
 JSON_BODY_BROKEN = "the connection ended before its JSON body did"
 """How Keen words a JSON body that broke off (:class:`JsonBodyBroken`)."""
 
+JSON_BODY_STALLED = "its JSON body stopped coming for longer than the read timeout"
+"""How Keen words a JSON body whose next bytes did not come within the read timeout
+(:class:`JsonBodyBroken`)."""
+
 JSON_BODY_UNDECODABLE = "a JSON body that could not be decoded"
 """How Keen words a JSON body its ``Content-Encoding`` does not decode (:class:`JsonBodyBroken`)."""
 
@@ -49,8 +55,8 @@ class JsonBodyTooLarge(httpx2.StreamError):
 
 
 class JsonBodyBroken(httpx2.StreamError):
-    """A JSON response's body that did not arrive whole: the connection closed, failed or
-    timed out mid-body, or its ``Content-Encoding`` did not decode (an ``httpx2.StreamError``:
+    """A JSON response's body that did not arrive whole: the connection closed or failed
+    mid-body, its next bytes did not come within the read timeout, or its ``Content-Encoding`` did not decode (an ``httpx2.StreamError``:
     the SDK answers the request with it, and the session goes on)."""
 
 
@@ -82,6 +88,8 @@ class BoundedJsonBody(httpx2.AsyncByteStream):
                 chunk = await chunks.__anext__()
             except StopAsyncIteration:
                 return
+            except httpx2.TimeoutException as exc:
+                raise JsonBodyBroken(f"{JSON_BODY_STALLED} ({_why(exc)})") from exc
             except httpx2.TransportError as exc:
                 raise JsonBodyBroken(f"{JSON_BODY_BROKEN} ({_why(exc)})") from exc
             except httpx2.DecodingError as exc:
@@ -98,7 +106,9 @@ class BoundedJsonBody(httpx2.AsyncByteStream):
 
 
 def _why(exc: Exception) -> str:
-    return one_line(str(exc) or type(exc).__name__, 200)
+    # httpx2's words can carry the server's bytes (h11: "illegal chunk header: b'...'"):
+    # redacted before they are cut, so no secret's head survives.
+    return one_line(redactor.redact(str(exc) or type(exc).__name__), 200)
 
 
 class HttpSseEventWatch(httpx2.AsyncByteStream):

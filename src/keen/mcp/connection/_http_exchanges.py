@@ -23,6 +23,7 @@ import anyio
 import httpx2
 import mcp_types as mt
 
+from keen._redact import redactor
 from keen._text import one_line
 from keen.mcp.listing.streams import ReadStreamProxy, StreamProxy
 
@@ -147,6 +148,7 @@ class Exchanges:
     def __init__(self, on_broken: Callable[[str], None] = lambda why: None) -> None:
         self._open: dict[_Exchange, None] = {}
         self._on_broken = on_broken
+        self._answered = False  # the server has answered a request of this connection
 
     def abandon(self, request_id: Any) -> None:
         """End the exchange of request ``request_id`` (none when it already ended)."""
@@ -205,14 +207,22 @@ class Exchanges:
             # call and the status say only that the server went away.
             done()
             self._on_broken(
-                f"its HTTP answer to a request could not be read ({one_line(str(exc) or type(exc).__name__, 200)}:"
-                " a malformed answer, headers longer than httpx2 reads, or a connection closed without one),"
-                " and the MCP SDK ends the session on that; check the server's logs and any proxy in front of it"
+                f"its HTTP answer to a request could not be read ({_why(exc)}: a malformed answer, headers longer"
+                " than httpx2 reads, or a connection closed without one), and the MCP SDK ends the session on"
+                " that; check the server's logs and any proxy in front of it"
             )
+            raise
+        except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
+            # The SDK ends the session on it too. Once the server has answered, it stopped (an
+            # answer that broke off mid-call fails only that call): the next call says so.
+            done()
+            if self._answered:
+                self._on_broken(f"it no longer accepts connections ({_why(exc)}); check that it is running")
             raise
         except BaseException:
             done()
             raise
+        self._answered = True
         kind = response.headers.get("content-type", "").lower()
         if not isinstance(response.stream, httpx2.AsyncByteStream):
             done()  # not this client's kind of answer
@@ -226,6 +236,12 @@ class Exchanges:
             return response
         response.stream = _AbandonableBody(response.stream, exchange, error, done)
         return response
+
+
+def _why(exc: Exception) -> str:
+    # httpx2's words can carry the server's bytes (h11: "illegal chunk header: b'...'"):
+    # redacted before they are cut, so no secret's head survives.
+    return one_line(redactor.redact(str(exc) or type(exc).__name__), 200)
 
 
 class _Client(httpx2.AsyncClient):

@@ -17,6 +17,9 @@ way its transport allows:
   setting; every message comes on one stream, so a larger one ends the session, and the
   call and the server's status say why (``keen.mcp.connection._http_bounds.HttpSseEventWatch``).
 
+``keen serve`` keeps the same bound on one message from its host over stdio
+(``keen.serve._stdin``: a longer line is dropped with a warning).
+
 The limit is far above what a model can use of one result (a result is cut for the model,
 docs/architecture.md "The data flow of one call"); the MCP SDK's own default for one event,
 1 MiB, failed a 900 KB text result (its text and its ``structuredContent`` copy).

@@ -45,7 +45,7 @@ from keen.errors import (
 )
 from keen.mcp.config.defaults import more_time_advice, split_advice
 from keen.mcp.connection import message_size
-from keen.mcp.connection._http_bounds import JSON_BODY_BROKEN, JSON_BODY_UNDECODABLE
+from keen.mcp.connection._http_bounds import JSON_BODY_BROKEN, JSON_BODY_STALLED, JSON_BODY_UNDECODABLE
 from keen.mcp.connection.elicitation import check_url
 from keen.mcp.types import ServerState
 
@@ -129,6 +129,7 @@ def http_answer_fault(cause: MCPError, target: str, http_status: int | None) -> 
         )
     # A request's own answer that broke off: a proxy's or the network's hiccup, or a server
     # that went down (then the next request says so); the session is not ended for it.
+    # The answer of a JSON body comes after the tool finished: the call may have taken effect.
     if cause.code == CONNECTION_CLOSED and message.startswith(_SDK_STREAM_ENDED):
         return f"broke off its answer to {target}: the event stream ended before the answer came", _BROKE_OFF
     if cause.code == CONNECTION_CLOSED and message.startswith(_SDK_STREAM_FAILED):
@@ -137,6 +138,9 @@ def http_answer_fault(cause: MCPError, target: str, http_status: int | None) -> 
     if cause.code == PARSE_ERROR and message.startswith(_SDK_JSON_BROKEN):
         detail = message.removeprefix(_SDK_JSON_BROKEN)
         return f"broke off its answer to {target}: {JSON_BODY_BROKEN}{_cut(detail, 200)}", _BROKE_OFF
+    if cause.code == PARSE_ERROR and message.startswith(_SDK_JSON_STALLED):
+        detail = message.removeprefix(_SDK_JSON_STALLED)
+        return f"broke off its answer to {target}: {JSON_BODY_STALLED}{_cut(detail, 200)}", _BROKE_OFF
     if cause.code == PARSE_ERROR and message.startswith(_SDK_JSON_UNDECODABLE):
         detail = message.removeprefix(_SDK_JSON_UNDECODABLE)
         return f"answered {target} with {JSON_BODY_UNDECODABLE}{_cut(detail, 200)}", (
@@ -158,8 +162,13 @@ _SDK_ACCEPTED = "server answered a request with 202 Accepted"
 _SDK_STREAM_ENDED = "SSE stream ended"
 _SDK_STREAM_FAILED = "SSE stream failed: "
 _SDK_JSON_BROKEN = message_size.SDK_JSON_BODY_FAILED + JSON_BODY_BROKEN
+_SDK_JSON_STALLED = message_size.SDK_JSON_BODY_FAILED + JSON_BODY_STALLED
 _SDK_JSON_UNDECODABLE = message_size.SDK_JSON_BODY_FAILED + JSON_BODY_UNDECODABLE
-_BROKE_OFF = "retry, and if it recurs check the server's logs and any proxy in front of it"
+# The server may have finished the call before its answer broke off: never "retry" as such.
+_BROKE_OFF = (
+    "it may have taken effect, so check before repeating a call that changes something; if it recurs, "
+    "check the server's logs and any proxy in front of it"
+)
 
 SESSION_GONE_STATUS = 404
 """A Streamable HTTP server answers a request of a session it no longer has with 404, and the
