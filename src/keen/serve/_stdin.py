@@ -78,6 +78,8 @@ class StdinLines:
                     while (end := chunk.find(b"\n", start)) != -1:
                         if dropping:
                             dropping = False
+                        elif len(pending) + end - start > limit:  # its newline not counted
+                            _dropped(limit)
                         else:
                             pending += chunk[start : end + 1]
                             text = pending.decode("utf-8", "replace")
@@ -89,11 +91,7 @@ class StdinLines:
                         if len(pending) > limit:
                             pending.clear()
                             dropping = True
-                            logger.warning(
-                                "the host sent a message of more than %s bytes, more than keen serve reads of "
-                                "one message: it was dropped, and its request gets no answer",
-                                f"{limit:,}",
-                            )
+                            _dropped(limit)
                 if pending:
                     anyio.from_thread.run(send.send, pending.decode("utf-8", "replace"), token=token)
             except (OSError, RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -106,6 +104,14 @@ class StdinLines:
         async with receive:
             async for line in receive:
                 yield line
+
+
+def _dropped(limit: int) -> None:
+    logger.warning(
+        "the host sent a message of more than %s bytes, more than keen serve reads of one message: it was "
+        "dropped, and its request gets no answer",
+        f"{limit:,}",
+    )
 
 
 @contextlib.contextmanager
