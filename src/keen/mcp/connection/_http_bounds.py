@@ -56,8 +56,9 @@ class JsonBodyTooLarge(httpx2.StreamError):
 
 class JsonBodyBroken(httpx2.StreamError):
     """A JSON response's body that did not arrive whole: the connection closed or failed
-    mid-body, its next bytes did not come within the read timeout, or its ``Content-Encoding`` did not decode (an ``httpx2.StreamError``:
-    the SDK answers the request with it, and the session goes on)."""
+    mid-body, its next bytes did not come within the read timeout, or its
+    ``Content-Encoding`` did not decode (an ``httpx2.StreamError``: the SDK answers the
+    request with it, and the session goes on)."""
 
 
 class BoundedJsonBody(httpx2.AsyncByteStream):

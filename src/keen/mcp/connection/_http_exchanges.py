@@ -76,8 +76,10 @@ class _Exchange:
                     # A redirect the SDK follows (same origin, 307/308) is built over the first
                     # request's body stream, not its bytes: read it (an in-memory stream).
                     content = self.request.read()
-                head = _REQUEST_HEAD.match(content, 0, _HEAD_BYTES)
-                body = {"method": "", "id": json.loads(head[1])} if head else json.loads(content)
+                if head := _REQUEST_HEAD.match(content, 0, _HEAD_BYTES):
+                    self._id = json.loads(head[1])
+                    return self._id
+                body = json.loads(content)
             except (ValueError, RuntimeError, httpx2.StreamError):
                 body = None
             if isinstance(body, dict) and "method" in body:
