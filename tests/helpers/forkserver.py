@@ -390,6 +390,10 @@ def _warm_mcp_session() -> None:
     try:
         with contextlib.suppress(Exception):  # a broken SDK: each child says so itself
             anyio.run(session)
+            # The servers most tests start basic_stdio.py for, made once here (never run
+            # here): a forked child of one of those command lines runs its copy
+            # (``basic_stdio.main``) instead of registering the same tools again.
+            _state["basic_stdio"] = basic_stdio.made_once()
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
