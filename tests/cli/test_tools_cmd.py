@@ -24,6 +24,7 @@ import pytest
 from helpers.cli import KEEN, Home, Run
 from helpers.forkserver import launch_args
 from keen.capabilities import Catalog, SearchFilter
+from keen.capabilities.search import flush
 from keen.mcp import Manager
 from keen.mcpskills.startup import sync_from_manager
 from keen.trust import PinGuard
@@ -82,6 +83,10 @@ def synced_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with pytest.MonkeyPatch.context() as env:
         env.setenv("KEEN_HOME", str(home))
         anyio.run(_sync_demo, config)
+        # The search above caches its index in this home in the background, a while later:
+        # written now, not while a test copies the home (copytree failed on a vanished
+        # temporary folder).
+        flush()
     return home
 
 
