@@ -149,13 +149,6 @@ PRELOAD = (
     "uvicorn.protocols.websockets.websockets_sansio_impl",
 )
 
-# What every xdist worker (forked from here: :func:`worker_python`) imported before its first
-# test that no stdio server or ``keen`` child needs: pytest itself and Hypothesis, which four
-# test modules import (collected by every worker: about 0.3 to 0.6 s of CPU a worker, six
-# times a ``-n 6`` run). Neither is a pytest plugin module (``_hypothesis_pytestplugin`` is,
-# and stays unimported here), so pytest's assertion rewriting misses nothing.
-WORKER_PRELOAD = ("pytest", "hypothesis")
-
 FORKED = frozenset(
     {
         "basic_stdio.py",
@@ -670,7 +663,7 @@ def serve(path: str, owner: int, warming: int) -> None:
         _die_with_parent()
     gone = os.pidfd_open(owner)  # readable once ``owner`` has ended
     _state["vectors"] = os.path.join(os.path.dirname(path), "vectors")  # the run's (tests/conftest.py)
-    for name in (*PRELOAD, *WORKER_PRELOAD):
+    for name in PRELOAD:
         importlib.import_module(name)
     build_commands()  # keen's click commands, which typer builds on each run of its app
     _warm_token_counter()
