@@ -51,7 +51,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORKED", "OWN_VECTOR_CACHE", "forked", "launch_args", "run_folder", "script_args", "wait_warm", "worker_python"]
+__all__ = [
+    "FORKED",
+    "OWN_VECTOR_CACHE",
+    "forked",
+    "launch_args",
+    "run_folder",
+    "script_args",
+    "wait_warm",
+    "worker_python",
+]
 
 HERE = Path(__file__).resolve()
 LAUNCH = HERE.parents[1] / "servers" / "launch.py"
