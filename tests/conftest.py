@@ -311,8 +311,10 @@ def _one_vector_cache() -> Iterator[Callable[[Path | None], Any]]:
     are written to a temporary name and renamed, for processes sharing a folder as users'
     do (``keen.capabilities.vector_cache``); the folder goes with the run's fork server
     (:func:`helpers.forkserver.run_folder`). Tests of the cache itself are marked
-    ``own_vector_cache`` (:func:`_own_vector_cache`). Processes a test starts build their
-    own cache in its ``KEEN_HOME`` as users do."""
+    ``own_vector_cache`` (:func:`_own_vector_cache`). The processes a test forks from the
+    fork server share the same folder (``helpers.forkserver._one_vector_cache``; its
+    ``OWN_VECTOR_CACHE`` variable gives one its ``KEEN_HOME``'s back); new interpreters a
+    test starts build their own cache in its ``KEEN_HOME`` as users do."""
     from keen.capabilities import dense, encoder
     from keen.capabilities.vector_cache import VectorCache
 

@@ -195,8 +195,13 @@ def test_the_rank_cache_is_used_and_rebuilt_when_its_file_is_corrupted(
 
     header = json.loads(good.partition(b"\n")[0])
     payload = good.partition(b"\n")[2]
+    # One file of each kind the cache's check tells apart (keen/tokens.py's lines each runs,
+    # traced: a payload its header's digest refuses, like a truncated file or a header alone;
+    # a first line that is no JSON, like an empty file or no header; a header of another
+    # source). Each rebuilds the table from the vocabulary, about 0.3 s of CPU; the count
+    # cache's test below reads every corruption.
     corrupted = {
-        **_corruptions(good),
+        **{why: data for why, data in _corruptions(good).items() if why in ("a flipped byte", "not JSON")},
         "another source file": json.dumps({**header, "source_mtime_ns": 1}).encode() + b"\n" + payload,
     }
     for why, data in corrupted.items():

@@ -186,11 +186,11 @@ def test_keen_skills_list_imports_only_what_it_shows(
         return done.loaded, done.cli, done.stderr
 
     # A run parses each SKILL.md (PyYAML) and stores what it read (keen.skills.cache) once the
-    # files are older than the store's racy window; the runs after take them from there.
+    # files are older than the store's racy window (settled first); the runs after take them
+    # from there.
+    settle()
     first, _, _ = run()
     assert "yaml" in first, first
-    settle()
-    run()
     loaded, cli, stderr = run()
     assert not loaded & kept_off, (args, loaded, stderr)
     assert [m for m in cli if m.endswith("_cmd")] == [], cli

@@ -22,8 +22,9 @@ import anyio
 import pytest
 
 from helpers.cli import KEEN, Home, Run
-from helpers.forkserver import launch_args
+from helpers.forkserver import OWN_VECTOR_CACHE, launch_args
 from keen.capabilities import Catalog, SearchFilter
+from keen.capabilities.search import flush
 from keen.mcp import Manager
 from keen.mcpskills.startup import sync_from_manager
 from keen.trust import PinGuard
@@ -46,9 +47,13 @@ def keen(*args: str) -> Run:
     return Home(keen_home, keen_home.parent / "user-home").keen(*args, columns=200)
 
 
-def keen_process(*args: str) -> Run:
-    """``keen ARGS`` as its own process (the console script, forked from the warm process)."""
+def keen_process(*args: str, own_vectors: bool = False) -> Run:
+    """``keen ARGS`` as its own process (the console script, forked from the warm process);
+    ``own_vectors``: its search model's vectors cached in its ``KEEN_HOME``, as a user's are,
+    not in the run's one cache (``helpers.forkserver.OWN_VECTOR_CACHE``)."""
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    if own_vectors:
+        env[OWN_VECTOR_CACHE] = "1"
     done = subprocess.run(
         [*KEEN, *args],
         capture_output=True,
@@ -82,6 +87,10 @@ def synced_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with pytest.MonkeyPatch.context() as env:
         env.setenv("KEEN_HOME", str(home))
         anyio.run(_sync_demo, config)
+        # The search above caches its index in this home in the background, a while later:
+        # written now, not while a test copies the home (copytree failed on a vanished
+        # temporary folder).
+        flush()
     return home
 
 
@@ -240,14 +249,14 @@ async def test_two_servers_the_tool_that_does_the_task_ranks_first_not_the_bette
 @pytest.mark.e2e
 @pytest.mark.anyio
 async def test_tools_index_encodes_once_then_reads_the_cache(demo_home: Path) -> None:
-    first = keen_process("tools", "index")
+    first = keen_process("tools", "index", own_vectors=True)
     assert first.code == 0, first.stderr
     # The fixture's own search may have encoded some already (in this process, in the background).
     counts = re.search(
         r"indexed 8 tools of 1 servers in [\d.]+ s \((\d) encoded, (\d) from the cache\)", first.stdout
     )
     assert counts and int(counts[1]) + int(counts[2]) == 8, first.stdout
-    again = keen_process("tools", "index")
+    again = keen_process("tools", "index", own_vectors=True)
     assert again.code == 0 and "(0 encoded, 8 from the cache)" in again.stdout, again.stdout
     # A search reads them too (in this process: the transformer ranked, and said nothing).
     found = keen("tools", "search", "how many kilometres is a marathon", "--json", "-k", "1")

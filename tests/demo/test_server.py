@@ -1,9 +1,11 @@
 """keen-demo over real stdio (``python -m keen.demo.server``), driven by the MCP SDK client.
 
-:func:`test_tools_time_units_and_word_count` starts the server from its configs.json entry as
-a user's Keen does; the notes tests fork it from the worker's warm process
-(``tests/helpers/forkserver.py``: the same module on the same pipes, without an interpreter
-start of about 1.5 s of CPU each), since what they show is the server's notes file."""
+The server runs forked from the worker's warm process (``tests/helpers/forkserver.py``: the
+same module on the same pipes and with its configs.json entry's environment, without an
+interpreter start of about 1.2 s of CPU), since what these tests show is what its tools
+answer and its notes file. Its start as a new interpreter from that entry, as a user's Keen
+starts it, is shown by ``keen demo --keep`` (tests/cli/test_tools_cmd.py), which configures
+:func:`keen.demo.demo_server_entry` and calls the server's tools through it."""
 
 from __future__ import annotations
 
@@ -55,12 +57,14 @@ def corrupt_notes(home: Path) -> Path:
 
 
 @asynccontextmanager
-async def demo_session(home: Path, errlog: TextIO, *, forked: bool = True) -> AsyncIterator[ClientSession]:
-    """A client session of keen-demo: forked (module docstring), or with ``forked=False``
-    started as its configs.json entry says."""
+async def demo_session(home: Path, errlog: TextIO) -> AsyncIterator[ClientSession]:
+    """A client session of keen-demo, forked (module docstring) with its configs.json entry's
+    command and environment."""
     entry = demo_server_entry(home)
-    args = launch_args("-m", "keen.demo.server") if forked else entry["args"]
-    params = StdioServerParameters(command=entry["command"], args=args, env=entry["env"])
+    assert entry["args"] == ["-m", "keen.demo.server"], entry  # what the fork runs
+    params = StdioServerParameters(
+        command=entry["command"], args=launch_args(*entry["args"]), env=entry["env"]
+    )
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
@@ -88,7 +92,7 @@ def test_demo_entry_is_valid_config(home: Path) -> None:
 
 @pytest.mark.anyio
 async def test_tools_time_units_and_word_count(home: Path, errlog: TextIO) -> None:
-    async with demo_session(home, errlog, forked=False) as session:
+    async with demo_session(home, errlog) as session:
         init = session.initialize_result
         assert init is not None and init.server_info.name == "keen-demo" and init.instructions == INSTRUCTIONS
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}

@@ -51,7 +51,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORKED", "forked", "launch_args", "run_folder", "script_args", "wait_warm", "worker_python"]
+__all__ = [
+    "FORKED",
+    "OWN_VECTOR_CACHE",
+    "forked",
+    "launch_args",
+    "run_folder",
+    "script_args",
+    "wait_warm",
+    "worker_python",
+]
 
 HERE = Path(__file__).resolve()
 LAUNCH = HERE.parents[1] / "servers" / "launch.py"
@@ -383,6 +392,10 @@ def _warm_mcp_session() -> None:
     try:
         with contextlib.suppress(Exception):  # a broken SDK: each child says so itself
             anyio.run(session)
+            # The servers most tests start basic_stdio.py for, made once here (never run
+            # here): a forked child of one of those command lines runs its copy
+            # (``basic_stdio.main``) instead of registering the same tools again.
+            _state["basic_stdio"] = basic_stdio.made_once()
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
@@ -509,6 +522,29 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return json.loads(data), list(fds)
 
 
+OWN_VECTOR_CACHE = "TESTS_OWN_VECTOR_CACHE"
+"""Set (to anything) in a forked process's environment: its catalogs keep the vector cache of
+its own ``KEEN_HOME`` (:func:`_one_vector_cache`), for a test of that cache."""
+
+
+def _one_vector_cache(folder: str) -> None:
+    """In a forked child (not an xdist worker, which ``tests/conftest.py`` sets up itself):
+    every catalog it builds keeps its search model's vectors in ``folder``, the run's one
+    cache, shared with the workers (``tests/conftest.py``'s ``_one_vector_cache``) and the
+    other children, instead of its ``KEEN_HOME``'s. A vector is the same whichever process
+    encodes it (the cache is keyed by each text's hash, model included), but each test's
+    ``KEEN_HOME`` is new, so every forked ``keen`` that built a catalog encoded its tools
+    again: about 0.3 s of CPU for basic_stdio.py's eight tools, in most of the suite's
+    ``keen serve`` and ``keen chat`` processes. The cache's shards are written to a
+    temporary name and renamed, for processes sharing a folder as users' do
+    (``keen.capabilities.vector_cache``). New interpreters build their own, as users' do."""
+    from keen.capabilities import dense, encoder
+    from keen.capabilities.vector_cache import VectorCache
+
+    shared = VectorCache(Path(folder), encoder.DIM)
+    dense.shared_cache = lambda _folder: shared  # pyright: ignore[reportAttributeAccessIssue]
+
+
 def _run_child(request: dict[str, Any], fds: list[int], keep: list[int]) -> None:
     """In the forked child: become the script's process, run it, never return."""
     code = 1
@@ -535,6 +571,8 @@ def _run_child(request: dict[str, Any], fds: list[int], keep: list[int]) -> None
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        if not request.get("worker") and not os.environ.get(OWN_VECTOR_CACHE):
+            _one_vector_cache(_state["vectors"])
         script, args = request["script"], request["args"]
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the process's own stream
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
@@ -633,6 +671,7 @@ def serve(path: str, owner: int, warming: int) -> None:
     if owner == os.getppid():
         _die_with_parent()
     gone = os.pidfd_open(owner)  # readable once ``owner`` has ended
+    _state["vectors"] = os.path.join(os.path.dirname(path), "vectors")  # the run's (tests/conftest.py)
     for name in PRELOAD:
         importlib.import_module(name)
     build_commands()  # keen's click commands, which typer builds on each run of its app

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.logging import configure_logging
 from mcp_types import ToolAnnotations
 
 
@@ -82,14 +83,41 @@ def build(
     return server
 
 
-def main() -> None:
+Options = tuple[int, str, str | None, str | None]
+""":func:`build`'s arguments, as a command line gives them."""
+
+COMMON = ((), ("--tools", "2"))
+"""The command lines most tests start this server with. A fork of the tests' warm process
+(``tests/helpers/forkserver.py``) finds their servers made there (:func:`made_once`) and runs
+its copy of one: registering the tools (the SDK builds pydantic models for each) was most of
+this server's CPU, and a suite run starts it 160 times, 140 of them with one of these."""
+
+
+def options(argv: list[str]) -> Options:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tools", type=int, default=0, help="extra generated tools")
     parser.add_argument("--name", default="basic-stdio")
     parser.add_argument("--instructions", default=None)
     parser.add_argument("--sleep-log", default=None, help="sleep writes a line here as it starts")
-    args = parser.parse_args()
-    build(args.tools, args.name, args.instructions, args.sleep_log).run("stdio")
+    args = parser.parse_args(argv)
+    return (args.tools, args.name, args.instructions, args.sleep_log)
+
+
+def made_once() -> dict[Options, MCPServer]:
+    """The servers of the :data:`COMMON` command lines, for a warm process to make before it forks."""
+    return {options(list(argv)): build(*options(list(argv))) for argv in COMMON}
+
+
+def main() -> None:
+    chosen = options(sys.argv[1:])
+    warm: dict[Options, MCPServer] = getattr(sys.modules.get("_keen_test_forkserver"), "basic_stdio", {})
+    made = warm.get(chosen)
+    if made is None:
+        build(*chosen).run("stdio")
+        return
+    # What making a server does besides (the SDK's logging set up), which the warm process undid.
+    configure_logging(made.settings.log_level)
+    made.run("stdio")
 
 
 if __name__ == "__main__":

@@ -37,12 +37,13 @@ def _string(text: str) -> str:
     return _json.encode_basestring_ascii(text)
 
 
-def _request(script: str, args: list[str]) -> bytes:
-    """The fork server's request as one JSON line: script, args, environment, working directory."""
+def _request(script: str, args: list[str], worker: bool) -> bytes:
+    """The fork server's request as one JSON line: script, args, environment, working
+    directory, and whether it is an xdist worker's."""
     env = ",".join(f"{_string(k)}:{_string(v)}" for k, v in os.environ.items())
     return (
         f'{{"script":{_string(script)},"args":[{",".join(map(_string, args))}],'
-        f'"env":{{{env}}},"cwd":{_string(os.getcwd())}}}\n'
+        f'"env":{{{env}}},"cwd":{_string(os.getcwd())},"worker":{"true" if worker else "false"}}}\n'
     ).encode("ascii")
 
 
@@ -67,7 +68,8 @@ class _Lines:
 
 def main() -> None:
     path, script, *args = sys.argv[1:]
-    if script == "-u":  # an xdist worker: execnet's `-u -c BOOTSTRAP` (it writes unbuffered itself)
+    worker = script == "-u"  # an xdist worker: execnet's `-u -c BOOTSTRAP` (it writes unbuffered itself)
+    if worker:
         script, *args = args
     try:
         # The fork server holds this file's lock exclusively while it warms up (it is
@@ -81,7 +83,7 @@ def main() -> None:
             f"launch.py: the test fork server at {path} is not running ({exc}); it ends with its pytest run"
         )
     fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))  # three C ints
-    conn.sendmsg([_request(script, args)], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+    conn.sendmsg([_request(script, args, worker)], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
     replies = _Lines(conn)
     started = replies.next()
     if started is None or started[0] != "pid":
