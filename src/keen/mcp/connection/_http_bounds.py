@@ -35,6 +35,7 @@ __all__ = [
     "JsonBodyBroken",
     "JsonBodyTooLarge",
     "bound_json_body",
+    "http_error_words",
     "watch_sse_transport_events",
 ]
 
@@ -90,11 +91,11 @@ class BoundedJsonBody(httpx2.AsyncByteStream):
             except StopAsyncIteration:
                 return
             except httpx2.TimeoutException as exc:
-                raise JsonBodyBroken(f"{JSON_BODY_STALLED} ({_why(exc)})") from exc
+                raise JsonBodyBroken(f"{JSON_BODY_STALLED} ({http_error_words(exc)})") from exc
             except httpx2.TransportError as exc:
-                raise JsonBodyBroken(f"{JSON_BODY_BROKEN} ({_why(exc)})") from exc
+                raise JsonBodyBroken(f"{JSON_BODY_BROKEN} ({http_error_words(exc)})") from exc
             except httpx2.DecodingError as exc:
-                raise JsonBodyBroken(f"{JSON_BODY_UNDECODABLE} ({_why(exc)})") from exc
+                raise JsonBodyBroken(f"{JSON_BODY_UNDECODABLE} ({http_error_words(exc)})") from exc
             size += len(chunk)
             if size > self._limit:
                 raise JsonBodyTooLarge(
@@ -106,9 +107,10 @@ class BoundedJsonBody(httpx2.AsyncByteStream):
         await self._decoding.aclose()
 
 
-def _why(exc: Exception) -> str:
-    # httpx2's words can carry the server's bytes (h11: "illegal chunk header: b'...'"):
-    # redacted before they are cut, so no secret's head survives.
+def http_error_words(exc: Exception) -> str:
+    """``exc``'s words (its type's name when it has none) on one line of at most 200
+    characters, redacted first: httpx2's words can carry the server's bytes (h11's
+    ``illegal chunk header: b'...'``), and a secret cut in half would no longer match."""
     return one_line(redactor.redact(str(exc) or type(exc).__name__), 200)
 
 

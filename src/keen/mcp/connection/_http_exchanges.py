@@ -23,8 +23,7 @@ import anyio
 import httpx2
 import mcp_types as mt
 
-from keen._redact import redactor
-from keen._text import one_line
+from keen.mcp.connection._http_bounds import http_error_words
 from keen.mcp.listing.streams import ReadStreamProxy, StreamProxy
 
 __all__ = ["AbandonedJsonBody", "AbandonedSseStream", "Exchanges"]
@@ -209,7 +208,7 @@ class Exchanges:
             # call and the status say only that the server went away.
             done()
             self._on_broken(
-                f"its HTTP answer to a request could not be read ({_why(exc)}: a malformed answer, headers longer"
+                f"its HTTP answer to a request could not be read ({http_error_words(exc)}: a malformed answer, headers longer"
                 " than httpx2 reads, or a connection closed without one), and the MCP SDK ends the session on"
                 " that; check the server's logs and any proxy in front of it"
             )
@@ -219,7 +218,9 @@ class Exchanges:
             # answer that broke off mid-call fails only that call): the next call says so.
             done()
             if self._answered:
-                self._on_broken(f"it no longer accepts connections ({_why(exc)}); check that it is running")
+                self._on_broken(
+                    f"it no longer accepts connections ({http_error_words(exc)}); check that it is running"
+                )
             raise
         except BaseException:
             done()
@@ -238,12 +239,6 @@ class Exchanges:
             return response
         response.stream = _AbandonableBody(response.stream, exchange, error, done)
         return response
-
-
-def _why(exc: Exception) -> str:
-    # httpx2's words can carry the server's bytes (h11: "illegal chunk header: b'...'"):
-    # redacted before they are cut, so no secret's head survives.
-    return one_line(redactor.redact(str(exc) or type(exc).__name__), 200)
 
 
 class _Client(httpx2.AsyncClient):
