@@ -259,11 +259,11 @@ def _words(text: str) -> list[str]:
     return [w.lower() for part in parts for w in _WORD.findall(_CAMEL.sub(" ", part))]
 
 
-def _grams(words: list[str], phrases: bool) -> list[tuple[str, ...]]:
-    """Stemmed words of ``words`` that are not generic and, with ``phrases``, two-word
-    phrases of them ("pull request", "pivot table", "knowledge graph"). Phrases come from
-    tool names only: in prose most neighbouring words are no phrase ("echoes back")."""
-    stems = _stem()(words) if words else []
+def _grams(words: list[str], stems: list[str], phrases: bool) -> list[tuple[str, ...]]:
+    """The stems (``stems``, of ``words``) of words that are not generic and, with
+    ``phrases``, two-word phrases of them ("pull request", "pivot table", "knowledge graph").
+    Phrases come from tool names only: in prose most neighbouring words are no phrase
+    ("echoes back")."""
     keep = [w not in _GENERIC for w in words]
     out: list[tuple[str, ...]] = [(s,) for s, k in zip(stems, keep, strict=True) if k]
     if phrases:
@@ -293,7 +293,7 @@ def distinctive_terms(
         ):
             stems = _stem()(words) if words else []
             forms = dict(zip(stems, words, strict=True))
-            for gram in _grams(words, phrases=weight > 1):
+            for gram in _grams(words, stems, phrases=weight > 1):
                 if any(s in own for s in gram) or len("".join(gram)) < 3:
                     continue
                 seen[gram] = max(seen.get(gram, 0.0), weight * (1.5 if len(gram) == 2 else 1.0))
@@ -339,16 +339,25 @@ def tools_by_coverage(
     """``names`` reordered so that each of the first ``limit`` tools adds the most score
     of terms not yet covered by the tools before it (ties: name order); the rest follow
     in name order (a catalog line names a handful; this keeps a 1,000-tool server cheap)."""
-    gain: list[list[tuple[int, float]]] = [[] for _ in names]
+    uses: list[list[int]] = [[] for _ in names]
+    gain = [0.0] * len(names)  # score of the terms a tool uses that are not covered yet
     for index, (_, score, tools) in enumerate(terms):
         for tool in tools:
-            gain[tool].append((index, score))
+            uses[tool].append(index)
+            gain[tool] += score
     left = set(range(len(names)))
     covered: set[int] = set()
     order: list[str] = []
+    # Gains kept as terms are covered, not summed again for every tool at each pick (a
+    # 292-server catalog spent 0.3 s there). Scores are sums of halves: exact in any order.
     while left and len(order) < limit:
-        best = min(left, key=lambda i: (-sum(v for t, v in gain[i] if t not in covered), names[i]))
+        best = min(left, key=lambda i: (-gain[i], names[i]))
         order.append(names[best])
-        covered.update(t for t, _ in gain[best])
         left.remove(best)
+        for index in uses[best]:
+            if index not in covered:
+                covered.add(index)
+                score = terms[index][1]
+                for tool in terms[index][2]:
+                    gain[tool] -= score
     return order + sorted(names[i] for i in left)
