@@ -36,10 +36,26 @@ from fastmcp.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["HttpServer", "RecordedRequest", "make_basic_server", "serve_http"]
+__all__ = ["HttpServer", "RecordedRequest", "make_basic_server", "make_echo_server", "serve_http"]
 
 _START_TIMEOUT = 15.0
 _STOP_TIMEOUT = 10.0
+
+
+def make_echo_server(name: str, tool: str, description: str) -> FastMCP:
+    """A FastMCP server ``name`` with ``echo(text)`` and ``tool()``, whose calls the test's
+    middleware answers (its own body, returning ``"unreachable"``, never runs)."""
+    server = FastMCP(name)
+
+    @server.tool(description="Return the text unchanged.")
+    def echo(text: str) -> str:
+        return text
+
+    def answered() -> str:
+        return "unreachable"
+
+    server.tool(name=tool, description=description)(answered)
+    return server
 
 
 def make_basic_server(

@@ -21,7 +21,7 @@ import pytest
 from fastmcp import FastMCP
 from starlette.types import ASGIApp, Receive, Send
 
-from helpers.http_servers import serve_http
+from helpers.http_servers import make_echo_server, serve_http
 from keen.errors import CallTimeout
 from keen.mcp import Manager, ServerState
 from keen.trust import PinGuard
@@ -31,17 +31,7 @@ pytestmark = pytest.mark.anyio
 
 
 def echo_server() -> FastMCP:
-    server = FastMCP("stalling")
-
-    @server.tool(description="Return the text unchanged.")
-    def echo(text: str) -> str:
-        return text
-
-    @server.tool(description="Never finishes (answered by the middleware).")
-    def stall() -> str:
-        return "unreachable"
-
-    return server
+    return make_echo_server("stalling", "stall", "Never finishes (answered by the middleware).")
 
 
 async def _never_finish(how: str, send: Send) -> None:

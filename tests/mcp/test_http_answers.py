@@ -25,7 +25,7 @@ import pytest
 from fastmcp import FastMCP
 from starlette.types import ASGIApp, Receive, Send
 
-from helpers.http_servers import serve_http
+from helpers.http_servers import make_echo_server, serve_http
 from keen._redact import register_value
 from keen.errors import RemoteProtocolError, ServerDisconnected
 from keen.mcp import Manager, ServerState
@@ -45,17 +45,7 @@ KEY = "sk-answers-7f3e9a1c5b2d"
 
 
 def echo_server() -> FastMCP:
-    server = FastMCP("answers")
-
-    @server.tool(description="Return the text unchanged.")
-    def echo(text: str) -> str:
-        return text
-
-    @server.tool(description="Answered by the middleware.")
-    def odd() -> str:
-        return "unreachable"
-
-    return server
+    return make_echo_server("answers", "odd", "Answered by the middleware.")
 
 
 ANSWERS: dict[str, tuple[int, list[tuple[bytes, bytes]], bytes]] = {
