@@ -82,8 +82,8 @@ async def test_a_server_that_stops_mid_call_breaks_that_call_and_the_next_says_i
     write_config: Callable[..., Path], era: str
 ) -> None:
     """Only that call fails, saying what came (an answer that broke off looks the same as a
-    proxy's hiccup, so it says to retry); the next call finds the server gone, and the server
-    is marked disconnected."""
+    proxy's hiccup, so the session is kept); the next call finds the server gone, says it no
+    longer accepts connections, and the server is marked disconnected."""
     started = threading.Event()
     wrap = handshake_only_http if era == "2025-11-25" else None
     with serve_http(holding_server(started), wrap=wrap) as srv:

@@ -135,12 +135,11 @@ def http_answer_fault(cause: MCPError, target: str, http_status: int | None) -> 
     if cause.code == CONNECTION_CLOSED and message.startswith(_SDK_STREAM_FAILED):
         detail = _cut(message.removeprefix(_SDK_STREAM_FAILED), 200)
         return f"broke off its answer to {target}: its event stream could not be read ({detail})", _BROKE_OFF
-    if cause.code == PARSE_ERROR and message.startswith(_SDK_JSON_BROKEN):
-        detail = message.removeprefix(_SDK_JSON_BROKEN)
-        return f"broke off its answer to {target}: {JSON_BODY_BROKEN}{_cut(detail, 200)}", _BROKE_OFF
-    if cause.code == PARSE_ERROR and message.startswith(_SDK_JSON_STALLED):
-        detail = message.removeprefix(_SDK_JSON_STALLED)
-        return f"broke off its answer to {target}: {JSON_BODY_STALLED}{_cut(detail, 200)}", _BROKE_OFF
+    for words in (JSON_BODY_BROKEN, JSON_BODY_STALLED):
+        prefix = message_size.SDK_JSON_BODY_FAILED + words
+        if cause.code == PARSE_ERROR and message.startswith(prefix):
+            detail = _cut(message.removeprefix(prefix), 200)
+            return f"broke off its answer to {target}: {words}{detail}", _BROKE_OFF
     if cause.code == PARSE_ERROR and message.startswith(_SDK_JSON_UNDECODABLE):
         detail = message.removeprefix(_SDK_JSON_UNDECODABLE)
         return f"answered {target} with {JSON_BODY_UNDECODABLE}{_cut(detail, 200)}", (
@@ -161,8 +160,6 @@ _SDK_ACCEPTED = "server answered a request with 202 Accepted"
 # "SSE stream ended without a response", "... and reconnection attempts were exhausted"
 _SDK_STREAM_ENDED = "SSE stream ended"
 _SDK_STREAM_FAILED = "SSE stream failed: "
-_SDK_JSON_BROKEN = message_size.SDK_JSON_BODY_FAILED + JSON_BODY_BROKEN
-_SDK_JSON_STALLED = message_size.SDK_JSON_BODY_FAILED + JSON_BODY_STALLED
 _SDK_JSON_UNDECODABLE = message_size.SDK_JSON_BODY_FAILED + JSON_BODY_UNDECODABLE
 # The server may have finished the call before its answer broke off: never "retry" as such.
 _BROKE_OFF = (
