@@ -1,16 +1,21 @@
 """``keen serve``'s stdin reader (:mod:`keen.serve._stdin`) on a real pipe: lines come out
-whole and in order, undecodable bytes replaced, and a line past the bound is dropped. That a
+whole and in order, undecodable bytes replaced, and a line past the bound is dropped, a
+request among them answered with an error (through the SDK's stdio transport). That a
 long line is read in time linear in its size is a figure ``bench/large_result.py
 --transports host`` prints (a test asserted CPU time under 8 s for 40 MB)."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+from typing import Any
 
+import anyio
 import pytest
+from mcp.server.mcpserver import MCPServer
 
-from keen.serve._stdin import StdinLines
+from keen.serve._stdin import StdinLines, host_streams, oversized_request_id
 
 pytestmark = pytest.mark.anyio
 
@@ -39,30 +44,142 @@ async def test_lines_come_out_whole_across_chunks() -> None:
 
 
 WARNING = (
-    "the host sent a message of more than 100 bytes, more than keen serve reads of one message: it was dropped, "
-    "and its request gets no answer"
+    "the host sent a message of more than 100 bytes, more than keen serve reads of one message: it is dropped, "
+    "and a request is answered with an error that says so"
 )
+
+
+def no_id(size: int) -> str:
+    return f"the dropped message ({size:,} bytes) shows no request id in its first or last bytes: it gets no answer"
 
 
 @pytest.mark.parametrize(
-    ("chunks", "kept", "dropped"),
+    ("chunks", "kept", "warnings"),
     [
         # A line of the limit passes, its newline not counted; one byte more is dropped.
-        ([b"a" * 100, b"\nok\n"], ["a" * 100 + "\n", "ok\n"], 0),
-        ([b"a" * 101, b"\nok\n"], ["ok\n"], 1),
+        ([b"a" * 100, b"\nok\n"], ["a" * 100 + "\n", "ok\n"], []),
+        ([b"a" * 101, b"\nok\n"], ["ok\n"], [WARNING, no_id(101)]),
         # Past the limit in the read that also brings its newline.
-        ([b"a" * 99, b"b" * 51 + b"\nok\n"], ["ok\n"], 1),
-        ([b"a" * 150 + b"\nok\n"], ["ok\n"], 1),
+        ([b"a" * 99, b"b" * 51 + b"\nok\n"], ["ok\n"], [WARNING, no_id(150)]),
+        ([b"a" * 150 + b"\nok\n"], ["ok\n"], [WARNING, no_id(150)]),
         # Dropped across reads, its newline the last byte of one; an unterminated tail dropped.
-        ([b"a" * 101, b"x\n", b"ok\n"], ["ok\n"], 1),
-        ([b"ok\n", b"a" * 101, b"bbb"], ["ok\n"], 1),
-        ([b"a" * 90, b"a" * 60 + b"\nccccc\n", b"d" * 200 + b"\n"], ["ccccc\n"], 2),
+        ([b"a" * 101, b"x\n", b"ok\n"], ["ok\n"], [WARNING, no_id(102)]),
+        ([b"ok\n", b"a" * 101, b"bbb"], ["ok\n"], [WARNING]),
+        (
+            [b"a" * 90, b"a" * 60 + b"\nccccc\n", b"d" * 200 + b"\n"],
+            ["ccccc\n"],
+            [WARNING, no_id(150), WARNING, no_id(200)],
+        ),
     ],
 )
 async def test_a_line_past_the_limit_is_dropped_whatever_the_reads(
-    chunks: list[bytes], kept: list[str], dropped: int, caplog: pytest.LogCaptureFixture
+    chunks: list[bytes], kept: list[str], warnings: list[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Unbounded, a host's line without an end took the process's memory."""
     with caplog.at_level("WARNING", logger="keen.serve"):
         assert await _read_all(chunks, limit=100) == kept
-    assert [r.getMessage() for r in caplog.records] == [WARNING] * dropped
+    assert [r.getMessage() for r in caplog.records] == warnings
+
+
+ARGS = '"params":{"name":"echo","arguments":{"text":"' + "x" * 3000 + '","id":99}}'
+
+
+@pytest.mark.parametrize(
+    ("message", "request_id"),
+    [
+        # The Python SDK's order, and the TypeScript SDK's (id last).
+        ('{"jsonrpc":"2.0","id":7,"method":"tools/call",' + ARGS + "}", 7),
+        ("{" + '"method":"tools/call",' + ARGS + ',"jsonrpc":"2.0","id":"a\\"b"}', 'a"b'),
+        ('{ "jsonrpc" : "2.0" , "method" : "tools/call" , ' + ARGS + ' , "id" : -3 }\r', -3),
+        # Not a request: no method (an answer), no id (a notification), or an id that is not one.
+        ('{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"' + "x" * 3000 + '"}]}}', None),
+        ('{"jsonrpc":"2.0","method":"notifications/message",' + ARGS + "}", None),
+        ('{"jsonrpc":"2.0","id":true,"method":"tools/call",' + ARGS + "}", None),
+        ('{"jsonrpc":"2.0","id":null,"method":"tools/call",' + ARGS + "}", None),
+        ('{"jsonrpc":"2.0","id":1.5,"method":"tools/call",' + ARGS + "}", None),
+        # An "id" only inside the arguments, or in a string, is not the request's.
+        ('{"jsonrpc":"2.0","method":"tools/call",' + ARGS + "}", None),
+        ('{"jsonrpc":"2.0","method":"tools/call","note":",\\"id\\":5",' + ARGS + "}", None),
+        ('[{"jsonrpc":"2.0","id":7,"method":"tools/call",' + ARGS + "}]", None),
+        # A member cut by the end of what is kept is not read.
+        ('{"jsonrpc":"2.0","method":"tools/call","pad":"' + "p" * 968 + '","id":12345,' + ARGS + "}", None),
+    ],
+)
+def test_the_id_of_a_request_too_long_to_read_is_found_at_its_ends(message: str, request_id: Any) -> None:
+    data = message.encode()
+    assert len(data) > 2 * 1024  # neither end holds the whole message
+    assert oversized_request_id(data[:1024], data[-1024:]) == request_id
+
+
+async def test_a_request_dropped_for_its_size_is_answered_and_the_session_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before, the host's request got no answer: it waited out its own time limit."""
+    server = MCPServer("sized")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+    big = "y" * 20_000
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "host", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        # The TypeScript SDK's order: the id after the arguments.
+        {
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": big}},
+            "jsonrpc": "2.0",
+            "id": 2,
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "ok"}},
+        },
+    ]
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    os.write(in_write, b"".join(json.dumps(m).encode() + b"\n" for m in messages))  # within the pipe's buffer
+    received = b""
+    try:
+        with (
+            os.fdopen(out_write, "w", encoding="utf-8") as stdout,
+            caplog.at_level("WARNING", logger="keen.serve"),
+        ):
+            async with (
+                host_streams(StdinLines(in_read, limit=10_000), anyio.wrap_file(stdout)) as (read, write),
+                anyio.create_task_group() as tg,
+            ):
+                tg.start_soon(lowlevel.run, read, write, lowlevel.create_initialization_options())
+                # Read in this task (a thread blocked in a read could not be cancelled).
+                with anyio.fail_after(30):
+                    while received.count(b"\n") < 3:
+                        await anyio.wait_readable(out_read)
+                        received += os.read(out_read, 65536)
+                os.close(in_write)  # the host's end: the session ends
+                in_write = -1
+    finally:
+        for fd in (in_read, out_read, in_write):
+            if fd >= 0:
+                os.close(fd)
+    answers = {answer["id"]: answer for answer in map(json.loads, received.splitlines())}
+    size = len(json.dumps(messages[2]).encode())
+    assert answers[2]["error"] == {
+        "code": -32600,
+        "message": f"this request is {size:,} bytes, more than the 10,000 keen serve reads of one message: it was "
+        "not run; send less in one request (a file's path or a URL rather than its content)",
+    }
+    assert answers[3]["result"]["content"] == [{"type": "text", "text": "ok"}]
+    assert [r.getMessage() for r in caplog.records] == [WARNING.replace(" 100 ", " 10,000 ")]

@@ -10,7 +10,11 @@ abandoned thread cannot keep the process alive.
 One message is bounded as a server's is (:data:`keen.mcp.connection.message_size.MAX_MESSAGE_SIZE`):
 a host's line past it is dropped up to its newline, with a warning on the ``keen.serve``
 logger (stderr, the host's log of this server), and the lines after it are served. Unbounded,
-one line without an end took the process's memory.
+one line without an end took the process's memory. A dropped request is answered with a
+JSON-RPC error (-32600, Invalid Request) that says why, when its id can be read from the
+line's first or last bytes, where a JSON-RPC request's top-level members are (JSON-RPC 2.0
+section 5.1: an id that cannot be detected gets no answer from a server either); without one,
+the host waited out its own time limit.
 
 As the SDK does for the streams it claims, fd 0 points at the null device while Keen
 serves, so nothing else in the process (or a child that inherits it) reads the host's
@@ -20,21 +24,91 @@ messages; it is restored on exit.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import math
 import os
+import re
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
+from typing import Any, Protocol, cast
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import mcp_types as mt
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from keen.mcp.connection.message_size import MAX_MESSAGE_SIZE
 
-__all__ = ["claimed_stdin"]
+__all__ = ["StdinLines", "claimed_stdin", "host_streams", "oversized_request_id"]
 
 _CHUNK = 65536
+
+_KEPT = 1024
+"""Bytes kept of a dropped line's start and of its end, to find the request's id there."""
+
+_SCALAR = rb'(?:"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)'
+_PAIR = rb'\s*"((?:[^"\\]|\\.)*)"\s*:\s*(' + _SCALAR + rb")\s*"
+_HEAD_PAIR = re.compile(rb"[{,]" + _PAIR + rb"(?=[,}])")
+"""A whole member with a scalar value, after the object's ``{`` or a comma (matched where the
+last one ended): the object's first members, walked from its start."""
+_TAIL = re.compile(rb"((?:," + _PAIR + rb")+)\}\s*$")
+"""The members with scalar values that end the object, before its closing ``}``."""
+_TAIL_PAIR = re.compile(rb"," + _PAIR)
+
+
+def oversized_request_id(head: bytes, tail: bytes) -> Any:
+    """The id of the JSON-RPC request whose message starts with ``head`` and ends with
+    ``tail`` (a line too long to read whole), or ``None`` when they do not show a request.
+
+    Only the object's own members with scalar values are read: from its start up to the first
+    member whose value is an object or array, and back from its end to the last such one;
+    ``"id"`` (a string or an integer) and ``"method"`` must both be among them. A host's
+    serializer puts them before or after ``params`` (the MCP SDKs: ``{"jsonrpc", "id",
+    "method", "params"}`` in Python, ``{"method", "params", "jsonrpc", "id"}`` in TypeScript).
+    """
+    members: dict[bytes, bytes] = {}
+    at = len(head) - len(head.lstrip())  # at the object's "{", then at each "," after a member
+    while match := _HEAD_PAIR.match(head, at):
+        members.setdefault(match[1], match[2])
+        at = match.end()
+    if ended := _TAIL.search(tail):
+        for match in _TAIL_PAIR.finditer(ended[1]):
+            members.setdefault(match[1], match[2])
+    if b"method" not in members or b"id" not in members:
+        return None
+    try:
+        request_id = json.loads(members[b"id"])
+    except ValueError:
+        return None
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return None
+    return request_id
+
+
+class _Sends(Protocol):
+    """A session's write stream (the SDK's own stream type is private)."""
+
+    async def send(self, item: SessionMessage, /) -> None: ...
+
+
+class _DroppedLine:
+    """What is kept of a line being dropped: its size, its first and its last bytes."""
+
+    def __init__(self, start: bytes | bytearray) -> None:
+        self.size = len(start)
+        self.head = bytes(start[:_KEPT])
+        self.tail = bytes(start[-_KEPT:])
+
+    def add(self, data: bytes) -> None:
+        self.size += len(data)
+        if len(self.head) < _KEPT:
+            self.head += data[: _KEPT - len(self.head)]
+        self.tail = (self.tail + data[-_KEPT:])[-_KEPT:]
+
 
 logger = logging.getLogger("keen.serve")
 
@@ -51,46 +125,83 @@ class StdinLines:
     """The lines of descriptor ``fd`` as an async iterator (``async for line in ...``), each
     with its newline, decoded as UTF-8 (undecodable bytes replaced), as the SDK reads them.
 
-    A line of more than ``limit`` bytes is dropped (up to its newline), with a warning.
+    A line of more than ``limit`` bytes is dropped (up to its newline), with a warning; the
+    answer to a request among them is made here, and sent by :meth:`answer_refused`.
     """
 
     def __init__(self, fd: int, limit: int = MAX_MESSAGE_SIZE) -> None:
         self.fd = fd
         self.limit = limit
+        # Unbounded, yet one answer per ``limit`` bytes read at most.
+        self._refusals, self._refused = anyio.create_memory_object_stream[SessionMessage](math.inf)
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
 
+    async def answer_refused(self, write: _Sends) -> None:
+        """Send on ``write`` (the session's write stream) the answer to each request dropped
+        for its size, until the lines end."""
+        async with self._refused:
+            async for answer in self._refused:
+                await write.send(answer)
+
     async def _lines(self) -> AsyncIterator[str]:
         send, receive = anyio.create_memory_object_stream[str](1)
         token = anyio.lowlevel.current_token()
-        fd, limit = self.fd, self.limit
+        fd, limit, refusals = self.fd, self.limit, self._refusals
+
+        def ended(line: _DroppedLine) -> None:
+            request_id = oversized_request_id(line.head, line.tail)
+            if request_id is None:
+                logger.warning(
+                    "the dropped message (%s bytes) shows no request id in its first or last bytes: it gets no answer",
+                    f"{line.size:,}",
+                )
+                return
+            answer = mt.JSONRPCError(
+                jsonrpc="2.0",
+                id=request_id,
+                error=mt.ErrorData(
+                    code=mt.INVALID_REQUEST,
+                    message=(
+                        f"this request is {line.size:,} bytes, more than the {limit:,} keen serve reads of one"
+                        " message: it was not run; send less in one request (a file's path or a URL rather than"
+                        " its content)"
+                    ),
+                ),
+            )
+            anyio.from_thread.run_sync(refusals.send_nowait, SessionMessage(answer), token=token)
 
         def pump() -> None:
             # A line grows in a bytearray and only each new chunk is searched for its end:
             # re-joining and re-splitting the whole pending line per 64 kB chunk was quadratic
             # (a 20 MB message took 10 s to read, 80 MB 100 s).
             pending = bytearray()
-            dropping = False  # past the limit: read up to the line's end, keeping nothing
+            dropped: _DroppedLine | None = None  # past the limit: read up to its end, keeping its ends
             try:
                 while chunk := os.read(fd, _CHUNK):
                     start = 0
                     while (end := chunk.find(b"\n", start)) != -1:
-                        if dropping:
-                            dropping = False
-                        elif len(pending) + end - start > limit:  # its newline not counted
+                        if dropped is None and len(pending) + end - start > limit:  # its newline not counted
+                            dropped = _DroppedLine(pending)
                             _dropped(limit)
+                        if dropped is not None:
+                            dropped.add(chunk[start:end])
+                            ended(dropped)
+                            dropped = None
                         else:
                             pending += chunk[start : end + 1]
                             text = pending.decode("utf-8", "replace")
                             anyio.from_thread.run(send.send, text, token=token)
                         pending.clear()
                         start = end + 1
-                    if not dropping:
+                    if dropped is not None:
+                        dropped.add(chunk[start:])
+                    else:
                         pending += chunk[start:]
                         if len(pending) > limit:
+                            dropped = _DroppedLine(pending)
                             pending.clear()
-                            dropping = True
                             _dropped(limit)
                 if pending:
                     anyio.from_thread.run(send.send, pending.decode("utf-8", "replace"), token=token)
@@ -99,6 +210,8 @@ class StdinLines:
             finally:
                 with contextlib.suppress(RuntimeError):
                     anyio.from_thread.run_sync(send.close, token=token)
+                with contextlib.suppress(RuntimeError):
+                    anyio.from_thread.run_sync(refusals.close, token=token)
 
         threading.Thread(target=pump, name="keen-serve-stdin", daemon=True).start()
         async with receive:
@@ -108,10 +221,25 @@ class StdinLines:
 
 def _dropped(limit: int) -> None:
     logger.warning(
-        "the host sent a message of more than %s bytes, more than keen serve reads of one message: it was "
-        "dropped, and its request gets no answer",
+        "the host sent a message of more than %s bytes, more than keen serve reads of one message: it is "
+        "dropped, and a request is answered with an error that says so",
         f"{limit:,}",
     )
+
+
+@contextlib.asynccontextmanager
+async def host_streams(
+    lines: StdinLines, stdout: anyio.AsyncFile[str] | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's stdio transport over ``lines`` (and ``stdout``, by default the process's):
+    the read and write streams of the host's session, the requests dropped for their size
+    answered on the write stream meanwhile."""
+    # stdio_server only iterates its stdin (`async for line in stdin`).
+    stdin = cast("anyio.AsyncFile[str]", lines)
+    async with stdio_server(stdin=stdin, stdout=stdout) as (read, write), anyio.create_task_group() as tg:
+        tg.start_soon(lines.answer_refused, write)
+        yield read, write
+        tg.cancel_scope.cancel()
 
 
 @contextlib.contextmanager

@@ -6,14 +6,12 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from typing import cast
 
 import anyio
 import uvicorn
-from mcp.server.stdio import stdio_server
 
 from keen.serve._shutdown import CleanServer, InFlight
-from keen.serve._stdin import claimed_stdin
+from keen.serve._stdin import claimed_stdin, host_streams
 from keen.serve.http import HttpSecurity, build_app
 from keen.serve.server import KeenServer
 
@@ -33,9 +31,7 @@ async def serve_stdio(keen: KeenServer) -> None:
 
     async def serve() -> None:
         with claimed_stdin() as lines:
-            # stdio_server only iterates its stdin (`async for line in stdin`).
-            stdin = cast("anyio.AsyncFile[str]", lines)
-            async with keen, stdio_server(stdin=stdin) as (read, write):
+            async with keen, host_streams(lines) as (read, write):
                 await keen.server.run(read, write, keen.server.create_initialization_options())
 
     await _sigint_cancels(serve)
