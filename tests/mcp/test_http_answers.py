@@ -2,7 +2,8 @@
 error status without a JSON-RPC error, a JSON-RPC batch, a redirect to another origin, a
 JSON body or event stream that breaks off, a JSON body that does not decode) fails its call
 with words that say what came and what to do, names no secret, and the session goes on; at
-connect, the server's status says the same (``translate.http_answer_fault``). A JSON answer
+connect, the server's status says the same (``translate.http_answer_fault``), from the
+call's own answer when calls overlap. A JSON answer
 under an id Keen never sent is its POST's request's, as one in an event stream is; an answer
 httpx2 cannot read (a 200 KB header block) ends the session, saying why.
 
@@ -20,6 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from fastmcp import FastMCP
@@ -264,3 +266,64 @@ async def test_an_answer_that_breaks_http_ends_the_session_saying_why(
             assert status.state is ServerState.DISCONNECTED
             assert status.last_error.endswith("check the server's logs and any proxy in front of it")
             assert KEY not in status.last_error
+
+
+def error_page_then_echo() -> Callable[[ASGIApp], ASGIApp]:
+    """Middleware answering ``odd`` with HTTP 502 once an ``echo`` call is in flight, and that
+    ``echo`` (200, its answer) right after: two answers of one connection, the later one
+    another request's."""
+    echo_waits, odd_answered = anyio.Event(), anyio.Event()
+
+    async def respond(request: Any, receive: Receive, send: Send) -> bool:
+        if request.get("method") != "tools/call":
+            return False
+        if request["params"]["name"] == "odd":
+            await echo_waits.wait()
+            await send(
+                {"type": "http.response.start", "status": 502, "headers": [(b"content-type", b"text/html")]}
+            )
+            await send({"type": "http.response.body", "body": b"<html>Bad gateway</html>"})
+            odd_answered.set()
+            return True
+        echo_waits.set()
+        await odd_answered.wait()
+        text = request["params"]["arguments"]["text"]
+        result = {"content": [{"type": "text", "text": text}], "structuredContent": {"result": text}}
+        answer = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": answer})
+        return True
+
+    return answering_posts(respond)
+
+
+async def test_a_calls_error_is_worded_from_its_own_answers_status_not_another_calls(
+    write_config: Callable[..., Path],
+) -> None:
+    """Before, a call read the status of the last answer on its connection: another call's 200,
+    come between its 502 and its error's wording, made it 'an HTTP error' (in most runs: it
+    is a race; the call's own status makes it certain)."""
+    with serve_http(echo_server(), wrap=error_page_then_echo(), api_key=KEY) as srv:
+        async with Manager(write_config({"answers": entry(srv.url)}), trust=PinGuard()) as manager:
+            assert await manager.wait_ready(20), manager.status("answers").last_error
+            results: dict[str, Any] = {}
+
+            async def call(tool: str, arguments: dict[str, Any]) -> None:
+                try:
+                    results[tool] = (await manager.call_tool("answers", tool, arguments)).text
+                except RemoteProtocolError as exc:
+                    results[tool] = str(exc)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "odd", {})
+                tg.start_soon(call, "echo", {"text": "hi"})
+    assert results == {
+        "odd": 'MCP server "answers" answered "odd" with HTTP 502 and no JSON-RPC error; check the server\'s logs',
+        "echo": "hi",
+    }

@@ -43,6 +43,8 @@ from keen.mcp.connection.elicitation import UrlElicitationCallback
 from keen.mcp.connection.server import ServerConnection
 from keen.mcp.connection.translate import (
     AUTH_STATUSES,
+    CallFacts,
+    call_facts,
     sign_in_message,
     translate_call_error,
     unsendable_arguments,
@@ -113,29 +115,11 @@ async def _send_tool_call(
         progress_callback=progress,
         descriptions_uri=connection.descriptions_uri,
     )
-    try:
-        raw = await call_with_relist(send, relist=relist, listing=connection, tool=tool)
-    except Exception as exc:
-        error = unsendable_arguments(exc, arguments, server=name, tool=tool) or translate_call_error(
-            exc, server=name, tool=tool, timeout=limit, http_status=connection.http_status
-        )
-        if connection.config.auth_type == "oauth" and not isinstance(error, CallTimeout | InvalidArguments):
-            # The OAuth provider knows why (e.g. a step-up: the tool needs a wider scope).
-            # Imported here: the OAuth modules (and the SDK's OAuth client) are nothing a
-            # session without an OAuth server loads.
-            from keen.mcp.auth import classify_auth_failure
-
-            found = classify_auth_failure(
-                exc,
-                server=name,
-                auth=connection.auth,
-                status_code=connection.http_status if connection.http_status in AUTH_STATUSES else None,
-            )
-            if found is not None:
-                error = found
-        if isinstance(error, ServerDisconnected):
-            error = _lost(connection, error)
-        raise error from exc
+    with call_facts() as facts:
+        try:
+            raw = await call_with_relist(send, relist=relist, listing=connection, tool=tool)
+        except Exception as exc:
+            raise _call_error(connection, tool, arguments, limit, exc, facts) from exc
     content, structured = wire_parts(raw)
     return _tool_result(name, tool, content, structured, bool(raw.is_error))
 
@@ -196,6 +180,40 @@ def wire_parts(raw: mt.CallToolResult) -> tuple[list[dict[str, Any]], Any]:
 _TEXT = mt.TextContent
 
 
+def _call_error(
+    connection: ServerConnection,
+    tool: str,
+    arguments: dict[str, Any],
+    limit: float,
+    exc: Exception,
+    facts: CallFacts,
+) -> Exception:
+    """Keen's error for ``exc``, raised by a call of ``tool``; ``facts``: what the endpoint
+    answered to this call's own requests (another call's answer may have come since)."""
+    name = connection.name
+    http_status = connection.http_status if facts.http_status is None else facts.http_status
+    error = unsendable_arguments(exc, arguments, server=name, tool=tool) or translate_call_error(
+        exc, server=name, tool=tool, timeout=limit, http_status=http_status
+    )
+    if connection.config.auth_type == "oauth" and not isinstance(error, CallTimeout | InvalidArguments):
+        # The OAuth provider knows why (e.g. a step-up: the tool needs a wider scope).
+        # Imported here: the OAuth modules (and the SDK's OAuth client) are nothing a
+        # session without an OAuth server loads.
+        from keen.mcp.auth import classify_auth_failure
+
+        found = classify_auth_failure(
+            exc,
+            server=name,
+            auth=connection.auth,
+            status_code=http_status if http_status in AUTH_STATUSES else None,
+        )
+        if found is not None:
+            error = found
+    if isinstance(error, ServerDisconnected):
+        error = _lost(connection, error)
+    return error
+
+
 async def send_request(
     connection: ServerConnection,
     session: ClientSession,
@@ -206,16 +224,18 @@ async def send_request(
     """``send(session)`` within ``limit`` seconds (``what`` names it in errors: ``resource
     URI``, ``prompt NAME``). Raises ``CallTimeout``, ``ServerDisconnected`` or
     ``RemoteProtocolError``."""
-    try:
-        with anyio.fail_after(limit):
-            return await send(session)
-    except Exception as exc:
-        error = translate_call_error(
-            exc, server=connection.name, tool=what, timeout=limit, http_status=connection.http_status
-        )
-        if isinstance(error, ServerDisconnected):
-            error = _lost(connection, error)
-        raise error from exc
+    with call_facts() as facts:
+        try:
+            with anyio.fail_after(limit):
+                return await send(session)
+        except Exception as exc:
+            http_status = connection.http_status if facts.http_status is None else facts.http_status
+            error = translate_call_error(
+                exc, server=connection.name, tool=what, timeout=limit, http_status=http_status
+            )
+            if isinstance(error, ServerDisconnected):
+                error = _lost(connection, error)
+            raise error from exc
 
 
 def _lost(connection: ServerConnection, error: ServerDisconnected) -> ServerDisconnected:

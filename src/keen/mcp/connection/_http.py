@@ -6,7 +6,8 @@ Streamable HTTP, or for a ``transport: "sse"`` entry the HTTP+SSE transport of M
 An ``api_key`` server gets its header on every request; an ``oauth`` server, the
 ``httpx2.Auth`` its owner built. The SDK reports an HTTP 401 as a bare ``MCPError -32603``
 without the status, so a response hook records the MCP endpoint's status and
-``WWW-Authenticate`` challenge for the error translation (:mod:`keen.mcp.connection.translate`).
+``WWW-Authenticate`` challenge for the error translation (:mod:`keen.mcp.connection.translate`),
+and the same for the call whose request it answers (``translate.call_facts``).
 
 One message is bounded (:mod:`keen.mcp.connection._http_bounds`, set on each answer by the
 same response hook), and a request Keen gave up on has its HTTP exchange ended without
@@ -27,7 +28,7 @@ from keen.mcp.config.servers import HttpServerConfig
 from keen.mcp.connection import message_size
 from keen.mcp.connection._http_bounds import bound_json_body, watch_sse_transport_events
 from keen.mcp.connection._http_exchanges import Exchanges
-from keen.mcp.connection.translate import ConnectFacts
+from keen.mcp.connection.translate import ConnectFacts, current_call_facts
 
 __all__ = ["http_transport"]
 
@@ -62,6 +63,8 @@ async def http_transport(
             on_status(response.status_code)
             facts.http_status = response.status_code
             facts.www_authenticate = response.headers.get("www-authenticate")
+            if (call := current_call_facts()) is not None:  # this request's own call
+                call.saw(response.status_code, facts.www_authenticate)
 
     read_timeout = max(300.0, cfg.timeouts.call_tool)
     if cfg.transport == "sse":

@@ -9,7 +9,10 @@ Every message is redacted and says what to do next (docs/architecture.md "Errors
 
 from __future__ import annotations
 
+import contextlib
 import errno
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,9 +55,12 @@ from keen.mcp.types import ServerState
 __all__ = [
     "AUTH_STATUSES",
     "SESSION_GONE_STATUS",
+    "CallFacts",
     "ConnectFacts",
     "auth_status_error",
+    "call_facts",
     "classify_connect_failure",
+    "current_call_facts",
     "http_answer_fault",
     "over_message_bound",
     "root_cause",
@@ -203,6 +209,51 @@ def root_cause(exc: BaseException) -> BaseException:
             if isinstance(leaf, kinds):
                 return leaf
     return leaves[0] if leaves else exc
+
+
+@dataclass
+class CallFacts:
+    """What the MCP endpoint answered to the HTTP requests of one call (:func:`call_facts`):
+    the status and ``WWW-Authenticate`` challenge of the last answer to one of them, ``None``
+    while none came (a 202 to a notification is not counted)."""
+
+    http_status: int | None = None
+    www_authenticate: str | None = None
+
+    def saw(self, status: int, challenge: str | None) -> None:
+        """An answer to one of this call's requests came with ``status`` (and ``challenge``)."""
+        if status != 202:
+            self.http_status, self.www_authenticate = status, challenge
+
+
+_CALL_FACTS: ContextVar[CallFacts | None] = ContextVar("keen_call_facts", default=None)
+"""The current call's facts: the SDK sends each request's POST in a task started in its
+sender's context (``mcp.client.streamable_http``), where the response hook reads this."""
+
+
+@contextlib.contextmanager
+def call_facts() -> Iterator[CallFacts]:
+    """Collect what the MCP endpoint answers to the HTTP requests this task sends meanwhile.
+
+    A call's error is worded from its own answer's status, not the connection's last one
+    (another call's, when they overlap: a 200 come between a 502 and its error made that
+    "an HTTP error"). Read by the response hook of :mod:`keen.mcp.connection._http`
+    (:func:`current_call_facts`).
+
+    Yields:
+        The facts, filled in as answers come.
+    """
+    facts = CallFacts()
+    token = _CALL_FACTS.set(facts)
+    try:
+        yield facts
+    finally:
+        _CALL_FACTS.reset(token)
+
+
+def current_call_facts() -> CallFacts | None:
+    """The facts :func:`call_facts` collects in this context, ``None`` outside one."""
+    return _CALL_FACTS.get()
 
 
 @dataclass
