@@ -44,8 +44,7 @@ async def test_lines_come_out_whole_across_chunks() -> None:
 
 
 WARNING = (
-    "the host sent a message of more than 100 bytes, more than keen serve reads of one message: it is dropped, "
-    "and a request is answered with an error that says so"
+    "the host sent a message of more than 100 bytes, more than keen serve reads of one message: it is dropped"
 )
 
 
@@ -101,6 +100,11 @@ ARGS = '"params":{"name":"echo","arguments":{"text":"' + "x" * 3000 + '","id":99
         ('{"jsonrpc":"2.0","method":"tools/call",' + ARGS + "}", None),
         ('{"jsonrpc":"2.0","method":"tools/call","note":",\\"id\\":5",' + ARGS + "}", None),
         ('[{"jsonrpc":"2.0","id":7,"method":"tools/call",' + ARGS + "}]", None),
+        # A member named twice: the last counts, as the SDK's parser reads it; an escaped name.
+        ('{"jsonrpc":"2.0","id":1,"method":"tools/call","id":2,' + ARGS + "}", 2),
+        ('{"jsonrpc":"2.0","\\u0069d":5,"method":"tools/call",' + ARGS + "}", 5),
+        # A lone surrogate: no id an answer could carry (its JSON could not be written).
+        ('{"jsonrpc":"2.0","id":"\\ud800","method":"tools/call",' + ARGS + "}", None),
         # A member cut by the end of what is kept is not read.
         ('{"jsonrpc":"2.0","method":"tools/call","pad":"' + "p" * 968 + '","id":12345,' + ARGS + "}", None),
     ],
@@ -183,3 +187,43 @@ async def test_a_request_dropped_for_its_size_is_answered_and_the_session_goes_o
     }
     assert answers[3]["result"]["content"] == [{"type": "text", "text": "ok"}]
     assert [r.getMessage() for r in caplog.records] == [WARNING.replace(" 100 ", " 10,000 ")]
+
+
+async def test_the_host_closing_stdin_after_a_dropped_request_ends_the_session_cleanly() -> None:
+    """The session's write stream closes as its read stream ends: an answer still on its way
+    to it is left, not raised (which ended keen serve with an internal error)."""
+    server = MCPServer("sized")
+    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "h", "version": "1"},
+        },
+    }
+    big = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "x", "arguments": {"t": "z" * 300}},
+    }
+    for _ in range(5):  # the order of the two ends varies from run to run
+        in_read, in_write = os.pipe()
+        out_read, out_write = os.pipe()
+        os.write(in_write, b"".join(json.dumps(m).encode() + b"\n" for m in (initialize, big)))
+        os.close(in_write)
+        try:
+            with os.fdopen(out_write, "w", encoding="utf-8") as stdout, anyio.fail_after(30):
+                async with host_streams(StdinLines(in_read, limit=100), anyio.wrap_file(stdout)) as (
+                    read,
+                    write,
+                ):
+                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            written = os.read(out_read, 65536)
+        finally:
+            os.close(in_read)
+            os.close(out_read)
+        assert json.loads(written.splitlines()[0])["id"] == 1

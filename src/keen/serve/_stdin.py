@@ -12,9 +12,10 @@ a host's line past it is dropped up to its newline, with a warning on the ``keen
 logger (stderr, the host's log of this server), and the lines after it are served. Unbounded,
 one line without an end took the process's memory. A dropped request is answered with a
 JSON-RPC error (-32600, Invalid Request) that says why, when its id can be read from the
-line's first or last bytes, where a JSON-RPC request's top-level members are (JSON-RPC 2.0
-section 5.1: an id that cannot be detected gets no answer from a server either); without one,
-the host waited out its own time limit.
+line's first or last bytes, where a JSON-RPC request's top-level members are; without one,
+the host waited out its own time limit. A line whose id cannot be read gets no answer:
+JSON-RPC 2.0 (section 5.1) would answer it with a null id, which no host can match to a
+request it waits on.
 
 As the SDK does for the streams it claims, fd 0 points at the null device while Keen
 serves, so nothing else in the process (or a child that inherits it) reads the host's
@@ -70,19 +71,23 @@ def oversized_request_id(head: bytes, tail: bytes) -> Any:
     serializer puts them before or after ``params`` (the MCP SDKs: ``{"jsonrpc", "id",
     "method", "params"}`` in Python, ``{"method", "params", "jsonrpc", "id"}`` in TypeScript).
     """
-    members: dict[bytes, bytes] = {}
+    pairs: list[tuple[bytes, bytes]] = []
     at = len(head) - len(head.lstrip())  # at the object's "{", then at each "," after a member
     while match := _HEAD_PAIR.match(head, at):
-        members.setdefault(match[1], match[2])
+        pairs.append((match[1], match[2]))
         at = match.end()
     if ended := _TAIL.search(tail):
-        for match in _TAIL_PAIR.finditer(ended[1]):
-            members.setdefault(match[1], match[2])
-    if b"method" not in members or b"id" not in members:
-        return None
+        pairs += [(match[1], match[2]) for match in _TAIL_PAIR.finditer(ended[1])]
+    members: dict[str, Any] = {}
     try:
-        request_id = json.loads(members[b"id"])
-    except ValueError:
+        for key, value in pairs:  # a member named twice: the last counts, as the SDK's parser reads it
+            members[json.loads(b'"' + key + b'"')] = json.loads(value)
+        request_id = members["id"]
+        if "method" not in members:
+            return None
+        if isinstance(request_id, str):
+            request_id.encode()  # a lone surrogate ("\ud800") is no id the answer could carry
+    except (ValueError, KeyError):  # UnicodeEncodeError is a ValueError
         return None
     if isinstance(request_id, bool) or not isinstance(request_id, int | str):
         return None
@@ -143,7 +148,12 @@ class StdinLines:
         for its size, until the lines end."""
         async with self._refused:
             async for answer in self._refused:
-                await write.send(answer)
+                try:
+                    await write.send(answer)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    # The host closed stdin first: the session, and its write stream, ended.
+                    logger.debug("the session ended before a dropped request's answer went out")
+                    return
 
     async def _lines(self) -> AsyncIterator[str]:
         send, receive = anyio.create_memory_object_stream[str](1)
@@ -221,8 +231,7 @@ class StdinLines:
 
 def _dropped(limit: int) -> None:
     logger.warning(
-        "the host sent a message of more than %s bytes, more than keen serve reads of one message: it is "
-        "dropped, and a request is answered with an error that says so",
+        "the host sent a message of more than %s bytes, more than keen serve reads of one message: it is dropped",
         f"{limit:,}",
     )
 
