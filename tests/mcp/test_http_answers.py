@@ -29,7 +29,7 @@ from starlette.types import ASGIApp, Receive, Send
 
 from helpers.http_servers import make_echo_server, serve_http
 from keen._redact import register_value
-from keen.errors import RemoteProtocolError, ServerDisconnected
+from keen.errors import KeenError, RemoteProtocolError, ServerDisconnected
 from keen.mcp import Manager, ServerState
 from keen.mcp.connection._http_bounds import (
     JSON_BODY_BROKEN,
@@ -268,10 +268,26 @@ async def test_an_answer_that_breaks_http_ends_the_session_saying_why(
             assert KEY not in status.last_error
 
 
-def error_page_then_echo() -> Callable[[ASGIApp], ASGIApp]:
-    """Middleware answering ``odd`` with HTTP 502 once an ``echo`` call is in flight, and that
-    ``echo`` (200, its answer) right after: two answers of one connection, the later one
+ODD_THEN_ECHO = {
+    # odd's answer, then echo's (None: its own answer, 200).
+    "error page": (
+        (502, [(b"content-type", b"text/html")], b"<html>Bad gateway</html>"),
+        None,
+        'answered "odd" with HTTP 502 and no JSON-RPC error; check the server\'s logs',
+    ),
+    "accepted": (
+        (202, [], b""),
+        (403, [(b"content-type", b"text/plain")], b"forbidden"),
+        'answered "odd" with 202 Accepted, which carries no answer; check the server\'s version and logs',
+    ),
+}
+
+
+def odd_then_echo(case: str) -> Callable[[ASGIApp], ASGIApp]:
+    """Middleware answering ``odd`` as ``ODD_THEN_ECHO[case]`` says once an ``echo`` call is in
+    flight, and that ``echo`` right after: two answers of one connection, the later one
     another request's."""
+    (odd_status, odd_headers, odd_body), echo_answer, _ = ODD_THEN_ECHO[case]
     echo_waits, odd_answered = anyio.Event(), anyio.Event()
 
     async def respond(request: Any, receive: Receive, send: Send) -> bool:
@@ -279,51 +295,49 @@ def error_page_then_echo() -> Callable[[ASGIApp], ASGIApp]:
             return False
         if request["params"]["name"] == "odd":
             await echo_waits.wait()
-            await send(
-                {"type": "http.response.start", "status": 502, "headers": [(b"content-type", b"text/html")]}
-            )
-            await send({"type": "http.response.body", "body": b"<html>Bad gateway</html>"})
+            await send({"type": "http.response.start", "status": odd_status, "headers": odd_headers})
+            await send({"type": "http.response.body", "body": odd_body})
             odd_answered.set()
             return True
         echo_waits.set()
         await odd_answered.wait()
-        text = request["params"]["arguments"]["text"]
-        result = {"content": [{"type": "text", "text": text}], "structuredContent": {"result": text}}
-        answer = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": answer})
+        if echo_answer is None:
+            text = request["params"]["arguments"]["text"]
+            result = {"content": [{"type": "text", "text": text}], "structuredContent": {"result": text}}
+            answer = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()
+            echo_answer_now = (200, [(b"content-type", b"application/json")], answer)
+        else:
+            echo_answer_now = echo_answer
+        status, headers, body = echo_answer_now
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
         return True
 
     return answering_posts(respond)
 
 
+@pytest.mark.parametrize("case", sorted(ODD_THEN_ECHO))
 async def test_a_calls_error_is_worded_from_its_own_answers_status_not_another_calls(
-    write_config: Callable[..., Path],
+    write_config: Callable[..., Path], case: str
 ) -> None:
     """Before, a call read the status of the last answer on its connection: another call's 200,
-    come between its 502 and its error's wording, made it 'an HTTP error' (in most runs: it
-    is a race; the call's own status makes it certain)."""
-    with serve_http(echo_server(), wrap=error_page_then_echo(), api_key=KEY) as srv:
+    come between a 502 and its error's wording, made it 'an HTTP error'; another call's 403
+    after a 202 made it rejected credentials (in most runs: it is a race; the call's own status
+    makes it certain)."""
+    with serve_http(echo_server(), wrap=odd_then_echo(case), api_key=KEY) as srv:
         async with Manager(write_config({"answers": entry(srv.url)}), trust=PinGuard()) as manager:
             assert await manager.wait_ready(20), manager.status("answers").last_error
-            results: dict[str, Any] = {}
+            results: dict[str, str] = {}
 
             async def call(tool: str, arguments: dict[str, Any]) -> None:
                 try:
                     results[tool] = (await manager.call_tool("answers", tool, arguments)).text
-                except RemoteProtocolError as exc:
+                except KeenError as exc:
                     results[tool] = str(exc)
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call, "odd", {})
                 tg.start_soon(call, "echo", {"text": "hi"})
-    assert results == {
-        "odd": 'MCP server "answers" answered "odd" with HTTP 502 and no JSON-RPC error; check the server\'s logs',
-        "echo": "hi",
-    }
+    assert results["odd"] == 'MCP server "answers" ' + ODD_THEN_ECHO[case][2]
+    if case == "error page":
+        assert results["echo"] == "hi"

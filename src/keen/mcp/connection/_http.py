@@ -7,7 +7,7 @@ An ``api_key`` server gets its header on every request; an ``oauth`` server, the
 ``httpx2.Auth`` its owner built. The SDK reports an HTTP 401 as a bare ``MCPError -32603``
 without the status, so a response hook records the MCP endpoint's status and
 ``WWW-Authenticate`` challenge for the error translation (:mod:`keen.mcp.connection.translate`),
-and the same for the call whose request it answers (``translate.call_facts``).
+or, for an answer to a call's own request, that call's (``translate.call_facts``).
 
 One message is bounded (:mod:`keen.mcp.connection._http_bounds`, set on each answer by the
 same response hook), and a request Keen gave up on has its HTTP exchange ended without
@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from keen.mcp.config.servers import HttpServerConfig
 from keen.mcp.connection import message_size
 from keen.mcp.connection._http_bounds import bound_json_body, watch_sse_transport_events
-from keen.mcp.connection._http_exchanges import Exchanges
+from keen.mcp.connection._http_exchanges import Exchanges, posts_a_request
 from keen.mcp.connection.translate import ConnectFacts, current_call_facts
 
 __all__ = ["http_transport"]
@@ -60,11 +60,16 @@ async def http_transport(
             bound_json_body(response)
             if cfg.transport == "sse":
                 watch_sse_transport_events(response, on_ending)
-            on_status(response.status_code)
             facts.http_status = response.status_code
             facts.www_authenticate = response.headers.get("www-authenticate")
-            if (call := current_call_facts()) is not None:  # this request's own call
-                call.saw(response.status_code, facts.www_authenticate)
+            status = response.status_code
+            if (call := current_call_facts()) is None:
+                on_status(status)  # no call's: connect, the session's own stream
+            elif (request := posts_a_request()) or (request is None and status != 202):
+                # An answer to one of the call's own requests (HTTP+SSE answers each with a
+                # 202, its answer coming on the stream; the answers Keen posts to the server's
+                # own requests, such as an elicitation's, are no request of the call's).
+                call.http_status = status
 
     read_timeout = max(300.0, cfg.timeouts.call_tool)
     if cfg.transport == "sse":

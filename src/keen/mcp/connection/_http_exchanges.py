@@ -26,7 +26,7 @@ import mcp_types as mt
 from keen.mcp.connection._http_bounds import http_error_words
 from keen.mcp.listing.streams import ReadStreamProxy, StreamProxy
 
-__all__ = ["AbandonedJsonBody", "AbandonedSseStream", "Exchanges"]
+__all__ = ["AbandonedJsonBody", "AbandonedSseStream", "Exchanges", "posts_a_request"]
 
 _EXCHANGE: ContextVar[_Exchange | None] = ContextVar("keen_http_exchange", default=None)
 """The exchange whose POST the current task sends: the SDK reads a POST's answer in the task
@@ -40,6 +40,13 @@ its id read from at most :data:`_HEAD_BYTES` bytes, not by parsing a body that m
 megabytes of arguments (30 ms for 10 MB). Any other form is parsed whole."""
 
 _HEAD_BYTES = 512
+
+
+def posts_a_request() -> bool | None:
+    """Whether the POST this task sends carries a JSON-RPC request (not a notification, not
+    an answer to the server's own request); ``None`` outside an :class:`Exchanges` POST."""
+    exchange = _EXCHANGE.get()
+    return None if exchange is None else exchange.request_id() is not None
 
 
 class AbandonedSseStream(httpx2.SSEError):

@@ -45,7 +45,12 @@ from keen.mcp.connection.sdk_private import negotiate_auto
 from keen.mcp.connection.spawn import stdio_transport
 from keen.mcp.connection.start_times import StartTimes
 from keen.mcp.connection.starts import StartSlots, StartTurn
-from keen.mcp.connection.translate import ConnectFacts, classify_connect_failure, sign_in_message
+from keen.mcp.connection.translate import (
+    ConnectFacts,
+    classify_connect_failure,
+    no_call_facts,
+    sign_in_message,
+)
 from keen.mcp.listing.changes import ChangeObserver, RefreshReason, ToolsChanged, diff_tools
 from keen.mcp.listing.resources import list_prompts, list_resource_templates, list_resources
 from keen.mcp.listing.streams import EOFWatch
@@ -299,6 +304,7 @@ class ServerConnection:
         # A reconnect started during someone's call must not lend that call's peer to the
         # session's own tasks (they inherit this context): requests are routed by the relay.
         CALL_PEER.set(None)
+        no_call_facts()  # nor that call's HTTP statuses
         try:
             while not self._stopping:
                 self._refresh_requested = False

@@ -62,6 +62,7 @@ __all__ = [
     "classify_connect_failure",
     "current_call_facts",
     "http_answer_fault",
+    "no_call_facts",
     "over_message_bound",
     "root_cause",
     "sign_in_message",
@@ -103,7 +104,7 @@ def http_answer_fault(cause: MCPError, target: str, http_status: int | None) -> 
     its request only: the session goes on.
 
     ``target`` names the request (``"TOOL"`` in quotes, ``initialize``); the phrase fits after
-    ``MCP server "NAME"``. ``http_status``: the last status the MCP endpoint answered with.
+    ``MCP server "NAME"``. ``http_status``: the status of the request's own answer.
     """
     if cause.error.data is not None:
         return None
@@ -214,31 +215,27 @@ def root_cause(exc: BaseException) -> BaseException:
 @dataclass
 class CallFacts:
     """What the MCP endpoint answered to the HTTP requests of one call (:func:`call_facts`):
-    the status and ``WWW-Authenticate`` challenge of the last answer to one of them, ``None``
-    while none came (a 202 to a notification is not counted)."""
+    the status of the last answer to a POST carrying one of its JSON-RPC requests, ``None``
+    while none came."""
 
     http_status: int | None = None
-    www_authenticate: str | None = None
-
-    def saw(self, status: int, challenge: str | None) -> None:
-        """An answer to one of this call's requests came with ``status`` (and ``challenge``)."""
-        if status != 202:
-            self.http_status, self.www_authenticate = status, challenge
 
 
 _CALL_FACTS: ContextVar[CallFacts | None] = ContextVar("keen_call_facts", default=None)
 """The current call's facts: the SDK sends each request's POST in a task started in its
-sender's context (``mcp.client.streamable_http``), where the response hook reads this."""
+sender's context (``mcp.client.streamable_http``, ``mcp.client.sse``), where the response
+hook reads this."""
 
 
 @contextlib.contextmanager
 def call_facts() -> Iterator[CallFacts]:
     """Collect what the MCP endpoint answers to the HTTP requests this task sends meanwhile.
 
-    A call's error is worded from its own answer's status, not the connection's last one
-    (another call's, when they overlap: a 200 come between a 502 and its error made that
-    "an HTTP error"). Read by the response hook of :mod:`keen.mcp.connection._http`
-    (:func:`current_call_facts`).
+    A call's error is worded from its own answer's status, never another call's (when calls
+    overlap, a 200 come between a 502 and its error made that "an HTTP error"). Filled in by
+    the response hook of :mod:`keen.mcp.connection._http` (:func:`current_call_facts`), which
+    gives the connection (``ServerConnection.http_status``) only the answers to no call's
+    requests: connect, the session's own stream.
 
     Yields:
         The facts, filled in as answers come.
@@ -252,8 +249,14 @@ def call_facts() -> Iterator[CallFacts]:
 
 
 def current_call_facts() -> CallFacts | None:
-    """The facts :func:`call_facts` collects in this context, ``None`` outside one."""
+    """The facts :func:`call_facts` collects in this context, ``None`` outside a call."""
     return _CALL_FACTS.get()
+
+
+def no_call_facts() -> None:
+    """This task (and the tasks it starts) sends no call's requests: a connection's owner
+    task, which a reconnect may start from a call's task (anyio copies its context)."""
+    _CALL_FACTS.set(None)
 
 
 @dataclass
