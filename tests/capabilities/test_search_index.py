@@ -950,3 +950,17 @@ def test_stored_neighbour_candidates_this_vocabulary_cannot_hold_are_computed_ag
     seeded = refresh_module.known_candidates()
     assert seeded is not None and int(seeded[0][0]) == 10**9  # what the test is about was read
     _refreshed_with_a_new_mail_tool(loaded, tmp_path)
+
+
+def test_an_empty_catalogs_cache_folder_loads_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A catalog with no tools (keen chat's first step while every server still connects)
+    is saved with zero-row arrays; a new process reads them back, not "unreadable"."""
+    assert Catalog([], {}, cache_dir=tmp_path, dense=False).search("current time", k=3) == []
+    flush()  # the folder is written in the background
+    assert [p for p in tmp_path.iterdir() if p.name.startswith("v")]
+    forget()  # a new process
+    with caplog.at_level("WARNING", logger="keen.capabilities._index_cache"):
+        assert Catalog([], {}, cache_dir=tmp_path, dense=False).search("current time", k=3) == []
+    assert "unreadable" not in caplog.text

@@ -296,6 +296,9 @@ def _with_room(path: Path, names: Sequence[str], rows: int) -> dict[str, np.ndar
                 if fortran or dtype != np.dtype(np.float32) or len(shape) != 2:
                     raise ValueError(f"{name}: not a 2-d float32 array")
                 buffer = np.empty((max(rows, shape[0]), shape[1]), dtype=np.float32)
+                out[name] = buffer
+                if not shape[0] * shape[1]:
+                    continue  # no rows (a catalog with no tools): nothing to read, and no view to cast
                 # Read in place by pieces: no bytes object of the whole array between
                 # (numpy's stubs give ndarray no buffer protocol).
                 view = memoryview(buffer[: shape[0]]).cast("B")  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
@@ -306,7 +309,6 @@ def _with_room(path: Path, names: Sequence[str], rows: int) -> dict[str, np.ndar
                         raise ValueError(f"{name}: shorter than its header says")
                     view[got : got + len(piece)] = piece
                     got += len(piece)
-                out[name] = buffer
     return out
 
 
