@@ -175,8 +175,8 @@ class Runtime:
     ) -> Harness:
         """An agent session's :class:`~keen.harness.Harness` over this runtime.
 
-        Its catalog is the Manager's connected servers plus the local skills under
-        :attr:`skills_root`, leaving out tools the gateway's pin check would refuse as
+        Its catalog is the Manager's connected servers (a server still starting: its
+        generated skill on disk) plus the local skills under :attr:`skills_root`, leaving out tools the gateway's pin check would refuse as
         quarantined, taken again at each turn and rebuilt from what changed only
         (:class:`~keen.capabilities.catalog_cache.CatalogCache`); its calls are asked about
         by its own permission stage (``approve``), never by the gateway's ``approval``, which

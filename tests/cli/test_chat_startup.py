@@ -190,6 +190,42 @@ def test_a_call_to_a_server_still_connecting_waits_for_it(home: Home) -> None:
     assert fake.requests[2].body["messages"][-1]["content"] == "pong"
 
 
+@pytest.mark.parametrize("since", ["unchanged", "server_added"])
+def test_search_finds_the_tools_of_a_server_still_connecting_from_its_skill_on_disk(
+    tmp_path: Path, since: str
+) -> None:
+    """docs/chat.md: a turn sent before discovery ends uses the catalog from the skills on
+    disk. search_tools is part of it: it finds the held server's tool from its skill, and a
+    call to what it found waits for the server (it found nothing: "0 of 0 tools"). Both
+    starts: the configuration unchanged since the sync (the request goes out before any
+    server starts) and a server added since (the new one is waited for, the held one is not)."""
+    home = make_home(tmp_path)
+    slow = stdio_server("cpu_burn.py", "0", "--hold", str(hold_file(home)), timeouts={"connect": 60})
+    home.write({"slow": slow})
+    warm = home.keen("mcp", "sync", "--timeout", "60")  # the skill on disk, as an earlier run leaves it
+    assert warm.code == 0, str(warm)
+    if since == "server_added":
+        home.write({"slow": slow, "empty": stdio_server("empty_stdio.py")})
+    replies = [
+        Reply(tool_calls=[{"name": "search_tools", "arguments": {"query": "answer pong", "limit": 3}}]),
+        Reply(tool_calls=[{"name": "call_mcp_tool", "arguments": {"server": "slow", "tool": "ping"}}]),
+        Reply(text="it said pong"),
+    ]
+    hold = hold_file(home)
+    hold.touch()
+    with FakeLLM(replies) as fake:
+        chat = Chat(home, fake, "ping the slow server")
+        wait_for(lambda: chat.said("the call waits for it") or chat.ended(), "the call waiting")
+        hold.unlink()
+        run = chat.end()
+    assert run.returncode == 0, run.stderr
+    found, called = json.loads(run.stdout)["tool_calls"]
+    assert found["outcome"] == "ok" and "mcp__slow__ping (server slow" in found["text"], found
+    assert "callable next step" in found["text"], found
+    assert called["outcome"] == "ok", called
+    assert fake.requests[2].body["messages"][-1]["content"] == "pong"
+
+
 # Runs `keen chat -p` with a scripted model and prints, when the model is first asked, whether
 # the MCP SDK was loaded, whether the server had been launched (it touches a file first: a
 # server's own start, which a loaded machine can delay past the chat's first wait) and how many

@@ -57,7 +57,9 @@ __all__ = [
     "SearchFilter",
     "SearchHit",
     "explain",
+    "managed_server",
     "server_text",
+    "skill_tools",
     "tool_capability",
 ]
 
@@ -243,19 +245,12 @@ class Catalog:
         for skill in found.skills:
             if not (skill.enabled or include_disabled):
                 continue
-            server = _managed_server(skill)
+            server = managed_server(skill)
             if server is None:
                 caps.append(skill_capability(skill))
                 continue
-            servers[server] = f"{skill.description} {_server_instructions(skill)}".strip()
-            for path in sorted((skill.path / "schemas").rglob("*.json")):
-                try:
-                    data = json.loads(path.read_text(encoding="utf-8"))
-                except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-                    logger.warning("catalog: skipping unreadable schema %s: %s", path, exc)
-                    continue
-                if isinstance(data, dict) and isinstance(data.get("name"), str):
-                    caps.append(tool_capability(server, data, _schema_loader(path), str(path)))
+            servers[server], tools = skill_tools(skill, server)
+            caps += tools
         return cls(caps, servers, **options)
 
     @classmethod
@@ -593,7 +588,33 @@ def explain(cap: Capability, signals: Mapping[str, float], words: Sequence[str])
     return "; ".join(text for _, text in parts) or "best of a weak field"
 
 
-def _managed_server(skill: Skill) -> str | None:
+def skill_tools(
+    skill: Skill, server: str, *, annotations_trusted: bool = True
+) -> tuple[str, list[Capability]]:
+    """The server text and one tool capability per schema file of ``server``'s generated
+    skill (``mcp:<server>``, written from the pinned definitions), in file name order.
+    Unreadable schema files are skipped with a log line. ``annotations_trusted=False``: the
+    schema files' annotations are claims (:meth:`Risk.from_annotations`)."""
+    text = f"{skill.description} {_server_instructions(skill)}".strip()
+    caps: list[Capability] = []
+    for path in sorted((skill.path / "schemas").rglob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            logger.warning("catalog: skipping unreadable schema %s: %s", path, exc)
+            continue
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            caps.append(
+                tool_capability(
+                    server, data, _schema_loader(path), str(path), annotations_trusted=annotations_trusted
+                )
+            )
+    return text, caps
+
+
+def managed_server(skill: Skill) -> str | None:
+    """The MCP server a generated ``mcp:<server>`` skill describes (its marker's, else the
+    name's), or None for any other skill."""
     if not (skill.managed and skill.name.startswith("mcp:")):
         return None
     try:

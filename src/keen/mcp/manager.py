@@ -382,6 +382,12 @@ class Manager:
         self._tool_views.trust = trust
 
     @property
+    def started(self) -> bool:
+        """Whether :meth:`start` ran: before it, :meth:`servers` lists none (``keen chat``'s
+        first step is built while its model request is out, before the servers start)."""
+        return self._started
+
+    @property
     def config(self) -> MCPConfig:
         """The loaded config (loads it on first use)."""
         if self._config is None:
