@@ -297,6 +297,29 @@ def test_a_key_kept_as_a_variable_stays_one_and_an_unset_one_breaks_only_its_ser
     assert listed["basic"]["state"] == "connected"
 
 
+def test_a_disabled_or_broken_server_is_pointed_at_the_command_that_fixes_it(home: Home) -> None:
+    """``keen mcp get`` ended every entry with "connect and list its tools: keen mcp tools
+    NAME", which fails for a disabled or broken entry; and ``keen mcp tools`` of a disabled
+    server said to edit configs.json while ``keen mcp enable`` exists."""
+    literal = "Authorization: Bearer ${KEEN_TEST_UNSET_KEY}"
+    assert home.keen("mcp", "add", "docs", "--url", "https://mcp.example.com/mcp", "-H", literal).code == 0
+    basic = script_args(str(SERVERS / "basic_stdio.py"))
+    assert home.keen("mcp", "add", "basic", "--", sys.executable, *basic).code == 0
+    assert home.keen("mcp", "disable", "basic").code == 0
+    broken, disabled, tools = home.keen_many(
+        ("mcp", "get", "docs"), ("mcp", "get", "basic"), ("mcp", "tools", "basic")
+    )
+    assert broken.code == 0 and "export KEEN_TEST_UNSET_KEY" in broken.stdout, str(broken)
+    assert "keen mcp tools docs" not in broken.stdout and "keen mcp connect docs" in broken.stdout, str(
+        broken
+    )
+    assert disabled.code == 0 and "enabled: no" in disabled.stdout, str(disabled)
+    assert "keen mcp tools basic" not in disabled.stdout and "keen mcp enable basic" in disabled.stdout
+    assert tools.code == 2 and "disabled" in tools.stderr and "keen mcp enable basic" in tools.stderr, str(
+        tools
+    )
+
+
 def test_detect_lists_an_unreadable_host_file_with_its_problem(home: Home) -> None:
     _write(home.home / ".cursor" / "mcp.json", '{"mcpServers": {"a": {"command": "x"} "b": 1}}')
     found = home.keen("mcp", "import", "--detect", "--json")

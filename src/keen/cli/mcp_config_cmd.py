@@ -426,7 +426,19 @@ def get(
             value = "yes" if value else "no"
         lines.append(f"  {key}: {value}")
     out.print(Text(terminal_text("\n".join(lines))))
-    out.print(f"connect and list its tools: keen mcp tools {escape(name)}", highlight=False)
+    # The next step for this entry as it is: listing the tools of a broken or disabled
+    # server fails, so those get the command that makes it usable.
+    if "error" in shown:
+        out.print(
+            f"fix its entry in {escape(str(path))} as the error says; then run: keen mcp connect {escape(name)}",
+            highlight=False,
+        )
+    elif shown.get("enabled") is False:
+        out.print(
+            f"Keen does not start it; start it again with: keen mcp enable {escape(name)}", highlight=False
+        )
+    else:
+        out.print(f"connect and list its tools: keen mcp tools {escape(name)}", highlight=False)
 
 
 def _shown_entry(path: Path, name: str) -> dict[str, Any]:
