@@ -123,6 +123,8 @@ def typer_app(help: str, **options: Any) -> typer.Typer:
     options.setdefault("no_args_is_help", True)
     options.setdefault("cls", KeenGroup)
     options.setdefault("add_completion", False)  # a group or command built alone (keen.cli.COMMANDS)
+    # -h as well as --help, as most command-line tools take it (no command uses -h otherwise).
+    options.setdefault("context_settings", {"help_option_names": ["-h", "--help"]})
     return _KeenTyper(help=help, **options)
 
 
