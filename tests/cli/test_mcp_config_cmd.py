@@ -320,6 +320,22 @@ def test_a_disabled_or_broken_server_is_pointed_at_the_command_that_fixes_it(hom
     )
 
 
+def test_an_entry_that_cannot_start_as_added_says_what_to_fix_before_its_next_step(home: Home) -> None:
+    """README's ``keen mcp add docs --url ... -H 'Authorization: Bearer ${DOCS_KEY}'`` with
+    DOCS_KEY unset was added with "next: keen mcp tools docs", which then failed; the add
+    now says what to fix first. A usable entry keeps its plain next step."""
+    literal = "Authorization: Bearer ${KEEN_TEST_UNSET_KEY}"
+    unset = home.keen("mcp", "add", "docs", "--url", "https://mcp.example.com/mcp", "-H", literal)
+    assert unset.code == 0, str(unset)
+    assert "export KEEN_TEST_UNSET_KEY" in unset.stderr and "next, once that is fixed" in unset.stdout, str(
+        unset
+    )
+    as_json = home.keen("mcp", "add-json", "envy", '{"command": "x", "env": {"A": "${KEEN_TEST_UNSET_KEY}"}}')
+    assert "export KEEN_TEST_UNSET_KEY" in as_json.stderr, str(as_json)
+    fine = home.keen("mcp", "add", "fine", "--", "some-server")
+    assert "next: keen mcp tools fine" in fine.stdout and "cannot start" not in fine.stderr, str(fine)
+
+
 def test_detect_lists_an_unreadable_host_file_with_its_problem(home: Home) -> None:
     _write(home.home / ".cursor" / "mcp.json", '{"mcpServers": {"a": {"command": "x"} "b": 1}}')
     found = home.keen("mcp", "import", "--detect", "--json")

@@ -307,7 +307,24 @@ def add(
     kind = f"remote server {redact_url(url)}" if url else f"stdio server {command[0]}"
     out.print(f"[green]added[/] {escape(name)} ({escape(kind)}) to {escape(str(path))}", highlight=False)
     nxt = f"keen mcp connect {name}" if oauth else f"keen mcp tools {name}"
-    out.print(f"next: {escape(nxt)}", highlight=False)
+    _next_step(path, name, nxt)
+
+
+def _next_step(path: Path, name: str, command: str) -> None:
+    """``next: COMMAND``; for an entry that cannot start as written (an unset ``${VAR}``, a
+    field the schema refuses), first a note with what to fix, so the next step does not fail."""
+    from rich.text import Text
+
+    from keen.cli._terminal import terminal_text
+    from keen.mcp.config import load_config
+
+    problem = load_config(path, strict=False).invalid.get(name)
+    if problem:
+        note = f" {name} cannot start as written yet: {problem}"
+        err.print(Text.assemble(("note", "yellow"), terminal_text(note)), highlight=False)
+        out.print(f"next, once that is fixed: {escape(command)}", highlight=False)
+        return
+    out.print(f"next: {escape(command)}", highlight=False)
 
 
 _TRANSPORTS = {
@@ -397,7 +414,7 @@ def add_json(
     for note in add_server(path, name, entry, overwrite=overwrite):
         err.print(f"[yellow]note[/] {escape(note)}", highlight=False)
     out.print(f"[green]added[/] {escape(name)} to {escape(str(path))}", highlight=False)
-    out.print(f"next: keen mcp tools {escape(name)}", highlight=False)
+    _next_step(path, name, f"keen mcp tools {name}")
 
 
 def get(
