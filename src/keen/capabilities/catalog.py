@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import itertools
 import json
@@ -229,7 +230,12 @@ class Catalog:
 
     @classmethod
     def from_skills_dir(
-        cls, skills_root: Path | None = None, *, include_disabled: bool = False, **options: Any
+        cls,
+        skills_root: Path | None = None,
+        *,
+        include_disabled: bool = False,
+        annotations_trusted: Callable[[str, dict[str, Any]], bool] | None = None,
+        **options: Any,
     ) -> Catalog:
         """The catalog of the skills under ``skills_root`` (default ``$KEEN_HOME/skills``).
 
@@ -237,7 +243,10 @@ class Catalog:
         now for the summary and search text; :meth:`load` reads it again); every other
         skill is one ``skill`` capability. Disabled skills are left out unless
         ``include_disabled``. Broken skills and unreadable schema files are skipped with a
-        log line. Raises ``SkillError`` for an unreadable skills dir or config.
+        log line. ``annotations_trusted(server, schema)``: whether a tool's annotations are
+        taken as true (asked only of a tool claiming ``readOnlyHint``; ``None``: every one
+        is), e.g. :func:`keen.trust.pins.skill_annotations_trusted`. Raises ``SkillError``
+        for an unreadable skills dir or config.
         """
         found = discover(skills_root)
         caps: list[Capability] = []
@@ -249,7 +258,8 @@ class Catalog:
             if server is None:
                 caps.append(skill_capability(skill))
                 continue
-            servers[server], tools = skill_tools(skill, server)
+            trusted = True if annotations_trusted is None else functools.partial(annotations_trusted, server)
+            servers[server], tools = skill_tools(skill, server, annotations_trusted=trusted)
             caps += tools
         return cls(caps, servers, **options)
 
@@ -589,12 +599,14 @@ def explain(cap: Capability, signals: Mapping[str, float], words: Sequence[str])
 
 
 def skill_tools(
-    skill: Skill, server: str, *, annotations_trusted: bool = True
+    skill: Skill, server: str, *, annotations_trusted: bool | Callable[[dict[str, Any]], bool] = True
 ) -> tuple[str, list[Capability]]:
     """The server text and one tool capability per schema file of ``server``'s generated
     skill (``mcp:<server>``, written from the pinned definitions), in file name order.
-    Unreadable schema files are skipped with a log line. ``annotations_trusted=False``: the
-    schema files' annotations are claims (:meth:`Risk.from_annotations`)."""
+    Unreadable schema files are skipped with a log line. ``annotations_trusted``: False, or
+    a callable answering False for a schema file (asked only when its tool claims
+    ``readOnlyHint``, the one hint trust changes), makes its annotations claims
+    (:meth:`Risk.from_annotations`)."""
     text = f"{skill.description} {_server_instructions(skill)}".strip()
     caps: list[Capability] = []
     for path in sorted((skill.path / "schemas").rglob("*.json")):
@@ -604,10 +616,14 @@ def skill_tools(
             logger.warning("catalog: skipping unreadable schema %s: %s", path, exc)
             continue
         if isinstance(data, dict) and isinstance(data.get("name"), str):
-            caps.append(
-                tool_capability(
-                    server, data, _schema_loader(path), str(path), annotations_trusted=annotations_trusted
+            trusted = annotations_trusted
+            if callable(trusted):
+                claims = data.get("annotations")
+                trusted = not (isinstance(claims, dict) and claims.get("readOnlyHint") is True) or trusted(
+                    data
                 )
+            caps.append(
+                tool_capability(server, data, _schema_loader(path), str(path), annotations_trusted=trusted)
             )
     return text, caps
 

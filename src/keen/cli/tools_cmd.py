@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -21,7 +22,13 @@ def search(
     server: Annotated[
         list[str] | None, typer.Option("--server", "-s", help="Only this server's tools (repeatable).")
     ] = None,
-    read_only: Annotated[bool, typer.Option("--read-only", help="Only tools annotated read-only.")] = False,
+    read_only: Annotated[
+        bool,
+        typer.Option(
+            "--read-only",
+            help="Only read-only tools (by annotations of a server trusted for them: trust_annotations, or keen mcp trust).",
+        ),
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the results as JSON (with each ranking signal's score).")
     ] = False,
@@ -42,11 +49,13 @@ def search(
     from keen.cli._terminal import cell
 
     server = server or []
-    catalog = Catalog.from_skills_dir()  # a KeenError reaches the CLI's one error boundary
+    trusted = _annotations_trusted()
+    # A KeenError reaches the CLI's one error boundary.
+    catalog = Catalog.from_skills_dir(annotations_trusted=trusted)
     unknown = sorted(set(server) - set(catalog.servers))
     if unknown:
         # A server named on purpose is searched even when its skill is hidden from the catalog.
-        everything = Catalog.from_skills_dir(include_disabled=True)
+        everything = Catalog.from_skills_dir(include_disabled=True, annotations_trusted=trusted)
         hidden = [name for name in unknown if name in everything.servers]
         _check_servers([name for name in unknown if name not in hidden])
         for name in hidden:
@@ -147,6 +156,44 @@ def index(
         f" ({encoded} encoded, {before} from the cache)",
         highlight=False,
     )
+
+
+def _annotations_trusted() -> Callable[[str, dict[str, Any]], bool]:
+    """Whose readOnlyHint counts (README "Annotations only from servers you trust for
+    them"), as keen chat and keen serve judge it; configs.json and the pins are read only
+    when a tool claims it."""
+    made: list[Callable[[str, dict[str, Any]], bool]] = []
+
+    def check(server: str, data: dict[str, Any]) -> bool:
+        if not made:
+            from keen.trust.pins import skill_annotations_trusted
+
+            made.append(skill_annotations_trusted(_trusting_servers()))
+        return made[0](server, data)
+
+    return check
+
+
+def _trusting_servers() -> list[str]:
+    """The servers whose entry says ``"trust_annotations": true``, read as plain JSON: the
+    validation models cost a search about 0.25 s, and a grant is only ever that literal
+    ``true`` (anything else, or a file that is not JSON, grants nothing)."""
+    import json
+
+    from keen import paths
+
+    try:
+        raw: Any = json.loads(paths.mcp_config_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    servers: Any = raw.get("servers") if isinstance(raw, dict) else None  # pyright: ignore[reportUnknownMemberType]
+    if not isinstance(servers, dict):
+        return []
+    return [
+        str(name)  # pyright: ignore[reportUnknownArgumentType]
+        for name, entry in servers.items()  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(entry, dict) and entry.get("trust_annotations") is True  # pyright: ignore[reportUnknownMemberType]
+    ]
 
 
 def _check_servers(names: list[str]) -> None:
