@@ -58,3 +58,22 @@ def test_dash_h_after_the_double_dash_is_the_servers_argument(tmp_path: Path) ->
 def test_the_console_script_takes_dash_h(tmp_path: Path) -> None:
     run = make_home(tmp_path).keen_process("-h")
     assert run.code == 0 and "Usage: keen" in run.stdout, str(run)
+
+
+@pytest.mark.parametrize(
+    ("group", "command", "across"),
+    [
+        (["mcp"], "call", "failed the call (an isError result"),
+        (["mcp"], "add", "--url URL, or keen mcp add -t"),
+        (["tools"], "search", "word vectors and a small transformer model"),
+    ],
+)
+def test_a_groups_command_list_gives_each_summary_as_one_flowing_text(
+    tmp_path: Path, group: list[str], command: str, across: str
+) -> None:
+    """A docstring's first paragraph wrapped in the source was listed with its line break:
+    "...failed the call" then "(an isError result, ...)" on a line of its own, even on a
+    terminal wide enough for all of it."""
+    listing = make_home(tmp_path).keen(*group, "--help", columns=400).stdout
+    [row] = [line for line in listing.splitlines() if line.startswith(f"│ {command} ")]
+    assert across in row, listing
