@@ -336,6 +336,31 @@ def test_an_entry_that_cannot_start_as_added_says_what_to_fix_before_its_next_st
     assert "next: keen mcp tools fine" in fine.stdout and "cannot start" not in fine.stderr, str(fine)
 
 
+def test_add_json_keeps_keens_own_settings_and_import_says_why_it_does_not(
+    home: Home, tmp_path: Path
+) -> None:
+    """``keen mcp add-json`` dropped README's own per-server fields ("dropped
+    'trust_annotations': Keen does not use it"), and add-json is the one command that could
+    set them. Typed by the user, they are kept; from another host's file (a project's
+    .mcp.json may come from anyone) they are still not taken, saying why and how to set them."""
+    entry = '{"command": "some-server", "trust_annotations": true, "inherit_env": ["AWS_PROFILE"], "pinning": "off"}'
+    added = home.keen("mcp", "add-json", "mine", entry)
+    assert added.code == 0 and "dropped" not in added.stderr, str(added)
+    kept = servers(home)["mine"]
+    assert (
+        kept["trust_annotations"] is True
+        and kept["inherit_env"] == ["AWS_PROFILE"]
+        and kept["pinning"] == "off"
+    )
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"mcpServers": {"theirs": json.loads(entry)}}))
+    imported = home.keen("mcp", "import", str(other))
+    assert "theirs" in servers(home) and "trust_annotations" not in servers(home)["theirs"], str(imported)
+    assert "dropped 'trust_annotations'" in imported.stderr + imported.stdout, str(imported)
+    assert "Keen does not use it" not in imported.stderr + imported.stdout, str(imported)
+    assert "keen mcp add-json" in imported.stderr + imported.stdout, str(imported)
+
+
 def test_detect_lists_an_unreadable_host_file_with_its_problem(home: Home) -> None:
     _write(home.home / ".cursor" / "mcp.json", '{"mcpServers": {"a": {"command": "x"} "b": 1}}')
     found = home.keen("mcp", "import", "--detect", "--json")

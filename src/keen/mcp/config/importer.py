@@ -53,6 +53,7 @@ from keen.mcp.config.servers import (
 )
 
 __all__ = [
+    "KEEN_SETTINGS",
     "ImportResult",
     "import_mcp_file",
     "import_mcp_servers",
@@ -66,7 +67,16 @@ _SSE_TYPES = frozenset({"sse", "http+sse"})
 _URL_KEYS = ("url", "httpUrl", "serverUrl")
 _TYPE_KEYS = ("type", "transport", "transportType")
 _APPROVALS = "approvals are Keen's own (permission mode and the approval prompt)"
+KEEN_SETTINGS = ("trust_annotations", "inherit_env", "pinning")
+"""Per-server fields of Keen's own (README "Configure servers") that grant trust or pass the
+environment on: never taken from another host's file (a project's ``.mcp.json`` may come from
+anyone); ``keen mcp add-json``, typed by the user, keeps them."""
+_OWN_SETTING = (
+    "a Keen setting that is not taken from another host's file; set it yourself in configs.json, "
+    "or with keen mcp add-json NAME JSON --overwrite"
+)
 _DROPPED_WHY = {
+    **dict.fromkeys(KEEN_SETTINGS, _OWN_SETTING),
     "alwaysAllow": _APPROVALS,
     "autoApprove": _APPROVALS,
     "trust": _APPROVALS,
