@@ -361,6 +361,17 @@ def test_add_json_keeps_keens_own_settings_and_import_says_why_it_does_not(
     assert "keen mcp add-json" in imported.stderr + imported.stdout, str(imported)
 
 
+def test_a_misspelt_field_is_named_with_the_one_it_resembles(home: Home) -> None:
+    """``"argz"`` was dropped with "Keen does not use it", as if by design; the server then
+    started without its arguments."""
+    added = home.keen("mcp", "add-json", "typo", '{"command": "some-server", "argz": ["--port", "1"]}')
+    assert added.code == 0 and "dropped 'argz'" in added.stderr and "did you mean 'args'?" in added.stderr, (
+        str(added)
+    )
+    plain = home.keen("mcp", "add-json", "odd", '{"command": "some-server", "colour": "blue"}')
+    assert "dropped 'colour': Keen does not use it" in plain.stderr and "did you mean" not in plain.stderr
+
+
 def test_detect_lists_an_unreadable_host_file_with_its_problem(home: Home) -> None:
     _write(home.home / ".cursor" / "mcp.json", '{"mcpServers": {"a": {"command": "x"} "b": 1}}')
     found = home.keen("mcp", "import", "--detect", "--json")

@@ -32,6 +32,7 @@ Reasons and notes never contain header values, env values or keys.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import sys
@@ -356,6 +357,11 @@ def _convert(entry: Any, notes: list[str]) -> dict[str, Any]:
     }
     for key in sorted(set(entry) - handled):
         why = _DROPPED_WHY.get(key, "Keen does not use it")
+        if key not in _DROPPED_WHY:
+            # A misspelt field would otherwise vanish with a note that reads as by design.
+            close = difflib.get_close_matches(key, sorted(handled | set(KEEN_SETTINGS)), n=1, cutoff=0.75)
+            if close:
+                why += f"; did you mean {close[0]!r}?"
         notes.append(f"dropped {key!r}: {why}")
     return out
 
