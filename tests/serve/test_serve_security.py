@@ -254,3 +254,23 @@ def test_unreachable_redis_store_is_a_clear_error(tmp_path: Path) -> None:
     # The failure is worded once, never as an internal error (before: "ExceptionGroup").
     assert "internal error" not in done.stderr, done.stderr
     assert not (tmp_path / "logs" / "serve-audit.jsonl").exists()  # no session.start for a failed start
+
+
+def test_a_port_already_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    """uvicorn's bind failure ended keen serve with an ExceptionGroup traceback (SystemExit 3)
+    and exit 1; it is the CLI's error, exit 2, saying which address and what to do."""
+    import socket
+
+    write_upstream(tmp_path)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*forked(KEEN), "serve", "--transport", "http", "--port", str(port)],
+            env=serve_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "SystemExit" not in done.stderr, done.stderr
+    assert f"127.0.0.1:{port}" in done.stderr and "--port" in done.stderr, done.stderr

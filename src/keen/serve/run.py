@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from typing import cast
@@ -83,7 +85,8 @@ async def serve_http(
     ``on_ready`` gets the endpoint's URL once the upstream servers were started and the
     socket listens (the port it holds, for ``port`` 0).
 
-    Raises ``ValueError`` (from :class:`HttpSecurity`) for a non-loopback bind without a token.
+    Raises ``ValueError`` (from :class:`HttpSecurity`) for a non-loopback bind without a
+    token, ``OSError`` for an address it cannot listen on (in use, not this machine's).
     """
     app = InFlight(build_app(keen, security, path=path))
     config = uvicorn.Config(
@@ -105,5 +108,16 @@ async def serve_http(
         if on_ready is not None:
             on_ready(url)
 
+    # Bound here, not by uvicorn: its bind failure is a log line and sys.exit(3), which
+    # surfaced as a traceback; this one is an OSError that says what to do.
+    try:
+        family = socket.AF_INET6 if ":" in security.host else socket.AF_INET
+        listener = socket.create_server((security.host, port), family=family)
+    except OSError as exc:
+        shown = f"[{security.host}]" if ":" in security.host else security.host
+        raise OSError(
+            f"cannot listen on {shown}:{port} ({os.strerror(exc.errno) if exc.errno else exc}); stop what listens there, "
+            "or pass another --port"
+        ) from exc
     server = CleanServer(config, app, on_shutdown=keen.notifier.close, on_ready=ready)
-    await server.serve_until_stopped()
+    await server.serve_until_stopped(sockets=[listener])
