@@ -77,3 +77,10 @@ def test_a_groups_command_list_gives_each_summary_as_one_flowing_text(
     listing = make_home(tmp_path).keen(*group, "--help", columns=400).stdout
     [row] = [line for line in listing.splitlines() if line.startswith(f"│ {command} ")]
     assert across in row, listing
+
+
+@pytest.mark.parametrize("command", ["enable", "disable"])
+def test_enable_and_disable_name_their_argument_as_their_usage_does(tmp_path: Path, command: str) -> None:
+    """Usage said NAME while the text said SERVER, which no argument is called."""
+    shown = make_home(tmp_path).keen("mcp", command, "--help").stdout
+    assert f"keen mcp {command} [OPTIONS] NAME" in shown and "SERVER" not in shown, shown

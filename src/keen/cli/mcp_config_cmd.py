@@ -498,12 +498,12 @@ def _shown_entry(path: Path, name: str) -> dict[str, Any]:
 
 
 def enable(name: Annotated[str, typer.Argument(help="The server's name in configs.json.")]) -> None:
-    """Let Keen start SERVER again ("enabled" in configs.json)."""
+    """Let Keen start server NAME again ("enabled" in configs.json)."""
     _set_enabled(name, True)
 
 
 def disable(name: Annotated[str, typer.Argument(help="The server's name in configs.json.")]) -> None:
-    """Stop starting SERVER without removing it ("enabled": false in configs.json)."""
+    """Stop starting server NAME without removing it ("enabled": false in configs.json)."""
     _set_enabled(name, False)
 
 
