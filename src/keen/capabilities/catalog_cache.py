@@ -141,9 +141,11 @@ class CatalogCache:
                     parts[status.name] = part
         elif found is not None:
             # Not started yet (keen chat's first step, built while its first request is out:
-            # the skills on disk cover the configuration then): every enabled generated skill
-            # stands for its server, which the session starts next.
-            for name in self._generated_skills(found):
+            # the skills on disk cover the configuration then): the enabled generated skill
+            # of each server the session starts next stands for it. configs.json decides
+            # which: a server disabled there keeps its enabled skill until the next sync.
+            starting = self.manager.to_start()
+            for name in self._generated_skills(found).keys() & starting:
                 part = self._from_disk(name, found)
                 if part is not None:
                     parts[name] = part
