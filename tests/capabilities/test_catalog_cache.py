@@ -221,3 +221,30 @@ async def test_a_refresh_whose_catalog_failed_is_taken_in_by_the_next_call(
             source()
         catalog = source()
         assert capability_id("tool", "weather", "basic") in catalog
+
+
+async def test_a_server_the_session_leaves_out_is_not_offered_from_its_skill_on_disk(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    """A runtime limited with ``only`` never starts the other servers (they stay
+    ``configured``): their skills on disk stand for no server starting, so their tools are
+    not in the catalog (a call to one would be refused, not waited for)."""
+    path = write_config({"a": IN_MEMORY, "b": IN_MEMORY})
+
+    def transports() -> dict[str, Any]:
+        return {name: in_memory_transport(make_basic_server()._mcp_server) for name in ("a", "b")}
+
+    async with open_runtime(
+        manager=Manager(path, transports=transports(), trust=PinGuard()), wait=30, sync=True
+    ):
+        pass  # both skills on disk, as an earlier session leaves them
+    assert (keen_home / "skills" / "mcp:b").exists()
+    manager = Manager(path, transports=transports(), trust=PinGuard(), only={"a"})
+    async with open_runtime(manager=manager, wait=30) as rt:
+        harness = rt.harness(mode="auto", workspace=keen_home)
+        harness.begin_step()
+        assert harness.catalog is not None
+        servers = {cap.server for cap in harness.catalog if cap.server}
+        assert capability_id("tool", "echo", "a") in harness.catalog
+        assert servers == {"a"}, servers
+        harness.close()

@@ -19,11 +19,12 @@ frontmatter parsed) and making a descriptor of every tool of every connected ser
 A server that connects, disconnects, is refreshed (a live tool-list change, new pins) or a
 skill that is edited, swapped, enabled, disabled, added or removed is seen at the next call.
 
-A server still starting (``configured`` or ``connecting``, or every server of a Manager not
-started yet) has no live list yet: its tools come from its generated skill on disk, written from the pinned definitions by the last sync
-(docs/chat.md "Startup": a turn sent before discovery ends uses the skills on disk), with
-their annotations taken as claims; the live list replaces them once it connects. So a search
-in a session's first steps finds them, and a call to one waits for its server.
+A server still starting (``connecting``, or one the Manager starts once it starts:
+:meth:`~keen.mcp.Manager.to_start`) has no live list yet: its tools come from its generated
+skill on disk, written by the last sync (docs/chat.md "Startup": a turn sent before
+discovery ends uses the skills on disk), with their annotations taken as claims; the live
+list replaces them once it connects. So a search in a session's first steps finds them, and
+a call to one waits for its server.
 """
 
 from __future__ import annotations
@@ -58,10 +59,6 @@ def _id_prefix(server: str) -> str:
     return f"mcp__{server}__"
 
 
-_STARTING = frozenset({ServerState.CONFIGURED, ServerState.CONNECTING})
-"""States of a server with no live tool list yet, whose skill on disk stands in for it."""
-
-
 @dataclass(frozen=True, slots=True)
 class _ServerPart:
     """What one server contributes, with the inputs it was built from."""
@@ -82,8 +79,9 @@ class _DiskPart:
 
 
 class CatalogCache:
-    """A callable returning the catalog of ``manager``'s connected servers plus the local
-    (non-MCP) skills: :meth:`Catalog.from_manager`, rebuilt only from what changed.
+    """A callable returning the catalog of ``manager``'s connected servers (a server still
+    starting: its generated skill on disk; module doc) plus the local (non-MCP) skills:
+    :meth:`Catalog.from_manager`, rebuilt only from what changed.
 
     Args:
         manager: the running Manager.
@@ -133,7 +131,10 @@ class CatalogCache:
                     continue
                 if status.state is ServerState.CONNECTED:
                     part = self._server(status.name)
-                elif status.state in _STARTING and found is not None:
+                elif status.state is ServerState.CONNECTING and found is not None:
+                    # Connecting only: a started Manager leaves a server it does not start
+                    # (outside ``only``) configured for good, and a call waits only for one
+                    # that is connecting (Agent.joined).
                     part = self._from_disk(status.name, found)
                 else:
                     continue
