@@ -372,6 +372,30 @@ def test_a_misspelt_field_is_named_with_the_one_it_resembles(home: Home) -> None
     assert "dropped 'colour': Keen does not use it" in plain.stderr and "did you mean" not in plain.stderr
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("pinning", "bogus"), ("trust_annotations", "yes please"), ("inherit_env", "ALL")],
+)
+def test_add_json_refuses_a_bad_value_of_keens_own_settings(home: Home, field: str, value: str) -> None:
+    """Keen's own settings are validated with the rest of the entry: a bad value is refused
+    (exit 2, nothing written), not written to make an entry ``keen mcp get`` calls invalid."""
+    added = home.keen("mcp", "add-json", "mine", json.dumps({"command": "some-server", field: value}))
+    assert added.code == 2 and "cannot add 'mine'" in added.stderr and field in added.stderr, str(added)
+    assert not home.config_path.exists() or "mine" not in servers(home), str(added)
+
+
+def test_add_json_overwrite_to_a_url_drops_the_stdio_entrys_inherit_env(home: Home) -> None:
+    """An --overwrite that makes a stdio server a remote one drops the stdio fields,
+    ``inherit_env`` among them (a url entry with it is invalid)."""
+    stdio = home.keen("mcp", "add-json", "mine", '{"command": "some-server", "inherit_env": ["AWS_PROFILE"]}')
+    assert stdio.code == 0, str(stdio)
+    remote = home.keen("mcp", "add-json", "mine", '{"url": "https://example.com/mcp"}', "--overwrite")
+    assert remote.code == 0, str(remote)
+    assert "inherit_env" not in servers(home)["mine"], servers(home)
+    shown = home.keen("mcp", "get", "mine")
+    assert shown.code == 0 and "invalid" not in shown.stdout + shown.stderr, str(shown)
+
+
 def test_detect_lists_an_unreadable_host_file_with_its_problem(home: Home) -> None:
     _write(home.home / ".cursor" / "mcp.json", '{"mcpServers": {"a": {"command": "x"} "b": 1}}')
     found = home.keen("mcp", "import", "--detect", "--json")

@@ -222,10 +222,9 @@ def add_server(
     # file does not take them: importer._DROPPED_WHY), checked with the rest of the entry.
     own = {key: entry[key] for key in KEEN_SETTINGS if key in entry}
     plain = {key: value for key, value in entry.items() if key not in own}
-    result = import_mcp_servers({"mcpServers": {name: plain}}, source="the new server")
+    result = import_mcp_servers({"mcpServers": {name: plain}}, source="the new server", settings=own)
     for _, reason in result.refused:
         raise ConfigError(f"cannot add {name!r}: {reason}", server=name)
-    result.servers[name].update(own)
     with _locked(config_path) as existing:
         servers = (existing or {}).get("servers") or {}
         taken = next((other for other in servers if other.lower() == name.lower()), None)
@@ -256,7 +255,7 @@ def add_server(
     return notes
 
 
-_TRANSPORT_FIELDS = frozenset({"command", "args", "env", "cwd", "url", "headers", "auth"})
+_TRANSPORT_FIELDS = frozenset({"command", "args", "env", "cwd", "inherit_env", "url", "headers", "auth"})
 
 
 def _keep_unchanged(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -192,6 +192,7 @@ def import_mcp_servers(
     source: str = "the imported file",
     include_projects: bool = False,
     import_command: str | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> ImportResult:
     """Convert a parsed ``{"mcpServers": {...}}`` (or VS Code ``{"servers": {...}}``) document.
 
@@ -207,6 +208,10 @@ def import_mcp_servers(
 
     ``import_command``: the command that imports this document again (``keen mcp import
     FILE``); a refused name's reason then gives it with the ``--rename`` that fixes it.
+
+    ``settings``: fields set on every converted entry as given, before it is validated
+    (``keen mcp add-json``'s own :data:`KEEN_SETTINGS`, which a conversion drops): a bad
+    value refuses the entry like any other.
     """
     projects = project_servers(data)
     servers_raw = _server_map(data, source) if not projects or "mcpServers" in data else {}
@@ -248,7 +253,7 @@ def import_mcp_servers(
                 (name, f"another entry is already imported {same} {target!r}; rename one of them")
             )
             continue
-        _add(result, name, target, entry)
+        _add(result, name, target, entry, settings)
     for project, name, entry in projects:
         target = suggest_name(f"{name}-{_folder(project)}", final_names | set(result.servers))
         if not include_projects:
@@ -260,7 +265,7 @@ def import_mcp_servers(
                 )
             )
             continue
-        if _add(result, name, target, entry):
+        if _add(result, name, target, entry, settings):
             result.notes.append((target, f"imported from the project {project} (Claude Code)"))
     return result
 
@@ -282,11 +287,15 @@ def _folder(project: str) -> str:
     return re.split(r"[\\/]", project.rstrip("\\/"))[-1] or "project"
 
 
-def _add(result: ImportResult, name: str, target: str, entry: Any) -> bool:
-    """Convert one entry into ``result`` under ``target``; a refusal is recorded, not raised."""
+def _add(
+    result: ImportResult, name: str, target: str, entry: Any, settings: Mapping[str, Any] | None = None
+) -> bool:
+    """Convert one entry into ``result`` under ``target``, with ``settings`` set on it as
+    given; a refusal is recorded, not raised."""
     notes: list[str] = []
     try:
         converted = _convert(entry, notes)
+        converted.update(settings or {})
         _validate(target, converted)
     except _Refused as exc:
         result.refused.append((name, str(exc)))
