@@ -58,6 +58,7 @@ __all__ = [
     "SearchFilter",
     "SearchHit",
     "explain",
+    "held_tools",
     "managed_server",
     "server_text",
     "skill_tools",
@@ -628,14 +629,27 @@ def skill_tools(
     return text, caps
 
 
+def _marker(skill: Skill) -> dict[str, Any]:
+    """The skill's marker file as JSON (``{}`` when unreadable or not an object)."""
+    try:
+        marker = json.loads((skill.path / MARKER_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return marker if isinstance(marker, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
 def managed_server(skill: Skill) -> str | None:
     """The MCP server a generated ``mcp:<server>`` skill describes (its marker's, else the
     name's), or None for any other skill."""
     if not (skill.managed and skill.name.startswith("mcp:")):
         return None
-    try:
-        marker = json.loads((skill.path / MARKER_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return skill.name.removeprefix("mcp:")
-    server = marker.get("server") if isinstance(marker, dict) else None
+    server = _marker(skill).get("server")
     return server if isinstance(server, str) and server else skill.name.removeprefix("mcp:")
+
+
+def held_tools(skill: Skill) -> frozenset[str]:
+    """The tools a generated skill's marker records as held for review when it was written
+    (``pinning: quarantine``: a changed one's schema file is its pinned definition, and a
+    call to it is refused until ``keen mcp trust``)."""
+    held = _marker(skill).get("held_tools")
+    return frozenset(n for n in held if isinstance(n, str)) if isinstance(held, list) else frozenset()

@@ -22,9 +22,10 @@ skill that is edited, swapped, enabled, disabled, added or removed is seen at th
 A server still starting (``connecting``, or one the Manager starts once it starts:
 :meth:`~keen.mcp.Manager.to_start`) has no live list yet: its tools come from its generated
 skill on disk, written by the last sync (docs/chat.md "Startup": a turn sent before
-discovery ends uses the skills on disk), with their annotations taken as claims; the live
-list replaces them once it connects. So a search in a session's first steps finds them, and
-a call to one waits for its server.
+discovery ends uses the skills on disk), with their annotations taken as claims, less the
+tools its marker records as held for review when quarantined tools are left out (``pins``);
+the live list replaces them once it connects. So a search in a session's first steps finds
+them, and a call to one waits for its server.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keen.capabilities.catalog import Catalog, managed_server, skill_tools
+from keen.capabilities.catalog import Catalog, held_tools, managed_server, skill_tools
 from keen.capabilities.describe import (
     ServerInputs,
     server_capabilities,
@@ -88,7 +89,8 @@ class CatalogCache:
         skills_root: the local skills (``None``: none), read through a
             :class:`~keen.skills.cache.DiscoveryCache` of it.
         skills: a shared :class:`~keen.skills.cache.DiscoveryCache` instead of ``skills_root``.
-        pins: leave out the tools ``call_mcp_tool`` would refuse as quarantined.
+        pins: leave out the tools ``call_mcp_tool`` would refuse as quarantined (a starting
+            server's: those its skill's marker records as held when it was written).
         options: passed to :class:`Catalog` (``cache_dir``, ``cache``).
 
     ``builds`` / ``reuses``: calls that made a new Catalog / returned the last one.
@@ -217,6 +219,9 @@ class CatalogCache:
         if isinstance(cached, _DiskPart) and cached.skill is skill:
             return cached
         text, caps = skill_tools(skill, name, annotations_trusted=False)
+        if self.pins is not None:  # as the live list leaves them out (server_inputs)
+            held = held_tools(skill)
+            caps = [cap for cap in caps if cap.name not in held]
         return _DiskPart(skill, text, sorted(caps, key=operator.attrgetter("id")))
 
     def _server(self, name: str) -> _ServerPart | None:

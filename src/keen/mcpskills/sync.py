@@ -87,6 +87,8 @@ class ServerSnapshot:
     """The server's ``description`` in configs.json: its catalog line when set."""
     held: str = ""
     """The pins' note on tools held for review (``keen.trust.pins.PinnedView.note``), or ""."""
+    held_tools: tuple[str, ...] = ()
+    """The names of those tools (``keen.mcp.listing.views.ToolsView.held``)."""
 
 
 @dataclass(frozen=True)
@@ -260,6 +262,7 @@ def _generate(
             invalid=snap.invalid,
             description=snap.description,
             held=snap.held,
+            held_tools=snap.held_tools,
             batch=batch,
         )
     except (SkillError, OSError) as exc:
