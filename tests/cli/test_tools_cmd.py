@@ -285,3 +285,12 @@ def test_a_read_only_claim_counts_in_search_only_from_a_server_trusted_for_it(de
     assert keen("mcp", "trust", "demo").code == 0
     assert [h["risk"] for h in convert_units()] == ["low"]
     assert [h["risk"] for h in convert_units("--read-only")] == ["low"]
+    # "pinning": "off": keen chat compares no pins, so the reviewed pin counts for nothing.
+    data["servers"]["demo"]["pinning"] = "off"
+    config.write_text(json.dumps(data))
+    assert [h["risk"] for h in convert_units()] == ["medium"]
+    # A grant spelt as the validation also reads it ("true") is one, as in keen chat.
+    data["servers"]["demo"]["trust_annotations"] = "true"
+    config.write_text(json.dumps(data))
+    assert keen("mcp", "get", "demo").code == 0  # the entry is valid as written
+    assert [h["risk"] for h in convert_units("--read-only")] == ["low"]

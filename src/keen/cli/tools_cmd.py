@@ -168,32 +168,40 @@ def _annotations_trusted() -> Callable[[str, dict[str, Any]], bool]:
         if not made:
             from keen.trust.pins import skill_annotations_trusted
 
-            made.append(skill_annotations_trusted(_trusting_servers()))
+            settings = _trust_settings()
+            made.append(
+                skill_annotations_trusted(
+                    [name for name, (trusting, _) in settings.items() if trusting],
+                    unpinned=[name for name, (_, pinning) in settings.items() if pinning == "off"],
+                )
+            )
         return made[0](server, data)
 
     return check
 
 
-def _trusting_servers() -> list[str]:
-    """The servers whose entry says ``"trust_annotations": true``, read as plain JSON: the
-    validation models cost a search about 0.25 s, and a grant is only ever that literal
-    ``true`` (anything else, or a file that is not JSON, grants nothing)."""
-    import json
-
+def _trust_settings() -> dict[str, tuple[bool, str | None]]:
+    """Each server's ``trust_annotations`` and ``pinning``, as keen chat reads them: without
+    the validation models (about 0.25 s of a search) when the text validated before
+    (:func:`keen.mcp.config.validated.trust_settings`), else validated now (and recorded
+    valid when it is); a file that cannot be used grants nothing."""
     from keen import paths
+    from keen.errors import ConfigError
+    from keen.mcp.config.validated import trust_settings
+
+    path = paths.mcp_config_path()
+    settings = trust_settings(path)
+    if settings is not None:
+        return settings
+    from keen.mcp.config import load_config, remember_valid
 
     try:
-        raw: Any = json.loads(paths.mcp_config_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    servers: Any = raw.get("servers") if isinstance(raw, dict) else None  # pyright: ignore[reportUnknownMemberType]
-    if not isinstance(servers, dict):
-        return []
-    return [
-        str(name)  # pyright: ignore[reportUnknownArgumentType]
-        for name, entry in servers.items()  # pyright: ignore[reportUnknownVariableType]
-        if isinstance(entry, dict) and entry.get("trust_annotations") is True  # pyright: ignore[reportUnknownMemberType]
-    ]
+        config = load_config(path, strict=False)
+    except ConfigError:
+        return {}
+    # Recorded as keen chat records it: the next search reads the same text without the models.
+    remember_valid(path, {name: entry.enabled for name, entry in config.servers.items()}, config.invalid)
+    return {name: (entry.trust_annotations, entry.pinning) for name, entry in config.servers.items()}
 
 
 def _check_servers(names: list[str]) -> None:

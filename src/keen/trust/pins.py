@@ -550,21 +550,25 @@ _SKILL_FIELDS = ("name", "title", "description", "inputSchema", "annotations")
 
 
 def skill_annotations_trusted(
-    trusting: Iterable[str] = (), store: PinStore | None = None
+    trusting: Iterable[str] = (), store: PinStore | None = None, *, unpinned: Iterable[str] = ()
 ) -> Callable[[str, dict[str, Any]], bool]:
     """For ``Catalog.from_skills_dir``: whether a generated skill's schema file (``server``,
     wire shape) has its annotations taken as true, as :func:`pinned_view` judges a live tool:
     its server is one of ``trusting`` (``"trust_annotations"`` in configs.json), or ``keen mcp
     trust`` pinned the tool (``ToolPin.reviewed``) and the skill shows that definition (the
-    fields a schema file holds). A broken pin file trusts nothing. Pin files are read once
-    each, when first asked."""
+    fields a schema file holds), unless the server is one of ``unpinned`` (``"pinning":
+    "off"``: :meth:`PinGuard.view` compares no pins then). A broken pin file trusts nothing.
+    Pin files are read once each, when first asked."""
     trusted_servers = frozenset(trusting)
+    off = frozenset(unpinned)
     pin_store = store or PinStore()
     reviewed: dict[str, dict[str, dict[str, Any]]] = {}
 
     def check(server: str, data: dict[str, Any]) -> bool:
         if server in trusted_servers:
             return True
+        if server in off:
+            return False
         if server not in reviewed:
             try:
                 pins = pin_store.load(server)
