@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
@@ -115,9 +116,25 @@ async def serve_http(
         listener = socket.create_server((security.host, port), family=family)
     except OSError as exc:
         shown = f"[{security.host}]" if ":" in security.host else security.host
-        raise OSError(
-            f"cannot listen on {shown}:{port} ({os.strerror(exc.errno) if exc.errno else exc}); stop what listens there, "
-            "or pass another --port"
-        ) from exc
+        raise OSError(f"cannot listen on {shown}:{port} ({_bind_advice(exc)})") from exc
     server = CleanServer(config, app, on_shutdown=keen.notifier.close, on_ready=ready)
     await server.serve_until_stopped(sockets=[listener])
+
+
+def _bind_advice(exc: OSError) -> str:
+    """Why a bind failed and what to change: the port for one in use or not allowed, the
+    host for an address not of this machine or a name that does not resolve. A resolver
+    error (``socket.gaierror``, which ``socket.create_server`` passes on as an ``OSError``
+    of the same negative number) has its own numbers, not ``errno``'s: its ``strerror``
+    says it."""
+    if isinstance(exc, socket.gaierror) or (exc.errno is not None and exc.errno < 0):
+        why = (exc.strerror or str(exc)).split(" (while attempting", 1)[0]
+        return f"{why}; pass a --host that names this machine, e.g. 127.0.0.1"
+    why = os.strerror(exc.errno) if exc.errno else str(exc)
+    if exc.errno == errno.EADDRINUSE:
+        return f"{why}; stop what listens there, or pass another --port"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{why}; pass a --host that is an address of this machine, e.g. 127.0.0.1"
+    if exc.errno == errno.EACCES:
+        return f"{why}; pass a --port above 1023, or one this user may bind"
+    return f"{why}; check --host and --port"
