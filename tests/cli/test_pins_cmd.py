@@ -223,16 +223,22 @@ def test_pins_from_a_first_call_are_said_unreviewed_until_trust_reviews_them(
     home = Home(keen_home, user_home)
     with serve_http(docs.mcp) as srv:
         write_config({"docs": {"url": srv.url}})
-        called, diff, trusted, again, ghost = home.keen_many(
+        called, diff, diff_json, trusted, again, again_json, ghost = home.keen_many(
             ("mcp", "call", "docs", "search", "--args", '{"q": "a"}', "--yes"),
             ("mcp", "diff", "docs"),
+            ("mcp", "diff", "docs", "--json"),
             ("mcp", "trust", "docs"),
             ("mcp", "diff", "docs"),
+            ("mcp", "diff", "docs", "--json"),
             ("mcp", "trust", "dosc"),
         )
     assert called.code == 0, called
     assert diff.code == 0 and "2 pinned by a first call, not reviewed" in diff.stdout, diff
     assert "keen mcp trust docs" in diff.stdout and "2 trusted" not in diff.stdout, diff
+    # --json says the same per tool: pinned unchanged ("trusted" status) but not reviewed.
+    first = json.loads(diff_json.stdout)["tools"]
+    assert [(t["status"], t["reviewed"]) for t in first] == [("trusted", False)] * 2, first
+    assert [t["reviewed"] for t in json.loads(again_json.stdout)["tools"]] == [True] * 2, again_json
     assert trusted.code == 0 and "2 reviewed" in trusted.stdout and "already trusted" not in trusted.stdout
     assert again.code == 0 and "2 trusted" in again.stdout and "not reviewed" not in again.stdout, again
     assert (

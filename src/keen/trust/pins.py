@@ -208,12 +208,21 @@ class PinReport:
         return self._by_name.get(tool)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as ``keen mcp diff --json`` prints it; each tool's ``reviewed`` says
+        whether a person pinned its pinned definition (``keen mcp trust``), not only a first
+        approved call (False for a tool with no pin)."""
         counts = {s: len(self.by_status(s)) for s in ("trusted", "renamed", "changed", "new", "removed")}
         return {
             "server": self.server,
             "pinned": self.pinned,
             "counts": counts,
-            "tools": [c.to_dict() for c in self.checks],
+            "tools": [
+                {
+                    **c.to_dict(),
+                    "reviewed": c.status != "new" and self.reviewed.get(c.previous_name or c.name, False),
+                }
+                for c in self.checks
+            ],
         }
 
 
