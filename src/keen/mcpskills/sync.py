@@ -290,9 +290,14 @@ def _sync_one(
         auto.disable(config, name, "server disabled in configs.json")
         current = _swap.inspect(root, server)
         _mark(server, current, {"configured": True, "status": "disabled"}, fsync, batch)
-        hint = f'set "enabled": true for {server} in configs.json to use it'
         return SyncEntry(
-            server, status.state.value, "disabled", False, hint, link if current.managed else None
+            server,
+            status.state.value,
+            "disabled",
+            False,
+            "the server is disabled in configs.json",
+            link if current.managed else None,
+            remedy=Remedy.ENABLE_SERVER,  # worded by each front end: keen mcp enable in the CLI
         )
     reason = redactor.redact(status.last_error)
     if step == "down":
