@@ -603,7 +603,9 @@ def skill_tools(
     skill: Skill, server: str, *, annotations_trusted: bool | Callable[[dict[str, Any]], bool] = True
 ) -> tuple[str, list[Capability]]:
     """The server text and one tool capability per schema file of ``server``'s generated
-    skill (``mcp:<server>``, written from the pinned definitions), in file name order.
+    skill (``mcp:<server>``, written from what the pins let a model read: under
+    ``quarantine`` a changed tool as it was pinned, under ``warn`` or ``off`` the live
+    definitions; :func:`keen.trust.pins.pinned_view`), in file name order.
     Unreadable schema files are skipped with a log line. ``annotations_trusted``: False, or
     a callable answering False for a schema file (asked only when its tool claims
     ``readOnlyHint``, the one hint trust changes), makes its annotations claims

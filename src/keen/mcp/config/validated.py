@@ -76,9 +76,14 @@ def _entries(text: str) -> dict[str, Mapping[str, Any]] | None:
     if not isinstance(raw, dict):
         return None
     servers: Any = raw.get("servers", {})  # pyright: ignore[reportUnknownMemberType]
-    if not isinstance(servers, dict) or not all(isinstance(e, Mapping) for e in servers.values()):  # pyright: ignore[reportUnknownVariableType, reportUnknownMemberType]
+    if not isinstance(servers, dict):
         return None
-    return {str(name): entry for name, entry in servers.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    out: dict[str, Mapping[str, Any]] = {}
+    for name, entry in servers.items():  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(entry, Mapping):
+            return None
+        out[str(name)] = entry  # pyright: ignore[reportUnknownArgumentType]
+    return out
 
 
 def _validated_text(path: Path) -> str | None:
