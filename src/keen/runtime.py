@@ -175,15 +175,16 @@ class Runtime:
     ) -> Harness:
         """An agent session's :class:`~keen.harness.Harness` over this runtime.
 
-        Its catalog is the Manager's connected servers plus the local skills under
-        :attr:`skills_root`, leaving out tools the gateway's pin check would refuse as
-        quarantined, taken again at each turn and rebuilt from what changed only
+        Its catalog is the Manager's connected servers (a server still starting: its
+        generated skill on disk) plus the local skills under :attr:`skills_root`, leaving
+        out tools the gateway's pin check would refuse as quarantined, taken again at each
+        turn and rebuilt from what changed only
         (:class:`~keen.capabilities.catalog_cache.CatalogCache`); its calls are asked about
         by its own permission stage (``approve``), never by the gateway's ``approval``, which
         stays the one for calls made on the gateway directly (docs/architecture.md "The
-        harness"). ``workspace``: the local tools' root
-        (default: the current directory). ``catalog``: where the harness takes its catalog
-        instead (``keen serve``: the served upstream tools only, no skills). Results are cut past the session's
+        harness"). ``workspace``: the local tools' root (default: the current directory).
+        ``catalog``: where the harness takes its catalog instead (``keen serve``: the served
+        upstream tools only, no skills). Results are cut past the session's
         ``max_result_chars`` (``open_runtime``'s) unless ``options`` set another. Other
         ``options`` go to ``Harness``. Close it with :meth:`Harness.close` when the session ends.
         """

@@ -20,8 +20,8 @@ from keen.agent.first import EarlyModel, FirstRequest, covered_servers, plan
 from keen.agent.models import close_model
 from keen.harness.definitions import first_step_tools
 from keen.mcp.config import known_servers, remember_valid
-from keen.runtime import Runtime
-from keen.skills import MARKER_FILE, SkillsConfig
+from keen.runtime import Runtime, open_runtime
+from keen.skills import MARKER_FILE, SkillsConfig, discover
 from keen.skills.cache import skills_dir_state
 
 pytestmark = pytest.mark.anyio
@@ -74,6 +74,29 @@ async def test_the_early_request_is_the_one_the_session_builds(world: World) -> 
         "read_file",
         "search_tools",
     ]
+
+
+async def test_a_server_disabled_since_the_sync_is_in_neither_prompt(world: World) -> None:
+    """keen mcp disable leaves the server's skill enabled until the next sync: neither the
+    early request nor the session's own first step lists a server the session never starts
+    (and they still agree, so the early answer is used)."""
+    async with world.runtime("demo", "basic", from_file=True):
+        pass  # synced: both skills on disk
+    config = json.loads(world.config_path.read_text())
+    config["servers"]["basic"]["enabled"] = False
+    world.config_path.write_text(json.dumps(config))
+    model = world.script({"content": "hi"})
+    async with open_runtime(config_path=world.config_path, wait=60) as rt:
+        assert remember(rt)
+        first = plan("hello")
+        assert first is not None and first.servers == ["demo"]
+        async with world.agent(rt, model) as agent:
+            result = await agent.run_turn("hello")
+    assert result.ok, result
+    messages, tools = model.sent[0]
+    assert (messages, tools) == (first.messages, first.tools)
+    assert "mcp:basic" in {skill.name for skill in discover(world.home / "skills").enabled}  # until a sync
+    assert "mcp:demo" in messages[0].content and "mcp:basic" not in messages[0].content
 
 
 async def test_known_servers_reads_only_a_text_that_validated(world: World) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from helpers.changing import wait_until
-from helpers.http_servers import make_basic_server
+from helpers.http_servers import make_basic_server, make_echo_server
 from helpers.skills import settle, write_skill
 from keen.agent import Agent
 from keen.agent.providers.scripted import ScriptedModel
@@ -30,6 +30,7 @@ from keen.mcp import Manager, in_memory_transport
 from keen.runtime import Runtime, open_runtime
 from keen.skills import SkillsConfig
 from keen.trust import PinGuard
+from keen.trust.pins import trust
 
 pytestmark = pytest.mark.anyio
 
@@ -221,3 +222,62 @@ async def test_a_refresh_whose_catalog_failed_is_taken_in_by_the_next_call(
             source()
         catalog = source()
         assert capability_id("tool", "weather", "basic") in catalog
+
+
+async def test_a_server_the_session_leaves_out_is_not_offered_from_its_skill_on_disk(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    """A runtime limited with ``only`` never starts the other servers (they stay
+    ``configured``): their skills on disk stand for no server starting, so their tools are
+    not in the catalog (a call to one would be refused, not waited for)."""
+    path = write_config({"a": IN_MEMORY, "b": IN_MEMORY})
+
+    def transports() -> dict[str, Any]:
+        return {name: in_memory_transport(make_basic_server()._mcp_server) for name in ("a", "b")}
+
+    async with open_runtime(
+        manager=Manager(path, transports=transports(), trust=PinGuard()), wait=30, sync=True
+    ):
+        pass  # both skills on disk, as an earlier session leaves them
+    assert (keen_home / "skills" / "mcp:b").exists()
+    manager = Manager(path, transports=transports(), trust=PinGuard(), only={"a"})
+    async with open_runtime(manager=manager, wait=30) as rt:
+        harness = rt.harness(mode="auto", workspace=keen_home)
+        harness.begin_step()
+        assert harness.catalog is not None
+        servers = {cap.server for cap in harness.catalog if cap.server}
+        assert capability_id("tool", "echo", "a") in harness.catalog
+        assert servers == {"a"}, servers
+        harness.close()
+
+
+async def test_a_tool_held_for_review_is_not_offered_from_the_skill_on_disk(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    """Under ``pinning: quarantine`` the skill shows a changed tool as it was pinned, and a
+    call to it is refused until it is reviewed: while its server starts, the catalog from
+    the skill on disk leaves it out, as the live list does (the unchanged ones stay)."""
+    path = write_config({"srv": {**IN_MEMORY, "pinning": "quarantine"}})
+
+    async def sync(description: str) -> None:
+        server = make_echo_server("srv", "answer", description)
+        manager = Manager(path, transports={"srv": in_memory_transport(server._mcp_server)}, trust=PinGuard())
+        async with open_runtime(manager=manager, wait=30, sync=True) as rt:
+            if not rt.gateway.pins.store.load("srv"):
+                trust("srv", rt.manager.list_tools("srv"))  # reviewed as first listed
+
+    await sync("Answer the question one way.")
+    await sync("Answer the question another way now.")  # changed since pinned: held
+    skill_md = (keen_home / "skills" / "mcp:srv" / "SKILL.md").read_text()
+    assert "held for review" in skill_md, skill_md
+    # A session's first step: the Manager not started yet, the skill on disk stands for it.
+    manager = Manager(path, transports={}, trust=PinGuard())
+    guarded = CatalogCache(
+        manager, skills_root=keen_home / "skills", pins=PinGuard(), cache=False, dense=False
+    )
+    catalog = guarded()
+    assert capability_id("tool", "echo", "srv") in catalog
+    assert capability_id("tool", "answer", "srv") not in catalog
+    # Without a pin check (as the live list without one) it is offered.
+    plain = CatalogCache(manager, skills_root=keen_home / "skills", cache=False, dense=False)
+    assert capability_id("tool", "answer", "srv") in plain()

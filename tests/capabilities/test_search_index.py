@@ -166,7 +166,7 @@ def test_the_cache_keeps_the_most_recently_used_catalogs_and_drops_old_formats(t
     assert last.index().ids
 
 
-@pytest.mark.parametrize("damage", ["garbage", "offsets", "meta", "assembled", "sums"])
+@pytest.mark.parametrize("damage", ["garbage", "offsets", "meta", "assembled", "sums", "no_rows"])
 def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -191,6 +191,12 @@ def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
         with np.load(folder / "assembled.npz") as data:
             arrays = {k: data[k] for k in data.files}
         arrays["plain"] = arrays["plain"].astype(np.float64)
+        with (folder / "assembled.npz").open("wb") as handle:
+            np.savez(handle, **arrays)
+    elif damage == "no_rows":  # the tools' sums cut to no rows while the catalog has tools
+        with np.load(folder / "assembled.npz") as data:
+            arrays = {k: data[k] for k in data.files}
+        arrays["plain"], arrays["weighted"] = arrays["plain"][:0], arrays["weighted"][:0]
         with (folder / "assembled.npz").open("wb") as handle:
             np.savez(handle, **arrays)
     else:
@@ -950,3 +956,17 @@ def test_stored_neighbour_candidates_this_vocabulary_cannot_hold_are_computed_ag
     seeded = refresh_module.known_candidates()
     assert seeded is not None and int(seeded[0][0]) == 10**9  # what the test is about was read
     _refreshed_with_a_new_mail_tool(loaded, tmp_path)
+
+
+def test_an_empty_catalogs_cache_folder_loads_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A catalog with no tools (keen chat's first step while every server still connects)
+    is saved with zero-row arrays; a new process reads them back, not "unreadable"."""
+    assert Catalog([], {}, cache_dir=tmp_path, dense=False).search("current time", k=3) == []
+    flush()  # the folder is written in the background
+    assert [p for p in tmp_path.iterdir() if p.name.startswith("v")]
+    forget()  # a new process
+    with caplog.at_level("WARNING", logger="keen.capabilities._index_cache"):
+        assert Catalog([], {}, cache_dir=tmp_path, dense=False).search("current time", k=3) == []
+    assert "unreadable" not in caplog.text

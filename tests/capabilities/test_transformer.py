@@ -127,6 +127,24 @@ def test_search_answers_before_the_vectors_are_ready_and_says_so() -> None:
     assert "time" in hit.why
 
 
+def test_with_every_vector_cached_the_status_says_the_model_loads_not_to_index(tmp_path: Path) -> None:
+    """Every tool's vector from the cache, the encoder still busy (loading, or another
+    catalog's turn): the note must not say "not ready (3 of 3 tools encoded) ... `keen tools
+    index` finishes the index", which contradicts itself and sends the user to a command
+    that has nothing to do."""
+    cache = tmp_path / "cache" / "toolsearch"
+    assert Catalog.from_tools(TOOLS, cache_dir=cache).wait_ready(60)
+    shared_cache.cache_clear()  # a new process: the vectors on disk only
+    catalog = Catalog.from_tools(TOOLS, cache_dir=cache)
+    with dense_module._encoding:  # pyright: ignore[reportPrivateUsage]
+        assert catalog.search("what time is it in Tokyo", k=1)[0].id == "mcp__time__get_current_time"
+        status = catalog.search_status()
+        assert "3 of 3" not in status and "keen tools index" not in status, status
+        assert "model is still loading" in status and "keywords and wordllama" in status, status
+    assert catalog.wait_ready(60)
+    assert catalog.search_status() == ""
+
+
 def test_cache_keys_ending_in_a_nul_byte_are_found_again(tmp_path: Path) -> None:
     from keen.capabilities.vector_cache import VectorCache
 

@@ -114,6 +114,21 @@ def test_one_shot_answers_records_the_session_and_leaks_nothing(home: Home) -> N
         assert SECRET not in text
 
 
+def test_one_shot_prints_each_steps_text_on_its_own_line(home: Home) -> None:
+    """The text a model writes before its tool calls and the answer after them are two
+    steps: on stdout they are two lines, not one run-on sentence ("Let me check.10 km...")."""
+    serve(home, "demo")
+    model = script(
+        home,
+        {"content": "Let me read its schema.", "tool_calls": [read(schema(home, "demo", "convert_units"))]},
+        {"content": "", "tool_calls": [mcp("demo", "convert_units", value=10, from_unit="km", to_unit="mi")]},
+        {"content": "10 km is 6.21 mi."},
+    )
+    run = chat(home, "-p", "convert 10 km to miles", "--model", model)
+    assert run.code == 0, str(run)
+    assert run.stdout.splitlines() == ["Let me read its schema.", "10 km is 6.21 mi."], run.stdout
+
+
 def test_a_script_calling_before_it_reads_the_schema_is_refused_then_may_retry(home: Home) -> None:
     """README "scripted:FILE": a tool is callable from the step after its schema was read; a
     call before that is refused, and the refusal makes the tool callable from the next step."""

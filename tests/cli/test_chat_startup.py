@@ -26,6 +26,7 @@ from helpers.cli import KEEN, Home, make_home
 from helpers.fake_llm import KEY, FakeLLM, Reply
 from helpers.forkserver import forked
 from helpers.skills import settle
+from keen.paths import skill_dir_name
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow_file]
 
@@ -187,6 +188,50 @@ def test_a_call_to_a_server_still_connecting_waits_for_it(home: Home) -> None:
     assert outcomes == [("read_file", "ok"), ("call_mcp_tool", "ok")], record
     assert "slow: still connecting; the call waits for it" in run.stderr
     assert "slow: connected, 1 tools" in run.stderr
+    assert fake.requests[2].body["messages"][-1]["content"] == "pong"
+
+
+@pytest.mark.parametrize("since", ["unchanged", "server_added", "server_disabled"])
+def test_search_finds_the_tools_of_a_server_still_connecting_from_its_skill_on_disk(
+    tmp_path: Path, since: str
+) -> None:
+    """docs/chat.md: a turn sent before discovery ends uses the catalog from the skills on
+    disk. search_tools is part of it: it finds the held server's tool from its skill, and a
+    call to what it found waits for the server (it found nothing: "0 of 0 tools"). Three
+    starts: the configuration unchanged since the sync (the request goes out before any
+    server starts), a server added since (the new one is waited for, the held one is not),
+    and a server disabled since (keen mcp disable: its skill stays enabled until the next
+    sync, but its tools are not offered, as the session never starts it)."""
+    home = make_home(tmp_path)
+    slow = stdio_server("cpu_burn.py", "0", "--hold", str(hold_file(home)), timeouts={"connect": 60})
+    off = stdio_server("cpu_burn.py", "0")
+    home.write({"slow": slow, "off": off} if since == "server_disabled" else {"slow": slow})
+    warm = home.keen("mcp", "sync", "--timeout", "60")  # the skill on disk, as an earlier run leaves it
+    assert warm.code == 0, str(warm)
+    if since == "server_added":
+        home.write({"slow": slow, "empty": stdio_server("empty_stdio.py")})
+    if since == "server_disabled":
+        disabled = home.keen("mcp", "disable", "off")
+        assert disabled.code == 0, str(disabled)
+        assert (home.keen_home / "skills" / skill_dir_name("mcp:off")).is_dir()  # until the next sync
+    replies = [
+        Reply(tool_calls=[{"name": "search_tools", "arguments": {"query": "answer pong", "limit": 3}}]),
+        Reply(tool_calls=[{"name": "call_mcp_tool", "arguments": {"server": "slow", "tool": "ping"}}]),
+        Reply(text="it said pong"),
+    ]
+    hold = hold_file(home)
+    hold.touch()
+    with FakeLLM(replies) as fake:
+        chat = Chat(home, fake, "ping the slow server")
+        wait_for(lambda: chat.said("the call waits for it") or chat.ended(), "the call waiting")
+        hold.unlink()
+        run = chat.end()
+    assert run.returncode == 0, run.stderr
+    found, called = json.loads(run.stdout)["tool_calls"]
+    assert found["outcome"] == "ok" and "mcp__slow__ping (server slow" in found["text"], found
+    assert "callable next step" in found["text"], found
+    assert "mcp__off__" not in found["text"], found
+    assert called["outcome"] == "ok", called
     assert fake.requests[2].body["messages"][-1]["content"] == "pong"
 
 

@@ -118,3 +118,17 @@ def test_a_keen_home_that_is_a_file_is_named_not_an_internal_error(tmp_path: Pat
         assert "internal error" not in run.stderr, str(run)
         assert f"KEEN_HOME ({not_a_folder}) must be a folder you can write" in run.stderr, str(run)
     assert not_a_folder.read_text() == "{}"
+
+
+def test_prompt_with_no_skills_says_how_to_get_some(tmp_path: Path) -> None:
+    """A fresh KEEN_HOME: ``keen prompt`` printed one empty line and ``--stats`` a "reduction:
+    0.0%"; each now says on stderr that there is nothing yet and how to make it (stdout stays
+    the section, empty, for a script)."""
+    home = make_home(tmp_path)
+    text, stats = home.keen_many(("prompt",), ("prompt", "--stats"))
+    assert text.code == 0 and text.stdout.strip() == "", str(text)
+    assert stats.code == 0 and "reduction" not in stats.stdout, str(stats)
+    for run in (text, stats):
+        assert (
+            "no MCP skills" in run.stderr and "keen mcp add" in run.stderr and "keen mcp sync" in run.stderr
+        ), run

@@ -244,9 +244,7 @@ def test_tools_of_unusable_servers_exit_2(mixed: Home) -> None:
     assert "keen mcp connect http-wrong" in wrong_key.stderr
     assert crashed.code == 2 and "fatal: demo crash" in crashed.stderr, str(crashed)
     assert disabled.code == 2 and "disabled" in disabled.stderr, str(disabled)
-    assert (
-        'set "enabled": true for off in configs.json' in disabled.stderr and "restart" not in disabled.stderr
-    )
+    assert "run: keen mcp enable off" in disabled.stderr and "restart" not in disabled.stderr
     for run in (unknown, wrong_key, crashed, disabled):
         assert run.stdout == ""
     _no_secrets(unknown, wrong_key, crashed, disabled)

@@ -297,6 +297,105 @@ def test_a_key_kept_as_a_variable_stays_one_and_an_unset_one_breaks_only_its_ser
     assert listed["basic"]["state"] == "connected"
 
 
+def test_a_disabled_or_broken_server_is_pointed_at_the_command_that_fixes_it(home: Home) -> None:
+    """``keen mcp get`` ended every entry with "connect and list its tools: keen mcp tools
+    NAME", which fails for a disabled or broken entry; and ``keen mcp tools`` of a disabled
+    server said to edit configs.json while ``keen mcp enable`` exists."""
+    literal = "Authorization: Bearer ${KEEN_TEST_UNSET_KEY}"
+    assert home.keen("mcp", "add", "docs", "--url", "https://mcp.example.com/mcp", "-H", literal).code == 0
+    basic = script_args(str(SERVERS / "basic_stdio.py"))
+    assert home.keen("mcp", "add", "basic", "--", sys.executable, *basic).code == 0
+    assert home.keen("mcp", "disable", "basic").code == 0
+    broken, disabled, tools = home.keen_many(
+        ("mcp", "get", "docs"), ("mcp", "get", "basic"), ("mcp", "tools", "basic")
+    )
+    assert broken.code == 0 and "export KEEN_TEST_UNSET_KEY" in broken.stdout, str(broken)
+    assert "keen mcp tools docs" not in broken.stdout and "keen mcp connect docs" in broken.stdout, str(
+        broken
+    )
+    assert disabled.code == 0 and "enabled: no" in disabled.stdout, str(disabled)
+    assert "keen mcp tools basic" not in disabled.stdout and "keen mcp enable basic" in disabled.stdout
+    assert tools.code == 2 and "disabled" in tools.stderr and "keen mcp enable basic" in tools.stderr, str(
+        tools
+    )
+
+
+def test_an_entry_that_cannot_start_as_added_says_what_to_fix_before_its_next_step(home: Home) -> None:
+    """README's ``keen mcp add docs --url ... -H 'Authorization: Bearer ${DOCS_KEY}'`` with
+    DOCS_KEY unset was added with "next: keen mcp tools docs", which then failed; the add
+    now says what to fix first. A usable entry keeps its plain next step."""
+    literal = "Authorization: Bearer ${KEEN_TEST_UNSET_KEY}"
+    unset = home.keen("mcp", "add", "docs", "--url", "https://mcp.example.com/mcp", "-H", literal)
+    assert unset.code == 0, str(unset)
+    assert "export KEEN_TEST_UNSET_KEY" in unset.stderr and "next, once that is fixed" in unset.stdout, str(
+        unset
+    )
+    as_json = home.keen("mcp", "add-json", "envy", '{"command": "x", "env": {"A": "${KEEN_TEST_UNSET_KEY}"}}')
+    assert "export KEEN_TEST_UNSET_KEY" in as_json.stderr, str(as_json)
+    fine = home.keen("mcp", "add", "fine", "--", "some-server")
+    assert "next: keen mcp tools fine" in fine.stdout and "cannot start" not in fine.stderr, str(fine)
+
+
+def test_add_json_keeps_keens_own_settings_and_import_says_why_it_does_not(
+    home: Home, tmp_path: Path
+) -> None:
+    """``keen mcp add-json`` dropped README's own per-server fields ("dropped
+    'trust_annotations': Keen does not use it"), and add-json is the one command that could
+    set them. Typed by the user, they are kept; from another host's file (a project's
+    .mcp.json may come from anyone) they are still not taken, saying why and how to set them."""
+    entry = '{"command": "some-server", "trust_annotations": true, "inherit_env": ["AWS_PROFILE"], "pinning": "off"}'
+    added = home.keen("mcp", "add-json", "mine", entry)
+    assert added.code == 0 and "dropped" not in added.stderr, str(added)
+    kept = servers(home)["mine"]
+    assert (
+        kept["trust_annotations"] is True
+        and kept["inherit_env"] == ["AWS_PROFILE"]
+        and kept["pinning"] == "off"
+    )
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"mcpServers": {"theirs": json.loads(entry)}}))
+    imported = home.keen("mcp", "import", str(other))
+    assert "theirs" in servers(home) and "trust_annotations" not in servers(home)["theirs"], str(imported)
+    assert "dropped 'trust_annotations'" in imported.stderr + imported.stdout, str(imported)
+    assert "Keen does not use it" not in imported.stderr + imported.stdout, str(imported)
+    assert "keen mcp add-json" in imported.stderr + imported.stdout, str(imported)
+
+
+def test_a_misspelt_field_is_named_with_the_one_it_resembles(home: Home) -> None:
+    """``"argz"`` was dropped with "Keen does not use it", as if by design; the server then
+    started without its arguments."""
+    added = home.keen("mcp", "add-json", "typo", '{"command": "some-server", "argz": ["--port", "1"]}')
+    assert added.code == 0 and "dropped 'argz'" in added.stderr and "did you mean 'args'?" in added.stderr, (
+        str(added)
+    )
+    plain = home.keen("mcp", "add-json", "odd", '{"command": "some-server", "colour": "blue"}')
+    assert "dropped 'colour': Keen does not use it" in plain.stderr and "did you mean" not in plain.stderr
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("pinning", "bogus"), ("trust_annotations", "yes please"), ("inherit_env", "ALL")],
+)
+def test_add_json_refuses_a_bad_value_of_keens_own_settings(home: Home, field: str, value: str) -> None:
+    """Keen's own settings are validated with the rest of the entry: a bad value is refused
+    (exit 2, nothing written), not written to make an entry ``keen mcp get`` calls invalid."""
+    added = home.keen("mcp", "add-json", "mine", json.dumps({"command": "some-server", field: value}))
+    assert added.code == 2 and "cannot add 'mine'" in added.stderr and field in added.stderr, str(added)
+    assert not home.config_path.exists() or "mine" not in servers(home), str(added)
+
+
+def test_add_json_overwrite_to_a_url_drops_the_stdio_entrys_inherit_env(home: Home) -> None:
+    """An --overwrite that makes a stdio server a remote one drops the stdio fields,
+    ``inherit_env`` among them (a url entry with it is invalid)."""
+    stdio = home.keen("mcp", "add-json", "mine", '{"command": "some-server", "inherit_env": ["AWS_PROFILE"]}')
+    assert stdio.code == 0, str(stdio)
+    remote = home.keen("mcp", "add-json", "mine", '{"url": "https://example.com/mcp"}', "--overwrite")
+    assert remote.code == 0, str(remote)
+    assert "inherit_env" not in servers(home)["mine"], servers(home)
+    shown = home.keen("mcp", "get", "mine")
+    assert shown.code == 0 and "invalid" not in shown.stdout + shown.stderr, str(shown)
+
+
 def test_detect_lists_an_unreadable_host_file_with_its_problem(home: Home) -> None:
     _write(home.home / ".cursor" / "mcp.json", '{"mcpServers": {"a": {"command": "x"} "b": 1}}')
     found = home.keen("mcp", "import", "--detect", "--json")

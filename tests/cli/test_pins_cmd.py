@@ -210,6 +210,43 @@ def test_trust_of_an_unknown_tool_and_an_unknown_server_fail_with_exit_2(
     assert "Look a page up by its id." in first.stdout  # every definition trust would pin is shown
 
 
+def test_pins_from_a_first_call_are_said_unreviewed_until_trust_reviews_them(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+) -> None:
+    """A first approved call pins every tool, but a person saw none of them: their
+    readOnlyHint grants nothing until ``keen mcp trust``. ``keen mcp diff`` says so instead
+    of calling them trusted, and ``keen mcp trust`` says it reviewed them, not that they were
+    "already trusted". A misspelt server is named as not configured, not sent to diff."""
+    docs = Docs()
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    home = Home(keen_home, user_home)
+    with serve_http(docs.mcp) as srv:
+        write_config({"docs": {"url": srv.url}})
+        called, diff, diff_json, trusted, again, again_json, ghost = home.keen_many(
+            ("mcp", "call", "docs", "search", "--args", '{"q": "a"}', "--yes"),
+            ("mcp", "diff", "docs"),
+            ("mcp", "diff", "docs", "--json"),
+            ("mcp", "trust", "docs"),
+            ("mcp", "diff", "docs"),
+            ("mcp", "diff", "docs", "--json"),
+            ("mcp", "trust", "dosc"),
+        )
+    assert called.code == 0, called
+    assert diff.code == 0 and "2 pinned by a first call, not reviewed" in diff.stdout, diff
+    assert "keen mcp trust docs" in diff.stdout and "2 trusted" not in diff.stdout, diff
+    # --json says the same per tool: pinned unchanged ("trusted" status) but not reviewed.
+    first = json.loads(diff_json.stdout)["tools"]
+    assert [(t["status"], t["reviewed"]) for t in first] == [("trusted", False)] * 2, first
+    assert [t["reviewed"] for t in json.loads(again_json.stdout)["tools"]] == [True] * 2, again_json
+    assert trusted.code == 0 and "2 reviewed" in trusted.stdout and "already trusted" not in trusted.stdout
+    assert again.code == 0 and "2 trusted" in again.stdout and "not reviewed" not in again.stdout, again
+    assert (
+        ghost.code == 2 and "no server named 'dosc'" in ghost.stderr and "(configured: docs)" in ghost.stderr
+    )
+    assert "keen mcp diff dosc" not in ghost.stderr, ghost
+
+
 async def test_stdio_default_warns_and_an_explicit_quarantine_refuses_new_tools(
     write_config: Callable[[dict[str, Any]], Path], keen_home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

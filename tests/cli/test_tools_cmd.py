@@ -261,3 +261,36 @@ async def test_tools_index_encodes_once_then_reads_the_cache(demo_home: Path) ->
     # A search reads them too (in this process: the transformer ranked, and said nothing).
     found = keen("tools", "search", "how many kilometres is a marathon", "--json", "-k", "1")
     assert "dense" in json.loads(found.stdout)[0]["signals"] and "note:" not in found.stderr
+
+
+def test_a_read_only_claim_counts_in_search_only_from_a_server_trusted_for_it(demo_home: Path) -> None:
+    """README "Annotations only from servers you trust for them": keen chat's /search and keen
+    serve judge a readOnlyHint of a server not trusted for its annotations as a claim, but
+    `keen tools search` took it as true (risk low, listed by --read-only). It now judges as
+    they do: trusted through "trust_annotations", or once `keen mcp trust` pinned the tool."""
+
+    def convert_units(*flags: str) -> list[dict[str, object]]:
+        done = keen("tools", "search", "convert miles to kilometers", "--json", "-k", "8", *flags)
+        assert done.code == 0, done.stderr
+        return [h for h in json.loads(done.stdout) if h["tool"] == "convert_units"]
+
+    assert [h["risk"] for h in convert_units("--read-only")] == ["low"]  # "trust_annotations": true
+    config = demo_home / "mcp" / "configs.json"
+    data = json.loads(config.read_text())
+    data["servers"]["demo"] = {k: v for k, v in DEMO.items() if k != "trust_annotations"}
+    config.write_text(json.dumps(data))
+    assert [h["risk"] for h in convert_units()] == ["medium"]
+    assert convert_units("--read-only") == []
+    assert keen("mcp", "diff", "demo").code == 0
+    assert keen("mcp", "trust", "demo").code == 0
+    assert [h["risk"] for h in convert_units()] == ["low"]
+    assert [h["risk"] for h in convert_units("--read-only")] == ["low"]
+    # "pinning": "off": keen chat compares no pins, so the reviewed pin counts for nothing.
+    data["servers"]["demo"]["pinning"] = "off"
+    config.write_text(json.dumps(data))
+    assert [h["risk"] for h in convert_units()] == ["medium"]
+    # A grant spelt as the validation also reads it ("true") is one, as in keen chat.
+    data["servers"]["demo"]["trust_annotations"] = "true"
+    config.write_text(json.dumps(data))
+    assert keen("mcp", "get", "demo").code == 0  # the entry is valid as written
+    assert [h["risk"] for h in convert_units("--read-only")] == ["low"]

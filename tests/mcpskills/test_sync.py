@@ -191,7 +191,9 @@ def test_server_disabled_in_configs_json(root: Path) -> None:
     off = ServerSnapshot(status("srv", ServerState.CONFIGURED, enabled=False))
     entry = run(root, off).get("srv")
     assert entry is not None and entry.action == "disabled" and not entry.enabled
-    assert "configs.json" in entry.hint
+    assert "configs.json" in entry.hint and entry.remedy is Remedy.ENABLE_SERVER
+    # One wording with keen mcp get / tools: the command that enables it.
+    assert with_remedy(entry.hint, entry.remedy, server="srv").endswith("run: keen mcp enable srv")
     assert marker(root, "srv")["status"] == "disabled" and (root / "mcp:srv" / "SKILL.md").is_file()
     assert run(root, connected("srv")).get("srv") is not None and config_file(root) == {}
 

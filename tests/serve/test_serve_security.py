@@ -254,3 +254,46 @@ def test_unreachable_redis_store_is_a_clear_error(tmp_path: Path) -> None:
     # The failure is worded once, never as an internal error (before: "ExceptionGroup").
     assert "internal error" not in done.stderr, done.stderr
     assert not (tmp_path / "logs" / "serve-audit.jsonl").exists()  # no session.start for a failed start
+
+
+def test_a_port_already_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    """uvicorn's bind failure ended keen serve with an ExceptionGroup traceback (SystemExit 3)
+    and exit 1; it is the CLI's error, exit 2, saying which address and what to do."""
+    import socket
+
+    write_upstream(tmp_path)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*forked(KEEN), "serve", "--transport", "http", "--port", str(port)],
+            env=serve_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "SystemExit" not in done.stderr, done.stderr
+    assert f"127.0.0.1:{port}" in done.stderr and "--port" in done.stderr, done.stderr
+    assert "--host" not in done.stderr, done.stderr  # the port is what to change
+
+
+@pytest.mark.parametrize(
+    ("host", "why"),
+    [("192.0.2.1", "Cannot assign requested address"), ("no-such-host.invalid", "not known")],
+)
+def test_a_host_keen_serve_cannot_bind_says_to_change_the_host(tmp_path: Path, host: str, why: str) -> None:
+    """An address not of this machine (TEST-NET-1) or a name that does not resolve: the
+    error names the host as the thing to change, with the resolver's own words (it printed
+    '(Unknown error -2)' and advised another --port)."""
+    write_upstream(tmp_path)
+    done = subprocess.run(
+        [*forked(KEEN), "serve", "--transport", "http", "--host", host, "--port", "0"],
+        env={**serve_env(tmp_path), "KEEN_SERVE_TOKEN": "a-token-long-enough-for-keen-serve-0123456789"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"cannot listen on {host}:0" in done.stderr and why in done.stderr, done.stderr
+    assert "--host" in done.stderr and "--port" not in done.stderr, done.stderr
+    assert "Unknown error" not in done.stderr, done.stderr

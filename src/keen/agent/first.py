@@ -137,7 +137,7 @@ def plan(
     covered = covered_servers(root, servers, state=state)
     if covered is None:
         return None
-    from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt
+    from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt, offered_skills
     from keen.harness.definitions import first_step_tools
 
     tools = first_step_tools()
@@ -145,7 +145,10 @@ def plan(
         # The store is not written here: the session's own scan writes it, after the request.
         found = DiscoveryCache(root, save=False).discover(state)
         text = build_system_prompt(
-            root, tools, budget=DEFAULT_PROMPT_BUDGET if budget is None else budget, skills=found.enabled
+            root,
+            tools,
+            budget=DEFAULT_PROMPT_BUDGET if budget is None else budget,
+            skills=offered_skills(found.enabled, covered),
         )
     except KeenError:
         return None  # the session says what is wrong with the skills, as it always did

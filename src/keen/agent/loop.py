@@ -53,7 +53,7 @@ import anyio
 from keen.agent.compaction import CallRecord, compact_turn
 from keen.agent.models import Message, Model, ModelDone, ModelError, TextDelta, ToolCall
 from keen.agent.reconnect import reconnect_line, retry_words
-from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt
+from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt, offered_skills
 from keen.agent.unfinished import CUT_CALLS, UNFINISHED, not_run
 from keen.capabilities import PermissionMode, capability_id
 from keen.errors import KeenError
@@ -202,7 +202,7 @@ class Agent:
         """User turns run so far (each is one or more model steps: ``Harness.step``)."""
         self.always: set[tuple[str, str]] = set()
         self.last_result: TurnResult | None = None
-        self._prompt: tuple[Discovery, str, str] | None = None
+        self._prompt: tuple[Discovery, str, frozenset[str], str] | None = None
         self._elicitor = elicitor
         self.reconnector = Reconnector(runtime.manager)
         self.on_reconnect: Callable[[ServerStatus, float, float], None] | None = None
@@ -316,18 +316,21 @@ class Agent:
 
     def system_prompt(self, tools: list[dict[str, Any]]) -> str:
         """The system prompt for a step offering ``tools``; rebuilt when the offered tools
-        or the skills changed (or after :meth:`reload_catalog`). The skills come from the
+        or the skills changed, or the servers the session starts (the catalog leaves out a
+        server it never starts: :func:`offered_skills`; or after :meth:`reload_catalog`). The skills come from the
         runtime's :class:`~keen.skills.cache.DiscoveryCache`, which returns the same
         discovery while no ``SKILL.md``, skill folder, symlink or ``config.json`` changed."""
         found = self.runtime.skills.discover()
+        servers = frozenset(self.runtime.manager.to_start())
         tools_key = json.dumps(tools, sort_keys=True, default=str)
         cached = self._prompt
-        if cached is None or cached[0] is not found or cached[1] != tools_key:
+        if cached is None or cached[0] is not found or cached[1] != tools_key or cached[2] != servers:
+            skills = offered_skills(found.enabled, servers)
             text = build_system_prompt(
-                self.runtime.skills_root, tools, budget=self.prompt_budget, skills=found.enabled
+                self.runtime.skills_root, tools, budget=self.prompt_budget, skills=skills
             )
-            self._prompt = cached = (found, tools_key, text)
-        return cached[2]
+            self._prompt = cached = (found, tools_key, servers, text)
+        return cached[3]
 
     async def _model_call(self, tools: list[dict[str, Any]], view: TurnView) -> ModelDone:
         system = self.system_prompt(tools)

@@ -12,7 +12,7 @@ servers folded behind search).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from keen.capabilities import budgeted_section
 from keen.skills import Skill, discover
 from keen.tokens import TokenCounter
 
-__all__ = ["BASE_PROMPT", "DEFAULT_PROMPT_BUDGET", "build_system_prompt"]
+__all__ = ["BASE_PROMPT", "DEFAULT_PROMPT_BUDGET", "build_system_prompt", "offered_skills"]
 
 DEFAULT_PROMPT_BUDGET = 6_000
 """Tokens for the catalog plus the offered tool definitions."""
@@ -75,3 +75,14 @@ def build_system_prompt(
     )
     text = section.text.strip()
     return f"{BASE_PROMPT}\n\n{text}" if text else BASE_PROMPT
+
+
+def offered_skills(skills: Sequence[Skill], servers: Collection[str]) -> list[Skill]:
+    """``skills`` less the generated ``mcp:<server>`` skill of each server not in ``servers``
+    (the servers the session starts): a server disabled in configs.json keeps its enabled
+    skill until the next sync, and the catalog must not offer a server that never starts."""
+    return [
+        skill
+        for skill in skills
+        if not (skill.managed and skill.name.startswith("mcp:")) or skill.name.removeprefix("mcp:") in servers
+    ]

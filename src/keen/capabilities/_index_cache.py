@@ -248,7 +248,7 @@ def _read(folder: Path) -> tuple[dict[str, Any], IndexPart, IndexPart]:
         arrays = {k: data[k] for k in data.files if k not in roomy}
     # The tools' sums read into buffers with room for the rows a refresh appends: grown
     # later, each would be copied whole (2 x 51 MB at 50,000 tools) by the first refresh.
-    arrays |= _with_room(folder / "assembled.npz", roomy, spare_rows(len(tool_rows)))
+    arrays |= _with_room(folder / "assembled.npz", roomy, len(tool_rows), spare_rows(len(tool_rows)))
     bm25 = Lexical.from_arrays(arrays, "bm25_")
     bm25_servers = Lexical.from_arrays(arrays, "servers_")
     size = word_vectors().embedding.shape[0]
@@ -273,11 +273,12 @@ def _read(folder: Path) -> tuple[dict[str, Any], IndexPart, IndexPart]:
     return meta, IndexPart(tool_rows, bm25, sums, df), IndexPart(server_rows, bm25_servers, server_pooled)
 
 
-def _with_room(path: Path, names: Sequence[str], rows: int) -> dict[str, np.ndarray]:
-    """The 2-d float32 arrays ``names`` of the ``.npz`` at ``path`` (as ``np.savez`` writes
-    them: uncompressed), each read into the first rows of a buffer of ``rows`` rows (more
-    when it holds more). Raises ``ValueError`` (or ``OSError``, ``KeyError``) when one is
-    missing, unreadable or not such an array."""
+def _with_room(path: Path, names: Sequence[str], stored: int, rows: int) -> dict[str, np.ndarray]:
+    """The 2-d float32 arrays ``names`` of ``stored`` rows each in the ``.npz`` at ``path``
+    (as ``np.savez`` writes them: uncompressed), each read into the first rows of a buffer of
+    ``rows`` rows (at least ``stored``). Raises ``ValueError`` (or ``OSError``, ``KeyError``)
+    when one is missing, unreadable, not such an array or of another row count (the buffer's
+    spare rows would pass for the missing ones)."""
     import numpy as np
 
     out: dict[str, np.ndarray] = {}
@@ -295,7 +296,12 @@ def _with_room(path: Path, names: Sequence[str], rows: int) -> dict[str, np.ndar
                     shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)  # pyright: ignore[reportUnknownMemberType]
                 if fortran or dtype != np.dtype(np.float32) or len(shape) != 2:
                     raise ValueError(f"{name}: not a 2-d float32 array")
-                buffer = np.empty((max(rows, shape[0]), shape[1]), dtype=np.float32)
+                if shape[0] != stored:
+                    raise ValueError(f"{name}: {shape[0]} rows for {stored} tools")
+                buffer = np.empty((max(rows, stored), shape[1]), dtype=np.float32)
+                out[name] = buffer
+                if not shape[0] * shape[1]:
+                    continue  # no rows (a catalog with no tools): nothing to read, and no view to cast
                 # Read in place by pieces: no bytes object of the whole array between
                 # (numpy's stubs give ndarray no buffer protocol).
                 view = memoryview(buffer[: shape[0]]).cast("B")  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
@@ -306,7 +312,6 @@ def _with_room(path: Path, names: Sequence[str], rows: int) -> dict[str, np.ndar
                         raise ValueError(f"{name}: shorter than its header says")
                     view[got : got + len(piece)] = piece
                     got += len(piece)
-                out[name] = buffer
     return out
 
 

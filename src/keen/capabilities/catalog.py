@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import itertools
 import json
@@ -57,7 +58,10 @@ __all__ = [
     "SearchFilter",
     "SearchHit",
     "explain",
+    "held_tools",
+    "managed_server",
     "server_text",
+    "skill_tools",
     "tool_capability",
 ]
 
@@ -227,7 +231,12 @@ class Catalog:
 
     @classmethod
     def from_skills_dir(
-        cls, skills_root: Path | None = None, *, include_disabled: bool = False, **options: Any
+        cls,
+        skills_root: Path | None = None,
+        *,
+        include_disabled: bool = False,
+        annotations_trusted: Callable[[str, dict[str, Any]], bool] | None = None,
+        **options: Any,
     ) -> Catalog:
         """The catalog of the skills under ``skills_root`` (default ``$KEEN_HOME/skills``).
 
@@ -235,7 +244,10 @@ class Catalog:
         now for the summary and search text; :meth:`load` reads it again); every other
         skill is one ``skill`` capability. Disabled skills are left out unless
         ``include_disabled``. Broken skills and unreadable schema files are skipped with a
-        log line. Raises ``SkillError`` for an unreadable skills dir or config.
+        log line. ``annotations_trusted(server, schema)``: whether a tool's annotations are
+        taken as true (asked only of a tool claiming ``readOnlyHint``; ``None``: every one
+        is), e.g. :func:`keen.trust.pins.skill_annotations_trusted`. Raises ``SkillError``
+        for an unreadable skills dir or config.
         """
         found = discover(skills_root)
         caps: list[Capability] = []
@@ -243,19 +255,13 @@ class Catalog:
         for skill in found.skills:
             if not (skill.enabled or include_disabled):
                 continue
-            server = _managed_server(skill)
+            server = managed_server(skill)
             if server is None:
                 caps.append(skill_capability(skill))
                 continue
-            servers[server] = f"{skill.description} {_server_instructions(skill)}".strip()
-            for path in sorted((skill.path / "schemas").rglob("*.json")):
-                try:
-                    data = json.loads(path.read_text(encoding="utf-8"))
-                except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-                    logger.warning("catalog: skipping unreadable schema %s: %s", path, exc)
-                    continue
-                if isinstance(data, dict) and isinstance(data.get("name"), str):
-                    caps.append(tool_capability(server, data, _schema_loader(path), str(path)))
+            trusted = True if annotations_trusted is None else functools.partial(annotations_trusted, server)
+            servers[server], tools = skill_tools(skill, server, annotations_trusted=trusted)
+            caps += tools
         return cls(caps, servers, **options)
 
     @classmethod
@@ -593,12 +599,59 @@ def explain(cap: Capability, signals: Mapping[str, float], words: Sequence[str])
     return "; ".join(text for _, text in parts) or "best of a weak field"
 
 
-def _managed_server(skill: Skill) -> str | None:
-    if not (skill.managed and skill.name.startswith("mcp:")):
-        return None
+def skill_tools(
+    skill: Skill, server: str, *, annotations_trusted: bool | Callable[[dict[str, Any]], bool] = True
+) -> tuple[str, list[Capability]]:
+    """The server text and one tool capability per schema file of ``server``'s generated
+    skill (``mcp:<server>``, written from what the pins let a model read: under
+    ``quarantine`` a changed tool as it was pinned, under ``warn`` or ``off`` the live
+    definitions; :func:`keen.trust.pins.pinned_view`), in file name order.
+    Unreadable schema files are skipped with a log line. ``annotations_trusted``: False, or
+    a callable answering False for a schema file (asked only when its tool claims
+    ``readOnlyHint``, the one hint trust changes), makes its annotations claims
+    (:meth:`Risk.from_annotations`)."""
+    text = f"{skill.description} {_server_instructions(skill)}".strip()
+    caps: list[Capability] = []
+    for path in sorted((skill.path / "schemas").rglob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            logger.warning("catalog: skipping unreadable schema %s: %s", path, exc)
+            continue
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            trusted = annotations_trusted
+            if callable(trusted):
+                claims = data.get("annotations")
+                trusted = not (isinstance(claims, dict) and claims.get("readOnlyHint") is True) or trusted(
+                    data
+                )
+            caps.append(
+                tool_capability(server, data, _schema_loader(path), str(path), annotations_trusted=trusted)
+            )
+    return text, caps
+
+
+def _marker(skill: Skill) -> dict[str, Any]:
+    """The skill's marker file as JSON (``{}`` when unreadable or not an object)."""
     try:
         marker = json.loads((skill.path / MARKER_FILE).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return skill.name.removeprefix("mcp:")
-    server = marker.get("server") if isinstance(marker, dict) else None
+        return {}
+    return marker if isinstance(marker, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def managed_server(skill: Skill) -> str | None:
+    """The MCP server a generated ``mcp:<server>`` skill describes (its marker's, else the
+    name's), or None for any other skill."""
+    if not (skill.managed and skill.name.startswith("mcp:")):
+        return None
+    server = _marker(skill).get("server")
     return server if isinstance(server, str) and server else skill.name.removeprefix("mcp:")
+
+
+def held_tools(skill: Skill) -> frozenset[str]:
+    """The tools a generated skill's marker records as held for review when it was written
+    (``pinning: quarantine``: a changed one's schema file is its pinned definition, and a
+    call to it is refused until ``keen mcp trust``)."""
+    held = _marker(skill).get("held_tools")
+    return frozenset(n for n in held if isinstance(n, str)) if isinstance(held, list) else frozenset()

@@ -18,6 +18,14 @@ frontmatter parsed) and making a descriptor of every tool of every connected ser
 
 A server that connects, disconnects, is refreshed (a live tool-list change, new pins) or a
 skill that is edited, swapped, enabled, disabled, added or removed is seen at the next call.
+
+A server still starting (``connecting``, or one the Manager starts once it starts:
+:meth:`~keen.mcp.Manager.to_start`) has no live list yet: its tools come from its generated
+skill on disk, written by the last sync (docs/chat.md "Startup": a turn sent before
+discovery ends uses the skills on disk), with their annotations taken as claims, less the
+tools its marker records as held for review when quarantined tools are left out (``pins``);
+the live list replaces them once it connects. So a search in a session's first steps finds
+them, and a call to one waits for its server.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keen.capabilities.catalog import Catalog
+from keen.capabilities.catalog import Catalog, held_tools, managed_server, skill_tools
 from keen.capabilities.describe import (
     ServerInputs,
     server_capabilities,
@@ -61,16 +69,28 @@ class _ServerPart:
     caps: list[Capability]
 
 
+@dataclass(frozen=True, slots=True)
+class _DiskPart:
+    """What a server still starting contributes: its generated skill on disk (``skill``,
+    the object the discovery cache keeps while its files are unchanged)."""
+
+    skill: Skill
+    text: str
+    caps: list[Capability]
+
+
 class CatalogCache:
-    """A callable returning the catalog of ``manager``'s connected servers plus the local
-    (non-MCP) skills: :meth:`Catalog.from_manager`, rebuilt only from what changed.
+    """A callable returning the catalog of ``manager``'s connected servers (a server still
+    starting: its generated skill on disk; module doc) plus the local (non-MCP) skills:
+    :meth:`Catalog.from_manager`, rebuilt only from what changed.
 
     Args:
         manager: the running Manager.
         skills_root: the local skills (``None``: none), read through a
             :class:`~keen.skills.cache.DiscoveryCache` of it.
         skills: a shared :class:`~keen.skills.cache.DiscoveryCache` instead of ``skills_root``.
-        pins: leave out the tools ``call_mcp_tool`` would refuse as quarantined.
+        pins: leave out the tools ``call_mcp_tool`` would refuse as quarantined (a starting
+            server's: those its skill's marker records as held when it was written).
         options: passed to :class:`Catalog` (``cache_dir``, ``cache``).
 
     ``builds`` / ``reuses``: calls that made a new Catalog / returned the last one.
@@ -95,8 +115,9 @@ class CatalogCache:
         self.options = options
         self.builds = 0
         self.reuses = 0
-        self._servers: dict[str, _ServerPart] = {}
+        self._servers: dict[str, _ServerPart | _DiskPart] = {}
         self._found: Discovery | None = None
+        self._generated: tuple[Discovery | None, dict[str, Skill]] = (None, {})
         self._local: list[tuple[Skill, Capability]] = []
         self._catalog: Catalog | None = None
 
@@ -104,22 +125,41 @@ class CatalogCache:
         """The catalog now: the last one when nothing changed, else a new one. Raises
         ``SkillError`` when the skills directory or its config cannot be read."""
         changed = self._catalog is None
-        parts: dict[str, _ServerPart] = {}
-        for status in self.manager.servers():
-            if status.state is not ServerState.CONNECTED or not status.enabled:
-                continue
-            part = self._server(status.name)
-            if part is None:
-                continue
-            changed = changed or self._servers.get(status.name) is not part
-            parts[status.name] = part
+        found = self.skills.discover() if self.skills is not None else self._found
+        parts: dict[str, _ServerPart | _DiskPart] = {}
+        if self.manager.started:
+            for status in self.manager.servers():
+                if not status.enabled:
+                    continue
+                if status.state is ServerState.CONNECTED:
+                    part = self._server(status.name)
+                elif status.state is ServerState.CONNECTING and found is not None:
+                    # Connecting only: a started Manager leaves a server it does not start
+                    # (outside ``only``) configured for good, and a call waits only for one
+                    # that is connecting (Agent.joined).
+                    part = self._from_disk(status.name, found)
+                else:
+                    continue
+                if part is not None:
+                    parts[status.name] = part
+        elif found is not None:
+            # Not started yet (keen chat's first step, built while its first request is out:
+            # the skills on disk cover the configuration then): the enabled generated skill
+            # of each server the session starts next stands for it. configs.json decides
+            # which: a server disabled there keeps its enabled skill until the next sync.
+            starting = self.manager.to_start()
+            for name in self._generated_skills(found).keys() & starting:
+                part = self._from_disk(name, found)
+                if part is not None:
+                    parts[name] = part
+        for name, part in parts.items():
+            changed = changed or self._servers.get(name) is not part
         changed = changed or parts.keys() != self._servers.keys()
-        found, local, local_changed = self._found, self._local, False
-        if self.skills is not None:
-            found = self.skills.discover()
-            if found is not self._found:
-                local = self._local_skills(found)
-                changed = local_changed = True
+        local, local_changed = self._local, False
+        if self.skills is not None and found is not self._found:
+            assert found is not None  # a DiscoveryCache always gives one
+            local = self._local_skills(found)
+            changed = local_changed = True
         if not changed and self._catalog is not None:
             self.reuses += 1
             return self._catalog
@@ -158,13 +198,39 @@ class CatalogCache:
                 out.append((skill, skill_capability(skill)))
         return out
 
+    def _generated_skills(self, found: Discovery) -> dict[str, Skill]:
+        """Server name -> its enabled generated skill in ``found`` (kept per discovery)."""
+        if self._generated[0] is not found:
+            by_server: dict[str, Skill] = {}
+            for skill in found.enabled:
+                server = managed_server(skill)
+                if server is not None:
+                    by_server[server] = skill
+            self._generated = (found, by_server)
+        return self._generated[1]
+
+    def _from_disk(self, name: str, found: Discovery) -> _DiskPart | None:
+        """A starting server's part from its enabled generated skill (None without one): the
+        cached part while the discovery cache keeps the same skill object."""
+        skill = self._generated_skills(found).get(name)
+        if skill is None:
+            return None
+        cached = self._servers.get(name)
+        if isinstance(cached, _DiskPart) and cached.skill is skill:
+            return cached
+        text, caps = skill_tools(skill, name, annotations_trusted=False)
+        if self.pins is not None:  # as the live list leaves them out (server_inputs)
+            held = held_tools(skill)
+            caps = [cap for cap in caps if cap.name not in held]
+        return _DiskPart(skill, text, sorted(caps, key=operator.attrgetter("id")))
+
     def _server(self, name: str) -> _ServerPart | None:
         """The server's part: the cached one when its inputs are equal, else a new one."""
         inputs = server_inputs(self.manager, name, held_out=self.pins is not None)
         if inputs is None:
             return None
         cached = self._servers.get(name)
-        if cached is not None and cached.inputs == inputs:
+        if isinstance(cached, _ServerPart) and cached.inputs == inputs:
             return cached
         caps = sorted(server_capabilities(name, inputs), key=operator.attrgetter("id"))
         return _ServerPart(inputs, server_text(name, inputs[1], inputs[0]), caps)

@@ -130,10 +130,17 @@ class DenseVectors:
 
     def status(self) -> str:
         """One line on the signal: ``""`` when ready, else why the search ran without it."""
-        if self.ready:
+        if self.ready or not self.total:  # no tools: nothing the vectors would rank
             return ""
         if self.failed:
             return f"semantic ranking by wordllama: the transformer model is unavailable ({self.failed})"
+        if self.done >= self.total:
+            # Every vector is there (from the cache): only the encoder (loading, or another
+            # catalog's turn) is missing, which indexing would not change.
+            return (
+                f"semantic ranking not ready (all {self.total} tools' vectors cached; the transformer"
+                " model is still loading): ranked by keywords and wordllama meanwhile"
+            )
         return (
             f"semantic vectors not ready ({self.done} of {self.total} tools encoded): ranked by"
             " keywords and wordllama meanwhile; `keen tools index` finishes the index"

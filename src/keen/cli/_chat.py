@@ -47,6 +47,8 @@ class _OneShotView:
         self.streamed = False
         self.notices: list[str] = []
         self._held = ""
+        self.line_open = False
+        """stdout's last character is not a newline."""
 
     def text(self, delta: str) -> None:
         if self.stream and delta:
@@ -65,13 +67,20 @@ class _OneShotView:
         held, self._held = self._held, ""
         self._write(held)
 
-    @staticmethod
-    def _write(text: str) -> None:
+    def _write(self, text: str) -> None:
         if text:
             from keen.cli._terminal import terminal_text
 
             sys.stdout.write(terminal_text(text))
             sys.stdout.flush()
+            self.line_open = not text.endswith("\n")
+
+    def _end_step(self) -> None:
+        """End the line of a step's text before its tool calls: the next step's text (the
+        answer, or more) starts a line of its own instead of running on from this one."""
+        self.finish()
+        if self.line_open:
+            self._write("\n")
 
     # Names, results and notices are the model's or a server's text: printed as rich Text,
     # so "[/x]" is literal instead of markup (an unmatched closing tag crashed the turn).
@@ -82,6 +91,7 @@ class _OneShotView:
         from keen.entry_tools import CALL_TOOL
 
         shown = f"{arguments.get('server')}/{arguments.get('tool')}" if name == CALL_TOOL else name
+        self._end_step()
         err.print(Text(f"> {terminal_text(shown)}", style="dim"), highlight=False)
 
     def observation(self, obs: Observation) -> None:
@@ -284,7 +294,7 @@ def _show(result: TurnResult, view: _OneShotView, as_json: bool) -> None:
         print_json(redactor.redact_json(result.to_dict()))
     else:
         view.finish()
-        if not result.answer.endswith("\n"):
+        if view.line_open or not view.streamed:
             sys.stdout.write("\n")
         # A model error was already a notice line ("model error: ..."): not said twice.
         if result.error and not any(result.error in line for line in view.notices):

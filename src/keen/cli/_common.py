@@ -6,6 +6,7 @@ error (message on stderr, no traceback). Set ``KEEN_DEBUG=1`` for tracebacks.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TypeVar, cast
@@ -115,7 +116,19 @@ class _KeenTyper(typer.Typer):
     """``typer.Typer`` whose commands are :class:`KeenCommand` unless told otherwise."""
 
     def command(self, name: str | None = None, *, cls: Any = None, **options: Any) -> Any:
-        return super().command(name, cls=cls or KeenCommand, **options)
+        if "short_help" in options:
+            return super().command(name, cls=cls or KeenCommand, **options)
+
+        def register(fn: Any) -> Any:
+            # A group lists each command by its docstring's first paragraph, line breaks
+            # included: given as one line, it flows to the terminal's width instead.
+            first = inspect.getdoc(fn) or ""
+            short = " ".join(first.split("\n\n", 1)[0].split())
+            return super(_KeenTyper, self).command(
+                name, cls=cls or KeenCommand, short_help=short or None, **options
+            )(fn)
+
+        return register
 
 
 def typer_app(help: str, **options: Any) -> typer.Typer:
@@ -123,6 +136,8 @@ def typer_app(help: str, **options: Any) -> typer.Typer:
     options.setdefault("no_args_is_help", True)
     options.setdefault("cls", KeenGroup)
     options.setdefault("add_completion", False)  # a group or command built alone (keen.cli.COMMANDS)
+    # -h as well as --help, as most command-line tools take it (no command uses -h otherwise).
+    options.setdefault("context_settings", {"help_option_names": ["-h", "--help"]})
     return _KeenTyper(help=help, **options)
 
 

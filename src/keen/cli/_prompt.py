@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from keen import paths
-from keen.cli._console import fail, guarded_reader, out, print_json
+from keen.cli._console import err, fail, guarded_reader, out, print_json
 
 __all__ = ["print_stats", "run_alone", "show"]
 
@@ -42,10 +42,22 @@ def show(*, stats: bool, as_json: bool, max_chars: int, budget_tokens: int) -> N
             _check_fits(text, budget)
         if as_json:
             print_json({"text": text, "chars": len(text)})
+        elif not text:
+            _nothing_yet()
         else:
             sys.stdout.write(text + "\n")
         return
     print_stats(max_chars=budget, as_json=as_json)
+
+
+def _nothing_yet() -> None:
+    """Say on stderr why there is no section (stdout stays empty for a script), and how to get one."""
+    err.print(
+        f"no MCP skills in {paths.skills_dir()} yet: add a server (keen mcp add NAME -- COMMAND [ARGS...]), "
+        "then generate its skill with keen mcp sync",
+        highlight=False,
+        markup=False,
+    )
 
 
 def print_stats(*, max_chars: int | None = None, as_json: bool = False) -> None:
@@ -59,6 +71,9 @@ def print_stats(*, max_chars: int | None = None, as_json: bool = False) -> None:
     figures = prompt_stats(root, tools=[tool_definition("openai", skills_dir=str(root))], max_chars=max_chars)
     if as_json:
         print_json(figures.to_dict())
+        return
+    if not figures.servers:
+        _nothing_yet()  # a "reduction" of nothing would be no figure at all
         return
     table = Listing(
         [Col("server", "key")]

@@ -23,7 +23,7 @@ def remedy_text(remedy: Remedy | None, *, server: str | None = None, skill: str 
     return {
         Remedy.SIGN_IN: f"run: keen mcp connect {server}",
         Remedy.RECONNECT: f"then run: keen mcp connect {server}",
-        Remedy.ENABLE_SERVER: f'set "enabled": true for {server} in configs.json',
+        Remedy.ENABLE_SERVER: f"run: keen mcp enable {server}",
         Remedy.FIX_CONFIG: f"then run: keen mcp connect {server}",
         Remedy.READ_SKILL: f"run `keen mcp tools {server}` to see its tools",
         Remedy.READ_SCHEMA: f"run `keen mcp tools {server} --json` to see each tool's inputSchema",

@@ -307,7 +307,24 @@ def add(
     kind = f"remote server {redact_url(url)}" if url else f"stdio server {command[0]}"
     out.print(f"[green]added[/] {escape(name)} ({escape(kind)}) to {escape(str(path))}", highlight=False)
     nxt = f"keen mcp connect {name}" if oauth else f"keen mcp tools {name}"
-    out.print(f"next: {escape(nxt)}", highlight=False)
+    _next_step(path, name, nxt)
+
+
+def _next_step(path: Path, name: str, command: str) -> None:
+    """``next: COMMAND``; for an entry that cannot start as written (an unset ``${VAR}``, a
+    field the schema refuses), first a note with what to fix, so the next step does not fail."""
+    from rich.text import Text
+
+    from keen.cli._terminal import terminal_text
+    from keen.mcp.config import load_config
+
+    problem = load_config(path, strict=False).invalid.get(name)
+    if problem:
+        note = f" {name} cannot start as written yet: {problem}"
+        err.print(Text.assemble(("note", "yellow"), terminal_text(note)), highlight=False)
+        out.print(f"next, once that is fixed: {escape(command)}", highlight=False)
+        return
+    out.print(f"next: {escape(command)}", highlight=False)
 
 
 _TRANSPORTS = {
@@ -397,7 +414,7 @@ def add_json(
     for note in add_server(path, name, entry, overwrite=overwrite):
         err.print(f"[yellow]note[/] {escape(note)}", highlight=False)
     out.print(f"[green]added[/] {escape(name)} to {escape(str(path))}", highlight=False)
-    out.print(f"next: keen mcp tools {escape(name)}", highlight=False)
+    _next_step(path, name, f"keen mcp tools {name}")
 
 
 def get(
@@ -426,7 +443,19 @@ def get(
             value = "yes" if value else "no"
         lines.append(f"  {key}: {value}")
     out.print(Text(terminal_text("\n".join(lines))))
-    out.print(f"connect and list its tools: keen mcp tools {escape(name)}", highlight=False)
+    # The next step for this entry as it is: listing the tools of a broken or disabled
+    # server fails, so those get the command that makes it usable.
+    if "error" in shown:
+        out.print(
+            f"fix its entry in {escape(str(path))} as the error says; then run: keen mcp connect {escape(name)}",
+            highlight=False,
+        )
+    elif shown.get("enabled") is False:
+        out.print(
+            f"Keen does not start it; start it again with: keen mcp enable {escape(name)}", highlight=False
+        )
+    else:
+        out.print(f"connect and list its tools: keen mcp tools {escape(name)}", highlight=False)
 
 
 def _shown_entry(path: Path, name: str) -> dict[str, Any]:
@@ -469,12 +498,12 @@ def _shown_entry(path: Path, name: str) -> dict[str, Any]:
 
 
 def enable(name: Annotated[str, typer.Argument(help="The server's name in configs.json.")]) -> None:
-    """Let Keen start SERVER again ("enabled" in configs.json)."""
+    """Let Keen start server NAME again ("enabled" in configs.json)."""
     _set_enabled(name, True)
 
 
 def disable(name: Annotated[str, typer.Argument(help="The server's name in configs.json.")]) -> None:
-    """Stop starting SERVER without removing it ("enabled": false in configs.json)."""
+    """Stop starting server NAME without removing it ("enabled": false in configs.json)."""
     _set_enabled(name, False)
 
 

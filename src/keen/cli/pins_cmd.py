@@ -138,7 +138,17 @@ def diff(
     for check in shown:
         _print_check(check, flags.get(check.name, []))
     counts = report.to_dict()["counts"]
-    out.print(", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no tools", highlight=False)
+    # A pin a first approved call wrote is one nobody reviewed: its readOnlyHint grants
+    # nothing until `keen mcp trust` (keen.trust.pins.pinned_view), so it is not called trusted.
+    unreviewed = [c for c in report.by_status("trusted") if not report.reviewed.get(c.name, False)]
+    words = [
+        f"{n} {status}"
+        for status, n in {**counts, "trusted": counts["trusted"] - len(unreviewed)}.items()
+        if n
+    ]
+    if unreviewed:
+        words.insert(0, f"{len(unreviewed)} pinned by a first call, not reviewed")
+    out.print(", ".join(words) or "no tools", highlight=False)
     # name@<fingerprint> binds the command to the definitions shown above.
     quarantined = [c.ref for c in report.quarantined]
     if quarantined:
@@ -154,6 +164,12 @@ def diff(
         )
     elif not shown:
         out.print("every tool matches its pin", highlight=False)
+    if unreviewed:
+        out.print(
+            f"{len(unreviewed)} not reviewed: their annotations (readOnlyHint) are the server's claims, "
+            f"and count once you accept them: keen mcp trust {escape(server)}",
+            highlight=False,
+        )
 
 
 def _print_check(check: ToolCheck, flags: list[Flag]) -> None:
@@ -211,6 +227,11 @@ def trust_cmd(
 
     store = PinStore()
     review = store.load_review(server)
+    if review is None:
+        from keen.mcp.config.edit import server_entry
+        from keen.paths import mcp_config_path
+
+        server_entry(mcp_config_path(), server)  # a misspelt name is said so, not sent to a diff
     if review is None and (as_json or not sys.stdin.isatty()):
         fail(
             f"nothing was trusted: run `keen mcp diff {server}` first and review what it shows; "
@@ -218,7 +239,9 @@ def trust_cmd(
             code=2,
         )
 
-    async def pin(live: list[Tool], others: dict[str, list[Tool]]) -> tuple[list[ToolCheck], int] | None:
+    async def pin(
+        live: list[Tool], others: dict[str, list[Tool]]
+    ) -> tuple[list[ToolCheck], int, set[str]] | None:
         shown = review
         if shown is None:
             # No diff to bind to: show what would be pinned, from this very listing, and ask.
@@ -230,18 +253,20 @@ def trust_cmd(
             if not await ask_cancellably(lambda: confirm_line(f"Pin these definitions of {server}? [y/N]: ")):
                 return None
             shown = Review.of(server, live)
+        before = store.load(server)
+        first_use = {n for n, p in before.tools.items() if not p.reviewed} if before is not None else set()
         pins, trusted = trust(server, live, tools or None, store=store, reviewed=shown, by_user=True)
-        return trusted, len(pins.tools)
+        return trusted, len(pins.tools), first_use
 
-    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int] | None:
+    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int, set[str]] | None:
         live, _policy, others, done = await _live_tools(server, timeout, live=not as_json, pin=pin)
-        return None if done is None else (done[0], _flags(server, live, others), done[1])
+        return None if done is None else (done[0], _flags(server, live, others), done[1], done[2])
 
     done = run(body)
     if done is None:
         fail(f"nothing was trusted: {server}'s definitions were not accepted", code=1)
 
-    trusted, flags, pinned = done
+    trusted, flags, pinned, first_use = done
     path = store.path(server)
     if as_json:
         print_json(
@@ -266,9 +291,15 @@ def trust_cmd(
                 highlight=False,
                 emoji=False,
             )
-    unchanged = len(trusted) - len(accepted)
+    # Pinned by a first call and unchanged: reviewed now (their readOnlyHint counts from here).
+    reviewed = [c for c in trusted if c.status == "trusted" and c.name in first_use]
+    unchanged = len(trusted) - len(accepted) - len(reviewed)
+    words = [f"{len(accepted)} accepted"]
+    if reviewed:
+        words.append(f"{len(reviewed)} reviewed (pinned by a first call before)")
+    if unchanged or not reviewed:
+        words.append(f"{unchanged} already trusted")
     out.print(
-        f"{escape(server)}: {len(accepted)} accepted, {unchanged} already trusted; {pinned} tools pinned in "
-        f"{escape(str(path))}",
+        f"{escape(server)}: {', '.join(words)}; {pinned} tools pinned in {escape(str(path))}",
         highlight=False,
     )

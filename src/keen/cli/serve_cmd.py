@@ -139,7 +139,9 @@ def serve(
             else:
                 await serve_http(keen, security, port, on_ready=partial(_say_ready, keen, store))
         except OSError as exc:
-            return f"cannot serve: {exc}; is the port free and the store reachable?"
+            # An errno-less one is worded already (keen.serve.run's listen failure).
+            hint = "" if exc.errno is None else "; is the port free and the store reachable?"
+            return f"cannot serve: {exc}{hint}"
         return None
 
     problem = run(main)

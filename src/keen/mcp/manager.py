@@ -382,6 +382,12 @@ class Manager:
         self._tool_views.trust = trust
 
     @property
+    def started(self) -> bool:
+        """Whether :meth:`start` ran: before it, :meth:`servers` lists none (``keen chat``'s
+        first step is built while its model request is out, before the servers start)."""
+        return self._started
+
+    @property
     def config(self) -> MCPConfig:
         """The loaded config (loads it on first use)."""
         if self._config is None:
@@ -389,6 +395,21 @@ class Manager:
 
             self._config = load_config(self.config_path, strict=False)
         return self._config
+
+    def to_start(self) -> set[str]:
+        """The servers :meth:`start` starts: configured, enabled and within ``only``. Before
+        the config is loaded, configs.json is read without its validation models when a full
+        validation of the same text found it valid (:func:`keen.mcp.config.known_servers`);
+        else it is loaded here (raises ``ConfigError`` for a file that cannot be used, as
+        :meth:`start` would)."""
+        listed = None
+        if self._config is None and self._from_file:
+            from keen.mcp.config.validated import known_servers
+
+            listed = known_servers(self.config_path)
+        if listed is None:
+            listed = [(name, server.enabled) for name, server in self.config.servers.items()]
+        return {name for name, on in listed if on and (self.only is None or name in self.only)}
 
     def no_config_file(self) -> bool:
         """Whether this manager reads configs.json and finds none (or an empty one) without

@@ -40,6 +40,8 @@ class Marker(BaseModel):
     source_hash: str | None = None
     rejected_tools: list[dict[str, Any]] | None = None
     rejected_count: int | None = None
+    held_tools: list[str] | None = None
+    """Tools the pins held for review when it was written (a changed one shows as pinned)."""
 
     def updated(self, changes: dict[str, Any]) -> Marker:
         """A copy with ``changes`` applied (validated)."""

@@ -141,6 +141,7 @@ def generate_skill(
     invalid: Sequence[tuple[str, str]] = (),
     description: str | None = None,
     held: str = "",
+    held_tools: Sequence[str] = (),
     batch: _swap.Batch | None = None,
 ) -> GenerationReport:
     """Write or refresh ``skills_root/mcp:<status.name>/`` from ``tools``.
@@ -158,7 +159,10 @@ def generate_skill(
     the server's ``description`` from configs.json; when set it is the frontmatter
     description (the catalog line) instead of one derived from the server.
     ``held``: the pins' note on tools held for review (``keen.trust.pins.PinnedView.note``),
-    added to the catalog line and to SKILL.md; those tools are not in ``tools``.
+    added to the catalog line and to SKILL.md; those tools are not in ``tools`` as listed.
+    ``held_tools``: their names, recorded in the marker (``held_tools``): a changed tool
+    held under ``pinning: quarantine`` is in ``tools`` as it was pinned, and a catalog
+    built from the skill before its server connects must not offer it as callable.
     ``batch``: the startup sync's batch (call with its lock held): the new version or
     marker is written now and swapped in by the batch's ``commit``, which reports a
     failed swap; ``fsync`` is then the batch's.
@@ -188,8 +192,14 @@ def generate_skill(
     if held:
         description = f"{description} {held}."
     hashed = tools_hash(tools)
+    held_names = sorted(set(held_tools))
     source = _source_hash(
-        server, description, info, hashed + (json.dumps(sorted(invalid)) if invalid else "")
+        server,
+        description,
+        info,
+        hashed
+        + (json.dumps(sorted(invalid)) if invalid else "")
+        + (json.dumps(held_names) if held_names else ""),
     )
     state_fields = {
         "configured": True,
@@ -247,6 +257,8 @@ def generate_skill(
             rejected_tools=[r.to_dict() for r in rejected[:MAX_SKIPPED_LISTED]],
             rejected_count=len(rejected),
         )
+        if held_names:  # set only then: the other markers stay as they were written
+            marker = marker.updated({"held_tools": held_names})
         skill_md = render_skill_md(
             server=server,
             description=description,

@@ -55,9 +55,10 @@ def snapshot(manager: Manager, server: str) -> ServerSnapshot:
     entry = manager.config.servers.get(server)
     description = entry.description if entry is not None else None
     held = view.note if view is not None else ""
+    held_tools = tuple(c.name for c in view.held) if view is not None else ()
     from keen.mcpskills.sync import ServerSnapshot
 
-    return ServerSnapshot(status, tools, manager.server_info(server), invalid, description, held)
+    return ServerSnapshot(status, tools, manager.server_info(server), invalid, description, held, held_tools)
 
 
 def disk_tools(skills_root: Path, server: str) -> list[Tool] | None:

@@ -30,8 +30,11 @@ def snapshots(manager: Manager) -> list[ServerSnapshot]:
         entry = manager.config.servers.get(status.name)
         description = entry.description if entry is not None else None
         held = view.note if view is not None else ""
+        held_tools = tuple(c.name for c in view.held) if view is not None else ()
         out.append(
-            ServerSnapshot(status, tools, manager.server_info(status.name), invalid, description, held)
+            ServerSnapshot(
+                status, tools, manager.server_info(status.name), invalid, description, held, held_tools
+            )
         )
     return out
 

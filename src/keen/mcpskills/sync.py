@@ -87,6 +87,8 @@ class ServerSnapshot:
     """The server's ``description`` in configs.json: its catalog line when set."""
     held: str = ""
     """The pins' note on tools held for review (``keen.trust.pins.PinnedView.note``), or ""."""
+    held_tools: tuple[str, ...] = ()
+    """The names of those tools (``keen.mcp.listing.views.ToolsView.held``)."""
 
 
 @dataclass(frozen=True)
@@ -260,6 +262,7 @@ def _generate(
             invalid=snap.invalid,
             description=snap.description,
             held=snap.held,
+            held_tools=snap.held_tools,
             batch=batch,
         )
     except (SkillError, OSError) as exc:
@@ -287,9 +290,14 @@ def _sync_one(
         auto.disable(config, name, "server disabled in configs.json")
         current = _swap.inspect(root, server)
         _mark(server, current, {"configured": True, "status": "disabled"}, fsync, batch)
-        hint = f'set "enabled": true for {server} in configs.json to use it'
         return SyncEntry(
-            server, status.state.value, "disabled", False, hint, link if current.managed else None
+            server,
+            status.state.value,
+            "disabled",
+            False,
+            "the server is disabled in configs.json",
+            link if current.managed else None,
+            remedy=Remedy.ENABLE_SERVER,  # worded by each front end: keen mcp enable in the CLI
         )
     reason = redactor.redact(status.last_error)
     if step == "down":

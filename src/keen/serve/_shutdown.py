@@ -121,10 +121,10 @@ class CleanServer(uvicorn.Server):
                 await super().shutdown(sockets)
                 tg.cancel_scope.cancel()
 
-    async def serve_until_stopped(self) -> None:
-        """``serve()``; when cancelled (SIGTERM) after startup, shut down fully all the same."""
+    async def serve_until_stopped(self, sockets: list[socket.socket] | None = None) -> None:
+        """``serve(sockets)``; when cancelled (SIGTERM) after startup, shut down fully all the same."""
         try:
-            await self.serve()
+            await self.serve(sockets)
         finally:
             if self.started and not self.shut_down:
                 self.should_exit = True

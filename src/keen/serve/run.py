@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 
@@ -79,7 +82,8 @@ async def serve_http(
     ``on_ready`` gets the endpoint's URL once the upstream servers were started and the
     socket listens (the port it holds, for ``port`` 0).
 
-    Raises ``ValueError`` (from :class:`HttpSecurity`) for a non-loopback bind without a token.
+    Raises ``ValueError`` (from :class:`HttpSecurity`) for a non-loopback bind without a
+    token, ``OSError`` for an address it cannot listen on (in use, not this machine's).
     """
     app = InFlight(build_app(keen, security, path=path))
     config = uvicorn.Config(
@@ -101,5 +105,32 @@ async def serve_http(
         if on_ready is not None:
             on_ready(url)
 
+    # Bound here, not by uvicorn: its bind failure is a log line and sys.exit(3), which
+    # surfaced as a traceback; this one is an OSError that says what to do.
+    try:
+        family = socket.AF_INET6 if ":" in security.host else socket.AF_INET
+        listener = socket.create_server((security.host, port), family=family)
+    except OSError as exc:
+        shown = f"[{security.host}]" if ":" in security.host else security.host
+        raise OSError(f"cannot listen on {shown}:{port} ({_bind_advice(exc)})") from exc
     server = CleanServer(config, app, on_shutdown=keen.notifier.close, on_ready=ready)
-    await server.serve_until_stopped()
+    await server.serve_until_stopped(sockets=[listener])
+
+
+def _bind_advice(exc: OSError) -> str:
+    """Why a bind failed and what to change: the port for one in use or not allowed, the
+    host for an address not of this machine or a name that does not resolve. A resolver
+    error (``socket.gaierror``, which ``socket.create_server`` passes on as an ``OSError``
+    of the same negative number) has its own numbers, not ``errno``'s: its ``strerror``
+    says it."""
+    if isinstance(exc, socket.gaierror) or (exc.errno is not None and exc.errno < 0):
+        why = (exc.strerror or str(exc)).split(" (while attempting", 1)[0]
+        return f"{why}; pass a --host that names this machine, e.g. 127.0.0.1"
+    why = os.strerror(exc.errno) if exc.errno else str(exc)
+    if exc.errno == errno.EADDRINUSE:
+        return f"{why}; stop what listens there, or pass another --port"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{why}; pass a --host that is an address of this machine, e.g. 127.0.0.1"
+    if exc.errno == errno.EACCES:
+        return f"{why}; pass a --port above 1023, or one this user may bind"
+    return f"{why}; check --host and --port"

@@ -39,7 +39,7 @@ import difflib
 import logging
 import operator
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -82,6 +82,7 @@ __all__ = [
     "pinned_view",
     "pinning_policy",
     "quarantine_error",
+    "skill_annotations_trusted",
     "stricter_annotations",
     "trust",
 ]
@@ -207,12 +208,21 @@ class PinReport:
         return self._by_name.get(tool)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as ``keen mcp diff --json`` prints it; each tool's ``reviewed`` says
+        whether a person pinned its pinned definition (``keen mcp trust``), not only a first
+        approved call (False for a tool with no pin)."""
         counts = {s: len(self.by_status(s)) for s in ("trusted", "renamed", "changed", "new", "removed")}
         return {
             "server": self.server,
             "pinned": self.pinned,
             "counts": counts,
-            "tools": [c.to_dict() for c in self.checks],
+            "tools": [
+                {
+                    **c.to_dict(),
+                    "reviewed": c.status != "new" and self.reviewed.get(c.previous_name or c.name, False),
+                }
+                for c in self.checks
+            ],
         }
 
 
@@ -542,6 +552,43 @@ def pinned_view(
             view = replace(view, annotations_trusted=False)
         shown.append(view)
     return PinnedView(server, tuple(shown), tuple(held))
+
+
+_SKILL_FIELDS = ("name", "title", "description", "inputSchema", "annotations")
+"""The definition fields a generated skill's schema file holds (no ``outputSchema``)."""
+
+
+def skill_annotations_trusted(
+    trusting: Iterable[str] = (), store: PinStore | None = None, *, unpinned: Iterable[str] = ()
+) -> Callable[[str, dict[str, Any]], bool]:
+    """For ``Catalog.from_skills_dir``: whether a generated skill's schema file (``server``,
+    wire shape) has its annotations taken as true, as :func:`pinned_view` judges a live tool:
+    its server is one of ``trusting`` (``"trust_annotations"`` in configs.json), or ``keen mcp
+    trust`` pinned the tool (``ToolPin.reviewed``) and the skill shows that definition (the
+    fields a schema file holds), unless the server is one of ``unpinned`` (``"pinning":
+    "off"``: :meth:`PinGuard.view` compares no pins then). A broken pin file trusts nothing.
+    Pin files are read once each, when first asked."""
+    trusted_servers = frozenset(trusting)
+    off = frozenset(unpinned)
+    pin_store = store or PinStore()
+    reviewed: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def check(server: str, data: dict[str, Any]) -> bool:
+        if server in trusted_servers:
+            return True
+        if server in off:
+            return False
+        if server not in reviewed:
+            try:
+                pins = pin_store.load(server)
+            except ConfigError:
+                pins = None
+            tools = pins.tools.items() if pins is not None else ()
+            reviewed[server] = {name: pin.definition for name, pin in tools if pin.reviewed}
+        pinned = reviewed[server].get(str(data.get("name")))
+        return pinned is not None and all(pinned.get(f) == data.get(f) for f in _SKILL_FIELDS)
+
+    return check
 
 
 def _reviewed(report: PinReport | None, name: str) -> bool:

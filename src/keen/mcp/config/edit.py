@@ -23,7 +23,13 @@ from typing import Any
 import filelock
 
 from keen.errors import ConfigError
-from keen.mcp.config.importer import ImportResult, import_mcp_file, import_mcp_servers, suggest_name
+from keen.mcp.config.importer import (
+    KEEN_SETTINGS,
+    ImportResult,
+    import_mcp_file,
+    import_mcp_servers,
+    suggest_name,
+)
 from keen.mcp.config.load import load_config
 from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
@@ -190,7 +196,8 @@ def add_server(
         name: the server name (``^[A-Za-z0-9_-]{1,64}$``).
         entry: in the ``mcpServers`` shape other hosts use: ``{"command", "args", "env"}`` for
             a stdio server, ``{"url", "headers", "oauth": true}`` for a remote one, with an
-            optional ``description``; converted as :mod:`keen.mcp.config.importer` converts it.
+            optional ``description``; converted as :mod:`keen.mcp.config.importer` converts it,
+            except that Keen's own :data:`KEEN_SETTINGS` are kept as given.
         overwrite: replace a server of that name instead of refusing: only what ``entry``
             gives changes; the old entry's other fields stay (``timeouts`` key by key,
             ``description``, ``env``, ``enabled``...). A new ``command`` comes with its own
@@ -211,7 +218,11 @@ def add_server(
             server=name,
             field="name",
         )
-    result = import_mcp_servers({"mcpServers": {name: dict(entry)}}, source="the new server")
+    # Keen's own settings, typed by the user: kept as given (an import from another host's
+    # file does not take them: importer._DROPPED_WHY), checked with the rest of the entry.
+    own = {key: entry[key] for key in KEEN_SETTINGS if key in entry}
+    plain = {key: value for key, value in entry.items() if key not in own}
+    result = import_mcp_servers({"mcpServers": {name: plain}}, source="the new server", settings=own)
     for _, reason in result.refused:
         raise ConfigError(f"cannot add {name!r}: {reason}", server=name)
     with _locked(config_path) as existing:
@@ -244,7 +255,7 @@ def add_server(
     return notes
 
 
-_TRANSPORT_FIELDS = frozenset({"command", "args", "env", "cwd", "url", "headers", "auth"})
+_TRANSPORT_FIELDS = frozenset({"command", "args", "env", "cwd", "inherit_env", "url", "headers", "auth"})
 
 
 def _keep_unchanged(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

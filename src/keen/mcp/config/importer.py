@@ -32,6 +32,7 @@ Reasons and notes never contain header values, env values or keys.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import sys
@@ -53,6 +54,7 @@ from keen.mcp.config.servers import (
 )
 
 __all__ = [
+    "KEEN_SETTINGS",
     "ImportResult",
     "import_mcp_file",
     "import_mcp_servers",
@@ -66,7 +68,16 @@ _SSE_TYPES = frozenset({"sse", "http+sse"})
 _URL_KEYS = ("url", "httpUrl", "serverUrl")
 _TYPE_KEYS = ("type", "transport", "transportType")
 _APPROVALS = "approvals are Keen's own (permission mode and the approval prompt)"
+KEEN_SETTINGS = ("trust_annotations", "inherit_env", "pinning")
+"""Per-server fields of Keen's own (README "Configure servers") that grant trust or pass the
+environment on: never taken from another host's file (a project's ``.mcp.json`` may come from
+anyone); ``keen mcp add-json``, typed by the user, keeps them."""
+_OWN_SETTING = (
+    "a Keen setting that is not taken from another host's file; set it yourself in configs.json, "
+    "or with keen mcp add-json NAME JSON --overwrite"
+)
 _DROPPED_WHY = {
+    **dict.fromkeys(KEEN_SETTINGS, _OWN_SETTING),
     "alwaysAllow": _APPROVALS,
     "autoApprove": _APPROVALS,
     "trust": _APPROVALS,
@@ -181,6 +192,7 @@ def import_mcp_servers(
     source: str = "the imported file",
     include_projects: bool = False,
     import_command: str | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> ImportResult:
     """Convert a parsed ``{"mcpServers": {...}}`` (or VS Code ``{"servers": {...}}``) document.
 
@@ -196,6 +208,10 @@ def import_mcp_servers(
 
     ``import_command``: the command that imports this document again (``keen mcp import
     FILE``); a refused name's reason then gives it with the ``--rename`` that fixes it.
+
+    ``settings``: fields set on every converted entry as given, before it is validated
+    (``keen mcp add-json``'s own :data:`KEEN_SETTINGS`, which a conversion drops): a bad
+    value refuses the entry like any other.
     """
     projects = project_servers(data)
     servers_raw = _server_map(data, source) if not projects or "mcpServers" in data else {}
@@ -237,7 +253,7 @@ def import_mcp_servers(
                 (name, f"another entry is already imported {same} {target!r}; rename one of them")
             )
             continue
-        _add(result, name, target, entry)
+        _add(result, name, target, entry, settings)
     for project, name, entry in projects:
         target = suggest_name(f"{name}-{_folder(project)}", final_names | set(result.servers))
         if not include_projects:
@@ -249,7 +265,7 @@ def import_mcp_servers(
                 )
             )
             continue
-        if _add(result, name, target, entry):
+        if _add(result, name, target, entry, settings):
             result.notes.append((target, f"imported from the project {project} (Claude Code)"))
     return result
 
@@ -271,11 +287,15 @@ def _folder(project: str) -> str:
     return re.split(r"[\\/]", project.rstrip("\\/"))[-1] or "project"
 
 
-def _add(result: ImportResult, name: str, target: str, entry: Any) -> bool:
-    """Convert one entry into ``result`` under ``target``; a refusal is recorded, not raised."""
+def _add(
+    result: ImportResult, name: str, target: str, entry: Any, settings: Mapping[str, Any] | None = None
+) -> bool:
+    """Convert one entry into ``result`` under ``target``, with ``settings`` set on it as
+    given; a refusal is recorded, not raised."""
     notes: list[str] = []
     try:
         converted = _convert(entry, notes)
+        converted.update(settings or {})
         _validate(target, converted)
     except _Refused as exc:
         result.refused.append((name, str(exc)))
@@ -346,6 +366,11 @@ def _convert(entry: Any, notes: list[str]) -> dict[str, Any]:
     }
     for key in sorted(set(entry) - handled):
         why = _DROPPED_WHY.get(key, "Keen does not use it")
+        if key not in _DROPPED_WHY:
+            # A misspelt field would otherwise vanish with a note that reads as by design.
+            close = difflib.get_close_matches(key, sorted(handled | set(KEEN_SETTINGS)), n=1, cutoff=0.75)
+            if close:
+                why += f"; did you mean {close[0]!r}?"
         notes.append(f"dropped {key!r}: {why}")
     return out
 

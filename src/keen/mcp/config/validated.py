@@ -30,7 +30,7 @@ from keen._digest import sha256
 from keen._fs import atomic_write_json
 from keen._version import __version__
 
-__all__ = ["known_servers", "remember_valid"]
+__all__ = ["known_servers", "remember_valid", "trust_settings"]
 
 _RECORD = "configs-valid.json"
 
@@ -54,6 +54,21 @@ def _digest(path: Path, text: str) -> str | None:
 def _servers(text: str) -> list[tuple[str, bool]] | None:
     """Names and ``enabled`` flags of configs.json's text read as plain JSON, in file order;
     None when it is not plainly that shape (the validation says what it is)."""
+    entries = _entries(text)
+    if entries is None:
+        return None
+    out: list[tuple[str, bool]] = []
+    for name, entry in entries.items():
+        enabled: Any = entry.get("enabled", True)
+        if not isinstance(enabled, bool):
+            return None  # "true", 1...: as the validation reads them, not guessed here
+        out.append((name, enabled))
+    return out
+
+
+def _entries(text: str) -> dict[str, Mapping[str, Any]] | None:
+    """configs.json's server entries, read as plain JSON; None when it is not plainly that
+    shape (the validation says what it is)."""
     try:
         raw: Any = json.loads(text)
     except ValueError:
@@ -63,15 +78,36 @@ def _servers(text: str) -> list[tuple[str, bool]] | None:
     servers: Any = raw.get("servers", {})  # pyright: ignore[reportUnknownMemberType]
     if not isinstance(servers, dict):
         return None
-    out: list[tuple[str, bool]] = []
+    out: dict[str, Mapping[str, Any]] = {}
     for name, entry in servers.items():  # pyright: ignore[reportUnknownVariableType]
         if not isinstance(entry, Mapping):
             return None
-        enabled: Any = entry.get("enabled", True)  # pyright: ignore[reportUnknownMemberType]
-        if not isinstance(enabled, bool):
-            return None  # "true", 1...: as the validation reads them, not guessed here
-        out.append((str(name), enabled))  # pyright: ignore[reportUnknownArgumentType]
+        out[str(name)] = entry  # pyright: ignore[reportUnknownArgumentType]
     return out
+
+
+def _validated_text(path: Path) -> str | None:
+    """The text of configs.json at ``path`` when a full validation of the same text found
+    every entry valid (module doc); ``""`` for a missing or empty file; None when it must be
+    validated first: never recorded, changed since, or unreadable."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.strip():
+        return ""
+    key = _digest(path, text)
+    if key is None:
+        return None
+    try:
+        record = json.loads(_record_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("digest") != key:  # pyright: ignore[reportUnknownMemberType]
+        return None
+    return text
 
 
 def known_servers(path: Path) -> list[tuple[str, bool]] | None:
@@ -83,24 +119,40 @@ def known_servers(path: Path) -> list[tuple[str, bool]] | None:
         ``None`` when the text must be validated first: never recorded, changed since, or
         unreadable.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError):
+    text = _validated_text(path)
+    if text is None:
         return None
-    if not text.strip():
-        return []
-    key = _digest(path, text)
-    if key is None:
+    return _servers(text) if text else []
+
+
+_PINNING = frozenset({"quarantine", "warn", "off"})
+
+
+def trust_settings(path: Path) -> dict[str, tuple[bool, str | None]] | None:
+    """Each server's ``trust_annotations`` and ``pinning`` (``None``: its transport's
+    default, never ``off``) in configs.json at ``path``, read without validating when a full
+    validation of the same text found every entry valid (module doc); ``{}`` for a missing
+    or empty file. Only literal JSON values are read here: any other spelling the validation
+    accepts (``"true"``, ``1``) is left to it, so both readers give one answer.
+
+    Returns:
+        ``None`` when the text must be validated first (see :func:`known_servers`), or when
+        a value is not a literal boolean or policy name.
+    """
+    text = _validated_text(path)
+    if not text:
+        return None if text is None else {}
+    entries = _entries(text)
+    if entries is None:
         return None
-    try:
-        record = json.loads(_record_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get("digest") != key:  # pyright: ignore[reportUnknownMemberType]
-        return None
-    return _servers(text)
+    out: dict[str, tuple[bool, str | None]] = {}
+    for name, entry in entries.items():
+        trusting: Any = entry.get("trust_annotations", False)
+        pinning: Any = entry.get("pinning")
+        if not isinstance(trusting, bool) or not (pinning is None or pinning in _PINNING):
+            return None
+        out[name] = (trusting, pinning)
+    return out
 
 
 def remember_valid(path: Path, servers: Mapping[str, bool], invalid: Mapping[str, str]) -> bool:
