@@ -8,6 +8,7 @@ import functools
 import gzip
 import json
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ import tiktoken
 
 from helpers.cli import make_home
 from keen import tokens
+from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
+from keen.mcpskills import generate_skill
 
 pytestmark = pytest.mark.slow_file
 
@@ -106,6 +109,14 @@ def test_a_vocabulary_that_is_not_o200k_is_refused(monkeypatch: pytest.MonkeyPat
 
 def test_prompt_stats_names_the_tokenizer(tmp_path: Path) -> None:
     home = make_home(tmp_path)
+    # One server's skill: with none, keen prompt --stats says how to make one instead.
+    status = ServerStatus(
+        "time", "stdio", "none", ServerState.CONNECTED, last_refresh_at=datetime(2026, 1, 2, tzinfo=UTC)
+    )
+    tool = Tool("time", "get_current_time", "Get the current time in a timezone.", {"type": "object"})
+    generate_skill(
+        home.keen_home / "skills", status, [tool], info=ServerInfo("time", "1", None, None), fsync=False
+    )
     human = home.keen("prompt", "--stats")
     assert human.code == 0, str(human)
     assert "prompt size (tiktoken:o200k_base)" in human.stdout
