@@ -28,8 +28,10 @@ from keen.mcp.config import (
     Timeouts,
     load_config,
     parse_config,
+    remember_valid,
     save_config,
 )
+from keen.mcp.config.validated import trust_settings
 
 HTTP = {"transport": "streamable_http", "url": "https://mcp.example.com/mcp"}
 STDIO = {"transport": "stdio", "command": "local-files-mcp"}
@@ -544,3 +546,22 @@ def test_no_configs_json_validates_nothing(tmp_path: Path) -> None:
         [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("command", ["${CMD}", "\\u0024{CMD}", "$\\u007bCMD}", "\\u0024\\u007BCMD}"])
+def test_configs_whose_validity_is_the_environments_are_never_recorded_as_valid(
+    keen_home: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """A ${VAR} spelt with JSON escapes is expanded by the validation all the same: recorded,
+    the plain-JSON fast path (``validated.trust_settings``) would vouch for text that fails
+    once the variable is unset."""
+    monkeypatch.setenv("CMD", "echo")
+    path = keen_home / "mcp" / "configs.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        '{"version": 1, "servers": {"x": {"command": "' + command + '", "trust_annotations": true}}}'
+    )
+    config = load_config(path, strict=False)
+    assert list(config.servers) == ["x"] and not config.invalid
+    assert remember_valid(path, {"x": True}, config.invalid) is False
+    assert trust_settings(path) is None

@@ -41,7 +41,10 @@ def _record_path() -> Path:
 
 def _digest(path: Path, text: str) -> str | None:
     """The record's key for ``text`` read from ``path``, or None when it may not be recorded."""
-    if "${" in text:
+    # A ${VAR} makes its validity the environment's; JSON may also spell "$" or "{" as an
+    # escape ("\u0024{VAR}"), which the validation decodes and expands all the same.
+    lowered = text.lower()
+    if "${" in text or "\\u0024" in lowered or "\\u007b" in lowered:
         return None
     try:
         rules = (Path(__file__).with_name("servers.py")).stat()
