@@ -15,6 +15,7 @@ import anyio
 import pytest
 from mcp.server.mcpserver import MCPServer
 
+from helpers.serve import INITIALIZE
 from keen.serve._stdin import StdinLines, host_streams, oversized_request_id
 
 pytestmark = pytest.mark.anyio
@@ -128,16 +129,7 @@ async def test_a_request_dropped_for_its_size_is_answered_and_the_session_goes_o
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
     big = "y" * 20_000
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "host", "version": "1"},
-            },
-        },
+        INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         # The TypeScript SDK's order: the id after the arguments.
         {
@@ -194,16 +186,6 @@ async def test_the_host_closing_stdin_after_a_dropped_request_ends_the_session_c
     to it is left, not raised (which ended keen serve with an internal error)."""
     server = MCPServer("sized")
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "h", "version": "1"},
-        },
-    }
     big = {
         "jsonrpc": "2.0",
         "id": 2,
@@ -213,7 +195,7 @@ async def test_the_host_closing_stdin_after_a_dropped_request_ends_the_session_c
     for _ in range(5):  # the order of the two ends varies from run to run
         in_read, in_write = os.pipe()
         out_read, out_write = os.pipe()
-        os.write(in_write, b"".join(json.dumps(m).encode() + b"\n" for m in (initialize, big)))
+        os.write(in_write, b"".join(json.dumps(m).encode() + b"\n" for m in (INITIALIZE, big)))
         os.close(in_write)
         try:
             with os.fdopen(out_write, "w", encoding="utf-8") as stdout, anyio.fail_after(30):
