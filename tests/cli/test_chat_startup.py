@@ -165,15 +165,12 @@ def test_the_second_run_asks_the_model_before_the_slow_server_is_up(home: Home) 
     assert "mcp:quick" in system and "mcp:slow" in system
 
 
-def test_a_call_to_a_server_still_connecting_waits_for_it(home: Home) -> None:
-    warm = home.keen("mcp", "sync", "--timeout", "60")  # the skills on disk, as an earlier run leaves them
-    assert warm.code == 0, str(warm)
-    schema = str(home.keen_home / "skills" / "mcp:slow" / "schemas" / "ping.json")
-    replies = [
-        Reply(tool_calls=[{"name": "read_file", "arguments": {"path": schema}}]),
-        Reply(tool_calls=[{"name": "call_mcp_tool", "arguments": {"server": "slow", "tool": "ping"}}]),
-        Reply(text="it said pong"),
-    ]
+def ping_the_held_server(
+    home: Home, replies: list[Reply]
+) -> tuple[subprocess.CompletedProcess[str], FakeLLM]:
+    """A ``keen chat -p "ping the slow server"`` whose ``slow`` server is held until a call
+    waits for it (the model answers ``replies``); the ended run, asserted to exit 0, and the
+    model with its requests."""
     hold = hold_file(home)
     hold.touch()
     with FakeLLM(replies) as fake:
@@ -183,6 +180,19 @@ def test_a_call_to_a_server_still_connecting_waits_for_it(home: Home) -> None:
         hold.unlink()
         run = chat.end()
     assert run.returncode == 0, run.stderr
+    return run, fake
+
+
+def test_a_call_to_a_server_still_connecting_waits_for_it(home: Home) -> None:
+    warm = home.keen("mcp", "sync", "--timeout", "60")  # the skills on disk, as an earlier run leaves them
+    assert warm.code == 0, str(warm)
+    schema = str(home.keen_home / "skills" / "mcp:slow" / "schemas" / "ping.json")
+    replies = [
+        Reply(tool_calls=[{"name": "read_file", "arguments": {"path": schema}}]),
+        Reply(tool_calls=[{"name": "call_mcp_tool", "arguments": {"server": "slow", "tool": "ping"}}]),
+        Reply(text="it said pong"),
+    ]
+    run, fake = ping_the_held_server(home, replies)
     record = json.loads(run.stdout)
     outcomes = [(c["name"], c["outcome"]) for c in record["tool_calls"]]
     assert outcomes == [("read_file", "ok"), ("call_mcp_tool", "ok")], record
@@ -219,14 +229,7 @@ def test_search_finds_the_tools_of_a_server_still_connecting_from_its_skill_on_d
         Reply(tool_calls=[{"name": "call_mcp_tool", "arguments": {"server": "slow", "tool": "ping"}}]),
         Reply(text="it said pong"),
     ]
-    hold = hold_file(home)
-    hold.touch()
-    with FakeLLM(replies) as fake:
-        chat = Chat(home, fake, "ping the slow server")
-        wait_for(lambda: chat.said("the call waits for it") or chat.ended(), "the call waiting")
-        hold.unlink()
-        run = chat.end()
-    assert run.returncode == 0, run.stderr
+    run, fake = ping_the_held_server(home, replies)
     found, called = json.loads(run.stdout)["tool_calls"]
     assert found["outcome"] == "ok" and "mcp__slow__ping (server slow" in found["text"], found
     assert "callable next step" in found["text"], found
