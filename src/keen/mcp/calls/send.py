@@ -191,7 +191,7 @@ def _call_error(
     """Keen's error for ``exc``, raised by a call of ``tool``; ``facts``: what the endpoint
     answered to this call's own requests (another call's answer may have come since)."""
     name = connection.name
-    http_status = connection.http_status if facts.http_status is None else facts.http_status
+    http_status = facts.status_or(connection.http_status)
     error = unsendable_arguments(exc, arguments, server=name, tool=tool) or translate_call_error(
         exc, server=name, tool=tool, timeout=limit, http_status=http_status
     )
@@ -229,7 +229,7 @@ async def send_request(
             with anyio.fail_after(limit):
                 return await send(session)
         except Exception as exc:
-            http_status = connection.http_status if facts.http_status is None else facts.http_status
+            http_status = facts.status_or(connection.http_status)
             error = translate_call_error(
                 exc, server=connection.name, tool=what, timeout=limit, http_status=http_status
             )

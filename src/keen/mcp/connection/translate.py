@@ -220,6 +220,11 @@ class CallFacts:
 
     http_status: int | None = None
 
+    def status_or(self, connection_status: int | None) -> int | None:
+        """The call's own answer's status, else (no answer came) ``connection_status``: the
+        connection's, which hears only answers to no call's requests."""
+        return connection_status if self.http_status is None else self.http_status
+
 
 _CALL_FACTS: ContextVar[CallFacts | None] = ContextVar("keen_call_facts", default=None)
 """The current call's facts: the SDK sends each request's POST in a task started in its
