@@ -231,8 +231,9 @@ class Manager:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._started = True
+        starting = self.to_start()  # the config is loaded: its servers, by the one rule
         for connection in self._connections.values():
-            if connection.config.enabled and (self.only is None or connection.name in self.only):
+            if connection.name in starting:
                 self._tg.start_soon(connection.run, name=f"keen-mcp-owner-{connection.name}")
             else:
                 connection.settled.set()
