@@ -106,22 +106,40 @@ async def serve_http(
             on_ready(url)
 
     # Bound here, not by uvicorn: its bind failure is a log line and sys.exit(3), which
-    # surfaced as a traceback; this one is an OSError that says what to do.
+    # surfaced as a traceback; this one is an OSError that says what to do. Not listened on
+    # here: uvicorn listens once the upstream servers were started (the lifespan), and until
+    # then a host's connection is refused, as it was, rather than left waiting.
+    listener = _bound(security.host, port)
     try:
-        family = socket.AF_INET6 if ":" in security.host else socket.AF_INET
-        listener = socket.create_server((security.host, port), family=family)
+        server = CleanServer(config, app, on_shutdown=keen.notifier.close, on_ready=ready)
+        await server.serve_until_stopped(sockets=[listener])
+    finally:
+        listener.close()
+
+
+def _bound(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` (as ``socket.create_server`` binds one), not
+    yet listening. Raises ``OSError`` that says what to change."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if os.name not in ("nt", "cygwin"):
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        listener.bind((host, port))
     except OSError as exc:
-        shown = f"[{security.host}]" if ":" in security.host else security.host
+        listener.close()
+        shown = f"[{host}]" if ":" in host else host
         raise OSError(f"cannot listen on {shown}:{port} ({_bind_advice(exc)})") from exc
-    server = CleanServer(config, app, on_shutdown=keen.notifier.close, on_ready=ready)
-    await server.serve_until_stopped(sockets=[listener])
+    return listener
 
 
 def _bind_advice(exc: OSError) -> str:
     """Why a bind failed and what to change: the port for one in use or not allowed, the
     host for an address not of this machine or a name that does not resolve. A resolver
-    error (``socket.gaierror``, which ``socket.create_server`` passes on as an ``OSError``
-    of the same negative number) has its own numbers, not ``errno``'s: its ``strerror``
+    error (``socket.gaierror``, which a bind may pass on as an ``OSError`` of the same
+    negative number) has its own numbers, not ``errno``'s: its ``strerror``
     says it."""
     if isinstance(exc, socket.gaierror) or (exc.errno is not None and exc.errno < 0):
         why = (exc.strerror or str(exc)).split(" (while attempting", 1)[0]
