@@ -19,7 +19,7 @@ from keen.agent import open_model
 from keen.agent.first import EarlyModel, FirstRequest, covered_servers, plan
 from keen.agent.models import close_model
 from keen.harness.definitions import first_step_tools
-from keen.mcp.config import known_servers, remember_valid
+from keen.mcp.config import known_servers, load_config, remember_valid
 from keen.runtime import Runtime, open_runtime
 from keen.skills import MARKER_FILE, SkillsConfig, discover
 from keen.skills.cache import skills_dir_state
@@ -41,10 +41,7 @@ def user_skill(world: World, name: str, description: str) -> None:
 
 
 def remember(rt: Runtime) -> bool:
-    config = rt.manager.config
-    return remember_valid(
-        rt.manager.config_path, {n: e.enabled for n, e in config.servers.items()}, config.invalid
-    )
+    return remember_valid(rt.manager.config_path, rt.manager.config)
 
 
 async def test_the_early_request_is_the_one_the_session_builds(world: World) -> None:
@@ -110,14 +107,23 @@ async def test_known_servers_reads_only_a_text_that_validated(world: World) -> N
     # A text whose meaning depends on the environment is never taken as validated.
     config["servers"]["basic"]["env"] = {"TOKEN": "${SOME_TOKEN}"}
     world.config_path.write_text(json.dumps(config))
-    assert not remember_valid(world.config_path, {"demo": True, "basic": False}, {})
+    assert not remember_valid(world.config_path, load_config(world.config_path, strict=False))
     assert known_servers(world.config_path) is None
-    # Nor one whose validation found a broken entry, nor one that says other than validated.
+    # Nor one whose validation found a broken entry.
+    config["servers"]["basic"]["env"] = {"TOKEN": 5}
+    world.config_path.write_text(json.dumps(config))
+    assert not remember_valid(world.config_path, load_config(world.config_path, strict=False))
+    assert known_servers(world.config_path) is None
+    # The text recorded is the one validated, never the file as an edit since left it.
     del config["servers"]["basic"]["env"]
     world.config_path.write_text(json.dumps(config))
-    assert not remember_valid(world.config_path, {"demo": True}, {"basic": "broken"})
-    assert not remember_valid(world.config_path, {"demo": True, "basic": True}, {})
-    assert remember_valid(world.config_path, {"demo": True, "basic": False}, {})
+    validated = load_config(world.config_path, strict=False)
+    config["servers"]["basic"]["env"] = {"TOKEN": 5}
+    world.config_path.write_text(json.dumps(config))
+    assert remember_valid(world.config_path, validated)
+    assert known_servers(world.config_path) is None
+    assert validated.source_text is not None
+    world.config_path.write_text(validated.source_text)
     assert known_servers(world.config_path) == [("demo", True), ("basic", False)]
     world.config_path.unlink()
     assert known_servers(world.config_path) == []

@@ -563,5 +563,5 @@ def test_configs_whose_validity_is_the_environments_are_never_recorded_as_valid(
     )
     config = load_config(path, strict=False)
     assert list(config.servers) == ["x"] and not config.invalid
-    assert remember_valid(path, {"x": True}, config.invalid) is False
+    assert remember_valid(path, config) is False
     assert trust_settings(path) is None

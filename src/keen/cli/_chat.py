@@ -280,8 +280,7 @@ def _remember_config(rt: Any) -> None:
         return
     from keen.mcp.config.validated import remember_valid
 
-    config = manager.config
-    remember_valid(manager.config_path, {n: e.enabled for n, e in config.servers.items()}, config.invalid)
+    remember_valid(manager.config_path, manager.config)
 
 
 def _show(result: TurnResult, view: _OneShotView, as_json: bool) -> None:

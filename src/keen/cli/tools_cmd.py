@@ -200,7 +200,7 @@ def _trust_settings() -> dict[str, tuple[bool, str | None]]:
     except ConfigError:
         return {}
     # Recorded as keen chat records it: the next search reads the same text without the models.
-    remember_valid(path, {name: entry.enabled for name, entry in config.servers.items()}, config.invalid)
+    remember_valid(path, config)
     return {name: (entry.trust_annotations, entry.pinning) for name, entry in config.servers.items()}
 
 

@@ -85,7 +85,8 @@ def parse_config(
                 field="mcpServers",
             )
         raw = _from_mcp_servers(raw, source=source)
-    return validate_config(raw, source=source, environ=environ, strict=strict)
+    text = data if isinstance(data, str) else None
+    return validate_config(raw, source=source, environ=environ, strict=strict, text=text)
 
 
 def _from_mcp_servers(raw: Mapping[str, Any], *, source: str) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StrictBool,
     ValidationError,
     ValidationInfo,
@@ -252,6 +253,20 @@ class MCPConfig(_Model):
     invalid_kinds: dict[str, tuple[str, str]] = Field(default_factory=dict)
     """``(transport, auth type)`` of each :attr:`invalid` entry as far as its fields still say
     (:func:`declared_kinds`), for status displays."""
+    _text: str | None = PrivateAttr(default=None)
+
+    @property
+    def source_text(self) -> str | None:
+        """The configs.json text this config was validated from (:func:`keen.mcp.config.load_config`,
+        or :func:`keen.mcp.config.parse_config` given text); None when it was built in code or
+        from an object. What :func:`keen.mcp.config.remember_valid` records, rather than the
+        file's text read again, which may have changed since."""
+        return self._text
+
+    @model_validator(mode="after")
+    def _keep_text(self, info: ValidationInfo) -> MCPConfig:
+        self._text = (info.context or {}).get("text")
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -366,17 +381,25 @@ def read_json(text: str, *, source: str) -> Any:
 
 
 def validate_config(
-    raw: Any, *, source: str = "configs.json", environ: Mapping[str, str] | None = None, strict: bool = True
+    raw: Any,
+    *,
+    source: str = "configs.json",
+    environ: Mapping[str, str] | None = None,
+    strict: bool = True,
+    text: str | None = None,
 ) -> MCPConfig:
     """Validate data in configs.json's own shape (the rules are in the module docstring);
     :func:`keen.mcp.config.parse_config` also takes other hosts' ``{"mcpServers": ...}``.
+    ``text``, the file's text ``raw`` was read from, is kept as :attr:`MCPConfig.source_text`.
 
     Raises:
         ConfigError: (``strict``) an invalid entry, or data that is no configs.json at all.
     """
     env = os.environ if environ is None else environ
     try:
-        return MCPConfig.model_validate(raw, context={"source": source, "environ": env, "strict": strict})
+        return MCPConfig.model_validate(
+            raw, context={"source": source, "environ": env, "strict": strict, "text": text}
+        )
     except ValidationError as exc:
         raise _config_error_from(exc, source=source) from None
 

@@ -4,7 +4,7 @@ Validating configs.json imports pydantic and builds its models: about 250 ms of 
 292 servers, which ``keen chat`` would spend before its first model request only to learn
 the servers' names and whether each is enabled. After a full validation
 (:func:`keen.mcp.config.load_config`) found every entry valid, :func:`remember_valid`
-records a digest of the file's text; while the text stays the same, :func:`known_servers`
+records a digest of the text it validated; while the text stays the same, :func:`known_servers`
 reads the names and ``enabled`` flags with ``json`` alone. The file is validated in full
 later all the same (the Manager loads it when the servers start): this is only what a
 prompt needs, early.
@@ -23,12 +23,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from keen import paths
 from keen._digest import sha256
 from keen._fs import atomic_write_json
 from keen._version import __version__
+
+if TYPE_CHECKING:
+    from keen.mcp.config.servers import MCPConfig
 
 __all__ = ["known_servers", "remember_valid", "trust_settings"]
 
@@ -158,23 +161,22 @@ def trust_settings(path: Path) -> dict[str, tuple[bool, str | None]] | None:
     return out
 
 
-def remember_valid(path: Path, servers: Mapping[str, bool], invalid: Mapping[str, str]) -> bool:
-    """Record configs.json at ``path`` as valid when its full validation gave ``servers``
-    (name -> enabled, every entry valid) and nothing ``invalid``, and its text says the same
-    now (it is read again: an edit since is not recorded).
+def remember_valid(path: Path, config: MCPConfig) -> bool:
+    """Record configs.json at ``path`` as valid when ``config``, its full validation
+    (:func:`keen.mcp.config.load_config`), found every entry valid. The text recorded is the
+    one validated (:attr:`MCPConfig.source_text`), not the file read again: an edit made
+    since is never vouched for.
 
     Returns:
         Whether it was recorded. Never raises: a cache that cannot be written only means
         the next start validates first.
     """
-    if invalid:
-        return False
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    text = config.source_text
+    if config.invalid or not text:
         return False
     key = _digest(path, text)
-    if key is None or _servers(text) != list(servers.items()):
+    servers = [(name, entry.enabled) for name, entry in config.servers.items()]
+    if key is None or _servers(text) != servers:
         return False
     record = _record_path()
     try:
