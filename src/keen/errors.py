@@ -80,7 +80,7 @@ class Remedy(StrEnum):
     RECONNECT = "reconnect"
     """Fix what the message says (the server, its command or url), then reconnect the server."""
     ENABLE_SERVER = "enable_server"
-    """Set ``"enabled": true`` for the server in configs.json."""
+    """Enable the server in configs.json (``keen mcp enable NAME`` sets ``"enabled": true``)."""
     ENABLE_SKILL = "enable_skill"
     """Enable the skill in the skills config (it is hidden from the catalog)."""
     READ_SKILL = "read_skill"

@@ -58,7 +58,7 @@ def test_remedies_are_worded_as_slash_commands() -> None:
     # /mcp connect reads the entry again: no restart needed after the fix.
     assert remedy_hint(Remedy.FIX_CONFIG, server="gh") == "fix gh in configs.json, then /mcp connect gh"
     assert remedy_hint(Remedy.ENABLE_SERVER, server="gh") == (
-        'set "enabled": true for gh in configs.json, then /mcp connect gh'
+        "run keen mcp enable gh in a shell, then /mcp connect gh"
     )
     assert remedy_hint(Remedy.SIGN_IN) == ""  # no server: nothing to say
     assert remedy_hint(None, server="gh") == ""

@@ -152,7 +152,7 @@ def remedy_hint(remedy: Remedy | None, *, server: str | None = None, skill: str 
         Remedy.SIGN_IN: f"/mcp connect {server} to sign in",
         Remedy.RECONNECT: f"then /mcp connect {server}",
         # /mcp connect reads the server's entry again (Manager.reload_server): no restart.
-        Remedy.ENABLE_SERVER: f'set "enabled": true for {server} in configs.json, then /mcp connect {server}',
+        Remedy.ENABLE_SERVER: f"run keen mcp enable {server} in a shell, then /mcp connect {server}",
         Remedy.FIX_CONFIG: f"fix {server} in configs.json, then /mcp connect {server}",
     }.get(remedy, "")
 

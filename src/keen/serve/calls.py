@@ -66,7 +66,7 @@ _RESTART = (
     " The user has to fix this server, then restart keen serve (or the MCP host running it); tell them."
 )
 _ENABLE = (
-    ' The user has to set "enabled": true for this server in configs.json, then restart keen serve'
+    " The user has to run keen mcp enable for this server, then restart keen serve"
     " (or the MCP host running it); tell them."
 )
 _FOR_HOST: dict[str, dict[Remedy, str]] = {
