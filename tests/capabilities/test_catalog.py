@@ -116,13 +116,44 @@ def test_load_reads_the_file_now(skills: Path) -> None:
         cap.load()
 
 
+def _trusting(server: str, schema: dict) -> bool:
+    """Every server trusted for its annotations (``"trust_annotations": true`` for all)."""
+    return True
+
+
 def test_risk_follows_annotations_and_unannotated_tools_write(skills: Path) -> None:
-    catalog = Catalog.from_skills_dir(skills)
+    catalog = Catalog.from_skills_dir(skills, annotations_trusted=_trusting)
     assert catalog.get("mcp__github__get_pull_request").risk.level == "low"
     assert catalog.get("mcp__github__create_issue").risk.level == "medium"
     merge = catalog.get("mcp__github__merge_pull_request").risk
     assert not merge.read_only and merge.destructive and merge.level == "high"
     assert Risk.from_annotations({"readOnlyHint": "yes"}).read_only is False
+
+
+def test_annotations_are_claims_unless_the_caller_trusts_their_server(skills: Path) -> None:
+    claims = Catalog.from_skills_dir(skills)
+    assert not any(c.risk.read_only for c in claims if c.kind == "tool")
+    read_only = claims.search("pull request", k=8, filter=SearchFilter(mode="read-only"))
+    assert [h.kind for h in read_only] == ["skill"]  # a plain skill runs no tool
+    asked: list[tuple[str, str]] = []
+
+    def github_only(server: str, schema: dict) -> bool:
+        asked.append((server, schema["name"]))
+        return server == "github"
+
+    judged = Catalog.from_skills_dir(skills, annotations_trusted=github_only)
+    assert judged.get("mcp__github__get_pull_request").risk.level == "low"
+    assert not judged.get("mcp__weather__get_forecast").risk.read_only
+    # Asked only of tools claiming readOnlyHint.
+    assert ("github", "merge_pull_request") not in asked and ("weather", "get_forecast") in asked
+
+
+def test_tools_held_for_review_are_left_out(keen_home: Path) -> None:
+    root = keen_home / "skills"
+    status = ServerStatus("github", "stdio", "none", ServerState.CONNECTED, last_refresh_at=NOW)
+    generate_skill(root, status, GITHUB, now=NOW, fsync=False, held_tools=["create_issue"])
+    ids = {c.id for c in Catalog.from_skills_dir(root)}
+    assert "mcp__github__create_issue" not in ids and "mcp__github__get_pull_request" in ids
 
 
 def test_search_finds_tools_with_no_server_running(skills: Path) -> None:
@@ -148,7 +179,7 @@ QUERIES = [
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_read_only_filter_never_returns_a_write_tool(skills: Path, query: str) -> None:
-    catalog = Catalog.from_skills_dir(skills)
+    catalog = Catalog.from_skills_dir(skills, annotations_trusted=_trusting)
     writes = {c.id for c in catalog if not c.risk.read_only}
     assert writes == {
         "mcp__github__create_issue",

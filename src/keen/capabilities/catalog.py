@@ -241,13 +241,19 @@ class Catalog:
         """The catalog of the skills under ``skills_root`` (default ``$KEEN_HOME/skills``).
 
         Each generated ``mcp:<server>`` skill contributes one tool per schema file (read
-        now for the summary and search text; :meth:`load` reads it again); every other
+        now for the summary and search text; :meth:`load` reads it again), but for the tools
+        its marker records as held for review (:func:`held_tools`: a call to one is refused
+        until ``keen mcp trust``, so ``keen chat`` does not offer them either); every other
         skill is one ``skill`` capability. Disabled skills are left out unless
         ``include_disabled``. Broken skills and unreadable schema files are skipped with a
-        log line. ``annotations_trusted(server, schema)``: whether a tool's annotations are
-        taken as true (asked only of a tool claiming ``readOnlyHint``; ``None``: every one
-        is), e.g. :func:`keen.trust.pins.skill_annotations_trusted`. Raises ``SkillError``
-        for an unreadable skills dir or config.
+        log line.
+
+        ``annotations_trusted(server, schema)``: whether a tool's annotations are taken as
+        true (asked only of a tool claiming ``readOnlyHint``), e.g.
+        :func:`keen.trust.pins.skill_annotations_trusted`, which judges as ``keen chat``
+        does. ``None``: none is, as a server's annotations are its own claims (README
+        "Annotations only from servers you trust for them"). Raises ``SkillError`` for an
+        unreadable skills dir or config.
         """
         found = discover(skills_root)
         caps: list[Capability] = []
@@ -259,9 +265,10 @@ class Catalog:
             if server is None:
                 caps.append(skill_capability(skill))
                 continue
-            trusted = True if annotations_trusted is None else functools.partial(annotations_trusted, server)
+            trusted = False if annotations_trusted is None else functools.partial(annotations_trusted, server)
             servers[server], tools = skill_tools(skill, server, annotations_trusted=trusted)
-            caps += tools
+            held = held_tools(skill)
+            caps += [tool for tool in tools if tool.name not in held]
         return cls(caps, servers, **options)
 
     @classmethod

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -49,7 +48,9 @@ def search(
     from keen.cli._terminal import cell
 
     server = server or []
-    trusted = _annotations_trusted()
+    from keen.trust.pins import configured_annotations_trusted
+
+    trusted = configured_annotations_trusted()
     # A KeenError reaches the CLI's one error boundary.
     catalog = Catalog.from_skills_dir(annotations_trusted=trusted)
     unknown = sorted(set(server) - set(catalog.servers))
@@ -156,52 +157,6 @@ def index(
         f" ({encoded} encoded, {before} from the cache)",
         highlight=False,
     )
-
-
-def _annotations_trusted() -> Callable[[str, dict[str, Any]], bool]:
-    """Whose readOnlyHint counts (README "Annotations only from servers you trust for
-    them"), as keen chat and keen serve judge it; configs.json and the pins are read only
-    when a tool claims it."""
-    made: list[Callable[[str, dict[str, Any]], bool]] = []
-
-    def check(server: str, data: dict[str, Any]) -> bool:
-        if not made:
-            from keen.trust.pins import skill_annotations_trusted
-
-            settings = _trust_settings()
-            made.append(
-                skill_annotations_trusted(
-                    [name for name, (trusting, _) in settings.items() if trusting],
-                    unpinned=[name for name, (_, pinning) in settings.items() if pinning == "off"],
-                )
-            )
-        return made[0](server, data)
-
-    return check
-
-
-def _trust_settings() -> dict[str, tuple[bool, str | None]]:
-    """Each server's ``trust_annotations`` and ``pinning``, as keen chat reads them: without
-    the validation models (about 0.25 s of a search) when the text validated before
-    (:func:`keen.mcp.config.validated.trust_settings`), else validated now (and recorded
-    valid when it is); a file that cannot be used grants nothing."""
-    from keen import paths
-    from keen.errors import ConfigError
-    from keen.mcp.config.validated import trust_settings
-
-    path = paths.mcp_config_path()
-    settings = trust_settings(path)
-    if settings is not None:
-        return settings
-    from keen.mcp.config import load_config, remember_valid
-
-    try:
-        config = load_config(path, strict=False)
-    except ConfigError:
-        return {}
-    # Recorded as keen chat records it: the next search reads the same text without the models.
-    remember_valid(path, config)
-    return {name: (entry.trust_annotations, entry.pinning) for name, entry in config.servers.items()}
 
 
 def _check_servers(names: list[str]) -> None:

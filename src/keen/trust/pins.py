@@ -60,6 +60,8 @@ from keen.trust.pinstore import PIN_FILE_VERSION, PinStore
 if TYPE_CHECKING:
     # The config's and the pin files' models (pydantic) load when a pin file is read or
     # written, not with this module: `keen chat` builds its first prompt without them.
+    from pathlib import Path
+
     from keen.mcp.config import HttpServerConfig, StdioServerConfig
     from keen.trust.pinstore import PinFile, Review, ToolPin
 
@@ -77,6 +79,7 @@ __all__ = [
     "ToolStatus",
     "changed_fields",
     "compare",
+    "configured_annotations_trusted",
     "definition_diff",
     "pinned_tool",
     "pinned_view",
@@ -589,6 +592,63 @@ def skill_annotations_trusted(
         return pinned is not None and all(pinned.get(f) == data.get(f) for f in _SKILL_FIELDS)
 
     return check
+
+
+def configured_annotations_trusted(
+    config_path: Path | None = None, store: PinStore | None = None
+) -> Callable[[str, dict[str, Any]], bool]:
+    """For ``Catalog.from_skills_dir(annotations_trusted=...)``: whose ``readOnlyHint`` counts
+    as ``keen chat`` and ``keen serve`` judge it (README "Annotations only from servers you
+    trust for them"), by :func:`skill_annotations_trusted` over configs.json's
+    ``trust_annotations`` and ``pinning``.
+
+    Args:
+        config_path: configs.json; default ``$KEEN_HOME/mcp/configs.json``.
+        store: the pin files; default ``$KEEN_HOME/mcp/pins``.
+
+    Returns:
+        ``check(server, schema)``. configs.json and the pins are read when a tool first
+        claims ``readOnlyHint``, not before; a configs.json that cannot be used grants
+        nothing.
+    """
+    made: list[Callable[[str, dict[str, Any]], bool]] = []
+
+    def check(server: str, data: dict[str, Any]) -> bool:
+        if not made:
+            settings = _trust_settings(config_path)
+            made.append(
+                skill_annotations_trusted(
+                    [name for name, (trusting, _) in settings.items() if trusting],
+                    store,
+                    unpinned=[name for name, (_, pinning) in settings.items() if pinning == "off"],
+                )
+            )
+        return made[0](server, data)
+
+    return check
+
+
+def _trust_settings(config_path: Path | None) -> dict[str, tuple[bool, str | None]]:
+    """Each server's ``trust_annotations`` and ``pinning``, as keen chat reads them: without
+    the validation models (about 0.25 s) when the text validated before
+    (:func:`keen.mcp.config.validated.trust_settings`), else validated now (and recorded
+    valid when it is); a file that cannot be used grants nothing."""
+    from keen import paths
+    from keen.mcp.config.validated import trust_settings
+
+    path = config_path or paths.mcp_config_path()
+    settings = trust_settings(path)
+    if settings is not None:
+        return settings
+    from keen.mcp.config import load_config, remember_valid
+
+    try:
+        config = load_config(path, strict=False)
+    except ConfigError:
+        return {}
+    # Recorded as keen chat records it: the next reader takes the same text without the models.
+    remember_valid(path, config)
+    return {name: (entry.trust_annotations, entry.pinning) for name, entry in config.servers.items()}
 
 
 def _reviewed(report: PinReport | None, name: str) -> bool:
