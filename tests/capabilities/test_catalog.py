@@ -154,6 +154,7 @@ def test_tools_held_for_review_are_left_out(keen_home: Path) -> None:
     generate_skill(root, status, GITHUB, now=NOW, fsync=False, held_tools=["create_issue"])
     ids = {c.id for c in Catalog.from_skills_dir(root)}
     assert "mcp__github__create_issue" not in ids and "mcp__github__get_pull_request" in ids
+    assert "mcp__github__create_issue" in {c.id for c in Catalog.from_skills_dir(root, include_held=True)}
 
 
 def test_search_finds_tools_with_no_server_running(skills: Path) -> None:

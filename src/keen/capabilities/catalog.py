@@ -235,6 +235,7 @@ class Catalog:
         skills_root: Path | None = None,
         *,
         include_disabled: bool = False,
+        include_held: bool = False,
         annotations_trusted: Callable[[str, dict[str, Any]], bool] | None = None,
         **options: Any,
     ) -> Catalog:
@@ -243,9 +244,10 @@ class Catalog:
         Each generated ``mcp:<server>`` skill contributes one tool per schema file (read
         now for the summary and search text; :meth:`load` reads it again), but for the tools
         its marker records as held for review (:func:`held_tools`: a call to one is refused
-        until ``keen mcp trust``, so ``keen chat`` does not offer them either); every other
-        skill is one ``skill`` capability. Disabled skills are left out unless
-        ``include_disabled``. Broken skills and unreadable schema files are skipped with a
+        until ``keen mcp trust``, so ``keen chat`` does not offer them either) unless
+        ``include_held`` (their schema files hold the pinned definitions: a person may search
+        them); every other skill is one ``skill`` capability. Disabled skills are left out
+        unless ``include_disabled``. Broken skills and unreadable schema files are skipped with a
         log line.
 
         ``annotations_trusted(server, schema)``: whether a tool's annotations are taken as
@@ -267,7 +269,7 @@ class Catalog:
                 continue
             trusted = False if annotations_trusted is None else functools.partial(annotations_trusted, server)
             servers[server], tools = skill_tools(skill, server, annotations_trusted=trusted)
-            held = held_tools(skill)
+            held = frozenset() if include_held else held_tools(skill)
             caps += [tool for tool in tools if tool.name not in held]
         return cls(caps, servers, **options)
 

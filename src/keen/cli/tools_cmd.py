@@ -52,11 +52,14 @@ def search(
 
     trusted = configured_annotations_trusted()
     # A KeenError reaches the CLI's one error boundary.
-    catalog = Catalog.from_skills_dir(annotations_trusted=trusted)
+    # Held tools too: a person searches what the skills hold, the pinned definitions of held ones.
+    catalog = Catalog.from_skills_dir(include_held=True, annotations_trusted=trusted)
     unknown = sorted(set(server) - set(catalog.servers))
     if unknown:
         # A server named on purpose is searched even when its skill is hidden from the catalog.
-        everything = Catalog.from_skills_dir(include_disabled=True, annotations_trusted=trusted)
+        everything = Catalog.from_skills_dir(
+            include_disabled=True, include_held=True, annotations_trusted=trusted
+        )
         hidden = [name for name in unknown if name in everything.servers]
         _check_servers([name for name in unknown if name not in hidden])
         for name in hidden:
