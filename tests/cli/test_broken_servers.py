@@ -82,7 +82,7 @@ def test_list_shows_each_broken_server_alone_with_its_fix(home: Home) -> None:
 
 def test_sync_generates_the_healthy_and_reports_the_broken(home: Home) -> None:
     run = home.keen("mcp", "sync", "--json", "--timeout", "30")
-    assert run.code == 0, str(run)
+    assert run.code == 1, str(run)  # the healthy are synced; a script learns not all were
     by = {e["server"]: e for e in run.json()["servers"]}
     for name in ("alpha", "beta"):
         assert by[name]["action"] == "generated" and by[name]["enabled"]
@@ -166,11 +166,20 @@ def test_the_library_keeps_the_healthy_servers(home: Home) -> None:
     anyio.run(main)
 
 
+def test_sync_exits_0_when_every_enabled_server_connected(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    home.write({"alpha": stdio_entry("basic_stdio"), "off": {"command": "never-run", "enabled": False}})
+    run = home.keen("mcp", "sync", "--json", "--timeout", "30")
+    assert run.code == 0, str(run)  # a server the user disabled is no failure
+    by = {e["server"]: e for e in run.json()["servers"]}
+    assert by["alpha"]["action"] == "generated" and not by["off"]["enabled"]
+
+
 def test_sync_reports_an_invalid_name_like_any_broken_entry(tmp_path: Path) -> None:
     home = make_home(tmp_path)
     home.write({"bad name!": {"command": "x"}, "alpha": stdio_entry("basic_stdio")})
     run = home.keen("mcp", "sync", "--json", "--timeout", "30")
-    assert run.code == 0, str(run)
+    assert run.code == 1, str(run)
     by = {e["server"]: e for e in run.json()["servers"]}
     bad = by["bad name!"]
     assert (bad["state"], bad["action"], bad["enabled"], bad["remedy"]) == (

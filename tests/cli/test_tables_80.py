@@ -70,7 +70,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
 def synced(home: Home) -> Run:
     """`keen mcp sync` at 80 columns: it writes the skills the other tables read."""
     run = home.keen("mcp", "sync", "--timeout", "30", columns=80)
-    assert run.code == 0, str(run)
+    assert run.code == 1, str(run)  # some servers here are broken on purpose
     return run
 
 

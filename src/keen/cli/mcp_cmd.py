@@ -318,10 +318,15 @@ def sync(
     as_json: Annotated[bool, typer.Option("--json", help="Print the sync report as JSON.")] = False,
     timeout: TimeoutOpt = 60.0,
 ) -> None:
-    """Connect every server, generate its mcp:<server> skill, and sync the skills config."""
+    """Connect every server, generate its mcp:<server> skill, and sync the skills config.
+
+    Exit 0 when every enabled server connected and its skill was written, 1 when any did
+    not (the others are synced all the same; the table or ``--json`` says which and why),
+    2 when the sync could not run at all."""
     from keen._tables import Clip, Col, Listing
     from keen.cli._live import status_table
     from keen.cli._terminal import cell
+    from keen.mcp.types import ServerState
     from keen.runtime import open_runtime
 
     async def body() -> Any:
@@ -334,8 +339,14 @@ def sync(
     for entry, row in zip(report.entries, data["servers"], strict=True):
         row["hint"] = _hint(entry)
         row["flags"] = flags.get(entry.server, {})
+    # A script learns that not every server made it, as from keen mcp import.
+    failed = any(s.enabled and s.state is not ServerState.CONNECTED for s in statuses) or any(
+        entry.action == "error" for entry in report.entries
+    )
     if as_json:
         print_json(data)
+        if failed:
+            raise typer.Exit(EXIT_TOOL_ERROR)
         return
     if not statuses and not report.entries:
         out.print(
@@ -362,6 +373,8 @@ def sync(
         table.add_row(f"mcp:{entry.server}", entry.action, "yes" if entry.enabled else "no", hint)
     out.print(table)
     out.print(f"skills are in {report.skills_root}")
+    if failed:
+        raise typer.Exit(EXIT_TOOL_ERROR)
 
 
 @app.command("connect")
