@@ -13,10 +13,11 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
 
 from helpers.serve import INITIALIZE
-from keen.serve._stdin import StdinLines, host_streams, oversized_request_id
+from keen.serve._stdin import StdinLines, host_streams, oversized_answer_id, oversized_request_id
 
 pytestmark = pytest.mark.anyio
 
@@ -209,3 +210,101 @@ async def test_the_host_closing_stdin_after_a_dropped_request_ends_the_session_c
             os.close(in_read)
             os.close(out_read)
         assert json.loads(written.splitlines()[0])["id"] == 1
+
+
+RESULT = '"result":{"action":"accept","content":{"text":"' + "x" * 3000 + '"}}'
+
+
+@pytest.mark.parametrize(
+    ("message", "answer_id"),
+    [
+        # The Python SDK's order, and the TypeScript SDK's (the result first).
+        ('{"jsonrpc":"2.0","id":7,' + RESULT + "}", 7),
+        ("{" + RESULT + ',"jsonrpc":"2.0","id":"k-1"}', "k-1"),
+        ('{"jsonrpc":"2.0","id":8,"error":{"code":-1,"message":"' + "e" * 3000 + '"}}', 8),
+        # A request, a notification, or a message whose first compound member is no answer's.
+        ('{"jsonrpc":"2.0","id":7,"method":"tools/call",' + ARGS + "}", None),
+        ('{"jsonrpc":"2.0","method":"notifications/message",' + ARGS + "}", None),
+        ('{"jsonrpc":"2.0","id":7,' + ARGS + ',"method":"tools/call"}', None),
+        ('{"jsonrpc":"2.0","id":7,' + ARGS + "}", None),
+        ('{"jsonrpc":"2.0","id":true,' + RESULT + "}", None),
+        ('[{"jsonrpc":"2.0","id":7,' + RESULT + "}]", None),
+    ],
+)
+def test_the_id_of_an_answer_too_long_to_read_is_found_at_its_ends(message: str, answer_id: Any) -> None:
+    data = message.encode()
+    assert len(data) > 2 * 1024  # neither end holds the whole message
+    assert oversized_answer_id(data[:1024], data[-1024:]) == answer_id
+    if answer_id is not None:
+        assert oversized_request_id(data[:1024], data[-1024:]) is None
+
+
+class _Note(BaseModel):
+    text: str
+
+
+async def test_a_hosts_answer_dropped_for_its_size_fails_the_request_it_answers_at_once() -> None:
+    """Before, keen serve's own request to the host (a relayed elicitation or sampling) waited
+    out its time limit when the host's answer was too large to read."""
+    server = MCPServer("asks")
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        try:
+            answer = await ctx.elicit("What note?", _Note)
+        except Exception as exc:  # the host's error, as the tool sees it
+            return f"failed: {exc}"
+        return f"answered: {answer.action}"
+
+    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+    initialize = {**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": {"elicitation": {}}}}
+    opening = [
+        initialize,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask", "arguments": {}}},
+    ]
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    os.write(in_write, b"".join(json.dumps(m).encode() + b"\n" for m in opening))
+    received: list[dict[str, Any]] = []
+    pending = b""
+
+    async def next_message() -> dict[str, Any]:
+        nonlocal pending
+        while b"\n" not in pending:
+            await anyio.wait_readable(out_read)
+            pending += os.read(out_read, 65536)
+        line, pending = pending.split(b"\n", 1)
+        received.append(json.loads(line))
+        return received[-1]
+
+    try:
+        with os.fdopen(out_write, "w", encoding="utf-8") as stdout:
+            async with (
+                host_streams(StdinLines(in_read, limit=10_000), anyio.wrap_file(stdout)) as (read, write),
+                anyio.create_task_group() as tg,
+            ):
+                tg.start_soon(lowlevel.run, read, write, lowlevel.create_initialization_options())
+                with anyio.fail_after(30):  # the SDK's own wait for the host's answer is longer
+                    while (asked := await next_message()).get("method") != "elicitation/create":
+                        pass
+                    answer = {
+                        "jsonrpc": "2.0",
+                        "id": asked["id"],
+                        "result": {"action": "accept", "content": {"text": "z" * 20_000}},
+                    }
+                    size = len(json.dumps(answer).encode())
+                    await anyio.to_thread.run_sync(os.write, in_write, json.dumps(answer).encode() + b"\n")
+                    while (done := await next_message()).get("id") != 2:
+                        pass
+                os.close(in_write)
+                in_write = -1
+    finally:
+        for fd in (in_read, out_read, in_write):
+            if fd >= 0:
+                os.close(fd)
+    text = done["result"]["content"][0]["text"]
+    assert text == (
+        f"failed: the host's answer was {size:,} bytes, more than the 10,000 keen serve reads of one message:"
+        " it was dropped"
+    ), done

@@ -16,6 +16,9 @@ line's first or last bytes, where a JSON-RPC request's top-level members are; wi
 the host waited out its own time limit. A line whose id cannot be read gets no answer:
 JSON-RPC 2.0 (section 5.1) would answer it with a null id, which no host can match to a
 request it waits on.
+A dropped line that is the host's answer to keen serve's own request (a relayed sampling or
+elicitation) is turned into an error answer to that request, read by the session as if the
+host had sent it, so the request fails at once instead of waiting out its time limit.
 
 As the SDK does for the streams it claims, fd 0 points at the null device while Keen
 serves, so nothing else in the process (or a child that inherits it) reads the host's
@@ -44,7 +47,7 @@ from mcp.shared.message import SessionMessage
 
 from keen.mcp.connection.message_size import MAX_MESSAGE_SIZE
 
-__all__ = ["StdinLines", "claimed_stdin", "host_streams", "oversized_request_id"]
+__all__ = ["StdinLines", "claimed_stdin", "host_streams", "oversized_answer_id", "oversized_request_id"]
 
 _CHUNK = 65536
 
@@ -59,6 +62,8 @@ last one ended): the object's first members, walked from its start."""
 _TAIL = re.compile(rb"((?:," + _PAIR + rb")+)\}\s*$")
 """The members with scalar values that end the object, before its closing ``}``."""
 _TAIL_PAIR = re.compile(rb"," + _PAIR)
+_HEAD_COMPOUND = re.compile(rb'[{,]\s*"((?:[^"\\]|\\.)*)"\s*:\s*[\[{]')
+"""The member after the head's scalar ones, whose value is an object or an array: its name."""
 
 
 def oversized_request_id(head: bytes, tail: bytes) -> Any:
@@ -71,27 +76,58 @@ def oversized_request_id(head: bytes, tail: bytes) -> Any:
     serializer puts them before or after ``params`` (the MCP SDKs: ``{"jsonrpc", "id",
     "method", "params"}`` in Python, ``{"method", "params", "jsonrpc", "id"}`` in TypeScript).
     """
+    members, _ = _scalar_members(head, tail)
+    if members is None or "method" not in members:
+        return None
+    return _message_id(members)
+
+
+def oversized_answer_id(head: bytes, tail: bytes) -> Any:
+    """The id of the JSON-RPC answer (a response or an error) whose message starts with
+    ``head`` and ends with ``tail``, or ``None`` when they do not show one: the object's own
+    scalar members (as :func:`oversized_request_id` reads them) hold ``"id"`` and no
+    ``"method"``, and its first member with an object value is ``"result"`` or ``"error"``
+    (the MCP SDKs: ``{"jsonrpc", "id", "result"}`` in Python, ``{"result", "jsonrpc", "id"}``
+    in TypeScript)."""
+    members, compound = _scalar_members(head, tail)
+    if members is None or "method" in members or compound not in ("result", "error"):
+        return None
+    return _message_id(members)
+
+
+def _scalar_members(head: bytes, tail: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """The object's own members with scalar values, read from ``head`` and ``tail`` (None when
+    one cannot be decoded), and the name of the member after the head's scalar ones (the
+    first with an object or array value), when it shows."""
     pairs: list[tuple[bytes, bytes]] = []
     at = len(head) - len(head.lstrip())  # at the object's "{", then at each "," after a member
     while match := _HEAD_PAIR.match(head, at):
         pairs.append((match[1], match[2]))
         at = match.end()
+    compound = _HEAD_COMPOUND.match(head, at)
     if ended := _TAIL.search(tail):
         pairs += [(match[1], match[2]) for match in _TAIL_PAIR.finditer(ended[1])]
     members: dict[str, Any] = {}
     try:
         for key, value in pairs:  # a member named twice: the last counts, as the SDK's parser reads it
             members[json.loads(b'"' + key + b'"')] = json.loads(value)
-        request_id = members["id"]
-        if "method" not in members:
+        name = json.loads(b'"' + compound[1] + b'"') if compound else None
+    except ValueError:
+        return None, None
+    return members, name
+
+
+def _message_id(members: dict[str, Any]) -> Any:
+    """``members["id"]`` when it is an id an answer can carry (a string or an integer), else None."""
+    message_id = members.get("id")
+    if isinstance(message_id, bool) or not isinstance(message_id, int | str):
+        return None
+    if isinstance(message_id, str):
+        try:
+            message_id.encode()  # a lone surrogate ("\ud800") is no id the answer could carry
+        except UnicodeEncodeError:
             return None
-        if isinstance(request_id, str):
-            request_id.encode()  # a lone surrogate ("\ud800") is no id the answer could carry
-    except (ValueError, KeyError):  # UnicodeEncodeError is a ValueError
-        return None
-    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
-        return None
-    return request_id
+    return message_id
 
 
 class _Sends(Protocol):
@@ -162,6 +198,24 @@ class StdinLines:
 
         def ended(line: _DroppedLine) -> None:
             request_id = oversized_request_id(line.head, line.tail)
+            if request_id is None and (answer_id := oversized_answer_id(line.head, line.tail)) is not None:
+                # The host's answer to keen serve's own request (a relayed sampling or
+                # elicitation): that request fails now, as the host's error, rather than
+                # waiting out its time limit.
+                failed = mt.JSONRPCError(
+                    jsonrpc="2.0",
+                    id=answer_id,
+                    error=mt.ErrorData(
+                        code=mt.INVALID_REQUEST,
+                        message=(
+                            f"the host's answer was {line.size:,} bytes, more than the {limit:,} keen serve"
+                            " reads of one message: it was dropped"
+                        ),
+                    ),
+                )
+                text = failed.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                anyio.from_thread.run(send.send, text, token=token)
+                return
             if request_id is None:
                 logger.warning(
                     "the dropped message (%s bytes) shows no request id in its first or last bytes: it gets no answer",
