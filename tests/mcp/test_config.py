@@ -30,8 +30,9 @@ from keen.mcp.config import (
     parse_config,
     remember_valid,
     save_config,
+    with_entry_of,
 )
-from keen.mcp.config.validated import trust_settings
+from keen.mcp.config.validated import known_servers, trust_settings
 
 HTTP = {"transport": "streamable_http", "url": "https://mcp.example.com/mcp"}
 STDIO = {"transport": "stdio", "command": "local-files-mcp"}
@@ -565,3 +566,26 @@ def test_configs_whose_validity_is_the_environments_are_never_recorded_as_valid(
     assert list(config.servers) == ["x"] and not config.invalid
     assert remember_valid(path, config) is False
     assert trust_settings(path) is None
+
+
+def test_only_a_config_validated_whole_from_its_text_is_recorded_valid(keen_home: Path) -> None:
+    """A config whose entries came from two texts (an entry reloaded) or from data was
+    validated from no one text: recorded, the plain-JSON fast path would vouch for the text
+    on disk, whose own validation found a broken entry."""
+    path = keen_home / "mcp" / "configs.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    broken = _text({"x": {"command": "   "}, "y": STDIO})
+    path.write_text(broken)
+    started = load_config(path, strict=False)
+    assert started.source_text == broken and "x" in started.invalid
+    path.write_text(_text({"x": STDIO, "y": STDIO}))
+    mixed = with_entry_of(started, "x", load_config(path, strict=False))
+    assert not mixed.invalid and mixed.source_text is None
+    path.write_text(broken)
+    assert remember_valid(path, mixed) is False
+    assert known_servers(path) is None
+    assert remember_valid(path, parse_config(json.loads(_text({"y": STDIO})))) is False
+    fine = _text({"y": STDIO})
+    path.write_text(fine)
+    assert remember_valid(path, parse_config(fine, source=str(path))) is True
+    assert known_servers(path) == [("y", True)]

@@ -85,8 +85,9 @@ def parse_config(
                 field="mcpServers",
             )
         raw = _from_mcp_servers(raw, source=source)
-    text = data if isinstance(data, str) else None
-    return validate_config(raw, source=source, environ=environ, strict=strict, text=text)
+    config = validate_config(raw, source=source, environ=environ, strict=strict)
+    # A fresh object, validated from this very text: what remember_valid may record.
+    return config.from_text(data) if isinstance(data, str) else config
 
 
 def _from_mcp_servers(raw: Mapping[str, Any], *, source: str) -> dict[str, Any]:

@@ -44,7 +44,8 @@ def misconfigured_status(name: str, message: str, kinds: tuple[str, str] | None)
 
 def with_entry_of(config: MCPConfig, name: str, fresh: MCPConfig) -> MCPConfig:
     """``config`` with ``name``'s entry, valid or invalid, taken from ``fresh`` (dropped when
-    ``fresh`` has none); every other server's entry stays as ``config`` has it."""
+    ``fresh`` has none); every other server's entry stays as ``config`` has it. A copy, it
+    has no :attr:`~MCPConfig.source_text`: no one text was validated to make it."""
     return config.model_copy(
         update={
             "servers": _put(config.servers, name, fresh.servers.get(name)),

@@ -34,7 +34,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, cast
 from urllib.parse import urlparse
 
 from pydantic import (
@@ -257,15 +257,23 @@ class MCPConfig(_Model):
 
     @property
     def source_text(self) -> str | None:
-        """The configs.json text this config was validated from (:func:`keen.mcp.config.load_config`,
-        or :func:`keen.mcp.config.parse_config` given text); None when it was built in code or
-        from an object. What :func:`keen.mcp.config.remember_valid` records, rather than the
-        file's text read again, which may have changed since."""
+        """The configs.json text this whole config was validated from
+        (:func:`keen.mcp.config.load_config`, or :func:`keen.mcp.config.parse_config` given
+        text); None when it was built in code, from an object, or changed since (a copy, an
+        entry reloaded). What :func:`keen.mcp.config.remember_valid` records, rather than
+        the file's text read again, which may have changed since."""
         return self._text
 
-    @model_validator(mode="after")
-    def _keep_text(self, info: ValidationInfo) -> MCPConfig:
-        self._text = (info.context or {}).get("text")
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy (pydantic's), with no :attr:`source_text`: it may no longer say what the text says."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy._text = None
+        return copy
+
+    def from_text(self, text: str) -> MCPConfig:
+        """This config, recorded as validated from ``text`` (:attr:`source_text`): for the
+        parser that just read it from that very text, and no one else."""
+        self._text = text
         return self
 
     @model_validator(mode="before")
@@ -381,25 +389,17 @@ def read_json(text: str, *, source: str) -> Any:
 
 
 def validate_config(
-    raw: Any,
-    *,
-    source: str = "configs.json",
-    environ: Mapping[str, str] | None = None,
-    strict: bool = True,
-    text: str | None = None,
+    raw: Any, *, source: str = "configs.json", environ: Mapping[str, str] | None = None, strict: bool = True
 ) -> MCPConfig:
     """Validate data in configs.json's own shape (the rules are in the module docstring);
     :func:`keen.mcp.config.parse_config` also takes other hosts' ``{"mcpServers": ...}``.
-    ``text``, the file's text ``raw`` was read from, is kept as :attr:`MCPConfig.source_text`.
 
     Raises:
         ConfigError: (``strict``) an invalid entry, or data that is no configs.json at all.
     """
     env = os.environ if environ is None else environ
     try:
-        return MCPConfig.model_validate(
-            raw, context={"source": source, "environ": env, "strict": strict, "text": text}
-        )
+        return MCPConfig.model_validate(raw, context={"source": source, "environ": env, "strict": strict})
     except ValidationError as exc:
         raise _config_error_from(exc, source=source) from None
 
