@@ -114,6 +114,26 @@ async def session(world: World, config: Path) -> AsyncIterator[tuple[SlashComman
 
 
 @pytest.mark.anyio
+async def test_mcp_connect_of_a_disabled_server_says_how_to_enable_it_and_connects_once_enabled(
+    world: World,
+) -> None:
+    # It said "off: connected, N tools; skill mcp:off enabled" while every call was refused.
+    config = write_servers(world, {"off": {**stdio_server("basic_stdio.py"), "enabled": False}})
+    async with session(world, config) as (slash, screen, rt):
+        await slash.run(SlashCommand("mcp", "connect off"))
+        assert rt.manager.status("off").state is not ServerState.CONNECTED
+        write_servers(world, {"off": stdio_server("basic_stdio.py")})  # what keen mcp enable writes
+        await slash.run(SlashCommand("mcp", "connect off"))
+        assert rt.manager.status("off").state is ServerState.CONNECTED
+    refused, *rest = screen.getvalue().splitlines()
+    assert refused == (
+        'error: off is disabled in configs.json ("enabled": false); run keen mcp enable off in a shell,'
+        " then /mcp connect off"
+    ), refused
+    assert rest[-1].startswith("off: connected, "), rest
+
+
+@pytest.mark.anyio
 async def test_mcp_connect_connects_a_server_added_to_configs_json_since_the_session_started(
     world: World,
 ) -> None:

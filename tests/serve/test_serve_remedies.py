@@ -131,7 +131,10 @@ async def test_a_disabled_server_gets_each_front_ends_own_advice(mode: str, tmp_
     error = refused.value
     assert error.remedy is Remedy.ENABLE_SERVER and "restart" not in error.message.lower(), error
     served = host_remedy_words(mode, lambda server: 0.0)(error, "off")
-    assert served.count("keen mcp enable") == 1 and "restart keen serve" in served, served
+    assert served.endswith(
+        ' The user has to enable it (keen mcp enable off, or "enabled": true in the configs.json keen serve'
+        " was started with), then restart keen serve (or the MCP host running it); tell them."
+    ), served
     # keen chat's /mcp connect reads the entry again (Manager.reload_server): no restart there.
     assert slash.describe(error).endswith("run keen mcp enable off in a shell, then /mcp connect off")
     assert "keen serve" not in slash.describe(error) and "restart" not in slash.describe(error)

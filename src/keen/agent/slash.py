@@ -320,6 +320,11 @@ class SlashCommands:
             await self.runtime.sync()  # removed from configs.json: its generated skill goes
             self.agent.reload_catalog()
             return
+        if not manager.status(server).enabled:
+            # Connected, it would say "connected" while every call to it is refused as disabled.
+            hint = remedy_hint(Remedy.ENABLE_SERVER, server=server)
+            self.error(f'{server} is disabled in configs.json ("enabled": false); {hint}')
+            return
         intro = {
             "added": f"{server}: new in configs.json; connecting...",
             "changed": f"{server}: its entry in configs.json changed; connecting with the new one...",

@@ -65,20 +65,26 @@ APPROVER = "MCP host"
 _RESTART = (
     " The user has to fix this server, then restart keen serve (or the MCP host running it); tell them."
 )
-_ENABLE = (
-    " The user has to run keen mcp enable for this server, then restart keen serve"
-    " (or the MCP host running it); tell them."
-)
+
+
+def _enable(server: str) -> str:
+    # keen serve may have been started with --config: `keen mcp enable` edits only
+    # $KEEN_HOME's file, so the words name the field too.
+    return (
+        f' The user has to enable it (keen mcp enable {shorten(server, 65)}, or "enabled": true in the'
+        " configs.json keen serve was started with), then restart keen serve (or the MCP host running it);"
+        " tell them."
+    )
+
+
 _FOR_HOST: dict[str, dict[Remedy, str]] = {
     "search": {
         Remedy.FIX_CONFIG: _RESTART,
-        Remedy.ENABLE_SERVER: _ENABLE,
         Remedy.READ_SKILL: " Use search_tools to find the tool's exact server and name.",
         Remedy.READ_SCHEMA: " Call describe_tools for its inputSchema and pass arguments that match it exactly.",
     },
     "extension": {
         Remedy.FIX_CONFIG: _RESTART,
-        Remedy.ENABLE_SERVER: _ENABLE,
         Remedy.READ_SKILL: " Read resource:///tool_descriptions?tools=NAME for the tools you want to use.",
         Remedy.READ_SCHEMA: (
             " Read resource:///tool_descriptions?tools=NAME for its inputSchema and pass arguments"
@@ -119,6 +125,8 @@ def host_remedy_words(
             if isinstance(exc, ServerDisconnected):
                 return exc.message + reconnect_words(retry_in(server) if retry_in else 0.0)
             return exc.message + _RESTART  # rejected credentials: configs.json needs the user
+        if exc.remedy is Remedy.ENABLE_SERVER:
+            return exc.message + _enable(server)
         if exc.remedy is not None and exc.remedy in words:
             return exc.message + words[exc.remedy]
         return for_model(exc, server)
