@@ -10,10 +10,12 @@ authorization to call.
 
 Example::
 
-    catalog = Catalog.from_skills_dir()
-    for hit in catalog.search("open a pull request", k=5, filter=SearchFilter(mode="read-only")):
+    catalog = Catalog.from_skills_dir(annotations_trusted=keen.trust.configured_annotations_trusted())
+    hits = catalog.search("open a pull request", k=5, filter=SearchFilter(mode="read-only"))
+    for hit in hits:
         print(hit.server, hit.tool, hit.score)
-    schema = catalog.load(hit.id).schema
+    if hits:
+        schema = catalog.load(hits[0].id).schema
 """
 
 from __future__ import annotations

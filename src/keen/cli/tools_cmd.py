@@ -130,7 +130,7 @@ def index(
     from keen.capabilities import Catalog
 
     started = time.perf_counter()
-    catalog = Catalog.from_skills_dir()
+    catalog = Catalog.from_skills_dir(include_held=True)  # what keen tools search searches
     if not len(catalog):
         fail("no tools to index: no generated MCP skills are enabled (`keen mcp sync` writes them)")
     dense = catalog.index().dense

@@ -597,10 +597,14 @@ def skill_annotations_trusted(
 def configured_annotations_trusted(
     config_path: Path | None = None, store: PinStore | None = None
 ) -> Callable[[str, dict[str, Any]], bool]:
-    """For ``Catalog.from_skills_dir(annotations_trusted=...)``: whose ``readOnlyHint`` counts
-    as ``keen chat`` and ``keen serve`` judge it (README "Annotations only from servers you
-    trust for them"), by :func:`skill_annotations_trusted` over configs.json's
-    ``trust_annotations`` and ``pinning``.
+    """For ``Catalog.from_skills_dir(annotations_trusted=...)``: whose ``readOnlyHint`` counts,
+    by the rules ``keen chat`` and ``keen serve`` apply to a live tool (README "Annotations
+    only from servers you trust for them"): :func:`skill_annotations_trusted` over
+    configs.json's ``trust_annotations`` and ``pinning``. A skill holds less than a live
+    definition (no ``outputSchema``), so a tool whose live definition changed only there
+    since ``keen mcp trust`` is judged by the fields its schema file holds, which the pin
+    still matches; until the next ``keen mcp sync``, a skill shows the definitions of its
+    last one.
 
     Args:
         config_path: configs.json; default ``$KEEN_HOME/mcp/configs.json``.
