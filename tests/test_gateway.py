@@ -228,9 +228,13 @@ async def test_without_approval_only_read_only_tools_run(manager: Manager) -> No
     with pytest.raises(ApprovalDenied, match='the call to "local/pid" was not approved, so nothing was sent'):
         await Gateway(manager, approval=allow_read_only).call("local", "pid", {})
     assert (await Gateway(manager, approval=allow_all).call("local", "pid", {})).text == pid_before
-    # A server not trusted for its annotations: its readOnlyHint is a claim, not a grant.
-    with pytest.raises(ApprovalDenied, match="only tools annotated readOnlyHint run"):
+    # A server not trusted for its annotations: its readOnlyHint is a claim, not a grant, and
+    # the refusal says so (with the two ways to trust it), not only the rule the claim seems to meet.
+    with pytest.raises(ApprovalDenied, match="by a server trusted for its annotations") as claimed:
         await gateway.call("claims", "echo", {"text": "hi"})
+    assert "'claims' claims readOnlyHint for it" in claimed.value.message
+    assert '"trust_annotations": true' in claimed.value.message
+    assert "keen mcp trust claims" in claimed.value.message
 
 
 def test_a_remedy_starts_its_own_sentence_after_a_servers_text() -> None:

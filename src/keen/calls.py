@@ -139,7 +139,8 @@ def allow_all(request: ApprovalRequest) -> bool:
 
 
 def allow_read_only(request: ApprovalRequest) -> bool:
-    """An :data:`Approval` that allows the tools annotated ``readOnlyHint`` (the default)."""
+    """An :data:`Approval` that allows the tools annotated ``readOnlyHint`` by a server
+    trusted for its annotations (:attr:`ApprovalRequest.read_only`; the default)."""
     return request.read_only
 
 
@@ -473,10 +474,20 @@ class Approve:
                 call.decision = "allowed"
                 return True
             call.decision = "denied"
+            # A tool that claims readOnlyHint from a server not trusted for its annotations
+            # is refused too (README "Security: what Keen trusts"): say so, or the claim
+            # reads as a contradiction of the rule.
+            claim = (
+                f" ({server!r} claims readOnlyHint for it, but its annotations are not trusted: set "
+                f'"trust_annotations": true in its entry, or pin its tools with keen mcp trust {server})'
+                if (shown.annotations or {}).get("readOnlyHint")
+                else ""
+            )
             raise ApprovalDenied(
                 f'the call to "{server}/{tool}" was refused, so nothing was sent: without an approval '
-                "callback only tools annotated readOnlyHint run; pass approval= to the Gateway "
-                "(or open_runtime) to decide, e.g. approval=keen.gateway.allow_all",
+                "callback only tools annotated readOnlyHint by a server trusted for its annotations "
+                f"run{claim}; pass approval= to the Gateway (or open_runtime) to decide, e.g. "
+                "approval=keen.gateway.allow_all",
                 server=server,
                 tool=tool,
             )
