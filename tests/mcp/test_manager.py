@@ -24,6 +24,7 @@ from keen.errors import (
     Remedy,
     ServerDisabled,
     ServerDisconnected,
+    ServerMisconfigured,
     ServerNotConfigured,
     ToolNotFound,
 )
@@ -320,3 +321,26 @@ async def test_manager_takes_a_claude_desktop_dict_like_fastmcp_client(keen_home
         assert (await manager.call_tool("local", "add", {"a": 2, "b": 3})).text == "5"
         assert manager.status("broken").state is ServerState.CONFIG_ERROR
         assert "KEEN_TEST_NEVER_SET" in manager.status("broken").last_error
+
+
+async def test_a_claude_desktop_dict_entry_its_conversion_refuses_breaks_no_other_server(
+    keen_home: Path,
+) -> None:
+    # An entry the mcpServers conversion refuses (no command, a command that is no string)
+    # raised ConfigError from Manager(config=...) itself, so no server of the dict started.
+    config = {
+        "mcpServers": {
+            "local": stdio_server("basic_stdio.py"),
+            "typo": {"comand": "npx"},
+            "number": {"command": 5},
+        }
+    }
+    async with Manager(config=config, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(20)
+        assert (await manager.call_tool("local", "add", {"a": 2, "b": 3})).text == "5"
+        assert manager.status("typo").state is ServerState.CONFIG_ERROR
+        assert 'neither "command"' in manager.status("typo").last_error
+        assert manager.status("number").state is ServerState.CONFIG_ERROR
+        assert '"command" must be a non-empty string' in manager.status("number").last_error
+        with pytest.raises(ServerMisconfigured, match='neither "command"'):
+            await manager.call_tool("typo", "add", {})

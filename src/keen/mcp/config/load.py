@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from keen.errors import ConfigError
-from keen.mcp.config.servers import MCPConfig, read_json, validate_config
+from keen.mcp.config.servers import MCPConfig, declared_kinds, read_json, validate_config
 
 __all__ = ["load_config", "parse_config"]
 
@@ -65,7 +65,8 @@ def parse_config(
         source: how to name the file in messages.
         environ: the variables ``${VAR}`` expands from; default ``os.environ``.
         strict: raise for the first invalid server entry; with ``False`` each invalid entry
-            goes to :attr:`MCPConfig.invalid` and the rest load.
+            (in the ``mcpServers`` shape too: one its conversion refuses) goes to
+            :attr:`MCPConfig.invalid` and the rest load.
 
     Returns:
         The validated config.
@@ -84,17 +85,32 @@ def parse_config(
                 path=source,
                 field="mcpServers",
             )
-        raw = _from_mcp_servers(raw, source=source)
+        raw, refused = _from_mcp_servers(raw, source=source, strict=strict)
+        config = validate_config(raw, source=source, environ=environ, strict=strict)
+        # An entry the conversion refused is one invalid server, as an invalid configs.json
+        # entry is: with strict=False the others load.
+        for name, (message, entry) in refused.items():
+            config.invalid[name] = message
+            config.invalid_kinds[name] = declared_kinds(entry)
+        return config
     text = data if isinstance(data, str) else None
     return validate_config(raw, source=source, environ=environ, strict=strict, text=text)
 
 
-def _from_mcp_servers(raw: Mapping[str, Any], *, source: str) -> dict[str, Any]:
-    """``{"mcpServers": {...}}`` as configs.json data; a refused entry is a ConfigError."""
+def _from_mcp_servers(
+    raw: Mapping[str, Any], *, source: str, strict: bool
+) -> tuple[dict[str, Any], dict[str, tuple[str, Any]]]:
+    """``{"mcpServers": {...}}`` as configs.json data, and each refused entry's message and
+    entry by name; with ``strict`` a refused entry is a ConfigError."""
     # Imported for this shape only: reading configs.json (every session) needs none of it.
     from keen.mcp.config.importer import import_mcp_servers
 
     result = import_mcp_servers(dict(raw), source=source)
+    refused: dict[str, tuple[str, Any]] = {}
+    entries = raw["mcpServers"] if isinstance(raw["mcpServers"], Mapping) else {}
     for name, reason in result.refused:
-        raise ConfigError(f"{source}: server {name!r}: {reason}", path=source, server=name)
-    return {"version": 1, "servers": result.servers}
+        message = f"{source}: server {name!r}: {reason}"
+        if strict:
+            raise ConfigError(message, path=source, server=name)
+        refused[name] = (message, entries.get(name))
+    return {"version": 1, "servers": result.servers}, refused
