@@ -344,3 +344,19 @@ async def test_a_claude_desktop_dict_entry_its_conversion_refuses_breaks_no_othe
         assert '"command" must be a non-empty string' in manager.status("number").last_error
         with pytest.raises(ServerMisconfigured, match='neither "command"'):
             await manager.call_tool("typo", "add", {})
+
+
+async def test_a_server_missing_from_a_config_given_in_code_is_not_sent_to_configs_json(
+    keen_home: Path,
+) -> None:
+    # A misspelt server of a Manager(config=...) said to add it to $KEEN_HOME/mcp/configs.json,
+    # a file that Manager never reads.
+    async with Manager(
+        config={"mcpServers": {"local": stdio_server("basic_stdio.py")}}, trust=PinGuard()
+    ) as manager:
+        assert await manager.wait_ready(20)
+        with pytest.raises(
+            ServerNotConfigured, match="add it to the config this Manager was given"
+        ) as caught:
+            await manager.call_tool("lokal", "add", {"a": 1, "b": 2})
+        assert "configs.json" not in caught.value.message

@@ -874,8 +874,10 @@ class Manager:
             )
         if connection is None:
             known = ", ".join([*self._connections, *self._misconfigured]) or "none"
+            # A config given in code is not configs.json's: adding the server there does nothing.
+            where = self.config_path if self._from_file else "the config this Manager was given"
             raise ServerNotConfigured(
-                f'MCP server "{name}" is not configured (configured: {known}); add it to {self.config_path} '
+                f'MCP server "{name}" is not configured (configured: {known}); add it to {where} '
                 "or check the name.",
                 server=name,
             )
