@@ -28,7 +28,7 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from keen import paths
 from keen.capabilities.describe import (
@@ -70,6 +70,9 @@ logger = logging.getLogger(__name__)
 _by_id = operator.attrgetter("id")
 
 
+_MODES: tuple[str, ...] = get_args(PermissionMode)
+
+
 @dataclass(frozen=True)
 class SearchFilter:
     """Which capabilities a caller may see in search results.
@@ -78,11 +81,19 @@ class SearchFilter:
     capabilities (MCP tools annotated ``readOnlyHint: true``, skills, resources,
     prompts); ``ask`` and ``auto`` admit everything (approval happens at call time).
     ``servers`` / ``kinds``: when given, only these.
+
+    Raises:
+        ValueError: ``mode`` is none of the three.
     """
 
     mode: PermissionMode = "auto"
     servers: frozenset[str] | None = None
     kinds: frozenset[Kind] | None = None
+
+    def __post_init__(self) -> None:
+        # A misspelt mode ("readonly") would otherwise admit everything: fail, not open.
+        if self.mode not in _MODES:
+            raise ValueError(f"unknown permission mode {self.mode!r}; use one of: {', '.join(_MODES)}")
 
     def allows(self, cap: Capability) -> bool:
         if self.mode == "read-only" and not cap.risk.read_only:
