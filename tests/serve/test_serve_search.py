@@ -60,6 +60,10 @@ async def test_search_describe_call(
             )
             assert described["mcp__basic__add"]["inputSchema"]["required"] == ["a", "b"]
             assert "available_tools" in described["nope"]
+            # The shape its error asks for is the names' own (it asked for "server__tool",
+            # a name describe_tools does not know).
+            unlisted = read_json(await client.call_tool("describe_tools", {"names": "mcp__basic__add"}))
+            assert unlisted["error"]["message"].endswith('send {"names": ["mcp__server__tool", ...]}')
             result = await client.call_tool(
                 "call_mcp_tool", {"server": "basic", "tool": "add", "arguments": {"a": 2, "b": 3}}
             )

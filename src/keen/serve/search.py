@@ -212,7 +212,7 @@ class SearchMode:
             return await self._search(query.query, query.limit)
         if name == _DESCRIBE_TOOLS:
             if why := arguments_problem(_DESCRIBE_TOOLS, arguments, _DESCRIBE_SCHEMA):
-                return error_result(_bad_args(f'{why}; send {{"names": ["server__tool", ...]}}'))
+                return error_result(_bad_args(f'{why}; send {{"names": ["mcp__server__tool", ...]}}'))
             names = [str(n) for n in arguments["names"]]
             await self.served.revive(names)
             body, _ = ext.describe(self.served.catalog(), names)
