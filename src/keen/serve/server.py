@@ -66,7 +66,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from keen import __version__, paths
 from keen._text import shorten
 from keen.capabilities import Capability
-from keen.errors import KeenError
+from keen.errors import InvalidArguments, KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS
 from keen.mcp.connection.reconnect import Reconnector
 from keen.mcp.connection.relay import Relay
@@ -462,6 +462,13 @@ class KeenServer:
         await self.served.revive(servers=[server])
         try:
             raw = await self.manager.get_prompt(server, prompt, dict(params.arguments or {}))
+        except InvalidArguments as exc:
+            # Missing or wrong prompt arguments are -32602 (MCP 2025-11-25, Prompts, "Error
+            # Handling"), and a prompt's arguments are in prompts/list: its schema remedy
+            # (describe_tools, tool_descriptions) is about tools.
+            self._audit("prompt.get", scope, server, prompt, "error", exc.code)
+            message = f"{exc.message.rstrip('. ')}. prompts/list gives the prompt's arguments."
+            raise MCPError(code=mt.INVALID_PARAMS, message=message) from exc
         except KeenError as exc:
             self._audit("prompt.get", scope, server, prompt, "error", exc.code)
             raise MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server)) from exc
