@@ -667,9 +667,11 @@ class Harness:
         if call.mcp and "mcp_checks" in call.stages and self.gateway is not None:
             self.gateway.record(call)
         if call.cancelled:
+            # server and tool as every other result has them, so a search of the log by server
+            # finds the cancelled calls too (None before validate parsed them).
             self.log.emit(
                 "result", step=self.step, call_id=call.call_id, capability=call.capability_id or call.name,
-                outcome="cancelled", code="cancelled", stages=call.stages,
+                server=call.server, tool=call.tool, outcome="cancelled", code="cancelled", stages=call.stages,
                 **({"caller": call.caller} if call.caller else {}),
             )  # fmt: skip
             return
