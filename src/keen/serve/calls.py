@@ -117,13 +117,19 @@ def host_remedy_words(
             return f'MCP server "{name}" is not configured in keen serve.' + words[Remedy.READ_SKILL]
         if exc.remedy is Remedy.RECONNECT:
             if isinstance(exc, ServerDisconnected):
-                return exc.message + reconnect_words(retry_in(server) if retry_in else 0.0)
-            return exc.message + _RESTART  # rejected credentials: configs.json needs the user
+                return _closed(exc.message) + reconnect_words(retry_in(server) if retry_in else 0.0)
+            return _closed(exc.message) + _RESTART  # rejected credentials: configs.json needs the user
         if exc.remedy is not None and exc.remedy in words:
-            return exc.message + words[exc.remedy]
+            return _closed(exc.message) + words[exc.remedy]
         return for_model(exc, server)
 
     return word
+
+
+def _closed(message: str) -> str:
+    """``message`` ending a sentence, so the remedy after it starts its own: a message may end
+    with a server's text (its last stderr line, a ``${VAR}`` fix) with no full stop."""
+    return message if message.rstrip().endswith((".", "!", "?")) else message + "."
 
 
 HOST_APPROVES = Approver(allow_all, APPROVER)
