@@ -346,6 +346,15 @@ async def test_a_claude_desktop_dict_entry_its_conversion_refuses_breaks_no_othe
             await manager.call_tool("typo", "add", {})
 
 
+async def test_a_manager_not_started_says_so_not_that_its_server_is_not_configured(keen_home: Path) -> None:
+    # Without `async with` (or start()), a call to a configured server said it was "not
+    # configured (configured: none)".
+    manager = Manager(config={"mcpServers": {"local": stdio_server("basic_stdio.py")}}, trust=PinGuard())
+    with pytest.raises(ServerNotConfigured, match="this Manager has not started its servers") as caught:
+        await manager.call_tool("local", "add", {"a": 1, "b": 2})
+    assert "not configured" not in caught.value.message and "await manager.start()" in caught.value.message
+
+
 async def test_a_server_missing_from_a_config_given_in_code_is_not_sent_to_configs_json(
     keen_home: Path,
 ) -> None:

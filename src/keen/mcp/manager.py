@@ -872,6 +872,14 @@ class Manager:
                 server=name,
                 remedy=Remedy.FIX_CONFIG,
             )
+        if connection is None and not self._started:
+            # Before start() no server has a connection, configured or not: "not configured
+            # (configured: none)" sent a caller who forgot to start the Manager to its config.
+            raise ServerNotConfigured(
+                f'MCP server "{name}" cannot be used yet: this Manager has not started its servers; '
+                "start it first (async with Manager(...) as manager, or await manager.start()).",
+                server=name,
+            )
         if connection is None:
             known = ", ".join([*self._connections, *self._misconfigured]) or "none"
             # A config given in code is not configs.json's: adding the server there does nothing.
