@@ -581,3 +581,15 @@ def test_configs_whose_validity_is_the_environments_are_never_recorded_as_valid(
     assert list(config.servers) == ["x"] and not config.invalid
     assert remember_valid(path, config) is False
     assert trust_settings(path) is None
+
+
+def test_what_the_mcp_servers_conversion_drops_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    # Manager(config={"mcpServers": ...}) with "trust_annotations": true dropped it without a
+    # word: the server's readOnlyHint then granted nothing, and nothing said why.
+    entry = {"command": "run-me", "trust_annotations": True, "autoApprove": ["x"]}
+    with caplog.at_level("WARNING", logger="keen.mcp.config.load"):
+        config = parse_config({"mcpServers": {"s": entry}}, strict=False)
+    assert config.servers["s"].trust_annotations is False
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("server 's': dropped 'trust_annotations'" in line for line in logged), logged
+    assert any("server 's': dropped 'autoApprove'" in line for line in logged), logged

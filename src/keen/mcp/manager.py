@@ -103,7 +103,9 @@ class Manager:
         config_path: ``configs.json``; default ``$KEEN_HOME/mcp/configs.json``. Missing = no servers.
         config: an already-loaded config (wins over ``config_path``), or its data as a dict:
             configs.json's shape or ``{"mcpServers": {...}}`` (Claude Desktop's, as
-            ``fastmcp.Client`` takes it), read by ``parse_config(config, strict=False)``.
+            ``fastmcp.Client`` takes it), read by ``parse_config(config, strict=False)``
+            (which drops, with a logged warning, Keen's own ``trust_annotations``,
+            ``inherit_env`` and ``pinning`` from the latter shape).
         logs_dir: where stdio servers' stderr goes; default ``$KEEN_HOME/logs``.
         auth_factory: builds the OAuth ``httpx2.Auth`` for ``oauth`` servers; default: tokens
             from ``$KEEN_HOME/mcp/auth/<server>.json``, never a browser in the background.

@@ -7,6 +7,7 @@ each converted entry validated by ``servers``): the importer and the model form 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from keen.errors import ConfigError
 from keen.mcp.config.servers import MCPConfig, declared_kinds, read_json, validate_config
 
 __all__ = ["load_config", "parse_config"]
+
+logger = logging.getLogger(__name__)
 
 
 def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bool = True) -> MCPConfig:
@@ -61,7 +64,10 @@ def parse_config(
         data: the file's text, or its parsed object. Besides the configs.json shape, an
             object ``{"mcpServers": {...}}`` (the shape Claude Desktop, Claude Code and Cursor
             use, and ``fastmcp.Client`` takes) is converted as ``keen mcp import`` converts it,
-            so ``Manager(config=parse_config({"mcpServers": {...}}))`` works.
+            so ``Manager(config=parse_config({"mcpServers": {...}}))`` works; what the
+            conversion drops (Keen's own ``trust_annotations``, ``inherit_env`` and
+            ``pinning``, another host's ``autoApprove``) is logged as a warning: give those in
+            configs.json's shape.
         source: how to name the file in messages.
         environ: the variables ``${VAR}`` expands from; default ``os.environ``.
         strict: raise for the first invalid server entry; with ``False`` each invalid entry
@@ -106,6 +112,10 @@ def _from_mcp_servers(
     from keen.mcp.config.importer import import_mcp_servers
 
     result = import_mcp_servers(dict(raw), source=source)
+    # What the conversion dropped (Keen's own settings such as trust_annotations, another
+    # host's autoApprove) would otherwise vanish without a word: say it, as keen mcp import does.
+    for name, note in result.notes:
+        logger.warning("%s: server %r: %s", source, name, note)
     refused: dict[str, tuple[str, Any]] = {}
     entries = raw["mcpServers"] if isinstance(raw["mcpServers"], Mapping) else {}
     for name, reason in result.refused:
