@@ -355,6 +355,17 @@ async def test_a_manager_not_started_says_so_not_that_its_server_is_not_configur
     assert "not configured" not in caught.value.message and "await manager.start()" in caught.value.message
 
 
+async def test_a_server_left_out_by_only_is_not_said_to_be_connecting(keen_home: Path) -> None:
+    # A server `only` left out was "still connecting; try again in a moment", for ever.
+    config = {"mcpServers": {"on": stdio_server("basic_stdio.py"), "off": stdio_server("basic_stdio.py")}}
+    async with Manager(config=config, only={"on"}, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(20)
+        with pytest.raises(ServerDisconnected, match='"off" is not started in this session') as caught:
+            await manager.call_tool("off", "add", {"a": 1, "b": 2})
+        assert "try again" not in caught.value.message and caught.value.remedy is Remedy.RECONNECT
+        assert (await manager.call_tool("on", "add", {"a": 1, "b": 2})).text == "3"
+
+
 async def test_a_server_missing_from_a_config_given_in_code_is_not_sent_to_configs_json(
     keen_home: Path,
 ) -> None:

@@ -30,6 +30,7 @@ from keen._gcfreeze import freeze_if_asked
 from keen.errors import (
     KeenError,
     Remedy,
+    ServerDisconnected,
     ServerMisconfigured,
     ServerNotConfigured,
     UserActionRequired,
@@ -905,6 +906,22 @@ class Manager:
             return connection  # asked several times per call: the usual answer without a call more
         from keen.mcp.calls.send import connected
 
+        if (
+            connection is not None
+            and self.only is not None
+            and name not in self.only
+            and connection.state is ServerState.CONFIGURED
+            and not connection.running
+            and connection.config.enabled
+        ):
+            # Left out by `only` and never started: "still connecting; try again in a moment"
+            # would have the caller wait for ever.
+            raise ServerDisconnected(
+                f'MCP server "{name}" is not started in this session: it is configured, but the '
+                "session connects only some servers; connect it first.",
+                server=name,
+                remedy=Remedy.RECONNECT,
+            )
         return connected(self._connection(name))
 
 
