@@ -28,7 +28,7 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 from keen import paths
 from keen.capabilities.describe import (
@@ -40,6 +40,7 @@ from keen.capabilities.describe import (
     tool_capability,
 )
 from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, PermissionMode
+from keen.capabilities.modes import check_mode
 from keen.capabilities.names import model_name, resolve_names
 from keen.errors import SkillError
 from keen.mcp.types import ServerState, Tool
@@ -70,9 +71,6 @@ logger = logging.getLogger(__name__)
 _by_id = operator.attrgetter("id")
 
 
-_MODES: tuple[str, ...] = get_args(PermissionMode)
-
-
 @dataclass(frozen=True)
 class SearchFilter:
     """Which capabilities a caller may see in search results.
@@ -91,9 +89,7 @@ class SearchFilter:
     kinds: frozenset[Kind] | None = None
 
     def __post_init__(self) -> None:
-        # A misspelt mode ("readonly") would otherwise admit everything: fail, not open.
-        if self.mode not in _MODES:
-            raise ValueError(f"unknown permission mode {self.mode!r}; use one of: {', '.join(_MODES)}")
+        check_mode(self.mode)  # a misspelt mode ("readonly") would otherwise admit everything
 
     def allows(self, cap: Capability) -> bool:
         if self.mode == "read-only" and not cap.risk.read_only:
