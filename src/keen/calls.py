@@ -477,9 +477,16 @@ class Approve:
             # A tool that claims readOnlyHint from a server not trusted for its annotations
             # is refused too (README "Security: what Keen trusts"): say so, or the claim
             # reads as a contradiction of the rule.
+            # keen mcp trust pins configs.json's servers; a config given in code takes the
+            # field only in configs.json's shape (the mcpServers shape drops Keen's own fields).
+            how = (
+                f'"trust_annotations": true in its configs.json entry, or pin its tools with keen mcp trust {server}'
+                if self.manager.reads_config_file
+                else '"trust_annotations": true in its entry of the config this Manager was given, in '
+                'configs.json\'s shape ({"version": 1, "servers": ...}; the mcpServers shape drops it)'
+            )
             claim = (
-                f" ({server!r} claims readOnlyHint for it, but its annotations are not trusted: set "
-                f'"trust_annotations": true in its entry, or pin its tools with keen mcp trust {server})'
+                f' ("{server}" claims readOnlyHint for it, but its annotations are not trusted: set {how})'
                 if (shown.annotations or {}).get("readOnlyHint")
                 else ""
             )

@@ -415,6 +415,12 @@ class Manager:
             listed = [(name, server.enabled) for name, server in self.config.servers.items()]
         return {name for name, on in listed if on and (self.only is None or name in self.only)}
 
+    @property
+    def reads_config_file(self) -> bool:
+        """Whether this Manager's config is configs.json (:attr:`config_path`), which ``keen
+        mcp`` commands edit; False for one given in code (``config=``)."""
+        return self._from_file
+
     def no_config_file(self) -> bool:
         """Whether this manager reads configs.json and finds none (or an empty one) without
         having loaded it: no server is configured, known without importing the config's
