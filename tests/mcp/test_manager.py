@@ -342,6 +342,11 @@ async def test_a_claude_desktop_dict_entry_its_conversion_refuses_breaks_no_othe
         assert 'neither "command"' in manager.status("typo").last_error
         assert manager.status("number").state is ServerState.CONFIG_ERROR
         assert '"command" must be a non-empty string' in manager.status("number").last_error
+        # Named as what it is: the config given in code, not a configs.json never read.
+        assert manager.status("typo").last_error.startswith(
+            "the config this Manager was given: server 'typo'"
+        )
+        assert "configs.json: server" not in manager.status("number").last_error
         with pytest.raises(ServerMisconfigured, match='neither "command"'):
             await manager.call_tool("typo", "add", {})
 

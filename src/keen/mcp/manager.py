@@ -185,7 +185,8 @@ class Manager:
         if isinstance(config, Mapping):  # another host's shape or configs.json data, not a model
             from keen.mcp.config.load import parse_config
 
-            config = parse_config(config, strict=False)
+            # Its messages name it as what it is: no configs.json is read here.
+            config = parse_config(config, strict=False, source="the config this Manager was given")
         self._config = config
         # Only a config read from configs.json is read again (reload_server): one given in
         # code (keen serve's, a library's) is not that file's.
