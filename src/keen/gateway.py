@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from keen._text import closed
 from keen.calls import (
     DEFAULT_MAX_RESULT_CHARS,
     Approval,
@@ -107,10 +108,8 @@ def for_model(exc: KeenError, server: str) -> str:
         do nothing about it.
     """
     remedy = _FOR_MODEL.get(exc.remedy, "").format(server=server)
-    if remedy and not exc.message.rstrip().endswith((".", "!", "?")):
-        # The message may end with a server's own text (its last stderr line): close it.
-        remedy = "." + remedy
-    return exc.message + remedy
+    # The message may end with a server's own text (its last stderr line): close it.
+    return closed(exc.message) + remedy if remedy else exc.message
 
 
 @dataclass(frozen=True, slots=True)

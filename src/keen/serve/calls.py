@@ -33,7 +33,7 @@ from typing import Any
 import mcp_types as mt
 from mcp.shared.dispatcher import ProgressFnT
 
-from keen._text import shorten
+from keen._text import closed, shorten
 from keen.calls import Approver, allow_all
 from keen.capabilities import Catalog
 from keen.errors import KeenError, Remedy, ServerDisconnected, ServerNotConfigured
@@ -117,19 +117,13 @@ def host_remedy_words(
             return f'MCP server "{name}" is not configured in keen serve.' + words[Remedy.READ_SKILL]
         if exc.remedy is Remedy.RECONNECT:
             if isinstance(exc, ServerDisconnected):
-                return _closed(exc.message) + reconnect_words(retry_in(server) if retry_in else 0.0)
-            return _closed(exc.message) + _RESTART  # rejected credentials: configs.json needs the user
+                return closed(exc.message) + reconnect_words(retry_in(server) if retry_in else 0.0)
+            return closed(exc.message) + _RESTART  # rejected credentials: configs.json needs the user
         if exc.remedy is not None and exc.remedy in words:
-            return _closed(exc.message) + words[exc.remedy]
+            return closed(exc.message) + words[exc.remedy]
         return for_model(exc, server)
 
     return word
-
-
-def _closed(message: str) -> str:
-    """``message`` ending a sentence, so the remedy after it starts its own: a message may end
-    with a server's text (its last stderr line, a ``${VAR}`` fix) with no full stop."""
-    return message if message.rstrip().endswith((".", "!", "?")) else message + "."
 
 
 HOST_APPROVES = Approver(allow_all, APPROVER)
