@@ -27,7 +27,9 @@ import anyio.abc
 
 from keen import paths
 from keen._gcfreeze import freeze_if_asked
+from keen._text import closed
 from keen.errors import (
+    InvalidArguments,
     KeenError,
     Remedy,
     ServerDisconnected,
@@ -683,10 +685,22 @@ class Manager:
         self, name: str, prompt: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
     ) -> dict[str, Any]:
         """``prompts/get`` of ``prompt`` with ``arguments`` on server ``name``: the result in
-        wire shape (``description``, ``messages``). Raises like :meth:`read_resource`."""
-        raw = await self._request(
-            name, f"prompt {prompt}", timeout, lambda s: s.get_prompt(prompt, arguments or None)
-        )
+        wire shape (``description``, ``messages``). Raises like :meth:`read_resource`; arguments
+        the server refuses (JSON-RPC ``-32602``) are ``InvalidArguments`` that point at the
+        prompt's arguments in ``prompts/list`` (no tool schema remedy)."""
+        try:
+            raw = await self._request(
+                name, f"prompt {prompt}", timeout, lambda s: s.get_prompt(prompt, arguments or None)
+            )
+        except InvalidArguments as exc:
+            # A prompt has no inputSchema or schema file: its arguments are listed with it.
+            raise InvalidArguments(
+                f"{closed(exc.message)} prompts/list gives the prompt's arguments.",
+                server=name,
+                tool=exc.tool,
+                errors=exc.errors,
+                remedy=None,
+            ) from exc
         return dict(raw.model_dump(by_alias=True, mode="json", exclude_none=True))
 
     def _session(self, name: str, timeout: float | None) -> tuple[ServerConnection, ClientSession, float]:

@@ -463,12 +463,10 @@ class KeenServer:
         try:
             raw = await self.manager.get_prompt(server, prompt, dict(params.arguments or {}))
         except InvalidArguments as exc:
-            # Missing or wrong prompt arguments are -32602 (MCP 2025-11-25, Prompts, "Error
-            # Handling"), and a prompt's arguments are in prompts/list: its schema remedy
-            # (describe_tools, tool_descriptions) is about tools.
+            # Arguments the server refused with -32602 stay -32602 for the host (MCP
+            # 2025-11-25, Prompts, "Error Handling"); the message says where they are listed.
             self._audit("prompt.get", scope, server, prompt, "error", exc.code)
-            message = f"{exc.message.rstrip('. ')}. prompts/list gives the prompt's arguments."
-            raise MCPError(code=mt.INVALID_PARAMS, message=message) from exc
+            raise MCPError(code=mt.INVALID_PARAMS, message=exc.message) from exc
         except KeenError as exc:
             self._audit("prompt.get", scope, server, prompt, "error", exc.code)
             raise MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server)) from exc
