@@ -228,9 +228,27 @@ async def test_without_approval_only_read_only_tools_run(manager: Manager) -> No
     with pytest.raises(ApprovalDenied, match='the call to "local/pid" was not approved, so nothing was sent'):
         await Gateway(manager, approval=allow_read_only).call("local", "pid", {})
     assert (await Gateway(manager, approval=allow_all).call("local", "pid", {})).text == pid_before
-    # A server not trusted for its annotations: its readOnlyHint is a claim, not a grant.
-    with pytest.raises(ApprovalDenied, match="only tools annotated readOnlyHint run"):
+    # A server not trusted for its annotations: its readOnlyHint is a claim, not a grant, and
+    # the refusal says so (with the two ways to trust it), not only the rule the claim seems to meet.
+    with pytest.raises(ApprovalDenied, match="by a server trusted for its annotations") as claimed:
         await gateway.call("claims", "echo", {"text": "hi"})
+    assert '"claims" claims readOnlyHint for it' in claimed.value.message
+    assert '"trust_annotations": true in its configs.json entry' in claimed.value.message
+    assert "keen mcp trust claims" in claimed.value.message
+
+
+async def test_a_read_only_claim_of_a_config_given_in_code_is_not_sent_to_keen_mcp_trust(
+    keen_home: Path,
+) -> None:
+    # keen mcp trust knows configs.json's servers only, and the mcpServers shape drops
+    # "trust_annotations": the remedy for a config given in code said both would work.
+    config = {"mcpServers": {"claims": stdio_server("basic_stdio.py")}}
+    async with Manager(config=config, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(20)
+        with pytest.raises(ApprovalDenied, match="claims readOnlyHint for it") as claimed:
+            await Gateway(manager).call("claims", "echo", {"text": "hi"})
+    assert "keen mcp trust" not in claimed.value.message
+    assert "in configs.json's shape" in claimed.value.message
 
 
 def test_a_remedy_starts_its_own_sentence_after_a_servers_text() -> None:

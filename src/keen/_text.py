@@ -13,6 +13,7 @@ from typing import TypeVar
 __all__ = [
     "ELLIPSIS",
     "SUMMARY_CHARS",
+    "closed",
     "first_sentence",
     "one_line",
     "sentences",
@@ -101,6 +102,12 @@ def some_of(items: Sequence[_T], limit: int, sep: str = ", ", say: Callable[[_T]
     shown = sep.join(say(item) for item in items[:limit])
     left = len(items) - limit
     return f"{shown}{sep}and {left} more" if left > 0 else shown
+
+
+def closed(message: str) -> str:
+    """``message`` ending a sentence, so what follows starts its own: a message may end with
+    a server's text (its last stderr line, a ``${VAR}`` fix) and no full stop."""
+    return message if message.rstrip().endswith((".", "!", "?")) else message + "."
 
 
 def one_line(text: str | None, limit: int) -> str:

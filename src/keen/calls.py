@@ -139,7 +139,8 @@ def allow_all(request: ApprovalRequest) -> bool:
 
 
 def allow_read_only(request: ApprovalRequest) -> bool:
-    """An :data:`Approval` that allows the tools annotated ``readOnlyHint`` (the default)."""
+    """An :data:`Approval` that allows the tools annotated ``readOnlyHint`` by a server
+    trusted for its annotations (:attr:`ApprovalRequest.read_only`; the default)."""
     return request.read_only
 
 
@@ -473,10 +474,27 @@ class Approve:
                 call.decision = "allowed"
                 return True
             call.decision = "denied"
+            # A tool that claims readOnlyHint from a server not trusted for its annotations
+            # is refused too (README "Security: what Keen trusts"): say so, or the claim
+            # reads as a contradiction of the rule.
+            # keen mcp trust pins configs.json's servers; a config given in code takes the
+            # field only in configs.json's shape (the mcpServers shape drops Keen's own fields).
+            how = (
+                f'"trust_annotations": true in its configs.json entry, or pin its tools with keen mcp trust {server}'
+                if self.manager.reads_config_file
+                else '"trust_annotations": true in its entry of the config this Manager was given, in '
+                'configs.json\'s shape ({"version": 1, "servers": ...}; the mcpServers shape drops it)'
+            )
+            claim = (
+                f' ("{server}" claims readOnlyHint for it, but its annotations are not trusted: set {how})'
+                if (shown.annotations or {}).get("readOnlyHint")
+                else ""
+            )
             raise ApprovalDenied(
                 f'the call to "{server}/{tool}" was refused, so nothing was sent: without an approval '
-                "callback only tools annotated readOnlyHint run; pass approval= to the Gateway "
-                "(or open_runtime) to decide, e.g. approval=keen.gateway.allow_all",
+                "callback only tools annotated readOnlyHint by a server trusted for its annotations "
+                f"run{claim}; pass approval= to the Gateway (or open_runtime) to decide, e.g. "
+                "approval=keen.gateway.allow_all",
                 server=server,
                 tool=tool,
             )

@@ -12,10 +12,10 @@ never-pinned server's tools) and the library's entry to it. :meth:`Gateway.call`
 2. ``pin_check``: the tool's definition is the pinned one, under the server's pinning policy
    (:mod:`keen.trust.pins`: a new or changed tool of a pinned server is refused with the diff),
 3. ``permission``: the call's approval (an argument of the call; by default the Gateway's)
-   sees server, tool and JSON arguments and says yes; without one, only tools the server
-   annotates ``readOnlyHint`` run (safe by default: pass ``approval=allow_all`` to a Gateway
-   whose host approves calls elsewhere). The first approved call of a never-pinned server
-   pins its tools: trust on first use,
+   sees server, tool and JSON arguments and says yes; without one, only tools annotated
+   ``readOnlyHint`` by a server trusted for its annotations run (safe by default: pass
+   ``approval=allow_all`` to a Gateway whose host approves calls elsewhere). The first
+   approved call of a never-pinned server pins its tools: trust on first use,
 4. ``execute`` (``tools/call``), then ``audit``.
 
 A disabled *skill* only hides the server from the catalog; its tools stay callable
@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from keen._text import closed
 from keen.calls import (
     DEFAULT_MAX_RESULT_CHARS,
     Approval,
@@ -107,10 +108,8 @@ def for_model(exc: KeenError, server: str) -> str:
         do nothing about it.
     """
     remedy = _FOR_MODEL.get(exc.remedy, "").format(server=server)
-    if remedy and not exc.message.rstrip().endswith((".", "!", "?")):
-        # The message may end with a server's own text (its last stderr line): close it.
-        remedy = "." + remedy
-    return exc.message + remedy
+    # The message may end with a server's own text (its last stderr line): close it.
+    return closed(exc.message) + remedy if remedy else exc.message
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +150,8 @@ class Gateway:
     Args:
         manager: a started Manager.
         approval: asked before every call that passed the checks, unless the call brings its
-            own. ``None`` (the default) allows only tools annotated ``readOnlyHint`` and
+            own. ``None`` (the default) allows only tools annotated ``readOnlyHint`` by a
+            server trusted for its annotations (:attr:`ApprovalRequest.read_only`) and
             refuses any other call with ``ApprovalDenied``; :func:`allow_all` allows every
             call (a host that approves calls itself).
         audit: receives one event dict per call: ``ts, server, tool, arguments`` (redacted),

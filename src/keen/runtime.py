@@ -234,7 +234,8 @@ async def open_runtime(
             connecting and disables their skills until the next sync).
         skills_root: the skills directory; default ``$KEEN_HOME/skills``.
         approval: asked before every gateway call (``None``: only tools annotated
-            ``readOnlyHint`` run; ``keen.gateway.allow_all`` allows every call).
+            ``readOnlyHint`` by a server trusted for its annotations run;
+            ``keen.gateway.allow_all`` allows every call).
         audit: receives one event dict per gateway call.
         observers: subscribed to the Manager's state changes for the session's lifetime.
         max_result_chars: where a result's text is cut for the model, by the gateway and by

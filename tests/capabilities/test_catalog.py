@@ -197,6 +197,15 @@ def test_read_only_filter_never_returns_a_write_tool(skills: Path, query: str) -
     assert {h.id for h in catalog.search(query, k=len(catalog), filter=SearchFilter(mode="ask"))} >= writes
 
 
+def test_a_misspelt_mode_is_refused_not_read_as_every_tool() -> None:
+    # SearchFilter(mode="readonly") admitted every tool: a read-only caller with a typo saw
+    # the write tools.
+    with pytest.raises(
+        ValueError, match="unknown permission mode 'readonly'; use one of: read-only, ask, auto"
+    ):
+        SearchFilter(mode="readonly")  # type: ignore[arg-type]
+
+
 def test_server_and_kind_filters(skills: Path) -> None:
     catalog = Catalog.from_skills_dir(skills)
     only_slack = catalog.search("message", k=10, filter=SearchFilter(servers=frozenset({"slack"})))

@@ -141,6 +141,14 @@ def test_only_an_unusable_file_fails_everything(text: str, needle: str, tmp_path
     assert written == [], written
 
 
+def test_keen_serve_with_a_config_path_that_is_not_there_says_so(home: Home, tmp_path: Path) -> None:
+    # keen serve --config <typo> served no server, without a word, to the host that ran it.
+    missing = tmp_path / "nowhere" / "configs.json"
+    run = home.keen("serve", "--config", str(missing))
+    assert run.code == 2, str(run)
+    assert f"--config {missing}: no such file" in " ".join(run.stderr.split()), str(run)
+
+
 def test_the_library_keeps_the_healthy_servers(home: Home) -> None:
     text = json.dumps({"version": 1, "servers": _servers()})
     with pytest.raises(ConfigError, match="KEEN_TEST_NEVER_SET"):

@@ -578,3 +578,22 @@ def test_a_short_write_is_carried_on(tmp_path: Path, monkeypatch: pytest.MonkeyP
     log.close()
     assert [e["type"] for e in read_events(path)] == ["call", "result", "note"]
     assert [e["seq"] for e in read_events(path)] == [1, 2, 3]
+
+
+def test_a_misspelt_permission_mode_is_refused_not_run_as_one_that_allows_writes(
+    keen_home: Path, tmp_path: Path
+) -> None:
+    from keen.capabilities import Catalog
+    from keen.harness import Harness
+
+    # Harness(mode="readonly") matched no mode's rule, so the policy allowed a write tool
+    # without asking and showed it; set_mode took such a mode too.
+    with pytest.raises(
+        ValueError, match="unknown permission mode 'readonly'; use one of: read-only, ask, auto"
+    ):
+        Harness(lambda: Catalog.from_skills_dir(cache=False), None, workspace=tmp_path, mode="readonly")  # type: ignore[arg-type]
+    h = Harness(lambda: Catalog.from_skills_dir(cache=False), None, workspace=tmp_path, mode="read-only")
+    with pytest.raises(ValueError, match="unknown permission mode 'Auto'"):
+        h.set_mode("Auto")  # type: ignore[arg-type]
+    assert h.mode == "read-only"
+    h.close()

@@ -346,6 +346,8 @@ async def test_a_cancelled_call_is_audited_as_cancelled(full_session: Session) -
     assert scope.cancelled_caught
     result = events(h, "result")[-1]
     assert result["capability"] == "mcp__everything__trigger-long-running-operation"
+    # Its server and tool, as every other result event names them (they were left out).
+    assert (result["server"], result["tool"]) == ("everything", "trigger-long-running-operation")
     assert result["outcome"] == "cancelled" and result["code"] == "cancelled"
     assert result["stages"][-2:] == ["execute", "audit"]
     after = await h.call("mcp__everything__echo", {"message": "still here"})

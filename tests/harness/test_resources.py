@@ -15,7 +15,8 @@ from fastmcp import FastMCP
 from conftest import peer
 from keen import paths
 from keen.capabilities import Catalog
-from keen.gateway import Gateway
+from keen.errors import InvalidArguments
+from keen.gateway import Gateway, for_model
 from keen.harness import Harness, read_events, replay
 from keen.mcp import Manager, ServerState, in_memory_transport
 from keen.trust import PinGuard
@@ -123,6 +124,15 @@ async def test_the_manager_lists_every_page_of_resources_and_prompts(manager: Ma
     assert contents[0]["text"].strip() and contents[0]["mimeType"] == "text/markdown"
     got = await manager.get_prompt("paged", "greet-3", {"who": "ada"})
     assert got["messages"][0]["content"]["text"] == "hello ada 3"
+
+
+async def test_a_prompt_argument_the_server_refuses_points_at_its_arguments(manager: Manager) -> None:
+    # server-everything refuses args-prompt without "city" (-32602): the error carried the
+    # tool-schema remedy, so a model was told to read an inputSchema a prompt does not have.
+    with pytest.raises(InvalidArguments, match="prompts/list gives the prompt's arguments") as refused:
+        await manager.get_prompt("everything", "args-prompt", {})
+    assert refused.value.remedy is None
+    assert "inputSchema" not in for_model(refused.value, "everything")
 
 
 async def test_catalog_holds_them_with_a_deferred_full_layer(manager: Manager) -> None:

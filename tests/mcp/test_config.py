@@ -203,8 +203,24 @@ def test_transport_inferred_from_url_or_command() -> None:
     assert servers["local"].transport == "stdio"
 
 
-@pytest.mark.parametrize("entry", [{}, {"transport": "websocket", "url": "https://h/ws"}, {"transport": 1}])
-def test_unknown_or_missing_transport(entry: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("entry", "hint"),
+    [
+        ({}, 'add "command" (a local stdio server) or "url" (a remote server)'),
+        ({"comand": "npx", "args": ["-y", "x"]}, "rename 'comand' to 'command' (a misspelling?)"),
+        ({"uri": "https://h/mcp"}, "rename 'uri' to 'url' (a misspelling?)"),
+    ],
+)
+def test_an_entry_with_neither_command_nor_url_says_so(entry: dict[str, Any], hint: str) -> None:
+    # With no "transport" to go by, an entry whose "command" was misspelt was refused as
+    # "transport None is not supported", naming a field never written and not the misspelling.
+    err = _reject({"s": entry}, match=re.escape(f'the entry has neither "command" nor "url"; {hint}'))
+    assert (err.server, err.field) == ("s", "command")
+    assert "None" not in err.message
+
+
+@pytest.mark.parametrize("entry", [{"transport": "websocket", "url": "https://h/ws"}, {"transport": 1}])
+def test_unknown_transport(entry: dict[str, Any]) -> None:
     err = _reject(
         {"s": entry},
         match=re.escape('is not supported; use "streamable_http" (with "url"), "stdio" (with "command")'),
@@ -589,3 +605,15 @@ def test_only_a_config_validated_whole_from_its_text_is_recorded_valid(keen_home
     path.write_text(fine)
     assert remember_valid(path, parse_config(fine, source=str(path))) is True
     assert known_servers(path) == [("y", True)]
+
+
+def test_what_the_mcp_servers_conversion_drops_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    # Manager(config={"mcpServers": ...}) with "trust_annotations": true dropped it without a
+    # word: the server's readOnlyHint then granted nothing, and nothing said why.
+    entry = {"command": "run-me", "trust_annotations": True, "autoApprove": ["x"]}
+    with caplog.at_level("WARNING", logger="keen.mcp.config.load"):
+        config = parse_config({"mcpServers": {"s": entry}}, strict=False)
+    assert config.servers["s"].trust_annotations is False
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("server 's': dropped 'trust_annotations'" in line for line in logged), logged
+    assert any("server 's': dropped 'autoApprove'" in line for line in logged), logged

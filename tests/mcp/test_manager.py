@@ -24,6 +24,7 @@ from keen.errors import (
     Remedy,
     ServerDisabled,
     ServerDisconnected,
+    ServerMisconfigured,
     ServerNotConfigured,
     ToolNotFound,
 )
@@ -320,3 +321,67 @@ async def test_manager_takes_a_claude_desktop_dict_like_fastmcp_client(keen_home
         assert (await manager.call_tool("local", "add", {"a": 2, "b": 3})).text == "5"
         assert manager.status("broken").state is ServerState.CONFIG_ERROR
         assert "KEEN_TEST_NEVER_SET" in manager.status("broken").last_error
+
+
+async def test_a_claude_desktop_dict_entry_its_conversion_refuses_breaks_no_other_server(
+    keen_home: Path,
+) -> None:
+    # An entry the mcpServers conversion refuses (no command, a command that is no string)
+    # raised ConfigError from Manager(config=...) itself, so no server of the dict started.
+    config = {
+        "mcpServers": {
+            "local": stdio_server("basic_stdio.py"),
+            "typo": {"comand": "npx"},
+            "number": {"command": 5},
+        }
+    }
+    async with Manager(config=config, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(20)
+        assert (await manager.call_tool("local", "add", {"a": 2, "b": 3})).text == "5"
+        assert manager.status("typo").state is ServerState.CONFIG_ERROR
+        assert 'neither "command"' in manager.status("typo").last_error
+        assert manager.status("number").state is ServerState.CONFIG_ERROR
+        assert '"command" must be a non-empty string' in manager.status("number").last_error
+        # Named as what it is: the config given in code, not a configs.json never read.
+        assert manager.status("typo").last_error.startswith(
+            "the config this Manager was given: server 'typo'"
+        )
+        assert "configs.json: server" not in manager.status("number").last_error
+        with pytest.raises(ServerMisconfigured, match='neither "command"'):
+            await manager.call_tool("typo", "add", {})
+
+
+async def test_a_manager_not_started_says_so_not_that_its_server_is_not_configured(keen_home: Path) -> None:
+    # Without `async with` (or start()), a call to a configured server said it was "not
+    # configured (configured: none)".
+    manager = Manager(config={"mcpServers": {"local": stdio_server("basic_stdio.py")}}, trust=PinGuard())
+    with pytest.raises(ServerNotConfigured, match="this Manager has not started its servers") as caught:
+        await manager.call_tool("local", "add", {"a": 1, "b": 2})
+    assert "not configured" not in caught.value.message and "await manager.start()" in caught.value.message
+
+
+async def test_a_server_left_out_by_only_is_not_said_to_be_connecting(keen_home: Path) -> None:
+    # A server `only` left out was "still connecting; try again in a moment", for ever.
+    config = {"mcpServers": {"on": stdio_server("basic_stdio.py"), "off": stdio_server("basic_stdio.py")}}
+    async with Manager(config=config, only={"on"}, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(20)
+        with pytest.raises(ServerDisconnected, match='"off" is not started in this session') as caught:
+            await manager.call_tool("off", "add", {"a": 1, "b": 2})
+        assert "try again" not in caught.value.message and caught.value.remedy is Remedy.RECONNECT
+        assert (await manager.call_tool("on", "add", {"a": 1, "b": 2})).text == "3"
+
+
+async def test_a_server_missing_from_a_config_given_in_code_is_not_sent_to_configs_json(
+    keen_home: Path,
+) -> None:
+    # A misspelt server of a Manager(config=...) said to add it to $KEEN_HOME/mcp/configs.json,
+    # a file that Manager never reads.
+    async with Manager(
+        config={"mcpServers": {"local": stdio_server("basic_stdio.py")}}, trust=PinGuard()
+    ) as manager:
+        assert await manager.wait_ready(20)
+        with pytest.raises(
+            ServerNotConfigured, match="add it to the config this Manager was given"
+        ) as caught:
+            await manager.call_tool("lokal", "add", {"a": 1, "b": 2})
+        assert "configs.json" not in caught.value.message

@@ -85,6 +85,11 @@ async def test_prompts_and_resources_pass_through_namespaced(extension: KeenServ
         with pytest.raises(MCPError, match="Unknown prompt: 'simple-prompt'") as unknown:
             await client.get_prompt("simple-prompt")
         assert unknown.value.code == -32602
+        # A prompt's missing argument is the host's to fix, as an unknown name is (-32602, not
+        # -32603), and it is told where the arguments are, not sent to tool descriptions.
+        with pytest.raises(MCPError, match="prompts/list gives the prompt's arguments") as unargued:
+            await client.get_prompt("mcp__everything__args-prompt")
+        assert unargued.value.code == -32602 and "tool_descriptions" not in unargued.value.error.message
 
 
 async def test_the_audit_log_records_each_prompt_and_read(extension: KeenServeProcess) -> None:

@@ -21,7 +21,7 @@ import pytest
 from helpers.serve import free_port, in_process, read_json, tls, write_upstream
 from keen.agent import slash
 from keen.cli import _wording
-from keen.errors import Remedy, ServerDisabled, ServerDisconnected
+from keen.errors import Remedy, ServerDisabled, ServerDisconnected, ServerMisconfigured
 from keen.gateway import for_model
 from keen.mcp import Manager
 from keen.mcp.connection.translate import translate_call_error
@@ -116,6 +116,26 @@ def test_an_unreachable_server_gets_each_front_ends_own_advice(mode: str) -> Non
     assert "keen mcp connect h" in _wording.describe(error)
     for text in (error.message, served, to_model, to_person, _wording.describe(error)):
         assert "restart" not in text.lower(), text
+
+
+@pytest.mark.parametrize("mode", ["search", "extension"])
+def test_a_host_remedy_starts_its_own_sentence_after_a_servers_text(mode: str) -> None:
+    # A crashed server's last stderr line ends the message with no full stop: the host's
+    # model read "... running on stdio keen serve reconnects this server ...".
+    down = ServerDisconnected(
+        'MCP server "memory" exited unexpectedly; last stderr: Knowledge Graph MCP Server running on stdio',
+        server="memory",
+        remedy=Remedy.RECONNECT,
+    )
+    served = host_remedy_words(mode, lambda server: 0.0)(down, "memory")
+    assert "running on stdio. keen serve reconnects this server" in served, served
+    unset = ServerMisconfigured(
+        "server 'x': field 'env.K' uses ${K}, which is not set; export K or write ${K:-default}",
+        server="x",
+        remedy=Remedy.FIX_CONFIG,
+    )
+    served = host_remedy_words(mode, lambda server: 0.0)(unset, "x")
+    assert "${K:-default}. The user has to fix this server" in served, served
 
 
 @pytest.mark.parametrize("mode", ["search", "extension"])

@@ -60,6 +60,10 @@ async def test_search_describe_call(
             )
             assert described["mcp__basic__add"]["inputSchema"]["required"] == ["a", "b"]
             assert "available_tools" in described["nope"]
+            # The shape its error asks for is the names' own (it asked for "server__tool",
+            # a name describe_tools does not know).
+            unlisted = read_json(await client.call_tool("describe_tools", {"names": "mcp__basic__add"}))
+            assert unlisted["error"]["message"].endswith('send {"names": ["mcp__server__tool", ...]}')
             result = await client.call_tool(
                 "call_mcp_tool", {"server": "basic", "tool": "add", "arguments": {"a": 2, "b": 3}}
             )
@@ -166,3 +170,16 @@ async def test_search_mode_lists_the_one_search_and_call_tool(tmp_path: Path) ->
         )
         no_tool = await client.call_tool("call_mcp_tool", {"server": "basic"})
         assert no_tool.is_error and "'tool' is a required property" in read_json(no_tool)["error"]["message"]
+
+
+async def test_search_with_no_server_configured_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No configs.json (a host that runs keen with another HOME): search_tools answered
+    # {"tools": [], "total_tools": 0}, which reads as "no tool fits" to the host's model.
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    async with _in_memory(tmp_path, "session") as client:
+        found = read_json(await client.call_tool("search_tools", {"query": "what time is it"}))
+    assert found["tools"] == [] and found["total_tools"] == 0
+    assert found["note"].startswith("keen serve has no MCP server configured"), found
+    assert "keen mcp add" in found["note"]

@@ -42,6 +42,7 @@ from keen.capabilities.describe import (
     tool_capability,
 )
 from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, PermissionMode
+from keen.capabilities.modes import check_mode
 from keen.capabilities.names import model_name, resolve_names
 from keen.errors import SkillError
 from keen.mcp.types import ServerState, Tool
@@ -80,11 +81,17 @@ class SearchFilter:
     capabilities (MCP tools annotated ``readOnlyHint: true``, skills, resources,
     prompts); ``ask`` and ``auto`` admit everything (approval happens at call time).
     ``servers`` / ``kinds``: when given, only these.
+
+    Raises:
+        ValueError: ``mode`` is none of the three.
     """
 
     mode: PermissionMode = "auto"
     servers: frozenset[str] | None = None
     kinds: frozenset[Kind] | None = None
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode)  # a misspelt mode ("readonly") would otherwise admit everything
 
     def allows(self, cap: Capability) -> bool:
         if self.mode == "read-only" and not cap.risk.read_only:

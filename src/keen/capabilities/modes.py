@@ -5,9 +5,23 @@ its settings (:mod:`keen.agent.settings`) before its first model request, and im
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
-__all__ = ["PermissionMode"]
+__all__ = ["PermissionMode", "check_mode"]
 
 PermissionMode = Literal["read-only", "ask", "auto"]
 """What a session lets the model do without asking (docs/architecture.md "The harness")."""
+
+
+def check_mode(mode: str) -> PermissionMode:
+    """``mode`` when it is a permission mode.
+
+    Raises:
+        ValueError: it is none of the three, naming them: a misspelt mode ("readonly") must
+            not pass as one that admits every tool.
+    """
+    modes: tuple[PermissionMode, ...] = get_args(PermissionMode)
+    for known in modes:
+        if mode == known:
+            return known
+    raise ValueError(f"unknown permission mode {mode!r}; use one of: {', '.join(modes)}")

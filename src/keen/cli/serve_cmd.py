@@ -82,6 +82,12 @@ def serve(
         fail(f"unknown --transport {transport!r}; use stdio or http")
     if mode not in ("search", "extension"):
         fail(f"unknown --mode {mode!r}; use search or extension")
+    if config is not None and not config.exists():
+        # A missing configs.json is "no servers yet"; a path given on purpose that is not
+        # there is a typo, and a host would be served no tool without a word.
+        fail(
+            f"--config {config}: no such file; fix the path, or leave --config out for $KEEN_HOME/mcp/configs.json"
+        )
     try:
         state = open_store(store)
         security = HttpSecurity(

@@ -48,6 +48,7 @@ from keen.calls import (
     shape,
 )
 from keen.capabilities import Capability, Catalog, PermissionMode, capability_id
+from keen.capabilities.modes import check_mode
 from keen.entry_tools import parse_call, parse_search
 from keen.errors import KeenError, ServerNotConfigured
 from keen.gateway import CALL_MCP_TOOL, Gateway, for_model
@@ -109,7 +110,8 @@ class Harness:
             called at each :meth:`begin_step`.
         gateway: the MCP entry: its checks and its execute stage (its own ``approval`` is for
             calls made on it directly, never for the harness's).
-        mode: the permission mode.
+        mode: the permission mode: ``read-only``, ``ask`` or ``auto`` (anything else raises
+            ValueError).
         approve: asked for calls the gate marks ``ask`` (``None``: such calls are denied),
             unless a call brings its own approver.
         workspace: the root of the local tools (plus ``$KEEN_HOME/skills``).
@@ -153,7 +155,7 @@ class Harness:
     ) -> None:
         self.catalog_source = catalog_source
         self.gateway = gateway
-        self.mode: PermissionMode = mode
+        self.mode: PermissionMode = check_mode(mode)  # "readonly" would show and run writes
         self.approve = approve
         # Keen's own files (configs.json, sign-ins, logs) are not the model's to read, even
         # when KEEN_HOME lies in the workspace; tokens saved earlier are redacted if copied.
@@ -316,7 +318,12 @@ class Harness:
             self.touched.append(path)
 
     def set_mode(self, mode: PermissionMode) -> None:
-        """Switch the permission mode; the visible set follows at the next step."""
+        """Switch the permission mode; the visible set follows at the next step.
+
+        Raises:
+            ValueError: ``mode`` is not a permission mode (nothing changes).
+        """
+        mode = check_mode(mode)
         self.log.emit("mode.change", step=self.step, before=self.mode, after=mode)
         self.mode = mode
 
@@ -667,9 +674,11 @@ class Harness:
         if call.mcp and "mcp_checks" in call.stages and self.gateway is not None:
             self.gateway.record(call)
         if call.cancelled:
+            # server and tool as every other result has them, so a search of the log by server
+            # finds the cancelled calls too (None before validate parsed them).
             self.log.emit(
                 "result", step=self.step, call_id=call.call_id, capability=call.capability_id or call.name,
-                outcome="cancelled", code="cancelled", stages=call.stages,
+                server=call.server, tool=call.tool, outcome="cancelled", code="cancelled", stages=call.stages,
                 **({"caller": call.caller} if call.caller else {}),
             )  # fmt: skip
             return

@@ -27,9 +27,12 @@ import anyio.abc
 
 from keen import paths
 from keen._gcfreeze import freeze_if_asked
+from keen._text import closed
 from keen.errors import (
+    InvalidArguments,
     KeenError,
     Remedy,
+    ServerDisconnected,
     ServerMisconfigured,
     ServerNotConfigured,
     UserActionRequired,
@@ -103,7 +106,9 @@ class Manager:
         config_path: ``configs.json``; default ``$KEEN_HOME/mcp/configs.json``. Missing = no servers.
         config: an already-loaded config (wins over ``config_path``), or its data as a dict:
             configs.json's shape or ``{"mcpServers": {...}}`` (Claude Desktop's, as
-            ``fastmcp.Client`` takes it), read by ``parse_config(config, strict=False)``.
+            ``fastmcp.Client`` takes it), read by ``parse_config(config, strict=False)``
+            (which drops, with a logged warning, Keen's own ``trust_annotations``,
+            ``inherit_env`` and ``pinning`` from the latter shape).
         logs_dir: where stdio servers' stderr goes; default ``$KEEN_HOME/logs``.
         auth_factory: builds the OAuth ``httpx2.Auth`` for ``oauth`` servers; default: tokens
             from ``$KEEN_HOME/mcp/auth/<server>.json``, never a browser in the background.
@@ -182,7 +187,8 @@ class Manager:
         if isinstance(config, Mapping):  # another host's shape or configs.json data, not a model
             from keen.mcp.config.load import parse_config
 
-            config = parse_config(config, strict=False)
+            # Its messages name it as what it is: no configs.json is read here.
+            config = parse_config(config, strict=False, source="the config this Manager was given")
         self._config = config
         # Only a config read from configs.json is read again (reload_server): one given in
         # code (keen serve's, a library's) is not that file's.
@@ -411,6 +417,12 @@ class Manager:
         if listed is None:
             listed = [(name, server.enabled) for name, server in self.config.servers.items()]
         return {name for name, on in listed if on and (self.only is None or name in self.only)}
+
+    @property
+    def reads_config_file(self) -> bool:
+        """Whether this Manager's config is configs.json (:attr:`config_path`), which ``keen
+        mcp`` commands edit; False for one given in code (``config=``)."""
+        return self._from_file
 
     def no_config_file(self) -> bool:
         """Whether this manager reads configs.json and finds none (or an empty one) without
@@ -673,10 +685,22 @@ class Manager:
         self, name: str, prompt: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
     ) -> dict[str, Any]:
         """``prompts/get`` of ``prompt`` with ``arguments`` on server ``name``: the result in
-        wire shape (``description``, ``messages``). Raises like :meth:`read_resource`."""
-        raw = await self._request(
-            name, f"prompt {prompt}", timeout, lambda s: s.get_prompt(prompt, arguments or None)
-        )
+        wire shape (``description``, ``messages``). Raises like :meth:`read_resource`; arguments
+        the server refuses (JSON-RPC ``-32602``) are ``InvalidArguments`` that point at the
+        prompt's arguments in ``prompts/list`` (no tool schema remedy)."""
+        try:
+            raw = await self._request(
+                name, f"prompt {prompt}", timeout, lambda s: s.get_prompt(prompt, arguments or None)
+            )
+        except InvalidArguments as exc:
+            # A prompt has no inputSchema or schema file: its arguments are listed with it.
+            raise InvalidArguments(
+                f"{closed(exc.message)} prompts/list gives the prompt's arguments.",
+                server=name,
+                tool=exc.tool,
+                errors=exc.errors,
+                remedy=None,
+            ) from exc
         return dict(raw.model_dump(by_alias=True, mode="json", exclude_none=True))
 
     def _session(self, name: str, timeout: float | None) -> tuple[ServerConnection, ClientSession, float]:
@@ -872,10 +896,20 @@ class Manager:
                 server=name,
                 remedy=Remedy.FIX_CONFIG,
             )
+        if connection is None and not self._started:
+            # Before start() no server has a connection, configured or not: "not configured
+            # (configured: none)" sent a caller who forgot to start the Manager to its config.
+            raise ServerNotConfigured(
+                f'MCP server "{name}" cannot be used yet: this Manager has not started its servers; '
+                "start it first (async with Manager(...) as manager, or await manager.start()).",
+                server=name,
+            )
         if connection is None:
             known = ", ".join([*self._connections, *self._misconfigured]) or "none"
+            # A config given in code is not configs.json's: adding the server there does nothing.
+            where = self.config_path if self._from_file else "the config this Manager was given"
             raise ServerNotConfigured(
-                f'MCP server "{name}" is not configured (configured: {known}); add it to {self.config_path} '
+                f'MCP server "{name}" is not configured (configured: {known}); add it to {where} '
                 "or check the name.",
                 server=name,
             )
@@ -893,6 +927,22 @@ class Manager:
             return connection  # asked several times per call: the usual answer without a call more
         from keen.mcp.calls.send import connected
 
+        if (
+            connection is not None
+            and self.only is not None
+            and name not in self.only
+            and connection.state is ServerState.CONFIGURED
+            and not connection.running
+            and connection.config.enabled
+        ):
+            # Left out by `only` and never started: "still connecting; try again in a moment"
+            # would have the caller wait for ever.
+            raise ServerDisconnected(
+                f'MCP server "{name}" is not started in this session: it is configured, but the '
+                "session connects only some servers; connect it first.",
+                server=name,
+                remedy=Remedy.RECONNECT,
+            )
         return connected(self._connection(name))
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import mcp_types as mt
 from mcp.shared.dispatcher import ProgressFnT
 
-from keen._text import shorten
+from keen._text import closed, shorten
 from keen.calls import Approver, allow_all
 from keen.capabilities import Catalog
 from keen.errors import KeenError, Remedy, ServerDisconnected, ServerNotConfigured
@@ -123,12 +123,12 @@ def host_remedy_words(
             return f'MCP server "{name}" is not configured in keen serve.' + words[Remedy.READ_SKILL]
         if exc.remedy is Remedy.RECONNECT:
             if isinstance(exc, ServerDisconnected):
-                return exc.message + reconnect_words(retry_in(server) if retry_in else 0.0)
-            return exc.message + _RESTART  # rejected credentials: configs.json needs the user
+                return closed(exc.message) + reconnect_words(retry_in(server) if retry_in else 0.0)
+            return closed(exc.message) + _RESTART  # rejected credentials: configs.json needs the user
         if exc.remedy is Remedy.ENABLE_SERVER:
-            return exc.message + _enable(server)
+            return closed(exc.message) + _enable(server)
         if exc.remedy is not None and exc.remedy in words:
-            return exc.message + words[exc.remedy]
+            return closed(exc.message) + words[exc.remedy]
         return for_model(exc, server)
 
     return word

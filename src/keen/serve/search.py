@@ -212,7 +212,7 @@ class SearchMode:
             return await self._search(query.query, query.limit)
         if name == _DESCRIBE_TOOLS:
             if why := arguments_problem(_DESCRIBE_TOOLS, arguments, _DESCRIBE_SCHEMA):
-                return error_result(_bad_args(f'{why}; send {{"names": ["server__tool", ...]}}'))
+                return error_result(_bad_args(f'{why}; send {{"names": ["mcp__server__tool", ...]}}'))
             names = [str(n) for n in arguments["names"]]
             await self.served.revive(names)
             body, _ = ext.describe(self.served.catalog(), names)
@@ -238,8 +238,13 @@ class SearchMode:
             for t in hits
         ]
         connecting = self._connecting()
+        # No server at all (an empty configs.json, or a host that runs keen with another HOME
+        # or KEEN_HOME): an empty list alone reads as "no tool fits".
+        unconfigured = "" if self.served.manager.servers() else _NO_SERVERS
         # Both can hold: servers still connecting, and the transformer's vectors encoding.
-        notes = [n for n in (connecting.pop("note", ""), getattr(self.search, "status", "")) if n]
+        notes = [
+            n for n in (unconfigured, connecting.pop("note", ""), getattr(self.search, "status", "")) if n
+        ]
         held = self._held()
         return _json_result(
             {
@@ -276,6 +281,13 @@ class SearchMode:
                     if note := manager.view(status.name).note:
                         lines.append(note)
         return lines
+
+
+_NO_SERVERS = (
+    "keen serve has no MCP server configured, so no tool can be found. The user has to add servers "
+    "(keen mcp add) in the KEEN_HOME keen serve runs with, then restart keen serve (or the MCP host "
+    "running it); tell them."
+)
 
 
 def _bad_args(message: str) -> dict[str, Any]:

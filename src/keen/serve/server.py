@@ -66,7 +66,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from keen import __version__, paths
 from keen._text import shorten
 from keen.capabilities import Capability
-from keen.errors import KeenError
+from keen.errors import InvalidArguments, KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS
 from keen.mcp.connection.reconnect import Reconnector
 from keen.mcp.connection.relay import Relay
@@ -462,6 +462,11 @@ class KeenServer:
         await self.served.revive(servers=[server])
         try:
             raw = await self.manager.get_prompt(server, prompt, dict(params.arguments or {}))
+        except InvalidArguments as exc:
+            # Arguments the server refused with -32602 stay -32602 for the host (MCP
+            # 2025-11-25, Prompts, "Error Handling"); the message says where they are listed.
+            self._audit("prompt.get", scope, server, prompt, "error", exc.code)
+            raise MCPError(code=mt.INVALID_PARAMS, message=exc.message) from exc
         except KeenError as exc:
             self._audit("prompt.get", scope, server, prompt, "error", exc.code)
             raise MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server)) from exc

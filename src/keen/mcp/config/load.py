@@ -7,14 +7,17 @@ each converted entry validated by ``servers``): the importer and the model form 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from keen.errors import ConfigError
-from keen.mcp.config.servers import MCPConfig, read_json, validate_config
+from keen.mcp.config.servers import MCPConfig, declared_kinds, read_json, validate_config
 
 __all__ = ["load_config", "parse_config"]
+
+logger = logging.getLogger(__name__)
 
 
 def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bool = True) -> MCPConfig:
@@ -61,11 +64,15 @@ def parse_config(
         data: the file's text, or its parsed object. Besides the configs.json shape, an
             object ``{"mcpServers": {...}}`` (the shape Claude Desktop, Claude Code and Cursor
             use, and ``fastmcp.Client`` takes) is converted as ``keen mcp import`` converts it,
-            so ``Manager(config=parse_config({"mcpServers": {...}}))`` works.
+            so ``Manager(config=parse_config({"mcpServers": {...}}))`` works; what the
+            conversion drops (Keen's own ``trust_annotations``, ``inherit_env`` and
+            ``pinning``, another host's ``autoApprove``) is logged as a warning: give those in
+            configs.json's shape.
         source: how to name the file in messages.
         environ: the variables ``${VAR}`` expands from; default ``os.environ``.
         strict: raise for the first invalid server entry; with ``False`` each invalid entry
-            goes to :attr:`MCPConfig.invalid` and the rest load.
+            (in the ``mcpServers`` shape too: one its conversion refuses) goes to
+            :attr:`MCPConfig.invalid` and the rest load.
 
     Returns:
         The validated config.
@@ -84,18 +91,37 @@ def parse_config(
                 path=source,
                 field="mcpServers",
             )
-        raw = _from_mcp_servers(raw, source=source)
+        raw, refused = _from_mcp_servers(raw, source=source, strict=strict)
+        config = validate_config(raw, source=source, environ=environ, strict=strict)
+        # An entry the conversion refused is one invalid server, as an invalid configs.json
+        # entry is: with strict=False the others load.
+        for name, (message, entry) in refused.items():
+            config.invalid[name] = message
+            config.invalid_kinds[name] = declared_kinds(entry)
+        return config
     config = validate_config(raw, source=source, environ=environ, strict=strict)
     # A fresh object, validated from this very text: what remember_valid may record.
     return config.from_text(data) if isinstance(data, str) else config
 
 
-def _from_mcp_servers(raw: Mapping[str, Any], *, source: str) -> dict[str, Any]:
-    """``{"mcpServers": {...}}`` as configs.json data; a refused entry is a ConfigError."""
+def _from_mcp_servers(
+    raw: Mapping[str, Any], *, source: str, strict: bool
+) -> tuple[dict[str, Any], dict[str, tuple[str, Any]]]:
+    """``{"mcpServers": {...}}`` as configs.json data, and each refused entry's message and
+    entry by name; with ``strict`` a refused entry is a ConfigError."""
     # Imported for this shape only: reading configs.json (every session) needs none of it.
     from keen.mcp.config.importer import import_mcp_servers
 
     result = import_mcp_servers(dict(raw), source=source)
+    # What the conversion dropped (Keen's own settings such as trust_annotations, another
+    # host's autoApprove) would otherwise vanish without a word: say it, as keen mcp import does.
+    for name, note in result.notes:
+        logger.warning("%s: server %r: %s", source, name, note)
+    refused: dict[str, tuple[str, Any]] = {}
+    entries = raw["mcpServers"] if isinstance(raw["mcpServers"], Mapping) else {}
     for name, reason in result.refused:
-        raise ConfigError(f"{source}: server {name!r}: {reason}", path=source, server=name)
-    return {"version": 1, "servers": result.servers}
+        message = f"{source}: server {name!r}: {reason}"
+        if strict:
+            raise ConfigError(message, path=source, server=name)
+        refused[name] = (message, entries.get(name))
+    return {"version": 1, "servers": result.servers}, refused

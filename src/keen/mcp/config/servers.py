@@ -443,6 +443,20 @@ def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict
         elif "command" in entry:
             entry["transport"] = "stdio"
     transport = entry.get("transport")
+    if transport is None:
+        # Nothing to infer the transport from: say what is missing (and a misspelling of it),
+        # not "transport None is not supported" for a transport never written.
+        hint = 'add "command" (a local stdio server) or "url" (a remote server)'
+        for wanted in ("command", "url"):
+            if close := difflib.get_close_matches(wanted, [str(key) for key in entry], n=1):
+                hint = f"rename {close[0]!r} to {wanted!r} (a misspelling?)"
+                break
+        raise ConfigError(
+            f'{source}: server {name!r}: the entry has neither "command" nor "url"; {hint}',
+            path=source,
+            server=name,
+            field="command",
+        )
     if transport not in ("streamable_http", "stdio", "sse"):
         raise ConfigError(
             f"{source}: server {name!r}: transport {transport!r} is not supported; "
