@@ -219,7 +219,16 @@ def test_an_entry_with_neither_command_nor_url_says_so(entry: dict[str, Any], hi
     assert "None" not in err.message
 
 
-@pytest.mark.parametrize("entry", [{"transport": "websocket", "url": "https://h/ws"}, {"transport": 1}])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"transport": "websocket", "url": "https://h/ws"},
+        {"transport": 1},
+        # Written, as null: no misspelling to name ("rename 'url' to 'url'" it said).
+        {"transport": None, "url": "https://h/mcp"},
+        {"transport": None, "command": "run-me"},
+    ],
+)
 def test_unknown_transport(entry: dict[str, Any]) -> None:
     err = _reject(
         {"s": entry},
@@ -617,3 +626,16 @@ def test_what_the_mcp_servers_conversion_drops_is_logged(caplog: pytest.LogCaptu
     logged = [r.getMessage() for r in caplog.records]
     assert any("server 's': dropped 'trust_annotations'" in line for line in logged), logged
     assert any("server 's': dropped 'autoApprove'" in line for line in logged), logged
+    # That config is no file keen mcp add-json edits: its author gives the setting in it.
+    assert not any("add-json" in line or "set it yourself in configs.json" in line for line in logged), logged
+    assert any(
+        'give it in configs.json\'s shape, {"version": 1, "servers": {...}}' in line for line in logged
+    )
+
+
+def test_a_logged_conversion_note_shows_no_credentials_of_a_url(caplog: pytest.LogCaptureFixture) -> None:
+    entry = {"type": "sse", "url": "https://alice:hunter2@h.example/sse"}
+    with caplog.at_level("WARNING", logger="keen.mcp.config.load"):
+        parse_config({"mcpServers": {"s": entry}}, strict=False)
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "often at https://" in logged and "hunter2" not in logged and "alice" not in logged, logged

@@ -443,12 +443,13 @@ def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict
         elif "command" in entry:
             entry["transport"] = "stdio"
     transport = entry.get("transport")
-    if transport is None:
+    if "transport" not in entry:
         # Nothing to infer the transport from: say what is missing (and a misspelling of it),
         # not "transport None is not supported" for a transport never written.
         hint = 'add "command" (a local stdio server) or "url" (a remote server)'
         for wanted in ("command", "url"):
-            if close := difflib.get_close_matches(wanted, [str(key) for key in entry], n=1):
+            others = [str(key) for key in entry if key not in ("command", "url")]
+            if close := difflib.get_close_matches(wanted, others, n=1):
                 hint = f"rename {close[0]!r} to {wanted!r} (a misspelling?)"
                 break
         raise ConfigError(
