@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from keen._redact import Redactor
+from keen._redact import Redactor, redact_url
 from keen._terminal import shell_word
 from keen.errors import ConfigError
 from keen.mcp.config.servers import (
@@ -55,6 +55,7 @@ from keen.mcp.config.servers import (
 
 __all__ = [
     "KEEN_SETTINGS",
+    "OWN_SETTING_FIX",
     "ImportResult",
     "import_mcp_file",
     "import_mcp_servers",
@@ -72,10 +73,9 @@ KEEN_SETTINGS = ("trust_annotations", "inherit_env", "pinning")
 """Per-server fields of Keen's own (README "Configure servers") that grant trust or pass the
 environment on: never taken from another host's file (a project's ``.mcp.json`` may come from
 anyone); ``keen mcp add-json``, typed by the user, keeps them."""
-_OWN_SETTING = (
-    "a Keen setting that is not taken from another host's file; set it yourself in configs.json, "
-    "or with keen mcp add-json NAME JSON --overwrite"
-)
+OWN_SETTING_FIX = "set it yourself in configs.json, or with keen mcp add-json NAME JSON --overwrite"
+"""How to set a Keen setting the conversion dropped, in a note about a file on disk."""
+_OWN_SETTING = f"a Keen setting that is not taken from another host's file; {OWN_SETTING_FIX}"
 _DROPPED_WHY = {
     **dict.fromkeys(KEEN_SETTINGS, _OWN_SETTING),
     "alwaysAllow": _APPROVALS,
@@ -417,6 +417,7 @@ def _sse_path(url: str) -> bool:
 
 def _sse_note(url: str) -> str:
     guess = url.split("?", 1)[0].rstrip("/")[: -len("/sse")] + "/mcp" if _sse_path(url) else ""
+    guess = redact_url(guess) if guess else ""  # a note is printed and logged: no user:password
     newer = f" (often at {guess})" if guess else ""
     return (
         "uses the HTTP+SSE transport of MCP 2024-11-05, deprecated since 2025-03-26: it works, but if "

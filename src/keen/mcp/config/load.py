@@ -110,13 +110,15 @@ def _from_mcp_servers(
     """``{"mcpServers": {...}}`` as configs.json data, and each refused entry's message and
     entry by name; with ``strict`` a refused entry is a ConfigError."""
     # Imported for this shape only: reading configs.json (every session) needs none of it.
-    from keen.mcp.config.importer import import_mcp_servers
+    from keen.mcp.config.importer import OWN_SETTING_FIX, import_mcp_servers
 
     result = import_mcp_servers(dict(raw), source=source)
     # What the conversion dropped (Keen's own settings such as trust_annotations, another
     # host's autoApprove) would otherwise vanish without a word: say it, as keen mcp import does.
+    # A dict given in code is no file `keen mcp add-json` edits: its author writes the fix.
+    in_code = 'give it in configs.json\'s shape, {"version": 1, "servers": {...}}, in the config you pass'
     for name, note in result.notes:
-        logger.warning("%s: server %r: %s", source, name, note)
+        logger.warning("%s: server %r: %s", source, name, note.replace(OWN_SETTING_FIX, in_code))
     refused: dict[str, tuple[str, Any]] = {}
     entries = raw["mcpServers"] if isinstance(raw["mcpServers"], Mapping) else {}
     for name, reason in result.refused:
