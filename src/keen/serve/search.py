@@ -240,7 +240,8 @@ class SearchMode:
         connecting = self._connecting()
         # No server at all (an empty configs.json, or a host that runs keen with another HOME
         # or KEEN_HOME): an empty list alone reads as "no tool fits".
-        unconfigured = "" if self.served.manager.servers() else _NO_SERVERS
+        config = self.served.manager.config
+        unconfigured = "" if config.servers or config.invalid else _NO_SERVERS
         # Both can hold: servers still connecting, and the transformer's vectors encoding.
         notes = [
             n for n in (unconfigured, connecting.pop("note", ""), getattr(self.search, "status", "")) if n
@@ -283,10 +284,11 @@ class SearchMode:
         return lines
 
 
+# Not the file's path: a local path is not the host's business (as for a server not configured).
 _NO_SERVERS = (
     "keen serve has no MCP server configured, so no tool can be found. The user has to add servers "
-    "(keen mcp add) in the KEEN_HOME keen serve runs with, then restart keen serve (or the MCP host "
-    "running it); tell them."
+    "to the configs.json keen serve was started with (keen mcp add writes the one in its KEEN_HOME; "
+    "keen serve --config names another), then restart keen serve (or the MCP host running it); tell them."
 )
 
 
