@@ -135,6 +135,15 @@ async def test_a_prompt_argument_the_server_refuses_points_at_its_arguments(mana
     assert "inputSchema" not in for_model(refused.value, "everything")
 
 
+async def test_a_resource_uri_the_server_refuses_points_at_its_lists(manager: Manager) -> None:
+    # FastMCP refuses an unknown URI as invalid params (-32602): the error carried the
+    # tool-schema remedy too, so a model was told to read an inputSchema a resource lacks.
+    with pytest.raises(InvalidArguments, match="resources/list and resources/templates/list give") as refused:
+        await manager.read_resource("paged", "note://nowhere/nothing")
+    assert refused.value.remedy is None
+    assert "inputSchema" not in for_model(refused.value, "paged")
+
+
 async def test_catalog_holds_them_with_a_deferred_full_layer(manager: Manager) -> None:
     catalog = Catalog.from_manager(manager, cache=False)
     kinds = {c.kind for c in catalog if c.server == "paged"}

@@ -27,9 +27,7 @@ import anyio.abc
 
 from keen import paths
 from keen._gcfreeze import freeze_if_asked
-from keen._text import closed
 from keen.errors import (
-    InvalidArguments,
     KeenError,
     Remedy,
     ServerDisconnected,
@@ -676,9 +674,17 @@ class Manager:
         (``uri``, ``mimeType``, and ``text`` or ``blob``).
 
         Raises the connection errors of :meth:`list_tools`, ``CallTimeout``,
-        ``ServerDisconnected`` or ``RemoteProtocolError`` (the server refused the read).
+        ``ServerDisconnected`` or ``RemoteProtocolError`` (the server refused the read);
+        ``InvalidArguments`` for a URI it refuses as invalid (JSON-RPC ``-32602``), pointing at
+        ``resources/list`` and ``resources/templates/list``.
         """
-        raw = await self._request(name, f"resource {uri}", timeout, lambda s: s.read_resource(uri))
+        raw = await self._request(
+            name,
+            f"resource {uri}",
+            timeout,
+            lambda s: s.read_resource(uri),
+            listed_by="resources/list and resources/templates/list give the URIs it serves.",
+        )
         return list(raw.model_dump(by_alias=True, mode="json", exclude_none=True).get("contents", []))
 
     async def get_prompt(
@@ -688,19 +694,13 @@ class Manager:
         wire shape (``description``, ``messages``). Raises like :meth:`read_resource`; arguments
         the server refuses (JSON-RPC ``-32602``) are ``InvalidArguments`` that point at the
         prompt's arguments in ``prompts/list`` (no tool schema remedy)."""
-        try:
-            raw = await self._request(
-                name, f"prompt {prompt}", timeout, lambda s: s.get_prompt(prompt, arguments or None)
-            )
-        except InvalidArguments as exc:
-            # A prompt has no inputSchema or schema file: its arguments are listed with it.
-            raise InvalidArguments(
-                f"{closed(exc.message)} prompts/list gives the prompt's arguments.",
-                server=name,
-                tool=exc.tool,
-                errors=exc.errors,
-                remedy=None,
-            ) from exc
+        raw = await self._request(
+            name,
+            f"prompt {prompt}",
+            timeout,
+            lambda s: s.get_prompt(prompt, arguments or None),
+            listed_by="prompts/list gives the prompt's arguments.",
+        )
         return dict(raw.model_dump(by_alias=True, mode="json", exclude_none=True))
 
     def _session(self, name: str, timeout: float | None) -> tuple[ServerConnection, ClientSession, float]:
@@ -717,12 +717,18 @@ class Manager:
         return connection.session, timeout if timeout is not None else connection.config.timeouts.call_tool
 
     async def _request(
-        self, name: str, what: str, timeout: float | None, send: Callable[[ClientSession], Awaitable[Any]]
+        self,
+        name: str,
+        what: str,
+        timeout: float | None,
+        send: Callable[[ClientSession], Awaitable[Any]],
+        *,
+        listed_by: str,
     ) -> Any:
         from keen.mcp.calls.send import send_request
 
         connection, session, limit = self._session(name, timeout)
-        return await send_request(connection, session, what, limit, send)
+        return await send_request(connection, session, what, limit, send, listed_by=listed_by)
 
     async def refresh(self, name: str, *, interactive: bool = False) -> ServerStatus:
         """Reconnect ``name`` and relist its tools (a disabled server too: a refresh is a

@@ -26,6 +26,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from pydantic_core import to_jsonable_python
 
+from keen._text import closed
 from keen.errors import (
     AuthFailed,
     AuthRequired,
@@ -220,10 +221,14 @@ async def send_request(
     what: str,
     limit: float,
     send: Callable[[ClientSession], Awaitable[Any]],
+    *,
+    listed_by: str,
 ) -> Any:
     """``send(session)`` within ``limit`` seconds (``what`` names it in errors: ``resource
     URI``, ``prompt NAME``). Raises ``CallTimeout``, ``ServerDisconnected`` or
-    ``RemoteProtocolError``."""
+    ``RemoteProtocolError``; ``InvalidArguments`` for params the server refuses (``-32602``),
+    its message ending with ``listed_by`` (where the valid ones are listed) and no remedy:
+    a resource or a prompt has no inputSchema or schema file to read."""
     with call_facts() as facts:
         try:
             with anyio.fail_after(limit):
@@ -235,6 +240,14 @@ async def send_request(
             )
             if isinstance(error, ServerDisconnected):
                 error = _lost(connection, error)
+            elif isinstance(error, InvalidArguments):
+                error = InvalidArguments(
+                    f"{closed(error.message)} {listed_by}",
+                    server=error.server,
+                    tool=error.tool,
+                    errors=error.errors,
+                    remedy=None,
+                )
             raise error from exc
 
 
