@@ -202,16 +202,10 @@ class StdinLines:
                 # The host's answer to keen serve's own request (a relayed sampling or
                 # elicitation): that request fails now, as the host's error, rather than
                 # waiting out its time limit.
-                failed = mt.JSONRPCError(
-                    jsonrpc="2.0",
-                    id=answer_id,
-                    error=mt.ErrorData(
-                        code=mt.INVALID_REQUEST,
-                        message=(
-                            f"the host's answer was {line.size:,} bytes, more than the {limit:,} keen serve"
-                            " reads of one message: it was dropped"
-                        ),
-                    ),
+                failed = _invalid(
+                    answer_id,
+                    f"the host's answer was {line.size:,} bytes, more than the {limit:,} keen serve reads"
+                    " of one message: it was dropped",
                 )
                 text = failed.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 anyio.from_thread.run(send.send, text, token=token)
@@ -222,17 +216,11 @@ class StdinLines:
                     f"{line.size:,}",
                 )
                 return
-            answer = mt.JSONRPCError(
-                jsonrpc="2.0",
-                id=request_id,
-                error=mt.ErrorData(
-                    code=mt.INVALID_REQUEST,
-                    message=(
-                        f"this request is {line.size:,} bytes, more than the {limit:,} keen serve reads of one"
-                        " message: it was not run; send less in one request (a file's path or a URL rather than"
-                        " its content)"
-                    ),
-                ),
+            answer = _invalid(
+                request_id,
+                f"this request is {line.size:,} bytes, more than the {limit:,} keen serve reads of one"
+                " message: it was not run; send less in one request (a file's path or a URL rather than"
+                " its content)",
             )
             anyio.from_thread.run_sync(refusals.send_nowait, SessionMessage(answer), token=token)
 
@@ -281,6 +269,13 @@ class StdinLines:
         async with receive:
             async for line in receive:
                 yield line
+
+
+def _invalid(message_id: Any, message: str) -> mt.JSONRPCError:
+    """The JSON-RPC error (-32600, Invalid Request) that stands for a dropped message."""
+    return mt.JSONRPCError(
+        jsonrpc="2.0", id=message_id, error=mt.ErrorData(code=mt.INVALID_REQUEST, message=message)
+    )
 
 
 def _dropped(limit: int) -> None:
