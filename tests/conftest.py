@@ -245,12 +245,14 @@ def pytest_collection(session: pytest.Session) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Before the first test, wait for the fork server if collection started it: it warms
-    up while the rest is collected instead of holding collection up
+    up while the rest is collected instead of holding collection up; one a test starts is
+    waited for where it starts, outside the test's connect limits
     (``tests/helpers/forkserver.py``)."""
-    if "_keen_test_forkserver" in sys.modules and not session.config.option.collectonly:
-        from helpers.forkserver import wait_warm
+    if not session.config.option.collectonly:
+        from helpers.forkserver import mark_collected, wait_warm
 
         wait_warm()
+        mark_collected()
     # What collection made (every test module, item and fixture definition: they live as long
     # as the session) out of the collector's sight, as the fork server does with its warm-up:
     # each full collection during the tests walked them all again. In a worker over

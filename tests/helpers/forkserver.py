@@ -27,7 +27,8 @@ the model, the counter: about 4 s of CPU) is paid once, not once per worker. The
 controller starts it and has the workers themselves forked from it (:func:`worker_python`:
 each collects with the SDK and Keen already imported, instead of importing them again). A
 process that starts it does not wait for it; a launcher waits until it listens, and so does
-a worker before its first test (:func:`wait_warm`, from ``tests/conftest.py``). Run as ``python forkserver.py SOCKET OWNER_PID LOCK_FD``: it holds an exclusive
+a worker before its first test (:func:`wait_warm`, from ``tests/conftest.py``), and a test that
+starts it (in a run without xdist), so that its warm-up is not timed as a server's connect. Run as ``python forkserver.py SOCKET OWNER_PID LOCK_FD``: it holds an exclusive
 ``flock`` on the file ``warming`` beside ``SOCKET`` (inherited as ``LOCK_FD``) until it
 listens, and serves until the process ``OWNER_PID`` ends.
 """
@@ -56,6 +57,7 @@ __all__ = [
     "OWN_VECTOR_CACHE",
     "forked",
     "launch_args",
+    "mark_collected",
     "run_folder",
     "script_args",
     "wait_warm",
@@ -215,9 +217,20 @@ def _socket() -> str:
             atexit.register(shutil.rmtree, folder, True)
             atexit.register(proc.kill)  # runs first: atexit is last in, first out
             _state.update(proc=proc, path=os.path.join(folder, "s"))
+            if _state.get("collected"):
+                # First asked for by a test: its warm-up (about 4 s of CPU, 15 s and more on a
+                # loaded machine) would otherwise run inside the time limit of the connect
+                # that launched it, and a server's default limit is 15 s.
+                wait_warm()
         else:
             _state.update(path=_shared(run))
         return str(_state["path"])
+
+
+def mark_collected() -> None:
+    """Called once collection is over: a fork server first asked for after it (by a test,
+    in a run without xdist) is waited for where it is started (:func:`_socket`)."""
+    _state["collected"] = True
 
 
 def wait_warm() -> None:
