@@ -21,6 +21,7 @@ from keen.errors import (
     AuthRequired,
     CallTimeout,
     InvalidArguments,
+    KeenError,
     Remedy,
     ServerDisabled,
     ServerDisconnected,
@@ -358,6 +359,25 @@ async def test_a_manager_not_started_says_so_not_that_its_server_is_not_configur
     with pytest.raises(ServerNotConfigured, match="this Manager has not started its servers") as caught:
         await manager.call_tool("local", "add", {"a": 1, "b": 2})
     assert "not configured" not in caught.value.message and "await manager.start()" in caught.value.message
+
+
+async def test_waiting_on_a_manager_not_started_says_to_start_it(keen_home: Path, tmp_path: Path) -> None:
+    # wait_ready() on a Manager never started returned True at once, as if every server were
+    # ready; the call after it then failed with words about a server, not about the wait.
+    config = {"mcpServers": {"local": stdio_server("basic_stdio.py")}}
+    manager = Manager(config=config, trust=PinGuard())
+    start_it = r"has not started its servers; start it first \(async with Manager"
+    with pytest.raises(
+        KeenError, match=r"Manager\.wait_ready\(\) has nothing to wait for: this Manager " + start_it
+    ):
+        await manager.wait_ready(5)
+    with pytest.raises(ServerNotConfigured, match=start_it):
+        await manager.wait_attempt("local", 5)
+    with pytest.raises(KeenError, match=r"Manager\.reload_server\(\) has no server to reload: .*" + start_it):
+        await Manager(tmp_path / "configs.json", trust=PinGuard()).reload_server("local")
+    async with manager:  # started, the same Manager waits and calls
+        assert await manager.wait_ready(20)
+        assert (await manager.call_tool("local", "add", {"a": 1, "b": 2})).text == "3"
 
 
 async def test_a_server_left_out_by_only_is_not_said_to_be_connecting(keen_home: Path) -> None:

@@ -251,7 +251,13 @@ class Manager:
 
         Returns:
             True when all settled, False when ``timeout`` ran out first.
+
+        Raises:
+            KeenError: the Manager was never started (no server has begun an attempt, so
+                there is nothing to wait for; a True here read as "every server ready").
         """
+        if not self._started:
+            raise KeenError(_not_started("Manager.wait_ready() has nothing to wait for"))
         with anyio.move_on_after(timeout):
             # A snapshot: reload_server may add or drop a server while this waits.
             for connection in list(self._connections.values()):
@@ -268,7 +274,8 @@ class Manager:
             The status when the wait ended (still ``connecting`` when the time ran out).
 
         Raises:
-            ServerNotConfigured, ServerMisconfigured: no usable server by that name.
+            ServerNotConfigured, ServerMisconfigured: no usable server by that name
+                (``ServerNotConfigured`` too when the Manager was never started).
         """
         connection = self._connection(name)
         if timeout is None:
@@ -743,13 +750,13 @@ class Manager:
             The status after the attempt.
 
         Raises:
-            ServerNotConfigured: no server by that name.
+            ServerNotConfigured: no server by that name, or the Manager was never started.
         """
         if name in self._misconfigured:
             return self._misconfigured[name]  # reload_server() takes the entry once it is fixed
         connection = self._connection(name)
         if self._tg is None:
-            raise RuntimeError("Manager.refresh() needs a started Manager")
+            raise KeenError(_not_started("Manager.refresh() has no server to reconnect"))
         if connection.finished.is_set() or (
             connection.state is ServerState.CONFIGURED and not connection.running
         ):
@@ -796,9 +803,10 @@ class Manager:
         Raises:
             ServerNotConfigured: the file does not list ``name`` (any more).
             ConfigError: the file cannot be used (not JSON, wrong top level); nothing changed.
+            KeenError: the Manager was never started.
         """
         if self._tg is None:
-            raise RuntimeError("Manager.reload_server() needs a started Manager")
+            raise KeenError(_not_started("Manager.reload_server() has no server to reload"))
         if not self._from_file:
             if name not in self._connections and name not in self._misconfigured:
                 self._connection(name)  # raises the usual "not configured"
@@ -905,11 +913,7 @@ class Manager:
         if connection is None and not self._started:
             # Before start() no server has a connection, configured or not: "not configured
             # (configured: none)" sent a caller who forgot to start the Manager to its config.
-            raise ServerNotConfigured(
-                f'MCP server "{name}" cannot be used yet: this Manager has not started its servers; '
-                "start it first (async with Manager(...) as manager, or await manager.start()).",
-                server=name,
-            )
+            raise ServerNotConfigured(_not_started(f'MCP server "{name}" cannot be used yet'), server=name)
         if connection is None:
             known = ", ".join([*self._connections, *self._misconfigured]) or "none"
             # A config given in code is not configs.json's: adding the server there does nothing.
@@ -950,6 +954,15 @@ class Manager:
                 remedy=Remedy.RECONNECT,
             )
         return connected(self._connection(name))
+
+
+def _not_started(what: str) -> str:
+    """The words for ``what`` a Manager cannot do before :meth:`Manager.start`: one wording
+    for every such refusal, with the two ways to start it."""
+    return (
+        f"{what}: this Manager has not started its servers; "
+        "start it first (async with Manager(...) as manager, or await manager.start())."
+    )
 
 
 def _oauth_on_first_use() -> AuthFactory:
