@@ -20,6 +20,7 @@ from helpers.loopback import alive
 from keen.errors import (
     AuthRequired,
     CallTimeout,
+    ConfigError,
     InvalidArguments,
     KeenError,
     Remedy,
@@ -29,7 +30,7 @@ from keen.errors import (
     ServerNotConfigured,
     ToolNotFound,
 )
-from keen.mcp import Manager, ServerState
+from keen.mcp import Manager, ServerState, in_memory_transport
 from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
@@ -378,6 +379,39 @@ async def test_waiting_on_a_manager_not_started_says_to_start_it(keen_home: Path
     async with manager:  # started, the same Manager waits and calls
         assert await manager.wait_ready(20)
         assert (await manager.call_tool("local", "add", {"a": 1, "b": 2})).text == "3"
+
+
+async def test_a_transport_for_a_server_the_config_lacks_is_refused_naming_both(
+    keen_home: Path, write_config: Callable[..., Path]
+) -> None:
+    # Manager(transports={"dosc": ...}) beside a config of "docs" was ignored: the misspelt
+    # transport was never used, and nothing said so.
+    server = make_basic_server()._mcp_server
+    entry = {"command": "in-memory"}
+    given = r'the config this Manager was given: no server "dosc" for Manager\(transports=\.\.\.\) '
+    with pytest.raises(
+        ConfigError, match=given + r'\(configured: docs\);.* \("dosc" is perhaps "docs"\)'
+    ) as caught:
+        Manager(
+            config={"mcpServers": {"docs": entry}},
+            transports={"dosc": in_memory_transport(server)},
+            trust=None,
+        )
+    assert caught.value.server == "dosc" and caught.value.field == "transports"
+    # configs.json is read at start(): refused there, before any server starts.
+    path = write_config({"docs": entry, "other": entry})
+    manager = Manager(path, transports={"dosc": in_memory_transport(server)}, trust=None)
+    with pytest.raises(
+        ConfigError, match=re.escape(f'{path}: no server "dosc"') + r".*\(configured: docs, other\)"
+    ):
+        await manager.start()
+    assert not manager.started
+    # Named right, the transport is the server's.
+    async with Manager(
+        path, transports={"docs": in_memory_transport(server)}, only={"docs"}, trust=None
+    ) as manager:
+        assert await manager.wait_ready(20)
+        assert (await manager.call_tool("docs", "add", {"a": 2, "b": 3})).text == "5"
 
 
 async def test_a_server_left_out_by_only_is_not_said_to_be_connecting(keen_home: Path) -> None:
