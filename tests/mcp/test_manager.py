@@ -414,6 +414,40 @@ async def test_a_transport_for_a_server_the_config_lacks_is_refused_naming_both(
         assert (await manager.call_tool("docs", "add", {"a": 2, "b": 3})).text == "5"
 
 
+async def test_timeout_remedies_name_the_config_given_in_code_not_configs_json(
+    keen_home: Path, write_config: Callable[..., Path]
+) -> None:
+    # A Manager(config=...) whose server timed out said to raise its timeouts "in
+    # configs.json", a file it never read (and a missing command, to fix it there).
+    servers = {
+        "hangs": stdio_server("hang_init.py", timeouts={"connect": 1}),
+        "missing": {"command": "keen-no-such-command-xyz"},
+        "docs": {"command": "in-memory"},
+    }
+    transports = {"docs": in_memory_transport(make_basic_server()._mcp_server)}
+    given = "the config this Manager was given"
+    async with Manager(config={"mcpServers": servers}, transports=transports, trust=None) as manager:
+        assert await manager.wait_ready(20)
+        hangs = manager.status("hangs").last_error
+        assert hangs.endswith(
+            f'to give it more time, raise "timeouts.connect" in {given} or KEEN_MCP_TIMEOUT'
+        ), hangs
+        assert manager.status("missing").last_error.endswith(f'fix "command" in {given}')
+        with pytest.raises(CallTimeout, match=re.escape(f'raise "timeouts.call_tool" for "docs" in {given}')):
+            await manager.call_tool("docs", "sleep", {"seconds": 5}, timeout=0.2)
+    # Read from configs.json, the same words name that file.
+    path = write_config({"hangs": servers["hangs"], "docs": servers["docs"]})
+    async with Manager(path, transports=transports, trust=None) as manager:
+        assert await manager.wait_ready(20)
+        assert manager.status("hangs").last_error.endswith(
+            'raise "timeouts.connect" in configs.json or KEEN_MCP_TIMEOUT'
+        )
+        with pytest.raises(
+            CallTimeout, match=re.escape('raise "timeouts.call_tool" for "docs" in configs.json')
+        ):
+            await manager.call_tool("docs", "sleep", {"seconds": 5}, timeout=0.2)
+
+
 async def test_a_server_left_out_by_only_is_not_said_to_be_connecting(keen_home: Path) -> None:
     # A server `only` left out was "still connecting; try again in a moment", for ever.
     config = {"mcpServers": {"on": stdio_server("basic_stdio.py"), "off": stdio_server("basic_stdio.py")}}

@@ -907,6 +907,7 @@ class Manager:
             launches=self._launches,
             start_times=self._start_times,
             on_moved=self._moved,
+            config_name="configs.json" if self._from_file else _GIVEN,
         )
 
     def _moved(self) -> None:

@@ -100,8 +100,12 @@ class ServerConnection:
         launches: StartSlots | None = None,
         start_times: StartTimes | None = None,
         on_moved: Callable[[], None] | None = None,
+        config_name: str = "configs.json",
     ) -> None:
         self.name = name
+        self.config_name = config_name
+        """Where this server's entry is, as remedies name it: configs.json, or the Manager's
+        words for a config given in code."""
         self._moved = on_moved or _nothing
         """Told whenever :attr:`state` or :attr:`tools` is set: a cache of what every server
         lists (``keen serve``'s catalog) keys on the Manager's count of these instead of
@@ -159,7 +163,7 @@ class ServerConnection:
         self._turn: StartTurn | None = None
         """This attempt's turn to start, when the Manager bounds starts."""
         self._superseded = False  # reconfigure() ended the attempt in progress
-        self._facts = ConnectFacts(name, config.transport, config.auth_type)
+        self._facts = ConnectFacts(name, config.transport, config.auth_type, config_name=config_name)
         self._on_tools = on_tools
         self._refresh_interval = refresh_interval
         self._early_notice = False
@@ -346,6 +350,7 @@ class ServerConnection:
             cfg.auth_type,
             command=cfg.command if isinstance(cfg, StdioServerConfig) else "",
             url=redact_url(cfg.url) if isinstance(cfg, HttpServerConfig) else "",
+            config_name=self.config_name,
         )
         self.http_status = None
         self._early_notice = False

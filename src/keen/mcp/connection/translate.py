@@ -282,6 +282,9 @@ class ConnectFacts:
     """tools/list pages that named a next one, while the listing goes on (``0`` otherwise)."""
     command: str = ""
     url: str = ""
+    config_name: str = "configs.json"
+    """Where the server's entry is, as the remedies name it (a config given in code is no
+    configs.json: the Manager's words for it)."""
 
     def listed_pages(self, count: int) -> None:
         """``count`` tools/list pages came, the last naming a next one."""
@@ -312,7 +315,7 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         return ServerState.DISCONNECTED, (
             f'MCP server "{name}" sent {f.pages:,} tools/list pages in {f.timeout:g} s, each naming a next one, '
             "and no last; its pagination may be broken: check its version and logs; if it does list that many "
-            f"tools, {more_time_advice('list_tools')}"
+            f"tools, {more_time_advice('list_tools', f.config_name)}"
         )
     if isinstance(cause, TimeoutError):
         hint = ""
@@ -321,12 +324,12 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         what = _request_of(f.phase)
         return ServerState.DISCONNECTED, (
             f'MCP server "{name}" did not answer {what} within {f.timeout:g} s{hint}; check that it starts and '
-            f"speaks MCP; {more_time_advice('list_tools' if f.phase == 'list_tools' else 'connect')}"
+            f"speaks MCP; {more_time_advice('list_tools' if f.phase == 'list_tools' else 'connect', f.config_name)}"
         )
     if isinstance(cause, FileNotFoundError | PermissionError) and f.transport == "stdio":
         why = "was not found" if isinstance(cause, FileNotFoundError) else "is not executable"
         return ServerState.DISCONNECTED, (
-            f'MCP server "{name}": command {f.command!r} {why}; install it or fix "command" in configs.json'
+            f'MCP server "{name}": command {f.command!r} {why}; install it or fix "command" in {f.config_name}'
         )
     if isinstance(cause, httpx2.ConnectError | httpx2.ConnectTimeout) or (
         isinstance(cause, OSError) and cause.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH)
@@ -471,15 +474,17 @@ def translate_call_error(
     tool: str,
     timeout: float,
     http_status: int | None = None,
+    config_name: str = "configs.json",
 ) -> MCPServerError:
-    """Map a failed ``tools/call`` to a Keen error (redacted, actionable)."""
+    """Map a failed ``tools/call`` to a Keen error (redacted, actionable); ``config_name``:
+    where the server's entry is, as a timeout's remedy names it."""
     cause = root_cause(exc)
     if isinstance(cause, MCPServerError):
         return cause
     if isinstance(cause, TimeoutError) or (isinstance(cause, MCPError) and cause.code == REQUEST_TIMEOUT):
         return CallTimeout(
             f'"{server}/{tool}" did not finish within {timeout:g} s and was cancelled; retry, or raise '
-            f'"timeouts.call_tool" for "{server}" in configs.json',
+            f'"timeouts.call_tool" for "{server}" in {config_name}',
             server=server,
             tool=tool,
             seconds=timeout,
