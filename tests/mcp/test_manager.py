@@ -342,6 +342,7 @@ async def test_a_claude_desktop_dict_entry_its_conversion_refuses_breaks_no_othe
         assert (await manager.call_tool("local", "add", {"a": 2, "b": 3})).text == "5"
         assert manager.status("typo").state is ServerState.CONFIG_ERROR
         assert 'neither "command"' in manager.status("typo").last_error
+        assert "rename 'comand' to 'command' (a misspelling?)" in manager.status("typo").last_error
         assert manager.status("number").state is ServerState.CONFIG_ERROR
         assert '"command" must be a non-empty string' in manager.status("number").last_error
         # Named as what it is: the config given in code, not a configs.json never read.
