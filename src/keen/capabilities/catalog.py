@@ -66,6 +66,7 @@ __all__ = [
     "server_text",
     "skill_tools",
     "tool_capability",
+    "without_held",
 ]
 
 logger = logging.getLogger(__name__)
@@ -278,8 +279,7 @@ class Catalog:
                 continue
             trusted = False if annotations_trusted is None else functools.partial(annotations_trusted, server)
             servers[server], tools = skill_tools(skill, server, annotations_trusted=trusted)
-            held = frozenset() if include_held else held_tools(skill)
-            caps += [tool for tool in tools if tool.name not in held]
+            caps += tools if include_held else without_held(tools, skill, server, held_tools(skill))
         return cls(caps, servers, **options)
 
     @classmethod
@@ -658,18 +658,54 @@ def _marker(skill: Skill) -> dict[str, Any]:
     return marker if isinstance(marker, dict) else {}  # pyright: ignore[reportUnknownVariableType]
 
 
-def managed_server(skill: Skill) -> str | None:
-    """The MCP server a generated ``mcp:<server>`` skill describes (its marker's, else the
-    name's), or None for any other skill."""
-    if not (skill.managed and skill.name.startswith("mcp:")):
-        return None
-    server = _marker(skill).get("server")
+def _generated(skill: Skill) -> bool:
+    return skill.managed and skill.name.startswith("mcp:")
+
+
+def _server_of(skill: Skill, marker: Mapping[str, Any]) -> str:
+    server = marker.get("server")
     return server if isinstance(server, str) and server else skill.name.removeprefix("mcp:")
 
 
-def held_tools(skill: Skill) -> frozenset[str]:
+def _held_of(marker: Mapping[str, Any]) -> frozenset[str] | None:
+    held = marker.get("held_tools")
+    return frozenset(n for n in held if isinstance(n, str)) if isinstance(held, list) else None
+
+
+def managed_server(skill: Skill) -> str | None:
+    """The MCP server a generated ``mcp:<server>`` skill describes (its marker's, else the
+    name's), or None for any other skill."""
+    return _server_of(skill, _marker(skill)) if _generated(skill) else None
+
+
+def held_tools(skill: Skill) -> frozenset[str] | None:
     """The tools a generated skill's marker records as held for review when it was written
     (``pinning: quarantine``: a changed one's schema file is its pinned definition, and a
-    call to it is refused until ``keen mcp trust``)."""
-    held = _marker(skill).get("held_tools")
-    return frozenset(n for n in held if isinstance(n, str)) if isinstance(held, list) else frozenset()
+    call to it is refused until ``keen mcp trust``); ``None`` when the marker does not say
+    (written before Keen recorded them: the next sync of its server adds them)."""
+    return _held_of(_marker(skill))
+
+
+def without_held(
+    tools: Sequence[Capability], skill: Skill, server: str, held: frozenset[str] | None
+) -> list[Capability]:
+    """``tools`` of ``server``'s generated ``skill`` less those its marker records as held
+    (:func:`held_tools`), so none is offered as callable. A marker that does not say
+    (``held`` ``None``) hides none when the skill's description carries no note of held
+    tools (none were held when it was written), and all of them when it does: which ones is
+    not known, and a call to a held one is refused (logged with the fix: a sync)."""
+    if held is None:
+        from keen.trust.pins import notes_held_tools
+
+        if not notes_held_tools(skill.description, server):
+            return list(tools)
+        logger.warning(
+            "catalog: %s says tools are held for review, and its marker, written before Keen "
+            "recorded which, does not name them: its %d tools are left out until its next sync "
+            "(keen mcp sync, or a session that connects %s) records them",
+            skill.name,
+            len(tools),
+            server,
+        )
+        return []
+    return [tool for tool in tools if tool.name not in held]

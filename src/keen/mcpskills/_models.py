@@ -41,7 +41,8 @@ class Marker(BaseModel):
     rejected_tools: list[dict[str, Any]] | None = None
     rejected_count: int | None = None
     held_tools: list[str] | None = None
-    """Tools the pins held for review when it was written (a changed one shows as pinned)."""
+    """Tools the pins held for review when it was written (a changed one shows as pinned);
+    ``[]`` when none, absent from a marker written before Keen recorded them."""
 
     def updated(self, changes: dict[str, Any]) -> Marker:
         """A copy with ``changes`` applied (validated)."""

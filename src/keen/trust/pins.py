@@ -81,6 +81,7 @@ __all__ = [
     "compare",
     "configured_annotations_trusted",
     "definition_diff",
+    "notes_held_tools",
     "pinned_tool",
     "pinned_view",
     "pinning_policy",
@@ -497,7 +498,17 @@ class PinnedView:
         if not count:
             return ""
         verb = "tools changed and are" if count != 1 else "tool changed and is"
-        return f"{count} {verb} held for review: keen mcp diff {self.server}"
+        return f"{count} {verb} {_HELD_FOR_REVIEW}{self.server}"
+
+
+_HELD_FOR_REVIEW = "held for review: keen mcp diff "
+
+
+def notes_held_tools(text: str, server: str) -> bool:
+    """Whether ``text`` (a generated skill's description, which ends with the pins' note when
+    it was written) carries :attr:`PinnedView.note` of tools of ``server`` held for review:
+    what tells, of a skill whose marker does not name its held tools, whether any were."""
+    return f"{_HELD_FOR_REVIEW}{server}" in text
 
 
 def pinned_view(
