@@ -273,13 +273,14 @@ class Catalog:
         for skill in found.skills:
             if not (skill.enabled or include_disabled):
                 continue
-            server = managed_server(skill)
-            if server is None:
+            if not _generated(skill):
                 caps.append(skill_capability(skill))
                 continue
+            marker = _marker(skill)  # read once: its server and its held tools
+            server = _server_of(skill, marker)
             trusted = False if annotations_trusted is None else functools.partial(annotations_trusted, server)
             servers[server], tools = skill_tools(skill, server, annotations_trusted=trusted)
-            caps += tools if include_held else without_held(tools, skill, server, held_tools(skill))
+            caps += tools if include_held else without_held(tools, skill, server, _held_of(marker))
         return cls(caps, servers, **options)
 
     @classmethod
