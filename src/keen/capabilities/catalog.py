@@ -21,7 +21,6 @@ Example::
 from __future__ import annotations
 
 import bisect
-import functools
 import hashlib
 import itertools
 import json
@@ -261,9 +260,11 @@ class Catalog:
         log line.
 
         ``annotations_trusted(server, schema)``: whether a tool's annotations are taken as
-        true (asked only of a tool claiming ``readOnlyHint``), e.g.
-        :func:`keen.trust.pins.skill_annotations_trusted`, which judges as ``keen chat``
-        does. ``None``: none is, as a server's annotations are its own claims (README
+        true (asked only of a tool claiming ``readOnlyHint``, never of a held one: its call
+        is refused), e.g. :func:`keen.trust.pins.skill_annotations_trusted`, which judges as
+        ``keen chat`` does; ``schema`` is the schema file's JSON with ``fingerprint``, the
+        fingerprint of the whole definition the skill shows (``outputSchema`` included, which
+        the file leaves out), when the skill's marker records it. ``None``: none is, as a server's annotations are its own claims (README
         "Annotations only from servers you trust for them"). Raises ``SkillError`` for an
         unreadable skills dir or config.
         """
@@ -276,11 +277,13 @@ class Catalog:
             if not _generated(skill):
                 caps.append(skill_capability(skill))
                 continue
-            marker = _marker(skill)  # read once: its server and its held tools
-            server = _server_of(skill, marker)
-            trusted = False if annotations_trusted is None else functools.partial(annotations_trusted, server)
+            marker = _marker(skill)  # read once: its server, held tools and fingerprints
+            server, held = _server_of(skill, marker), _held_of(marker)
+            trusted = (
+                False if annotations_trusted is None else _judge(annotations_trusted, server, marker, held)
+            )
             servers[server], tools = skill_tools(skill, server, annotations_trusted=trusted)
-            caps += tools if include_held else without_held(tools, skill, server, _held_of(marker))
+            caps += tools if include_held else without_held(tools, skill, server, held)
         return cls(caps, servers, **options)
 
     @classmethod
@@ -648,6 +651,30 @@ def skill_tools(
                 tool_capability(server, data, _schema_loader(path), str(path), annotations_trusted=trusted)
             )
     return text, caps
+
+
+def _judge(
+    annotations_trusted: Callable[[str, dict[str, Any]], bool],
+    server: str,
+    marker: Mapping[str, Any],
+    held: frozenset[str] | None,
+) -> Callable[[dict[str, Any]], bool]:
+    """``annotations_trusted`` for one generated skill's schema files: a held tool's
+    annotations count for nothing (``keen chat`` offers no held tool), and each other is
+    judged with the fingerprint its marker records of the definition shown."""
+    recorded = marker.get("fingerprints")
+    fingerprints: Mapping[str, Any] = recorded if isinstance(recorded, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+    def judge(data: dict[str, Any]) -> bool:
+        name = data.get("name")
+        if held is not None and name in held:
+            return False
+        shown = fingerprints.get(name) if isinstance(name, str) else None
+        return annotations_trusted(
+            server, data if not isinstance(shown, str) else {**data, "fingerprint": shown}
+        )
+
+    return judge
 
 
 def _marker(skill: Skill) -> dict[str, Any]:
