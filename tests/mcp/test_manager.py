@@ -424,6 +424,7 @@ async def test_timeout_remedies_name_the_config_given_in_code_not_configs_json(
         "hangs": stdio_server("hang_init.py", timeouts={"connect": 1}),
         "missing": {"command": "keen-no-such-command-xyz"},
         "docs": {"command": "in-memory"},
+        "off": {"command": "in-memory", "enabled": False},
     }
     transports = {"docs": in_memory_transport(make_basic_server()._mcp_server)}
     given = "the config this Manager was given"
@@ -436,6 +437,9 @@ async def test_timeout_remedies_name_the_config_given_in_code_not_configs_json(
         assert manager.status("missing").last_error.endswith(f'fix "command" in {given}')
         with pytest.raises(CallTimeout, match=re.escape(f'raise "timeouts.call_tool" for "docs" in {given}')):
             await manager.call_tool("docs", "sleep", {"seconds": 5}, timeout=0.2)
+        assert manager.status("off").last_error == f'disabled in {given} ("enabled": false)'
+        with pytest.raises(ServerDisabled, match=re.escape(f'"off" is disabled in {given}')):
+            await manager.call_tool("off", "echo", {"text": "x"})
     # Read from configs.json, the same words name that file.
     path = write_config({"hangs": servers["hangs"], "docs": servers["docs"]})
     async with Manager(path, transports=transports, trust=None) as manager:

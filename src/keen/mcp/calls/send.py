@@ -317,7 +317,7 @@ def connected(connection: ServerConnection) -> ServerConnection:
     :func:`not_connected`'s error."""
     if not connection.config.enabled:
         raise ServerDisabled(
-            f'MCP server "{connection.name}" is disabled in configs.json ("enabled": false)',
+            f'MCP server "{connection.name}" is {connection.disabled_note}',
             server=connection.name,
             remedy=Remedy.ENABLE_SERVER,
         )

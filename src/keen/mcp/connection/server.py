@@ -69,7 +69,6 @@ logger = logging.getLogger(__name__)
 
 _STDERR_TAIL_LINES = 5
 _CLIENT_INFO = mt.Implementation(name="keen", version=__version__)
-_DISABLED = 'disabled in configs.json ("enabled": false)'
 
 
 def _ignore(_status: ServerStatus) -> None:
@@ -131,7 +130,7 @@ class ServerConnection:
         self.resource_templates: list[dict[str, Any]] = []
         self.prompts: list[dict[str, Any]] = []
         self.info: ServerInfo | None = None
-        self.last_error = "" if config.enabled else _DISABLED
+        self.last_error = "" if config.enabled else self.disabled_note
         self.last_connected_at: datetime | None = None
         self.last_refresh_at: datetime | None = None
         self._validator: ArgumentValidator | None = None
@@ -172,6 +171,11 @@ class ServerConnection:
         self.list_ttl_ms: int | None = None
         self.cache_scope: str | None = None
         register_server_secrets(config)
+
+    @property
+    def disabled_note(self) -> str:
+        """Why a disabled server does not start, naming where its entry is."""
+        return f'disabled in {self.config_name} ("enabled": false)'
 
     @property
     def validator(self) -> ArgumentValidator:
@@ -266,8 +270,8 @@ class ServerConnection:
             self._superseded = True
             self._connect_scope.cancel()
         if not config.enabled and self.state is ServerState.CONFIGURED:
-            self.last_error = _DISABLED
-        elif config.enabled and self.last_error == _DISABLED:
+            self.last_error = self.disabled_note
+        elif config.enabled and self.last_error == self.disabled_note:
             self.last_error = ""
 
     def retire(self) -> None:
