@@ -453,6 +453,22 @@ async def test_timeout_remedies_name_the_config_given_in_code_not_configs_json(
             await manager.call_tool("docs", "sleep", {"seconds": 5}, timeout=0.2)
 
 
+async def test_an_http_servers_auth_remedies_name_the_config_given_in_code(keen_home: Path) -> None:
+    # A server answering 401 to a Manager(config=...) said to add "auth" to it (or check its
+    # key) "in configs.json", a file that Manager never read.
+    with serve_http(make_basic_server(), api_key=SECRET) as srv:
+        servers = {
+            "bare": http_entry(srv.url),
+            "wrong": http_entry(srv.url, auth={"type": "api_key", "key": "not-the-key"}),
+        }
+        async with Manager(config={"version": 1, "servers": servers}, trust=None) as manager:
+            assert await manager.wait_ready(20)
+            bare, wrong = manager.status("bare"), manager.status("wrong")
+    given = "the config this Manager was given"
+    assert bare.state is ServerState.AUTH_REQUIRED and f'add "auth" to it in {given}:' in bare.last_error
+    assert wrong.state is ServerState.AUTH_FAILED and wrong.last_error.endswith(f'"auth.scheme" in {given}')
+
+
 async def test_a_server_left_out_by_only_is_not_said_to_be_connecting(keen_home: Path) -> None:
     # A server `only` left out was "still connecting; try again in a moment", for ever.
     config = {"mcpServers": {"on": stdio_server("basic_stdio.py"), "off": stdio_server("basic_stdio.py")}}

@@ -380,6 +380,7 @@ def _classify_auth(f: ConnectFacts) -> tuple[ServerState, str]:
         auth=f.auth,
         has_token=f.has_token,
         www_authenticate=f.www_authenticate,
+        config_name=f.config_name,
     )
     state = ServerState.AUTH_REQUIRED if isinstance(error, AuthRequired) else ServerState.AUTH_FAILED
     return state, error.message
@@ -406,19 +407,21 @@ def auth_status_error(
     auth: str,
     has_token: bool = False,
     www_authenticate: str | None = None,
+    config_name: str = "configs.json",
 ) -> AuthRequired | AuthFailed:
     """The one mapping of an HTTP 401/403 answer to ``auth_required`` or ``auth_failed``.
 
     By the server's ``auth`` type in configs.json: ``api_key`` -> AuthFailed (the key was
     refused); ``oauth`` -> AuthFailed when a saved sign-in (``has_token``) was rejected,
     else AuthRequired; ``none`` -> AuthFailed for 403, else AuthRequired naming the
-    challenge's scheme (``www_authenticate``) and how to add ``auth``. Messages end with
-    the next step (docs/architecture.md "Servers and their states").
+    challenge's scheme (``www_authenticate``) and how to add ``auth`` (to ``config_name``,
+    where the server's entry is). Messages end with the next step (docs/architecture.md
+    "Servers and their states").
     """
     if auth == "api_key":
         return AuthFailed(
             f'MCP server "{server}" rejected the API key (HTTP {status}); check "auth.key", "auth.header" and '
-            '"auth.scheme" in configs.json',
+            f'"auth.scheme" in {config_name}',
             server=server,
         )
     if auth == "oauth":
@@ -435,7 +438,7 @@ def auth_status_error(
         )
     scheme = (www_authenticate or "").split(" ", 1)[0] or "credentials"
     return AuthRequired(
-        f'MCP server "{server}" requires authentication (HTTP 401, {scheme}); add "auth" to it in configs.json: '
+        f'MCP server "{server}" requires authentication (HTTP 401, {scheme}); add "auth" to it in {config_name}: '
         '{"type": "api_key", "key": "${ENV_VAR}"} or {"type": "oauth"}',
         server=server,
     )
