@@ -4,6 +4,7 @@ load(); search is permission-filtered, never authorization)."""
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -253,3 +254,28 @@ def test_empty_catalog(keen_home: Path) -> None:
     catalog = Catalog.from_skills_dir(keen_home / "skills")
     assert len(catalog) == 0
     assert catalog.search("anything") == []
+
+
+_OPENED: list[str] | None = None
+"""Paths opened while a test records them (:func:`_record_opens`); None: not recording."""
+
+
+def _record_opens(event: str, args: tuple[object, ...]) -> None:
+    if event == "open" and _OPENED is not None and isinstance(args[0], str | Path):
+        _OPENED.append(str(args[0]))
+
+
+def test_the_catalog_reads_each_skill_marker_once_beside_discovery(skills: Path) -> None:
+    # Catalog.from_skills_dir read each generated skill's marker twice after discovery had
+    # read it: once for its server, once more for its held tools.
+    global _OPENED
+    sys.addaudithook(_record_opens)  # a hook stays for the process: it records only while asked
+    _OPENED = []
+    try:
+        catalog = Catalog.from_skills_dir(skills)
+    finally:
+        opened, _OPENED = _OPENED, None
+    assert {c.server for c in catalog if c.kind == "tool"} == {"github", "slack", "weather"}
+    for server in ("github", "slack", "weather"):
+        reads = [p for p in opened if p.endswith(f"mcp:{server}/.keen-generated-mcp.json")]
+        assert len(reads) == 2, (server, reads)  # discovery's (managed, tool count), the catalog's

@@ -9,6 +9,7 @@ reads the same cached discovery. No timing is asserted (``bench/turn_overhead.py
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import AsyncIterator, Callable
@@ -23,7 +24,7 @@ from helpers.http_servers import make_basic_server, make_echo_server
 from helpers.skills import settle, write_skill
 from keen.agent import Agent
 from keen.agent.providers.scripted import ScriptedModel
-from keen.capabilities import capability_id
+from keen.capabilities import Catalog, capability_id
 from keen.capabilities.catalog_cache import CatalogCache
 from keen.harness import Harness
 from keen.mcp import Manager, in_memory_transport
@@ -281,3 +282,50 @@ async def test_a_tool_held_for_review_is_not_offered_from_the_skill_on_disk(
     # Without a pin check (as the live list without one) it is offered.
     plain = CatalogCache(manager, skills_root=keen_home / "skills", cache=False, dense=False)
     assert capability_id("tool", "answer", "srv") in plain()
+
+
+async def test_a_marker_written_before_held_tools_offers_no_held_tool_and_the_next_sync_names_them(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A marker without ``held_tools`` (as Keen wrote them before it recorded held tools) read
+    as none held: a changed tool held for review was offered as callable from the skill on
+    disk, and its call refused. Now a skill whose description notes held tools offers none of
+    its tools until its next sync names them; one noting none offers all; the sync writes the
+    field to every marker, [] when nothing is held."""
+    path = write_config({"srv": {**IN_MEMORY, "pinning": "quarantine"}, "calm": IN_MEMORY})
+    calm = make_echo_server("calm", "answer", "Answer calmly.")
+
+    async def sync(description: str) -> None:
+        servers = {"srv": make_echo_server("srv", "answer", description), "calm": calm}
+        transports = {name: in_memory_transport(server._mcp_server) for name, server in servers.items()}
+        manager = Manager(path, transports=transports, trust=PinGuard())
+        async with open_runtime(manager=manager, wait=30, sync=True) as rt:
+            if not rt.gateway.pins.store.load("srv"):
+                trust("srv", rt.manager.list_tools("srv"))  # reviewed as first listed
+
+    await sync("Answer the question one way.")
+    await sync("Answer the question another way now.")  # changed since pinned: held
+    skills = keen_home / "skills"
+    markers = {name: skills / f"mcp:{name}" / ".keen-generated-mcp.json" for name in ("srv", "calm")}
+    written = {name: json.loads(marker.read_text()) for name, marker in markers.items()}
+    assert (written["srv"]["held_tools"], written["calm"]["held_tools"]) == (["answer"], [])
+    for name, marker in markers.items():  # as written before the field
+        marker.write_text(json.dumps({k: v for k, v in written[name].items() if k != "held_tools"}))
+
+    ids = {cap.id for cap in Catalog.from_skills_dir(skills)}
+    assert not {capability_id("tool", tool, "srv") for tool in ("answer", "echo")} & ids, ids
+    assert {capability_id("tool", tool, "calm") for tool in ("answer", "echo")} <= ids, ids
+    assert "mcp:srv says tools are held for review" in caplog.text and "keen mcp sync" in caplog.text
+    manager = Manager(path, transports={}, trust=PinGuard())  # a session's first step
+    starting = CatalogCache(manager, skills_root=skills, pins=PinGuard(), cache=False, dense=False)()
+    assert capability_id("tool", "answer", "srv") not in starting
+    assert capability_id("tool", "answer", "calm") in starting
+    # A person's search (keen tools search) still reads every tool the skills hold.
+    everything = {cap.id for cap in Catalog.from_skills_dir(skills, include_held=True)}
+    assert capability_id("tool", "answer", "srv") in everything
+
+    await sync("Answer the question another way now.")  # unchanged tools: the markers get the field
+    assert json.loads(markers["srv"].read_text())["held_tools"] == ["answer"]
+    assert json.loads(markers["calm"].read_text())["held_tools"] == []
+    ids = {cap.id for cap in Catalog.from_skills_dir(skills)}
+    assert capability_id("tool", "echo", "srv") in ids and capability_id("tool", "answer", "srv") not in ids

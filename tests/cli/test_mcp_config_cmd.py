@@ -477,3 +477,35 @@ def test_a_quoted_whole_command_line_gets_the_add_command_that_splits_it(home: H
         "command": "npx",
         "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
     }
+
+
+def test_import_names_a_misspelt_command_or_url_as_configs_json_does(home: Home, tmp_path: Path) -> None:
+    # `keen mcp import` refused {"comand": ...} as having neither "command" nor "url", "add
+    # one", not naming the misspelling configs.json's own rules name.
+    from keen.errors import ConfigError
+    from keen.mcp.config import parse_config
+
+    entries: dict[str, dict[str, str]] = {
+        "a": {"comand": "npx"},
+        "b": {"urll": "https://example.com/mcp"},
+        "c": {"type": "stdio", "comand": "npx"},
+        "d": {"type": "http", "ulr": "https://example.com/mcp"},
+    }
+    source = tmp_path / "hosts.json"
+    source.write_text(json.dumps({"mcpServers": entries}))
+    run = home.keen("mcp", "import", str(source))
+    assert run.code == 1, str(run)
+    refused = {
+        line.split()[1].rstrip(":"): line for line in run.stderr.splitlines() if line.startswith("refused")
+    }
+    assert refused["a"].endswith(
+        "neither \"command\" nor \"url\"; rename 'comand' to 'command' (a misspelling?)"
+    )
+    assert refused["b"].endswith("neither \"command\" nor \"url\"; rename 'urll' to 'url' (a misspelling?)")
+    assert refused["c"].endswith("needs a \"command\" to run; rename 'comand' to 'command' (a misspelling?)")
+    assert refused["d"].endswith("needs a \"url\"; rename 'ulr' to 'url' (a misspelling?)")
+    assert not home.config_path.exists() or servers(home) == {}
+    # configs.json's own rules word the same entry the same way.
+    with pytest.raises(ConfigError, match='neither "command" nor "url"') as own:
+        parse_config({"version": 1, "servers": {"a": entries["a"]}})
+    assert own.value.message.endswith(refused["a"].split(": ", 1)[1])

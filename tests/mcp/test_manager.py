@@ -20,7 +20,9 @@ from helpers.loopback import alive
 from keen.errors import (
     AuthRequired,
     CallTimeout,
+    ConfigError,
     InvalidArguments,
+    KeenError,
     Remedy,
     ServerDisabled,
     ServerDisconnected,
@@ -28,7 +30,7 @@ from keen.errors import (
     ServerNotConfigured,
     ToolNotFound,
 )
-from keen.mcp import Manager, ServerState
+from keen.mcp import Manager, ServerState, in_memory_transport
 from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
@@ -340,6 +342,7 @@ async def test_a_claude_desktop_dict_entry_its_conversion_refuses_breaks_no_othe
         assert (await manager.call_tool("local", "add", {"a": 2, "b": 3})).text == "5"
         assert manager.status("typo").state is ServerState.CONFIG_ERROR
         assert 'neither "command"' in manager.status("typo").last_error
+        assert "rename 'comand' to 'command' (a misspelling?)" in manager.status("typo").last_error
         assert manager.status("number").state is ServerState.CONFIG_ERROR
         assert '"command" must be a non-empty string' in manager.status("number").last_error
         # Named as what it is: the config given in code, not a configs.json never read.
@@ -358,6 +361,112 @@ async def test_a_manager_not_started_says_so_not_that_its_server_is_not_configur
     with pytest.raises(ServerNotConfigured, match="this Manager has not started its servers") as caught:
         await manager.call_tool("local", "add", {"a": 1, "b": 2})
     assert "not configured" not in caught.value.message and "await manager.start()" in caught.value.message
+
+
+async def test_waiting_on_a_manager_not_started_says_to_start_it(keen_home: Path, tmp_path: Path) -> None:
+    # wait_ready() on a Manager never started returned True at once, as if every server were
+    # ready; the call after it then failed with words about a server, not about the wait.
+    config = {"mcpServers": {"local": stdio_server("basic_stdio.py")}}
+    manager = Manager(config=config, trust=PinGuard())
+    start_it = r"has not started its servers; start it first \(async with Manager"
+    with pytest.raises(
+        KeenError, match=r"Manager\.wait_ready\(\) has nothing to wait for: this Manager " + start_it
+    ):
+        await manager.wait_ready(5)
+    with pytest.raises(ServerNotConfigured, match=start_it):
+        await manager.wait_attempt("local", 5)
+    with pytest.raises(KeenError, match=r"Manager\.reload_server\(\) has no server to reload: .*" + start_it):
+        await Manager(tmp_path / "configs.json", trust=PinGuard()).reload_server("local")
+    async with manager:  # started, the same Manager waits and calls
+        assert await manager.wait_ready(20)
+        assert (await manager.call_tool("local", "add", {"a": 1, "b": 2})).text == "3"
+
+
+async def test_a_transport_for_a_server_the_config_lacks_is_refused_naming_both(
+    keen_home: Path, write_config: Callable[..., Path]
+) -> None:
+    # Manager(transports={"dosc": ...}) beside a config of "docs" was ignored: the misspelt
+    # transport was never used, and nothing said so.
+    server = make_basic_server()._mcp_server
+    entry = {"command": "in-memory"}
+    given = r'the config this Manager was given: no server "dosc" for Manager\(transports=\.\.\.\) '
+    with pytest.raises(
+        ConfigError, match=given + r'\(configured: docs\);.* \("dosc" is perhaps "docs"\)'
+    ) as caught:
+        Manager(
+            config={"mcpServers": {"docs": entry}},
+            transports={"dosc": in_memory_transport(server)},
+            trust=None,
+        )
+    assert caught.value.server == "dosc" and caught.value.field == "transports"
+    # configs.json is read at start(): refused there, before any server starts.
+    path = write_config({"docs": entry, "other": entry})
+    manager = Manager(path, transports={"dosc": in_memory_transport(server)}, trust=None)
+    with pytest.raises(
+        ConfigError, match=re.escape(f'{path}: no server "dosc"') + r".*\(configured: docs, other\)"
+    ):
+        await manager.start()
+    assert not manager.started
+    # Named right, the transport is the server's.
+    async with Manager(
+        path, transports={"docs": in_memory_transport(server)}, only={"docs"}, trust=None
+    ) as manager:
+        assert await manager.wait_ready(20)
+        assert (await manager.call_tool("docs", "add", {"a": 2, "b": 3})).text == "5"
+
+
+async def test_timeout_remedies_name_the_config_given_in_code_not_configs_json(
+    keen_home: Path, write_config: Callable[..., Path]
+) -> None:
+    # A Manager(config=...) whose server timed out said to raise its timeouts "in
+    # configs.json", a file it never read (and a missing command, to fix it there).
+    servers = {
+        "hangs": stdio_server("hang_init.py", timeouts={"connect": 1}),
+        "missing": {"command": "keen-no-such-command-xyz"},
+        "docs": {"command": "in-memory"},
+        "off": {"command": "in-memory", "enabled": False},
+    }
+    transports = {"docs": in_memory_transport(make_basic_server()._mcp_server)}
+    given = "the config this Manager was given"
+    async with Manager(config={"mcpServers": servers}, transports=transports, trust=None) as manager:
+        assert await manager.wait_ready(20)
+        hangs = manager.status("hangs").last_error
+        assert hangs.endswith(
+            f'to give it more time, raise "timeouts.connect" in {given} or KEEN_MCP_TIMEOUT'
+        ), hangs
+        assert manager.status("missing").last_error.endswith(f'fix "command" in {given}')
+        with pytest.raises(CallTimeout, match=re.escape(f'raise "timeouts.call_tool" for "docs" in {given}')):
+            await manager.call_tool("docs", "sleep", {"seconds": 5}, timeout=0.2)
+        assert manager.status("off").last_error == f'disabled in {given} ("enabled": false)'
+        with pytest.raises(ServerDisabled, match=re.escape(f'"off" is disabled in {given}')):
+            await manager.call_tool("off", "echo", {"text": "x"})
+    # Read from configs.json, the same words name that file.
+    path = write_config({"hangs": servers["hangs"], "docs": servers["docs"]})
+    async with Manager(path, transports=transports, trust=None) as manager:
+        assert await manager.wait_ready(20)
+        assert manager.status("hangs").last_error.endswith(
+            'raise "timeouts.connect" in configs.json or KEEN_MCP_TIMEOUT'
+        )
+        with pytest.raises(
+            CallTimeout, match=re.escape('raise "timeouts.call_tool" for "docs" in configs.json')
+        ):
+            await manager.call_tool("docs", "sleep", {"seconds": 5}, timeout=0.2)
+
+
+async def test_an_http_servers_auth_remedies_name_the_config_given_in_code(keen_home: Path) -> None:
+    # A server answering 401 to a Manager(config=...) said to add "auth" to it (or check its
+    # key) "in configs.json", a file that Manager never read.
+    with serve_http(make_basic_server(), api_key=SECRET) as srv:
+        servers = {
+            "bare": http_entry(srv.url),
+            "wrong": http_entry(srv.url, auth={"type": "api_key", "key": "not-the-key"}),
+        }
+        async with Manager(config={"version": 1, "servers": servers}, trust=None) as manager:
+            assert await manager.wait_ready(20)
+            bare, wrong = manager.status("bare"), manager.status("wrong")
+    given = "the config this Manager was given"
+    assert bare.state is ServerState.AUTH_REQUIRED and f'add "auth" to it in {given}:' in bare.last_error
+    assert wrong.state is ServerState.AUTH_FAILED and wrong.last_error.endswith(f'"auth.scheme" in {given}')
 
 
 async def test_a_server_left_out_by_only_is_not_said_to_be_connecting(keen_home: Path) -> None:

@@ -141,9 +141,9 @@ def test_a_host_remedy_starts_its_own_sentence_after_a_servers_text(mode: str) -
 @pytest.mark.parametrize("mode", ["search", "extension"])
 async def test_a_disabled_server_gets_each_front_ends_own_advice(mode: str, tmp_path: Path) -> None:
     entry = {"command": "never-run", "enabled": False}
-    async with Manager(
-        config={"version": 1, "servers": {"off": entry}}, logs_dir=tmp_path, trust=PinGuard()
-    ) as manager:
+    path = tmp_path / "configs.json"  # keen serve's Manager reads its configs.json
+    path.write_text(json.dumps({"version": 1, "servers": {"off": entry}}))
+    async with Manager(path, logs_dir=tmp_path, trust=PinGuard()) as manager:
         with pytest.raises(
             ServerDisabled, match=re.escape('MCP server "off" is disabled in configs.json ("enabled": false)')
         ) as refused:

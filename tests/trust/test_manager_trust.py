@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 
+from keen.capabilities import Catalog
 from keen.errors import InvalidArguments
 from keen.mcp import Manager, in_memory_transport
 from keen.mcp.listing.changes import ToolsChanged
+from keen.runtime import open_runtime
 from keen.trust import PinGuard
-from keen.trust.pins import PinStore, trust
+from keen.trust.pins import PinStore, configured_annotations_trusted, trust
 
 pytestmark = pytest.mark.anyio
 
@@ -117,3 +120,59 @@ async def test_a_reloaded_entry_is_seen_by_the_next_view(
         assert [t.name for t in m.list_tools("docs")] == ["search", "helper"]
         with pytest.raises(InvalidArguments, match=r'"docs/helper": \$\.q: 5 is not of type'):
             m.check_call("docs", "helper", {"q": 5})
+
+
+def _lookup(returns_text: bool) -> MCPServer:
+    """``docs`` with one tool claiming readOnlyHint, whose outputSchema alone depends on
+    ``returns_text`` (its result: an integer or a string)."""
+    server = MCPServer("docs")
+    read_only = ToolAnnotations(readOnlyHint=True)
+    if returns_text:
+
+        @server.tool(description="Look a word up.", annotations=read_only)
+        def lookup(q: str) -> str:
+            return q
+
+    else:
+
+        @server.tool(description="Look a word up.", annotations=read_only)
+        def lookup(q: str) -> int:  # pyright: ignore[reportRedeclaration]
+            return len(q)
+
+    return server
+
+
+async def test_a_skills_read_only_claim_is_trusted_offline_as_keen_chat_trusts_it(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # configured_annotations_trusted() compared a reviewed pin with the fields a schema file
+    # holds, not outputSchema: a tool changed only there since `keen mcp trust` was trusted
+    # offline (keen tools search: risk low, --read-only) while keen chat trusted it not.
+    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
+    store = PinStore(keen_home / "mcp" / "pins")
+
+    async def judged(server: MCPServer) -> tuple[bool, bool]:
+        """keen chat's trust in lookup's annotations, then the skills' offline, after a sync."""
+        manager = Manager(path, transports={"docs": in_memory_transport(server)}, trust=PinGuard(store))
+        async with open_runtime(manager=manager, wait=30, sync=True) as rt:
+            (live,) = rt.manager.list_tools("docs")
+        catalog = Catalog.from_skills_dir(annotations_trusted=configured_annotations_trusted(path, store))
+        return live.annotations_trusted, catalog.get("mcp__docs__lookup").risk.read_only
+
+    await judged(_lookup(returns_text=False))  # pinned on first use, not reviewed
+    async with Manager(path, transports={"docs": in_memory_transport(_lookup(False))}, trust=None) as m:
+        assert await m.wait_ready(30)
+        trust("docs", m.live_tools("docs"), store=store, by_user=True)  # keen mcp trust docs
+    assert await judged(_lookup(returns_text=False)) == (True, True)
+    changed = _lookup(returns_text=True)
+    assert await judged(changed) == (False, False)
+    # Under quarantine keen chat holds it (shown as pinned, a call refused): a search that
+    # shows held tools takes its claim as no more than keen chat does.
+    write_config({"docs": {"command": "unused", "pinning": "quarantine"}})
+    manager = Manager(path, transports={"docs": in_memory_transport(changed)}, trust=PinGuard(store))
+    async with open_runtime(manager=manager, wait=30, sync=True) as rt:
+        (shown,) = rt.manager.list_tools("docs")
+        assert [c.name for c in rt.manager.view("docs").held] == ["lookup"] and not shown.annotations_trusted
+    judge = configured_annotations_trusted(path, store)
+    held = Catalog.from_skills_dir(include_held=True, annotations_trusted=judge).get("mcp__docs__lookup")
+    assert held.risk.read_only is False

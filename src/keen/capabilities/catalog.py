@@ -21,7 +21,6 @@ Example::
 from __future__ import annotations
 
 import bisect
-import functools
 import hashlib
 import itertools
 import json
@@ -66,6 +65,7 @@ __all__ = [
     "server_text",
     "skill_tools",
     "tool_capability",
+    "without_held",
 ]
 
 logger = logging.getLogger(__name__)
@@ -260,9 +260,11 @@ class Catalog:
         log line.
 
         ``annotations_trusted(server, schema)``: whether a tool's annotations are taken as
-        true (asked only of a tool claiming ``readOnlyHint``), e.g.
-        :func:`keen.trust.pins.skill_annotations_trusted`, which judges as ``keen chat``
-        does. ``None``: none is, as a server's annotations are its own claims (README
+        true (asked only of a tool claiming ``readOnlyHint``, never of a held one: its call
+        is refused), e.g. :func:`keen.trust.pins.skill_annotations_trusted`, which judges as
+        ``keen chat`` does; ``schema`` is the schema file's JSON with ``fingerprint``, the
+        fingerprint of the whole definition the skill shows (``outputSchema`` included, which
+        the file leaves out), when the skill's marker records it. ``None``: none is, as a server's annotations are its own claims (README
         "Annotations only from servers you trust for them"). Raises ``SkillError`` for an
         unreadable skills dir or config.
         """
@@ -272,14 +274,16 @@ class Catalog:
         for skill in found.skills:
             if not (skill.enabled or include_disabled):
                 continue
-            server = managed_server(skill)
-            if server is None:
+            if not _generated(skill):
                 caps.append(skill_capability(skill))
                 continue
-            trusted = False if annotations_trusted is None else functools.partial(annotations_trusted, server)
+            marker = _marker(skill)  # read once: its server, held tools and fingerprints
+            server, held = _server_of(skill, marker), _held_of(marker)
+            trusted = (
+                False if annotations_trusted is None else _judge(annotations_trusted, server, marker, held)
+            )
             servers[server], tools = skill_tools(skill, server, annotations_trusted=trusted)
-            held = frozenset() if include_held else held_tools(skill)
-            caps += [tool for tool in tools if tool.name not in held]
+            caps += tools if include_held else without_held(tools, skill, server, held)
         return cls(caps, servers, **options)
 
     @classmethod
@@ -649,6 +653,30 @@ def skill_tools(
     return text, caps
 
 
+def _judge(
+    annotations_trusted: Callable[[str, dict[str, Any]], bool],
+    server: str,
+    marker: Mapping[str, Any],
+    held: frozenset[str] | None,
+) -> Callable[[dict[str, Any]], bool]:
+    """``annotations_trusted`` for one generated skill's schema files: a held tool's
+    annotations count for nothing (``keen chat`` offers no held tool), and each other is
+    judged with the fingerprint its marker records of the definition shown."""
+    recorded = marker.get("fingerprints")
+    fingerprints: Mapping[str, Any] = recorded if isinstance(recorded, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+    def judge(data: dict[str, Any]) -> bool:
+        name = data.get("name")
+        if held is not None and name in held:
+            return False
+        shown = fingerprints.get(name) if isinstance(name, str) else None
+        return annotations_trusted(
+            server, data if not isinstance(shown, str) else {**data, "fingerprint": shown}
+        )
+
+    return judge
+
+
 def _marker(skill: Skill) -> dict[str, Any]:
     """The skill's marker file as JSON (``{}`` when unreadable or not an object)."""
     try:
@@ -658,18 +686,54 @@ def _marker(skill: Skill) -> dict[str, Any]:
     return marker if isinstance(marker, dict) else {}  # pyright: ignore[reportUnknownVariableType]
 
 
-def managed_server(skill: Skill) -> str | None:
-    """The MCP server a generated ``mcp:<server>`` skill describes (its marker's, else the
-    name's), or None for any other skill."""
-    if not (skill.managed and skill.name.startswith("mcp:")):
-        return None
-    server = _marker(skill).get("server")
+def _generated(skill: Skill) -> bool:
+    return skill.managed and skill.name.startswith("mcp:")
+
+
+def _server_of(skill: Skill, marker: Mapping[str, Any]) -> str:
+    server = marker.get("server")
     return server if isinstance(server, str) and server else skill.name.removeprefix("mcp:")
 
 
-def held_tools(skill: Skill) -> frozenset[str]:
+def _held_of(marker: Mapping[str, Any]) -> frozenset[str] | None:
+    held = marker.get("held_tools")
+    return frozenset(n for n in held if isinstance(n, str)) if isinstance(held, list) else None
+
+
+def managed_server(skill: Skill) -> str | None:
+    """The MCP server a generated ``mcp:<server>`` skill describes (its marker's, else the
+    name's), or None for any other skill."""
+    return _server_of(skill, _marker(skill)) if _generated(skill) else None
+
+
+def held_tools(skill: Skill) -> frozenset[str] | None:
     """The tools a generated skill's marker records as held for review when it was written
     (``pinning: quarantine``: a changed one's schema file is its pinned definition, and a
-    call to it is refused until ``keen mcp trust``)."""
-    held = _marker(skill).get("held_tools")
-    return frozenset(n for n in held if isinstance(n, str)) if isinstance(held, list) else frozenset()
+    call to it is refused until ``keen mcp trust``); ``None`` when the marker does not say
+    (written before Keen recorded them: the next sync of its server adds them)."""
+    return _held_of(_marker(skill))
+
+
+def without_held(
+    tools: Sequence[Capability], skill: Skill, server: str, held: frozenset[str] | None
+) -> list[Capability]:
+    """``tools`` of ``server``'s generated ``skill`` less those its marker records as held
+    (:func:`held_tools`), so none is offered as callable. A marker that does not say
+    (``held`` ``None``) hides none when the skill's description carries no note of held
+    tools (none were held when it was written), and all of them when it does: which ones is
+    not known, and a call to a held one is refused (logged with the fix: a sync)."""
+    if held is None:
+        from keen.trust.pins import notes_held_tools
+
+        if not notes_held_tools(skill.description, server):
+            return list(tools)
+        logger.warning(
+            "catalog: %s says tools are held for review, and its marker, written before Keen "
+            "recorded which, does not name them: its %d tools are left out until its next sync "
+            "(keen mcp sync, or a session that connects %s) records them",
+            skill.name,
+            len(tools),
+            server,
+        )
+        return []
+    return [tool for tool in tools if tool.name not in held]

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keen.capabilities.catalog import Catalog, held_tools, managed_server, skill_tools
+from keen.capabilities.catalog import Catalog, held_tools, managed_server, skill_tools, without_held
 from keen.capabilities.describe import (
     ServerInputs,
     server_capabilities,
@@ -220,8 +220,7 @@ class CatalogCache:
             return cached
         text, caps = skill_tools(skill, name, annotations_trusted=False)
         if self.pins is not None:  # as the live list leaves them out (server_inputs)
-            held = held_tools(skill)
-            caps = [cap for cap in caps if cap.name not in held]
+            caps = without_held(caps, skill, name, held_tools(skill))
         return _DiskPart(skill, text, sorted(caps, key=operator.attrgetter("id")))
 
     def _server(self, name: str) -> _ServerPart | None:

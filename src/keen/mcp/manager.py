@@ -28,6 +28,7 @@ import anyio.abc
 from keen import paths
 from keen._gcfreeze import freeze_if_asked
 from keen.errors import (
+    ConfigError,
     KeenError,
     Remedy,
     ServerDisconnected,
@@ -89,6 +90,9 @@ StatusObserver = Callable[[ServerStatus], None]
 
 _STOP_GRACE = 10.0
 
+_GIVEN = "the config this Manager was given"
+"""How messages name a config given in code (``config=``): no configs.json was read."""
+
 
 CALL_PROGRESS: ContextVar[ProgressFnT | None] = ContextVar("keen_call_progress", default=None)
 """The progress callback of the calls made in this context when :meth:`Manager.call_tool`
@@ -114,7 +118,8 @@ class Manager:
         transports: ``{server: factory}`` connects those configured servers through the
             factory's streams instead of their configured transport (in-process servers for
             tests and embedding; see :func:`in_memory_transport`). Their config entries still
-            give the timeouts.
+            give the timeouts. A name the config lacks is a ``ConfigError`` (its transport
+            would never be used): here for a ``config`` given, at :meth:`start` for configs.json.
         elicitation: answers servers' ``elicitation/create`` requests (form mode; see
             :mod:`keen.mcp.connection.elicitation`). Sessions advertise the ``elicitation`` capability
             only when it is set; it may also be set later on :attr:`elicitation`, which
@@ -153,7 +158,8 @@ class Manager:
     One server's invalid entry (an unset ``${VAR}``, a bad field) never stops the others: that
     server alone is in state ``config_error`` with the message and the fix, and calls to it
     raise ``ServerMisconfigured``. :meth:`start` raises ``ConfigError`` only when the file
-    itself cannot be used (not JSON, wrong top level; nothing starts then). The file is read
+    itself cannot be used (not JSON, wrong top level) or ``transports`` names a server it lacks;
+    nothing starts then. The file is read
     once; :meth:`reload_server` reads one server's entry again, once it is fixed.
     """
 
@@ -186,7 +192,7 @@ class Manager:
             from keen.mcp.config.load import parse_config
 
             # Its messages name it as what it is: no configs.json is read here.
-            config = parse_config(config, strict=False, source="the config this Manager was given")
+            config = parse_config(config, strict=False, source=_GIVEN)
         self._config = config
         # Only a config read from configs.json is read again (reload_server): one given in
         # code (keen serve's, a library's) is not that file's.
@@ -195,6 +201,8 @@ class Manager:
         self._auth_factory = auth_factory  # the OAuth one by default, loaded by the first OAuth server
         self.only = only
         self._transports = dict(transports or {})
+        if config is not None:  # configs.json's servers are known at start()
+            _check_transports(self._transports, config, _GIVEN)
         self._connections: dict[str, ServerConnection] = {}
         self._moves = 0  # see tools_version()
         self._misconfigured: dict[str, ServerStatus] = {}
@@ -220,12 +228,15 @@ class Manager:
     async def start(self) -> None:
         """Load the config and start one owner task per enabled server; returns at once.
 
-        A second call is a no-op. Raises ``ConfigError`` for a file that cannot be used; an
-        invalid server entry only puts that server in state ``config_error``.
+        A second call is a no-op. Raises ``ConfigError`` for a file that cannot be used or
+        that lacks a server ``transports`` names; an invalid server entry only puts that
+        server in state ``config_error``.
         """
         if self._started:
             return
         config = self.config
+        if self._from_file:
+            _check_transports(self._transports, config, str(self.config_path))
         for name, message in config.invalid.items():
             self._misconfigured[name] = misconfigured_status(name, message, config.invalid_kinds.get(name))
         for name, server in config.servers.items():
@@ -251,7 +262,13 @@ class Manager:
 
         Returns:
             True when all settled, False when ``timeout`` ran out first.
+
+        Raises:
+            KeenError: the Manager was never started (no server has begun an attempt, so
+                there is nothing to wait for; a True here read as "every server ready").
         """
+        if not self._started:
+            raise KeenError(_not_started("Manager.wait_ready() has nothing to wait for"))
         with anyio.move_on_after(timeout):
             # A snapshot: reload_server may add or drop a server while this waits.
             for connection in list(self._connections.values()):
@@ -268,7 +285,8 @@ class Manager:
             The status when the wait ended (still ``connecting`` when the time ran out).
 
         Raises:
-            ServerNotConfigured, ServerMisconfigured: no usable server by that name.
+            ServerNotConfigured, ServerMisconfigured: no usable server by that name
+                (``ServerNotConfigured`` too when the Manager was never started).
         """
         connection = self._connection(name)
         if timeout is None:
@@ -743,13 +761,13 @@ class Manager:
             The status after the attempt.
 
         Raises:
-            ServerNotConfigured: no server by that name.
+            ServerNotConfigured: no server by that name, or the Manager was never started.
         """
         if name in self._misconfigured:
             return self._misconfigured[name]  # reload_server() takes the entry once it is fixed
         connection = self._connection(name)
         if self._tg is None:
-            raise RuntimeError("Manager.refresh() needs a started Manager")
+            raise KeenError(_not_started("Manager.refresh() has no server to reconnect"))
         if connection.finished.is_set() or (
             connection.state is ServerState.CONFIGURED and not connection.running
         ):
@@ -796,9 +814,10 @@ class Manager:
         Raises:
             ServerNotConfigured: the file does not list ``name`` (any more).
             ConfigError: the file cannot be used (not JSON, wrong top level); nothing changed.
+            KeenError: the Manager was never started.
         """
         if self._tg is None:
-            raise RuntimeError("Manager.reload_server() needs a started Manager")
+            raise KeenError(_not_started("Manager.reload_server() has no server to reload"))
         if not self._from_file:
             if name not in self._connections and name not in self._misconfigured:
                 self._connection(name)  # raises the usual "not configured"
@@ -888,6 +907,7 @@ class Manager:
             launches=self._launches,
             start_times=self._start_times,
             on_moved=self._moved,
+            config_name="configs.json" if self._from_file else _GIVEN,
         )
 
     def _moved(self) -> None:
@@ -905,15 +925,11 @@ class Manager:
         if connection is None and not self._started:
             # Before start() no server has a connection, configured or not: "not configured
             # (configured: none)" sent a caller who forgot to start the Manager to its config.
-            raise ServerNotConfigured(
-                f'MCP server "{name}" cannot be used yet: this Manager has not started its servers; '
-                "start it first (async with Manager(...) as manager, or await manager.start()).",
-                server=name,
-            )
+            raise ServerNotConfigured(_not_started(f'MCP server "{name}" cannot be used yet'), server=name)
         if connection is None:
             known = ", ".join([*self._connections, *self._misconfigured]) or "none"
             # A config given in code is not configs.json's: adding the server there does nothing.
-            where = self.config_path if self._from_file else "the config this Manager was given"
+            where = self.config_path if self._from_file else _GIVEN
             raise ServerNotConfigured(
                 f'MCP server "{name}" is not configured (configured: {known}); add it to {where} '
                 "or check the name.",
@@ -950,6 +966,47 @@ class Manager:
                 remedy=Remedy.RECONNECT,
             )
         return connected(self._connection(name))
+
+
+def _check_transports(transports: Mapping[str, TransportFactory], config: MCPConfig, source: str) -> None:
+    """Refuse ``transports`` naming a server ``config`` lacks: such a transport is never used
+    (a transport only replaces a configured server's own), so a misspelt name would leave the
+    user's in-process server unreached without a word.
+
+    Raises:
+        ConfigError: the unknown names, the configured ones and the fix (as ``source``'s
+            other mistakes read: ``"<source>: <what>; <fix>"``).
+    """
+    configured = [*config.servers, *config.invalid]
+    unknown = [name for name in transports if name not in configured]
+    if not unknown:
+        return
+    import difflib
+
+    missing = ", ".join(f'"{name}"' for name in unknown)
+    hints = "".join(
+        f' ("{name}" is perhaps "{close[0]}")'
+        for name in unknown
+        if (close := difflib.get_close_matches(name, configured, n=1))
+    )
+    them = "them" if len(unknown) > 1 else "it"
+    raise ConfigError(
+        f"{source}: no server {missing} for Manager(transports=...) (configured: "
+        f"{', '.join(configured) or 'none'}); a transport replaces a configured server's own: "
+        f"add {them} to {source}, or check the name{hints}.",
+        path=source,
+        server=unknown[0],
+        field="transports",
+    )
+
+
+def _not_started(what: str) -> str:
+    """The words for ``what`` a Manager cannot do before :meth:`Manager.start`: one wording
+    for every such refusal, with the two ways to start it."""
+    return (
+        f"{what}: this Manager has not started its servers; "
+        "start it first (async with Manager(...) as manager, or await manager.start())."
+    )
 
 
 def _oauth_on_first_use() -> AuthFactory:

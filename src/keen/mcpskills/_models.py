@@ -41,7 +41,13 @@ class Marker(BaseModel):
     rejected_tools: list[dict[str, Any]] | None = None
     rejected_count: int | None = None
     held_tools: list[str] | None = None
-    """Tools the pins held for review when it was written (a changed one shows as pinned)."""
+    """Tools the pins held for review when it was written (a changed one shows as pinned);
+    ``[]`` when none, absent from a marker written before Keen recorded them."""
+    fingerprints: dict[str, str] | None = None
+    """Each schema file's tool that claims ``readOnlyHint``, by name: the fingerprint
+    (``keen.trust.fingerprint``) of the whole definition the skill shows, ``outputSchema``
+    included, which its schema file leaves out: what a pin is compared with offline, as a
+    live tool is, before its claim is trusted."""
 
     def updated(self, changes: dict[str, Any]) -> Marker:
         """A copy with ``changes`` applied (validated)."""

@@ -81,6 +81,7 @@ __all__ = [
     "compare",
     "configured_annotations_trusted",
     "definition_diff",
+    "notes_held_tools",
     "pinned_tool",
     "pinned_view",
     "pinning_policy",
@@ -497,7 +498,17 @@ class PinnedView:
         if not count:
             return ""
         verb = "tools changed and are" if count != 1 else "tool changed and is"
-        return f"{count} {verb} held for review: keen mcp diff {self.server}"
+        return f"{count} {verb} {_HELD_FOR_REVIEW}{self.server}"
+
+
+_HELD_FOR_REVIEW = "held for review: keen mcp diff "
+
+
+def notes_held_tools(text: str, server: str) -> bool:
+    """Whether ``text`` (a generated skill's description, which ends with the pins' note when
+    it was written) carries :attr:`PinnedView.note` of tools of ``server`` held for review:
+    what tells, of a skill whose marker does not name its held tools, whether any were."""
+    return f"{_HELD_FOR_REVIEW}{server}" in text
 
 
 def pinned_view(
@@ -567,14 +578,18 @@ def skill_annotations_trusted(
     """For ``Catalog.from_skills_dir``: whether a generated skill's schema file (``server``,
     wire shape) has its annotations taken as true, as :func:`pinned_view` judges a live tool:
     its server is one of ``trusting`` (``"trust_annotations"`` in configs.json), or ``keen mcp
-    trust`` pinned the tool (``ToolPin.reviewed``) and the skill shows that definition (the
-    fields a schema file holds), unless the server is one of ``unpinned`` (``"pinning":
-    "off"``: :meth:`PinGuard.view` compares no pins then). A broken pin file trusts nothing.
+    trust`` pinned the tool (``ToolPin.reviewed``) and the skill shows that very definition,
+    unless the server is one of ``unpinned`` (``"pinning": "off"``: :meth:`PinGuard.view`
+    compares no pins then). The definition is the whole one, ``outputSchema`` included, by
+    the ``fingerprint`` the catalog adds from the skill's marker (the schema file leaves
+    ``outputSchema`` out), compared with the pin's as :func:`compare` compares a live tool's;
+    a skill whose marker records none is judged by the fields its file holds, and not trusted
+    when the pin has an ``outputSchema`` it cannot compare. A broken pin file trusts nothing.
     Pin files are read once each, when first asked."""
     trusted_servers = frozenset(trusting)
     off = frozenset(unpinned)
     pin_store = store or PinStore()
-    reviewed: dict[str, dict[str, dict[str, Any]]] = {}
+    reviewed: dict[str, dict[str, ToolPin]] = {}
 
     def check(server: str, data: dict[str, Any]) -> bool:
         if server in trusted_servers:
@@ -587,9 +602,15 @@ def skill_annotations_trusted(
             except ConfigError:
                 pins = None
             tools = pins.tools.items() if pins is not None else ()
-            reviewed[server] = {name: pin.definition for name, pin in tools if pin.reviewed}
-        pinned = reviewed[server].get(str(data.get("name")))
-        return pinned is not None and all(pinned.get(f) == data.get(f) for f in _SKILL_FIELDS)
+            reviewed[server] = {name: pin for name, pin in tools if pin.reviewed}
+        pin = reviewed[server].get(str(data.get("name")))
+        if pin is None:
+            return False
+        shown = data.get("fingerprint")
+        if isinstance(shown, str):
+            return shown == pin.fingerprint
+        pinned = pin.definition
+        return "outputSchema" not in pinned and all(pinned.get(f) == data.get(f) for f in _SKILL_FIELDS)
 
     return check
 
@@ -600,11 +621,11 @@ def configured_annotations_trusted(
     """For ``Catalog.from_skills_dir(annotations_trusted=...)``: whose ``readOnlyHint`` counts,
     by the rules ``keen chat`` and ``keen serve`` apply to a live tool (README "Annotations
     only from servers you trust for them"): :func:`skill_annotations_trusted` over
-    configs.json's ``trust_annotations`` and ``pinning``. A skill holds less than a live
-    definition (no ``outputSchema``), so a tool whose live definition changed only there
-    since ``keen mcp trust`` is judged by the fields its schema file holds, which the pin
-    still matches; until the next ``keen mcp sync``, a skill shows the definitions of its
-    last one.
+    configs.json's ``trust_annotations`` and ``pinning``. A tool whose definition changed
+    since ``keen mcp trust`` only in its ``outputSchema`` (which no schema file holds) is
+    not trusted, as ``keen chat`` trusts it not: the skill's marker records the fingerprint
+    of each definition it shows. Until the next ``keen mcp sync``, a skill shows the
+    definitions of its last one.
 
     Args:
         config_path: configs.json; default ``$KEEN_HOME/mcp/configs.json``.

@@ -194,7 +194,12 @@ def _call_error(
     name = connection.name
     http_status = facts.status_or(connection.http_status)
     error = unsendable_arguments(exc, arguments, server=name, tool=tool) or translate_call_error(
-        exc, server=name, tool=tool, timeout=limit, http_status=http_status
+        exc,
+        server=name,
+        tool=tool,
+        timeout=limit,
+        http_status=http_status,
+        config_name=connection.config_name,
     )
     if connection.config.auth_type == "oauth" and not isinstance(error, CallTimeout | InvalidArguments):
         # The OAuth provider knows why (e.g. a step-up: the tool needs a wider scope).
@@ -236,7 +241,12 @@ async def send_request(
         except Exception as exc:
             http_status = facts.status_or(connection.http_status)
             error = translate_call_error(
-                exc, server=connection.name, tool=what, timeout=limit, http_status=http_status
+                exc,
+                server=connection.name,
+                tool=what,
+                timeout=limit,
+                http_status=http_status,
+                config_name=connection.config_name,
             )
             if isinstance(error, ServerDisconnected):
                 error = _lost(connection, error)
@@ -307,7 +317,7 @@ def connected(connection: ServerConnection) -> ServerConnection:
     :func:`not_connected`'s error."""
     if not connection.config.enabled:
         raise ServerDisabled(
-            f'MCP server "{connection.name}" is disabled in configs.json ("enabled": false)',
+            f'MCP server "{connection.name}" is {connection.disabled_note}',
             server=connection.name,
             remedy=Remedy.ENABLE_SERVER,
         )

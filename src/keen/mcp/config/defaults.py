@@ -97,11 +97,13 @@ def default_max_starting() -> int:
     return max(2, count or 2)
 
 
-def more_time_advice(phase: str) -> str:
+def more_time_advice(phase: str, config: str = "configs.json") -> str:
     """The sentence a timed-out server's error ends with: how to give it more time
-    (``phase``: ``connect`` or ``list_tools``, the ``timeouts`` field that ran out)."""
+    (``phase``: ``connect`` or ``list_tools``, the ``timeouts`` field that ran out; ``config``:
+    where the server's entry is, as messages name it: a config given in code is no
+    configs.json)."""
     every = f" or {TIMEOUT_ENV}" if phase == "connect" else ""
-    return f'{_MORE_TIME}raise "timeouts.{phase}" in configs.json{every}'
+    return f'{_MORE_TIME}raise "timeouts.{phase}" in {config}{every}'
 
 
 def split_advice(message: str) -> tuple[str, str]:

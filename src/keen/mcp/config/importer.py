@@ -47,6 +47,8 @@ from keen._terminal import shell_word
 from keen.errors import ConfigError
 from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
+    misspelling_of,
+    neither_command_nor_url,
     object_pairs,
     read_json,
     repeated_keys,
@@ -383,17 +385,23 @@ def _kind(entry: dict[str, Any]) -> str:
         if not isinstance(declared, str):
             raise _Refused('"type" must be a string: "stdio", "http" or "sse"')
         kind = declared.strip().lower()
+        # A key none of these (a misspelt "url" or "command") is named as such, as configs.json's rules do.
+        others = [str(key) for key in entry if key not in ("command", *_URL_KEYS, *_TYPE_KEYS)]
         if kind in _SSE_TYPES:
             if url_key is None:
-                raise _Refused(f'type {declared!r} needs a "url"; add the server\'s SSE endpoint')
+                fix = _url_misspelling(others) or "add the server's SSE endpoint"
+                raise _Refused(f'type {declared!r} needs a "url"; {fix}')
             return "sse"
         if kind == "stdio":
             if not has_command:
-                raise _Refused('type "stdio" needs a "command" to run; add it')
+                raise _Refused(
+                    f'type "stdio" needs a "command" to run; {misspelling_of("command", others) or "add it"}'
+                )
             return "stdio"
         if kind in _HTTP_TYPES:
             if url_key is None:
-                raise _Refused(f'type {declared!r} needs a "url"; add the server\'s streamable HTTP endpoint')
+                fix = _url_misspelling(others) or "add the server's streamable HTTP endpoint"
+                raise _Refused(f'type {declared!r} needs a "url"; {fix}')
             return "http"
         raise _Refused(
             f'type {declared!r} is not supported; use "stdio" (with "command") or "http" (with "url")'
@@ -405,9 +413,12 @@ def _kind(entry: dict[str, Any]) -> str:
     if url_key is not None:
         url = entry[url_key]
         return "sse" if isinstance(url, str) and _sse_path(url) else "http"
-    raise _Refused(
-        'the entry has neither "command" (a local stdio server) nor "url" (a remote server); add one'
-    )
+    raise _Refused(neither_command_nor_url(entry, _URL_KEYS))
+
+
+def _url_misspelling(keys: list[str]) -> str | None:
+    """The rename of one of ``keys`` that looks like a misspelt URL key, if one does."""
+    return next((fix for wanted in _URL_KEYS if (fix := misspelling_of(wanted, keys))), None)
 
 
 def _sse_path(url: str) -> bool:

@@ -71,6 +71,8 @@ __all__ = [
     "StdioServerConfig",
     "Timeouts",
     "declared_kinds",
+    "misspelling_of",
+    "neither_command_nor_url",
     "object_pairs",
     "read_json",
     "repeated_keys",
@@ -424,6 +426,31 @@ def declared_kinds(entry: Any) -> tuple[str, str]:
     return transport, kind
 
 
+_ADD_COMMAND_OR_URL = 'add "command" (a local stdio server) or "url" (a remote server)'
+
+
+def neither_command_nor_url(entry: Mapping[str, Any], url_keys: Iterable[str] = ("url",)) -> str:
+    """Why an entry with neither ``"command"`` nor a URL (under any of ``url_keys``: another
+    host's files name it ``serverUrl`` or ``httpUrl`` too) is refused, and the fix: renaming a
+    key that looks like a misspelling of one (``"comand"``, ``"urll"``), else adding one.
+    configs.json's own rules and ``keen mcp import``'s word it this one way."""
+    wanted = ("command", *url_keys)
+    # A key that is one of them is not its own misspelling ("rename 'url' to 'url'").
+    others = [str(key) for key in entry if key not in wanted]
+    renames = (misspelling_of(key, others) for key in wanted)
+    fix = next((rename for rename in renames if rename), None)
+    return f'the entry has neither "command" nor "url"; {fix or _ADD_COMMAND_OR_URL}'
+
+
+def misspelling_of(field: str, keys: Iterable[str]) -> str | None:
+    """The fix ``"rename 'comand' to 'command' (a misspelling?)"`` when one of ``keys`` (an
+    entry's fields the rules do not know) looks like a misspelling of the missing ``field``;
+    ``None`` when none does. configs.json's rules and ``keen mcp import``'s refusals name a
+    misspelling with these words."""
+    close = difflib.get_close_matches(field, list(keys), n=1)
+    return f"rename {close[0]!r} to {field!r} (a misspelling?)" if close else None
+
+
 def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict[str, Any]:
     """One entry before field validation: name rule, ``${VAR}`` expansion, transport inference."""
     if not SERVER_NAME_PATTERN.fullmatch(name):
@@ -446,14 +473,8 @@ def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict
     if "transport" not in entry:
         # Nothing to infer the transport from: say what is missing (and a misspelling of it),
         # not "transport None is not supported" for a transport never written.
-        hint = 'add "command" (a local stdio server) or "url" (a remote server)'
-        for wanted in ("command", "url"):
-            others = [str(key) for key in entry if key not in ("command", "url")]
-            if close := difflib.get_close_matches(wanted, others, n=1):
-                hint = f"rename {close[0]!r} to {wanted!r} (a misspelling?)"
-                break
         raise ConfigError(
-            f'{source}: server {name!r}: the entry has neither "command" nor "url"; {hint}',
+            f"{source}: server {name!r}: {neither_command_nor_url(entry)}",
             path=source,
             server=name,
             field="command",
@@ -506,8 +527,7 @@ def _config_error_from(exc: ValidationError, *, source: str) -> ConfigError:
             hint = 'add "key" to the api_key auth (use "${ENV_VAR}" to keep it out of the file)'
         # A misspelt required field is reported missing first: name the misspelling too.
         unknown = [_field(list(e["loc"])) for e in errors if e["type"] == "extra_forbidden"]
-        if close := difflib.get_close_matches(field, unknown, n=1):
-            hint = f"rename {close[0]!r} to {field!r} (a misspelling?)"
+        hint = misspelling_of(field, unknown) or hint
         message = f"{source}: server {name!r}: missing required field {field!r}; {hint}"
     elif kind == "extra_forbidden":
         message = f"{source}: server {name!r}: unknown field {field!r}; remove it or check its spelling"

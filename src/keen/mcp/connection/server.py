@@ -69,7 +69,6 @@ logger = logging.getLogger(__name__)
 
 _STDERR_TAIL_LINES = 5
 _CLIENT_INFO = mt.Implementation(name="keen", version=__version__)
-_DISABLED = 'disabled in configs.json ("enabled": false)'
 
 
 def _ignore(_status: ServerStatus) -> None:
@@ -100,8 +99,12 @@ class ServerConnection:
         launches: StartSlots | None = None,
         start_times: StartTimes | None = None,
         on_moved: Callable[[], None] | None = None,
+        config_name: str = "configs.json",
     ) -> None:
         self.name = name
+        self.config_name = config_name
+        """Where this server's entry is, as remedies name it: configs.json, or the Manager's
+        words for a config given in code."""
         self._moved = on_moved or _nothing
         """Told whenever :attr:`state` or :attr:`tools` is set: a cache of what every server
         lists (``keen serve``'s catalog) keys on the Manager's count of these instead of
@@ -127,7 +130,7 @@ class ServerConnection:
         self.resource_templates: list[dict[str, Any]] = []
         self.prompts: list[dict[str, Any]] = []
         self.info: ServerInfo | None = None
-        self.last_error = "" if config.enabled else _DISABLED
+        self.last_error = "" if config.enabled else self.disabled_note
         self.last_connected_at: datetime | None = None
         self.last_refresh_at: datetime | None = None
         self._validator: ArgumentValidator | None = None
@@ -159,7 +162,7 @@ class ServerConnection:
         self._turn: StartTurn | None = None
         """This attempt's turn to start, when the Manager bounds starts."""
         self._superseded = False  # reconfigure() ended the attempt in progress
-        self._facts = ConnectFacts(name, config.transport, config.auth_type)
+        self._facts = ConnectFacts(name, config.transport, config.auth_type, config_name=config_name)
         self._on_tools = on_tools
         self._refresh_interval = refresh_interval
         self._early_notice = False
@@ -168,6 +171,11 @@ class ServerConnection:
         self.list_ttl_ms: int | None = None
         self.cache_scope: str | None = None
         register_server_secrets(config)
+
+    @property
+    def disabled_note(self) -> str:
+        """Why a disabled server does not start, naming where its entry is."""
+        return f'disabled in {self.config_name} ("enabled": false)'
 
     @property
     def validator(self) -> ArgumentValidator:
@@ -262,8 +270,8 @@ class ServerConnection:
             self._superseded = True
             self._connect_scope.cancel()
         if not config.enabled and self.state is ServerState.CONFIGURED:
-            self.last_error = _DISABLED
-        elif config.enabled and self.last_error == _DISABLED:
+            self.last_error = self.disabled_note
+        elif config.enabled and self.last_error == self.disabled_note:
             self.last_error = ""
 
     def retire(self) -> None:
@@ -346,6 +354,7 @@ class ServerConnection:
             cfg.auth_type,
             command=cfg.command if isinstance(cfg, StdioServerConfig) else "",
             url=redact_url(cfg.url) if isinstance(cfg, HttpServerConfig) else "",
+            config_name=self.config_name,
         )
         self.http_status = None
         self._early_notice = False

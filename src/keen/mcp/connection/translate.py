@@ -282,6 +282,9 @@ class ConnectFacts:
     """tools/list pages that named a next one, while the listing goes on (``0`` otherwise)."""
     command: str = ""
     url: str = ""
+    config_name: str = "configs.json"
+    """Where the server's entry is, as the remedies name it (a config given in code is no
+    configs.json: the Manager's words for it)."""
 
     def listed_pages(self, count: int) -> None:
         """``count`` tools/list pages came, the last naming a next one."""
@@ -312,7 +315,7 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         return ServerState.DISCONNECTED, (
             f'MCP server "{name}" sent {f.pages:,} tools/list pages in {f.timeout:g} s, each naming a next one, '
             "and no last; its pagination may be broken: check its version and logs; if it does list that many "
-            f"tools, {more_time_advice('list_tools')}"
+            f"tools, {more_time_advice('list_tools', f.config_name)}"
         )
     if isinstance(cause, TimeoutError):
         hint = ""
@@ -321,12 +324,12 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         what = _request_of(f.phase)
         return ServerState.DISCONNECTED, (
             f'MCP server "{name}" did not answer {what} within {f.timeout:g} s{hint}; check that it starts and '
-            f"speaks MCP; {more_time_advice('list_tools' if f.phase == 'list_tools' else 'connect')}"
+            f"speaks MCP; {more_time_advice('list_tools' if f.phase == 'list_tools' else 'connect', f.config_name)}"
         )
     if isinstance(cause, FileNotFoundError | PermissionError) and f.transport == "stdio":
         why = "was not found" if isinstance(cause, FileNotFoundError) else "is not executable"
         return ServerState.DISCONNECTED, (
-            f'MCP server "{name}": command {f.command!r} {why}; install it or fix "command" in configs.json'
+            f'MCP server "{name}": command {f.command!r} {why}; install it or fix "command" in {f.config_name}'
         )
     if isinstance(cause, httpx2.ConnectError | httpx2.ConnectTimeout) or (
         isinstance(cause, OSError) and cause.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH)
@@ -377,6 +380,7 @@ def _classify_auth(f: ConnectFacts) -> tuple[ServerState, str]:
         auth=f.auth,
         has_token=f.has_token,
         www_authenticate=f.www_authenticate,
+        config_name=f.config_name,
     )
     state = ServerState.AUTH_REQUIRED if isinstance(error, AuthRequired) else ServerState.AUTH_FAILED
     return state, error.message
@@ -403,19 +407,21 @@ def auth_status_error(
     auth: str,
     has_token: bool = False,
     www_authenticate: str | None = None,
+    config_name: str = "configs.json",
 ) -> AuthRequired | AuthFailed:
     """The one mapping of an HTTP 401/403 answer to ``auth_required`` or ``auth_failed``.
 
     By the server's ``auth`` type in configs.json: ``api_key`` -> AuthFailed (the key was
     refused); ``oauth`` -> AuthFailed when a saved sign-in (``has_token``) was rejected,
     else AuthRequired; ``none`` -> AuthFailed for 403, else AuthRequired naming the
-    challenge's scheme (``www_authenticate``) and how to add ``auth``. Messages end with
-    the next step (docs/architecture.md "Servers and their states").
+    challenge's scheme (``www_authenticate``) and how to add ``auth`` (to ``config_name``,
+    where the server's entry is). Messages end with the next step (docs/architecture.md
+    "Servers and their states").
     """
     if auth == "api_key":
         return AuthFailed(
             f'MCP server "{server}" rejected the API key (HTTP {status}); check "auth.key", "auth.header" and '
-            '"auth.scheme" in configs.json',
+            f'"auth.scheme" in {config_name}',
             server=server,
         )
     if auth == "oauth":
@@ -432,7 +438,7 @@ def auth_status_error(
         )
     scheme = (www_authenticate or "").split(" ", 1)[0] or "credentials"
     return AuthRequired(
-        f'MCP server "{server}" requires authentication (HTTP 401, {scheme}); add "auth" to it in configs.json: '
+        f'MCP server "{server}" requires authentication (HTTP 401, {scheme}); add "auth" to it in {config_name}: '
         '{"type": "api_key", "key": "${ENV_VAR}"} or {"type": "oauth"}',
         server=server,
     )
@@ -471,15 +477,17 @@ def translate_call_error(
     tool: str,
     timeout: float,
     http_status: int | None = None,
+    config_name: str = "configs.json",
 ) -> MCPServerError:
-    """Map a failed ``tools/call`` to a Keen error (redacted, actionable)."""
+    """Map a failed ``tools/call`` to a Keen error (redacted, actionable); ``config_name``:
+    where the server's entry is, as a timeout's remedy names it."""
     cause = root_cause(exc)
     if isinstance(cause, MCPServerError):
         return cause
     if isinstance(cause, TimeoutError) or (isinstance(cause, MCPError) and cause.code == REQUEST_TIMEOUT):
         return CallTimeout(
             f'"{server}/{tool}" did not finish within {timeout:g} s and was cancelled; retry, or raise '
-            f'"timeouts.call_tool" for "{server}" in configs.json',
+            f'"timeouts.call_tool" for "{server}" in {config_name}',
             server=server,
             tool=tool,
             seconds=timeout,
