@@ -462,14 +462,9 @@ class KeenServer:
         await self.served.revive(servers=[server])
         try:
             raw = await self.manager.get_prompt(server, prompt, dict(params.arguments or {}))
-        except InvalidArguments as exc:
-            # Arguments the server refused with -32602 stay -32602 for the host (MCP
-            # 2025-11-25, Prompts, "Error Handling"); the message says where they are listed.
-            self._audit("prompt.get", scope, server, prompt, "error", exc.code)
-            raise MCPError(code=mt.INVALID_PARAMS, message=exc.message) from exc
         except KeenError as exc:
             self._audit("prompt.get", scope, server, prompt, "error", exc.code)
-            raise MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server)) from exc
+            raise self._upstream_refused(exc, server) from exc
         self._audit("prompt.get", scope, server, prompt, "ok", None)
         return mt.GetPromptResult.model_validate(raw)
 
@@ -489,11 +484,22 @@ class KeenServer:
             contents = await self.manager.read_resource(server, inner)
         except KeenError as exc:
             self._audit("resource.read", scope, server, inner, "error", exc.code)
-            raise MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server)) from exc
+            raise self._upstream_refused(exc, server, data={"uri": uri}) from exc
         self._audit("resource.read", scope, server, inner, "ok", None)
         # Each part names the resource as the host asked for it (its server's namespace).
         shown = [{**c, "uri": exposed_uri(server, str(c.get("uri") or inner))} for c in contents]
         return mt.ReadResourceResult.model_validate({"contents": shown})
+
+    def _upstream_refused(self, exc: KeenError, server: str, data: Any = None) -> MCPError:
+        """The host's JSON-RPC error for a prompt or resource request ``server`` did not
+        answer: ``-32602`` for params it refused as invalid (``InvalidArguments``: a prompt's
+        arguments, a resource URI it does not serve or a template's bad values; the message
+        says which list gives the valid ones), as a name Keen itself does not list is (MCP
+        2025-11-25, Prompts and Resources, "Error Handling"), with ``data`` (a read's
+        ``{"uri": ...}``); ``-32603`` with the remedy in keen serve's words for anything else."""
+        if isinstance(exc, InvalidArguments):
+            return MCPError(code=mt.INVALID_PARAMS, message=exc.message, data=data)
+        return MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server))
 
     def _audit(
         self, kind: str, caller: str, server: str | None, name: str, outcome: str, code: str | None
