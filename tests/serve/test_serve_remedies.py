@@ -168,8 +168,18 @@ async def test_a_host_is_told_what_is_wrong_with_a_server_without_local_paths(tm
             "gone": {"transport": "stdio", "command": str(missing)},
         },
     )
+    # A pin file that cannot be read holds its server's tools whole; its error names the file.
+    pins = tmp_path / "mcp" / "pins" / "basic.json"
+    pins.parent.mkdir(parents=True)
+    pins.write_text("{not json")
     with KeenServeProcess(tmp_path, ["--mode", "search"]) as proc:
         async with connect(proc, "session") as client:
+            found = await client.call_tool("search_tools", {"query": "echo"})
+            held = (found.structured_content or {})["held"]
+            assert held == [
+                "The tools of basic are held: keen serve cannot read their pins (keen serve's log says why);"
+                " the user has to fix them; tell them."
+            ], held
             told: dict[str, dict[str, str]] = {}
             for server in ("broken", "unset", "gone"):
                 result = await client.call_tool(
@@ -177,7 +187,7 @@ async def test_a_host_is_told_what_is_wrong_with_a_server_without_local_paths(tm
                 )
                 assert result.is_error, result
                 told[server] = read_json(result)["error"]
-        log = proc.log()
+        log = (tmp_path / f"serve-{proc.port}.log").read_text()
     for server in ("broken", "unset"):
         assert told[server]["code"] == "server_misconfigured", told[server]
         assert (
@@ -190,5 +200,5 @@ async def test_a_host_is_told_what_is_wrong_with_a_server_without_local_paths(tm
     for local in (str(tmp_path), str(config), "private-bin", "KEEN_TEST_NEVER_SET_42", "'args'"):
         assert local not in shown, (local, shown)
     # The operator's log has what the host was not told.
-    for local in (str(config), str(missing), "KEEN_TEST_NEVER_SET_42"):
+    for local in (str(config), str(missing), "KEEN_TEST_NEVER_SET_42", str(pins)):
         assert local in log, (local, log)

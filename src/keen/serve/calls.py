@@ -61,6 +61,7 @@ __all__ = [
     "error_result",
     "host_remedy_words",
     "reconnect_words",
+    "withheld",
 ]
 
 logger = logging.getLogger("keen.serve")
@@ -126,6 +127,19 @@ _MAX_WITHHELD = 1000
 """Distinct withheld messages logged once each (past that, the record starts again)."""
 
 
+_withheld: set[str] = set()
+
+
+def withheld(message: str) -> None:
+    """``message`` (about the local setup, which no host is shown) to keen serve's log, for
+    whoever runs it: once per distinct text."""
+    if message not in _withheld:
+        if len(_withheld) >= _MAX_WITHHELD:
+            _withheld.clear()
+        _withheld.add(message)
+        logger.warning("%s (MCP hosts are told only the server's name and what is wrong)", message)
+
+
 def host_remedy_words(
     mode: str, retry_in: Callable[[str], float] | None = None
 ) -> Callable[[KeenError, str], str]:
@@ -138,17 +152,9 @@ def host_remedy_words(
     config's fields and variables, a URL, or the server's stderr. That is a server's invalid
     configs.json entry (``ServerMisconfigured``), a server not in configs.json, and the last
     error of a server that is not connected (after ``LAST_ERROR``). keen serve's own log
-    (stderr, for whoever runs it) gets each such text whole, once.
+    (stderr, for whoever runs it) gets each such text whole, once (:func:`withheld`).
     """
     words = _FOR_HOST.get(mode, _FOR_HOST["search"])
-    logged: set[str] = set()
-
-    def log_withheld(message: str) -> None:
-        if message not in logged:
-            if len(logged) >= _MAX_WITHHELD:
-                logged.clear()
-            logged.add(message)
-            logger.warning("%s (MCP hosts are told only the server's name and what is wrong)", message)
 
     def word(exc: KeenError, server: str) -> str:
         name = shorten(server, 65)
@@ -157,13 +163,13 @@ def host_remedy_words(
             # nothing a remote host's model can use, and not the host's business.
             return f'MCP server "{name}" is not configured in keen serve.' + words[Remedy.READ_SKILL]
         if isinstance(exc, ServerMisconfigured):
-            log_withheld(exc.message)
+            withheld(exc.message)
             return (
                 f'MCP server "{name}" cannot be used: its entry in the configs.json keen serve was started '
                 "with is invalid (keen serve's log says what is wrong)." + _RESTART
             )
         if isinstance(exc, _NOT_CONNECTED) and LAST_ERROR in exc.message:
-            log_withheld(exc.message)
+            withheld(exc.message)
             summary = exc.message.partition(LAST_ERROR)[0].rstrip().removesuffix(".")
             exc = type(exc)(
                 f"{summary} (keen serve's log says why).", server=exc.server, tool=exc.tool, remedy=exc.remedy
