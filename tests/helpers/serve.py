@@ -297,17 +297,24 @@ class ServedHttp:
 
 @contextlib.asynccontextmanager
 async def http_in_process(
-    home: Path, *, tokens: tuple[str, ...] = (), store: Store | None = None, **options: Any
+    home: Path,
+    *,
+    tokens: tuple[str, ...] = (),
+    store: Store | None = None,
+    transports: dict[str, Any] | None = None,
+    **options: Any,
 ) -> AsyncIterator[ServedHttp]:
     """``keen serve --transport http`` for ``home`` in this event loop: ``keen.serve.serve_http``
     on a free 127.0.0.1 port, ``tokens`` its bearer tokens (as ``KEEN_SERVE_TOKENS``), ``store``
-    its state (default memory; ``MemoryStore(clock=...)`` moves its time), ``options`` for
-    ``KeenServer`` (``mode``, ``auth_ttl``, ``fetch_limit``...). Yields once it listens and its
-    upstream servers' first connection attempts ended; on exit it is cancelled and shuts
-    down as a ``keen serve`` given SIGTERM does. ``KEEN_HOME`` must be ``home``."""
+    its state (default memory; ``MemoryStore(clock=...)`` moves its time), ``transports`` for
+    its ``Manager`` (configured servers run in this process: :func:`basic_in_memory`),
+    ``options`` for ``KeenServer`` (``mode``, ``auth_ttl``, ``fetch_limit``...). Yields once it
+    listens and its upstream servers' first connection attempts ended; on exit it is
+    cancelled and shuts down as a ``keen serve`` given SIGTERM does. ``KEEN_HOME`` must be
+    ``home``."""
     from keen.serve import HttpSecurity, serve_http
 
-    keen = _keen_server(home, {**options, "store": store})
+    keen = _keen_server(home, {**options, "store": store}, transports)
     ready = anyio.Event()
     urls: list[str] = []
 

@@ -25,7 +25,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from helpers.changing import changing_http, wait_until
-from helpers.serve import KeenServeProcess, in_process, stdio_params, tls, write_upstream
+from helpers.serve import KeenServeProcess, http_in_process, in_process, stdio_params, tls, write_upstream
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
 
@@ -245,3 +245,86 @@ async def test_tools_list_ttl_is_bounded_by_the_upstream_ttl(
             await _served(found, "mcp__changing__none")
             listed = await client.list_tools()
     assert listed.ttl_ms is not None and 0 <= listed.ttl_ms <= 1500
+
+
+@pytest.mark.parametrize("era", ["session", "stateless"])
+@pytest.mark.parametrize("transport", ["http", "memory"])
+async def test_a_host_is_told_only_when_what_it_sees_changed(
+    tmp_path: Path, upstream: str, monkeypatch: pytest.MonkeyPatch, era: str, transport: str
+) -> None:
+    """A tool added to a pinned server is held for review: no host sees it, so none is told.
+    Nor is a host that listed after a change (here keen serve's upstreams connecting, which
+    a round compares only ``interval`` later): it already sees what changed. A change it does
+    not see yet (a pinned tool removed) is told once. keen serve runs in this process (HTTP on
+    127.0.0.1, or the stdio session over memory streams) so the test can wait for its rounds."""
+    write_upstream(
+        tmp_path,
+        extra={"changing": {"transport": "streamable_http", "url": upstream, "pinning": "quarantine"}},
+    )
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    interval = 1.0  # long enough for the host to list before the round of the connections
+    told: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, mt.ToolListChangedNotification):
+            told.append(root.method)
+
+    async with contextlib.AsyncExitStack() as stack:
+        if transport == "http":
+            served = await stack.enter_async_context(
+                http_in_process(tmp_path, mode="extension", notify_interval=interval)
+            )
+            keen, client = (
+                served.keen,
+                await stack.enter_async_context(_http_host(served.url, era, on_message)),
+            )
+        else:
+            keen, client = await stack.enter_async_context(
+                in_process(
+                    tmp_path, era, mode="extension", notify_interval=interval, message_handler=on_message
+                )
+            )
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert {"mcp__changing__echo", "mcp__changing__stats"} <= names, names
+        if era == "stateless":
+            sub = await stack.enter_async_context(client.listen(tools_list_changed=True))
+
+            async def events() -> None:
+                # The SDK's client hands each event to the message handler too: counted there.
+                async for _ in sub:
+                    pass
+
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            tg.start_soon(events)
+            stack.callback(tg.cancel_scope.cancel)
+        # The first approved call pins the server's tools (trust on first use).
+        await client.read_resource("resource:///tool_descriptions?tools=mcp__changing__echo")
+        assert not (await client.call_tool("mcp__changing__echo", {"text": "pin"})).is_error
+        async with changer(upstream) as up:
+            await up.call_tool("mutate", {"op": "add", "name": "sneaky"})
+            await wait_until(lambda: keen.manager.view("changing").held, "the new tool held for review", 20)
+            compared = keen.notifier.compared
+            await wait_until(lambda: keen.notifier.compared > compared, "the round after the hold", 20)
+            assert "mcp__changing__sneaky" not in {t.name for t in (await client.list_tools()).tools}
+            assert told == []
+            # What the host does see change is told, once.
+            await up.call_tool("mutate", {"op": "remove", "name": "stats"})
+            await wait_until(lambda: told, "a notice of the removed tool", 20)
+            assert "mcp__changing__stats" not in {t.name for t in (await client.list_tools()).tools}
+    assert len(told) == 1, told
+
+
+@contextlib.asynccontextmanager
+async def _http_host(url: str, era: str, on_message: Any) -> AsyncIterator[Client]:
+    """An SDK client of keen serve at ``url`` in ``era``, its messages to ``on_message``."""
+    async with (
+        httpx2.AsyncClient(timeout=30, verify=tls()) as http,
+        Client(
+            streamable_http_client(url, http_client=http),
+            mode="legacy" if era == "session" else "auto",
+            cache=None,
+            message_handler=on_message,
+        ) as client,
+    ):
+        yield client

@@ -19,11 +19,22 @@ import mcp_types as mt
 import pytest
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
 
 from conftest import peer
 from helpers.changing import wait_until
-from helpers.serve import MODERN, KeenServeProcess, connect, tls, write_everything, write_upstream
+from helpers.serve import (
+    MODERN,
+    KeenServeProcess,
+    connect,
+    http_in_process,
+    tls,
+    write_everything,
+    write_upstream,
+)
+from keen.mcp import in_memory_transport
 
 pytestmark = pytest.mark.anyio
 
@@ -183,3 +194,56 @@ async def test_hosts_are_told_when_the_resource_and_prompt_lists_change(tmp_path
                 assert "mcp__everything__simple-prompt" in [
                     p.name for p in (await client.list_prompts()).prompts
                 ]
+
+
+def _shelf() -> MCPServer:
+    """An upstream with a resource template whose reads it refuses as invalid params
+    (``-32602``: no memo on that topic) or fails (``-32603``), as MCPServer answers them."""
+    server = MCPServer("shelf")
+
+    @server.resource("memo://shelf/{topic}", name="shelf", description="Memos on a topic.")
+    def shelf(topic: str) -> str:
+        if topic == "boom":
+            raise ResourceError("the shelf fell over")
+        if topic != "lisbon":
+            raise ResourceNotFoundError(f"no memo on {topic}")
+        return "memos on lisbon"
+
+    return server
+
+
+@pytest.mark.parametrize("era", ["session", "stateless"])
+async def test_a_read_the_upstream_refuses_as_invalid_is_invalid_params(
+    era: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # keen serve forwards a URI its upstream's template matches; the upstream refuses the
+    # template's value with -32602. The host got -32603 and keen serve's remedy words, where a
+    # refused prompt argument got -32602: the host's request is what is wrong, not the server.
+    write_upstream(tmp_path, extra={"shelf": {"transport": "stdio", "command": "unused-in-memory"}})
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    shelf = {"shelf": in_memory_transport(_shelf())}
+    async with (
+        http_in_process(tmp_path, mode="extension", transports=shelf) as served,
+        connect(served, era) as client,
+    ):
+        found = await client.read_resource("keen://shelf/memo://shelf/lisbon")
+        assert found.contents[0].text == "memos on lisbon"  # type: ignore[union-attr]
+        refused_uri = "keen://shelf/memo://shelf/oslo"
+        with pytest.raises(MCPError, match="no memo on oslo") as refused:
+            await client.read_resource(refused_uri)
+        assert refused.value.code == -32602, refused.value.error
+        assert refused.value.error.data == {"uri": refused_uri}
+        message = refused.value.error.message
+        assert "resources/list and resources/templates/list give the URIs it serves" in message, message
+        assert "tool_descriptions" not in message and "inputSchema" not in message, message
+        # Any other refusal of the upstream's stays an internal error (-32603).
+        with pytest.raises(MCPError, match="with JSON-RPC error -32603: the shelf fell over") as failed:
+            await client.read_resource("keen://shelf/memo://shelf/boom")
+        assert failed.value.code == -32603, failed.value.error
+    events = [json.loads(line) for line in (tmp_path / "logs" / "serve-audit.jsonl").read_text().splitlines()]
+    reads = [(e["name"], e["outcome"], e["code"]) for e in events if e["type"] == "resource.read"]
+    assert reads == [
+        ("memo://shelf/lisbon", "ok", None),
+        ("memo://shelf/oslo", "error", "invalid_arguments"),
+        ("memo://shelf/boom", "error", "remote_protocol_error"),
+    ]

@@ -18,10 +18,10 @@ from typing import Any
 import httpx2
 import pytest
 
-from helpers.serve import free_port, in_process, read_json, tls, write_upstream
+from helpers.serve import KeenServeProcess, connect, free_port, in_process, read_json, tls, write_upstream
 from keen.agent import slash
 from keen.cli import _wording
-from keen.errors import Remedy, ServerDisabled, ServerDisconnected, ServerMisconfigured
+from keen.errors import Remedy, ServerDisabled, ServerDisconnected
 from keen.gateway import for_model
 from keen.mcp import Manager
 from keen.mcp.connection.translate import translate_call_error
@@ -129,13 +129,7 @@ def test_a_host_remedy_starts_its_own_sentence_after_a_servers_text(mode: str) -
     )
     served = host_remedy_words(mode, lambda server: 0.0)(down, "memory")
     assert "running on stdio. keen serve reconnects this server" in served, served
-    unset = ServerMisconfigured(
-        "server 'x': field 'env.K' uses ${K}, which is not set; export K or write ${K:-default}",
-        server="x",
-        remedy=Remedy.FIX_CONFIG,
-    )
-    served = host_remedy_words(mode, lambda server: 0.0)(unset, "x")
-    assert "${K:-default}. The user has to fix this server" in served, served
+    # An invalid configs.json entry's text never reaches the host (the test below).
 
 
 @pytest.mark.parametrize("mode", ["search", "extension"])
@@ -159,3 +153,52 @@ async def test_a_disabled_server_gets_each_front_ends_own_advice(mode: str, tmp_
     assert slash.describe(error).endswith("run keen mcp enable off in a shell, then /mcp connect off")
     assert "keen serve" not in slash.describe(error) and "restart" not in slash.describe(error)
     assert "restart" not in _wording.describe(error)  # each keen command reads configs.json anew
+
+
+async def test_a_host_is_told_what_is_wrong_with_a_server_without_local_paths(tmp_path: Path) -> None:
+    """A remote host learns which server cannot be used and why in words; the configs.json
+    path, a stdio command's path and the config's variable names stay in keen serve's log."""
+    missing = tmp_path / "private-bin" / "no-such-server"
+    config = write_upstream(
+        tmp_path,
+        extra_tools=0,
+        extra={
+            "broken": {"transport": "stdio", "command": str(missing), "args": 5},
+            "unset": {"transport": "stdio", "command": "srv", "env": {"K": "${KEEN_TEST_NEVER_SET_42}"}},
+            "gone": {"transport": "stdio", "command": str(missing)},
+        },
+    )
+    # A pin file that cannot be read holds its server's tools whole; its error names the file.
+    pins = tmp_path / "mcp" / "pins" / "basic.json"
+    pins.parent.mkdir(parents=True)
+    pins.write_text("{not json")
+    with KeenServeProcess(tmp_path, ["--mode", "search"]) as proc:
+        async with connect(proc, "session") as client:
+            found = await client.call_tool("search_tools", {"query": "echo"})
+            held = (found.structured_content or {})["held"]
+            assert held == [
+                "The tools of basic are held: keen serve cannot read their pins (keen serve's log says why);"
+                " the user has to fix them; tell them."
+            ], held
+            told: dict[str, dict[str, str]] = {}
+            for server in ("broken", "unset", "gone"):
+                result = await client.call_tool(
+                    "call_mcp_tool", {"server": server, "tool": "echo", "arguments": {"text": "hi"}}
+                )
+                assert result.is_error, result
+                told[server] = read_json(result)["error"]
+        log = (tmp_path / f"serve-{proc.port}.log").read_text()
+    for server in ("broken", "unset"):
+        assert told[server]["code"] == "server_misconfigured", told[server]
+        assert (
+            f'MCP server "{server}" cannot be used: its entry in the configs.json' in told[server]["message"]
+        )
+        assert "restart keen serve" in told[server]["message"], told[server]
+    assert told["gone"]["code"] == "server_disconnected", told["gone"]
+    assert 'MCP server "gone" is disconnected (keen serve\'s log says why).' in told["gone"]["message"]
+    shown = json.dumps(told)
+    for local in (str(tmp_path), str(config), "private-bin", "KEEN_TEST_NEVER_SET_42", "'args'"):
+        assert local not in shown, (local, shown)
+    # The operator's log has what the host was not told.
+    for local in (str(config), str(missing), "KEEN_TEST_NEVER_SET_42", str(pins)):
+        assert local in log, (local, log)

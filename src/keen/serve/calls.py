@@ -26,6 +26,7 @@ that refused it and the stages it passed.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -36,9 +37,18 @@ from mcp.shared.dispatcher import ProgressFnT
 from keen._text import closed, shorten
 from keen.calls import Approver, allow_all
 from keen.capabilities import Catalog
-from keen.errors import KeenError, Remedy, ServerDisconnected, ServerNotConfigured
+from keen.errors import (
+    AuthFailed,
+    AuthRequired,
+    KeenError,
+    Remedy,
+    ServerDisconnected,
+    ServerMisconfigured,
+    ServerNotConfigured,
+)
 from keen.gateway import CALL_MCP_TOOL, DEFAULT_MAX_RESULT_CHARS, for_model
 from keen.harness import Harness, Observation, Visibility
+from keen.mcp.calls.send import LAST_ERROR
 from keen.mcp.connection.relay import CALL_PEER, CallPeer
 from keen.mcp.manager import CALL_PROGRESS
 from keen.runtime import Runtime
@@ -51,7 +61,10 @@ __all__ = [
     "error_result",
     "host_remedy_words",
     "reconnect_words",
+    "withheld",
 ]
+
+logger = logging.getLogger("keen.serve")
 
 APPROVER = "MCP host"
 """Who approves served calls, as the event log records it."""
@@ -108,19 +121,59 @@ def reconnect_words(retry_in: float) -> str:
     )
 
 
+_NOT_CONNECTED = (ServerDisconnected, AuthRequired, AuthFailed)
+"""The errors of a server that is not connected (``keen.mcp.calls.send.not_connected``)."""
+_MAX_WITHHELD = 1000
+"""Distinct withheld messages logged once each (past that, the record starts again)."""
+
+
+_withheld: set[str] = set()
+
+
+def withheld(message: str) -> None:
+    """``message`` (about the local setup, which no host is shown) to keen serve's log, for
+    whoever runs it: once per distinct text."""
+    if message not in _withheld:
+        if len(_withheld) >= _MAX_WITHHELD:
+            _withheld.clear()
+        _withheld.add(message)
+        logger.warning("%s (MCP hosts are told only the server's name and what is wrong)", message)
+
+
 def host_remedy_words(
     mode: str, retry_in: Callable[[str], float] | None = None
 ) -> Callable[[KeenError, str], str]:
     """How ``keen serve`` in ``mode`` words an error and its remedy for the host's model;
-    ``retry_in(server)`` says when the next reconnect attempt of a server may start."""
+    ``retry_in(server)`` says when the next reconnect attempt of a server may start.
+
+    The host may be remote and is not trusted with the machine keen serve runs on: what an
+    error says of the local setup reaches it as the server's name and what is wrong, never
+    the text itself, which names local paths (the configs.json file, a stdio command), the
+    config's fields and variables, a URL, or the server's stderr. That is a server's invalid
+    configs.json entry (``ServerMisconfigured``), a server not in configs.json, and the last
+    error of a server that is not connected (after ``LAST_ERROR``). keen serve's own log
+    (stderr, for whoever runs it) gets each such text whole, once (:func:`withheld`).
+    """
     words = _FOR_HOST.get(mode, _FOR_HOST["search"])
 
     def word(exc: KeenError, server: str) -> str:
+        name = shorten(server, 65)
         if isinstance(exc, ServerNotConfigured):
             # Its message gives the local configs.json path (for a person at this machine):
             # nothing a remote host's model can use, and not the host's business.
-            name = shorten(server, 65)
             return f'MCP server "{name}" is not configured in keen serve.' + words[Remedy.READ_SKILL]
+        if isinstance(exc, ServerMisconfigured):
+            withheld(exc.message)
+            return (
+                f'MCP server "{name}" cannot be used: its entry in the configs.json keen serve was started '
+                "with is invalid (keen serve's log says what is wrong)." + _RESTART
+            )
+        if isinstance(exc, _NOT_CONNECTED) and LAST_ERROR in exc.message:
+            withheld(exc.message)
+            summary = exc.message.partition(LAST_ERROR)[0].rstrip().removesuffix(".")
+            exc = type(exc)(
+                f"{summary} (keen serve's log says why).", server=exc.server, tool=exc.tool, remedy=exc.remedy
+            )
         if exc.remedy is Remedy.RECONNECT:
             if isinstance(exc, ServerDisconnected):
                 return closed(exc.message) + reconnect_words(retry_in(server) if retry_in else 0.0)

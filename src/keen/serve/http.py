@@ -384,7 +384,7 @@ class _Gate:
         if not await _owned(self.keen.store, session_id, principal, self.keen.session_ttl):
             await _error(404, "Session not found")(scope, receive, send)
             return
-        with self.keen.notifier.open_stream() as notices:
+        with self.keen.notifier.open_stream(f"session:{session_id}") as notices:
             if notices is None:
                 await _error(503, "Too many open event streams; retry later")(scope, receive, send)
                 return

@@ -3,9 +3,22 @@
 An upstream server's tools change (its own change notice, an expired ``ttlMs``, a refresh,
 a connect or disconnect); the Manager tells its observers; :class:`ChangeNotifier` is one of
 them. It does not forward each upstream notice: it compares what *keen serve itself* lists
-(a digest per list, from ``snapshot``) before and after, and tells hosts only when that
-changed. A burst is coalesced: each round waits ``interval`` seconds before it compares, so
-hosts get at most one notice per list per ``interval``, however many upstream notices came.
+(a digest per list, from ``snapshot``) with what each host last saw of it, and tells a host
+only when that differs. What a host saw is the list it was last given (:meth:`ChangeNotifier.shown`,
+by the list handlers), or last told about; one that never listed saw the list as it was when
+its channel opened. So a host that listed after a change (say while keen serve's upstream
+servers connected) is not told of it again, and an upstream change that leaves keen serve's
+lists as they were (a tool held for review, a description changed past the first sentence)
+reaches no host. A burst is coalesced: each round waits ``interval`` seconds before it
+compares, so a host gets at most one notice per list per ``interval``, however many upstream
+notices came.
+
+A host is known by its caller scope: a handshake-era HTTP session (``session:<id>``: its
+``tools/list`` POSTs and its ``GET`` stream), or the stdio connection (either era). A
+2026-07-28 HTTP host has no session: its requests and its ``subscriptions/listen`` streams
+cannot be matched, so each listen stream is a host of its own that saw the lists as they
+were when it opened (events before that are not delivered in that era anyway: a client
+re-lists after it listens).
 
 Where a notice goes, by protocol era and transport (docs/serve.md "When tools change"):
 
@@ -26,33 +39,44 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.subscriptions import (
-    InMemorySubscriptionBus,
     ListenHandler,
     PromptsListChanged,
     ResourcesListChanged,
     ServerEvent,
     ToolsListChanged,
 )
+from pydantic import BaseModel
 
-__all__ = ["DEFAULT_NOTIFY_INTERVAL", "ChangeNotifier", "ListKind", "digest"]
+__all__ = ["DEFAULT_NOTIFY_INTERVAL", "ChangeNotifier", "ListKind", "digest", "list_digest"]
 
 logger = logging.getLogger("keen.serve")
 
-ListKind = Literal["tools", "resources", "prompts"]
+ListKind = Literal["tools", "resources", "resource_templates", "prompts"]
+"""The lists a host may be told changed: resources and resource templates share one notice."""
 
 DEFAULT_NOTIFY_INTERVAL = 0.5
 """Seconds a round waits before comparing: the coalescing window and the minimum gap between
 two notices of one list."""
 
+_NOTICE_OF: dict[str, str] = {
+    "tools": "tools",
+    "resources": "resources",
+    "resource_templates": "resources",
+    "prompts": "prompts",
+}
+"""List kind -> the notice that tells of it."""
 _METHODS: dict[str, str] = {
     "tools": "notifications/tools/list_changed",
     "resources": "notifications/resources/list_changed",
@@ -69,6 +93,12 @@ _SESSION_SENDERS = {
     "prompts": "send_prompt_list_changed",
 }
 _STREAM_BUFFER = 8
+_MAX_HOSTS_SEEN = 10_000
+"""Hosts whose last lists are remembered while they have no channel open (the oldest go
+first; one that comes back saw the lists as they are when its channel opens)."""
+
+_LISTENING_HOST: ContextVar[str | None] = ContextVar("keen_serve_listening_host", default=None)
+"""The host of the ``subscriptions/listen`` request being served (None: a host of its own)."""
 
 
 def digest(items: Any) -> str:
@@ -76,12 +106,55 @@ def digest(items: Any) -> str:
     return hashlib.sha256(json.dumps(items, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def list_digest(items: Sequence[BaseModel]) -> str:
+    """:func:`digest` of a list of MCP entries (tools, resources, templates, prompts) in the
+    wire shape a host gets them."""
+    return digest([i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in items])
+
+
+class _HostBus:
+    """The :class:`~mcp.server.subscriptions.SubscriptionBus` of keen serve's listen streams:
+    each listener belongs to the host whose ``subscriptions/listen`` subscribed it (read from
+    :data:`_LISTENING_HOST`, which the SDK's ``ListenHandler`` call runs under), and gets an
+    event only when that host is to be told (:meth:`deliver`)."""
+
+    def __init__(self, attach: Callable[[str | None], str], detach: Callable[[str], None]) -> None:
+        self._attach, self._detach = attach, detach
+        self._listeners: dict[object, tuple[Callable[[ServerEvent], None], str]] = {}
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        host = self._attach(_LISTENING_HOST.get())
+        token = object()
+        self._listeners[token] = (listener, host)
+
+        def unsubscribe() -> None:
+            if self._listeners.pop(token, None) is not None:
+                self._detach(host)
+
+        return unsubscribe
+
+    async def publish(self, event: ServerEvent) -> None:
+        """Every listener gets ``event`` (the SubscriptionBus protocol; keen serve delivers
+        per host instead)."""
+        self.deliver(event, None)
+
+    def deliver(self, event: ServerEvent, hosts: set[str] | None) -> None:
+        """``event`` to the listeners of ``hosts`` (every listener for None)."""
+        for listener, host in list(self._listeners.values()):
+            if hosts is None or host in hosts:
+                try:
+                    listener(event)
+                except Exception:  # one broken stream must not starve the others
+                    logger.exception("keen serve: a listen stream's listener failed")
+
+
 class ChangeNotifier:
-    """Coalesces upstream changes into list-changed notices to every connected host.
+    """Coalesces upstream changes into list-changed notices to each host whose lists changed.
 
     Args:
         snapshot: returns ``{kind: digest}`` of each list this server serves and may change
-            (``"tools"``, ``"resources"``, ``"prompts"``); a list absent from it never changes.
+            (:data:`ListKind`; :func:`digest` of what the list shows a host); a list absent
+            from it never changes.
         interval: seconds of coalescing per round (> 0); at most one notice per list per interval.
         max_streams: open HTTP event streams (2025-11-25) and listen streams (2026-07-28) each.
     """
@@ -98,15 +171,24 @@ class ChangeNotifier:
         self._snapshot = snapshot
         self.interval = interval
         self.max_streams = max_streams
-        self.bus = InMemorySubscriptionBus()
-        self.listen = ListenHandler(self.bus, max_subscriptions=max_streams)
-        self._streams: set[MemoryObjectSendStream[str]] = set()
-        self._sessions: list[Any] = []
+        self.bus = _HostBus(self._attach, self._detach)
+        self._listen = ListenHandler(self.bus, max_subscriptions=max_streams)
+        self._streams: dict[MemoryObjectSendStream[str], str] = {}
+        """Each open HTTP ``GET`` stream (2025-11-25) -> its host."""
+        self._sessions: list[tuple[Any, str]] = []
+        self._seen: dict[str, dict[str, str]] = {}
+        """Host -> ``{kind: digest}`` of each list as it last saw it (oldest host first)."""
+        self._open: dict[str, int] = {}
+        """Host -> how many channels it has open (streams, listens, a stdio session)."""
+        self._listens = itertools.count()
         self._poked = anyio.Event()
         self._last: dict[str, str] = {}
         self._closed = False
         self.rounds = 0
         """How many rounds found a change and told hosts (for logs and tests)."""
+        self.compared = 0
+        """How many rounds compared the lists, told anyone or not (for tests: a change poked
+        before this moved was compared)."""
 
     # -- inputs -------------------------------------------------------------------------------
 
@@ -114,27 +196,94 @@ class ChangeNotifier:
         """Something upstream changed (a Manager change or status observer): compare soon."""
         self._poked.set()
 
-    def attach_session(self, session: Any) -> None:
-        """Send notices to this handshake-era stdio connection (an SDK ``ServerSession``)."""
-        if not self._closed and all(s is not session for s in self._sessions):
-            self._sessions.append(session)
+    def shown(self, host: str | None, kind: ListKind, listed: str) -> None:
+        """``host`` was given list ``kind`` whose :func:`digest` is ``listed``: it is told of
+        that list again only once it differs. None (a 2026-07-28 HTTP caller, whose listen
+        streams cannot be told apart from other hosts'): nothing is recorded."""
+        if host is None or self._closed:
+            return
+        seen = self._seen.pop(host, None) or {}
+        seen[kind] = listed
+        self._seen[host] = seen  # the most recent last
+        self._forget_old()
+
+    def attach_session(self, session: Any, host: str) -> None:
+        """Send notices to this handshake-era stdio connection (an SDK ``ServerSession``), the
+        one of ``host``."""
+        if not self._closed and all(s is not session for s, _ in self._sessions):
+            self._sessions.append((session, self._attach(host)))
 
     @contextlib.contextmanager
-    def open_stream(self) -> Iterator[MemoryObjectReceiveStream[str] | None]:
-        """A stream of notification methods for one HTTP ``GET`` event stream (2025-11-25);
-        ``None`` when ``max_streams`` are open or the server is stopping. It ends when the
-        server stops."""
+    def open_stream(self, host: str) -> Iterator[MemoryObjectReceiveStream[str] | None]:
+        """A stream of notification methods for one HTTP ``GET`` event stream of ``host``
+        (2025-11-25); ``None`` when ``max_streams`` are open or the server is stopping. It
+        ends when the server stops."""
         if self._closed or len(self._streams) >= self.max_streams:
             yield None
             return
         send, receive = anyio.create_memory_object_stream[str](_STREAM_BUFFER)
-        self._streams.add(send)
+        self._streams[send] = self._attach(host)
         try:
             with receive:
                 yield receive
         finally:
-            self._streams.discard(send)
+            if self._streams.pop(send, None) is not None:
+                self._detach(host)
             send.close()
+
+    async def listen(self, ctx: Any, params: Any, host: str | None = None) -> Any:
+        """Serve one ``subscriptions/listen`` (the SDK's :class:`ListenHandler`) for ``host``
+        (None: a host of its own, which saw the lists as they are now)."""
+        token = _LISTENING_HOST.set(host)
+        try:
+            return await self._listen(ctx, params)
+        finally:
+            _LISTENING_HOST.reset(token)
+
+    # -- hosts ----------------------------------------------------------------------------------
+
+    def _attach(self, host: str | None) -> str:
+        """One more channel of ``host`` (None: a new host of its own); a host that never
+        listed saw the lists as they are now. Returns the host's key."""
+        key = host if host is not None else f"listen:{next(self._listens)}"
+        self._open[key] = self._open.get(key, 0) + 1
+        now = self._now()
+        seen = self._seen.setdefault(key, {})
+        for kind, listed in now.items():
+            seen.setdefault(kind, listed)
+        if seen != now:
+            self.poke()  # it listed before a change it was not told of: tell it soon
+        return key
+
+    def _detach(self, host: str) -> None:
+        left = self._open.get(host, 0) - 1
+        if left > 0:
+            self._open[host] = left
+            return
+        self._open.pop(host, None)
+        if host.startswith("listen:"):
+            self._seen.pop(host, None)  # a listen stream's own key: never seen again
+        self._forget_old()
+
+    def _forget_old(self) -> None:
+        """At most :data:`_MAX_HOSTS_SEEN` hosts without a channel are remembered."""
+        idle = len(self._seen) - len(self._open)
+        if idle <= _MAX_HOSTS_SEEN:
+            return
+        for host in list(self._seen):
+            if idle <= _MAX_HOSTS_SEEN:
+                break
+            if host not in self._open:
+                del self._seen[host]
+                idle -= 1
+
+    def _now(self) -> dict[str, str]:
+        """The lists as keen serve serves them now; as last compared if that fails."""
+        try:
+            return dict(self._snapshot())
+        except Exception:  # a broken snapshot must not refuse a host its channel
+            logger.exception("keen serve: could not compare the served lists")
+            return dict(self._last)
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -150,38 +299,55 @@ class ChangeNotifier:
                 now = dict(self._snapshot())
             except Exception:  # a broken snapshot must not end notices for good
                 logger.exception("keen serve: could not compare the served lists")
+                self.compared += 1
                 continue
-            changed = [k for k in _METHODS if now.get(k) != self._last.get(k)]
             self._last = now
-            if changed:
+            # Per host: what it saw of each list (listed, or was told) against now.
+            told: dict[str, set[str]] = {}
+            for host in self._open:
+                seen = self._seen.setdefault(host, {})
+                for kind, listed in now.items():
+                    if seen.get(kind) != listed:
+                        told.setdefault(_NOTICE_OF.get(kind, kind), set()).add(host)
+                        seen[kind] = listed
+            if told:
                 self.rounds += 1
-                logger.info("keen serve: served %s changed; telling hosts", ", ".join(changed))
-                for kind in changed:
-                    await self._deliver(kind)
+                logger.info("keen serve: served %s changed; telling hosts", ", ".join(sorted(told)))
+            for notice, hosts in told.items():
+                await self._deliver(notice, hosts)
+            self.compared += 1
 
-    async def _deliver(self, kind: str) -> None:
-        method = _METHODS[kind]
-        await self.bus.publish(_EVENTS[kind]())
-        for stream in list(self._streams):
+    async def _deliver(self, notice: str, hosts: set[str]) -> None:
+        method = _METHODS[notice]
+        self.bus.deliver(_EVENTS[notice](), hosts)
+        await anyio.lowlevel.checkpoint()  # listen streams drain between events, as the SDK's bus lets them
+        for stream, host in list(self._streams.items()):
+            if host not in hosts:
+                continue
             try:
                 stream.send_nowait(method)
             except anyio.WouldBlock:
                 pass  # that host has unread notices already; one more says nothing new
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._streams.discard(stream)
-        for session in list(self._sessions):
+                if self._streams.pop(stream, None) is not None:
+                    self._detach(host)
+        for session, host in list(self._sessions):
+            if host not in hosts:
+                continue
             try:
                 with anyio.fail_after(5):
-                    await getattr(session, _SESSION_SENDERS[kind])()
+                    await getattr(session, _SESSION_SENDERS[notice])()
             except Exception as exc:  # the host went away: stop telling it
                 logger.debug("keen serve: dropping a stdio host after %r", exc)
-                self._sessions.remove(session)
+                self._sessions.remove((session, host))
+                self._detach(host)
 
     def close(self) -> None:
         """End every stream gracefully (listen streams send their final result)."""
         self._closed = True
-        self.listen.close()
+        self._listen.close()
         for stream in list(self._streams):
             stream.close()
         self._streams.clear()
         self._sessions.clear()
+        self._open.clear()

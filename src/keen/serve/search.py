@@ -40,7 +40,7 @@ from keen.errors import KeenError
 from keen.harness import GATE_CODES
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
-from keen.serve.calls import call_result, error_result
+from keen.serve.calls import call_result, error_result, withheld
 from keen.serve.catalog import ExposedTool, ToolCatalog
 
 if TYPE_CHECKING:
@@ -273,13 +273,22 @@ class SearchMode:
 
     def _held(self) -> list[str]:
         """Per connected server with tools held for review (changed or new since pinned), the
-        pins' one line about them: the only thing a host learns of those tools."""
+        pins' one line about them: the only thing a host learns of those tools. A server
+        whose pin file cannot be read is held whole; that error names the file's local path,
+        so the host gets the words and keen serve's log the error."""
         manager = self.served.manager
         lines: list[str] = []
         for status in manager.servers():
             if status.state is ServerState.CONNECTED:
                 with contextlib.suppress(KeenError):
-                    if note := manager.view(status.name).note:
+                    view = manager.view(status.name)
+                    if error := getattr(view, "error", ""):
+                        withheld(str(error))
+                        lines.append(
+                            f"The tools of {status.name} are held: keen serve cannot read their pins "
+                            "(keen serve's log says why); the user has to fix them; tell them."
+                        )
+                    elif note := view.note:
                         lines.append(note)
         return lines
 

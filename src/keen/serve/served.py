@@ -20,6 +20,7 @@ import mcp_types as mt
 from keen._redact import redactor
 from keen.mcp.types import ServerState
 from keen.serve.catalog import ToolCatalog
+from keen.serve.notify import list_digest
 from keen.serve.passthrough import Listing
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ class ServedTools:
         self.reconnector = reconnector
         self._catalog: ToolCatalog | None = None
         self._catalog_key: tuple[Any, ...] = ()
+        self._listed: tuple[ToolCatalog, list[mt.Tool], str] | None = None
         self._server_of: dict[str, str] = {}
         """Exposed name -> server of every tool ever served: a gone server's tools still
         name the server to reconnect."""
@@ -105,16 +107,25 @@ class ServedTools:
 
     def listed_tools(self) -> list[mt.Tool]:
         """Extension mode's ``tools/list``: every exposed tool, minimal description, loose schema."""
-        return [
-            mt.Tool(
-                name=t.name,
-                title=redactor.redact(t.tool.title) if t.tool.title else None,
-                description=t.minimal(),
-                input_schema=dict(_LOOSE_SCHEMA),
-                annotations=host_annotations(t.tool.annotations, trusted=t.tool.annotations_trusted),
-            )
-            for t in self.catalog().tools()
-        ]
+        return self.listed()[0]
+
+    def listed(self) -> tuple[list[mt.Tool], str]:
+        """:meth:`listed_tools` and its :func:`keen.serve.notify.digest` (what a host that
+        lists is recorded to have seen); built once per catalog."""
+        catalog = self.catalog()
+        if self._listed is None or self._listed[0] is not catalog:
+            tools = [
+                mt.Tool(
+                    name=t.name,
+                    title=redactor.redact(t.tool.title) if t.tool.title else None,
+                    description=t.minimal(),
+                    input_schema=dict(_LOOSE_SCHEMA),
+                    annotations=host_annotations(t.tool.annotations, trusted=t.tool.annotations_trusted),
+                )
+                for t in catalog.tools()
+            ]
+            self._listed = (catalog, tools, list_digest(tools))
+        return list(self._listed[1]), self._listed[2]
 
     def listing(self) -> Listing:
         """The connected upstream servers' prompts, resources and templates, namespaced

@@ -75,7 +75,7 @@ from keen.runtime import Runtime, open_runtime
 from keen.serve import extension as ext
 from keen.serve.calls import APPROVER, CallRouter, call_result, error_result, host_remedy_words
 from keen.serve.catalog import ToolCatalog
-from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, digest
+from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, ListKind, list_digest
 from keen.serve.passthrough import exposed_uri, upstream_uri
 from keen.serve.relay import (
     CHANNEL_KEY,
@@ -281,15 +281,31 @@ class KeenServer:
         if self.mode == "search":
             return {}
         listing = self.served.listing()
-
-        def dumped(items: Sequence[Any]) -> str:
-            return digest([i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in items])
-
         return {
-            "tools": dumped(self.served.listed_tools()),
-            "resources": dumped([*listing.resources, *listing.templates]),
-            "prompts": dumped(listing.prompts),
+            "tools": self.served.listed()[1],
+            "resources": list_digest(listing.resources),
+            "resource_templates": list_digest(listing.templates),
+            "prompts": list_digest(listing.prompts),
         }
+
+    def _host(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+        """Who is told of list changes for this request (:mod:`keen.serve.notify`): its
+        handshake-era HTTP session or the stdio connection; None for a 2026-07-28 HTTP
+        caller, whose requests no listen stream can be matched to."""
+        scope = self.caller_scope(ctx)
+        return scope if scope.startswith("session:") or scope == self.stdio_scope else None
+
+    def _shown(self, ctx: ServerRequestContext[Any, Any], kind: ListKind, items: Sequence[Any]) -> None:
+        """The host of ``ctx`` was given list ``kind`` (``items``): tell it of a change only
+        once that list differs (extension mode's notices; search mode sends none)."""
+        if self.mode == "extension":
+            self.notifier.shown(self._host(ctx), kind, list_digest(items))
+
+    async def _listen(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.SubscriptionsListenRequestParams
+    ) -> mt.SubscriptionsListenResult:
+        """``subscriptions/listen`` (2026-07-28): notices of this caller's lists as it sees them."""
+        return await self.notifier.listen(ctx, params, self._host(ctx))
 
     def _visible(self, cap: Capability, caller: str | None) -> str | Awaitable[str | None] | None:
         """The harness's visibility gate for served calls (see :mod:`keen.serve.calls`): the
@@ -383,7 +399,7 @@ class KeenServer:
             on_list_prompts=self._list_prompts,
             on_get_prompt=self._get_prompt,
             # 2026-07-28 hosts get change notices on subscriptions/listen streams only.
-            on_subscriptions_listen=self.notifier.listen if extension else None,
+            on_subscriptions_listen=self._listen if extension else None,
             # Upstreams' log messages during a host's call reach it at this level.
             on_set_logging_level=self._set_logging_level,
         )
@@ -400,7 +416,7 @@ class KeenServer:
             and ctx.request is None
             and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
         ):
-            self.notifier.attach_session(ctx.session)
+            self.notifier.attach_session(ctx.session, self.stdio_scope)
         return result
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
@@ -415,7 +431,9 @@ class KeenServer:
         await self.wait_ready()
         # A server that went away comes back in the background; its return is a change notice.
         self.reconnector.kick(self.reconnector.reconnectable_servers())
-        return mt.ListToolsResult(tools=self.served.listed_tools(), ttl_ms=self.served.tools_ttl_ms())
+        tools, listed = self.served.listed()
+        self.notifier.shown(self._host(ctx), "tools", listed)
+        return mt.ListToolsResult(tools=tools, ttl_ms=self.served.tools_ttl_ms())
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
@@ -429,21 +447,25 @@ class KeenServer:
                 mime_type="application/json",
             )
         ]
-        return mt.ListResourcesResult(
-            resources=[*(own if self.mode == "extension" else []), *self.served.listing().resources]
-        )
+        upstream = self.served.listing().resources
+        self._shown(ctx, "resources", upstream)
+        return mt.ListResourcesResult(resources=[*(own if self.mode == "extension" else []), *upstream])
 
     async def _list_resource_templates(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourceTemplatesResult:
         await self.wait_ready()
-        return mt.ListResourceTemplatesResult(resource_templates=self.served.listing().templates)
+        templates = self.served.listing().templates
+        self._shown(ctx, "resource_templates", templates)
+        return mt.ListResourceTemplatesResult(resource_templates=templates)
 
     async def _list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListPromptsResult:
         await self.wait_ready()
-        return mt.ListPromptsResult(prompts=self.served.listing().prompts)
+        prompts = self.served.listing().prompts
+        self._shown(ctx, "prompts", prompts)
+        return mt.ListPromptsResult(prompts=prompts)
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: mt.GetPromptRequestParams
@@ -462,14 +484,9 @@ class KeenServer:
         await self.served.revive(servers=[server])
         try:
             raw = await self.manager.get_prompt(server, prompt, dict(params.arguments or {}))
-        except InvalidArguments as exc:
-            # Arguments the server refused with -32602 stay -32602 for the host (MCP
-            # 2025-11-25, Prompts, "Error Handling"); the message says where they are listed.
-            self._audit("prompt.get", scope, server, prompt, "error", exc.code)
-            raise MCPError(code=mt.INVALID_PARAMS, message=exc.message) from exc
         except KeenError as exc:
             self._audit("prompt.get", scope, server, prompt, "error", exc.code)
-            raise MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server)) from exc
+            raise self._upstream_refused(exc, server) from exc
         self._audit("prompt.get", scope, server, prompt, "ok", None)
         return mt.GetPromptResult.model_validate(raw)
 
@@ -489,11 +506,22 @@ class KeenServer:
             contents = await self.manager.read_resource(server, inner)
         except KeenError as exc:
             self._audit("resource.read", scope, server, inner, "error", exc.code)
-            raise MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server)) from exc
+            raise self._upstream_refused(exc, server, data={"uri": uri}) from exc
         self._audit("resource.read", scope, server, inner, "ok", None)
         # Each part names the resource as the host asked for it (its server's namespace).
         shown = [{**c, "uri": exposed_uri(server, str(c.get("uri") or inner))} for c in contents]
         return mt.ReadResourceResult.model_validate({"contents": shown})
+
+    def _upstream_refused(self, exc: KeenError, server: str, data: Any = None) -> MCPError:
+        """The host's JSON-RPC error for a prompt or resource request ``server`` did not
+        answer: ``-32602`` for params it refused as invalid (``InvalidArguments``: a prompt's
+        arguments, a resource URI it does not serve or a template's bad values; the message
+        says which list gives the valid ones), as a name Keen itself does not list is (MCP
+        2025-11-25, Prompts and Resources, "Error Handling"), with ``data`` (a read's
+        ``{"uri": ...}``); ``-32603`` with the remedy in keen serve's words for anything else."""
+        if isinstance(exc, InvalidArguments):
+            return MCPError(code=mt.INVALID_PARAMS, message=exc.message, data=data)
+        return MCPError(code=mt.INTERNAL_ERROR, message=self.remedy_words(exc, server))
 
     def _audit(
         self, kind: str, caller: str, server: str | None, name: str, outcome: str, code: str | None

@@ -54,6 +54,7 @@ from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import ServerState, ToolResult
 
 __all__ = [
+    "LAST_ERROR",
     "connected",
     "not_connected",
     "pages_done",
@@ -326,11 +327,17 @@ def connected(connection: ServerConnection) -> ServerConnection:
     return connection
 
 
+LAST_ERROR = " Last error: "
+"""What starts the server's last error in :func:`not_connected`'s messages: everything after
+it is that error (a command's path, a URL, the server's stderr), which a front end for a
+remote caller (``keen serve``) leaves out."""
+
+
 def not_connected(connection: ServerConnection) -> MCPServerError:
     """The error a request to a server that is not connected meets, by its state, with the
-    remedy its status gives."""
+    remedy its status gives; the server's last error follows :data:`LAST_ERROR`."""
     name, state = connection.name, connection.state
-    detail = f" Last error: {connection.last_error}" if connection.last_error else ""
+    detail = f"{LAST_ERROR}{connection.last_error}" if connection.last_error else ""
     remedy = connection.status().remedy
     if state is ServerState.AUTH_REQUIRED:
         return AuthRequired(f"{sign_in_message(name)}.{detail}", server=name, remedy=remedy)
