@@ -382,6 +382,20 @@ async def test_waiting_on_a_manager_not_started_says_to_start_it(keen_home: Path
         assert (await manager.call_tool("local", "add", {"a": 1, "b": 2})).text == "3"
 
 
+def test_a_config_given_in_code_that_is_no_mapping_is_refused_at_construction(tmp_path: Path) -> None:
+    # Manager(config=[]) was accepted and failed later with an AttributeError on `.servers`;
+    # a path string was not read as a path.
+    with pytest.raises(
+        ConfigError, match=r"the config this Manager was given: the top level must be an object"
+    ):
+        Manager(config=[], trust=None)  # type: ignore[arg-type]
+    for given in (str(tmp_path / "configs.json"), tmp_path / "configs.json"):
+        with pytest.raises(
+            ConfigError, match=r"config= takes the config itself .*pass its path as config_path"
+        ):
+            Manager(config=given, trust=None)  # type: ignore[arg-type]
+
+
 async def test_a_transport_for_a_server_the_config_lacks_is_refused_naming_both(
     keen_home: Path, write_config: Callable[..., Path]
 ) -> None:

@@ -15,6 +15,7 @@ the same task (anyio task groups must be exited by the task that entered them).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from contextvars import ContextVar
 from datetime import datetime
@@ -110,7 +111,8 @@ class Manager:
             configs.json's shape or ``{"mcpServers": {...}}`` (Claude Desktop's, as
             ``fastmcp.Client`` takes it), read by ``parse_config(config, strict=False)``
             (which drops, with a logged warning, Keen's own ``trust_annotations``,
-            ``inherit_env`` and ``pinning`` from the latter shape).
+            ``inherit_env`` and ``pinning`` from the latter shape). Anything else (a list,
+            a path: that is ``config_path``'s) is a ``ConfigError`` here.
         logs_dir: where stdio servers' stderr goes; default ``$KEEN_HOME/logs``.
         auth_factory: builds the OAuth ``httpx2.Auth`` for ``oauth`` servers; default: tokens
             from ``$KEEN_HOME/mcp/auth/<server>.json``, never a browser in the background.
@@ -188,11 +190,22 @@ class Manager:
         self.url_elicitation_wait = url_elicitation_wait
         self.elicitation_url = elicitation_url
         self.config_path = config_path or paths.mcp_config_path()
-        if isinstance(config, Mapping):  # another host's shape or configs.json data, not a model
-            from keen.mcp.config.load import parse_config
+        if isinstance(config, str | os.PathLike):
+            # parse_config would read a str as JSON text and call a path "invalid JSON".
+            raise ConfigError(
+                f"config= takes the config itself (a mapping or an MCPConfig), not {config!r}; "
+                "to read a configs.json file, pass its path as config_path",
+                field="config",
+            )
+        if config is not None:
+            from keen.mcp.config.servers import MCPConfig
 
-            # Its messages name it as what it is: no configs.json is read here.
-            config = parse_config(config, strict=False, source=_GIVEN)
+            if not isinstance(config, MCPConfig):
+                from keen.mcp.config.load import parse_config
+
+                # Another host's shape or configs.json data, or no mapping at all: its messages
+                # name it as what it is, since no configs.json is read here.
+                config = parse_config(config, strict=False, source=_GIVEN)
         self._config = config
         # Only a config read from configs.json is read again (reload_server): one given in
         # code (keen serve's, a library's) is not that file's.
