@@ -196,3 +196,38 @@ def test_one_shot_chat_redacts_known_secrets_in_the_answer(tmp_path: Path) -> No
         assert run.code == 0, run
         assert secret not in run.output and secret[:12] not in run.output, run
         assert "the token is" in run.stdout, run
+
+
+def test_review_flags_escape_the_property_names_in_their_field(tmp_path: Path) -> None:
+    """A flag on a property's description names that property in its field
+    (``inputSchema.properties.<name>.description``): ``keen mcp diff`` and the warnings of
+    ``keen mcp trust`` print it escaped, as the excerpt, and ``--json`` keeps it exact."""
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    prop = f"q{OSC52}{CLEAR}"
+    spec = {
+        "tools": [
+            {
+                "name": "find",
+                "description": "Find things.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {prop: {"type": "string", "description": f"p{RED}"}},
+                },
+            }
+        ]
+    }
+    servers = {"p": hostile_entry(tmp_path / "p.json", spec)}
+    (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": servers}))
+    shown = keen_cli("mcp", "diff", "p", keen_home=keen_home)
+    assert shown.code == 0, shown
+    _assert_clean(shown)
+    field = "inputSchema.properties.q\\u001b]52;c;SGVsbG8=\\u0007\\u001b[2J\\u001b[H.description"
+    assert f"flag hidden in {field}: hidden characters" in shown.stdout, shown
+    exact = keen_cli("mcp", "diff", "p", "--json", keen_home=keen_home)
+    [flag] = json.loads(exact.stdout)["tools"][0]["flags"]
+    assert flag["field"] == f"inputSchema.properties.{prop}.description"
+    trusted = keen_cli("mcp", "trust", "p", keen_home=keen_home)
+    assert trusted.code == 0, trusted
+    _assert_clean(trusted)
+    assert f"warning: flag hidden in {field}: hidden characters" in trusted.stderr, trusted

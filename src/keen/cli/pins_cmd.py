@@ -201,12 +201,18 @@ def _print_flags(flags: dict[str, list[Flag]], order: list[str]) -> None:
 
 
 def _print_flag(flag: Flag) -> None:
-    out.print(
-        f"  [bold red]flag {flag.kind}[/] in {escape(flag.field)}: {escape(flag.reason)}: "
-        f"{escape(flag.excerpt)}",
-        highlight=False,
-        emoji=False,
-    )
+    out.print(f"  [bold red]flag {flag.kind}[/] {_flag_words(flag)}", highlight=False, emoji=False)
+
+
+def _flag_words(flag: Flag) -> str:
+    """Where ``flag`` is and why, as rich markup. The field path names the server's own
+    properties (``inputSchema.properties.<name>.description``) and the reason may quote tool
+    names (``defines "<name>", a tool the server ... defines otherwise``): both are escaped
+    like any server text (the excerpt already is)."""
+    from keen.trust.flags import escape_text
+
+    field, reason = escape_text(flag.field), escape_text(flag.reason)
+    return f"in {escape(field)}: {escape(reason)}: {escape(flag.excerpt)}"
 
 
 def trust_cmd(
@@ -286,10 +292,7 @@ def trust_cmd(
         out.print(f"trusted {escape(escape_text(check.name))}: {check.status}{was}", highlight=False)
         for flag in flags.get(check.name, []):
             err.print(
-                f"  [bold red]warning: flag {flag.kind}[/] in {escape(flag.field)}: {escape(flag.reason)}: "
-                f"{escape(flag.excerpt)}",
-                highlight=False,
-                emoji=False,
+                f"  [bold red]warning: flag {flag.kind}[/] {_flag_words(flag)}", highlight=False, emoji=False
             )
     # Pinned by a first call and unchanged: reviewed now (their readOnlyHint counts from here).
     reviewed = [c for c in trusted if c.status == "trusted" and c.name in first_use]
