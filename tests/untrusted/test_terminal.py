@@ -231,3 +231,18 @@ def test_review_flags_escape_the_property_names_in_their_field(tmp_path: Path) -
     assert trusted.code == 0, trusted
     _assert_clean(trusted)
     assert f"warning: flag hidden in {field}: hidden characters" in trusted.stderr, trusted
+
+
+def test_refresh_of_a_server_that_did_not_connect_escapes_its_error(tmp_path: Path) -> None:
+    """``keen mcp refresh`` says why a server is not connected: its last error quotes the
+    server's stderr, printed escaped and literally (no markup, no emoji)."""
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    said = f"dying {HOSTILE} [bold]loud[/bold] :office:"
+    servers = {"dead": hostile_entry(tmp_path / "dead.json", {"stderr_at_start": said, "exit_at_start": 2})}
+    (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": servers}))
+    run = keen_cli("mcp", "refresh", "dead", keen_home=keen_home)
+    assert run.code == 2, run
+    _assert_clean(run)
+    assert "dead: disconnected: " in run.stderr and "dying \\x1b]52;c;SGVsbG8=\\x07" in run.stderr, run
+    assert "[bold]loud[/bold] :office:" in run.stderr, run

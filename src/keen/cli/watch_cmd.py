@@ -160,9 +160,13 @@ def refresh(
             ]
         )
     else:
+        from keen.cli._terminal import terminal_text
+
         for s, change, entry in results:
             if change is None:
-                err.print(f"{s.name}: {s.state.value}: {with_remedy(s.last_error, s.remedy, server=s.name)}")
+                # The last error may quote the server's stderr: escaped, and printed literally.
+                words = f"{s.name}: {s.state.value}: {with_remedy(s.last_error, s.remedy, server=s.name)}"
+                err.print(terminal_text(words), markup=False, highlight=False, emoji=False)
             elif change:
                 out.print(_line(change, entry), highlight=False, markup=False)
             else:
