@@ -8,6 +8,7 @@ sessions).
 from __future__ import annotations
 
 import json
+import os
 import queue
 import signal
 import subprocess
@@ -183,6 +184,32 @@ async def test_watch_text_lines_and_ctrl_c_exits_0(home: Home, tmp_path: Path) -
             code, stderr = _stop(proc, signal.SIGINT)
     assert code == 0, stderr
     assert "stopped; MCP servers closed" in stderr
+
+
+def test_watch_text_escapes_the_error_of_a_server_that_went_away(home: Home, tmp_path: Path) -> None:
+    """The line for a server that went away quotes its last stderr: escaped and literal
+    (no markup, no emoji), as in keen mcp list."""
+    from tests.conftest import SERVERS
+
+    pidfile = tmp_path / "server.pid"
+    said = "hello \x1b]52;c;SGk=\x07\x1b[2J [bold]loud[/bold] :office:"
+    tools = [{"name": "a", "description": "A.", "inputSchema": {"type": "object"}}]
+    spec = tmp_path / "gone.json"
+    spec.write_text(json.dumps({"tools": tools, "stderr_at_start": said, "pidfile": str(pidfile)}))
+    home.write({"gone": {"command": sys.executable, "args": [str(SERVERS / "hostile_stdio.py"), str(spec)]}})
+    proc = _watch(home)
+    try:
+        lines = Lines(proc)
+        while "watching" not in lines.next():
+            pass
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        while "gone: disconnected" not in (line := lines.next()):
+            pass
+        assert "\x1b" not in line and "\x07" not in line, line
+        assert "hello \\x1b]52;c;SGk=\\x07\\x1b[2J [bold]loud[/bold] :office:" in line, line
+    finally:
+        code, stderr = _stop(proc, signal.SIGTERM)
+    assert code == 0, stderr
 
 
 def test_list_and_sync_show_flags(home: Home, tmp_path: Path) -> None:

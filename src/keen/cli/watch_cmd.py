@@ -197,6 +197,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
 
     from keen import paths
     from keen.cli._live import status_table
+    from keen.cli._terminal import terminal_text
     from keen.mcpskills import LiveSkills
     from keen.runtime import open_runtime
 
@@ -213,7 +214,9 @@ async def _watch(as_json: bool, timeout: float) -> None:
         if as_json:
             _json_line(_state_event(status))
         else:
-            out.print(f"{status.name}: {status.state.value} {status.last_error}".rstrip(), markup=False)
+            # The last error may quote the server's stderr: escaped, and printed literally.
+            words = terminal_text(f"{status.name}: {status.state.value} {status.last_error}".rstrip())
+            out.print(words, markup=False, highlight=False, emoji=False)
 
     async with open_runtime(wait=timeout, discovery_view=_live(not as_json), live=False) as rt:
         manager = rt.manager
