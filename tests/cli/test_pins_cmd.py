@@ -287,3 +287,31 @@ async def test_a_denied_first_call_pins_nothing_and_a_broken_pin_file_refuses_ca
         refused = await Gateway(manager).call_for_model("local", "echo", {"text": "x"})
         assert refused.is_error and refused.text.startswith(f"Error: pin file {pins} is not valid JSON")
         assert "is not valid JSON" in refused.text and "delete it to pin" in refused.text
+
+
+def test_diff_under_policy_off_says_only_trust_pins_and_nothing_warns(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+) -> None:
+    """Under ``"pinning": "off"`` an approved call pins nothing and a changed tool runs
+    without a warning: ``keen mcp diff`` does not promise either."""
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    home = Home(keen_home, user_home)
+    write_config({"local": {**stdio_entry("basic_stdio"), "pinning": "off"}})
+    called, before = home.keen_many(
+        ("mcp", "call", "local", "echo", "--args", '{"text": "x"}', "--yes"), ("mcp", "diff", "local")
+    )
+    assert called.code == 0 and "warning" not in called.stderr.lower(), called
+    assert not (keen_home / "mcp" / "pins" / "local.json").exists()  # the call pinned nothing
+    assert before.code == 0 and "(policy off)" in before.stdout, before
+    assert "first approved call" not in before.stdout, before
+    assert "would be pinned by: keen mcp trust local" in before.stdout, before
+    trusted = home.keen("mcp", "trust", "local", "echo")
+    assert trusted.code == 0, trusted
+    write_config({"local": {**stdio_entry("basic_stdio", "--tools", "1"), "pinning": "off"}})
+    grown, after = home.keen_many(
+        ("mcp", "call", "local", "extra_0000", "--args", '{"query": "q"}', "--yes"), ("mcp", "diff", "local")
+    )
+    assert grown.code == 0 and "warning" not in grown.stderr.lower(), grown
+    assert after.code == 0 and "allowed with a warning" not in after.stdout, after
+    assert "(policy off: allowed, calls are not checked against pins)" in after.stdout, after

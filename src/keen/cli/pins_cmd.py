@@ -127,9 +127,11 @@ def diff(
         # Every definition is shown: `keen mcp trust` pins only what a person could see.
         for check in report.checks:
             _print_check(check, flags.get(check.name, []))
+        # Under `off` no call pins anything: only `keen mcp trust` does.
+        by = " by" if policy == "off" else " by the first approved call or by"
         out.print(
             f"\n{escape(server)}: not pinned yet (policy {policy}); these {len(report.checks)} tools would be "
-            f"pinned by the first approved call or by: keen mcp trust {escape(server)}",
+            f"pinned{by}: keen mcp trust {escape(server)}",
             highlight=False,
         )
         return
@@ -152,11 +154,10 @@ def diff(
     # name@<fingerprint> binds the command to the definitions shown above.
     quarantined = [c.ref for c in report.quarantined]
     if quarantined:
-        verb = (
-            "quarantined"
-            if policy == "quarantine"
-            else f"not pinned (policy {policy}: allowed with a warning)"
-        )
+        verb = {
+            "quarantine": "quarantined",
+            "warn": "not pinned (policy warn: allowed with a warning)",
+        }.get(policy, f"not pinned (policy {policy}: allowed, calls are not checked against pins)")
         out.print(
             f"{len(quarantined)} {verb}; accept with: keen mcp trust {escape(server)} "
             + " ".join(escape(escape_text(n)) for n in quarantined),
