@@ -15,12 +15,14 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.helpers.changing import changing_http, changing_stdio
 from tests.helpers.cli import KEEN, Home, make_home
+from tests.helpers.loopback import free_port
 
 from keen.mcp import Manager
 from keen.trust import PinGuard
@@ -184,6 +186,36 @@ async def test_watch_text_lines_and_ctrl_c_exits_0(home: Home, tmp_path: Path) -
             code, stderr = _stop(proc, signal.SIGINT)
     assert code == 0, stderr
     assert "stopped; MCP servers closed" in stderr
+
+
+def test_watch_reconnects_a_server_that_went_away_and_reports_what_changed(
+    home: Home, tmp_path: Path
+) -> None:
+    """A remote server stops under the watch and comes back upgraded (another tool, another
+    description) on the same port: the watch says it went away, reconnects it on its own
+    (no call asks for it: following servers is the watch's job) and reports the change as
+    one ``reconnect`` diff, its skill following."""
+    port = free_port()
+    with ExitStack() as first:
+        url = first.enter_context(changing_http(tmp_path, port=port))
+        home.write({"changing": {"url": url}})
+        proc = _watch(home, "--json")
+        try:
+            lines = Lines(proc)
+            lines.until(lambda e: e["type"] == "watch.ready")
+            first.close()  # the server stops
+            gone = lines.until(lambda e: e["type"] == "server.state")
+            assert (gone["server"], gone["state"]) == ("changing", "disconnected"), gone
+            with changing_http(tmp_path, "--variant", "2", port=port):
+                back = lines.until(lambda e: e["type"] == "capability.diff")
+                assert (back["reason"], back["added"]) == ("reconnect", ["extra"]), back
+                assert back["skill"] == "generated", back
+                states = [json.loads(line) for line in lines.seen]
+                assert any(e["type"] == "server.state" and e["state"] == "connected" for e in states), states
+                assert (home.keen_home / "skills" / "mcp:changing" / "schemas" / "extra.json").exists()
+        finally:
+            code, stderr = _stop(proc, signal.SIGTERM)
+    assert code == 0, stderr
 
 
 def test_watch_text_escapes_the_error_of_a_server_that_went_away(home: Home, tmp_path: Path) -> None:
