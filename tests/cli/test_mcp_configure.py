@@ -136,6 +136,24 @@ def test_get_shows_the_entry_without_its_secrets(home: Home) -> None:
     )
 
 
+def test_get_hides_credentials_written_in_args(home: Home) -> None:
+    """``keen mcp get`` of a stdio entry whose args carry credentials (README "Credentials in
+    ``args`` are secrets"): the values after ``--api-key`` and ``--password``, of
+    ``--token=VALUE`` and ``NAME_TOKEN=VALUE``, and an env value repeated in the args, are
+    hidden in text and ``--json``, while the rest of the command line stays."""
+    values = ("ak-get-51c0e9", "tk-get-8d27af", "pw-get-3be640", "gh-get-f01a7c", "env-get-6e93d2")
+    args = ["srv", "--api-key", values[0], f"--token={values[1]}", "--password", values[2]]
+    args += [f"GITHUB_TOKEN={values[3]}", "--dsn", values[4], "--root", "/data"]
+    home.write({"local": {"command": "uvx", "args": args, "env": {"DB_PASSWORD": values[4]}}})
+    text, as_json = home.keen_many(("mcp", "get", "local"), ("mcp", "get", "local", "--json"))
+    assert text.code == 0 and as_json.code == 0, (text, as_json)
+    for value in values:
+        assert value not in text.stdout + text.stderr + as_json.stdout + as_json.stderr, value
+    assert "--api-key [REDACTED] --token=[REDACTED] --password [REDACTED]" in text.stdout, text
+    assert as_json.json()["args"][-2:] == ["--root", "/data"], as_json
+    assert "GITHUB_TOKEN=[REDACTED]" in as_json.json()["args"], as_json
+
+
 def test_add_json_takes_an_mcp_servers_entry(home: Home) -> None:
     script = script_args(str(SERVERS / "basic_stdio.py"))  # forked from the warm process
     entry = {"command": sys.executable, "args": script, "env": {"A": "1"}, "alwaysAllow": ["x"]}
