@@ -62,6 +62,35 @@ def test_a_transport_that_does_not_fit_says_what_to_write(home: Home, args: list
     assert not home.config_path.exists()
 
 
+def test_an_authorization_header_left_with_its_scheme_alone_is_refused(home: Home) -> None:
+    """``-H "Authorization: Bearer $KEY"`` in double quotes with KEY unset reaches Keen as
+    ``Authorization: Bearer``: it was stored as the raw key "Bearer", and the server's 401
+    came later. It is refused, saying how to write the key; a raw key alone still works."""
+    home.write({})
+    for args in (
+        ("mcp", "add", "docs", "--url", "https://d.example.com/mcp", "-H", "Authorization: Bearer "),
+        (
+            "mcp",
+            "add-json",
+            "docs",
+            '{"url": "https://d.example.com/mcp", "headers": {"Authorization": "token"}}',
+        ),
+    ):
+        run = home.keen(*args)
+        assert run.code == 2, run
+        assert "the Authorization header is the scheme" in run.stderr and "no key after it" in run.stderr, run
+        assert "in single quotes" in run.stderr, run
+        assert servers(home) == {}
+    raw = home.keen("mcp", "add", "docs", "--url", "https://d.example.com/mcp", "-H", "Authorization: k-123")
+    assert raw.code == 0, raw
+    assert servers(home)["docs"]["auth"] == {
+        "type": "api_key",
+        "header": "Authorization",
+        "scheme": "",
+        "key": "k-123",
+    }
+
+
 def test_timeout_sets_the_servers_connect_limit(home: Home) -> None:
     run = home.keen("mcp", "add", "slow", "--timeout", "45", "--", "uvx", "slow-server")
     assert run.code == 0, str(run)
