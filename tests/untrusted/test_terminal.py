@@ -246,3 +246,38 @@ def test_refresh_of_a_server_that_did_not_connect_escapes_its_error(tmp_path: Pa
     _assert_clean(run)
     assert "dead: disconnected: " in run.stderr and "dying \\x1b]52;c;SGVsbG8=\\x07" in run.stderr, run
     assert "[bold]loud[/bold] :office:" in run.stderr, run
+
+
+def test_the_trust_command_diff_suggests_is_safe_to_paste_and_trusts_those_tools(tmp_path: Path) -> None:
+    """``keen mcp diff`` ends with the ``keen mcp trust`` command that accepts what it showed.
+    A tool named ``x$(touch FILE);y`` made that line run ``touch`` when pasted into a shell,
+    and a name with control characters could not be pasted back at all: each name is one
+    shell word, and the pasted line trusts exactly those tools."""
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    marker = tmp_path / "pwned"
+    calm = {"name": "calm", "description": "Calm.", "inputSchema": {"type": "object"}}
+    spec_path = tmp_path / "s.json"
+    servers = {"s": hostile_entry(spec_path, {"tools": [calm]}, pinning="quarantine")}
+    (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": servers}))
+    assert keen_cli("mcp", "call", "s", "calm", "--yes", keen_home=keen_home).code == 0  # pins calm
+    names = [f"x$(touch {marker});y", f"e{CLEAR}z"]
+    more = [{"name": name, "description": "New.", "inputSchema": {"type": "object"}} for name in names]
+    spec_path.write_text(json.dumps({"tools": [calm, *more]}), encoding="utf-8")
+    shown = keen_cli("mcp", "diff", "s", keen_home=keen_home)
+    assert shown.code == 0, shown
+    _assert_clean(shown)
+    [line] = [line for line in shown.stdout.splitlines() if "accept with: " in line]
+    command = line.split("accept with: keen ", 1)[1]
+    pasted = subprocess.run(
+        ["bash", "-c", f"{shlex.join(KEEN)} {command}"],
+        env=keen_env(keen_home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert not marker.exists(), command
+    assert pasted.returncode == 0, pasted
+    pins = json.loads((keen_home / "mcp" / "pins" / "s.json").read_text(encoding="utf-8"))
+    assert sorted(pins["tools"]) == sorted(["calm", *names])

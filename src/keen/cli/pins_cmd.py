@@ -102,7 +102,7 @@ def diff(
     timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
 ) -> None:
     """Show how SERVER's live tools differ from the pinned ones (new, changed, renamed, removed)."""
-    from keen.trust.flags import escape_text
+    from keen.cli._terminal import shell_word
     from keen.trust.pins import PinStore, Review, compare
 
     async def body() -> tuple[PinReport, str, dict[str, list[Flag]]]:
@@ -160,7 +160,9 @@ def diff(
         }.get(policy, f"not pinned (policy {policy}: allowed, calls are not checked against pins)")
         out.print(
             f"{len(quarantined)} {verb}; accept with: keen mcp trust {escape(server)} "
-            + " ".join(escape(escape_text(n)) for n in quarantined),
+            # A command to paste: each name one shell word (`$'...'` for control characters),
+            # so a name such as `x$(...)` is not run by the shell, and comes back exact.
+            + " ".join(escape(shell_word(n)) for n in quarantined),
             highlight=False,
         )
     elif not shown:
