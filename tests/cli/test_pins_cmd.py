@@ -315,3 +315,32 @@ def test_diff_under_policy_off_says_only_trust_pins_and_nothing_warns(
     assert grown.code == 0 and "warning" not in grown.stderr.lower(), grown
     assert after.code == 0 and "allowed with a warning" not in after.stdout, after
     assert "(policy off: allowed, calls are not checked against pins)" in after.stdout, after
+
+
+def test_sync_of_a_server_whose_every_tool_is_held_says_to_review_them(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+) -> None:
+    """A server whose pinned tool is gone and whose only tool is new (held under
+    ``quarantine``), or whose pin file cannot be read, shows no tool: the sync disables its
+    skill with the pins' note as the hint, not "it lists no tools; keen mcp connect"."""
+    from helpers.hostile import hostile_entry
+
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    home = Home(keen_home, user_home)
+    spec = tmp_path / "one.json"
+    one = {"name": "one", "description": "One.", "inputSchema": {"type": "object"}}
+    write_config({"one": hostile_entry(spec, {"tools": [one]}, pinning="quarantine")})
+    assert home.keen("mcp", "call", "one", "one", "--yes").code == 0  # pins "one"
+    two = {"name": "two", "description": "Two, new.", "inputSchema": {"type": "object"}}
+    spec.write_text(json.dumps({"tools": [two]}), encoding="utf-8")
+    held = home.keen("mcp", "sync", "--json")
+    [entry] = held.json()["servers"]
+    assert (entry["action"], entry["enabled"]) == ("disabled", False), entry
+    assert entry["hint"] == "1 tool changed and is held for review: keen mcp diff one", entry
+    assert entry["remedy"] is None, entry
+    (keen_home / "mcp" / "pins" / "one.json").write_text("{broken")
+    broken = home.keen("mcp", "sync", "--json")
+    [entry] = broken.json()["servers"]
+    assert entry["hint"].startswith("The tools of one are held: pin file "), entry
+    assert "is not valid JSON" in entry["hint"] and entry["remedy"] is None, entry
