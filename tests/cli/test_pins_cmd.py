@@ -344,3 +344,29 @@ def test_sync_of_a_server_whose_every_tool_is_held_says_to_review_them(
     [entry] = broken.json()["servers"]
     assert entry["hint"].startswith("The tools of one are held: pin file "), entry
     assert "is not valid JSON" in entry["hint"] and entry["remedy"] is None, entry
+
+
+def test_refresh_says_what_the_pins_hold_back(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+) -> None:
+    """A tool new since the pins is held, so the skill does not change and ``keen mcp
+    refresh`` found "no changes": it now says, on stderr and in ``--json``, that a tool is
+    held for review and where to see it."""
+    from helpers.hostile import hostile_entry
+
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    home = Home(keen_home, user_home)
+    spec = tmp_path / "one.json"
+    one = {"name": "one", "description": "One.", "inputSchema": {"type": "object"}}
+    write_config({"one": hostile_entry(spec, {"tools": [one]}, pinning="quarantine")})
+    assert home.keen("mcp", "call", "one", "one", "--yes").code == 0  # pins "one"
+    assert home.keen("mcp", "refresh", "one").code == 0  # the skill is written
+    two = {"name": "two", "description": "Two, new.", "inputSchema": {"type": "object"}}
+    spec.write_text(json.dumps({"tools": [one, two]}), encoding="utf-8")
+    text, as_json = home.keen_many(("mcp", "refresh", "one"), ("mcp", "refresh", "one", "--json"))
+    assert text.code == 0 and "one: no changes" in text.stdout, text
+    note = "1 tool changed and is held for review: keen mcp diff one"
+    assert note in text.stderr, text
+    [row] = as_json.json()
+    assert row["held"] == note and row["diff"]["added"] == [], row

@@ -132,22 +132,25 @@ def refresh(
 
     root = paths.skills_dir()
 
-    async def body() -> list[tuple[ServerStatus, ToolsChanged | None, SyncEntry]]:
+    async def body() -> list[tuple[ServerStatus, ToolsChanged | None, SyncEntry, str]]:
         async with open_runtime(only={server} if server else None) as rt:
             manager = rt.manager
             if server is not None:
                 manager.status(server)  # ServerNotConfigured before any waiting
             await rt.wait_for_discovery(timeout, _live(not as_json))
             names = [server] if server else [s.name for s in manager.servers() if s.enabled]
-            results: list[tuple[ServerStatus, ToolsChanged | None, SyncEntry]] = []
+            results: list[tuple[ServerStatus, ToolsChanged | None, SyncEntry, str]] = []
             for name in names:
                 change = _diff_against_disk(manager, root, name)
                 entry = await _write_skill(manager, root, name)
-                results.append((manager.status(name), change, entry))
+                # What the pins hold back never reaches the skill, so the diff above cannot
+                # show it: said apart, or "no changes" would hide a changed server.
+                held = manager.view(name).note if change is not None else ""
+                results.append((manager.status(name), change, entry, held))
             return results
 
     results = run(body)
-    failed = [s for s, change, _ in results if change is None]
+    failed = [s for s, change, _, _ in results if change is None]
     if as_json:
         print_json(
             [
@@ -158,14 +161,15 @@ def refresh(
                     "tool_count": s.tool_count,
                     "last_error": with_remedy(s.last_error, s.remedy, server=s.name),
                     "diff": _event(change, entry) if change is not None else None,
+                    "held": held,
                 }
-                for s, change, entry in results
+                for s, change, entry, held in results
             ]
         )
     else:
         from keen.cli._terminal import terminal_text
 
-        for s, change, entry in results:
+        for s, change, entry, held in results:
             if change is None:
                 # The last error may quote the server's stderr: escaped, and printed literally.
                 words = f"{s.name}: {s.state.value}: {with_remedy(s.last_error, s.remedy, server=s.name)}"
@@ -176,6 +180,8 @@ def refresh(
                 out.print(
                     f"{s.name}: no changes ({s.tool_count} tools, MCP {s.protocol_version})", markup=False
                 )
+            if held:
+                err.print(held, markup=False, highlight=False)
     if failed:
         if not as_json:
             fail(f"not connected: {', '.join(s.name for s in failed)}")
