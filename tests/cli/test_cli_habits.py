@@ -132,3 +132,18 @@ def test_prompt_with_no_skills_says_how_to_get_some(tmp_path: Path) -> None:
         assert (
             "no MCP skills" in run.stderr and "keen mcp add" in run.stderr and "keen mcp sync" in run.stderr
         ), run
+
+
+def test_prompt_with_every_skill_disabled_says_so_not_to_add_a_server(tmp_path: Path) -> None:
+    """A server whose skill the sync disabled (its server went away): ``keen prompt`` has no
+    section, and says which skill is disabled and where to see why, not "add a server"."""
+    home = make_home(tmp_path)
+    home.write({"basic": stdio_entry("basic_stdio")})
+    assert home.keen("mcp", "sync").code == 0
+    home.write({"basic": {**stdio_entry("basic_stdio"), "command": str(home.home / "gone")}})
+    assert home.keen("mcp", "sync").code == 1  # the server no longer starts: its skill is disabled
+    text, stats = home.keen_many(("prompt",), ("prompt", "--stats"))
+    for run in (text, stats):
+        assert run.code == 0 and "reduction" not in run.stdout, run
+        assert "mcp:basic is disabled" in run.stderr and "keen mcp sync says why" in run.stderr, run
+        assert "keen mcp add" not in run.stderr, run

@@ -62,6 +62,35 @@ def test_a_transport_that_does_not_fit_says_what_to_write(home: Home, args: list
     assert not home.config_path.exists()
 
 
+def test_an_authorization_header_left_with_its_scheme_alone_is_refused(home: Home) -> None:
+    """``-H "Authorization: Bearer $KEY"`` in double quotes with KEY unset reaches Keen as
+    ``Authorization: Bearer``: it was stored as the raw key "Bearer", and the server's 401
+    came later. It is refused, saying how to write the key; a raw key alone still works."""
+    home.write({})
+    for args in (
+        ("mcp", "add", "docs", "--url", "https://d.example.com/mcp", "-H", "Authorization: Bearer "),
+        (
+            "mcp",
+            "add-json",
+            "docs",
+            '{"url": "https://d.example.com/mcp", "headers": {"Authorization": "token"}}',
+        ),
+    ):
+        run = home.keen(*args)
+        assert run.code == 2, run
+        assert "the Authorization header is the scheme" in run.stderr and "no key after it" in run.stderr, run
+        assert "in single quotes" in run.stderr, run
+        assert servers(home) == {}
+    raw = home.keen("mcp", "add", "docs", "--url", "https://d.example.com/mcp", "-H", "Authorization: k-123")
+    assert raw.code == 0, raw
+    assert servers(home)["docs"]["auth"] == {
+        "type": "api_key",
+        "header": "Authorization",
+        "scheme": "",
+        "key": "k-123",
+    }
+
+
 def test_timeout_sets_the_servers_connect_limit(home: Home) -> None:
     run = home.keen("mcp", "add", "slow", "--timeout", "45", "--", "uvx", "slow-server")
     assert run.code == 0, str(run)
@@ -134,6 +163,24 @@ def test_get_shows_the_entry_without_its_secrets(home: Home) -> None:
     assert (
         missing.code == 2 and "no server named 'nope'" in missing.stderr and "local, remote" in missing.stderr
     )
+
+
+def test_get_hides_credentials_written_in_args(home: Home) -> None:
+    """``keen mcp get`` of a stdio entry whose args carry credentials (README "Credentials in
+    ``args`` are secrets"): the values after ``--api-key`` and ``--password``, of
+    ``--token=VALUE`` and ``NAME_TOKEN=VALUE``, and an env value repeated in the args, are
+    hidden in text and ``--json``, while the rest of the command line stays."""
+    values = ("ak-get-51c0e9", "tk-get-8d27af", "pw-get-3be640", "gh-get-f01a7c", "env-get-6e93d2")
+    args = ["srv", "--api-key", values[0], f"--token={values[1]}", "--password", values[2]]
+    args += [f"GITHUB_TOKEN={values[3]}", "--dsn", values[4], "--root", "/data"]
+    home.write({"local": {"command": "uvx", "args": args, "env": {"DB_PASSWORD": values[4]}}})
+    text, as_json = home.keen_many(("mcp", "get", "local"), ("mcp", "get", "local", "--json"))
+    assert text.code == 0 and as_json.code == 0, (text, as_json)
+    for value in values:
+        assert value not in text.stdout + text.stderr + as_json.stdout + as_json.stderr, value
+    assert "--api-key [REDACTED] --token=[REDACTED] --password [REDACTED]" in text.stdout, text
+    assert as_json.json()["args"][-2:] == ["--root", "/data"], as_json
+    assert "GITHUB_TOKEN=[REDACTED]" in as_json.json()["args"], as_json
 
 
 def test_add_json_takes_an_mcp_servers_entry(home: Home) -> None:

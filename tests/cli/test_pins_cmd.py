@@ -287,3 +287,86 @@ async def test_a_denied_first_call_pins_nothing_and_a_broken_pin_file_refuses_ca
         refused = await Gateway(manager).call_for_model("local", "echo", {"text": "x"})
         assert refused.is_error and refused.text.startswith(f"Error: pin file {pins} is not valid JSON")
         assert "is not valid JSON" in refused.text and "delete it to pin" in refused.text
+
+
+def test_diff_under_policy_off_says_only_trust_pins_and_nothing_warns(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+) -> None:
+    """Under ``"pinning": "off"`` an approved call pins nothing and a changed tool runs
+    without a warning: ``keen mcp diff`` does not promise either."""
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    home = Home(keen_home, user_home)
+    write_config({"local": {**stdio_entry("basic_stdio"), "pinning": "off"}})
+    called, before = home.keen_many(
+        ("mcp", "call", "local", "echo", "--args", '{"text": "x"}', "--yes"), ("mcp", "diff", "local")
+    )
+    assert called.code == 0 and "warning" not in called.stderr.lower(), called
+    assert not (keen_home / "mcp" / "pins" / "local.json").exists()  # the call pinned nothing
+    assert before.code == 0 and "(policy off)" in before.stdout, before
+    assert "first approved call" not in before.stdout, before
+    assert "would be pinned by: keen mcp trust local" in before.stdout, before
+    trusted = home.keen("mcp", "trust", "local", "echo")
+    assert trusted.code == 0, trusted
+    write_config({"local": {**stdio_entry("basic_stdio", "--tools", "1"), "pinning": "off"}})
+    grown, after = home.keen_many(
+        ("mcp", "call", "local", "extra_0000", "--args", '{"query": "q"}', "--yes"), ("mcp", "diff", "local")
+    )
+    assert grown.code == 0 and "warning" not in grown.stderr.lower(), grown
+    assert after.code == 0 and "allowed with a warning" not in after.stdout, after
+    assert "(policy off: allowed, calls are not checked against pins)" in after.stdout, after
+
+
+def test_sync_of_a_server_whose_every_tool_is_held_says_to_review_them(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+) -> None:
+    """A server whose pinned tool is gone and whose only tool is new (held under
+    ``quarantine``), or whose pin file cannot be read, shows no tool: the sync disables its
+    skill with the pins' note as the hint, not "it lists no tools; keen mcp connect"."""
+    from helpers.hostile import hostile_entry
+
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    home = Home(keen_home, user_home)
+    spec = tmp_path / "one.json"
+    one = {"name": "one", "description": "One.", "inputSchema": {"type": "object"}}
+    write_config({"one": hostile_entry(spec, {"tools": [one]}, pinning="quarantine")})
+    assert home.keen("mcp", "call", "one", "one", "--yes").code == 0  # pins "one"
+    two = {"name": "two", "description": "Two, new.", "inputSchema": {"type": "object"}}
+    spec.write_text(json.dumps({"tools": [two]}), encoding="utf-8")
+    held = home.keen("mcp", "sync", "--json")
+    [entry] = held.json()["servers"]
+    assert (entry["action"], entry["enabled"]) == ("disabled", False), entry
+    assert entry["hint"] == "1 tool changed and is held for review: keen mcp diff one", entry
+    assert entry["remedy"] is None, entry
+    (keen_home / "mcp" / "pins" / "one.json").write_text("{broken")
+    broken = home.keen("mcp", "sync", "--json")
+    [entry] = broken.json()["servers"]
+    assert entry["hint"].startswith("The tools of one are held: pin file "), entry
+    assert "is not valid JSON" in entry["hint"] and entry["remedy"] is None, entry
+
+
+def test_refresh_says_what_the_pins_hold_back(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+) -> None:
+    """A tool new since the pins is held, so the skill does not change and ``keen mcp
+    refresh`` found "no changes": it now says, on stderr and in ``--json``, that a tool is
+    held for review and where to see it."""
+    from helpers.hostile import hostile_entry
+
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    home = Home(keen_home, user_home)
+    spec = tmp_path / "one.json"
+    one = {"name": "one", "description": "One.", "inputSchema": {"type": "object"}}
+    write_config({"one": hostile_entry(spec, {"tools": [one]}, pinning="quarantine")})
+    assert home.keen("mcp", "call", "one", "one", "--yes").code == 0  # pins "one"
+    assert home.keen("mcp", "refresh", "one").code == 0  # the skill is written
+    two = {"name": "two", "description": "Two, new.", "inputSchema": {"type": "object"}}
+    spec.write_text(json.dumps({"tools": [one, two]}), encoding="utf-8")
+    text, as_json = home.keen_many(("mcp", "refresh", "one"), ("mcp", "refresh", "one", "--json"))
+    assert text.code == 0 and "one: no changes" in text.stdout, text
+    note = "1 tool changed and is held for review: keen mcp diff one"
+    assert note in text.stderr, text
+    [row] = as_json.json()
+    assert row["held"] == note and row["diff"]["added"] == [], row

@@ -8,18 +8,21 @@ sessions).
 from __future__ import annotations
 
 import json
+import os
 import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.helpers.changing import changing_http, changing_stdio
 from tests.helpers.cli import KEEN, Home, make_home
+from tests.helpers.loopback import free_port
 
 from keen.mcp import Manager
 from keen.trust import PinGuard
@@ -183,6 +186,62 @@ async def test_watch_text_lines_and_ctrl_c_exits_0(home: Home, tmp_path: Path) -
             code, stderr = _stop(proc, signal.SIGINT)
     assert code == 0, stderr
     assert "stopped; MCP servers closed" in stderr
+
+
+def test_watch_reconnects_a_server_that_went_away_and_reports_what_changed(
+    home: Home, tmp_path: Path
+) -> None:
+    """A remote server stops under the watch and comes back upgraded (another tool, another
+    description) on the same port: the watch says it went away, reconnects it on its own
+    (no call asks for it: following servers is the watch's job) and reports the change as
+    one ``reconnect`` diff, its skill following."""
+    port = free_port()
+    with ExitStack() as first:
+        url = first.enter_context(changing_http(tmp_path, port=port))
+        home.write({"changing": {"url": url}})
+        proc = _watch(home, "--json")
+        try:
+            lines = Lines(proc)
+            lines.until(lambda e: e["type"] == "watch.ready")
+            first.close()  # the server stops
+            gone = lines.until(lambda e: e["type"] == "server.state")
+            assert (gone["server"], gone["state"]) == ("changing", "disconnected"), gone
+            with changing_http(tmp_path, "--variant", "2", port=port):
+                back = lines.until(lambda e: e["type"] == "capability.diff")
+                assert (back["reason"], back["added"]) == ("reconnect", ["extra"]), back
+                assert back["skill"] == "generated", back
+                states = [json.loads(line) for line in lines.seen]
+                assert any(e["type"] == "server.state" and e["state"] == "connected" for e in states), states
+                assert (home.keen_home / "skills" / "mcp:changing" / "schemas" / "extra.json").exists()
+        finally:
+            code, stderr = _stop(proc, signal.SIGTERM)
+    assert code == 0, stderr
+
+
+def test_watch_text_escapes_the_error_of_a_server_that_went_away(home: Home, tmp_path: Path) -> None:
+    """The line for a server that went away quotes its last stderr: escaped and literal
+    (no markup, no emoji), as in keen mcp list."""
+    from tests.conftest import SERVERS
+
+    pidfile = tmp_path / "server.pid"
+    said = "hello \x1b]52;c;SGk=\x07\x1b[2J [bold]loud[/bold] :office:"
+    tools = [{"name": "a", "description": "A.", "inputSchema": {"type": "object"}}]
+    spec = tmp_path / "gone.json"
+    spec.write_text(json.dumps({"tools": tools, "stderr_at_start": said, "pidfile": str(pidfile)}))
+    home.write({"gone": {"command": sys.executable, "args": [str(SERVERS / "hostile_stdio.py"), str(spec)]}})
+    proc = _watch(home)
+    try:
+        lines = Lines(proc)
+        while "watching" not in lines.next():
+            pass
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        while "gone: disconnected" not in (line := lines.next()):
+            pass
+        assert "\x1b" not in line and "\x07" not in line, line
+        assert "hello \\x1b]52;c;SGk=\\x07\\x1b[2J [bold]loud[/bold] :office:" in line, line
+    finally:
+        code, stderr = _stop(proc, signal.SIGTERM)
+    assert code == 0, stderr
 
 
 def test_list_and_sync_show_flags(home: Home, tmp_path: Path) -> None:

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 import anyio
 import pytest
 from fastmcp import FastMCP
 
+from helpers.changing import changing_http, wait_until
 from helpers.http_servers import make_basic_server, serve_http
+from helpers.loopback import free_port
 from keen.errors import Remedy, RemoteProtocolError, ServerDisconnected
-from keen.mcp import Manager, ServerState
+from keen.mcp import Manager, Reconnector, ServerState
 from keen.trust import PinGuard
 from servers.handshake_only import handshake_only_http
 
@@ -113,3 +116,31 @@ async def test_a_server_that_stops_mid_call_breaks_that_call_and_the_next_says_i
             status = manager.status("web")
             assert status.state is ServerState.DISCONNECTED
             assert "it no longer accepts connections" in status.last_error
+
+
+async def test_a_server_that_stops_under_a_listen_stream_is_marked_disconnected_and_reconnects(
+    write_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A 2026-07-28 server that stops while Keen follows its ``subscriptions/listen`` stream:
+    the stream breaks, Keen opens it again, and the SDK ends the session on that refused
+    connection. The server then reads ``disconnected``, saying why (it stayed ``connected``
+    with no session: every call failed, and the Reconnector, which reconnects only a
+    disconnected server, never brought it back); once it is back, a reconnect works."""
+    port = free_port()
+    with ExitStack() as running:
+        url = running.enter_context(changing_http(tmp_path, port=port))
+        async with Manager(write_config({"ch": {"url": url}}), trust=PinGuard()) as manager:
+            assert await manager.wait_ready(20), manager.status("ch").last_error
+            assert manager.status("ch").protocol_version == "2026-07-28"
+            running.close()  # the server stops
+            gone = await wait_until(
+                lambda: manager.status("ch").state is ServerState.DISCONNECTED or None,
+                "the server to read disconnected",
+                timeout=30,
+            )
+            assert gone
+            assert "it no longer accepts connections" in manager.status("ch").last_error
+            with changing_http(tmp_path, port=port):
+                assert await Reconnector(manager).ensure(["ch"]) == ["ch"]
+                assert manager.status("ch").state is ServerState.CONNECTED, manager.status("ch").last_error
+                assert (await manager.call_tool("ch", "echo", {"text": "back"})).text == "back"

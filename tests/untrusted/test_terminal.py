@@ -196,3 +196,88 @@ def test_one_shot_chat_redacts_known_secrets_in_the_answer(tmp_path: Path) -> No
         assert run.code == 0, run
         assert secret not in run.output and secret[:12] not in run.output, run
         assert "the token is" in run.stdout, run
+
+
+def test_review_flags_escape_the_property_names_in_their_field(tmp_path: Path) -> None:
+    """A flag on a property's description names that property in its field
+    (``inputSchema.properties.<name>.description``): ``keen mcp diff`` and the warnings of
+    ``keen mcp trust`` print it escaped, as the excerpt, and ``--json`` keeps it exact."""
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    prop = f"q{OSC52}{CLEAR}"
+    spec = {
+        "tools": [
+            {
+                "name": "find",
+                "description": "Find things.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {prop: {"type": "string", "description": f"p{RED}"}},
+                },
+            }
+        ]
+    }
+    servers = {"p": hostile_entry(tmp_path / "p.json", spec)}
+    (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": servers}))
+    shown = keen_cli("mcp", "diff", "p", keen_home=keen_home)
+    assert shown.code == 0, shown
+    _assert_clean(shown)
+    field = "inputSchema.properties.q\\u001b]52;c;SGVsbG8=\\u0007\\u001b[2J\\u001b[H.description"
+    assert f"flag hidden in {field}: hidden characters" in shown.stdout, shown
+    exact = keen_cli("mcp", "diff", "p", "--json", keen_home=keen_home)
+    [flag] = json.loads(exact.stdout)["tools"][0]["flags"]
+    assert flag["field"] == f"inputSchema.properties.{prop}.description"
+    trusted = keen_cli("mcp", "trust", "p", keen_home=keen_home)
+    assert trusted.code == 0, trusted
+    _assert_clean(trusted)
+    assert f"warning: flag hidden in {field}: hidden characters" in trusted.stderr, trusted
+
+
+def test_refresh_of_a_server_that_did_not_connect_escapes_its_error(tmp_path: Path) -> None:
+    """``keen mcp refresh`` says why a server is not connected: its last error quotes the
+    server's stderr, printed escaped and literally (no markup, no emoji)."""
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    said = f"dying {HOSTILE} [bold]loud[/bold] :office:"
+    servers = {"dead": hostile_entry(tmp_path / "dead.json", {"stderr_at_start": said, "exit_at_start": 2})}
+    (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": servers}))
+    run = keen_cli("mcp", "refresh", "dead", keen_home=keen_home)
+    assert run.code == 2, run
+    _assert_clean(run)
+    assert "dead: disconnected: " in run.stderr and "dying \\x1b]52;c;SGVsbG8=\\x07" in run.stderr, run
+    assert "[bold]loud[/bold] :office:" in run.stderr, run
+
+
+def test_the_trust_command_diff_suggests_is_safe_to_paste_and_trusts_those_tools(tmp_path: Path) -> None:
+    """``keen mcp diff`` ends with the ``keen mcp trust`` command that accepts what it showed.
+    A tool named ``x$(touch FILE);y`` made that line run ``touch`` when pasted into a shell,
+    and a name with control characters could not be pasted back at all: each name is one
+    shell word, and the pasted line trusts exactly those tools."""
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    marker = tmp_path / "pwned"
+    calm = {"name": "calm", "description": "Calm.", "inputSchema": {"type": "object"}}
+    spec_path = tmp_path / "s.json"
+    servers = {"s": hostile_entry(spec_path, {"tools": [calm]}, pinning="quarantine")}
+    (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": servers}))
+    assert keen_cli("mcp", "call", "s", "calm", "--yes", keen_home=keen_home).code == 0  # pins calm
+    names = [f"x$(touch {marker});y", f"e{CLEAR}z"]
+    more = [{"name": name, "description": "New.", "inputSchema": {"type": "object"}} for name in names]
+    spec_path.write_text(json.dumps({"tools": [calm, *more]}), encoding="utf-8")
+    shown = keen_cli("mcp", "diff", "s", keen_home=keen_home)
+    assert shown.code == 0, shown
+    _assert_clean(shown)
+    [line] = [line for line in shown.stdout.splitlines() if "accept with: " in line]
+    command = line.split("accept with: keen ", 1)[1]
+    pasted = subprocess.run(
+        ["bash", "-c", f"{shlex.join(KEEN)} {command}"],
+        env=keen_env(keen_home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert not marker.exists(), command
+    assert pasted.returncode == 0, pasted
+    pins = json.loads((keen_home / "mcp" / "pins" / "s.json").read_text(encoding="utf-8"))
+    assert sorted(pins["tools"]) == sorted(["calm", *names])

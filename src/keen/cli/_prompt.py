@@ -52,6 +52,21 @@ def show(*, stats: bool, as_json: bool, max_chars: int, budget_tokens: int) -> N
 
 def _nothing_yet() -> None:
     """Say on stderr why there is no section (stdout stays empty for a script), and how to get one."""
+    from keen.skills.cache import DiscoveryCache
+
+    # Skills there, all disabled (their servers down or signed out, held, or a person's
+    # choice): adding a server is not the way back.
+    disabled = [s.name for s in DiscoveryCache(paths.skills_dir()).discover().skills if not s.enabled]
+    if disabled:
+        shown = ", ".join(disabled[:5]) + (f" and {len(disabled) - 5} more" if len(disabled) > 5 else "")
+        err.print(
+            f"no enabled skills in {paths.skills_dir()}: {shown} "
+            f"{'is' if len(disabled) == 1 else 'are'} disabled; keen mcp sync says why (a server down, "
+            "signed out or disabled, tools held for review), keen skills enable NAME turns one back on",
+            highlight=False,
+            markup=False,
+        )
+        return
     err.print(
         f"no MCP skills in {paths.skills_dir()} yet: add a server (keen mcp add NAME -- COMMAND [ARGS...]), "
         "then generate its skill with keen mcp sync",

@@ -102,7 +102,7 @@ def diff(
     timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
 ) -> None:
     """Show how SERVER's live tools differ from the pinned ones (new, changed, renamed, removed)."""
-    from keen.trust.flags import escape_text
+    from keen.cli._terminal import shell_word
     from keen.trust.pins import PinStore, Review, compare
 
     async def body() -> tuple[PinReport, str, dict[str, list[Flag]]]:
@@ -127,9 +127,11 @@ def diff(
         # Every definition is shown: `keen mcp trust` pins only what a person could see.
         for check in report.checks:
             _print_check(check, flags.get(check.name, []))
+        # Under `off` no call pins anything: only `keen mcp trust` does.
+        by = " by" if policy == "off" else " by the first approved call or by"
         out.print(
             f"\n{escape(server)}: not pinned yet (policy {policy}); these {len(report.checks)} tools would be "
-            f"pinned by the first approved call or by: keen mcp trust {escape(server)}",
+            f"pinned{by}: keen mcp trust {escape(server)}",
             highlight=False,
         )
         return
@@ -152,14 +154,15 @@ def diff(
     # name@<fingerprint> binds the command to the definitions shown above.
     quarantined = [c.ref for c in report.quarantined]
     if quarantined:
-        verb = (
-            "quarantined"
-            if policy == "quarantine"
-            else f"not pinned (policy {policy}: allowed with a warning)"
-        )
+        verb = {
+            "quarantine": "quarantined",
+            "warn": "not pinned (policy warn: allowed with a warning)",
+        }.get(policy, f"not pinned (policy {policy}: allowed, calls are not checked against pins)")
         out.print(
             f"{len(quarantined)} {verb}; accept with: keen mcp trust {escape(server)} "
-            + " ".join(escape(escape_text(n)) for n in quarantined),
+            # A command to paste: each name one shell word (`$'...'` for control characters),
+            # so a name such as `x$(...)` is not run by the shell, and comes back exact.
+            + " ".join(escape(shell_word(n)) for n in quarantined),
             highlight=False,
         )
     elif not shown:
@@ -201,12 +204,18 @@ def _print_flags(flags: dict[str, list[Flag]], order: list[str]) -> None:
 
 
 def _print_flag(flag: Flag) -> None:
-    out.print(
-        f"  [bold red]flag {flag.kind}[/] in {escape(flag.field)}: {escape(flag.reason)}: "
-        f"{escape(flag.excerpt)}",
-        highlight=False,
-        emoji=False,
-    )
+    out.print(f"  [bold red]flag {flag.kind}[/] {_flag_words(flag)}", highlight=False, emoji=False)
+
+
+def _flag_words(flag: Flag) -> str:
+    """Where ``flag`` is and why, as rich markup. The field path names the server's own
+    properties (``inputSchema.properties.<name>.description``) and the reason may quote tool
+    names (``defines "<name>", a tool the server ... defines otherwise``): both are escaped
+    like any server text (the excerpt already is)."""
+    from keen.trust.flags import escape_text
+
+    field, reason = escape_text(flag.field), escape_text(flag.reason)
+    return f"in {escape(field)}: {escape(reason)}: {escape(flag.excerpt)}"
 
 
 def trust_cmd(
@@ -286,10 +295,7 @@ def trust_cmd(
         out.print(f"trusted {escape(escape_text(check.name))}: {check.status}{was}", highlight=False)
         for flag in flags.get(check.name, []):
             err.print(
-                f"  [bold red]warning: flag {flag.kind}[/] in {escape(flag.field)}: {escape(flag.reason)}: "
-                f"{escape(flag.excerpt)}",
-                highlight=False,
-                emoji=False,
+                f"  [bold red]warning: flag {flag.kind}[/] {_flag_words(flag)}", highlight=False, emoji=False
             )
     # Pinned by a first call and unchanged: reviewed now (their readOnlyHint counts from here).
     reviewed = [c for c in trusted if c.status == "trusted" and c.name in first_use]

@@ -7,6 +7,8 @@ happens: a change notice (``notifications/tools/list_changed``, or ``subscriptio
 in the 2026-07-28 era), an expired ``ttlMs``, a reconnect. Skills on disk follow each change
 before its line is printed. With ``--json`` every line is one JSON object (``watch.ready``,
 ``capability.diff``, ``server.state``) for scripts; Ctrl-C or SIGTERM ends it with exit 0.
+A server that goes away, or is down at start, is reconnected on the back-off of
+:class:`keen.mcp.Reconnector` until it is back (docs/architecture.md "Servers and their states").
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from keen.cli._common import EXIT_KEEN_ERROR, err, fail, out, print_json, run
 from keen.cli._wording import with_remedy
 
 if TYPE_CHECKING:
+    from keen.mcp import Reconnector
     from keen.mcp.listing.changes import ToolsChanged
     from keen.mcp.manager import Manager
     from keen.mcp.types import ServerStatus
@@ -129,22 +132,25 @@ def refresh(
 
     root = paths.skills_dir()
 
-    async def body() -> list[tuple[ServerStatus, ToolsChanged | None, SyncEntry]]:
+    async def body() -> list[tuple[ServerStatus, ToolsChanged | None, SyncEntry, str]]:
         async with open_runtime(only={server} if server else None) as rt:
             manager = rt.manager
             if server is not None:
                 manager.status(server)  # ServerNotConfigured before any waiting
             await rt.wait_for_discovery(timeout, _live(not as_json))
             names = [server] if server else [s.name for s in manager.servers() if s.enabled]
-            results: list[tuple[ServerStatus, ToolsChanged | None, SyncEntry]] = []
+            results: list[tuple[ServerStatus, ToolsChanged | None, SyncEntry, str]] = []
             for name in names:
                 change = _diff_against_disk(manager, root, name)
                 entry = await _write_skill(manager, root, name)
-                results.append((manager.status(name), change, entry))
+                # What the pins hold back never reaches the skill, so the diff above cannot
+                # show it: said apart, or "no changes" would hide a changed server.
+                held = manager.view(name).note if change is not None else ""
+                results.append((manager.status(name), change, entry, held))
             return results
 
     results = run(body)
-    failed = [s for s, change, _ in results if change is None]
+    failed = [s for s, change, _, _ in results if change is None]
     if as_json:
         print_json(
             [
@@ -155,20 +161,27 @@ def refresh(
                     "tool_count": s.tool_count,
                     "last_error": with_remedy(s.last_error, s.remedy, server=s.name),
                     "diff": _event(change, entry) if change is not None else None,
+                    "held": held,
                 }
-                for s, change, entry in results
+                for s, change, entry, held in results
             ]
         )
     else:
-        for s, change, entry in results:
+        from keen.cli._terminal import terminal_text
+
+        for s, change, entry, held in results:
             if change is None:
-                err.print(f"{s.name}: {s.state.value}: {with_remedy(s.last_error, s.remedy, server=s.name)}")
+                # The last error may quote the server's stderr: escaped, and printed literally.
+                words = f"{s.name}: {s.state.value}: {with_remedy(s.last_error, s.remedy, server=s.name)}"
+                err.print(terminal_text(words), markup=False, highlight=False, emoji=False)
             elif change:
                 out.print(_line(change, entry), highlight=False, markup=False)
             else:
                 out.print(
                     f"{s.name}: no changes ({s.tool_count} tools, MCP {s.protocol_version})", markup=False
                 )
+            if held:
+                err.print(held, markup=False, highlight=False)
     if failed:
         if not as_json:
             fail(f"not connected: {', '.join(s.name for s in failed)}")
@@ -193,10 +206,14 @@ async def _watch(as_json: bool, timeout: float) -> None:
 
     from keen import paths
     from keen.cli._live import status_table
+    from keen.cli._terminal import terminal_text
+    from keen.mcp import Reconnector
+    from keen.mcp.types import ServerState
     from keen.mcpskills import LiveSkills
     from keen.runtime import open_runtime
 
     root = paths.skills_dir()
+    said: dict[str, tuple[str, str]] = {}
 
     def show(change: ToolsChanged, entry: SyncEntry | None) -> None:
         if as_json:
@@ -208,8 +225,16 @@ async def _watch(as_json: bool, timeout: float) -> None:
     def state(status: ServerStatus) -> None:
         if as_json:
             _json_line(_state_event(status))
-        else:
-            out.print(f"{status.name}: {status.state.value} {status.last_error}".rstrip(), markup=False)
+            return
+        # A reconnect that fails again says nothing new: one line per new state or error.
+        now = (status.state.value, status.last_error)
+        if status.state is ServerState.CONNECTING or said.get(status.name) == now:
+            return
+        said[status.name] = now
+        # The last error may quote the server's stderr: escaped, and printed literally.
+        words = terminal_text(f"{status.name}: {status.state.value} {status.last_error}".rstrip())
+        out.print(words, markup=False, highlight=False, emoji=False)
+        sys.stdout.flush()
 
     async with open_runtime(wait=timeout, discovery_view=_live(not as_json), live=False) as rt:
         manager = rt.manager
@@ -220,6 +245,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
             if change:
                 show(change, entry)
         statuses = manager.servers()
+        said.update({s.name: (s.state.value, s.last_error) for s in statuses})
         if as_json:
             ready = [
                 {"server": s.name, "state": s.state.value, "protocol_version": s.protocol_version}
@@ -228,9 +254,43 @@ async def _watch(as_json: bool, timeout: float) -> None:
             _json_line({"type": "watch.ready", "servers": ready})
         else:
             out.print(status_table(statuses, title="watching (Ctrl-C to stop)"))
-        unsubscribe = manager.subscribe(state)
-        try:
-            async with LiveSkills(manager, skills_root=root, on_synced=show):
-                await anyio.sleep_forever()
-        finally:
-            unsubscribe()
+        # Following every server is what a watch is for: one that went away (or was down at
+        # start) is reconnected on the Reconnector's back-off, 1 s doubling to 30 s, until it is
+        # back; its tools' changes meanwhile come as one "reconnect" change.
+        reconnector = Reconnector(manager)
+        async with anyio.create_task_group() as tg:
+            reconnector.task_group = tg
+            keeping: set[str] = set()
+
+            def keep(name: str) -> None:
+                if name not in keeping and reconnector.reconnectable(name):
+                    keeping.add(name)
+                    tg.start_soon(_keep_connected, reconnector, name, keeping, name=f"keen-watch-{name}")
+
+            def on_state(status: ServerStatus) -> None:
+                state(status)
+                if status.state is ServerState.DISCONNECTED:
+                    keep(status.name)
+
+            unsubscribe = manager.subscribe(on_state)
+            try:
+                for status in statuses:
+                    keep(status.name)
+                async with LiveSkills(manager, skills_root=root, on_synced=show):
+                    await anyio.sleep_forever()
+            finally:
+                unsubscribe()
+                tg.cancel_scope.cancel()
+
+
+async def _keep_connected(reconnector: Reconnector, server: str, keeping: set[str]) -> None:
+    """Reconnect ``server`` until it is back (or no longer one to reconnect: disabled, or it
+    needs the user to sign in), one attempt per back-off window."""
+    import anyio
+
+    try:
+        while reconnector.reconnectable(server):
+            await anyio.sleep(max(reconnector.retry_in(server), reconnector.first))
+            await reconnector.ensure([server])
+    finally:
+        keeping.discard(server)

@@ -11,7 +11,8 @@ connected, in ``force_enable``            generate/refresh and enable (a manual 
 disconnected, configured, connecting      disable; files kept, marker status updated
 auth_required / auth_failed               same, with the remedy ``Remedy.SIGN_IN``
 config_error                              same, with the remedy ``Remedy.FIX_CONFIG``
-connected, lists no tools                 disable (marker status ``no_tools``)
+connected, lists no tools                 disable (marker status ``no_tools``); when the
+                                          pins hold every tool, their note is the hint
 an invalid server name                    reported, nothing on disk touched
 not in the snapshots any more             forget in skills config, delete the managed dir;
                                           a user's own ``mcp:<x>`` dir is kept and reported
@@ -318,9 +319,14 @@ def _sync_one(
         # No catalog line telling the model to read an empty skill.
         auto.disable(config, name, "no tools")
         current = _swap.inspect(root, server)
-        _mark(server, current, {"configured": True, "status": "no_tools", "last_error": reason}, fsync, batch)
-        hint = reason or "connected, but it lists no tools"
+        # Every tool it lists may be held by the pins (new since pinned, or a pin file that
+        # cannot be read): then the pins' note says what to do, and a reconnect would not.
+        why = reason or snap.held
+        _mark(server, current, {"configured": True, "status": "no_tools", "last_error": why}, fsync, batch)
         path = link if current.managed else None
+        if snap.held and not reason:
+            return SyncEntry(server, status.state.value, "disabled", False, snap.held, path)
+        hint = reason or "connected, but it lists no tools"
         return SyncEntry(server, status.state.value, "disabled", False, hint, path, remedy=Remedy.RECONNECT)
     report = outcome if outcome is not None else _generate(snap, root, now, fsync, None)
     if isinstance(report, SkillError):

@@ -508,6 +508,12 @@ def _http(entry: dict[str, Any], notes: list[str], *, sse: bool = False) -> dict
     return out
 
 
+_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
+"""HTTP authentication schemes (RFC 9110 section 11.1; IANA "HTTP Authentication Scheme
+Registry", plus GitHub's ``token``): an Authorization value that is one of them alone has lost
+its key."""
+
+
 def _auth_from_headers(headers: dict[str, str]) -> tuple[dict[str, Any] | None, dict[str, str]]:
     rest = dict(headers)
     auth_name = next((name for name in rest if name.lower() == "authorization"), None)
@@ -518,6 +524,13 @@ def _auth_from_headers(headers: dict[str, str]) -> tuple[dict[str, Any] | None, 
             scheme, key = "", value
         if not key:
             raise _Refused(f"the {auth_name} header is empty; set it or remove it")
+        if not scheme and key.lower() in _AUTH_SCHEMES:
+            # What `-H "Authorization: Bearer $KEY"` leaves when the shell expands an unset KEY.
+            raise _Refused(
+                f"the {auth_name} header is the scheme {key!r} with no key after it; write the key "
+                f"after it (a shell expands $VAR inside double quotes, to nothing when it is unset: "
+                f"write '{key} ${{VAR}}' in single quotes and Keen expands it when it connects)"
+            )
         return {"type": "api_key", "header": "Authorization", "scheme": scheme, "key": key.strip()}, rest
     keyish = [name for name in rest if _KEYISH_HEADER.search(name)]
     if keyish:

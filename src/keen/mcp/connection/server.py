@@ -471,6 +471,10 @@ class ServerConnection:
                     self._fail(exc, facts)
                 return
             logger.debug("server %s: error while closing the session: %r", self.name, exc)
+            # The session ended on an error of its own (the SDK ends a Streamable HTTP session
+            # when a request cannot connect: the server stopped), with no EOF seen: it went
+            # away as surely, and must read disconnected, or nothing reconnects it.
+            self._eof = True
         self.session = None
         self._session_ended()
 
