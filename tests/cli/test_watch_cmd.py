@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import stdio_entry
 from tests.helpers.changing import changing_http, changing_stdio
 from tests.helpers.cli import KEEN, Home, make_home
 from tests.helpers.loopback import free_port
@@ -57,6 +58,18 @@ def test_refresh_shows_what_changed_since_the_skill_was_written(home: Home) -> N
 
     missing = home.keen("mcp", "refresh", "nope")
     assert missing.code == 2 and "not configured" in missing.stderr, missing
+
+
+def test_refresh_of_a_server_that_does_not_connect_exits_1_and_refreshes_the_others(home: Home) -> None:
+    # A server that failed made refresh exit 2 ("Keen could not do it") where keen mcp sync
+    # exits 1 for the same server.
+    home.write({"changing": changing_stdio(), "gone": stdio_entry("exit_now")})
+    result = home.keen("mcp", "refresh")
+    assert result.code == 1, result
+    assert "changing: +echo +flood +mutate +stats" in result.stdout
+    assert "not connected: gone" in result.stderr
+    assert (home.keen_home / "skills" / "mcp:changing" / "schemas" / "echo.json").exists()
+    assert home.keen("mcp", "refresh", "gone", "--json").code == 1
 
 
 def test_list_shows_protocol_version_and_flags(home: Home) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from keen.cli._common import EXIT_KEEN_ERROR, err, fail, out, print_json, run
+from keen.cli._common import EXIT_TOOL_ERROR, err, fail, out, print_json, run
 from keen.cli._wording import with_remedy
 
 if TYPE_CHECKING:
@@ -126,7 +126,11 @@ def refresh(
     as_json: JsonOpt = False,
     timeout: TimeoutOpt = 60.0,
 ) -> None:
-    """List SERVER's tools again, regenerate its skill, and show what changed since the last sync."""
+    """List SERVER's tools again, regenerate its skill, and show what changed since the last sync.
+
+    Exit 0 when every server asked for connected, 1 when one did not (the others are
+    refreshed; as ``keen mcp sync``), 2 when Keen could not do it (a server not configured).
+    """
     from keen import paths
     from keen.runtime import open_runtime
 
@@ -183,9 +187,10 @@ def refresh(
             if held:
                 err.print(held, markup=False, highlight=False)
     if failed:
+        # The server failed, not Keen: the same code keen mcp sync gives it.
         if not as_json:
-            fail(f"not connected: {', '.join(s.name for s in failed)}")
-        raise typer.Exit(EXIT_KEEN_ERROR)
+            fail(f"not connected: {', '.join(s.name for s in failed)}", EXIT_TOOL_ERROR)
+        raise typer.Exit(EXIT_TOOL_ERROR)
 
 
 def watch(as_json: WatchJsonOpt = False, timeout: TimeoutOpt = 60.0) -> None:
