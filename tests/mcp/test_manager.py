@@ -396,6 +396,20 @@ def test_a_config_given_in_code_that_is_no_mapping_is_refused_at_construction(tm
             Manager(config=given, trust=None)  # type: ignore[arg-type]
 
 
+async def test_only_naming_a_server_the_config_lacks_is_refused_at_start(keen_home: Path) -> None:
+    # Manager(only={"lcoal"}) started nothing and said nothing: every server stayed
+    # "configured" and a call to the real one said this session connects only some servers.
+    config = {"mcpServers": {"local": stdio_server("basic_stdio.py")}}
+    manager = Manager(config=config, only={"lcoal"}, trust=PinGuard())
+    given = r'MCP server "lcoal" is not configured \(configured: local\); add it to the config this Manager was given'
+    with pytest.raises(ServerNotConfigured, match=given):
+        await manager.start()
+    assert not manager.servers()  # nothing started
+    async with Manager(config=config, only={"local"}, trust=PinGuard()) as started:
+        assert await started.wait_ready(20)
+        assert (await started.call_tool("local", "add", {"a": 1, "b": 2})).text == "3"
+
+
 async def test_a_transport_for_a_server_the_config_lacks_is_refused_naming_both(
     keen_home: Path, write_config: Callable[..., Path]
 ) -> None:

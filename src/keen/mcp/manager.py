@@ -117,6 +117,7 @@ class Manager:
         auth_factory: builds the OAuth ``httpx2.Auth`` for ``oauth`` servers; default: tokens
             from ``$KEEN_HOME/mcp/auth/<server>.json``, never a browser in the background.
         only: connect just these servers (the others stay ``configured``); ``refresh`` starts one.
+            A name the config lacks is ``ServerNotConfigured`` at :meth:`start`.
         transports: ``{server: factory}`` connects those configured servers through the
             factory's streams instead of their configured transport (in-process servers for
             tests and embedding; see :func:`in_memory_transport`). Their config entries still
@@ -242,14 +243,19 @@ class Manager:
         """Load the config and start one owner task per enabled server; returns at once.
 
         A second call is a no-op. Raises ``ConfigError`` for a file that cannot be used or
-        that lacks a server ``transports`` names; an invalid server entry only puts that
-        server in state ``config_error``.
+        that lacks a server ``transports`` names, ``ServerNotConfigured`` when ``only`` names
+        a server the config lacks (nothing starts then); an invalid server entry only puts
+        that server in state ``config_error``.
         """
         if self._started:
             return
         config = self.config
         if self._from_file:
             _check_transports(self._transports, config, str(self.config_path))
+        for name in sorted(self.only or ()):
+            # A misspelt name here started nothing and said nothing until its first use.
+            if name not in config.servers and name not in config.invalid:
+                raise self._not_configured(name, [*config.servers, *config.invalid])
         for name, message in config.invalid.items():
             self._misconfigured[name] = misconfigured_status(name, message, config.invalid_kinds.get(name))
         for name, server in config.servers.items():
@@ -940,15 +946,18 @@ class Manager:
             # (configured: none)" sent a caller who forgot to start the Manager to its config.
             raise ServerNotConfigured(_not_started(f'MCP server "{name}" cannot be used yet'), server=name)
         if connection is None:
-            known = ", ".join([*self._connections, *self._misconfigured]) or "none"
-            # A config given in code is not configs.json's: adding the server there does nothing.
-            where = self.config_path if self._from_file else _GIVEN
-            raise ServerNotConfigured(
-                f'MCP server "{name}" is not configured (configured: {known}); add it to {where} '
-                "or check the name.",
-                server=name,
-            )
+            raise self._not_configured(name, [*self._connections, *self._misconfigured])
         return connection
+
+    def _not_configured(self, name: str, configured: list[str]) -> ServerNotConfigured:
+        """The error for a server name the config lacks, naming the configured ones."""
+        known = ", ".join(configured) or "none"
+        # A config given in code is not configs.json's: adding the server there does nothing.
+        where = self.config_path if self._from_file else _GIVEN
+        return ServerNotConfigured(
+            f'MCP server "{name}" is not configured (configured: {known}); add it to {where} or check the name.',
+            server=name,
+        )
 
     def _connected(self, name: str) -> ServerConnection:
         connection = self._connections.get(name)
