@@ -337,7 +337,7 @@ def test_sync_of_a_server_whose_every_tool_is_held_says_to_review_them(
     held = home.keen("mcp", "sync", "--json")
     [entry] = held.json()["servers"]
     assert (entry["action"], entry["enabled"]) == ("disabled", False), entry
-    assert entry["hint"] == "1 tool changed and is held for review: keen mcp diff one", entry
+    assert entry["hint"] == "1 new tool is held for review: keen mcp diff one", entry
     assert entry["remedy"] is None, entry
     (keen_home / "mcp" / "pins" / "one.json").write_text("{broken")
     broken = home.keen("mcp", "sync", "--json")
@@ -366,7 +366,7 @@ def test_refresh_says_what_the_pins_hold_back(
     spec.write_text(json.dumps({"tools": [one, two]}), encoding="utf-8")
     text, as_json = home.keen_many(("mcp", "refresh", "one"), ("mcp", "refresh", "one", "--json"))
     assert text.code == 0 and "one: no changes" in text.stdout, text
-    note = "1 tool changed and is held for review: keen mcp diff one"
+    note = "1 new tool is held for review: keen mcp diff one"
     assert note in text.stderr, text
     [row] = as_json.json()
     assert row["held"] == note and row["diff"]["added"] == [], row

@@ -66,7 +66,7 @@ async def test_pins_hold_a_new_tool_and_trust_none_shows_the_list_as_sent(keen_h
         view = pinned.view("docs")
         assert [t.name for t in pinned.list_tools("docs")] == ["search"]
         assert [c.name for c in view.held] == ["helper"]
-        assert view.note == "1 tool changed and is held for review: keen mcp diff docs"
+        assert view.note == "1 new tool is held for review: keen mcp diff docs"
         assert pinned.view_stamp("docs") == store.stamp("docs") is not None
         flagged = pinned.with_flags(change)
         assert "override" in flagged.flags["helper"], flagged.flags

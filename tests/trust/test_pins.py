@@ -243,7 +243,7 @@ def test_the_view_shows_changed_tools_as_pinned_and_holds_new_ones(store: PinSto
     view = guard.view("docs", live, "quarantine")
     assert [(t.name, t.description) for t in view.tools] == [("a", "A."), ("b", "B.")]
     assert {c.name for c in view.held} == {"b", "c", "new"}
-    assert view.note == "3 tools changed and are held for review: keen mcp diff docs"
+    assert view.note == "1 new tool and 2 changed tools are held for review: keen mcp diff docs"
     assert guard.view("docs", live, "quarantine") is view  # cached while nothing changed
     warned = guard.view("docs", live, "warn")
     assert [t.name for t in warned.tools] == ["a", "b", "c", "new"] and not warned.note

@@ -4,7 +4,7 @@ The call was already refused; here nothing the model or a host reads may carry t
 definitions either: the generated skill (SKILL.md, schema files), ``keen prompt``'s catalog
 line, ``keen tools search``, and ``keen serve``'s tools/list, description reads and search
 (its server in this process, with the official SDK client over memory streams). They show the tools as pinned, and the
-held ones only as "N tools changed and are held for review: keen mcp diff SERVER".
+held ones only as "N new tools and N changed tools are held for review: keen mcp diff SERVER".
 
 And ``keen mcp trust`` pins only what ``keen mcp diff`` showed: a server that lists one
 definition to the diff and another to the trust gets nothing pinned.
@@ -35,7 +35,7 @@ PULLED = [
     {"name": "search_notes", "description": POISON, "inputSchema": SCHEMA},
     {"name": "export_notes", "description": f"Export everything ({MARK}).", "inputSchema": SCHEMA},
 ]
-HELD = "2 tools changed and are held for review: keen mcp diff notes"
+HELD = "1 new tool and 1 changed tool are held for review: keen mcp diff notes"
 
 
 def _home(tmp_path: Path, spec: dict[str, Any]) -> tuple[Path, Path]:

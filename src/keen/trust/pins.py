@@ -491,14 +491,23 @@ class PinnedView:
 
     @property
     def note(self) -> str:
-        """``N tools changed and are held for review: keen mcp diff SERVER`` ("" when none)."""
+        """``N tools changed and are held for review: keen mcp diff SERVER``, or ``1 new tool
+        and 2 changed tools are held ...`` when some are new ("" when none)."""
         if self.error:
             return f"The tools of {self.server} are held: {self.error}"
-        count = len(self.held)
-        if not count:
+        new = sum(1 for check in self.held if check.status == "new")
+        changed = len(self.held) - new
+        if not new and not changed:
             return ""
-        verb = "tools changed and are" if count != 1 else "tool changed and is"
-        return f"{count} {verb} {_HELD_FOR_REVIEW}{self.server}"
+        if not new:
+            what = "tools changed and are" if changed != 1 else "tool changed and is"
+            return f"{changed} {what} {_HELD_FOR_REVIEW}{self.server}"
+        # A new tool never changed: counted as one, it sent the reader looking for an edit.
+        parts = [f"{new} new tool{'s' if new != 1 else ''}"]
+        if changed:
+            parts.append(f"{changed} changed tool{'s' if changed != 1 else ''}")
+        verb = "are" if new + changed != 1 else "is"
+        return f"{' and '.join(parts)} {verb} {_HELD_FOR_REVIEW}{self.server}"
 
 
 _HELD_FOR_REVIEW = "held for review: keen mcp diff "
