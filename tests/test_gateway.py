@@ -19,6 +19,7 @@ from keen.errors import (
     Remedy,
     ServerDisabled,
     ServerDisconnected,
+    ServerMisconfigured,
     ServerNotConfigured,
     ToolNotFound,
 )
@@ -101,6 +102,28 @@ async def test_refusals_come_in_order_and_never_reach_approval(manager: Manager)
         "invalid_arguments",
         "invalid_arguments",
     ]
+
+
+async def test_a_config_given_in_code_is_what_the_model_is_told_to_fix(keen_home: Path) -> None:
+    # The remedy for the model said "in configs.json" after a message naming the config the
+    # Manager was given: the user was sent to a file the library never read.
+    config = {
+        "version": 1,
+        "servers": {"off": stdio_server("basic_stdio.py", enabled=False), "bad": {"transport": "stdio"}},
+    }
+    async with Manager(config=config, trust=PinGuard()) as given:
+        assert await given.wait_ready(20)
+        gateway = Gateway(given, approval=allow_all)
+        with pytest.raises(ServerDisabled, match="the config this Manager was given") as disabled:
+            await gateway.call("off", "echo", {"text": "x"})
+        with pytest.raises(ServerMisconfigured, match="the config this Manager was given") as broken:
+            await gateway.call("bad", "echo", {"text": "x"})
+    for caught, server in ((disabled, "off"), (broken, "bad")):
+        text = for_model(caught.value, server)
+        assert "configs.json" not in text and "the config this Manager was given" in text, text
+        assert text.endswith("as the message says; tell them.") or text.endswith(
+            "where the message says; tell them."
+        ), text
 
 
 async def test_approval_sees_the_call_and_can_deny(manager: Manager) -> None:

@@ -91,8 +91,9 @@ _FOR_MODEL: dict[Remedy | None, str] = {
     Remedy.READ_SCHEMA: " Read the tool's schema file and pass arguments that match its inputSchema exactly.",
     Remedy.SIGN_IN: " The user has to sign in to this server again; tell them.",
     Remedy.RECONNECT: " The user has to fix and reconnect this server; tell them.",
-    Remedy.ENABLE_SERVER: " The user has to enable this server in configs.json.",
-    Remedy.FIX_CONFIG: " The user has to fix this server's entry in configs.json; tell them.",
+    # Where (configs.json, or the config a library gave its Manager) is the message's to say.
+    Remedy.ENABLE_SERVER: " The user has to enable this server where the message says; tell them.",
+    Remedy.FIX_CONFIG: " The user has to fix this server's entry as the message says; tell them.",
 }
 
 
