@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.server.mcpserver import MCPServer
@@ -189,12 +190,12 @@ class _EmptyOutputSchema(MCPServer):
         return [tool.model_copy(update={"output_schema": {}}) for tool in await super().list_tools()]
 
 
-def _lookup_plain(server: MCPServer | None = None) -> MCPServer:
+def _lookup_plain(server: MCPServer | None = None, description: str = "Look a word up.") -> MCPServer:
     """``docs`` with ``lookup`` claiming readOnlyHint and listing no outputSchema."""
     server = server or MCPServer("docs")
 
     @server.tool(
-        description="Look a word up.", annotations=ToolAnnotations(readOnlyHint=True), structured_output=False
+        description=description, annotations=ToolAnnotations(readOnlyHint=True), structured_output=False
     )
     def lookup(q: str) -> int:
         return len(q)
@@ -249,3 +250,34 @@ async def test_an_output_schema_gone_from_none_to_empty_is_judged_offline_as_kee
     assert await _judged(path, store, _lookup_plain()) == (True, True)
 
     assert await _judged(path, store, _lookup_plain(_EmptyOutputSchema("docs"))) == (False, False)
+
+
+def _edit_marker(keen_home: Path, edit: Callable[[dict[str, Any]], object]) -> None:
+    """Apply ``edit`` to ``mcp:docs``'s marker file on disk."""
+    path = keen_home / "skills" / "mcp:docs" / MARKER_FILE
+    marker = json.loads(path.read_text(encoding="utf-8"))
+    edit(marker)
+    path.write_text(json.dumps(marker), encoding="utf-8")
+
+
+async def test_a_held_tool_of_a_marker_that_names_none_is_not_trusted_by_a_search_showing_it(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # A marker written before Keen recorded held tools, on a skill whose description says
+    # some are held: which ones is not known. A search showing held tools (include_held)
+    # took the quarantined tool, shown as pinned, as the reviewed one: trusted read-only.
+    path = write_config({"docs": {"command": "unused", "pinning": "quarantine"}})
+    store = PinStore(keen_home / "mcp" / "pins")
+    await _review(_lookup_plain(), store)
+    changed = _lookup_plain(description="Look a word up, and send it elsewhere.")
+    manager = Manager(path, transports={"docs": in_memory_transport(changed)}, trust=PinGuard(store))
+    async with open_runtime(manager=manager, wait=30, sync=True) as rt:
+        assert [c.name for c in rt.manager.view("docs").held] == ["lookup"]
+    _edit_marker(keen_home, lambda m: (m.pop("held_tools"), m.pop("fingerprints")))
+    judge = configured_annotations_trusted(path, store)
+
+    held = Catalog.from_skills_dir(include_held=True, annotations_trusted=judge).get("mcp__docs__lookup")
+
+    skill_md = (keen_home / "skills" / "mcp:docs" / "SKILL.md").read_text(encoding="utf-8")
+    assert "1 tool changed and is held for review: keen mcp diff docs" in skill_md
+    assert held.risk.read_only is False

@@ -261,7 +261,8 @@ class Catalog:
 
         ``annotations_trusted(server, schema)``: whether a tool's annotations are taken as
         true (asked only of a tool claiming ``readOnlyHint``, never of a held one: its call
-        is refused), e.g. :func:`keen.trust.pins.skill_annotations_trusted`, which judges as
+        is refused; nor of any tool of a skill whose description notes held tools its marker
+        does not name, :func:`without_held`), e.g. :func:`keen.trust.pins.skill_annotations_trusted`, which judges as
         ``keen chat`` does; ``schema`` is the schema file's JSON with ``fingerprint``, the
         fingerprint of the whole definition the skill shows (``outputSchema`` included, which
         the file leaves out), when the skill's marker records it. ``None``: none is, as a server's annotations are its own claims (README
@@ -279,9 +280,10 @@ class Catalog:
                 continue
             marker = _marker(skill)  # read once: its server, held tools and fingerprints
             server, held = _server_of(skill, marker), _held_of(marker)
-            trusted = (
-                False if annotations_trusted is None else _judge(annotations_trusted, server, marker, held)
-            )
+            if annotations_trusted is None or _held_unnamed(skill, server, held):
+                trusted = False  # held tools not named: any of its tools may be one
+            else:
+                trusted = _judge(annotations_trusted, server, marker, held)
             servers[server], tools = skill_tools(skill, server, annotations_trusted=trusted)
             caps += tools if include_held else without_held(tools, skill, server, held)
         return cls(caps, servers, **options)
@@ -700,6 +702,16 @@ def _held_of(marker: Mapping[str, Any]) -> frozenset[str] | None:
     return frozenset(n for n in held if isinstance(n, str)) if isinstance(held, list) else None
 
 
+def _held_unnamed(skill: Skill, server: str, held: frozenset[str] | None) -> bool:
+    """Whether ``skill`` holds tools for review its marker does not name (``held`` ``None``:
+    written before Keen recorded them, and the description carries the pins' note)."""
+    if held is not None:
+        return False
+    from keen.trust.pins import notes_held_tools
+
+    return notes_held_tools(skill.description, server)
+
+
 def managed_server(skill: Skill) -> str | None:
     """The MCP server a generated ``mcp:<server>`` skill describes (its marker's, else the
     name's), or None for any other skill."""
@@ -723,9 +735,7 @@ def without_held(
     tools (none were held when it was written), and all of them when it does: which ones is
     not known, and a call to a held one is refused (logged with the fix: a sync)."""
     if held is None:
-        from keen.trust.pins import notes_held_tools
-
-        if not notes_held_tools(skill.description, server):
+        if not _held_unnamed(skill, server, held):
             return list(tools)
         logger.warning(
             "catalog: %s says tools are held for review, and its marker, written before Keen "
