@@ -281,3 +281,44 @@ async def test_a_held_tool_of_a_marker_that_names_none_is_not_trusted_by_a_searc
     skill_md = (keen_home / "skills" / "mcp:docs" / "SKILL.md").read_text(encoding="utf-8")
     assert "1 tool changed and is held for review: keen mcp diff docs" in skill_md
     assert held.risk.read_only is False
+
+
+async def test_a_fingerprint_in_a_schema_file_is_not_taken_for_the_markers(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # With no fingerprint recorded in the marker, the schema file's own data went to the
+    # judge unchanged: a "fingerprint" key written into the file (the pin's) stood for the
+    # definition shown, and the outputSchema no file holds was taken as reviewed.
+    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
+    store = PinStore(keen_home / "mcp" / "pins")
+    await _review(_lookup(returns_text=False), store)
+    assert await _judged(path, store, _lookup(returns_text=False)) == (True, True)
+    pin = store.load("docs")
+    assert pin is not None and "outputSchema" in pin.tools["lookup"].definition
+    _edit_marker(keen_home, lambda m: m.pop("fingerprints"))
+    schema_path = keen_home / "skills" / "mcp:docs" / "schemas" / "lookup.json"
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    schema_path.write_text(
+        json.dumps({**schema, "fingerprint": pin.tools["lookup"].fingerprint}), encoding="utf-8"
+    )
+
+    catalog = Catalog.from_skills_dir(annotations_trusted=configured_annotations_trusted(path, store))
+
+    assert catalog.get("mcp__docs__lookup").risk.read_only is False
+
+
+async def test_a_tool_claiming_read_only_missing_from_the_markers_fingerprints_is_not_trusted(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # A marker with a fingerprints map names every tool claiming readOnlyHint; one it leaves
+    # out (a schema file or marker edited since) fell back to the file's fields, trusted.
+    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
+    store = PinStore(keen_home / "mcp" / "pins")
+    await _review(_lookup_plain(), store)
+    assert await _judged(path, store, _lookup_plain()) == (True, True)
+    _edit_marker(keen_home, lambda m: m["fingerprints"].clear())
+    judge = configured_annotations_trusted(path, store)
+
+    assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is False
+    _edit_marker(keen_home, lambda m: m.pop("fingerprints"))  # a marker from before them: the fields
+    assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is True

@@ -262,12 +262,14 @@ class Catalog:
         ``annotations_trusted(server, schema)``: whether a tool's annotations are taken as
         true (asked only of a tool claiming ``readOnlyHint``, never of a held one: its call
         is refused; nor of any tool of a skill whose description notes held tools its marker
-        does not name, :func:`without_held`), e.g. :func:`keen.trust.pins.skill_annotations_trusted`, which judges as
-        ``keen chat`` does; ``schema`` is the schema file's JSON with ``fingerprint``, the
-        fingerprint of the whole definition the skill shows (``outputSchema`` included, which
-        the file leaves out), when the skill's marker records it. ``None``: none is, as a server's annotations are its own claims (README
-        "Annotations only from servers you trust for them"). Raises ``SkillError`` for an
-        unreadable skills dir or config.
+        does not name, :func:`without_held`; nor of one missing from its marker's
+        ``fingerprints``), e.g. :func:`keen.trust.pins.skill_annotations_trusted`, which
+        judges as ``keen chat`` does; ``schema`` is the schema file's JSON with
+        ``fingerprint`` set from the skill's marker: the fingerprint of the whole definition
+        the skill shows (``outputSchema`` included, which the file leaves out), ``None`` when
+        the marker records none. ``None``: none is, as a server's annotations are its own
+        claims (README "Annotations only from servers you trust for them"). Raises
+        ``SkillError`` for an unreadable skills dir or config.
         """
         found = discover(skills_root)
         caps: list[Capability] = []
@@ -663,18 +665,23 @@ def _judge(
 ) -> Callable[[dict[str, Any]], bool]:
     """``annotations_trusted`` for one generated skill's schema files: a held tool's
     annotations count for nothing (``keen chat`` offers no held tool), and each other is
-    judged with the fingerprint its marker records of the definition shown."""
+    judged with the fingerprint its marker records of the definition shown (``fingerprint``
+    always from the marker, ``None`` when it records none: a schema file never supplies
+    it). A marker with a ``fingerprints`` map names every tool claiming ``readOnlyHint``
+    (:func:`keen.mcpskills.generate_skill`): one it leaves out is not trusted."""
     recorded = marker.get("fingerprints")
-    fingerprints: Mapping[str, Any] = recorded if isinstance(recorded, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    fingerprints: Mapping[str, Any] | None = recorded if isinstance(recorded, dict) else None  # pyright: ignore[reportUnknownVariableType]
 
     def judge(data: dict[str, Any]) -> bool:
         name = data.get("name")
         if held is not None and name in held:
             return False
-        shown = fingerprints.get(name) if isinstance(name, str) else None
-        return annotations_trusted(
-            server, data if not isinstance(shown, str) else {**data, "fingerprint": shown}
-        )
+        shown = None
+        if fingerprints is not None:
+            shown = fingerprints.get(name) if isinstance(name, str) else None
+            if not isinstance(shown, str):
+                return False  # not what Keen wrote: the file or the marker was edited
+        return annotations_trusted(server, {**data, "fingerprint": shown})
 
     return judge
 
