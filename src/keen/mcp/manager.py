@@ -780,13 +780,14 @@ class Manager:
             The status after the attempt.
 
         Raises:
-            ServerNotConfigured: no server by that name, or the Manager was never started.
+            KeenError: the Manager was never started (it says to start it).
+            ServerNotConfigured: no server by that name.
         """
+        if self._tg is None:  # before _connection(), whose words are about one server
+            raise KeenError(_not_started("Manager.refresh() has no server to reconnect"))
         if name in self._misconfigured:
             return self._misconfigured[name]  # reload_server() takes the entry once it is fixed
         connection = self._connection(name)
-        if self._tg is None:
-            raise KeenError(_not_started("Manager.refresh() has no server to reconnect"))
         if connection.finished.is_set() or (
             connection.state is ServerState.CONFIGURED and not connection.running
         ):
