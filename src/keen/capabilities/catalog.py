@@ -60,8 +60,7 @@ __all__ = [
     "SearchFilter",
     "SearchHit",
     "explain",
-    "held_tools",
-    "managed_server",
+    "managed_marker",
     "server_text",
     "skill_tools",
     "tool_capability",
@@ -252,7 +251,7 @@ class Catalog:
 
         Each generated ``mcp:<server>`` skill contributes one tool per schema file (read
         now for the summary and search text; :meth:`load` reads it again), but for the tools
-        its marker records as held for review (:func:`held_tools`: a call to one is refused
+        its marker records as held for review (:func:`managed_marker`: a call to one is refused
         until ``keen mcp trust``, so ``keen chat`` does not offer them either) unless
         ``include_held`` (their schema files hold the pinned definitions: a person may search
         them); every other skill is one ``skill`` capability. Disabled skills are left out
@@ -719,25 +718,24 @@ def _held_unnamed(skill: Skill, server: str, held: frozenset[str] | None) -> boo
     return notes_held_tools(skill.description, server)
 
 
-def managed_server(skill: Skill) -> str | None:
-    """The MCP server a generated ``mcp:<server>`` skill describes (its marker's, else the
-    name's), or None for any other skill."""
-    return _server_of(skill, _marker(skill)) if _generated(skill) else None
-
-
-def held_tools(skill: Skill) -> frozenset[str] | None:
-    """The tools a generated skill's marker records as held for review when it was written
-    (``pinning: quarantine``: a changed one's schema file is its pinned definition, and a
-    call to it is refused until ``keen mcp trust``); ``None`` when the marker does not say
-    (written before Keen recorded them: the next sync of its server adds them)."""
-    return _held_of(_marker(skill))
+def managed_marker(skill: Skill) -> tuple[str, frozenset[str] | None] | None:
+    """What a generated ``mcp:<server>`` skill's marker says, from one read of it: the MCP
+    server it describes (the marker's, else the name's) and the tools it records as held for
+    review when it was written (``pinning: quarantine``: a changed one's schema file is its
+    pinned definition, and a call to it is refused until ``keen mcp trust``; ``None`` when
+    the marker does not say: written before Keen recorded them, the next sync of its server
+    adds them). None for any other skill."""
+    if not _generated(skill):
+        return None
+    marker = _marker(skill)
+    return _server_of(skill, marker), _held_of(marker)
 
 
 def without_held(
     tools: Sequence[Capability], skill: Skill, server: str, held: frozenset[str] | None
 ) -> list[Capability]:
     """``tools`` of ``server``'s generated ``skill`` less those its marker records as held
-    (:func:`held_tools`), so none is offered as callable. A marker that does not say
+    (:func:`managed_marker`), so none is offered as callable. A marker that does not say
     (``held`` ``None``) hides none when the skill's description carries no note of held
     tools (none were held when it was written), and all of them when it does: which ones is
     not known, and a call to a held one is refused (logged with the fix: a sync)."""
