@@ -366,7 +366,12 @@ async def connect_server(
         from keen.mcp.auth import authorize_interactively  # with the MCP SDK: only when signing in
 
         try:
-            await authorize_interactively(server, config_entry, on_authorization_url=on_authorization_url)
+            await authorize_interactively(
+                server,
+                config_entry,
+                on_authorization_url=on_authorization_url,
+                config_name=manager.config_name,
+            )
         except KeenError as exc:
             sign_in_error = exc
     status = await manager.refresh(server)

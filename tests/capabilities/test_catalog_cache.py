@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -329,3 +330,42 @@ async def test_a_marker_written_before_held_tools_offers_no_held_tool_and_the_ne
     assert json.loads(markers["calm"].read_text())["held_tools"] == []
     ids = {cap.id for cap in Catalog.from_skills_dir(skills)}
     assert capability_id("tool", "echo", "srv") in ids and capability_id("tool", "answer", "srv") not in ids
+
+
+_OPENED: list[str] | None = None
+"""Paths opened while a test records them (:func:`_record_opens`); None: not recording."""
+
+
+def _record_opens(event: str, args: tuple[object, ...]) -> None:
+    if event == "open" and _OPENED is not None and isinstance(args[0], str | Path):
+        _OPENED.append(str(args[0]))
+
+
+async def test_a_starting_servers_skill_marker_is_read_once_beside_discovery(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # The catalog of a session's first step read each generated skill's marker twice after
+    # discovery had: once for its server, once more for its held tools.
+    global _OPENED
+    path = write_config({"srv": {**IN_MEMORY, "pinning": "quarantine"}})
+    server = make_echo_server("srv", "answer", "Answer the question.")
+    manager = Manager(path, transports={"srv": in_memory_transport(server._mcp_server)}, trust=PinGuard())
+    async with open_runtime(manager=manager, wait=30, sync=True):
+        pass  # the skill on disk, as an earlier session leaves it
+    skills = keen_home / "skills"
+    cache = CatalogCache(
+        Manager(path, transports={}, trust=PinGuard()),
+        skills_root=skills,
+        pins=PinGuard(),
+        cache=False,
+        dense=False,
+    )
+    sys.addaudithook(_record_opens)  # a hook stays for the process: it records only while asked
+    _OPENED = []
+    try:
+        catalog = cache()
+    finally:
+        opened, _OPENED = _OPENED, None
+    assert capability_id("tool", "answer", "srv") in catalog
+    reads = [p for p in opened if p.endswith("mcp:srv/.keen-generated-mcp.json")]
+    assert len(reads) == 2, reads  # discovery's (managed, tool count), the catalog's

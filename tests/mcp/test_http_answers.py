@@ -341,3 +341,21 @@ async def test_a_calls_error_is_worded_from_its_own_answers_status_not_another_c
     assert results["odd"] == 'MCP server "answers" ' + ODD_THEN_ECHO[case][2]
     if case == "error page":
         assert results["echo"] == "hi"
+
+
+async def test_a_redirect_to_a_manager_given_its_config_in_code_names_that_config() -> None:
+    # The advice said to put the url "in configs.json", a file this Manager never read.
+    given = "put that url in the config this Manager was given"
+    with serve_http(echo_server(), wrap=answering("redirect"), api_key=KEY) as srv:
+        config = {"version": 1, "servers": {"answers": entry(srv.url)}}
+        async with Manager(config=config, trust=PinGuard()) as manager:
+            assert await manager.wait_ready(20), manager.status("answers").last_error
+            with pytest.raises(RemoteProtocolError, match=re.escape(f"same server, {given}") + "$"):
+                await manager.call_tool("answers", "odd", {})
+    with serve_http(echo_server(), wrap=answering("redirect", everything=True), api_key=KEY) as srv:
+        config = {"version": 1, "servers": {"answers": entry(srv.url)}}
+        async with Manager(config=config, trust=PinGuard()) as manager:
+            await manager.wait_ready(20)
+            status = manager.status("answers")
+            assert status.state is ServerState.DISCONNECTED
+            assert status.last_error.endswith(given), status.last_error

@@ -377,6 +377,8 @@ async def test_waiting_on_a_manager_not_started_says_to_start_it(keen_home: Path
         await manager.wait_attempt("local", 5)
     with pytest.raises(KeenError, match=r"Manager\.reload_server\(\) has no server to reload: .*" + start_it):
         await Manager(tmp_path / "configs.json", trust=PinGuard()).reload_server("local")
+    with pytest.raises(KeenError, match=r"Manager\.refresh\(\) has no server to reconnect: .*" + start_it):
+        await manager.refresh("local")
     async with manager:  # started, the same Manager waits and calls
         assert await manager.wait_ready(20)
         assert (await manager.call_tool("local", "add", {"a": 1, "b": 2})).text == "3"

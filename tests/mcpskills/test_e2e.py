@@ -16,6 +16,7 @@ from keen._redact import redactor
 from keen.errors import Remedy
 from keen.mcp import Manager
 from keen.mcpskills import MARKER_FILE, ServerSnapshot, sync_mcp_skills
+from keen.mcpskills.startup import sync_from_manager
 from keen.skills import SkillsConfig, discover
 from keen.trust import PinGuard
 
@@ -102,3 +103,24 @@ async def test_sync_from_real_servers(tmp_path: Path, monkeypatch: pytest.Monkey
         if path.is_file():
             assert WRONG_KEY.encode() not in path.read_bytes(), path
     assert WRONG_KEY not in json.dumps(report.to_dict())
+
+
+@pytest.mark.anyio
+async def test_sync_hints_name_the_config_a_manager_was_given_in_code(keen_home: Path) -> None:
+    # A session opened with its own config was told its server is disabled, or its entry
+    # is to be fixed, "in configs.json", a file it never read.
+    given = "the config this Manager was given"
+    config = {
+        "version": 1,
+        "servers": {
+            "off": {"command": "unused", "enabled": False},
+            "broken": {"command": "unused", "transport": "carrier-pigeon"},
+        },
+    }
+    async with Manager(config=config, trust=PinGuard()) as manager:
+        await manager.wait_ready(20)
+        report = await sync_from_manager(manager, skills_root=keen_home / "skills")
+    entries = {e.server: e for e in report.entries}
+    assert entries["off"].hint == f"the server is disabled in {given}"
+    assert entries["broken"].state == "config_error"
+    assert entries["broken"].hint == f"fix its entry in {given} as the error says"

@@ -20,10 +20,13 @@ import yaml
 from helpers.mcpskills import NOW, read_tree, simple_tools, status
 from keen import skills as skills_pkg
 from keen._redact import redactor
+from keen.capabilities import Catalog
 from keen.errors import SkillError
 from keen.mcp.types import ServerInfo, ServerState, Tool
 from keen.mcpskills import MANAGED_BY, MARKER_FILE, _swap, delete_skill, generate_skill
 from keen.skills import SkillsConfig, discover, split_frontmatter
+from keen.trust.fingerprint import fingerprint
+from keen.trust.pins import PinStore, skill_annotations_trusted, trust
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "mcpskills"
 
@@ -50,6 +53,14 @@ def github_case() -> tuple[str, list[Tool], ServerInfo | None]:
         ),
         Tool(
             s, "list_issues", "List issues | filter by state | paginate", {"type": "object", "properties": {}}
+        ),
+        Tool(
+            s,
+            "get_issue",
+            "Get one issue by number.",
+            {"type": "object", "properties": {"number": {"type": "integer"}}, "required": ["number"]},
+            annotations={"readOnlyHint": True},
+            output_schema={"type": "object", "properties": {"title": {"type": "string"}}},
         ),
         Tool(s, "search/code", "Search code across repositories.", {"type": "object"}),
         Tool(s, "ping", ""),
@@ -91,6 +102,28 @@ def test_generation_matches_golden_bytes(tmp_path: Path, case: str) -> None:
     assert sorted(produced) == sorted(expected)
     for rel in expected:
         assert produced[rel] == expected[rel], f"{rel} differs from the golden file"
+
+
+def test_the_golden_markers_fingerprints_are_what_the_catalog_judges_a_pin_by(tmp_path: Path) -> None:
+    # The schema file of get_issue leaves its outputSchema out; the marker's fingerprint
+    # holds it: a pin reviewed with another outputSchema is not trusted offline.
+    server, tools, _ = github_case()
+    skills = tmp_path / "skills"
+    shutil.copytree(GOLDEN / "github", skills / "mcp:github")
+    get_issue = next(t for t in tools if t.name == "get_issue")
+    marker = json.loads((skills / "mcp:github" / MARKER_FILE).read_text(encoding="utf-8"))
+    assert marker["fingerprints"] == {"get_issue": fingerprint(get_issue)}
+    store = PinStore(tmp_path / "pins")
+
+    def read_only() -> bool:
+        catalog = Catalog.from_skills_dir(skills, annotations_trusted=skill_annotations_trusted(store=store))
+        return catalog.get("mcp__github__get_issue").risk.read_only
+
+    trust(server, [get_issue], store=store, by_user=True)
+    assert read_only() is True
+    other = replace(get_issue, output_schema={"type": "object", "properties": {"body": {"type": "string"}}})
+    trust(server, [other], store=store, by_user=True)
+    assert read_only() is False
 
 
 def test_generation_is_order_independent_and_reproducible(tmp_path: Path) -> None:

@@ -6,17 +6,21 @@ The Manager shows each server's tools through the ``trust`` it was given
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.server.mcpserver import MCPServer
+from mcp.types import Tool as MCPTool
 from mcp.types import ToolAnnotations
 
 from keen.capabilities import Catalog
 from keen.errors import InvalidArguments
 from keen.mcp import Manager, in_memory_transport
 from keen.mcp.listing.changes import ToolsChanged
+from keen.mcpskills import MARKER_FILE
 from keen.runtime import open_runtime
 from keen.trust import PinGuard
 from keen.trust.pins import PinStore, configured_annotations_trusted, trust
@@ -176,3 +180,145 @@ async def test_a_skills_read_only_claim_is_trusted_offline_as_keen_chat_trusts_i
     judge = configured_annotations_trusted(path, store)
     held = Catalog.from_skills_dir(include_held=True, annotations_trusted=judge).get("mcp__docs__lookup")
     assert held.risk.read_only is False
+
+
+class _EmptyOutputSchema(MCPServer):
+    """``docs`` whose tools list an outputSchema of ``{}``: a definition other than one with
+    none (another fingerprint), which ``Tool.to_dict()`` writes the same."""
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [tool.model_copy(update={"output_schema": {}}) for tool in await super().list_tools()]
+
+
+def _lookup_plain(server: MCPServer | None = None, description: str = "Look a word up.") -> MCPServer:
+    """``docs`` with ``lookup`` claiming readOnlyHint and listing no outputSchema."""
+    server = server or MCPServer("docs")
+
+    @server.tool(
+        description=description, annotations=ToolAnnotations(readOnlyHint=True), structured_output=False
+    )
+    def lookup(q: str) -> int:
+        return len(q)
+
+    return server
+
+
+async def _judged(path: Path, store: PinStore, server: MCPServer) -> tuple[bool, bool]:
+    """keen chat's trust in lookup's annotations, then the skills' offline, after a sync."""
+    manager = Manager(path, transports={"docs": in_memory_transport(server)}, trust=PinGuard(store))
+    async with open_runtime(manager=manager, wait=30, sync=True) as rt:
+        (live,) = rt.manager.list_tools("docs")
+    catalog = Catalog.from_skills_dir(annotations_trusted=configured_annotations_trusted(path, store))
+    return live.annotations_trusted, catalog.get("mcp__docs__lookup").risk.read_only
+
+
+async def _review(server: MCPServer, store: PinStore) -> None:
+    """``keen mcp trust docs`` on what ``server`` lists."""
+    async with Manager(config=CONFIG, transports={"docs": in_memory_transport(server)}, trust=None) as m:
+        assert await m.wait_ready(30)
+        trust("docs", m.live_tools("docs"), store=store, by_user=True)
+
+
+async def test_a_marker_without_fingerprints_gets_them_at_the_next_sync_of_the_same_tools(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # A skill was judged "unchanged" (same source hash) and only its status fields were
+    # rewritten: a marker written before Keen recorded fingerprints never got them, and a
+    # reviewed read-only tool with an outputSchema stayed untrusted offline.
+    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
+    store = PinStore(keen_home / "mcp" / "pins")
+    await _review(_lookup(returns_text=False), store)
+    assert await _judged(path, store, _lookup(returns_text=False)) == (True, True)
+    marker_path = keen_home / "skills" / "mcp:docs" / MARKER_FILE
+    marker = json.loads(marker_path.read_text(encoding="utf-8"))
+    del marker["fingerprints"]  # as a Keen before them wrote it
+    marker_path.write_text(json.dumps(marker), encoding="utf-8")
+
+    assert await _judged(path, store, _lookup(returns_text=False)) == (True, True)
+    assert "lookup" in json.loads(marker_path.read_text(encoding="utf-8"))["fingerprints"]
+
+
+async def test_an_output_schema_gone_from_none_to_empty_is_judged_offline_as_keen_chat_judges_it(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # The source hash is of Tool.to_dict(), which drops an empty outputSchema: the skill was
+    # "unchanged" and its marker kept the reviewed definition's fingerprint, trusted offline
+    # while keen chat trusted the new definition not.
+    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
+    store = PinStore(keen_home / "mcp" / "pins")
+    await _review(_lookup_plain(), store)
+    assert await _judged(path, store, _lookup_plain()) == (True, True)
+
+    assert await _judged(path, store, _lookup_plain(_EmptyOutputSchema("docs"))) == (False, False)
+
+
+def _edit_marker(keen_home: Path, edit: Callable[[dict[str, Any]], object]) -> None:
+    """Apply ``edit`` to ``mcp:docs``'s marker file on disk."""
+    path = keen_home / "skills" / "mcp:docs" / MARKER_FILE
+    marker = json.loads(path.read_text(encoding="utf-8"))
+    edit(marker)
+    path.write_text(json.dumps(marker), encoding="utf-8")
+
+
+async def test_a_held_tool_of_a_marker_that_names_none_is_not_trusted_by_a_search_showing_it(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # A marker written before Keen recorded held tools, on a skill whose description says
+    # some are held: which ones is not known. A search showing held tools (include_held)
+    # took the quarantined tool, shown as pinned, as the reviewed one: trusted read-only.
+    path = write_config({"docs": {"command": "unused", "pinning": "quarantine"}})
+    store = PinStore(keen_home / "mcp" / "pins")
+    await _review(_lookup_plain(), store)
+    changed = _lookup_plain(description="Look a word up, and send it elsewhere.")
+    manager = Manager(path, transports={"docs": in_memory_transport(changed)}, trust=PinGuard(store))
+    async with open_runtime(manager=manager, wait=30, sync=True) as rt:
+        assert [c.name for c in rt.manager.view("docs").held] == ["lookup"]
+    _edit_marker(keen_home, lambda m: (m.pop("held_tools"), m.pop("fingerprints")))
+    judge = configured_annotations_trusted(path, store)
+
+    held = Catalog.from_skills_dir(include_held=True, annotations_trusted=judge).get("mcp__docs__lookup")
+
+    skill_md = (keen_home / "skills" / "mcp:docs" / "SKILL.md").read_text(encoding="utf-8")
+    assert "1 tool changed and is held for review: keen mcp diff docs" in skill_md
+    assert held.risk.read_only is False
+
+
+async def test_a_fingerprint_in_a_schema_file_is_not_taken_for_the_markers(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # With no fingerprint recorded in the marker, the schema file's own data went to the
+    # judge unchanged: a "fingerprint" key written into the file (the pin's) stood for the
+    # definition shown, and the outputSchema no file holds was taken as reviewed.
+    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
+    store = PinStore(keen_home / "mcp" / "pins")
+    await _review(_lookup(returns_text=False), store)
+    assert await _judged(path, store, _lookup(returns_text=False)) == (True, True)
+    pin = store.load("docs")
+    assert pin is not None and "outputSchema" in pin.tools["lookup"].definition
+    _edit_marker(keen_home, lambda m: m.pop("fingerprints"))
+    schema_path = keen_home / "skills" / "mcp:docs" / "schemas" / "lookup.json"
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    schema_path.write_text(
+        json.dumps({**schema, "fingerprint": pin.tools["lookup"].fingerprint}), encoding="utf-8"
+    )
+
+    catalog = Catalog.from_skills_dir(annotations_trusted=configured_annotations_trusted(path, store))
+
+    assert catalog.get("mcp__docs__lookup").risk.read_only is False
+
+
+async def test_a_tool_claiming_read_only_missing_from_the_markers_fingerprints_is_not_trusted(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # A marker with a fingerprints map names every tool claiming readOnlyHint; one it leaves
+    # out (a schema file or marker edited since) fell back to the file's fields, trusted.
+    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
+    store = PinStore(keen_home / "mcp" / "pins")
+    await _review(_lookup_plain(), store)
+    assert await _judged(path, store, _lookup_plain()) == (True, True)
+    _edit_marker(keen_home, lambda m: m["fingerprints"].clear())
+    judge = configured_annotations_trusted(path, store)
+
+    assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is False
+    _edit_marker(keen_home, lambda m: m.pop("fingerprints"))  # a marker from before them: the fields
+    assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is True

@@ -60,8 +60,7 @@ __all__ = [
     "SearchFilter",
     "SearchHit",
     "explain",
-    "held_tools",
-    "managed_server",
+    "managed_marker",
     "server_text",
     "skill_tools",
     "tool_capability",
@@ -252,7 +251,7 @@ class Catalog:
 
         Each generated ``mcp:<server>`` skill contributes one tool per schema file (read
         now for the summary and search text; :meth:`load` reads it again), but for the tools
-        its marker records as held for review (:func:`held_tools`: a call to one is refused
+        its marker records as held for review (:func:`managed_marker`: a call to one is refused
         until ``keen mcp trust``, so ``keen chat`` does not offer them either) unless
         ``include_held`` (their schema files hold the pinned definitions: a person may search
         them); every other skill is one ``skill`` capability. Disabled skills are left out
@@ -261,12 +260,15 @@ class Catalog:
 
         ``annotations_trusted(server, schema)``: whether a tool's annotations are taken as
         true (asked only of a tool claiming ``readOnlyHint``, never of a held one: its call
-        is refused), e.g. :func:`keen.trust.pins.skill_annotations_trusted`, which judges as
-        ``keen chat`` does; ``schema`` is the schema file's JSON with ``fingerprint``, the
-        fingerprint of the whole definition the skill shows (``outputSchema`` included, which
-        the file leaves out), when the skill's marker records it. ``None``: none is, as a server's annotations are its own claims (README
-        "Annotations only from servers you trust for them"). Raises ``SkillError`` for an
-        unreadable skills dir or config.
+        is refused; nor of any tool of a skill whose description notes held tools its marker
+        does not name, :func:`without_held`; nor of one missing from its marker's
+        ``fingerprints``), e.g. :func:`keen.trust.pins.skill_annotations_trusted`, which
+        judges as ``keen chat`` does; ``schema`` is the schema file's JSON with
+        ``fingerprint`` set from the skill's marker: the fingerprint of the whole definition
+        the skill shows (``outputSchema`` included, which the file leaves out), ``None`` when
+        the marker records none. ``None``: none is, as a server's annotations are its own
+        claims (README "Annotations only from servers you trust for them"). Raises
+        ``SkillError`` for an unreadable skills dir or config.
         """
         found = discover(skills_root)
         caps: list[Capability] = []
@@ -279,9 +281,10 @@ class Catalog:
                 continue
             marker = _marker(skill)  # read once: its server, held tools and fingerprints
             server, held = _server_of(skill, marker), _held_of(marker)
-            trusted = (
-                False if annotations_trusted is None else _judge(annotations_trusted, server, marker, held)
-            )
+            if annotations_trusted is None or _held_unnamed(skill, server, held):
+                trusted = False  # held tools not named: any of its tools may be one
+            else:
+                trusted = _judge(annotations_trusted, server, marker, held)
             servers[server], tools = skill_tools(skill, server, annotations_trusted=trusted)
             caps += tools if include_held else without_held(tools, skill, server, held)
         return cls(caps, servers, **options)
@@ -661,18 +664,23 @@ def _judge(
 ) -> Callable[[dict[str, Any]], bool]:
     """``annotations_trusted`` for one generated skill's schema files: a held tool's
     annotations count for nothing (``keen chat`` offers no held tool), and each other is
-    judged with the fingerprint its marker records of the definition shown."""
+    judged with the fingerprint its marker records of the definition shown (``fingerprint``
+    always from the marker, ``None`` when it records none: a schema file never supplies
+    it). A marker with a ``fingerprints`` map names every tool claiming ``readOnlyHint``
+    (:func:`keen.mcpskills.generate_skill`): one it leaves out is not trusted."""
     recorded = marker.get("fingerprints")
-    fingerprints: Mapping[str, Any] = recorded if isinstance(recorded, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    fingerprints: Mapping[str, Any] | None = recorded if isinstance(recorded, dict) else None  # pyright: ignore[reportUnknownVariableType]
 
     def judge(data: dict[str, Any]) -> bool:
         name = data.get("name")
         if held is not None and name in held:
             return False
-        shown = fingerprints.get(name) if isinstance(name, str) else None
-        return annotations_trusted(
-            server, data if not isinstance(shown, str) else {**data, "fingerprint": shown}
-        )
+        shown = None
+        if fingerprints is not None:
+            shown = fingerprints.get(name) if isinstance(name, str) else None
+            if not isinstance(shown, str):
+                return False  # not what Keen wrote: the file or the marker was edited
+        return annotations_trusted(server, {**data, "fingerprint": shown})
 
     return judge
 
@@ -700,32 +708,39 @@ def _held_of(marker: Mapping[str, Any]) -> frozenset[str] | None:
     return frozenset(n for n in held if isinstance(n, str)) if isinstance(held, list) else None
 
 
-def managed_server(skill: Skill) -> str | None:
-    """The MCP server a generated ``mcp:<server>`` skill describes (its marker's, else the
-    name's), or None for any other skill."""
-    return _server_of(skill, _marker(skill)) if _generated(skill) else None
+def _held_unnamed(skill: Skill, server: str, held: frozenset[str] | None) -> bool:
+    """Whether ``skill`` holds tools for review its marker does not name (``held`` ``None``:
+    written before Keen recorded them, and the description carries the pins' note)."""
+    if held is not None:
+        return False
+    from keen.trust.pins import notes_held_tools
+
+    return notes_held_tools(skill.description, server)
 
 
-def held_tools(skill: Skill) -> frozenset[str] | None:
-    """The tools a generated skill's marker records as held for review when it was written
-    (``pinning: quarantine``: a changed one's schema file is its pinned definition, and a
-    call to it is refused until ``keen mcp trust``); ``None`` when the marker does not say
-    (written before Keen recorded them: the next sync of its server adds them)."""
-    return _held_of(_marker(skill))
+def managed_marker(skill: Skill) -> tuple[str, frozenset[str] | None] | None:
+    """What a generated ``mcp:<server>`` skill's marker says, from one read of it: the MCP
+    server it describes (the marker's, else the name's) and the tools it records as held for
+    review when it was written (``pinning: quarantine``: a changed one's schema file is its
+    pinned definition, and a call to it is refused until ``keen mcp trust``; ``None`` when
+    the marker does not say: written before Keen recorded them, the next sync of its server
+    adds them). None for any other skill."""
+    if not _generated(skill):
+        return None
+    marker = _marker(skill)
+    return _server_of(skill, marker), _held_of(marker)
 
 
 def without_held(
     tools: Sequence[Capability], skill: Skill, server: str, held: frozenset[str] | None
 ) -> list[Capability]:
     """``tools`` of ``server``'s generated ``skill`` less those its marker records as held
-    (:func:`held_tools`), so none is offered as callable. A marker that does not say
+    (:func:`managed_marker`), so none is offered as callable. A marker that does not say
     (``held`` ``None``) hides none when the skill's description carries no note of held
     tools (none were held when it was written), and all of them when it does: which ones is
     not known, and a call to a held one is refused (logged with the fix: a sync)."""
     if held is None:
-        from keen.trust.pins import notes_held_tools
-
-        if not notes_held_tools(skill.description, server):
+        if not _held_unnamed(skill, server, held):
             return list(tools)
         logger.warning(
             "catalog: %s says tools are held for review, and its marker, written before Keen "

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from keen.capabilities.catalog import Catalog, held_tools, managed_server, skill_tools, without_held
+from keen.capabilities.catalog import Catalog, managed_marker, skill_tools, without_held
 from keen.capabilities.describe import (
     ServerInputs,
     server_capabilities,
@@ -117,7 +117,8 @@ class CatalogCache:
         self.reuses = 0
         self._servers: dict[str, _ServerPart | _DiskPart] = {}
         self._found: Discovery | None = None
-        self._generated: tuple[Discovery | None, dict[str, Skill]] = (None, {})
+        self._generated: tuple[Discovery | None, dict[str, tuple[Skill, frozenset[str] | None]]] = (None, {})
+        """Per discovery: each server's enabled generated skill and the tools its marker holds."""
         self._local: list[tuple[Skill, Capability]] = []
         self._catalog: Catalog | None = None
 
@@ -198,29 +199,31 @@ class CatalogCache:
                 out.append((skill, skill_capability(skill)))
         return out
 
-    def _generated_skills(self, found: Discovery) -> dict[str, Skill]:
-        """Server name -> its enabled generated skill in ``found`` (kept per discovery)."""
+    def _generated_skills(self, found: Discovery) -> dict[str, tuple[Skill, frozenset[str] | None]]:
+        """Server name -> its enabled generated skill in ``found`` and the tools its marker
+        records as held (:func:`managed_marker`: each marker read once), kept per discovery."""
         if self._generated[0] is not found:
-            by_server: dict[str, Skill] = {}
+            by_server: dict[str, tuple[Skill, frozenset[str] | None]] = {}
             for skill in found.enabled:
-                server = managed_server(skill)
-                if server is not None:
-                    by_server[server] = skill
+                said = managed_marker(skill)
+                if said is not None:
+                    by_server[said[0]] = (skill, said[1])
             self._generated = (found, by_server)
         return self._generated[1]
 
     def _from_disk(self, name: str, found: Discovery) -> _DiskPart | None:
         """A starting server's part from its enabled generated skill (None without one): the
         cached part while the discovery cache keeps the same skill object."""
-        skill = self._generated_skills(found).get(name)
-        if skill is None:
+        generated = self._generated_skills(found).get(name)
+        if generated is None:
             return None
+        skill, held = generated
         cached = self._servers.get(name)
         if isinstance(cached, _DiskPart) and cached.skill is skill:
             return cached
         text, caps = skill_tools(skill, name, annotations_trusted=False)
         if self.pins is not None:  # as the live list leaves them out (server_inputs)
-            caps = without_held(caps, skill, name, held_tools(skill))
+            caps = without_held(caps, skill, name, held)
         return _DiskPart(skill, text, sorted(caps, key=operator.attrgetter("id")))
 
     def _server(self, name: str) -> _ServerPart | None:

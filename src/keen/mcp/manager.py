@@ -459,6 +459,12 @@ class Manager:
         mcp`` commands edit; False for one given in code (``config=``)."""
         return self._from_file
 
+    @property
+    def config_name(self) -> str:
+        """Where this Manager's server entries are, as the fixes its messages give name it:
+        ``"configs.json"``, or ``"the config this Manager was given"`` (``config=``)."""
+        return "configs.json" if self._from_file else _GIVEN
+
     def no_config_file(self) -> bool:
         """Whether this manager reads configs.json and finds none (or an empty one) without
         having loaded it: no server is configured, known without importing the config's
@@ -780,13 +786,14 @@ class Manager:
             The status after the attempt.
 
         Raises:
-            ServerNotConfigured: no server by that name, or the Manager was never started.
+            KeenError: the Manager was never started (it says to start it).
+            ServerNotConfigured: no server by that name.
         """
+        if self._tg is None:  # before _connection(), whose words are about one server
+            raise KeenError(_not_started("Manager.refresh() has no server to reconnect"))
         if name in self._misconfigured:
             return self._misconfigured[name]  # reload_server() takes the entry once it is fixed
         connection = self._connection(name)
-        if self._tg is None:
-            raise KeenError(_not_started("Manager.refresh() has no server to reconnect"))
         if connection.finished.is_set() or (
             connection.state is ServerState.CONFIGURED and not connection.running
         ):
@@ -908,7 +915,7 @@ class Manager:
         from keen.mcp.connection.start_times import StartTimes
 
         if self._auth_factory is None:
-            self._auth_factory = _oauth_on_first_use()
+            self._auth_factory = _oauth_on_first_use(self.config_name)
         if self._start_times is None and self._launches is not None:
             self._start_times = StartTimes()
         return ServerConnection(
@@ -926,7 +933,7 @@ class Manager:
             launches=self._launches,
             start_times=self._start_times,
             on_moved=self._moved,
-            config_name="configs.json" if self._from_file else _GIVEN,
+            config_name=self.config_name,
         )
 
     def _moved(self) -> None:
@@ -1031,10 +1038,11 @@ def _not_started(what: str) -> str:
     )
 
 
-def _oauth_on_first_use() -> AuthFactory:
+def _oauth_on_first_use(config_name: str) -> AuthFactory:
     """The default ``AuthFactory`` (:func:`keen.mcp.auth.oauth_auth_factory`), imported when an
     OAuth server first connects: the sign-in modules and the SDK's OAuth client they load
-    (about 0.05 s of CPU) are nothing a session of stdio servers needs."""
+    (about 0.05 s of CPU) are nothing a session of stdio servers needs. ``config_name``: the
+    Manager's (:attr:`Manager.config_name`)."""
     made: list[AuthFactory] = []
 
     def factory(
@@ -1043,7 +1051,7 @@ def _oauth_on_first_use() -> AuthFactory:
         if not made:
             from keen.mcp.auth import oauth_auth_factory
 
-            made.append(oauth_auth_factory())
+            made.append(oauth_auth_factory(config_name=config_name))
         return made[0](server, config, oauth, interactive)
 
     return factory

@@ -134,7 +134,8 @@ def _fingerprints(planned: Sequence[tuple[Tool, PlannedTool]]) -> dict[str, str]
     """The definition fingerprint (its outputSchema counts, as it does for the pins, though no
     schema file holds it) of each planned tool claiming ``readOnlyHint``, by name: the one
     hint a catalog asks whether to trust. Only those: 1,000 LiveMCPBench tools take 120 ms of
-    CPU to fingerprint against 0.9-1.3 s to generate (load 3 on 2 CPUs), and 88 of them claim it."""
+    CPU to fingerprint against 0.9-1.3 s to generate (load 3 on 2 CPUs), and 88 of them claim it;
+    those 88 take 9-16 ms of CPU, paid at every sync, an unchanged skill's too (load 13)."""
     claiming = [tool for tool, _ in planned if (tool.annotations or {}).get("readOnlyHint") is True]
     if not claiming:
         return {}
@@ -223,6 +224,10 @@ def generate_skill(
         # Always, [] too: a marker without it was written before Keen recorded held tools
         # (keen.capabilities.catalog.held_tools), and the next sync gives it the field.
         "held_tools": held_names,
+        # Always, for an unchanged skill too: the source hash is of Tool.to_dict(), which
+        # drops a falsy outputSchema the fingerprint keeps (None -> {} is another definition
+        # with the same hash), and a marker written before Keen recorded them gets them.
+        "fingerprints": _fingerprints(planned),
     }
     link = _swap.link_path(skills_root, server)
     report_args: dict[str, Any] = {
@@ -273,7 +278,6 @@ def generate_skill(
             source_hash=source,
             rejected_tools=[r.to_dict() for r in rejected[:MAX_SKIPPED_LISTED]],
             rejected_count=len(rejected),
-            fingerprints=_fingerprints(planned),
         )
         skill_md = render_skill_md(
             server=server,

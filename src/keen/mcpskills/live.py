@@ -58,7 +58,16 @@ def snapshot(manager: Manager, server: str) -> ServerSnapshot:
     held_tools = tuple(c.name for c in view.held) if view is not None else ()
     from keen.mcpskills.sync import ServerSnapshot
 
-    return ServerSnapshot(status, tools, manager.server_info(server), invalid, description, held, held_tools)
+    return ServerSnapshot(
+        status,
+        tools,
+        manager.server_info(server),
+        invalid,
+        description,
+        held,
+        held_tools,
+        manager.config_name,
+    )
 
 
 def disk_tools(skills_root: Path, server: str) -> list[Tool] | None:

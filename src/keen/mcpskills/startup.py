@@ -33,7 +33,14 @@ def snapshots(manager: Manager) -> list[ServerSnapshot]:
         held_tools = tuple(c.name for c in view.held) if view is not None else ()
         out.append(
             ServerSnapshot(
-                status, tools, manager.server_info(status.name), invalid, description, held, held_tools
+                status,
+                tools,
+                manager.server_info(status.name),
+                invalid,
+                description,
+                held,
+                held_tools,
+                manager.config_name,
             )
         )
     return out

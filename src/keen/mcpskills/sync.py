@@ -90,6 +90,9 @@ class ServerSnapshot:
     """The pins' note on tools held for review (``keen.trust.pins.PinnedView.note``), or ""."""
     held_tools: tuple[str, ...] = ()
     """The names of those tools (``keen.mcp.listing.views.ToolsView.held``)."""
+    config_name: str = "configs.json"
+    """Where the server's entry is, as hints name it (``keen.mcp.Manager.config_name``: a
+    config given in code is no configs.json)."""
 
 
 @dataclass(frozen=True)
@@ -197,13 +200,13 @@ def _first_problem(exc: Exception) -> str:
     return str(exc)
 
 
-def _failure_hint(status: ServerStatus) -> tuple[str, Remedy | None]:
+def _failure_hint(status: ServerStatus, config_name: str) -> tuple[str, Remedy | None]:
     if status.state in _AUTH_STATES:
         return "", status.remedy or Remedy.SIGN_IN
     if status.state == ServerState.CONNECTING:
         return "still connecting; the skill is enabled once it connects", None
     if status.state == ServerState.CONFIG_ERROR:
-        return "fix its entry in configs.json as the error says", Remedy.FIX_CONFIG
+        return f"fix its entry in {config_name} as the error says", Remedy.FIX_CONFIG
     return "fix the server", Remedy.RECONNECT
 
 
@@ -288,7 +291,7 @@ def _sync_one(
     server, name = status.name, skill_name(status.name)
     link = str(_swap.link_path(root, server))
     if step == "off":
-        auto.disable(config, name, "server disabled in configs.json")
+        auto.disable(config, name, f"server disabled in {snap.config_name}")
         current = _swap.inspect(root, server)
         _mark(server, current, {"configured": True, "status": "disabled"}, fsync, batch)
         return SyncEntry(
@@ -296,7 +299,7 @@ def _sync_one(
             status.state.value,
             "disabled",
             False,
-            "the server is disabled in configs.json",
+            f"the server is disabled in {snap.config_name}",
             link if current.managed else None,
             remedy=Remedy.ENABLE_SERVER,  # worded by each front end: keen mcp enable in the CLI
         )
@@ -311,7 +314,7 @@ def _sync_one(
         }
         _mark(server, current, changes, fsync, batch)
         path = link if current.managed else None
-        hint, remedy = _failure_hint(status)
+        hint, remedy = _failure_hint(status, snap.config_name)
         return SyncEntry(
             server, status.state.value, "disabled", False, hint, path, error=reason, remedy=remedy
         )
@@ -459,12 +462,12 @@ def _entry(
     if step == "bad_name":
         # An invalid name has no skill directory to mark: report it, touch nothing on disk.
         if status.state == ServerState.CONFIG_ERROR:  # the Manager's reason and fix, as for any broken entry
-            hint, remedy = _failure_hint(status)
+            hint, remedy = _failure_hint(status, snap.config_name)
             error = redactor.redact(status.last_error)
             return SyncEntry(
                 server, status.state.value, "disabled", False, hint, None, error=error, remedy=remedy
             )
-        error = f"{server!r} is not a valid server name; rename it in configs.json"
+        error = f"{server!r} is not a valid server name; rename it in {snap.config_name}"
         return SyncEntry(server, status.state.value, "error", False, "", None, [], error)
     entry = _sync_one(snap, step, root, config, auto, force, now, fsync, outcome, batch)
     logger.debug("sync mcp:%s: %s -> %s (enabled=%s)", server, entry.state, entry.action, entry.enabled)

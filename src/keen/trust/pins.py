@@ -590,10 +590,10 @@ def skill_annotations_trusted(
     trust`` pinned the tool (``ToolPin.reviewed``) and the skill shows that very definition,
     unless the server is one of ``unpinned`` (``"pinning": "off"``: :meth:`PinGuard.view`
     compares no pins then). The definition is the whole one, ``outputSchema`` included, by
-    the ``fingerprint`` the catalog adds from the skill's marker (the schema file leaves
+    the ``fingerprint`` the catalog sets from the skill's marker (the schema file leaves
     ``outputSchema`` out), compared with the pin's as :func:`compare` compares a live tool's;
-    a skill whose marker records none is judged by the fields its file holds, and not trusted
-    when the pin has an ``outputSchema`` it cannot compare. A broken pin file trusts nothing.
+    a skill whose marker records none (``fingerprint`` ``None``) is judged by the fields its
+    file holds, and not trusted when the pin has an ``outputSchema`` it cannot compare. A broken pin file trusts nothing.
     Pin files are read once each, when first asked."""
     trusted_servers = frozenset(trusting)
     off = frozenset(unpinned)

@@ -19,7 +19,9 @@ from keen.errors import AuthFailed, AuthRequired, ConfigError, Remedy
 from keen.mcp.auth import CallbackListener, FileTokenStore, authorize_interactively, classify_auth_failure
 from keen.mcp.config import HttpServerConfig
 from keen.mcp.connection.translate import ConnectFacts, classify_connect_failure
+from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
+from keen.runtime import connect_server
 
 pytestmark = pytest.mark.anyio
 
@@ -188,3 +190,29 @@ def test_an_http_auth_status_reads_the_same_at_connect_and_at_a_call(status: int
         assert message == f'MCP server "demo" rejected the saved sign-in (HTTP {status})'
     else:
         assert message == 'MCP server "demo" needs you to sign in'
+
+
+GIVEN = "the config this Manager was given"
+
+
+async def test_sign_in_fixes_name_the_config_a_manager_was_given_in_code(keen_home: Path) -> None:
+    # An interactive refresh of a Manager(config=...) (its own OAuth factory) and keen mcp
+    # connect's sign-in said to fix the url or the "auth" "in configs.json", never read.
+    def given(url: str, **auth: object) -> dict[str, object]:
+        entry = {"url": url, "auth": {"type": "oauth", "callback_port": free_port(), **auth}}
+        return {"version": 1, "servers": {"demo": entry}}
+
+    with serve_http(make_basic_server(), api_key="not-oauth") as srv:
+        async with Manager(config=given(srv.url), trust=None) as manager:
+            await manager.wait_ready(20)
+            status = await manager.refresh("demo", interactive=True)
+    assert "its OAuth metadata is missing or malformed" in status.last_error, status.last_error
+    assert f"Check the server's url in {GIVEN}," in status.last_error
+    with serve_oauth() as srv:
+        async with Manager(config=given(srv.url, scopes=["bogus"]), trust=None) as manager:
+            await manager.wait_ready(20)
+            status = await manager.refresh("demo", interactive=True)
+            assert f'in the server\'s "auth" in {GIVEN}' in status.last_error, status.last_error
+            with pytest.raises(AuthFailed, match=re.escape(f'"auth" in {GIVEN}')):
+                await connect_server(manager, "demo")
+    assert _nothing_saved(keen_home)

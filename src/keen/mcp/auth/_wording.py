@@ -22,8 +22,11 @@ from keen.mcp.connection.translate import sign_in_message
 __all__ = ["flow_error", "oauth_error_text", "short", "sign_in_message"]
 
 
-def flow_error(server: str, exc: Exception, *, no_metadata: bool, discovery: list[str]) -> AuthFailed:
-    """The Keen error for a failed interactive flow; ``discovery`` lists ``"<url> -> HTTP <status>"``."""
+def flow_error(
+    server: str, exc: Exception, *, no_metadata: bool, discovery: list[str], config_name: str = "configs.json"
+) -> AuthFailed:
+    """The Keen error for a failed interactive flow; ``discovery`` lists ``"<url> -> HTTP <status>"``;
+    ``config_name``: where the server's entry is, as the fixes name it."""
     if isinstance(exc, ValidationError):
         detail = short(str(exc.errors()[0].get("msg", "invalid")))
         return AuthFailed(
@@ -36,7 +39,7 @@ def flow_error(server: str, exc: Exception, *, no_metadata: bool, discovery: lis
         tried = "; ".join(discovery[:4]) or "none answered"
         return AuthFailed(
             f'MCP server "{server}" asked for OAuth sign-in, but its OAuth metadata is missing or malformed '
-            f"(tried: {tried}); the fallback failed too ({detail}). Check the server's url in configs.json, "
+            f"(tried: {tried}); the fallback failed too ({detail}). Check the server's url in {config_name}, "
             "or ask its operator whether it supports MCP OAuth",
             server=server,
         )
@@ -44,7 +47,7 @@ def flow_error(server: str, exc: Exception, *, no_metadata: bool, discovery: lis
         return AuthFailed(
             f'the authorization server of MCP server "{server}" refused to register Keen as a client ({detail}); '
             'if it needs a pre-registered client, set "client_id" (and "client_secret") in the server\'s '
-            '"auth" in configs.json',
+            f'"auth" in {config_name}',
             server=server,
         )
     if isinstance(exc, OAuthTokenError):

@@ -67,6 +67,7 @@ async def authorize_interactively(
     on_authorization_url: ShowUrl | None = None,
     timeout: float = AUTHORIZATION_TIMEOUT,
     client_metadata_url: str | None = None,
+    config_name: str = "configs.json",
 ) -> SignInResult:
     """Sign in to an OAuth server from scratch; what ``keen mcp connect SERVER`` runs first.
 
@@ -76,7 +77,8 @@ async def authorize_interactively(
     whichever request the server challenges starts the browser flow: the authorization
     URL goes to ``open_browser`` (and ``on_authorization_url``), the callback is awaited
     on ``config.auth.callback_port`` for up to ``timeout`` seconds, tokens are saved 0600.
-    Afterwards call ``Manager.refresh(server)``: it reuses the saved token.
+    Afterwards call ``Manager.refresh(server)``: it reuses the saved token. ``config_name``:
+    where ``config`` is, as the messages' fixes name it (``Manager.config_name``).
 
     Raises ``ConfigError`` (not an OAuth server), ``AuthRequired`` (timed out, port in use),
     ``AuthFailed`` (wrong ``state``, refusal, registration or token errors, missing or
@@ -86,7 +88,7 @@ async def authorize_interactively(
     if not isinstance(config.auth, OAuthAuth):
         raise ConfigError(
             f'MCP server "{server}" does not use OAuth (auth.type is "{config.auth.type}"); there is nothing to '
-            'sign in to. Set "auth": {"type": "oauth"} in configs.json if it needs a browser sign-in',
+            f'sign in to. Set "auth": {{"type": "oauth"}} in {config_name} if it needs a browser sign-in',
             server=server,
             field="auth.type",
         )
@@ -107,6 +109,7 @@ async def authorize_interactively(
         timeout=timeout,
         client_metadata_url=client_metadata_url or config.auth.client_metadata_url,
         extra_scope=pending,
+        config_name=config_name,
     )
     budget = timeout + config.timeouts.connect + config.timeouts.list_tools
     client = httpx2.AsyncClient(
@@ -139,10 +142,12 @@ def oauth_auth_factory(
     on_authorization_url: ShowUrl | None = None,
     timeout: float = AUTHORIZATION_TIMEOUT,
     client_metadata_url: str | None = None,
+    config_name: str = "configs.json",
 ) -> AuthFactory:
     """An ``AuthFactory`` for ``Manager(auth_factory=...)`` over :class:`FileTokenStore` files in
     ``directory`` (default ``$KEEN_HOME/mcp/auth``). Background connections get
-    ``interactive=False``; the browser hooks apply only when the Manager asks for interactive."""
+    ``interactive=False``; the browser hooks apply only when the Manager asks for interactive.
+    ``config_name``: where the servers' entries are, as a failed sign-in's fix names it."""
 
     def factory(
         server: str, config: HttpServerConfig, oauth: OAuthAuth, interactive: bool
@@ -158,6 +163,7 @@ def oauth_auth_factory(
             on_authorization_url=on_authorization_url if interactive else None,
             timeout=timeout,
             client_metadata_url=client_metadata_url or oauth.client_metadata_url,
+            config_name=config_name,
         )
         return auth, store.has_tokens()
 

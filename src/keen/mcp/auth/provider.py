@@ -137,6 +137,7 @@ class KeenOAuthProvider(OAuthClientProvider):
         timeout: float = AUTHORIZATION_TIMEOUT,
         client_metadata_url: str | None = None,
         extra_scope: str | None = None,
+        config_name: str = "configs.json",
     ) -> None:
         configured = " ".join(cfg.scopes) or None
         metadata = _ScopedClientMetadata(
@@ -157,6 +158,8 @@ class KeenOAuthProvider(OAuthClientProvider):
             client_metadata_url=client_metadata_url,
         )
         self.server = server
+        self.config_name = config_name
+        """Where the server's entry is, as the fixes of a failed sign-in name it."""
         self.interactive = interactive
         self.failure: AuthRequired | AuthFailed | None = None
         self._cfg = cfg
@@ -234,7 +237,13 @@ class KeenOAuthProvider(OAuthClientProvider):
                 raise
             except (OAuthFlowError, ValidationError) as exc:
                 no_metadata = self.context.oauth_metadata is None
-                error = flow_error(self.server, exc, no_metadata=no_metadata, discovery=self._discovery)
+                error = flow_error(
+                    self.server,
+                    exc,
+                    no_metadata=no_metadata,
+                    discovery=self._discovery,
+                    config_name=self.config_name,
+                )
                 self.failure = error
                 raise error from exc
             finally:
@@ -521,6 +530,7 @@ def create_oauth_auth(
     timeout: float = AUTHORIZATION_TIMEOUT,
     client_metadata_url: str | None = None,
     extra_scope: str | None = None,
+    config_name: str = "configs.json",
 ) -> KeenOAuthProvider:
     """The ``httpx2.Auth`` for an ``auth.type == "oauth"`` server; pass it as ``httpx2.AsyncClient(auth=...)``.
 
@@ -539,6 +549,8 @@ def create_oauth_auth(
         client_metadata_url: an https URL of Keen's client ID metadata document, used instead of
             registration when the authorization server advertises ``client_id_metadata_document_supported``.
         extra_scope: scopes to request on top of the policy's (a saved step-up's ``pending_scope``).
+        config_name: where the server's entry is, as a failed sign-in's fix names it
+            (``"the config this Manager was given"`` for one given in code).
 
     Raised from requests made with it (inside the transport's exception group):
     :class:`~keen.errors.AuthRequired`, :class:`~keen.errors.AuthFailed`.
@@ -554,6 +566,7 @@ def create_oauth_auth(
         timeout=timeout,
         client_metadata_url=client_metadata_url,
         extra_scope=extra_scope,
+        config_name=config_name,
     )
 
 

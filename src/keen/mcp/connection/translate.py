@@ -93,7 +93,9 @@ def went_away(cause: MCPError) -> bool:
     return cause.message.startswith(_SDK_CLOSED)
 
 
-def http_answer_fault(cause: MCPError, target: str, http_status: int | None) -> tuple[str, str] | None:
+def http_answer_fault(
+    cause: MCPError, target: str, http_status: int | None, config_name: str = "configs.json"
+) -> tuple[str, str] | None:
     """What was wrong with a Streamable HTTP answer the SDK could not read as one, and what to
     do: ``("answered TARGET with content type 'text/html', not JSON or an event stream",
     advice)``; ``None`` when ``cause`` is not one of the SDK's own words for such an answer
@@ -105,6 +107,7 @@ def http_answer_fault(cause: MCPError, target: str, http_status: int | None) -> 
 
     ``target`` names the request (``"TOOL"`` in quotes, ``initialize``); the phrase fits after
     ``MCP server "NAME"``. ``http_status``: the status of the request's own answer.
+    ``config_name``: where the server's entry is, as a redirect's advice names it.
     """
     if cause.error.data is not None:
         return None
@@ -123,7 +126,7 @@ def http_answer_fault(cause: MCPError, target: str, http_status: int | None) -> 
         advice = (
             "use its https url: a proxy in front of it likely does not tell it the request came over https"
             if "downgrade" in message.split(" not followed", 1)[-1]
-            else "if that is the same server, put that url in configs.json"
+            else f"if that is the same server, put that url in {config_name}"
         )
         return f"redirected {target} to {_cut(location, 300)}, which Keen does not follow", advice
     if cause.code == INTERNAL_ERROR and message == _SDK_ERROR_STATUS:
@@ -345,7 +348,7 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
             f"{_too_large_words(name, f'during {f.phase}')}; check the server's version and logs"
         )
     if isinstance(cause, MCPError) and (
-        fault := http_answer_fault(cause, _request_of(f.phase), f.http_status)
+        fault := http_answer_fault(cause, _request_of(f.phase), f.http_status, f.config_name)
     ):
         what, advice = fault
         return ServerState.DISCONNECTED, f'MCP server "{name}" {what}; {advice}'
@@ -480,7 +483,7 @@ def translate_call_error(
     config_name: str = "configs.json",
 ) -> MCPServerError:
     """Map a failed ``tools/call`` to a Keen error (redacted, actionable); ``config_name``:
-    where the server's entry is, as a timeout's remedy names it."""
+    where the server's entry is, as a timeout's or a redirect's remedy names it."""
     cause = root_cause(exc)
     if isinstance(cause, MCPServerError):
         return cause
@@ -527,7 +530,7 @@ def translate_call_error(
                 tool=tool,
                 remedy=Remedy.RECONNECT,
             )
-        if fault := http_answer_fault(cause, f'"{tool}"', http_status):
+        if fault := http_answer_fault(cause, f'"{tool}"', http_status, config_name):
             what, advice = fault
             return RemoteProtocolError(
                 redactor.redact(f'MCP server "{server}" {what}; {advice}'),
