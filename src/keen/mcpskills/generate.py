@@ -135,7 +135,7 @@ def _fingerprints(planned: Sequence[tuple[Tool, PlannedTool]]) -> dict[str, str]
     schema file holds it) of each planned tool claiming ``readOnlyHint``, by name: the one
     hint a catalog asks whether to trust. Only those: 1,000 LiveMCPBench tools take 120 ms of
     CPU to fingerprint against 0.9-1.3 s to generate (load 3 on 2 CPUs), and 88 of them claim it;
-    those 88 take 9-16 ms of CPU, paid at every sync, an unchanged skill's too (load 13)."""
+    those 88 take 7-15 ms of CPU, paid at every sync, an unchanged skill's too (load 3)."""
     claiming = [tool for tool, _ in planned if (tool.annotations or {}).get("readOnlyHint") is True]
     if not claiming:
         return {}
