@@ -11,6 +11,7 @@ test, not its transport), in front of ``tests/servers/basic_stdio.py``.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,11 @@ import pytest
 from helpers.serve import KeenServeProcess, connect, free_port, in_process, read_json, tls, write_upstream
 from keen.agent import slash
 from keen.cli import _wording
-from keen.errors import Remedy, ServerDisabled, ServerDisconnected
+from keen.errors import Remedy, ServerDisabled, ServerDisconnected, ServerMisconfigured
 from keen.gateway import for_model
 from keen.mcp import Manager
 from keen.mcp.connection.translate import translate_call_error
-from keen.serve.calls import host_remedy_words
+from keen.serve.calls import Withheld, host_remedy_words
 from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
@@ -202,3 +203,16 @@ async def test_a_host_is_told_what_is_wrong_with_a_server_without_local_paths(tm
     # The operator's log has what the host was not told.
     for local in (str(config), str(missing), "KEEN_TEST_NEVER_SET_42", str(pins)):
         assert local in log, (local, log)
+
+
+def test_each_keen_server_logs_what_it_withheld_from_hosts(caplog: pytest.LogCaptureFixture) -> None:
+    """Each keen serve logs a withheld text once for itself: a second server in the same
+    process (a test, an embedding app) logs it again for whoever runs that one."""
+    broken = ServerMisconfigured("configs.json /home/me/mcp: servers.x.args must be a list", server="x")
+    caplog.set_level(logging.WARNING, logger="keen.serve")
+    for _ in range(2):  # two servers' words, each told of the same error twice
+        words = host_remedy_words("search", lambda server: 0.0, Withheld())
+        for _ in range(2):
+            assert "/home/me" not in words(broken, "x")
+    assert caplog.text.count("servers.x.args must be a list") == 2, caplog.text
+

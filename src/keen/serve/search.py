@@ -40,7 +40,7 @@ from keen.errors import KeenError
 from keen.harness import GATE_CODES
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
-from keen.serve.calls import call_result, error_result, withheld
+from keen.serve.calls import call_result, error_result
 from keen.serve.catalog import ExposedTool, ToolCatalog
 
 if TYPE_CHECKING:
@@ -282,8 +282,8 @@ class SearchMode:
             if status.state is ServerState.CONNECTED:
                 with contextlib.suppress(KeenError):
                     view = manager.view(status.name)
-                    if error := getattr(view, "error", ""):
-                        withheld(str(error))
+                    if error := view.error:
+                        self.served.withheld(error)
                         lines.append(
                             f"The tools of {status.name} are held: keen serve cannot read their pins "
                             "(keen serve's log says why); the user has to fix them; tell them."

@@ -19,6 +19,7 @@ import mcp_types as mt
 
 from keen._redact import redactor
 from keen.mcp.types import ServerState
+from keen.serve.calls import Withheld
 from keen.serve.catalog import ToolCatalog
 from keen.serve.notify import list_digest
 from keen.serve.passthrough import Listing
@@ -46,11 +47,13 @@ class ServedTools:
         manager: the upstream servers' connections.
         reconnector: brings back a server that went away (bounded, at most once per
             back-off window).
+        withheld: keen serve's log of what no host is shown (a new one when None).
     """
 
-    def __init__(self, manager: Manager, reconnector: Reconnector) -> None:
+    def __init__(self, manager: Manager, reconnector: Reconnector, withheld: Withheld | None = None) -> None:
         self.manager = manager
         self.reconnector = reconnector
+        self.withheld = withheld if withheld is not None else Withheld()
         self._catalog: ToolCatalog | None = None
         self._catalog_key: tuple[Any, ...] = ()
         self._listed: tuple[ToolCatalog, list[mt.Tool], str] | None = None
