@@ -40,6 +40,7 @@ from keen.capabilities import Catalog
 from keen.errors import (
     AuthFailed,
     AuthRequired,
+    ConfigError,
     KeenError,
     Remedy,
     ServerDisconnected,
@@ -78,6 +79,9 @@ APPROVER = "MCP host"
 _RESTART = (
     " The user has to fix this server, then restart keen serve (or the MCP host running it); tell them."
 )
+
+
+_FIX_LOCAL = " Its tools are held until the user fixes that; tell them."
 
 
 def _enable(server: str) -> str:
@@ -154,7 +158,8 @@ def host_remedy_words(
     error says of the local setup reaches it as the server's name and what is wrong, never
     the text itself, which names local paths (the configs.json file, a stdio command), the
     config's fields and variables, a URL, or the server's stderr. That is a server's invalid
-    configs.json entry (``ServerMisconfigured``), a server not in configs.json, and the last
+    configs.json entry (``ServerMisconfigured``), a file of the local setup that cannot be read
+    (``ConfigError``: a pin file or its folder), a server not in configs.json, and the last
     error of a server that is not connected (after ``LAST_ERROR``). keen serve's own log
     (stderr, for whoever runs it) gets each such text whole, once (``withheld``; a log of
     its own when None).
@@ -174,6 +179,14 @@ def host_remedy_words(
             return (
                 f'MCP server "{name}" cannot be used: its entry in the configs.json keen serve was started '
                 "with is invalid (keen serve's log says what is wrong)." + _RESTART
+            )
+        if isinstance(exc, ConfigError):
+            # A file of the local setup (a pin file, or its folder) cannot be read: its
+            # message names the file's path.
+            withheld(exc.message)
+            return (
+                f'MCP server "{name}" cannot be used: keen serve cannot read its local setup for it '
+                "(keen serve's log says what is wrong)." + _FIX_LOCAL
             )
         if isinstance(exc, _NOT_CONNECTED) and LAST_ERROR in exc.message:
             withheld(exc.message)

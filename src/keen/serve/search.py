@@ -36,7 +36,7 @@ from keen.entry_tools import (
     parse_search,
     search_tool_definition,
 )
-from keen.errors import KeenError
+from keen.errors import ConfigError, KeenError
 from keen.harness import GATE_CODES
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
@@ -281,14 +281,20 @@ class SearchMode:
         for status in manager.servers():
             if status.state is ServerState.CONNECTED:
                 with contextlib.suppress(KeenError):
-                    view = manager.view(status.name)
-                    if error := view.error:
+                    error, note = "", ""
+                    try:
+                        view = manager.view(status.name)
+                    except ConfigError as exc:  # its pins cannot even be looked at
+                        error = exc.message
+                    else:
+                        error, note = view.error, view.note
+                    if error:
                         self.served.withheld(error)
                         lines.append(
                             f"The tools of {status.name} are held: keen serve cannot read their pins "
                             "(keen serve's log says why); the user has to fix them; tell them."
                         )
-                    elif note := view.note:
+                    elif note:
                         lines.append(note)
         return lines
 
