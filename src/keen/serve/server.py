@@ -189,7 +189,9 @@ class KeenServer:
         """Caller scope -> the level its host set with ``logging/setLevel``."""
         self.mode: Mode = mode
         self.store: Store = store if store is not None else MemoryStore()
-        self.search: SearchFn = search or CapabilitySearch()
+        self.withheld = Withheld()
+        """keen serve's log of what hosts are not shown (local paths, the config), each text once."""
+        self.search: SearchFn = search or CapabilitySearch(self.withheld)
         self.session_ttl = session_ttl
         self.auth_ttl = auth_ttl
         self.fetch_limit = fetch_limit
@@ -198,8 +200,6 @@ class KeenServer:
         self.ready_wait = ready_wait
         self.reconnector = Reconnector(manager)
         self.max_result_chars = max_result_chars
-        self.withheld = Withheld()
-        """keen serve's log of what hosts are not shown (local paths, the config), each text once."""
         self.served = ServedTools(manager, self.reconnector, self.withheld)
         """The served tools and lists, kept up to date with the upstream servers."""
         self.router = CallRouter(
