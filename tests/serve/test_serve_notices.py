@@ -253,8 +253,8 @@ async def test_a_host_is_told_only_when_what_it_sees_changed(
     tmp_path: Path, upstream: str, monkeypatch: pytest.MonkeyPatch, era: str, transport: str
 ) -> None:
     """A tool added to a pinned server is held for review: no host sees it, so none is told.
-    Nor is a host that listed after a change (here keen serve's upstreams connecting, which
-    a round compares only ``interval`` later): it already sees what changed. A change it does
+    Nor is a host known by its list that listed after a change (here keen serve's upstreams
+    connecting, which a round compares only ``interval`` later): it already sees what changed. A change it does
     not see yet (a pinned tool removed) is told once. keen serve runs in this process (HTTP on
     127.0.0.1, or the stdio session over memory streams) so the test can wait for its rounds."""
     write_upstream(
@@ -288,6 +288,9 @@ async def test_a_host_is_told_only_when_what_it_sees_changed(
         names = {t.name for t in (await client.list_tools()).tools}
         assert {"mcp__changing__echo", "mcp__changing__stats"} <= names, names
         if era == "stateless":
+            # Its listen cannot be matched with its list: one opened before the round of the
+            # connections would be told of them once more (the test below), so it waits.
+            await wait_until(lambda: not keen.notifier.pending, "the round of the connections", 20)
             sub = await stack.enter_async_context(client.listen(tools_list_changed=True))
 
             async def events() -> None:
@@ -313,6 +316,46 @@ async def test_a_host_is_told_only_when_what_it_sees_changed(
             await wait_until(lambda: told, "a notice of the removed tool", 20)
             assert "mcp__changing__stats" not in {t.name for t in (await client.list_tools()).tools}
     assert len(told) == 1, told
+
+
+async def test_a_stateless_host_that_listens_after_a_change_not_compared_yet_is_told(
+    home: Path, upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 2026-07-28 HTTP host lists, the upstream drops a tool, and the host opens its listen
+    before the round that compares the drop. Its listen cannot be matched with its list, so
+    it counts from the lists that round compared before: it is told (the SDK's listen driver
+    does not list again, so a stream that started from the new list would leave the host
+    with the old one for good)."""
+    monkeypatch.setenv("KEEN_HOME", str(home))
+    told: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, mt.ToolListChangedNotification):
+            told.append(root.method)
+
+    async with contextlib.AsyncExitStack() as stack:
+        # A long round, so the listen below opens before it compares.
+        served = await stack.enter_async_context(http_in_process(home, mode="extension", notify_interval=5.0))
+        keen = served.keen
+        client = await stack.enter_async_context(_http_host(served.url, "stateless", on_message))
+        await wait_until(lambda: not keen.notifier.pending, "the round of the connections", 20)
+        assert "mcp__changing__stats" in {t.name for t in (await client.list_tools()).tools}
+        async with changer(upstream) as up:
+            await up.call_tool("mutate", {"op": "remove", "name": "stats"})
+        await wait_until(lambda: keen.notifier.pending, "keen serve sees the removal", 20)
+        sub = await stack.enter_async_context(client.listen(tools_list_changed=True))
+        assert keen.notifier.pending, "the listen opened after the round of the removal: nothing tested"
+
+        async def events() -> None:
+            async for _ in sub:  # the SDK's client hands each event to the message handler too
+                pass
+
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        tg.start_soon(events)
+        stack.callback(tg.cancel_scope.cancel)
+        await wait_until(lambda: told, "a notice of the tool removed before the listen", 20)
+    assert told == ["notifications/tools/list_changed"], told
 
 
 @contextlib.asynccontextmanager

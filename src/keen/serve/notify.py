@@ -5,9 +5,11 @@ a connect or disconnect); the Manager tells its observers; :class:`ChangeNotifie
 them. It does not forward each upstream notice: it compares what *keen serve itself* lists
 (a digest per list, from ``snapshot``) with what each host last saw of it, and tells a host
 only when that differs. What a host saw is the list it was last given (:meth:`ChangeNotifier.shown`,
-by the list handlers), or last told about; one that never listed saw the list as it was when
-its channel opened. So a host that listed after a change (say while keen serve's upstream
-servers connected) is not told of it again, and an upstream change that leaves keen serve's
+by the list handlers), or last told about; one with no record of a list (it never listed,
+or listed where it cannot be matched) saw it as the last round compared it, so a change not
+compared yet when its channel opened is told to it too. A host that listed after a change
+(say while keen serve's upstream servers connected) and is known by its list is not told
+of it again, and an upstream change that leaves keen serve's
 lists as they were (a tool held for review, a description changed past the first sentence)
 reaches no host. A burst is coalesced: each round waits ``interval`` seconds before it
 compares, so a host gets at most one notice per list per ``interval``, however many upstream
@@ -16,9 +18,10 @@ notices came.
 A host is known by its caller scope: a handshake-era HTTP session (``session:<id>``: its
 ``tools/list`` POSTs and its ``GET`` stream), or the stdio connection (either era). A
 2026-07-28 HTTP host has no session: its requests and its ``subscriptions/listen`` streams
-cannot be matched, so each listen stream is a host of its own that saw the lists as they
-were when it opened (events before that are not delivered in that era anyway: a client
-re-lists after it listens).
+cannot be matched, so each listen stream is a host of its own that saw the lists as the
+last round compared them: a change between its ``tools/list`` and its listen is told on
+that stream (the SDK's listen driver does not list again by itself), and a host that
+listed after the change hears of it once more at worst. Missing a real change is worse.
 
 Where a notice goes, by protocol era and transport (docs/serve.md "When tools change"):
 
@@ -95,7 +98,7 @@ _SESSION_SENDERS = {
 _STREAM_BUFFER = 8
 _MAX_HOSTS_SEEN = 10_000
 """Hosts whose last lists are remembered while they have no channel open (the oldest go
-first; one that comes back saw the lists as they are when its channel opens)."""
+first; one that comes back saw the lists as the last round compared them)."""
 
 _LISTENING_HOST: ContextVar[str | None] = ContextVar("keen_serve_listening_host", default=None)
 """The host of the ``subscriptions/listen`` request being served (None: a host of its own)."""
@@ -233,7 +236,7 @@ class ChangeNotifier:
 
     async def listen(self, ctx: Any, params: Any, host: str | None = None) -> Any:
         """Serve one ``subscriptions/listen`` (the SDK's :class:`ListenHandler`) for ``host``
-        (None: a host of its own, which saw the lists as they are now)."""
+        (None: a host of its own, which saw the lists as the last round compared them)."""
         token = _LISTENING_HOST.set(host)
         try:
             return await self._listen(ctx, params)
@@ -243,16 +246,19 @@ class ChangeNotifier:
     # -- hosts ----------------------------------------------------------------------------------
 
     def _attach(self, host: str | None) -> str:
-        """One more channel of ``host`` (None: a new host of its own); a host that never
-        listed saw the lists as they are now. Returns the host's key."""
+        """One more channel of ``host`` (None: a new host of its own). A list the host has
+        no record of it saw as the last round compared it, not as it is now: a change made
+        since (say between its list and its listen, which cannot be matched in the
+        2026-07-28 era) is still told; at worst it hears of a change it listed already.
+        Returns the host's key."""
         key = host if host is not None else f"listen:{next(self._listens)}"
         self._open[key] = self._open.get(key, 0) + 1
         now = self._now()
         seen = self._seen.setdefault(key, {})
         for kind, listed in now.items():
-            seen.setdefault(kind, listed)
+            seen.setdefault(kind, self._last.get(kind, listed))
         if seen != now:
-            self.poke()  # it listed before a change it was not told of: tell it soon
+            self.poke()  # it saw lists a change since moved on: tell it soon
         return key
 
     def _detach(self, host: str) -> None:
@@ -284,6 +290,11 @@ class ChangeNotifier:
         except Exception:  # a broken snapshot must not refuse a host its channel
             logger.exception("keen serve: could not compare the served lists")
             return dict(self._last)
+
+    @property
+    def pending(self) -> bool:
+        """Whether a change was poked and its round has not compared yet."""
+        return self._poked.is_set()
 
     # -- the loop -----------------------------------------------------------------------------
 
