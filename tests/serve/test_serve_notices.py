@@ -25,7 +25,17 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from helpers.changing import changing_http, wait_until
-from helpers.serve import KeenServeProcess, http_in_process, in_process, stdio_params, tls, write_upstream
+from helpers.serve import (
+    INITIALIZE,
+    JSON_HEADERS,
+    KeenServeProcess,
+    http_in_process,
+    in_process,
+    stdio_params,
+    tls,
+    write_upstream,
+)
+from keen.serve.store import MemoryStore
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
 
@@ -356,6 +366,50 @@ async def test_a_stateless_host_that_listens_after_a_change_not_compared_yet_is_
         stack.callback(tg.cancel_scope.cancel)
         await wait_until(lambda: told, "a notice of the tool removed before the listen", 20)
     assert told == ["notifications/tools/list_changed"], told
+
+
+async def test_a_get_stream_on_a_replica_that_never_saw_the_sessions_list_is_told(
+    home: Path, upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two replicas on one store. A handshake-era host lists its tools on replica A; the
+    upstream drops a tool; the host's GET event stream reaches replica B before B's round
+    compares the drop. B has no record of that session's lists: it counts from its last
+    round's, so it tells the stream (a stream that started from the new list would leave
+    the host with the old one)."""
+    monkeypatch.setenv("KEEN_HOME", str(home))
+    store = MemoryStore()
+    options: dict[str, Any] = {"store": store, "mode": "extension", "notify_interval": 5.0}
+    async with (
+        http_in_process(home, **options) as a,
+        http_in_process(home, **options) as b,
+        httpx2.AsyncClient(timeout=30, verify=tls()) as http,
+    ):
+        for replica in (a, b):
+            await wait_until(
+                lambda r=replica: not r.keen.notifier.pending, "the round of the connections", 20
+            )
+        opened = await http.post(a.url, headers=JSON_HEADERS, json=INITIALIZE)
+        assert opened.status_code == 200, opened.text
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await http.post(a.url, headers={**JSON_HEADERS, **session}, json=initialized)
+        listed = await http.post(
+            a.url,
+            headers={**JSON_HEADERS, **session},
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        )
+        assert "mcp__changing__stats" in listed.text, listed.text
+        async with changer(upstream) as up:
+            await up.call_tool("mutate", {"op": "remove", "name": "stats"})
+        await wait_until(lambda: b.keen.notifier.pending, "replica B sees the removal", 20)
+        get = {"Accept": "text/event-stream", **session}
+        async with http.stream("GET", b.url, headers=get) as stream:
+            assert stream.status_code == 200
+            assert b.keen.notifier.pending, "the stream opened after B's round of the removal: nothing tested"
+            with anyio.fail_after(20):
+                async for line in stream.aiter_lines():
+                    if "notifications/tools/list_changed" in line:
+                        break
 
 
 @contextlib.asynccontextmanager
