@@ -107,9 +107,10 @@ class CapabilitySearch:
         return found
 
     def _status(self, capabilities: Catalog) -> str:
+        """The search status in words for a host: why the model failed to load (a local
+        path, an OSError) goes to keen serve's log instead."""
         status = capabilities.search_status()
-        dense = capabilities.index().dense  # built by the search just run
-        if status and dense is not None and dense.failed:
+        if status and (dense := capabilities.index().dense) is not None and dense.failed:
             self._withheld(f"keen serve's tool search: {status}")
             return _NO_TRANSFORMER
         return status
