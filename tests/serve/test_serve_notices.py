@@ -25,7 +25,17 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from helpers.changing import changing_http, wait_until
-from helpers.serve import KeenServeProcess, http_in_process, in_process, stdio_params, tls, write_upstream
+from helpers.serve import (
+    INITIALIZE,
+    JSON_HEADERS,
+    KeenServeProcess,
+    http_in_process,
+    in_process,
+    stdio_params,
+    tls,
+    write_upstream,
+)
+from keen.serve.store import MemoryStore
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
 
@@ -253,8 +263,8 @@ async def test_a_host_is_told_only_when_what_it_sees_changed(
     tmp_path: Path, upstream: str, monkeypatch: pytest.MonkeyPatch, era: str, transport: str
 ) -> None:
     """A tool added to a pinned server is held for review: no host sees it, so none is told.
-    Nor is a host that listed after a change (here keen serve's upstreams connecting, which
-    a round compares only ``interval`` later): it already sees what changed. A change it does
+    Nor is a host known by its list that listed after a change (here keen serve's upstreams
+    connecting, which a round compares only ``interval`` later): it already sees what changed. A change it does
     not see yet (a pinned tool removed) is told once. keen serve runs in this process (HTTP on
     127.0.0.1, or the stdio session over memory streams) so the test can wait for its rounds."""
     write_upstream(
@@ -288,6 +298,9 @@ async def test_a_host_is_told_only_when_what_it_sees_changed(
         names = {t.name for t in (await client.list_tools()).tools}
         assert {"mcp__changing__echo", "mcp__changing__stats"} <= names, names
         if era == "stateless":
+            # Its listen cannot be matched with its list: one opened before the round of the
+            # connections would be told of them once more (the test below), so it waits.
+            await wait_until(lambda: not keen.notifier.pending, "the round of the connections", 20)
             sub = await stack.enter_async_context(client.listen(tools_list_changed=True))
 
             async def events() -> None:
@@ -313,6 +326,90 @@ async def test_a_host_is_told_only_when_what_it_sees_changed(
             await wait_until(lambda: told, "a notice of the removed tool", 20)
             assert "mcp__changing__stats" not in {t.name for t in (await client.list_tools()).tools}
     assert len(told) == 1, told
+
+
+async def test_a_stateless_host_that_listens_after_a_change_not_compared_yet_is_told(
+    home: Path, upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 2026-07-28 HTTP host lists, the upstream drops a tool, and the host opens its listen
+    before the round that compares the drop. Its listen cannot be matched with its list, so
+    it counts from the lists that round compared before: it is told (the SDK's listen driver
+    does not list again, so a stream that started from the new list would leave the host
+    with the old one for good)."""
+    monkeypatch.setenv("KEEN_HOME", str(home))
+    told: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, mt.ToolListChangedNotification):
+            told.append(root.method)
+
+    async with contextlib.AsyncExitStack() as stack:
+        # A long round, so the listen below opens before it compares.
+        served = await stack.enter_async_context(http_in_process(home, mode="extension", notify_interval=5.0))
+        keen = served.keen
+        client = await stack.enter_async_context(_http_host(served.url, "stateless", on_message))
+        await wait_until(lambda: not keen.notifier.pending, "the round of the connections", 20)
+        assert "mcp__changing__stats" in {t.name for t in (await client.list_tools()).tools}
+        async with changer(upstream) as up:
+            await up.call_tool("mutate", {"op": "remove", "name": "stats"})
+        await wait_until(lambda: keen.notifier.pending, "keen serve sees the removal", 20)
+        sub = await stack.enter_async_context(client.listen(tools_list_changed=True))
+        assert keen.notifier.pending, "the listen opened after the round of the removal: nothing tested"
+
+        async def events() -> None:
+            async for _ in sub:  # the SDK's client hands each event to the message handler too
+                pass
+
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        tg.start_soon(events)
+        stack.callback(tg.cancel_scope.cancel)
+        await wait_until(lambda: told, "a notice of the tool removed before the listen", 20)
+    assert told == ["notifications/tools/list_changed"], told
+
+
+async def test_a_get_stream_on_a_replica_that_never_saw_the_sessions_list_is_told(
+    home: Path, upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two replicas on one store. A handshake-era host lists its tools on replica A; the
+    upstream drops a tool; the host's GET event stream reaches replica B before B's round
+    compares the drop. B has no record of that session's lists: it counts from its last
+    round's, so it tells the stream (a stream that started from the new list would leave
+    the host with the old one)."""
+    monkeypatch.setenv("KEEN_HOME", str(home))
+    store = MemoryStore()
+    options: dict[str, Any] = {"store": store, "mode": "extension", "notify_interval": 5.0}
+    async with (
+        http_in_process(home, **options) as a,
+        http_in_process(home, **options) as b,
+        httpx2.AsyncClient(timeout=30, verify=tls()) as http,
+    ):
+        for replica in (a, b):
+            await wait_until(
+                lambda r=replica: not r.keen.notifier.pending, "the round of the connections", 20
+            )
+        opened = await http.post(a.url, headers=JSON_HEADERS, json=INITIALIZE)
+        assert opened.status_code == 200, opened.text
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await http.post(a.url, headers={**JSON_HEADERS, **session}, json=initialized)
+        listed = await http.post(
+            a.url,
+            headers={**JSON_HEADERS, **session},
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        )
+        assert "mcp__changing__stats" in listed.text, listed.text
+        async with changer(upstream) as up:
+            await up.call_tool("mutate", {"op": "remove", "name": "stats"})
+        await wait_until(lambda: b.keen.notifier.pending, "replica B sees the removal", 20)
+        get = {"Accept": "text/event-stream", **session}
+        async with http.stream("GET", b.url, headers=get) as stream:
+            assert stream.status_code == 200
+            assert b.keen.notifier.pending, "the stream opened after B's round of the removal: nothing tested"
+            with anyio.fail_after(20):
+                async for line in stream.aiter_lines():
+                    if "notifications/tools/list_changed" in line:
+                        break
 
 
 @contextlib.asynccontextmanager

@@ -30,6 +30,7 @@ from helpers.serve import (
     KeenServeProcess,
     connect,
     http_in_process,
+    in_process,
     tls,
     write_everything,
     write_upstream,
@@ -194,6 +195,43 @@ async def test_hosts_are_told_when_the_resource_and_prompt_lists_change(tmp_path
                 assert "mcp__everything__simple-prompt" in [
                     p.name for p in (await client.list_prompts()).prompts
                 ]
+
+
+async def test_a_stdio_host_that_listens_for_resources_later_hears_of_an_earlier_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 2026-07-28 stdio host lists resources, then listens for tool changes only. An
+    upstream arrives with tools and resources: that stream takes the tools notice (the SDK's
+    filter drops a resources one), so the host's resources list is not marked seen; when it
+    listens for resources later, that stream tells it the list changed. keen serve runs in
+    this process (its stdio session over memory streams) so the test can wait for its round."""
+    go = tmp_path / "go"
+    command = (
+        f'while [ ! -e "{go}" ]; do sleep 0.05; done; exec "{peer("node", "mcp-server-everything")}" stdio'
+    )
+    late = {"transport": "stdio", "command": "sh", "args": ["-c", command], "timeouts": {"connect": 60}}
+    write_upstream(tmp_path, extra={"everything": late})
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    options = {"mode": "extension", "notify_interval": 0.2, "ready_wait": 0}
+    async with in_process(tmp_path, "stateless", **options) as (keen, host):
+        assert DOC not in [r.uri for r in (await host.list_resources()).resources]
+        async with host.listen(tools_list_changed=True) as tools:
+            go.touch()
+            with anyio.fail_after(60):
+                event = await tools.__aiter__().__anext__()
+            assert type(event).__name__ == "ToolsListChanged", event
+
+            # The round that compared the new resources ran while only this stream was open.
+            def compared() -> bool:
+                served = [str(r.uri) for r in keen.served.listing().resources]
+                return DOC in served and not keen.notifier.pending
+
+            await wait_until(compared, "the round of the new resources", 30)
+            async with host.listen(resources_list_changed=True) as resources:
+                with anyio.fail_after(20):
+                    event = await resources.__aiter__().__anext__()
+        assert type(event).__name__ == "ResourcesListChanged", event
+        assert DOC in [r.uri for r in (await host.list_resources()).resources]
 
 
 def _shelf() -> MCPServer:

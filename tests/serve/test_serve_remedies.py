@@ -11,6 +11,7 @@ test, not its transport), in front of ``tests/servers/basic_stdio.py``.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -18,14 +19,23 @@ from typing import Any
 import httpx2
 import pytest
 
-from helpers.serve import KeenServeProcess, connect, free_port, in_process, read_json, tls, write_upstream
+from helpers.serve import (
+    KeenServeProcess,
+    connect,
+    free_port,
+    http_in_process,
+    in_process,
+    read_json,
+    tls,
+    write_upstream,
+)
 from keen.agent import slash
 from keen.cli import _wording
-from keen.errors import Remedy, ServerDisabled, ServerDisconnected
+from keen.errors import Remedy, ServerDisabled, ServerDisconnected, ServerMisconfigured
 from keen.gateway import for_model
 from keen.mcp import Manager
 from keen.mcp.connection.translate import translate_call_error
-from keen.serve.calls import host_remedy_words
+from keen.serve.calls import Withheld, host_remedy_words
 from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
@@ -202,3 +212,59 @@ async def test_a_host_is_told_what_is_wrong_with_a_server_without_local_paths(tm
     # The operator's log has what the host was not told.
     for local in (str(config), str(missing), "KEEN_TEST_NEVER_SET_42", str(pins)):
         assert local in log, (local, log)
+
+
+def test_each_keen_server_logs_what_it_withheld_from_hosts(caplog: pytest.LogCaptureFixture) -> None:
+    """Each keen serve logs a withheld text once for itself: a second server in the same
+    process (a test, an embedding app) logs it again for whoever runs that one."""
+    broken = ServerMisconfigured("configs.json /home/me/mcp: servers.x.args must be a list", server="x")
+    caplog.set_level(logging.WARNING, logger="keen.serve")
+    for _ in range(2):  # two servers' words, each told of the same error twice
+        words = host_remedy_words("search", lambda server: 0.0, Withheld())
+        for _ in range(2):
+            assert "/home/me" not in words(broken, "x")
+    assert caplog.text.count("servers.x.args must be a list") == 2, caplog.text
+
+
+@pytest.mark.parametrize("mode", ["search", "extension"])
+async def test_a_pins_folder_that_cannot_be_looked_at_reaches_no_host_as_a_path(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``$KEEN_HOME/mcp/pins`` is a file: each pin file's path cannot even be looked at. The
+    server's tools are held whole (as for an unreadable pin file), every answer is a result
+    in words, and the path stays in keen serve's log."""
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    write_upstream(tmp_path, extra_tools=0)
+    (tmp_path / "mcp" / "pins").write_text("not a folder")
+    caplog.set_level(logging.WARNING, logger="keen.serve")
+    shown: list[object] = []
+    async with http_in_process(tmp_path, mode=mode) as served, connect(served, "session") as client:
+        if mode == "search":
+            found = await client.call_tool("search_tools", {"query": "echo"})
+            assert not found.is_error and read_json(found)["tools"] == [], found
+            assert read_json(found)["held"] == [
+                "The tools of basic are held: keen serve cannot read their pins (keen serve's log says why);"
+                " the user has to fix them; tell them."
+            ], found
+            described = await client.call_tool("describe_tools", {"names": ["mcp__basic__echo"]})
+            called = await client.call_tool(
+                "call_mcp_tool", {"server": "basic", "tool": "echo", "arguments": {"text": "hi"}}
+            )
+            shown += [found.content, described.content]
+        else:
+            listed = await client.list_tools()
+            assert "mcp__basic__echo" not in {t.name for t in listed.tools}, listed
+            read = await client.read_resource("resource:///tool_descriptions?tools=mcp__basic__echo")
+            called = await client.call_tool("mcp__basic__echo", {"text": "hi"})
+            shown += [listed.tools, read.contents]
+        shown.append(called.content)
+    assert called.is_error, called
+    error = read_json(called)["error"]
+    if mode == "search":  # named by server: the pin check's words
+        assert error["code"] == "config_error", error
+        assert 'MCP server "basic" cannot be used: keen serve cannot read' in error["message"], error
+    else:  # a held tool is served by no name
+        assert error["code"] == "TOOL_NOT_FOUND", error
+    text = json.dumps(shown, default=repr)
+    assert str(tmp_path) not in text and "pins/basic.json" not in text, text
+    assert str(tmp_path / "mcp" / "pins" / "basic.json") in caplog.text, caplog.text

@@ -6,15 +6,25 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp.client.client import Client
 
 from helpers.forkserver import script_args
-from helpers.serve import BASIC, KeenServeProcess, connect, in_process, read_json, write_upstream
+from helpers.serve import (
+    BASIC,
+    KeenServeProcess,
+    connect,
+    http_in_process,
+    in_process,
+    read_json,
+    write_upstream,
+)
 from keen.harness import approvals
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
@@ -183,3 +193,40 @@ async def test_search_with_no_server_configured_says_so(
     assert found["tools"] == [] and found["total_tools"] == 0
     assert found["note"].startswith("keen serve has no MCP server configured"), found
     assert "keen mcp add" in found["note"]
+
+
+@pytest.fixture
+def broken_model(tmp_path: Path) -> Iterator[Path]:
+    """This process's transformer encoder loads a model file that is not the model (its
+    hash check fails, naming the file); the installed one is loaded again afterwards."""
+    from keen.capabilities import encoder
+
+    model = tmp_path / "models" / "model.onnx"
+    model.parent.mkdir()
+    model.write_bytes(b"not the model")
+    encoder.reset(encoder.ModelFiles(model, encoder.model_files().tokenizer))
+    yield model
+    encoder.reset()
+
+
+async def test_search_says_the_transformer_is_unavailable_without_the_models_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, broken_model: Path
+) -> None:
+    """Why the model did not load names a local file: the host is told only that it is
+    unavailable; keen serve's log has the reason."""
+    write_upstream(tmp_path, extra_tools=2)
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    caplog.set_level(logging.WARNING, logger="keen.serve")
+    async with http_in_process(tmp_path, mode="search") as served, connect(served, "session") as client:
+        with anyio.fail_after(60):
+            while True:  # the vectors' thread fails to load the model in the background
+                found = await client.call_tool("search_tools", {"query": "add two integers"})
+                if "unavailable" in (note := read_json(found).get("note", "")):
+                    break
+                await anyio.sleep(0.05)
+    assert found.structured_content is not None and found.structured_content["tools"], found
+    assert note == (
+        "semantic ranking by wordllama: the transformer model is unavailable (keen serve's log says why)"
+    ), note
+    assert str(tmp_path) not in json.dumps(found.structured_content), found
+    assert str(broken_model) in caplog.text, caplog.text

@@ -40,6 +40,7 @@ from keen.capabilities import Catalog
 from keen.errors import (
     AuthFailed,
     AuthRequired,
+    ConfigError,
     KeenError,
     Remedy,
     ServerDisconnected,
@@ -57,11 +58,11 @@ __all__ = [
     "APPROVER",
     "HOST_APPROVES",
     "CallRouter",
+    "Withheld",
     "call_result",
     "error_result",
     "host_remedy_words",
     "reconnect_words",
-    "withheld",
 ]
 
 logger = logging.getLogger("keen.serve")
@@ -78,6 +79,9 @@ APPROVER = "MCP host"
 _RESTART = (
     " The user has to fix this server, then restart keen serve (or the MCP host running it); tell them."
 )
+
+
+_FIX_LOCAL = " Its tools are held until the user fixes that; tell them."
 
 
 def _enable(server: str) -> str:
@@ -127,21 +131,25 @@ _MAX_WITHHELD = 1000
 """Distinct withheld messages logged once each (past that, the record starts again)."""
 
 
-_withheld: set[str] = set()
+class Withheld:
+    """keen serve's log of what no host is shown (about the local setup: paths, the config,
+    a server's stderr), for whoever runs it: each distinct text once per served process
+    (one per :class:`keen.serve.KeenServer`)."""
 
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
 
-def withheld(message: str) -> None:
-    """``message`` (about the local setup, which no host is shown) to keen serve's log, for
-    whoever runs it: once per distinct text."""
-    if message not in _withheld:
-        if len(_withheld) >= _MAX_WITHHELD:
-            _withheld.clear()
-        _withheld.add(message)
-        logger.warning("%s (MCP hosts are told only the server's name and what is wrong)", message)
+    def __call__(self, message: str) -> None:
+        """Log ``message`` unless this server logged the same text already."""
+        if message not in self._seen:
+            if len(self._seen) >= _MAX_WITHHELD:
+                self._seen.clear()
+            self._seen.add(message)
+            logger.warning("%s (MCP hosts are told only the server's name and what is wrong)", message)
 
 
 def host_remedy_words(
-    mode: str, retry_in: Callable[[str], float] | None = None
+    mode: str, retry_in: Callable[[str], float] | None = None, withheld: Withheld | None = None
 ) -> Callable[[KeenError, str], str]:
     """How ``keen serve`` in ``mode`` words an error and its remedy for the host's model;
     ``retry_in(server)`` says when the next reconnect attempt of a server may start.
@@ -150,11 +158,15 @@ def host_remedy_words(
     error says of the local setup reaches it as the server's name and what is wrong, never
     the text itself, which names local paths (the configs.json file, a stdio command), the
     config's fields and variables, a URL, or the server's stderr. That is a server's invalid
-    configs.json entry (``ServerMisconfigured``), a server not in configs.json, and the last
+    configs.json entry (``ServerMisconfigured``), a file of the local setup that cannot be read
+    (``ConfigError``: a pin file or its folder), a server not in configs.json, and the last
     error of a server that is not connected (after ``LAST_ERROR``). keen serve's own log
-    (stderr, for whoever runs it) gets each such text whole, once (:func:`withheld`).
+    (stderr, for whoever runs it) gets each such text whole, once (``withheld``; a log of
+    its own when None).
     """
     words = _FOR_HOST.get(mode, _FOR_HOST["search"])
+    if withheld is None:
+        withheld = Withheld()
 
     def word(exc: KeenError, server: str) -> str:
         name = shorten(server, 65)
@@ -167,6 +179,14 @@ def host_remedy_words(
             return (
                 f'MCP server "{name}" cannot be used: its entry in the configs.json keen serve was started '
                 "with is invalid (keen serve's log says what is wrong)." + _RESTART
+            )
+        if isinstance(exc, ConfigError):
+            # A file of the local setup (a pin file, or its folder) cannot be read: its
+            # message names the file's path.
+            withheld(exc.message)
+            return (
+                f'MCP server "{name}" cannot be used: keen serve cannot read its local setup for it '
+                "(keen serve's log says what is wrong)." + _FIX_LOCAL
             )
         if isinstance(exc, _NOT_CONNECTED) and LAST_ERROR in exc.message:
             withheld(exc.message)
@@ -208,6 +228,7 @@ class CallRouter:
         mode: the served surface (``search`` or ``extension``): errors point the host's model
             at its tools for names and schemas.
         retry_in: seconds until a server's next reconnect attempt (worded into its errors).
+        withheld: keen serve's log of what the host's words leave out (:class:`Withheld`).
     """
 
     def __init__(
@@ -220,10 +241,11 @@ class CallRouter:
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         mode: str = "search",
         retry_in: Callable[[str], float] | None = None,
+        withheld: Withheld | None = None,
     ) -> None:
         self.catalog, self.visibility, self.look, self.audit_path = catalog, visibility, look, audit_path
         self.max_result_chars = max_result_chars
-        self.remedy_words = host_remedy_words(mode, retry_in)
+        self.remedy_words = host_remedy_words(mode, retry_in, withheld)
         self._harness: Harness | None = None
 
     def open(self, runtime: Runtime) -> None:

@@ -5,9 +5,12 @@ a connect or disconnect); the Manager tells its observers; :class:`ChangeNotifie
 them. It does not forward each upstream notice: it compares what *keen serve itself* lists
 (a digest per list, from ``snapshot``) with what each host last saw of it, and tells a host
 only when that differs. What a host saw is the list it was last given (:meth:`ChangeNotifier.shown`,
-by the list handlers), or last told about; one that never listed saw the list as it was when
-its channel opened. So a host that listed after a change (say while keen serve's upstream
-servers connected) is not told of it again, and an upstream change that leaves keen serve's
+by the list handlers), or last told about (only a notice one of its open channels takes
+counts as told: a listen stream's filter drops the others); one with no record of a list (it never listed,
+or listed where it cannot be matched) saw it as the last round compared it, so a change not
+compared yet when its channel opened is told to it too. A host that listed after a change
+(say while keen serve's upstream servers connected) and is known by its list is not told
+of it again, and an upstream change that leaves keen serve's
 lists as they were (a tool held for review, a description changed past the first sentence)
 reaches no host. A burst is coalesced: each round waits ``interval`` seconds before it
 compares, so a host gets at most one notice per list per ``interval``, however many upstream
@@ -16,9 +19,10 @@ notices came.
 A host is known by its caller scope: a handshake-era HTTP session (``session:<id>``: its
 ``tools/list`` POSTs and its ``GET`` stream), or the stdio connection (either era). A
 2026-07-28 HTTP host has no session: its requests and its ``subscriptions/listen`` streams
-cannot be matched, so each listen stream is a host of its own that saw the lists as they
-were when it opened (events before that are not delivered in that era anyway: a client
-re-lists after it listens).
+cannot be matched, so each listen stream is a host of its own that saw the lists as the
+last round compared them: a change between its ``tools/list`` and its listen is told on
+that stream (the SDK's listen driver does not list again by itself), and a host that
+listed after the change hears of it once more at worst. Missing a real change is worse.
 
 Where a notice goes, by protocol era and transport (docs/serve.md "When tools change"):
 
@@ -95,10 +99,16 @@ _SESSION_SENDERS = {
 _STREAM_BUFFER = 8
 _MAX_HOSTS_SEEN = 10_000
 """Hosts whose last lists are remembered while they have no channel open (the oldest go
-first; one that comes back saw the lists as they are when its channel opens)."""
+first; one that comes back saw the lists as the last round compared them)."""
 
-_LISTENING_HOST: ContextVar[str | None] = ContextVar("keen_serve_listening_host", default=None)
-"""The host of the ``subscriptions/listen`` request being served (None: a host of its own)."""
+_ALL_NOTICES = frozenset(_METHODS)
+"""What a channel that takes every notice accepts (a ``GET`` stream, a stdio session)."""
+
+_LISTENING: ContextVar[tuple[str | None, frozenset[str]]] = ContextVar(
+    "keen_serve_listening", default=(None, _ALL_NOTICES)
+)
+"""The host of the ``subscriptions/listen`` request being served (None: a host of its own)
+and the notices its filter accepts."""
 
 
 def digest(items: Any) -> str:
@@ -112,24 +122,42 @@ def list_digest(items: Sequence[BaseModel]) -> str:
     return digest([i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in items])
 
 
+def _accepted(params: Any) -> frozenset[str]:
+    """The notices a ``subscriptions/listen`` filter asks for (MCP 2026-07-28,
+    "Subscriptions": the server sends no kind the client did not request)."""
+    wanted = getattr(params, "notifications", None)
+    flags = {
+        "tools": "tools_list_changed",
+        "resources": "resources_list_changed",
+        "prompts": "prompts_list_changed",
+    }
+    return frozenset(notice for notice, flag in flags.items() if getattr(wanted, flag, None))
+
+
 class _HostBus:
     """The :class:`~mcp.server.subscriptions.SubscriptionBus` of keen serve's listen streams:
     each listener belongs to the host whose ``subscriptions/listen`` subscribed it (read from
-    :data:`_LISTENING_HOST`, which the SDK's ``ListenHandler`` call runs under), and gets an
-    event only when that host is to be told (:meth:`deliver`)."""
+    :data:`_LISTENING`, which the SDK's ``ListenHandler`` call runs under, with the notices
+    that listen's filter accepts), and gets an event only when that host is to be told
+    (:meth:`deliver`)."""
 
-    def __init__(self, attach: Callable[[str | None], str], detach: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        attach: Callable[[str | None, frozenset[str]], str],
+        detach: Callable[[str, frozenset[str]], None],
+    ) -> None:
         self._attach, self._detach = attach, detach
         self._listeners: dict[object, tuple[Callable[[ServerEvent], None], str]] = {}
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
-        host = self._attach(_LISTENING_HOST.get())
+        wanted, notices = _LISTENING.get()
+        host = self._attach(wanted, notices)
         token = object()
         self._listeners[token] = (listener, host)
 
         def unsubscribe() -> None:
             if self._listeners.pop(token, None) is not None:
-                self._detach(host)
+                self._detach(host, notices)
 
         return unsubscribe
 
@@ -180,6 +208,9 @@ class ChangeNotifier:
         """Host -> ``{kind: digest}`` of each list as it last saw it (oldest host first)."""
         self._open: dict[str, int] = {}
         """Host -> how many channels it has open (streams, listens, a stdio session)."""
+        self._accepts: dict[str, dict[str, int]] = {}
+        """Host -> notice -> how many of its open channels accept it (a listen stream takes
+        only what its filter asked for; the SDK drops the rest)."""
         self._listens = itertools.count()
         self._poked = anyio.Event()
         self._last: dict[str, str] = {}
@@ -211,7 +242,7 @@ class ChangeNotifier:
         """Send notices to this handshake-era stdio connection (an SDK ``ServerSession``), the
         one of ``host``."""
         if not self._closed and all(s is not session for s, _ in self._sessions):
-            self._sessions.append((session, self._attach(host)))
+            self._sessions.append((session, self._attach(host, _ALL_NOTICES)))
 
     @contextlib.contextmanager
     def open_stream(self, host: str) -> Iterator[MemoryObjectReceiveStream[str] | None]:
@@ -222,45 +253,61 @@ class ChangeNotifier:
             yield None
             return
         send, receive = anyio.create_memory_object_stream[str](_STREAM_BUFFER)
-        self._streams[send] = self._attach(host)
+        self._streams[send] = self._attach(host, _ALL_NOTICES)
         try:
             with receive:
                 yield receive
         finally:
             if self._streams.pop(send, None) is not None:
-                self._detach(host)
+                self._detach(host, _ALL_NOTICES)
             send.close()
 
     async def listen(self, ctx: Any, params: Any, host: str | None = None) -> Any:
         """Serve one ``subscriptions/listen`` (the SDK's :class:`ListenHandler`) for ``host``
-        (None: a host of its own, which saw the lists as they are now)."""
-        token = _LISTENING_HOST.set(host)
+        (None: a host of its own, which saw the lists as the last round compared them)."""
+        token = _LISTENING.set((host, _accepted(params)))
         try:
             return await self._listen(ctx, params)
         finally:
-            _LISTENING_HOST.reset(token)
+            _LISTENING.reset(token)
 
     # -- hosts ----------------------------------------------------------------------------------
 
-    def _attach(self, host: str | None) -> str:
-        """One more channel of ``host`` (None: a new host of its own); a host that never
-        listed saw the lists as they are now. Returns the host's key."""
+    def _attach(self, host: str | None, notices: frozenset[str]) -> str:
+        """One more channel of ``host`` (None: a new host of its own), which accepts
+        ``notices`` (``tools``, ``resources``, ``prompts``). A list the host has
+        no record of it saw as the last round compared it, not as it is now: a change made
+        since (say between its list and its listen, which cannot be matched in the
+        2026-07-28 era) is still told; at worst it hears of a change it listed already.
+        Returns the host's key."""
         key = host if host is not None else f"listen:{next(self._listens)}"
         self._open[key] = self._open.get(key, 0) + 1
+        accepts = self._accepts.setdefault(key, {})
+        for notice in notices:
+            accepts[notice] = accepts.get(notice, 0) + 1
         now = self._now()
         seen = self._seen.setdefault(key, {})
         for kind, listed in now.items():
-            seen.setdefault(kind, listed)
-        if seen != now:
-            self.poke()  # it listed before a change it was not told of: tell it soon
+            seen.setdefault(kind, self._last.get(kind, listed))
+        if any(
+            seen[kind] != listed and _NOTICE_OF.get(kind, kind) in accepts for kind, listed in now.items()
+        ):
+            self.poke()  # it saw lists a change since moved on: tell it soon
         return key
 
-    def _detach(self, host: str) -> None:
+    def _detach(self, host: str, notices: frozenset[str]) -> None:
+        accepts = self._accepts.get(host, {})
+        for notice in notices:
+            if (count := accepts.get(notice, 0) - 1) > 0:
+                accepts[notice] = count
+            else:
+                accepts.pop(notice, None)
         left = self._open.get(host, 0) - 1
         if left > 0:
             self._open[host] = left
             return
         self._open.pop(host, None)
+        self._accepts.pop(host, None)
         if host.startswith("listen:"):
             self._seen.pop(host, None)  # a listen stream's own key: never seen again
         self._forget_old()
@@ -285,6 +332,11 @@ class ChangeNotifier:
             logger.exception("keen serve: could not compare the served lists")
             return dict(self._last)
 
+    @property
+    def pending(self) -> bool:
+        """Whether a change was poked and its round has not compared yet."""
+        return self._poked.is_set()
+
     # -- the loop -----------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -302,13 +354,17 @@ class ChangeNotifier:
                 self.compared += 1
                 continue
             self._last = now
-            # Per host: what it saw of each list (listed, or was told) against now.
+            # Per host: what it saw of each list (listed, or was told) against now. Only a
+            # notice one of its channels takes is sent: a list it cannot be told of stays as
+            # it saw it, and a channel that takes that notice later is told then.
             told: dict[str, set[str]] = {}
             for host in self._open:
                 seen = self._seen.setdefault(host, {})
+                accepts = self._accepts.get(host, {})
                 for kind, listed in now.items():
-                    if seen.get(kind) != listed:
-                        told.setdefault(_NOTICE_OF.get(kind, kind), set()).add(host)
+                    notice = _NOTICE_OF.get(kind, kind)
+                    if seen.get(kind) != listed and notice in accepts:
+                        told.setdefault(notice, set()).add(host)
                         seen[kind] = listed
             if told:
                 self.rounds += 1
@@ -330,7 +386,7 @@ class ChangeNotifier:
                 pass  # that host has unread notices already; one more says nothing new
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 if self._streams.pop(stream, None) is not None:
-                    self._detach(host)
+                    self._detach(host, _ALL_NOTICES)
         for session, host in list(self._sessions):
             if host not in hosts:
                 continue
@@ -340,7 +396,7 @@ class ChangeNotifier:
             except Exception as exc:  # the host went away: stop telling it
                 logger.debug("keen serve: dropping a stdio host after %r", exc)
                 self._sessions.remove((session, host))
-                self._detach(host)
+                self._detach(host, _ALL_NOTICES)
 
     def close(self) -> None:
         """End every stream gracefully (listen streams send their final result)."""
@@ -351,3 +407,4 @@ class ChangeNotifier:
         self._streams.clear()
         self._sessions.clear()
         self._open.clear()
+        self._accepts.clear()

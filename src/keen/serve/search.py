@@ -36,16 +36,17 @@ from keen.entry_tools import (
     parse_search,
     search_tool_definition,
 )
-from keen.errors import KeenError
+from keen.errors import ConfigError, KeenError
 from keen.harness import GATE_CODES
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
-from keen.serve.calls import call_result, error_result, withheld
+from keen.serve.calls import Withheld, call_result, error_result
 from keen.serve.catalog import ExposedTool, ToolCatalog
 
 if TYPE_CHECKING:
     from mcp.shared.dispatcher import ProgressFnT
 
+    from keen.capabilities import Catalog
     from keen.serve.calls import CallRouter
     from keen.serve.relay import HostPeer
     from keen.serve.served import ServedTools
@@ -65,15 +66,28 @@ SearchFn = Callable[[ToolCatalog, str, int], list[ExposedTool]]
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
+_NO_TRANSFORMER = (
+    "semantic ranking by wordllama: the transformer model is unavailable (keen serve's log says why)"
+)
+
+
 class CapabilitySearch:
     """ToolSearch over the served tools: the served catalog's capability catalog (the one the
-    harness checks calls against), whose index is built once per tool list."""
+    harness checks calls against), whose index is built once per tool list.
 
-    def __init__(self) -> None:
+    Args:
+        withheld: keen serve's log, which gets why the transformer model is unavailable (a
+            reason may name the model file's local path); the host's :attr:`status` says only
+            that it is (a log of its own when None).
+    """
+
+    def __init__(self, withheld: Withheld | None = None) -> None:
         # Searches run in worker threads; one builds or queries the index at a time.
         self._lock = threading.Lock()
+        self._withheld = withheld if withheld is not None else Withheld()
         self.status = ""
-        """How the last search ranked when not with every signal (vectors still encoding)."""
+        """How the last search ranked when not with every signal (vectors still encoding),
+        in words for a host."""
 
     def __call__(self, catalog: ToolCatalog, query: str, limit: int) -> list[ExposedTool]:
         from keen.capabilities import SearchFilter
@@ -83,7 +97,7 @@ class CapabilitySearch:
         capabilities = catalog.capabilities
         with self._lock:
             hits = capabilities.search(query, k=max(1, limit), filter=SearchFilter(kinds=frozenset({"tool"})))
-        self.status = capabilities.search_status()
+        self.status = self._status(capabilities)
         found: list[ExposedTool] = []
         for hit in hits:
             tool = catalog.find(hit.server, hit.tool) if hit.server else None
@@ -91,6 +105,15 @@ class CapabilitySearch:
                 servers = sorted({str(capabilities.get(i).server) for i in hit.copies})
                 found.append(dataclasses.replace(tool, also_on=tuple(servers)))
         return found
+
+    def _status(self, capabilities: Catalog) -> str:
+        """The search status in words for a host: why the model failed to load (a local
+        path, an OSError) goes to keen serve's log instead."""
+        status = capabilities.search_status()
+        if status and (dense := capabilities.index().dense) is not None and dense.failed:
+            self._withheld(f"keen serve's tool search: {status}")
+            return _NO_TRANSFORMER
+        return status
 
 
 def _document(tool: ExposedTool) -> str:
@@ -281,14 +304,20 @@ class SearchMode:
         for status in manager.servers():
             if status.state is ServerState.CONNECTED:
                 with contextlib.suppress(KeenError):
-                    view = manager.view(status.name)
-                    if error := getattr(view, "error", ""):
-                        withheld(str(error))
+                    error, note = "", ""
+                    try:
+                        view = manager.view(status.name)
+                    except ConfigError as exc:  # its pins cannot even be looked at
+                        error = exc.message
+                    else:
+                        error, note = view.error, view.note
+                    if error:
+                        self.served.withheld(error)
                         lines.append(
                             f"The tools of {status.name} are held: keen serve cannot read their pins "
                             "(keen serve's log says why); the user has to fix them; tell them."
                         )
-                    elif note := view.note:
+                    elif note:
                         lines.append(note)
         return lines
 

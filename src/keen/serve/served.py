@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as mt
 
 from keen._redact import redactor
-from keen.mcp.types import ServerState
+from keen.errors import ConfigError
+from keen.mcp.types import ServerState, Tool
+from keen.serve.calls import Withheld
 from keen.serve.catalog import ToolCatalog
 from keen.serve.notify import list_digest
 from keen.serve.passthrough import Listing
@@ -46,14 +48,18 @@ class ServedTools:
         manager: the upstream servers' connections.
         reconnector: brings back a server that went away (bounded, at most once per
             back-off window).
+        withheld: keen serve's log of what no host is shown (a new one when None).
     """
 
-    def __init__(self, manager: Manager, reconnector: Reconnector) -> None:
+    def __init__(self, manager: Manager, reconnector: Reconnector, withheld: Withheld | None = None) -> None:
         self.manager = manager
         self.reconnector = reconnector
+        self.withheld = withheld if withheld is not None else Withheld()
         self._catalog: ToolCatalog | None = None
         self._catalog_key: tuple[Any, ...] = ()
         self._listed: tuple[ToolCatalog, list[mt.Tool], str] | None = None
+        self._unreadable: set[str] = set()
+        """Servers whose pins could not be looked at when last tried: held whole."""
         self._server_of: dict[str, str] = {}
         """Exposed name -> server of every tool ever served: a gone server's tools still
         name the server to reconnect."""
@@ -71,16 +77,42 @@ class ServedTools:
         if servers is None:
             servers = [name for name, _, _ in manager.tool_versions()]
         for name in servers:
-            manager.view_stamp(name)  # a pin file changed since moves the view version
+            self._stamp(name)  # a pin file changed since moves the view version
         # Two counters, not a look at every server: a call costs the same at 1 server or 300.
-        key = (manager.tools_version(), manager.view_version())
+        # The servers whose pins cannot be looked at count too: one fixed is listed again.
+        key = (manager.tools_version(), manager.view_version(), frozenset(self._unreadable))
         if self._catalog is None or key != self._catalog_key:
-            names = [name for name, _, _ in manager.tool_versions()]
-            self._catalog = ToolCatalog([t for name in names for t in manager.list_tools(name)])
+            tools = [t for name, _, _ in manager.tool_versions() for t in self._tools_of(name)]
+            self._catalog = ToolCatalog(tools)
             # After the build: listing a server may see its pin file for the first time.
-            self._catalog_key = (manager.tools_version(), manager.view_version())
+            self._catalog_key = (manager.tools_version(), manager.view_version(), frozenset(self._unreadable))
             self._server_of.update((t.name, t.server) for t in self._catalog.tools())
         return self._catalog
+
+    def _stamp(self, server: str) -> None:
+        """Look at ``server``'s pin file. One that cannot be looked at (its folder is a file,
+        or unreadable) holds the server whole, as an unreadable pin file does: its error names
+        a local path, so it goes to keen serve's log, never to a host."""
+        try:
+            self.manager.view_stamp(server)
+        except ConfigError as exc:
+            self._hold(server, exc)
+        else:
+            self._unreadable.discard(server)
+
+    def _tools_of(self, server: str) -> list[Tool]:
+        """``server``'s tools as the catalog serves them: none while its pins cannot be read."""
+        try:
+            tools = self.manager.list_tools(server)
+        except ConfigError as exc:
+            self._hold(server, exc)
+            return []
+        self._unreadable.discard(server)
+        return tools
+
+    def _hold(self, server: str, exc: ConfigError) -> None:
+        self._unreadable.add(server)
+        self.withheld(exc.message)
 
     def capabilities(self) -> Catalog:
         """The capability catalog of the served tools, for the harness's lookup of a call
@@ -94,9 +126,10 @@ class ServedTools:
 
     def look(self, server: str) -> None:
         """Look at ``server``'s pin file; a name a host sent that is no configured server's
-        has none (and is never made into a path)."""
+        has none (and is never made into a path). One that cannot be looked at is logged and
+        the call goes on: the pin check refuses it with words for the host."""
         if server in self.manager.config.servers:
-            self.manager.view_stamp(server)
+            self._stamp(server)
 
     async def revive(self, names: Sequence[str] = (), *, servers: Sequence[str] = ()) -> None:
         """Reconnect the servers these exposed tool ``names`` (and ``servers``) are on, if

@@ -73,7 +73,7 @@ from keen.mcp.connection.relay import Relay
 from keen.mcp.manager import Manager
 from keen.runtime import Runtime, open_runtime
 from keen.serve import extension as ext
-from keen.serve.calls import APPROVER, CallRouter, call_result, error_result, host_remedy_words
+from keen.serve.calls import APPROVER, CallRouter, Withheld, call_result, error_result, host_remedy_words
 from keen.serve.catalog import ToolCatalog
 from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, ListKind, list_digest
 from keen.serve.passthrough import exposed_uri, upstream_uri
@@ -189,7 +189,9 @@ class KeenServer:
         """Caller scope -> the level its host set with ``logging/setLevel``."""
         self.mode: Mode = mode
         self.store: Store = store if store is not None else MemoryStore()
-        self.search: SearchFn = search or CapabilitySearch()
+        self.withheld = Withheld()
+        """keen serve's log of what hosts are not shown (local paths, the config), each text once."""
+        self.search: SearchFn = search or CapabilitySearch(self.withheld)
         self.session_ttl = session_ttl
         self.auth_ttl = auth_ttl
         self.fetch_limit = fetch_limit
@@ -198,7 +200,7 @@ class KeenServer:
         self.ready_wait = ready_wait
         self.reconnector = Reconnector(manager)
         self.max_result_chars = max_result_chars
-        self.served = ServedTools(manager, self.reconnector)
+        self.served = ServedTools(manager, self.reconnector, self.withheld)
         """The served tools and lists, kept up to date with the upstream servers."""
         self.router = CallRouter(
             self.served.capabilities,
@@ -208,8 +210,9 @@ class KeenServer:
             max_result_chars=max_result_chars,
             mode=mode,
             retry_in=self.reconnector.retry_in,
+            withheld=self.withheld,
         )
-        self.remedy_words = host_remedy_words(mode, self.reconnector.retry_in)
+        self.remedy_words = host_remedy_words(mode, self.reconnector.retry_in, self.withheld)
         self.search_mode = SearchMode(self.served, self.router, self.search)
         self.stdio_scope = f"stdio:{secrets.token_hex(8)}"
         self._ready = False

@@ -61,6 +61,12 @@ class ToolsView(Protocol):
         """One line on what is held and how to review it; ``""`` when nothing is."""
         ...
 
+    @property
+    def error(self) -> str:
+        """Why no tool can be shown (the trust could not read what it vets them against, such
+        as a broken pin file): every tool is held, and :attr:`note` says so; ``""`` otherwise."""
+        ...
+
 
 class ToolTrust(Protocol):
     """What vets the tools servers list before anyone reads them: given to a :class:`keen.mcp.Manager`.
@@ -129,6 +135,7 @@ class ListedView:
     tools: tuple[Tool, ...] = ()
     held: tuple[HeldTool, ...] = ()
     note: str = ""
+    error: str = ""
 
 
 _Plan = tuple[Tool, Tool | None, Callable[[dict[str, Any]], bool] | None]
