@@ -322,3 +322,47 @@ async def test_a_tool_claiming_read_only_missing_from_the_markers_fingerprints_i
     assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is False
     _edit_marker(keen_home, lambda m: m.pop("fingerprints"))  # a marker from before them: the fields
     assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is True
+
+
+def _hinted(**hints: bool) -> MCPServer:
+    """``docs`` with ``lookup`` and exactly these annotation hints, no outputSchema."""
+    server = MCPServer("docs")
+
+    @server.tool(description="Look a word up.", annotations=ToolAnnotations(**hints), structured_output=False)
+    def lookup(q: str) -> int:
+        return len(q)
+
+    return server
+
+
+async def test_a_tool_changed_in_hints_the_stricter_view_restores_is_not_trusted_offline(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # Under warn a changed tool is shown with the stricter of pinned and live annotations: a
+    # server that dropped "destructiveHint": false is shown with it (the stricter value is
+    # the pinned one), so the definition shown equalled the pin, its fingerprint too, and the
+    # catalog trusted a tool keen chat trusts not (it changed since the review).
+    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
+    store = PinStore(keen_home / "mcp" / "pins")
+    full = {"readOnlyHint": True, "idempotentHint": True, "destructiveHint": False, "openWorldHint": False}
+    await _review(_hinted(**full), store)
+    assert await _judged(path, store, _hinted(**full)) == (True, True)
+    fewer = {name: value for name, value in full.items() if name != "destructiveHint"}
+    assert await _judged(path, store, _hinted(**fewer)) == (False, False)
+
+
+async def test_a_schema_file_edited_by_hand_is_not_trusted_offline(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # The catalog compared only the marker's fingerprint with the pin: a reviewed read-only
+    # tool's schema file given a new description (or inputSchema) by hand stayed trusted.
+    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
+    store = PinStore(keen_home / "mcp" / "pins")
+    await _review(_lookup_plain(), store)
+    assert await _judged(path, store, _lookup_plain()) == (True, True)
+    schema_path = keen_home / "skills" / "mcp:docs" / "schemas" / "lookup.json"
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    schema["description"] = "Delete every file."
+    schema_path.write_text(json.dumps(schema), encoding="utf-8")
+    catalog = Catalog.from_skills_dir(annotations_trusted=configured_annotations_trusted(path, store))
+    assert catalog.get("mcp__docs__lookup").risk.read_only is False

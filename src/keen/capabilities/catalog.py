@@ -666,8 +666,10 @@ def _judge(
     annotations count for nothing (``keen chat`` offers no held tool), and each other is
     judged with the fingerprint its marker records of the definition shown (``fingerprint``
     always from the marker, ``None`` when it records none: a schema file never supplies
-    it). A marker with a ``fingerprints`` map names every tool claiming ``readOnlyHint``
-    (:func:`keen.mcpskills.generate_skill`): one it leaves out is not trusted."""
+    it). A marker with a ``fingerprints`` map names every tool claiming ``readOnlyHint`` that
+    keen chat trusted when it was written (:func:`keen.mcpskills.generate_skill`): one it
+    leaves out is trusted only by its server's ``trust_annotations`` (an empty fingerprint,
+    which no pin has)."""
     recorded = marker.get("fingerprints")
     fingerprints: Mapping[str, Any] | None = recorded if isinstance(recorded, dict) else None  # pyright: ignore[reportUnknownVariableType]
 
@@ -679,7 +681,7 @@ def _judge(
         if fingerprints is not None:
             shown = fingerprints.get(name) if isinstance(name, str) else None
             if not isinstance(shown, str):
-                return False  # not what Keen wrote: the file or the marker was edited
+                shown = ""  # matches no pin: only a server trusted for its annotations counts
         return annotations_trusted(server, {**data, "fingerprint": shown})
 
     return judge

@@ -135,8 +135,18 @@ def _fingerprints(planned: Sequence[tuple[Tool, PlannedTool]]) -> dict[str, str]
     schema file holds it) of each planned tool claiming ``readOnlyHint``, by name: the one
     hint a catalog asks whether to trust. Only those: 1,000 LiveMCPBench tools take 120 ms of
     CPU to fingerprint against 0.9-1.3 s to generate (load 3 on 2 CPUs), and 88 of them claim it;
-    those 88 take 7-15 ms of CPU, paid at every sync, an unchanged skill's too (load 3)."""
-    claiming = [tool for tool, _ in planned if (tool.annotations or {}).get("readOnlyHint") is True]
+    those 88 take 7-15 ms of CPU, paid at every sync, an unchanged skill's too (load 3).
+
+    A tool whose claim keen chat does not trust now (``annotations_trusted`` False: never
+    reviewed, or changed since under ``"pinning": "warn"``, where it is shown with the
+    stricter of the pinned and live annotations and can equal the pin though the server
+    changed it) gets none, so the catalog trusts it not (a ``trust_annotations`` server
+    excepted); ``keen mcp trust`` writes the skill again after a review."""
+    claiming = [
+        tool
+        for tool, _ in planned
+        if (tool.annotations or {}).get("readOnlyHint") is True and tool.annotations_trusted
+    ]
     if not claiming:
         return {}
     from keen.trust.fingerprint import fingerprint  # rfc8785: loaded when a tool needs it

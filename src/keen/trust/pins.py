@@ -592,8 +592,10 @@ def skill_annotations_trusted(
     compares no pins then). The definition is the whole one, ``outputSchema`` included, by
     the ``fingerprint`` the catalog sets from the skill's marker (the schema file leaves
     ``outputSchema`` out), compared with the pin's as :func:`compare` compares a live tool's;
-    a skill whose marker records none (``fingerprint`` ``None``) is judged by the fields its
-    file holds, and not trusted when the pin has an ``outputSchema`` it cannot compare. A broken pin file trusts nothing.
+    the fields the file holds must equal the pin's as well (a file edited by hand is not
+    what was reviewed). A skill whose marker records none (``fingerprint`` ``None``) is
+    judged by those fields alone, and not trusted when the pin has an ``outputSchema`` it
+    cannot compare. A broken pin file trusts nothing.
     Pin files are read once each, when first asked."""
     trusted_servers = frozenset(trusting)
     off = frozenset(unpinned)
@@ -615,11 +617,14 @@ def skill_annotations_trusted(
         pin = reviewed[server].get(str(data.get("name")))
         if pin is None:
             return False
+        pinned = pin.definition
+        # The file's own fields too: a schema file edited by hand (a new description or
+        # inputSchema, readOnlyHint kept) is not what was reviewed, whatever the marker says.
+        same_fields = all(pinned.get(f) == data.get(f) for f in _SKILL_FIELDS)
         shown = data.get("fingerprint")
         if isinstance(shown, str):
-            return shown == pin.fingerprint
-        pinned = pin.definition
-        return "outputSchema" not in pinned and all(pinned.get(f) == data.get(f) for f in _SKILL_FIELDS)
+            return same_fields and shown == pin.fingerprint
+        return same_fields and "outputSchema" not in pinned
 
     return check
 
