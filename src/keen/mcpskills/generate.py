@@ -232,7 +232,7 @@ def generate_skill(
         "last_error": redactor.redact(status.last_error),
         "last_successful_refresh": iso(status.last_refresh_at or moment),
         # Always, [] too: a marker without it was written before Keen recorded held tools
-        # (keen.capabilities.catalog.held_tools), and the next sync gives it the field.
+        # (keen.capabilities.catalog.managed_marker), and the next sync gives it the field.
         "held_tools": held_names,
         # Always, for an unchanged skill too: the source hash is of Tool.to_dict(), which
         # drops a falsy outputSchema the fingerprint keeps (None -> {} is another definition

@@ -215,4 +215,12 @@ async def test_sign_in_fixes_name_the_config_a_manager_was_given_in_code(keen_ho
             assert f'in the server\'s "auth" in {GIVEN}' in status.last_error, status.last_error
             with pytest.raises(AuthFailed, match=re.escape(f'"auth" in {GIVEN}')):
                 await connect_server(manager, "demo")
+    with serve_oauth() as srv, socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        config = given(srv.url, callback_port=busy.getsockname()[1])  # its callback port taken
+        async with Manager(config=config, trust=None) as manager:
+            await manager.wait_ready(20)
+            status = await manager.refresh("demo", interactive=True)
+    assert f'set "callback_port" in the server\'s "auth" in {GIVEN}' in status.last_error, status.last_error
     assert _nothing_saved(keen_home)

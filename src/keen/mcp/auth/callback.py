@@ -59,10 +59,18 @@ class CallbackListener:
     :class:`~keen.errors.AuthRequired` (no answer within ``timeout`` seconds).
     """
 
-    def __init__(self, *, server: str, port: int = DEFAULT_CALLBACK_PORT, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        *,
+        server: str,
+        port: int = DEFAULT_CALLBACK_PORT,
+        host: str = "127.0.0.1",
+        config_name: str = "configs.json",
+    ) -> None:
         self.server = server
         self.port = port
         self.host = host
+        self.config_name = config_name  # where the server's entry is, as a busy port's fix names it
         self._listener: anyio.abc.Listener[anyio.abc.SocketStream] | None = None
 
     @property
@@ -82,7 +90,7 @@ class CallbackListener:
             raise AuthRequired(
                 f'cannot listen for the sign-in callback of MCP server "{self.server}" on 127.0.0.1:{self.port}: '
                 f'{why}; stop the program using it or set "callback_port" in the server\'s "auth" in '
-                "configs.json",
+                f"{self.config_name}",
                 server=self.server,
                 remedy=Remedy.SIGN_IN,
             ) from None

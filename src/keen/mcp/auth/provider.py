@@ -369,7 +369,9 @@ class KeenOAuthProvider(OAuthClientProvider):
             raise AuthRequired(sign_in_message(self.server), server=self.server)
         self._authorizations += 1
         state = parse_qs(urlsplit(authorization_url).query).get("state", [""])[0]
-        listener = CallbackListener(server=self.server, port=self._cfg.callback_port)
+        listener = CallbackListener(
+            server=self.server, port=self._cfg.callback_port, config_name=self.config_name
+        )
         await listener.open()
         outcome: list[AuthorizationCodeResult | KeenError] = []
         async with anyio.create_task_group() as tg:
@@ -485,7 +487,7 @@ class KeenOAuthProvider(OAuthClientProvider):
             + f" after {self._authorizations} sign-ins"
             + (f" that granted {redactor.redact(short(granted))}" if granted else "")
             + "; the account may not be allowed that scope: ask the server's administrator, "
-            'or check "scopes" in the server\'s configs.json entry',
+            f'or check "scopes" in the server\'s entry in {self.config_name}',
             server=self.server,
             remedy=Remedy.FIX_CONFIG,
         )
