@@ -252,7 +252,9 @@ def test_the_trust_command_diff_suggests_is_safe_to_paste_and_trusts_those_tools
     """``keen mcp diff`` ends with the ``keen mcp trust`` command that accepts what it showed.
     A tool named ``x$(touch FILE);y`` made that line run ``touch`` when pasted into a shell,
     and a name with control characters could not be pasted back at all: each name is one
-    shell word, and the pasted line trusts exactly those tools."""
+    shell word, and the pasted line trusts exactly those tools. The line is plain text (an
+    emoji code such as ``:smile:`` or a ``\\[`` no markup tag follows stays as it is) and the
+    names come after ``--`` (``--json`` or ``-h`` is a tool's name, not an option)."""
     keen_home = tmp_path / "keen-home"
     (keen_home / "mcp").mkdir(parents=True)
     marker = tmp_path / "pwned"
@@ -261,7 +263,7 @@ def test_the_trust_command_diff_suggests_is_safe_to_paste_and_trusts_those_tools
     servers = {"s": hostile_entry(spec_path, {"tools": [calm]}, pinning="quarantine")}
     (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": servers}))
     assert keen_cli("mcp", "call", "s", "calm", "--yes", keen_home=keen_home).code == 0  # pins calm
-    names = [f"x$(touch {marker});y", f"e{CLEAR}z"]
+    names = [f"x$(touch {marker});y", f"e{CLEAR}z", "x:smile:y", "a\\[x", "--json", "-h"]
     more = [{"name": name, "description": "New.", "inputSchema": {"type": "object"}} for name in names]
     spec_path.write_text(json.dumps({"tools": [calm, *more]}), encoding="utf-8")
     shown = keen_cli("mcp", "diff", "s", keen_home=keen_home)
