@@ -7,6 +7,7 @@ sessions).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import queue
@@ -255,6 +256,39 @@ def test_watch_text_escapes_the_error_of_a_server_that_went_away(home: Home, tmp
     finally:
         code, stderr = _stop(proc, signal.SIGTERM)
     assert code == 0, stderr
+
+
+def test_watch_restarts_a_server_that_crashes_after_each_connect_once_per_growing_window(
+    home: Home, tmp_path: Path
+) -> None:
+    """A stdio server that exits 0.3 s after each tools/list connects every time, and was
+    restarted about once a second for ever (each connect reset the back-off). A session that
+    short does not reset it: the reconnects' windows grow (1, 2, 4 s ...), so the reconnect
+    after the third waits out a 4 s window."""
+    from tests.conftest import SERVERS
+
+    starts = tmp_path / "starts"
+    tools = [{"name": "a", "description": "A.", "inputSchema": {"type": "object"}}]
+    spec = tmp_path / "crash.json"
+    spec.write_text(json.dumps({"tools": tools, "exit_after_list": 0.3, "start_times": str(starts)}))
+    home.write({"crash": {"command": sys.executable, "args": [str(SERVERS / "hostile_stdio.py"), str(spec)]}})
+
+    def started() -> list[float]:
+        return [float(t) for t in starts.read_text().split()] if starts.exists() else []
+
+    proc = _watch(home, "--json")
+    try:
+        deadline = time.monotonic() + 120
+        while len(started()) < 5:  # the first start, then four reconnects
+            assert proc.poll() is None, proc.stderr
+            assert time.monotonic() < deadline, f"only {len(started())} starts in 120 s"
+            time.sleep(0.1)
+    finally:
+        code, stderr = _stop(proc, signal.SIGTERM)
+    assert code == 0, stderr
+    times = started()
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert gaps[3] >= 3.5, gaps  # a 4 s window, less the jitter of starting a process
 
 
 def test_list_and_sync_show_flags(home: Home, tmp_path: Path) -> None:

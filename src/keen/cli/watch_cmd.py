@@ -213,6 +213,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
     from keen.cli._live import status_table
     from keen.cli._terminal import terminal_text
     from keen.mcp import Reconnector
+    from keen.mcp.connection.reconnect import DEFAULT_BACKOFF_CAP
     from keen.mcp.types import ServerState
     from keen.mcpskills import LiveSkills
     from keen.runtime import open_runtime
@@ -261,8 +262,11 @@ async def _watch(as_json: bool, timeout: float) -> None:
             out.print(status_table(statuses, title="watching (Ctrl-C to stop)"))
         # Following every server is what a watch is for: one that went away (or was down at
         # start) is reconnected on the Reconnector's back-off, 1 s doubling to 30 s, until it is
-        # back; its tools' changes meanwhile come as one "reconnect" change.
-        reconnector = Reconnector(manager)
+        # back; its tools' changes meanwhile come as one "reconnect" change. A reconnect counts
+        # as back for good (the back-off starts at 1 s again) once it lasted as long as the
+        # longest window: a server that crashes right after each connect is not restarted
+        # every second for ever.
+        reconnector = Reconnector(manager, stable_after=DEFAULT_BACKOFF_CAP)
         async with anyio.create_task_group() as tg:
             reconnector.task_group = tg
             keeping: set[str] = set()
