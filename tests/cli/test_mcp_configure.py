@@ -183,6 +183,24 @@ def test_get_hides_credentials_written_in_args(home: Home) -> None:
     assert "GITHUB_TOKEN=[REDACTED]" in as_json.json()["args"], as_json
 
 
+def test_get_hides_credentials_where_they_stand_not_inside_ordinary_args(home: Home) -> None:
+    """An env value counts only under a name that says secret, and a credential hides where
+    it stands: ``NODE_ENV=prod`` made ``@acme/products-mcp`` show as
+    ``@acme/[REDACTED]ucts-mcp``, ``LOG_FORMAT=pretty`` hid ``--format pretty``'s value, and
+    the ``github`` after ``--auth-provider`` hid itself inside ``github-tools``. A value
+    that starts with dashes (a PEM key) is still the secret flag's value."""
+    args = ["-y", "@acme/products-mcp", "--format", "pretty", "--auth-provider", "github"]
+    args += ["--with", "github-tools", "--private-key", "-----BEGIN KEY-----abc", "--echo", "x-tok-pos-77aa"]
+    env = {"NODE_ENV": "prod", "LOG_FORMAT": "pretty", "API_TOKEN": "tok-pos-77aa"}
+    home.write({"one": {"command": "npx", "args": args, "env": env}})
+    shown = home.keen("mcp", "get", "one", "--json")
+    assert shown.code == 0, shown
+    assert shown.json()["args"] == [
+        *["-y", "@acme/products-mcp", "--format", "pretty", "--auth-provider", "[REDACTED]"],
+        *["--with", "github-tools", "--private-key", "[REDACTED]", "--echo", "x-[REDACTED]"],
+    ], shown
+
+
 def test_add_json_takes_an_mcp_servers_entry(home: Home) -> None:
     script = script_args(str(SERVERS / "basic_stdio.py"))  # forked from the warm process
     entry = {"command": sys.executable, "args": script, "env": {"A": "1"}, "alwaysAllow": ["x"]}
