@@ -291,6 +291,50 @@ def test_watch_restarts_a_server_that_crashes_after_each_connect_once_per_growin
     assert gaps[3] >= 3.5, gaps  # a 4 s window, less the jitter of starting a process
 
 
+def test_refresh_goes_on_when_a_server_goes_away_while_its_skill_is_written(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that goes away while its skill is written (in a worker thread) aborted
+    ``keen mcp refresh`` for every server: the note on held tools was read from the Manager
+    afterwards, which raised for a server no longer connected. Here the server is killed
+    inside that write, and the refresh waits until the Manager has seen it gone."""
+    from tests.conftest import SERVERS
+
+    import keen.mcpskills
+    import keen.mcpskills.sync
+    from keen.mcp.types import ServerState
+
+    pidfile = tmp_path / "a.pid"
+    tools = [{"name": "t", "description": "T.", "inputSchema": {"type": "object"}}]
+    spec = tmp_path / "a.json"
+    spec.write_text(json.dumps({"tools": tools, "pidfile": str(pidfile)}))
+    hostile = [sys.executable, str(SERVERS / "hostile_stdio.py")]
+    home.write({"a": {"command": hostile[0], "args": [hostile[1], str(spec)]}, "changing": changing_stdio()})
+    managers: list[Manager] = []
+    real_snapshot, real_sync = keen.mcpskills.snapshot, keen.mcpskills.sync.sync_server
+
+    def snapshot(manager: Manager, server: str) -> Any:
+        managers.append(manager)
+        return real_snapshot(manager, server)
+
+    def sync_server(snap: Any, **kwargs: Any) -> Any:
+        entry = real_sync(snap, **kwargs)
+        if snap.status.name == "a":
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while managers[-1].status("a").state is ServerState.CONNECTED:
+                assert time.monotonic() < deadline, "the Manager did not see the server go"
+                time.sleep(0.02)
+        return entry
+
+    monkeypatch.setattr(keen.mcpskills, "snapshot", snapshot)
+    monkeypatch.setattr(keen.mcpskills.sync, "sync_server", sync_server)
+    result = home.keen("mcp", "refresh")
+    assert result.code == 0, result
+    assert "a: +t (sync); skill generated" in result.stdout, result
+    assert "changing: +echo +flood +mutate +stats (sync); skill generated" in result.stdout, result
+
+
 def test_list_and_sync_show_flags(home: Home, tmp_path: Path) -> None:
     """A handshake-only raw server (it answers server/discover with -32601) whose tool
     description hides an order: flagged in list and sync, in both JSON and tables."""

@@ -75,14 +75,17 @@ def _diff_against_disk(manager: Manager, root: Path, server: str) -> ToolsChange
     return manager.with_flags(change)
 
 
-async def _write_skill(manager: Manager, root: Path, server: str) -> SyncEntry:
+async def _write_skill(manager: Manager, root: Path, server: str) -> tuple[SyncEntry, str]:
+    """``server``'s skill written from one snapshot, and that snapshot's note on the tools
+    the pins hold back ("" when none, or when the server was not connected)."""
     import anyio
 
     from keen.mcpskills import snapshot
     from keen.mcpskills.sync import sync_server
 
     snap = snapshot(manager, server)
-    return await anyio.to_thread.run_sync(lambda: sync_server(snap, skills_root=root))
+    entry = await anyio.to_thread.run_sync(lambda: sync_server(snap, skills_root=root))
+    return entry, snap.held
 
 
 def _event(change: ToolsChanged, entry: SyncEntry | None) -> dict[str, Any]:
@@ -146,10 +149,11 @@ def refresh(
             results: list[tuple[ServerStatus, ToolsChanged | None, SyncEntry, str]] = []
             for name in names:
                 change = _diff_against_disk(manager, root, name)
-                entry = await _write_skill(manager, root, name)
+                entry, held = await _write_skill(manager, root, name)
                 # What the pins hold back never reaches the skill, so the diff above cannot
-                # show it: said apart, or "no changes" would hide a changed server.
-                held = manager.view(name).note if change is not None else ""
+                # show it: said apart, or "no changes" would hide a changed server. From the
+                # snapshot the skill was written from: the server may be gone by now.
+                held = held if change is not None else ""
                 results.append((manager.status(name), change, entry, held))
             return results
 
@@ -247,7 +251,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
         # What changed since the skills on disk were written, then the skills follow.
         for status in manager.servers():
             change = _diff_against_disk(manager, root, status.name) if status.enabled else None
-            entry = await _write_skill(manager, root, status.name) if status.enabled else None
+            entry = (await _write_skill(manager, root, status.name))[0] if status.enabled else None
             if change:
                 show(change, entry)
         statuses = manager.servers()
