@@ -62,10 +62,11 @@ def test_a_transport_that_does_not_fit_says_what_to_write(home: Home, args: list
     assert not home.config_path.exists()
 
 
-def test_an_authorization_header_left_with_its_scheme_alone_is_refused(home: Home) -> None:
+def test_an_authorization_header_left_with_its_scheme_alone_is_refused(home: Home, tmp_path: Path) -> None:
     """``-H "Authorization: Bearer $KEY"`` in double quotes with KEY unset reaches Keen as
     ``Authorization: Bearer``: it was stored as the raw key "Bearer", and the server's 401
-    came later. It is refused, saying how to write the key; a raw key alone still works."""
+    came later. It is refused, saying how to write the key (on a command line: the shell's
+    quoting; in a file: the file); a raw key alone still works."""
     home.write({})
     for args in (
         ("mcp", "add", "docs", "--url", "https://d.example.com/mcp", "-H", "Authorization: Bearer "),
@@ -81,6 +82,24 @@ def test_an_authorization_header_left_with_its_scheme_alone_is_refused(home: Hom
         assert "the Authorization header is the scheme" in run.stderr and "no key after it" in run.stderr, run
         assert "in single quotes" in run.stderr, run
         assert servers(home) == {}
+    # From a file no shell took part: the advice is about the file. DPoP (RFC 9449) and
+    # Discord's Bot are schemes too.
+    document = tmp_path / "mcp.json"
+    entries = {
+        name: {"url": "https://d.example.com/mcp", "headers": {"Authorization": scheme}}
+        for name, scheme in (("bearer", "Bearer"), ("dpop", "DPoP"), ("bot", "Bot"))
+    }
+    document.write_text(json.dumps({"mcpServers": entries}), encoding="utf-8")
+    imported = home.keen("mcp", "import", str(document))
+    assert imported.code == 1, imported
+    said = " ".join(imported.stderr.split())
+    for scheme in ("Bearer", "DPoP", "Bot"):
+        assert f"the Authorization header is the scheme {scheme!r} with no key after it" in said, imported
+        assert f"or write '{scheme} ${{VAR}}' there and Keen takes the key from the environment" in said, (
+            imported
+        )
+    assert "single quotes" not in said, imported
+    assert servers(home) == {}
     raw = home.keen("mcp", "add", "docs", "--url", "https://d.example.com/mcp", "-H", "Authorization: k-123")
     assert raw.code == 0, raw
     assert servers(home)["docs"]["auth"] == {
@@ -181,6 +200,24 @@ def test_get_hides_credentials_written_in_args(home: Home) -> None:
     assert "--api-key [REDACTED] --token=[REDACTED] --password [REDACTED]" in text.stdout, text
     assert as_json.json()["args"][-2:] == ["--root", "/data"], as_json
     assert "GITHUB_TOKEN=[REDACTED]" in as_json.json()["args"], as_json
+
+
+def test_get_hides_credentials_where_they_stand_not_inside_ordinary_args(home: Home) -> None:
+    """An env value counts only under a name that says secret, and a credential hides where
+    it stands: ``NODE_ENV=prod`` made ``@acme/products-mcp`` show as
+    ``@acme/[REDACTED]ucts-mcp``, ``LOG_FORMAT=pretty`` hid ``--format pretty``'s value, and
+    the ``github`` after ``--auth-provider`` hid itself inside ``github-tools``. A value
+    that starts with dashes (a PEM key) is still the secret flag's value."""
+    args = ["-y", "@acme/products-mcp", "--format", "pretty", "--auth-provider", "github"]
+    args += ["--with", "github-tools", "--private-key", "-----BEGIN KEY-----abc", "--echo", "x-tok-pos-77aa"]
+    env = {"NODE_ENV": "prod", "LOG_FORMAT": "pretty", "API_TOKEN": "tok-pos-77aa"}
+    home.write({"one": {"command": "npx", "args": args, "env": env}})
+    shown = home.keen("mcp", "get", "one", "--json")
+    assert shown.code == 0, shown
+    assert shown.json()["args"] == [
+        *["-y", "@acme/products-mcp", "--format", "pretty", "--auth-provider", "[REDACTED]"],
+        *["--with", "github-tools", "--private-key", "[REDACTED]", "--echo", "x-[REDACTED]"],
+    ], shown
 
 
 def test_add_json_takes_an_mcp_servers_entry(home: Home) -> None:

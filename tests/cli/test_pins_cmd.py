@@ -169,7 +169,7 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             assert "changed search: description" in human.stdout
             assert "renamed find (was lookup)" in human.stdout
             assert "flag secrets in description" in human.stdout
-            assert "1 quarantined; accept with: keen mcp trust docs search" in human.stdout
+            assert "1 quarantined; accept with: keen mcp trust docs -- search" in human.stdout
 
             accepted = await anyio.to_thread.run_sync(
                 lambda: keen_cli(keen_home, "mcp", "trust", "docs", "search")

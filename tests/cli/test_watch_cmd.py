@@ -7,6 +7,7 @@ sessions).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import queue
@@ -255,6 +256,84 @@ def test_watch_text_escapes_the_error_of_a_server_that_went_away(home: Home, tmp
     finally:
         code, stderr = _stop(proc, signal.SIGTERM)
     assert code == 0, stderr
+
+
+def test_watch_restarts_a_server_that_crashes_after_each_connect_once_per_growing_window(
+    home: Home, tmp_path: Path
+) -> None:
+    """A stdio server that exits 0.3 s after each tools/list connects every time, and was
+    restarted about once a second for ever (each connect reset the back-off). A session that
+    short does not reset it: the reconnects' windows grow (1, 2, 4, 8 s ...), so the
+    reconnect after the fourth waits out an 8 s window."""
+    from tests.conftest import SERVERS
+
+    starts = tmp_path / "starts"
+    tools = [{"name": "a", "description": "A.", "inputSchema": {"type": "object"}}]
+    spec = tmp_path / "crash.json"
+    spec.write_text(json.dumps({"tools": tools, "exit_after_list": 0.3, "start_times": str(starts)}))
+    home.write({"crash": {"command": sys.executable, "args": [str(SERVERS / "hostile_stdio.py"), str(spec)]}})
+
+    def started() -> list[float]:
+        return [float(t) for t in starts.read_text().split()] if starts.exists() else []
+
+    proc = _watch(home, "--json")
+    try:
+        deadline = time.monotonic() + 120
+        while len(started()) < 6:  # the first start, then five reconnects
+            assert proc.poll() is None, proc.stderr
+            assert time.monotonic() < deadline, f"only {len(started())} starts in 120 s"
+            time.sleep(0.1)
+    finally:
+        code, stderr = _stop(proc, signal.SIGTERM)
+    assert code == 0, stderr
+    times = started()
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    # An 8 s window, less the jitter of starting a process (each start was about 1.4 s apart).
+    assert gaps[4] >= 6, gaps
+
+
+def test_refresh_goes_on_when_a_server_goes_away_while_its_skill_is_written(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that goes away while its skill is written (in a worker thread) aborted
+    ``keen mcp refresh`` for every server: the note on held tools was read from the Manager
+    afterwards, which raised for a server no longer connected. Here the server is killed
+    inside that write, and the refresh waits until the Manager has seen it gone."""
+    from tests.conftest import SERVERS
+
+    import keen.mcpskills
+    import keen.mcpskills.sync
+    from keen.mcp.types import ServerState
+
+    pidfile = tmp_path / "a.pid"
+    tools = [{"name": "t", "description": "T.", "inputSchema": {"type": "object"}}]
+    spec = tmp_path / "a.json"
+    spec.write_text(json.dumps({"tools": tools, "pidfile": str(pidfile)}))
+    hostile = [sys.executable, str(SERVERS / "hostile_stdio.py")]
+    home.write({"a": {"command": hostile[0], "args": [hostile[1], str(spec)]}, "changing": changing_stdio()})
+    managers: list[Manager] = []
+    real_snapshot, real_sync = keen.mcpskills.snapshot, keen.mcpskills.sync.sync_server
+
+    def snapshot(manager: Manager, server: str) -> Any:
+        managers.append(manager)
+        return real_snapshot(manager, server)
+
+    def sync_server(snap: Any, **kwargs: Any) -> Any:
+        entry = real_sync(snap, **kwargs)
+        if snap.status.name == "a":
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while managers[-1].status("a").state is ServerState.CONNECTED:
+                assert time.monotonic() < deadline, "the Manager did not see the server go"
+                time.sleep(0.02)
+        return entry
+
+    monkeypatch.setattr(keen.mcpskills, "snapshot", snapshot)
+    monkeypatch.setattr(keen.mcpskills.sync, "sync_server", sync_server)
+    result = home.keen("mcp", "refresh")
+    assert result.code == 0, result
+    assert "a: +t (sync); skill generated" in result.stdout, result
+    assert "changing: +echo +flood +mutate +stats (sync); skill generated" in result.stdout, result
 
 
 def test_list_and_sync_show_flags(home: Home, tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
      "pidfile": "/path",                 # write os.getpid() here at start
      "env_dump": "/path",                # write the whole environment here (JSON) at start
      "start_log": "/path",               # append os.getpid() and a newline here at start
+     "start_times": "/path",             # append time.monotonic() and a newline here at start
+     "exit_after_list": 0.3,             # exit 0 this many seconds after answering tools/list
      "daemon_pidfile": "/path",          # double-fork a daemon (setsid between the forks)
                                          # that ignores signals and stdin; its PID goes here
      "tools_cycle": [[...], [...]],      # tools/list answers these lists in turn, counted
@@ -38,6 +40,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -119,6 +122,9 @@ def main() -> None:
     if spec.get("start_log"):
         with open(spec["start_log"], "a", encoding="utf-8") as handle:
             handle.write(f"{os.getpid()}\n")
+    if spec.get("start_times"):
+        with open(spec["start_times"], "a", encoding="utf-8") as handle:
+            handle.write(f"{time.monotonic()}\n")
     if spec.get("env_dump"):
         _write_atomic(spec["env_dump"], json.dumps(dict(os.environ)))
     if spec.get("daemon_pidfile"):
@@ -150,6 +156,8 @@ def main() -> None:
             _send({"jsonrpc": "2.0", "id": rid, "result": {"tools": _listing(spec)}})
             if spec.get("close_stdin_at_list"):
                 _park()
+            if "exit_after_list" in spec:  # a crash loop: up, listed, gone
+                threading.Timer(float(spec["exit_after_list"]), os._exit, (0,)).start()
         elif method == "tools/call":
             name = params.get("name", "")
             if spec.get("stderr_on_call"):

@@ -242,7 +242,7 @@ def test_refresh_of_a_server_that_did_not_connect_escapes_its_error(tmp_path: Pa
     servers = {"dead": hostile_entry(tmp_path / "dead.json", {"stderr_at_start": said, "exit_at_start": 2})}
     (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": servers}))
     run = keen_cli("mcp", "refresh", "dead", keen_home=keen_home)
-    assert run.code == 2, run
+    assert run.code == 1, run  # the server failed, not Keen (as keen mcp sync)
     _assert_clean(run)
     assert "dead: disconnected: " in run.stderr and "dying \\x1b]52;c;SGVsbG8=\\x07" in run.stderr, run
     assert "[bold]loud[/bold] :office:" in run.stderr, run
@@ -252,7 +252,9 @@ def test_the_trust_command_diff_suggests_is_safe_to_paste_and_trusts_those_tools
     """``keen mcp diff`` ends with the ``keen mcp trust`` command that accepts what it showed.
     A tool named ``x$(touch FILE);y`` made that line run ``touch`` when pasted into a shell,
     and a name with control characters could not be pasted back at all: each name is one
-    shell word, and the pasted line trusts exactly those tools."""
+    shell word, and the pasted line trusts exactly those tools. The line is plain text (an
+    emoji code such as ``:smile:`` or a ``\\[`` no markup tag follows stays as it is) and the
+    names come after ``--`` (``--json`` or ``-h`` is a tool's name, not an option)."""
     keen_home = tmp_path / "keen-home"
     (keen_home / "mcp").mkdir(parents=True)
     marker = tmp_path / "pwned"
@@ -261,7 +263,7 @@ def test_the_trust_command_diff_suggests_is_safe_to_paste_and_trusts_those_tools
     servers = {"s": hostile_entry(spec_path, {"tools": [calm]}, pinning="quarantine")}
     (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": servers}))
     assert keen_cli("mcp", "call", "s", "calm", "--yes", keen_home=keen_home).code == 0  # pins calm
-    names = [f"x$(touch {marker});y", f"e{CLEAR}z"]
+    names = [f"x$(touch {marker});y", f"e{CLEAR}z", "x:smile:y", "a\\[x", "--json", "-h"]
     more = [{"name": name, "description": "New.", "inputSchema": {"type": "object"}} for name in names]
     spec_path.write_text(json.dumps({"tools": [calm, *more]}), encoding="utf-8")
     shown = keen_cli("mcp", "diff", "s", keen_home=keen_home)
@@ -281,3 +283,32 @@ def test_the_trust_command_diff_suggests_is_safe_to_paste_and_trusts_those_tools
     assert pasted.returncode == 0, pasted
     pins = json.loads((keen_home / "mcp" / "pins" / "s.json").read_text(encoding="utf-8"))
     assert sorted(pins["tools"]) == sorted(["calm", *names])
+
+
+def test_a_tool_named_with_an_emoji_code_prints_as_named(tmp_path: Path) -> None:
+    """A tool named ``x:smile:y`` is that name wherever the CLI prints it: the headers of
+    ``keen mcp diff``, the lines of ``keen mcp trust`` and of ``keen mcp refresh`` (the
+    lines ``keen mcp watch`` prints too): rich would print ``:smile:`` as an emoji."""
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    calm = {"name": "calm", "description": "Calm.", "inputSchema": {"type": "object"}}
+    smile = {"name": "x:smile:y", "description": "New.", "inputSchema": {"type": "object"}}
+    spec_path = tmp_path / "s.json"
+    servers = {
+        "s": hostile_entry(spec_path, {"tools": [calm]}, pinning="quarantine"),
+        "r": hostile_entry(tmp_path / "r.json", {"tools": [calm, smile]}, pinning="off"),
+    }
+    (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": servers}))
+    refreshed = keen_cli("mcp", "refresh", "r", keen_home=keen_home)
+    assert refreshed.code == 0, refreshed
+    assert "r: +calm +x:smile:y (sync); skill generated" in refreshed.stdout, refreshed
+    assert keen_cli("mcp", "call", "s", "calm", "--yes", keen_home=keen_home).code == 0  # pins calm
+    spec_path.write_text(json.dumps({"tools": [calm, smile]}), encoding="utf-8")
+    shown = keen_cli("mcp", "diff", "s", keen_home=keen_home)
+    assert shown.code == 0, shown
+    assert "new x:smile:y" in shown.stdout, shown
+    trusted = keen_cli("mcp", "trust", "s", keen_home=keen_home)
+    assert trusted.code == 0, trusted
+    assert "trusted x:smile:y: new" in trusted.stdout, trusted
+    for run in (shown, trusted, refreshed):
+        assert "\N{SMILING FACE WITH SMILING EYES}" not in run.stdout + run.stderr, run

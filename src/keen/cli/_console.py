@@ -46,7 +46,11 @@ T = TypeVar("T")
 
 class _LazyConsole:
     """A rich ``Console`` built on first use: importing rich costs ~20 ms that
-    ``keen --version`` and other quiet paths need not pay."""
+    ``keen --version`` and other quiet paths need not pay.
+
+    Emoji codes are off: Keen's own texts use none, and the CLI prints servers' text (tool
+    and skill names) that may hold one (a tool named ``x:smile:y`` prints as such).
+    """
 
     def __init__(self, *, stderr: bool) -> None:
         self._stderr = stderr
@@ -57,7 +61,7 @@ class _LazyConsole:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(stderr=self._stderr, soft_wrap=True)
+            self._console = Console(stderr=self._stderr, soft_wrap=True, emoji=False)
         return self._console
 
     def __getattr__(self, name: str) -> Any:

@@ -461,9 +461,9 @@ def get(
 def _shown_entry(path: Path, name: str) -> dict[str, Any]:
     """Server ``name``'s entry as ``keen mcp get`` shows it: what Keen uses (defaults filled
     in), the names of env variables and headers without their values, no key."""
-    from keen._redact import redactor
-    from keen.mcp.config import ApiKeyAuth, HttpServerConfig, load_config, register_server_secrets
+    from keen.mcp.config import ApiKeyAuth, HttpServerConfig, load_config
     from keen.mcp.config.edit import server_entry
+    from keen.mcp.config.secrets import hide_arg_secrets
 
     raw = server_entry(path, name)
     config = load_config(path, strict=False)
@@ -487,11 +487,10 @@ def _shown_entry(path: Path, name: str) -> dict[str, Any]:
             )
     else:
         shown["command"] = raw.get("command", server.command)
-        # As written (${VAR} unexpanded); a key written literally into args is redacted: the
-        # ones the args' own words say are credentials (`--api-key VALUE`, `GITHUB_TOKEN=...`),
-        # and env values, which the redactor knows only once they are registered.
-        register_server_secrets(server)
-        shown["args"] = [redactor.redact(str(arg)) for arg in raw.get("args", server.args)]
+        # As written (${VAR} unexpanded); a key written literally into args is hidden where
+        # the args' own words say it stands (`--api-key VALUE`, `GITHUB_TOKEN=...`).
+        args = [str(arg) for arg in raw.get("args", server.args)]
+        shown["args"] = hide_arg_secrets(args, server.env)
         shown["env"] = sorted(server.env)
         shown["cwd"] = server.cwd
     shown["enabled"] = server.enabled

@@ -158,11 +158,15 @@ def diff(
             "quarantine": "quarantined",
             "warn": "not pinned (policy warn: allowed with a warning)",
         }.get(policy, f"not pinned (policy {policy}: allowed, calls are not checked against pins)")
+        # A command to paste: each name one shell word (`$'...'` for control characters), so a
+        # name such as `x$(...)` is not run by the shell and comes back exact; printed as plain
+        # text (no markup, no emoji codes: `a\[x`, `x:smile:y` stay as they are), and after `--`,
+        # so a name such as `--json@...` is a name to click, not an option.
         out.print(
-            f"{len(quarantined)} {verb}; accept with: keen mcp trust {escape(server)} "
-            # A command to paste: each name one shell word (`$'...'` for control characters),
-            # so a name such as `x$(...)` is not run by the shell, and comes back exact.
-            + " ".join(escape(shell_word(n)) for n in quarantined),
+            f"{len(quarantined)} {verb}; accept with: keen mcp trust {shell_word(server)} -- "
+            + " ".join(shell_word(n) for n in quarantined),
+            markup=False,
+            emoji=False,
             highlight=False,
         )
     elif not shown:

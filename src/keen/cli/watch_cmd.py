@@ -75,14 +75,17 @@ def _diff_against_disk(manager: Manager, root: Path, server: str) -> ToolsChange
     return manager.with_flags(change)
 
 
-async def _write_skill(manager: Manager, root: Path, server: str) -> SyncEntry:
+async def _write_skill(manager: Manager, root: Path, server: str) -> tuple[SyncEntry, str]:
+    """``server``'s skill written from one snapshot, and that snapshot's note on the tools
+    the pins hold back ("" when none, or when the server was not connected)."""
     import anyio
 
     from keen.mcpskills import snapshot
     from keen.mcpskills.sync import sync_server
 
     snap = snapshot(manager, server)
-    return await anyio.to_thread.run_sync(lambda: sync_server(snap, skills_root=root))
+    entry = await anyio.to_thread.run_sync(lambda: sync_server(snap, skills_root=root))
+    return entry, snap.held
 
 
 def _event(change: ToolsChanged, entry: SyncEntry | None) -> dict[str, Any]:
@@ -146,10 +149,11 @@ def refresh(
             results: list[tuple[ServerStatus, ToolsChanged | None, SyncEntry, str]] = []
             for name in names:
                 change = _diff_against_disk(manager, root, name)
-                entry = await _write_skill(manager, root, name)
+                entry, held = await _write_skill(manager, root, name)
                 # What the pins hold back never reaches the skill, so the diff above cannot
-                # show it: said apart, or "no changes" would hide a changed server.
-                held = manager.view(name).note if change is not None else ""
+                # show it: said apart, or "no changes" would hide a changed server. From the
+                # snapshot the skill was written from: the server may be gone by now.
+                held = held if change is not None else ""
                 results.append((manager.status(name), change, entry, held))
             return results
 
@@ -213,6 +217,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
     from keen.cli._live import status_table
     from keen.cli._terminal import terminal_text
     from keen.mcp import Reconnector
+    from keen.mcp.connection.reconnect import DEFAULT_BACKOFF_CAP
     from keen.mcp.types import ServerState
     from keen.mcpskills import LiveSkills
     from keen.runtime import open_runtime
@@ -246,7 +251,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
         # What changed since the skills on disk were written, then the skills follow.
         for status in manager.servers():
             change = _diff_against_disk(manager, root, status.name) if status.enabled else None
-            entry = await _write_skill(manager, root, status.name) if status.enabled else None
+            entry = (await _write_skill(manager, root, status.name))[0] if status.enabled else None
             if change:
                 show(change, entry)
         statuses = manager.servers()
@@ -261,8 +266,11 @@ async def _watch(as_json: bool, timeout: float) -> None:
             out.print(status_table(statuses, title="watching (Ctrl-C to stop)"))
         # Following every server is what a watch is for: one that went away (or was down at
         # start) is reconnected on the Reconnector's back-off, 1 s doubling to 30 s, until it is
-        # back; its tools' changes meanwhile come as one "reconnect" change.
-        reconnector = Reconnector(manager)
+        # back; its tools' changes meanwhile come as one "reconnect" change. A reconnect counts
+        # as back for good (the back-off starts at 1 s again) once it lasted as long as the
+        # longest window: a server that crashes right after each connect is not restarted
+        # every second for ever.
+        reconnector = Reconnector(manager, stable_after=DEFAULT_BACKOFF_CAP)
         async with anyio.create_task_group() as tg:
             reconnector.task_group = tg
             keeping: set[str] = set()

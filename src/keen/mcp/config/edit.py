@@ -222,7 +222,9 @@ def add_server(
     # file does not take them: importer._DROPPED_WHY), checked with the rest of the entry.
     own = {key: entry[key] for key in KEEN_SETTINGS if key in entry}
     plain = {key: value for key, value in entry.items() if key not in own}
-    result = import_mcp_servers({"mcpServers": {name: plain}}, source="the new server", settings=own)
+    result = import_mcp_servers(
+        {"mcpServers": {name: plain}}, source="the new server", settings=own, typed=True
+    )
     for _, reason in result.refused:
         raise ConfigError(f"cannot add {name!r}: {reason}", server=name)
     with _locked(config_path) as existing:

@@ -100,6 +100,17 @@ class _Refused(Exception):
     """One entry cannot be converted; the message is the reason shown to the user."""
 
 
+class _SchemeOnly(_Refused):
+    """An Authorization header that is an authentication scheme alone (its key was lost);
+    the advice on how to write it depends on where the entry came from (:func:`_add`)."""
+
+    def __init__(self, header: str, scheme: str) -> None:
+        super().__init__(
+            f"the {header} header is the scheme {scheme!r} with no key after it; write the key after it"
+        )
+        self.scheme = scheme
+
+
 @dataclass
 class ImportResult:
     """Converted entries by name (configs.json ``servers`` shape, ``${VAR}`` kept), refused
@@ -195,6 +206,7 @@ def import_mcp_servers(
     include_projects: bool = False,
     import_command: str | None = None,
     settings: Mapping[str, Any] | None = None,
+    typed: bool = False,
 ) -> ImportResult:
     """Convert a parsed ``{"mcpServers": {...}}`` (or VS Code ``{"servers": {...}}``) document.
 
@@ -214,6 +226,10 @@ def import_mcp_servers(
     ``settings``: fields set on every converted entry as given, before it is validated
     (``keen mcp add-json``'s own :data:`KEEN_SETTINGS`, which a conversion drops): a bad
     value refuses the entry like any other.
+
+    ``typed``: the document was typed on a command line (``keen mcp add``, ``add-json``),
+    where a shell may have expanded an unset ``$VAR`` to nothing; a refusal's advice then
+    speaks of shell quoting, else of the file.
     """
     projects = project_servers(data)
     servers_raw = _server_map(data, source) if not projects or "mcpServers" in data else {}
@@ -255,7 +271,7 @@ def import_mcp_servers(
                 (name, f"another entry is already imported {same} {target!r}; rename one of them")
             )
             continue
-        _add(result, name, target, entry, settings)
+        _add(result, name, target, entry, settings, typed=typed)
     for project, name, entry in projects:
         target = suggest_name(f"{name}-{_folder(project)}", final_names | set(result.servers))
         if not include_projects:
@@ -267,7 +283,7 @@ def import_mcp_servers(
                 )
             )
             continue
-        if _add(result, name, target, entry, settings):
+        if _add(result, name, target, entry, settings, typed=typed):
             result.notes.append((target, f"imported from the project {project} (Claude Code)"))
     return result
 
@@ -290,7 +306,13 @@ def _folder(project: str) -> str:
 
 
 def _add(
-    result: ImportResult, name: str, target: str, entry: Any, settings: Mapping[str, Any] | None = None
+    result: ImportResult,
+    name: str,
+    target: str,
+    entry: Any,
+    settings: Mapping[str, Any] | None = None,
+    *,
+    typed: bool = False,
 ) -> bool:
     """Convert one entry into ``result`` under ``target``, with ``settings`` set on it as
     given; a refusal is recorded, not raised."""
@@ -299,6 +321,21 @@ def _add(
         converted = _convert(entry, notes)
         converted.update(settings or {})
         _validate(target, converted)
+    except _SchemeOnly as exc:
+        scheme = exc.scheme
+        if typed:
+            # What `-H "Authorization: Bearer $KEY"` leaves when the shell expands an unset KEY.
+            how = (
+                f"a shell expands $VAR inside double quotes, to nothing when it is unset: write "
+                f"'{scheme} ${{VAR}}' in single quotes and Keen expands it when it connects"
+            )
+        else:
+            how = (
+                f"or write '{scheme} ${{VAR}}' there and Keen takes the key from the environment "
+                f"variable VAR when it connects"
+            )
+        result.refused.append((name, f"{exc} ({how})"))
+        return False
     except _Refused as exc:
         result.refused.append((name, str(exc)))
         return False
@@ -508,10 +545,10 @@ def _http(entry: dict[str, Any], notes: list[str], *, sse: bool = False) -> dict
     return out
 
 
-_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
+_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "dpop", "bot"})
 """HTTP authentication schemes (RFC 9110 section 11.1; IANA "HTTP Authentication Scheme
-Registry", plus GitHub's ``token``): an Authorization value that is one of them alone has lost
-its key."""
+Registry", with ``DPoP`` of RFC 9449; plus GitHub's ``token`` and Discord's ``Bot``): an
+Authorization value that is one of them alone has lost its key."""
 
 
 def _auth_from_headers(headers: dict[str, str]) -> tuple[dict[str, Any] | None, dict[str, str]]:
@@ -525,12 +562,7 @@ def _auth_from_headers(headers: dict[str, str]) -> tuple[dict[str, Any] | None, 
         if not key:
             raise _Refused(f"the {auth_name} header is empty; set it or remove it")
         if not scheme and key.lower() in _AUTH_SCHEMES:
-            # What `-H "Authorization: Bearer $KEY"` leaves when the shell expands an unset KEY.
-            raise _Refused(
-                f"the {auth_name} header is the scheme {key!r} with no key after it; write the key "
-                f"after it (a shell expands $VAR inside double quotes, to nothing when it is unset: "
-                f"write '{key} ${{VAR}}' in single quotes and Keen expands it when it connects)"
-            )
+            raise _SchemeOnly(auth_name, key)
         return {"type": "api_key", "header": "Authorization", "scheme": scheme, "key": key.strip()}, rest
     keyish = [name for name in rest if _KEYISH_HEADER.search(name)]
     if keyish:

@@ -11,12 +11,12 @@ numbers, file paths) are left alone: see :func:`keen._redact.looks_secret`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from keen._redact import redactor, register_value, url_secrets
+from keen._redact import REDACTED, Redactor, looks_secret, redactor, register_value, url_secrets
 from keen.mcp.config.servers import ApiKeyAuth, HttpServerConfig, OAuthAuth, StdioServerConfig
 
-__all__ = ["arg_secrets", "register_server_secrets", "secret_name"]
+__all__ = ["arg_secrets", "hide_arg_secrets", "register_server_secrets", "secret_name"]
 
 # A word of a name (a flag, a header, an environment variable) saying its value is a credential...
 _SECRET_WORD = re.compile(
@@ -29,6 +29,9 @@ _ABOUT_WORD = re.compile(r"file|path|dir|env|var|name|type|mode|method|scheme|he
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
 # --flag=VALUE, Header: VALUE, NAME=VALUE (docker's -e NAME=VALUE).
 _NAMED_VALUE = re.compile(r"^\s*(-{0,2}[A-Za-z][A-Za-z0-9_.-]*)\s*[:=]\s*(\S.*?)\s*$", re.DOTALL)
+# The next word is a flag, not the value of the one before (`-----BEGIN KEY-----` and
+# `-abc123` are values).
+_FLAG = re.compile(r"--[A-Za-z]|-[A-Za-z]\Z")
 
 
 def secret_name(name: str) -> bool:
@@ -86,3 +89,56 @@ def register_server_secrets(config: HttpServerConfig | StdioServerConfig) -> Non
         redactor.add(auth.header_value())
     elif isinstance(auth, OAuthAuth):
         redactor.add(auth.client_secret)
+
+
+def hide_arg_secrets(args: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """``args`` for display, each credential replaced by ``[REDACTED]`` where it stands: the
+    word after a flag whose name says secret (``--api-key VALUE``), the VALUE of
+    ``NAME=VALUE`` or ``Header: VALUE`` when NAME says secret (``GITHUB_TOKEN=...``,
+    ``--header=Authorization: Bearer x``), each when :func:`keen._redact.looks_secret` (not
+    ``--token-limit 8000``, ``--auth none``), a URL's userinfo and query values; then the
+    redactor's pattern rules (``Bearer <token>``, ``https://user:pass@host``) and the values
+    of ``env`` variables whose name says secret, where an arg repeats one.
+
+    Only this server's own words count, and by position: a value registered for any server
+    (``prod`` of ``NODE_ENV``, ``github`` after ``--auth-provider``) hid itself inside every
+    other arg (``@acme/[REDACTED]ucts-mcp``).
+    """
+    local = Redactor()
+    for name, value in env.items():
+        if secret_name(name):
+            local.add(value)
+    shown: list[str] = []
+    for i, arg in enumerate(args):
+        before = args[i - 1] if i else ""
+        if (
+            before.startswith("-")
+            and _NAMED_VALUE.match(before) is None
+            and not _URL.search(before)
+            and secret_name(before)
+            and not _FLAG.match(arg)
+            and looks_secret(arg)
+        ):
+            shown.append(REDACTED)  # the value of `--api-key VALUE`
+        else:
+            shown.append(local.redact(_hide_in_arg(arg)))
+    return shown
+
+
+def _hide_in_arg(arg: str) -> str:
+    """One arg with the credentials its own words name hidden (:func:`hide_arg_secrets`)."""
+    if url := _URL.search(arg):
+        shown = url.group()
+        for secret in sorted(url_secrets(shown), key=len, reverse=True):
+            shown = shown.replace(secret, REDACTED)
+        return arg[: url.start()] + shown + arg[url.end() :]
+    named = _NAMED_VALUE.match(arg)
+    if named is None:
+        return arg
+    if secret_name(named.group(1)) and looks_secret(named.group(2)):
+        return arg[: named.start(2)] + REDACTED + arg[named.end(2) :]
+    inner = _NAMED_VALUE.match(named.group(2))  # --header=Authorization: Bearer x
+    if inner is not None and secret_name(inner.group(1)) and looks_secret(inner.group(2)):
+        start = named.start(2) + inner.start(2)
+        return arg[:start] + REDACTED + arg[named.start(2) + inner.end(2) :]
+    return arg

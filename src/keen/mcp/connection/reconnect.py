@@ -1,29 +1,37 @@
-"""Reconnect on demand: bring back a server that went away when something needs it.
+"""Reconnect a server that went away, at most once per back-off window.
 
 A long session outlives its servers' processes: a stdio server crashes, an HTTP server
 restarts. The Manager never retries by itself (docs/architecture.md "Servers and their
-states"). The front ends that run long, ``keen serve`` (no user at a prompt to type
-``/mcp connect``) and ``keen chat`` (the REPL and one-shot turns), each keep one
-:class:`Reconnector` over their Manager and ask it, before a request or a tool call that
-needs a server, to reconnect that server (:meth:`keen.mcp.manager.Manager.refresh`, what
-``/mcp connect`` does without the sign-in). The rules (docs/serve.md "When an upstream
-server goes away", docs/chat.md "When a server goes away"):
+states"). The front ends that run long each keep one :class:`Reconnector` over their
+Manager: ``keen serve`` (no user at a prompt to type ``/mcp connect``) and ``keen chat``
+(the REPL and one-shot turns) ask it, before a request or a tool call that needs a server,
+to reconnect that server (:meth:`keen.mcp.manager.Manager.refresh`, what ``/mcp connect``
+does without the sign-in); ``keen mcp watch``, whose job is to follow every server, asks it
+on a timer, each time the window allows, until the server is back. The rules
+(docs/serve.md "When an upstream server goes away", docs/chat.md "When a server goes away"):
 
 - Only a server in state ``disconnected`` (it went away, or never came up) that is enabled
   is reconnected. ``auth_required`` / ``auth_failed`` / ``config_error`` need the user.
 - At most one attempt per back-off window per server: the window starts at ``first``
-  seconds and doubles after each failed attempt (counted from its end) up to ``cap``; a
-  success resets it to ``first`` (counted from that attempt's start), so even a server that
-  crashes right after each reconnect is retried at most once a ``first`` seconds.
+  seconds and doubles after each failed attempt (counted from its end) up to ``cap``. With
+  ``stable_after=0`` (keen serve, keen chat: attempts come only on demand) a success resets
+  it to ``first`` (counted from that attempt's start), so even a server that crashes right
+  after each reconnect is retried at most once a ``first`` seconds. With ``stable_after=S``
+  (keen mcp watch, which asks again as soon as the window allows) a success doubles it too
+  (counted from the attempt's start), and it goes back to ``first`` only once a session
+  lasted ``S`` seconds (measured to when the Reconnector first sees the server gone:
+  :meth:`Reconnector.retry_in` or the next attempt), so a server that crashes right after
+  each connect is started at most once per window, the windows growing to ``cap``.
 - Concurrent requests for the same server share one attempt. With a :attr:`Reconnector.task_group`
   (keen serve's, the REPL's) the attempt runs there, so a caller that stops waiting (its
   time limit, a cancelled turn) does not cancel it.
 - The caller waits at most its own time limit, then runs its request once either way; if
   the server is still down the request fails with the usual error, and
   :meth:`Reconnector.retry_in` says when the next attempt may happen.
-- Attempts are made only on demand, never on a timer: :meth:`Reconnector.ensure` for a
-  request that needs the server, :meth:`Reconnector.kick` for one that would merely like
-  every server back (keen serve's ``tools/list`` and ``search_tools``). A server that never
+- The Reconnector itself keeps no timer: it attempts when asked, :meth:`Reconnector.ensure`
+  for a request that needs the server (or keen mcp watch's loop, once per window),
+  :meth:`Reconnector.kick` for one that would merely like every server back (keen serve's
+  ``tools/list`` and ``search_tools``). In keen serve and keen chat a server that never
   comes back is therefore never retried while nothing asks for it, and a kick gives up on
   it after :data:`KICK_LIMIT` failed attempts in a row: from then on only a request that
   needs that server tries again, so a host polling ``tools/list`` does not restart a broken
@@ -66,6 +74,9 @@ class _Window:
     attempts: int = 0
     failures: int = 0
     """Failed attempts since the last success."""
+    up_at: float | None = None
+    """When the last attempt connected, while it is not yet known how long that session
+    lasted (``stable_after`` only)."""
 
 
 class Reconnector:
@@ -75,10 +86,12 @@ class Reconnector:
         manager: the started Manager.
         first / cap: the back-off window's first and largest length, in seconds.
         kick_limit: failed attempts in a row after which :meth:`kick` stops trying a server.
+        stable_after: seconds a reconnected session must last before the window goes back
+            to ``first``; 0 (the default) resets it at each success (module docstring).
         clock: monotonic seconds (tests may pass their own).
 
     Raises:
-        ValueError: not ``0 < first <= cap``, or ``kick_limit < 1``.
+        ValueError: not ``0 < first <= cap``, ``kick_limit < 1``, or ``stable_after < 0``.
     """
 
     def __init__(
@@ -88,16 +101,20 @@ class Reconnector:
         first: float = DEFAULT_BACKOFF_FIRST,
         cap: float = DEFAULT_BACKOFF_CAP,
         kick_limit: int = KICK_LIMIT,
+        stable_after: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if first <= 0 or cap < first:
             raise ValueError("back-off needs 0 < first <= cap")
         if kick_limit < 1:
             raise ValueError("kick_limit needs at least 1 attempt")
+        if stable_after < 0:
+            raise ValueError("stable_after needs 0 or more seconds")
         self.manager = manager
         self.first = first
         self.cap = cap
         self.kick_limit = kick_limit
+        self.stable_after = stable_after
         self.clock = clock
         self.task_group: anyio.abc.TaskGroup | None = None
         """Where attempts run (keen serve's, the REPL's); without one an attempt runs in its
@@ -117,6 +134,8 @@ class Reconnector:
         window = self._windows.get(server)
         if window is None or window.attempt is not None:
             return 0.0
+        if window.up_at is not None and self.reconnectable(server):
+            self._session_ended(window)
         return max(0.0, window.next_at - self.clock())
 
     def failures(self, server: str) -> int:
@@ -196,7 +215,9 @@ class Reconnector:
         now = self.clock()
         if window is None:
             window = self._windows[server] = _Window(delay=self.first)
-        elif now < window.next_at:
+        elif window.up_at is not None:
+            self._session_ended(window)
+        if now < window.next_at:
             return None  # the last attempt failed less than a window ago
         window.attempt = event = anyio.Event()
         window.attempts += 1
@@ -216,11 +237,18 @@ class Reconnector:
         except Exception as exc:  # a refresh that raised: counted as a failed attempt
             logger.info("reconnect of %s failed: %s", server, exc)
         finally:
-            if ok:
+            if ok and not self.stable_after:
                 # Reset, yet still one attempt per window: a server that crashes again at
                 # once is reconnected at most once a ``first`` seconds.
                 window.delay = self.first
                 window.next_at = window.started + self.first
+                window.failures = 0
+            elif ok:
+                # Not reset until the session proves to last (_session_ended): a server
+                # that crashes right after each connect gets ever longer windows.
+                window.up_at = self.clock()
+                window.next_at = window.started + window.delay
+                window.delay = min(window.delay * 2, self.cap)
                 window.failures = 0
             else:
                 window.failures += 1
@@ -229,3 +257,11 @@ class Reconnector:
             window.attempt = None
             if event is not None:
                 event.set()
+
+    def _session_ended(self, window: _Window) -> None:
+        """The session the last attempt opened is over (its server is reconnectable again):
+        if it lasted ``stable_after`` seconds, the window goes back to ``first``."""
+        if window.up_at is not None and self.clock() - window.up_at >= self.stable_after:
+            window.delay = self.first
+            window.next_at = min(window.next_at, window.started + self.first)
+        window.up_at = None
