@@ -47,7 +47,7 @@ import itertools
 import json
 import logging
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Literal
 
@@ -185,6 +185,7 @@ class ChangeNotifier:
             from it never changes.
         interval: seconds of coalescing per round (> 0); at most one notice per list per interval.
         max_streams: open HTTP event streams (2025-11-25) and listen streams (2026-07-28) each.
+        sleep: how a round waits ``interval`` seconds before it compares (:attr:`sleep`).
     """
 
     def __init__(
@@ -193,12 +194,16 @@ class ChangeNotifier:
         *,
         interval: float = DEFAULT_NOTIFY_INTERVAL,
         max_streams: int = 1024,
+        sleep: Callable[[float], Awaitable[object]] = anyio.sleep,
     ) -> None:
         if not interval > 0 or math.isinf(interval):
             raise ValueError(f"notify interval must be a positive number of seconds, got {interval!r}")
         self._snapshot = snapshot
         self.interval = interval
         self.max_streams = max_streams
+        self.sleep = sleep
+        """How each round waits its ``interval`` (``anyio.sleep``), read at every round: a
+        test holds the rounds with a wait that ends when it says, not after some time."""
         self.bus = _HostBus(self._attach, self._detach)
         self._listen = ListenHandler(self.bus, max_subscriptions=max_streams)
         self._streams: dict[MemoryObjectSendStream[str], str] = {}
@@ -345,7 +350,7 @@ class ChangeNotifier:
         while True:
             await self._poked.wait()
             # Coalesce: let the burst finish and the catalog settle, then compare once.
-            await anyio.sleep(self.interval)
+            await self.sleep(self.interval)
             self._poked = anyio.Event()
             try:
                 now = dict(self._snapshot())
