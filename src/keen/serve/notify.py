@@ -21,8 +21,14 @@ A host is known by its caller scope: a handshake-era HTTP session (``session:<id
 2026-07-28 HTTP host has no session: its requests and its ``subscriptions/listen`` streams
 cannot be matched, so each listen stream is a host of its own that saw the lists as the
 last round compared them: a change between its ``tools/list`` and its listen is told on
-that stream (the SDK's listen driver does not list again by itself), and a host that
+that stream (the SDK's listen driver does not list again by itself) if the listen opens
+before the round that compares the change (within ``interval`` of the change); once that
+round compared it, a listen counts from the changed lists and is not told. A host that
 listed after the change hears of it once more at worst. Missing a real change is worse.
+The same holds for a ``GET`` stream on a replica with no record of its session: one that
+reconnects there after that replica's round compared a change is not told of it, a known
+gap (the streams carry no event ids to resume from: MCP 2025-11-25, "Resumability and
+Redelivery").
 
 Where a notice goes, by protocol era and transport (docs/serve.md "When tools change"):
 
@@ -281,9 +287,11 @@ class ChangeNotifier:
     def _attach(self, host: str | None, notices: frozenset[str]) -> str:
         """One more channel of ``host`` (None: a new host of its own), which accepts
         ``notices`` (``tools``, ``resources``, ``prompts``). A list the host has
-        no record of it saw as the last round compared it, not as it is now: a change made
-        since (say between its list and its listen, which cannot be matched in the
-        2026-07-28 era) is still told; at worst it hears of a change it listed already.
+        no record of it saw as the last round compared it, not as it is now: a change that
+        round has not compared yet (say one between its list and its listen, which cannot
+        be matched in the 2026-07-28 era, when the listen opens within the round's
+        ``interval``) is still told; one it compared already is not (no past lists are
+        kept). At worst it hears of a change it listed already.
         Returns the host's key."""
         key = host if host is not None else f"listen:{next(self._listens)}"
         self._open[key] = self._open.get(key, 0) + 1
