@@ -69,3 +69,36 @@ async def test_forget_makes_every_answer_of_that_server_again(keen_home: Path) -
     assert again is not live and again == live
     assert views.view(listed) is not view  # the view is made again, not only its mapping
     assert shown_again is not shown and dict(shown_again) == dict(shown)
+
+
+async def test_a_pins_folder_that_cannot_be_looked_at_holds_only_servers_that_read_pins(
+    keen_home: Path,
+) -> None:
+    """``$KEEN_HOME/mcp/pins`` is a file: the pinned server's view holds every tool with the
+    error, the server with pinning off is listed and called as usual, and once the folder is
+    fixed the pinned one is shown again (the held view was not kept)."""
+    config = {
+        "version": 1,
+        "servers": {
+            "docs": {"command": "unused", "pinning": "quarantine"},
+            "open": {"command": "unused", "pinning": "off"},
+        },
+    }
+    pins = keen_home / "mcp" / "pins"
+    pins.parent.mkdir(parents=True, exist_ok=True)
+    pins.write_text("not a folder")
+    transports = {"docs": in_memory_transport(_server()), "open": in_memory_transport(_server())}
+    async with Manager(config=config, transports=transports, trust=PinGuard(PinStore(pins))) as m:
+        assert await m.wait_ready(30)
+        assert [t.name for t in m.list_tools("open")] == ["search"]
+        assert m.view("open").error == ""
+        result = await m.call_tool("open", "search", {"q": "found"})
+        assert not result.is_error and result.text == "found", result
+
+        held = m.view("docs")
+        assert m.list_tools("docs") == [] and "cannot look at pin file" in held.error, held
+
+        pins.unlink()
+        pins.mkdir()
+        assert [t.name for t in m.list_tools("docs")] == ["search"]
+        assert m.view("docs").error == ""

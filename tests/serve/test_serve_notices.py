@@ -35,6 +35,7 @@ from helpers.serve import (
     tls,
     write_upstream,
 )
+from keen.serve.notify import ChangeNotifier
 from keen.serve.store import MemoryStore
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow_file]
@@ -345,17 +346,18 @@ async def test_a_stateless_host_that_listens_after_a_change_not_compared_yet_is_
             told.append(root.method)
 
     async with contextlib.AsyncExitStack() as stack:
-        # A long round, so the listen below opens before it compares.
-        served = await stack.enter_async_context(http_in_process(home, mode="extension", notify_interval=5.0))
+        served = await stack.enter_async_context(http_in_process(home, mode="extension"))
         keen = served.keen
         client = await stack.enter_async_context(_http_host(served.url, "stateless", on_message))
         await wait_until(lambda: not keen.notifier.pending, "the round of the connections", 20)
+        gate = _Gate(keen.notifier)  # the round of the removal compares only once the listen is open
         assert "mcp__changing__stats" in {t.name for t in (await client.list_tools()).tools}
         async with changer(upstream) as up:
             await up.call_tool("mutate", {"op": "remove", "name": "stats"})
         await wait_until(lambda: keen.notifier.pending, "keen serve sees the removal", 20)
         sub = await stack.enter_async_context(client.listen(tools_list_changed=True))
-        assert keen.notifier.pending, "the listen opened after the round of the removal: nothing tested"
+        assert keen.notifier.pending, "the round of the removal compared before the listen: nothing tested"
+        gate.open()
 
         async def events() -> None:
             async for _ in sub:  # the SDK's client hands each event to the message handler too
@@ -378,7 +380,7 @@ async def test_a_get_stream_on_a_replica_that_never_saw_the_sessions_list_is_tol
     the host with the old one)."""
     monkeypatch.setenv("KEEN_HOME", str(home))
     store = MemoryStore()
-    options: dict[str, Any] = {"store": store, "mode": "extension", "notify_interval": 5.0}
+    options: dict[str, Any] = {"store": store, "mode": "extension"}
     async with (
         http_in_process(home, **options) as a,
         http_in_process(home, **options) as b,
@@ -388,6 +390,8 @@ async def test_a_get_stream_on_a_replica_that_never_saw_the_sessions_list_is_tol
             await wait_until(
                 lambda r=replica: not r.keen.notifier.pending, "the round of the connections", 20
             )
+        # B's round of the removal compares only once the stream is open.
+        gate = _Gate(b.keen.notifier)
         opened = await http.post(a.url, headers=JSON_HEADERS, json=INITIALIZE)
         assert opened.status_code == 200, opened.text
         session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
@@ -405,11 +409,29 @@ async def test_a_get_stream_on_a_replica_that_never_saw_the_sessions_list_is_tol
         get = {"Accept": "text/event-stream", **session}
         async with http.stream("GET", b.url, headers=get) as stream:
             assert stream.status_code == 200
-            assert b.keen.notifier.pending, "the stream opened after B's round of the removal: nothing tested"
+            assert b.keen.notifier.pending, (
+                "B's round of the removal compared before the stream: nothing tested"
+            )
+            gate.open()
             with anyio.fail_after(20):
                 async for line in stream.aiter_lines():
                     if "notifications/tools/list_changed" in line:
                         break
+
+
+class _Gate:
+    """Holds every round of ``notifier`` (from its next one) before it compares, until the
+    test opens the gate: what a round must not compare yet stays pending without a timing."""
+
+    def __init__(self, notifier: ChangeNotifier) -> None:
+        self._opened = anyio.Event()
+        notifier.sleep = self._wait
+
+    async def _wait(self, _seconds: float) -> None:
+        await self._opened.wait()
+
+    def open(self) -> None:
+        self._opened.set()
 
 
 @contextlib.asynccontextmanager

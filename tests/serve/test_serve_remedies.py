@@ -13,14 +13,19 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+from mcp.client.client import Client
 
+from conftest import stdio_server
 from helpers.serve import (
     KeenServeProcess,
+    basic_in_memory,
     connect,
     free_port,
     http_in_process,
@@ -33,8 +38,10 @@ from keen.agent import slash
 from keen.cli import _wording
 from keen.errors import Remedy, ServerDisabled, ServerDisconnected, ServerMisconfigured
 from keen.gateway import for_model
-from keen.mcp import Manager
+from keen.mcp import Manager, Tool
 from keen.mcp.connection.translate import translate_call_error
+from keen.mcp.listing.changes import ToolsChanged
+from keen.serve import KeenServer
 from keen.serve.calls import Withheld, host_remedy_words
 from keen.trust import PinGuard
 
@@ -260,11 +267,91 @@ async def test_a_pins_folder_that_cannot_be_looked_at_reaches_no_host_as_a_path(
         shown.append(called.content)
     assert called.is_error, called
     error = read_json(called)["error"]
-    if mode == "search":  # named by server: the pin check's words
-        assert error["code"] == "config_error", error
-        assert 'MCP server "basic" cannot be used: keen serve cannot read' in error["message"], error
+    if mode == "search":  # held, as for an unreadable pin file: search_tools' "held" said why
+        assert error["code"] == "not_visible", error
+        assert error["message"].endswith("basic/echo is not served here"), error
     else:  # a held tool is served by no name
         assert error["code"] == "TOOL_NOT_FOUND", error
     text = json.dumps(shown, default=repr)
     assert str(tmp_path) not in text and "pins/basic.json" not in text, text
     assert str(tmp_path / "mcp" / "pins" / "basic.json") in caplog.text, caplog.text
+
+
+@pytest.mark.parametrize("mode", ["search", "extension"])
+async def test_a_pins_folder_that_cannot_be_looked_at_holds_only_the_servers_that_read_pins(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$KEEN_HOME/mcp/pins`` is a file: the pinned server is held whole, and a server with
+    ``"pinning": "off"``, which never reads pins, is found, listed and called as usual."""
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    off = stdio_server("basic_stdio.py", "--tools", "0")
+    off["pinning"] = "off"
+    write_upstream(tmp_path, extra_tools=0, extra={"offsrv": off})
+    (tmp_path / "mcp" / "pins").write_text("not a folder")
+    async with http_in_process(tmp_path, mode=mode) as served, connect(served, "session") as client:
+        if mode == "search":
+            found = read_json(await client.call_tool("search_tools", {"query": "echo"}))
+            assert {t["server"] for t in found["tools"]} == {"offsrv"}, found
+            assert found["held"] == [
+                "The tools of basic are held: keen serve cannot read their pins (keen serve's log says why);"
+                " the user has to fix them; tell them."
+            ], found
+            called = await client.call_tool(
+                "call_mcp_tool", {"server": "offsrv", "tool": "echo", "arguments": {"text": "hi"}}
+            )
+            refused = await client.call_tool(
+                "call_mcp_tool", {"server": "basic", "tool": "echo", "arguments": {"text": "hi"}}
+            )
+        else:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "mcp__offsrv__echo" in names and "mcp__basic__echo" not in names, names
+            await client.read_resource("resource:///tool_descriptions?tools=mcp__offsrv__echo")
+            called = await client.call_tool("mcp__offsrv__echo", {"text": "hi"})
+            refused = await client.call_tool("mcp__basic__echo", {"text": "hi"})
+        assert {t.server for t in served.keen.served.catalog().tools()} == {"offsrv"}
+    assert not called.is_error and called.content[0].text == "hi", called
+    assert refused.is_error, refused
+
+
+@dataclass(frozen=True)
+class _ViewWithoutError:
+    """A third-party trust's view written before views had ``error``."""
+
+    tools: Sequence[Tool]
+    held: Sequence[Any] = ()
+    note: str = ""
+
+
+class _TrustWithoutError:
+    """A third-party ToolTrust that shows the tools as listed, in views without ``error``."""
+
+    version: Hashable = 0
+
+    def shown(self, server: str, tools: Sequence[Tool], config: Any) -> _ViewWithoutError:
+        return _ViewWithoutError(tuple(tools))
+
+    def stamp(self, server: str) -> Hashable:
+        return None
+
+    def flagged(self, change: ToolsChanged, tools_by_name: Mapping[str, Tool], others: Any) -> ToolsChanged:
+        return change
+
+
+async def test_a_trust_whose_views_have_no_error_is_searched_and_called(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """keen serve reads a view's ``error`` as ``""`` when a third-party trust's view has none:
+    search_tools lists its tools, holds nothing, and a call goes through."""
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    config = write_upstream(tmp_path, extra_tools=0)
+    manager = Manager(config, trust=_TrustWithoutError(), transports=basic_in_memory(0))
+    keen = KeenServer(manager, mode="search")
+    async with keen, Client(keen.server, mode="legacy", cache=None) as client:
+        assert await manager.wait_ready(30)
+        found = read_json(await client.call_tool("search_tools", {"query": "echo"}))
+        called = await client.call_tool(
+            "call_mcp_tool", {"server": "basic", "tool": "echo", "arguments": {"text": "hi"}}
+        )
+    assert "mcp__basic__echo" in {t["name"] for t in found["tools"]}, found
+    assert "held" not in found, found
+    assert not called.is_error and called.content[0].text == "hi", called

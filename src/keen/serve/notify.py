@@ -21,8 +21,14 @@ A host is known by its caller scope: a handshake-era HTTP session (``session:<id
 2026-07-28 HTTP host has no session: its requests and its ``subscriptions/listen`` streams
 cannot be matched, so each listen stream is a host of its own that saw the lists as the
 last round compared them: a change between its ``tools/list`` and its listen is told on
-that stream (the SDK's listen driver does not list again by itself), and a host that
+that stream (the SDK's listen driver does not list again by itself) if the listen opens
+before the round that compares the change (within ``interval`` of the change); once that
+round compared it, a listen counts from the changed lists and is not told. A host that
 listed after the change hears of it once more at worst. Missing a real change is worse.
+The same holds for a ``GET`` stream on a replica with no record of its session: one that
+reconnects there after that replica's round compared a change is not told of it, a known
+gap (the streams carry no event ids to resume from: MCP 2025-11-25, "Resumability and
+Redelivery").
 
 Where a notice goes, by protocol era and transport (docs/serve.md "When tools change"):
 
@@ -47,7 +53,7 @@ import itertools
 import json
 import logging
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Literal
 
@@ -185,6 +191,7 @@ class ChangeNotifier:
             from it never changes.
         interval: seconds of coalescing per round (> 0); at most one notice per list per interval.
         max_streams: open HTTP event streams (2025-11-25) and listen streams (2026-07-28) each.
+        sleep: how a round waits ``interval`` seconds before it compares (:attr:`sleep`).
     """
 
     def __init__(
@@ -193,12 +200,16 @@ class ChangeNotifier:
         *,
         interval: float = DEFAULT_NOTIFY_INTERVAL,
         max_streams: int = 1024,
+        sleep: Callable[[float], Awaitable[object]] = anyio.sleep,
     ) -> None:
         if not interval > 0 or math.isinf(interval):
             raise ValueError(f"notify interval must be a positive number of seconds, got {interval!r}")
         self._snapshot = snapshot
         self.interval = interval
         self.max_streams = max_streams
+        self.sleep = sleep
+        """How each round waits its ``interval`` (``anyio.sleep``), read at every round: a
+        test holds the rounds with a wait that ends when it says, not after some time."""
         self.bus = _HostBus(self._attach, self._detach)
         self._listen = ListenHandler(self.bus, max_subscriptions=max_streams)
         self._streams: dict[MemoryObjectSendStream[str], str] = {}
@@ -276,9 +287,11 @@ class ChangeNotifier:
     def _attach(self, host: str | None, notices: frozenset[str]) -> str:
         """One more channel of ``host`` (None: a new host of its own), which accepts
         ``notices`` (``tools``, ``resources``, ``prompts``). A list the host has
-        no record of it saw as the last round compared it, not as it is now: a change made
-        since (say between its list and its listen, which cannot be matched in the
-        2026-07-28 era) is still told; at worst it hears of a change it listed already.
+        no record of it saw as the last round compared it, not as it is now: a change that
+        round has not compared yet (say one between its list and its listen, which cannot
+        be matched in the 2026-07-28 era, when the listen opens within the round's
+        ``interval``) is still told; one it compared already is not (no past lists are
+        kept). At worst it hears of a change it listed already.
         Returns the host's key."""
         key = host if host is not None else f"listen:{next(self._listens)}"
         self._open[key] = self._open.get(key, 0) + 1
@@ -345,7 +358,7 @@ class ChangeNotifier:
         while True:
             await self._poked.wait()
             # Coalesce: let the burst finish and the catalog settle, then compare once.
-            await anyio.sleep(self.interval)
+            await self.sleep(self.interval)
             self._poked = anyio.Event()
             try:
                 now = dict(self._snapshot())

@@ -310,7 +310,8 @@ class SearchMode:
                     except ConfigError as exc:  # its pins cannot even be looked at
                         error = exc.message
                     else:
-                        error, note = view.error, view.note
+                        # A third-party trust's view may lack ``error`` (ToolsView.error).
+                        error, note = getattr(view, "error", ""), view.note
                     if error:
                         self.served.withheld(error)
                         lines.append(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as mt
 
 from keen._redact import redactor
-from keen.errors import ConfigError
+from keen.errors import ConfigError, KeenError
 from keen.mcp.types import ServerState, Tool
 from keen.serve.calls import Withheld
 from keen.serve.catalog import ToolCatalog
@@ -91,28 +91,44 @@ class ServedTools:
 
     def _stamp(self, server: str) -> None:
         """Look at ``server``'s pin file. One that cannot be looked at (its folder is a file,
-        or unreadable) holds the server whole, as an unreadable pin file does: its error names
-        a local path, so it goes to keen serve's log, never to a host."""
+        or unreadable) holds the server whole if its policy reads pins, as an unreadable pin
+        file does (its view says so: a server with pinning off is served as usual); the
+        error names a local path, so it goes to keen serve's log, never to a host."""
         try:
             self.manager.view_stamp(server)
         except ConfigError as exc:
-            self._hold(server, exc)
-        else:
-            self._unreadable.discard(server)
+            error = self._view_error(server, exc)
+            if error:
+                self._hold(server, error)
+                return
+        self._unreadable.discard(server)
+
+    def _view_error(self, server: str, exc: ConfigError) -> str:
+        """Why ``server``'s view holds every tool now that its pins could not be looked at
+        (``exc``); ``""`` when its view does not need them. A server not connected has no
+        view: held on ``exc`` until it has one."""
+        try:
+            view = self.manager.view(server)
+        except ConfigError as error:
+            return error.message
+        except KeenError:
+            return exc.message
+        return getattr(view, "error", "")  # a third-party trust's view may lack it
 
     def _tools_of(self, server: str) -> list[Tool]:
         """``server``'s tools as the catalog serves them: none while its pins cannot be read."""
         try:
-            tools = self.manager.list_tools(server)
+            view = self.manager.view(server)
         except ConfigError as exc:
-            self._hold(server, exc)
+            self._hold(server, exc.message)
             return []
-        self._unreadable.discard(server)
-        return tools
+        if not getattr(view, "error", ""):  # a view held for its pins is as _stamp left it
+            self._unreadable.discard(server)
+        return list(view.tools)
 
-    def _hold(self, server: str, exc: ConfigError) -> None:
+    def _hold(self, server: str, error: str) -> None:
         self._unreadable.add(server)
-        self.withheld(exc.message)
+        self.withheld(error)
 
     def capabilities(self) -> Catalog:
         """The capability catalog of the served tools, for the harness's lookup of a call

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from keen.errors import Remedy, ToolNotFound
+from keen.errors import ConfigError, Remedy, ToolNotFound
 from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import Tool
 
@@ -64,7 +64,10 @@ class ToolsView(Protocol):
     @property
     def error(self) -> str:
         """Why no tool can be shown (the trust could not read what it vets them against, such
-        as a broken pin file): every tool is held, and :attr:`note` says so; ``""`` otherwise."""
+        as a broken pin file): every tool is held, and :attr:`note` says so; ``""`` otherwise.
+
+        Readers take a view without it (a third-party trust written before it was added)
+        as ``""``."""
         ...
 
 
@@ -83,7 +86,12 @@ class ToolTrust(Protocol):
         ...
 
     def stamp(self, server: str) -> Hashable:
-        """A key that changes when :meth:`shown` may change for the same tools."""
+        """A key that changes when :meth:`shown` may change for the same tools.
+
+        Raises:
+            ConfigError: what the trust vets against cannot be looked at; :class:`ToolViews`
+                then asks :meth:`shown` on every read instead, which holds what needs it.
+        """
         ...
 
     @property
@@ -237,14 +245,33 @@ class ToolViews:
 
     def view(self, server: ListedServer) -> ToolsView:
         """The server's live tools as the trust shows them (:meth:`ToolTrust.shown`), or as
-        listed without a trust (a :class:`ListedView`)."""
+        listed without a trust (a :class:`ListedView`).
+
+        A :meth:`ToolTrust.stamp` that raises ``ConfigError`` (what the trust vets against
+        cannot be looked at) does not fail the view: the trust's :meth:`~ToolTrust.shown`
+        decides, uncached, whether the server's policy needs what it could not look at
+        (Keen's holds every tool of a pinned server with the error, and shows a server
+        with pinning off as listed).
+
+        Raises:
+            ConfigError: the trust's :meth:`~ToolTrust.shown` raised it.
+        """
         name = server.name
         trust = self.trust
         if trust is None:
             return ListedView(name, self.live(server))
+        tools, config = server.tools, server.config
+        try:
+            stamp = trust.stamp(name)
+        except ConfigError:
+            # What the trust vets against cannot even be looked at (a pins folder that is a
+            # file): only a server whose policy reads it is held, by the trust's own view
+            # (Keen's: every tool held, with the error); one that never reads it (pinning off)
+            # is shown as usual. Not cached: no stamp says when the folder is fixed.
+            self._views.pop(name, None)
+            return trust.shown(name, self.live(server), config)
         # By ToolTrust's contract the view follows the tools, the config and the stamp alone:
         # asked on every call, it is made again only when one of them moved.
-        tools, config, stamp = server.tools, server.config, trust.stamp(name)
         cached = self._views.get(name)
         if cached is not None and cached[0] is tools and cached[1] is config and cached[2] == stamp:
             return cached[3]
