@@ -29,6 +29,10 @@ from tests.helpers.loopback import free_port
 from keen.mcp import Manager
 from keen.trust import PinGuard
 
+# The crash-loop watch waits out four growing back-off windows (about 17 s, mostly idle):
+# handed out first, it does not end a run alone.
+pytestmark = pytest.mark.slow_file
+
 
 @pytest.fixture
 def home(tmp_path: Path) -> Home:
