@@ -190,12 +190,17 @@ class _EmptyOutputSchema(MCPServer):
         return [tool.model_copy(update={"output_schema": {}}) for tool in await super().list_tools()]
 
 
-def _lookup_plain(server: MCPServer | None = None, description: str = "Look a word up.") -> MCPServer:
-    """``docs`` with ``lookup`` claiming readOnlyHint and listing no outputSchema."""
+def _lookup_plain(
+    server: MCPServer | None = None, description: str = "Look a word up.", **hints: bool
+) -> MCPServer:
+    """``docs`` with ``lookup`` claiming readOnlyHint (or exactly ``hints``) and listing no
+    outputSchema."""
     server = server or MCPServer("docs")
 
     @server.tool(
-        description=description, annotations=ToolAnnotations(readOnlyHint=True), structured_output=False
+        description=description,
+        annotations=ToolAnnotations(**(hints or {"readOnlyHint": True})),
+        structured_output=False,
     )
     def lookup(q: str) -> int:
         return len(q)
@@ -324,17 +329,6 @@ async def test_a_tool_claiming_read_only_missing_from_the_markers_fingerprints_i
     assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is True
 
 
-def _hinted(**hints: bool) -> MCPServer:
-    """``docs`` with ``lookup`` and exactly these annotation hints, no outputSchema."""
-    server = MCPServer("docs")
-
-    @server.tool(description="Look a word up.", annotations=ToolAnnotations(**hints), structured_output=False)
-    def lookup(q: str) -> int:
-        return len(q)
-
-    return server
-
-
 async def test_a_tool_changed_in_hints_the_stricter_view_restores_is_not_trusted_offline(
     write_config: Callable[..., Path], keen_home: Path
 ) -> None:
@@ -345,10 +339,10 @@ async def test_a_tool_changed_in_hints_the_stricter_view_restores_is_not_trusted
     path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
     store = PinStore(keen_home / "mcp" / "pins")
     full = {"readOnlyHint": True, "idempotentHint": True, "destructiveHint": False, "openWorldHint": False}
-    await _review(_hinted(**full), store)
-    assert await _judged(path, store, _hinted(**full)) == (True, True)
+    await _review(_lookup_plain(**full), store)
+    assert await _judged(path, store, _lookup_plain(**full)) == (True, True)
     fewer = {name: value for name, value in full.items() if name != "destructiveHint"}
-    assert await _judged(path, store, _hinted(**fewer)) == (False, False)
+    assert await _judged(path, store, _lookup_plain(**fewer)) == (False, False)
 
 
 async def test_a_schema_file_edited_by_hand_is_not_trusted_offline(
