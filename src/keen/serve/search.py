@@ -36,7 +36,7 @@ from keen.entry_tools import (
     parse_search,
     search_tool_definition,
 )
-from keen.errors import ConfigError, KeenError
+from keen.errors import KeenError
 from keen.harness import GATE_CODES
 from keen.mcp.types import ServerState
 from keen.serve import extension as ext
@@ -304,14 +304,8 @@ class SearchMode:
         for status in manager.servers():
             if status.state is ServerState.CONNECTED:
                 with contextlib.suppress(KeenError):
-                    error, note = "", ""
-                    try:
-                        view = manager.view(status.name)
-                    except ConfigError as exc:  # its pins cannot even be looked at
-                        error = exc.message
-                    else:
-                        # A third-party trust's view may lack ``error`` (ToolsView.error).
-                        error, note = getattr(view, "error", ""), view.note
+                    view, error = self.served.view_of(status.name)
+                    note = view.note if view is not None else ""
                     if error:
                         self.served.withheld(error)
                         lines.append(

@@ -27,6 +27,7 @@ from keen.serve.passthrough import Listing
 
 if TYPE_CHECKING:
     from keen.capabilities import Catalog
+    from keen.mcp import ToolsView
     from keen.mcp.connection.reconnect import Reconnector
     from keen.mcp.manager import Manager
 
@@ -103,26 +104,33 @@ class ServedTools:
                 return
         self._unreadable.discard(server)
 
+    def view_of(self, server: str) -> tuple[ToolsView | None, str]:
+        """``server``'s view and why it holds every tool (``""`` when it does not): the
+        view's ``error`` (a third-party trust's view may lack it), or, with no view, the
+        ``ConfigError`` its trust raised. Raises the Manager's other errors (a server not
+        connected)."""
+        try:
+            view = self.manager.view(server)
+        except ConfigError as exc:
+            return None, exc.message
+        return view, getattr(view, "error", "")
+
     def _view_error(self, server: str, exc: ConfigError) -> str:
         """Why ``server``'s view holds every tool now that its pins could not be looked at
         (``exc``); ``""`` when its view does not need them. A server not connected has no
         view: held on ``exc`` until it has one."""
         try:
-            view = self.manager.view(server)
-        except ConfigError as error:
-            return error.message
+            return self.view_of(server)[1]
         except KeenError:
             return exc.message
-        return getattr(view, "error", "")  # a third-party trust's view may lack it
 
     def _tools_of(self, server: str) -> list[Tool]:
         """``server``'s tools as the catalog serves them: none while its pins cannot be read."""
-        try:
-            view = self.manager.view(server)
-        except ConfigError as exc:
-            self._hold(server, exc.message)
+        view, error = self.view_of(server)
+        if view is None:
+            self._hold(server, error)
             return []
-        if not getattr(view, "error", ""):  # a view held for its pins is as _stamp left it
+        if not error:  # a view held for its pins is as _stamp left it
             self._unreadable.discard(server)
         return list(view.tools)
 
