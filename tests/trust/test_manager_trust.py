@@ -224,16 +224,25 @@ async def _review(server: MCPServer, store: PinStore) -> None:
         trust("docs", m.live_tools("docs"), store=store, by_user=True)
 
 
+async def _reviewed(
+    write_config: Callable[..., Path], keen_home: Path, server: Callable[[], MCPServer]
+) -> tuple[Path, PinStore]:
+    """configs.json with ``docs`` under ``"pinning": "warn"``, its ``lookup`` (from ``server()``)
+    pinned by ``keen mcp trust`` and synced once: trusted by keen chat and offline alike."""
+    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
+    store = PinStore(keen_home / "mcp" / "pins")
+    await _review(server(), store)
+    assert await _judged(path, store, server()) == (True, True)
+    return path, store
+
+
 async def test_a_marker_without_fingerprints_gets_them_at_the_next_sync_of_the_same_tools(
     write_config: Callable[..., Path], keen_home: Path
 ) -> None:
     # A skill was judged "unchanged" (same source hash) and only its status fields were
     # rewritten: a marker written before Keen recorded fingerprints never got them, and a
     # reviewed read-only tool with an outputSchema stayed untrusted offline.
-    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
-    store = PinStore(keen_home / "mcp" / "pins")
-    await _review(_lookup(returns_text=False), store)
-    assert await _judged(path, store, _lookup(returns_text=False)) == (True, True)
+    path, store = await _reviewed(write_config, keen_home, lambda: _lookup(returns_text=False))
     marker_path = keen_home / "skills" / "mcp:docs" / MARKER_FILE
     marker = json.loads(marker_path.read_text(encoding="utf-8"))
     del marker["fingerprints"]  # as a Keen before them wrote it
@@ -249,10 +258,7 @@ async def test_an_output_schema_gone_from_none_to_empty_is_judged_offline_as_kee
     # The source hash is of Tool.to_dict(), which drops an empty outputSchema: the skill was
     # "unchanged" and its marker kept the reviewed definition's fingerprint, trusted offline
     # while keen chat trusted the new definition not.
-    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
-    store = PinStore(keen_home / "mcp" / "pins")
-    await _review(_lookup_plain(), store)
-    assert await _judged(path, store, _lookup_plain()) == (True, True)
+    path, store = await _reviewed(write_config, keen_home, _lookup_plain)
 
     assert await _judged(path, store, _lookup_plain(_EmptyOutputSchema("docs"))) == (False, False)
 
@@ -294,10 +300,7 @@ async def test_a_fingerprint_in_a_schema_file_is_not_taken_for_the_markers(
     # With no fingerprint recorded in the marker, the schema file's own data went to the
     # judge unchanged: a "fingerprint" key written into the file (the pin's) stood for the
     # definition shown, and the outputSchema no file holds was taken as reviewed.
-    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
-    store = PinStore(keen_home / "mcp" / "pins")
-    await _review(_lookup(returns_text=False), store)
-    assert await _judged(path, store, _lookup(returns_text=False)) == (True, True)
+    path, store = await _reviewed(write_config, keen_home, lambda: _lookup(returns_text=False))
     pin = store.load("docs")
     assert pin is not None and "outputSchema" in pin.tools["lookup"].definition
     _edit_marker(keen_home, lambda m: m.pop("fingerprints"))
@@ -317,10 +320,7 @@ async def test_a_tool_claiming_read_only_missing_from_the_markers_fingerprints_i
 ) -> None:
     # A marker with a fingerprints map names every tool claiming readOnlyHint; one it leaves
     # out (a schema file or marker edited since) fell back to the file's fields, trusted.
-    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
-    store = PinStore(keen_home / "mcp" / "pins")
-    await _review(_lookup_plain(), store)
-    assert await _judged(path, store, _lookup_plain()) == (True, True)
+    path, store = await _reviewed(write_config, keen_home, _lookup_plain)
     _edit_marker(keen_home, lambda m: m["fingerprints"].clear())
     judge = configured_annotations_trusted(path, store)
 
@@ -336,11 +336,8 @@ async def test_a_tool_changed_in_hints_the_stricter_view_restores_is_not_trusted
     # server that dropped "destructiveHint": false is shown with it (the stricter value is
     # the pinned one), so the definition shown equalled the pin, its fingerprint too, and the
     # catalog trusted a tool keen chat trusts not (it changed since the review).
-    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
-    store = PinStore(keen_home / "mcp" / "pins")
     full = {"readOnlyHint": True, "idempotentHint": True, "destructiveHint": False, "openWorldHint": False}
-    await _review(_lookup_plain(**full), store)
-    assert await _judged(path, store, _lookup_plain(**full)) == (True, True)
+    path, store = await _reviewed(write_config, keen_home, lambda: _lookup_plain(**full))
     fewer = {name: value for name, value in full.items() if name != "destructiveHint"}
     assert await _judged(path, store, _lookup_plain(**fewer)) == (False, False)
 
@@ -350,10 +347,7 @@ async def test_a_schema_file_edited_by_hand_is_not_trusted_offline(
 ) -> None:
     # The catalog compared only the marker's fingerprint with the pin: a reviewed read-only
     # tool's schema file given a new description (or inputSchema) by hand stayed trusted.
-    path = write_config({"docs": {"command": "unused", "pinning": "warn"}})
-    store = PinStore(keen_home / "mcp" / "pins")
-    await _review(_lookup_plain(), store)
-    assert await _judged(path, store, _lookup_plain()) == (True, True)
+    path, store = await _reviewed(write_config, keen_home, _lookup_plain)
     schema_path = keen_home / "skills" / "mcp:docs" / "schemas" / "lookup.json"
     schema = json.loads(schema_path.read_text(encoding="utf-8"))
     schema["description"] = "Delete every file."
