@@ -26,7 +26,8 @@ from keen.mcp.types import ServerInfo, ServerState, Tool
 from keen.mcpskills import MANAGED_BY, MARKER_FILE, _swap, delete_skill, generate_skill
 from keen.skills import SkillsConfig, discover, split_frontmatter
 from keen.trust.fingerprint import fingerprint
-from keen.trust.pins import PinStore, skill_annotations_trusted, trust
+from keen.trust.pins import PinStore, trust
+from keen.trust.skill_trust import skill_annotations_trusted
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "mcpskills"
 

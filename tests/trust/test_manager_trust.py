@@ -23,7 +23,8 @@ from keen.mcp.listing.changes import ToolsChanged
 from keen.mcpskills import MARKER_FILE
 from keen.runtime import open_runtime
 from keen.trust import PinGuard
-from keen.trust.pins import PinStore, configured_annotations_trusted, trust
+from keen.trust.pins import PinStore, trust
+from keen.trust.skill_trust import configured_annotations_trusted
 
 pytestmark = pytest.mark.anyio
 

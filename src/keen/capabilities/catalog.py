@@ -262,7 +262,7 @@ class Catalog:
         true (asked only of a tool claiming ``readOnlyHint``, never of a held one: its call
         is refused; nor of any tool of a skill whose description notes held tools its marker
         does not name, :func:`without_held`; nor of one missing from its marker's
-        ``fingerprints``), e.g. :func:`keen.trust.pins.skill_annotations_trusted`, which
+        ``fingerprints``), e.g. :func:`keen.trust.skill_trust.skill_annotations_trusted`, which
         judges as ``keen chat`` does; ``schema`` is the schema file's JSON with
         ``fingerprint`` set from the skill's marker: the fingerprint of the whole definition
         the skill shows (``outputSchema`` included, which the file leaves out), ``None`` when

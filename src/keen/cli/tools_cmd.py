@@ -48,7 +48,7 @@ def search(
     from keen.cli._terminal import cell
 
     server = server or []
-    from keen.trust.pins import configured_annotations_trusted
+    from keen.trust.skill_trust import configured_annotations_trusted
 
     trusted = configured_annotations_trusted()
     # A KeenError reaches the CLI's one error boundary.

@@ -32,12 +32,12 @@ if TYPE_CHECKING:
         PinReport,
         ToolCheck,
         compare,
-        configured_annotations_trusted,
         pinned_tool,
         pinning_policy,
         trust,
     )
     from keen.trust.pinstore import PinFile, PinStore, Review, ToolPin
+    from keen.trust.skill_trust import configured_annotations_trusted
 
 __all__ = [
     "Flag",
@@ -89,13 +89,13 @@ _EXPORTS = {
             "PinnedView",
             "ToolCheck",
             "compare",
-            "configured_annotations_trusted",
             "pinned_tool",
             "pinning_policy",
             "trust",
         ),
     ),
     **exports_from("keen.trust.pinstore", ("PinFile", "PinStore", "Review", "ToolPin")),
+    **exports_from("keen.trust.skill_trust", ("configured_annotations_trusted",)),
 }
 
 __getattr__, __dir__ = lazy_module_attrs(__name__, _EXPORTS)
