@@ -25,6 +25,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from helpers.changing import changing_http, wait_until
+from helpers.hostile import keen_cli
 from helpers.serve import (
     INITIALIZE,
     JSON_HEADERS,
@@ -327,6 +328,69 @@ async def test_a_host_is_told_only_when_what_it_sees_changed(
             await wait_until(lambda: told, "a notice of the removed tool", 20)
             assert "mcp__changing__stats" not in {t.name for t in (await client.list_tools()).tools}
     assert len(told) == 1, told
+
+
+async def test_keen_mcp_trust_in_another_process_tells_the_hosts(
+    tmp_path: Path, upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool held for review appears once ``keen mcp trust``, run as its own process, pins
+    it: no upstream changed, yet a connected host is told (keen serve looks at the pin files
+    every ``pins_poll`` seconds). A pins folder broken (a file where it should be) holds the
+    server whole, and mended serves it again: each is told too."""
+    write_upstream(
+        tmp_path,
+        extra={"changing": {"transport": "streamable_http", "url": upstream, "pinning": "quarantine"}},
+    )
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    told: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, mt.ToolListChangedNotification):
+            told.append(root.method)
+
+    async def names() -> set[str]:
+        return {t.name for t in (await client.list_tools()).tools}
+
+    def keen(*args: str) -> None:
+        run = keen_cli(*args, keen_home=tmp_path)
+        assert run.code == 0, run
+
+    async with contextlib.AsyncExitStack() as stack:
+        served = await stack.enter_async_context(
+            http_in_process(tmp_path, mode="extension", notify_interval=INTERVAL, pins_poll=INTERVAL)
+        )
+        client = await stack.enter_async_context(_http_host(served.url, "session", on_message))
+        notifier = served.keen.notifier
+        assert "mcp__changing__echo" in await names()
+        # The first approved call pins the server's tools (trust on first use).
+        await client.read_resource("resource:///tool_descriptions?tools=mcp__changing__echo")
+        assert not (await client.call_tool("mcp__changing__echo", {"text": "pin"})).is_error
+        async with changer(upstream) as up:
+            await up.call_tool("mutate", {"op": "add", "name": "sneaky"})
+        await wait_until(lambda: served.keen.manager.view("changing").held, "the new tool held", 20)
+        # The change that held it poked a round: once none is pending, that round compared.
+        await wait_until(lambda: not notifier.pending, "the round after the hold", 20)
+        assert "mcp__changing__sneaky" not in await names()
+        before = len(told)
+        # Accepted in another process, as a user does: the diff they read, then the trust.
+        await anyio.to_thread.run_sync(keen, "mcp", "diff", "changing", "--json")
+        await anyio.to_thread.run_sync(keen, "mcp", "trust", "changing", "--json")
+        await wait_until(lambda: len(told) > before, "a notice of the trusted tool", 20)
+        assert "mcp__changing__sneaky" in await names()
+        # A file where the pins folder should be: the pinned server is held whole.
+        pins = tmp_path / "mcp" / "pins"
+        pins.rename(tmp_path / "pins-aside")
+        pins.write_text("not a folder")
+        before = len(told)
+        await wait_until(lambda: len(told) > before, "a notice of the held server", 20)
+        assert not any(name.startswith("mcp__changing__") for name in await names())
+        # Mended: served again, and told so.
+        pins.unlink()
+        (tmp_path / "pins-aside").rename(pins)
+        before = len(told)
+        await wait_until(lambda: len(told) > before, "a notice of the mended folder", 20)
+        assert "mcp__changing__sneaky" in await names()
 
 
 async def test_a_stateless_host_that_listens_after_a_change_not_compared_yet_is_told(

@@ -46,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import secrets
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
@@ -100,7 +101,7 @@ from keen.serve.store import (
     Store,
 )
 
-__all__ = ["DEFAULT_READY_WAIT", "PRINCIPAL_KEY", "SCOPE_KEY", "KeenServer", "Mode"]
+__all__ = ["DEFAULT_PINS_POLL", "DEFAULT_READY_WAIT", "PRINCIPAL_KEY", "SCOPE_KEY", "KeenServer", "Mode"]
 
 logger = logging.getLogger("keen.serve")
 
@@ -115,6 +116,8 @@ token's principal (``token:<id>``), or its address when no token is configured
 (``address:<ip>``). Limits are kept per principal, so a new session does not reset them."""
 
 DEFAULT_READY_WAIT = 15.0
+DEFAULT_PINS_POLL = 1.0
+"""Seconds between two looks at the pin files for a change made outside keen serve."""
 _FOR_THE_CONNECTION = 10 * 365 * 24 * 3600.0
 """An authorization in a stdio connection's scope: it ends with the connection (the process)."""
 _MAX_LOG_LEVELS = 10_000
@@ -148,6 +151,9 @@ class KeenServer:
         ready_wait: seconds the first request that needs the upstream tools waits for every
             server's first connection attempt; a server still connecting after that is named
             in ``search_tools`` answers until it is done.
+        pins_poll: seconds between two looks at the connected servers' pin files (extension
+            mode), so a change of them made elsewhere (``keen mcp trust`` in another process,
+            a pins folder broken or mended) reaches the hosts as a change notice.
 
     Raises:
         ConfigError: the manager's config file cannot be used (raised before the audit log
@@ -171,6 +177,7 @@ class KeenServer:
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         notify_interval: float = DEFAULT_NOTIFY_INTERVAL,
         ready_wait: float = DEFAULT_READY_WAIT,
+        pins_poll: float = DEFAULT_PINS_POLL,
     ) -> None:
         if mode not in ("search", "extension"):
             raise ValueError(f"unknown mode {mode!r}; use search or extension")
@@ -198,6 +205,9 @@ class KeenServer:
         self.fetch_window = fetch_window
         self.max_sessions = max_sessions
         self.ready_wait = ready_wait
+        if not pins_poll > 0 or math.isinf(pins_poll):
+            raise ValueError(f"pins poll must be a positive number of seconds, got {pins_poll!r}")
+        self.pins_poll = pins_poll
         self.reconnector = Reconnector(manager)
         self.max_result_chars = max_result_chars
         self.served = ServedTools(manager, self.reconnector, self.withheld)
@@ -242,6 +252,8 @@ class KeenServer:
             tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tg.cancel_scope.cancel)
             tg.start_soon(self.notifier.run, name="keen-serve-notify")
+            if self.mode == "extension":
+                tg.start_soon(self._watch_pins, name="keen-serve-pins")
             self.reconnector.task_group = self.rounds.task_group = tg
             stack.callback(setattr, self.reconnector, "task_group", None)
             stack.callback(setattr, self.rounds, "task_group", None)
@@ -271,6 +283,25 @@ class KeenServer:
     @contextlib.asynccontextmanager
     async def lifespan(self, _server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         yield {"keen": self}
+
+    async def _watch_pins(self) -> None:
+        """Poke a round whenever the catalog a listing would build now is not the one this
+        watch last saw: a pin file written by ``keen mcp trust`` in another process, or a
+        pins folder broken or mended, changes what is served (held tools appear or go) with
+        no upstream change to start a round. One ``stat`` per connected server each
+        :attr:`pins_poll` seconds (:meth:`ServedTools.catalog`); the Python standard
+        library has no portable watch on a folder."""
+        last: ToolCatalog | None = None
+        while True:
+            try:
+                now = self.served.catalog()
+            except Exception:  # a broken look must not end the watch (nor keen serve)
+                logger.exception("keen serve: could not look at the pin files")
+            else:
+                if last is not None and now is not last:
+                    self.notifier.poke()
+                last = now
+            await anyio.sleep(self.pins_poll)
 
     # -- the catalog --------------------------------------------------------------------------
 
