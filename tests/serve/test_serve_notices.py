@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import httpx2
 import mcp_types as mt
 import pytest
@@ -439,9 +440,10 @@ async def test_a_get_stream_on_a_replica_that_never_saw_the_sessions_list_is_tol
 ) -> None:
     """Two replicas on one store. A handshake-era host lists its tools on replica A; the
     upstream drops a tool; the host's GET event stream reaches replica B before B's round
-    compares the drop. B has no record of that session's lists: it counts from its last
-    round's, so it tells the stream (a stream that started from the new list would leave
-    the host with the old one)."""
+    compares the drop. B never served that session: it compares with what the store says
+    its host saw, so it tells the stream (a stream that started from the new list would
+    leave the host with the old one). After B's round, the same holds: the test of that
+    is ``test_serve_replicas``, with real replicas and Redis."""
     monkeypatch.setenv("KEEN_HOME", str(home))
     store = MemoryStore()
     options: dict[str, Any] = {"store": store, "mode": "extension"}
@@ -481,6 +483,75 @@ async def test_a_get_stream_on_a_replica_that_never_saw_the_sessions_list_is_tol
                 async for line in stream.aiter_lines():
                     if "notifications/tools/list_changed" in line:
                         break
+
+
+@contextlib.asynccontextmanager
+async def _notifier(lists: dict[str, str], store: MemoryStore | None = None) -> AsyncIterator[ChangeNotifier]:
+    """A :class:`ChangeNotifier` of ``lists`` (the test changes them), its rounds running,
+    each comparing as soon as it is poked (no coalescing wait)."""
+
+    async def at_once(_seconds: float) -> None:
+        await anyio.lowlevel.checkpoint()
+
+    notifier = ChangeNotifier(lambda: lists, sleep=at_once, store=store)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(notifier.run)
+        await wait_until(lambda: notifier._last, "the first snapshot", 20)
+        yield notifier
+        notifier.close()
+        tg.cancel_scope.cancel()
+
+
+async def _round(notifier: ChangeNotifier) -> None:
+    """Poke a round and wait until it compared."""
+    compared = notifier.compared
+    notifier.poke()
+    await wait_until(lambda: notifier.compared > compared, "a round", 20)
+
+
+async def test_a_stream_left_unread_loses_no_kind_of_notice() -> None:
+    """A host that leaves its GET stream unread through many rounds of one list's changes is
+    still told of the other list's: one notice of each waits, none is dropped for room."""
+    lists = {"tools": "t0", "resources": "r0", "resource_templates": "x", "prompts": "p0"}
+    async with _notifier(lists) as notifier, notifier.open_stream("session:slow") as stream:
+        assert stream is not None
+        for i in range(20):
+            lists["resources"] = f"r{i + 1}"
+            await _round(notifier)
+        lists["tools"] = "t1"
+        await _round(notifier)
+        with anyio.fail_after(20):
+            waiting = [await anext(stream), await anext(stream)]
+        assert {n.method for n in waiting} == {
+            "notifications/resources/list_changed",
+            "notifications/tools/list_changed",
+        }
+        assert [n.lists for n in waiting if n.method.startswith("notifications/tools")] == [{"tools": "t1"}]
+
+
+async def test_a_notice_a_stream_never_wrote_is_told_on_the_hosts_next_stream() -> None:
+    """The stream ends with its notice unwritten (the host went away, or the replica died
+    before writing it): the host's next stream, here on another replica sharing the store,
+    is told; once written, the stream after that is not."""
+    store = MemoryStore()
+    lists = {"tools": "t0"}
+    async with _notifier(lists, store) as a, _notifier(lists, store) as b:
+        await a.shown("session:h", "tools", "t0")
+        async with a.open_stream("session:h") as dropped:
+            assert dropped is not None
+            lists["tools"] = "t1"
+            await _round(a)
+            await _round(b)  # B compared it too, with no stream of the host open
+        async with b.open_stream("session:h") as stream:
+            assert stream is not None
+            with anyio.fail_after(20):
+                notice = await anext(stream)
+            assert notice.method == "notifications/tools/list_changed"
+            await stream.sent(notice)
+        assert not a.pending
+        async with a.open_stream("session:h") as stream:
+            assert stream is not None
+            assert not a.pending, "told again of what the last stream wrote"
 
 
 class _Gate:

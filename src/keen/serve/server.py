@@ -228,7 +228,9 @@ class KeenServer:
         self._ready = False
         self._inflight: dict[tuple[str, str], anyio.CancelScope] = {}
         """(caller scope, request id) -> the cancel scope of that call while it runs."""
-        self.notifier = ChangeNotifier(self._served_lists, interval=notify_interval)
+        self.notifier = ChangeNotifier(
+            self._served_lists, interval=notify_interval, store=self.store, record_ttl=session_ttl
+        )
         self._stack: contextlib.AsyncExitStack | None = None
         self.runtime: Runtime | None = None
         """The session runtime, while the server is entered."""
@@ -329,11 +331,11 @@ class KeenServer:
         scope = self.caller_scope(ctx)
         return scope if scope.startswith("session:") or scope == self.stdio_scope else None
 
-    def _shown(self, ctx: ServerRequestContext[Any, Any], kind: ListKind, items: Sequence[Any]) -> None:
+    async def _shown(self, ctx: ServerRequestContext[Any, Any], kind: ListKind, items: Sequence[Any]) -> None:
         """The host of ``ctx`` was given list ``kind`` (``items``): tell it of a change only
         once that list differs (extension mode's notices; search mode sends none)."""
         if self.mode == "extension":
-            self.notifier.shown(self._host(ctx), kind, list_digest(items))
+            await self.notifier.shown(self._host(ctx), kind, list_digest(items))
 
     async def _listen(
         self, ctx: ServerRequestContext[Any, Any], params: mt.SubscriptionsListenRequestParams
@@ -466,7 +468,7 @@ class KeenServer:
         # A server that went away comes back in the background; its return is a change notice.
         self.reconnector.kick(self.reconnector.reconnectable_servers())
         tools, listed = self.served.listed()
-        self.notifier.shown(self._host(ctx), "tools", listed)
+        await self.notifier.shown(self._host(ctx), "tools", listed)
         return mt.ListToolsResult(tools=tools, ttl_ms=self.served.tools_ttl_ms())
 
     async def _list_resources(
@@ -482,7 +484,7 @@ class KeenServer:
             )
         ]
         upstream = self.served.listing().resources
-        self._shown(ctx, "resources", upstream)
+        await self._shown(ctx, "resources", upstream)
         return mt.ListResourcesResult(resources=[*(own if self.mode == "extension" else []), *upstream])
 
     async def _list_resource_templates(
@@ -490,7 +492,7 @@ class KeenServer:
     ) -> mt.ListResourceTemplatesResult:
         await self.wait_ready()
         templates = self.served.listing().templates
-        self._shown(ctx, "resource_templates", templates)
+        await self._shown(ctx, "resource_templates", templates)
         return mt.ListResourceTemplatesResult(resource_templates=templates)
 
     async def _list_prompts(
@@ -498,7 +500,7 @@ class KeenServer:
     ) -> mt.ListPromptsResult:
         await self.wait_ready()
         prompts = self.served.listing().prompts
-        self._shown(ctx, "prompts", prompts)
+        await self._shown(ctx, "prompts", prompts)
         return mt.ListPromptsResult(prompts=prompts)
 
     async def _get_prompt(
