@@ -230,7 +230,8 @@ class NoticeStream:
         self._closed = False
 
     def put(self, notice: str, lists: Mapping[str, str]) -> None:
-        """Wait ``notice`` (``tools``, ``resources``, ``prompts``) telling of ``lists``."""
+        """Add ``notice`` (``tools``, ``resources``, ``prompts``), telling of ``lists``, to
+        the waiting ones (merged into the one of its kind already waiting)."""
         self._waiting.setdefault(notice, {}).update(lists)
         self._changed.set()
 
