@@ -355,11 +355,13 @@ class ChangeNotifier:
         when ``max_streams`` are open or the server is stopping. It ends when the server
         stops. A session's host is compared with what the store recorded of it, whichever
         replica gave it its lists or told it."""
-        if self._closed or len(self._streams) >= self.max_streams:
-            yield None
-            return
-        await self._recall([host])
-        if self._closed or len(self._streams) >= self.max_streams:
+
+        def refused() -> bool:
+            return self._closed or len(self._streams) >= self.max_streams
+
+        if not refused():  # no store read for a stream that is refused anyway
+            await self._recall([host])
+        if refused():  # again: others may have opened, or the server stopped, while it read
             yield None
             return
         stream = NoticeStream(self, self._attach(host, _ALL_NOTICES))
