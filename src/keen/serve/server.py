@@ -29,6 +29,8 @@ served is kept up to date with the upstream servers by :class:`keen.serve.served
 When an upstream server's tools change, extension mode's ``tools/list`` changes with them:
 :class:`keen.serve.notify.ChangeNotifier` tells every connected host (``listChanged: true``),
 and the list's ``ttlMs`` is never longer than what its upstream lists are still fresh for.
+A change of the pins made outside keen serve (``keen mcp trust`` in another process) changes
+the list too: a watch looks at the pin files every ``pins_poll`` seconds and starts a round.
 Search mode's three tools never change, so it sends no notices; ``search_tools`` and
 ``describe_tools`` read the live catalog on every call (docs/serve.md "When tools change").
 
@@ -294,15 +296,18 @@ class KeenServer:
         :attr:`pins_poll` seconds (:meth:`ServedTools.catalog`); the Python standard
         library has no portable watch on a folder."""
         last: ToolCatalog | None = None
+        failing = False
         while True:
             try:
                 now = self.served.catalog()
             except Exception:  # a broken look must not end the watch (nor keen serve)
-                logger.exception("keen serve: could not look at the pin files")
+                if not failing:  # once until it works again, not every pins_poll
+                    logger.exception("keen serve: could not look at the pin files")
+                failing = True
             else:
                 if last is not None and now is not last:
                     self.notifier.poke()
-                last = now
+                last, failing = now, False
             await anyio.sleep(self.pins_poll)
 
     # -- the catalog --------------------------------------------------------------------------
