@@ -386,6 +386,9 @@ class _Gate:
         if not await _owned(self.keen.store, session_id, principal, self.keen.session_ttl):
             await _error(404, "Session not found")(scope, receive, send)
             return
+        # A GET is a request of the session as a POST is: what lives as long as the session
+        # (its authorizations, the record of what its host saw) is renewed with it.
+        await self.keen.store.renew(f"session:{session_id}", self.keen.session_ttl)
         async with self.keen.notifier.open_stream(f"session:{session_id}") as notices:
             if notices is None:
                 await _error(503, "Too many open event streams; retry later")(scope, receive, send)
