@@ -151,7 +151,7 @@ async def test_what_a_sessions_host_saw_lives_and_ends_with_the_session(tmp_path
     unrenewed, and ending the session drops it; in Redis its key always carries a TTL."""
     clock = StoreClock()
     memory = MemoryStore(clock=clock)
-    await memory.create_session("s", {}, ttl=10)
+    await memory.create_session("s", {}, ttl=100)  # the session outlives the record's ttl here
     await memory.record_seen("session:s", {"tools": "t1", "prompts": "p1"}, ttl=10)
     await memory.record_seen("session:s", {"tools": "t2"}, ttl=10)
     assert await memory.seen(["session:s", "session:other"]) == {
@@ -167,6 +167,11 @@ async def test_what_a_sessions_host_saw_lives_and_ends_with_the_session(tmp_path
     assert await memory.seen(["session:s"]) == {"session:s": {"tools": "t3"}}  # the lapsed kinds are gone
     await memory.delete_session("s")
     assert await memory.seen(["session:s"]) == {}
+    # A notice written after the session's DELETE (or a session never opened) leaves no record.
+    await memory.record_seen("session:s", {"tools": "t4"}, ttl=10)
+    await memory.record_seen("session:never", {"tools": "t4"}, ttl=10)
+    assert await memory.seen(["session:s", "session:never"]) == {}
+    assert len(memory) == 0
     with redis_server(tmp_path) as url:
         redis = RedisStore(url)
         raw = raw_client(url)
@@ -183,6 +188,9 @@ async def test_what_a_sessions_host_saw_lives_and_ends_with_the_session(tmp_path
             assert await redis.delete_session("s")
             assert await raw.exists("keen:serve:seen:session:s") == 0
             assert await redis.seen(["session:s"]) == {}
+            await redis.record_seen("session:s", {"tools": "t4"}, ttl=30)
+            await redis.record_seen("session:never", {"tools": "t4"}, ttl=30)
+            assert await raw.keys("keen:serve:seen:*") == []
         finally:
             await raw.aclose()
             await redis.aclose()

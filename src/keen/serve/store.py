@@ -75,7 +75,8 @@ class Store(Protocol):
         ...
 
     async def delete_session(self, session_id: str) -> bool:
-        """Forget a session and its authorizations; False when it was unknown."""
+        """Forget a session, its authorizations and what :meth:`record_seen` recorded of its
+        host; False when it was unknown."""
         ...
 
     async def authorize(self, scope: str, tools: Iterable[str], ttl: float) -> None:
@@ -95,7 +96,9 @@ class Store(Protocol):
     async def record_seen(self, scope: str, lists: Mapping[str, str], ttl: float) -> None:
         """The host of ``scope`` saw these lists (list kind -> digest, as
         :mod:`keen.serve.notify` compares them), the other kinds as recorded before; the
-        record lives ``ttl`` seconds unless renewed."""
+        record lives ``ttl`` seconds unless renewed. For a session's scope
+        (``session:<id>``), nothing is recorded once the session is gone: a notice written
+        after its ``DELETE`` does not bring back a record of it."""
         ...
 
     async def seen(self, scopes: Sequence[str]) -> dict[str, dict[str, str]]:
@@ -203,8 +206,13 @@ class MemoryStore:
                     granted[tool] = max(old, until)
 
     async def record_seen(self, scope: str, lists: Mapping[str, str], ttl: float) -> None:
-        self._wrote()
         now = self._clock()
+        kind, _, session_id = scope.partition(":")
+        if kind == "session":
+            entry = self._sessions.get(session_id)
+            if entry is None or entry[0] <= now:
+                return
+        self._wrote()
         until, known = self._seen.get(scope, (now, {}))
         self._seen[scope] = (now + ttl, {**(known if until > now else {}), **lists})
 
@@ -359,11 +367,11 @@ class RedisStore:
     async def record_seen(self, scope: str, lists: Mapping[str, str], ttl: float) -> None:
         if not lists:
             return
-        key = self._k("seen", scope)
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hset(key, mapping=dict(lists))
-            pipe.pexpire(key, _ms(ttl))
-            await pipe.execute()
+        kind, _, session_id = scope.partition(":")
+        # One script: a session ended between a check and the write must not get a record.
+        keys = [self._k("seen", scope), *([self._k("session", session_id)] if kind == "session" else [])]
+        pairs = [item for pair in lists.items() for item in pair]
+        await self._redis.eval(_RECORD_SEEN, len(keys), *keys, _ms(ttl), *pairs)
 
     async def seen(self, scopes: Sequence[str]) -> dict[str, dict[str, str]]:
         if not scopes:
@@ -413,6 +421,18 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2], 'GT')
 return 1
 """
 """KEYS: the owner's set; ARGV: session id, ttl (ms)."""
+
+
+_RECORD_SEEN = """
+if #KEYS > 1 and redis.call('EXISTS', KEYS[2]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
+"""KEYS: the record, then its session for a session's scope; ARGV: ttl (ms), then list kind
+and digest pairs. 0 when the session is gone."""
 
 
 def _ms(seconds: float) -> int:
