@@ -31,6 +31,7 @@ from helpers.serve import (
     INITIALIZE,
     JSON_HEADERS,
     KeenServeProcess,
+    StoreClock,
     http_in_process,
     in_process,
     stdio_params,
@@ -485,6 +486,95 @@ async def test_a_get_stream_on_a_replica_that_never_saw_the_sessions_list_is_tol
                         break
 
 
+async def test_a_get_stream_host_is_told_once_and_recorded_as_told(
+    home: Path, upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The notice a host's GET stream wrote counts as told (in the store too): a later round
+    with nothing new tells it nothing, nor does a new stream of the session (a reconnect),
+    though the host never listed again."""
+    monkeypatch.setenv("KEEN_HOME", str(home))
+    store = MemoryStore()
+    told: list[str] = []
+    sessions: set[str] = set()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(getattr(message, "root", message), mt.ToolListChangedNotification):
+            told.append("tools")
+
+    async def session_of(response: httpx2.Response) -> None:
+        if sid := response.headers.get("mcp-session-id"):
+            sessions.add(sid)
+
+    async with (
+        http_in_process(home, store=store, mode="extension", notify_interval=INTERVAL) as served,
+        httpx2.AsyncClient(timeout=30, verify=tls(), event_hooks={"response": [session_of]}) as http,
+        Client(
+            streamable_http_client(served.url, http_client=http),
+            mode="legacy",
+            cache=None,
+            message_handler=on_message,
+        ) as client,
+    ):
+        keen = served.keen
+        (sid,) = sessions
+        scope = f"session:{sid}"
+        assert "mcp__changing__stats" in {t.name for t in (await client.list_tools()).tools}
+        await wait_until(lambda: not keen.notifier.pending, "the round of the connections", 20)
+        before = len(told)
+        async with changer(upstream) as up:
+            await up.call_tool("mutate", {"op": "remove", "name": "stats"})
+        await wait_until(lambda: len(told) > before, "a notice of the removed tool", 20)
+        now = keen.served.listed()[1]
+
+        async def recorded() -> bool:
+            return (await store.seen([scope])).get(scope, {}).get("tools") == now
+
+        await eventually(recorded, "the written notice recorded as what the host saw")
+        compared = keen.notifier.compared
+        keen.notifier.poke()
+        await wait_until(lambda: keen.notifier.compared > compared, "a round with nothing new", 20)
+        # A reconnect: a new GET stream of the session is not told again either.
+        get = {"Accept": "text/event-stream", "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        async with http.stream("GET", served.url, headers=get) as stream:
+            assert stream.status_code == 200
+            assert not keen.notifier.pending, "the new stream counts the host as not told"
+        assert len(told) == before + 1, told
+
+
+async def test_a_get_stream_renews_the_record_of_what_its_host_saw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session kept alive by its GET stream alone keeps the record of what its host saw as
+    long as the session lives, as its POSTs keep it (the store's clock is the test's)."""
+    write_upstream(tmp_path)
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    clock = StoreClock()
+    store = MemoryStore(clock=clock)
+    async with (
+        http_in_process(tmp_path, store=store, mode="extension", session_ttl=100) as served,
+        httpx2.AsyncClient(timeout=30, verify=tls()) as http,
+    ):
+        opened = await http.post(served.url, headers=JSON_HEADERS, json=INITIALIZE)
+        sid = opened.headers["mcp-session-id"]
+        session = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        listed = await http.post(
+            served.url,
+            headers={**JSON_HEADERS, **session},
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        )
+        assert listed.status_code == 200, listed.text
+        scope = f"session:{sid}"
+        assert "tools" in (await store.seen([scope]))[scope]
+        clock.now += 80
+        async with http.stream(
+            "GET", served.url, headers={"Accept": "text/event-stream", **session}
+        ) as stream:
+            assert stream.status_code == 200
+        clock.now += 40  # past the list's ttl, within the GET's
+        assert "tools" in (await store.seen([scope])).get(scope, {}), "the record lapsed"
+        assert await store.get_session(sid, 100) is not None
+
+
 @contextlib.asynccontextmanager
 async def _notifier(lists: dict[str, str], store: MemoryStore | None = None) -> AsyncIterator[ChangeNotifier]:
     """A :class:`ChangeNotifier` of ``lists`` (the test changes them), its rounds running,
@@ -534,6 +624,7 @@ async def test_a_notice_a_stream_never_wrote_is_told_on_the_hosts_next_stream() 
     before writing it): the host's next stream, here on another replica sharing the store,
     is told; once written, the stream after that is not."""
     store = MemoryStore()
+    await store.create_session("h", {}, ttl=60)
     lists = {"tools": "t0"}
     async with _notifier(lists, store) as a, _notifier(lists, store) as b:
         await a.shown("session:h", "tools", "t0")
