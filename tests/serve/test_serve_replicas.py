@@ -226,15 +226,22 @@ async def test_a_get_stream_that_reaches_another_replica_after_a_change_is_told(
         with KeenServeProcess(tmp_path, args, ENV) as a, KeenServeProcess(tmp_path, args, ENV) as b:
             opened = anyio.Event()
 
+            answered: dict[str, set[int | None]] = {"GET": set(), "POST": set()}
+
             async def streams_to_b(request: httpx2.Request) -> None:
                 # The load balancer: POSTs go to A; the GET event stream to B, once let through.
                 if request.method == "GET":
                     await opened.wait()
                     request.url = request.url.copy_with(port=b.port)
 
+            async def replied(response: httpx2.Response) -> None:
+                if response.is_success and response.request.method in answered:
+                    answered[response.request.method].add(response.request.url.port)
+
             told, witnessed = _Told(), _Told()
+            hooks = {"request": [streams_to_b], "response": [replied]}
             async with (
-                _host(a.url, told, {"request": [streams_to_b]}) as client,
+                _host(a.url, told, hooks) as client,
                 _host(b.url, witnessed) as witness,
                 Client(upstream, cache=None) as changer,
             ):
@@ -251,3 +258,5 @@ async def test_a_get_stream_that_reaches_another_replica_after_a_change_is_told(
                 opened.set()
                 await wait_until(lambda: told.count, "the stream on B telling the host", 20)
                 assert "mcp__changing__stats" not in await _names(client)
+                # The routes held: the host's lists came from A only, its stream from B only.
+                assert answered == {"GET": {b.port}, "POST": {a.port}}, answered
