@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import httpx2
 import mcp_types as mt
 import pytest
@@ -25,10 +26,12 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from helpers.changing import changing_http, wait_until
+from helpers.hostile import keen_cli
 from helpers.serve import (
     INITIALIZE,
     JSON_HEADERS,
     KeenServeProcess,
+    StoreClock,
     http_in_process,
     in_process,
     stdio_params,
@@ -329,6 +332,69 @@ async def test_a_host_is_told_only_when_what_it_sees_changed(
     assert len(told) == 1, told
 
 
+async def test_keen_mcp_trust_in_another_process_tells_the_hosts(
+    tmp_path: Path, upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool held for review appears once ``keen mcp trust``, run as its own process, pins
+    it: no upstream changed, yet a connected host is told (keen serve looks at the pin files
+    every ``pins_poll`` seconds). A pins folder broken (a file where it should be) holds the
+    server whole, and mended serves it again: each is told too."""
+    write_upstream(
+        tmp_path,
+        extra={"changing": {"transport": "streamable_http", "url": upstream, "pinning": "quarantine"}},
+    )
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    told: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, mt.ToolListChangedNotification):
+            told.append(root.method)
+
+    async def names() -> set[str]:
+        return {t.name for t in (await client.list_tools()).tools}
+
+    def keen(*args: str) -> None:
+        run = keen_cli(*args, keen_home=tmp_path)
+        assert run.code == 0, run
+
+    async with contextlib.AsyncExitStack() as stack:
+        served = await stack.enter_async_context(
+            http_in_process(tmp_path, mode="extension", notify_interval=INTERVAL, pins_poll=INTERVAL)
+        )
+        client = await stack.enter_async_context(_http_host(served.url, "session", on_message))
+        notifier = served.keen.notifier
+        assert "mcp__changing__echo" in await names()
+        # The first approved call pins the server's tools (trust on first use).
+        await client.read_resource("resource:///tool_descriptions?tools=mcp__changing__echo")
+        assert not (await client.call_tool("mcp__changing__echo", {"text": "pin"})).is_error
+        async with changer(upstream) as up:
+            await up.call_tool("mutate", {"op": "add", "name": "sneaky"})
+        await wait_until(lambda: served.keen.manager.view("changing").held, "the new tool held", 20)
+        # The change that held it poked a round: once none is pending, that round compared.
+        await wait_until(lambda: not notifier.pending, "the round after the hold", 20)
+        assert "mcp__changing__sneaky" not in await names()
+        before = len(told)
+        # Accepted in another process, as a user does: the diff they read, then the trust.
+        await anyio.to_thread.run_sync(keen, "mcp", "diff", "changing", "--json")
+        await anyio.to_thread.run_sync(keen, "mcp", "trust", "changing", "--json")
+        await wait_until(lambda: len(told) > before, "a notice of the trusted tool", 20)
+        assert "mcp__changing__sneaky" in await names()
+        # A file where the pins folder should be: the pinned server is held whole.
+        pins = tmp_path / "mcp" / "pins"
+        pins.rename(tmp_path / "pins-aside")
+        pins.write_text("not a folder")
+        before = len(told)
+        await wait_until(lambda: len(told) > before, "a notice of the held server", 20)
+        assert not any(name.startswith("mcp__changing__") for name in await names())
+        # Mended: served again, and told so.
+        pins.unlink()
+        (tmp_path / "pins-aside").rename(pins)
+        before = len(told)
+        await wait_until(lambda: len(told) > before, "a notice of the mended folder", 20)
+        assert "mcp__changing__sneaky" in await names()
+
+
 async def test_a_stateless_host_that_listens_after_a_change_not_compared_yet_is_told(
     home: Path, upstream: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -375,9 +441,10 @@ async def test_a_get_stream_on_a_replica_that_never_saw_the_sessions_list_is_tol
 ) -> None:
     """Two replicas on one store. A handshake-era host lists its tools on replica A; the
     upstream drops a tool; the host's GET event stream reaches replica B before B's round
-    compares the drop. B has no record of that session's lists: it counts from its last
-    round's, so it tells the stream (a stream that started from the new list would leave
-    the host with the old one)."""
+    compares the drop. B never served that session: it compares with what the store says
+    its host saw, so it tells the stream (a stream that started from the new list would
+    leave the host with the old one). After B's round, the same holds: the test of that
+    is ``test_serve_replicas``, with real replicas and Redis."""
     monkeypatch.setenv("KEEN_HOME", str(home))
     store = MemoryStore()
     options: dict[str, Any] = {"store": store, "mode": "extension"}
@@ -417,6 +484,165 @@ async def test_a_get_stream_on_a_replica_that_never_saw_the_sessions_list_is_tol
                 async for line in stream.aiter_lines():
                     if "notifications/tools/list_changed" in line:
                         break
+
+
+async def test_a_get_stream_host_is_told_once_and_recorded_as_told(
+    home: Path, upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The notice a host's GET stream wrote counts as told (in the store too): a later round
+    with nothing new tells it nothing, nor does a new stream of the session (a reconnect),
+    though the host never listed again."""
+    monkeypatch.setenv("KEEN_HOME", str(home))
+    store = MemoryStore()
+    told: list[str] = []
+    sessions: set[str] = set()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(getattr(message, "root", message), mt.ToolListChangedNotification):
+            told.append("tools")
+
+    async def session_of(response: httpx2.Response) -> None:
+        if sid := response.headers.get("mcp-session-id"):
+            sessions.add(sid)
+
+    async with (
+        http_in_process(home, store=store, mode="extension", notify_interval=INTERVAL) as served,
+        httpx2.AsyncClient(timeout=30, verify=tls(), event_hooks={"response": [session_of]}) as http,
+        Client(
+            streamable_http_client(served.url, http_client=http),
+            mode="legacy",
+            cache=None,
+            message_handler=on_message,
+        ) as client,
+    ):
+        keen = served.keen
+        (sid,) = sessions
+        scope = f"session:{sid}"
+        assert "mcp__changing__stats" in {t.name for t in (await client.list_tools()).tools}
+        await wait_until(lambda: not keen.notifier.pending, "the round of the connections", 20)
+        before = len(told)
+        async with changer(upstream) as up:
+            await up.call_tool("mutate", {"op": "remove", "name": "stats"})
+        await wait_until(lambda: len(told) > before, "a notice of the removed tool", 20)
+        now = keen.served.listed()[1]
+
+        async def recorded() -> bool:
+            return (await store.seen([scope])).get(scope, {}).get("tools") == now
+
+        await eventually(recorded, "the written notice recorded as what the host saw")
+        compared = keen.notifier.compared
+        keen.notifier.poke()
+        await wait_until(lambda: keen.notifier.compared > compared, "a round with nothing new", 20)
+        # A reconnect: a new GET stream of the session is not told again either.
+        get = {"Accept": "text/event-stream", "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        async with http.stream("GET", served.url, headers=get) as stream:
+            assert stream.status_code == 200
+            assert not keen.notifier.pending, "the new stream counts the host as not told"
+        assert len(told) == before + 1, told
+
+
+async def test_a_get_stream_renews_the_record_of_what_its_host_saw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session kept alive by its GET stream alone keeps the record of what its host saw as
+    long as the session lives, as its POSTs keep it (the store's clock is the test's)."""
+    write_upstream(tmp_path)
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    clock = StoreClock()
+    store = MemoryStore(clock=clock)
+    async with (
+        http_in_process(tmp_path, store=store, mode="extension", session_ttl=100) as served,
+        httpx2.AsyncClient(timeout=30, verify=tls()) as http,
+    ):
+        opened = await http.post(served.url, headers=JSON_HEADERS, json=INITIALIZE)
+        sid = opened.headers["mcp-session-id"]
+        session = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        listed = await http.post(
+            served.url,
+            headers={**JSON_HEADERS, **session},
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        )
+        assert listed.status_code == 200, listed.text
+        scope = f"session:{sid}"
+        assert "tools" in (await store.seen([scope]))[scope]
+        clock.now += 80
+        async with http.stream(
+            "GET", served.url, headers={"Accept": "text/event-stream", **session}
+        ) as stream:
+            assert stream.status_code == 200
+        clock.now += 40  # past the list's ttl, within the GET's
+        assert "tools" in (await store.seen([scope])).get(scope, {}), "the record lapsed"
+        assert await store.get_session(sid, 100) is not None
+
+
+@contextlib.asynccontextmanager
+async def _notifier(lists: dict[str, str], store: MemoryStore | None = None) -> AsyncIterator[ChangeNotifier]:
+    """A :class:`ChangeNotifier` of ``lists`` (the test changes them), its rounds running,
+    each comparing as soon as it is poked (no coalescing wait)."""
+
+    async def at_once(_seconds: float) -> None:
+        await anyio.lowlevel.checkpoint()
+
+    notifier = ChangeNotifier(lambda: lists, sleep=at_once, store=store)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(notifier.run)
+        await _round(notifier)  # its first snapshot is taken: what a stream opened now counts from
+        yield notifier
+        notifier.close()
+        tg.cancel_scope.cancel()
+
+
+async def _round(notifier: ChangeNotifier) -> None:
+    """Poke a round and wait until it compared."""
+    compared = notifier.compared
+    notifier.poke()
+    await wait_until(lambda: notifier.compared > compared, "a round", 20)
+
+
+async def test_a_stream_left_unread_loses_no_kind_of_notice() -> None:
+    """A host that leaves its GET stream unread through many rounds of one list's changes is
+    still told of the other list's: one notice of each waits, none is dropped for room."""
+    lists = {"tools": "t0", "resources": "r0", "resource_templates": "x", "prompts": "p0"}
+    async with _notifier(lists) as notifier, notifier.open_stream("session:slow") as stream:
+        assert stream is not None
+        for i in range(20):
+            lists["resources"] = f"r{i + 1}"
+            await _round(notifier)
+        lists["tools"] = "t1"
+        await _round(notifier)
+        with anyio.fail_after(20):
+            waiting = [await anext(stream), await anext(stream)]
+        assert {n.method for n in waiting} == {
+            "notifications/resources/list_changed",
+            "notifications/tools/list_changed",
+        }
+        assert [n.lists for n in waiting if n.method.startswith("notifications/tools")] == [{"tools": "t1"}]
+
+
+async def test_a_notice_a_stream_never_wrote_is_told_on_the_hosts_next_stream() -> None:
+    """The stream ends with its notice unwritten (the host went away, or the replica died
+    before writing it): the host's next stream, here on another replica sharing the store,
+    is told; once written, the stream after that is not."""
+    store = MemoryStore()
+    await store.create_session("h", {}, ttl=60)
+    lists = {"tools": "t0"}
+    async with _notifier(lists, store) as a, _notifier(lists, store) as b:
+        await a.shown("session:h", "tools", "t0")
+        async with a.open_stream("session:h") as dropped:
+            assert dropped is not None
+            lists["tools"] = "t1"
+            await _round(a)
+            await _round(b)  # B compared it too, with no stream of the host open
+        async with b.open_stream("session:h") as stream:
+            assert stream is not None
+            with anyio.fail_after(20):
+                notice = await anext(stream)
+            assert notice.method == "notifications/tools/list_changed"
+            await stream.sent(notice)
+        assert not a.pending
+        async with a.open_stream("session:h") as stream:
+            assert stream is not None
+            assert not a.pending, "told again of what the last stream wrote"
 
 
 class _Gate:

@@ -145,6 +145,57 @@ async def test_renew_keeps_a_scopes_live_authorizations_and_not_its_lapsed_ones(
             await redis.aclose()
 
 
+async def test_what_a_sessions_host_saw_lives_and_ends_with_the_session(tmp_path: Path) -> None:
+    """The record keen serve's replicas compare a session's event stream with
+    (:mod:`keen.serve.notify`): kinds merge, each request's renewal keeps it, it expires
+    unrenewed, and ending the session drops it; in Redis its key always carries a TTL."""
+    clock = StoreClock()
+    memory = MemoryStore(clock=clock)
+    await memory.create_session("s", {}, ttl=100)  # the session outlives the record's ttl here
+    await memory.record_seen("session:s", {"tools": "t1", "prompts": "p1"}, ttl=10)
+    await memory.record_seen("session:s", {"tools": "t2"}, ttl=10)
+    assert await memory.seen(["session:s", "session:other"]) == {
+        "session:s": {"tools": "t2", "prompts": "p1"}
+    }
+    clock.now += 8
+    await memory.renew("session:s", 10)
+    clock.now += 8
+    assert await memory.seen(["session:s"]) == {"session:s": {"tools": "t2", "prompts": "p1"}}
+    clock.now += 3
+    assert await memory.seen(["session:s"]) == {}
+    await memory.record_seen("session:s", {"tools": "t3"}, ttl=10)
+    assert await memory.seen(["session:s"]) == {"session:s": {"tools": "t3"}}  # the lapsed kinds are gone
+    await memory.delete_session("s")
+    assert await memory.seen(["session:s"]) == {}
+    # A notice written after the session's DELETE (or a session never opened) leaves no record.
+    await memory.record_seen("session:s", {"tools": "t4"}, ttl=10)
+    await memory.record_seen("session:never", {"tools": "t4"}, ttl=10)
+    assert await memory.seen(["session:s", "session:never"]) == {}
+    assert len(memory) == 0
+    with redis_server(tmp_path) as url:
+        redis = RedisStore(url)
+        raw = raw_client(url)
+        try:
+            await redis.create_session("s", {}, ttl=30)
+            await redis.record_seen("session:s", {"tools": "t1", "prompts": "p1"}, ttl=5)
+            await redis.record_seen("session:s", {"tools": "t2"}, ttl=5)
+            assert await redis.seen(["session:s", "session:other"]) == {
+                "session:s": {"tools": "t2", "prompts": "p1"}
+            }
+            assert 0 < await raw.pttl("keen:serve:seen:session:s") <= 5_000
+            await redis.renew("session:s", 30)
+            assert await raw.pttl("keen:serve:seen:session:s") > 20_000
+            assert await redis.delete_session("s")
+            assert await raw.exists("keen:serve:seen:session:s") == 0
+            assert await redis.seen(["session:s"]) == {}
+            await redis.record_seen("session:s", {"tools": "t4"}, ttl=30)
+            await redis.record_seen("session:never", {"tools": "t4"}, ttl=30)
+            assert await raw.keys("keen:serve:seen:*") == []
+        finally:
+            await raw.aclose()
+            await redis.aclose()
+
+
 def test_open_store_rejects_unknown() -> None:
     assert isinstance(open_store(None), MemoryStore)
     with pytest.raises(ValueError, match="redis://"):

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -54,6 +55,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
+from keen.serve.notify import Notice, NoticeStream
 from keen.serve.relay import CHANNEL_KEY, HOST_KEY, SSE_HEADERS, STREAM_KEY, SseChannel, host_capabilities
 from keen.serve.server import PRINCIPAL_KEY, SCOPE_KEY, KeenServer
 
@@ -384,7 +386,10 @@ class _Gate:
         if not await _owned(self.keen.store, session_id, principal, self.keen.session_ttl):
             await _error(404, "Session not found")(scope, receive, send)
             return
-        with self.keen.notifier.open_stream(f"session:{session_id}") as notices:
+        # A GET is a request of the session as a POST is: what lives as long as the session
+        # (its authorizations, the record of what its host saw) is renewed with it.
+        await self.keen.store.renew(f"session:{session_id}", self.keen.session_ttl)
+        async with self.keen.notifier.open_stream(f"session:{session_id}") as notices:
             if notices is None:
                 await _error(503, "Too many open event streams; retry later")(scope, receive, send)
                 return
@@ -397,26 +402,32 @@ class _Gate:
                     tg.cancel_scope.cancel()
 
                 tg.start_soon(disconnected)
-                async for frame in _frames(notices):
+                async for frame, notice in _frames(notices):
                     await send({"type": "http.response.body", "body": frame, "more_body": True})
+                    if notice is not None:
+                        # uvicorn drops what is sent to a connection already gone: let the
+                        # watcher above see the disconnect (and cancel) before it counts as told.
+                        await anyio.lowlevel.checkpoint()
+                        await notices.sent(notice)
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 tg.cancel_scope.cancel()
 
 
-async def _frames(notices: Any) -> AsyncIterator[bytes]:
-    """SSE frames: one ``message`` event per notice, a comment when idle; ends with ``notices``."""
+async def _frames(notices: NoticeStream) -> AsyncIterator[tuple[bytes, Notice | None]]:
+    """SSE frames: one ``message`` event per notice (with it), a comment when idle; ends
+    with ``notices``."""
     while True:
-        method: str | None = None
+        notice: Notice | None = None
         with anyio.move_on_after(SSE_PING_SECONDS):
             try:
-                method = await notices.receive()
-            except anyio.EndOfStream:
+                notice = await anext(notices)
+            except StopAsyncIteration:
                 return
-        if method is None:
-            yield b": ping\r\n\r\n"
+        if notice is None:
+            yield b": ping\r\n\r\n", None
             continue
-        data = json.dumps({"jsonrpc": "2.0", "method": method}, separators=(",", ":"))
-        yield f"event: message\r\ndata: {data}\r\n\r\n".encode()
+        data = json.dumps({"jsonrpc": "2.0", "method": notice.method}, separators=(",", ":"))
+        yield f"event: message\r\ndata: {data}\r\n\r\n".encode(), notice
 
 
 async def _owned(store: Any, session_id: str, principal: str, ttl: float) -> bool:

@@ -25,10 +25,18 @@ that stream (the SDK's listen driver does not list again by itself) if the liste
 before the round that compares the change (within ``interval`` of the change); once that
 round compared it, a listen counts from the changed lists and is not told. A host that
 listed after the change hears of it once more at worst. Missing a real change is worse.
-The same holds for a ``GET`` stream on a replica with no record of its session: one that
-reconnects there after that replica's round compared a change is not told of it, a known
-gap (the streams carry no event ids to resume from: MCP 2025-11-25, "Resumability and
-Redelivery").
+
+A session's record is kept in the store too (:meth:`~keen.serve.store.Store.record_seen`),
+since its ``tools/list`` POSTs and its ``GET`` streams may reach different replicas: a
+stream compares with what the store says its host saw (listed on any replica, or was told
+on any stream), and each round reads the records of the sessions whose streams it holds.
+A notice counts as told to a ``GET`` stream's host only once the stream wrote it
+(:meth:`NoticeStream.sent`): one left waiting when the stream ends is told on the host's
+next stream, on any replica, and a stream keeps at most one waiting notice of each kind,
+so an unread stream drops none. This is the redelivery MCP 2025-11-25 "Resumability and
+Redelivery" gets from event ids, without a shared log of events: a change notice only
+says "list again", and a first ``GET`` carries no ``Last-Event-ID`` (docs/serve.md "When
+tools change" says why).
 
 Where a notice goes, by protocol era and transport (docs/serve.md "When tools change"):
 
@@ -42,7 +50,7 @@ Where a notice goes, by protocol era and transport (docs/serve.md "When tools ch
   (:meth:`attach_session`).
 
 Each replica of a multi-replica deployment watches the same upstream servers, so each tells
-its own hosts' streams; nothing about notices is shared through the store.
+the streams that reach it; what each session's host saw is what they share.
 """
 
 from __future__ import annotations
@@ -53,13 +61,13 @@ import itertools
 import json
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.lowlevel
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.subscriptions import (
     ListenHandler,
     PromptsListChanged,
@@ -69,7 +77,18 @@ from mcp.server.subscriptions import (
 )
 from pydantic import BaseModel
 
-__all__ = ["DEFAULT_NOTIFY_INTERVAL", "ChangeNotifier", "ListKind", "digest", "list_digest"]
+if TYPE_CHECKING:
+    from keen.serve.store import Store
+
+__all__ = [
+    "DEFAULT_NOTIFY_INTERVAL",
+    "ChangeNotifier",
+    "ListKind",
+    "Notice",
+    "NoticeStream",
+    "digest",
+    "list_digest",
+]
 
 logger = logging.getLogger("keen.serve")
 
@@ -102,7 +121,9 @@ _SESSION_SENDERS = {
     "resources": "send_resource_list_changed",
     "prompts": "send_prompt_list_changed",
 }
-_STREAM_BUFFER = 8
+_SHARED = "session:"
+"""Hosts whose record (what they saw) is kept in the store too: a handshake-era HTTP
+session, whose requests and ``GET`` streams may each reach any replica."""
 _MAX_HOSTS_SEEN = 10_000
 """Hosts whose last lists are remembered while they have no channel open (the oldest go
 first; one that comes back saw the lists as the last round compared them)."""
@@ -182,6 +203,61 @@ class _HostBus:
                     logger.exception("keen serve: a listen stream's listener failed")
 
 
+@dataclass(frozen=True)
+class Notice:
+    """One notice for an HTTP ``GET`` event stream: its ``method``
+    (``notifications/tools/list_changed``...) and ``lists``, the :func:`digest` of each list
+    it tells of (list kind -> digest), recorded as the host's once it is written."""
+
+    method: str
+    lists: Mapping[str, str]
+
+
+class NoticeStream:
+    """The notices waiting for one HTTP ``GET`` event stream of a host (2025-11-25): at most
+    one of each (a second before the host read the first says nothing new; it only updates
+    the lists it tells of), so none is dropped however long the host leaves them unread.
+    A notice counts as told once the stream wrote it (:meth:`sent`); one still waiting when
+    the stream ends is told again on the host's next stream, on any replica sharing the
+    store. Iterate for the notices; the iteration ends once keen serve stops and every
+    waiting notice was taken."""
+
+    def __init__(self, notifier: ChangeNotifier, host: str) -> None:
+        self.host = host
+        self._notifier = notifier
+        self._waiting: dict[str, dict[str, str]] = {}
+        self._changed = anyio.Event()
+        self._closed = False
+
+    def put(self, notice: str, lists: Mapping[str, str]) -> None:
+        """Add ``notice`` (``tools``, ``resources``, ``prompts``), telling of ``lists``, to
+        the waiting ones (merged into the one of its kind already waiting)."""
+        self._waiting.setdefault(notice, {}).update(lists)
+        self._changed.set()
+
+    def close(self) -> None:
+        """No notice comes after the waiting ones (keen serve is stopping)."""
+        self._closed = True
+        self._changed.set()
+
+    def __aiter__(self) -> NoticeStream:
+        return self
+
+    async def __anext__(self) -> Notice:
+        while not self._waiting:
+            if self._closed:
+                raise StopAsyncIteration
+            self._changed = anyio.Event()
+            await self._changed.wait()
+        notice = next(iter(self._waiting))
+        return Notice(_METHODS[notice], self._waiting.pop(notice))
+
+    async def sent(self, notice: Notice) -> None:
+        """``notice`` was written to the host: record it as told (here, and in the store for
+        a session's host)."""
+        await self._notifier.told(self.host, notice.lists)
+
+
 class ChangeNotifier:
     """Coalesces upstream changes into list-changed notices to each host whose lists changed.
 
@@ -192,6 +268,9 @@ class ChangeNotifier:
         interval: seconds of coalescing per round (> 0); at most one notice per list per interval.
         max_streams: open HTTP event streams (2025-11-25) and listen streams (2026-07-28) each.
         sleep: how a round waits ``interval`` seconds before it compares (:attr:`sleep`).
+        store: where the record of each handshake-era HTTP session's host (``session:<id>``)
+            is shared with the other replicas (:meth:`Store.record_seen`); None keeps it here only.
+        record_ttl: seconds such a record lives unless renewed (the session's ttl).
     """
 
     def __init__(
@@ -201,19 +280,23 @@ class ChangeNotifier:
         interval: float = DEFAULT_NOTIFY_INTERVAL,
         max_streams: int = 1024,
         sleep: Callable[[float], Awaitable[object]] = anyio.sleep,
+        store: Store | None = None,
+        record_ttl: float = 30 * 60.0,
     ) -> None:
         if not interval > 0 or math.isinf(interval):
             raise ValueError(f"notify interval must be a positive number of seconds, got {interval!r}")
         self._snapshot = snapshot
         self.interval = interval
         self.max_streams = max_streams
+        self.store = store
+        self.record_ttl = record_ttl
         self.sleep = sleep
         """How each round waits its ``interval`` (``anyio.sleep``), read at every round: a
         test holds the rounds with a wait that ends when it says, not after some time."""
         self.bus = _HostBus(self._attach, self._detach)
         self._listen = ListenHandler(self.bus, max_subscriptions=max_streams)
-        self._streams: dict[MemoryObjectSendStream[str], str] = {}
-        """Each open HTTP ``GET`` stream (2025-11-25) -> its host."""
+        self._streams: set[NoticeStream] = set()
+        """Each open HTTP ``GET`` stream (2025-11-25)."""
         self._sessions: list[tuple[Any, str]] = []
         self._seen: dict[str, dict[str, str]] = {}
         """Host -> ``{kind: digest}`` of each list as it last saw it (oldest host first)."""
@@ -238,16 +321,27 @@ class ChangeNotifier:
         """Something upstream changed (a Manager change or status observer): compare soon."""
         self._poked.set()
 
-    def shown(self, host: str | None, kind: ListKind, listed: str) -> None:
+    async def shown(self, host: str | None, kind: ListKind, listed: str) -> None:
         """``host`` was given list ``kind`` whose :func:`digest` is ``listed``: it is told of
         that list again only once it differs. None (a 2026-07-28 HTTP caller, whose listen
         streams cannot be told apart from other hosts'): nothing is recorded."""
-        if host is None or self._closed:
-            return
+        if host is not None and not self._closed:
+            await self.told(host, {kind: listed})
+
+    async def told(self, host: str, lists: Mapping[str, str]) -> None:
+        """``host`` now sees ``lists`` (list kind -> :func:`digest`): it was given them, or a
+        notice of them was written to it. A session's host is recorded in the store too, for
+        the replica its next ``GET`` stream reaches."""
         seen = self._seen.pop(host, None) or {}
-        seen[kind] = listed
+        seen.update(lists)
         self._seen[host] = seen  # the most recent last
         self._forget_old()
+        if self.store is not None and host.startswith(_SHARED):
+            try:
+                await self.store.record_seen(host, lists, self.record_ttl)
+            except Exception:  # the list is served anyway; a stream elsewhere may tell it again
+                # The session id stays out of the log: it is the session's key.
+                logger.warning("keen serve: could not record what a session's host saw", exc_info=True)
 
     def attach_session(self, session: Any, host: str) -> None:
         """Send notices to this handshake-era stdio connection (an SDK ``ServerSession``), the
@@ -255,23 +349,30 @@ class ChangeNotifier:
         if not self._closed and all(s is not session for s, _ in self._sessions):
             self._sessions.append((session, self._attach(host, _ALL_NOTICES)))
 
-    @contextlib.contextmanager
-    def open_stream(self, host: str) -> Iterator[MemoryObjectReceiveStream[str] | None]:
-        """A stream of notification methods for one HTTP ``GET`` event stream of ``host``
-        (2025-11-25); ``None`` when ``max_streams`` are open or the server is stopping. It
-        ends when the server stops."""
-        if self._closed or len(self._streams) >= self.max_streams:
+    @contextlib.asynccontextmanager
+    async def open_stream(self, host: str) -> AsyncIterator[NoticeStream | None]:
+        """The notices for one HTTP ``GET`` event stream of ``host`` (2025-11-25); ``None``
+        when ``max_streams`` are open or the server is stopping. It ends when the server
+        stops. A session's host is compared with what the store recorded of it, whichever
+        replica gave it its lists or told it."""
+
+        def refused() -> bool:
+            return self._closed or len(self._streams) >= self.max_streams
+
+        if not refused():  # no store read for a stream that is refused anyway
+            await self._recall([host])
+        if refused():  # again: others may have opened, or the server stopped, while it read
             yield None
             return
-        send, receive = anyio.create_memory_object_stream[str](_STREAM_BUFFER)
-        self._streams[send] = self._attach(host, _ALL_NOTICES)
+        stream = NoticeStream(self, self._attach(host, _ALL_NOTICES))
+        self._streams.add(stream)
         try:
-            with receive:
-                yield receive
+            yield stream
         finally:
-            if self._streams.pop(send, None) is not None:
+            if stream in self._streams:
+                self._streams.discard(stream)
                 self._detach(host, _ALL_NOTICES)
-            send.close()
+            stream.close()
 
     async def listen(self, ctx: Any, params: Any, host: str | None = None) -> Any:
         """Serve one ``subscriptions/listen`` (the SDK's :class:`ListenHandler`) for ``host``
@@ -337,6 +438,20 @@ class ChangeNotifier:
                 del self._seen[host]
                 idle -= 1
 
+    async def _recall(self, hosts: Sequence[str]) -> None:
+        """What the store recorded of the sessions' hosts among ``hosts`` replaces what this
+        replica knows of them (another replica may have given them newer lists)."""
+        shared = [host for host in hosts if host.startswith(_SHARED)]
+        if self.store is None or not shared:
+            return
+        try:
+            recorded = await self.store.seen(shared)
+        except Exception:  # compared with what this replica knows: at worst told again
+            logger.warning("keen serve: could not read what the sessions' hosts saw", exc_info=True)
+            return
+        for host, lists in recorded.items():
+            self._seen.setdefault(host, {}).update(lists)
+
     def _now(self) -> dict[str, str]:
         """The lists as keen serve serves them now; as last compared if that fails."""
         try:
@@ -359,6 +474,9 @@ class ChangeNotifier:
             await self._poked.wait()
             # Coalesce: let the burst finish and the catalog settle, then compare once.
             await self.sleep(self.interval)
+            # A session's host may have listed on another replica since: read its record
+            # before the pending flag drops (after it, a round is over but for delivery).
+            await self._recall(list(self._open))
             self._poked = anyio.Event()
             try:
                 now = dict(self._snapshot())
@@ -369,8 +487,11 @@ class ChangeNotifier:
             self._last = now
             # Per host: what it saw of each list (listed, or was told) against now. Only a
             # notice one of its channels takes is sent: a list it cannot be told of stays as
-            # it saw it, and a channel that takes that notice later is told then.
+            # it saw it, and a channel that takes that notice later is told then. A host
+            # with a GET stream counts as told once a stream wrote the notice
+            # (NoticeStream.sent): one that ends first leaves it to tell on the next.
             told: dict[str, set[str]] = {}
+            streaming = {stream.host for stream in self._streams}
             for host in self._open:
                 seen = self._seen.setdefault(host, {})
                 accepts = self._accepts.get(host, {})
@@ -378,28 +499,22 @@ class ChangeNotifier:
                     notice = _NOTICE_OF.get(kind, kind)
                     if seen.get(kind) != listed and notice in accepts:
                         told.setdefault(notice, set()).add(host)
-                        seen[kind] = listed
+                        if host not in streaming:
+                            seen[kind] = listed
             if told:
                 self.rounds += 1
                 logger.info("keen serve: served %s changed; telling hosts", ", ".join(sorted(told)))
             for notice, hosts in told.items():
-                await self._deliver(notice, hosts)
+                lists = {kind: listed for kind, listed in now.items() if _NOTICE_OF.get(kind, kind) == notice}
+                await self._deliver(notice, hosts, lists)
             self.compared += 1
 
-    async def _deliver(self, notice: str, hosts: set[str]) -> None:
-        method = _METHODS[notice]
+    async def _deliver(self, notice: str, hosts: set[str], lists: Mapping[str, str]) -> None:
         self.bus.deliver(_EVENTS[notice](), hosts)
         await anyio.lowlevel.checkpoint()  # listen streams drain between events, as the SDK's bus lets them
-        for stream, host in list(self._streams.items()):
-            if host not in hosts:
-                continue
-            try:
-                stream.send_nowait(method)
-            except anyio.WouldBlock:
-                pass  # that host has unread notices already; one more says nothing new
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                if self._streams.pop(stream, None) is not None:
-                    self._detach(host, _ALL_NOTICES)
+        for stream in list(self._streams):
+            if stream.host in hosts:
+                stream.put(notice, lists)
         for session, host in list(self._sessions):
             if host not in hosts:
                 continue

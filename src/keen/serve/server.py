@@ -29,6 +29,8 @@ served is kept up to date with the upstream servers by :class:`keen.serve.served
 When an upstream server's tools change, extension mode's ``tools/list`` changes with them:
 :class:`keen.serve.notify.ChangeNotifier` tells every connected host (``listChanged: true``),
 and the list's ``ttlMs`` is never longer than what its upstream lists are still fresh for.
+A change of the pins made outside keen serve (``keen mcp trust`` in another process) changes
+the list too: a watch looks at the pin files every ``pins_poll`` seconds and starts a round.
 Search mode's three tools never change, so it sends no notices; ``search_tools`` and
 ``describe_tools`` read the live catalog on every call (docs/serve.md "When tools change").
 
@@ -46,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import secrets
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
@@ -100,7 +103,7 @@ from keen.serve.store import (
     Store,
 )
 
-__all__ = ["DEFAULT_READY_WAIT", "PRINCIPAL_KEY", "SCOPE_KEY", "KeenServer", "Mode"]
+__all__ = ["DEFAULT_PINS_POLL", "DEFAULT_READY_WAIT", "PRINCIPAL_KEY", "SCOPE_KEY", "KeenServer", "Mode"]
 
 logger = logging.getLogger("keen.serve")
 
@@ -115,6 +118,8 @@ token's principal (``token:<id>``), or its address when no token is configured
 (``address:<ip>``). Limits are kept per principal, so a new session does not reset them."""
 
 DEFAULT_READY_WAIT = 15.0
+DEFAULT_PINS_POLL = 1.0
+"""Seconds between two looks at the pin files for a change made outside keen serve."""
 _FOR_THE_CONNECTION = 10 * 365 * 24 * 3600.0
 """An authorization in a stdio connection's scope: it ends with the connection (the process)."""
 _MAX_LOG_LEVELS = 10_000
@@ -148,6 +153,9 @@ class KeenServer:
         ready_wait: seconds the first request that needs the upstream tools waits for every
             server's first connection attempt; a server still connecting after that is named
             in ``search_tools`` answers until it is done.
+        pins_poll: seconds between two looks at the connected servers' pin files (extension
+            mode), so a change of them made elsewhere (``keen mcp trust`` in another process,
+            a pins folder broken or mended) reaches the hosts as a change notice.
 
     Raises:
         ConfigError: the manager's config file cannot be used (raised before the audit log
@@ -171,6 +179,7 @@ class KeenServer:
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         notify_interval: float = DEFAULT_NOTIFY_INTERVAL,
         ready_wait: float = DEFAULT_READY_WAIT,
+        pins_poll: float = DEFAULT_PINS_POLL,
     ) -> None:
         if mode not in ("search", "extension"):
             raise ValueError(f"unknown mode {mode!r}; use search or extension")
@@ -198,6 +207,9 @@ class KeenServer:
         self.fetch_window = fetch_window
         self.max_sessions = max_sessions
         self.ready_wait = ready_wait
+        if not pins_poll > 0 or math.isinf(pins_poll):
+            raise ValueError(f"pins poll must be a positive number of seconds, got {pins_poll!r}")
+        self.pins_poll = pins_poll
         self.reconnector = Reconnector(manager)
         self.max_result_chars = max_result_chars
         self.served = ServedTools(manager, self.reconnector, self.withheld)
@@ -218,7 +230,9 @@ class KeenServer:
         self._ready = False
         self._inflight: dict[tuple[str, str], anyio.CancelScope] = {}
         """(caller scope, request id) -> the cancel scope of that call while it runs."""
-        self.notifier = ChangeNotifier(self._served_lists, interval=notify_interval)
+        self.notifier = ChangeNotifier(
+            self._served_lists, interval=notify_interval, store=self.store, record_ttl=session_ttl
+        )
         self._stack: contextlib.AsyncExitStack | None = None
         self.runtime: Runtime | None = None
         """The session runtime, while the server is entered."""
@@ -242,6 +256,8 @@ class KeenServer:
             tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tg.cancel_scope.cancel)
             tg.start_soon(self.notifier.run, name="keen-serve-notify")
+            if self.mode == "extension":
+                tg.start_soon(self._watch_pins, name="keen-serve-pins")
             self.reconnector.task_group = self.rounds.task_group = tg
             stack.callback(setattr, self.reconnector, "task_group", None)
             stack.callback(setattr, self.rounds, "task_group", None)
@@ -272,6 +288,28 @@ class KeenServer:
     async def lifespan(self, _server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         yield {"keen": self}
 
+    async def _watch_pins(self) -> None:
+        """Poke a round whenever the catalog a listing would build now is not the one this
+        watch last saw: a pin file written by ``keen mcp trust`` in another process, or a
+        pins folder broken or mended, changes what is served (held tools appear or go) with
+        no upstream change to start a round. One ``stat`` per connected server each
+        :attr:`pins_poll` seconds (:meth:`ServedTools.catalog`); the Python standard
+        library has no portable watch on a folder."""
+        last: ToolCatalog | None = None
+        failing = False
+        while True:
+            try:
+                now = self.served.catalog()
+            except Exception:  # a broken look must not end the watch (nor keen serve)
+                if not failing:  # once until it works again, not every pins_poll
+                    logger.exception("keen serve: could not look at the pin files")
+                failing = True
+            else:
+                if last is not None and now is not last:
+                    self.notifier.poke()
+                last, failing = now, False
+            await anyio.sleep(self.pins_poll)
+
     # -- the catalog --------------------------------------------------------------------------
 
     def catalog(self, servers: Sequence[str] | None = None) -> ToolCatalog:
@@ -298,11 +336,11 @@ class KeenServer:
         scope = self.caller_scope(ctx)
         return scope if scope.startswith("session:") or scope == self.stdio_scope else None
 
-    def _shown(self, ctx: ServerRequestContext[Any, Any], kind: ListKind, items: Sequence[Any]) -> None:
+    async def _shown(self, ctx: ServerRequestContext[Any, Any], kind: ListKind, items: Sequence[Any]) -> None:
         """The host of ``ctx`` was given list ``kind`` (``items``): tell it of a change only
         once that list differs (extension mode's notices; search mode sends none)."""
         if self.mode == "extension":
-            self.notifier.shown(self._host(ctx), kind, list_digest(items))
+            await self.notifier.shown(self._host(ctx), kind, list_digest(items))
 
     async def _listen(
         self, ctx: ServerRequestContext[Any, Any], params: mt.SubscriptionsListenRequestParams
@@ -435,7 +473,7 @@ class KeenServer:
         # A server that went away comes back in the background; its return is a change notice.
         self.reconnector.kick(self.reconnector.reconnectable_servers())
         tools, listed = self.served.listed()
-        self.notifier.shown(self._host(ctx), "tools", listed)
+        await self.notifier.shown(self._host(ctx), "tools", listed)
         return mt.ListToolsResult(tools=tools, ttl_ms=self.served.tools_ttl_ms())
 
     async def _list_resources(
@@ -451,7 +489,7 @@ class KeenServer:
             )
         ]
         upstream = self.served.listing().resources
-        self._shown(ctx, "resources", upstream)
+        await self._shown(ctx, "resources", upstream)
         return mt.ListResourcesResult(resources=[*(own if self.mode == "extension" else []), *upstream])
 
     async def _list_resource_templates(
@@ -459,7 +497,7 @@ class KeenServer:
     ) -> mt.ListResourceTemplatesResult:
         await self.wait_ready()
         templates = self.served.listing().templates
-        self._shown(ctx, "resource_templates", templates)
+        await self._shown(ctx, "resource_templates", templates)
         return mt.ListResourceTemplatesResult(resource_templates=templates)
 
     async def _list_prompts(
@@ -467,7 +505,7 @@ class KeenServer:
     ) -> mt.ListPromptsResult:
         await self.wait_ready()
         prompts = self.served.listing().prompts
-        self._shown(ctx, "prompts", prompts)
+        await self._shown(ctx, "prompts", prompts)
         return mt.ListPromptsResult(prompts=prompts)
 
     async def _get_prompt(

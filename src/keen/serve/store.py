@@ -9,7 +9,9 @@ without bound.
 ``MemoryStore`` (default) serves one process. ``RedisStore`` (``--store redis://...``) lets
 several ``keen serve`` replicas behind one load balancer share sessions and
 authorizations: a description fetched through one replica authorizes the call through
-another, and a session survives the replica that opened it.
+another, and a session survives the replica that opened it. What each session's host last
+saw of keen serve's lists is shared too, so the replica its event stream reaches tells it
+of a change it has not seen, whichever replica it listed on (:mod:`keen.serve.notify`).
 
 Keys (Redis), all under ``keen:serve:`` and all with a TTL:
 
@@ -20,6 +22,8 @@ Keys (Redis), all under ``keen:serve:`` and all with a TTL:
   them; it expires with the latest of them
 - ``auth:<scope>``: hash ``tool -> expiry (epoch seconds)``; the key itself expires with the
   latest of them
+- ``seen:<scope>``: hash ``list kind -> digest``, what the host of a handshake-era session
+  was last given or told of each list (:meth:`Store.record_seen`); it lives as the session does
 - ``rate:<scope>:<window>``: a counter
 """
 
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 __all__ = [
@@ -71,7 +75,8 @@ class Store(Protocol):
         ...
 
     async def delete_session(self, session_id: str) -> bool:
-        """Forget a session and its authorizations; False when it was unknown."""
+        """Forget a session, its authorizations and what :meth:`record_seen` recorded of its
+        host; False when it was unknown."""
         ...
 
     async def authorize(self, scope: str, tools: Iterable[str], ttl: float) -> None:
@@ -83,8 +88,22 @@ class Store(Protocol):
         ...
 
     async def renew(self, scope: str, ttl: float) -> None:
-        """Keep every authorization in ``scope`` for at least ``ttl`` more seconds (a
-        session's authorizations live as long as the session: each request renews them)."""
+        """Keep every authorization in ``scope``, and what :meth:`record_seen` recorded for
+        it, for at least ``ttl`` more seconds (a session's authorizations and record live as
+        long as the session: each request renews them)."""
+        ...
+
+    async def record_seen(self, scope: str, lists: Mapping[str, str], ttl: float) -> None:
+        """The host of ``scope`` saw these lists (list kind -> digest, as
+        :mod:`keen.serve.notify` compares them), the other kinds as recorded before; the
+        record lives ``ttl`` seconds unless renewed. For a session's scope
+        (``session:<id>``), nothing is recorded once the session is gone: a notice written
+        after its ``DELETE`` does not bring back a record of it."""
+        ...
+
+    async def seen(self, scopes: Sequence[str]) -> dict[str, dict[str, str]]:
+        """What :meth:`record_seen` recorded for each of ``scopes`` (one with no live record
+        is absent)."""
         ...
 
     async def hit(self, key: str, window: float) -> int:
@@ -105,12 +124,18 @@ class MemoryStore:
         self._auth: dict[str, dict[str, float]] = {}
         self._rates: dict[str, tuple[float, int]] = {}
         self._owned: dict[str, set[str]] = {}
+        self._seen: dict[str, tuple[float, dict[str, str]]] = {}
         self._writes = 0
 
     def __len__(self) -> int:
         """Live entries of every kind (sessions, authorizations, counters): for tests and stats."""
         self._sweep()
-        return len(self._sessions) + sum(len(v) for v in self._auth.values()) + len(self._rates)
+        return (
+            len(self._sessions)
+            + sum(len(v) for v in self._auth.values())
+            + len(self._rates)
+            + len(self._seen)
+        )
 
     async def create_session(self, session_id: str, data: dict[str, Any], ttl: float) -> None:
         self._wrote()
@@ -148,6 +173,7 @@ class MemoryStore:
 
     async def delete_session(self, session_id: str) -> bool:
         self._auth.pop(f"session:{session_id}", None)
+        self._seen.pop(f"session:{session_id}", None)
         entry = self._sessions.pop(session_id, None)
         if entry is not None:
             self._owned.get(str(entry[1].get("owner")), set()).discard(session_id)
@@ -169,12 +195,30 @@ class MemoryStore:
         return True
 
     async def renew(self, scope: str, ttl: float) -> None:
+        record = self._seen.get(scope)
+        if record is not None and record[0] > self._clock():
+            self._seen[scope] = (max(record[0], self._clock() + ttl), record[1])
         granted = self._auth.get(scope)
         if granted:
             until = self._clock() + ttl
             for tool, old in granted.items():
                 if old > self._clock():
                     granted[tool] = max(old, until)
+
+    async def record_seen(self, scope: str, lists: Mapping[str, str], ttl: float) -> None:
+        now = self._clock()
+        kind, _, session_id = scope.partition(":")
+        if kind == "session":
+            entry = self._sessions.get(session_id)
+            if entry is None or entry[0] <= now:
+                return
+        self._wrote()
+        until, known = self._seen.get(scope, (now, {}))
+        self._seen[scope] = (now + ttl, {**(known if until > now else {}), **lists})
+
+    async def seen(self, scopes: Sequence[str]) -> dict[str, dict[str, str]]:
+        now = self._clock()
+        return {s: dict(r[1]) for s in scopes if (r := self._seen.get(s)) is not None and r[0] > now}
 
     async def hit(self, key: str, window: float) -> int:
         self._wrote()
@@ -190,6 +234,7 @@ class MemoryStore:
         self._auth.clear()
         self._rates.clear()
         self._owned.clear()
+        self._seen.clear()
 
     def _wrote(self) -> None:
         self._writes += 1
@@ -200,6 +245,8 @@ class MemoryStore:
         now = self._clock()
         for sid in [s for s, (until, _) in self._sessions.items() if until <= now]:
             del self._sessions[sid]
+        for scope in [s for s, (until, _) in self._seen.items() if until <= now]:
+            del self._seen[scope]
         for owner in list(self._owned):
             self._live_sessions(owner)
         for scope in list(self._auth):
@@ -271,7 +318,8 @@ class RedisStore:
     async def delete_session(self, session_id: str) -> bool:
         key = self._k("session", session_id)
         raw = await self._redis.get(key)
-        removed = await self._redis.delete(key, self._k("auth", f"session:{session_id}"))
+        scope = f"session:{session_id}"
+        removed = await self._redis.delete(key, self._k("auth", scope), self._k("seen", scope))
         owner = json.loads(raw).get("owner") if raw else None
         if isinstance(owner, str):
             await self._redis.zrem(self._k("owner", owner), session_id)
@@ -302,8 +350,11 @@ class RedisStore:
         return True
 
     async def renew(self, scope: str, ttl: float) -> None:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.pexpire(self._k("seen", scope), _ms(ttl), gt=True)
+            pipe.hgetall(self._k("auth", scope))
+            _, granted = await pipe.execute()
         key = self._k("auth", scope)
-        granted = await self._redis.hgetall(key)
         now = self._clock()
         live = {t: f"{max(float(u), now + ttl):.3f}" for t, u in granted.items() if float(u) > now}
         if not live:
@@ -312,6 +363,24 @@ class RedisStore:
             pipe.hset(key, mapping=live)
             pipe.pexpire(key, _ms(ttl), gt=True)
             await pipe.execute()
+
+    async def record_seen(self, scope: str, lists: Mapping[str, str], ttl: float) -> None:
+        if not lists:
+            return
+        kind, _, session_id = scope.partition(":")
+        # One script: a session ended between a check and the write must not get a record.
+        keys = [self._k("seen", scope), *([self._k("session", session_id)] if kind == "session" else [])]
+        pairs = [item for pair in lists.items() for item in pair]
+        await self._redis.eval(_RECORD_SEEN, len(keys), *keys, _ms(ttl), *pairs)
+
+    async def seen(self, scopes: Sequence[str]) -> dict[str, dict[str, str]]:
+        if not scopes:
+            return {}
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for scope in scopes:
+                pipe.hgetall(self._k("seen", scope))
+            found = await pipe.execute()
+        return {scope: dict(record) for scope, record in zip(scopes, found, strict=True) if record}
 
     async def hit(self, key: str, window: float) -> int:
         bucket = self._k("rate", f"{key}:{int(self._clock() // window)}")
@@ -352,6 +421,18 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2], 'GT')
 return 1
 """
 """KEYS: the owner's set; ARGV: session id, ttl (ms)."""
+
+
+_RECORD_SEEN = """
+if #KEYS > 1 and redis.call('EXISTS', KEYS[2]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
+"""KEYS: the record, then its session for a session's scope; ARGV: ttl (ms), then list kind
+and digest pairs. 0 when the session is gone."""
 
 
 def _ms(seconds: float) -> int:
