@@ -184,9 +184,9 @@ class ToolNotFound(MCPServerError):
 
 
 class ToolQuarantined(MCPServerError):
-    """The tool's definition is not the pinned one (new, changed, or renamed and changed).
+    """The tool's definition is not the pinned one (new, renamed, or changed).
 
-    Attributes: ``status`` (``new`` | ``changed``), ``previous_name`` (for a rename),
+    Attributes: ``status`` (``new`` | ``renamed`` | ``changed``), ``previous_name`` (for a rename),
     ``changed_fields`` (definition fields that differ) and ``diff`` (unified diff text).
     """
 

@@ -14,14 +14,15 @@ atomically by :mod:`keen.trust.pinstore`)::
 
 - ``trusted``: same name, same fingerprint;
 - ``renamed``: a new name whose definition is otherwise identical to a pinned tool that
-  is gone: it keeps its trust;
+  is gone: shown as a rename, but held like a new tool (the name is part of what the model
+  reads and acts on: ``archive`` renamed ``purge_everything`` is not the tool you pinned);
 - ``changed``: same name, different definition; or a new name that shares its description
   or inputSchema with a pinned tool that is gone (a rename that also changed), which is
   quarantined like any change;
 - ``new``: not pinned under any name;
 - ``removed``: pinned, no longer listed.
 
-What happens to ``new`` and ``changed`` tools is the server's policy
+What happens to ``new``, ``renamed`` and ``changed`` tools is the server's policy
 (:func:`pinning_policy`): ``quarantine`` refuses them until trusted, ``warn`` lets them
 through with a warning, ``off`` skips pinning. A server without a pin file has never been
 approved; its first approved call pins every tool it lists (trust on first use).
@@ -138,8 +139,9 @@ class ToolCheck:
 
     @property
     def quarantined(self) -> bool:
-        """True for ``new`` and ``changed``: not pinned as it is now."""
-        return self.status in ("new", "changed")
+        """True for ``new``, ``renamed`` and ``changed``: not pinned as it is now (a rename
+        changes the name the model reads, so it is reviewed like a new tool)."""
+        return self.status in ("new", "renamed", "changed")
 
     @property
     def fingerprint(self) -> str | None:
@@ -477,7 +479,7 @@ class PinnedView:
     """What a model or host may read of one server's tools: :func:`pinned_view`.
 
     ``tools``: the listing to show; ``held``: the checks of the tools held for review
-    (quarantined: new, or changed since pinned), shown only as :attr:`note`; ``error``: why
+    (quarantined: new, renamed, or changed since pinned), shown only as :attr:`note`; ``error``: why
     nothing can be shown (a broken pin file).
     """
 
@@ -488,23 +490,26 @@ class PinnedView:
 
     @property
     def note(self) -> str:
-        """``N tools changed and are held for review: keen mcp diff SERVER``, or ``1 new tool
-        and 2 changed tools are held ...`` when some are new ("" when none)."""
+        """``N tools changed and are held for review: keen mcp diff SERVER``, or ``1 new tool,
+        1 renamed tool and 2 changed tools are held ...`` when some are new or renamed ("" when
+        none)."""
         if self.error:
             return f"The tools of {self.server} are held: {self.error}"
-        new = sum(1 for check in self.held if check.status == "new")
-        changed = len(self.held) - new
-        if not new and not changed:
+        counts = {
+            kind: sum(1 for check in self.held if check.status == kind)
+            for kind in ("new", "renamed", "changed")
+        }
+        total = sum(counts.values())
+        if not total:
             return ""
-        if not new:
-            what = "tools changed and are" if changed != 1 else "tool changed and is"
-            return f"{changed} {what} {_HELD_FOR_REVIEW}{self.server}"
-        # A new tool never changed: counted as one, it sent the reader looking for an edit.
-        parts = [f"{new} new tool{'s' if new != 1 else ''}"]
-        if changed:
-            parts.append(f"{changed} changed tool{'s' if changed != 1 else ''}")
-        verb = "are" if new + changed != 1 else "is"
-        return f"{' and '.join(parts)} {verb} {_HELD_FOR_REVIEW}{self.server}"
+        if total == counts["changed"]:
+            what = "tools changed and are" if total != 1 else "tool changed and is"
+            return f"{total} {what} {_HELD_FOR_REVIEW}{self.server}"
+        # A new or renamed tool did not change: counted as one, it sent the reader looking
+        # for an edit.
+        parts = [f"{n} {kind} tool{'s' if n != 1 else ''}" for kind, n in counts.items() if n]
+        listed = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+        return f"{listed} {'are' if total != 1 else 'is'} {_HELD_FOR_REVIEW}{self.server}"
 
 
 _HELD_FOR_REVIEW = "held for review: keen mcp diff "
@@ -528,11 +533,12 @@ def pinned_view(
     """The listing everything a model or host reads is built from (SKILL.md, schema files,
     the catalog line, search, ``keen serve``), in place of the live ``tools/list``.
 
-    Under ``quarantine`` (a pinned server): a trusted or plainly renamed tool as listed (its
-    definition is the pinned one); a changed tool as it was pinned; a new tool, or one
-    renamed and changed, not at all. Those quarantined tools are :attr:`PinnedView.held`.
-    Under ``warn`` a changed tool is shown as listed (calls are let through), with its
-    annotations at the stricter of pinned and live (:func:`stricter_annotations`). Under
+    Under ``quarantine`` (a pinned server): a trusted tool as listed (its definition is the
+    pinned one); a changed tool as it was pinned; a new or renamed tool (a pinned definition
+    under a new name, changed or not) not at all. Those quarantined tools are
+    :attr:`PinnedView.held`. Under ``warn`` a changed or renamed tool is shown as listed (calls
+    are let through), with its annotations at the stricter of pinned and live
+    (:func:`stricter_annotations`). Under
     ``off`` or for a server never pinned, the live list. Annotations are claims (MCP
     2025-11-25 "Tool annotations": untrusted unless from a trusted server): a tool's
     ``annotations_trusted`` is True, so its ``readOnlyHint`` lets it run unasked, only for a
@@ -551,14 +557,14 @@ def pinned_view(
     seen: set[str] = set()
     for index, tool in enumerate(tools):
         check = checks[index] if index < len(checks) else None
-        if check is None or check.status in ("trusted", "renamed"):
+        if check is None or check.status == "trusted":
             view = tool
         elif policy == "quarantine":
             held.append(check)
             if check.status != "changed" or check.previous_name or check.old is None:
                 continue
             view = pinned_tool(server, check.old)
-        elif check.old is not None:  # warn, changed: let through, judged by the stricter annotations
+        elif check.old is not None:  # warn, changed or renamed: let through, by the stricter annotations
             view = replace(
                 tool, annotations=stricter_annotations(check.old.get("annotations"), tool.annotations)
             )
@@ -762,6 +768,8 @@ def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
     """The refusal of a quarantined tool: what changed, the diff, and how to accept it."""
     if check.status == "new":
         what = "is new since this server's tools were pinned"
+    elif check.status == "renamed":
+        what = f'was renamed from "{check.previous_name}" (its definition is otherwise the same)'
     elif check.previous_name:
         what = f'was renamed from "{check.previous_name}" and changed ({", ".join(check.changed_fields)})'
     else:
