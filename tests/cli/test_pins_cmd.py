@@ -381,11 +381,13 @@ def test_refresh_says_what_the_pins_hold_back(
     two = {"name": "two", "description": "Two, new.", "inputSchema": {"type": "object"}}
     spec.write_text(json.dumps({"tools": [one, two]}), encoding="utf-8")
     text, as_json = home.keen_many(("mcp", "refresh", "one"), ("mcp", "refresh", "one", "--json"))
-    assert text.code == 0 and "one: no changes" in text.stdout, text
+    # It counted the tools the server lists ("2 tools"), the held one among them.
+    assert text.code == 0 and "one: no changes (1 tool served, 1 held for review, MCP " in text.stdout, text
     note = "1 new tool is held for review: keen mcp diff one"
     assert note in text.stderr, text
     [row] = as_json.json()
     assert row["held"] == note and row["diff"]["added"] == [], row
+    assert (row["served"], row["held_tools"], row["tool_count"]) == (1, ["two"], 2), row
 
 
 def test_interactive_trust_lists_everything_it_is_about_to_accept_escaped(
