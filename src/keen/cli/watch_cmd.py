@@ -7,6 +7,8 @@ happens: a change notice (``notifications/tools/list_changed``, or ``subscriptio
 in the 2026-07-28 era), an expired ``ttlMs``, a reconnect. Skills on disk follow each change
 before its line is printed. With ``--json`` every line is one JSON object (``watch.ready``,
 ``capability.diff``, ``server.state``) for scripts; Ctrl-C or SIGTERM ends it with exit 0.
+A server's state is said once per new state or error, not per reconnect attempt
+(``server.state``'s ``retries``: the failed attempts so far).
 A server that goes away, or is down at start, is reconnected on the back-off of
 :class:`keen.mcp.Reconnector` until it is back (docs/architecture.md "Servers and their states").
 """
@@ -121,7 +123,7 @@ def _json_line(data: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _state_event(status: ServerStatus) -> dict[str, Any]:
+def _state_event(status: ServerStatus, retries: int) -> dict[str, Any]:
     return {
         "type": "server.state",
         "server": status.name,
@@ -129,6 +131,7 @@ def _state_event(status: ServerStatus) -> dict[str, Any]:
         "protocol_version": status.protocol_version,
         "tool_count": status.tool_count,
         "last_error": with_remedy(status.last_error, status.remedy, server=status.name),
+        "retries": retries,
         "at": datetime.now().astimezone().isoformat(),
     }
 
@@ -242,15 +245,17 @@ async def _watch(as_json: bool, timeout: float) -> None:
             out.print(_line(change, entry), highlight=False, markup=False)
             sys.stdout.flush()
 
-    def state(status: ServerStatus) -> None:
-        if as_json:
-            _json_line(_state_event(status))
-            return
-        # A reconnect that fails again says nothing new: one line per new state or error.
+    def state(status: ServerStatus, retries: int) -> None:
+        # A reconnect that fails again says nothing new: one line (or event) per new state or
+        # error, not a connecting/disconnected pair per retry; a retry's own "connecting" is
+        # no news either.
         now = (status.state.value, status.last_error)
         if status.state is ServerState.CONNECTING or said.get(status.name) == now:
             return
         said[status.name] = now
+        if as_json:
+            _json_line(_state_event(status, retries))
+            return
         # The last error may quote the server's stderr: escaped, and printed literally.
         words = terminal_text(f"{status.name}: {status.state.value} {status.last_error}".rstrip())
         out.print(words, markup=False, highlight=False, emoji=False)
@@ -291,7 +296,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
                     tg.start_soon(_keep_connected, reconnector, name, keeping, name=f"keen-watch-{name}")
 
             def on_state(status: ServerStatus) -> None:
-                state(status)
+                state(status, reconnector.failures(status.name))
                 if status.state is ServerState.DISCONNECTED:
                     keep(status.name)
 
