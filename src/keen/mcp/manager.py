@@ -116,6 +116,10 @@ class Manager:
         logs_dir: where stdio servers' stderr goes; default ``$KEEN_HOME/logs``.
         auth_factory: builds the OAuth ``httpx2.Auth`` for ``oauth`` servers; default: tokens
             from ``$KEEN_HOME/mcp/auth/<server>.json``, never a browser in the background.
+            Called ``(server, config, oauth, interactive)``, plus ``config_name=``
+            (:attr:`config_name`) when it takes that keyword, as
+            :func:`keen.mcp.auth.oauth_auth_factory`'s factories do, so a sign-in's fixes
+            name the config this Manager reads.
         only: connect just these servers (the others stay ``configured``); ``refresh`` starts one.
             A name the config lacks is ``ServerNotConfigured`` at :meth:`start`.
         transports: ``{server: factory}`` connects those configured servers through the
@@ -212,7 +216,9 @@ class Manager:
         # code (keen serve's, a library's) is not that file's.
         self._from_file = config is None
         self._logs_dir = logs_dir
-        self._auth_factory = auth_factory  # the OAuth one by default, loaded by the first OAuth server
+        # The OAuth one by default, loaded by the first OAuth server; a factory that takes
+        # ``config_name`` gets this Manager's, so its fixes name where the entries are.
+        self._auth_factory = _with_config_name(auth_factory, self.config_name) if auth_factory else None
         self.only = only
         self._transports = dict(transports or {})
         if config is not None:  # configs.json's servers are known at start()
@@ -1050,6 +1056,30 @@ def _not_started(what: str) -> str:
         f"{what}: this Manager has not started its servers; "
         "start it first (async with Manager(...) as manager, or await manager.start())."
     )
+
+
+def _with_config_name(factory: AuthFactory, config_name: str) -> AuthFactory:
+    """``factory`` given ``config_name=`` on every call when it takes that keyword (or any
+    keyword); a factory written for the four arguments alone is called as it always was."""
+    import inspect
+
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a callable without a signature Python can read
+        return factory
+    if not any(
+        p.kind is p.VAR_KEYWORD or (p.name == "config_name" and p.kind is not p.POSITIONAL_ONLY)
+        for p in params
+    ):
+        return factory
+    taking: Callable[..., tuple[httpx2.Auth, bool]] = factory  # AuthFactory names the four alone
+
+    def named(
+        server: str, config: HttpServerConfig, oauth: OAuthAuth, interactive: bool
+    ) -> tuple[httpx2.Auth, bool]:
+        return taking(server, config, oauth, interactive, config_name=config_name)
+
+    return named
 
 
 def _oauth_on_first_use(config_name: str) -> AuthFactory:

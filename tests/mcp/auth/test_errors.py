@@ -261,3 +261,33 @@ async def test_a_refused_api_key_names_the_variable_it_came_from_never_its_value
     forged = {"type": "api_key", "key": "k", "_key_from": ["HOME"]}  # configs.json cannot set it
     with pytest.raises(ConfigError, match=re.escape("unknown field 'auth._key_from'")):
         parse_config({"version": 1, "servers": {"x": {"url": srv.url, "auth": forged}}})
+
+
+async def test_a_users_auth_factory_is_given_the_managers_config_name(
+    keen_home: Path, tmp_path: Path
+) -> None:
+    # A factory of the caller's own (oauth_auth_factory with another token folder) got no
+    # config name: its fixes said configs.json for a Manager given its config in code. The
+    # Manager passes its config_name to a factory that takes the keyword; one written for the
+    # four arguments alone is still called with those.
+    from keen.mcp.auth import oauth_auth_factory
+
+    own = oauth_auth_factory(directory=tmp_path / "tokens", open_browser=None)
+    seen: list[str] = []
+
+    def four_arguments(server: str, config: HttpServerConfig, oauth: Any, interactive: bool) -> Any:
+        seen.append(server)
+        return own(server, config, oauth, interactive)
+
+    with serve_http(make_basic_server(), api_key="not-oauth") as srv:
+        config = {"version": 1, "servers": {"demo": {"url": srv.url, "auth": {"type": "oauth"}}}}
+        async with Manager(config=config, auth_factory=own, trust=None) as manager:
+            await manager.wait_ready(20)
+            status = await manager.refresh("demo", interactive=True)
+        assert "its OAuth metadata is missing or malformed" in status.last_error, status.last_error
+        assert f"Check the server's url in {GIVEN}," in status.last_error, status.last_error
+        async with Manager(config=config, auth_factory=four_arguments, trust=None) as manager:
+            await manager.wait_ready(20)
+            status = await manager.refresh("demo", interactive=True)
+    assert seen and set(seen) == {"demo"}
+    assert "Check the server's url in configs.json," in status.last_error, status.last_error
