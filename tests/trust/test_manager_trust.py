@@ -326,8 +326,11 @@ async def test_a_tool_claiming_read_only_missing_from_the_markers_fingerprints_i
     judge = configured_annotations_trusted(path, store)
 
     assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is False
-    _edit_marker(keen_home, lambda m: m.pop("fingerprints"))  # a marker from before them: the fields
-    assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is True
+    # A marker from before them fell back to the schema file's fields: trusted offline until
+    # the next sync. Which definition it shows is not known: untrusted, as a marker without
+    # held_tools is, until a sync records them.
+    _edit_marker(keen_home, lambda m: m.pop("fingerprints"))
+    assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is False
 
 
 async def test_a_tool_changed_in_hints_the_stricter_view_restores_is_not_trusted_offline(
