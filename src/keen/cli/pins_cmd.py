@@ -33,7 +33,8 @@ T = TypeVar("T")
 
 _TIMEOUT_HELP = "Seconds to wait for the server to connect."
 _REF_TAIL = re.compile(r"@[0-9a-f]{8,64}$")  # name@<hex>: keen.trust.pins.ToolCheck.ref
-_STYLE = {"changed": "yellow", "new": "cyan", "renamed": "green", "removed": "red", "trusted": "dim"}
+# A rename is held like a new tool: not styled as the safe one.
+_STYLE = {"changed": "yellow", "new": "cyan", "renamed": "cyan", "removed": "red", "trusted": "dim"}
 
 
 def register(mcp_app: typer.Typer) -> None:
