@@ -117,9 +117,9 @@ class Manager:
         auth_factory: builds the OAuth ``httpx2.Auth`` for ``oauth`` servers; default: tokens
             from ``$KEEN_HOME/mcp/auth/<server>.json``, never a browser in the background.
             Called ``(server, config, oauth, interactive)``, plus ``config_name=``
-            (:attr:`config_name`) when it takes that keyword, as
-            :func:`keen.mcp.auth.oauth_auth_factory`'s factories do, so a sign-in's fixes
-            name the config this Manager reads.
+            (:attr:`config_name`) when it has a parameter named ``config_name`` a keyword can
+            fill, as :func:`keen.mcp.auth.oauth_auth_factory`'s factories do, so a sign-in's
+            fixes name the config this Manager reads (a ``**kwargs`` alone gets the four).
         only: connect just these servers (the others stay ``configured``); ``refresh`` starts one.
             A name the config lacks is ``ServerNotConfigured`` at :meth:`start`.
         transports: ``{server: factory}`` connects those configured servers through the
@@ -1059,8 +1059,11 @@ def _not_started(what: str) -> str:
 
 
 def _with_config_name(factory: AuthFactory, config_name: str) -> AuthFactory:
-    """``factory`` given ``config_name=`` on every call when it takes that keyword (or any
-    keyword); a factory written for the four arguments alone is called as it always was."""
+    """``factory`` given ``config_name=`` on every call when it has a parameter of that name
+    a keyword can fill; any other factory is called with the four arguments alone, as it
+    always was. A ``**kwargs`` alone does not count: a user's pass-through wrapper
+    (``def logged(*args, **kwargs): return four(*args, **kwargs)``) would hand the keyword on
+    to a factory that has no such parameter."""
     import inspect
 
     try:
@@ -1068,8 +1071,7 @@ def _with_config_name(factory: AuthFactory, config_name: str) -> AuthFactory:
     except (TypeError, ValueError):  # a callable without a signature Python can read
         return factory
     if not any(
-        p.kind is p.VAR_KEYWORD or (p.name == "config_name" and p.kind is not p.POSITIONAL_ONLY)
-        for p in params
+        p.name == "config_name" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params
     ):
         return factory
     taking: Callable[..., tuple[httpx2.Auth, bool]] = factory  # AuthFactory names the four alone

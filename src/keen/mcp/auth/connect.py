@@ -149,7 +149,8 @@ def oauth_auth_factory(
     ``interactive=False``; the browser hooks apply only when the Manager asks for interactive.
     ``config_name``: where the servers' entries are, as a failed sign-in's fix names it;
     default: the Manager's (:attr:`keen.mcp.Manager.config_name`, which it passes to a factory
-    that takes ``config_name=``, as this one's do), else ``configs.json``."""
+    with a parameter named ``config_name``, as this one's keyword-only one), else
+    ``configs.json``."""
     named = config_name
 
     def factory(

@@ -243,9 +243,10 @@ ServerConfig = Annotated[HttpServerConfig | StdioServerConfig, Field(discriminat
 
 AuthFactory = Callable[[str, HttpServerConfig, OAuthAuth, bool], "tuple[httpx2.Auth, bool]"]
 """``(server, config, oauth, interactive) -> (auth, has_token)``: builds the OAuth ``httpx2.Auth``
-for an ``oauth`` server, as :class:`keen.mcp.Manager` takes it. A factory that also takes the
-keyword ``config_name`` is given the Manager's (where its server entries are, as a sign-in's
-fixes name them); one with the four arguments alone is called with those."""
+for an ``oauth`` server, as :class:`keen.mcp.Manager` takes it. A factory that also has a
+parameter named ``config_name`` (a keyword can fill it) is given the Manager's (where its
+server entries are, as a sign-in's fixes name them); any other, a ``**kwargs`` alone
+included, is called with the four arguments."""
 
 
 class MCPConfig(_Model):
