@@ -732,7 +732,7 @@ class PinGuard:
             logger.warning(
                 "%s/%s is %s since it was pinned (%s); allowed by pinning policy warn",
                 server,
-                tool,
+                escape_text(tool, one_line=True),
                 check.status,
                 ", ".join(check.changed_fields) or "not pinned",
             )
@@ -766,12 +766,16 @@ def _same_tools(held: tuple[Tool, ...], tools: Sequence[Tool]) -> bool:
 
 def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
     """The refusal of a quarantined tool: what changed, the diff, and how to accept it."""
+    # Both names are the server's (the old one as it once listed it, kept in the pin file):
+    # escaped onto one line, so neither can end the sentence and start one of its own.
+    name = escape_text(check.name, one_line=True)
+    previous = escape_text(check.previous_name or "", one_line=True)
     if check.status == "new":
         what = "is new since this server's tools were pinned"
     elif check.status == "renamed":
-        what = f'was renamed from "{check.previous_name}" (its definition is otherwise the same)'
+        what = f'was renamed from "{previous}" (its definition is otherwise the same)'
     elif check.previous_name:
-        what = f'was renamed from "{check.previous_name}" and changed ({", ".join(check.changed_fields)})'
+        what = f'was renamed from "{previous}" and changed ({", ".join(check.changed_fields)})'
     else:
         what = f"changed since it was pinned ({', '.join(check.changed_fields)})"
     diff = escape_text(check.diff())
@@ -783,7 +787,7 @@ def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
     # The message reaches the model: it names the change but never quotes the new
     # definition (that is what is held back); ``diff`` carries it for a person.
     message = (
-        f'the tool "{server}/{check.name}" {what}, so it is held for review and nothing was sent. '
+        f'the tool "{server}/{name}" {what}, so it is held for review and nothing was sent. '
         f"The user can review it with `keen mcp diff {server}`, then accept it with `keen mcp trust {server}`."
     )
     return ToolQuarantined(
