@@ -8,7 +8,8 @@ in the 2026-07-28 era), an expired ``ttlMs``, a reconnect. Skills on disk follow
 before its line is printed. With ``--json`` every line is one JSON object (``watch.ready``,
 ``capability.diff``, ``server.state``) for scripts; Ctrl-C or SIGTERM ends it with exit 0.
 A server's state is said once per new state or error, not per reconnect attempt
-(``server.state``'s ``retries``: the failed attempts so far).
+(``server.state``'s ``retries``: the failed attempts so far; ``--json`` says ``connecting``
+as a reconnect begins, never at each retry).
 A server that goes away, or is down at start, is reconnected on the back-off of
 :class:`keen.mcp.Reconnector` until it is back (docs/architecture.md "Servers and their states").
 """
@@ -247,10 +248,13 @@ async def _watch(as_json: bool, timeout: float) -> None:
 
     def state(status: ServerStatus, retries: int) -> None:
         # A reconnect that fails again says nothing new: one line (or event) per new state or
-        # error, not a connecting/disconnected pair per retry; a retry's own "connecting" is
-        # no news either.
+        # error, not a connecting/disconnected pair per retry. --json says "connecting" when
+        # a reconnect begins (no retry failed yet), never again at each retry; the text lines
+        # say only where the attempts end.
         now = (status.state.value, status.last_error)
-        if status.state is ServerState.CONNECTING or said.get(status.name) == now:
+        if said.get(status.name) == now:
+            return
+        if status.state is ServerState.CONNECTING and (retries or not as_json):
             return
         said[status.name] = now
         if as_json:
@@ -296,7 +300,13 @@ async def _watch(as_json: bool, timeout: float) -> None:
                     tg.start_soon(_keep_connected, reconnector, name, keeping, name=f"keen-watch-{name}")
 
             def on_state(status: ServerStatus) -> None:
-                state(status, reconnector.failures(status.name))
+                retries = reconnector.failures(status.name)
+                # Announced from inside a running attempt, which the Reconnector counts only
+                # once it returns: a state it ended in other than connected is one more failure.
+                ended = status.state not in (ServerState.CONNECTING, ServerState.CONNECTED)
+                if ended and reconnector.attempting(status.name):
+                    retries += 1
+                state(status, retries)
                 if status.state is ServerState.DISCONNECTED:
                     keep(status.name)
 
