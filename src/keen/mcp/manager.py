@@ -567,23 +567,20 @@ class Manager:
 
     def view_stamp(self, name: str) -> Hashable:
         """A key that changes when :meth:`view` may change though the tool list did not (a pin
-        file written by ``keen mcp trust`` in another process); ``None`` without trust.
+        file written by ``keen mcp trust`` in another process); ``None`` without trust, and for
+        a server with ``"pinning": "off"`` (its view is the list as sent: no pins are looked at).
 
         Raises:
             ConfigError: what the trust vets ``name`` against cannot be looked at (a pins
-                folder that is a file), for a server that reads it: one with ``"pinning":
-                "off"`` reads no pins (its view is the list as sent), so it gets ``None``.
+                folder that is a file), for a server that reads it.
         """
         trust = self._tool_views.trust  # read here, not through ToolViews.stamp: asked per served call
         if trust is None:
             return None
-        try:
-            return trust.stamp(name)
-        except ConfigError:
-            entry = self.config.servers.get(name)
-            if entry is not None and entry.pinning == "off":
-                return None
-            raise
+        entry = self.config.servers.get(name)
+        if entry is not None and entry.pinning == "off":
+            return None  # its view is the list as sent: no pin file to look at, nor to follow
+        return trust.stamp(name)
 
     def view_version(self) -> Hashable:
         """A key that moves whenever :meth:`view_stamp` saw a change, for any server: one
