@@ -15,7 +15,7 @@ docs/architecture.md "Errors".
     │   ├── AuthRequired             the server wants credentials Keen lacks
     │   ├── AuthFailed               the credentials were rejected
     │   ├── ToolNotFound             the tool is not in the latest tools/list
-    │   ├── ToolQuarantined          the tool is new or changed since its definition was pinned
+    │   ├── ToolQuarantined          the tool is new, renamed or changed since its definition was pinned
     │   ├── ToolChanged              the server changed the tool since Keen listed it (call not run)
     │   ├── InvalidArguments         arguments fail the tool's inputSchema
     │   ├── CallTimeout              connect, tools/list or tools/call ran past its timeout

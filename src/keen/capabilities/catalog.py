@@ -665,8 +665,7 @@ def _judge(
     """``annotations_trusted`` for one generated skill's schema files: a held tool's
     annotations count for nothing (``keen chat`` offers no held tool), and each other is
     judged with the fingerprint its marker records of the definition shown (``fingerprint``
-    always from the marker, ``None`` when it records none: a schema file never supplies
-    it). A marker with a ``fingerprints`` map names every tool claiming ``readOnlyHint`` that
+    always from the marker, ``""`` when it records none: a schema file never supplies it). A marker with a ``fingerprints`` map names every tool claiming ``readOnlyHint`` that
     keen chat trusted when it was written (:func:`keen.mcpskills.generate_skill`): one it
     leaves out is trusted only by its server's ``trust_annotations`` (an empty fingerprint,
     which no pin has). So is every tool of a marker without the map (written before Keen

@@ -709,9 +709,8 @@ class PinGuard:
         """The pin check of one call, before approval.
 
         Returns the tool's check (``None`` when ``policy`` is ``off`` or the server has no pins
-        yet). Under ``quarantine`` a
-        ``new`` or ``changed`` tool of a pinned server raises ``ToolQuarantined``; under ``warn``
-        it is logged and allowed. A server never pinned passes (trust on first use follows the
+        yet). Under ``quarantine`` a ``new``, ``renamed`` or ``changed`` tool of a pinned server
+        raises ``ToolQuarantined``; under ``warn`` it is logged and allowed. A server never pinned passes (trust on first use follows the
         approval: :meth:`approved`).
 
         Raises:
