@@ -183,10 +183,10 @@ def diff(
 def _print_check(check: ToolCheck, flags: list[Flag]) -> None:
     from keen.trust.flags import escape_text
 
-    name = escape(escape_text(check.name))
+    name = escape(escape_text(check.name, one_line=True))
     detail = ""
     if check.previous_name:
-        detail = f" (was {escape(escape_text(check.previous_name))})"
+        detail = f" (was {escape(escape_text(check.previous_name, one_line=True))})"
     if check.status == "changed":
         detail += f": {', '.join(check.changed_fields)}"
     out.print(f"\n[bold {_STYLE[check.status]}]{check.status}[/] {name}{detail}", highlight=False)
@@ -217,7 +217,7 @@ def _print_to_accept(report: PinReport, wanted: set[str] | None, flags: dict[str
     for check in report.checks:
         if check.status == "removed":
             if wanted is None:
-                name = escape(escape_text(check.name))
+                name = escape(escape_text(check.name, one_line=True))
                 out.print(
                     f"\n[bold {_STYLE['removed']}]removed[/] {name}: its pin is dropped", highlight=False
                 )
@@ -227,7 +227,7 @@ def _print_to_accept(report: PinReport, wanted: set[str] | None, flags: dict[str
         if check.quarantined:
             _print_check(check, flags.get(check.name, []))
         elif report.pinned and not report.reviewed.get(check.name, False):
-            name = escape(escape_text(check.name))
+            name = escape(escape_text(check.name, one_line=True))
             out.print(f"\n[bold]pinned by a first call, not reviewed[/] {name}", highlight=False)
             _print_diff(definition_diff(None, check.new, new_name=check.name))
             for flag in flags.get(check.name, []):
@@ -239,7 +239,7 @@ def _print_flags(flags: dict[str, list[Flag]], order: list[str]) -> None:
 
     for name in order:
         if name in flags:
-            out.print(f"[bold]{escape(escape_text(name))}[/]:", highlight=False)
+            out.print(f"[bold]{escape(escape_text(name, one_line=True))}[/]:", highlight=False)
             for flag in flags[name]:
                 _print_flag(flag)
 
@@ -330,8 +330,12 @@ def trust_cmd(
         return
     accepted = [c for c in trusted if c.status != "trusted"]
     for check in accepted:
-        was = f" (was {escape(escape_text(check.previous_name))})" if check.previous_name else ""
-        out.print(f"trusted {escape(escape_text(check.name))}: {check.status}{was}", highlight=False)
+        was = (
+            f" (was {escape(escape_text(check.previous_name, one_line=True))})" if check.previous_name else ""
+        )
+        out.print(
+            f"trusted {escape(escape_text(check.name, one_line=True))}: {check.status}{was}", highlight=False
+        )
         for flag in flags.get(check.name, []):
             err.print(
                 f"  [bold red]warning: flag {flag.kind}[/] {_flag_words(flag)}", highlight=False, emoji=False

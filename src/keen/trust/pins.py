@@ -240,15 +240,17 @@ def definition_diff(
 ) -> str:
     """A unified diff (``difflib``) of two definitions as pretty canonical JSON; ``""`` if equal.
 
-    A missing side diffs against nothing, so a new tool shows as all ``+`` lines.
+    A missing side diffs against nothing, so a new tool shows as all ``+`` lines. The names
+    in the header lines are escaped onto one line (:func:`keen.trust.flags.escape_text`):
+    they are the server's, and a newline in one would start a diff line of its choosing.
     """
     before = pretty_json(old).splitlines() if old is not None else []
     after = pretty_json(new).splitlines() if new is not None else []
     lines = difflib.unified_diff(
         before,
         after,
-        fromfile=f"pinned/{old_name}" if old is not None else "/dev/null",
-        tofile=f"live/{new_name}" if new is not None else "/dev/null",
+        fromfile=f"pinned/{escape_text(old_name, one_line=True)}" if old is not None else "/dev/null",
+        tofile=f"live/{escape_text(new_name, one_line=True)}" if new is not None else "/dev/null",
         lineterm="",
         n=3,
     )
