@@ -406,8 +406,9 @@ class CheckCall:
 
 
 class PinCheck:
-    """``pin_check``: the tool's definition is the pinned one (``keen.trust.pins``): a new or
-    changed tool of a pinned server is refused under ``quarantine`` (``ToolQuarantined``)."""
+    """``pin_check``: the tool's definition is the pinned one (``keen.trust.pins``): a new,
+    renamed or changed tool of a pinned server is refused under ``quarantine``
+    (``ToolQuarantined``)."""
 
     name = "pin_check"
 

@@ -15,7 +15,7 @@ docs/architecture.md "Errors".
     │   ├── AuthRequired             the server wants credentials Keen lacks
     │   ├── AuthFailed               the credentials were rejected
     │   ├── ToolNotFound             the tool is not in the latest tools/list
-    │   ├── ToolQuarantined          the tool is new or changed since its definition was pinned
+    │   ├── ToolQuarantined          the tool is new, renamed or changed since its definition was pinned
     │   ├── ToolChanged              the server changed the tool since Keen listed it (call not run)
     │   ├── InvalidArguments         arguments fail the tool's inputSchema
     │   ├── CallTimeout              connect, tools/list or tools/call ran past its timeout
@@ -184,9 +184,9 @@ class ToolNotFound(MCPServerError):
 
 
 class ToolQuarantined(MCPServerError):
-    """The tool's definition is not the pinned one (new, changed, or renamed and changed).
+    """The tool's definition is not the pinned one (new, renamed, or changed).
 
-    Attributes: ``status`` (``new`` | ``changed``), ``previous_name`` (for a rename),
+    Attributes: ``status`` (``new`` | ``renamed`` | ``changed``), ``previous_name`` (for a rename),
     ``changed_fields`` (definition fields that differ) and ``diff`` (unified diff text).
     """
 

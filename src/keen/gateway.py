@@ -10,7 +10,7 @@ never-pinned server's tools) and the library's entry to it. :meth:`Gateway.call`
    its latest tools/list; the arguments valid against the cached inputSchema (Draft
    2020-12 unless ``$schema``): ``Manager.check_call``, once,
 2. ``pin_check``: the tool's definition is the pinned one, under the server's pinning policy
-   (:mod:`keen.trust.pins`: a new or changed tool of a pinned server is refused with the diff),
+   (:mod:`keen.trust.pins`: a new, renamed or changed tool of a pinned server is refused with the diff),
 3. ``permission``: the call's approval (an argument of the call; by default the Gateway's)
    sees server, tool and JSON arguments and says yes; without one, only tools annotated
    ``readOnlyHint`` by a server trusted for its annotations run (safe by default: pass
@@ -264,7 +264,7 @@ class Gateway:
         Raises:
             ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
             AuthFailed, ToolNotFound, InvalidArguments: a check failed (nothing was sent).
-            ToolQuarantined: the tool is new or changed since it was pinned (nothing was sent).
+            ToolQuarantined: the tool is new, renamed or changed since it was pinned (nothing was sent).
             ApprovalDenied: the approval callback said no (nothing was sent).
             CallTimeout, ServerDisconnected, RemoteProtocolError: the call failed.
             ToolNotFound, ToolChanged: the server refused the call as stale, and its tools/list,

@@ -3,8 +3,8 @@
 A FastMCP server over loopback HTTP (remote: policy ``quarantine`` by default) is pinned on
 the first approved call; then it swaps in a poisoned description and renames a tool. The
 changed tool is refused with the diff in the message before approval and before anything is
-sent; the rename keeps its trust; the flags fire on the poisoned text; ``keen mcp diff`` shows
-it and ``keen mcp trust`` (the real console script) clears it. A stdio server (policy ``warn``
+sent; the rename is held too (shown as a rename); the flags fire on the poisoned text; ``keen
+mcp diff`` shows both and ``keen mcp trust`` (the real console script) clears them. A stdio server (policy ``warn``
 by default) shows the other two policies.
 """
 
@@ -111,7 +111,8 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
 
             docs.rug_pull()
             await manager.refresh("docs")
-            assert {t.name for t in manager.list_tools("docs")} == {"search", "find"}
+            assert {t.name for t in manager.live_tools("docs")} == {"search", "find"}
+            assert {t.name for t in manager.list_tools("docs")} == {"search"}  # find is held
 
             with pytest.raises(
                 ToolQuarantined,
@@ -135,15 +136,22 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             assert for_model.is_error and for_model.error_code == "tool_quarantined"
             assert events[-1]["decision"] == "refused" and events[-1]["error_code"] == "tool_quarantined"
 
-            # It leaves what the model can find: the live catalog hides it, keeps the rename.
+            # It leaves what the model can find: the live catalog hides it, and the rename.
             guard = PinGuard()
             ids = {c.id for c in Catalog.from_manager(manager, pins=guard)}
-            assert "mcp__docs__find" in ids and "mcp__docs__search" not in ids
+            assert "mcp__docs__find" not in ids and "mcp__docs__search" not in ids
             assert "mcp__docs__search" in {c.id for c in Catalog.from_manager(manager)}
 
-            # An identical definition under a new name keeps its trust.
-            result = await gateway.call("docs", "find", {"id": "7"})
-            assert result.text == "page 7" and docs.calls[-1] == "lookup:7"
+            # An identical definition under a new name is held too: the name is what the model
+            # reads and acts on. The refusal says it is a rename.
+            with pytest.raises(
+                ToolQuarantined,
+                match=re.escape(
+                    'the tool "docs/find" was renamed from "lookup" (its definition is otherwise'
+                ),
+            ):
+                await gateway.call("docs", "find", {"id": "7"})
+            assert docs.calls == ["search:a"]
 
             # The flags fire on the poisoned description, not on the ordinary one.
             flagged = scan_server("docs", manager.live_tools("docs"), {"mail": ["send_email"]})
@@ -162,6 +170,7 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             assert '+  "description": "Search the docs. <IMPORTANT>' in by_name["search"]["diff"]
             assert {f["kind"] for f in by_name["search"]["flags"]} == {"override", "secrets"}
             assert by_name["find"]["status"] == "renamed" and by_name["find"]["previous_name"] == "lookup"
+            assert by_name["find"]["quarantined"] is True and '+  "name": "find"' in by_name["find"]["diff"]
             assert report["counts"] == {"trusted": 0, "renamed": 1, "changed": 1, "new": 0, "removed": 0}
 
             human = await anyio.to_thread.run_sync(lambda: keen_cli(keen_home, "mcp", "diff", "docs"))
@@ -169,19 +178,26 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             assert "changed search: description" in human.stdout
             assert "renamed find (was lookup)" in human.stdout
             assert "flag secrets in description" in human.stdout
-            assert "1 quarantined; accept with: keen mcp trust docs -- search" in human.stdout
+            assert re.search(
+                r"2 quarantined; accept with: keen mcp trust docs -- search@[0-9a-f]{12} find@[0-9a-f]{12}\n",
+                human.stdout,
+            ), human.stdout
 
             accepted = await anyio.to_thread.run_sync(
-                lambda: keen_cli(keen_home, "mcp", "trust", "docs", "search")
+                lambda: keen_cli(keen_home, "mcp", "trust", "docs", "search", "find")
             )
             assert accepted.returncode == 0, accepted.stderr
             assert "trusted search: changed" in accepted.stdout
+            assert "trusted find: renamed (was lookup)" in accepted.stdout
             assert "warning: flag secrets" in accepted.stderr  # trusting flagged text says so
 
             result = await gateway.call("docs", "search", {"q": "c"})
             assert result.text == "results for c" and docs.calls[-1] == "search:c"
-            assert "mcp__docs__search" in {c.id for c in Catalog.from_manager(manager, pins=guard)}
-            assert approvals == ["search", "find", "search"]
+            result = await gateway.call("docs", "find", {"id": "7"})
+            assert result.text == "page 7" and docs.calls[-1] == "lookup:7"
+            ids = {c.id for c in Catalog.from_manager(manager, pins=guard)}
+            assert {"mcp__docs__search", "mcp__docs__find"} <= ids
+            assert approvals == ["search", "search", "find"]
 
 
 def test_trust_of_an_unknown_tool_and_an_unknown_server_fail_with_exit_2(
@@ -365,8 +381,65 @@ def test_refresh_says_what_the_pins_hold_back(
     two = {"name": "two", "description": "Two, new.", "inputSchema": {"type": "object"}}
     spec.write_text(json.dumps({"tools": [one, two]}), encoding="utf-8")
     text, as_json = home.keen_many(("mcp", "refresh", "one"), ("mcp", "refresh", "one", "--json"))
-    assert text.code == 0 and "one: no changes" in text.stdout, text
+    # It counted the tools the server lists ("2 tools"), the held one among them.
+    assert text.code == 0 and "one: no changes (1 tool served, 1 held for review, MCP " in text.stdout, text
     note = "1 new tool is held for review: keen mcp diff one"
     assert note in text.stderr, text
     [row] = as_json.json()
     assert row["held"] == note and row["diff"]["added"] == [], row
+    assert (row["served"], row["held_tools"], row["tool_count"]) == (1, ["two"], 2), row
+
+
+def test_interactive_trust_lists_everything_it_is_about_to_accept_escaped(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+) -> None:
+    """Without a ``keen mcp diff`` to bind to, ``keen mcp trust`` at a terminal shows what it
+    would pin and asks. It listed only new and changed tools: a renamed one (pinned under its
+    new name, its old pin dropped), a removed one (its pin dropped) and a pin a first call
+    wrote (reviewed from now on, so its ``readOnlyHint`` counts) were accepted unseen. Names
+    come from the server: escaped, never sent raw to the terminal."""
+    import pty
+
+    from helpers.cli import read_until
+    from helpers.hostile import hostile_entry
+
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    home = Home(keen_home, user_home)
+    spec = tmp_path / "one.json"
+    schema = {"type": "object"}
+    keep = {"name": "keep", "description": "Read a page.", "inputSchema": schema,
+            "annotations": {"readOnlyHint": True}}  # fmt: skip
+    archive = {"name": "archive", "description": "Archive the pages.", "inputSchema": schema}
+    gone = {"name": "gone", "description": "Gone soon.", "inputSchema": schema}
+    write_config({"one": hostile_entry(spec, {"tools": [keep, archive, gone]}, pinning="quarantine")})
+    assert home.keen("mcp", "call", "one", "keep", "--yes").code == 0  # a first call pins all three
+    # archive renamed, otherwise the same; its name would print a line of its own ("new keep")
+    purge = {**archive, "name": "purge\x1b]52;c;SGk=\x07_all\nnew keep"}
+    fresh = {"name": "fresh", "description": "Export the site.", "inputSchema": schema}
+    spec.write_text(json.dumps({"tools": [keep, purge, fresh]}), encoding="utf-8")
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*KEEN, "mcp", "trust", "one"], env=home.env(), stdin=slave, stdout=subprocess.PIPE, stderr=slave
+    )
+    os.close(slave)
+    try:
+        asked = read_until(master, b"Pin these definitions of one? [y/N]", 60)
+        assert b"Pin these definitions of one? [y/N]" in asked, asked
+        os.write(master, b"n\n")
+        shown, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        os.close(master)
+    text = shown.decode()
+    assert proc.returncode == 1, text
+    assert "\x1b" not in text and "\x07" not in text, text
+    assert "renamed purge\\u001b]52;c;SGk=\\u0007_all\\u000anew keep (was archive)" in text, text
+    assert '+  "name": "purge\\u001b]52;c;SGk=\\u0007_all\\nnew keep"' in text, text
+    assert not [line for line in text.splitlines() if line.startswith("new keep")], text
+    assert "new fresh" in text and '+  "description": "Export the site.",' in text, text
+    assert "removed gone: its pin is dropped" in text, text
+    assert "pinned by a first call, not reviewed keep" in text and '"readOnlyHint": true' in text, text
+    pins = json.loads((keen_home / "mcp" / "pins" / "one.json").read_text())
+    assert set(pins["tools"]) == {"keep", "archive", "gone"}  # declined: nothing pinned

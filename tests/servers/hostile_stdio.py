@@ -17,6 +17,7 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
      "close_stdin_at_list": false,       # at tools/list, close stdin, answer, then stay
      "ignore_signals": false,            # ignore SIGTERM, SIGHUP and SIGINT
      "exit_at_start": 3,                 # write stderr_at_start, then exit with this code
+     "exit_first_starts": 2,             #   only at the first 2 starts (counted in start_times)
      "pidfile": "/path",                 # write os.getpid() here at start
      "env_dump": "/path",                # write the whole environment here (JSON) at start
      "start_log": "/path",               # append os.getpid() and a newline here at start
@@ -110,6 +111,14 @@ def _listing(spec: dict[str, Any]) -> list[Any]:
     return cycle[count % len(cycle)]
 
 
+def _early_start(spec: dict[str, Any]) -> bool:
+    """Whether this start is one of the first ``exit_first_starts`` (every start without it)."""
+    if "exit_first_starts" not in spec:
+        return True
+    with open(spec["start_times"], encoding="utf-8") as handle:
+        return len(handle.read().split()) <= int(spec["exit_first_starts"])
+
+
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as handle:
         spec: dict[str, Any] = _expand(json.load(handle))
@@ -131,7 +140,7 @@ def main() -> None:
         _daemonize(spec["daemon_pidfile"])
     if spec.get("stderr_at_start"):
         _err(spec["stderr_at_start"])
-    if "exit_at_start" in spec:
+    if "exit_at_start" in spec and _early_start(spec):
         sys.exit(int(spec["exit_at_start"]))
     for line in sys.stdin:
         if not line.strip():

@@ -104,6 +104,25 @@ async def test_a_pin_written_between_two_calls_is_seen_by_the_second(keen_home: 
         assert pinned.view_version() != version
 
 
+async def test_a_server_with_pinning_off_has_no_view_stamp_to_follow(
+    write_config: Callable[..., Path], keen_home: Path
+) -> None:
+    # Its view is the list as sent, yet view_stamp looked at its pin file (a stamp, and a
+    # view_version that moved when keen mcp trust wrote one): a cache keyed on them was
+    # thrown away for a file that cannot change what it shows. It looks at no pins now.
+    store = PinStore(keen_home / "mcp" / "pins")
+    path = write_config({"docs": {"command": "unused", "pinning": "off"}})
+    async with Manager(path, transports={"docs": in_memory_transport(_server())}, trust=PinGuard(store)) as m:
+        assert await m.wait_ready(30)
+        trust("docs", [t for t in m.live_tools("docs") if t.name == "search"], store=store)
+        assert store.stamp("docs") is not None
+        assert m.view_stamp("docs") is None
+        version = m.view_version()
+        trust("docs", list(m.live_tools("docs")), store=store)  # as keen mcp trust would
+        assert m.view_stamp("docs") is None and m.view_version() == version
+        assert [t.name for t in m.list_tools("docs")] == ["search", "helper"]
+
+
 async def test_a_reloaded_entry_is_seen_by_the_next_view(
     write_config: Callable[..., Path], keen_home: Path
 ) -> None:
@@ -326,8 +345,11 @@ async def test_a_tool_claiming_read_only_missing_from_the_markers_fingerprints_i
     judge = configured_annotations_trusted(path, store)
 
     assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is False
-    _edit_marker(keen_home, lambda m: m.pop("fingerprints"))  # a marker from before them: the fields
-    assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is True
+    # A marker from before them fell back to the schema file's fields: trusted offline until
+    # the next sync. Which definition it shows is not known: untrusted, as a marker without
+    # held_tools is, until a sync records them.
+    _edit_marker(keen_home, lambda m: m.pop("fingerprints"))
+    assert Catalog.from_skills_dir(annotations_trusted=judge).get("mcp__docs__lookup").risk.read_only is False
 
 
 async def test_a_tool_changed_in_hints_the_stricter_view_restores_is_not_trusted_offline(

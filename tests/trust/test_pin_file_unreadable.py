@@ -44,6 +44,11 @@ async def test_a_pins_path_that_is_a_file_stops_calls_with_a_config_error(
             # Pinning off never reads pins: its calls go on while the folder is broken.
             result = await gateway.call("loose", "echo", {"text": "hi"})
             assert "hi" in result.text
+        # A library caller asking for the view's change key: a server with pinning off needs
+        # no pins, so it gets one (None: nothing to follow); a server that reads them is told.
+        assert manager.view_stamp("loose") is None
+        with pytest.raises(ConfigError, match=r"cannot look at pin file .*make it a folder"):
+            manager.view_stamp("strict")
         # Once the folder is one again, the very next call goes through.
         (home / "mcp" / "pins").unlink()
         for server in ("strict", "loose"):

@@ -173,3 +173,21 @@ def test_which_args_are_credentials() -> None:
         "sig-66aa77",
         "hdr-4d5e6f",
     ]
+
+
+def test_the_redactor_takes_every_credential_value_and_the_display_hides_those_that_look_secret() -> None:
+    """One walk of the args finds the credentials for both (``_credentials``); what differs
+    is deliberate: the redactor is given every value its words name (it judges them itself),
+    the display hides a value only where it looks secret (``--token-limit 8000`` and ``--auth
+    none`` stay readable) and never takes a ``-v`` after a secret flag for its value."""
+    from keen.mcp.config.secrets import arg_secrets, hide_arg_secrets
+
+    args = ["--token-limit", "8000", "--auth", "none", "--token", "-v", "--api-key", API_KEY]
+    args += [f"--header=Authorization: Bearer {BEARER}", "https://u:pw-url-55@h/mcp?sig=sig-66aa77"]
+    found = ["8000", "none", "-v", API_KEY, f"Bearer {BEARER}", "u:pw-url-55", "pw-url-55", "sig-66aa77"]
+    assert arg_secrets(args) == found
+    assert hide_arg_secrets(args, {}) == [
+        *["--token-limit", "8000", "--auth", "none", "--token", "-v", "--api-key", "[REDACTED]"],
+        "--header=Authorization: [REDACTED]",
+        "https://[REDACTED]@h/mcp?sig=[REDACTED]",
+    ]

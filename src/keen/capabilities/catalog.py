@@ -265,8 +265,8 @@ class Catalog:
         ``fingerprints``), e.g. :func:`keen.trust.skill_trust.skill_annotations_trusted`, which
         judges as ``keen chat`` does; ``schema`` is the schema file's JSON with
         ``fingerprint`` set from the skill's marker: the fingerprint of the whole definition
-        the skill shows (``outputSchema`` included, which the file leaves out), ``None`` when
-        the marker records none. ``None``: none is, as a server's annotations are its own
+        the skill shows (``outputSchema`` included, which the file leaves out), ``""`` when
+        the marker records none (no pin matches it). ``None``: none is, as a server's annotations are its own
         claims (README "Annotations only from servers you trust for them"). Raises
         ``SkillError`` for an unreadable skills dir or config.
         """
@@ -665,23 +665,23 @@ def _judge(
     """``annotations_trusted`` for one generated skill's schema files: a held tool's
     annotations count for nothing (``keen chat`` offers no held tool), and each other is
     judged with the fingerprint its marker records of the definition shown (``fingerprint``
-    always from the marker, ``None`` when it records none: a schema file never supplies
-    it). A marker with a ``fingerprints`` map names every tool claiming ``readOnlyHint`` that
+    always from the marker, ``""`` when it records none: a schema file never supplies it). A marker with a ``fingerprints`` map names every tool claiming ``readOnlyHint`` that
     keen chat trusted when it was written (:func:`keen.mcpskills.generate_skill`): one it
     leaves out is trusted only by its server's ``trust_annotations`` (an empty fingerprint,
-    which no pin has)."""
+    which no pin has). So is every tool of a marker without the map (written before Keen
+    recorded them, as one without ``held_tools``): which definition it shows is not known
+    until the next sync writes the map, and its fields alone (the schema file's) could be
+    edited by hand or miss an ``outputSchema`` that changed."""
     recorded = marker.get("fingerprints")
-    fingerprints: Mapping[str, Any] | None = recorded if isinstance(recorded, dict) else None  # pyright: ignore[reportUnknownVariableType]
+    fingerprints: Mapping[str, Any] = recorded if isinstance(recorded, dict) else {}  # pyright: ignore[reportUnknownVariableType]
 
     def judge(data: dict[str, Any]) -> bool:
         name = data.get("name")
         if held is not None and name in held:
             return False
-        shown = None
-        if fingerprints is not None:
-            shown = fingerprints.get(name) if isinstance(name, str) else None
-            if not isinstance(shown, str):
-                shown = ""  # matches no pin: only a server trusted for its annotations counts
+        shown = fingerprints.get(name) if isinstance(name, str) else None
+        if not isinstance(shown, str):
+            shown = ""  # matches no pin: only a server trusted for its annotations counts
         return annotations_trusted(server, {**data, "fingerprint": shown})
 
     return judge

@@ -33,7 +33,8 @@ T = TypeVar("T")
 
 _TIMEOUT_HELP = "Seconds to wait for the server to connect."
 _REF_TAIL = re.compile(r"@[0-9a-f]{8,64}$")  # name@<hex>: keen.trust.pins.ToolCheck.ref
-_STYLE = {"changed": "yellow", "new": "cyan", "renamed": "green", "removed": "red", "trusted": "dim"}
+# A rename is held like a new tool: not styled as the safe one.
+_STYLE = {"changed": "yellow", "new": "cyan", "renamed": "cyan", "removed": "red", "trusted": "dim"}
 
 
 def register(mcp_app: typer.Typer) -> None:
@@ -182,19 +183,55 @@ def diff(
 def _print_check(check: ToolCheck, flags: list[Flag]) -> None:
     from keen.trust.flags import escape_text
 
-    name = escape(escape_text(check.name))
+    name = escape(escape_text(check.name, one_line=True))
     detail = ""
     if check.previous_name:
-        detail = f" (was {escape(escape_text(check.previous_name))})"
+        detail = f" (was {escape(escape_text(check.previous_name, one_line=True))})"
     if check.status == "changed":
         detail += f": {', '.join(check.changed_fields)}"
     out.print(f"\n[bold {_STYLE[check.status]}]{check.status}[/] {name}{detail}", highlight=False)
-    if check.status in ("changed", "new"):
-        for line in escape_text(check.diff()).splitlines():
-            style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
-            out.print(line, style=style or None, markup=False, highlight=False, emoji=False)
+    if check.quarantined:
+        _print_diff(check.diff())
     for flag in flags:
         _print_flag(flag)
+
+
+def _print_diff(diff: str) -> None:
+    """A definition diff, escaped (its lines quote the server's text), one line at a time."""
+    from keen.trust.flags import escape_text
+
+    for line in escape_text(diff).splitlines():
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
+        out.print(line, style=style or None, markup=False, highlight=False, emoji=False)
+
+
+def _print_to_accept(report: PinReport, wanted: set[str] | None, flags: dict[str, list[Flag]]) -> None:
+    """Everything ``keen mcp trust`` is about to accept, before it asks: each new, renamed and
+    changed definition in full (as ``keen mcp diff`` shows it); the pins a first approved call
+    wrote, which a person never saw, in full too (once accepted, their ``readOnlyHint``
+    counts); and, when every tool is trusted, the removed tools whose pins are dropped. Names
+    and text come from the server: escaped."""
+    from keen.trust.flags import escape_text
+    from keen.trust.pins import definition_diff
+
+    for check in report.checks:
+        if check.status == "removed":
+            if wanted is None:
+                name = escape(escape_text(check.name, one_line=True))
+                out.print(
+                    f"\n[bold {_STYLE['removed']}]removed[/] {name}: its pin is dropped", highlight=False
+                )
+            continue
+        if wanted is not None and check.name not in wanted:
+            continue
+        if check.quarantined:
+            _print_check(check, flags.get(check.name, []))
+        elif report.pinned and not report.reviewed.get(check.name, False):
+            name = escape(escape_text(check.name, one_line=True))
+            out.print(f"\n[bold]pinned by a first call, not reviewed[/] {name}", highlight=False)
+            _print_diff(definition_diff(None, check.new, new_name=check.name))
+            for flag in flags.get(check.name, []):
+                _print_flag(flag)
 
 
 def _print_flags(flags: dict[str, list[Flag]], order: list[str]) -> None:
@@ -202,7 +239,7 @@ def _print_flags(flags: dict[str, list[Flag]], order: list[str]) -> None:
 
     for name in order:
         if name in flags:
-            out.print(f"[bold]{escape(escape_text(name))}[/]:", highlight=False)
+            out.print(f"[bold]{escape(escape_text(name, one_line=True))}[/]:", highlight=False)
             for flag in flags[name]:
                 _print_flag(flag)
 
@@ -260,9 +297,7 @@ def trust_cmd(
             # No diff to bind to: show what would be pinned, from this very listing, and ask.
             report = compare(server, live, store.load(server))
             wanted = {_REF_TAIL.sub("", n) for n in tools} if tools else None
-            for check in report.quarantined:
-                if wanted is None or check.name in wanted:
-                    _print_check(check, _flags(server, live, others).get(check.name, []))
+            _print_to_accept(report, wanted, _flags(server, live, others))
             if not await ask_cancellably(lambda: confirm_line(f"Pin these definitions of {server}? [y/N]: ")):
                 return None
             shown = Review.of(server, live)
@@ -295,8 +330,12 @@ def trust_cmd(
         return
     accepted = [c for c in trusted if c.status != "trusted"]
     for check in accepted:
-        was = f" (was {escape(escape_text(check.previous_name))})" if check.previous_name else ""
-        out.print(f"trusted {escape(escape_text(check.name))}: {check.status}{was}", highlight=False)
+        was = (
+            f" (was {escape(escape_text(check.previous_name, one_line=True))})" if check.previous_name else ""
+        )
+        out.print(
+            f"trusted {escape(escape_text(check.name, one_line=True))}: {check.status}{was}", highlight=False
+        )
         for flag in flags.get(check.name, []):
             err.print(
                 f"  [bold red]warning: flag {flag.kind}[/] {_flag_words(flag)}", highlight=False, emoji=False

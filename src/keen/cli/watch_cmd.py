@@ -7,6 +7,9 @@ happens: a change notice (``notifications/tools/list_changed``, or ``subscriptio
 in the 2026-07-28 era), an expired ``ttlMs``, a reconnect. Skills on disk follow each change
 before its line is printed. With ``--json`` every line is one JSON object (``watch.ready``,
 ``capability.diff``, ``server.state``) for scripts; Ctrl-C or SIGTERM ends it with exit 0.
+A server's state is said once per new state or error, not per reconnect attempt
+(``server.state``'s ``retries``: the failed attempts so far; ``--json`` says ``connecting``
+as a reconnect begins, never at each retry).
 A server that goes away, or is down at start, is reconnected on the back-off of
 :class:`keen.mcp.Reconnector` until it is back (docs/architecture.md "Servers and their states").
 """
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
     from keen.mcp.listing.changes import ToolsChanged
     from keen.mcp.manager import Manager
     from keen.mcp.types import ServerStatus
-    from keen.mcpskills.sync import SyncEntry
+    from keen.mcpskills.sync import ServerSnapshot, SyncEntry
 
 __all__ = ["register"]
 
@@ -75,9 +78,10 @@ def _diff_against_disk(manager: Manager, root: Path, server: str) -> ToolsChange
     return manager.with_flags(change)
 
 
-async def _write_skill(manager: Manager, root: Path, server: str) -> tuple[SyncEntry, str]:
-    """``server``'s skill written from one snapshot, and that snapshot's note on the tools
-    the pins hold back ("" when none, or when the server was not connected)."""
+async def _write_skill(manager: Manager, root: Path, server: str) -> tuple[SyncEntry, ServerSnapshot]:
+    """``server``'s skill written from one snapshot, and that snapshot: the tools it serves
+    and its note on the tools the pins hold back ("" when none, or when the server was not
+    connected)."""
     import anyio
 
     from keen.mcpskills import snapshot
@@ -85,7 +89,17 @@ async def _write_skill(manager: Manager, root: Path, server: str) -> tuple[SyncE
 
     snap = snapshot(manager, server)
     entry = await anyio.to_thread.run_sync(lambda: sync_server(snap, skills_root=root))
-    return entry, snap.held
+    return entry, snap
+
+
+def _unchanged(status: ServerStatus, snap: ServerSnapshot) -> str:
+    """``NAME: no changes (N tools, MCP VERSION)``: N counts the tools served (the skill's),
+    not those the server lists, and the tools the pins hold back are counted apart."""
+    served = len(snap.tools)
+    counted = f"{served} tool{'s' if served != 1 else ''}"
+    if snap.held_tools:
+        counted += f" served, {len(snap.held_tools)} held for review"
+    return f"{status.name}: no changes ({counted}, MCP {status.protocol_version})"
 
 
 def _event(change: ToolsChanged, entry: SyncEntry | None) -> dict[str, Any]:
@@ -110,7 +124,7 @@ def _json_line(data: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _state_event(status: ServerStatus) -> dict[str, Any]:
+def _state_event(status: ServerStatus, retries: int) -> dict[str, Any]:
     return {
         "type": "server.state",
         "server": status.name,
@@ -118,6 +132,7 @@ def _state_event(status: ServerStatus) -> dict[str, Any]:
         "protocol_version": status.protocol_version,
         "tool_count": status.tool_count,
         "last_error": with_remedy(status.last_error, status.remedy, server=status.name),
+        "retries": retries,
         "at": datetime.now().astimezone().isoformat(),
     }
 
@@ -139,22 +154,21 @@ def refresh(
 
     root = paths.skills_dir()
 
-    async def body() -> list[tuple[ServerStatus, ToolsChanged | None, SyncEntry, str]]:
+    async def body() -> list[tuple[ServerStatus, ToolsChanged | None, SyncEntry, ServerSnapshot]]:
         async with open_runtime(only={server} if server else None) as rt:
             manager = rt.manager
             if server is not None:
                 manager.status(server)  # ServerNotConfigured before any waiting
             await rt.wait_for_discovery(timeout, _live(not as_json))
             names = [server] if server else [s.name for s in manager.servers() if s.enabled]
-            results: list[tuple[ServerStatus, ToolsChanged | None, SyncEntry, str]] = []
+            results: list[tuple[ServerStatus, ToolsChanged | None, SyncEntry, ServerSnapshot]] = []
             for name in names:
                 change = _diff_against_disk(manager, root, name)
-                entry, held = await _write_skill(manager, root, name)
+                entry, snap = await _write_skill(manager, root, name)
                 # What the pins hold back never reaches the skill, so the diff above cannot
                 # show it: said apart, or "no changes" would hide a changed server. From the
                 # snapshot the skill was written from: the server may be gone by now.
-                held = held if change is not None else ""
-                results.append((manager.status(name), change, entry, held))
+                results.append((manager.status(name), change, entry, snap))
             return results
 
     results = run(body)
@@ -169,15 +183,17 @@ def refresh(
                     "tool_count": s.tool_count,
                     "last_error": with_remedy(s.last_error, s.remedy, server=s.name),
                     "diff": _event(change, entry) if change is not None else None,
-                    "held": held,
+                    "served": len(snap.tools) if change is not None else None,
+                    "held": snap.held if change is not None else "",
+                    "held_tools": list(snap.held_tools) if change is not None else [],
                 }
-                for s, change, entry, held in results
+                for s, change, entry, snap in results
             ]
         )
     else:
         from keen.cli._terminal import terminal_text
 
-        for s, change, entry, held in results:
+        for s, change, entry, snap in results:
             if change is None:
                 # The last error may quote the server's stderr: escaped, and printed literally.
                 words = f"{s.name}: {s.state.value}: {with_remedy(s.last_error, s.remedy, server=s.name)}"
@@ -185,11 +201,9 @@ def refresh(
             elif change:
                 out.print(_line(change, entry), highlight=False, markup=False)
             else:
-                out.print(
-                    f"{s.name}: no changes ({s.tool_count} tools, MCP {s.protocol_version})", markup=False
-                )
-            if held:
-                err.print(held, markup=False, highlight=False)
+                out.print(_unchanged(s, snap), markup=False, highlight=False)
+            if change is not None and snap.held:
+                err.print(snap.held, markup=False, highlight=False)
     if failed:
         # The server failed, not Keen: the same code keen mcp sync gives it.
         if not as_json:
@@ -232,15 +246,20 @@ async def _watch(as_json: bool, timeout: float) -> None:
             out.print(_line(change, entry), highlight=False, markup=False)
             sys.stdout.flush()
 
-    def state(status: ServerStatus) -> None:
-        if as_json:
-            _json_line(_state_event(status))
-            return
-        # A reconnect that fails again says nothing new: one line per new state or error.
+    def state(status: ServerStatus, retries: int) -> None:
+        # A reconnect that fails again says nothing new: one line (or event) per new state or
+        # error, not a connecting/disconnected pair per retry. --json says "connecting" when
+        # a reconnect begins (no retry failed yet), never again at each retry; the text lines
+        # say only where the attempts end.
         now = (status.state.value, status.last_error)
-        if status.state is ServerState.CONNECTING or said.get(status.name) == now:
+        if said.get(status.name) == now:
+            return
+        if status.state is ServerState.CONNECTING and (retries or not as_json):
             return
         said[status.name] = now
+        if as_json:
+            _json_line(_state_event(status, retries))
+            return
         # The last error may quote the server's stderr: escaped, and printed literally.
         words = terminal_text(f"{status.name}: {status.state.value} {status.last_error}".rstrip())
         out.print(words, markup=False, highlight=False, emoji=False)
@@ -281,7 +300,13 @@ async def _watch(as_json: bool, timeout: float) -> None:
                     tg.start_soon(_keep_connected, reconnector, name, keeping, name=f"keen-watch-{name}")
 
             def on_state(status: ServerStatus) -> None:
-                state(status)
+                retries = reconnector.failures(status.name)
+                # Announced from inside a running attempt, which the Reconnector counts only
+                # once it returns: a state it ended in other than connected is one more failure.
+                ended = status.state not in (ServerState.CONNECTING, ServerState.CONNECTED)
+                if ended and reconnector.attempting(status.name):
+                    retries += 1
+                state(status, retries)
                 if status.state is ServerState.DISCONNECTED:
                     keep(status.name)
 

@@ -116,6 +116,10 @@ class Manager:
         logs_dir: where stdio servers' stderr goes; default ``$KEEN_HOME/logs``.
         auth_factory: builds the OAuth ``httpx2.Auth`` for ``oauth`` servers; default: tokens
             from ``$KEEN_HOME/mcp/auth/<server>.json``, never a browser in the background.
+            Called ``(server, config, oauth, interactive)``, plus ``config_name=``
+            (:attr:`config_name`) when it has a parameter named ``config_name`` a keyword can
+            fill, as :func:`keen.mcp.auth.oauth_auth_factory`'s factories do, so a sign-in's
+            fixes name the config this Manager reads (a ``**kwargs`` alone gets the four).
         only: connect just these servers (the others stay ``configured``); ``refresh`` starts one.
             A name the config lacks is ``ServerNotConfigured`` at :meth:`start`.
         transports: ``{server: factory}`` connects those configured servers through the
@@ -212,7 +216,9 @@ class Manager:
         # code (keen serve's, a library's) is not that file's.
         self._from_file = config is None
         self._logs_dir = logs_dir
-        self._auth_factory = auth_factory  # the OAuth one by default, loaded by the first OAuth server
+        # The OAuth one by default, loaded by the first OAuth server; a factory that takes
+        # ``config_name`` gets this Manager's, so its fixes name where the entries are.
+        self._auth_factory = _with_config_name(auth_factory, self.config_name) if auth_factory else None
         self.only = only
         self._transports = dict(transports or {})
         if config is not None:  # configs.json's servers are known at start()
@@ -561,9 +567,20 @@ class Manager:
 
     def view_stamp(self, name: str) -> Hashable:
         """A key that changes when :meth:`view` may change though the tool list did not (a pin
-        file written by ``keen mcp trust`` in another process); ``None`` without trust."""
+        file written by ``keen mcp trust`` in another process); ``None`` without trust, and for
+        a server with ``"pinning": "off"`` (its view is the list as sent: no pins are looked at).
+
+        Raises:
+            ConfigError: what the trust vets ``name`` against cannot be looked at (a pins
+                folder that is a file), for a server that reads it.
+        """
         trust = self._tool_views.trust  # read here, not through ToolViews.stamp: asked per served call
-        return None if trust is None else trust.stamp(name)
+        if trust is None:
+            return None
+        entry = self.config.servers.get(name)
+        if entry is not None and entry.pinning == "off":
+            return None  # its view is the list as sent: no pin file to look at, nor to follow
+        return trust.stamp(name)
 
     def view_version(self) -> Hashable:
         """A key that moves whenever :meth:`view_stamp` saw a change, for any server: one
@@ -1036,6 +1053,32 @@ def _not_started(what: str) -> str:
         f"{what}: this Manager has not started its servers; "
         "start it first (async with Manager(...) as manager, or await manager.start())."
     )
+
+
+def _with_config_name(factory: AuthFactory, config_name: str) -> AuthFactory:
+    """``factory`` given ``config_name=`` on every call when it has a parameter of that name
+    a keyword can fill; any other factory is called with the four arguments alone, as it
+    always was. A ``**kwargs`` alone does not count: a user's pass-through wrapper
+    (``def logged(*args, **kwargs): return four(*args, **kwargs)``) would hand the keyword on
+    to a factory that has no such parameter."""
+    import inspect
+
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a callable without a signature Python can read
+        return factory
+    if not any(
+        p.name == "config_name" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params
+    ):
+        return factory
+    taking: Callable[..., tuple[httpx2.Auth, bool]] = factory  # AuthFactory names the four alone
+
+    def named(
+        server: str, config: HttpServerConfig, oauth: OAuthAuth, interactive: bool
+    ) -> tuple[httpx2.Auth, bool]:
+        return taking(server, config, oauth, interactive, config_name=config_name)
+
+    return named
 
 
 def _oauth_on_first_use(config_name: str) -> AuthFactory:

@@ -116,27 +116,29 @@ def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
 _HTML_COMMENT_OPEN = _compile(r"<!--")
 
 
-def _invisible(ch: str) -> bool:
+def _invisible(ch: str, one_line: bool = False) -> bool:
     if ch in "\n\t":
-        return False
+        return one_line
     cat = unicodedata.category(ch)
     # Cc: controls (ESC, NUL, ...); Cf: format (zero-width, bidi, tags, soft hyphen);
     # Co/Cn: private use and unassigned code points render as nothing or a box.
     return cat in ("Cc", "Cf", "Co", "Cn") or ch in "\u2028\u2029"
 
 
-def escape_text(text: str) -> str:
+def escape_text(text: str, *, one_line: bool = False) -> str:
     """``text`` with every invisible or control character written as ``\\uXXXX`` (or
     ``\\U000XXXXX``), and ``<!--`` as ``&lt;!--`` so a comment cannot hide in markdown.
 
-    Newlines and tabs stay. Visible text, including every script and emoji (and the joiners
-    inside emoji sequences and Persian or Indic words), is unchanged.
+    Newlines and tabs stay unless ``one_line`` (a name quoted inside a sentence, where a
+    newline would start a line of the server's choosing). Visible text, including every
+    script and emoji (and the joiners inside emoji sequences and Persian or Indic words), is
+    unchanged.
     """
     if text.isascii() and text.isprintable() and "<!--" not in text:
         return text
     out: list[str] = []
     for index, ch in enumerate(text):
-        if _invisible(ch) and not _emoji_joiner(text, index, index + 1):
+        if _invisible(ch, one_line) and not _emoji_joiner(text, index, index + 1):
             code = ord(ch)
             out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
         else:

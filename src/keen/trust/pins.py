@@ -14,14 +14,15 @@ atomically by :mod:`keen.trust.pinstore`)::
 
 - ``trusted``: same name, same fingerprint;
 - ``renamed``: a new name whose definition is otherwise identical to a pinned tool that
-  is gone: it keeps its trust;
+  is gone: shown as a rename, but held like a new tool (the name is part of what the model
+  reads and acts on: ``archive`` renamed ``purge_everything`` is not the tool you pinned);
 - ``changed``: same name, different definition; or a new name that shares its description
   or inputSchema with a pinned tool that is gone (a rename that also changed), which is
   quarantined like any change;
 - ``new``: not pinned under any name;
 - ``removed``: pinned, no longer listed.
 
-What happens to ``new`` and ``changed`` tools is the server's policy
+What happens to ``new``, ``renamed`` and ``changed`` tools is the server's policy
 (:func:`pinning_policy`): ``quarantine`` refuses them until trusted, ``warn`` lets them
 through with a warning, ``off`` skips pinning. A server without a pin file has never been
 approved; its first approved call pins every tool it lists (trust on first use).
@@ -138,8 +139,9 @@ class ToolCheck:
 
     @property
     def quarantined(self) -> bool:
-        """True for ``new`` and ``changed``: not pinned as it is now."""
-        return self.status in ("new", "changed")
+        """True for ``new``, ``renamed`` and ``changed``: not pinned as it is now (a rename
+        changes the name the model reads, so it is reviewed like a new tool)."""
+        return self.status in ("new", "renamed", "changed")
 
     @property
     def fingerprint(self) -> str | None:
@@ -238,15 +240,17 @@ def definition_diff(
 ) -> str:
     """A unified diff (``difflib``) of two definitions as pretty canonical JSON; ``""`` if equal.
 
-    A missing side diffs against nothing, so a new tool shows as all ``+`` lines.
+    A missing side diffs against nothing, so a new tool shows as all ``+`` lines. The names
+    in the header lines are escaped onto one line (:func:`keen.trust.flags.escape_text`):
+    they are the server's, and a newline in one would start a diff line of its choosing.
     """
     before = pretty_json(old).splitlines() if old is not None else []
     after = pretty_json(new).splitlines() if new is not None else []
     lines = difflib.unified_diff(
         before,
         after,
-        fromfile=f"pinned/{old_name}" if old is not None else "/dev/null",
-        tofile=f"live/{new_name}" if new is not None else "/dev/null",
+        fromfile=f"pinned/{escape_text(old_name, one_line=True)}" if old is not None else "/dev/null",
+        tofile=f"live/{escape_text(new_name, one_line=True)}" if new is not None else "/dev/null",
         lineterm="",
         n=3,
     )
@@ -477,7 +481,7 @@ class PinnedView:
     """What a model or host may read of one server's tools: :func:`pinned_view`.
 
     ``tools``: the listing to show; ``held``: the checks of the tools held for review
-    (quarantined: new, or changed since pinned), shown only as :attr:`note`; ``error``: why
+    (quarantined: new, renamed, or changed since pinned), shown only as :attr:`note`; ``error``: why
     nothing can be shown (a broken pin file).
     """
 
@@ -488,23 +492,26 @@ class PinnedView:
 
     @property
     def note(self) -> str:
-        """``N tools changed and are held for review: keen mcp diff SERVER``, or ``1 new tool
-        and 2 changed tools are held ...`` when some are new ("" when none)."""
+        """``N tools changed and are held for review: keen mcp diff SERVER``, or ``1 new tool,
+        1 renamed tool and 2 changed tools are held ...`` when some are new or renamed ("" when
+        none)."""
         if self.error:
             return f"The tools of {self.server} are held: {self.error}"
-        new = sum(1 for check in self.held if check.status == "new")
-        changed = len(self.held) - new
-        if not new and not changed:
+        counts = {
+            kind: sum(1 for check in self.held if check.status == kind)
+            for kind in ("new", "renamed", "changed")
+        }
+        total = sum(counts.values())
+        if not total:
             return ""
-        if not new:
-            what = "tools changed and are" if changed != 1 else "tool changed and is"
-            return f"{changed} {what} {_HELD_FOR_REVIEW}{self.server}"
-        # A new tool never changed: counted as one, it sent the reader looking for an edit.
-        parts = [f"{new} new tool{'s' if new != 1 else ''}"]
-        if changed:
-            parts.append(f"{changed} changed tool{'s' if changed != 1 else ''}")
-        verb = "are" if new + changed != 1 else "is"
-        return f"{' and '.join(parts)} {verb} {_HELD_FOR_REVIEW}{self.server}"
+        if total == counts["changed"]:
+            what = "tools changed and are" if total != 1 else "tool changed and is"
+            return f"{total} {what} {_HELD_FOR_REVIEW}{self.server}"
+        # A new or renamed tool did not change: counted as one, it sent the reader looking
+        # for an edit.
+        parts = [f"{n} {kind} tool{'s' if n != 1 else ''}" for kind, n in counts.items() if n]
+        listed = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+        return f"{listed} {'are' if total != 1 else 'is'} {_HELD_FOR_REVIEW}{self.server}"
 
 
 _HELD_FOR_REVIEW = "held for review: keen mcp diff "
@@ -528,11 +535,12 @@ def pinned_view(
     """The listing everything a model or host reads is built from (SKILL.md, schema files,
     the catalog line, search, ``keen serve``), in place of the live ``tools/list``.
 
-    Under ``quarantine`` (a pinned server): a trusted or plainly renamed tool as listed (its
-    definition is the pinned one); a changed tool as it was pinned; a new tool, or one
-    renamed and changed, not at all. Those quarantined tools are :attr:`PinnedView.held`.
-    Under ``warn`` a changed tool is shown as listed (calls are let through), with its
-    annotations at the stricter of pinned and live (:func:`stricter_annotations`). Under
+    Under ``quarantine`` (a pinned server): a trusted tool as listed (its definition is the
+    pinned one); a changed tool as it was pinned; a new or renamed tool (a pinned definition
+    under a new name, changed or not) not at all. Those quarantined tools are
+    :attr:`PinnedView.held`. Under ``warn`` a changed or renamed tool is shown as listed (calls
+    are let through), with its annotations at the stricter of pinned and live
+    (:func:`stricter_annotations`). Under
     ``off`` or for a server never pinned, the live list. Annotations are claims (MCP
     2025-11-25 "Tool annotations": untrusted unless from a trusted server): a tool's
     ``annotations_trusted`` is True, so its ``readOnlyHint`` lets it run unasked, only for a
@@ -551,14 +559,14 @@ def pinned_view(
     seen: set[str] = set()
     for index, tool in enumerate(tools):
         check = checks[index] if index < len(checks) else None
-        if check is None or check.status in ("trusted", "renamed"):
+        if check is None or check.status == "trusted":
             view = tool
         elif policy == "quarantine":
             held.append(check)
             if check.status != "changed" or check.previous_name or check.old is None:
                 continue
             view = pinned_tool(server, check.old)
-        elif check.old is not None:  # warn, changed: let through, judged by the stricter annotations
+        elif check.old is not None:  # warn, changed or renamed: let through, by the stricter annotations
             view = replace(
                 tool, annotations=stricter_annotations(check.old.get("annotations"), tool.annotations)
             )
@@ -703,9 +711,8 @@ class PinGuard:
         """The pin check of one call, before approval.
 
         Returns the tool's check (``None`` when ``policy`` is ``off`` or the server has no pins
-        yet). Under ``quarantine`` a
-        ``new`` or ``changed`` tool of a pinned server raises ``ToolQuarantined``; under ``warn``
-        it is logged and allowed. A server never pinned passes (trust on first use follows the
+        yet). Under ``quarantine`` a ``new``, ``renamed`` or ``changed`` tool of a pinned server
+        raises ``ToolQuarantined``; under ``warn`` it is logged and allowed. A server never pinned passes (trust on first use follows the
         approval: :meth:`approved`).
 
         Raises:
@@ -726,7 +733,7 @@ class PinGuard:
             logger.warning(
                 "%s/%s is %s since it was pinned (%s); allowed by pinning policy warn",
                 server,
-                tool,
+                escape_text(tool, one_line=True),
                 check.status,
                 ", ".join(check.changed_fields) or "not pinned",
             )
@@ -760,10 +767,16 @@ def _same_tools(held: tuple[Tool, ...], tools: Sequence[Tool]) -> bool:
 
 def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
     """The refusal of a quarantined tool: what changed, the diff, and how to accept it."""
+    # Both names are the server's (the old one as it once listed it, kept in the pin file):
+    # escaped onto one line, so neither can end the sentence and start one of its own.
+    name = escape_text(check.name, one_line=True)
+    previous = escape_text(check.previous_name or "", one_line=True)
     if check.status == "new":
         what = "is new since this server's tools were pinned"
+    elif check.status == "renamed":
+        what = f'was renamed from "{previous}" (its definition is otherwise the same)'
     elif check.previous_name:
-        what = f'was renamed from "{check.previous_name}" and changed ({", ".join(check.changed_fields)})'
+        what = f'was renamed from "{previous}" and changed ({", ".join(check.changed_fields)})'
     else:
         what = f"changed since it was pinned ({', '.join(check.changed_fields)})"
     diff = escape_text(check.diff())
@@ -775,7 +788,7 @@ def quarantine_error(server: str, check: ToolCheck) -> ToolQuarantined:
     # The message reaches the model: it names the change but never quotes the new
     # definition (that is what is held back); ``diff`` carries it for a person.
     message = (
-        f'the tool "{server}/{check.name}" {what}, so it is held for review and nothing was sent. '
+        f'the tool "{server}/{name}" {what}, so it is held for review and nothing was sent. '
         f"The user can review it with `keen mcp diff {server}`, then accept it with `keen mcp trust {server}`."
     )
     return ToolQuarantined(

@@ -41,9 +41,10 @@ def skill_annotations_trusted(
     skill's marker (the schema file leaves ``outputSchema`` out), compared with the pin's as
     :func:`keen.trust.pins.compare` compares a live tool's; the fields the file holds must
     equal the pin's as well (a file edited by hand is not what was reviewed). A skill whose
-    marker records none (``fingerprint`` ``None``) is judged by those fields alone, and not
-    trusted when the pin has an ``outputSchema`` it cannot compare. A broken pin file trusts
-    nothing. Pin files are read once each, when first asked."""
+    marker records none (a marker from before Keen recorded them: ``fingerprint`` empty or
+    missing) is not trusted until the next sync records them: its fields alone cannot say
+    which definition it shows. A broken pin file trusts nothing. Pin files are read once each,
+    when first asked."""
     trusted_servers = frozenset(trusting)
     off = frozenset(unpinned)
     pin_store = store or PinStore()
@@ -69,9 +70,7 @@ def skill_annotations_trusted(
         # inputSchema, readOnlyHint kept) is not what was reviewed, whatever the marker says.
         same_fields = all(pinned.get(f) == data.get(f) for f in _SKILL_FIELDS)
         shown = data.get("fingerprint")
-        if isinstance(shown, str):
-            return same_fields and shown == pin.fingerprint
-        return same_fields and "outputSchema" not in pinned
+        return same_fields and isinstance(shown, str) and shown == pin.fingerprint
 
     return check
 

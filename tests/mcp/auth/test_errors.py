@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 import socket
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +19,7 @@ from helpers.oauth import Browser, background_auth, free_port, list_tool_names, 
 from keen.cli._wording import describe
 from keen.errors import AuthFailed, AuthRequired, ConfigError, Remedy
 from keen.mcp.auth import CallbackListener, FileTokenStore, authorize_interactively, classify_auth_failure
-from keen.mcp.config import HttpServerConfig
+from keen.mcp.config import ApiKeyAuth, HttpServerConfig, parse_config
 from keen.mcp.connection.translate import ConnectFacts, classify_connect_failure
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
@@ -224,3 +226,68 @@ async def test_sign_in_fixes_name_the_config_a_manager_was_given_in_code(keen_ho
             status = await manager.refresh("demo", interactive=True)
     assert f'set "callback_port" in the server\'s "auth" in {GIVEN}' in status.last_error, status.last_error
     assert _nothing_saved(keen_home)
+
+
+async def test_a_refused_api_key_names_the_variable_it_came_from_never_its_value(
+    write_config: Callable[[dict[str, Any]], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hint said check "auth.key" when the key came from ${KEEN_DOCS_TOKEN}: the expanded
+    # config kept only the value. It keeps the variable's name now (never its value, nor
+    # anything configs.json could set), and the hint names it.
+    wrong = "kd-wrong-7c2e9a41f0"
+    monkeypatch.setenv("KEEN_DOCS_TOKEN", wrong)
+    with serve_http(make_basic_server(), api_key="kd-right-3b8f1d6e2a") as srv:
+        path = write_config(
+            {
+                "docs": {"url": srv.url, "auth": {"type": "api_key", "key": "${KEEN_DOCS_TOKEN}"}},
+                "plain": {"url": srv.url, "auth": {"type": "api_key", "key": wrong}},
+            }
+        )
+        async with Manager(path, trust=None) as manager:
+            await manager.wait_ready(20)
+            docs, plain = manager.status("docs"), manager.status("plain")
+    assert docs.state is ServerState.AUTH_FAILED, docs
+    assert docs.last_error == (
+        'MCP server "docs" rejected the API key (HTTP 401); check KEEN_DOCS_TOKEN, which "auth.key" reads, '
+        '"auth.header" and "auth.scheme" in configs.json'
+    )
+    assert plain.last_error == (
+        'MCP server "plain" rejected the API key (HTTP 401); check "auth.key", "auth.header" and '
+        '"auth.scheme" in configs.json'
+    )
+    entry = manager.config.servers["docs"]
+    assert isinstance(entry, HttpServerConfig) and isinstance(entry.auth, ApiKeyAuth)
+    assert entry.auth.key_from == ("KEEN_DOCS_TOKEN",) and wrong not in repr(entry)
+    forged = {"type": "api_key", "key": "k", "_key_from": ["HOME"]}  # configs.json cannot set it
+    with pytest.raises(ConfigError, match=re.escape("unknown field 'auth._key_from'")):
+        parse_config({"version": 1, "servers": {"x": {"url": srv.url, "auth": forged}}})
+
+
+async def test_a_users_auth_factory_is_given_the_managers_config_name(
+    keen_home: Path, tmp_path: Path
+) -> None:
+    # A factory of the caller's own (oauth_auth_factory with another token folder) got no
+    # config name: its fixes said configs.json for a Manager given its config in code. The
+    # Manager passes its config_name to a factory that takes the keyword; one written for the
+    # four arguments alone is still called with those.
+    from keen.mcp.auth import oauth_auth_factory
+
+    own = oauth_auth_factory(directory=tmp_path / "tokens", open_browser=None)
+    seen: list[str] = []
+
+    def four_arguments(server: str, config: HttpServerConfig, oauth: Any, interactive: bool) -> Any:
+        seen.append(server)
+        return own(server, config, oauth, interactive)
+
+    with serve_http(make_basic_server(), api_key="not-oauth") as srv:
+        config = {"version": 1, "servers": {"demo": {"url": srv.url, "auth": {"type": "oauth"}}}}
+        async with Manager(config=config, auth_factory=own, trust=None) as manager:
+            await manager.wait_ready(20)
+            status = await manager.refresh("demo", interactive=True)
+        assert "its OAuth metadata is missing or malformed" in status.last_error, status.last_error
+        assert f"Check the server's url in {GIVEN}," in status.last_error, status.last_error
+        async with Manager(config=config, auth_factory=four_arguments, trust=None) as manager:
+            await manager.wait_ready(20)
+            status = await manager.refresh("demo", interactive=True)
+    assert seen and set(seen) == {"demo"}
+    assert "Check the server's url in configs.json," in status.last_error, status.last_error

@@ -147,3 +147,32 @@ async def test_a_tool_needing_a_wider_scope_says_so_and_the_session_stays(
             assert (await manager.call_tool("demo", "echo", {"text": "still"})).text == "still"
             await _connect(manager, Browser())  # connect asks for the saved wider scope
             assert (await manager.call_tool("demo", "admin_task", {})).text == "admin done"
+
+
+async def test_a_pass_through_auth_factory_gets_the_four_arguments_and_connects(keen_home: Path) -> None:
+    # A user's logging wrapper (*args, **kwargs, handing both on) around a factory of the four
+    # arguments: the Manager gave it config_name= because of its **kwargs, which the wrapped
+    # factory refused ("unexpected keyword argument 'config_name'"), so the server never
+    # connected. Only a parameter named config_name gets the keyword.
+    own = oauth_auth_factory(open_browser=None)
+    seen: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    def four(server: str, config: HttpServerConfig, oauth: Any, interactive: bool) -> Any:
+        return own(server, config, oauth, interactive)
+
+    def logged(*args: Any, **kwargs: Any) -> Any:
+        seen.append((args, kwargs))
+        return four(*args, **kwargs)
+
+    with serve_oauth() as srv:
+        config = {"version": 1, "servers": {"demo": {"url": srv.url, "auth": {"type": "oauth"}}}}
+        async with Manager(config=config, trust=None) as manager:
+            entry = manager.config.servers["demo"]
+            assert isinstance(entry, HttpServerConfig)
+            await authorize_interactively("demo", entry, open_browser=Browser(), timeout=30)
+        async with Manager(config=config, auth_factory=logged, trust=None) as manager:
+            await manager.wait_ready(30)
+            status = manager.status("demo")
+            assert status.state is ServerState.CONNECTED, status.last_error
+            assert (await manager.call_tool("demo", "echo", {"text": "hi"})).text == "hi"
+    assert seen and all(len(args) == 4 and kwargs == {} for args, kwargs in seen), seen

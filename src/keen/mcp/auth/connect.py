@@ -142,15 +142,24 @@ def oauth_auth_factory(
     on_authorization_url: ShowUrl | None = None,
     timeout: float = AUTHORIZATION_TIMEOUT,
     client_metadata_url: str | None = None,
-    config_name: str = "configs.json",
+    config_name: str | None = None,
 ) -> AuthFactory:
     """An ``AuthFactory`` for ``Manager(auth_factory=...)`` over :class:`FileTokenStore` files in
     ``directory`` (default ``$KEEN_HOME/mcp/auth``). Background connections get
     ``interactive=False``; the browser hooks apply only when the Manager asks for interactive.
-    ``config_name``: where the servers' entries are, as a failed sign-in's fix names it."""
+    ``config_name``: where the servers' entries are, as a failed sign-in's fix names it;
+    default: the Manager's (:attr:`keen.mcp.Manager.config_name`, which it passes to a factory
+    with a parameter named ``config_name``, as this one's keyword-only one), else
+    ``configs.json``."""
+    named = config_name
 
     def factory(
-        server: str, config: HttpServerConfig, oauth: OAuthAuth, interactive: bool
+        server: str,
+        config: HttpServerConfig,
+        oauth: OAuthAuth,
+        interactive: bool,
+        *,
+        config_name: str | None = None,
     ) -> tuple[httpx2.Auth, bool]:
         store = FileTokenStore(server, directory)
         auth = create_oauth_auth(
@@ -163,7 +172,7 @@ def oauth_auth_factory(
             on_authorization_url=on_authorization_url if interactive else None,
             timeout=timeout,
             client_metadata_url=client_metadata_url or oauth.client_metadata_url,
-            config_name=config_name,
+            config_name=named or config_name or "configs.json",
         )
         return auth, store.has_tokens()
 

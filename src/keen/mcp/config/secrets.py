@@ -11,7 +11,7 @@ numbers, file paths) are left alone: see :func:`keen._redact.looks_secret`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from keen._redact import REDACTED, Redactor, looks_secret, redactor, register_value, url_secrets
 from keen.mcp.config.servers import ApiKeyAuth, HttpServerConfig, OAuthAuth, StdioServerConfig
@@ -51,25 +51,49 @@ def arg_secrets(args: Sequence[str]) -> list[str]:
     a flag such as ``--api-key``, ``--token`` or ``--password``; the value of
     ``--password=VALUE``; of a header ``Authorization: Bearer x`` (alone or after ``-H``);
     of ``NAME=VALUE`` when NAME says secret (``GITHUB_TOKEN=...``); a URL's userinfo and
-    query values."""
-    found: list[str] = []
+    query values. Every such value, for the redactor (which judges them itself:
+    :func:`keen._redact.register_value`)."""
+    return [value for _, _, _, values in _credentials(args, shown=False) for value in values]
+
+
+def _credentials(args: Sequence[str], *, shown: bool) -> Iterator[tuple[int, int, int, list[str]]]:
+    """Where a command line's own words say it holds credentials: ``(index, start, end,
+    values)``, each of ``values`` a credential within ``args[index][start:end]`` (a URL's
+    userinfo and query values within the URL; else the slice is the value itself).
+
+    The one walk :func:`arg_secrets` and :func:`hide_arg_secrets` share. ``shown`` is what
+    differs: for display, a value counts only when :func:`keen._redact.looks_secret` (not
+    ``--token-limit 8000``, ``--auth none``), and the word after a secret flag is no value
+    when it is itself a flag (``--verbose``, ``-v``); for the redactor, every value counts (it
+    judges them itself), and only a ``--`` word is taken for a flag (``-v`` is registered,
+    which shows it nowhere).
+    """
+    keep = looks_secret if shown else _anything
     for i, arg in enumerate(args):
-        named = _NAMED_VALUE.match(arg)
-        if named is not None and not secret_name(named.group(1)):
-            named = _NAMED_VALUE.match(named.group(2)) or named  # --header=Authorization: Bearer x
         if url := _URL.search(arg):  # mcp-remote https://h/mcp?key=..., --url=https://u:p@h
-            found.extend(url_secrets(url.group()))
-        elif named is not None:
-            if secret_name(named.group(1)):
-                found.append(named.group(2))
-        elif (
-            arg.startswith("-")
-            and secret_name(arg)
-            and i + 1 < len(args)
-            and not args[i + 1].startswith("--")
-        ):
-            found.append(args[i + 1])
-    return found
+            yield i, url.start(), url.end(), url_secrets(url.group())
+            continue
+        named = _NAMED_VALUE.match(arg)
+        if named is not None:
+            if secret_name(named.group(1)) and keep(named.group(2)):
+                yield i, named.start(2), named.end(2), [named.group(2)]
+            elif (
+                (inner := _NAMED_VALUE.match(named.group(2))) is not None  # --header=Authorization: Bearer x
+                and secret_name(inner.group(1))
+                and keep(inner.group(2))
+            ):
+                at = named.start(2)
+                yield i, at + inner.start(2), at + inner.end(2), [inner.group(2)]
+            continue
+        if arg.startswith("-") and secret_name(arg) and i + 1 < len(args):
+            value = args[i + 1]  # the value of `--api-key VALUE`
+            flag = _FLAG.match(value) if shown else value.startswith("--")
+            if not flag and keep(value):
+                yield i + 1, 0, len(value), [value]
+
+
+def _anything(_value: str) -> bool:
+    return True
 
 
 def register_server_secrets(config: HttpServerConfig | StdioServerConfig) -> None:
@@ -108,37 +132,19 @@ def hide_arg_secrets(args: Sequence[str], env: Mapping[str, str]) -> list[str]:
     for name, value in env.items():
         if secret_name(name):
             local.add(value)
+    found: dict[int, list[tuple[int, int, list[str]]]] = {}
+    for i, start, end, values in _credentials(args, shown=True):
+        found.setdefault(i, []).append((start, end, values))
     shown: list[str] = []
     for i, arg in enumerate(args):
-        before = args[i - 1] if i else ""
-        if (
-            before.startswith("-")
-            and _NAMED_VALUE.match(before) is None
-            and not _URL.search(before)
-            and secret_name(before)
-            and not _FLAG.match(arg)
-            and looks_secret(arg)
-        ):
-            shown.append(REDACTED)  # the value of `--api-key VALUE`
-        else:
-            shown.append(local.redact(_hide_in_arg(arg)))
+        spans = found.get(i, [])
+        if any(end - start == len(arg) and values == [arg] for start, end, values in spans):
+            shown.append(REDACTED)  # the value of `--api-key VALUE`, whole
+            continue
+        for start, end, values in spans:  # one at most: an arg's own words name one place
+            piece = arg[start:end]
+            for secret in sorted(values, key=len, reverse=True):
+                piece = piece.replace(secret, REDACTED)
+            arg = arg[:start] + piece + arg[end:]
+        shown.append(local.redact(arg))
     return shown
-
-
-def _hide_in_arg(arg: str) -> str:
-    """One arg with the credentials its own words name hidden (:func:`hide_arg_secrets`)."""
-    if url := _URL.search(arg):
-        shown = url.group()
-        for secret in sorted(url_secrets(shown), key=len, reverse=True):
-            shown = shown.replace(secret, REDACTED)
-        return arg[: url.start()] + shown + arg[url.end() :]
-    named = _NAMED_VALUE.match(arg)
-    if named is None:
-        return arg
-    if secret_name(named.group(1)) and looks_secret(named.group(2)):
-        return arg[: named.start(2)] + REDACTED + arg[named.end(2) :]
-    inner = _NAMED_VALUE.match(named.group(2))  # --header=Authorization: Bearer x
-    if inner is not None and secret_name(inner.group(1)) and looks_secret(inner.group(2)):
-        start = named.start(2) + inner.start(2)
-        return arg[:start] + REDACTED + arg[named.start(2) + inner.end(2) :]
-    return arg

@@ -142,9 +142,17 @@ class ApiKeyAuth(_Model):
     header: str = Field(default="Authorization", min_length=1)
     scheme: str = "Bearer"
     key: str = Field(min_length=1, repr=False)
+    _key_from: tuple[str, ...] = PrivateAttr(default=())
 
     def header_value(self) -> str:
         return f"{self.scheme} {self.key}" if self.scheme else self.key
+
+    @property
+    def key_from(self) -> tuple[str, ...]:
+        """The environment variables ``key`` was expanded from (``"${KEEN_DOCS_TOKEN}"`` in
+        configs.json: ``("KEEN_DOCS_TOKEN",)``), their names only, never their values: what a
+        refused key's hint names. ``()`` for a key written literally or given in code."""
+        return self._key_from
 
 
 class OAuthAuth(_Model):
@@ -235,7 +243,10 @@ ServerConfig = Annotated[HttpServerConfig | StdioServerConfig, Field(discriminat
 
 AuthFactory = Callable[[str, HttpServerConfig, OAuthAuth, bool], "tuple[httpx2.Auth, bool]"]
 """``(server, config, oauth, interactive) -> (auth, has_token)``: builds the OAuth ``httpx2.Auth``
-for an ``oauth`` server, as :class:`keen.mcp.Manager` takes it."""
+for an ``oauth`` server, as :class:`keen.mcp.Manager` takes it. A factory that also has a
+parameter named ``config_name`` (a keyword can fill it) is given the Manager's (where its
+server entries are, as a sign-in's fixes name them); any other, a ``**kwargs`` alone
+included, is called with the four arguments."""
 
 
 class MCPConfig(_Model):
@@ -316,6 +327,9 @@ class MCPConfig(_Model):
                 field="servers",
             )
         strict: bool = context.get("strict", True)
+        # Which ${VAR}s each api_key's "key" reads: expansion keeps only their values, and a
+        # refused key's hint names the variable (_key_sources sets it on the model).
+        context["key_from"] = key_from = dict[str, tuple[str, ...]]()
         twice = set(repeated_keys(servers_raw))
         servers: dict[str, Any] = {}
         invalid: dict[str, str] = {}
@@ -344,6 +358,7 @@ class MCPConfig(_Model):
                         field="name",
                     )
                 prepared = _prepare_server(name, entry, source=source, environ=environ)
+                key_from[name] = _key_variables(entry)
                 if strict:
                     servers[name] = prepared
                     continue
@@ -358,6 +373,15 @@ class MCPConfig(_Model):
                 invalid[name] = exc.message
                 kinds[name] = declared_kinds(entry)
         return {"version": version, "servers": servers, "invalid": invalid, "invalid_kinds": kinds}
+
+    @model_validator(mode="after")
+    def _key_sources(self, info: ValidationInfo) -> Self:
+        # Set on the validated models: a private attribute, so configs.json cannot write it.
+        for name, names in ((info.context or {}).get("key_from") or {}).items():
+            entry = self.servers.get(name)
+            if names and isinstance(entry, HttpServerConfig) and isinstance(entry.auth, ApiKeyAuth):
+                entry.auth._key_from = names  # pyright: ignore[reportPrivateUsage]
+        return self
 
     def raise_for_invalid(self) -> MCPConfig:
         """Raise the first server's configuration error, if any server is :attr:`invalid`.
@@ -500,6 +524,13 @@ def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict
             )
         entry.pop("auth")
     return entry
+
+
+def _key_variables(entry: Any) -> tuple[str, ...]:
+    """The ``${VAR}`` names an entry's ``auth.key`` is written with, as written (not expanded)."""
+    auth = entry.get("auth") if isinstance(entry, dict) else None
+    key = auth.get("key") if isinstance(auth, dict) else None  # pyright: ignore[reportUnknownMemberType]
+    return tuple(dict.fromkeys(m.group(1) for m in _VAR.finditer(key))) if isinstance(key, str) else ()
 
 
 def _field(parts: list[Any]) -> str:

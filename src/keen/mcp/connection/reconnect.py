@@ -139,9 +139,18 @@ class Reconnector:
         return max(0.0, window.next_at - self.clock())
 
     def failures(self, server: str) -> int:
-        """Failed attempts in a row for ``server`` (0 after a success or before any attempt)."""
+        """Failed attempts in a row for ``server`` (0 after a success or before any attempt).
+
+        An attempt is counted once it returns, after the state it ended in was announced to
+        the Manager's subscribers: one of them sees the count before it (:meth:`attempting`
+        tells it that an attempt is running)."""
         window = self._windows.get(server)
         return window.failures if window is not None else 0
+
+    def attempting(self, server: str) -> bool:
+        """Whether a reconnect attempt of ``server`` is running now (not yet in :meth:`failures`)."""
+        window = self._windows.get(server)
+        return window is not None and window.attempt is not None
 
     async def ensure(self, servers: Iterable[str], timeout: float | None = None) -> list[str]:
         """Reconnect those of ``servers`` that went away (if their window allows) and wait for

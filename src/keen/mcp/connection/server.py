@@ -31,7 +31,7 @@ from keen._text import one_line
 from keen._version import __version__
 from keen.errors import AuthRequired, Remedy
 from keen.mcp.config.secrets import register_server_secrets
-from keen.mcp.config.servers import AuthFactory, HttpServerConfig, OAuthAuth, StdioServerConfig
+from keen.mcp.config.servers import ApiKeyAuth, AuthFactory, HttpServerConfig, OAuthAuth, StdioServerConfig
 from keen.mcp.connection._stderr import StderrCopy
 from keen.mcp.connection.elicitation import (
     ElicitationCallback,
@@ -355,6 +355,9 @@ class ServerConnection:
             command=cfg.command if isinstance(cfg, StdioServerConfig) else "",
             url=redact_url(cfg.url) if isinstance(cfg, HttpServerConfig) else "",
             config_name=self.config_name,
+            key_from=cfg.auth.key_from
+            if isinstance(cfg, HttpServerConfig) and isinstance(cfg.auth, ApiKeyAuth)
+            else (),
         )
         self.http_status = None
         self._early_notice = False

@@ -288,6 +288,9 @@ class ConnectFacts:
     config_name: str = "configs.json"
     """Where the server's entry is, as the remedies name it (a config given in code is no
     configs.json: the Manager's words for it)."""
+    key_from: tuple[str, ...] = ()
+    """The variables an ``api_key`` auth's key was expanded from (``ApiKeyAuth.key_from``:
+    names, never values), which a refused key's hint names."""
 
     def listed_pages(self, count: int) -> None:
         """``count`` tools/list pages came, the last naming a next one."""
@@ -384,6 +387,7 @@ def _classify_auth(f: ConnectFacts) -> tuple[ServerState, str]:
         has_token=f.has_token,
         www_authenticate=f.www_authenticate,
         config_name=f.config_name,
+        key_from=f.key_from,
     )
     state = ServerState.AUTH_REQUIRED if isinstance(error, AuthRequired) else ServerState.AUTH_FAILED
     return state, error.message
@@ -411,6 +415,7 @@ def auth_status_error(
     has_token: bool = False,
     www_authenticate: str | None = None,
     config_name: str = "configs.json",
+    key_from: tuple[str, ...] = (),
 ) -> AuthRequired | AuthFailed:
     """The one mapping of an HTTP 401/403 answer to ``auth_required`` or ``auth_failed``.
 
@@ -418,12 +423,17 @@ def auth_status_error(
     refused); ``oauth`` -> AuthFailed when a saved sign-in (``has_token``) was rejected,
     else AuthRequired; ``none`` -> AuthFailed for 403, else AuthRequired naming the
     challenge's scheme (``www_authenticate``) and how to add ``auth`` (to ``config_name``,
-    where the server's entry is). Messages end with the next step (docs/architecture.md
-    "Servers and their states").
+    where the server's entry is). A refused API key's hint names the variables ``key_from``
+    its ``auth.key`` reads (their names: the value is the secret). Messages end with the next
+    step (docs/architecture.md "Servers and their states").
     """
     if auth == "api_key":
+        key = '"auth.key",'
+        if key_from:
+            variables = " and ".join(key_from)
+            key = f'{variables}, which "auth.key" reads,'
         return AuthFailed(
-            f'MCP server "{server}" rejected the API key (HTTP {status}); check "auth.key", "auth.header" and '
+            f'MCP server "{server}" rejected the API key (HTTP {status}); check {key} "auth.header" and '
             f'"auth.scheme" in {config_name}',
             server=server,
         )
