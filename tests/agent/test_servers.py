@@ -143,13 +143,61 @@ async def test_a_server_that_goes_away_again_right_after_a_told_reconnect_is_rep
     # a server reconnected by a call and gone again before then was back in the state the
     # watch had printed, so its second going away was never said (keen chat under tmux).
     async with crashed_chat(keen_home, write_config) as (rt, watch, lines):
-        # As keen chat's on-demand reconnect does: it prints its own line and tells the watch.
-        status = await rt.manager.refresh("chat")
-        assert status.state is ServerState.CONNECTED, status.last_error
-        watch.told(status)
+        await reconnect_as_chat_does(rt, watch)
         await crash(rt)
         await wait_until(lambda: gone(lines) == 2)
     assert not [line for line, _ in lines if line.startswith("chat: connected")], lines
+
+
+async def reconnect_as_chat_does(rt: Runtime, watch: ServerWatch) -> None:
+    """keen chat's on-demand reconnect (``Agent.revive``): the reconnector's attempt, then
+    its own line and :meth:`ServerWatch.told`."""
+    assert watch.reconnector is not None
+    assert await watch.reconnector.ensure(["chat"], 60) == ["chat"]
+    status = rt.manager.status("chat")
+    assert status.state is ServerState.CONNECTED, status.last_error
+    watch.told(status)
+
+
+async def test_a_reconnect_that_returns_after_the_watch_wakes_is_not_said_twice(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under load the attempt returned (and keen chat printed its line and told the watch)
+    # after the watch had woken on the server's "connected": the watch printed "chat:
+    # connected" too. Here the attempt's tail is stretched past the watch's settle time.
+    from keen.agent.servers import SETTLE_SECONDS
+
+    async with crashed_chat(keen_home, write_config) as (rt, watch, lines):
+        refresh = rt.manager.refresh
+        connected = anyio.Event()
+
+        async def slow_tail(name: str, **kwargs: Any) -> Any:
+            status = await refresh(name, **kwargs)
+            connected.set()
+            # The watch wakes on "connected" and looks SETTLE_SECONDS later, while the
+            # attempt still runs.
+            await anyio.sleep(SETTLE_SECONDS * 4)
+            return status
+
+        monkeypatch.setattr(rt.manager, "refresh", slow_tail)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reconnect_as_chat_does, rt, watch)
+            await connected.wait()
+        monkeypatch.undo()
+        await crash(rt)
+        await wait_until(lambda: gone(lines) == 2)
+    assert not [line for line, _ in lines if line.startswith("chat: connected")], lines
+
+
+async def test_a_reconnect_the_watch_is_not_told_of_is_said_once_the_attempt_ends(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # Held back while the attempt runs, a server back is still said when nobody tells the
+    # watch (an attempt that went on in the background after keen chat stopped waiting).
+    async with crashed_chat(keen_home, write_config) as (_rt, watch, lines):
+        assert watch.reconnector is not None
+        assert await watch.reconnector.ensure(["chat"], 60) == ["chat"]
+        await wait_until(lambda: any(line.startswith("chat: connected") for line, _ in lines))
 
 
 async def test_a_server_still_connecting_when_discovery_ends_is_told_and_followed(

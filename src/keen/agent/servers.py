@@ -197,6 +197,8 @@ class ServerWatch:
             async with self.lock:
                 news = self._news()
                 resync, self._resync = self._resync, False
+                if self._changed:  # held back while a reconnect is under way: looked at again
+                    self._wake.set()
                 if not news and not resync:
                     continue
                 await self._sync()  # regenerates the skill of a server whose tools changed
@@ -218,7 +220,13 @@ class ServerWatch:
         return f"{status.name}: {status.state.value}{why}; Keen reconnects it {when}; `{command}` does it now"
 
     def _news(self) -> list[ServerStatus]:
-        """The changed servers whose state differs from what was last reported."""
+        """The changed servers whose state differs from what was last reported.
+
+        A server back to ``connected`` while the reconnector's attempt for it still runs is
+        held back (kept in ``_changed``): the attempt's caller, keen chat's on-demand
+        reconnect, prints its own line and calls :meth:`told` when the attempt returns,
+        which on a loaded machine can come after this wake-up. Once no attempt runs it is
+        reported here unless someone told it."""
         names, self._changed = sorted(self._changed), set()
         news: list[ServerStatus] = []
         for name in names:
@@ -227,6 +235,13 @@ class ServerWatch:
             except KeenError:
                 continue
             if status.state in _PASSING or self._reported.get(name) is status.state:
+                continue
+            if (
+                status.state is ServerState.CONNECTED
+                and self.reconnector is not None
+                and self.reconnector.attempting(name)
+            ):
+                self._changed.add(name)
                 continue
             self._reported[name] = status.state
             news.append(status)
