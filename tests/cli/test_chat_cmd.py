@@ -167,6 +167,11 @@ def test_a_server_that_crashed_is_reconnected_by_the_next_call(home: Home) -> No
     assert run.code == 0, str(run)
     crashed, noted = run.json()["tool_calls"][2:]
     assert crashed["outcome"] == "error" and "went away during" in crashed["text"], crashed
+    # What the model reads: Keen reconnects the server at the next call, so it may call
+    # again; not also the gateway's "the user has to fix and reconnect this server", which
+    # contradicted it (and had the model send the user off to fix a server that was fine).
+    assert "Keen reconnects this server by itself at the next call to it" in crashed["text"], crashed
+    assert "has to fix" not in crashed["text"], crashed
     assert noted["outcome"] == "ok" and noted["text"] == "noted: after the crash", noted
     assert run.stderr.count("chat: reconnected, 5 tools") == 1, run.stderr
 
