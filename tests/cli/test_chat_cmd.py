@@ -201,6 +201,23 @@ def test_real_openai_client_against_a_fake_endpoint(home: Home) -> None:
         assert MODEL_KEY not in text
 
 
+def test_a_call_whose_arguments_are_not_json_is_named_call_mcp_tool_not_none(home: Home) -> None:
+    # The call's line on stderr read "> None/None": no server and no tool could be read from
+    # text that is not JSON, and the printer put Python's None in their place.
+    replies = [
+        Reply(tool_calls=[{"name": "call_mcp_tool", "raw": '{"server": "demo", tool'}]),
+        Reply(text="Sorry."),
+    ]
+    with FakeLLM(replies) as fake:
+        run = chat(
+            home, "-p", "hi", "--model", "openai:m", "--base-url", fake.url + "/v1",
+            env={"OPENAI_API_KEY": MODEL_KEY},
+        )  # fmt: skip
+    assert run.stdout.strip() == "Sorry.", str(run)
+    assert "> call_mcp_tool\n" in run.stderr and "None" not in run.stderr, run.stderr
+    assert "arguments must be a JSON object" in run.stderr, run.stderr
+
+
 def test_provider_errors_exit_1_with_a_clear_message(home: Home) -> None:
     with FakeLLM([Reply(status=401, message="invalid key")]) as fake:
         run = chat(

@@ -88,9 +88,9 @@ class _OneShotView:
         from rich.text import Text
 
         from keen.cli._terminal import terminal_text
-        from keen.entry_tools import CALL_TOOL
+        from keen.entry_tools import call_label
 
-        shown = f"{arguments.get('server')}/{arguments.get('tool')}" if name == CALL_TOOL else name
+        shown = call_label(name, arguments)
         self._end_step()
         err.print(Text(f"> {terminal_text(shown)}", style="dim"), highlight=False)
 
