@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from keen.cli._common import err, fail, out, print_json, typer_app
+
+if TYPE_CHECKING:
+    from keen.capabilities import Catalog
 
 __all__ = ["app"]
 
@@ -85,6 +88,8 @@ def search(
     status = catalog.search_status()
     if status:
         err.print(f"note: {escape(status)}", highlight=False)
+    if read_only and not hits:
+        _why_none_read_only(catalog, query, k, servers)
     if as_json:
         print_json([h.to_dict() for h in hits])
         return
@@ -111,6 +116,44 @@ def search(
     out.print(f"why #1: {cell(hits[0].why)}", highlight=False)
     # For a person: the command that shows a tool's inputSchema and the one that calls it.
     out.print("its inputSchema: keen mcp tools SERVER --json; call it: keen mcp call SERVER TOOL --args JSON")
+
+
+def _why_none_read_only(catalog: Catalog, query: str, k: int, servers: frozenset[str] | None) -> None:
+    """Say on stderr why ``--read-only`` found nothing when the search without it finds tools:
+    those tools claim ``readOnlyHint`` on servers not trusted for their annotations (README
+    "Annotations only from servers you trust for them"), or none is marked read-only.
+    Without this, "no matching tools" read as if nothing fit the query."""
+    from keen.capabilities import SearchFilter
+
+    found = catalog.search(query, k=k, filter=SearchFilter(mode="auto", servers=servers))
+    if not found:
+        return
+    claiming = sorted({hit.server for hit in found if hit.server and _claims_read_only(hit.location)})
+    if claiming:
+        names = ", ".join(escape(name) for name in claiming)
+        err.print(
+            f"note: matching tools of {names} claim readOnlyHint, but a server's annotations count only"
+            " once you trust them: `keen mcp diff SERVER`, then `keen mcp trust SERVER` (or"
+            ' "trust_annotations": true in its configs.json entry)',
+            highlight=False,
+        )
+    else:
+        err.print(
+            "note: tools match without --read-only, but their servers mark none of them read-only (readOnlyHint)",
+            highlight=False,
+        )
+
+
+def _claims_read_only(location: str) -> bool:
+    """Whether the schema file at ``location`` (a generated skill's) has ``readOnlyHint: true``."""
+    import json
+    from pathlib import Path
+
+    try:
+        annotations = json.loads(Path(location).read_text(encoding="utf-8")).get("annotations")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return False
+    return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
 
 
 @app.command("index")
