@@ -34,6 +34,11 @@ def test_values_and_overrides(keen_home: Path) -> None:
         ('mode = "yolo"\n', "mode must be one of read-only, ask, auto"),
         ("model = 3\n", "model must be a non-empty string"),
         ('openai_api_key = "sk-abcdef0123456789"\n', "never reads API keys from a file"),
+        (
+            'base_url = "localhost:11434/v1"\n',
+            "base_url 'localhost:11434/v1' is not an http:// or https:// URL",
+        ),
+        ('base_url = "ftp://host/v1"\n', "e.g. http://127.0.0.1:11434/v1"),
     ],
 )
 def test_bad_files_say_what_to_fix(keen_home: Path, text: str, words: str) -> None:

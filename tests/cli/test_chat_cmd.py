@@ -218,6 +218,29 @@ def test_a_call_whose_arguments_are_not_json_is_named_call_mcp_tool_not_none(hom
     assert "arguments must be a JSON object" in run.stderr, run.stderr
 
 
+def test_a_base_url_without_its_scheme_is_refused_before_the_turn(home: Home) -> None:
+    # "localhost:11434/v1" (no http://) was tried three times and said "cannot connect ...;
+    # check that the server is running", of an Ollama that was running; exit 1, a turn lost.
+    with FakeLLM([Reply(text="unused")]) as fake:
+        bare = fake.url.removeprefix("http://") + "/v1"
+        run = chat(
+            home, "-p", "hi", "--model", "openai:m", "--base-url", bare, env={"OPENAI_API_KEY": MODEL_KEY}
+        )
+        (home.keen_home / "config.toml").write_text(
+            f'model = "openai:m"\nbase_url = "me:{MODEL_KEY}@{bare}"\n'
+        )
+        from_file = chat(home, "-p", "hi", env={"OPENAI_API_KEY": MODEL_KEY})
+        assert fake.requests == []
+    assert run.code == 2, str(run)
+    assert f"error: --base-url '{bare}' is not an http:// or https:// URL" in run.stderr, run.stderr
+    assert f"e.g. http://{bare}" in run.stderr and "cannot connect" not in run.stderr, run.stderr
+    assert from_file.code == 2, str(from_file)
+    assert f"config.toml: base_url '[REDACTED]@{bare}' is not an http://" in from_file.stderr, (
+        from_file.stderr
+    )
+    assert MODEL_KEY not in from_file.stderr + from_file.stdout
+
+
 def test_provider_errors_exit_1_with_a_clear_message(home: Home) -> None:
     with FakeLLM([Reply(status=401, message="invalid key")]) as fake:
         run = chat(

@@ -25,7 +25,7 @@ from keen._record import FrozenRecord
 from keen.capabilities import PermissionMode
 from keen.errors import KeenError
 
-__all__ = ["MODES", "ChatSettings", "SettingsError", "load_settings", "settings_path"]
+__all__ = ["MODES", "ChatSettings", "SettingsError", "base_url_problem", "load_settings", "settings_path"]
 
 MODES: tuple[str, ...] = get_args(PermissionMode)
 _KEYS = {"model", "base_url", "mode"}
@@ -66,6 +66,33 @@ class ChatSettings(FrozenRecord):
             TypeError: a name that is not a field, as :func:`dataclasses.replace` raises it.
         """
         return self._replace(**{k: v for k, v in values.items() if v is not None})
+
+
+def base_url_problem(url: str) -> str | None:
+    """What is wrong with a model endpoint's base URL, worded to follow its name (``--base-url``,
+    ``base_url``), or None when it is an ``http``/``https`` URL with a host.
+
+    Without its scheme (``localhost:11434/v1``, the usual slip) the SDKs could not connect
+    and Keen said so three times over, "check that the server is running", of a server that
+    was running.
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        scheme, host = parts.scheme.lower(), parts.hostname
+    except ValueError:  # an unclosed [IPv6 bracket
+        scheme, host = "", None
+    if scheme in ("http", "https") and host:
+        return None
+    from keen._redact import redact_url
+
+    # Shown with a key in it (user:key@host) redacted, read as the URL it was meant to be.
+    example, shown = "http://127.0.0.1:11434/v1", redact_url(url)
+    if "://" not in url:
+        example = redact_url(f"http://{url.strip()}")
+        shown = example.removeprefix("http://")
+    return f"{shown!r} is not an http:// or https:// URL with a host; write it whole, e.g. {example}"
 
 
 def settings_path() -> Path:
@@ -110,6 +137,9 @@ def load_settings(path: Path | None = None) -> ChatSettings:
     for key in _KEYS & set(data):
         if not isinstance(data[key], str) or not data[key]:
             raise SettingsError(f"{path}: {key} must be a non-empty string", path=path)
+    problem = base_url_problem(data["base_url"]) if "base_url" in data else None
+    if problem:
+        raise SettingsError(f"{path}: base_url {problem}", path=path)
     mode = data.get("mode", "ask")
     if mode not in MODES:
         raise SettingsError(f"{path}: mode must be one of {', '.join(MODES)}, not {mode!r}", path=path)

@@ -113,10 +113,12 @@ class _OneShotView:
 
 
 def _settings(model: str | None, base_url: str | None, mode: str | None) -> ChatSettings:
-    from keen.agent.settings import MODES, load_settings
+    from keen.agent.settings import MODES, base_url_problem, load_settings
 
     if mode is not None and mode not in MODES:
         fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if base_url is not None and (problem := base_url_problem(base_url)):
+        fail(f"--base-url {problem}")
     settings = load_settings().override(model=model, base_url=base_url, mode=mode)
     if not settings.model:
         fail(
