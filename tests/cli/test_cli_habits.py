@@ -134,6 +134,25 @@ def test_prompt_with_no_skills_says_how_to_get_some(tmp_path: Path) -> None:
         ), run
 
 
+def test_prompt_and_search_with_servers_added_but_not_synced_say_sync_not_add(tmp_path: Path) -> None:
+    """``keen mcp add`` then ``keen prompt`` (the sync skipped): it said "add a server
+    (keen mcp add ...)" of a home that has one, and ``keen tools search`` the same."""
+    home = make_home(tmp_path)
+    home.write({"basic": stdio_entry("basic_stdio"), "other": stdio_entry("basic_stdio")})
+    text, stats, search = home.keen_many(("prompt",), ("prompt", "--stats"), ("tools", "search", "add"))
+    for run in (text, stats):
+        assert run.code == 0 and run.stdout.strip() == "", run
+        assert (
+            f"{home.config_path} configures basic, other; generate the skills with keen mcp sync"
+            in run.stderr
+        )
+        assert "keen mcp add" not in run.stderr, run
+    assert (
+        search.code == 2 and "generate the configured servers' skills with `keen mcp sync`" in search.stderr
+    )
+    assert "keen mcp add" not in search.stderr, search
+
+
 def test_prompt_with_every_skill_disabled_says_so_not_to_add_a_server(tmp_path: Path) -> None:
     """A server whose skill the sync disabled (its server went away): ``keen prompt`` has no
     section, and says which skill is disabled and where to see why, not "add a server"."""

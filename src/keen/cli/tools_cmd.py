@@ -73,6 +73,13 @@ def search(
             )
         catalog = everything
     if not len(catalog):
+        from keen.cli._prompt import configured_servers
+
+        if configured_servers():  # servers added, their skills not generated (or disabled)
+            fail(
+                "no tools to search: no generated MCP skills are enabled; generate the configured"
+                " servers' skills with `keen mcp sync` (it says why a skill stays disabled)"
+            )
         fail(
             "no tools to search: no generated MCP skills are enabled; add a server and generate its"
             " skill (`keen mcp add NAME -- COMMAND`, then `keen mcp sync`), or try the demo's:"
