@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +240,30 @@ def test_a_base_url_without_its_scheme_is_refused_before_the_turn(home: Home) ->
         from_file.stderr
     )
     assert MODEL_KEY not in from_file.stderr + from_file.stdout
+
+
+@pytest.mark.parametrize(("provider", "path"), [("openai", "/v1"), ("anthropic", "")])
+def test_a_model_that_never_answers_fails_after_model_timeout(home: Home, provider: str, path: str) -> None:
+    # A hung endpoint held the turn for the SDKs' 600 s, three times over (Keen retries a
+    # timeout), and nothing could shorten that: config.toml's model_timeout now does.
+    hung = threading.Event()
+    with FakeLLM([Reply(hang=hung, times=3)]) as fake:
+        (home.keen_home / "config.toml").write_text(f'model = "{provider}:m"\nmodel_timeout = 0.5\n')
+        try:
+            run = chat(
+                home, "-p", "hi", "--base-url", fake.url + path,
+                env={"OPENAI_API_KEY": MODEL_KEY, "ANTHROPIC_API_KEY": MODEL_KEY},
+            )  # fmt: skip
+        finally:
+            hung.set()
+        asked = len(fake.requests)
+    assert run.code == 1, str(run)
+    assert (
+        f"model error: {provider} at {fake.url + path} did not answer in time; Keen tried 3 times"
+        in run.stderr
+    )
+    assert "a longer model_timeout in config.toml" in run.stderr, run.stderr
+    assert asked == 3, asked
 
 
 def test_provider_errors_exit_1_with_a_clear_message(home: Home) -> None:

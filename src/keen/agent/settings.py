@@ -5,6 +5,7 @@ The file is optional; every key is too::
     model = "openai:gpt-4.1-mini"        # provider:name, as --model takes it
     base_url = "http://127.0.0.1:11434/v1"  # an OpenAI-compatible server (Ollama, vLLM, ...)
     mode = "ask"                           # read-only | ask | auto
+    model_timeout = 600                    # seconds the model may stay silent (the SDKs' default)
 
     [mcp]                                  # every MCP server's defaults (keen.mcp.config.defaults)
     timeout = 30
@@ -29,6 +30,7 @@ __all__ = ["MODES", "ChatSettings", "SettingsError", "base_url_problem", "load_s
 
 MODES: tuple[str, ...] = get_args(PermissionMode)
 _KEYS = {"model", "base_url", "mode"}
+_NUMBERS = {"model_timeout"}
 
 
 class SettingsError(KeenError):
@@ -43,21 +45,28 @@ class SettingsError(KeenError):
 
 class ChatSettings(FrozenRecord):
     """What ``keen chat`` runs with. ``model``: ``provider:name`` or None (not chosen yet);
-    ``base_url``: an OpenAI-compatible endpoint or None; ``mode``: the permission mode.
+    ``base_url``: an OpenAI-compatible endpoint or None; ``mode``: the permission mode;
+    ``model_timeout``: seconds the model may stay silent (before its answer begins, and
+    between two of its chunks) before the request fails, None for the provider SDK's own.
     A frozen dataclass (:mod:`keen._record`: made on ``keen chat``'s way to its first
     request, where the decorator would compile its methods at every start)."""
 
     model: str | None
     base_url: str | None
     mode: PermissionMode
+    model_timeout: float | None
 
-    _fields = ("model", "base_url", "mode")
+    _fields = ("model", "base_url", "mode", "model_timeout")
     __match_args__ = _fields
 
     def __init__(
-        self, model: str | None = None, base_url: str | None = None, mode: PermissionMode = "ask"
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        mode: PermissionMode = "ask",
+        model_timeout: float | None = None,
     ) -> None:
-        self._set(model=model, base_url=base_url, mode=mode)
+        self._set(model=model, base_url=base_url, mode=mode, model_timeout=model_timeout)
 
     def override(self, **values: Any) -> ChatSettings:
         """A copy with the given non-None values (command-line options) replacing these.
@@ -127,13 +136,19 @@ def load_settings(path: Path | None = None) -> ChatSettings:
             "and set OPENAI_API_KEY or ANTHROPIC_API_KEY in the environment instead",
             path=path,
         )
-    unknown = sorted(set(data) - _KEYS - {"mcp"})  # [mcp] is read by keen.mcp.config.defaults
+    unknown = sorted(set(data) - _KEYS - _NUMBERS - {"mcp"})  # [mcp]: keen.mcp.config.defaults
     if unknown:
         raise SettingsError(
-            f"{path}: unknown key(s) {', '.join(unknown)}; the keys are model, base_url, mode and the "
-            "[mcp] table",
+            f"{path}: unknown key(s) {', '.join(unknown)}; the keys are model, base_url, mode, "
+            "model_timeout and the [mcp] table",
             path=path,
         )
+    for key in _NUMBERS & set(data):
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise SettingsError(
+                f"{path}: {key} must be a number of seconds above 0, not {value!r}", path=path
+            )
     for key in _KEYS & set(data):
         if not isinstance(data[key], str) or not data[key]:
             raise SettingsError(f"{path}: {key} must be a non-empty string", path=path)
@@ -143,6 +158,10 @@ def load_settings(path: Path | None = None) -> ChatSettings:
     mode = data.get("mode", "ask")
     if mode not in MODES:
         raise SettingsError(f"{path}: mode must be one of {', '.join(MODES)}, not {mode!r}", path=path)
+    timeout = data.get("model_timeout")
     return ChatSettings(
-        model=data.get("model"), base_url=data.get("base_url"), mode=cast(PermissionMode, mode)
+        model=data.get("model"),
+        base_url=data.get("base_url"),
+        mode=cast(PermissionMode, mode),
+        model_timeout=None if timeout is None else float(timeout),
     )

@@ -345,7 +345,7 @@ def chosen_model(model: str | None, base_url: str | None, mode: str | None) -> t
 
     settings = _settings(model, base_url, mode)
     assert settings.model is not None
-    return settings, open_model(settings.model, base_url=settings.base_url)
+    return settings, open_model(settings.model, base_url=settings.base_url, timeout=settings.model_timeout)
 
 
 def one_shot(
@@ -372,7 +372,7 @@ def one_shot(
         # the runtime load (docs/chat.md "Startup"); a model that cannot be opened still fails
         # before anything is printed or sent.
         first = plan(prompt)
-        chosen = open_model(settings.model, base_url=settings.base_url)
+        chosen = open_model(settings.model, base_url=settings.base_url, timeout=settings.model_timeout)
         view = _OneShotView(stream=not as_json)
         early = None if first is None else EarlyModel(chosen, first)
         if early is None:

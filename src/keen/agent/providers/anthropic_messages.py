@@ -55,12 +55,16 @@ class AnthropicMessages:
         base_url: another endpoint speaking the Messages API; default Anthropic's.
         max_retries: Keen's retries for connection errors, 408, 409, 429, 5xx and 529
             (:class:`~keen.agent.providers._retry.Retry`; the SDK's own are off).
+        timeout: seconds the endpoint may stay silent (before its answer begins, and between
+            two chunks of it) before the request fails; None: the SDK's own (600 s).
 
     Raises:
         ModelNotConfigured: the ``anthropic`` package is missing or ``ANTHROPIC_API_KEY`` unset.
     """
 
-    def __init__(self, model: str, *, base_url: str | None = None, max_retries: int = 2) -> None:
+    def __init__(
+        self, model: str, *, base_url: str | None = None, max_retries: int = 2, timeout: float | None = None
+    ) -> None:
         if importlib.util.find_spec("anthropic") is None:
             raise missing_sdk("anthropic")
         key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
@@ -73,7 +77,10 @@ class AnthropicMessages:
         self.model = model
         self.endpoint = base_url or DEFAULT_ENDPOINT
         self.retry = Retry(retries=max_retries)
-        self._sdk = LazySdkClient("anthropic", "AsyncAnthropic", {"api_key": key, "base_url": base_url})
+        options: dict[str, Any] = {"api_key": key, "base_url": base_url}
+        if timeout is not None:
+            options["timeout"] = timeout
+        self._sdk = LazySdkClient("anthropic", "AsyncAnthropic", options)
 
     @property
     def _client(self) -> Any:
