@@ -266,6 +266,24 @@ def test_a_model_that_never_answers_fails_after_model_timeout(home: Home, provid
     assert asked == 3, asked
 
 
+def test_an_unknown_server_among_many_is_named_with_the_one_meant_not_every_one(home: Home) -> None:
+    # With seventy servers, a call to "weather" (or `keen mcp tools weather`) got all seventy
+    # names back, 2,000 characters for a model or a person to read, the one meant among them.
+    many = {f"srv-{n:02d}": {"transport": "stdio", "command": "unused", "enabled": False} for n in range(19)}
+    home.write({**many, "MCP-Weather-Free": {"transport": "stdio", "command": "unused", "enabled": False}})
+    model = script(
+        home, {"content": "", "tool_calls": [mcp("weather", "forecast")]}, {"content": "No such server."}
+    )
+    run = chat(home, "-p", "weather?", "--model", model, "--json")
+    [refused] = run.json()["tool_calls"]
+    tools = home.keen("mcp", "tools", "weather")
+    search = home.keen("tools", "search", "rain", "--server", "Weather")
+    for text in (refused["text"], tools.stderr, search.stderr):
+        assert "(perhaps MCP-Weather-Free; configured: " in text, text
+        assert ", and 8 more" in text and "srv-18" not in text, text  # twelve named of twenty
+    assert tools.code == 2 and search.code == 2 and "all in `keen mcp list`" in search.stderr, search
+
+
 def test_provider_errors_exit_1_with_a_clear_message(home: Home) -> None:
     with FakeLLM([Reply(status=401, message="invalid key")]) as fake:
         run = chat(

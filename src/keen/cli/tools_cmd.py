@@ -217,6 +217,7 @@ def _check_servers(names: list[str]) -> None:
     if not names:
         return
     from keen import paths
+    from keen._text import near_names, some_of
     from keen.errors import ConfigError
     from keen.mcp.config import load_config
 
@@ -231,8 +232,12 @@ def _check_servers(names: list[str]) -> None:
                 f"{name} has no generated skill yet (run `keen mcp sync` to connect it and write one)"
             )
         else:
-            listed = ", ".join(sorted(configured)) or "none"
-            problems.append(
-                f"{name} is not a configured server (configured: {listed}; `keen mcp add` adds one)"
-            )
+            names = sorted(configured)
+            listed = f"configured: {some_of(names, 12) or 'none'}"
+            if len(names) > 12:  # seventy names made a message of 2,000 characters
+                near = near_names(name, names)
+                listed = (
+                    f"perhaps {' or '.join(near)}; " if near else ""
+                ) + f"{listed}, all in `keen mcp list`"
+            problems.append(f"{name} is not a configured server ({listed}; `keen mcp add` adds one)")
     fail("; ".join(problems))
