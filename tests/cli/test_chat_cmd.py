@@ -150,6 +150,29 @@ def test_a_script_calling_before_it_reads_the_schema_is_refused_then_may_retry(h
     assert retry["outcome"] == "ok" and "6.2137" in retry["text"], retry
 
 
+def test_a_tool_its_server_does_not_list_is_refused_with_the_close_names(home: Home) -> None:
+    """The model got a tool's name wrong (``nots`` for ``note``): it read "not among this
+    step's tools; use search_tools to find a tool", and searched for a name the server's own
+    list could correct."""
+    serve(home, "chat")
+    model = script(
+        home,
+        {"content": "", "tool_calls": [mcp("chat", "nots", text="x")]},
+        {"content": "", "tool_calls": [mcp("chat", "note", text="x")]},
+        {"content": "", "tool_calls": [mcp("chat", "note", text="x")]},
+        {"content": "Noted."},
+    )
+    run = chat(home, "-p", "note x", "--model", model, "--json", "--yes")
+    assert run.code == 0, str(run)
+    wrong, first, right = run.json()["tool_calls"]
+    assert (wrong["outcome"], wrong["gate"]) == ("denied", "visibility"), wrong
+    assert (
+        'MCP server "chat" has no tool "nots" in its latest tools/list. Did you mean: note' in wrong["text"]
+    )
+    assert "SKILL.md" in wrong["text"] and "search_tools" not in wrong["text"], wrong["text"]
+    assert "it exists" in first["text"] and right["outcome"] == "ok", run.json()
+
+
 def test_a_server_that_crashed_is_reconnected_by_the_next_call(home: Home) -> None:
     """docs/chat.md "When a server goes away": no /mcp connect in a one-shot run; the next
     call to the crashed server starts it again and runs, and stderr says so in one line."""

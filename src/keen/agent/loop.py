@@ -549,6 +549,11 @@ class Agent:
                         f"{self.harness.mode} mode allows it: it is callable from your next "
                         "step, no search needed."
                     )
+            elif isinstance(tool, str) and (missing := self._no_such_tool(server, tool)) is not None:
+                # A tool its (connected) server does not list: "use search_tools to find a
+                # tool" sent the model searching for a name it got wrong; the server's own
+                # list has the close names.
+                text = f"Denied (visibility): {missing}"
         text += hint
         if obs.denied == "permission" and self.denial_note:
             text += f" {self.denial_note}"
@@ -566,6 +571,20 @@ class Agent:
         ):
             return closed(exc.message)
         return for_model(exc, server)
+
+    def _no_such_tool(self, server: str, tool: str) -> str | None:
+        """What the model reads when connected ``server`` lists no ``tool`` (up to three close
+        names, and where the names are); None when it lists it (a tool held for review) or the
+        server cannot say now."""
+        from keen.errors import ToolNotFound
+
+        try:
+            self.runtime.manager.find_tool(server, tool)
+        except ToolNotFound as exc:
+            return for_model(exc, server)
+        except KeenError:
+            return None
+        return None
 
     def _call_server(self, call: ToolCall) -> str | None:
         """The server ``call`` needs: ``call_mcp_tool``'s ``server`` argument, or the server
