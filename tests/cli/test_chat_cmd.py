@@ -173,6 +173,22 @@ def test_a_tool_its_server_does_not_list_is_refused_with_the_close_names(home: H
     assert "it exists" in first["text"] and right["outcome"] == "ok", run.json()
 
 
+def test_a_search_with_no_hit_in_read_only_mode_says_so_and_why(home: Home) -> None:
+    """search_tools found nothing the read-only mode allows: the model read "try other words"
+    (no other words find a tool that may write), or only the note that semantic ranking was
+    not ready, which read as the answer."""
+    serve(home, "chat")
+    search = {"name": "search_tools", "arguments": {"query": "write a note"}}
+    model = script(home, {"content": "", "tool_calls": [search]}, {"content": "Nothing to use."})
+    run = chat(home, "-p", "note x", "--model", model, "--json", "--mode", "read-only")
+    assert run.code == 0, str(run)
+    [found] = run.json()["tool_calls"]
+    assert found["text"].startswith("(no tool that read-only mode allows matches; try other words, or the"), (
+        found
+    )
+    assert "the user can switch the permission mode for tools that may write" in found["text"], found
+
+
 def test_a_server_that_crashed_is_reconnected_by_the_next_call(home: Home) -> None:
     """docs/chat.md "When a server goes away": no /mcp connect in a one-shot run; the next
     call to the crashed server starts it again and runs, and stderr says so in one line."""
