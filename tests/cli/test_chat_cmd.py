@@ -46,11 +46,12 @@ def serve(home: Home, *names: str) -> None:
     home.write({name: entries[name] for name in names})
 
 
-def chat(home: Home, *args: str, env: dict[str, str] | None = None) -> Run:
+def chat(home: Home, *args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> Run:
     proc = subprocess.run(
         [*KEEN, "chat", *args],
         env={**home.env(), **(env or {})},
-        stdin=subprocess.DEVNULL,
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
         capture_output=True,
         text=True,
         timeout=120,
@@ -256,6 +257,24 @@ def test_a_call_whose_arguments_are_not_json_is_named_call_mcp_tool_not_none(hom
     assert run.stdout.strip() == "Sorry.", str(run)
     assert "> call_mcp_tool\n" in run.stderr and "None" not in run.stderr, run.stderr
     assert "arguments must be a JSON object" in run.stderr, run.stderr
+
+
+def test_a_prompt_of_dash_is_read_from_stdin_and_an_empty_one_is_refused(home: Home) -> None:
+    # `-p -` sent the model the text "-", and `-p ""` an empty message (a request paid for).
+    with FakeLLM([Reply(text="Two.")]) as fake:
+        where = ("--model", "openai:m", "--base-url", fake.url + "/v1")
+        key = {"OPENAI_API_KEY": MODEL_KEY}
+        piped = chat(home, "-p", "-", *where, env=key, stdin="How many moons has Mars?\n")
+        empty = chat(home, "-p", " ", *where, env=key)
+        nothing = chat(home, "-p", "-", *where, env=key, stdin="\n")
+        asked = [r.body["messages"][-1] for r in fake.requests]
+    assert piped.code == 0 and piped.stdout.strip() == "Two.", str(piped)
+    assert asked == [{"role": "user", "content": "How many moons has Mars?"}], asked
+    for run in (empty, nothing):
+        assert run.code == 2, str(run)
+        assert (
+            "error: the prompt is empty; pass -p TEXT, or -p - to read it from standard input" in run.stderr
+        )
 
 
 def test_a_base_url_without_its_scheme_is_refused_before_the_turn(home: Home) -> None:

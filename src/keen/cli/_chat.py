@@ -360,6 +360,15 @@ def one_shot(
     timeout: float,
 ) -> int:
     """Run one turn (module doc of :mod:`keen.cli.chat_cmd`); returns the exit code."""
+    if prompt == "-":  # as `keen mcp import -`: a prompt piped in (a file, another command)
+        try:
+            prompt = sys.stdin.read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"cannot read the prompt from standard input ({exc}); pipe in UTF-8 text, or pass -p TEXT")
+    if not prompt.strip():
+        # An empty message was sent to the model (a request paid for, an answer to nothing);
+        # `-p -` was sent as the text "-".
+        fail("the prompt is empty; pass -p TEXT, or -p - to read it from standard input")
     # The collector waits until the first request is out (keen._gcfreeze), however this ends.
     pause_collection()
     try:

@@ -29,7 +29,12 @@ __all__ = ["register"]
 
 def chat(
     prompt: Annotated[
-        str | None, typer.Option("--prompt", "-p", help="Run one turn with this prompt and exit (one-shot).")
+        str | None,
+        typer.Option(
+            "--prompt",
+            "-p",
+            help="Run one turn with this prompt and exit (one-shot); - reads it from standard input.",
+        ),
     ] = None,
     model: Annotated[
         str | None,
