@@ -6,6 +6,7 @@ record, approval flags, elicitation defaults, config.toml, and no secret anywher
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import stdio_server
-from helpers.cli import KEEN, Home, Run, make_home
+from helpers.cli import KEEN, Home, Run, make_home, read_until
 from helpers.fake_llm import FakeLLM, Reply
 from helpers.forkserver import launch_args
 
@@ -188,6 +189,41 @@ def test_a_search_with_no_hit_in_read_only_mode_says_so_and_why(home: Home) -> N
         found
     )
     assert "the user can switch the permission mode for tools that may write" in found["text"], found
+
+
+def test_ctrl_c_during_a_call_names_the_session_it_recorded(home: Home) -> None:
+    """Ctrl-C in `keen chat -p` ended with "cancelled" (exit 130) and no session id: the
+    cancelled turn is in its log, and the line a finished turn ends with now leads there."""
+    serve(home, "chat")
+    model = script(
+        home,
+        {"content": "", "tool_calls": [read(schema(home, "chat", "slow"))]},
+        {"content": "", "tool_calls": [mcp("chat", "slow", seconds=600)]},
+        {"content": "unused"},
+    )
+    proc = subprocess.Popen(
+        [*KEEN, "chat", "-p", "wait", "--model", model, "--yes", "--json"],
+        env=home.env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        seen = read_until(proc.stderr.fileno(), b"> chat/slow\n", 60)
+        assert b"> chat/slow\n" in seen, seen
+        proc.send_signal(signal.SIGINT)
+        out, rest = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = (seen + rest).decode()
+    assert proc.returncode == 130, stderr
+    [session] = [p.stem for p in (home.keen_home / "sessions").glob("*.jsonl")]
+    assert f"session {session} (keen sessions show {session})" in stderr, stderr
+    assert stderr.rstrip().endswith("cancelled"), stderr
+    assert out == b"", out
 
 
 def test_a_server_that_crashed_is_reconnected_by_the_next_call(home: Home) -> None:

@@ -174,6 +174,8 @@ async def _one_shot(
     Servers still connecting join as they arrive, and a call to one waits for it. ``show``
     prints the result as soon as the turn ends; then the servers still connecting get up to
     ``timeout`` seconds in all, so their skills are on disk for the next run."""
+    import contextlib
+
     import anyio
 
     from keen.agent import Agent, accept_defaults, decline
@@ -257,6 +259,12 @@ async def _one_shot(
                 tg.start_soon(behind.deadline)
             try:
                 result = await agent.run_turn(prompt, view)
+            except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
+                # Ctrl-C, SIGTERM: the turn is in its session log, cancelled; without its id
+                # (the line a finished turn ends with) nothing led there.
+                with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                    err.print(f"[dim]session {agent.session_id} (keen sessions show {agent.session_id})[/]")
+                raise
             finally:
                 agent.close()
                 await close_model(model)
