@@ -47,7 +47,9 @@ def chat(
     base_url: Annotated[
         str | None,
         typer.Option(
-            "--base-url", help="An OpenAI-compatible endpoint (Ollama, vLLM, LM Studio, llama.cpp)."
+            "--base-url",
+            help="The model's endpoint: OpenAI-compatible (Ollama, vLLM, LM Studio, llama.cpp), or"
+            " Anthropic-compatible for anthropic:NAME; a local one needs no API key.",
         ),
     ] = None,
     mode: Annotated[

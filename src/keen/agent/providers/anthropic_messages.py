@@ -34,6 +34,7 @@ from keen.agent.providers._shapes import anthropic_messages, anthropic_tools, to
 __all__ = ["AnthropicMessages"]
 
 DEFAULT_ENDPOINT = "https://api.anthropic.com"
+_LOCAL_PLACEHOLDER_KEY = "keen-no-key"
 MAX_TOKENS = 4096
 _STOPS: dict[str, StopReason] = {
     "end_turn": "end",
@@ -59,7 +60,8 @@ class AnthropicMessages:
             two chunks of it) before the request fails; None: the SDK's own (600 s).
 
     Raises:
-        ModelNotConfigured: the ``anthropic`` package is missing or ``ANTHROPIC_API_KEY`` unset.
+        ModelNotConfigured: the ``anthropic`` package is missing, or ``ANTHROPIC_API_KEY`` is
+            unset and no ``base_url`` is given (a local server needs no key, as for OpenAI).
     """
 
     def __init__(
@@ -68,16 +70,19 @@ class AnthropicMessages:
         if importlib.util.find_spec("anthropic") is None:
             raise missing_sdk("anthropic")
         key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
-        if not key:
+        if not key and base_url is None:
             raise ModelNotConfigured(
-                "ANTHROPIC_API_KEY is not set; export it (Keen never stores keys)", provider="anthropic"
+                "ANTHROPIC_API_KEY is not set; export it (Keen never stores keys), or pass --base-url for a "
+                "local Anthropic-compatible server",
+                provider="anthropic",
             )
         redactor.add(key)
         self.name = f"anthropic:{model}"
         self.model = model
         self.endpoint = base_url or DEFAULT_ENDPOINT
         self.retry = Retry(retries=max_retries)
-        options: dict[str, Any] = {"api_key": key, "base_url": base_url}
+        # README "Chat with a model": a local --base-url needs no key; the SDK sends one anyway.
+        options: dict[str, Any] = {"api_key": key or _LOCAL_PLACEHOLDER_KEY, "base_url": base_url}
         if timeout is not None:
             options["timeout"] = timeout
         self._sdk = LazySdkClient("anthropic", "AsyncAnthropic", options)
