@@ -72,6 +72,7 @@ class ChatSettings0:
     model: str | None = None
     base_url: str | None = None
     mode: PermissionMode = "ask"
+    model_timeout: float | None = None
 
 
 SKILL = ("notes", "Keeps notes.", Path("/s/notes"), Path("/s/notes/SKILL.md"))
@@ -85,7 +86,12 @@ CASES: list[tuple[type[Any], type[Any], tuple[Any, ...], dict[str, Any]]] = [
     (TokenCounter, TokenCounter0, ("tiktoken:o200k_base", len, "a file"), {}),
     (BudgetedSection, BudgetedSection0, ("", 0, 10, 5, "empty", "estimate:bytes/4"), {}),
     (ChatSettings, ChatSettings0, (), {}),
-    (ChatSettings, ChatSettings0, ("openai:m", "http://127.0.0.1:1/v1"), {"mode": "auto"}),
+    (
+        ChatSettings,
+        ChatSettings0,
+        ("openai:m", "http://127.0.0.1:1/v1"),
+        {"mode": "auto", "model_timeout": 9.5},
+    ),
     (
         BudgetedSection,
         BudgetedSection0,

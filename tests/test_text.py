@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from helpers.mcpskills import NOW, status
-from keen._text import first_sentence, sentences, shorten, some_of, summary
+from keen._text import first_sentence, near_names, sentences, shorten, some_of, summary
 from keen.mcp.types import Tool
 from keen.mcpskills import generate_skill
 from keen.serve.catalog import ToolCatalog
@@ -76,3 +76,12 @@ def test_a_long_list_is_named_in_part_and_counted() -> None:
     assert said == [0, 1, 2]  # only what is named is put into words
     assert some_of(["a", "b"], 2) == "a, b" and some_of(["a", "b", "c"], 2) == "a, b, and 1 more"
     assert some_of([], 3) == ""
+
+
+def test_near_names_finds_what_a_short_or_misspelt_name_meant() -> None:
+    names = ["Bing_CN_MCP", "MCP-Weather-Free", "Time-MCP-Server", "time-zones", "Trends-Hub"]
+    assert near_names("weather", names) == ["MCP-Weather-Free"]  # contained, whatever the case
+    assert near_names("TIME", names) == ["Time-MCP-Server", "time-zones"]
+    assert near_names("Trend-Hub", names) == ["Trends-Hub"]  # a close spelling
+    assert near_names("zzz", names) == [] and near_names("", names) == []
+    assert near_names("mcp", names, limit=2) == ["Bing_CN_MCP", "MCP-Weather-Free"]

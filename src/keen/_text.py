@@ -15,6 +15,7 @@ __all__ = [
     "SUMMARY_CHARS",
     "closed",
     "first_sentence",
+    "near_names",
     "one_line",
     "sentences",
     "shorten",
@@ -102,6 +103,23 @@ def some_of(items: Sequence[_T], limit: int, sep: str = ", ", say: Callable[[_T]
     shown = sep.join(say(item) for item in items[:limit])
     left = len(items) - limit
     return f"{shown}{sep}and {left} more" if left > 0 else shown
+
+
+def near_names(name: str, names: Sequence[str], limit: int = 3) -> list[str]:
+    """The ``names`` a mistyped ``name`` perhaps meant, best first, at most ``limit``: those
+    containing it or contained in it, ignoring case (``weather`` for ``MCP-Weather-Free``),
+    then the close spellings (:func:`difflib.get_close_matches`, ignoring case).
+
+    For a message that cannot name every candidate (seventy configured servers): a list cut
+    by :func:`some_of` may leave out the very one meant.
+    """
+    import difflib
+
+    wanted = name.lower()
+    lowered = {n.lower(): n for n in reversed(names)}  # the first spelling of each, in order
+    near = [n for n in names if wanted and (wanted in n.lower() or n.lower() in wanted)]
+    near += [lowered[n] for n in difflib.get_close_matches(wanted, list(lowered), n=limit)]
+    return list(dict.fromkeys(near))[:limit]
 
 
 def closed(message: str) -> str:

@@ -33,6 +33,7 @@ __all__ = [
     "SearchArgs",
     "Style",
     "arguments_problem",
+    "call_label",
     "call_tool_definition",
     "parse_call",
     "parse_search",
@@ -222,6 +223,22 @@ class CallArgs(NamedTuple):
     server: str
     tool: str
     arguments: dict[str, Any]
+
+
+def call_label(name: str, arguments: dict[str, Any]) -> str:
+    """How a front end names a call the model proposed: ``server/tool`` for a
+    ``call_mcp_tool`` whose ``server`` and ``tool`` are both strings, else the name the model
+    called (``call_mcp_tool`` itself when its arguments were not JSON or lack either: never
+    ``None/None``).
+
+    Args:
+        name: the tool the model called.
+        arguments: its arguments (``{}`` when they were not a JSON object).
+    """
+    server, tool = arguments.get("server"), arguments.get("tool")
+    if name == CALL_TOOL and isinstance(server, str) and isinstance(tool, str):
+        return f"{server}/{tool}"
+    return name
 
 
 def arguments_problem(name: str, data: Any, schema: dict[str, Any]) -> str | None:

@@ -177,6 +177,20 @@ async def test_local_openai_compatible_server_needs_no_key(monkeypatch: pytest.M
     assert fake.requests[0].body["model"] == "llama3.1"
 
 
+async def test_local_anthropic_compatible_server_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # README: "a local --base-url needs none"; the anthropic provider refused to start
+    # without ANTHROPIC_API_KEY all the same.
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with FakeLLM([Reply(text="hi from a proxy")]) as fake:
+        _, done = await collect(open_model("anthropic:claude-local", base_url=fake.url))
+    assert done.content == "hi from a proxy"
+    assert fake.requests[0].body["model"] == "claude-local"
+    sent = fake.requests[0].headers  # the key as x-api-key or as a bearer token, by SDK version
+    assert "keen-no-key" in (sent.get("x-api-key"), sent.get("authorization", "").removeprefix("Bearer ")), (
+        sent
+    )
+
+
 async def test_scripted_model_replays_then_runs_out(tmp_path: Path) -> None:
     script = tmp_path / "s.jsonl"
     script.write_text(

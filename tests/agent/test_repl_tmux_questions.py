@@ -57,7 +57,9 @@ def test_approval_an_elicitation_form_and_a_page_to_open(tmux_chat: Callable[...
     t.wait_for(r"this session:[ \t]*$", after=at)
     t.type("n")
     t.wait_for(r"<- Denied \(permission\): the user did not approve this call", after=at)
-    t.wait_for(r"Not noted\.", after=at)
+    # The person's own no is not reported back as "error: every MCP tool call of this turn
+    # failed or was denied" (a one-shot run's exit code counts it; the person knows).
+    t.wait_for(r"Not noted\.\s+keen>[ \t]*$", after=at)
 
     # Ctrl-C at the question: no, and the turn stops (the model is not called again).
     at = chat.send("note this")

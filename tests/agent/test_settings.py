@@ -22,6 +22,8 @@ def test_values_and_overrides(keen_home: Path) -> None:
     )
     settings = load_settings()
     assert settings == ChatSettings("openai:llama3.1", "http://127.0.0.1:11434/v1", "auto")
+    (keen_home / "config.toml").write_text("model_timeout = 90\n")
+    assert load_settings().model_timeout == 90.0
     assert settings.override(model="anthropic:claude", mode=None).model == "anthropic:claude"
     assert settings.override(model=None).model == "openai:llama3.1"
 
@@ -34,6 +36,13 @@ def test_values_and_overrides(keen_home: Path) -> None:
         ('mode = "yolo"\n', "mode must be one of read-only, ask, auto"),
         ("model = 3\n", "model must be a non-empty string"),
         ('openai_api_key = "sk-abcdef0123456789"\n', "never reads API keys from a file"),
+        (
+            'base_url = "localhost:11434/v1"\n',
+            "base_url 'localhost:11434/v1' is not an http:// or https:// URL",
+        ),
+        ('base_url = "ftp://host/v1"\n', "e.g. http://127.0.0.1:11434/v1"),
+        ("model_timeout = 0\n", "model_timeout must be a number of seconds above 0, not 0"),
+        ('model_timeout = "60"\n', "model_timeout must be a number of seconds above 0, not '60'"),
     ],
 )
 def test_bad_files_say_what_to_fix(keen_home: Path, text: str, words: str) -> None:

@@ -103,12 +103,18 @@ def write_servers(world: World, servers: dict[str, Any]) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def session(world: World, config: Path) -> AsyncIterator[tuple[SlashCommands, StringIO, Runtime]]:
-    """A chat session over configs.json (as `keen chat` opens it): its slash commands and screen."""
+async def session(
+    world: World, config: Path, **options: Any
+) -> AsyncIterator[tuple[SlashCommands, StringIO, Runtime]]:
+    """A chat session over configs.json (as `keen chat` opens it): its slash commands and screen;
+    ``options`` go to the Agent (``mode``)."""
     from keen.runtime import open_runtime
 
     model = world.script(step(content="unused"))
-    async with open_runtime(config_path=config, wait=30, sync=True) as rt, world.agent(rt, model) as agent:
+    async with (
+        open_runtime(config_path=config, wait=30, sync=True) as rt,
+        world.agent(rt, model, **options) as agent,
+    ):
         screen = StringIO()
         yield SlashCommands(rt, agent, Console(file=screen, width=400, color_system=None)), screen, rt
 
@@ -234,3 +240,17 @@ async def test_mcp_skill_of_a_server_that_never_connected_says_why(world: World)
         and "KEEN_TEST_NEVER_SET" in broken
     )
     assert ghost == "error: unknown command /mcp:ghost: no such command or skill; /help lists both"
+
+
+@pytest.mark.anyio
+async def test_search_with_no_hit_in_read_only_mode_says_what_it_left_out(world: World) -> None:
+    # "No tool matches; try other words": no other words find a tool that may write, nor one
+    # whose readOnlyHint is a claim of a server not trusted for it.
+    config = write_servers(world, {"basic": stdio_server("basic_stdio.py")})
+    async with session(world, config, mode="read-only") as (slash, screen, _):
+        await slash.run(SlashCommand("search", "add two numbers"))
+    said = " ".join(screen.getvalue().split())
+    assert said.startswith("No tool the read-only mode allows matches: it leaves out tools that may write"), (
+        said
+    )
+    assert "keen mcp trust SERVER" in said and "`keen chat --mode ask` shows every tool" in said, said

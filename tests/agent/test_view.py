@@ -57,6 +57,18 @@ def test_calls_and_results_are_one_escaped_redacted_line() -> None:
     ]
 
 
+def test_a_call_mcp_tool_without_a_server_or_a_tool_is_shown_by_its_own_name() -> None:
+    # It read "-> gh/None {}" (no tool given) and the one-shot printer "> None/None" (the
+    # arguments were not JSON): a person saw a server and a tool nobody named.
+    shown, buffer = view()
+    shown.tool_call("call_mcp_tool", {"server": "gh", "arguments": {"q": "x"}})
+    shown.tool_call("call_mcp_tool", {})
+    assert buffer.getvalue().splitlines() == [
+        '-> call_mcp_tool {"server": "gh", "arguments": {"q": "x"}}',
+        "-> call_mcp_tool {}",
+    ]
+
+
 def test_unsafe_tail_counts_only_a_possible_secret_start() -> None:
     redactor.add(SECRET)
     assert redactor.unsafe_tail("abc tok-v") == len("tok-v")

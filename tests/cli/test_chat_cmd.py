@@ -6,15 +6,17 @@ record, approval flags, elicitation defaults, config.toml, and no secret anywher
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conftest import stdio_server
-from helpers.cli import KEEN, Home, Run, make_home
+from helpers.cli import KEEN, Home, Run, make_home, read_until
 from helpers.fake_llm import FakeLLM, Reply
 from helpers.forkserver import launch_args
 
@@ -45,11 +47,12 @@ def serve(home: Home, *names: str) -> None:
     home.write({name: entries[name] for name in names})
 
 
-def chat(home: Home, *args: str, env: dict[str, str] | None = None) -> Run:
+def chat(home: Home, *args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> Run:
     proc = subprocess.run(
         [*KEEN, "chat", *args],
         env={**home.env(), **(env or {})},
-        stdin=subprocess.DEVNULL,
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
         capture_output=True,
         text=True,
         timeout=120,
@@ -149,6 +152,80 @@ def test_a_script_calling_before_it_reads_the_schema_is_refused_then_may_retry(h
     assert retry["outcome"] == "ok" and "6.2137" in retry["text"], retry
 
 
+def test_a_tool_its_server_does_not_list_is_refused_with_the_close_names(home: Home) -> None:
+    """The model got a tool's name wrong (``nots`` for ``note``): it read "not among this
+    step's tools; use search_tools to find a tool", and searched for a name the server's own
+    list could correct."""
+    serve(home, "chat")
+    model = script(
+        home,
+        {"content": "", "tool_calls": [mcp("chat", "nots", text="x")]},
+        {"content": "", "tool_calls": [mcp("chat", "note", text="x")]},
+        {"content": "", "tool_calls": [mcp("chat", "note", text="x")]},
+        {"content": "Noted."},
+    )
+    run = chat(home, "-p", "note x", "--model", model, "--json", "--yes")
+    assert run.code == 0, str(run)
+    wrong, first, right = run.json()["tool_calls"]
+    assert (wrong["outcome"], wrong["gate"]) == ("denied", "visibility"), wrong
+    assert (
+        'MCP server "chat" has no tool "nots" in its latest tools/list. Did you mean: note' in wrong["text"]
+    )
+    assert "SKILL.md" in wrong["text"] and "search_tools" not in wrong["text"], wrong["text"]
+    assert "it exists" in first["text"] and right["outcome"] == "ok", run.json()
+
+
+def test_a_search_with_no_hit_in_read_only_mode_says_so_and_why(home: Home) -> None:
+    """search_tools found nothing the read-only mode allows: the model read "try other words"
+    (no other words find a tool that may write), or only the note that semantic ranking was
+    not ready, which read as the answer."""
+    serve(home, "chat")
+    search = {"name": "search_tools", "arguments": {"query": "write a note"}}
+    model = script(home, {"content": "", "tool_calls": [search]}, {"content": "Nothing to use."})
+    run = chat(home, "-p", "note x", "--model", model, "--json", "--mode", "read-only")
+    assert run.code == 0, str(run)
+    [found] = run.json()["tool_calls"]
+    assert found["text"].startswith("(no tool that read-only mode allows matches; try other words, or the"), (
+        found
+    )
+    assert "the user can switch the permission mode for tools that may write" in found["text"], found
+
+
+def test_ctrl_c_during_a_call_names_the_session_it_recorded(home: Home) -> None:
+    """Ctrl-C in `keen chat -p` ended with "cancelled" (exit 130) and no session id: the
+    cancelled turn is in its log, and the line a finished turn ends with now leads there."""
+    serve(home, "chat")
+    model = script(
+        home,
+        {"content": "", "tool_calls": [read(schema(home, "chat", "slow"))]},
+        {"content": "", "tool_calls": [mcp("chat", "slow", seconds=600)]},
+        {"content": "unused"},
+    )
+    proc = subprocess.Popen(
+        [*KEEN, "chat", "-p", "wait", "--model", model, "--yes", "--json"],
+        env=home.env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        seen = read_until(proc.stderr.fileno(), b"> chat/slow\n", 60)
+        assert b"> chat/slow\n" in seen, seen
+        proc.send_signal(signal.SIGINT)
+        out, rest = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = (seen + rest).decode()
+    assert proc.returncode == 130, stderr
+    [session] = [p.stem for p in (home.keen_home / "sessions").glob("*.jsonl")]
+    assert f"session {session} (keen sessions show {session})" in stderr, stderr
+    assert stderr.rstrip().endswith("cancelled"), stderr
+    assert out == b"", out
+
+
 def test_a_server_that_crashed_is_reconnected_by_the_next_call(home: Home) -> None:
     """docs/chat.md "When a server goes away": no /mcp connect in a one-shot run; the next
     call to the crashed server starts it again and runs, and stderr says so in one line."""
@@ -167,6 +244,11 @@ def test_a_server_that_crashed_is_reconnected_by_the_next_call(home: Home) -> No
     assert run.code == 0, str(run)
     crashed, noted = run.json()["tool_calls"][2:]
     assert crashed["outcome"] == "error" and "went away during" in crashed["text"], crashed
+    # What the model reads: Keen reconnects the server at the next call, so it may call
+    # again; not also the gateway's "the user has to fix and reconnect this server", which
+    # contradicted it (and had the model send the user off to fix a server that was fine).
+    assert "Keen reconnects this server by itself at the next call to it" in crashed["text"], crashed
+    assert "has to fix" not in crashed["text"], crashed
     assert noted["outcome"] == "ok" and noted["text"] == "noted: after the crash", noted
     assert run.stderr.count("chat: reconnected, 5 tools") == 1, run.stderr
 
@@ -194,6 +276,106 @@ def test_real_openai_client_against_a_fake_endpoint(home: Home) -> None:
     assert fake.requests[1].body["messages"][-1]["role"] == "tool"
     for text in (run.stdout, run.stderr, everything_written(home)):
         assert MODEL_KEY not in text
+
+
+def test_a_call_whose_arguments_are_not_json_is_named_call_mcp_tool_not_none(home: Home) -> None:
+    # The call's line on stderr read "> None/None": no server and no tool could be read from
+    # text that is not JSON, and the printer put Python's None in their place.
+    replies = [
+        Reply(tool_calls=[{"name": "call_mcp_tool", "raw": '{"server": "demo", tool'}]),
+        Reply(text="Sorry."),
+    ]
+    with FakeLLM(replies) as fake:
+        run = chat(
+            home, "-p", "hi", "--model", "openai:m", "--base-url", fake.url + "/v1",
+            env={"OPENAI_API_KEY": MODEL_KEY},
+        )  # fmt: skip
+    assert run.stdout.strip() == "Sorry.", str(run)
+    assert "> call_mcp_tool\n" in run.stderr and "None" not in run.stderr, run.stderr
+    assert "arguments must be a JSON object" in run.stderr, run.stderr
+
+
+def test_a_prompt_of_dash_is_read_from_stdin_and_an_empty_one_is_refused(home: Home) -> None:
+    # `-p -` sent the model the text "-", and `-p ""` an empty message (a request paid for).
+    with FakeLLM([Reply(text="Two.")]) as fake:
+        where = ("--model", "openai:m", "--base-url", fake.url + "/v1")
+        key = {"OPENAI_API_KEY": MODEL_KEY}
+        piped = chat(home, "-p", "-", *where, env=key, stdin="How many moons has Mars?\n")
+        empty = chat(home, "-p", " ", *where, env=key)
+        nothing = chat(home, "-p", "-", *where, env=key, stdin="\n")
+        asked = [r.body["messages"][-1] for r in fake.requests]
+    assert piped.code == 0 and piped.stdout.strip() == "Two.", str(piped)
+    assert asked == [{"role": "user", "content": "How many moons has Mars?"}], asked
+    for run in (empty, nothing):
+        assert run.code == 2, str(run)
+        assert (
+            "error: the prompt is empty; pass -p TEXT, or -p - to read it from standard input" in run.stderr
+        )
+
+
+def test_a_base_url_without_its_scheme_is_refused_before_the_turn(home: Home) -> None:
+    # "localhost:11434/v1" (no http://) was tried three times and said "cannot connect ...;
+    # check that the server is running", of an Ollama that was running; exit 1, a turn lost.
+    with FakeLLM([Reply(text="unused")]) as fake:
+        bare = fake.url.removeprefix("http://") + "/v1"
+        run = chat(
+            home, "-p", "hi", "--model", "openai:m", "--base-url", bare, env={"OPENAI_API_KEY": MODEL_KEY}
+        )
+        (home.keen_home / "config.toml").write_text(
+            f'model = "openai:m"\nbase_url = "me:{MODEL_KEY}@{bare}"\n'
+        )
+        from_file = chat(home, "-p", "hi", env={"OPENAI_API_KEY": MODEL_KEY})
+        assert fake.requests == []
+    assert run.code == 2, str(run)
+    assert f"error: --base-url '{bare}' is not an http:// or https:// URL" in run.stderr, run.stderr
+    assert f"e.g. http://{bare}" in run.stderr and "cannot connect" not in run.stderr, run.stderr
+    assert from_file.code == 2, str(from_file)
+    assert f"config.toml: base_url '[REDACTED]@{bare}' is not an http://" in from_file.stderr, (
+        from_file.stderr
+    )
+    assert MODEL_KEY not in from_file.stderr + from_file.stdout
+
+
+@pytest.mark.parametrize(("provider", "path"), [("openai", "/v1"), ("anthropic", "")])
+def test_a_model_that_never_answers_fails_after_model_timeout(home: Home, provider: str, path: str) -> None:
+    # A hung endpoint held the turn for the SDKs' 600 s, three times over (Keen retries a
+    # timeout), and nothing could shorten that: config.toml's model_timeout now does.
+    hung = threading.Event()
+    with FakeLLM([Reply(hang=hung, times=3)]) as fake:
+        (home.keen_home / "config.toml").write_text(f'model = "{provider}:m"\nmodel_timeout = 0.5\n')
+        try:
+            run = chat(
+                home, "-p", "hi", "--base-url", fake.url + path,
+                env={"OPENAI_API_KEY": MODEL_KEY, "ANTHROPIC_API_KEY": MODEL_KEY},
+            )  # fmt: skip
+        finally:
+            hung.set()
+        asked = len(fake.requests)
+    assert run.code == 1, str(run)
+    assert (
+        f"model error: {provider} at {fake.url + path} did not answer in time; Keen tried 3 times"
+        in run.stderr
+    )
+    assert "a longer model_timeout in config.toml" in run.stderr, run.stderr
+    assert asked == 3, asked
+
+
+def test_an_unknown_server_among_many_is_named_with_the_one_meant_not_every_one(home: Home) -> None:
+    # With seventy servers, a call to "weather" (or `keen mcp tools weather`) got all seventy
+    # names back, 2,000 characters for a model or a person to read, the one meant among them.
+    many = {f"srv-{n:02d}": {"transport": "stdio", "command": "unused", "enabled": False} for n in range(19)}
+    home.write({**many, "MCP-Weather-Free": {"transport": "stdio", "command": "unused", "enabled": False}})
+    model = script(
+        home, {"content": "", "tool_calls": [mcp("weather", "forecast")]}, {"content": "No such server."}
+    )
+    run = chat(home, "-p", "weather?", "--model", model, "--json")
+    [refused] = run.json()["tool_calls"]
+    tools = home.keen("mcp", "tools", "weather")
+    search = home.keen("tools", "search", "rain", "--server", "Weather")
+    for text in (refused["text"], tools.stderr, search.stderr):
+        assert "(perhaps MCP-Weather-Free; configured: " in text, text
+        assert ", and 8 more" in text and "srv-18" not in text, text  # twelve named of twenty
+    assert tools.code == 2 and search.code == 2 and "all in `keen mcp list`" in search.stderr, search
 
 
 def test_provider_errors_exit_1_with_a_clear_message(home: Home) -> None:

@@ -120,6 +120,22 @@ def test_a_keen_home_that_is_a_file_is_named_not_an_internal_error(tmp_path: Pat
     assert not_a_folder.read_text() == "{}"
 
 
+def test_a_file_where_keen_keeps_a_folder_is_named_by_keen_chat_not_an_internal_error(tmp_path: Path) -> None:
+    """``$KEEN_HOME/sessions`` a file: the session log's folder is made inside the chat's task
+    group, and the error came out of it as "internal error: ExceptionGroup ...", exit 2."""
+    home = make_home(tmp_path)
+    (home.keen_home / "sessions").write_text("not a folder")
+    script = tmp_path / "script.jsonl"
+    script.write_text('{"content": "hi"}\n')
+    run = home.keen_process("chat", "-p", "hi", "--model", f"scripted:{script}")
+    assert run.code == 2, str(run)
+    assert f"cannot use {home.keen_home / 'sessions'}: a file where Keen keeps a folder" in run.stderr, str(
+        run
+    )
+    assert f"KEEN_HOME ({home.keen_home}) must be a folder you can write" in run.stderr, str(run)
+    assert (home.keen_home / "sessions").read_text() == "not a folder"
+
+
 def test_prompt_with_no_skills_says_how_to_get_some(tmp_path: Path) -> None:
     """A fresh KEEN_HOME: ``keen prompt`` printed one empty line and ``--stats`` a "reduction:
     0.0%"; each now says on stderr that there is nothing yet and how to make it (stdout stays
@@ -132,6 +148,25 @@ def test_prompt_with_no_skills_says_how_to_get_some(tmp_path: Path) -> None:
         assert (
             "no MCP skills" in run.stderr and "keen mcp add" in run.stderr and "keen mcp sync" in run.stderr
         ), run
+
+
+def test_prompt_and_search_with_servers_added_but_not_synced_say_sync_not_add(tmp_path: Path) -> None:
+    """``keen mcp add`` then ``keen prompt`` (the sync skipped): it said "add a server
+    (keen mcp add ...)" of a home that has one, and ``keen tools search`` the same."""
+    home = make_home(tmp_path)
+    home.write({"basic": stdio_entry("basic_stdio"), "other": stdio_entry("basic_stdio")})
+    text, stats, search = home.keen_many(("prompt",), ("prompt", "--stats"), ("tools", "search", "add"))
+    for run in (text, stats):
+        assert run.code == 0 and run.stdout.strip() == "", run
+        assert (
+            f"{home.config_path} configures basic, other; generate the skills with keen mcp sync"
+            in run.stderr
+        )
+        assert "keen mcp add" not in run.stderr, run
+    assert (
+        search.code == 2 and "generate the configured servers' skills with `keen mcp sync`" in search.stderr
+    )
+    assert "keen mcp add" not in search.stderr, search
 
 
 def test_prompt_with_every_skill_disabled_says_so_not_to_add_a_server(tmp_path: Path) -> None:

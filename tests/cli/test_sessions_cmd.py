@@ -93,3 +93,24 @@ def test_a_log_written_before_steps_were_named_so_still_replays(keen_home: Path)
     assert "user: hello there" in shown.stdout and "step 1: visible set matches offered" in shown.stdout
     (row,) = json.loads(_keen(keen_home, "sessions", "list", "--json").stdout)
     assert (row["turns"], row["steps"], row["replay_ok"]) == (1, 1, True), row
+
+
+def test_a_log_with_a_torn_first_line_shows_dashes_not_none(keen_home: Path, tmp_path: Path) -> None:
+    # A log cut at its first line (a crash mid-write, a copy cut short) was listed with
+    # "None" as its start and mode, and shown as "mode None  workspace None".
+    _sessions(tmp_path)
+    log = keen_home / "sessions" / f"{IDS[0]}.jsonl"
+    log.write_text(log.read_text(encoding="utf-8").partition("\n")[2], encoding="utf-8")
+    torn = keen_home / "sessions" / "20261125T000000Z-70b1e5.jsonl"
+    torn.write_text('{"seq": 1, "type": "session.st', encoding="utf-8")
+    listed = _keen(keen_home, "sessions", "list", columns=120)
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in listed.stdout.splitlines()[2:] if line.strip()}
+    assert rows["20261125T000000Z-70b1e5"][:2] == ["-", "-"], listed.stdout
+    assert rows[IDS[0]][:2] == ["-", "-"] and rows[IDS[1]][1] != "-", listed.stdout
+    assert "None" not in listed.stdout, listed.stdout
+    shown = _keen(keen_home, "sessions", "show", "20261125")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("session 20261125T000000Z-70b1e5  mode -  workspace -  replay ok"), (
+        shown.stdout
+    )

@@ -281,6 +281,17 @@ def test_a_read_only_claim_counts_in_search_only_from_a_server_trusted_for_it(de
     config.write_text(json.dumps(data))
     assert [h["risk"] for h in convert_units()] == ["medium"]
     assert convert_units("--read-only") == []
+    # It said only "no matching tools", as if nothing fit the query: it says why, and the fix.
+    none = keen("tools", "search", "convert miles to kilometers", "--read-only")
+    assert none.code == 0 and none.stdout.strip() == "no matching tools", none
+    assert "note: matching tools of demo claim readOnlyHint" in none.stderr, none.stderr
+    assert "`keen mcp trust SERVER`" in none.stderr and '"trust_annotations": true' in none.stderr, (
+        none.stderr
+    )
+    # The best match, delete_note, claims nothing: trusting the server would not list it.
+    writes = keen("tools", "search", "delete a note", "--read-only", "-k", "1")
+    assert writes.stdout.strip() == "no matching tools", writes
+    assert "their servers mark none of them read-only (readOnlyHint)" in writes.stderr, writes.stderr
     assert keen("mcp", "diff", "demo").code == 0
     assert keen("mcp", "trust", "demo").code == 0
     assert [h["risk"] for h in convert_units()] == ["low"]

@@ -70,6 +70,9 @@ class Reply:
     index_zero: bool = False
     """OpenAI shape as Ollama streams it (ollama/ollama#15457): every tool call at ``index`` 0,
     told apart only by its ``id``."""
+    hang: threading.Event | None = None
+    """Never answer: hold each request until this is set (the test sets it when done; at most
+    60 s), then close the connection without a response (a model server that hung)."""
     ids_change: bool = False
     """OpenAI shape as some servers stream it (poolsideai/pool#9, vLLM's gpt-oss path): a
     call's argument chunks carry an ``id`` other than its first chunk's."""
@@ -238,6 +241,10 @@ class FakeLLM:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                 reply = fake._next()
+                if reply.hang is not None:
+                    reply.hang.wait(60)
+                    self.close_connection = True
+                    return
                 anthropic = self.path.endswith("/messages")
                 if reply.status != 200:
                     self._error(reply, anthropic)

@@ -50,14 +50,15 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
+from keen._text import closed
 from keen.agent.compaction import CallRecord, compact_turn
 from keen.agent.models import Message, Model, ModelDone, ModelError, TextDelta, ToolCall
 from keen.agent.reconnect import reconnect_line, retry_words
 from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt, offered_skills
 from keen.agent.unfinished import CUT_CALLS, UNFINISHED, not_run
 from keen.capabilities import PermissionMode, capability_id
-from keen.errors import KeenError
-from keen.gateway import CALL_MCP_TOOL, ApprovalRequest
+from keen.errors import KeenError, Remedy, ServerDisconnected
+from keen.gateway import CALL_MCP_TOOL, ApprovalRequest, for_model
 from keen.harness import Harness, Observation, visibility
 from keen.mcp.connection.elicitation import ElicitationCallback
 from keen.mcp.connection.reconnect import Reconnector
@@ -217,6 +218,7 @@ class Agent:
             workspace=workspace,
             session_id=session_id,
             pre_hooks=[self._note_schema_read],
+            remedy_words=self._remedy_words,
         )
         self.harness.log.emit("agent.start", model=model.name, max_steps=max_steps)
 
@@ -547,10 +549,42 @@ class Agent:
                         f"{self.harness.mode} mode allows it: it is callable from your next "
                         "step, no search needed."
                     )
+            elif isinstance(tool, str) and (missing := self._no_such_tool(server, tool)) is not None:
+                # A tool its (connected) server does not list: "use search_tools to find a
+                # tool" sent the model searching for a name it got wrong; the server's own
+                # list has the close names.
+                text = f"Denied (visibility): {missing}"
         text += hint
         if obs.denied == "permission" and self.denial_note:
             text += f" {self.denial_note}"
         return text
+
+    def _remedy_words(self, exc: KeenError, server: str) -> str:
+        """The gateway's wording of an error's remedy for the model, except for a server that
+        went away and may come back: its remedy is :meth:`_server_hint`'s (Keen reconnects it
+        by itself at a later call), not the gateway's "the user has to fix and reconnect
+        this server", which the hint after it contradicted."""
+        if (
+            exc.remedy is Remedy.RECONNECT
+            and isinstance(exc, ServerDisconnected)
+            and self.reconnector.reconnectable(server)
+        ):
+            return closed(exc.message)
+        return for_model(exc, server)
+
+    def _no_such_tool(self, server: str, tool: str) -> str | None:
+        """What the model reads when connected ``server`` lists no ``tool`` (up to three close
+        names, and where the names are); None when it lists it (a tool held for review) or the
+        server cannot say now."""
+        from keen.errors import ToolNotFound
+
+        try:
+            self.runtime.manager.find_tool(server, tool)
+        except ToolNotFound as exc:
+            return for_model(exc, server)
+        except KeenError:
+            return None
+        return None
 
     def _call_server(self, call: ToolCall) -> str | None:
         """The server ``call`` needs: ``call_mcp_tool``'s ``server`` argument, or the server

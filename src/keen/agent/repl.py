@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from prompt_toolkit.completion import CompleteEvent, Completion
     from prompt_toolkit.document import Document
 
-    from keen.agent.loop import Agent
+    from keen.agent.loop import Agent, TurnResult
     from keen.agent.models import Model
     from keen.capabilities import PermissionMode
     from keen.mcp.types import ServerStatus
@@ -212,6 +212,8 @@ class Repl:
         if result.answer and not view.streamed.strip():
             self.console.print(Text(terminal_text(redactor.redact(result.answer))), soft_wrap=True)
         if not result.ok and result.error and not any(result.error in n for n in view.notices):
+            if _only_declined(result):
+                return  # the person said no to each call: their answer, not an error to report
             self.notice(f"error: {result.error}", "red")
 
     # -- the loop -------------------------------------------------------------------------------
@@ -359,3 +361,12 @@ async def run_repl(
         finally:
             agent.close()
             await close_model(model)
+
+
+def _only_declined(result: TurnResult) -> bool:
+    """Every MCP call of the turn was refused at the permission gate (the person answered
+    no): the turn "failed" only as far as a script's exit code is concerned."""
+    from keen.entry_tools import CALL_TOOL
+
+    mcp = [call for call in result.tool_calls if call["name"] == CALL_TOOL]
+    return bool(mcp) and all(call["outcome"] == "denied" and call["gate"] == "permission" for call in mcp)

@@ -448,6 +448,14 @@ class SlashCommands:
         harness = self.agent.harness
         catalog = harness.catalog_source()
         hits = catalog.search(query, 10, SearchFilter(mode=harness.mode, kinds=frozenset({"tool"})))
+        if not hits and harness.mode == "read-only":
+            # Other words find no tool that may write: say what leaves them out.
+            self.say(
+                "No tool the read-only mode allows matches: it leaves out tools that may write, and"
+                " takes a server's readOnlyHint only once you trust the server (keen mcp trust"
+                " SERVER); `keen chat --mode ask` shows every tool."
+            )
+            return
         if not hits:
             self.say("No tool matches; try other words, or /mcp to see which servers are connected.")
             return

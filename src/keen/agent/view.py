@@ -76,14 +76,11 @@ class ConsoleView:
 
     def tool_call(self, name: str, arguments: dict[str, Any]) -> None:
         """One line per proposed call: the MCP server/tool for ``call_mcp_tool``."""
-        from keen.entry_tools import CALL_TOOL  # loaded by then: the model saw its definition
+        from keen.entry_tools import call_label  # loaded by then: the model saw its definition
 
         self._end_line()
-        shown = name
-        args: Any = arguments
-        if name == CALL_TOOL and isinstance(arguments.get("server"), str):
-            shown = f"{arguments.get('server')}/{arguments.get('tool')}"
-            args = arguments.get("arguments", {})
+        shown = call_label(name, arguments)
+        args: Any = arguments if shown == name else arguments.get("arguments", {})
         payload = one_line(redactor.redact(json.dumps(args, ensure_ascii=False, default=str)), CALL_PREVIEW)
         self.console.print(
             Text(terminal_text(f"-> {shown} {payload}", one_line=True), style="dim"), soft_wrap=True

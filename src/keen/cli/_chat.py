@@ -88,9 +88,9 @@ class _OneShotView:
         from rich.text import Text
 
         from keen.cli._terminal import terminal_text
-        from keen.entry_tools import CALL_TOOL
+        from keen.entry_tools import call_label
 
-        shown = f"{arguments.get('server')}/{arguments.get('tool')}" if name == CALL_TOOL else name
+        shown = call_label(name, arguments)
         self._end_step()
         err.print(Text(f"> {terminal_text(shown)}", style="dim"), highlight=False)
 
@@ -113,10 +113,12 @@ class _OneShotView:
 
 
 def _settings(model: str | None, base_url: str | None, mode: str | None) -> ChatSettings:
-    from keen.agent.settings import MODES, load_settings
+    from keen.agent.settings import MODES, base_url_problem, load_settings
 
     if mode is not None and mode not in MODES:
         fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if base_url is not None and (problem := base_url_problem(base_url)):
+        fail(f"--base-url {problem}")
     settings = load_settings().override(model=model, base_url=base_url, mode=mode)
     if not settings.model:
         fail(
@@ -172,6 +174,8 @@ async def _one_shot(
     Servers still connecting join as they arrive, and a call to one waits for it. ``show``
     prints the result as soon as the turn ends; then the servers still connecting get up to
     ``timeout`` seconds in all, so their skills are on disk for the next run."""
+    import contextlib
+
     import anyio
 
     from keen.agent import Agent, accept_defaults, decline
@@ -255,6 +259,12 @@ async def _one_shot(
                 tg.start_soon(behind.deadline)
             try:
                 result = await agent.run_turn(prompt, view)
+            except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
+                # Ctrl-C, SIGTERM: the turn is in its session log, cancelled; without its id
+                # (the line a finished turn ends with) nothing led there.
+                with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                    err.print(f"[dim]session {agent.session_id} (keen sessions show {agent.session_id})[/]")
+                raise
             finally:
                 agent.close()
                 await close_model(model)
@@ -343,7 +353,7 @@ def chosen_model(model: str | None, base_url: str | None, mode: str | None) -> t
 
     settings = _settings(model, base_url, mode)
     assert settings.model is not None
-    return settings, open_model(settings.model, base_url=settings.base_url)
+    return settings, open_model(settings.model, base_url=settings.base_url, timeout=settings.model_timeout)
 
 
 def one_shot(
@@ -358,6 +368,15 @@ def one_shot(
     timeout: float,
 ) -> int:
     """Run one turn (module doc of :mod:`keen.cli.chat_cmd`); returns the exit code."""
+    if prompt == "-":  # as `keen mcp import -`: a prompt piped in (a file, another command)
+        try:
+            prompt = sys.stdin.read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"cannot read the prompt from standard input ({exc}); pipe in UTF-8 text, or pass -p TEXT")
+    if not prompt.strip():
+        # An empty message was sent to the model (a request paid for, an answer to nothing);
+        # `-p -` was sent as the text "-".
+        fail("the prompt is empty; pass -p TEXT, or -p - to read it from standard input")
     # The collector waits until the first request is out (keen._gcfreeze), however this ends.
     pause_collection()
     try:
@@ -370,7 +389,7 @@ def one_shot(
         # the runtime load (docs/chat.md "Startup"); a model that cannot be opened still fails
         # before anything is printed or sent.
         first = plan(prompt)
-        chosen = open_model(settings.model, base_url=settings.base_url)
+        chosen = open_model(settings.model, base_url=settings.base_url, timeout=settings.model_timeout)
         view = _OneShotView(stream=not as_json)
         early = None if first is None else EarlyModel(chosen, first)
         if early is None:

@@ -177,16 +177,18 @@ def guarded(fn: Callable[[], T], *, set_up_logging: bool = True) -> T:
             raise SystemExit(1) from None
         if (home := keen_home_problem(exc)) is None:
             raise
-        fail(
-            f"cannot use {exc.filename}: {exc.strerror or exc}; KEEN_HOME ({home}) must be a "
-            "folder you can write (unset KEEN_HOME to use ~/.keen)"
-        )
+        _unusable_home(exc, home)
     except BaseExceptionGroup as group:
         keen = find_keen_error(group)
         if keen is None:
             if group.subgroup(KeyboardInterrupt) is not None:  # Ctrl-C raised inside a task group
                 err.print("cancelled")
                 raise SystemExit(130) from None
+            # KEEN_HOME unusable inside a session's task group (its sessions/ a file, say):
+            # it was an "internal error" there, and its message anywhere else.
+            for leaf in _leaves(group):
+                if isinstance(leaf, OSError) and (home := keen_home_problem(leaf)) is not None:
+                    _unusable_home(leaf, home)
             raise
         from keen.cli._wording import describe
 
@@ -200,6 +202,24 @@ def guarded(fn: Callable[[], T], *, set_up_logging: bool = True) -> T:
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
             err.print(f"stopped by {exc}; MCP servers closed")
         raise SystemExit(int(getattr(exc, "exit_code", EXIT_KEEN_ERROR))) from None
+
+
+def _unusable_home(exc: OSError, home: str) -> NoReturn:
+    # "File exists" (mkdir) and "Not a directory" (a path through it) both mean a file
+    # stands where Keen keeps a folder: say that.
+    why = "a file where Keen keeps a folder" if isinstance(exc, FileExistsError) else exc.strerror or exc
+    fail(
+        f"cannot use {exc.filename}: {why}; KEEN_HOME ({home}) must be a "
+        "folder you can write (unset KEEN_HOME to use ~/.keen)"
+    )
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """Every exception in ``group`` and in the groups it holds, depth first."""
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found += _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    return found
 
 
 def guarded_reader(fn: Callable[[], object]) -> None:

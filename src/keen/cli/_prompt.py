@@ -67,12 +67,39 @@ def _nothing_yet() -> None:
             markup=False,
         )
         return
+    configured = configured_servers()
+    if configured:
+        # Servers added, never synced: adding one more is not the way to a section.
+        shown = ", ".join(configured[:5]) + (
+            f" and {len(configured) - 5} more" if len(configured) > 5 else ""
+        )
+        err.print(
+            f"no MCP skills in {paths.skills_dir()} yet: {paths.mcp_config_path()} configures {shown}; "
+            "generate the skills with keen mcp sync",
+            highlight=False,
+            markup=False,
+        )
+        return
     err.print(
         f"no MCP skills in {paths.skills_dir()} yet: add a server (keen mcp add NAME -- COMMAND [ARGS...]), "
         "then generate its skill with keen mcp sync",
         highlight=False,
         markup=False,
     )
+
+
+def configured_servers() -> list[str]:
+    """The server names in configs.json as written (not validated: this only words a hint), in
+    file order; none when the file is missing or cannot be parsed (the commands that use it
+    say what is wrong with it)."""
+    import json
+
+    try:
+        data = json.loads(paths.mcp_config_path().read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return []
+    servers = data.get("servers") if isinstance(data, dict) else None
+    return [str(name) for name in servers] if isinstance(servers, dict) else []
 
 
 def print_stats(*, max_chars: int | None = None, as_json: bool = False) -> None:

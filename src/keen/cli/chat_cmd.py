@@ -29,7 +29,12 @@ __all__ = ["register"]
 
 def chat(
     prompt: Annotated[
-        str | None, typer.Option("--prompt", "-p", help="Run one turn with this prompt and exit (one-shot).")
+        str | None,
+        typer.Option(
+            "--prompt",
+            "-p",
+            help="Run one turn with this prompt and exit (one-shot); - reads it from standard input.",
+        ),
     ] = None,
     model: Annotated[
         str | None,
@@ -42,7 +47,9 @@ def chat(
     base_url: Annotated[
         str | None,
         typer.Option(
-            "--base-url", help="An OpenAI-compatible endpoint (Ollama, vLLM, LM Studio, llama.cpp)."
+            "--base-url",
+            help="The model's endpoint: OpenAI-compatible (Ollama, vLLM, LM Studio, llama.cpp), or"
+            " Anthropic-compatible for anthropic:NAME; a local one needs no API key.",
         ),
     ] = None,
     mode: Annotated[

@@ -65,10 +65,12 @@ def list_sessions(
     )
     for r in rows:
         ok = "ok" if r["replay_ok"] else "MISMATCH"
+        # A log whose first line is torn or unreadable (a crash, a copy cut short) has no
+        # start: "-", not Python's "None".
         table.add_row(
             r["id"],
-            str(r["started"])[:19].replace("T", " "),
-            str(r["mode"]),
+            str(r["started"] or "-")[:19].replace("T", " "),
+            str(r["mode"] or "-"),
             str(r["turns"]),
             str(r["steps"]),
             str(r["calls"]),
@@ -114,8 +116,8 @@ def show(
         print_json(rebuilt.to_dict())
         return
     lines = [
-        f"session {rebuilt.session_id}  mode {rebuilt.start.get('mode')}  "
-        f"workspace {rebuilt.start.get('workspace')}  replay {'ok' if rebuilt.ok else 'MISMATCH'}"
+        f"session {rebuilt.session_id}  mode {rebuilt.start.get('mode') or '-'}  "
+        f"workspace {rebuilt.start.get('workspace') or '-'}  replay {'ok' if rebuilt.ok else 'MISMATCH'}"
     ]
     # keen chat's own events: the user's message before its first step, the outcome after its last.
     # Keyed by step ("turn" held the step in logs written before steps were named so).

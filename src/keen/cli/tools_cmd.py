@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from keen.cli._common import err, fail, out, print_json, typer_app
+
+if TYPE_CHECKING:
+    from keen.capabilities import Catalog
 
 __all__ = ["app"]
 
@@ -70,6 +73,13 @@ def search(
             )
         catalog = everything
     if not len(catalog):
+        from keen.cli._prompt import configured_servers
+
+        if configured_servers():  # servers added, their skills not generated (or disabled)
+            fail(
+                "no tools to search: no generated MCP skills are enabled; generate the configured"
+                " servers' skills with `keen mcp sync` (it says why a skill stays disabled)"
+            )
         fail(
             "no tools to search: no generated MCP skills are enabled; add a server and generate its"
             " skill (`keen mcp add NAME -- COMMAND`, then `keen mcp sync`), or try the demo's:"
@@ -85,6 +95,8 @@ def search(
     status = catalog.search_status()
     if status:
         err.print(f"note: {escape(status)}", highlight=False)
+    if read_only and not hits:
+        _why_none_read_only(catalog, query, k, servers)
     if as_json:
         print_json([h.to_dict() for h in hits])
         return
@@ -111,6 +123,44 @@ def search(
     out.print(f"why #1: {cell(hits[0].why)}", highlight=False)
     # For a person: the command that shows a tool's inputSchema and the one that calls it.
     out.print("its inputSchema: keen mcp tools SERVER --json; call it: keen mcp call SERVER TOOL --args JSON")
+
+
+def _why_none_read_only(catalog: Catalog, query: str, k: int, servers: frozenset[str] | None) -> None:
+    """Say on stderr why ``--read-only`` found nothing when the search without it finds tools:
+    those tools claim ``readOnlyHint`` on servers not trusted for their annotations (README
+    "Annotations only from servers you trust for them"), or none is marked read-only.
+    Without this, "no matching tools" read as if nothing fit the query."""
+    from keen.capabilities import SearchFilter
+
+    found = catalog.search(query, k=k, filter=SearchFilter(mode="auto", servers=servers))
+    if not found:
+        return
+    claiming = sorted({hit.server for hit in found if hit.server and _claims_read_only(hit.location)})
+    if claiming:
+        names = ", ".join(escape(name) for name in claiming)
+        err.print(
+            f"note: matching tools of {names} claim readOnlyHint, but a server's annotations count only"
+            " once you trust them: `keen mcp diff SERVER`, then `keen mcp trust SERVER` (or"
+            ' "trust_annotations": true in its configs.json entry)',
+            highlight=False,
+        )
+    else:
+        err.print(
+            "note: tools match without --read-only, but their servers mark none of them read-only (readOnlyHint)",
+            highlight=False,
+        )
+
+
+def _claims_read_only(location: str) -> bool:
+    """Whether the schema file at ``location`` (a generated skill's) has ``readOnlyHint: true``."""
+    import json
+    from pathlib import Path
+
+    try:
+        annotations = json.loads(Path(location).read_text(encoding="utf-8")).get("annotations")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return False
+    return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
 
 
 @app.command("index")
@@ -167,6 +217,7 @@ def _check_servers(names: list[str]) -> None:
     if not names:
         return
     from keen import paths
+    from keen._text import near_names, some_of
     from keen.errors import ConfigError
     from keen.mcp.config import load_config
 
@@ -181,8 +232,12 @@ def _check_servers(names: list[str]) -> None:
                 f"{name} has no generated skill yet (run `keen mcp sync` to connect it and write one)"
             )
         else:
-            listed = ", ".join(sorted(configured)) or "none"
-            problems.append(
-                f"{name} is not a configured server (configured: {listed}; `keen mcp add` adds one)"
-            )
+            names = sorted(configured)
+            listed = f"configured: {some_of(names, 12) or 'none'}"
+            if len(names) > 12:  # seventy names made a message of 2,000 characters
+                near = near_names(name, names)
+                listed = (
+                    f"perhaps {' or '.join(near)}; " if near else ""
+                ) + f"{listed}, all in `keen mcp list`"
+            problems.append(f"{name} is not a configured server ({listed}; `keen mcp add` adds one)")
     fail("; ".join(problems))

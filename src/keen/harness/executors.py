@@ -127,12 +127,19 @@ def search_catalog(
         lines.append(
             f"- {hit.model_name} (server {hit.server}, {what}; {state}{_also_on(catalog, hit)}): {hit.summary}"
         )
+    if not lines:
+        # Said even when a note follows: the note alone read as the answer. In read-only mode
+        # the search leaves out what may write: other words will not find those.
+        lines.append(
+            "(no tool that read-only mode allows matches; try other words, or the user can switch the"
+            " permission mode for tools that may write)"
+            if mode == "read-only"
+            else "(no tool matches; try other words)"
+        )
     status = catalog.search_status()
     if status:  # the model should know a second search may rank better in a moment
         lines.append(f"(note: {status})")
-    return Output(
-        "\n".join(lines) or "(no tool matches; try other words)", more="search with fewer results (limit)"
-    )
+    return Output("\n".join(lines), more="search with fewer results (limit)")
 
 
 def _also_on(catalog: Catalog, hit: SearchHit) -> str:

@@ -92,6 +92,8 @@ StatusObserver = Callable[[ServerStatus], None]
 _STOP_GRACE = 10.0
 
 _GIVEN = "the config this Manager was given"
+_NAMED = 12
+"""Configured servers an error about an unknown one names, at most."""
 """How messages name a config given in code (``config=``): no configs.json was read."""
 
 
@@ -974,12 +976,20 @@ class Manager:
         return connection
 
     def _not_configured(self, name: str, configured: list[str]) -> ServerNotConfigured:
-        """The error for a server name the config lacks, naming the configured ones."""
-        known = ", ".join(configured) or "none"
+        """The error for a server name the config lacks, naming the configured ones (the
+        first twelve, and the ones ``name`` perhaps meant, of a longer list: seventy names
+        made a message of 2,000 characters, for a person or a model to read)."""
+        from keen._text import near_names, some_of
+
+        known = some_of(configured, _NAMED) or "none"
+        if len(configured) > _NAMED and (near := near_names(name, configured)):
+            known = f"perhaps {' or '.join(near)}; configured: {known}"
+        else:
+            known = f"configured: {known}"
         # A config given in code is not configs.json's: adding the server there does nothing.
         where = self.config_path if self._from_file else _GIVEN
         return ServerNotConfigured(
-            f'MCP server "{name}" is not configured (configured: {known}); add it to {where} or check the name.',
+            f'MCP server "{name}" is not configured ({known}); add it to {where} or check the name.',
             server=name,
         )
 

@@ -19,12 +19,14 @@ __all__ = ["PROVIDERS", "open_model"]
 PROVIDERS = ("openai", "anthropic", "scripted")
 
 
-def open_model(spec: str, *, base_url: str | None = None) -> Model:
+def open_model(spec: str, *, base_url: str | None = None, timeout: float | None = None) -> Model:
     """The model named by ``spec`` (``provider:name``).
 
     Args:
         spec: ``openai:NAME``, ``anthropic:NAME`` or ``scripted:FILE``.
         base_url: the provider's endpoint, for an OpenAI- or Anthropic-compatible server.
+        timeout: seconds the provider may stay silent (before its answer begins, and between
+            two chunks of it) before a request fails; None: the provider SDK's own (600 s).
 
     Raises:
         ModelNotConfigured: an unknown provider, an empty name, a missing key or SDK extra,
@@ -39,11 +41,11 @@ def open_model(spec: str, *, base_url: str | None = None) -> Model:
     if provider == "openai":
         from keen.agent.providers.openai_chat import OpenAIChat
 
-        return OpenAIChat(name, base_url=base_url)
+        return OpenAIChat(name, base_url=base_url, timeout=timeout)
     if provider == "anthropic":
         from keen.agent.providers.anthropic_messages import AnthropicMessages
 
-        return AnthropicMessages(name, base_url=base_url)
+        return AnthropicMessages(name, base_url=base_url, timeout=timeout)
     from keen.agent.providers.scripted import ScriptedModel
 
     return ScriptedModel(Path(name).expanduser())

@@ -224,7 +224,9 @@ def translate(
         )
     if "APITimeoutError" in names:
         return ModelUnreachable(
-            f"{where} did not answer in time{tried}; check that it is up, then retry", provider=provider
+            f"{where} did not answer in time{tried}; check that it is up, then retry (a slow model may need"
+            " a longer model_timeout in config.toml)",
+            provider=provider,
         )
     if "APIConnectionError" in names:
         return ModelUnreachable(

@@ -34,6 +34,7 @@ from keen.agent.providers._shapes import anthropic_messages, anthropic_tools, to
 __all__ = ["AnthropicMessages"]
 
 DEFAULT_ENDPOINT = "https://api.anthropic.com"
+_LOCAL_PLACEHOLDER_KEY = "keen-no-key"
 MAX_TOKENS = 4096
 _STOPS: dict[str, StopReason] = {
     "end_turn": "end",
@@ -55,25 +56,36 @@ class AnthropicMessages:
         base_url: another endpoint speaking the Messages API; default Anthropic's.
         max_retries: Keen's retries for connection errors, 408, 409, 429, 5xx and 529
             (:class:`~keen.agent.providers._retry.Retry`; the SDK's own are off).
+        timeout: seconds the endpoint may stay silent (before its answer begins, and between
+            two chunks of it) before the request fails; None: the SDK's own (600 s).
 
     Raises:
-        ModelNotConfigured: the ``anthropic`` package is missing or ``ANTHROPIC_API_KEY`` unset.
+        ModelNotConfigured: the ``anthropic`` package is missing, or ``ANTHROPIC_API_KEY`` is
+            unset and no ``base_url`` is given (a local server needs no key, as for OpenAI).
     """
 
-    def __init__(self, model: str, *, base_url: str | None = None, max_retries: int = 2) -> None:
+    def __init__(
+        self, model: str, *, base_url: str | None = None, max_retries: int = 2, timeout: float | None = None
+    ) -> None:
         if importlib.util.find_spec("anthropic") is None:
             raise missing_sdk("anthropic")
         key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
-        if not key:
+        if not key and base_url is None:
             raise ModelNotConfigured(
-                "ANTHROPIC_API_KEY is not set; export it (Keen never stores keys)", provider="anthropic"
+                "ANTHROPIC_API_KEY is not set; export it (Keen never stores keys), or pass --base-url for a "
+                "local Anthropic-compatible server",
+                provider="anthropic",
             )
         redactor.add(key)
         self.name = f"anthropic:{model}"
         self.model = model
         self.endpoint = base_url or DEFAULT_ENDPOINT
         self.retry = Retry(retries=max_retries)
-        self._sdk = LazySdkClient("anthropic", "AsyncAnthropic", {"api_key": key, "base_url": base_url})
+        # README "Chat with a model": a local --base-url needs no key; the SDK sends one anyway.
+        options: dict[str, Any] = {"api_key": key or _LOCAL_PLACEHOLDER_KEY, "base_url": base_url}
+        if timeout is not None:
+            options["timeout"] = timeout
+        self._sdk = LazySdkClient("anthropic", "AsyncAnthropic", options)
 
     @property
     def _client(self) -> Any:

@@ -56,12 +56,16 @@ class OpenAIChat:
         base_url: an OpenAI-compatible endpoint; default OpenAI's.
         max_retries: Keen's retries for connection errors, 408, 409, 429 and 5xx
             (:class:`~keen.agent.providers._retry.Retry`; the SDK's own are off).
+        timeout: seconds the endpoint may stay silent (before its answer begins, and between
+            two chunks of it) before the request fails; None: the SDK's own (600 s).
 
     Raises:
         ModelNotConfigured: the ``openai`` package is missing, or no key and no ``base_url``.
     """
 
-    def __init__(self, model: str, *, base_url: str | None = None, max_retries: int = 2) -> None:
+    def __init__(
+        self, model: str, *, base_url: str | None = None, max_retries: int = 2, timeout: float | None = None
+    ) -> None:
         if importlib.util.find_spec("openai") is None:
             raise missing_sdk("openai")
         key = os.environ.get("OPENAI_API_KEY", "").strip()
@@ -76,9 +80,10 @@ class OpenAIChat:
         self.model = model
         self.endpoint = base_url or DEFAULT_ENDPOINT
         self.retry = Retry(retries=max_retries)
-        self._sdk = LazySdkClient(
-            "openai", "AsyncOpenAI", {"api_key": key or _LOCAL_PLACEHOLDER_KEY, "base_url": base_url}
-        )
+        options: dict[str, Any] = {"api_key": key or _LOCAL_PLACEHOLDER_KEY, "base_url": base_url}
+        if timeout is not None:
+            options["timeout"] = timeout
+        self._sdk = LazySdkClient("openai", "AsyncOpenAI", options)
 
     @property
     def _client(self) -> Any:
