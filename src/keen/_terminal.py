@@ -21,7 +21,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.text import Text
 
-__all__ = ["HUMAN_OUTPUT_CHARS", "cap", "cell", "human_result", "safe_json", "shell_word", "terminal_text"]
+__all__ = [
+    "HUMAN_OUTPUT_CHARS",
+    "cap",
+    "cell",
+    "human_result",
+    "safe_json",
+    "shell_word",
+    "terminal_text",
+    "visible_json",
+]
 
 HUMAN_OUTPUT_CHARS = 64_000
 """Human (non ``--json``) output of one result is cut after this many characters."""
@@ -92,12 +101,18 @@ def _json_escape(match: re.Match[str]) -> str:
     return f"\\u{code:04x}"
 
 
+def visible_json(text: str) -> str:
+    """JSON text (``json.dumps`` with ``ensure_ascii=False``) with DEL, C1 controls, bidi
+    marks and invisible characters written as ``\\uXXXX`` escapes: the same value, which a
+    terminal cannot act on and a reader sees all of. JSON outside strings is ASCII, so only
+    strings change form."""
+    return _UNSAFE_IN_JSON.sub(_json_escape, text)
+
+
 def safe_json(data: Any, *, indent: int | None = 2) -> str:
     """``data`` as JSON that a terminal cannot act on: the same value as ``json.dumps``
-    (non-ASCII text stays readable), with DEL, C1 controls and bidi marks written as
-    ``\\uXXXX`` escapes. JSON outside strings is ASCII, so only strings change form."""
-    text = json.dumps(data, indent=indent, ensure_ascii=False, default=str)
-    return _UNSAFE_IN_JSON.sub(_json_escape, text)
+    (non-ASCII text stays readable), through :func:`visible_json`."""
+    return visible_json(json.dumps(data, indent=indent, ensure_ascii=False, default=str))
 
 
 def cap(text: str, limit: int = HUMAN_OUTPUT_CHARS) -> tuple[str, int]:
