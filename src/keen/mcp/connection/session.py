@@ -12,12 +12,13 @@ with one result.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as mt
 from mcp.client.session import ClientSession
 
-from keen.mcp.listing.validation import StructuredContentValidator
+if TYPE_CHECKING:
+    from keen.mcp.listing.validation import StructuredContentValidator
 
 __all__ = ["CheckedSession"]
 
@@ -32,8 +33,11 @@ class CheckedSession(ClientSession):
 
     def __init__(self, *args: Any, server: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._server = server
         self._output_schemas: dict[str, dict[str, Any] | None] = {}
-        self._structured = StructuredContentValidator(server)
+        # Made by the first result that has an outputSchema to meet: jsonschema (and regex)
+        # cost every start of a session that never checks one.
+        self._structured: StructuredContentValidator | None = None
 
     async def list_tools(self, *, params: mt.PaginatedRequestParams | None = None) -> mt.ListToolsResult:
         """``tools/list`` as the SDK sends it; each listed tool's ``outputSchema`` is kept
@@ -58,4 +62,8 @@ class CheckedSession(ClientSession):
             return
         if result.structured_content is None and "structured_content" not in result.model_fields_set:
             raise RuntimeError(f"Tool {name} has an output schema but did not return structured content")
+        if self._structured is None:
+            from keen.mcp.listing.validation import StructuredContentValidator
+
+            self._structured = StructuredContentValidator(self._server)
         self._structured.validate(name, schema, result.structured_content)
