@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from helpers.hostile import CliRun, files_containing, hostile_entry, keen_cli
+from keen.mcp import Manager
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.slow_file
 
@@ -194,3 +197,31 @@ def test_a_secret_in_a_full_tool_description_is_redacted(tmp_path: Path) -> None
     assert tool["inputSchema"]["properties"]["key"]["default"] == "[REDACTED]"
     assert STDIO_SECRET not in synced.output + listed.output
     assert files_containing(keen_home, STDIO_SECRET) == []
+
+
+@pytest.mark.anyio
+async def test_a_secret_in_a_resource_list_is_redacted(
+    write_config: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resources (and templates and prompts) are listed at connect time for the capability
+    catalog, which the model reads, and for ``keen serve``'s hosts. A secret the server
+    quoted in a resource's title or description went to both as written; its URI and name
+    stay as sent (a read must send them)."""
+    monkeypatch.setenv("UPSTREAM_CRED", STDIO_SECRET)
+    resource = {
+        "uri": "file:///notes/today.txt",
+        "name": "today",
+        "title": "Notes of {env:UPSTREAM}",
+        "description": "Read with key {env:UPSTREAM}.",
+    }
+    spec = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "resources": [resource]}
+    entry = hostile_entry(tmp_path / "res.json", spec, env={"UPSTREAM": "${UPSTREAM_CRED}"})
+    async with Manager(write_config({"res": entry}), trust=PinGuard()) as manager:
+        assert await manager.wait_ready(20)
+        (listed,) = manager.list_resources("res")
+    assert listed == {
+        "uri": "file:///notes/today.txt",
+        "name": "today",
+        "title": "Notes of [REDACTED]",
+        "description": "Read with key [REDACTED].",
+    }
