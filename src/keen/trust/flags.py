@@ -267,10 +267,13 @@ _LOOKALIKES = str.maketrans(
 
 def skeleton(name: str) -> str:
     """``name`` as a reader takes it: NFKC (fullwidth and other compatibility forms become
-    ASCII), case folded, and Cyrillic or Greek look-alikes of Latin letters mapped to those
-    (``ѕend_Еmail`` reads as ``send_email``). Two tool names with one skeleton name the same
-    tool to a model or a person."""
-    return unicodedata.normalize("NFKC", name).casefold().translate(_LOOKALIKES)
+    ASCII), without invisible format characters (a zero-width space), case folded, and
+    Cyrillic or Greek look-alikes of Latin letters mapped to those (``ѕend_Еmail`` reads as
+    ``send_email``). Two tool names with one skeleton name the same tool to a model or a person."""
+    folded = unicodedata.normalize("NFKC", name).casefold().translate(_LOOKALIKES)
+    if folded.isascii():
+        return folded
+    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
 
 
 def _emoji_joiner(text: str, start: int, end: int) -> bool:
