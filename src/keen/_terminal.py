@@ -5,7 +5,8 @@ is untrusted (MCP specification, "Security Best Practices"). A terminal executes
 control sequences in what it prints: OSC 52 writes the clipboard, ``ESC [2J`` clears the
 screen, bidi overrides reorder what the user reads. So every piece of server text the CLI
 renders goes through :func:`terminal_text` (control characters become visible escapes
-such as ``\\x1b``), tables get :func:`cell` (a ``rich.text.Text``: no markup, no
+such as ``\\x1b``, and so do the invisible ones that would hide text from the reader),
+tables get :func:`cell` (a ``rich.text.Text``: no markup, no
 ``:emoji:`` codes), ``--json`` output goes through :func:`safe_json` (still exact JSON),
 and a long result is cut by :func:`cap` with a note on how to get all of it.
 """
@@ -20,17 +21,34 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.text import Text
 
-__all__ = ["HUMAN_OUTPUT_CHARS", "cap", "cell", "human_result", "safe_json", "shell_word", "terminal_text"]
+__all__ = [
+    "HUMAN_OUTPUT_CHARS",
+    "cap",
+    "cell",
+    "human_result",
+    "safe_json",
+    "shell_word",
+    "terminal_text",
+    "visible_json",
+]
 
 HUMAN_OUTPUT_CHARS = 64_000
 """Human (non ``--json``) output of one result is cut after this many characters."""
 
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), the bidi
 # embeddings, overrides, isolates and marks, and the Unicode line/paragraph separators.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# Characters a terminal draws as nothing: Unicode tags (U+E0000-E007F spell out ASCII a
+# model reads and a person never sees), zero-width spaces and word joiners, the byte order
+# mark, the soft hyphen, the deprecated format controls and the variation selectors
+# supplement. The zero-width (non-)joiner is left: emoji and Persian need it, and it says nothing.
+_INVISIBLE = (
+    "\u00ad\u034f\u180e\u200b\u2060-\u2064\u206a-\u206f\ufeff\U000e0000-\U000e007f\U000e0100-\U000e01ef"
+)
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f{_CONTROLS}{_INVISIBLE}]")
 _UNSAFE_IN_LINE = re.compile(_UNSAFE.pattern[:-1] + "\t\n]")
-# What json.dumps(ensure_ascii=False) leaves raw that a terminal would still act on.
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# What json.dumps(ensure_ascii=False) leaves raw that a terminal would act on or not show.
+_UNSAFE_IN_JSON = re.compile(f"[{_CONTROLS}{_INVISIBLE}]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -39,12 +57,15 @@ def _escape(match: re.Match[str]) -> str:
         return "\\t"
     if code == 0x0A:
         return "\\n"
+    if code > 0xFFFF:
+        return f"\\U{code:08x}"
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def terminal_text(text: str, *, one_line: bool = False) -> str:
-    """``text`` with every control character a terminal would act on shown as an escape
-    (``\\x1b``, ``\\x00``, ``\\u202e``); tabs and newlines kept unless ``one_line``."""
+    """``text`` with every control character a terminal would act on, and every character it
+    would draw as nothing (a Unicode tag, a zero-width space), shown as an escape (``\\x1b``,
+    ``\\x00``, ``\\u202e``, ``\\U000e0041``); tabs and newlines kept unless ``one_line``."""
     return (_UNSAFE_IN_LINE if one_line else _UNSAFE).sub(_escape, text)
 
 
@@ -73,15 +94,25 @@ def cell(text: str | None, *, style: str = "") -> Text:
 
 
 def _json_escape(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
+    code = ord(match.group())
+    if code > 0xFFFF:  # JSON spells a character past the BMP as its UTF-16 surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def visible_json(text: str) -> str:
+    """JSON text (``json.dumps`` with ``ensure_ascii=False``) with DEL, C1 controls, bidi
+    marks and invisible characters written as ``\\uXXXX`` escapes: the same value, which a
+    terminal cannot act on and a reader sees all of. JSON outside strings is ASCII, so only
+    strings change form."""
+    return _UNSAFE_IN_JSON.sub(_json_escape, text)
 
 
 def safe_json(data: Any, *, indent: int | None = 2) -> str:
     """``data`` as JSON that a terminal cannot act on: the same value as ``json.dumps``
-    (non-ASCII text stays readable), with DEL, C1 controls and bidi marks written as
-    ``\\uXXXX`` escapes. JSON outside strings is ASCII, so only strings change form."""
-    text = json.dumps(data, indent=indent, ensure_ascii=False, default=str)
-    return _UNSAFE_IN_JSON.sub(_json_escape, text)
+    (non-ASCII text stays readable), through :func:`visible_json`."""
+    return visible_json(json.dumps(data, indent=indent, ensure_ascii=False, default=str))
 
 
 def cap(text: str, limit: int = HUMAN_OUTPUT_CHARS) -> tuple[str, int]:

@@ -19,7 +19,8 @@ caller of :class:`keen.gateway.Gateway`) pass the stages of :data:`ORDER`, in th
 ``execute``     send it: :meth:`keen.gateway.Gateway.execute` for MCP (``tools/call``), or a
                 harness's local tools
 ``truncate``    :func:`shape`: the text cut with a note, ``structuredContent`` left out past
-                the limit, a tool's own error said so
+                the limit, a tool's own error said so, images, audio and blobs that are not
+                what they claim (:func:`binary_fault`) noted
 ``post_hooks``  a harness's hooks, which may rewrite the result
 ``audit``       one record per call, a cancelled one too (:meth:`Pipeline.run` runs it last,
                 whatever happened)
@@ -32,6 +33,7 @@ refused there (nothing was sent), at the others it failed.
 
 from __future__ import annotations
 
+import binascii
 import inspect
 import json
 import logging
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
+    "MAX_BINARY_BYTES",
     "ORDER",
     "Approval",
     "ApprovalRequest",
@@ -71,6 +74,7 @@ __all__ = [
     "allow_all",
     "allow_read_only",
     "audit_record",
+    "binary_fault",
     "cut_text",
     "result_text",
     "shape",
@@ -546,9 +550,73 @@ def cut_text(text: str, limit: int, hint: str | None = None) -> tuple[str, int]:
     return text[:limit] + note, cut
 
 
+MAX_BINARY_BYTES = 5 * 1024 * 1024
+"""Bytes of a result's images, audio and resource blobs, decoded and together, that a front
+end may pass on as the server sent them (``keen serve`` to its host): 5 MiB, the largest
+image Anthropic's Messages API takes."""
+
+# The leading bytes of the formats whose MIME type a server most often names; data that
+# does not start with them is something else under that name.
+_MAGIC: dict[str, tuple[bytes, ...]] = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),
+    "audio/wav": (b"RIFF",),
+    "audio/x-wav": (b"RIFF",),
+    "audio/ogg": (b"OggS",),
+    "audio/flac": (b"fLaC",),
+}
+_RIFF_FORMS = {"image/webp": b"WEBP", "audio/wav": b"WAVE", "audio/x-wav": b"WAVE"}
+
+
+def binary_fault(result: ToolResult, limit: int = MAX_BINARY_BYTES) -> str | None:
+    """Why the images, audio and blobs of ``result`` may not be passed on as the server sent
+    them, or ``None`` when they may (a result of text alone always may).
+
+    A server's content blocks are untrusted like its text (MCP 2025-11-25 "Tools > Tool
+    Result": ``image`` and ``audio`` carry base64 ``data`` and a ``mimeType``; an embedded
+    ``resource`` may carry a base64 ``blob``). A host shows or renders them by their MIME
+    type, so an image block whose type is ``text/html``, or whose bytes are not the PNG it
+    claims, or data that is not base64 at all, is not passed on; nor are more than ``limit``
+    bytes of them (one message may hold 100 million characters).
+    """
+    total = 0
+    for block in result.content:
+        kind = block.get("type")
+        if kind in ("image", "audio"):
+            data, mime = block.get("data"), block.get("mimeType")
+        elif kind == "resource" and isinstance(block.get("resource"), dict) and "blob" in block["resource"]:
+            data, mime = block["resource"]["blob"], None
+        else:
+            continue
+        article = "a" if kind == "resource" else "an"
+        what = f"{article} {kind} {mime}" if mime is not None else f"{article} {kind}"
+        if not isinstance(data, str):
+            return f"{what} block has no base64 data"
+        total += len(data) * 3 // 4
+        if total > limit:
+            return f"its images, audio and blobs pass {limit:,} bytes"
+        try:
+            raw = binascii.a2b_base64(data, strict_mode=True)
+        except binascii.Error:
+            return f"the data of {what} block is not base64"
+        if mime is None:
+            continue
+        if not isinstance(mime, str) or not mime.lower().startswith(f"{kind}/"):
+            return f"{article} {kind} block says its data is {mime!r}"
+        magic = _MAGIC.get(mime.lower())
+        form = _RIFF_FORMS.get(mime.lower())
+        if (magic and not raw.startswith(magic)) or (form and raw[8:12] != form):
+            return f"the data of {what} block is not {mime}"
+    return None
+
+
 class Shaped(NamedTuple):
     """A result as a model or host gets it: ``text`` within the limit (with its notes),
-    ``structured`` only when its JSON fits beside the text, ``cut`` characters cut.
+    ``structured`` only when its JSON fits beside the text, ``cut`` characters cut, and
+    ``binary_fault``: why its images, audio or blobs may not be passed on as sent
+    (:func:`binary_fault`; the text says it too), ``None`` when they may.
 
     A named tuple, not a frozen dataclass: every call makes one, and a frozen dataclass's
     ``__init__`` sets each field through ``object.__setattr__``."""
@@ -556,6 +624,7 @@ class Shaped(NamedTuple):
     text: str
     structured: Any
     cut: int
+    binary_fault: str | None = None
 
 
 def shape(result: ToolResult, limit: int, hint: str | None = None) -> Shaped:
@@ -577,7 +646,12 @@ def shape(result: ToolResult, limit: int, hint: str | None = None) -> Shaped:
                     f"\n[structuredContent left out: its {size} characters of JSON would pass the "
                     f"{limit}-character limit; the text above carries the result]"
                 )
-    return Shaped(text, structured, cut)
+    fault = binary_fault(result)
+    if fault is not None:
+        text += (
+            f"\n[the server's images, audio or blobs are left out: {fault}; the text above stands for them]"
+        )
+    return Shaped(text, structured, cut, fault)
 
 
 # -- audit --------------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def test_approval_an_elicitation_form_and_a_page_to_open(tmux_chat: Callable[...
 
     # An elicitation form: the schema's defaults pre-filled, a bad entry asked again.
     at = chat.send("book a table")
-    t.wait_for(r"Server chat asks:\s+Details for the booking\?", after=at)
+    t.wait_for(r"Server chat asks:\s+│ Details for the booking\?", after=at)
     t.wait_for(r"Time \(1\) 18:00, 2\) 20:00\)", after=at)
     t.wait_for(r"\[a\]ccept \(fill in the form\) / \[d\]ecline / \[c\]ancel: a[ \t]*$", after=at)
     t.send("Enter")
@@ -116,7 +116,7 @@ def test_approval_an_elicitation_form_and_a_page_to_open(tmux_chat: Callable[...
 
     # A page to open: its host and URL shown, opening it asked first.
     at = chat.send("connect my account")
-    t.wait_for(r"Server chat asks you to open a page:\s+Sign in to Example Cloud", after=at)
+    t.wait_for(r"Server chat asks you to open a page:\s+│ Sign in to Example Cloud", after=at)
     t.wait_for(r"host: auth\.example\.com", after=at)
     t.wait_for(r"https://auth\.example\.com/connect\?state=abc123", after=at)
     # Enter alone declines: opening a page takes an explicit "o".

@@ -10,6 +10,7 @@ timeout: a hang fails the test instead of stalling the run.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +31,15 @@ SECRET = "tok-upstream-7d1e0c94b2"
 
 def _text(result: dict[str, Any]) -> str:
     return str(result["content"][0]["text"])
+
+
+PNG = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"
+HTML = b"<svg xmlns='http://www.w3.org/2000/svg' onload='alert(1)'/>"
+
+
+def _image(data: bytes, mime: str) -> dict[str, Any]:
+    block = {"type": "image", "data": base64.b64encode(data).decode(), "mimeType": mime}
+    return {"content": [{"type": "text", "text": "here it is"}, block]}
 
 
 def _write_config(home: Path) -> None:
@@ -63,12 +73,24 @@ def _write_config(home: Path) -> None:
     tools.append(
         {"name": "big_structured", "description": "Short text, huge structure.", "inputSchema": OBJECT}
     )
+    for name in ("png", "html_as_image", "svg_as_png", "not_base64", "huge_image"):
+        tools.append({"name": name, "description": f"An image ({name}).", "inputSchema": OBJECT})
     results = {
         "big_structured": {
             "content": [{"type": "text", "text": "summary: 20000 rows"}],
             "structuredContent": {"rows": [{"id": i, "name": f"row {i}"} for i in range(20_000)]},
         },
         "b__c": {"content": [{"type": "text", "text": "ran h/b__c"}]},
+        "png": _image(PNG, "image/png"),
+        "html_as_image": _image(HTML, "text/html"),
+        "svg_as_png": _image(HTML, "image/png"),
+        "not_base64": {
+            "content": [
+                {"type": "text", "text": "here it is"},
+                {"type": "image", "data": "<script>x</script>", "mimeType": "image/png"},
+            ]
+        },
+        "huge_image": _image(PNG + b"\0" * 6 * 1024 * 1024, "image/png"),
         "slow_value": {"content": [{"type": "text", "text": "ran slow_value"}]},
     }
     servers = {
@@ -331,3 +353,29 @@ def test_a_secret_the_server_quotes_in_its_tool_is_redacted_for_hosts(
     assert described["inputSchema"]["properties"]["key"]["default"] == "[REDACTED]"
     listed = {t["name"]: t for t in seen[2]["tools"]}["mcp__chatty__lookup"]
     assert listed["description"] == "[chatty] Looks things up with key [REDACTED]."
+
+
+@pytest.mark.parametrize(
+    ("tool", "fault"),
+    [
+        ("html_as_image", "an image block says its data is 'text/html'"),
+        ("svg_as_png", "the data of an image image/png block is not image/png"),
+        ("not_base64", "the data of an image image/png block is not base64"),
+        ("huge_image", "its images, audio and blobs pass 5,242,880 bytes"),
+    ],
+)
+def test_an_image_that_is_not_what_it_claims_is_not_passed_on(
+    search: KeenServeProcess, tool: str, fault: str
+) -> None:
+    """keen serve passes an upstream result on as sent when nothing of it was cut; an image's
+    text stands for it in that check ("[image image/png, N bytes]"), so HTML under an image
+    type, bytes that are not the PNG they claim, data that is not base64, and megabytes of it
+    all reached the host, which renders an image by its MIME type. Now the host gets the text
+    with a note saying why the image was left out."""
+    host = Host(search)
+    result = host.call("call_mcp_tool", {"server": "h", "tool": tool, "arguments": {}})
+    assert [block["type"] for block in result["content"]] == ["text"], result["content"][1:2]
+    assert result["content"][0]["text"].startswith("here it is\n[image ")
+    assert f"left out: {fault};" in result["content"][0]["text"]
+    honest = host.call("call_mcp_tool", {"server": "h", "tool": "png", "arguments": {}})
+    assert honest["content"][1] == _image(PNG, "image/png")["content"][1]

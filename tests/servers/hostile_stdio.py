@@ -26,7 +26,9 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
      "daemon_pidfile": "/path",          # double-fork a daemon (setsid between the forks)
                                          # that ignores signals and stdin; its PID goes here
      "tools_cycle": [[...], [...]],      # tools/list answers these lists in turn, counted
-     "tools_cycle_state": "/path"}       #   in this file across runs (a rug pull per listing)
+     "tools_cycle_state": "/path",       #   in this file across runs (a rug pull per listing)
+     "resources": [{"uri": "...", "name": "..."}],  # announce resources; resources/list
+     "resource_reads": {"uri": "text"}}  # resources/read of uri (any ?query) answers this text
 
 In every string of the spec, ``{env:NAME}`` becomes the value of the environment variable
 NAME and ``{argv}`` the arguments after SPEC.json, joined by spaces (so a test can make the
@@ -153,7 +155,7 @@ def main() -> None:
         if method == "initialize":
             result = {
                 "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {}, **({"resources": {}} if spec.get("resources") else {})},
                 "serverInfo": {"name": spec.get("server_name", "hostile"), "version": "6.6.6"},
             }
             if spec.get("instructions"):
@@ -180,6 +182,14 @@ def main() -> None:
                 continue
             result = spec.get("results", {}).get(name, {"content": [{"type": "text", "text": "ok"}]})
             _send({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif method == "resources/list" and spec.get("resources"):
+            _send({"jsonrpc": "2.0", "id": rid, "result": {"resources": spec["resources"]}})
+        elif method == "resources/read" and params.get("uri", "").split("?")[0] in spec.get(
+            "resource_reads", {}
+        ):
+            text = spec["resource_reads"][params["uri"].split("?")[0]]
+            content = {"uri": params["uri"], "mimeType": "application/json", "text": text}
+            _send({"jsonrpc": "2.0", "id": rid, "result": {"contents": [content]}})
         elif method == "ping":
             _send({"jsonrpc": "2.0", "id": rid, "result": {}})
         else:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from helpers.hostile import CliRun, files_containing, hostile_entry, keen_cli
+from keen.mcp import Manager
+from keen.trust import PinGuard
 
 pytestmark = pytest.mark.slow_file
 
@@ -157,3 +160,68 @@ def test_no_secret_in_any_output_or_file(home: Path, tmp_path: Path) -> None:
     assert runs[-1].code == 0, runs[-1]
     log = (home / "logs" / "chatty.stderr.log").read_text()
     assert "starting with UPSTREAM=[REDACTED]" in log and "calling upstream with [REDACTED]" in log
+
+
+def test_a_secret_in_a_full_tool_description_is_redacted(tmp_path: Path) -> None:
+    """A server with the ``tool_descriptions`` extension lists minimal tools and gives the full
+    description and inputSchema in a resource, which Keen reads right after tools/list. The
+    secret it quotes there was redacted in tools/list only: the full text, secret and all,
+    went into the skill's schema file, the pins and the search index."""
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    uri = "resource:///tool_descriptions"
+    full = {
+        "lookup": {
+            "description": "Looks things up with key {env:UPSTREAM}.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"key": {"type": "string", "default": "{env:UPSTREAM}"}},
+            },
+        }
+    }
+    spec = {
+        "tools": [{"name": "lookup", "description": "Look up.", "inputSchema": {"type": "object"}}],
+        "resources": [{"uri": uri, "name": "tool_descriptions"}],
+        "resource_reads": {uri: json.dumps(full)},
+    }
+    entry = hostile_entry(tmp_path / "ext.json", spec, env={"UPSTREAM": "${UPSTREAM_CRED}"})
+    (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": {"ext": entry}}))
+    env = {"UPSTREAM_CRED": STDIO_SECRET}
+    synced = keen_cli("mcp", "sync", keen_home=keen_home, env=env)
+    assert synced.code == 0, synced
+    listed = keen_cli("mcp", "tools", "ext", "--json", keen_home=keen_home, env=env)
+    assert listed.code == 0, listed
+    (tool,) = json.loads(listed.stdout)
+    # The full description replaced the minimal one, with the secret blanked.
+    assert tool["description"] == "Looks things up with key [REDACTED]."
+    assert tool["inputSchema"]["properties"]["key"]["default"] == "[REDACTED]"
+    assert STDIO_SECRET not in synced.output + listed.output
+    assert files_containing(keen_home, STDIO_SECRET) == []
+
+
+@pytest.mark.anyio
+async def test_a_secret_in_a_resource_list_is_redacted(
+    write_config: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resources (and templates and prompts) are listed at connect time for the capability
+    catalog, which the model reads, and for ``keen serve``'s hosts. A secret the server
+    quoted in a resource's title or description went to both as written; its URI and name
+    stay as sent (a read must send them)."""
+    monkeypatch.setenv("UPSTREAM_CRED", STDIO_SECRET)
+    resource = {
+        "uri": "file:///notes/today.txt",
+        "name": "today",
+        "title": "Notes of {env:UPSTREAM}",
+        "description": "Read with key {env:UPSTREAM}.",
+    }
+    spec = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "resources": [resource]}
+    entry = hostile_entry(tmp_path / "res.json", spec, env={"UPSTREAM": "${UPSTREAM_CRED}"})
+    async with Manager(write_config({"res": entry}), trust=PinGuard()) as manager:
+        assert await manager.wait_ready(20)
+        (listed,) = manager.list_resources("res")
+    assert listed == {
+        "uri": "file:///notes/today.txt",
+        "name": "today",
+        "title": "Notes of [REDACTED]",
+        "description": "Read with key [REDACTED].",
+    }

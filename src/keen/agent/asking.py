@@ -9,7 +9,8 @@ history) and the rich console they are drawn on.
   ``y`` (yes), ``n`` (no) or ``a`` (always: this tool, this session; the agent keeps that).
   Ctrl-C at the question answers no and stops the turn (``on_interrupt``).
 * :meth:`Asker.elicit` answers a server's ``elicitation/create`` (form mode): it shows the
-  server's message (untrusted text, escaped), asks accept / decline / cancel, then each
+  server's message (untrusted text: escaped, each line behind a ``│`` bar so it cannot pass
+  for Keen's own lines, at most 2,000 characters), asks accept / decline / cancel, then each
   field of the form (:mod:`keen.agent.form`) with the schema's default pre-filled. Ctrl-C
   anywhere in the form is cancel (MCP's "dismissed without a choice").
 * :meth:`Asker.open_url` answers a URL-mode request (a page the person opens out of band,
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
     from keen.gateway import ApprovalRequest
 
 __all__ = ["Asker"]
+
+MESSAGE_CHARS = 2000
+"""A server's message in a question is shown up to this many characters, then a note."""
+_BAR = "  │ "
 
 _APPROVAL = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
 _ACTION = {
@@ -117,6 +122,16 @@ class Asker:
     def _show(self, text: str, style: str = "") -> None:
         self.console.print(Text(terminal_text(text), style=style), soft_wrap=True)
 
+    def _quote(self, message: str) -> None:
+        """A server's message, each line behind a bar: its text cannot pass for Keen's own
+        lines (a ``host:`` line, a prompt) and is cut past :data:`MESSAGE_CHARS`."""
+        text = message.strip()
+        cut = len(text) - MESSAGE_CHARS
+        lines = (text[:MESSAGE_CHARS] if cut > 0 else text).splitlines() or [""]
+        if cut > 0:
+            lines.append(f"[{cut:,} more characters of the server's message not shown]")
+        self._show("\n".join(_BAR + line for line in lines))
+
     # -- approval -------------------------------------------------------------------------------
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
@@ -158,7 +173,7 @@ class Asker:
         self.console.print(
             Text.assemble(("Server ", "bold cyan"), (terminal_text(server, one_line=True), "bold"), " asks:")
         )
-        self._show(message.strip())
+        self._quote(message)
         try:
             fields = form_fields(requested_schema)
         except FormError as exc:
@@ -167,7 +182,9 @@ class Asker:
         for f in fields:
             extra = f" ({f.hint()})" if f.hint() else ""
             need = " *" if f.required else ""
-            self._show(f"  {f.title}{need}{extra}" + (f": {f.description}" if f.description else ""), "dim")
+            # One line each, cut: the schema's words are the server's too.
+            line = f"{f.title}{need}{extra}" + (f": {f.description}" if f.description else "")
+            self._show("  " + one_line(line, 300), "dim")
         try:
             action = await self._choose("[a]ccept (fill in the form) / [d]ecline / [c]ancel: ", _ACTION, "a")
             if action != "accept":
@@ -193,7 +210,7 @@ class Asker:
                     " asks you to open a page:",
                 )
             )
-            self._show(message.strip())
+            self._quote(message)
             host = urlsplit(url).hostname or ""
             self._show(f"  host: {host}", "bold")
             if "xn--" in host:
@@ -220,7 +237,8 @@ class Asker:
             content: dict[str, Any] = {}
             for f in fields:
                 while True:
-                    text = await self.ask(f"{f.title}: ", default=f.initial_text())
+                    title = terminal_text(one_line(f.title, 80), one_line=True)
+                    text = await self.ask(f"{title}: ", default=f.initial_text())
                     try:
                         value = f.parse(text)
                     except ValueError as exc:

@@ -644,8 +644,12 @@ class Harness:
             shaped = shape(call.result, self.max_result_chars, call.hint)
             call.text, call.truncated_chars = shaped.text, shaped.cut
             # A front end passing the raw result on (keen serve) may do so only while nothing
-            # of it was cut or left out.
-            call.unchanged = not shaped.cut and shaped.structured is call.result.structured_content
+            # of it was cut or left out, and its images, audio and blobs are what they claim.
+            call.unchanged = (
+                not shaped.cut
+                and shaped.structured is call.result.structured_content
+                and shaped.binary_fault is None
+            )
         else:
             call.text, call.truncated_chars = cut_text(call.text, self.max_result_chars, call.hint)
         return True

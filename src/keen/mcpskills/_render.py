@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from keen import _text
+from keen._terminal import visible_json
 from keen._text import sentences, shorten, unsafe_char
 from keen.mcp.types import ServerInfo, Tool
 from keen.mcpskills._names import (
@@ -279,6 +280,8 @@ def render_schema(tool: Tool) -> bytes:
     plus ``title`` and ``annotations`` when the server gave them (the annotations carry
     readOnlyHint/destructiveHint, which help the model pick the safe tool). The full
     description is kept; ``outputSchema`` is left out: the file is the argument contract.
+    Control, bidi and invisible characters in its strings are written as ``\\uXXXX``
+    escapes (:func:`keen._terminal.visible_json`): the same JSON value, all of it visible.
 
     Sorted keys; one compact line when it fits in ``COMPACT_SCHEMA_CHARS`` (the model reads
     these: 170 vs 248 o200k tokens per LiveMCPBench schema against indent 2), else indent 1
@@ -296,7 +299,9 @@ def render_schema(tool: Tool) -> bytes:
     text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     if len(text) > COMPACT_SCHEMA_CHARS:
         text = json.dumps(data, sort_keys=True, ensure_ascii=False, indent=1)
-    return (text + "\n").encode("utf-8")
+    # The same value with C1 controls, bidi marks and invisible characters as \u escapes: a
+    # person may cat the file, and the model should see text hidden in Unicode tags as such.
+    return (visible_json(text) + "\n").encode("utf-8")
 
 
 def render_skill_md(

@@ -9,7 +9,9 @@ poisoning" and "tool shadowing" put orders there. :func:`scan_tool` flags four k
   when another server defines that name too and the text prefers this one, "instead of",
   "rather than" ...), or a qualified ``server.tool`` / ``server/tool`` /
   ``mcp__server__tool``, or tells the model to use it instead of another configured server;
-  or the tool itself has a name another server defines with another definition;
+  or the tool itself has a name another server defines with another definition, or a
+  name that only reads as another server's tool (:func:`skeleton`: ``ｓend_email``,
+  ``Send_Email``, ``ѕend_email`` with a Cyrillic letter);
 - ``override``: it tells the model to ignore, forget or override instructions, to act
   before or instead of other tools, or to keep something from the user;
 - ``secrets``: it points at credential files (``~/.ssh``, ``id_rsa``, ``.env``,
@@ -51,6 +53,7 @@ __all__ = [
     "scan_servers",
     "scan_text",
     "scan_tool",
+    "skeleton",
 ]
 
 FlagKind = Literal["shadowing", "override", "secrets", "hidden"]
@@ -256,6 +259,25 @@ _HIDDEN_CHARS = _compile(
 _HTML_COMMENT = _compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 
 
+# Cyrillic and Greek letters a reader takes for Latin ones (after case folding): a subset of
+# Unicode Technical Standard #39's confusables, the ones tool names are spoofed with.
+_LOOKALIKES = str.maketrans(
+    "аерсуохѕіјԁһԛԝӏɡοαρνικτυχ",
+    "aepcyoxsijdhqwlgoapvikt" + "ux",
+)
+
+
+def skeleton(name: str) -> str:
+    """``name`` as a reader takes it: NFKC (fullwidth and other compatibility forms become
+    ASCII), without invisible format characters (a zero-width space), case folded, and
+    Cyrillic or Greek look-alikes of Latin letters mapped to those (``ѕend_Еmail`` reads as
+    ``send_email``). Two tool names with one skeleton name the same tool to a model or a person."""
+    folded = unicodedata.normalize("NFKC", name).casefold().translate(_LOOKALIKES)
+    if folded.isascii():
+        return folded
+    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+
+
 def _emoji_joiner(text: str, start: int, end: int) -> bool:
     """A lone ZWJ/ZWNJ between two letters or symbols of one script (emoji sequences,
     Persian, Indic) is ordinary writing, not hiding."""
@@ -352,7 +374,7 @@ class ShadowIndex:
             for item in items:
                 if isinstance(item, Tool):
                     names.add(item.name)
-                    self._definitions.setdefault(item.name, {}).setdefault(server, item)
+                    self._definitions.setdefault(skeleton(item.name), {}).setdefault(server, item)
                 else:
                     names.add(item)
         owners: dict[str, list[str]] = {}
@@ -405,16 +427,27 @@ class ShadowIndex:
         found.sort(key=lambda span: span[0])
         yield from found
 
-    def redefined(self, tool: Tool) -> str | None:
-        """The server (another than ``tool.server``) that defines ``tool.name`` with another
-        definition, or None. Only servers given as :class:`Tool` objects are compared."""
+    def redefined(self, tool: Tool) -> Tool | None:
+        """The tool of another server than ``tool.server`` named ``tool.name`` with another
+        definition, or one whose name ``tool.name`` only imitates (:func:`skeleton`:
+        ``ｓend_email``, ``Send_Email`` and ``ѕend_email`` with a Cyrillic letter all read as
+        ``send_email``, which is not flagged for them); None when there is none. Only servers
+        given as :class:`Tool` objects are compared."""
         from keen.trust.fingerprint import body_fingerprint
 
-        others = {s: t for s, t in self._definitions.get(tool.name, {}).items() if s != tool.server}
+        defined = self._definitions.get(skeleton(tool.name), {})
+        others = {s: t for s, t in defined.items() if s != tool.server}
         if not others:
             return None
         mine = body_fingerprint(tool)
-        return next((s for s, t in sorted(others.items()) if body_fingerprint(t) != mine), None)
+        # A look-alike name is the spoof, not the plain one it imitates (send_email stays unflagged).
+        plain = skeleton(tool.name) == tool.name
+        for _server, other in sorted(others.items()):
+            if other.name == tool.name and body_fingerprint(other) != mine:
+                return other
+            if other.name != tool.name and not plain:
+                return other
+        return None
 
     def _lookup(self, token: str, *, server: str | None, own: AbstractSet[str]) -> str | None:
         names = (token, token.removeprefix(_CURSOR)) if token.startswith(_CURSOR) else (token,)
@@ -586,7 +619,10 @@ def scan_tool(tool: Tool, *, shadow: ShadowIndex | None = None, own: Iterable[st
     other = shadow.redefined(tool) if shadow is not None else None
     if other is not None:
         name = tool.name
-        reason = f'defines "{name}", a tool the server "{other}" defines otherwise'
+        if other.name == name:
+            reason = f'defines "{name}", a tool the server "{other.server}" defines otherwise'
+        else:
+            reason = f'defines "{name}", which reads as "{other.name}", a tool of the server "{other.server}"'
         flags.append(Flag("shadowing", "name", 0, len(name), name, _excerpt(name, 0, len(name)), reason))
     for field, text in texts:
         flags.extend(scan_text(text, field=field, shadow=shadow, server=tool.server, own=own_names))

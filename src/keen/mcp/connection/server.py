@@ -42,6 +42,7 @@ from keen.mcp.connection.elicitation import (
 from keen.mcp.connection.message_size import MessageTooLarge
 from keen.mcp.connection.relay import CALL_PEER, Relay
 from keen.mcp.connection.sdk_private import negotiate_auto
+from keen.mcp.connection.session import CheckedSession
 from keen.mcp.connection.spawn import stdio_transport
 from keen.mcp.connection.start_times import StartTimes
 from keen.mcp.connection.starts import StartSlots, StartTurn
@@ -412,13 +413,14 @@ class ServerConnection:
                     else {"elicitation_callback": asks if self._elicitation() else None}
                 )
                 session = await stack.enter_async_context(
-                    ClientSession(
+                    CheckedSession(
                         EOFWatch(read, self._mark_eof, tool_filter.incoming),
                         WriteWatch(write, tool_filter),
                         message_handler=self._on_message,
                         logging_callback=self._on_log,
                         client_info=_CLIENT_INFO,
                         log_level="debug" if relay is not None else None,
+                        server=self.name,
                         **asking,
                     )
                 )

@@ -39,7 +39,9 @@ async def _all_pages(
     try:
         for _ in range(_MAX_PAGES):
             page = await fetch(mt.PaginatedRequestParams(cursor=cursor) if cursor else None)
-            items += [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in items_of(page)]
+            items += [
+                _redacted(i.model_dump(by_alias=True, mode="json", exclude_none=True)) for i in items_of(page)
+            ]
             cursor = page.next_cursor
             if not cursor or cursor in seen or len(items) >= _MAX_ITEMS:
                 break
@@ -48,6 +50,27 @@ async def _all_pages(
         logger.debug("server %s: %s/list failed, none kept: %s", server, what, redactor.redact(repr(exc)))
         return []
     return items[:_MAX_ITEMS]
+
+
+_KEPT = frozenset({"uri", "uriTemplate", "name", "arguments"})
+"""What a read or a ``prompts/get`` must send back as the server wrote it."""
+
+
+def _redacted(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` with a secret Keen gave the server blanked in its text (description, title,
+    annotations), as its tools are (``tool_pages.to_tool``; README "Secrets stay secret"):
+    the capability catalog and ``keen serve``'s hosts read these lists. URIs and names stay:
+    a read must send them; so do a prompt's arguments, but for their descriptions."""
+    out = {k: v if k in _KEPT else redactor.redact_json(v) for k, v in item.items()}
+    arguments = item.get("arguments")
+    if isinstance(arguments, list):
+        out["arguments"] = [
+            {k: v if k == "name" else redactor.redact_json(v) for k, v in a.items()}
+            if isinstance(a, dict)
+            else a
+            for a in arguments  # pyright: ignore[reportUnknownVariableType]
+        ]
+    return out
 
 
 async def list_resources(

@@ -5,7 +5,8 @@ A server that implements it lists minimal tools (``inputSchema`` often just
 resource; reading ``<uri>?tools=a,b`` returns the full descriptions and authorizes those
 tools for the session. Keen needs full schemas for generated skills and argument checks,
 so right after tools/list it reads the descriptions of every tool (in batches) and
-replaces the minimal ones; that read also authorizes the tools before the first call.
+replaces the minimal ones (with a secret Keen gave the server blanked, as in tools/list);
+that read also authorizes the tools before the first call.
 If the server later answers a call with ``TOOL_DESCRIPTION_REQUIRED`` (its authorization
 expired), :func:`description_required` recognizes it so the caller can fetch and retry once.
 """
@@ -21,6 +22,7 @@ from urllib.parse import quote, urlsplit
 import mcp_types as mt
 from mcp.client.session import ClientSession
 
+from keen._redact import redactor
 from keen.mcp.types import Tool
 
 __all__ = ["description_required", "fetch_descriptions", "find_resource", "with_full_descriptions"]
@@ -101,6 +103,8 @@ async def with_full_descriptions(
         if entry is None:
             out.append(tool)
             continue
+        # A secret the server quotes here is blanked as in its tools/list (tool_pages.to_tool).
+        entry = redactor.redact_json(entry)
         schema = entry.get("inputSchema")
         description = entry.get("description")
         out.append(

@@ -62,7 +62,7 @@ from keen.mcp.listing._keywords import (
 )
 from keen.mcp.types import Tool
 
-__all__ = ["ArgumentValidator", "plain_check"]
+__all__ = ["ArgumentValidator", "StructuredContentValidator", "plain_check"]
 
 logger = logging.getLogger(__name__)
 
@@ -332,6 +332,83 @@ class ArgumentValidator:
             tool=tool.name,
             errors=problems,
         )
+
+
+class StructuredContentValidator:
+    """A tool result's ``structuredContent`` checked against the tool's ``outputSchema`` (MCP
+    2025-11-25 "Tools > Output Schema": clients SHOULD validate structured results against
+    it), with the bounded keywords an inputSchema gets (:mod:`keen.mcp.listing._keywords`).
+
+    The MCP SDK's own check searches ``pattern`` with :mod:`re` on the event loop: a server
+    that declares ``"pattern": "^(a|a)+$"`` and returns ``"aaaa…!"`` froze every call of
+    every server. Here a search gets :data:`PATTERN_BUDGET` seconds and a result that needs
+    more is refused. One validator is compiled per tool and outputSchema.
+
+    Args:
+        server: the server's name (for log lines).
+    """
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self._cache: dict[str, tuple[Any, Validator | None]] = {}
+
+    def _validator(self, tool: str, schema: dict[str, Any]) -> Validator | None:
+        cached = self._cache.get(tool)
+        if cached is not None and (cached[0] is schema or cached[0] == schema):
+            return cached[1]
+        cls = validators.validator_for(schema, default=Draft202012Validator)
+        try:
+            cls.check_schema(schema)
+        except SchemaError as exc:
+            raise RuntimeError(f"Invalid schema for tool {tool}: {exc.message}") from None
+        compiled: Validator | None = None
+        if uses_unbounded_search(schema):
+            logger.warning(
+                "server %s tool %s: outputSchema combines unevaluatedProperties and patternProperties, "
+                "which Keen cannot check in bounded time; its structuredContent is passed on unchecked",
+                self.server,
+                tool,
+            )
+        else:
+            compiled = safe_validator_class(cls)(schema, registry=_NO_RETRIEVAL)
+        self._cache[tool] = (schema, compiled)
+        return compiled
+
+    def validate(self, tool: str, schema: dict[str, Any], content: Any) -> None:
+        """Check ``content`` (the result's ``structuredContent``) against ``schema``.
+
+        Raises:
+            RuntimeError: the content does not match, or cannot be checked in bounded time
+                (a pattern that backtracks without end, a ``$ref`` cycle, content nested too
+                deeply), or the schema is invalid or has a ``$ref`` that does not resolve
+                within it. The SDK raises ``RuntimeError`` for the same faults, and the call
+                fails saying the server sent an invalid answer.
+        """
+        validator = self._validator(tool, schema)
+        if validator is None:
+            return
+        try:
+            with bounded():
+                errors = sorted(validator.iter_errors(content), key=lambda e: list(e.absolute_path))
+        except PatternTooSlow as exc:
+            raise RuntimeError(
+                f"the structuredContent of tool {tool} could not be checked against its outputSchema: "
+                f"matching {shorten(exc.value, 41)!r} against the pattern {exc.pattern!r} took over "
+                f"{PATTERN_BUDGET:g} s, so the result was not used; the server's outputSchema needs fixing"
+            ) from None
+        except (Unresolvable, ValueError, regex.error) as exc:
+            raise RuntimeError(f"Invalid schema for tool {tool}: {exc}") from None
+        except RecursionError:
+            raise RuntimeError(
+                f"the structuredContent of tool {tool} could not be checked against its outputSchema: "
+                "a $ref cycle in it never reaches a type, or the content nests too deeply"
+            ) from None
+        if errors:
+            first = errors[0]
+            raise RuntimeError(
+                f"Invalid structured content returned by tool {tool}: "
+                f"{_json_path(first.absolute_path)}: {shorten(first.message, 300)}"
+            )
 
 
 def _depth(value: Any, limit: int = 1000) -> int:
