@@ -502,6 +502,10 @@ def trust(
         check = compare_instructions(info.instructions, current)
         if check.status == "trusted" and instructions is not None:
             instructions = instructions.model_copy(update={"reviewed": True}) if by_user else instructions
+        elif check.status == "new" and reviewed is not None and reviewed.instructions is None:
+            # A review written before instructions were pinned showed none: recorded as a
+            # first use would record them, not as reviewed.
+            instructions = InstructionsPin.of(check.new)
         else:
             if reviewed is not None and reviewed.instructions != check.fingerprint:
                 raise ToolQuarantined(
@@ -884,14 +888,15 @@ class PinGuard:
         self._views[server] = (report, tools if isinstance(tools, tuple) else tuple(tools), options, view)
         return view
 
-    def first_use(self, server: str, tools: Sequence[Tool]) -> bool:
-        """Trust on first use: pin every listed tool when the server has no pins yet.
+    def first_use(self, server: str, tools: Sequence[Tool], info: ServerInfo | None = None) -> bool:
+        """Trust on first use: pin every listed tool, and the instructions of ``info`` (what
+        the server said at initialize) when given, when the server has no pins yet.
 
         Returns True when it wrote the pins, False when the server was already pinned.
         """
         if self.stamp(server) is not None:
             return False
-        trust(server, tools, store=self.store)
+        trust(server, tools, store=self.store, info=info)
         logger.info("pinned %d tools of %s on first approval", len(tools), server)
         return True
 
@@ -930,10 +935,12 @@ class PinGuard:
             return check
         raise quarantine_error(server, check)
 
-    def approved(self, server: str, tools: Sequence[Tool], policy: PinningPolicy) -> bool:
-        """After a call was approved: pin the server's tools if it has no pins yet. Returns True
-        when this was the first approval (pins written)."""
-        return policy != "off" and self.first_use(server, tools)
+    def approved(
+        self, server: str, tools: Sequence[Tool], policy: PinningPolicy, info: ServerInfo | None = None
+    ) -> bool:
+        """After a call was approved: pin the server's tools (and ``info``'s instructions) if
+        it has no pins yet. Returns True when this was the first approval (pins written)."""
+        return policy != "off" and self.first_use(server, tools, info)
 
     def quarantined(self, server: str, tools: Sequence[Tool], policy: PinningPolicy) -> set[str]:
         """Names of the tools a call would be refused for under ``policy`` (empty unless the
