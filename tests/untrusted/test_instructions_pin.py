@@ -68,6 +68,8 @@ def test_changed_instructions_are_held_then_reviewed_and_accepted(tmp_path: Path
     skill_md = _skill_md(home)
     assert files_containing(home / "skills", MARK) == []
     assert BENIGN in skill_md and HELD in skill_md
+    assert "this file shows the server's instructions as they were pinned" in skill_md
+    assert "cannot be called" not in skill_md  # no tool is held
     prompt = keen_here("prompt", keen_home=home)
     assert prompt.code == 0, prompt
     assert MARK not in prompt.output and HELD in prompt.stdout
