@@ -151,7 +151,8 @@ class ListedServer(Protocol):
 
     @property
     def info(self) -> ServerInfo | None:
-        """What the server said at its last initialize (replaced wholesale at each)."""
+        """What the server said at its last initialize (replaced wholesale at each). A server
+        without it (written before it was added) is taken as having said nothing."""
         ...
 
 
@@ -280,9 +281,11 @@ class ToolViews:
         """
         name = server.name
         trust = self.trust
+        # A ListedServer written before it had ``info`` says nothing of itself.
+        info: ServerInfo | None = getattr(server, "info", None)
         if trust is None:
-            return ListedView(name, self.live(server), info=server.info)
-        tools, config, info = server.tools, server.config, server.info
+            return ListedView(name, self.live(server), info=info)
+        tools, config = server.tools, server.config
         try:
             stamp = trust.stamp(name)
         except ConfigError:
