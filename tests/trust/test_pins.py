@@ -456,7 +456,7 @@ def test_pinned_instructions_are_held_under_quarantine_shown_under_warn_and_off(
         assert shown.info is changed and shown.note == ""
     report = compare("docs", tools, store.load("docs"), changed)
     assert report.instructions is not None and report.instructions.status == "changed"
-    assert report.instructions.diff().splitlines()[-2:] == ["-Use a.", "+Use b."]
+    assert report.instructions.diff().splitlines()[-2:] == ['-"Use a."', '+"Use b."']
     # Trusting some tools by name leaves the instructions as pinned; trusting all accepts them.
     trust("docs", tools, ["a"], store=store, info=changed)
     assert guard.view("docs", tools, "quarantine", info=changed).info.instructions == "Use a."  # type: ignore[union-attr]
@@ -484,3 +484,12 @@ def test_the_first_approved_call_pins_the_instructions_with_the_tools(store: Pin
     pins = store.load("docs")
     assert pins is not None and pins.instructions is not None
     assert pins.instructions.text == "Use a." and pins.instructions.reviewed is False
+
+
+def test_an_instructions_diff_quotes_each_line_so_none_passes_for_a_header() -> None:
+    from keen.trust.pins import InstructionsCheck
+
+    check = InstructionsCheck(status="changed", old="Use a.", new="Use a.\n++ live/other\n\x1b[31mred \ud800")
+    lines = check.diff().splitlines()
+    assert lines[:2] == ["--- pinned/instructions", "+++ live/instructions"]
+    assert lines[-2:] == ['+"++ live/other"', '+"\\u001b[31mred \\ud800"']

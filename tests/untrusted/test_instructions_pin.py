@@ -77,12 +77,12 @@ def test_changed_instructions_are_held_then_reviewed_and_accepted(tmp_path: Path
     shown = keen_here("mcp", "diff", "notes", keen_home=home)
     assert shown.code == 0, shown
     assert "changed server instructions" in shown.stdout, shown
-    assert f"-{BENIGN}" in shown.stdout and f"+{POISON}" in shown.stdout, shown
+    assert f'-"{BENIGN}"' in shown.stdout and f'+"{POISON}"' in shown.stdout, shown
     assert "the server's instructions changed, held for review" in shown.stdout, shown
     as_json = keen_here("mcp", "diff", "notes", "--json", keen_home=home)
     assert as_json.code == 0, as_json
     held = json.loads(as_json.stdout)["instructions"]
-    assert held["status"] == "changed" and held["quarantined"] is True and f"+{POISON}" in held["diff"]
+    assert held["status"] == "changed" and held["quarantined"] is True and f'+"{POISON}"' in held["diff"]
 
     trusted = keen_here("mcp", "trust", "notes", keen_home=home)
     assert trusted.code == 0, trusted
@@ -142,7 +142,7 @@ def test_warn_and_off_show_the_new_instructions(tmp_path: Path, pinning: str) ->
 
     shown = keen_here("mcp", "diff", "notes", keen_home=home)
     assert shown.code == 0, shown
-    assert f"+{POISON}" in shown.stdout, shown
+    assert f'+"{POISON}"' in shown.stdout, shown
     assert f"the server's instructions changed, shown (policy {pinning})" in shown.stdout, shown
 
 

@@ -44,6 +44,7 @@ records them at the next look, as on first use; a change later is held under
 from __future__ import annotations
 
 import difflib
+import json
 import logging
 import operator
 import re
@@ -269,11 +270,13 @@ class InstructionsCheck:
 
     def diff(self) -> str:
         """Unified diff of the pinned and the live text, line by line (``""`` if equal); a
-        side with no pin diffs against nothing."""
-        before = self.old.splitlines() if self.old is not None else []
+        side with no pin diffs against nothing. Each line is quoted as a JSON string, as a
+        tool's definition diff quotes its text: a line of the server's cannot pass for a diff
+        header (``+++ live/...``), and trailing spaces and control characters show."""
+        before = _quoted_lines(self.old) if self.old is not None else []
         lines = difflib.unified_diff(
             before,
-            self.new.splitlines(),
+            _quoted_lines(self.new),
             fromfile="pinned/instructions" if self.old is not None else "/dev/null",
             tofile="live/instructions",
             lineterm="",
@@ -288,6 +291,15 @@ class InstructionsCheck:
             "reviewed": self.status != "new" and self.reviewed,
             "fingerprint": self.fingerprint,
         }
+
+
+def _quoted_lines(text: str) -> list[str]:
+    """Each line of ``text`` as a JSON string (a lone surrogate as ``\\udXXX``, as JSON
+    writes it: printable)."""
+    return [
+        json.dumps(line, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
+        for line in text.splitlines()
+    ]
 
 
 def compare_instructions(live: str | None, pins: PinFile | None) -> InstructionsCheck:
