@@ -166,3 +166,13 @@ def test_interactive_trust_lists_the_instructions_before_it_asks(tmp_path: Path)
     finally:
         term.kill()
     assert _pins(home)["instructions"]["text"] == BENIGN
+
+
+def test_the_diff_of_a_server_never_pinned_shows_its_instructions_to_be_pinned(tmp_path: Path) -> None:
+    home, _spec = _home(tmp_path, POISON, "quarantine")
+    shown = keen_here("mcp", "diff", "notes", keen_home=home)
+    assert shown.code == 0, shown
+    assert "new server instructions" in shown.stdout and f'+"{POISON}"' in shown.stdout, shown
+    trusted = keen_here("mcp", "trust", "notes", keen_home=home)
+    assert trusted.code == 0 and "trusted server instructions: new" in trusted.stdout, trusted
+    assert _pins(home)["instructions"] == {**_pins(home)["instructions"], "text": POISON, "reviewed": True}

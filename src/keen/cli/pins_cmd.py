@@ -135,7 +135,7 @@ def diff(
         # Every definition is shown: `keen mcp trust` pins only what a person could see.
         for check in report.checks:
             _print_check(check, flags.get(check.name, []))
-        if report.instructions is not None and report.instructions.new:
+        if report.instructions is not None and report.instructions.diff():
             _print_instructions(report.instructions)
         # Under `off` no call pins anything: only `keen mcp trust` does.
         by = " by" if policy == "off" else " by the first approved call or by"
@@ -150,7 +150,7 @@ def diff(
     for check in shown:
         _print_check(check, flags.get(check.name, []))
     instructions = report.instructions
-    if instructions is not None and instructions.status != "trusted":
+    if instructions is not None and instructions.diff():  # changed, or not pinned yet (and some)
         _print_instructions(instructions)
     counts = report.to_dict()["counts"]
     # A pin a first approved call wrote is one nobody reviewed: its readOnlyHint grants
@@ -262,7 +262,7 @@ def _print_to_accept(report: PinReport, wanted: set[str] | None, flags: dict[str
             for flag in flags.get(check.name, []):
                 _print_flag(flag)
     # Trusting every tool pins the instructions too: shown unless already pinned as they are.
-    if wanted is None and report.instructions is not None and report.instructions.status != "trusted":
+    if wanted is None and report.instructions is not None and report.instructions.diff():
         _print_instructions(report.instructions)
 
 
