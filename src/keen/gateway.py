@@ -210,7 +210,7 @@ class Gateway:
                 self.pins.policy(self.manager.config.servers[server]),
                 self.manager.live_tools(server),
             )
-            self.pins.approved(server, tools, policy)
+            self.pins.approved(server, tools, policy, self.manager.live_info(server))
         result = await self.manager.call_tool(server, tool, call.arguments, validate=False)
         call.result, call.is_error = result, result.is_error
         call.code = "tool_error" if result.is_error else None

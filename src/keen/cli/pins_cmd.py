@@ -23,9 +23,9 @@ from keen.errors import ConfigError
 if TYPE_CHECKING:
     # The MCP layer (and the SDK under it) loads only when a command runs, so registering
     # these commands costs other commands nothing at start-up.
-    from keen.mcp import Tool
+    from keen.mcp import ServerInfo, Tool
     from keen.trust.flags import Flag
-    from keen.trust.pins import PinReport, ToolCheck
+    from keen.trust.pins import InstructionsCheck, PinReport, ToolCheck
 
 __all__ = ["register"]
 
@@ -47,12 +47,13 @@ async def _live_tools(
     server: str,
     timeout: float,
     live: bool,
-    pin: Callable[[list[Tool], dict[str, list[Tool]]], Awaitable[T]] | None = None,
-) -> tuple[list[Tool], str, dict[str, list[Tool]], T | None]:
-    """The server's tools, its pinning policy, the other configured servers' pinned tools,
-    and what ``pin(tools, others)`` returned: it runs while the server is connected, and
-    when it returns something (pins were written) the server's skill is generated again, so
-    the tools it shows follow the new pins at once."""
+    pin: Callable[[list[Tool], ServerInfo | None, dict[str, list[Tool]]], Awaitable[T]] | None = None,
+) -> tuple[list[Tool], ServerInfo | None, str, dict[str, list[Tool]], T | None]:
+    """The server's tools and initialize info (its instructions) as it sent them, its
+    pinning policy, the other configured servers' pinned tools, and what ``pin(tools, info,
+    others)`` returned: it runs while the server is connected, and when it returns something
+    (pins were written) the server's skill is generated again, so the tools and
+    instructions it shows follow the new pins at once."""
     import functools
 
     from keen.cli._live import connecting_view
@@ -64,12 +65,13 @@ async def _live_tools(
         manager.status(server)  # ServerNotConfigured before any waiting
         await rt.wait_for_discovery(timeout, functools.partial(connecting_view, enabled=live))
         tools = list(manager.live_tools(server))  # what the server sends, not the pinned view
+        info = manager.live_info(server)
         policy = pinning_policy(manager.config.servers[server])
         others = _pinned_names(list(manager.config.servers), server)
-        done = await pin(tools, others) if pin is not None else None
+        done = await pin(tools, info, others) if pin is not None else None
         if done is not None:
             await rt.sync()
-    return tools, policy, others, done
+    return tools, info, policy, others, done
 
 
 def _pinned_names(servers: list[str], skip: str) -> dict[str, list[Tool]]:
@@ -104,13 +106,15 @@ def diff(
 ) -> None:
     """Show how SERVER's live tools differ from the pinned ones (new, changed, renamed, removed)."""
     from keen.cli._terminal import shell_word
+    from keen.trust.flags import escape_text
     from keen.trust.pins import PinStore, Review, compare
 
     async def body() -> tuple[PinReport, str, dict[str, list[Flag]]]:
-        tools, policy, others, _ = await _live_tools(server, timeout, live=not as_json)
-        report = compare(server, tools, PinStore().load(server))
+        tools, info, policy, others, _ = await _live_tools(server, timeout, live=not as_json)
+        report = compare(server, tools, PinStore().load(server), info)
         # What this diff shows is what `keen mcp trust` may pin, and nothing else.
-        PinStore().save_review(Review.of(server, tools))
+        instructions = report.instructions.new if report.instructions is not None else None
+        PinStore().save_review(Review.of(server, tools, instructions))
         return report, policy, _flags(server, tools, others)
 
     report, policy, flags = run(body)
@@ -122,12 +126,17 @@ def diff(
             entry["flags"] = (
                 [f.to_dict() for f in flags.get(check.name, [])] if check.status != "removed" else []
             )
+        if data["instructions"] is not None and report.instructions is not None:
+            held = report.instructions.status != "trusted"
+            data["instructions"]["diff"] = escape_text(report.instructions.diff()) if held else ""
         print_json(data)
         return
     if not report.pinned:
         # Every definition is shown: `keen mcp trust` pins only what a person could see.
         for check in report.checks:
             _print_check(check, flags.get(check.name, []))
+        if report.instructions is not None and report.instructions.diff():
+            _print_instructions(report.instructions)
         # Under `off` no call pins anything: only `keen mcp trust` does.
         by = " by" if policy == "off" else " by the first approved call or by"
         out.print(
@@ -140,6 +149,9 @@ def diff(
     shown = [c for c in report.checks if c.status != "trusted"]
     for check in shown:
         _print_check(check, flags.get(check.name, []))
+    instructions = report.instructions
+    if instructions is not None and instructions.diff():  # changed, or not pinned yet (and some)
+        _print_instructions(instructions)
     counts = report.to_dict()["counts"]
     # A pin a first approved call wrote is one nobody reviewed: its readOnlyHint grants
     # nothing until `keen mcp trust` (keen.trust.pins.pinned_view), so it is not called trusted.
@@ -170,7 +182,16 @@ def diff(
             emoji=False,
             highlight=False,
         )
-    elif not shown:
+    if instructions is not None and instructions.quarantined:
+        verb = "held for review" if policy == "quarantine" else f"shown (policy {policy})"
+        out.print(
+            f"the server's instructions changed, {verb}; accept them with every tool: "
+            f"keen mcp trust {shell_word(server)}",
+            markup=False,
+            emoji=False,
+            highlight=False,
+        )
+    elif not quarantined and not shown:
         out.print("every tool matches its pin", highlight=False)
     if unreviewed:
         out.print(
@@ -194,6 +215,14 @@ def _print_check(check: ToolCheck, flags: list[Flag]) -> None:
         _print_diff(check.diff())
     for flag in flags:
         _print_flag(flag)
+
+
+def _print_instructions(check: InstructionsCheck) -> None:
+    """The server's instructions as a change of their own: ``changed`` with a diff of the
+    pinned and the live text, ``new`` (none pinned yet) in full. Escaped like a tool's."""
+    status = "changed" if check.status == "changed" else "new"
+    out.print(f"\n[bold {_STYLE[status]}]{status}[/] server instructions", highlight=False)
+    _print_diff(check.diff())
 
 
 def _print_diff(diff: str) -> None:
@@ -232,6 +261,9 @@ def _print_to_accept(report: PinReport, wanted: set[str] | None, flags: dict[str
             _print_diff(definition_diff(None, check.new, new_name=check.name))
             for flag in flags.get(check.name, []):
                 _print_flag(flag)
+    # Trusting every tool pins the instructions too: shown unless already pinned as they are.
+    if wanted is None and report.instructions is not None and report.instructions.diff():
+        _print_instructions(report.instructions)
 
 
 def _print_flags(flags: dict[str, list[Flag]], order: list[str]) -> None:
@@ -273,7 +305,7 @@ def trust_cmd(
     """
     from keen.cli._signals import ask_cancellably, confirm_line
     from keen.trust.flags import escape_text
-    from keen.trust.pins import PinStore, Review, compare, trust
+    from keen.trust.pins import PinStore, Review, compare, compare_instructions, trust
 
     store = PinStore()
     review = store.load_review(server)
@@ -290,31 +322,37 @@ def trust_cmd(
         )
 
     async def pin(
-        live: list[Tool], others: dict[str, list[Tool]]
-    ) -> tuple[list[ToolCheck], int, set[str]] | None:
+        live: list[Tool], info: ServerInfo | None, others: dict[str, list[Tool]]
+    ) -> tuple[list[ToolCheck], int, set[str], InstructionsCheck | None] | None:
         shown = review
         if shown is None:
             # No diff to bind to: show what would be pinned, from this very listing, and ask.
-            report = compare(server, live, store.load(server))
+            report = compare(server, live, store.load(server), info)
             wanted = {_REF_TAIL.sub("", n) for n in tools} if tools else None
             _print_to_accept(report, wanted, _flags(server, live, others))
             if not await ask_cancellably(lambda: confirm_line(f"Pin these definitions of {server}? [y/N]: ")):
                 return None
-            shown = Review.of(server, live)
+            shown = Review.of(server, live, (info.instructions or "") if info is not None else None)
         before = store.load(server)
         first_use = {n for n, p in before.tools.items() if not p.reviewed} if before is not None else set()
-        pins, trusted = trust(server, live, tools or None, store=store, reviewed=shown, by_user=True)
-        return trusted, len(pins.tools), first_use
+        # Trusting every tool accepts the instructions too (trusting some tools leaves them).
+        accepted = compare_instructions(info.instructions, before) if info is not None and not tools else None
+        pins, trusted = trust(
+            server, live, tools or None, store=store, reviewed=shown, by_user=True, info=info
+        )
+        return trusted, len(pins.tools), first_use, accepted
 
-    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int, set[str]] | None:
-        live, _policy, others, done = await _live_tools(server, timeout, live=not as_json, pin=pin)
-        return None if done is None else (done[0], _flags(server, live, others), done[1], done[2])
+    async def body() -> (
+        tuple[list[ToolCheck], dict[str, list[Flag]], int, set[str], InstructionsCheck | None] | None
+    ):
+        live, _info, _policy, others, done = await _live_tools(server, timeout, live=not as_json, pin=pin)
+        return None if done is None else (done[0], _flags(server, live, others), done[1], done[2], done[3])
 
     done = run(body)
     if done is None:
         fail(f"nothing was trusted: {server}'s definitions were not accepted", code=1)
 
-    trusted, flags, pinned, first_use = done
+    trusted, flags, pinned, first_use, instructions = done
     path = store.path(server)
     if as_json:
         print_json(
@@ -325,6 +363,7 @@ def trust_cmd(
                 "trusted": [
                     {**c.to_dict(), "flags": [f.to_dict() for f in flags.get(c.name, [])]} for c in trusted
                 ],
+                "instructions": instructions.to_dict() if instructions is not None else None,
             }
         )
         return
@@ -340,6 +379,8 @@ def trust_cmd(
             err.print(
                 f"  [bold red]warning: flag {flag.kind}[/] {_flag_words(flag)}", highlight=False, emoji=False
             )
+    if instructions is not None and instructions.status != "trusted":
+        out.print(f"trusted server instructions: {instructions.status}", highlight=False)
     # Pinned by a first call and unchanged: reviewed now (their readOnlyHint counts from here).
     reviewed = [c for c in trusted if c.status == "trusted" and c.name in first_use]
     unchanged = len(trusted) - len(accepted) - len(reviewed)

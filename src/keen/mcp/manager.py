@@ -18,6 +18,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from contextvars import ContextVar
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -519,7 +520,34 @@ class Manager:
         return self._connection(name).status()
 
     def server_info(self, name: str) -> ServerInfo | None:
-        """serverInfo and instructions from the last initialize, or None if never connected."""
+        """serverInfo and instructions from the last initialize as a model or host may read
+        them (the trust's view, :attr:`ToolsView.info`: with Keen's, changed instructions as
+        they were pinned under ``quarantine``), or None if never connected.
+
+        Raises:
+            ServerNotConfigured: no server by that name.
+        """
+        if name in self._misconfigured:
+            return None
+        conn = self._connection(name)
+        info = conn.info
+        if info is None or self._tool_views.trust is None:
+            return info
+        try:
+            view = self._tool_views.view(conn)
+        except ConfigError:
+            return replace(info, instructions=None)  # nothing vetted them: none shown
+        # A third-party trust's view written before ToolsView.info: the info as sent.
+        return getattr(view, "info", info)
+
+    def live_info(self, name: str) -> ServerInfo | None:
+        """serverInfo and instructions from the last initialize as the server sent them, pins
+        or not: for ``keen mcp diff``/``trust``, never for a model (:meth:`server_info` is
+        what one reads). None if never connected.
+
+        Raises:
+            ServerNotConfigured: no server by that name.
+        """
         if name in self._misconfigured:
             return None
         return self._connection(name).info

@@ -374,7 +374,7 @@ def render_skill_md(
             "",
             "## Held for review",
             "",
-            f"{held}. Until the user accepts them, they cannot be called.",
+            f"{held}. {_until_accepted(held)}",
         ]
     if rejected:
         lines += [
@@ -389,3 +389,18 @@ def render_skill_md(
         if len(rejected) > MAX_SKIPPED_LISTED:
             lines.append(f"- and {len(rejected) - MAX_SKIPPED_LISTED} more ({len(rejected)} skipped in all)")
     return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _until_accepted(held: str) -> str:
+    """What holding means for what the note counts (:attr:`keen.trust.pins.PinnedView.note`):
+    held tools cannot be called; held server instructions are shown as they were pinned."""
+    instructions = "server instructions" in held or "server's instructions" in held
+    tools = " tool" in held.replace("server instructions", "")
+    if instructions and not tools:
+        return "Until the user accepts them, this file shows the server's instructions as they were pinned."
+    if instructions:
+        return (
+            "Until the user accepts them, the held tools cannot be called, and this file shows the "
+            "server's instructions as they were pinned."
+        )
+    return "Until the user accepts them, they cannot be called."

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from keen.mcp.types import Tool
 from keen.trust._pinformat import PIN_FILE_VERSION
-from keen.trust.fingerprint import body_fingerprint, definition, fingerprint
+from keen.trust.fingerprint import body_fingerprint, definition, fingerprint, instructions_fingerprint
 
-__all__ = ["PinFile", "Review", "ToolPin", "ValidationError"]
+__all__ = ["InstructionsPin", "PinFile", "Review", "ToolPin", "ValidationError"]
 
 
 def _now() -> str:
@@ -46,8 +46,27 @@ class ToolPin(BaseModel):
         )
 
 
+class InstructionsPin(BaseModel):
+    """A server's pinned ``instructions`` (its initialize result's, MCP 2025-11-25
+    "Lifecycle"): the text (``""``: the server gave none) and its fingerprint."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    fingerprint: str
+    text: str
+    pinned_at: str = Field(default_factory=_now)
+    reviewed: bool = False
+    """Pinned by ``keen mcp trust`` (a person saw the text), not on first use."""
+
+    @classmethod
+    def of(cls, text: str, *, reviewed: bool = False) -> InstructionsPin:
+        return cls(fingerprint=instructions_fingerprint(text), text=text, reviewed=reviewed)
+
+
 class PinFile(BaseModel):
-    """``mcp/pins/<server>.json``: the pinned tools of one server, by name."""
+    """``mcp/pins/<server>.json``: the pinned tools of one server, by name, and its pinned
+    instructions (``None`` in a pin file written before they were pinned: recorded at the
+    next look, as on first use)."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
@@ -55,6 +74,7 @@ class PinFile(BaseModel):
     server: str
     updated_at: str = Field(default_factory=_now)
     tools: dict[str, ToolPin] = Field(default_factory=dict)
+    instructions: InstructionsPin | None = None
 
 
 class Review(BaseModel):
@@ -68,10 +88,14 @@ class Review(BaseModel):
     server: str
     reviewed_at: str = Field(default_factory=_now)
     tools: dict[str, list[str]] = Field(default_factory=dict)
+    instructions: str | None = None
+    """The fingerprint of the server's instructions as the diff showed them (``None``: a
+    review written before instructions were pinned, which accepts no change of them)."""
 
     @classmethod
-    def of(cls, server: str, tools: list[Tool]) -> Review:
+    def of(cls, server: str, tools: list[Tool], instructions: str | None = None) -> Review:
         shown: dict[str, list[str]] = {}
         for tool in tools:
             shown.setdefault(tool.name, []).append(fingerprint(tool))
-        return cls(server=server, tools=shown)
+        seen = instructions_fingerprint(instructions or "") if instructions is not None else None
+        return cls(server=server, tools=shown, instructions=seen)

@@ -41,6 +41,7 @@ __all__ = [
     "definition",
     "definition_fingerprint",
     "fingerprint",
+    "instructions_fingerprint",
     "pretty_json",
 ]
 
@@ -117,3 +118,8 @@ def _jcs_domain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_jcs_domain(v) for v in value]
     raise TypeError(f"{type(value).__name__} is not JSON data")
+
+
+def instructions_fingerprint(text: str) -> str:
+    """``sha256:<hex>`` of a server's ``instructions`` as UTF-8 (``""`` when it sends none)."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -32,11 +32,19 @@ What a model or host reads is :func:`pinned_view`, never the live list: under
 :func:`trust` pins only what ``keen mcp diff`` showed (a :class:`Review`, kept in
 ``mcp/pins/reviews/<server>.json``), and records that a person did (``ToolPin.reviewed``):
 only then, or with the server's ``"trust_annotations"``, is a ``readOnlyHint`` taken as true.
+
+A server's ``instructions`` (its initialize result's, MCP 2025-11-25 "Lifecycle") reach the
+model too (SKILL.md's "Server instructions", the catalog line): they are pinned beside the
+tools (``"instructions": {"fingerprint": ..., "text": ...}``; ``""`` when it sent none) and
+compared like one more definition (:func:`compare_instructions`). A pin file without them
+records them at the next look, as on first use; a change later is held under
+``quarantine`` (the pinned text is shown, :attr:`PinnedView.info`), logged under ``warn``.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import logging
 import operator
 import re
@@ -46,13 +54,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from keen.errors import ConfigError, ToolNotFound, ToolQuarantined
 from keen.mcp.listing.changes import ToolsChanged
-from keen.mcp.types import Tool
+from keen.mcp.types import ServerInfo, Tool
 from keen.trust.fingerprint import (
     DEFINITION_FIELDS,
     body_fingerprint,
     definition,
     definition_fingerprint,
     fingerprint,
+    instructions_fingerprint,
     pretty_json,
 )
 from keen.trust.flags import escape_text, flag_change
@@ -67,6 +76,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PIN_FILE_VERSION",
+    "InstructionsCheck",
     "PinFile",
     "PinGuard",
     "PinReport",
@@ -79,6 +89,7 @@ __all__ = [
     "ToolStatus",
     "changed_fields",
     "compare",
+    "compare_instructions",
     "definition_diff",
     "notes_held_tools",
     "pinned_tool",
@@ -183,6 +194,8 @@ class PinReport:
     checks: tuple[ToolCheck, ...] = field(default_factory=tuple)
     reviewed: dict[str, bool] = field(default_factory=lambda: dict[str, bool]())
     """Pinned name -> whether ``keen mcp trust`` pinned it (:attr:`ToolPin.reviewed`)."""
+    instructions: InstructionsCheck | None = None
+    """The server's instructions against their pin (``None``: not compared)."""
     _by_name: dict[str, ToolCheck] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -219,6 +232,7 @@ class PinReport:
             "server": self.server,
             "pinned": self.pinned,
             "counts": counts,
+            "instructions": self.instructions.to_dict() if self.instructions is not None else None,
             "tools": [
                 {
                     **c.to_dict(),
@@ -227,6 +241,75 @@ class PinReport:
                 for c in self.checks
             ],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class InstructionsCheck:
+    """A server's live ``instructions`` against its pinned ones (:func:`compare_instructions`).
+
+    ``status``: ``trusted`` (as pinned), ``changed``, or ``new`` (none pinned yet: recorded at
+    the next look, as on first use). ``old`` is the pinned text (``None`` when none is
+    pinned), ``new`` the live one; ``""`` stands for a server that sends none.
+    """
+
+    status: Literal["trusted", "changed", "new"]
+    new: str
+    old: str | None = None
+    reviewed: bool = False
+    """Whether ``keen mcp trust`` pinned the pinned text (a person saw it)."""
+
+    @property
+    def quarantined(self) -> bool:
+        """True when the instructions changed since they were pinned."""
+        return self.status == "changed"
+
+    @property
+    def fingerprint(self) -> str:
+        """``sha256:<hex>`` of the live text."""
+        return instructions_fingerprint(self.new)
+
+    def diff(self) -> str:
+        """Unified diff of the pinned and the live text, line by line (``""`` if equal); a
+        side with no pin diffs against nothing. Each line is quoted as a JSON string, as a
+        tool's definition diff quotes its text: a line of the server's cannot pass for a diff
+        header (``+++ live/...``), and trailing spaces and control characters show."""
+        before = _quoted_lines(self.old) if self.old is not None else []
+        lines = difflib.unified_diff(
+            before,
+            _quoted_lines(self.new),
+            fromfile="pinned/instructions" if self.old is not None else "/dev/null",
+            tofile="live/instructions",
+            lineterm="",
+            n=3,
+        )
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "quarantined": self.quarantined,
+            "reviewed": self.status != "new" and self.reviewed,
+            "fingerprint": self.fingerprint,
+        }
+
+
+def _quoted_lines(text: str) -> list[str]:
+    """Each line of ``text`` as a JSON string (a lone surrogate as ``\\udXXX``, as JSON
+    writes it: printable)."""
+    return [
+        json.dumps(line, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
+        for line in text.splitlines()
+    ]
+
+
+def compare_instructions(live: str | None, pins: PinFile | None) -> InstructionsCheck:
+    """``live`` instructions (``None``: the server sent none) against ``pins``. Pure."""
+    text = live or ""
+    pinned = pins.instructions if pins is not None else None
+    if pinned is None:
+        return InstructionsCheck(status="new", new=text)
+    status = "trusted" if pinned.fingerprint == instructions_fingerprint(text) else "changed"
+    return InstructionsCheck(status=status, new=text, old=pinned.text, reviewed=pinned.reviewed)
 
 
 def changed_fields(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[str, ...]:
@@ -257,14 +340,19 @@ def definition_diff(
     return "\n".join(lines)
 
 
-def compare(server: str, tools: Sequence[Tool], pins: PinFile | None) -> PinReport:
+def compare(
+    server: str, tools: Sequence[Tool], pins: PinFile | None, info: ServerInfo | None = None
+) -> PinReport:
     """Sort every live tool (and every pinned one gone) into a status; see the module docstring.
 
     Pure: reads and writes nothing. Checks come in live-list order, removed tools last.
+    ``info``: what the server said at initialize; its instructions are compared too
+    (:attr:`PinReport.instructions`) when given.
     """
+    instructions = compare_instructions(info.instructions, pins) if info is not None else None
     if pins is None:
         fresh = [ToolCheck(name=t.name, status="new", new=definition(t)) for t in tools]
-        return PinReport(server=server, pinned=False, checks=tuple(fresh))
+        return PinReport(server=server, pinned=False, checks=tuple(fresh), instructions=instructions)
     pinned = pins.tools
     live_names = {t.name for t in tools}
     gone = [name for name in pinned if name not in live_names]
@@ -327,7 +415,9 @@ def compare(server: str, tools: Sequence[Tool], pins: PinFile | None) -> PinRepo
     done = [c for c in checks if c is not None]
     done += [ToolCheck(name=n, status="removed", old=pinned[n].definition) for n in gone if n not in consumed]
     reviewed = {name: pin.reviewed for name, pin in pinned.items()}
-    return PinReport(server=server, pinned=True, checks=tuple(done), reviewed=reviewed)
+    return PinReport(
+        server=server, pinned=True, checks=tuple(done), reviewed=reviewed, instructions=instructions
+    )
 
 
 def _same_substance(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -351,6 +441,7 @@ def trust(
     store: PinStore | None = None,
     reviewed: Review | None = None,
     by_user: bool = False,
+    info: ServerInfo | None = None,
 ) -> tuple[PinFile, list[ToolCheck]]:
     """Pin the live definitions of ``names`` (every listed tool when ``None``) and save.
 
@@ -366,6 +457,10 @@ def trust(
     a reference ``name@<hex>`` (:attr:`ToolCheck.ref`): it is trusted only while its live
     fingerprint starts with those hex digits.
 
+    ``info``: what the server said at initialize. With ``names=None`` its instructions are
+    pinned too (with ``reviewed``, only the text the diff showed); otherwise, and without
+    it, the pinned instructions stay as they are.
+
     Returns:
         The saved pins and the checks of the tools trusted, as they stood before.
 
@@ -374,7 +469,7 @@ def trust(
         ToolQuarantined: a ``name@<hex>`` no longer matches (nothing is written).
         ConfigError: the existing pin file is broken.
     """
-    from keen.trust._pinmodels import PinFile, ToolPin  # pydantic: only when pinning
+    from keen.trust._pinmodels import InstructionsPin, PinFile, ToolPin  # pydantic: only when pinning
 
     store = store or PinStore()
     current = store.load(server)
@@ -414,6 +509,27 @@ def trust(
             )
     if reviewed is not None:
         _check_reviewed(server, [t for t in tools if t.name in set(wanted)], reviewed)
+    instructions = current.instructions if current is not None else None
+    if info is not None and names is None:
+        check = compare_instructions(info.instructions, current)
+        if check.status == "trusted" and instructions is not None:
+            instructions = instructions.model_copy(update={"reviewed": True}) if by_user else instructions
+        elif check.status == "new" and reviewed is not None and reviewed.instructions is None:
+            # A review written before instructions were pinned showed none: recorded as a
+            # first use would record them, not as reviewed.
+            instructions = InstructionsPin.of(check.new)
+        else:
+            if reviewed is not None and reviewed.instructions != check.fingerprint:
+                raise ToolQuarantined(
+                    f"the instructions of {server} as it sends them now differ from the ones "
+                    f"`keen mcp diff {server}` showed at {reviewed.reviewed_at}: the server changed them "
+                    f"since, so nothing was trusted. Run `keen mcp diff {server}` again, review what it "
+                    "shows, then trust.",
+                    server=server,
+                    status=check.status,
+                    diff=escape_text(check.diff()),
+                )
+            instructions = InstructionsPin.of(check.new, reviewed=by_user)
     old_pins = dict(current.tools) if current is not None else {}
     new_pins: dict[str, ToolPin] = {} if names is None else dict(old_pins)
     trusted: list[ToolCheck] = []
@@ -429,7 +545,7 @@ def trust(
             new_pins.pop(check.previous_name, None)
         if check is not None:
             trusted.append(check)
-    pins = PinFile(server=server, tools=new_pins)
+    pins = PinFile(server=server, tools=new_pins, instructions=instructions)
     store.save(pins)
     return pins, trusted
 
@@ -482,13 +598,17 @@ class PinnedView:
 
     ``tools``: the listing to show; ``held``: the checks of the tools held for review
     (quarantined: new, renamed, or changed since pinned), shown only as :attr:`note`; ``error``: why
-    nothing can be shown (a broken pin file).
+    nothing can be shown (a broken pin file). ``info``: what the server said at initialize as
+    it may be shown (under ``quarantine``, changed instructions as they were pinned; with an
+    ``error``, none); ``held_instructions``: the check of instructions held for review.
     """
 
     server: str
     tools: tuple[Tool, ...] = ()
     held: tuple[ToolCheck, ...] = ()
     error: str = ""
+    info: ServerInfo | None = None
+    held_instructions: InstructionsCheck | None = None
 
     @property
     def note(self) -> str:
@@ -502,6 +622,12 @@ class PinnedView:
             for kind in ("new", "renamed", "changed")
         }
         total = sum(counts.values())
+        if self.held_instructions is not None:
+            # Counted like a held tool: the same note, the same command to review it.
+            if not total:
+                return f"The server's instructions changed and are {_HELD_FOR_REVIEW}{self.server}"
+            parts = [f"{n} {kind} tool{'s' if n != 1 else ''}" for kind, n in counts.items() if n]
+            return f"{', '.join(parts)} and changed server instructions are {_HELD_FOR_REVIEW}{self.server}"
         if not total:
             return ""
         if total == counts["changed"]:
@@ -531,6 +657,8 @@ def pinned_view(
     policy: PinningPolicy,
     *,
     trust_annotations: bool = False,
+    info: ServerInfo | None = None,
+    instructions: InstructionsCheck | None = None,
 ) -> PinnedView:
     """The listing everything a model or host reads is built from (SKILL.md, schema files,
     the catalog line, search, ``keen serve``), in place of the live ``tools/list``.
@@ -552,6 +680,9 @@ def pinned_view(
         report: :func:`compare` of ``tools`` with the pins (``None`` under ``off``).
         policy: the server's :func:`pinning_policy`.
         trust_annotations: the server's ``"trust_annotations"`` in configs.json.
+        info: what the server said at initialize (:attr:`PinnedView.info` is it as shown).
+        instructions: :func:`compare_instructions` of ``info``'s instructions (``None``
+            under ``off``): under ``quarantine`` a change shows the pinned text and is held.
     """
     checks = report.checks[: len(tools)] if report is not None and report.pinned else ()
     shown: list[Tool] = []
@@ -579,7 +710,11 @@ def pinned_view(
         if not (trust_annotations or reviewed):
             view = replace(view, annotations_trusted=False)
         shown.append(view)
-    return PinnedView(server, tuple(shown), tuple(held))
+    held_instructions: InstructionsCheck | None = None
+    if info is not None and instructions is not None and instructions.quarantined and policy == "quarantine":
+        held_instructions = instructions
+        info = replace(info, instructions=instructions.old or None)
+    return PinnedView(server, tuple(shown), tuple(held), info=info, held_instructions=held_instructions)
 
 
 def _reviewed(report: PinReport | None, name: str) -> bool:
@@ -617,6 +752,8 @@ class PinGuard:
         self.store = store or PinStore()
         self._cache: dict[str, tuple[tuple[Tool, ...], tuple[int, int, int] | None, PinReport]] = {}
         self._views: dict[str, tuple[PinReport | None, tuple[Tool, ...], tuple[Any, ...], PinnedView]] = {}
+        self._loaded: dict[str, tuple[tuple[int, int, int], PinFile | None]] = {}
+        self._instructions: dict[str, tuple[tuple[int, int, int] | None, ServerInfo, InstructionsCheck]] = {}
         self._seen: dict[str, tuple[int, int, int] | None] = {}
         self.version = 0
         """Moves each time this guard sees a pin file other than it last saw it (written by
@@ -636,17 +773,60 @@ class PinGuard:
             and (cached[0] is tools or _same_tools(cached[0], tools))
         ):
             return cached[2]
-        report = compare(server, tools, self.store.load(server))
+        report = compare(server, tools, self._load(server, stamp))
         # The Manager's tuple itself; a copy of any other sequence (a list may change in place).
         self._cache[server] = (tools if isinstance(tools, tuple) else tuple(tools), stamp, report)
         return report
 
+    def _load(self, server: str, stamp: tuple[int, int, int] | None) -> PinFile | None:
+        """The pin file as :meth:`PinStore.load` reads it, read again only when ``stamp`` moved."""
+        if stamp is None:
+            return None
+        cached = self._loaded.get(server)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        pins = self.store.load(server)
+        self._loaded[server] = (stamp, pins)
+        return pins
+
+    def instructions(self, server: str, info: ServerInfo) -> InstructionsCheck:
+        """:func:`compare_instructions` of ``info``'s instructions with the stored pins (cached
+        while the pin file and ``info`` are the same). A pinned server whose pin file records
+        no instructions (written before they were pinned) gets them recorded now, as on
+        first use. Raises ``ConfigError`` (a broken pin file)."""
+        stamp = self.stamp(server)
+        cached = self._instructions.get(server)
+        if cached is not None and cached[0] == stamp and cached[1] is info:
+            return cached[2]
+        pins = self._load(server, stamp)
+        check = compare_instructions(info.instructions, pins)
+        if pins is not None and check.status == "new":
+            from keen.trust._pinmodels import InstructionsPin
+
+            pins = pins.model_copy(update={"instructions": InstructionsPin.of(check.new)})
+            try:
+                self.store.save(pins)
+            except OSError as exc:  # shown as on a first use whose pins could not be written
+                logger.warning("could not record the instructions of %s in its pin file: %s", server, exc)
+            else:
+                logger.info("pinned the instructions of %s on first look", server)
+                stamp = self.stamp(server)
+                check = compare_instructions(info.instructions, pins)
+        self._instructions[server] = (stamp, info, check)
+        return check
+
     def shown(
-        self, server: str, tools: Sequence[Tool], config: HttpServerConfig | StdioServerConfig
+        self,
+        server: str,
+        tools: Sequence[Tool],
+        config: HttpServerConfig | StdioServerConfig,
+        info: ServerInfo | None = None,
     ) -> PinnedView:
         """:meth:`view` under the server's configured policy (:func:`pinning_policy`) and
         ``trust_annotations``: what a Manager lists (``ToolTrust.shown``)."""
-        return self.view(server, tools, pinning_policy(config), trust_annotations=config.trust_annotations)
+        return self.view(
+            server, tools, pinning_policy(config), trust_annotations=config.trust_annotations, info=info
+        )
 
     def stamp(self, server: str) -> tuple[int, int, int] | None:
         """The pin file's change key (:meth:`PinStore.stamp`): :meth:`shown` may differ for the
@@ -669,19 +849,30 @@ class PinGuard:
         return flag_change(change, tools_by_name, others)
 
     def view(
-        self, server: str, tools: Sequence[Tool], policy: PinningPolicy, *, trust_annotations: bool = False
+        self,
+        server: str,
+        tools: Sequence[Tool],
+        policy: PinningPolicy,
+        *,
+        trust_annotations: bool = False,
+        info: ServerInfo | None = None,
     ) -> PinnedView:
-        """:func:`pinned_view` of ``tools`` (what a model or host may read); a broken pin file
-        shows no tool at all, with the error (calls are refused for it too)."""
+        """:func:`pinned_view` of ``tools`` and ``info`` (what a model or host may read); a
+        broken pin file shows no tool at all and no instructions, with the error (calls are
+        refused for it too). Under ``warn`` changed instructions are shown and logged."""
         report: PinReport | None = None
+        instructions: InstructionsCheck | None = None
         if policy != "off":
             try:
                 report = self.report(server, tools)
+                instructions = self.instructions(server, info) if info is not None else None
             except ConfigError as exc:
-                return PinnedView(server, error=exc.message)
+                return PinnedView(
+                    server, error=exc.message, info=replace(info, instructions=None) if info else None
+                )
         # Cached while the report is the same object (the cache keeps it alive): readers
         # get the same Tool objects until something changed, as from the Manager.
-        options = (policy, trust_annotations)
+        options = (policy, trust_annotations, info, instructions)
         cached = self._views.get(server)
         if (
             cached is not None
@@ -690,18 +881,34 @@ class PinGuard:
             and (cached[1] is tools or _same_tools(cached[1], tools))
         ):
             return cached[3]
-        view = pinned_view(server, tools, report, policy, trust_annotations=trust_annotations)
+        view = pinned_view(
+            server,
+            tools,
+            report,
+            policy,
+            trust_annotations=trust_annotations,
+            info=info,
+            instructions=instructions,
+        )
+        if policy == "warn" and instructions is not None and instructions.quarantined:
+            logger.warning(
+                "the instructions of %s changed since they were pinned; shown by pinning policy warn "
+                "(review: keen mcp diff %s)",
+                server,
+                server,
+            )
         self._views[server] = (report, tools if isinstance(tools, tuple) else tuple(tools), options, view)
         return view
 
-    def first_use(self, server: str, tools: Sequence[Tool]) -> bool:
-        """Trust on first use: pin every listed tool when the server has no pins yet.
+    def first_use(self, server: str, tools: Sequence[Tool], info: ServerInfo | None = None) -> bool:
+        """Trust on first use: pin every listed tool, and the instructions of ``info`` (what
+        the server said at initialize) when given, when the server has no pins yet.
 
         Returns True when it wrote the pins, False when the server was already pinned.
         """
         if self.stamp(server) is not None:
             return False
-        trust(server, tools, store=self.store)
+        trust(server, tools, store=self.store, info=info)
         logger.info("pinned %d tools of %s on first approval", len(tools), server)
         return True
 
@@ -740,10 +947,12 @@ class PinGuard:
             return check
         raise quarantine_error(server, check)
 
-    def approved(self, server: str, tools: Sequence[Tool], policy: PinningPolicy) -> bool:
-        """After a call was approved: pin the server's tools if it has no pins yet. Returns True
-        when this was the first approval (pins written)."""
-        return policy != "off" and self.first_use(server, tools)
+    def approved(
+        self, server: str, tools: Sequence[Tool], policy: PinningPolicy, info: ServerInfo | None = None
+    ) -> bool:
+        """After a call was approved: pin the server's tools (and ``info``'s instructions) if
+        it has no pins yet. Returns True when this was the first approval (pins written)."""
+        return policy != "off" and self.first_use(server, tools, info)
 
     def quarantined(self, server: str, tools: Sequence[Tool], policy: PinningPolicy) -> set[str]:
         """Names of the tools a call would be refused for under ``policy`` (empty unless the

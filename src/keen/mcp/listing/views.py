@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from keen.errors import ConfigError, Remedy, ToolNotFound
 from keen.mcp.listing.changes import ToolsChanged
-from keen.mcp.types import Tool
+from keen.mcp.types import ServerInfo, Tool
 
 if TYPE_CHECKING:
     from keen.mcp.config.servers import HttpServerConfig, StdioServerConfig
@@ -70,6 +70,16 @@ class ToolsView(Protocol):
         as ``""``."""
         ...
 
+    @property
+    def info(self) -> ServerInfo | None:
+        """What the server said at initialize as it may be shown: its ``instructions`` reach
+        a model (SKILL.md, the catalog line), and a trust may hold a change of them as it
+        holds a tool (Keen's shows them as pinned).
+
+        Readers take a view without it (a third-party trust written before it was added)
+        as the server's info as it was sent."""
+        ...
+
 
 class ToolTrust(Protocol):
     """What vets the tools servers list before anyone reads them: given to a :class:`keen.mcp.Manager`.
@@ -80,9 +90,14 @@ class ToolTrust(Protocol):
     """
 
     def shown(
-        self, server: str, tools: Sequence[Tool], config: HttpServerConfig | StdioServerConfig
+        self,
+        server: str,
+        tools: Sequence[Tool],
+        config: HttpServerConfig | StdioServerConfig,
+        info: ServerInfo | None = None,
     ) -> ToolsView:
-        """What a model or host may read of ``server``'s live ``tools`` under its ``config``."""
+        """What a model or host may read of ``server``'s live ``tools`` and ``info`` (what it
+        said at initialize, its instructions among it) under its ``config``."""
         ...
 
     def stamp(self, server: str) -> Hashable:
@@ -134,6 +149,12 @@ class ListedServer(Protocol):
     @property
     def validator(self) -> ArgumentValidator: ...
 
+    @property
+    def info(self) -> ServerInfo | None:
+        """What the server said at its last initialize (replaced wholesale at each). A server
+        without it (written before it was added) is taken as having said nothing."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ListedView:
@@ -144,6 +165,7 @@ class ListedView:
     held: tuple[HeldTool, ...] = ()
     note: str = ""
     error: str = ""
+    info: ServerInfo | None = None
 
 
 _Plan = tuple[Tool, Tool | None, Callable[[dict[str, Any]], bool] | None]
@@ -188,10 +210,10 @@ class ToolViews:
     * ``live`` (:meth:`live`): server -> its tool list and that list as a tuple. Keyed on the
       list's identity (a re-list or reconnect replaces it); the entry holds the list, so its
       id is not reused.
-    * ``views`` (:meth:`view`, with a trust): server -> the tool list, config entry and trust
-      stamp (:meth:`ToolTrust.stamp`) the view was made from, and the view. Made again when
-      the list or the entry is another object (a re-list, an entry reloaded from
-      configs.json) or the stamp compares unequal (a pin written, here or by another
+    * ``views`` (:meth:`view`, with a trust): server -> the tool list, config entry, trust
+      stamp (:meth:`ToolTrust.stamp`) and initialize info the view was made from, and the
+      view. Made again when the list, the entry or the info is another object (a re-list, an
+      entry reloaded from configs.json, a reconnect) or the stamp compares unequal (a pin written, here or by another
       process). Without a trust the view is a new :class:`ListedView` of :meth:`live` each
       time (nothing kept).
     * ``shown`` (:meth:`shown_by_name`): server -> the view and its tools by name. Keyed on
@@ -213,12 +235,13 @@ class ToolViews:
             listed.
     """
 
-    __slots__ = ("_live", "_plans", "_shown", "_views", "trust")
+    __slots__ = ("_live", "_plans", "_shown", "_takes_info", "_views", "trust")
 
     def __init__(self, trust: ToolTrust | None) -> None:
         self.trust = trust
+        self._takes_info: tuple[ToolTrust, bool] | None = None
         self._live: dict[str, tuple[list[Tool], tuple[Tool, ...]]] = {}
-        self._views: dict[str, tuple[list[Tool], Any, Hashable, ToolsView]] = {}
+        self._views: dict[str, tuple[list[Tool], Any, Hashable, ToolsView, ServerInfo | None]] = {}
         self._shown: dict[str, tuple[ToolsView, Mapping[str, Tool]]] = {}
         self._plans: dict[str, tuple[Mapping[str, Tool] | None, Mapping[str, Tool], dict[str, _Plan]]] = {}
 
@@ -258,8 +281,10 @@ class ToolViews:
         """
         name = server.name
         trust = self.trust
+        # A ListedServer written before it had ``info`` says nothing of itself.
+        info: ServerInfo | None = getattr(server, "info", None)
         if trust is None:
-            return ListedView(name, self.live(server))
+            return ListedView(name, self.live(server), info=info)
         tools, config = server.tools, server.config
         try:
             stamp = trust.stamp(name)
@@ -269,16 +294,46 @@ class ToolViews:
             # (Keen's: every tool held, with the error); one that never reads it (pinning off)
             # is shown as usual. Not cached: no stamp says when the folder is fixed.
             self._views.pop(name, None)
-            return trust.shown(name, self.live(server), config)
-        # By ToolTrust's contract the view follows the tools, the config and the stamp alone:
-        # asked on every call, it is made again only when one of them moved.
+            return self._shown_by(trust, name, self.live(server), config, info)
+        # By ToolTrust's contract the view follows the tools, the config, the info and the stamp
+        # alone: asked on every call, it is made again only when one of them moved.
         cached = self._views.get(name)
-        if cached is not None and cached[0] is tools and cached[1] is config and cached[2] == stamp:
+        if (
+            cached is not None
+            and cached[0] is tools
+            and cached[1] is config
+            and cached[2] == stamp
+            and cached[4] is info
+        ):
             return cached[3]
         # The tuple the pin check passes too: the trust's caches key on its identity.
-        view = trust.shown(name, self.live(server), config)
-        self._views[name] = (tools, config, stamp, view)  # holds the list: its id is not reused
+        view = self._shown_by(trust, name, self.live(server), config, info)
+        # Holds the list and the info: their ids are not reused.
+        self._views[name] = (tools, config, stamp, view, info)
         return view
+
+    def _shown_by(
+        self,
+        trust: ToolTrust,
+        name: str,
+        tools: tuple[Tool, ...],
+        config: HttpServerConfig | StdioServerConfig,
+        info: ServerInfo | None,
+    ) -> ToolsView:
+        """``trust.shown`` with ``info`` when it takes one (a third-party trust written before
+        :meth:`ToolTrust.shown` had ``info`` is asked without: its views show the info as sent)."""
+        known = self._takes_info
+        if known is None or known[0] is not trust:
+            import inspect  # once per trust
+
+            try:
+                params = inspect.signature(trust.shown).parameters
+            except (TypeError, ValueError):
+                params = {}
+            known = self._takes_info = (trust, "info" in params or len(params) >= 4)
+        if known[1]:
+            return trust.shown(name, tools, config, info)
+        return trust.shown(name, tools, config)  # pyright: ignore[reportCallIssue]
 
     def shown_by_name(self, server: ListedServer) -> Mapping[str, Tool]:
         """The tools :meth:`view` shows, by name (a read-only mapping): made again only when
