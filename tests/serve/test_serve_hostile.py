@@ -358,7 +358,7 @@ def test_a_secret_the_server_quotes_in_its_tool_is_redacted_for_hosts(
 @pytest.mark.parametrize(
     ("tool", "fault"),
     [
-        ("html_as_image", "an image block says its data is 'text/html'"),
+        ("html_as_image", "an image block says its data is text/html"),
         ("svg_as_png", "the data of an image image/png block is not image/png"),
         ("not_base64", "the data of an image image/png block is not base64"),
         ("huge_image", "its images, audio and blobs pass 5,242,880 bytes"),
