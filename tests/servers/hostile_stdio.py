@@ -7,6 +7,8 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
     {"tools": [ {...raw tool objects...} ],
      "instructions": "...",            # initialize result instructions
      "server_name": "hostile",
+     "server_title": "...",              # serverInfo.title
+     "server_version": "6.6.6",
      "results": {"tool": {...raw CallToolResult...}},   # default: text "ok"
      "errors": {"tool": {"code": -32603, "message": "..."}},
      "stderr_at_start": "text",          # written to stderr before answering anything
@@ -163,7 +165,11 @@ def main() -> None:
                     **({"resources": {}} if spec.get("resources") else {}),
                     **({"prompts": {}} if spec.get("prompts") else {}),
                 },
-                "serverInfo": {"name": spec.get("server_name", "hostile"), "version": "6.6.6"},
+                "serverInfo": {
+                    "name": spec.get("server_name", "hostile"),
+                    "version": spec.get("server_version", "6.6.6"),
+                    **({"title": spec["server_title"]} if "server_title" in spec else {}),
+                },
             }
             if spec.get("instructions"):
                 result["instructions"] = spec["instructions"]
