@@ -37,6 +37,7 @@ import binascii
 import inspect
 import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
@@ -50,7 +51,7 @@ import anyio
 from keen._json import encoder
 from keen._redact import redactor
 from keen.errors import ApprovalDenied, KeenError
-from keen.mcp.types import Tool, ToolResult
+from keen.mcp.types import Tool, ToolResult, media_type, named_type
 
 if TYPE_CHECKING:
     from keen.mcp.manager import Manager
@@ -75,7 +76,9 @@ __all__ = [
     "allow_read_only",
     "audit_record",
     "binary_fault",
+    "blocks_fault",
     "cut_text",
+    "fault_note",
     "result_text",
     "shape",
 ]
@@ -568,48 +571,87 @@ _MAGIC: dict[str, tuple[bytes, ...]] = {
     "audio/flac": (b"fLaC",),
 }
 _RIFF_FORMS = {"image/webp": b"WEBP", "audio/wav": b"WAVE", "audio/x-wav": b"WAVE"}
+# Types a host runs rather than shows: an SVG image or an HTML blob may carry script, so
+# whatever their bytes, they are never passed on as the server sent them (README "Security").
+_ACTIVE = frozenset(
+    {
+        "image/svg+xml",
+        "text/html",
+        "application/xhtml+xml",
+        "text/javascript",
+        "application/javascript",
+        "application/ecmascript",
+    }
+)
+# Base64 as RFC 2045 section 6.8 lets it travel: wrapped into lines; padding is often dropped.
+_BASE64_SPACE = re.compile(rb"[ \t\r\n\f\v]+")
 
 
-def binary_fault(result: ToolResult, limit: int = MAX_BINARY_BYTES) -> str | None:
-    """Why the images, audio and blobs of ``result`` may not be passed on as the server sent
-    them, or ``None`` when they may (a result of text alone always may).
+def _base64(data: str) -> bytes:
+    """``data`` decoded, line breaks and missing padding accepted; anything else that is not
+    base64 raises :class:`binascii.Error`."""
+    packed = _BASE64_SPACE.sub(b"", data.encode("ascii", "strict"))
+    return binascii.a2b_base64(packed + b"=" * (-len(packed) % 4), strict_mode=True)
+
+
+def blocks_fault(blocks: Sequence[Any], limit: int = MAX_BINARY_BYTES) -> str | None:
+    """Why the images, audio and blobs among MCP content ``blocks`` may not be passed on as
+    the server sent them, or ``None`` when they may (blocks of text alone always may).
 
     A server's content blocks are untrusted like its text (MCP 2025-11-25 "Tools > Tool
     Result": ``image`` and ``audio`` carry base64 ``data`` and a ``mimeType``; an embedded
-    ``resource`` may carry a base64 ``blob``). A host shows or renders them by their MIME
-    type, so an image block whose type is ``text/html``, or whose bytes are not the PNG it
-    claims, or data that is not base64 at all, is not passed on; nor are more than ``limit``
-    bytes of them (one message may hold 100 million characters).
+    ``resource`` may carry a base64 ``blob`` and its own ``mimeType``). A host shows or
+    renders them by their MIME type, so an image block whose type is ``text/html``, an SVG
+    image or HTML blob (either may carry script), bytes that are not the PNG they claim, or
+    data that is not base64 at all is not passed on; nor are more than ``limit`` bytes of
+    them (one message may hold 100 million characters). The media type is read as a host
+    reads it (parameters and spaces cut, any case); base64 may be wrapped or unpadded.
     """
     total = 0
-    for block in result.content:
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
         kind = block.get("type")
         if kind in ("image", "audio"):
             data, mime = block.get("data"), block.get("mimeType")
         elif kind == "resource" and isinstance(block.get("resource"), dict) and "blob" in block["resource"]:
-            data, mime = block["resource"]["blob"], None
+            data, mime = block["resource"]["blob"], block["resource"].get("mimeType")
         else:
             continue
         article = "a" if kind == "resource" else "an"
-        what = f"{article} {kind} {mime}" if mime is not None else f"{article} {kind}"
+        parsed = media_type(mime)
+        what = f"{article} {kind} {parsed}" if parsed is not None else f"{article} {kind}"
         if not isinstance(data, str):
             return f"{what} block has no base64 data"
         total += len(data) * 3 // 4
         if total > limit:
             return f"its images, audio and blobs pass {limit:,} bytes"
         try:
-            raw = binascii.a2b_base64(data, strict_mode=True)
-        except binascii.Error:
+            raw = _base64(data)
+        except (binascii.Error, UnicodeEncodeError):
             return f"the data of {what} block is not base64"
-        if mime is None:
+        if mime is None and kind == "resource":
             continue
-        if not isinstance(mime, str) or not mime.lower().startswith(f"{kind}/"):
-            return f"{article} {kind} block says its data is {mime!r}"
-        magic = _MAGIC.get(mime.lower())
-        form = _RIFF_FORMS.get(mime.lower())
+        if parsed is None or (kind != "resource" and not parsed.startswith(f"{kind}/")):
+            return f"{article} {kind} block says its data is {named_type(mime)}"
+        if parsed in _ACTIVE:
+            return f"{what} block may carry script, which a host could run"
+        magic = _MAGIC.get(parsed)
+        form = _RIFF_FORMS.get(parsed)
         if (magic and not raw.startswith(magic)) or (form and raw[8:12] != form):
-            return f"the data of {what} block is not {mime}"
+            return f"the data of {what} block is not {parsed}"
     return None
+
+
+def binary_fault(result: ToolResult, limit: int = MAX_BINARY_BYTES) -> str | None:
+    """Why the images, audio and blobs of ``result`` may not be passed on as the server sent
+    them, or ``None`` when they may: :func:`blocks_fault` of its content."""
+    return blocks_fault(result.content, limit)
+
+
+def fault_note(fault: str) -> str:
+    """The note a text carries when the server's images, audio or blobs are left out."""
+    return f"[the server's images, audio or blobs are left out: {fault}; the text above stands for them]"
 
 
 class Shaped(NamedTuple):
@@ -635,22 +677,21 @@ def shape(result: ToolResult, limit: int, hint: str | None = None) -> Shaped:
     text = result_text(result)
     if result.is_error:
         text = f"The tool reported an error: {text}" if text else "The tool reported an error."
-    text, cut = cut_text(text, limit, hint)
+    fault = binary_fault(result)
+    # The note is Keen's, after the server's text: room is kept for it within the limit.
+    note = "" if fault is None else "\n" + fault_note(fault)
+    text, cut = cut_text(text, max(limit - len(note), 0), hint)
     structured = result.structured_content
     if structured is not None:
         size = len(_json(structured))
-        if cut or len(text) + size > limit:
+        if cut or len(text) + len(note) + size > limit:
             structured = None
             if result.text:
                 text += (
                     f"\n[structuredContent left out: its {size} characters of JSON would pass the "
                     f"{limit}-character limit; the text above carries the result]"
                 )
-    fault = binary_fault(result)
-    if fault is not None:
-        text += (
-            f"\n[the server's images, audio or blobs are left out: {fault}; the text above stands for them]"
-        )
+    text += note
     return Shaped(text, structured, cut, fault)
 
 

@@ -64,3 +64,30 @@ async def test_a_huge_message_and_form_are_cut() -> None:
     assert f"[{1_000_000 - MESSAGE_CHARS:,} more characters of the server's message not shown]" in shown
     assert "\n  host: example.com" not in shown and len(shown) < 3 * MESSAGE_CHARS
     assert person.asked[-1] == "Name host: example.com: "
+
+
+@pytest.mark.parametrize("width", [80, 40])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Sign in to your account." + " " * 52 + "  host: accounts.example.com",
+        "Sign in to your account with the corporate identity provider, then come back  host: a.example.com",
+        "S" * 100 + "host: accounts.example.com",
+    ],
+    ids=["padded", "long", "one-word"],
+)
+async def test_a_message_wider_than_the_terminal_keeps_its_bar_on_every_row(width: int, message: str) -> None:
+    """The message was printed with soft wrap, so the terminal wrapped a long line itself and
+    the continuation row had no bar: a message padded with spaces put its own ``host:`` line
+    at the left edge, above the real one. Now Keen wraps it to the width, a bar on each row."""
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=False, color_system=None)
+    await Person(console, ["d"]).open_url("evil", message, "https://evil.example.net/login")
+    lines = out.getvalue().splitlines()
+    quoted = lines[1 : lines.index("  host: evil.example.net")]
+    assert quoted, lines
+    assert all(line.startswith("  │ ") for line in quoted), lines
+    assert all(len(line) <= width for line in lines[: len(quoted) + 2]), lines
+    assert [line for line in lines if "host:" in line and not line.startswith("  │ ")] == [
+        "  host: evil.example.net"
+    ]

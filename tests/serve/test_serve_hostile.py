@@ -358,7 +358,7 @@ def test_a_secret_the_server_quotes_in_its_tool_is_redacted_for_hosts(
 @pytest.mark.parametrize(
     ("tool", "fault"),
     [
-        ("html_as_image", "an image block says its data is 'text/html'"),
+        ("html_as_image", "an image block says its data is text/html"),
         ("svg_as_png", "the data of an image image/png block is not image/png"),
         ("not_base64", "the data of an image image/png block is not base64"),
         ("huge_image", "its images, audio and blobs pass 5,242,880 bytes"),
@@ -379,3 +379,66 @@ def test_an_image_that_is_not_what_it_claims_is_not_passed_on(
     assert f"left out: {fault};" in result["content"][0]["text"]
     honest = host.call("call_mcp_tool", {"server": "h", "tool": "png", "arguments": {}})
     assert honest["content"][1] == _image(PNG, "image/png")["content"][1]
+
+
+def _media_config(home: Path) -> None:
+    """Server ``m``: a resource whose blob is SVG under image/png beside an honest PNG and a
+    text part, and a prompt whose image is the same SVG; ``ok``: an honest PNG in both."""
+
+    def spec(svg: bool) -> dict[str, Any]:
+        data = base64.b64encode(HTML if svg else PNG).decode()
+        return {
+            "tools": [{"name": "t", "description": "A tool.", "inputSchema": OBJECT}],
+            "resources": [{"uri": "file:///pic.png", "name": "pic", "mimeType": "image/png"}],
+            "resource_contents": {
+                "file:///pic.png": [
+                    {"uri": "file:///pic.png", "mimeType": "image/png", "blob": data},
+                    {"uri": "file:///pic.txt", "mimeType": "text/plain", "text": "a caption"},
+                ]
+            },
+            "prompts": [{"name": "p", "description": "A prompt with a picture."}],
+            "prompt_results": {
+                "p": {
+                    "messages": [
+                        {"role": "user", "content": {"type": "text", "text": "look"}},
+                        {"role": "user", "content": {"type": "image", "mimeType": "image/png", "data": data}},
+                    ]
+                }
+            },
+        }
+
+    servers = {
+        "m": hostile_entry(home / "m.json", spec(True)),
+        "ok": hostile_entry(home / "ok.json", spec(False)),
+    }
+    path = home / "mcp" / "configs.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": 1, "servers": servers}))
+
+
+def test_a_resource_or_prompt_that_is_not_what_it_claims_is_not_passed_on(tmp_path: Path) -> None:
+    """A tool's result was checked, but resources/read and prompts/get passed an upstream's
+    blob and image to the host as sent: SVG with an onload script under image/png reached it
+    both ways. Now each is a text part saying why; an honest PNG still passes as sent."""
+    _media_config(tmp_path)
+    note = "left out: the data of {} image/png block is not image/png;"
+    with KeenServeProcess(tmp_path, ["--mode", "search"], {}) as proc:
+        host = Host(proc)
+        read = host.rpc("resources/read", {"uri": "keen://m/file:///pic.png"})["contents"]
+        assert [("blob" in part, part["mimeType"]) for part in read] == [
+            (False, "text/plain"),
+            (False, "text/plain"),
+        ]
+        assert note.format("a resource") in read[0]["text"]
+        assert read[1]["text"] == "a caption"
+        got = host.rpc("prompts/get", {"name": "mcp__m__p"})["messages"]
+        assert [m["content"]["type"] for m in got] == ["text", "text"]
+        assert note.format("an image") in got[1]["content"]["text"]
+        honest = host.rpc("resources/read", {"uri": "keen://ok/file:///pic.png"})["contents"]
+        assert honest[0]["blob"] == base64.b64encode(PNG).decode()
+        prompt = host.rpc("prompts/get", {"name": "mcp__ok__p"})["messages"]
+        assert prompt[1]["content"] == {
+            "type": "image",
+            "mimeType": "image/png",
+            "data": base64.b64encode(PNG).decode(),
+        }

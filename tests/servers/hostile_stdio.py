@@ -7,6 +7,8 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
     {"tools": [ {...raw tool objects...} ],
      "instructions": "...",            # initialize result instructions
      "server_name": "hostile",
+     "server_title": "...",              # serverInfo.title
+     "server_version": "6.6.6",
      "results": {"tool": {...raw CallToolResult...}},   # default: text "ok"
      "errors": {"tool": {"code": -32603, "message": "..."}},
      "stderr_at_start": "text",          # written to stderr before answering anything
@@ -28,7 +30,10 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
      "tools_cycle": [[...], [...]],      # tools/list answers these lists in turn, counted
      "tools_cycle_state": "/path",       #   in this file across runs (a rug pull per listing)
      "resources": [{"uri": "...", "name": "..."}],  # announce resources; resources/list
-     "resource_reads": {"uri": "text"}}  # resources/read of uri (any ?query) answers this text
+     "resource_reads": {"uri": "text"},  # resources/read of uri (any ?query) answers this text
+     "resource_contents": {"uri": [...]},  # resources/read of uri answers these raw contents
+     "prompts": [{"name": "..."}],       # announce prompts; prompts/list
+     "prompt_results": {"name": {...}}}  # prompts/get of name answers this raw result
 
 In every string of the spec, ``{env:NAME}`` becomes the value of the environment variable
 NAME and ``{argv}`` the arguments after SPEC.json, joined by spaces (so a test can make the
@@ -155,8 +160,16 @@ def main() -> None:
         if method == "initialize":
             result = {
                 "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-                "capabilities": {"tools": {}, **({"resources": {}} if spec.get("resources") else {})},
-                "serverInfo": {"name": spec.get("server_name", "hostile"), "version": "6.6.6"},
+                "capabilities": {
+                    "tools": {},
+                    **({"resources": {}} if spec.get("resources") else {}),
+                    **({"prompts": {}} if spec.get("prompts") else {}),
+                },
+                "serverInfo": {
+                    "name": spec.get("server_name", "hostile"),
+                    "version": spec.get("server_version", "6.6.6"),
+                    **({"title": spec["server_title"]} if "server_title" in spec else {}),
+                },
             }
             if spec.get("instructions"):
                 result["instructions"] = spec["instructions"]
@@ -184,6 +197,13 @@ def main() -> None:
             _send({"jsonrpc": "2.0", "id": rid, "result": result})
         elif method == "resources/list" and spec.get("resources"):
             _send({"jsonrpc": "2.0", "id": rid, "result": {"resources": spec["resources"]}})
+        elif method == "resources/read" and params.get("uri", "") in spec.get("resource_contents", {}):
+            contents = spec["resource_contents"][params["uri"]]
+            _send({"jsonrpc": "2.0", "id": rid, "result": {"contents": contents}})
+        elif method == "prompts/list" and spec.get("prompts"):
+            _send({"jsonrpc": "2.0", "id": rid, "result": {"prompts": spec["prompts"]}})
+        elif method == "prompts/get" and params.get("name") in spec.get("prompt_results", {}):
+            _send({"jsonrpc": "2.0", "id": rid, "result": spec["prompt_results"][params["name"]]})
         elif method == "resources/read" and params.get("uri", "").split("?")[0] in spec.get(
             "resource_reads", {}
         ):

@@ -225,3 +225,53 @@ async def test_a_secret_in_a_resource_list_is_redacted(
         "title": "Notes of [REDACTED]",
         "description": "Read with key [REDACTED].",
     }
+
+
+def test_a_secret_in_the_servers_instructions_or_info_is_redacted(tmp_path: Path) -> None:
+    """A server's initialize ``instructions`` and ``serverInfo`` (name, title, version) were
+    stored as sent, so a secret Keen gave the server, quoted there, was written into SKILL.md."""
+    keen_home = tmp_path / "keen-home"
+    (keen_home / "mcp").mkdir(parents=True)
+    spec = {
+        "tools": [{"name": "lookup", "description": "Look up.", "inputSchema": {"type": "object"}}],
+        "instructions": "Looks things up in the archive. Uses key {env:UPSTREAM} for upstream.",
+        "server_name": "srv-{env:UPSTREAM}",
+        "server_title": "Archive {env:UPSTREAM}",
+        "server_version": "1.0+{env:UPSTREAM}",
+    }
+    entry = hostile_entry(tmp_path / "i.json", spec, env={"UPSTREAM": "${UPSTREAM_CRED}"})
+    (keen_home / "mcp" / "configs.json").write_text(json.dumps({"version": 1, "servers": {"ins": entry}}))
+    env = {"UPSTREAM_CRED": STDIO_SECRET}
+    synced = keen_cli("mcp", "sync", keen_home=keen_home, env=env)
+    assert synced.code == 0, synced
+    shown = keen_cli("mcp", "list", "--json", keen_home=keen_home, env=env)
+    assert shown.code == 0, shown
+    assert STDIO_SECRET not in synced.output + shown.output
+    assert files_containing(keen_home, STDIO_SECRET) == []
+    skill = "\n".join(path.read_text() for path in keen_home.rglob("SKILL.md"))
+    assert "Uses key [REDACTED] for upstream." in skill
+
+
+@pytest.mark.anyio
+async def test_the_servers_info_is_redacted_where_it_is_stored(
+    write_config: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UPSTREAM_CRED", STDIO_SECRET)
+    spec = {
+        "tools": [{"name": "t", "inputSchema": {"type": "object"}}],
+        "instructions": "Key {env:UPSTREAM}.",
+        "server_name": "srv-{env:UPSTREAM}",
+        "server_title": "Archive {env:UPSTREAM}",
+        "server_version": "1.0+{env:UPSTREAM}",
+    }
+    entry = hostile_entry(tmp_path / "info.json", spec, env={"UPSTREAM": "${UPSTREAM_CRED}"})
+    async with Manager(write_config({"info": entry}), trust=PinGuard()) as manager:
+        assert await manager.wait_ready(20)
+        info = manager.status("info").info
+    assert info is not None
+    assert (info.name, info.title, info.version, info.instructions) == (
+        "srv-[REDACTED]",
+        "Archive [REDACTED]",
+        "1.0+[REDACTED]",
+        "Key [REDACTED].",
+    )

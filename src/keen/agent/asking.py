@@ -10,7 +10,8 @@ history) and the rich console they are drawn on.
   Ctrl-C at the question answers no and stops the turn (``on_interrupt``).
 * :meth:`Asker.elicit` answers a server's ``elicitation/create`` (form mode): it shows the
   server's message (untrusted text: escaped, each line behind a ``│`` bar so it cannot pass
-  for Keen's own lines, at most 2,000 characters), asks accept / decline / cancel, then each
+  for Keen's own lines, wrapped to the console's width with the bar on every row, at most
+  2,000 characters), asks accept / decline / cancel, then each
   field of the form (:mod:`keen.agent.form`) with the schema's default pre-filled. Ctrl-C
   anywhere in the form is cancel (MCP's "dismissed without a choice").
 * :meth:`Asker.open_url` answers a URL-mode request (a page the person opens out of band,
@@ -23,12 +24,14 @@ history) and the rich console they are drawn on.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
 import anyio.lowlevel
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -48,6 +51,7 @@ __all__ = ["Asker"]
 MESSAGE_CHARS = 2000
 """A server's message in a question is shown up to this many characters, then a note."""
 _BAR = "  │ "
+_SPACES = re.compile(r"(?<=\S)[ \t]{2,}")
 
 _APPROVAL = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
 _ACTION = {
@@ -130,7 +134,16 @@ class Asker:
         lines = (text[:MESSAGE_CHARS] if cut > 0 else text).splitlines() or [""]
         if cut > 0:
             lines.append(f"[{cut:,} more characters of the server's message not shown]")
-        self._show("\n".join(_BAR + line for line in lines))
+        # Wrapped here, each row behind its own bar: a line the terminal wrapped itself would
+        # go on at the left edge, where a padded "host: ..." reads as Keen's own line.
+        width = max(self.console.width - cell_len(_BAR), 8)
+        rows: list[Text] = []
+        for line in lines:
+            # Runs of spaces inside a line are padding, never the server's meaning.
+            text = Text(terminal_text(_SPACES.sub(" ", line)))
+            rows.extend(text.wrap(self.console, width, overflow="fold", no_wrap=False) or [Text()])
+        for row in rows:
+            self.console.print(Text(_BAR) + row, soft_wrap=True)
 
     # -- approval -------------------------------------------------------------------------------
 

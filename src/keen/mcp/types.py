@@ -24,6 +24,8 @@ __all__ = [
     "Tool",
     "ToolResult",
     "TransportFactory",
+    "media_type",
+    "named_type",
     "tools_hash",
 ]
 
@@ -48,6 +50,31 @@ class ServerState(StrEnum):
     AUTH_FAILED = "auth_failed"
     CONFIG_ERROR = "config_error"
     """Its configs.json entry is invalid (``last_error`` says what to fix); never connects."""
+
+
+# A media type as RFC 6838 section 4.2 names one (type "/" subtype), parameters cut off.
+_MEDIA_TYPE = re.compile(r"[\w.+-]+/[\w.+-]+", re.ASCII)
+
+
+def media_type(mime: object) -> str | None:
+    """The media type of a content block's ``mimeType``, lower-cased, its parameters
+    (``; charset=...``) and surrounding spaces cut as a host reads it (RFC 9110 section
+    8.3.1), or ``None`` when it is not a string or not ``type/subtype``."""
+    if not isinstance(mime, str):
+        return None
+    head = mime.split(";", 1)[0].strip().lower()
+    return head if _MEDIA_TYPE.fullmatch(head) else None
+
+
+def named_type(mime: object) -> str:
+    """A server's ``mimeType`` as Keen's text names it: a plain ``type/subtype`` as it is,
+    anything else as a short escaped repr, so it can neither run long nor read as a line of
+    Keen's own."""
+    if isinstance(mime, str) and _MEDIA_TYPE.fullmatch(mime):
+        return mime
+    if isinstance(mime, str) and len(mime) > 40:
+        return ascii(mime[:40]) + "..."
+    return ascii(mime)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +207,7 @@ class ToolResult:
                 parts.append(str(block.get("text", "")))
             elif kind in ("image", "audio"):
                 size = len(block.get("data", "")) * 3 // 4
-                parts.append(f"[{kind} {block.get('mimeType', '')}, {size} bytes]")
+                parts.append(f"[{kind} {named_type(block.get('mimeType', ''))}, {size} bytes]")
             elif kind == "resource_link":
                 parts.append(f"[resource {block.get('uri', '')}]")
             elif kind == "resource":

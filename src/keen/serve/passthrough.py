@@ -10,7 +10,9 @@ beside Keen's own ``tool_descriptions`` resource (docs/serve.md "Prompts and res
 
 Everything an upstream server lists is untrusted: an entry that does not validate as its
 MCP type is left out, and a read or a prompt is forwarded only for what the server listed
-(a listed resource, a URI its own template matches, a listed prompt).
+(a listed resource, a URI its own template matches, a listed prompt). What a read or a
+prompt brings back is untrusted too: its blobs, images and audio reach the host only when
+they are what their type claims (:func:`checked_contents`, :func:`checked_messages`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,17 @@ from typing import Any
 import mcp_types as mt
 from pydantic import ValidationError
 
-__all__ = ["URI_PREFIX", "Listing", "exposed_prompt", "exposed_uri", "upstream_uri"]
+from keen.calls import blocks_fault, fault_note
+
+__all__ = [
+    "URI_PREFIX",
+    "Listing",
+    "checked_contents",
+    "checked_messages",
+    "exposed_prompt",
+    "exposed_uri",
+    "upstream_uri",
+]
 
 logger = logging.getLogger("keen.serve")
 
@@ -42,6 +54,61 @@ def upstream_uri(exposed: str) -> tuple[str, str] | None:
         return None
     server, sep, uri = exposed[len(URI_PREFIX) :].partition("/")
     return (server, uri) if sep and server and uri else None
+
+
+def checked_contents(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ``resources/read`` result's ``contents`` as a host may get them: when a blob is not
+    what its ``mimeType`` claims (or is a type a host would run, or they pass the size
+    limit: :func:`keen.calls.blocks_fault`, as for a tool's result), every blob becomes a
+    ``text/plain`` part saying why, and the text parts stay (MCP 2025-11-25 "Resources >
+    Resource Contents")."""
+    fault = blocks_fault([{"type": "resource", "resource": part} for part in contents])
+    if fault is None:
+        return contents
+    logger.info("keen serve left a read's blobs out: %s", fault)
+    note = fault_note(fault)
+    return [
+        {"uri": part.get("uri"), "mimeType": "text/plain", "text": note} if "blob" in part else part
+        for part in contents
+    ]
+
+
+def _binary(block: Any) -> bool:
+    return isinstance(block, dict) and (
+        block.get("type") in ("image", "audio")
+        or (
+            block.get("type") == "resource"
+            and isinstance(block.get("resource"), dict)
+            and "blob" in block["resource"]
+        )
+    )
+
+
+def checked_messages(result: dict[str, Any]) -> dict[str, Any]:
+    """A ``prompts/get`` result as a host may get it: when an image, audio or embedded blob
+    among its messages' content is not what its type claims (:func:`keen.calls.blocks_fault`),
+    each such block becomes a text block saying why (MCP 2025-11-25 "Prompts > Prompt
+    Messages")."""
+    messages = [m for m in result.get("messages") or [] if isinstance(m, dict)]
+    blocks = [block for m in messages for block in _blocks(m.get("content"))]
+    fault = blocks_fault(blocks)
+    if fault is None:
+        return result
+    logger.info("keen serve left a prompt's images, audio or blobs out: %s", fault)
+    text = {"type": "text", "text": fault_note(fault)}
+
+    def checked(content: Any) -> Any:
+        if isinstance(content, list):
+            return [text if _binary(block) else block for block in content]
+        return text if _binary(content) else content
+
+    shown = [{**m, "content": checked(m.get("content"))} for m in messages]
+    return {**result, "messages": shown}
+
+
+def _blocks(content: Any) -> list[Any]:
+    # One block per message in 2025-11-25; a list in later revisions.
+    return content if isinstance(content, list) else [content]
 
 
 def exposed_prompt(server: str, prompt: str) -> str:

@@ -79,7 +79,7 @@ from keen.serve import extension as ext
 from keen.serve.calls import APPROVER, CallRouter, Withheld, call_result, error_result, host_remedy_words
 from keen.serve.catalog import ToolCatalog
 from keen.serve.notify import DEFAULT_NOTIFY_INTERVAL, ChangeNotifier, ListKind, list_digest
-from keen.serve.passthrough import exposed_uri, upstream_uri
+from keen.serve.passthrough import checked_contents, checked_messages, exposed_uri, upstream_uri
 from keen.serve.relay import (
     CHANNEL_KEY,
     HOST_KEY,
@@ -529,7 +529,7 @@ class KeenServer:
             self._audit("prompt.get", scope, server, prompt, "error", exc.code)
             raise self._upstream_refused(exc, server) from exc
         self._audit("prompt.get", scope, server, prompt, "ok", None)
-        return mt.GetPromptResult.model_validate(raw)
+        return mt.GetPromptResult.model_validate(checked_messages(raw))
 
     async def _read_upstream(self, scope: str, uri: str) -> mt.ReadResourceResult:
         """``resources/read`` of an upstream resource (``keen://<server>/<uri>``), forwarded
@@ -551,7 +551,7 @@ class KeenServer:
         self._audit("resource.read", scope, server, inner, "ok", None)
         # Each part names the resource as the host asked for it (its server's namespace).
         shown = [{**c, "uri": exposed_uri(server, str(c.get("uri") or inner))} for c in contents]
-        return mt.ReadResourceResult.model_validate({"contents": shown})
+        return mt.ReadResourceResult.model_validate({"contents": checked_contents(shown)})
 
     def _upstream_refused(self, exc: KeenError, server: str, data: Any = None) -> MCPError:
         """The host's JSON-RPC error for a prompt or resource request ``server`` did not

@@ -663,11 +663,14 @@ class ServerConnection:
     def _publish(self, session: ClientSession, tools: list[Tool]) -> None:
         now = datetime.now(UTC)
         info = session.server_info
+        title = getattr(info, "title", None) if info else None
+        # A server may quote a secret Keen gave it anywhere it speaks; these reach SKILL.md,
+        # keen mcp list and a host, so they are redacted here as its tools' descriptions are.
         self.info = ServerInfo(
-            name=info.name if info else "",
-            version=info.version if info else "",
-            title=getattr(info, "title", None) if info else None,
-            instructions=session.instructions,
+            name=redactor.redact(info.name) if info else "",
+            version=redactor.redact(info.version) if info else "",
+            title=redactor.redact(title) if isinstance(title, str) else None,
+            instructions=redactor.redact(session.instructions) if session.instructions is not None else None,
             protocol_version=session.protocol_version,
         )
         previous = self.tools
