@@ -368,13 +368,15 @@ class ShadowIndex:
 
     def __init__(self, configured: Mapping[str, Iterable[str | Tool]]) -> None:
         self.tools: dict[str, set[str]] = {}
-        self._definitions: dict[str, dict[str, Tool]] = {}
+        # skeleton -> server -> its tools with that skeleton: a server may list several
+        # (Send_Email beside send_email), and each is compared.
+        self._definitions: dict[str, dict[str, list[Tool]]] = {}
         for server, items in configured.items():
             names = self.tools.setdefault(server, set())
             for item in items:
                 if isinstance(item, Tool):
                     names.add(item.name)
-                    self._definitions.setdefault(skeleton(item.name), {}).setdefault(server, item)
+                    self._definitions.setdefault(skeleton(item.name), {}).setdefault(server, []).append(item)
                 else:
                     names.add(item)
         owners: dict[str, list[str]] = {}
@@ -436,17 +438,18 @@ class ShadowIndex:
         from keen.trust.fingerprint import body_fingerprint
 
         defined = self._definitions.get(skeleton(tool.name), {})
-        others = {s: t for s, t in defined.items() if s != tool.server}
+        others = [t for s, listed in sorted(defined.items()) if s != tool.server for t in listed]
         if not others:
             return None
         mine = body_fingerprint(tool)
-        # A look-alike name is the spoof, not the plain one it imitates (send_email stays unflagged).
-        plain = skeleton(tool.name) == tool.name
-        for _server, other in sorted(others.items()):
+        for other in others:
             if other.name == tool.name and body_fingerprint(other) != mine:
                 return other
-            if other.name != tool.name and not plain:
-                return other
+        # A look-alike name is the spoof, not the plain one it imitates (send_email stays unflagged).
+        if skeleton(tool.name) != tool.name:
+            for other in others:
+                if other.name != tool.name:
+                    return other
         return None
 
     def _lookup(self, token: str, *, server: str | None, own: AbstractSet[str]) -> str | None:
