@@ -18,6 +18,8 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from keen._text import HIDDEN
+
 if TYPE_CHECKING:
     from rich.text import Text
 
@@ -35,20 +37,15 @@ __all__ = [
 HUMAN_OUTPUT_CHARS = 64_000
 """Human (non ``--json``) output of one result is cut after this many characters."""
 
-# C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), the bidi
-# embeddings, overrides, isolates and marks, and the Unicode line/paragraph separators.
-_CONTROLS = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-# Characters a terminal draws as nothing: Unicode tags (U+E0000-E007F spell out ASCII a
-# model reads and a person never sees), zero-width spaces and word joiners, the byte order
-# mark, the soft hyphen, the deprecated format controls and the variation selectors
-# supplement. The zero-width (non-)joiner is left: emoji and Persian need it, and it says nothing.
-_INVISIBLE = (
-    "\u00ad\u034f\u180e\u200b\u2060-\u2064\u206a-\u206f\ufeff\U000e0000-\U000e007f\U000e0100-\U000e01ef"
-)
-_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f{_CONTROLS}{_INVISIBLE}]")
-_UNSAFE_IN_LINE = re.compile(_UNSAFE.pattern[:-1] + "\t\n]")
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI) and the Unicode
+# line/paragraph separators; with them, every character a terminal draws as nothing or that
+# reorders what is read (keen._text.HIDDEN: bidi controls, Unicode tags spelling out ASCII a
+# model reads and a person never sees, zero-width spaces, variation selectors, Hangul fillers).
+_CONTROLS = "\x7f-\x9f\u2028\u2029"
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f{_CONTROLS}]|{HIDDEN}")
+_UNSAFE_IN_LINE = re.compile(f"[\x00-\x1f{_CONTROLS}]|{HIDDEN}")
 # What json.dumps(ensure_ascii=False) leaves raw that a terminal would act on or not show.
-_UNSAFE_IN_JSON = re.compile(f"[{_CONTROLS}{_INVISIBLE}]")
+_UNSAFE_IN_JSON = re.compile(f"[{_CONTROLS}]|{HIDDEN}")
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -12,9 +12,14 @@ from typing import TypeVar
 
 __all__ = [
     "ELLIPSIS",
+    "HIDDEN",
+    "INVISIBLE_CHARS",
     "SUMMARY_CHARS",
     "closed",
     "first_sentence",
+    "has_invisible",
+    "hidden_at",
+    "invisible",
     "near_names",
     "one_line",
     "sentences",
@@ -57,11 +62,56 @@ _ABBREVIATIONS = frozenset(
 _OPENING = "\"'`([“‘"
 
 
+INVISIBLE_CHARS = (
+    # Format characters (Unicode general category Cf) but the zero-width joiner and
+    # non-joiner (U+200C, U+200D), which emoji sequences and Persian or Indic words need:
+    # the soft hyphen, Arabic number signs, zero-width space, bidi marks, embeddings,
+    # overrides and isolates, word joiner and invisible operators, deprecated format
+    # controls, byte order mark, interlinear annotation, Egyptian hieroglyph and shorthand
+    # format controls (U+13430-1343F: Unicode 14 and 15), musical symbol formatting, tags.
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b\u200e\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f"
+    # Nonspacing marks drawn as nothing: the combining grapheme joiner and the variation
+    # selectors (Mongolian, VS1-16, VS17-256: 256 of them spell any byte after a letter).
+    "\u034f\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef"
+    # Letters drawn as blank space: the Hangul fillers.
+    "\u115f\u1160\u3164\uffa0"
+)
+"""The characters a reader cannot see (the body of a regular-expression character class):
+the one definition of "invisible" that the terminal, ``--json`` output, SKILL.md, the trust
+flags and :func:`skeleton <keen.trust.flags.skeleton>` use. Unicode Standard Annex #31
+("Default Ignorable Code Points") and Unicode Technical Standard #39 list most of them."""
+
+HIDDEN = f"(?![\ufe0e\ufe0f](?<=[^\x00-\x7f{INVISIBLE_CHARS}].)(?![{INVISIBLE_CHARS}]))[{INVISIBLE_CHARS}]"
+"""A regular expression for one invisible character to show escaped: any of
+:data:`INVISIBLE_CHARS` but a lone emoji presentation selector (U+FE0E, U+FE0F) right after
+a visible non-ASCII character (``⚠️`` stays whole; a run of selectors does not)."""
+
+
+def hidden_at(text: str, index: int) -> bool:
+    """Is ``text[index]`` an invisible character to show escaped (:data:`HIDDEN`, which looks
+    at the characters around it)?"""
+    return re.compile(HIDDEN).match(text, index) is not None
+
+
+def invisible(ch: str) -> bool:
+    """Is ``ch`` one of :data:`INVISIBLE_CHARS`?"""
+    return re.match(f"[{INVISIBLE_CHARS}]", ch) is not None
+
+
+def has_invisible(text: str) -> bool:
+    """Does ``text`` hold any of :data:`INVISIBLE_CHARS`? (``str.isprintable`` passes the
+    variation selectors and Hangul fillers.)"""
+    return re.search(f"[{INVISIBLE_CHARS}]", text) is not None
+
+
 def unsafe_char(ch: str) -> bool:
-    """A control, format (bidi overrides, zero-width), surrogate, private-use or unassigned
-    character, or a Unicode line or paragraph separator: none belongs on a shown line."""
+    """A control, format (bidi overrides, zero-width), surrogate, private-use, unassigned or
+    invisible (:data:`INVISIBLE_CHARS`) character, or a Unicode line or paragraph separator:
+    none belongs on a shown line."""
     category = unicodedata.category(ch)
-    return category[0] == "C" or category in ("Zl", "Zp")
+    return category[0] == "C" or category in ("Zl", "Zp") or invisible(ch)
 
 
 def shorten(text: str, limit: int, *, at_word: bool = False) -> str:

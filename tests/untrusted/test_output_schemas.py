@@ -4,8 +4,9 @@ The MCP SDK checks a result's ``structuredContent`` against the tool's ``outputS
 jsonschema on the event loop, where ``pattern`` runs on :mod:`re` without a bound. A hostile
 raw JSON-RPC server declares ``"pattern": "^(a|a)+$"`` and returns ``"aaaa…!"``: the check
 backtracked for seconds (minutes, with a few more ``a``), and every other call of every
-server waited. Now the check has the time budget an inputSchema's patterns have: the call
-fails at once saying why, and the server's other tools still answer.
+server waited; so did ``uniqueItems`` over many objects, which jsonschema compares pairwise.
+Now the check has the time budget an inputSchema check has, and ``uniqueItems`` is linear: the
+call fails at once saying why, and the server's other tools still answer.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.anyio
 
 SLOW = "^(a|a)+$"
 VALUE = "a" * 25 + "!"  # re needs seconds here (the time doubles with each "a"); the budget is 0.5 s
+UNIQUE = 20_000
 
 
 def _tool(name: str, output: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +66,9 @@ async def test_a_backtracking_output_pattern_fails_the_call_not_keen(
             "fine": _result({"s": "aaaa"}),
             "wrong": _result({"s": 7}),
             "cycle": _result({"x": 1}),
-            "unique": _result({"items": [{"n": i} for i in range(2000)] + [{"n": 1}]}),
+            # jsonschema compares unsortable items pairwise: 20,000 objects, minutes (2,000 took
+            # 4 s); checked in linear time, the call fails at once on the duplicate at the end.
+            "unique": _result({"items": [{"n": i} for i in range(UNIQUE)] + [{"n": 1}]}),
         },
     }
     path = write_config({"h": hostile_entry(tmp_path / "spec.json", spec)})

@@ -12,7 +12,7 @@ import posixpath
 import unicodedata
 from dataclasses import dataclass
 
-from keen._text import unsafe_char
+from keen._text import has_invisible, unsafe_char
 from keen.mcpskills._layout import SCHEMAS_DIR
 
 __all__ = [
@@ -68,7 +68,7 @@ def schema_relpath(name: str) -> str:
         return _reject(f"the name is longer than {MAX_NAME_CHARS} characters")
     if "\x00" in name:
         return _reject("the name contains a NUL character")
-    if not name.isprintable() and any(unsafe_char(ch) for ch in name):
+    if (not name.isprintable() or has_invisible(name)) and any(unsafe_char(ch) for ch in name):
         return _reject("the name contains a control or invisible formatting character")
     if "\\" in name:
         return _reject("the name contains a backslash")
@@ -157,7 +157,7 @@ def display_text(text: str, limit: int = 80) -> str:
     """``text`` with unsafe characters escaped (``\\u0000``), ``|`` escaped for tables, cut to ``limit``."""
     if not text:
         return "(empty)"
-    if text.isprintable() and "|" not in text and len(text) <= limit:
+    if text.isprintable() and not has_invisible(text) and "|" not in text and len(text) <= limit:
         return text
     out: list[str] = []
     for ch in text[: limit + 1]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from keen import _text
 from keen._terminal import visible_json
-from keen._text import sentences, shorten, unsafe_char
+from keen._text import has_invisible, hidden_at, invisible, sentences, shorten, unsafe_char
 from keen.mcp.types import ServerInfo, Tool
 from keen.mcpskills._names import (
     MAX_NAME_CHARS,
@@ -265,10 +265,20 @@ def _checked_scalar(value: str) -> str:
 
 def _visible(line: str) -> str:
     """A line of server text with control and invisible formatting characters escaped
-    (``\u001b``): the model reads SKILL.md, and so may a person in a terminal."""
-    if line.isprintable():
+    (``\u001b``, ``\U000e0041`` past U+FFFF: ``\ue0041`` would read as U+E004 and a ``1``):
+    the model reads SKILL.md, and so may a person in a terminal. A lone emoji presentation
+    selector after a visible character stays (``⚠️``, as :data:`keen._text.HIDDEN` has it)."""
+    if line.isprintable() and not has_invisible(line):
         return line
-    return "".join(f"\\u{ord(ch):04x}" if ch != "\t" and unsafe_char(ch) else ch for ch in line)
+    return "".join(_escaped(line, i) if ch != "\t" and unsafe_char(ch) else ch for i, ch in enumerate(line))
+
+
+def _escaped(line: str, index: int) -> str:
+    ch = line[index]
+    if invisible(ch) and not hidden_at(line, index):
+        return ch  # a lone emoji presentation selector
+    code = ord(ch)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _cell(text: str) -> str:

@@ -39,6 +39,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
+from keen._text import HIDDEN, hidden_at, invisible, unsafe_char
 from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import Tool
 
@@ -122,10 +123,10 @@ _HTML_COMMENT_OPEN = _compile(r"<!--")
 def _invisible(ch: str, one_line: bool = False) -> bool:
     if ch in "\n\t":
         return one_line
-    cat = unicodedata.category(ch)
-    # Cc: controls (ESC, NUL, ...); Cf: format (zero-width, bidi, tags, soft hyphen);
-    # Co/Cn: private use and unassigned code points render as nothing or a box.
-    return cat in ("Cc", "Cf", "Co", "Cn") or ch in "\u2028\u2029"
+    # keen._text.unsafe_char: controls (ESC, NUL, ...), format characters (zero-width, bidi,
+    # tags, soft hyphen), private use and unassigned code points (nothing or a box), line
+    # separators, and every other invisible character (variation selectors, Hangul fillers).
+    return unsafe_char(ch)
 
 
 def escape_text(text: str, *, one_line: bool = False) -> str:
@@ -141,7 +142,11 @@ def escape_text(text: str, *, one_line: bool = False) -> str:
         return text
     out: list[str] = []
     for index, ch in enumerate(text):
-        if _invisible(ch, one_line) and not _emoji_joiner(text, index, index + 1):
+        if (
+            _invisible(ch, one_line)
+            and not _emoji_joiner(text, index, index + 1)
+            and not _emoji_style(text, index)
+        ):
             code = ord(ch)
             out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
         else:
@@ -251,11 +256,10 @@ def _secret_files(text: str) -> Iterator[tuple[int, int]]:
             yield match.start(), match.end()
 
 
-_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e\u00ad\u034f"
-_BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
-_HIDDEN_CHARS = _compile(
-    rf"[{_ZERO_WIDTH}{_BIDI}\U000e0000-\U000e007f\U000e0100-\U000e01ef\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+"
-)
+# The invisible characters (keen._text.HIDDEN: zero-width, bidi, tags, variation selectors,
+# Hangul fillers...), the joiners (a lone one in a word or emoji is let through by
+# _emoji_joiner) and the controls.
+_HIDDEN_CHARS = _compile(f"(?:[\u200c\u200d\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|{HIDDEN})+")
 _HTML_COMMENT = _compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 
 
@@ -269,13 +273,14 @@ _LOOKALIKES = str.maketrans(
 
 def skeleton(name: str) -> str:
     """``name`` as a reader takes it: NFKC (fullwidth and other compatibility forms become
-    ASCII), without invisible format characters (a zero-width space), case folded, and
+    ASCII), without invisible characters (:data:`keen._text.INVISIBLE_CHARS`: a zero-width
+    space, a variation selector, a Hangul filler) nor joiners, case folded, and
     Cyrillic or Greek look-alikes of Latin letters mapped to those (``ѕend_Еmail`` reads as
     ``send_email``). Two tool names with one skeleton name the same tool to a model or a person."""
     folded = unicodedata.normalize("NFKC", name).casefold().translate(_LOOKALIKES)
     if folded.isascii():
         return folded
-    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+    return "".join(ch for ch in folded if not invisible(ch) and ch not in "\u200c\u200d")
 
 
 def _emoji_joiner(text: str, start: int, end: int) -> bool:
@@ -288,6 +293,12 @@ def _emoji_joiner(text: str, start: int, end: int) -> bool:
         return False
     cats = unicodedata.category(before)[0] + unicodedata.category(after)[0]
     return cats in ("SS", "LL", "ML", "LM", "MM", "SM", "MS")
+
+
+def _emoji_style(text: str, index: int) -> bool:
+    """A lone emoji presentation selector (U+FE0E, U+FE0F) right after a visible non-ASCII
+    character (``⚠️``) is ordinary writing, as :data:`keen._text.HIDDEN` has it."""
+    return text[index] in "\ufe0e\ufe0f" and not hidden_at(text, index)
 
 
 def _hidden(text: str) -> Iterator[tuple[int, int, str]]:
@@ -368,13 +379,15 @@ class ShadowIndex:
 
     def __init__(self, configured: Mapping[str, Iterable[str | Tool]]) -> None:
         self.tools: dict[str, set[str]] = {}
-        self._definitions: dict[str, dict[str, Tool]] = {}
+        # skeleton -> server -> its tools with that skeleton: a server may list several
+        # (Send_Email beside send_email), and each is compared.
+        self._definitions: dict[str, dict[str, list[Tool]]] = {}
         for server, items in configured.items():
             names = self.tools.setdefault(server, set())
             for item in items:
                 if isinstance(item, Tool):
                     names.add(item.name)
-                    self._definitions.setdefault(skeleton(item.name), {}).setdefault(server, item)
+                    self._definitions.setdefault(skeleton(item.name), {}).setdefault(server, []).append(item)
                 else:
                     names.add(item)
         owners: dict[str, list[str]] = {}
@@ -436,17 +449,18 @@ class ShadowIndex:
         from keen.trust.fingerprint import body_fingerprint
 
         defined = self._definitions.get(skeleton(tool.name), {})
-        others = {s: t for s, t in defined.items() if s != tool.server}
+        others = [t for s, listed in sorted(defined.items()) if s != tool.server for t in listed]
         if not others:
             return None
         mine = body_fingerprint(tool)
-        # A look-alike name is the spoof, not the plain one it imitates (send_email stays unflagged).
-        plain = skeleton(tool.name) == tool.name
-        for _server, other in sorted(others.items()):
+        for other in others:
             if other.name == tool.name and body_fingerprint(other) != mine:
                 return other
-            if other.name != tool.name and not plain:
-                return other
+        # A look-alike name is the spoof, not the plain one it imitates (send_email stays unflagged).
+        if skeleton(tool.name) != tool.name:
+            for other in others:
+                if other.name != tool.name:
+                    return other
         return None
 
     def _lookup(self, token: str, *, server: str | None, own: AbstractSet[str]) -> str | None:

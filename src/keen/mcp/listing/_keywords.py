@@ -1,15 +1,23 @@
-"""JSON Schema keywords whose jsonschema implementation can hang Keen, bounded.
+"""JSON Schema validation that cannot hang Keen: every keyword runs under one time budget.
 
 An ``inputSchema`` comes from the server, the arguments from a model or a remote MCP client.
 jsonschema checks them on the calling thread (``keen serve``'s and ``keen chat``'s event
-loop), and two of its keywords have no bound a client cannot push past:
+loop), so a validation gets :data:`VALIDATION_BUDGET` seconds in all (:func:`bounded`):
+
+- Every keyword of the validator class checks the deadline before it runs, and past it
+  :class:`ValidationTooSlow` ends the validation (the call, or the result, is refused). A
+  schema's work is not bounded by its size: ``$defs`` where each ``dN`` is ``{"allOf":
+  [{"$ref": "#/$defs/dN+1"}, {"$ref": "#/$defs/dN+1"}]}`` visits ``2^N`` subschemas, so
+  thirty such lines would keep the event loop for hours.
+
+Two keywords also run single steps that no keyword boundary interrupts:
 
 - ``pattern``, ``patternProperties`` and ``additionalProperties`` (which skips the names
   ``patternProperties`` matches) search with :func:`re.search`, whose backtracking is
   exponential for patterns such as ``(a|a)+$`` on ``"aaaa…!"``; :mod:`re` holds the GIL and
   cannot be interrupted. Here they run on the ``regex`` module, whose ``timeout`` bounds a
-  match: one validation shares :data:`PATTERN_BUDGET` seconds, and when a search runs out of
-  it :class:`PatternTooSlow` ends the validation and the call is refused (nothing is sent).
+  match: a search gets what is left of the validation's budget, and when it runs out
+  :class:`PatternTooSlow` ends the validation and the call is refused (nothing is sent).
   ``unevaluatedProperties`` also searches ``patternProperties`` (deep inside jsonschema); a
   schema that uses both is not checked locally (:func:`uses_unbounded_search`), the server
   validates, as for any schema Keen cannot check.
@@ -23,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -31,16 +39,27 @@ import regex
 from jsonschema import validators
 from jsonschema.exceptions import ValidationError
 
-__all__ = ["PATTERN_BUDGET", "PatternTooSlow", "bounded", "safe_validator_class", "uses_unbounded_search"]
+__all__ = [
+    "VALIDATION_BUDGET",
+    "PatternTooSlow",
+    "ValidationTooSlow",
+    "bounded",
+    "safe_validator_class",
+    "uses_unbounded_search",
+]
 
-PATTERN_BUDGET = 0.5
-"""Seconds all regex searches of one validation may take together."""
+VALIDATION_BUDGET = 0.5
+"""Seconds one validation (every keyword, regex searches included) may take."""
 
-_deadline: ContextVar[float | None] = ContextVar("keen_pattern_deadline", default=None)
+_deadline: ContextVar[float | None] = ContextVar("keen_validation_deadline", default=None)
 _classes: dict[type[Any], type[Any]] = {}
 
 
-class PatternTooSlow(Exception):
+class ValidationTooSlow(Exception):
+    """A validation did not finish within its budget (:data:`VALIDATION_BUDGET`)."""
+
+
+class PatternTooSlow(ValidationTooSlow):
     """A schema regex did not finish on a value within the validation's budget."""
 
     def __init__(self, pattern: str, value: str) -> None:
@@ -50,8 +69,8 @@ class PatternTooSlow(Exception):
 
 
 @contextlib.contextmanager
-def bounded(seconds: float = PATTERN_BUDGET) -> Iterator[None]:
-    """Give the regex searches inside this block ``seconds`` in total."""
+def bounded(seconds: float = VALIDATION_BUDGET) -> Iterator[None]:
+    """Give the validation inside this block ``seconds`` in total."""
     token = _deadline.set(time.monotonic() + seconds)
     try:
         yield
@@ -59,9 +78,26 @@ def bounded(seconds: float = PATTERN_BUDGET) -> Iterator[None]:
         _deadline.reset(token)
 
 
+def _timed(keyword: Callable[..., Any]) -> Callable[..., Any]:
+    """``keyword`` (a jsonschema keyword function) refusing to start past the deadline.
+
+    jsonschema calls a keyword each time it meets it in a subschema it descends into, so
+    the checks follow the work done, not the schema's size (a ``$ref`` graph can reach one
+    subschema along exponentially many paths).
+    """
+
+    def checked(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        deadline = _deadline.get()
+        if deadline is not None and time.monotonic() > deadline:
+            raise ValidationTooSlow
+        return keyword(validator, value, instance, schema)
+
+    return checked
+
+
 def _search(pattern: str, text: str) -> bool:
     deadline = _deadline.get()
-    left = PATTERN_BUDGET if deadline is None else deadline - time.monotonic()
+    left = VALIDATION_BUDGET if deadline is None else deadline - time.monotonic()
     try:
         # The regex module's default (VERSION0) is re-compatible, which jsonschema uses.
         return regex.search(pattern, text, timeout=max(left, 0.001)) is not None
@@ -132,17 +168,17 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
 
 
 def safe_validator_class(cls: type[Any]) -> type[Any]:
-    """``cls`` (a jsonschema validator class) with the bounded keywords; made once per class."""
+    """``cls`` (a jsonschema validator class) with the bounded keywords, each of its keywords
+    checking the validation's deadline (:func:`bounded`); made once per class."""
     if cls not in _classes:
-        _classes[cls] = validators.extend(
-            cls,
-            {
-                "pattern": _pattern,
-                "patternProperties": _pattern_properties,
-                "additionalProperties": _additional_properties,
-                "uniqueItems": _unique_items,
-            },
+        keywords: dict[str, Callable[..., Any]] = dict(cls.VALIDATORS)
+        keywords.update(
+            pattern=_pattern,
+            patternProperties=_pattern_properties,
+            additionalProperties=_additional_properties,
+            uniqueItems=_unique_items,
         )
+        _classes[cls] = validators.extend(cls, {name: _timed(fn) for name, fn in keywords.items()})
     return _classes[cls]
 
 

@@ -25,10 +25,11 @@ takes the "server will validate" path. jsonschema's deprecated automatic retriev
 which the default (no ``registry``) still runs, would otherwise GET a URL from the event
 loop without a timeout or read a local file into the error message.
 
-A schema's regular expressions are untrusted too: they run with a time budget
-(:mod:`keen.mcp.listing._keywords`), and arguments that exhaust it are refused, so a pattern
-with exponential backtracking cannot freeze the event loop; ``uniqueItems`` is checked
-in linear time.
+A schema's work is untrusted too: one validation runs with a time budget
+(:mod:`keen.mcp.listing._keywords`) that every keyword and regex search draws on, and
+arguments that exhaust it are refused, so neither a pattern with exponential backtracking
+nor a ``$ref`` graph that multiplies its paths can freeze the event loop; ``uniqueItems``
+is checked in linear time.
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ from referencing.exceptions import Unresolvable
 from keen._text import shorten
 from keen.errors import InvalidArguments
 from keen.mcp.listing._keywords import (
-    PATTERN_BUDGET,
+    VALIDATION_BUDGET,
     PatternTooSlow,
+    ValidationTooSlow,
     bounded,
     safe_validator_class,
     uses_unbounded_search,
@@ -269,11 +271,21 @@ class ArgumentValidator:
             value = shorten(exc.value, 41)
             raise InvalidArguments(
                 f'invalid arguments for "{self.server}/{tool.name}": matching {value!r} against the '
-                f"inputSchema pattern {exc.pattern!r} took over {PATTERN_BUDGET:g} s, so the call was not "
+                f"inputSchema pattern {exc.pattern!r} took over {VALIDATION_BUDGET:g} s, so the call was not "
                 "sent; send a shorter or simpler value (the pattern backtracks without end on this one).",
                 server=self.server,
                 tool=tool.name,
                 errors=[("$", f"pattern {exc.pattern!r} too slow for the value")],
+            ) from None
+        except ValidationTooSlow:
+            raise InvalidArguments(
+                f'invalid arguments for "{self.server}/{tool.name}": checking them against the inputSchema '
+                f"took over {VALIDATION_BUDGET:g} s, so the call was not sent; send smaller arguments, or ask "
+                "the server's maintainer to simplify its inputSchema (its $ref, allOf, anyOf or oneOf "
+                "branches multiply the work).",
+                server=self.server,
+                tool=tool.name,
+                errors=[("$", "too slow to check against the inputSchema")],
             ) from None
         except regex.error as exc:
             logger.warning(
@@ -341,8 +353,8 @@ class StructuredContentValidator:
 
     The MCP SDK's own check searches ``pattern`` with :mod:`re` on the event loop: a server
     that declares ``"pattern": "^(a|a)+$"`` and returns ``"aaaa…!"`` froze every call of
-    every server. Here a search gets :data:`PATTERN_BUDGET` seconds and a result that needs
-    more is refused. One validator is compiled per tool and outputSchema.
+    every server. Here the whole check gets :data:`VALIDATION_BUDGET` seconds and a result that
+    needs more is refused. One validator is compiled per tool and outputSchema.
 
     Args:
         server: the server's name (for log lines).
@@ -394,7 +406,13 @@ class StructuredContentValidator:
             raise RuntimeError(
                 f"the structuredContent of tool {tool} could not be checked against its outputSchema: "
                 f"matching {shorten(exc.value, 41)!r} against the pattern {exc.pattern!r} took over "
-                f"{PATTERN_BUDGET:g} s, so the result was not used; the server's outputSchema needs fixing"
+                f"{VALIDATION_BUDGET:g} s, so the result was not used; the server's outputSchema needs fixing"
+            ) from None
+        except ValidationTooSlow:
+            raise RuntimeError(
+                f"the structuredContent of tool {tool} could not be checked against its outputSchema: "
+                f"checking it took over {VALIDATION_BUDGET:g} s (its $ref, allOf, anyOf or oneOf branches "
+                "multiply the work), so the result was not used; the server's outputSchema needs fixing"
             ) from None
         except (Unresolvable, ValueError, regex.error) as exc:
             raise RuntimeError(f"Invalid schema for tool {tool}: {exc}") from None
