@@ -166,7 +166,7 @@ def test_the_cache_keeps_the_most_recently_used_catalogs_and_drops_old_formats(t
     assert last.index().ids
 
 
-@pytest.mark.parametrize("damage", ["garbage", "offsets", "meta", "assembled", "sums", "no_rows"])
+@pytest.mark.parametrize("damage", ["garbage", "cut", "offsets", "meta", "assembled", "sums", "no_rows"])
 def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -175,6 +175,9 @@ def test_a_damaged_cache_entry_is_rebuilt_not_a_crash(
     [folder] = [p for p in tmp_path.iterdir() if p.name.startswith("v")]
     if damage == "garbage":
         (folder / "tools.npz").write_bytes(b"not an npz file")
+    elif damage == "cut":  # a zip cut short (a disk that filled up): zipfile.BadZipFile, not ValueError
+        whole = (folder / "assembled.npz").read_bytes()
+        (folder / "assembled.npz").write_bytes(whole[: len(whole) // 2])
     elif damage == "offsets":  # a readable file whose offsets do not fit its values
         with np.load(folder / "tools.npz") as data:
             arrays = {k: data[k] for k in data.files}

@@ -497,3 +497,23 @@ def test_refreshes_back_to_back_make_texts_only_for_their_servers_tools(
     a, b = third.index().dense, whole.index().dense
     assert a is not None and b is not None
     assert a._keys == b._keys  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_shard_another_process_is_still_writing_is_not_read(tmp_path: Path) -> None:
+    # pathlib's glob("*.npz") matches a leading dot: a reader took another process's
+    # half-written temporary shard (.shard-*.npz) and the search failed with zipfile's "File
+    # is not a zip file"; it now reads only shards renamed into place, and skips one cut short.
+    from keen.capabilities.vector_cache import VectorCache
+
+    keys = [bytes([n]) * 16 for n in range(3)]
+    vectors = np.ones((3, encoder.DIM), dtype=np.float32)
+    VectorCache(tmp_path, encoder.DIM).store(keys[:2], vectors[:2])
+    other = tmp_path / "other"
+    VectorCache(other, encoder.DIM).store(keys[2:], vectors[2:])
+    [whole] = other.glob("*.npz")
+    cut = whole.read_bytes()[:60]  # a zip's first bytes: "PK", a local header, no directory
+    (tmp_path / ".shard-inflight.npz").write_bytes(cut)
+    found = VectorCache(tmp_path, encoder.DIM).lookup(keys)
+    assert [v is not None for v in found] == [True, True, False]
+    (tmp_path / "cut.npz").write_bytes(cut)  # one cut short under a shard's name: skipped
+    assert [v is not None for v in VectorCache(tmp_path, encoder.DIM).lookup(keys)] == [True, True, False]

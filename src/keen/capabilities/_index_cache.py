@@ -87,7 +87,7 @@ def cached(
             if folder.is_dir():
                 try:
                     index = _load(folder, caps, servers, (docs, names))
-                except (OSError, ValueError, KeyError, TypeError) as exc:
+                except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
                     logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
                     shutil.rmtree(folder, ignore_errors=True)  # replaced by the rebuilt one
             if index is None:
@@ -124,7 +124,7 @@ def _base(
         return None, None
     try:
         meta, tools, server_part = _read(folder)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
         logger.debug("toolsearch: not deriving from %s (%s)", folder, exc)
         return None, None
     found = _rows_by_block(meta, len(caps), blocks, names, len(tools.rows))
@@ -236,8 +236,9 @@ def _save(index: Assembled, folder: Path, blocks: _Blocks, server_names: list[st
 
 def _read(folder: Path) -> tuple[dict[str, Any], IndexPart, IndexPart]:
     """The index saved in ``folder``: its ``meta.json`` and the tools' and servers' parts.
-    Raises ``ValueError`` (or ``OSError``, ``KeyError``, ``TypeError``) when it is
-    unreadable or its parts do not fit together."""
+    Raises ``ValueError`` (or ``OSError``, ``KeyError``, ``TypeError``, ``EOFError``,
+    ``zipfile.BadZipFile``: a file cut short) when it is unreadable or its parts do not fit
+    together."""
     import numpy as np
 
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))

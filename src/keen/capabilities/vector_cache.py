@@ -18,6 +18,7 @@ import logging
 import os
 import tempfile
 import threading
+import zipfile
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -62,7 +63,7 @@ class VectorCache:
 
         if self.folder is None or not self.folder.is_dir():
             return
-        for path in sorted(self.folder.glob("*.npz")):
+        for path in sorted(self._shards()):
             if path.name in self._loaded:
                 continue
             try:
@@ -74,7 +75,7 @@ class VectorCache:
                     raise ValueError(f"shape {vectors.shape} for {len(keys)} keys")
             except FileNotFoundError:  # merged away by another process meanwhile
                 continue
-            except (OSError, ValueError, KeyError) as exc:
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
                 logger.warning("embedding cache: skipping unreadable %s (%s)", path, exc)
                 self._loaded.add(path.name)
                 continue
@@ -119,10 +120,17 @@ class VectorCache:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 name = self._write(list(keys), half)
                 self._loaded.add(name)
-                if len(list(self.folder.glob("*.npz"))) > MAX_SHARDS:
+                if len(self._shards()) > MAX_SHARDS:
                     self._merge()
             except OSError as exc:
                 logger.warning("embedding cache: cannot write in %s (%s)", self.folder, exc)
+
+    def _shards(self) -> list[Path]:
+        """The shards in the folder, without the temporary files (``.shard-*.npz``) other
+        processes are writing: :meth:`pathlib.Path.glob`'s ``*`` matches a leading dot, so a
+        reader took one half-written and failed (``File is not a zip file``)."""
+        assert self.folder is not None
+        return [p for p in self.folder.glob("*.npz") if not p.name.startswith(".")]
 
     def _write(self, keys: Iterable[bytes], vectors: np.ndarray) -> str:
         import numpy as np
@@ -147,7 +155,7 @@ class VectorCache:
 
         assert self.folder is not None
         self._read_shards()
-        old = [p for p in self.folder.glob("*.npz") if p.name in self._loaded]
+        old = [p for p in self._shards() if p.name in self._loaded]
         while len(self._vectors) > MAX_ENTRIES:
             self._vectors.popitem(last=False)
         keys = list(self._vectors)
