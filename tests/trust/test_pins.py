@@ -493,3 +493,12 @@ def test_an_instructions_diff_quotes_each_line_so_none_passes_for_a_header() -> 
     lines = check.diff().splitlines()
     assert lines[:2] == ["--- pinned/instructions", "+++ live/instructions"]
     assert lines[-2:] == ['+"++ live/other"', '+"\\u001b[31mred \\ud800"']
+
+
+def test_an_instructions_diff_shows_a_change_of_line_endings_alone() -> None:
+    from keen.trust.pins import InstructionsCheck
+
+    check = InstructionsCheck(status="changed", old="Use a.\nThen b.", new="Use a.\r\nThen b.\u2028x\x85")
+    lines = check.diff().splitlines()
+    assert '-"Use a."' in lines and '+"Use a.\\r"' in lines, lines
+    assert '+"Then b.\\u2028x\\u0085"' in lines, lines

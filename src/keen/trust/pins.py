@@ -295,10 +295,15 @@ class InstructionsCheck:
 
 def _quoted_lines(text: str) -> list[str]:
     """Each line of ``text`` as a JSON string (a lone surrogate as ``\\udXXX``, as JSON
-    writes it: printable)."""
+    writes it: printable). Lines end at ``"\\n"`` only (not at ``\\r``, ``\\u2028`` or
+    ``\\x85``, as ``str.splitlines`` would): a change of line endings alone is a change the
+    diff shows (``"a\\r"``), written visibly (:func:`keen.trust.flags.escape_text`)."""
     return [
-        json.dumps(line, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
-        for line in text.splitlines()
+        escape_text(
+            json.dumps(line, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8"),
+            one_line=True,
+        )
+        for line in (text.split("\n") if text else ())
     ]
 
 
