@@ -403,7 +403,7 @@ async def test_server_info_shows_the_pinned_instructions_and_live_info_the_sent_
         assert await first.wait_ready(30)
         trust("docs", first.live_tools("docs"), store=store, info=first.live_info("docs"))
     loaded = store.load("docs")
-    assert loaded is not None and loaded.instructions is not None and loaded.instructions.text == pinned_text
+    assert loaded is not None and loaded.info is not None and loaded.info.info["instructions"] == pinned_text
 
     async with Manager(
         config=CONFIG, transports={"docs": in_memory_transport(_instructed(changed))}, trust=PinGuard(store)
@@ -414,14 +414,14 @@ async def test_server_info_shows_the_pinned_instructions_and_live_info_the_sent_
         assert live is not None and live.instructions == changed
         view = second.view("docs")
         assert [t.name for t in view.tools] == ["search"]  # the tools are as pinned
-        assert view.note == "The server's instructions changed and are held for review: keen mcp diff docs"
+        assert view.note == "The server's info changed and is held for review: keen mcp diff docs"
         inputs = server_inputs(second, "docs", held_out=True)  # what a catalog is built from
         assert inputs is not None
         text = server_text("docs", inputs[1], inputs[0])
         assert pinned_text in text and "id_rsa" not in text
         (keen_home / "mcp" / "pins" / "docs.json").write_text("{broken")  # nothing vets them now
         broken = second.server_info("docs")
-        assert broken is not None and broken.instructions is None and broken.name == "docs"
+        assert broken is not None and broken.instructions is None and broken.name == ""
 
     async with Manager(
         config=CONFIG, transports={"docs": in_memory_transport(_instructed(changed))}, trust=None

@@ -166,6 +166,7 @@ def generate_skill(
     description: str | None = None,
     held: str = "",
     held_tools: Sequence[str] = (),
+    held_info: bool = False,
     batch: _swap.Batch | None = None,
 ) -> GenerationReport:
     """Write or refresh ``skills_root/mcp:<status.name>/`` from ``tools``.
@@ -188,6 +189,7 @@ def generate_skill(
     added to an unchanged skill's marker that lacks it): a changed tool
     held under ``pinning: quarantine`` is in ``tools`` as it was pinned, and a catalog
     built from the skill before its server connects must not offer it as callable.
+    ``held_info``: the server's info is held for review (``info`` is then as it was pinned).
     ``batch``: the startup sync's batch (call with its lock held): the new version or
     marker is written now and swapped in by the batch's ``commit``, which reports a
     failed swap; ``fsync`` is then the batch's.
@@ -297,6 +299,8 @@ def generate_skill(
             rejected=rejected,
             generated_at=moment,
             held=held,
+            held_tools=bool(held_names),
+            held_info=held_info,
         )
 
         def files() -> Iterator[tuple[str, bytes]]:
