@@ -171,8 +171,10 @@ def generate_skill(
 ) -> GenerationReport:
     """Write or refresh ``skills_root/mcp:<status.name>/`` from ``tools``.
 
-    ``info`` defaults to ``status.info``; ``now`` (default: the current UTC time) is the
-    generated timestamp. When the current version was made from the same tools and
+    ``info``: what the server said of itself as it may be shown (``Manager.server_info``: under
+    pinning, as pinned); ``None`` shows none. Never ``status.info``, which is the info as the
+    server sent it (``ServerStatus.info``), unvetted. ``now`` (default: the current UTC time)
+    is the generated timestamp. When the current version was made from the same tools and
     server info (same ``tools_hash``), nothing is rewritten but the marker's ``status``,
     ``last_error`` and ``last_successful_refresh`` (action ``unchanged``). Otherwise a new
     version is built beside the link and swapped in atomically; a concurrent reader sees
@@ -202,7 +204,6 @@ def generate_skill(
     """
     server = status.name
     _check_server(server)
-    info = info if info is not None else status.info
     moment = now if now is not None else datetime.now(UTC)
     planned, rejected = _plan(tools)
     rejected += [
