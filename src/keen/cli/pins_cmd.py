@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     # these commands costs other commands nothing at start-up.
     from keen.mcp import ServerInfo, Tool
     from keen.trust.flags import Flag
-    from keen.trust.pins import InstructionsCheck, PinReport, ToolCheck
+    from keen.trust.pins import InfoCheck, PinReport, ToolCheck
 
 __all__ = ["register"]
 
@@ -113,8 +113,9 @@ def diff(
         tools, info, policy, others, _ = await _live_tools(server, timeout, live=not as_json)
         report = compare(server, tools, PinStore().load(server), info)
         # What this diff shows is what `keen mcp trust` may pin, and nothing else.
-        instructions = report.instructions.new if report.instructions is not None else None
-        PinStore().save_review(Review.of(server, tools, instructions))
+        # The info counts as shown only when the diff prints it (InfoCheck.shown).
+        shown_info = report.info.fingerprint if report.info is not None and report.info.shown else None
+        PinStore().save_review(Review.of(server, tools, shown_info))
         return report, policy, _flags(server, tools, others)
 
     report, policy, flags = run(body)
@@ -126,17 +127,16 @@ def diff(
             entry["flags"] = (
                 [f.to_dict() for f in flags.get(check.name, [])] if check.status != "removed" else []
             )
-        if data["instructions"] is not None and report.instructions is not None:
-            held = report.instructions.status != "trusted"
-            data["instructions"]["diff"] = escape_text(report.instructions.diff()) if held else ""
+        if data["info"] is not None and report.info is not None:
+            data["info"]["diff"] = escape_text(report.info.diff())
         print_json(data)
         return
     if not report.pinned:
         # Every definition is shown: `keen mcp trust` pins only what a person could see.
         for check in report.checks:
             _print_check(check, flags.get(check.name, []))
-        if report.instructions is not None and report.instructions.diff():
-            _print_instructions(report.instructions)
+        if report.info is not None and report.info.shown:
+            _print_info(report.info)
         # Under `off` no call pins anything: only `keen mcp trust` does.
         by = " by" if policy == "off" else " by the first approved call or by"
         out.print(
@@ -149,9 +149,9 @@ def diff(
     shown = [c for c in report.checks if c.status != "trusted"]
     for check in shown:
         _print_check(check, flags.get(check.name, []))
-    instructions = report.instructions
-    if instructions is not None and instructions.diff():  # changed, or not pinned yet (and some)
-        _print_instructions(instructions)
+    info = report.info
+    if info is not None and info.shown:  # changed, not pinned yet, or never reviewed
+        _print_info(info)
     counts = report.to_dict()["counts"]
     # A pin a first approved call wrote is one nobody reviewed: its readOnlyHint grants
     # nothing until `keen mcp trust` (keen.trust.pins.pinned_view), so it is not called trusted.
@@ -182,10 +182,10 @@ def diff(
             emoji=False,
             highlight=False,
         )
-    if instructions is not None and instructions.quarantined:
+    if info is not None and info.quarantined:
         verb = "held for review" if policy == "quarantine" else f"shown (policy {policy})"
         out.print(
-            f"the server's instructions changed, {verb}; accept them with every tool: "
+            f"the server's info changed ({', '.join(info.changed_fields)}), {verb}; accept it with every tool: "
             f"keen mcp trust {shell_word(server)}",
             markup=False,
             emoji=False,
@@ -217,11 +217,15 @@ def _print_check(check: ToolCheck, flags: list[Flag]) -> None:
         _print_flag(flag)
 
 
-def _print_instructions(check: InstructionsCheck) -> None:
-    """The server's instructions as a change of their own: ``changed`` with a diff of the
-    pinned and the live text, ``new`` (none pinned yet) in full. Escaped like a tool's."""
-    status = "changed" if check.status == "changed" else "new"
-    out.print(f"\n[bold {_STYLE[status]}]{status}[/] server instructions", highlight=False)
+def _print_info(check: InfoCheck) -> None:
+    """What the server says of itself (name, title, version, instructions) as a change of its
+    own: ``changed`` with a diff of the pinned and the live info; ``new`` (none pinned yet)
+    and ``not reviewed`` (pinned by a first look nobody reviewed) in full. Escaped like a tool's."""
+    if check.status == "trusted":
+        out.print("\n[bold]pinned on first look, not reviewed[/] server info", highlight=False)
+    else:
+        fields = f": {', '.join(check.changed_fields)}" if check.status == "changed" else ""
+        out.print(f"\n[bold {_STYLE[check.status]}]{check.status}[/] server info{fields}", highlight=False)
     _print_diff(check.diff())
 
 
@@ -261,9 +265,9 @@ def _print_to_accept(report: PinReport, wanted: set[str] | None, flags: dict[str
             _print_diff(definition_diff(None, check.new, new_name=check.name))
             for flag in flags.get(check.name, []):
                 _print_flag(flag)
-    # Trusting every tool pins the instructions too: shown unless already pinned as they are.
-    if wanted is None and report.instructions is not None and report.instructions.diff():
-        _print_instructions(report.instructions)
+    # Trusting every tool pins the server info too: shown unless pinned and reviewed as it is.
+    if wanted is None and report.info is not None and report.info.shown:
+        _print_info(report.info)
 
 
 def _print_flags(flags: dict[str, list[Flag]], order: list[str]) -> None:
@@ -305,7 +309,7 @@ def trust_cmd(
     """
     from keen.cli._signals import ask_cancellably, confirm_line
     from keen.trust.flags import escape_text
-    from keen.trust.pins import PinStore, Review, compare, compare_instructions, trust
+    from keen.trust.pins import PinStore, Review, compare, compare_info, trust
 
     store = PinStore()
     review = store.load_review(server)
@@ -323,7 +327,7 @@ def trust_cmd(
 
     async def pin(
         live: list[Tool], info: ServerInfo | None, others: dict[str, list[Tool]]
-    ) -> tuple[list[ToolCheck], int, set[str], InstructionsCheck | None] | None:
+    ) -> tuple[list[ToolCheck], int, set[str], InfoCheck | None] | None:
         shown = review
         if shown is None:
             # No diff to bind to: show what would be pinned, from this very listing, and ask.
@@ -332,19 +336,18 @@ def trust_cmd(
             _print_to_accept(report, wanted, _flags(server, live, others))
             if not await ask_cancellably(lambda: confirm_line(f"Pin these definitions of {server}? [y/N]: ")):
                 return None
-            shown = Review.of(server, live, (info.instructions or "") if info is not None else None)
+            seen = report.info.fingerprint if report.info is not None and report.info.shown else None
+            shown = Review.of(server, live, seen if wanted is None else None)
         before = store.load(server)
         first_use = {n for n, p in before.tools.items() if not p.reviewed} if before is not None else set()
-        # Trusting every tool accepts the instructions too (trusting some tools leaves them).
-        accepted = compare_instructions(info.instructions, before) if info is not None and not tools else None
+        # Trusting every tool accepts the server info too (trusting some tools leaves it).
+        accepted = compare_info(info, before) if info is not None and not tools else None
         pins, trusted = trust(
             server, live, tools or None, store=store, reviewed=shown, by_user=True, info=info
         )
         return trusted, len(pins.tools), first_use, accepted
 
-    async def body() -> (
-        tuple[list[ToolCheck], dict[str, list[Flag]], int, set[str], InstructionsCheck | None] | None
-    ):
+    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int, set[str], InfoCheck | None] | None:
         live, _info, _policy, others, done = await _live_tools(server, timeout, live=not as_json, pin=pin)
         return None if done is None else (done[0], _flags(server, live, others), done[1], done[2], done[3])
 
@@ -363,7 +366,7 @@ def trust_cmd(
                 "trusted": [
                     {**c.to_dict(), "flags": [f.to_dict() for f in flags.get(c.name, [])]} for c in trusted
                 ],
-                "instructions": instructions.to_dict() if instructions is not None else None,
+                "info": instructions.to_dict() if instructions is not None else None,
             }
         )
         return
@@ -380,7 +383,7 @@ def trust_cmd(
                 f"  [bold red]warning: flag {flag.kind}[/] {_flag_words(flag)}", highlight=False, emoji=False
             )
     if instructions is not None and instructions.status != "trusted":
-        out.print(f"trusted server instructions: {instructions.status}", highlight=False)
+        out.print(f"trusted server info: {instructions.status}", highlight=False)
     # Pinned by a first call and unchanged: reviewed now (their readOnlyHint counts from here).
     reviewed = [c for c in trusted if c.status == "trusted" and c.name in first_use]
     unchanged = len(trusted) - len(accepted) - len(reviewed)

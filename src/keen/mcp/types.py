@@ -103,6 +103,8 @@ class ServerStatus:
     last_error: str = ""
     tool_count: int = 0
     info: ServerInfo | None = None
+    """What the server said at initialize as it sent it, unvetted: what a model or host may
+    read of it is ``Manager.server_info`` (under pinning, as pinned)."""
     remedy: Remedy | None = None
     """What would bring the server back (sign in, reconnect, enable it), or ``None``."""
     list_ttl_ms: int | None = None

@@ -323,11 +323,15 @@ def render_skill_md(
     rejected: list[RejectedTool],
     generated_at: datetime,
     held: str = "",
+    held_tools: bool = False,
+    held_info: bool = False,
 ) -> bytes:
     """SKILL.md: frontmatter (``name: mcp:<server>``, ``description``), server and timestamp,
     how to call ``call_mcp_tool``, the tool table (first ``MAX_TABLE_ROWS`` by name, one-line
-    descriptions of <= 120 chars), the pins' note on tools held for review (``held``) and a
-    note on tools left out or skipped."""
+    descriptions of <= 120 chars), the pins' note on what is held for review (``held``; what
+    that means follows from the facts ``held_tools``, some tools are held, and ``held_info``,
+    the server's info is, never from the note's words) and a note on tools left out or
+    skipped."""
     lines = [
         "---",
         f"name: {_yaml_scalar(f'mcp:{server}')}",
@@ -384,7 +388,7 @@ def render_skill_md(
             "",
             "## Held for review",
             "",
-            f"{held}. {_until_accepted(held)}",
+            f"{held}. {_until_accepted(held_tools, held_info)}",
         ]
     if rejected:
         lines += [
@@ -401,16 +405,15 @@ def render_skill_md(
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def _until_accepted(held: str) -> str:
-    """What holding means for what the note counts (:attr:`keen.trust.pins.PinnedView.note`):
-    held tools cannot be called; held server instructions are shown as they were pinned."""
-    instructions = "server instructions" in held or "server's instructions" in held
-    tools = " tool" in held.replace("server instructions", "")
-    if instructions and not tools:
-        return "Until the user accepts them, this file shows the server's instructions as they were pinned."
-    if instructions:
+def _until_accepted(tools: bool, info: bool) -> str:
+    """What holding means for what is held (``tools``: some of the server's tools; ``info``:
+    what it says of itself, :attr:`keen.trust.pins.PinnedView.held_info`): held tools
+    cannot be called; held server info is shown as it was pinned."""
+    if info and not tools:
+        return "Until the user accepts it, this file shows the server's info as it was pinned."
+    if info:
         return (
             "Until the user accepts them, the held tools cannot be called, and this file shows the "
-            "server's instructions as they were pinned."
+            "server's info as it was pinned."
         )
     return "Until the user accepts them, they cannot be called."

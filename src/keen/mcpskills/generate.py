@@ -166,12 +166,15 @@ def generate_skill(
     description: str | None = None,
     held: str = "",
     held_tools: Sequence[str] = (),
+    held_info: bool = False,
     batch: _swap.Batch | None = None,
 ) -> GenerationReport:
     """Write or refresh ``skills_root/mcp:<status.name>/`` from ``tools``.
 
-    ``info`` defaults to ``status.info``; ``now`` (default: the current UTC time) is the
-    generated timestamp. When the current version was made from the same tools and
+    ``info``: what the server said of itself as it may be shown (``Manager.server_info``: under
+    pinning, as pinned); ``None`` shows none. Never ``status.info``, which is the info as the
+    server sent it (``ServerStatus.info``), unvetted. ``now`` (default: the current UTC time)
+    is the generated timestamp. When the current version was made from the same tools and
     server info (same ``tools_hash``), nothing is rewritten but the marker's ``status``,
     ``last_error`` and ``last_successful_refresh`` (action ``unchanged``). Otherwise a new
     version is built beside the link and swapped in atomically; a concurrent reader sees
@@ -188,6 +191,7 @@ def generate_skill(
     added to an unchanged skill's marker that lacks it): a changed tool
     held under ``pinning: quarantine`` is in ``tools`` as it was pinned, and a catalog
     built from the skill before its server connects must not offer it as callable.
+    ``held_info``: the server's info is held for review (``info`` is then as it was pinned).
     ``batch``: the startup sync's batch (call with its lock held): the new version or
     marker is written now and swapped in by the batch's ``commit``, which reports a
     failed swap; ``fsync`` is then the batch's.
@@ -200,7 +204,6 @@ def generate_skill(
     """
     server = status.name
     _check_server(server)
-    info = info if info is not None else status.info
     moment = now if now is not None else datetime.now(UTC)
     planned, rejected = _plan(tools)
     rejected += [
@@ -297,6 +300,8 @@ def generate_skill(
             rejected=rejected,
             generated_at=moment,
             held=held,
+            held_tools=bool(held_names),
+            held_info=held_info,
         )
 
         def files() -> Iterator[tuple[str, bytes]]:

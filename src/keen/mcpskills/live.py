@@ -56,7 +56,7 @@ def snapshot(manager: Manager, server: str) -> ServerSnapshot:
     description = entry.description if entry is not None else None
     held = view.note if view is not None else ""
     held_tools = tuple(c.name for c in view.held) if view is not None else ()
-    from keen.mcpskills.sync import ServerSnapshot
+    from keen.mcpskills.sync import ServerSnapshot, held_info
 
     return ServerSnapshot(
         status,
@@ -67,6 +67,7 @@ def snapshot(manager: Manager, server: str) -> ServerSnapshot:
         held,
         held_tools,
         manager.config_name,
+        held_info=held_info(view),
     )
 
 

@@ -15,7 +15,7 @@ import anyio
 from keen import paths
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
-from keen.mcpskills.sync import ServerSnapshot, SyncReport, sync_mcp_skills, sync_server
+from keen.mcpskills.sync import ServerSnapshot, SyncReport, held_info, sync_mcp_skills, sync_server
 
 __all__ = ["snapshots", "sync_from_manager"]
 
@@ -41,6 +41,7 @@ def snapshots(manager: Manager) -> list[ServerSnapshot]:
                 held,
                 held_tools,
                 manager.config_name,
+                held_info=held_info(view),
             )
         )
     return out

@@ -57,6 +57,7 @@ __all__ = [
     "SyncAction",
     "SyncEntry",
     "SyncReport",
+    "held_info",
     "sync_mcp_skills",
     "sync_server",
 ]
@@ -72,6 +73,13 @@ SyncAction = Literal["generated", "unchanged", "disabled", "removed", "kept_unma
 # ("mcp:" is "mcp_" on Windows: keen.paths.skill_dir_name.)
 _DEBRIS_RE = re.compile(r"\.mcp[:_]([A-Za-z0-9_-]{1,64})\.[0-9a-f]{12}(?:\.tmp|\.link|\.old)?")
 _AUTH_STATES = (ServerState.AUTH_REQUIRED, ServerState.AUTH_FAILED)
+
+
+def held_info(view: object | None) -> bool:
+    """Whether a server's view (``keen.mcp.listing.views.ToolsView``) holds what the server
+    says of itself for review (Keen's trust: ``keen.trust.pins.PinnedView.held_info``); a
+    view without it (a third-party trust) holds none."""
+    return view is not None and getattr(view, "held_info", None) is not None
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,9 @@ class ServerSnapshot:
     config_name: str = "configs.json"
     """Where the server's entry is, as hints name it (``keen.mcp.Manager.config_name``: a
     config given in code is no configs.json)."""
+    held_info: bool = False
+    """Whether the server's info is held for review (``info`` is then as it was pinned):
+    :func:`held_info`."""
 
 
 @dataclass(frozen=True)
@@ -267,6 +278,7 @@ def _generate(
             description=snap.description,
             held=snap.held,
             held_tools=snap.held_tools,
+            held_info=snap.held_info,
             batch=batch,
         )
     except (SkillError, OSError) as exc:

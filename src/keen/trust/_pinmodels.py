@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from keen.mcp.types import Tool
 from keen.trust._pinformat import PIN_FILE_VERSION
-from keen.trust.fingerprint import body_fingerprint, definition, fingerprint, instructions_fingerprint
+from keen.trust.fingerprint import body_fingerprint, definition, fingerprint, info_fingerprint
 
-__all__ = ["InstructionsPin", "PinFile", "Review", "ToolPin", "ValidationError"]
+__all__ = ["InfoPin", "PinFile", "Review", "ToolPin", "ValidationError"]
 
 
 def _now() -> str:
@@ -46,27 +46,36 @@ class ToolPin(BaseModel):
         )
 
 
-class InstructionsPin(BaseModel):
-    """A server's pinned ``instructions`` (its initialize result's, MCP 2025-11-25
-    "Lifecycle"): the text (``""``: the server gave none) and its fingerprint."""
+class InfoPin(BaseModel):
+    """``mcp/pins/info/<server>.json``: what a server said of itself at initialize, as a
+    model or host is shown it (``serverInfo`` name, title and version, and ``instructions``:
+    MCP 2025-11-25 "Lifecycle"; :func:`keen.trust.fingerprint.shown_info`), pinned as one.
+
+    A file of its own beside the pin file, not a member of it: a Keen that pins only tools
+    reads pin files strictly (no unknown member) and would call one holding it broken, so
+    two Keens on one ``KEEN_HOME`` (a rolling upgrade) both keep working.
+    """
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
+    version: int = PIN_FILE_VERSION
+    server: str
     fingerprint: str
-    text: str
+    info: dict[str, str | None]
     pinned_at: str = Field(default_factory=_now)
     reviewed: bool = False
-    """Pinned by ``keen mcp trust`` (a person saw the text), not on first use."""
+    """Pinned by ``keen mcp trust`` after a diff showed it (a person saw it), not on first use."""
 
     @classmethod
-    def of(cls, text: str, *, reviewed: bool = False) -> InstructionsPin:
-        return cls(fingerprint=instructions_fingerprint(text), text=text, reviewed=reviewed)
+    def of(cls, server: str, shown: dict[str, Any], *, reviewed: bool = False) -> InfoPin:
+        return cls(server=server, fingerprint=info_fingerprint(shown), info=dict(shown), reviewed=reviewed)
 
 
 class PinFile(BaseModel):
-    """``mcp/pins/<server>.json``: the pinned tools of one server, by name, and its pinned
-    instructions (``None`` in a pin file written before they were pinned: recorded at the
-    next look, as on first use)."""
+    """``mcp/pins/<server>.json``: the pinned tools of one server, by name. ``info``: its
+    pinned :class:`InfoPin`, which :class:`keen.trust.pinstore.PinStore` reads from and
+    writes to its own file (never into this one); ``None`` when none is pinned yet (recorded
+    at the next look, as on first use)."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
@@ -74,7 +83,10 @@ class PinFile(BaseModel):
     server: str
     updated_at: str = Field(default_factory=_now)
     tools: dict[str, ToolPin] = Field(default_factory=dict)
-    instructions: InstructionsPin | None = None
+    info: InfoPin | None = Field(default=None, exclude=True)
+    instructions: dict[str, Any] | None = Field(default=None, exclude=True)
+    """Read and dropped: a Keen of one release wrote the instructions pin here (which an
+    older Keen could not read); they are pinned again, in :class:`InfoPin`, at the next look."""
 
 
 class Review(BaseModel):
@@ -88,14 +100,14 @@ class Review(BaseModel):
     server: str
     reviewed_at: str = Field(default_factory=_now)
     tools: dict[str, list[str]] = Field(default_factory=dict)
-    instructions: str | None = None
-    """The fingerprint of the server's instructions as the diff showed them (``None``: a
-    review written before instructions were pinned, which accepts no change of them)."""
+    info: str | None = None
+    """The fingerprint of the server's info (:class:`InfoPin`) as the diff showed it; ``None``
+    when the diff did not show it (pinned and reviewed as it is): such a review accepts no
+    change of it and marks nothing of it reviewed."""
 
     @classmethod
-    def of(cls, server: str, tools: list[Tool], instructions: str | None = None) -> Review:
+    def of(cls, server: str, tools: list[Tool], info: str | None = None) -> Review:
         shown: dict[str, list[str]] = {}
         for tool in tools:
             shown.setdefault(tool.name, []).append(fingerprint(tool))
-        seen = instructions_fingerprint(instructions or "") if instructions is not None else None
-        return cls(server=server, tools=shown, instructions=seen)
+        return cls(server=server, tools=shown, info=info)

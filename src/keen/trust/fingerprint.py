@@ -32,17 +32,19 @@ from typing import Any
 
 import rfc8785
 
-from keen.mcp.types import Tool
+from keen.mcp.types import ServerInfo, Tool
 
 __all__ = [
     "DEFINITION_FIELDS",
+    "SHOWN_INFO_FIELDS",
     "body_fingerprint",
     "canonical_json",
     "definition",
     "definition_fingerprint",
     "fingerprint",
-    "instructions_fingerprint",
+    "info_fingerprint",
     "pretty_json",
+    "shown_info",
 ]
 
 DEFINITION_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
@@ -120,6 +122,27 @@ def _jcs_domain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
-def instructions_fingerprint(text: str) -> str:
-    """``sha256:<hex>`` of a server's ``instructions`` as UTF-8 (``""`` when it sends none)."""
-    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+SHOWN_INFO_FIELDS = ("name", "title", "version", "instructions")
+"""What a server says of itself at initialize that a model or host reads (MCP 2025-11-25
+"Lifecycle": ``serverInfo``'s ``name``, ``title``, ``version``, and ``instructions``): pinned
+as one (:mod:`keen.trust.pins`)."""
+
+
+def shown_info(info: ServerInfo | None) -> dict[str, Any]:
+    """The :data:`SHOWN_INFO_FIELDS` of ``info`` (``instructions`` ``""`` when the server sent
+    none; no ``info``: all empty)."""
+    if info is None:
+        return {"name": "", "title": None, "version": "", "instructions": ""}
+    return {
+        "name": info.name,
+        "title": info.title,
+        "version": info.version,
+        "instructions": info.instructions or "",
+    }
+
+
+def info_fingerprint(shown: dict[str, Any]) -> str:
+    """``sha256:<hex>`` of a :func:`shown_info` dict: sorted-key JSON, every non-ASCII
+    character (a lone surrogate too) escaped, so any text the server sends fingerprints."""
+    text = json.dumps(shown, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()

@@ -33,12 +33,16 @@ What a model or host reads is :func:`pinned_view`, never the live list: under
 ``mcp/pins/reviews/<server>.json``), and records that a person did (``ToolPin.reviewed``):
 only then, or with the server's ``"trust_annotations"``, is a ``readOnlyHint`` taken as true.
 
-A server's ``instructions`` (its initialize result's, MCP 2025-11-25 "Lifecycle") reach the
-model too (SKILL.md's "Server instructions", the catalog line): they are pinned beside the
-tools (``"instructions": {"fingerprint": ..., "text": ...}``; ``""`` when it sent none) and
-compared like one more definition (:func:`compare_instructions`). A pin file without them
-records them at the next look, as on first use; a change later is held under
-``quarantine`` (the pinned text is shown, :attr:`PinnedView.info`), logged under ``warn``.
+What a server says of itself at initialize (MCP 2025-11-25 "Lifecycle": ``serverInfo``'s
+``name``, ``title`` and ``version``, and ``instructions``) reaches the model too (SKILL.md's
+"The server calls itself" and "Server instructions", the catalog line): it is pinned as one,
+beside the tools, in ``mcp/pins/info/<server>.json`` (:class:`~keen.trust.pinstore.InfoPin`:
+``{"fingerprint": ..., "info": {"name": ..., "title": ..., "version": ..., "instructions":
+...}}``), and compared like one more definition (:func:`compare_info`). A file of its own: a
+Keen that pins only tools reads the pin file strictly and would call a pin file holding it
+broken. A server pinned without it has it recorded at the next look, as on first use; a
+change later is held under ``quarantine`` (the pinned info is shown,
+:attr:`PinnedView.info`), logged under ``warn``.
 """
 
 from __future__ import annotations
@@ -57,12 +61,14 @@ from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import ServerInfo, Tool
 from keen.trust.fingerprint import (
     DEFINITION_FIELDS,
+    SHOWN_INFO_FIELDS,
     body_fingerprint,
     definition,
     definition_fingerprint,
     fingerprint,
-    instructions_fingerprint,
+    info_fingerprint,
     pretty_json,
+    shown_info,
 )
 from keen.trust.flags import escape_text, flag_change
 from keen.trust.pinstore import PIN_FILE_VERSION, PinStore
@@ -76,7 +82,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PIN_FILE_VERSION",
-    "InstructionsCheck",
+    "InfoCheck",
     "PinFile",
     "PinGuard",
     "PinReport",
@@ -89,7 +95,7 @@ __all__ = [
     "ToolStatus",
     "changed_fields",
     "compare",
-    "compare_instructions",
+    "compare_info",
     "definition_diff",
     "notes_held_tools",
     "pinned_tool",
@@ -194,8 +200,8 @@ class PinReport:
     checks: tuple[ToolCheck, ...] = field(default_factory=tuple)
     reviewed: dict[str, bool] = field(default_factory=lambda: dict[str, bool]())
     """Pinned name -> whether ``keen mcp trust`` pinned it (:attr:`ToolPin.reviewed`)."""
-    instructions: InstructionsCheck | None = None
-    """The server's instructions against their pin (``None``: not compared)."""
+    info: InfoCheck | None = None
+    """What the server says of itself against its pin (``None``: not compared)."""
     _by_name: dict[str, ToolCheck] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -232,7 +238,7 @@ class PinReport:
             "server": self.server,
             "pinned": self.pinned,
             "counts": counts,
-            "instructions": self.instructions.to_dict() if self.instructions is not None else None,
+            "info": self.info.to_dict() if self.info is not None else None,
             "tools": [
                 {
                     **c.to_dict(),
@@ -244,41 +250,58 @@ class PinReport:
 
 
 @dataclass(frozen=True, slots=True)
-class InstructionsCheck:
-    """A server's live ``instructions`` against its pinned ones (:func:`compare_instructions`).
+class InfoCheck:
+    """What a server says of itself (:func:`keen.trust.fingerprint.shown_info`: ``serverInfo``
+    name, title, version, and ``instructions``) against its pin (:func:`compare_info`).
 
     ``status``: ``trusted`` (as pinned), ``changed``, or ``new`` (none pinned yet: recorded at
-    the next look, as on first use). ``old`` is the pinned text (``None`` when none is
-    pinned), ``new`` the live one; ``""`` stands for a server that sends none.
+    the next look, as on first use). ``old`` is the pinned info (``None`` when none is
+    pinned), ``new`` the live one.
     """
 
     status: Literal["trusted", "changed", "new"]
-    new: str
-    old: str | None = None
+    new: dict[str, Any]
+    old: dict[str, Any] | None = None
     reviewed: bool = False
-    """Whether ``keen mcp trust`` pinned the pinned text (a person saw it)."""
+    """Whether ``keen mcp trust`` pinned the pinned info after a diff showed it."""
 
     @property
     def quarantined(self) -> bool:
-        """True when the instructions changed since they were pinned."""
+        """True when the info changed since it was pinned."""
         return self.status == "changed"
 
     @property
     def fingerprint(self) -> str:
-        """``sha256:<hex>`` of the live text."""
-        return instructions_fingerprint(self.new)
+        """``sha256:<hex>`` of the live info."""
+        return info_fingerprint(self.new)
+
+    @property
+    def changed_fields(self) -> tuple[str, ...]:
+        """The fields (:data:`SHOWN_INFO_FIELDS`) that differ from the pin (all, when none)."""
+        old = self.old or {}
+        return tuple(f for f in SHOWN_INFO_FIELDS if self.old is None or old.get(f) != self.new.get(f))
+
+    @property
+    def shown(self) -> bool:
+        """Whether ``keen mcp diff`` shows it (and a trust after that diff may accept it):
+        changed, not pinned yet, or pinned by a first look that nobody reviewed."""
+        return self.status != "trusted" or not self.reviewed
 
     def diff(self) -> str:
-        """Unified diff of the pinned and the live text, line by line (``""`` if equal); a
-        side with no pin diffs against nothing. Each line is quoted as a JSON string, as a
-        tool's definition diff quotes its text: a line of the server's cannot pass for a diff
-        header (``+++ live/...``), and trailing spaces and control characters show."""
-        before = _quoted_lines(self.old) if self.old is not None else []
+        """What ``keen mcp diff`` shows (``""`` when not :attr:`shown`): a unified diff of the
+        pinned and the live info, a field a line and the instructions line by line; a pin
+        nobody reviewed, and info not pinned yet, in full (against nothing). Each value is
+        quoted as a JSON string, as a tool's definition diff quotes its text: a line of the
+        server's cannot pass for a diff header (``+++ live/...``) or another field, and
+        trailing spaces and control characters show."""
+        if not self.shown:
+            return ""
+        before = _info_lines(self.old) if self.old is not None and self.status == "changed" else []
         lines = difflib.unified_diff(
             before,
-            _quoted_lines(self.new),
-            fromfile="pinned/instructions" if self.old is not None else "/dev/null",
-            tofile="live/instructions",
+            _info_lines(self.new),
+            fromfile="pinned/server-info" if before else "/dev/null",
+            tofile="live/server-info",
             lineterm="",
             n=3,
         )
@@ -289,27 +312,40 @@ class InstructionsCheck:
             "status": self.status,
             "quarantined": self.quarantined,
             "reviewed": self.status != "new" and self.reviewed,
+            "changed_fields": list(self.changed_fields) if self.status != "trusted" else [],
             "fingerprint": self.fingerprint,
         }
 
 
+def _quoted(value: Any) -> str:
+    """``value`` as JSON (a lone surrogate as ``\\udXXX``), every invisible character written
+    visibly (:func:`keen.trust.flags.escape_text`)."""
+    text = json.dumps(value, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
+    return escape_text(text, one_line=True)
+
+
+def _info_lines(info: Mapping[str, Any]) -> list[str]:
+    """A shown info as diff lines: ``name: "..."``, ``title: ...``, ``version: ...``, then
+    ``instructions:`` and the instructions a quoted line each (:func:`_quoted_lines`)."""
+    lines = [f"{key}: {_quoted(info.get(key))}" for key in SHOWN_INFO_FIELDS[:-1]]
+    return [*lines, "instructions:", *_quoted_lines(info.get("instructions") or "")]
+
+
 def _quoted_lines(text: str) -> list[str]:
-    """Each line of ``text`` as a JSON string (a lone surrogate as ``\\udXXX``, as JSON
-    writes it: printable)."""
-    return [
-        json.dumps(line, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
-        for line in text.splitlines()
-    ]
+    """Each line of ``text`` quoted (:func:`_quoted`). Lines end at ``"\\n"`` only (not at
+    ``\\r``, ``\\u2028`` or ``\\x85``, as ``str.splitlines`` would): a change of line endings
+    alone is a change the diff shows (``"a\\r"``)."""
+    return [_quoted(line) for line in (text.split("\n") if text else ())]
 
 
-def compare_instructions(live: str | None, pins: PinFile | None) -> InstructionsCheck:
-    """``live`` instructions (``None``: the server sent none) against ``pins``. Pure."""
-    text = live or ""
-    pinned = pins.instructions if pins is not None else None
+def compare_info(live: ServerInfo | None, pins: PinFile | None) -> InfoCheck:
+    """``live`` (what the server said at initialize) against the info pinned with ``pins``. Pure."""
+    shown = shown_info(live)
+    pinned = pins.info if pins is not None else None
     if pinned is None:
-        return InstructionsCheck(status="new", new=text)
-    status = "trusted" if pinned.fingerprint == instructions_fingerprint(text) else "changed"
-    return InstructionsCheck(status=status, new=text, old=pinned.text, reviewed=pinned.reviewed)
+        return InfoCheck(status="new", new=shown)
+    status = "trusted" if pinned.fingerprint == info_fingerprint(shown) else "changed"
+    return InfoCheck(status=status, new=shown, old=dict(pinned.info), reviewed=pinned.reviewed)
 
 
 def changed_fields(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[str, ...]:
@@ -346,13 +382,13 @@ def compare(
     """Sort every live tool (and every pinned one gone) into a status; see the module docstring.
 
     Pure: reads and writes nothing. Checks come in live-list order, removed tools last.
-    ``info``: what the server said at initialize; its instructions are compared too
-    (:attr:`PinReport.instructions`) when given.
+    ``info``: what the server said at initialize; compared too (:attr:`PinReport.info`)
+    when given.
     """
-    instructions = compare_instructions(info.instructions, pins) if info is not None else None
+    info_check = compare_info(info, pins) if info is not None else None
     if pins is None:
         fresh = [ToolCheck(name=t.name, status="new", new=definition(t)) for t in tools]
-        return PinReport(server=server, pinned=False, checks=tuple(fresh), instructions=instructions)
+        return PinReport(server=server, pinned=False, checks=tuple(fresh), info=info_check)
     pinned = pins.tools
     live_names = {t.name for t in tools}
     gone = [name for name in pinned if name not in live_names]
@@ -415,9 +451,7 @@ def compare(
     done = [c for c in checks if c is not None]
     done += [ToolCheck(name=n, status="removed", old=pinned[n].definition) for n in gone if n not in consumed]
     reviewed = {name: pin.reviewed for name, pin in pinned.items()}
-    return PinReport(
-        server=server, pinned=True, checks=tuple(done), reviewed=reviewed, instructions=instructions
-    )
+    return PinReport(server=server, pinned=True, checks=tuple(done), reviewed=reviewed, info=info_check)
 
 
 def _same_substance(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -457,9 +491,9 @@ def trust(
     a reference ``name@<hex>`` (:attr:`ToolCheck.ref`): it is trusted only while its live
     fingerprint starts with those hex digits.
 
-    ``info``: what the server said at initialize. With ``names=None`` its instructions are
-    pinned too (with ``reviewed``, only the text the diff showed); otherwise, and without
-    it, the pinned instructions stay as they are.
+    ``info``: what the server said at initialize. With ``names=None`` it is pinned too (with
+    ``reviewed``, only as the diff showed it; an unchanged pin is marked reviewed only when
+    the diff showed it); otherwise, and without it, the pinned info stays as it is.
 
     Returns:
         The saved pins and the checks of the tools trusted, as they stood before.
@@ -469,7 +503,7 @@ def trust(
         ToolQuarantined: a ``name@<hex>`` no longer matches (nothing is written).
         ConfigError: the existing pin file is broken.
     """
-    from keen.trust._pinmodels import InstructionsPin, PinFile, ToolPin  # pydantic: only when pinning
+    from keen.trust._pinmodels import InfoPin, PinFile, ToolPin  # pydantic: only when pinning
 
     store = store or PinStore()
     current = store.load(server)
@@ -509,27 +543,30 @@ def trust(
             )
     if reviewed is not None:
         _check_reviewed(server, [t for t in tools if t.name in set(wanted)], reviewed)
-    instructions = current.instructions if current is not None else None
+    info_pin = current.info if current is not None else None
     if info is not None and names is None:
-        check = compare_instructions(info.instructions, current)
-        if check.status == "trusted" and instructions is not None:
-            instructions = instructions.model_copy(update={"reviewed": True}) if by_user else instructions
-        elif check.status == "new" and reviewed is not None and reviewed.instructions is None:
-            # A review written before instructions were pinned showed none: recorded as a
-            # first use would record them, not as reviewed.
-            instructions = InstructionsPin.of(check.new)
+        check = compare_info(info, current)
+        if check.status == "trusted" and info_pin is not None:
+            # Marked reviewed only when a person was shown it: by the diff this review
+            # records, or (no review) by the listing the interactive trust printed.
+            seen = reviewed is None or reviewed.info == check.fingerprint
+            if by_user and seen and not info_pin.reviewed:
+                info_pin = info_pin.model_copy(update={"reviewed": True})
+        elif check.status == "new" and reviewed is not None and reviewed.info is None:
+            # A review that showed none of it: recorded as a first use would, not as reviewed.
+            info_pin = InfoPin.of(server, check.new)
         else:
-            if reviewed is not None and reviewed.instructions != check.fingerprint:
+            if reviewed is not None and reviewed.info != check.fingerprint:
                 raise ToolQuarantined(
-                    f"the instructions of {server} as it sends them now differ from the ones "
-                    f"`keen mcp diff {server}` showed at {reviewed.reviewed_at}: the server changed them "
-                    f"since, so nothing was trusted. Run `keen mcp diff {server}` again, review what it "
-                    "shows, then trust.",
+                    f"the server info of {server} (name, title, version, instructions) as it sends it "
+                    f"now differs from the one `keen mcp diff {server}` showed at {reviewed.reviewed_at}: "
+                    f"the server changed it since, so nothing was trusted. Run `keen mcp diff {server}` "
+                    "again, review what it shows, then trust.",
                     server=server,
                     status=check.status,
                     diff=escape_text(check.diff()),
                 )
-            instructions = InstructionsPin.of(check.new, reviewed=by_user)
+            info_pin = InfoPin.of(server, check.new, reviewed=by_user)
     old_pins = dict(current.tools) if current is not None else {}
     new_pins: dict[str, ToolPin] = {} if names is None else dict(old_pins)
     trusted: list[ToolCheck] = []
@@ -545,7 +582,7 @@ def trust(
             new_pins.pop(check.previous_name, None)
         if check is not None:
             trusted.append(check)
-    pins = PinFile(server=server, tools=new_pins, instructions=instructions)
+    pins = PinFile(server=server, tools=new_pins, info=info_pin)
     store.save(pins)
     return pins, trusted
 
@@ -599,8 +636,8 @@ class PinnedView:
     ``tools``: the listing to show; ``held``: the checks of the tools held for review
     (quarantined: new, renamed, or changed since pinned), shown only as :attr:`note`; ``error``: why
     nothing can be shown (a broken pin file). ``info``: what the server said at initialize as
-    it may be shown (under ``quarantine``, changed instructions as they were pinned; with an
-    ``error``, none); ``held_instructions``: the check of instructions held for review.
+    it may be shown (under ``quarantine``, changed info as it was pinned; with an ``error``,
+    none of what the server says of itself); ``held_info``: the check of info held for review.
     """
 
     server: str
@@ -608,7 +645,7 @@ class PinnedView:
     held: tuple[ToolCheck, ...] = ()
     error: str = ""
     info: ServerInfo | None = None
-    held_instructions: InstructionsCheck | None = None
+    held_info: InfoCheck | None = None
 
     @property
     def note(self) -> str:
@@ -622,12 +659,12 @@ class PinnedView:
             for kind in ("new", "renamed", "changed")
         }
         total = sum(counts.values())
-        if self.held_instructions is not None:
+        if self.held_info is not None:
             # Counted like a held tool: the same note, the same command to review it.
             if not total:
-                return f"The server's instructions changed and are {_HELD_FOR_REVIEW}{self.server}"
+                return f"The server's info changed and is {_HELD_FOR_REVIEW}{self.server}"
             parts = [f"{n} {kind} tool{'s' if n != 1 else ''}" for kind, n in counts.items() if n]
-            return f"{', '.join(parts)} and changed server instructions are {_HELD_FOR_REVIEW}{self.server}"
+            return f"{', '.join(parts)} and changed server info are {_HELD_FOR_REVIEW}{self.server}"
         if not total:
             return ""
         if total == counts["changed"]:
@@ -658,7 +695,7 @@ def pinned_view(
     *,
     trust_annotations: bool = False,
     info: ServerInfo | None = None,
-    instructions: InstructionsCheck | None = None,
+    info_check: InfoCheck | None = None,
 ) -> PinnedView:
     """The listing everything a model or host reads is built from (SKILL.md, schema files,
     the catalog line, search, ``keen serve``), in place of the live ``tools/list``.
@@ -681,8 +718,9 @@ def pinned_view(
         policy: the server's :func:`pinning_policy`.
         trust_annotations: the server's ``"trust_annotations"`` in configs.json.
         info: what the server said at initialize (:attr:`PinnedView.info` is it as shown).
-        instructions: :func:`compare_instructions` of ``info``'s instructions (``None``
-            under ``off``): under ``quarantine`` a change shows the pinned text and is held.
+        info_check: :func:`compare_info` of ``info`` (``None`` under ``off``): under
+            ``quarantine`` a change shows the pinned name, title, version and instructions,
+            and is held.
     """
     checks = report.checks[: len(tools)] if report is not None and report.pinned else ()
     shown: list[Tool] = []
@@ -710,11 +748,18 @@ def pinned_view(
         if not (trust_annotations or reviewed):
             view = replace(view, annotations_trusted=False)
         shown.append(view)
-    held_instructions: InstructionsCheck | None = None
-    if info is not None and instructions is not None and instructions.quarantined and policy == "quarantine":
-        held_instructions = instructions
-        info = replace(info, instructions=instructions.old or None)
-    return PinnedView(server, tuple(shown), tuple(held), info=info, held_instructions=held_instructions)
+    held_info: InfoCheck | None = None
+    if info is not None and info_check is not None and info_check.quarantined and policy == "quarantine":
+        held_info = info_check
+        old = info_check.old or {}
+        info = replace(
+            info,
+            name=old.get("name") or "",
+            title=old.get("title"),
+            version=old.get("version") or "",
+            instructions=old.get("instructions") or None,
+        )
+    return PinnedView(server, tuple(shown), tuple(held), info=info, held_info=held_info)
 
 
 def _reviewed(report: PinReport | None, name: str) -> bool:
@@ -753,7 +798,7 @@ class PinGuard:
         self._cache: dict[str, tuple[tuple[Tool, ...], tuple[int, int, int] | None, PinReport]] = {}
         self._views: dict[str, tuple[PinReport | None, tuple[Tool, ...], tuple[Any, ...], PinnedView]] = {}
         self._loaded: dict[str, tuple[tuple[int, int, int], PinFile | None]] = {}
-        self._instructions: dict[str, tuple[tuple[int, int, int] | None, ServerInfo, InstructionsCheck]] = {}
+        self._info: dict[str, tuple[tuple[int, int, int] | None, ServerInfo, InfoCheck]] = {}
         self._seen: dict[str, tuple[int, int, int] | None] = {}
         self.version = 0
         """Moves each time this guard sees a pin file other than it last saw it (written by
@@ -789,30 +834,30 @@ class PinGuard:
         self._loaded[server] = (stamp, pins)
         return pins
 
-    def instructions(self, server: str, info: ServerInfo) -> InstructionsCheck:
-        """:func:`compare_instructions` of ``info``'s instructions with the stored pins (cached
-        while the pin file and ``info`` are the same). A pinned server whose pin file records
-        no instructions (written before they were pinned) gets them recorded now, as on
-        first use. Raises ``ConfigError`` (a broken pin file)."""
+    def info_check(self, server: str, info: ServerInfo) -> InfoCheck:
+        """:func:`compare_info` of ``info`` with the stored pins (cached while the pin file and
+        ``info`` are the same). A pinned server with no info pinned (pinned by a Keen that
+        pinned only tools) gets it recorded now, as on first use. Raises ``ConfigError`` (a
+        broken pin file)."""
         stamp = self.stamp(server)
-        cached = self._instructions.get(server)
+        cached = self._info.get(server)
         if cached is not None and cached[0] == stamp and cached[1] is info:
             return cached[2]
         pins = self._load(server, stamp)
-        check = compare_instructions(info.instructions, pins)
+        check = compare_info(info, pins)
         if pins is not None and check.status == "new":
-            from keen.trust._pinmodels import InstructionsPin
+            from keen.trust._pinmodels import InfoPin
 
-            pins = pins.model_copy(update={"instructions": InstructionsPin.of(check.new)})
+            pins = pins.model_copy(update={"info": InfoPin.of(server, check.new)})
             try:
                 self.store.save(pins)
             except OSError as exc:  # shown as on a first use whose pins could not be written
-                logger.warning("could not record the instructions of %s in its pin file: %s", server, exc)
+                logger.warning("could not record the server info of %s beside its pins: %s", server, exc)
             else:
-                logger.info("pinned the instructions of %s on first look", server)
+                logger.info("pinned the server info of %s on first look", server)
                 stamp = self.stamp(server)
-                check = compare_instructions(info.instructions, pins)
-        self._instructions[server] = (stamp, info, check)
+                check = compare_info(info, pins)
+        self._info[server] = (stamp, info, check)
         return check
 
     def shown(
@@ -858,21 +903,23 @@ class PinGuard:
         info: ServerInfo | None = None,
     ) -> PinnedView:
         """:func:`pinned_view` of ``tools`` and ``info`` (what a model or host may read); a
-        broken pin file shows no tool at all and no instructions, with the error (calls are
-        refused for it too). Under ``warn`` changed instructions are shown and logged."""
+        broken pin file shows no tool at all and nothing the server says of itself, with the
+        error (calls are refused for it too). Under ``warn`` changed info is shown and logged."""
         report: PinReport | None = None
-        instructions: InstructionsCheck | None = None
+        info_check: InfoCheck | None = None
         if policy != "off":
             try:
                 report = self.report(server, tools)
-                instructions = self.instructions(server, info) if info is not None else None
+                info_check = self.info_check(server, info) if info is not None else None
             except ConfigError as exc:
                 return PinnedView(
-                    server, error=exc.message, info=replace(info, instructions=None) if info else None
+                    server,
+                    error=exc.message,
+                    info=replace(info, name="", title=None, version="", instructions=None) if info else None,
                 )
         # Cached while the report is the same object (the cache keeps it alive): readers
         # get the same Tool objects until something changed, as from the Manager.
-        options = (policy, trust_annotations, info, instructions)
+        options = (policy, trust_annotations, info, info_check)
         cached = self._views.get(server)
         if (
             cached is not None
@@ -888,11 +935,11 @@ class PinGuard:
             policy,
             trust_annotations=trust_annotations,
             info=info,
-            instructions=instructions,
+            info_check=info_check,
         )
-        if policy == "warn" and instructions is not None and instructions.quarantined:
+        if policy == "warn" and info_check is not None and info_check.quarantined:
             logger.warning(
-                "the instructions of %s changed since they were pinned; shown by pinning policy warn "
+                "the server info of %s changed since it was pinned; shown by pinning policy warn "
                 "(review: keen mcp diff %s)",
                 server,
                 server,
@@ -901,7 +948,7 @@ class PinGuard:
         return view
 
     def first_use(self, server: str, tools: Sequence[Tool], info: ServerInfo | None = None) -> bool:
-        """Trust on first use: pin every listed tool, and the instructions of ``info`` (what
+        """Trust on first use: pin every listed tool, and ``info`` (what
         the server said at initialize) when given, when the server has no pins yet.
 
         Returns True when it wrote the pins, False when the server was already pinned.
@@ -950,7 +997,7 @@ class PinGuard:
     def approved(
         self, server: str, tools: Sequence[Tool], policy: PinningPolicy, info: ServerInfo | None = None
     ) -> bool:
-        """After a call was approved: pin the server's tools (and ``info``'s instructions) if
+        """After a call was approved: pin the server's tools (and ``info``) if
         it has no pins yet. Returns True when this was the first approval (pins written)."""
         return policy != "off" and self.first_use(server, tools, info)
 

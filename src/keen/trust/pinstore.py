@@ -33,11 +33,11 @@ from keen.mcp import SERVER_NAME_RE
 from keen.trust._pinformat import PIN_FILE_VERSION
 
 if TYPE_CHECKING:
-    from keen.trust._pinmodels import PinFile, Review, ToolPin
+    from keen.trust._pinmodels import InfoPin, PinFile, Review, ToolPin
 
-__all__ = ["PIN_FILE_VERSION", "PinFile", "PinStore", "Review", "ToolPin", "one_look"]
+__all__ = ["PIN_FILE_VERSION", "InfoPin", "PinFile", "PinStore", "Review", "ToolPin", "one_look"]
 
-_MODELS = ("PinFile", "Review", "ToolPin")
+_MODELS = ("InfoPin", "PinFile", "Review", "ToolPin")
 
 
 def __getattr__(name: str) -> Any:
@@ -180,11 +180,56 @@ class PinStore:
                 server=server,
                 field="server",
             )
-        return pins
+        return pins.model_copy(update={"info": self._load_info(server)})
+
+    def info_path(self, server: str) -> Path:
+        """``<root>/info/<server>.json``: the server's pinned info (:class:`InfoPin`), a file of
+        its own so that a Keen that pins only tools still reads the pin file."""
+        return self.path(server).parent / "info" / f"{server}.json"
+
+    def _load_info(self, server: str) -> InfoPin | None:
+        """The server's :class:`InfoPin`, or ``None`` when none is pinned (recorded at the next
+        look). Read as strictly as the pin file: a broken one is a ``ConfigError``."""
+        path = self.info_path(server)
+        remedy = "fix it, or delete it to pin what the server says of itself again at the next look"
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ConfigError(f"cannot read pin file {path}: {exc}", path=str(path), server=server) from exc
+        from keen.trust._pinmodels import InfoPin, ValidationError
+
+        try:
+            info = InfoPin.model_validate_json(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(file)"
+            raise ConfigError(
+                f"pin file {path} is invalid at {where}: {first['msg']}; {remedy}",
+                path=str(path),
+                server=server,
+                field=where,
+            ) from exc
+        if info.version != PIN_FILE_VERSION or info.server != server:
+            raise ConfigError(
+                f'pin file {path} is not a version {PIN_FILE_VERSION} pin of server "{server}"; {remedy}',
+                path=str(path),
+                server=server,
+            )
+        return info
 
     def save(self, pins: PinFile) -> Path:
         """Write ``pins`` atomically with mode 0600; returns the path."""
         path = self.path(pins.server)
+        # The info first: a reader that sees the pin file change (:meth:`stamp`) reads both.
+        info_path = self.info_path(pins.server)
+        if pins.info is not None:
+            info_path.parent.mkdir(parents=True, exist_ok=True)
+            info_text = json.dumps(pins.info.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+            atomic_write_text(info_path, info_text, mode=0o600)
+        else:  # pins without info: none stays from a pin file deleted and written again
+            info_path.unlink(missing_ok=True)
         text = json.dumps(pins.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
         atomic_write_text(path, text, mode=0o600)
         if (look := _LOOK.get()) is not None:  # written by this call: its next look stats it again

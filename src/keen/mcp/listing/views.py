@@ -97,7 +97,8 @@ class ToolTrust(Protocol):
         info: ServerInfo | None = None,
     ) -> ToolsView:
         """What a model or host may read of ``server``'s live ``tools`` and ``info`` (what it
-        said at initialize, its instructions among it) under its ``config``."""
+        said at initialize, its instructions among it) under its ``config``. ``info`` is
+        given by name, and only to a trust whose ``shown`` has a parameter named ``info``."""
         ...
 
     def stamp(self, server: str) -> Hashable:
@@ -320,8 +321,9 @@ class ToolViews:
         config: HttpServerConfig | StdioServerConfig,
         info: ServerInfo | None,
     ) -> ToolsView:
-        """``trust.shown`` with ``info`` when it takes one (a third-party trust written before
-        :meth:`ToolTrust.shown` had ``info`` is asked without: its views show the info as sent)."""
+        """``trust.shown`` with ``info`` when it takes a parameter named ``info`` (given by
+        name); a third-party trust written before :meth:`ToolTrust.shown` had ``info`` is
+        asked without (its views show the info as sent), whatever other parameters it has."""
         known = self._takes_info
         if known is None or known[0] is not trust:
             import inspect  # once per trust
@@ -330,9 +332,9 @@ class ToolViews:
                 params = inspect.signature(trust.shown).parameters
             except (TypeError, ValueError):
                 params = {}
-            known = self._takes_info = (trust, "info" in params or len(params) >= 4)
+            known = self._takes_info = (trust, "info" in params)
         if known[1]:
-            return trust.shown(name, tools, config, info)
+            return trust.shown(name, tools, config, info=info)
         return trust.shown(name, tools, config)  # pyright: ignore[reportCallIssue]
 
     def shown_by_name(self, server: ListedServer) -> Mapping[str, Tool]:
