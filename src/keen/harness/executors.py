@@ -134,8 +134,8 @@ def search_catalog(
         # Said even when a note follows: the note alone read as the answer. In read-only mode
         # the search leaves out what may write: other words will not find those.
         lines.append(
-            "(no tool that read-only mode allows matches; try other words, or the user can switch the"
-            " permission mode for tools that may write)"
+            "(no tool that read-only mode allows matches; the user can switch the permission mode"
+            " for tools that may write)"
             if mode == "read-only"
             else "(no tool matches; try other words)"
         )
