@@ -303,7 +303,12 @@ def test_a_prompt_of_dash_checks_the_settings_before_reading_stdin_and_needs_one
     # model was chosen; a terminal waited for Ctrl-D); with no standard input at all (its
     # descriptor closed) it failed with an AttributeError.
     bad = subprocess.run(
-        [*KEEN, "chat", "-p", "-"], env=home.env(), input=b"\xff\xfe", capture_output=True, timeout=120, check=False
+        [*KEEN, "chat", "-p", "-"],
+        env=home.env(),
+        input=b"\xff\xfe",
+        capture_output=True,
+        timeout=120,
+        check=False,
     )
     said = bad.stderr.decode()
     assert bad.returncode == 2 and "no model chosen" in said and "standard input" not in said, said
@@ -316,7 +321,7 @@ def test_a_prompt_of_dash_checks_the_settings_before_reading_stdin_and_needs_one
         text=True,
         timeout=120,
         check=False,
-        preexec_fn=lambda: os.close(0),  # noqa: PLW1509 (closes the child's fd 0 only)
+        preexec_fn=lambda: os.close(0),  # the child's fd 0 only: Python then has sys.stdin None
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "cannot read the prompt from standard input: there is none" in proc.stderr, proc.stderr

@@ -373,7 +373,9 @@ def one_shot(
     settings = _settings(model, base_url, mode)
     if prompt == "-":  # as `keen mcp import -`: a prompt piped in (a file, another command)
         if sys.stdin is None:  # started with no standard input at all (its descriptor closed)
-            fail("cannot read the prompt from standard input: there is none; pipe the prompt in, or pass -p TEXT")
+            fail(
+                "cannot read the prompt from standard input: there is none; pipe the prompt in, or pass -p TEXT"
+            )
         try:
             prompt = sys.stdin.read().strip()
         except (OSError, UnicodeDecodeError) as exc:
