@@ -216,6 +216,9 @@ class Call:
     execute stage has nothing to pin on first use (and need not look at the pins again)."""
     decision: str | None = None
     """``allowed`` or ``denied`` once the permission stage decided."""
+    declined: bool = False
+    """The permission stage's no was the asked approver's own answer: not a policy's (the
+    mode's), nor one of an approver that failed."""
     result: ToolResult | None = None
     text: str = ""
     is_error: bool = False

@@ -285,3 +285,16 @@ def test_choosing_a_model_loads_its_sdk_only_at_the_first_request(keys: None) ->
         )
     assert done.stdout.split() == ["False", "hi", "True"] * 2, done.stderr
     assert [r.path for r in fake.requests] == ["/v1/chat/completions", "/v1/messages"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_model_timeout_bounds_the_wait_for_an_answer_not_for_a_connection(keys: None, provider: str) -> None:
+    # model_timeout went to the SDK as a bare float, which httpx takes as the connect timeout
+    # too: a slow model given 600 s waited 600 s on a host that never accepted the connection.
+    from keen.agent.providers._sdk_client import CONNECT_TIMEOUT
+
+    for seconds in (CONNECT_TIMEOUT * 40, CONNECT_TIMEOUT / 2):
+        model = open_model(f"{provider}:m", base_url="http://127.0.0.1:9/v1", timeout=seconds)
+        timeout = model._client.timeout  # pyright: ignore[reportAttributeAccessIssue]
+        assert timeout.connect == min(seconds, CONNECT_TIMEOUT), timeout
+        assert timeout.read == seconds and timeout.write == seconds and timeout.pool == seconds, timeout

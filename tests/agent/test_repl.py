@@ -79,3 +79,35 @@ async def test_a_reconnect_outlasting_the_wait_is_told_then_its_end_follows(worl
     assert any(
         line.startswith("demo: disconnected (") and "did not answer initialize" in line for line in after
     ), lines
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("answer", ["no", "fails"])
+async def test_the_repl_keeps_quiet_about_a_persons_no_not_about_an_approver_that_failed(
+    world: World, answer: str
+) -> None:
+    # Every permission-gate denial read as the person's own no, so the turn's error was hidden
+    # also when nobody said no: an approval callback that failed (a policy's no likewise).
+    async def approve(request: object) -> bool:
+        if answer == "fails":
+            raise RuntimeError("the terminal went away")
+        return False
+
+    note = {"title": "t", "body": "b"}
+    model = world.script(
+        step(call("read_file", path=world.schema("demo", "add_note"))),
+        step(call(MCP, server="demo", tool="add_note", arguments=note)),
+        step(content="Not saved."),
+    )
+    screen = StringIO()
+    console = Console(file=screen, width=400, color_system=None)
+    async with world.runtime("demo") as rt, world.agent(rt, model, mode="ask", approver=approve) as agent:
+        repl = Repl(rt, agent, console, Asker(console))
+        await repl.turn("save a note")
+        (entry,) = [c for c in agent.last_result.tool_calls if c["name"] == MCP]  # pyright: ignore[reportOptionalMemberAccess]
+    assert entry["outcome"] == "denied" and entry["gate"] == "permission", entry
+    errors = [line for line in screen.getvalue().splitlines() if line.startswith("error: ")]
+    if answer == "no":
+        assert entry["declined"] is True and errors == [], screen.getvalue()
+    else:
+        assert entry["declined"] is False and errors, screen.getvalue()

@@ -41,6 +41,7 @@ def test_values_and_overrides(keen_home: Path) -> None:
             "base_url 'localhost:11434/v1' is not an http:// or https:// URL",
         ),
         ('base_url = "ftp://host/v1"\n', "e.g. http://127.0.0.1:11434/v1"),
+        ('base_url = "sk-abcdef0123456789"\n', "base_url is not an http:// or https:// URL with a host"),
         ("model_timeout = 0\n", "model_timeout must be a number of seconds above 0, not 0"),
         ('model_timeout = "60"\n', "model_timeout must be a number of seconds above 0, not '60'"),
     ],
@@ -90,3 +91,15 @@ def test_compaction_keeps_order_and_cuts_results() -> None:
     assert "y" * 159 + "…" in compacted[3].content and "y" * 161 not in compacted[3].content
     assert compacted[3].content == record_text(records)
     assert compact_turn(history[:3], 2, []) == history[:3]
+
+
+def test_an_api_key_given_as_the_base_url_is_not_echoed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--base-url "$OPENAI_API_KEY"` (the flags mixed up) printed the key back in the error.
+    from keen.agent.settings import base_url_problem
+
+    bare = base_url_problem("sk-abcdef0123456789")
+    assert bare and "sk-abcdef0123456789" not in bare and "e.g. http://127.0.0.1:11434/v1" in bare, bare
+    dotted = "key.abcdef0123456789"  # a key with a dot in it: the redactor knows the provider's
+    monkeypatch.setenv("ANTHROPIC_API_KEY", dotted)
+    problem = base_url_problem(dotted)
+    assert problem and dotted not in problem and "[REDACTED]" in problem, problem

@@ -254,3 +254,20 @@ async def test_search_with_no_hit_in_read_only_mode_says_what_it_left_out(world:
         said
     )
     assert "keen mcp trust SERVER" in said and "`keen chat --mode ask` shows every tool" in said, said
+
+
+@pytest.mark.anyio
+async def test_search_in_read_only_mode_names_no_pin_review_for_a_server_that_compares_none(
+    world: World,
+) -> None:
+    # Under "pinning": "off" no pin is compared, so `keen mcp trust` grants nothing: the hint
+    # named it anyway, a step that changes nothing.
+    basic = {**stdio_server("basic_stdio.py"), "pinning": "off"}
+    config = write_servers(world, {"basic": basic})
+    async with session(world, config, mode="read-only") as (slash, screen, _):
+        await slash.run(SlashCommand("search", "add two numbers"))
+    said = " ".join(screen.getvalue().split())
+    assert said.startswith("No tool the read-only mode allows matches"), said
+    assert "keen mcp trust" not in said and '"trust_annotations": true in its configs.json entry' in said, (
+        said
+    )

@@ -6,6 +6,7 @@ record, approval flags, elicitation defaults, config.toml, and no secret anywher
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import stdio_server
-from helpers.cli import KEEN, Home, Run, make_home, read_until
+from helpers.cli import KEEN, REAL_KEEN, Home, Run, make_home, read_until
 from helpers.fake_llm import FakeLLM, Reply
 from helpers.forkserver import launch_args
 
@@ -185,10 +186,12 @@ def test_a_search_with_no_hit_in_read_only_mode_says_so_and_why(home: Home) -> N
     run = chat(home, "-p", "note x", "--model", model, "--json", "--mode", "read-only")
     assert run.code == 0, str(run)
     [found] = run.json()["tool_calls"]
-    assert found["text"].startswith("(no tool that read-only mode allows matches; try other words, or the"), (
-        found
-    )
-    assert "the user can switch the permission mode for tools that may write" in found["text"], found
+    # Not "try other words": search has no threshold, so other words find no other tools.
+    assert found["text"].startswith(
+        "(no tool that read-only mode allows matches; the user can switch the permission mode for tools"
+        " that may write)"
+    ), found
+    assert "other words" not in found["text"], found
 
 
 def test_ctrl_c_during_a_call_names_the_session_it_recorded(home: Home) -> None:
@@ -293,6 +296,35 @@ def test_a_call_whose_arguments_are_not_json_is_named_call_mcp_tool_not_none(hom
     assert run.stdout.strip() == "Sorry.", str(run)
     assert "> call_mcp_tool\n" in run.stderr and "None" not in run.stderr, run.stderr
     assert "arguments must be a JSON object" in run.stderr, run.stderr
+
+
+def test_a_prompt_of_dash_checks_the_settings_before_reading_stdin_and_needs_one(home: Home) -> None:
+    # `keen chat -p -` with no model read standard input first (a bad one said so, not that no
+    # model was chosen; a terminal waited for Ctrl-D); with no standard input at all (its
+    # descriptor closed) it failed with an AttributeError.
+    bad = subprocess.run(
+        [*KEEN, "chat", "-p", "-"],
+        env=home.env(),
+        input=b"\xff\xfe",
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    said = bad.stderr.decode()
+    assert bad.returncode == 2 and "no model chosen" in said and "standard input" not in said, said
+    model = script(home, {"content": "never asked"})
+    proc = subprocess.run(
+        [*REAL_KEEN, "chat", "-p", "-", "--model", model],  # the fork server's launcher needs fd 0
+        env=home.env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=lambda: os.close(0),  # the child's fd 0 only: Python then has sys.stdin None
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "cannot read the prompt from standard input: there is none" in proc.stderr, proc.stderr
 
 
 def test_a_prompt_of_dash_is_read_from_stdin_and_an_empty_one_is_refused(home: Home) -> None:

@@ -169,6 +169,24 @@ def test_prompt_and_search_with_servers_added_but_not_synced_say_sync_not_add(tm
     assert "keen mcp add" not in search.stderr, search
 
 
+def test_prompt_and_search_hints_escape_server_names_and_turn_disabled_servers_on(tmp_path: Path) -> None:
+    """configs.json's names are anyone's text: a name with an OSC sequence reached the terminal
+    raw in ``keen prompt``'s "configures ..." hint. And with every server disabled the hints
+    said to run ``keen mcp sync``, which writes no skill for a disabled server."""
+    home = make_home(tmp_path)
+    hostile = "a\u001b]0;pwned\u0007b"
+    home.write({hostile: stdio_entry("basic_stdio"), "off": {**stdio_entry("basic_stdio"), "enabled": False}})
+    (text,) = home.keen_many(("prompt",))
+    assert "\x1b" not in text.stderr and "\x07" not in text.stderr, text
+    assert "configures a\\x1b]0;pwned\\x07b; generate the skills with keen mcp sync" in text.stderr, text
+    assert "off" not in text.stderr.split("configures", 1)[1].split(";")[0], text
+    home.write({"off": {**stdio_entry("basic_stdio"), "enabled": False}})
+    text, search = home.keen_many(("prompt",), ("tools", "search", "add"))
+    assert "configures off, each disabled; turn one on with keen mcp enable NAME" in text.stderr, text
+    assert search.code == 2 and "`keen mcp enable NAME`" in search.stderr, search
+    assert "skills with `keen mcp sync` (it says" not in search.stderr, search
+
+
 def test_prompt_with_every_skill_disabled_says_so_not_to_add_a_server(tmp_path: Path) -> None:
     """A server whose skill the sync disabled (its server went away): ``keen prompt`` has no
     section, and says which skill is disabled and where to see why, not "add a server"."""

@@ -284,22 +284,33 @@ def test_a_read_only_claim_counts_in_search_only_from_a_server_trusted_for_it(de
     # It said only "no matching tools", as if nothing fit the query: it says why, and the fix.
     none = keen("tools", "search", "convert miles to kilometers", "--read-only")
     assert none.code == 0 and none.stdout.strip() == "no matching tools", none
-    assert "note: matching tools of demo claim readOnlyHint" in none.stderr, none.stderr
+    assert "note: tools of demo claim readOnlyHint" in none.stderr, none.stderr
     assert "`keen mcp trust SERVER`" in none.stderr and '"trust_annotations": true' in none.stderr, (
         none.stderr
     )
-    # The best match, delete_note, claims nothing: trusting the server would not list it.
+    # The best match, delete_note, claims nothing, but other demo tools do: trusting the server
+    # lists one for this very command, so the note weighs every tool, not the top k.
     writes = keen("tools", "search", "delete a note", "--read-only", "-k", "1")
     assert writes.stdout.strip() == "no matching tools", writes
-    assert "their servers mark none of them read-only (readOnlyHint)" in writes.stderr, writes.stderr
+    assert "note: tools of demo claim readOnlyHint" in writes.stderr, writes.stderr
+    assert "mark none of them read-only" not in writes.stderr, writes.stderr
     assert keen("mcp", "diff", "demo").code == 0
     assert keen("mcp", "trust", "demo").code == 0
+    listed = keen("tools", "search", "delete a note", "--read-only", "-k", "1", "--json")
+    assert [h["risk"] for h in json.loads(listed.stdout)] == ["low"], listed
     assert [h["risk"] for h in convert_units()] == ["low"]
     assert [h["risk"] for h in convert_units("--read-only")] == ["low"]
     # "pinning": "off": keen chat compares no pins, so the reviewed pin counts for nothing.
     data["servers"]["demo"]["pinning"] = "off"
     config.write_text(json.dumps(data))
     assert [h["risk"] for h in convert_units()] == ["medium"]
+    # There the note names only "trust_annotations": a keen mcp trust would change nothing.
+    unpinned = keen("tools", "search", "convert miles to kilometers", "--read-only")
+    assert unpinned.stdout.strip() == "no matching tools", unpinned
+    assert 'with "pinning": "off" no reviewed pin counts' in unpinned.stderr, unpinned.stderr
+    assert "keen mcp trust" not in unpinned.stderr and '"trust_annotations": true' in unpinned.stderr, (
+        unpinned.stderr
+    )
     # A grant spelt as the validation also reads it ("true") is one, as in keen chat.
     data["servers"]["demo"]["trust_annotations"] = "true"
     config.write_text(json.dumps(data))

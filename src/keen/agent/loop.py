@@ -109,7 +109,8 @@ class TurnResult:
             at least one of them succeeded.
         steps: model calls made.
         tool_calls: one dict per call: ``name``, ``arguments``, ``outcome`` (``ok``,
-            ``error``, ``denied``), ``gate`` (the refusing gate or None), ``text``.
+            ``error``, ``denied``), ``gate`` (the refusing gate or None), ``declined`` (the
+            approver asked said no, not the mode's policy), ``text``.
         error: why the turn failed (a model error, the step limit), or None.
         usage: each model call's usage (``prompt_tokens``, ``completion_tokens``).
         cancelled: the turn was cancelled.
@@ -448,6 +449,7 @@ class Agent:
                 "arguments": call.arguments,
                 "outcome": outcome,
                 "gate": obs.denied,
+                "declined": obs.declined,
                 "text": text,
             }
         )

@@ -364,9 +364,11 @@ async def run_repl(
 
 
 def _only_declined(result: TurnResult) -> bool:
-    """Every MCP call of the turn was refused at the permission gate (the person answered
-    no): the turn "failed" only as far as a script's exit code is concerned."""
+    """Every MCP call of the turn was refused by the person asked (they answered no): the
+    turn "failed" only as far as a script's exit code is concerned. A policy's no (the
+    read-only mode on a write, the auto mode on a destructive tool), or an approver that
+    failed, is an error to report."""
     from keen.entry_tools import CALL_TOOL
 
     mcp = [call for call in result.tool_calls if call["name"] == CALL_TOOL]
-    return bool(mcp) and all(call["outcome"] == "denied" and call["gate"] == "permission" for call in mcp)
+    return bool(mcp) and all(call["outcome"] == "denied" and call.get("declined") for call in mcp)

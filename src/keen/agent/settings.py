@@ -94,12 +94,20 @@ def base_url_problem(url: str) -> str | None:
         scheme, host = "", None
     if scheme in ("http", "https") and host:
         return None
-    from keen._redact import redact_url
+    import os
 
+    from keen._redact import redact_url, redactor
+
+    example = "http://127.0.0.1:11434/v1"
+    if not any(mark in url for mark in ".:/"):
+        # No address has none of these, a pasted API key has none: never echo it back.
+        return f"is not an http:// or https:// URL with a host (its value, shown nowhere, looks like a key); write it whole, e.g. {example}"
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # a key that has a dot in it, too
+        redactor.add(os.environ.get(variable, "").strip())
     # Shown with a key in it (user:key@host) redacted, read as the URL it was meant to be.
-    example, shown = "http://127.0.0.1:11434/v1", redact_url(url)
+    shown = redactor.redact(redact_url(url))
     if "://" not in url:
-        example = redact_url(f"http://{url.strip()}")
+        example = redactor.redact(redact_url(f"http://{url.strip()}"))
         shown = example.removeprefix("http://")
     return f"{shown!r} is not an http:// or https:// URL with a host; write it whole, e.g. {example}"
 

@@ -452,8 +452,8 @@ class SlashCommands:
             # Other words find no tool that may write: say what leaves them out.
             self.say(
                 "No tool the read-only mode allows matches: it leaves out tools that may write, and"
-                " takes a server's readOnlyHint only once you trust the server (keen mcp trust"
-                " SERVER); `keen chat --mode ask` shows every tool."
+                f" takes a server's readOnlyHint only once you trust the server ({self._trust_hint()});"
+                " `keen chat --mode ask` shows every tool."
             )
             return
         if not hits:
@@ -467,6 +467,17 @@ class SlashCommands:
         for hit in hits:
             table.add_row(cell(hit.server), cell(hit.tool), hit.risk, cell(hit.summary))
         self.console.print(table)
+
+    def _trust_hint(self) -> str:
+        """How to trust a server's annotations here: under ``"pinning": "off"`` no pin is
+        compared, so ``keen mcp trust`` grants nothing and only ``trust_annotations`` does."""
+        grant = '"trust_annotations": true in its configs.json entry'
+        pinnings = {entry.pinning == "off" for entry in self.runtime.manager.config.servers.values()}
+        if pinnings == {True}:
+            return grant
+        if True in pinnings:
+            return f'keen mcp trust SERVER; for a server with "pinning": "off", {grant}'
+        return f"keen mcp trust SERVER, or {grant}"
 
     # -- /SKILL ---------------------------------------------------------------------------------
 

@@ -57,6 +57,7 @@ def not_run(call: ToolCall) -> tuple[Message, CallRecord, dict[str, Any]]:
         "arguments": call.arguments,
         "outcome": "denied",
         "gate": "model",
+        "declined": False,
         "text": _NOT_RUN,
     }
     return message, record, entry

@@ -368,7 +368,14 @@ def one_shot(
     timeout: float,
 ) -> int:
     """Run one turn (module doc of :mod:`keen.cli.chat_cmd`); returns the exit code."""
+    # The settings first: a missing model is said before standard input is read (a pipe
+    # that takes long to write, or a terminal waiting for Ctrl-D, for nothing).
+    settings = _settings(model, base_url, mode)
     if prompt == "-":  # as `keen mcp import -`: a prompt piped in (a file, another command)
+        if sys.stdin is None:  # started with no standard input at all (its descriptor closed)
+            fail(
+                "cannot read the prompt from standard input: there is none; pipe the prompt in, or pass -p TEXT"
+            )
         try:
             prompt = sys.stdin.read().strip()
         except (OSError, UnicodeDecodeError) as exc:
@@ -383,7 +390,6 @@ def one_shot(
         from keen.agent import open_model
         from keen.agent.first import EarlyModel, plan
 
-        settings = _settings(model, base_url, mode)
         assert settings.model is not None
         # The prompt from the skills on disk, before the provider's module, the event loop and
         # the runtime load (docs/chat.md "Startup"); a model that cannot be opened still fails

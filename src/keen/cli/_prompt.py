@@ -58,9 +58,8 @@ def _nothing_yet() -> None:
     # choice): adding a server is not the way back.
     disabled = [s.name for s in DiscoveryCache(paths.skills_dir()).discover().skills if not s.enabled]
     if disabled:
-        shown = ", ".join(disabled[:5]) + (f" and {len(disabled) - 5} more" if len(disabled) > 5 else "")
         err.print(
-            f"no enabled skills in {paths.skills_dir()}: {shown} "
+            f"no enabled skills in {paths.skills_dir()}: {_names(disabled)} "
             f"{'is' if len(disabled) == 1 else 'are'} disabled; keen mcp sync says why (a server down, "
             "signed out or disabled, tools held for review), keen skills enable NAME turns one back on",
             highlight=False,
@@ -68,14 +67,22 @@ def _nothing_yet() -> None:
         )
         return
     configured = configured_servers()
-    if configured:
+    enabled = [name for name, on in configured.items() if on]
+    if enabled:
         # Servers added, never synced: adding one more is not the way to a section.
-        shown = ", ".join(configured[:5]) + (
-            f" and {len(configured) - 5} more" if len(configured) > 5 else ""
-        )
         err.print(
-            f"no MCP skills in {paths.skills_dir()} yet: {paths.mcp_config_path()} configures {shown}; "
+            f"no MCP skills in {paths.skills_dir()} yet: {paths.mcp_config_path()} configures {_names(enabled)}; "
             "generate the skills with keen mcp sync",
+            highlight=False,
+            markup=False,
+        )
+        return
+    if configured:
+        # Every server disabled: keen mcp sync writes no skill for one, so name the switch first.
+        err.print(
+            f"no MCP skills in {paths.skills_dir()} yet: {paths.mcp_config_path()} configures "
+            f"{_names(list(configured))}, each disabled; turn one on with keen mcp enable NAME, then "
+            "generate its skill with keen mcp sync",
             highlight=False,
             markup=False,
         )
@@ -88,18 +95,35 @@ def _nothing_yet() -> None:
     )
 
 
-def configured_servers() -> list[str]:
+def _names(names: list[str]) -> str:
+    """Up to five names for a hint, each escaped: configs.json's keys are anyone's text."""
+    from keen._terminal import terminal_text
+
+    shown = ", ".join(terminal_text(name, one_line=True) for name in names[:5])
+    return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def configured_servers() -> dict[str, bool]:
     """The server names in configs.json as written (not validated: this only words a hint), in
-    file order; none when the file is missing or cannot be parsed (the commands that use it
-    say what is wrong with it)."""
+    file order, each with whether it is enabled (``"enabled": false`` is off); none when the
+    file is missing or cannot be parsed (the commands that use it say what is wrong with it)."""
+    return {name: entry.get("enabled") is not False for name, entry in configured_entries().items()}
+
+
+def configured_entries() -> dict[str, dict[str, Any]]:
+    """Each server's configs.json entry as written (not validated: this only words a hint), in
+    file order; an entry that is not an object reads as empty. None when the file is missing
+    or cannot be parsed (the commands that use it say what is wrong with it)."""
     import json
 
     try:
         data = json.loads(paths.mcp_config_path().read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
-        return []
+        return {}
     servers = data.get("servers") if isinstance(data, dict) else None
-    return [str(name) for name in servers] if isinstance(servers, dict) else []
+    if not isinstance(servers, dict):
+        return {}
+    return {str(name): entry if isinstance(entry, dict) else {} for name, entry in servers.items()}
 
 
 def print_stats(*, max_chars: int | None = None, as_json: bool = False) -> None:

@@ -67,18 +67,24 @@ def search(
         _check_servers([name for name in unknown if name not in hidden])
         for name in hidden:
             err.print(
-                f"note: the skill mcp:{escape(name)} is disabled (hidden from the model's catalog); "
-                f"searching it because --server names it (keen skills enable mcp:{escape(name)} shows it again)",
+                f"note: the skill mcp:{_listed([name])} is disabled (hidden from the model's catalog); "
+                f"searching it because --server names it (keen skills enable mcp:{_listed([name])} shows it again)",
                 highlight=False,
             )
         catalog = everything
     if not len(catalog):
         from keen.cli._prompt import configured_servers
 
-        if configured_servers():  # servers added, their skills not generated (or disabled)
+        configured = configured_servers()
+        if any(configured.values()):  # servers added, their skills not generated (or disabled)
             fail(
                 "no tools to search: no generated MCP skills are enabled; generate the configured"
                 " servers' skills with `keen mcp sync` (it says why a skill stays disabled)"
+            )
+        if configured:  # keen mcp sync writes no skill for a disabled server
+            fail(
+                "no tools to search: every server configs.json configures is disabled; turn one on"
+                " with `keen mcp enable NAME`, then generate its skill with `keen mcp sync`"
             )
         fail(
             "no tools to search: no generated MCP skills are enabled; add a server and generate its"
@@ -96,7 +102,7 @@ def search(
     if status:
         err.print(f"note: {escape(status)}", highlight=False)
     if read_only and not hits:
-        _why_none_read_only(catalog, query, k, servers)
+        _why_none_read_only(catalog, servers)
     if as_json:
         print_json([h.to_dict() for h in hits])
         return
@@ -125,30 +131,50 @@ def search(
     out.print("its inputSchema: keen mcp tools SERVER --json; call it: keen mcp call SERVER TOOL --args JSON")
 
 
-def _why_none_read_only(catalog: Catalog, query: str, k: int, servers: frozenset[str] | None) -> None:
-    """Say on stderr why ``--read-only`` found nothing when the search without it finds tools:
-    those tools claim ``readOnlyHint`` on servers not trusted for their annotations (README
-    "Annotations only from servers you trust for them"), or none is marked read-only.
-    Without this, "no matching tools" read as if nothing fit the query."""
-    from keen.capabilities import SearchFilter
+def _why_none_read_only(catalog: Catalog, servers: frozenset[str] | None) -> None:
+    """Say on stderr why ``--read-only`` found nothing: the searched servers' tools claim
+    ``readOnlyHint`` on servers not trusted for their annotations (README "Annotations only
+    from servers you trust for them"), or none is marked read-only. Search has no threshold,
+    so nothing found means no tool of the searched servers passes: the note weighs every one
+    of them, not the best matches (a write tool ranked first said "none", while trusting its
+    server listed another tool). Without this, "no matching tools" read as if nothing fit."""
+    from keen.cli._prompt import configured_entries
 
-    found = catalog.search(query, k=k, filter=SearchFilter(mode="auto", servers=servers))
-    if not found:
+    tools = [cap for cap in catalog if cap.server and (servers is None or cap.server in servers)]
+    if not tools:
         return
-    claiming = sorted({hit.server for hit in found if hit.server and _claims_read_only(hit.location)})
-    if claiming:
-        names = ", ".join(escape(name) for name in claiming)
-        err.print(
-            f"note: matching tools of {names} claim readOnlyHint, but a server's annotations count only"
-            " once you trust them: `keen mcp diff SERVER`, then `keen mcp trust SERVER` (or"
-            ' "trust_annotations": true in its configs.json entry)',
-            highlight=False,
-        )
-    else:
+    claiming = sorted({cap.server for cap in tools if cap.server and _claims_read_only(cap.location)})
+    if not claiming:
         err.print(
             "note: tools match without --read-only, but their servers mark none of them read-only (readOnlyHint)",
             highlight=False,
         )
+        return
+    entries = configured_entries()
+    # Under "pinning": "off" no pin is compared, so a reviewed pin (keen mcp trust) grants nothing.
+    unpinned = [name for name in claiming if entries.get(name, {}).get("pinning") == "off"]
+    pinned = [name for name in claiming if name not in unpinned]
+    if pinned:
+        err.print(
+            f"note: tools of {_listed(pinned)} claim readOnlyHint, but a server's annotations count only"
+            " once you trust them: `keen mcp diff SERVER`, then `keen mcp trust SERVER` (or"
+            ' "trust_annotations": true in its configs.json entry)',
+            highlight=False,
+        )
+    if unpinned:
+        err.print(
+            f"note: tools of {_listed(unpinned)} claim readOnlyHint, but a server's annotations count only"
+            ' once you trust them; with "pinning": "off" no reviewed pin counts, so set'
+            ' "trust_annotations": true in its configs.json entry',
+            highlight=False,
+        )
+
+
+def _listed(names: list[str]) -> str:
+    """Server names for a note: escaped for the terminal and for rich's markup."""
+    from keen.cli._terminal import terminal_text
+
+    return ", ".join(escape(terminal_text(name, one_line=True)) for name in names)
 
 
 def _claims_read_only(location: str) -> bool:

@@ -88,6 +88,8 @@ class Observation:
         raw: the MCP result exactly as the server sent it (content blocks, structured
             content), for a front end that passes results on; None once the harness changed
             the text (truncation or a post-hook) and for local tools.
+        declined: refused at ``permission`` by the approver asked, who said no: not by the
+            permission mode's policy, nor for an approver that failed.
     """
 
     call_id: str
@@ -101,3 +103,4 @@ class Observation:
     server: str | None = None
     tool: str | None = None
     raw: ToolResult | None = field(default=None, repr=False)
+    declined: bool = False

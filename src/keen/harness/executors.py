@@ -82,13 +82,14 @@ async def ask(
     server: str | None,
     tool: str | None,
     args: dict[str, Any],
-) -> tuple[str, str]:
-    """Ask the call's ``approver`` about it: ``("allow" | "deny", reason)``. Nobody to ask,
-    or a callback that raises, is a no."""
+) -> tuple[str, str, bool]:
+    """Ask the call's ``approver`` about it: ``("allow" | "deny", reason, declined)``. Nobody
+    to ask, or a callback that raises, is a no; ``declined`` is true only for the approver's
+    own no (a front end reports a failed approver, and keeps quiet about a person's answer)."""
     who = approver.by
     known = known_answer(approver)
     if known is not None:
-        return known
+        return (*known, False)
     # The capability's risk is Keen's own judgement (claims of untrusted servers already
     # discounted: Risk.from_annotations), so its hints are trusted as they stand.
     request = ApprovalRequest(
@@ -96,8 +97,10 @@ async def ask(
     )
     answer, failed = await approver.asks(request)
     if failed:
-        return "deny", failed
-    return ("allow", f"approved by the {who}") if answer else ("deny", f"the {who} did not approve this call")
+        return "deny", failed, False
+    if answer:
+        return "allow", f"approved by the {who}", False
+    return "deny", f"the {who} did not approve this call", True
 
 
 def search_catalog(
@@ -131,8 +134,8 @@ def search_catalog(
         # Said even when a note follows: the note alone read as the answer. In read-only mode
         # the search leaves out what may write: other words will not find those.
         lines.append(
-            "(no tool that read-only mode allows matches; try other words, or the user can switch the"
-            " permission mode for tools that may write)"
+            "(no tool that read-only mode allows matches; the user can switch the permission mode"
+            " for tools that may write)"
             if mode == "read-only"
             else "(no tool matches; try other words)"
         )

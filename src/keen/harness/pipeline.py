@@ -543,7 +543,7 @@ class Harness:
         return self._decided(call, cap, verdict, why, asked=asked)
 
     async def _ask(self, call: Call, cap: Capability) -> bool:
-        verdict, why = await ask(call.approver, cap, call.server, call.tool, call.arguments)
+        verdict, why, call.declined = await ask(call.approver, cap, call.server, call.tool, call.arguments)
         return self._decided(call, cap, verdict, why, asked=True)
 
     def _decided(self, call: Call, cap: Capability, verdict: str, why: str, *, asked: bool) -> bool:
@@ -742,6 +742,7 @@ def _observation(call: Call) -> Observation:
     fields["truncated_chars"], fields["capability"] = call.truncated_chars, call.capability_id
     fields["code"], fields["server"], fields["tool"] = call.code, call.server, call.tool
     fields["raw"] = call.result if call.unchanged else None
+    fields["declined"] = call.declined
     return obs
 
 

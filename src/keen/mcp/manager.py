@@ -93,9 +93,9 @@ StatusObserver = Callable[[ServerStatus], None]
 _STOP_GRACE = 10.0
 
 _GIVEN = "the config this Manager was given"
+"""How messages name a config given in code (``config=``): no configs.json was read."""
 _NAMED = 12
 """Configured servers an error about an unknown one names, at most."""
-"""How messages name a config given in code (``config=``): no configs.json was read."""
 
 
 CALL_PROGRESS: ContextVar[ProgressFnT | None] = ContextVar("keen_call_progress", default=None)

@@ -13,7 +13,10 @@ from typing import Any
 
 from keen.agent.providers._errors import missing_sdk
 
-__all__ = ["LazySdkClient"]
+__all__ = ["CONNECT_TIMEOUT", "LazySdkClient"]
+
+CONNECT_TIMEOUT = 5.0
+"""Seconds at most to open a connection to the model's endpoint."""
 
 
 class LazySdkClient:
@@ -23,15 +26,22 @@ class LazySdkClient:
         provider: the SDK's package name (``"openai"``, ``"anthropic"``).
         client_class: its async client class (``"AsyncOpenAI"``, ``"AsyncAnthropic"``).
         options: the client's keyword arguments (API key, base URL).
+        timeout: seconds the endpoint may stay silent (``model_timeout``), ``None`` for the
+            SDK's own; connecting gets at most :data:`CONNECT_TIMEOUT` of it, so a long
+            ``model_timeout`` for a slow model does not also wait that long on a host that
+            does not answer.
 
     Raises (from :meth:`get`):
         ModelNotConfigured: the SDK is not installed, or does not import.
     """
 
-    def __init__(self, provider: str, client_class: str, options: dict[str, Any]) -> None:
+    def __init__(
+        self, provider: str, client_class: str, options: dict[str, Any], *, timeout: float | None = None
+    ) -> None:
         self._provider = provider
         self._class = client_class
         self._options = options
+        self._timeout = timeout
         self._client: Any = None
 
     def get(self) -> Any:
@@ -41,7 +51,14 @@ class LazySdkClient:
                 module = importlib.import_module(self._provider)
             except ImportError as exc:  # installed but broken: said as a missing SDK is
                 raise missing_sdk(self._provider) from exc
-            self._client = getattr(module, self._class)(**self._options, max_retries=0)
+            options = dict(self._options)
+            if (
+                self._timeout is not None
+            ):  # the SDK's Timeout (httpx's): a bare float is the connect timeout too
+                options["timeout"] = module.Timeout(
+                    self._timeout, connect=min(CONNECT_TIMEOUT, self._timeout)
+                )
+            self._client = getattr(module, self._class)(**options, max_retries=0)
         return self._client
 
     async def aclose(self) -> None:

@@ -83,9 +83,7 @@ class AnthropicMessages:
         self.retry = Retry(retries=max_retries)
         # README "Chat with a model": a local --base-url needs no key; the SDK sends one anyway.
         options: dict[str, Any] = {"api_key": key or _LOCAL_PLACEHOLDER_KEY, "base_url": base_url}
-        if timeout is not None:
-            options["timeout"] = timeout
-        self._sdk = LazySdkClient("anthropic", "AsyncAnthropic", options)
+        self._sdk = LazySdkClient("anthropic", "AsyncAnthropic", options, timeout=timeout)
 
     @property
     def _client(self) -> Any:

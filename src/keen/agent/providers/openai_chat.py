@@ -81,9 +81,7 @@ class OpenAIChat:
         self.endpoint = base_url or DEFAULT_ENDPOINT
         self.retry = Retry(retries=max_retries)
         options: dict[str, Any] = {"api_key": key or _LOCAL_PLACEHOLDER_KEY, "base_url": base_url}
-        if timeout is not None:
-            options["timeout"] = timeout
-        self._sdk = LazySdkClient("openai", "AsyncOpenAI", options)
+        self._sdk = LazySdkClient("openai", "AsyncOpenAI", options, timeout=timeout)
 
     @property
     def _client(self) -> Any:
