@@ -33,7 +33,7 @@ from keen.mcp import SERVER_NAME_RE
 from keen.trust._pinformat import PIN_FILE_VERSION
 
 if TYPE_CHECKING:
-    from keen.trust._pinmodels import InfoPin, PinFile, Review, ToolPin
+    from keen.trust._pinmodels import InfoPin, PinFile, Review, ToolPin, ValidationError
 
 __all__ = ["PIN_FILE_VERSION", "InfoPin", "PinFile", "PinStore", "Review", "ToolPin", "one_look"]
 
@@ -165,14 +165,7 @@ class PinStore:
         try:
             pins = PinFile.model_validate(raw)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(file)"
-            raise ConfigError(
-                f"pin file {path} is invalid at {where}: {first['msg']}; {remedy}",
-                path=str(path),
-                server=server,
-                field=where,
-            ) from exc
+            raise _invalid(path, server, exc, remedy) from exc
         if pins.server != server:
             raise ConfigError(
                 f'pin file {path} is for server "{pins.server}", not "{server}"; {remedy}',
@@ -203,14 +196,7 @@ class PinStore:
         try:
             info = InfoPin.model_validate_json(data)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(file)"
-            raise ConfigError(
-                f"pin file {path} is invalid at {where}: {first['msg']}; {remedy}",
-                path=str(path),
-                server=server,
-                field=where,
-            ) from exc
+            raise _invalid(path, server, exc, remedy) from exc
         if info.version != PIN_FILE_VERSION or info.server != server:
             raise ConfigError(
                 f'pin file {path} is not a version {PIN_FILE_VERSION} pin of server "{server}"; {remedy}',
@@ -299,3 +285,16 @@ class PinStore:
         if look is not None and look.open:
             look.stamps[self, server] = stamp
         return stamp
+
+
+def _invalid(path: Path, server: str, exc: ValidationError, remedy: str) -> ConfigError:
+    """The ``ConfigError`` for a pin file (or a server's info pin) that does not validate:
+    where its first error is, what is wrong there, and ``remedy``."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(file)"
+    return ConfigError(
+        f"pin file {path} is invalid at {where}: {first['msg']}; {remedy}",
+        path=str(path),
+        server=server,
+        field=where,
+    )
