@@ -31,14 +31,15 @@ from keen import paths
 from keen.errors import KeenError
 from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.manager import Manager
-from keen.mcp.types import ServerState, Tool
+from keen.mcp.types import ServerState, ServerStatus, Tool
 
 if TYPE_CHECKING:
     # The sync and its marker models (pydantic) load at the first write, not with this
     # module: `keen chat` enters LiveSkills before its first prompt.
+    from keen.mcp.listing.views import ToolsView
     from keen.mcpskills.sync import ServerSnapshot, SyncEntry
 
-__all__ = ["LiveSkills", "SyncedObserver", "disk_tools", "snapshot"]
+__all__ = ["LiveSkills", "SyncedObserver", "disk_tools", "snapshot", "snapshot_from"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,22 +51,25 @@ def snapshot(manager: Manager, server: str) -> ServerSnapshot:
     """One server as the Manager sees it now: status, tools (when connected), info, description."""
     status = manager.status(server)
     view = manager.view(server) if status.state is ServerState.CONNECTED and status.enabled else None
-    tools = list(view.tools) if view is not None else []
-    invalid = [(t.name, t.reason) for t in manager.invalid_tools(server)]
-    entry = manager.config.servers.get(server)
-    description = entry.description if entry is not None else None
-    held = view.note if view is not None else ""
-    held_tools = tuple(c.name for c in view.held) if view is not None else ()
+    return snapshot_from(manager, status, view)
+
+
+def snapshot_from(manager: Manager, status: ServerStatus, view: ToolsView | None) -> ServerSnapshot:
+    """``status``'s server as a :class:`~keen.mcpskills.sync.ServerSnapshot`, with ``view``
+    (the Manager's view of its tools through the trust, or ``None`` when it has no tools to
+    show): the tools shown, the invalid ones, the user's description, what is held."""
     from keen.mcpskills.sync import ServerSnapshot, held_info
 
+    server = status.name
+    entry = manager.config.servers.get(server)
     return ServerSnapshot(
         status,
-        tools,
+        list(view.tools) if view is not None else [],
         manager.server_info(server),
-        invalid,
-        description,
-        held,
-        held_tools,
+        [(t.name, t.reason) for t in manager.invalid_tools(server)],
+        entry.description if entry is not None else None,
+        view.note if view is not None else "",
+        tuple(c.name for c in view.held) if view is not None else (),
         manager.config_name,
         held_info=held_info(view),
     )

@@ -15,7 +15,8 @@ import anyio
 from keen import paths
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
-from keen.mcpskills.sync import ServerSnapshot, SyncReport, held_info, sync_mcp_skills, sync_server
+from keen.mcpskills.live import snapshot_from
+from keen.mcpskills.sync import ServerSnapshot, SyncReport, sync_mcp_skills, sync_server
 
 __all__ = ["snapshots", "sync_from_manager"]
 
@@ -25,25 +26,7 @@ def snapshots(manager: Manager) -> list[ServerSnapshot]:
     out: list[ServerSnapshot] = []
     for status in manager.servers():
         view = manager.view(status.name) if status.state is ServerState.CONNECTED else None
-        tools = list(view.tools) if view is not None else []
-        invalid = [(t.name, t.reason) for t in manager.invalid_tools(status.name)]
-        entry = manager.config.servers.get(status.name)
-        description = entry.description if entry is not None else None
-        held = view.note if view is not None else ""
-        held_tools = tuple(c.name for c in view.held) if view is not None else ()
-        out.append(
-            ServerSnapshot(
-                status,
-                tools,
-                manager.server_info(status.name),
-                invalid,
-                description,
-                held,
-                held_tools,
-                manager.config_name,
-                held_info=held_info(view),
-            )
-        )
+        out.append(snapshot_from(manager, status, view))
     return out
 
 
