@@ -189,6 +189,36 @@ async def test_a_reconnect_that_returns_after_the_watch_wakes_is_not_said_twice(
     assert not [line for line, _ in lines if line.startswith("chat: connected")], lines
 
 
+async def test_a_look_between_the_attempts_end_and_its_caller_says_nothing(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The attempt's end wakes keen chat's reconnect, which prints its line and tells the
+    # watch; the watch's own look could run between the two (its settle time ran out at
+    # that moment on a loaded machine) and said "chat: connected" as well. Here the caller
+    # tells the watch only after the watch has looked once more.
+    async with crashed_chat(keen_home, write_config) as (rt, watch, lines):
+        assert watch.reconnector is not None
+        news = watch._news  # pyright: ignore[reportPrivateUsage]
+        looked = anyio.Event()
+
+        def look() -> list[Any]:
+            try:
+                return news()
+            finally:
+                looked.set()
+
+        monkeypatch.setattr(watch, "_news", look)
+        assert await watch.reconnector.ensure(["chat"], 60) == ["chat"]
+        looked = anyio.Event()
+        with anyio.move_on_after(10):  # a watch that said it already looks no more
+            await looked.wait()
+        watch.told(rt.manager.status("chat"))
+        monkeypatch.undo()
+        await crash(rt)
+        await wait_until(lambda: gone(lines) == 2)
+    assert not [line for line, _ in lines if line.startswith("chat: connected")], lines
+
+
 async def test_a_reconnect_the_watch_is_not_told_of_is_said_once_the_attempt_ends(
     keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
 ) -> None:

@@ -107,6 +107,8 @@ class ServerWatch:
         self.lock = anyio.Lock()
         self._reported: dict[str, ServerState] = {}
         self._changed: set[str] = set()
+        self._ended: dict[str, int] = {}
+        """Per server, the reconnector's count of ended attempts at the last look (``_news``)."""
         self._resync = False
         """Sync the skills at the next wake-up even with no state to report (a tool list
         changed, or a state someone else reported)."""
@@ -225,8 +227,11 @@ class ServerWatch:
         A server back to ``connected`` while the reconnector's attempt for it still runs is
         held back (kept in ``_changed``): the attempt's caller, keen chat's on-demand
         reconnect, prints its own line and calls :meth:`told` when the attempt returns,
-        which on a loaded machine can come after this wake-up. Once no attempt runs it is
-        reported here unless someone told it."""
+        which on a loaded machine can come after this wake-up. So is one whose attempt
+        ended since the last look: the caller waiting for it is woken by the attempt's end
+        but may not have run yet (a look between the two said "connected" a second time).
+        Once no attempt runs and none has ended since, it is reported here unless someone
+        told it."""
         names, self._changed = sorted(self._changed), set()
         news: list[ServerStatus] = []
         for name in names:
@@ -236,13 +241,11 @@ class ServerWatch:
                 continue
             if status.state in _PASSING or self._reported.get(name) is status.state:
                 continue
-            if (
-                status.state is ServerState.CONNECTED
-                and self.reconnector is not None
-                and self.reconnector.attempting(name)
-            ):
-                self._changed.add(name)
-                continue
+            if status.state is ServerState.CONNECTED and self.reconnector is not None:
+                ended, self._ended[name] = self._ended.get(name), self.reconnector.ended(name)
+                if self.reconnector.attempting(name) or ended != self._ended[name]:
+                    self._changed.add(name)
+                    continue
             self._reported[name] = status.state
             news.append(status)
         return news

@@ -74,6 +74,8 @@ class _Window:
     attempts: int = 0
     failures: int = 0
     """Failed attempts since the last success."""
+    ended: int = 0
+    """Attempts that have ended (a count that moves when one ends, for :meth:`Reconnector.ended`)."""
     up_at: float | None = None
     """When the last attempt connected, while it is not yet known how long that session
     lasted (``stable_after`` only)."""
@@ -151,6 +153,13 @@ class Reconnector:
         """Whether a reconnect attempt of ``server`` is running now (not yet in :meth:`failures`)."""
         window = self._windows.get(server)
         return window is not None and window.attempt is not None
+
+    def ended(self, server: str) -> int:
+        """How many reconnect attempts of ``server`` have ended: a watcher that compares it
+        between two looks learns that an attempt ended in between, whose caller (waiting in
+        :meth:`ensure`) may not have run yet to report it."""
+        window = self._windows.get(server)
+        return window.ended if window is not None else 0
 
     async def ensure(self, servers: Iterable[str], timeout: float | None = None) -> list[str]:
         """Reconnect those of ``servers`` that went away (if their window allows) and wait for
@@ -264,6 +273,7 @@ class Reconnector:
                 window.next_at = self.clock() + window.delay
                 window.delay = min(window.delay * 2, self.cap)
             window.attempt = None
+            window.ended += 1
             if event is not None:
                 event.set()
 
