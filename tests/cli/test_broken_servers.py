@@ -201,3 +201,21 @@ def test_sync_reports_an_invalid_name_like_any_broken_entry(tmp_path: Path) -> N
     assert sorted(p.name for p in (home.keen_home / "skills").iterdir() if p.name.startswith("mcp:")) == [
         "mcp:alpha"
     ]
+
+
+@pytest.mark.parametrize("given", ["0", "-1", "nan", "inf"])
+def test_keen_serve_refuses_a_pins_poll_that_is_not_a_positive_number_of_seconds(
+    home: Home, given: str
+) -> None:
+    # NaN slipped past a `<= 0` check and KeenServer refused it with a traceback.
+    run = home.keen("serve", "--pins-poll", given)
+    assert run.code == 2, str(run)
+    said = " ".join(run.stderr.split())
+    assert "--pins-poll must be a positive number of seconds" in said, str(run)
+    assert "1 looks at the pin files once a second" in said, str(run)
+
+
+def test_keen_serve_takes_a_pins_poll(home: Home) -> None:
+    # The host closes stdin at once: keen serve starts with the option, serves, and ends.
+    run = home.keen("serve", "--mode", "extension", "--pins-poll", "0.25")
+    assert run.code == 0, str(run)

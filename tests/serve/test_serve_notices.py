@@ -79,15 +79,7 @@ async def host(target: KeenServeProcess | Path, era: str, *, memory: bool = Fals
             yield found
         return
     if isinstance(target, KeenServeProcess):
-        async with (
-            httpx2.AsyncClient(timeout=30, verify=tls()) as http,
-            Client(
-                streamable_http_client(target.url, http_client=http),
-                mode=mode,
-                cache=None,
-                message_handler=found.on_message,
-            ) as client,
-        ):
+        async with _http_host(target.url, era, found.on_message) as client:
             found.client = client
             yield found
         return
@@ -96,6 +88,29 @@ async def host(target: KeenServeProcess | Path, era: str, *, memory: bool = Fals
     ) as client:
         found.client = client
         yield found
+
+
+class Told:
+    """The ``notifications/tools/list_changed`` a host got, in order (its message handler)."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+
+    async def on_message(self, message: Any) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, mt.ToolListChangedNotification):
+            self.methods.append(root.method)
+
+
+def _process(home: Path, transport: str) -> contextlib.AbstractContextManager[KeenServeProcess | None]:
+    """``keen serve`` as an HTTP process for ``transport`` ``http``; nothing for ``stdio``
+    (:func:`host` starts a process per host then)."""
+    return KeenServeProcess(home, args=SERVE_ARGS) if transport == "http" else contextlib.nullcontext()
+
+
+async def _settled(keen: Any) -> None:
+    """The round the upstreams' first connections poked has compared (bounded)."""
+    await wait_until(lambda: not keen.notifier.pending, "the round of the connections", 20)
 
 
 @pytest.fixture
@@ -139,8 +154,7 @@ async def _served(found: Host, name: str) -> None:
 
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 async def test_handshake_host_is_told_and_relists(home: Path, upstream: str, transport: str) -> None:
-    proc = KeenServeProcess(home, args=SERVE_ARGS).start() if transport == "http" else None
-    try:
+    with _process(home, transport) as proc:
         async with host(proc or home, "session") as found, changer(upstream) as up:
             assert found.client is not None
             assert found.client.server_capabilities.tools is not None
@@ -155,17 +169,13 @@ async def test_handshake_host_is_told_and_relists(home: Path, upstream: str, tra
             await up.call_tool("mutate", {"op": "remove", "name": "fresh"})
             await wait_until(lambda: found.notices > told, "a second notice", 20)
             assert "mcp__changing__fresh" not in await found.names()
-    finally:
-        if proc is not None:
-            proc.stop()
 
 
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 async def test_stateless_host_hears_on_subscriptions_listen(
     home: Path, upstream: str, transport: str
 ) -> None:
-    proc = KeenServeProcess(home, args=SERVE_ARGS).start() if transport == "http" else None
-    try:
+    with _process(home, transport) as proc:
         async with host(proc or home, "stateless") as found, changer(upstream) as up:
             client = found.client
             assert client is not None and client.protocol_version == "2026-07-28"
@@ -178,9 +188,6 @@ async def test_stateless_host_hears_on_subscriptions_listen(
                     event = await sub.__aiter__().__anext__()
                 assert type(event).__name__ == "ToolsListChanged"
                 assert "mcp__changing__late" in await found.names()
-    finally:
-        if proc is not None:
-            proc.stop()
 
 
 async def test_a_flood_of_upstream_changes_yields_few_notices(
@@ -277,12 +284,7 @@ async def test_a_host_is_told_only_when_what_it_sees_changed(
     )
     monkeypatch.setenv("KEEN_HOME", str(tmp_path))
     interval = 1.0  # long enough for the host to list before the round of the connections
-    told: list[str] = []
-
-    async def on_message(message: Any) -> None:
-        root = getattr(message, "root", message)
-        if isinstance(root, mt.ToolListChangedNotification):
-            told.append(root.method)
+    told = Told()
 
     async with contextlib.AsyncExitStack() as stack:
         if transport == "http":
@@ -291,12 +293,12 @@ async def test_a_host_is_told_only_when_what_it_sees_changed(
             )
             keen, client = (
                 served.keen,
-                await stack.enter_async_context(_http_host(served.url, era, on_message)),
+                await stack.enter_async_context(_http_host(served.url, era, told.on_message)),
             )
         else:
             keen, client = await stack.enter_async_context(
                 in_process(
-                    tmp_path, era, mode="extension", notify_interval=interval, message_handler=on_message
+                    tmp_path, era, mode="extension", notify_interval=interval, message_handler=told.on_message
                 )
             )
         names = {t.name for t in (await client.list_tools()).tools}
@@ -304,7 +306,7 @@ async def test_a_host_is_told_only_when_what_it_sees_changed(
         if era == "stateless":
             # Its listen cannot be matched with its list: one opened before the round of the
             # connections would be told of them once more (the test below), so it waits.
-            await wait_until(lambda: not keen.notifier.pending, "the round of the connections", 20)
+            await _settled(keen)
             sub = await stack.enter_async_context(client.listen(tools_list_changed=True))
 
             async def events() -> None:
@@ -324,12 +326,12 @@ async def test_a_host_is_told_only_when_what_it_sees_changed(
             compared = keen.notifier.compared
             await wait_until(lambda: keen.notifier.compared > compared, "the round after the hold", 20)
             assert "mcp__changing__sneaky" not in {t.name for t in (await client.list_tools()).tools}
-            assert told == []
+            assert told.methods == []
             # What the host does see change is told, once.
             await up.call_tool("mutate", {"op": "remove", "name": "stats"})
-            await wait_until(lambda: told, "a notice of the removed tool", 20)
+            await wait_until(lambda: told.methods, "a notice of the removed tool", 20)
             assert "mcp__changing__stats" not in {t.name for t in (await client.list_tools()).tools}
-    assert len(told) == 1, told
+    assert len(told.methods) == 1, told.methods
 
 
 async def test_keen_mcp_trust_in_another_process_tells_the_hosts(
@@ -344,12 +346,7 @@ async def test_keen_mcp_trust_in_another_process_tells_the_hosts(
         extra={"changing": {"transport": "streamable_http", "url": upstream, "pinning": "quarantine"}},
     )
     monkeypatch.setenv("KEEN_HOME", str(tmp_path))
-    told: list[str] = []
-
-    async def on_message(message: Any) -> None:
-        root = getattr(message, "root", message)
-        if isinstance(root, mt.ToolListChangedNotification):
-            told.append(root.method)
+    told = Told()
 
     async def names() -> set[str]:
         return {t.name for t in (await client.list_tools()).tools}
@@ -362,7 +359,7 @@ async def test_keen_mcp_trust_in_another_process_tells_the_hosts(
         served = await stack.enter_async_context(
             http_in_process(tmp_path, mode="extension", notify_interval=INTERVAL, pins_poll=INTERVAL)
         )
-        client = await stack.enter_async_context(_http_host(served.url, "session", on_message))
+        client = await stack.enter_async_context(_http_host(served.url, "session", told.on_message))
         notifier = served.keen.notifier
         assert "mcp__changing__echo" in await names()
         # The first approved call pins the server's tools (trust on first use).
@@ -374,24 +371,24 @@ async def test_keen_mcp_trust_in_another_process_tells_the_hosts(
         # The change that held it poked a round: once none is pending, that round compared.
         await wait_until(lambda: not notifier.pending, "the round after the hold", 20)
         assert "mcp__changing__sneaky" not in await names()
-        before = len(told)
+        before = len(told.methods)
         # Accepted in another process, as a user does: the diff they read, then the trust.
         await anyio.to_thread.run_sync(keen, "mcp", "diff", "changing", "--json")
         await anyio.to_thread.run_sync(keen, "mcp", "trust", "changing", "--json")
-        await wait_until(lambda: len(told) > before, "a notice of the trusted tool", 20)
+        await wait_until(lambda: len(told.methods) > before, "a notice of the trusted tool", 20)
         assert "mcp__changing__sneaky" in await names()
         # A file where the pins folder should be: the pinned server is held whole.
         pins = tmp_path / "mcp" / "pins"
         pins.rename(tmp_path / "pins-aside")
         pins.write_text("not a folder")
-        before = len(told)
-        await wait_until(lambda: len(told) > before, "a notice of the held server", 20)
+        before = len(told.methods)
+        await wait_until(lambda: len(told.methods) > before, "a notice of the held server", 20)
         assert not any(name.startswith("mcp__changing__") for name in await names())
         # Mended: served again, and told so.
         pins.unlink()
         (tmp_path / "pins-aside").rename(pins)
-        before = len(told)
-        await wait_until(lambda: len(told) > before, "a notice of the mended folder", 20)
+        before = len(told.methods)
+        await wait_until(lambda: len(told.methods) > before, "a notice of the mended folder", 20)
         assert "mcp__changing__sneaky" in await names()
 
 
@@ -404,18 +401,13 @@ async def test_a_stateless_host_that_listens_after_a_change_not_compared_yet_is_
     does not list again, so a stream that started from the new list would leave the host
     with the old one for good)."""
     monkeypatch.setenv("KEEN_HOME", str(home))
-    told: list[str] = []
-
-    async def on_message(message: Any) -> None:
-        root = getattr(message, "root", message)
-        if isinstance(root, mt.ToolListChangedNotification):
-            told.append(root.method)
+    told = Told()
 
     async with contextlib.AsyncExitStack() as stack:
         served = await stack.enter_async_context(http_in_process(home, mode="extension"))
         keen = served.keen
-        client = await stack.enter_async_context(_http_host(served.url, "stateless", on_message))
-        await wait_until(lambda: not keen.notifier.pending, "the round of the connections", 20)
+        client = await stack.enter_async_context(_http_host(served.url, "stateless", told.on_message))
+        await _settled(keen)
         gate = _Gate(keen.notifier)  # the round of the removal compares only once the listen is open
         assert "mcp__changing__stats" in {t.name for t in (await client.list_tools()).tools}
         async with changer(upstream) as up:
@@ -432,8 +424,8 @@ async def test_a_stateless_host_that_listens_after_a_change_not_compared_yet_is_
         tg = await stack.enter_async_context(anyio.create_task_group())
         tg.start_soon(events)
         stack.callback(tg.cancel_scope.cancel)
-        await wait_until(lambda: told, "a notice of the tool removed before the listen", 20)
-    assert told == ["notifications/tools/list_changed"], told
+        await wait_until(lambda: told.methods, "a notice of the tool removed before the listen", 20)
+    assert told.methods == ["notifications/tools/list_changed"], told.methods
 
 
 async def test_a_get_stream_on_a_replica_that_never_saw_the_sessions_list_is_told(
@@ -494,12 +486,8 @@ async def test_a_get_stream_host_is_told_once_and_recorded_as_told(
     though the host never listed again."""
     monkeypatch.setenv("KEEN_HOME", str(home))
     store = MemoryStore()
-    told: list[str] = []
+    told = Told()
     sessions: set[str] = set()
-
-    async def on_message(message: Any) -> None:
-        if isinstance(getattr(message, "root", message), mt.ToolListChangedNotification):
-            told.append("tools")
 
     async def session_of(response: httpx2.Response) -> None:
         if sid := response.headers.get("mcp-session-id"):
@@ -512,18 +500,18 @@ async def test_a_get_stream_host_is_told_once_and_recorded_as_told(
             streamable_http_client(served.url, http_client=http),
             mode="legacy",
             cache=None,
-            message_handler=on_message,
+            message_handler=told.on_message,
         ) as client,
     ):
         keen = served.keen
         (sid,) = sessions
         scope = f"session:{sid}"
         assert "mcp__changing__stats" in {t.name for t in (await client.list_tools()).tools}
-        await wait_until(lambda: not keen.notifier.pending, "the round of the connections", 20)
-        before = len(told)
+        await _settled(keen)
+        before = len(told.methods)
         async with changer(upstream) as up:
             await up.call_tool("mutate", {"op": "remove", "name": "stats"})
-        await wait_until(lambda: len(told) > before, "a notice of the removed tool", 20)
+        await wait_until(lambda: len(told.methods) > before, "a notice of the removed tool", 20)
         now = keen.served.listed()[1]
 
         async def recorded() -> bool:
@@ -538,7 +526,7 @@ async def test_a_get_stream_host_is_told_once_and_recorded_as_told(
         async with http.stream("GET", served.url, headers=get) as stream:
             assert stream.status_code == 200
             assert not keen.notifier.pending, "the new stream counts the host as not told"
-        assert len(told) == before + 1, told
+        assert len(told.methods) == before + 1, told.methods
 
 
 async def test_a_get_stream_renews_the_record_of_what_its_host_saw(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +58,12 @@ def serve(
         "--notify-interval",
         help="Seconds that coalesce upstream tool changes into one list_changed notice to hosts.",
     ),
+    pins_poll: float = typer.Option(
+        1.0,
+        "--pins-poll",
+        help="Seconds between two looks at the pin files (extension mode), so a `keen mcp trust` "
+        "run elsewhere reaches the hosts as a change notice.",
+    ),
     ready_wait: float = typer.Option(
         15.0,
         "--ready-wait",
@@ -104,6 +111,12 @@ def serve(
             "--auth-ttl, --session-ttl and --notify-interval must be > 0, "
             "--fetch-limit and --max-sessions >= 1, --ready-wait >= 0"
         )
+    if not pins_poll > 0 or math.isinf(pins_poll):
+        # NaN passes every comparison above; KeenServer would refuse it with a traceback.
+        fail(
+            f"--pins-poll must be a positive number of seconds, got {pins_poll!r}; "
+            "1 looks at the pin files once a second (the default)"
+        )
 
     # Failures come back as words and fail() runs outside the event loop: typer.Exit raised
     # inside run()'s task group reached the user as "internal error: ExceptionGroup".
@@ -135,6 +148,7 @@ def serve(
                 max_sessions=max_sessions,
                 notify_interval=notify_interval,
                 ready_wait=ready_wait,
+                pins_poll=pins_poll,
             )
         except BaseException:
             await state.aclose()

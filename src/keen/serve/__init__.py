@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from keen.serve.catalog import ExposedTool, ToolCatalog, exposed_name
 from keen.serve.http import HttpSecurity, build_app, is_loopback, tokens_from_env
+from keen.serve.relay import LogBound
 from keen.serve.run import serve_http, serve_stdio
 from keen.serve.search import CapabilitySearch, KeywordSearch, SearchFn
 from keen.serve.server import KeenServer, Mode
@@ -20,6 +21,7 @@ __all__ = [
     "HttpSecurity",
     "KeenServer",
     "KeywordSearch",
+    "LogBound",
     "MemoryStore",
     "Mode",
     "RedisStore",

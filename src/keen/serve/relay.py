@@ -8,7 +8,10 @@ during the call comes here and goes to the host on the call's own channel (MCP 2
 the Server"); the host's answer goes back to the upstream. A log message
 (``notifications/message``) goes to the host when its level is one the host asked for:
 ``logging/setLevel`` (2025-11-25; every level until it is sent), or the call's own
-``io.modelcontextprotocol/logLevel`` (2026-07-28).
+``io.modelcontextprotocol/logLevel`` (2026-07-28). Log messages are bounded
+(:class:`LogBound`): each one's data is cut to :data:`MAX_LOG_CHARS` characters with a note,
+and each upstream server gets a burst, then a steady rate; the host is told once how many
+were dropped, at the call's end and every :data:`DROPPED_EVERY` seconds while they are.
 
 A 2026-07-28 host cannot be sent a request: its calls' channel is a
 :class:`keen.serve.rounds.RoundsChannel`, whose questions become the call's
@@ -24,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -38,6 +42,7 @@ from pydantic import BaseModel
 from starlette.types import Message, Send
 
 from keen._redact import redactor
+from keen._terminal import terminal_text
 
 __all__ = [
     "CHANNEL_KEY",
@@ -46,6 +51,7 @@ __all__ = [
     "STREAM_KEY",
     "HostChannel",
     "HostPeer",
+    "LogBound",
     "Replies",
     "SessionChannel",
     "SseChannel",
@@ -72,6 +78,21 @@ LEVELS: tuple[mt.LoggingLevel, ...] = (
     "alert",
     "emergency",
 )
+MAX_LOG_CHARS = 8_000
+"""Characters of one upstream log message's data (as JSON text) keen serve passes to a host;
+a longer one is cut, with a note saying how much."""
+LOG_BURST = 100
+"""Log messages of one upstream server keen serve passes at once, before :data:`LOG_PER_SECOND`."""
+LOG_PER_SECOND = 20.0
+"""Log messages a second of one upstream server keen serve passes after a burst."""
+DROPPED_EVERY = 10.0
+"""Seconds between two notices to a host of log messages dropped while a flood goes on."""
+_LOGGER_CHARS = 200
+"""Characters of an upstream's ``logger`` name keen serve passes (a name, not a message)."""
+_REDACT_MARGIN = 1_024
+"""Characters past the cut that are redacted with the kept text, so a secret that starts
+before the cut is matched whole (and blanked) rather than shown in part."""
+
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
@@ -113,6 +134,89 @@ def log_levels(
         return frozenset(allowed_log_levels(protocol_version, meta))
     start = LEVELS.index(set_level) if set_level in LEVELS else 0  # type: ignore[arg-type]
     return frozenset(LEVELS[start:])
+
+
+class LogBound:
+    """How many log messages of each upstream server keen serve passes to its hosts, and how
+    much of each: a token bucket per server (``burst`` at once, then ``per_second``), shared
+    by every call, so a server that floods cannot flood the hosts, nor keen serve's memory
+    (each message the SDK hands over is a task of its own until it is passed or dropped).
+
+    Args:
+        burst: messages of one server passed at once.
+        per_second: messages of one server passed a second after a burst (> 0).
+        max_chars: characters of one message's data passed (the rest cut, with a note).
+        report_every: seconds between two notices to a host of messages dropped while a
+            flood goes on (the rest are told when the call ends).
+        clock: seconds, monotonic (a test's own clock).
+    """
+
+    def __init__(
+        self,
+        *,
+        burst: int = LOG_BURST,
+        per_second: float = LOG_PER_SECOND,
+        max_chars: int = MAX_LOG_CHARS,
+        report_every: float = DROPPED_EVERY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if burst < 1 or not per_second > 0 or max_chars < 1:
+            raise ValueError("a log bound needs burst >= 1, per_second > 0 and max_chars >= 1")
+        self.burst, self.per_second, self.max_chars = burst, per_second, max_chars
+        self.report_every = report_every
+        self.clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+        """Server -> (tokens, when they were counted)."""
+
+    def take(self, server: str) -> bool:
+        """Whether one more log message of ``server`` may pass now (it then counts)."""
+        now = self.clock()
+        tokens, then = self._buckets.get(server, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - then) * self.per_second)
+        if tokens < 1:
+            self._buckets[server] = (tokens, now)
+            return False
+        self._buckets[server] = (tokens - 1, now)
+        return True
+
+    def words(self) -> str:
+        """The bound in words, for the notice of what was dropped."""
+        return f"at most {self.burst:,} at once, then {self.per_second:g} a second, of each server"
+
+
+def shown_log_data(data: Any, limit: int = MAX_LOG_CHARS) -> Any:
+    """An upstream log message's ``data`` as keen serve passes it on: what Keen knows of
+    secrets blanked, invisible and control characters written as escapes
+    (:func:`keen._terminal.terminal_text`), and, when its JSON text is longer than ``limit``
+    characters, that text cut, with a note saying how much was cut (a string, then)."""
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+    if len(text) <= limit:
+        try:
+            redacted = json.loads(redactor.redact(json.dumps(data, ensure_ascii=False, default=str)))
+        except ValueError:
+            redacted = redactor.redact(str(data))
+        return _escaped(redacted)
+    # Redacted past the cut, then cut: a secret the cut runs through is blanked whole, and
+    # what could begin a known secret at the end is dropped too; a 1 MB message costs only
+    # the kept part's redaction.
+    head = redactor.redact(text[: limit + _REDACT_MARGIN])[:limit]
+    head = head[: len(head) - redactor.unsafe_tail(head)]
+    note = (
+        f"\n[truncated: {len(text) - limit:,} of {len(text):,} characters cut; keen serve passes "
+        f"at most {limit:,} characters of an MCP server's log message]"
+    )
+    return terminal_text(head) + note
+
+
+def _escaped(value: Any) -> Any:
+    """``value`` with every string (and key) through :func:`keen._terminal.terminal_text`."""
+    if isinstance(value, str):
+        return terminal_text(value)
+    if isinstance(value, dict):
+        return {terminal_text(str(k)): _escaped(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list):
+        return [_escaped(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
 
 
 class HostChannel(Protocol):
@@ -313,6 +417,8 @@ class HostPeer:
         levels: the log levels the host gets (:func:`log_levels`).
         cannot_ask: why Keen cannot send the host a request in this call, or None when it can.
         audit: ``(server, method, outcome, code)``, one event per request relayed or declined.
+        log_bound: how many log messages of each server pass, and how much of each (keen
+            serve's one :class:`LogBound`, shared by every call; a bound of its own when None).
     """
 
     def __init__(
@@ -324,6 +430,7 @@ class HostPeer:
         levels: frozenset[str],
         cannot_ask: str | None = None,
         audit: Callable[[str, str, str, str | None], None] | None = None,
+        log_bound: LogBound | None = None,
     ) -> None:
         self._host = host
         self.channel = channel
@@ -334,6 +441,10 @@ class HostPeer:
         self._done = anyio.Event()
         self._asking = 0
         self._idle = anyio.Event()
+        self._bound = log_bound if log_bound is not None else LogBound()
+        self._dropped: dict[str, tuple[int, int, float]] = {}
+        """Server -> (log messages dropped since the host was last told, the most severe one's
+        index in LEVELS, when the first of them was dropped)."""
 
     @property
     def host(self) -> str:
@@ -344,9 +455,12 @@ class HostPeer:
         told, while its call's channel is open) and answered with an error; returns once it
         was, so the withdrawal reaches the host before the call's result (at most 2 s)."""
         self._done.set()
-        if self._asking:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(2.0):
+        with anyio.CancelScope(shield=True), anyio.move_on_after(2.0):
+            if self._asking:
                 await self._idle.wait()
+            # What a flood left untold, before the call's result (its stream ends with it).
+            for server in list(self._dropped):
+                await self._tell_dropped(server)
 
     async def ask(self, server: str, request: mt.InputRequest) -> mt.InputResponse | mt.ErrorData:
         needed, result_type = _needs(request)
@@ -408,15 +522,39 @@ class HostPeer:
     async def log(self, server: str, params: mt.LoggingMessageNotificationParams) -> None:
         if self.channel is None or params.level not in self.levels or self._done.is_set():
             return
+        # Counted before any work and any wait: a dropped message ends its task at once.
+        passes = self._bound.take(server)
+        if not passes:
+            count, worst, since = self._dropped.get(server, (0, 0, self._bound.clock()))
+            self._dropped[server] = (count + 1, max(worst, LEVELS.index(params.level)), since)
+        if (
+            server in self._dropped
+            and self._bound.clock() - self._dropped[server][2] >= self._bound.report_every
+        ):
+            await self._tell_dropped(server)
+        if not passes:
+            return
         # Named after its server, and with what Keen knows of secrets blanked, as every
-        # text Keen passes on.
-        name = f"{server}/{params.logger}" if params.logger else server
-        try:
-            data = json.loads(redactor.redact(json.dumps(params.data, ensure_ascii=False)))
-        except ValueError:
-            data = redactor.redact(str(params.data))
+        # text Keen passes on; invisible characters shown, and the data cut to its bound.
+        logger = terminal_text(params.logger[:_LOGGER_CHARS], one_line=True) if params.logger else None
+        name = f"{server}/{logger}" if logger else server
+        data = shown_log_data(params.data, self._bound.max_chars)
         shown = mt.LoggingMessageNotificationParams(level=params.level, logger=name, data=data)
         await self.channel.notify(mt.LoggingMessageNotification(params=shown))
+
+    async def _tell_dropped(self, server: str) -> None:
+        """One notice to the host of the log messages of ``server`` dropped since the last one,
+        at the level of the most severe of them (one the host asked for)."""
+        count, worst, _ = self._dropped.pop(server, (0, 0, 0.0))
+        if not count or self.channel is None:
+            return
+        words = (
+            f"keen serve dropped {count:,} log message{'' if count == 1 else 's'} of MCP server "
+            f"{server!r} during this call: it passes {self._bound.words()}"
+        )
+        shown = mt.LoggingMessageNotificationParams(level=LEVELS[worst], logger="keen serve", data=words)
+        with contextlib.suppress(Exception):  # a host gone mid-call loses the notice, nothing else
+            await self.channel.notify(mt.LoggingMessageNotification(params=shown))
 
     async def completed(self, server: str, elicitation_id: str) -> None:
         # On the call's channel: over HTTP only while the call runs (its stream ends with it).

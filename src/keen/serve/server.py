@@ -86,6 +86,7 @@ from keen.serve.relay import (
     STREAM_KEY,
     HostChannel,
     HostPeer,
+    LogBound,
     Replies,
     SessionChannel,
     host_capabilities,
@@ -156,6 +157,9 @@ class KeenServer:
         pins_poll: seconds between two looks at the connected servers' pin files (extension
             mode), so a change of them made elsewhere (``keen mcp trust`` in another process,
             a pins folder broken or mended) reaches the hosts as a change notice.
+        log_bound: how many log messages of each upstream server reach the hosts during
+            calls, and how much of each (:class:`keen.serve.relay.LogBound`; its defaults
+            when None).
 
     Raises:
         ConfigError: the manager's config file cannot be used (raised before the audit log
@@ -180,6 +184,7 @@ class KeenServer:
         notify_interval: float = DEFAULT_NOTIFY_INTERVAL,
         ready_wait: float = DEFAULT_READY_WAIT,
         pins_poll: float = DEFAULT_PINS_POLL,
+        log_bound: LogBound | None = None,
     ) -> None:
         if mode not in ("search", "extension"):
             raise ValueError(f"unknown mode {mode!r}; use search or extension")
@@ -196,6 +201,8 @@ class KeenServer:
         """Handshake-era HTTP hosts' answers to what Keen asked them (keen.serve.relay)."""
         self._log_levels: dict[str, str] = {}
         """Caller scope -> the level its host set with ``logging/setLevel``."""
+        self.log_bound = log_bound if log_bound is not None else LogBound()
+        """Upstreams' log messages passed to hosts: a burst, then a rate, per server."""
         self.mode: Mode = mode
         self.store: Store = store if store is not None else MemoryStore()
         self.withheld = Withheld()
@@ -637,6 +644,7 @@ class KeenServer:
             levels=log_levels(ctx.protocol_version, ctx.meta, self._log_levels.get(scope)),
             cannot_ask=cannot,
             audit=audit,
+            log_bound=self.log_bound,
         )
 
     async def _set_logging_level(

@@ -1,0 +1,170 @@
+"""An upstream's log messages reach a host bounded (docs/serve.md "During a call").
+
+Before, keen serve passed every ``notifications/message`` of a server, whole, to the host
+whose call was running: a server that sent thousands of large ones flooded the host and
+held keen serve's memory (the SDK hands each one over as a task of its own). Now each
+server gets a burst, then a steady rate (:class:`keen.serve.LogBound`), each message's data
+is cut with a note, and the host is told once how many were dropped. The bound's clock is
+the test's, so what passes does not depend on the machine's speed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import mcp_types as mt
+import pytest
+
+from helpers import server_script
+from helpers.forkserver import script_args
+from helpers.serve import basic_in_memory, in_process, write_upstream
+from keen.mcp.connection.memory import in_memory_transport
+from keen.serve import LogBound
+from keen.serve.relay import HostPeer
+
+pytestmark = [
+    pytest.mark.anyio,
+    # logging/setLevel and the logging capability are deprecated as of 2026-07-28; 2025-11-25
+    # hosts and servers still use them.
+    pytest.mark.filterwarnings("ignore:The logging capability is deprecated"),
+]
+
+LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
+
+
+class Clock:
+    """The bound's clock: still unless the test moves it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Logs:
+    """What a host got: each ``notifications/message`` as ``(level, logger, data)``."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, str | None, Any]] = []
+
+    async def on_message(self, message: Any) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, mt.LoggingMessageNotification):
+            self.got.append((root.params.level, root.params.logger, root.params.data))
+
+    async def notify(self, notification: mt.ServerNotification) -> None:
+        """As a :class:`keen.serve.relay.HostChannel` (the peer tests below)."""
+        await self.on_message(notification)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    logs = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": script_args(str(server_script("log_stdio"))),
+    }
+    write_upstream(tmp_path, extra={"logs": logs})
+    monkeypatch.setenv("KEEN_HOME", str(tmp_path))
+    return tmp_path
+
+
+def _transports() -> dict[str, Any]:
+    from servers.log_stdio import server
+
+    return {**basic_in_memory(), "logs": in_memory_transport(server)}
+
+
+async def _flood(client: Any, count: int, size: int, level: str = "info") -> str:
+    call = {"server": "logs", "tool": "flood", "arguments": {"count": count, "size": size, "level": level}}
+    result = await client.call_tool("call_mcp_tool", call)
+    return result.content[0].text
+
+
+async def test_a_flood_reaches_the_host_bounded_cut_and_counted(home: Path) -> None:
+    from servers.log_stdio import FLOOD_HEAD
+
+    logs = Logs()
+    bound = LogBound(burst=5, per_second=1.0, max_chars=1_000, clock=Clock())
+    async with in_process(
+        home,
+        "session",
+        mode="search",
+        transports=_transports(),
+        message_handler=logs.on_message,
+        log_bound=bound,
+    ) as (_, client):
+        assert await _flood(client, 50, 20_000) == "sent 50"
+    flood = [entry for entry in logs.got if entry[1] == "logs/flood"]
+    told = [entry for entry in logs.got if entry[1] == "keen serve"]
+    assert len(flood) == 5, logs.got  # the burst; the clock never moved, so no more
+    for level, _, data in flood:
+        assert level == "info"
+        assert isinstance(data, str) and len(data) <= 1_000 + 200
+        assert "[truncated: 19,000 of 20,000 characters cut" in data
+        assert "flood-secret" not in data and "Bearer [REDACTED]" in data
+        assert "\u202e" not in data and "\\u202e" in data
+    assert FLOOD_HEAD.startswith("Bearer flood-secret")
+    assert told == [
+        (
+            "info",
+            "keen serve",
+            "keen serve dropped 45 log messages of MCP server 'logs' during this call: it passes "
+            "at most 5 at once, then 1 a second, of each server",
+        )
+    ]
+
+
+async def test_messages_below_the_hosts_level_are_not_counted_as_dropped(home: Path) -> None:
+    logs = Logs()
+    bound = LogBound(burst=5, per_second=1.0, clock=Clock())
+    async with in_process(
+        home,
+        "session",
+        mode="search",
+        transports=_transports(),
+        message_handler=logs.on_message,
+        log_bound=bound,
+    ) as (_, client):
+        await client.set_logging_level("error")
+        assert await _flood(client, 50, 100, level="info") == "sent 50"
+        assert logs.got == []
+        # The bucket was not spent on what the host never gets: an error passes.
+        assert await _flood(client, 1, 100, level="error") == "sent 1"
+    assert [(level, logger) for level, logger, _ in logs.got] == [("error", "logs/flood")]
+
+
+async def test_a_long_flood_is_told_every_so_often_and_at_the_calls_end() -> None:
+    clock = Clock()
+    logs = Logs()
+    bound = LogBound(burst=2, per_second=1.0, report_every=10.0, clock=clock)
+    peer = HostPeer("h", logs, capabilities=[], levels=LEVELS, log_bound=bound)
+    message = mt.LoggingMessageNotificationParams(level="warning", logger="l", data="hi")
+    for _ in range(10):
+        await peer.log("s", message)
+    assert [logger for _, logger, _ in logs.got] == ["s/l", "s/l"]  # the burst, then none told yet
+    clock.now = 10.0  # a flood still going ten seconds on: told once, then two more pass
+    for _ in range(3):
+        await peer.log("s", message)
+    assert [logger for _, logger, _ in logs.got] == ["s/l", "s/l", "keen serve", "s/l", "s/l"]
+    assert logs.got[2][0] == "warning"
+    assert logs.got[2][2].startswith("keen serve dropped 8 log messages of MCP server 's'")
+    await peer.log("s", message)  # one more dropped, told when the call ends
+    await peer.end()
+    assert logs.got[-1][2].startswith("keen serve dropped 2 log messages of MCP server 's'")
+    assert len(logs.got) == 6
+    await peer.log("s", message)  # after the call: nothing reaches the host
+    assert len(logs.got) == 6
+
+
+async def test_structured_log_data_keeps_its_shape_with_secrets_blanked_and_escapes() -> None:
+    logs = Logs()
+    peer = HostPeer("h", logs, capabilities=[], levels=LEVELS, log_bound=LogBound(clock=Clock()))
+    data = {"auth": "Bearer abcdefgh12345678", "note": "a\u200bb\x1b[31m", "n": 3}
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", logger="x\u202ey", data=data))
+    assert logs.got == [
+        ("info", "s/x\\u202ey", {"auth": "Bearer [REDACTED]", "note": "a\\u200bb\\x1b[31m", "n": 3})
+    ]
