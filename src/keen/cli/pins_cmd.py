@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     # these commands costs other commands nothing at start-up.
     from keen.mcp import ServerInfo, Tool
     from keen.trust.flags import Flag
-    from keen.trust.pins import InfoCheck, PinReport, ToolCheck
+    from keen.trust.info_pins import InfoCheck
+    from keen.trust.pins import PinReport, ToolCheck
 
 __all__ = ["register"]
 
@@ -309,7 +310,8 @@ def trust_cmd(
     """
     from keen.cli._signals import ask_cancellably, confirm_line
     from keen.trust.flags import escape_text
-    from keen.trust.pins import PinStore, Review, compare, compare_info, trust
+    from keen.trust.info_pins import compare_info
+    from keen.trust.pins import PinStore, Review, compare, trust
 
     store = PinStore()
     review = store.load_review(server)
