@@ -239,3 +239,8 @@ def test_info_pinned_on_first_look_is_shown_by_the_diff_before_trust_marks_it_re
     trusted = keen_here("mcp", "trust", "notes", keen_home=home)
     assert trusted.code == 0, trusted
     assert _info(home)["reviewed"] is True
+    # It says what it did to the info (it said nothing of it, as if only tools were trusted).
+    assert "reviewed server info: pinned on first look before, unchanged" in trusted.stdout, trusted
+    assert re.search(
+        r"^notes: .*server info reviewed \(pinned on first look before\); ", trusted.stdout, re.M
+    ), trusted

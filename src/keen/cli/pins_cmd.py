@@ -329,7 +329,7 @@ def trust_cmd(
 
     async def pin(
         live: list[Tool], info: ServerInfo | None, others: dict[str, list[Tool]]
-    ) -> tuple[list[ToolCheck], int, set[str], InfoCheck | None] | None:
+    ) -> tuple[list[ToolCheck], int, set[str], InfoCheck | None, bool] | None:
         shown = review
         if shown is None:
             # No diff to bind to: show what would be pinned, from this very listing, and ask.
@@ -347,17 +347,30 @@ def trust_cmd(
         pins, trusted = trust(
             server, live, tools or None, store=store, reviewed=shown, by_user=True, info=info
         )
-        return trusted, len(pins.tools), first_use, accepted
+        # Info pinned unchanged on a first look, which this trust marked reviewed: said, as a
+        # first call's pins reviewed are, or the trust looks as if it did nothing to it.
+        info_reviewed = (
+            accepted is not None
+            and accepted.status == "trusted"
+            and not accepted.reviewed
+            and pins.info is not None
+            and pins.info.reviewed
+        )
+        return trusted, len(pins.tools), first_use, accepted, info_reviewed
 
-    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int, set[str], InfoCheck | None] | None:
+    async def body() -> (
+        tuple[list[ToolCheck], dict[str, list[Flag]], int, set[str], InfoCheck | None, bool] | None
+    ):
         live, _info, _policy, others, done = await _live_tools(server, timeout, live=not as_json, pin=pin)
-        return None if done is None else (done[0], _flags(server, live, others), done[1], done[2], done[3])
+        if done is None:
+            return None
+        return done[0], _flags(server, live, others), done[1], done[2], done[3], done[4]
 
     done = run(body)
     if done is None:
         fail(f"nothing was trusted: {server}'s definitions were not accepted", code=1)
 
-    trusted, flags, pinned, first_use, instructions = done
+    trusted, flags, pinned, first_use, instructions, info_reviewed = done
     path = store.path(server)
     if as_json:
         print_json(
@@ -368,7 +381,11 @@ def trust_cmd(
                 "trusted": [
                     {**c.to_dict(), "flags": [f.to_dict() for f in flags.get(c.name, [])]} for c in trusted
                 ],
-                "info": instructions.to_dict() if instructions is not None else None,
+                "info": (
+                    {**instructions.to_dict(), "marked_reviewed": info_reviewed}
+                    if instructions is not None
+                    else None
+                ),
             }
         )
         return
@@ -386,6 +403,8 @@ def trust_cmd(
             )
     if instructions is not None and instructions.status != "trusted":
         out.print(f"trusted server info: {instructions.status}", highlight=False)
+    elif info_reviewed:
+        out.print("reviewed server info: pinned on first look before, unchanged", highlight=False)
     # Pinned by a first call and unchanged: reviewed now (their readOnlyHint counts from here).
     reviewed = [c for c in trusted if c.status == "trusted" and c.name in first_use]
     unchanged = len(trusted) - len(accepted) - len(reviewed)
@@ -394,6 +413,10 @@ def trust_cmd(
         words.append(f"{len(reviewed)} reviewed (pinned by a first call before)")
     if unchanged or not reviewed:
         words.append(f"{unchanged} already trusted")
+    if instructions is not None and instructions.status != "trusted":
+        words.append(f"server info accepted ({instructions.status})")
+    elif info_reviewed:
+        words.append("server info reviewed (pinned on first look before)")
     out.print(
         f"{escape(server)}: {', '.join(words)}; {pinned} tools pinned in {escape(str(path))}",
         highlight=False,
