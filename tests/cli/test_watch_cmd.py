@@ -374,20 +374,24 @@ def test_list_and_sync_show_flags(home: Home, tmp_path: Path) -> None:
     ]
 
 
-def test_watch_json_says_a_state_once_not_per_failed_retry(home: Home, tmp_path: Path) -> None:
+@pytest.mark.parametrize("said_at_start", ["not yet", "not yet (pid {pid})"])
+def test_watch_json_says_a_state_once_not_per_failed_retry(
+    home: Home, tmp_path: Path, said_at_start: str
+) -> None:
     """A stdio server down at start and at the first two reconnects: ``--json`` printed a
     ``connecting``/``disconnected`` pair of ``server.state`` events at each failed retry.
     Now a state is said when it changes: ``connecting`` as the reconnect begins, the first
     failure, nothing while the next retries fail the same way, then ``connected``. Each counts
     the retries failed by then: the disconnected one said 0, as the Reconnector counts an
-    attempt only after its state was announced."""
+    attempt only after its state was announced. An error whose text differs at each retry
+    (the server's pid in its stderr) is the same state: one event, not one per retry."""
     from tests.conftest import SERVERS
 
     starts = tmp_path / "starts"
     tools = [{"name": "a", "description": "A.", "inputSchema": {"type": "object"}}]
     spec = tmp_path / "late.json"
     late = {"tools": tools, "exit_at_start": 3, "exit_first_starts": 3, "start_times": str(starts)}
-    spec.write_text(json.dumps({**late, "stderr_at_start": "not yet"}))
+    spec.write_text(json.dumps({**late, "stderr_at_start": said_at_start}))
     home.write({"late": {"command": sys.executable, "args": [str(SERVERS / "hostile_stdio.py"), str(spec)]}})
 
     proc = _watch(home, "--json")
@@ -404,3 +408,5 @@ def test_watch_json_says_a_state_once_not_per_failed_retry(home: Home, tmp_path:
     # The start, two failed reconnects, the one that connected.
     assert len(starts.read_text().split()) == 4
     assert said == [("connecting", 0), ("disconnected", 1), ("connected", 2)], lines.seen
+    [gone] = [e for e in map(json.loads, lines.seen) if e.get("state") == "disconnected"]
+    assert "not yet" in gone["last_error"], gone  # the latest error, said with the state

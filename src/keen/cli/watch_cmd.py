@@ -7,9 +7,10 @@ happens: a change notice (``notifications/tools/list_changed``, or ``subscriptio
 in the 2026-07-28 era), an expired ``ttlMs``, a reconnect. Skills on disk follow each change
 before its line is printed. With ``--json`` every line is one JSON object (``watch.ready``,
 ``capability.diff``, ``server.state``) for scripts; Ctrl-C or SIGTERM ends it with exit 0.
-A server's state is said once per new state or error, not per reconnect attempt
-(``server.state``'s ``retries``: the failed attempts so far; ``--json`` says ``connecting``
-as a reconnect begins, never at each retry).
+A server's state is said once per new state, not per reconnect attempt, and not per new
+error text either (a server's stderr may quote its pid, other at each start): each line or
+event carries the latest error (``server.state``'s ``retries``: the failed attempts so far;
+``--json`` says ``connecting`` as a reconnect begins, never at each retry).
 A server that goes away, or is down at start, is reconnected on the back-off of
 :class:`keen.mcp.Reconnector` until it is back (docs/architecture.md "Servers and their states").
 """
@@ -237,7 +238,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
     from keen.runtime import open_runtime
 
     root = paths.skills_dir()
-    said: dict[str, tuple[str, str]] = {}
+    said: dict[str, str] = {}
 
     def show(change: ToolsChanged, entry: SyncEntry | None) -> None:
         if as_json:
@@ -250,8 +251,9 @@ async def _watch(as_json: bool, timeout: float) -> None:
         # A reconnect that fails again says nothing new: one line (or event) per new state or
         # error, not a connecting/disconnected pair per retry. --json says "connecting" when
         # a reconnect begins (no retry failed yet), never again at each retry; the text lines
-        # say only where the attempts end.
-        now = (status.state.value, status.last_error)
+        # say only where the attempts end. A new error text alone is not a new state: a
+        # server that quotes its pid in its stderr would otherwise be said at every retry.
+        now = status.state.value
         if said.get(status.name) == now:
             return
         if status.state is ServerState.CONNECTING and (retries or not as_json):
@@ -274,7 +276,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
             if change:
                 show(change, entry)
         statuses = manager.servers()
-        said.update({s.name: (s.state.value, s.last_error) for s in statuses})
+        said.update({s.name: s.state.value for s in statuses})
         if as_json:
             ready = [
                 {"server": s.name, "state": s.state.value, "protocol_version": s.protocol_version}
