@@ -443,3 +443,40 @@ def test_interactive_trust_lists_everything_it_is_about_to_accept_escaped(
     assert "pinned by a first call, not reviewed keep" in text and '"readOnlyHint": true' in text, text
     pins = json.loads((keen_home / "mcp" / "pins" / "one.json").read_text())
     assert set(pins["tools"]) == {"keep", "archive", "gone"}  # declined: nothing pinned
+
+
+def test_diff_caps_each_shown_diff_and_says_how_to_see_it_all(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+) -> None:
+    """A 600 KB description (one line of the definition) and 1,000 lines of instructions
+    printed whole: each shown diff now stops, saying how much it cut and how to see it all
+    (``--full``); ``--json`` keeps the whole text."""
+    from helpers.hostile import hostile_entry
+    from keen.cli.pins_cmd import MAX_SHOWN_LINE_CHARS, MAX_SHOWN_LINES
+
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    home = Home(keen_home, user_home)
+    spec = tmp_path / "big.json"
+    big = {"name": "big", "description": "A" * 600_000 + "TAIL-MARK", "inputSchema": {"type": "object"}}
+    lines = [f"line {i}" for i in range(1000)]
+    spec_data = {"tools": [big], "instructions": "\n".join(lines)}
+    write_config({"big": hostile_entry(spec, spec_data, pinning="quarantine")})
+    shown, full, as_json = home.keen_many(
+        ("mcp", "diff", "big"), ("mcp", "diff", "big", "--full"), ("mcp", "diff", "big", "--json")
+    )
+    assert shown.code == full.code == as_json.code == 0, (shown, full, as_json)
+    assert "TAIL-MARK" not in shown.stdout and "line 999" not in shown.stdout, shown.stdout[-2000:]
+    notes = re.findall(
+        r"\[\.\.\. ([\d,]+) characters not shown \(([^)]*)\): keen mcp diff big --full\]", shown.stdout
+    )
+    assert len(notes) == 2, shown.stdout[-2000:]  # one per diff: the tool's, the server info's
+    [description] = [line for line in full.stdout.splitlines() if "TAIL-MARK" in line]
+    assert int(notes[0][0].replace(",", "")) == len(description) - MAX_SHOWN_LINE_CHARS
+    assert notes[0][1] == "1 line cut short at [...]", notes
+    info_lines = as_json.json()["info"]["diff"].splitlines()
+    assert notes[1][1] == f"{len(info_lines) - MAX_SHOWN_LINES:,} more lines", notes
+    assert '+"line 999"' in info_lines and '+"line 999"' in full.stdout.splitlines()
+    assert "not shown" not in full.stdout
+    [tool] = as_json.json()["tools"]
+    assert "TAIL-MARK" in tool["diff"]
