@@ -262,6 +262,36 @@ def test_watch_text_escapes_the_error_of_a_server_that_went_away(home: Home, tmp
     assert code == 0, stderr
 
 
+def test_watch_regenerates_the_skill_when_a_reconnect_changes_only_the_instructions(
+    home: Home, tmp_path: Path
+) -> None:
+    """A stdio server (``warn``) comes back with the same tools and new instructions: no tool
+    changed, so nothing was said and the skill kept the old text until the next sync. Now
+    the skill follows and ``--json`` says ``server.info``."""
+    from tests.conftest import SERVERS
+
+    pidfile = tmp_path / "server.pid"
+    tools = [{"name": "a", "description": "A.", "inputSchema": {"type": "object"}}]
+    spec = tmp_path / "notes.json"
+    spec.write_text(json.dumps({"tools": tools, "instructions": "Old words.", "pidfile": str(pidfile)}))
+    home.write({"notes": {"command": sys.executable, "args": [str(SERVERS / "hostile_stdio.py"), str(spec)]}})
+    skill_md = home.keen_home / "skills" / "mcp:notes" / "SKILL.md"
+    proc = _watch(home, "--json")
+    try:
+        lines = Lines(proc)
+        lines.until(lambda e: e["type"] == "watch.ready")
+        assert "Old words." in skill_md.read_text()
+        spec.write_text(json.dumps({"tools": tools, "instructions": "New words.", "pidfile": str(pidfile)}))
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        event = lines.until(lambda e: e["type"] in ("server.info", "capability.diff"))
+    finally:
+        code, stderr = _stop(proc, signal.SIGTERM)
+    assert code == 0, stderr
+    assert (event["type"], event["server"], event["skill"]) == ("server.info", "notes", "generated"), event
+    text = skill_md.read_text()
+    assert "New words." in text and "Old words." not in text, text
+
+
 def test_watch_restarts_a_server_that_crashes_after_each_connect_once_per_growing_window(
     home: Home, tmp_path: Path
 ) -> None:
