@@ -54,7 +54,7 @@ SyncedObserver = Callable[[ToolsChanged, "SyncEntry | None"], None]
 """Told each change once its skill was written (``entry``; ``None`` when writing failed)."""
 InfoSyncedObserver = Callable[[str, "SyncEntry | None"], None]
 """Told ``(server, entry)`` once a skill was written for a changed server info."""
-ShownInfo = tuple[str, str | None, str, str | None, bool]
+_ShownInfo = tuple[str, str | None, str, str | None, bool]
 """What a skill shows of a server's info: name, title, version, instructions, and whether
 it is held for review."""
 
@@ -87,7 +87,7 @@ def snapshot_from(manager: Manager, status: ServerStatus, view: ToolsView | None
     )
 
 
-def shown_info(snap: ServerSnapshot) -> ShownInfo | None:
+def _info_shown_by(snap: ServerSnapshot) -> _ShownInfo | None:
     """What ``snap``'s skill shows of the server's info (``None``: it has none)."""
     info = snap.info
     if info is None:
@@ -150,7 +150,7 @@ class LiveSkills:
         self.on_info_synced = on_info_synced
         self._pending: dict[str, list[ToolsChanged]] = {}
         self._connected: set[str] = set()
-        self._shown: dict[str, ShownInfo | None] = {}
+        self._shown: dict[str, _ShownInfo | None] = {}
         """Per server, the info the skill was last written from (or, for a server first seen
         connected here, found at that look: its skill is the startup sync's business)."""
         self._wake = anyio.Event()
@@ -197,7 +197,7 @@ class LiveSkills:
         """Whether ``server``'s shown info differs from the one its skill was last written
         from (a server not seen before: no), recording it."""
         try:
-            now = shown_info(snapshot(self.manager, server))
+            now = _info_shown_by(snapshot(self.manager, server))
         except KeenError:
             return False
         known = server in self._shown
@@ -237,7 +237,7 @@ class LiveSkills:
         except KeenError as exc:
             logger.warning("live skills: %s not regenerated: %s", server, exc)
             return None
-        self._shown[server] = shown_info(snap)
+        self._shown[server] = _info_shown_by(snap)
         root = self.skills_root
         from keen.mcpskills.sync import sync_server
 
