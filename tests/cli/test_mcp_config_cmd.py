@@ -479,6 +479,30 @@ def test_a_quoted_whole_command_line_gets_the_add_command_that_splits_it(home: H
     }
 
 
+def test_a_quoted_command_line_with_a_key_is_not_echoed_and_the_fix_reads_it_from_a_variable(
+    home: Home,
+) -> None:
+    # The note quoted the whole line back, and suggested a command holding the key itself.
+    line = f"npx -y @acme/files-mcp --api-key {SECRET} /tmp"
+    run = home.keen("mcp", "add", "files", "--", line)
+    assert run.code == 0, str(run)
+    assert SECRET not in run.stdout and SECRET not in run.stderr, str(run)
+    assert "set FILES_API_KEY to the credential it holds" in run.stderr, str(run)
+    again = run.stderr.split("reading it from the environment: ", 1)[1].strip()
+    argv = shlex.split(again)
+    assert argv[5:] == ["--", "npx", "-y", "@acme/files-mcp", "--api-key", "${FILES_API_KEY}", "/tmp"], again
+    fixed = home.keen(*argv[1:], env={"FILES_API_KEY": SECRET})
+    assert fixed.code == 0 and "note" not in fixed.stderr, str(fixed)
+    assert SECRET not in fixed.stdout + fixed.stderr, str(fixed)
+    assert servers(home)["files"]["args"] == [
+        "-y",
+        "@acme/files-mcp",
+        "--api-key",
+        "${FILES_API_KEY}",
+        "/tmp",
+    ]
+
+
 def test_import_names_a_misspelt_command_or_url_as_configs_json_does(home: Home, tmp_path: Path) -> None:
     # `keen mcp import` refused {"comand": ...} as having neither "command" nor "url", "add
     # one", not naming the misspelling configs.json's own rules name.

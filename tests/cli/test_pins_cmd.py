@@ -25,6 +25,7 @@ from fastmcp import FastMCP
 
 from helpers import stdio_entry
 from helpers.cli import KEEN, Home
+from helpers.hostile import hostile_entry
 from helpers.http_servers import serve_http
 from keen.capabilities import Catalog
 from keen.errors import ToolQuarantined
@@ -69,24 +70,26 @@ class Docs:
         self.mcp.tool(self._lookup, name="find", title="Page by id", description="Look a page up by its id.")
 
 
-def keen_cli(keen_home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KEEN_")}
-    env.update(KEEN_HOME=str(keen_home), COLUMNS="200", NO_COLOR="1")
-    proc = subprocess.run(
-        [*KEEN, *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+@pytest.fixture
+def home(keen_home: Path, tmp_path: Path) -> Home:
+    """The CLI run on the test's ``KEEN_HOME`` (where ``write_config`` writes) and a HOME of its own."""
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    return Home(keen_home, user_home)
+
+
+ONE = {"name": "one", "description": "One.", "inputSchema": {"type": "object"}}
+
+
+def _pin_one(home: Home, spec: Path) -> None:
+    """Configure ``one`` (the hostile server reading ``spec``, pinning ``quarantine``) listing
+    the tool ``one``, and pin it by a first approved call."""
+    home.write({"one": hostile_entry(spec, {"tools": [ONE]}, pinning="quarantine")})
+    assert home.keen("mcp", "call", "one", "one", "--yes").code == 0  # pins "one"
 
 
 async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_trust(
-    write_config: Callable[[dict[str, Any]], Path], keen_home: Path
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, home: Home
 ) -> None:
     docs = Docs()
     with serve_http(docs.mcp) as srv:
@@ -158,10 +161,8 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             assert set(flagged) == {"search"}
             assert {f.kind for f in flagged["search"]} == {"override", "secrets"}
 
-            shown = await anyio.to_thread.run_sync(
-                lambda: keen_cli(keen_home, "mcp", "diff", "docs", "--json")
-            )
-            assert shown.returncode == 0, shown.stderr
+            shown = await anyio.to_thread.run_sync(lambda: home.keen_process("mcp", "diff", "docs", "--json"))
+            assert shown.code == 0, shown.stderr
             report = json.loads(shown.stdout)
             assert report["policy"] == "quarantine" and report["pinned"] is True
             by_name = {t["name"]: t for t in report["tools"]}
@@ -173,8 +174,8 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             assert by_name["find"]["quarantined"] is True and '+  "name": "find"' in by_name["find"]["diff"]
             assert report["counts"] == {"trusted": 0, "renamed": 1, "changed": 1, "new": 0, "removed": 0}
 
-            human = await anyio.to_thread.run_sync(lambda: keen_cli(keen_home, "mcp", "diff", "docs"))
-            assert human.returncode == 0, human.stderr
+            human = await anyio.to_thread.run_sync(lambda: home.keen_process("mcp", "diff", "docs"))
+            assert human.code == 0, human.stderr
             assert "changed search: description" in human.stdout
             assert "renamed find (was lookup)" in human.stdout
             assert "flag secrets in description" in human.stdout
@@ -184,9 +185,9 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             ), human.stdout
 
             accepted = await anyio.to_thread.run_sync(
-                lambda: keen_cli(keen_home, "mcp", "trust", "docs", "search", "find")
+                lambda: home.keen_process("mcp", "trust", "docs", "search", "find")
             )
-            assert accepted.returncode == 0, accepted.stderr
+            assert accepted.code == 0, accepted.stderr
             assert "trusted search: changed" in accepted.stdout
             assert "trusted find: renamed (was lookup)" in accepted.stdout
             assert "warning: flag secrets" in accepted.stderr  # trusting flagged text says so
@@ -200,18 +201,13 @@ async def test_a_changed_tool_is_quarantined_shown_and_callable_after_keen_mcp_t
             assert approvals == ["search", "search", "find"]
 
 
-def test_trust_of_an_unknown_tool_and_an_unknown_server_fail_with_exit_2(
-    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
-) -> None:
+def test_trust_of_an_unknown_tool_and_an_unknown_server_fail_with_exit_2(keen_home: Path, home: Home) -> None:
     # The commands' answers and exit codes only: in this process (typer's CliRunner, on the
     # main thread: a command's event loop sets signal handlers); the console script's own
     # exits are the test above's.
     docs = Docs()
-    user_home = tmp_path / "user-home"
-    user_home.mkdir()
-    home = Home(keen_home, user_home)
     with serve_http(docs.mcp) as srv:
-        write_config({"docs": {"url": srv.url}})
+        home.write({"docs": {"url": srv.url}})
         unreviewed, first, bad_tool, bad_server = home.keen_many(
             ("mcp", "trust", "docs"),
             ("mcp", "diff", "docs"),
@@ -226,19 +222,14 @@ def test_trust_of_an_unknown_tool_and_an_unknown_server_fail_with_exit_2(
     assert "Look a page up by its id." in first.stdout  # every definition trust would pin is shown
 
 
-def test_pins_from_a_first_call_are_said_unreviewed_until_trust_reviews_them(
-    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
-) -> None:
+def test_pins_from_a_first_call_are_said_unreviewed_until_trust_reviews_them(home: Home) -> None:
     """A first approved call pins every tool, but a person saw none of them: their
     readOnlyHint grants nothing until ``keen mcp trust``. ``keen mcp diff`` says so instead
     of calling them trusted, and ``keen mcp trust`` says it reviewed them, not that they were
     "already trusted". A misspelt server is named as not configured, not sent to diff."""
     docs = Docs()
-    user_home = tmp_path / "user-home"
-    user_home.mkdir()
-    home = Home(keen_home, user_home)
     with serve_http(docs.mcp) as srv:
-        write_config({"docs": {"url": srv.url}})
+        home.write({"docs": {"url": srv.url}})
         called, diff, diff_json, trusted, again, again_json, ghost = home.keen_many(
             ("mcp", "call", "docs", "search", "--args", '{"q": "a"}', "--yes"),
             ("mcp", "diff", "docs"),
@@ -305,15 +296,10 @@ async def test_a_denied_first_call_pins_nothing_and_a_broken_pin_file_refuses_ca
         assert "is not valid JSON" in refused.text and "delete it to pin" in refused.text
 
 
-def test_diff_under_policy_off_says_only_trust_pins_and_nothing_warns(
-    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
-) -> None:
+def test_diff_under_policy_off_says_only_trust_pins_and_nothing_warns(keen_home: Path, home: Home) -> None:
     """Under ``"pinning": "off"`` an approved call pins nothing and a changed tool runs
     without a warning: ``keen mcp diff`` does not promise either."""
-    user_home = tmp_path / "user-home"
-    user_home.mkdir()
-    home = Home(keen_home, user_home)
-    write_config({"local": {**stdio_entry("basic_stdio"), "pinning": "off"}})
+    home.write({"local": {**stdio_entry("basic_stdio"), "pinning": "off"}})
     called, before = home.keen_many(
         ("mcp", "call", "local", "echo", "--args", '{"text": "x"}', "--yes"), ("mcp", "diff", "local")
     )
@@ -324,7 +310,7 @@ def test_diff_under_policy_off_says_only_trust_pins_and_nothing_warns(
     assert "would be pinned by: keen mcp trust local" in before.stdout, before
     trusted = home.keen("mcp", "trust", "local", "echo")
     assert trusted.code == 0, trusted
-    write_config({"local": {**stdio_entry("basic_stdio", "--tools", "1"), "pinning": "off"}})
+    home.write({"local": {**stdio_entry("basic_stdio", "--tools", "1"), "pinning": "off"}})
     grown, after = home.keen_many(
         ("mcp", "call", "local", "extra_0000", "--args", '{"query": "q"}', "--yes"), ("mcp", "diff", "local")
     )
@@ -334,20 +320,13 @@ def test_diff_under_policy_off_says_only_trust_pins_and_nothing_warns(
 
 
 def test_sync_of_a_server_whose_every_tool_is_held_says_to_review_them(
-    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+    keen_home: Path, home: Home, tmp_path: Path
 ) -> None:
     """A server whose pinned tool is gone and whose only tool is new (held under
     ``quarantine``), or whose pin file cannot be read, shows no tool: the sync disables its
     skill with the pins' note as the hint, not "it lists no tools; keen mcp connect"."""
-    from helpers.hostile import hostile_entry
-
-    user_home = tmp_path / "user-home"
-    user_home.mkdir()
-    home = Home(keen_home, user_home)
     spec = tmp_path / "one.json"
-    one = {"name": "one", "description": "One.", "inputSchema": {"type": "object"}}
-    write_config({"one": hostile_entry(spec, {"tools": [one]}, pinning="quarantine")})
-    assert home.keen("mcp", "call", "one", "one", "--yes").code == 0  # pins "one"
+    _pin_one(home, spec)
     two = {"name": "two", "description": "Two, new.", "inputSchema": {"type": "object"}}
     spec.write_text(json.dumps({"tools": [two]}), encoding="utf-8")
     held = home.keen("mcp", "sync", "--json")
@@ -362,24 +341,15 @@ def test_sync_of_a_server_whose_every_tool_is_held_says_to_review_them(
     assert "is not valid JSON" in entry["hint"] and entry["remedy"] is None, entry
 
 
-def test_refresh_says_what_the_pins_hold_back(
-    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
-) -> None:
+def test_refresh_says_what_the_pins_hold_back(home: Home, tmp_path: Path) -> None:
     """A tool new since the pins is held, so the skill does not change and ``keen mcp
     refresh`` found "no changes": it now says, on stderr and in ``--json``, that a tool is
     held for review and where to see it."""
-    from helpers.hostile import hostile_entry
-
-    user_home = tmp_path / "user-home"
-    user_home.mkdir()
-    home = Home(keen_home, user_home)
     spec = tmp_path / "one.json"
-    one = {"name": "one", "description": "One.", "inputSchema": {"type": "object"}}
-    write_config({"one": hostile_entry(spec, {"tools": [one]}, pinning="quarantine")})
-    assert home.keen("mcp", "call", "one", "one", "--yes").code == 0  # pins "one"
+    _pin_one(home, spec)
     assert home.keen("mcp", "refresh", "one").code == 0  # the skill is written
     two = {"name": "two", "description": "Two, new.", "inputSchema": {"type": "object"}}
-    spec.write_text(json.dumps({"tools": [one, two]}), encoding="utf-8")
+    spec.write_text(json.dumps({"tools": [ONE, two]}), encoding="utf-8")
     text, as_json = home.keen_many(("mcp", "refresh", "one"), ("mcp", "refresh", "one", "--json"))
     # It counted the tools the server lists ("2 tools"), the held one among them.
     assert text.code == 0 and "one: no changes (1 tool served, 1 held for review, MCP " in text.stdout, text
@@ -391,7 +361,7 @@ def test_refresh_says_what_the_pins_hold_back(
 
 
 def test_interactive_trust_lists_everything_it_is_about_to_accept_escaped(
-    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+    keen_home: Path, home: Home, tmp_path: Path
 ) -> None:
     """Without a ``keen mcp diff`` to bind to, ``keen mcp trust`` at a terminal shows what it
     would pin and asks. It listed only new and changed tools: a renamed one (pinned under its
@@ -401,18 +371,14 @@ def test_interactive_trust_lists_everything_it_is_about_to_accept_escaped(
     import pty
 
     from helpers.cli import read_until
-    from helpers.hostile import hostile_entry
 
-    user_home = tmp_path / "user-home"
-    user_home.mkdir()
-    home = Home(keen_home, user_home)
     spec = tmp_path / "one.json"
     schema = {"type": "object"}
     keep = {"name": "keep", "description": "Read a page.", "inputSchema": schema,
             "annotations": {"readOnlyHint": True}}  # fmt: skip
     archive = {"name": "archive", "description": "Archive the pages.", "inputSchema": schema}
     gone = {"name": "gone", "description": "Gone soon.", "inputSchema": schema}
-    write_config({"one": hostile_entry(spec, {"tools": [keep, archive, gone]}, pinning="quarantine")})
+    home.write({"one": hostile_entry(spec, {"tools": [keep, archive, gone]}, pinning="quarantine")})
     assert home.keen("mcp", "call", "one", "keep", "--yes").code == 0  # a first call pins all three
     # archive renamed, otherwise the same; its name would print a line of its own ("new keep")
     purge = {**archive, "name": "purge\x1b]52;c;SGk=\x07_all\nnew keep"}
@@ -443,3 +409,34 @@ def test_interactive_trust_lists_everything_it_is_about_to_accept_escaped(
     assert "pinned by a first call, not reviewed keep" in text and '"readOnlyHint": true' in text, text
     pins = json.loads((keen_home / "mcp" / "pins" / "one.json").read_text())
     assert set(pins["tools"]) == {"keep", "archive", "gone"}  # declined: nothing pinned
+
+
+def test_diff_caps_each_shown_diff_and_says_how_to_see_it_all(home: Home, tmp_path: Path) -> None:
+    """A 600 KB description (one line of the definition) and 1,000 lines of instructions
+    printed whole: each shown diff now stops, saying how much it cut and how to see it all
+    (``--full``); ``--json`` keeps the whole text."""
+    from keen.cli.pins_cmd import MAX_SHOWN_LINE_CHARS, MAX_SHOWN_LINES
+
+    spec = tmp_path / "big.json"
+    big = {"name": "big", "description": "A" * 600_000 + "TAIL-MARK", "inputSchema": {"type": "object"}}
+    lines = [f"line {i}" for i in range(1000)]
+    spec_data = {"tools": [big], "instructions": "\n".join(lines)}
+    home.write({"big": hostile_entry(spec, spec_data, pinning="quarantine")})
+    shown, full, as_json = home.keen_many(
+        ("mcp", "diff", "big"), ("mcp", "diff", "big", "--full"), ("mcp", "diff", "big", "--json")
+    )
+    assert shown.code == full.code == as_json.code == 0, (shown, full, as_json)
+    assert "TAIL-MARK" not in shown.stdout and "line 999" not in shown.stdout, shown.stdout[-2000:]
+    notes = re.findall(
+        r"\[\.\.\. ([\d,]+) characters not shown \(([^)]*)\): keen mcp diff big --full\]", shown.stdout
+    )
+    assert len(notes) == 2, shown.stdout[-2000:]  # one per diff: the tool's, the server info's
+    [description] = [line for line in full.stdout.splitlines() if "TAIL-MARK" in line]
+    assert int(notes[0][0].replace(",", "")) == len(description) - MAX_SHOWN_LINE_CHARS
+    assert notes[0][1] == "1 line cut short at [...]", notes
+    info_lines = as_json.json()["info"]["diff"].splitlines()
+    assert notes[1][1] == f"{len(info_lines) - MAX_SHOWN_LINES:,} more lines", notes
+    assert '+"line 999"' in info_lines and '+"line 999"' in full.stdout.splitlines()
+    assert "not shown" not in full.stdout
+    [tool] = as_json.json()["tools"]
+    assert "TAIL-MARK" in tool["diff"]

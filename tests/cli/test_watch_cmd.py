@@ -262,6 +262,36 @@ def test_watch_text_escapes_the_error_of_a_server_that_went_away(home: Home, tmp
     assert code == 0, stderr
 
 
+def test_watch_regenerates_the_skill_when_a_reconnect_changes_only_the_instructions(
+    home: Home, tmp_path: Path
+) -> None:
+    """A stdio server (``warn``) comes back with the same tools and new instructions: no tool
+    changed, so nothing was said and the skill kept the old text until the next sync. Now
+    the skill follows and ``--json`` says ``server.info``."""
+    from tests.conftest import SERVERS
+
+    pidfile = tmp_path / "server.pid"
+    tools = [{"name": "a", "description": "A.", "inputSchema": {"type": "object"}}]
+    spec = tmp_path / "notes.json"
+    spec.write_text(json.dumps({"tools": tools, "instructions": "Old words.", "pidfile": str(pidfile)}))
+    home.write({"notes": {"command": sys.executable, "args": [str(SERVERS / "hostile_stdio.py"), str(spec)]}})
+    skill_md = home.keen_home / "skills" / "mcp:notes" / "SKILL.md"
+    proc = _watch(home, "--json")
+    try:
+        lines = Lines(proc)
+        lines.until(lambda e: e["type"] == "watch.ready")
+        assert "Old words." in skill_md.read_text()
+        spec.write_text(json.dumps({"tools": tools, "instructions": "New words.", "pidfile": str(pidfile)}))
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        event = lines.until(lambda e: e["type"] in ("server.info", "capability.diff"))
+    finally:
+        code, stderr = _stop(proc, signal.SIGTERM)
+    assert code == 0, stderr
+    assert (event["type"], event["server"], event["skill"]) == ("server.info", "notes", "generated"), event
+    text = skill_md.read_text()
+    assert "New words." in text and "Old words." not in text, text
+
+
 def test_watch_restarts_a_server_that_crashes_after_each_connect_once_per_growing_window(
     home: Home, tmp_path: Path
 ) -> None:
@@ -374,20 +404,24 @@ def test_list_and_sync_show_flags(home: Home, tmp_path: Path) -> None:
     ]
 
 
-def test_watch_json_says_a_state_once_not_per_failed_retry(home: Home, tmp_path: Path) -> None:
+@pytest.mark.parametrize("said_at_start", ["not yet", "not yet (pid {pid})"])
+def test_watch_json_says_a_state_once_not_per_failed_retry(
+    home: Home, tmp_path: Path, said_at_start: str
+) -> None:
     """A stdio server down at start and at the first two reconnects: ``--json`` printed a
     ``connecting``/``disconnected`` pair of ``server.state`` events at each failed retry.
     Now a state is said when it changes: ``connecting`` as the reconnect begins, the first
     failure, nothing while the next retries fail the same way, then ``connected``. Each counts
     the retries failed by then: the disconnected one said 0, as the Reconnector counts an
-    attempt only after its state was announced."""
+    attempt only after its state was announced. An error whose text differs at each retry
+    (the server's pid in its stderr) is the same state: one event, not one per retry."""
     from tests.conftest import SERVERS
 
     starts = tmp_path / "starts"
     tools = [{"name": "a", "description": "A.", "inputSchema": {"type": "object"}}]
     spec = tmp_path / "late.json"
     late = {"tools": tools, "exit_at_start": 3, "exit_first_starts": 3, "start_times": str(starts)}
-    spec.write_text(json.dumps({**late, "stderr_at_start": "not yet"}))
+    spec.write_text(json.dumps({**late, "stderr_at_start": said_at_start}))
     home.write({"late": {"command": sys.executable, "args": [str(SERVERS / "hostile_stdio.py"), str(spec)]}})
 
     proc = _watch(home, "--json")
@@ -404,3 +438,5 @@ def test_watch_json_says_a_state_once_not_per_failed_retry(home: Home, tmp_path:
     # The start, two failed reconnects, the one that connected.
     assert len(starts.read_text().split()) == 4
     assert said == [("connecting", 0), ("disconnected", 1), ("connected", 2)], lines.seen
+    [gone] = [e for e in map(json.loads, lines.seen) if e.get("state") == "disconnected"]
+    assert "not yet" in gone["last_error"], gone  # the latest error, said with the state

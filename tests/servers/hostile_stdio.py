@@ -36,8 +36,9 @@ says, so tests can hand Keen what a real SDK server would refuse to produce. Spe
      "prompt_results": {"name": {...}}}  # prompts/get of name answers this raw result
 
 In every string of the spec, ``{env:NAME}`` becomes the value of the environment variable
-NAME and ``{argv}`` the arguments after SPEC.json, joined by spaces (so a test can make the
-server echo a secret Keen gave it). Every request it does not
+NAME, ``{argv}`` the arguments after SPEC.json, joined by spaces (so a test can make the
+server echo a secret Keen gave it), and ``{pid}`` its process id (a text that differs at each
+start). Every request it does not
 know gets JSON-RPC error -32601.
 """
 
@@ -94,7 +95,7 @@ def _daemonize(pidfile: str) -> None:
 
 def _expand(value: Any) -> Any:
     if isinstance(value, str):
-        value = value.replace("{argv}", " ".join(sys.argv[2:]))
+        value = value.replace("{argv}", " ".join(sys.argv[2:])).replace("{pid}", str(os.getpid()))
         return re.sub(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m.group(1), ""), value)
     if isinstance(value, list):
         return [_expand(v) for v in value]

@@ -191,3 +191,27 @@ def test_the_redactor_takes_every_credential_value_and_the_display_hides_those_t
         "--header=Authorization: [REDACTED]",
         "https://[REDACTED]@h/mcp?sig=[REDACTED]",
     ]
+
+
+def test_the_credentials_a_command_line_holds_become_variable_references() -> None:
+    """What ``keen mcp add`` suggests for a quoted command line that holds a key: each value
+    the display would hide read from a variable, named by its flag, header or own name (a
+    ``NAME=VALUE`` keeps NAME), once per value, and the values that only look like flags or
+    settings left as they are."""
+    from keen.mcp.config.secrets import arg_secret_references
+
+    args = ["--token-limit", "8000", "--api-key", API_KEY, "-e", "GITHUB_TOKEN=gh-0c1d2e3f"]
+    args += [f"--header=Authorization: Bearer {BEARER}", "https://u:pw-url-55@h/mcp?sig=sig-66aa77"]
+    referenced, names = arg_secret_references(args, "my-files")
+    assert referenced == [
+        *["--token-limit", "8000", "--api-key", "${MY_FILES_API_KEY}", "-e", "GITHUB_TOKEN=${GITHUB_TOKEN}"],
+        "--header=Authorization: ${MY_FILES_AUTHORIZATION}",
+        "https://${MY_FILES_URL_SECRET}@h/mcp?sig=${MY_FILES_URL_SECRET_2}",
+    ]
+    assert names == [
+        "MY_FILES_API_KEY",
+        "GITHUB_TOKEN",
+        "MY_FILES_AUTHORIZATION",
+        "MY_FILES_URL_SECRET",
+        "MY_FILES_URL_SECRET_2",
+    ]

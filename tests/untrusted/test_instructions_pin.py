@@ -222,8 +222,9 @@ def test_held_info_of_a_server_named_toolbox_says_no_tool_is_held(tmp_path: Path
     assert "cannot be called" not in skill_md
 
 
+@pytest.mark.parametrize("as_json", [False, True])
 def test_info_pinned_on_first_look_is_shown_by_the_diff_before_trust_marks_it_reviewed(
-    tmp_path: Path,
+    tmp_path: Path, as_json: bool
 ) -> None:
     home, spec = _home(tmp_path, BENIGN, "quarantine")
     _reviewed(home)
@@ -236,6 +237,15 @@ def test_info_pinned_on_first_look_is_shown_by_the_diff_before_trust_marks_it_re
     assert shown.code == 0, shown
     assert "pinned on first look, not reviewed server info" in shown.stdout, shown
     assert f'+"{POISON}"' in shown.stdout, shown
-    trusted = keen_here("mcp", "trust", "notes", keen_home=home)
+    trusted = keen_here("mcp", "trust", "notes", *(["--json"] if as_json else []), keen_home=home)
     assert trusted.code == 0, trusted
     assert _info(home)["reviewed"] is True
+    # It says what it did to the info (it said nothing of it, as if only tools were trusted).
+    if as_json:
+        info = json.loads(trusted.stdout)["info"]
+        assert (info["status"], info["marked_reviewed"]) == ("trusted", True), info
+        return
+    assert "reviewed server info: pinned on first look before, unchanged" in trusted.stdout, trusted
+    assert re.search(
+        r"^notes: .*server info reviewed \(pinned on first look before\); ", trusted.stdout, re.M
+    ), trusted

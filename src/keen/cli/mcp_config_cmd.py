@@ -289,22 +289,37 @@ def add(
         entry["timeouts"] = {"connect": timeout}
     path = paths.mcp_config_path()
     notes = add_server(path, name, entry, overwrite=overwrite)
+    shown_command = command[0] if command else ""
     if not url and len(command) == 1 and " " in command[0].strip():
+        from keen.mcp.config.secrets import arg_secret_references, hide_arg_secrets
+
         # The importer's note speaks of a file's "args"; here the fix is to unquote the command.
         notes = [note for note in notes if not note.startswith('"command" contains spaces')]
         try:
             words = shlex.split(command[0])
         except ValueError:  # unbalanced quotes: split on spaces
             words = command[0].split()
-        again = shlex.join(["keen", "mcp", "add", name, "--overwrite", "--", *words])
-        notes.append(
-            f"the command {command[0]!r} is one word with spaces; if those are its arguments, "
-            f"add it again without the quotes: {again}"
-        )
+        # The line may hold a key (`--api-key VALUE`): never printed back. The command to
+        # paste reads it from a variable instead, which the note names.
+        referenced, variables = arg_secret_references(words, name)
+        again = shlex.join(["keen", "mcp", "add", name, "--overwrite", "--", *referenced])
+        if variables:
+            shown_command = " ".join(hide_arg_secrets(words, {}))
+            notes.append(
+                f"the command {shown_command!r} is one word with spaces; if those are its arguments, "
+                f"set {', '.join(variables)} to the credential{'s' if len(variables) != 1 else ''} "
+                f"it holds, then add it again without the quotes, reading "
+                f"{'them' if len(variables) != 1 else 'it'} from the environment: {again}"
+            )
+        else:
+            notes.append(
+                f"the command {command[0]!r} is one word with spaces; if those are its arguments, "
+                f"add it again without the quotes: {again}"
+            )
     for note in notes:
         err.print(f"[yellow]note[/] {escape(note)}", highlight=False)
-    # The URL may carry a key in its query: printed without it.
-    kind = f"remote server {redact_url(url)}" if url else f"stdio server {command[0]}"
+    # The URL may carry a key in its query, a quoted command line one of its words: printed without it.
+    kind = f"remote server {redact_url(url)}" if url else f"stdio server {shown_command}"
     out.print(f"[green]added[/] {escape(name)} ({escape(kind)}) to {escape(str(path))}", highlight=False)
     nxt = f"keen mcp connect {name}" if oauth else f"keen mcp tools {name}"
     _next_step(path, name, nxt)

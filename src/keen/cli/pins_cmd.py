@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     # these commands costs other commands nothing at start-up.
     from keen.mcp import ServerInfo, Tool
     from keen.trust.flags import Flag
-    from keen.trust.pins import InfoCheck, PinReport, ToolCheck
+    from keen.trust.info_pins import InfoCheck
+    from keen.trust.pins import PinReport, ToolCheck
 
 __all__ = ["register"]
 
@@ -35,6 +36,11 @@ _TIMEOUT_HELP = "Seconds to wait for the server to connect."
 _REF_TAIL = re.compile(r"@[0-9a-f]{8,64}$")  # name@<hex>: keen.trust.pins.ToolCheck.ref
 # A rename is held like a new tool: not styled as the safe one.
 _STYLE = {"changed": "yellow", "new": "cyan", "renamed": "cyan", "removed": "red", "trusted": "dim"}
+# What one shown diff prints at most (--full: all of it; --json: all of it, always): a server's
+# 5 MB description is one line of its definition, and filled the terminal and its scrollback.
+MAX_SHOWN_LINES = 200
+MAX_SHOWN_LINE_CHARS = 2000
+MAX_SHOWN_CHARS = 20_000
 
 
 def register(mcp_app: typer.Typer) -> None:
@@ -101,7 +107,13 @@ def _flags(server: str, tools: list[Tool], others: dict[str, list[Tool]]) -> dic
 
 def diff(
     server: str = typer.Argument(..., help="Server name from configs.json."),
-    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON (each diff whole)."),
+    full: bool = typer.Option(
+        False,
+        "--full",
+        help=f"Print each diff whole (by default one stops after {MAX_SHOWN_LINES} lines or "
+        f"{MAX_SHOWN_CHARS:,} characters, a line after {MAX_SHOWN_LINE_CHARS:,}).",
+    ),
     timeout: float = typer.Option(60.0, "--timeout", help=_TIMEOUT_HELP),
 ) -> None:
     """Show how SERVER's live tools differ from the pinned ones (new, changed, renamed, removed)."""
@@ -134,9 +146,9 @@ def diff(
     if not report.pinned:
         # Every definition is shown: `keen mcp trust` pins only what a person could see.
         for check in report.checks:
-            _print_check(check, flags.get(check.name, []))
+            _print_check(check, flags.get(check.name, []), server, full=full)
         if report.info is not None and report.info.shown:
-            _print_info(report.info)
+            _print_info(report.info, server, full=full)
         # Under `off` no call pins anything: only `keen mcp trust` does.
         by = " by" if policy == "off" else " by the first approved call or by"
         out.print(
@@ -148,10 +160,10 @@ def diff(
     out.print(f"{escape(server)}: policy {policy}; pins {escape(str(path))}", highlight=False)
     shown = [c for c in report.checks if c.status != "trusted"]
     for check in shown:
-        _print_check(check, flags.get(check.name, []))
+        _print_check(check, flags.get(check.name, []), server, full=full)
     info = report.info
     if info is not None and info.shown:  # changed, not pinned yet, or never reviewed
-        _print_info(info)
+        _print_info(info, server, full=full)
     counts = report.to_dict()["counts"]
     # A pin a first approved call wrote is one nobody reviewed: its readOnlyHint grants
     # nothing until `keen mcp trust` (keen.trust.pins.pinned_view), so it is not called trusted.
@@ -201,7 +213,7 @@ def diff(
         )
 
 
-def _print_check(check: ToolCheck, flags: list[Flag]) -> None:
+def _print_check(check: ToolCheck, flags: list[Flag], server: str, *, full: bool = False) -> None:
     from keen.trust.flags import escape_text
 
     name = escape(escape_text(check.name, one_line=True))
@@ -212,12 +224,12 @@ def _print_check(check: ToolCheck, flags: list[Flag]) -> None:
         detail += f": {', '.join(check.changed_fields)}"
     out.print(f"\n[bold {_STYLE[check.status]}]{check.status}[/] {name}{detail}", highlight=False)
     if check.quarantined:
-        _print_diff(check.diff())
+        _print_diff(check.diff(), server, full=full)
     for flag in flags:
         _print_flag(flag)
 
 
-def _print_info(check: InfoCheck) -> None:
+def _print_info(check: InfoCheck, server: str, *, full: bool = False) -> None:
     """What the server says of itself (name, title, version, instructions) as a change of its
     own: ``changed`` with a diff of the pinned and the live info; ``new`` (none pinned yet)
     and ``not reviewed`` (pinned by a first look nobody reviewed) in full. Escaped like a tool's."""
@@ -226,16 +238,43 @@ def _print_info(check: InfoCheck) -> None:
     else:
         fields = f": {', '.join(check.changed_fields)}" if check.status == "changed" else ""
         out.print(f"\n[bold {_STYLE[check.status]}]{check.status}[/] server info{fields}", highlight=False)
-    _print_diff(check.diff())
+    _print_diff(check.diff(), server, full=full)
 
 
-def _print_diff(diff: str) -> None:
-    """A definition diff, escaped (its lines quote the server's text), one line at a time."""
+def _print_diff(diff: str, server: str, *, full: bool = False) -> None:
+    """A definition diff, escaped (its lines quote the server's text), one line at a time:
+    unless ``full``, at most :data:`MAX_SHOWN_LINES` lines and :data:`MAX_SHOWN_CHARS`
+    characters, a line at most :data:`MAX_SHOWN_LINE_CHARS`, then what was cut and how to
+    see it all (``keen mcp diff SERVER --full``; ``--json`` has it whole)."""
+    from keen.cli._terminal import shell_word
     from keen.trust.flags import escape_text
 
-    for line in escape_text(diff).splitlines():
+    lines = escape_text(diff).splitlines()
+    shown_chars = cut_chars = cut_short = cut_lines = 0
+    for index, line in enumerate(lines):
+        if not full and (index >= MAX_SHOWN_LINES or shown_chars >= MAX_SHOWN_CHARS):
+            cut_lines = len(lines) - index
+            cut_chars += sum(len(rest) for rest in lines[index:])
+            break
+        if not full:
+            keep = min(MAX_SHOWN_LINE_CHARS, MAX_SHOWN_CHARS - shown_chars)
+            if len(line) > keep:
+                cut_chars += len(line) - keep
+                cut_short += 1
+                line = line[:keep] + " [...]"
+            shown_chars += min(len(line), keep)
         style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
         out.print(line, style=style or None, markup=False, highlight=False, emoji=False)
+    if cut_chars or cut_lines:
+        parts = [f"{cut_short} line{'s' if cut_short != 1 else ''} cut short at [...]"] if cut_short else []
+        parts += [f"{cut_lines:,} more line{'s' if cut_lines != 1 else ''}"] if cut_lines else []
+        out.print(
+            f"[... {cut_chars:,} characters not shown ({'; '.join(parts)}): "
+            f"keen mcp diff {shell_word(server)} --full]",
+            markup=False,
+            highlight=False,
+            emoji=False,
+        )
 
 
 def _print_to_accept(report: PinReport, wanted: set[str] | None, flags: dict[str, list[Flag]]) -> None:
@@ -258,16 +297,16 @@ def _print_to_accept(report: PinReport, wanted: set[str] | None, flags: dict[str
         if wanted is not None and check.name not in wanted:
             continue
         if check.quarantined:
-            _print_check(check, flags.get(check.name, []))
+            _print_check(check, flags.get(check.name, []), report.server)
         elif report.pinned and not report.reviewed.get(check.name, False):
             name = escape(escape_text(check.name, one_line=True))
             out.print(f"\n[bold]pinned by a first call, not reviewed[/] {name}", highlight=False)
-            _print_diff(definition_diff(None, check.new, new_name=check.name))
+            _print_diff(definition_diff(None, check.new, new_name=check.name), report.server)
             for flag in flags.get(check.name, []):
                 _print_flag(flag)
     # Trusting every tool pins the server info too: shown unless pinned and reviewed as it is.
     if wanted is None and report.info is not None and report.info.shown:
-        _print_info(report.info)
+        _print_info(report.info, report.server)
 
 
 def _print_flags(flags: dict[str, list[Flag]], order: list[str]) -> None:
@@ -309,7 +348,8 @@ def trust_cmd(
     """
     from keen.cli._signals import ask_cancellably, confirm_line
     from keen.trust.flags import escape_text
-    from keen.trust.pins import PinStore, Review, compare, compare_info, trust
+    from keen.trust.info_pins import compare_info
+    from keen.trust.pins import PinStore, Review, compare, trust
 
     store = PinStore()
     review = store.load_review(server)
@@ -327,7 +367,7 @@ def trust_cmd(
 
     async def pin(
         live: list[Tool], info: ServerInfo | None, others: dict[str, list[Tool]]
-    ) -> tuple[list[ToolCheck], int, set[str], InfoCheck | None] | None:
+    ) -> tuple[list[ToolCheck], int, set[str], InfoCheck | None, bool] | None:
         shown = review
         if shown is None:
             # No diff to bind to: show what would be pinned, from this very listing, and ask.
@@ -345,17 +385,30 @@ def trust_cmd(
         pins, trusted = trust(
             server, live, tools or None, store=store, reviewed=shown, by_user=True, info=info
         )
-        return trusted, len(pins.tools), first_use, accepted
+        # Info pinned unchanged on a first look, which this trust marked reviewed: said, as a
+        # first call's pins reviewed are, or the trust looks as if it did nothing to it.
+        info_reviewed = (
+            accepted is not None
+            and accepted.status == "trusted"
+            and not accepted.reviewed
+            and pins.info is not None
+            and pins.info.reviewed
+        )
+        return trusted, len(pins.tools), first_use, accepted, info_reviewed
 
-    async def body() -> tuple[list[ToolCheck], dict[str, list[Flag]], int, set[str], InfoCheck | None] | None:
+    async def body() -> (
+        tuple[list[ToolCheck], dict[str, list[Flag]], int, set[str], InfoCheck | None, bool] | None
+    ):
         live, _info, _policy, others, done = await _live_tools(server, timeout, live=not as_json, pin=pin)
-        return None if done is None else (done[0], _flags(server, live, others), done[1], done[2], done[3])
+        if done is None:
+            return None
+        return done[0], _flags(server, live, others), done[1], done[2], done[3], done[4]
 
     done = run(body)
     if done is None:
         fail(f"nothing was trusted: {server}'s definitions were not accepted", code=1)
 
-    trusted, flags, pinned, first_use, instructions = done
+    trusted, flags, pinned, first_use, instructions, info_reviewed = done
     path = store.path(server)
     if as_json:
         print_json(
@@ -366,7 +419,11 @@ def trust_cmd(
                 "trusted": [
                     {**c.to_dict(), "flags": [f.to_dict() for f in flags.get(c.name, [])]} for c in trusted
                 ],
-                "info": instructions.to_dict() if instructions is not None else None,
+                "info": (
+                    {**instructions.to_dict(), "marked_reviewed": info_reviewed}
+                    if instructions is not None
+                    else None
+                ),
             }
         )
         return
@@ -384,6 +441,8 @@ def trust_cmd(
             )
     if instructions is not None and instructions.status != "trusted":
         out.print(f"trusted server info: {instructions.status}", highlight=False)
+    elif info_reviewed:
+        out.print("reviewed server info: pinned on first look before, unchanged", highlight=False)
     # Pinned by a first call and unchanged: reviewed now (their readOnlyHint counts from here).
     reviewed = [c for c in trusted if c.status == "trusted" and c.name in first_use]
     unchanged = len(trusted) - len(accepted) - len(reviewed)
@@ -392,6 +451,10 @@ def trust_cmd(
         words.append(f"{len(reviewed)} reviewed (pinned by a first call before)")
     if unchanged or not reviewed:
         words.append(f"{unchanged} already trusted")
+    if instructions is not None and instructions.status != "trusted":
+        words.append(f"server info accepted ({instructions.status})")
+    elif info_reviewed:
+        words.append("server info reviewed (pinned on first look before)")
     out.print(
         f"{escape(server)}: {', '.join(words)}; {pinned} tools pinned in {escape(str(path))}",
         highlight=False,

@@ -5,11 +5,14 @@ since the skill on disk was written (``capability.diff``: added, removed, change
 fields). ``watch`` keeps every configured server connected and prints each change as it
 happens: a change notice (``notifications/tools/list_changed``, or ``subscriptions/listen``
 in the 2026-07-28 era), an expired ``ttlMs``, a reconnect. Skills on disk follow each change
-before its line is printed. With ``--json`` every line is one JSON object (``watch.ready``,
-``capability.diff``, ``server.state``) for scripts; Ctrl-C or SIGTERM ends it with exit 0.
-A server's state is said once per new state or error, not per reconnect attempt
-(``server.state``'s ``retries``: the failed attempts so far; ``--json`` says ``connecting``
-as a reconnect begins, never at each retry).
+before its line is printed; so does a reconnect that changes only what a server says of itself
+(its name, title, version or instructions as shown: ``server.info``). With ``--json`` every
+line is one JSON object (``watch.ready``, ``capability.diff``, ``server.info``,
+``server.state``) for scripts; Ctrl-C or SIGTERM ends it with exit 0.
+A server's state is said once per new state, not per reconnect attempt, and not per new
+error text either (a server's stderr may quote its pid, other at each start): each line or
+event carries the latest error (``server.state``'s ``retries``: the failed attempts so far;
+``--json`` says ``connecting`` as a reconnect begins, never at each retry).
 A server that goes away, or is down at start, is reconnected on the back-off of
 :class:`keen.mcp.Reconnector` until it is back (docs/architecture.md "Servers and their states").
 """
@@ -237,7 +240,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
     from keen.runtime import open_runtime
 
     root = paths.skills_dir()
-    said: dict[str, tuple[str, str]] = {}
+    said: dict[str, str] = {}
 
     def show(change: ToolsChanged, entry: SyncEntry | None) -> None:
         if as_json:
@@ -246,12 +249,26 @@ async def _watch(as_json: bool, timeout: float) -> None:
             out.print(_line(change, entry), highlight=False, markup=False)
             sys.stdout.flush()
 
+    def info_shown(server: str, entry: SyncEntry | None) -> None:
+        skill = entry.action if entry is not None else "error"
+        if as_json:
+            at = datetime.now().astimezone().isoformat()
+            _json_line(
+                {"type": "server.info", "server": server, "reason": "reconnect", "skill": skill, "at": at}
+            )
+            return
+        stamp = datetime.now().astimezone().strftime("%H:%M:%S")
+        words = f"{stamp} {server}: server info changed (reconnect); skill {skill}"
+        out.print(terminal_text(words), highlight=False, markup=False)
+        sys.stdout.flush()
+
     def state(status: ServerStatus, retries: int) -> None:
         # A reconnect that fails again says nothing new: one line (or event) per new state or
         # error, not a connecting/disconnected pair per retry. --json says "connecting" when
         # a reconnect begins (no retry failed yet), never again at each retry; the text lines
-        # say only where the attempts end.
-        now = (status.state.value, status.last_error)
+        # say only where the attempts end. A new error text alone is not a new state: a
+        # server that quotes its pid in its stderr would otherwise be said at every retry.
+        now = status.state.value
         if said.get(status.name) == now:
             return
         if status.state is ServerState.CONNECTING and (retries or not as_json):
@@ -274,7 +291,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
             if change:
                 show(change, entry)
         statuses = manager.servers()
-        said.update({s.name: (s.state.value, s.last_error) for s in statuses})
+        said.update({s.name: s.state.value for s in statuses})
         if as_json:
             ready = [
                 {"server": s.name, "state": s.state.value, "protocol_version": s.protocol_version}
@@ -314,7 +331,7 @@ async def _watch(as_json: bool, timeout: float) -> None:
             try:
                 for status in statuses:
                     keep(status.name)
-                async with LiveSkills(manager, skills_root=root, on_synced=show):
+                async with LiveSkills(manager, skills_root=root, on_synced=show, on_info_synced=info_shown):
                     await anyio.sleep_forever()
             finally:
                 unsubscribe()

@@ -9,6 +9,13 @@ is being written are coalesced: the next write takes the server's latest list. O
 servers' skills are never touched. ``on_synced(change, entry)`` is told after the skill
 on disk follows the change (``keen mcp watch`` prints then).
 
+What the server says of itself (``serverInfo`` and ``instructions``: SKILL.md and the
+catalog line show them) is followed too: a reconnect that changes only that brings no tool
+change, so at each (re)connect the info as shown (:func:`keen.mcp.Manager.server_info`, the
+pins' view: under ``quarantine`` changed info stays as pinned, and is said to be held) is
+compared with what the skill was last written from, and the skill regenerated when it
+differs (``on_info_synced(server, entry)`` is told then).
+
 Use it inside a task group::
 
     async with LiveSkills(manager, skills_root=root) as live:
@@ -39,12 +46,17 @@ if TYPE_CHECKING:
     from keen.mcp.listing.views import ToolsView
     from keen.mcpskills.sync import ServerSnapshot, SyncEntry
 
-__all__ = ["LiveSkills", "SyncedObserver", "disk_tools", "snapshot", "snapshot_from"]
+__all__ = ["InfoSyncedObserver", "LiveSkills", "SyncedObserver", "disk_tools", "snapshot", "snapshot_from"]
 
 logger = logging.getLogger(__name__)
 
 SyncedObserver = Callable[[ToolsChanged, "SyncEntry | None"], None]
 """Told each change once its skill was written (``entry``; ``None`` when writing failed)."""
+InfoSyncedObserver = Callable[[str, "SyncEntry | None"], None]
+"""Told ``(server, entry)`` once a skill was written for a changed server info."""
+_ShownInfo = tuple[str, str | None, str, str | None, bool]
+"""What a skill shows of a server's info: name, title, version, instructions, and whether
+it is held for review."""
 
 
 def snapshot(manager: Manager, server: str) -> ServerSnapshot:
@@ -73,6 +85,14 @@ def snapshot_from(manager: Manager, status: ServerStatus, view: ToolsView | None
         manager.config_name,
         held_info=held_info(view),
     )
+
+
+def _info_shown_by(snap: ServerSnapshot) -> _ShownInfo | None:
+    """What ``snap``'s skill shows of the server's info (``None``: it has none)."""
+    info = snap.info
+    if info is None:
+        return None
+    return info.name, info.title, info.version, info.instructions, snap.held_info
 
 
 def disk_tools(skills_root: Path, server: str) -> list[Tool] | None:
@@ -106,12 +126,14 @@ def disk_tools(skills_root: Path, server: str) -> list[Tool] | None:
 
 
 class LiveSkills:
-    """Regenerates a server's skill whenever its tools change; see the module docstring.
+    """Regenerates a server's skill whenever its tools, or the info it shows, change; see
+    the module docstring.
 
     Args:
         manager: a started Manager.
         skills_root: the skills directory; default ``$KEEN_HOME/skills``.
         on_synced: told ``(change, entry)`` after each change reached the disk.
+        on_info_synced: told ``(server, entry)`` after a changed server info reached the disk.
     """
 
     def __init__(
@@ -120,29 +142,42 @@ class LiveSkills:
         *,
         skills_root: Path | None = None,
         on_synced: SyncedObserver | None = None,
+        on_info_synced: InfoSyncedObserver | None = None,
     ) -> None:
         self.manager = manager
         self.skills_root = skills_root or paths.skills_dir()
         self.on_synced = on_synced
+        self.on_info_synced = on_info_synced
         self._pending: dict[str, list[ToolsChanged]] = {}
+        self._connected: set[str] = set()
+        self._shown: dict[str, _ShownInfo | None] = {}
+        """Per server, the info the skill was last written from (or, for a server first seen
+        connected here, found at that look: its skill is the startup sync's business)."""
         self._wake = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
-        self._unsubscribe: Callable[[], None] | None = None
+        self._unsubscribe: list[Callable[[], None]] = []
         self.writes = 0
         """Skill writes done (one per batch of coalesced changes)."""
 
     async def __aenter__(self) -> LiveSkills:
+        # The skills on disk were written from the info as it is now (the startup sync).
+        for status in self.manager.servers():
+            if status.state is ServerState.CONNECTED and status.enabled:
+                self._look(status.name)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._run, name="keen-live-skills")
-        self._unsubscribe = self.manager.subscribe_changes(self._changed)
+        self._unsubscribe = [
+            self.manager.subscribe_changes(self._changed),
+            self.manager.subscribe(self._state),
+        ]
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
         assert self._tg is not None
         self._tg.cancel_scope.cancel()
         await self._tg.__aexit__(exc_type, exc, tb)
@@ -151,18 +186,48 @@ class LiveSkills:
         self._pending.setdefault(change.server, []).append(change)
         self._wake.set()
 
+    def _state(self, status: ServerStatus) -> None:
+        # A (re)connect brings a new initialize: its info is looked at in the writer task,
+        # after any tools change of the same reconnect (which writes it already).
+        if status.state is ServerState.CONNECTED:
+            self._connected.add(status.name)
+            self._wake.set()
+
+    def _look(self, server: str) -> bool:
+        """Whether ``server``'s shown info differs from the one its skill was last written
+        from (a server not seen before: no), recording it."""
+        try:
+            now = _info_shown_by(snapshot(self.manager, server))
+        except KeenError:
+            return False
+        known = server in self._shown
+        before = self._shown.get(server)
+        self._shown[server] = now
+        return known and now is not None and before != now
+
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
-            while self._pending:
-                server = next(iter(self._pending))
-                changes = self._pending.pop(server)
-                entry = await self._write(server)
-                for change in changes:
-                    if self.on_synced is not None:
+            while self._pending or self._connected:
+                while self._pending:
+                    server = next(iter(self._pending))
+                    changes = self._pending.pop(server)
+                    entry = await self._write(server)
+                    for change in changes:
+                        if self.on_synced is not None:
+                            try:
+                                self.on_synced(change, entry)
+                            except Exception:
+                                logger.exception("live skills: observer failed for %s", server)
+                if self._connected:
+                    server = self._connected.pop()
+                    if not self._look(server):
+                        continue
+                    entry = await self._write(server)
+                    if self.on_info_synced is not None:
                         try:
-                            self.on_synced(change, entry)
+                            self.on_info_synced(server, entry)
                         except Exception:
                             logger.exception("live skills: observer failed for %s", server)
 
@@ -172,6 +237,7 @@ class LiveSkills:
         except KeenError as exc:
             logger.warning("live skills: %s not regenerated: %s", server, exc)
             return None
+        self._shown[server] = _info_shown_by(snap)
         root = self.skills_root
         from keen.mcpskills.sync import sync_server
 

@@ -5,6 +5,8 @@ Beside :mod:`keen.mcp`, which it uses (docs/architecture.md "Package map"):
 * :mod:`~keen.trust.fingerprint`: SHA-256 over the canonical JSON of a tool's definition.
 * :mod:`~keen.trust.pinstore`: the pin files ``$KEEN_HOME/mcp/pins/<server>.json``.
 * :mod:`~keen.trust.pins`: trust on first use, then quarantine what changes (rug pulls).
+* :mod:`~keen.trust.info_pins`: the same for what a server says of itself (``serverInfo``,
+  ``instructions``).
 * :mod:`~keen.trust.flags`: flags on tool text (shadowing, overrides, secret grabs, hidden text).
 """
 

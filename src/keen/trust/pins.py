@@ -33,22 +33,14 @@ What a model or host reads is :func:`pinned_view`, never the live list: under
 ``mcp/pins/reviews/<server>.json``), and records that a person did (``ToolPin.reviewed``):
 only then, or with the server's ``"trust_annotations"``, is a ``readOnlyHint`` taken as true.
 
-What a server says of itself at initialize (MCP 2025-11-25 "Lifecycle": ``serverInfo``'s
-``name``, ``title`` and ``version``, and ``instructions``) reaches the model too (SKILL.md's
-"The server calls itself" and "Server instructions", the catalog line): it is pinned as one,
-beside the tools, in ``mcp/pins/info/<server>.json`` (:class:`~keen.trust.pinstore.InfoPin`:
-``{"fingerprint": ..., "info": {"name": ..., "title": ..., "version": ..., "instructions":
-...}}``), and compared like one more definition (:func:`compare_info`). A file of its own: a
-Keen that pins only tools reads the pin file strictly and would call a pin file holding it
-broken. A server pinned without it has it recorded at the next look, as on first use; a
-change later is held under ``quarantine`` (the pinned info is shown,
-:attr:`PinnedView.info`), logged under ``warn``.
+What a server says of itself at initialize (``serverInfo`` and ``instructions``) is pinned
+as one beside the tools, and held or logged like a changed tool: :mod:`keen.trust.info_pins`
+(:class:`InfoCheck` and :func:`compare_info` are this module's names too).
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 import operator
 import re
@@ -61,16 +53,21 @@ from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.types import ServerInfo, Tool
 from keen.trust.fingerprint import (
     DEFINITION_FIELDS,
-    SHOWN_INFO_FIELDS,
     body_fingerprint,
     definition,
     definition_fingerprint,
     fingerprint,
-    info_fingerprint,
     pretty_json,
-    shown_info,
 )
 from keen.trust.flags import escape_text, flag_change
+from keen.trust.info_pins import (
+    InfoCheck,
+    compare_info,
+    info_as_shown,
+    info_pin_after_trust,
+    info_withheld,
+    record_first_look,
+)
 from keen.trust.pinstore import PIN_FILE_VERSION, PinStore
 
 if TYPE_CHECKING:
@@ -249,105 +246,6 @@ class PinReport:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class InfoCheck:
-    """What a server says of itself (:func:`keen.trust.fingerprint.shown_info`: ``serverInfo``
-    name, title, version, and ``instructions``) against its pin (:func:`compare_info`).
-
-    ``status``: ``trusted`` (as pinned), ``changed``, or ``new`` (none pinned yet: recorded at
-    the next look, as on first use). ``old`` is the pinned info (``None`` when none is
-    pinned), ``new`` the live one.
-    """
-
-    status: Literal["trusted", "changed", "new"]
-    new: dict[str, Any]
-    old: dict[str, Any] | None = None
-    reviewed: bool = False
-    """Whether ``keen mcp trust`` pinned the pinned info after a diff showed it."""
-
-    @property
-    def quarantined(self) -> bool:
-        """True when the info changed since it was pinned."""
-        return self.status == "changed"
-
-    @property
-    def fingerprint(self) -> str:
-        """``sha256:<hex>`` of the live info."""
-        return info_fingerprint(self.new)
-
-    @property
-    def changed_fields(self) -> tuple[str, ...]:
-        """The fields (:data:`SHOWN_INFO_FIELDS`) that differ from the pin (all, when none)."""
-        old = self.old or {}
-        return tuple(f for f in SHOWN_INFO_FIELDS if self.old is None or old.get(f) != self.new.get(f))
-
-    @property
-    def shown(self) -> bool:
-        """Whether ``keen mcp diff`` shows it (and a trust after that diff may accept it):
-        changed, not pinned yet, or pinned by a first look that nobody reviewed."""
-        return self.status != "trusted" or not self.reviewed
-
-    def diff(self) -> str:
-        """What ``keen mcp diff`` shows (``""`` when not :attr:`shown`): a unified diff of the
-        pinned and the live info, a field a line and the instructions line by line; a pin
-        nobody reviewed, and info not pinned yet, in full (against nothing). Each value is
-        quoted as a JSON string, as a tool's definition diff quotes its text: a line of the
-        server's cannot pass for a diff header (``+++ live/...``) or another field, and
-        trailing spaces and control characters show."""
-        if not self.shown:
-            return ""
-        before = _info_lines(self.old) if self.old is not None and self.status == "changed" else []
-        lines = difflib.unified_diff(
-            before,
-            _info_lines(self.new),
-            fromfile="pinned/server-info" if before else "/dev/null",
-            tofile="live/server-info",
-            lineterm="",
-            n=3,
-        )
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "quarantined": self.quarantined,
-            "reviewed": self.status != "new" and self.reviewed,
-            "changed_fields": list(self.changed_fields) if self.status != "trusted" else [],
-            "fingerprint": self.fingerprint,
-        }
-
-
-def _quoted(value: Any) -> str:
-    """``value`` as JSON (a lone surrogate as ``\\udXXX``), every invisible character written
-    visibly (:func:`keen.trust.flags.escape_text`)."""
-    text = json.dumps(value, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
-    return escape_text(text, one_line=True)
-
-
-def _info_lines(info: Mapping[str, Any]) -> list[str]:
-    """A shown info as diff lines: ``name: "..."``, ``title: ...``, ``version: ...``, then
-    ``instructions:`` and the instructions a quoted line each (:func:`_quoted_lines`)."""
-    lines = [f"{key}: {_quoted(info.get(key))}" for key in SHOWN_INFO_FIELDS[:-1]]
-    return [*lines, "instructions:", *_quoted_lines(info.get("instructions") or "")]
-
-
-def _quoted_lines(text: str) -> list[str]:
-    """Each line of ``text`` quoted (:func:`_quoted`). Lines end at ``"\\n"`` only (not at
-    ``\\r``, ``\\u2028`` or ``\\x85``, as ``str.splitlines`` would): a change of line endings
-    alone is a change the diff shows (``"a\\r"``)."""
-    return [_quoted(line) for line in (text.split("\n") if text else ())]
-
-
-def compare_info(live: ServerInfo | None, pins: PinFile | None) -> InfoCheck:
-    """``live`` (what the server said at initialize) against the info pinned with ``pins``. Pure."""
-    shown = shown_info(live)
-    pinned = pins.info if pins is not None else None
-    if pinned is None:
-        return InfoCheck(status="new", new=shown)
-    status = "trusted" if pinned.fingerprint == info_fingerprint(shown) else "changed"
-    return InfoCheck(status=status, new=shown, old=dict(pinned.info), reviewed=pinned.reviewed)
-
-
 def changed_fields(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[str, ...]:
     """The definition fields (MCP spelling, in :data:`DEFINITION_FIELDS` order) that differ."""
     old, new = old or {}, new or {}
@@ -503,7 +401,7 @@ def trust(
         ToolQuarantined: a ``name@<hex>`` no longer matches (nothing is written).
         ConfigError: the existing pin file is broken.
     """
-    from keen.trust._pinmodels import InfoPin, PinFile, ToolPin  # pydantic: only when pinning
+    from keen.trust._pinmodels import PinFile, ToolPin  # pydantic: only when pinning
 
     store = store or PinStore()
     current = store.load(server)
@@ -543,30 +441,9 @@ def trust(
             )
     if reviewed is not None:
         _check_reviewed(server, [t for t in tools if t.name in set(wanted)], reviewed)
-    info_pin = current.info if current is not None else None
-    if info is not None and names is None:
-        check = compare_info(info, current)
-        if check.status == "trusted" and info_pin is not None:
-            # Marked reviewed only when a person was shown it: by the diff this review
-            # records, or (no review) by the listing the interactive trust printed.
-            seen = reviewed is None or reviewed.info == check.fingerprint
-            if by_user and seen and not info_pin.reviewed:
-                info_pin = info_pin.model_copy(update={"reviewed": True})
-        elif check.status == "new" and reviewed is not None and reviewed.info is None:
-            # A review that showed none of it: recorded as a first use would, not as reviewed.
-            info_pin = InfoPin.of(server, check.new)
-        else:
-            if reviewed is not None and reviewed.info != check.fingerprint:
-                raise ToolQuarantined(
-                    f"the server info of {server} (name, title, version, instructions) as it sends it "
-                    f"now differs from the one `keen mcp diff {server}` showed at {reviewed.reviewed_at}: "
-                    f"the server changed it since, so nothing was trusted. Run `keen mcp diff {server}` "
-                    "again, review what it shows, then trust.",
-                    server=server,
-                    status=check.status,
-                    diff=escape_text(check.diff()),
-                )
-            info_pin = InfoPin.of(server, check.new, reviewed=by_user)
+    info_pin = info_pin_after_trust(
+        server, current, info if names is None else None, reviewed=reviewed, by_user=by_user
+    )
     old_pins = dict(current.tools) if current is not None else {}
     new_pins: dict[str, ToolPin] = {} if names is None else dict(old_pins)
     trusted: list[ToolCheck] = []
@@ -748,17 +625,7 @@ def pinned_view(
         if not (trust_annotations or reviewed):
             view = replace(view, annotations_trusted=False)
         shown.append(view)
-    held_info: InfoCheck | None = None
-    if info is not None and info_check is not None and info_check.quarantined and policy == "quarantine":
-        held_info = info_check
-        old = info_check.old or {}
-        info = replace(
-            info,
-            name=old.get("name") or "",
-            title=old.get("title"),
-            version=old.get("version") or "",
-            instructions=old.get("instructions") or None,
-        )
+    info, held_info = info_as_shown(info, info_check, hold=policy == "quarantine")
     return PinnedView(server, tuple(shown), tuple(held), info=info, held_info=held_info)
 
 
@@ -846,17 +713,10 @@ class PinGuard:
         pins = self._load(server, stamp)
         check = compare_info(info, pins)
         if pins is not None and check.status == "new":
-            from keen.trust._pinmodels import InfoPin
-
-            pins = pins.model_copy(update={"info": InfoPin.of(server, check.new)})
-            try:
-                self.store.save(pins)
-            except OSError as exc:  # shown as on a first use whose pins could not be written
-                logger.warning("could not record the server info of %s beside its pins: %s", server, exc)
-            else:
-                logger.info("pinned the server info of %s on first look", server)
+            recorded = record_first_look(self.store, server, pins, check)
+            if recorded is not None:
                 stamp = self.stamp(server)
-                check = compare_info(info, pins)
+                check = compare_info(info, recorded)
         self._info[server] = (stamp, info, check)
         return check
 
@@ -915,7 +775,7 @@ class PinGuard:
                 return PinnedView(
                     server,
                     error=exc.message,
-                    info=replace(info, name="", title=None, version="", instructions=None) if info else None,
+                    info=info_withheld(info) if info else None,
                 )
         # Cached while the report is the same object (the cache keeps it alive): readers
         # get the same Tool objects until something changed, as from the Manager.

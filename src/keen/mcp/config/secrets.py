@@ -16,7 +16,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from keen._redact import REDACTED, Redactor, looks_secret, redactor, register_value, url_secrets
 from keen.mcp.config.servers import ApiKeyAuth, HttpServerConfig, OAuthAuth, StdioServerConfig
 
-__all__ = ["arg_secrets", "hide_arg_secrets", "register_server_secrets", "secret_name"]
+__all__ = [
+    "arg_secret_references",
+    "arg_secrets",
+    "hide_arg_secrets",
+    "register_server_secrets",
+    "secret_name",
+]
 
 # A word of a name (a flag, a header, an environment variable) saying its value is a credential...
 _SECRET_WORD = re.compile(
@@ -32,6 +38,8 @@ _NAMED_VALUE = re.compile(r"^\s*(-{0,2}[A-Za-z][A-Za-z0-9_.-]*)\s*[:=]\s*(\S.*?)
 # The next word is a flag, not the value of the one before (`-----BEGIN KEY-----` and
 # `-abc123` are values).
 _FLAG = re.compile(r"--[A-Za-z]|-[A-Za-z]\Z")
+# An environment variable's name as a shell writes it: GITHUB_TOKEN=... names its own variable.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def secret_name(name: str) -> bool:
@@ -148,3 +156,45 @@ def hide_arg_secrets(args: Sequence[str], env: Mapping[str, str]) -> list[str]:
             arg = arg[:start] + piece + arg[end:]
         shown.append(local.redact(arg))
     return shown
+
+
+def arg_secret_references(args: Sequence[str], prefix: str) -> tuple[list[str], list[str]]:
+    """``args`` with each credential :func:`hide_arg_secrets` would hide replaced by a
+    ``${VAR}`` reference (expanded when configs.json is loaded: README "Configure servers"),
+    and the names of those variables, in order: what to suggest instead of a command line
+    that holds a key.
+
+    A ``NAME=VALUE`` word keeps its own name (``GITHUB_TOKEN=${GITHUB_TOKEN}``); the value of
+    a flag or header is named after it, under ``prefix`` (``--api-key`` of server ``files``:
+    ``${FILES_API_KEY}``); a URL's credentials ``<PREFIX>_URL_SECRET``. A name used twice gets
+    ``_2``, ``_3``...
+    """
+    names: list[str] = []
+
+    def reference(label: str, *, own: bool = False) -> str:
+        base = label if own else re.sub(r"[^A-Za-z0-9]+", "_", f"{prefix}_{label}").strip("_").upper()
+        base = base if _ENV_NAME.fullmatch(base) else f"_{base}"  # a name may not start with a digit
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}_{n}"
+        names.append(name)
+        return "${" + name + "}"
+
+    out = list(args)
+    for i, start, end, values in _credentials(args, shown=True):
+        arg = args[i]
+        piece = arg[start:end]
+        if _URL.search(arg):
+            # In the URL's order; of two at one place, the longer (user:password before password).
+            for secret in sorted(values, key=lambda v: (piece.find(v), -len(v))):
+                if secret in piece:  # a user:password pair holds the password: one reference
+                    piece = piece.replace(secret, reference("url_secret"))
+        elif (named := _NAMED_VALUE.match(arg)) is not None:
+            inner = _NAMED_VALUE.match(named.group(2)) if not secret_name(named.group(1)) else None
+            label = (inner or named).group(1)
+            piece = reference(label, own=inner is None and _ENV_NAME.fullmatch(label) is not None)
+        else:  # the value of `--api-key VALUE`
+            piece = reference(args[i - 1])
+        out[i] = arg[:start] + piece + arg[end:]
+    return out, names
