@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 __all__ = [
     "FileTooLarge",
@@ -19,6 +19,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
+    "open_regular",
     "read_regular",
 ]
 
@@ -76,6 +77,24 @@ class FileTooLarge(OSError):
     """:func:`read_regular`'s file holds more bytes than it was asked to read."""
 
 
+def _open_regular(path: Path) -> tuple[int, int]:
+    """A descriptor of the regular file ``path``, opened as :func:`read_regular` says, set to
+    blocking reads, and the file's size. Raises NotRegularFile or OSError (closed then)."""
+    import stat  # only where a file is read this way
+
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(f"{path} is not a regular file")
+        if _READ_FLAGS & getattr(os, "O_NONBLOCK", 0):  # opened so: reads may block now
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info.st_size
+
+
 def read_regular(path: Path, most: int) -> bytes:
     """The bytes of the regular file ``path``, at most ``most`` of them.
 
@@ -88,17 +107,10 @@ def read_regular(path: Path, most: int) -> bytes:
         FileTooLarge: it holds more than ``most`` bytes, or grew past them while read.
         OSError: ``path`` cannot be opened or read.
     """
-    import stat  # only where a file is read this way
-
-    fd = os.open(path, _READ_FLAGS)
+    fd, size = _open_regular(path)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFile(f"{path} is not a regular file")
-        if info.st_size > most:
-            raise FileTooLarge(f"{path} holds {info.st_size} bytes, more than {most}")
-        if _READ_FLAGS & getattr(os, "O_NONBLOCK", 0):  # opened so: reads may block now
-            os.set_blocking(fd, True)
+        if size > most:
+            raise FileTooLarge(f"{path} holds {size} bytes, more than {most}")
         chunks: list[bytes] = []
         size = 0
         while size <= most and (chunk := os.read(fd, 1 << 16)):
@@ -109,3 +121,16 @@ def read_regular(path: Path, most: int) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def open_regular(path: Path) -> tuple[BinaryIO, int]:
+    """The regular file ``path`` opened for buffered binary reading, as :func:`read_regular`
+    opens it (no final symlink followed, never blocking on a FIFO), and its size in bytes:
+    for a reader that takes part of a file of any size (a slice of its lines).
+
+    Raises:
+        NotRegularFile: ``path`` is not a regular file.
+        OSError: ``path`` cannot be opened.
+    """
+    fd, size = _open_regular(path)
+    return os.fdopen(fd, "rb"), size

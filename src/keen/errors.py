@@ -25,6 +25,7 @@ docs/architecture.md "Errors".
     ├── ApprovalDenied               the approval callback refused a call_mcp_tool call
     ├── SkillError                   a skill could not be read, written or activated
     ├── SettingsError                config.toml is unreadable or bad (defined in keen.agent.settings)
+    ├── SessionNotResumable          a chat session cannot be resumed (defined in keen.agent.resume)
     └── ModelError                   the model provider failed a call (keen.agent.models, and its subclasses)
 
 Every error has a ``code`` (a stable string for programs, e.g. ``"auth_required"``) and

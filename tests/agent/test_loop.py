@@ -234,7 +234,7 @@ async def test_compaction_leaves_a_short_record_and_keeps_activated_skills(world
     assert kinds == [
         ("user", "skill_activation"),
         ("user", ""),
-        ("assistant", "compacted"),
+        ("user", "compacted"),
         ("assistant", ""),
         ("user", ""),
         ("assistant", ""),
@@ -248,6 +248,28 @@ async def test_compaction_leaves_a_short_record_and_keeps_activated_skills(world
     second = "\n".join(m.content for m in model.sent[4][0][1:])
     assert "Reading the demo skill." not in second
     assert '"inputSchema"' not in second and record in second
+
+
+async def test_compacted_results_never_reach_the_model_as_its_own_words(world: World) -> None:
+    # The demo server's result (42.1648...) is server text: after compaction it is in the
+    # record, a user-role message framed as tool output, and in no assistant-role message,
+    # for the provider shapes as for the neutral history.
+    from keen.agent.compaction import RECORD_HEAD
+    from keen.agent.providers._shapes import anthropic_messages, openai_messages
+
+    model = world.script(*convert_script(world), step(content="Next answer."))
+    async with world.runtime("demo") as rt, world.agent(rt, model) as agent:
+        await agent.run_turn("marathon?")
+        await agent.run_turn("thanks")
+    sent = model.sent[-1][0]
+    [record] = [m for m in sent if m.kind == "compacted"]
+    assert record.role == "user" and record.content.startswith(RECORD_HEAD), record
+    assert "42.1648" in record.content
+    assert not [m.content for m in sent if m.role == "assistant" and "42.1648" in m.content]
+    as_openai = [m for m in openai_messages(sent) if "42.1648" in str(m.get("content"))]
+    assert [m["role"] for m in as_openai] == ["user"], as_openai
+    _, as_anthropic = anthropic_messages(sent)
+    assert [m["role"] for m in as_anthropic if "42.1648" in json.dumps(m)] == ["user"]
 
 
 async def test_step_limit_and_a_script_that_runs_out(world: World) -> None:

@@ -127,3 +127,45 @@ def test_a_backtracking_pattern_is_refused_and_a_walk_out_of_time_stops(
     monkeypatch.setattr(local, "WALK_SECONDS", 0.3)
     stopped = ws.run("grep", {"pattern": "^(a|a)+$", "path": "evil.txt"})
     assert stopped.text.startswith("(no match)") and "[stopped after 0.3 s;" in stopped.text
+
+
+def _big_file(path: Path, tail: bytes = b"") -> int:
+    """A text file just over the whole-file cap: lines ``row N`` (CRLF endings), then
+    ``tail``; returns its line count before the tail."""
+    rows = local.MAX_FILE_BYTES // 10 + 1000
+    path.write_bytes(b"".join(f"row {n}\r\n".encode() for n in range(1, rows + 1)) + tail)
+    assert path.stat().st_size > local.MAX_FILE_BYTES
+    return rows
+
+
+def test_a_file_over_the_cap_is_read_as_a_slice_never_whole(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    # After the rows, bytes that are not UTF-8: a slice before them never decodes them,
+    # which a whole-file read would have to.
+    rows = _big_file(tmp_path / "big.log", tail=b"\xff\xfe not text\n")
+    with pytest.raises(LocalToolError, match=r"read a slice of it: call read_file with offset .* and limit"):
+        ws.run("read_file", {"path": "big.log"})
+    text = ws.run("read_file", {"path": "big.log", "offset": 5, "limit": 3}).text
+    assert text.splitlines()[:3] == ["     5\trow 5", "     6\trow 6", "     7\trow 7"]
+    assert "call read_file with offset=8 to read on" in text
+    # Only a limit: from the first line; the last rows, up to the tail that is not text.
+    assert ws.run("read_file", {"path": "big.log", "limit": 1}).text.startswith("     1\trow 1\n")
+    last = ws.run("read_file", {"path": "big.log", "offset": rows - 1, "limit": 2}).text
+    assert last.splitlines()[:2] == [f"{rows - 1:>6}\trow {rows - 1}", f"{rows:>6}\trow {rows}"]
+    with pytest.raises(LocalToolError, match=rf"not UTF-8 text \(line {rows + 1}\)"):
+        ws.run("read_file", {"path": "big.log", "offset": rows + 1, "limit": 1})
+
+
+def test_a_slice_past_the_end_or_through_a_huge_line_says_so(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    rows = _big_file(tmp_path / "big.log", tail=b"last line without newline")
+    past = ws.run("read_file", {"path": "big.log", "offset": rows + 5}).text
+    assert past.startswith(f"[the file has {rows + 1:,} lines, fewer than offset={rows + 5}"), past
+    end = ws.run("read_file", {"path": "big.log", "offset": rows + 1, "limit": 9}).text
+    assert end == f"{rows + 1:>6}\tlast line without newline"
+    # One line longer than the cap: shown up to it, and the note says the slice stopped.
+    (tmp_path / "one.txt").write_bytes(b"short\n" + "é".encode() * local.MAX_FILE_BYTES + b"\n")
+    cut = ws.run("read_file", {"path": "one.txt", "offset": 2, "limit": 1}).text
+    first, note = cut.rsplit("\n", 1)
+    assert first.startswith("     2\téé") and set(first.split("\t", 1)[1]) == {"é"}
+    assert note.startswith("[the slice stopped in line 2: a slice reads at most"), note

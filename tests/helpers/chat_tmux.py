@@ -102,6 +102,14 @@ class Chat:
             env["CHAT_TEST_CLOCK"] = str(clock)
             keen = forked("-c", _SKEWED)
         self.tmux = Tmux([*keen, "chat", *model], env=env, cwd=root)
+        self._again = ([*keen, "chat", *model], env)
+
+    def again(self, *args: str) -> None:
+        """Start ``keen chat`` once more after this session ended, in the same directory
+        and KEEN_HOME, with ``args`` added (``--resume``); :attr:`tmux` is the new terminal."""
+        argv, env = self._again
+        self.tmux.kill()
+        self.tmux = Tmux([*argv, *args], env=env, cwd=self.root)
 
     def advance(self, seconds: float) -> None:
         """Move the session's reconnect clock on by ``seconds`` (a session made with ``clock``)."""

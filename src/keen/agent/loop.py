@@ -54,6 +54,7 @@ from keen._text import closed
 from keen.agent.compaction import CallRecord, compact_turn
 from keen.agent.models import Message, Model, ModelDone, ModelError, TextDelta, ToolCall
 from keen.agent.reconnect import reconnect_line, retry_words
+from keen.agent.resume import LOG_FORMAT, Restored, message_record
 from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt, offered_skills
 from keen.agent.unfinished import CUT_CALLS, UNFINISHED, not_run
 from keen.capabilities import PermissionMode, capability_id
@@ -221,7 +222,7 @@ class Agent:
             pre_hooks=[self._note_schema_read],
             remedy_words=self._remedy_words,
         )
-        self.harness.log.emit("agent.start", model=model.name, max_steps=max_steps)
+        self.harness.log.emit("agent.start", model=model.name, max_steps=max_steps, log_format=LOG_FORMAT)
 
     @property
     def session_id(self) -> str:
@@ -626,7 +627,25 @@ class Agent:
         """
         text = activate(name, args, skills_root=self.runtime.skills_root)
         self.history.append(Message("user", text, kind="skill_activation"))
-        self.harness.log.emit("agent.activate", skill=name, arguments=args)
+        # The text too: a resumed session restores it (keen.agent.resume), as this one keeps it.
+        self.harness.log.emit("agent.activate", skill=name, arguments=args, text=text)
+
+    def resume(self, restored: Restored) -> None:
+        """Go on with a conversation rebuilt from an earlier session's log
+        (:func:`keen.agent.resume.restore`; ``keen chat --resume``): it becomes the history,
+        the turns are numbered on from it, and this session's log records it whole in an
+        ``agent.resume`` event naming its parent, so this log suffices to resume this
+        session in turn. Call it before the first turn."""
+        self.history = list(restored.messages)
+        self.turns = restored.turns
+        self.harness.log.emit(
+            "agent.resume",
+            parent=restored.session_id,
+            turns=restored.turns,
+            calls=restored.calls,
+            servers=restored.servers,
+            messages=[message_record(m) for m in restored.messages],
+        )
 
     def reload_catalog(self) -> None:
         """Note that the skills changed (after discovery or ``/skills reload``): the catalog

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
     from keen.agent.loop import Agent, TurnResult
     from keen.agent.models import Model
+    from keen.agent.resume import Restored
     from keen.capabilities import PermissionMode
     from keen.mcp.types import ServerStatus
     from keen.runtime import Runtime
@@ -311,8 +312,10 @@ async def run_repl(
     session_id: str | None = None,
     discovery_timeout: float = DEFAULT_DISCOVERY_TIMEOUT,
     console: Console | None = None,
+    restored: Restored | None = None,
 ) -> None:
-    """Run ``keen chat`` interactively until the person leaves.
+    """Run ``keen chat`` interactively until the person leaves; then one line names the
+    session and how to go on with it.
 
     Args:
         model: the model to talk to (:func:`keen.agent.providers.open_model`).
@@ -322,6 +325,8 @@ async def run_repl(
         session_id: the event log's id; default a new one.
         discovery_timeout: seconds the background discovery waits for the servers.
         console: where to draw; default a rich console on stdout.
+        restored: a conversation to go on with (``keen chat --resume``,
+            :func:`keen.agent.resume.restore`); what came back is said before the prompt.
 
     Raises:
         KeenError: stdin or stdout is not a terminal (nothing was started).
@@ -356,11 +361,25 @@ async def run_repl(
             connect_command="/mcp connect {server}",
         )
         try:
+            if restored is not None:
+                from keen.agent.resume import summary
+
+                agent.resume(restored)
+                configured = [status.name for status in runtime.manager.servers()]
+                for line in summary(restored, agent.session_id, configured, Path.cwd()):
+                    console.print(Text(terminal_text(line), style="dim"), soft_wrap=True)
             repl.append(Repl(runtime, agent, console, asker))
             await repl[0].run(discovery_timeout)
         finally:
             agent.close()
             await close_model(model)
+        console.print(
+            Text(
+                f"session {agent.session_id}: keen chat --resume {agent.session_id} goes on with it",
+                style="dim",
+            ),
+            soft_wrap=True,
+        )
 
 
 def _only_declined(result: TurnResult) -> bool:

@@ -27,6 +27,7 @@ from keen.cli._wording import with_remedy
 if TYPE_CHECKING:
     from keen.agent import Model, TurnResult
     from keen.agent.first import EarlyModel
+    from keen.agent.resume import Restored
     from keen.agent.settings import ChatSettings
     from keen.gateway import ApprovalRequest
     from keen.harness import Observation
@@ -165,6 +166,7 @@ async def _one_shot(
     timeout: float,
     show: Callable[[TurnResult], None],
     early: EarlyModel | None = None,
+    restored: Restored | None = None,
 ) -> TurnResult:
     """One turn, its first request sent before the runtime opens when it was built
     (``early``, started by :func:`_run_early`; :mod:`keen.agent.first`: the session's own
@@ -173,7 +175,8 @@ async def _one_shot(
     otherwise once the servers that start within a second are up (docs/chat.md "Startup").
     Servers still connecting join as they arrive, and a call to one waits for it. ``show``
     prints the result as soon as the turn ends; then the servers still connecting get up to
-    ``timeout`` seconds in all, so their skills are on disk for the next run."""
+    ``timeout`` seconds in all, so their skills are on disk for the next run. ``restored``:
+    the conversation the turn goes on with (``--resume``), said on stderr first."""
     import contextlib
 
     import anyio
@@ -251,6 +254,8 @@ async def _one_shot(
             max_steps=max_steps,
             denial_note="" if yes else _NO_APPROVER,
         )
+        if restored is not None:
+            _resumed(agent, restored, rt)
         result: TurnResult | None = None
         async with anyio.create_task_group() as tg:
             if behind is None:
@@ -279,6 +284,19 @@ async def _one_shot(
             await rt.sync()  # the whole configuration once, as a run with no late server does
         assert result is not None  # run_turn returned (or raised through the task group)
         return result
+
+
+def _resumed(agent: Any, restored: Restored, rt: Any) -> None:
+    """Give ``agent`` the resumed conversation and say on stderr what came back."""
+    from rich.text import Text
+
+    from keen.agent.resume import summary
+    from keen.cli._terminal import terminal_text
+
+    agent.resume(restored)
+    configured = [status.name for status in rt.manager.servers()]
+    for line in summary(restored, agent.session_id, configured, Path.cwd()):
+        err.print(Text(terminal_text(line), style="dim"), highlight=False, soft_wrap=True)
 
 
 def _remember_config(rt: Any) -> None:
@@ -366,8 +384,10 @@ def one_shot(
     as_json: bool,
     max_steps: int,
     timeout: float,
+    restored: Restored | None = None,
 ) -> int:
-    """Run one turn (module doc of :mod:`keen.cli.chat_cmd`); returns the exit code."""
+    """Run one turn (module doc of :mod:`keen.cli.chat_cmd`), going on with ``restored``
+    when given (``--resume``); returns the exit code."""
     # The settings first: a missing model is said before standard input is read (a pipe
     # that takes long to write, or a terminal waiting for Ctrl-D, for nothing).
     settings = _settings(model, base_url, mode)
@@ -394,7 +414,8 @@ def one_shot(
         # The prompt from the skills on disk, before the provider's module, the event loop and
         # the runtime load (docs/chat.md "Startup"); a model that cannot be opened still fails
         # before anything is printed or sent.
-        first = plan(prompt)
+        # A resumed conversation is not in the early request (it holds the prompt alone).
+        first = plan(prompt) if restored is None else None
         chosen = open_model(settings.model, base_url=settings.base_url, timeout=settings.model_timeout)
         view = _OneShotView(stream=not as_json)
         early = None if first is None else EarlyModel(chosen, first)
@@ -412,6 +433,7 @@ def one_shot(
                 timeout=timeout,
                 show=lambda done: _show(done, view, as_json),
                 early=early,
+                restored=restored,
             )
 
         result = _run(turn) if early is None else _run_early(early, turn)

@@ -13,21 +13,57 @@ In one-shot mode nobody can be asked: ``--yes`` approves every call the permissi
 would ask about and accepts servers' elicitation forms with their defaults; ``--deny``
 (and the default) refuses them, and the model is told to rerun with ``--yes``. Every call
 is recorded in the session log (``keen sessions show ID``).
+
+``--resume [SESSION]`` goes on with an earlier session's conversation, rebuilt from its log
+(:mod:`keen.agent.resume`; docs/chat.md "Resuming a session"), in the REPL or with ``-p``:
+SESSION is an id from ``keen sessions list`` (or its start); without it, this directory's
+session written to last. The resumed session gets a log of its own naming its parent.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from keen.cli._chat import DEFAULT_DISCOVERY_TIMEOUT, chosen_model, one_shot
 from keen.cli._common import fail, run
 
+if TYPE_CHECKING:
+    from keen.agent.resume import Restored
+
 __all__ = ["register"]
 
 
+def restored_session(session: str | None) -> Restored:
+    """The conversation ``--resume [SESSION]`` goes on with, rebuilt from its log; a session
+    that cannot be resumed fails the command (exit 2) with what to do, before anything starts."""
+    from keen.agent.resume import SessionNotResumable, find_session, restore
+
+    try:
+        return restore(find_session(session, Path.cwd()))
+    except SessionNotResumable as exc:
+        fail(exc.message)
+
+
 def chat(
+    session: Annotated[
+        str | None,
+        typer.Argument(
+            help="With --resume: the session to go on with (an id from `keen sessions list`, or its start).",
+            show_default=False,
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            "-r",
+            help="Go on with an earlier session's conversation: SESSION, or without it this directory's "
+            "last session. Works with -p too.",
+        ),
+    ] = False,
     prompt: Annotated[
         str | None,
         typer.Option(
@@ -79,6 +115,11 @@ def chat(
         fail("--yes and --deny contradict each other; pass one")
     if prompt is None and (yes or deny or as_json):
         fail("--yes, --deny and --json are for one-shot mode; add -p PROMPT")
+    if session is not None and not resume:
+        fail(
+            f"{session!r} is not an option of keen chat; to go on with that session, run keen chat --resume {session}"
+        )
+    restored = restored_session(session) if resume else None
     if prompt is not None:
         code = one_shot(
             prompt,
@@ -89,6 +130,7 @@ def chat(
             as_json=as_json,
             max_steps=max_steps,
             timeout=timeout,
+            restored=restored,
         )
         if code:
             raise typer.Exit(code)
@@ -105,7 +147,11 @@ def chat(
             raise
         fail("the interactive keen chat is not in this build; run one turn with keen chat -p PROMPT")
 
-    run(lambda: run_repl(chosen, mode=settings.mode, max_steps=max_steps, discovery_timeout=timeout))
+    run(
+        lambda: run_repl(
+            chosen, mode=settings.mode, max_steps=max_steps, discovery_timeout=timeout, restored=restored
+        )
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -119,6 +119,12 @@ def show(
         f"session {rebuilt.session_id}  mode {rebuilt.start.get('mode') or '-'}  "
         f"workspace {rebuilt.start.get('workspace') or '-'}  replay {'ok' if rebuilt.ok else 'MISMATCH'}"
     ]
+    # A session resumed with keen chat --resume: its log names the one it went on from.
+    lines += [
+        f"resumes session {e.get('parent')} ({e.get('turns')} turn(s) restored; keen sessions show {e.get('parent')})"
+        for e in read_events(path)
+        if e.get("type") == "agent.resume"
+    ]
     # keen chat's own events: the user's message before its first step, the outcome after its last.
     # Keyed by step ("turn" held the step in logs written before steps were named so).
     asked = {e.get("step", e.get("turn")): e for e in read_events(path) if e.get("type") == "agent.user"}

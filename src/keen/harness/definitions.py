@@ -44,7 +44,8 @@ _PATH = {"type": "string", "description": "Path relative to the workspace (or in
 LOCAL_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     "read_file": (
         "Read a text file in the workspace or the skills directory (SKILL.md, schema files). "
-        "Lines are numbered from 1; use offset and limit to page through a long file.",
+        "Lines are numbered from 1; use offset and limit to page through a long file "
+        "(a file over 2 MB is read only so, a slice at a time).",
         _schema(
             {
                 "path": _PATH,

@@ -13,10 +13,12 @@ has every secret Keen knows replaced by ``[REDACTED]`` (:mod:`keen._redact`), so
 copied into a workspace file does not reach the model either.
 
 A tool cannot hang its caller: only regular files are opened (a FIFO, device or socket
-is skipped, and opened non-blocking in case one is swapped in), files are read up to
-``MAX_FILE_BYTES``, a grep pattern gets ``PATTERN_SECONDS`` per line (the ``regex``
-module's timeout) and a whole walk ``WALK_SECONDS``; a caller running a tool in a worker
-thread passes a ``stop`` event that ends it early.
+is skipped, and opened non-blocking in case one is swapped in), a whole file is read up
+to ``MAX_FILE_BYTES`` (a larger one only as a ``read_file`` slice, ``offset`` and
+``limit`` lines, read up to the slice's end and at most ``MAX_FILE_BYTES`` of it), a
+grep pattern gets ``PATTERN_SECONDS`` per line (the ``regex`` module's timeout) and a
+whole walk ``WALK_SECONDS``; a caller running a tool in a worker thread passes a ``stop``
+event that ends it early.
 
 Errors are :class:`LocalToolError` with a message a model can act on; the harness turns
 them into observations.
@@ -36,7 +38,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from keen._fs import FileTooLarge, NotRegularFile, read_regular
+from keen._fs import FileTooLarge, NotRegularFile, open_regular, read_regular
 from keen._redact import redactor
 from keen.harness.definitions import LOCAL_TOOLS
 
@@ -80,26 +82,97 @@ def _within(real: Path, dirs: Sequence[Path]) -> bool:
 
 def _read_regular(path: Path, shown: str) -> bytes:
     """The bytes of the regular file ``path`` (at most ``MAX_FILE_BYTES``). Raises
-    LocalToolError for anything else: a FIFO or device opened non-blocking returns at once
-    and is refused by its type, a symlink swapped in after the path was resolved is not
-    followed (:func:`keen._fs.read_regular`)."""
+    LocalToolError for anything else (:class:`_TooBig` for a larger file): a FIFO or device
+    opened non-blocking returns at once and is refused by its type, a symlink swapped in
+    after the path was resolved is not followed (:func:`keen._fs.read_regular`)."""
     try:
         return read_regular(path, MAX_FILE_BYTES)
     except NotRegularFile:
-        raise LocalToolError(
-            f"{shown!r} is not a regular file (a FIFO, device or socket); it is not read"
-        ) from None
+        raise _not_regular(shown) from None
     except FileTooLarge:
-        raise _too_big(shown) from None
+        raise _TooBig(
+            f"{shown!r} is larger than {MAX_FILE_BYTES:,} bytes, more than a whole-file read takes; "
+            "read a slice of it: call read_file with offset (its first line, from 1) and limit "
+            f"(how many lines, e.g. offset=1, limit={DEFAULT_LINES})"
+        ) from None
     except OSError as exc:
         raise LocalToolError(f"{shown!r} cannot be opened ({exc.strerror})") from None
 
 
-def _too_big(shown: str) -> LocalToolError:
-    return LocalToolError(
-        f"{shown!r} is larger than {MAX_FILE_BYTES} bytes, more than the local tools read; "
-        "ask the user for the part you need"
-    )
+def _not_regular(shown: str) -> LocalToolError:
+    return LocalToolError(f"{shown!r} is not a regular file (a FIFO, device or socket); it is not read")
+
+
+class _TooBig(LocalToolError):
+    """A whole-file read of a file over ``MAX_FILE_BYTES``; the message says how to read a slice."""
+
+
+_SKIP_CHUNK = 1 << 16
+"""Bytes read at a time while skipping the lines before a slice (a long line is not held whole)."""
+
+
+def _slice(path: Path, shown: str, first: int, count: int, budget: _Budget) -> str:
+    """Lines ``first`` to ``first + count - 1`` of a file larger than ``MAX_FILE_BYTES``,
+    numbered as :meth:`Workspace._read_file` numbers them, read up to the slice's end and at
+    most ``MAX_FILE_BYTES`` of it: the file is never loaded whole. Lines end at ``\n`` (a
+    ``\r`` before it is dropped); a line longer than the cap is shown cut, with a note."""
+    try:
+        handle, size = open_regular(path)
+    except NotRegularFile:
+        raise _not_regular(shown) from None
+    except OSError as exc:
+        raise LocalToolError(f"{shown!r} cannot be opened ({exc.strerror})") from None
+    rows: list[str] = []
+    note = ""
+    with handle:
+        number, open_line = 1, False
+        while number < first:  # skip to the slice, a chunk at a time
+            piece = handle.readline(_SKIP_CHUNK)
+            if not piece:
+                lines = number - 1 + open_line  # a last line without its newline counts
+                return f"[the file has {lines:,} lines, fewer than offset={first}; {size:,} bytes]"
+            open_line = not piece.endswith(b"\n")
+            if not open_line:
+                number += 1
+                budget.over()  # raises when the caller stopped the call
+        taken = 0
+        while len(rows) < count:
+            raw = handle.readline(MAX_FILE_BYTES - taken + 1)
+            if not raw:
+                break
+            cut = not raw.endswith(b"\n") and len(raw) > MAX_FILE_BYTES - taken
+            line = raw[: MAX_FILE_BYTES - taken] if cut else raw
+            rows.append(f"{number:>6}\t{_decoded(line, cut, shown, number)}")
+            taken += len(line)
+            if cut:
+                note = (
+                    f"\n[the slice stopped in line {number}: a slice reads at most {MAX_FILE_BYTES:,} bytes; "
+                    "ask for fewer lines, or grep for what you need]"
+                )
+                break
+            number += 1
+            budget.over()
+        else:
+            if handle.read(1):
+                last = first + len(rows) - 1
+                note = (
+                    f"\n[lines {first}-{last} of a file of {size:,} bytes; "
+                    f"call read_file with offset={last + 1} to read on]"
+                )
+    if not rows:
+        return f"[the file has {first - 1:,} lines: offset={first} is past its end; {size:,} bytes]"
+    return "\n".join(rows) + note
+
+
+def _decoded(line: bytes, cut: bool, shown: str, number: int) -> str:
+    """One line of a slice as text, its line ending dropped; a ``cut`` line may end in the
+    middle of a character, which is left out. Raises LocalToolError for bytes not UTF-8."""
+    for end in range(len(line), max(len(line) - 4, -1) if cut else len(line) - 1, -1):
+        try:
+            return line[:end].decode("utf-8").removesuffix("\n").removesuffix("\r")
+        except UnicodeDecodeError:
+            continue
+    raise LocalToolError(f"{shown!r} is not UTF-8 text (line {number})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,25 +278,34 @@ class Workspace:
         finally:
             stop.set()
 
-    def _read_file(self, budget: _Budget, path: str, offset: int = 1, limit: int = DEFAULT_LINES) -> Output:
+    def _read_file(
+        self, budget: _Budget, path: str, offset: int | None = None, limit: int | None = None
+    ) -> Output:
         real = self.resolve(path)
         if not real.is_file():
             raise LocalToolError(f"{path!r} is not a file; use list_dir to see what is there")
+        first, count = offset or 1, limit or DEFAULT_LINES
+        shown = self.shown(real)
+        more = f"call read_file on {shown} with a later offset and a smaller limit"
         try:
-            lines = _read_regular(real, path).decode("utf-8").splitlines()
+            data = _read_regular(real, path)
+        except _TooBig as exc:
+            if offset is None and limit is None:
+                raise LocalToolError(str(exc)) from None
+            # A slice of a larger file: read up to its last line, never the file whole.
+            return Output(_slice(real, path, first, count, budget), more=more, touched=(shown,))
+        try:
+            lines = data.decode("utf-8").splitlines()
         except UnicodeDecodeError:
             raise LocalToolError(f"{path!r} is not UTF-8 text") from None
-        chunk = lines[offset - 1 : offset - 1 + limit]
-        text = "\n".join(f"{offset + i:>6}\t{line}" for i, line in enumerate(chunk))
-        last = offset - 1 + len(chunk)
+        chunk = lines[first - 1 : first - 1 + count]
+        text = "\n".join(f"{first + i:>6}\t{line}" for i, line in enumerate(chunk))
+        last = first - 1 + len(chunk)
         if last < len(lines):
             text += (
-                f"\n[lines {offset}-{last} of {len(lines)}; call read_file with offset={last + 1} to read on]"
+                f"\n[lines {first}-{last} of {len(lines)}; call read_file with offset={last + 1} to read on]"
             )
-        shown = self.shown(real)
-        return Output(
-            text, more=f"call read_file on {shown} with a later offset and a smaller limit", touched=(shown,)
-        )
+        return Output(text, more=more, touched=(shown,))
 
     def _list_dir(self, budget: _Budget, path: str = ".") -> Output:
         real = self.resolve(path)
