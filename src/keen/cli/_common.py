@@ -164,6 +164,8 @@ def json_object(text: str, what: str, example: str) -> dict[str, Any]:
             f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); pass an object "
             f"like {example}"
         )
+    except RecursionError:
+        fail(f"{what} is nested too deep (brackets inside brackets); pass an object like {example}")
     if not isinstance(value, dict):
         fail(f"{what} must be a JSON object like {example}")
     return cast("dict[str, Any]", value)

@@ -118,7 +118,7 @@ def configured_entries() -> dict[str, dict[str, Any]]:
 
     try:
         data = json.loads(paths.mcp_config_path().read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return {}
     servers = data.get("servers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):

@@ -34,9 +34,11 @@ from keen.mcp.config.load import load_config
 from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
     declared_kinds,
+    nested_too_deep,
     object_pairs,
     repeated_keys,
     save_config,
+    too_deep,
 )
 
 __all__ = [
@@ -218,6 +220,8 @@ def add_server(
             server=name,
             field="name",
         )
+    if nested_too_deep(entry):
+        raise ConfigError(too_deep(f"server {name!r}"), server=name)
     # Keen's own settings, typed by the user: kept as given (an import from another host's
     # file does not take them: importer._DROPPED_WHY), checked with the rest of the entry.
     own = {key: entry[key] for key in KEEN_SETTINGS if key in entry}

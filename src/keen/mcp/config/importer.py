@@ -49,9 +49,11 @@ from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
     misspelling_of,
     neither_command_nor_url,
+    nested_too_deep,
     object_pairs,
     read_json,
     repeated_keys,
+    too_deep,
     validate_config,
 )
 
@@ -172,14 +174,26 @@ def load_host_document(path: Path) -> Any:
 
 
 def _load_jsonc(text: str, source: str) -> Any:
-    """JSON, or JSONC as VS Code, Cursor and Claude Code write it (comments, trailing commas)."""
+    """JSON, or JSONC as VS Code, Cursor and Claude Code write it (comments, trailing commas);
+    nested no deeper than configs.json may be (:func:`keen.mcp.config.servers.nested_too_deep`)."""
+    data = _parse_jsonc(text, source)
+    if nested_too_deep(data):
+        raise ConfigError(too_deep(source), path=source)
+    return data
+
+
+def _parse_jsonc(text: str, source: str) -> Any:
     try:
         return json.loads(text, object_pairs_hook=object_pairs)
+    except RecursionError:
+        raise ConfigError(too_deep(source), path=source) from None
     except json.JSONDecodeError as exc:
         import json5  # only for the files plain JSON cannot read
 
         try:
             return json5.loads(text, object_pairs_hook=object_pairs)
+        except RecursionError:
+            raise ConfigError(too_deep(source), path=source) from None
         except ValueError as jsonc_exc:
             # json5 read past the comments and trailing commas plain JSON stopped at, so its
             # position is the real one ("<string>:4 Unexpected "{" at column 7").

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     import httpx2
 
 __all__ = [
+    "MOST_LEVELS",
     "SERVER_NAME_PATTERN",
     "SUPPORTED_VERSIONS",
     "ApiKeyAuth",
@@ -73,10 +74,12 @@ __all__ = [
     "declared_kinds",
     "misspelling_of",
     "neither_command_nor_url",
+    "nested_too_deep",
     "object_pairs",
     "read_json",
     "repeated_keys",
     "save_config",
+    "too_deep",
     "validate_config",
 ]
 
@@ -401,10 +404,11 @@ def read_json(text: str, *, source: str) -> Any:
     """configs.json's text as data (keys kept in order, repeats noted for the validator).
 
     Raises:
-        ConfigError: invalid JSON, with the line and column to fix.
+        ConfigError: invalid JSON, with the line and column to fix, or JSON nested too
+            deep to read.
     """
     try:
-        return json.loads(text, object_pairs_hook=object_pairs)
+        data = json.loads(text, object_pairs_hook=object_pairs)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax there",
@@ -412,6 +416,41 @@ def read_json(text: str, *, source: str) -> Any:
             line=exc.lineno,
             column=exc.colno,
         ) from exc
+    except RecursionError:
+        raise ConfigError(too_deep(source), path=source) from None
+    if nested_too_deep(data):
+        raise ConfigError(too_deep(source), path=source)
+    return data
+
+
+MOST_LEVELS = 200
+"""How deep configs.json or a host's file may nest: a server entry needs five levels, and
+Python's parser stops near a thousand; what lies between would exhaust the recursion of the
+checks after it (pydantic's, ``${VAR}`` expansion), a traceback instead of a fix."""
+
+
+def nested_too_deep(value: Any) -> bool:
+    """Whether parsed JSON nests more than :data:`MOST_LEVELS` arrays and objects deep
+    (walked without recursion, so any depth the parser gave can be measured)."""
+    level = [value]
+    for _ in range(MOST_LEVELS):
+        level = [
+            inner
+            for outer in level
+            if isinstance(outer, dict | list)
+            for inner in (outer.values() if isinstance(outer, dict) else outer)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        ]
+        if not level:
+            return False
+    return any(isinstance(outer, dict | list) for outer in level)
+
+
+def too_deep(source: str) -> str:
+    """Why JSON nested deeper than :data:`MOST_LEVELS` is refused, and the fix."""
+    return (
+        f"{source}: the JSON is nested more than {MOST_LEVELS} levels deep (brackets inside brackets); "
+        "a server entry needs a few: look for a run of [ or { and remove it"
+    )
 
 
 def validate_config(
