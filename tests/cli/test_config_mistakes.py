@@ -56,3 +56,43 @@ def test_json_nested_as_deep_as_allowed_still_loads(home: Home) -> None:
     home.write({"a": {"command": "true", "args": args}})
     run = home.keen("mcp", "get", "a")
     assert run.code == 0, str(run)
+
+
+def test_a_lone_surrogate_escape_is_one_servers_error_and_edits_keep_it(home: Home) -> None:
+    # "\ud800" alone reads as a str with no UTF-8 form: writing configs.json back, printing
+    # the entry and rendering its skill each stopped with UnicodeEncodeError.
+    home.config_path.parent.mkdir(parents=True)
+    home.config_path.write_text(
+        '{"version": 1, "servers": {"odd": {"command": "true", "description": "\\ud800x"},'
+        ' "fine": {"command": "true"}}}'
+    )
+    added = home.keen("mcp", "add", "more", "--", "true")
+    assert added.code == 0, str(added)
+    disabled = home.keen("mcp", "disable", "odd")
+    assert disabled.code == 0, str(disabled)
+    kept = json.loads(home.config_path.read_text(encoding="utf-8"))["servers"]
+    assert kept["odd"] == {"command": "true", "description": "\ud800x", "enabled": False}
+    assert set(kept) == {"odd", "fine", "more"}
+    shown = home.keen("mcp", "get", "odd")
+    assert shown.code == 0 and "'description' holds \\ud800" in shown.stdout, str(shown)
+    assert home.keen("mcp", "enable", "odd").code == 0
+    listed = home.keen("mcp", "list", "--json")
+    rows = {row["name"]: row for row in listed.json()}
+    assert rows["odd"]["state"] == "config_error"
+    assert "'description' holds \\ud800, which is no character" in rows["odd"]["last_error"]
+    assert rows["fine"]["state"] != "config_error"
+
+
+def test_an_argument_that_is_not_utf8_is_refused_by_add(home: Home, tmp_path: Path) -> None:
+    # The shell hands Python bytes that are not UTF-8 as lone surrogates (surrogateescape).
+    run = home.keen("mcp", "add", "x", "--", "true", "\udcff")
+    assert run.code == 2 and "'args' holds \\udcff, which is no character" in run.stderr, str(run)
+    assert not home.config_path.exists()
+
+
+def test_a_lone_surrogate_in_a_field_name_is_shown_as_its_escape(home: Home) -> None:
+    home.config_path.parent.mkdir(parents=True)
+    home.config_path.write_text('{"version": 1, "servers": {"odd": {"command": "true", "\\udc00": 1}}}')
+    for args in (("mcp", "get", "odd"), ("mcp", "get", "odd", "--json")):
+        shown = home.keen(*args)
+        assert shown.code == 0 and "\\udc00" in shown.stdout, str(shown)

@@ -113,6 +113,7 @@ def repeated_keys(obj: Any) -> tuple[str, ...]:
 
 SERVER_NAME_PATTERN = SERVER_NAME_RE  # the one definition, in keen.mcp.types
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Model(BaseModel):
@@ -618,9 +619,24 @@ def _config_error_from(exc: ValidationError, *, source: str) -> ConfigError:
     return ConfigError(message, path=source, server=name, field=field)
 
 
+def _no_lone_surrogate(text: str, *, name: str, field: str, source: str) -> None:
+    """Refuse half of a surrogate pair (JSON's ``"\\ud800"`` escape alone): it has no UTF-8
+    form, so no skill file, terminal or server environment could take the text."""
+    if (lone := _LONE_SURROGATE.search(text)) is not None:
+        raise ConfigError(
+            f"{source}: server {name!r}: field {field or '(entry)'!r} holds \\u{ord(lone.group()):04x}, "
+            "which is no character (half of a UTF-16 surrogate pair, or a byte of a command line that "
+            "is not UTF-8); write the character itself, or both halves of its escape",
+            path=source,
+            server=name,
+            field=field or None,
+        )
+
+
 def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> Any:
     """Expand ``${VAR}`` / ``${VAR:-default}`` in every string, recursively (copies containers)."""
     if isinstance(value, str):
+        _no_lone_surrogate(value, name=name, field=field, source=source)
 
         def sub(match: re.Match[str]) -> str:
             var, default = match.group(1), match.group(2)
@@ -641,6 +657,8 @@ def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> 
 
         return _VAR.sub(sub, value)
     if isinstance(value, dict):
+        for key in value:
+            _no_lone_surrogate(key, name=name, field=f"{field}.{key}".lstrip("."), source=source)
         return {
             k: _expand(v, name=name, field=f"{field}.{k}".lstrip("."), source=source, environ=environ)
             for k, v in value.items()
