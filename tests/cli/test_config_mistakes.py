@@ -6,6 +6,7 @@ console script's ``app``."""
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,56 @@ def test_a_lone_surrogate_in_a_field_name_is_shown_as_its_escape(home: Home) -> 
     for args in (("mcp", "get", "odd"), ("mcp", "get", "odd", "--json")):
         shown = home.keen(*args)
         assert shown.code == 0 and "\\udc00" in shown.stdout, str(shown)
+
+
+SECRET = "sk-live-7f3e9a1c55"
+LISTENING = "http://127.0.0.1:{port}/mcp"
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "words"),
+    [
+        (
+            {"url": LISTENING, "headers": {"X-Key": f"{SECRET}\r\nX-Other: y"}},
+            "headers",
+            "line break",
+        ),
+        ({"url": LISTENING, "headers": {"X Key": "v"}}, "headers", "not an HTTP header name"),
+        (
+            {"url": LISTENING, "auth": {"type": "api_key", "key": f"{SECRET}\n"}},
+            "auth.key",
+            "line break",
+        ),
+        (
+            {"url": LISTENING, "auth": {"type": "api_key", "header": "X: Y", "key": SECRET}},
+            "auth.header",
+            "not an HTTP header name",
+        ),
+        ({"command": "true", "env": {"A=B": "x"}}, "env", "not an environment variable name"),
+        ({"command": "true", "env": {"": "x"}}, "env", "not an environment variable name"),
+        ({"command": "true", "env": {"TOKEN": f"{SECRET}\0"}}, "env", "NUL character"),
+        ({"command": "true", "args": ["a\0b"]}, "args", "NUL character"),
+        ({"command": "tr\0ue"}, "command", "NUL character"),
+        ({"command": "true", "cwd": ""}, "cwd", "is blank"),
+    ],
+)
+def test_what_no_header_or_process_can_carry_is_the_entrys_error(
+    home: Home, entry: dict[str, object], field: str, words: str
+) -> None:
+    # These were sent (or spawned) as given, and the refusal read as the server breaking
+    # the protocol, or a command not found; a key with a line break was printed in it.
+    # A socket that listens: the connection opens, so a request would be written to it.
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        if entry.get("url") == LISTENING:
+            entry = {**entry, "url": f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"}
+        _list_the_odd_entry(home, entry, field, words)
+
+
+def _list_the_odd_entry(home: Home, entry: dict[str, object], field: str, words: str) -> None:
+    home.write({"odd": entry, "fine": {"command": "true"}})
+    listed = home.keen("mcp", "list", "--json")
+    rows = {row["name"]: row for row in listed.json()}
+    assert rows["odd"]["state"] == "config_error", str(listed)
+    assert f"field {field!r}" in rows["odd"]["last_error"] and words in rows["odd"]["last_error"]
+    assert SECRET not in listed.stdout + listed.stderr
+    assert rows["fine"]["state"] != "config_error"

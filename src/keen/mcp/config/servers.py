@@ -21,7 +21,11 @@ when absent) or ``sse`` (the deprecated HTTP+SSE transport of MCP 2024-11-05, fo
 that offer nothing newer); HTTP servers need an http(s) ``url``; ``auth.type`` is ``none``,
 ``api_key`` (needs ``key``) or ``oauth``; stdio servers need ``command`` and take no
 HTTP auth. Strings may use ``${VAR}`` and ``${VAR:-default}``; an unset variable
-without a default is an error. A missing file means no servers. Every failure is a
+without a default is an error. What no HTTP header or process can carry is refused by
+field, its value never quoted: header names that are no token, control characters in header
+values and keys, ``env`` names empty or with ``=``, NUL in a stdio server's strings, a blank
+``cwd``, a lone surrogate; and a file nested deeper than :data:`MOST_LEVELS`. A missing file
+means no servers. Every failure is a
 :class:`~keen.errors.ConfigError` naming the server and field (and line/column for
 broken JSON).
 """
@@ -123,6 +127,40 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
+# RFC 9110 section 5.1: a field name is a token; section 5.5: a field value holds no CR, LF
+# or NUL (and no other control but tab). httpx2 refuses either only when it sends the
+# request, and that refusal reads as the server's broken answer, with the value in it.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _header_name(value: str) -> str:
+    if not _HEADER_NAME.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not an HTTP header name; use letters, digits and '-' (such as \"X-Api-Key\")"
+        )
+    return value
+
+
+def _header_value(value: str) -> str:
+    # The value may be a secret: the message never repeats it.
+    if _CONTROL.search(value):
+        raise ValueError(
+            "holds a line break or another control character, which an HTTP header cannot carry; "
+            "remove it (a ${VAR} it reads from must hold one line)"
+        )
+    return value
+
+
+def _no_nul(value: str) -> str:
+    # The operating system ends a program's arguments, variables and paths at a NUL.
+    if "\0" in value:
+        raise ValueError(
+            "holds a NUL character (\\u0000), which no program argument, variable or path can; remove it"
+        )
+    return value
+
+
 class Timeouts(_Model):
     """Per-server timeouts in seconds: connect+initialize, the whole tools/list, one tools/call.
 
@@ -147,6 +185,16 @@ class ApiKeyAuth(_Model):
     scheme: str = "Bearer"
     key: str = Field(min_length=1, repr=False)
     _key_from: tuple[str, ...] = PrivateAttr(default=())
+
+    @field_validator("header")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _header_name(value)
+
+    @field_validator("scheme", "key")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        return _header_value(value)
 
     def header_value(self) -> str:
         return f"{self.scheme} {self.key}" if self.scheme else self.key
@@ -193,6 +241,17 @@ class HttpServerConfig(_ServerBase):
     auth: AuthConfig = Field(default_factory=NoAuth)
     headers: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("headers")
+    @classmethod
+    def _http_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            _header_name(name)
+            try:
+                _header_value(text)
+            except ValueError as exc:
+                raise ValueError(f"the value of {name!r} {exc}") from None
+        return value
+
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:
@@ -236,7 +295,36 @@ class StdioServerConfig(_ServerBase):
     def _non_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError('is blank; set it to the server\'s executable (put its arguments in "args")')
+        return _no_nul(value)
+
+    @field_validator("args")
+    @classmethod
+    def _arguments(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            _no_nul(arg)
         return value
+
+    @field_validator("env")
+    @classmethod
+    def _variables(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not name or "=" in name or "\0" in name:
+                raise ValueError(
+                    f"{name!r} is not an environment variable name (empty, or with '=' or NUL); "
+                    'use a name such as "API_TOKEN"'
+                )
+            try:
+                _no_nul(text)
+            except ValueError as exc:
+                raise ValueError(f"the value of {name!r} {exc}") from None
+        return value
+
+    @field_validator("cwd")
+    @classmethod
+    def _directory(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("is blank; set the server's working directory, or remove the field")
+        return value if value is None else _no_nul(value)
 
     @property
     def auth_type(self) -> str:
