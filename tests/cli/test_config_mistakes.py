@@ -150,3 +150,29 @@ def _list_the_odd_entry(home: Home, entry: dict[str, object], field: str, words:
     assert f"field {field!r}" in rows["odd"]["last_error"] and words in rows["odd"]["last_error"]
     assert SECRET not in listed.stdout + listed.stderr
     assert rows["fine"]["state"] != "config_error"
+
+
+@pytest.mark.parametrize(
+    ("cwd", "words"),
+    [
+        (
+            "no/such/dir",
+            "'no/such/dir' does not exist (a relative cwd is taken from the directory keen runs in)",
+        ),
+        ("~/no-such-dir", "(~ is not expanded there: write the whole path)"),
+        ("{missing}", "does not exist;"),
+        ("{file}", "is not a directory;"),
+    ],
+)
+def test_a_cwd_that_is_no_directory_is_named_not_the_command(
+    home: Home, tmp_path: Path, cwd: str, words: str
+) -> None:
+    # The spawn's chdir failed, and the error said "command 'true' was not found".
+    file = tmp_path / "a-file"
+    file.write_text("")
+    cwd = cwd.format(missing=tmp_path / "gone", file=file)
+    home.write({"odd": {"command": "true", "cwd": cwd}})
+    listed = home.keen("mcp", "list", "--json")
+    error = listed.json()[0]["last_error"]
+    assert f"its working directory {cwd!r}" in error and words in error, error
+    assert 'fix "cwd" in configs.json' in error and "was not found" not in error
