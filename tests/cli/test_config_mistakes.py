@@ -176,3 +176,11 @@ def test_a_cwd_that_is_no_directory_is_named_not_the_command(
     error = listed.json()[0]["last_error"]
     assert f"its working directory {cwd!r}" in error and words in error, error
     assert 'fix "cwd" in configs.json' in error and "was not found" not in error
+
+
+def test_edits_of_a_file_with_a_byte_order_mark_keep_its_entries(home: Home) -> None:
+    home.config_path.parent.mkdir(parents=True)
+    home.config_path.write_bytes(b'\xef\xbb\xbf{"version": 1, "servers": {"a": {"command": "true"}}}')
+    run = home.keen("mcp", "add", "b", "--", "true")
+    assert run.code == 0, str(run)
+    assert set(json.loads(home.config_path.read_text(encoding="utf-8"))["servers"]) == {"a", "b"}

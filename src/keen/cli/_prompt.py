@@ -117,7 +117,7 @@ def configured_entries() -> dict[str, dict[str, Any]]:
     import json
 
     try:
-        data = json.loads(paths.mcp_config_path().read_text(encoding="utf-8"))
+        data = json.loads(paths.mcp_config_path().read_text(encoding="utf-8").removeprefix("\ufeff"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return {}
     servers = data.get("servers") if isinstance(data, dict) else None

@@ -30,7 +30,7 @@ from keen.mcp.config.importer import (
     import_mcp_servers,
     suggest_name,
 )
-from keen.mcp.config.load import load_config
+from keen.mcp.config.load import BOM, load_config
 from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
     declared_kinds,
@@ -71,7 +71,7 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
         existing: dict[str, Any] | None = None
         if config_path.exists():
             load_config(config_path, strict=False)  # raises only for a file that cannot be used at all
-            text = config_path.read_text(encoding="utf-8")
+            text = config_path.read_text(encoding="utf-8").removeprefix(BOM)  # written back without it
             existing = json.loads(text, object_pairs_hook=object_pairs) if text.strip() else None
             twice = repeated_keys((existing or {}).get("servers"))
             if twice:

@@ -97,7 +97,7 @@ def _validated_text(path: Path) -> str | None:
     every entry valid (module doc); ``""`` for a missing or empty file; None when it must be
     validated first: never recorded, changed since, or unreadable."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8").removeprefix("\ufeff")  # as load_config reads it
     except FileNotFoundError:
         return ""
     except (OSError, UnicodeDecodeError):
