@@ -184,3 +184,21 @@ def test_edits_of_a_file_with_a_byte_order_mark_keep_its_entries(home: Home) -> 
     run = home.keen("mcp", "add", "b", "--", "true")
     assert run.code == 0, str(run)
     assert set(json.loads(home.config_path.read_text(encoding="utf-8"))["servers"]) == {"a", "b"}
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "NaN", "Infinity"])
+def test_a_number_json_cannot_write_back_is_the_entrys_error_and_no_edit_rewrites_it(
+    home: Home, number: str
+) -> None:
+    # 1e400 read as infinity: a timeout that never came, and the next edit wrote the file back
+    # with "Infinity", which no other JSON reader takes.
+    text = '{"version": 1, "servers": {"a": {"command": "true", "timeouts": {"connect": ' + number + "}}}}"
+    home.config_path.parent.mkdir(parents=True)
+    home.config_path.write_text(text)
+    run = home.keen("mcp", "add", "b", "--", "true")
+    assert run.code == 2 and "at servers.a.timeouts.connect" in run.stderr, str(run)
+    assert "write a plain number there first" in run.stderr
+    assert home.config_path.read_text() == text
+    listed = home.keen("mcp", "list", "--json")
+    error = listed.json()[0]["last_error"]
+    assert "field 'timeouts.connect'" in error and "finite number" in error, error

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +74,14 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
             load_config(config_path, strict=False)  # raises only for a file that cannot be used at all
             text = config_path.read_text(encoding="utf-8").removeprefix(BOM)  # written back without it
             existing = json.loads(text, object_pairs_hook=object_pairs) if text.strip() else None
+            where = _not_finite(existing)
+            if where is not None:
+                # json.dumps would write it back as NaN or Infinity, which is no JSON.
+                raise ConfigError(
+                    f"{config_path} holds a number JSON cannot write back at {where} (NaN, Infinity, or "
+                    "one too large, such as 1e400); write a plain number there first",
+                    path=str(config_path),
+                )
             twice = repeated_keys((existing or {}).get("servers"))
             if twice:
                 # Writing the file back would keep only the last entry of each: refuse, lose nothing.
@@ -85,6 +94,20 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
         yield existing
     finally:
         lock.release()
+
+
+def _not_finite(value: Any, where: str = "") -> str | None:
+    """Where in parsed JSON a number is NaN or infinite (``servers.a.timeouts.connect``), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "the top level"
+    children = (
+        value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    )  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType, reportUnknownVariableType]
+    for key, child in children:  # pyright: ignore[reportUnknownVariableType]
+        found = _not_finite(child, f"{where}.{key}".lstrip("."))
+        if found is not None:
+            return found
+    return None
 
 
 def merge_into_config(

@@ -167,9 +167,10 @@ class Timeouts(_Model):
     ``connect`` defaults to ``KEEN_MCP_TIMEOUT``, else config.toml's ``[mcp] timeout``, else 15
     (:mod:`keen.mcp.config.defaults`), read when the entry is loaded."""
 
-    connect: float = Field(default_factory=default_connect_timeout, gt=0)
-    list_tools: float = Field(default=30.0, gt=0)
-    call_tool: float = Field(default=120.0, gt=0)
+    # Finite: 1e400 reads as infinity, which no timer takes and JSON cannot write back.
+    connect: float = Field(default_factory=default_connect_timeout, gt=0, allow_inf_nan=False)
+    list_tools: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    call_tool: float = Field(default=120.0, gt=0, allow_inf_nan=False)
 
 
 class NoAuth(_Model):
