@@ -202,3 +202,18 @@ def test_a_number_json_cannot_write_back_is_the_entrys_error_and_no_edit_rewrite
     listed = home.keen("mcp", "list", "--json")
     error = listed.json()[0]["last_error"]
     assert "field 'timeouts.connect'" in error and "finite number" in error, error
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--port", "99999"), "--port 99999 is no TCP port; use 1-65535"),
+        (("--port", "-1"), "--port -1 is no TCP port; use 1-65535"),
+        (("--ready-wait", "nan"), "must be numbers > 0"),
+        (("--auth-ttl", "inf"), "must be numbers > 0"),
+    ],
+)
+def test_serve_refuses_a_port_or_a_time_it_cannot_use(home: Home, args: tuple[str, ...], says: str) -> None:
+    # A port past 65535 was an internal error; "nan" passed every check and "inf" never ends.
+    run = home.keen("serve", "--transport", "http", *args)
+    assert run.code == 2 and says in run.stderr and "internal error" not in run.stderr, str(run)
