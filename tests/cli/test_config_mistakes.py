@@ -128,6 +128,8 @@ LISTENING = "http://127.0.0.1:{port}/mcp"
         ({"command": "true", "args": ["a\0b"]}, "args", "NUL character"),
         ({"command": "tr\0ue"}, "command", "NUL character"),
         ({"command": "true", "cwd": ""}, "cwd", "is blank"),
+        ({"url": "http://127.0.0.1:9/m\tcp"}, "url", "a URL has none"),
+        ({"url": "http://127.0.0.1:9/\x1b[2J"}, "url", "a URL has none"),
     ],
 )
 def test_what_no_header_or_process_can_carry_is_the_entrys_error(
@@ -217,3 +219,9 @@ def test_serve_refuses_a_port_or_a_time_it_cannot_use(home: Home, args: tuple[st
     # A port past 65535 was an internal error; "nan" passed every check and "inf" never ends.
     run = home.keen("serve", "--transport", "http", *args)
     assert run.code == 2 and says in run.stderr and "internal error" not in run.stderr, str(run)
+
+
+def test_add_refuses_a_url_with_a_control_character_before_printing_it(home: Home) -> None:
+    run = home.keen("mcp", "add", "y", "--url", "http://h/\x1b[2J")
+    assert run.code == 2 and "field 'url'" in run.stderr and "\x1b" not in run.stdout + run.stderr, str(run)
+    assert not home.config_path.exists()
