@@ -22,12 +22,11 @@ that offer nothing newer); HTTP servers need an http(s) ``url``; ``auth.type`` i
 ``api_key`` (needs ``key``) or ``oauth``; stdio servers need ``command`` and take no
 HTTP auth. Strings may use ``${VAR}`` and ``${VAR:-default}``; an unset variable
 without a default is an error. What no HTTP header or process can carry is refused by
-field, its value never quoted: a ``url`` with a space or control character, header names that
-are no token, control characters in header
-values and keys, ``env`` names empty or with ``=``, NUL in a stdio server's strings, a blank
-``cwd``, a lone surrogate; and a file nested deeper than :data:`MOST_LEVELS`. A missing file
-means no servers. Every failure is a
-:class:`~keen.errors.ConfigError` naming the server and field (and line/column for
+field, its value never quoted: a ``url`` with a space or control character, header names
+that are no token, control characters in header values and keys, ``env`` names empty or
+with ``=``, NUL in a stdio server's strings, a blank ``cwd``, a lone surrogate; and a file
+nested deeper than :data:`MOST_LEVELS`. A missing file means no servers. Every failure is
+a :class:`~keen.errors.ConfigError` naming the server and field (and line/column for
 broken JSON).
 """
 
