@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import SERVERS
 from helpers.cli import Home, make_home
+from helpers.forkserver import script_args
 from keen.mcp.config.servers import MOST_LEVELS
 
 
@@ -225,3 +228,28 @@ def test_add_refuses_a_url_with_a_control_character_before_printing_it(home: Hom
     run = home.keen("mcp", "add", "y", "--url", "http://h/\x1b[2J")
     assert run.code == 2 and "field 'url'" in run.stderr and "\x1b" not in run.stdout + run.stderr, str(run)
     assert not home.config_path.exists()
+
+
+def test_a_cache_file_nested_past_the_parser_is_rebuilt_not_an_internal_error(home: Home) -> None:
+    # Each cache reader took a half-written or garbled file for "no cache", but a file nested
+    # deeper than json's parser goes raised RecursionError through it.
+    script = script_args(str(SERVERS / "basic_stdio.py"))
+    home.write({"basic": {"command": sys.executable, "args": script}})
+    synced = home.keen("mcp", "sync")
+    assert synced.code == 0, str(synced)
+    assert home.keen_process("tools", "search", "echo").code == 0  # its exit saves the search index
+    assert home.keen_process("skills", "list").code == 0  # and this one the skills store
+    cache = home.keen_home / "cache"
+    damaged = [
+        next(cache.glob("skills-*.json")),
+        cache / "configs-valid.json",
+        next(cache.glob("toolsearch/*/meta.json")),
+    ]
+    for file in damaged:
+        kept = file.read_bytes()
+        file.write_text(_nested(100_000))
+        for args in (("prompt",), ("skills", "list"), ("tools", "search", "echo")):
+            run = home.keen(*args)
+            assert run.code == 0 and "internal error" not in run.stderr, f"{file.name}: {run}"
+        assert "mcp:basic" in home.keen("prompt").stdout
+        file.write_bytes(kept)

@@ -109,7 +109,7 @@ def _validated_text(path: Path) -> str | None:
         return None
     try:
         record = json.loads(_record_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # damaged: validate, as with no record
         return None
     if not isinstance(record, dict) or record.get("digest") != key:  # pyright: ignore[reportUnknownMemberType]
         return None
@@ -182,7 +182,7 @@ def remember_valid(path: Path, config: MCPConfig) -> bool:
     try:
         if json.loads(record.read_text(encoding="utf-8")).get("digest") == key:
             return True
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         pass
     try:
         record.parent.mkdir(parents=True, exist_ok=True)
