@@ -47,9 +47,16 @@ class SkillsConfig:
     @classmethod
     def load(cls, path: Path) -> SkillsConfig:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8").removeprefix("\ufeff")  # an editor's byte order mark
         except FileNotFoundError:
             return cls(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            # A folder in its place, no permission, not UTF-8: words, not a traceback.
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "it is not UTF-8 text"
+            raise SkillError(
+                f"cannot read {path}: {why}; it must be a UTF-8 file you can read: fix or delete it "
+                '(it only holds {"is_enabled": {...}})'
+            ) from exc
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -57,6 +64,11 @@ class SkillsConfig:
                 f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; "
                 'fix it or delete the file (it only holds {"is_enabled": {...}})'
             ) from exc
+        except RecursionError:
+            raise SkillError(
+                f"{path}: the JSON is nested too deep to read; fix it or delete the file "
+                '(it only holds {"is_enabled": {...}})'
+            ) from None
         if not isinstance(data, dict):
             raise SkillError(
                 f'{path}: expected an object like {{"is_enabled": {{}}}}; fix or delete the file'
