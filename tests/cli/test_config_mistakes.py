@@ -253,3 +253,20 @@ def test_a_cache_file_nested_past_the_parser_is_rebuilt_not_an_internal_error(ho
             assert run.code == 0 and "internal error" not in run.stderr, f"{file.name}: {run}"
         assert "mcp:basic" in home.keen("prompt").stdout
         file.write_bytes(kept)
+
+
+def test_a_symlinked_configs_json_stays_a_link_and_its_file_gets_every_edit(
+    home: Home, tmp_path: Path
+) -> None:
+    # configs.json kept with one's dotfiles: an edit replaced the link with a plain file, and
+    # the dotfiles copy kept the old servers without a word.
+    kept = tmp_path / "dotfiles" / "configs.json"
+    kept.parent.mkdir()
+    kept.write_text('{"version": 1, "servers": {"a": {"command": "true"}}}')
+    home.config_path.parent.mkdir(parents=True)
+    home.config_path.symlink_to(kept)
+    for args in (("mcp", "add", "b", "--", "true"), ("mcp", "disable", "a"), ("mcp", "remove", "b")):
+        run = home.keen(*args)
+        assert run.code == 0, str(run)
+        assert home.config_path.is_symlink()
+    assert json.loads(kept.read_text())["servers"] == {"a": {"command": "true", "enabled": False}}

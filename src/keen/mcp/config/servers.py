@@ -769,9 +769,13 @@ def save_config(data: dict[str, Any], path: Path) -> None:
     Args:
         data: the JSON object, written as given (``${VAR}`` references stay unexpanded);
             validate it first with :func:`validate_config`.
-        path: the file; its directory is created when missing.
+        path: the file; its directory is created when missing. A symlink (configs.json kept
+            with one's dotfiles) stays one: the file it points to is replaced.
 
     Raises:
         OSError: the file cannot be written.
     """
-    atomic_write_json(path, data, mode=0o600)
+    # os.replace over the link itself would put a plain file in its place, and the file it
+    # pointed to would keep the old servers without a word.
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    atomic_write_json(target, data, mode=0o600)
