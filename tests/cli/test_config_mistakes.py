@@ -270,3 +270,15 @@ def test_a_symlinked_configs_json_stays_a_link_and_its_file_gets_every_edit(
         assert run.code == 0, str(run)
         assert home.config_path.is_symlink()
     assert json.loads(kept.read_text())["servers"] == {"a": {"command": "true", "enabled": False}}
+
+
+@pytest.mark.parametrize("session_id", ["a" * 5000, "2026\x1b[2J"])
+def test_sessions_show_refuses_an_id_no_session_can_have(home: Home, session_id: str) -> None:
+    # 5,000 characters reached open() and its ENAMETOOLONG was an internal error.
+    run = home.keen("sessions", "show", session_id)
+    assert (
+        run.code == 2
+        and "invalid session id" in run.stderr
+        and "use an id from `keen sessions list`" in run.stderr
+    )
+    assert "internal error" not in run.stderr and session_id not in run.stderr, str(run)
