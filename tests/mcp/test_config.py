@@ -183,6 +183,13 @@ def test_a_utf8_byte_order_mark_is_skipped(tmp_path: Path) -> None:
     assert list(load_config(path).servers) == ["a"]
 
 
+def test_a_file_where_a_folder_of_the_path_belongs_says_so(tmp_path: Path) -> None:
+    # KEEN_HOME=/etc/passwd: "Not a directory; it must be a file you can read" named no fix.
+    (tmp_path / "home").write_text("")
+    with pytest.raises(ConfigError, match=r"a folder on its path is a file; fix the path"):
+        load_config(tmp_path / "home" / "mcp" / "configs.json")
+
+
 def test_a_folder_where_the_file_belongs_says_it_must_be_a_file(tmp_path: Path) -> None:
     path = tmp_path / "configs.json"
     path.mkdir()

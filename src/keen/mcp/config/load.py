@@ -54,6 +54,12 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
             f"{exc.start}; save it as UTF-8",
             path=str(path),
         ) from exc
+    except NotADirectoryError as exc:
+        raise ConfigError(
+            f"cannot read {path}: a folder on its path is a file; fix the path "
+            "(with the default one, $KEEN_HOME and its mcp folder must be folders)",
+            path=str(path),
+        ) from exc
     except OSError as exc:
         raise ConfigError(
             f"cannot read {path}: {exc.strerror or exc}; it must be a file you can read", path=str(path)
