@@ -50,9 +50,10 @@ class SkillsConfig:
             text = path.read_text(encoding="utf-8").removeprefix("\ufeff")  # an editor's byte order mark
         except FileNotFoundError:
             return cls(path)
-        except (OSError, UnicodeDecodeError) as exc:
-            # A folder in its place, no permission, not UTF-8: words, not a traceback.
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "it is not UTF-8 text"
+        except (IsADirectoryError, UnicodeDecodeError) as exc:
+            # A folder in its place, or not UTF-8: words, not a traceback. (Other OSErrors,
+            # such as a KEEN_HOME that is a file, are the CLI's to word.)
+            why = "Is a directory" if isinstance(exc, IsADirectoryError) else "it is not UTF-8 text"
             raise SkillError(
                 f"cannot read {path}: {why}; it must be a UTF-8 file you can read: fix or delete it "
                 '(it only holds {"is_enabled": {...}})'
