@@ -15,6 +15,7 @@ import pytest
 from conftest import SERVERS
 from helpers.cli import Home, make_home
 from helpers.forkserver import script_args
+from helpers.http_servers import make_basic_server, serve_http
 from keen.mcp.config.servers import MOST_LEVELS
 
 
@@ -133,6 +134,8 @@ LISTENING = "http://127.0.0.1:{port}/mcp"
         ({"command": "true", "cwd": ""}, "cwd", "is blank"),
         ({"url": "http://127.0.0.1:9/m\tcp"}, "url", "a URL has none"),
         ({"url": "http://127.0.0.1:9/\x1b[2J"}, "url", "a URL has none"),
+        ({"url": " http://127.0.0.1:9/mcp"}, "url", "starts or ends with a space"),
+        ({"url": "http://my host:9/mcp"}, "url", "a space in its host"),
     ],
 )
 def test_what_no_header_or_process_can_carry_is_the_entrys_error(
@@ -222,6 +225,24 @@ def test_serve_refuses_a_port_or_a_time_it_cannot_use(home: Home, args: tuple[st
     # A port past 65535 was an internal error; "nan" passed every check and "inf" never ends.
     run = home.keen("serve", "--transport", "http", *args)
     assert run.code == 2 and says in run.stderr and "internal error" not in run.stderr, str(run)
+
+
+def test_a_url_with_a_space_in_its_query_connects_as_httpx2_sends_it(home: Home, tmp_path: Path) -> None:
+    # httpx2 sends the space as %20; the check refused it, a server that connected before.
+    with serve_http(make_basic_server()) as server:
+        url = f"{server.url}?team=My Team"
+        home.write({"written": {"url": url}})
+        vscode = tmp_path / "mcp.json"
+        vscode.write_text(json.dumps({"servers": {"imported": {"type": "http", "url": url}}}))
+        assert home.keen("mcp", "import", str(vscode)).code == 0
+        added = home.keen("mcp", "add", "added", "--url", url)
+        assert added.code == 0, str(added)
+        listed = home.keen("mcp", "list", "--json")
+        rows = {row["name"]: row for row in listed.json()}
+        assert set(rows) == {"written", "imported", "added"}, str(listed)
+        for row in rows.values():
+            assert row["state"] == "connected" and row["tool_count"] > 0, str(listed)
+        assert "team=My%20Team" in {request.query for request in server.requests}
 
 
 def test_add_refuses_a_url_with_a_control_character_before_printing_it(home: Home) -> None:

@@ -22,7 +22,8 @@ that offer nothing newer); HTTP servers need an http(s) ``url``; ``auth.type`` i
 ``api_key`` (needs ``key``) or ``oauth``; stdio servers need ``command`` and take no
 HTTP auth. Strings may use ``${VAR}`` and ``${VAR:-default}``; an unset variable
 without a default is an error. What no HTTP header or process can carry is refused by
-field, its value never quoted: a ``url`` with a space or control character, header names
+field, its value never quoted: a ``url`` with a control character or tab (a space inside
+it is sent as ``%20``), header names
 that are no token, control characters in header values and keys, ``env`` names empty or
 with ``=``, NUL in a stdio server's strings, a blank ``cwd``, a lone surrogate; and a file
 nested deeper than :data:`MOST_LEVELS`. A missing file means no servers. Every failure is
@@ -256,15 +257,18 @@ class HttpServerConfig(_ServerBase):
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if _CONTROL.search(value) or " " in value or "\t" in value:
+        if _CONTROL.search(value) or "\t" in value:
             # httpx2 refuses it only at the first request, as the server failing initialize.
-            raise ValueError(
-                "holds a space, line break or another control character; a URL has none "
-                "(write a space as %20)"
-            )
+            # A space it sends as %20 ("?team=My Team" connects), so a space is no error.
+            raise ValueError("holds a tab, line break or another control character; a URL has none")
+        if value != value.strip(" "):
+            # httpx2 would take " http://h/mcp" for a relative URL, %20 and all.
+            raise ValueError("starts or ends with a space; remove it")
         parsed = urlparse(value)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"{redact_url(value)!r} is not an http:// or https:// URL")
+        if " " in parsed.netloc:
+            raise ValueError("has a space in its host; a host name has none")
         return value
 
     @property
