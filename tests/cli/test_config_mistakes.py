@@ -115,7 +115,17 @@ LISTENING = "http://127.0.0.1:{port}/mcp"
             "headers",
             "line break",
         ),
-        ({"url": LISTENING, "headers": {"X Key": "v"}}, "headers", "not an HTTP header name"),
+        ({"url": LISTENING, "headers": {"X Key": "v"}}, "headers", "a header name holds ' ' after 'X'"),
+        (
+            {"url": LISTENING, "headers": {f"Authorization: Bearer {SECRET}": "v"}},
+            "headers",
+            "a header name holds ':' after 'Authorization'",
+        ),
+        (
+            {"url": LISTENING, "headers": {f"X-Api-Key {SECRET}": "v"}},
+            "headers",
+            "a header name holds ' ' after 'X-Api-Key'",
+        ),
         (
             {"url": LISTENING, "auth": {"type": "api_key", "key": f"{SECRET}\n"}},
             "auth.key",
@@ -124,10 +134,30 @@ LISTENING = "http://127.0.0.1:{port}/mcp"
         (
             {"url": LISTENING, "auth": {"type": "api_key", "header": "X: Y", "key": SECRET}},
             "auth.header",
-            "not an HTTP header name",
+            "a header name holds ':' after 'X'",
         ),
-        ({"command": "true", "env": {"A=B": "x"}}, "env", "not an environment variable name"),
-        ({"command": "true", "env": {"": "x"}}, "env", "not an environment variable name"),
+        (
+            {"url": LISTENING, "auth": {"type": "api_key", "header": f"X-Api-Key: {SECRET}", "key": "k"}},
+            "auth.header",
+            "put the value on the right",
+        ),
+        ({"command": "true", "env": {"A=B": "x"}}, "env", "an env name holds '=' after 'A'"),
+        (
+            {"command": "true", "env": {f"GITHUB_PERSONAL_ACCESS_TOKEN={SECRET}": ""}},
+            "env",
+            "an env name holds '=' after 'GITHUB_PERSONAL_ACCESS_TOKEN'; put the value on the right",
+        ),
+        ({"command": "true", "env": {f"=TOKEN={SECRET}": ""}}, "env", "an env name starts with '='"),
+        (
+            {"command": "true", "env": {f"TOKEN {SECRET}": "\0"}},
+            "env",
+            "the value of 'TOKEN' holds a NUL character",
+        ),
+        (
+            {"command": "true", "inherit_env": [f"TOKEN={SECRET}"]},
+            "inherit_env",
+            "a variable name holds '=' after 'TOKEN'",
+        ),
         ({"command": "true", "env": {"TOKEN": f"{SECRET}\0"}}, "env", "NUL character"),
         ({"command": "true", "args": ["a\0b"]}, "args", "NUL character"),
         ({"command": "tr\0ue"}, "command", "NUL character"),
@@ -158,6 +188,34 @@ def _list_the_odd_entry(home: Home, entry: dict[str, object], field: str, words:
     assert f"field {field!r}" in rows["odd"]["last_error"] and words in rows["odd"]["last_error"]
     assert SECRET not in listed.stdout + listed.stderr
     assert rows["fine"]["state"] != "config_error"
+
+
+@pytest.mark.parametrize(
+    ("entry", "field"),
+    [
+        ({"command": "true", "env": {f"API_TOKEN={SECRET}": ""}}, "env"),
+        ({"url": "http://127.0.0.1:9/mcp", "headers": {f"X-Api-Key: {SECRET}": ""}}, "headers"),
+    ],
+)
+def test_a_value_pasted_into_a_name_is_in_no_error(home: Home, entry: dict[str, object], field: str) -> None:
+    # "'API_TOKEN=sk-...' is not an environment variable name" printed the key in each of these.
+    home.write({"odd": entry})
+    for args in (("mcp", "get", "odd"), ("mcp", "get", "odd", "--json"), ("mcp", "list")):
+        run = home.keen(*args)
+        assert f"field {field!r}" in run.stdout + run.stderr and SECRET not in run.stdout + run.stderr, str(run)
+    added = home.keen("mcp", "add-json", "pasted", json.dumps(entry))
+    assert added.code == 2 and "put the value on the right" in added.stderr, str(added)
+    assert SECRET not in added.stdout + added.stderr
+
+
+def test_an_empty_env_name_is_skipped_and_the_server_starts(home: Home) -> None:
+    # The operating system takes it and the server started before; then it was a config error.
+    script = script_args(str(SERVERS / "basic_stdio.py"))
+    home.write({"basic": {"command": sys.executable, "args": script, "env": {"": "", "KEPT": "yes"}}})
+    listed = home.keen("mcp", "list", "--json")
+    assert listed.json()[0]["state"] == "connected", str(listed)
+    called = home.keen("mcp", "call", "basic", "env", "--args", '{"name": "KEPT"}', "--yes")
+    assert called.code == 0 and "yes" in called.stdout, str(called)
 
 
 @pytest.mark.parametrize(

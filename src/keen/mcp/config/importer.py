@@ -47,6 +47,7 @@ from keen._terminal import shell_word
 from keen.errors import ConfigError
 from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
+    header_name,
     misspelling_of,
     neither_command_nor_url,
     nested_too_deep,
@@ -537,6 +538,12 @@ def _http(entry: dict[str, Any], notes: list[str], *, sse: bool = False) -> dict
     headers = entry.get("headers", {})
     if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
         raise _Refused('"headers" must map header names to strings')
+    for name in headers:
+        try:
+            header_name(name)
+        except ValueError as exc:
+            # Before any message names the header: "Name: value" pasted as a name holds a key.
+            raise _Refused(f'"headers": {exc}') from None
     auth, rest = _auth_from_headers(headers)
     oauth = entry.get("oauth")
     if oauth is not None and oauth is not False:

@@ -22,11 +22,11 @@ that offer nothing newer); HTTP servers need an http(s) ``url``; ``auth.type`` i
 ``api_key`` (needs ``key``) or ``oauth``; stdio servers need ``command`` and take no
 HTTP auth. Strings may use ``${VAR}`` and ``${VAR:-default}``; an unset variable
 without a default is an error. What no HTTP header or process can carry is refused by
-field, its value never quoted: a ``url`` with a control character or tab (a space inside
-it is sent as ``%20``), header names
-that are no token, control characters in header values and keys, ``env`` names empty or
-with ``=``, NUL in a stdio server's strings, a blank ``cwd``, a lone surrogate; and a file
-nested deeper than :data:`MOST_LEVELS`. A missing file means no servers. Every failure is
+field, its value never quoted (of a name, only what precedes a value pasted into it): a
+``url`` with a control character or tab (a space inside it is sent as ``%20``), header
+names that are no token, control characters in header values and keys, ``env`` names with
+``=`` (an empty one is skipped with a warning), NUL in a stdio server's strings, a blank
+``cwd``, a lone surrogate; and a file nested deeper than :data:`MOST_LEVELS`. A missing file means no servers. Every failure is
 a :class:`~keen.errors.ConfigError` naming the server and field (and line/column for
 broken JSON).
 """
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -77,6 +78,7 @@ __all__ = [
     "StdioServerConfig",
     "Timeouts",
     "declared_kinds",
+    "header_name",
     "misspelling_of",
     "neither_command_nor_url",
     "nested_too_deep",
@@ -89,6 +91,8 @@ __all__ = [
 ]
 
 SUPPORTED_VERSIONS = (1,)
+
+logger = logging.getLogger(__name__)
 
 
 class _JsonObject(dict[str, Any]):
@@ -135,10 +139,44 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
-def _header_name(value: str) -> str:
+# Where a pasted "NAME=value", "Name: value" or "Name value" puts the value: what follows
+# the first of these is never printed, and a long start is cut (it may be the key itself).
+_VALUE_STARTS = re.compile(r"[=:\s\x00-\x1f\x7f]")
+_SHOWN_NAME = 40
+
+
+def _name_start(name: str) -> str:
+    """Of a name, only what comes before any value pasted into it, cut when long."""
+    found = _VALUE_STARTS.search(name)
+    start = name if found is None else name[: found.start()]
+    return start if len(start) <= _SHOWN_NAME else start[:_SHOWN_NAME] + "..."
+
+
+def _name_mistake(name: str, wrong: int, kind: str) -> str:
+    """"a header name holds ':' after 'X-Api-Key'": the character at ``wrong`` named, and
+    the name only as :func:`_name_start` shows it."""
+    start, char = _name_start(name), ascii(name[wrong])
+    if not start or wrong == 0:
+        return f"{kind} starts with {char}"
+    if name[:wrong] == start:
+        return f"{kind} holds {char} after {start!r}"
+    return f"{kind} beginning {start!r} holds {char}"
+
+
+def header_name(value: str) -> str:
+    """An HTTP header name as given, checked (RFC 9110 section 5.1: a token).
+
+    Raises:
+        ValueError: it is no token; the message shows only what precedes a value pasted
+            into the name (``Name: value``), never the value.
+    """
     if not _HEADER_NAME.fullmatch(value):
+        if not value:
+            raise ValueError("a header name is empty; use letters, digits and '-' (such as \"X-Api-Key\")")
+        wrong = next(i for i, char in enumerate(value) if not _HEADER_NAME.fullmatch(char))
         raise ValueError(
-            f"{value!r} is not an HTTP header name; use letters, digits and '-' (such as \"X-Api-Key\")"
+            f"{_name_mistake(value, wrong, 'a header name')}, which no HTTP header name can; "
+            'give the name alone (such as "X-Api-Key") and put the value on the right'
         )
     return value
 
@@ -151,6 +189,13 @@ def _header_value(value: str) -> str:
             "remove it (a ${VAR} it reads from must hold one line)"
         )
     return value
+
+
+def _env_name_wrong(name: str) -> int | None:
+    """Where an environment variable name holds what the operating system ends it at
+    (``=`` or NUL), or None."""
+    found = re.search(r"[=\0]", name)
+    return None if found is None else found.start()
 
 
 def _no_nul(value: str) -> str:
@@ -191,7 +236,7 @@ class ApiKeyAuth(_Model):
     @field_validator("header")
     @classmethod
     def _name(cls, value: str) -> str:
-        return _header_name(value)
+        return header_name(value)
 
     @field_validator("scheme", "key")
     @classmethod
@@ -247,7 +292,7 @@ class HttpServerConfig(_ServerBase):
     @classmethod
     def _http_headers(cls, value: dict[str, str]) -> dict[str, str]:
         for name, text in value.items():
-            _header_name(name)
+            header_name(name)
             try:
                 _header_value(text)
             except ValueError as exc:
@@ -294,9 +339,14 @@ class StdioServerConfig(_ServerBase):
         if not isinstance(value, list):
             raise ValueError('must be true, false or a list of variable names such as ["AWS_PROFILE"]')
         for name in cast("list[Any]", value):
-            if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+            if not isinstance(name, str) or not name:
                 raise ValueError(
                     f"{name!r} is not an environment variable name; list names such as "
+                    '"AWS_PROFILE", or use true to pass every variable'
+                )
+            if (wrong := _env_name_wrong(name)) is not None:
+                raise ValueError(
+                    f"{_name_mistake(name, wrong, 'a variable name')}; list names alone such as "
                     '"AWS_PROFILE", or use true to pass every variable'
                 )
         return value
@@ -319,15 +369,20 @@ class StdioServerConfig(_ServerBase):
     @classmethod
     def _variables(cls, value: dict[str, str]) -> dict[str, str]:
         for name, text in value.items():
-            if not name or "=" in name or "\0" in name:
+            if (wrong := _env_name_wrong(name)) is not None:
                 raise ValueError(
-                    f"{name!r} is not an environment variable name (empty, or with '=' or NUL); "
-                    'use a name such as "API_TOKEN"'
+                    f"{_name_mistake(name, wrong, 'an env name')}; put the value on the right "
+                    '("API_TOKEN": "...")'
                 )
             try:
                 _no_nul(text)
             except ValueError as exc:
-                raise ValueError(f"the value of {name!r} {exc}") from None
+                raise ValueError(f"the value of {_name_start(name)!r} {exc}") from None
+        if "" in value:
+            # The operating system takes an empty name ("=x" in the environment), and such a
+            # server started before this check: it still does, without the nameless variable.
+            logger.warning('configs.json: an "env" entry with an empty name is skipped; remove it')
+            return {name: text for name, text in value.items() if name}
         return value
 
     @field_validator("cwd")
