@@ -6,16 +6,19 @@ console script's ``app``."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 from pathlib import Path
 
+import filelock
 import pytest
 
 from conftest import SERVERS
 from helpers.cli import Home, make_home
 from helpers.forkserver import script_args
 from helpers.http_servers import make_basic_server, serve_http
+from keen.mcp.config import edit
 from keen.mcp.config.servers import MOST_LEVELS
 
 
@@ -349,6 +352,52 @@ def test_a_symlinked_configs_json_stays_a_link_and_its_file_gets_every_edit(
         assert run.code == 0, str(run)
         assert home.config_path.is_symlink()
     assert json.loads(kept.read_text())["servers"] == {"a": {"command": "true", "enabled": False}}
+
+
+def test_two_homes_linking_one_configs_json_edit_it_under_one_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each home locked beside its own link and both wrote the one file: one entry was lost.
+    kept = tmp_path / "dotfiles" / "configs.json"
+    kept.parent.mkdir()
+    kept.write_text('{"version": 1, "servers": {}}')
+    homes = [make_home(tmp_path / name) for name in ("work", "play")]
+    for home in homes:
+        home.config_path.parent.mkdir(parents=True)
+        home.config_path.symlink_to(os.path.relpath(kept, home.config_path.parent))  # as dotfiles tools link
+    monkeypatch.setattr(edit, "_LOCK_TIMEOUT_SECONDS", 0.1)  # the wait refused below, not slept through
+    with filelock.FileLock(kept.with_name("configs.json.lock")):  # an edit of the file under way
+        for home in homes:
+            run = home.keen("mcp", "add", home.keen_home.parent.name, "--", "true")
+            assert run.code == 2 and "is being edited by another keen command" in run.stderr, str(run)
+    for home in homes:
+        assert home.keen("mcp", "add", home.keen_home.parent.name, "--", "true").code == 0
+        assert home.config_path.is_symlink() and not home.config_path.with_name("configs.json.lock").exists()
+    assert set(json.loads(kept.read_text())["servers"]) == {"work", "play"}
+
+
+def test_a_symlink_loop_is_refused_and_stays_a_link(home: Home) -> None:
+    # It read as no file, and the edit's os.replace put a plain file where the link was.
+    home.config_path.parent.mkdir(parents=True)
+    home.config_path.symlink_to(home.config_path.name)
+    run = home.keen("mcp", "add", "b", "--", "true")
+    assert run.code == 2 and "Too many levels of symbolic links" in run.stderr, str(run)
+    assert home.config_path.is_symlink() and os.readlink(home.config_path) == "configs.json"
+
+
+def test_a_dangling_symlink_is_refused_and_no_folder_is_made(home: Home, tmp_path: Path) -> None:
+    # The edit wrote the file it pointed to, making every missing folder on the way.
+    home.config_path.parent.mkdir(parents=True)
+    home.config_path.symlink_to("../../nowhere/sub/configs.json")
+    gone = tmp_path / "nowhere"
+    assert os.path.realpath(home.config_path).startswith(str(gone))
+    for args in (("mcp", "add", "b", "--", "true"), ("mcp", "add-json", "c", '{"command": "true"}')):
+        run = home.keen(*args)
+        assert run.code == 2, str(run)
+        assert f"links to {gone / 'sub' / 'configs.json'}, which does not exist; create it or remove the link" in (
+            run.stderr
+        )
+    assert not gone.exists() and home.config_path.is_symlink()
 
 
 @pytest.mark.parametrize("session_id", ["a" * 5000, "2026\x1b[2J"])

@@ -3,7 +3,8 @@ import|add|remove``).
 
 Every edit reads the file, changes the raw JSON (``${VAR}`` references stay as written)
 and writes it back atomically with mode 0600 (:func:`keen.mcp.config.save_config`), under
-an exclusive lock on ``configs.json.lock`` beside it (``filelock``: flock on POSIX, msvcrt
+an exclusive lock on ``configs.json.lock`` beside it (beside the file a symlink points to:
+:func:`keen.mcp.config.servers.config_file`; ``filelock``: flock on POSIX, msvcrt
 on Windows) so two edits at once never lose one another. Nothing is merged into a file that
 cannot be parsed; one invalid server entry is no reason to refuse an edit of another.
 New entries go through the same conversion and checks as ``keen mcp import``
@@ -34,6 +35,7 @@ from keen.mcp.config.importer import (
 from keen.mcp.config.load import BOM, load_config
 from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
+    config_file,
     declared_kinds,
     nested_too_deep,
     object_pairs,
@@ -59,7 +61,10 @@ _LOCK_TIMEOUT_SECONDS = 10.0
 def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
     """Hold the configs.json lock; yields its raw JSON (``None``: no file yet), checked first."""
     config_path.parent.mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(config_path.with_name(config_path.name + ".lock"), timeout=_LOCK_TIMEOUT_SECONDS)
+    # Beside the file a symlink points to: two KEEN_HOMEs linking one dotfiles configs.json
+    # take one lock, or each would write the file under its own and lose the other's entry.
+    real = config_file(config_path)
+    lock = filelock.FileLock(real.with_name(real.name + ".lock"), timeout=_LOCK_TIMEOUT_SECONDS)
     try:
         lock.acquire()
     except filelock.Timeout:
@@ -70,7 +75,7 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
         ) from None
     try:
         existing: dict[str, Any] | None = None
-        if config_path.exists():
+        if real.exists():
             load_config(config_path, strict=False)  # raises only for a file that cannot be used at all
             text = config_path.read_text(encoding="utf-8").removeprefix(BOM)  # written back without it
             existing = json.loads(text, object_pairs_hook=object_pairs) if text.strip() else None

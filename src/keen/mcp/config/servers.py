@@ -77,6 +77,7 @@ __all__ = [
     "ServerConfig",
     "StdioServerConfig",
     "Timeouts",
+    "config_file",
     "declared_kinds",
     "header_name",
     "misspelling_of",
@@ -829,12 +830,37 @@ def save_config(data: dict[str, Any], path: Path) -> None:
         data: the JSON object, written as given (``${VAR}`` references stay unexpanded);
             validate it first with :func:`validate_config`.
         path: the file; its directory is created when missing. A symlink (configs.json kept
-            with one's dotfiles) stays one: the file it points to is replaced.
+            with one's dotfiles) stays one: the file it points to is replaced
+            (:func:`config_file`).
 
     Raises:
+        ConfigError: ``path`` is a symlink to nothing, or a loop of them.
         OSError: the file cannot be written.
     """
+    atomic_write_json(config_file(path), data, mode=0o600)
+
+
+def config_file(path: Path) -> Path:
+    """The file configs.json at ``path`` is: ``path``, or the file a symlink there points
+    to (configs.json kept with one's dotfiles), which an edit rewrites and locks.
+
+    Raises:
+        ConfigError: ``path`` is a symlink to nothing (which an edit would create, folders
+            and all, somewhere the user never meant) or a loop of symlinks.
+    """
+    if not path.is_symlink():
+        return path
     # os.replace over the link itself would put a plain file in its place, and the file it
     # pointed to would keep the old servers without a word.
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    atomic_write_json(target, data, mode=0o600)
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path} links to {os.path.realpath(path)}, which does not exist; create it or remove the link",
+            path=str(path),
+        ) from None
+    except OSError as exc:  # ELOOP: configs.json -> configs.json
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror or exc}; it must be a file you can read, or a link to one",
+            path=str(path),
+        ) from None
