@@ -31,10 +31,12 @@ def _nested(levels: int) -> str:
     return "[" * levels + "]" * levels
 
 
-@pytest.mark.parametrize("levels", [MOST_LEVELS + 1, 5000])
+@pytest.mark.parametrize("levels", [MOST_LEVELS + 1, 600, 5000])
 def test_json_nested_too_deep_is_refused_with_its_fix_and_kept(home: Home, levels: int) -> None:
-    # Below Python's parser limit (about a thousand) the checks after it ran out of recursion;
-    # above it the parser itself did: both were "internal error".
+    # Just past MOST_LEVELS the entry was only its server's config_error ("args.0" is no
+    # string). From about 500 levels, below Python's parser limit (about a thousand), the
+    # checks after the parser ran out of recursion; above it the parser itself did: both were
+    # "internal error". The file is refused whole at MOST_LEVELS + 1 so one rule covers both.
     text = '{"version": 1, "servers": {"a": {"command": "true", "args": ' + _nested(levels) + "}}}"
     home.config_path.parent.mkdir(parents=True)
     home.config_path.write_text(text)
@@ -58,12 +60,26 @@ def test_add_json_nested_too_deep_says_so(home: Home, levels: int) -> None:
     assert not home.config_path.exists()
 
 
-def test_json_nested_as_deep_as_allowed_still_loads(home: Home) -> None:
+def test_json_nested_as_deep_as_allowed_still_loads(home: Home, tmp_path: Path) -> None:
     # The root, "servers" and the entry are three levels: "args" may nest the rest.
     args = json.loads(_nested(MOST_LEVELS - 3))
     home.write({"a": {"command": "true", "args": args}})
-    run = home.keen("mcp", "get", "a")
-    assert run.code == 0, str(run)
+    hosts = tmp_path / "hosts.json"
+    hosts.write_text(json.dumps({"mcpServers": {"h": {"command": "true", "args": json.loads(_nested(MOST_LEVELS - 4))}}}))
+    entry = json.dumps({"command": "true", "args": json.loads(_nested(MOST_LEVELS - 3))})
+    for args in (
+        ("mcp", "get", "a"),
+        ("mcp", "list", "--json"),
+        ("mcp", "disable", "a"),
+        ("mcp", "add", "b", "--", "true"),
+        ("mcp", "import", str(hosts)),
+        ("mcp", "add-json", "c", entry),
+    ):
+        run = home.keen(*args)
+        assert "internal error" not in run.stderr and "nested more than" not in run.stderr, str(run)
+        if args[1] in ("import", "add-json"):  # a new entry is checked whole: its field's error
+            assert '"args" must be a list of strings' in run.stderr, str(run)
+    assert set(json.loads(home.config_path.read_text())["servers"]) == {"a", "b"}
 
 
 def test_a_lone_surrogate_escape_is_one_servers_error_and_edits_keep_it(home: Home) -> None:

@@ -579,10 +579,13 @@ def read_json(text: str, *, source: str) -> Any:
     return data
 
 
-MOST_LEVELS = 200
+MOST_LEVELS = 300
 """How deep configs.json or a host's file may nest: a server entry needs five levels, and
-Python's parser stops near a thousand; what lies between would exhaust the recursion of the
-checks after it (pydantic's, ``${VAR}`` expansion), a traceback instead of a fix."""
+Python's parser stops near a thousand. From about 490 levels (two frames a level of
+``${VAR}`` expansion under the default recursion limit of 1000, less what the caller's stack
+holds) the checks after the parser run out of recursion, a traceback instead of a fix; 300
+leaves the deepest caller (``keen serve``'s event loop) room. Below it a file that is too
+deep for its fields is only its server's error."""
 
 
 def nested_too_deep(value: Any) -> bool:
