@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "BOM",
+    "LONE_SURROGATE",
     "FileTooLarge",
     "NotRegularFile",
     "atomic_write_bytes",
@@ -63,7 +65,13 @@ def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, fsync: bool =
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode, fsync=fsync)
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""Half of a UTF-16 surrogate pair alone: what ``"\\ud800"`` without its pair reads as in JSON
+(or a command-line byte that is not UTF-8); it has no UTF-8 form."""
+
+BOM = "\ufeff"
+"""The UTF-8 byte order mark, which some editors (Windows Notepad) write first: a reader of a
+JSON or text file skips it."""
 
 
 def atomic_write_json(path: Path, data: Any, *, mode: int = 0o644, fsync: bool = True) -> None:
@@ -73,7 +81,7 @@ def atomic_write_json(path: Path, data: Any, *, mode: int = 0o644, fsync: bool =
     as) is written as that escape again: it has no UTF-8 form, and the file keeps its value.
     """
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    text = _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+    text = LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
     atomic_write_text(path, text, mode=mode, fsync=fsync)
 
 

@@ -268,7 +268,10 @@ def test_edits_of_a_file_with_a_byte_order_mark_keep_its_entries(home: Home) -> 
     home.config_path.write_bytes(b'\xef\xbb\xbf{"version": 1, "servers": {"a": {"command": "true"}}}')
     run = home.keen("mcp", "add", "b", "--", "true")
     assert run.code == 0, str(run)
-    assert set(json.loads(home.config_path.read_text(encoding="utf-8"))["servers"]) == {"a", "b"}
+    # add-json given a file's text ($(cat entry.json)) said "Unexpected UTF-8 BOM".
+    added = home.keen("mcp", "add-json", "c", '\ufeff{"command": "true"}')
+    assert added.code == 0, str(added)
+    assert set(json.loads(home.config_path.read_text(encoding="utf-8"))["servers"]) == {"a", "b", "c"}
 
 
 @pytest.mark.parametrize("number", ["1e400", "-1e400", "NaN", "Infinity"])

@@ -157,8 +157,11 @@ def json_object(text: str, what: str, example: str) -> dict[str, Any]:
     names the value, ``example`` shows one that works)."""
     import json
 
+    from keen._fs import BOM
+
     try:
-        value = json.loads(text)
+        # Text from a file an editor saved ($(cat entry.json)) may start with a byte order mark.
+        value = json.loads(text.removeprefix(BOM))
     except json.JSONDecodeError as exc:
         fail(
             f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); pass an object "

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from keen._fs import atomic_write_json
+from keen._fs import BOM, atomic_write_json
 from keen._text import shorten, some_of
 from keen.errors import SkillError
 from keen.skills.lock import locked
@@ -47,7 +47,7 @@ class SkillsConfig:
     @classmethod
     def load(cls, path: Path) -> SkillsConfig:
         try:
-            text = path.read_text(encoding="utf-8").removeprefix("\ufeff")  # an editor's byte order mark
+            text = path.read_text(encoding="utf-8").removeprefix(BOM)  # an editor's byte order mark
         except FileNotFoundError:
             return cls(path)
         except (IsADirectoryError, UnicodeDecodeError) as exc:

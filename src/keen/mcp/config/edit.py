@@ -24,6 +24,7 @@ from typing import Any
 
 import filelock
 
+from keen._fs import BOM
 from keen.errors import ConfigError
 from keen.mcp.config.importer import (
     KEEN_SETTINGS,
@@ -32,7 +33,7 @@ from keen.mcp.config.importer import (
     import_mcp_servers,
     suggest_name,
 )
-from keen.mcp.config.load import BOM, load_config
+from keen.mcp.config.load import load_config
 from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
     config_file,

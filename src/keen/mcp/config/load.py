@@ -12,13 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from keen._fs import BOM
 from keen.errors import ConfigError
 from keen.mcp.config.servers import MCPConfig, declared_kinds, read_json, validate_config
 
-__all__ = ["BOM", "load_config", "parse_config"]
-
-BOM = "\ufeff"
-"""The UTF-8 byte order mark, which some editors (Windows Notepad) write first: skipped."""
+__all__ = ["load_config", "parse_config"]
 
 logger = logging.getLogger(__name__)
 

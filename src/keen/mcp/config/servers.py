@@ -55,7 +55,7 @@ from pydantic import (
     model_validator,
 )
 
-from keen._fs import atomic_write_json
+from keen._fs import LONE_SURROGATE, atomic_write_json
 from keen._redact import redact_url, register_value
 from keen.errors import ConfigError
 from keen.mcp.config.defaults import default_connect_timeout
@@ -123,7 +123,6 @@ def repeated_keys(obj: Any) -> tuple[str, ...]:
 
 SERVER_NAME_PATTERN = SERVER_NAME_RE  # the one definition, in keen.mcp.types
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Model(BaseModel):
@@ -780,7 +779,7 @@ def _config_error_from(exc: ValidationError, *, source: str) -> ConfigError:
 def _no_lone_surrogate(text: str, *, name: str, field: str, source: str) -> None:
     """Refuse half of a surrogate pair (JSON's ``"\\ud800"`` escape alone): it has no UTF-8
     form, so no skill file, terminal or server environment could take the text."""
-    if (lone := _LONE_SURROGATE.search(text)) is not None:
+    if (lone := LONE_SURROGATE.search(text)) is not None:
         raise ConfigError(
             f"{source}: server {name!r}: field {field or '(entry)'!r} holds \\u{ord(lone.group()):04x}, "
             "which is no character (half of a UTF-16 surrogate pair, or a byte of a command line that "

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from keen import paths
 from keen._digest import sha256
-from keen._fs import atomic_write_json
+from keen._fs import BOM, atomic_write_json
 from keen._version import __version__
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def _validated_text(path: Path) -> str | None:
     every entry valid (module doc); ``""`` for a missing or empty file; None when it must be
     validated first: never recorded, changed since, or unreadable."""
     try:
-        text = path.read_text(encoding="utf-8").removeprefix("\ufeff")  # as load_config reads it
+        text = path.read_text(encoding="utf-8").removeprefix(BOM)  # as load_config reads it
     except FileNotFoundError:
         return ""
     except (OSError, UnicodeDecodeError):
