@@ -65,7 +65,9 @@ def test_json_nested_as_deep_as_allowed_still_loads(home: Home, tmp_path: Path) 
     args = json.loads(_nested(MOST_LEVELS - 3))
     home.write({"a": {"command": "true", "args": args}})
     hosts = tmp_path / "hosts.json"
-    hosts.write_text(json.dumps({"mcpServers": {"h": {"command": "true", "args": json.loads(_nested(MOST_LEVELS - 4))}}}))
+    hosts.write_text(
+        json.dumps({"mcpServers": {"h": {"command": "true", "args": json.loads(_nested(MOST_LEVELS - 4))}}})
+    )
     entry = json.dumps({"command": "true", "args": json.loads(_nested(MOST_LEVELS - 3))})
     for args in (
         ("mcp", "get", "a"),
@@ -221,7 +223,8 @@ def test_a_value_pasted_into_a_name_is_in_no_error(home: Home, entry: dict[str, 
     home.write({"odd": entry})
     for args in (("mcp", "get", "odd"), ("mcp", "get", "odd", "--json"), ("mcp", "list")):
         run = home.keen(*args)
-        assert f"field {field!r}" in run.stdout + run.stderr and SECRET not in run.stdout + run.stderr, str(run)
+        shown = run.stdout + run.stderr
+        assert f"field {field!r}" in shown and SECRET not in shown, str(run)
     added = home.keen("mcp", "add-json", "pasted", json.dumps(entry))
     assert added.code == 2 and "put the value on the right" in added.stderr, str(added)
     assert SECRET not in added.stdout + added.stderr
@@ -413,9 +416,8 @@ def test_a_dangling_symlink_is_refused_and_no_folder_is_made(home: Home, tmp_pat
     for args in (("mcp", "add", "b", "--", "true"), ("mcp", "add-json", "c", '{"command": "true"}')):
         run = home.keen(*args)
         assert run.code == 2, str(run)
-        assert f"links to {gone / 'sub' / 'configs.json'}, which does not exist; create it or remove the link" in (
-            run.stderr
-        )
+        target = gone / "sub" / "configs.json"
+        assert f"links to {target}, which does not exist; create it or remove the link" in run.stderr
     assert not gone.exists() and home.config_path.is_symlink()
 
 

@@ -153,8 +153,8 @@ def _name_start(name: str) -> str:
 
 
 def _name_mistake(name: str, wrong: int, kind: str) -> str:
-    """"a header name holds ':' after 'X-Api-Key'": the character at ``wrong`` named, and
-    the name only as :func:`_name_start` shows it."""
+    """What is wrong with ``name``, such as ``a header name holds ':' after 'X-Api-Key'``: the
+    character at ``wrong`` named, and the name only as :func:`_name_start` shows it."""
     start, char = _name_start(name), ascii(name[wrong])
     if not start or wrong == 0:
         return f"{kind} starts with {char}"
