@@ -174,6 +174,12 @@ LISTENING = "http://127.0.0.1:{port}/mcp"
             "env",
             "the value of 'TOKEN' holds a NUL character",
         ),
+        ({"command": "true", "env": {f"TOKEN={SECRET}": 5}}, "env.TOKEN", "valid string"),
+        (
+            {"command": "true", "env": {f"TOKEN={SECRET}": "${KEEN_TEST_NEVER_SET}"}},
+            "env.TOKEN",
+            "uses ${KEEN_TEST_NEVER_SET}, which is not set",
+        ),
         (
             {"command": "true", "inherit_env": [f"TOKEN={SECRET}"]},
             "inherit_env",

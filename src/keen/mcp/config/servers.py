@@ -733,7 +733,8 @@ def _key_variables(entry: Any) -> tuple[str, ...]:
 def _field(parts: list[Any]) -> str:
     """A validation error's field path without the server name and the union tags pydantic
     adds (the transport after the name, the auth type after ``auth``), e.g. ``auth.key``."""
-    rest = [str(part) for part in parts[2:]]
+    # A key of "env" or "headers" is part of the path: "TOKEN=ghp_..." shows as "TOKEN".
+    rest = [_name_start(str(part)) for part in parts[2:]]
     if rest and rest[0] in ("streamable_http", "stdio", "sse"):
         rest = rest[1:]
     if len(rest) > 1 and rest[0] == "auth" and rest[1] in ("none", "api_key", "oauth"):
@@ -814,10 +815,14 @@ def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> 
 
         return _VAR.sub(sub, value)
     if isinstance(value, dict):
+        # A key is named in the field path only as far as _name_start shows it (a value pasted
+        # into an env or header name is no part of the path).
         for key in value:
-            _no_lone_surrogate(key, name=name, field=f"{field}.{key}".lstrip("."), source=source)
+            _no_lone_surrogate(key, name=name, field=f"{field}.{_name_start(key)}".lstrip("."), source=source)
         return {
-            k: _expand(v, name=name, field=f"{field}.{k}".lstrip("."), source=source, environ=environ)
+            k: _expand(
+                v, name=name, field=f"{field}.{_name_start(k)}".lstrip("."), source=source, environ=environ
+            )
             for k, v in value.items()
         }
     if isinstance(value, list):
