@@ -242,6 +242,7 @@ def test_an_empty_env_name_is_skipped_and_the_server_starts(home: Home) -> None:
     home.write({"basic": {"command": sys.executable, "args": script, "env": {"": "", "KEPT": "yes"}}})
     listed = home.keen("mcp", "list", "--json")
     assert listed.json()[0]["state"] == "connected", str(listed)
+    assert listed.stderr.count('an "env" entry with an empty name is skipped; remove it') == 1, str(listed)
     called = home.keen("mcp", "call", "basic", "env", "--args", '{"name": "KEPT"}', "--yes")
     assert called.code == 0 and "yes" in called.stdout, str(called)
 

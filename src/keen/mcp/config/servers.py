@@ -94,6 +94,7 @@ __all__ = [
 SUPPORTED_VERSIONS = (1,)
 
 logger = logging.getLogger(__name__)
+_NOTED: set[str] = set()
 
 
 class _JsonObject(dict[str, Any]):
@@ -378,11 +379,6 @@ class StdioServerConfig(_ServerBase):
                 _no_nul(text)
             except ValueError as exc:
                 raise ValueError(f"the value of {_name_start(name)!r} {exc}") from None
-        if "" in value:
-            # The operating system takes an empty name ("=x" in the environment), and such a
-            # server started before this check: it still does, without the nameless variable.
-            logger.warning('configs.json: an "env" entry with an empty name is skipped; remove it')
-            return {name: text for name, text in value.items() if name}
         return value
 
     @field_validator("cwd")
@@ -685,6 +681,14 @@ def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict
     if not isinstance(entry, dict):
         raise ConfigError(f"{source}: server {name!r} must be an object", path=source, server=name)
     entry = _expand(entry, name=name, field="", source=source, environ=environ)
+    if isinstance(entry.get("env"), dict) and "" in entry["env"]:
+        # The operating system takes an empty name, and such a server started before names
+        # were checked: it still does, without the nameless variable.
+        del entry["env"][""]  # _expand's copy
+        note = f'{source}: server {name!r}: an "env" entry with an empty name is skipped; remove it'
+        if note not in _NOTED:  # once: a command may load the file several times
+            _NOTED.add(note)
+            logger.warning("%s", note)
     if "transport" not in entry:
         if "url" in entry:
             entry["transport"] = "streamable_http"
