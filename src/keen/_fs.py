@@ -10,10 +10,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, BinaryIO
 
 __all__ = [
+    "BOM",
+    "LONE_SURROGATE",
     "FileTooLarge",
     "NotRegularFile",
     "atomic_write_bytes",
@@ -63,9 +66,23 @@ def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, fsync: bool =
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode, fsync=fsync)
 
 
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""Half of a UTF-16 surrogate pair alone: what ``"\\ud800"`` without its pair reads as in JSON
+(or a command-line byte that is not UTF-8); it has no UTF-8 form."""
+
+BOM = "\ufeff"
+"""The UTF-8 byte order mark, which some editors (Windows Notepad) write first: a reader of a
+JSON or text file skips it."""
+
+
 def atomic_write_json(path: Path, data: Any, *, mode: int = 0o644, fsync: bool = True) -> None:
-    """Write ``data`` as indented JSON (UTF-8, trailing newline) atomically."""
+    """Write ``data`` as indented JSON (UTF-8, trailing newline) atomically.
+
+    A lone surrogate in a string (what a file's ``"\\ud800"`` escape without its pair reads
+    as) is written as that escape again: it has no UTF-8 form, and the file keeps its value.
+    """
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    text = LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
     atomic_write_text(path, text, mode=mode, fsync=fsync)
 
 

@@ -41,7 +41,9 @@ HUMAN_OUTPUT_CHARS = 64_000
 # line/paragraph separators; with them, every character a terminal draws as nothing or that
 # reorders what is read (keen._text.HIDDEN: bidi controls, Unicode tags spelling out ASCII a
 # model reads and a person never sees, zero-width spaces, variation selectors, Hangul fillers).
-_CONTROLS = "\x7f-\x9f\u2028\u2029"
+# A lone surrogate (JSON's "\ud800" escape without its pair) has no UTF-8 form: written raw,
+# it stops the output with UnicodeEncodeError; shown as its escape, it is the same text.
+_CONTROLS = "\x7f-\x9f\u2028\u2029\ud800-\udfff"
 _UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f{_CONTROLS}]|{HIDDEN}")
 _UNSAFE_IN_LINE = re.compile(f"[\x00-\x1f{_CONTROLS}]|{HIDDEN}")
 # What json.dumps(ensure_ascii=False) leaves raw that a terminal would act on or not show.

@@ -114,6 +114,8 @@ class RecordedRequest:
     method: str
     path: str
     headers: dict[str, str]
+    query: str = ""
+    """The query string as sent (``team=My%20Team``)."""
 
 
 class _RequireApiKey:
@@ -128,7 +130,9 @@ class _RequireApiKey:
             await self._app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        self._owner.requests.append(RecordedRequest(scope["method"], scope["path"], headers))
+        self._owner.requests.append(
+            RecordedRequest(scope["method"], scope["path"], headers, scope["query_string"].decode("latin-1"))
+        )
         expected = self._owner.expected_auth_value
         if expected is not None and headers.get(self._owner.api_key_header.lower()) != expected:
             body = json.dumps({"error": "invalid_token", "error_description": "missing or wrong API key"})

@@ -157,15 +157,46 @@ def test_bad_top_level_shape(text: str, field: str | None, says: str) -> None:
     assert '"servers"' in info.value.message
 
 
-def test_unreadable_file_says_to_check_permissions(tmp_path: Path) -> None:
+def test_a_file_that_is_not_utf8_says_where_and_to_save_it_as_utf8(tmp_path: Path) -> None:
     path = tmp_path / "configs.json"
     path.write_bytes(b'{"version": 1, "servers": {"\xff": {}}}')
     with pytest.raises(
-        ConfigError, match=r"cannot read .*configs\.json: .*; check the file's permissions and encoding"
+        ConfigError,
+        match=r"cannot read .*configs\.json: it is not UTF-8 text, byte 0xff at offset 28; save it as UTF-8",
     ) as info:
         load_config(path)
     assert info.value.path == str(path)
-    assert "encoding" in info.value.message
+
+
+def test_a_utf16_file_is_named_so(tmp_path: Path) -> None:
+    # What PowerShell's `>` writes.
+    path = tmp_path / "configs.json"
+    path.write_bytes('{"version": 1, "servers": {}}'.encode("utf-16"))
+    with pytest.raises(ConfigError, match=r"not UTF-8 text \(it looks like UTF-16\).*; save it as UTF-8"):
+        load_config(path)
+
+
+def test_a_utf8_byte_order_mark_is_skipped(tmp_path: Path) -> None:
+    # What Windows Notepad writes first; json.loads refused it ("Unexpected UTF-8 BOM").
+    path = tmp_path / "configs.json"
+    path.write_bytes(b'\xef\xbb\xbf{"version": 1, "servers": {"a": {"command": "true"}}}')
+    assert list(load_config(path).servers) == ["a"]
+
+
+def test_a_file_where_a_folder_of_the_path_belongs_says_so(tmp_path: Path) -> None:
+    # KEEN_HOME=/etc/passwd: "Not a directory; it must be a file you can read" named no fix.
+    (tmp_path / "home").write_text("")
+    with pytest.raises(ConfigError, match=r"a folder on its path is a file; fix the path"):
+        load_config(tmp_path / "home" / "mcp" / "configs.json")
+
+
+def test_a_folder_where_the_file_belongs_says_it_must_be_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "configs.json"
+    path.mkdir()
+    with pytest.raises(
+        ConfigError, match=r"cannot read .*configs\.json: Is a directory; it must be a file you can read"
+    ):
+        load_config(path)
 
 
 # -- server names ---------------------------------------------------------------------------------

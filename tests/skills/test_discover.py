@@ -206,6 +206,26 @@ def test_config_absent_explicit_and_broken(root: Path) -> None:
         assert str(config) in str(info.value)
         assert config.read_text(encoding="utf-8") == broken  # nothing lost
 
+    # Nested past json's parser, not UTF-8, a folder in its place: each was a traceback.
+    for raw, says in (
+        (b"[" * 100_000 + b"]" * 100_000, "the JSON is nested too deep to read; fix it or delete the file"),
+        (b'{"is_enabled": {"caf\xe9": true}}', "it is not UTF-8 text; it must be a UTF-8 file you can read"),
+    ):
+        config.write_bytes(raw)
+        with pytest.raises(SkillError, match=re.escape(says)):
+            discover()
+        assert config.read_bytes() == raw
+    config.unlink()
+    config.mkdir()
+    with pytest.raises(
+        SkillError, match=r"cannot read .*config\.json: Is a directory; it must be a UTF-8 file"
+    ):
+        discover()
+    config.rmdir()
+    # The byte order mark some editors write first is no part of the JSON.
+    config.write_bytes(b'\xef\xbb\xbf{"is_enabled": {"a": false}}')
+    assert {s.name: s.enabled for s in discover().skills} == {"a": False, "b": True, "c": True}
+
 
 def test_config_save_is_atomic_and_keeps_unknown_keys(root: Path) -> None:
     path = paths.skills_config_path()

@@ -66,6 +66,10 @@ _STALE_TEMP_S = 3600.0
 """A half-written index folder older than this was left by a process that died: removed."""
 
 
+_UNREADABLE = (OSError, ValueError, KeyError, TypeError, EOFError, RecursionError, zipfile.BadZipFile)
+"""What reading a saved index raises when a file of it is damaged (:func:`_read`): rebuilt."""
+
+
 def cached(
     caps: Sequence[Capability], servers: dict[str, str], cache_root: Path, since: Since | None = None
 ) -> Assembled:
@@ -87,7 +91,7 @@ def cached(
             if folder.is_dir():
                 try:
                     index = _load(folder, caps, servers, (docs, names))
-                except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+                except _UNREADABLE as exc:
                     logger.warning("toolsearch cache %s unreadable (%s); rebuilding", folder, exc)
                     shutil.rmtree(folder, ignore_errors=True)  # replaced by the rebuilt one
             if index is None:
@@ -124,7 +128,7 @@ def _base(
         return None, None
     try:
         meta, tools, server_part = _read(folder)
-    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+    except _UNREADABLE as exc:
         logger.debug("toolsearch: not deriving from %s (%s)", folder, exc)
         return None, None
     found = _rows_by_block(meta, len(caps), blocks, names, len(tools.rows))
@@ -237,7 +241,7 @@ def _save(index: Assembled, folder: Path, blocks: _Blocks, server_names: list[st
 def _read(folder: Path) -> tuple[dict[str, Any], IndexPart, IndexPart]:
     """The index saved in ``folder``: its ``meta.json`` and the tools' and servers' parts.
     Raises ``ValueError`` (or ``OSError``, ``KeyError``, ``TypeError``, ``EOFError``,
-    ``zipfile.BadZipFile``: a file cut short) when it is unreadable or its parts do not fit
+    ``zipfile.BadZipFile``: a file cut short; ``RecursionError``: a meta.json nested past the parser) when it is unreadable or its parts do not fit
     together."""
     import numpy as np
 

@@ -157,13 +157,18 @@ def json_object(text: str, what: str, example: str) -> dict[str, Any]:
     names the value, ``example`` shows one that works)."""
     import json
 
+    from keen._fs import BOM
+
     try:
-        value = json.loads(text)
+        # Text from a file an editor saved ($(cat entry.json)) may start with a byte order mark.
+        value = json.loads(text.removeprefix(BOM))
     except json.JSONDecodeError as exc:
         fail(
             f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); pass an object "
             f"like {example}"
         )
+    except RecursionError:
+        fail(f"{what} is nested too deep (brackets inside brackets); pass an object like {example}")
     if not isinstance(value, dict):
         fail(f"{what} must be a JSON object like {example}")
     return cast("dict[str, Any]", value)

@@ -116,9 +116,11 @@ def configured_entries() -> dict[str, dict[str, Any]]:
     or cannot be parsed (the commands that use it say what is wrong with it)."""
     import json
 
+    from keen._fs import BOM
+
     try:
-        data = json.loads(paths.mcp_config_path().read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = json.loads(paths.mcp_config_path().read_text(encoding="utf-8").removeprefix(BOM))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return {}
     servers = data.get("servers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):

@@ -102,13 +102,18 @@ def serve(
         )
     except ValueError as exc:
         fail(str(exc))
+    if not 0 <= port <= 65535:
+        # Past 65535 the listener's OverflowError was an internal error.
+        fail(f"--port {port} is no TCP port; use 1-65535 (0: any free port)")
     if (
-        min(auth_ttl, session_ttl, notify_interval) <= 0
+        # "nan" passes every comparison below, and "inf" never ends a wait: both are refused.
+        not all(math.isfinite(value) for value in (auth_ttl, session_ttl, notify_interval, ready_wait))
+        or min(auth_ttl, session_ttl, notify_interval) <= 0
         or min(fetch_limit, max_sessions) < 1
         or ready_wait < 0
     ):
         fail(
-            "--auth-ttl, --session-ttl and --notify-interval must be > 0, "
+            "--auth-ttl, --session-ttl and --notify-interval must be numbers > 0, "
             "--fetch-limit and --max-sessions >= 1, --ready-wait >= 0"
         )
     if not pins_poll > 0 or math.isinf(pins_poll):

@@ -76,10 +76,26 @@ def new_session_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
+_MOST_ID_CHARS = 200
+"""Longer ids are refused: Keen's are 22 characters, and a file name may have 255 bytes."""
+
+
 def session_path(session_id: str) -> Path:
     """Where a session's log lives. Raises ValueError for an id that is not a plain name."""
-    if not session_id or "/" in session_id or "\\" in session_id or session_id.startswith("."):
-        raise ValueError(f"invalid session id {session_id!r}; use an id from `keen sessions list`")
+    if (
+        not session_id
+        or "/" in session_id
+        or "\\" in session_id
+        or session_id.startswith(".")
+        # Longer than a file name may be (the open's ENAMETOOLONG was an internal error), or
+        # holding what a terminal acts on: no id Keen made.
+        or len(session_id) > _MOST_ID_CHARS
+        or not session_id.isprintable()
+    ):
+        shown = (
+            session_id if len(session_id) <= 80 else f"{session_id[:60]}... ({len(session_id):,} characters)"
+        )
+        raise ValueError(f"invalid session id {shown!r}; use an id from `keen sessions list`")
     return paths.sessions_dir() / f"{session_id}.jsonl"
 
 

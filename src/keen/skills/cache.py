@@ -270,7 +270,7 @@ def _read_store(root: Path) -> dict[str, _Row]:
     paths)``; empty when there is no store or it is not one of ``root``."""
     try:
         data: Any = json.loads(store_file(root).read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # a store nested past the parser: no store
         return {}
     if not isinstance(data, dict) or data.get("format") != _STORE_FORMAT or data.get("root") != str(root):
         return {}

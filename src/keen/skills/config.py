@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from keen._fs import atomic_write_json
+from keen._fs import BOM, atomic_write_json
 from keen._text import shorten, some_of
 from keen.errors import SkillError
 from keen.skills.lock import locked
@@ -47,9 +47,17 @@ class SkillsConfig:
     @classmethod
     def load(cls, path: Path) -> SkillsConfig:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8").removeprefix(BOM)  # an editor's byte order mark
         except FileNotFoundError:
             return cls(path)
+        except (IsADirectoryError, UnicodeDecodeError) as exc:
+            # A folder in its place, or not UTF-8: words, not a traceback. (Other OSErrors,
+            # such as a KEEN_HOME that is a file, are the CLI's to word.)
+            why = "Is a directory" if isinstance(exc, IsADirectoryError) else "it is not UTF-8 text"
+            raise SkillError(
+                f"cannot read {path}: {why}; it must be a UTF-8 file you can read: fix or delete it "
+                '(it only holds {"is_enabled": {...}})'
+            ) from exc
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -57,6 +65,11 @@ class SkillsConfig:
                 f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; "
                 'fix it or delete the file (it only holds {"is_enabled": {...}})'
             ) from exc
+        except RecursionError:
+            raise SkillError(
+                f"{path}: the JSON is nested too deep to read; fix it or delete the file "
+                '(it only holds {"is_enabled": {...}})'
+            ) from None
         if not isinstance(data, dict):
             raise SkillError(
                 f'{path}: expected an object like {{"is_enabled": {{}}}}; fix or delete the file'

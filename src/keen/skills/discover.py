@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from keen import paths
+from keen._fs import BOM
 from keen._log import LazyLogger
 from keen._record import FrozenRecord
 from keen.errors import Remedy, SkillError
@@ -213,7 +214,7 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     ``---``; ``None`` when the text does not start with a fence or never closes it
     (then the body is the whole text). Leading blank lines of the body are dropped.
     """
-    text = text.removeprefix("\ufeff")
+    text = text.removeprefix(BOM)
     lines = text.splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":
         return None, text
@@ -230,7 +231,7 @@ def _read_frontmatter(skill_md: Path) -> str:
     whole buffer, body included, and a large body would be read for nothing.
     """
     with skill_md.open("rb") as handle:
-        first = handle.readline(_MAX_FRONTMATTER_BYTES).decode("utf-8").removeprefix("\ufeff")
+        first = handle.readline(_MAX_FRONTMATTER_BYTES).decode("utf-8").removeprefix(BOM)
         if first.strip() != "---":
             raise ValueError(
                 f"{SKILL_FILE} must start with YAML frontmatter: a '---' line, name/description, '---'"

@@ -3,7 +3,8 @@ import|add|remove``).
 
 Every edit reads the file, changes the raw JSON (``${VAR}`` references stay as written)
 and writes it back atomically with mode 0600 (:func:`keen.mcp.config.save_config`), under
-an exclusive lock on ``configs.json.lock`` beside it (``filelock``: flock on POSIX, msvcrt
+an exclusive lock on ``configs.json.lock`` beside it (beside the file a symlink points to:
+:func:`keen.mcp.config.servers.config_file`; ``filelock``: flock on POSIX, msvcrt
 on Windows) so two edits at once never lose one another. Nothing is merged into a file that
 cannot be parsed; one invalid server entry is no reason to refuse an edit of another.
 New entries go through the same conversion and checks as ``keen mcp import``
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,7 @@ from typing import Any
 
 import filelock
 
+from keen._fs import BOM
 from keen.errors import ConfigError
 from keen.mcp.config.importer import (
     KEEN_SETTINGS,
@@ -33,10 +36,13 @@ from keen.mcp.config.importer import (
 from keen.mcp.config.load import load_config
 from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
+    config_file,
     declared_kinds,
+    nested_too_deep,
     object_pairs,
     repeated_keys,
     save_config,
+    too_deep,
 )
 
 __all__ = [
@@ -56,7 +62,10 @@ _LOCK_TIMEOUT_SECONDS = 10.0
 def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
     """Hold the configs.json lock; yields its raw JSON (``None``: no file yet), checked first."""
     config_path.parent.mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(config_path.with_name(config_path.name + ".lock"), timeout=_LOCK_TIMEOUT_SECONDS)
+    # Beside the file a symlink points to: two KEEN_HOMEs linking one dotfiles configs.json
+    # take one lock, or each would write the file under its own and lose the other's entry.
+    real = config_file(config_path)
+    lock = filelock.FileLock(real.with_name(real.name + ".lock"), timeout=_LOCK_TIMEOUT_SECONDS)
     try:
         lock.acquire()
     except filelock.Timeout:
@@ -67,10 +76,18 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
         ) from None
     try:
         existing: dict[str, Any] | None = None
-        if config_path.exists():
+        if real.exists():
             load_config(config_path, strict=False)  # raises only for a file that cannot be used at all
-            text = config_path.read_text(encoding="utf-8")
+            text = config_path.read_text(encoding="utf-8").removeprefix(BOM)  # written back without it
             existing = json.loads(text, object_pairs_hook=object_pairs) if text.strip() else None
+            where = _not_finite(existing)
+            if where is not None:
+                # json.dumps would write it back as NaN or Infinity, which is no JSON.
+                raise ConfigError(
+                    f"{config_path} holds a number JSON cannot write back at {where} (NaN, Infinity, or "
+                    "one too large, such as 1e400); write a plain number there first",
+                    path=str(config_path),
+                )
             twice = repeated_keys((existing or {}).get("servers"))
             if twice:
                 # Writing the file back would keep only the last entry of each: refuse, lose nothing.
@@ -83,6 +100,20 @@ def _locked(config_path: Path) -> Iterator[dict[str, Any] | None]:
         yield existing
     finally:
         lock.release()
+
+
+def _not_finite(value: Any, where: str = "") -> str | None:
+    """Where in parsed JSON a number is NaN or infinite (``servers.a.timeouts.connect``), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "the top level"
+    children = (
+        value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    )  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType, reportUnknownVariableType]
+    for key, child in children:  # pyright: ignore[reportUnknownVariableType]
+        found = _not_finite(child, f"{where}.{key}".lstrip("."))
+        if found is not None:
+            return found
+    return None
 
 
 def merge_into_config(
@@ -218,6 +249,8 @@ def add_server(
             server=name,
             field="name",
         )
+    if nested_too_deep(entry):
+        raise ConfigError(too_deep(f"server {name!r}"), server=name)
     # Keen's own settings, typed by the user: kept as given (an import from another host's
     # file does not take them: importer._DROPPED_WHY), checked with the rest of the entry.
     own = {key: entry[key] for key in KEEN_SETTINGS if key in entry}

@@ -47,11 +47,14 @@ from keen._terminal import shell_word
 from keen.errors import ConfigError
 from keen.mcp.config.servers import (
     SERVER_NAME_PATTERN,
+    header_name,
     misspelling_of,
     neither_command_nor_url,
+    nested_too_deep,
     object_pairs,
     read_json,
     repeated_keys,
+    too_deep,
     validate_config,
 )
 
@@ -172,14 +175,26 @@ def load_host_document(path: Path) -> Any:
 
 
 def _load_jsonc(text: str, source: str) -> Any:
-    """JSON, or JSONC as VS Code, Cursor and Claude Code write it (comments, trailing commas)."""
+    """JSON, or JSONC as VS Code, Cursor and Claude Code write it (comments, trailing commas);
+    nested no deeper than configs.json may be (:func:`keen.mcp.config.servers.nested_too_deep`)."""
+    data = _parse_jsonc(text, source)
+    if nested_too_deep(data):
+        raise ConfigError(too_deep(source), path=source)
+    return data
+
+
+def _parse_jsonc(text: str, source: str) -> Any:
     try:
         return json.loads(text, object_pairs_hook=object_pairs)
+    except RecursionError:
+        raise ConfigError(too_deep(source), path=source) from None
     except json.JSONDecodeError as exc:
         import json5  # only for the files plain JSON cannot read
 
         try:
             return json5.loads(text, object_pairs_hook=object_pairs)
+        except RecursionError:
+            raise ConfigError(too_deep(source), path=source) from None
         except ValueError as jsonc_exc:
             # json5 read past the comments and trailing commas plain JSON stopped at, so its
             # position is the real one ("<string>:4 Unexpected "{" at column 7").
@@ -523,6 +538,12 @@ def _http(entry: dict[str, Any], notes: list[str], *, sse: bool = False) -> dict
     headers = entry.get("headers", {})
     if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
         raise _Refused('"headers" must map header names to strings')
+    for name in headers:
+        try:
+            header_name(name)
+        except ValueError as exc:
+            # Before any message names the header: "Name: value" pasted as a name holds a key.
+            raise _Refused(f'"headers": {exc}') from None
     auth, rest = _auth_from_headers(headers)
     oauth = entry.get("oauth")
     if oauth is not None and oauth is not False:

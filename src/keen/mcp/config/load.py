@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from keen._fs import BOM
 from keen.errors import ConfigError
 from keen.mcp.config.servers import MCPConfig, declared_kinds, read_json, validate_config
 
@@ -24,7 +25,8 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
     """Read and validate configs.json (docs/architecture.md "Configuration").
 
     Args:
-        path: the file; a missing or empty file is an empty config.
+        path: the file; a missing or empty file is an empty config (a UTF-8 byte order mark
+            at its start is skipped).
         environ: the variables ``${VAR}`` expands from; default ``os.environ``.
         strict: raise for the first invalid server entry; with ``False`` each invalid entry
             goes to :attr:`MCPConfig.invalid` instead and the other servers load (what
@@ -42,10 +44,26 @@ def load_config(path: Path, *, environ: dict[str, str] | None = None, strict: bo
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return MCPConfig.model_construct()  # nothing to validate (servers.py's defer_build)
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        # PowerShell's `>` writes UTF-16: "codec can't decode byte 0xff" names no fix.
+        utf16 = " (it looks like UTF-16)" if exc.object[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
         raise ConfigError(
-            f"cannot read {path}: {exc}; check the file's permissions and encoding", path=str(path)
+            f"cannot read {path}: it is not UTF-8 text{utf16}, byte {exc.object[exc.start]:#04x} at offset "
+            f"{exc.start}; save it as UTF-8",
+            path=str(path),
         ) from exc
+    except NotADirectoryError as exc:
+        raise ConfigError(
+            f"cannot read {path}: a folder on its path is a file; fix the path "
+            "(with the default one, $KEEN_HOME and its mcp folder must be folders)",
+            path=str(path),
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror or exc}; it must be a file you can read", path=str(path)
+        ) from exc
+    # The byte order mark Windows Notepad writes at the start of UTF-8 is no part of the JSON.
+    text = text.removeprefix(BOM)
     if not text.strip():
         return MCPConfig.model_construct()  # an empty file (`touch configs.json`): as a missing one
     return parse_config(text, source=str(path), environ=environ, strict=strict)

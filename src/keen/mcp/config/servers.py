@@ -21,8 +21,13 @@ when absent) or ``sse`` (the deprecated HTTP+SSE transport of MCP 2024-11-05, fo
 that offer nothing newer); HTTP servers need an http(s) ``url``; ``auth.type`` is ``none``,
 ``api_key`` (needs ``key``) or ``oauth``; stdio servers need ``command`` and take no
 HTTP auth. Strings may use ``${VAR}`` and ``${VAR:-default}``; an unset variable
-without a default is an error. A missing file means no servers. Every failure is a
-:class:`~keen.errors.ConfigError` naming the server and field (and line/column for
+without a default is an error. What no HTTP header or process can carry is refused by
+field, its value never quoted (of a name, only what precedes a value pasted into it): a
+``url`` with a control character or tab (a space inside it is sent as ``%20``), header
+names that are no token, control characters in header values and keys, ``env`` names with
+``=`` (an empty one is skipped with a warning), NUL in a stdio server's strings, a blank
+``cwd``, a lone surrogate; and a file nested deeper than :data:`MOST_LEVELS`. A missing file means no servers. Every failure is
+a :class:`~keen.errors.ConfigError` naming the server and field (and line/column for
 broken JSON).
 """
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -49,7 +55,7 @@ from pydantic import (
     model_validator,
 )
 
-from keen._fs import atomic_write_json
+from keen._fs import LONE_SURROGATE, atomic_write_json
 from keen._redact import redact_url, register_value
 from keen.errors import ConfigError
 from keen.mcp.config.defaults import default_connect_timeout
@@ -59,6 +65,7 @@ if TYPE_CHECKING:
     import httpx2
 
 __all__ = [
+    "MOST_LEVELS",
     "SERVER_NAME_PATTERN",
     "SUPPORTED_VERSIONS",
     "ApiKeyAuth",
@@ -70,17 +77,24 @@ __all__ = [
     "ServerConfig",
     "StdioServerConfig",
     "Timeouts",
+    "config_file",
     "declared_kinds",
+    "header_name",
     "misspelling_of",
     "neither_command_nor_url",
+    "nested_too_deep",
     "object_pairs",
     "read_json",
     "repeated_keys",
     "save_config",
+    "too_deep",
     "validate_config",
 ]
 
 SUPPORTED_VERSIONS = (1,)
+
+logger = logging.getLogger(__name__)
+_NOTED: set[str] = set()
 
 
 class _JsonObject(dict[str, Any]):
@@ -119,15 +133,91 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
+# RFC 9110 section 5.1: a field name is a token; section 5.5: a field value holds no CR, LF
+# or NUL (and no other control but tab). httpx2 refuses either only when it sends the
+# request, and that refusal reads as the server's broken answer, with the value in it.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+# Where a pasted "NAME=value", "Name: value" or "Name value" puts the value: what follows
+# the first of these is never printed, and a long start is cut (it may be the key itself).
+_VALUE_STARTS = re.compile(r"[=:\s\x00-\x1f\x7f]")
+_SHOWN_NAME = 40
+
+
+def _name_start(name: str) -> str:
+    """Of a name, only what comes before any value pasted into it, cut when long."""
+    found = _VALUE_STARTS.search(name)
+    start = name if found is None else name[: found.start()]
+    return start if len(start) <= _SHOWN_NAME else start[:_SHOWN_NAME] + "..."
+
+
+def _name_mistake(name: str, wrong: int, kind: str) -> str:
+    """What is wrong with ``name``, such as ``a header name holds ':' after 'X-Api-Key'``: the
+    character at ``wrong`` named, and the name only as :func:`_name_start` shows it."""
+    start, char = _name_start(name), ascii(name[wrong])
+    if not start or wrong == 0:
+        return f"{kind} starts with {char}"
+    if name[:wrong] == start:
+        return f"{kind} holds {char} after {start!r}"
+    return f"{kind} beginning {start!r} holds {char}"
+
+
+def header_name(value: str) -> str:
+    """An HTTP header name as given, checked (RFC 9110 section 5.1: a token).
+
+    Raises:
+        ValueError: it is no token; the message shows only what precedes a value pasted
+            into the name (``Name: value``), never the value.
+    """
+    if not _HEADER_NAME.fullmatch(value):
+        if not value:
+            raise ValueError("a header name is empty; use letters, digits and '-' (such as \"X-Api-Key\")")
+        wrong = next(i for i, char in enumerate(value) if not _HEADER_NAME.fullmatch(char))
+        raise ValueError(
+            f"{_name_mistake(value, wrong, 'a header name')}, which no HTTP header name can; "
+            'give the name alone (such as "X-Api-Key") and put the value on the right'
+        )
+    return value
+
+
+def _header_value(value: str) -> str:
+    # The value may be a secret: the message never repeats it.
+    if _CONTROL.search(value):
+        raise ValueError(
+            "holds a line break or another control character, which an HTTP header cannot carry; "
+            "remove it (a ${VAR} it reads from must hold one line)"
+        )
+    return value
+
+
+def _env_name_wrong(name: str) -> int | None:
+    """Where an environment variable name holds what the operating system ends it at
+    (``=`` or NUL), or None."""
+    found = re.search(r"[=\0]", name)
+    return None if found is None else found.start()
+
+
+def _no_nul(value: str) -> str:
+    # The operating system ends a program's arguments, variables and paths at a NUL.
+    if "\0" in value:
+        raise ValueError(
+            "holds a NUL character (\\u0000), which no program argument, variable or path can; remove it"
+        )
+    return value
+
+
 class Timeouts(_Model):
     """Per-server timeouts in seconds: connect+initialize, the whole tools/list, one tools/call.
 
     ``connect`` defaults to ``KEEN_MCP_TIMEOUT``, else config.toml's ``[mcp] timeout``, else 15
     (:mod:`keen.mcp.config.defaults`), read when the entry is loaded."""
 
-    connect: float = Field(default_factory=default_connect_timeout, gt=0)
-    list_tools: float = Field(default=30.0, gt=0)
-    call_tool: float = Field(default=120.0, gt=0)
+    # Finite: 1e400 reads as infinity, which no timer takes and JSON cannot write back.
+    connect: float = Field(default_factory=default_connect_timeout, gt=0, allow_inf_nan=False)
+    list_tools: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    call_tool: float = Field(default=120.0, gt=0, allow_inf_nan=False)
 
 
 class NoAuth(_Model):
@@ -143,6 +233,16 @@ class ApiKeyAuth(_Model):
     scheme: str = "Bearer"
     key: str = Field(min_length=1, repr=False)
     _key_from: tuple[str, ...] = PrivateAttr(default=())
+
+    @field_validator("header")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return header_name(value)
+
+    @field_validator("scheme", "key")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        return _header_value(value)
 
     def header_value(self) -> str:
         return f"{self.scheme} {self.key}" if self.scheme else self.key
@@ -189,12 +289,32 @@ class HttpServerConfig(_ServerBase):
     auth: AuthConfig = Field(default_factory=NoAuth)
     headers: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("headers")
+    @classmethod
+    def _http_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            header_name(name)
+            try:
+                _header_value(text)
+            except ValueError as exc:
+                raise ValueError(f"the value of {name!r} {exc}") from None
+        return value
+
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:
+        if _CONTROL.search(value) or "\t" in value:
+            # httpx2 refuses it only at the first request, as the server failing initialize.
+            # A space it sends as %20 ("?team=My Team" connects), so a space is no error.
+            raise ValueError("holds a tab, line break or another control character; a URL has none")
+        if value != value.strip(" "):
+            # httpx2 would take " http://h/mcp" for a relative URL, %20 and all.
+            raise ValueError("starts or ends with a space; remove it")
         parsed = urlparse(value)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"{redact_url(value)!r} is not an http:// or https:// URL")
+        if " " in parsed.netloc:
+            raise ValueError("has a space in its host; a host name has none")
         return value
 
     @property
@@ -220,9 +340,14 @@ class StdioServerConfig(_ServerBase):
         if not isinstance(value, list):
             raise ValueError('must be true, false or a list of variable names such as ["AWS_PROFILE"]')
         for name in cast("list[Any]", value):
-            if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+            if not isinstance(name, str) or not name:
                 raise ValueError(
                     f"{name!r} is not an environment variable name; list names such as "
+                    '"AWS_PROFILE", or use true to pass every variable'
+                )
+            if (wrong := _env_name_wrong(name)) is not None:
+                raise ValueError(
+                    f"{_name_mistake(name, wrong, 'a variable name')}; list names alone such as "
                     '"AWS_PROFILE", or use true to pass every variable'
                 )
         return value
@@ -232,7 +357,36 @@ class StdioServerConfig(_ServerBase):
     def _non_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError('is blank; set it to the server\'s executable (put its arguments in "args")')
+        return _no_nul(value)
+
+    @field_validator("args")
+    @classmethod
+    def _arguments(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            _no_nul(arg)
         return value
+
+    @field_validator("env")
+    @classmethod
+    def _variables(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if (wrong := _env_name_wrong(name)) is not None:
+                raise ValueError(
+                    f"{_name_mistake(name, wrong, 'an env name')}; put the value on the right "
+                    '("API_TOKEN": "...")'
+                )
+            try:
+                _no_nul(text)
+            except ValueError as exc:
+                raise ValueError(f"the value of {_name_start(name)!r} {exc}") from None
+        return value
+
+    @field_validator("cwd")
+    @classmethod
+    def _directory(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("is blank; set the server's working directory, or remove the field")
+        return value if value is None else _no_nul(value)
 
     @property
     def auth_type(self) -> str:
@@ -401,10 +555,11 @@ def read_json(text: str, *, source: str) -> Any:
     """configs.json's text as data (keys kept in order, repeats noted for the validator).
 
     Raises:
-        ConfigError: invalid JSON, with the line and column to fix.
+        ConfigError: invalid JSON, with the line and column to fix, or JSON nested too
+            deep to read.
     """
     try:
-        return json.loads(text, object_pairs_hook=object_pairs)
+        data = json.loads(text, object_pairs_hook=object_pairs)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax there",
@@ -412,6 +567,44 @@ def read_json(text: str, *, source: str) -> Any:
             line=exc.lineno,
             column=exc.colno,
         ) from exc
+    except RecursionError:
+        raise ConfigError(too_deep(source), path=source) from None
+    if nested_too_deep(data):
+        raise ConfigError(too_deep(source), path=source)
+    return data
+
+
+MOST_LEVELS = 300
+"""How deep configs.json or a host's file may nest: a server entry needs five levels, and
+Python's parser stops near a thousand. From about 490 levels (two frames a level of
+``${VAR}`` expansion under the default recursion limit of 1000, less what the caller's stack
+holds) the checks after the parser run out of recursion, a traceback instead of a fix; 300
+leaves the deepest caller (``keen serve``'s event loop) room. Below it a file that is too
+deep for its fields is only its server's error."""
+
+
+def nested_too_deep(value: Any) -> bool:
+    """Whether parsed JSON nests more than :data:`MOST_LEVELS` arrays and objects deep
+    (walked without recursion, so any depth the parser gave can be measured)."""
+    level = [value]
+    for _ in range(MOST_LEVELS):
+        level = [
+            inner
+            for outer in level
+            if isinstance(outer, dict | list)
+            for inner in (outer.values() if isinstance(outer, dict) else outer)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        ]
+        if not level:
+            return False
+    return any(isinstance(outer, dict | list) for outer in level)
+
+
+def too_deep(source: str) -> str:
+    """Why JSON nested deeper than :data:`MOST_LEVELS` is refused, and the fix."""
+    return (
+        f"{source}: the JSON is nested more than {MOST_LEVELS} levels deep (brackets inside brackets); "
+        "a server entry needs a few: look for a run of [ or { and remove it"
+    )
 
 
 def validate_config(
@@ -488,6 +681,14 @@ def _prepare_server(name: str, entry: Any, *, source: str, environ: Any) -> dict
     if not isinstance(entry, dict):
         raise ConfigError(f"{source}: server {name!r} must be an object", path=source, server=name)
     entry = _expand(entry, name=name, field="", source=source, environ=environ)
+    if isinstance(entry.get("env"), dict) and "" in entry["env"]:
+        # The operating system takes an empty name, and such a server started before names
+        # were checked: it still does, without the nameless variable.
+        del entry["env"][""]  # _expand's copy
+        note = f'{source}: server {name!r}: an "env" entry with an empty name is skipped; remove it'
+        if note not in _NOTED:  # once: a command may load the file several times
+            _NOTED.add(note)
+            logger.warning("%s", note)
     if "transport" not in entry:
         if "url" in entry:
             entry["transport"] = "streamable_http"
@@ -536,7 +737,8 @@ def _key_variables(entry: Any) -> tuple[str, ...]:
 def _field(parts: list[Any]) -> str:
     """A validation error's field path without the server name and the union tags pydantic
     adds (the transport after the name, the auth type after ``auth``), e.g. ``auth.key``."""
-    rest = [str(part) for part in parts[2:]]
+    # A key of "env" or "headers" is part of the path: "TOKEN=ghp_..." shows as "TOKEN".
+    rest = [_name_start(str(part)) for part in parts[2:]]
     if rest and rest[0] in ("streamable_http", "stdio", "sse"):
         rest = rest[1:]
     if len(rest) > 1 and rest[0] == "auth" and rest[1] in ("none", "api_key", "oauth"):
@@ -579,9 +781,24 @@ def _config_error_from(exc: ValidationError, *, source: str) -> ConfigError:
     return ConfigError(message, path=source, server=name, field=field)
 
 
+def _no_lone_surrogate(text: str, *, name: str, field: str, source: str) -> None:
+    """Refuse half of a surrogate pair (JSON's ``"\\ud800"`` escape alone): it has no UTF-8
+    form, so no skill file, terminal or server environment could take the text."""
+    if (lone := LONE_SURROGATE.search(text)) is not None:
+        raise ConfigError(
+            f"{source}: server {name!r}: field {field or '(entry)'!r} holds \\u{ord(lone.group()):04x}, "
+            "which is no character (half of a UTF-16 surrogate pair, or a byte of a command line that "
+            "is not UTF-8); write the character itself, or both halves of its escape",
+            path=source,
+            server=name,
+            field=field or None,
+        )
+
+
 def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> Any:
     """Expand ``${VAR}`` / ``${VAR:-default}`` in every string, recursively (copies containers)."""
     if isinstance(value, str):
+        _no_lone_surrogate(value, name=name, field=field, source=source)
 
         def sub(match: re.Match[str]) -> str:
             var, default = match.group(1), match.group(2)
@@ -602,8 +819,14 @@ def _expand(value: Any, *, name: str, field: str, source: str, environ: Any) -> 
 
         return _VAR.sub(sub, value)
     if isinstance(value, dict):
+        # A key is named in the field path only as far as _name_start shows it (a value pasted
+        # into an env or header name is no part of the path).
+        for key in value:
+            _no_lone_surrogate(key, name=name, field=f"{field}.{_name_start(key)}".lstrip("."), source=source)
         return {
-            k: _expand(v, name=name, field=f"{field}.{k}".lstrip("."), source=source, environ=environ)
+            k: _expand(
+                v, name=name, field=f"{field}.{_name_start(k)}".lstrip("."), source=source, environ=environ
+            )
             for k, v in value.items()
         }
     if isinstance(value, list):
@@ -617,9 +840,38 @@ def save_config(data: dict[str, Any], path: Path) -> None:
     Args:
         data: the JSON object, written as given (``${VAR}`` references stay unexpanded);
             validate it first with :func:`validate_config`.
-        path: the file; its directory is created when missing.
+        path: the file; its directory is created when missing. A symlink (configs.json kept
+            with one's dotfiles) stays one: the file it points to is replaced
+            (:func:`config_file`).
 
     Raises:
+        ConfigError: ``path`` is a symlink to nothing, or a loop of them.
         OSError: the file cannot be written.
     """
-    atomic_write_json(path, data, mode=0o600)
+    atomic_write_json(config_file(path), data, mode=0o600)
+
+
+def config_file(path: Path) -> Path:
+    """The file configs.json at ``path`` is: ``path``, or the file a symlink there points
+    to (configs.json kept with one's dotfiles), which an edit rewrites and locks.
+
+    Raises:
+        ConfigError: ``path`` is a symlink to nothing (which an edit would create, folders
+            and all, somewhere the user never meant) or a loop of symlinks.
+    """
+    if not path.is_symlink():
+        return path
+    # os.replace over the link itself would put a plain file in its place, and the file it
+    # pointed to would keep the old servers without a word.
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path} links to {os.path.realpath(path)}, which does not exist; create it or remove the link",
+            path=str(path),
+        ) from None
+    except OSError as exc:  # ELOOP: configs.json -> configs.json
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror or exc}; it must be a file you can read, or a link to one",
+            path=str(path),
+        ) from None

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from keen import paths
 from keen._digest import sha256
-from keen._fs import atomic_write_json
+from keen._fs import BOM, atomic_write_json
 from keen._version import __version__
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def _validated_text(path: Path) -> str | None:
     every entry valid (module doc); ``""`` for a missing or empty file; None when it must be
     validated first: never recorded, changed since, or unreadable."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8").removeprefix(BOM)  # as load_config reads it
     except FileNotFoundError:
         return ""
     except (OSError, UnicodeDecodeError):
@@ -109,7 +109,7 @@ def _validated_text(path: Path) -> str | None:
         return None
     try:
         record = json.loads(_record_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # damaged: validate, as with no record
         return None
     if not isinstance(record, dict) or record.get("digest") != key:  # pyright: ignore[reportUnknownMemberType]
         return None
@@ -182,7 +182,7 @@ def remember_valid(path: Path, config: MCPConfig) -> bool:
     try:
         if json.loads(record.read_text(encoding="utf-8")).get("digest") == key:
             return True
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         pass
     try:
         record.parent.mkdir(parents=True, exist_ok=True)

@@ -354,6 +354,7 @@ class ServerConnection:
             cfg.transport,
             cfg.auth_type,
             command=cfg.command if isinstance(cfg, StdioServerConfig) else "",
+            cwd=(cfg.cwd or "") if isinstance(cfg, StdioServerConfig) else "",
             url=redact_url(cfg.url) if isinstance(cfg, HttpServerConfig) else "",
             config_name=self.config_name,
             key_from=cfg.auth.key_from

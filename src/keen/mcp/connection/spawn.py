@@ -82,8 +82,14 @@ def server_command(
 
     Raises ``FileNotFoundError`` or ``PermissionError`` (as spawning the command would) when
     the command is not found on ``env``'s PATH or is not executable, so the error still names
-    the user's command rather than the launcher.
+    the user's command rather than the launcher; ``FileNotFoundError`` or
+    ``NotADirectoryError`` naming ``cwd`` when that is no directory.
     """
+    if cwd and not os.path.isdir(cwd):
+        # Before the command is looked up in it: its error would blame the command.
+        missing = not os.path.exists(cwd)
+        code = errno.ENOENT if missing else errno.ENOTDIR
+        raise (FileNotFoundError if missing else NotADirectoryError)(code, os.strerror(code), cwd)
     if not sys.platform.startswith("linux") or not sys.executable:
         return command, args
     resolved = _resolve(command, env=env, cwd=cwd)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -284,6 +285,8 @@ class ConnectFacts:
     pages: int = 0
     """tools/list pages that named a next one, while the listing goes on (``0`` otherwise)."""
     command: str = ""
+    cwd: str = ""
+    """A stdio server's ``cwd`` as configured (``""``: none)."""
     url: str = ""
     config_name: str = "configs.json"
     """Where the server's entry is, as the remedies name it (a config given in code is no
@@ -331,6 +334,20 @@ def _classify(cause: BaseException, f: ConnectFacts) -> tuple[ServerState, str]:
         return ServerState.DISCONNECTED, (
             f'MCP server "{name}" did not answer {what} within {f.timeout:g} s{hint}; check that it starts and '
             f"speaks MCP; {more_time_advice('list_tools' if f.phase == 'list_tools' else 'connect', f.config_name)}"
+        )
+    if isinstance(cause, OSError) and f.cwd and cause.filename == f.cwd and f.transport == "stdio":
+        # The spawn's chdir failed, not the command: "command 'x' was not found" sent the
+        # user to fix what was right.
+        why = "is not a directory" if isinstance(cause, NotADirectoryError) else "does not exist"
+        if isinstance(cause, PermissionError):
+            why = "cannot be entered (permission denied)"
+        relative = (
+            "" if os.path.isabs(f.cwd) else " (a relative cwd is taken from the directory keen runs in)"
+        )
+        if f.cwd.startswith("~"):
+            relative = " (~ is not expanded there: write the whole path)"
+        return ServerState.DISCONNECTED, (
+            f'MCP server "{name}": its working directory {f.cwd!r} {why}{relative}; fix "cwd" in {f.config_name}'
         )
     if isinstance(cause, FileNotFoundError | PermissionError) and f.transport == "stdio":
         why = "was not found" if isinstance(cause, FileNotFoundError) else "is not executable"
