@@ -125,6 +125,20 @@ async def test_an_error_in_the_body_closes_the_servers(
     assert manager.status("basic").state is not ServerState.CONNECTED
 
 
+@pytest.mark.parametrize("opened", ["sync", "start=False"])
+async def test_the_bodys_keen_error_reaches_the_caller_as_it_was_raised(
+    opened: str, keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # With sync (its live skills' task group) or start=False (the Manager's host task), the
+    # body's error came out wrapped in an ExceptionGroup: `except KeenError` missed it.
+    path = write_config({"basic": IN_MEMORY})
+    options: dict[str, Any] = {"wait": 30, "sync": True} if opened == "sync" else {"start": False}
+    with pytest.raises(ServerNotConfigured, match=r'MCP server "nope" is not configured'):
+        async with open_runtime(manager=_manager(path, basic=make_basic_server()), **options) as rt:
+            await rt.start_servers()
+            rt.manager.status("nope")
+
+
 async def test_connect_regenerates_and_enables_a_disabled_skill(
     keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
 ) -> None:

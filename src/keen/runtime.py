@@ -307,7 +307,11 @@ async def _host_later(stack: contextlib.AsyncExitStack, manager: Manager) -> Cal
     """A function that starts ``manager`` in a task of its own, entered on ``stack``: the
     Manager's task group is entered and left in one task (anyio requires it), whichever task
     asks for the start; leaving ``stack`` closes it (or does nothing if it never started)."""
-    tg = await stack.enter_async_context(anyio.create_task_group())
+    tg = anyio.create_task_group()
+    await tg.__aenter__()
+    # Left without the body's exception, which propagates as it is: given it, the task group
+    # raised it wrapped in an ExceptionGroup that a caller's `except KeenError` missed.
+    stack.push_async_callback(tg.__aexit__, None, None, None)
     closing = anyio.Event()
     stack.callback(closing.set)  # unwound before the task group's exit, which waits for the host
 

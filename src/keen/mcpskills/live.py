@@ -145,7 +145,10 @@ class LiveSkills:
             self._unsubscribe()
         assert self._tg is not None
         self._tg.cancel_scope.cancel()
-        await self._tg.__aexit__(exc_type, exc, tb)
+        # Not the body's exception: the task group would raise it wrapped in an
+        # ExceptionGroup, and a caller's `except` around `open_runtime(sync=True)` (a
+        # KeenError, its own error) would no longer match. It propagates on its own.
+        await self._tg.__aexit__(None, None, None)
 
     def _changed(self, change: ToolsChanged) -> None:
         self._pending.setdefault(change.server, []).append(change)
