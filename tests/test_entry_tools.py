@@ -48,6 +48,10 @@ def test_search_input_is_checked_against_its_schema() -> None:
         parse_search({"query": "x", "kinds": ["tool"]}, kinds=False)
     with pytest.raises(ValueError, match='needs a "query" of a few words; it was blank'):
         parse_search({"query": "   "})
+    # JSON text, as the OpenAI SDK gives a tool call's arguments (parse_call takes it too).
+    assert parse_search('{"query": "notes", "limit": 3}', kinds=False)[:2] == ("notes", 3)
+    with pytest.raises(ValueError, match=r"search_tools input is not valid JSON \(Expecting value\); send"):
+        parse_search("notes", kinds=False)
 
 
 def test_call_input_is_checked_against_its_schema() -> None:
