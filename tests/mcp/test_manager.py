@@ -211,7 +211,10 @@ async def test_server_dies_mid_call(write_config: Callable[..., Path]) -> None:
             await manager.call_tool("mortal", "die", {})
         with anyio.fail_after(10):
             await gone.wait()
-        assert "fatal: die called" in manager.status("mortal").last_error
+        # Two sentences: 'went away during "die" Last stderr: ...' ran them together.
+        assert manager.status("mortal").last_error.startswith(
+            'MCP server "mortal" went away during "die". Last stderr: fatal: die called'
+        )
         # refresh brings it back
         status = await manager.refresh("mortal")
         assert status.state is ServerState.CONNECTED
