@@ -158,6 +158,31 @@ async def test_approval_sees_the_call_and_can_deny(manager: Manager) -> None:
     ).text == pid_before  # same session throughout
 
 
+@pytest.mark.parametrize(("answer", "kind"), [("no", "a value of type str"), (None, "None"), (1, "a value of type int")])
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_only_true_from_the_approval_callback_lets_a_call_run(
+    manager: Manager, answer: object, kind: str, asynchronous: bool
+) -> None:
+    # bool(verdict) approved a callback's "no" (the user's answer passed on as text) and ran
+    # the call.
+    def ask(_: ApprovalRequest) -> Any:
+        return answer
+
+    async def ask_async(request: ApprovalRequest) -> Any:
+        await anyio.lowlevel.checkpoint()
+        return ask(request)
+
+    events: list[dict[str, Any]] = []
+    gateway = Gateway(manager, approval=ask_async if asynchronous else ask, audit=events.append)
+    with pytest.raises(
+        ApprovalDenied,
+        match=rf'the call to "local/echo" was not sent: the approval callback returned {kind}, '
+        r"not True or False; treated as no\. Nobody said no",
+    ):
+        await gateway.call("local", "echo", {"text": "x"})
+    assert (events[-1]["decision"], events[-1]["outcome"]) == ("denied", "error")
+
+
 async def test_results_errors_truncation_and_structured_content(manager: Manager) -> None:
     events: list[dict[str, Any]] = []
     gateway = Gateway(manager, approval=allow_all, max_result_chars=100, audit=events.append)

@@ -137,7 +137,8 @@ class ApprovalRequest:
 
 
 Approval = Callable[[ApprovalRequest], bool | Awaitable[bool]]
-"""Returns (or resolves to) True to allow the call. Exceptions count as a denial."""
+"""Returns (or resolves to) True to allow the call, False to refuse it. Anything else (a
+string such as ``"no"``, ``None``) and exceptions count as a denial by a broken callback."""
 
 
 def allow_all(request: ApprovalRequest) -> bool:
@@ -180,7 +181,18 @@ class Approver:
                 exc,
             )
             return False, f"the approval callback failed ({type(exc).__name__}); treated as no"
-        return bool(verdict), None
+        if not isinstance(verdict, bool):
+            # Only True allows: a callback returning the user's answer as text ("no"), or
+            # forgetting to return, must not have its truthiness taken for a yes.
+            kind = "None" if verdict is None else f"a value of type {type(verdict).__name__}"
+            logger.warning(
+                "approval callback for %s/%s returned %s, not True or False; treating as denied",
+                request.server,
+                request.tool,
+                kind,
+            )
+            return False, f"the approval callback returned {kind}, not True or False; treated as no"
+        return verdict, None
 
 
 # -- one call as it passes the stages -----------------------------------------------------------
