@@ -387,6 +387,21 @@ async def test_waiting_on_a_manager_not_started_says_to_start_it(keen_home: Path
         assert (await manager.call_tool("local", "add", {"a": 1, "b": 2})).text == "3"
 
 
+async def test_a_closed_manager_says_so_when_used_or_opened_again(keen_home: Path) -> None:
+    # Entered again after it closed, a Manager returned at once with every server stopped
+    # (a program opening one Manager per task got "is disconnected" at each call after the first).
+    manager = Manager(config={"mcpServers": {"local": stdio_server("basic_stdio.py")}}, trust=PinGuard())
+    async with manager:
+        assert await manager.wait_ready(20)
+        assert (await manager.call_tool("local", "add", {"a": 1, "b": 2})).text == "3"
+    closed = "this Manager was closed"
+    with pytest.raises(ServerDisconnected, match=rf'MCP server "local" is disconnected: {closed}; make a new one'):
+        await manager.call_tool("local", "add", {"a": 1, "b": 2})
+    with pytest.raises(KeenError, match=rf"{closed} and cannot start again; make a new one \(Manager\(\.\.\.\)\)"):
+        async with manager:
+            pytest.fail("a closed Manager must not open again")
+
+
 def test_a_config_given_in_code_that_is_no_mapping_is_refused_at_construction(tmp_path: Path) -> None:
     # Manager(config=[]) was accepted and failed later with an AttributeError on `.servers`;
     # a path string was not read as a path.

@@ -253,9 +253,17 @@ class Manager:
 
         A second call is a no-op. Raises ``ConfigError`` for a file that cannot be used or
         that lacks a server ``transports`` names, ``ServerNotConfigured`` when ``only`` names
-        a server the config lacks (nothing starts then); an invalid server entry only puts
-        that server in state ``config_error``.
+        a server the config lacks (nothing starts then), ``KeenError`` once the Manager was
+        closed (a Manager runs once); an invalid server entry only puts that server in state
+        ``config_error``.
         """
+        if self._closed:
+            # Returning here (it had started) left a program that opens a Manager again in
+            # `async with` with every server stopped, and nothing said why.
+            raise KeenError(
+                "this Manager was closed and cannot start again; make a new one (Manager(...)) "
+                "for another session"
+            )
         if self._started:
             return
         config = self.config
@@ -1048,6 +1056,13 @@ class Manager:
                 "session connects only some servers; connect it first.",
                 server=name,
                 remedy=Remedy.RECONNECT,
+            )
+        if connection is not None and self._closed:
+            # Not "is disconnected" with a remedy to reconnect: nothing reconnects a closed Manager.
+            raise ServerDisconnected(
+                f'MCP server "{name}" is disconnected: this Manager was closed; make a new one '
+                "(Manager(...)) for another session.",
+                server=name,
             )
         return connected(self._connection(name))
 
