@@ -24,6 +24,7 @@ docs/architecture.md "Errors".
     │   └── RemoteToolError          the tool ran and reported failure (isError)
     ├── ApprovalDenied               the approval callback refused a call_mcp_tool call
     ├── SkillError                   a skill could not be read, written or activated
+    ├── CapabilityNotFound           no capability by that id or name in a search catalog (also a KeyError)
     ├── SettingsError                config.toml is unreadable or bad (defined in keen.agent.settings)
     └── ModelError                   the model provider failed a call (keen.agent.models, and its subclasses)
 
@@ -44,6 +45,7 @@ __all__ = [
     "AuthFailed",
     "AuthRequired",
     "CallTimeout",
+    "CapabilityNotFound",
     "ConfigError",
     "InvalidArguments",
     "KeenError",
@@ -330,6 +332,17 @@ class SkillError(KeenError):
     def __init__(self, message: str, *, name: str | None = None, remedy: Remedy | None = None) -> None:
         super().__init__(message, remedy=remedy)
         self.name = name
+
+
+class CapabilityNotFound(KeenError, KeyError):
+    """A :class:`keen.capabilities.Catalog` has no capability by that id or model name
+    (``capability``); search for it first. Also a ``KeyError``, as a mapping's lookup is."""
+
+    code = "capability_not_found"
+
+    def __init__(self, message: str, *, capability: str) -> None:
+        super().__init__(message)
+        self.capability = capability
 
 
 def exception_leaves(exc: BaseException) -> Iterator[BaseException]:
