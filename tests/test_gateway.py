@@ -158,7 +158,9 @@ async def test_approval_sees_the_call_and_can_deny(manager: Manager) -> None:
     ).text == pid_before  # same session throughout
 
 
-@pytest.mark.parametrize(("answer", "kind"), [("no", "a value of type str"), (None, "None"), (1, "a value of type int")])
+@pytest.mark.parametrize(
+    ("answer", "kind"), [("no", "a value of type str"), (None, "None"), (1, "a value of type int")]
+)
 @pytest.mark.parametrize("asynchronous", [False, True])
 async def test_only_true_from_the_approval_callback_lets_a_call_run(
     manager: Manager, answer: object, kind: str, asynchronous: bool

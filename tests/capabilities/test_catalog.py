@@ -122,7 +122,9 @@ def test_an_unknown_capability_is_a_keen_error_a_library_caller_can_catch(skills
     # Catalog.get and Catalog.load raised a bare KeyError, outside the KeenError tree.
     catalog = Catalog.from_skills_dir(skills)
     for look_up in (catalog.get, catalog.load):
-        with pytest.raises(KeenError, match="no capability 'mcp__github__nope' in the catalog; search") as caught:
+        with pytest.raises(
+            KeenError, match="no capability 'mcp__github__nope' in the catalog; search"
+        ) as caught:
             look_up("mcp__github__nope")
         assert isinstance(caught.value, CapabilityNotFound) and isinstance(caught.value, KeyError)
         assert (caught.value.code, caught.value.capability) == ("capability_not_found", "mcp__github__nope")

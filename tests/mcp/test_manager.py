@@ -395,9 +395,13 @@ async def test_a_closed_manager_says_so_when_used_or_opened_again(keen_home: Pat
         assert await manager.wait_ready(20)
         assert (await manager.call_tool("local", "add", {"a": 1, "b": 2})).text == "3"
     closed = "this Manager was closed"
-    with pytest.raises(ServerDisconnected, match=rf'MCP server "local" is disconnected: {closed}; make a new one'):
+    with pytest.raises(
+        ServerDisconnected, match=rf'MCP server "local" is disconnected: {closed}; make a new one'
+    ):
         await manager.call_tool("local", "add", {"a": 1, "b": 2})
-    with pytest.raises(KeenError, match=rf"{closed} and cannot start again; make a new one \(Manager\(\.\.\.\)\)"):
+    with pytest.raises(
+        KeenError, match=rf"{closed} and cannot start again; make a new one \(Manager\(\.\.\.\)\)"
+    ):
         async with manager:
             pytest.fail("a closed Manager must not open again")
 

@@ -131,6 +131,8 @@ class Timeouts(_Model):
 
 
 class NoAuth(_Model):
+    """No credentials (``{"type": "none"}``, an HTTP server's default ``auth``)."""
+
     type: Literal["none"] = "none"
 
 
@@ -203,6 +205,10 @@ class HttpServerConfig(_ServerBase):
 
 
 class StdioServerConfig(_ServerBase):
+    """A local server Keen starts and talks to over its stdin and stdout (MCP 2025-11-25
+    "Transports > stdio"): ``command`` with ``args``, in ``cwd``, given ``env`` and the
+    variables ``inherit_env`` names (README "Configure servers")."""
+
     transport: Literal["stdio"]
     command: str  # blank or empty: _non_blank says what to set
     args: list[str] = Field(default_factory=list)

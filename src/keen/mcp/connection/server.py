@@ -296,7 +296,9 @@ class ServerConnection:
         """A call saw the transport fail: mark disconnected and let the owner unwind the session."""
         if self.state is ServerState.CONNECTED:
             tail = self._stderr_tail()
-            self._set(ServerState.DISCONNECTED, closed(message) + f" Last stderr: {tail}" if tail else message)
+            self._set(
+                ServerState.DISCONNECTED, closed(message) + f" Last stderr: {tail}" if tail else message
+            )
         self._eof = True
         self._wake.set()
 
