@@ -323,6 +323,14 @@ async def test_call_mcp_tool_takes_arguments_sent_as_json_text(full_session: Ses
     assert not echoed.is_error and "as text" in echoed.text, echoed.text
     broken = await h.call("call_mcp_tool", {**call, "arguments": "{not json"})
     assert broken.denied == "validate" and '"arguments": {...}' in broken.text
+    # The whole input as JSON text, as the OpenAI SDK gives a tool call's arguments (the
+    # gateway took it; the harness said they were "not another JSON value" than an object).
+    whole = await h.call("call_mcp_tool", json.dumps({**call, "arguments": {"message": "all text"}}))
+    assert not whole.is_error and "all text" in whole.text, whole.text
+    found = await h.call("search_tools", json.dumps({"query": "echo back the input message"}))
+    assert not found.is_error and "everything" in found.text, found.text
+    listed = await h.call("search_tools", json.dumps(["echo"]))
+    assert listed.denied == "validate" and "not another JSON value" in listed.text
 
 
 async def test_a_cancelled_call_is_audited_as_cancelled(full_session: Session) -> None:
