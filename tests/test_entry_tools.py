@@ -14,6 +14,7 @@ from keen.entry_tools import (
     parse_search,
     search_tool_definition,
 )
+from keen.gateway import tool_definition
 from keen.harness.entries import entry_schema
 
 
@@ -36,6 +37,11 @@ def test_definition_shapes() -> None:
     assert call_tool_definition("mcp")["annotations"]["destructiveHint"] is True
     with pytest.raises(ValueError, match="openai, anthropic or mcp"):
         search_tool_definition("gemini")  # type: ignore[arg-type]
+    # No default shape: search_tools' was "mcp" and call_mcp_tool's "openai", so a loop that
+    # named neither offered its model one tool of each shape.
+    for definition in (search_tool_definition, call_tool_definition, tool_definition):
+        with pytest.raises(TypeError, match="missing 1 required positional argument: 'style'"):
+            definition()  # type: ignore[call-arg]
 
 
 def test_search_input_is_checked_against_its_schema() -> None:

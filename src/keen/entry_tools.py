@@ -151,13 +151,16 @@ def _shaped(
     raise ValueError(f"unknown tool definition style {style!r}; use openai, anthropic or mcp")
 
 
-def search_tool_definition(style: Style = "mcp", *, kinds: bool = True) -> dict[str, Any]:
+def search_tool_definition(style: Style, *, kinds: bool = True) -> dict[str, Any]:
     """The ``search_tools`` definition.
 
     Args:
         style: ``"openai"`` (Chat Completions ``{"type": "function", "function": {...}}``),
             ``"anthropic"`` (``{"name", "description", "input_schema"}``) or ``"mcp"``
             (``{"name", "description", "inputSchema", "annotations"}``, MCP 2025-11-25 "Tools").
+            No default: the two entry tools had different ones (``mcp`` here, ``openai``
+            for :func:`call_tool_definition`), and a caller giving neither offered a model
+            one tool of each shape.
         kinds: offer the ``kinds`` argument (resources and prompts too); ``keen serve``
             searches tools only and passes ``False``.
 
@@ -175,7 +178,7 @@ def search_tool_definition(style: Style = "mcp", *, kinds: bool = True) -> dict[
 
 
 def call_tool_definition(
-    style: Style = "openai", *, skills_dir: str | None = None, schema_reader: str | None = None
+    style: Style, *, skills_dir: str | None = None, schema_reader: str | None = None
 ) -> dict[str, Any]:
     """The ``call_mcp_tool`` definition.
 
