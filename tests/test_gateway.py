@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,27 @@ async def test_only_true_from_the_approval_callback_lets_a_call_run(
     ):
         await gateway.call("local", "echo", {"text": "x"})
     assert (events[-1]["decision"], events[-1]["outcome"]) == ("denied", "error")
+
+
+@pytest.mark.parametrize(
+    ("server", "tool", "got"),
+    [
+        (None, "echo", "server a NoneType"),
+        ("local", None, "tool a NoneType"),
+        (3, "", "server a int, tool empty"),
+    ],
+)
+async def test_a_call_whose_server_or_tool_is_no_name_says_so(
+    manager: Manager, server: Any, tool: Any, got: str
+) -> None:
+    # A server or tool of None (a model's arguments.get("server") passed on) passed every
+    # stage as no MCP call: Gateway.call raised a bare AssertionError, call_for_model too.
+    gateway = Gateway(manager, approval=allow_all)
+    said = rf"a call names its server and tool by their names \(non-empty strings\), got {got}; pass"
+    with pytest.raises(InvalidArguments, match=said):
+        await gateway.call(server, tool, {"text": "x"})
+    shaped = await gateway.call_for_model(server, tool, {"text": "x"})
+    assert shaped.is_error and shaped.error_code == "invalid_arguments" and re.search(said, shaped.text)
 
 
 async def test_results_errors_truncation_and_structured_content(manager: Manager) -> None:
