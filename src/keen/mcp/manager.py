@@ -31,6 +31,7 @@ from keen import paths
 from keen._gcfreeze import freeze_if_asked
 from keen.errors import (
     ConfigError,
+    InvalidArguments,
     KeenError,
     Remedy,
     ServerDisconnected,
@@ -791,7 +792,18 @@ class Manager:
         """``prompts/get`` of ``prompt`` with ``arguments`` on server ``name``: the result in
         wire shape (``description``, ``messages``). Raises like :meth:`read_resource`; arguments
         the server refuses (JSON-RPC ``-32602``) are ``InvalidArguments`` that point at the
-        prompt's arguments in ``prompts/list`` (no tool schema remedy)."""
+        prompt's arguments in ``prompts/list`` (no tool schema remedy); so are arguments that
+        are not strings (MCP 2025-11-25 "Prompts": ``prompts/get`` takes string values), which
+        are not sent."""
+        if arguments is not None and (problem := _prompt_arguments_problem(arguments)) is not None:
+            # Sent, the SDK's request model refused them and the error read as the server's
+            # "invalid answer", with pydantic's help URL.
+            raise InvalidArguments(
+                f'arguments for prompt "{prompt}" of MCP server "{name}" are strings: {problem}; '
+                "prompts/list gives the prompt's arguments.",
+                server=name,
+                remedy=None,
+            )
         raw = await self._request(
             name,
             f"prompt {prompt}",
@@ -1097,6 +1109,17 @@ def _check_transports(transports: Mapping[str, TransportFactory], config: MCPCon
         server=unknown[0],
         field="transports",
     )
+
+
+def _prompt_arguments_problem(arguments: Any) -> str | None:
+    """Why ``arguments`` are not a ``prompts/get`` request's (an object of string values),
+    else None."""
+    if not isinstance(arguments, dict):
+        return f"they must be an object of names to strings, not a {type(arguments).__name__}"
+    for key, value in arguments.items():  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(value, str):
+            return f"{str(key)[:64]!r} is a {type(value).__name__}"  # pyright: ignore[reportUnknownArgumentType]
+    return None
 
 
 def _not_started(what: str) -> str:
