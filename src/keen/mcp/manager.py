@@ -171,7 +171,8 @@ class Manager:
     raise ``ServerMisconfigured``. :meth:`start` raises ``ConfigError`` only when the file
     itself cannot be used (not JSON, wrong top level) or ``transports`` names a server it lacks;
     nothing starts then. The file is read
-    once; :meth:`reload_server` reads one server's entry again, once it is fixed.
+    once; :meth:`reload_server` reads one server's entry again, once it is fixed. A Manager
+    runs once: closed (:meth:`aclose`, the end of ``async with``), it refuses to start again.
     """
 
     def __init__(
