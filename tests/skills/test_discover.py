@@ -207,6 +207,27 @@ def test_config_absent_explicit_and_broken(root: Path) -> None:
         assert config.read_text(encoding="utf-8") == broken  # nothing lost
 
 
+def test_a_skills_root_or_config_that_cannot_be_read_is_a_skill_error(tmp_path: Path) -> None:
+    # A file given as the skills root, or a config.json that is a folder or not UTF-8: a bare
+    # NotADirectoryError, IsADirectoryError or UnicodeDecodeError reached the caller.
+    a_file = tmp_path / "notes.md"
+    a_file.write_text("not a folder", encoding="utf-8")
+    with pytest.raises(
+        SkillError, match=rf"^{re.escape(str(a_file))} is not a directory; the skills root is"
+    ):
+        discover(a_file)
+    folder = tmp_path / "skills"
+    (folder / "config.json").mkdir(parents=True)
+    with pytest.raises(
+        SkillError, match=r"config\.json: cannot be read \(Is a directory\); fix its permissions"
+    ):
+        discover(folder)
+    (folder / "config.json").rmdir()
+    (folder / "config.json").write_bytes(b'{"is_enabled": {"\xff": true}}')
+    with pytest.raises(SkillError, match=r"config\.json: cannot be read \(UnicodeDecodeError\)"):
+        discover(folder)
+
+
 def test_config_save_is_atomic_and_keeps_unknown_keys(root: Path) -> None:
     path = paths.skills_config_path()
     path.write_text(json.dumps({"is_enabled": {"x": False}, "note": "keep me"}), encoding="utf-8")

@@ -50,6 +50,19 @@ class SkillsConfig:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return cls(path)
+        except NotADirectoryError:
+            # A skills root given as a file (discover(Path("notes.md"))): a bare OSError
+            # left the library's error tree and named config.json, not the root.
+            raise SkillError(
+                f"{path.parent} is not a directory; the skills root is the folder that holds "
+                "each skill's folder (default $KEEN_HOME/skills): pass that"
+            ) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+            raise SkillError(
+                f"{path}: cannot be read ({why}); fix its permissions or delete the file "
+                '(it only holds {"is_enabled": {...}})'
+            ) from exc
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
