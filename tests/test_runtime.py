@@ -8,6 +8,7 @@ subprocess; tests/test_peers.py keeps the subprocess and HTTP peers.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ from fastmcp import FastMCP
 from helpers import server_script
 from helpers.forkserver import script_args
 from helpers.http_servers import make_basic_server
-from keen.errors import ApprovalDenied, ConfigError, RemoteToolError, ServerNotConfigured
+from keen.errors import ApprovalDenied, ConfigError, RemoteToolError, ServerNotConfigured, SkillError
 from keen.gateway import ApprovalRequest, allow_all
 from keen.mcp import Manager, ServerState, ServerStatus, in_memory_transport
 from keen.runtime import open_runtime
@@ -137,6 +138,23 @@ async def test_the_bodys_keen_error_reaches_the_caller_as_it_was_raised(
         async with open_runtime(manager=_manager(path, basic=make_basic_server()), **options) as rt:
             await rt.start_servers()
             rt.manager.status("nope")
+
+
+async def test_a_skills_root_that_is_a_file_is_a_skill_error_at_the_sync(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path], tmp_path: Path
+) -> None:
+    # The sync's lock made the folder: a bare FileExistsError reached the caller.
+    a_file = tmp_path / "skills.txt"
+    a_file.write_text("not a folder", encoding="utf-8")
+    path = write_config({"basic": IN_MEMORY})
+    with pytest.raises(
+        SkillError, match=rf"^cannot write skills in {re.escape(str(a_file))} \(File exists\); the"
+    ):
+        async with open_runtime(
+            manager=_manager(path, basic=make_basic_server()), wait=30, sync=True, skills_root=a_file
+        ):
+            pytest.fail("the body must not run")
+    assert a_file.read_text(encoding="utf-8") == "not a folder"
 
 
 async def test_connect_regenerates_and_enables_a_disabled_skill(
