@@ -449,6 +449,12 @@ class Manager:
         return self._started
 
     @property
+    def closed(self) -> bool:
+        """Whether :meth:`aclose` ran: every server is stopped, and the Manager does not start
+        again."""
+        return self._closed
+
+    @property
     def config(self) -> MCPConfig:
         """The loaded config (loads it on first use)."""
         if self._config is None:
