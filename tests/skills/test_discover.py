@@ -216,6 +216,11 @@ def test_a_skills_root_or_config_that_cannot_be_read_is_a_skill_error(tmp_path: 
         SkillError, match=rf"^{re.escape(str(a_file))} is not a directory; the skills root is"
     ):
         discover(a_file)
+    under = a_file / "skills"  # a KEEN_HOME set to a file's path: the file is named
+    with pytest.raises(
+        SkillError, match=rf"^{re.escape(str(under))} cannot be a folder: {re.escape(str(a_file))} is a file"
+    ):
+        discover(under)
     folder = tmp_path / "skills"
     (folder / "config.json").mkdir(parents=True)
     with pytest.raises(

@@ -50,13 +50,14 @@ class SkillsConfig:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return cls(path)
-        except NotADirectoryError:
+        except NotADirectoryError as exc:
             # A skills root given as a file (discover(Path("notes.md"))): a bare OSError
-            # left the library's error tree and named config.json, not the root.
+            # left the library's error tree and named config.json, not the root. Chained: the
+            # CLI words a KEEN_HOME that is a file from the OSError.
             raise SkillError(
-                f"{path.parent} is not a directory; the skills root is the folder that holds "
+                f"{_not_a_folder(path.parent)}; the skills root is the folder that holds "
                 "each skill's folder (default $KEEN_HOME/skills): pass that"
-            ) from None
+            ) from exc
         except (OSError, UnicodeDecodeError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
             raise SkillError(
@@ -133,3 +134,16 @@ class SkillsConfig:
         data = dict(self._data)
         data["is_enabled"] = dict(sorted(self._enabled.items()))
         atomic_write_json(self.path, data)
+
+
+def _not_a_folder(root: Path) -> str:
+    """Why ``root`` cannot be a folder: it is a file, or a file stands on its way (a
+    ``KEEN_HOME`` set to a file's path)."""
+    for where in (root, *root.parents):
+        if where.exists():
+            return (
+                f"{root} is not a directory"
+                if where == root
+                else f"{root} cannot be a folder: {where} is a file"
+            )
+    return f"{root} is not a directory"
