@@ -21,7 +21,14 @@ from fastmcp import FastMCP
 from helpers import server_script
 from helpers.forkserver import script_args
 from helpers.http_servers import make_basic_server
-from keen.errors import ApprovalDenied, ConfigError, RemoteToolError, ServerNotConfigured, SkillError
+from keen.errors import (
+    ApprovalDenied,
+    ConfigError,
+    KeenError,
+    RemoteToolError,
+    ServerNotConfigured,
+    SkillError,
+)
 from keen.gateway import ApprovalRequest, allow_all
 from keen.mcp import Manager, ServerState, ServerStatus, in_memory_transport
 from keen.runtime import open_runtime
@@ -399,6 +406,34 @@ async def test_a_runtime_never_started_closes_without_starting_anything(
     with pytest.raises(ValueError, match=r"start=False\) cannot wait for discovery or sync"):
         async with open_runtime(manager=_manager(path, basic=make_basic_server()), start=False, wait=5):
             pass
+
+
+async def test_a_runtime_not_started_yet_says_to_start_its_servers_before_a_sync(
+    keen_home: Path,
+) -> None:
+    # rt.sync() said "await manager.start()": run in the caller's task, that start entered the
+    # Manager's task group there, and leaving open_runtime raised a bare RuntimeError (cancel
+    # scope) and left the server process running.
+    stdio = {"command": sys.executable, "args": script_args(str(server_script("basic_stdio")))}
+    async with open_runtime(config={"mcpServers": {"local": stdio}}, start=False) as rt:
+        for what, use in (
+            ("sync", rt.sync),
+            ("connect", lambda: rt.connect("local")),
+            ("wait_for_discovery", lambda: rt.wait_for_discovery(20)),
+        ):
+            with pytest.raises(
+                KeenError,
+                match=rf"^Runtime\.{what}\(\) needs the servers started: this session was opened "
+                r"with open_runtime\(start=False\); start them first with await rt\.start_servers\(\)\.$",
+            ):
+                await use()
+        assert not (keen_home / "skills").exists()  # the refused sync wrote nothing
+        await rt.start_servers()
+        assert await rt.wait_for_discovery(20)
+        report = await rt.sync()
+        assert [(e.server, e.action) for e in report.entries] == [("local", "generated")]
+    assert rt.manager.closed
+    assert rt.manager.status("local").state is ServerState.DISCONNECTED
 
 
 async def test_a_runtime_keeps_the_pins_folder_it_opened_with(

@@ -120,12 +120,34 @@ class Runtime:
         finally:
             self._started.set()
 
+    async def _servers_needed(self, what: str) -> None:
+        """Refuse ``what`` while a deferred start (``open_runtime(start=False)``) has not been
+        asked for; wait for one under way in another task.
+
+        Raises:
+            KeenError: :meth:`start_servers` was not called yet (it says to call it).
+        """
+        if self._start is not None:
+            # Not the Manager's own "await manager.start()": run in the caller's task, that
+            # entered the Manager's task group there, and leaving open_runtime then failed with
+            # a bare RuntimeError (cancel scope) and left the server processes running.
+            raise KeenError(
+                f"{what} needs the servers started: this session was opened with "
+                "open_runtime(start=False); start them first with await rt.start_servers()."
+            )
+        await self._started.wait()
+
     async def wait_for_discovery(self, timeout: float, view: DiscoveryView | None = None) -> bool:
         """Wait up to ``timeout`` seconds for every server's first connection attempt.
 
         ``view`` is entered around the wait (a front end's progress display). Returns True
         when all settled in time, also kept as :attr:`discovered`.
+
+        Raises:
+            KeenError: the session was opened with ``start=False`` and :meth:`start_servers`
+                was not called yet.
         """
+        await self._servers_needed("Runtime.wait_for_discovery()")
         async with view(self.manager) if view else contextlib.nullcontext():
             self.discovered = await self.manager.wait_ready(timeout)
         return self.discovered
@@ -133,9 +155,15 @@ class Runtime:
     async def sync(self, *, force_enable: frozenset[str] = frozenset()) -> SyncReport:
         """Run the startup sync for every configured server (server states -> skills).
 
-        Returns the report, also kept as :attr:`sync_report`. Raises ``SkillError`` when a
-        skill cannot be written.
+        Returns:
+            The report, also kept as :attr:`sync_report`.
+
+        Raises:
+            SkillError: a skill cannot be written.
+            KeenError: the session was opened with ``start=False`` and :meth:`start_servers`
+                was not called yet (nothing is written).
         """
+        await self._servers_needed("Runtime.sync()")
         # The sync and its models (pydantic) load here, not with the runtime: `keen chat`
         # builds its first prompt before any sync.
         from keen.mcpskills import sync_from_manager
@@ -155,7 +183,12 @@ class Runtime:
         """Reconnect ``server``, then regenerate and enable its skill (or disable it on failure).
 
         See :func:`connect_server`, which this calls with the runtime's Manager and skills root.
+
+        Raises:
+            KeenError: the session was opened with ``start=False`` and :meth:`start_servers`
+                was not called yet; the Manager was closed.
         """
+        await self._servers_needed("Runtime.connect()")
         return await connect_server(
             self.manager,
             server,
