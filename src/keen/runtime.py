@@ -286,7 +286,10 @@ async def open_runtime(
         start: start the servers now. ``False`` leaves them (and the MCP SDK, about a second
             of CPU to import on a small machine) until :meth:`Runtime.start_servers`: ``keen
             chat`` sends its first model request from the skills on disk first (docs/chat.md
-            "Startup"). Until then the Manager lists no server. Needs ``wait=None`` and no ``sync``.
+            "Startup"). Until then the Manager lists no server, and :meth:`Runtime.sync`,
+            :meth:`Runtime.connect` and :meth:`Runtime.wait_for_discovery` refuse with a
+            ``KeenError`` (never ``await rt.manager.start()``: it starts the Manager in the
+            caller's task, which ``open_runtime`` cannot close). Needs ``wait=None`` and no ``sync``.
 
     Yields:
         The :class:`Runtime`.
@@ -295,6 +298,7 @@ async def open_runtime(
         ConfigError: ``configs.json`` is invalid (nothing was started).
         SkillError: the sync could not write a skill.
         ValueError: ``start=False`` with ``wait`` or ``sync``.
+        KeenError: ``manager`` was closed (a Manager runs one session; make a new one).
     """
     if not start and (wait is not None or sync):
         raise ValueError(
@@ -391,6 +395,7 @@ async def connect_server(
         ConfigError: configs.json cannot be used (not JSON, wrong top level).
         AuthRequired: the sign-in did not complete (after the skill was disabled).
         AuthFailed: the sign-in was refused (after the skill was disabled).
+        KeenError: ``manager`` was never started, or was closed (it says what to do).
     """
     root = skills_root or paths.skills_dir()
     await manager.reload_server(server)

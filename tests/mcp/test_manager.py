@@ -31,6 +31,7 @@ from keen.errors import (
     ToolNotFound,
 )
 from keen.mcp import Manager, ServerState, in_memory_transport
+from keen.runtime import connect_server
 from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
@@ -399,11 +400,24 @@ async def test_a_closed_manager_says_so_when_used_or_opened_again(keen_home: Pat
         ServerDisconnected, match=rf'MCP server "local" is disconnected: {closed}; make a new one'
     ):
         await manager.call_tool("local", "add", {"a": 1, "b": 2})
-    with pytest.raises(
-        KeenError, match=rf"{closed} and cannot start again; make a new one \(Manager\(\.\.\.\)\)"
-    ):
+    again = rf"{closed} and cannot start again; make a new one \(Manager\(\.\.\.\)\) for another session$"
+    with pytest.raises(KeenError, match=rf"^{again}"):
         async with manager:
             pytest.fail("a closed Manager must not open again")
+    # The ways the README gives to recover a server: each let a bare RuntimeError out ("This
+    # task group is not active") from the closed Manager's task group.
+    for what, use in (
+        ("refresh() has no server to reconnect", lambda: manager.refresh("local")),
+        ("refresh_tools() has no server to list", lambda: manager.refresh_tools("local")),
+        ("reload_server() has no server to reload", lambda: manager.reload_server("local")),
+        (
+            "reload_server() has no server to reload",
+            lambda: connect_server(manager, "local", skills_root=keen_home / "skills"),
+        ),
+    ):
+        with pytest.raises(KeenError, match=rf"^Manager\.{re.escape(what)}: {again}"):
+            await use()
+    assert not (keen_home / "skills").exists()  # connect_server wrote no skill
 
 
 def test_a_config_given_in_code_that_is_no_mapping_is_refused_at_construction(tmp_path: Path) -> None:

@@ -262,10 +262,7 @@ class Manager:
         if self._closed:
             # Returning here (it had started) left a program that opens a Manager again in
             # `async with` with every server stopped, and nothing said why.
-            raise KeenError(
-                "this Manager was closed and cannot start again; make a new one (Manager(...)) "
-                "for another session"
-            )
+            raise KeenError(_CLOSED)
         if self._started:
             return
         config = self.config
@@ -542,7 +539,10 @@ class Manager:
 
         Raises:
             ServerNotConfigured: no server by that name.
+            KeenError: the Manager was closed.
         """
+        if self._closed:  # not connected: the refresh below raised a bare RuntimeError
+            raise KeenError(f"Manager.refresh_tools() has no server to list: {_CLOSED}")
         if name in self._misconfigured:
             return None
         conn = self._connection(name)
@@ -563,7 +563,10 @@ class Manager:
 
         Raises:
             ServerNotConfigured: no server by that name.
+            KeenError: the Manager was closed.
         """
+        if self._closed:  # not connected: the refresh below raised a bare RuntimeError
+            raise KeenError(f"Manager.refresh_tools() has no server to list: {_CLOSED}")
         if name in self._misconfigured:
             return None
         return self._connection(name).info
@@ -860,9 +863,11 @@ class Manager:
             The status after the attempt.
 
         Raises:
-            KeenError: the Manager was never started (it says to start it).
+            KeenError: the Manager was never started (it says to start it), or was closed.
             ServerNotConfigured: no server by that name.
         """
+        if self._closed:  # its task group is gone: starting an owner raised a bare RuntimeError
+            raise KeenError(f"Manager.refresh() has no server to reconnect: {_CLOSED}")
         if self._tg is None:  # before _connection(), whose words are about one server
             raise KeenError(_not_started("Manager.refresh() has no server to reconnect"))
         if name in self._misconfigured:
@@ -885,7 +890,10 @@ class Manager:
 
         Raises:
             ServerNotConfigured: no server by that name.
+            KeenError: the Manager was closed.
         """
+        if self._closed:  # not connected: the refresh below raised a bare RuntimeError
+            raise KeenError(f"Manager.refresh_tools() has no server to list: {_CLOSED}")
         if name in self._misconfigured:
             return None
         connection = self._connection(name)
@@ -914,8 +922,10 @@ class Manager:
         Raises:
             ServerNotConfigured: the file does not list ``name`` (any more).
             ConfigError: the file cannot be used (not JSON, wrong top level); nothing changed.
-            KeenError: the Manager was never started.
+            KeenError: the Manager was never started, or was closed.
         """
+        if self._closed:  # an entry taken now is never connected: connect_server's refresh failed
+            raise KeenError(f"Manager.reload_server() has no server to reload: {_CLOSED}")
         if self._tg is None:
             raise KeenError(_not_started("Manager.reload_server() has no server to reload"))
         if not self._from_file:
@@ -1127,6 +1137,10 @@ def _prompt_arguments_problem(arguments: Any) -> str | None:
         if not isinstance(value, str):
             return f"{str(key)[:64]!r} is a {type(value).__name__}"  # pyright: ignore[reportUnknownArgumentType]
     return None
+
+
+_CLOSED = "this Manager was closed and cannot start again; make a new one (Manager(...)) for another session"
+"""Why a closed Manager refuses to start, reconnect or reload: one wording for each refusal."""
 
 
 def _not_started(what: str) -> str:
