@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy
 import pytest
 
 from conftest import stdio_server
@@ -160,7 +161,14 @@ async def test_approval_sees_the_call_and_can_deny(manager: Manager) -> None:
 
 
 @pytest.mark.parametrize(
-    ("answer", "kind"), [("no", "a value of type str"), (None, "None"), (1, "a value of type int")]
+    ("answer", "kind"),
+    [
+        ("no", "a value of type str"),
+        (None, "None"),
+        (1, "a value of type int"),
+        # Named "of type bool, not True or False": numpy's bool must be told from Python's.
+        (numpy.True_, "a value of type numpy.bool"),
+    ],
 )
 @pytest.mark.parametrize("asynchronous", [False, True])
 async def test_only_true_from_the_approval_callback_lets_a_call_run(
@@ -180,7 +188,7 @@ async def test_only_true_from_the_approval_callback_lets_a_call_run(
     with pytest.raises(
         ApprovalDenied,
         match=rf'the call to "local/echo" was not sent: the approval callback returned {kind}, '
-        r"not True or False; treated as no\. Nobody said no",
+        r"not True or False \(it must return a Python bool: bool\(x\)\); treated as no\. Nobody said no",
     ):
         await gateway.call("local", "echo", {"text": "x"})
     assert (events[-1]["decision"], events[-1]["outcome"]) == ("denied", "error")

@@ -105,6 +105,33 @@ async def test_approval_denied_then_always(world: World) -> None:
     assert (asked[0].server, asked[0].tool, asked[0].arguments) == ("demo", "add_note", note["arguments"])
 
 
+@pytest.mark.parametrize("answer", [True, False, "y"])
+async def test_an_approver_answering_in_other_terms_is_a_stated_failure_not_the_users_no(
+    world: World, answer: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An approver returning True (not "yes") was silently taken as the user's no: the model
+    # read "the user did not approve" and nothing told the host what to return.
+    async def approver(request: ApprovalRequest) -> Any:
+        return answer
+
+    note = {"server": "demo", "tool": "add_note", "arguments": {"title": "t", "body": "b"}}
+    model = world.script(
+        step(call("read_file", path=world.schema("demo", "add_note"))),
+        step(call(MCP, **note)),
+        step(content="The approval step is broken."),
+    )
+    async with world.runtime("demo") as rt, world.agent(rt, model, approver=approver) as agent:
+        result = await agent.run_turn("save a note")
+    denied = result.tool_calls[1]
+    assert (denied["outcome"], denied["gate"], denied["declined"]) == ("denied", "permission", False)
+    assert "the approval callback failed (TypeError); treated as no" in denied["text"]
+    assert "did not approve" not in denied["text"]
+    said = f"the Agent's approver returned {answer!r} ({type(answer).__name__}); it must return 'yes', 'no' or 'always'"
+    assert any(said in record.getMessage() for record in caplog.records), [
+        r.getMessage() for r in caplog.records
+    ]
+
+
 async def test_a_crashed_server_is_reconnected_by_the_next_call(world: World) -> None:
     model = world.script(
         *convert_script(world),

@@ -79,7 +79,12 @@ class Approver(Protocol):
     """Asked for every call the permission gate marks ``ask`` (server, tool, JSON arguments)."""
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """``yes``, ``no``, or ``always`` (yes, and for this tool the rest of the session)."""
+        """``yes``, ``no``, or ``always`` (yes, and for this tool the rest of the session).
+
+        Anything else (``True``, ``False``, ``"y"``, ``None``) denies the call as a broken
+        approver, not as the user's no: logged with what to return, and the call's result
+        says the approval step failed.
+        """
         ...
 
 
@@ -492,7 +497,15 @@ class Agent:
         if key in self.always:
             return True
         assert self.approver is not None
-        answer = await self.approver(request)
+        answer: object = await self.approver(request)
+        if not isinstance(answer, str) or answer not in ("yes", "no", "always"):
+            # Taken as the user's no, True included: the turn read "the user did not approve"
+            # and nothing said the approver answered in the wrong terms. Raised, the call's
+            # approval logs this and states a failed approval step (keen.calls.Approver.asks).
+            raise TypeError(
+                f"the Agent's approver returned {answer!r:.60} ({type(answer).__name__}); it must "
+                "return 'yes', 'no' or 'always' (keen.agent.ApprovalAnswer)"
+            )
         if answer == "always":
             self.always.add(key)
         return answer in ("yes", "always")
