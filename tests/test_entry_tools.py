@@ -74,6 +74,20 @@ def test_call_input_is_checked_against_its_schema() -> None:
         parse_call({"server": "s"})
 
 
+def test_json_text_nested_too_deep_is_refused_as_not_valid_json() -> None:
+    # "[[[[..." past Python's recursion limit: the decoder's RecursionError got past every
+    # `except ValueError` of an agent loop.
+    deep = "[" * 100000
+    with pytest.raises(ValueError, match=r"^search_tools input is not valid JSON \(nested too deep\); send"):
+        parse_search(deep)
+    with pytest.raises(ValueError, match=r"^call_mcp_tool input is not valid JSON \(nested too deep\); send"):
+        parse_call(deep)
+    with pytest.raises(
+        ValueError, match=r"^call_mcp_tool arguments at arguments: '\[\[\[.* is not of type 'object'"
+    ):
+        parse_call({"server": "s", "tool": "t", "arguments": deep})
+
+
 def test_a_valid_call_builds_no_schema_validator_and_an_invalid_one_is_still_worded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -291,7 +291,7 @@ def parse_call(data: Any) -> CallArgs:
     shape = '{"server": "<name>", "tool": "<name>", "arguments": {...}}'
     data = _decoded(CALL_TOOL, data, shape)
     if isinstance(data, dict) and isinstance(inner := data.get("arguments"), str):  # pyright: ignore[reportUnknownMemberType]
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, RecursionError):  # refused below, as the text it is
             data = {**data, "arguments": json.loads(inner)}  # pyright: ignore[reportUnknownVariableType]
     if (
         not _plainly_valid_call(data)
@@ -310,6 +310,10 @@ def _decoded(name: str, data: Any, shape: str) -> Any:
         return json.loads(data)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{name} input is not valid JSON ({exc.msg}); send {shape}") from None
+    except RecursionError:
+        # Nested past Python's recursion limit ("[[[[..."): the decoder's RecursionError
+        # reached the caller, past every `except ValueError` an agent loop has.
+        raise ValueError(f"{name} input is not valid JSON (nested too deep); send {shape}") from None
 
 
 _CALL_KEYS = frozenset(_CALL_SCHEMA["properties"])

@@ -331,6 +331,19 @@ async def test_call_mcp_tool_takes_arguments_sent_as_json_text(full_session: Ses
     assert not found.is_error and "everything" in found.text, found.text
     listed = await h.call("search_tools", json.dumps(["echo"]))
     assert listed.denied == "validate" and "not another JSON value" in listed.text
+    # Nested past Python's recursion limit: the decoder's RecursionError left Harness.call.
+    deep = "[" * 100000
+    for name, arguments in (
+        ("search_tools", deep),
+        ("call_mcp_tool", deep),
+        ("mcp__everything__echo", deep),
+        ("call_mcp_tool", {**call, "arguments": deep}),
+    ):
+        refused = await h.call(name, arguments)
+        assert refused.denied == "validate" and not refused.raw, (name, refused.text[:300])
+        assert ("these are not JSON (nested too deep)" in refused.text) or (
+            "is not of type 'object'" in refused.text
+        ), (name, refused.text[:300])
 
 
 async def test_a_cancelled_call_is_audited_as_cancelled(full_session: Session) -> None:

@@ -756,7 +756,7 @@ def _object_of(arguments: Any) -> Any:
     pass a model's arguments as the SDK gave them), else as they came: ``validate`` words the
     refusal of anything else (:func:`_not_an_object`)."""
     if isinstance(arguments, str):
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, RecursionError):  # nested too deep: refused as text
             parsed = json.loads(arguments)
             if isinstance(parsed, dict):
                 return parsed
@@ -772,6 +772,11 @@ def _not_an_object(arguments: Any) -> str:
         except json.JSONDecodeError as exc:
             return (
                 f"arguments must be a JSON object; these are not JSON ({exc.msg} at character {exc.pos}); "
+                "send them again as one JSON object"
+            )
+        except RecursionError:  # "[[[[..." past Python's recursion limit: the call raised it
+            return (
+                "arguments must be a JSON object; these are not JSON (nested too deep); "
                 "send them again as one JSON object"
             )
         return "arguments must be a JSON object, not another JSON value; send them again as one JSON object"
