@@ -147,6 +147,32 @@ async def test_the_bodys_keen_error_reaches_the_caller_as_it_was_raised(
             rt.manager.status("nope")
 
 
+async def test_the_bodys_error_stays_in_the_group_when_a_background_task_fails_too(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # Left without the body's error, the live skills' task group raised the task's error
+    # alone: the body's ServerNotConfigured was only the group's __context__.
+    class WriterFailed(Exception):
+        pass
+
+    crashed = anyio.Event()
+
+    async def crash() -> None:
+        crashed.set()
+        raise WriterFailed("the live skills writer failed")
+
+    path = write_config({"basic": IN_MEMORY})
+    with pytest.raises(ExceptionGroup, match="unhandled errors in a TaskGroup") as caught:
+        async with open_runtime(manager=_manager(path, basic=make_basic_server()), wait=30, sync=True) as rt:
+            assert rt.live is not None and rt.live._tg is not None
+            rt.live._tg.start_soon(crash)
+            with anyio.CancelScope(shield=True):  # the failed task cancels the body's scope
+                await crashed.wait()
+            rt.manager.status("nope")
+    kinds = [type(e).__name__ for e in caught.value.exceptions]
+    assert kinds == ["WriterFailed", "ServerNotConfigured"], caught.value.exceptions
+
+
 async def test_a_skills_root_that_is_a_file_is_a_skill_error_at_the_sync(
     keen_home: Path, write_config: Callable[[dict[str, Any]], Path], tmp_path: Path
 ) -> None:

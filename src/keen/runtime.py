@@ -23,6 +23,7 @@ import anyio
 import anyio.abc
 
 from keen import paths
+from keen._tasks import leave_task_group
 from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS, Approval, Gateway
 from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
@@ -346,9 +347,13 @@ async def _host_later(stack: contextlib.AsyncExitStack, manager: Manager) -> Cal
     asks for the start; leaving ``stack`` closes it (or does nothing if it never started)."""
     tg = anyio.create_task_group()
     await tg.__aenter__()
-    # Left without the body's exception, which propagates as it is: given it, the task group
-    # raised it wrapped in an ExceptionGroup that a caller's `except KeenError` missed.
-    stack.push_async_callback(tg.__aexit__, None, None, None)
+
+    async def leave(_: type[BaseException] | None, exc: BaseException | None, __: object) -> None:
+        # The body's exception propagates as it is (a caller's `except KeenError` matches
+        # it); with the host task's error, both, in the group.
+        await leave_task_group(tg, exc)
+
+    stack.push_async_exit(leave)
     closing = anyio.Event()
     stack.callback(closing.set)  # unwound before the task group's exit, which waits for the host
 

@@ -28,6 +28,7 @@ import anyio
 import anyio.abc
 
 from keen import paths
+from keen._tasks import leave_task_group
 from keen.errors import KeenError
 from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.manager import Manager
@@ -145,10 +146,9 @@ class LiveSkills:
             self._unsubscribe()
         assert self._tg is not None
         self._tg.cancel_scope.cancel()
-        # Not the body's exception: the task group would raise it wrapped in an
-        # ExceptionGroup, and a caller's `except` around `open_runtime(sync=True)` (a
-        # KeenError, its own error) would no longer match. It propagates on its own.
-        await self._tg.__aexit__(None, None, None)
+        # The body's exception propagates as it was raised (a caller's `except KeenError`
+        # around `open_runtime(sync=True)` matches it); with the writer's error, both.
+        await leave_task_group(self._tg, exc)
 
     def _changed(self, change: ToolsChanged) -> None:
         self._pending.setdefault(change.server, []).append(change)
