@@ -325,13 +325,28 @@ class ApprovalDenied(KeenError):
 
 
 class SkillError(KeenError):
-    """A skill could not be read, generated or activated (``name`` when known)."""
+    """A skill could not be read, generated or activated (``name`` when known).
+
+    Attributes:
+        name: the skill, when known.
+        folder: the skills root, when what failed is that it cannot be used as a folder (a
+            file stands there or on its way, or it cannot be made or locked); ``None`` for an
+            error about one file in it (an unreadable ``config.json``, a skill's file).
+    """
 
     code = "skill_error"
 
-    def __init__(self, message: str, *, name: str | None = None, remedy: Remedy | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        name: str | None = None,
+        remedy: Remedy | None = None,
+        folder: str | None = None,
+    ) -> None:
         super().__init__(message, remedy=remedy)
         self.name = name
+        self.folder = folder
 
 
 class CapabilityNotFound(KeenError, KeyError):

@@ -207,10 +207,19 @@ def guarded(fn: Callable[[], T], *, set_up_logging: bool = True) -> T:
 
 
 def _home_behind(exc: BaseException) -> None:
-    """Say that ``KEEN_HOME`` cannot be used when the OS error behind a Keen error (a skills
-    root that is no folder: :class:`keen.skills.SkillsConfig`) is about a path inside it."""
+    """Say that ``KEEN_HOME`` cannot be used when a skills root inside it cannot be used as a
+    folder (a :class:`~keen.errors.SkillError` with its ``folder``, from the OS error behind
+    it). An error about one file there (an unreadable ``config.json`` or pin file) keeps its
+    own words: "KEEN_HOME must be a folder you can write" sent the user to the wrong fix."""
+    from keen.errors import SkillError
+
     cause = exc.__cause__
-    if isinstance(cause, OSError) and (home := keen_home_problem(cause)) is not None:
+    if (
+        isinstance(exc, SkillError)
+        and exc.folder is not None
+        and isinstance(cause, OSError)
+        and (home := keen_home_problem(cause)) is not None
+    ):
         _unusable_home(cause, home)
 
 

@@ -56,7 +56,8 @@ class SkillsConfig:
             # CLI words a KEEN_HOME that is a file from the OSError.
             raise SkillError(
                 f"{_not_a_folder(path.parent)}; the skills root is the folder that holds "
-                "each skill's folder (default $KEEN_HOME/skills): pass that"
+                "each skill's folder (default $KEEN_HOME/skills): pass that",
+                folder=str(path.parent),
             ) from exc
         except (OSError, UnicodeDecodeError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__

@@ -70,7 +70,8 @@ def locked(root: Path, timeout: float = 60.0) -> Iterator[None]:
         why = exc.strerror or type(exc).__name__
         raise SkillError(
             f"cannot write skills in {root} ({why}); the skills root must be a folder Keen can "
-            "write (default $KEEN_HOME/skills): pass another, or fix that path"
+            "write (default $KEEN_HOME/skills): pass another, or fix that path",
+            folder=str(root),
         ) from exc
     depths[key] = 1
     try:
