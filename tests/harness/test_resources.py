@@ -140,11 +140,16 @@ async def test_prompt_arguments_that_are_not_strings_are_refused_as_the_callers(
     # reported as 'MCP server "everything" sent an invalid answer', with pydantic's help URL.
     with pytest.raises(
         InvalidArguments,
-        match=r'arguments for prompt "args-prompt" of MCP server "everything" are strings: '
-        r"'city' is a int; prompts/list gives the prompt's arguments\.$",
+        match=r'arguments for prompt "args-prompt" of MCP server "everything" must be strings: '
+        r"'city' is an int; prompts/list gives the prompt's arguments\.$",
     ) as refused:
         await manager.get_prompt("everything", "args-prompt", {"city": 1})  # type: ignore[dict-item]
     assert refused.value.remedy is None
+    with pytest.raises(
+        InvalidArguments,
+        match=r'"everything" must be strings: they are a list, not an object of names to strings; ',
+    ):
+        await manager.get_prompt("everything", "args-prompt", ["Lisbon"])  # type: ignore[arg-type]
     got = await manager.get_prompt("everything", "args-prompt", {"city": "Lisbon"})
     assert "Lisbon" in json.dumps(got)
 

@@ -809,7 +809,7 @@ class Manager:
             # Sent, the SDK's request model refused them and the error read as the server's
             # "invalid answer", with pydantic's help URL.
             raise InvalidArguments(
-                f'arguments for prompt "{prompt}" of MCP server "{name}" are strings: {problem}; '
+                f'arguments for prompt "{prompt}" of MCP server "{name}" must be strings: {problem}; '
                 "prompts/list gives the prompt's arguments.",
                 server=name,
                 remedy=None,
@@ -1132,11 +1132,16 @@ def _prompt_arguments_problem(arguments: Any) -> str | None:
     """Why ``arguments`` are not a ``prompts/get`` request's (an object of string values),
     else None."""
     if not isinstance(arguments, dict):
-        return f"they must be an object of names to strings, not a {type(arguments).__name__}"
+        return f"they are {_a(type(arguments).__name__)}, not an object of names to strings"
     for key, value in arguments.items():  # pyright: ignore[reportUnknownVariableType]
         if not isinstance(value, str):
-            return f"{str(key)[:64]!r} is a {type(value).__name__}"  # pyright: ignore[reportUnknownArgumentType]
+            return f"{str(key)[:64]!r} is {_a(type(value).__name__)}"  # pyright: ignore[reportUnknownArgumentType]
     return None
+
+
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article ("an int", "a list")."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 _CLOSED = "this Manager was closed and cannot start again; make a new one (Manager(...)) for another session"
