@@ -14,6 +14,7 @@ from keen.entry_tools import (
     parse_search,
     search_tool_definition,
 )
+from keen.gateway import tool_definition
 from keen.harness.entries import entry_schema
 
 
@@ -36,6 +37,11 @@ def test_definition_shapes() -> None:
     assert call_tool_definition("mcp")["annotations"]["destructiveHint"] is True
     with pytest.raises(ValueError, match="openai, anthropic or mcp"):
         search_tool_definition("gemini")  # type: ignore[arg-type]
+    # No default shape: search_tools' was "mcp" and call_mcp_tool's "openai", so a loop that
+    # named neither offered its model one tool of each shape.
+    for definition in (search_tool_definition, call_tool_definition, tool_definition):
+        with pytest.raises(TypeError, match="missing 1 required positional argument: 'style'"):
+            definition()  # type: ignore[call-arg]
 
 
 def test_search_input_is_checked_against_its_schema() -> None:
@@ -48,6 +54,10 @@ def test_search_input_is_checked_against_its_schema() -> None:
         parse_search({"query": "x", "kinds": ["tool"]}, kinds=False)
     with pytest.raises(ValueError, match='needs a "query" of a few words; it was blank'):
         parse_search({"query": "   "})
+    # JSON text, as the OpenAI SDK gives a tool call's arguments (parse_call takes it too).
+    assert parse_search('{"query": "notes", "limit": 3}', kinds=False)[:2] == ("notes", 3)
+    with pytest.raises(ValueError, match=r"search_tools input is not valid JSON \(Expecting value\); send"):
+        parse_search("notes", kinds=False)
 
 
 def test_call_input_is_checked_against_its_schema() -> None:
@@ -62,6 +72,20 @@ def test_call_input_is_checked_against_its_schema() -> None:
         parse_call({"server": "s", "tool": "t", "arguments": "[1]"})
     with pytest.raises(ValueError, match="call_mcp_tool arguments: 'tool' is a required property"):
         parse_call({"server": "s"})
+
+
+def test_json_text_nested_too_deep_is_refused_as_not_valid_json() -> None:
+    # "[[[[..." past Python's recursion limit: the decoder's RecursionError got past every
+    # `except ValueError` of an agent loop.
+    deep = "[" * 100000
+    with pytest.raises(ValueError, match=r"^search_tools input is not valid JSON \(nested too deep\); send"):
+        parse_search(deep)
+    with pytest.raises(ValueError, match=r"^call_mcp_tool input is not valid JSON \(nested too deep\); send"):
+        parse_call(deep)
+    with pytest.raises(
+        ValueError, match=r"^call_mcp_tool arguments at arguments: '\[\[\[.* is not of type 'object'"
+    ):
+        parse_call({"server": "s", "tool": "t", "arguments": deep})
 
 
 def test_a_valid_call_builds_no_schema_validator_and_an_invalid_one_is_still_worded(

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy
 import pytest
 
 from conftest import stdio_server
@@ -156,6 +158,61 @@ async def test_approval_sees_the_call_and_can_deny(manager: Manager) -> None:
     assert (
         await Gateway(manager, approval=allow_all).call("local", "pid", {})
     ).text == pid_before  # same session throughout
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind"),
+    [
+        ("no", "a value of type str"),
+        (None, "None"),
+        (1, "a value of type int"),
+        # Named "of type bool, not True or False": numpy's bool must be told from Python's.
+        (numpy.True_, "a value of type numpy.bool"),
+    ],
+)
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_only_true_from_the_approval_callback_lets_a_call_run(
+    manager: Manager, answer: object, kind: str, asynchronous: bool
+) -> None:
+    # bool(verdict) approved a callback's "no" (the user's answer passed on as text) and ran
+    # the call.
+    def ask(_: ApprovalRequest) -> Any:
+        return answer
+
+    async def ask_async(request: ApprovalRequest) -> Any:
+        await anyio.lowlevel.checkpoint()
+        return ask(request)
+
+    events: list[dict[str, Any]] = []
+    gateway = Gateway(manager, approval=ask_async if asynchronous else ask, audit=events.append)
+    with pytest.raises(
+        ApprovalDenied,
+        match=rf'the call to "local/echo" was not sent: the approval callback returned {kind}, '
+        r"not True or False \(it must return a Python bool: bool\(x\)\); treated as no\. Nobody said no",
+    ):
+        await gateway.call("local", "echo", {"text": "x"})
+    assert (events[-1]["decision"], events[-1]["outcome"]) == ("denied", "error")
+
+
+@pytest.mark.parametrize(
+    ("server", "tool", "got"),
+    [
+        (None, "echo", "server a NoneType"),
+        ("local", None, "tool a NoneType"),
+        (3, "", "server a int, tool empty"),
+    ],
+)
+async def test_a_call_whose_server_or_tool_is_no_name_says_so(
+    manager: Manager, server: Any, tool: Any, got: str
+) -> None:
+    # A server or tool of None (a model's arguments.get("server") passed on) passed every
+    # stage as no MCP call: Gateway.call raised a bare AssertionError, call_for_model too.
+    gateway = Gateway(manager, approval=allow_all)
+    said = rf"a call names its server and tool by their names \(non-empty strings\), got {got}; pass"
+    with pytest.raises(InvalidArguments, match=said):
+        await gateway.call(server, tool, {"text": "x"})
+    shaped = await gateway.call_for_model(server, tool, {"text": "x"})
+    assert shaped.is_error and shaped.error_code == "invalid_arguments" and re.search(said, shaped.text)
 
 
 async def test_results_errors_truncation_and_structured_content(manager: Manager) -> None:

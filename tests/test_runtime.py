@@ -8,6 +8,7 @@ subprocess; tests/test_peers.py keeps the subprocess and HTTP peers.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,14 @@ from fastmcp import FastMCP
 from helpers import server_script
 from helpers.forkserver import script_args
 from helpers.http_servers import make_basic_server
-from keen.errors import ApprovalDenied, ConfigError, RemoteToolError, ServerNotConfigured
+from keen.errors import (
+    ApprovalDenied,
+    ConfigError,
+    KeenError,
+    RemoteToolError,
+    ServerNotConfigured,
+    SkillError,
+)
 from keen.gateway import ApprovalRequest, allow_all
 from keen.mcp import Manager, ServerState, ServerStatus, in_memory_transport
 from keen.runtime import open_runtime
@@ -123,6 +131,63 @@ async def test_an_error_in_the_body_closes_the_servers(
         async with open_runtime(manager=manager, wait=30) as rt:
             rt.manager.status("nope")
     assert manager.status("basic").state is not ServerState.CONNECTED
+
+
+@pytest.mark.parametrize("opened", ["sync", "start=False"])
+async def test_the_bodys_keen_error_reaches_the_caller_as_it_was_raised(
+    opened: str, keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # With sync (its live skills' task group) or start=False (the Manager's host task), the
+    # body's error came out wrapped in an ExceptionGroup: `except KeenError` missed it.
+    path = write_config({"basic": IN_MEMORY})
+    options: dict[str, Any] = {"wait": 30, "sync": True} if opened == "sync" else {"start": False}
+    with pytest.raises(ServerNotConfigured, match=r'MCP server "nope" is not configured'):
+        async with open_runtime(manager=_manager(path, basic=make_basic_server()), **options) as rt:
+            await rt.start_servers()
+            rt.manager.status("nope")
+
+
+async def test_the_bodys_error_stays_in_the_group_when_a_background_task_fails_too(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path]
+) -> None:
+    # Left without the body's error, the live skills' task group raised the task's error
+    # alone: the body's ServerNotConfigured was only the group's __context__.
+    class WriterFailed(Exception):
+        pass
+
+    crashed = anyio.Event()
+
+    async def crash() -> None:
+        crashed.set()
+        raise WriterFailed("the live skills writer failed")
+
+    path = write_config({"basic": IN_MEMORY})
+    with pytest.raises(ExceptionGroup, match="unhandled errors in a TaskGroup") as caught:
+        async with open_runtime(manager=_manager(path, basic=make_basic_server()), wait=30, sync=True) as rt:
+            assert rt.live is not None and rt.live._tg is not None
+            rt.live._tg.start_soon(crash)
+            with anyio.CancelScope(shield=True):  # the failed task cancels the body's scope
+                await crashed.wait()
+            rt.manager.status("nope")
+    kinds = [type(e).__name__ for e in caught.value.exceptions]
+    assert kinds == ["WriterFailed", "ServerNotConfigured"], caught.value.exceptions
+
+
+async def test_a_skills_root_that_is_a_file_is_a_skill_error_at_the_sync(
+    keen_home: Path, write_config: Callable[[dict[str, Any]], Path], tmp_path: Path
+) -> None:
+    # The sync's lock made the folder: a bare FileExistsError reached the caller.
+    a_file = tmp_path / "skills.txt"
+    a_file.write_text("not a folder", encoding="utf-8")
+    path = write_config({"basic": IN_MEMORY})
+    with pytest.raises(
+        SkillError, match=rf"^cannot write skills in {re.escape(str(a_file))} \(File exists\); the"
+    ):
+        async with open_runtime(
+            manager=_manager(path, basic=make_basic_server()), wait=30, sync=True, skills_root=a_file
+        ):
+            pytest.fail("the body must not run")
+    assert a_file.read_text(encoding="utf-8") == "not a folder"
 
 
 async def test_connect_regenerates_and_enables_a_disabled_skill(
@@ -367,6 +432,34 @@ async def test_a_runtime_never_started_closes_without_starting_anything(
     with pytest.raises(ValueError, match=r"start=False\) cannot wait for discovery or sync"):
         async with open_runtime(manager=_manager(path, basic=make_basic_server()), start=False, wait=5):
             pass
+
+
+async def test_a_runtime_not_started_yet_says_to_start_its_servers_before_a_sync(
+    keen_home: Path,
+) -> None:
+    # rt.sync() said "await manager.start()": run in the caller's task, that start entered the
+    # Manager's task group there, and leaving open_runtime raised a bare RuntimeError (cancel
+    # scope) and left the server process running.
+    stdio = {"command": sys.executable, "args": script_args(str(server_script("basic_stdio")))}
+    async with open_runtime(config={"mcpServers": {"local": stdio}}, start=False) as rt:
+        for what, use in (
+            ("sync", rt.sync),
+            ("connect", lambda: rt.connect("local")),
+            ("wait_for_discovery", lambda: rt.wait_for_discovery(20)),
+        ):
+            with pytest.raises(
+                KeenError,
+                match=rf"^Runtime\.{what}\(\) needs the servers started: this session was opened "
+                r"with open_runtime\(start=False\); start them first with await rt\.start_servers\(\)\.$",
+            ):
+                await use()
+        assert not (keen_home / "skills").exists()  # the refused sync wrote nothing
+        await rt.start_servers()
+        assert await rt.wait_for_discovery(20)
+        report = await rt.sync()
+        assert [(e.server, e.action) for e in report.entries] == [("local", "generated")]
+    assert rt.manager.closed
+    assert rt.manager.status("local").state is ServerState.DISCONNECTED
 
 
 async def test_a_runtime_keeps_the_pins_folder_it_opened_with(

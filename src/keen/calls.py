@@ -137,7 +137,8 @@ class ApprovalRequest:
 
 
 Approval = Callable[[ApprovalRequest], bool | Awaitable[bool]]
-"""Returns (or resolves to) True to allow the call. Exceptions count as a denial."""
+"""Returns (or resolves to) True to allow the call, False to refuse it. Anything else (a
+string such as ``"no"``, ``None``) and exceptions count as a denial by a broken callback."""
 
 
 def allow_all(request: ApprovalRequest) -> bool:
@@ -164,8 +165,9 @@ class Approver:
     by: str = "user"
 
     async def asks(self, request: ApprovalRequest) -> tuple[bool, str | None]:
-        """The callback's answer, and why a no was no answer at all (nobody to ask, or a
-        callback that raised: logged, and treated as no)."""
+        """The callback's answer, and why a no was no answer at all (nobody to ask, a callback
+        that raised, or one that returned anything but a Python bool, ``numpy.bool`` included:
+        logged, and treated as no)."""
         if self.ask is None:
             return False, "approval needed and no one to ask (no approval callback)"
         try:
@@ -180,7 +182,28 @@ class Approver:
                 exc,
             )
             return False, f"the approval callback failed ({type(exc).__name__}); treated as no"
-        return bool(verdict), None
+        if not isinstance(verdict, bool):
+            # Only True allows: a callback returning the user's answer as text ("no"), or
+            # forgetting to return, must not have its truthiness taken for a yes.
+            # Its module named: "of type bool, not True or False" read as nonsense for numpy's bool.
+            cls = type(verdict)
+            named = (
+                cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+            )
+            kind = "None" if verdict is None else f"a value of type {named}"
+            logger.warning(
+                "approval callback for %s/%s returned %s, not True or False (return a Python bool: "
+                "bool(x)); treating as denied",
+                request.server,
+                request.tool,
+                kind,
+            )
+            return (
+                False,
+                f"the approval callback returned {kind}, not True or False (it must return a Python "
+                "bool: bool(x)); treated as no",
+            )
+        return verdict, None
 
 
 # -- one call as it passes the stages -----------------------------------------------------------

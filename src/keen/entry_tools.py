@@ -151,13 +151,16 @@ def _shaped(
     raise ValueError(f"unknown tool definition style {style!r}; use openai, anthropic or mcp")
 
 
-def search_tool_definition(style: Style = "mcp", *, kinds: bool = True) -> dict[str, Any]:
+def search_tool_definition(style: Style, *, kinds: bool = True) -> dict[str, Any]:
     """The ``search_tools`` definition.
 
     Args:
         style: ``"openai"`` (Chat Completions ``{"type": "function", "function": {...}}``),
             ``"anthropic"`` (``{"name", "description", "input_schema"}``) or ``"mcp"``
             (``{"name", "description", "inputSchema", "annotations"}``, MCP 2025-11-25 "Tools").
+            No default: the two entry tools had different ones (``mcp`` here, ``openai``
+            for :func:`call_tool_definition`), and a caller giving neither offered a model
+            one tool of each shape.
         kinds: offer the ``kinds`` argument (resources and prompts too); ``keen serve``
             searches tools only and passes ``False``.
 
@@ -175,7 +178,7 @@ def search_tool_definition(style: Style = "mcp", *, kinds: bool = True) -> dict[
 
 
 def call_tool_definition(
-    style: Style = "openai", *, skills_dir: str | None = None, schema_reader: str | None = None
+    style: Style, *, skills_dir: str | None = None, schema_reader: str | None = None
 ) -> dict[str, Any]:
     """The ``call_mcp_tool`` definition.
 
@@ -259,15 +262,17 @@ def parse_search(data: Any, *, kinds: bool = True) -> SearchArgs:
     """``search_tools``'s input checked against its schema.
 
     Args:
-        data: the arguments object.
+        data: the arguments object, or JSON text of one (as the OpenAI SDK hands a tool
+            call's ``function.arguments`` over), as :func:`parse_call` takes it.
         kinds: whether ``kinds`` is accepted (as :func:`search_tool_definition` offered it).
 
     Raises:
         ValueError: the input does not match; the message names what is wrong and the shape.
     """
     schema = search_tool_definition("mcp", kinds=kinds)["inputSchema"]
+    shape = '{"query": "<words>", "limit": <1-50>' + (', "kinds": ["tool"]' if kinds else "") + "}"
+    data = _decoded(SEARCH_TOOL, data, shape)
     if (why := arguments_problem(SEARCH_TOOL, data, schema)) is not None:
-        shape = '{"query": "<words>", "limit": <1-50>' + (', "kinds": ["tool"]' if kinds else "") + "}"
         raise ValueError(f"{why}; send {shape}")
     if not data["query"].strip():
         raise ValueError(f'{SEARCH_TOOL} needs a "query" of a few words; it was blank')
@@ -284,13 +289,9 @@ def parse_call(data: Any) -> CallArgs:
         ValueError: the input does not match; the message names what is wrong and the shape.
     """
     shape = '{"server": "<name>", "tool": "<name>", "arguments": {...}}'
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{CALL_TOOL} input is not valid JSON ({exc.msg}); send {shape}") from None
+    data = _decoded(CALL_TOOL, data, shape)
     if isinstance(data, dict) and isinstance(inner := data.get("arguments"), str):  # pyright: ignore[reportUnknownMemberType]
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, RecursionError):  # refused below, as the text it is
             data = {**data, "arguments": json.loads(inner)}  # pyright: ignore[reportUnknownVariableType]
     if (
         not _plainly_valid_call(data)
@@ -298,6 +299,21 @@ def parse_call(data: Any) -> CallArgs:
     ):
         raise ValueError(f"{why}; send {shape}")
     return CallArgs(data["server"], data["tool"], dict(data.get("arguments") or {}))
+
+
+def _decoded(name: str, data: Any, shape: str) -> Any:
+    """``data`` parsed when it is JSON text (an entry tool's input as a model sent it), else
+    as it is; text that is not JSON is a ``ValueError`` naming the tool and the ``shape``."""
+    if not isinstance(data, str):
+        return data
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name} input is not valid JSON ({exc.msg}); send {shape}") from None
+    except RecursionError:
+        # Nested past Python's recursion limit ("[[[[..."): the decoder's RecursionError
+        # reached the caller, past every `except ValueError` an agent loop has.
+        raise ValueError(f"{name} input is not valid JSON (nested too deep); send {shape}") from None
 
 
 _CALL_KEYS = frozenset(_CALL_SCHEMA["properties"])

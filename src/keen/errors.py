@@ -24,6 +24,7 @@ docs/architecture.md "Errors".
     │   └── RemoteToolError          the tool ran and reported failure (isError)
     ├── ApprovalDenied               the approval callback refused a call_mcp_tool call
     ├── SkillError                   a skill could not be read, written or activated
+    ├── CapabilityNotFound           no capability by that id or name in a search catalog (also a KeyError)
     ├── SettingsError                config.toml is unreadable or bad (defined in keen.agent.settings)
     ├── SessionNotResumable          a chat session cannot be resumed (defined in keen.agent.resume)
     └── ModelError                   the model provider failed a call (keen.agent.models, and its subclasses)
@@ -45,6 +46,7 @@ __all__ = [
     "AuthFailed",
     "AuthRequired",
     "CallTimeout",
+    "CapabilityNotFound",
     "ConfigError",
     "InvalidArguments",
     "KeenError",
@@ -324,13 +326,39 @@ class ApprovalDenied(KeenError):
 
 
 class SkillError(KeenError):
-    """A skill could not be read, generated or activated (``name`` when known)."""
+    """A skill could not be read, generated or activated (``name`` when known).
+
+    Attributes:
+        name: the skill, when known.
+        folder: the skills root, when what failed is that it cannot be used as a folder (a
+            file stands there or on its way, or it cannot be made or locked); ``None`` for an
+            error about one file in it (an unreadable ``config.json``, a skill's file).
+    """
 
     code = "skill_error"
 
-    def __init__(self, message: str, *, name: str | None = None, remedy: Remedy | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        name: str | None = None,
+        remedy: Remedy | None = None,
+        folder: str | None = None,
+    ) -> None:
         super().__init__(message, remedy=remedy)
         self.name = name
+        self.folder = folder
+
+
+class CapabilityNotFound(KeenError, KeyError):
+    """A :class:`keen.capabilities.Catalog` has no capability by that id or model name
+    (``capability``); search for it first. Also a ``KeyError``, as a mapping's lookup is."""
+
+    code = "capability_not_found"
+
+    def __init__(self, message: str, *, capability: str) -> None:
+        super().__init__(message)
+        self.capability = capability
 
 
 def exception_leaves(exc: BaseException) -> Iterator[BaseException]:

@@ -50,7 +50,7 @@ from keen.calls import (
     shape,
 )
 from keen.entry_tools import CALL_TOOL, call_tool_definition, parse_call
-from keen.errors import KeenError, Remedy
+from keen.errors import InvalidArguments, KeenError, Remedy
 from keen.mcp.types import ToolResult
 
 if TYPE_CHECKING:
@@ -111,6 +111,26 @@ def for_model(exc: KeenError, server: str) -> str:
     remedy = _FOR_MODEL.get(exc.remedy, "").format(server=server)
     # The message may end with a server's own text (its last stderr line): close it.
     return closed(exc.message) + remedy if remedy else exc.message
+
+
+def _unnamed(server: Any, tool: Any) -> InvalidArguments | None:
+    """The error of a call whose ``server`` or ``tool`` is no name (``None``, a number: a
+    model's ``arguments.get("server")`` passed on), else None. Without it every stage took
+    the call for no MCP call, and the caller met a bare ``AssertionError``."""
+    if isinstance(server, str) and server and isinstance(tool, str) and tool:
+        return None
+    got = ", ".join(
+        f"{what} {'empty' if value == '' else f'a {type(value).__name__}'}"
+        for what, value in (("server", server), ("tool", tool))
+        if not (isinstance(value, str) and value)
+    )
+    return InvalidArguments(
+        f"a call names its server and tool by their names (non-empty strings), got {got}; "
+        'pass the names call_mcp_tool gives ({"server": "<name>", "tool": "<name>"})',
+        server=server if isinstance(server, str) else str(server),
+        tool=tool if isinstance(tool, str) else str(tool),
+        remedy=None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,13 +283,16 @@ class Gateway:
 
         Raises:
             ServerNotConfigured, ServerDisabled, ServerDisconnected, AuthRequired,
-            AuthFailed, ToolNotFound, InvalidArguments: a check failed (nothing was sent).
+            AuthFailed, ToolNotFound, InvalidArguments: a check failed (nothing was sent);
+                ``InvalidArguments`` too for a ``server`` or ``tool`` that is no name.
             ToolQuarantined: the tool is new, renamed or changed since it was pinned (nothing was sent).
             ApprovalDenied: the approval callback said no (nothing was sent).
             CallTimeout, ServerDisconnected, RemoteProtocolError: the call failed.
             ToolNotFound, ToolChanged: the server refused the call as stale, and its tools/list,
             listed again, no longer has the tool or defines it otherwise (not resent).
         """
+        if (unnamed := _unnamed(server, tool)) is not None:
+            raise unnamed
         call = await self._pipeline(shaped=False).run(self._call(server, tool, arguments, approval))
         if call.error is not None:
             raise call.error
@@ -286,6 +309,8 @@ class Gateway:
             model can do about it (the error's remedy), with ``error_code`` set. Never
             raises a ``KeenError``.
         """
+        if (unnamed := _unnamed(server, tool)) is not None:
+            return self._failure(unnamed, str(server), str(tool))
         call = await self._pipeline(shaped=True).run(self._call(server, tool, arguments, approval))
         if call.error is not None:
             return self._failure(call.error, server, tool)

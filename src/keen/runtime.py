@@ -23,6 +23,7 @@ import anyio
 import anyio.abc
 
 from keen import paths
+from keen._tasks import leave_task_group
 from keen.errors import KeenError
 from keen.gateway import DEFAULT_MAX_RESULT_CHARS, Approval, Gateway
 from keen.mcp.connection.elicitation import ElicitationCallback, UrlElicitationCallback
@@ -120,12 +121,34 @@ class Runtime:
         finally:
             self._started.set()
 
+    async def _servers_needed(self, what: str) -> None:
+        """Refuse ``what`` while a deferred start (``open_runtime(start=False)``) has not been
+        asked for; wait for one under way in another task.
+
+        Raises:
+            KeenError: :meth:`start_servers` was not called yet (it says to call it).
+        """
+        if self._start is not None:
+            # Not the Manager's own "await manager.start()": run in the caller's task, that
+            # entered the Manager's task group there, and leaving open_runtime then failed with
+            # a bare RuntimeError (cancel scope) and left the server processes running.
+            raise KeenError(
+                f"{what} needs the servers started: this session was opened with "
+                "open_runtime(start=False); start them first with await rt.start_servers()."
+            )
+        await self._started.wait()
+
     async def wait_for_discovery(self, timeout: float, view: DiscoveryView | None = None) -> bool:
         """Wait up to ``timeout`` seconds for every server's first connection attempt.
 
         ``view`` is entered around the wait (a front end's progress display). Returns True
         when all settled in time, also kept as :attr:`discovered`.
+
+        Raises:
+            KeenError: the session was opened with ``start=False`` and :meth:`start_servers`
+                was not called yet.
         """
+        await self._servers_needed("Runtime.wait_for_discovery()")
         async with view(self.manager) if view else contextlib.nullcontext():
             self.discovered = await self.manager.wait_ready(timeout)
         return self.discovered
@@ -133,9 +156,15 @@ class Runtime:
     async def sync(self, *, force_enable: frozenset[str] = frozenset()) -> SyncReport:
         """Run the startup sync for every configured server (server states -> skills).
 
-        Returns the report, also kept as :attr:`sync_report`. Raises ``SkillError`` when a
-        skill cannot be written.
+        Returns:
+            The report, also kept as :attr:`sync_report`.
+
+        Raises:
+            SkillError: a skill cannot be written.
+            KeenError: the session was opened with ``start=False`` and :meth:`start_servers`
+                was not called yet (nothing is written).
         """
+        await self._servers_needed("Runtime.sync()")
         # The sync and its models (pydantic) load here, not with the runtime: `keen chat`
         # builds its first prompt before any sync.
         from keen.mcpskills import sync_from_manager
@@ -155,7 +184,12 @@ class Runtime:
         """Reconnect ``server``, then regenerate and enable its skill (or disable it on failure).
 
         See :func:`connect_server`, which this calls with the runtime's Manager and skills root.
+
+        Raises:
+            KeenError: the session was opened with ``start=False`` and :meth:`start_servers`
+                was not called yet; the Manager was closed.
         """
+        await self._servers_needed("Runtime.connect()")
         return await connect_server(
             self.manager,
             server,
@@ -253,7 +287,10 @@ async def open_runtime(
         start: start the servers now. ``False`` leaves them (and the MCP SDK, about a second
             of CPU to import on a small machine) until :meth:`Runtime.start_servers`: ``keen
             chat`` sends its first model request from the skills on disk first (docs/chat.md
-            "Startup"). Until then the Manager lists no server. Needs ``wait=None`` and no ``sync``.
+            "Startup"). Until then the Manager lists no server, and :meth:`Runtime.sync`,
+            :meth:`Runtime.connect` and :meth:`Runtime.wait_for_discovery` refuse with a
+            ``KeenError`` (never ``await rt.manager.start()``: it starts the Manager in the
+            caller's task, which ``open_runtime`` cannot close). Needs ``wait=None`` and no ``sync``.
 
     Yields:
         The :class:`Runtime`.
@@ -262,6 +299,7 @@ async def open_runtime(
         ConfigError: ``configs.json`` is invalid (nothing was started).
         SkillError: the sync could not write a skill.
         ValueError: ``start=False`` with ``wait`` or ``sync``.
+        KeenError: ``manager`` was closed (a Manager runs one session; make a new one).
     """
     if not start and (wait is not None or sync):
         raise ValueError(
@@ -307,7 +345,15 @@ async def _host_later(stack: contextlib.AsyncExitStack, manager: Manager) -> Cal
     """A function that starts ``manager`` in a task of its own, entered on ``stack``: the
     Manager's task group is entered and left in one task (anyio requires it), whichever task
     asks for the start; leaving ``stack`` closes it (or does nothing if it never started)."""
-    tg = await stack.enter_async_context(anyio.create_task_group())
+    tg = anyio.create_task_group()
+    await tg.__aenter__()
+
+    async def leave(_: type[BaseException] | None, exc: BaseException | None, __: object) -> None:
+        # The body's exception propagates as it is (a caller's `except KeenError` matches
+        # it); with the host task's error, both, in the group.
+        await leave_task_group(tg, exc)
+
+    stack.push_async_exit(leave)
     closing = anyio.Event()
     stack.callback(closing.set)  # unwound before the task group's exit, which waits for the host
 
@@ -354,6 +400,7 @@ async def connect_server(
         ConfigError: configs.json cannot be used (not JSON, wrong top level).
         AuthRequired: the sign-in did not complete (after the skill was disabled).
         AuthFailed: the sign-in was refused (after the skill was disabled).
+        KeenError: ``manager`` was never started, or was closed (it says what to do).
     """
     root = skills_root or paths.skills_dir()
     await manager.reload_server(server)

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import anyio
+import numpy
 import pytest
 
 from helpers.agent_world import MCP, Notices, World, call, kill_demo, step
@@ -103,6 +104,56 @@ async def test_approval_denied_then_always(world: World) -> None:
     # "always" is remembered for the session: the third call asked no one.
     assert len(asked) == 2
     assert (asked[0].server, asked[0].tool, asked[0].arguments) == ("demo", "add_note", note["arguments"])
+
+
+@pytest.mark.parametrize(
+    ("answer", "named"), [("y", "str"), (None, "NoneType"), (1, "int"), (numpy.True_, "numpy.bool")]
+)
+async def test_an_approver_answering_in_other_terms_is_a_stated_failure_not_the_users_no(
+    world: World, answer: object, named: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An approver returning anything but "yes", "always" (or True) was silently taken as the
+    # user's no: the model read "the user did not approve" and nothing told the host what to return.
+    async def approver(request: ApprovalRequest) -> Any:
+        return answer
+
+    note = {"server": "demo", "tool": "add_note", "arguments": {"title": "t", "body": "b"}}
+    model = world.script(
+        step(call("read_file", path=world.schema("demo", "add_note"))),
+        step(call(MCP, **note)),
+        step(content="The approval step is broken."),
+    )
+    async with world.runtime("demo") as rt, world.agent(rt, model, approver=approver) as agent:
+        result = await agent.run_turn("save a note")
+    denied = result.tool_calls[1]
+    assert (denied["outcome"], denied["gate"], denied["declined"]) == ("denied", "permission", False)
+    assert "the approval callback failed (TypeError); treated as no" in denied["text"]
+    assert "did not approve" not in denied["text"]
+    said = (
+        f"the Agent's approver returned {answer!r} ({named}); it must return 'yes', 'no' or 'always' "
+        "(keen.agent.ApprovalAnswer), or a Python bool"
+    )
+    assert any(said in record.getMessage() for record in caplog.records), [
+        r.getMessage() for r in caplog.records
+    ]
+
+
+@pytest.mark.parametrize(("answer", "outcome"), [(True, "ok"), (False, "denied")])
+async def test_an_approver_may_answer_with_a_python_bool(world: World, answer: bool, outcome: str) -> None:
+    async def approver(request: ApprovalRequest) -> Any:
+        return answer
+
+    note = {"server": "demo", "tool": "add_note", "arguments": {"title": "t", "body": "b"}}
+    model = world.script(
+        step(call("read_file", path=world.schema("demo", "add_note"))),
+        step(call(MCP, **note)),
+        step(content="Done."),
+    )
+    async with world.runtime("demo") as rt, world.agent(rt, model, approver=approver) as agent:
+        result = await agent.run_turn("save a note")
+    made = result.tool_calls[1]
+    assert made["outcome"] == outcome, made
+    assert made["declined"] is (not answer)  # False is the person's own no, not a failure
 
 
 async def test_a_crashed_server_is_reconnected_by_the_next_call(world: World) -> None:

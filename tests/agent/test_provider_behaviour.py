@@ -169,6 +169,7 @@ async def test_arguments_that_are_not_a_json_object_are_kept_as_sent(provider: s
         {"name": "c", "raw": "null"},  # some models' way of calling a tool without parameters
         {"name": "d", "raw": ""},  # no arguments: a tool without parameters
         {"name": "e", "raw": '{"x": 1}'},
+        {"name": "f", "raw": "[" * 100000},  # nested past the recursion limit: it crashed the stream
     ]
     with FakeLLM([Reply(tool_calls=calls)]) as fake:
         _, done = await collect(model_for(provider, fake))
@@ -179,6 +180,7 @@ async def test_arguments_that_are_not_a_json_object_are_kept_as_sent(provider: s
         ("c", {}, None),  # null: no arguments, as for a tool without parameters
         ("d", {}, None),
         ("e", {"x": 1}, None),
+        ("f", {}, "[" * 100000),
     ]
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from keen.capabilities import Catalog, Risk, SearchFilter
 from keen.capabilities.search import flush
+from keen.errors import CapabilityNotFound, KeenError
 from keen.mcp.types import ServerInfo, ServerState, ServerStatus, Tool
 from keen.mcpskills import generate_skill
 
@@ -115,6 +116,19 @@ def test_load_reads_the_file_now(skills: Path) -> None:
     Path(cap.location).unlink()
     with pytest.raises(Exception, match="keen mcp sync"):
         cap.load()
+
+
+def test_an_unknown_capability_is_a_keen_error_a_library_caller_can_catch(skills: Path) -> None:
+    # Catalog.get and Catalog.load raised a bare KeyError, outside the KeenError tree.
+    catalog = Catalog.from_skills_dir(skills)
+    for look_up in (catalog.get, catalog.load):
+        with pytest.raises(
+            KeenError, match="no capability 'mcp__github__nope' in the catalog; search"
+        ) as caught:
+            look_up("mcp__github__nope")
+        assert isinstance(caught.value, CapabilityNotFound) and isinstance(caught.value, KeyError)
+        assert (caught.value.code, caught.value.capability) == ("capability_not_found", "mcp__github__nope")
+        assert str(caught.value).startswith("no capability")  # not a KeyError's quoted repr
 
 
 def _trusting(server: str, schema: dict) -> bool:

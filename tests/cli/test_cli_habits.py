@@ -136,6 +136,40 @@ def test_a_file_where_keen_keeps_a_folder_is_named_by_keen_chat_not_an_internal_
     assert (home.keen_home / "sessions").read_text() == "not a folder"
 
 
+def test_one_unreadable_file_under_keen_home_keeps_its_own_words(tmp_path: Path) -> None:
+    """A skills config.json or a pin file Keen may not read was reworded as "KEEN_HOME must
+    be a folder you can write": the fix is that one file's permissions (or deleting it)."""
+    # Linux's drop_caches may be written, never read, by every user (root too, where a
+    # chmod 000 file stays readable): a real "Permission denied" at each read.
+    unreadable = Path("/proc/sys/vm/drop_caches")
+    home = make_home(tmp_path)
+    home.write({"basic": stdio_entry("basic_stdio")})
+    (home.keen_home / "skills").mkdir()
+    (home.keen_home / "skills" / "config.json").symlink_to(unreadable)
+    (home.keen_home / "mcp" / "pins").mkdir(parents=True)
+    (home.keen_home / "mcp" / "pins" / "basic.json").symlink_to(unreadable)
+    for args, said in (
+        (
+            ["skills", "list"],
+            f"{home.keen_home / 'skills' / 'config.json'}: cannot be read (Permission denied)",
+        ),
+        (["mcp", "diff", "basic"], f"cannot read pin file {home.keen_home / 'mcp' / 'pins' / 'basic.json'}"),
+    ):
+        run = home.keen(*args)
+        assert run.code == 2, str(run)
+        assert said in run.stderr and "must be a folder you can write" not in run.stderr, str(run)
+    # The skills root itself no folder (the sync's lock makes it): still KEEN_HOME's words.
+    (home.keen_home / "skills" / "config.json").unlink()
+    (home.keen_home / "skills").rmdir()
+    (home.keen_home / "skills").write_text("not a folder")
+    run = home.keen("mcp", "sync", "--timeout", "30")
+    assert run.code == 2, str(run)
+    assert (
+        f"cannot use {home.keen_home / 'skills'}: a file where Keen keeps a folder; "
+        f"KEEN_HOME ({home.keen_home}) must be a folder you can write"
+    ) in run.stderr, str(run)
+
+
 def test_prompt_with_no_skills_says_how_to_get_some(tmp_path: Path) -> None:
     """A fresh KEEN_HOME: ``keen prompt`` printed one empty line and ``--stats`` a "reduction:
     0.0%"; each now says on stderr that there is nothing yet and how to make it (stdout stays

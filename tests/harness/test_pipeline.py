@@ -323,6 +323,27 @@ async def test_call_mcp_tool_takes_arguments_sent_as_json_text(full_session: Ses
     assert not echoed.is_error and "as text" in echoed.text, echoed.text
     broken = await h.call("call_mcp_tool", {**call, "arguments": "{not json"})
     assert broken.denied == "validate" and '"arguments": {...}' in broken.text
+    # The whole input as JSON text, as the OpenAI SDK gives a tool call's arguments (the
+    # gateway took it; the harness said they were "not another JSON value" than an object).
+    whole = await h.call("call_mcp_tool", json.dumps({**call, "arguments": {"message": "all text"}}))
+    assert not whole.is_error and "all text" in whole.text, whole.text
+    found = await h.call("search_tools", json.dumps({"query": "echo back the input message"}))
+    assert not found.is_error and "everything" in found.text, found.text
+    listed = await h.call("search_tools", json.dumps(["echo"]))
+    assert listed.denied == "validate" and "not another JSON value" in listed.text
+    # Nested past Python's recursion limit: the decoder's RecursionError left Harness.call.
+    deep = "[" * 100000
+    for name, arguments in (
+        ("search_tools", deep),
+        ("call_mcp_tool", deep),
+        ("mcp__everything__echo", deep),
+        ("call_mcp_tool", {**call, "arguments": deep}),
+    ):
+        refused = await h.call(name, arguments)
+        assert refused.denied == "validate" and not refused.raw, (name, refused.text[:300])
+        assert ("these are not JSON (nested too deep)" in refused.text) or (
+            "is not of type 'object'" in refused.text
+        ), (name, refused.text[:300])
 
 
 async def test_a_cancelled_call_is_audited_as_cancelled(full_session: Session) -> None:

@@ -135,6 +135,25 @@ async def test_a_prompt_argument_the_server_refuses_points_at_its_arguments(mana
     assert "inputSchema" not in for_model(refused.value, "everything")
 
 
+async def test_prompt_arguments_that_are_not_strings_are_refused_as_the_callers(manager: Manager) -> None:
+    # prompts/get takes string values: a number was refused by the SDK's request model and
+    # reported as 'MCP server "everything" sent an invalid answer', with pydantic's help URL.
+    with pytest.raises(
+        InvalidArguments,
+        match=r'arguments for prompt "args-prompt" of MCP server "everything" must be strings: '
+        r"'city' is an int; prompts/list gives the prompt's arguments\.$",
+    ) as refused:
+        await manager.get_prompt("everything", "args-prompt", {"city": 1})  # type: ignore[dict-item]
+    assert refused.value.remedy is None
+    with pytest.raises(
+        InvalidArguments,
+        match=r'"everything" must be strings: they are a list, not an object of names to strings; ',
+    ):
+        await manager.get_prompt("everything", "args-prompt", ["Lisbon"])  # type: ignore[arg-type]
+    got = await manager.get_prompt("everything", "args-prompt", {"city": "Lisbon"})
+    assert "Lisbon" in json.dumps(got)
+
+
 async def test_a_resource_uri_the_server_refuses_points_at_its_lists(manager: Manager) -> None:
     # FastMCP refuses an unknown URI as invalid params (-32602): the error carried the
     # tool-schema remedy too, so a model was told to read an inputSchema a resource lacks.

@@ -413,6 +413,27 @@ def test_unknown_fields_are_refused(entry: dict[str, Any], field: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("entry", "hint"),
+    [
+        (
+            {**STDIO, "timeouts": {"call": 1}},
+            "(perhaps 'call_tool'; timeouts takes connect, list_tools, call_tool)",
+        ),
+        (
+            {**HTTP, "auth": {"type": "api_key", "key": "k", "headr": "X"}},
+            "(perhaps 'header'; auth takes type, ",
+        ),
+        ({**STDIO, "enviroment": {}}, "(perhaps 'env')"),
+    ],
+)
+def test_an_unknown_field_is_told_the_names_it_might_have_meant(entry: dict[str, Any], hint: str) -> None:
+    # "check its spelling" alone: a reader of "unknown field 'timeouts.call'" was not told
+    # that the timeout of a call is "call_tool".
+    err = _reject({"s": entry}, match="remove it or check its spelling")
+    assert hint in err.message, err.message
+
+
+@pytest.mark.parametrize(
     ("entry", "field", "typo"),
     [
         ({"transport": "stdio", "comand": "x"}, "command", "comand"),

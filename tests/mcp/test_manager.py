@@ -31,6 +31,7 @@ from keen.errors import (
     ToolNotFound,
 )
 from keen.mcp import Manager, ServerState, in_memory_transport
+from keen.runtime import connect_server
 from keen.trust import PinGuard
 
 pytestmark = pytest.mark.anyio
@@ -211,7 +212,10 @@ async def test_server_dies_mid_call(write_config: Callable[..., Path]) -> None:
             await manager.call_tool("mortal", "die", {})
         with anyio.fail_after(10):
             await gone.wait()
-        assert "fatal: die called" in manager.status("mortal").last_error
+        # Two sentences: 'went away during "die" Last stderr: ...' ran them together.
+        assert manager.status("mortal").last_error.startswith(
+            'MCP server "mortal" went away during "die". Last stderr: fatal: die called'
+        )
         # refresh brings it back
         status = await manager.refresh("mortal")
         assert status.state is ServerState.CONNECTED
@@ -382,6 +386,38 @@ async def test_waiting_on_a_manager_not_started_says_to_start_it(keen_home: Path
     async with manager:  # started, the same Manager waits and calls
         assert await manager.wait_ready(20)
         assert (await manager.call_tool("local", "add", {"a": 1, "b": 2})).text == "3"
+
+
+async def test_a_closed_manager_says_so_when_used_or_opened_again(keen_home: Path) -> None:
+    # Entered again after it closed, a Manager returned at once with every server stopped
+    # (a program opening one Manager per task got "is disconnected" at each call after the first).
+    manager = Manager(config={"mcpServers": {"local": stdio_server("basic_stdio.py")}}, trust=PinGuard())
+    async with manager:
+        assert await manager.wait_ready(20)
+        assert (await manager.call_tool("local", "add", {"a": 1, "b": 2})).text == "3"
+    closed = "this Manager was closed"
+    with pytest.raises(
+        ServerDisconnected, match=rf'MCP server "local" is disconnected: {closed}; make a new one'
+    ):
+        await manager.call_tool("local", "add", {"a": 1, "b": 2})
+    again = rf"{closed} and cannot start again; make a new one \(Manager\(\.\.\.\)\) for another session$"
+    with pytest.raises(KeenError, match=rf"^{again}"):
+        async with manager:
+            pytest.fail("a closed Manager must not open again")
+    # The ways the README gives to recover a server: each let a bare RuntimeError out ("This
+    # task group is not active") from the closed Manager's task group.
+    for what, use in (
+        ("refresh() has no server to reconnect", lambda: manager.refresh("local")),
+        ("refresh_tools() has no server to list", lambda: manager.refresh_tools("local")),
+        ("reload_server() has no server to reload", lambda: manager.reload_server("local")),
+        (
+            "reload_server() has no server to reload",
+            lambda: connect_server(manager, "local", skills_root=keen_home / "skills"),
+        ),
+    ):
+        with pytest.raises(KeenError, match=rf"^Manager\.{re.escape(what)}: {again}"):
+            await use()
+    assert not (keen_home / "skills").exists()  # connect_server wrote no skill
 
 
 def test_a_config_given_in_code_that_is_no_mapping_is_refused_at_construction(tmp_path: Path) -> None:

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import stdio_server
 from helpers.forkserver import script_args
 from helpers.http_servers import make_basic_server, serve_http
 from keen import paths
 from keen._redact import redactor
-from keen.errors import Remedy
+from keen.errors import KeenError, Remedy
 from keen.mcp import Manager
 from keen.mcpskills import MARKER_FILE, ServerSnapshot, sync_mcp_skills
 from keen.mcpskills.startup import sync_from_manager
@@ -124,3 +125,30 @@ async def test_sync_hints_name_the_config_a_manager_was_given_in_code(keen_home:
     assert entries["off"].hint == f"the server is disabled in {given}"
     assert entries["broken"].state == "config_error"
     assert entries["broken"].hint == f"fix its entry in {given} as the error says"
+
+
+@pytest.mark.anyio
+async def test_a_sync_of_a_manager_not_running_refuses_and_leaves_the_skills(keen_home: Path) -> None:
+    # Not started, a Manager lists no server: the sync took the time server's skill for one
+    # whose server was removed and deleted it. Closed, its servers read as disconnected: the
+    # sync disabled the skill in config.json.
+    config = {"version": 1, "servers": {"local": stdio_server("basic_stdio.py")}}
+    root = keen_home / "skills"
+    manager = Manager(config=config, trust=PinGuard())
+    async with manager:
+        assert await manager.wait_ready(20)
+        assert [e.action for e in (await sync_from_manager(manager, skills_root=root)).entries] == [
+            "generated"
+        ]
+    skills = {p.name for p in root.iterdir()}
+    settings = (root / "config.json").read_text(encoding="utf-8")
+    with pytest.raises(
+        KeenError, match=r"^sync_from_manager\(\) has no server to sync: this Manager has not started"
+    ):
+        await sync_from_manager(Manager(config=config, trust=PinGuard()), skills_root=root)
+    with pytest.raises(
+        KeenError, match=r"^sync_from_manager\(\) has no server to sync: this Manager was closed"
+    ):
+        await sync_from_manager(manager, skills_root=root)
+    assert {p.name for p in root.iterdir()} == skills and "mcp:local" in skills
+    assert (root / "config.json").read_text(encoding="utf-8") == settings

@@ -227,6 +227,32 @@ def test_config_absent_explicit_and_broken(root: Path) -> None:
     assert {s.name: s.enabled for s in discover().skills} == {"a": False, "b": True, "c": True}
 
 
+def test_a_skills_root_or_config_that_cannot_be_read_is_a_skill_error(tmp_path: Path) -> None:
+    # A file given as the skills root, or a config.json that is a folder or not UTF-8: a bare
+    # NotADirectoryError, IsADirectoryError or UnicodeDecodeError reached the caller.
+    a_file = tmp_path / "notes.md"
+    a_file.write_text("not a folder", encoding="utf-8")
+    with pytest.raises(
+        SkillError, match=rf"^{re.escape(str(a_file))} is not a directory; the skills root is"
+    ):
+        discover(a_file)
+    under = a_file / "skills"  # a KEEN_HOME set to a file's path: the file is named
+    with pytest.raises(
+        SkillError, match=rf"^{re.escape(str(under))} cannot be a folder: {re.escape(str(a_file))} is a file"
+    ):
+        discover(under)
+    folder = tmp_path / "skills"
+    (folder / "config.json").mkdir(parents=True)
+    with pytest.raises(
+        SkillError, match=r"cannot read .*config\.json: Is a directory; it must be a UTF-8 file you can read"
+    ):
+        discover(folder)
+    (folder / "config.json").rmdir()
+    (folder / "config.json").write_bytes(b'{"is_enabled": {"\xff": true}}')
+    with pytest.raises(SkillError, match=r"config\.json: it is not UTF-8 text; it must be a UTF-8 file"):
+        discover(folder)
+
+
 def test_config_save_is_atomic_and_keeps_unknown_keys(root: Path) -> None:
     path = paths.skills_config_path()
     path.write_text(json.dumps({"is_enabled": {"x": False}, "note": "keep me"}), encoding="utf-8")

@@ -79,8 +79,15 @@ _SCHEMA_PATH = re.compile(r"mcp:([A-Za-z0-9_-]{1,64})/schemas/(.+)\.json$")
 class Approver(Protocol):
     """Asked for every call the permission gate marks ``ask`` (server, tool, JSON arguments)."""
 
-    async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """``yes``, ``no``, or ``always`` (yes, and for this tool the rest of the session)."""
+    async def __call__(self, request: ApprovalRequest) -> ApprovalAnswer | bool:
+        """``yes``, ``no``, or ``always`` (yes, and for this tool the rest of the session);
+        a Python bool is taken too (``True``: yes, ``False``: no), as a gateway approval
+        callback's answer is.
+
+        Anything else (``"y"``, ``None``, ``1``, ``numpy.bool``) denies the call as a broken
+        approver, not as the user's no: logged with what to return, and the call's result
+        says the approval step failed.
+        """
         ...
 
 
@@ -493,7 +500,21 @@ class Agent:
         if key in self.always:
             return True
         assert self.approver is not None
-        answer = await self.approver(request)
+        answer: object = await self.approver(request)
+        if type(answer) is bool:  # exactly Python's: numpy's bool is refused below
+            return answer
+        if not isinstance(answer, str) or answer not in ("yes", "no", "always"):
+            # Taken as the user's no, True included: the turn read "the user did not approve"
+            # and nothing said the approver answered in the wrong terms. Raised, the call's
+            # approval logs this and states a failed approval step (keen.calls.Approver.asks).
+            cls = type(answer)
+            named = (
+                cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+            )
+            raise TypeError(
+                f"the Agent's approver returned {answer!r:.60} ({named}); it must return 'yes', "
+                "'no' or 'always' (keen.agent.ApprovalAnswer), or a Python bool"
+            )
         if answer == "always":
             self.always.add(key)
         return answer in ("yes", "always")

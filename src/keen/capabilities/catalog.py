@@ -43,7 +43,7 @@ from keen.capabilities.describe import (
 from keen.capabilities.descriptor import Capability, Kind, LoadedCapability, PermissionMode
 from keen.capabilities.modes import check_mode
 from keen.capabilities.names import model_name, resolve_names
-from keen.errors import SkillError
+from keen.errors import CapabilityNotFound, SkillError
 from keen.mcp.types import ServerState, Tool
 from keen.skills import MARKER_FILE, Skill, discover, split_frontmatter
 
@@ -438,10 +438,17 @@ class Catalog:
         return cap_id in self._caps
 
     def get(self, cap_id: str) -> Capability:
-        """The descriptor with this id or model name. Raises KeyError naming what to do."""
+        """The descriptor with this id or model name.
+
+        Raises:
+            CapabilityNotFound: none has it (a ``KeenError``, and a ``KeyError``); the message
+                says to search for it first.
+        """
         cap = self._caps.get(cap_id) or self._caps.get(self._by_name.get(cap_id, ""))
         if cap is None:
-            raise KeyError(f"no capability {cap_id!r} in the catalog; search for it first")
+            raise CapabilityNotFound(
+                f"no capability {cap_id!r} in the catalog; search for it first", capability=cap_id
+            )
         return cap
 
     @property
@@ -454,7 +461,12 @@ class Catalog:
         return self._names[self.get(cap_id).id]
 
     def load(self, cap_id: str) -> LoadedCapability:
-        """The full layer (schema or body) of one capability, read now. Raises KeyError, SkillError."""
+        """The full layer (schema or body) of one capability, read now.
+
+        Raises:
+            CapabilityNotFound: no capability by that id or model name (see :meth:`get`).
+            SkillError: its schema file or SKILL.md cannot be read.
+        """
         return self.get(cap_id).load()
 
     @property

@@ -110,6 +110,9 @@ def tool_capability(
 
 
 def skill_capability(skill: Skill) -> Capability:
+    """A local (non-MCP) Agent Skill as one ``skill`` capability: its description the
+    summary and search text, its SKILL.md body read only when loaded."""
+
     def load() -> LoadedCapability:
         return LoadedCapability(cap, skill.read_body())
 

@@ -166,6 +166,7 @@ def guarded(fn: Callable[[], T], *, set_up_logging: bool = True) -> T:
     except KeenError as exc:
         from keen.cli._wording import describe
 
+        _home_behind(exc)
         fail(describe(exc))
     except KeyboardInterrupt:
         err.print("cancelled")
@@ -192,6 +193,7 @@ def guarded(fn: Callable[[], T], *, set_up_logging: bool = True) -> T:
             raise
         from keen.cli._wording import describe
 
+        _home_behind(keen)
         fail(describe(keen))
     except Exception as exc:
         # keen.cli._signals is imported by a command that ran a session; if it never was,
@@ -202,6 +204,23 @@ def guarded(fn: Callable[[], T], *, set_up_logging: bool = True) -> T:
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
             err.print(f"stopped by {exc}; MCP servers closed")
         raise SystemExit(int(getattr(exc, "exit_code", EXIT_KEEN_ERROR))) from None
+
+
+def _home_behind(exc: BaseException) -> None:
+    """Say that ``KEEN_HOME`` cannot be used when a skills root inside it cannot be used as a
+    folder (a :class:`~keen.errors.SkillError` with its ``folder``, from the OS error behind
+    it). An error about one file there (an unreadable ``config.json`` or pin file) keeps its
+    own words: "KEEN_HOME must be a folder you can write" sent the user to the wrong fix."""
+    from keen.errors import SkillError
+
+    cause = exc.__cause__
+    if (
+        isinstance(exc, SkillError)
+        and exc.folder is not None
+        and isinstance(cause, OSError)
+        and (home := keen_home_problem(cause)) is not None
+    ):
+        _unusable_home(cause, home)
 
 
 def _unusable_home(exc: OSError, home: str) -> NoReturn:

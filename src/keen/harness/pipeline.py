@@ -29,6 +29,7 @@ Two ways to decide visibility:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from collections.abc import Awaitable, Callable, Sequence
@@ -348,16 +349,17 @@ class Harness:
 
         Args:
             name: a tool name offered this step (or ``call_mcp_tool``).
-            arguments: its JSON object of arguments (``None``: ``{}``); anything else is
-                refused at validate, and text (arguments that did not parse) is told
-                whether it was JSON at all.
+            arguments: its JSON object of arguments (``None``: ``{}``), or JSON text of one
+                (as the OpenAI SDK hands a tool call's ``function.arguments`` over, and as
+                ``Gateway.handle_tool_call`` takes it); anything else is refused at validate,
+                and text (arguments that did not parse) is told whether it was JSON at all.
             caller: who sent the call (``keen serve``'s caller scope), logged with it and
                 given to the ``visibility`` callback.
             approver: who the permission stage asks about this call, and how (default: the
                 harness's ``approve``, answered by ``approved_by``).
         """
         call_id = f"{self.step}.{next(self._ids)}"
-        arguments = {} if arguments is None else arguments
+        arguments = {} if arguments is None else _object_of(arguments)
         step = self.step
         shape = self._shapes.get(("call", step, name, caller))
         if shape is None:
@@ -749,6 +751,18 @@ def _observation(call: Call) -> Observation:
 _new = object.__new__
 
 
+def _object_of(arguments: Any) -> Any:
+    """``arguments`` as an object when they are JSON text of one (a library's agent loop may
+    pass a model's arguments as the SDK gave them), else as they came: ``validate`` words the
+    refusal of anything else (:func:`_not_an_object`)."""
+    if isinstance(arguments, str):
+        with contextlib.suppress(ValueError, RecursionError):  # nested too deep: refused as text
+            parsed = json.loads(arguments)
+            if isinstance(parsed, dict):
+                return parsed
+    return arguments
+
+
 def _not_an_object(arguments: Any) -> str:
     """Why arguments that are not an object are refused; text (a model's arguments that did
     not parse) says whether it is JSON at all, so the model knows what to fix."""
@@ -758,6 +772,11 @@ def _not_an_object(arguments: Any) -> str:
         except json.JSONDecodeError as exc:
             return (
                 f"arguments must be a JSON object; these are not JSON ({exc.msg} at character {exc.pos}); "
+                "send them again as one JSON object"
+            )
+        except RecursionError:  # "[[[[..." past Python's recursion limit: the call raised it
+            return (
+                "arguments must be a JSON object; these are not JSON (nested too deep); "
                 "send them again as one JSON object"
             )
         return "arguments must be a JSON object, not another JSON value; send them again as one JSON object"

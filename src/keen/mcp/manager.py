@@ -31,6 +31,7 @@ from keen import paths
 from keen._gcfreeze import freeze_if_asked
 from keen.errors import (
     ConfigError,
+    InvalidArguments,
     KeenError,
     Remedy,
     ServerDisconnected,
@@ -170,7 +171,8 @@ class Manager:
     raise ``ServerMisconfigured``. :meth:`start` raises ``ConfigError`` only when the file
     itself cannot be used (not JSON, wrong top level) or ``transports`` names a server it lacks;
     nothing starts then. The file is read
-    once; :meth:`reload_server` reads one server's entry again, once it is fixed.
+    once; :meth:`reload_server` reads one server's entry again, once it is fixed. A Manager
+    runs once: closed (:meth:`aclose`, the end of ``async with``), it refuses to start again.
     """
 
     def __init__(
@@ -253,9 +255,14 @@ class Manager:
 
         A second call is a no-op. Raises ``ConfigError`` for a file that cannot be used or
         that lacks a server ``transports`` names, ``ServerNotConfigured`` when ``only`` names
-        a server the config lacks (nothing starts then); an invalid server entry only puts
-        that server in state ``config_error``.
+        a server the config lacks (nothing starts then), ``KeenError`` once the Manager was
+        closed (a Manager runs once); an invalid server entry only puts that server in state
+        ``config_error``.
         """
+        if self._closed:
+            # Returning here (it had started) left a program that opens a Manager again in
+            # `async with` with every server stopped, and nothing said why.
+            raise KeenError(_CLOSED)
         if self._started:
             return
         config = self.config
@@ -439,6 +446,12 @@ class Manager:
         return self._started
 
     @property
+    def closed(self) -> bool:
+        """Whether :meth:`aclose` ran: every server is stopped, and the Manager does not start
+        again."""
+        return self._closed
+
+    @property
     def config(self) -> MCPConfig:
         """The loaded config (loads it on first use)."""
         if self._config is None:
@@ -526,7 +539,10 @@ class Manager:
 
         Raises:
             ServerNotConfigured: no server by that name.
+            KeenError: the Manager was closed.
         """
+        if self._closed:  # not connected: the refresh below raised a bare RuntimeError
+            raise KeenError(f"Manager.refresh_tools() has no server to list: {_CLOSED}")
         if name in self._misconfigured:
             return None
         conn = self._connection(name)
@@ -547,7 +563,10 @@ class Manager:
 
         Raises:
             ServerNotConfigured: no server by that name.
+            KeenError: the Manager was closed.
         """
+        if self._closed:  # not connected: the refresh below raised a bare RuntimeError
+            raise KeenError(f"Manager.refresh_tools() has no server to list: {_CLOSED}")
         if name in self._misconfigured:
             return None
         return self._connection(name).info
@@ -783,7 +802,18 @@ class Manager:
         """``prompts/get`` of ``prompt`` with ``arguments`` on server ``name``: the result in
         wire shape (``description``, ``messages``). Raises like :meth:`read_resource`; arguments
         the server refuses (JSON-RPC ``-32602``) are ``InvalidArguments`` that point at the
-        prompt's arguments in ``prompts/list`` (no tool schema remedy)."""
+        prompt's arguments in ``prompts/list`` (no tool schema remedy); so are arguments that
+        are not strings (MCP 2025-11-25 "Prompts": ``prompts/get`` takes string values), which
+        are not sent."""
+        if arguments is not None and (problem := _prompt_arguments_problem(arguments)) is not None:
+            # Sent, the SDK's request model refused them and the error read as the server's
+            # "invalid answer", with pydantic's help URL.
+            raise InvalidArguments(
+                f'arguments for prompt "{prompt}" of MCP server "{name}" must be strings: {problem}; '
+                "prompts/list gives the prompt's arguments.",
+                server=name,
+                remedy=None,
+            )
         raw = await self._request(
             name,
             f"prompt {prompt}",
@@ -833,9 +863,11 @@ class Manager:
             The status after the attempt.
 
         Raises:
-            KeenError: the Manager was never started (it says to start it).
+            KeenError: the Manager was never started (it says to start it), or was closed.
             ServerNotConfigured: no server by that name.
         """
+        if self._closed:  # its task group is gone: starting an owner raised a bare RuntimeError
+            raise KeenError(f"Manager.refresh() has no server to reconnect: {_CLOSED}")
         if self._tg is None:  # before _connection(), whose words are about one server
             raise KeenError(_not_started("Manager.refresh() has no server to reconnect"))
         if name in self._misconfigured:
@@ -858,7 +890,10 @@ class Manager:
 
         Raises:
             ServerNotConfigured: no server by that name.
+            KeenError: the Manager was closed.
         """
+        if self._closed:  # not connected: the refresh below raised a bare RuntimeError
+            raise KeenError(f"Manager.refresh_tools() has no server to list: {_CLOSED}")
         if name in self._misconfigured:
             return None
         connection = self._connection(name)
@@ -887,8 +922,10 @@ class Manager:
         Raises:
             ServerNotConfigured: the file does not list ``name`` (any more).
             ConfigError: the file cannot be used (not JSON, wrong top level); nothing changed.
-            KeenError: the Manager was never started.
+            KeenError: the Manager was never started, or was closed.
         """
+        if self._closed:  # an entry taken now is never connected: connect_server's refresh failed
+            raise KeenError(f"Manager.reload_server() has no server to reload: {_CLOSED}")
         if self._tg is None:
             raise KeenError(_not_started("Manager.reload_server() has no server to reload"))
         if not self._from_file:
@@ -1049,6 +1086,13 @@ class Manager:
                 server=name,
                 remedy=Remedy.RECONNECT,
             )
+        if connection is not None and self._closed:
+            # Not "is disconnected" with a remedy to reconnect: nothing reconnects a closed Manager.
+            raise ServerDisconnected(
+                f'MCP server "{name}" is disconnected: this Manager was closed; make a new one '
+                "(Manager(...)) for another session.",
+                server=name,
+            )
         return connected(self._connection(name))
 
 
@@ -1082,6 +1126,26 @@ def _check_transports(transports: Mapping[str, TransportFactory], config: MCPCon
         server=unknown[0],
         field="transports",
     )
+
+
+def _prompt_arguments_problem(arguments: Any) -> str | None:
+    """Why ``arguments`` are not a ``prompts/get`` request's (an object of string values),
+    else None."""
+    if not isinstance(arguments, dict):
+        return f"they are {_a(type(arguments).__name__)}, not an object of names to strings"
+    for key, value in arguments.items():  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(value, str):
+            return f"{str(key)[:64]!r} is {_a(type(value).__name__)}"  # pyright: ignore[reportUnknownArgumentType]
+    return None
+
+
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article ("an int", "a list")."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+_CLOSED = "this Manager was closed and cannot start again; make a new one (Manager(...)) for another session"
+"""Why a closed Manager refuses to start, reconnect or reload: one wording for each refusal."""
 
 
 def _not_started(what: str) -> str:

@@ -35,6 +35,7 @@ import anyio
 import anyio.abc
 
 from keen import paths
+from keen._tasks import leave_task_group
 from keen.errors import KeenError
 from keen.mcp.listing.changes import ToolsChanged
 from keen.mcp.manager import Manager
@@ -180,7 +181,9 @@ class LiveSkills:
             unsubscribe()
         assert self._tg is not None
         self._tg.cancel_scope.cancel()
-        await self._tg.__aexit__(exc_type, exc, tb)
+        # The body's exception propagates as it was raised (a caller's `except KeenError`
+        # around `open_runtime(sync=True)` matches it); with the writer's error, both.
+        await leave_task_group(self._tg, exc)
 
     def _changed(self, change: ToolsChanged) -> None:
         self._pending.setdefault(change.server, []).append(change)

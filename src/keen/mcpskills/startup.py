@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 
 from keen import paths
+from keen.errors import KeenError
 from keen.mcp.manager import Manager
 from keen.mcp.types import ServerState
 from keen.mcpskills.live import snapshot_from
@@ -55,7 +56,22 @@ async def sync_from_manager(
 
     Raises:
         SkillError: a skill or the skills config could not be written.
+        KeenError: the Manager was never started, or was closed (nothing is written).
     """
+    if manager.closed:
+        # Its servers all read as disconnected: the sync disabled every skill.
+        raise KeenError(
+            "sync_from_manager() has no server to sync: this Manager was closed; sync while it "
+            "runs (inside its async with), or make a new one (Manager(...))."
+        )
+    if not manager.started:
+        # Before start() a Manager lists no server: the sync took every configured server's
+        # skill for one whose server was removed, and deleted it.
+        raise KeenError(
+            "sync_from_manager() has no server to sync: this Manager has not started its servers; "
+            "start it first (async with Manager(...) as manager, or await manager.start()), and "
+            "wait for them (await manager.wait_ready(seconds))."
+        )
     root = skills_root or paths.skills_dir()
     snaps = snapshots(manager)
     if manager.only is not None:

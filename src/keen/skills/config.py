@@ -50,12 +50,26 @@ class SkillsConfig:
             text = path.read_text(encoding="utf-8").removeprefix(BOM)  # an editor's byte order mark
         except FileNotFoundError:
             return cls(path)
+        except NotADirectoryError as exc:
+            # A skills root given as a file (discover(Path("notes.md"))): a bare OSError
+            # left the library's error tree and named config.json, not the root. Chained: the
+            # CLI words a KEEN_HOME that is a file from the OSError.
+            raise SkillError(
+                f"{_not_a_folder(path.parent)}; the skills root is the folder that holds "
+                "each skill's folder (default $KEEN_HOME/skills): pass that",
+                folder=str(path.parent),
+            ) from exc
         except (IsADirectoryError, UnicodeDecodeError) as exc:
-            # A folder in its place, or not UTF-8: words, not a traceback. (Other OSErrors,
-            # such as a KEEN_HOME that is a file, are the CLI's to word.)
+            # A folder in its place, or not UTF-8: words, not a traceback.
             why = "Is a directory" if isinstance(exc, IsADirectoryError) else "it is not UTF-8 text"
             raise SkillError(
                 f"cannot read {path}: {why}; it must be a UTF-8 file you can read: fix or delete it "
+                '(it only holds {"is_enabled": {...}})'
+            ) from exc
+        except OSError as exc:
+            why = exc.strerror or type(exc).__name__
+            raise SkillError(
+                f"{path}: cannot be read ({why}); fix its permissions or delete the file "
                 '(it only holds {"is_enabled": {...}})'
             ) from exc
         try:
@@ -133,3 +147,16 @@ class SkillsConfig:
         data = dict(self._data)
         data["is_enabled"] = dict(sorted(self._enabled.items()))
         atomic_write_json(self.path, data)
+
+
+def _not_a_folder(root: Path) -> str:
+    """Why ``root`` cannot be a folder: it is a file, or a file stands on its way (a
+    ``KEEN_HOME`` set to a file's path)."""
+    for where in (root, *root.parents):
+        if where.exists():
+            return (
+                f"{root} is not a directory"
+                if where == root
+                else f"{root} cannot be a folder: {where} is a file"
+            )
+    return f"{root} is not a directory"

@@ -38,7 +38,8 @@ def locked(root: Path, timeout: float = 60.0) -> Iterator[None]:
         timeout: seconds to wait for another holder.
 
     Raises:
-        SkillError: another process (or thread) held it for longer than ``timeout``.
+        SkillError: another process (or thread) held it for longer than ``timeout``; or
+            ``root`` cannot be made or locked (a file by that name, no permission).
     """
     key = str(root.absolute())
     depths: dict[str, int] = getattr(_held, "depths", None) or {}
@@ -54,15 +55,24 @@ def locked(root: Path, timeout: float = 60.0) -> Iterator[None]:
     # through the skills config and never lock (filelock's import is ~15 ms of CPU).
     import filelock
 
-    root.mkdir(parents=True, exist_ok=True)
     lock = filelock.FileLock(root / LOCK_FILE, timeout=timeout, poll_interval=_LOCK_POLL_SECONDS, mode=0o644)
     try:
+        root.mkdir(parents=True, exist_ok=True)
         lock.acquire()
     except filelock.Timeout:
         raise SkillError(
             f"another Keen process has been writing skills in {root} for over {timeout:.0f}s "
             f"(lock {root / LOCK_FILE}); wait for it or stop it, then retry"
         ) from None
+    except OSError as exc:
+        # A skills root that is a file (FileExistsError), or a folder Keen may not write: a
+        # bare OSError reached open_runtime(sync=True)'s caller.
+        why = exc.strerror or type(exc).__name__
+        raise SkillError(
+            f"cannot write skills in {root} ({why}); the skills root must be a folder Keen can "
+            "write (default $KEEN_HOME/skills): pass another, or fix that path",
+            folder=str(root),
+        ) from exc
     depths[key] = 1
     try:
         yield

@@ -60,7 +60,7 @@ def tool_call(call_id: str, name: str, raw: str) -> ToolCall:
         return ToolCall(call_id, name, {})
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # nested past the recursion limit too: not a turn's crash
         return ToolCall(call_id, name, {}, unparsed=raw)
     if value is None:
         return ToolCall(call_id, name, {})

@@ -221,6 +221,8 @@ class Timeouts(_Model):
 
 
 class NoAuth(_Model):
+    """No credentials (``{"type": "none"}``, an HTTP server's default ``auth``)."""
+
     type: Literal["none"] = "none"
 
 
@@ -323,6 +325,10 @@ class HttpServerConfig(_ServerBase):
 
 
 class StdioServerConfig(_ServerBase):
+    """A local server Keen starts and talks to over its stdin and stdout (MCP 2025-11-25
+    "Transports > stdio"): ``command`` with ``args``, in ``cwd``, given ``env`` and the
+    variables ``inherit_env`` names (README "Configure servers")."""
+
     transport: Literal["stdio"]
     command: str  # blank or empty: _non_blank says what to set
     args: list[str] = Field(default_factory=list)
@@ -746,6 +752,41 @@ def _field(parts: list[Any]) -> str:
     return ".".join(rest) or "(entry)"
 
 
+_TAGGED: dict[str, type[BaseModel]] = {}
+"""A union tag in a validation error's path -> the model it chose (filled at first use)."""
+
+
+def _known_fields(loc: list[Any], field: str) -> str:
+    """What an unknown ``field`` (at ``loc``, a validation error's path) might have been:
+    ``" (perhaps 'call_tool')"`` for a near spelling, and, inside ``timeouts`` or ``auth``,
+    the names that object takes ("check its spelling" alone named no right one); ``""`` when
+    the path leads to no model."""
+    from keen._text import near_names
+
+    if not _TAGGED:
+        _TAGGED.update(
+            stdio=StdioServerConfig, streamable_http=HttpServerConfig, sse=HttpServerConfig,
+            none=NoAuth, api_key=ApiKeyAuth, oauth=OAuthAuth,
+        )  # fmt: skip
+    model: type[BaseModel] | None = None
+    for part in loc[2:-1]:
+        if isinstance(part, str) and part in _TAGGED and (model is None or part not in model.model_fields):
+            model = _TAGGED[part]
+        elif model is not None and isinstance(part, str) and part in model.model_fields:
+            annotation = model.model_fields[part].annotation
+            model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        else:
+            model = None
+    if model is None:
+        return ""
+    names = list(model.model_fields)
+    near = near_names(field.rpartition(".")[2], names, limit=1)
+    words = [f"perhaps {near[0]!r}"] if near else []
+    if "." in field:
+        words.append(f"{field.rpartition('.')[0]} takes {', '.join(names)}")
+    return f" ({'; '.join(words)})" if words else ""
+
+
 def _config_error_from(exc: ValidationError, *, source: str) -> ConfigError:
     errors = exc.errors()
     err = errors[0]
@@ -764,6 +805,7 @@ def _config_error_from(exc: ValidationError, *, source: str) -> ConfigError:
         message = f"{source}: server {name!r}: missing required field {field!r}; {hint}"
     elif kind == "extra_forbidden":
         message = f"{source}: server {name!r}: unknown field {field!r}; remove it or check its spelling"
+        message += _known_fields(parts, field)
     elif kind == "string_too_short":
         # pydantic's "String should have at least 1 character" names no fix.
         fix = (

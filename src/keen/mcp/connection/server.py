@@ -27,7 +27,7 @@ from mcp.client.subscriptions import Subscription
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from keen._redact import redact_url, redactor
-from keen._text import one_line
+from keen._text import closed, one_line
 from keen._version import __version__
 from keen.errors import AuthRequired, Remedy
 from keen.mcp.config.secrets import register_server_secrets
@@ -296,7 +296,9 @@ class ServerConnection:
         """A call saw the transport fail: mark disconnected and let the owner unwind the session."""
         if self.state is ServerState.CONNECTED:
             tail = self._stderr_tail()
-            self._set(ServerState.DISCONNECTED, message + (f" Last stderr: {tail}" if tail else ""))
+            self._set(
+                ServerState.DISCONNECTED, closed(message) + f" Last stderr: {tail}" if tail else message
+            )
         self._eof = True
         self._wake.set()
 
