@@ -449,7 +449,7 @@ def test_a_server_defined_twice_is_never_dropped_unseen(home: Home, tmp_path: Pa
         run = home.keen("mcp", *args)
         assert run.code == 2 and "defines server 'a' twice; remove one" in run.stderr, str(run)
     assert home.config_path.read_text() == doubled
-    listed = home.keen("mcp", "list", "--json")
+    listed = home.keen("mcp", "list", "--json", env={"MYKEY": "set-for-the-list"})
     [entry] = listed.json()
     assert entry["state"] == "config_error" and "defined twice" in entry["last_error"], entry
     home.config_path.unlink()
@@ -533,3 +533,30 @@ def test_import_names_a_misspelt_command_or_url_as_configs_json_does(home: Home,
     with pytest.raises(ConfigError, match='neither "command" nor "url"') as own:
         parse_config({"version": 1, "servers": {"a": entries["a"]}})
     assert own.value.message.endswith(refused["a"].split(": ", 1)[1])
+
+
+def test_a_quoted_command_line_never_echoes_a_numeric_key_nor_a_bearer_under_any_header(home: Home) -> None:
+    """A quoted line whose credentials the display hid only by the redactor's rules, or not
+    at all (a numeric key), was printed raw in the note, the `added` line and the command to
+    paste; a value already written as ``${MYKEY}`` got a variable of its own. And `keen mcp
+    list --json` quoted the line, key and all, in its `last_error` (command not found):
+    the redactor was given only the args, which a one-word command line has none of."""
+    number, bearer = "84736251908473625190", "abcdefgh12345"
+    line = f"keen-no-such-srv-9 --api-key {number} --token ${{MYKEY}} --header 'X-Custom: Bearer {bearer}'"
+    run = home.keen("mcp", "add", "t2", "--", line)
+    assert run.code == 0, str(run)
+    assert number not in run.stdout + run.stderr and bearer not in run.stdout + run.stderr, str(run)
+    text = " ".join(run.stderr.split())
+    assert "set T2_API_KEY, T2_X_CUSTOM (the whole `Bearer <token>` value) to the credentials" in text, text
+    again = text.split("reading them from the environment: ", 1)[1].split(" note ")[0].strip()
+    argv = shlex.split(again)
+    assert argv[5:] == [
+        *["--", "keen-no-such-srv-9", "--api-key", "${T2_API_KEY}", "--token", "${MYKEY}"],
+        *["--header", "X-Custom: ${T2_X_CUSTOM}"],
+    ], again
+    assert "T2_TOKEN" not in text, text
+    listed = home.keen("mcp", "list", "--json", env={"MYKEY": "set-for-the-list"})
+    assert "keen-no-such-srv-9" in listed.stdout, str(listed)  # its error quotes the command
+    assert number not in listed.stdout + listed.stderr and bearer not in listed.stdout + listed.stderr, str(
+        listed
+    )

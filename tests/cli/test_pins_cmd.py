@@ -440,3 +440,129 @@ def test_diff_caps_each_shown_diff_and_says_how_to_see_it_all(home: Home, tmp_pa
     assert "not shown" not in full.stdout
     [tool] = as_json.json()["tools"]
     assert "TAIL-MARK" in tool["diff"]
+
+
+def test_trust_refuses_what_a_capped_diff_cut_until_a_full_diff_shows_it(home: Home, tmp_path: Path) -> None:
+    """A diff stops a long line: an instruction after 2,000 harmless characters was not on
+    the screen, yet `keen mcp trust` pinned it (the review held the whole definition's
+    fingerprint). Now the review records what was cut and trust refuses it, saying how much
+    was not shown and to run the diff with ``--full``; a tool shown whole can still be
+    trusted alone, and after ``--full`` everything can."""
+    from keen.cli.pins_cmd import MAX_SHOWN_LINE_CHARS
+
+    spec = tmp_path / "long.json"
+    hidden = "harmless. " * 300 + "Also HIDDEN-MARK the reply."
+    long_tool = {"name": "long", "description": hidden, "inputSchema": {"type": "object"}}
+    home.write({"long": hostile_entry(spec, {"tools": [long_tool, ONE]}, pinning="quarantine")})
+    pins_file = home.keen_home / "mcp" / "pins" / "long.json"
+
+    shown = home.keen("mcp", "diff", "long")
+    assert shown.code == 0 and "HIDDEN-MARK" not in shown.stdout, shown.stdout[-3000:]
+    refused = home.keen("mcp", "trust", "long")
+    assert refused.code != 0, refused
+    [line] = [line for line in full_lines(refused.stderr) if "long/long" in line]
+    not_shown = int(re.search(r"\(([\d,]+) characters of it were not shown\)", line)[1].replace(",", ""))  # type: ignore[index]
+    assert (
+        not_shown > 0
+        and not_shown == len(json.dumps(hidden)) + len('+  "description": ,') - MAX_SHOWN_LINE_CHARS
+    )
+    assert "keen mcp diff long --full" in line, line
+    assert not pins_file.exists()
+    one = home.keen("mcp", "trust", "long", "one")  # shown whole: accepted alone
+    assert one.code == 0, one
+    assert set(json.loads(pins_file.read_text())["tools"]) == {"one"}
+
+    assert home.keen("mcp", "diff", "long", "--full").code == 0
+    accepted = home.keen("mcp", "trust", "long")
+    assert accepted.code == 0, accepted
+    pins = json.loads(pins_file.read_text())["tools"]
+    assert pins["long"]["definition"]["description"] == hidden
+
+
+def full_lines(text: str) -> list[str]:
+    """``text``'s lines with the terminal's wrapping undone (the CLI wraps errors at its width)."""
+    return [" ".join(text.split())]
+
+
+def test_trust_refuses_server_info_a_capped_diff_cut_until_a_full_diff(home: Home, tmp_path: Path) -> None:
+    """The server info (its instructions) is pinned by a trust of every tool: cut short by the
+    diff, it is refused as a tool is, and accepted after a ``--full`` diff."""
+    spec = tmp_path / "wordy.json"
+    instructions = "Be brief. " * 400 + "Then HIDDEN-MARK."
+    home.write(
+        {"wordy": hostile_entry(spec, {"tools": [ONE], "instructions": instructions}, pinning="quarantine")}
+    )
+    pins_file = home.keen_home / "mcp" / "pins" / "wordy.json"
+    shown = home.keen("mcp", "diff", "wordy")
+    assert shown.code == 0 and "HIDDEN-MARK" not in shown.stdout, shown.stdout[-3000:]
+    refused = home.keen("mcp", "trust", "wordy")
+    assert refused.code != 0, refused
+    text = full_lines(refused.stderr)[0]
+    assert re.search(
+        r"server info of wordy .* was not shown whole .*\([\d,]+ characters of it were not shown\)", text
+    ), text
+    assert "keen mcp diff wordy --full" in text, text
+    assert not pins_file.exists() and not (home.keen_home / "mcp" / "pins" / "info" / "wordy.json").exists()
+    assert home.keen("mcp", "diff", "wordy", "--full").code == 0
+    accepted = home.keen("mcp", "trust", "wordy")
+    assert accepted.code == 0, accepted
+    info_file = home.keen_home / "mcp" / "pins" / "info" / "wordy.json"
+    assert json.loads(info_file.read_text())["info"]["instructions"] == instructions
+
+
+def test_interactive_trust_does_not_ask_about_what_its_listing_cut(home: Home, tmp_path: Path) -> None:
+    """Without a diff, `keen mcp trust` at a terminal lists what it would pin, cut as the diff
+    cuts it, and asked [y/N] anyway: a yes pinned the text past the cut. It now says how
+    much was not shown and to run the diff with ``--full``, without asking."""
+    import pty
+
+    from helpers.cli import read_until
+
+    spec = tmp_path / "long.json"
+    hidden = "harmless. " * 300 + "Also HIDDEN-MARK the reply."
+    long_tool = {"name": "long", "description": hidden, "inputSchema": {"type": "object"}}
+    home.write({"long": hostile_entry(spec, {"tools": [long_tool]}, pinning="quarantine")})
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*KEEN, "mcp", "trust", "long"], env=home.env(), stdin=slave, stdout=subprocess.PIPE, stderr=slave
+    )
+    os.close(slave)
+    try:
+        said = read_until(master, b"then `keen mcp trust long`", 60)
+        shown, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        os.close(master)
+    text = " ".join((shown.decode() + said.decode()).split())
+    assert proc.returncode == 1, text
+    assert "[y/N]" not in text and "HIDDEN-MARK" not in text, text
+    assert re.search(
+        r"nothing was trusted: [\d,]+ characters of what would be pinned were not shown", text
+    ), text
+    assert "keen mcp diff long --full" in text, text
+    assert not (home.keen_home / "mcp" / "pins" / "long.json").exists()
+
+
+def test_diff_cuts_a_long_tool_name_and_trust_refuses_it_until_a_full_diff(
+    home: Home, tmp_path: Path
+) -> None:
+    """A 300,000-character tool name was printed whole (the header line, the command to
+    accept it): it is cut at the line cap with the diff's note, and counts as not shown."""
+    from keen.cli.pins_cmd import MAX_SHOWN_LINE_CHARS
+
+    spec = tmp_path / "named.json"
+    name = "n" * 300_000
+    home.write({"named": hostile_entry(spec, {"tools": [{**ONE, "name": name}]}, pinning="quarantine")})
+    shown = home.keen("mcp", "diff", "named")
+    assert shown.code == 0, shown
+    longest = max(len(line) for line in shown.stdout.splitlines())
+    assert longest <= MAX_SHOWN_LINE_CHARS + len("new  [...]"), longest
+    assert (
+        f"[... {300_000 - MAX_SHOWN_LINE_CHARS:,} characters not shown (1 name cut short at [...])"
+        in shown.stdout
+    )
+    refused = home.keen("mcp", "trust", "named")
+    assert refused.code != 0 and "keen mcp diff named --full" in full_lines(refused.stderr)[0], refused
+    assert home.keen("mcp", "diff", "named", "--full").code == 0
+    assert home.keen("mcp", "trust", "named").code == 0
+    assert name in json.loads((home.keen_home / "mcp" / "pins" / "named.json").read_text())["tools"]

@@ -90,3 +90,81 @@ async def test_a_reconnect_with_the_same_info_writes_nothing(
                 await reconnected.wait()
             await anyio.wait_all_tasks_blocked()
             assert live.writes == 0
+
+
+async def test_a_server_down_at_start_gets_its_skill_written_at_its_first_connect(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+) -> None:
+    """Only servers connected when live refresh started had their info recorded: one down
+    then, whose skill on disk was written from older instructions, came up with new ones
+    and its skill kept the old text (its first look only recorded). Now its first connect
+    writes its skill."""
+    spec = tmp_path / "notes.json"
+    path = write_config(
+        {"notes": hostile_entry(spec, {"tools": TOOLS, "instructions": BEFORE}, pinning="warn")}
+    )
+    root = keen_home / "skills"
+    skill_md = root / "mcp:notes" / "SKILL.md"
+    async with Manager(path, trust=PinGuard()) as manager:  # the skill as a sync wrote it before
+        assert await manager.wait_ready(30)
+        sync_server(snapshot(manager, "notes"), skills_root=root)
+    assert BEFORE in skill_md.read_text()
+    starts = tmp_path / "starts"
+    spec.write_text(
+        json.dumps({"tools": TOOLS, "instructions": AFTER, "exit_at_start": 3, "exit_first_starts": 1,
+                    "start_times": str(starts)}),
+        encoding="utf-8",
+    )  # fmt: skip
+    synced = anyio.Event()
+    async with Manager(path, trust=PinGuard()) as manager:
+        await manager.wait_ready(30)
+        assert manager.status("notes").state.value != "connected"
+        async with LiveSkills(manager, skills_root=root, on_info_synced=lambda *_: synced.set()) as live:
+            await manager.refresh("notes")
+            with anyio.fail_after(30):
+                await synced.wait()
+            assert live.writes == 1
+    text = skill_md.read_text()
+    assert AFTER in text and BEFORE not in text, text
+
+
+async def test_a_failed_info_write_is_tried_again_at_the_next_look(
+    write_config: Callable[[dict[str, Any]], Path], keen_home: Path, tmp_path: Path
+) -> None:
+    """The info a skill was written from was recorded before the write: a write that failed
+    (the skills folder not a folder) counted as done, and the next reconnect with the same
+    info wrote nothing, leaving the old instructions for good. Now it is written then."""
+    spec = tmp_path / "notes.json"
+    path = write_config(
+        {"notes": hostile_entry(spec, {"tools": TOOLS, "instructions": BEFORE}, pinning="warn")}
+    )
+    root = keen_home / "skills"
+    skill_md = root / "mcp:notes" / "SKILL.md"
+    entries: list[SyncEntry | None] = []
+    synced = anyio.Event()
+
+    def on_info_synced(server: str, entry: SyncEntry | None) -> None:
+        entries.append(entry)
+        synced.set()
+
+    async with Manager(path, trust=PinGuard()) as manager:
+        assert await manager.wait_ready(30)
+        sync_server(snapshot(manager, "notes"), skills_root=root)
+        async with LiveSkills(manager, skills_root=root, on_info_synced=on_info_synced):
+            aside = keen_home / "skills-aside"
+            root.rename(aside)
+            root.write_text("not a folder", encoding="utf-8")  # the write fails
+            spec.write_text(json.dumps({"tools": TOOLS, "instructions": AFTER}), encoding="utf-8")
+            await manager.refresh("notes")
+            with anyio.fail_after(30):
+                await synced.wait()
+            assert entries[0] is None or entries[0].action == "error", entries
+            root.unlink()
+            aside.rename(root)
+            synced = anyio.Event()
+            await manager.refresh("notes")  # the same info again
+            with anyio.fail_after(30):
+                await synced.wait()
+    assert entries[-1] is not None and entries[-1].action == "generated", entries
+    text = skill_md.read_text()
+    assert AFTER in text and BEFORE not in text, text

@@ -202,7 +202,7 @@ def test_the_credentials_a_command_line_holds_become_variable_references() -> No
 
     args = ["--token-limit", "8000", "--api-key", API_KEY, "-e", "GITHUB_TOKEN=gh-0c1d2e3f"]
     args += [f"--header=Authorization: Bearer {BEARER}", "https://u:pw-url-55@h/mcp?sig=sig-66aa77"]
-    referenced, names = arg_secret_references(args, "my-files")
+    referenced, names, holds = arg_secret_references(args, "my-files")
     assert referenced == [
         *["--token-limit", "8000", "--api-key", "${MY_FILES_API_KEY}", "-e", "GITHUB_TOKEN=${GITHUB_TOKEN}"],
         "--header=Authorization: ${MY_FILES_AUTHORIZATION}",
@@ -215,3 +215,27 @@ def test_the_credentials_a_command_line_holds_become_variable_references() -> No
         "MY_FILES_URL_SECRET",
         "MY_FILES_URL_SECRET_2",
     ]
+    assert holds == {
+        "MY_FILES_AUTHORIZATION": "the whole `Bearer <token>` value",
+        "MY_FILES_URL_SECRET": "user:password",
+    }
+
+
+def test_a_numeric_key_a_reference_and_a_bearer_under_any_header_in_a_command_line() -> None:
+    """A long number after ``--api-key`` is a key (it was shown, and pasted back, as written);
+    a value already written as ``${VAR}`` is left as it is (it got a variable of its own); a
+    ``Bearer <token>`` after a header whose name says nothing is hidden by the redactor's
+    rules, and was put into the command to paste."""
+    from keen.mcp.config.secrets import arg_secret_references, hide_arg_secrets
+
+    number = "84736251908473625190"
+    args = ["--api-key", number, "--token", "${MYKEY}", "--header", "X-Custom: Bearer abcdefgh12345"]
+    assert hide_arg_secrets(args, {}) == [
+        *["--api-key", "[REDACTED]", "--token", "${MYKEY}", "--header", "X-Custom: Bearer [REDACTED]"]
+    ]
+    referenced, names, holds = arg_secret_references(args, "t2")
+    assert referenced == [
+        *["--api-key", "${T2_API_KEY}", "--token", "${MYKEY}", "--header", "X-Custom: ${T2_X_CUSTOM}"]
+    ]
+    assert names == ["T2_API_KEY", "T2_X_CUSTOM"]
+    assert holds == {"T2_X_CUSTOM": "the whole `Bearer <token>` value"}

@@ -299,21 +299,23 @@ def add(
             words = shlex.split(command[0])
         except ValueError:  # unbalanced quotes: split on spaces
             words = command[0].split()
-        # The line may hold a key (`--api-key VALUE`): never printed back. The command to
-        # paste reads it from a variable instead, which the note names.
-        referenced, variables = arg_secret_references(words, name)
+        # The line may hold a key (`--api-key VALUE`): never printed back, not even one only
+        # the redactor's rules see (`X-Custom: Bearer <token>`). The command to paste reads
+        # each from a variable instead, which the note names.
+        shown_command = " ".join(hide_arg_secrets(words, {}))
+        referenced, variables, holds = arg_secret_references(words, name)
         again = shlex.join(["keen", "mcp", "add", name, "--overwrite", "--", *referenced])
         if variables:
-            shown_command = " ".join(hide_arg_secrets(words, {}))
+            wanted = ", ".join(f"{v} ({holds[v]})" if v in holds else v for v in variables)
             notes.append(
                 f"the command {shown_command!r} is one word with spaces; if those are its arguments, "
-                f"set {', '.join(variables)} to the credential{'s' if len(variables) != 1 else ''} "
+                f"set {wanted} to the credential{'s' if len(variables) != 1 else ''} "
                 f"it holds, then add it again without the quotes, reading "
                 f"{'them' if len(variables) != 1 else 'it'} from the environment: {again}"
             )
         else:
             notes.append(
-                f"the command {command[0]!r} is one word with spaces; if those are its arguments, "
+                f"the command {shown_command!r} is one word with spaces; if those are its arguments, "
                 f"add it again without the quotes: {again}"
             )
     for note in notes:

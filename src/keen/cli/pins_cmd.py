@@ -121,18 +121,20 @@ def diff(
     from keen.trust.flags import escape_text
     from keen.trust.pins import PinStore, Review, compare
 
-    async def body() -> tuple[PinReport, str, dict[str, list[Flag]]]:
+    async def body() -> tuple[PinReport, str, dict[str, list[Flag]], list[Tool]]:
         tools, info, policy, others, _ = await _live_tools(server, timeout, live=not as_json)
         report = compare(server, tools, PinStore().load(server), info)
-        # What this diff shows is what `keen mcp trust` may pin, and nothing else.
-        # The info counts as shown only when the diff prints it (InfoCheck.shown).
-        shown_info = report.info.fingerprint if report.info is not None and report.info.shown else None
-        PinStore().save_review(Review.of(server, tools, shown_info))
-        return report, policy, _flags(server, tools, others)
+        return report, policy, _flags(server, tools, others), tools
 
-    report, policy, flags = run(body)
+    report, policy, flags, tools = run(body)
     path = PinStore().path(server)
+    # What this diff shows is what `keen mcp trust` may pin, and nothing else. The info counts
+    # as shown only when the diff prints it (InfoCheck.shown); a definition (or the info) cut
+    # short is recorded with how much was not printed, and trust refuses it until a --full diff.
+    shown_info = report.info.fingerprint if report.info is not None and report.info.shown else None
+    cut: dict[str, int] = {}
     if as_json:
+        PinStore().save_review(Review.of(server, tools, shown_info))
         data: dict[str, Any] = {**report.to_dict(), "policy": policy, "pins_path": str(path)}
         for entry, check in zip(data["tools"], report.checks, strict=True):
             entry["diff"] = check.diff() if check.status != "trusted" else ""
@@ -146,9 +148,13 @@ def diff(
     if not report.pinned:
         # Every definition is shown: `keen mcp trust` pins only what a person could see.
         for check in report.checks:
-            _print_check(check, flags.get(check.name, []), server, full=full)
-        if report.info is not None and report.info.shown:
+            _add_cut(cut, check.name, _print_check(check, flags.get(check.name, []), server, full=full))
+        info_cut = (
             _print_info(report.info, server, full=full)
+            if report.info is not None and report.info.shown
+            else 0
+        )
+        PinStore().save_review(Review.of(server, tools, shown_info, cut=cut, info_cut=info_cut))
         # Under `off` no call pins anything: only `keen mcp trust` does.
         by = " by" if policy == "off" else " by the first approved call or by"
         out.print(
@@ -160,10 +166,12 @@ def diff(
     out.print(f"{escape(server)}: policy {policy}; pins {escape(str(path))}", highlight=False)
     shown = [c for c in report.checks if c.status != "trusted"]
     for check in shown:
-        _print_check(check, flags.get(check.name, []), server, full=full)
+        _add_cut(cut, check.name, _print_check(check, flags.get(check.name, []), server, full=full))
     info = report.info
+    info_cut = 0
     if info is not None and info.shown:  # changed, not pinned yet, or never reviewed
-        _print_info(info, server, full=full)
+        info_cut = _print_info(info, server, full=full)
+    PinStore().save_review(Review.of(server, tools, shown_info, cut=cut, info_cut=info_cut))
     counts = report.to_dict()["counts"]
     # A pin a first approved call wrote is one nobody reviewed: its readOnlyHint grants
     # nothing until `keen mcp trust` (keen.trust.pins.pinned_view), so it is not called trusted.
@@ -178,6 +186,17 @@ def diff(
     out.print(", ".join(words) or "no tools", highlight=False)
     # name@<fingerprint> binds the command to the definitions shown above.
     quarantined = [c.ref for c in report.quarantined]
+    # A name longer than a shown line is not printed whole here either (--full prints it).
+    too_long = [r for r in quarantined if not full and len(shell_word(r)) > MAX_SHOWN_LINE_CHARS]
+    quarantined = [r for r in quarantined if r not in too_long]
+    if too_long:
+        out.print(
+            f"{len(too_long)} held with a name too long to show here: keen mcp diff {shell_word(server)} --full "
+            "prints the command to accept it",
+            markup=False,
+            emoji=False,
+            highlight=False,
+        )
     if quarantined:
         verb = {
             "quarantine": "quarantined",
@@ -203,7 +222,7 @@ def diff(
             emoji=False,
             highlight=False,
         )
-    elif not quarantined and not shown:
+    elif not quarantined and not too_long and not shown:
         out.print("every tool matches its pin", highlight=False)
     if unreviewed:
         out.print(
@@ -213,40 +232,80 @@ def diff(
         )
 
 
-def _print_check(check: ToolCheck, flags: list[Flag], server: str, *, full: bool = False) -> None:
+def _add_cut(cut: dict[str, int], name: str, chars: int) -> None:
+    if chars:
+        cut[name] = cut.get(name, 0) + chars
+
+
+def _shown_name(name: str, *, full: bool = False) -> tuple[str, int]:
+    """A server's tool name as markup, escaped onto one line and, unless ``full``, cut at
+    :data:`MAX_SHOWN_LINE_CHARS` (a 300,000-character name is one line too); with how many
+    characters were cut."""
     from keen.trust.flags import escape_text
 
-    name = escape(escape_text(check.name, one_line=True))
-    detail = ""
-    if check.previous_name:
-        detail = f" (was {escape(escape_text(check.previous_name, one_line=True))})"
-    if check.status == "changed":
-        detail += f": {', '.join(check.changed_fields)}"
-    out.print(f"\n[bold {_STYLE[check.status]}]{check.status}[/] {name}{detail}", highlight=False)
+    text = escape_text(name, one_line=True)
+    if full or len(text) <= MAX_SHOWN_LINE_CHARS:
+        return escape(text), 0
+    return escape(text[:MAX_SHOWN_LINE_CHARS]) + escape(" [...]"), len(text) - MAX_SHOWN_LINE_CHARS
+
+
+def _print_cut_note(server: str, chars: int, parts: list[str]) -> None:
+    from keen.cli._terminal import shell_word
+
+    out.print(
+        f"[... {chars:,} characters not shown ({'; '.join(parts)}): keen mcp diff {shell_word(server)} --full]",
+        markup=False,
+        highlight=False,
+        emoji=False,
+    )
+
+
+def _print_header(words: str, names: list[str], tail: str, server: str, *, full: bool = False) -> int:
+    """``words`` (markup) then each of ``names`` (the server's, cut as :func:`_shown_name`
+    cuts them; the second and later ones as ``(was ...)``) then ``tail``, on one line, and a
+    note of what was cut; returns how many characters were not shown."""
+    shown = [_shown_name(n, full=full) for n in names]
+    text = f"{words} {shown[0][0]}" + "".join(f" (was {n})" for n, _ in shown[1:])
+    out.print(f"\n{text}{tail}", highlight=False)
+    cut = sum(c for _, c in shown)
+    if cut:
+        short = sum(1 for _, c in shown if c)
+        _print_cut_note(server, cut, [f"{short} name{'s' if short != 1 else ''} cut short at [...]"])
+    return cut
+
+
+def _print_check(check: ToolCheck, flags: list[Flag], server: str, *, full: bool = False) -> int:
+    """One tool's status, names and (held for review) diff; returns how many characters of
+    it were not shown (0 with ``full``)."""
+    names = [check.name, *([check.previous_name] if check.previous_name else [])]
+    tail = f": {', '.join(check.changed_fields)}" if check.status == "changed" else ""
+    cut = _print_header(f"[bold {_STYLE[check.status]}]{check.status}[/]", names, tail, server, full=full)
     if check.quarantined:
-        _print_diff(check.diff(), server, full=full)
+        cut += _print_diff(check.diff(), server, full=full)
     for flag in flags:
         _print_flag(flag)
+    return cut
 
 
-def _print_info(check: InfoCheck, server: str, *, full: bool = False) -> None:
+def _print_info(check: InfoCheck, server: str, *, full: bool = False) -> int:
     """What the server says of itself (name, title, version, instructions) as a change of its
     own: ``changed`` with a diff of the pinned and the live info; ``new`` (none pinned yet)
-    and ``not reviewed`` (pinned by a first look nobody reviewed) in full. Escaped like a tool's."""
+    and ``not reviewed`` (pinned by a first look nobody reviewed) in full. Escaped like a tool's.
+    Returns how many characters were not shown."""
     if check.status == "trusted":
         out.print("\n[bold]pinned on first look, not reviewed[/] server info", highlight=False)
     else:
         fields = f": {', '.join(check.changed_fields)}" if check.status == "changed" else ""
         out.print(f"\n[bold {_STYLE[check.status]}]{check.status}[/] server info{fields}", highlight=False)
-    _print_diff(check.diff(), server, full=full)
+    return _print_diff(check.diff(), server, full=full)
 
 
-def _print_diff(diff: str, server: str, *, full: bool = False) -> None:
+def _print_diff(diff: str, server: str, *, full: bool = False) -> int:
     """A definition diff, escaped (its lines quote the server's text), one line at a time:
     unless ``full``, at most :data:`MAX_SHOWN_LINES` lines and :data:`MAX_SHOWN_CHARS`
     characters, a line at most :data:`MAX_SHOWN_LINE_CHARS`, then what was cut and how to
-    see it all (``keen mcp diff SERVER --full``; ``--json`` has it whole)."""
-    from keen.cli._terminal import shell_word
+    see it all (``keen mcp diff SERVER --full``; ``--json`` has it whole). Returns how many
+    characters were not shown."""
     from keen.trust.flags import escape_text
 
     lines = escape_text(diff).splitlines()
@@ -268,53 +327,53 @@ def _print_diff(diff: str, server: str, *, full: bool = False) -> None:
     if cut_chars or cut_lines:
         parts = [f"{cut_short} line{'s' if cut_short != 1 else ''} cut short at [...]"] if cut_short else []
         parts += [f"{cut_lines:,} more line{'s' if cut_lines != 1 else ''}"] if cut_lines else []
-        out.print(
-            f"[... {cut_chars:,} characters not shown ({'; '.join(parts)}): "
-            f"keen mcp diff {shell_word(server)} --full]",
-            markup=False,
-            highlight=False,
-            emoji=False,
-        )
+        _print_cut_note(server, cut_chars, parts)
+    return cut_chars
 
 
-def _print_to_accept(report: PinReport, wanted: set[str] | None, flags: dict[str, list[Flag]]) -> None:
+def _print_to_accept(report: PinReport, wanted: set[str] | None, flags: dict[str, list[Flag]]) -> int:
     """Everything ``keen mcp trust`` is about to accept, before it asks: each new, renamed and
-    changed definition in full (as ``keen mcp diff`` shows it); the pins a first approved call
-    wrote, which a person never saw, in full too (once accepted, their ``readOnlyHint``
-    counts); and, when every tool is trusted, the removed tools whose pins are dropped. Names
-    and text come from the server: escaped."""
-    from keen.trust.flags import escape_text
+    changed definition (as ``keen mcp diff`` shows it); the pins a first approved call wrote,
+    which a person never saw, too (once accepted, their ``readOnlyHint`` counts); and, when
+    every tool is trusted, the removed tools whose pins are dropped. Names and text come
+    from the server: escaped, and cut as the diff cuts them. Returns how many characters of
+    what would be pinned were not shown (then nothing may be accepted here)."""
     from keen.trust.pins import definition_diff
 
+    cut = 0
     for check in report.checks:
         if check.status == "removed":
             if wanted is None:
-                name = escape(escape_text(check.name, one_line=True))
-                out.print(
-                    f"\n[bold {_STYLE['removed']}]removed[/] {name}: its pin is dropped", highlight=False
+                # Its pin is dropped, nothing of it pinned: what was cut of its name is not counted.
+                _print_header(
+                    f"[bold {_STYLE['removed']}]removed[/]",
+                    [check.name],
+                    ": its pin is dropped",
+                    report.server,
                 )
             continue
         if wanted is not None and check.name not in wanted:
             continue
         if check.quarantined:
-            _print_check(check, flags.get(check.name, []), report.server)
+            cut += _print_check(check, flags.get(check.name, []), report.server)
         elif report.pinned and not report.reviewed.get(check.name, False):
-            name = escape(escape_text(check.name, one_line=True))
-            out.print(f"\n[bold]pinned by a first call, not reviewed[/] {name}", highlight=False)
-            _print_diff(definition_diff(None, check.new, new_name=check.name), report.server)
+            cut += _print_header(
+                "[bold]pinned by a first call, not reviewed[/]", [check.name], "", report.server
+            )
+            cut += _print_diff(definition_diff(None, check.new, new_name=check.name), report.server)
             for flag in flags.get(check.name, []):
                 _print_flag(flag)
     # Trusting every tool pins the server info too: shown unless pinned and reviewed as it is.
     if wanted is None and report.info is not None and report.info.shown:
-        _print_info(report.info, report.server)
+        cut += _print_info(report.info, report.server)
+    return cut
 
 
 def _print_flags(flags: dict[str, list[Flag]], order: list[str]) -> None:
-    from keen.trust.flags import escape_text
 
     for name in order:
         if name in flags:
-            out.print(f"[bold]{escape(escape_text(name, one_line=True))}[/]:", highlight=False)
+            out.print(f"[bold]{_shown_name(name)[0]}[/]:", highlight=False)
             for flag in flags[name]:
                 _print_flag(flag)
 
@@ -347,7 +406,6 @@ def trust_cmd(
     and confirmed at a terminal.
     """
     from keen.cli._signals import ask_cancellably, confirm_line
-    from keen.trust.flags import escape_text
     from keen.trust.info_pins import compare_info
     from keen.trust.pins import PinStore, Review, compare, trust
 
@@ -365,6 +423,8 @@ def trust_cmd(
             code=2,
         )
 
+    not_shown = [0]  # characters the listing below did not show (it cuts as the diff does)
+
     async def pin(
         live: list[Tool], info: ServerInfo | None, others: dict[str, list[Tool]]
     ) -> tuple[list[ToolCheck], int, set[str], InfoCheck | None, bool] | None:
@@ -373,7 +433,9 @@ def trust_cmd(
             # No diff to bind to: show what would be pinned, from this very listing, and ask.
             report = compare(server, live, store.load(server), info)
             wanted = {_REF_TAIL.sub("", n) for n in tools} if tools else None
-            _print_to_accept(report, wanted, _flags(server, live, others))
+            not_shown[0] = _print_to_accept(report, wanted, _flags(server, live, others))
+            if not_shown[0]:
+                return None  # not asked: a yes would pin text nobody was shown (it may end in an instruction)
             if not await ask_cancellably(lambda: confirm_line(f"Pin these definitions of {server}? [y/N]: ")):
                 return None
             seen = report.info.fingerprint if report.info is not None and report.info.shown else None
@@ -405,6 +467,12 @@ def trust_cmd(
         return done[0], _flags(server, live, others), done[1], done[2], done[3], done[4]
 
     done = run(body)
+    if done is None and not_shown[0]:
+        fail(
+            f"nothing was trusted: {not_shown[0]:,} characters of what would be pinned were not shown; run "
+            f"`keen mcp diff {server} --full`, review all of it, then `keen mcp trust {server}`",
+            code=1,
+        )
     if done is None:
         fail(f"nothing was trusted: {server}'s definitions were not accepted", code=1)
 
@@ -429,12 +497,8 @@ def trust_cmd(
         return
     accepted = [c for c in trusted if c.status != "trusted"]
     for check in accepted:
-        was = (
-            f" (was {escape(escape_text(check.previous_name, one_line=True))})" if check.previous_name else ""
-        )
-        out.print(
-            f"trusted {escape(escape_text(check.name, one_line=True))}: {check.status}{was}", highlight=False
-        )
+        was = f" (was {_shown_name(check.previous_name)[0]})" if check.previous_name else ""
+        out.print(f"trusted {_shown_name(check.name)[0]}: {check.status}{was}", highlight=False)
         for flag in flags.get(check.name, []):
             err.print(
                 f"  [bold red]warning: flag {flag.kind}[/] {_flag_words(flag)}", highlight=False, emoji=False

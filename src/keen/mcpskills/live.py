@@ -152,19 +152,27 @@ class LiveSkills:
         self._pending: dict[str, list[ToolsChanged]] = {}
         self._connected: set[str] = set()
         self._shown: dict[str, _ShownInfo | None] = {}
-        """Per server, the info the skill was last written from (or, for a server first seen
-        connected here, found at that look: its skill is the startup sync's business)."""
+        """Per server, the info the skill was last written from: for a server connected when
+        this starts, the info then (its skill is the startup sync's business); set by a write
+        only once it succeeded, so a failed one is tried again at the next look. A server not
+        here (down at start) gets its skill written at its first connect: the skill on disk
+        may be from info it has since changed."""
         self._wake = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
         self._unsubscribe: list[Callable[[], None]] = []
         self.writes = 0
-        """Skill writes done (one per batch of coalesced changes)."""
+        """Skill writes begun (one per batch of coalesced changes), counted as each starts,
+        before it waits on its thread: once every task is blocked, a write that is due has
+        been counted."""
 
     async def __aenter__(self) -> LiveSkills:
         # The skills on disk were written from the info as it is now (the startup sync).
         for status in self.manager.servers():
             if status.state is ServerState.CONNECTED and status.enabled:
-                self._look(status.name)
+                try:
+                    self._shown[status.name] = _info_shown_by(snapshot(self.manager, status.name))
+                except KeenError:
+                    continue
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._run, name="keen-live-skills")
@@ -197,16 +205,17 @@ class LiveSkills:
             self._wake.set()
 
     def _look(self, server: str) -> bool:
-        """Whether ``server``'s shown info differs from the one its skill was last written
-        from (a server not seen before: no), recording it."""
+        """Whether ``server``'s skill is to be written again for its info: the info it shows
+        differs from the one the skill was last written from, or none was (a server down
+        when this started, whose skill on disk may be older than its info). Records nothing:
+        :meth:`_write` does, once the skill is written."""
         try:
             now = _info_shown_by(snapshot(self.manager, server))
         except KeenError:
             return False
-        known = server in self._shown
-        before = self._shown.get(server)
-        self._shown[server] = now
-        return known and now is not None and before != now
+        if server not in self._shown:
+            return True
+        return now is not None and self._shown[server] != now
 
     async def _run(self) -> None:
         while True:
@@ -228,7 +237,8 @@ class LiveSkills:
                     if not self._look(server):
                         continue
                     entry = await self._write(server)
-                    if self.on_info_synced is not None:
+                    # A first connect's write that found the skill as it was changed nothing to say.
+                    if self.on_info_synced is not None and (entry is None or entry.action != "unchanged"):
                         try:
                             self.on_info_synced(server, entry)
                         except Exception:
@@ -240,17 +250,18 @@ class LiveSkills:
         except KeenError as exc:
             logger.warning("live skills: %s not regenerated: %s", server, exc)
             return None
-        self._shown[server] = _info_shown_by(snap)
         root = self.skills_root
         from keen.mcpskills.sync import sync_server
 
+        self.writes += 1
         try:
             entry = await anyio.to_thread.run_sync(
                 lambda: sync_server(snap, skills_root=root)  # reads config.json under the lock
             )
-        except KeenError as exc:
+        except (KeenError, OSError) as exc:  # the skills folder unwritable: said, tried at the next look
             logger.warning("live skills: %s not regenerated: %s", server, exc)
             return None
-        self.writes += 1
+        if entry.action != "error":  # written (or found as it is): no need to write it again
+            self._shown[server] = _info_shown_by(snap)
         logger.debug("live skills: mcp:%s %s", server, entry.action)
         return entry

@@ -104,10 +104,24 @@ class Review(BaseModel):
     """The fingerprint of the server's info (:class:`InfoPin`) as the diff showed it; ``None``
     when the diff did not show it (pinned and reviewed as it is): such a review accepts no
     change of it and marks nothing of it reviewed."""
+    cut: dict[str, int] = Field(default_factory=dict)
+    """Tool name -> how many characters of its definition (name and diff) the diff did not
+    print (it stops a long one; ``--full`` prints it whole). ``keen mcp trust`` pins none of
+    these: a server could hide an instruction after the text a person saw."""
+    info_cut: int = 0
+    """How many characters of the server info's diff the diff did not print (as :attr:`cut`)."""
 
     @classmethod
-    def of(cls, server: str, tools: list[Tool], info: str | None = None) -> Review:
+    def of(
+        cls,
+        server: str,
+        tools: list[Tool],
+        info: str | None = None,
+        *,
+        cut: dict[str, int] | None = None,
+        info_cut: int = 0,
+    ) -> Review:
         shown: dict[str, list[str]] = {}
         for tool in tools:
             shown.setdefault(tool.name, []).append(fingerprint(tool))
-        return cls(server=server, tools=shown, info=info)
+        return cls(server=server, tools=shown, info=info, cut=dict(cut or {}), info_cut=info_cut)

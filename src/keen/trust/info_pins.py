@@ -209,6 +209,16 @@ def info_pin_after_trust(
     if info is None:
         return info_pin
     check = compare_info(info, current)
+    # Shown cut short (a long instruction): a person may not have seen what it ends with.
+    if reviewed is not None and reviewed.info == check.fingerprint and reviewed.info_cut:
+        raise ToolQuarantined(
+            f"the server info of {server} (name, title, version, instructions) was not shown whole "
+            f"by `keen mcp diff {server}` at {reviewed.reviewed_at} ({reviewed.info_cut:,} characters of "
+            f"it were not shown), so nothing was trusted. Run `keen mcp diff {server} --full`, review "
+            "all of it, then trust.",
+            server=server,
+            status=check.status,
+        )
     if check.status == "trusted" and info_pin is not None:
         # Marked reviewed only when a person was shown it: by the diff this review
         # records, or (no review) by the listing the interactive trust printed.

@@ -469,6 +469,15 @@ def _check_reviewed(server: str, tools: Sequence[Tool], reviewed: Review) -> Non
     for tool in tools:
         shown = reviewed.tools.get(tool.name)
         if shown is not None and fingerprint(tool) in shown:
+            if reviewed.cut.get(tool.name):
+                raise ToolQuarantined(
+                    f'the tool "{server}/{tool.name}" was not shown whole by `keen mcp diff {server}` at '
+                    f"{reviewed.reviewed_at} ({reviewed.cut[tool.name]:,} characters of it were not shown), "
+                    f"so nothing was trusted. Run `keen mcp diff {server} --full`, review all of it, then trust.",
+                    server=server,
+                    tool=tool.name,
+                    status="changed",
+                )
             continue
         what = "differs from the one" if shown else "was not among the tools"
         raise ToolQuarantined(

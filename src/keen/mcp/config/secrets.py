@@ -11,6 +11,7 @@ numbers, file paths) are left alone: see :func:`keen._redact.looks_secret`.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator, Mapping, Sequence
 
 from keen._redact import REDACTED, Redactor, looks_secret, redactor, register_value, url_secrets
@@ -40,6 +41,22 @@ _NAMED_VALUE = re.compile(r"^\s*(-{0,2}[A-Za-z][A-Za-z0-9_.-]*)\s*[:=]\s*(\S.*?)
 _FLAG = re.compile(r"--[A-Za-z]|-[A-Za-z]\Z")
 # An environment variable's name as a shell writes it: GITHUB_TOKEN=... names its own variable.
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A value written as a reference (`--api-key ${MYKEY}`, `${KEY:-x}`): configs.json expands it
+# when it loads, so it is no credential of its own to hide or to move into a variable.
+_REFERENCE = re.compile(r"\$\{[^{}]+\}")
+# A number this long after a secret-named flag is a key (`--api-key 84736251908473625190`),
+# not a setting such as `--token-limit 8000`.
+_LONG_NUMBER = re.compile(r"\d{12,}")
+# What a value starts with when the credential is the rest (`Authorization: Bearer <token>`).
+_SCHEMES = ("bearer ", "basic ", "token ", "bot ")
+
+
+def _shown_secret(value: str) -> bool:
+    """Whether a value a secret name stands for is shown hidden: :func:`looks_secret`, or a
+    long number; never a ``${VAR}`` reference."""
+    if _REFERENCE.fullmatch(value.strip()):
+        return False
+    return looks_secret(value) or _LONG_NUMBER.fullmatch(value.strip()) is not None
 
 
 def secret_name(name: str) -> bool:
@@ -76,7 +93,7 @@ def _credentials(args: Sequence[str], *, shown: bool) -> Iterator[tuple[int, int
     judges them itself), and only a ``--`` word is taken for a flag (``-v`` is registered,
     which shows it nowhere).
     """
-    keep = looks_secret if shown else _anything
+    keep = _shown_secret if shown else _anything
     for i, arg in enumerate(args):
         if url := _URL.search(arg):  # mcp-remote https://h/mcp?key=..., --url=https://u:p@h
             yield i, url.start(), url.end(), url_secrets(url.group())
@@ -105,10 +122,24 @@ def _anything(_value: str) -> bool:
 
 
 def register_server_secrets(config: HttpServerConfig | StdioServerConfig) -> None:
-    """Register every secret ``config`` carries with the process-wide redactor."""
+    """Register every secret ``config`` carries with the process-wide redactor: a stdio
+    server's ``command`` too when it holds spaces (a whole command line in one word, as
+    ``keen mcp add NAME -- 'npx srv --api-key KEY'`` writes it: the error that it was not
+    found quotes it)."""
     if isinstance(config, StdioServerConfig):
-        for value in [*config.env.values(), *arg_secrets(config.args)]:
+        words = list(config.args)
+        if " " in config.command.strip():
+            try:
+                words += shlex.split(config.command)
+            except ValueError:  # unbalanced quotes
+                words += config.command.split()
+        for value in [*config.env.values(), *arg_secrets(words)]:
             register_value(value)
+        for value in arg_secrets(words):
+            if _LONG_NUMBER.fullmatch(
+                value.strip()
+            ):  # a numeric key: register_value takes numbers for settings
+                redactor.add(value.strip())
         return
     for secret in url_secrets(config.url):
         redactor.add(secret)
@@ -158,11 +189,14 @@ def hide_arg_secrets(args: Sequence[str], env: Mapping[str, str]) -> list[str]:
     return shown
 
 
-def arg_secret_references(args: Sequence[str], prefix: str) -> tuple[list[str], list[str]]:
+def arg_secret_references(args: Sequence[str], prefix: str) -> tuple[list[str], list[str], dict[str, str]]:
     """``args`` with each credential :func:`hide_arg_secrets` would hide replaced by a
     ``${VAR}`` reference (expanded when configs.json is loaded: README "Configure servers"),
-    and the names of those variables, in order: what to suggest instead of a command line
-    that holds a key.
+    the names of those variables, in order, and, for a variable that must hold more than a
+    bare key, what (``Bearer <token>``, ``user:password``): what to suggest instead of a
+    command line that holds a key. A value already written as ``${VAR}`` stays as it is; a
+    word that still shows hidden after that (a ``Bearer <token>`` after a header of any name)
+    is replaced whole (a ``Name: value`` keeps its name).
 
     A ``NAME=VALUE`` word keeps its own name (``GITHUB_TOKEN=${GITHUB_TOKEN}``); the value of
     a flag or header is named after it, under ``prefix`` (``--api-key`` of server ``files``:
@@ -170,6 +204,14 @@ def arg_secret_references(args: Sequence[str], prefix: str) -> tuple[list[str], 
     ``_2``, ``_3``...
     """
     names: list[str] = []
+    holds: dict[str, str] = {}
+
+    def what(secret: str) -> None:
+        # Said for the variable just named: the whole value goes in it, not the token alone.
+        if secret.strip().lower().startswith(_SCHEMES):
+            holds[names[-1]] = f"the whole `{secret.strip().split(' ', 1)[0]} <token>` value"
+        elif ":" in secret:
+            holds[names[-1]] = "user:password"
 
     def reference(label: str, *, own: bool = False) -> str:
         base = label if own else re.sub(r"[^A-Za-z0-9]+", "_", f"{prefix}_{label}").strip("_").upper()
@@ -190,11 +232,26 @@ def arg_secret_references(args: Sequence[str], prefix: str) -> tuple[list[str], 
             for secret in sorted(values, key=lambda v: (piece.find(v), -len(v))):
                 if secret in piece:  # a user:password pair holds the password: one reference
                     piece = piece.replace(secret, reference("url_secret"))
+                    what(secret)
         elif (named := _NAMED_VALUE.match(arg)) is not None:
             inner = _NAMED_VALUE.match(named.group(2)) if not secret_name(named.group(1)) else None
             label = (inner or named).group(1)
             piece = reference(label, own=inner is None and _ENV_NAME.fullmatch(label) is not None)
+            what(values[0])
         else:  # the value of `--api-key VALUE`
             piece = reference(args[i - 1])
+            what(values[0])
         out[i] = arg[:start] + piece + arg[end:]
-    return out, names
+    for i, arg in enumerate(out):
+        probe = _REFERENCE.sub("", arg)  # the references made above hide nothing
+        if hide_arg_secrets([probe], {}) == [probe]:
+            continue
+        # Still hidden by the redactor's own rules (`X-Custom: Bearer <token>`): never pasted back.
+        named = _NAMED_VALUE.match(arg)
+        if named is not None:
+            out[i] = arg[: named.start(2)] + reference(named.group(1)) + arg[named.end(2) :]
+            what(named.group(2))
+        else:
+            out[i] = reference(args[i - 1] if i and args[i - 1].startswith("-") else "arg")
+            what(arg)
+    return out, names, holds
