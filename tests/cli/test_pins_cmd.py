@@ -242,6 +242,10 @@ def test_pins_from_a_first_call_are_said_unreviewed_until_trust_reviews_them(hom
     assert called.code == 0, called
     assert diff.code == 0 and "2 pinned by a first call, not reviewed" in diff.stdout, diff
     assert "keen mcp trust docs" in diff.stdout and "2 trusted" not in diff.stdout, diff
+    # What trust then marks reviewed (and whose readOnlyHint then counts) is printed whole:
+    # the diff counted these pins and showed none of them.
+    assert "pinned by a first call, not reviewed search" in diff.stdout, diff
+    assert "Look a page up by its id." in diff.stdout and "Search the docs." in diff.stdout, diff
     # --json says the same per tool: pinned unchanged ("trusted" status) but not reviewed.
     first = json.loads(diff_json.stdout)["tools"]
     assert [(t["status"], t["reviewed"]) for t in first] == [("trusted", False)] * 2, first

@@ -167,15 +167,18 @@ def diff(
     shown = [c for c in report.checks if c.status != "trusted"]
     for check in shown:
         _add_cut(cut, check.name, _print_check(check, flags.get(check.name, []), server, full=full))
+    # A pin a first approved call wrote is one nobody reviewed: its readOnlyHint grants
+    # nothing until `keen mcp trust` (keen.trust.pins.pinned_view), so it is not called
+    # trusted, and its definition is printed: trust marks it reviewed only as shown here.
+    unreviewed = [c for c in report.by_status("trusted") if not report.reviewed.get(c.name, False)]
+    for check in unreviewed:
+        _add_cut(cut, check.name, _print_unreviewed(check, flags.get(check.name, []), server, full=full))
     info = report.info
     info_cut = 0
     if info is not None and info.shown:  # changed, not pinned yet, or never reviewed
         info_cut = _print_info(info, server, full=full)
     PinStore().save_review(Review.of(server, tools, shown_info, cut=cut, info_cut=info_cut))
     counts = report.to_dict()["counts"]
-    # A pin a first approved call wrote is one nobody reviewed: its readOnlyHint grants
-    # nothing until `keen mcp trust` (keen.trust.pins.pinned_view), so it is not called trusted.
-    unreviewed = [c for c in report.by_status("trusted") if not report.reviewed.get(c.name, False)]
     words = [
         f"{n} {status}"
         for status, n in {**counts, "trusted": counts["trusted"] - len(unreviewed)}.items()
@@ -287,6 +290,19 @@ def _print_check(check: ToolCheck, flags: list[Flag], server: str, *, full: bool
     return cut
 
 
+def _print_unreviewed(check: ToolCheck, flags: list[Flag], server: str, *, full: bool = False) -> int:
+    """A tool a first approved call pinned and nobody reviewed, with its whole pinned
+    definition (what `keen mcp trust` then marks reviewed); returns how many characters of it
+    were not shown (0 with ``full``)."""
+    from keen.trust.pins import definition_diff
+
+    cut = _print_header("[bold]pinned by a first call, not reviewed[/]", [check.name], "", server, full=full)
+    cut += _print_diff(definition_diff(None, check.new, new_name=check.name), server, full=full)
+    for flag in flags:
+        _print_flag(flag)
+    return cut
+
+
 def _print_info(check: InfoCheck, server: str, *, full: bool = False) -> int:
     """What the server says of itself (name, title, version, instructions) as a change of its
     own: ``changed`` with a diff of the pinned and the live info; ``new`` (none pinned yet)
@@ -338,8 +354,6 @@ def _print_to_accept(report: PinReport, wanted: set[str] | None, flags: dict[str
     every tool is trusted, the removed tools whose pins are dropped. Names and text come
     from the server: escaped, and cut as the diff cuts them. Returns how many characters of
     what would be pinned were not shown (then nothing may be accepted here)."""
-    from keen.trust.pins import definition_diff
-
     cut = 0
     for check in report.checks:
         if check.status == "removed":
@@ -357,12 +371,7 @@ def _print_to_accept(report: PinReport, wanted: set[str] | None, flags: dict[str
         if check.quarantined:
             cut += _print_check(check, flags.get(check.name, []), report.server)
         elif report.pinned and not report.reviewed.get(check.name, False):
-            cut += _print_header(
-                "[bold]pinned by a first call, not reviewed[/]", [check.name], "", report.server
-            )
-            cut += _print_diff(definition_diff(None, check.new, new_name=check.name), report.server)
-            for flag in flags.get(check.name, []):
-                _print_flag(flag)
+            cut += _print_unreviewed(check, flags.get(check.name, []), report.server)
     # Trusting every tool pins the server info too: shown unless pinned and reviewed as it is.
     if wanted is None and report.info is not None and report.info.shown:
         cut += _print_info(report.info, report.server)
