@@ -4,10 +4,15 @@ agent sends it to the model, and its own log rebuilds the whole again."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import anyio
 import pytest
 
 from helpers.agent_world import MCP, World, call, step
 from keen.agent.resume import message_record, restore
+from keen.agent.unfinished import CANCELLED
 
 pytestmark = pytest.mark.anyio
 
@@ -49,3 +54,74 @@ async def test_the_rebuilt_conversation_is_the_live_one_and_a_resumed_agent_send
     # The resumed session's own log rebuilds the whole conversation, its parent's turns too.
     chained = restore(second)
     assert [message_record(m) for m in chained.messages] == again and chained.turns == 3
+
+
+def _records(messages: list[Any]) -> list[dict[str, Any]]:
+    return [message_record(m) for m in messages]
+
+
+async def test_a_result_the_agent_explained_is_restored_as_the_model_read_it(world: World) -> None:
+    # A call denied at visibility (no schema read: the agent rewrites the harness's text) and
+    # one the ask mode denies with no approver (the front end's denial_note added): the
+    # history keeps the agent's words, not the harness's raw result that the log also holds.
+    model = world.script(
+        step(call(MCP, server="basic", tool="echo", arguments={"text": "hi"})),
+        step(call("read_file", path=world.schema("basic", "fail"))),
+        step(call(MCP, server="basic", tool="fail", arguments={"message": "m"})),
+        step(content="done"),
+    )
+    async with (
+        world.runtime("basic") as rt,
+        world.agent(rt, model, denial_note="NOTE-RERUN-WITH-YES") as agent,
+    ):
+        await agent.run_turn("go")
+        live = _records(agent.history)
+        log = agent.harness.log.path
+    assert "NOTE-RERUN-WITH-YES" in live[1]["content"] and "no search needed" in live[1]["content"]
+    restored = restore(log)
+    assert _records(restored.messages) == live
+    assert (restored.turns, restored.calls) == (1, 3)
+
+
+@pytest.mark.parametrize("schema_first", [True, False], ids=["after-a-call", "first-call"])
+async def test_a_cancelled_turn_is_restored_as_the_agent_kept_it(world: World, schema_first: bool) -> None:
+    # The user cancels while the sleep call waits for approval: it never ran, nor did the
+    # echo after it. As the turn's first call (the schema read in the turn before), the
+    # agent has no record to compact and keeps the traffic; the rebuild must too.
+    steps = [step(call("read_file", path=world.schema("basic", "sleep")))]
+    if not schema_first:
+        steps.append(step(content="read it"))
+    steps.append(
+        step(
+            call(MCP, server="basic", tool="sleep", arguments={"seconds": 30}),
+            call(MCP, server="basic", tool="echo", arguments={"text": "x"}),
+        )
+    )
+    model = world.script(*steps)
+    scope = anyio.CancelScope()
+
+    async def approver(request: Any) -> Any:
+        scope.cancel()
+        await anyio.sleep_forever()
+
+    async with world.runtime("basic") as rt, world.agent(rt, model, approver=approver) as agent:
+        if not schema_first:
+            await agent.run_turn("read the sleep schema")
+        with scope:
+            await agent.run_turn("sleep a while")
+        assert agent.last_result is not None and agent.last_result.cancelled
+        live = _records(agent.history)
+        log = agent.harness.log.path
+    assert [m["content"] for m in live if m.get("role") == "tool"] == (
+        [] if schema_first else [CANCELLED, CANCELLED]
+    )
+    assert _records(restore(log).messages) == live
+    # A log from a Keen whose agent.turn did not hold the turn's messages: rebuilt from the
+    # calls' events, the cancelled calls answered as the live agent answered them.
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    for event in events:
+        if event["type"] == "agent.turn":
+            del event["messages"], event["calls"]
+    older = log.with_name("older.jsonl")
+    older.write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert _records(restore(older).messages) == live

@@ -9,9 +9,12 @@ docs/chat.md "Resuming a session". The conversation is rebuilt from the session'
   gave it);
 - ``result``: each call's result, the text the harness gave the model, matched to the
   turn's calls in order (the agent runs them one after the other);
-- ``agent.turn``: the turn's end, where its tool traffic is compacted as the live session
-  compacted it (:func:`~keen.agent.compaction.compact_turn`); a turn the log does not end
-  (the process was killed during it) is compacted the same, without an answer;
+- ``agent.turn``: the turn's end, with the messages the agent kept of the turn (its tool
+  traffic compacted, each result as the model read it: the front end's hints and notes
+  included), which replace the turn's rebuilt messages. A log written before the event held
+  them, and a turn the log does not end (the process was killed during it), get the turn
+  rebuilt from the events above and compacted as the agent compacts
+  (:func:`~keen.agent.compaction.compact_turn`), without an answer for a killed turn;
 - ``agent.activate``: a skill activated with ``/SKILL`` (its text, which later turns keep);
 - ``agent.resume``: the conversation a resumed session began with (its parent's, whole), so
   a log is enough on its own even when its parent is gone.
@@ -54,7 +57,6 @@ LOG_FORMAT = 1
 same shape)."""
 
 _NO_RESULT = "no result recorded: the session ended before this call finished"
-_CANCELLED = "cancelled by the user before this call ran"
 _PREVIEW = 60
 _ROLES = ("user", "assistant", "tool")
 
@@ -289,8 +291,12 @@ class _Rebuild:
     def result(self, event: dict[str, Any]) -> None:
         if self.start is None or not self.waiting:
             return  # a call outside a turn (a slash command's): not the model's
-        call = self.waiting.pop(0)
         text, outcome = str(event.get("text") or ""), str(event.get("outcome") or "error")
+        if outcome == "cancelled":
+            # The call was stopped with its turn: the agent gave it no result of this call's
+            # (the turn's end answers it: close).
+            return
+        call = self.waiting.pop(0)
         self.answer(call, text, outcome)
         server = event.get("server")
         if isinstance(server, str) and server:
@@ -309,13 +315,34 @@ class _Rebuild:
         )
         self.records.append(CallRecord(call.name, call.arguments, outcome, text))
 
+    def ended(self, event: dict[str, Any], number: int) -> None:
+        """The turn's end: the messages the agent kept of it, when the log holds them (a Keen
+        before it did not write them: the turn is rebuilt from its events instead)."""
+        raw = event.get("messages")
+        if self.start is None or raw is None:
+            self.close(finished=True, cancelled=event.get("cancelled") is True)
+            return
+        if not isinstance(raw, list):
+            raise _shape(self.where(number), "a turn's messages that are not a list")
+        kept = [_message(m, self.where(number)) for m in raw]
+        calls = event.get("calls")
+        self.calls += calls if isinstance(calls, int) and calls >= 0 else len(self.records)
+        self.history = self.history[: self.start] + kept
+        self.start, self.records, self.waiting = None, [], []
+
     def close(self, *, finished: bool, cancelled: bool = False) -> None:
         """End the open turn: calls without a result get one saying so (as the agent answered
-        them when the turn was cancelled), then compaction."""
+        them when the turn was cancelled: :func:`~keen.agent.unfinished.answer_pending`), then
+        compaction."""
         if self.start is None:
             return
-        for call in self.waiting:
-            self.answer(call, _CANCELLED if cancelled else _NO_RESULT, "error")
+        if cancelled:
+            from keen.agent.unfinished import CANCELLED, answer_pending
+
+            answer_pending(self.history, CANCELLED)
+        else:
+            for call in self.waiting:
+                self.answer(call, _NO_RESULT, "error")
         if not finished:
             self.notes.append(
                 f"turn {self.turns} ({one_line(self.said, _PREVIEW)}) did not finish (the session ended "
@@ -383,7 +410,7 @@ def restore(path: Path) -> Restored:
             elif kind == "result":
                 rebuild.result(event)
             elif kind == "agent.turn":
-                rebuild.close(finished=True, cancelled=event.get("cancelled") is True)
+                rebuild.ended(event, number)
             elif kind == "agent.activate":
                 rebuild.activated(event)
             elif kind == "agent.resume":
