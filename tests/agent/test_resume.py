@@ -5,13 +5,15 @@ agent sends it to the model, and its own log rebuilds the whole again."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
 from helpers.agent_world import MCP, World, call, step
-from keen.agent.resume import message_record, restore
+from keen.agent.resume import find_session, message_record, restore
 from keen.agent.unfinished import CANCELLED
 
 pytestmark = pytest.mark.anyio
@@ -125,3 +127,52 @@ async def test_a_cancelled_turn_is_restored_as_the_agent_kept_it(world: World, s
     older = log.with_name("older.jsonl")
     older.write_text("".join(json.dumps(e) + "\n" for e in events))
     assert _records(restore(older).messages) == live
+
+
+def _write_log(path: Path, events: list[dict[str, Any]], *, age: float = 0.0) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    when = path.stat().st_mtime - age
+    os.utime(path, (when, when))
+    return path
+
+
+def _chat_events(cwd: Path) -> list[dict[str, Any]]:
+    return [
+        {"type": "session.start", "workspace": str(cwd)},
+        {"type": "agent.start", "log_format": 1},
+        {"type": "agent.user", "turn": 1, "text": "hello"},
+        {"type": "agent.model", "content": "hi", "tool_calls": [], "stop": "end"},
+        {"type": "agent.turn", "turn": 1},
+    ]
+
+
+def test_resume_alone_reads_only_the_head_of_a_log_that_is_no_chat(keen_home: Path, tmp_path: Path) -> None:
+    sessions = keen_home / "sessions"
+    chat = _write_log(sessions / "20261129T100000Z-aaaaaa.jsonl", _chat_events(tmp_path), age=3600)
+    # A keen serve log of the same directory, written to since (one can be GBs of results).
+    # Its tail looks like a chat's, which the search must never reach: agent.start follows
+    # session.start in every chat log.
+    served = [{"type": "result", "server": "s", "tool": "t", "outcome": "ok", "text": "x"}] * 50
+    _write_log(
+        sessions / "20261129T110000Z-bbbbbb.jsonl",
+        [*_chat_events(tmp_path)[:1], *served, *_chat_events(tmp_path)[1:]],
+    )
+    assert find_session(None, tmp_path) == chat
+
+
+def test_a_line_nested_too_deep_is_a_damaged_line_not_an_internal_error(
+    keen_home: Path, tmp_path: Path
+) -> None:
+    events = _chat_events(tmp_path)
+    log = _write_log(keen_home / "sessions" / "20261129T100000Z-cccccc.jsonl", events)
+    text = log.read_text().splitlines(keepends=True)
+    text.insert(3, "[" * 200_000 + "]" * 200_000 + "\n")
+    log.write_text("".join(text))
+    assert find_session(None, tmp_path) == log
+    restored = restore(log)
+    assert restored.notes == ["line 4 is not a readable event (the file was damaged); skipped"]
+    assert [message_record(m) for m in restored.messages] == [
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "hi"},
+    ]

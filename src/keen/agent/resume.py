@@ -58,6 +58,8 @@ same shape)."""
 
 _NO_RESULT = "no result recorded: the session ended before this call finished"
 _PREVIEW = 60
+_HEAD = 8
+"""Events of a log read at most for its ``agent.start`` when looking for this directory's chat."""
 _ROLES = ("user", "assistant", "tool")
 
 
@@ -155,7 +157,9 @@ def _events(path: Path, notes: list[str] | None = None) -> Iterator[tuple[int, d
                 continue
             try:
                 event = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+            except (ValueError, RecursionError):
+                # JSONDecodeError and UnicodeDecodeError are ValueErrors; a line nested
+                # deeper than the parser's recursion limit raises RecursionError.
                 event = None
             if isinstance(event, dict) and isinstance(event.get("type"), str):
                 yield number, event  # pyright: ignore[reportUnknownArgumentType]
@@ -173,12 +177,16 @@ def _resumable_here(path: Path, cwd: Path) -> bool:
     where that is known."""
     chat = False
     try:
-        for _, event in _events(path):
+        for seen, (_, event) in enumerate(_events(path), 1):
             kind = event["type"]
             if kind == "session.start" and not _same_place(str(event.get("workspace") or ""), cwd):
                 return False
             if kind == "agent.start":
                 chat = True
+            elif not chat and seen >= _HEAD:
+                # The agent writes agent.start right after session.start: a log without it
+                # by now is a keen serve or library session, read no further (one can be GBs).
+                return False
             elif chat and kind in ("agent.user", "agent.resume", "agent.activate"):
                 return True
     except OSError:
