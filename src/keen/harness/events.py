@@ -531,7 +531,7 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
         for line in f:
             try:
                 event = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # nested deeper than the parser goes: damaged too
                 continue
             if isinstance(event, dict):
                 yield event  # type: ignore[misc]
