@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from helpers.agent_world import MCP, World, call, step
+from keen._redact import REDACTED, redactor
 from keen.agent.resume import find_session, message_record, restore
 from keen.agent.unfinished import CANCELLED
 
@@ -176,3 +177,42 @@ def test_a_line_nested_too_deep_is_a_damaged_line_not_an_internal_error(
         {"role": "user", "content": "hello"},
         {"role": "assistant", "content": "hi"},
     ]
+
+
+async def test_a_secret_known_now_but_not_when_the_log_was_written_does_not_go_back(
+    world: World, tmp_path: Path
+) -> None:
+    secret = "tok-Zq81mXkP0vB7-resume"
+    args = {"server": "basic", "tool": "echo", "arguments": {"text": secret}}
+    log = _write_log(
+        world.home / "sessions" / "20261129T100000Z-dddddd.jsonl",
+        [
+            {"type": "session.start", "workspace": str(tmp_path)},
+            {"type": "agent.start", "log_format": 1},
+            {"type": "agent.user", "turn": 1, "text": f"my token is {secret}"},
+            {
+                "type": "agent.model",
+                "content": "",
+                "tool_calls": [{"id": "c1", "name": MCP, "arguments": args}],
+            },
+            {"type": "result", "server": "basic", "outcome": "ok", "text": f"echo: {secret}"},
+            {"type": "agent.model", "content": f"noted {secret}", "tool_calls": [], "stop": "end"},
+            {"type": "agent.turn", "turn": 1},
+        ],
+    )
+    restored = restore(log)
+    # The user's text, the compacted record (the call's arguments and its result) and the answer.
+    before = json.dumps(_records(restored.messages))
+    assert [secret in json.dumps(message_record(m)) for m in restored.messages] == [True, True, True]
+    model = world.script(step(content="fine"))
+    async with world.runtime("basic") as rt, world.agent(rt, model) as agent:
+        redactor.add(secret)  # as a provider adds the key it was opened with
+        agent.resume(restored)
+        await agent.run_turn("and now?")
+        new_log = agent.harness.log.path
+    sent = [message_record(m) for m in model.sent[-1][0]]
+    assert sent[1:] == [
+        *json.loads(before.replace(secret, REDACTED)),
+        {"role": "user", "content": "and now?"},
+    ]
+    assert secret not in new_log.read_text()

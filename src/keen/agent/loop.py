@@ -54,7 +54,7 @@ from keen._text import closed
 from keen.agent.compaction import CallRecord, compact_turn
 from keen.agent.models import Message, Model, ModelDone, ModelError, TextDelta, ToolCall
 from keen.agent.reconnect import reconnect_line, retry_words
-from keen.agent.resume import LOG_FORMAT, Restored, message_record
+from keen.agent.resume import LOG_FORMAT, Restored, message_record, redacted
 from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt, offered_skills
 from keen.agent.unfinished import CANCELLED, CUT_CALLS, UNFINISHED, answer_pending, not_run
 from keen.capabilities import PermissionMode, capability_id
@@ -645,8 +645,10 @@ class Agent:
         (:func:`keen.agent.resume.restore`; ``keen chat --resume``): it becomes the history,
         the turns are numbered on from it, and this session's log records it whole in an
         ``agent.resume`` event naming its parent, so this log suffices to resume this
-        session in turn. Call it before the first turn."""
-        self.history = list(restored.messages)
+        session in turn. Call it before the first turn, once the runtime and the model are
+        open: each message is redacted again with the secrets known then (a key configured
+        since the log was written; :func:`keen.agent.resume.redacted`)."""
+        self.history = [redacted(m) for m in restored.messages]
         self.turns = restored.turns
         self.harness.log.emit(
             "agent.resume",
@@ -654,7 +656,7 @@ class Agent:
             turns=restored.turns,
             calls=restored.calls,
             servers=restored.servers,
-            messages=[message_record(m) for m in restored.messages],
+            messages=[message_record(m) for m in self.history],
         )
 
     def reload_catalog(self) -> None:

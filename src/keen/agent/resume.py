@@ -20,7 +20,9 @@ docs/chat.md "Resuming a session". The conversation is rebuilt from the session'
   a log is enough on its own even when its parent is gone.
 
 The log holds every string redacted (:mod:`keen._redact`): a secret redacted there stays
-redacted in the rebuilt conversation, since the rebuild reads nothing else. The old log is
+redacted in the rebuilt conversation, since the rebuild reads nothing else; a secret Keen
+knows now but did not when the log was written is redacted as the agent takes the
+conversation (:func:`redacted`). The old log is
 only read, never written: the resumed session gets a log of its own whose
 ``agent.resume`` event names its parent. A line that is not JSON (a crash mid-write, a
 damaged copy) is skipped and said; a log written by a newer Keen, or that is not a chat
@@ -47,6 +49,7 @@ __all__ = [
     "SessionNotResumable",
     "find_session",
     "message_record",
+    "redacted",
     "restore",
     "summary",
 ]
@@ -107,6 +110,21 @@ def message_record(message: Message) -> dict[str, Any]:
         if value:
             record[name] = value
     return record
+
+
+def redacted(message: Message) -> Message:
+    """``message`` with every secret Keen knows now replaced by ``[REDACTED]`` (:mod:`keen._redact`),
+    its text and its tool calls' arguments: a log holds a secret in clear when Keen learnt it
+    only after the log was written (a key configured since), and a resumed conversation
+    must not send it back to the model."""
+    from dataclasses import replace
+
+    from keen._redact import redactor
+
+    calls = [
+        replace(c, arguments=redactor.redact_json(c.arguments, patterns=True)) for c in message.tool_calls
+    ]
+    return replace(message, content=redactor.redact(message.content), tool_calls=calls)
 
 
 def _tool_call(raw: Any, where: str) -> Any:
