@@ -200,3 +200,19 @@ def test_a_server_no_longer_configured_is_said_and_its_calls_stay(home: Home) ->
     flat = " ".join(run.stderr.split())
     assert "server demo, which the conversation used, is no longer configured" in flat, run.stderr
     assert any("call_mcp_tool demo/convert_units" in text for _, text in sent(fake))
+
+
+def test_a_server_now_disabled_is_said_and_its_calls_stay(home: Home) -> None:
+    first_session(home)
+    entries = json.loads(home.config_path.read_text())["servers"]
+    entries["demo"]["enabled"] = False
+    home.write(entries)
+    with FakeLLM([Reply(text="It is off.")]) as fake:
+        run = chat(home, fake, "--resume", "-p", "convert again")
+    assert run.code == 0, str(run)
+    flat = " ".join(run.stderr.split())
+    assert (
+        "server demo, which the conversation used, is disabled in configs.json: its calls stay in the "
+        "history as recorded, and new calls to it fail until it is enabled (keen mcp enable demo)"
+    ) in flat, run.stderr
+    assert any("call_mcp_tool demo/convert_units" in text for _, text in sent(fake))

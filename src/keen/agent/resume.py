@@ -461,10 +461,17 @@ def restore(path: Path) -> Restored:
     )
 
 
-def summary(restored: Restored, session_id: str, configured: Collection[str], cwd: Path) -> list[str]:
+def summary(
+    restored: Restored,
+    session_id: str,
+    configured: Collection[str],
+    cwd: Path,
+    disabled: Collection[str] = (),
+) -> list[str]:
     """What a front end says about a resumed conversation: what came back, the new session's
     id and its parent, and one line per thing the user should know (a line of the log
-    skipped, a turn that did not finish, a server no longer configured, another directory)."""
+    skipped, a turn that did not finish, a server no longer configured or ``disabled`` in
+    configs.json, another directory)."""
     last = next((m.content for m in reversed(restored.messages) if m.role == "user" and not m.kind), "")
     said = f'; last message: "{one_line(last, _PREVIEW)}"' if last else ""
     lines = [
@@ -478,6 +485,11 @@ def summary(restored: Restored, session_id: str, configured: Collection[str], cw
             lines.append(
                 f"server {server}, which the conversation used, is no longer configured: its calls stay in "
                 "the history as recorded, and new calls to it fail until it is added again (keen mcp add)"
+            )
+        elif server in disabled:
+            lines.append(
+                f"server {server}, which the conversation used, is disabled in configs.json: its calls stay in "
+                f"the history as recorded, and new calls to it fail until it is enabled (keen mcp enable {server})"
             )
     if restored.workspace and not _same_place(restored.workspace, cwd):
         lines.append(f"the session ran in {restored.workspace}; the local tools now read {cwd}")
