@@ -4,10 +4,18 @@ agent sends it to the model, and its own log rebuilds the whole again."""
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
 import pytest
 
 from helpers.agent_world import MCP, World, call, step
-from keen.agent.resume import message_record, restore
+from keen._redact import REDACTED, redactor
+from keen.agent.resume import find_session, message_record, restore
+from keen.agent.unfinished import CANCELLED
 
 pytestmark = pytest.mark.anyio
 
@@ -49,3 +57,162 @@ async def test_the_rebuilt_conversation_is_the_live_one_and_a_resumed_agent_send
     # The resumed session's own log rebuilds the whole conversation, its parent's turns too.
     chained = restore(second)
     assert [message_record(m) for m in chained.messages] == again and chained.turns == 3
+
+
+def _records(messages: list[Any]) -> list[dict[str, Any]]:
+    return [message_record(m) for m in messages]
+
+
+async def test_a_result_the_agent_explained_is_restored_as_the_model_read_it(world: World) -> None:
+    # A call denied at visibility (no schema read: the agent rewrites the harness's text) and
+    # one the ask mode denies with no approver (the front end's denial_note added): the
+    # history keeps the agent's words, not the harness's raw result that the log also holds.
+    model = world.script(
+        step(call(MCP, server="basic", tool="echo", arguments={"text": "hi"})),
+        step(call("read_file", path=world.schema("basic", "fail"))),
+        step(call(MCP, server="basic", tool="fail", arguments={"message": "m"})),
+        step(content="done"),
+    )
+    async with (
+        world.runtime("basic") as rt,
+        world.agent(rt, model, denial_note="NOTE-RERUN-WITH-YES") as agent,
+    ):
+        await agent.run_turn("go")
+        live = _records(agent.history)
+        log = agent.harness.log.path
+    assert "NOTE-RERUN-WITH-YES" in live[1]["content"] and "no search needed" in live[1]["content"]
+    restored = restore(log)
+    assert _records(restored.messages) == live
+    assert (restored.turns, restored.calls) == (1, 3)
+
+
+@pytest.mark.parametrize("schema_first", [True, False], ids=["after-a-call", "first-call"])
+async def test_a_cancelled_turn_is_restored_as_the_agent_kept_it(world: World, schema_first: bool) -> None:
+    # The user cancels while the sleep call waits for approval: it never ran, nor did the
+    # echo after it. As the turn's first call (the schema read in the turn before), the
+    # agent has no record to compact and keeps the traffic; the rebuild must too.
+    steps = [step(call("read_file", path=world.schema("basic", "sleep")))]
+    if not schema_first:
+        steps.append(step(content="read it"))
+    steps.append(
+        step(
+            call(MCP, server="basic", tool="sleep", arguments={"seconds": 30}),
+            call(MCP, server="basic", tool="echo", arguments={"text": "x"}),
+        )
+    )
+    model = world.script(*steps)
+    scope = anyio.CancelScope()
+
+    async def approver(request: Any) -> Any:
+        scope.cancel()
+        await anyio.sleep_forever()
+
+    async with world.runtime("basic") as rt, world.agent(rt, model, approver=approver) as agent:
+        if not schema_first:
+            await agent.run_turn("read the sleep schema")
+        with scope:
+            await agent.run_turn("sleep a while")
+        assert agent.last_result is not None and agent.last_result.cancelled
+        live = _records(agent.history)
+        log = agent.harness.log.path
+    assert [m["content"] for m in live if m.get("role") == "tool"] == (
+        [] if schema_first else [CANCELLED, CANCELLED]
+    )
+    assert _records(restore(log).messages) == live
+    # A log from a Keen whose agent.turn did not hold the turn's messages: rebuilt from the
+    # calls' events, the cancelled calls answered as the live agent answered them.
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    for event in events:
+        if event["type"] == "agent.turn":
+            del event["messages"], event["calls"]
+    older = log.with_name("older.jsonl")
+    older.write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert _records(restore(older).messages) == live
+
+
+def _write_log(path: Path, events: list[dict[str, Any]], *, age: float = 0.0) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    when = path.stat().st_mtime - age
+    os.utime(path, (when, when))
+    return path
+
+
+def _chat_events(cwd: Path) -> list[dict[str, Any]]:
+    return [
+        {"type": "session.start", "workspace": str(cwd)},
+        {"type": "agent.start", "log_format": 1},
+        {"type": "agent.user", "turn": 1, "text": "hello"},
+        {"type": "agent.model", "content": "hi", "tool_calls": [], "stop": "end"},
+        {"type": "agent.turn", "turn": 1},
+    ]
+
+
+def test_resume_alone_reads_only_the_head_of_a_log_that_is_no_chat(keen_home: Path, tmp_path: Path) -> None:
+    sessions = keen_home / "sessions"
+    chat = _write_log(sessions / "20261129T100000Z-aaaaaa.jsonl", _chat_events(tmp_path), age=3600)
+    # A keen serve log of the same directory, written to since (one can be GBs of results).
+    # Its tail looks like a chat's, which the search must never reach: agent.start follows
+    # session.start in every chat log.
+    served = [{"type": "result", "server": "s", "tool": "t", "outcome": "ok", "text": "x"}] * 50
+    _write_log(
+        sessions / "20261129T110000Z-bbbbbb.jsonl",
+        [*_chat_events(tmp_path)[:1], *served, *_chat_events(tmp_path)[1:]],
+    )
+    assert find_session(None, tmp_path) == chat
+
+
+def test_a_line_nested_too_deep_is_a_damaged_line_not_an_internal_error(
+    keen_home: Path, tmp_path: Path
+) -> None:
+    events = _chat_events(tmp_path)
+    log = _write_log(keen_home / "sessions" / "20261129T100000Z-cccccc.jsonl", events)
+    text = log.read_text().splitlines(keepends=True)
+    text.insert(3, "[" * 200_000 + "]" * 200_000 + "\n")
+    log.write_text("".join(text))
+    assert find_session(None, tmp_path) == log
+    restored = restore(log)
+    assert restored.notes == ["line 4 is not a readable event (the file was damaged); skipped"]
+    assert [message_record(m) for m in restored.messages] == [
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "hi"},
+    ]
+
+
+async def test_a_secret_known_now_but_not_when_the_log_was_written_does_not_go_back(
+    world: World, tmp_path: Path
+) -> None:
+    secret = "tok-Zq81mXkP0vB7-resume"
+    args = {"server": "basic", "tool": "echo", "arguments": {"text": secret}}
+    log = _write_log(
+        world.home / "sessions" / "20261129T100000Z-dddddd.jsonl",
+        [
+            {"type": "session.start", "workspace": str(tmp_path)},
+            {"type": "agent.start", "log_format": 1},
+            {"type": "agent.user", "turn": 1, "text": f"my token is {secret}"},
+            {
+                "type": "agent.model",
+                "content": "",
+                "tool_calls": [{"id": "c1", "name": MCP, "arguments": args}],
+            },
+            {"type": "result", "server": "basic", "outcome": "ok", "text": f"echo: {secret}"},
+            {"type": "agent.model", "content": f"noted {secret}", "tool_calls": [], "stop": "end"},
+            {"type": "agent.turn", "turn": 1},
+        ],
+    )
+    restored = restore(log)
+    # The user's text, the compacted record (the call's arguments and its result) and the answer.
+    before = json.dumps(_records(restored.messages))
+    assert [secret in json.dumps(message_record(m)) for m in restored.messages] == [True, True, True]
+    model = world.script(step(content="fine"))
+    async with world.runtime("basic") as rt, world.agent(rt, model) as agent:
+        redactor.add(secret)  # as a provider adds the key it was opened with
+        agent.resume(restored)
+        await agent.run_turn("and now?")
+        new_log = agent.harness.log.path
+    sent = [message_record(m) for m in model.sent[-1][0]]
+    assert sent[1:] == [
+        *json.loads(before.replace(secret, REDACTED)),
+        {"role": "user", "content": "and now?"},
+    ]
+    assert secret not in new_log.read_text()

@@ -170,6 +170,7 @@ def test_logs_that_cannot_be_resumed_say_why_and_what_to_do(home: Home, tmp_path
             "both": chat(home, fake, "--resume", "20990101T", "-p", "hi"),
             "here": chat(home, fake, "--resume", "-p", "hi", cwd=elsewhere),
             "bare": chat(home, fake, "20990101T000000Z-aaaaaa", "-p", "hi"),
+            "unquoted": chat(home, fake, "-p", "hello", "there"),
         }
         assert fake.requests == []
     expected = {
@@ -178,7 +179,9 @@ def test_logs_that_cannot_be_resumed_say_why_and_what_to_do(home: Home, tmp_path
         "unknown": r"no session 'nope' in .*; `keen sessions list` lists them",
         "both": r"'20990101T' starts 2 session ids .*; give more of it",
         "here": r"no chat session of this directory \(.*elsewhere\) to resume .*keen chat --resume ID",
-        "bare": r"is not an option of keen chat; .*run keen chat --resume 20990101T000000Z-aaaaaa",
+        "bare": r"unexpected argument '20990101T000000Z-aaaaaa': quote the prompt \(-p \"\.\.\.\"\), or resume "
+        r"a session with keen chat --resume ID",
+        "unquoted": r"unexpected argument 'there': quote the prompt \(-p \"\.\.\.\"\), or resume",
     }
     import re
 
@@ -196,4 +199,20 @@ def test_a_server_no_longer_configured_is_said_and_its_calls_stay(home: Home) ->
     assert run.code == 0, str(run)
     flat = " ".join(run.stderr.split())
     assert "server demo, which the conversation used, is no longer configured" in flat, run.stderr
+    assert any("call_mcp_tool demo/convert_units" in text for _, text in sent(fake))
+
+
+def test_a_server_now_disabled_is_said_and_its_calls_stay(home: Home) -> None:
+    first_session(home)
+    entries = json.loads(home.config_path.read_text())["servers"]
+    entries["demo"]["enabled"] = False
+    home.write(entries)
+    with FakeLLM([Reply(text="It is off.")]) as fake:
+        run = chat(home, fake, "--resume", "-p", "convert again")
+    assert run.code == 0, str(run)
+    flat = " ".join(run.stderr.split())
+    assert (
+        "server demo, which the conversation used, is disabled in configs.json: its calls stay in the "
+        "history as recorded, and new calls to it fail until it is enabled (keen mcp enable demo)"
+    ) in flat, run.stderr
     assert any("call_mcp_tool demo/convert_units" in text for _, text in sent(fake))

@@ -597,3 +597,13 @@ def test_a_misspelt_permission_mode_is_refused_not_run_as_one_that_allows_writes
         h.set_mode("Auto")  # type: ignore[arg-type]
     assert h.mode == "read-only"
     h.close()
+
+
+def test_a_line_nested_too_deep_is_skipped_like_a_torn_one(tmp_path: Path) -> None:
+    # json.loads raises RecursionError, not JSONDecodeError, for this: keen sessions show
+    # failed with an internal error on a damaged log instead of showing the rest.
+    log = tmp_path / "deep.jsonl"
+    log.write_text(
+        '{"type": "session.start"}\n' + "[" * 200_000 + "]" * 200_000 + '\n{"type": "step.start"}\n'
+    )
+    assert [e["type"] for e in read_events(log)] == ["session.start", "step.start"]

@@ -4,6 +4,7 @@ absolute paths and symlinks out are refused, directly and through the harness.""
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,30 @@ def test_a_slice_past_the_end_or_through_a_huge_line_says_so(tmp_path: Path) -> 
     first, note = cut.rsplit("\n", 1)
     assert first.startswith("     2\téé") and set(first.split("\t", 1)[1]) == {"é"}
     assert note.startswith("[the slice stopped in line 2: a slice reads at most"), note
+
+
+def test_a_slice_stops_when_its_caller_stopped_it_even_inside_one_huge_line(tmp_path: Path) -> None:
+    # A sparse file of zeros, no newline in it: skipping to line 2 reads it all unless the
+    # stop event (set when the user pressed Ctrl-C) is checked per chunk, not per line.
+    with (tmp_path / "sparse.bin").open("wb") as f:
+        f.truncate(local.MAX_FILE_BYTES * 16)
+    stop = threading.Event()
+    stop.set()
+    ws = Workspace(tmp_path)
+    with pytest.raises(LocalToolError, match=r"^stopped$"):
+        ws.run("read_file", {"path": "sparse.bin", "offset": 2, "limit": 1}, stop)
+    with pytest.raises(LocalToolError, match=r"^stopped$"):
+        ws.run("read_file", {"path": "sparse.bin", "offset": 1, "limit": 1}, stop)
+
+
+def test_a_slice_past_its_deadline_stops_with_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _big_file(tmp_path / "big.log")
+    monkeypatch.setattr(local, "WALK_SECONDS", 0.0)  # the deadline is over before the first line
+    ws = Workspace(tmp_path)
+    skipping = ws.run("read_file", {"path": "big.log", "offset": rows, "limit": 1}).text
+    assert (
+        skipping
+        == f"[stopped after 0 s at line 1, before offset={rows}: that far into the file is too far to reach in time]"
+    )
+    reading = ws.run("read_file", {"path": "big.log", "offset": 1, "limit": 5}).text
+    assert reading == "[stopped after 0 s at line 1, before reading it: read a smaller slice]"

@@ -54,9 +54,9 @@ from keen._text import closed
 from keen.agent.compaction import CallRecord, compact_turn
 from keen.agent.models import Message, Model, ModelDone, ModelError, TextDelta, ToolCall
 from keen.agent.reconnect import reconnect_line, retry_words
-from keen.agent.resume import LOG_FORMAT, Restored, message_record
+from keen.agent.resume import LOG_FORMAT, Restored, message_record, redacted
 from keen.agent.system_prompt import DEFAULT_PROMPT_BUDGET, build_system_prompt, offered_skills
-from keen.agent.unfinished import CUT_CALLS, UNFINISHED, not_run
+from keen.agent.unfinished import CANCELLED, CUT_CALLS, UNFINISHED, answer_pending, not_run
 from keen.capabilities import PermissionMode, capability_id
 from keen.errors import KeenError, Remedy, ServerDisconnected
 from keen.gateway import CALL_MCP_TOOL, ApprovalRequest, for_model
@@ -269,7 +269,7 @@ class Agent:
             view.notice(f"model error: {exc.message}")
         except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
             result.cancelled, result.error = True, "cancelled by the user"
-            self._answer_pending("cancelled by the user before this call ran")
+            answer_pending(self.history, CANCELLED)
             raise
         finally:
             self._finish(start, records, result, time.monotonic() - began)
@@ -475,23 +475,12 @@ class Agent:
             error=result.error,
             cancelled=result.cancelled,
             seconds=round(seconds, 3),
+            # What the history keeps of the turn, as the model reads it from now on (the
+            # explained texts, compacted): a resumed session takes this, not a rebuild
+            # from the calls' raw results (keen.agent.resume).
+            calls=len(records),
+            messages=[message_record(m) for m in self.history[start:]],
         )
-
-    def _answer_pending(self, why: str) -> None:
-        """Give every tool call of the last assistant message without a result one, so the
-        history stays valid for the providers (each tool call needs its result)."""
-        for index in range(len(self.history) - 1, -1, -1):
-            message = self.history[index]
-            if message.role == "assistant" and message.tool_calls:
-                answered = {m.tool_call_id for m in self.history[index + 1 :] if m.role == "tool"}
-                for call in message.tool_calls:
-                    if call.id not in answered:
-                        self.history.append(
-                            Message("tool", why, tool_call_id=call.id, name=call.name, kind="tool_traffic")
-                        )
-                return
-            if message.role == "user":
-                return
 
     # -- gates and wording -------------------------------------------------------------------
 
@@ -656,8 +645,10 @@ class Agent:
         (:func:`keen.agent.resume.restore`; ``keen chat --resume``): it becomes the history,
         the turns are numbered on from it, and this session's log records it whole in an
         ``agent.resume`` event naming its parent, so this log suffices to resume this
-        session in turn. Call it before the first turn."""
-        self.history = list(restored.messages)
+        session in turn. Call it before the first turn, once the runtime and the model are
+        open: each message is redacted again with the secrets known then (a key configured
+        since the log was written; :func:`keen.agent.resume.redacted`)."""
+        self.history = [redacted(m) for m in restored.messages]
         self.turns = restored.turns
         self.harness.log.emit(
             "agent.resume",
@@ -665,7 +656,7 @@ class Agent:
             turns=restored.turns,
             calls=restored.calls,
             servers=restored.servers,
-            messages=[message_record(m) for m in restored.messages],
+            messages=[message_record(m) for m in self.history],
         )
 
     def reload_catalog(self) -> None:

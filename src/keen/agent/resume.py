@@ -9,15 +9,20 @@ docs/chat.md "Resuming a session". The conversation is rebuilt from the session'
   gave it);
 - ``result``: each call's result, the text the harness gave the model, matched to the
   turn's calls in order (the agent runs them one after the other);
-- ``agent.turn``: the turn's end, where its tool traffic is compacted as the live session
-  compacted it (:func:`~keen.agent.compaction.compact_turn`); a turn the log does not end
-  (the process was killed during it) is compacted the same, without an answer;
+- ``agent.turn``: the turn's end, with the messages the agent kept of the turn (its tool
+  traffic compacted, each result as the model read it: the front end's hints and notes
+  included), which replace the turn's rebuilt messages. A log written before the event held
+  them, and a turn the log does not end (the process was killed during it), get the turn
+  rebuilt from the events above and compacted as the agent compacts
+  (:func:`~keen.agent.compaction.compact_turn`), without an answer for a killed turn;
 - ``agent.activate``: a skill activated with ``/SKILL`` (its text, which later turns keep);
 - ``agent.resume``: the conversation a resumed session began with (its parent's, whole), so
   a log is enough on its own even when its parent is gone.
 
 The log holds every string redacted (:mod:`keen._redact`): a secret redacted there stays
-redacted in the rebuilt conversation, since the rebuild reads nothing else. The old log is
+redacted in the rebuilt conversation, since the rebuild reads nothing else; a secret Keen
+knows now but did not when the log was written is redacted as the agent takes the
+conversation (:func:`redacted`). The old log is
 only read, never written: the resumed session gets a log of its own whose
 ``agent.resume`` event names its parent. A line that is not JSON (a crash mid-write, a
 damaged copy) is skipped and said; a log written by a newer Keen, or that is not a chat
@@ -44,6 +49,7 @@ __all__ = [
     "SessionNotResumable",
     "find_session",
     "message_record",
+    "redacted",
     "restore",
     "summary",
 ]
@@ -54,8 +60,9 @@ LOG_FORMAT = 1
 same shape)."""
 
 _NO_RESULT = "no result recorded: the session ended before this call finished"
-_CANCELLED = "cancelled by the user before this call ran"
 _PREVIEW = 60
+_HEAD = 8
+"""Events of a log read at most for its ``agent.start`` when looking for this directory's chat."""
 _ROLES = ("user", "assistant", "tool")
 
 
@@ -103,6 +110,21 @@ def message_record(message: Message) -> dict[str, Any]:
         if value:
             record[name] = value
     return record
+
+
+def redacted(message: Message) -> Message:
+    """``message`` with every secret Keen knows now replaced by ``[REDACTED]`` (:mod:`keen._redact`),
+    its text and its tool calls' arguments: a log holds a secret in clear when Keen learnt it
+    only after the log was written (a key configured since), and a resumed conversation
+    must not send it back to the model."""
+    from dataclasses import replace
+
+    from keen._redact import redactor
+
+    calls = [
+        replace(c, arguments=redactor.redact_json(c.arguments, patterns=True)) for c in message.tool_calls
+    ]
+    return replace(message, content=redactor.redact(message.content), tool_calls=calls)
 
 
 def _tool_call(raw: Any, where: str) -> Any:
@@ -153,7 +175,9 @@ def _events(path: Path, notes: list[str] | None = None) -> Iterator[tuple[int, d
                 continue
             try:
                 event = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+            except (ValueError, RecursionError):
+                # JSONDecodeError and UnicodeDecodeError are ValueErrors; a line nested
+                # deeper than the parser's recursion limit raises RecursionError.
                 event = None
             if isinstance(event, dict) and isinstance(event.get("type"), str):
                 yield number, event  # pyright: ignore[reportUnknownArgumentType]
@@ -171,12 +195,16 @@ def _resumable_here(path: Path, cwd: Path) -> bool:
     where that is known."""
     chat = False
     try:
-        for _, event in _events(path):
+        for seen, (_, event) in enumerate(_events(path), 1):
             kind = event["type"]
             if kind == "session.start" and not _same_place(str(event.get("workspace") or ""), cwd):
                 return False
             if kind == "agent.start":
                 chat = True
+            elif not chat and seen >= _HEAD:
+                # The agent writes agent.start right after session.start: a log without it
+                # by now is a keen serve or library session, read no further (one can be GBs).
+                return False
             elif chat and kind in ("agent.user", "agent.resume", "agent.activate"):
                 return True
     except OSError:
@@ -289,8 +317,12 @@ class _Rebuild:
     def result(self, event: dict[str, Any]) -> None:
         if self.start is None or not self.waiting:
             return  # a call outside a turn (a slash command's): not the model's
-        call = self.waiting.pop(0)
         text, outcome = str(event.get("text") or ""), str(event.get("outcome") or "error")
+        if outcome == "cancelled":
+            # The call was stopped with its turn: the agent gave it no result of this call's
+            # (the turn's end answers it: close).
+            return
+        call = self.waiting.pop(0)
         self.answer(call, text, outcome)
         server = event.get("server")
         if isinstance(server, str) and server:
@@ -309,13 +341,34 @@ class _Rebuild:
         )
         self.records.append(CallRecord(call.name, call.arguments, outcome, text))
 
+    def ended(self, event: dict[str, Any], number: int) -> None:
+        """The turn's end: the messages the agent kept of it, when the log holds them (a Keen
+        before it did not write them: the turn is rebuilt from its events instead)."""
+        raw = event.get("messages")
+        if self.start is None or raw is None:
+            self.close(finished=True, cancelled=event.get("cancelled") is True)
+            return
+        if not isinstance(raw, list):
+            raise _shape(self.where(number), "a turn's messages that are not a list")
+        kept = [_message(m, self.where(number)) for m in raw]
+        calls = event.get("calls")
+        self.calls += calls if isinstance(calls, int) and calls >= 0 else len(self.records)
+        self.history = self.history[: self.start] + kept
+        self.start, self.records, self.waiting = None, [], []
+
     def close(self, *, finished: bool, cancelled: bool = False) -> None:
         """End the open turn: calls without a result get one saying so (as the agent answered
-        them when the turn was cancelled), then compaction."""
+        them when the turn was cancelled: :func:`~keen.agent.unfinished.answer_pending`), then
+        compaction."""
         if self.start is None:
             return
-        for call in self.waiting:
-            self.answer(call, _CANCELLED if cancelled else _NO_RESULT, "error")
+        if cancelled:
+            from keen.agent.unfinished import CANCELLED, answer_pending
+
+            answer_pending(self.history, CANCELLED)
+        else:
+            for call in self.waiting:
+                self.answer(call, _NO_RESULT, "error")
         if not finished:
             self.notes.append(
                 f"turn {self.turns} ({one_line(self.said, _PREVIEW)}) did not finish (the session ended "
@@ -383,7 +436,7 @@ def restore(path: Path) -> Restored:
             elif kind == "result":
                 rebuild.result(event)
             elif kind == "agent.turn":
-                rebuild.close(finished=True, cancelled=event.get("cancelled") is True)
+                rebuild.ended(event, number)
             elif kind == "agent.activate":
                 rebuild.activated(event)
             elif kind == "agent.resume":
@@ -408,10 +461,17 @@ def restore(path: Path) -> Restored:
     )
 
 
-def summary(restored: Restored, session_id: str, configured: Collection[str], cwd: Path) -> list[str]:
+def summary(
+    restored: Restored,
+    session_id: str,
+    configured: Collection[str],
+    cwd: Path,
+    disabled: Collection[str] = (),
+) -> list[str]:
     """What a front end says about a resumed conversation: what came back, the new session's
     id and its parent, and one line per thing the user should know (a line of the log
-    skipped, a turn that did not finish, a server no longer configured, another directory)."""
+    skipped, a turn that did not finish, a server no longer configured or ``disabled`` in
+    configs.json, another directory)."""
     last = next((m.content for m in reversed(restored.messages) if m.role == "user" and not m.kind), "")
     said = f'; last message: "{one_line(last, _PREVIEW)}"' if last else ""
     lines = [
@@ -425,6 +485,11 @@ def summary(restored: Restored, session_id: str, configured: Collection[str], cw
             lines.append(
                 f"server {server}, which the conversation used, is no longer configured: its calls stay in "
                 "the history as recorded, and new calls to it fail until it is added again (keen mcp add)"
+            )
+        elif server in disabled:
+            lines.append(
+                f"server {server}, which the conversation used, is disabled in configs.json: its calls stay in "
+                f"the history as recorded, and new calls to it fail until it is enabled (keen mcp enable {server})"
             )
     if restored.workspace and not _same_place(restored.workspace, cwd):
         lines.append(f"the session ran in {restored.workspace}; the local tools now read {cwd}")

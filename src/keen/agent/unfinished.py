@@ -19,7 +19,7 @@ from typing import Any
 from keen.agent.compaction import CallRecord
 from keen.agent.models import Message, ToolCall
 
-__all__ = ["CUT_CALLS", "UNFINISHED", "not_run"]
+__all__ = ["CANCELLED", "CUT_CALLS", "UNFINISHED", "answer_pending", "not_run"]
 
 UNFINISHED: dict[str, str] = {
     "length": (
@@ -61,3 +61,27 @@ def not_run(call: ToolCall) -> tuple[Message, CallRecord, dict[str, Any]]:
         "text": _NOT_RUN,
     }
     return message, record, entry
+
+
+CANCELLED = "cancelled by the user before this call ran"
+"""The result of each call a cancelled turn had not run (:func:`answer_pending`)."""
+
+
+def answer_pending(history: list[Message], why: str) -> None:
+    """Give every tool call of the last assistant message without a result one saying
+    ``why``, so the history stays valid for the providers (each tool call needs its result).
+    The same for a live turn cancelled and for its rebuild from a log that does not hold the
+    turn's messages (:mod:`keen.agent.resume`): no compaction record, so a turn whose only
+    calls were cancelled keeps its traffic as it was."""
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if message.role == "assistant" and message.tool_calls:
+            answered = {m.tool_call_id for m in history[index + 1 :] if m.role == "tool"}
+            for call in message.tool_calls:
+                if call.id not in answered:
+                    history.append(
+                        Message("tool", why, tool_call_id=call.id, name=call.name, kind="tool_traffic")
+                    )
+            return
+        if message.role == "user":
+            return

@@ -25,13 +25,14 @@ from keen.cli._console import EXIT_TOOL_ERROR, STARTED, err, fail, guarded, out,
 from keen.cli._wording import with_remedy
 
 if TYPE_CHECKING:
-    from keen.agent import Model, TurnResult
+    from keen.agent import Agent, Model, TurnResult
     from keen.agent.first import EarlyModel
     from keen.agent.resume import Restored
     from keen.agent.settings import ChatSettings
     from keen.gateway import ApprovalRequest
     from keen.harness import Observation
     from keen.mcpskills.sync import SyncEntry
+    from keen.runtime import Runtime
 
 __all__ = ["DEFAULT_DISCOVERY_TIMEOUT", "chosen_model", "one_shot", "plain_options", "run_alone"]
 
@@ -286,7 +287,7 @@ async def _one_shot(
         return result
 
 
-def _resumed(agent: Any, restored: Restored, rt: Any) -> None:
+def _resumed(agent: Agent, restored: Restored, rt: Runtime) -> None:
     """Give ``agent`` the resumed conversation and say on stderr what came back."""
     from rich.text import Text
 
@@ -294,8 +295,11 @@ def _resumed(agent: Any, restored: Restored, rt: Any) -> None:
     from keen.cli._terminal import terminal_text
 
     agent.resume(restored)
-    configured = [status.name for status in rt.manager.servers()]
-    for line in summary(restored, agent.session_id, configured, Path.cwd()):
+    # configs.json's entries, disabled ones too (the Manager's statuses leave them out).
+    entries = rt.manager.config.servers
+    configured = [*entries, *(status.name for status in rt.manager.servers())]
+    disabled = [name for name, entry in entries.items() if not entry.enabled]
+    for line in summary(restored, agent.session_id, configured, Path.cwd(), disabled):
         err.print(Text(terminal_text(line), style="dim"), highlight=False, soft_wrap=True)
 
 

@@ -116,8 +116,10 @@ def chat(
     if prompt is None and (yes or deny or as_json):
         fail("--yes, --deny and --json are for one-shot mode; add -p PROMPT")
     if session is not None and not resume:
+        # Most often the rest of an unquoted prompt (keen chat -p hello there), else a session id.
         fail(
-            f"{session!r} is not an option of keen chat; to go on with that session, run keen chat --resume {session}"
+            f'unexpected argument {session!r}: quote the prompt (-p "..."), or resume a session '
+            "with keen chat --resume ID"
         )
     restored = restored_session(session) if resume else None
     if prompt is not None:

@@ -13,7 +13,11 @@ makes itself (:data:`_PLAIN`: a call's id, a verdict, an outcome). Event types:
   model; ``skill_index``: skill names listed; ``handles``: resource and prompt names in
   the resource index), ``step.end``; a step is one model request (``keen chat``'s turn, what
   the user said and everything until the answer, is one or more steps: the agent's
-  ``agent.user`` and ``agent.turn`` events mark it). Every event of a step carries ``step``;
+  ``agent.user`` and ``agent.turn`` events mark it; ``agent.turn`` holds the turn's
+  messages as the history keeps them). The chat's own events (``agent.*``,
+  docs/architecture.md "The agent loop") include ``agent.start`` with ``log_format``,
+  ``agent.activate`` with the skill's ``text`` and ``agent.resume``, the conversation a
+  resumed session began with: :mod:`keen.agent.resume` reads them. Every event of a step carries ``step``;
   logs written before the rename say ``turn.start``, ``turn.end`` and ``turn`` and replay
   the same;
 - ``capability.diff`` (``added``, ``removed``, ``changed`` with reasons, ``policy_inputs``),
@@ -527,7 +531,7 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
         for line in f:
             try:
                 event = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # nested deeper than the parser goes: damaged too
                 continue
             if isinstance(event, dict):
                 yield event  # type: ignore[misc]

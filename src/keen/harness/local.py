@@ -113,9 +113,13 @@ _SKIP_CHUNK = 1 << 16
 
 def _slice(path: Path, shown: str, first: int, count: int, budget: _Budget) -> str:
     """Lines ``first`` to ``first + count - 1`` of a file larger than ``MAX_FILE_BYTES``,
-    numbered as :meth:`Workspace._read_file` numbers them, read up to the slice's end and at
-    most ``MAX_FILE_BYTES`` of it: the file is never loaded whole. Lines end at ``\n`` (a
-    ``\r`` before it is dropped); a line longer than the cap is shown cut, with a note."""
+    read up to the slice's end and at most ``MAX_FILE_BYTES`` of it: the file is never
+    loaded whole. Lines end at ``\n`` only (a ``\r`` before it is dropped), where
+    :meth:`Workspace._read_file`'s whole-file read splits as :meth:`str.splitlines` (at a lone
+    ``\r`` and the other Unicode line boundaries too), so in a file holding those the numbers
+    differ. A line longer than the cap is shown cut, with a note. ``budget`` is checked
+    before each chunk skipped and each line read: the caller's stop event ends the read
+    (:class:`LocalToolError`), its deadline (``WALK_SECONDS``) ends it with a note."""
     try:
         handle, size = open_regular(path)
     except NotRegularFile:
@@ -127,6 +131,11 @@ def _slice(path: Path, shown: str, first: int, count: int, budget: _Budget) -> s
     with handle:
         number, open_line = 1, False
         while number < first:  # skip to the slice, a chunk at a time
+            # Each chunk, not each line: a file without newlines is one line of any length.
+            if budget.over():  # raises when the caller stopped the call
+                return _stopped(
+                    number, f"before offset={first}: that far into the file is too far to reach in time"
+                )
             piece = handle.readline(_SKIP_CHUNK)
             if not piece:
                 lines = number - 1 + open_line  # a last line without its newline counts
@@ -134,9 +143,16 @@ def _slice(path: Path, shown: str, first: int, count: int, budget: _Budget) -> s
             open_line = not piece.endswith(b"\n")
             if not open_line:
                 number += 1
-                budget.over()  # raises when the caller stopped the call
         taken = 0
         while len(rows) < count:
+            if budget.over():
+                if not rows:
+                    return _stopped(number, "before reading it: read a smaller slice")
+                note = "\n" + _stopped(
+                    number,
+                    f"lines {first}-{number - 1} are above: call read_file with offset={number} to read on",
+                )
+                break
             raw = handle.readline(MAX_FILE_BYTES - taken + 1)
             if not raw:
                 break
@@ -147,11 +163,10 @@ def _slice(path: Path, shown: str, first: int, count: int, budget: _Budget) -> s
             if cut:
                 note = (
                     f"\n[the slice stopped in line {number}: a slice reads at most {MAX_FILE_BYTES:,} bytes; "
-                    "ask for fewer lines, or grep for what you need]"
+                    "ask for fewer lines]"
                 )
                 break
             number += 1
-            budget.over()
         else:
             if handle.read(1):
                 last = first + len(rows) - 1
@@ -162,6 +177,11 @@ def _slice(path: Path, shown: str, first: int, count: int, budget: _Budget) -> s
     if not rows:
         return f"[the file has {first - 1:,} lines: offset={first} is past its end; {size:,} bytes]"
     return "\n".join(rows) + note
+
+
+def _stopped(number: int, where: str) -> str:
+    """The note of a slice that ran out of time (``WALK_SECONDS``) at line ``number``."""
+    return f"[stopped after {WALK_SECONDS:g} s at line {number:,}, {where}]"
 
 
 def _decoded(line: bytes, cut: bool, shown: str, number: int) -> str:
