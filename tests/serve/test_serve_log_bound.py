@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as mt
 import pytest
 
@@ -22,7 +23,7 @@ from helpers.forkserver import script_args
 from helpers.serve import basic_in_memory, in_process, write_upstream
 from keen.mcp.connection.memory import in_memory_transport
 from keen.serve import LogBound
-from keen.serve.relay import HostPeer
+from keen.serve.relay import LOG_QUEUE, HostPeer
 
 pytestmark = [
     pytest.mark.anyio,
@@ -167,4 +168,56 @@ async def test_structured_log_data_keeps_its_shape_with_secrets_blanked_and_esca
     await peer.log("s", mt.LoggingMessageNotificationParams(level="info", logger="x\u202ey", data=data))
     assert logs.got == [
         ("info", "s/x\\u202ey", {"auth": "Bearer [REDACTED]", "note": "a\\u200bb\\x1b[31m", "n": 3})
+    ]
+
+
+class Stuck:
+    """A host's channel that does not read: every write waits until the host reads again."""
+
+    def __init__(self) -> None:
+        self.writing = 0
+        self.reads = anyio.Event()
+        self.got: list[mt.LoggingMessageNotification] = []
+
+    async def notify(self, notification: mt.ServerNotification) -> None:
+        self.writing += 1
+        await self.reads.wait()
+        assert isinstance(notification, mt.LoggingMessageNotification)
+        self.got.append(notification)
+
+
+async def test_a_host_that_stops_reading_holds_no_upstream_message_but_one() -> None:
+    # The SDK hands over each upstream log message as a task of its own, holding the whole
+    # message until HostPeer.log returns: before, each passing one waited on the host's
+    # write, so a host that stopped reading held every one of them (1.8 GB in a flood).
+    channel = Stuck()
+    peer = HostPeer(
+        "h", channel, capabilities=[], levels=LEVELS, log_bound=LogBound(burst=1_000, clock=Clock())
+    )
+    big = "x" * 100_000
+    inside = 0
+
+    async def one() -> None:
+        nonlocal inside
+        inside += 1
+        try:
+            await peer.log("s", mt.LoggingMessageNotificationParams(level="info", logger="l", data=big))
+        finally:
+            inside -= 1
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(200):
+            tg.start_soon(one)
+        await anyio.wait_all_tasks_blocked()
+        held, writes = inside, channel.writing
+        channel.reads.set()
+    assert (held, writes) == (1, 1)  # one task writes; the rest were queued or dropped, and returned
+    await peer.end()
+    passed = [n for n in channel.got if n.params.logger == "s/l"]
+    told = [n.params.data for n in channel.got if n.params.logger == "keen serve"]
+    assert len(passed) == 1 + LOG_QUEUE
+    assert all(isinstance(n.params.data, str) and len(n.params.data) < 10_000 for n in passed)
+    assert told == [
+        f"keen serve dropped {200 - 1 - LOG_QUEUE} log messages of MCP server 's' during this call: "
+        "it passes at most 1,000 at once, then 20 a second, of each server"
     ]

@@ -24,6 +24,7 @@ gives up on, or still open when the call ends, is withdrawn from the host
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import secrets
@@ -87,6 +88,9 @@ LOG_PER_SECOND = 20.0
 """Log messages a second of one upstream server keen serve passes after a burst."""
 DROPPED_EVERY = 10.0
 """Seconds between two notices to a host of log messages dropped while a flood goes on."""
+LOG_QUEUE = 16
+"""Log messages (already cut) of one call waiting for its host; past that they are dropped
+(and counted), so a host that stops reading holds only these, not the upstream's messages."""
 _LOGGER_CHARS = 200
 """Characters of an upstream's ``logger`` name keen serve passes (a name, not a message)."""
 _REDACT_MARGIN = 1_024
@@ -445,6 +449,12 @@ class HostPeer:
         self._dropped: dict[str, tuple[int, int, float]] = {}
         """Server -> (log messages dropped since the host was last told, the most severe one's
         index in LEVELS, when the first of them was dropped)."""
+        self._queue: collections.deque[mt.LoggingMessageNotification] = collections.deque()
+        """Log messages (cut, escaped) and drop notices waiting for the host, at most
+        :data:`LOG_QUEUE`; one task at a time writes them (:meth:`_write`)."""
+        self._writing = False
+        self._written = anyio.Event()
+        self._written.set()
 
     @property
     def host(self) -> str:
@@ -458,9 +468,16 @@ class HostPeer:
         with anyio.CancelScope(shield=True), anyio.move_on_after(2.0):
             if self._asking:
                 await self._idle.wait()
-            # What a flood left untold, before the call's result (its stream ends with it).
+            # The log messages still queued, then what a flood left untold, before the call's
+            # result (its stream ends with it).
+            await self._written.wait()
+            with contextlib.suppress(Exception):  # a host gone mid-call loses them, nothing else
+                await self._write()
             for server in list(self._dropped):
-                await self._tell_dropped(server)
+                notice = self._dropped_notice(server)
+                if notice is not None and self.channel is not None:
+                    with contextlib.suppress(Exception):
+                        await self.channel.notify(notice)
 
     async def ask(self, server: str, request: mt.InputRequest) -> mt.InputResponse | mt.ErrorData:
         needed, result_type = _needs(request)
@@ -520,10 +537,14 @@ class HostPeer:
         return answer
 
     async def log(self, server: str, params: mt.LoggingMessageNotificationParams) -> None:
+        # The SDK runs each upstream notification as a task of its own holding the whole
+        # message until this returns: so this never waits on the host for it. The message is
+        # cut and queued (a full queue drops it, counted as the bound's drops are), and the
+        # one task already writing to the host writes it; only that task waits on the host.
         if self.channel is None or params.level not in self.levels or self._done.is_set():
             return
-        # Counted before any work and any wait: a dropped message ends its task at once.
-        passes = self._bound.take(server)
+        # Counted before any work: a dropped message ends its task at once.
+        passes = self._bound.take(server) and len(self._queue) < LOG_QUEUE
         if not passes:
             count, worst, since = self._dropped.get(server, (0, 0, self._bound.clock()))
             self._dropped[server] = (count + 1, max(worst, LEVELS.index(params.level)), since)
@@ -531,30 +552,54 @@ class HostPeer:
             server in self._dropped
             and self._bound.clock() - self._dropped[server][2] >= self._bound.report_every
         ):
-            await self._tell_dropped(server)
-        if not passes:
-            return
-        # Named after its server, and with what Keen knows of secrets blanked, as every
-        # text Keen passes on; invisible characters shown, and the data cut to its bound.
-        logger = terminal_text(params.logger[:_LOGGER_CHARS], one_line=True) if params.logger else None
-        name = f"{server}/{logger}" if logger else server
-        data = shown_log_data(params.data, self._bound.max_chars)
-        shown = mt.LoggingMessageNotificationParams(level=params.level, logger=name, data=data)
-        await self.channel.notify(mt.LoggingMessageNotification(params=shown))
+            # Queued even when the queue is full: at most one a server every report_every.
+            notice = self._dropped_notice(server)
+            if notice is not None:
+                self._queue.append(notice)
+        if passes:
+            # Named after its server, and with what Keen knows of secrets blanked, as every
+            # text Keen passes on; invisible characters shown, and the data cut to its bound.
+            logger = params.logger and redactor.redact(params.logger[:_LOGGER_CHARS])
+            logger = terminal_text(logger, one_line=True) if logger else None
+            name = f"{server}/{logger}" if logger else server
+            data = shown_log_data(params.data, self._bound.max_chars)
+            shown = mt.LoggingMessageNotificationParams(level=params.level, logger=name, data=data)
+            self._queue.append(mt.LoggingMessageNotification(params=shown))
+        del params  # the writer below may wait on the host: it need not hold the message
+        if not self._writing:
+            await self._write()
 
-    async def _tell_dropped(self, server: str) -> None:
-        """One notice to the host of the log messages of ``server`` dropped since the last one,
-        at the level of the most severe of them (one the host asked for)."""
-        count, worst, _ = self._dropped.pop(server, (0, 0, 0.0))
-        if not count or self.channel is None:
+    async def _write(self) -> None:
+        """Write the queued log messages to the host, until none is left (one writer at a
+        time); on a failure the rest are dropped (the host's channel is gone)."""
+        if self._writing or self.channel is None:
             return
+        self._writing, self._written = True, anyio.Event()
+        try:
+            while self._queue:
+                notification = self._queue.popleft()
+                try:
+                    await self.channel.notify(notification)
+                except BaseException:
+                    self._queue.clear()
+                    raise
+        finally:
+            self._writing = False
+            self._written.set()
+
+    def _dropped_notice(self, server: str) -> mt.LoggingMessageNotification | None:
+        """The notice to the host of the log messages of ``server`` dropped since the last
+        one, at the level of the most severe of them (one the host asked for); the count
+        starts again."""
+        count, worst, _ = self._dropped.pop(server, (0, 0, 0.0))
+        if not count:
+            return None
         words = (
             f"keen serve dropped {count:,} log message{'' if count == 1 else 's'} of MCP server "
             f"{server!r} during this call: it passes {self._bound.words()}"
         )
         shown = mt.LoggingMessageNotificationParams(level=LEVELS[worst], logger="keen serve", data=words)
-        with contextlib.suppress(Exception):  # a host gone mid-call loses the notice, nothing else
-            await self.channel.notify(mt.LoggingMessageNotification(params=shown))
+        return mt.LoggingMessageNotification(params=shown)
 
     async def completed(self, server: str, elicitation_id: str) -> None:
         # On the call's channel: over HTTP only while the call runs (its stream ends with it).
