@@ -405,12 +405,21 @@ class _Gate:
                 async for frame, notice in _frames(notices):
                     await send({"type": "http.response.body", "body": frame, "more_body": True})
                     if notice is not None:
-                        # uvicorn drops what is sent to a connection already gone: let the
-                        # watcher above see the disconnect (and cancel) before it counts as told.
-                        await anyio.lowlevel.checkpoint()
+                        # uvicorn drops what is sent to a connection already gone, and a write
+                        # the kernel refuses (a reset connection) is told only as a disconnect,
+                        # three loop turns on: asyncio's transport schedules connection_lost
+                        # (call_soon), which sets uvicorn's `disconnected` and wakes the
+                        # watcher's `receive`; the watcher then cancels this task. Let all three
+                        # run before the notice counts as told.
+                        for _ in range(_DISCONNECT_TURNS):
+                            await anyio.lowlevel.checkpoint()
                         await notices.sent(notice)
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 tg.cancel_scope.cancel()
+
+
+_DISCONNECT_TURNS = 3
+"""Event-loop turns from a failed write to the stream's cancel (see ``_event_stream``)."""
 
 
 async def _frames(notices: NoticeStream) -> AsyncIterator[tuple[bytes, Notice | None]]:
