@@ -10,20 +10,31 @@ the test's, so what passes does not depend on the machine's speed.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as mt
 import pytest
 
 from helpers import server_script
 from helpers.forkserver import script_args
-from helpers.serve import basic_in_memory, in_process, write_upstream
+from helpers.serve import (
+    INITIALIZE,
+    JSON_HEADERS,
+    basic_in_memory,
+    http_in_process,
+    in_process,
+    tls,
+    write_upstream,
+)
 from keen.mcp.connection.memory import in_memory_transport
 from keen.serve import LogBound
 from keen.serve.relay import LOG_QUEUE, HostPeer
+from keen.serve.store import MemoryStore
 
 pytestmark = [
     pytest.mark.anyio,
@@ -195,7 +206,7 @@ async def test_a_host_that_stops_reading_holds_no_upstream_message_but_one() -> 
         "h", channel, capabilities=[], levels=LEVELS, log_bound=LogBound(burst=1_000, clock=Clock())
     )
     big = "x" * 100_000
-    inside = 0
+    inside = held = writes = 0
 
     async def one() -> None:
         nonlocal inside
@@ -221,3 +232,40 @@ async def test_a_host_that_stops_reading_holds_no_upstream_message_but_one() -> 
         f"keen serve dropped {200 - 1 - LOG_QUEUE} log messages of MCP server 's' during this call: "
         "it passes at most 1,000 at once, then 20 a second, of each server"
     ]
+
+
+async def test_a_sessions_log_level_holds_on_every_replica_and_ends_with_it(home: Path) -> None:
+    # Before, the level was a dict of the replica that got logging/setLevel: a call of the
+    # same session on another replica got every level.
+    store = MemoryStore()
+
+    async def levels(url: str, headers: dict[str, str], word: str) -> list[str]:
+        call = {"server": "logs", "tool": "log_each", "arguments": {"word": word}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "call_mcp_tool", "arguments": call},
+        }
+        response = await http.post(url, headers=headers, json=body)
+        events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+        return [e["params"]["level"] for e in events if e.get("method") == "notifications/message"]
+
+    async with (
+        http_in_process(home, store=store, transports=_transports(), mode="search") as a,
+        http_in_process(home, store=store, transports=_transports(), mode="search") as b,
+        httpx2.AsyncClient(timeout=60, verify=tls()) as http,
+    ):
+        opened = await http.post(a.url, headers=JSON_HEADERS, json=INITIALIZE)
+        sid = opened.headers["mcp-session-id"]
+        session = {**JSON_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        await http.post(
+            a.url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+        )
+        assert await levels(b.url, session, "before") == ["debug", "info", "warning", "error"]
+        set_level = {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "warning"}}
+        assert (await http.post(a.url, headers=session, json=set_level)).status_code == 200
+        assert await levels(a.url, session, "a") == ["warning", "error"]
+        assert await levels(b.url, session, "b") == ["warning", "error"]
+        assert (await http.delete(b.url, headers=session)).status_code == 200
+        assert await store.get_session(sid, 60) is None  # the level went with the session

@@ -56,7 +56,15 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from keen.serve.notify import Notice, NoticeStream
-from keen.serve.relay import CHANNEL_KEY, HOST_KEY, SSE_HEADERS, STREAM_KEY, SseChannel, host_capabilities
+from keen.serve.relay import (
+    CHANNEL_KEY,
+    HOST_KEY,
+    LEVEL_KEY,
+    SSE_HEADERS,
+    STREAM_KEY,
+    SseChannel,
+    host_capabilities,
+)
 from keen.serve.server import PRINCIPAL_KEY, SCOPE_KEY, KeenServer
 
 __all__ = ["HttpSecurity", "build_app", "is_loopback", "tokens_from_env"]
@@ -349,6 +357,7 @@ class _Gate:
             return
         scope[SCOPE_KEY] = f"session:{session_id}"
         scope[HOST_KEY] = data.get("host") or []
+        scope[LEVEL_KEY] = data.get("log_level")
         # The session's authorizations live as long as it does (docs/serve.md, section 5).
         await store.renew(scope[SCOPE_KEY], self.keen.session_ttl)
         self._cancel(scope[SCOPE_KEY], message)

@@ -48,6 +48,7 @@ from keen._terminal import terminal_text
 __all__ = [
     "CHANNEL_KEY",
     "HOST_KEY",
+    "LEVEL_KEY",
     "SSE_HEADERS",
     "STREAM_KEY",
     "HostChannel",
@@ -68,6 +69,9 @@ notifications may ride it)."""
 HOST_KEY = "keen.host"
 """ASGI scope key: what the host of a handshake-era HTTP session declared at ``initialize``
 (:func:`host_capabilities`; kept with the session in the store)."""
+LEVEL_KEY = "keen.log_level"
+"""ASGI scope key: the level the host of a handshake-era HTTP session set with
+``logging/setLevel`` (kept with the session in the store), or None."""
 
 LEVELS: tuple[mt.LoggingLevel, ...] = (
     "debug",
