@@ -11,6 +11,7 @@ the test's, so what passes does not depend on the machine's speed.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -269,3 +270,22 @@ async def test_a_sessions_log_level_holds_on_every_replica_and_ends_with_it(home
         assert await levels(b.url, session, "b") == ["warning", "error"]
         assert (await http.delete(b.url, headers=session)).status_code == 200
         assert await store.get_session(sid, 60) is None  # the level went with the session
+
+
+@pytest.mark.parametrize("size", [500, 20_000])
+async def test_the_cut_counts_what_the_host_sees_escaped_and_splits_no_escape(size: int) -> None:
+    # A Unicode tag is shown as a 10-character escape: before, the cut counted the message
+    # unescaped, so 8,000 tags reached the host as 80,000 characters, and 500 uncut as 5,000.
+    logs = Logs()
+    peer = HostPeer(
+        "h", logs, capabilities=[], levels=LEVELS, log_bound=LogBound(max_chars=1_005, clock=Clock())
+    )
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", data="a" + "\U000e0041" * size))
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", data={"k": ["\U000e0041"] * size}))
+    (_, _, text), (_, _, structured) = logs.got
+    for shown in (text, structured):
+        head, note = shown.split("\n[truncated: ")
+        assert len(head) <= 1_005 and head.startswith(("a\\U000e0041", '{"k": ["\\U000e0041'))
+        assert "\U000e0041" not in head and len(head) > 1_005 - len('"\\U000e0041", ')
+        assert re.search(r"\\U(?![0-9a-f]{8})", head) is None  # no escape split
+        assert note.endswith("keen serve passes at most 1,005 characters of an MCP server's log message]")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -195,25 +196,38 @@ class LogBound:
 def shown_log_data(data: Any, limit: int = MAX_LOG_CHARS) -> Any:
     """An upstream log message's ``data`` as keen serve passes it on: what Keen knows of
     secrets blanked, invisible and control characters written as escapes
-    (:func:`keen._terminal.terminal_text`), and, when its JSON text is longer than ``limit``
-    characters, that text cut, with a note saying how much was cut (a string, then)."""
+    (:func:`keen._terminal.terminal_text`), and, when that escaped JSON text is longer than
+    ``limit`` characters, cut to ``limit``, with a note saying how much was cut (a string,
+    then)."""
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-    if len(text) <= limit:
+    if len(text) <= limit:  # escapes only lengthen it: a longer one is cut below
         try:
             redacted = json.loads(redactor.redact(json.dumps(data, ensure_ascii=False, default=str)))
         except ValueError:
             redacted = redactor.redact(str(data))
-        return _escaped(redacted)
-    # Redacted past the cut, then cut: a secret the cut runs through is blanked whole, and
-    # what could begin a known secret at the end is dropped too; a 1 MB message costs only
-    # the kept part's redaction.
-    head = redactor.redact(text[: limit + _REDACT_MARGIN])[:limit]
+        shown = _escaped(redacted)
+        if len(shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)) <= limit:
+            return shown
+    # Redacted past the cut, escaped, then cut (an escape is 10 characters at most, so the
+    # limit holds for what the host sees): a secret the cut runs through is blanked whole,
+    # and what could begin a known secret at the end is dropped too; a 1 MB message costs
+    # only the kept part's redaction.
+    head = terminal_text(redactor.redact(text[: limit + _REDACT_MARGIN]))[:limit]
+    head = _PART_ESCAPE.sub("", head)
     head = head[: len(head) - redactor.unsafe_tail(head)]
-    note = (
-        f"\n[truncated: {len(text) - limit:,} of {len(text):,} characters cut; keen serve passes "
-        f"at most {limit:,} characters of an MCP server's log message]"
+    cut = (
+        f"{len(text) - limit:,} of {len(text):,} characters cut"
+        if len(text) > limit
+        else f"its {len(text):,} characters are longer than that with invisible ones escaped"
     )
-    return terminal_text(head) + note
+    note = (
+        f"\n[truncated: {cut}; keen serve passes at most {limit:,} characters of an MCP server's log message]"
+    )
+    return head + note
+
+
+_PART_ESCAPE = re.compile(r"\\(?:x[0-9a-f]?|u[0-9a-f]{0,3}|U[0-9a-f]{0,7})?\Z")
+"""The start of an escape of :func:`keen._terminal.terminal_text` a cut ran through."""
 
 
 def _escaped(value: Any) -> Any:
