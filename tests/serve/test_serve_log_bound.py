@@ -178,8 +178,12 @@ async def test_structured_log_data_keeps_its_shape_with_secrets_blanked_and_esca
     peer = HostPeer("h", logs, capabilities=[], levels=LEVELS, log_bound=LogBound(clock=Clock()))
     data = {"auth": "Bearer abcdefgh12345678", "note": "a\u200bb\x1b[31m", "n": 3}
     await peer.log("s", mt.LoggingMessageNotificationParams(level="info", logger="x\u202ey", data=data))
+    # The logger is the server's text too: a secret in it is blanked (before, it was passed).
+    logger = "x" * 190 + " Bearer abcdefgh12345678"
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", logger=logger, data=1))
     assert logs.got == [
-        ("info", "s/x\\u202ey", {"auth": "Bearer [REDACTED]", "note": "a\\u200bb\\x1b[31m", "n": 3})
+        ("info", "s/x\\u202ey", {"auth": "Bearer [REDACTED]", "note": "a\\u200bb\\x1b[31m", "n": 3}),
+        ("info", "s/" + ("x" * 190 + " Bearer [REDACTED]")[:200], 1),
     ]
 
 

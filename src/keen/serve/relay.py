@@ -226,6 +226,16 @@ def shown_log_data(data: Any, limit: int = MAX_LOG_CHARS) -> Any:
     return head + note
 
 
+def _shown_logger(logger: str) -> str:
+    """An upstream's ``logger`` name as keen serve passes it: redacted across its cut (as
+    :func:`shown_log_data` is), cut to :data:`_LOGGER_CHARS`, escaped on one line."""
+    head = redactor.redact(logger[: _LOGGER_CHARS + _REDACT_MARGIN])
+    if len(head) > _LOGGER_CHARS:
+        head = head[:_LOGGER_CHARS]
+        head = head[: len(head) - redactor.unsafe_tail(head)]
+    return terminal_text(head, one_line=True)
+
+
 _PART_ESCAPE = re.compile(r"\\(?:x[0-9a-f]?|u[0-9a-f]{0,3}|U[0-9a-f]{0,7})?\Z")
 """The start of an escape of :func:`keen._terminal.terminal_text` a cut ran through."""
 
@@ -577,8 +587,7 @@ class HostPeer:
         if passes:
             # Named after its server, and with what Keen knows of secrets blanked, as every
             # text Keen passes on; invisible characters shown, and the data cut to its bound.
-            logger = params.logger and redactor.redact(params.logger[:_LOGGER_CHARS])
-            logger = terminal_text(logger, one_line=True) if logger else None
+            logger = _shown_logger(params.logger) if params.logger else None
             name = f"{server}/{logger}" if logger else server
             data = shown_log_data(params.data, self._bound.max_chars)
             shown = mt.LoggingMessageNotificationParams(level=params.level, logger=name, data=data)
