@@ -11,6 +11,7 @@ the test's, so what passes does not depend on the machine's speed.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ from helpers.serve import (
     tls,
     write_upstream,
 )
+from keen._redact import redactor
 from keen.mcp.connection.memory import in_memory_transport
 from keen.serve import LogBound
 from keen.serve.relay import LOG_QUEUE, HostPeer
@@ -293,3 +295,29 @@ async def test_the_cut_counts_what_the_host_sees_escaped_and_splits_no_escape(si
         assert "\U000e0041" not in head and len(head) > 1_005 - len('"\\U000e0041", ')
         assert re.search(r"\\U(?![0-9a-f]{8})", head) is None  # no escape split
         assert note.endswith("keen serve passes at most 1,005 characters of an MCP server's log message]")
+
+
+async def test_keens_debug_log_of_a_flood_redacts_only_what_it_shows(
+    home: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `keen -v serve`: before, the debug line of each upstream log message redacted the whole
+    # message (1 MB) and then kept 200 characters of it, slowing keen serve in a flood.
+    caplog.set_level(logging.DEBUG, logger="keen.mcp.connection.server")
+    redacted: list[int] = []
+    redact = redactor.redact
+
+    def counted(text: str) -> str:
+        redacted.append(len(text))
+        return redact(text)
+
+    monkeypatch.setattr(redactor, "redact", counted)
+    bound = LogBound(max_chars=1_000, clock=Clock())
+    async with in_process(home, "session", mode="search", transports=_transports(), log_bound=bound) as (
+        _,
+        client,
+    ):
+        assert await _flood(client, 3, 1_000_000) == "sent 3"
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("server logs: log info: ")]
+    assert len(lines) == 3
+    assert all("Bearer [REDACTED]" in line and "flood-secret" not in line for line in lines)
+    assert redacted and max(redacted) < 1_000_000 // 100, max(redacted)
