@@ -225,5 +225,7 @@ def test_keen_serve_refuses_a_time_that_is_not_a_number_of_seconds(
 
 def test_keen_serve_takes_a_pins_poll(home: Home) -> None:
     # The host closes stdin at once: keen serve starts with the option, serves, and ends.
-    run = home.keen("serve", "--mode", "extension", "--pins-poll", "0.25")
+    run = home.keen("-v", "serve", "--mode", "extension", "--pins-poll", "0.25")
     assert run.code == 0, str(run)
+    # The option reaches KeenServer (before, dropping it from the call failed no test).
+    assert "keen serve: looks at the pin files every 0.25 s (--pins-poll)" in run.stderr, str(run)

@@ -48,8 +48,13 @@ from keen._terminal import terminal_text
 
 __all__ = [
     "CHANNEL_KEY",
+    "DROPPED_EVERY",
     "HOST_KEY",
     "LEVEL_KEY",
+    "LOG_BURST",
+    "LOG_PER_SECOND",
+    "LOG_QUEUE",
+    "MAX_LOG_CHARS",
     "SSE_HEADERS",
     "STREAM_KEY",
     "HostChannel",
@@ -60,6 +65,7 @@ __all__ = [
     "SseChannel",
     "host_capabilities",
     "log_levels",
+    "shown_log_data",
 ]
 
 CHANNEL_KEY = "keen.channel"
@@ -150,6 +156,7 @@ class LogBound:
     much of each: a token bucket per server (``burst`` at once, then ``per_second``), shared
     by every call, so a server that floods cannot flood the hosts, nor keen serve's memory
     (each message the SDK hands over is a task of its own until it is passed or dropped).
+    See docs/serve.md "During a call" ("Log messages").
 
     Args:
         burst: messages of one server passed at once.

@@ -264,6 +264,7 @@ class KeenServer:
             stack.callback(tg.cancel_scope.cancel)
             tg.start_soon(self.notifier.run, name="keen-serve-notify")
             if self.mode == "extension":
+                logger.debug("keen serve: looks at the pin files every %g s (--pins-poll)", self.pins_poll)
                 tg.start_soon(self._watch_pins, name="keen-serve-pins")
             self.reconnector.task_group = self.rounds.task_group = tg
             stack.callback(setattr, self.reconnector, "task_group", None)
