@@ -21,6 +21,7 @@ import anyio
 import httpx2
 import mcp_types as mt
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from helpers import server_script
 from helpers.forkserver import script_args
@@ -37,6 +38,7 @@ from keen._redact import redactor
 from keen.mcp.connection.memory import in_memory_transport
 from keen.serve import LogBound
 from keen.serve.relay import LOG_QUEUE, HostPeer
+from keen.serve.rounds import RoundsChannel, _Call  # pyright: ignore[reportPrivateUsage]
 from keen.serve.store import MemoryStore
 
 pytestmark = [
@@ -318,3 +320,43 @@ async def test_keens_debug_log_of_a_flood_redacts_only_what_it_shows(
     assert len(lines) == 3
     assert all("Bearer [REDACTED]" in line and "flood-secret" not in line for line in lines)
     assert redacted and max(redacted) < 1_000_000 // 100, max(redacted)
+
+
+class Away(Logs):
+    """A host's channel that reaches no host until ``back`` (a 2026-07-28 host between two
+    rounds of its call: its RoundsChannel has no request to write on)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.back = False
+
+    async def notify(self, notification: mt.ServerNotification) -> None:
+        if not self.back:
+            await RoundsChannel(_Call(token="t", caller="h"), 1.0).notify(notification)
+        await super().notify(notification)
+
+
+async def test_log_messages_that_reach_no_host_are_counted_and_told_when_one_is_back() -> None:
+    # Before, RoundsChannel.notify did nothing without a request to write on: the messages
+    # were lost without a count, and so was a notice of what the bound dropped.
+    clock = Clock()
+    channel = Away()
+    bound = LogBound(clock=clock, report_every=10.0)
+    peer = HostPeer("h", channel, capabilities=[], levels=LEVELS, log_bound=bound)
+    for level in ("warning", "error", "info"):
+        with pytest.raises(MCPError, match="between two rounds of this call"):
+            await peer.log("s", mt.LoggingMessageNotificationParams(level=level, logger="l", data="lost"))
+    assert channel.got == []
+    channel.back = True
+    clock.now = 10.0
+    await peer.log("s", mt.LoggingMessageNotificationParams(level="info", logger="l", data="here"))
+    await peer.end()
+    assert channel.got == [
+        (
+            "error",
+            "keen serve",
+            "keen serve dropped 3 log messages of MCP server 's' during this call: it passes at "
+            "most 100 at once, then 20 a second, of each server",
+        ),
+        ("info", "s/l", "here"),
+    ]

@@ -31,7 +31,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import anyio
 import mcp_types as mt
@@ -484,7 +484,7 @@ class HostPeer:
         self._dropped: dict[str, tuple[int, int, float]] = {}
         """Server -> (log messages dropped since the host was last told, the most severe one's
         index in LEVELS, when the first of them was dropped)."""
-        self._queue: collections.deque[mt.LoggingMessageNotification] = collections.deque()
+        self._queue: collections.deque[_Queued] = collections.deque()
         """Log messages (cut, escaped) and drop notices waiting for the host, at most
         :data:`LOG_QUEUE`; one task at a time writes them (:meth:`_write`)."""
         self._writing = False
@@ -511,8 +511,10 @@ class HostPeer:
             for server in list(self._dropped):
                 notice = self._dropped_notice(server)
                 if notice is not None and self.channel is not None:
-                    with contextlib.suppress(Exception):
-                        await self.channel.notify(notice)
+                    try:
+                        await self.channel.notify(notice.notification)
+                    except Exception:  # a host gone mid-call loses the notice, nothing else
+                        self._count_dropped(notice)
 
     async def ask(self, server: str, request: mt.InputRequest) -> mt.InputResponse | mt.ErrorData:
         needed, result_type = _needs(request)
@@ -581,8 +583,7 @@ class HostPeer:
         # Counted before any work: a dropped message ends its task at once.
         passes = self._bound.take(server) and len(self._queue) < LOG_QUEUE
         if not passes:
-            count, worst, since = self._dropped.get(server, (0, 0, self._bound.clock()))
-            self._dropped[server] = (count + 1, max(worst, LEVELS.index(params.level)), since)
+            self._count_dropped(_Queued(server, 1, LEVELS.index(params.level), None))
         if (
             server in self._dropped
             and self._bound.clock() - self._dropped[server][2] >= self._bound.report_every
@@ -598,33 +599,42 @@ class HostPeer:
             name = f"{server}/{logger}" if logger else server
             data = shown_log_data(params.data, self._bound.max_chars)
             shown = mt.LoggingMessageNotificationParams(level=params.level, logger=name, data=data)
-            self._queue.append(mt.LoggingMessageNotification(params=shown))
+            notification = mt.LoggingMessageNotification(params=shown)
+            self._queue.append(_Queued(server, 1, LEVELS.index(params.level), notification))
         del params  # the writer below may wait on the host: it need not hold the message
         if not self._writing:
             await self._write()
 
     async def _write(self) -> None:
         """Write the queued log messages to the host, until none is left (one writer at a
-        time); on a failure the rest are dropped (the host's channel is gone)."""
+        time); on a failure (the host's channel is gone, or a 2026-07-28 host is between two
+        rounds) the one that failed and the rest count as dropped, so the host is told."""
         if self._writing or self.channel is None:
             return
         self._writing, self._written = True, anyio.Event()
         try:
             while self._queue:
-                notification = self._queue.popleft()
+                queued = self._queue.popleft()
                 try:
-                    await self.channel.notify(notification)
+                    await self.channel.notify(queued.notification)
                 except BaseException:
+                    for lost in (queued, *self._queue):
+                        self._count_dropped(lost)
                     self._queue.clear()
                     raise
         finally:
             self._writing = False
             self._written.set()
 
-    def _dropped_notice(self, server: str) -> mt.LoggingMessageNotification | None:
+    def _count_dropped(self, lost: _Queued) -> None:
+        """Count ``lost`` (a log message, or a notice not written) as dropped, to be told."""
+        count, worst, since = self._dropped.get(lost.server, (0, 0, self._bound.clock()))
+        self._dropped[lost.server] = (count + lost.count, max(worst, lost.worst), since)
+
+    def _dropped_notice(self, server: str) -> _Queued | None:
         """The notice to the host of the log messages of ``server`` dropped since the last
         one, at the level of the most severe of them (one the host asked for); the count
-        starts again."""
+        starts again (it is counted again if the notice cannot be written)."""
         count, worst, _ = self._dropped.pop(server, (0, 0, 0.0))
         if not count:
             return None
@@ -633,13 +643,25 @@ class HostPeer:
             f"{server!r} during this call: it passes {self._bound.words()}"
         )
         shown = mt.LoggingMessageNotificationParams(level=LEVELS[worst], logger="keen serve", data=words)
-        return mt.LoggingMessageNotification(params=shown)
+        return _Queued(server, count, worst, mt.LoggingMessageNotification(params=shown))
 
     async def completed(self, server: str, elicitation_id: str) -> None:
         # On the call's channel: over HTTP only while the call runs (its stream ends with it).
         if self.channel is not None:
             params = mt.ElicitCompleteNotificationParams(elicitation_id=elicitation_id)
             await self.channel.notify(mt.ElicitCompleteNotification(params=params))
+
+
+class _Queued(NamedTuple):
+    """A log message or a drop notice waiting for the host: what it counts as if lost."""
+
+    server: str
+    count: int
+    """Log messages it stands for: 1, or a notice's count."""
+    worst: int
+    """The most severe one's index in LEVELS."""
+    notification: Any
+    """What is written (a ``LoggingMessageNotification``; None for a message never queued)."""
 
 
 def _needs(request: mt.InputRequest) -> tuple[str, type[BaseModel]]:
