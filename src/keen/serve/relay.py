@@ -629,7 +629,7 @@ class HostPeer:
     def _count_dropped(self, lost: _Queued) -> None:
         """Count ``lost`` (a log message, or a notice not written) as dropped, to be told."""
         count, worst, since = self._dropped.get(lost.server, (0, 0, self._bound.clock()))
-        self._dropped[lost.server] = (count + lost.count, max(worst, lost.worst), since)
+        self._dropped[lost.server] = (count + lost.messages, max(worst, lost.worst), since)
 
     def _dropped_notice(self, server: str) -> _Queued | None:
         """The notice to the host of the log messages of ``server`` dropped since the last
@@ -656,7 +656,7 @@ class _Queued(NamedTuple):
     """A log message or a drop notice waiting for the host: what it counts as if lost."""
 
     server: str
-    count: int
+    messages: int
     """Log messages it stands for: 1, or a notice's count."""
     worst: int
     """The most severe one's index in LEVELS."""
